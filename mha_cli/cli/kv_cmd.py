@@ -1,0 +1,118 @@
+"""``mha kv SOURCE``: the KV-cache calculator."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mha_cli.cli.options import (
+    BatchOpt,
+    BlockSizeOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    SeqOpt,
+    TargetOpt,
+    TpOpt,
+    WeightDtypeOpt,
+)  # fmt: skip
+from mha_cli.cli.output import Output
+from mha_cli.cli.render import bytes_cell, count_cell, kv_table, memory_table, model_table, print_assumptions
+from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.errors import EXIT_CHECK_FAILED
+from mha_cli.core.kv_report import KvReport, build_kv_report
+from mha_cli.core.sources import load_source
+
+MlaCacheOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--mla-cache", help="MLA only: absorbed (cache the latent) or naive (per-head K/V).", show_default=False
+    ),
+]
+FailIfNoFitOpt = Annotated[
+    bool, typer.Option("--fail-if-no-fit", help=f"Exit {EXIT_CHECK_FAILED} when the batch does not fit the target.")
+]
+
+if TYPE_CHECKING:
+    from mha_cli.cli.app import CommandRegistry
+
+
+def kv(
+    source: Annotated[
+        str, typer.Argument(help="A preset (mha presets), our config file, or a Hugging Face config.json.")
+    ],
+    seq: SeqOpt = None,
+    batch: BatchOpt = None,
+    kv_dtype: KvDtypeOpt = None,
+    tp: TpOpt = None,
+    block_size: BlockSizeOpt = None,
+    target: TargetOpt = None,
+    weight_dtype: WeightDtypeOpt = None,
+    mla_cache: MlaCacheOpt = None,
+    fail_if_no_fit: FailIfNoFitOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Price the KV cache of a model: per token, per sequence, per batch, per rank, on a target."""
+    loaded = load_source(source)
+    deployment = merge_deployment(
+        loaded.deployment, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, block_size=block_size,
+        target=target, weight_dtype=weight_dtype, mla_cache=mla_cache,
+    )  # fmt: skip
+    report = build_kv_report(loaded, deployment)
+    out = Output(json)
+    if report.memory and report.memory.alias_note:
+        out.notice(f"target {report.memory.alias_note}")
+    out.emit(report, render_kv_report)
+    if fail_if_no_fit and report.memory is not None and not report.memory.fits:
+        raise typer.Exit(code=EXIT_CHECK_FAILED)
+
+
+def render_kv_report(console: Console, report: KvReport) -> None:
+    console.print(model_table(report.model, f"{report.model.name}  [dim]({report.source_kind}: {report.source})[/dim]"))
+    print_assumptions(console, report.assumptions)
+    console.print()
+    console.print(kv_table(report.kv))
+    weights = f"{count_cell(report.params.total)} parameters = {bytes_cell(report.weight_bytes)} in {report.deployment.weight_dtype}"
+    console.print(f"[bold]weights[/bold]  {weights}")
+    if report.memory is not None:
+        console.print()
+        console.print(memory_table(report.memory))
+        if not report.memory.fits:
+            console.print(
+                "[bold red]does not fit:[/bold red] use more devices (--tp / NxTARGET), a quantised KV cache"
+                " (--kv-dtype fp8), a shorter --seq or a smaller --batch"
+            )
+    console.print()
+    console.print(variants_table(report))
+
+
+def variants_table(report: KvReport) -> Table:
+    table = Table(title="Same shape, other projections", title_justify="left")
+    table.add_column("variant")
+    table.add_column("KV heads", justify="right")
+    table.add_column("bytes / token", justify="right")
+    table.add_column("total_bytes", justify="right")
+    table.add_column("vs MHA", justify="right")
+    if report.memory is not None:
+        table.add_column("max seqs", justify="right")
+    table.add_column("note", style="dim")
+    for row in report.variants:
+        cells = [
+            f"{row.label}{' *' if row.is_current else ''}",
+            str(row.n_kv_heads),
+            f"{row.bytes_per_token:,}",
+            bytes_cell(row.total_bytes),
+            f"{row.fraction_of_mha:.3f}",
+        ]
+        if report.memory is not None:
+            cells.append(f"{row.max_sequences:,}")
+        cells.append(row.note)
+        table.add_row(*cells, style="bold" if row.is_current else None)
+    table.caption = "* this model"
+    return table
+
+
+def register(registry: CommandRegistry) -> None:
+    registry.add("kv", kv)

@@ -1,0 +1,36 @@
+"""Options shared by several commands, defined once (after the ``hf`` CLI)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+SeqOpt = Annotated[
+    str | None, typer.Option("--seq", help="Tokens per sequence: 8192, 8k (= 8192), 128K.", show_default=False)
+]
+BatchOpt = Annotated[int | None, typer.Option("--batch", help="Concurrent sequences.", show_default=False)]
+KvDtypeOpt = Annotated[
+    str | None,
+    typer.Option("--kv-dtype", help="KV cache format: fp32, fp16, bf16, fp8, int8, int4.", show_default=False),
+]
+WeightDtypeOpt = Annotated[
+    str | None,
+    typer.Option("--weight-dtype", help="Weight format for the memory plan: bf16, fp8, int4, ...", show_default=False),
+]
+TpOpt = Annotated[
+    int | None,
+    typer.Option("--tp", help="Tensor-parallel degree (default: the target's device count).", show_default=False),
+]
+TargetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--target", help="Hardware: an id or alias (a100, h100, 4090), or N x one (8xh100).", show_default=False
+    ),
+]
+BlockSizeOpt = Annotated[
+    int | None,
+    typer.Option("--block-size", help="Paged cache block size in tokens (vLLM: 16).", show_default=False),
+]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]

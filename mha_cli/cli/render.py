@@ -1,0 +1,111 @@
+"""Rich renderings shared by several commands: model geometry, KV figures, the memory plan."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from mha_cli.core.kv import KvFootprint
+from mha_cli.core.memory import MemoryPlan
+from mha_cli.core.quantities import format_bytes, format_count
+from mha_cli.core.schemas import ModelSpec
+
+
+def bytes_cell(n: int) -> str:
+    """'1,073,741,824 B (1.0 GiB)': exact for scripts-minded readers, readable for the rest."""
+    return f"{n:,} B ({format_bytes(n)})" if n >= 1024 else f"{n:,} B"
+
+
+def model_table(model: ModelSpec, title: str) -> Table:
+    """Geometry of ``model``: widths, heads, variant, windows."""
+    table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    heads = f"{model.n_heads} query / {model.kv_heads} KV ({model.q_per_kv} per KV head)"
+    derived = model.d_model // model.n_heads if model.d_model % model.n_heads == 0 else None
+    head_note = (
+        "" if derived == model.head_dim else f"  (explicit; d_model / n_heads = {model.d_model / model.n_heads:g})"
+    )
+    table.add_row("variant", model.variant or "")
+    table.add_row("d_model x layers", f"{model.d_model} x {model.n_layers}")
+    table.add_row("heads", heads)
+    table.add_row("head_dim", f"{model.head_dim}{head_note}")
+    if model.mla is not None:
+        mla = model.mla
+        table.add_row(
+            "MLA",
+            f"latent {mla.kv_lora_rank} + RoPE key {mla.qk_rope_head_dim}; per head: nope "
+            f"{mla.qk_nope_head_dim}, v {mla.v_head_dim}; q latent {mla.q_lora_rank or 'none'}",
+        )
+    if model.sliding_window:
+        table.add_row(
+            "attention span",
+            f"{model.n_local_layers} local layers (window {model.sliding_window:,}), {model.n_global_layers} global",
+        )
+    if model.moe is not None:
+        moe = model.moe
+        table.add_row(
+            "MoE",
+            f"{moe.n_experts} experts, {moe.n_active_experts} active"
+            f" + {moe.n_shared_experts} shared, width {moe.d_ff_expert}",
+        )
+    return table
+
+
+def kv_table(kv: KvFootprint) -> Table:
+    """Per layer, per token, per sequence, per batch; per rank under tensor parallelism."""
+    table = Table(title="KV cache", title_justify="left")
+    table.add_column("scope")
+    table.add_column("bytes", justify="right")
+    table.add_column("how", style="dim")
+    mode = f", {kv.mla_cache} MLA cache" if kv.mla_cache else ""
+    table.add_row("per token, per layer", bytes_cell(kv.bytes_per_token_per_layer), f"{kv.kv_dtype}{mode}")
+    table.add_row("per token (all layers)", bytes_cell(kv.bytes_per_token), "every layer holds the token")
+    span = f"{kv.n_global_layers} layers x {kv.tokens_held_global:,} tokens"
+    if kv.n_local_layers:
+        span += f" + {kv.n_local_layers} layers x {kv.tokens_held_local:,} (window)"
+    if kv.block_size:
+        span += f", blocks of {kv.block_size}"
+    table.add_row(f"per sequence ({kv.seq_len:,} tokens)", bytes_cell(kv.bytes_per_sequence), span)
+    if kv.tp > 1:
+        table.add_row(
+            "per token, per rank",
+            bytes_cell(kv.bytes_per_token_per_rank),
+            f"tp={kv.tp}: {kv.kv_heads_per_rank} KV head(s) per rank"
+            + (" (latent not sharded)" if kv.mla_cache == "absorbed" else ""),
+        )
+        table.add_row("per sequence, per rank", bytes_cell(kv.bytes_per_sequence_per_rank), "")
+    table.add_row(
+        f"total, batch {kv.batch}" + (", per rank" if kv.tp > 1 else ""),
+        bytes_cell(kv.total_bytes),
+        "total_bytes",
+        style="bold",
+    )
+    return table
+
+
+def memory_table(plan: MemoryPlan) -> Table:
+    """Weights + KV + headroom against one device's usable memory."""
+    devices = f"{plan.n_devices} x " if plan.n_devices > 1 else ""
+    table = Table(title=f"Memory plan on {devices}{plan.target_name}", title_justify="left")
+    table.add_column("per device")
+    table.add_column("bytes", justify="right")
+    table.add_row("device memory", bytes_cell(plan.device_memory_bytes))
+    table.add_row(f"usable ({plan.utilisation:.0%})", bytes_cell(plan.usable_bytes))
+    table.add_row("weights" + (f" (1/{plan.tp})" if plan.tp > 1 else ""), bytes_cell(plan.weight_bytes_per_device))
+    table.add_row("KV cache (this batch)", bytes_cell(plan.kv_bytes_per_device))
+    style = "green" if plan.fits else "bold red"
+    table.add_row("headroom", f"{plan.headroom_bytes:,} B", style=style)
+    verdict = "fits" if plan.fits else ("weights do not fit" if not plan.weights_fit else "KV cache does not fit")
+    table.add_row("verdict", verdict, style=style)
+    table.add_row("max sequences at this length", f"{plan.max_sequences:,}")
+    return table
+
+
+def print_assumptions(console: Console, notes: list[str], title: str = "assumed") -> None:
+    for note in notes:
+        console.print(f"[yellow]{title}:[/yellow] {note}")
+
+
+def count_cell(n: int) -> str:
+    return f"{n:,} ({format_count(n)})"

@@ -1,0 +1,24 @@
+"""``mha schema``: the JSON Schema of the config file, for editors and CI validation."""
+
+from __future__ import annotations
+
+import json as jsonlib
+import sys
+from typing import TYPE_CHECKING
+
+from mha_cli.core.schemas import MhaConfig
+
+if TYPE_CHECKING:
+    from mha_cli.cli.app import CommandRegistry
+
+
+def schema() -> None:
+    """Print the JSON Schema of the config file (`mha recommend --out` writes, `mha verify` reads)."""
+    document = MhaConfig.model_json_schema()
+    document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    document["title"] = "mha config file"
+    sys.stdout.write(jsonlib.dumps(document, indent=2) + "\n")
+
+
+def register(registry: CommandRegistry) -> None:
+    registry.add("schema", schema)

@@ -1,0 +1,93 @@
+"""Storage formats for weights and the KV cache, with the quantisation overhead each one assumes.
+
+A quantised cache stores scales beside the values. What we assume, per format:
+
+- ``fp32``, ``fp16``, ``bf16``: no scales.
+- ``fp8`` (e4m3): one scale per tensor (vLLM's default ``kv_cache_dtype="fp8"`` for MHA/GQA/MQA),
+  so nothing per token. For an MLA latent we follow vLLM's FlashMLA fp8 layout: the latent in fp8
+  with one fp32 scale per 128 values, the RoPE key kept in bf16 (DeepSeek-V3: 512 + 4 * 4 + 64 * 2
+  = 656 B per token per layer).
+- ``int8``: symmetric, one fp16 scale per cached vector (per token, per KV head, for K and V).
+- ``int4``: asymmetric, an fp16 scale and an fp16 zero point per group of 32 values (KIVI-style).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from mha_cli.core.errors import BadInputError
+
+KvDtypeName = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+WeightDtypeName = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+
+DTYPE_ALIASES = {
+    "float32": "fp32",
+    "float": "fp32",
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "float8": "fp8",
+    "fp8_e4m3": "fp8",
+    "e4m3": "fp8",
+}
+
+
+@dataclass(frozen=True)
+class StorageFormat:
+    """How one value is stored and what the format adds per group of values."""
+
+    name: str
+    bits: int
+    scale_bytes_per_group: int = 0
+    """Bytes of scale/zero-point metadata stored per quantisation group (0: per-tensor or none)."""
+    group_size: int | None = None
+    """Values per group; ``None`` means one group per cached vector."""
+    description: str = ""
+
+    @property
+    def is_quantised(self) -> bool:
+        return self.bits < 16
+
+    def vector_bytes(self, n_values: int) -> int:
+        """Bytes to store one cached vector of ``n_values`` values, scales included."""
+        value_bytes = -(-n_values * self.bits // 8)
+        if not self.scale_bytes_per_group:
+            return value_bytes
+        groups = 1 if self.group_size is None else -(-n_values // self.group_size)
+        return value_bytes + groups * self.scale_bytes_per_group
+
+
+FORMATS: dict[str, StorageFormat] = {
+    "fp32": StorageFormat("fp32", 32, description="IEEE float32, no scales"),
+    "fp16": StorageFormat("fp16", 16, description="IEEE float16, no scales"),
+    "bf16": StorageFormat("bf16", 16, description="bfloat16, no scales"),
+    "fp8": StorageFormat("fp8", 8, description="fp8 e4m3 with one scale per tensor (MLA: fp32 scale per 128 values)"),
+    "int8": StorageFormat("int8", 8, scale_bytes_per_group=2, description="int8 with one fp16 scale per cached vector"),
+    "int4": StorageFormat(
+        "int4", 4, scale_bytes_per_group=4, group_size=32, description="int4 with fp16 scale + zero point per 32 values"
+    ),
+}
+
+MLA_FP8_SCALE_GROUP = 128
+"""FlashMLA fp8 layout: one fp32 scale per 128 latent values; the RoPE key stays bf16."""
+
+
+def normalise_dtype_name(name: str) -> str:
+    """Map ``bfloat16`` -> ``bf16`` and friends; reject unknown names with the list of known ones."""
+    key = str(name).strip().lower()
+    key = DTYPE_ALIASES.get(key, key)
+    if key not in FORMATS:
+        known = ", ".join(get_args(KvDtypeName))
+        raise BadInputError(f"unknown dtype {name!r}: use one of {known}")
+    return key
+
+
+def storage_format(name: str) -> StorageFormat:
+    """The ``StorageFormat`` for a dtype name or alias."""
+    return FORMATS[normalise_dtype_name(name)]
+
+
+def bytes_per_weight(name: str) -> float:
+    """Bytes per weight value (int4 is 0.5; group scales of quantised weights are ignored)."""
+    return storage_format(name).bits / 8

@@ -1,0 +1,240 @@
+"""Read a Hugging Face ``config.json`` into a ``ModelSpec``, saying what it had to assume.
+
+Rules the common calculators get wrong, handled here:
+- an explicit ``head_dim`` wins over hidden_size / num_attention_heads (Gemma, Qwen3, Mistral NeMo);
+- MQA flags (Falcon's ``multi_query``) and missing ``num_key_value_heads`` (MHA);
+- MLA fields (``kv_lora_rank``, ``qk_rope_head_dim`` ...) make the model MLA, not MHA;
+- sliding windows: ``layer_types`` when present, else the family's pattern field
+  (``sliding_window_pattern``), else the family's known layout (Gemma 2 alternates);
+- multimodal configs (Gemma 3) keep the language model under ``text_config``.
+An unknown ``model_type`` still works when the standard fields are present; every default the
+importer fills in is listed in ``ImportedModel.assumptions``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.schemas import LayerKind, ModelSpec
+from mha_cli.core.validation import describe_validation_error
+
+KNOWN_MODEL_TYPES = {
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
+    "gemma3_text", "falcon", "gpt_oss", "deepseek_v2", "deepseek_v3", "phi3", "gpt2", "starcoder2", "olmo2",
+}  # fmt: skip
+
+_GATED_ACTIVATIONS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu"}
+
+
+class ImportedModel(BaseModel):
+    """A model read from a config.json and the defaults that were assumed on the way."""
+
+    model: ModelSpec
+    model_type: str
+    assumptions: list[str]
+
+
+class _Reader:
+    """Looks up the first present key among aliases and records what it had to assume."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.assumptions: list[str] = []
+
+    def get(self, *keys: str) -> Any:
+        for key in keys:
+            if self.config.get(key) is not None:
+                return self.config[key]
+        return None
+
+    def require(self, what: str, *keys: str) -> Any:
+        value = self.get(*keys)
+        if value is None:
+            raise BadInputError(f"config.json has no {what} (looked for {', '.join(keys)})")
+        return value
+
+    def assume(self, value: Any, note: str) -> Any:
+        self.assumptions.append(note)
+        return value
+
+
+def looks_like_hf_config(data: dict[str, Any]) -> bool:
+    """True for a Hugging Face config.json (as opposed to our own config file)."""
+    return "model_type" in data or "num_attention_heads" in data or "n_head" in data or "text_config" in data
+
+
+def _layer_pattern(r: _Reader, model_type: str, n_layers: int) -> list[LayerKind] | None:
+    layer_types = r.get("layer_types")
+    if layer_types:
+        if len(layer_types) != n_layers:
+            raise BadInputError(f"layer_types has {len(layer_types)} entries but num_hidden_layers is {n_layers}")
+        return ["local" if "sliding" in str(kind) else "global" for kind in layer_types]
+    every_nth_global = r.get("sliding_window_pattern")
+    if every_nth_global:
+        return ["local"] * (int(every_nth_global) - 1) + ["global"]
+    if model_type == "gemma2":
+        return r.assume(["local", "global"], "layer pattern: Gemma 2 alternates sliding-window and global layers")
+    if model_type == "gemma3_text" or model_type == "gemma3":
+        return r.assume(["local"] * 5 + ["global"], "layer pattern: Gemma 3 runs 5 local : 1 global")
+    if model_type == "gpt_oss":
+        return r.assume(["local", "global"], "layer pattern: gpt-oss alternates sliding-window and global layers")
+    return None
+
+
+def _sliding_window(r: _Reader, model_type: str) -> int | None:
+    if r.get("use_sliding_window") is False:
+        return None
+    window = r.get("sliding_window")
+    return int(window) if window else None
+
+
+def _mla(r: _Reader) -> dict[str, Any] | None:
+    rank = r.get("kv_lora_rank")
+    if rank is None:
+        return None
+    return {
+        "kv_lora_rank": rank,
+        "qk_rope_head_dim": r.get("qk_rope_head_dim") or 0,
+        "qk_nope_head_dim": r.require("qk_nope_head_dim (MLA)", "qk_nope_head_dim"),
+        "v_head_dim": r.require("v_head_dim (MLA)", "v_head_dim"),
+        "q_lora_rank": r.get("q_lora_rank"),
+    }
+
+
+def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
+    n_experts = r.get("n_routed_experts", "num_local_experts", "num_experts")
+    if not n_experts:
+        return None
+    d_ff_expert = r.get("moe_intermediate_size")
+    if d_ff_expert is None:
+        d_ff_expert = r.require("intermediate_size", "intermediate_size")
+    return {
+        "n_experts": n_experts,
+        "n_active_experts": r.require("experts per token", "num_experts_per_tok", "num_experts_per_token"),
+        "n_shared_experts": r.get("n_shared_experts") or 0,
+        "d_ff_expert": d_ff_expert,
+        "n_dense_layers": min(n_layers, r.get("first_k_dense_replace") or 0),
+        "expert_bias": r.get("model_type") == "gpt_oss",
+    }
+
+
+def _kv_heads(r: _Reader, model_type: str, n_heads: int) -> int:
+    if model_type == "falcon" and r.get("new_decoder_architecture"):
+        return int(r.require("num_kv_heads", "num_kv_heads", "num_key_value_heads"))
+    if r.get("multi_query"):
+        return 1
+    n_kv = r.get("num_key_value_heads", "num_kv_heads")
+    if n_kv is None:
+        return r.assume(n_heads, "num_key_value_heads absent: MHA (one KV head per query head)")
+    return int(n_kv)
+
+
+def _family_layout(model_type: str) -> dict[str, Any]:
+    """Facts a family's config.json does not spell out: MLP kind, norms, biases, tying."""
+    if model_type == "gpt2":
+        return {"mlp": "plain", "mlp_bias": True, "norm": "layernorm", "qkv_bias": True, "o_bias": True}
+    if model_type == "falcon":
+        return {"mlp": "plain", "norm": "layernorm", "n_norms_per_layer": 1}
+    if model_type in ("gemma2", "gemma3", "gemma3_text"):
+        return {"n_norms_per_layer": 4, "qk_norm": model_type != "gemma2"}
+    if model_type in ("qwen3", "qwen3_moe"):
+        return {"qk_norm": True}
+    if model_type in ("qwen2", "qwen2_moe"):
+        return {"qkv_bias": True}
+    if model_type == "gpt_oss":
+        return {"qkv_bias": True, "o_bias": True}
+    return {}
+
+
+_TIED_BY_DEFAULT = {"gpt2", "gemma", "gemma2", "gemma3", "gemma3_text", "falcon"}
+
+
+def import_hf_config(config: dict[str, Any], *, name: str = "hf-model") -> ImportedModel:
+    """Build a ``ModelSpec`` from a parsed config.json; raise ``BadInputError`` if it cannot."""
+    if isinstance(config.get("text_config"), dict):
+        config = {
+            **config["text_config"],
+            "model_type": config["text_config"].get("model_type", config.get("model_type")),
+        }
+    r = _Reader(config)
+    model_type = str(r.get("model_type") or "unknown")
+    if model_type not in KNOWN_MODEL_TYPES:
+        r.assumptions.append(f"model_type {model_type!r} is not a known family: read the standard fields only")
+
+    d_model = int(r.require("hidden size", "hidden_size", "n_embd", "d_model"))
+    n_layers = int(r.require("layer count", "num_hidden_layers", "n_layer", "num_layers"))
+    n_heads = int(r.require("attention head count", "num_attention_heads", "n_head"))
+    vocab = int(r.require("vocabulary size", "vocab_size"))
+    layout = _family_layout(model_type)
+
+    d_ff = r.get("intermediate_size", "n_inner", "ffn_hidden_size")
+    if d_ff is None:
+        d_ff = r.assume(4 * d_model, f"intermediate_size absent: 4 * hidden_size = {4 * d_model}")
+    if "mlp" not in layout:
+        activation = str(r.get("hidden_act", "hidden_activation", "activation_function") or "silu")
+        layout["mlp"] = "gated" if activation in _GATED_ACTIVATIONS else "plain"
+        if r.get("hidden_act", "hidden_activation", "activation_function") is None:
+            r.assumptions.append("hidden_act absent: gated (SwiGLU) MLP")
+
+    tied = r.get("tie_word_embeddings")
+    if tied is None:
+        tied = model_type in _TIED_BY_DEFAULT
+        r.assumptions.append(f"tie_word_embeddings absent: {'tied' if tied else 'untied'}, the {model_type} default")
+
+    fields: dict[str, Any] = {
+        "name": name,
+        "source": f"Hugging Face config.json (model_type {model_type})",
+        "d_model": d_model,
+        "n_layers": n_layers,
+        "n_heads": n_heads,
+        "vocab_size": vocab,
+        "d_ff": int(d_ff),
+        "tied_embeddings": bool(tied),
+        "position_embeddings": int(r.get("n_positions") or 0) if model_type == "gpt2" else 0,
+        **layout,
+    }
+    if r.get("attention_bias") is not None:
+        fields["qkv_bias"] = fields["o_bias"] = bool(r.get("attention_bias"))
+    if model_type == "falcon" and r.get("bias"):
+        fields["qkv_bias"] = fields["o_bias"] = fields["mlp_bias"] = True
+
+    mla = _mla(r)
+    if mla is not None:
+        fields["mla"] = mla
+    else:
+        fields["n_kv_heads"] = _kv_heads(r, model_type, n_heads)
+        head_dim = r.get("head_dim")
+        if head_dim is not None:
+            fields["head_dim"] = int(head_dim)
+        elif d_model % n_heads == 0:
+            r.assumptions.append(f"head_dim absent: hidden_size / num_attention_heads = {d_model // n_heads}")
+
+    window = _sliding_window(r, model_type)
+    if window:
+        fields["sliding_window"] = window
+        pattern = _layer_pattern(r, model_type, n_layers)
+        if pattern and "local" not in pattern:
+            fields.pop("sliding_window")
+        elif pattern and "global" in pattern:
+            fields["layer_pattern"] = _shortest_cycle(pattern)
+
+    moe = _moe(r, n_layers)
+    if moe is not None:
+        fields["moe"] = moe
+    try:
+        model = ModelSpec.model_validate(fields)
+    except ValidationError as exc:
+        raise BadInputError(f"config.json describes an invalid model: {describe_validation_error(exc)}") from exc
+    return ImportedModel(model=model, model_type=model_type, assumptions=r.assumptions)
+
+
+def _shortest_cycle(pattern: list[LayerKind]) -> list[LayerKind]:
+    """The shortest prefix that repeats to ``pattern`` (a full list when nothing repeats)."""
+    n = len(pattern)
+    for period in range(1, n + 1):
+        if all(pattern[i] == pattern[i % period] for i in range(n)):
+            return pattern[:period]
+    return pattern  # pragma: no cover - period n always matches

@@ -1,0 +1,117 @@
+"""The result of ``mha kv``: a model's KV cache, weights and memory plan under one deployment."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, computed_field
+
+from mha_cli.core.errors import MhaError
+from mha_cli.core.kv import KvFootprint, kv_footprint
+from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes
+from mha_cli.core.params import ParamBreakdown, count_params
+from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.sources import ModelSource
+from mha_cli.core.targets import resolve_target
+from mha_cli.core.variants import variant_options
+
+
+class VariantRow(BaseModel):
+    """The same shape under another projection: its cache and how it compares with MHA."""
+
+    label: str
+    variant: str
+    n_kv_heads: int
+    is_current: bool
+    note: str
+    bytes_per_token: int
+    total_bytes: int
+    fraction_of_mha: float
+    max_sequences: int | None
+
+
+class KvReport(BaseModel):
+    """Everything ``mha kv`` reports; ``bytes_per_token`` and ``total_bytes`` are the stable keys."""
+
+    source_kind: str
+    source: str
+    assumptions: list[str]
+    model: ModelSpec
+    deployment: DeploymentSpec
+    params: ParamBreakdown
+    weight_bytes: int
+    """All weights in the deployment's weight dtype."""
+    kv: KvFootprint
+    memory: MemoryPlan | None
+    variants: list[VariantRow]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def bytes_per_token(self) -> int:
+        """All layers, one sequence, every layer holding the token, at the KV dtype."""
+        return self.kv.bytes_per_token
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total_bytes(self) -> int:
+        """seq x batch on one rank, windows, paging and per-rank division applied."""
+        return self.kv.total_bytes
+
+
+def _footprint(model: ModelSpec, deployment: DeploymentSpec, tp: int) -> KvFootprint:
+    return kv_footprint(
+        model,
+        seq_len=deployment.seq_len,
+        batch=deployment.batch,
+        kv_dtype=deployment.kv_dtype,
+        tp=tp,
+        block_size=deployment.block_size,
+        mla_cache=deployment.mla_cache,
+    )
+
+
+def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport:
+    """Price ``source``'s KV cache (and, with a target, its memory plan) under ``deployment``."""
+    target = resolve_target(deployment.target) if deployment.target else None
+    tp = resolve_tp(deployment.tp, target)
+    model = source.model
+    params = count_params(model)
+    kv = _footprint(model, deployment, tp)
+    memory = None
+    if target is not None:
+        memory = plan_memory(target, total_params=params.total, weight_dtype=deployment.weight_dtype, kv=kv)
+
+    rows: list[VariantRow] = []
+    options = variant_options(model)
+    mha_bytes = next(_footprint(o.model, deployment, 1).bytes_per_token for o in options if o.variant == "MHA")
+    for option in options:
+        try:
+            option_kv = _footprint(option.model, deployment, tp)
+        except MhaError:  # this tp does not divide this option's heads
+            continue
+        option_plan = (
+            plan_memory(
+                target,
+                total_params=count_params(option.model).total,
+                weight_dtype=deployment.weight_dtype,
+                kv=option_kv,
+            )
+            if target is not None
+            else None
+        )
+        rows.append(VariantRow(
+            label=option.label, variant=option.variant, n_kv_heads=option.n_kv_heads, is_current=option.is_current,
+            note=option.note, bytes_per_token=option_kv.bytes_per_token, total_bytes=option_kv.total_bytes,
+            fraction_of_mha=option_kv.bytes_per_token / mha_bytes,
+            max_sequences=option_plan.max_sequences if option_plan else None,
+        ))  # fmt: skip
+    return KvReport(
+        source_kind=source.kind,
+        source=source.origin,
+        assumptions=source.assumptions,
+        model=model,
+        deployment=deployment.model_copy(update={"tp": tp}),
+        params=params,
+        weight_bytes=weight_bytes(params.total, deployment.weight_dtype),
+        kv=kv,
+        memory=memory,
+        variants=rows,
+    )

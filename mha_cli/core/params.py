@@ -1,0 +1,110 @@
+"""Parameter counts from a ``ModelSpec``, layer by layer.
+
+Attention, standard: q d_model x (n_heads * head_dim); k and v d_model x (n_kv_heads * head_dim)
+each; o (n_heads * head_dim) x d_model; plus biases where the spec has them.
+Attention, MLA (DeepSeek-V2/V3): q directly (d_model x n_heads * qk_head_dim) or through a
+q latent (d_model x q_lora_rank, its norm, q_lora_rank x n_heads * qk_head_dim); the KV down
+projection d_model x (kv_lora_rank + qk_rope_head_dim), the latent's norm, the up projection
+kv_lora_rank x n_heads * (qk_nope_head_dim + v_head_dim), and o (n_heads * v_head_dim) x d_model.
+MLP: gated 3 * d_model * d_ff; plain 2 * d_model * d_ff. MoE layers: every expert plus a router.
+Norms: rmsnorm d_model weights, layernorm weights and biases, n_norms_per_layer of them. Embeddings vocab x d_model, twice
+if untied, plus learned positions if any.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from mha_cli.core.schemas import ModelSpec
+
+
+class ParamBreakdown(BaseModel):
+    """Parameter counts by part of the model; ``total`` is what the weights cost in memory."""
+
+    attention_per_layer: int
+    mlp_dense_per_layer: int
+    mlp_moe_per_layer: int
+    """All experts (routed + shared) and the router of one MoE layer; 0 for dense models."""
+    norms_per_layer: int
+    n_dense_mlp_layers: int
+    n_moe_layers: int
+    embeddings: int
+    """Input embedding + output head (if untied) + learned positions."""
+    final_norm: int
+    total: int
+    active: int
+    """Parameters a token uses: total less the routed experts it does not visit."""
+
+    @property
+    def attention_total(self) -> int:
+        return self.attention_per_layer * (self.n_dense_mlp_layers + self.n_moe_layers)
+
+
+def attention_params(model: ModelSpec) -> int:
+    """Weights (and biases) of one attention layer."""
+    d = model.d_model
+    if model.mla is not None:
+        mla = model.mla
+        q_out = model.n_heads * mla.qk_head_dim
+        q = d * q_out if mla.q_lora_rank is None else d * mla.q_lora_rank + mla.q_lora_rank + mla.q_lora_rank * q_out
+        kv_down = d * (mla.kv_lora_rank + mla.qk_rope_head_dim) + mla.kv_lora_rank
+        kv_up = mla.kv_lora_rank * model.n_heads * (mla.qk_nope_head_dim + mla.v_head_dim)
+        o = model.n_heads * mla.v_head_dim * d
+        biases = (q_out if model.qkv_bias else 0) + (d if model.o_bias else 0)
+        return q + kv_down + kv_up + o + biases + _qk_norm_params(model)
+    q_width = model.n_heads * model.dim_per_head
+    kv_width = model.kv_heads * model.dim_per_head
+    weights = d * q_width + 2 * d * kv_width + q_width * d
+    biases = (q_width + 2 * kv_width if model.qkv_bias else 0) + (d if model.o_bias else 0)
+    return weights + biases + _qk_norm_params(model)
+
+
+def _qk_norm_params(model: ModelSpec) -> int:
+    return 2 * model.dim_per_head if model.qk_norm else 0
+
+
+def mlp_params(d_model: int, d_ff: int, mlp: str, bias: bool) -> int:
+    """One MLP of hidden width ``d_ff``: gated (3 matrices) or plain (2)."""
+    n_in = 2 if mlp == "gated" else 1
+    weights = (n_in + 1) * d_model * d_ff
+    biases = n_in * d_ff + d_model if bias else 0
+    return weights + biases
+
+
+def count_params(model: ModelSpec) -> ParamBreakdown:
+    """Count every parameter of ``model``; see the module docstring for the formulas."""
+    d = model.d_model
+    norm = d if model.norm == "rmsnorm" else 2 * d
+    attention = attention_params(model)
+    dense_mlp = mlp_params(d, model.d_ff, model.mlp, model.mlp_bias)
+    moe_mlp = 0
+    moe_inactive = 0
+    n_moe = 0
+    if model.moe is not None:
+        moe = model.moe
+        expert = mlp_params(d, moe.d_ff_expert, model.mlp, moe.expert_bias)
+        router = d * moe.n_experts
+        moe_mlp = (moe.n_experts + moe.n_shared_experts) * expert + router
+        moe_inactive = (moe.n_experts - moe.n_active_experts) * expert
+        n_moe = max(0, model.n_layers - moe.n_dense_layers)
+    n_dense = model.n_layers - n_moe
+    embeddings = model.vocab_size * d * (1 if model.tied_embeddings else 2) + model.position_embeddings * d
+    total = (
+        model.n_layers * (attention + model.n_norms_per_layer * norm)
+        + n_dense * dense_mlp
+        + n_moe * moe_mlp
+        + embeddings
+        + norm
+    )
+    return ParamBreakdown(
+        attention_per_layer=attention,
+        mlp_dense_per_layer=dense_mlp,
+        mlp_moe_per_layer=moe_mlp,
+        norms_per_layer=model.n_norms_per_layer * norm,
+        n_dense_mlp_layers=n_dense,
+        n_moe_layers=n_moe,
+        embeddings=embeddings,
+        final_norm=norm,
+        total=total,
+        active=total - n_moe * moe_inactive,
+    )

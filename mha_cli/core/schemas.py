@@ -1,0 +1,289 @@
+"""The vocabulary every command uses: model geometry, deployment, and the config file.
+
+Shape glossary used across the project (after torchtune): ``d_model`` model width; ``n_heads``
+query heads; ``n_kv_heads`` key/value heads; ``head_dim`` width of one head, which may differ from
+``d_model / n_heads`` when a config sets it; ``q_per_kv`` query heads sharing one KV head (the
+GQA group size).
+
+Fields left out of a spec are resolved once, at validation: ``n_kv_heads`` from the variant,
+``head_dim`` from ``d_model / n_heads``, ``variant`` from the head counts. After validation every
+field holds a concrete value, and values derived from them are properties, never stored twice.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from mha_cli.core.dtypes import KvDtypeName, WeightDtypeName, normalise_dtype_name
+from mha_cli.core.quantities import parse_token_count
+
+Variant = Literal["MHA", "GQA", "MQA", "MLA"]
+VARIANTS: tuple[Variant, ...] = ("MHA", "GQA", "MQA", "MLA")
+MlpType = Literal["gated", "plain"]
+NormType = Literal["rmsnorm", "layernorm"]
+LayerKind = Literal["global", "local"]
+MlaCacheMode = Literal["absorbed", "naive"]
+
+_MAX_WIDTH = 1 << 20
+_MAX_LAYERS = 10_000
+_MAX_HEADS = 1 << 14
+_MAX_VOCAB = 10**8
+_MAX_TOKENS = 1 << 34
+
+Width = Annotated[int, Field(gt=0, le=_MAX_WIDTH)]
+
+
+def _upper_variant(value: object) -> object:
+    return value.upper() if isinstance(value, str) else value
+
+
+def _tokens(value: object) -> object:
+    return parse_token_count(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else value
+
+
+def _dtype(value: object) -> object:
+    return normalise_dtype_name(value) if isinstance(value, str) else value
+
+
+TokenCount = Annotated[int, BeforeValidator(_tokens), Field(gt=0, le=_MAX_TOKENS)]
+KvDtype = Annotated[KvDtypeName, BeforeValidator(_dtype)]
+WeightDtype = Annotated[WeightDtypeName, BeforeValidator(_dtype)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class MLASpec(_Strict):
+    """Multi-head latent attention (DeepSeek-V2/V3): K and V are compressed to one shared latent."""
+
+    kv_lora_rank: Width
+    """Width of the compressed KV latent (values per token per layer); DeepSeek-V3: 512."""
+    qk_rope_head_dim: Annotated[int, Field(ge=0, le=_MAX_WIDTH)] = 64
+    """Width of the decoupled RoPE key, shared by all heads and cached beside the latent; 0 = none."""
+    qk_nope_head_dim: Width = 128
+    """Per-head query/key width without RoPE, decompressed from the latent."""
+    v_head_dim: Width = 128
+    """Per-head value width, decompressed from the latent."""
+    q_lora_rank: Width | None = None
+    """Width of the compressed query latent; ``None`` projects queries directly from d_model."""
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Query/key width per head: nope + rope."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    @property
+    def latent_dim(self) -> int:
+        """Values cached per token per layer in the absorbed form: latent + RoPE key."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+class MoESpec(_Strict):
+    """Mixture-of-experts MLP: counts for parameters and weight memory, not for the KV cache."""
+
+    n_experts: Annotated[int, Field(gt=0, le=1 << 16)]
+    """Routed experts per MoE layer."""
+    n_active_experts: Annotated[int, Field(gt=0, le=1 << 16)]
+    """Routed experts each token uses (top-k)."""
+    n_shared_experts: Annotated[int, Field(ge=0, le=1 << 10)] = 0
+    """Experts every token uses in addition to the routed ones."""
+    d_ff_expert: Width
+    """Hidden width of one expert's MLP."""
+    n_dense_layers: Annotated[int, Field(ge=0, le=_MAX_LAYERS)] = 0
+    """Leading layers that keep a dense MLP of width ``d_ff`` (DeepSeek's first_k_dense_replace)."""
+    expert_bias: bool = False
+    """Whether expert projections carry biases (gpt-oss)."""
+
+    @model_validator(mode="after")
+    def _active_within_total(self) -> MoESpec:
+        if self.n_active_experts > self.n_experts:
+            raise ValueError(f"n_active_experts ({self.n_active_experts}) must not exceed n_experts ({self.n_experts})")
+        return self
+
+
+class ModelSpec(_Strict):
+    """A decoder-only transformer's geometry: what the KV cache and the parameter count depend on."""
+
+    name: str = "custom"
+    source: str | None = None
+    """Where the numbers come from (a paper, a config.json, the recommender)."""
+    d_model: Width
+    """Residual stream width (hidden_size)."""
+    n_layers: Annotated[int, Field(gt=0, le=_MAX_LAYERS)]
+    n_heads: Annotated[int, Field(gt=0, le=_MAX_HEADS)]
+    """Query heads per layer."""
+    n_kv_heads: Annotated[int, Field(gt=0, le=_MAX_HEADS)] | None = None
+    """Key/value heads per layer; default: n_heads (MHA), 1 for MQA, n_heads for MLA."""
+    head_dim: Annotated[int, Field(gt=0, le=1 << 14)] | None = None
+    """Width of one head; default d_model / n_heads. An explicit value wins (Gemma, Qwen3)."""
+    variant: Annotated[Variant, BeforeValidator(_upper_variant)] | None = None
+    """MHA, GQA, MQA or MLA; inferred from the head counts (and ``mla``) when left out."""
+    mla: MLASpec | None = None
+    sliding_window: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    """Tokens a local (sliding-window) layer attends to and caches."""
+    layer_pattern: list[LayerKind] | None = Field(default=None, min_length=1, max_length=_MAX_LAYERS)
+    """Kinds of layers, repeated cyclically from layer 0: ["local", "global"] alternates (Gemma 2).
+    Without it, a model with a sliding window uses it on every layer (Mistral-7B-v0.1)."""
+    vocab_size: Annotated[int, Field(gt=0, le=_MAX_VOCAB)]
+    d_ff: Width
+    """MLP hidden width (dense layers)."""
+    mlp: MlpType = "gated"
+    """gated (SwiGLU, GeGLU): gate, up, down, 3 * d_model * d_ff; plain (GELU): up, down, 2 * d_model * d_ff."""
+    mlp_bias: bool = False
+    norm: NormType = "rmsnorm"
+    n_norms_per_layer: Annotated[int, Field(ge=0, le=8)] = 2
+    """Norms of width d_model in each block: 2 pre-norm (Llama), 4 with post-norms (Gemma 2/3), 1 parallel (Falcon)."""
+    qk_norm: bool = False
+    """Per-head norms on queries and keys (Qwen3, Gemma 3): 2 * head_dim weights per layer."""
+    tied_embeddings: bool = False
+    """Whether the output head shares the input embedding matrix."""
+    position_embeddings: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] = 0
+    """Learned absolute positions (GPT-2: 1024); 0 for RoPE models."""
+    qkv_bias: bool = False
+    o_bias: bool = False
+    moe: MoESpec | None = None
+
+    @model_validator(mode="after")
+    def _resolve_and_check(self) -> ModelSpec:
+        if self.mla is not None and self.variant not in (None, "MLA"):
+            raise ValueError(f"variant is {self.variant} but an mla block is given: set variant to MLA or drop mla")
+        if self.variant == "MLA" and self.mla is None:
+            raise ValueError("variant MLA needs an mla block with at least kv_lora_rank")
+        if self.mla is not None:
+            self._resolve_mla()
+        else:
+            self._resolve_heads()
+        self._check_layer_pattern()
+        return self
+
+    def _resolve_mla(self) -> None:
+        assert self.mla is not None
+        self.variant = "MLA"
+        if self.n_kv_heads not in (None, self.n_heads):
+            raise ValueError(
+                f"MLA decompresses one K/V per query head: n_kv_heads ({self.n_kv_heads}) must equal n_heads ({self.n_heads})"
+            )
+        self.n_kv_heads = self.n_heads
+        if self.head_dim not in (None, self.mla.qk_head_dim):
+            raise ValueError(
+                f"MLA head_dim ({self.head_dim}) must equal qk_nope_head_dim + qk_rope_head_dim ({self.mla.qk_head_dim})"
+            )
+        self.head_dim = self.mla.qk_head_dim
+
+    def _resolve_heads(self) -> None:
+        if self.head_dim is None:
+            if self.d_model % self.n_heads:
+                raise ValueError(
+                    f"d_model ({self.d_model}) is not divisible by n_heads ({self.n_heads}): set head_dim explicitly"
+                )
+            self.head_dim = self.d_model // self.n_heads
+        if self.n_kv_heads is None:
+            if self.variant == "GQA":
+                raise ValueError("variant GQA needs n_kv_heads (a divisor of n_heads between 1 and n_heads)")
+            self.n_kv_heads = 1 if self.variant == "MQA" else self.n_heads
+        if self.n_kv_heads > self.n_heads:
+            raise ValueError(f"n_kv_heads ({self.n_kv_heads}) must not exceed n_heads ({self.n_heads})")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.n_kv_heads})")
+        implied = variant_for_heads(self.n_heads, self.n_kv_heads)
+        if self.variant is None:
+            self.variant = implied
+        elif self.variant != implied and not (self.n_heads == 1 and self.variant in ("MHA", "MQA")):
+            raise ValueError(
+                f"variant {self.variant} does not match n_heads ({self.n_heads}) and n_kv_heads ({self.n_kv_heads}),"
+                f" which make it {implied}"
+            )
+
+    def _check_layer_pattern(self) -> None:
+        if self.layer_pattern and "local" in self.layer_pattern and self.sliding_window is None:
+            raise ValueError("layer_pattern has local layers but sliding_window is not set")
+        if self.layer_pattern and len(self.layer_pattern) > self.n_layers:
+            raise ValueError(
+                f"layer_pattern has {len(self.layer_pattern)} entries but the model has {self.n_layers} layers"
+            )
+
+    # Derived values -------------------------------------------------------------------------
+
+    @property
+    def kv_heads(self) -> int:
+        """``n_kv_heads`` as a plain int (always set after validation)."""
+        assert self.n_kv_heads is not None
+        return self.n_kv_heads
+
+    @property
+    def dim_per_head(self) -> int:
+        """``head_dim`` as a plain int (always set after validation)."""
+        assert self.head_dim is not None
+        return self.head_dim
+
+    @property
+    def q_per_kv(self) -> int:
+        """Query heads that share one KV head (GQA group size; n_heads for MQA, 1 for MHA)."""
+        return self.n_heads // self.kv_heads
+
+    @property
+    def attention_width(self) -> int:
+        """n_heads * head_dim: width of the concatenated heads (may differ from d_model)."""
+        return self.n_heads * self.dim_per_head
+
+    def layer_kind(self, layer: int) -> LayerKind:
+        """'local' if layer ``layer`` (0-based) uses the sliding window, else 'global'."""
+        if self.sliding_window is None:
+            return "global"
+        if not self.layer_pattern:
+            return "local"
+        return self.layer_pattern[layer % len(self.layer_pattern)]
+
+    @property
+    def n_local_layers(self) -> int:
+        """Layers that cache at most ``sliding_window`` tokens."""
+        return sum(self.layer_kind(i) == "local" for i in range(self.n_layers))
+
+    @property
+    def n_global_layers(self) -> int:
+        """Layers that cache every token."""
+        return self.n_layers - self.n_local_layers
+
+
+def variant_for_heads(n_heads: int, n_kv_heads: int) -> Variant:
+    """MHA when every query head has its own K/V, MQA when all share one, GQA between."""
+    if n_kv_heads == n_heads:
+        return "MHA"
+    if n_kv_heads == 1:
+        return "MQA"
+    return "GQA"
+
+
+class DeploymentSpec(_Strict):
+    """How the model is served: where, how many sequences, how long, in which formats."""
+
+    target: str | None = None
+    """Hardware target id or alias (``a100``, ``h100-sxm``, ``8xh100``); see ``mha targets``."""
+    seq_len: TokenCount = 8192
+    """Tokens per sequence (prompt + generation) the cache must hold."""
+    batch: Annotated[int, Field(gt=0, le=1 << 20)] = 1
+    """Concurrent sequences."""
+    kv_dtype: KvDtype = "bf16"
+    weight_dtype: WeightDtype = "bf16"
+    tp: Annotated[int, Field(gt=0, le=4096)] | None = None
+    """Tensor-parallel degree; default: the number of devices in ``target`` (1 without one)."""
+    block_size: Annotated[int, Field(gt=0, le=1 << 16)] | None = None
+    """Paged-cache block size in tokens; each sequence allocates whole blocks."""
+    mla_cache: MlaCacheMode = "absorbed"
+    """MLA only: cache the latent (absorbed) or the decompressed per-head K/V (naive)."""
+
+
+CONFIG_SCHEMA_VERSION = 1
+
+
+class MhaConfig(_Strict):
+    """The config file ``mha recommend --out`` writes and ``mha verify`` reads (YAML or JSON)."""
+
+    schema_version: Literal[1] = CONFIG_SCHEMA_VERSION
+    model: ModelSpec
+    deployment: DeploymentSpec = Field(default_factory=DeploymentSpec)
+    notes: list[str] = Field(default_factory=list)
+    """Free-form notes, e.g. the recommender's reasons."""

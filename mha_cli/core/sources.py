@@ -1,0 +1,51 @@
+"""What a SOURCE argument names: a preset, one of our config files, or a Hugging Face config.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from mha_cli.core.config_io import parse_config, read_mapping
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.hf_import import import_hf_config, looks_like_hf_config
+from mha_cli.core.presets import find_preset
+from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+
+SourceKind = Literal["preset", "config", "hf-config"]
+
+
+class ModelSource(BaseModel):
+    """A resolved SOURCE: the model, the deployment a config file carried, and what was assumed."""
+
+    kind: SourceKind
+    origin: str
+    model: ModelSpec
+    deployment: DeploymentSpec | None = None
+    assumptions: list[str] = []
+
+
+def load_source(source: str) -> ModelSource:
+    """Resolve ``source``: a preset name wins; otherwise a path to a YAML/JSON file."""
+    preset = find_preset(source)
+    if preset is not None:
+        return ModelSource(kind="preset", origin=source, model=preset.model_copy(deep=True))
+    path = Path(source)
+    if not path.exists():
+        raise BadInputError(f"{source!r} is neither a preset nor a file: run `mha presets`, or give a path to a config")
+    data = read_mapping(path)
+    if looks_like_hf_config(data):
+        imported = import_hf_config(data, name=_hf_name(path))
+        return ModelSource(kind="hf-config", origin=str(path), model=imported.model, assumptions=imported.assumptions)
+    if "model" not in data and "d_model" in data:
+        data = {"model": data}
+    config = parse_config(data, str(path))
+    return ModelSource(kind="config", origin=str(path), model=config.model, deployment=config.deployment)
+
+
+def _hf_name(path: Path) -> str:
+    """A readable name for an HF config: its folder for ``.../Llama-3-8B/config.json``."""
+    if path.stem == "config" and path.resolve().parent.name:
+        return path.resolve().parent.name
+    return path.stem

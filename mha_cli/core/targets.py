@@ -1,0 +1,150 @@
+"""Deployment targets: accelerators with memory, bandwidth and dense throughput, and their sources.
+
+The data is ``mha_cli/data/hardware_targets.csv``, shipped as published in the project's sourced
+reference table (dense TFLOPs: vendors' sparse figures halved; a notes column per row). Memory is
+as the vendor states it, in decimal GB (10^9 bytes). Rows whose notes say UNCERTAIN are kept and
+flagged: their memory and bandwidth are vendor figures, the uncertainty is in the compute column.
+
+A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``4090``), or either with
+a device count in front (``8xh100``).
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import re
+from functools import cache
+from importlib import resources
+
+from pydantic import BaseModel
+
+from mha_cli.core.errors import BadInputError
+
+# What a person types -> the row it means. Where a name covers several parts, the alias picks
+# the one most deployed today and ``resolve_target`` says which it picked.
+ALIASES: dict[str, str] = {
+    "v100": "v100-32gb",
+    "a100": "a100-80gb",
+    "a100-80": "a100-80gb",
+    "a100-40": "a100-40gb",
+    "h100": "h100-sxm",
+    "h100-80gb": "h100-sxm",
+    "h200-sxm": "h200",
+    "b200-sxm": "b200",
+    "mi300": "mi300x",
+    "mi325": "mi325x",
+    "mi250": "mi250x",
+    "3090": "rtx-3090",
+    "4090": "rtx-4090",
+    "5090": "rtx-5090",
+    "a6000": "rtx-a6000",
+    "6000-ada": "rtx-6000-ada",
+    "orin": "jetson-orin",
+    "gaudi": "gaudi3",
+    "tpu-v5": "tpu-v5p",
+    "trillium": "tpu-v6e",
+}
+
+_MULTI = re.compile(r"^\s*(\d+)\s*[x*]\s*(.+?)\s*$", re.IGNORECASE)
+
+
+class Target(BaseModel):
+    """One accelerator, with every figure in the unit its name states."""
+
+    id: str
+    name: str
+    vendor: str
+    memory_gb: float
+    """Device memory in decimal GB as the vendor states it."""
+    memory_bandwidth_gbs: float
+    """Peak memory bandwidth in GB/s (10^9 bytes per second)."""
+    bf16_tflops_dense: float
+    """Dense bf16 (or fp16 where bf16 is missing) tensor throughput in TFLOP/s."""
+    fp8_tflops_dense: float | None
+    fp8_native: bool
+    interconnect_gbs: float | None
+    """Device-to-device bandwidth in GB/s (total bidirectional), if any."""
+    source: str
+    notes: str
+
+    @property
+    def memory_bytes(self) -> int:
+        return round(self.memory_gb * 10**9)
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self.memory_bandwidth_gbs * 10**9
+
+    @property
+    def uncertain(self) -> bool:
+        """The reference table flags a figure of this row as uncertain."""
+        return "UNCERTAIN" in self.notes
+
+
+class ResolvedTarget(BaseModel):
+    """A target spec resolved to a row, with the device count and what the alias meant."""
+
+    spec: str
+    target: Target
+    n_devices: int = 1
+    alias_note: str | None = None
+    """Set when an alias was expanded, e.g. "a100 -> a100-80gb (NVIDIA A100 80GB SXM4)"."""
+
+
+def _optional_float(text: str) -> float | None:
+    return float(text) if text.strip() else None
+
+
+@cache
+def load_targets() -> dict[str, Target]:
+    """All targets by id, in the order of the data file."""
+    text = resources.files("mha_cli").joinpath("data", "hardware_targets.csv").read_text(encoding="utf-8")
+    targets: dict[str, Target] = {}
+    for row in csv.DictReader(text.splitlines()):
+        targets[row["id"]] = Target(
+            id=row["id"],
+            name=row["name"],
+            vendor=row["vendor"],
+            memory_gb=float(row["memory_gb"]),
+            memory_bandwidth_gbs=float(row["memory_bandwidth_gbs"]),
+            bf16_tflops_dense=float(row["bf16_tflops_dense"]),
+            fp8_tflops_dense=_optional_float(row["fp8_tflops_dense"]),
+            fp8_native=row["fp8_native"].strip().lower() == "yes",
+            interconnect_gbs=_optional_float(row["interconnect_gbs"]),
+            source=row["source"],
+            notes=row["notes"],
+        )
+    return targets
+
+
+def _lookup(name: str) -> tuple[Target, str | None]:
+    targets = load_targets()
+    key = name.strip().lower()
+    if key in targets:
+        return targets[key], None
+    if key in ALIASES:
+        target = targets[ALIASES[key]]
+        return target, f"{key} -> {target.id} ({target.name})"
+    for prefix in ("nvidia-", "rtx-", "amd-", "google-"):
+        if prefix + key in targets:
+            target = targets[prefix + key]
+            return target, f"{key} -> {target.id} ({target.name})"
+    candidates = sorted(set(targets) | set(ALIASES))
+    close = difflib.get_close_matches(key, candidates, n=4, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}?" if close else "run `mha targets` for the list"
+    raise BadInputError(f"unknown target {name!r}: {hint}")
+
+
+def resolve_target(spec: str) -> ResolvedTarget:
+    """Resolve ``a100``, ``h100-sxm`` or ``8xh100`` to a row and a device count."""
+    text = spec.strip()
+    n_devices = 1
+    match = _MULTI.match(text)
+    if match:
+        n_devices = int(match.group(1))
+        text = match.group(2)
+        if not 1 <= n_devices <= 4096:
+            raise BadInputError(f"device count in {spec!r} must be between 1 and 4096")
+    target, note = _lookup(text)
+    return ResolvedTarget(spec=spec, target=target, n_devices=n_devices, alias_note=note)

@@ -1,0 +1,97 @@
+"""The same model shape under MHA, GQA, MQA and MLA, for side-by-side KV-cache comparisons."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from mha_cli.core.schemas import ModelSpec, Variant
+
+DEFAULT_GQA_KV_HEADS = 8
+
+
+class VariantOption(BaseModel):
+    """One projection choice for a fixed shape."""
+
+    label: str
+    variant: Variant
+    n_kv_heads: int
+    model: ModelSpec
+    is_current: bool
+    note: str = ""
+
+
+def _without_mla(model: ModelSpec) -> dict:
+    fields = model.model_dump(exclude={"mla", "variant", "n_kv_heads"})
+    fields["head_dim"] = model.dim_per_head
+    return fields
+
+
+def gqa_kv_heads_choices(n_heads: int) -> list[int]:
+    """Divisors of n_heads strictly between 1 and n_heads (the possible GQA KV-head counts)."""
+    return [k for k in range(2, n_heads) if n_heads % k == 0]
+
+
+def default_gqa_kv_heads(n_heads: int) -> int | None:
+    """8 KV heads when n_heads allows (today's common choice), else the divisor nearest to it."""
+    choices = gqa_kv_heads_choices(n_heads)
+    if not choices:
+        return None
+    return min(choices, key=lambda k: (abs(k - DEFAULT_GQA_KV_HEADS), k))
+
+
+def mla_for_shape(head_dim: int) -> dict:
+    """An MLA block in DeepSeek-V2's proportions: latent 4 x head_dim, RoPE key head_dim / 2."""
+    return {
+        "kv_lora_rank": 4 * head_dim,
+        "qk_rope_head_dim": max(head_dim // 2, 1),
+        "qk_nope_head_dim": head_dim,
+        "v_head_dim": head_dim,
+    }
+
+
+def variant_options(model: ModelSpec) -> list[VariantOption]:
+    """MHA, GQA, MQA and MLA at ``model``'s shape; the model's own choice is marked current."""
+    base = _without_mla(model)
+    options: list[VariantOption] = []
+
+    def add(label: str, variant: Variant, model_fields: dict, current: bool, note: str = "") -> None:
+        spec = ModelSpec.model_validate(model_fields)
+        options.append(
+            VariantOption(
+                label=label, variant=variant, n_kv_heads=spec.kv_heads, model=spec, is_current=current, note=note
+            )
+        )
+
+    own_gqa = model.variant == "GQA"
+    add("MHA", "MHA", {**base, "n_kv_heads": model.n_heads}, model.variant == "MHA")
+    gqa_heads = model.kv_heads if own_gqa else default_gqa_kv_heads(model.n_heads)
+    if gqa_heads is not None:
+        add(
+            f"GQA-{gqa_heads}",
+            "GQA",
+            {**base, "n_kv_heads": gqa_heads},
+            own_gqa,
+            f"{model.n_heads // gqa_heads} query heads per KV head",
+        )
+    if model.n_heads > 1:
+        add("MQA", "MQA", {**base, "n_kv_heads": 1}, model.variant == "MQA")
+    if model.mla is not None:
+        add(
+            "MLA",
+            "MLA",
+            model.model_dump(),
+            True,
+            f"latent {model.mla.kv_lora_rank} + RoPE {model.mla.qk_rope_head_dim}",
+        )
+    else:
+        mla = mla_for_shape(model.dim_per_head)
+        fields = {**base, "mla": mla}
+        fields.pop("head_dim")
+        add(
+            "MLA",
+            "MLA",
+            fields,
+            False,
+            f"hypothetical: latent {mla['kv_lora_rank']} + RoPE {mla['qk_rope_head_dim']} (DeepSeek-V2 proportions)",
+        )
+    return options
