@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from mha_cli.cli.options import (
     BatchOpt,
@@ -19,7 +17,6 @@ from mha_cli.cli.options import (
     WeightDtypeOpt,
 )  # fmt: skip
 from mha_cli.cli.output import Output
-from mha_cli.cli.render import bytes_cell, count_cell, kv_table, memory_table, model_table, print_assumptions
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import EXIT_CHECK_FAILED
 from mha_cli.core.kv_report import KvReport, build_kv_report
@@ -36,6 +33,9 @@ FailIfNoFitOpt = Annotated[
 ]
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from mha_cli.cli.app import CommandRegistry
 
 
@@ -70,6 +70,8 @@ def kv(
 
 
 def render_kv_report(console: Console, report: KvReport) -> None:
+    from mha_cli.cli.render import bytes_cell, count_cell, kv_table, memory_table, model_table, print_assumptions
+
     console.print(model_table(report.model, f"{report.model.name}  [dim]({report.source_kind}: {report.source})[/dim]"))
     print_assumptions(console, report.assumptions)
     console.print()
@@ -89,6 +91,10 @@ def render_kv_report(console: Console, report: KvReport) -> None:
 
 
 def variants_table(report: KvReport) -> Table:
+    from rich.table import Table
+
+    from mha_cli.cli.render import bytes_cell
+
     table = Table(title="Same shape, other projections", title_justify="left")
     table.add_column("variant")
     table.add_column("KV heads", justify="right")

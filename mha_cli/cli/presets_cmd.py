@@ -4,29 +4,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-from rich.console import Console
-from rich.table import Table
-
 from mha_cli.cli.options import JsonOpt
 from mha_cli.cli.output import Output
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.params import count_params
 from mha_cli.core.presets import get_preset, preset_names
 from mha_cli.core.quantities import format_count
+from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from mha_cli.cli.app import CommandRegistry
 
 
-class PresetRow(BaseModel):
+class PresetRow(Record):
     model: ModelSpec
     total_params: int
     bf16_bytes_per_token: int
 
 
-class PresetList(BaseModel):
+class PresetList(Record):
     presets: list[PresetRow]
 
 
@@ -46,6 +45,8 @@ def presets(json: JsonOpt = False) -> None:
 
 
 def render_presets(console: Console, result: PresetList) -> None:
+    from rich.table import Table
+
     table = Table(title="Model presets (bf16 KV; MLA absorbed)")
     for column in ("name", "variant", "params", "d_model", "layers", "heads/KV", "head_dim", "window", "KV B/token"):
         table.add_column(column, justify="left" if column in ("name", "variant") else "right")

@@ -5,19 +5,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import BaseModel
-from rich.console import Console
-from rich.table import Table
 
 from mha_cli.cli.options import JsonOpt
 from mha_cli.cli.output import Output
+from mha_cli.core.record import Record
 from mha_cli.core.targets import ALIASES, Target, load_targets, resolve_target
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from mha_cli.cli.app import CommandRegistry
 
 
-class TargetList(BaseModel):
+class TargetList(Record):
     targets: list[Target]
     aliases: dict[str, str]
 
@@ -32,6 +32,8 @@ def targets(
 
 
 def render_targets(console: Console, result: TargetList) -> None:
+    from rich.table import Table
+
     table = Table(title="Deployment targets (dense TFLOP/s; ! = a figure flagged uncertain, see `mha targets ID`)")
     for column, justify in (
         ("id", "left"),

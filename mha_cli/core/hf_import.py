@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.record import Record
 from mha_cli.core.schemas import LayerKind, ModelSpec
 from mha_cli.core.validation import describe_validation_error
 
@@ -26,10 +27,13 @@ KNOWN_MODEL_TYPES = {
     "gemma3_text", "falcon", "gpt_oss", "deepseek_v2", "deepseek_v3", "phi3", "gpt2", "starcoder2", "olmo2",
 }  # fmt: skip
 
+# Older names of a family, as early config.json files spell them.
+_FAMILY_ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
+
 _GATED_ACTIVATIONS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu"}
 
 
-class ImportedModel(BaseModel):
+class ImportedModel(Record):
     """A model read from a config.json and the defaults that were assumed on the way."""
 
     model: ModelSpec
@@ -161,6 +165,9 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model") -> Impor
         }
     r = _Reader(config)
     model_type = str(r.get("model_type") or "unknown")
+    if model_type in _FAMILY_ALIASES:
+        r.assumptions.append(f"model_type {model_type!r} read as {_FAMILY_ALIASES[model_type]!r}")
+        model_type = _FAMILY_ALIASES[model_type]
     if model_type not in KNOWN_MODEL_TYPES:
         r.assumptions.append(f"model_type {model_type!r} is not a known family: read the standard fields only")
 

@@ -15,10 +15,9 @@ sharded, every rank holds all of it.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from mha_cli.core.dtypes import MLA_FP8_SCALE_GROUP, storage_format
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.record import Record
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 
 
@@ -83,7 +82,7 @@ def tokens_held(seq_len: int, window: int | None = None, block_size: int | None 
     return held
 
 
-class KvFootprint(BaseModel):
+class KvFootprint(Record):
     """KV-cache sizes of one model under one deployment, every figure an exact integer of bytes."""
 
     kv_dtype: str

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, computed_field
+from pydantic import computed_field
 
 from mha_cli.core.errors import MhaError
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes
 from mha_cli.core.params import ParamBreakdown, count_params
+from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.core.targets import resolve_target
 from mha_cli.core.variants import variant_options
 
 
-class VariantRow(BaseModel):
+class VariantRow(Record):
     """The same shape under another projection: its cache and how it compares with MHA."""
 
     label: str
@@ -28,7 +29,7 @@ class VariantRow(BaseModel):
     max_sequences: int | None
 
 
-class KvReport(BaseModel):
+class KvReport(Record):
     """Everything ``mha kv`` reports; ``bytes_per_token`` and ``total_bytes`` are the stable keys."""
 
     source_kind: str

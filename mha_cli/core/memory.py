@@ -8,17 +8,16 @@ beyond the tensor-parallel group hold replicas, each serving its own sequences.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from mha_cli.core.dtypes import bytes_per_weight
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint
+from mha_cli.core.record import Record
 from mha_cli.core.targets import ResolvedTarget
 
 DEFAULT_UTILISATION = 0.90
 
 
-class MemoryPlan(BaseModel):
+class MemoryPlan(Record):
     """Bytes per device: weights + KV cache + headroom against usable device memory."""
 
     target_id: str

@@ -13,12 +13,11 @@ if untied, plus learned positions if any.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
+from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 
 
-class ParamBreakdown(BaseModel):
+class ParamBreakdown(Record):
     """Parameter counts by part of the model; ``total`` is what the weights cost in memory."""
 
     attention_per_layer: int

@@ -64,10 +64,10 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         source="mistralai/Mistral-Nemo-Base-2407 config.json",
         d_model=5120, n_layers=40, n_heads=32, n_kv_heads=8, head_dim=128, vocab_size=131072, d_ff=14336,
     ),
-    # 3.82B. MHA.
+    # 3.82B. MHA; its config.json declares a 2,047-token sliding window on every layer.
     "phi-3-mini": dict(
         source="microsoft/Phi-3-mini-4k-instruct config.json",
-        d_model=3072, n_layers=32, n_heads=32, vocab_size=32064, d_ff=8192,
+        d_model=3072, n_layers=32, n_heads=32, vocab_size=32064, d_ff=8192, sliding_window=2047,
     ),
     # 7.62B. GQA 28 / 4, biases on q, k, v.
     "qwen2.5-7b": dict(

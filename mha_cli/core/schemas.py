@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from mha_cli.core.dtypes import KvDtypeName, WeightDtypeName, normalise_dtype_name
+from mha_cli.core.errors import MhaError
 from mha_cli.core.quantities import parse_token_count
 
 Variant = Literal["MHA", "GQA", "MQA", "MLA"]
@@ -40,11 +41,21 @@ def _upper_variant(value: object) -> object:
 
 
 def _tokens(value: object) -> object:
-    return parse_token_count(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else value
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        try:
+            return parse_token_count(value)
+        except MhaError as exc:  # pydantic reports ValueErrors per field
+            raise ValueError(exc.message) from None
+    return value
 
 
 def _dtype(value: object) -> object:
-    return normalise_dtype_name(value) if isinstance(value, str) else value
+    if isinstance(value, str):
+        try:
+            return normalise_dtype_name(value)
+        except MhaError as exc:
+            raise ValueError(exc.message) from None
+    return value
 
 
 TokenCount = Annotated[int, BeforeValidator(_tokens), Field(gt=0, le=_MAX_TOKENS)]
@@ -53,7 +64,7 @@ WeightDtype = Annotated[WeightDtypeName, BeforeValidator(_dtype)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False)
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class MLASpec(_Strict):

@@ -5,18 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
-
 from mha_cli.core.config_io import parse_config, read_mapping
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.hf_import import import_hf_config, looks_like_hf_config
 from mha_cli.core.presets import find_preset
+from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 
 SourceKind = Literal["preset", "config", "hf-config"]
 
 
-class ModelSource(BaseModel):
+class ModelSource(Record):
     """A resolved SOURCE: the model, the deployment a config file carried, and what was assumed."""
 
     kind: SourceKind

@@ -17,9 +17,8 @@ import re
 from functools import cache
 from importlib import resources
 
-from pydantic import BaseModel
-
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.record import Record
 
 # What a person types -> the row it means. Where a name covers several parts, the alias picks
 # the one most deployed today and ``resolve_target`` says which it picked.
@@ -49,7 +48,7 @@ ALIASES: dict[str, str] = {
 _MULTI = re.compile(r"^\s*(\d+)\s*[x*]\s*(.+?)\s*$", re.IGNORECASE)
 
 
-class Target(BaseModel):
+class Target(Record):
     """One accelerator, with every figure in the unit its name states."""
 
     id: str
@@ -82,7 +81,7 @@ class Target(BaseModel):
         return "UNCERTAIN" in self.notes
 
 
-class ResolvedTarget(BaseModel):
+class ResolvedTarget(Record):
     """A target spec resolved to a row, with the device count and what the alias meant."""
 
     spec: str

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
+from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec, Variant
 
 DEFAULT_GQA_KV_HEADS = 8
 
 
-class VariantOption(BaseModel):
+class VariantOption(Record):
     """One projection choice for a fixed shape."""
 
     label: str

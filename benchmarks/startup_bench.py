@@ -1,0 +1,54 @@
+"""Startup cost of the fast commands against the bare imports they cannot avoid.
+
+Prints the median wall time of ``mha kv`` and of ``python -c "import typer, rich, pydantic, yaml"``,
+both measured in this run, and their ratio (target: at most 1.3x). Ratios from one run are
+meaningful on a shared machine; absolute times are not.
+
+    python benchmarks/startup_bench.py [--runs 21] [--source llama-3-8b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+TARGET_RATIO = 1.3
+
+
+def median_seconds(command: list[str], runs: int) -> tuple[float, float]:
+    """Median and spread (max - min) of ``runs`` timed runs, after one warm-up run."""
+    subprocess.run(command, check=True, capture_output=True)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), max(times) - min(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--source", default="llama-3-8b")
+    args = parser.parse_args()
+    commands = {
+        "imports (typer, rich, pydantic, yaml)": [sys.executable, "-c", "import typer, rich, pydantic, yaml"],
+        f"mha kv {args.source} --json": [sys.executable, "-m", "mha_cli", "kv", args.source, "--json"],
+        f"mha kv {args.source} (tables)": [sys.executable, "-m", "mha_cli", "kv", args.source, "--target", "h100"],
+        "mha targets --json": [sys.executable, "-m", "mha_cli", "targets", "--json"],
+    }
+    results = {name: median_seconds(command, args.runs) for name, command in commands.items()}
+    baseline = results["imports (typer, rich, pydantic, yaml)"][0]
+    print(f"{'command':45} {'median ms':>10} {'spread ms':>10} {'ratio':>7}")
+    for name, (median, spread) in results.items():
+        print(f"{name:45} {median * 1e3:10.1f} {spread * 1e3:10.1f} {median / baseline:7.2f}")
+    worst = max(median for median, _ in results.values()) / baseline
+    print(f"worst ratio {worst:.2f} (target <= {TARGET_RATIO})")
+    return 0 if worst <= TARGET_RATIO else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

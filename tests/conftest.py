@@ -1,0 +1,45 @@
+"""Shared fixtures: paths to the reference configs and a CLI runner that parses --json output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mha_cli.cli.app import app
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+HF_FIXTURES = FIXTURES / "hf_configs"
+SHARED_HF = REPO.parent / "shared" / "reference" / "hf_configs"
+
+
+def reference_hf_config(name: str) -> Path:
+    """A config.json from shared/reference (the three verified files), else from our fixtures."""
+    for folder in (SHARED_HF, HF_FIXTURES):
+        path = folder / f"{name}.json"
+        if path.exists():
+            return path
+    raise FileNotFoundError(name)
+
+
+class Cli:
+    """Runs ``mha`` in-process; ``json`` parses stdout of a ``--json`` run."""
+
+    def __init__(self) -> None:
+        self.runner = CliRunner()
+
+    def run(self, *args: str):
+        return self.runner.invoke(app, list(args))
+
+    def json(self, *args: str) -> dict:
+        result = self.run(*args, "--json")
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+
+@pytest.fixture
+def cli() -> Cli:
+    return Cli()

@@ -1,0 +1,50 @@
+import pytest
+
+from mha_cli.core.config_io import config_to_yaml, parse_config, read_mapping, write_text_atomic
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.schemas import DeploymentSpec, MhaConfig, ModelSpec
+
+
+def test_yaml_round_trip(tmp_path):
+    config = MhaConfig(model=ModelSpec(d_model=256, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=100, d_ff=512),
+                       deployment=DeploymentSpec(seq_len="4k", batch=2))  # fmt: skip
+    path = tmp_path / "c.yaml"
+    write_text_atomic(path, config_to_yaml(config, header="made by a test"))
+    assert path.read_text().startswith("# made by a test\n")
+    assert parse_config(read_mapping(path), str(path)) == config
+
+
+def test_existing_file_is_not_overwritten_without_force(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("keep me")
+    with pytest.raises(BadInputError, match="exists: pass --force"):
+        write_text_atomic(path, "new")
+    assert path.read_text() == "keep me"
+    write_text_atomic(path, "new", force=True)
+    assert path.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]  # no temporary file left behind
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("bad.yaml", "model: [unclosed", "malformed YAML at line"),
+        ("bad.json", '{"model": ', "malformed JSON at line 1"),
+        ("list.yaml", "- 1\n- 2\n", "expected a mapping"),
+        ("empty.yaml", "", "found empty"),
+        ("unsafe.yaml", "model: !!python/object/apply:os.system ['echo hi']", "malformed YAML"),
+    ],
+)
+def test_malformed_files_fail_with_one_line(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(BadInputError, match=message) as info:
+        read_mapping(path)
+    assert "\n" not in str(info.value)
+
+
+def test_schema_errors_name_every_field(tmp_path):
+    with pytest.raises(BadInputError) as info:
+        parse_config({"model": {"d_model": 64, "n_layers": 0, "n_heads": 3}}, "c.yaml")
+    text = str(info.value)
+    assert "model.n_layers" in text and "model.vocab_size: missing" in text and "\n" not in text

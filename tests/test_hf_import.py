@@ -1,0 +1,117 @@
+"""config.json import: every family's published file against our presets and reference numbers."""
+
+import json
+
+import pytest
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.hf_import import import_hf_config
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.params import count_params
+from mha_cli.core.presets import get_preset
+from tests.conftest import reference_hf_config
+
+# config.json file -> the preset describing the same model.
+SAME_MODEL = {
+    "llama-3-8b": "llama-3-8b",
+    "deepseek-v3": "deepseek-v3",
+    "gemma-2-9b": "gemma-2-9b",
+    "gpt2": "gpt2",
+    "llama-2-7b": "llama-2-7b",
+    "llama-3.1-70b": "llama-3.1-70b",
+    "llama-3.2-1b": "llama-3.2-1b",
+    "mistral-7b-v0.1": "mistral-7b-v0.1",
+    "mistral-nemo-12b": "mistral-nemo-12b",
+    "phi-3-mini": "phi-3-mini",
+    "qwen2.5-7b": "qwen2.5-7b",
+    "qwen3-0.6b": "qwen3-0.6b",
+    "qwen3-8b": "qwen3-8b",
+    "falcon-7b": "falcon-7b",
+    "gpt-oss-20b": "gpt-oss-20b",
+    "deepseek-v2-lite": "deepseek-v2-lite",
+}
+
+
+def load(name: str) -> dict:
+    return json.loads(reference_hf_config(name).read_text())
+
+
+@pytest.mark.parametrize("name", list(SAME_MODEL))
+def test_import_equals_preset(name):
+    imported = import_hf_config(load(name)).model
+    preset = get_preset(SAME_MODEL[name])
+    geometry = ("d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "variant", "mla", "sliding_window",
+                "vocab_size", "d_ff", "tied_embeddings", "moe")  # fmt: skip
+    for field in geometry:
+        assert getattr(imported, field) == getattr(preset, field), field
+    assert [imported.layer_kind(i) for i in range(imported.n_layers)] == [
+        preset.layer_kind(i) for i in range(preset.n_layers)
+    ]
+    assert count_params(imported).total == count_params(preset).total
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"), [("llama-3-8b", 131_072), ("deepseek-v3", 70_272), ("gemma-2-9b", 344_064)]
+)
+def test_shared_reference_files_give_published_kv(name, expected):
+    model = import_hf_config(load(name)).model
+    assert kv_footprint(model, seq_len=1).bytes_per_token == expected
+
+
+def test_explicit_head_dim_wins():
+    qwen = import_hf_config(load("qwen3-0.6b")).model  # hidden 1024 / 16 heads = 64, config says 128
+    assert qwen.head_dim == 128
+    nemo = import_hf_config(load("mistral-nemo-12b")).model  # 5120 / 32 = 160, config says 128
+    assert nemo.head_dim == 128
+
+
+def test_gemma2_even_layers_slide():
+    gemma = import_hf_config(load("gemma-2-9b"))
+    assert [gemma.model.layer_kind(i) for i in range(4)] == ["local", "global", "local", "global"]
+    assert any("Gemma 2 alternates" in note for note in gemma.assumptions)
+
+
+def test_layer_types_list_is_read():
+    oss = import_hf_config(load("gpt-oss-20b")).model
+    assert (oss.sliding_window, oss.n_local_layers, oss.n_global_layers) == (128, 12, 12)
+
+
+def test_use_sliding_window_false_disables_the_window():
+    assert import_hf_config(load("qwen2.5-7b")).model.sliding_window is None
+
+
+def test_falcon_multi_query_is_mqa():
+    falcon = import_hf_config(load("falcon-7b")).model
+    assert (falcon.variant, falcon.n_kv_heads) == ("MQA", 1)
+
+
+def test_gemma3_text_config_and_pattern_field():
+    config = {
+        "model_type": "gemma3",
+        "text_config": {"model_type": "gemma3_text", "hidden_size": 5376, "num_hidden_layers": 62,
+                        "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128,
+                        "intermediate_size": 21504, "vocab_size": 262208, "sliding_window": 1024,
+                        "sliding_window_pattern": 6},
+    }  # fmt: skip
+    model = import_hf_config(config).model
+    assert (model.n_local_layers, model.n_global_layers) == (52, 10)
+    assert (
+        kv_footprint(model, seq_len=1).bytes_per_token
+        == kv_footprint(get_preset("gemma-3-27b"), seq_len=1).bytes_per_token
+    )
+
+
+def test_unknown_family_with_standard_fields_works_and_says_so():
+    config = {"model_type": "brand_new", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 16,
+              "num_key_value_heads": 4, "intermediate_size": 4096, "vocab_size": 1000}  # fmt: skip
+    imported = import_hf_config(config)
+    assert imported.model.variant == "GQA"
+    assert any("not a known family" in note for note in imported.assumptions)
+
+
+def test_missing_field_is_one_clear_error():
+    with pytest.raises(BadInputError, match="no attention head count"):
+        import_hf_config({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10})
+    with pytest.raises(BadInputError, match=r"n_heads \(32\) must be divisible by n_kv_heads \(5\)"):
+        import_hf_config({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 32,
+                          "num_key_value_heads": 5, "intermediate_size": 10, "vocab_size": 10})  # fmt: skip

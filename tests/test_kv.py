@@ -1,0 +1,96 @@
+"""KV-cache arithmetic pinned to published reference numbers and hand-counted bytes."""
+
+import pytest
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.kv import bytes_per_token_per_layer, kv_footprint, kv_heads_per_rank, tokens_held
+from mha_cli.core.presets import get_preset, preset_names
+
+# Published / hand-derived bf16 bytes per token (all layers).
+REFERENCE_BF16 = {
+    "llama-3-8b": 131_072,  # 32 layers * 2 * 8 KV heads * 128 * 2 B
+    "llama-3-70b": 327_680,  # 80 * 2 * 8 * 128 * 2
+    "deepseek-v3": 70_272,  # 61 * (512 + 64) * 2, absorbed MLA
+    "gemma-2-9b": 344_064,  # 42 * 2 * 8 * 256 * 2 (explicit head_dim 256)
+    "llama-2-7b": 524_288,  # 32 * 2 * 32 * 128 * 2 (MHA)
+    "falcon-7b": 8_192,  # 32 * 2 * 1 * 64 * 2 (MQA)
+    "qwen3-8b": 147_456,  # 36 * 2 * 8 * 128 * 2 (explicit head_dim 128)
+}
+
+
+@pytest.mark.parametrize(("name", "expected"), REFERENCE_BF16.items(), ids=list(REFERENCE_BF16))
+def test_published_bytes_per_token(name, expected):
+    assert kv_footprint(get_preset(name), seq_len=1).bytes_per_token == expected
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_has_a_positive_even_cache(name):
+    footprint = kv_footprint(get_preset(name), seq_len=4096, batch=2)
+    assert footprint.bytes_per_token > 0
+    assert footprint.total_bytes == 2 * footprint.bytes_per_sequence
+
+
+def test_dtypes_scale_and_add_their_scales():
+    model = get_preset("llama-3-8b")  # 8 KV heads, head_dim 128, 32 layers
+    per_layer = {d: bytes_per_token_per_layer(model, d) for d in ("fp32", "bf16", "fp8", "int8", "int4")}
+    assert per_layer["fp32"] == 2 * 8 * 128 * 4
+    assert per_layer["bf16"] == 2 * 8 * 128 * 2
+    assert per_layer["fp8"] == 2 * 8 * 128  # per-tensor scale: nothing per token
+    assert per_layer["int8"] == 2 * 8 * (128 + 2)  # one fp16 scale per cached vector
+    assert per_layer["int4"] == 2 * 8 * (64 + 4 * 4)  # 4 groups of 32, scale + zero each
+
+
+def test_mla_absorbed_naive_and_fp8_layouts():
+    v3 = get_preset("deepseek-v3")
+    assert bytes_per_token_per_layer(v3, "bf16") == 1152
+    assert bytes_per_token_per_layer(v3, "fp8") == 656  # vLLM FlashMLA fp8: 512 + 4 * 4 + 64 * 2
+    naive = bytes_per_token_per_layer(v3, "bf16", "naive")
+    assert naive == 128 * (192 + 128) * 2  # decompressed K (nope + rope) and V per head
+
+
+def test_sliding_window_layers_hold_the_window():
+    gemma = get_preset("gemma-2-9b")  # 21 local layers (window 4096) + 21 global
+    footprint = kv_footprint(gemma, seq_len=8192)
+    per_layer = 2 * 8 * 256 * 2
+    assert footprint.bytes_per_sequence == per_layer * (21 * 8192 + 21 * 4096)
+    short = kv_footprint(gemma, seq_len=1000)
+    assert short.bytes_per_sequence == per_layer * 42 * 1000
+
+
+def test_gemma3_five_local_to_one_global():
+    gemma3 = get_preset("gemma-3-27b")
+    assert (gemma3.n_local_layers, gemma3.n_global_layers) == (52, 10)
+    footprint = kv_footprint(gemma3, seq_len=32768)
+    assert footprint.bytes_per_sequence == 2 * 16 * 128 * 2 * (10 * 32768 + 52 * 1024)
+
+
+def test_paged_cache_rounds_up_to_whole_blocks():
+    assert tokens_held(1000, None, 16) == 1008
+    assert tokens_held(1000, 256, 16) == 256
+    assert tokens_held(1000, 250, 16) == 256
+    footprint = kv_footprint(get_preset("llama-3-8b"), seq_len=1000, block_size=16)
+    assert footprint.bytes_per_sequence == 1008 * 131_072
+
+
+def test_tensor_parallel_shards_and_replicates_kv_heads():
+    llama = get_preset("llama-3-70b")  # 8 KV heads
+    assert kv_heads_per_rank(llama, 2) == 4
+    assert kv_heads_per_rank(llama, 8) == 1
+    assert kv_heads_per_rank(llama, 16) == 1  # replicated: 16 ranks hold 8 heads twice
+    sharded = kv_footprint(llama, seq_len=1024, batch=2, tp=16)
+    assert sharded.bytes_per_token_per_rank == 80 * 2 * 1 * 128 * 2
+    assert sharded.total_bytes == 2 * 1024 * sharded.bytes_per_token_per_rank
+    assert sharded.total_bytes_all_ranks == 16 * sharded.total_bytes > 2 * sharded.bytes_per_sequence
+
+
+def test_mla_latent_is_not_sharded():
+    v3 = get_preset("deepseek-v3")
+    assert kv_footprint(v3, seq_len=10, tp=8).bytes_per_token_per_rank == 70_272
+    assert kv_footprint(v3, seq_len=10, tp=8, mla_cache="naive").bytes_per_token_per_rank == 61 * 16 * 320 * 2
+
+
+def test_tp_that_splits_heads_unevenly_is_bad_input():
+    with pytest.raises(BadInputError, match=r"n_kv_heads \(8\) must be divisible by tp \(3\)|n_heads"):
+        kv_footprint(get_preset("llama-3-8b"), seq_len=8, tp=3)
+    with pytest.raises(BadInputError, match="n_heads"):
+        kv_footprint(get_preset("falcon-7b"), seq_len=8, tp=2)  # 71 query heads

@@ -1,0 +1,119 @@
+"""`mha kv`, `mha targets`, `mha presets`, `mha schema` through the CLI, JSON parsed."""
+
+import json
+
+import pytest
+
+from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from tests.conftest import reference_hf_config
+
+
+def test_kv_json_has_the_stable_fields(cli):
+    data = cli.json("kv", "llama-3-8b", "--seq", "8k", "--batch", "4")
+    assert data["bytes_per_token"] == 131_072
+    assert data["total_bytes"] == 4 * 8192 * 131_072
+    assert data["kv"]["bytes_per_token_per_layer"] == 4096
+
+
+def test_kv_reads_hf_config_files(cli):
+    data = cli.json("kv", str(reference_hf_config("deepseek-v3")))
+    assert data["bytes_per_token"] == 70_272
+    assert data["model"]["variant"] == "MLA"
+    assert data["kv"]["mla_cache"] == "absorbed"
+    naive = cli.json("kv", str(reference_hf_config("deepseek-v3")), "--mla-cache", "naive")
+    assert naive["bytes_per_token"] == 61 * 128 * 320 * 2
+
+
+def test_kv_total_applies_window_paging_and_tp(cli):
+    data = cli.json("kv", "gemma-2-9b", "--seq", "10000", "--block-size", "16", "--tp", "2")
+    per_layer_rank = 2 * 4 * 256 * 2  # 8 KV heads over 2 ranks
+    assert data["total_bytes"] == per_layer_rank * (21 * 10000 + 21 * 4096)  # 10000 and 4096 are whole blocks
+    assert data["bytes_per_token"] == 344_064
+
+
+def test_kv_target_plan(cli):
+    data = cli.json("kv", "llama-3-70b", "--seq", "128k", "--target", "8xh100")
+    memory = data["memory"]
+    assert (memory["n_devices"], memory["tp"], data["deployment"]["tp"]) == (8, 8, 8)
+    assert memory["weight_bytes_per_device"] == -(-data["weight_bytes"] // 8)
+    free = memory["usable_bytes"] - memory["weight_bytes_per_device"]
+    assert memory["max_sequences"] == free // data["kv"]["bytes_per_sequence_per_rank"]
+
+
+def test_kv_that_does_not_fit_is_flagged_and_can_fail(cli):
+    data = cli.json("kv", "llama-3-70b", "--target", "a100")
+    assert data["memory"]["weights_fit"] is False and data["memory"]["fits"] is False
+    result = cli.run("kv", "llama-3-70b", "--target", "a100", "--fail-if-no-fit")
+    assert result.exit_code == EXIT_CHECK_FAILED
+    assert "does not fit" in result.stdout
+
+
+def test_kv_reads_our_config_file_and_options_override_it(cli, tmp_path):
+    path = tmp_path / "model.yaml"
+    path.write_text(
+        "model:\n  d_model: 1024\n  n_layers: 4\n  n_heads: 16\n  n_kv_heads: 4\n  vocab_size: 1000\n  d_ff: 4096\n"
+        "deployment:\n  seq_len: 2k\n  batch: 3\n  kv_dtype: fp32\n"
+    )
+    data = cli.json("kv", str(path))
+    assert data["total_bytes"] == 3 * 2048 * 4 * (2 * 4 * 64 * 4)
+    assert cli.json("kv", str(path), "--kv-dtype", "bf16")["total_bytes"] == data["total_bytes"] // 2
+
+
+def test_variants_table_compares_the_same_shape(cli):
+    rows = {row["label"]: row for row in cli.json("kv", "llama-3-8b")["variants"]}
+    assert rows["MHA"]["bytes_per_token"] == 4 * rows["GQA-8"]["bytes_per_token"]
+    assert rows["GQA-8"]["is_current"] and rows["MQA"]["fraction_of_mha"] == 1 / 32
+
+
+def test_human_output_names_the_numbers(cli):
+    result = cli.run("kv", "llama-3-8b", "--target", "a100")
+    assert result.exit_code == 0
+    assert "131,072" in result.stdout and "a100 -> a100-80gb" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["kv", "no-such-model"], "neither a preset nor a file"),
+        (["kv", "llama-3-8b", "--seq", "0"], "--seq"),
+        (["kv", "llama-3-8b", "--seq", "lots"], "cannot read token count"),
+        (["kv", "llama-3-8b", "--kv-dtype", "fp7"], "unknown dtype 'fp7'"),
+        (["kv", "llama-3-8b", "--target", "h1000"], "did you mean"),
+        (["kv", "llama-3-8b", "--tp", "3"], "divisible by tp (3)"),
+        (["kv", "llama-3-8b", "--tp", "4", "--target", "2xh100"], "must divide the 2 device(s)"),
+        (["kv", "llama-3-8b", "--batch", "-1"], "--batch"),
+        (["targets", "nope"], "unknown target"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(cli, args, message):
+    result = cli.run(*args)
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bad_files_exit_2(cli, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "model:\n  d_model: 4096\n  n_layers: 32\n  n_heads: 32\n  n_kv_heads: 5\n  vocab_size: 1\n  d_ff: 1\n"
+    )
+    result = cli.run("kv", str(bad))
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "n_heads (32) must be divisible by n_kv_heads (5)" in result.stderr
+
+
+def test_targets_and_presets_list_as_json(cli):
+    targets = cli.json("targets")["targets"]
+    assert any(t["id"] == "h200" and t["memory_gb"] == 141 for t in targets)
+    presets = {row["model"]["name"]: row for row in cli.json("presets")["presets"]}
+    assert len(presets) >= 15
+    assert {p["model"]["variant"] for p in presets.values()} == {"MHA", "GQA", "MQA", "MLA"}
+    assert presets["llama-3-8b"]["bf16_bytes_per_token"] == 131_072
+
+
+def test_schema_is_a_json_schema_of_the_config_file(cli):
+    result = cli.run("schema")
+    document = json.loads(result.stdout)
+    assert document["title"] == "mha config file"
+    assert "ModelSpec" in document["$defs"] and "model" in document["required"]

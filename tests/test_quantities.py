@@ -1,0 +1,70 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.quantities import format_bytes, parse_byte_size, parse_param_count, parse_token_count
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("7B", 7_000_000_000), ("350M", 350_000_000), ("1.5T", 1_500_000_000_000), ("125k", 125_000), ("70b", 70 * 10**9)],
+)
+def test_param_counts_are_decimal(text, expected):
+    assert parse_param_count(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("8k", 8192), ("128K", 131072), ("32768", 32768), ("1M", 1_048_576), ("1.5k", 1536), (4096, 4096)],
+)
+def test_token_counts_are_binary(text, expected):
+    assert parse_token_count(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("80GB", 80 * 10**9), ("24GiB", 24 * 2**30), ("512MiB", 512 * 2**20), ("1TB", 10**12), ("4096", 4096)],
+)
+def test_byte_sizes_follow_the_unit(text, expected):
+    assert parse_byte_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "abc", "7X", "-7B", "0", "0k", "1.2.3", "7 B B", "1.0001k", "nan", "inf"])
+def test_bad_quantities_raise_one_clear_error(text):
+    with pytest.raises(BadInputError) as info:
+        parse_token_count(text) if not text.endswith("B") else parse_param_count(text)
+    assert "\n" not in str(info.value)
+
+
+def test_format_bytes():
+    assert format_bytes(131072) == "128.0 KiB"
+    assert format_bytes(512) == "512 B"
+
+
+@given(st.integers(min_value=1, max_value=10**15))
+def test_plain_integers_round_trip(n):
+    assert parse_token_count(str(n)) == n
+    assert parse_param_count(str(n)) == n
+    assert parse_byte_size(str(n)) == n
+
+
+@given(st.integers(min_value=1, max_value=10**6), st.sampled_from(["K", "M", "B", "T"]))
+def test_param_suffixes_scale_exactly(n, suffix):
+    factor = {"K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}[suffix]
+    assert parse_param_count(f"{n}{suffix}") == n * factor
+
+
+@given(st.integers(min_value=1, max_value=10**6), st.sampled_from(["k", "K", "M"]))
+def test_token_suffixes_scale_exactly(n, suffix):
+    assert parse_token_count(f"{n}{suffix}") == n * (2**20 if suffix == "M" else 2**10)
+
+
+@given(st.text(max_size=12))
+def test_parsers_never_raise_anything_but_bad_input(text):
+    for parse in (parse_param_count, parse_token_count, parse_byte_size):
+        try:
+            value = parse(text)
+        except BadInputError:
+            continue
+        assert isinstance(value, int) and value > 0

@@ -1,0 +1,108 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from mha_cli.core.schemas import DeploymentSpec, MhaConfig, ModelSpec
+
+BASE = dict(d_model=512, n_layers=4, n_heads=8, vocab_size=1000, d_ff=1024)
+
+
+def make(**overrides) -> ModelSpec:
+    return ModelSpec(**{**BASE, **overrides})
+
+
+def error_text(**overrides) -> str:
+    with pytest.raises(ValidationError) as info:
+        make(**overrides)
+    return str(info.value)
+
+
+def test_defaults_resolve_to_mha_with_derived_head_dim():
+    model = make()
+    assert (model.variant, model.n_kv_heads, model.head_dim, model.q_per_kv) == ("MHA", 8, 64, 1)
+
+
+def test_variant_is_inferred_from_head_counts():
+    assert make(n_kv_heads=2).variant == "GQA"
+    assert make(n_kv_heads=1).variant == "MQA"
+    assert make(variant="mqa").n_kv_heads == 1
+
+
+def test_explicit_head_dim_wins_over_d_model_over_heads():
+    model = make(head_dim=128)
+    assert model.head_dim == 128
+    assert model.attention_width == 1024 != model.d_model
+
+
+def test_indivisible_heads_quote_the_values():
+    assert "n_heads (32) must be divisible by n_kv_heads (5)" in error_text(n_heads=32, n_kv_heads=5)
+
+
+def test_indivisible_width_asks_for_head_dim():
+    assert "d_model (500) is not divisible by n_heads (8): set head_dim explicitly" in error_text(d_model=500)
+
+
+def test_variant_that_contradicts_heads_is_rejected():
+    assert "variant MHA does not match" in error_text(n_kv_heads=2, variant="MHA")
+    assert "variant GQA needs n_kv_heads" in error_text(variant="GQA")
+
+
+def test_mla_resolves_head_dim_and_kv_heads():
+    model = make(mla=dict(kv_lora_rank=64, qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32))
+    assert (model.variant, model.head_dim, model.n_kv_heads, model.mla.latent_dim) == ("MLA", 48, 8, 80)
+    assert "needs an mla block" in error_text(variant="MLA")
+
+
+@pytest.mark.parametrize("field", ["d_model", "n_layers", "n_heads", "vocab_size", "d_ff"])
+@pytest.mark.parametrize("value", [0, -1, 10**12])
+def test_zero_negative_and_absurd_sizes_are_rejected(field, value):
+    error_text(**{field: value})
+
+
+def test_unknown_fields_are_rejected():
+    assert "extra" in error_text(n_head=8).lower()
+
+
+def test_layer_pattern_cycles_from_layer_zero():
+    model = make(n_layers=6, sliding_window=128, layer_pattern=["local", "global"])
+    assert [model.layer_kind(i) for i in range(6)] == ["local", "global"] * 3
+    assert (model.n_local_layers, model.n_global_layers) == (3, 3)
+    assert make(sliding_window=128).n_local_layers == 4
+    assert "sliding_window is not set" in error_text(layer_pattern=["local"])
+
+
+def test_deployment_parses_human_quantities_and_dtype_aliases():
+    spec = DeploymentSpec(seq_len="8k", kv_dtype="bfloat16")
+    assert (spec.seq_len, spec.kv_dtype) == (8192, "bf16")
+    with pytest.raises(ValidationError):
+        DeploymentSpec(kv_dtype="fp7")
+    with pytest.raises(ValidationError):
+        DeploymentSpec(seq_len=0)
+
+
+def test_config_round_trips_through_json():
+    config = MhaConfig(model=make(n_kv_heads=2), deployment=DeploymentSpec(seq_len=4096, batch=4))
+    assert MhaConfig.model_validate_json(config.model_dump_json()) == config
+
+
+@given(
+    n_kv=st.integers(min_value=1, max_value=16),
+    group=st.integers(min_value=1, max_value=8),
+    head_dim=st.sampled_from([32, 64, 128, 256]),
+)
+def test_any_divisible_geometry_validates_and_is_consistent(n_kv, group, head_dim):
+    model = ModelSpec(d_model=1024, n_layers=2, n_heads=n_kv * group, n_kv_heads=n_kv, head_dim=head_dim,
+                      vocab_size=100, d_ff=100)  # fmt: skip
+    assert model.q_per_kv * model.kv_heads == model.n_heads
+    assert model.variant == ("MHA" if group == 1 else "MQA" if n_kv == 1 else "GQA")
+
+
+@given(n_heads=st.integers(min_value=2, max_value=64), n_kv=st.integers(min_value=1, max_value=64))
+def test_indivisible_geometry_always_fails_cleanly(n_heads, n_kv):
+    fields = dict(d_model=64 * n_heads, n_layers=1, n_heads=n_heads, n_kv_heads=n_kv, vocab_size=10, d_ff=10)
+    if n_kv <= n_heads and n_heads % n_kv == 0:
+        assert ModelSpec(**fields).kv_heads == n_kv
+    else:
+        with pytest.raises(ValidationError):
+            ModelSpec(**fields)
