@@ -13,16 +13,11 @@ from mha_cli.cli.app import app
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 HF_FIXTURES = FIXTURES / "hf_configs"
-SHARED_HF = REPO.parent / "shared" / "reference" / "hf_configs"
 
 
 def reference_hf_config(name: str) -> Path:
-    """A config.json from shared/reference (the three verified files), else from our fixtures."""
-    for folder in (SHARED_HF, HF_FIXTURES):
-        path = folder / f"{name}.json"
-        if path.exists():
-            return path
-    raise FileNotFoundError(name)
+    """A published config.json from our fixtures (see tests/fixtures/hf_configs/SOURCES.md)."""
+    return HF_FIXTURES / f"{name}.json"
 
 
 class Cli:
