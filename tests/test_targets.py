@@ -35,7 +35,7 @@ def test_alias_expansion_is_reported():
 
 
 def test_unknown_target_lists_close_matches():
-    with pytest.raises(BadInputError, match="unknown target 'h1000'.*did you mean.*h100"):
+    with pytest.raises(BadInputError, match=r"unknown target 'h1000'.*did you mean.*h100"):
         resolve_target("h1000")
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field
+
 from mha_cli.core.config_io import parse_config, read_mapping
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.hf_import import import_hf_config, looks_like_hf_config
@@ -22,7 +24,7 @@ class ModelSource(Record):
     origin: str
     model: ModelSpec
     deployment: DeploymentSpec | None = None
-    assumptions: list[str] = []
+    assumptions: list[str] = Field(default_factory=list)
 
 
 def load_source(source: str) -> ModelSource:
