@@ -83,8 +83,8 @@ def render_kv_report(console: Console, report: KvReport) -> None:
         console.print(memory_table(report.memory))
         if not report.memory.fits:
             console.print(
-                "[bold red]does not fit:[/bold red] use more devices (--tp / NxTARGET), a quantised KV cache"
-                " (--kv-dtype fp8), a shorter --seq or a smaller --batch"
+                "[bold red]does not fit:[/bold red] use more devices (--target NxTARGET), quantised weights"
+                " (--weight-dtype fp8) or KV cache (--kv-dtype fp8), a shorter --seq or a smaller --batch"
             )
     console.print()
     console.print(variants_table(report))
@@ -93,7 +93,7 @@ def render_kv_report(console: Console, report: KvReport) -> None:
 def variants_table(report: KvReport) -> Table:
     from rich.table import Table
 
-    from mha_cli.cli.render import bytes_cell
+    from mha_cli.cli.render import size_cell
 
     table = Table(title="Same shape, other projections", title_justify="left")
     table.add_column("variant")
@@ -107,9 +107,9 @@ def variants_table(report: KvReport) -> Table:
     for row in report.variants:
         cells = [
             f"{row.label}{' *' if row.is_current else ''}",
-            str(row.n_kv_heads),
+            "latent" if row.variant == "MLA" else str(row.n_kv_heads),
             f"{row.bytes_per_token:,}",
-            bytes_cell(row.total_bytes),
+            size_cell(row.total_bytes),
             f"{row.fraction_of_mha:.3f}",
         ]
         if report.memory is not None:

@@ -16,6 +16,11 @@ def bytes_cell(n: int) -> str:
     return f"{n:,} B ({format_bytes(n)})" if n >= 1024 else f"{n:,} B"
 
 
+def size_cell(n: int) -> str:
+    """'1.0 GiB', or '131,072 B' below 1 MiB where the exact count is short enough to read."""
+    return f"{n:,} B" if abs(n) < 2**20 else format_bytes(n)
+
+
 def model_table(model: ModelSpec, title: str) -> Table:
     """Geometry of ``model``: widths, heads, variant, windows."""
     table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
@@ -57,30 +62,29 @@ def kv_table(kv: KvFootprint) -> Table:
     table = Table(title="KV cache", title_justify="left")
     table.add_column("scope")
     table.add_column("bytes", justify="right")
+    table.add_column("", justify="right")
     table.add_column("how", style="dim")
+
+    def row(scope: str, n: int, how: str, style: str | None = None) -> None:
+        table.add_row(scope, f"{n:,}", format_bytes(n), how, style=style)
+
     mode = f", {kv.mla_cache} MLA cache" if kv.mla_cache else ""
-    table.add_row("per token, per layer", bytes_cell(kv.bytes_per_token_per_layer), f"{kv.kv_dtype}{mode}")
-    table.add_row("per token (all layers)", bytes_cell(kv.bytes_per_token), "every layer holds the token")
+    row("per token, per layer", kv.bytes_per_token_per_layer, f"{kv.kv_dtype}{mode}")
+    row("per token (all layers)", kv.bytes_per_token, "bytes_per_token")
     span = f"{kv.n_global_layers} layers x {kv.tokens_held_global:,} tokens"
     if kv.n_local_layers:
-        span += f" + {kv.n_local_layers} layers x {kv.tokens_held_local:,} (window)"
+        span += f" + {kv.n_local_layers} x {kv.tokens_held_local:,} (window)"
     if kv.block_size:
         span += f", blocks of {kv.block_size}"
-    table.add_row(f"per sequence ({kv.seq_len:,} tokens)", bytes_cell(kv.bytes_per_sequence), span)
+    row(f"per sequence ({kv.seq_len:,} tokens)", kv.bytes_per_sequence, span)
     if kv.tp > 1:
-        table.add_row(
-            "per token, per rank",
-            bytes_cell(kv.bytes_per_token_per_rank),
-            f"tp={kv.tp}: {kv.kv_heads_per_rank} KV head(s) per rank"
-            + (" (latent not sharded)" if kv.mla_cache == "absorbed" else ""),
+        latent = " (latent not sharded)" if kv.mla_cache == "absorbed" else ""
+        row(
+            "per token, per rank", kv.bytes_per_token_per_rank, f"tp={kv.tp}: {kv.kv_heads_per_rank} KV head(s){latent}"
         )
-        table.add_row("per sequence, per rank", bytes_cell(kv.bytes_per_sequence_per_rank), "")
-    table.add_row(
-        f"total, batch {kv.batch}" + (", per rank" if kv.tp > 1 else ""),
-        bytes_cell(kv.total_bytes),
-        "total_bytes",
-        style="bold",
-    )
+        row("per sequence, per rank", kv.bytes_per_sequence_per_rank, "")
+    scope = f"batch of {kv.batch}" + (", per rank" if kv.tp > 1 else "")
+    row(scope, kv.total_bytes, "total_bytes", style="bold")
     return table
 
 
@@ -90,15 +94,17 @@ def memory_table(plan: MemoryPlan) -> Table:
     table = Table(title=f"Memory plan on {devices}{plan.target_name}", title_justify="left")
     table.add_column("per device")
     table.add_column("bytes", justify="right")
-    table.add_row("device memory", bytes_cell(plan.device_memory_bytes))
-    table.add_row(f"usable ({plan.utilisation:.0%})", bytes_cell(plan.usable_bytes))
-    table.add_row("weights" + (f" (1/{plan.tp})" if plan.tp > 1 else ""), bytes_cell(plan.weight_bytes_per_device))
-    table.add_row("KV cache (this batch)", bytes_cell(plan.kv_bytes_per_device))
+    table.add_column("", justify="right")
+    table.add_row("device memory", f"{plan.device_memory_bytes:,}", format_bytes(plan.device_memory_bytes))
+    table.add_row(f"usable ({plan.utilisation:.0%})", f"{plan.usable_bytes:,}", format_bytes(plan.usable_bytes))
+    weights = "weights" + (f" (1/{plan.tp})" if plan.tp > 1 else "")
+    table.add_row(weights, f"{plan.weight_bytes_per_device:,}", format_bytes(plan.weight_bytes_per_device))
+    table.add_row("KV cache (this batch)", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device))
     style = "green" if plan.fits else "bold red"
-    table.add_row("headroom", f"{plan.headroom_bytes:,} B", style=style)
+    table.add_row("headroom", f"{plan.headroom_bytes:,}", format_bytes(plan.headroom_bytes), style=style)
     verdict = "fits" if plan.fits else ("weights do not fit" if not plan.weights_fit else "KV cache does not fit")
-    table.add_row("verdict", verdict, style=style)
-    table.add_row("max sequences at this length", f"{plan.max_sequences:,}")
+    table.add_row("verdict", verdict, "", style=style)
+    table.add_row("max sequences at this length", f"{plan.max_sequences:,}", "")
     return table
 
 
