@@ -15,7 +15,17 @@ from typing import Any
 
 import typer
 
-from mha_cli.cli import kv_cmd, presets_cmd, schema_cmd, targets_cmd
+from mha_cli.cli import (
+    bench_cmd,
+    check_cmd,
+    kv_cmd,
+    presets_cmd,
+    probe_cmd,
+    recommend_cmd,
+    schema_cmd,
+    skill_cmd,
+    targets_cmd,
+)
 from mha_cli.cli.output import print_error
 from mha_cli.core.errors import MhaError
 
@@ -67,7 +77,7 @@ app = typer.Typer(
 )
 
 _registry = CommandRegistry(app)
-for module in (kv_cmd, targets_cmd, presets_cmd, schema_cmd):
+for module in (kv_cmd, targets_cmd, presets_cmd, schema_cmd, probe_cmd, bench_cmd, recommend_cmd, check_cmd, skill_cmd):
     module.register(_registry)
 
 

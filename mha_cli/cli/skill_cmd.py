@@ -1,0 +1,50 @@
+"""``mha skill``: print, write or check the configurator skill document generated from the rules.
+
+Exit codes: 0; 1 with ``--check`` when the file differs from what the rules generate; 2 for bad
+input (``--write`` and ``--check`` together).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from mha_cli.cli.output import Output
+from mha_cli.core.config_io import write_text_atomic
+from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
+from mha_cli.core.skill_doc import SKILL_PATH, generate_skill_doc
+
+if TYPE_CHECKING:
+    from mha_cli.cli.app import CommandRegistry
+
+
+def skill(
+    write: Annotated[bool, typer.Option("--write", help="Regenerate the document (overwrites it).")] = False,
+    check: Annotated[bool, typer.Option("--check", help=f"Exit {EXIT_CHECK_FAILED} if the file is stale.")] = False,
+    path: Annotated[Path, typer.Option("--path", help="The document's path.")] = SKILL_PATH,
+) -> None:
+    """Print the mha-configurator skill document, generated from the rules catalog."""
+    if write and check:
+        raise BadInputError("--write and --check exclude each other: pick one")
+    text = generate_skill_doc()
+    out = Output(False)
+    if write:
+        write_text_atomic(path, text, force=True)
+        out.notice(f"wrote {path}")
+        return
+    if check:
+        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        if current != text:
+            what = "missing" if current is None else "stale"
+            out.notice(f"{path} is {what}: run `mha skill --write`")
+            raise typer.Exit(code=EXIT_CHECK_FAILED)
+        out.notice(f"{path} is current")
+        return
+    sys.stdout.write(text)
+
+
+def register(registry: CommandRegistry) -> None:
+    registry.add("skill", skill)

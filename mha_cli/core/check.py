@@ -1,0 +1,249 @@
+"""``mha check``: the configurator's rules run as a linter over an existing design.
+
+The design is a preset, one of our config files or a Hugging Face config.json. The context the
+rules judge it at ("the stated context") is, in order: ``--seq``; the config file's
+``deployment.seq_len``; a config.json's ``max_position_embeddings`` (GPT-2: ``n_positions``); else the default 8,192.
+A finding of severity ``hard`` breaks a hard rule: the command exits 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from mha_cli.core.config_io import read_mapping
+from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.errors import MhaError
+from mha_cli.core.kv import KvFootprint, kv_footprint
+from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes
+from mha_cli.core.params import count_params
+from mha_cli.core.quantities import format_bytes, format_count
+from mha_cli.core.rules import catalog as C
+from mha_cli.core.rules.engine import Finding, Trace
+from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.sources import ModelSource, load_source
+from mha_cli.core.targets import resolve_target
+from mha_cli.core.variants import default_gqa_kv_heads, mla_for_shape
+
+USUAL_HEAD_DIMS = (64, 128, 256)
+
+
+class CheckResult(BaseModel):
+    """The findings of ``mha check``, by rule id; ``passed`` is False when a hard rule is broken."""
+
+    source: str
+    source_kind: str
+    assumptions: list[str]
+    model: ModelSpec
+    deployment: DeploymentSpec
+    context_from: str
+    """Where the context length the rules used came from."""
+    total_params: int
+    weight_bytes: int
+    kv: KvFootprint
+    memory: MemoryPlan | None
+    findings: list[Finding]
+    rules_fired: list[str]
+    errors: int
+    """Findings of severity hard."""
+    warnings: int
+    passed: bool
+
+
+def _stated_context(source: ModelSource, seq: str | int | None) -> tuple[Any, str]:
+    if seq is not None:
+        return seq, "--seq"
+    if source.deployment is not None and "seq_len" in source.deployment.model_fields_set:
+        return source.deployment.seq_len, "the file's deployment.seq_len"
+    if source.kind == "hf-config":
+        data = read_mapping(Path(source.origin))
+        for key in ("max_position_embeddings", "n_positions"):
+            value = data.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value, f"config.json {key}"
+    return None, "the default (8,192)"
+
+
+def check_design(source_name: str, **overrides: Any) -> CheckResult:
+    """Lint ``source_name`` under its deployment with ``overrides`` (seq_len, target, batch, ...) applied."""
+    source = load_source(source_name)
+    seq, context_from = _stated_context(source, overrides.pop("seq_len", None))
+    deployment = merge_deployment(source.deployment, seq_len=seq, **overrides)
+    model = source.model
+    trace = Trace()
+    target = resolve_target(deployment.target) if deployment.target else None
+    tp = resolve_tp(deployment.tp, target)
+    params = count_params(model)
+    weights = weight_bytes(params.total, deployment.weight_dtype)
+
+    _check_tp(trace, model, tp)
+    try:
+        kv = _footprint(model, deployment, tp)
+    except MhaError:  # the split is broken (reported above): price the unsplit model
+        tp = 1
+        kv = _footprint(model, deployment, tp)
+    memory = None
+    if target is not None and tp == resolve_tp(deployment.tp, target):
+        memory = plan_memory(target, total_params=params.total, weight_dtype=deployment.weight_dtype, kv=kv)
+
+    _check_head_dim(trace, model)
+    _check_long_context_mha(trace, model, deployment)
+    _check_small_mla(trace, model, params.total)
+    _check_kv_vs_weights(trace, model, deployment, kv, weights)
+    _check_group(trace, model)
+    _check_bias(trace, model)
+    if memory is not None:
+        _check_fit(trace, memory, deployment)
+
+    errors = len(trace.by_severity("hard"))
+    return CheckResult(
+        source=source.origin, source_kind=source.kind, assumptions=source.assumptions, model=model,
+        deployment=deployment.model_copy(update={"tp": tp}), context_from=context_from, total_params=params.total,
+        weight_bytes=weights, kv=kv, memory=memory, findings=trace.findings, rules_fired=trace.ids, errors=errors,
+        warnings=len(trace.by_severity("warning")), passed=errors == 0,
+    )  # fmt: skip
+
+
+def _footprint(model: ModelSpec, deployment: DeploymentSpec, tp: int) -> KvFootprint:
+    return kv_footprint(
+        model, seq_len=deployment.seq_len, batch=deployment.batch, kv_dtype=deployment.kv_dtype, tp=tp,
+        block_size=deployment.block_size, mla_cache=deployment.mla_cache,
+    )  # fmt: skip
+
+
+def _check_tp(trace: Trace, model: ModelSpec, tp: int) -> None:
+    """MHA024: heads split evenly over the tensor-parallel ranks."""
+    if tp == 1:
+        return
+    kv_ok = model.mla is not None or model.kv_heads % tp == 0 or tp % model.kv_heads == 0
+    if model.n_heads % tp == 0 and kv_ok:
+        return
+    trace.fire(
+        "MHA024",
+        f"tp {tp} does not split n_heads {model.n_heads} / n_kv_heads {model.kv_heads} evenly:"
+        " use a tp that divides n_heads and divides or is a multiple of n_kv_heads",
+        tp=tp,
+        n_heads=model.n_heads,
+        n_kv_heads=model.kv_heads,
+    )
+
+
+def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
+    """MHA090 (hard) and MHA061 (warning)."""
+    widths = [model.dim_per_head] if model.mla is None else [model.mla.qk_head_dim, model.mla.v_head_dim]
+    smallest = min(widths)
+    if smallest < C.HEAD_DIM_FLOOR:
+        trace.fire(
+            "MHA090",
+            f"head_dim {smallest} < {C.HEAD_DIM_FLOOR}: use fewer, wider heads (e.g. {model.attention_width // 64}"
+            " heads of 64)",
+            head_dim=smallest,
+        )
+    elif model.mla is None and (smallest not in USUAL_HEAD_DIMS or smallest > C.HEAD_DIM_CEILING):
+        trace.fire("MHA061", f"head_dim {smallest} is not 64, 128 or 256", head_dim=smallest)
+
+
+def _check_long_context_mha(trace: Trace, model: ModelSpec, deployment: DeploymentSpec) -> None:
+    """MHA091: wide MHA at long context breaks a hard rule; the message prices the way out."""
+    seq = deployment.seq_len
+    if not (
+        model.variant == "MHA" and model.n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS and seq > C.MHA_LONG_CONTEXT_TOKENS
+    ):
+        return
+    own = kv_footprint(model, seq_len=seq, kv_dtype=deployment.kv_dtype).bytes_per_sequence
+    offer = ""
+    kv_heads = default_gqa_kv_heads(model.n_heads)
+    if kv_heads is not None:
+        gqa = model.model_copy(update={"n_kv_heads": kv_heads, "variant": "GQA"})
+        gqa_bytes = kv_footprint(gqa, seq_len=seq, kv_dtype=deployment.kv_dtype).bytes_per_sequence
+        offer = f"; GQA-{kv_heads} would cache {format_bytes(gqa_bytes)}"
+    trace.fire(
+        "MHA091",
+        f"MHA with {model.n_heads} heads at {seq:,} tokens caches {format_bytes(own)} per sequence{offer}",
+        n_heads=model.n_heads,
+        seq_len=seq,
+        bytes_per_sequence=own,
+    )
+
+
+def _check_small_mla(trace: Trace, model: ModelSpec, total: int) -> None:
+    """MHA092: MLA under 1B; the file states MLA, which counts as asking for it: a warning."""
+    if model.mla is not None and total < C.MLA_MIN_PARAMS:
+        trace.fire(
+            "MHA092",
+            f"MLA at {format_count(total)} parameters (< {C.MLA_MIN_PARAMS / 1e9:g}B): allowed because the file asks"
+            " for it, but GQA would be simpler at this size",
+            severity="warning",
+            total_params=total,
+        )
+
+
+def _check_kv_vs_weights(
+    trace: Trace, model: ModelSpec, deployment: DeploymentSpec, kv: KvFootprint, weights: int
+) -> None:
+    """MHA060: one sequence's cache outweighs the model."""
+    if kv.bytes_per_sequence <= weights:
+        return
+    options = []
+    if (
+        model.variant in ("MHA", "GQA")
+        and (kv_heads := default_gqa_kv_heads(model.n_heads))
+        and kv_heads < model.kv_heads
+    ):
+        gqa = model.model_copy(update={"n_kv_heads": kv_heads, "variant": "GQA"})
+        options.append(f"GQA-{kv_heads} {format_bytes(_footprint(gqa, deployment, 1).bytes_per_sequence)}")
+    if model.mla is None:
+        fields = model.model_dump(exclude={"head_dim", "n_kv_heads", "variant"})
+        mla = ModelSpec.model_validate({**fields, "mla": mla_for_shape(model.dim_per_head)})
+        options.append(f"MLA {format_bytes(_footprint(mla, deployment, 1).bytes_per_sequence)}")
+    offer = f" (same shape: {', '.join(options)})" if options else ""
+    trace.fire(
+        "MHA060",
+        f"one {deployment.seq_len:,}-token sequence caches {format_bytes(kv.bytes_per_sequence)},"
+        f" {kv.bytes_per_sequence / weights:.1f}x the weights{offer}",
+        bytes_per_sequence=kv.bytes_per_sequence,
+        weight_bytes=weights,
+    )
+
+
+def _check_group(trace: Trace, model: ModelSpec) -> None:
+    """MHA062: GQA groups wider than 8."""
+    if model.variant == "GQA" and model.q_per_kv > C.MAX_QUALITY_GROUP:
+        trace.fire(
+            "MHA062",
+            f"{model.q_per_kv} query heads per KV head (> {C.MAX_QUALITY_GROUP})",
+            q_per_kv=model.q_per_kv,
+        )
+
+
+def _check_bias(trace: Trace, model: ModelSpec) -> None:
+    """MHA063: projection biases."""
+    if model.qkv_bias or model.o_bias:
+        trace.fire(
+            "MHA063",
+            f"projection biases: qkv {model.qkv_bias}, o {model.o_bias}",
+            qkv_bias=model.qkv_bias,
+            o_bias=model.o_bias,
+        )
+
+
+def _check_fit(trace: Trace, memory: MemoryPlan, deployment: DeploymentSpec) -> None:
+    """MHA025/MHA026 on the deployment's target."""
+    if not memory.weights_fit:
+        trace.fire(
+            "MHA025",
+            f"weights need {format_bytes(memory.weight_bytes_per_device)} per device of {memory.target_name},"
+            f" usable {format_bytes(memory.usable_bytes)}: more devices (NxTARGET) or quantised weights",
+            weight_bytes_per_device=memory.weight_bytes_per_device,
+            usable_bytes=memory.usable_bytes,
+        )
+    elif not memory.fits:
+        trace.fire(
+            "MHA026",
+            f"batch {deployment.batch} needs {format_bytes(memory.kv_bytes_per_device)} of cache per device;"
+            f" {memory.max_sequences} sequence(s) fit: smaller --batch, --kv-dtype fp8, shorter --seq or more devices",
+            kv_bytes_per_device=memory.kv_bytes_per_device,
+            max_sequences=memory.max_sequences,
+        )

@@ -1,0 +1,276 @@
+"""Every rule of the configurator skill, as data. The skill document is generated from this list.
+
+Thresholds live here as named constants so the code that applies a rule and the text that
+explains it quote the same number.
+"""
+
+from __future__ import annotations
+
+from mha_cli.core.rules.model import Rule
+
+BUDGET_TOLERANCE = 0.05
+"""The recommended model's total parameter count stays within +-5% of the budget."""
+HEAD_DIM_FLOOR = 32
+"""Below 32 values per head, heads fight the 1/sqrt(head_dim) scaling of the scores."""
+HEAD_DIM_CEILING = 256
+"""Above 256, the benefit of many small specialist heads fades."""
+WIDE_MODEL_D_MODEL = 2048
+"""From this width on, heads are 128 wide; below it, 64."""
+FFN_MULTIPLIER = 3.5
+"""Gated MLP hidden width over d_model (Llama 3: 14336 / 4096 = 28672 / 8192 = 3.5)."""
+FFN_ROUND = 256
+LARGE_VOCAB_FROM_PARAMS = 1_000_000_000
+SMALL_VOCAB = 50257
+"""GPT-2 BPE: the tokenizer of the lesson's 125M and 350M reference designs."""
+LARGE_VOCAB = 128256
+"""Llama 3 tokenizer."""
+TIE_EMBEDDINGS_BELOW_PARAMS = 4_000_000_000
+"""Llama 3.2 1B/3B, Qwen small models and GPT-2 tie the output head to the embedding; Llama 3 8B does not."""
+GQA_KV_HEADS = 8
+"""Today's default KV-head count (Llama 3 8B/70B/405B, Mistral 7B, Qwen3 8B)."""
+MAX_QUALITY_GROUP = 8
+"""Query heads per KV head up to which GQA stays at near-MHA quality (Llama 3 70B: 64 / 8)."""
+FEW_HEADS = 8
+"""With this many query heads or fewer, GQA saves little and MHA is kept."""
+MHA_LONG_CONTEXT_TOKENS = 32768
+MHA_LONG_CONTEXT_MAX_HEADS = 16
+MLA_MIN_PARAMS = 1_000_000_000
+MLA_LATENT_PER_HEAD_DIM = 4
+"""DeepSeek-V2: kv_lora_rank 512 = 4 x head_dim 128."""
+MLA_Q_LATENT_FROM_D_MODEL = 4096
+"""DeepSeek-V2 (5120 wide) and V3 (7168) compress queries; V2-Lite (2048) does not."""
+TEST_ACCURACY = 0.95
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+RULES: tuple[Rule, ...] = (
+    # Shape from the budget ---------------------------------------------------------------------
+    Rule(
+        id="MHA001", name="width-from-budget", topic="shape", severity="info", scope="recommend",
+        condition="Always, unless --d-model fixes the width.",
+        action="Interpolate the width between public designs in log(params) (125M: 768, 350M: 1024, 1.2B: 2048, "
+        "3.2B: 3072, 8B: 4096, 13B: 5120, 70B: 8192, 405B: 16384) and snap it to the nearest width on that ladder.",
+        rationale="Width grows roughly as params^(1/3) but production models sit on a few widths that tile well on "
+        "tensor cores and split evenly under tensor parallelism; snapping keeps head counts round.",
+        reference="GPT-2 / GPT-3 model cards; Llama 3 and Llama 3.1 config.json files; Kaplan et al. 2020 (shape "
+        "matters little within a wide band of aspect ratios).",
+    ),
+    Rule(
+        id="MHA002", name="layers-fill-budget", topic="shape", severity="info", scope="recommend",
+        condition="Always.",
+        action=f"Choose n_layers so the total parameter count is nearest the budget, preferring an even count; "
+        f"the total must land within +-{BUDGET_TOLERANCE:.0%} of the budget, else try the neighbouring width.",
+        rationale="Depth is the knob that spends the budget once width, heads and MLP ratio are set; an even depth "
+        "splits evenly into pipeline stages.",
+        reference="Llama 3 8B: 32 layers at 4096; Llama 3 70B: 80 layers at 8192.",
+    ),
+    Rule(
+        id="MHA003", name="gated-mlp-width", topic="shape", severity="info", scope="recommend",
+        condition="Always.",
+        action=f"SwiGLU MLP with d_ff = {FFN_MULTIPLIER} x d_model rounded up to a multiple of {FFN_ROUND}.",
+        rationale="Gated MLPs beat GELU at equal compute; Llama 3's ratio of 3.5 gives its published shapes exactly.",
+        reference="Shazeer 2020 (GLU variants); Llama 3 config.json (14336 = 3.5 x 4096).",
+    ),
+    Rule(
+        id="MHA004", name="vocab-and-tying", topic="shape", severity="info", scope="recommend",
+        condition="Always; --vocab overrides the size.",
+        action=f"Vocabulary {_n(SMALL_VOCAB)} (GPT-2 BPE) under {LARGE_VOCAB_FROM_PARAMS / 1e9:g}B parameters, "
+        f"{_n(LARGE_VOCAB)} (Llama 3) from there; tie the output head to the embedding under "
+        f"{TIE_EMBEDDINGS_BELOW_PARAMS / 1e9:g}B.",
+        rationale="Embeddings are a large share of a small model: tying halves them; large models can afford an "
+        "untied head and a large vocabulary that shortens sequences.",
+        reference="GPT-2 (tied, 50257); Llama 3.2 1B/3B (tied, 128256); Llama 3 8B (untied).",
+    ),
+    # Head geometry -----------------------------------------------------------------------------
+    Rule(
+        id="MHA010", name="head-dim-64-or-128", topic="heads", severity="info", scope="recommend",
+        condition="Always.",
+        action=f"head_dim = 128 from d_model {_n(WIDE_MODEL_D_MODEL)}, 64 below, 32 only for widths under 256.",
+        rationale=f"head_dim is almost always 64 or 128: below {HEAD_DIM_FLOOR} heads fight the sqrt(head_dim) "
+        f"scaling, above {HEAD_DIM_CEILING} the many-small-specialists benefit fades; 128 suits attention kernels.",
+        reference="GPT-2 / GPT-3 (64); Llama 3, Mistral, Qwen3 (128).",
+    ),
+    Rule(
+        id="MHA011", name="heads-from-width", topic="heads", severity="info", scope="recommend",
+        condition="Always.",
+        action="n_heads = d_model / head_dim, so the concatenated heads are exactly as wide as the residual stream.",
+        rationale="Keeps the output projection square and the parameter count of attention at 4 d_model^2 for MHA.",
+        reference="Vaswani et al. 2017; Llama 3 8B (32 x 128 = 4096), 70B (64 x 128 = 8192).",
+    ),
+    # Projection variant ------------------------------------------------------------------------
+    Rule(
+        id="MHA020", name="gqa-default", topic="variant", severity="info", scope="recommend",
+        condition=f"More than {FEW_HEADS} query heads and no explicit --variant.",
+        action=f"GQA with {GQA_KV_HEADS} KV heads (or the divisor of n_heads nearest to it), at most "
+        f"{MAX_QUALITY_GROUP} query heads per KV head.",
+        rationale="GQA divides the cache by n_heads / n_kv_heads at near-MHA quality, which buys batch size and "
+        "context on the same device; it is today's default.",
+        reference="Ainslie et al. 2023 (GQA); Llama 3 70B: 64 query heads, 8 KV heads.",
+    ),
+    Rule(
+        id="MHA021", name="mha-when-few-heads", topic="variant", severity="info", scope="recommend",
+        condition=f"{FEW_HEADS} query heads or fewer, or --priority training with at most "
+        f"{MHA_LONG_CONTEXT_MAX_HEADS} heads at or under {_n(MHA_LONG_CONTEXT_TOKENS)} tokens, no explicit --variant.",
+        action="Keep MHA: one KV head per query head.",
+        rationale="With few heads the cache is small and sharing K/V saves little; when training quality matters more "
+        "than serving cost, MHA is the reference point GQA approximates.",
+        reference="GPT-2 small (12 heads, MHA); Vaswani et al. 2017.",
+    ),
+    Rule(
+        id="MHA022", name="shrink-cache-to-fit", topic="variant", severity="info", scope="recommend",
+        condition="--priority inference, a target is given, the weights fit, but the requested batch's cache does "
+        "not at the default variant.",
+        action=f"Step down the cache: GQA with fewer KV heads (group size up to {2 * MAX_QUALITY_GROUP}), then MLA "
+        f"(from {MLA_MIN_PARAMS / 1e9:g}B parameters) or MQA, taking the first that fits.",
+        rationale="For a serving-first design the KV cache limit decides: a smaller cache is cheaper than another "
+        "device, and the alternatives table shows the quality risk taken.",
+        reference="Shazeer 2019 (MQA); DeepSeek-V2 2024 (MLA: 93% smaller cache than MHA).",
+    ),
+    Rule(
+        id="MHA023", name="explicit-variant", topic="variant", severity="info", scope="recommend",
+        condition="--variant is given.",
+        action="Use it (hard rules still apply; MLA below 1B becomes allowed because it was asked for).",
+        rationale="The user may know constraints the budget does not show (kernels, an existing checkpoint).",
+        reference="The lesson's mha-configurator skill.",
+    ),
+    Rule(
+        id="MHA024", name="tp-divisibility", topic="deployment", severity="hard", scope="both",
+        condition="A tensor-parallel degree above 1 (from --tp or the target's device count).",
+        action="n_heads must be divisible by tp, and n_kv_heads divisible by tp or tp by n_kv_heads; the KV-head "
+        "count is chosen among the divisors that satisfy it, and a tp taken from the target's device count shrinks "
+        "to one that divides n_heads (a note); check reports a broken split, exit 1.",
+        rationale="Each rank holds whole heads; with tp > n_kv_heads the KV heads are replicated, which costs memory "
+        "but works; any other split does not.",
+        reference="Megatron-LM (Shoeybi et al. 2019); vLLM tensor-parallel KV-head replication.",
+    ),
+    Rule(
+        id="MHA025", name="weights-exceed-device", topic="deployment", severity="warning", scope="both",
+        condition="The weights alone exceed the usable memory of one device of the target (after tensor parallelism).",
+        action="Flag the plan (not an error) and give the way out: the tensor-parallel degree that fits, or "
+        "quantised weights.",
+        rationale="A plan that does not fit is still a useful answer when it says what would make it fit.",
+        reference="vLLM gpu_memory_utilization (0.90) sets the usable share.",
+    ),
+    Rule(
+        id="MHA026", name="kv-exceeds-device", topic="deployment", severity="warning", scope="both",
+        condition="The weights fit but the cache of the requested batch at the target context does not.",
+        action="Flag the plan and give the way out: the batch that fits, an fp8 cache, a shorter context, or more "
+        "devices.",
+        rationale="The KV cache, not the weights, limits long-context serving; its size is the figure to act on.",
+        reference="Pope et al. 2022 (Efficiently Scaling Transformer Inference).",
+    ),
+    # MLA --------------------------------------------------------------------------------------
+    Rule(
+        id="MHA030", name="mla-latent-rank", topic="mla", severity="info", scope="recommend",
+        condition="MLA is chosen.",
+        action=f"kv_lora_rank = {MLA_LATENT_PER_HEAD_DIM} x head_dim, decoupled RoPE key head_dim / 2, per-head "
+        f"nope and value widths head_dim; a query latent of 3 x kv_lora_rank from d_model "
+        f"{_n(MLA_Q_LATENT_FROM_D_MODEL)}. The cache holds latent + RoPE key per token per layer.",
+        rationale="DeepSeek-V2's proportions (512 latent, 64 RoPE for 128-wide heads) keep MHA-level quality at a "
+        "cache of 576 values per token per layer; the absorbed form never materialises per-head K/V.",
+        reference="DeepSeek-V2 (kv_lora_rank 512, q_lora_rank 1536); DeepSeek-V3 config.json.",
+    ),
+    # Initialisation and biases ------------------------------------------------------------------
+    Rule(
+        id="MHA040", name="xavier-qkv-scaled-o", topic="init", severity="info", scope="recommend",
+        condition="Always.",
+        action="Q, K, V: Xavier (Glorot) normal, std = sqrt(2 / (fan_in + fan_out)); O: the same scale divided by "
+        "sqrt(2 x n_layers).",
+        rationale="The projections are linear (no ReLU follows), so Xavier, not Kaiming, preserves variance; scaling "
+        "the residual-writing O projection keeps the residual stream's variance flat with depth.",
+        reference="Glorot & Bengio 2010; GPT-2 (residual projections scaled by 1/sqrt(N)).",
+    ),
+    Rule(
+        id="MHA041", name="no-projection-bias", topic="bias", severity="info", scope="recommend",
+        condition="Always.",
+        action="No biases on Q, K, V or O.",
+        rationale="Biases add parameters and a shift that pre-norm models do not need; most current models drop "
+        "them (Qwen2 keeps a QKV bias, an exception).",
+        reference="PaLM (Chowdhery et al. 2022); Llama 3, Mistral config.json.",
+    ),
+    # Testability -------------------------------------------------------------------------------
+    Rule(
+        id="MHA050", name="induction-hook", topic="testability", severity="info", scope="recommend",
+        condition="Always.",
+        action=f"A 2-layer model with the recommended head geometry must solve the induction task "
+        f"(A B ... A -> B) at >= {TEST_ACCURACY:.0%} accuracy; `mha verify` runs it on the written config.",
+        rationale="Induction needs two attention layers that compose (a previous-token head and an induction "
+        "head): a cheap test that the heads, masks and positions are wired correctly.",
+        reference="Olsson et al. 2022 (In-context learning and induction heads).",
+    ),
+    # Hard rules --------------------------------------------------------------------------------
+    Rule(
+        id="MHA090", name="head-dim-floor", topic="refusal", severity="hard", scope="both",
+        condition=f"head_dim < {HEAD_DIM_FLOOR}.",
+        action="Never recommend it (a --d-model that forces it is refused, exit 2); check reports it, exit 1.",
+        rationale=f"Below {HEAD_DIM_FLOOR} values per head the dot products are too short for the 1/sqrt(head_dim) "
+        "scaling to keep scores well spread: heads collapse.",
+        reference="The lesson's mha-configurator skill; no public LLM uses heads under 64.",
+    ),
+    Rule(
+        id="MHA091", name="no-wide-mha-at-long-context", topic="refusal", severity="hard", scope="both",
+        condition=f"MHA with more than {MHA_LONG_CONTEXT_MAX_HEADS} heads above {_n(MHA_LONG_CONTEXT_TOKENS)} tokens "
+        "of context.",
+        action="Never chosen by default; when asked for with --variant MHA it is kept only with its KV cost priced "
+        "and GQA/MLA offered beside it; check reports it, exit 1.",
+        rationale="The MHA cache grows with n_heads x context; at long context it dwarfs the weights, while GQA-8 "
+        "costs a fraction of it at near-MHA quality.",
+        reference="Llama 3.1 70B (128K context, GQA 64 / 8); Ainslie et al. 2023.",
+    ),
+    Rule(
+        id="MHA092", name="no-mla-under-1b", topic="refusal", severity="hard", scope="both",
+        condition=f"MLA below {MLA_MIN_PARAMS / 1e9:g}B parameters without an explicit request.",
+        action="Never chosen by default; kept with --variant MLA (recommend) and accepted in a file whose model "
+        "states MLA (check reports a warning).",
+        rationale="Below 1B the cache is small already; MLA's extra up-projections, FLOPs and kernel complexity buy "
+        "little.",
+        reference="The lesson's mha-configurator skill; DeepSeek-V2-Lite (15.7B) is the smallest public MLA model.",
+    ),
+    Rule(
+        id="MHA093", name="budget-too-small", topic="refusal", severity="hard", scope="recommend",
+        condition=f"No width on the ladder reaches the budget within +-{BUDGET_TOLERANCE:.0%} (the embeddings "
+        "alone exceed it, or it is below one layer).",
+        action="Refuse with one line naming the smallest possible design, exit 2.",
+        rationale="A budget no transformer of this vocabulary can meet is a typo or a unit mistake (1K for 1B).",
+        reference="parse_param_count: 7B = 7,000,000,000.",
+    ),
+    # Lint-only ---------------------------------------------------------------------------------
+    Rule(
+        id="MHA060", name="kv-larger-than-weights", topic="lint", severity="warning", scope="check",
+        condition="One sequence's KV cache at the stated context is larger than the weights.",
+        action="Warn, with the ratio and the cache of GQA-8 / MLA at the same shape.",
+        rationale="Serving such a design is bound by its cache: every sequence costs more memory than the model.",
+        reference="Pope et al. 2022; DeepSeek-V2 2024.",
+    ),
+    Rule(
+        id="MHA061", name="head-dim-unusual", topic="lint", severity="warning", scope="check",
+        condition=f"head_dim is not 64, 128 or 256, or above {HEAD_DIM_CEILING}.",
+        action="Warn with the head_dim found (MLA's 192 = 128 nope + 64 RoPE is exempt).",
+        rationale="Attention kernels are tuned for 64/128/256; above 256 the benefit of more, smaller heads fades.",
+        reference="FlashAttention-2 supported head dims; the lesson's facts.",
+    ),
+    Rule(
+        id="MHA062", name="large-gqa-group", topic="lint", severity="warning", scope="check",
+        condition=f"GQA with more than {MAX_QUALITY_GROUP} query heads per KV head.",
+        action="Warn: quality risk grows as the group widens towards MQA.",
+        rationale="Ainslie et al. report near-MHA quality at group 8; wider groups trend towards MQA's loss.",
+        reference="Ainslie et al. 2023; Llama 3.1 405B uses 16 (128 / 8) with a very wide model.",
+    ),
+    Rule(
+        id="MHA063", name="projection-bias", topic="lint", severity="info", scope="check",
+        condition="Q, K, V or O carry biases.",
+        action="Note it: allowed, but most current designs drop them.",
+        rationale="See MHA041.",
+        reference="Qwen2 (QKV bias) and GPT-2 (all biases) are the public exceptions.",
+    ),
+)  # fmt: skip
+
+_BY_ID = {rule.id: rule for rule in RULES}
+
+
+def get_rule(rule_id: str) -> Rule:
+    """The rule with id ``rule_id`` (KeyError for an unknown id: ids are cited from code)."""
+    return _BY_ID[rule_id]

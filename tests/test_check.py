@@ -1,0 +1,118 @@
+"""`mha check`: the rules as a linter over presets, our config files and Hugging Face config.json."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mha_cli.core.check import check_design
+from mha_cli.core.config_io import config_to_yaml
+from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from mha_cli.core.schemas import DeploymentSpec, MhaConfig, ModelSpec
+from tests.conftest import reference_hf_config
+
+
+def write_config(tmp_path: Path, name: str = "design", deployment: dict | None = None, **model) -> str:
+    fields = dict(d_model=1024, n_layers=8, n_heads=16, vocab_size=1000, d_ff=2816)
+    fields.update(model)
+    config = MhaConfig(model=ModelSpec(**fields), deployment=DeploymentSpec(**(deployment or {})))
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(config_to_yaml(config))
+    return str(path)
+
+
+def ids(result):
+    return {f.id: f.severity for f in result.findings}
+
+
+def test_production_designs_pass():
+    for source in ("llama-3-8b", str(reference_hf_config("llama-3.1-70b")), str(reference_hf_config("qwen3-8b"))):
+        result = check_design(source)
+        assert result.passed and result.errors == 0, (source, result.findings)
+
+
+def test_hf_config_is_judged_at_its_max_position_embeddings():
+    result = check_design(str(reference_hf_config("llama-3.1-70b")))
+    assert (result.deployment.seq_len, result.context_from) == (131072, "config.json max_position_embeddings")
+    assert result.kv.bytes_per_token == 327_680
+
+
+def test_wide_mha_at_long_context_is_a_hard_failure_priced_with_gqa():
+    result = check_design("llama-2-7b", seq_len="64k")
+    assert ids(result)["MHA091"] == "hard" and not result.passed
+    finding = next(f for f in result.findings if f.id == "MHA091")
+    assert finding.values["bytes_per_sequence"] == 65536 * 32 * 2 * 32 * 128 * 2  # 32 GiB
+    assert "GQA-8 would cache 8.0 GiB" in finding.message
+    assert "MHA091" not in check_design("llama-2-7b", seq_len="32k").rules_fired  # at 32K exactly: allowed
+
+
+def test_head_dim_below_32_is_a_hard_failure(tmp_path):
+    result = check_design(write_config(tmp_path, n_heads=64))  # 1024 / 64 = 16
+    assert ids(result)["MHA090"] == "hard" and not result.passed
+
+
+def test_small_mla_stated_in_a_file_is_a_warning(tmp_path):
+    path = write_config(tmp_path, mla=dict(kv_lora_rank=256, qk_rope_head_dim=32, qk_nope_head_dim=64, v_head_dim=64))
+    result = check_design(path)
+    assert ids(result)["MHA092"] == "warning" and result.passed
+
+
+def test_cache_larger_than_weights_warns_with_the_alternatives():
+    result = check_design("gpt2")  # judged at 1024 positions from no config: default 8192
+    finding = next(f for f in result.findings if f.id == "MHA060")
+    assert finding.values == {"bytes_per_sequence": 12 * 2 * 768 * 2 * 8192, "weight_bytes": result.weight_bytes}
+    assert ids(result)["MHA063"] == "info"
+
+
+def test_gpt2_config_json_is_judged_at_n_positions():
+    result = check_design(str(reference_hf_config("gpt2")))
+    assert (result.deployment.seq_len, result.context_from) == (1024, "config.json n_positions")
+
+
+def test_tp_that_cannot_split_the_heads_is_a_hard_failure():
+    result = check_design(str(reference_hf_config("qwen2.5-7b")), tp=8)  # 28 heads, 4 KV heads
+    assert ids(result)["MHA024"] == "hard" and not result.passed
+    assert result.deployment.tp == 1  # priced unsplit
+
+
+def test_plans_that_do_not_fit_are_warnings():
+    assert ids(check_design("llama-3-70b", target="a100"))["MHA025"] == "warning"
+    result = check_design("llama-3-8b", target="a100", batch=256)
+    assert ids(result)["MHA026"] == "warning" and result.passed
+
+
+def test_group_and_head_dim_warnings(tmp_path):
+    assert ids(check_design("llama-3.1-405b"))["MHA062"] == "warning"  # 128 / 8 = 16 per KV head
+    assert ids(check_design(write_config(tmp_path, d_model=1536, n_heads=16)))["MHA061"] == "warning"  # 96
+
+
+def test_config_deployment_is_used_and_options_override_it(tmp_path):
+    path = write_config(tmp_path, n_heads=32, d_model=4096, deployment={"seq_len": 65536})
+    assert "MHA091" in check_design(path).rules_fired
+    assert "MHA091" not in check_design(path, seq_len="8k").rules_fired
+
+
+# CLI ----------------------------------------------------------------------------------------------
+
+
+def test_cli_exit_codes(cli, tmp_path):
+    assert cli.run("check", "llama-3-8b").exit_code == 0
+    failed = cli.run("check", "llama-2-7b", "--seq", "128k")
+    assert failed.exit_code == EXIT_CHECK_FAILED and "MHA091" in failed.stdout
+    assert cli.run("check", "gpt2").exit_code == 0
+    assert cli.run("check", "gpt2", "--strict").exit_code == EXIT_CHECK_FAILED
+    missing = cli.run("check", str(tmp_path / "nope.yaml"))
+    assert missing.exit_code == EXIT_BAD_INPUT and "Traceback" not in missing.output
+
+
+def test_cli_json(cli):
+    result = cli.run("check", "llama-2-7b", "--seq", "64k", "--json")
+    assert result.exit_code == EXIT_CHECK_FAILED
+    data = json.loads(result.stdout)
+    assert data["passed"] is False and "MHA091" in data["rules_fired"]
+    assert data["kv"]["bytes_per_token"] == 524_288
+
+
+@pytest.mark.parametrize("name", ["mistral-7b-v0.1", "gemma-2-9b", "deepseek-v3", "falcon-7b"])
+def test_presets_have_no_hard_failures_at_8k(name):
+    assert check_design(name).passed

@@ -1,0 +1,183 @@
+"""The recommender against public designs, the budget, the hard rules and the fit flags."""
+
+import pytest
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.params import count_params
+from mha_cli.core.presets import get_preset
+from mha_cli.core.recommend import RecommendRequest, head_dim_for, ideal_width, mlp_width, recommend
+
+
+def rec(params: float, seq: int = 8192, **kw):
+    return recommend(RecommendRequest(params=int(params), seq_len=seq, **kw))
+
+
+def shape(result):
+    m = result.model
+    return (m.d_model, m.n_layers, m.n_heads, m.n_kv_heads, m.head_dim, m.variant)
+
+
+def test_8b_at_8k_on_h100_is_llama_3_8b():
+    result = rec(8e9, target="h100")
+    assert shape(result) == (4096, 32, 32, 8, 128, "GQA")
+    llama = get_preset("llama-3-8b")
+    assert result.model.d_ff == llama.d_ff == 14336
+    assert result.model.total_params == count_params(llama).total == 8_030_261_248
+    assert result.kv.bytes_per_token == 131_072  # the published Llama-3-8B figure
+
+
+def test_70b_at_128k_is_llama_3_1_70b():
+    result = rec(70e9, seq=131072)
+    assert shape(result) == (8192, 80, 64, 8, 128, "GQA")
+    assert result.kv.bytes_per_token == 327_680
+    mha091 = next(f for f in result.trace if f.id == "MHA091")  # why not MHA: priced in the trace
+    assert mha091.values == {"n_heads": 64, "seq_len": 131072, "requested": False}
+
+
+@pytest.mark.parametrize(
+    ("params", "width", "heads", "head_dim"),
+    [(125e6, 768, 12, 64), (350e6, 1024, 16, 64), (1e9, 2048, 16, 128), (1.2e9, 2048, 16, 128)],
+)
+def test_small_budgets_follow_the_lessons_facts(params, width, heads, head_dim):
+    m = rec(params).model
+    assert (m.d_model, m.n_heads, m.head_dim) == (width, heads, head_dim)
+
+
+@pytest.mark.parametrize("params", [20e6, 125e6, 350e6, 1e9, 3e9, 7e9, 8e9, 13e9, 34e9, 70e9, 180e9, 405e9, 1e12])
+@pytest.mark.parametrize("seq", [2048, 131072])
+def test_total_within_5_percent_and_geometry_valid(params, seq):
+    result = rec(params, seq=seq)
+    m = result.model
+    assert abs(m.total_params - params) <= 0.05 * params
+    assert m.total_params == count_params(result.config.model).total
+    assert m.head_dim >= 32 and m.n_heads % m.n_kv_heads == 0
+    assert not (m.variant == "MHA" and m.n_heads > 16 and seq > 32768)  # MHA091
+    assert not (m.variant == "MLA" and params < 1e9)  # MHA092
+
+
+def test_kv_figures_come_from_kv_footprint():
+    result = rec(7e9, target="a100", batch=4, kv_dtype="fp8")
+    expected = kv_footprint(result.config.model, seq_len=8192, batch=4, kv_dtype="fp8")
+    assert result.kv == expected
+    assert result.memory is not None and result.memory.kv_bytes_per_device == expected.total_bytes
+
+
+def test_shape_helpers():
+    assert ideal_width(8e9) == pytest.approx(4096)
+    assert ideal_width(70e9) == pytest.approx(8192)
+    assert (head_dim_for(768), head_dim_for(2048), head_dim_for(128)) == (64, 128, 32)
+    assert (mlp_width(4096), mlp_width(8192), mlp_width(768)) == (14336, 28672, 2816)
+
+
+def test_fixed_width_fills_the_budget_with_depth():
+    m = rec(1e9, d_model=1536).model
+    assert (m.d_model, m.head_dim, m.n_heads) == (1536, 64, 24)
+    assert abs(m.total_params - 1e9) <= 0.05e9
+
+
+# Hard rules -----------------------------------------------------------------------------------
+
+
+def test_head_dim_floor_refuses_a_width_that_forces_narrow_heads():
+    with pytest.raises(BadInputError, match="MHA090"):
+        rec(100e6, d_model=100)
+
+
+def test_mha_at_long_context_only_when_asked_and_then_priced_with_alternatives():
+    default = rec(8e9, seq=65536)
+    assert default.model.variant == "GQA"
+    asked = rec(8e9, seq=65536, variant="MHA")
+    assert asked.model.variant == "MHA" and asked.model.n_kv_heads == 32
+    finding = next(f for f in asked.trace if f.id == "MHA091")
+    assert finding.severity == "warning" and finding.values["requested"] is True
+    labels = {a.label for a in asked.alternatives}
+    assert {"GQA-8", "MLA"} <= labels
+    assert asked.kv.bytes_per_token_per_layer == 4 * default.kv.bytes_per_token_per_layer  # 32 KV heads vs 8
+    assert asked.model.n_layers < default.model.n_layers  # MHA's larger K/V projections cost depth
+
+
+def test_mla_never_below_1b_unless_asked():
+    # Serving-first and a cache that does not fit: the escalation must skip MLA and take MQA.
+    result = rec(500e6, seq=65536, target="rtx-4090", batch=24, priority="inference")
+    assert result.model.variant == "MQA"
+    assert any(f.id == "MHA092" and f.values["requested"] is False for f in result.trace)
+    asked = rec(500e6, variant="MLA")
+    assert asked.model.variant == "MLA"
+    assert any(f.id == "MHA092" and f.severity == "warning" for f in asked.trace)
+
+
+@pytest.mark.parametrize("params", [1, 1000, 1_000_000])
+def test_impossible_budgets_are_refused(params):
+    with pytest.raises(BadInputError, match="MHA093"):
+        rec(params)
+
+
+def test_explicit_tp_that_cannot_split_the_heads_is_refused():
+    with pytest.raises(BadInputError, match="MHA024"):
+        rec(125e6, d_model=768, target="8xh100", tp=8)
+
+
+def test_tp_from_the_target_shrinks_to_divide_the_heads():
+    result = rec(125e6, target="8xh100")
+    assert result.model.n_heads == 12
+    assert result.kv.tp == 4 and result.memory is not None and result.memory.replicas == 2
+
+
+# Variant choices ------------------------------------------------------------------------------
+
+
+def test_few_heads_keep_mha():
+    result = rec(10e6, vocab_size=1000)
+    assert result.model.variant == "MHA" and result.model.n_heads <= 8
+
+
+def test_training_priority_keeps_mha_at_short_context():
+    assert rec(350e6, seq=4096, priority="training").model.variant == "MHA"
+    assert rec(350e6, seq=4096).model.variant == "GQA"
+
+
+def test_inference_priority_shrinks_the_cache_until_the_batch_fits():
+    result = rec(8e9, target="h100", batch=128, priority="inference")
+    assert result.fits is True
+    assert (result.model.variant, result.model.n_kv_heads) == ("GQA", 2)  # GQA-8 (128 GiB) and GQA-4 (64 GiB) do not
+    balanced = rec(8e9, target="h100", batch=128)
+    assert balanced.fits is False and balanced.model.n_kv_heads == 8
+
+
+def test_mla_rank_follows_deepseek_proportions():
+    mla = rec(8e9, variant="MLA").config.model.mla
+    assert mla is not None
+    assert (mla.kv_lora_rank, mla.qk_rope_head_dim, mla.qk_nope_head_dim, mla.q_lora_rank) == (512, 64, 128, 1536)
+    assert rec(8e9, variant="MLA").kv.bytes_per_token_per_layer == 576 * 2
+
+
+# Plans that do not fit ------------------------------------------------------------------------
+
+
+def test_weights_that_do_not_fit_are_flagged_with_the_device_count():
+    result = rec(70e9, seq=131072, target="h100")
+    assert result.fits is False and "MHA025" in result.rules_fired
+    assert result.way_out[0].startswith("--target 4xh100-sxm")
+    four = rec(70e9, seq=131072, target="4xh100")
+    assert four.fits is True
+
+
+def test_cache_that_does_not_fit_gives_the_batch_that_does():
+    result = rec(8e9, target="h100", batch=256)
+    assert result.fits is False and "MHA026" in result.rules_fired
+    assert result.memory is not None
+    assert f"--batch {result.memory.max_sequences}" in result.way_out
+    assert rec(8e9, target="h100", batch=result.memory.max_sequences).fits is True
+
+
+def test_init_bias_and_testability():
+    result = rec(8e9)
+    std = result.init.std
+    assert std["q"] == pytest.approx((2 / (4096 + 4096)) ** 0.5, rel=1e-5)
+    assert std["k"] == pytest.approx((2 / (4096 + 1024)) ** 0.5, rel=1e-5)
+    assert std["o"] == pytest.approx((2 / 8192) ** 0.5 / 8, rel=1e-5)  # 1/sqrt(2 x 32) = 1/8
+    assert (result.qkv_bias, result.o_bias) == (False, False)
+    hook = result.testability
+    assert (hook.task, hook.n_layers, hook.accuracy_threshold) == ("induction", 2, 0.95)
+    assert (hook.n_heads, hook.n_kv_heads, hook.head_dim) == (32, 8, 128)

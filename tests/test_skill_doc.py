@@ -1,0 +1,35 @@
+"""The committed skill document is exactly what the rules generate: the engine and the doc cannot drift."""
+
+from mha_cli.core.errors import EXIT_CHECK_FAILED
+from mha_cli.core.rules import RULES
+from mha_cli.core.skill_doc import SKILL_PATH, generate_skill_doc
+from tests.conftest import REPO
+
+COMMITTED = REPO / SKILL_PATH
+
+
+def test_committed_document_is_current():
+    assert COMMITTED.read_text(encoding="utf-8") == generate_skill_doc(), "run `mha skill --write`"
+
+
+def test_document_has_front_matter_and_every_rule():
+    text = generate_skill_doc()
+    front = text.split("---\n")[1]
+    assert "name: mha-configurator" in front and "description:" in front
+    for heading in ("## Inputs", "## Outputs, in order", "## Hard rules", "## Exit codes"):
+        assert heading in text
+    for rule in RULES:
+        assert f"#### {rule.id} `{rule.name}`" in text
+        assert rule.rationale in text and rule.reference in text
+
+
+def test_skill_command_check_and_write(cli, tmp_path):
+    stale = tmp_path / "skill.md"
+    stale.write_text("old\n")
+    assert cli.run("skill", "--check", "--path", str(stale)).exit_code == EXIT_CHECK_FAILED
+    assert cli.run("skill", "--check", "--path", str(tmp_path / "missing.md")).exit_code == EXIT_CHECK_FAILED
+    assert cli.run("skill", "--write", "--path", str(stale)).exit_code == 0
+    assert stale.read_text() == generate_skill_doc()
+    assert cli.run("skill", "--check", "--path", str(stale)).exit_code == 0
+    assert cli.run("skill", "--check", "--path", str(COMMITTED)).exit_code == 0
+    assert cli.run("skill").stdout == generate_skill_doc()
