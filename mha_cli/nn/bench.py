@@ -1,0 +1,201 @@
+"""Decode benchmark: one token's attention step at long context, MHA vs GQA vs MQA vs MLA.
+
+Each variant is one attention layer of the same width whose cache is pre-filled to ``seq_len - 1``
+tokens; a step is ``layer(x, cache, start_pos=seq_len - 1)`` for one new token (projections, cache
+write, attention over ``seq_len`` tokens, output projection). Warm-up first, then each repetition is
+timed between device synchronisations; the median is reported. A step must read the layer's weights
+and the whole cache, so on a memory-bound device time tracks ``bytes_read``; GQA with group size g
+reads about g times less cache than MHA.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from pydantic import BaseModel
+
+from mha_cli.core.errors import BadInputError, OutOfMemoryError
+from mha_cli.nn.attention import Attention
+from mha_cli.nn.kv_cache import DTYPE_NAMES, KVCache, LatentCache, resolve_cache_dtype
+from mha_cli.nn.mla import MLAttention
+from mha_cli.nn.sdpa import record_sdpa_backends
+
+
+class BenchRow(BaseModel):
+    label: str
+    n_kv_heads: int
+    """KV heads (MLA absorbed: 1 shared latent)."""
+    cache_bytes_per_token: int
+    """Bytes the cache holds per token (this layer, whole batch row)."""
+    weight_bytes: int
+    kv_bytes_read: int
+    """Cache bytes one step reads: seq_len tokens x batch."""
+    bytes_read: int
+    """weight_bytes + kv_bytes_read: the memory-bound floor's numerator."""
+    median_ms: float
+    min_ms: float
+    speedup_vs_mha: float
+    """MHA's median time / this row's (higher is faster)."""
+    bytes_vs_mha: float
+    """This row's bytes_read / MHA's."""
+    effective_gb_per_s: float
+    """bytes_read / median time, in 1e9 bytes per second."""
+    sdpa_backend: str
+    """The backend SDPA's dispatcher chose for the step."""
+
+
+class BenchResult(BaseModel):
+    device: str
+    device_name: str
+    torch_version: str
+    dtype: str
+    seq_len: int
+    batch: int
+    d_model: int
+    n_heads: int
+    head_dim: int
+    gqa_kv_heads: int
+    mla_kv_lora_rank: int
+    mla_rope_dim: int
+    warmup: int
+    reps: int
+    rows: list[BenchRow]
+
+
+def resolve_device(device: str) -> torch.device:
+    """auto (cuda when present, else cpu), cuda, or cpu."""
+    name = device.strip().lower()
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise BadInputError("--device cuda asked for but no CUDA device is visible: use --device cpu or auto")
+        return torch.device(name)
+    if name == "cpu":
+        return torch.device("cpu")
+    raise BadInputError(f"unknown device {device!r}: use auto, cuda or cpu")
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_step(step: Callable[[], object], device: torch.device, warmup: int, reps: int) -> list[float]:
+    """Seconds per call of ``step``, each timed between device synchronisations, after ``warmup`` calls."""
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(reps):
+        synchronize(device)
+        start = time.perf_counter()
+        step()
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def _variants(d_model: int, n_heads: int, head_dim: int, gqa_kv_heads: int, rank: int, rope: int) -> list:
+    """(label, n_kv_heads, factory) for each variant at the same width."""
+
+    def mla(mode: str) -> Callable[..., MLAttention]:
+        return lambda **kw: MLAttention(d_model, n_heads, rank, head_dim, rope, head_dim, mode=mode, **kw)
+
+    def gqa(n_kv: int) -> Callable[..., Attention]:
+        return lambda **kw: Attention(d_model, n_heads, n_kv, head_dim, **kw)
+
+    rows = [("MHA", n_heads, gqa(n_heads)), (f"GQA-{gqa_kv_heads}", gqa_kv_heads, gqa(gqa_kv_heads))]
+    rows += [("MQA", 1, gqa(1)), ("MLA absorbed", 1, mla("absorbed")), ("MLA naive", n_heads, mla("naive"))]
+    return rows
+
+
+def _measure_decode(
+    layer: Attention | MLAttention, cache: KVCache | LatentCache, x: torch.Tensor, pos: int, warmup: int, reps: int
+) -> tuple[list[float], list[str]]:
+    """Seconds per decode step of ``x`` (b, 1, d) at position ``pos``, and the SDPA backends it uses."""
+
+    def step() -> torch.Tensor:
+        return layer(x, cache, pos)  # (b, 1, d)
+
+    with record_sdpa_backends() as seen:
+        step()
+    return time_step(step, x.device, warmup, reps), seen
+
+
+def _fill(cache: KVCache | LatentCache) -> None:
+    for tensor in (cache.kv,) if isinstance(cache, LatentCache) else (cache.k, cache.v):
+        tensor.normal_()
+
+
+def run_decode_bench(
+    *,
+    device: str = "auto",
+    seq_len: int = 8192,
+    batch: int = 4,
+    d_model: int = 2048,
+    n_heads: int = 16,
+    head_dim: int = 128,
+    gqa_kv_heads: int = 4,
+    kv_lora_rank: int | None = None,
+    rope_dim: int | None = None,
+    dtype: str | None = None,
+    warmup: int = 3,
+    reps: int = 10,
+) -> BenchResult:
+    """Time one decode step of each variant; MLA defaults to DeepSeek's proportions (4 x, 1/2 x head_dim)."""
+    target = resolve_device(device)
+    torch_dtype = resolve_cache_dtype(dtype, default=torch.bfloat16 if target.type == "cuda" else torch.float32)
+    rank = 4 * head_dim if kv_lora_rank is None else kv_lora_rank
+    rope = head_dim // 2 if rope_dim is None else rope_dim
+    if n_heads % gqa_kv_heads or not 1 < gqa_kv_heads < n_heads:
+        raise BadInputError(
+            f"--kv-heads ({gqa_kv_heads}) must divide --heads ({n_heads}) and lie strictly between 1 and it"
+        )
+    if seq_len < 2 or batch < 1 or warmup < 0 or reps < 1:
+        raise BadInputError("--seq must be at least 2, --batch and --reps at least 1, --warmup at least 0")
+    torch.manual_seed(0)
+    measured: list[tuple[str, int, int, int, int, list[float], str]] = []
+    for label, n_kv, factory in _variants(d_model, n_heads, head_dim, gqa_kv_heads, rank, rope):
+        try:
+            with torch.inference_mode():
+                layer = factory(dtype=torch_dtype, device=target)
+                cache = layer.new_cache(batch, seq_len)
+                _fill(cache)
+                x = torch.randn(batch, 1, d_model, dtype=torch_dtype, device=target)  # (b, 1, d)
+                times, seen = _measure_decode(layer, cache, x, seq_len - 1, warmup, reps)
+        except torch.OutOfMemoryError:
+            raise OutOfMemoryError(
+                f"{label} at seq {seq_len} x batch {batch} does not fit: lower --seq or --batch"
+            ) from None
+        weight_bytes = sum(p.nbytes for p in layer.parameters())
+        per_token = cache.nbytes // (batch * seq_len)
+        measured.append((label, n_kv, per_token, weight_bytes, per_token * seq_len * batch, times, ", ".join(seen)))
+        del layer, cache, x
+        if target.type == "cuda":
+            torch.cuda.empty_cache()
+    mha_ms = statistics.median(measured[0][5]) * 1e3
+    mha_bytes = measured[0][3] + measured[0][4]
+    rows = []
+    for label, n_kv, per_token, weight_bytes, kv_bytes, times, backend in measured:
+        median_s = statistics.median(times)
+        read = weight_bytes + kv_bytes
+        rows.append(
+            BenchRow(
+                label=label, n_kv_heads=n_kv, cache_bytes_per_token=per_token, weight_bytes=weight_bytes,
+                kv_bytes_read=kv_bytes, bytes_read=read, median_ms=round(median_s * 1e3, 4),
+                min_ms=round(min(times) * 1e3, 4), speedup_vs_mha=round(mha_ms / (median_s * 1e3), 3),
+                bytes_vs_mha=round(read / mha_bytes, 4), effective_gb_per_s=round(read / median_s / 1e9, 2),
+                sdpa_backend=backend,
+            )
+        )  # fmt: skip
+    return BenchResult(
+        device=str(target),
+        device_name=torch.cuda.get_device_name(target) if target.type == "cuda" else "cpu",
+        torch_version=torch.__version__,
+        dtype=DTYPE_NAMES[torch_dtype],
+        seq_len=seq_len, batch=batch, d_model=d_model, n_heads=n_heads, head_dim=head_dim,
+        gqa_kv_heads=gqa_kv_heads, mla_kv_lora_rank=rank, mla_rope_dim=rope, warmup=warmup, reps=reps, rows=rows,
+    )  # fmt: skip

@@ -1,0 +1,47 @@
+"""Build the attention module a ``ModelSpec`` describes (one layer)."""
+
+from __future__ import annotations
+
+import torch
+
+from mha_cli.core.schemas import MlaCacheMode, ModelSpec
+from mha_cli.nn.attention import Attention
+from mha_cli.nn.mla import MLAttention
+
+
+def build_attention(
+    model: ModelSpec,
+    *,
+    mla_mode: MlaCacheMode = "absorbed",
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> Attention | MLAttention:
+    """``MLAttention`` for an MLA spec (in ``mla_mode``), else ``Attention`` with the spec's KV heads.
+
+    Uses d_model, n_heads, n_kv_heads, head_dim, qkv_bias, o_bias and the mla block; sliding windows
+    and per-head q/k norms are not modelled (they do not change the cache of a full-length layer).
+    """
+    if model.mla is not None:
+        mla = model.mla
+        return MLAttention(
+            model.d_model,
+            model.n_heads,
+            mla.kv_lora_rank,
+            mla.qk_nope_head_dim,
+            mla.qk_rope_head_dim,
+            mla.v_head_dim,
+            mla.q_lora_rank,
+            mode=mla_mode,
+            dtype=dtype,
+            device=device,
+        )
+    return Attention(
+        model.d_model,
+        model.n_heads,
+        model.kv_heads,
+        model.dim_per_head,
+        bias=model.qkv_bias,
+        o_bias=model.o_bias,
+        dtype=dtype,
+        device=device,
+    )

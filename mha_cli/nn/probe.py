@@ -1,0 +1,162 @@
+"""``mha probe``: one attention layer on a short sentence, and where each head's attention goes.
+
+Offline and deterministic: lower-cased word/punctuation tokens; each distinct token gets a seeded
+random embedding (the same word always gets the same vector), plus sinusoidal positions so heads
+can tell tokens apart by place; the layer's weights are seeded normals (std 1/sqrt(d_model)). The
+weights come from the reference path, so they are the exact softmax rows, causal.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+
+import torch
+from pydantic import BaseModel, ValidationError
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.validation import describe_validation_error
+from mha_cli.core.variants import default_gqa_kv_heads, mla_for_shape
+from mha_cli.nn.build import build_attention
+
+MAX_TOKENS = 32
+SPREAD_FRACTION = 0.9
+"""A head whose rows keep this fraction of the uniform entropy is summarised as 'spread'."""
+TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
+
+
+class HeadSummary(BaseModel):
+    """Where one head's attention goes, averaged over the rows that have a choice (rows 1..N-1)."""
+
+    head: int
+    kv_head: int
+    """The KV head this query head reads (GQA/MQA share them)."""
+    entropy_bits: float
+    """Mean entropy of the rows, in bits (0: each row on one token)."""
+    uniform_bits: float
+    """Mean entropy the rows would have if spread evenly over the tokens they can see."""
+    self_mass: float
+    previous_mass: float
+    first_mass: float
+    pattern: str
+    """'spread' when the rows are near-uniform (entropy >= 90% of uniform), else the largest of
+    self / previous token / first token (row 1's previous token is also the first)."""
+
+
+class ProbeResult(BaseModel):
+    """Per-head (N, N) attention weights of one layer over the sentence's N tokens (row: query)."""
+
+    sentence: str
+    tokens: list[str]
+    variant: str
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    seed: int
+    heads: list[list[list[float]]]
+    """heads[h][i][j]: how much token i attends to token j in head h (rows sum to 1, j <= i)."""
+    summaries: list[HeadSummary]
+
+
+def tokenize(sentence: str) -> list[str]:
+    """Lower-cased words and punctuation marks: 'The cat sat.' -> ['the', 'cat', 'sat', '.']."""
+    tokens = TOKEN_PATTERN.findall(sentence.lower())
+    if not tokens:
+        raise BadInputError('the sentence has no tokens: pass some words, e.g. mha probe "the cat sat on the mat"')
+    if len(tokens) > MAX_TOKENS:
+        raise BadInputError(f"the sentence has {len(tokens)} tokens; probe shows at most {MAX_TOKENS}: shorten it")
+    return tokens
+
+
+def embed(tokens: list[str], d_model: int, seed: int) -> torch.Tensor:
+    """(1, N, d_model): a seeded vector per distinct token plus sinusoidal positions."""
+    rows = []
+    for token in tokens:
+        generator = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(token.encode()))
+        rows.append(torch.randn(d_model, generator=generator))  # (d,)
+    vectors = torch.stack(rows)  # (N, d)
+    positions = torch.arange(len(tokens), dtype=torch.float32)[:, None]  # (N, 1)
+    freqs = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)  # (ceil(d/2),)
+    angles = positions * freqs  # (N, ceil(d/2))
+    sinusoid = torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)[:, :d_model]  # (N, d)
+    return (vectors + sinusoid)[None]  # (1, N, d)
+
+
+def probe_spec(n_heads: int, n_kv_heads: int | None, variant: str | None, d_model: int, vocab: int) -> ModelSpec:
+    """The one-layer ModelSpec the probe runs; bad combinations become one-line BadInputErrors."""
+    fields: dict = {"name": "probe", "d_model": d_model, "n_layers": 1, "n_heads": n_heads, "vocab_size": vocab,
+                    "d_ff": 4 * d_model, "n_kv_heads": n_kv_heads, "variant": variant}  # fmt: skip
+    if n_heads < 1 or d_model < 1 or d_model % n_heads:
+        raise BadInputError(f"--d-model ({d_model}) must be a positive multiple of --heads ({n_heads})")
+    kind = (variant or "").upper()
+    if kind == "GQA" and n_kv_heads is None:
+        fields["n_kv_heads"] = default_gqa_kv_heads(n_heads)
+    if kind == "MLA":
+        fields["mla"] = mla_for_shape(d_model // n_heads)
+    try:
+        return ModelSpec.model_validate(fields)
+    except ValidationError as exc:
+        raise BadInputError(describe_validation_error(exc)) from None
+
+
+def summarise(weights: torch.Tensor, head: int, kv_head: int) -> HeadSummary:
+    """Summary of one head's (N, N) causal weights."""
+    n = weights.shape[0]
+    rows = range(1, n) if n > 1 else range(1)
+    plogp = torch.where(weights > 0, weights * weights.clamp_min(1e-30).log2(), torch.zeros_like(weights))  # (N, N)
+    entropy = -plogp.sum(-1)  # (N,)
+    self_mass = sum(float(weights[i, i]) for i in rows) / len(rows)
+    previous = sum(float(weights[i, i - 1]) for i in rows if i > 0) / len(rows) if n > 1 else 0.0
+    first = sum(float(weights[i, 0]) for i in rows) / len(rows)
+    masses = {"self": self_mass, "previous token": previous, "first token": first}
+    top = max(masses, key=lambda k: masses[k])
+    entropy_bits = sum(float(entropy[i]) for i in rows) / len(rows)
+    uniform_bits = sum(math.log2(i + 1) for i in rows) / len(rows)
+    return HeadSummary(
+        head=head,
+        kv_head=kv_head,
+        entropy_bits=round(entropy_bits, 4),
+        uniform_bits=round(uniform_bits, 4),
+        self_mass=round(self_mass, 4),
+        previous_mass=round(previous, 4),
+        first_mass=round(first, 4),
+        pattern="spread" if entropy_bits >= SPREAD_FRACTION * uniform_bits else top,
+    )
+
+
+def run_probe(
+    sentence: str,
+    *,
+    n_heads: int = 4,
+    n_kv_heads: int | None = None,
+    variant: str | None = None,
+    d_model: int = 64,
+    seed: int = 0,
+) -> ProbeResult:
+    """Run one seeded layer on ``sentence`` and return every head's attention matrix and summary."""
+    tokens = tokenize(sentence)
+    spec = probe_spec(n_heads, n_kv_heads, variant, d_model, vocab=len(set(tokens)))
+    torch.manual_seed(seed)
+    layer = build_attention(spec)
+    with torch.no_grad():
+        for param in layer.parameters():
+            if param.ndim == 2:  # projections; norms keep their ones
+                param.normal_(0.0, d_model**-0.5)
+        _, weights = layer.forward_with_weights(embed(tokens, d_model, seed))  # (1, n_h, N, N)
+    weights = weights[0]  # (n_h, N, N)
+    q_per_kv = spec.q_per_kv
+    return ProbeResult(
+        sentence=sentence,
+        tokens=tokens,
+        variant=str(spec.variant),
+        d_model=d_model,
+        n_heads=spec.n_heads,
+        n_kv_heads=spec.kv_heads,
+        head_dim=spec.dim_per_head,
+        seed=seed,
+        heads=[[[round(float(w), 6) for w in row] for row in head] for head in weights],
+        summaries=[summarise(weights[h], h, h // q_per_kv) for h in range(spec.n_heads)],
+    )

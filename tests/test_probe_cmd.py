@@ -1,0 +1,91 @@
+"""``mha probe`` through the CLI: JSON matrices that are real causal softmax rows, the variants,
+one-line errors, and the summary arithmetic on a hand-made matrix."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from mha_cli.cli.app import app
+from mha_cli.nn import Attention
+from mha_cli.nn.probe import embed, summarise, tokenize
+
+runner = CliRunner()
+SENTENCE = "the cat sat on the mat"
+
+
+def probe_json(*args: str) -> dict:
+    result = runner.invoke(app, ["probe", SENTENCE, *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_json_gives_tokens_and_one_causal_softmax_matrix_per_head() -> None:
+    data = probe_json("--heads", "4", "--kv-heads", "2")
+    assert data["tokens"] == ["the", "cat", "sat", "on", "the", "mat"]
+    assert data["variant"] == "GQA" and data["n_kv_heads"] == 2 and data["head_dim"] == 16
+    heads = torch.tensor(data["heads"])  # (n_h, N, N)
+    assert heads.shape == (4, 6, 6)
+    torch.testing.assert_close(heads.sum(-1), torch.ones(4, 6), atol=1e-5, rtol=0)
+    assert torch.all(heads.triu(1) == 0)  # nothing attends to the future
+    assert heads[0, 0, 0] == 1.0
+    assert [s["kv_head"] for s in data["summaries"]] == [0, 0, 1, 1]
+    assert not torch.allclose(heads[0], heads[1])  # heads sharing K/V still differ by their queries
+
+
+def test_the_matrices_are_the_layers_weights_for_the_same_seed() -> None:
+    data = probe_json("--heads", "2", "--d-model", "16", "--seed", "3")
+    torch.manual_seed(3)
+    layer = Attention(16, 2, 2, 8)
+    with torch.no_grad():
+        for param in layer.parameters():
+            param.normal_(0.0, 16**-0.5)
+        _, weights = layer.forward_with_weights(embed(tokenize(SENTENCE), 16, 3))
+    torch.testing.assert_close(torch.tensor(data["heads"]), weights[0], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(("variant", "n_kv"), [("MQA", 1), ("MLA", 4), ("GQA", 2)])
+def test_variants_run(variant: str, n_kv: int) -> None:
+    data = probe_json("--heads", "4", "--variant", variant)
+    assert data["variant"] == variant and data["n_kv_heads"] == n_kv
+    assert len(data["heads"]) == 4
+
+
+def test_seed_changes_the_matrices_and_repeats_them() -> None:
+    assert probe_json("--seed", "1")["heads"] == probe_json("--seed", "1")["heads"]
+    assert probe_json("--seed", "1")["heads"] != probe_json("--seed", "2")["heads"]
+
+
+def test_human_output_shows_token_labels_and_the_summary() -> None:
+    result = runner.invoke(app, ["probe", SENTENCE, "--heads", "2"])
+    assert result.exit_code == 0, result.output
+    assert "head 1" in result.stdout and "mat" in result.stdout and "entropy" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["   "], "the sentence has no tokens"),
+        ([SENTENCE, "--heads", "4", "--kv-heads", "3"], "must be divisible by n_kv_heads (3)"),
+        ([SENTENCE, "--heads", "3"], "--d-model (64) must be a positive multiple of --heads (3)"),
+        ([" ".join(["w"] * 40)], "at most 32"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["probe", *args])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_summary_of_a_previous_token_head() -> None:
+    weights = torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    summary = summarise(weights, head=0, kv_head=0)
+    assert summary.previous_mass == 1.0 and summary.self_mass == 0.0 and summary.first_mass == 0.5
+    assert summary.entropy_bits == 0.0 and summary.uniform_bits == round((1 + math.log2(3)) / 2, 4)
+    assert summary.pattern == "previous token"
+    uniform = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]])
+    assert summarise(uniform, 0, 0).pattern == "spread"
