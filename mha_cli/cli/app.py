@@ -9,23 +9,14 @@ module level.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import typer
 
-from mha_cli.cli import (
-    bench_cmd,
-    check_cmd,
-    kv_cmd,
-    presets_cmd,
-    probe_cmd,
-    recommend_cmd,
-    schema_cmd,
-    skill_cmd,
-    targets_cmd,
-)
 from mha_cli.cli.output import print_error
 from mha_cli.core.errors import MhaError
 
@@ -67,20 +58,66 @@ class CommandRegistry:
         self.app.command(name)(guarded(command))
 
 
-app = typer.Typer(
-    name="mha",
-    help="Configure transformer attention (MHA, GQA, MQA, MLA) and price its KV cache.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+# Command name -> the module that registers it. Only the invoked command's module is imported
+# (see ``main``): ``mha kv`` does not pay for the recommender, the torch-facing commands and so on.
+COMMAND_MODULES: dict[str, str] = {
+    "recommend": "mha_cli.cli.recommend_cmd",
+    "kv": "mha_cli.cli.kv_cmd",
+    "check": "mha_cli.cli.check_cmd",
+    "verify": "mha_cli.cli.verify_cmd",
+    "targets": "mha_cli.cli.targets_cmd",
+    "presets": "mha_cli.cli.presets_cmd",
+    "schema": "mha_cli.cli.schema_cmd",
+    "skill": "mha_cli.cli.skill_cmd",
+    "probe": "mha_cli.cli.probe_cmd",
+    "bench": "mha_cli.cli.bench_cmd",
+    "experiment": "mha_cli.cli.experiment_cmd",
+}
 
-_registry = CommandRegistry(app)
-for module in (kv_cmd, targets_cmd, presets_cmd, schema_cmd, probe_cmd, bench_cmd, recommend_cmd, check_cmd, skill_cmd):
-    module.register(_registry)
+
+def build_app(commands: list[str] | None = None) -> typer.Typer:
+    """The typer app with ``commands`` (default: all) registered."""
+    app = typer.Typer(
+        name="mha",
+        help="Configure transformer attention (MHA, GQA, MQA, MLA) and price its KV cache.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.callback()(_root)  # keeps `mha NAME ...` a sub-command even when one command is registered
+    registry = CommandRegistry(app)
+    for name in commands or COMMAND_MODULES:
+        module_name = COMMAND_MODULES[name]
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue  # a command not shipped in this build
+        module.register(registry)
+    return app
+
+
+def _root() -> None:
+    """Configure transformer attention (MHA, GQA, MQA, MLA) and price its KV cache."""
+
+
+def _invoked_command(argv: list[str]) -> str | None:
+    """The sub-command named on the command line, if it is a known one."""
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    return first if first in COMMAND_MODULES else None
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``from mha_cli.cli.app import app``: the app with every command, built on first use."""
+    if name == "app":
+        globals()["app"] = full_app = build_app()
+        return full_app
+    raise AttributeError(name)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: registers only the invoked command, or all of them for help."""
+    command = _invoked_command(sys.argv[1:])
+    build_app([command] if command else None)()
