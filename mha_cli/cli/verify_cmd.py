@@ -1,0 +1,169 @@
+"""``mha verify SOURCE``: build the config's attention layers in torch, measure cache memory and latency.
+
+Exit codes: 0 every check passed; 1 a threshold or the numerics check failed (the report is still
+printed); 2 bad input; 3 the device does not have the memory (nothing is allocated).
+torch is imported inside the command only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from mha_cli.cli.options import BatchOpt, JsonOpt, KvDtypeOpt, SeqOpt
+from mha_cli.cli.output import Output, stderr_console
+from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.errors import EXIT_CHECK_FAILED
+from mha_cli.core.sources import load_source
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mha_cli.cli.app import CommandRegistry
+    from mha_cli.verify.report import VerifyReport
+
+DeviceOpt = Annotated[str, typer.Option("--device", help="auto (cuda when present), cuda or cpu.")]
+LayersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--layers",
+        help="Attention layers to build (default: all on a GPU, 2 on CPU); the rest is extrapolated.",
+        show_default=False,
+    ),
+]
+PrefillTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--prefill-tokens", help="Tokens to prefill (default: --seq on a GPU, at most 128 on CPU).", show_default=False
+    ),
+]
+RepsOpt = Annotated[int, typer.Option("--reps", help="Timed repetitions (median reported; prefill: at most 3 on CPU).")]
+MlaCacheOpt = Annotated[
+    str | None,
+    typer.Option("--mla-cache", help="MLA only: absorbed (latent cache) or naive (per-head K/V).", show_default=False),
+]
+MaxKvGibOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-kv-gib", help="Fail (exit 1) if the whole model's cache exceeds this many GiB.", show_default=False
+    ),
+]
+MaxDecodeMsOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-decode-ms",
+        help="Fail (exit 1) if a decode step of every attention layer takes longer (median, ms).",
+        show_default=False,
+    ),
+]
+ToleranceOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--tolerance",
+        help="Relative error allowed between cached decode and the full forward (default: fp32 1e-4, fp16 2e-3, bf16 2e-2).",
+        show_default=False,
+    ),
+]
+
+
+def verify(
+    source: Annotated[
+        str, typer.Argument(help="Our config file (mha recommend --out), a preset, or a Hugging Face config.json.")
+    ],
+    device: DeviceOpt = "auto",
+    seq: SeqOpt = None,
+    batch: BatchOpt = None,
+    layers: LayersOpt = None,
+    prefill_tokens: PrefillTokensOpt = None,
+    reps: RepsOpt = 10,
+    kv_dtype: KvDtypeOpt = None,
+    mla_cache: MlaCacheOpt = None,
+    max_kv_gib: MaxKvGibOpt = None,
+    max_decode_ms: MaxDecodeMsOpt = None,
+    tolerance: ToleranceOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Build the config in torch; compare cache bytes with the calculator; time prefill and decode; check numerics."""
+    loaded = load_source(source)
+    deployment = merge_deployment(loaded.deployment, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from mha_cli.verify.run import STAGES, run_verify  # torch is imported here, only for this command
+
+    columns = (TextColumn("verify: {task.description:<10}"), BarColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=stderr_console(), transient=True) as progress:
+        task = progress.add_task("start", total=len(STAGES))
+
+        def on_stage(stage: str) -> None:
+            progress.update(task, description=stage, completed=STAGES.index(stage))
+
+        report = run_verify(
+            loaded, deployment, device=device, layers=layers, prefill_tokens=prefill_tokens, reps=reps,
+            max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, tolerance=tolerance, on_stage=on_stage,
+        )  # fmt: skip
+        progress.update(task, completed=len(STAGES))
+    Output(json).emit(report, render_verify)
+    if not report.passed:
+        raise typer.Exit(code=EXIT_CHECK_FAILED)
+
+
+def render_verify(console: Console, report: VerifyReport) -> None:
+    from rich.table import Table
+
+    from mha_cli.cli.render import bytes_cell
+
+    mode = f", {report.mla_cache} MLA cache" if report.mla_cache else ""
+    console.print(
+        f"[bold]{report.model_name}[/bold] ({report.variant}{mode}) on {report.device_name} [dim]({report.device},"
+        f" {report.dtype}, torch {report.torch_version})[/dim]: seq {report.seq_len:,} x batch {report.batch},"
+        f" layers {report.layers_note}" + (f", tp={report.tp} shard" if report.tp > 1 else "")
+    )
+    table = Table(title="Predicted vs measured", title_justify="left")
+    table.add_column("quantity")
+    table.add_column("predicted", justify="right")
+    table.add_column("measured", justify="right")
+    table.add_column("how", style="dim")
+    match = "[green]equal[/green]" if report.checks["cache_bytes_match"] else "[red]DIFFERENT[/red]"
+    built = f"{report.n_layers_built} layer(s)"
+    table.add_row(f"KV cache, {built}", bytes_cell(report.predicted_cache_bytes),
+                  bytes_cell(report.measured_cache_bytes), f"calculator vs tensor nbytes: {match}")  # fmt: skip
+    if report.allocator_cache_delta_bytes is not None:
+        table.add_row("  allocator change", "", bytes_cell(report.allocator_cache_delta_bytes),
+                      "torch.cuda.memory_allocated after - before the caches")  # fmt: skip
+    if report.peak_allocated_bytes is not None:
+        table.add_row("  peak allocated", "", bytes_cell(report.peak_allocated_bytes),
+                      "max_memory_allocated during the timings")  # fmt: skip
+    label = "extrapolated" if report.extrapolated else "measured"
+    table.add_row(f"KV cache, all {report.n_layers_model} layers", bytes_cell(report.model_predicted_cache_bytes),
+                  bytes_cell(report.model_cache_bytes), label.upper() if report.extrapolated else label)  # fmt: skip
+    roof = "" if report.roofline_decode_ms is None else f"{report.roofline_decode_ms:.3f} ms"
+    table.add_row(f"decode step, {built}", roof, f"{report.decode_ms:.3f} ms",
+                  f"median of {report.decode.reps}, IQR {report.decode.spread_ms:.3f} ms, "
+                  f"{report.decode_tokens_per_s:,.1f} tok/s ({report.decode.timer})")  # fmt: skip
+    table.add_row(f"decode step, all {report.n_layers_model} layers", "", f"{report.model_decode_ms:.3f} ms",
+                  "EXTRAPOLATED (linear in layers)" if report.extrapolated else "measured")  # fmt: skip
+    table.add_row(f"prefill, {built}", "", f"{report.prefill_ms:.3f} ms",
+                  f"{report.prefill_note}; median of {report.prefill.reps},"
+                  f" {report.prefill_tokens_per_s:,.0f} tok/s")  # fmt: skip
+    peak = "" if report.peak_gb_per_s is None else f"{report.peak_gb_per_s:,.1f} GB/s"
+    efficiency = "" if report.roofline_efficiency is None else f"{report.roofline_efficiency:.0%} of peak; "
+    table.add_row("decode bandwidth", peak, f"{report.achieved_gb_per_s:,.1f} GB/s",
+                  f"{efficiency}{bytes_cell(report.decode_bytes_read)} read per step; peak: {report.peak_source}")  # fmt: skip
+    numerics = report.numerics
+    table.add_row("cached decode vs full forward", f"<= {numerics.tolerance:g}", f"{numerics.relative_error:.2e}",
+                  f"relative max error, {numerics.tokens} tokens, last {numerics.decode_tokens} decoded one by one")  # fmt: skip
+    console.print(table)
+    backends = "; ".join(f"{phase}: {', '.join(names)}" for phase, names in report.sdpa_backends.items())
+    console.print(f"[bold]SDPA backend[/bold]  {backends}")
+    for note in report.notes:
+        console.print(f"[dim]note: {note}[/dim]")
+    checks = "  ".join(
+        f"{name} {'[green]pass[/green]' if ok else '[red]FAIL[/red]'}" for name, ok in report.checks.items()
+    )
+    verdict = "[bold green]PASS[/bold green]" if report.passed else "[bold red]FAIL[/bold red]"
+    console.print(f"{verdict}  {checks}")
+
+
+def register(registry: CommandRegistry) -> None:
+    registry.add("verify", verify)

@@ -1,0 +1,254 @@
+"""What ``mha verify`` builds, and whether it fits the device before anything is allocated.
+
+A verify run builds the attention layers one device of the deployment holds: under tensor
+parallelism each rank's shard (n_heads / tp query heads, its KV heads; an MLA latent unsharded),
+for ``n_layers_built`` layers, each with a pre-allocated cache of the configured batch and length
+(sliding-window layers hold the window; a paged deployment rounds up to whole blocks). The
+prediction is ``kv_footprint`` of exactly those layers, so measured and predicted bytes must agree.
+
+The memory precheck compares cache + weights + a workspace estimate with the device's free memory
+(``USABLE_FRACTION`` of it) and either builds fewer layers (when the layer count was a default) or
+refuses with ``OutOfMemoryError`` and a suggestion. Pure Python: torch is imported only to ask a
+CUDA device for its free memory.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from mha_cli.core.errors import BadInputError, OutOfMemoryError
+from mha_cli.core.kv import KvFootprint, kv_footprint, kv_heads_per_rank, tokens_held
+from mha_cli.core.memory import resolve_tp
+from mha_cli.core.params import attention_params
+from mha_cli.core.quantities import format_bytes
+from mha_cli.core.record import Record
+from mha_cli.core.schemas import DeploymentSpec, LayerKind, ModelSpec
+from mha_cli.core.targets import resolve_target
+
+DeviceType = Literal["cuda", "cpu"]
+TORCH_DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+"""KV formats the torch modules build, and bytes per value."""
+CPU_DEFAULT_LAYERS = 2
+"""Layers built on CPU unless --layers says otherwise (the rest is extrapolated)."""
+CPU_DEFAULT_PREFILL_TOKENS = 128
+"""Prefill length timed on CPU unless --prefill-tokens says otherwise (GPU: the configured length)."""
+USABLE_FRACTION = 0.90
+"""Share of the free memory a run may plan to use; the rest covers the allocator's rounding and the runtime."""
+
+
+class VerifyPlan(Record):
+    """Everything decided before torch allocates: shapes, layer count, predicted bytes, the fit."""
+
+    model: ModelSpec
+    """The configured model (all layers, unsharded)."""
+    shard: ModelSpec
+    """What one device builds per layer: n_heads / tp query heads and the rank's KV heads."""
+    deployment: DeploymentSpec
+    device_type: DeviceType
+    tp: int
+    kv_dtype: str
+    mla_cache: Literal["absorbed", "naive"] | None
+    n_layers_built: int
+    layers_note: str
+    """Why that many layers: all, --layers, the CPU default, or what fits in memory."""
+    layer_kinds: list[LayerKind]
+    """Kind of each built layer (the model's first n_layers_built layers)."""
+    cache_tokens: dict[str, int]
+    """Tokens a layer's cache holds, by kind (window and paging applied)."""
+    context_tokens: dict[str, int]
+    """Tokens a decode step at full context attends to, by kind."""
+    prefill_tokens: int
+    prefill_note: str
+    predicted: KvFootprint
+    """kv_footprint of the built layers, on one rank: ``total_bytes`` is the predicted cache."""
+    predicted_model: KvFootprint
+    """kv_footprint of every layer of the model, on one rank."""
+    weight_bytes_per_layer: int
+    """Attention weights of one built layer (estimate from the parameter count)."""
+    workspace_bytes: int
+    """Estimated activations of the largest step (prefill), one layer at a time."""
+    required_bytes: int
+    free_bytes: int | None
+    """Free device memory when planned; ``None`` when unknown (no precheck)."""
+
+    @property
+    def predicted_cache_bytes(self) -> int:
+        return self.predicted.total_bytes
+
+
+def device_free_bytes(device_type: DeviceType, device_index: int | None = None) -> int | None:
+    """Free memory in bytes: ``torch.cuda.mem_get_info`` on CUDA, MemAvailable on CPU (None if unknown)."""
+    if device_type == "cuda":
+        import torch
+
+        free, _total = torch.cuda.mem_get_info(device_index)
+        return int(free)
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def torch_dtype_name(kv_dtype: str) -> str:
+    """The deployment's KV format if the torch modules build it; quantised formats are refused (exit 2)."""
+    if kv_dtype not in TORCH_DTYPE_BYTES:
+        raise BadInputError(
+            f"kv_dtype {kv_dtype} is priced by `mha kv` but not built in torch (its scale layout is not implemented):"
+            " rerun with --kv-dtype bf16 to verify the unquantised layout"
+        )
+    return kv_dtype
+
+
+def shard_model(model: ModelSpec, tp: int, mla_cache: str) -> ModelSpec:
+    """The per-rank attention shape: query heads / tp, the rank's KV heads (replicated when tp > n_kv)."""
+    if model.n_heads % tp:
+        raise BadInputError(f"n_heads ({model.n_heads}) must be divisible by tp ({tp}): pick a tp that divides it")
+    n_heads = model.n_heads // tp
+    n_kv = n_heads if model.mla is not None else kv_heads_per_rank(model, tp, mla_cache)  # type: ignore[arg-type]
+    return model.model_copy(update={"n_heads": n_heads, "n_kv_heads": n_kv})
+
+
+def first_layers(model: ModelSpec, n_layers: int) -> ModelSpec:
+    """The model cut to its first ``n_layers`` layers, each keeping its kind (global or local)."""
+    pattern = [model.layer_kind(i) for i in range(n_layers)] if model.layer_pattern else None
+    return model.model_copy(update={"n_layers": n_layers, "layer_pattern": pattern})
+
+
+def workspace_bytes(shard: ModelSpec, *, batch: int, prefill_tokens: int, context: int, value_bytes: int) -> int:
+    """Activations of one layer's prefill: x, q, k, v, the output and the boolean causal mask.
+
+    Twice the tensors' sizes, for the temporaries the projections and the cast make. The fused SDPA
+    kernels do not materialise the scores; should a run fall back to one that does and run out of
+    memory, ``run_verify`` still turns the allocator's error into exit 3.
+    """
+    if shard.mla is not None:
+        mla = shard.mla
+        q_width = shard.n_heads * (mla.qk_head_dim + mla.kv_lora_rank + mla.qk_rope_head_dim)
+        kv_width = shard.n_heads * (mla.qk_head_dim + mla.v_head_dim) + mla.latent_dim
+        q_per_kv = shard.n_heads
+    else:
+        q_width = shard.n_heads * shard.dim_per_head
+        kv_width = 2 * shard.kv_heads * shard.dim_per_head
+        q_per_kv = shard.q_per_kv
+    activations = batch * prefill_tokens * (2 * shard.d_model + 2 * q_width + kv_width) * value_bytes
+    mask = q_per_kv * prefill_tokens * context if q_per_kv > 1 else 0  # bool (q_per_kv * s, t)
+    return 2 * activations + mask
+
+
+def _layer_kinds(model: ModelSpec, n_layers: int) -> list[LayerKind]:
+    return [model.layer_kind(i) for i in range(n_layers)]
+
+
+def make_plan(
+    model: ModelSpec,
+    deployment: DeploymentSpec,
+    *,
+    device_type: DeviceType,
+    layers: int | None = None,
+    prefill_tokens: int | None = None,
+    free_bytes: int | None = None,
+) -> VerifyPlan:
+    """Decide shapes and the layer count; refuse (exit 3) when even the smallest useful run does not fit.
+
+    ``free_bytes``: free device memory in bytes (``device_free_bytes`` when measuring; tests pass a figure).
+    """
+    kv_dtype = torch_dtype_name(deployment.kv_dtype)
+    value_bytes = TORCH_DTYPE_BYTES[kv_dtype]
+    target = resolve_target(deployment.target) if deployment.target else None
+    tp = resolve_tp(deployment.tp, target)
+    mla_cache = deployment.mla_cache if model.mla is not None else None
+    shard = shard_model(model, tp, deployment.mla_cache)
+    seq, batch, block = deployment.seq_len, deployment.batch, deployment.block_size
+    if layers is not None and not 1 <= layers <= model.n_layers:
+        raise BadInputError(f"--layers ({layers}) must be between 1 and the model's {model.n_layers} layers")
+    if prefill_tokens is not None and prefill_tokens < 1:
+        raise BadInputError(f"--prefill-tokens ({prefill_tokens}) must be at least 1")
+
+    cache_tokens = {"global": tokens_held(seq, None, block)}
+    context_tokens = {"global": seq}
+    if model.sliding_window:
+        cache_tokens["local"] = tokens_held(seq, model.sliding_window, block)
+        context_tokens["local"] = min(seq, model.sliding_window)
+
+    if layers is not None:
+        wanted, note = layers, f"{layers} of {model.n_layers} (--layers)"
+    elif device_type == "cpu" and model.n_layers > CPU_DEFAULT_LAYERS:
+        wanted = CPU_DEFAULT_LAYERS
+        note = f"{wanted} of {model.n_layers} (CPU default; --layers N to change)"
+    else:
+        wanted, note = model.n_layers, f"all {model.n_layers}"
+
+    kinds_all = _layer_kinds(model, wanted)
+    shortest_context = min(context_tokens[kind] for kind in kinds_all)
+    default_prefill = seq if device_type == "cuda" else min(seq, CPU_DEFAULT_PREFILL_TOKENS)
+    prefill = min(prefill_tokens or default_prefill, shortest_context)
+    if prefill == seq:
+        prefill_note = f"{prefill:,} tokens (the configured length)"
+    elif prefill_tokens is None and device_type == "cpu" and prefill < seq:
+        prefill_note = f"{prefill:,} of {seq:,} tokens (capped on CPU; --prefill-tokens N to change)"
+    else:
+        prefill_note = f"{prefill:,} of {seq:,} tokens"
+
+    weights = attention_params(shard) * value_bytes
+    workspace = workspace_bytes(
+        shard, batch=batch, prefill_tokens=prefill, context=max(context_tokens.values()), value_bytes=value_bytes
+    )
+
+    def cache_bytes(n: int) -> int:
+        return kv_footprint(first_layers(model, n), seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp,
+                            block_size=block, mla_cache=deployment.mla_cache).total_bytes  # fmt: skip
+
+    def required(n: int) -> int:
+        return cache_bytes(n) + n * weights + workspace
+
+    built = wanted
+    if free_bytes is not None:
+        usable = int(free_bytes * USABLE_FRACTION)
+        if required(wanted) > usable:
+            fitting = max((n for n in range(1, wanted + 1) if required(n) <= usable), default=0)
+            if layers is not None or fitting == 0:
+                raise OutOfMemoryError(
+                    _no_fit_message(required(wanted), usable, wanted, fitting, batch, seq, device_type)
+                )
+            built, note = fitting, f"{fitting} of {model.n_layers} (all that fit in free memory)"
+
+    cut = first_layers(model, built)
+    footprint = kv_footprint(
+        cut, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, block_size=block, mla_cache=deployment.mla_cache
+    )
+    whole = kv_footprint(
+        model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, block_size=block, mla_cache=deployment.mla_cache
+    )
+    return VerifyPlan(
+        model=model, shard=shard, deployment=deployment, device_type=device_type, tp=tp, kv_dtype=kv_dtype,
+        mla_cache=mla_cache, n_layers_built=built, layers_note=note, layer_kinds=_layer_kinds(model, built),
+        cache_tokens=cache_tokens, context_tokens=context_tokens, prefill_tokens=prefill, prefill_note=prefill_note,
+        predicted=footprint, predicted_model=whole, weight_bytes_per_layer=weights, workspace_bytes=workspace,
+        required_bytes=required(built), free_bytes=free_bytes,
+    )  # fmt: skip
+
+
+def _no_fit_message(
+    needed: int, usable: int, layers: int, fitting: int, batch: int, seq: int, device_type: DeviceType
+) -> str:
+    """One line: what was asked, what is free, and the smallest change that would fit."""
+    ideas = []
+    if fitting:
+        ideas.append(f"--layers {fitting}")
+    if batch > 1:
+        ideas.append(f"--batch {max(1, batch * usable // needed)}")
+    ideas.append(f"--seq {max(1, seq * usable // needed)}")
+    if device_type == "cuda":
+        ideas.append("--device cpu")
+    return (
+        f"{layers} layer(s) need about {format_bytes(needed)} (cache + weights + workspace) but the device has"
+        f" {format_bytes(usable)} usable: try {' or '.join(ideas)}"
+    )

@@ -1,0 +1,118 @@
+"""`mha verify` through the CLI: JSON keys scripts rely on, thresholds, exit codes 1, 2 and 3."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OUT_OF_MEMORY
+from tests.conftest import reference_hf_config
+
+CONFIG = """\
+schema_version: 1
+model:
+  name: tiny-gqa
+  d_model: 64
+  n_layers: 2
+  n_heads: 8
+  n_kv_heads: 2
+  vocab_size: 1000
+  d_ff: 256
+deployment:
+  seq_len: 64
+  batch: 2
+  kv_dtype: {kv_dtype}
+notes: [written like `mha recommend --out`]
+"""
+
+
+@pytest.fixture
+def config(tmp_path):
+    def write(kv_dtype: str = "fp32") -> str:
+        path = tmp_path / f"tiny-{kv_dtype}.yaml"
+        path.write_text(CONFIG.format(kv_dtype=kv_dtype))
+        return str(path)
+
+    return write
+
+
+def run_json(cli, *args: str) -> tuple[int, dict]:
+    result = cli.run("verify", *args, "--device", "cpu", "--reps", "2", "--json")
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_json_has_the_names_scripts_rely_on(cli, config):
+    code, data = run_json(cli, config())
+    assert code == 0, data
+    per_token_layer = 2 * 2 * 8 * 4  # GQA-2, head_dim 8, fp32
+    assert data["predicted_cache_bytes"] == data["measured_cache_bytes"] == 2 * 2 * 64 * per_token_layer
+    assert isinstance(data["measured_cache_bytes"], int)
+    assert data["decode_ms"] > 0 and data["prefill_ms"] > 0 and data["device"] == "cpu"
+    assert data["checks"] == {"cache_bytes_match": True, "numerics": True} and data["passed"] is True
+    assert data["decode_ms"] == data["decode"]["median_ms"] and data["decode"]["reps"] == 2
+
+
+def test_command_line_overrides_the_config_file(cli, config):
+    code, data = run_json(cli, config(), "--seq", "32", "--batch", "1", "--kv-dtype", "bf16")
+    assert code == 0
+    assert data["measured_cache_bytes"] == 2 * 1 * 32 * (2 * 2 * 8 * 2)
+    assert (data["seq_len"], data["batch"], data["dtype"]) == (32, 1, "bf16")
+
+
+def test_reads_a_hugging_face_config_json(cli):
+    code, data = run_json(cli, str(reference_hf_config("qwen3-0.6b")), "--seq", "32", "--layers", "1")
+    assert code == 0
+    assert data["measured_cache_bytes"] == 32 * 2 * 8 * 128 * 2  # 8 KV heads x explicit head_dim 128, bf16
+    assert data["extrapolated"] is True and data["n_layers_built"] == 1
+
+
+@pytest.mark.parametrize(
+    "option,value,check",
+    [("--max-kv-gib", "0.00001", "max_kv_gib"), ("--max-decode-ms", "0.000001", "max_decode_ms"),
+     ("--tolerance", "1e-12", "numerics")],
+)  # fmt: skip
+def test_each_threshold_trips_with_exit_1(cli, config, option, value, check):
+    code, data = run_json(cli, config("bf16"), option, value)
+    assert code == EXIT_CHECK_FAILED
+    assert data["checks"][check] is False and data["passed"] is False
+    assert data["checks"]["cache_bytes_match"] is True
+
+
+def test_generous_thresholds_pass(cli, config):
+    code, data = run_json(cli, config(), "--max-kv-gib", "1", "--max-decode-ms", "60000")
+    assert code == 0 and data["checks"]["max_kv_gib"] and data["checks"]["max_decode_ms"]
+
+
+def test_failed_check_in_the_table_view(cli, config):
+    result = cli.run("verify", config(), "--device", "cpu", "--reps", "1", "--max-kv-gib", "0.00001")
+    assert result.exit_code == EXIT_CHECK_FAILED
+    assert "Predicted vs measured" in result.stdout and "FAIL" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "content,args,message",
+    [(None, [], "neither a preset nor a file"),
+     ("model: [unclosed", [], ""),
+     ("model:\n  d_model: 64\n  n_layers: 2\n  n_heads: 6\n  n_kv_heads: 4\n  vocab_size: 10\n  d_ff: 8\n", [],
+      "divisible"),
+     (CONFIG.format(kv_dtype="fp8"), [], "--kv-dtype bf16"),
+     (CONFIG.format(kv_dtype="fp32"), ["--layers", "0"], "--layers"),
+     (CONFIG.format(kv_dtype="fp32"), ["--device", "tpu"], "unknown device")],
+    ids=["missing", "broken-yaml", "bad-heads", "quantised-kv", "layers-0", "bad-device"],
+)  # fmt: skip
+def test_bad_input_fails_cleanly_with_exit_2(cli, tmp_path, content, args, message):
+    path = tmp_path / "bad.yaml"
+    if content is not None:
+        path.write_text(content)
+    result = cli.run("verify", str(path), *args)
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert "Traceback" not in result.output and "error:" in result.output
+    assert message in result.output
+
+
+def test_not_enough_memory_exits_3_before_allocating(cli, config, monkeypatch):
+    monkeypatch.setattr("mha_cli.verify.run.device_free_bytes", lambda device_type, index: 1_000)
+    result = cli.run("verify", config(), "--device", "cpu", "--layers", "2")
+    assert result.exit_code == EXIT_OUT_OF_MEMORY, result.output
+    assert "usable: try" in result.output and "--batch 1" in result.output
