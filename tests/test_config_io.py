@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from mha_cli.core.config_io import config_to_yaml, parse_config, read_mapping, write_text_atomic
@@ -11,6 +13,7 @@ def test_yaml_round_trip(tmp_path):
     path = tmp_path / "c.yaml"
     write_text_atomic(path, config_to_yaml(config, header="made by a test"))
     assert path.read_text().startswith("# made by a test\n")
+    assert path.stat().st_mode & 0o777 == 0o666 & ~current_umask()  # not mkstemp's private 0600
     assert parse_config(read_mapping(path), str(path)) == config
 
 
@@ -48,3 +51,9 @@ def test_schema_errors_name_every_field(tmp_path):
         parse_config({"model": {"d_model": 64, "n_layers": 0, "n_heads": 3}}, "c.yaml")
     text = str(info.value)
     assert "model.n_layers" in text and "model.vocab_size: missing" in text and "\n" not in text
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

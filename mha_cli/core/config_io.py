@@ -69,8 +69,19 @@ def config_to_yaml(config: MhaConfig, header: str | None = None) -> str:
     return body
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: Path, text: str, *, force: bool = False) -> None:
-    """Write ``text`` to ``path`` whole or not at all; refuse to overwrite without ``force``."""
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all; refuse to overwrite without ``force``."""
+    write_bytes_atomic(path, text.encode("utf-8"), force=force)
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, force: bool = False) -> None:
+    """Write ``data`` to ``path`` whole or not at all; refuse to overwrite without ``force``."""
     if path.exists() and not force:
         raise BadInputError(f"{path} exists: pass --force to overwrite it")
     folder = path.parent if str(path.parent) else Path(".")
@@ -78,8 +89,9 @@ def write_text_atomic(path: Path, text: str, *, force: bool = False) -> None:
         raise BadInputError(f"{folder}: no such folder to write {path.name} into")
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp_name, 0o666 & ~_current_umask())  # mkstemp makes 0600; give the usual mode
         os.replace(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
