@@ -57,3 +57,16 @@ def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_a_folder_is_not_a_file_to_write(tmp_path):
+    with pytest.raises(BadInputError, match="is a folder"):
+        write_text_atomic(tmp_path, "x", force=True)
+
+
+def test_non_mla_configs_do_not_carry_the_mla_cache_mode():
+    gqa = MhaConfig(model=ModelSpec(d_model=64, n_layers=1, n_heads=4, n_kv_heads=2, vocab_size=10, d_ff=10))
+    assert "mla_cache" not in config_to_yaml(gqa)
+    mla = MhaConfig(model=ModelSpec(d_model=64, n_layers=1, n_heads=4, vocab_size=10, d_ff=10,
+                                    mla=dict(kv_lora_rank=32, qk_rope_head_dim=8)))  # fmt: skip
+    assert "mla_cache: absorbed" in config_to_yaml(mla)

@@ -115,3 +115,38 @@ def test_missing_field_is_one_clear_error():
     with pytest.raises(BadInputError, match=r"n_heads \(32\) must be divisible by n_kv_heads \(5\)"):
         import_hf_config({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 32,
                           "num_key_value_heads": 5, "intermediate_size": 10, "vocab_size": 10})  # fmt: skip
+
+
+LLAMA_LIKE = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+              "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("num_attention_heads", 0, "num_attention_heads must be a positive whole number, got 0"),
+        ("num_hidden_layers", 32.5, "num_hidden_layers must be a positive whole number, got 32.5"),
+        ("hidden_size", "4096", "hidden_size must be a positive whole number, got '4096'"),
+        ("num_key_value_heads", True, "num_key_value_heads must be a positive whole number, got True"),
+        ("head_dim", "abc", "head_dim"),
+        ("vocab_size", -3, "vocab_size"),
+    ],
+)
+def test_wrong_field_values_name_the_field_and_the_file(field, value, message):
+    with pytest.raises(BadInputError, match=r"^l\.json") as info:
+        import_hf_config({**LLAMA_LIKE, field: value}, origin="l.json")
+    assert message in str(info.value)
+
+
+def test_whole_floats_are_accepted():
+    assert import_hf_config({**LLAMA_LIKE, "num_hidden_layers": 32.0}).model.n_layers == 32
+
+
+def test_context_length_comes_from_max_position_embeddings():
+    assert import_hf_config(load("llama-3.1-70b")).model.context_length == 131072
+    assert import_hf_config(load("gpt2")).model.context_length == 1024
+
+
+def test_unknown_family_assumes_the_transformers_tying_default():
+    notes = import_hf_config({**LLAMA_LIKE, "model_type": "brand_new", "tie_word_embeddings": None}).assumptions
+    assert any("tied, transformers' PretrainedConfig default" in note for note in notes)

@@ -117,3 +117,25 @@ def test_schema_is_a_json_schema_of_the_config_file(cli):
     document = json.loads(result.stdout)
     assert document["title"] == "mha config file"
     assert "ModelSpec" in document["$defs"] and "model" in document["required"]
+
+
+def test_default_context_is_the_models_own(cli):
+    assert cli.json("kv", "llama-3.1-70b")["deployment"]["seq_len"] == 131072
+    data = cli.json("kv", "llama-3-8b", "--seq", "128k")
+    assert data["warnings"] == ["seq_len 131,072 exceeds the 8,192 tokens llama-3-8b was trained for"]
+
+
+def test_an_hf_file_without_model_type_is_still_read_as_hf(cli, tmp_path):
+    path = tmp_path / "morekv.json"
+    path.write_text(json.dumps({"architectures": ["X"], "hidden_size": 256, "num_hidden_layers": 2,
+                                "num_attention_heads": 4, "vocab_size": 100}))  # fmt: skip
+    assert cli.json("kv", str(path), "--seq", "16")["bytes_per_token"] == 2 * 2 * 256 * 2
+
+
+def test_target_with_count(cli):
+    resolved = cli.json("targets", "8xh100")["resolved"]
+    assert (resolved["n_devices"], resolved["target"]["id"]) == (8, "h100-sxm")
+
+
+def test_schema_accepts_json_flag(cli):
+    assert "$defs" in cli.json("schema")

@@ -68,3 +68,10 @@ def test_parsers_never_raise_anything_but_bad_input(text):
         except BadInputError:
             continue
         assert isinstance(value, int) and value > 0
+
+
+def test_negative_numbers_say_positive_and_g_is_a_suffix():
+    with pytest.raises(BadInputError, match="must be positive"):
+        parse_token_count("-5")
+    assert parse_token_count("1G") == 2**30
+    assert parse_param_count("7G") == 7 * 10**9

@@ -13,10 +13,11 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
+from mha_cli import __version__
 from mha_cli.cli.output import print_error
 from mha_cli.core.errors import MhaError
 
@@ -75,6 +76,12 @@ COMMAND_MODULES: dict[str, str] = {
 }
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"mha {__version__}")
+        raise typer.Exit()
+
+
 def build_app(commands: list[str] | None = None) -> typer.Typer:
     """The typer app with ``commands`` (default: all) registered."""
     app = typer.Typer(
@@ -99,7 +106,11 @@ def build_app(commands: list[str] | None = None) -> typer.Typer:
     return app
 
 
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version)
+    ] = False,
+) -> None:
     """Configure transformer attention (MHA, GQA, MQA, MLA) and price its KV cache."""
 
 
@@ -118,6 +129,20 @@ def __getattr__(name: str) -> typer.Typer:
 
 
 def main() -> None:
-    """Console-script entry point: registers only the invoked command, or all of them for help."""
+    """Console-script entry point: registers only the invoked command, or all of them for help.
+
+    Usage errors (unknown option, missing argument, a value of the wrong type) are printed as one
+    line, like every other error, with exit code 2.
+    """
     command = _invoked_command(sys.argv[1:])
-    build_app([command] if command else None)()
+    app = build_app([command] if command else None)
+    try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:
+        where = f"mha {command} --help" if command else "mha --help"
+        print_error(f"{exc.format_message()} (see `{where}`)")
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print_error("aborted")
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(code if isinstance(code, int) else 0)

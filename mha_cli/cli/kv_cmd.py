@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mha_cli.cli.options import (
-    BatchOpt,
     BlockSizeOpt,
     JsonOpt,
     KvDtypeOpt,
-    SeqOpt,
+    SourceBatchOpt,
+    SourceSeqOpt,
     TargetOpt,
     TpOpt,
     WeightDtypeOpt,
@@ -43,8 +43,8 @@ def kv(
     source: Annotated[
         str, typer.Argument(help="A preset (mha presets), our config file, or a Hugging Face config.json.")
     ],
-    seq: SeqOpt = None,
-    batch: BatchOpt = None,
+    seq: SourceSeqOpt = None,
+    batch: SourceBatchOpt = None,
     kv_dtype: KvDtypeOpt = None,
     tp: TpOpt = None,
     block_size: BlockSizeOpt = None,
@@ -57,7 +57,8 @@ def kv(
     """Price the KV cache of a model: per token, per sequence, per batch, per rank, on a target."""
     loaded = load_source(source)
     deployment = merge_deployment(
-        loaded.deployment, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, block_size=block_size,
+        loaded.deployment,
+        model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, block_size=block_size,
         target=target, weight_dtype=weight_dtype, mla_cache=mla_cache,
     )  # fmt: skip
     report = build_kv_report(loaded, deployment)
@@ -74,6 +75,7 @@ def render_kv_report(console: Console, report: KvReport) -> None:
 
     console.print(model_table(report.model, f"{report.model.name}  [dim]({report.source_kind}: {report.source})[/dim]"))
     print_assumptions(console, report.assumptions)
+    print_assumptions(console, report.warnings, title="warning")
     console.print()
     console.print(kv_table(report.kv))
     weights = f"{count_cell(report.params.total)} parameters = {bytes_cell(report.weight_bytes)} in {report.deployment.weight_dtype}"

@@ -8,9 +8,29 @@ import typer
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 SeqOpt = Annotated[
-    str | None, typer.Option("--seq", help="Tokens per sequence: 8192, 8k (= 8192), 128K.", show_default=False)
+    str | None,
+    typer.Option(
+        "--seq",
+        help="Tokens per sequence: 8192, 8k (= 8192), 128K.",
+        show_default=False,
+    ),
 ]
 BatchOpt = Annotated[int | None, typer.Option("--batch", help="Concurrent sequences.", show_default=False)]
+
+# For commands that read a SOURCE (preset, config file, config.json): where the defaults come from.
+SourceSeqOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--seq",
+        help="Tokens per sequence: 8192, 8k (= 8192), 128K. Default: the config file's, else the model's"
+        " trained context (max_position_embeddings), else 8192.",
+        show_default=False,
+    ),
+]
+SourceBatchOpt = Annotated[
+    int | None,
+    typer.Option("--batch", help="Concurrent sequences. Default: the config file's, else 1.", show_default=False),
+]
 KvDtypeOpt = Annotated[
     str | None,
     typer.Option("--kv-dtype", help="KV cache format: fp32, fp16, bf16, fp8, int8, int4.", show_default=False),

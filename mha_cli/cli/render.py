@@ -71,9 +71,12 @@ def kv_table(kv: KvFootprint) -> Table:
     mode = f", {kv.mla_cache} MLA cache" if kv.mla_cache else ""
     row("per token, per layer", kv.bytes_per_token_per_layer, f"{kv.kv_dtype}{mode}")
     row("per token (all layers)", kv.bytes_per_token, "bytes_per_token")
-    span = f"{kv.n_global_layers} layers x {kv.tokens_held_global:,} tokens"
+    spans = []
+    if kv.n_global_layers:
+        spans.append(f"{kv.n_global_layers} layers x {kv.tokens_held_global:,} tokens")
     if kv.n_local_layers:
-        span += f" + {kv.n_local_layers} x {kv.tokens_held_local:,} (window)"
+        spans.append(f"{kv.n_local_layers} layers x {kv.tokens_held_local:,} (window)")
+    span = " + ".join(spans)
     if kv.block_size:
         span += f", blocks of {kv.block_size}"
     row(f"per sequence ({kv.seq_len:,} tokens)", kv.bytes_per_sequence, span)
@@ -91,7 +94,10 @@ def kv_table(kv: KvFootprint) -> Table:
 def memory_table(plan: MemoryPlan) -> Table:
     """Weights + KV + headroom against one device's usable memory."""
     devices = f"{plan.n_devices} x " if plan.n_devices > 1 else ""
-    table = Table(title=f"Memory plan on {devices}{plan.target_name}", title_justify="left")
+    layout = ""
+    if plan.n_devices > 1:
+        layout = f": tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
+    table = Table(title=f"Memory plan on {devices}{plan.target_name}{layout}", title_justify="left")
     table.add_column("per device")
     table.add_column("bytes", justify="right")
     table.add_column("", justify="right")
@@ -104,7 +110,8 @@ def memory_table(plan: MemoryPlan) -> Table:
     table.add_row("headroom", f"{plan.headroom_bytes:,}", format_bytes(plan.headroom_bytes), style=style)
     verdict = "fits" if plan.fits else ("weights do not fit" if not plan.weights_fit else "KV cache does not fit")
     table.add_row("verdict", verdict, "", style=style)
-    table.add_row("max sequences at this length", f"{plan.max_sequences:,}", "")
+    across = f" (all {plan.replicas} replicas)" if plan.replicas > 1 else ""
+    table.add_row(f"max sequences at this length{across}", f"{plan.max_sequences:,}", "")
     return table
 
 

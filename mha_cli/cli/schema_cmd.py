@@ -6,14 +6,18 @@ import json as jsonlib
 import sys
 from typing import TYPE_CHECKING
 
+from mha_cli.cli.options import JsonOpt
 from mha_cli.core.schemas import MhaConfig
 
 if TYPE_CHECKING:
     from mha_cli.cli.app import CommandRegistry
 
 
-def schema() -> None:
-    """Print the JSON Schema of the config file (`mha recommend --out` writes, `mha verify` reads)."""
+def schema(json: JsonOpt = False) -> None:
+    """Print the JSON Schema of the config file (`mha recommend --out` writes, `mha verify` reads).
+
+    The output is JSON either way; ``--json`` is accepted so every command takes it.
+    """
     document = MhaConfig.model_json_schema()
     document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     document["title"] = "mha config file"

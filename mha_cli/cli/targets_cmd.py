@@ -9,7 +9,7 @@ import typer
 from mha_cli.cli.options import JsonOpt
 from mha_cli.cli.output import Output
 from mha_cli.core.record import Record
-from mha_cli.core.targets import ALIASES, Target, load_targets, resolve_target
+from mha_cli.core.targets import ALIASES, ResolvedTarget, Target, load_targets, resolve_target
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 class TargetList(Record):
     targets: list[Target]
     aliases: dict[str, str]
+    resolved: ResolvedTarget | None = None
+    """Set when one target was asked for: the row, the device count (8xh100) and the alias used."""
 
 
 def targets(
@@ -27,8 +29,12 @@ def targets(
     json: JsonOpt = False,
 ) -> None:
     """List the deployment targets: memory, bandwidth, dense TFLOP/s, and where each figure comes from."""
-    rows = [resolve_target(name).target] if name else list(load_targets().values())
-    Output(json).emit(TargetList(targets=rows, aliases=ALIASES), render_targets if not name else render_one)
+    if name:
+        resolved = resolve_target(name)
+        result = TargetList(targets=[resolved.target], aliases=ALIASES, resolved=resolved)
+        Output(json).emit(result, render_one)
+    else:
+        Output(json).emit(TargetList(targets=list(load_targets().values()), aliases=ALIASES), render_targets)
 
 
 def render_targets(console: Console, result: TargetList) -> None:
@@ -60,9 +66,16 @@ def render_targets(console: Console, result: TargetList) -> None:
 
 
 def render_one(console: Console, result: TargetList) -> None:
-    t = result.targets[0]
+    assert result.resolved is not None
+    resolved, t = result.resolved, result.resolved.target
+    if resolved.alias_note:
+        console.print(f"[dim]{resolved.alias_note}[/dim]")
     for field, value in t.model_dump().items():
         console.print(f"[bold]{field}[/bold]: {value}")
+    if resolved.n_devices > 1:
+        n = resolved.n_devices
+        console.print(f"[bold]{n} devices[/bold]: {n * t.memory_gb:g} GB, {n * t.memory_bandwidth_gbs:g} GB/s,"
+                      f" {n * t.bf16_tflops_dense:g} dense bf16 TFLOP/s in all")  # fmt: skip
 
 
 def register(registry: CommandRegistry) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mha_cli.cli.options import BatchOpt, JsonOpt, KvDtypeOpt, SeqOpt
+from mha_cli.cli.options import JsonOpt, KvDtypeOpt, SourceBatchOpt, SourceSeqOpt
 from mha_cli.cli.output import Output, stderr_console
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import EXIT_CHECK_FAILED
@@ -72,8 +72,8 @@ def verify(
         str, typer.Argument(help="Our config file (mha recommend --out), a preset, or a Hugging Face config.json.")
     ],
     device: DeviceOpt = "auto",
-    seq: SeqOpt = None,
-    batch: BatchOpt = None,
+    seq: SourceSeqOpt = None,
+    batch: SourceBatchOpt = None,
     layers: LayersOpt = None,
     prefill_tokens: PrefillTokensOpt = None,
     reps: RepsOpt = 10,
@@ -86,7 +86,9 @@ def verify(
 ) -> None:
     """Build the config in torch; compare cache bytes with the calculator; time prefill and decode; check numerics."""
     loaded = load_source(source)
-    deployment = merge_deployment(loaded.deployment, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache)
+    deployment = merge_deployment(
+        loaded.deployment, model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache
+    )
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from mha_cli.verify.run import STAGES, run_verify  # torch is imported here, only for this command

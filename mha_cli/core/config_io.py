@@ -62,8 +62,12 @@ def parse_config(data: dict[str, Any], origin: str) -> MhaConfig:
 
 
 def config_to_yaml(config: MhaConfig, header: str | None = None) -> str:
-    """The config as YAML, fields in schema order, ``None`` fields left out."""
-    body = yaml.safe_dump(config.model_dump(mode="json", exclude_none=True), sort_keys=False, width=100)
+    """The config as YAML, fields in schema order, ``None`` fields (and MLA's cache mode for other
+    variants) left out."""
+    data = config.model_dump(mode="json", exclude_none=True)
+    if config.model.mla is None:
+        data["deployment"].pop("mla_cache", None)
+    body = yaml.safe_dump(data, sort_keys=False, width=100)
     if header:
         body = "".join(f"# {line}\n" for line in header.splitlines()) + body
     return body
@@ -82,6 +86,8 @@ def write_text_atomic(path: Path, text: str, *, force: bool = False) -> None:
 
 def write_bytes_atomic(path: Path, data: bytes, *, force: bool = False) -> None:
     """Write ``data`` to ``path`` whole or not at all; refuse to overwrite without ``force``."""
+    if path.is_dir():
+        raise BadInputError(f"{path} is a folder: give a file name to write")
     if path.exists() and not force:
         raise BadInputError(f"{path} exists: pass --force to overwrite it")
     folder = path.parent if str(path.parent) else Path(".")

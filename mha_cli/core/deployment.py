@@ -1,4 +1,9 @@
-"""Build a ``DeploymentSpec`` from a config file's values overridden by command-line options."""
+"""Build a ``DeploymentSpec`` from a config file's values overridden by command-line options.
+
+The context a model is priced at, when neither ``--seq`` nor the config file gives one, is the
+model's own trained context (``max_position_embeddings``, as vLLM's default ``max_model_len``),
+else 8,192 tokens. ``default_seq_len`` is that rule, shared by every command.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +12,32 @@ from typing import Any
 from pydantic import ValidationError
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.validation import describe_validation_error
 
-_OPTION_NAMES = {
-    "seq_len": "--seq",
-    "batch": "--batch",
-    "kv_dtype": "--kv-dtype",
-    "weight_dtype": "--weight-dtype",
-    "tp": "--tp",
-    "block_size": "--block-size",
-    "target": "--target",
-    "mla_cache": "--mla-cache",
-}
+FALLBACK_SEQ_LEN = 8192
+"""Context used when neither the user, the config file nor the model states one."""
+
+_OPTION_NAMES = {"seq_len": "--seq", "batch": "--batch", "kv_dtype": "--kv-dtype", "weight_dtype": "--weight-dtype",
+                 "tp": "--tp", "block_size": "--block-size", "target": "--target", "mla_cache": "--mla-cache"}  # fmt: skip
 
 
-def merge_deployment(base: DeploymentSpec | None, **overrides: Any) -> DeploymentSpec:
+def default_seq_len(model: ModelSpec | None, base: DeploymentSpec | None = None) -> int:
+    """The config file's seq_len if it sets one, else the model's context length, else 8,192."""
+    if base is not None and "seq_len" in base.model_fields_set:
+        return base.seq_len
+    if model is not None and model.context_length:
+        return model.context_length
+    return FALLBACK_SEQ_LEN
+
+
+def merge_deployment(
+    base: DeploymentSpec | None, *, model: ModelSpec | None = None, **overrides: Any
+) -> DeploymentSpec:
     """``base`` (or the defaults) with every override that is not ``None`` applied and validated."""
     fields = base.model_dump(exclude_unset=True) if base is not None else {}
     fields.update({key: value for key, value in overrides.items() if value is not None})
+    fields.setdefault("seq_len", default_seq_len(model, base))
     try:
         return DeploymentSpec.model_validate(fields)
     except ValidationError as exc:
@@ -33,3 +45,12 @@ def merge_deployment(base: DeploymentSpec | None, **overrides: Any) -> Deploymen
         for field, option in _OPTION_NAMES.items():
             message = message.replace(f"{field}:", f"{option}:")
         raise BadInputError(message) from exc
+
+
+def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
+    """Warnings about the context: longer than the model was trained for."""
+    if model.context_length and deployment.seq_len > model.context_length:
+        return [
+            f"seq_len {deployment.seq_len:,} exceeds the {model.context_length:,} tokens {model.name} was trained for"
+        ]
+    return []

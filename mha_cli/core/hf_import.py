@@ -44,8 +44,9 @@ class ImportedModel(Record):
 class _Reader:
     """Looks up the first present key among aliases and records what it had to assume."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], origin: str) -> None:
         self.config = config
+        self.origin = origin
         self.assumptions: list[str] = []
 
     def get(self, *keys: str) -> Any:
@@ -57,17 +58,29 @@ class _Reader:
     def require(self, what: str, *keys: str) -> Any:
         value = self.get(*keys)
         if value is None:
-            raise BadInputError(f"config.json has no {what} (looked for {', '.join(keys)})")
+            raise BadInputError(f"{self.origin} has no {what} (looked for {', '.join(keys)})")
         return value
+
+    def count(self, what: str, *keys: str) -> int:
+        """A required positive whole number (``32`` or ``32.0``; not ``32.5``, ``0`` or ``"32"``)."""
+        value = self.require(what, *keys)
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if isinstance(value, bool) or not whole or value <= 0:
+            key = next(k for k in keys if self.config.get(k) is not None)
+            raise BadInputError(f"{self.origin}: {key} must be a positive whole number, got {value!r}")
+        return int(value)
 
     def assume(self, value: Any, note: str) -> Any:
         self.assumptions.append(note)
         return value
 
 
+_HF_MARKERS = ("model_type", "architectures", "text_config", "hidden_size", "num_attention_heads", "n_head", "n_embd")
+
+
 def looks_like_hf_config(data: dict[str, Any]) -> bool:
     """True for a Hugging Face config.json (as opposed to our own config file)."""
-    return "model_type" in data or "num_attention_heads" in data or "n_head" in data or "text_config" in data
+    return any(key in data for key in _HF_MARKERS)
 
 
 def _layer_pattern(r: _Reader, model_type: str, n_layers: int) -> list[LayerKind] | None:
@@ -78,7 +91,8 @@ def _layer_pattern(r: _Reader, model_type: str, n_layers: int) -> list[LayerKind
         return ["local" if "sliding" in str(kind) else "global" for kind in layer_types]
     every_nth_global = r.get("sliding_window_pattern")
     if every_nth_global:
-        return ["local"] * (int(every_nth_global) - 1) + ["global"]
+        period = r.count("sliding_window_pattern", "sliding_window_pattern")
+        return ["local"] * (period - 1) + ["global"]
     if model_type == "gemma2":
         return r.assume(["local", "global"], "layer pattern: Gemma 2 alternates sliding-window and global layers")
     if model_type == "gemma3_text" or model_type == "gemma3":
@@ -92,7 +106,7 @@ def _sliding_window(r: _Reader, model_type: str) -> int | None:
     if r.get("use_sliding_window") is False:
         return None
     window = r.get("sliding_window")
-    return int(window) if window else None
+    return r.count("sliding window", "sliding_window") if window else None
 
 
 def _mla(r: _Reader) -> dict[str, Any] | None:
@@ -127,13 +141,13 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
 
 def _kv_heads(r: _Reader, model_type: str, n_heads: int) -> int:
     if model_type == "falcon" and r.get("new_decoder_architecture"):
-        return int(r.require("num_kv_heads", "num_kv_heads", "num_key_value_heads"))
+        return r.count("num_kv_heads", "num_kv_heads", "num_key_value_heads")
     if r.get("multi_query"):
         return 1
     n_kv = r.get("num_key_value_heads", "num_kv_heads")
     if n_kv is None:
         return r.assume(n_heads, "num_key_value_heads absent: MHA (one KV head per query head)")
-    return int(n_kv)
+    return r.count("num_key_value_heads", "num_key_value_heads", "num_kv_heads")
 
 
 def _family_layout(model_type: str) -> dict[str, Any]:
@@ -156,14 +170,14 @@ def _family_layout(model_type: str) -> dict[str, Any]:
 _TIED_BY_DEFAULT = {"gpt2", "gemma", "gemma2", "gemma3", "gemma3_text", "falcon"}
 
 
-def import_hf_config(config: dict[str, Any], *, name: str = "hf-model") -> ImportedModel:
-    """Build a ``ModelSpec`` from a parsed config.json; raise ``BadInputError`` if it cannot."""
+def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: str = "config.json") -> ImportedModel:
+    """Build a ``ModelSpec`` from a parsed config.json (read from ``origin``); ``BadInputError`` if it cannot."""
     if isinstance(config.get("text_config"), dict):
         config = {
             **config["text_config"],
             "model_type": config["text_config"].get("model_type", config.get("model_type")),
         }
-    r = _Reader(config)
+    r = _Reader(config, origin)
     model_type = str(r.get("model_type") or "unknown")
     if model_type in _FAMILY_ALIASES:
         r.assumptions.append(f"model_type {model_type!r} read as {_FAMILY_ALIASES[model_type]!r}")
@@ -171,10 +185,10 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model") -> Impor
     if model_type not in KNOWN_MODEL_TYPES:
         r.assumptions.append(f"model_type {model_type!r} is not a known family: read the standard fields only")
 
-    d_model = int(r.require("hidden size", "hidden_size", "n_embd", "d_model"))
-    n_layers = int(r.require("layer count", "num_hidden_layers", "n_layer", "num_layers"))
-    n_heads = int(r.require("attention head count", "num_attention_heads", "n_head"))
-    vocab = int(r.require("vocabulary size", "vocab_size"))
+    d_model = r.count("hidden size", "hidden_size", "n_embd", "d_model")
+    n_layers = r.count("layer count", "num_hidden_layers", "n_layer", "num_layers")
+    n_heads = r.count("attention head count", "num_attention_heads", "n_head")
+    vocab = r.require("vocabulary size", "vocab_size")
     layout = _family_layout(model_type)
 
     d_ff = r.get("intermediate_size", "n_inner", "ffn_hidden_size")
@@ -188,8 +202,12 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model") -> Impor
 
     tied = r.get("tie_word_embeddings")
     if tied is None:
-        tied = model_type in _TIED_BY_DEFAULT
-        r.assumptions.append(f"tie_word_embeddings absent: {'tied' if tied else 'untied'}, the {model_type} default")
+        if model_type in KNOWN_MODEL_TYPES:
+            tied = model_type in _TIED_BY_DEFAULT
+            default = f"the {model_type} default"
+        else:
+            tied, default = True, "transformers' PretrainedConfig default"
+        r.assumptions.append(f"tie_word_embeddings absent: {'tied' if tied else 'untied'}, {default}")
 
     fields: dict[str, Any] = {
         "name": name,
@@ -198,9 +216,10 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model") -> Impor
         "n_layers": n_layers,
         "n_heads": n_heads,
         "vocab_size": vocab,
-        "d_ff": int(d_ff),
-        "tied_embeddings": bool(tied),
-        "position_embeddings": int(r.get("n_positions") or 0) if model_type == "gpt2" else 0,
+        "d_ff": d_ff,
+        "tied_embeddings": tied,
+        "position_embeddings": r.get("n_positions") or 0 if model_type == "gpt2" else 0,
+        "context_length": r.get("max_position_embeddings", "n_positions", "max_sequence_length"),
         **layout,
     }
     if r.get("attention_bias") is not None:
@@ -215,7 +234,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model") -> Impor
         fields["n_kv_heads"] = _kv_heads(r, model_type, n_heads)
         head_dim = r.get("head_dim")
         if head_dim is not None:
-            fields["head_dim"] = int(head_dim)
+            fields["head_dim"] = head_dim
         elif d_model % n_heads == 0:
             r.assumptions.append(f"head_dim absent: hidden_size / num_attention_heads = {d_model // n_heads}")
 
@@ -234,7 +253,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model") -> Impor
     try:
         model = ModelSpec.model_validate(fields)
     except ValidationError as exc:
-        raise BadInputError(f"config.json describes an invalid model: {describe_validation_error(exc)}") from exc
+        raise BadInputError(f"{origin} describes an invalid model: {describe_validation_error(exc)}") from exc
     return ImportedModel(model=model, model_type=model_type, assumptions=r.assumptions)
 
 

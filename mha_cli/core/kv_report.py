@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import computed_field
 
+from mha_cli.core.deployment import context_notes
 from mha_cli.core.errors import MhaError
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes
@@ -35,6 +36,9 @@ class KvReport(Record):
     source_kind: str
     source: str
     assumptions: list[str]
+    """Defaults the importer filled in (HF config.json)."""
+    warnings: list[str]
+    """Things a person should know about these numbers (e.g. a context beyond the model's)."""
     model: ModelSpec
     deployment: DeploymentSpec
     params: ParamBreakdown
@@ -108,6 +112,7 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         source_kind=source.kind,
         source=source.origin,
         assumptions=source.assumptions,
+        warnings=context_notes(model, deployment),
         model=model,
         deployment=deployment.model_copy(update={"tp": tp}),
         params=params,

@@ -19,109 +19,109 @@ _LLAMA3_VOCAB = 128256
 PRESET_DATA: dict[str, dict[str, Any]] = {
     # 124M. MHA, learned positions, LayerNorm, GELU MLP, biases everywhere, tied head.
     "gpt2": dict(
-        source="openai-community/gpt2 config.json",
+        source="openai-community/gpt2 config.json", context_length=1024,
         d_model=768, n_layers=12, n_heads=12, vocab_size=50257, d_ff=3072, mlp="plain", mlp_bias=True,
         norm="layernorm", tied_embeddings=True, position_embeddings=1024, qkv_bias=True, o_bias=True,
     ),
     # 6.74B. MHA.
     "llama-2-7b": dict(
-        source="meta-llama/Llama-2-7b-hf config.json",
+        source="meta-llama/Llama-2-7b-hf config.json", context_length=4096,
         d_model=4096, n_layers=32, n_heads=32, vocab_size=32000, d_ff=11008,
     ),
     # 8.03B. GQA 32 query / 8 KV heads: 131,072 B/token in bf16.
     "llama-3-8b": dict(
-        source="meta-llama/Meta-Llama-3-8B config.json",
+        source="meta-llama/Meta-Llama-3-8B config.json", context_length=8192,
         d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=_LLAMA3_VOCAB, d_ff=14336,
     ),
     # 70.6B. GQA 64 / 8: 327,680 B/token in bf16.
     "llama-3-70b": dict(
-        source="meta-llama/Meta-Llama-3-70B config.json",
+        source="meta-llama/Meta-Llama-3-70B config.json", context_length=8192,
         d_model=8192, n_layers=80, n_heads=64, n_kv_heads=8, vocab_size=_LLAMA3_VOCAB, d_ff=28672,
     ),
     # 70.6B. Same geometry as Llama-3-70B, 128K context through RoPE scaling.
     "llama-3.1-70b": dict(
-        source="meta-llama/Llama-3.1-70B config.json",
+        source="meta-llama/Llama-3.1-70B config.json", context_length=131072,
         d_model=8192, n_layers=80, n_heads=64, n_kv_heads=8, vocab_size=_LLAMA3_VOCAB, d_ff=28672,
     ),
     # 405.9B. GQA 128 / 8.
     "llama-3.1-405b": dict(
-        source="meta-llama/Llama-3.1-405B config.json",
+        source="meta-llama/Llama-3.1-405B config.json", context_length=131072,
         d_model=16384, n_layers=126, n_heads=128, n_kv_heads=8, vocab_size=_LLAMA3_VOCAB, d_ff=53248,
     ),
     # 1.24B. GQA 32 / 8, head_dim 64, tied embeddings.
     "llama-3.2-1b": dict(
-        source="meta-llama/Llama-3.2-1B config.json",
+        source="meta-llama/Llama-3.2-1B config.json", context_length=131072,
         d_model=2048, n_layers=16, n_heads=32, n_kv_heads=8, head_dim=64, vocab_size=_LLAMA3_VOCAB, d_ff=8192,
         tied_embeddings=True,
     ),
     # 7.24B. GQA 32 / 8 with a 4,096-token sliding window on every layer.
     "mistral-7b-v0.1": dict(
-        source="mistralai/Mistral-7B-v0.1 config.json",
+        source="mistralai/Mistral-7B-v0.1 config.json", context_length=32768,
         d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=32000, d_ff=14336, sliding_window=4096,
     ),
     # 12.2B. head_dim 128 explicit although 5120 / 32 = 160.
     "mistral-nemo-12b": dict(
-        source="mistralai/Mistral-Nemo-Base-2407 config.json",
+        source="mistralai/Mistral-Nemo-Base-2407 config.json", context_length=128000,
         d_model=5120, n_layers=40, n_heads=32, n_kv_heads=8, head_dim=128, vocab_size=131072, d_ff=14336,
     ),
     # 3.82B. MHA; its config.json declares a 2,047-token sliding window on every layer.
     "phi-3-mini": dict(
-        source="microsoft/Phi-3-mini-4k-instruct config.json",
+        source="microsoft/Phi-3-mini-4k-instruct config.json", context_length=4096,
         d_model=3072, n_layers=32, n_heads=32, vocab_size=32064, d_ff=8192, sliding_window=2047,
     ),
     # 7.62B. GQA 28 / 4, biases on q, k, v.
     "qwen2.5-7b": dict(
-        source="Qwen/Qwen2.5-7B config.json",
+        source="Qwen/Qwen2.5-7B config.json", context_length=131072,
         d_model=3584, n_layers=28, n_heads=28, n_kv_heads=4, vocab_size=152064, d_ff=18944, qkv_bias=True,
     ),
     # 0.6B. head_dim 128 explicit although 1024 / 16 = 64; QK-norm; tied.
     "qwen3-0.6b": dict(
-        source="Qwen/Qwen3-0.6B config.json",
+        source="Qwen/Qwen3-0.6B config.json", context_length=40960,
         d_model=1024, n_layers=28, n_heads=16, n_kv_heads=8, head_dim=128, vocab_size=151936, d_ff=3072,
         qk_norm=True, tied_embeddings=True,
     ),
     # 8.19B. GQA 32 / 8, head_dim 128, QK-norm.
     "qwen3-8b": dict(
-        source="Qwen/Qwen3-8B config.json",
+        source="Qwen/Qwen3-8B config.json", context_length=40960,
         d_model=4096, n_layers=36, n_heads=32, n_kv_heads=8, head_dim=128, vocab_size=151936, d_ff=12288,
         qk_norm=True,
     ),
     # 9.24B. head_dim 256; even layers use a 4,096-token window: 344,064 B/token in bf16.
     "gemma-2-9b": dict(
-        source="google/gemma-2-9b config.json",
+        source="google/gemma-2-9b config.json", context_length=8192,
         d_model=3584, n_layers=42, n_heads=16, n_kv_heads=8, head_dim=256, vocab_size=256000, d_ff=14336,
         sliding_window=4096, layer_pattern=["local", "global"], n_norms_per_layer=4, tied_embeddings=True,
     ),
     # 27.0B text model (vision tower not counted). 5 local (1,024-token window) : 1 global.
     "gemma-3-27b": dict(
-        source="google/gemma-3-27b-pt config.json (text_config)",
+        source="google/gemma-3-27b-pt config.json (text_config)", context_length=131072,
         d_model=5376, n_layers=62, n_heads=32, n_kv_heads=16, head_dim=128, vocab_size=262208, d_ff=21504,
         sliding_window=1024, layer_pattern=["local"] * 5 + ["global"], n_norms_per_layer=4, qk_norm=True,
         tied_embeddings=True,
     ),
     # 6.92B. MQA: 71 query heads share one KV head; parallel attention/MLP with one LayerNorm.
     "falcon-7b": dict(
-        source="tiiuae/falcon-7b config.json",
+        source="tiiuae/falcon-7b config.json", context_length=2048,
         d_model=4544, n_layers=32, n_heads=71, n_kv_heads=1, head_dim=64, vocab_size=65024, d_ff=18176,
         mlp="plain", norm="layernorm", n_norms_per_layer=1, tied_embeddings=True,
     ),
     # 20.9B total, 3.6B active. GQA 64 / 8, head_dim 64, alternating 128-token window, 32 experts top-4.
     "gpt-oss-20b": dict(
-        source="openai/gpt-oss-20b config.json",
+        source="openai/gpt-oss-20b config.json", context_length=131072,
         d_model=2880, n_layers=24, n_heads=64, n_kv_heads=8, head_dim=64, vocab_size=201088, d_ff=2880,
         sliding_window=128, layer_pattern=["local", "global"], qkv_bias=True, o_bias=True,
         moe=dict(n_experts=32, n_active_experts=4, d_ff_expert=2880, expert_bias=True),
     ),
     # 15.7B total, 2.4B active. MLA (latent 512 + RoPE 64), no query latent; 64 experts top-6 + 2 shared.
     "deepseek-v2-lite": dict(
-        source="deepseek-ai/DeepSeek-V2-Lite config.json",
+        source="deepseek-ai/DeepSeek-V2-Lite config.json", context_length=163840,
         d_model=2048, n_layers=27, n_heads=16, vocab_size=102400, d_ff=10944,
         mla=dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128),
         moe=dict(n_experts=64, n_active_experts=6, n_shared_experts=2, d_ff_expert=1408, n_dense_layers=1),
     ),
     # 671B total, 37B active (MTP module not counted). MLA: 61 * 576 * 2 = 70,272 B/token in bf16.
     "deepseek-v3": dict(
-        source="deepseek-ai/DeepSeek-V3 config.json",
+        source="deepseek-ai/DeepSeek-V3 config.json", context_length=163840,
         d_model=7168, n_layers=61, n_heads=128, vocab_size=129280, d_ff=18432,
         mla=dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536),
         moe=dict(n_experts=256, n_active_experts=8, n_shared_experts=1, d_ff_expert=2048, n_dense_layers=3),

@@ -18,7 +18,7 @@ from decimal import Decimal, InvalidOperation
 
 from mha_cli.core.errors import BadInputError
 
-_NUMBER_AND_SUFFIX = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_NUMBER_AND_SUFFIX = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 _DECIMAL_COUNT = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
 _BINARY_COUNT = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
@@ -63,7 +63,7 @@ def parse_param_count(text: str | int) -> int:
         return _scale(str(text), Decimal(text), 1, "parameter count")
     number, suffix = _split(text, "parameter count", "7B, 350M, 1.5T")
     if suffix not in _DECIMAL_COUNT:
-        raise BadInputError(f"unknown suffix {suffix!r} in parameter count {text!r}: use K, M, B or T (e.g. 7B)")
+        raise BadInputError(f"unknown suffix {suffix!r} in parameter count {text!r}: use K, M, B (or G) or T (e.g. 7B)")
     return _scale(text, number, _DECIMAL_COUNT[suffix], "parameter count")
 
 
@@ -73,7 +73,7 @@ def parse_token_count(text: str | int) -> int:
         return _scale(str(text), Decimal(text), 1, "token count")
     number, suffix = _split(text, "token count", "8192, 8k, 128K")
     if suffix not in _BINARY_COUNT:
-        raise BadInputError(f"unknown suffix {suffix!r} in token count {text!r}: use k or M (e.g. 8k = 8192)")
+        raise BadInputError(f"unknown suffix {suffix!r} in token count {text!r}: use k, M or G (e.g. 8k = 8192)")
     return _scale(text, number, _BINARY_COUNT[suffix], "token count")
 
 

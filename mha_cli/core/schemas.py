@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from mha_cli.core.dtypes import KvDtypeName, WeightDtypeName, normalise_dtype_name
 from mha_cli.core.errors import MhaError
@@ -58,13 +58,26 @@ def _dtype(value: object) -> object:
     return value
 
 
-TokenCount = Annotated[int, BeforeValidator(_tokens), Field(gt=0, le=_MAX_TOKENS)]
+TokenCount = Annotated[
+    int,
+    BeforeValidator(_tokens),
+    Field(gt=0, le=_MAX_TOKENS),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "exclusiveMinimum": 0, "maximum": _MAX_TOKENS},
+                {"type": "string", "pattern": r"^\s*[0-9]*\.?[0-9]+\s*[kKmMgG]?\s*$"},
+            ],
+            "description": "tokens: an integer, or with a binary suffix (8k = 8192, 128K = 131072)",
+        }
+    ),
+]
 KvDtype = Annotated[KvDtypeName, BeforeValidator(_dtype)]
 WeightDtype = Annotated[WeightDtypeName, BeforeValidator(_dtype)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, use_attribute_docstrings=True)
 
 
 class MLASpec(_Strict):
@@ -156,6 +169,8 @@ class ModelSpec(_Strict):
     qkv_bias: bool = False
     o_bias: bool = False
     moe: MoESpec | None = None
+    context_length: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    """Context the model was trained for (config.json's max_position_embeddings), if known."""
 
     @model_validator(mode="after")
     def _resolve_and_check(self) -> ModelSpec:

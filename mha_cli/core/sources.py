@@ -37,7 +37,7 @@ def load_source(source: str) -> ModelSource:
         raise BadInputError(f"{source!r} is neither a preset nor a file: run `mha presets`, or give a path to a config")
     data = read_mapping(path)
     if looks_like_hf_config(data):
-        imported = import_hf_config(data, name=_hf_name(path))
+        imported = import_hf_config(data, name=_hf_name(path), origin=str(path))
         return ModelSource(kind="hf-config", origin=str(path), model=imported.model, assumptions=imported.assumptions)
     if "model" not in data and "d_model" in data:
         data = {"model": data}

@@ -38,14 +38,25 @@ def default_gqa_kv_heads(n_heads: int) -> int | None:
     return min(choices, key=lambda k: (abs(k - DEFAULT_GQA_KV_HEADS), k))
 
 
-def mla_for_shape(head_dim: int) -> dict:
-    """An MLA block in DeepSeek-V2's proportions: latent 4 x head_dim, RoPE key head_dim / 2."""
-    return {
-        "kv_lora_rank": 4 * head_dim,
+MLA_LATENT_PER_HEAD_DIM = 4
+"""DeepSeek-V2/V3: kv_lora_rank 512 = 4 x head_dim 128."""
+MLA_Q_LATENT_FROM_D_MODEL = 4096
+"""Models this wide also compress queries (DeepSeek-V3: q_lora_rank 1536 = 3 x 512); narrower ones do not (V2-Lite)."""
+MLA_Q_LATENT_PER_KV_LATENT = 3
+
+
+def mla_for_shape(head_dim: int, d_model: int | None = None) -> dict:
+    """An MLA block in DeepSeek's proportions: latent 4 x head_dim, RoPE key head_dim / 2,
+    and a query latent of 3 x the KV latent when ``d_model`` is at least 4096."""
+    block: dict = {
+        "kv_lora_rank": MLA_LATENT_PER_HEAD_DIM * head_dim,
         "qk_rope_head_dim": max(head_dim // 2, 1),
         "qk_nope_head_dim": head_dim,
         "v_head_dim": head_dim,
     }
+    if d_model is not None and d_model >= MLA_Q_LATENT_FROM_D_MODEL:
+        block["q_lora_rank"] = MLA_Q_LATENT_PER_KV_LATENT * block["kv_lora_rank"]
+    return block
 
 
 def variant_options(model: ModelSpec) -> list[VariantOption]:
@@ -83,7 +94,7 @@ def variant_options(model: ModelSpec) -> list[VariantOption]:
             f"latent {model.mla.kv_lora_rank} + RoPE {model.mla.qk_rope_head_dim}",
         )
     else:
-        mla = mla_for_shape(model.dim_per_head)
+        mla = mla_for_shape(model.dim_per_head, model.d_model)
         fields = {**base, "mla": mla}
         fields.pop("head_dim")
         add(

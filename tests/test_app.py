@@ -1,0 +1,48 @@
+"""The console entry point: one-line usage errors, exit codes, --version, lazy command loading."""
+
+import subprocess
+import sys
+
+import pytest
+
+from mha_cli import __version__
+
+
+def run_mha(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mha_cli", *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["kv"], "Missing argument"),
+        (["kv", "llama-3-8b", "--batch", "x"], "Invalid value for '--batch'"),
+        (["kv", "llama-3-8b", "--bogus"], "No such option: --bogus"),
+        (["nosuch"], "No such command"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(args, message):
+    result = run_mha(*args)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr and result.stdout == ""
+
+
+def test_version():
+    result = run_mha("--version")
+    assert (result.returncode, result.stdout.strip()) == (0, f"mha {__version__}")
+
+
+def test_exit_code_of_a_command_passes_through():
+    assert run_mha("kv", "llama-3-70b", "--target", "a100", "--fail-if-no-fit", "--json").returncode == 1
+
+
+def test_only_the_invoked_command_module_is_imported():
+    code = (
+        "import sys; sys.argv = ['mha', 'kv', 'gpt2', '--json']\n"
+        "from mha_cli.cli.app import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "loaded = [m for m in sys.modules if m.startswith('mha_cli.cli.') and m.endswith('_cmd')]\n"
+        "print(loaded, file=sys.stderr); assert loaded == ['mha_cli.cli.kv_cmd'], loaded\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-1500:]
