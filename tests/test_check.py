@@ -33,7 +33,7 @@ def test_production_designs_pass():
 
 def test_hf_config_is_judged_at_its_max_position_embeddings():
     result = check_design(str(reference_hf_config("llama-3.1-70b")))
-    assert (result.deployment.seq_len, result.context_from) == (131072, "config.json max_position_embeddings")
+    assert (result.deployment.seq_len, result.context_from) == (131072, "the model's trained context (config.json)")
     assert result.kv.bytes_per_token == 327_680
 
 
@@ -58,7 +58,7 @@ def test_small_mla_stated_in_a_file_is_a_warning(tmp_path):
 
 
 def test_cache_larger_than_weights_warns_with_the_alternatives():
-    result = check_design("gpt2")  # judged at 1024 positions from no config: default 8192
+    result = check_design("gpt2", seq_len="8k")  # 8x GPT-2's trained context
     finding = next(f for f in result.findings if f.id == "MHA060")
     assert finding.values == {"bytes_per_sequence": 12 * 2 * 768 * 2 * 8192, "weight_bytes": result.weight_bytes}
     assert ids(result)["MHA063"] == "info"
@@ -66,7 +66,7 @@ def test_cache_larger_than_weights_warns_with_the_alternatives():
 
 def test_gpt2_config_json_is_judged_at_n_positions():
     result = check_design(str(reference_hf_config("gpt2")))
-    assert (result.deployment.seq_len, result.context_from) == (1024, "config.json n_positions")
+    assert (result.deployment.seq_len, result.context_from) == (1024, "the model's trained context (config.json)")
 
 
 def test_tp_that_cannot_split_the_heads_is_a_hard_failure():
@@ -99,8 +99,10 @@ def test_cli_exit_codes(cli, tmp_path):
     assert cli.run("check", "llama-3-8b").exit_code == 0
     failed = cli.run("check", "llama-2-7b", "--seq", "128k")
     assert failed.exit_code == EXIT_CHECK_FAILED and "MHA091" in failed.stdout
-    assert cli.run("check", "gpt2").exit_code == 0
-    assert cli.run("check", "gpt2", "--strict").exit_code == EXIT_CHECK_FAILED
+    assert cli.run("check", "gpt2", "--seq", "8k").exit_code == 0
+    strict = cli.run("check", "gpt2", "--seq", "8k", "--strict")
+    assert strict.exit_code == EXIT_CHECK_FAILED
+    assert strict.stdout.strip().splitlines()[-1] == "FAILED (--strict): 0 hard-rule violations, 1 warning"
     missing = cli.run("check", str(tmp_path / "nope.yaml"))
     assert missing.exit_code == EXIT_BAD_INPUT and "Traceback" not in missing.output
 
@@ -114,5 +116,32 @@ def test_cli_json(cli):
 
 
 @pytest.mark.parametrize("name", ["mistral-7b-v0.1", "gemma-2-9b", "deepseek-v3", "falcon-7b"])
-def test_presets_have_no_hard_failures_at_8k(name):
+def test_presets_have_no_hard_failures_at_8k_and_at_their_trained_context(name):
+    assert check_design(name, seq_len="8k").passed
     assert check_design(name).passed
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["llama-3.1-405b", "gpt2", "mistral-7b-v0.1", str(reference_hf_config("llama-3.1-70b")),
+     str(reference_hf_config("gpt2"))],
+)  # fmt: skip
+def test_check_judges_at_the_context_kv_prices(cli, source):
+    kv = cli.json("kv", source)
+    result = check_design(source)
+    assert result.deployment.seq_len == kv["deployment"]["seq_len"] == kv["kv"]["seq_len"]
+    assert result.kv.bytes_per_sequence == kv["kv"]["bytes_per_sequence"]
+
+
+def test_strict_fails_on_warnings_in_the_json_too():
+    lenient, strict = check_design("gpt2", seq_len="8k"), check_design("gpt2", seq_len="8k", strict=True)
+    assert (lenient.errors, lenient.warnings, lenient.passed) == (0, 1, True)
+    assert (strict.strict, strict.passed) == (True, False)
+    assert check_design("llama-3-8b", strict=True).passed  # no warnings: strict passes
+
+
+def test_mha060_prices_mla_at_deepseek_proportions():
+    finding = next(f for f in check_design("llama-2-7b", seq_len="64k").findings if f.id == "MHA060")
+    per_sequence = 65536 * 32 * (512 + 64) * 2  # latent 4 x 128 + RoPE key 64, bf16, 32 layers
+    assert f"MLA {per_sequence / 2**30:.1f} GiB" in finding.message
+    assert "GQA-8 8.0 GiB" in finding.message

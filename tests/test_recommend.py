@@ -181,3 +181,95 @@ def test_init_bias_and_testability():
     hook = result.testability
     assert (hook.task, hook.n_layers, hook.accuracy_threshold) == ("induction", 2, 0.95)
     assert (hook.n_heads, hook.n_kv_heads, hook.head_dim) == (32, 8, 128)
+
+
+# Budgets the rules cannot shape -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params", [1e15, 1e18])  # 1000T, and a unit slip far beyond
+def test_absurd_budgets_are_refused_with_the_range(params):
+    with pytest.raises(BadInputError, match=r"MHA094.*use --params from \S+ to \S+") as refused:
+        rec(params)
+    largest = refused.value.args[0].split(" to ")[-1].split()[0]  # e.g. "3.65T"
+    assert largest.endswith("T")
+
+
+def test_the_largest_budget_stays_within_the_depth_limit():
+    big = rec(3e12)  # just under the ceiling: the widest width at close to 256 layers
+    assert big.model.d_model == 32768 and big.model.n_layers <= 256
+    assert abs(big.model.total_params - 3e12) <= 0.05 * 3e12
+
+
+def test_a_fixed_width_too_narrow_for_the_budget_is_refused():
+    with pytest.raises(BadInputError, match=r"MHA094.*--d-model 768"):
+        rec(7e9, d_model=768)  # 12 heads of 64 would need about 790 layers
+
+
+def test_a_width_outside_the_schema_is_one_line_not_a_validation_error():
+    with pytest.raises(BadInputError, match="d_model 2000000"):
+        rec(7e9, d_model=2_000_000)
+
+
+# The trace describes the final design --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(params=7e9, seq=32768, batch=64, target="a100", priority="inference"),  # GQA-8 -> MQA
+        dict(params=8e9, target="h100", batch=128, priority="inference"),  # GQA-8 -> GQA-2
+        dict(params=8e9, target="h100"),  # no switch
+    ],
+)
+def test_depth_trace_matches_the_final_design(kw):
+    params = kw.pop("params")
+    result = rec(params, **kw)
+    depth = [f for f in result.trace if f.id == "MHA002"]
+    assert len(depth) == 1
+    assert depth[0].values["total_params"] == result.model.total_params
+    assert depth[0].values["n_layers"] == result.model.n_layers
+    assert f"{(result.model.total_params - params) / params:+.1%}" in depth[0].message
+    switched = (result.model.variant, result.model.n_kv_heads) != ("GQA", 8)  # the default was GQA-8
+    assert ("re-solved after MHA022" in depth[0].message) == switched
+
+
+# MLA: the block `mha kv` prices ------------------------------------------------------------------
+
+
+def test_mla_block_is_the_block_kv_prices():
+    from mha_cli.core.recommend import mla_block
+    from mha_cli.core.rules import catalog as C
+    from mha_cli.core.variants import MLA_Q_LATENT_FROM_D_MODEL, mla_for_shape, variant_options
+
+    assert C.MLA_Q_LATENT_FROM_D_MODEL == MLA_Q_LATENT_FROM_D_MODEL  # the two modules quote one threshold
+    assert (
+        mla_block(128, 4096)
+        == mla_for_shape(128, 4096)
+        == dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536)
+    )
+    assert "q_lora_rank" not in mla_block(128, 2048)  # DeepSeek-V2-Lite: no query latent
+    result = rec(8e9)
+    kv_mla = next(o.model for o in variant_options(result.config.model) if o.label == "MLA")
+    row = next(a for a in result.alternatives if a.label == "MLA")
+    assert row.total_params == count_params(kv_mla).total
+    assert row.bytes_per_token == kv_footprint(kv_mla, seq_len=8192).bytes_per_token == 32 * 576 * 2
+
+
+# Honest reasons -----------------------------------------------------------------------------------
+
+
+def test_explicit_mha_at_long_context_is_priced_not_praised():
+    result = rec(7e9, seq=131072, variant="MHA")
+    reason = result.variant_reason
+    assert "small enough" not in reason and "asked for with --variant MHA" in reason
+    gqa8 = next(a for a in result.alternatives if a.label == "GQA-8")
+    assert f"{gqa8.bytes_per_token * 131072 / 2**30:.1f} GiB with GQA-8" in reason
+    assert "explicit: variant MHA" in result.config.notes
+    assert not any(n.startswith("explicit:") for n in rec(7e9, seq=131072).config.notes)
+
+
+def test_reasons_have_real_plurals():
+    for result in (rec(7e9, seq=32768, batch=64, target="a100", priority="inference"), rec(8e9, target="h100")):
+        assert "(s)" not in result.variant_reason
+        assert "accepting a quality risk divides" not in result.variant_reason
+        assert all("(s)" not in f.message for f in result.trace)

@@ -1,10 +1,13 @@
 """`mha recommend` through the CLI: JSON keys scripts rely on, --out, exit codes, bad input."""
 
+import io
+import json
 import subprocess
 import sys
 
 import pytest
 import yaml
+from rich.console import Console
 
 from mha_cli.core.config_io import parse_config
 from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
@@ -73,6 +76,8 @@ BAD = [
     ["--params", "7B", "--d-model", "100"],
     ["--params", "7B", "--vocab", "0"],
     ["--params", "seven"],
+    ["--params", "1000T"],
+    ["--params", "7B", "--d-model", "2000000"],
 ]
 
 
@@ -96,3 +101,93 @@ def test_recommend_and_check_never_import_torch(args):
     )
     result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# Suggested ways out must paste back ----------------------------------------------------------------
+
+NOT_FITTING = [
+    ["--params", "7B", "--seq", "128k", "--batch", "8", "--target", "a100"],  # the cache (MHA026)
+    ["--params", "70B", "--seq", "128k", "--target", "h100"],  # the weights (MHA025)
+    ["--params", "125M", "--seq", "128k", "--batch", "512", "--target", "8xh100"],  # 2 replicas of tp 4
+]
+
+
+def _with(args: list[str], flag: str, value: str) -> list[str]:
+    """``args`` with ``flag`` set to ``value`` (replaced when present)."""
+    if flag in args:
+        i = args.index(flag)
+        return [*args[:i], flag, value, *args[i + 2 :]]
+    return [*args, flag, value]
+
+
+@pytest.mark.parametrize("args", NOT_FITTING, ids=[" ".join(a) for a in NOT_FITTING])
+def test_every_suggested_flag_value_parses_and_the_sizing_ones_fit(cli, args):
+    data = cli.json("recommend", *args)
+    assert data["fits"] is False and data["way_out"]
+    for way in data["way_out"]:
+        flag, value = way.split(" (")[0].split()
+        assert "," not in value, way
+        pasted = cli.run("recommend", *_with(args, flag, value), "--json")
+        assert pasted.exit_code == 0, (way, pasted.output)
+        if flag in ("--batch", "--seq", "--target"):
+            assert json.loads(pasted.stdout)["fits"] is True, way
+
+
+def test_not_fitting_report_reads_in_plain_words(cli):
+    out = cli.run("recommend", *NOT_FITTING[0]).stdout
+    assert "the KV cache of this batch exceeds the target" in out
+    assert "(s)" not in out and "exceed(s)" not in out
+
+
+# Explicit requests survive the round trip through a file --------------------------------------------
+
+
+def test_explicit_mha_written_by_recommend_passes_check_as_a_warning(cli, tmp_path):
+    out = tmp_path / "mha.yaml"
+    written = cli.run("recommend", "--params", "7B", "--variant", "MHA", "--seq", "128k", "--out", str(out))
+    assert written.exit_code == 0, written.output
+    assert "explicit: variant MHA" in yaml.safe_load(out.read_text())["notes"]
+    checked = cli.run("check", str(out), "--json")
+    assert checked.exit_code == 0, checked.output
+    data = json.loads(checked.stdout)
+    mha091 = next(f for f in data["findings"] if f["id"] == "MHA091")
+    assert mha091["severity"] == "warning" and mha091["values"]["requested"] is True
+    assert "GQA-8 would cache 12.0 GiB" in mha091["message"]  # priced, GQA offered
+    assert data["explicit_variant"] == "MHA" and data["passed"] is True
+    # The same design without the recorded request breaks the hard rule.
+    stripped = tmp_path / "stripped.yaml"
+    config = yaml.safe_load(out.read_text())
+    config["notes"] = [n for n in config["notes"] if not n.startswith("explicit:")]
+    stripped.write_text(yaml.safe_dump(config))
+    assert cli.run("check", str(stripped)).exit_code == EXIT_CHECK_FAILED
+
+
+# 80 columns --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--params", "7B", "--seq", "32k", "--batch", "64", "--target", "a100", "--priority", "inference"],
+        ["--params", "7B", "--seq", "128k", "--variant", "MHA", "--target", "a100"],
+        ["--params", "500M", "--variant", "MLA"],
+    ],
+)
+def test_report_is_not_cut_at_80_columns(args):
+    from mha_cli.cli.recommend_cmd import build_request, render_recommendation
+    from mha_cli.core.recommend import recommend
+
+    options = dict(zip((a[2:].replace("-", "_") for a in args[::2]), args[1::2], strict=True))
+    defaults = dict(seq=None, target=None, batch=None, kv_dtype=None, weight_dtype=None, priority="balanced",
+                    tp=None, vocab=None, d_model=None, variant=None)  # fmt: skip
+    options = {**defaults, **options}
+    if options["batch"] is not None:
+        options["batch"] = int(options["batch"])
+    result = recommend(build_request(**options))
+    console = Console(width=80, record=True, file=io.StringIO())
+    render_recommendation(console, result)
+    text = console.export_text()
+    assert "\u2026" not in text  # no cell cut with an ellipsis
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for source in ("Ainslie et al. 2023", "Shazeer 2019", "DeepSeek-V2 2024"):  # references moved to the footnote
+        assert source in " ".join(text.split())

@@ -9,6 +9,7 @@ from mha_cli.core.check import check_design
 from mha_cli.core.config_io import config_to_yaml
 from mha_cli.core.recommend import RecommendRequest, recommend
 from mha_cli.core.rules import RULES, Trace, get_rule
+from mha_cli.core.rules.engine import counted
 from mha_cli.core.schemas import MhaConfig, ModelSpec
 
 CORE = Path(__file__).resolve().parent.parent / "mha_cli" / "core"
@@ -29,8 +30,9 @@ def test_every_rule_has_all_its_fields():
 
 
 def test_the_three_refusals_are_hard():
-    assert {r.id for r in RULES if r.topic == "refusal"} == {"MHA090", "MHA091", "MHA092", "MHA093"}
-    assert all(get_rule(i).severity == "hard" for i in ("MHA090", "MHA091", "MHA092", "MHA093"))
+    refusals = ("MHA090", "MHA091", "MHA092", "MHA093", "MHA094")
+    assert {r.id for r in RULES if r.topic == "refusal"} == set(refusals)
+    assert all(get_rule(i).severity == "hard" for i in refusals)
 
 
 def test_every_rule_is_cited_by_the_code_that_applies_it():
@@ -50,6 +52,25 @@ def test_trace_records_values_in_order_and_dedupes_ids():
     assert trace.by_severity("hard") == []
     with pytest.raises(KeyError):
         trace.fire("MHA999", "no such rule")
+
+
+def test_refire_revises_a_decision_in_place():
+    trace = Trace()
+    trace.fire("MHA001", "d_model 4096", d_model=4096)
+    trace.fire("MHA002", "28 layers: 7.16B", n_layers=28)
+    trace.fire("MHA022", "GQA-8 -> MQA")
+    trace.refire("MHA002", "28 layers: 6.95B", n_layers=28)
+    assert [f.id for f in trace.findings] == ["MHA001", "MHA002", "MHA022"]
+    assert trace.findings[1].message == "28 layers: 6.95B"
+    trace.refire("MHA040", "not fired before")  # nothing to revise: appended
+    assert trace.ids[-1] == "MHA040"
+
+
+def test_counted_writes_real_plurals():
+    assert (counted(0, "warning"), counted(1, "warning"), counted(1234, "sequence")) == (
+        "0 warnings", "1 warning", "1,234 sequences",
+    )  # fmt: skip
+    assert counted(2, "hard-rule violation") == "2 hard-rule violations"
 
 
 def _rec(**kw):
@@ -95,7 +116,8 @@ SCENARIOS = {
 
 
 def test_every_rule_has_a_scenario():
-    assert set(SCENARIOS) | {"MHA093"} == {rule.id for rule in RULES}  # MHA093 refuses: tested in test_recommend
+    refusals = {"MHA093", "MHA094"}  # they refuse (exit 2): tested in test_recommend
+    assert set(SCENARIOS) | refusals == {rule.id for rule in RULES}
 
 
 @pytest.mark.parametrize("rule_id", sorted(SCENARIOS))

@@ -17,6 +17,7 @@ from mha_cli.cli.output import Output
 from mha_cli.cli.render import bytes_cell, count_cell, model_table, print_assumptions
 from mha_cli.core.check import CheckResult, check_design
 from mha_cli.core.errors import EXIT_CHECK_FAILED
+from mha_cli.core.rules.engine import counted
 
 if TYPE_CHECKING:
     from mha_cli.cli.app import CommandRegistry
@@ -39,10 +40,11 @@ def check(
 ) -> None:
     """Lint a design: hard-rule violations (exit 1) and warnings, by rule id."""
     result = check_design(
-        source, seq_len=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype, tp=tp
-    )
+        source, seq_len=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype, tp=tp,
+        strict=strict,
+    )  # fmt: skip
     Output(json).emit(result, render_check)
-    if not result.passed or (strict and result.warnings):
+    if not result.passed:
         raise typer.Exit(code=EXIT_CHECK_FAILED)
 
 
@@ -69,8 +71,18 @@ def render_check(console: Console, result: CheckResult) -> None:
         for finding in result.findings:
             table.add_row(finding.id, finding.severity, finding.name, finding.message, style=styles[finding.severity])
         console.print(table)
-    verdict = "[green]passed[/green]" if result.passed else "[bold red]FAILED[/bold red]"
-    console.print(f"{verdict}: {result.errors} hard-rule violation(s), {result.warnings} warning(s)")
+    console.print(
+        f"{verdict_line(result)}: {counted(result.errors, 'hard-rule violation')}, {counted(result.warnings, 'warning')}"
+    )
+
+
+def verdict_line(result: CheckResult) -> str:
+    """``passed``, ``FAILED`` (a hard rule) or ``FAILED (--strict)`` (warnings only), styled for rich."""
+    if result.passed:
+        return "[green]passed[/green]"
+    if result.errors == 0:
+        return "[bold red]FAILED (--strict)[/bold red]"
+    return "[bold red]FAILED[/bold red]"
 
 
 def register(registry: CommandRegistry) -> None:

@@ -157,8 +157,8 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
         console.print()
         console.print(memory_table(result.memory))
         if not result.memory.fits:
-            what = "weights" if not result.memory.weights_fit else "KV cache of this batch"
-            console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} exceed(s) the target. Ways out:")
+            what = "weights exceed" if not result.memory.weights_fit else "KV cache of this batch exceeds"
+            console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
             for way in result.way_out:
                 console.print(f"  - {way}")
     if result.roofline is not None:
@@ -223,15 +223,19 @@ def roofline_table(result: RecommendResult) -> Table:
 
 
 def alternatives_table(result: RecommendResult) -> Table:
+    """One row per variant; short cells so the table reads at 80 columns, sources in the footnote."""
     table = Table(title="Alternatives at this shape", title_justify="left")
     table.add_column("variant")
     table.add_column("KV heads", justify="right")
-    table.add_column("bytes / token", justify="right")
-    table.add_column("cache, this batch", justify="right")
+    table.add_column("B / token", justify="right")
+    table.add_column("cache", justify="right")
     if result.memory is not None:
         table.add_column("max batch", justify="right")
-    table.add_column("quality risk")
-    table.add_column("note", style="dim")
+    table.add_column("quality risk", overflow="fold")
+    notes = any(row.note for row in result.alternatives)
+    if notes:
+        table.add_column("note", style="dim", overflow="fold")
+    sources: dict[str, str] = {}
     for row in result.alternatives:
         cells = [
             f"{row.label}{' *' if row.is_recommended else ''}",
@@ -241,9 +245,13 @@ def alternatives_table(result: RecommendResult) -> Table:
         ]
         if result.memory is not None:
             cells.append(f"{row.max_sequences:,}")
-        cells += [row.quality_risk, row.note]
+        cells.append(row.quality_risk)
+        if notes:
+            cells.append(row.note)
         table.add_row(*cells, style="bold" if row.is_recommended else None)
-    table.caption = "* recommended"
+        sources.setdefault(row.variant, row.quality_source)
+    cited = "; ".join(f"{variant}: {source}" for variant, source in sources.items() if variant != "MHA")
+    table.caption = f"* recommended; cache: this batch on one device; quality risk from {cited}"
     return table
 
 

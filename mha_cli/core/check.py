@@ -1,9 +1,12 @@
 """``mha check``: the configurator's rules run as a linter over an existing design.
 
 The design is a preset, one of our config files or a Hugging Face config.json. The context the
-rules judge it at ("the stated context") is, in order: ``--seq``; the config file's
-``deployment.seq_len``; a config.json's ``max_position_embeddings`` (GPT-2: ``n_positions``); else the default 8,192.
-A finding of severity ``hard`` breaks a hard rule: the command exits 1.
+rules judge it at ("the stated context") is ``--seq``, else ``deployment.default_seq_len``: the
+config file's ``deployment.seq_len``, the model's trained context (``context_length``, from a
+config.json's ``max_position_embeddings``), else 8,192 -- the same context ``mha kv`` prices.
+A finding of severity ``hard`` breaks a hard rule: the command exits 1 (with ``strict``, a warning too).
+A config file whose notes record an explicit request (``explicit: variant MHA``, written by
+``mha recommend --variant MHA --out``) has asked for that variant: MHA091 is then a warning.
 """
 
 from __future__ import annotations
@@ -11,17 +14,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from mha_cli.core.config_io import read_mapping
-from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.deployment import FALLBACK_SEQ_LEN, merge_deployment
 from mha_cli.core.errors import MhaError
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes, format_count
+from mha_cli.core.record import Record
 from mha_cli.core.rules import catalog as C
-from mha_cli.core.rules.engine import Finding, Trace
+from mha_cli.core.rules.engine import Finding, Trace, counted
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource, load_source
 from mha_cli.core.targets import resolve_target
@@ -30,8 +32,9 @@ from mha_cli.core.variants import default_gqa_kv_heads, mla_for_shape
 USUAL_HEAD_DIMS = (64, 128, 256)
 
 
-class CheckResult(BaseModel):
-    """The findings of ``mha check``, by rule id; ``passed`` is False when a hard rule is broken."""
+class CheckResult(Record):
+    """The findings of ``mha check``, by rule id; ``passed`` is False when a hard rule is broken (or, with
+    ``strict``, any warning fires)."""
 
     source: str
     source_kind: str
@@ -40,6 +43,8 @@ class CheckResult(BaseModel):
     deployment: DeploymentSpec
     context_from: str
     """Where the context length the rules used came from."""
+    explicit_variant: str | None
+    """The variant the config file's notes say was asked for explicitly (``explicit: variant X``), if any."""
     total_params: int
     weight_bytes: int
     kv: KvFootprint
@@ -49,29 +54,43 @@ class CheckResult(BaseModel):
     errors: int
     """Findings of severity hard."""
     warnings: int
+    strict: bool
+    """Whether warnings fail the check too (``--strict``)."""
     passed: bool
 
 
-def _stated_context(source: ModelSource, seq: str | int | None) -> tuple[Any, str]:
+def _stated_context(source: ModelSource, seq: str | int | None) -> str:
+    """Where the context comes from: the same order as ``deployment.default_seq_len`` (the one ``mha kv`` uses)."""
     if seq is not None:
-        return seq, "--seq"
+        return "--seq"
     if source.deployment is not None and "seq_len" in source.deployment.model_fields_set:
-        return source.deployment.seq_len, "the file's deployment.seq_len"
-    if source.kind == "hf-config":
-        data = read_mapping(Path(source.origin))
-        for key in ("max_position_embeddings", "n_positions"):
-            value = data.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value, f"config.json {key}"
-    return None, "the default (8,192)"
+        return "the file's deployment.seq_len"
+    if source.model.context_length:
+        origin = {"hf-config": "config.json", "preset": "the preset"}.get(source.kind, "the model's context_length")
+        return f"the model's trained context ({origin})"
+    return f"the default ({FALLBACK_SEQ_LEN:,})"
 
 
-def check_design(source_name: str, **overrides: Any) -> CheckResult:
-    """Lint ``source_name`` under its deployment with ``overrides`` (seq_len, target, batch, ...) applied."""
+def _explicit_variant(source: ModelSource) -> str | None:
+    """The variant a config file's notes record as explicitly requested, e.g. ``explicit: variant MHA``."""
+    if source.kind != "config":
+        return None
+    notes = read_mapping(Path(source.origin)).get("notes") or []
+    for note in notes if isinstance(notes, list) else []:
+        if isinstance(note, str) and note.startswith(C.EXPLICIT_VARIANT_NOTE):
+            return note.removeprefix(C.EXPLICIT_VARIANT_NOTE).strip().upper()
+    return None
+
+
+def check_design(source_name: str, *, strict: bool = False, **overrides: Any) -> CheckResult:
+    """Lint ``source_name`` under its deployment with ``overrides`` (seq_len, target, batch, ...) applied;
+    ``strict`` makes warnings fail the check too."""
     source = load_source(source_name)
-    seq, context_from = _stated_context(source, overrides.pop("seq_len", None))
-    deployment = merge_deployment(source.deployment, seq_len=seq, **overrides)
+    seq = overrides.pop("seq_len", None)
+    context_from = _stated_context(source, seq)
+    deployment = merge_deployment(source.deployment, model=source.model, seq_len=seq, **overrides)
     model = source.model
+    explicit = _explicit_variant(source)
     trace = Trace()
     target = resolve_target(deployment.target) if deployment.target else None
     tp = resolve_tp(deployment.tp, target)
@@ -89,7 +108,7 @@ def check_design(source_name: str, **overrides: Any) -> CheckResult:
         memory = plan_memory(target, total_params=params.total, weight_dtype=deployment.weight_dtype, kv=kv)
 
     _check_head_dim(trace, model)
-    _check_long_context_mha(trace, model, deployment)
+    _check_long_context_mha(trace, model, deployment, requested=explicit == "MHA")
     _check_small_mla(trace, model, params.total)
     _check_kv_vs_weights(trace, model, deployment, kv, weights)
     _check_group(trace, model)
@@ -98,11 +117,13 @@ def check_design(source_name: str, **overrides: Any) -> CheckResult:
         _check_fit(trace, memory, deployment)
 
     errors = len(trace.by_severity("hard"))
+    warnings = len(trace.by_severity("warning"))
     return CheckResult(
         source=source.origin, source_kind=source.kind, assumptions=source.assumptions, model=model,
-        deployment=deployment.model_copy(update={"tp": tp}), context_from=context_from, total_params=params.total,
-        weight_bytes=weights, kv=kv, memory=memory, findings=trace.findings, rules_fired=trace.ids, errors=errors,
-        warnings=len(trace.by_severity("warning")), passed=errors == 0,
+        deployment=deployment.model_copy(update={"tp": tp}), context_from=context_from, explicit_variant=explicit,
+        total_params=params.total, weight_bytes=weights, kv=kv, memory=memory, findings=trace.findings,
+        rules_fired=trace.ids, errors=errors, warnings=warnings, strict=strict,
+        passed=errors == 0 and not (strict and warnings),
     )  # fmt: skip
 
 
@@ -145,8 +166,9 @@ def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
         trace.fire("MHA061", f"head_dim {smallest} is not 64, 128 or 256", head_dim=smallest)
 
 
-def _check_long_context_mha(trace: Trace, model: ModelSpec, deployment: DeploymentSpec) -> None:
-    """MHA091: wide MHA at long context breaks a hard rule; the message prices the way out."""
+def _check_long_context_mha(trace: Trace, model: ModelSpec, deployment: DeploymentSpec, *, requested: bool) -> None:
+    """MHA091: wide MHA at long context breaks a hard rule; the message prices the way out. A file that records
+    an explicit request for MHA has asked for it: the same priced finding, as a warning."""
     seq = deployment.seq_len
     if not (
         model.variant == "MHA" and model.n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS and seq > C.MHA_LONG_CONTEXT_TOKENS
@@ -159,12 +181,15 @@ def _check_long_context_mha(trace: Trace, model: ModelSpec, deployment: Deployme
         gqa = model.model_copy(update={"n_kv_heads": kv_heads, "variant": "GQA"})
         gqa_bytes = kv_footprint(gqa, seq_len=seq, kv_dtype=deployment.kv_dtype).bytes_per_sequence
         offer = f"; GQA-{kv_heads} would cache {format_bytes(gqa_bytes)}"
+    kept = f"; kept: the file records `{C.EXPLICIT_VARIANT_NOTE}MHA`" if requested else ""
     trace.fire(
         "MHA091",
-        f"MHA with {model.n_heads} heads at {seq:,} tokens caches {format_bytes(own)} per sequence{offer}",
+        f"MHA with {model.n_heads} heads at {seq:,} tokens caches {format_bytes(own)} per sequence{offer}{kept}",
+        severity="warning" if requested else None,
         n_heads=model.n_heads,
         seq_len=seq,
         bytes_per_sequence=own,
+        requested=requested,
     )
 
 
@@ -196,7 +221,7 @@ def _check_kv_vs_weights(
         options.append(f"GQA-{kv_heads} {format_bytes(_footprint(gqa, deployment, 1).bytes_per_sequence)}")
     if model.mla is None:
         fields = model.model_dump(exclude={"head_dim", "n_kv_heads", "variant"})
-        mla = ModelSpec.model_validate({**fields, "mla": mla_for_shape(model.dim_per_head)})
+        mla = ModelSpec.model_validate({**fields, "mla": mla_for_shape(model.dim_per_head, model.d_model)})
         options.append(f"MLA {format_bytes(_footprint(mla, deployment, 1).bytes_per_sequence)}")
     offer = f" (same shape: {', '.join(options)})" if options else ""
     trace.fire(
@@ -243,7 +268,8 @@ def _check_fit(trace: Trace, memory: MemoryPlan, deployment: DeploymentSpec) -> 
         trace.fire(
             "MHA026",
             f"batch {deployment.batch} needs {format_bytes(memory.kv_bytes_per_device)} of cache per device;"
-            f" {memory.max_sequences} sequence(s) fit: smaller --batch, --kv-dtype fp8, shorter --seq or more devices",
+            f" {counted(memory.max_sequences, 'sequence')} {'fits' if memory.max_sequences == 1 else 'fit'}: smaller --batch, --kv-dtype fp8, shorter --seq or more"
+            " devices",
             kv_bytes_per_device=memory.kv_bytes_per_device,
             max_sequences=memory.max_sequences,
         )

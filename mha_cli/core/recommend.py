@@ -2,10 +2,12 @@
 
 Steps, in the skill's order, each citing the rules of ``core.rules.catalog`` it applies:
 
-1. shape from the budget: width (MHA001), MLP (MHA003), vocabulary (MHA004), depth (MHA002);
+1. shape from the budget: width (MHA001), MLP (MHA003), vocabulary (MHA004), depth (MHA002, at most
+   ``MAX_LAYERS``); a budget no width can meet is refused with the range that works (MHA093, MHA094);
 2. head geometry: head_dim (MHA010), n_heads (MHA011), KV heads and tensor parallelism (MHA024);
-3. the variant (MHA020-MHA023) under the hard rules (MHA090-MHA093), then the KV-cache estimate,
-   the memory plan and roofline on the target, flagged when they do not fit (MHA025, MHA026);
+3. the variant (MHA020-MHA023) under the hard rules (MHA090-MHA092), then the KV-cache estimate,
+   the memory plan and roofline on the target, flagged when they do not fit (MHA025, MHA026); a
+   variant switch (MHA022) re-solves the depth and re-records MHA002, so the trace ends on the final design;
 4. the MLA latent rank when MLA is chosen (MHA030);
 5. initialisation (MHA040), biases (MHA041) and the testability hook (MHA050).
 
@@ -18,18 +20,20 @@ import itertools
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field, ValidationError
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes
 from mha_cli.core.params import ParamBreakdown, count_params
 from mha_cli.core.quantities import format_bytes, format_count
+from mha_cli.core.record import Record
 from mha_cli.core.roofline import Roofline, estimate_roofline
 from mha_cli.core.rules import catalog as C
-from mha_cli.core.rules.engine import Finding, Trace
+from mha_cli.core.rules.engine import Finding, Trace, counted
 from mha_cli.core.schemas import DeploymentSpec, MhaConfig, ModelSpec, Variant
 from mha_cli.core.targets import ResolvedTarget, resolve_target
+from mha_cli.core.validation import describe_validation_error
 from mha_cli.core.variants import gqa_kv_heads_choices, mla_for_shape, variant_options
 
 Priority = Literal["inference", "training", "balanced"]
@@ -52,7 +56,7 @@ WIDTH_LADDER: tuple[int, ...] = (
 MIN_LAYERS = 2
 
 
-class RecommendRequest(BaseModel):
+class RecommendRequest(Record):
     """The skill's inputs, already parsed into numbers."""
 
     params: int = Field(gt=0)
@@ -71,7 +75,7 @@ class RecommendRequest(BaseModel):
     """An explicit request; ``None`` lets the rules choose."""
 
 
-class ModelSummary(BaseModel):
+class ModelSummary(Record):
     """The recommended geometry; the key names are stable for scripts."""
 
     d_model: int
@@ -88,7 +92,7 @@ class ModelSummary(BaseModel):
     """MLA only: width of the cached latent."""
 
 
-class InitPlan(BaseModel):
+class InitPlan(Record):
     """Initialisation of the attention projections: scheme and standard deviations."""
 
     scheme: str
@@ -96,7 +100,7 @@ class InitPlan(BaseModel):
     """Standard deviation of the normal each projection's weights are drawn from, by projection."""
 
 
-class TestHook(BaseModel):
+class TestHook(Record):
     """A synthetic task a 2-layer version of the design should solve."""
 
     task: str
@@ -110,7 +114,7 @@ class TestHook(BaseModel):
     how: str
 
 
-class Alternative(BaseModel):
+class Alternative(Record):
     """The recommended shape under another projection."""
 
     label: str
@@ -124,10 +128,12 @@ class Alternative(BaseModel):
     """Sequences of seq_len that fit beside the weights on the target (None without one)."""
     total_params: int
     quality_risk: str
+    quality_source: str
+    """The paper the quality-risk label comes from."""
     note: str
 
 
-class RecommendResult(BaseModel):
+class RecommendResult(Record):
     """Everything ``mha recommend`` reports; ``model``, ``kv.bytes_per_token`` and ``rules_fired`` are stable."""
 
     request: RecommendRequest
@@ -205,12 +211,8 @@ def vocab_for(params: int, vocab: int | None) -> tuple[int, bool]:
 
 
 def mla_block(head_dim: int, d_model: int) -> dict[str, Any]:
-    """MHA030: DeepSeek-V2 proportions, plus a query latent for wide models."""
-    block = mla_for_shape(head_dim)
-    block["kv_lora_rank"] = C.MLA_LATENT_PER_HEAD_DIM * head_dim
-    if d_model >= C.MLA_Q_LATENT_FROM_D_MODEL:
-        block["q_lora_rank"] = 3 * block["kv_lora_rank"]
-    return block
+    """MHA030: DeepSeek-V2 proportions, plus a query latent for wide models (the block ``mha kv`` prices too)."""
+    return mla_for_shape(head_dim, d_model)
 
 
 def build_model(
@@ -226,19 +228,25 @@ def build_model(
         fields["mla"] = mla_block(head_dim, d_model)
     else:
         fields.update(head_dim=head_dim, n_kv_heads=n_kv_heads, variant=variant)
-    return ModelSpec.model_validate(fields)
+    try:
+        return ModelSpec.model_validate(fields)
+    except ValidationError as exc:  # only options far outside the rules' range get here (e.g. --d-model 2000000)
+        raise BadInputError(
+            f"no valid design at d_model {d_model}: {describe_validation_error(exc)}; change --d-model or --params"
+        ) from exc
 
 
 def solve_layers(budget: int, make: Any) -> tuple[int, ModelSpec] | None:
-    """MHA002: the depth whose total is nearest the budget (even preferred) within tolerance, or None."""
+    """MHA002: the depth (2 to MHA094's maximum) whose total is nearest the budget, even preferred, within
+    tolerance; None when no depth at this width lands within it."""
     one = count_params(make(1)).total
     per_layer = count_params(make(2)).total - one
     fixed = one - per_layer
     exact = (budget - fixed) / per_layer
     if exact < MIN_LAYERS - 0.5:
         return None
-    even = max(MIN_LAYERS, 2 * round(exact / 2))
-    for layers in (even, max(MIN_LAYERS, round(exact))):
+    even = min(C.MAX_LAYERS, max(MIN_LAYERS, 2 * round(exact / 2)))
+    for layers in (even, min(C.MAX_LAYERS, max(MIN_LAYERS, round(exact)))):
         total = fixed + layers * per_layer
         if abs(total - budget) <= C.BUDGET_TOLERANCE * budget:
             return layers, make(layers)
@@ -259,17 +267,26 @@ def gqa_kv_heads(n_heads: int, tp: int, max_group: int = C.MAX_QUALITY_GROUP) ->
     return sorted(choices, key=lambda k: (abs(k - C.GQA_KV_HEADS), -k))
 
 
+QUALITY_SOURCES: dict[Variant, str] = {
+    "MHA": "the reference the others are measured against",
+    "GQA": "Ainslie et al. 2023",
+    "MQA": "Shazeer 2019",
+    "MLA": "DeepSeek-V2 2024",
+}
+"""Where each variant's quality-risk label comes from."""
+
+
 def quality_risk(variant: Variant, group: int) -> str:
-    """A short, sourced label for the quality cost of sharing K/V."""
+    """A short label for the quality cost of sharing K/V (its source: ``QUALITY_SOURCES``)."""
     if variant == "MHA":
-        return "none (reference)"
+        return "none"
     if variant == "MLA":
-        return "low; more FLOPs (DeepSeek-V2)"
+        return "low, more FLOPs"
     if variant == "MQA":
-        return "high (Shazeer 2019)"
+        return "high"
     if group <= C.MAX_QUALITY_GROUP:
-        return "low (Ainslie 2023)"
-    return "moderate: wide group" if group <= 2 * C.MAX_QUALITY_GROUP else "high: near MQA"
+        return "low"
+    return "moderate" if group <= 2 * C.MAX_QUALITY_GROUP else "high"
 
 
 class _Context:
@@ -465,11 +482,10 @@ def recommend(request: RecommendRequest) -> RecommendResult:
         vocab_size=model.vocab_size, tied_embeddings=model.tied_embeddings,
         kv_lora_rank=model.mla.kv_lora_rank if model.mla else None,
     )  # fmt: skip
-    config = MhaConfig(
-        model=model,
-        deployment=ctx.deployment(),
-        notes=[reason, "rules fired: " + ", ".join(ctx.trace.ids)],
-    )
+    notes = [reason, "rules fired: " + ", ".join(ctx.trace.ids)]
+    if request.variant is not None:
+        notes.append(f"{C.EXPLICIT_VARIANT_NOTE}{request.variant}")  # `mha check` honours it (MHA091)
+    config = MhaConfig(model=model, deployment=ctx.deployment(), notes=notes)
     return RecommendResult(
         request=request,
         model=summary,
@@ -493,32 +509,66 @@ def recommend(request: RecommendRequest) -> RecommendResult:
     )
 
 
+def _designs_at(
+    ctx: _Context, d_model: int, budget: int, vocab: int, tied: bool
+) -> tuple[Any, Trace, Variant, int] | None:
+    """At width ``d_model``: (a depth -> ModelSpec builder, the trace of its head and variant choices, the variant,
+    its KV-head count), or None
+    when an explicit --tp cannot split this width's heads (the ladder then tries the next width)."""
+    r = ctx.request
+    head_dim = head_dim_for(d_model)
+    n_heads = d_model // head_dim
+    if n_heads % ctx.tp and r.tp is not None and not r.d_model:
+        return None
+    scratch = Trace()
+    saved, ctx.trace = ctx.trace, scratch
+    try:
+        _fit_tp(ctx, n_heads)
+        variant, n_kv = _default_variant(ctx, n_heads, budget)
+    finally:
+        ctx.trace = saved
+
+    def make(layers: int, v: Variant = variant, k: int = n_kv) -> ModelSpec:
+        return build_model(
+            d_model=d_model, n_layers=layers, head_dim=head_dim, variant=v, n_kv_heads=k, vocab=vocab, tied=tied
+        )
+
+    return make, scratch, variant, n_kv
+
+
+def _widths(ctx: _Context, budget: int) -> list[int]:
+    return [ctx.request.d_model] if ctx.request.d_model else widths_to_try(budget)
+
+
+def _record_depth(ctx: _Context, model: ModelSpec, budget: int, revised_by: str = "") -> None:
+    """MHA002 for the design as it stands; a later step that changes the depth re-records it in place."""
+    total = count_params(model).total
+    after = f" (re-solved after {revised_by})" if revised_by else ""
+    ctx.trace.refire(
+        "MHA002",
+        f"{model.n_layers} layers{after}: {format_count(total)} parameters, {(total - budget) / budget:+.1%} of the"
+        " budget",
+        n_layers=model.n_layers,
+        total_params=total,
+        budget=budget,
+    )
+
+
 def _choose_shape(ctx: _Context, budget: int, vocab: int, tied: bool) -> tuple[int, int, Variant, int, ModelSpec]:
     """MHA001-MHA004, MHA010, MHA011: width, heads, provisional variant and depth within the budget."""
     r = ctx.request
-    widths = [r.d_model] if r.d_model else widths_to_try(budget)
     tp_before = ctx.tp
-    for d_model in widths:
-        head_dim = head_dim_for(d_model)
-        n_heads = d_model // head_dim
-        if n_heads % tp_before and r.tp is not None and not r.d_model:
-            continue  # this width does not split over the requested tp: try the next one
+    for d_model in _widths(ctx, budget):
         ctx.tp = tp_before
-        scratch = Trace()
-        saved, ctx.trace = ctx.trace, scratch
-        try:
-            _fit_tp(ctx, n_heads)
-            variant, n_kv = _default_variant(ctx, n_heads, budget)
-        finally:
-            ctx.trace = saved
-
-        def make(layers: int, d: int = d_model, hd: int = head_dim, v: Variant = variant, k: int = n_kv) -> ModelSpec:
-            return build_model(d_model=d, n_layers=layers, head_dim=hd, variant=v, n_kv_heads=k, vocab=vocab, tied=tied)
-
+        designs = _designs_at(ctx, d_model, budget, vocab, tied)
+        if designs is None:
+            continue
+        make, scratch, variant, n_kv = designs
         solved = solve_layers(budget, make)
         if solved is None:
             continue
-        layers, model = solved
+        _, model = solved
+        head_dim, n_heads = model.dim_per_head, model.n_heads
         how = "fixed by --d-model" if r.d_model else f"ideal {ideal_width(budget):,.0f} snapped to the ladder"
         ctx.trace.fire("MHA001", f"d_model {d_model} ({how})", d_model=d_model, ideal=round(ideal_width(budget)))
         ctx.trace.fire(
@@ -531,42 +581,50 @@ def _choose_shape(ctx: _Context, budget: int, vocab: int, tied: bool) -> tuple[i
         ctx.trace.fire("MHA010", f"head_dim {head_dim} at width {d_model}", head_dim=head_dim)
         ctx.trace.fire("MHA011", f"{n_heads} heads = {d_model} / {head_dim}", n_heads=n_heads)
         ctx.trace.findings.extend(scratch.findings)
-        total = count_params(model).total
-        ctx.trace.fire(
-            "MHA002",
-            f"{layers} layers: {format_count(total)} parameters, {(total - budget) / budget:+.1%} of the budget",
-            n_layers=layers,
-            total_params=total,
-            budget=budget,
-        )
+        _record_depth(ctx, model, budget)
         return d_model, head_dim, variant, n_kv, model
+    ctx.tp = tp_before
     return _refuse_budget(ctx, budget, vocab, tied)
 
 
 def _refuse_budget(ctx: _Context, budget: int, vocab: int, tied: bool) -> Any:
-    """MHA093: say why no design meets the budget, with the nearest possible one."""
+    """MHA093/MHA094: say why no design meets the budget, with the range of budgets that work."""
     r = ctx.request
-    width = r.d_model or WIDTH_LADDER[0]
-    head_dim = head_dim_for(width)
-    n_heads = width // head_dim
-
-    def total(layers: int) -> int:
-        spec = build_model(
-            d_model=width, n_layers=layers, head_dim=head_dim, variant="MHA", n_kv_heads=n_heads, vocab=vocab, tied=tied
+    tp_before = ctx.tp
+    smallest = largest = None
+    widest = narrowest = 0
+    for d_model in _widths(ctx, budget):
+        ctx.tp = tp_before
+        designs = _designs_at(ctx, d_model, budget, vocab, tied)
+        if designs is None:
+            continue
+        make = designs[0]
+        low = count_params(make(MIN_LAYERS)).total
+        high = count_params(make(C.MAX_LAYERS)).total
+        if smallest is None or low < smallest:
+            smallest, narrowest = low, d_model
+        if largest is None or high > largest:
+            largest, widest = high, d_model
+    if smallest is None or largest is None:
+        raise BadInputError(f"no width on the ladder splits over --tp {r.tp} (rule MHA024 tp-divisibility)")
+    where = f"--d-model {r.d_model}" if r.d_model else "the widest width on the ladder"
+    span = f"{format_count(smallest)} to {format_count(largest)}"
+    if budget > largest:
+        raise BadInputError(
+            f"parameter budget {format_count(budget)} is too large (rule MHA094 budget-too-large): {where} reaches at"
+            f" most {format_count(largest)} with {C.MAX_LAYERS} layers (d_model {widest}); use --params from {span}"
+            + ("" if r.d_model else " (7B = 7,000,000,000)")
         )
-        return count_params(spec).total
-
-    smallest = total(MIN_LAYERS)
-    where = f"--d-model {width}" if r.d_model else f"the narrowest width ({width})"
     if budget < smallest:
         raise BadInputError(
             f"parameter budget {format_count(budget)} is too small (rule MHA093 budget-too-small): {MIN_LAYERS} layers"
-            f" at {where} with a {vocab:,}-token vocabulary already have {format_count(smallest)};"
-            " raise --params (7B = 7,000,000,000) or lower --vocab"
+            f" at d_model {narrowest} with a {vocab:,}-token vocabulary already have {format_count(smallest)};"
+            f" use --params from {span} (7B = 7,000,000,000) or lower --vocab"
         )
     raise BadInputError(
-        f"no design reaches {format_count(budget)} parameters within +-{C.BUDGET_TOLERANCE:.0%} at {where}"
-        " (rule MHA093 budget-too-small): change --params or --d-model"
+        f"no design reaches {format_count(budget)} parameters within +-{C.BUDGET_TOLERANCE:.0%} at"
+        f" {f'--d-model {r.d_model}' if r.d_model else 'any width on the ladder'}"
+        f" (rule MHA093 budget-too-small): change --params (range {span}) or --d-model"
     )
 
 
@@ -610,6 +668,7 @@ def _fit_variant(
                 to_kv_heads=candidate.kv_heads,
                 batch=r.batch,
             )
+            _record_depth(ctx, candidate, budget, revised_by=f"MHA022 chose {label}")
             return candidate, step_variant
     ctx.trace.fire(
         "MHA022",
@@ -648,16 +707,20 @@ def _flag_fit(ctx: _Context, model: ModelSpec, kv: KvFootprint, plan: MemoryPlan
     ctx.trace.fire(
         "MHA026",
         f"batch {r.batch} needs {format_bytes(plan.kv_bytes_per_device)} of cache per device;"
-        f" {plan.max_sequences} sequence(s) of {r.seq_len:,} fit",
+        f" {counted(plan.max_sequences, 'sequence')} of {r.seq_len:,} tokens {'fits' if plan.max_sequences == 1 else 'fit'}",
         kv_bytes_per_device=plan.kv_bytes_per_device,
         max_sequences=plan.max_sequences,
     )
-    if plan.max_sequences > 0:
-        ways.append(f"--batch {plan.max_sequences}")
-    if r.kv_dtype in ("bf16", "fp16", "fp32"):
+    per_replica = plan.max_sequences // max(1, plan.replicas)  # the batch one tensor-parallel group serves
+    if per_replica > 0:
+        ways.append(f"--batch {per_replica}")
+    if r.kv_dtype in ("bf16", "fp16"):
         ways.append("--kv-dtype fp8 (half the cache of a 16-bit one)")
+    elif r.kv_dtype == "fp32":
+        ways.append("--kv-dtype fp8 (a quarter of the cache of a 32-bit one)")
     if plan.max_tokens_per_device and r.batch:
-        ways.append(f"--seq {plan.max_tokens_per_device // r.batch:,} (the context this batch fits)")
+        # Flag values are written as the options parse them: no thousands separators.
+        ways.append(f"--seq {plan.max_tokens_per_device // r.batch} (the context this batch fits)")
     if r.priority != "inference" and r.variant is None:
         ways.append("--priority inference (lets the rules shrink the cache: fewer KV heads, MLA)")
     return ways
@@ -710,7 +773,7 @@ def _init_plan(ctx: _Context, model: ModelSpec) -> InitPlan:
 
 
 def _alternatives(ctx: _Context, model: ModelSpec, budget: int) -> list[Alternative]:
-    """The recommended shape under MHA, every tp-compatible GQA group, MQA and MLA."""
+    """The recommended shape under MHA, every tp-compatible GQA group, MQA and MLA (as ``mha kv`` compares them)."""
     r = ctx.request
     specs: dict[str, tuple[Variant, ModelSpec]] = {}
     for option in variant_options(model):
@@ -719,12 +782,7 @@ def _alternatives(ctx: _Context, model: ModelSpec, budget: int) -> list[Alternat
     for k in sorted(gqa_kv_heads_choices(model.n_heads), reverse=True):
         if tp_compatible(k, ctx.tp):
             specs[f"GQA-{k}"] = ("GQA", base.model_copy(update={"n_kv_heads": k, "variant": "GQA"}))
-    if model.variant != "MLA":
-        mla_fields = base.model_dump(exclude={"head_dim", "n_kv_heads", "variant"})
-        specs["MLA"] = (
-            "MLA",
-            ModelSpec.model_validate({**mla_fields, "mla": mla_block(model.dim_per_head, base.d_model)}),
-        )
+    # variant_options prices a hypothetical MLA with mla_for_shape, the same block as MHA030 (mla_block).
     order = ["MHA", *sorted((k for k in specs if k.startswith("GQA")), key=lambda k: -int(k[4:])), "MQA", "MLA"]
     rows = []
     for label in order:
@@ -737,16 +795,17 @@ def _alternatives(ctx: _Context, model: ModelSpec, budget: int) -> list[Alternat
         plan = ctx.plan(spec, kv)
         notes = []
         if variant == "MHA" and spec.n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS and r.seq_len > C.MHA_LONG_CONTEXT_TOKENS:
-            notes.append("MHA091: only if asked for")
+            notes.append("only if asked (MHA091)")
         if variant == "MLA" and budget < C.MLA_MIN_PARAMS:
-            notes.append("MHA092: only if asked for")
+            notes.append("only if asked (MHA092)")
         current = spec.variant == model.variant and spec.kv_heads == model.kv_heads
         rows.append(
             Alternative(
                 label=label, variant=variant, n_kv_heads=spec.kv_heads, is_recommended=current,
                 bytes_per_token=kv.bytes_per_token, total_bytes=kv.total_bytes,
                 max_sequences=plan.max_sequences if plan else None, total_params=count_params(spec).total,
-                quality_risk=quality_risk(variant, spec.q_per_kv), note="; ".join(notes),
+                quality_risk=quality_risk(variant, spec.q_per_kv), quality_source=QUALITY_SOURCES[variant],
+                note="; ".join(notes),
             )
         )  # fmt: skip
     return rows
@@ -755,22 +814,46 @@ def _alternatives(ctx: _Context, model: ModelSpec, budget: int) -> list[Alternat
 def _variant_reason(
     ctx: _Context, model: ModelSpec, kv: KvFootprint, plan: MemoryPlan | None, alternatives: list[Alternative]
 ) -> str:
-    """One sentence tying the variant to the KV-cache limits."""
+    """One sentence tying the variant to the KV-cache limits, priced against MHA (or, for MHA, against GQA)."""
     r = ctx.request
-    mha = next(a for a in alternatives if a.variant == "MHA")
     per_seq = format_bytes(kv.bytes_per_sequence)
     fit = ""
     if plan is not None and plan.weights_fit:
-        fit = f"; {plan.max_sequences:,} sequence(s) of this length fit beside the weights on {ctx.request.target}"
+        verb = "fits" if plan.max_sequences == 1 else "fit"
+        fit = f"; {counted(plan.max_sequences, 'sequence')} of this length {verb} beside the weights on {r.target}"
     elif plan is not None:
-        fit = f"; the weights alone do not fit one device of {ctx.request.target}"
-    ratio = mha.bytes_per_token / kv.bytes_per_token
+        fit = f"; the weights alone do not fit one device of {r.target}"
     if model.variant == "MHA":
-        return f"MHA: {model.n_heads} heads cache {per_seq} per {r.seq_len:,}-token sequence, small enough to keep full quality{fit}."
+        return _mha_reason(ctx, model, per_seq, alternatives) + fit + "."
+    mha = next(a for a in alternatives if a.variant == "MHA")
+    ratio = mha.bytes_per_token / kv.bytes_per_token
     what = {
         "GQA": f"GQA-{model.kv_heads} ({model.q_per_kv} query heads per KV head, quality risk"
         f" {quality_risk('GQA', model.q_per_kv)})",
-        "MQA": "MQA (one shared KV head), accepting a quality risk",
-        "MLA": f"MLA (a {model.mla.latent_dim if model.mla else 0}-value latent per token per layer) for more FLOPs",
+        "MQA": f"MQA (one shared KV head, quality risk {quality_risk('MQA', model.q_per_kv)})",
+        "MLA": f"MLA (a {model.mla.latent_dim if model.mla else 0}-value latent per token per layer, more FLOPs)",
     }[model.variant or "GQA"]
-    return f"{what} divides the KV cache by {ratio:.1f} versus MHA, to {per_seq} per {r.seq_len:,}-token sequence{fit}."
+    asked = " (asked for with --variant)" if r.variant is not None else ""
+    return (
+        f"{what}{asked} divides the KV cache by {ratio:.1f} versus MHA, to {per_seq} per {r.seq_len:,}-token"
+        f" sequence{fit}."
+    )
+
+
+def _mha_reason(ctx: _Context, model: ModelSpec, per_seq: str, alternatives: list[Alternative]) -> str:
+    """Why MHA, with its cache priced against the GQA and MLA rows of the alternatives."""
+    r = ctx.request
+    if r.variant == "MHA":
+        why = "asked for with --variant MHA"
+    elif model.n_heads <= C.FEW_HEADS:
+        why = f"{model.n_heads} heads, too few for sharing K/V to save much"
+    elif not gqa_kv_heads_choices(model.n_heads):
+        why = f"{model.n_heads} heads have no GQA divisor"
+    else:
+        why = "priority training at short context keeps the reference quality"
+    cheaper = [a for a in alternatives if a.label == f"GQA-{C.GQA_KV_HEADS}" or a.variant == "MLA"]
+    if not any(a.variant == "GQA" for a in cheaper):
+        cheaper = [a for a in alternatives if a.variant == "GQA"][:1] + cheaper
+    prices = [f"{format_bytes(a.bytes_per_token * r.seq_len)} with {a.label}" for a in cheaper]
+    priced = f"; the same shape would cache {', '.join(prices)} (see the alternatives)" if prices else ""
+    return f"MHA ({why}): {model.n_heads} KV heads cache {per_seq} per {r.seq_len:,}-token sequence{priced}"

@@ -16,16 +16,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
-
 from mha_cli.core.kv import KvFootprint
+from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.targets import ResolvedTarget
 
 Bound = Literal["memory", "compute"]
 
 
-class Roofline(BaseModel):
+class Roofline(Record):
     """Lower bounds on time, for one tensor-parallel group of the target."""
 
     bandwidth_bytes_per_s: float

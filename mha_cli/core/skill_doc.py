@@ -59,7 +59,9 @@ Run it as `mha recommend --params 7B --seq 8192 --target a100`; lint an existing
 - never `head_dim` < {C.HEAD_DIM_FLOOR} (MHA090);
 - never MHA with more than {C.MHA_LONG_CONTEXT_MAX_HEADS} heads above {C.MHA_LONG_CONTEXT_TOKENS:,} tokens of
   context unless the KV cost is priced and GQA or MLA is offered (MHA091);
-- never MLA under {C.MLA_MIN_PARAMS / 1e9:g}B parameters unless asked for explicitly (MHA092).
+- never MLA under {C.MLA_MIN_PARAMS / 1e9:g}B parameters unless asked for explicitly (MHA092);
+- refuse a budget no design of 2 to {C.MAX_LAYERS} layers on the width ladder meets within
+  +-{C.BUDGET_TOLERANCE:.0%} (MHA093 too small, MHA094 too large), naming the range that works.
 
 ## Exit codes
 

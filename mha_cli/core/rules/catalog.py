@@ -40,6 +40,11 @@ MLA_LATENT_PER_HEAD_DIM = 4
 MLA_Q_LATENT_FROM_D_MODEL = 4096
 """DeepSeek-V2 (5120 wide) and V3 (7168) compress queries; V2-Lite (2048) does not."""
 TEST_ACCURACY = 0.95
+MAX_LAYERS = 256
+"""The deepest design the recommender fills a budget with: twice Llama 3.1 405B's 126 layers, rounded up."""
+EXPLICIT_VARIANT_NOTE = "explicit: variant "
+"""Prefix of the note ``mha recommend --variant X --out`` writes (``explicit: variant MHA``); ``mha check`` reads it
+as the explicit request MHA091 allows."""
 
 
 def _n(value: int) -> str:
@@ -215,7 +220,8 @@ RULES: tuple[Rule, ...] = (
         condition=f"MHA with more than {MHA_LONG_CONTEXT_MAX_HEADS} heads above {_n(MHA_LONG_CONTEXT_TOKENS)} tokens "
         "of context.",
         action="Never chosen by default; when asked for with --variant MHA it is kept only with its KV cost priced "
-        "and GQA/MLA offered beside it; check reports it, exit 1.",
+        "and GQA/MLA offered beside it; check reports it, exit 1, unless the file records the request (the note "
+        f"`{EXPLICIT_VARIANT_NOTE}MHA` that recommend --variant MHA --out writes): then a warning, priced the same.",
         rationale="The MHA cache grows with n_heads x context; at long context it dwarfs the weights, while GQA-8 "
         "costs a fraction of it at near-MHA quality.",
         reference="Llama 3.1 70B (128K context, GQA 64 / 8); Ainslie et al. 2023.",
@@ -236,6 +242,15 @@ RULES: tuple[Rule, ...] = (
         action="Refuse with one line naming the smallest possible design, exit 2.",
         rationale="A budget no transformer of this vocabulary can meet is a typo or a unit mistake (1K for 1B).",
         reference="parse_param_count: 7B = 7,000,000,000.",
+    ),
+    Rule(
+        id="MHA094", name="budget-too-large", topic="refusal", severity="hard", scope="recommend",
+        condition=f"Even the widest width on the ladder needs more than {MAX_LAYERS} layers to spend the budget "
+        "(or --d-model fixes a width that does).",
+        action="Refuse with one line giving the range of budgets the rules can shape, exit 2.",
+        rationale=f"The rules are calibrated on public designs up to 405B; a design deeper than {MAX_LAYERS} layers "
+        "is an extrapolation no one has trained, and a budget that needs it is usually a unit mistake (1000T).",
+        reference="Llama 3.1 405B: 126 layers at 16384, the deepest public dense decoder of the anchors.",
     ),
     # Lint-only ---------------------------------------------------------------------------------
     Rule(

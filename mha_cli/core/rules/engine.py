@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
+from mha_cli.core.record import Record
 from mha_cli.core.rules.catalog import get_rule
 from mha_cli.core.rules.model import Severity, Topic
 
 Value = str | int | float | bool | None
 
 
-class Finding(BaseModel):
+class Finding(Record):
     """One firing of one rule."""
 
     id: str
@@ -24,20 +23,21 @@ class Finding(BaseModel):
     """The inputs and outputs the rule used, by name."""
 
 
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """``counted(1, "warning")`` -> ``"1 warning"``; ``counted(3, "sequence")`` -> ``"3 sequences"``."""
+    word = singular if n == 1 else (plural or singular + "s")
+    return f"{n:,} {word}"
+
+
 class Trace:
     """An ordered record of fired rules; every rule is cited by its catalog id."""
 
     def __init__(self) -> None:
         self.findings: list[Finding] = []
 
-    def fire(self, rule_id: str, message: str, *, severity: Severity | None = None, **values: Value) -> Finding:
-        """Record that ``rule_id`` fired; unknown ids are a programming error (KeyError).
-
-        ``severity`` overrides the rule's own for this firing: a hard rule that is satisfied (an
-        explicit request, priced and offered alternatives) fires as a warning or a note.
-        """
+    def _finding(self, rule_id: str, message: str, severity: Severity | None, values: dict[str, Value]) -> Finding:
         rule = get_rule(rule_id)
-        finding = Finding(
+        return Finding(
             id=rule.id,
             name=rule.name,
             topic=rule.topic,
@@ -45,6 +45,24 @@ class Trace:
             message=message,
             values=values,
         )
+
+    def fire(self, rule_id: str, message: str, *, severity: Severity | None = None, **values: Value) -> Finding:
+        """Record that ``rule_id`` fired; unknown ids are a programming error (KeyError).
+
+        ``severity`` overrides the rule's own for this firing: a hard rule that is satisfied (an
+        explicit request, priced and offered alternatives) fires as a warning or a note.
+        """
+        finding = self._finding(rule_id, message, severity, values)
+        self.findings.append(finding)
+        return finding
+
+    def refire(self, rule_id: str, message: str, *, severity: Severity | None = None, **values: Value) -> Finding:
+        """Replace the last firing of ``rule_id`` in place (a decision revised by a later step), else append."""
+        finding = self._finding(rule_id, message, severity, values)
+        for index in range(len(self.findings) - 1, -1, -1):
+            if self.findings[index].id == rule_id:
+                self.findings[index] = finding
+                return finding
         self.findings.append(finding)
         return finding
 
