@@ -139,3 +139,12 @@ def test_target_with_count(cli):
 
 def test_schema_accepts_json_flag(cli):
     assert "$defs" in cli.json("schema")
+
+
+def test_replicas_share_the_batch(cli):
+    # 8 devices at tp 2: 4 replicas; a batch of 10 puts 3 sequences on each device's replica.
+    data = cli.json("kv", "llama-3-8b", "--seq", "8k", "--batch", "10", "--target", "8xh100", "--tp", "2")
+    memory = data["memory"]
+    assert (memory["replicas"], memory["sequences_per_replica"]) == (4, 3)
+    assert memory["kv_bytes_per_device"] == 3 * data["kv"]["bytes_per_sequence_per_rank"]
+    assert memory["fits"] == (memory["max_sequences"] >= 4 * 3)

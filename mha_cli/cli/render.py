@@ -105,7 +105,8 @@ def memory_table(plan: MemoryPlan) -> Table:
     table.add_row(f"usable ({plan.utilisation:.0%})", f"{plan.usable_bytes:,}", format_bytes(plan.usable_bytes))
     weights = "weights" + (f" (1/{plan.tp})" if plan.tp > 1 else "")
     table.add_row(weights, f"{plan.weight_bytes_per_device:,}", format_bytes(plan.weight_bytes_per_device))
-    table.add_row("KV cache (this batch)", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device))
+    share = f"{plan.sequences_per_replica} of the batch per replica" if plan.replicas > 1 else "this batch"
+    table.add_row(f"KV cache ({share})", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device))
     style = "green" if plan.fits else "bold red"
     table.add_row("headroom", f"{plan.headroom_bytes:,}", format_bytes(plan.headroom_bytes), style=style)
     verdict = "fits" if plan.fits else ("weights do not fit" if not plan.weights_fit else "KV cache does not fit")

@@ -3,7 +3,8 @@
 Assumptions, stated once: a serving engine may use ``utilisation`` of device memory (vLLM's
 ``gpu_memory_utilization`` default, 0.90); the rest is left for activations, the CUDA context
 and fragmentation. Under tensor parallelism the weights split evenly over the ranks. Devices
-beyond the tensor-parallel group hold replicas, each serving its own sequences.
+beyond the tensor-parallel group hold replicas (data parallel), each serving its share of the
+batch: a device caches ceil(batch / replicas) sequences.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ class MemoryPlan(Record):
     usable_bytes: int
     """device_memory_bytes x utilisation."""
     weight_bytes_per_device: int
+    sequences_per_replica: int
+    """ceil(batch / replicas): the sequences one tensor-parallel group serves."""
     kv_bytes_per_device: int
-    """The requested batch's cache on one device (total_bytes of the KV footprint)."""
+    """The cache one device holds: its rank's share of sequences_per_replica sequences."""
     headroom_bytes: int
     """usable - weights - KV; negative when it does not fit."""
     weights_fit: bool
@@ -77,6 +80,8 @@ def plan_memory(
     free_for_kv = usable - weights
     replicas = target.n_devices // kv.tp
     per_sequence = kv.bytes_per_sequence_per_rank
+    sequences = -(-kv.batch // replicas)
+    kv_per_device = sequences * per_sequence
     per_token = kv.bytes_per_token_per_rank
     max_per_replica = max(0, free_for_kv) // per_sequence if per_sequence else 0
     return MemoryPlan(
@@ -90,10 +95,11 @@ def plan_memory(
         utilisation=utilisation,
         usable_bytes=usable,
         weight_bytes_per_device=weights,
-        kv_bytes_per_device=kv.total_bytes,
-        headroom_bytes=free_for_kv - kv.total_bytes,
+        sequences_per_replica=sequences,
+        kv_bytes_per_device=kv_per_device,
+        headroom_bytes=free_for_kv - kv_per_device,
         weights_fit=free_for_kv >= 0,
-        fits=free_for_kv - kv.total_bytes >= 0,
+        fits=free_for_kv - kv_per_device >= 0,
         max_sequences=max_per_replica * replicas,
         max_tokens_per_device=max(0, free_for_kv) // per_token if per_token else 0,
     )

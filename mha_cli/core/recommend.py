@@ -711,16 +711,15 @@ def _flag_fit(ctx: _Context, model: ModelSpec, kv: KvFootprint, plan: MemoryPlan
         kv_bytes_per_device=plan.kv_bytes_per_device,
         max_sequences=plan.max_sequences,
     )
-    per_replica = plan.max_sequences // max(1, plan.replicas)  # the batch one tensor-parallel group serves
-    if per_replica > 0:
-        ways.append(f"--batch {per_replica}")
+    if plan.max_sequences > 0:  # the batch is shared by the replicas, so the total is what fits
+        ways.append(f"--batch {plan.max_sequences}")
     if r.kv_dtype in ("bf16", "fp16"):
         ways.append("--kv-dtype fp8 (half the cache of a 16-bit one)")
     elif r.kv_dtype == "fp32":
         ways.append("--kv-dtype fp8 (a quarter of the cache of a 32-bit one)")
     if plan.max_tokens_per_device and r.batch:
         # Flag values are written as the options parse them: no thousands separators.
-        ways.append(f"--seq {plan.max_tokens_per_device // r.batch} (the context this batch fits)")
+        ways.append(f"--seq {plan.max_tokens_per_device // plan.sequences_per_replica} (the context this batch fits)")
     if r.priority != "inference" and r.variant is None:
         ways.append("--priority inference (lets the rules shrink the cache: fewer KV heads, MLA)")
     return ways
