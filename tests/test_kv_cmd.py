@@ -148,3 +148,11 @@ def test_replicas_share_the_batch(cli):
     assert (memory["replicas"], memory["sequences_per_replica"]) == (4, 3)
     assert memory["kv_bytes_per_device"] == 3 * data["kv"]["bytes_per_sequence_per_rank"]
     assert memory["fits"] == (memory["max_sequences"] >= 4 * 3)
+
+
+def test_schema_fields_carry_their_docstrings(cli):
+    document = cli.json("schema")
+    model = document["$defs"]["ModelSpec"]["properties"]
+    assert model["head_dim"]["description"].startswith("Width of one head")
+    assert document["$defs"]["DeploymentSpec"]["properties"]["seq_len"]["anyOf"][1]["type"] == "string"
+    assert "description" in document["$defs"]["MLASpec"]["properties"]["kv_lora_rank"]

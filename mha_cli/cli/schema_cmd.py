@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from mha_cli.cli.options import JsonOpt
-from mha_cli.core.schemas import MhaConfig
+from mha_cli.core.schema_export import config_json_schema
 
 if TYPE_CHECKING:
     from mha_cli.cli.app import CommandRegistry
@@ -18,10 +18,7 @@ def schema(json: JsonOpt = False) -> None:
 
     The output is JSON either way; ``--json`` is accepted so every command takes it.
     """
-    document = MhaConfig.model_json_schema()
-    document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    document["title"] = "mha config file"
-    sys.stdout.write(jsonlib.dumps(document, indent=2) + "\n")
+    sys.stdout.write(jsonlib.dumps(config_json_schema(), indent=2) + "\n")
 
 
 def register(registry: CommandRegistry) -> None:

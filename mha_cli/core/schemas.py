@@ -77,7 +77,7 @@ WeightDtype = Annotated[WeightDtypeName, BeforeValidator(_dtype)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class MLASpec(_Strict):
