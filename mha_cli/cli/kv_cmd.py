@@ -10,6 +10,7 @@ from mha_cli.cli.options import (
     BlockSizeOpt,
     JsonOpt,
     KvDtypeOpt,
+    MlaCacheOpt,
     SourceBatchOpt,
     SourceSeqOpt,
     TargetOpt,
@@ -22,12 +23,6 @@ from mha_cli.core.errors import EXIT_CHECK_FAILED
 from mha_cli.core.kv_report import KvReport, build_kv_report
 from mha_cli.core.sources import load_source
 
-MlaCacheOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--mla-cache", help="MLA only: absorbed (cache the latent) or naive (per-head K/V).", show_default=False
-    ),
-]
 FailIfNoFitOpt = Annotated[
     bool, typer.Option("--fail-if-no-fit", help=f"Exit {EXIT_CHECK_FAILED} when the batch does not fit the target.")
 ]

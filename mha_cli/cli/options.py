@@ -53,4 +53,12 @@ BlockSizeOpt = Annotated[
     int | None,
     typer.Option("--block-size", help="Paged cache block size in tokens (vLLM: 16).", show_default=False),
 ]
+MlaCacheOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--mla-cache",
+        help="MLA only: absorbed (cache the latent, default) or naive (per-head K/V).",
+        show_default=False,
+    ),
+]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]

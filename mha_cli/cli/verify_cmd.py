@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mha_cli.cli.options import JsonOpt, KvDtypeOpt, SourceBatchOpt, SourceSeqOpt
+from mha_cli.cli.options import JsonOpt, KvDtypeOpt, MlaCacheOpt, SourceBatchOpt, SourceSeqOpt
 from mha_cli.cli.output import Output, stderr_console
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import EXIT_CHECK_FAILED
@@ -39,10 +39,6 @@ PrefillTokensOpt = Annotated[
     ),
 ]
 RepsOpt = Annotated[int, typer.Option("--reps", help="Timed repetitions (median reported; prefill: at most 3 on CPU).")]
-MlaCacheOpt = Annotated[
-    str | None,
-    typer.Option("--mla-cache", help="MLA only: absorbed (latent cache) or naive (per-head K/V).", show_default=False),
-]
 MaxKvGibOpt = Annotated[
     float | None,
     typer.Option(
