@@ -1,0 +1,170 @@
+"""``mha experiment heads|mqa|mla``: the lesson's three experiments, each writing a report, a plot and JSON.
+
+torch is imported inside each command, never at module level (``mha --help`` stays fast).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from mha_cli.cli.options import ForceOpt, JsonOpt
+from mha_cli.cli.output import Output
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mha_cli.cli.app import CommandRegistry
+    from mha_cli.experiments.common import OutputFiles
+    from mha_cli.experiments.heads import HeadsResult
+    from mha_cli.experiments.mla import MlaResult
+    from mha_cli.experiments.mqa import MqaResult
+
+QuickOpt = Annotated[bool, typer.Option("--quick", help="A seconds-long smoke run (tiny sizes, few steps).")]
+DeviceOpt = Annotated[str, typer.Option("--device", help="auto (cuda when present), cuda or cpu.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for weights and batches; CPU runs repeat exactly.")]
+OutDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out-dir",
+        help="Folder for report.md, the PNG and results.json (default: outputs/experiments/NAME/).",
+        show_default=False,
+        file_okay=False,
+    ),
+]
+
+
+def heads(
+    quick: QuickOpt = False,
+    device: DeviceOpt = "auto",
+    seed: SeedOpt = 0,
+    out_dir: OutDirOpt = None,
+    force: ForceOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Sweep n_heads (1..16) at d_model 64 on a copy task: do more heads help, plateau or hurt?"""
+    from mha_cli.experiments.heads import run_heads  # torch is imported here, only for this command
+
+    result = run_heads(quick=quick, seed=seed, device=device, out_dir=out_dir, force=force)
+    Output(json).emit(result, render_heads)
+
+
+def mqa(
+    quick: QuickOpt = False,
+    device: DeviceOpt = "auto",
+    seed: SeedOpt = 0,
+    out_dir: OutDirOpt = None,
+    force: ForceOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """MHA vs GQA vs MQA: measured parameters and the KV cache at N = 2048 tokens, computed and measured."""
+    from mha_cli.experiments.mqa import run_mqa
+
+    result = run_mqa(quick=quick, seed=seed, device=device, out_dir=out_dir, force=force)
+    Output(json).emit(result, render_mqa)
+
+
+def mla(
+    quick: QuickOpt = False,
+    device: DeviceOpt = "auto",
+    seed: SeedOpt = 0,
+    out_dir: OutDirOpt = None,
+    force: ForceOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Sweep MLA's latent rank on Python's docs: smallest r with cache < 1/8 of MHA and <= 1 bit worse."""
+    from mha_cli.experiments.mla import run_mla
+
+    result = run_mla(quick=quick, seed=seed, device=device, out_dir=out_dir, force=force)
+    Output(json).emit(result, render_mla)
+
+
+def render_heads(console: Console, result: HeadsResult) -> None:
+    from rich.table import Table
+
+    table = Table(title="Held-out copy loss by head count (d_model 64)", title_justify="left")
+    for name in ("n_heads", "head_dim", "loss (nats)", "accuracy", "steps to learn"):
+        table.add_column(name, justify="right")
+    for point in result.points:
+        steps = "never" if point.mean_steps_to_solve is None else f"{point.mean_steps_to_solve:.1f}"
+        table.add_row(
+            str(point.n_heads),
+            str(point.head_dim),
+            f"{point.mean_eval_loss:.4f}",
+            f"{point.mean_eval_accuracy:.3f}",
+            steps,
+        )
+    console.print(table)
+    console.print(f"final loss, [bold]{result.judgement.verdict}[/bold]: {result.judgement.sentence}")
+    if result.speed_judgement is not None:
+        console.print(f"speed, [bold]{result.speed_judgement.verdict}[/bold]: {result.speed_judgement.sentence}")
+    print_files(console, result.files)
+
+
+def render_mqa(console: Console, result: MqaResult) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"Parameters and KV cache at N = {result.settings.seq_len:,}", title_justify="left")
+    for name in (
+        "variant",
+        "KV heads",
+        "params measured",
+        "params computed",
+        "KV bytes measured",
+        "KV bytes computed",
+        "KV vs MHA",
+    ):
+        table.add_column(name, justify="left" if name == "variant" else "right")
+    for row in result.rows:
+        table.add_row(
+            row.variant,
+            str(row.n_kv_heads),
+            f"{row.params_measured:,}",
+            f"{row.params_computed:,}",
+            f"{row.kv_bytes_measured:,}",
+            f"{row.kv_bytes_computed:,}",
+            f"{row.kv_fraction_of_mha:.4f}",
+        )
+    console.print(table)
+    verdict = "[green]agree exactly[/green]" if result.all_match else "[bold red]DISAGREE[/bold red]"
+    console.print(f"measured and computed figures {verdict}")
+    print_files(console, result.files)
+
+
+def render_mla(console: Console, result: MlaResult) -> None:
+    from rich.table import Table
+
+    table = Table(title="MLA latent rank vs MHA (validation bits per byte)", title_justify="left")
+    for name in ("model", "cache vs MHA", "< 1/8", "val bits", "vs baseline", "<= +1 bit"):
+        table.add_column(name, justify="left" if name == "model" else "right")
+    for row in result.rows:
+        table.add_row(
+            row.label,
+            f"{row.cache_fraction:.4f}",
+            "yes" if row.below_cache_limit else "no",
+            f"{row.validation_bits:.3f}",
+            f"{row.delta_bits:+.3f}",
+            "yes" if row.within_quality_limit else "no",
+        )
+    console.print(table)
+    console.print(result.conclusion)
+    print_files(console, result.files)
+
+
+def print_files(console: Console, files: OutputFiles) -> None:
+    console.print(f"[dim]wrote {files.report}, {files.plot}, {files.results}[/dim]")
+
+
+def register(registry: CommandRegistry) -> None:
+    experiment_app = typer.Typer(
+        name="experiment",
+        help="Run the lesson's experiments (heads, mqa, mla); each writes a report, a plot and JSON.",
+        no_args_is_help=True,
+    )
+    sub_registry = type(registry)(experiment_app)  # the same guarded registration, on the sub-app
+    sub_registry.add("heads", heads)
+    sub_registry.add("mqa", mqa)
+    sub_registry.add("mla", mla)
+    registry.app.add_typer(experiment_app, name="experiment")

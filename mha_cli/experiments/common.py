@@ -1,0 +1,220 @@
+"""What every experiment shares: a deterministic run, the environment it ran in, its output files.
+
+An experiment runs inside ``deterministic_run(seed, device)`` (seeded, deterministic algorithms,
+a fixed number of CPU threads; the previous global settings are restored afterwards), reports its
+``Environment``, and writes three files into its output folder with ``ExperimentOutputs``: the
+markdown report (command and environment at the top), the PNG plot and the JSON result.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import platform
+import random
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+from pydantic import BaseModel
+
+from mha_cli import __version__
+from mha_cli.core.config_io import write_bytes_atomic, write_text_atomic
+from mha_cli.core.errors import BadInputError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from rich.progress import Progress
+
+CPU_THREADS = 1
+"""Threads torch uses on CPU during an experiment: fixed, so a seed gives the same numbers everywhere.
+One, because these models are tiny: a second thread gains little and, on a busy machine, spin-waiting
+threads made steps up to 20 times slower."""
+
+DEFAULT_OUTPUT_ROOT = Path("outputs") / "experiments"
+
+
+class Environment(BaseModel):
+    """Where and with what an experiment ran."""
+
+    python: str
+    torch: str
+    mha_cli: str
+    platform: str
+    device: str
+    device_name: str
+    cpu_threads: int
+    deterministic: bool
+    started_at: str
+    """UTC, ISO 8601."""
+    wall_seconds: float = 0.0
+    """Seconds the runs took (training and measuring; loading data and writing the outputs excluded)."""
+
+
+class OutputFiles(BaseModel):
+    """The three files an experiment writes (paths as given, relative to the working directory)."""
+
+    report: str
+    plot: str
+    results: str
+
+
+def resolve_device(device: str) -> torch.device:
+    """auto (cuda when present, else cpu), cuda, cuda:N, or cpu."""
+    name = device.strip().lower()
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" or name.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise BadInputError("--device cuda asked for but no CUDA device is visible: use --device cpu or auto")
+        return torch.device(name)
+    if name == "cpu":
+        return torch.device("cpu")
+    raise BadInputError(f"unknown device {device!r}: use auto, cuda or cpu")
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return platform.processor() or platform.machine() or "cpu"
+
+
+@contextmanager
+def deterministic_run(seed: int, device: torch.device) -> Iterator[Environment]:
+    """Seed python and torch, turn on deterministic algorithms, fix CPU threads; restore them after.
+
+    On CUDA a few kernels have no deterministic version; there they warn instead of failing, so a
+    GPU run is reproducible only up to those kernels (CPU runs are bit-for-bit).
+    """
+    previous_threads = torch.get_num_threads()
+    previous_deterministic = torch.are_deterministic_algorithms_enabled()
+    previous_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS's deterministic mode
+    torch.set_num_threads(CPU_THREADS)
+    torch.use_deterministic_algorithms(True, warn_only=device.type == "cuda")
+    random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    environment = Environment(
+        python=platform.python_version(),
+        torch=torch.__version__,
+        mha_cli=__version__,
+        platform=platform.platform(),
+        device=str(device),
+        device_name=device_name(device),
+        cpu_threads=CPU_THREADS,
+        deterministic=True,
+        started_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+    )
+    try:
+        yield environment
+    finally:
+        torch.set_num_threads(previous_threads)
+        torch.use_deterministic_algorithms(previous_deterministic, warn_only=previous_warn_only)
+
+
+def seeded_generator(seed: int) -> torch.Generator:
+    """A CPU generator for data sampling, independent of the weights' initialisation stream."""
+    generator = torch.Generator()
+    generator.manual_seed(seed)
+    return generator
+
+
+def command_line(name: str, *, quick: bool, seed: int, device: str, out_dir: Path | None) -> str:
+    """The command that reproduces a run: the options that change its numbers, spelled out."""
+    parts = ["mha", "experiment", name]
+    if quick:
+        parts.append("--quick")
+    parts += ["--seed", str(seed), "--device", device]
+    if out_dir is not None and out_dir != DEFAULT_OUTPUT_ROOT / name:
+        parts += ["--out-dir", str(out_dir)]
+    return shlex.join(parts)
+
+
+def progress_bar() -> Progress:
+    """A rich progress bar on stderr (stdout stays clean for ``--json``)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+    )
+
+
+def report_header(title: str, command: str, environment: Environment) -> str:
+    """The top of every report: how to reproduce it and where it ran."""
+    env = environment
+    return (
+        f"# {title}\n\n"
+        f"Command:\n\n```\n{command}\n```\n\n"
+        "Environment:\n\n"
+        f"- python {env.python}, torch {env.torch}, mha-cli {env.mha_cli}\n"
+        f"- platform {env.platform}\n"
+        f"- device {env.device} ({env.device_name}), CPU threads: {env.cpu_threads},"
+        f" deterministic algorithms {'on' if env.deterministic else 'off'}\n"
+        f"- started {env.started_at}, took {env.wall_seconds:.1f} s\n\n"
+    )
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A GitHub markdown table; numeric-looking columns stay as given."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+class ExperimentOutputs:
+    """The output folder of one experiment: checked before the run, written after it."""
+
+    def __init__(self, name: str, out_dir: Path | None, *, force: bool) -> None:
+        self.folder = DEFAULT_OUTPUT_ROOT / name if out_dir is None else out_dir
+        self.force = force
+        self.report = self.folder / "report.md"
+        self.plot = self.folder / f"{name}.png"
+        self.results = self.folder / "results.json"
+
+    @property
+    def files(self) -> OutputFiles:
+        return OutputFiles(report=str(self.report), plot=str(self.plot), results=str(self.results))
+
+    def check_writable(self) -> None:
+        """Fail before minutes of training, not after, when a file exists and ``--force`` is off."""
+        if self.folder.exists() and not self.folder.is_dir():
+            raise BadInputError(f"{self.folder} is a file, not a folder: pass another --out-dir")
+        if not self.force:
+            for path in (self.report, self.plot, self.results):
+                if path.exists():
+                    raise BadInputError(f"{path} exists: pass --force to overwrite it, or another --out-dir")
+
+    def write(self, report: str, figure: Figure, result: BaseModel) -> None:
+        """Write the plot, the results and the report, each whole or not at all."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_png_atomic(self.plot, figure, force=self.force)
+        write_text_atomic(self.results, result.model_dump_json(indent=2) + "\n", force=self.force)
+        write_text_atomic(self.report, report, force=self.force)
+
+
+def new_figure(n_panels: int, *, width: float = 5.0, height: float = 3.8) -> tuple[Figure, list]:
+    """A figure with ``n_panels`` side by side, drawn by the Agg backend (no display needed)."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width * n_panels, height), layout="constrained")
+    axes = [figure.add_subplot(1, n_panels, i + 1) for i in range(n_panels)]
+    return figure, axes
+
+
+def write_png_atomic(path: Path, figure: Figure, *, force: bool) -> None:
+    """Render ``figure`` with Agg to PNG bytes, then write them whole or not at all."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    buffer = io.BytesIO()
+    FigureCanvasAgg(figure).print_png(buffer, metadata={"Software": None})  # no version stamp: stable bytes
+    write_bytes_atomic(path, buffer.getvalue(), force=force)

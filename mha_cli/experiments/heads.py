@@ -1,0 +1,414 @@
+"""Experiment ``heads``: does splitting a fixed width into more heads help a one-layer model copy?
+
+d_model stays 64; n_heads runs over 1, 2, 4, 8, 16 (head width 64 down to 4). Each model is a
+one-layer ``TinyLM`` (MHA, learned positions) trained on the copy task of ``data.copy_task_batch``
+with the same batches and settings, once per seed. Two verdicts (help, plateau, hurt...) are computed
+by ``judge_head_counts`` with stated tolerances: one on the held-out loss after training, one on how
+fast the task is learned (steps until the smoothed training loss falls below ``solved_nats``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from itertools import pairwise
+from pathlib import Path
+from statistics import mean
+from typing import TYPE_CHECKING, Literal
+
+import torch
+from pydantic import BaseModel
+
+from mha_cli.core.schemas import ModelSpec
+from mha_cli.experiments.common import (
+    Environment,
+    ExperimentOutputs,
+    OutputFiles,
+    command_line,
+    deterministic_run,
+    markdown_table,
+    new_figure,
+    progress_bar,
+    report_header,
+    resolve_device,
+    seeded_generator,
+)
+from mha_cli.experiments.data import IGNORE_INDEX, copy_task_batch
+from mha_cli.experiments.tiny_lm import TinyLM, n_parameters
+from mha_cli.experiments.train import TrainSettings, evaluate, trailing_mean, train
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+Verdict = Literal["help", "plateau", "hurt", "help-then-hurt", "no-effect"]
+HEAD_COUNTS = (1, 2, 4, 8, 16)
+D_MODEL = 64
+EVAL_SEED_OFFSET = 10_000
+"""The held-out copy sequences come from seed + this offset: never a training batch."""
+
+
+class HeadsSettings(BaseModel):
+    d_model: int = D_MODEL
+    head_counts: list[int] = list(HEAD_COUNTS)
+    copy_length: int = 16
+    """L: symbols to copy; sequences are 2L + 1 tokens."""
+    n_symbols: int = 16
+    batch: int = 32
+    steps: int = 300
+    learning_rate: float = 3e-3
+    seeds: list[int] = [0, 1]
+    eval_sequences: int = 512
+    tolerance_nats: float = 0.05
+    """Held-out losses closer than this are treated as equal when judging."""
+    solved_nats: float = 0.1
+    """A run has learned the copy once its smoothed training loss falls below this."""
+    speed_tolerance: float = 0.1
+    """Step counts within this fraction of the fastest are treated as equal when judging."""
+
+    @classmethod
+    def for_run(cls, *, quick: bool, seed: int) -> HeadsSettings:
+        if quick:
+            return cls(steps=25, batch=16, seeds=[seed], eval_sequences=64)
+        return cls(seeds=[seed, seed + 1])
+
+
+class HeadsRun(BaseModel):
+    n_heads: int
+    head_dim: int
+    seed: int
+    n_parameters: int
+    train_loss: list[float]
+    """Training loss (nats per scored token) at each step."""
+    eval_loss: float
+    """Held-out loss after training (nats per scored token)."""
+    eval_accuracy: float
+    """Fraction of held-out copy tokens predicted exactly (argmax)."""
+    steps_to_solve: int | None
+    """First step whose 10-step trailing mean training loss is below ``solved_nats``; None if never."""
+
+
+class HeadsPoint(BaseModel):
+    n_heads: int
+    head_dim: int
+    mean_eval_loss: float
+    min_eval_loss: float
+    max_eval_loss: float
+    mean_eval_accuracy: float
+    mean_steps_to_solve: float | None
+    """None when a seed never got below ``solved_nats``."""
+
+
+class HeadsJudgement(BaseModel):
+    verdict: Verdict
+    best_heads: int
+    """Head count with the lowest value."""
+    enough_heads: int
+    """Fewest heads within the tolerance of the best."""
+    sentence: str
+
+
+class HeadsResult(BaseModel):
+    experiment: Literal["heads"] = "heads"
+    command: str
+    environment: Environment
+    settings: HeadsSettings
+    chance_loss: float
+    """ln(n_symbols): the loss of guessing uniformly."""
+    runs: list[HeadsRun]
+    points: list[HeadsPoint]
+    judgement: HeadsJudgement
+    """On the held-out loss after training."""
+    speed_judgement: HeadsJudgement | None
+    """On the steps to learn the copy; None when some head count never learned it."""
+    files: OutputFiles
+
+
+def judge_head_counts(
+    head_counts: list[int], values: list[float], tolerance: float, *, measure: str = "loss", unit: str = "nats"
+) -> HeadsJudgement:
+    """Classify how a lower-is-better ``measure`` responds to more heads (head_counts ascending).
+
+    best: the lowest value; enough: the fewest heads within ``tolerance`` of it. More heads
+    - help when enough is the largest count tried;
+    - plateau when enough lies between and the largest count is still within tolerance;
+    - help-then-hurt when enough lies between and the largest count is worse than best + tolerance;
+    - hurt when one head is already within tolerance of the best and the largest count is not;
+    - have no effect when every count is within tolerance of the best.
+    """
+    best_value = min(values)
+    best = head_counts[values.index(best_value)]
+    enough_index = next(i for i, value in enumerate(values) if value <= best_value + tolerance)
+    enough = head_counts[enough_index]
+    first, last = head_counts[0], head_counts[-1]
+    last_worse = values[-1] > best_value + tolerance
+    margin = f"{tolerance:.3g} {unit}"
+    spread = (
+        f"{measure} {values[0]:.4g} {unit} at {first} head(s), best {best_value:.4g} at {best},"
+        f" {values[-1]:.4g} at {last}"
+    )
+    if enough_index == 0:
+        if last_worse:
+            verdict: Verdict = "hurt"
+            text = f"More heads hurt: {first} head(s) are already within {margin} of the best, {last} are worse"
+        else:
+            verdict = "no-effect"
+            text = f"The head count makes no difference beyond {margin}"
+    elif enough == last:
+        verdict = "help"
+        text = f"More heads help all the way to {last}"
+    elif last_worse:
+        verdict = "help-then-hurt"
+        text = f"More heads help up to {enough}, then hurt ({last} is worse than the best by more than {margin})"
+    else:
+        verdict = "plateau"
+        text = f"More heads help up to {enough}, then plateau (within {margin} up to {last})"
+    return HeadsJudgement(verdict=verdict, best_heads=best, enough_heads=enough, sentence=f"{text}: {spread}.")
+
+
+def judge_speed(points: list[HeadsPoint], relative_tolerance: float) -> HeadsJudgement | None:
+    """The verdict on learning speed, if every head count learned the copy."""
+    steps = [p.mean_steps_to_solve for p in points]
+    if any(value is None for value in steps):
+        return None
+    known = [float(value) for value in steps if value is not None]
+    return judge_head_counts(
+        [p.n_heads for p in points], known, relative_tolerance * min(known), measure="steps to learn", unit="steps"
+    )
+
+
+def steps_to_solve(losses: list[float], threshold: float) -> int | None:
+    """First step (1-based) whose trailing 10-step mean loss is below ``threshold``."""
+    return next((i + 1 for i, value in enumerate(trailing_mean(losses)) if value < threshold), None)
+
+
+def copy_model_spec(settings: HeadsSettings, n_heads: int) -> ModelSpec:
+    """One MHA layer of width d_model split into ``n_heads``; vocabulary = symbols + separator."""
+    return ModelSpec(
+        name=f"copy-{n_heads}h",
+        d_model=settings.d_model,
+        n_layers=1,
+        n_heads=n_heads,
+        variant="MHA",
+        vocab_size=settings.n_symbols + 1,
+        d_ff=4 * settings.d_model,
+        position_embeddings=2 * settings.copy_length,
+    )
+
+
+@torch.no_grad()
+def copy_accuracy(model: TinyLM, inputs: torch.Tensor, targets: torch.Tensor, device: torch.device) -> float:
+    """Fraction of scored targets (the copy half) whose argmax prediction is right."""
+    model.eval()
+    predictions = model(inputs.to(device)).argmax(dim=-1).cpu()  # (n, 2L)
+    model.train()
+    scored = targets != IGNORE_INDEX  # (n, 2L)
+    return float((predictions[scored] == targets[scored]).float().mean())
+
+
+def run_heads(
+    *, quick: bool = False, seed: int = 0, device: str = "auto", out_dir: Path | None = None, force: bool = False
+) -> HeadsResult:
+    """Train every (head count, seed) model, judge, plot and write the outputs."""
+    settings = HeadsSettings.for_run(quick=quick, seed=seed)
+    outputs = ExperimentOutputs("heads", out_dir, force=force)
+    outputs.check_writable()
+    torch_device = resolve_device(device)
+    started = time.perf_counter()
+    runs: list[HeadsRun] = []
+    with deterministic_run(seed, torch_device) as environment, progress_bar() as progress:
+        total = len(settings.head_counts) * len(settings.seeds) * settings.steps
+        task = progress.add_task("heads: training", total=total)
+        for run_seed in settings.seeds:
+            eval_inputs, eval_targets = copy_task_batch(
+                settings.eval_sequences,
+                settings.copy_length,
+                settings.n_symbols,
+                seeded_generator(run_seed + EVAL_SEED_OFFSET),
+            )
+            for n_heads in settings.head_counts:
+                progress.update(task, description=f"heads: {n_heads:>2} head(s), seed {run_seed}")
+                runs.append(
+                    train_one(
+                        settings,
+                        n_heads,
+                        run_seed,
+                        torch_device,
+                        (eval_inputs, eval_targets),
+                        lambda: progress.advance(task),
+                    )
+                )
+    environment.wall_seconds = round(time.perf_counter() - started, 1)
+    points = summarise(settings, runs)
+    judgement = judge_head_counts(
+        [p.n_heads for p in points],
+        [p.mean_eval_loss for p in points],
+        settings.tolerance_nats,
+        measure="held-out loss",
+    )
+    result = HeadsResult(
+        command=command_line("heads", quick=quick, seed=seed, device=device, out_dir=out_dir),
+        environment=environment,
+        settings=settings,
+        chance_loss=math.log(settings.n_symbols),
+        runs=runs,
+        points=points,
+        judgement=judgement,
+        speed_judgement=judge_speed(points, settings.speed_tolerance),
+        files=outputs.files,
+    )
+    outputs.write(heads_report(result), heads_figure(result), result)
+    return result
+
+
+def train_one(
+    settings: HeadsSettings,
+    n_heads: int,
+    seed: int,
+    device: torch.device,
+    evaluation: tuple[torch.Tensor, torch.Tensor],
+    on_step: Callable[[], None],
+) -> HeadsRun:
+    torch.manual_seed(seed)  # same initialisation stream for every head count
+    spec = copy_model_spec(settings, n_heads)
+    model = TinyLM(spec, device=device)
+    batches = seeded_generator(seed)  # same batches for every head count
+    losses = train(
+        model,
+        lambda: copy_task_batch(settings.batch, settings.copy_length, settings.n_symbols, batches),
+        TrainSettings(steps=settings.steps, learning_rate=settings.learning_rate),
+        device,
+        on_step,
+    )
+    inputs, targets = evaluation
+    return HeadsRun(
+        n_heads=n_heads,
+        head_dim=spec.dim_per_head,
+        seed=seed,
+        n_parameters=n_parameters(model),
+        train_loss=losses,
+        eval_loss=evaluate(model, inputs, targets, device),
+        eval_accuracy=copy_accuracy(model, inputs, targets, device),
+        steps_to_solve=steps_to_solve(losses, settings.solved_nats),
+    )
+
+
+def summarise(settings: HeadsSettings, runs: list[HeadsRun]) -> list[HeadsPoint]:
+    points = []
+    for n_heads in settings.head_counts:
+        mine = [run for run in runs if run.n_heads == n_heads]
+        losses = [run.eval_loss for run in mine]
+        solved = [run.steps_to_solve for run in mine]
+        points.append(
+            HeadsPoint(
+                n_heads=n_heads,
+                head_dim=mine[0].head_dim,
+                mean_eval_loss=mean(losses),
+                min_eval_loss=min(losses),
+                max_eval_loss=max(losses),
+                mean_eval_accuracy=mean(run.eval_accuracy for run in mine),
+                mean_steps_to_solve=None if None in solved else mean(step for step in solved if step is not None),
+            )
+        )
+    return points
+
+
+def heads_report(result: HeadsResult) -> str:
+    s = result.settings
+    rows = [
+        [
+            str(p.n_heads),
+            str(p.head_dim),
+            f"{p.mean_eval_loss:.4f}",
+            f"{p.min_eval_loss:.4f} - {p.max_eval_loss:.4f}",
+            f"{p.mean_eval_accuracy:.3f}",
+            "never" if p.mean_steps_to_solve is None else f"{p.mean_steps_to_solve:.1f}",
+        ]
+        for p in result.points
+    ]
+    return (
+        report_header("Experiment: number of heads at fixed width (copy task)", result.command, result.environment)
+        + "## Setup\n\n"
+        f"One-layer decoder (MHA, learned positions, pre-norm, gated MLP), d_model = {s.d_model}, head width ="
+        f" d_model / n_heads. Copy task: {s.copy_length} random symbols out of {s.n_symbols}, a separator, then"
+        f" the same symbols again; only the copy is scored (chance: {result.chance_loss:.3f} nats)."
+        f" {s.steps} steps of AdamW (lr {s.learning_rate}, batch {s.batch}), seeds {s.seeds}; every head count"
+        f" sees the same batches. Held-out loss on {s.eval_sequences} unseen sequences per seed.\n\n"
+        "## Results\n\n"
+        + markdown_table(
+            [
+                "n_heads",
+                "head_dim",
+                "held-out loss (nats)",
+                "range over seeds",
+                "copy accuracy",
+                f"steps to < {s.solved_nats} nats",
+            ],
+            rows,
+        )
+        + "\n## What the data shows\n\n"
+        f"- Final loss, **{result.judgement.verdict}**: {result.judgement.sentence} Differences under"
+        f" {s.tolerance_nats} nats count as equal. {trend_sentence(result.points)}\n" + speed_line(result) + "\n"
+        f"![loss curves and final loss]({Path(result.files.plot).name})\n"
+    )
+
+
+def trend_sentence(points: list[HeadsPoint]) -> str:
+    """Whether the held-out loss moves one way as heads are added, however little."""
+    losses = [p.mean_eval_loss for p in points]
+    steps = [after - before for before, after in pairwise(losses)]
+    if all(step < 0 for step in steps):
+        direction = "falls"
+    elif all(step > 0 for step in steps):
+        direction = "rises"
+    else:
+        return "Below that tolerance the loss does not move one way as heads are added."
+    change = (losses[-1] - losses[0]) / losses[0]
+    return (
+        f"Below that tolerance the loss {direction} with every doubling from {points[0].n_heads} to"
+        f" {points[-1].n_heads} heads ({change:+.0%} overall)."
+    )
+
+
+def speed_line(result: HeadsResult) -> str:
+    s = result.settings
+    if result.speed_judgement is None:
+        return f"- Speed: not judged, some head count never got below {s.solved_nats} nats in {s.steps} steps.\n"
+    return (
+        f"- Speed (steps until the smoothed training loss is below {s.solved_nats} nats),"
+        f" **{result.speed_judgement.verdict}**: {result.speed_judgement.sentence} Step counts within"
+        f" {s.speed_tolerance:.0%} of the fastest count as equal.\n"
+    )
+
+
+def heads_figure(result: HeadsResult) -> Figure:
+    figure, (curves, finals, speed) = new_figure(3, width=4.6)
+    for n_heads in result.settings.head_counts:
+        mine = [run.train_loss for run in result.runs if run.n_heads == n_heads]
+        averaged = [mean(step) for step in zip(*mine, strict=True)]
+        curves.plot(range(1, len(averaged) + 1), trailing_mean(averaged), label=f"{n_heads} head(s)")
+    curves.axhline(result.chance_loss, color="grey", linestyle=":", label="chance")
+    curves.set_yscale("log")
+    curves.set(xlabel="step", ylabel="training loss (nats, 10-step mean)", title="Copy task, d_model = 64")
+    curves.legend()
+    x = [p.n_heads for p in result.points]
+    y = [p.mean_eval_loss for p in result.points]
+    errors = [
+        [p.mean_eval_loss - p.min_eval_loss for p in result.points],
+        [p.max_eval_loss - p.mean_eval_loss for p in result.points],
+    ]
+    finals.errorbar(x, y, yerr=errors, marker="o", capsize=3)
+    tolerance = result.settings.tolerance_nats
+    finals.axhspan(min(y), min(y) + tolerance, color="tab:green", alpha=0.15, label=f"best + {tolerance} nats")
+    finals.set_yscale("log")
+    finals.legend()
+    finals.set_xscale("log", base=2)
+    finals.set_xticks(x, [str(h) for h in x])
+    finals.set(xlabel="n_heads", ylabel="held-out loss (nats)", title=f"Final loss: {result.judgement.verdict}")
+    solved = [(p.n_heads, p.mean_steps_to_solve) for p in result.points if p.mean_steps_to_solve is not None]
+    speed.plot([h for h, _ in solved], [steps for _, steps in solved], marker="o", color="tab:orange")
+    speed.set_xscale("log", base=2)
+    speed.set_xticks(x, [str(h) for h in x])
+    verdict = "not judged" if result.speed_judgement is None else result.speed_judgement.verdict
+    speed.set(xlabel="n_heads", ylabel=f"steps to < {result.settings.solved_nats} nats", title=f"Speed: {verdict}")
+    return figure

@@ -1,0 +1,93 @@
+"""The one training loop the experiments share: AdamW, linear warm-up, gradient clipping, next-token loss.
+
+Every model of an experiment is trained by this loop with the same settings and the same batches
+(the batch stream is re-seeded per model), so their losses are comparable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mha_cli.experiments.data import IGNORE_INDEX
+
+BatchFn = Callable[[], tuple[torch.Tensor, torch.Tensor]]
+"""Returns (inputs (b, s), targets (b, s)) on the CPU; called once per step."""
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    steps: int
+    learning_rate: float
+    warmup_steps: int = 20
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+
+
+def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy in nats over the scored targets; logits (b, s, v), targets (b, s)."""
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
+
+
+def train(
+    model: nn.Module,
+    next_batch: BatchFn,
+    settings: TrainSettings,
+    device: torch.device,
+    on_step: Callable[[], None] | None = None,
+) -> list[float]:
+    """Train ``model`` in place for ``settings.steps`` steps; returns the training loss (nats) of each step."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
+    warmup = max(1, settings.warmup_steps)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup))
+    model.train()
+    losses: list[float] = []
+    for _ in range(settings.steps):
+        inputs, targets = next_batch()  # (b, s) each
+        logits = model(inputs.to(device))  # (b, s, v)
+        loss = next_token_loss(logits, targets.to(device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+        if on_step is not None:
+            on_step()
+    return losses
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, device: torch.device, batch_size: int = 32
+) -> float:
+    """Mean next-token loss in nats over all scored targets of (inputs (n, s), targets (n, s))."""
+    model.eval()
+    total, count = 0.0, 0
+    for start in range(0, len(inputs), batch_size):
+        chunk_targets = targets[start : start + batch_size].to(device)  # (c, s)
+        logits = model(inputs[start : start + batch_size].to(device))  # (c, s, v)
+        scored = int((chunk_targets != IGNORE_INDEX).sum())
+        total += next_token_loss(logits, chunk_targets).item() * scored
+        count += scored
+    model.train()
+    return total / count
+
+
+def nats_to_bits(nats: float) -> float:
+    """A loss in nats per token as log2 perplexity (bits per token)."""
+    return nats / math.log(2)
+
+
+def trailing_mean(values: list[float], window: int = 10) -> list[float]:
+    """Mean over the last ``window`` values at each step (the first steps average what there is)."""
+    out, running = [], 0.0
+    for i, value in enumerate(values):
+        running += value - (values[i - window] if i >= window else 0.0)
+        out.append(running / min(i + 1, window))
+    return out

@@ -1,0 +1,231 @@
+"""`mha experiment heads|mqa|mla --quick`: output structure and invariants, never learned values."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+import torch
+
+from mha_cli.core.errors import EXIT_BAD_INPUT
+from mha_cli.core.params import count_params
+from mha_cli.core.schemas import MLASpec, ModelSpec
+from mha_cli.experiments.data import IGNORE_INDEX, copy_task_batch, evaluation_windows, load_pydoc_corpus
+from mha_cli.experiments.heads import judge_head_counts, steps_to_solve
+from mha_cli.experiments.tiny_lm import TinyLM, n_parameters
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def run_quick(cli, name: str, out_dir: Path, *extra: str) -> dict:
+    """Run one quick experiment through the CLI and return its JSON result."""
+    return cli.json("experiment", name, "--quick", "--device", "cpu", "--out-dir", str(out_dir), *extra)
+
+
+def assert_outputs_written(data: dict, out_dir: Path, name: str) -> None:
+    files = data["files"]
+    assert Path(files["report"]) == out_dir / "report.md"
+    assert Path(files["plot"]) == out_dir / f"{name}.png"
+    report = Path(files["report"]).read_text()
+    command = f"mha experiment {name} --quick --seed 0 --device cpu --out-dir {out_dir}"
+    assert data["command"] == command
+    assert f"```\n{command}\n```" in report.split("## Setup")[0]  # the command heads the report
+    assert f"torch {torch.__version__}" in report and "deterministic algorithms on" in report
+    assert Path(files["plot"]).read_bytes()[:8] == PNG_SIGNATURE
+    assert json.loads(Path(files["results"]).read_text()) == data  # the file is what --json printed
+
+
+# heads ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def heads_result(tmp_path_factory) -> tuple[dict, Path]:
+    from tests.conftest import Cli
+
+    out_dir = tmp_path_factory.mktemp("heads")
+    return run_quick(Cli(), "heads", out_dir), out_dir
+
+
+def test_heads_quick_writes_every_output(heads_result):
+    data, out_dir = heads_result
+    assert_outputs_written(data, out_dir, "heads")
+    settings = data["settings"]
+    assert [p["n_heads"] for p in data["points"]] == [1, 2, 4, 8, 16]
+    assert [p["head_dim"] for p in data["points"]] == [64, 32, 16, 8, 4]  # d_model 64 split n ways
+    assert len(data["runs"]) == 5 * len(settings["seeds"])
+    assert all(len(run["train_loss"]) == settings["steps"] for run in data["runs"])
+    # Parameters of a 1-layer model with learned positions: attention 4 d^2 whatever the head count.
+    assert len({run["n_parameters"] for run in data["runs"]}) == 1
+    assert data["chance_loss"] == pytest.approx(float(torch.log(torch.tensor(16.0))))
+    judged = judge_head_counts(
+        [p["n_heads"] for p in data["points"]],
+        [p["mean_eval_loss"] for p in data["points"]],
+        settings["tolerance_nats"],
+        measure="held-out loss",
+    )
+    assert data["judgement"] == judged.model_dump()
+    assert f"Final loss, **{judged.verdict}**" in Path(data["files"]["report"]).read_text()
+    for run in data["runs"]:
+        assert run["steps_to_solve"] == steps_to_solve(run["train_loss"], settings["solved_nats"])
+    unsolved = any(p["mean_steps_to_solve"] is None for p in data["points"])
+    assert (data["speed_judgement"] is None) == unsolved
+
+
+def test_heads_quick_is_deterministic_on_cpu(cli, heads_result, tmp_path):
+    first, _ = heads_result
+    again = run_quick(cli, "heads", tmp_path)
+    assert [run["train_loss"] for run in again["runs"]] == [run["train_loss"] for run in first["runs"]]
+    assert again["points"] == first["points"]
+
+
+@pytest.mark.parametrize(
+    ("losses", "verdict", "enough"),
+    [
+        ([2.0, 1.5, 1.0, 0.5, 0.1], "help", 16),
+        ([2.0, 1.0, 0.5, 0.51, 0.52], "plateau", 4),
+        ([2.0, 0.5, 0.6, 0.9, 1.2], "help-then-hurt", 2),
+        ([0.5, 0.52, 0.7, 0.9, 1.2], "hurt", 1),
+        ([0.50, 0.52, 0.49, 0.51, 0.53], "no-effect", 1),
+    ],
+)
+def test_judge_head_counts(losses, verdict, enough):
+    judged = judge_head_counts([1, 2, 4, 8, 16], losses, tolerance=0.05)
+    assert (judged.verdict, judged.enough_heads) == (verdict, enough)
+    assert judged.best_heads == [1, 2, 4, 8, 16][losses.index(min(losses))]
+
+
+def test_steps_to_solve_uses_the_trailing_mean():
+    losses = [1.0] * 10 + [0.0] * 10  # the 10-step mean drops below 0.5 once 6 zeros are in the window
+    assert steps_to_solve(losses, 0.5) == 16
+    assert steps_to_solve(losses, 0.0) is None
+
+
+# mqa --------------------------------------------------------------------------------------------
+
+
+def test_mqa_quick_measured_equals_computed(cli, tmp_path):
+    data = run_quick(cli, "mqa", tmp_path)
+    assert_outputs_written(data, tmp_path, "mqa")
+    s = data["settings"]
+    assert s["seq_len"] == 2048 and s["kv_dtype"] == "bf16"
+    assert [r["variant"] for r in data["rows"]] == ["MHA", "GQA", "MQA"]
+    assert [r["n_kv_heads"] for r in data["rows"]] == [s["n_heads"], s["gqa_kv_heads"], 1]
+    for row in data["rows"]:
+        # K and V, n_kv heads of head_dim values, 2 bytes each (bf16), N tokens, every layer
+        expected = 2 * row["n_kv_heads"] * s["head_dim"] * 2 * s["seq_len"] * s["n_layers"]
+        assert row["kv_bytes_measured"] == row["kv_bytes_computed"] == expected
+        assert row["params_measured"] == row["params_computed"]
+        assert row["attention_params_measured"] == row["attention_params_computed"]
+        q_and_o = 2 * s["d_model"] * s["n_heads"] * s["head_dim"]
+        assert row["attention_params_measured"] == q_and_o + 2 * s["d_model"] * row["n_kv_heads"] * s["head_dim"]
+        assert row["kv_fraction_of_mha"] == row["n_kv_heads"] / s["n_heads"]
+    assert data["all_match"] is True
+
+
+# mla --------------------------------------------------------------------------------------------
+
+
+def test_mla_quick_cache_fraction_and_choice(cli, tmp_path):
+    data = run_quick(cli, "mla", tmp_path)
+    assert_outputs_written(data, tmp_path, "mla")
+    s = data["settings"]
+    baseline, *mla_rows = data["rows"]
+    assert baseline["variant"] == "MHA" and baseline["kv_lora_rank"] is None
+    assert [r["kv_lora_rank"] for r in mla_rows] == sorted(s["ranks"])
+    mha_values = 2 * s["n_heads"] * s["head_dim"]
+    assert baseline["cache_values_per_token_per_layer"] == mha_values
+    for row in data["rows"]:
+        values = mha_values if row["kv_lora_rank"] is None else row["kv_lora_rank"] + s["qk_rope_head_dim"]
+        assert row["cache_values_per_token_per_layer"] == values
+        assert row["kv_bytes_measured"] == row["kv_bytes_computed"] == values * 4 * s["seq_len"] * s["n_layers"]
+        fraction = Fraction(values, mha_values)
+        assert row["cache_fraction"] == float(fraction)
+        assert row["below_cache_limit"] == (fraction < Fraction(1, 8))
+        assert row["delta_bits"] == pytest.approx(row["validation_bits"] - baseline["validation_bits"])
+        assert row["within_quality_limit"] == (row["delta_bits"] <= 1.0)
+        assert row["params_measured"] == row["params_computed"]
+        assert len(row["train_loss"]) == s["steps"]
+        assert row["decode_max_abs_diff"] < 1e-4  # cached decoding reproduces the forward pass
+    passing = [r["kv_lora_rank"] for r in mla_rows if r["below_cache_limit"] and r["within_quality_limit"]]
+    assert data["chosen_rank"] == (min(passing) if passing else None)
+    assert data["conclusion"] in Path(data["files"]["report"]).read_text()
+
+
+# Outputs, options, building blocks -------------------------------------------------------------
+
+
+def test_existing_outputs_need_force(cli, tmp_path):
+    report = tmp_path / "report.md"
+    report.write_text("an earlier report\n")
+    result = cli.run("experiment", "mqa", "--quick", "--device", "cpu", "--out-dir", str(tmp_path))
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "report.md exists: pass --force" in result.output
+    assert report.read_text() == "an earlier report\n"
+    assert not (tmp_path / "mqa.png").exists()  # refused before running, nothing written
+    data = run_quick(cli, "mqa", tmp_path, "--force")
+    assert report.read_text().startswith("# Experiment") and data["all_match"]
+
+
+def test_unknown_device_is_bad_input(cli, tmp_path):
+    result = cli.run("experiment", "heads", "--quick", "--device", "tpu", "--out-dir", str(tmp_path / "x"))
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "unknown device 'tpu'" in result.output
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        ModelSpec(d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=50, d_ff=48, position_embeddings=16),
+        ModelSpec(
+            d_model=32,
+            n_layers=1,
+            n_heads=4,
+            vocab_size=50,
+            d_ff=48,
+            mlp="plain",
+            mlp_bias=True,
+            norm="layernorm",
+            tied_embeddings=True,
+            qkv_bias=True,
+            o_bias=True,
+        ),
+        ModelSpec(
+            d_model=32,
+            n_layers=2,
+            n_heads=4,
+            vocab_size=50,
+            d_ff=48,
+            mla=MLASpec(kv_lora_rank=8, qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=8, q_lora_rank=12),
+        ),
+    ],
+    ids=["gqa-untied-positions", "mha-plain-layernorm-tied-biases", "mla-q-lora"],
+)
+def test_tiny_lm_parameters_match_count_params(spec):
+    model = TinyLM(spec)
+    assert n_parameters(model) == count_params(spec).total
+    logits = model(torch.zeros(2, 5, dtype=torch.long))
+    assert logits.shape == (2, 5, spec.vocab_size)
+
+
+def test_copy_task_scores_only_the_copy():
+    inputs, targets = copy_task_batch(3, 5, 7, torch.Generator().manual_seed(0))
+    assert inputs.shape == targets.shape == (3, 10)
+    assert (inputs[:, 5] == 7).all()  # the separator
+    assert (targets[:, :5] == IGNORE_INDEX).all()
+    assert torch.equal(targets[:, 5:], inputs[:, :5])  # after the separator, the first half again
+
+
+def test_pydoc_corpus_split_is_disjoint_and_whole():
+    from pydoc_data.topics import topics
+
+    corpus = load_pydoc_corpus()
+    assert corpus.n_train_topics + corpus.n_validation_topics == len(topics)
+    assert corpus.n_validation_topics == -(-len(topics) // 10)
+    separators = 2 * (len(topics) - 2)  # "\n\n" between topics within each split
+    total = sum(len(text.encode("utf-8")) for text in topics.values())
+    assert len(corpus.train) + len(corpus.validation) == total + separators
+    inputs, targets = evaluation_windows(corpus.validation, 8, 4)
+    assert torch.equal(inputs[:, 1:], targets[:, :-1])
