@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from mha_cli import __version__
 from mha_cli.core.config_io import write_bytes_atomic, write_text_atomic
 from mha_cli.core.errors import BadInputError
+from mha_cli.nn.device import device_name
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -61,26 +62,6 @@ class OutputFiles(BaseModel):
     report: str
     plot: str
     results: str
-
-
-def resolve_device(device: str) -> torch.device:
-    """auto (cuda when present, else cpu), cuda, cuda:N, or cpu."""
-    name = device.strip().lower()
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" or name.startswith("cuda:"):
-        if not torch.cuda.is_available():
-            raise BadInputError("--device cuda asked for but no CUDA device is visible: use --device cpu or auto")
-        return torch.device(name)
-    if name == "cpu":
-        return torch.device("cpu")
-    raise BadInputError(f"unknown device {device!r}: use auto, cuda or cpu")
-
-
-def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return platform.processor() or platform.machine() or "cpu"
 
 
 @contextmanager

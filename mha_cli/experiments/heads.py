@@ -31,12 +31,12 @@ from mha_cli.experiments.common import (
     new_figure,
     progress_bar,
     report_header,
-    resolve_device,
     seeded_generator,
 )
 from mha_cli.experiments.data import IGNORE_INDEX, copy_task_batch
 from mha_cli.experiments.tiny_lm import TinyLM, n_parameters
 from mha_cli.experiments.train import TrainSettings, evaluate, trailing_mean, train
+from mha_cli.nn.device import resolve_device
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

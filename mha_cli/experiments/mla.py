@@ -37,12 +37,12 @@ from mha_cli.experiments.common import (
     new_figure,
     progress_bar,
     report_header,
-    resolve_device,
     seeded_generator,
 )
 from mha_cli.experiments.data import ByteTokenizer, TextCorpus, evaluation_windows, load_pydoc_corpus, random_windows
 from mha_cli.experiments.tiny_lm import TinyLM, cache_nbytes, n_parameters
 from mha_cli.experiments.train import TrainSettings, evaluate, nats_to_bits, trailing_mean, train
+from mha_cli.nn.device import resolve_device
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -28,9 +28,9 @@ from mha_cli.experiments.common import (
     new_figure,
     progress_bar,
     report_header,
-    resolve_device,
 )
 from mha_cli.experiments.tiny_lm import TinyLM, cache_nbytes, n_parameters
+from mha_cli.nn.device import resolve_device
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.nn.attention import Attention
+from mha_cli.nn.device import device_name, resolve_device, synchronize
 from mha_cli.nn.kv_cache import DTYPE_NAMES, KVCache, LatentCache, resolve_cache_dtype
 from mha_cli.nn.mla import MLAttention
 from mha_cli.nn.sdpa import record_sdpa_backends
@@ -63,25 +64,6 @@ class BenchResult(BaseModel):
     warmup: int
     reps: int
     rows: list[BenchRow]
-
-
-def resolve_device(device: str) -> torch.device:
-    """auto (cuda when present, else cpu), cuda, or cpu."""
-    name = device.strip().lower()
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise BadInputError("--device cuda asked for but no CUDA device is visible: use --device cpu or auto")
-        return torch.device(name)
-    if name == "cpu":
-        return torch.device("cpu")
-    raise BadInputError(f"unknown device {device!r}: use auto, cuda or cpu")
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def time_step(step: Callable[[], object], device: torch.device, warmup: int, reps: int) -> list[float]:
@@ -193,7 +175,7 @@ def run_decode_bench(
         )  # fmt: skip
     return BenchResult(
         device=str(target),
-        device_name=torch.cuda.get_device_name(target) if target.type == "cuda" else "cpu",
+        device_name=device_name(target),
         torch_version=torch.__version__,
         dtype=DTYPE_NAMES[torch_dtype],
         seq_len=seq_len, batch=batch, d_model=d_model, n_heads=n_heads, head_dim=head_dim,

@@ -17,7 +17,8 @@ from typing import Any
 import torch
 
 from mha_cli.core.targets import Target, load_targets
-from mha_cli.nn.bench import synchronize, time_step
+from mha_cli.nn.bench import time_step
+from mha_cli.nn.device import synchronize
 from mha_cli.nn.kv_cache import KVCache, LatentCache
 from mha_cli.verify.report import TimingStats
 

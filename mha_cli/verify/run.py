@@ -15,8 +15,8 @@ import torch
 from mha_cli.core.errors import OutOfMemoryError
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
-from mha_cli.nn.bench import resolve_device
 from mha_cli.nn.build import build_attention
+from mha_cli.nn.device import device_name, resolve_device
 from mha_cli.nn.kv_cache import CACHE_DTYPES, KVCache, LatentCache
 from mha_cli.nn.sdpa import record_sdpa_backends
 from mha_cli.verify import measure
@@ -147,7 +147,6 @@ def _measure(
     decode_s = decode.median_ms / 1e3
     achieved = decode_bytes / decode_s
     peak, peak_source = _peak_bandwidth(device)
-    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
 
     n_model, n_built = plan.model.n_layers, plan.n_layers_built
     extrapolated = n_built < n_model
@@ -163,7 +162,7 @@ def _measure(
         checks["max_decode_ms"] = model_decode_ms <= max_decode_ms
     return VerifyReport(
         source=loaded.origin, source_kind=loaded.kind, model_name=plan.model.name, variant=plan.model.variant or "",
-        mla_cache=plan.mla_cache, device=str(device), device_name=device_name, torch_version=torch.__version__,
+        mla_cache=plan.mla_cache, device=str(device), device_name=device_name(device), torch_version=torch.__version__,
         dtype=plan.kv_dtype, seq_len=deployment.seq_len, batch=batch, tp=plan.tp, n_layers_model=n_model,
         n_layers_built=n_built, layers_note=plan.layers_note, extrapolated=extrapolated,
         predicted_cache_bytes=plan.predicted_cache_bytes, measured_cache_bytes=measured_bytes,
