@@ -1,5 +1,6 @@
 """The console entry point: one-line usage errors, exit codes, --version, lazy command loading."""
 
+import os
 import subprocess
 import sys
 
@@ -46,3 +47,13 @@ def test_only_the_invoked_command_module_is_imported():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-1500:]
+
+
+def test_a_closed_pipe_ends_quietly():
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte
+    result = subprocess.run([sys.executable, "-m", "mha_cli", "presets", "--json"], stdout=write_end,
+                            stderr=subprocess.PIPE, text=True, timeout=60)  # fmt: skip
+    os.close(write_end)
+    assert result.returncode == 141
+    assert result.stderr == ""

@@ -145,3 +145,28 @@ def test_mha060_prices_mla_at_deepseek_proportions():
     per_sequence = 65536 * 32 * (512 + 64) * 2  # latent 4 x 128 + RoPE key 64, bf16, 32 layers
     assert f"MLA {per_sequence / 2**30:.1f} GiB" in finding.message
     assert "GQA-8 8.0 GiB" in finding.message
+
+
+def test_fully_windowed_mha_is_not_judged_as_long_context(cli):
+    # phi-3-mini: 32 MHA heads, every layer windowed to 2,047 tokens: no layer holds 64K tokens.
+    result = check_design("phi-3-mini", seq_len="64k")
+    assert "MHA091" not in result.rules_fired and result.passed
+    assert cli.run("check", "phi-3-mini", "--seq", "64k").exit_code == 0
+
+
+def test_mixed_windows_are_priced_by_what_each_layer_holds(tmp_path):
+    path = write_config(
+        tmp_path, d_model=4096, n_heads=32, n_layers=4, sliding_window=1024, layer_pattern=["local", "global"]
+    )
+    finding = next(f for f in check_design(path, seq_len="64k").findings if f.id == "MHA091")
+    per_token_layer = 2 * 32 * 128 * 2  # K and V, 32 heads of 128, bf16
+    assert finding.values["bytes_per_sequence"] == (2 * 65536 + 2 * 1024) * per_token_layer == 2_181_038_080
+
+
+def test_fit_findings_name_the_flags_recommend_gives():
+    # Llama-3-8B on one A100 80GB, batch 256 at 8,192 tokens: usable 72e9 B, weights 16,060,522,496 B.
+    finding = next(f for f in check_design("llama-3-8b", target="a100", batch=256).findings if f.id == "MHA026")
+    free = 72_000_000_000 - 2 * 8_030_261_248
+    assert f"--batch {free // (8192 * 131_072)}" in finding.message  # 52 sequences
+    assert f"--seq {free // 131_072 // 256}" in finding.message  # 1,667 tokens each
+    assert "--kv-dtype fp8" in finding.message and "--target 8xa100-80gb" in finding.message

@@ -150,3 +150,21 @@ def test_context_length_comes_from_max_position_embeddings():
 def test_unknown_family_assumes_the_transformers_tying_default():
     notes = import_hf_config({**LLAMA_LIKE, "model_type": "brand_new", "tie_word_embeddings": None}).assumptions
     assert any("tied, transformers' PretrainedConfig default" in note for note in notes)
+
+
+def test_falcon_without_multi_query_uses_the_falcon_default():
+    config = {k: v for k, v in load("falcon-7b").items() if k != "multi_query"}
+    imported = import_hf_config(config)
+    assert imported.model.n_kv_heads == 1
+    assert any("multi_query absent" in note for note in imported.assumptions)
+
+
+def test_qwen2_moe_shared_expert_has_its_own_width():
+    # Qwen1.5-MoE-A2.7B's published shape; the model card gives 14.3B parameters in total.
+    config = {"model_type": "qwen2_moe", "hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 16,
+              "num_key_value_heads": 16, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+              "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4,
+              "vocab_size": 151936, "tie_word_embeddings": False}  # fmt: skip
+    model = import_hf_config(config).model
+    assert (model.moe.n_shared_experts, model.moe.d_ff_shared) == (1, 5632)
+    assert count_params(model).total / 1e9 == pytest.approx(14.3, rel=0.01)

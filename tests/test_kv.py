@@ -4,7 +4,7 @@ import pytest
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import bytes_per_token_per_layer, kv_footprint, kv_heads_per_rank, tokens_held
-from mha_cli.core.presets import get_preset, preset_names
+from mha_cli.core.presets import PRESET_DATA, get_preset, preset_names
 
 # Published / hand-derived bf16 bytes per token (all layers).
 REFERENCE_BF16 = {
@@ -23,11 +23,29 @@ def test_published_bytes_per_token(name, expected):
     assert kv_footprint(get_preset(name), seq_len=1).bytes_per_token == expected
 
 
+def hand_count_bf16_sequence_bytes(fields: dict, seq_len: int) -> int:
+    """An independent count from the preset's raw fields: values per token per layer, 2 bytes each,
+    windows applied layer by layer (no ModelSpec, no calculator code)."""
+    if "mla" in fields:
+        values = fields["mla"]["kv_lora_rank"] + fields["mla"]["qk_rope_head_dim"]
+    else:
+        n_kv = fields.get("n_kv_heads", fields["n_heads"])
+        head_dim = fields.get("head_dim", fields["d_model"] // fields["n_heads"])
+        values = 2 * n_kv * head_dim
+    pattern = fields.get("layer_pattern") or ["local" if fields.get("sliding_window") else "global"]
+    tokens = 0
+    for layer in range(fields["n_layers"]):
+        local = pattern[layer % len(pattern)] == "local"
+        tokens += min(seq_len, fields["sliding_window"]) if local else seq_len
+    return tokens * values * 2
+
+
 @pytest.mark.parametrize("name", preset_names())
-def test_every_preset_has_a_positive_even_cache(name):
-    footprint = kv_footprint(get_preset(name), seq_len=4096, batch=2)
-    assert footprint.bytes_per_token > 0
-    assert footprint.total_bytes == 2 * footprint.bytes_per_sequence
+def test_every_preset_matches_a_hand_count(name):
+    footprint = kv_footprint(get_preset(name), seq_len=4096, batch=3)
+    expected = hand_count_bf16_sequence_bytes(PRESET_DATA[name], 4096)
+    assert footprint.bytes_per_sequence == expected
+    assert footprint.total_bytes == 3 * expected
 
 
 def test_dtypes_scale_and_add_their_scales():

@@ -163,3 +163,19 @@ def test_build_attention_follows_the_spec_and_llama_weight_names() -> None:
 def test_bad_head_counts_are_refused_with_the_values() -> None:
     with pytest.raises(ValueError, match=r"n_heads \(6\) must be divisible by n_kv_heads \(4\)"):
         Attention(24, 6, 4, 4)
+
+
+def test_native_gqa_prefill_path_equals_the_stacked_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CUDA-only enable_gqa prefill branch (forced on here) gives the stacked path's output."""
+    from mha_cli.nn import sdpa
+
+    torch.manual_seed(0)
+    q = torch.randn(2, 8, 12, 16)  # (b, n_h, s, h_d)
+    k, v = torch.randn(2, 2, 12, 16), torch.randn(2, 2, 12, 16)  # (b, n_kv, t, h_d)
+    stacked = sdpa.grouped_attention(q, k, v)
+    assert not sdpa._native_gqa(q.to(torch.bfloat16))  # on CPU the stacked path always runs
+    monkeypatch.setattr(sdpa, "_native_gqa", lambda _q: True)
+    with record_sdpa_backends() as seen:
+        native = sdpa.grouped_attention(q, k, v)
+    assert len(seen) == 1
+    torch.testing.assert_close(native, stacked)

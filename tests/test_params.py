@@ -26,14 +26,24 @@ def test_dense_models_match_published_totals_exactly(name, expected):
 
 
 @pytest.mark.parametrize(
-    ("name", "total_b", "active_b"),
-    [("deepseek-v3", 671, 37), ("deepseek-v2-lite", 15.7, 2.4), ("gpt-oss-20b", 20.9, 3.6)],
+    ("name", "total_b", "active_b", "rel"),
+    [  # published: model cards (DeepSeek-V3 "671B total, 37B activated"; gpt-oss-20b 20.9B / 3.6B)
+        ("deepseek-v3", 671, 37, 0.02),
+        ("deepseek-v2-lite", 15.7, 2.4, 0.03),
+        ("gpt-oss-20b", 20.9, 3.61, 0.005),
+    ],
 )
-def test_moe_models_match_published_totals(name, total_b, active_b):
+def test_moe_models_match_published_totals_and_active_counts(name, total_b, active_b, rel):
     params = count_params(get_preset(name))
     assert params.total / 1e9 == pytest.approx(total_b, rel=0.01)
-    # Published active counts leave the embedding (or head) out; ours count everything a token touches.
-    assert active_b <= params.active / 1e9 <= active_b * 1.2
+    assert params.active / 1e9 == pytest.approx(active_b, rel=rel)
+
+
+def test_dense_active_count_leaves_out_only_the_lookup_tables():
+    llama = count_params(get_preset("llama-3-8b"))
+    assert llama.total - llama.active == 128256 * 4096  # the untied input embedding
+    gpt2 = count_params(get_preset("gpt2"))
+    assert gpt2.total - gpt2.active == 1024 * 768  # tied embedding is the head's matmul; positions are a lookup
 
 
 def test_gqa_shrinks_only_k_and_v():

@@ -75,3 +75,9 @@ def test_negative_numbers_say_positive_and_g_is_a_suffix():
         parse_token_count("-5")
     assert parse_token_count("1G") == 2**30
     assert parse_param_count("7G") == 7 * 10**9
+
+
+@pytest.mark.parametrize("text", ["1e99999999", "1e400B", "1e-99999999"])
+def test_huge_exponents_are_bad_input_not_a_crash(text):
+    with pytest.raises(BadInputError, match="out of range"):
+        parse_param_count(text) if text.endswith("B") else parse_token_count(text)

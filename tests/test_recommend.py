@@ -56,11 +56,59 @@ def test_total_within_5_percent_and_geometry_valid(params, seq):
     assert not (m.variant == "MLA" and params < 1e9)  # MHA092
 
 
-def test_kv_figures_come_from_kv_footprint():
+def test_kv_figures_by_hand():
     result = rec(7e9, target="a100", batch=4, kv_dtype="fp8")
-    expected = kv_footprint(result.config.model, seq_len=8192, batch=4, kv_dtype="fp8")
-    assert result.kv == expected
-    assert result.memory is not None and result.memory.kv_bytes_per_device == expected.total_bytes
+    assert shape(result) == (4096, 28, 32, 8, 128, "GQA")
+    per_token = 28 * 2 * 8 * 128 * 1  # layers x K,V x KV heads x head_dim x 1 B (fp8)
+    assert result.kv.bytes_per_token == per_token == 57_344
+    assert result.kv.total_bytes == 4 * 8192 * per_token == 1_879_048_192
+    assert result.memory is not None and result.memory.kv_bytes_per_device == 1_879_048_192
+
+
+def test_replicas_split_the_batch_in_the_cache_alternatives_and_roofline():
+    # mha recommend --params 7B --seq 32k --target 8xh100 --tp 1 --batch 64: 8 replicas of 8 sequences each.
+    result = rec(7e9, seq=32768, target="8xh100", tp=1, batch=64)
+    assert shape(result) == (4096, 28, 32, 8, 128, "GQA")
+    # 28 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096) + 2 x 128256 x 4096 + 4096, bf16
+    weights = 2 * 7_157_813_248
+    per_device = 8 * 32768 * 28 * 2 * 8 * 128 * 2  # 8 sequences, not 64
+    assert result.memory is not None and result.memory.kv_bytes_per_device == per_device == 30_064_771_072
+    rows = {a.label: a for a in result.alternatives}
+    assert rows["GQA-8"].kv_bytes_per_device == per_device and rows["GQA-8"].is_recommended
+    assert rows["MHA"].kv_bytes_per_device == 4 * per_device  # 32 KV heads
+    assert rows["MLA"].kv_bytes_per_device == 8 * 32768 * 28 * 576 * 2
+    roof = result.roofline
+    assert roof is not None and (roof.replicas, roof.sequences_per_replica) == (8, 8)
+    assert roof.decode_bytes_per_step == weights + per_device == 44_380_397_568  # was 240 GB: all 64 on one device
+    assert roof.decode_step_s == pytest.approx((weights + per_device) / 3350e9)
+    assert roof.decode_tokens_per_s == pytest.approx(64 / roof.decode_step_s)
+
+
+def test_gqa_default_is_the_one_kv_and_check_use():
+    from mha_cli.core.variants import default_gqa_kv_heads, variant_options
+
+    result = rec(1e9, d_model=1920)  # 30 heads of 64: divisors 6 and 10 tie at distance 2 from 8
+    assert (result.model.n_heads, result.model.n_kv_heads) == (30, 10)
+    assert default_gqa_kv_heads(30) == 10
+    mha = result.config.model.model_copy(update={"n_kv_heads": 30, "variant": "MHA"})
+    assert [o.label for o in variant_options(mha) if o.variant == "GQA"] == ["GQA-10"]
+
+
+def test_mqa_when_no_gqa_divisor_and_mha_excluded_is_recorded():
+    result = rec(1e9, seq=65536, d_model=1216)  # 19 heads (prime) above 32K: MHA091 excludes MHA
+    assert (result.model.variant, result.model.n_kv_heads) == ("MQA", 1)
+    finding = next(f for f in result.trace if f.id == "MHA020")
+    assert finding.values["n_kv_heads"] == 1 and "no GQA divisor" in finding.message
+
+
+def test_request_rejects_bad_values_itself():
+    from mha_cli.core.recommend import RecommendRequest
+
+    assert RecommendRequest.parse(params="7B", seq_len="8k", variant="gqa").params == 7_000_000_000
+    for bad, option in ((dict(priority="speed"), "--priority"), (dict(batch=0), "--batch"), (dict(seq_len="0"), "--seq"),
+                        (dict(kv_dtype="fp7"), "fp7"), (dict(variant="XYZ"), "--variant"), (dict(vocab_size=-1), "--vocab")):  # fmt: skip
+        with pytest.raises(BadInputError, match=option):
+            RecommendRequest.parse(params="7B", **bad)
 
 
 def test_shape_helpers():
@@ -238,10 +286,8 @@ def test_depth_trace_matches_the_final_design(kw):
 
 def test_mla_block_is_the_block_kv_prices():
     from mha_cli.core.recommend import mla_block
-    from mha_cli.core.rules import catalog as C
-    from mha_cli.core.variants import MLA_Q_LATENT_FROM_D_MODEL, mla_for_shape, variant_options
+    from mha_cli.core.variants import mla_for_shape, variant_options
 
-    assert C.MLA_Q_LATENT_FROM_D_MODEL == MLA_Q_LATENT_FROM_D_MODEL  # the two modules quote one threshold
     assert (
         mla_block(128, 4096)
         == mla_for_shape(128, 4096)

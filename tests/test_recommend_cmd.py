@@ -103,6 +103,16 @@ def test_recommend_and_check_never_import_torch(args):
     assert result.returncode == 0, result.stderr[-2000:]
 
 
+@pytest.mark.parametrize("args", [["recommend", "--params", "7B", "--json"], ["check", "llama-3-8b", "--json"]])
+def test_json_runs_never_import_rich(args):
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mha_cli", *args], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line]
+    assert not [name for name in imported if name.split(".")[0] == "rich"]
+
+
 # Suggested ways out must paste back ----------------------------------------------------------------
 
 NOT_FITTING = [

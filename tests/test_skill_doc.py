@@ -33,3 +33,11 @@ def test_skill_command_check_and_write(cli, tmp_path):
     assert cli.run("skill", "--check", "--path", str(stale)).exit_code == 0
     assert cli.run("skill", "--check", "--path", str(COMMITTED)).exit_code == 0
     assert cli.run("skill").stdout == generate_skill_doc()
+
+
+def test_skill_check_works_outside_the_repository(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = cli.run("skill", "--check")
+    assert result.exit_code == 0, result.output
+    missing = cli.run("skill", "--check", "--path", "nowhere.md")
+    assert missing.exit_code == EXIT_CHECK_FAILED and str(tmp_path / "nowhere.md") in missing.output

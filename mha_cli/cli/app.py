@@ -23,6 +23,7 @@ from mha_cli.core.errors import MhaError
 
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool whose reader went away
 
 
 def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -37,6 +38,10 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(code=exc.exit_code) from None
         except (typer.Exit, typer.Abort):
             raise
+        except BrokenPipeError:
+            # The reader closed the pipe (`mha presets --json | head -1`): stop quietly, as Unix tools do.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(code=EXIT_BROKEN_PIPE) from None
         except KeyboardInterrupt:
             print_error("interrupted")
             raise typer.Exit(code=EXIT_INTERRUPTED) from None
@@ -145,4 +150,5 @@ def main() -> None:
     except typer.Abort:
         print_error("aborted")
         sys.exit(EXIT_INTERRUPTED)
+
     sys.exit(code if isinstance(code, int) else 0)

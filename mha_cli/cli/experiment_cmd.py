@@ -154,7 +154,9 @@ def render_mla(console: Console, result: MlaResult) -> None:
 
 
 def print_files(console: Console, files: OutputFiles) -> None:
-    console.print(f"[dim]wrote {files.report}, {files.plot}, {files.results}[/dim]")
+    from rich.text import Text
+
+    console.print(Text(f"wrote {files.report}, {files.plot}, {files.results}", style="dim"))
 
 
 def register(registry: CommandRegistry) -> None:

@@ -66,9 +66,12 @@ def kv(
 
 
 def render_kv_report(console: Console, report: KvReport) -> None:
+    from rich.markup import escape
+
     from mha_cli.cli.render import bytes_cell, count_cell, kv_table, memory_table, model_table, print_assumptions
 
-    console.print(model_table(report.model, f"{report.model.name}  [dim]({report.source_kind}: {report.source})[/dim]"))
+    title = f"{escape(report.model.name)}  [dim]({report.source_kind}: {escape(report.source)})[/dim]"
+    console.print(model_table(report.model, title))
     print_assumptions(console, report.assumptions)
     print_assumptions(console, report.warnings, title="warning")
     console.print()

@@ -49,9 +49,13 @@ class Output:
 
     def notice(self, message: str) -> None:
         """A side remark for people (alias expanded, file written); never on stdout."""
-        stderr_console().print(f"[dim]{message}[/dim]")
+        from rich.text import Text
+
+        stderr_console().print(Text(message, style="dim"))  # Text: user input is never read as markup
 
 
 def print_error(message: str) -> None:
-    """The one line a failing command prints."""
-    stderr_console().print(f"[bold red]error:[/bold red] {message}", soft_wrap=True)
+    """The one line a failing command prints (the message is printed as is, never as markup)."""
+    from rich.text import Text
+
+    stderr_console().print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)

@@ -55,7 +55,7 @@ def heat_table(result: ProbeResult, head: int) -> Table:
     for token in result.tokens:
         table.add_column(Text(f" {token[: LABEL_WIDTH - 2]:<{LABEL_WIDTH - 2}}", style="dim"), no_wrap=True)
     for i, row in enumerate(result.heads[head]):
-        cells: list[Text | str] = [f"{result.tokens[i][:10]} "]
+        cells: list[Text | str] = [Text(f"{result.tokens[i][:10]} ")]
         for j, weight in enumerate(row):
             if j > i:
                 cells.append(Text("  ·   "[:LABEL_WIDTH], style="dim"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from mha_cli.core.kv import KvFootprint
@@ -111,6 +112,9 @@ def memory_table(plan: MemoryPlan) -> Table:
     table.add_row("headroom", f"{plan.headroom_bytes:,}", format_bytes(plan.headroom_bytes), style=style)
     verdict = "fits" if plan.fits else ("weights do not fit" if not plan.weights_fit else "KV cache does not fit")
     table.add_row("verdict", verdict, "", style=style)
+    table.caption = (
+        f"device memory as the vendor states it: {plan.device_memory_bytes / 1e9:g} GB = 10^9 B; GiB = 2^30 B"
+    )
     across = f" (all {plan.replicas} replicas)" if plan.replicas > 1 else ""
     table.add_row(f"max sequences at this length{across}", f"{plan.max_sequences:,}", "")
     return table
@@ -118,7 +122,7 @@ def memory_table(plan: MemoryPlan) -> Table:
 
 def print_assumptions(console: Console, notes: list[str], title: str = "assumed") -> None:
     for note in notes:
-        console.print(f"[yellow]{title}:[/yellow] {note}")
+        console.print(f"[yellow]{title}:[/yellow] {escape(note)}")
 
 
 def count_cell(n: int) -> str:

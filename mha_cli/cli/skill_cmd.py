@@ -39,7 +39,7 @@ def skill(
         current = path.read_text(encoding="utf-8") if path.is_file() else None
         if current != text:
             what = "missing" if current is None else "stale"
-            out.notice(f"{path} is {what}: run `mha skill --write`")
+            out.notice(f"{path} is {what} (looked at {path.resolve()}): run `mha skill --write`")
             raise typer.Exit(code=EXIT_CHECK_FAILED)
         out.notice(f"{path} is current")
         return

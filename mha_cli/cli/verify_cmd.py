@@ -107,13 +107,14 @@ def verify(
 
 
 def render_verify(console: Console, report: VerifyReport) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from mha_cli.cli.render import bytes_cell
 
     mode = f", {report.mla_cache} MLA cache" if report.mla_cache else ""
     console.print(
-        f"[bold]{report.model_name}[/bold] ({report.variant}{mode}) on {report.device_name} [dim]({report.device},"
+        f"[bold]{escape(report.model_name)}[/bold] ({report.variant}{mode}) on {report.device_name} [dim]({report.device},"
         f" {report.dtype}, torch {report.torch_version})[/dim]: seq {report.seq_len:,} x batch {report.batch},"
         f" layers {report.layers_note}" + (f", tp={report.tp} shard" if report.tp > 1 else "")
     )
@@ -155,7 +156,7 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     backends = "; ".join(f"{phase}: {', '.join(names)}" for phase, names in report.sdpa_backends.items())
     console.print(f"[bold]SDPA backend[/bold]  {backends}")
     for note in report.notes:
-        console.print(f"[dim]note: {note}[/dim]")
+        console.print(f"[dim]note: {escape(note)}[/dim]")
     checks = "  ".join(
         f"{name} {'[green]pass[/green]' if ok else '[red]FAIL[/red]'}" for name, ok in report.checks.items()
     )

@@ -11,12 +11,11 @@ A config file whose notes record an explicit request (``explicit: variant MHA``,
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from mha_cli.core.config_io import read_mapping
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN, merge_deployment
 from mha_cli.core.errors import MhaError
+from mha_cli.core.fit import ways_out
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes
 from mha_cli.core.params import count_params
@@ -27,7 +26,7 @@ from mha_cli.core.rules.engine import Finding, Trace, counted
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource, load_source
 from mha_cli.core.targets import resolve_target
-from mha_cli.core.variants import default_gqa_kv_heads, mla_for_shape
+from mha_cli.core.variants import VariantOption, variant_options
 
 USUAL_HEAD_DIMS = (64, 128, 256)
 
@@ -73,11 +72,8 @@ def _stated_context(source: ModelSource, seq: str | int | None) -> str:
 
 def _explicit_variant(source: ModelSource) -> str | None:
     """The variant a config file's notes record as explicitly requested, e.g. ``explicit: variant MHA``."""
-    if source.kind != "config":
-        return None
-    notes = read_mapping(Path(source.origin)).get("notes") or []
-    for note in notes if isinstance(notes, list) else []:
-        if isinstance(note, str) and note.startswith(C.EXPLICIT_VARIANT_NOTE):
+    for note in source.notes:
+        if note.startswith(C.EXPLICIT_VARIANT_NOTE):
             return note.removeprefix(C.EXPLICIT_VARIANT_NOTE).strip().upper()
     return None
 
@@ -108,13 +104,15 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
         memory = plan_memory(target, total_params=params.total, weight_dtype=deployment.weight_dtype, kv=kv)
 
     _check_head_dim(trace, model)
-    _check_long_context_mha(trace, model, deployment, requested=explicit == "MHA")
+    options = variant_options(model)
+    _check_long_context_mha(trace, model, deployment, kv, options, requested=explicit == "MHA")
     _check_small_mla(trace, model, params.total)
-    _check_kv_vs_weights(trace, model, deployment, kv, weights)
+    _check_kv_vs_weights(trace, model, deployment, kv, weights, options)
     _check_group(trace, model)
     _check_bias(trace, model)
-    if memory is not None:
-        _check_fit(trace, memory, deployment)
+    if memory is not None and target is not None:
+        ways = ways_out(model, target, deployment.model_copy(update={"tp": tp}), memory, kv, params.total)
+        _check_fit(trace, memory, deployment, ways)
 
     errors = len(trace.by_severity("hard"))
     warnings = len(trace.by_severity("warning"))
@@ -166,21 +164,35 @@ def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
         trace.fire("MHA061", f"head_dim {smallest} is not 64, 128 or 256", head_dim=smallest)
 
 
-def _check_long_context_mha(trace: Trace, model: ModelSpec, deployment: DeploymentSpec, *, requested: bool) -> None:
-    """MHA091: wide MHA at long context breaks a hard rule; the message prices the way out. A file that records
-    an explicit request for MHA has asked for it: the same priced finding, as a warning."""
+def _option(options: list[VariantOption], variant: str) -> VariantOption | None:
+    return next((o for o in options if o.variant == variant), None)
+
+
+def _check_long_context_mha(
+    trace: Trace,
+    model: ModelSpec,
+    deployment: DeploymentSpec,
+    kv: KvFootprint,
+    options: list[VariantOption],
+    *,
+    requested: bool,
+) -> None:
+    """MHA091: wide MHA whose global layers hold more than the long-context threshold breaks a hard rule (a model
+    whose every layer is windowed never does); the message prices the way out. A file that records an explicit
+    request for MHA has asked for it: the same priced finding, as a warning."""
     seq = deployment.seq_len
     if not (
-        model.variant == "MHA" and model.n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS and seq > C.MHA_LONG_CONTEXT_TOKENS
+        model.variant == "MHA"
+        and model.n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS
+        and kv.n_global_layers > 0
+        and kv.tokens_held_global > C.MHA_LONG_CONTEXT_TOKENS
     ):
         return
-    own = kv_footprint(model, seq_len=seq, kv_dtype=deployment.kv_dtype).bytes_per_sequence
+    own = kv.bytes_per_sequence
     offer = ""
-    kv_heads = default_gqa_kv_heads(model.n_heads)
-    if kv_heads is not None:
-        gqa = model.model_copy(update={"n_kv_heads": kv_heads, "variant": "GQA"})
-        gqa_bytes = kv_footprint(gqa, seq_len=seq, kv_dtype=deployment.kv_dtype).bytes_per_sequence
-        offer = f"; GQA-{kv_heads} would cache {format_bytes(gqa_bytes)}"
+    gqa = _option(options, "GQA")
+    if gqa is not None:
+        offer = f"; {gqa.label} would cache {format_bytes(_footprint(gqa.model, deployment, 1).bytes_per_sequence)}"
     kept = f"; kept: the file records `{C.EXPLICIT_VARIANT_NOTE}MHA`" if requested else ""
     trace.fire(
         "MHA091",
@@ -206,24 +218,25 @@ def _check_small_mla(trace: Trace, model: ModelSpec, total: int) -> None:
 
 
 def _check_kv_vs_weights(
-    trace: Trace, model: ModelSpec, deployment: DeploymentSpec, kv: KvFootprint, weights: int
+    trace: Trace,
+    model: ModelSpec,
+    deployment: DeploymentSpec,
+    kv: KvFootprint,
+    weights: int,
+    options: list[VariantOption],
 ) -> None:
-    """MHA060: one sequence's cache outweighs the model."""
+    """MHA060: one sequence's cache outweighs the model; priced against a smaller GQA and MLA at the same shape."""
     if kv.bytes_per_sequence <= weights:
         return
-    options = []
-    if (
-        model.variant in ("MHA", "GQA")
-        and (kv_heads := default_gqa_kv_heads(model.n_heads))
-        and kv_heads < model.kv_heads
-    ):
-        gqa = model.model_copy(update={"n_kv_heads": kv_heads, "variant": "GQA"})
-        options.append(f"GQA-{kv_heads} {format_bytes(_footprint(gqa, deployment, 1).bytes_per_sequence)}")
-    if model.mla is None:
-        fields = model.model_dump(exclude={"head_dim", "n_kv_heads", "variant"})
-        mla = ModelSpec.model_validate({**fields, "mla": mla_for_shape(model.dim_per_head, model.d_model)})
-        options.append(f"MLA {format_bytes(_footprint(mla, deployment, 1).bytes_per_sequence)}")
-    offer = f" (same shape: {', '.join(options)})" if options else ""
+    offers = []
+    gqa = _option(options, "GQA")
+    if gqa is not None and model.mla is None and gqa.n_kv_heads < model.kv_heads:
+        offers.append(gqa)
+    mla = _option(options, "MLA")
+    if mla is not None and model.mla is None:
+        offers.append(mla)
+    priced = [f"{o.label} {format_bytes(_footprint(o.model, deployment, 1).bytes_per_sequence)}" for o in offers]
+    offer = f" (same shape: {', '.join(priced)})" if priced else ""
     trace.fire(
         "MHA060",
         f"one {deployment.seq_len:,}-token sequence caches {format_bytes(kv.bytes_per_sequence)},"
@@ -254,22 +267,23 @@ def _check_bias(trace: Trace, model: ModelSpec) -> None:
         )
 
 
-def _check_fit(trace: Trace, memory: MemoryPlan, deployment: DeploymentSpec) -> None:
-    """MHA025/MHA026 on the deployment's target."""
+def _check_fit(trace: Trace, memory: MemoryPlan, deployment: DeploymentSpec, ways: list[str]) -> None:
+    """MHA025/MHA026 on the deployment's target, with the ways out ``mha recommend`` gives (``core.fit``)."""
+    how = f"; ways out: {', '.join(ways)}" if ways else ""
     if not memory.weights_fit:
         trace.fire(
             "MHA025",
             f"weights need {format_bytes(memory.weight_bytes_per_device)} per device of {memory.target_name},"
-            f" usable {format_bytes(memory.usable_bytes)}: more devices (NxTARGET) or quantised weights",
+            f" usable {format_bytes(memory.usable_bytes)}{how}",
             weight_bytes_per_device=memory.weight_bytes_per_device,
             usable_bytes=memory.usable_bytes,
         )
     elif not memory.fits:
+        verb = "fits" if memory.max_sequences == 1 else "fit"
         trace.fire(
             "MHA026",
             f"batch {deployment.batch} needs {format_bytes(memory.kv_bytes_per_device)} of cache per device;"
-            f" {counted(memory.max_sequences, 'sequence')} {'fits' if memory.max_sequences == 1 else 'fit'}: smaller --batch, --kv-dtype fp8, shorter --seq or more"
-            " devices",
+            f" {counted(memory.max_sequences, 'sequence')} {verb}{how}",
             kv_bytes_per_device=memory.kv_bytes_per_device,
             max_sequences=memory.max_sequences,
         )

@@ -98,7 +98,21 @@ def write_bytes_atomic(path: Path, data: bytes, *, force: bool = False) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.chmod(tmp_name, 0o666 & ~_current_umask())  # mkstemp makes 0600; give the usual mode
-        os.replace(tmp_name, path)
-    except BaseException:
+        if force:
+            os.replace(tmp_name, path)
+        else:
+            _link_without_overwriting(tmp_name, path)
+    finally:
         Path(tmp_name).unlink(missing_ok=True)
-        raise
+
+
+def _link_without_overwriting(tmp_name: str, path: Path) -> None:
+    """Put the finished file at ``path`` only if nothing is there, even if one appeared meanwhile."""
+    try:
+        os.link(tmp_name, path)  # fails if path exists: no window between a check and the write
+    except FileExistsError:
+        raise BadInputError(f"{path} exists: pass --force to overwrite it") from None
+    except OSError:  # a file system without hard links: check, then rename
+        if path.exists():
+            raise BadInputError(f"{path} exists: pass --force to overwrite it") from None
+        os.replace(tmp_name, path)

@@ -18,8 +18,8 @@ from typing import Literal, get_args
 
 from mha_cli.core.errors import BadInputError
 
-KvDtypeName = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
-WeightDtypeName = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+DtypeName = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+"""Storage formats for the KV cache and for weights (the same names serve both)."""
 
 DTYPE_ALIASES = {
     "float32": "fp32",
@@ -44,10 +44,6 @@ class StorageFormat:
     group_size: int | None = None
     """Values per group; ``None`` means one group per cached vector."""
     description: str = ""
-
-    @property
-    def is_quantised(self) -> bool:
-        return self.bits < 16
 
     def vector_bytes(self, n_values: int) -> int:
         """Bytes to store one cached vector of ``n_values`` values, scales included."""
@@ -78,7 +74,7 @@ def normalise_dtype_name(name: str) -> str:
     key = str(name).strip().lower()
     key = DTYPE_ALIASES.get(key, key)
     if key not in FORMATS:
-        known = ", ".join(get_args(KvDtypeName))
+        known = ", ".join(get_args(DtypeName))
         raise BadInputError(f"unknown dtype {name!r}: use one of {known}")
     return key
 

@@ -102,7 +102,7 @@ def _layer_pattern(r: _Reader, model_type: str, n_layers: int) -> list[LayerKind
     return None
 
 
-def _sliding_window(r: _Reader, model_type: str) -> int | None:
+def _sliding_window(r: _Reader) -> int | None:
     if r.get("use_sliding_window") is False:
         return None
     window = r.get("sliding_window")
@@ -132,16 +132,22 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
     return {
         "n_experts": n_experts,
         "n_active_experts": r.require("experts per token", "num_experts_per_tok", "num_experts_per_token"),
-        "n_shared_experts": r.get("n_shared_experts") or 0,
+        "n_shared_experts": r.get("n_shared_experts") or (1 if r.get("shared_expert_intermediate_size") else 0),
         "d_ff_expert": d_ff_expert,
+        "d_ff_shared": r.get("shared_expert_intermediate_size"),
         "n_dense_layers": min(n_layers, r.get("first_k_dense_replace") or 0),
         "expert_bias": r.get("model_type") == "gpt_oss",
     }
 
 
 def _kv_heads(r: _Reader, model_type: str, n_heads: int) -> int:
-    if model_type == "falcon" and r.get("new_decoder_architecture"):
-        return r.count("num_kv_heads", "num_kv_heads", "num_key_value_heads")
+    if model_type == "falcon":
+        if r.get("new_decoder_architecture"):  # Falcon-40B/180B: grouped KV heads
+            if r.get("num_kv_heads", "n_head_kv") is None:
+                return r.assume(n_heads, "num_kv_heads absent: one KV head per query head (the falcon default)")
+            return r.count("num_kv_heads", "num_kv_heads", "n_head_kv")
+        if r.get("multi_query") is None:
+            return r.assume(1, "multi_query absent: MQA, the falcon default")
     if r.get("multi_query"):
         return 1
     n_kv = r.get("num_key_value_heads", "num_kv_heads")
@@ -218,7 +224,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         "vocab_size": vocab,
         "d_ff": d_ff,
         "tied_embeddings": tied,
-        "position_embeddings": r.get("n_positions") or 0 if model_type == "gpt2" else 0,
+        "position_embeddings": (r.get("n_positions") or 0) if model_type == "gpt2" else 0,
         "context_length": r.get("max_position_embeddings", "n_positions", "max_sequence_length"),
         **layout,
     }
@@ -238,7 +244,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         elif d_model % n_heads == 0:
             r.assumptions.append(f"head_dim absent: hidden_size / num_attention_heads = {d_model // n_heads}")
 
-    window = _sliding_window(r, model_type)
+    window = _sliding_window(r)
     if window:
         fields["sliding_window"] = window
         pattern = _layer_pattern(r, model_type, n_layers)

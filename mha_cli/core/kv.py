@@ -48,10 +48,10 @@ def mla_naive_head_bytes(model: ModelSpec, kv_dtype: str) -> int:
 
 def kv_heads_per_rank(model: ModelSpec, tp: int, mla_cache: MlaCacheMode = "absorbed") -> int:
     """KV heads one tensor-parallel rank holds; for absorbed MLA, 1 (the whole latent)."""
-    if model.mla is not None and mla_cache == "absorbed":
-        return 1
     if model.n_heads % tp:
         raise BadInputError(f"n_heads ({model.n_heads}) must be divisible by tp ({tp}): pick a tp that divides it")
+    if model.mla is not None and mla_cache == "absorbed":
+        return 1
     n_kv = model.kv_heads
     if tp <= n_kv:
         if n_kv % tp:

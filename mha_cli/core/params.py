@@ -31,8 +31,12 @@ class ParamBreakdown(Record):
     """Input embedding + output head (if untied) + learned positions."""
     final_norm: int
     total: int
+    """Every weight: what the weights cost in memory."""
     active: int
-    """Parameters a token uses: total less the routed experts it does not visit."""
+    """Weights one token multiplies by: total less the routed experts it does not visit and less the
+    lookup tables (input embedding when untied, learned positions), which are read, not multiplied.
+    This is how published active counts are quoted (gpt-oss-20b 3.6B, DeepSeek-V2-Lite 2.4B) and
+    what 2 x active x tokens FLOPs counts."""
 
     @property
     def attention_total(self) -> int:
@@ -82,12 +86,14 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
     if model.moe is not None:
         moe = model.moe
         expert = mlp_params(d, moe.d_ff_expert, model.mlp, moe.expert_bias)
+        shared = mlp_params(d, moe.d_ff_shared or moe.d_ff_expert, model.mlp, moe.expert_bias)
         router = d * moe.n_experts
-        moe_mlp = (moe.n_experts + moe.n_shared_experts) * expert + router
+        moe_mlp = moe.n_experts * expert + moe.n_shared_experts * shared + router
         moe_inactive = (moe.n_experts - moe.n_active_experts) * expert
         n_moe = max(0, model.n_layers - moe.n_dense_layers)
     n_dense = model.n_layers - n_moe
-    embeddings = model.vocab_size * d * (1 if model.tied_embeddings else 2) + model.position_embeddings * d
+    lookup_tables = (0 if model.tied_embeddings else model.vocab_size * d) + model.position_embeddings * d
+    embeddings = model.vocab_size * d + lookup_tables
     total = (
         model.n_layers * (attention + model.n_norms_per_layer * norm)
         + n_dense * dense_mlp
@@ -105,5 +111,5 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         embeddings=embeddings,
         final_norm=norm,
         total=total,
-        active=total - n_moe * moe_inactive,
+        active=total - n_moe * moe_inactive - lookup_tables,
     )

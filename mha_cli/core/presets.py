@@ -1,9 +1,9 @@
 """Public models as plain data: the geometry that sizes their KV cache and weights.
 
 Each entry is the model's published ``config.json`` (Hugging Face repo named in ``source``)
-restated in our vocabulary; parameter counts in the comments are what ``count_params`` gives and
-match the published totals. Vision towers, multi-token-prediction heads and attention sinks are
-not counted.
+restated in our vocabulary; parameter counts in the comments are what ``count_params`` gives
+(dense totals exactly as published, MoE totals and active counts within 1-3%). Vision towers,
+multi-token-prediction heads and attention sinks are not counted.
 """
 
 from __future__ import annotations
@@ -112,14 +112,14 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         sliding_window=128, layer_pattern=["local", "global"], qkv_bias=True, o_bias=True,
         moe=dict(n_experts=32, n_active_experts=4, d_ff_expert=2880, expert_bias=True),
     ),
-    # 15.7B total, 2.4B active. MLA (latent 512 + RoPE 64), no query latent; 64 experts top-6 + 2 shared.
+    # 15.7B total, 2.45B active (published: 2.4B). MLA (latent 512 + RoPE 64), no query latent; 64 experts top-6 + 2 shared.
     "deepseek-v2-lite": dict(
         source="deepseek-ai/DeepSeek-V2-Lite config.json", context_length=163840,
         d_model=2048, n_layers=27, n_heads=16, vocab_size=102400, d_ff=10944,
         mla=dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128),
         moe=dict(n_experts=64, n_active_experts=6, n_shared_experts=2, d_ff_expert=1408, n_dense_layers=1),
     ),
-    # 671B total, 37B active (MTP module not counted). MLA: 61 * 576 * 2 = 70,272 B/token in bf16.
+    # 671B total, 36.6B active (published: 37B; MTP module not counted). MLA: 61 * 576 * 2 = 70,272 B/token in bf16.
     "deepseek-v3": dict(
         source="deepseek-ai/DeepSeek-V3 config.json", context_length=163840,
         d_model=7168, n_layers=61, n_heads=128, vocab_size=129280, d_ff=18432,

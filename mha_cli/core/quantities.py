@@ -20,6 +20,9 @@ from mha_cli.core.errors import BadInputError
 
 _NUMBER_AND_SUFFIX = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
+_MAX_EXPONENT = 30
+"""Numbers beyond 10^30 (or below 10^-30) are refused before any arithmetic on them."""
+
 _DECIMAL_COUNT = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
 _BINARY_COUNT = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
 _BYTE_UNITS = {
@@ -44,6 +47,8 @@ def _split(text: str, what: str, example: str) -> tuple[Decimal, str]:
         number = Decimal(match.group(1))
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only valid decimals
         raise BadInputError(f"cannot read {what} {text!r}") from exc
+    if abs(number.adjusted()) > _MAX_EXPONENT:
+        raise BadInputError(f"{what} {text!r} is out of range")
     return number, match.group(2).upper()
 
 

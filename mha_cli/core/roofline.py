@@ -1,13 +1,19 @@
 """Roofline lower bounds for decode and prefill on a target, from its datasheet figures.
 
-- Decode is memory-bound: one step reads every weight and the whole KV cache of the batch once,
-  so a step takes at least (weight bytes + KV bytes) / memory bandwidth, per device under tensor
-  parallelism (each device reads its shard in parallel). Its compute, 2 x active params x batch
-  plus the attention over the cache, is compared and the larger time is the bound.
+The target's devices form ``replicas`` tensor-parallel groups of ``tp`` devices (see ``memory``);
+each group serves ``sequences_per_replica`` of the batch, so one device's step is that share.
+
+- Decode is memory-bound: a step reads, per device, its shard of the weights the step touches and
+  its cache (``MemoryPlan.kv_bytes_per_device``), so it takes at least those bytes / bandwidth.
+  A dense model touches every weight; an MoE layer touches its shared experts and the routed
+  experts its tokens pick: E x (1 - (1 - k/E)^B) of E experts in expectation for B tokens routed
+  uniformly top-k. The compute, 2 x active params per token plus the attention over the cache, is
+  compared and the larger time is the bound.
 - Prefill is compute-bound: 2 x active params x tokens FLOPs for the projections and MLP, plus
-  the causal attention, seq^2 / 2 query-key pairs per global layer (seq x window on a local layer),
-  each pair costing 2 x n_heads x (qk width + v width) FLOPs. Time = FLOPs / dense bf16 TFLOP/s
-  of the tensor-parallel group.
+  the causal attention, seq^2 / 2 query-key pairs per global layer (seq x window on a local layer).
+- A query-key pair costs 2 x n_heads x (qk width + v width) FLOPs. MLA decode with the absorbed
+  cache scores and sums over the latent instead: 2 x n_heads x (2 x kv_lora_rank + rope width);
+  MLA prefill runs naive (decompressed K/V), as DeepSeek's inference code does.
 
 These are bounds, not predictions: real kernels reach perhaps 60-80% of either roof.
 """
@@ -17,6 +23,8 @@ from __future__ import annotations
 from typing import Literal
 
 from mha_cli.core.kv import KvFootprint
+from mha_cli.core.memory import MemoryPlan, weight_bytes
+from mha_cli.core.params import ParamBreakdown, mlp_params
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.targets import ResolvedTarget
@@ -25,21 +33,29 @@ Bound = Literal["memory", "compute"]
 
 
 class Roofline(Record):
-    """Lower bounds on time, for one tensor-parallel group of the target."""
+    """Lower bounds on time: one tensor-parallel group per replica, all replicas stepping together."""
 
     bandwidth_bytes_per_s: float
     """Memory bandwidth of one device."""
     dense_flops_per_s: float
     """Dense bf16 throughput of one device."""
     tp: int
+    replicas: int
+    """Tensor-parallel groups stepping in parallel, each over its share of the batch."""
+    sequences_per_replica: int
+    """Sequences one group decodes per step: ceil(batch / replicas)."""
+    decode_weight_bytes_per_step: int
+    """Per device: its shard of the weights one decode step touches (MoE: the experts its tokens route to)."""
+    experts_read_per_layer: float | None
+    """MoE only: expected distinct routed experts one decode step reads per MoE layer."""
     decode_bytes_per_step: int
-    """Per device: its weight shard + its share of the batch's KV cache at full context."""
+    """Per device: decode_weight_bytes_per_step + its cache at full context (MemoryPlan.kv_bytes_per_device)."""
     decode_flops_per_step: float
-    """The whole group, one token for each of the batch's sequences."""
+    """One group, one token for each of its sequences_per_replica sequences."""
     decode_step_s: float
     decode_bound: Bound
     decode_tokens_per_s: float
-    """batch / decode_step_s: tokens the group generates per second."""
+    """batch / decode_step_s: tokens all replicas together generate per second."""
     prefill_flops: float
     """One sequence of seq_len tokens."""
     prefill_s: float
@@ -47,13 +63,18 @@ class Roofline(Record):
     prefill_tokens_per_s: float
 
 
-def attention_pair_flops(model: ModelSpec) -> int:
-    """FLOPs of one query-key pair in one layer: scores (qk width) and weighted values (v width), 2 per MAC."""
+def attention_pair_flops(model: ModelSpec, *, absorbed: bool = False) -> int:
+    """FLOPs of one query-key pair in one layer (2 per multiply-accumulate).
+
+    Standard and naive MLA: scores over the qk width, weighted sum over the v width. Absorbed MLA
+    (``absorbed=True``): scores over latent + RoPE key, weighted sum over the latent.
+    """
     if model.mla is not None:
-        qk, v = model.mla.qk_head_dim, model.mla.v_head_dim
-    else:
-        qk = v = model.dim_per_head
-    return 2 * model.n_heads * (qk + v)
+        mla = model.mla
+        if absorbed:
+            return 2 * model.n_heads * (2 * mla.kv_lora_rank + mla.qk_rope_head_dim)
+        return 2 * model.n_heads * (mla.qk_head_dim + mla.v_head_dim)
+    return 2 * model.n_heads * 2 * model.dim_per_head
 
 
 def causal_pairs(model: ModelSpec, seq_len: int) -> int:
@@ -65,37 +86,65 @@ def causal_pairs(model: ModelSpec, seq_len: int) -> int:
     return model.n_global_layers * full + model.n_local_layers * local
 
 
+def experts_touched(n_experts: int, top_k: int, tokens: int) -> float:
+    """Expected distinct experts ``tokens`` tokens route to, each picking ``top_k`` of ``n_experts`` uniformly."""
+    return n_experts * (1 - (1 - top_k / n_experts) ** tokens)
+
+
+def params_read(model: ModelSpec, params: ParamBreakdown, tokens: int) -> tuple[float, float | None]:
+    """(weights a forward pass over ``tokens`` tokens reads, routed experts read per MoE layer or None)."""
+    moe = model.moe
+    if moe is None or params.n_moe_layers == 0:
+        return float(params.total), None
+    per_expert = mlp_params(model.d_model, moe.d_ff_expert, model.mlp, moe.expert_bias)
+    touched = experts_touched(moe.n_experts, moe.n_active_experts, tokens)
+    untouched = params.n_moe_layers * (moe.n_experts - touched) * per_expert
+    return params.total - untouched, touched
+
+
 def estimate_roofline(
     model: ModelSpec,
     target: ResolvedTarget,
     *,
-    active_params: int,
-    weight_bytes_per_device: int,
+    params: ParamBreakdown,
+    weight_dtype: str,
     kv: KvFootprint,
+    plan: MemoryPlan,
 ) -> Roofline:
-    """Decode and prefill lower bounds for ``model`` with the cache ``kv`` on ``target``."""
+    """Decode and prefill lower bounds for ``model`` with the cache ``kv`` laid out by ``plan`` on ``target``."""
     device = target.target
     bandwidth = device.bandwidth_bytes_per_s
     flops = device.bf16_tflops_dense * 1e12
-    group_flops = flops * kv.tp
-    pair = attention_pair_flops(model)
+    group_flops = flops * plan.tp
+    sequences = plan.sequences_per_replica
     # Tokens cached over all layers for one sequence (windows and paging applied).
     layer_tokens = kv.bytes_per_sequence // kv.bytes_per_token_per_layer if kv.bytes_per_token_per_layer else 0
-    # Decode: each of the batch's new tokens attends to every cached token of its sequence, in every layer.
-    decode_bytes = weight_bytes_per_device + kv.total_bytes
-    decode_flops = kv.batch * (2 * active_params + pair * layer_tokens)
+
+    # Decode: each of the group's new tokens attends to every cached token of its sequence, in every layer.
+    decode_params, experts = params_read(model, params, sequences)
+    decode_weights = -(-weight_bytes(round(decode_params), weight_dtype) // plan.tp)
+    decode_bytes = decode_weights + plan.kv_bytes_per_device
+    decode_pair = attention_pair_flops(model, absorbed=kv.mla_cache == "absorbed")
+    decode_flops = sequences * (2 * params.active + decode_pair * layer_tokens)
     decode_memory_s = decode_bytes / bandwidth
     decode_compute_s = decode_flops / group_flops
     decode_s = max(decode_memory_s, decode_compute_s)
-    # Prefill: one sequence of seq_len tokens, weights read once.
-    prefill_flops = 2 * active_params * kv.seq_len + pair * causal_pairs(model, kv.seq_len)
+
+    # Prefill: one sequence of seq_len tokens on one group, weights read once, attention naive.
+    prefill_params, _ = params_read(model, params, kv.seq_len)
+    prefill_weights = -(-weight_bytes(round(prefill_params), weight_dtype) // plan.tp)
+    prefill_flops = 2 * params.active * kv.seq_len + attention_pair_flops(model) * causal_pairs(model, kv.seq_len)
     prefill_compute_s = prefill_flops / group_flops
-    prefill_memory_s = (weight_bytes_per_device + kv.bytes_per_sequence_per_rank) / bandwidth
+    prefill_memory_s = (prefill_weights + kv.bytes_per_sequence_per_rank) / bandwidth
     prefill_s = max(prefill_compute_s, prefill_memory_s)
     return Roofline(
         bandwidth_bytes_per_s=bandwidth,
         dense_flops_per_s=flops,
-        tp=kv.tp,
+        tp=plan.tp,
+        replicas=plan.replicas,
+        sequences_per_replica=sequences,
+        decode_weight_bytes_per_step=decode_weights,
+        experts_read_per_layer=experts,
         decode_bytes_per_step=decode_bytes,
         decode_flops_per_step=decode_flops,
         decode_step_s=decode_s,

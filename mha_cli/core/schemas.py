@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-from mha_cli.core.dtypes import KvDtypeName, WeightDtypeName, normalise_dtype_name
+from mha_cli.core.dtypes import DtypeName, normalise_dtype_name
 from mha_cli.core.errors import MhaError
 from mha_cli.core.quantities import parse_token_count
 
@@ -72,8 +72,8 @@ TokenCount = Annotated[
         }
     ),
 ]
-KvDtype = Annotated[KvDtypeName, BeforeValidator(_dtype)]
-WeightDtype = Annotated[WeightDtypeName, BeforeValidator(_dtype)]
+KvDtype = Annotated[DtypeName, BeforeValidator(_dtype)]
+WeightDtype = KvDtype  # the same formats; two names so each field says what it stores
 
 
 class _Strict(BaseModel):
@@ -115,7 +115,9 @@ class MoESpec(_Strict):
     n_shared_experts: Annotated[int, Field(ge=0, le=1 << 10)] = 0
     """Experts every token uses in addition to the routed ones."""
     d_ff_expert: Width
-    """Hidden width of one expert's MLP."""
+    """Hidden width of one routed expert's MLP."""
+    d_ff_shared: Width | None = None
+    """Hidden width of each shared expert when it differs from d_ff_expert (Qwen2-MoE: 5632)."""
     n_dense_layers: Annotated[int, Field(ge=0, le=_MAX_LAYERS)] = 0
     """Leading layers that keep a dense MLP of width ``d_ff`` (DeepSeek's first_k_dense_replace)."""
     expert_bias: bool = False
@@ -293,7 +295,9 @@ class DeploymentSpec(_Strict):
     batch: Annotated[int, Field(gt=0, le=1 << 20)] = 1
     """Concurrent sequences."""
     kv_dtype: KvDtype = "bf16"
+    """KV cache format (see ``mha_cli.core.dtypes`` for the scales each quantised one stores)."""
     weight_dtype: WeightDtype = "bf16"
+    """Weight format for the memory plan."""
     tp: Annotated[int, Field(gt=0, le=4096)] | None = None
     """Tensor-parallel degree; default: the number of devices in ``target`` (1 without one)."""
     block_size: Annotated[int, Field(gt=0, le=1 << 16)] | None = None

@@ -13,8 +13,10 @@ from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.catalog import RULES
 from mha_cli.core.rules.model import TOPIC_TITLES, Rule
 
-SKILL_PATH = Path("skills") / "skill-mha-configurator.md"
-"""Where the document lives, relative to the repository root."""
+REPO_ROOT = Path(__file__).resolve().parents[2]
+"""The repository: the folder that holds the ``mha_cli`` package."""
+SKILL_PATH = REPO_ROOT / "skills" / "skill-mha-configurator.md"
+"""Where the document lives (an absolute path, so ``mha skill --check`` works from any folder)."""
 
 _HEADER = f"""---
 name: mha-configurator

@@ -24,6 +24,8 @@ class ModelSource(Record):
     origin: str
     model: ModelSpec
     deployment: DeploymentSpec | None = None
+    notes: list[str] = Field(default_factory=list)
+    """The config file's notes (``mha recommend`` records an explicit ``--variant`` there)."""
     assumptions: list[str] = Field(default_factory=list)
 
 
@@ -42,7 +44,9 @@ def load_source(source: str) -> ModelSource:
     if "model" not in data and "d_model" in data:
         data = {"model": data}
     config = parse_config(data, str(path))
-    return ModelSource(kind="config", origin=str(path), model=config.model, deployment=config.deployment)
+    return ModelSource(
+        kind="config", origin=str(path), model=config.model, deployment=config.deployment, notes=config.notes
+    )
 
 
 def _hf_name(path: Path) -> str:

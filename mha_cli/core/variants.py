@@ -25,17 +25,19 @@ def _without_mla(model: ModelSpec) -> dict:
     return fields
 
 
-def gqa_kv_heads_choices(n_heads: int) -> list[int]:
-    """Divisors of n_heads strictly between 1 and n_heads (the possible GQA KV-head counts)."""
-    return [k for k in range(2, n_heads) if n_heads % k == 0]
+def gqa_kv_heads_choices(n_heads: int, tp: int = 1) -> list[int]:
+    """Divisors of n_heads strictly between 1 and n_heads (the possible GQA KV-head counts) that
+    split evenly over ``tp`` ranks (n_kv divisible by tp, or tp by n_kv: replicated heads)."""
+    return [k for k in range(2, n_heads) if n_heads % k == 0 and (k % tp == 0 or tp % k == 0)]
 
 
-def default_gqa_kv_heads(n_heads: int) -> int | None:
-    """8 KV heads when n_heads allows (today's common choice), else the divisor nearest to it."""
-    choices = gqa_kv_heads_choices(n_heads)
+def default_gqa_kv_heads(n_heads: int, tp: int = 1) -> int | None:
+    """8 KV heads when n_heads allows (today's common choice), else the divisor nearest to it
+    (ties: the larger, so the group stays small); ``None`` when no GQA split exists."""
+    choices = gqa_kv_heads_choices(n_heads, tp)
     if not choices:
         return None
-    return min(choices, key=lambda k: (abs(k - DEFAULT_GQA_KV_HEADS), k))
+    return min(choices, key=lambda k: (abs(k - DEFAULT_GQA_KV_HEADS), -k))
 
 
 MLA_LATENT_PER_HEAD_DIM = 4

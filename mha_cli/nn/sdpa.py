@@ -5,6 +5,8 @@ KV heads without repeating K/V: the ``q_per_kv`` query heads that share one KV h
 along the sequence axis, q (b, n_h, s, h_d) -> (b, n_kv, q_per_kv * s, h_d), so each KV head is read
 once and broadcast by the kernel itself. We do this rather than ``enable_gqa=True`` because that
 flag is native only in the CUDA flash backend; elsewhere PyTorch materialises the repeated K/V.
+The one exception: a full causal prefill on CUDA in fp16/bf16 uses ``enable_gqa=True``, where the
+flash kernel is native and keeps its own causal path (the stacked layout would need a mask).
 For a single decode token no mask is needed; for several tokens a boolean causal mask (offset by
 the cache position) is tiled over the group.
 
@@ -42,6 +44,7 @@ def sdpa_backend_name(
     attn_mask: torch.Tensor | None = None,
     is_causal: bool = False,
     scale: float | None = None,
+    enable_gqa: bool = False,
 ) -> str:
     """The backend SDPA's dispatcher chooses for these arguments: flash, efficient, cudnn or math.
 
@@ -50,9 +53,15 @@ def sdpa_backend_name(
     choose = getattr(torch, "_fused_sdp_choice", None)
     if choose is None:
         return "unknown"
-    index = int(choose(q, k, v, attn_mask, 0.0, is_causal, scale=scale))
+    extra = {"enable_gqa": True} if enable_gqa else {}
+    index = int(choose(q, k, v, attn_mask, 0.0, is_causal, scale=scale, **extra))
     name = _BACKEND_NAMES.get(index, f"backend-{index}")
     return f"{name} (cpu)" if q.device.type == "cpu" else name
+
+
+def _native_gqa(q: torch.Tensor) -> bool:
+    """SDPA's ``enable_gqa`` is native (no K/V copy) only in the CUDA flash kernel, fp16/bf16."""
+    return q.device.type == "cuda" and q.dtype in (torch.float16, torch.bfloat16)
 
 
 def causal_mask(n_new: int, n_total: int, device: torch.device) -> torch.Tensor:
@@ -74,6 +83,12 @@ def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scal
     n_kv_heads, t = k.shape[1], k.shape[2]
     q_per_kv = n_heads // n_kv_heads
     v_head_dim = v.shape[-1]
+    if q_per_kv > 1 and s == t and _native_gqa(q):
+        # Prefill on CUDA in half precision: the flash kernel handles GQA itself and keeps its own
+        # causal path, which the stacked layout (it needs an explicit mask) would lose.
+        if _recorded is not None:
+            _recorded.append(sdpa_backend_name(q, k, v, None, True, scale, enable_gqa=True))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=True)  # (b, n_h, s, h_d)
     grouped_q = q.reshape(b, n_kv_heads, q_per_kv * s, head_dim)  # (b, n_kv, q_per_kv * s, h_d)
     attn_mask = None
     is_causal = False

@@ -7,6 +7,7 @@ explains it quote the same number.
 from __future__ import annotations
 
 from mha_cli.core.rules.model import Rule
+from mha_cli.core.variants import DEFAULT_GQA_KV_HEADS, MLA_LATENT_PER_HEAD_DIM, MLA_Q_LATENT_FROM_D_MODEL
 
 BUDGET_TOLERANCE = 0.05
 """The recommended model's total parameter count stays within +-5% of the budget."""
@@ -26,8 +27,6 @@ LARGE_VOCAB = 128256
 """Llama 3 tokenizer."""
 TIE_EMBEDDINGS_BELOW_PARAMS = 4_000_000_000
 """Llama 3.2 1B/3B, Qwen small models and GPT-2 tie the output head to the embedding; Llama 3 8B does not."""
-GQA_KV_HEADS = 8
-"""Today's default KV-head count (Llama 3 8B/70B/405B, Mistral 7B, Qwen3 8B)."""
 MAX_QUALITY_GROUP = 8
 """Query heads per KV head up to which GQA stays at near-MHA quality (Llama 3 70B: 64 / 8)."""
 FEW_HEADS = 8
@@ -35,10 +34,6 @@ FEW_HEADS = 8
 MHA_LONG_CONTEXT_TOKENS = 32768
 MHA_LONG_CONTEXT_MAX_HEADS = 16
 MLA_MIN_PARAMS = 1_000_000_000
-MLA_LATENT_PER_HEAD_DIM = 4
-"""DeepSeek-V2: kv_lora_rank 512 = 4 x head_dim 128."""
-MLA_Q_LATENT_FROM_D_MODEL = 4096
-"""DeepSeek-V2 (5120 wide) and V3 (7168) compress queries; V2-Lite (2048) does not."""
 TEST_ACCURACY = 0.95
 MAX_LAYERS = 256
 """The deepest design the recommender fills a budget with: twice Llama 3.1 405B's 126 layers, rounded up."""
@@ -109,8 +104,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="MHA020", name="gqa-default", topic="variant", severity="info", scope="recommend",
         condition=f"More than {FEW_HEADS} query heads and no explicit --variant.",
-        action=f"GQA with {GQA_KV_HEADS} KV heads (or the divisor of n_heads nearest to it), at most "
-        f"{MAX_QUALITY_GROUP} query heads per KV head.",
+        action=f"GQA with {DEFAULT_GQA_KV_HEADS} KV heads (or the divisor of n_heads nearest to it, the larger on a "
+        f"tie, that the tensor-parallel degree splits), at most {MAX_QUALITY_GROUP} query heads per KV head; MQA when "
+        "n_heads has no such divisor and MHA is excluded (MHA091).",
         rationale="GQA divides the cache by n_heads / n_kv_heads at near-MHA quality, which buys batch size and "
         "context on the same device; it is today's default.",
         reference="Ainslie et al. 2023 (GQA); Llama 3 70B: 64 query heads, 8 KV heads.",
@@ -217,8 +213,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="MHA091", name="no-wide-mha-at-long-context", topic="refusal", severity="hard", scope="both",
-        condition=f"MHA with more than {MHA_LONG_CONTEXT_MAX_HEADS} heads above {_n(MHA_LONG_CONTEXT_TOKENS)} tokens "
-        "of context.",
+        condition=f"MHA with more than {MHA_LONG_CONTEXT_MAX_HEADS} heads whose global (full-context) layers hold more "
+        f"than {_n(MHA_LONG_CONTEXT_TOKENS)} tokens (a model whose every layer is windowed never does).",
         action="Never chosen by default; when asked for with --variant MHA it is kept only with its KV cost priced "
         "and GQA/MLA offered beside it; check reports it, exit 1, unless the file records the request (the note "
         f"`{EXPLICIT_VARIANT_NOTE}MHA` that recommend --variant MHA --out writes): then a warning, priced the same.",

@@ -1,0 +1,47 @@
+"""What every step of the recommender reads: the request, the target and the trace it appends to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mha_cli.core.kv import KvFootprint, kv_footprint
+from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp
+from mha_cli.core.params import count_params
+from mha_cli.core.recommend.result import RecommendRequest
+from mha_cli.core.rules.engine import Trace
+from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.targets import ResolvedTarget, resolve_target
+
+
+@dataclass(frozen=True)
+class Context:
+    """The request and its target; ``devices_tp`` is the tp asked for (or the target's device count), before a
+    design's heads may shrink it (MHA024). Only ``trace`` changes, by appending findings."""
+
+    request: RecommendRequest
+    target: ResolvedTarget | None
+    devices_tp: int
+    trace: Trace = field(default_factory=Trace)
+
+    @classmethod
+    def of(cls, request: RecommendRequest) -> Context:
+        target = resolve_target(request.target) if request.target else None
+        return cls(request=request, target=target, devices_tp=resolve_tp(request.tp, target))
+
+    def deployment(self, tp: int) -> DeploymentSpec:
+        r = self.request
+        return DeploymentSpec(
+            target=r.target, seq_len=r.seq_len, batch=r.batch, kv_dtype=r.kv_dtype, weight_dtype=r.weight_dtype, tp=tp
+        )
+
+    def footprint(self, model: ModelSpec, tp: int) -> KvFootprint:
+        r = self.request
+        return kv_footprint(model, seq_len=r.seq_len, batch=r.batch, kv_dtype=r.kv_dtype, tp=tp)
+
+    def plan(self, model: ModelSpec, tp: int, kv: KvFootprint | None = None) -> MemoryPlan | None:
+        """The memory plan on the target (None without one)."""
+        if self.target is None:
+            return None
+        kv = kv or self.footprint(model, tp)
+        total = count_params(model).total
+        return plan_memory(self.target, total_params=total, weight_dtype=self.request.weight_dtype, kv=kv)

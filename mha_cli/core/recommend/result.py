@@ -1,0 +1,160 @@
+"""What ``mha recommend`` takes and returns: the request and the result models."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, ValidationError
+
+from mha_cli.core.deployment import FALLBACK_SEQ_LEN
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.kv import KvFootprint
+from mha_cli.core.memory import MemoryPlan
+from mha_cli.core.params import ParamBreakdown
+from mha_cli.core.quantities import parse_param_count
+from mha_cli.core.record import Record
+from mha_cli.core.roofline import Roofline
+from mha_cli.core.rules.engine import Finding
+from mha_cli.core.schemas import KvDtype, MhaConfig, TokenCount, Variant, WeightDtype
+from mha_cli.core.validation import describe_validation_error
+
+Priority = Literal["inference", "training", "balanced"]
+PRIORITIES: tuple[Priority, ...] = ("inference", "training", "balanced")
+
+_OPTION_NAMES = {
+    "params": "--params", "seq_len": "--seq", "target": "--target", "batch": "--batch", "kv_dtype": "--kv-dtype",
+    "weight_dtype": "--weight-dtype", "priority": "--priority", "tp": "--tp", "vocab_size": "--vocab",
+    "d_model": "--d-model", "variant": "--variant",
+}  # fmt: skip
+
+
+def _param_count(value: Any) -> Any:
+    return parse_param_count(value) if isinstance(value, str) else value
+
+
+def _upper(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) else value
+
+
+class RecommendRequest(Record):
+    """The skill's inputs; ``RecommendRequest.parse`` turns a bad value into one ``BadInputError`` line."""
+
+    params: Annotated[int, BeforeValidator(_param_count), Field(gt=0)]
+    """Parameter budget (total parameters); strings such as ``7B`` are parsed."""
+    seq_len: TokenCount = FALLBACK_SEQ_LEN
+    """Target context: tokens per sequence the cache must hold (``8k`` parses)."""
+    target: str | None = None
+    """Hardware target id or alias (``a100``, ``8xh100``)."""
+    batch: Annotated[int, Field(gt=0, le=1 << 20)] = 1
+    """Concurrent sequences."""
+    kv_dtype: KvDtype = "bf16"
+    weight_dtype: WeightDtype = "bf16"
+    priority: Priority = "balanced"
+    tp: Annotated[int, Field(gt=0, le=4096)] | None = None
+    """Tensor-parallel degree; default: the target's device count."""
+    vocab_size: Annotated[int, Field(gt=0)] | None = None
+    d_model: Annotated[int, Field(gt=0)] | None = None
+    """Fixes the width; the model schema's own bounds apply when the design is built."""
+    variant: Annotated[Variant, BeforeValidator(_upper)] | None = None
+    """An explicit request; ``None`` lets the rules choose."""
+
+    @classmethod
+    def parse(cls, **fields: Any) -> RecommendRequest:
+        """Validate ``fields`` (``None`` means the default); every problem is one line naming the option."""
+        try:
+            return cls.model_validate({key: value for key, value in fields.items() if value is not None})
+        except ValidationError as exc:
+            message = describe_validation_error(exc)
+            for field, option in _OPTION_NAMES.items():
+                message = message.replace(f"{field}:", f"{option}:")
+            raise BadInputError(message) from exc
+
+
+class ModelSummary(Record):
+    """The recommended geometry; the key names are stable for scripts."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    variant: Variant
+    total_params: int
+    d_ff: int
+    vocab_size: int
+    tied_embeddings: bool
+    kv_lora_rank: int | None = None
+    """MLA only: width of the cached latent."""
+
+
+class InitPlan(Record):
+    """Initialisation of the attention projections: scheme and standard deviations."""
+
+    scheme: str
+    std: dict[str, float]
+    """Standard deviation of the normal each projection's weights are drawn from, by projection."""
+
+
+class TestHook(Record):
+    """A synthetic task a 2-layer version of the design should solve."""
+
+    task: str
+    pattern: str
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    variant: Variant
+    accuracy_threshold: float
+    how: str
+
+
+class Alternative(Record):
+    """The recommended shape under another projection (the models of ``variants.variant_options``)."""
+
+    label: str
+    variant: Variant
+    n_kv_heads: int
+    is_recommended: bool
+    bytes_per_token: int
+    bytes_per_sequence: int
+    """One sequence of seq_len tokens, the whole model (``kv_footprint``'s figure)."""
+    kv_bytes_per_device: int
+    """The cache one device holds: its rank's share of its replica's sequences (the plan's figure); without a
+    target, the whole batch on one device."""
+    max_sequences: int | None
+    """Sequences of seq_len that fit beside the weights on the target, over all replicas (None without one)."""
+    total_params: int
+    quality_risk: str
+    quality_source: str
+    """The paper the quality-risk label comes from."""
+    note: str
+
+
+class RecommendResult(Record):
+    """Everything ``mha recommend`` reports; ``model``, ``kv.bytes_per_token`` and ``rules_fired`` are stable."""
+
+    request: RecommendRequest
+    model: ModelSummary
+    variant_reason: str
+    """One sentence tying the variant to the KV-cache limits."""
+    budget_deviation: float
+    """(total_params - budget) / budget."""
+    params: ParamBreakdown
+    weight_bytes: int
+    kv: KvFootprint
+    memory: MemoryPlan | None
+    roofline: Roofline | None
+    fits: bool | None
+    """Whether weights and the batch's cache fit the target; None without a target."""
+    way_out: list[str]
+    """What would make a plan that does not fit fit (flags as the options parse them)."""
+    init: InitPlan
+    qkv_bias: bool
+    o_bias: bool
+    testability: TestHook
+    alternatives: list[Alternative]
+    trace: list[Finding]
+    rules_fired: list[str]
+    config: MhaConfig
+    """The config file ``--out`` writes."""
