@@ -156,3 +156,11 @@ def test_schema_fields_carry_their_docstrings(cli):
     assert model["head_dim"]["description"].startswith("Width of one head")
     assert document["$defs"]["DeploymentSpec"]["properties"]["seq_len"]["anyOf"][1]["type"] == "string"
     assert "description" in document["$defs"]["MLASpec"]["properties"]["kv_lora_rank"]
+
+
+def test_ways_out_are_flags_that_make_the_plan_fit(cli):
+    args = ["kv", "llama-3-70b", "--seq", "32k", "--batch", "16", "--target", "h100"]
+    ways = cli.json(*args)["ways_out"]
+    assert ways[0].startswith("--target 8xh100-sxm")
+    flag, value = ways[0].split()[:2]
+    assert cli.json(*args[:-2], flag, value)["memory"]["fits"] is True

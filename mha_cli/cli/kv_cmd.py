@@ -82,10 +82,7 @@ def render_kv_report(console: Console, report: KvReport) -> None:
         console.print()
         console.print(memory_table(report.memory))
         if not report.memory.fits:
-            console.print(
-                "[bold red]does not fit:[/bold red] use more devices (--target NxTARGET), quantised weights"
-                " (--weight-dtype fp8) or KV cache (--kv-dtype fp8), a shorter --seq or a smaller --batch"
-            )
+            console.print("[bold red]does not fit:[/bold red] " + escape("; ".join(report.ways_out)))
     console.print()
     console.print(variants_table(report))
 

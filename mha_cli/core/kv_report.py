@@ -6,6 +6,7 @@ from pydantic import computed_field
 
 from mha_cli.core.deployment import context_notes
 from mha_cli.core.errors import MhaError
+from mha_cli.core.fit import ways_out
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes
 from mha_cli.core.params import ParamBreakdown, count_params
@@ -46,6 +47,8 @@ class KvReport(Record):
     """All weights in the deployment's weight dtype."""
     kv: KvFootprint
     memory: MemoryPlan | None
+    ways_out: list[str]
+    """When the plan does not fit: options that would make it fit (empty otherwise)."""
     variants: list[VariantRow]
 
     @computed_field  # type: ignore[prop-decorator]
@@ -81,8 +84,10 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
     params = count_params(model)
     kv = _footprint(model, deployment, tp)
     memory = None
+    ways = []
     if target is not None:
         memory = plan_memory(target, total_params=params.total, weight_dtype=deployment.weight_dtype, kv=kv)
+        ways = ways_out(model, target, deployment.model_copy(update={"tp": tp}), memory, kv, params.total)
 
     rows: list[VariantRow] = []
     options = variant_options(model)
@@ -119,5 +124,6 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         weight_bytes=weight_bytes(params.total, deployment.weight_dtype),
         kv=kv,
         memory=memory,
+        ways_out=ways,
         variants=rows,
     )
