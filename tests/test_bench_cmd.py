@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from mha_cli.cli.app import app
@@ -35,3 +36,44 @@ def test_tiny_bench_reports_exact_bytes_and_a_backend_per_variant() -> None:
 def test_an_unknown_device_is_a_one_line_error() -> None:
     result = runner.invoke(app, ["bench", "--device", "tpu"])
     assert result.exit_code == 2 and "unknown device 'tpu'" in result.output
+
+
+TINY = ["bench", "--device", "cpu", "--seq", "16", "--d-model", "32", "--heads", "4", "--head-dim", "8"]
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [("--batch", "0", "--batch must be at least 1 (got 0)"),
+     ("--head-dim", "0", "--head-dim must be at least 1 (got 0)"),
+     ("--kv-lora-rank", "0", "--kv-lora-rank must be at least 1 (got 0)"),
+     ("--d-model", "-1", "--d-model must be at least 1 (got -1)"),
+     ("--heads", "0", "--heads must be at least 1 (got 0)"),
+     ("--kv-heads", "0", "--kv-heads must be at least 1 (got 0)"),
+     ("--seq", "1", "--seq must be at least 2 (got 1)"),
+     ("--reps", "0", "--reps must be at least 1 (got 0)"),
+     ("--warmup", "-1", "--warmup must be at least 0 (got -1)")],
+)  # fmt: skip
+def test_every_number_is_checked_before_running(option: str, value: str, message: str) -> None:
+    result = runner.invoke(app, [*TINY, "--kv-heads", "2", option, value])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == f"error: {message}"
+
+
+def test_unset_means_the_default_and_zero_is_never_unset() -> None:
+    data = json.loads(runner.invoke(app, [*TINY, "--kv-heads", "2", "--reps", "1", "--warmup", "0", "--json"]).stdout)
+    assert data["batch"] == 4 and data["seq_len"] == 16 and data["mla_kv_lora_rank"] == 32  # 4 x head-dim
+
+
+def test_help_states_the_seq_and_batch_defaults() -> None:
+    text = " ".join(runner.invoke(app, ["bench", "--help"], terminal_width=100).stdout.split())
+    assert "Default: 8192." in text and "Default: 4." in text
+
+
+def test_the_table_fits_80_columns_without_cutting_headers_or_cells() -> None:
+    result = runner.invoke(app, [*TINY, "--kv-heads", "2", "--reps", "1", "--warmup", "0"], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout
+    lines = result.stdout.splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in lines)
+    assert any(line.split()[:3] == ["variant", "heads", "B/token"] for line in lines)
+    assert any(line.startswith("MLA absorbed") for line in lines)

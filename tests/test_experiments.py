@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import torch
 from mha_cli.core.errors import EXIT_BAD_INPUT
 from mha_cli.core.params import count_params
 from mha_cli.core.schemas import MLASpec, ModelSpec
+from mha_cli.experiments.common import SMOKE_CAVEAT, command_line, typed_command
 from mha_cli.experiments.data import IGNORE_INDEX, copy_task_batch, evaluation_windows, load_pydoc_corpus
 from mha_cli.experiments.heads import judge_head_counts, steps_to_solve
 from mha_cli.experiments.tiny_lm import TinyLM, n_parameters
@@ -229,3 +232,96 @@ def test_pydoc_corpus_split_is_disjoint_and_whole():
     assert len(corpus.train) + len(corpus.validation) == total + separators
     inputs, targets = evaluation_windows(corpus.validation, 8, 4)
     assert torch.equal(inputs[:, 1:], targets[:, :-1])
+
+
+# Review fixes: output folder, recorded command, smoke-run caveat, plots, terminal width ---------
+
+
+def test_an_out_dir_that_cannot_be_made_or_is_a_file_is_one_line_exit_2(cli, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder\n")
+    for out_dir, message in [
+        (afile, f"--out-dir {afile} is a file, not a folder: pass a folder"),
+        (afile / "sub", f"cannot create --out-dir {afile / 'sub'} (Not a directory): pass a writable folder"),
+    ]:
+        result = cli.run("experiment", "mqa", "--quick", "--device", "cpu", "--out-dir", str(out_dir))
+        assert result.exit_code == EXIT_BAD_INPUT, result.output
+        assert result.output.strip() == f"error: {message}"
+
+
+def test_the_command_is_recorded_as_typed(cli, tmp_path, monkeypatch):
+    typed = ["experiment", "mqa", "--quick", "--out-dir", str(tmp_path), "--device", "cpu", "--force"]
+    monkeypatch.setattr(sys, "argv", ["/home/me/.venv/bin/mha", *typed])
+    data = cli.json(*typed)
+    assert data["command"] == shlex.join(["mha", *typed])  # what was typed, --force included
+    assert f"```\n{data['command']}\n```" in (tmp_path / "report.md").read_text()
+
+
+def test_typed_command_normalises_the_program_and_falls_back_to_the_options():
+    argv = ["/repo/mha_cli/__main__.py", "experiment", "heads", "--seed", "3"]
+    assert typed_command("heads", argv) == "mha experiment heads --seed 3"
+    assert typed_command("heads", ["pytest", "-k", "experiment", "tests/"]) is None
+    rebuilt = command_line("mla", quick=True, seed=1, device="cpu", out_dir=None, force=True, argv=["pytest"])
+    assert rebuilt == "mha experiment mla --quick --seed 1 --device cpu --force"
+
+
+def test_quick_runs_say_they_are_smoke_runs(heads_result):
+    from rich.console import Console
+
+    from mha_cli.cli.experiment_cmd import render_heads
+    from mha_cli.experiments.heads_models import HeadsResult
+
+    data, out_dir = heads_result
+    assert data["quick"] is True
+    report = (out_dir / "report.md").read_text()
+    assert report.startswith("# Experiment: number of heads at fixed width (copy task) (smoke run)")
+    assert SMOKE_CAVEAT in report.split("Command:")[0]
+    console = Console(record=True, width=200)
+    render_heads(console, HeadsResult.model_validate(data))
+    text = console.export_text()
+    assert text.startswith(SMOKE_CAVEAT) and "(smoke run, not evidence) :" in text
+
+
+def _tick_texts(axes) -> list[str]:
+    return [t.get_text() for t in axes.get_yticklabels() + axes.get_yticklabels(minor=True)]
+
+
+def test_heads_plot_drops_an_unjudged_speed_panel_and_uses_plain_log_ticks(heads_result):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from mha_cli.experiments.heads import judge_speed
+    from mha_cli.experiments.heads_models import HeadsPoint, HeadsResult
+    from mha_cli.experiments.heads_plot import heads_figure
+
+    data, _ = heads_result
+    result = HeadsResult.model_validate(data)
+    unjudged = heads_figure(result.model_copy(update={"speed_judgement": None}))
+    assert len(unjudged.axes) == 2
+    FigureCanvasAgg(unjudged).draw()
+    for axes in unjudged.axes:
+        labels = [text for text in _tick_texts(axes) if text]
+        assert labels and not any("times" in text or "^" in text for text in labels), labels
+    points = [
+        HeadsPoint.model_validate(p | {"mean_steps_to_solve": 10.0 * (i + 1)}) for i, p in enumerate(data["points"])
+    ]
+    judged = result.model_copy(update={"points": points, "speed_judgement": judge_speed(points, 0.1)})
+    assert [a.get_title() for a in heads_figure(judged).axes][2].startswith("Speed: ")
+
+
+def test_mqa_plot_units_come_from_the_data_and_the_table_fits_80_columns(cli, tmp_path):
+    from rich.console import Console
+
+    from mha_cli.cli.experiment_cmd import render_mqa
+    from mha_cli.experiments.mqa import MqaResult, mqa_figure
+
+    result = MqaResult.model_validate(run_quick(cli, "mqa", tmp_path))
+    params, cache = mqa_figure(result).axes
+    assert max(r.attention_params_measured for r in result.rows) == 16_384  # quick: 4 x 64 x 64
+    assert params.get_ylabel() == "attention parameters per layer (thousands)"
+    assert max(bar.get_height() for bar in params.patches) == pytest.approx(16.384)
+    assert cache.get_ylabel() == "MiB" and max(bar.get_height() for bar in cache.patches) == 1.0  # 1,048,576 B
+    console = Console(record=True, width=80)
+    render_mqa(console, result)
+    text = console.export_text()
+    assert "…" not in text and "1,048,576" in text
+    assert all(len(line.rstrip()) <= 80 for line in text.splitlines())

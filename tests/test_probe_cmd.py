@@ -70,8 +70,14 @@ def test_human_output_shows_token_labels_and_the_summary() -> None:
     ("args", "message"),
     [
         (["   "], "the sentence has no tokens"),
-        ([SENTENCE, "--heads", "4", "--kv-heads", "3"], "must be divisible by n_kv_heads (3)"),
-        ([SENTENCE, "--heads", "3"], "--d-model (64) must be a positive multiple of --heads (3)"),
+        ([SENTENCE, "--heads", "4", "--kv-heads", "3"], "--heads (4) must be divisible by --kv-heads (3)"),
+        ([SENTENCE, "--heads", "3", "--kv-heads", "2"], "--heads (3) must be divisible by --kv-heads (2)"),
+        ([SENTENCE, "--heads", "3"], "--d-model (64) must be a multiple of --heads (3)"),
+        ([SENTENCE, "--heads", "0"], "--heads must be at least 1 (got 0)"),
+        ([SENTENCE, "--heads", "-1"], "--heads must be at least 1 (got -1)"),
+        ([SENTENCE, "--kv-heads", "0"], "--kv-heads must be at least 1 (got 0)"),
+        ([SENTENCE, "--d-model", "0"], "--d-model must be at least 1 (got 0)"),
+        (["one"], "probe needs at least 2"),
         ([" ".join(["w"] * 40)], "at most 32"),
     ],
 )
@@ -79,6 +85,7 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None
     result = runner.invoke(app, ["probe", *args])
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
 
 
 def test_summary_of_a_previous_token_head() -> None:
@@ -89,3 +96,34 @@ def test_summary_of_a_previous_token_head() -> None:
     assert summary.pattern == "previous token"
     uniform = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]])
     assert summarise(uniform, 0, 0).pattern == "spread"
+
+
+def test_a_one_token_summary_is_refused_not_invented() -> None:
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        summarise(torch.ones(1, 1), head=0, kv_head=0)
+
+
+def test_mla_header_shows_the_latent_rank_and_rope_width() -> None:
+    data = probe_json("--heads", "4", "--variant", "MLA")
+    assert (data["mla_kv_lora_rank"], data["mla_rope_dim"]) == (64, 8)  # 4 x and 1/2 x the head width 16
+    result = runner.invoke(app, ["probe", SENTENCE, "--heads", "4", "--variant", "MLA"], terminal_width=200)
+    assert "4 query heads reading one shared latent of rank 64 + RoPE key width 8" in result.stdout
+    assert "KV head" not in result.stdout.splitlines()[0]
+    assert probe_json("--heads", "4")["mla_kv_lora_rank"] is None
+
+
+def test_one_kv_head_is_singular() -> None:
+    result = runner.invoke(app, ["probe", SENTENCE, "--heads", "2", "--kv-heads", "1"], terminal_width=200)
+    assert "2 query heads, 1 KV head, head width 32" in result.stdout
+
+
+def test_column_labels_show_whole_words_and_number_columns_when_too_wide() -> None:
+    result = runner.invoke(app, ["probe", "hello world, hello again", "--heads", "1"], terminal_width=80)
+    header = next(line for line in result.stdout.splitlines() if "hello" in line and "world" in line)
+    assert header.split() == ["hello", "world", ",", "hello", "again"]
+    long = "the quick brown fox jumps over the lazy dog and then the internationalization sleeps"
+    result = runner.invoke(app, ["probe", long, "--heads", "1"], terminal_width=80)
+    lines = result.stdout.splitlines()
+    header = next(line for line in lines if line.split()[:3] == ["0", "1", "2"])
+    assert header.split() == [str(i) for i in range(14)] and "…" not in result.stdout
+    assert max(len(line.rstrip()) for line in lines if line.strip().startswith(("0 the", "13 sleeps"))) <= 80

@@ -13,7 +13,7 @@ from mha_cli.core.sources import ModelSource
 from mha_cli.nn.attention import Attention
 from mha_cli.verify import measure
 from mha_cli.verify.numerics import check_cached_decode
-from mha_cli.verify.plan import make_plan
+from mha_cli.verify.plan import make_plan, validate_options
 from mha_cli.verify.run import run_verify
 
 SEQ, BATCH, LAYERS = 48, 2, 3
@@ -179,3 +179,46 @@ def test_timing_summary_and_allocator_reading():
 def test_device_names_map_to_the_targets_database(name, target_id):
     target = measure.match_target(name)
     assert (target.id if target else None) == target_id
+
+
+@pytest.mark.parametrize(
+    "options,message",
+    [({"reps": 0}, "--reps must be at least 1 (got 0)"),
+     ({"layers": 0}, "--layers must be at least 1 (got 0)"),
+     ({"prefill_tokens": -3}, "--prefill-tokens must be at least 1 (got -3)"),
+     ({"max_kv_gib": -1.0}, "--max-kv-gib must be greater than 0 (got -1)"),
+     ({"max_kv_gib": 0.0}, "--max-kv-gib must be greater than 0 (got 0)"),
+     ({"max_decode_ms": 0.0}, "--max-decode-ms must be greater than 0 (got 0)"),
+     ({"max_decode_ms": float("nan")}, "--max-decode-ms must be greater than 0 (got nan)"),
+     ({"tolerance": -1e-9}, "--tolerance must be 0 (exact) or greater (got -1e-09)")],
+)  # fmt: skip
+def test_one_rule_for_verify_options(options, message):
+    with pytest.raises(BadInputError) as raised:
+        validate_options(**options)
+    assert str(raised.value) == message
+
+
+def test_zero_tolerance_means_exact_and_is_accepted():
+    validate_options(tolerance=0.0, max_kv_gib=1e-9, max_decode_ms=1e-9, layers=None, prefill_tokens=None)
+
+
+def test_plan_notes_an_ignored_mla_cache_and_a_capped_prefill():
+    given = DeploymentSpec.model_validate({"seq_len": SEQ, "mla_cache": "naive"})
+    plan = make_plan(tiny(2), given, device_type="cpu", prefill_tokens=5000)
+    assert plan.prefill_tokens == SEQ
+    assert plan.notes == [
+        "--mla-cache naive ignored: tiny is GQA, not MLA; its cache is per-head K/V either way",
+        f"--prefill-tokens 5,000 capped at {SEQ}, the --seq ({SEQ})",
+    ]
+    assert make_plan(tiny(2), DeploymentSpec(seq_len=SEQ), device_type="cpu").notes == []  # nothing given, no note
+    assert make_plan(tiny(mla=TINY_MLA), given, device_type="cpu", prefill_tokens=8).notes == []  # applies to MLA
+
+
+def test_cpu_peak_is_the_best_of_many_copies(monkeypatch):
+    """A noisy clock: every copy but one is slow; the peak must come from the fastest, not the first."""
+    durations = [0.004] * (measure.COPY_REPS - 1) + [0.001]
+    ticks = iter(t for d in durations for t in (0.0, d))
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: next(ticks))
+    n_bytes = 4 * 2**20
+    assert measure.copy_bandwidth(torch.device("cpu"), n_bytes=n_bytes) == 2 * n_bytes / 0.001
+    assert measure.COPY_REPS >= 10

@@ -116,3 +116,90 @@ def test_not_enough_memory_exits_3_before_allocating(cli, config, monkeypatch):
     result = cli.run("verify", config(), "--device", "cpu", "--layers", "2")
     assert result.exit_code == EXIT_OUT_OF_MEMORY, result.output
     assert "usable: try" in result.output and "--batch 1" in result.output
+
+
+@pytest.mark.parametrize(
+    "option,value",
+    [("--max-kv-gib", "-1"), ("--max-kv-gib", "0"), ("--max-decode-ms", "0"), ("--tolerance", "-0.1"),
+     ("--reps", "0"), ("--prefill-tokens", "0")],
+)  # fmt: skip
+def test_bad_thresholds_are_one_line_naming_the_option(cli, config, option, value):
+    result = cli.run("verify", config(), "--device", "cpu", option, value)
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {option} must be")
+
+
+def test_zero_tolerance_is_accepted_and_recorded(cli, config):
+    code, data = run_json(cli, config(), "--tolerance", "0")
+    assert code in (0, EXIT_CHECK_FAILED)
+    assert data["thresholds"]["tolerance"] == 0.0 and data["numerics"]["tolerance"] == 0.0
+    assert data["checks"]["numerics"] == (data["numerics"]["relative_error"] == 0.0)
+
+
+def test_ignored_and_capped_options_are_noted(cli, config):
+    code, data = run_json(cli, config(), "--mla-cache", "naive", "--prefill-tokens", "5000")
+    assert code == 0
+    assert data["prefill_tokens"] == 64
+    assert "--mla-cache naive ignored: tiny-gqa is GQA, not MLA; its cache is per-head K/V either way" in data["notes"]
+    assert "--prefill-tokens 5,000 capped at 64, the --seq (64)" in data["notes"]
+
+
+def test_a_failed_threshold_shows_the_value_against_the_limit(cli, config):
+    code, data = run_json(cli, config(), "--max-kv-gib", "0.00001")
+    assert code == EXIT_CHECK_FAILED
+    cache = 2 * 2 * 64 * (2 * 2 * 8 * 4)  # 2 layers x batch 2 x 64 tokens x GQA-2 fp32 per token per layer
+    assert cache == 32_768 and data["model_cache_bytes"] == cache
+    assert data["check_details"]["max_kv_gib"] == "model cache 32.0 KiB > 1e-05 GiB"
+    result = cli.run("verify", config(), "--device", "cpu", "--reps", "1", "--max-kv-gib", "0.00001")
+    assert "max_kv_gib FAIL (model cache 32.0 KiB > 1e-05 GiB)" in " ".join(result.stdout.split())
+
+
+def test_bandwidth_above_the_measured_peak_is_never_a_percentage_over_100(cli, config):
+    from rich.console import Console
+
+    from mha_cli.cli.verify_cmd import render_verify
+    from mha_cli.verify.report import VerifyReport
+
+    _, data = run_json(cli, config())
+    report = VerifyReport.model_validate(data | {"peak_gb_per_s": 10.0, "achieved_gb_per_s": 14.9,
+                                                 "roofline_efficiency": 1.49})  # fmt: skip
+    console = Console(record=True, width=200)
+    render_verify(console, report)
+    text = console.export_text()
+    assert "149%" not in text and "above the measured peak" in text and "peak 10.0 GB/s" in text
+    report = report.model_copy(update={"roofline_efficiency": 0.62})
+    console = Console(record=True, width=200)
+    render_verify(console, report)
+    assert "62% of peak" in console.export_text()
+
+
+def test_ci_example_prints_the_checked_figures_and_keeps_the_exit_code(cli, config, tmp_path):
+    """The example workflow: pinned CPU torch, local install, summary printed even when verify fails."""
+    import re
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tests.conftest import REPO
+
+    workflow = yaml.safe_load((REPO / "examples/ci/github-actions-mha.yml").read_text())
+    steps = {step.get("name", ""): step for step in workflow["jobs"]["check-and-verify"]["steps"]}
+    install = next(step["run"] for name, step in steps.items() if name.startswith("Install"))
+    assert "torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu" in install
+    assert "pip install -e ." in install and "OWNER" not in install
+    verify_step = next(step["run"] for name, step in steps.items() if "mha verify" in step.get("run", ""))
+    assert "status=$?" in verify_step and verify_step.rstrip().endswith("exit $status")
+    assert "--kv-dtype bf16" in (REPO / "examples/ci/github-actions-mha.yml").read_text()
+    summary = re.search(r"<<'PY'\n(.*?)\n\s*PY\n", verify_step, re.S).group(1)
+    code, data = run_json(cli, config(), "--max-kv-gib", "0.00001")
+    assert code == EXIT_CHECK_FAILED
+    (tmp_path / "verify.json").write_text(json.dumps(data))
+    printed = subprocess.run([sys.executable, "-c", summary], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert f"whole model (measured): {data['model_cache_bytes']:,} B" in printed.stdout
+    assert f"{data['model_decode_ms']:.2f} ms  <- checked by --max-decode-ms" in printed.stdout
+    assert "max_kv_gib: FAIL (model cache 32.0 KiB > 1e-05 GiB)" in printed.stdout
+    (tmp_path / "verify.json").write_text("")  # verify refused the input: the summary says so and does not fail
+    printed = subprocess.run([sys.executable, "-c", summary], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert "verify wrote no report" in printed.stdout

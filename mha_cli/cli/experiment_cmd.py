@@ -15,11 +15,12 @@ from mha_cli.cli.output import Output
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from mha_cli.cli.app import CommandRegistry
     from mha_cli.experiments.common import OutputFiles
-    from mha_cli.experiments.heads import HeadsResult
-    from mha_cli.experiments.mla import MlaResult
+    from mha_cli.experiments.heads_models import HeadsResult
+    from mha_cli.experiments.mla_models import MlaResult
     from mha_cli.experiments.mqa import MqaResult
 
 QuickOpt = Annotated[bool, typer.Option("--quick", help="A seconds-long smoke run (tiny sizes, few steps).")]
@@ -31,7 +32,6 @@ OutDirOpt = Annotated[
         "--out-dir",
         help="Folder for report.md, the PNG and results.json (default: outputs/experiments/NAME/).",
         show_default=False,
-        file_okay=False,
     ),
 ]
 
@@ -81,10 +81,25 @@ def mla(
     Output(json).emit(result, render_mla)
 
 
-def render_heads(console: Console, result: HeadsResult) -> None:
+def compact_table(title: str) -> Table:
+    """A table without vertical rules, so seven columns of exact figures fit 80 columns."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title="Held-out copy loss by head count (d_model 64)", title_justify="left")
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), show_edge=False)
+
+
+def print_smoke_caveat(console: Console, quick: bool, *, shape_only: bool = False) -> None:
+    """The --quick caveat: conclusions that are not evidence (heads, mla), or a smaller shape (mqa)."""
+    if quick:
+        from mha_cli.experiments.common import MQA_QUICK_CAVEAT, SMOKE_CAVEAT
+
+        console.print(f"[bold yellow]{MQA_QUICK_CAVEAT if shape_only else SMOKE_CAVEAT}[/bold yellow]")
+
+
+def render_heads(console: Console, result: HeadsResult) -> None:
+    print_smoke_caveat(console, result.quick)
+    table = compact_table("Held-out copy loss by head count (d_model 64)")
     for name in ("n_heads", "head_dim", "loss (nats)", "accuracy", "steps to learn"):
         table.add_column(name, justify="right")
     for point in result.points:
@@ -97,26 +112,21 @@ def render_heads(console: Console, result: HeadsResult) -> None:
             steps,
         )
     console.print(table)
-    console.print(f"final loss, [bold]{result.judgement.verdict}[/bold]: {result.judgement.sentence}")
+    smoke = "[yellow](smoke run, not evidence)[/yellow] " if result.quick else ""
+    console.print(f"final loss, [bold]{result.judgement.verdict}[/bold] {smoke}: {result.judgement.sentence}")
     if result.speed_judgement is not None:
-        console.print(f"speed, [bold]{result.speed_judgement.verdict}[/bold]: {result.speed_judgement.sentence}")
+        console.print(
+            f"speed, [bold]{result.speed_judgement.verdict}[/bold] {smoke}: {result.speed_judgement.sentence}"
+        )
     print_files(console, result.files)
 
 
 def render_mqa(console: Console, result: MqaResult) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"Parameters and KV cache at N = {result.settings.seq_len:,}", title_justify="left")
-    for name in (
-        "variant",
-        "KV heads",
-        "params measured",
-        "params computed",
-        "KV bytes measured",
-        "KV bytes computed",
-        "KV vs MHA",
-    ):
-        table.add_column(name, justify="left" if name == "variant" else "right")
+    print_smoke_caveat(console, result.quick, shape_only=True)
+    table = compact_table(f"Parameters and KV cache at N = {result.settings.seq_len:,}")
+    for name in ("variant", "KV\nheads", "params\nmeasured", "params\ncomputed", "KV bytes\nmeasured",
+                 "KV bytes\ncomputed", "KV vs\nMHA"):  # fmt: skip
+        table.add_column(name, justify="left" if name == "variant" else "right", no_wrap=True)
     for row in result.rows:
         table.add_row(
             row.variant,
@@ -134,9 +144,8 @@ def render_mqa(console: Console, result: MqaResult) -> None:
 
 
 def render_mla(console: Console, result: MlaResult) -> None:
-    from rich.table import Table
-
-    table = Table(title="MLA latent rank vs MHA (validation bits per byte)", title_justify="left")
+    print_smoke_caveat(console, result.quick)
+    table = compact_table("MLA latent rank vs MHA (validation bits per byte)")
     for name in ("model", "cache vs MHA", "< 1/8", "val bits", "vs baseline", "<= +1 bit"):
         table.add_column(name, justify="left" if name == "model" else "right")
     for row in result.rows:
@@ -149,7 +158,7 @@ def render_mla(console: Console, result: MlaResult) -> None:
             "yes" if row.within_quality_limit else "no",
         )
     console.print(table)
-    console.print(result.conclusion)
+    console.print(("[yellow](smoke run, not evidence)[/yellow] " if result.quick else "") + result.conclusion)
     print_files(console, result.files)
 
 

@@ -17,7 +17,14 @@ if TYPE_CHECKING:
     from mha_cli.cli.app import CommandRegistry
     from mha_cli.nn.probe import ProbeResult
 
-LABEL_WIDTH = 6
+CELL_WIDTH = 6
+"""Characters per heat-map cell (' 0.42 '); wider when the tokens are longer and the table still fits."""
+COMPACT_WIDTH = 4
+"""Cell width when whole-token columns would not fit: ' .42', numbered columns."""
+MAX_LABEL = 9
+"""Longest token shown whole as a column label."""
+ROW_LABEL = 12
+"""Longest token shown whole as a row label."""
 COLD, HOT = (20, 24, 48), (255, 196, 0)
 
 
@@ -47,26 +54,53 @@ def heat_style(weight: float) -> Style:
     return Style(bgcolor=f"rgb({r},{g},{b})", color="black" if weight > 0.5 else "white")
 
 
-def heat_table(result: ProbeResult, head: int) -> Table:
+def plural(count: int, noun: str) -> str:
+    """``1 KV head``, ``4 KV heads``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def column_labels(tokens: list[str], console_width: int) -> tuple[list[str], int]:
+    """(column labels, cell width): whole tokens (up to ``MAX_LABEL``) when that table fits the console,
+    else the tokens' positions in ``COMPACT_WIDTH`` cells, with the positions repeated in the row labels."""
+    width = max(CELL_WIDTH, min(max(len(token) for token in tokens), MAX_LABEL) + 1)
+    row_label = min(max(len(token) for token in tokens), ROW_LABEL) + 4
+    if row_label + width * len(tokens) <= console_width:
+        return [token[: width - 1] for token in tokens], width
+    return [str(i) for i in range(len(tokens))], COMPACT_WIDTH
+
+
+def weight_cell(weight: float, width: int) -> str:
+    """`` 0.42`` in a normal cell, `` .42`` (``1.0`` for one) in a compact one."""
+    if width > COMPACT_WIDTH:
+        return f" {weight:.2f}".ljust(width)
+    return (" 1.0" if weight >= 0.995 else f" {weight:.2f}"[0] + f"{weight:.2f}"[1:]).ljust(width)
+
+
+def heat_table(result: ProbeResult, head: int, console_width: int = 80) -> Table:
     summary = result.summaries[head]
     title = f"head {head}" + (f"  (KV head {summary.kv_head})" if result.n_kv_heads != result.n_heads else "")
     table = Table(title=title, title_justify="left", box=None, padding=(0, 0), show_edge=False)
+    labels, width = column_labels(result.tokens, console_width)
+    numbered = width == COMPACT_WIDTH
     table.add_column("", justify="right", style="bold", no_wrap=True)
-    for token in result.tokens:
-        table.add_column(Text(f" {token[: LABEL_WIDTH - 2]:<{LABEL_WIDTH - 2}}", style="dim"), no_wrap=True)
+    for label in labels:
+        table.add_column(Text(f" {label:<{width - 1}}", style="dim"), no_wrap=True, min_width=width)
     for i, row in enumerate(result.heads[head]):
-        cells: list[Text | str] = [Text(f"{result.tokens[i][:10]} ")]
+        name = result.tokens[i][:ROW_LABEL]
+        cells: list[Text | str] = [Text(f"{i} {name} " if numbered else f"{name} ")]
         for j, weight in enumerate(row):
             if j > i:
-                cells.append(Text("  ·   "[:LABEL_WIDTH], style="dim"))
+                cells.append(Text("  ·".ljust(width), style="dim"))
             else:
-                cells.append(Text(f" {weight:.2f} "[:LABEL_WIDTH].ljust(LABEL_WIDTH), style=heat_style(weight)))
+                cells.append(Text(weight_cell(weight, width), style=heat_style(weight)))
         table.add_row(*cells)
     return table
 
 
 def summary_table(result: ProbeResult) -> Table:
-    table = Table(title="Per head (rows 1..N-1; entropy in bits)", title_justify="left")
+    table = Table(
+        title=f"Per head (rows 1..{len(result.tokens) - 1}; row 0 has no choice; entropy in bits)", title_justify="left"
+    )
     for name in ("head", "KV head", "entropy", "uniform", "self", "previous", "first", "pattern"):
         table.add_column(name, justify="left" if name == "pattern" else "right")
     for s in result.summaries:
@@ -77,15 +111,25 @@ def summary_table(result: ProbeResult) -> Table:
     return table
 
 
+def shape_line(result: ProbeResult) -> str:
+    """``GQA  4 query heads, 2 KV heads, head width 16`` or, for MLA, the shared latent and RoPE widths."""
+    heads = plural(result.n_heads, "query head")
+    if result.mla_kv_lora_rank is not None:
+        return (
+            f"{heads} reading one shared latent of rank {result.mla_kv_lora_rank} + RoPE key width"
+            f" {result.mla_rope_dim} (q/k head width {result.head_dim})"
+        )
+    return f"{heads}, {plural(result.n_kv_heads, 'KV head')}, head width {result.head_dim}"
+
+
 def render_probe(console: Console, result: ProbeResult) -> None:
     console.print(
-        f"[bold]{result.variant}[/bold]  {result.n_heads} query heads, {result.n_kv_heads} KV heads,"
-        f" head width {result.head_dim}, d_model {result.d_model}, seed {result.seed}"
+        f"[bold]{result.variant}[/bold]  {shape_line(result)}, d_model {result.d_model}, seed {result.seed}"
         "  [dim](seeded weights and embeddings: patterns come from positions and repeated words, not language)[/dim]"
     )
     for head in range(result.n_heads):
         console.print()
-        console.print(heat_table(result, head))
+        console.print(heat_table(result, head, console.width), crop=False)  # a long sentence may run past
     console.print()
     console.print(summary_table(result))
     console.print("[dim]row = query token, column = the token it attends to; each row sums to 1[/dim]")

@@ -13,18 +13,20 @@ import os
 import platform
 import random
 import shlex
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
-from pydantic import BaseModel
 
 from mha_cli import __version__
 from mha_cli.core.config_io import write_bytes_atomic, write_text_atomic
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.record import Record
 from mha_cli.nn.device import device_name
 
 if TYPE_CHECKING:
@@ -39,7 +41,7 @@ threads made steps up to 20 times slower."""
 DEFAULT_OUTPUT_ROOT = Path("outputs") / "experiments"
 
 
-class Environment(BaseModel):
+class Environment(Record):
     """Where and with what an experiment ran."""
 
     python: str
@@ -56,7 +58,7 @@ class Environment(BaseModel):
     """Seconds the runs took (training and measuring; loading data and writing the outputs excluded)."""
 
 
-class OutputFiles(BaseModel):
+class OutputFiles(Record):
     """The three files an experiment writes (paths as given, relative to the working directory)."""
 
     report: str
@@ -105,15 +107,45 @@ def seeded_generator(seed: int) -> torch.Generator:
     return generator
 
 
-def command_line(name: str, *, quick: bool, seed: int, device: str, out_dir: Path | None) -> str:
-    """The command that reproduces a run: the options that change its numbers, spelled out."""
+def command_line(
+    name: str, *, quick: bool, seed: int, device: str, out_dir: Path | None, force: bool = False,
+    argv: list[str] | None = None,
+) -> str:  # fmt: skip
+    """The command that reproduces a run: as typed (``argv``, default ``sys.argv``, the program named ``mha``).
+
+    When ``argv`` is not an ``experiment NAME`` command line (a Python caller, a test runner), the options
+    that change the run are spelled out instead.
+    """
+    typed = typed_command(name, sys.argv if argv is None else argv)
+    if typed is not None:
+        return typed
     parts = ["mha", "experiment", name]
     if quick:
         parts.append("--quick")
     parts += ["--seed", str(seed), "--device", device]
     if out_dir is not None and out_dir != DEFAULT_OUTPUT_ROOT / name:
         parts += ["--out-dir", str(out_dir)]
+    if force:
+        parts.append("--force")
     return shlex.join(parts)
+
+
+def typed_command(name: str, argv: list[str]) -> str | None:
+    """``argv`` with its program (``/venv/bin/mha``, ``.../__main__.py``) written ``mha``, if it runs ``experiment NAME``."""
+    words = argv[1:]
+    if ("experiment", name) in pairwise(words):
+        return shlex.join(["mha", *words])
+    return None
+
+
+SMOKE_CAVEAT = (
+    "Smoke run (--quick): tiny sizes and a few dozen steps check that the pipeline works; the numbers and"
+    " conclusions below are not evidence. Rerun without --quick for results."
+)
+MQA_QUICK_CAVEAT = (
+    "Quick run (--quick): a smaller model than the experiment's; measured and computed figures are compared just"
+    " as exactly, but the sizes and ratios are not the default model's."
+)
 
 
 def progress_bar() -> Progress:
@@ -130,12 +162,14 @@ def progress_bar() -> Progress:
     )
 
 
-def report_header(title: str, command: str, environment: Environment) -> str:
-    """The top of every report: how to reproduce it and where it ran."""
+def report_header(
+    title: str, command: str, environment: Environment, *, quick: bool = False, caveat: str = SMOKE_CAVEAT
+) -> str:
+    """The top of every report: the smoke-run ``caveat`` if ``quick``, how to reproduce it and where it ran."""
     env = environment
+    caveat = f"> **{caveat}**\n\n" if quick else ""
     return (
-        f"# {title}\n\n"
-        f"Command:\n\n```\n{command}\n```\n\n"
+        f"# {title}{' (smoke run)' if quick else ''}\n\n" + caveat + f"Command:\n\n```\n{command}\n```\n\n"
         "Environment:\n\n"
         f"- python {env.python}, torch {env.torch}, mha-cli {env.mha_cli}\n"
         f"- platform {env.platform}\n"
@@ -167,15 +201,23 @@ class ExperimentOutputs:
         return OutputFiles(report=str(self.report), plot=str(self.plot), results=str(self.results))
 
     def check_writable(self) -> None:
-        """Fail before minutes of training, not after, when a file exists and ``--force`` is off."""
+        """Fail before minutes of training, not after: the folder cannot be made, or a file exists without ``--force``.
+
+        Creates the folder (an empty one is left behind if the run then fails; never a partial file).
+        """
         if self.folder.exists() and not self.folder.is_dir():
-            raise BadInputError(f"{self.folder} is a file, not a folder: pass another --out-dir")
+            raise BadInputError(f"--out-dir {self.folder} is a file, not a folder: pass a folder")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise BadInputError(f"cannot create --out-dir {self.folder} ({reason}): pass a writable folder") from None
         if not self.force:
             for path in (self.report, self.plot, self.results):
                 if path.exists():
                     raise BadInputError(f"{path} exists: pass --force to overwrite it, or another --out-dir")
 
-    def write(self, report: str, figure: Figure, result: BaseModel) -> None:
+    def write(self, report: str, figure: Figure, result: Record) -> None:
         """Write the plot, the results and the report, each whole or not at all."""
         self.folder.mkdir(parents=True, exist_ok=True)
         write_png_atomic(self.plot, figure, force=self.force)
@@ -190,6 +232,32 @@ def new_figure(n_panels: int, *, width: float = 5.0, height: float = 3.8) -> tup
     figure = Figure(figsize=(width * n_panels, height), layout="constrained")
     axes = [figure.add_subplot(1, n_panels, i + 1) for i in range(n_panels)]
     return figure, axes
+
+
+def plain_log_ticks(axis: object) -> None:
+    """Plain numbers (``2.86``, ``10``) on a log axis's major and minor ticks, not ``2.86x10^0``."""
+    from matplotlib.ticker import FuncFormatter, LogFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))  # type: ignore[attr-defined]
+    axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))  # type: ignore[attr-defined]
+
+
+def count_unit(values: list[float]) -> tuple[float, str]:
+    """(divisor, unit word) that puts the largest of ``values`` between 1 and 1000: '', thousands, millions."""
+    largest = max(abs(v) for v in values)
+    for divisor, unit in ((1e9, "billions"), (1e6, "millions"), (1e3, "thousands")):
+        if largest >= divisor:
+            return divisor, unit
+    return 1.0, ""
+
+
+def bytes_unit(values: list[float]) -> tuple[float, str]:
+    """(divisor, unit) that puts the largest of ``values`` between 1 and 1024: B, KiB, MiB, GiB."""
+    largest = max(abs(v) for v in values)
+    for divisor, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if largest >= divisor:
+            return divisor, unit
+    return 1.0, "B"
 
 
 def write_png_atomic(path: Path, figure: Figure, *, force: bool) -> None:

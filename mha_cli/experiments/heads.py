@@ -12,116 +12,38 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from itertools import pairwise
 from pathlib import Path
 from statistics import mean
-from typing import TYPE_CHECKING, Literal
 
 import torch
-from pydantic import BaseModel
 
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.experiments.common import (
-    Environment,
     ExperimentOutputs,
-    OutputFiles,
     command_line,
     deterministic_run,
-    markdown_table,
-    new_figure,
     progress_bar,
-    report_header,
     seeded_generator,
 )
 from mha_cli.experiments.data import IGNORE_INDEX, copy_task_batch
+from mha_cli.experiments.heads_models import (
+    HEAD_COUNTS,
+    HeadsJudgement,
+    HeadsPoint,
+    HeadsResult,
+    HeadsRun,
+    HeadsSettings,
+    Verdict,
+)
+from mha_cli.experiments.heads_plot import heads_figure
+from mha_cli.experiments.heads_report import heads_report
 from mha_cli.experiments.tiny_lm import TinyLM, n_parameters
 from mha_cli.experiments.train import TrainSettings, evaluate, trailing_mean, train
 from mha_cli.nn.device import resolve_device
 
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
-Verdict = Literal["help", "plateau", "hurt", "help-then-hurt", "no-effect"]
-HEAD_COUNTS = (1, 2, 4, 8, 16)
-D_MODEL = 64
+__all__ = ["HEAD_COUNTS", "HeadsResult", "HeadsSettings", "judge_head_counts", "run_heads", "steps_to_solve"]
 EVAL_SEED_OFFSET = 10_000
 """The held-out copy sequences come from seed + this offset: never a training batch."""
-
-
-class HeadsSettings(BaseModel):
-    d_model: int = D_MODEL
-    head_counts: list[int] = list(HEAD_COUNTS)
-    copy_length: int = 16
-    """L: symbols to copy; sequences are 2L + 1 tokens."""
-    n_symbols: int = 16
-    batch: int = 32
-    steps: int = 300
-    learning_rate: float = 3e-3
-    seeds: list[int] = [0, 1]
-    eval_sequences: int = 512
-    tolerance_nats: float = 0.05
-    """Held-out losses closer than this are treated as equal when judging."""
-    solved_nats: float = 0.1
-    """A run has learned the copy once its smoothed training loss falls below this."""
-    speed_tolerance: float = 0.1
-    """Step counts within this fraction of the fastest are treated as equal when judging."""
-
-    @classmethod
-    def for_run(cls, *, quick: bool, seed: int) -> HeadsSettings:
-        if quick:
-            return cls(steps=25, batch=16, seeds=[seed], eval_sequences=64)
-        return cls(seeds=[seed, seed + 1])
-
-
-class HeadsRun(BaseModel):
-    n_heads: int
-    head_dim: int
-    seed: int
-    n_parameters: int
-    train_loss: list[float]
-    """Training loss (nats per scored token) at each step."""
-    eval_loss: float
-    """Held-out loss after training (nats per scored token)."""
-    eval_accuracy: float
-    """Fraction of held-out copy tokens predicted exactly (argmax)."""
-    steps_to_solve: int | None
-    """First step whose 10-step trailing mean training loss is below ``solved_nats``; None if never."""
-
-
-class HeadsPoint(BaseModel):
-    n_heads: int
-    head_dim: int
-    mean_eval_loss: float
-    min_eval_loss: float
-    max_eval_loss: float
-    mean_eval_accuracy: float
-    mean_steps_to_solve: float | None
-    """None when a seed never got below ``solved_nats``."""
-
-
-class HeadsJudgement(BaseModel):
-    verdict: Verdict
-    best_heads: int
-    """Head count with the lowest value."""
-    enough_heads: int
-    """Fewest heads within the tolerance of the best."""
-    sentence: str
-
-
-class HeadsResult(BaseModel):
-    experiment: Literal["heads"] = "heads"
-    command: str
-    environment: Environment
-    settings: HeadsSettings
-    chance_loss: float
-    """ln(n_symbols): the loss of guessing uniformly."""
-    runs: list[HeadsRun]
-    points: list[HeadsPoint]
-    judgement: HeadsJudgement
-    """On the held-out loss after training."""
-    speed_judgement: HeadsJudgement | None
-    """On the steps to learn the copy; None when some head count never learned it."""
-    files: OutputFiles
 
 
 def judge_head_counts(
@@ -212,8 +134,8 @@ def run_heads(
     """Train every (head count, seed) model, judge, plot and write the outputs."""
     settings = HeadsSettings.for_run(quick=quick, seed=seed)
     outputs = ExperimentOutputs("heads", out_dir, force=force)
+    torch_device = resolve_device(device)  # a bad --device is refused before the folder is created
     outputs.check_writable()
-    torch_device = resolve_device(device)
     started = time.perf_counter()
     runs: list[HeadsRun] = []
     with deterministic_run(seed, torch_device) as environment, progress_bar() as progress:
@@ -247,7 +169,8 @@ def run_heads(
         measure="held-out loss",
     )
     result = HeadsResult(
-        command=command_line("heads", quick=quick, seed=seed, device=device, out_dir=out_dir),
+        command=command_line("heads", quick=quick, seed=seed, device=device, out_dir=out_dir, force=force),
+        quick=quick,
         environment=environment,
         settings=settings,
         chance_loss=math.log(settings.n_symbols),
@@ -311,104 +234,3 @@ def summarise(settings: HeadsSettings, runs: list[HeadsRun]) -> list[HeadsPoint]
             )
         )
     return points
-
-
-def heads_report(result: HeadsResult) -> str:
-    s = result.settings
-    rows = [
-        [
-            str(p.n_heads),
-            str(p.head_dim),
-            f"{p.mean_eval_loss:.4f}",
-            f"{p.min_eval_loss:.4f} - {p.max_eval_loss:.4f}",
-            f"{p.mean_eval_accuracy:.3f}",
-            "never" if p.mean_steps_to_solve is None else f"{p.mean_steps_to_solve:.1f}",
-        ]
-        for p in result.points
-    ]
-    return (
-        report_header("Experiment: number of heads at fixed width (copy task)", result.command, result.environment)
-        + "## Setup\n\n"
-        f"One-layer decoder (MHA, learned positions, pre-norm, gated MLP), d_model = {s.d_model}, head width ="
-        f" d_model / n_heads. Copy task: {s.copy_length} random symbols out of {s.n_symbols}, a separator, then"
-        f" the same symbols again; only the copy is scored (chance: {result.chance_loss:.3f} nats)."
-        f" {s.steps} steps of AdamW (lr {s.learning_rate}, batch {s.batch}), seeds {s.seeds}; every head count"
-        f" sees the same batches. Held-out loss on {s.eval_sequences} unseen sequences per seed.\n\n"
-        "## Results\n\n"
-        + markdown_table(
-            [
-                "n_heads",
-                "head_dim",
-                "held-out loss (nats)",
-                "range over seeds",
-                "copy accuracy",
-                f"steps to < {s.solved_nats} nats",
-            ],
-            rows,
-        )
-        + "\n## What the data shows\n\n"
-        f"- Final loss, **{result.judgement.verdict}**: {result.judgement.sentence} Differences under"
-        f" {s.tolerance_nats} nats count as equal. {trend_sentence(result.points)}\n" + speed_line(result) + "\n"
-        f"![loss curves and final loss]({Path(result.files.plot).name})\n"
-    )
-
-
-def trend_sentence(points: list[HeadsPoint]) -> str:
-    """Whether the held-out loss moves one way as heads are added, however little."""
-    losses = [p.mean_eval_loss for p in points]
-    steps = [after - before for before, after in pairwise(losses)]
-    if all(step < 0 for step in steps):
-        direction = "falls"
-    elif all(step > 0 for step in steps):
-        direction = "rises"
-    else:
-        return "Below that tolerance the loss does not move one way as heads are added."
-    change = (losses[-1] - losses[0]) / losses[0]
-    return (
-        f"Below that tolerance the loss {direction} with every doubling from {points[0].n_heads} to"
-        f" {points[-1].n_heads} heads ({change:+.0%} overall)."
-    )
-
-
-def speed_line(result: HeadsResult) -> str:
-    s = result.settings
-    if result.speed_judgement is None:
-        return f"- Speed: not judged, some head count never got below {s.solved_nats} nats in {s.steps} steps.\n"
-    return (
-        f"- Speed (steps until the smoothed training loss is below {s.solved_nats} nats),"
-        f" **{result.speed_judgement.verdict}**: {result.speed_judgement.sentence} Step counts within"
-        f" {s.speed_tolerance:.0%} of the fastest count as equal.\n"
-    )
-
-
-def heads_figure(result: HeadsResult) -> Figure:
-    figure, (curves, finals, speed) = new_figure(3, width=4.6)
-    for n_heads in result.settings.head_counts:
-        mine = [run.train_loss for run in result.runs if run.n_heads == n_heads]
-        averaged = [mean(step) for step in zip(*mine, strict=True)]
-        curves.plot(range(1, len(averaged) + 1), trailing_mean(averaged), label=f"{n_heads} head(s)")
-    curves.axhline(result.chance_loss, color="grey", linestyle=":", label="chance")
-    curves.set_yscale("log")
-    curves.set(xlabel="step", ylabel="training loss (nats, 10-step mean)", title="Copy task, d_model = 64")
-    curves.legend()
-    x = [p.n_heads for p in result.points]
-    y = [p.mean_eval_loss for p in result.points]
-    errors = [
-        [p.mean_eval_loss - p.min_eval_loss for p in result.points],
-        [p.max_eval_loss - p.mean_eval_loss for p in result.points],
-    ]
-    finals.errorbar(x, y, yerr=errors, marker="o", capsize=3)
-    tolerance = result.settings.tolerance_nats
-    finals.axhspan(min(y), min(y) + tolerance, color="tab:green", alpha=0.15, label=f"best + {tolerance} nats")
-    finals.set_yscale("log")
-    finals.legend()
-    finals.set_xscale("log", base=2)
-    finals.set_xticks(x, [str(h) for h in x])
-    finals.set(xlabel="n_heads", ylabel="held-out loss (nats)", title=f"Final loss: {result.judgement.verdict}")
-    solved = [(p.n_heads, p.mean_steps_to_solve) for p in result.points if p.mean_steps_to_solve is not None]
-    speed.plot([h for h, _ in solved], [steps for _, steps in solved], marker="o", color="tab:orange")
-    speed.set_xscale("log", base=2)
-    speed.set_xticks(x, [str(h) for h in x])
-    verdict = "not judged" if result.speed_judgement is None else result.speed_judgement.verdict
-    speed.set(xlabel="n_heads", ylabel=f"steps to < {result.settings.solved_nats} nats", title=f"Speed: {verdict}")
-    return figure

@@ -19,109 +19,35 @@ import time
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
 
 import torch
-from pydantic import BaseModel
 
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.params import count_params
-from mha_cli.core.schemas import MLASpec, ModelSpec, Variant
+from mha_cli.core.schemas import MLASpec, ModelSpec
 from mha_cli.experiments.common import (
-    Environment,
     ExperimentOutputs,
-    OutputFiles,
     command_line,
     deterministic_run,
-    markdown_table,
-    new_figure,
     progress_bar,
-    report_header,
     seeded_generator,
 )
 from mha_cli.experiments.data import ByteTokenizer, TextCorpus, evaluation_windows, load_pydoc_corpus, random_windows
+from mha_cli.experiments.mla_models import (
+    CACHE_LIMIT,
+    QUALITY_LIMIT_BITS,
+    MlaResult,
+    MlaRow,
+    MlaSettings,
+    TrainedModel,
+)
+from mha_cli.experiments.mla_plot import mla_figure
+from mha_cli.experiments.mla_report import mla_report
 from mha_cli.experiments.tiny_lm import TinyLM, cache_nbytes, n_parameters
-from mha_cli.experiments.train import TrainSettings, evaluate, nats_to_bits, trailing_mean, train
+from mha_cli.experiments.train import TrainSettings, evaluate, nats_to_bits, train
 from mha_cli.nn.device import resolve_device
 
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
-CACHE_LIMIT = Fraction(1, 8)
-"""The cache must be strictly below this fraction of full MHA's."""
-QUALITY_LIMIT_BITS = 1.0
-"""Validation log2 perplexity may exceed the baseline's by at most this."""
-
-
-class MlaSettings(BaseModel):
-    d_model: int = 64
-    n_layers: int = 2
-    n_heads: int = 4
-    head_dim: int = 16
-    """MHA's head width; MLA uses qk_nope + qk_rope = head_dim and v_head_dim = head_dim."""
-    qk_rope_head_dim: int = 0
-    """MLA's decoupled RoPE key width. 0: position comes from the learned positions alone, as in the
-    baseline (a RoPE key would give MLA relative positions that the MHA baseline lacks)."""
-    d_ff: int = 192
-    ranks: list[int] = [1, 2, 4, 8, 16, 32]
-    seq_len: int = 64
-    batch: int = 16
-    steps: int = 500
-    learning_rate: float = 3e-3
-    eval_windows: int = 128
-    kv_dtype: Literal["fp32"] = "fp32"
-    """Cache format (the models train in fp32; the fraction does not depend on it)."""
-
-    @classmethod
-    def for_run(cls, *, quick: bool) -> MlaSettings:
-        if quick:
-            return cls(ranks=[2, 16], seq_len=32, batch=8, steps=10, eval_windows=8)
-        return cls()
-
-
-class MlaRow(BaseModel):
-    label: str
-    variant: Variant
-    kv_lora_rank: int | None
-    cache_values_per_token_per_layer: int
-    kv_bytes_computed: int
-    """``kv_footprint`` total at seq_len tokens, batch 1, all layers."""
-    kv_bytes_measured: int
-    """Bytes of the trained model's cache tensors (seq_len tokens, batch 1, all layers)."""
-    cache_fraction: float
-    """kv_bytes_computed / the MHA baseline's."""
-    below_cache_limit: bool
-    params_measured: int
-    params_computed: int
-    train_loss: list[float]
-    """Training loss per step (nats per byte)."""
-    validation_bits: float
-    """Validation log2 perplexity: bits per byte."""
-    delta_bits: float
-    """validation_bits - the baseline's."""
-    within_quality_limit: bool
-    decode_max_abs_diff: float
-    """Largest |logit| difference between cached decoding and the plain forward on one window."""
-
-
-class MlaResult(BaseModel):
-    experiment: Literal["mla"] = "mla"
-    command: str
-    environment: Environment
-    settings: MlaSettings
-    corpus: str
-    train_bytes: int
-    validation_bytes: int
-    train_topics: int
-    validation_topics: int
-    cache_limit: float
-    quality_limit_bits: float
-    rows: list[MlaRow]
-    """The MHA baseline first, then one row per rank (ascending)."""
-    chosen_rank: int | None
-    """Smallest r meeting both limits; None when no rank did."""
-    conclusion: str
-    files: OutputFiles
+__all__ = ["MlaResult", "MlaSettings", "choose_rank", "run_mla"]
 
 
 def baseline_spec(settings: MlaSettings) -> ModelSpec:
@@ -159,8 +85,8 @@ def run_mla(
     """Train the baseline and every rank, measure caches, pick the rank, plot and write the outputs."""
     settings = MlaSettings.for_run(quick=quick)
     outputs = ExperimentOutputs("mla", out_dir, force=force)
+    torch_device = resolve_device(device)  # a bad --device is refused before the folder is created
     outputs.check_writable()
-    torch_device = resolve_device(device)
     corpus = load_pydoc_corpus()
     specs = [baseline_spec(settings)] + [mla_spec(settings, rank) for rank in sorted(settings.ranks)]
     started = time.perf_counter()
@@ -174,7 +100,8 @@ def run_mla(
     rows = build_rows(settings, trained)
     chosen = choose_rank(rows)
     result = MlaResult(
-        command=command_line("mla", quick=quick, seed=seed, device=device, out_dir=out_dir),
+        command=command_line("mla", quick=quick, seed=seed, device=device, out_dir=out_dir, force=force),
+        quick=quick,
         environment=environment,
         settings=settings,
         corpus=corpus.source,
@@ -191,17 +118,6 @@ def run_mla(
     )
     outputs.write(mla_report(result), mla_figure(result), result)
     return result
-
-
-class TrainedModel(BaseModel):
-    """What ``train_one`` hands to ``build_rows``: the spec and everything measured on the model."""
-
-    spec: ModelSpec
-    params_measured: int
-    kv_bytes_measured: int
-    train_loss: list[float]
-    validation_bits: float
-    decode_max_abs_diff: float
 
 
 def train_one(
@@ -316,85 +232,3 @@ def conclusion(rows: list[MlaRow], chosen: int | None) -> str:
         f"No rank meets both limits: of the ranks with a cache below 1/8 of MHA's, the closest is r ="
         f" {best.kv_lora_rank} at {best.delta_bits:+.3f} bits from the baseline ({baseline.validation_bits:.3f})."
     )
-
-
-def mla_report(result: MlaResult) -> str:
-    s = result.settings
-    rows = [
-        [
-            r.label,
-            str(r.cache_values_per_token_per_layer),
-            f"{r.kv_bytes_computed:,}",
-            f"{r.kv_bytes_measured:,}",
-            f"{r.cache_fraction:.4f}",
-            "yes" if r.below_cache_limit else "no",
-            f"{r.params_measured:,}",
-            f"{r.validation_bits:.3f}",
-            f"{r.delta_bits:+.3f}",
-            "yes" if r.within_quality_limit else "no",
-            f"{r.decode_max_abs_diff:.1e}",
-        ]
-        for r in result.rows
-    ]
-    return (
-        report_header("Experiment: MLA latent rank against an MHA baseline", result.command, result.environment)
-        + "## Setup\n\n"
-        f"Byte-level LM on `{result.corpus}` (Python {result.environment.python}'s help topics):"
-        f" {result.train_bytes:,} training bytes ({result.train_topics} topics), {result.validation_bytes:,}"
-        f" validation bytes ({result.validation_topics} held-out topics, every tenth by name).\n"
-        f"Every model: d_model {s.d_model}, {s.n_layers} layers, {s.n_heads} heads, learned positions, gated MLP"
-        f" {s.d_ff}, {s.steps} AdamW steps (lr {s.learning_rate}) on the same {s.batch} x {s.seq_len}-byte batches."
-        f" Baseline: MHA, head width {s.head_dim}. MLA (absorbed): latent rank r, per-head q/k"
-        f" {s.head_dim - s.qk_rope_head_dim} (no RoPE) + {s.qk_rope_head_dim} (decoupled RoPE key), v {s.head_dim};"
-        f" the cache holds r + {s.qk_rope_head_dim} values per token per layer.\n"
-        f"Cache bytes at {s.seq_len} tokens ({s.kv_dtype}, batch 1, all layers): computed by"
-        " `mha_cli.core.kv.kv_footprint`, measured on the trained model's cache after a cached decode of one"
-        f" validation window. Validation: {s.eval_windows} evenly spaced windows, log2 perplexity = bits per byte.\n\n"
-        "## Results\n\n"
-        + markdown_table(
-            [
-                "model",
-                "cache values / token / layer",
-                "KV bytes (computed)",
-                "KV bytes (measured)",
-                "vs MHA",
-                "< 1/8",
-                "params",
-                "val bits/byte",
-                "vs baseline",
-                "<= +1 bit",
-                "decode vs forward",
-            ],
-            rows,
-        )
-        + f"\n## What the data shows\n\n{result.conclusion}\n\n"
-        f"![validation bits against cache size]({Path(result.files.plot).name})\n"
-    )
-
-
-def mla_figure(result: MlaResult) -> Figure:
-    figure, (tradeoff, curves) = new_figure(2)
-    baseline, mla_rows = result.rows[0], result.rows[1:]
-    tradeoff.plot([r.cache_fraction for r in mla_rows], [r.validation_bits for r in mla_rows], marker="o", label="MLA")
-    for row in mla_rows:
-        tradeoff.annotate(
-            f"r={row.kv_lora_rank}",
-            (row.cache_fraction, row.validation_bits),
-            textcoords="offset points",
-            xytext=(4, 4),
-            fontsize=8,
-        )
-    tradeoff.plot([1.0], [baseline.validation_bits], marker="s", color="black", linestyle="", label="MHA")
-    tradeoff.axvline(result.cache_limit, color="tab:red", linestyle="--", label="1/8 of MHA's cache")
-    tradeoff.axhline(
-        baseline.validation_bits + result.quality_limit_bits, color="tab:green", linestyle=":", label="baseline + 1 bit"
-    )
-    tradeoff.set_xscale("log", base=2)
-    tradeoff.set(xlabel="KV cache, fraction of MHA's", ylabel="validation bits per byte", title="Cache vs quality")
-    tradeoff.legend(fontsize=8)
-    for row in result.rows:
-        bits = trailing_mean([nats_to_bits(loss) for loss in row.train_loss])
-        curves.plot(range(1, len(bits) + 1), bits, label=row.label, linewidth=0.8)
-    curves.set(xlabel="step", ylabel="training bits per byte (10-step mean)", title="Training")
-    curves.legend(fontsize=8)
-    return figure

@@ -12,17 +12,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import torch
-from pydantic import BaseModel
 
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.params import attention_params, count_params
 from mha_cli.core.quantities import format_bytes
+from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec, Variant
 from mha_cli.experiments.common import (
+    MQA_QUICK_CAVEAT,
     Environment,
     ExperimentOutputs,
     OutputFiles,
+    bytes_unit,
     command_line,
+    count_unit,
     deterministic_run,
     markdown_table,
     new_figure,
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-class MqaSettings(BaseModel):
+class MqaSettings(Record):
     d_model: int = 512
     n_layers: int = 4
     n_heads: int = 8
@@ -57,7 +60,7 @@ class MqaSettings(BaseModel):
         return cls()
 
 
-class MqaRow(BaseModel):
+class MqaRow(Record):
     variant: Variant
     n_kv_heads: int
     params_measured: int
@@ -78,11 +81,13 @@ class MqaRow(BaseModel):
     attention_params_fraction_of_mha: float
 
 
-class MqaResult(BaseModel):
+class MqaResult(Record):
     experiment: Literal["mqa"] = "mqa"
     command: str
     environment: Environment
     settings: MqaSettings
+    quick: bool = False
+    """A --quick run (a smaller model; the measured = computed comparison is just as exact)."""
     rows: list[MqaRow]
     all_match: bool
     """Every measured figure equals its computed one."""
@@ -109,8 +114,8 @@ def run_mqa(
     """Instantiate the three variants, measure them, compare with the calculator, write the outputs."""
     settings = MqaSettings.for_run(quick=quick)
     outputs = ExperimentOutputs("mqa", out_dir, force=force)
+    torch_device = resolve_device(device)  # a bad --device is refused before the folder is created
     outputs.check_writable()
-    torch_device = resolve_device(device)
     started = time.perf_counter()
     kv_head_counts = [settings.n_heads, settings.gqa_kv_heads, 1]
     measured = []
@@ -123,7 +128,8 @@ def run_mqa(
     environment.wall_seconds = round(time.perf_counter() - started, 1)
     rows = build_rows(settings, measured)
     result = MqaResult(
-        command=command_line("mqa", quick=quick, seed=seed, device=device, out_dir=out_dir),
+        command=command_line("mqa", quick=quick, seed=seed, device=device, out_dir=out_dir, force=force),
+        quick=quick,
         environment=environment,
         settings=settings,
         rows=rows,
@@ -196,7 +202,13 @@ def mqa_report(result: MqaResult) -> str:
     mha, mqa = result.rows[0], result.rows[-1]
     gqa = result.rows[1]
     return (
-        report_header("Experiment: MQA vs GQA vs MHA, parameters and KV cache", result.command, result.environment)
+        report_header(
+            "Experiment: MQA vs GQA vs MHA, parameters and KV cache",
+            result.command,
+            result.environment,
+            quick=result.quick,
+            caveat=MQA_QUICK_CAVEAT,
+        )
         + "## Setup\n\n"
         f"One model shape, three projections: d_model {s.d_model}, {s.n_layers} layers, {s.n_heads} query heads of"
         f" width {s.head_dim}, gated MLP {s.d_ff}, vocabulary {s.vocab_size}, learned positions. KV heads:"
@@ -236,14 +248,17 @@ def mqa_figure(result: MqaResult) -> Figure:
     figure, (params, cache) = new_figure(2)
     labels = [f"{r.variant}\n({r.n_kv_heads} KV)" for r in result.rows]
     x = list(range(len(result.rows)))
-    params.bar(x, [r.attention_params_measured / 1e6 for r in result.rows], color="tab:blue")
+    counts = [r.attention_params_measured for r in result.rows]
+    divisor, unit = count_unit(counts)
+    params.bar(x, [c / divisor for c in counts], color="tab:blue")
     params.set_xticks(x, labels)
-    params.set(ylabel="attention parameters per layer (millions)", title="Parameters (measured = computed)")
+    unit_text = f" ({unit})" if unit else ""
+    params.set(ylabel=f"attention parameters per layer{unit_text}", title="Parameters (measured = computed)")
     width = 0.38
-    kib = 1024
-    cache.bar([i - width / 2 for i in x], [r.kv_bytes_computed / kib for r in result.rows], width, label="computed")
-    cache.bar([i + width / 2 for i in x], [r.kv_bytes_measured / kib for r in result.rows], width, label="measured")
+    scale, byte_unit = bytes_unit([r.kv_bytes_computed for r in result.rows])
+    cache.bar([i - width / 2 for i in x], [r.kv_bytes_computed / scale for r in result.rows], width, label="computed")
+    cache.bar([i + width / 2 for i in x], [r.kv_bytes_measured / scale for r in result.rows], width, label="measured")
     cache.set_xticks(x, labels)
-    cache.set(ylabel="KiB", title=f"KV cache at N = {result.settings.seq_len:,} ({result.settings.kv_dtype})")
+    cache.set(ylabel=byte_unit, title=f"KV cache at N = {result.settings.seq_len:,} ({result.settings.kv_dtype})")
     cache.legend()
     return figure

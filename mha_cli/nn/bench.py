@@ -112,6 +112,35 @@ def _fill(cache: KVCache | LatentCache) -> None:
         tensor.normal_()
 
 
+def validate_bench_options(
+    *,
+    seq_len: int,
+    batch: int,
+    d_model: int,
+    n_heads: int,
+    head_dim: int,
+    gqa_kv_heads: int,
+    kv_lora_rank: int | None,
+    rope_dim: int | None,
+    warmup: int,
+    reps: int,
+) -> None:
+    """Every number checked before anything is built: one ``BadInputError`` (exit 2) naming the option.
+
+    ``None`` (kv_lora_rank, rope_dim) means "use the default"; 0 is a value, and a bad one.
+    """
+    minimum = {"--seq": (seq_len, 2), "--batch": (batch, 1), "--d-model": (d_model, 1), "--heads": (n_heads, 1),
+               "--head-dim": (head_dim, 1), "--kv-heads": (gqa_kv_heads, 1), "--kv-lora-rank": (kv_lora_rank, 1),
+               "rope_dim": (rope_dim, 0), "--warmup": (warmup, 0), "--reps": (reps, 1)}  # fmt: skip
+    for option, (value, least) in minimum.items():
+        if value is not None and value < least:
+            raise BadInputError(f"{option} must be at least {least} (got {value})")
+    if n_heads % gqa_kv_heads or not 1 < gqa_kv_heads < n_heads:
+        raise BadInputError(
+            f"--kv-heads ({gqa_kv_heads}) must divide --heads ({n_heads}) and lie strictly between 1 and it"
+        )
+
+
 def run_decode_bench(
     *,
     device: str = "auto",
@@ -128,16 +157,14 @@ def run_decode_bench(
     reps: int = 10,
 ) -> BenchResult:
     """Time one decode step of each variant; MLA defaults to DeepSeek's proportions (4 x, 1/2 x head_dim)."""
+    validate_bench_options(
+        seq_len=seq_len, batch=batch, d_model=d_model, n_heads=n_heads, head_dim=head_dim, gqa_kv_heads=gqa_kv_heads,
+        kv_lora_rank=kv_lora_rank, rope_dim=rope_dim, warmup=warmup, reps=reps,
+    )  # fmt: skip
     target = resolve_device(device)
     torch_dtype = resolve_cache_dtype(dtype, default=torch.bfloat16 if target.type == "cuda" else torch.float32)
     rank = 4 * head_dim if kv_lora_rank is None else kv_lora_rank
     rope = head_dim // 2 if rope_dim is None else rope_dim
-    if n_heads % gqa_kv_heads or not 1 < gqa_kv_heads < n_heads:
-        raise BadInputError(
-            f"--kv-heads ({gqa_kv_heads}) must divide --heads ({n_heads}) and lie strictly between 1 and it"
-        )
-    if seq_len < 2 or batch < 1 or warmup < 0 or reps < 1:
-        raise BadInputError("--seq must be at least 2, --batch and --reps at least 1, --warmup at least 0")
     torch.manual_seed(0)
     measured: list[tuple[str, int, int, int, int, list[float], str]] = []
     for label, n_kv, factory in _variants(d_model, n_heads, head_dim, gqa_kv_heads, rank, rope):

@@ -22,6 +22,8 @@ from mha_cli.core.variants import default_gqa_kv_heads, mla_for_shape
 from mha_cli.nn.build import build_attention
 
 MAX_TOKENS = 32
+MIN_TOKENS = 2
+"""With one token there is nothing to choose: its row is [1.0] in every head."""
 SPREAD_FRACTION = 0.9
 """A head whose rows keep this fraction of the uniform entropy is summarised as 'spread'."""
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
@@ -55,6 +57,11 @@ class ProbeResult(BaseModel):
     n_heads: int
     n_kv_heads: int
     head_dim: int
+    """Width of a query/key head (MLA: the no-RoPE part + the RoPE part)."""
+    mla_kv_lora_rank: int | None = None
+    """MLA: width of the one latent all heads' K and V are decompressed from (None for other variants)."""
+    mla_rope_dim: int | None = None
+    """MLA: width of the decoupled RoPE key, shared by all heads (None for other variants)."""
     seed: int
     heads: list[list[list[float]]]
     """heads[h][i][j]: how much token i attends to token j in head h (rows sum to 1, j <= i)."""
@@ -66,6 +73,11 @@ def tokenize(sentence: str) -> list[str]:
     tokens = TOKEN_PATTERN.findall(sentence.lower())
     if not tokens:
         raise BadInputError('the sentence has no tokens: pass some words, e.g. mha probe "the cat sat on the mat"')
+    if len(tokens) < MIN_TOKENS:
+        raise BadInputError(
+            f"the sentence has 1 token; probe needs at least {MIN_TOKENS} to show where attention goes"
+            ' (a single token can only attend to itself): e.g. mha probe "the cat sat on the mat"'
+        )
     if len(tokens) > MAX_TOKENS:
         raise BadInputError(f"the sentence has {len(tokens)} tokens; probe shows at most {MAX_TOKENS}: shorten it")
     return tokens
@@ -85,12 +97,29 @@ def embed(tokens: list[str], d_model: int, seed: int) -> torch.Tensor:
     return (vectors + sinusoid)[None]  # (1, N, d)
 
 
+def check_shape(n_heads: int, n_kv_heads: int | None, d_model: int) -> None:
+    """Heads first, then the KV grouping, then the width: each problem gets its own one-line message."""
+    if n_heads < 1:
+        raise BadInputError(f"--heads must be at least 1 (got {n_heads})")
+    if n_kv_heads is not None and n_kv_heads < 1:
+        raise BadInputError(f"--kv-heads must be at least 1 (got {n_kv_heads})")
+    if n_kv_heads is not None and n_heads % n_kv_heads:
+        raise BadInputError(
+            f"--heads ({n_heads}) must be divisible by --kv-heads ({n_kv_heads}): each KV head serves a whole group"
+        )
+    if d_model < 1:
+        raise BadInputError(f"--d-model must be at least 1 (got {d_model})")
+    if d_model % n_heads:
+        raise BadInputError(
+            f"--d-model ({d_model}) must be a multiple of --heads ({n_heads}): head width = d_model / heads"
+        )
+
+
 def probe_spec(n_heads: int, n_kv_heads: int | None, variant: str | None, d_model: int, vocab: int) -> ModelSpec:
     """The one-layer ModelSpec the probe runs; bad combinations become one-line BadInputErrors."""
     fields: dict = {"name": "probe", "d_model": d_model, "n_layers": 1, "n_heads": n_heads, "vocab_size": vocab,
                     "d_ff": 4 * d_model, "n_kv_heads": n_kv_heads, "variant": variant}  # fmt: skip
-    if n_heads < 1 or d_model < 1 or d_model % n_heads:
-        raise BadInputError(f"--d-model ({d_model}) must be a positive multiple of --heads ({n_heads})")
+    check_shape(n_heads, n_kv_heads, d_model)
     kind = (variant or "").upper()
     if kind == "GQA" and n_kv_heads is None:
         fields["n_kv_heads"] = default_gqa_kv_heads(n_heads)
@@ -105,11 +134,13 @@ def probe_spec(n_heads: int, n_kv_heads: int | None, variant: str | None, d_mode
 def summarise(weights: torch.Tensor, head: int, kv_head: int) -> HeadSummary:
     """Summary of one head's (N, N) causal weights."""
     n = weights.shape[0]
-    rows = range(1, n) if n > 1 else range(1)
+    if n < MIN_TOKENS:
+        raise ValueError(f"a summary needs at least {MIN_TOKENS} tokens (got {n}): row 0 has no choice")
+    rows = range(1, n)
     plogp = torch.where(weights > 0, weights * weights.clamp_min(1e-30).log2(), torch.zeros_like(weights))  # (N, N)
     entropy = -plogp.sum(-1)  # (N,)
     self_mass = sum(float(weights[i, i]) for i in rows) / len(rows)
-    previous = sum(float(weights[i, i - 1]) for i in rows if i > 0) / len(rows) if n > 1 else 0.0
+    previous = sum(float(weights[i, i - 1]) for i in rows) / len(rows)
     first = sum(float(weights[i, 0]) for i in rows) / len(rows)
     masses = {"self": self_mass, "previous token": previous, "first token": first}
     top = max(masses, key=lambda k: masses[k])
@@ -156,6 +187,8 @@ def run_probe(
         n_heads=spec.n_heads,
         n_kv_heads=spec.kv_heads,
         head_dim=spec.dim_per_head,
+        mla_kv_lora_rank=None if spec.mla is None else spec.mla.kv_lora_rank,
+        mla_rope_dim=None if spec.mla is None else spec.mla.qk_rope_head_dim,
         seed=seed,
         heads=[[[round(float(w), 6) for w in row] for row in head] for head in weights],
         summaries=[summarise(weights[h], h, h // q_per_kv) for h in range(spec.n_heads)],

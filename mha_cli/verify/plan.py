@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 from typing import Literal
 
+from pydantic import Field
+
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.kv import KvFootprint, kv_footprint, kv_heads_per_rank, tokens_held
 from mha_cli.core.memory import resolve_tp
@@ -71,6 +73,8 @@ class VerifyPlan(Record):
     required_bytes: int
     free_bytes: int | None
     """Free device memory when planned; ``None`` when unknown (no precheck)."""
+    notes: list[str] = Field(default_factory=list)
+    """What the plan changed or ignored from the options (a clamped prefill, an --mla-cache that does not apply)."""
 
     @property
     def predicted_cache_bytes(self) -> int:
@@ -95,6 +99,31 @@ def device_free_bytes(device_type: DeviceType, device_index: int | None = None) 
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def validate_options(
+    *,
+    reps: int = 1,
+    layers: int | None = None,
+    prefill_tokens: int | None = None,
+    tolerance: float | None = None,
+    max_kv_gib: float | None = None,
+    max_decode_ms: float | None = None,
+) -> None:
+    """The one rule for verify's own numbers: counts >= 1, limits > 0, ``--tolerance`` >= 0 (0: exact).
+
+    Raises ``BadInputError`` (exit 2) naming the first bad option; ``None`` means unset, never a bad value.
+    """
+    counts = {"--reps": reps, "--layers": layers, "--prefill-tokens": prefill_tokens}
+    for option, count in counts.items():
+        if count is not None and count < 1:
+            raise BadInputError(f"{option} must be at least 1 (got {count})")
+    limits = {"--max-kv-gib": max_kv_gib, "--max-decode-ms": max_decode_ms}
+    for option, limit in limits.items():
+        if limit is not None and not limit > 0:  # also refuses NaN
+            raise BadInputError(f"{option} must be greater than 0 (got {limit:g})")
+    if tolerance is not None and not tolerance >= 0:
+        raise BadInputError(f"--tolerance must be 0 (exact) or greater (got {tolerance:g})")
 
 
 def torch_dtype_name(kv_dtype: str) -> str:
@@ -167,10 +196,15 @@ def make_plan(
     mla_cache = deployment.mla_cache if model.mla is not None else None
     shard = shard_model(model, tp, deployment.mla_cache)
     seq, batch, block = deployment.seq_len, deployment.batch, deployment.block_size
-    if layers is not None and not 1 <= layers <= model.n_layers:
+    validate_options(layers=layers, prefill_tokens=prefill_tokens)
+    if layers is not None and layers > model.n_layers:
         raise BadInputError(f"--layers ({layers}) must be between 1 and the model's {model.n_layers} layers")
-    if prefill_tokens is not None and prefill_tokens < 1:
-        raise BadInputError(f"--prefill-tokens ({prefill_tokens}) must be at least 1")
+    notes = []
+    if model.mla is None and "mla_cache" in deployment.model_fields_set:
+        notes.append(
+            f"--mla-cache {deployment.mla_cache} ignored: {model.name} is {model.variant}, not MLA; its cache is"
+            " per-head K/V either way"
+        )
 
     cache_tokens = {"global": tokens_held(seq, None, block)}
     context_tokens = {"global": seq}
@@ -189,7 +223,10 @@ def make_plan(
     kinds_all = _layer_kinds(model, wanted)
     shortest_context = min(context_tokens[kind] for kind in kinds_all)
     default_prefill = seq if device_type == "cuda" else min(seq, CPU_DEFAULT_PREFILL_TOKENS)
-    prefill = min(prefill_tokens or default_prefill, shortest_context)
+    prefill = min(default_prefill if prefill_tokens is None else prefill_tokens, shortest_context)
+    if prefill_tokens is not None and prefill < prefill_tokens:
+        limit = "--seq" if shortest_context == seq else "sliding window of the built layers"
+        notes.append(f"--prefill-tokens {prefill_tokens:,} capped at {prefill:,}, the {limit} ({shortest_context:,})")
     if prefill == seq:
         prefill_note = f"{prefill:,} tokens (the configured length)"
     elif prefill_tokens is None and device_type == "cpu" and prefill < seq:
@@ -232,7 +269,7 @@ def make_plan(
         mla_cache=mla_cache, n_layers_built=built, layers_note=note, layer_kinds=_layer_kinds(model, built),
         cache_tokens=cache_tokens, context_tokens=context_tokens, prefill_tokens=prefill, prefill_note=prefill_note,
         predicted=footprint, predicted_model=whole, weight_bytes_per_layer=weights, workspace_bytes=workspace,
-        required_bytes=required(built), free_bytes=free_bytes,
+        required_bytes=required(built), free_bytes=free_bytes, notes=notes,
     )  # fmt: skip
 
 

@@ -99,11 +99,12 @@ class VerifyReport(BaseModel):
     """decode_bytes_read / decode time, 1e9 bytes per second."""
     peak_gb_per_s: float | None
     peak_source: str
-    """Where the peak comes from: the targets database, or a measured copy bandwidth (CPU)."""
+    """Where the peak comes from: the targets database, or the best of several measured copies (CPU)."""
     roofline_decode_ms: float | None
     """decode_bytes_read / peak bandwidth: the memory-bound floor of a decode step."""
     roofline_efficiency: float | None
-    """achieved / peak bandwidth (1.0 = at the roof)."""
+    """achieved / peak bandwidth (1.0 = at the roof). Above 1 when the peak measurement (CPU: a copy) came out
+    below what this run achieved, e.g. because the built layers' caches fit in the CPU's caches."""
 
     sdpa_backends: dict[str, list[str]]
     """Phase (decode, prefill, numerics) -> SDPA backends that ran."""
@@ -111,5 +112,7 @@ class VerifyReport(BaseModel):
     thresholds: dict[str, float]
     """Thresholds given on the command line (max_kv_gib, max_decode_ms, tolerance)."""
     checks: dict[str, bool]
+    check_details: dict[str, str] = {}
+    """Check name -> its figure against the limit, e.g. ``model cache 128.0 MiB > 0.001 GiB``."""
     passed: bool
     notes: list[str]

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import torch
 
 from mha_cli.core.errors import OutOfMemoryError
+from mha_cli.core.quantities import format_bytes
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.nn.build import build_attention
@@ -21,8 +22,8 @@ from mha_cli.nn.kv_cache import CACHE_DTYPES, KVCache, LatentCache
 from mha_cli.nn.sdpa import record_sdpa_backends
 from mha_cli.verify import measure
 from mha_cli.verify.numerics import check_cached_decode
-from mha_cli.verify.plan import VerifyPlan, device_free_bytes, make_plan
-from mha_cli.verify.report import VerifyReport
+from mha_cli.verify.plan import VerifyPlan, device_free_bytes, make_plan, validate_options
+from mha_cli.verify.report import NumericsResult, VerifyReport
 
 STAGES = ("plan", "build", "decode", "prefill", "numerics", "bandwidth")
 DECODE_WARMUP = 3
@@ -50,12 +51,10 @@ def run_verify(
     ``device_free_bytes``, looked up at call time so tests can replace it with a small figure).
     Raises ``BadInputError`` (exit 2) for bad options and ``OutOfMemoryError`` (exit 3) when it cannot fit.
     """
-    from mha_cli.core.errors import BadInputError
-
-    if reps < 1:
-        raise BadInputError(f"--reps ({reps}) must be at least 1")
-    if tolerance is not None and tolerance <= 0:
-        raise BadInputError(f"--tolerance ({tolerance}) must be positive")
+    validate_options(
+        reps=reps, layers=layers, prefill_tokens=prefill_tokens, tolerance=tolerance, max_kv_gib=max_kv_gib,
+        max_decode_ms=max_decode_ms,
+    )  # fmt: skip
     on_stage("plan")
     target = resolve_device(device)
     plan = make_plan(
@@ -160,6 +159,7 @@ def _measure(
     if max_decode_ms is not None:
         thresholds["max_decode_ms"] = max_decode_ms
         checks["max_decode_ms"] = model_decode_ms <= max_decode_ms
+    details = _check_details(checks, plan, measured_bytes, numerics, model_cache, model_decode_ms, thresholds)
     return VerifyReport(
         source=loaded.origin, source_kind=loaded.kind, model_name=plan.model.name, variant=plan.model.variant or "",
         mla_cache=plan.mla_cache, device=str(device), device_name=device_name(device), torch_version=torch.__version__,
@@ -179,7 +179,7 @@ def _measure(
         roofline_efficiency=None if peak is None else achieved / peak,
         sdpa_backends={"decode": sorted(set(decode_backends)), "prefill": sorted(set(prefill_backends)),
                        "numerics": sorted(set(numerics_backends))},
-        numerics=numerics, thresholds=thresholds, checks=checks, passed=all(checks.values()),
+        numerics=numerics, thresholds=thresholds, checks=checks, check_details=details, passed=all(checks.values()),
         notes=_notes(plan, extrapolated),
     )  # fmt: skip
 
@@ -220,11 +220,45 @@ def _peak_bandwidth(device: torch.device) -> tuple[float | None, str]:
         if target is None:
             return None, f"{name} is not in the targets database: no roofline"
         return target.bandwidth_bytes_per_s, f"{target.name} datasheet ({target.memory_bandwidth_gbs:g} GB/s)"
-    return measure.copy_bandwidth(device), f"measured copy bandwidth ({measure.COPY_BYTES // 2**20} MiB copy)"
+    copy = f"best of {measure.COPY_REPS} copies of {measure.COPY_BYTES // 2**20} MiB"
+    return measure.copy_bandwidth(device), f"measured CPU copy bandwidth ({copy})"
+
+
+def _check_details(
+    checks: dict[str, bool],
+    plan: VerifyPlan,
+    measured_bytes: int,
+    numerics: NumericsResult,
+    model_cache: int,
+    model_decode_ms: float,
+    thresholds: dict[str, float],
+) -> dict[str, str]:
+    """Each check's figure against its limit, e.g. ``model cache 128.0 MiB > 0.001 GiB``."""
+
+    def sign(name: str, holds: str, fails: str) -> str:
+        return holds if checks[name] else fails
+
+    details = {
+        "cache_bytes_match": f"measured {measured_bytes:,} B {sign('cache_bytes_match', '==', '!=')}"
+        f" predicted {plan.predicted_cache_bytes:,} B",
+        "numerics": f"relative error {numerics.relative_error:.2e} {sign('numerics', '<=', '>')}"
+        f" tolerance {numerics.tolerance:g}",
+    }
+    if "max_kv_gib" in checks:
+        details["max_kv_gib"] = (
+            f"model cache {format_bytes(model_cache)} {sign('max_kv_gib', '<=', '>')} {thresholds['max_kv_gib']:g} GiB"
+        )
+    if "max_decode_ms" in checks:
+        details["max_decode_ms"] = (
+            f"model decode step {model_decode_ms:.3f} ms {sign('max_decode_ms', '<=', '>')}"
+            f" {thresholds['max_decode_ms']:g} ms"
+        )
+    return details
 
 
 def _notes(plan: VerifyPlan, extrapolated: bool) -> list[str]:
     notes = ["attention layers only (no MLP, norms or embeddings); RoPE only inside MLA, sliding windows as cache size"]
+    notes += plan.notes
     if plan.tp > 1:
         notes.append(f"tp={plan.tp}: each layer is one rank's shard ({plan.shard.n_heads} query heads)")
     if extrapolated:
