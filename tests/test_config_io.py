@@ -70,3 +70,13 @@ def test_non_mla_configs_do_not_carry_the_mla_cache_mode():
     mla = MhaConfig(model=ModelSpec(d_model=64, n_layers=1, n_heads=4, vocab_size=10, d_ff=10,
                                     mla=dict(kv_lora_rank=32, qk_rope_head_dim=8)))  # fmt: skip
     assert "mla_cache: absorbed" in config_to_yaml(mla)
+
+
+def test_validation_messages_are_plain_words_with_the_value():
+    with pytest.raises(BadInputError) as info:
+        parse_config({"model": {"d_model": 0, "n_layers": "x", "n_heads": 8, "vocab_size": 10, "d_ff": 10,
+                                "mlp": "relu"}}, "c.yaml")  # fmt: skip
+    text = str(info.value)
+    assert "model.d_model: must be greater than 0 (got 0)" in text
+    assert "model.n_layers: must be a whole number (got 'x')" in text
+    assert "model.mlp: must be one of 'gated' or 'plain' (got 'relu')" in text

@@ -2,7 +2,31 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import ValidationError
+
+
+def _phrase(error: Any) -> str:
+    """What is wrong with one field, in plain words, quoting the value that was given."""
+    kind, ctx, given = error["type"], error.get("ctx") or {}, error.get("input")
+    if kind == "extra_forbidden":
+        return "unknown field (check its spelling; `mha schema` lists the fields)"
+    if kind == "missing":
+        return "missing (required)"
+    if kind == "greater_than":
+        return f"must be greater than {ctx['gt']} (got {given!r})"
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx['ge']} (got {given!r})"
+    if kind == "less_than_equal":
+        return f"must be at most {ctx['le']:,} (got {given!r})"
+    if kind == "less_than":
+        return f"must be less than {ctx['lt']:,} (got {given!r})"
+    if kind == "literal_error":
+        return f"must be one of {ctx['expected']} (got {given!r})"
+    if kind in ("int_parsing", "int_from_float", "int_type"):
+        return f"must be a whole number (got {given!r})"
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -10,10 +34,6 @@ def describe_validation_error(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors(include_url=False):
         path = ".".join(str(p) for p in error["loc"])
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = "unknown field (check its spelling; `mha schema` lists the fields)"
-        elif error["type"] == "missing":
-            message = "missing (required)"
+        message = _phrase(error)
         parts.append(f"{path}: {message}" if path else message)
     return "; ".join(parts)
