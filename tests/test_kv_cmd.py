@@ -164,3 +164,16 @@ def test_ways_out_are_flags_that_make_the_plan_fit(cli):
     assert ways[0].startswith("--target 8xh100-sxm")
     flag, value = ways[0].split()[:2]
     assert cli.json(*args[:-2], flag, value)["memory"]["fits"] is True
+
+
+def test_ways_out_price_windows_and_mla_fp8_exactly(cli):
+    # Gemma-2-9b on one A10 (24 GB) at 64k x 4: half its layers keep only a 4,096-token window.
+    args = ["kv", "gemma-2-9b", "--seq", "64k", "--batch", "4", "--target", "a10"]
+    seq_way = next(w for w in cli.json(*args)["ways_out"] if w.startswith("--seq"))
+    seq = int(seq_way.split()[1])
+    assert cli.json(*args[:3], str(seq), *args[4:])["memory"]["fits"] is True
+    assert cli.json(*args[:3], str(seq + 1), *args[4:])["memory"]["fits"] is False
+    # DeepSeek-V3's fp8 latent is 656 of 1,152 bytes (57%), not half.
+    ways = cli.json("kv", "deepseek-v3", "--seq", "128k", "--batch", "64", "--target", "8xh200",
+                    "--weight-dtype", "fp8")["ways_out"]  # fmt: skip
+    assert "--kv-dtype fp8 (57% of this cache)" in ways

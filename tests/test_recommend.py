@@ -3,7 +3,6 @@
 import pytest
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.kv import kv_footprint
 from mha_cli.core.params import count_params
 from mha_cli.core.presets import get_preset
 from mha_cli.core.recommend import RecommendRequest, head_dim_for, ideal_width, mlp_width, recommend
@@ -69,8 +68,9 @@ def test_replicas_split_the_batch_in_the_cache_alternatives_and_roofline():
     # mha recommend --params 7B --seq 32k --target 8xh100 --tp 1 --batch 64: 8 replicas of 8 sequences each.
     result = rec(7e9, seq=32768, target="8xh100", tp=1, batch=64)
     assert shape(result) == (4096, 28, 32, 8, 128, "GQA")
-    # 28 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096) + 2 x 128256 x 4096 + 4096, bf16
-    weights = 2 * 7_157_813_248
+    # 28 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096) + 2 x 128256 x 4096 + 4096 parameters,
+    # bf16; a decode step reads the head whole but only its 8 tokens' rows of the input embedding.
+    weights = 2 * (7_157_813_248 - 128_256 * 4096 + 8 * 4096)
     per_device = 8 * 32768 * 28 * 2 * 8 * 128 * 2  # 8 sequences, not 64
     assert result.memory is not None and result.memory.kv_bytes_per_device == per_device == 30_064_771_072
     rows = {a.label: a for a in result.alternatives}
@@ -79,7 +79,7 @@ def test_replicas_split_the_batch_in_the_cache_alternatives_and_roofline():
     assert rows["MLA"].kv_bytes_per_device == 8 * 32768 * 28 * 576 * 2
     roof = result.roofline
     assert roof is not None and (roof.replicas, roof.sequences_per_replica) == (8, 8)
-    assert roof.decode_bytes_per_step == weights + per_device == 44_380_397_568  # was 240 GB: all 64 on one device
+    assert roof.decode_bytes_per_step == weights + per_device == 43_329_789_952  # was 240 GB: all 64 on one device
     assert roof.decode_step_s == pytest.approx((weights + per_device) / 3350e9)
     assert roof.decode_tokens_per_s == pytest.approx(64 / roof.decode_step_s)
 
@@ -284,21 +284,15 @@ def test_depth_trace_matches_the_final_design(kw):
 # MLA: the block `mha kv` prices ------------------------------------------------------------------
 
 
-def test_mla_block_is_the_block_kv_prices():
-    from mha_cli.core.recommend import mla_block
-    from mha_cli.core.variants import mla_for_shape, variant_options
+def test_mla_alternative_is_deepseek_shaped_and_priced_by_hand():
+    from mha_cli.core.variants import mla_for_shape
 
-    assert (
-        mla_block(128, 4096)
-        == mla_for_shape(128, 4096)
-        == dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536)
-    )
-    assert "q_lora_rank" not in mla_block(128, 2048)  # DeepSeek-V2-Lite: no query latent
-    result = rec(8e9)
-    kv_mla = next(o.model for o in variant_options(result.config.model) if o.label == "MLA")
-    row = next(a for a in result.alternatives if a.label == "MLA")
-    assert row.total_params == count_params(kv_mla).total
-    assert row.bytes_per_token == kv_footprint(kv_mla, seq_len=8192).bytes_per_token == 32 * 576 * 2
+    assert mla_for_shape(128, 4096) == dict(
+        kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536
+    )  # DeepSeek-V3's block
+    assert "q_lora_rank" not in mla_for_shape(128, 2048)  # DeepSeek-V2-Lite: no query latent
+    row = next(a for a in rec(8e9).alternatives if a.label == "MLA")
+    assert row.bytes_per_token == 32 * (512 + 64) * 2  # 32 layers, latent + RoPE key, bf16
 
 
 # Honest reasons -----------------------------------------------------------------------------------

@@ -14,6 +14,12 @@ H100_BANDWIDTH = 3350e9  # B/s, datasheet
 H100_BF16 = 989.4e12  # dense FLOP/s
 LLAMA_3_8B_PARAMS = 8_030_261_248
 LLAMA_3_8B_KV_PER_TOKEN = 131_072  # 32 layers x 2 x 8 KV heads x 128 x 2 B
+LLAMA_3_8B_EMBEDDING = 128_256 * 4096  # the untied input embedding: a step reads only its tokens' rows
+
+
+def llama_weights_read(tokens: int) -> int:
+    """bf16 bytes a Llama-3-8B forward over ``tokens`` tokens reads: every matrix, embedding rows only."""
+    return 2 * (LLAMA_3_8B_PARAMS - LLAMA_3_8B_EMBEDDING + tokens * 4096)
 
 
 def roofline(model, seq=8192, batch=1, tp=1, target="h100", mla_cache="absorbed"):
@@ -26,8 +32,8 @@ def roofline(model, seq=8192, batch=1, tp=1, target="h100", mla_cache="absorbed"
 
 def test_decode_is_memory_bound_weights_plus_cache_over_bandwidth():
     _, r = roofline(get_preset("llama-3-8b"))
-    expected_bytes = 2 * LLAMA_3_8B_PARAMS + LLAMA_3_8B_KV_PER_TOKEN * 8192
-    assert r.decode_bytes_per_step == expected_bytes
+    expected_bytes = llama_weights_read(1) + LLAMA_3_8B_KV_PER_TOKEN * 8192
+    assert r.decode_bytes_per_step == expected_bytes == 16_083_599_360
     assert r.decode_bound == "memory"
     assert r.decode_step_s == pytest.approx(expected_bytes / H100_BANDWIDTH)  # ~5.11 ms
     assert r.decode_tokens_per_s == pytest.approx(1 / r.decode_step_s)
@@ -44,7 +50,7 @@ def test_prefill_is_compute_bound_params_plus_causal_attention():
 def test_tensor_parallel_divides_bytes_and_multiplies_flops():
     _, one = roofline(get_preset("llama-3-8b"), batch=8)
     _, eight = roofline(get_preset("llama-3-8b"), batch=8, tp=8, target="8xh100")
-    assert eight.decode_bytes_per_step == -(-2 * LLAMA_3_8B_PARAMS // 8) + 8 * 8192 * LLAMA_3_8B_KV_PER_TOKEN // 8
+    assert eight.decode_bytes_per_step == -(-llama_weights_read(8) // 8) + 8 * 8192 * LLAMA_3_8B_KV_PER_TOKEN // 8
     assert eight.prefill_s == pytest.approx(one.prefill_s / 8)
 
 
@@ -52,7 +58,7 @@ def test_replicas_each_read_their_share_of_the_batch():
     # 8 x H100, tp 1: 8 replicas, 64 sequences -> 8 per device; the bug read all 64 caches on one device.
     _, r = roofline(get_preset("llama-3-8b"), seq=32768, batch=64, target="8xh100")
     assert (r.tp, r.replicas, r.sequences_per_replica) == (1, 8, 8)
-    assert r.decode_bytes_per_step == 2 * LLAMA_3_8B_PARAMS + 8 * 32768 * LLAMA_3_8B_KV_PER_TOKEN == 50_420_260_864
+    assert r.decode_bytes_per_step == llama_weights_read(8) + 8 * 32768 * LLAMA_3_8B_KV_PER_TOKEN == 49_369_653_248
     assert r.decode_tokens_per_s == pytest.approx(64 / r.decode_step_s)
 
 
@@ -86,7 +92,7 @@ def test_moe_decode_reads_only_the_experts_its_tokens_route_to():
     expert = 3 * 7168 * 2048
     params, r = roofline(v3, seq=4096, tp=8, target="8xh200")
     assert r.experts_read_per_layer == pytest.approx(8)  # one token picks 8 distinct experts
-    unread = 58 * (256 - 8) * expert
+    unread = 58 * (256 - 8) * expert + 129_280 * 7168 - 7168  # + the embedding but this token's row
     assert r.decode_weight_bytes_per_step == pytest.approx(-(-2 * (params.total - unread) // 8), abs=8)
 
 
@@ -97,7 +103,8 @@ def test_tiny_moe_by_hand():
     )  # fmt: skip
     expert = 3 * 64 * 32  # gated: gate, up, down
     params, one = roofline(model, seq=16, batch=1)
-    assert one.decode_weight_bytes_per_step == 2 * params.total - 2 * (2 * 6 * expert)  # 6 of 8 experts unread
+    embedding_unread = 100 * 64 - 64  # untied input embedding: one token's row is read
+    assert one.decode_weight_bytes_per_step == 2 * (params.total - 2 * 6 * expert - embedding_unread)  # 6 of 8 unread
     _, four = roofline(model, seq=16, batch=4)
-    unread = 2 * (8 - 8 * (1 - 0.75**4)) * expert
+    unread = 2 * (8 - 8 * (1 - 0.75**4)) * expert + 100 * 64 - 4 * 64
     assert four.decode_weight_bytes_per_step == pytest.approx(2 * (params.total - unread), abs=1)

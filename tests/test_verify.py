@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
+from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec, MLASpec, ModelSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.nn.attention import Attention
@@ -222,3 +223,13 @@ def test_cpu_peak_is_the_best_of_many_copies(monkeypatch):
     n_bytes = 4 * 2**20
     assert measure.copy_bandwidth(torch.device("cpu"), n_bytes=n_bytes) == 2 * n_bytes / 0.001
     assert measure.COPY_REPS >= 10
+
+
+def test_a_shard_with_replicated_kv_heads_is_an_mqa_shape():
+    # Llama-3-70B over 16 ranks: 64 / 16 = 4 query heads and one (replicated) KV head per rank.
+    from mha_cli.verify.plan import shard_model
+
+    shard = shard_model(get_preset("llama-3-70b"), 16, "absorbed")
+    assert (shard.n_heads, shard.n_kv_heads, shard.head_dim, shard.variant) == (4, 1, 128, "MQA")
+    plan = make_plan(get_preset("llama-3-70b"), DeploymentSpec(seq_len=1024, tp=16), device_type="cpu", layers=1)
+    assert plan.predicted_cache_bytes == 1024 * 2 * 1 * 128 * 2  # one layer, one KV head, K and V, bf16

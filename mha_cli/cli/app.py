@@ -19,11 +19,7 @@ import typer
 
 from mha_cli import __version__
 from mha_cli.cli.output import print_error
-from mha_cli.core.errors import MhaError
-
-EXIT_INTERNAL = 70
-EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool whose reader went away
+from mha_cli.core.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, MhaError
 
 
 def guarded(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -5,8 +5,10 @@ torch is imported inside each command, never at module level (``mha --help`` sta
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -36,49 +38,25 @@ OutDirOpt = Annotated[
 ]
 
 
-def heads(
-    quick: QuickOpt = False,
-    device: DeviceOpt = "auto",
-    seed: SeedOpt = 0,
-    out_dir: OutDirOpt = None,
-    force: ForceOpt = False,
-    json: JsonOpt = False,
-) -> None:
-    """Sweep n_heads (1..16) at d_model 64 on a copy task: do more heads help, plateau or hurt?"""
-    from mha_cli.experiments.heads import run_heads  # torch is imported here, only for this command
+def experiment_command(runner: str, render: Callable[[Console, Any], None], summary: str) -> Callable[..., None]:
+    """One ``mha experiment NAME`` command: the shared options, then ``runner`` (``module:function``, imported
+    only when the command runs: it imports torch) and ``render`` for the result; ``summary`` is its help line."""
 
-    result = run_heads(quick=quick, seed=seed, device=device, out_dir=out_dir, force=force)
-    Output(json).emit(result, render_heads)
+    def command(
+        quick: QuickOpt = False,
+        device: DeviceOpt = "auto",
+        seed: SeedOpt = 0,
+        out_dir: OutDirOpt = None,
+        force: ForceOpt = False,
+        json: JsonOpt = False,
+    ) -> None:
+        module, function = runner.split(":")
+        run = getattr(importlib.import_module(module), function)  # torch is imported here, only for this command
+        result = run(quick=quick, seed=seed, device=device, out_dir=out_dir, force=force)
+        Output(json).emit(result, render)
 
-
-def mqa(
-    quick: QuickOpt = False,
-    device: DeviceOpt = "auto",
-    seed: SeedOpt = 0,
-    out_dir: OutDirOpt = None,
-    force: ForceOpt = False,
-    json: JsonOpt = False,
-) -> None:
-    """MHA vs GQA vs MQA: measured parameters and the KV cache at N = 2048 tokens, computed and measured."""
-    from mha_cli.experiments.mqa import run_mqa
-
-    result = run_mqa(quick=quick, seed=seed, device=device, out_dir=out_dir, force=force)
-    Output(json).emit(result, render_mqa)
-
-
-def mla(
-    quick: QuickOpt = False,
-    device: DeviceOpt = "auto",
-    seed: SeedOpt = 0,
-    out_dir: OutDirOpt = None,
-    force: ForceOpt = False,
-    json: JsonOpt = False,
-) -> None:
-    """Sweep MLA's latent rank on Python's docs: smallest r with cache < 1/8 of MHA and <= 1 bit worse."""
-    from mha_cli.experiments.mla import run_mla
-
-    result = run_mla(quick=quick, seed=seed, device=device, out_dir=out_dir, force=force)
-    Output(json).emit(result, render_mla)
+    command.__doc__ = summary
+    return command
 
 
 def compact_table(title: str) -> Table:
@@ -168,6 +146,26 @@ def print_files(console: Console, files: OutputFiles) -> None:
     console.print(Text(f"wrote {files.report}, {files.plot}, {files.results}", style="dim"))
 
 
+EXPERIMENTS: dict[str, tuple[str, Callable[[Console, Any], None], str]] = {
+    "heads": (
+        "mha_cli.experiments.heads:run_heads",
+        render_heads,
+        "Sweep n_heads (1..16) at d_model 64 on a copy task: do more heads help, plateau or hurt?",
+    ),
+    "mqa": (
+        "mha_cli.experiments.mqa:run_mqa",
+        render_mqa,
+        "MHA vs GQA vs MQA: measured parameters and the KV cache at N = 2048 tokens, computed and measured.",
+    ),
+    "mla": (
+        "mha_cli.experiments.mla:run_mla",
+        render_mla,
+        "Sweep MLA's latent rank on Python's docs: smallest r with cache < 1/8 of MHA and <= 1 bit worse.",
+    ),
+}
+"""Each experiment: its runner (``module:function``), its renderer and its help line."""
+
+
 def register(registry: CommandRegistry) -> None:
     experiment_app = typer.Typer(
         name="experiment",
@@ -175,7 +173,6 @@ def register(registry: CommandRegistry) -> None:
         no_args_is_help=True,
     )
     sub_registry = type(registry)(experiment_app)  # the same guarded registration, on the sub-app
-    sub_registry.add("heads", heads)
-    sub_registry.add("mqa", mqa)
-    sub_registry.add("mla", mla)
+    for name, (runner, render, summary) in EXPERIMENTS.items():
+        sub_registry.add(name, experiment_command(runner, render, summary))
     registry.app.add_typer(experiment_app, name="experiment")

@@ -14,18 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN, merge_deployment
-from mha_cli.core.errors import MhaError
-from mha_cli.core.fit import ways_out
-from mha_cli.core.kv import KvFootprint, kv_footprint
-from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes
-from mha_cli.core.params import count_params
+from mha_cli.core.fit import flag_fit, price_deployment
+from mha_cli.core.kv import KvFootprint, footprint_for, tp_splits_evenly
+from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.record import Record
 from mha_cli.core.rules import catalog as C
-from mha_cli.core.rules.engine import Finding, Trace, counted
+from mha_cli.core.rules.engine import Finding, Trace
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource, load_source
-from mha_cli.core.targets import resolve_target
 from mha_cli.core.variants import VariantOption, variant_options
 
 USUAL_HEAD_DIMS = (64, 128, 256)
@@ -88,56 +85,34 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     model = source.model
     explicit = _explicit_variant(source)
     trace = Trace()
-    target = resolve_target(deployment.target) if deployment.target else None
-    tp = resolve_tp(deployment.tp, target)
-    params = count_params(model)
-    weights = weight_bytes(params.total, deployment.weight_dtype)
+    priced = price_deployment(model, deployment, unsplit_fallback=True)  # a broken split: priced unsplit
+    kv, memory, weights = priced.kv, priced.memory, priced.weight_bytes
 
-    _check_tp(trace, model, tp)
-    try:
-        kv = _footprint(model, deployment, tp)
-    except MhaError:  # the split is broken (reported above): price the unsplit model
-        tp = 1
-        kv = _footprint(model, deployment, tp)
-    memory = None
-    if target is not None and tp == resolve_tp(deployment.tp, target):
-        memory = plan_memory(target, total_params=params.total, weight_dtype=deployment.weight_dtype, kv=kv)
-
+    _check_tp(trace, model, priced.tp_asked)
     _check_head_dim(trace, model)
     options = variant_options(model)
     _check_long_context_mha(trace, model, deployment, kv, options, requested=explicit == "MHA")
-    _check_small_mla(trace, model, params.total)
+    _check_small_mla(trace, model, priced.params.total)
     _check_kv_vs_weights(trace, model, deployment, kv, weights, options)
     _check_group(trace, model)
     _check_bias(trace, model)
-    if memory is not None and target is not None:
-        ways = ways_out(model, target, deployment.model_copy(update={"tp": tp}), memory, kv, params.total)
-        _check_fit(trace, memory, deployment, ways)
+    if memory is not None and priced.target is not None:  # rule MHA025 / rule MHA026, with recommend's ways out
+        flag_fit(trace, model, priced.target, priced.deployment, memory, kv, priced.params.total, ways_in_message=True)
 
     errors = len(trace.by_severity("hard"))
     warnings = len(trace.by_severity("warning"))
     return CheckResult(
         source=source.origin, source_kind=source.kind, assumptions=source.assumptions, model=model,
-        deployment=deployment.model_copy(update={"tp": tp}), context_from=context_from, explicit_variant=explicit,
-        total_params=params.total, weight_bytes=weights, kv=kv, memory=memory, findings=trace.findings,
+        deployment=priced.deployment, context_from=context_from, explicit_variant=explicit,
+        total_params=priced.params.total, weight_bytes=weights, kv=kv, memory=memory, findings=trace.findings,
         rules_fired=trace.ids, errors=errors, warnings=warnings, strict=strict,
         passed=errors == 0 and not (strict and warnings),
     )  # fmt: skip
 
 
-def _footprint(model: ModelSpec, deployment: DeploymentSpec, tp: int) -> KvFootprint:
-    return kv_footprint(
-        model, seq_len=deployment.seq_len, batch=deployment.batch, kv_dtype=deployment.kv_dtype, tp=tp,
-        block_size=deployment.block_size, mla_cache=deployment.mla_cache,
-    )  # fmt: skip
-
-
 def _check_tp(trace: Trace, model: ModelSpec, tp: int) -> None:
     """MHA024: heads split evenly over the tensor-parallel ranks."""
-    if tp == 1:
-        return
-    kv_ok = model.mla is not None or model.kv_heads % tp == 0 or tp % model.kv_heads == 0
-    if model.n_heads % tp == 0 and kv_ok:
+    if tp_splits_evenly(model.n_heads, model.kv_heads, tp):
         return
     trace.fire(
         "MHA024",
@@ -192,7 +167,7 @@ def _check_long_context_mha(
     offer = ""
     gqa = _option(options, "GQA")
     if gqa is not None:
-        offer = f"; {gqa.label} would cache {format_bytes(_footprint(gqa.model, deployment, 1).bytes_per_sequence)}"
+        offer = f"; {gqa.label} would cache {format_bytes(footprint_for(gqa.model, deployment, 1).bytes_per_sequence)}"
     kept = f"; kept: the file records `{C.EXPLICIT_VARIANT_NOTE}MHA`" if requested else ""
     trace.fire(
         "MHA091",
@@ -235,7 +210,7 @@ def _check_kv_vs_weights(
     mla = _option(options, "MLA")
     if mla is not None and model.mla is None:
         offers.append(mla)
-    priced = [f"{o.label} {format_bytes(_footprint(o.model, deployment, 1).bytes_per_sequence)}" for o in offers]
+    priced = [f"{o.label} {format_bytes(footprint_for(o.model, deployment, 1).bytes_per_sequence)}" for o in offers]
     offer = f" (same shape: {', '.join(priced)})" if priced else ""
     trace.fire(
         "MHA060",
@@ -264,26 +239,4 @@ def _check_bias(trace: Trace, model: ModelSpec) -> None:
             f"projection biases: qkv {model.qkv_bias}, o {model.o_bias}",
             qkv_bias=model.qkv_bias,
             o_bias=model.o_bias,
-        )
-
-
-def _check_fit(trace: Trace, memory: MemoryPlan, deployment: DeploymentSpec, ways: list[str]) -> None:
-    """MHA025/MHA026 on the deployment's target, with the ways out ``mha recommend`` gives (``core.fit``)."""
-    how = f"; ways out: {', '.join(ways)}" if ways else ""
-    if not memory.weights_fit:
-        trace.fire(
-            "MHA025",
-            f"weights need {format_bytes(memory.weight_bytes_per_device)} per device of {memory.target_name},"
-            f" usable {format_bytes(memory.usable_bytes)}{how}",
-            weight_bytes_per_device=memory.weight_bytes_per_device,
-            usable_bytes=memory.usable_bytes,
-        )
-    elif not memory.fits:
-        verb = "fits" if memory.max_sequences == 1 else "fit"
-        trace.fire(
-            "MHA026",
-            f"batch {deployment.batch} needs {format_bytes(memory.kv_bytes_per_device)} of cache per device;"
-            f" {counted(memory.max_sequences, 'sequence')} {verb}{how}",
-            kv_bytes_per_device=memory.kv_bytes_per_device,
-            max_sequences=memory.max_sequences,
         )

@@ -12,7 +12,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from mha_cli.core.errors import BadInputError
@@ -40,6 +39,8 @@ def read_mapping(path: Path) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             raise BadInputError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
     else:
+        import yaml  # here, not at import: preset and --json runs never pay for it
+
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
@@ -67,6 +68,8 @@ def config_to_yaml(config: MhaConfig, header: str | None = None) -> str:
     data = config.model_dump(mode="json", exclude_none=True)
     if config.model.mla is None:
         data["deployment"].pop("mla_cache", None)
+    import yaml
+
     body = yaml.safe_dump(data, sort_keys=False, width=100)
     if header:
         body = "".join(f"# {line}\n" for line in header.splitlines()) + body

@@ -41,10 +41,7 @@ def merge_deployment(
     try:
         return DeploymentSpec.model_validate(fields)
     except ValidationError as exc:
-        message = describe_validation_error(exc)
-        for field, option in _OPTION_NAMES.items():
-            message = message.replace(f"{field}:", f"{option}:")
-        raise BadInputError(message) from exc
+        raise BadInputError(describe_validation_error(exc, _OPTION_NAMES)) from exc
 
 
 def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:

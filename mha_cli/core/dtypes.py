@@ -65,6 +65,10 @@ FORMATS: dict[str, StorageFormat] = {
     ),
 }
 
+BUILDABLE: tuple[str, ...] = ("fp32", "fp16", "bf16")
+"""Formats the torch modules build (``mha verify``, ``mha bench``): no scales, so one value is ``bits // 8`` bytes.
+The quantised ones are priced here but their scale layouts are not implemented in torch."""
+
 MLA_FP8_SCALE_GROUP = 128
 """FlashMLA fp8 layout: one fp32 scale per 128 latent values; the RoPE key stays bf16."""
 

@@ -8,11 +8,16 @@ no thousands separators.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+
 from mha_cli.core.dtypes import bytes_per_weight, storage_format
 from mha_cli.core.errors import MhaError
-from mha_cli.core.kv import KvFootprint, kv_footprint
-from mha_cli.core.memory import MemoryPlan, plan_memory, weight_bytes
+from mha_cli.core.kv import KvFootprint, footprint_for
+from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes
+from mha_cli.core.params import ParamBreakdown, count_params
 from mha_cli.core.quantities import format_bytes
+from mha_cli.core.rules.engine import Trace, counted
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget, resolve_target
 
@@ -28,10 +33,7 @@ def devices_that_fit(
     while devices <= MAX_DEVICES_TRIED:
         group = resolve_target(f"{devices}x{target.target.id}")
         try:
-            kv = kv_footprint(
-                model, seq_len=deployment.seq_len, batch=deployment.batch, kv_dtype=deployment.kv_dtype, tp=devices,
-                block_size=deployment.block_size, mla_cache=deployment.mla_cache,
-            )  # fmt: skip
+            kv = footprint_for(model, deployment, devices)
         except MhaError:  # this tp does not split the heads
             devices *= 2
             continue
@@ -64,13 +66,123 @@ def ways_out(
         return ways
     if plan.max_sequences > 0:  # the batch is shared by the replicas, so the total is what fits
         ways.append(f"--batch {plan.max_sequences}")
-    kv_bits = storage_format(deployment.kv_dtype).bits
-    if kv_bits > 8:
-        share = {16: "half", 32: "a quarter"}.get(kv_bits, f"{8 / kv_bits:g}")
-        ways.append(f"--kv-dtype fp8 ({share} of the cache of a {kv_bits}-bit one)")
-    seq = plan.max_tokens_per_device // plan.sequences_per_replica
-    if deployment.block_size:
-        seq = seq // deployment.block_size * deployment.block_size
+    if storage_format(deployment.kv_dtype).bits > 8:
+        fp8 = footprint_for(model, deployment.model_copy(update={"kv_dtype": "fp8"}), plan.tp)
+        share = fp8.bytes_per_sequence_per_rank / kv.bytes_per_sequence_per_rank
+        ways.append(f"--kv-dtype fp8 ({share:.0%} of this cache)")
+    seq = _longest_context_that_fits(model, deployment, plan)
     if 0 < seq < kv.seq_len:
         ways.append(f"--seq {seq} (the context this batch fits)")
     return ways
+
+
+def _longest_context_that_fits(model: ModelSpec, deployment: DeploymentSpec, plan: MemoryPlan) -> int:
+    """The longest seq_len whose cache for this batch fits beside the weights (windows and paging
+    priced as ``kv_footprint`` prices them); 0 when not even one token does."""
+    free = plan.usable_bytes - plan.weight_bytes_per_device
+
+    def fits(seq_len: int) -> bool:
+        kv = footprint_for(model, deployment.model_copy(update={"seq_len": seq_len}), plan.tp)
+        return plan.sequences_per_replica * kv.bytes_per_sequence_per_rank <= free
+
+    low, high = 0, deployment.seq_len  # fits(low) holds (no tokens), fits(high) does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+def flag_fit(
+    trace: Trace,
+    model: ModelSpec,
+    target: ResolvedTarget,
+    deployment: DeploymentSpec,
+    plan: MemoryPlan,
+    kv: KvFootprint,
+    total_params: int,
+    *,
+    ways_in_message: bool = False,
+) -> list[str]:
+    """MHA025 (the weights do not fit) or MHA026 (the batch's cache does not) on ``trace`` when ``plan`` does not
+    fit ``target``; returns the ways out (``ways_out``), which the message also names when ``ways_in_message``."""
+    if plan.fits:
+        return []
+    ways = ways_out(model, target, deployment, plan, kv, total_params)
+    how = f"; ways out: {', '.join(ways)}" if ways and ways_in_message else ""
+    if not plan.weights_fit:
+        trace.fire(
+            "MHA025",
+            f"weights need {format_bytes(plan.weight_bytes_per_device)} per device of {plan.target_name},"
+            f" usable {format_bytes(plan.usable_bytes)}{how}",
+            weight_bytes_per_device=plan.weight_bytes_per_device,
+            usable_bytes=plan.usable_bytes,
+        )
+        return ways
+    verb = "fits" if plan.max_sequences == 1 else "fit"
+    trace.fire(
+        "MHA026",
+        f"batch {deployment.batch} needs {format_bytes(plan.kv_bytes_per_device)} of cache per device;"
+        f" {counted(plan.max_sequences, 'sequence')} of {deployment.seq_len:,} tokens {verb}{how}",
+        kv_bytes_per_device=plan.kv_bytes_per_device,
+        max_sequences=plan.max_sequences,
+    )
+    return ways
+
+
+@dataclass(frozen=True)
+class Priced:
+    """One model priced under one deployment: parameters, KV cache and, with a target, the memory plan."""
+
+    model: ModelSpec
+    deployment: DeploymentSpec
+    """The deployment with the priced tp filled in."""
+    target: ResolvedTarget | None
+    tp_asked: int
+    """The deployment's tp, else the target's device count (``memory.resolve_tp``)."""
+    params: ParamBreakdown
+    kv: KvFootprint
+    memory: MemoryPlan | None
+    """None without a target, or when ``tp_asked`` does not split the heads (then the unsplit model is priced)."""
+
+    @property
+    def tp(self) -> int:
+        """The tensor-parallel degree the figures are priced at."""
+        assert self.deployment.tp is not None
+        return self.deployment.tp
+
+    @property
+    def weight_bytes(self) -> int:
+        """All weights in the deployment's weight dtype."""
+        return weight_bytes(self.params.total, self.deployment.weight_dtype)
+
+    @cached_property
+    def ways(self) -> list[str]:
+        """What would make the memory plan fit (``ways_out``); empty when it fits or there is none."""
+        if self.memory is None or self.target is None:
+            return []
+        return ways_out(self.model, self.target, self.deployment, self.memory, self.kv, self.params.total)
+
+
+def price_deployment(model: ModelSpec, deployment: DeploymentSpec, *, unsplit_fallback: bool = False) -> Priced:
+    """Resolve the target and tp, count the parameters, price the KV cache and plan the memory.
+
+    A tp that does not split the heads raises ``BadInputError``; with ``unsplit_fallback`` the model is priced
+    at tp 1 instead, without a memory plan (``mha check`` reports the split as a finding).
+    """
+    target = resolve_target(deployment.target) if deployment.target else None
+    tp = resolve_tp(deployment.tp, target)
+    params = count_params(model)
+    try:
+        kv = footprint_for(model, deployment, tp)
+    except MhaError:
+        if not unsplit_fallback:
+            raise
+        kv = footprint_for(model, deployment, 1)
+        memory = None
+    else:
+        weight_dtype = deployment.weight_dtype
+        memory = plan_memory(target, total_params=params.total, weight_dtype=weight_dtype, kv=kv) if target else None
+    return Priced(
+        model=model, deployment=deployment.model_copy(update={"tp": kv.tp}), target=target, tp_asked=tp,
+        params=params, kv=kv, memory=memory,
+    )  # fmt: skip

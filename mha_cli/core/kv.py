@@ -18,7 +18,7 @@ from __future__ import annotations
 from mha_cli.core.dtypes import MLA_FP8_SCALE_GROUP, storage_format
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
-from mha_cli.core.schemas import MlaCacheMode, ModelSpec
+from mha_cli.core.schemas import DeploymentSpec, MlaCacheMode, ModelSpec
 
 
 def vector_bytes_per_kv_head(model: ModelSpec, kv_dtype: str) -> int:
@@ -46,20 +46,34 @@ def mla_naive_head_bytes(model: ModelSpec, kv_dtype: str) -> int:
     return fmt.vector_bytes(model.mla.qk_head_dim) + fmt.vector_bytes(model.mla.v_head_dim)
 
 
+def tp_split_problem(n_heads: int, n_kv_heads: int, tp: int) -> str | None:
+    """Why ``tp`` ranks cannot split these heads (rule MHA024), or ``None`` when they can: the query heads
+    must divide evenly, and the KV heads divide evenly (tp <= n_kv_heads) or replicate evenly (tp > n_kv_heads)."""
+    if n_heads % tp:
+        return f"n_heads ({n_heads}) must be divisible by tp ({tp}): pick a tp that divides it"
+    if tp <= n_kv_heads and n_kv_heads % tp:
+        return f"n_kv_heads ({n_kv_heads}) must be divisible by tp ({tp}): pick a tp that divides it"
+    if tp > n_kv_heads and tp % n_kv_heads:
+        return f"tp ({tp}) must be a multiple of n_kv_heads ({n_kv_heads}) to replicate KV heads evenly"
+    return None
+
+
+def tp_splits_evenly(n_heads: int, n_kv_heads: int, tp: int) -> bool:
+    """MHA024: whether ``tp`` ranks split ``n_heads`` query and ``n_kv_heads`` KV heads evenly."""
+    return tp_split_problem(n_heads, n_kv_heads, tp) is None
+
+
 def kv_heads_per_rank(model: ModelSpec, tp: int, mla_cache: MlaCacheMode = "absorbed") -> int:
-    """KV heads one tensor-parallel rank holds; for absorbed MLA, 1 (the whole latent)."""
-    if model.n_heads % tp:
-        raise BadInputError(f"n_heads ({model.n_heads}) must be divisible by tp ({tp}): pick a tp that divides it")
+    """KV heads one tensor-parallel rank holds; for absorbed MLA, 1 (the whole latent).
+
+    Raises ``BadInputError`` when ``tp`` does not split the heads (``tp_split_problem``).
+    """
+    problem = tp_split_problem(model.n_heads, model.kv_heads, tp)
+    if problem is not None:
+        raise BadInputError(problem)
     if model.mla is not None and mla_cache == "absorbed":
         return 1
-    n_kv = model.kv_heads
-    if tp <= n_kv:
-        if n_kv % tp:
-            raise BadInputError(f"n_kv_heads ({n_kv}) must be divisible by tp ({tp}): pick a tp that divides it")
-        return n_kv // tp
-    if tp % n_kv:
-        raise BadInputError(f"tp ({tp}) must be a multiple of n_kv_heads ({n_kv}) to replicate KV heads evenly")
-    return 1
+    return max(1, model.kv_heads // tp)
 
 
 def bytes_per_token_per_layer(
@@ -156,3 +170,12 @@ def kv_footprint(
         total_bytes=batch * per_sequence_rank,
         total_bytes_all_ranks=batch * per_sequence_rank * tp,
     )
+
+
+def footprint_for(model: ModelSpec, deployment: DeploymentSpec, tp: int) -> KvFootprint:
+    """``kv_footprint`` of ``model`` under ``deployment``'s seq_len, batch, KV dtype, paging and MLA cache
+    mode, over ``tp`` ranks (the caller resolves tp: the deployment's may be unset or may not split the heads)."""
+    return kv_footprint(
+        model, seq_len=deployment.seq_len, batch=deployment.batch, kv_dtype=deployment.kv_dtype, tp=tp,
+        block_size=deployment.block_size, mla_cache=deployment.mla_cache,
+    )  # fmt: skip

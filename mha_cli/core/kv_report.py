@@ -6,14 +6,13 @@ from pydantic import computed_field
 
 from mha_cli.core.deployment import context_notes
 from mha_cli.core.errors import MhaError
-from mha_cli.core.fit import ways_out
-from mha_cli.core.kv import KvFootprint, kv_footprint
-from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes
+from mha_cli.core.fit import price_deployment
+from mha_cli.core.kv import KvFootprint, footprint_for
+from mha_cli.core.memory import MemoryPlan, plan_memory
 from mha_cli.core.params import ParamBreakdown, count_params
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
-from mha_cli.core.targets import resolve_target
 from mha_cli.core.variants import variant_options
 
 
@@ -64,37 +63,18 @@ class KvReport(Record):
         return self.kv.total_bytes
 
 
-def _footprint(model: ModelSpec, deployment: DeploymentSpec, tp: int) -> KvFootprint:
-    return kv_footprint(
-        model,
-        seq_len=deployment.seq_len,
-        batch=deployment.batch,
-        kv_dtype=deployment.kv_dtype,
-        tp=tp,
-        block_size=deployment.block_size,
-        mla_cache=deployment.mla_cache,
-    )
-
-
 def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport:
     """Price ``source``'s KV cache (and, with a target, its memory plan) under ``deployment``."""
-    target = resolve_target(deployment.target) if deployment.target else None
-    tp = resolve_tp(deployment.tp, target)
     model = source.model
-    params = count_params(model)
-    kv = _footprint(model, deployment, tp)
-    memory = None
-    ways = []
-    if target is not None:
-        memory = plan_memory(target, total_params=params.total, weight_dtype=deployment.weight_dtype, kv=kv)
-        ways = ways_out(model, target, deployment.model_copy(update={"tp": tp}), memory, kv, params.total)
+    priced = price_deployment(model, deployment)
+    target, tp = priced.target, priced.tp
 
     rows: list[VariantRow] = []
     options = variant_options(model)
-    mha_bytes = next(_footprint(o.model, deployment, 1).bytes_per_token for o in options if o.variant == "MHA")
+    mha_bytes = next(footprint_for(o.model, deployment, 1).bytes_per_token for o in options if o.variant == "MHA")
     for option in options:
         try:
-            option_kv = _footprint(option.model, deployment, tp)
+            option_kv = footprint_for(option.model, deployment, tp)
         except MhaError:  # this tp does not divide this option's heads
             continue
         option_plan = (
@@ -119,11 +99,11 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         assumptions=source.assumptions,
         warnings=context_notes(model, deployment),
         model=model,
-        deployment=deployment.model_copy(update={"tp": tp}),
-        params=params,
-        weight_bytes=weight_bytes(params.total, deployment.weight_dtype),
-        kv=kv,
-        memory=memory,
-        ways_out=ways,
+        deployment=priced.deployment,
+        params=priced.params,
+        weight_bytes=priced.weight_bytes,
+        kv=priced.kv,
+        memory=priced.memory,
+        ways_out=priced.ways,
         variants=rows,
     )

@@ -29,6 +29,9 @@ class ParamBreakdown(Record):
     n_moe_layers: int
     embeddings: int
     """Input embedding + output head (if untied) + learned positions."""
+    lookup_tables: int
+    """Weights read by row lookup, not multiplied: the input embedding when untied (tied, the
+    head's matmul reads it whole) and learned positions. A step reads only its tokens' rows."""
     final_norm: int
     total: int
     """Every weight: what the weights cost in memory."""
@@ -109,6 +112,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         n_dense_mlp_layers=n_dense,
         n_moe_layers=n_moe,
         embeddings=embeddings,
+        lookup_tables=lookup_tables,
         final_norm=norm,
         total=total,
         active=total - n_moe * moe_inactive - lookup_tables,

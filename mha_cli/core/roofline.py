@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from mha_cli.core.kv import KvFootprint
+from mha_cli.core.kv import KvFootprint, tokens_held
 from mha_cli.core.memory import MemoryPlan, weight_bytes
 from mha_cli.core.params import ParamBreakdown, mlp_params
 from mha_cli.core.record import Record
@@ -92,14 +92,26 @@ def experts_touched(n_experts: int, top_k: int, tokens: int) -> float:
 
 
 def params_read(model: ModelSpec, params: ParamBreakdown, tokens: int) -> tuple[float, float | None]:
-    """(weights a forward pass over ``tokens`` tokens reads, routed experts read per MoE layer or None)."""
+    """(weights a forward pass over ``tokens`` tokens reads, routed experts read per MoE layer or None).
+
+    Lookup tables (input embedding, learned positions) give only the rows of these tokens; an MoE
+    layer reads its shared experts and the routed experts its tokens pick.
+    """
+    lookup_rows = min(tokens, model.vocab_size) * model.d_model if params.lookup_tables else 0
+    dense_read = params.total - params.lookup_tables + min(lookup_rows, params.lookup_tables)
     moe = model.moe
     if moe is None or params.n_moe_layers == 0:
-        return float(params.total), None
+        return float(dense_read), None
     per_expert = mlp_params(model.d_model, moe.d_ff_expert, model.mlp, moe.expert_bias)
     touched = experts_touched(moe.n_experts, moe.n_active_experts, tokens)
     untouched = params.n_moe_layers * (moe.n_experts - touched) * per_expert
-    return params.total - untouched, touched
+    return dense_read - untouched, touched
+
+
+def attended_tokens(model: ModelSpec, seq_len: int) -> int:
+    """Cached tokens one new token attends to, over all layers: windows applied, no paging padding."""
+    local = tokens_held(seq_len, model.sliding_window) if model.sliding_window else 0
+    return model.n_global_layers * seq_len + model.n_local_layers * local
 
 
 def estimate_roofline(
@@ -117,8 +129,7 @@ def estimate_roofline(
     flops = device.bf16_tflops_dense * 1e12
     group_flops = flops * plan.tp
     sequences = plan.sequences_per_replica
-    # Tokens cached over all layers for one sequence (windows and paging applied).
-    layer_tokens = kv.bytes_per_sequence // kv.bytes_per_token_per_layer if kv.bytes_per_token_per_layer else 0
+    layer_tokens = attended_tokens(model, kv.seq_len)
 
     # Decode: each of the group's new tokens attends to every cached token of its sequence, in every layer.
     decode_params, experts = params_read(model, params, sequences)

@@ -21,7 +21,6 @@ from mha_cli.core.errors import MhaError
 from mha_cli.core.quantities import parse_token_count
 
 Variant = Literal["MHA", "GQA", "MQA", "MLA"]
-VARIANTS: tuple[Variant, ...] = ("MHA", "GQA", "MQA", "MLA")
 MlpType = Literal["gated", "plain"]
 NormType = Literal["rmsnorm", "layernorm"]
 LayerKind = Literal["global", "local"]
@@ -36,7 +35,7 @@ _MAX_TOKENS = 1 << 34
 Width = Annotated[int, Field(gt=0, le=_MAX_WIDTH)]
 
 
-def _upper_variant(value: object) -> object:
+def upper_variant(value: object) -> object:
     return value.upper() if isinstance(value, str) else value
 
 
@@ -145,7 +144,7 @@ class ModelSpec(_Strict):
     """Key/value heads per layer; default: n_heads (MHA), 1 for MQA, n_heads for MLA."""
     head_dim: Annotated[int, Field(gt=0, le=1 << 14)] | None = None
     """Width of one head; default d_model / n_heads. An explicit value wins (Gemma, Qwen3)."""
-    variant: Annotated[Variant, BeforeValidator(_upper_variant)] | None = None
+    variant: Annotated[Variant, BeforeValidator(upper_variant)] | None = None
     """MHA, GQA, MQA or MLA; inferred from the head counts (and ``mla``) when left out."""
     mla: MLASpec | None = None
     sliding_window: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -29,11 +30,18 @@ def _phrase(error: Any) -> str:
     return str(error["msg"]).removeprefix("Value error, ")
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """``"model.n_heads: n_heads (32) must be divisible by n_kv_heads (5)"``, one item per field, '; '-joined."""
+def describe_validation_error(exc: ValidationError, option_names: Mapping[str, str] | None = None) -> str:
+    """``"model.n_heads: n_heads (32) must be divisible by n_kv_heads (5)"``, one item per field, '; '-joined.
+
+    ``option_names`` renames fields to the command-line options that set them (``{"seq_len": "--seq"}``), so the
+    line names what the person typed: ``"--seq: must be greater than 0 (got 0)"``.
+    """
     parts = []
     for error in exc.errors(include_url=False):
         path = ".".join(str(p) for p in error["loc"])
         message = _phrase(error)
         parts.append(f"{path}: {message}" if path else message)
-    return "; ".join(parts)
+    described = "; ".join(parts)
+    for field, option in (option_names or {}).items():
+        described = described.replace(f"{field}:", f"{option}:")
+    return described

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mha_cli.core.kv import tp_splits_evenly
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec, Variant
 
@@ -27,8 +28,8 @@ def _without_mla(model: ModelSpec) -> dict:
 
 def gqa_kv_heads_choices(n_heads: int, tp: int = 1) -> list[int]:
     """Divisors of n_heads strictly between 1 and n_heads (the possible GQA KV-head counts) that
-    split evenly over ``tp`` ranks (n_kv divisible by tp, or tp by n_kv: replicated heads)."""
-    return [k for k in range(2, n_heads) if n_heads % k == 0 and (k % tp == 0 or tp % k == 0)]
+    split evenly over ``tp`` ranks (``kv.tp_splits_evenly``: n_kv divisible by tp, or tp by n_kv)."""
+    return [k for k in range(2, n_heads) if n_heads % k == 0 and tp_splits_evenly(n_heads, k, tp)]
 
 
 def default_gqa_kv_heads(n_heads: int, tp: int = 1) -> int | None:

@@ -3,7 +3,8 @@
 Each variant is one attention layer of the same width whose cache is pre-filled to ``seq_len - 1``
 tokens; a step is ``layer(x, cache, start_pos=seq_len - 1)`` for one new token (projections, cache
 write, attention over ``seq_len`` tokens, output projection). Warm-up first, then each repetition is
-timed between device synchronisations; the median is reported. A step must read the layer's weights
+timed as ``mha verify`` times it (``nn.timing.time_calls``: CUDA events on CUDA, perf_counter between
+device synchronisations elsewhere); the median is reported. A step must read the layer's weights
 and the whole cache, so on a memory-bound device time tracks ``bytes_read``; GQA with group size g
 reads about g times less cache than MHA.
 """
@@ -11,21 +12,22 @@ reads about g times less cache than MHA.
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable
 
 import torch
-from pydantic import BaseModel
 
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
+from mha_cli.core.record import Record
 from mha_cli.nn.attention import Attention
-from mha_cli.nn.device import device_name, resolve_device, synchronize
+from mha_cli.nn.cache_ops import bytes_per_token, fill_random
+from mha_cli.nn.device import device_name, resolve_device
 from mha_cli.nn.kv_cache import DTYPE_NAMES, KVCache, LatentCache, resolve_cache_dtype
 from mha_cli.nn.mla import MLAttention
 from mha_cli.nn.sdpa import record_sdpa_backends
+from mha_cli.nn.timing import time_calls
 
 
-class BenchRow(BaseModel):
+class BenchRow(Record):
     label: str
     n_kv_heads: int
     """KV heads (MLA absorbed: 1 shared latent)."""
@@ -48,7 +50,7 @@ class BenchRow(BaseModel):
     """The backend SDPA's dispatcher chose for the step."""
 
 
-class BenchResult(BaseModel):
+class BenchResult(Record):
     device: str
     device_name: str
     torch_version: str
@@ -64,20 +66,6 @@ class BenchResult(BaseModel):
     warmup: int
     reps: int
     rows: list[BenchRow]
-
-
-def time_step(step: Callable[[], object], device: torch.device, warmup: int, reps: int) -> list[float]:
-    """Seconds per call of ``step``, each timed between device synchronisations, after ``warmup`` calls."""
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(reps):
-        synchronize(device)
-        start = time.perf_counter()
-        step()
-        synchronize(device)
-        times.append(time.perf_counter() - start)
-    return times
 
 
 def _variants(d_model: int, n_heads: int, head_dim: int, gqa_kv_heads: int, rank: int, rope: int) -> list:
@@ -104,12 +92,8 @@ def _measure_decode(
 
     with record_sdpa_backends() as seen:
         step()
-    return time_step(step, x.device, warmup, reps), seen
-
-
-def _fill(cache: KVCache | LatentCache) -> None:
-    for tensor in (cache.kv,) if isinstance(cache, LatentCache) else (cache.k, cache.v):
-        tensor.normal_()
+    times, _timer = time_calls(step, x.device, warmup, reps)
+    return times, seen
 
 
 def validate_bench_options(
@@ -172,7 +156,7 @@ def run_decode_bench(
             with torch.inference_mode():
                 layer = factory(dtype=torch_dtype, device=target)
                 cache = layer.new_cache(batch, seq_len)
-                _fill(cache)
+                fill_random(cache)
                 x = torch.randn(batch, 1, d_model, dtype=torch_dtype, device=target)  # (b, 1, d)
                 times, seen = _measure_decode(layer, cache, x, seq_len - 1, warmup, reps)
         except torch.OutOfMemoryError:
@@ -180,7 +164,7 @@ def run_decode_bench(
                 f"{label} at seq {seq_len} x batch {batch} does not fit: lower --seq or --batch"
             ) from None
         weight_bytes = sum(p.nbytes for p in layer.parameters())
-        per_token = cache.nbytes // (batch * seq_len)
+        per_token = bytes_per_token(cache)
         measured.append((label, n_kv, per_token, weight_bytes, per_token * seq_len * batch, times, ", ".join(seen)))
         del layer, cache, x
         if target.type == "cuda":

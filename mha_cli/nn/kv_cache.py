@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import torch
 
-from mha_cli.core.dtypes import normalise_dtype_name
+from mha_cli.core.dtypes import BUILDABLE, normalise_dtype_name
 from mha_cli.core.errors import BadInputError
 
-CACHE_DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+CACHE_DTYPES: dict[str, torch.dtype] = dict(zip(BUILDABLE, (torch.float32, torch.float16, torch.bfloat16), strict=True))
+"""The torch dtype of each format the modules build (``core.dtypes.BUILDABLE``, in its order)."""
 DTYPE_NAMES: dict[torch.dtype, str] = {dtype: name for name, dtype in CACHE_DTYPES.items()}
+_BUILDABLE_LIST = f"{', '.join(BUILDABLE[:-1])} or {BUILDABLE[-1]}"
 
 
 def resolve_cache_dtype(dtype: torch.dtype | str | None, default: torch.dtype = torch.float32) -> torch.dtype:
@@ -25,7 +27,7 @@ def resolve_cache_dtype(dtype: torch.dtype | str | None, default: torch.dtype = 
         name = normalise_dtype_name(dtype)
         if name not in CACHE_DTYPES:
             raise BadInputError(
-                f"KV cache dtype {name} is priced by `mha kv` but not built by the torch modules: use fp32, fp16 or bf16"
+                f"KV cache dtype {name} is priced by `mha kv` but not built by the torch modules: use {_BUILDABLE_LIST}"
             )
         return CACHE_DTYPES[name]
     if dtype not in DTYPE_NAMES:
@@ -83,10 +85,6 @@ class KVCache:
         self.v[:b, :, start_pos:end] = v  # (b, n_kv, s, v_h_d)
         return self.k[:b, :, :end], self.v[:b, :, :end]  # (b, n_kv, end, h_d), (b, n_kv, end, v_h_d)
 
-    def reset(self) -> None:
-        self.k.zero_()
-        self.v.zero_()
-
 
 class LatentCache:
     """MLA's absorbed cache: one shared latent plus the RoPE key per token, no per-head K or V.
@@ -131,6 +129,3 @@ class LatentCache:
         if self.rope_dim:
             self.kv[:b, start_pos:end, self.kv_lora_rank :] = rope_key  # (b, s, p)
         return self.kv[:b, :end]  # (b, end, r + p)
-
-    def reset(self) -> None:
-        self.kv.zero_()

@@ -1,8 +1,7 @@
-"""Measurements: cache bytes, the CUDA allocator's change, step timings, copy bandwidth.
+"""Measurements: cache bytes, the CUDA allocator's change, timing summaries, copy bandwidth.
 
-Timings run warm-up calls first, then ``reps`` calls: on CUDA each between a pair of
-``torch.cuda.Event``s (read after one synchronisation at the end), elsewhere with
-``mha_cli.nn.bench.time_step`` (perf_counter between device synchronisations). The CUDA pieces take
+Step timings come from ``mha_cli.nn.timing`` (CUDA events on CUDA, synchronised perf_counter
+elsewhere), re-exported here with the cache fill of ``mha_cli.nn.cache_ops``. The CUDA pieces take
 their torch functions as parameters so the arithmetic can be tested without a GPU.
 """
 
@@ -17,9 +16,11 @@ from typing import Any
 import torch
 
 from mha_cli.core.targets import Target, load_targets
-from mha_cli.nn.bench import time_step
+from mha_cli.nn.cache_ops import fill_random as fill_random
 from mha_cli.nn.device import synchronize
 from mha_cli.nn.kv_cache import KVCache, LatentCache
+from mha_cli.nn.timing import time_calls as time_calls
+from mha_cli.nn.timing import time_with_events as time_with_events
 from mha_cli.verify.report import TimingStats
 
 COPY_BYTES = 64 * 2**20
@@ -28,19 +29,9 @@ COPY_REPS = 15
 """Copies the CPU peak is the best of (about 0.1 s in all)."""
 
 
-def cache_tensors(cache: KVCache | LatentCache) -> tuple[torch.Tensor, ...]:
-    return (cache.kv,) if isinstance(cache, LatentCache) else (cache.k, cache.v)
-
-
 def total_cache_bytes(caches: Iterable[KVCache | LatentCache]) -> int:
     """Exact bytes of every cache tensor (``nbytes``), summed."""
     return sum(cache.nbytes for cache in caches)
-
-
-def fill_random(cache: KVCache | LatentCache, generator: torch.Generator | None = None) -> None:
-    """Standard-normal values everywhere: a decode step at full context needs no real prefill."""
-    for tensor in cache_tensors(cache):
-        tensor.normal_(generator=generator)
 
 
 def allocated_bytes(device: torch.device, memory_allocated: Callable[[Any], int] | None = None) -> int | None:
@@ -58,43 +49,6 @@ def reset_peak(device: torch.device) -> None:
 
 def peak_allocated_bytes(device: torch.device) -> int | None:
     return int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
-
-
-def time_with_events(
-    step: Callable[[], object],
-    warmup: int,
-    reps: int,
-    *,
-    event: Callable[..., Any] | None = None,
-    synchronize_all: Callable[[], None] | None = None,
-) -> list[float]:
-    """Seconds per call, from CUDA events recorded around each call on the current stream.
-
-    Events are read after a single synchronisation, so timing adds no host round trip per call.
-    ``event`` and ``synchronize_all`` default to ``torch.cuda.Event`` and ``torch.cuda.synchronize``.
-    """
-    make_event = torch.cuda.Event if event is None else event
-    sync = torch.cuda.synchronize if synchronize_all is None else synchronize_all
-    for _ in range(warmup):
-        step()
-    sync()
-    pairs = []
-    for _ in range(reps):
-        start, end = make_event(enable_timing=True), make_event(enable_timing=True)
-        start.record()
-        step()
-        end.record()
-        pairs.append((start, end))
-    sync()
-    return [start.elapsed_time(end) / 1e3 for start, end in pairs]  # elapsed_time is in ms
-
-
-def time_calls(step: Callable[[], object], device: torch.device, warmup: int, reps: int) -> tuple[list[float], str]:
-    """(seconds per call, timer name): CUDA events on CUDA, synchronised perf_counter elsewhere."""
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            return time_with_events(step, warmup, reps), "cuda-events"
-    return time_step(step, device, warmup, reps), "perf_counter"
 
 
 def summarise(times_s: list[float], *, warmup: int, timer: str) -> TimingStats:

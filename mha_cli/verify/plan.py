@@ -19,18 +19,17 @@ from typing import Literal
 
 from pydantic import Field
 
+from mha_cli.core.dtypes import BUILDABLE, storage_format
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
-from mha_cli.core.kv import KvFootprint, kv_footprint, kv_heads_per_rank, tokens_held
+from mha_cli.core.kv import KvFootprint, footprint_for, kv_heads_per_rank
 from mha_cli.core.memory import resolve_tp
 from mha_cli.core.params import attention_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
-from mha_cli.core.schemas import DeploymentSpec, LayerKind, ModelSpec
+from mha_cli.core.schemas import DeploymentSpec, LayerKind, MlaCacheMode, ModelSpec
 from mha_cli.core.targets import resolve_target
 
 DeviceType = Literal["cuda", "cpu"]
-TORCH_DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
-"""KV formats the torch modules build, and bytes per value."""
 CPU_DEFAULT_LAYERS = 2
 """Layers built on CPU unless --layers says otherwise (the rest is extrapolated)."""
 CPU_DEFAULT_PREFILL_TOKENS = 128
@@ -128,7 +127,7 @@ def validate_options(
 
 def torch_dtype_name(kv_dtype: str) -> str:
     """The deployment's KV format if the torch modules build it; quantised formats are refused (exit 2)."""
-    if kv_dtype not in TORCH_DTYPE_BYTES:
+    if kv_dtype not in BUILDABLE:
         raise BadInputError(
             f"kv_dtype {kv_dtype} is priced by `mha kv` but not built in torch (its scale layout is not implemented):"
             " rerun with --kv-dtype bf16 to verify the unquantised layout"
@@ -136,18 +135,24 @@ def torch_dtype_name(kv_dtype: str) -> str:
     return kv_dtype
 
 
-def shard_model(model: ModelSpec, tp: int, mla_cache: str) -> ModelSpec:
+def shard_model(model: ModelSpec, tp: int, mla_cache: MlaCacheMode) -> ModelSpec:
     """The per-rank attention shape: query heads / tp, the rank's KV heads (replicated when tp > n_kv)."""
-    if model.n_heads % tp:
-        raise BadInputError(f"n_heads ({model.n_heads}) must be divisible by tp ({tp}): pick a tp that divides it")
+    kv_per_rank = kv_heads_per_rank(model, tp, mla_cache)  # raises BadInputError when tp does not split the heads
     n_heads = model.n_heads // tp
-    n_kv = n_heads if model.mla is not None else kv_heads_per_rank(model, tp, mla_cache)  # type: ignore[arg-type]
-    return model.model_copy(update={"n_heads": n_heads, "n_kv_heads": n_kv})
+    n_kv = n_heads if model.mla is not None else kv_per_rank
+    # Re-validated, so the variant follows the shard's heads: 64 / 8 GQA over 16 ranks is 4 / 1, MQA.
+    fields = model.model_dump(exclude={"variant"}) | {"n_heads": n_heads, "n_kv_heads": n_kv}
+    return ModelSpec.model_validate(fields)
+
+
+def layer_kinds(model: ModelSpec, n_layers: int) -> list[LayerKind]:
+    """The kind (global or local) of each of the model's first ``n_layers`` layers."""
+    return [model.layer_kind(i) for i in range(n_layers)]
 
 
 def first_layers(model: ModelSpec, n_layers: int) -> ModelSpec:
     """The model cut to its first ``n_layers`` layers, each keeping its kind (global or local)."""
-    pattern = [model.layer_kind(i) for i in range(n_layers)] if model.layer_pattern else None
+    pattern = layer_kinds(model, n_layers) if model.layer_pattern else None
     return model.model_copy(update={"n_layers": n_layers, "layer_pattern": pattern})
 
 
@@ -172,10 +177,6 @@ def workspace_bytes(shard: ModelSpec, *, batch: int, prefill_tokens: int, contex
     return 2 * activations + mask
 
 
-def _layer_kinds(model: ModelSpec, n_layers: int) -> list[LayerKind]:
-    return [model.layer_kind(i) for i in range(n_layers)]
-
-
 def make_plan(
     model: ModelSpec,
     deployment: DeploymentSpec,
@@ -190,12 +191,12 @@ def make_plan(
     ``free_bytes``: free device memory in bytes (``device_free_bytes`` when measuring; tests pass a figure).
     """
     kv_dtype = torch_dtype_name(deployment.kv_dtype)
-    value_bytes = TORCH_DTYPE_BYTES[kv_dtype]
+    value_bytes = storage_format(kv_dtype).bits // 8
     target = resolve_target(deployment.target) if deployment.target else None
     tp = resolve_tp(deployment.tp, target)
     mla_cache = deployment.mla_cache if model.mla is not None else None
     shard = shard_model(model, tp, deployment.mla_cache)
-    seq, batch, block = deployment.seq_len, deployment.batch, deployment.block_size
+    seq, batch = deployment.seq_len, deployment.batch
     validate_options(layers=layers, prefill_tokens=prefill_tokens)
     if layers is not None and layers > model.n_layers:
         raise BadInputError(f"--layers ({layers}) must be between 1 and the model's {model.n_layers} layers")
@@ -206,10 +207,11 @@ def make_plan(
             " per-head K/V either way"
         )
 
-    cache_tokens = {"global": tokens_held(seq, None, block)}
+    whole = footprint_for(model, deployment, tp)
+    cache_tokens = {"global": whole.tokens_held_global}
     context_tokens = {"global": seq}
-    if model.sliding_window:
-        cache_tokens["local"] = tokens_held(seq, model.sliding_window, block)
+    if model.sliding_window and whole.tokens_held_local is not None:
+        cache_tokens["local"] = whole.tokens_held_local
         context_tokens["local"] = min(seq, model.sliding_window)
 
     if layers is not None:
@@ -220,8 +222,7 @@ def make_plan(
     else:
         wanted, note = model.n_layers, f"all {model.n_layers}"
 
-    kinds_all = _layer_kinds(model, wanted)
-    shortest_context = min(context_tokens[kind] for kind in kinds_all)
+    shortest_context = min(context_tokens[kind] for kind in layer_kinds(model, wanted))
     default_prefill = seq if device_type == "cuda" else min(seq, CPU_DEFAULT_PREFILL_TOKENS)
     prefill = min(default_prefill if prefill_tokens is None else prefill_tokens, shortest_context)
     if prefill_tokens is not None and prefill < prefill_tokens:
@@ -239,12 +240,12 @@ def make_plan(
         shard, batch=batch, prefill_tokens=prefill, context=max(context_tokens.values()), value_bytes=value_bytes
     )
 
-    def cache_bytes(n: int) -> int:
-        return kv_footprint(first_layers(model, n), seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp,
-                            block_size=block, mla_cache=deployment.mla_cache).total_bytes  # fmt: skip
+    def predicted(n: int) -> KvFootprint:
+        """The cache of the first ``n`` layers, on one rank."""
+        return footprint_for(first_layers(model, n), deployment, tp)
 
-    def required(n: int) -> int:
-        return cache_bytes(n) + n * weights + workspace
+    def required(n: int, cache: KvFootprint | None = None) -> int:
+        return (cache or predicted(n)).total_bytes + n * weights + workspace
 
     built = wanted
     if free_bytes is not None:
@@ -257,19 +258,13 @@ def make_plan(
                 )
             built, note = fitting, f"{fitting} of {model.n_layers} (all that fit in free memory)"
 
-    cut = first_layers(model, built)
-    footprint = kv_footprint(
-        cut, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, block_size=block, mla_cache=deployment.mla_cache
-    )
-    whole = kv_footprint(
-        model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, block_size=block, mla_cache=deployment.mla_cache
-    )
+    footprint = predicted(built)
     return VerifyPlan(
         model=model, shard=shard, deployment=deployment, device_type=device_type, tp=tp, kv_dtype=kv_dtype,
-        mla_cache=mla_cache, n_layers_built=built, layers_note=note, layer_kinds=_layer_kinds(model, built),
+        mla_cache=mla_cache, n_layers_built=built, layers_note=note, layer_kinds=layer_kinds(model, built),
         cache_tokens=cache_tokens, context_tokens=context_tokens, prefill_tokens=prefill, prefill_note=prefill_note,
         predicted=footprint, predicted_model=whole, weight_bytes_per_layer=weights, workspace_bytes=workspace,
-        required_bytes=required(built), free_bytes=free_bytes, notes=notes,
+        required_bytes=required(built, footprint), free_bytes=free_bytes, notes=notes,
     )  # fmt: skip
 
 

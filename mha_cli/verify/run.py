@@ -17,6 +17,7 @@ from mha_cli.core.quantities import format_bytes
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.nn.build import build_attention
+from mha_cli.nn.cache_ops import bytes_per_token
 from mha_cli.nn.device import device_name, resolve_device
 from mha_cli.nn.kv_cache import CACHE_DTYPES, KVCache, LatentCache
 from mha_cli.nn.sdpa import record_sdpa_backends
@@ -188,8 +189,7 @@ def _cache_bytes_read(caches: list[KVCache | LatentCache], positions: list[int],
     """Cache bytes a decode step at ``positions`` reads: positions + 1 tokens of each layer, whole batch."""
     total = 0
     for cache, pos in zip(caches, positions, strict=True):
-        per_token = cache.nbytes // (cache.batch * cache.max_seq)
-        total += per_token * batch * (pos + 1)
+        total += bytes_per_token(cache) * batch * (pos + 1)
     return total
 
 

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mha_cli.core.fit import ways_out
+from mha_cli.core.fit import flag_fit
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan, weight_bytes
 from mha_cli.core.params import count_params
-from mha_cli.core.quantities import format_bytes
 from mha_cli.core.recommend.budget import refuse_budget
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.explain import alternatives, init_plan, variant_reason
@@ -43,7 +42,6 @@ from mha_cli.core.recommend.shape import (
     build_model,
     head_dim_for,
     ideal_width,
-    mla_block,
     mlp_width,
     record_depth,
     solve_layers,
@@ -53,12 +51,11 @@ from mha_cli.core.recommend.shape import (
 from mha_cli.core.recommend.variant import Candidate, candidate_at, fit_variant
 from mha_cli.core.roofline import estimate_roofline
 from mha_cli.core.rules import catalog as C
-from mha_cli.core.rules.engine import counted
 from mha_cli.core.schemas import MhaConfig, ModelSpec, Variant
 
 __all__ = [
     "PRIORITIES", "Alternative", "InitPlan", "ModelSummary", "Priority", "RecommendRequest", "RecommendResult",
-    "TestHook", "build_model", "head_dim_for", "ideal_width", "mla_block", "mlp_width", "recommend",
+    "TestHook", "build_model", "head_dim_for", "ideal_width", "mlp_width", "recommend",
 ]  # fmt: skip
 
 
@@ -100,31 +97,15 @@ def choose_shape(ctx: Context, budget: int, vocab: int, tied: bool) -> tuple[Can
     refuse_budget(ctx, budget, vocab, tied)
 
 
-def flag_fit(ctx: Context, design: Design, kv: KvFootprint, plan: MemoryPlan | None) -> list[str]:
-    """MHA025/MHA026: a plan that does not fit is flagged with the ways out (``core.fit.ways_out``)."""
-    if plan is None or plan.fits or ctx.target is None:
+def flag_unfit(ctx: Context, design: Design, kv: KvFootprint, plan: MemoryPlan | None, total_params: int) -> list[str]:
+    """rule MHA025 (the weights) or rule MHA026 (the cache): a plan that does not fit is flagged with the ways out
+    (``core.fit.flag_fit``); a cache that does not fit also offers priority inference when the rules were not free
+    to shrink it."""
+    if plan is None or ctx.target is None:
         return []
     r = ctx.request
-    total = count_params(design.model).total
-    ways = ways_out(design.model, ctx.target, ctx.deployment(design.tp), plan, kv, total)
-    if not plan.weights_fit:
-        ctx.trace.fire(
-            "MHA025",
-            f"weights need {format_bytes(plan.weight_bytes_per_device)} per device, usable"
-            f" {format_bytes(plan.usable_bytes)}",
-            weight_bytes_per_device=plan.weight_bytes_per_device,
-            usable_bytes=plan.usable_bytes,
-        )
-        return ways
-    verb = "fits" if plan.max_sequences == 1 else "fit"
-    ctx.trace.fire(
-        "MHA026",
-        f"batch {r.batch} needs {format_bytes(plan.kv_bytes_per_device)} of cache per device;"
-        f" {counted(plan.max_sequences, 'sequence')} of {r.seq_len:,} tokens {verb}",
-        kv_bytes_per_device=plan.kv_bytes_per_device,
-        max_sequences=plan.max_sequences,
-    )
-    if r.priority != "inference" and r.variant is None:
+    ways = flag_fit(ctx.trace, design.model, ctx.target, ctx.deployment(design.tp), plan, kv, total_params)
+    if not plan.fits and plan.weights_fit and r.priority != "inference" and r.variant is None:
         ways.append("--priority inference (lets the rules shrink the cache: fewer KV heads, MLA)")
     return ways
 
@@ -150,13 +131,13 @@ def recommend(request: RecommendRequest) -> RecommendResult:
 
     params = count_params(model)
     kv = ctx.footprint(model, design.tp)
-    memory = ctx.plan(model, design.tp, kv)
+    memory = ctx.plan(model, design.tp, kv, total_params=params.total)
     roofline = None
     if memory is not None and ctx.target is not None:
         roofline = estimate_roofline(
             model, ctx.target, params=params, weight_dtype=request.weight_dtype, kv=kv, plan=memory
         )
-    way_out = flag_fit(ctx, design, kv, memory)
+    way_out = flag_unfit(ctx, design, kv, memory, params.total)
 
     init = init_plan(ctx, model)
     ctx.trace.fire("MHA041", "no biases on Q, K, V, O", qkv_bias=False, o_bias=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mha_cli.core.kv import KvFootprint, kv_footprint
+from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp
 from mha_cli.core.params import count_params
 from mha_cli.core.recommend.result import RecommendRequest
@@ -35,13 +35,14 @@ class Context:
         )
 
     def footprint(self, model: ModelSpec, tp: int) -> KvFootprint:
-        r = self.request
-        return kv_footprint(model, seq_len=r.seq_len, batch=r.batch, kv_dtype=r.kv_dtype, tp=tp)
+        return footprint_for(model, self.deployment(tp), tp)
 
-    def plan(self, model: ModelSpec, tp: int, kv: KvFootprint | None = None) -> MemoryPlan | None:
-        """The memory plan on the target (None without one)."""
+    def plan(
+        self, model: ModelSpec, tp: int, kv: KvFootprint | None = None, *, total_params: int | None = None
+    ) -> MemoryPlan | None:
+        """The memory plan on the target (None without one); ``kv`` and ``total_params`` when already known."""
         if self.target is None:
             return None
         kv = kv or self.footprint(model, tp)
-        total = count_params(model).total
+        total = count_params(model).total if total_params is None else total_params
         return plan_memory(self.target, total_params=total, weight_dtype=self.request.weight_dtype, kv=kv)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import math
 
-from mha_cli.core.kv import KvFootprint
+from mha_cli.core.kv import KvFootprint, tp_splits_evenly
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.result import Alternative, InitPlan
-from mha_cli.core.recommend.variant import QUALITY_SOURCES, quality_risk, tp_compatible
+from mha_cli.core.recommend.variant import QUALITY_SOURCES, quality_risk
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import counted
 from mha_cli.core.schemas import ModelSpec
@@ -25,10 +25,11 @@ def alternatives(ctx: Context, model: ModelSpec, tp: int, budget: int) -> list[A
     rows = []
     for option in variant_options(model):
         spec = option.model
-        if spec.mla is None and not tp_compatible(spec.kv_heads, tp):
+        if not tp_splits_evenly(spec.n_heads, spec.kv_heads, tp):
             continue
         kv = ctx.footprint(spec, tp)
-        plan = ctx.plan(spec, tp, kv)
+        total_params = count_params(spec).total
+        plan = ctx.plan(spec, tp, kv, total_params=total_params)
         notes = []
         if (
             option.variant == "MHA"
@@ -43,7 +44,7 @@ def alternatives(ctx: Context, model: ModelSpec, tp: int, budget: int) -> list[A
                 label=option.label, variant=option.variant, n_kv_heads=spec.kv_heads, is_recommended=option.is_current,
                 bytes_per_token=kv.bytes_per_token, bytes_per_sequence=kv.bytes_per_sequence,
                 kv_bytes_per_device=plan.kv_bytes_per_device if plan else kv.total_bytes,
-                max_sequences=plan.max_sequences if plan else None, total_params=count_params(spec).total,
+                max_sequences=plan.max_sequences if plan else None, total_params=total_params,
                 quality_risk=quality_risk(option.variant, spec.q_per_kv),
                 quality_source=QUALITY_SOURCES[option.variant], note="; ".join(notes),
             )

@@ -15,7 +15,7 @@ from mha_cli.core.quantities import parse_param_count
 from mha_cli.core.record import Record
 from mha_cli.core.roofline import Roofline
 from mha_cli.core.rules.engine import Finding
-from mha_cli.core.schemas import KvDtype, MhaConfig, TokenCount, Variant, WeightDtype
+from mha_cli.core.schemas import KvDtype, MhaConfig, TokenCount, Variant, WeightDtype, upper_variant
 from mha_cli.core.validation import describe_validation_error
 
 Priority = Literal["inference", "training", "balanced"]
@@ -30,10 +30,6 @@ _OPTION_NAMES = {
 
 def _param_count(value: Any) -> Any:
     return parse_param_count(value) if isinstance(value, str) else value
-
-
-def _upper(value: Any) -> Any:
-    return value.upper() if isinstance(value, str) else value
 
 
 class RecommendRequest(Record):
@@ -55,7 +51,7 @@ class RecommendRequest(Record):
     vocab_size: Annotated[int, Field(gt=0)] | None = None
     d_model: Annotated[int, Field(gt=0)] | None = None
     """Fixes the width; the model schema's own bounds apply when the design is built."""
-    variant: Annotated[Variant, BeforeValidator(_upper)] | None = None
+    variant: Annotated[Variant, BeforeValidator(upper_variant)] | None = None
     """An explicit request; ``None`` lets the rules choose."""
 
     @classmethod
@@ -64,10 +60,7 @@ class RecommendRequest(Record):
         try:
             return cls.model_validate({key: value for key, value in fields.items() if value is not None})
         except ValidationError as exc:
-            message = describe_validation_error(exc)
-            for field, option in _OPTION_NAMES.items():
-                message = message.replace(f"{field}:", f"{option}:")
-            raise BadInputError(message) from exc
+            raise BadInputError(describe_validation_error(exc, _OPTION_NAMES)) from exc
 
 
 class ModelSummary(Record):

@@ -86,11 +86,6 @@ def vocab_for(params: int, vocab: int | None) -> tuple[int, bool]:
     return size, params < C.TIE_EMBEDDINGS_BELOW_PARAMS
 
 
-def mla_block(head_dim: int, d_model: int) -> dict[str, Any]:
-    """MHA030: DeepSeek-V2 proportions, plus a query latent for wide models (the block ``mha kv`` prices too)."""
-    return mla_for_shape(head_dim, d_model)
-
-
 def build_model(
     *, d_model: int, n_layers: int, head_dim: int, variant: Variant, n_kv_heads: int, vocab: int, tied: bool
 ) -> ModelSpec:
@@ -101,7 +96,7 @@ def build_model(
         vocab_size=vocab, d_ff=mlp_width(d_model), tied_embeddings=tied,
     )  # fmt: skip
     if variant == "MLA":
-        fields["mla"] = mla_block(head_dim, d_model)
+        fields["mla"] = mla_for_shape(head_dim, d_model)  # MHA030: DeepSeek proportions
     else:
         fields.update(head_dim=head_dim, n_kv_heads=n_kv_heads, variant=variant)
     try:

@@ -24,11 +24,6 @@ QUALITY_SOURCES: dict[Variant, str] = {
 """Where each variant's quality-risk label comes from."""
 
 
-def tp_compatible(n_kv_heads: int, tp: int) -> bool:
-    """MHA024: KV heads split evenly over tp ranks, or are replicated evenly."""
-    return n_kv_heads % tp == 0 or tp % n_kv_heads == 0
-
-
 def gqa_kv_heads(n_heads: int, tp: int, max_group: int = C.MAX_QUALITY_GROUP) -> list[int]:
     """GQA KV-head counts for ``n_heads``: tp-compatible, group <= ``max_group``, best first in the order of
     ``variants.default_gqa_kv_heads`` (its pick first, then nearest to 8, ties to the larger count)."""
