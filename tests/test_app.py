@@ -49,11 +49,18 @@ def test_only_the_invoked_command_module_is_imported():
     assert result.returncode == 0, result.stderr[-1500:]
 
 
-def test_a_closed_pipe_ends_quietly():
+@pytest.mark.parametrize("args", [["presets", "--json"], ["targets"]], ids=["json", "tables"])
+def test_a_closed_pipe_ends_quietly(args):
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the first byte
-    result = subprocess.run([sys.executable, "-m", "mha_cli", "presets", "--json"], stdout=write_end,
+    result = subprocess.run([sys.executable, "-m", "mha_cli", *args], stdout=write_end,
                             stderr=subprocess.PIPE, text=True, timeout=60)  # fmt: skip
     os.close(write_end)
     assert result.returncode == 141
     assert result.stderr == ""
+
+
+def test_a_group_without_its_sub_command_says_so():
+    result = run_mha("experiment")
+    assert result.returncode == 2
+    assert "error: missing a command" in result.stderr

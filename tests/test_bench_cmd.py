@@ -77,3 +77,14 @@ def test_the_table_fits_80_columns_without_cutting_headers_or_cells() -> None:
     assert all(len(line.rstrip()) <= 80 for line in lines)
     assert any(line.split()[:3] == ["variant", "heads", "B/token"] for line in lines)
     assert any(line.startswith("MLA absorbed") for line in lines)
+
+
+def test_a_failed_cpu_allocation_counts_as_out_of_memory():
+    import torch
+
+    from mha_cli.nn.device import is_out_of_memory
+
+    with pytest.raises(RuntimeError) as info:
+        torch.empty(2**62, dtype=torch.uint8)  # far beyond any machine: the allocator refuses at once
+    assert is_out_of_memory(info.value)
+    assert not is_out_of_memory(RuntimeError("shape mismatch"))

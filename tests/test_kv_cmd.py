@@ -176,4 +176,11 @@ def test_ways_out_price_windows_and_mla_fp8_exactly(cli):
     # DeepSeek-V3's fp8 latent is 656 of 1,152 bytes (57%), not half.
     ways = cli.json("kv", "deepseek-v3", "--seq", "128k", "--batch", "64", "--target", "8xh200",
                     "--weight-dtype", "fp8")["ways_out"]  # fmt: skip
-    assert "--kv-dtype fp8 (57% of this cache)" in ways
+    assert "--kv-dtype fp8 (57% of this cache; not enough on its own)" in ways
+
+
+def test_an_mla_only_option_on_another_variant_is_flagged(cli):
+    assert cli.json("kv", "llama-3-8b", "--mla-cache", "naive")["warnings"] == [
+        "mla_cache naive ignored: llama-3-8b is GQA, not MLA"
+    ]
+    assert cli.json("kv", "llama-3-8b")["warnings"] == []

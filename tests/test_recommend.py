@@ -206,7 +206,7 @@ def test_mla_rank_follows_deepseek_proportions():
 def test_weights_that_do_not_fit_are_flagged_with_the_device_count():
     result = rec(70e9, seq=131072, target="h100")
     assert result.fits is False and "MHA025" in result.rules_fired
-    assert result.way_out[0].startswith("--target 4xh100-sxm")
+    assert result.ways_out[0].startswith("--target 4xh100-sxm")
     four = rec(70e9, seq=131072, target="4xh100")
     assert four.fits is True
 
@@ -215,7 +215,7 @@ def test_cache_that_does_not_fit_gives_the_batch_that_does():
     result = rec(8e9, target="h100", batch=256)
     assert result.fits is False and "MHA026" in result.rules_fired
     assert result.memory is not None
-    assert f"--batch {result.memory.max_sequences}" in result.way_out
+    assert f"--batch {result.memory.max_sequences}" in result.ways_out
     assert rec(8e9, target="h100", batch=result.memory.max_sequences).fits is True
 
 

@@ -133,8 +133,8 @@ def _with(args: list[str], flag: str, value: str) -> list[str]:
 @pytest.mark.parametrize("args", NOT_FITTING, ids=[" ".join(a) for a in NOT_FITTING])
 def test_every_suggested_flag_value_parses_and_the_sizing_ones_fit(cli, args):
     data = cli.json("recommend", *args)
-    assert data["fits"] is False and data["way_out"]
-    for way in data["way_out"]:
+    assert data["fits"] is False and data["ways_out"]
+    for way in data["ways_out"]:
         flag, value = way.split(" (")[0].split()
         assert "," not in value, way
         pasted = cli.run("recommend", *_with(args, flag, value), "--json")

@@ -141,7 +141,8 @@ def main() -> None:
         code = app(standalone_mode=False)
     except typer.TyperException as exc:
         where = f"mha {command} --help" if command else "mha --help"
-        print_error(f"{exc.format_message()} (see `{where}`)")
+        message = exc.format_message() or "missing a command"  # a group run without its sub-command
+        print_error(f"{message} (see `{where}`)")
         sys.exit(exc.exit_code)
     except typer.Abort:
         print_error("aborted")

@@ -7,12 +7,15 @@ rich is imported only when something is drawn: ``--json`` runs never pay for it.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
+
+from mha_cli.core.errors import EXIT_BROKEN_PIPE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -24,7 +27,15 @@ ResultT = TypeVar("ResultT", bound=BaseModel)
 def stdout_console() -> Console:
     from rich.console import Console
 
-    return Console(highlight=False)
+    class TableConsole(Console):
+        def on_broken_pipe(self) -> None:
+            """The reader went away (`mha targets | head -1`): stop quietly with 141, as with --json
+            (rich's own handler would exit 1, which the README reserves for failed checks)."""
+            self.quiet = True
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise SystemExit(EXIT_BROKEN_PIPE)
+
+    return TableConsole(highlight=False)
 
 
 @cache

@@ -30,7 +30,7 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
         if not result.memory.fits:
             what = "weights exceed" if not result.memory.weights_fit else "KV cache of this batch exceeds"
             console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
-            for way in result.way_out:
+            for way in result.ways_out:
                 console.print(f"  - {way}")
     if result.roofline is not None:
         console.print()

@@ -45,9 +45,13 @@ def merge_deployment(
 
 
 def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
-    """Warnings about the context: longer than the model was trained for."""
+    """Warnings about the deployment: a context longer than the model was trained for, an MLA-only
+    setting on a model without MLA."""
+    notes = []
     if model.context_length and deployment.seq_len > model.context_length:
-        return [
+        notes.append(
             f"seq_len {deployment.seq_len:,} exceeds the {model.context_length:,} tokens {model.name} was trained for"
-        ]
-    return []
+        )
+    if model.mla is None and "mla_cache" in deployment.model_fields_set:
+        notes.append(f"mla_cache {deployment.mla_cache} ignored: {model.name} is {model.variant}, not MLA")
+    return notes

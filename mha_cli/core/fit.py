@@ -55,7 +55,11 @@ def ways_out(
     if plan.fits:
         return []
     devices = devices_that_fit(model, target, deployment, total_params)
-    ways = [f"--target {devices}x{target.target.id} (tensor parallel over {devices} devices)"] if devices else []
+    ways = []
+    if devices:
+        # --tp too when the plan's tp was set apart from the device count, or the new target would not change it.
+        tp_flag = f" --tp {devices}" if plan.tp != plan.n_devices else ""
+        ways.append(f"--target {devices}x{target.target.id}{tp_flag} (tensor parallel over {devices} devices)")
     if not plan.weights_fit:
         current = bytes_per_weight(deployment.weight_dtype)
         for dtype in SMALLER_WEIGHT_DTYPES:
@@ -69,7 +73,11 @@ def ways_out(
     if storage_format(deployment.kv_dtype).bits > 8:
         fp8 = footprint_for(model, deployment.model_copy(update={"kv_dtype": "fp8"}), plan.tp)
         share = fp8.bytes_per_sequence_per_rank / kv.bytes_per_sequence_per_rank
-        ways.append(f"--kv-dtype fp8 ({share:.0%} of this cache)")
+        enough = (
+            plan.sequences_per_replica * fp8.bytes_per_sequence_per_rank
+            <= plan.usable_bytes - plan.weight_bytes_per_device
+        )
+        ways.append(f"--kv-dtype fp8 ({share:.0%} of this cache{'' if enough else '; not enough on its own'})")
     seq = _longest_context_that_fits(model, deployment, plan)
     if 0 < seq < kv.seq_len:
         ways.append(f"--seq {seq} (the context this batch fits)")

@@ -20,7 +20,7 @@ from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.record import Record
 from mha_cli.nn.attention import Attention
 from mha_cli.nn.cache_ops import bytes_per_token, fill_random
-from mha_cli.nn.device import device_name, resolve_device
+from mha_cli.nn.device import device_name, is_out_of_memory, resolve_device
 from mha_cli.nn.kv_cache import DTYPE_NAMES, KVCache, LatentCache, resolve_cache_dtype
 from mha_cli.nn.mla import MLAttention
 from mha_cli.nn.sdpa import record_sdpa_backends
@@ -159,9 +159,11 @@ def run_decode_bench(
                 fill_random(cache)
                 x = torch.randn(batch, 1, d_model, dtype=torch_dtype, device=target)  # (b, 1, d)
                 times, seen = _measure_decode(layer, cache, x, seq_len - 1, warmup, reps)
-        except torch.OutOfMemoryError:
+        except RuntimeError as exc:  # torch.OutOfMemoryError is a RuntimeError too
+            if not is_out_of_memory(exc):
+                raise
             raise OutOfMemoryError(
-                f"{label} at seq {seq_len} x batch {batch} does not fit: lower --seq or --batch"
+                f"{label} at seq {seq_len} x batch {batch} does not fit in {target.type} memory: lower --seq or --batch"
             ) from None
         weight_bytes = sum(p.nbytes for p in layer.parameters())
         per_token = bytes_per_token(cache)

@@ -34,3 +34,10 @@ def synchronize(device: torch.device) -> None:
     """Wait for queued kernels: timings are taken between synchronisations."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """A failed allocation: CUDA's ``OutOfMemoryError``, or the CPU allocator's RuntimeError."""
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)

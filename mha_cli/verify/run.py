@@ -18,7 +18,7 @@ from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.nn.build import build_attention
 from mha_cli.nn.cache_ops import bytes_per_token
-from mha_cli.nn.device import device_name, resolve_device
+from mha_cli.nn.device import device_name, is_out_of_memory, resolve_device
 from mha_cli.nn.kv_cache import CACHE_DTYPES, KVCache, LatentCache
 from mha_cli.nn.sdpa import record_sdpa_backends
 from mha_cli.verify import measure
@@ -66,7 +66,9 @@ def run_verify(
     torch.manual_seed(0)
     try:
         return _measure(loaded, plan, target, dtype, reps, max_kv_gib, max_decode_ms, tolerance, on_stage)
-    except torch.OutOfMemoryError:
+    except RuntimeError as exc:  # torch.OutOfMemoryError is a RuntimeError too
+        if not is_out_of_memory(exc):
+            raise
         raise OutOfMemoryError(
             f"the device ran out of memory building {plan.n_layers_built} layer(s) at seq {deployment.seq_len}"
             f" x batch {deployment.batch}: try --layers {max(1, plan.n_layers_built // 2)}, a smaller --batch"

@@ -137,7 +137,7 @@ def recommend(request: RecommendRequest) -> RecommendResult:
         roofline = estimate_roofline(
             model, ctx.target, params=params, weight_dtype=request.weight_dtype, kv=kv, plan=memory
         )
-    way_out = flag_unfit(ctx, design, kv, memory, params.total)
+    ways_out = flag_unfit(ctx, design, kv, memory, params.total)
 
     init = init_plan(ctx, model)
     ctx.trace.fire("MHA041", "no biases on Q, K, V, O", qkv_bias=False, o_bias=False)
@@ -178,7 +178,7 @@ def recommend(request: RecommendRequest) -> RecommendResult:
         memory=memory,
         roofline=roofline,
         fits=memory.fits if memory else None,
-        way_out=way_out,
+        ways_out=ways_out,
         init=init,
         qkv_bias=False,
         o_bias=False,

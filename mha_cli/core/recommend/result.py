@@ -140,7 +140,7 @@ class RecommendResult(Record):
     roofline: Roofline | None
     fits: bool | None
     """Whether weights and the batch's cache fit the target; None without a target."""
-    way_out: list[str]
+    ways_out: list[str]
     """What would make a plan that does not fit fit (flags as the options parse them)."""
     init: InitPlan
     qkv_bias: bool
