@@ -21,8 +21,10 @@ class VariantOption(Record):
 
 
 def _without_mla(model: ModelSpec) -> dict:
+    """The model's fields for MHA/GQA/MQA at its shape. For an MLA model the per-head width is
+    qk_nope_head_dim (DeepSeek-V2's d_h, against which its paper prices MHA: 2 * n_h * d_h * l)."""
     fields = model.model_dump(exclude={"mla", "variant", "n_kv_heads"})
-    fields["head_dim"] = model.dim_per_head
+    fields["head_dim"] = model.mla.qk_nope_head_dim if model.mla is not None else model.dim_per_head
     return fields
 
 
