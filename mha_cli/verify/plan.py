@@ -253,8 +253,9 @@ def make_plan(
         if required(wanted) > usable:
             fitting = max((n for n in range(1, wanted + 1) if required(n) <= usable), default=0)
             if layers is not None or fitting == 0:
+                cache = predicted(wanted).total_bytes
                 raise OutOfMemoryError(
-                    _no_fit_message(required(wanted), usable, wanted, fitting, batch, seq, device_type)
+                    _no_fit_message(required(wanted), cache, usable, wanted, fitting, batch, seq, device_type)
                 )
             built, note = fitting, f"{fitting} of {model.n_layers} (all that fit in free memory)"
 
@@ -269,17 +270,24 @@ def make_plan(
 
 
 def _no_fit_message(
-    needed: int, usable: int, layers: int, fitting: int, batch: int, seq: int, device_type: DeviceType
+    needed: int, cache: int, usable: int, layers: int, fitting: int, batch: int, seq: int, device_type: DeviceType
 ) -> str:
-    """One line: what was asked, what is free, and the smallest change that would fit."""
+    """One line: what was asked, what is free, and the changes that would fit. A smaller batch or a
+    shorter context shrinks only the cache; they are offered only when the rest (weights and
+    workspace, ``needed - cache``) leaves room for some cache."""
     ideas = []
     if fitting:
         ideas.append(f"--layers {fitting}")
-    if batch > 1:
-        ideas.append(f"--batch {max(1, batch * usable // needed)}")
-    ideas.append(f"--seq {max(1, seq * usable // needed)}")
+    room_for_cache = usable - (needed - cache)
+    if room_for_cache > 0 and cache > 0:
+        if batch > 1 and batch * room_for_cache // cache >= 1:
+            ideas.append(f"--batch {batch * room_for_cache // cache}")
+        if seq * room_for_cache // cache >= 1:
+            ideas.append(f"--seq {seq * room_for_cache // cache}")
     if device_type == "cuda":
         ideas.append("--device cpu")
+    if not ideas:
+        ideas.append("--layers 1 on a device with more memory")
     return (
         f"{layers} layer(s) need about {format_bytes(needed)} (cache + weights + workspace) but the device has"
         f" {format_bytes(usable)} usable: try {' or '.join(ideas)}"
