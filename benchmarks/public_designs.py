@@ -1,0 +1,161 @@
+"""How close `mha recommend` lands to public designs: ask it for each design's budget, compare the shapes.
+
+Run: `python benchmarks/public_designs.py` (prints one row per design and the hit rates; `--json` for the
+numbers). The designs and their sources are in tests/fixtures/public_designs.yaml; the tolerance bands are
+the issue's: head_dim equal, KV heads within 2x, width within 25%, depth within 35%, total (and, for MoE,
+active) parameters within 5%. For an MLA design the KV check compares the values cached per token per layer
+(the latent) within 2x, and head_dim compares the per-head value width. tests/test_recommend_public.py drives it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from mha_cli.core.errors import MhaError  # noqa: E402
+from mha_cli.core.params import count_params  # noqa: E402
+from mha_cli.core.quantities import parse_param_count  # noqa: E402
+from mha_cli.core.recommend import RecommendRequest, recommend  # noqa: E402
+from mha_cli.core.schemas import ModelSpec  # noqa: E402
+
+FIXTURE = REPO / "tests" / "fixtures" / "public_designs.yaml"
+BANDS = {"width": 0.25, "depth": 0.35, "params": 0.05, "kv": 2.0}
+ONE_GPU_WEIGHT_BYTES = 60e9
+"""Designs whose bf16 weights exceed this are asked for on 8xh100, the rest on one h100."""
+CHECKS = ("head_dim", "kv_heads", "width", "depth", "total", "active")
+
+
+@dataclass(frozen=True)
+class PublicDesign:
+    name: str
+    source: str
+    context: int
+    published_total: int
+    published_active: int | None
+    spec: ModelSpec
+
+    @property
+    def is_moe(self) -> bool:
+        return self.spec.moe is not None
+
+
+def load_designs(path: Path = FIXTURE) -> list[PublicDesign]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    designs = []
+    for row in data["designs"]:
+        active = row.get("published_active")
+        designs.append(
+            PublicDesign(
+                name=row["name"],
+                source=row["source"],
+                context=row["context"],
+                published_total=parse_param_count(str(row["published_total"])),
+                published_active=parse_param_count(str(active)) if active is not None else None,
+                spec=ModelSpec.model_validate({"name": row["name"], "source": row["source"], **row["spec"]}),
+            )
+        )
+    return designs
+
+
+def request_for(design: PublicDesign) -> dict:
+    """The options a user would give for this design's budget: total (and active) params, its context, a target."""
+    params = count_params(design.spec)
+    target = "h100" if 2 * params.total <= ONE_GPU_WEIGHT_BYTES else "8xh100"
+    fields: dict = {"params": params.total, "seq_len": design.context, "target": target}
+    if design.is_moe and "active_params" in RecommendRequest.model_fields:
+        fields.update(active_params=params.active)
+    return fields
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    moe: bool
+    asked: str
+    public: str
+    got: str
+    hits: dict[str, bool | None]
+    error: str = ""
+
+
+def _shape(d_model: int, n_layers: int, heads: str, head_dim: int) -> str:
+    return f"{d_model}x{n_layers} {heads} hd{head_dim}"
+
+
+def compare(design: PublicDesign) -> Row:
+    spec = design.spec
+    mine = count_params(spec)
+    fields = request_for(design)
+    asked = f"{mine.total / 1e9:.2f}B" + (f"/A{mine.active / 1e9:.2f}B" if "active_params" in fields else "")
+    asked += f" {design.context // 1024}K {fields['target']}"
+    public_heads = f"MLA{spec.mla.latent_dim}" if spec.mla else f"{spec.n_heads}/{spec.kv_heads}"
+    public_hd = spec.mla.v_head_dim if spec.mla else spec.dim_per_head
+    public = _shape(spec.d_model, spec.n_layers, public_heads, public_hd)
+    try:
+        result = recommend(RecommendRequest.parse(**fields))
+    except MhaError as exc:
+        return Row(design.name, design.is_moe, asked, public, "refused", dict.fromkeys(CHECKS, False), exc.message)
+    got_model = result.config.model
+    got_heads = f"MLA{got_model.mla.latent_dim}" if got_model.mla else f"{got_model.n_heads}/{got_model.kv_heads}"
+    got_hd = got_model.mla.v_head_dim if got_model.mla else got_model.dim_per_head
+    got = _shape(got_model.d_model, got_model.n_layers, got_heads, got_hd)
+    if got_model.moe is not None:
+        got += f" E{got_model.moe.n_experts}k{got_model.moe.n_active_experts}"
+    public_kv = spec.mla.latent_dim if spec.mla else 2 * spec.kv_heads * spec.dim_per_head
+    got_kv = got_model.mla.latent_dim if got_model.mla else 2 * got_model.kv_heads * got_model.dim_per_head
+    got_params = count_params(got_model)
+    hits: dict[str, bool | None] = {
+        "head_dim": got_hd == public_hd,
+        "kv_heads": (
+            1 / BANDS["kv"] <= got_kv / public_kv <= BANDS["kv"]
+            if spec.mla or got_model.mla
+            else 1 / BANDS["kv"] <= got_model.kv_heads / spec.kv_heads <= BANDS["kv"]
+        ),
+        "width": abs(got_model.d_model - spec.d_model) <= BANDS["width"] * spec.d_model,
+        "depth": abs(got_model.n_layers - spec.n_layers) <= BANDS["depth"] * spec.n_layers,
+        "total": abs(got_params.total - mine.total) <= BANDS["params"] * mine.total,
+        "active": abs(got_params.active - mine.active) <= BANDS["params"] * mine.active if design.is_moe else None,
+    }
+    return Row(design.name, design.is_moe, asked, public, got, hits)
+
+
+def hit_rates(rows: list[Row]) -> dict[str, tuple[int, int]]:
+    """(hits, designs the check applies to) per check, and for all checks together."""
+    rates = {}
+    for check in CHECKS:
+        applied = [row.hits[check] for row in rows if row.hits[check] is not None]
+        rates[check] = (sum(bool(h) for h in applied), len(applied))
+    rates["all"] = (sum(all(h is not False for h in row.hits.values()) for row in rows), len(rows))
+    return rates
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    rows = [compare(design) for design in load_designs()]
+    rates = hit_rates(rows)
+    if args.json:
+        print(json.dumps({"rows": [asdict(row) for row in rows], "hit_rates": rates}, indent=2))
+        return 0
+    print(f"{'design':<17} {'asked':<24} {'public':<24} {'recommended':<32} misses")
+    for row in rows:
+        misses = ",".join(c for c, h in row.hits.items() if h is False) or "-"
+        print(f"{row.name:<17} {row.asked:<24} {row.public:<24} {row.got:<32} {misses} {row.error[:60]}")
+    print()
+    for check, (hits, n) in rates.items():
+        print(f"{check:<9} {hits:>3}/{n:<3} {hits / n:6.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

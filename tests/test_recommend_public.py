@@ -1,0 +1,39 @@
+"""`mha recommend` against public designs (tests/fixtures/public_designs.yaml, driven by benchmarks/public_designs.py).
+
+The fixture is checked first against the model cards' own parameter counts, so a typo in a config number cannot
+hide; then every design's budget is asked for and the hit rates must stay at or above the floors measured when the
+shape rules were calibrated (see the report in the module docstring of benchmarks/public_designs.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+from mha_cli.core.params import count_params
+from tests.conftest import REPO
+
+_spec = importlib.util.spec_from_file_location("public_designs", REPO / "benchmarks" / "public_designs.py")
+assert _spec is not None and _spec.loader is not None
+public = importlib.util.module_from_spec(_spec)
+sys.modules["public_designs"] = public  # dataclasses look their module up by name
+_spec.loader.exec_module(public)
+
+DESIGNS = public.load_designs()
+
+
+def test_there_are_at_least_20_designs_dense_and_moe():
+    assert len(DESIGNS) >= 20
+    assert sum(d.is_moe for d in DESIGNS) >= 5 and sum(not d.is_moe for d in DESIGNS) >= 15
+    assert all(d.source.startswith("https://huggingface.co/") and d.source.endswith("config.json") for d in DESIGNS)
+
+
+@pytest.mark.parametrize("design", DESIGNS, ids=lambda d: d.name)
+def test_fixture_numbers_give_the_published_parameter_counts(design):
+    """Total within 1.5% of the model card (cards round); active within 10% (cards differ on counting embeddings)."""
+    params = count_params(design.spec)
+    assert abs(params.total / design.published_total - 1) < 0.015
+    if design.published_active is not None:
+        assert abs(params.active / design.published_active - 1) < 0.10
