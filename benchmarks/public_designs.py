@@ -67,10 +67,17 @@ def load_designs(path: Path = FIXTURE) -> list[PublicDesign]:
 
 
 def request_for(design: PublicDesign) -> dict:
-    """The options a user would give for this design's budget: total (and active) params, its context, a target."""
+    """The options a user would give for this design's budget: total (and active) params, its context, a target,
+    and its tokenizer's vocabulary (a tokenizer choice, not an architecture decision, and a large share of a small
+    model's budget)."""
     params = count_params(design.spec)
     target = "h100" if 2 * params.total <= ONE_GPU_WEIGHT_BYTES else "8xh100"
-    fields: dict = {"params": params.total, "seq_len": design.context, "target": target}
+    fields: dict = {
+        "params": params.total,
+        "seq_len": design.context,
+        "target": target,
+        "vocab_size": design.spec.vocab_size,
+    }
     if design.is_moe and "active_params" in RecommendRequest.model_fields:
         fields.update(active_params=params.active)
     return fields

@@ -5,7 +5,7 @@ import pytest
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import count_params
 from mha_cli.core.presets import get_preset
-from mha_cli.core.recommend import RecommendRequest, head_dim_for, ideal_width, mlp_width, recommend
+from mha_cli.core.recommend import RecommendRequest, head_dim_for, ideal_depth, mlp_width, recommend
 
 
 def rec(params: float, seq: int = 8192, **kw):
@@ -35,12 +35,25 @@ def test_70b_at_128k_is_llama_3_1_70b():
 
 
 @pytest.mark.parametrize(
-    ("params", "width", "heads", "head_dim"),
-    [(125e6, 768, 12, 64), (350e6, 1024, 16, 64), (1e9, 2048, 16, 128), (1.2e9, 2048, 16, 128)],
+    ("params", "width", "layers", "heads", "head_dim"),
+    # Deep and narrow at small sizes (SmolLM2-360M 960 x 32, Qwen3-0.6B 1024 x 28, Qwen2.5-1.5B 1536 x 28), no
+    # longer 1B at 13 layers or 3B at 20.
+    [(350e6, 896, 26, 14, 64), (500e6, 1024, 32, 16, 64), (1e9, 1536, 26, 24, 64), (3e9, 2560, 32, 20, 128)],
 )
-def test_small_budgets_follow_the_lessons_facts(params, width, heads, head_dim):
+def test_small_budgets_go_deep_and_narrow(params, width, layers, heads, head_dim):
     m = rec(params).model
-    assert (m.d_model, m.n_heads, m.head_dim) == (width, heads, head_dim)
+    assert (m.d_model, m.n_layers, m.n_heads, m.head_dim) == (width, layers, heads, head_dim)
+
+
+@pytest.mark.parametrize("params", [125e6, 500e6, 700e6, 1e9, 1.5e9, 3e9, 7e9, 13e9, 34e9, 70e9, 405e9])
+def test_aspect_ratio_stays_in_the_band_of_public_designs(params):
+    """MHA005: d_model / n_layers inside the band the catalog cites (the issue saw 32 to 191)."""
+    from mha_cli.core.recommend.shape import aspect_band
+
+    m = rec(params).model
+    low, high, _ = aspect_band(int(params))
+    assert low <= m.d_model / m.n_layers <= high, (m.d_model, m.n_layers)
+    assert m.head_dim >= 64
 
 
 @pytest.mark.parametrize("params", [20e6, 125e6, 350e6, 1e9, 3e9, 7e9, 8e9, 13e9, 34e9, 70e9, 180e9, 405e9, 1e12])
@@ -50,13 +63,13 @@ def test_total_within_5_percent_and_geometry_valid(params, seq):
     m = result.model
     assert abs(m.total_params - params) <= 0.05 * params
     assert m.total_params == count_params(result.config.model).total
-    assert m.head_dim >= 32 and m.n_heads % m.n_kv_heads == 0
+    assert m.head_dim >= 32 and m.n_heads % m.n_kv_heads == 0 and m.n_layers <= 256
     assert not (m.variant == "MHA" and m.n_heads > 16 and seq > 32768)  # MHA091
     assert not (m.variant == "MLA" and params < 1e9)  # MHA092
 
 
 def test_kv_figures_by_hand():
-    result = rec(7e9, target="a100", batch=4, kv_dtype="fp8")
+    result = rec(7e9, target="a100", batch=4, kv_dtype="fp8")  # the README's main job, with an fp8 cache
     assert shape(result) == (4096, 28, 32, 8, 128, "GQA")
     per_token = 28 * 2 * 8 * 128 * 1  # layers x K,V x KV heads x head_dim x 1 B (fp8)
     assert result.kv.bytes_per_token == per_token == 57_344
@@ -75,7 +88,7 @@ def test_replicas_split_the_batch_in_the_cache_alternatives_and_roofline():
     assert result.memory is not None and result.memory.kv_bytes_per_device == per_device == 30_064_771_072
     rows = {a.label: a for a in result.alternatives}
     assert rows["GQA-8"].kv_bytes_per_device == per_device and rows["GQA-8"].is_recommended
-    assert rows["MHA"].kv_bytes_per_device == 4 * per_device  # 32 KV heads
+    assert rows["MHA"].kv_bytes_per_device == 8 * 32768 * rows["MHA"].n_layers * 2 * 32 * 128 * 2  # 32 KV heads
     assert rows["MLA"].kv_bytes_per_device == 8 * 32768 * 28 * 576 * 2
     roof = result.roofline
     assert roof is not None and (roof.replicas, roof.sequences_per_replica) == (8, 8)
@@ -84,21 +97,18 @@ def test_replicas_split_the_batch_in_the_cache_alternatives_and_roofline():
     assert roof.decode_tokens_per_s == pytest.approx(64 / roof.decode_step_s)
 
 
-def test_gqa_default_is_the_one_kv_and_check_use():
-    from mha_cli.core.variants import default_gqa_kv_heads, variant_options
-
-    result = rec(1e9, d_model=1920)  # 30 heads of 64: divisors 6 and 10 tie at distance 2 from 8
-    assert (result.model.n_heads, result.model.n_kv_heads) == (30, 10)
-    assert default_gqa_kv_heads(30) == 10
-    mha = result.config.model.model_copy(update={"n_kv_heads": 30, "variant": "MHA"})
-    assert [o.label for o in variant_options(mha) if o.variant == "GQA"] == ["GQA-10"]
+def test_balanced_kv_heads_are_the_most_within_8_kv_heads():
+    result = rec(2e9, d_model=1920)  # 30 heads of 64: divisors 2, 3, 5, 6, 10, 15; 6 is the most within 8
+    assert (result.model.n_heads, result.model.n_kv_heads) == (30, 6)
+    assert rec(405e9).model.n_kv_heads == 16  # 128 heads: group 8 (Llama 3.1 405B's 8 is within 2x)
 
 
-def test_mqa_when_no_gqa_divisor_and_mha_excluded_is_recorded():
-    result = rec(1e9, seq=65536, d_model=1216)  # 19 heads (prime) above 32K: MHA091 excludes MHA
-    assert (result.model.variant, result.model.n_kv_heads) == ("MQA", 1)
-    finding = next(f for f in result.trace if f.id == "MHA020")
-    assert finding.values["n_kv_heads"] == 1 and "no GQA divisor" in finding.message
+def test_mla_beats_a_wide_group_when_mha_is_excluded_and_no_gqa_divisor():
+    # 19 heads (prime) above 32K: MHA091 excludes MHA; MLA (low risk, more FLOPs) ranks above MQA's group 19.
+    result = rec(1e9, seq=65536, d_model=1216)
+    assert result.model.variant == "MLA"
+    small = rec(500e6, seq=65536, d_model=1216)  # MLA is not considered below 1B (MHA092): MQA
+    assert (small.model.variant, small.model.n_kv_heads) == ("MQA", 1)
 
 
 def test_request_rejects_bad_values_itself():
@@ -112,9 +122,9 @@ def test_request_rejects_bad_values_itself():
 
 
 def test_shape_helpers():
-    assert ideal_width(8e9) == pytest.approx(4096)
-    assert ideal_width(70e9) == pytest.approx(8192)
-    assert (head_dim_for(768), head_dim_for(2048), head_dim_for(128)) == (64, 128, 32)
+    assert ideal_depth(4096) == pytest.approx(32) and ideal_depth(8192) == pytest.approx(80)
+    assert ideal_depth(16384) == pytest.approx(126)
+    assert (head_dim_for(768), head_dim_for(2048), head_dim_for(128), head_dim_for(2112)) == (64, 128, 32, 64)
     assert (mlp_width(4096), mlp_width(8192), mlp_width(768)) == (14336, 28672, 2816)
 
 
@@ -122,6 +132,18 @@ def test_fixed_width_fills_the_budget_with_depth():
     m = rec(1e9, d_model=1536).model
     assert (m.d_model, m.head_dim, m.n_heads) == (1536, 64, 24)
     assert abs(m.total_params - 1e9) <= 0.05e9
+
+
+@pytest.mark.parametrize(("d_model", "nearest"), [(2080, "--d-model 2048 or 2112"), (1000, "--d-model 960 or 1024")])
+def test_a_width_that_cannot_give_64_or_128_wide_heads_is_refused_with_the_nearest(d_model, nearest):
+    with pytest.raises(BadInputError, match=f"MHA010.*{nearest}"):
+        rec(1e9, d_model=d_model)  # was 65 heads of 32 at 2080
+
+
+def test_a_width_outside_the_aspect_band_is_refused_with_the_nearest_sane_width():
+    with pytest.raises(BadInputError, match=r"2 layers.*MHA005.*use --d-model 1536") as refused:
+        rec(1e9, d_model=4160)  # was 2 layers of 65 heads
+    assert "\n" not in str(refused.value)
 
 
 # Hard rules -----------------------------------------------------------------------------------
@@ -146,9 +168,10 @@ def test_mha_at_long_context_only_when_asked_and_then_priced_with_alternatives()
 
 
 def test_mla_never_below_1b_unless_asked():
-    # Serving-first and a cache that does not fit: the escalation must skip MLA and take MQA.
+    # Serving-first and a cache that does not fit: the trade-off must skip MLA and take a smaller GQA/MQA.
     result = rec(500e6, seq=65536, target="rtx-4090", batch=24, priority="inference")
-    assert result.model.variant == "MQA"
+    assert result.model.variant == "MQA" and result.fits  # GQA-2 holds 18 sequences, MLA is not considered
+    assert any(a.variant == "MLA" and a.verdict == "excluded (MHA092)" for a in result.alternatives)
     assert any(f.id == "MHA092" and f.values["requested"] is False for f in result.trace)
     asked = rec(500e6, variant="MLA")
     assert asked.model.variant == "MLA"
@@ -166,10 +189,36 @@ def test_explicit_tp_that_cannot_split_the_heads_is_refused():
         rec(125e6, d_model=768, target="8xh100", tp=8)
 
 
-def test_tp_from_the_target_shrinks_to_divide_the_heads():
-    result = rec(125e6, target="8xh100")
-    assert result.model.n_heads == 12
-    assert result.kv.tp == 4 and result.memory is not None and result.memory.replicas == 2
+def test_tp_3_names_the_width_it_skipped_and_why():
+    result = rec(7e9, tp=3)
+    assert result.model.n_heads % 3 == 0 and result.kv.tp == 3
+    skipped = [f for f in result.trace if f.id == "MHA024" and f.values.get("d_model") == 4096]
+    assert skipped and "its 32 heads do not split over --tp 3" in skipped[0].message
+
+
+def test_2b_on_8xh100_keeps_the_one_gpu_architecture_with_replicas():
+    one = rec(2e9, target="h100")
+    eight = rec(2e9, target="8xh100")
+    assert shape(eight) == shape(one)  # was tp 4 with 4 KV heads (group 5)
+    assert eight.kv.tp == 1 and eight.memory is not None and eight.memory.replicas == 8
+    tp = next(f for f in eight.trace if f.id == "MHA024")
+    assert "8 data-parallel replicas over the 8 devices" in tp.message
+    assert tp.values == {"tp": 1, "replicas": 8, "n_kv_heads": one.model.n_kv_heads}
+
+
+def test_tp_default_is_the_smallest_that_fits_weights_and_batch():
+    # 141 GB of bf16 weights: 70.6 GB per device at tp 2 leaves 1.4 GB of the 72 GB usable, enough for one
+    # 8K sequence's 1.3 GB share of the cache; at batch 8 it is not, and tp 4 is the smallest that fits.
+    one = rec(70e9, target="8xh100")
+    assert one.kv.tp == 2 and one.memory is not None and one.memory.replicas == 4 and one.fits
+    eight = rec(70e9, target="8xh100", batch=8)
+    assert eight.kv.tp == 4 and eight.fits and shape(eight) == shape(one)
+
+
+def test_kv_heads_replicated_over_tp_are_named():
+    result = rec(8e9, target="8xh100", tp=8, variant="MQA")
+    tp = next(f for f in result.trace if f.id == "MHA024" and "tp 8 (" in f.message)
+    assert "tp 8 > 1 KV heads: each KV head is replicated on 8 ranks" in tp.message
 
 
 # Variant choices ------------------------------------------------------------------------------
@@ -185,12 +234,43 @@ def test_training_priority_keeps_mha_at_short_context():
     assert rec(350e6, seq=4096).model.variant == "GQA"
 
 
+def test_training_priority_above_16_heads_says_what_it_did():
+    result = rec(70e9, priority="training")
+    assert result.model.variant == "GQA"
+    finding = next(f for f in result.trace if f.id == "MHA021")
+    assert "keeps MHA only up to 16 heads" in finding.message and "64 heads" in finding.message
+
+
+def test_inference_7b_128k_batch_8_picks_the_lowest_risk_candidate_that_fits():
+    result = rec(7e9, seq=131072, batch=8, target="h100", priority="inference")
+    assert result.fits is True and result.model.variant == "MLA"  # was GQA-2 (moderate) although MLA (low) fit
+    rows = result.alternatives
+    fitting = [a for a in rows if a.fits and not a.verdict.startswith("excluded")]
+    order = ("none", "low", "low+FLOPs", "moderate", "high")
+    best = min(order.index(a.quality_risk) for a in fitting)
+    assert order.index(next(a for a in rows if a.is_recommended).quality_risk) == best
+    assert {a.verdict for a in rows if a.label in ("GQA-8", "GQA-4")} == {"does not fit the batch"}
+    assert next(a for a in rows if a.label == "GQA-2").verdict == "fits, higher risk"
+    trade = [f for f in result.trace if f.id == "MHA027"]
+    assert [f.values["label"] for f in trade] == [a.label for a in rows]  # every candidate, in the trace
+    assert all(f.values["max_batch"] is not None and f.values["verdict"] for f in trade)
+
+
 def test_inference_priority_shrinks_the_cache_until_the_batch_fits():
     result = rec(8e9, target="h100", batch=128, priority="inference")
     assert result.fits is True
-    assert (result.model.variant, result.model.n_kv_heads) == ("GQA", 2)  # GQA-8 (128 GiB) and GQA-4 (64 GiB) do not
+    assert result.model.variant == "MLA"  # GQA-8 (128 GiB) and GQA-4 (64 GiB) do not fit; MLA is low risk
     balanced = rec(8e9, target="h100", batch=128)
     assert balanced.fits is False and balanced.model.n_kv_heads == 8
+
+
+def test_alternatives_show_gqa_at_every_group_size_and_mla_by_its_latent():
+    rows = {a.label: a for a in rec(405e9, seq=131072).alternatives}
+    assert {"GQA-8", "GQA-16", "GQA-32", "GQA-64", "GQA-4", "GQA-2", "MQA", "MLA", "MHA"} <= set(rows)
+    mla = rows["MLA"]
+    assert (mla.n_kv_heads, mla.kv_lora_rank, mla.qk_rope_head_dim) == (None, 512, 64)
+    mla_design = rec(8e9, variant="MLA").model
+    assert (mla_design.n_kv_heads, mla_design.head_dim, mla_design.kv_lora_rank) == (None, None, 512)
 
 
 def test_mla_rank_follows_deepseek_proportions():
@@ -207,6 +287,7 @@ def test_weights_that_do_not_fit_are_flagged_with_the_device_count():
     result = rec(70e9, seq=131072, target="h100")
     assert result.fits is False and "MHA025" in result.rules_fired
     assert result.ways_out[0].startswith("--target 4xh100-sxm")
+    assert result.model.n_layers == 80  # the architecture is the one-device design, not reshaped by the target
     four = rec(70e9, seq=131072, target="4xh100")
     assert four.fits is True
 
@@ -228,6 +309,9 @@ def test_init_bias_and_testability():
     assert (result.qkv_bias, result.o_bias) == (False, False)
     hook = result.testability
     assert (hook.task, hook.n_layers, hook.accuracy_threshold) == ("induction", 2, 0.95)
+    assert hook.command == "mha verify CONFIG --hook"
+    named = recommend(RecommendRequest(params=8_000_000_000), config_path="design.yaml").testability
+    assert named.command == "mha verify design.yaml --hook" and named.command in named.how
     assert (hook.n_heads, hook.n_kv_heads, hook.head_dim) == (32, 8, 128)
 
 
@@ -243,7 +327,7 @@ def test_absurd_budgets_are_refused_with_the_range(params):
 
 
 def test_the_largest_budget_stays_within_the_depth_limit():
-    big = rec(3e12)  # just under the ceiling: the widest width at close to 256 layers
+    big = rec(3e12)
     assert big.model.d_model == 32768 and big.model.n_layers <= 256
     assert abs(big.model.total_params - 3e12) <= 0.05 * 3e12
 
@@ -264,8 +348,8 @@ def test_a_width_outside_the_schema_is_one_line_not_a_validation_error():
 @pytest.mark.parametrize(
     "kw",
     [
-        dict(params=7e9, seq=32768, batch=64, target="a100", priority="inference"),  # GQA-8 -> MQA
-        dict(params=8e9, target="h100", batch=128, priority="inference"),  # GQA-8 -> GQA-2
+        dict(params=7e9, seq=32768, batch=64, target="a100", priority="inference"),
+        dict(params=8e9, target="h100", batch=128, priority="inference"),  # GQA-8 -> MLA
         dict(params=8e9, target="h100"),  # no switch
     ],
 )
@@ -277,8 +361,6 @@ def test_depth_trace_matches_the_final_design(kw):
     assert depth[0].values["total_params"] == result.model.total_params
     assert depth[0].values["n_layers"] == result.model.n_layers
     assert f"{(result.model.total_params - params) / params:+.1%}" in depth[0].message
-    switched = (result.model.variant, result.model.n_kv_heads) != ("GQA", 8)  # the default was GQA-8
-    assert ("re-solved after MHA022" in depth[0].message) == switched
 
 
 # MLA: the block `mha kv` prices ------------------------------------------------------------------
@@ -302,8 +384,8 @@ def test_explicit_mha_at_long_context_is_priced_not_praised():
     result = rec(7e9, seq=131072, variant="MHA")
     reason = result.variant_reason
     assert "small enough" not in reason and "asked for with --variant MHA" in reason
-    gqa8 = next(a for a in result.alternatives if a.label == "GQA-8")
-    assert f"{gqa8.bytes_per_token * 131072 / 2**30:.1f} GiB with GQA-8" in reason
+    gqa = max((a for a in result.alternatives if a.variant == "GQA" and a.n_kv_heads <= 8), key=lambda a: a.n_kv_heads)
+    assert f"{gqa.bytes_per_token * 131072 / 2**30:.1f} GiB with {gqa.label}" in reason
     assert "explicit: variant MHA" in result.config.notes
     assert not any(n.startswith("explicit:") for n in rec(7e9, seq=131072).config.notes)
 

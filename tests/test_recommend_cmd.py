@@ -2,6 +2,7 @@
 
 import io
 import json
+import re
 import subprocess
 import sys
 
@@ -25,7 +26,8 @@ def test_json_has_the_stable_keys(cli):
     }  # fmt: skip
     assert model["total_params"] == 8_030_261_248
     assert data["kv"]["bytes_per_token"] == 131_072
-    assert data["rules_fired"][:2] == ["MHA001", "MHA004"] and "MHA020" in data["rules_fired"]
+    assert data["rules_fired"][:3] == ["MHA001", "MHA005", "MHA004"] and "MHA020" in data["rules_fired"]
+    assert (model["active_params"], model["experts"], model["top_k"]) == (7_504_924_672, None, None)
     assert data["memory"]["fits"] is True and data["roofline"]["decode_bound"] == "memory"
 
 
@@ -45,7 +47,7 @@ def test_out_writes_a_config_that_kv_reads(cli, tmp_path):
     again = cli.run("recommend", "--params", "1B", "--out", str(out))
     assert again.exit_code == EXIT_BAD_INPUT and out.read_text() == text
     assert cli.run("recommend", "--params", "1B", "--out", str(out), "--force").exit_code == 0
-    assert parse_config(yaml.safe_load(out.read_text()), str(out)).model.d_model == 2048
+    assert parse_config(yaml.safe_load(out.read_text()), str(out)).model.d_model == 1536
 
 
 def test_a_plan_that_does_not_fit_is_flagged_and_exit_code_is_documented(cli):
@@ -78,6 +80,13 @@ BAD = [
     ["--params", "seven"],
     ["--params", "1000T"],
     ["--params", "7B", "--d-model", "2000000"],
+    ["--params", "1B", "--d-model", "2080"],  # 65 heads of 32 before: MHA010 refuses with 2048 or 2112
+    ["--params", "1B", "--d-model", "4160"],  # 2 layers: outside the aspect band (MHA005)
+    ["--params", "30B", "--active-params", "40B"],  # active above total
+    ["--params", "30B", "--active-params", "3B", "--experts", "8", "--top-k", "8"],  # k = E
+    ["--params", "30B", "--active-params", "3B", "--experts", "16", "--top-k", "4"],  # 10x needs more than 4x
+    ["--params", "7B", "--experts", "8"],  # routing without an MoE budget
+    ["--params", "7B", "--out", "x.json", "--format", "onnx"],
 ]
 
 
@@ -162,7 +171,7 @@ def test_explicit_mha_written_by_recommend_passes_check_as_a_warning(cli, tmp_pa
     data = json.loads(checked.stdout)
     mha091 = next(f for f in data["findings"] if f["id"] == "MHA091")
     assert mha091["severity"] == "warning" and mha091["values"]["requested"] is True
-    assert "GQA-8 would cache 12.0 GiB" in mha091["message"]  # priced, GQA offered
+    assert re.search(r"GQA-\d+ would cache [\d.]+ GiB", mha091["message"])  # priced, GQA offered
     assert data["explicit_variant"] == "MHA" and data["passed"] is True
     # The same design without the recorded request breaks the hard rule.
     stripped = tmp_path / "stripped.yaml"
@@ -181,6 +190,7 @@ def test_explicit_mha_written_by_recommend_passes_check_as_a_warning(cli, tmp_pa
         ["--params", "7B", "--seq", "32k", "--batch", "64", "--target", "a100", "--priority", "inference"],
         ["--params", "7B", "--seq", "128k", "--variant", "MHA", "--target", "a100"],
         ["--params", "500M", "--variant", "MLA"],
+        ["--params", "120B", "--active-params", "5B", "--seq", "128k", "--target", "8xh100"],
     ],
 )
 def test_report_is_not_cut_at_80_columns(args):
@@ -189,7 +199,7 @@ def test_report_is_not_cut_at_80_columns(args):
 
     options = dict(zip((a[2:].replace("-", "_") for a in args[::2]), args[1::2], strict=True))
     defaults = dict(seq=None, target=None, batch=None, kv_dtype=None, weight_dtype=None, priority="balanced",
-                    tp=None, vocab=None, d_model=None, variant=None)  # fmt: skip
+                    tp=None, vocab=None, d_model=None, variant=None, active_params=None)  # fmt: skip
     options = {**defaults, **options}
     if options["batch"] is not None:
         options["batch"] = int(options["batch"])
@@ -201,3 +211,4 @@ def test_report_is_not_cut_at_80_columns(args):
     assert max(len(line) for line in text.splitlines()) <= 80
     for source in ("Ainslie et al. 2023", "Shazeer 2019", "DeepSeek-V2 2024"):  # references moved to the footnote
         assert source in " ".join(text.split())
+    assert "mha verify CONFIG --hook" in text

@@ -1,11 +1,14 @@
 """``mha recommend``: a parameter budget, a context and a target in; an attention design out.
 
+``--out FILE --format hf`` writes a transformers config.json instead of our YAML config.
+
 Exit codes: 0 with a design (a plan that does not fit the target is flagged, not an error);
 1 with ``--fail-if-no-fit`` when it does not fit; 2 for bad input (nothing is written).
 """
 
 from __future__ import annotations
 
+import json as json_module
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -15,8 +18,11 @@ import typer
 from mha_cli.cli.options import BatchOpt, ForceOpt, JsonOpt, KvDtypeOpt, SeqOpt, TargetOpt, TpOpt, WeightDtypeOpt
 from mha_cli.cli.output import Output
 from mha_cli.core.config_io import config_to_yaml, write_text_atomic
-from mha_cli.core.errors import EXIT_CHECK_FAILED
+from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.recommend import RecommendRequest, RecommendResult, recommend
+from mha_cli.core.recommend.hf_config import hf_config
+
+OUT_FORMATS = ("mha", "hf")
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -42,7 +48,34 @@ VariantOpt = Annotated[
 ]
 OutOpt = Annotated[
     Path | None,
-    typer.Option("--out", help="Write the design as a config file (YAML) that `mha kv` and `mha verify` read."),
+    typer.Option(
+        "--out",
+        help="Write the design as a config file (YAML) that `mha kv` and `mha verify` read"
+        " (with --format hf: a transformers config.json).",
+    ),
+]
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        help="--out format: mha (our YAML config) or hf (a transformers config.json: llama, qwen3_moe or deepseek_v3).",
+    ),
+]
+ActiveParamsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--active-params",
+        help="MoE: parameters one token uses (e.g. 3B); --params is then the total, every expert counted.",
+        show_default=False,
+    ),
+]
+ExpertsOpt = Annotated[
+    int | None,
+    typer.Option("--experts", help="MoE: routed experts per layer (default: the number that fills the total)."),
+]
+TopKOpt = Annotated[
+    int | None,
+    typer.Option("--top-k", help="MoE: routed experts per token (default 8; a quarter of --experts below 64)."),
 ]
 FailIfNoFitOpt = Annotated[
     bool,
@@ -62,26 +95,38 @@ def recommend_command(
     vocab: VocabOpt = None,
     d_model: DModelOpt = None,
     variant: VariantOpt = None,
+    active_params: ActiveParamsOpt = None,
+    experts: ExpertsOpt = None,
+    top_k: TopKOpt = None,
     out: OutOpt = None,
+    format: FormatOpt = "mha",
     force: ForceOpt = False,
     fail_if_no_fit: FailIfNoFitOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Recommend attention for a parameter budget: variant, heads, KV cache, memory plan, rule trace."""
+    if format not in OUT_FORMATS:
+        raise BadInputError(f"--format {format!r} is not one of {', '.join(OUT_FORMATS)}")
     request = build_request(
         params=params, seq=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
-        priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant,
+        priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant, active_params=active_params,
+        experts=experts, top_k=top_k,
     )  # fmt: skip
-    result = recommend(request)
+    result = recommend(request, config_path=str(out) if out is not None and format == "mha" else None)
     output = Output(json)
     if result.memory is not None and result.memory.alias_note:
         output.notice(f"target {result.memory.alias_note}")
     if out is not None:
-        header = "written by: " + command_line(
-            params=params, seq=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
-            priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant, out=out,
-        )  # fmt: skip
-        write_text_atomic(out, config_to_yaml(result.config, header=header), force=force)
+        if format == "hf":
+            text = json_module.dumps(hf_config(result.config.model, max_position_embeddings=request.seq_len), indent=2)
+            write_text_atomic(out, text + "\n", force=force)
+        else:
+            header = "written by: " + command_line(
+                params=params, seq=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
+                priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant,
+                active_params=active_params, experts=experts, top_k=top_k, out=out,
+            )  # fmt: skip
+            write_text_atomic(out, config_to_yaml(result.config, header=header), force=force)
         output.notice(f"wrote {out}")
     output.emit(result, render_recommendation)
     if fail_if_no_fit and result.fits is False:
@@ -101,11 +146,15 @@ def build_request(
     vocab: int | None,
     d_model: int | None,
     variant: str | None,
+    active_params: str | None = None,
+    experts: int | None = None,
+    top_k: int | None = None,
 ) -> RecommendRequest:
     """The request from the options; ``RecommendRequest.parse`` rejects a bad value with one line."""
     return RecommendRequest.parse(
         params=params, seq_len=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
-        priority=priority, tp=tp, vocab_size=vocab, d_model=d_model, variant=variant,
+        priority=priority, tp=tp, vocab_size=vocab, d_model=d_model, variant=variant, active_params=active_params,
+        experts=experts, top_k=top_k,
     )  # fmt: skip
 
 

@@ -42,9 +42,15 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
     console.print(f"[bold]init[/bold]  {result.init.scheme}: std {init}")
     console.print(f"[bold]biases[/bold]  q/k/v {result.qkv_bias}, o {result.o_bias}")
     hook = result.testability
+    m = result.model
+    heads = (
+        f"{hook.n_heads} heads / latent {m.kv_lora_rank} + RoPE {m.qk_rope_head_dim}"
+        if hook.variant == "MLA"
+        else f"{hook.n_heads} heads / {hook.n_kv_heads} KV, head_dim {hook.head_dim}"
+    )
     console.print(
-        f"[bold]test[/bold]  {hook.task} ({hook.pattern}): {hook.n_layers} layers, {hook.n_heads} heads /"
-        f" {hook.n_kv_heads} KV, head_dim {hook.head_dim}, accuracy >= {hook.accuracy_threshold:.0%}"
+        f"[bold]test[/bold]  {hook.task} ({hook.pattern}): {hook.n_layers} layers, {heads}, accuracy >="
+        f" {hook.accuracy_threshold:.0%}: run `{hook.command}`"
     )
     console.print()
     console.print(trace_table(result))
@@ -57,7 +63,14 @@ def params_table(result: RecommendResult) -> Table:
     table.add_column("count", justify="right")
     layers = p.n_dense_mlp_layers + p.n_moe_layers
     table.add_row(f"attention ({layers} layers)", count_cell(p.attention_total))
-    table.add_row(f"MLP ({layers} layers)", count_cell(p.mlp_dense_per_layer * p.n_dense_mlp_layers))
+    if p.n_dense_mlp_layers:
+        table.add_row(f"MLP ({p.n_dense_mlp_layers} layers)", count_cell(p.mlp_dense_per_layer * p.n_dense_mlp_layers))
+    m = result.model
+    if p.n_moe_layers:
+        table.add_row(
+            f"experts + routers ({p.n_moe_layers} layers, {m.experts} x d_ff {m.d_ff_expert})",
+            count_cell(p.mlp_moe_per_layer * p.n_moe_layers),
+        )
     table.add_row("norms", count_cell(p.norms_per_layer * layers + p.final_norm))
     table.add_row("embeddings" + (" (tied)" if result.model.tied_embeddings else ""), count_cell(p.embeddings))
     table.add_row(
@@ -65,6 +78,13 @@ def params_table(result: RecommendResult) -> Table:
         f"{count_cell(p.total)}  {result.budget_deviation:+.1%} of {format_count(result.request.params)}",
         style="bold",
     )
+    if p.n_moe_layers:
+        active = result.request.active_params or p.active
+        table.add_row(
+            f"active per token (top-{m.top_k})",
+            f"{count_cell(p.active)}  {(p.active - active) / active:+.1%} of {format_count(active)}",
+            style="bold",
+        )
     table.add_row(f"weights in {result.request.weight_dtype}", bytes_cell(result.weight_bytes))
     return table
 
@@ -96,7 +116,7 @@ def roofline_table(result: RecommendResult) -> Table:
 
 def alternatives_table(result: RecommendResult) -> Table:
     """One row per variant; short cells so the table reads at 80 columns, sources in the footnote."""
-    table = Table(title="Alternatives at this shape", title_justify="left")
+    table = Table(title="Alternatives at this width (the trade-off step's candidates)", title_justify="left")
     table.add_column("variant")
     table.add_column("KV heads", justify="right")
     table.add_column("B / token", justify="right")
@@ -104,27 +124,31 @@ def alternatives_table(result: RecommendResult) -> Table:
     if result.memory is not None:
         table.add_column("max batch", justify="right")
     table.add_column("quality risk", overflow="fold")
-    notes = any(row.note for row in result.alternatives)
-    if notes:
-        table.add_column("note", style="dim", overflow="fold")
     sources: dict[str, str] = {}
+    marks: dict[str, str] = {}
     for row in result.alternatives:
+        mark = ""
+        if row.note:
+            mark = marks.setdefault(row.note, "\u2020" * (len(marks) + 1))
         cells = [
-            f"{row.label}{' *' if row.is_recommended else ''}",
-            str(row.n_kv_heads),
+            f"{row.label}{' *' if row.is_recommended else ''}{' ' + mark if mark else ''}",
+            str(row.n_kv_heads) if row.n_kv_heads is not None else f"{row.kv_lora_rank}+{row.qk_rope_head_dim}",
             f"{row.bytes_per_token:,}",
             format_bytes(row.kv_bytes_per_device),
         ]
         if result.memory is not None:
             cells.append(f"{row.max_sequences:,}")
         cells.append(row.quality_risk)
-        if notes:
-            cells.append(row.note)
         table.add_row(*cells, style="bold" if row.is_recommended else None)
         sources.setdefault(row.variant, row.quality_source)
     cited = "; ".join(f"{variant}: {source}" for variant, source in sources.items() if variant != "MHA")
     where = "" if result.memory is None else f", {result.memory.sequences_per_replica} sequences per replica"
-    table.caption = f"* recommended; cache / device: one device's share of the batch{where}; quality risk from {cited}"
+    footnotes = "".join(f"; {mark} {note}" for note, mark in marks.items())
+    table.caption = (
+        f"* recommended; MLA: latent + RoPE key values, no KV heads; cache / device: one device's share of the"
+        f" batch{where}; quality risk from {cited}{footnotes}; each row's depth and verdict are in the trace"
+        " (MHA027)"
+    )
     return table
 
 

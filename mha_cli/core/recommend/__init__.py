@@ -1,33 +1,29 @@
 """The recommender: parameter budget + context + target -> an attention design, with its reasons.
 
-Steps, in the skill's order, each citing the rules of ``core.rules.catalog`` it applies:
+A pipeline of stages, each handing the next a value and citing the rules of ``core.rules.catalog`` it applies:
 
-1. shape from the budget (``shape``): width (MHA001), MLP (MHA003), vocabulary (MHA004), depth
-   (MHA002, at most ``MAX_LAYERS``); a budget no width can meet is refused with the range that
-   works (``budget``: MHA093, MHA094);
-2. head geometry: head_dim (MHA010), n_heads (MHA011), KV heads and tensor parallelism (MHA024);
-3. the variant (``variant``: MHA020-MHA023) under the hard rules (MHA090-MHA092), then the KV-cache
-   estimate, the memory plan and roofline on the target, flagged when they do not fit (MHA025,
-   MHA026, with the ways out of ``core.fit``); a variant switch (MHA022) re-solves the depth and
-   re-records MHA002, so the trace ends on the final design;
-4. the MLA latent rank when MLA is chosen (MHA030);
-5. initialisation (MHA040), biases (MHA041) and the testability hook (MHA050); the alternatives
-   and the variant's reason (``explain``).
+1. ``width``: width and depth together, from the budget (MHA001-MHA005, MHA010, MHA011; MoE budgets MHA007);
+   a budget no width can meet is refused with the range that works (``budget``: MHA093, MHA094);
+2. ``tradeoff``: every attention candidate at that width (MHA, GQA at each KV-head count, MQA, MLA) solved for
+   depth, placed at the smallest tensor-parallel degree that fits (MHA024) and priced on the target; the pick
+   is the lowest quality risk that meets the priority's goal (MHA020-MHA022, MHA027, under MHA091/MHA092);
+3. the memory plan and roofline of the pick, flagged when they do not fit (MHA025, MHA026, ``core.fit``); the
+   MLA latent (MHA030);
+4. ``explain``: initialisation (MHA040), biases (MHA041), the testability hook (MHA050), the alternatives and
+   the variant's reason.
 
 Every KV figure comes from ``kv_footprint``, every parameter count from ``count_params``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from mha_cli.core.fit import flag_fit
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan, weight_bytes
 from mha_cli.core.params import count_params
-from mha_cli.core.recommend.budget import refuse_budget
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.explain import alternatives, init_plan, variant_reason
+from mha_cli.core.recommend.moe import MoeBudget
 from mha_cli.core.recommend.result import (
     PRIORITIES,
     Alternative,
@@ -38,87 +34,62 @@ from mha_cli.core.recommend.result import (
     RecommendResult,
     TestHook,
 )
-from mha_cli.core.recommend.shape import (
-    build_model,
-    head_dim_for,
-    ideal_width,
-    mlp_width,
-    record_depth,
-    solve_layers,
-    vocab_for,
-    widths,
-)
-from mha_cli.core.recommend.variant import Candidate, candidate_at, fit_variant
+from mha_cli.core.recommend.shape import build_model, head_dim_for, ideal_depth, mlp_width, vocab_for
+from mha_cli.core.recommend.tradeoff import Option, trade_off
+from mha_cli.core.recommend.width import choose_shape
 from mha_cli.core.roofline import estimate_roofline
 from mha_cli.core.rules import catalog as C
-from mha_cli.core.schemas import MhaConfig, ModelSpec, Variant
+from mha_cli.core.schemas import MhaConfig, ModelSpec
 
 __all__ = [
     "PRIORITIES", "Alternative", "InitPlan", "ModelSummary", "Priority", "RecommendRequest", "RecommendResult",
-    "TestHook", "build_model", "head_dim_for", "ideal_width", "mlp_width", "recommend",
+    "TestHook", "build_model", "head_dim_for", "hook_command", "ideal_depth", "mlp_width", "recommend",
 ]  # fmt: skip
 
-
-@dataclass(frozen=True)
-class Design:
-    """The model the rules settled on, its variant and the tensor-parallel degree its heads split over."""
-
-    model: ModelSpec
-    variant: Variant
-    tp: int
+HOOK_CONFIG_PLACEHOLDER = "CONFIG"
 
 
-def choose_shape(ctx: Context, budget: int, vocab: int, tied: bool) -> tuple[Candidate, ModelSpec]:
-    """MHA001-MHA004, MHA010, MHA011: the first width on the ladder whose depth lands within the budget,
-    its findings recorded; MHA093/MHA094 when none does."""
-    r = ctx.request
-    for d_model in widths(ctx, budget):
-        candidate = candidate_at(ctx, d_model, budget, vocab, tied)
-        if candidate is None:
-            continue
-        model = solve_layers(budget, candidate.make)
-        if model is None:
-            continue
-        head_dim, n_heads = model.dim_per_head, model.n_heads
-        how = "fixed by --d-model" if r.d_model else f"ideal {ideal_width(budget):,.0f} snapped to the ladder"
-        ctx.trace.fire("MHA001", f"d_model {d_model} ({how})", d_model=d_model, ideal=round(ideal_width(budget)))
-        ctx.trace.fire(
-            "MHA004",
-            f"vocabulary {vocab:,}, {'tied' if tied else 'untied'} output head",
-            vocab_size=vocab,
-            tied_embeddings=tied,
-        )
-        ctx.trace.fire("MHA003", f"SwiGLU d_ff {model.d_ff} = {C.FFN_MULTIPLIER} x {d_model}", d_ff=model.d_ff)
-        ctx.trace.fire("MHA010", f"head_dim {head_dim} at width {d_model}", head_dim=head_dim)
-        ctx.trace.fire("MHA011", f"{n_heads} heads = {d_model} / {head_dim}", n_heads=n_heads)
-        ctx.trace.findings.extend(candidate.trace.findings)
-        record_depth(ctx.trace, model, budget)
-        return candidate, model
-    refuse_budget(ctx, budget, vocab, tied)
+def hook_command(config_path: str | None = None) -> str:
+    """MHA050: the command that trains the 2-layer copy on induction and checks the threshold."""
+    return f"mha verify {config_path or HOOK_CONFIG_PLACEHOLDER} --hook"
 
 
-def flag_unfit(ctx: Context, design: Design, kv: KvFootprint, plan: MemoryPlan | None, total_params: int) -> list[str]:
+def flag_unfit(ctx: Context, chosen: Option, kv: KvFootprint, plan: MemoryPlan | None, total_params: int) -> list[str]:
     """rule MHA025 (the weights) or rule MHA026 (the cache): a plan that does not fit is flagged with the ways out
     (``core.fit.flag_fit``); a cache that does not fit also offers priority inference when the rules were not free
     to shrink it."""
     if plan is None or ctx.target is None:
         return []
     r = ctx.request
-    ways = flag_fit(ctx.trace, design.model, ctx.target, ctx.deployment(design.tp), plan, kv, total_params)
+    ways = flag_fit(ctx.trace, chosen.model, ctx.target, ctx.deployment(chosen.tp), plan, kv, total_params)
     if not plan.fits and plan.weights_fit and r.priority != "inference" and r.variant is None:
         ways.append("--priority inference (lets the rules shrink the cache: fewer KV heads, MLA)")
     return ways
 
 
-def recommend(request: RecommendRequest) -> RecommendResult:
-    """Run the skill on ``request``: see the module docstring for the steps."""
-    ctx = Context.of(request)
-    budget = request.params
-    vocab, tied = vocab_for(budget, request.vocab_size)
+def summarise(model: ModelSpec, total: int, active: int) -> ModelSummary:
+    mla, moe = model.mla, model.moe
+    return ModelSummary(
+        d_model=model.d_model, n_layers=model.n_layers, n_heads=model.n_heads,
+        n_kv_heads=None if mla else model.kv_heads, head_dim=None if mla else model.dim_per_head,
+        variant=model.variant or "GQA", total_params=total, active_params=active, d_ff=model.d_ff,
+        vocab_size=model.vocab_size, tied_embeddings=model.tied_embeddings,
+        kv_lora_rank=mla.kv_lora_rank if mla else None, qk_rope_head_dim=mla.qk_rope_head_dim if mla else None,
+        experts=moe.n_experts if moe else None, top_k=moe.n_active_experts if moe else None,
+        d_ff_expert=moe.d_ff_expert if moe else None,
+    )  # fmt: skip
 
-    candidate, provisional = choose_shape(ctx, budget, vocab, tied)
-    model, variant = fit_variant(ctx, budget, candidate, provisional)
-    design = Design(model=model, variant=variant, tp=candidate.tp)
+
+def recommend(request: RecommendRequest, *, config_path: str | None = None) -> RecommendResult:
+    """Run the skill on ``request``: see the module docstring for the stages. ``config_path`` is where the
+    config will be written (named in the testability hook's command)."""
+    ctx = Context.of(request)
+    moe = MoeBudget.of(request)
+    vocab, tied = vocab_for(moe.total if moe else request.params, request.vocab_size)
+
+    shape = choose_shape(ctx, vocab, tied, moe)
+    chosen, rows = trade_off(ctx, shape)
+    model = chosen.model
     if model.mla is not None:
         ctx.trace.fire(
             "MHA030",
@@ -130,48 +101,46 @@ def recommend(request: RecommendRequest) -> RecommendResult:
         )
 
     params = count_params(model)
-    kv = ctx.footprint(model, design.tp)
-    memory = ctx.plan(model, design.tp, kv, total_params=params.total)
+    kv, memory = chosen.kv, chosen.plan
     roofline = None
     if memory is not None and ctx.target is not None:
         roofline = estimate_roofline(
             model, ctx.target, params=params, weight_dtype=request.weight_dtype, kv=kv, plan=memory
         )
-    ways_out = flag_unfit(ctx, design, kv, memory, params.total)
+    ways_out = flag_unfit(ctx, chosen, kv, memory, params.total)
 
     init = init_plan(ctx, model)
     ctx.trace.fire("MHA041", "no biases on Q, K, V, O", qkv_bias=False, o_bias=False)
+    command = hook_command(config_path)
     hook = TestHook(
         task="induction",
         pattern="A B ... A -> B",
         n_layers=2,
         n_heads=model.n_heads,
-        n_kv_heads=model.kv_heads,
-        head_dim=model.dim_per_head,
-        variant=variant,
+        n_kv_heads=None if model.mla else model.kv_heads,
+        head_dim=None if model.mla else model.dim_per_head,
+        variant=chosen.variant,
         accuracy_threshold=C.TEST_ACCURACY,
         how="train a 2-layer copy of this attention on random token sequences with a repeated segment; "
-        "predict the token after the second A (run `mha verify CONFIG`)",
+        f"predict the token after the second A (run `{command}`)",
+        command=command,
     )
-    ctx.trace.fire("MHA050", f"2-layer induction task at >= {C.TEST_ACCURACY:.0%}", n_layers=2)
+    ctx.trace.fire(
+        "MHA050", f"2-layer induction task at >= {C.TEST_ACCURACY:.0%}: `{command}`", n_layers=2, command=command
+    )
 
-    rows = alternatives(ctx, model, design.tp, budget)
-    reason = variant_reason(ctx, model, kv, memory, rows)
-    summary = ModelSummary(
-        d_model=model.d_model, n_layers=model.n_layers, n_heads=model.n_heads, n_kv_heads=model.kv_heads,
-        head_dim=model.dim_per_head, variant=variant, total_params=params.total, d_ff=model.d_ff,
-        vocab_size=model.vocab_size, tied_embeddings=model.tied_embeddings,
-        kv_lora_rank=model.mla.kv_lora_rank if model.mla else None,
-    )  # fmt: skip
+    table = alternatives(ctx, rows)
+    reason = variant_reason(ctx, model, kv, memory, table)
+    summary = summarise(model, params.total, params.active)
     notes = [reason, "rules fired: " + ", ".join(ctx.trace.ids)]
     if request.variant is not None:
         notes.append(f"{C.EXPLICIT_VARIANT_NOTE}{request.variant}")  # `mha check` honours it (MHA091)
-    config = MhaConfig(model=model, deployment=ctx.deployment(design.tp), notes=notes)
+    config = MhaConfig(model=model, deployment=ctx.deployment(chosen.tp), notes=notes)
     return RecommendResult(
         request=request,
         model=summary,
         variant_reason=reason,
-        budget_deviation=(params.total - budget) / budget,
+        budget_deviation=(params.total - request.params) / request.params,
         params=params,
         weight_bytes=weight_bytes(params.total, request.weight_dtype),
         kv=kv,
@@ -183,7 +152,7 @@ def recommend(request: RecommendRequest) -> RecommendResult:
         qkv_bias=False,
         o_bias=False,
         testability=hook,
-        alternatives=rows,
+        alternatives=table,
         trace=ctx.trace.findings,
         rules_fired=ctx.trace.ids,
         config=config,

@@ -15,18 +15,18 @@ from mha_cli.core.targets import ResolvedTarget, resolve_target
 
 @dataclass(frozen=True)
 class Context:
-    """The request and its target; ``devices_tp`` is the tp asked for (or the target's device count), before a
-    design's heads may shrink it (MHA024). Only ``trace`` changes, by appending findings."""
+    """The request and its target (an explicit --tp checked against the target's devices). Only ``trace`` changes,
+    by appending findings."""
 
     request: RecommendRequest
     target: ResolvedTarget | None
-    devices_tp: int
     trace: Trace = field(default_factory=Trace)
 
     @classmethod
     def of(cls, request: RecommendRequest) -> Context:
         target = resolve_target(request.target) if request.target else None
-        return cls(request=request, target=target, devices_tp=resolve_tp(request.tp, target))
+        resolve_tp(request.tp, target)  # refuses a --tp that does not divide the target's devices
+        return cls(request=request, target=target)
 
     def deployment(self, tp: int) -> DeploymentSpec:
         r = self.request

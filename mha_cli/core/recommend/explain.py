@@ -5,51 +5,42 @@ from __future__ import annotations
 
 import math
 
-from mha_cli.core.kv import KvFootprint, tp_splits_evenly
+from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.result import Alternative, InitPlan
-from mha_cli.core.recommend.variant import QUALITY_SOURCES, quality_risk
+from mha_cli.core.recommend.tradeoff import QUALITY_SOURCES, RISK_LABELS, Option, quality_risk
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import counted
 from mha_cli.core.schemas import ModelSpec
-from mha_cli.core.variants import gqa_kv_heads_choices, variant_options
+from mha_cli.core.variants import gqa_kv_heads_choices
 
 
-def alternatives(ctx: Context, model: ModelSpec, tp: int, budget: int) -> list[Alternative]:
-    """The design's shape under ``variants.variant_options`` (MHA, GQA, MQA, MLA: the rows ``mha kv`` shows),
-    each priced per device on the target's plan; options this tp cannot split are left out."""
-    r = ctx.request
-    rows = []
-    for option in variant_options(model):
-        spec = option.model
-        if not tp_splits_evenly(spec.n_heads, spec.kv_heads, tp):
-            continue
-        kv = ctx.footprint(spec, tp)
-        total_params = count_params(spec).total
-        plan = ctx.plan(spec, tp, kv, total_params=total_params)
+def alternatives(ctx: Context, rows: list[Option]) -> list[Alternative]:
+    """The trade-off step's candidates as the report's rows: GQA at every group size, MLA by its latent."""
+    out = []
+    for o in rows:
         notes = []
-        if (
-            option.variant == "MHA"
-            and spec.n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS
-            and r.seq_len > C.MHA_LONG_CONTEXT_TOKENS
-        ):
-            notes.append("only if asked (MHA091)")
-        if option.variant == "MLA" and budget < C.MLA_MIN_PARAMS:
-            notes.append("only if asked (MHA092)")
-        rows.append(
+        if o.excluded in ("MHA091", "MHA092"):
+            notes.append(f"only if asked ({o.excluded})")
+        if o.model.mla is None and o.tp > o.model.kv_heads:
+            notes.append(f"KV heads replicated over tp {o.tp}")
+        mla = o.model.mla
+        out.append(
             Alternative(
-                label=option.label, variant=option.variant, n_kv_heads=spec.kv_heads, is_recommended=option.is_current,
-                bytes_per_token=kv.bytes_per_token, bytes_per_sequence=kv.bytes_per_sequence,
-                kv_bytes_per_device=plan.kv_bytes_per_device if plan else kv.total_bytes,
-                max_sequences=plan.max_sequences if plan else None, total_params=total_params,
-                quality_risk=quality_risk(option.variant, spec.q_per_kv),
-                quality_source=QUALITY_SOURCES[option.variant], note="; ".join(notes),
+                label=o.label, variant=o.variant, n_kv_heads=o.n_kv_heads,
+                kv_lora_rank=mla.kv_lora_rank if mla else None, qk_rope_head_dim=mla.qk_rope_head_dim if mla else None,
+                n_layers=o.model.n_layers, tp=o.tp, is_recommended=o.verdict == "chosen",
+                bytes_per_token=o.kv.bytes_per_token, bytes_per_sequence=o.kv.bytes_per_sequence,
+                kv_bytes_per_device=o.plan.kv_bytes_per_device if o.plan else o.kv.total_bytes,
+                max_sequences=o.plan.max_sequences if o.plan else None, fits=o.fits,
+                total_params=count_params(o.model).total, quality_risk=o.risk_label,
+                quality_source=QUALITY_SOURCES[o.variant], verdict=o.verdict, note="; ".join(notes),
             )
         )  # fmt: skip
-    return rows
+    return out
 
 
 def variant_reason(
@@ -70,8 +61,8 @@ def variant_reason(
     ratio = mha.bytes_per_token / kv.bytes_per_token
     what = {
         "GQA": f"GQA-{model.kv_heads} ({model.q_per_kv} query heads per KV head, quality risk"
-        f" {quality_risk('GQA', model.q_per_kv)})",
-        "MQA": f"MQA (one shared KV head, quality risk {quality_risk('MQA', model.q_per_kv)})",
+        f" {RISK_LABELS[quality_risk('GQA', model.q_per_kv)[0]]})",
+        "MQA": f"MQA (one shared KV head, quality risk {RISK_LABELS[quality_risk('MQA', model.q_per_kv)[0]]})",
         "MLA": f"MLA (a {model.mla.latent_dim if model.mla else 0}-value latent per token per layer, more FLOPs)",
     }[model.variant or "GQA"]
     asked = " (asked for with --variant)" if r.variant is not None else ""
@@ -92,7 +83,8 @@ def _mha_reason(ctx: Context, model: ModelSpec, per_seq: str, rows: list[Alterna
         why = f"{model.n_heads} heads have no GQA divisor"
     else:
         why = "priority training at short context keeps the reference quality"
-    cheaper = [a for a in rows if a.variant in ("GQA", "MLA")]
+    gqa = [a for a in rows if a.variant == "GQA" and (a.n_kv_heads or 0) <= C.BALANCED_KV_HEADS]
+    cheaper = sorted(gqa, key=lambda a: -(a.n_kv_heads or 0))[:1] + [a for a in rows if a.variant == "MLA"]
     prices = [f"{format_bytes(a.bytes_per_sequence)} with {a.label}" for a in cheaper]
     priced = f"; the same shape would cache {', '.join(prices)} (see the alternatives)" if prices else ""
     return f"MHA ({why}): {model.n_heads} KV heads cache {per_seq} per {r.seq_len:,}-token sequence{priced}"

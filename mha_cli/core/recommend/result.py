@@ -24,7 +24,8 @@ PRIORITIES: tuple[Priority, ...] = ("inference", "training", "balanced")
 _OPTION_NAMES = {
     "params": "--params", "seq_len": "--seq", "target": "--target", "batch": "--batch", "kv_dtype": "--kv-dtype",
     "weight_dtype": "--weight-dtype", "priority": "--priority", "tp": "--tp", "vocab_size": "--vocab",
-    "d_model": "--d-model", "variant": "--variant",
+    "d_model": "--d-model", "variant": "--variant", "active_params": "--active-params", "experts": "--experts",
+    "top_k": "--top-k",
 }  # fmt: skip
 
 
@@ -53,6 +54,12 @@ class RecommendRequest(Record):
     """Fixes the width; the model schema's own bounds apply when the design is built."""
     variant: Annotated[Variant, BeforeValidator(upper_variant)] | None = None
     """An explicit request; ``None`` lets the rules choose."""
+    active_params: Annotated[int, BeforeValidator(_param_count), Field(gt=0)] | None = None
+    """MoE: parameters one token uses (``params`` is then the total, every expert counted); None for dense."""
+    experts: Annotated[int, Field(ge=2, le=1 << 12)] | None = None
+    """MoE: routed experts per layer; default: the number that fills the total."""
+    top_k: Annotated[int, Field(ge=1, le=1 << 10)] | None = None
+    """MoE: routed experts per token; default 8 (a quarter of the experts below 64)."""
 
     @classmethod
     def parse(cls, **fields: Any) -> RecommendRequest:
@@ -69,15 +76,28 @@ class ModelSummary(Record):
     d_model: int
     n_layers: int
     n_heads: int
-    n_kv_heads: int
-    head_dim: int
+    n_kv_heads: int | None
+    """KV heads; None for MLA, which caches one shared latent (``kv_lora_rank`` + ``qk_rope_head_dim``)."""
+    head_dim: int | None
+    """Width of one query/key head; None for MLA (see ``qk_nope_head_dim`` in the config's mla block)."""
     variant: Variant
     total_params: int
+    active_params: int
+    """Parameters one token multiplies by (``ParamBreakdown.active``): the total less the routed experts it skips
+    and the lookup tables (the input embedding when untied)."""
     d_ff: int
     vocab_size: int
     tied_embeddings: bool
     kv_lora_rank: int | None = None
     """MLA only: width of the cached latent."""
+    qk_rope_head_dim: int | None = None
+    """MLA only: width of the decoupled RoPE key cached beside the latent."""
+    experts: int | None = None
+    """MoE only: routed experts per layer (None for dense designs)."""
+    top_k: int | None = None
+    """MoE only: routed experts per token (None for dense designs)."""
+    d_ff_expert: int | None = None
+    """MoE only: hidden width of one routed expert."""
 
 
 class InitPlan(Record):
@@ -89,25 +109,37 @@ class InitPlan(Record):
 
 
 class TestHook(Record):
-    """A synthetic task a 2-layer version of the design should solve."""
+    """A synthetic task a 2-layer version of the design should solve, and the command that runs it."""
 
     task: str
     pattern: str
     n_layers: int
     n_heads: int
-    n_kv_heads: int
-    head_dim: int
+    n_kv_heads: int | None
+    """None for MLA (one shared latent)."""
+    head_dim: int | None
     variant: Variant
     accuracy_threshold: float
     how: str
+    command: str
+    """The command that trains the 2-layer copy and checks the threshold (`mha verify CONFIG --hook`)."""
 
 
 class Alternative(Record):
-    """The recommended shape under another projection (the models of ``variants.variant_options``)."""
+    """One candidate of the trade-off step: the chosen width under another attention, solved for depth and priced."""
 
     label: str
     variant: Variant
-    n_kv_heads: int
+    n_kv_heads: int | None
+    """KV heads; None for MLA."""
+    kv_lora_rank: int | None = None
+    """MLA only: the cached latent's width."""
+    qk_rope_head_dim: int | None = None
+    """MLA only: the decoupled RoPE key cached beside the latent."""
+    n_layers: int
+    """Depth at which this candidate spends the budget."""
+    tp: int
+    """The smallest tensor-parallel degree at which it fits the target (or --tp)."""
     is_recommended: bool
     bytes_per_token: int
     bytes_per_sequence: int
@@ -117,10 +149,13 @@ class Alternative(Record):
     target, the whole batch on one device."""
     max_sequences: int | None
     """Sequences of seq_len that fit beside the weights on the target, over all replicas (None without one)."""
+    fits: bool | None
     total_params: int
     quality_risk: str
     quality_source: str
     """The paper the quality-risk label comes from."""
+    verdict: str
+    """What the trade-off step decided about it: chosen, excluded (rule), does not fit, higher risk, ..."""
     note: str
 
 

@@ -1,12 +1,17 @@
-"""The shape from the budget: width (MHA001), depth (MHA002), MLP (MHA003), vocabulary (MHA004),
-head_dim (MHA010); ``variant`` picks the projection each width's heads lead to."""
+"""The shape from the budget: width and depth together (MHA001, MHA002, MHA005), the MLP (MHA003), the
+vocabulary (MHA004) and head_dim by width (MHA010).
+
+Width and depth are one decision: at each width of the ladder the depth that spends the budget is solved, and
+the width kept is the one whose depth is nearest the depth public designs use at that width
+(``catalog.DEPTH_BY_WIDTH``), within the aspect-ratio band of public designs of that size (``ASPECT_BANDS``).
+"""
 
 from __future__ import annotations
 
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,7 +19,6 @@ from pydantic import ValidationError
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_count
-from mha_cli.core.recommend.context import Context
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import Trace
 from mha_cli.core.schemas import ModelSpec, Variant
@@ -24,53 +28,27 @@ from mha_cli.core.variants import mla_for_shape
 ModelMaker = Callable[[int], ModelSpec]
 """Depth -> the model at a fixed width, head geometry and variant."""
 
-# (parameters, d_model) of public designs: the anchors MHA001 interpolates between.
-WIDTH_ANCHORS: tuple[tuple[float, int], ...] = (
-    (125e6, 768),  # GPT-2 small / GPT-3 Small
-    (350e6, 1024),  # GPT-2 medium / GPT-3 Medium
-    (1.2e9, 2048),  # Llama 3.2 1B (1.24B)
-    (3.2e9, 3072),  # Llama 3.2 3B
-    (8e9, 4096),  # Llama 3 8B
-    (13e9, 5120),  # Llama 2 13B
-    (70e9, 8192),  # Llama 3 70B
-    (405e9, 16384),  # Llama 3.1 405B
-)
-WIDTH_LADDER: tuple[int, ...] = (
-    128, 256, 384, 512, 768, 1024, 1536, 2048, 2560, 3072, 4096, 5120, 6144, 8192, 12288, 16384, 20480, 24576, 32768,
-)  # fmt: skip
 MIN_LAYERS = 2
-
-
-def ideal_width(params: float) -> float:
-    """MHA001: width interpolated in log-log between the anchors, extrapolated beyond them."""
-    anchors = WIDTH_ANCHORS
-    if params <= anchors[0][0]:
-        lo, hi = anchors[0], anchors[1]
-    elif params >= anchors[-1][0]:
-        lo, hi = anchors[-2], anchors[-1]
-    else:
-        lo, hi = next((a, b) for a, b in itertools.pairwise(anchors) if a[0] <= params <= b[0])
-    slope = math.log(hi[1] / lo[1]) / math.log(hi[0] / lo[0])
-    return lo[1] * math.exp(slope * math.log(params / lo[0]))
-
-
-def widths_to_try(params: int) -> list[int]:
-    """The ladder, nearest to the ideal width first (log distance)."""
-    ideal = ideal_width(params)
-    return sorted(WIDTH_LADDER, key=lambda w: abs(math.log(w / ideal)))
+MAX_WIDTH = 32768
+"""The widest width the ladder offers (twice Llama 3.1 405B's 16384)."""
 
 
 def head_dim_for(d_model: int) -> int:
-    """MHA010: 128 from the wide-model width, 64 below, 32 for very narrow models."""
+    """MHA010: 128 from ``WIDE_MODEL_D_MODEL``, 64 below, 32 only under ``NARROW_MODEL_D_MODEL``; a width that
+    cannot give such heads is refused with the nearest widths that can."""
     if d_model >= C.WIDE_MODEL_D_MODEL and d_model % 128 == 0:
         return 128
-    if d_model >= 256 and d_model % 64 == 0:
+    if d_model >= C.NARROW_MODEL_D_MODEL and d_model % 64 == 0:
         return 64
-    if d_model >= C.HEAD_DIM_FLOOR and d_model % C.HEAD_DIM_FLOOR == 0:
+    if d_model < C.NARROW_MODEL_D_MODEL and d_model >= C.HEAD_DIM_FLOOR and d_model % C.HEAD_DIM_FLOOR == 0:
         return C.HEAD_DIM_FLOOR
+    step = 64 if d_model >= C.NARROW_MODEL_D_MODEL else C.HEAD_DIM_FLOOR
+    lower = max(step, d_model // step * step)
+    upper = lower + step
+    rule = "MHA090 head-dim-floor" if d_model < C.NARROW_MODEL_D_MODEL else "MHA010 head-dim-64-or-128"
     raise BadInputError(
-        f"--d-model {d_model} cannot be split into heads of at least {C.HEAD_DIM_FLOOR} (rule MHA090 head-dim-floor):"
-        f" use a multiple of {C.HEAD_DIM_FLOOR}, e.g. {max(C.HEAD_DIM_FLOOR, d_model // C.HEAD_DIM_FLOOR * 32)}"
+        f"--d-model {d_model} cannot be split into heads of {step} or 128 (rule {rule}): use --d-model {lower} or"
+        f" {upper}"
     )
 
 
@@ -86,15 +64,76 @@ def vocab_for(params: int, vocab: int | None) -> tuple[int, bool]:
     return size, params < C.TIE_EMBEDDINGS_BELOW_PARAMS
 
 
+def ideal_depth(d_model: int) -> float:
+    """MHA001: the depth public designs use at ``d_model``, interpolated in log(width) between the anchors of
+    ``DEPTH_BY_WIDTH`` and extrapolated along the end segments."""
+    anchors = C.DEPTH_BY_WIDTH
+    if d_model <= anchors[0][0]:
+        lo, hi = anchors[0], anchors[1]
+    elif d_model >= anchors[-1][0]:
+        lo, hi = anchors[-2], anchors[-1]
+    else:
+        lo, hi = next((a, b) for a, b in itertools.pairwise(anchors) if a[0] <= d_model <= b[0])
+    t = math.log(d_model / lo[0]) / math.log(hi[0] / lo[0])
+    return max(float(MIN_LAYERS), lo[1] * (hi[1] / lo[1]) ** t)
+
+
+def aspect_band(budget: int) -> tuple[int, int, str]:
+    """MHA005: (lowest, highest d_model / n_layers, the public designs behind it) for a budget."""
+    return next((lo, hi, why) for upper, lo, hi, why in C.ASPECT_BANDS if budget <= upper)
+
+
+def _is_prime(n: int) -> bool:
+    return n > 1 and all(n % p for p in range(2, math.isqrt(n) + 1))
+
+
+def round_heads(n_heads: int) -> bool:
+    """Head counts public designs use: any up to 8, a composite (it has a GQA divisor) up to 15, a multiple of 4
+    below 32 (20, 24, 28: GQA-4 and tp 2/4 split it), a multiple of 8 up to 64 (GQA-8 and tp 8 split it), then
+    of 16 (96, 128: Llama 3.1 405B)."""
+    if n_heads <= 8:
+        return True
+    if n_heads < 16:
+        return not _is_prime(n_heads)
+    return n_heads % (4 if n_heads < 32 else 8 if n_heads <= 64 else 16) == 0
+
+
+def ladder() -> list[int]:
+    """Widths the rules choose from: n_heads x head_dim with head_dim by width (MHA010) and round head counts."""
+    widths = []
+    for d_model in range(128, MAX_WIDTH + 1, 32):
+        try:
+            head_dim = head_dim_for(d_model)
+        except BadInputError:
+            continue
+        if head_dim == 32 and d_model >= C.NARROW_MODEL_D_MODEL:
+            continue
+        if (d_model >= C.WIDE_MODEL_D_MODEL and head_dim != 128) or not round_heads(d_model // head_dim):
+            continue
+        widths.append(d_model)
+    return widths
+
+
 def build_model(
-    *, d_model: int, n_layers: int, head_dim: int, variant: Variant, n_kv_heads: int, vocab: int, tied: bool
+    *,
+    d_model: int,
+    n_layers: int,
+    head_dim: int,
+    variant: Variant,
+    n_kv_heads: int,
+    vocab: int,
+    tied: bool,
+    moe: dict | None = None,
 ) -> ModelSpec:
-    """A Llama-style model (RMSNorm, SwiGLU, RoPE, no biases) with the given attention."""
+    """A Llama-style model (RMSNorm, SwiGLU, RoPE, no biases) with the given attention (and MoE MLP, if any)."""
     n_heads = d_model // head_dim
     fields: dict[str, Any] = dict(
         name="recommended", source="mha recommend", d_model=d_model, n_layers=n_layers, n_heads=n_heads,
         vocab_size=vocab, d_ff=mlp_width(d_model), tied_embeddings=tied,
     )  # fmt: skip
+    if moe is not None:
+        fields["moe"] = moe
+        fields["qk_norm"] = variant != "MLA"  # MHA007: Qwen3-MoE's QK-norm, so the design is a qwen3_moe config
     if variant == "MLA":
         fields["mla"] = mla_for_shape(head_dim, d_model)  # MHA030: DeepSeek proportions
     else:
@@ -107,11 +146,40 @@ def build_model(
         ) from exc
 
 
-def solve_layers(budget: int, make: ModelMaker) -> ModelSpec | None:
-    """MHA002: the model at the depth (2 to MHA094's maximum) whose total is nearest the budget, even preferred,
-    within tolerance; None when no depth at this width lands within it."""
-    one = count_params(make(1)).total
-    per_layer = count_params(make(2)).total - one
+@dataclass(frozen=True)
+class Frame:
+    """Everything but depth and projection: width, head_dim, vocabulary and, for MoE, the expert block."""
+
+    d_model: int
+    head_dim: int
+    vocab: int
+    tied: bool
+    moe: dict | None = field(default=None, compare=False)
+
+    @property
+    def n_heads(self) -> int:
+        return self.d_model // self.head_dim
+
+    def maker(self, variant: Variant, n_kv_heads: int) -> ModelMaker:
+        def make(n_layers: int) -> ModelSpec:
+            return build_model(
+                d_model=self.d_model, n_layers=n_layers, head_dim=self.head_dim, variant=variant,
+                n_kv_heads=n_kv_heads, vocab=self.vocab, tied=self.tied, moe=self.moe,
+            )  # fmt: skip
+
+        return make
+
+
+def solve_layers(budget: int, make: ModelMaker, *, active: bool = False) -> ModelSpec | None:
+    """MHA002: the model at the depth (2 to MHA094's maximum) whose total (``active``: active) parameter count is
+    nearest the budget, even preferred, within tolerance; None when no depth at this width lands within it."""
+
+    def count(layers: int) -> int:
+        params = count_params(make(layers))
+        return params.active if active else params.total
+
+    one = count(1)
+    per_layer = count(2) - one
     fixed = one - per_layer
     exact = (budget - fixed) / per_layer
     if exact < MIN_LAYERS - 0.5:
@@ -124,43 +192,22 @@ def solve_layers(budget: int, make: ModelMaker) -> ModelSpec | None:
     return None
 
 
-@dataclass(frozen=True)
-class Frame:
-    """Everything but depth and projection: width, head_dim and vocabulary."""
-
-    d_model: int
-    head_dim: int
-    vocab: int
-    tied: bool
-
-    @property
-    def n_heads(self) -> int:
-        return self.d_model // self.head_dim
-
-    def maker(self, variant: Variant, n_kv_heads: int) -> ModelMaker:
-        def make(n_layers: int) -> ModelSpec:
-            return build_model(
-                d_model=self.d_model, n_layers=n_layers, head_dim=self.head_dim, variant=variant,
-                n_kv_heads=n_kv_heads, vocab=self.vocab, tied=self.tied,
-            )  # fmt: skip
-
-        return make
+def depth_miss(model: ModelSpec) -> float:
+    """How far the depth is from public practice at this width: |log(n_layers / ideal depth)|."""
+    return abs(math.log(model.n_layers / ideal_depth(model.d_model)))
 
 
-def widths(ctx: Context, budget: int) -> list[int]:
-    """The widths to try: the one --d-model fixes, else the ladder nearest the ideal first."""
-    return [ctx.request.d_model] if ctx.request.d_model else widths_to_try(budget)
-
-
-def record_depth(trace: Trace, model: ModelSpec, budget: int, revised_by: str = "") -> None:
+def record_depth(trace: Trace, model: ModelSpec, budget: int, revised_by: str = "", *, active: bool = False) -> None:
     """MHA002 for the design as it stands; a later step that changes the depth re-records it in place."""
-    total = count_params(model).total
-    after = f" (re-solved after {revised_by})" if revised_by else ""
+    params = count_params(model)
+    total = params.active if active else params.total
+    after = f" (re-solved for {revised_by})" if revised_by else ""
+    what = "active parameters" if active else "parameters"
     trace.refire(
         "MHA002",
-        f"{model.n_layers} layers{after}: {format_count(total)} parameters, {(total - budget) / budget:+.1%} of the"
-        " budget",
+        f"{model.n_layers} layers{after}: {format_count(total)} {what}, {(total - budget) / budget:+.1%} of the budget",
         n_layers=model.n_layers,
-        total_params=total,
+        total_params=params.total,
+        active_params=params.active,
         budget=budget,
     )

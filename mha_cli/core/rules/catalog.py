@@ -16,7 +16,26 @@ HEAD_DIM_FLOOR = 32
 HEAD_DIM_CEILING = 256
 """Above 256, the benefit of many small specialist heads fades."""
 WIDE_MODEL_D_MODEL = 2048
-"""From this width on, heads are 128 wide; below it, 64."""
+"""From this width on, heads are 128 wide; below it, 64 (and 32 only under ``NARROW_MODEL_D_MODEL``)."""
+NARROW_MODEL_D_MODEL = 256
+"""Below this width heads may be 32 wide (toy models); from it on, never below 64."""
+DEPTH_BY_WIDTH: tuple[tuple[int, int, str], ...] = (
+    (576, 30, "SmolLM2-135M 576 x 30"),
+    (1024, 28, "Qwen3-0.6B 1024 x 28"),
+    (2048, 26, "median of Llama-3.2-1B 16, SmolLM2-1.7B 24, Qwen3-1.7B 28, Qwen2.5-3B 36"),
+    (3072, 28, "Llama-3.2-3B 3072 x 28"),
+    (4096, 32, "Llama-3-8B, Mistral-7B, OLMo-2-7B 4096 x 32"),
+    (5120, 40, "Qwen3-14B, OLMo-2-13B 5120 x 40"),
+    (8192, 80, "Llama-3-70B, Qwen2.5-72B 8192 x 80"),
+    (16384, 126, "Llama-3.1-405B 16384 x 126"),
+)
+"""(d_model, n_layers, source): the depth public designs use at a width; MHA001 interpolates it in log(width)."""
+ASPECT_BANDS: tuple[tuple[float, int, int, str], ...] = (
+    (1e9, 12, 80, "SmolLM2-135M 19, SmolLM2-360M 30, Qwen2.5-0.5B 37, Qwen3-0.6B 37, GPT-2 small 64"),
+    (10e9, 32, 160, "Qwen3-30B-A3B 43, Qwen2.5-1.5B 55, Qwen3-4B 71, Gemma-2-9B 85, Llama-3.2-3B 110, Llama-3-8B 128"),
+    (float("inf"), 40, 160, "Qwen3-235B-A22B 44, Qwen2.5-32B 80, Llama-3-70B 102, DeepSeek-V3 118, Llama-3.1-405B 130"),
+)
+"""(budget up to, lowest d_model / n_layers, highest, public designs in the band): MHA005's aspect-ratio band."""
 FFN_MULTIPLIER = 3.5
 """Gated MLP hidden width over d_model (Llama 3: 14336 / 4096 = 28672 / 8192 = 3.5)."""
 FFN_ROUND = 256
@@ -27,6 +46,8 @@ LARGE_VOCAB = 128256
 """Llama 3 tokenizer."""
 TIE_EMBEDDINGS_BELOW_PARAMS = 4_000_000_000
 """Llama 3.2 1B/3B, Qwen small models and GPT-2 tie the output head to the embedding; Llama 3 8B does not."""
+BALANCED_KV_HEADS = DEFAULT_GQA_KV_HEADS
+"""MHA020: the balanced cache is at most that of 8 KV heads (or group 8 when n_heads / 8 is more)."""
 MAX_QUALITY_GROUP = 8
 """Query heads per KV head up to which GQA stays at near-MHA quality (Llama 3 70B: 64 / 8)."""
 FEW_HEADS = 8
@@ -34,6 +55,13 @@ FEW_HEADS = 8
 MHA_LONG_CONTEXT_TOKENS = 32768
 MHA_LONG_CONTEXT_MAX_HEADS = 16
 MLA_MIN_PARAMS = 1_000_000_000
+MOE_DEFAULT_TOP_K = 8
+"""Routed experts per token when --top-k is not given: Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 all use 8."""
+MOE_MANY_EXPERTS = 64
+"""From this many experts the default top-k is 8; below it, a quarter of the experts (Mixtral-8x7B: 2 of 8)."""
+MOE_ACTIVE_FFN_MULTIPLIER = 3.0
+"""The k active experts together are this many times d_model wide (Qwen3-30B-A3B: 8 x 768 = 3 x 2048;
+Qwen3-235B-A22B: 8 x 1536 = 3 x 4096; DeepSeek-V3: 9 x 2048 = 2.6 x 7168)."""
 TEST_ACCURACY = 0.95
 MAX_LAYERS = 256
 """The deepest design the recommender fills a budget with: twice Llama 3.1 405B's 126 layers, rounded up."""
@@ -49,20 +77,25 @@ def _n(value: int) -> str:
 RULES: tuple[Rule, ...] = (
     # Shape from the budget ---------------------------------------------------------------------
     Rule(
-        id="MHA001", name="width-from-budget", topic="shape", severity="info", scope="recommend",
+        id="MHA001", name="width-and-depth-together", topic="shape", severity="info", scope="recommend",
         condition="Always, unless --d-model fixes the width.",
-        action="Interpolate the width between public designs in log(params) (125M: 768, 350M: 1024, 1.2B: 2048, "
-        "3.2B: 3072, 8B: 4096, 13B: 5120, 70B: 8192, 405B: 16384) and snap it to the nearest width on that ladder.",
-        rationale="Width grows roughly as params^(1/3) but production models sit on a few widths that tile well on "
-        "tensor cores and split evenly under tensor parallelism; snapping keeps head counts round.",
-        reference="GPT-2 / GPT-3 model cards; Llama 3 and Llama 3.1 config.json files; Kaplan et al. 2020 (shape "
-        "matters little within a wide band of aspect ratios).",
+        action="At every width of the ladder (n_heads x head_dim, head_dim by MHA010, head counts public designs "
+        "use) solve the depth that spends the budget (MHA002); keep the width whose depth is nearest, in log, the "
+        "depth public designs use at that width ("
+        + ", ".join(f"{w}: {d}" for w, d, _ in DEPTH_BY_WIDTH)
+        + ", interpolated in log(width)), inside the aspect band of MHA005.",
+        rationale="Width and depth are one decision: a width snapped first leaves depth to absorb the rounding "
+        "(1B at 13 layers, 3B at 20). Public designs at a given width sit within a narrow range of depths, and "
+        "small current models go deep and narrow (MobileLLM); solving both together lands on their shapes.",
+        reference="; ".join(source for _, _, source in DEPTH_BY_WIDTH)
+        + " (config.json files); Liu et al. 2024 (MobileLLM: deep and thin at small scale); Kaplan et al. 2020.",
     ),
     Rule(
         id="MHA002", name="layers-fill-budget", topic="shape", severity="info", scope="recommend",
         condition="Always.",
-        action=f"Choose n_layers so the total parameter count is nearest the budget, preferring an even count; "
-        f"the total must land within +-{BUDGET_TOLERANCE:.0%} of the budget, else try the neighbouring width.",
+        action=f"At a width, choose n_layers so the total (MoE: active) parameter count is nearest the budget, "
+        f"preferring an even count; the total must land within +-{BUDGET_TOLERANCE:.0%} of the budget. The "
+        "trade-off step re-solves it for each attention candidate, so the budget stays spent.",
         rationale="Depth is the knob that spends the budget once width, heads and MLP ratio are set; an even depth "
         "splits evenly into pipeline stages.",
         reference="Llama 3 8B: 32 layers at 4096; Llama 3 70B: 80 layers at 8192.",
@@ -86,12 +119,41 @@ RULES: tuple[Rule, ...] = (
     ),
     # Head geometry -----------------------------------------------------------------------------
     Rule(
-        id="MHA010", name="head-dim-64-or-128", topic="heads", severity="info", scope="recommend",
-        condition="Always.",
-        action=f"head_dim = 128 from d_model {_n(WIDE_MODEL_D_MODEL)}, 64 below, 32 only for widths under 256.",
+        id="MHA005", name="aspect-ratio-band", topic="shape", severity="info", scope="recommend",
+        condition="Always; a --d-model whose budget-filling depth falls outside the band is refused (exit 2).",
+        action="Keep d_model / n_layers inside the band of public designs of that size: "
+        + "; ".join(
+            f"{'up to ' + format(upper / 1e9, 'g') + 'B' if upper != float('inf') else 'above'}: {lo}-{hi}"
+            for upper, lo, hi, _ in ASPECT_BANDS
+        )
+        + ". A --d-model outside it is refused with the nearest width inside it.",
+        rationale="Shapes far outside what has been trained (2 layers of 65 heads at 1B, 256 layers of 12 heads) "
+        "waste the budget: too shallow to compose features, or too narrow to carry them.",
+        reference="; ".join(source for _, _, _, source in ASPECT_BANDS) + " (config.json files).",
+    ),
+    Rule(
+        id="MHA007", name="moe-budget", topic="shape", severity="info", scope="recommend",
+        condition="--active-params is given (--params is then the total); --experts and --top-k optional.",
+        action=f"Width, depth and attention spend the active budget; top-k defaults to {MOE_DEFAULT_TOP_K} "
+        f"(a quarter of the experts below {MOE_MANY_EXPERTS}); without --experts each routed expert is "
+        f"{MOE_ACTIVE_FFN_MULTIPLIER:g} x d_model / k wide and the expert count fills the total (a multiple of 8 "
+        "when that stays within tolerance); with --experts the expert width fills it. Budgets that cannot "
+        "describe an MoE (active >= total, k >= E, total / active above E / k) are refused in one line.",
+        rationale="Most large designs of 2025-26 are mixtures of experts: attention and the residual stream are "
+        "sized by what one token computes, memory by every expert.",
+        reference="Qwen3-30B-A3B (128 experts, top-8, 768 = 3 x 2048 / 8), Qwen3-235B-A22B (128, top-8, 1536), "
+        "DeepSeek-V3 (256 + 1 shared, top-8), Mixtral-8x7B (8, top-2), gpt-oss (32/128, top-4) config.json files.",
+    ),
+    Rule(
+        id="MHA010", name="head-dim-by-width", topic="heads", severity="info", scope="recommend",
+        condition="Always; a --d-model that cannot give such heads is refused (exit 2) with the nearest that can.",
+        action=f"head_dim = 128 from d_model {_n(WIDE_MODEL_D_MODEL)} (a multiple of 128), 64 below; 32 only for "
+        f"widths under {NARROW_MODEL_D_MODEL}, never below 64 from there. 256 is never chosen: Gemma 2's "
+        "256-wide heads come with logit soft-capping and a query scale of their own, which these rules do not set.",
         rationale=f"head_dim is almost always 64 or 128: below {HEAD_DIM_FLOOR} heads fight the sqrt(head_dim) "
-        f"scaling, above {HEAD_DIM_CEILING} the many-small-specialists benefit fades; 128 suits attention kernels.",
-        reference="GPT-2 / GPT-3 (64); Llama 3, Mistral, Qwen3 (128).",
+        f"scaling, above {HEAD_DIM_CEILING} the many-small-specialists benefit fades; 128 suits attention kernels "
+        "from 2048 on (Qwen2.5-3B, Qwen3-1.7B, Llama 3), 64 below (SmolLM2, Qwen2.5-0.5B).",
+        reference="SmolLM2 and Qwen2.5-0.5B (64); Qwen2.5/Qwen3 from 1536-2048, Llama 3, Mistral (128); Gemma 2 (256).",
     ),
     Rule(
         id="MHA011", name="heads-from-width", topic="heads", severity="info", scope="recommend",
@@ -103,31 +165,33 @@ RULES: tuple[Rule, ...] = (
     # Projection variant ------------------------------------------------------------------------
     Rule(
         id="MHA020", name="gqa-default", topic="variant", severity="info", scope="recommend",
-        condition=f"More than {FEW_HEADS} query heads and no explicit --variant.",
-        action=f"GQA with {DEFAULT_GQA_KV_HEADS} KV heads (or the divisor of n_heads nearest to it, the larger on a "
-        f"tie, that the tensor-parallel degree splits), at most {MAX_QUALITY_GROUP} query heads per KV head; MQA when "
-        "n_heads has no such divisor and MHA is excluded (MHA091).",
+        condition=f"More than {FEW_HEADS} query heads, no explicit --variant, priority balanced or training above "
+        f"{MHA_LONG_CONTEXT_MAX_HEADS} heads.",
+        action=f"The balanced goal: the lowest-risk candidate whose cache is at most that of {BALANCED_KV_HEADS} KV "
+        f"heads (or group {MAX_QUALITY_GROUP} when n_heads / {MAX_QUALITY_GROUP} is more): GQA with the most KV "
+        "heads within that cap that divide n_heads; MQA when n_heads has no divisor and MHA is excluded (MHA091).",
         rationale="GQA divides the cache by n_heads / n_kv_heads at near-MHA quality, which buys batch size and "
-        "context on the same device; it is today's default.",
-        reference="Ainslie et al. 2023 (GQA); Llama 3 70B: 64 query heads, 8 KV heads.",
+        "context on the same device; 8 KV heads is today's default.",
+        reference="Ainslie et al. 2023 (GQA); Llama 3 70B: 64 query heads, 8 KV heads; Llama 3.1 405B: 128 / 8.",
     ),
     Rule(
         id="MHA021", name="mha-when-few-heads", topic="variant", severity="info", scope="recommend",
-        condition=f"{FEW_HEADS} query heads or fewer, or --priority training with at most "
-        f"{MHA_LONG_CONTEXT_MAX_HEADS} heads at or under {_n(MHA_LONG_CONTEXT_TOKENS)} tokens, no explicit --variant.",
-        action="Keep MHA: one KV head per query head.",
+        condition=f"{FEW_HEADS} query heads or fewer, or --priority training (no explicit --variant).",
+        action=f"Keep MHA with few heads. --priority training puts quality first: MHA up to "
+        f"{MHA_LONG_CONTEXT_MAX_HEADS} heads at or under {_n(MHA_LONG_CONTEXT_TOKENS)} tokens; above that the trace "
+        "says so and the balanced pick stands (MHA's cache at more heads or longer context is what MHA091 refuses).",
         rationale="With few heads the cache is small and sharing K/V saves little; when training quality matters more "
         "than serving cost, MHA is the reference point GQA approximates.",
-        reference="GPT-2 small (12 heads, MHA); Vaswani et al. 2017.",
+        reference="GPT-2 small (12 heads, MHA); OLMo-2 7B/13B (MHA, 4K context); Vaswani et al. 2017.",
     ),
     Rule(
-        id="MHA022", name="shrink-cache-to-fit", topic="variant", severity="info", scope="recommend",
-        condition="--priority inference, a target is given, the weights fit, but the requested batch's cache does "
-        "not at the default variant.",
-        action=f"Step down the cache: GQA with fewer KV heads (group size up to {2 * MAX_QUALITY_GROUP}), then MLA "
-        f"(from {MLA_MIN_PARAMS / 1e9:g}B parameters) or MQA, taking the first that fits.",
-        rationale="For a serving-first design the KV cache limit decides: a smaller cache is cheaper than another "
-        "device, and the alternatives table shows the quality risk taken.",
+        id="MHA022", name="fit-the-batch", topic="variant", severity="info", scope="recommend",
+        condition="--priority inference (no explicit --variant).",
+        action="The serving goal: among the candidates within the balanced cache, the lowest quality risk whose "
+        "weights and requested batch fit the target (at the smallest tp that fits), ties by the smaller cache; when "
+        "none fits, the smallest cache, flagged with the ways out (MHA026).",
+        rationale="For a serving-first design the KV cache limit decides; a smaller cache is cheaper than another "
+        "device, and the trade-off rows (MHA027) show the quality risk taken.",
         reference="Shazeer 2019 (MQA); DeepSeek-V2 2024 (MLA: 93% smaller cache than MHA).",
     ),
     Rule(
@@ -139,12 +203,14 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="MHA024", name="tp-divisibility", topic="deployment", severity="hard", scope="both",
-        condition="A tensor-parallel degree above 1 (from --tp or the target's device count).",
-        action="n_heads must be divisible by tp, and n_kv_heads divisible by tp or tp by n_kv_heads; the KV-head "
-        "count is chosen among the divisors that satisfy it, and a tp taken from the target's device count shrinks "
-        "to one that divides n_heads (a note); check reports a broken split, exit 1.",
+        condition="A tensor-parallel degree above 1, or a target with several devices.",
+        action="n_heads must be divisible by tp, and n_kv_heads by tp or tp by n_kv_heads (then each KV head is "
+        "replicated on tp / n_kv_heads ranks). Without --tp the architecture does not depend on the device count: "
+        "tp is the smallest degree of the target at which the weights and the requested batch fit, and the other "
+        "devices hold data-parallel replicas. With --tp, widths whose heads it cannot split are skipped (the trace "
+        "names them); check reports a broken split, exit 1.",
         rationale="Each rank holds whole heads; with tp > n_kv_heads the KV heads are replicated, which costs memory "
-        "but works; any other split does not.",
+        "but works; any other split does not. Splitting a model that fits one device only adds communication.",
         reference="Megatron-LM (Shoeybi et al. 2019); vLLM tensor-parallel KV-head replication.",
     ),
     Rule(
@@ -163,7 +229,19 @@ RULES: tuple[Rule, ...] = (
         rationale="The KV cache, not the weights, limits long-context serving; its size is the figure to act on.",
         reference="Pope et al. 2022 (Efficiently Scaling Transformer Inference).",
     ),
-    # MLA --------------------------------------------------------------------------------------
+    # Trade-off ---------------------------------------------------------------------------------
+    Rule(
+        id="MHA027", name="trade-off-candidates", topic="variant", severity="info", scope="recommend",
+        condition="Always: one row per candidate.",
+        action="Every candidate at the chosen width (MHA, GQA at each KV-head count that divides the heads and the "
+        "tp, MQA, MLA at its latent) is solved for depth, placed at its smallest fitting tp and priced: cache per "
+        "token, max batch, quality risk (none < low: group <= 8 < low with more FLOPs: MLA < moderate: group <= 16 "
+        "< high), and a verdict (chosen, excluded by a rule, above the balanced cache, does not fit, higher risk).",
+        rationale="One step over all candidates, sorted by risk then cache, cannot contradict its own labels the way "
+        "a fixed fallback order can.",
+        reference="Ainslie et al. 2023 (GQA quality by group); Shazeer 2019; DeepSeek-V2 2024.",
+    ),
+    # MLA ---------------------------------------------------------------------------------------
     Rule(
         id="MHA030", name="mla-latent-rank", topic="mla", severity="info", scope="recommend",
         condition="MLA is chosen.",
@@ -197,7 +275,8 @@ RULES: tuple[Rule, ...] = (
         id="MHA050", name="induction-hook", topic="testability", severity="info", scope="recommend",
         condition="Always.",
         action=f"A 2-layer model with the recommended head geometry must solve the induction task "
-        f"(A B ... A -> B) at >= {TEST_ACCURACY:.0%} accuracy; `mha verify` runs it on the written config.",
+        f"(A B ... A -> B) at >= {TEST_ACCURACY:.0%} accuracy; `mha verify CONFIG --hook` trains that copy on the "
+        "config `mha recommend --out CONFIG` wrote and checks the threshold.",
         rationale="Induction needs two attention layers that compose (a previous-token head and an induction "
         "head): a cheap test that the heads, masks and positions are wired correctly.",
         reference="Olsson et al. 2022 (In-context learning and induction heads).",

@@ -1,0 +1,107 @@
+"""A recommended design as a transformers ``config.json`` (``mha recommend --out config.json --format hf``).
+
+The model type is the transformers architecture that holds the design exactly, so that
+``AutoModelForCausalLM.from_config`` builds a model with the recommendation's ``total_params``:
+
+- MHA, GQA, MQA, dense: ``llama`` (RMSNorm, SwiGLU, RoPE, no biases, as the recommender designs);
+- MoE with MHA/GQA/MQA: ``qwen3_moe`` (softmax top-k routing, no shared experts, QK-norm, which the
+  recommender adds to its MoE designs for that reason);
+- MLA, dense or MoE: ``deepseek_v3`` (a dense MLA design sets ``first_k_dense_replace`` to every layer).
+
+Pure Python: the dict is written as JSON; transformers is needed only to load it (tested in the dev suite).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.schemas import ModelSpec
+
+RMS_NORM_EPS = 1e-5
+ROPE_THETA = 500_000.0
+"""Llama 3's RoPE base: a long-context-ready default for a new design."""
+
+
+def hf_config(model: ModelSpec, *, max_position_embeddings: int) -> dict[str, Any]:
+    """The ``config.json`` dict for ``model``; refuses a spec no supported architecture holds exactly."""
+    if model.qkv_bias or model.o_bias or model.mlp_bias or model.norm != "rmsnorm" or model.mlp != "gated":
+        raise BadInputError("--format hf writes Llama-style designs only (RMSNorm, SwiGLU, no biases)")
+    if model.sliding_window is not None or model.position_embeddings:
+        raise BadInputError("--format hf does not write sliding windows or learned positions")
+    common: dict[str, Any] = {
+        "hidden_size": model.d_model,
+        "num_hidden_layers": model.n_layers,
+        "num_attention_heads": model.n_heads,
+        "vocab_size": model.vocab_size,
+        "max_position_embeddings": max_position_embeddings,
+        "rms_norm_eps": RMS_NORM_EPS,
+        "rope_parameters": {"rope_type": "default", "rope_theta": ROPE_THETA},
+        "tie_word_embeddings": model.tied_embeddings,
+        "hidden_act": "silu",
+        "attention_bias": False,
+        "dtype": "bfloat16",
+    }
+    if model.mla is not None:
+        return _deepseek_v3(model, common)
+    common.update(num_key_value_heads=model.kv_heads, head_dim=model.dim_per_head)
+    if model.moe is not None:
+        return _qwen3_moe(model, common)
+    if model.qk_norm:
+        raise BadInputError("--format hf: a dense design with QK-norm has no llama equivalent")
+    return {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        **common,
+        "intermediate_size": model.d_ff,
+        "mlp_bias": False,
+    }
+
+
+def _qwen3_moe(model: ModelSpec, common: dict[str, Any]) -> dict[str, Any]:
+    moe = model.moe
+    assert moe is not None
+    if moe.n_shared_experts or moe.n_dense_layers or not model.qk_norm:
+        raise BadInputError("--format hf: qwen3_moe holds routed experts only, with QK-norm on every layer")
+    return {
+        "architectures": ["Qwen3MoeForCausalLM"],
+        "model_type": "qwen3_moe",
+        **common,
+        "intermediate_size": model.d_ff,
+        "moe_intermediate_size": moe.d_ff_expert,
+        "num_experts": moe.n_experts,
+        "num_experts_per_tok": moe.n_active_experts,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+        "norm_topk_prob": True,
+    }
+
+
+def _deepseek_v3(model: ModelSpec, common: dict[str, Any]) -> dict[str, Any]:
+    mla, moe = model.mla, model.moe
+    assert mla is not None
+    experts = {
+        "n_routed_experts": moe.n_experts if moe else 1,
+        "num_experts_per_tok": moe.n_active_experts if moe else 1,
+        "n_shared_experts": moe.n_shared_experts if moe else 0,
+        "moe_intermediate_size": moe.d_ff_expert if moe else model.d_ff,
+        "first_k_dense_replace": moe.n_dense_layers if moe else model.n_layers,
+        "n_group": 1,
+        "topk_group": 1,
+        "norm_topk_prob": True,
+        "routed_scaling_factor": 1.0,
+    }
+    return {
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "model_type": "deepseek_v3",
+        **common,
+        "num_key_value_heads": model.n_heads,
+        "intermediate_size": model.d_ff,
+        "kv_lora_rank": mla.kv_lora_rank,
+        "q_lora_rank": mla.q_lora_rank,
+        "qk_rope_head_dim": mla.qk_rope_head_dim,
+        "qk_nope_head_dim": mla.qk_nope_head_dim,
+        "v_head_dim": mla.v_head_dim,
+        "num_mtp_layers": 0,
+        **experts,
+    }

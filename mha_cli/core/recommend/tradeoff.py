@@ -1,0 +1,354 @@
+"""Stage 2: one trade-off step over every attention candidate (MHA020-MHA024, MHA027, under MHA091/MHA092).
+
+Candidates at the chosen width: MHA, GQA at every KV-head count that divides the heads (and an explicit --tp),
+MQA, and MLA at its latent. Each is solved for depth (the budget stays spent), given the smallest
+tensor-parallel degree of the target at which its weights and the requested batch fit (data-parallel replicas
+on the other devices), and priced: cache per token, per device, the batch that fits. The pick is the lowest
+quality risk that meets the priority's goal, ties broken by the smaller cache:
+
+- balanced: a cache no larger than 8 KV heads' (or group 8 when the heads are many), as public designs keep it;
+- inference: the same, and the requested batch must fit the target;
+- training: quality first: MHA allowed up to 16 heads at up to 32K tokens, else as balanced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from mha_cli.core.kv import KvFootprint, tp_splits_evenly
+from mha_cli.core.memory import MemoryPlan
+from mha_cli.core.params import count_params
+from mha_cli.core.quantities import format_bytes, format_count
+from mha_cli.core.recommend.context import Context
+from mha_cli.core.recommend.shape import record_depth
+from mha_cli.core.recommend.width import Shape, balanced_kv_heads, solve_at
+from mha_cli.core.rules import catalog as C
+from mha_cli.core.rules.engine import counted
+from mha_cli.core.schemas import ModelSpec, Variant
+
+QUALITY_SOURCES: dict[Variant, str] = {
+    "MHA": "the reference the others are measured against",
+    "GQA": "Ainslie et al. 2023",
+    "MQA": "Shazeer 2019",
+    "MLA": "DeepSeek-V2 2024",
+}
+"""Where each variant's quality-risk label comes from."""
+RISK_LABELS = ("none", "low", "low+FLOPs", "moderate", "high")
+
+
+def quality_risk(variant: Variant, group: int) -> tuple[int, int]:
+    """(risk class, group size): MHA 0; GQA/MQA with at most 8 query heads per KV head 1 (near-MHA, Ainslie et
+    al.); MLA 2 (MHA-level quality reported, more FLOPs per token); group 9-16 3; wider 4. Lower is safer."""
+    if variant == "MHA":
+        return 0, 1
+    if variant == "MLA":
+        return 2, 0
+    if group <= C.MAX_QUALITY_GROUP:
+        return 1, group
+    return (3, group) if group <= 2 * C.MAX_QUALITY_GROUP else (4, group)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One attention candidate at the chosen width, solved for depth and priced on the target."""
+
+    label: str
+    variant: Variant
+    n_kv_heads: int | None
+    """KV heads (None for MLA, which caches one latent)."""
+    model: ModelSpec
+    tp: int
+    kv: KvFootprint
+    plan: MemoryPlan | None
+    risk: tuple[int, int]
+    excluded: str = ""
+    """Why the rules may not choose it ("" when they may)."""
+    verdict: str = ""
+
+    @property
+    def cache_values(self) -> int:
+        """Values cached per token per layer: 2 x KV heads x head_dim, or the MLA latent + RoPE key."""
+        if self.model.mla is not None:
+            return self.model.mla.latent_dim
+        return 2 * self.model.kv_heads * self.model.dim_per_head
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.plan is None else self.plan.fits
+
+    @property
+    def risk_label(self) -> str:
+        return RISK_LABELS[self.risk[0]]
+
+
+def smallest_tp(ctx: Context, model: ModelSpec) -> tuple[int, str]:
+    """MHA024: (tp, why). --tp when given; else the smallest tp of the target (dividing its devices and splitting
+    the heads) at which the weights and the requested batch fit; the other devices hold data-parallel replicas."""
+    r = ctx.request
+    if r.tp is not None:
+        return r.tp, f"--tp {r.tp} asked for"
+    if ctx.target is None:
+        return 1, "no target: one device"
+    devices = ctx.target.n_devices
+    splits = [
+        t for t in range(1, devices + 1) if devices % t == 0 and tp_splits_evenly(model.n_heads, model.kv_heads, t)
+    ]
+    for tp in splits:
+        plan = ctx.plan(model, tp)
+        if plan is not None and plan.fits:
+            return tp, f"the smallest tp at which the weights and batch {r.batch} fit"
+    return splits[-1], f"nothing fits: the widest split of the {devices} devices"
+
+
+def candidates(ctx: Context, shape: Shape) -> list[Option]:
+    """Every attention candidate at ``shape``'s width, each solved for depth and priced at its tp."""
+    r = ctx.request
+    n_heads = shape.frame.n_heads
+    choices: list[tuple[str, Variant, int]] = [("MHA", "MHA", n_heads)]
+    choices += [(f"GQA-{k}", "GQA", k) for k in range(n_heads - 1, 1, -1) if n_heads % k == 0]
+    if n_heads > 1:
+        choices.append(("MQA", "MQA", 1))
+    choices.append(("MLA", "MLA", n_heads))
+    options = []
+    for label, variant, n_kv in choices:
+        if r.tp is not None and not tp_splits_evenly(n_heads, n_kv, r.tp):
+            continue  # an explicit --tp fixes which KV-head counts exist at all (MHA024)
+        model = solve_at(ctx, shape.frame, variant, n_kv, shape.moe)
+        if model is None:
+            continue  # no depth at this width spends the budget with this attention
+        tp, _why = smallest_tp(ctx, model)
+        kv = ctx.footprint(model, tp)
+        plan = ctx.plan(model, tp, kv, total_params=count_params(model).total)
+        risk = quality_risk(variant, n_heads // n_kv)
+        options.append(
+            Option(
+                label=label, variant=variant, n_kv_heads=None if variant == "MLA" else n_kv, model=model, tp=tp,
+                kv=kv, plan=plan, risk=risk, excluded=_exclusion(ctx, variant, n_heads, shape),
+            )
+        )  # fmt: skip
+    return options
+
+
+def _exclusion(ctx: Context, variant: Variant, n_heads: int, shape: Shape) -> str:
+    """The hard rule or request that keeps a candidate from being chosen ("" when none does)."""
+    r = ctx.request
+    if r.variant is not None:
+        return "" if variant == r.variant else f"not the --variant {r.variant} asked for"
+    if variant == "MHA" and n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS and r.seq_len > C.MHA_LONG_CONTEXT_TOKENS:
+        return "MHA091"
+    if variant == "MLA" and shape.budget < C.MLA_MIN_PARAMS:
+        return "MHA092"
+    return ""
+
+
+def cache_cap(ctx: Context, n_heads: int) -> int | None:
+    """Values per token per layer the balanced goal allows (None: no cap, training's MHA); with head_dim h:
+    2 x h x (the balanced KV-head count: n_heads up to 8 heads, else at most max(8, n_heads / 8))."""
+    r = ctx.request
+    if r.variant is not None or (
+        r.priority == "training" and n_heads <= C.MHA_LONG_CONTEXT_MAX_HEADS and r.seq_len <= C.MHA_LONG_CONTEXT_TOKENS
+    ):
+        return None
+    kv = balanced_kv_heads(n_heads)
+    if n_heads <= C.FEW_HEADS or kv is None:
+        return None  # few heads, or no GQA divisor: nothing between MHA and MQA to cap at
+    return 2 * kv
+
+
+def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tuple[Option, list[Option]]:
+    """The lowest quality risk that meets the goal, ties by the smaller cache; every option gets its verdict."""
+    r = ctx.request
+    allowed = [o for o in options if not o.excluded]
+    cap = cache_cap(ctx, n_heads)
+    cap_values = None if cap is None else cap * head_dim
+
+    def within_cap(o: Option) -> bool:
+        return cap_values is None or o.cache_values <= cap_values
+
+    pool = [o for o in allowed if within_cap(o)] or allowed
+    must_fit = r.priority == "inference" and ctx.target is not None
+    fitting = [o for o in pool if o.fits] if must_fit else pool
+    if fitting:
+        chosen = min(fitting, key=lambda o: (o.risk, o.kv.bytes_per_token))
+    else:  # nothing fits: the smallest cache, flagged with the ways out
+        chosen = min(pool, key=lambda o: (o.kv.bytes_per_token, o.risk))
+    rows = []
+    for o in options:
+        if o is chosen:
+            verdict = "chosen"
+        elif o.excluded:
+            verdict = f"excluded ({o.excluded})"
+        elif not within_cap(o):
+            verdict = "more cache than the balanced default"
+        elif must_fit and not o.fits:
+            verdict = "does not fit the batch"
+        elif o.risk < chosen.risk:
+            verdict = "lower risk, not chosen"  # cannot happen unless nothing fits
+        elif o.risk == chosen.risk:
+            verdict = "same risk, larger cache"
+        elif o.risk[0] == chosen.risk[0]:
+            verdict = "same risk class, larger group"
+        else:
+            verdict = "fits, higher risk" if must_fit else "higher risk"
+        rows.append(replace(o, verdict=verdict))
+    return next(o for o in rows if o.verdict == "chosen"), rows
+
+
+def trade_off(ctx: Context, shape: Shape) -> tuple[Option, list[Option]]:
+    """Price every candidate, pick one, and record the whole step in the trace."""
+    options = candidates(ctx, shape)
+    chosen, rows = pick(ctx, options, shape.frame.n_heads, shape.frame.head_dim)
+    n_heads = shape.frame.n_heads
+    _record_requests_and_refusals(ctx, rows, n_heads)
+    for o in rows:
+        fit = "" if o.plan is None else f", max batch {o.plan.max_sequences:,} at tp {o.tp}"
+        ctx.trace.fire(
+            "MHA027",
+            f"{o.label}, {o.model.n_layers} layers: {o.kv.bytes_per_token:,} B/token{fit}, risk {o.risk_label}:"
+            f" {o.verdict}",
+            label=o.label,
+            n_layers=o.model.n_layers,
+            bytes_per_token=o.kv.bytes_per_token,
+            max_batch=None if o.plan is None else o.plan.max_sequences,
+            tp=o.tp,
+            risk=o.risk_label,
+            verdict=o.verdict,
+        )
+    _record_choice(ctx, chosen, rows, n_heads)
+    if (chosen.model.n_layers, chosen.model.moe) != (shape.model.n_layers, shape.model.moe) or (
+        chosen.variant,
+        chosen.n_kv_heads,
+    ) != (shape.model.variant, shape.model.kv_heads):
+        record_depth(ctx.trace, chosen.model, shape.budget, revised_by=chosen.label, active=shape.moe is not None)
+    return chosen, rows
+
+
+def _record_requests_and_refusals(ctx: Context, rows: list[Option], n_heads: int) -> None:
+    r = ctx.request
+    params = ctx.request.active_params or r.params
+    if r.variant is not None:
+        ctx.trace.fire("MHA023", f"--variant {r.variant} requested", variant=r.variant)
+        if r.variant == "MHA" and n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS and r.seq_len > C.MHA_LONG_CONTEXT_TOKENS:
+            ctx.trace.fire(
+                "MHA091",
+                f"MHA with {n_heads} heads at {r.seq_len:,} tokens kept because it was asked for: its cache is"
+                " priced below and GQA/MLA are offered in the alternatives",
+                severity="warning",
+                n_heads=n_heads,
+                seq_len=r.seq_len,
+                requested=True,
+            )
+        if r.variant == "MLA" and params < C.MLA_MIN_PARAMS:
+            ctx.trace.fire(
+                "MHA092",
+                f"MLA below {C.MLA_MIN_PARAMS / 1e9:g}B ({format_count(params)}) kept because it was asked for",
+                severity="warning",
+                params=params,
+                requested=True,
+            )
+        return
+    if any(o.excluded == "MHA091" for o in rows):
+        ctx.trace.fire(
+            "MHA091",
+            f"MHA excluded: {n_heads} heads > {C.MHA_LONG_CONTEXT_MAX_HEADS} at {r.seq_len:,} tokens"
+            f" > {C.MHA_LONG_CONTEXT_TOKENS:,}",
+            severity="info",
+            n_heads=n_heads,
+            seq_len=r.seq_len,
+            requested=False,
+        )
+    if any(o.excluded == "MHA092" for o in rows):
+        ctx.trace.fire(
+            "MHA092",
+            f"MLA not considered: {format_count(params)} parameters < {C.MLA_MIN_PARAMS / 1e9:g}B",
+            severity="info",
+            params=params,
+            requested=False,
+        )
+
+
+def _record_choice(ctx: Context, chosen: Option, rows: list[Option], n_heads: int) -> None:
+    """MHA020/MHA021/MHA022 (what the priority did) and MHA024 (the tp and what it replicates)."""
+    r = ctx.request
+    training_mha = r.priority == "training"
+    if r.priority == "training" and not (
+        n_heads <= C.MHA_LONG_CONTEXT_MAX_HEADS and r.seq_len <= C.MHA_LONG_CONTEXT_TOKENS
+    ):
+        training_mha = False
+        ctx.trace.fire(
+            "MHA021",
+            f"--priority training keeps MHA only up to {C.MHA_LONG_CONTEXT_MAX_HEADS} heads at up to"
+            f" {C.MHA_LONG_CONTEXT_TOKENS:,} tokens: {n_heads} heads at {r.seq_len:,} tokens take the balanced pick",
+            n_heads=n_heads,
+            priority=r.priority,
+            seq_len=r.seq_len,
+        )
+    if chosen.variant == "MHA" and r.variant is None:
+        why = (
+            f"{n_heads} heads: sharing K/V saves little"
+            if n_heads <= C.FEW_HEADS
+            else ("priority training at short context: quality first" if training_mha else f"{n_heads} heads")
+        )
+        ctx.trace.fire("MHA021", f"MHA: {why}", n_heads=n_heads, priority=r.priority, seq_len=r.seq_len)
+    elif chosen.variant in ("GQA", "MQA") and r.priority != "inference" and r.variant is None:
+        group = n_heads // (chosen.n_kv_heads or 1)
+        what = (
+            f"GQA with {chosen.n_kv_heads} KV heads: {group} query heads per KV head"
+            if chosen.variant == "GQA"
+            else f"MQA: {n_heads} heads have no GQA divisor and MHA is excluded, so one KV head is shared"
+        )
+        ctx.trace.fire(
+            "MHA020",
+            f"{what}, the lowest-risk candidate within the balanced cache",
+            n_heads=n_heads,
+            n_kv_heads=chosen.n_kv_heads,
+            tp=chosen.tp,
+        )
+    if r.priority == "inference" and r.variant is None:
+        default = min(
+            (o for o in rows if not o.excluded and o.verdict != "more cache than the balanced default"),
+            key=lambda o: (o.risk, o.kv.bytes_per_token),
+        )
+        if ctx.target is None:
+            message = "no --target: nothing to fit, the balanced pick stands"
+        elif default is chosen:
+            message = f"{chosen.label} fits batch {r.batch}: nothing to shrink"
+        elif chosen.fits:
+            message = (
+                f"{default.label} cache for batch {r.batch} does not fit"
+                f" ({format_bytes(default.plan.kv_bytes_per_device if default.plan else 0)} per device);"
+                f" {chosen.label} is the lowest-risk candidate that does"
+                f" ({format_bytes(chosen.plan.kv_bytes_per_device if chosen.plan else 0)})"
+            )
+        else:
+            message = f"no candidate fits batch {r.batch}: kept the smallest cache, {chosen.label}"
+        ctx.trace.fire(
+            "MHA022",
+            message,
+            from_label=default.label,
+            to_label=chosen.label,
+            batch=r.batch,
+            n_kv_heads=chosen.n_kv_heads,
+        )
+    _record_tp(ctx, chosen)
+
+
+def _record_tp(ctx: Context, chosen: Option) -> None:
+    r = ctx.request
+    model = chosen.model
+    tp, why = smallest_tp(ctx, model)
+    devices = ctx.target.n_devices if ctx.target else 1
+    replicas = devices // tp
+    placed = f"tp {tp} ({why})"
+    if replicas > 1:
+        placed += f"; {counted(replicas, 'data-parallel replica')} over the {devices} devices"
+    if model.mla is not None:
+        placed += "; the MLA latent is not sharded: every rank holds it whole"
+    elif tp > model.kv_heads:
+        placed += (
+            f"; tp {tp} > {model.kv_heads} KV heads: each KV head is replicated on {tp // model.kv_heads} ranks"
+            f" (its cache counted on each)"
+        )
+    if r.tp is None and ctx.target is not None and devices > 1:
+        placed += "; the architecture does not depend on the device count (give --tp to design for a split)"
+    ctx.trace.fire("MHA024", placed, severity="info", tp=tp, replicas=replicas, n_kv_heads=chosen.n_kv_heads)

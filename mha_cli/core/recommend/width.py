@@ -1,0 +1,217 @@
+"""Stage 1: width and depth together (MHA001, MHA002, MHA005), under an explicit --tp (MHA024).
+
+Every width of the ladder is solved for the depth that spends the budget; the width kept is the one whose depth
+is nearest the depth public designs use at that width, inside the aspect-ratio band of public designs of that
+size. Widths whose heads do not split over an explicit --tp are skipped, and the trace says which and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.quantities import format_count
+from mha_cli.core.recommend.context import Context
+from mha_cli.core.recommend.moe import MoeBudget, solve_moe
+from mha_cli.core.recommend.shape import (
+    MIN_LAYERS,
+    Frame,
+    aspect_band,
+    depth_miss,
+    head_dim_for,
+    ideal_depth,
+    ladder,
+    record_depth,
+    solve_layers,
+)
+from mha_cli.core.rules import catalog as C
+from mha_cli.core.schemas import ModelSpec, Variant
+
+
+def provisional_attention(n_heads: int, variant: Variant | None) -> tuple[Variant, int]:
+    """The attention the shape is sized with before the trade-off step prices every candidate: an explicit
+    --variant, else MHA up to ``FEW_HEADS`` heads, else GQA with the balanced KV-head count (MHA020)."""
+    if variant == "MHA" or (variant is None and n_heads <= C.FEW_HEADS):
+        return "MHA", n_heads
+    if variant in ("MQA", "MLA"):
+        return variant, 1 if variant == "MQA" else n_heads
+    kv = balanced_kv_heads(n_heads)
+    return ("GQA", kv) if kv is not None else ("MQA", 1)
+
+
+def balanced_kv_heads(n_heads: int) -> int | None:
+    """MHA020: the most KV heads at most ``max(8, n_heads / 8)`` that divide n_heads (group at most 8, or 8 KV
+    heads); None when n_heads has no divisor between 1 and itself."""
+    cap = max(C.BALANCED_KV_HEADS, n_heads // C.MAX_QUALITY_GROUP)
+    choices = [k for k in range(2, min(cap, n_heads - 1) + 1) if n_heads % k == 0]
+    return max(choices) if choices else None
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The width and depth chosen, sized with the provisional attention (the trade-off step re-solves depth)."""
+
+    frame: Frame
+    model: ModelSpec
+    budget: int
+    """The budget the depth spends: total parameters, or active ones for an MoE request."""
+    moe: MoeBudget | None
+
+
+def solve_at(ctx: Context, frame: Frame, variant: Variant, n_kv: int, moe: MoeBudget | None) -> ModelSpec | None:
+    """The model at ``frame`` with this attention whose depth spends the budget (MoE: both budgets)."""
+    if moe is None:
+        return solve_layers(ctx.request.params, frame.maker(variant, n_kv))
+    return solve_moe(
+        moe, lambda block: Frame(frame.d_model, frame.head_dim, frame.vocab, frame.tied, moe=block).maker(variant, n_kv)
+    )
+
+
+def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) -> Shape:
+    """MHA001/MHA002/MHA005 (and MHA024 under --tp): the width and depth, recorded in the trace."""
+    r = ctx.request
+    budget = moe.active if moe else r.params
+    low, high, band_source = aspect_band(budget)
+    if r.d_model:
+        return _fixed_width(ctx, vocab, tied, moe, budget, (low, high))
+    scored: list[tuple[bool, float, int, ModelSpec, Frame]] = []
+    for d_model in ladder():
+        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied)
+        variant, n_kv = provisional_attention(frame.n_heads, r.variant)
+        model = solve_at(ctx, frame, variant, n_kv, moe)
+        if model is not None:
+            outside = not low <= d_model / model.n_layers <= high
+            scored.append((outside, depth_miss(model), d_model, model, frame))
+    if not scored:
+        from mha_cli.core.recommend.budget import refuse_budget
+
+        refuse_budget(ctx, budget, vocab, tied, moe)
+    scored.sort(key=lambda row: row[:3])  # inside the band first, then nearest public practice
+    skipped = []
+    for _outside, _miss, d_model, model, frame in scored:
+        if r.tp is not None and frame.n_heads % r.tp:
+            skipped.append((d_model, frame.n_heads))
+            continue
+        for width, heads in skipped:
+            ctx.trace.fire(
+                "MHA024",
+                f"d_model {width} skipped: its {heads} heads do not split over --tp {r.tp}; d_model {d_model}"
+                f" ({frame.n_heads} heads) is the nearest public-practice shape that does",
+                severity="info",
+                d_model=width,
+                n_heads=heads,
+                tp=r.tp,
+            )
+        _record(ctx, model, frame, budget, (low, high, band_source), moe, fixed=False)
+        return Shape(frame=frame, model=model, budget=budget, moe=moe)
+    raise BadInputError(
+        f"no width on the ladder has heads that split over --tp {r.tp} at this budget (rule MHA024 tp-divisibility):"
+        " use --tp 1, 2, 4 or 8"
+    )
+
+
+def _fixed_width(
+    ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None, budget: int, band: tuple[int, int]
+) -> Shape:
+    """--d-model: the depth that spends the budget at that width, refused outside the aspect band (MHA005)."""
+    r = ctx.request
+    assert r.d_model is not None
+    frame = Frame(d_model=r.d_model, head_dim=head_dim_for(r.d_model), vocab=vocab, tied=tied)
+    if r.tp is not None and frame.n_heads % r.tp:
+        raise BadInputError(
+            f"--tp {r.tp} does not divide the {frame.n_heads} heads of --d-model {r.d_model} (rule MHA024"
+            f" tp-divisibility): use a tp that divides {frame.n_heads}"
+        )
+    variant, n_kv = provisional_attention(frame.n_heads, r.variant)
+    model = solve_at(ctx, frame, variant, n_kv, moe)
+    if model is None:
+        from mha_cli.core.recommend.budget import refuse_budget
+
+        refuse_budget(ctx, budget, vocab, tied, moe)
+    low, high = band
+    aspect = r.d_model / model.n_layers
+    if not low <= aspect <= high:
+        nearest = nearest_sane_width(ctx, vocab, tied, moe, budget, band)
+        raise BadInputError(
+            f"--d-model {r.d_model} at {format_count(budget)} gives {model.n_layers} layers (d_model / n_layers"
+            f" {aspect:.0f}, outside the {low}-{high} of public designs of this size, rule MHA005 aspect-ratio-band):"
+            f" use --d-model {nearest}, the nearest width inside the band, or leave --d-model out"
+        )
+    _record(ctx, model, frame, budget, (low, high, aspect_band(budget)[2]), moe, fixed=True)
+    return Shape(frame=frame, model=model, budget=budget, moe=moe)
+
+
+def nearest_sane_width(
+    ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None, budget: int, band: tuple[int, int]
+) -> int:
+    """The ladder width nearest --d-model whose budget-filling depth sits inside the aspect band."""
+    r = ctx.request
+    assert r.d_model is not None
+    low, high = band
+    for d_model in sorted(ladder(), key=lambda w: abs(w - r.d_model)):
+        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied)
+        if r.tp is not None and frame.n_heads % r.tp:
+            continue
+        variant, n_kv = provisional_attention(frame.n_heads, r.variant)
+        model = solve_at(ctx, frame, variant, n_kv, moe)
+        if model is not None and low <= d_model / model.n_layers <= high:
+            return d_model
+    return r.d_model
+
+
+def _record(
+    ctx: Context,
+    model: ModelSpec,
+    frame: Frame,
+    budget: int,
+    band: tuple[int, int, str],
+    moe: MoeBudget | None,
+    *,
+    fixed: bool,
+) -> None:
+    d_model, depth = model.d_model, ideal_depth(model.d_model)
+    low, high, _source = band
+    how = (
+        "fixed by --d-model"
+        if fixed
+        else f"the width whose budget-filling depth is nearest the {depth:.0f} layers public designs use at it"
+    )
+    ctx.trace.fire(
+        "MHA001",
+        f"d_model {d_model}, {model.n_layers} layers: {how}",
+        d_model=d_model,
+        n_layers=model.n_layers,
+        ideal_layers=round(depth, 1),
+    )
+    aspect = d_model / model.n_layers
+    where = "inside" if low <= aspect <= high else "outside (no width of the ladder lands inside)"
+    ctx.trace.fire(
+        "MHA005",
+        f"d_model / n_layers = {aspect:.0f}, {where} the {low}-{high} band of public designs of {format_count(budget)}",
+        aspect=round(aspect, 1),
+        low=low,
+        high=high,
+    )
+    ctx.trace.fire(
+        "MHA004",
+        f"vocabulary {frame.vocab:,}, {'tied' if frame.tied else 'untied'} output head",
+        vocab_size=frame.vocab,
+        tied_embeddings=frame.tied,
+    )
+    ctx.trace.fire("MHA003", f"SwiGLU d_ff {model.d_ff} = {C.FFN_MULTIPLIER} x {d_model}", d_ff=model.d_ff)
+    ctx.trace.fire("MHA010", f"head_dim {frame.head_dim} at width {d_model}", head_dim=frame.head_dim)
+    ctx.trace.fire("MHA011", f"{frame.n_heads} heads = {d_model} / {frame.head_dim}", n_heads=frame.n_heads)
+    if moe is not None and model.moe is not None:
+        block = model.moe
+        how_many = "--experts" if moe.experts is not None else "the number that fills the total"
+        ctx.trace.fire(
+            "MHA007",
+            f"{block.n_experts} experts ({how_many}) of d_ff {block.d_ff_expert}, top-{block.n_active_experts}"
+            f" per token: width, depth and attention spend the {format_count(moe.active)} active budget, the"
+            f" experts the {format_count(moe.total)} total",
+            n_experts=block.n_experts,
+            top_k=block.n_active_experts,
+            d_ff_expert=block.d_ff_expert,
+        )
+    record_depth(ctx.trace, model, budget, active=moe is not None)
+    assert model.n_layers >= MIN_LAYERS
