@@ -15,7 +15,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_count
 from mha_cli.core.recommend.result import RecommendRequest
-from mha_cli.core.recommend.shape import ModelMaker, solve_layers
+from mha_cli.core.recommend.shape import MIN_LAYERS, ModelMaker, solve_layers
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.schemas import ModelSpec
 
@@ -106,19 +106,23 @@ def solve_moe(budget: MoeBudget, make_with: Callable[[dict], ModelMaker]) -> Mod
                 return candidate
         return None
     experts = budget.experts
-    # --experts fixed: the expert width spends total - active over the E - k experts a token skips.
-    layers_guess = solve_layers(budget.active, make_with(_moe_block(experts, k, EXPERT_WIDTH_STEP)), active=True)
-    for _ in range(4):  # depth and expert width settle in two or three rounds
-        if layers_guess is None:
-            return None
-        n_layers = layers_guess.n_layers
-        per_width = 3 * d_model * (experts - k) * n_layers  # parameters per unit of expert width, skipped experts
-        d_ff_expert = max(EXPERT_WIDTH_STEP, round((budget.total - budget.active) / per_width / 64) * 64)
-        solved = solve_layers(budget.active, make_with(_moe_block(experts, k, d_ff_expert)), active=True)
-        if solved is not None and solved.n_layers == n_layers:
-            return solved if _within(budget, solved) else None
-        layers_guess = solved
-    return layers_guess if layers_guess is not None and _within(budget, layers_guess) else None
+    # --experts fixed: the expert width f spends total - active over the E - k experts a token skips, so the
+    # k experts it uses hold k (total - active) / (E - k) whatever the depth; the depth spends the rest.
+    make_thin = make_with(_moe_block(experts, k, EXPERT_WIDTH_STEP))
+    one, two = count_params(make_thin(1)).active, count_params(make_thin(2)).active
+    per_layer = two - one - k * 3 * d_model * EXPERT_WIDTH_STEP  # attention, norms, router
+    fixed = one - (two - one)
+    used_by_experts = k * (budget.total - budget.active) / (experts - k)
+    exact = (budget.active - fixed - used_by_experts) / per_layer
+    for n_layers in dict.fromkeys((2 * round(exact / 2), round(exact), round(exact) + 1, round(exact) - 1)):
+        if not MIN_LAYERS <= n_layers <= C.MAX_LAYERS:
+            continue
+        spare_per_width = 3 * d_model * (experts - k) * n_layers
+        d_ff_expert = max(EXPERT_WIDTH_STEP, round((budget.total - budget.active) / spare_per_width / 64) * 64)
+        model = make_with(_moe_block(experts, k, d_ff_expert))(n_layers)
+        if _within(budget, model):
+            return model
+    return None
 
 
 def _within(budget: MoeBudget, model: ModelSpec) -> bool:

@@ -1,0 +1,43 @@
+"""`mha recommend --out config.json --format hf`: transformers reads the file and builds the recommended model.
+
+The peer is transformers itself: AutoConfig reads the written config.json and AutoModelForCausalLM.from_config
+builds the model on the meta device (no weights allocated, nothing downloaded); its parameter count must equal
+the recommendation's total_params exactly.
+"""
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+CASES = [
+    (["--params", "1B"], "llama"),  # GQA
+    (["--params", "125M"], "llama"),  # MHA (7 heads)
+    (["--params", "1B", "--variant", "MQA"], "llama"),
+    (["--params", "2B", "--variant", "MLA"], "deepseek_v3"),  # dense MLA
+    (["--params", "2B", "--active-params", "500M"], "qwen3_moe"),
+    (["--params", "4B", "--active-params", "1B", "--variant", "MLA"], "deepseek_v3"),  # MoE MLA
+]
+
+
+@pytest.mark.parametrize(("args", "model_type"), CASES, ids=[" ".join(a) for a, _ in CASES])
+def test_transformers_builds_the_recommended_model(cli, tmp_path, args, model_type):
+    out = tmp_path / "config.json"
+    written = cli.run("recommend", *args, "--seq", "8k", "--out", str(out), "--format", "hf")
+    assert written.exit_code == 0, written.output
+    data = cli.json("recommend", *args, "--seq", "8k")
+    config = transformers.AutoConfig.from_pretrained(tmp_path)
+    assert config.model_type == model_type == json.loads(out.read_text())["model_type"]
+    assert (config.hidden_size, config.num_hidden_layers) == (data["model"]["d_model"], data["model"]["n_layers"])
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    assert sum(p.numel() for p in model.parameters()) == data["model"]["total_params"]
+
+
+def test_hf_format_never_overwrites_without_force(cli, tmp_path):
+    out = tmp_path / "config.json"
+    out.write_text("{}")
+    assert cli.run("recommend", "--params", "1B", "--out", str(out), "--format", "hf").exit_code == 2
+    assert out.read_text() == "{}"
