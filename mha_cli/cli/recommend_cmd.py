@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mha_cli.cli.options import BatchOpt, ForceOpt, JsonOpt, KvDtypeOpt, SeqOpt, TargetOpt, TpOpt, WeightDtypeOpt
+from mha_cli.cli.options import BatchOpt, ForceOpt, JsonOpt, KvDtypeOpt, SeqOpt, TargetOpt, WeightDtypeOpt
 from mha_cli.cli.output import Output
 from mha_cli.core.config_io import config_to_yaml, write_text_atomic
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
@@ -29,17 +29,39 @@ if TYPE_CHECKING:
 
     from mha_cli.cli.app import CommandRegistry
 
+TpOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tp",
+        help="Design for this tensor-parallel degree (heads must split over it). Default: the smallest degree of"
+        " --target at which weights and batch fit, data-parallel replicas on the other devices; the architecture"
+        " then does not depend on the device count.",
+        show_default=False,
+    ),
+]
 ParamsOpt = Annotated[
     str, typer.Option("--params", help="Parameter budget: 7B, 350M, 1.5T (decimal).", show_default=False)
 ]
 PriorityOpt = Annotated[
     str,
-    typer.Option("--priority", help="inference (shrink the cache to fit the batch), training, or balanced."),
+    typer.Option(
+        "--priority",
+        help="balanced: lowest-risk attention with a cache at most 8 KV heads'; inference: the same, and the batch"
+        " must fit --target (fewer KV heads or MLA if needed); training: quality first, MHA up to 16 heads at up"
+        " to 32K tokens.",
+    ),
 ]
 VocabOpt = Annotated[
     int | None, typer.Option("--vocab", help="Vocabulary size (default: 50,257 under 1B, 128,256 from 1B).")
 ]
-DModelOpt = Annotated[int | None, typer.Option("--d-model", help="Fix the width; depth then fills the budget.")]
+DModelOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--d-model",
+        help="Fix the width (a multiple of 64; of 128 from 2048 for 128-wide heads); depth then fills the budget,"
+        " refused outside the aspect-ratio band of public designs.",
+    ),
+]
 VariantOpt = Annotated[
     str | None,
     typer.Option(

@@ -40,9 +40,15 @@ Run it as `mha recommend --params 7B --seq 8192 --target a100`; lint an existing
 - **target context** (`--seq 8192`, `8k`, `128K`): tokens per sequence the KV cache must hold.
 - **deployment target** (`--target a100`, `8xh100`; optional): device memory, bandwidth and
   dense FLOP/s for the memory plan and the roofline.
-- optional: `--batch`, `--kv-dtype`, `--weight-dtype`, `--tp`, `--priority
-  inference|training|balanced`, `--vocab`, `--d-model` (fixes the width), `--variant` (an explicit
-  request).
+- optional: `--batch`, `--kv-dtype`, `--weight-dtype`, `--tp` (designs for that split; without it
+  the architecture does not depend on the device count), `--vocab`, `--d-model` (fixes the width),
+  `--variant` (an explicit request).
+- `--priority`: **balanced** (default) the lowest-risk candidate whose cache is at most 8 KV heads'
+  (MHA020); **inference** the same, and the requested batch must fit the target (MHA022);
+  **training** quality first: MHA up to {C.MHA_LONG_CONTEXT_MAX_HEADS} heads at up to
+  {C.MHA_LONG_CONTEXT_TOKENS:,} tokens (MHA021), else as balanced.
+- mixture of experts: `--active-params 3B` with `--params 30B` as the total, optional `--experts E`
+  and `--top-k k` (MHA007).
 
 ## Outputs, in order
 
@@ -51,10 +57,16 @@ Run it as `mha recommend --params 7B --seq 8192 --target a100`; lint an existing
 3. The KV-cache estimate at the target context (per token per layer, per token, per sequence, per
    batch), flagged when one batch does not fit the device, with the way out.
 4. Initialisation of Q, K, V, O and whether the projections carry biases.
-5. A testability hook: a synthetic task a 2-layer version must solve at >= {C.TEST_ACCURACY:.0%}.
+5. A testability hook: a synthetic task a 2-layer version must solve at >= {C.TEST_ACCURACY:.0%};
+   `mha verify CONFIG --hook` runs it on the config `mha recommend --out CONFIG` wrote.
+6. The trade-off rows: every candidate (MHA, GQA at each group size, MQA, MLA by its latent) with
+   its cache, max batch, quality risk and verdict (MHA027).
 
 `--json` prints one object; scripts rely on `model` (`d_model`, `n_layers`, `n_heads`,
-`n_kv_heads`, `head_dim`, `variant`, `total_params`), `kv.bytes_per_token` and `rules_fired`.
+`n_kv_heads`, `head_dim`, `variant`, `total_params`, `active_params`, `experts`, `top_k`; for MLA
+`n_kv_heads` and `head_dim` are null and `kv_lora_rank`, `qk_rope_head_dim` describe the latent),
+`kv.bytes_per_token` and `rules_fired`. `--out config.json --format hf` writes a transformers
+config.json (llama, qwen3_moe or deepseek_v3).
 
 ## Hard rules
 
