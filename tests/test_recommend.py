@@ -97,9 +97,15 @@ def test_replicas_split_the_batch_in_the_cache_alternatives_and_roofline():
     assert roof.decode_tokens_per_s == pytest.approx(64 / roof.decode_step_s)
 
 
-def test_balanced_kv_heads_are_the_most_within_8_kv_heads():
-    result = rec(2e9, d_model=1920)  # 30 heads of 64: divisors 2, 3, 5, 6, 10, 15; 6 is the most within 8
-    assert (result.model.n_heads, result.model.n_kv_heads) == (30, 6)
+def test_balanced_kv_heads_split_over_tp_and_keep_the_group_at_most_8():
+    from mha_cli.core.recommend.width import balanced_kv_heads
+
+    # Heads -> KV heads, by hand: 8 for 32-64 heads; 28 -> 4 (Qwen2.5-7B), 20 -> 4 (7 and 5, 10 do not split
+    # over tp 4/8); 96 -> 16 (12 does not split over tp 8); small models take any divisor (9 -> 3, SmolLM2-135M).
+    cases = {32: 8, 64: 8, 40: 8, 28: 4, 20: 4, 24: 8, 96: 16, 128: 16, 9: 3, 15: 5, 14: 7, 7: None}
+    assert {n: balanced_kv_heads(n) for n in cases} == cases
+    result = rec(2e9, d_model=1920)  # 30 heads: only 2 splits over tp 4/8 and it is group 15, so any divisor: 10
+    assert (result.model.n_heads, result.model.n_kv_heads) == (30, 10)
     assert rec(405e9).model.n_kv_heads == 16  # 128 heads: group 8 (Llama 3.1 405B's 8 is within 2x)
 
 

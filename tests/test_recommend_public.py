@@ -41,7 +41,7 @@ def test_fixture_numbers_give_the_published_parameter_counts(design):
 
 # Floors: the hit rates measured when the shape rules were calibrated (see the report); before this work the
 # same run gave head_dim 27, KV heads 25, width 21, depth 24, total 34, active 0 of 7, all checks 14 of 34.
-FLOORS = {"head_dim": 27, "kv_heads": 25, "width": 31, "depth": 31, "total": 34, "active": 7, "all": 16}
+FLOORS = {"head_dim": 27, "kv_heads": 28, "width": 31, "depth": 31, "total": 34, "active": 7, "all": 18}
 
 
 def test_hit_rates_stay_at_or_above_the_floors():

@@ -90,12 +90,12 @@ def _is_prime(n: int) -> bool:
 def round_heads(n_heads: int) -> bool:
     """Head counts public designs use: any up to 8, a composite (it has a GQA divisor) up to 15, a multiple of 4
     below 32 (20, 24, 28: GQA-4 and tp 2/4 split it), a multiple of 8 up to 64 (GQA-8 and tp 8 split it), then
-    of 16 (96, 128: Llama 3.1 405B)."""
+    of 32 (96: GPT-3 175B, 128: Llama 3.1 405B), so a KV-head count that tp 8 splits keeps the group at most 8."""
     if n_heads <= 8:
         return True
     if n_heads < 16:
         return not _is_prime(n_heads)
-    return n_heads % (4 if n_heads < 32 else 8 if n_heads <= 64 else 16) == 0
+    return n_heads % (4 if n_heads < 32 else 8 if n_heads <= 64 else 32) == 0
 
 
 def ladder() -> list[int]:

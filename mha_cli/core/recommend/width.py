@@ -39,12 +39,24 @@ def provisional_attention(n_heads: int, variant: Variant | None) -> tuple[Varian
     return ("GQA", kv) if kv is not None else ("MQA", 1)
 
 
+def tp_friendly(n_kv_heads: int) -> bool:
+    """Whether tensor parallelism of 2, 4 and 8 splits these KV heads (they divide 8, or 8 divides them)."""
+    return C.BALANCED_KV_HEADS % n_kv_heads == 0 or n_kv_heads % C.BALANCED_KV_HEADS == 0
+
+
 def balanced_kv_heads(n_heads: int) -> int | None:
-    """MHA020: the most KV heads at most ``max(8, n_heads / 8)`` that divide n_heads (group at most 8, or 8 KV
-    heads); None when n_heads has no divisor between 1 and itself."""
-    cap = max(C.BALANCED_KV_HEADS, n_heads // C.MAX_QUALITY_GROUP)
-    choices = [k for k in range(2, min(cap, n_heads - 1) + 1) if n_heads % k == 0]
-    return max(choices) if choices else None
+    """MHA020: the fewest KV heads from ``max(8, n_heads / 8)`` up (group at most 8, or 8 KV heads) that divide
+    n_heads, else the most below it; from 16 heads on only counts tp 2/4/8 split (``tp_friendly``). None when
+    n_heads has no divisor between 1 and itself."""
+    choices = [k for k in range(2, n_heads) if n_heads % k == 0]
+    friendly = [k for k in choices if tp_friendly(k)]
+    if n_heads >= 16 and any(n_heads // k <= C.MAX_QUALITY_GROUP for k in friendly):
+        choices = friendly
+    if not choices:
+        return None
+    target = max(C.BALANCED_KV_HEADS, -(-n_heads // C.MAX_QUALITY_GROUP))
+    above = [k for k in choices if k >= target]
+    return min(above) if above else max(choices)
 
 
 @dataclass(frozen=True)

@@ -167,12 +167,15 @@ RULES: tuple[Rule, ...] = (
         id="MHA020", name="gqa-default", topic="variant", severity="info", scope="recommend",
         condition=f"More than {FEW_HEADS} query heads, no explicit --variant, priority balanced or training above "
         f"{MHA_LONG_CONTEXT_MAX_HEADS} heads.",
-        action=f"The balanced goal: the lowest-risk candidate whose cache is at most that of {BALANCED_KV_HEADS} KV "
-        f"heads (or group {MAX_QUALITY_GROUP} when n_heads / {MAX_QUALITY_GROUP} is more): GQA with the most KV "
-        "heads within that cap that divide n_heads; MQA when n_heads has no divisor and MHA is excluded (MHA091).",
+        action=f"The balanced goal: the lowest-risk candidate whose cache is at most that of the balanced KV-head "
+        f"count: the fewest KV heads from max({BALANCED_KV_HEADS}, n_heads / {MAX_QUALITY_GROUP}) up that divide "
+        f"n_heads (else the most below), from 16 heads on only counts that tensor parallelism of 2, 4 and 8 splits "
+        f"(they divide 8 or 8 divides them) when one keeps the group at most 8. In practice GQA-8 for 32-64 heads, GQA-4 for 20 or 28, GQA-16 for "
+        "96-128; MQA when n_heads has no divisor and MHA is excluded (MHA091).",
         rationale="GQA divides the cache by n_heads / n_kv_heads at near-MHA quality, which buys batch size and "
         "context on the same device; 8 KV heads is today's default.",
-        reference="Ainslie et al. 2023 (GQA); Llama 3 70B: 64 query heads, 8 KV heads; Llama 3.1 405B: 128 / 8.",
+        reference="Ainslie et al. 2023 (GQA); Llama 3 70B: 64 query heads, 8 KV heads; Qwen2.5-7B: 28 / 4; "
+        "Llama 3.1 405B: 128 / 8.",
     ),
     Rule(
         id="MHA021", name="mha-when-few-heads", topic="variant", severity="info", scope="recommend",
