@@ -142,12 +142,10 @@ def _exclusion(ctx: Context, variant: Variant, n_heads: int, shape: Shape) -> st
 
 
 def cache_cap(ctx: Context, n_heads: int) -> int | None:
-    """Values per token per layer the balanced goal allows (None: no cap, training's MHA); with head_dim h:
-    2 x h x (the balanced KV-head count: n_heads up to 8 heads, else at most max(8, n_heads / 8))."""
-    r = ctx.request
-    if r.variant is not None or (
-        r.priority == "training" and n_heads <= C.MHA_LONG_CONTEXT_MAX_HEADS and r.seq_len <= C.MHA_LONG_CONTEXT_TOKENS
-    ):
+    """2 x the balanced KV-head count (``width.balanced_kv_heads``): the cache per token per layer, in units of
+    head_dim, the balanced goal allows; None (no cap) for an explicit --variant, training's MHA, few heads, or
+    heads with no GQA divisor."""
+    if ctx.request.variant is not None or _training_keeps_mha(ctx, n_heads):
         return None
     kv = balanced_kv_heads(n_heads)
     if n_heads <= C.FEW_HEADS or kv is None:
@@ -215,10 +213,7 @@ def trade_off(ctx: Context, shape: Shape) -> tuple[Option, list[Option]]:
             verdict=o.verdict,
         )
     _record_choice(ctx, chosen, rows, n_heads)
-    if (chosen.model.n_layers, chosen.model.moe) != (shape.model.n_layers, shape.model.moe) or (
-        chosen.variant,
-        chosen.n_kv_heads,
-    ) != (shape.model.variant, shape.model.kv_heads):
+    if chosen.model != shape.model:  # the width was sized with the provisional attention
         record_depth(ctx.trace, chosen.model, shape.budget, revised_by=chosen.label, active=shape.moe is not None)
     return chosen, rows
 
@@ -267,14 +262,18 @@ def _record_requests_and_refusals(ctx: Context, rows: list[Option], n_heads: int
         )
 
 
-def _record_choice(ctx: Context, chosen: Option, rows: list[Option], n_heads: int) -> None:
-    """MHA020/MHA021/MHA022 (what the priority did) and MHA024 (the tp and what it replicates)."""
+def _training_keeps_mha(ctx: Context, n_heads: int) -> bool:
+    """MHA021: --priority training puts quality first only up to 16 heads at up to 32K tokens."""
     r = ctx.request
-    training_mha = r.priority == "training"
-    if r.priority == "training" and not (
-        n_heads <= C.MHA_LONG_CONTEXT_MAX_HEADS and r.seq_len <= C.MHA_LONG_CONTEXT_TOKENS
-    ):
-        training_mha = False
+    return (
+        r.priority == "training" and n_heads <= C.MHA_LONG_CONTEXT_MAX_HEADS and r.seq_len <= C.MHA_LONG_CONTEXT_TOKENS
+    )
+
+
+def _record_choice(ctx: Context, chosen: Option, rows: list[Option], n_heads: int) -> None:
+    """MHA020/MHA021/MHA022: what the priority did; MHA024: the tp and what it replicates."""
+    r = ctx.request
+    if r.priority == "training" and not _training_keeps_mha(ctx, n_heads):
         ctx.trace.fire(
             "MHA021",
             f"--priority training keeps MHA only up to {C.MHA_LONG_CONTEXT_MAX_HEADS} heads at up to"
@@ -283,54 +282,62 @@ def _record_choice(ctx: Context, chosen: Option, rows: list[Option], n_heads: in
             priority=r.priority,
             seq_len=r.seq_len,
         )
-    if chosen.variant == "MHA" and r.variant is None:
-        why = (
-            f"{n_heads} heads: sharing K/V saves little"
-            if n_heads <= C.FEW_HEADS
-            else ("priority training at short context: quality first" if training_mha else f"{n_heads} heads")
-        )
+    if r.variant is None and chosen.variant == "MHA":
+        why = f"{n_heads} heads: sharing K/V saves little" if n_heads <= C.FEW_HEADS else f"{n_heads} heads"
+        if _training_keeps_mha(ctx, n_heads) and n_heads > C.FEW_HEADS:
+            why = "priority training at short context: quality first"
         ctx.trace.fire("MHA021", f"MHA: {why}", n_heads=n_heads, priority=r.priority, seq_len=r.seq_len)
-    elif chosen.variant in ("GQA", "MQA") and r.priority != "inference" and r.variant is None:
-        group = n_heads // (chosen.n_kv_heads or 1)
-        what = (
-            f"GQA with {chosen.n_kv_heads} KV heads: {group} query heads per KV head"
-            if chosen.variant == "GQA"
-            else f"MQA: {n_heads} heads have no GQA divisor and MHA is excluded, so one KV head is shared"
-        )
-        ctx.trace.fire(
-            "MHA020",
-            f"{what}, the lowest-risk candidate within the balanced cache",
-            n_heads=n_heads,
-            n_kv_heads=chosen.n_kv_heads,
-            tp=chosen.tp,
-        )
-    if r.priority == "inference" and r.variant is None:
-        default = min(
-            (o for o in rows if not o.excluded and o.verdict != "more cache than the balanced default"),
-            key=lambda o: (o.risk, o.kv.bytes_per_token),
-        )
-        if ctx.target is None:
-            message = "no --target: nothing to fit, the balanced pick stands"
-        elif default is chosen:
-            message = f"{chosen.label} fits batch {r.batch}: nothing to shrink"
-        elif chosen.fits:
-            message = (
-                f"{default.label} cache for batch {r.batch} does not fit"
-                f" ({format_bytes(default.plan.kv_bytes_per_device if default.plan else 0)} per device);"
-                f" {chosen.label} is the lowest-risk candidate that does"
-                f" ({format_bytes(chosen.plan.kv_bytes_per_device if chosen.plan else 0)})"
-            )
-        else:
-            message = f"no candidate fits batch {r.batch}: kept the smallest cache, {chosen.label}"
-        ctx.trace.fire(
-            "MHA022",
-            message,
-            from_label=default.label,
-            to_label=chosen.label,
-            batch=r.batch,
-            n_kv_heads=chosen.n_kv_heads,
-        )
+    elif r.variant is None and r.priority != "inference":
+        _record_balanced(ctx, chosen, n_heads)
+    if r.variant is None and r.priority == "inference":
+        _record_inference(ctx, chosen, rows)
     _record_tp(ctx, chosen)
+
+
+def _record_balanced(ctx: Context, chosen: Option, n_heads: int) -> None:
+    """MHA020: the balanced pick, GQA within the cache of the balanced KV-head count (or MQA, or MLA)."""
+    if chosen.variant == "GQA":
+        what = f"GQA with {chosen.n_kv_heads} KV heads: {n_heads // (chosen.n_kv_heads or 1)} query heads per KV head"
+    elif chosen.variant == "MQA":
+        what = f"MQA: {n_heads} heads have no GQA divisor and MHA is excluded, so one KV head is shared"
+    else:
+        what = f"{chosen.label}: no GQA within the balanced cache keeps the group at most 8"
+    ctx.trace.fire(
+        "MHA020",
+        f"{what}, the lowest-risk candidate within the balanced cache",
+        n_heads=n_heads,
+        n_kv_heads=chosen.n_kv_heads,
+        tp=chosen.tp,
+    )
+
+
+def _record_inference(ctx: Context, chosen: Option, rows: list[Option]) -> None:
+    """MHA022: what fitting the batch changed against the balanced pick."""
+    r = ctx.request
+    balanced = min(
+        (o for o in rows if not o.excluded and o.verdict != "more cache than the balanced default"),
+        key=lambda o: (o.risk, o.kv.bytes_per_token),
+    )
+    if ctx.target is None:
+        message = "no --target: nothing to fit, the balanced pick stands"
+    elif balanced is chosen:
+        message = f"{chosen.label} fits batch {r.batch}: nothing to shrink"
+    elif chosen.fits and balanced.plan is not None and chosen.plan is not None:
+        message = (
+            f"{balanced.label} cache for batch {r.batch} does not fit"
+            f" ({format_bytes(balanced.plan.kv_bytes_per_device)} per device); {chosen.label} is the lowest-risk"
+            f" candidate that does ({format_bytes(chosen.plan.kv_bytes_per_device)})"
+        )
+    else:
+        message = f"no candidate fits batch {r.batch}: kept the smallest cache, {chosen.label}"
+    ctx.trace.fire(
+        "MHA022",
+        message,
+        from_label=balanced.label,
+        to_label=chosen.label,
+        batch=r.batch,
+        n_kv_heads=chosen.n_kv_heads,
+    )
 
 
 def _record_tp(ctx: Context, chosen: Option) -> None:
