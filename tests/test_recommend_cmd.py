@@ -212,3 +212,12 @@ def test_report_is_not_cut_at_80_columns(args):
     for source in ("Ainslie et al. 2023", "Shazeer 2019", "DeepSeek-V2 2024"):  # references moved to the footnote
         assert source in " ".join(text.split())
     assert "mha verify CONFIG --hook" in text
+
+
+def test_an_mla_config_is_described_by_its_latent(cli, tmp_path):
+    out = tmp_path / "mla.yaml"
+    assert cli.run("recommend", "--params", "8B", "--variant", "MLA", "--out", str(out)).exit_code == 0
+    model = yaml.safe_load(out.read_text())["model"]
+    assert "n_kv_heads" not in model and "head_dim" not in model
+    assert (model["mla"]["kv_lora_rank"], model["mla"]["qk_rope_head_dim"]) == (512, 64)
+    assert cli.json("kv", str(out))["bytes_per_token"] == 32 * 576 * 2  # read back: latent + RoPE key, bf16

@@ -64,10 +64,13 @@ def parse_config(data: dict[str, Any], origin: str) -> MhaConfig:
 
 def config_to_yaml(config: MhaConfig, header: str | None = None) -> str:
     """The config as YAML, fields in schema order, ``None`` fields (and MLA's cache mode for other
-    variants) left out."""
+    variants; for MLA, the n_kv_heads and head_dim the schema derives from the latent) left out."""
     data = config.model_dump(mode="json", exclude_none=True)
     if config.model.mla is None:
         data["deployment"].pop("mla_cache", None)
+    else:  # MLA caches one latent: no per-head KV count or width to state (the schema derives them on reading)
+        data["model"].pop("n_kv_heads", None)
+        data["model"].pop("head_dim", None)
     import yaml
 
     body = yaml.safe_dump(data, sort_keys=False, width=100)
