@@ -5,6 +5,22 @@ numbers). The designs and their sources are in tests/fixtures/public_designs.yam
 the issue's: head_dim equal, KV heads within 2x, width within 25%, depth within 35%, total (and, for MoE,
 active) parameters within 5%. For an MLA design the KV check compares the values cached per token per layer
 (the latent) within 2x, and head_dim compares the per-head value width. tests/test_recommend_public.py drives it.
+
+Hit rates over the 34 designs (27 dense, 7 MoE), measured with this script:
+
+    check     before   after      (before: the recommender of commit 2769b0e, same requests, no MoE options)
+    head_dim  27/34    27/34
+    kv_heads  25/34    28/34
+    width     21/34    31/34
+    depth     24/34    31/34
+    total     34/34    34/34
+    active     0/7      7/7
+    all       14/34    18/34
+
+What still misses, and why: Gemma 2 (head_dim 256) and gpt-oss (head_dim 64 at 2880) use head widths the
+rules do not choose; MHA designs (OLMo-2, SmolLM2-1.7B) and Qwen2.5's 2 KV heads sit outside 2x of the
+balanced GQA; MLA designs are asked without --variant MLA and get GQA; Qwen3-MoE goes deeper and narrower
+than dense designs of its active size.
 """
 
 from __future__ import annotations

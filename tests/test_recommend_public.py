@@ -2,7 +2,7 @@
 
 The fixture is checked first against the model cards' own parameter counts, so a typo in a config number cannot
 hide; then every design's budget is asked for and the hit rates must stay at or above the floors measured when the
-shape rules were calibrated (see the report in the module docstring of benchmarks/public_designs.py).
+shape rules were calibrated (the table in the module docstring of benchmarks/public_designs.py).
 """
 
 from __future__ import annotations
