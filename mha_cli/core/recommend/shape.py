@@ -45,7 +45,7 @@ def head_dim_for(d_model: int) -> int:
     step = 64 if d_model >= C.NARROW_MODEL_D_MODEL else C.HEAD_DIM_FLOOR
     lower = max(step, d_model // step * step)
     upper = lower + step
-    rule = "MHA090 head-dim-floor" if d_model < C.NARROW_MODEL_D_MODEL else "MHA010 head-dim-64-or-128"
+    rule = "MHA090 head-dim-floor" if d_model < C.NARROW_MODEL_D_MODEL else "MHA010 head-dim-by-width"
     raise BadInputError(
         f"--d-model {d_model} cannot be split into heads of {step} or 128 (rule {rule}): use --d-model {lower} or"
         f" {upper}"
