@@ -57,3 +57,24 @@ def test_flagship_designs_are_met_exactly_in_shape(name):
     design = next(d for d in DESIGNS if d.name == name)
     row = public.compare(design)
     assert all(row.hits[c] for c in ("head_dim", "kv_heads", "width", "depth", "total")), row
+
+
+@pytest.mark.parametrize("design", DESIGNS, ids=lambda d: d.name)
+def test_every_public_design_lies_inside_the_aspect_band_of_its_size(design):
+    """MHA005's bands are data with sources: each public design (MoE by its active size) must sit inside its band."""
+    from mha_cli.core.recommend.shape import aspect_band
+
+    params = count_params(design.spec)
+    low, high, _ = aspect_band(params.active if design.is_moe else params.total)
+    assert low <= design.spec.d_model / design.spec.n_layers <= high
+
+
+def test_depth_anchors_quote_the_fixture():
+    """MHA001's single-design anchors restate the fixture's width x depth exactly."""
+    from mha_cli.core.rules.catalog import DEPTH_BY_WIDTH
+
+    shapes = {d.name: (d.spec.d_model, d.spec.n_layers) for d in DESIGNS}
+    for width, depth, source in DEPTH_BY_WIDTH:
+        name = source.split(" ")[0].rstrip(",")
+        if name in shapes and f"{width} x {depth}" in source:
+            assert shapes[name] == (width, depth), source
