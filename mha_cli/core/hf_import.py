@@ -137,7 +137,35 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
         "d_ff_shared": r.get("shared_expert_intermediate_size"),
         "n_dense_layers": min(n_layers, r.get("first_k_dense_replace") or 0),
         "expert_bias": r.get("model_type") == "gpt_oss",
+        "shared_expert_gate": r.get("model_type") == "qwen2_moe" and bool(r.get("shared_expert_intermediate_size")),
+        **_routing(r, str(r.get("model_type"))),
     }
+
+
+# Routing as each family's transformers module does it, where its config.json leaves a field out.
+# DeepSeek-V3 always routes by sigmoid with noaux_tc; Mixtral always renormalises the top k.
+_ROUTING_DEFAULTS: dict[str, dict[str, Any]] = {
+    "deepseek_v3": {"scoring_func": "sigmoid", "topk_method": "noaux_tc", "norm_topk_prob": True,
+                    "routed_scaling_factor": 2.5, "n_group": 8, "topk_group": 4},
+    "deepseek_v2": {"scoring_func": "softmax", "topk_method": "greedy", "norm_topk_prob": False},
+    "qwen2_moe": {"norm_topk_prob": False},
+    "qwen3_moe": {"norm_topk_prob": False},
+    "mixtral": {"norm_topk_prob": True},
+}  # fmt: skip
+_ROUTING_FIXED = {"deepseek_v3": ("scoring_func", "topk_method"), "mixtral": ("norm_topk_prob",)}
+
+
+def _routing(r: _Reader, model_type: str) -> dict[str, Any]:
+    """MoESpec's routing fields: the config's values, else the family's transformers defaults."""
+    defaults = _ROUTING_DEFAULTS.get(model_type, {})
+    routing: dict[str, Any] = {}
+    for key in ("scoring_func", "topk_method", "norm_topk_prob", "routed_scaling_factor", "n_group", "topk_group"):
+        value = r.get(key)
+        if key in _ROUTING_FIXED.get(model_type, ()) or value is None:
+            value = defaults.get(key)
+        if value is not None:
+            routing[key] = value
+    return routing
 
 
 def _kv_heads(r: _Reader, model_type: str, n_heads: int) -> int:
