@@ -172,3 +172,19 @@ def test_routing_fields_are_checked() -> None:
         MoESpec(n_experts=8, n_active_experts=2, d_ff_expert=4, n_group=3)
     with pytest.raises(ValueError, match="cannot hold"):
         MoESpec(n_experts=8, n_active_experts=4, d_ff_expert=4, n_group=4, topk_group=1, topk_method="noaux_tc")
+
+
+def test_parameter_count_matches_the_built_layer() -> None:
+    """core.params counts what MoE builds (Qwen2-MoE's shared-expert gate included); buffers are not parameters."""
+    from mha_cli.core.params import count_params
+    from mha_cli.core.schemas import ModelSpec
+
+    for make in (_deepseek_v3, _qwen2_moe, _qwen3_moe):
+        spec = make()[1]
+        model = ModelSpec(d_model=D_MODEL, n_layers=1, n_heads=4, vocab_size=10, d_ff=32, moe=spec)
+        built = sum(p.numel() for p in MoE(D_MODEL, spec).parameters())
+        assert count_params(model).mlp_moe_per_layer == built
+    qwen2 = ModelSpec(d_model=D_MODEL, n_layers=1, n_heads=4, vocab_size=10, d_ff=32, moe=_qwen2_moe()[1])
+    assert (
+        count_params(qwen2).mlp_moe_per_layer == 8 * 3 * 16 * 8 + 3 * 16 * 12 + 8 * 16 + 16
+    )  # experts, shared, router, gate
