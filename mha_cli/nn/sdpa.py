@@ -107,6 +107,7 @@ def plan_attention(
     device_type: str,
     dtype: torch.dtype,
     score_budget: int = SCORE_BUDGET,
+    custom_mask: bool = False,
 ) -> AttentionPlan:
     """Choose the path for causal attention of s new queries over t keys (a pure function of shapes).
 
@@ -120,12 +121,13 @@ def plan_attention(
       mask, when one call could materialise more than ``score_budget`` scores or mask elements: a
       stacked prefill needs an explicit (q_per_kv * s, t) mask, and on CUDA a head wider than the flash
       kernel takes (MLA's 576-wide latent, head_dim 512) runs in a kernel that may build the scores.
+    ``custom_mask``: the caller passes its own (s, t) mask (a sliding window): never native-gqa.
     """
     q_per_kv = n_heads // n_kv_heads
     flash = _flash_takes(device_type, dtype, qk_dim, v_dim)
-    if q_per_kv > 1 and s == t and flash:
+    if q_per_kv > 1 and s == t and flash and not custom_mask:
         return AttentionPlan("native-gqa", s, 1, "full prefill, flash kernel applies: native GQA, own causal path")
-    needs_mask = s > 1 and not (q_per_kv == 1 and s == t)
+    needs_mask = custom_mask or (s > 1 and not (q_per_kv == 1 and s == t))
     wide_on_cuda = device_type == "cuda" and not flash
     if not needs_mask and not wide_on_cuda:
         why = "decode step: no mask" if s == 1 else "one query per KV head: the kernel's own causal path"
@@ -153,12 +155,20 @@ def _record(path: AttentionPath, backend: str) -> None:
 
 
 def grouped_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float | None = None, score_budget: int = SCORE_BUDGET
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    scale: float | None = None,
+    mask: torch.Tensor | None = None,
+    score_budget: int = SCORE_BUDGET,
 ) -> torch.Tensor:
     """Causal attention of the last s positions over t = len(k) positions, K/V never repeated.
 
     q: (b, n_h, s, h_d); k: (b, n_kv, t, h_d); v: (b, n_kv, t, v_h_d) with n_h a multiple of n_kv.
     Query head h uses KV head h // q_per_kv (the convention of ``repeat_interleave``, Llama's layout).
+    ``mask`` (s, t) booleans, True = visible, replaces the causal mask (sliding windows); it must hide
+    every key after its query, as the causal mask does (the last key is the last query's position).
     Returns (b, n_h, s, v_h_d). The path is ``plan_attention``'s; ``record_sdpa_backends`` sees
     "<backend> via <path>" once per call.
     """
@@ -167,7 +177,8 @@ def grouped_attention(
     q_per_kv = n_heads // n_kv_heads
     v_head_dim = v.shape[-1]
     plan = plan_attention(batch=b, n_heads=n_heads, n_kv_heads=n_kv_heads, s=s, t=t, qk_dim=head_dim, v_dim=v_head_dim,
-                          device_type=q.device.type, dtype=q.dtype, score_budget=score_budget)  # fmt: skip
+                          device_type=q.device.type, dtype=q.dtype, score_budget=score_budget,
+                          custom_mask=mask is not None)  # fmt: skip
     if plan.path == "native-gqa":
         _record(plan.path, sdpa_backend_name(q, k, v, None, True, scale, enable_gqa=True))
         return F.scaled_dot_product_attention(
@@ -181,7 +192,9 @@ def grouped_attention(
         chunk_q = grouped_q[:, :, :, first : first + n_new].reshape(b, n_kv_heads, q_per_kv * n_new, head_dim)
         chunk_k, chunk_v = k[:, :, :n_seen], v[:, :, :n_seen]  # (b, n_kv, t', h_d), (b, n_kv, t', v_h_d)
         attn_mask, is_causal = None, False  # chunk_q: (b, n_kv, q_per_kv * c, h_d)
-        if n_new > 1:
+        if mask is not None:
+            attn_mask = mask[first : first + n_new, :n_seen].repeat(q_per_kv, 1)  # (q_per_kv * c, t')
+        elif n_new > 1:
             if q_per_kv == 1 and n_new == n_seen:
                 is_causal = True  # the plain prefill: let fused kernels use their own causal path
             else:
