@@ -9,7 +9,14 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mha_cli.nn.sdpa import SCORE_BUDGET, grouped_attention, plan_attention, record_sdpa_backends, reference_attention
+from mha_cli.nn.sdpa import (
+    SCORE_BUDGET,
+    grouped_attention,
+    plan_attention,
+    record_attention_paths,
+    record_sdpa_backends,
+    reference_attention,
+)
 
 BF16, FP32 = torch.bfloat16, torch.float32
 
@@ -70,11 +77,11 @@ EXECUTED = [  # (case, n_heads, n_kv, s, t, width, score_budget, expected path)
 )
 def test_every_path_equals_explicit_softmax_attention(n_heads, n_kv, s, t, width, budget, path):
     q, k, v = _qkv(n_heads, n_kv, s, t, width)
-    with record_sdpa_backends() as seen:
+    with record_sdpa_backends() as backends, record_attention_paths() as paths:
         out = grouped_attention(q, k, v, scale=0.05, score_budget=budget)
     expected, _ = reference_attention(q, k, v, scale=0.05)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
-    assert len(seen) == 1 and seen[0].endswith(f"via {path}")
+    assert paths == [f"{path}: {backends[0]}"]
 
 
 class LargestTensor(TorchDispatchMode):

@@ -119,6 +119,7 @@ def _mla(r: _Reader) -> dict[str, Any] | None:
         "qk_nope_head_dim": r.require("qk_nope_head_dim (MLA)", "qk_nope_head_dim"),
         "v_head_dim": r.require("v_head_dim (MLA)", "v_head_dim"),
         "q_lora_rank": r.get("q_lora_rank"),
+        "rope_interleave": r.get("rope_interleave") is not False,  # DeepSeek-V2 always, V3 by default
     }
 
 

@@ -17,6 +17,7 @@ from mha_cli.nn.model import DecoderLM, build_model
 from mha_cli.nn.sdpa import (
     grouped_attention,
     plan_attention,
+    record_attention_paths,
     record_sdpa_backends,
     reference_attention,
     sdpa_backend_name,
@@ -33,6 +34,7 @@ __all__ = [
     "combine_heads",
     "grouped_attention",
     "plan_attention",
+    "record_attention_paths",
     "record_sdpa_backends",
     "reference_attention",
     "resolve_cache_dtype",

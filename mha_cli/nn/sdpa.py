@@ -19,7 +19,8 @@ the query axis (MQA).
   fallback kernel may build the score matrix).
 
 ``record_sdpa_backends()`` records, for each attention call, the backend PyTorch's dispatcher picks
-(``torch._fused_sdp_choice``, the function SDPA itself consults) and the path: "flash via grouped".
+(``torch._fused_sdp_choice``, the function SDPA itself consults); ``record_attention_paths()`` the
+path with it ("grouped-chunked: math").
 """
 
 from __future__ import annotations
@@ -34,17 +35,30 @@ import torch.nn.functional as F
 
 _BACKEND_NAMES = {0: "math", 1: "flash", 2: "efficient", 3: "cudnn", 4: "overrideable"}
 _recorded: list[str] | None = None
+_recorded_paths: list[str] | None = None
 
 
 @contextmanager
 def record_sdpa_backends() -> Iterator[list[str]]:
-    """``with record_sdpa_backends() as seen: module(x)``: ``seen`` lists each SDPA call's backend."""
+    """``with record_sdpa_backends() as seen: module(x)``: ``seen`` lists each attention call's backend."""
     global _recorded
     previous, _recorded = _recorded, []
     try:
         yield _recorded
     finally:
         _recorded = previous
+
+
+@contextmanager
+def record_attention_paths() -> Iterator[list[str]]:
+    """``with record_attention_paths() as seen: module(x)``: ``seen`` lists each attention call's
+    dispatcher path and backend, "grouped-chunked: math"."""
+    global _recorded_paths
+    previous, _recorded_paths = _recorded_paths, []
+    try:
+        yield _recorded_paths
+    finally:
+        _recorded_paths = previous
 
 
 def sdpa_backend_name(
@@ -151,7 +165,9 @@ def causal_mask(n_new: int, n_total: int, device: torch.device) -> torch.Tensor:
 
 def _record(path: AttentionPath, backend: str) -> None:
     if _recorded is not None:
-        _recorded.append(f"{backend} via {path}")
+        _recorded.append(backend)
+    if _recorded_paths is not None:
+        _recorded_paths.append(f"{path}: {backend}")
 
 
 def grouped_attention(
@@ -169,8 +185,8 @@ def grouped_attention(
     Query head h uses KV head h // q_per_kv (the convention of ``repeat_interleave``, Llama's layout).
     ``mask`` (s, t) booleans, True = visible, replaces the causal mask (sliding windows); it must hide
     every key after its query, as the causal mask does (the last key is the last query's position).
-    Returns (b, n_h, s, v_h_d). The path is ``plan_attention``'s; ``record_sdpa_backends`` sees
-    "<backend> via <path>" once per call.
+    Returns (b, n_h, s, v_h_d). The path is ``plan_attention``'s; ``record_sdpa_backends`` and
+    ``record_attention_paths`` see one entry per call (the first chunk's backend).
     """
     b, n_heads, s, head_dim = q.shape
     n_kv_heads, t = k.shape[1], k.shape[2]
