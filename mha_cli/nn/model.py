@@ -33,6 +33,7 @@ from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.nn.attention import Attention, CosSin
 from mha_cli.nn.mlp import MLP
 from mha_cli.nn.norms import RMSNorm, make_norm
+from mha_cli.nn.omitted import omitted_details
 from mha_cli.nn.rope import RotaryEmbedding
 from mha_cli.nn.row_parallel import Reduce, identity
 
@@ -319,8 +320,3 @@ def _init_weights(module: nn.Module) -> None:
             nn.init.ones_(module.weight)
         if getattr(module, "bias", None) is not None:
             nn.init.zeros_(module.bias)
-
-
-def omitted_details(spec: ModelSpec) -> list[str]:
-    """Details of the spec's family that this decoder leaves out (empty for Llama, Mistral, Qwen2/3)."""
-    return []
