@@ -127,8 +127,9 @@ def test_new_fields_are_optional_and_not_written_at_their_defaults() -> None:
 # The sliding-window ring ------------------------------------------------------------------------
 
 
-def test_ring_holds_the_window_and_returns_keys_in_position_order() -> None:
-    """Window 3 over 7 positions: 3 slots; a query at position p gets keys p-2 .. p (values = positions)."""
+def test_ring_holds_the_window_and_returns_the_keys_each_step_sees() -> None:
+    """Window 3 over 7 positions: 3 slots; a query at position p gets keys p-2 .. p (values = positions),
+    in position order for several new tokens, in slot order (a rotation) for one."""
     cache = SlidingWindowCache(batch=1, max_seq=7, n_kv_heads=1, head_dim=1, window=3)
     assert cache.k.shape == (1, 1, 3, 1) and cache.nbytes == 2 * 3 * 4
 
@@ -137,8 +138,9 @@ def test_ring_holds_the_window_and_returns_keys_in_position_order() -> None:
 
     keys, _, first = cache.update(0, at(range(0, 4)), at(range(0, 4)))  # a prefill longer than the window
     assert first == 0 and keys.flatten().tolist() == [0, 1, 2, 3]
-    keys, values, first = cache.update(4, at(range(4, 5)), at(range(4, 5)))
-    assert first == 2 and keys.flatten().tolist() == [2, 3, 4] and values.flatten().tolist() == [2, 3, 4]
+    keys, values, first = cache.update(4, at(range(4, 5)), at(range(4, 5)))  # decode: the ring itself, no copy
+    assert first == 2 and keys.flatten().tolist() == [3, 4, 2] and values.flatten().tolist() == [3, 4, 2]
+    assert keys.data_ptr() == cache.k.data_ptr()
     keys, _, first = cache.update(5, at(range(5, 7)), at(range(5, 7)))  # two at once: keys from 3 on
     assert first == 3 and keys.flatten().tolist() == [3, 4, 5, 6]
     with pytest.raises(ValueError, match="max_seq"):
@@ -147,3 +149,10 @@ def test_ring_holds_the_window_and_returns_keys_in_position_order() -> None:
 
 def test_ring_never_exceeds_max_seq() -> None:
     assert SlidingWindowCache(batch=2, max_seq=5, n_kv_heads=2, head_dim=4, window=4096).k.shape == (2, 2, 5, 4)
+
+
+def test_decode_before_the_ring_fills_sees_the_filled_prefix() -> None:
+    cache = SlidingWindowCache(batch=1, max_seq=8, n_kv_heads=1, head_dim=1, window=4)
+    for pos in range(3):
+        keys, _, first = cache.update(pos, torch.full((1, 1, 1, 1), float(pos)), torch.zeros(1, 1, 1, 1))
+        assert first == 0 and keys.flatten().tolist() == [float(p) for p in range(pos + 1)]
