@@ -156,3 +156,16 @@ def test_decode_before_the_ring_fills_sees_the_filled_prefix() -> None:
     for pos in range(3):
         keys, _, first = cache.update(pos, torch.full((1, 1, 1, 1), float(pos)), torch.zeros(1, 1, 1, 1))
         assert first == 0 and keys.flatten().tolist() == [float(p) for p in range(pos + 1)]
+
+
+def test_rope_parameters_per_layer_type_take_the_global_layers() -> None:
+    """transformers 5 writes Gemma 3's RoPE per layer type; the full-attention one is used, and said so."""
+    config = dict(model_type="gemma3_text", hidden_size=64, num_hidden_layers=2, num_attention_heads=2, head_dim=32,
+                  vocab_size=8, intermediate_size=8, rms_norm_eps=1e-6,
+                  rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
+                                   "full_attention": dict(rope_type="linear", rope_theta=1e6, factor=8.0)})  # fmt: skip
+    imported = import_hf_config(config)
+    rope = imported.model.rope
+    assert rope is not None and rope.theta == 1e6
+    assert rope.scaling is not None and (rope.scaling.type, rope.scaling.factor) == ("linear", 8.0)
+    assert any("full_attention" in note for note in imported.assumptions)
