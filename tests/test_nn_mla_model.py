@@ -54,8 +54,8 @@ QWEN3_MOE = dict(
 
 CASES = {  # name: (config.json, transformers class, MLA modes)
     "deepseek-v3": (DEEPSEEK_V3, "DeepseekV3ForCausalLM", ("absorbed", "naive")),
-    "deepseek-v3-rotate-half": (DEEPSEEK_V3_HALF, "DeepseekV3ForCausalLM", ("absorbed", "naive")),
-    "deepseek-v2": (DEEPSEEK_V2, "DeepseekV2ForCausalLM", ("absorbed", "naive")),
+    "deepseek-v3-rotate-half": (DEEPSEEK_V3_HALF, "DeepseekV3ForCausalLM", ("absorbed",)),
+    "deepseek-v2": (DEEPSEEK_V2, "DeepseekV2ForCausalLM", ("absorbed",)),
     "qwen3-moe": (QWEN3_MOE, "Qwen3MoeForCausalLM", ("absorbed",)),  # no MLA: the mode is unused
 }
 
