@@ -16,7 +16,8 @@ slice of d_ff; ``o_proj`` and ``down_proj`` are row-parallel and call ``DecoderL
 Embeddings, norms and the LM head are replicated.
 
 Attention and MLP of a layer come from ``build_layer_attention`` and ``build_layer_mlp``: MLA and
-MoE layers are delegated there to ``mha_cli.nn.mla`` and ``mha_cli.nn.moe``.
+MoE layers are delegated there to ``mha_cli.nn.mla.build_mla`` and ``mha_cli.nn.moe.build_moe``
+(their own TP split; dense layers first where ``moe.n_dense_layers`` says so).
 Shapes: ``b`` batch, ``s`` new tokens, ``d`` d_model, ``v`` vocab_size.
 """
 
@@ -32,7 +33,9 @@ from torch import nn
 from mha_cli.core.kv import tp_split_problem
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.nn.attention import Attention, CosSin
+from mha_cli.nn.mla import build_mla
 from mha_cli.nn.mlp import MLP
+from mha_cli.nn.moe import build_moe
 from mha_cli.nn.norms import RMSNorm, make_norm
 from mha_cli.nn.omitted import omitted_details
 from mha_cli.nn.rope import RotaryEmbedding
@@ -68,7 +71,7 @@ def build_layer_attention(
 ) -> nn.Module:
     """The attention of layer ``layer`` (rank ``tp_rank``'s shard): ``Attention``, or MLA for an MLA spec."""
     if spec.mla is not None:
-        return _build_mla(spec, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
+        return build_mla(spec, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
     n_heads, n_kv_heads = local_heads(spec, tp_rank, tp_size)
     window = spec.sliding_window if spec.layer_kind(layer) == "local" else None
     return Attention(
@@ -87,30 +90,6 @@ def build_layer_attention(
     )
 
 
-def _build_mla(spec: ModelSpec, *, mla_mode: MlaCacheMode, tp_rank: int, tp_size: int, **factory: Any) -> nn.Module:
-    """MLA from ``mha_cli.nn.mla``: its ``build_mla`` (YaRN, TP) when present, else the plain module (tp 1)."""
-    from mha_cli.nn import mla
-
-    if hasattr(mla, "build_mla"):
-        return mla.build_mla(spec, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, **factory)
-    if tp_size > 1:
-        raise ValueError("tensor-parallel MLA is not built yet (mha_cli.nn.mla has no build_mla): use tp_size=1")
-    assert spec.mla is not None
-    rope = spec.rotary
-    return mla.MLAttention(
-        spec.d_model,
-        spec.n_heads,
-        spec.mla.kv_lora_rank,
-        spec.mla.qk_nope_head_dim,
-        spec.mla.qk_rope_head_dim,
-        spec.mla.v_head_dim,
-        spec.mla.q_lora_rank,
-        mode=mla_mode,
-        rope_base=10000.0 if rope is None else rope.theta,
-        **factory,
-    )
-
-
 def build_layer_mlp(
     spec: ModelSpec,
     layer: int,
@@ -122,12 +101,6 @@ def build_layer_mlp(
 ) -> nn.Module:
     """The MLP of layer ``layer`` (rank ``tp_rank``'s shard): dense, or MoE past the spec's dense layers."""
     if spec.moe is not None and layer >= spec.moe.n_dense_layers:
-        try:
-            from mha_cli.nn.moe import build_moe  # type: ignore[import-not-found]
-        except ImportError:
-            raise ValueError(
-                f"{spec.name}: mixture-of-experts layers are not built yet (mha_cli.nn.moe is absent)"
-            ) from None
         return build_moe(spec, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
     if spec.d_ff % tp_size:
         raise ValueError(f"d_ff ({spec.d_ff}) must be divisible by tp ({tp_size}) to split the MLP")
