@@ -119,6 +119,7 @@ def _mla(r: _Reader) -> dict[str, Any] | None:
         "qk_nope_head_dim": r.require("qk_nope_head_dim (MLA)", "qk_nope_head_dim"),
         "v_head_dim": r.require("v_head_dim (MLA)", "v_head_dim"),
         "q_lora_rank": r.get("q_lora_rank"),
+        "rope_interleave": r.get("rope_interleave") is not False,  # DeepSeek-V2 always, V3 by default
     }
 
 
@@ -135,9 +136,115 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
         "n_shared_experts": r.get("n_shared_experts") or (1 if r.get("shared_expert_intermediate_size") else 0),
         "d_ff_expert": d_ff_expert,
         "d_ff_shared": r.get("shared_expert_intermediate_size"),
-        "n_dense_layers": min(n_layers, r.get("first_k_dense_replace") or 0),
+        "n_dense_layers": min(n_layers, r.get("first_k_dense_replace") or _leading_dense_layers(r, n_layers)),
         "expert_bias": r.get("model_type") == "gpt_oss",
+        "shared_expert_gate": r.get("model_type") == "qwen2_moe" and bool(r.get("shared_expert_intermediate_size")),
+        **_routing(r, str(r.get("model_type"))),
     }
+
+
+def _leading_dense_layers(r: _Reader, n_layers: int) -> int:
+    """Qwen-MoE's dense layers (``mlp_only_layers``, ``decoder_sparse_step``) when they lead the stack.
+
+    Other layouts (dense layers in the middle, every other layer sparse) are not modelled: every
+    layer after the leading dense ones is read as MoE, and the assumption says so.
+    """
+    step = r.get("decoder_sparse_step") or 1
+    dense = sorted(set(r.get("mlp_only_layers") or []) | {i for i in range(n_layers) if (i + 1) % step})
+    leading = next((i for i in range(n_layers + 1) if i not in dense), n_layers)
+    if len(dense) > leading:
+        r.assumptions.append(
+            f"dense MLP layers {dense} (mlp_only_layers / decoder_sparse_step) are not all leading:"
+            f" read as {leading} leading dense layers, the rest MoE"
+        )
+    return leading
+
+
+# Routing as each family's transformers module does it, where its config.json leaves a field out.
+# DeepSeek-V3 always routes by sigmoid with noaux_tc; Mixtral always renormalises the top k.
+_ROUTING_DEFAULTS: dict[str, dict[str, Any]] = {
+    "deepseek_v3": {"scoring_func": "sigmoid", "topk_method": "noaux_tc", "norm_topk_prob": True,
+                    "routed_scaling_factor": 2.5, "n_group": 8, "topk_group": 4},
+    "deepseek_v2": {"scoring_func": "softmax", "topk_method": "greedy", "norm_topk_prob": False},
+    "qwen2_moe": {"norm_topk_prob": False},
+    "qwen3_moe": {"norm_topk_prob": False},
+    "mixtral": {"norm_topk_prob": True},
+}  # fmt: skip
+_ROUTING_FIXED = {"deepseek_v3": ("scoring_func", "topk_method"), "mixtral": ("norm_topk_prob",)}
+
+
+def _routing(r: _Reader, model_type: str) -> dict[str, Any]:
+    """MoESpec's routing fields: the config's values, else the family's transformers defaults."""
+    defaults = _ROUTING_DEFAULTS.get(model_type, {})
+    routing: dict[str, Any] = {}
+    for key in ("scoring_func", "topk_method", "norm_topk_prob", "routed_scaling_factor", "n_group", "topk_group"):
+        value = r.get(key)
+        if key in _ROUTING_FIXED.get(model_type, ()) or value is None:
+            value = defaults.get(key)
+        if value is not None:
+            routing[key] = value
+    return routing
+
+
+_ROPE_SCALING_FIELDS = (
+    "factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor",
+    "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate",
+)  # fmt: skip
+
+
+def _rope_parameters(r: _Reader) -> dict[str, Any]:
+    """rope_theta, partial_rotary_factor and the scaling block, from either layout of config.json.
+
+    transformers 5 writes ``rope_parameters`` (theta and scaling in one dict, per layer type for
+    Gemma 3); older files have ``rope_theta`` beside ``rope_scaling``.
+    """
+    params = r.get("rope_parameters")
+    if isinstance(params, dict) and all(isinstance(v, dict) for v in params.values()) and params:
+        kind = "full_attention" if "full_attention" in params else next(iter(params))
+        r.assumptions.append(f"rope_parameters per layer type: the {kind} layers' RoPE is used for every layer")
+        params = params[kind]
+    merged: dict[str, Any] = dict(params) if isinstance(params, dict) else {}
+    if isinstance(r.get("rope_scaling"), dict):
+        merged = {**r.get("rope_scaling"), **merged}
+    for key in ("rope_theta", "partial_rotary_factor"):
+        if merged.get(key) is None and r.get(key) is not None:
+            merged[key] = r.get(key)
+    return merged
+
+
+def _rope(r: _Reader, model_type: str) -> dict[str, Any] | None:
+    """The spec's ``rope`` block; ``None`` for learned or ALiBi positions."""
+    if model_type == "gpt2":
+        return None
+    if r.get("alibi"):
+        r.assumptions.append(
+            "alibi: ALiBi position biases are not modelled; the built decoder applies RoPE (theta 10,000)"
+        )
+        return None
+    params = _rope_parameters(r)
+    theta = params.get("rope_theta")
+    if theta is None:
+        theta = r.assume(10000.0, "rope_theta absent: 10,000 (the RoPE default)")
+    rope: dict[str, Any] = {"theta": float(theta)}
+    if params.get("partial_rotary_factor") is not None:
+        rope["partial_rotary_factor"] = float(params["partial_rotary_factor"])
+    kind = params.get("rope_type", params.get("type"))
+    if kind in (None, "default"):
+        return rope
+    if kind not in ("linear", "llama3", "yarn"):
+        r.assumptions.append(f"rope_scaling type {kind!r} is not modelled: unscaled RoPE frequencies")
+        return rope
+    scaling = {key: params[key] for key in _ROPE_SCALING_FIELDS if params.get(key) is not None}
+    if kind == "yarn" and "factor" not in scaling and scaling.get("original_max_position_embeddings"):
+        context = r.require("max_position_embeddings (yarn)", "max_position_embeddings")
+        scaling["factor"] = context / scaling["original_max_position_embeddings"]
+    rope["scaling"] = {"type": kind, **scaling}
+    return rope
+
+
+def _norm_eps(r: _Reader) -> float | None:
+    eps = r.get("rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_epsilon")
+    return None if eps is None else float(eps)
 
 
 def _kv_heads(r: _Reader, model_type: str, n_heads: int) -> int:
@@ -256,6 +363,11 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     moe = _moe(r, n_layers)
     if moe is not None:
         fields["moe"] = moe
+    rope = _rope(r, model_type)
+    if rope is not None:
+        fields["rope"] = rope
+    if _norm_eps(r) is not None:
+        fields["norm_eps"] = _norm_eps(r)
     try:
         model = ModelSpec.model_validate(fields)
     except ValidationError as exc:
