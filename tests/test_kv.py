@@ -61,7 +61,9 @@ def test_dtypes_scale_and_add_their_scales():
 def test_mla_absorbed_naive_and_fp8_layouts():
     v3 = get_preset("deepseek-v3")
     assert bytes_per_token_per_layer(v3, "bf16") == 1152
-    assert bytes_per_token_per_layer(v3, "fp8") == 656  # vLLM FlashMLA fp8: 512 + 4 * 4 + 64 * 2
+    assert bytes_per_token_per_layer(v3, "fp8") == 576  # plain fp8: 1 B per value, per-tensor scale
+    assert bytes_per_token_per_layer(v3, "fp8_ds_mla") == 656  # sparse FlashMLA: 512 + 4 * 4 + 64 * 2
+    assert bytes_per_token_per_layer(v3, "fp8-ds-mla") == 656
     naive = bytes_per_token_per_layer(v3, "bf16", "naive")
     assert naive == 128 * (192 + 128) * 2  # decompressed K (nope + rope) and V per head
 
