@@ -36,7 +36,12 @@ KNOWN_MODEL_TYPES = {
 }  # fmt: skip
 
 # Older names of a family, as early config.json files spell them.
-_FAMILY_ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon", "minimax_text_01": "minimax", "minimax_m1": "minimax"}
+_FAMILY_ALIASES = {
+    "RefinedWebModel": "falcon",
+    "RefinedWeb": "falcon",
+    "minimax_text_01": "minimax",
+    "minimax_m1": "minimax",
+}
 
 _GATED_ACTIVATIONS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu"}
 
@@ -337,7 +342,7 @@ FAMILY_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     }),
     "llama4_text": (f"Llama4TextConfig ({_TF})", {
         "vocab_size": 202048, "num_key_value_heads": 8, "head_dim": 128, "attention_chunk_size": 8192,
-        "no_rope_layer_interval": 4,
+        "no_rope_layer_interval": 4, "num_experts_per_tok": 1,
     }),
     "qwen2": (f"Qwen2Config ({_TF})", {"max_window_layers": 28}),
     "qwen3": (f"Qwen3Config ({_TF})", {"max_window_layers": 28}),
@@ -347,7 +352,9 @@ FAMILY_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     }),
     "jamba": (f"JambaConfig ({_TF})", {
         "attn_layer_period": 8, "attn_layer_offset": 4, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
+        "num_experts_per_tok": 2,
     }),
+    "minimax": (f"MiniMaxConfig ({_TF})", {"num_experts_per_tok": 2}),
     "falcon_h1": (f"FalconH1Config ({_TF})", {
         "mamba_n_heads": 128, "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
     }),
