@@ -100,7 +100,7 @@ def test_plain_fp8_and_the_sparse_mla_layout():
     assert kv_footprint(v32, seq_len=1, kv_dtype="fp8").bytes_per_token == 61 * (512 + 64 + 128)
     # fp8_ds_mla: 512 fp8 + 4 fp32 scales + 64 bf16 RoPE values, indexer 128 fp8 + one fp32 scale.
     assert kv_footprint(v32, seq_len=1, kv_dtype="fp8_ds_mla").bytes_per_token == 61 * (656 + 132)
-    with pytest.raises(BadInputError, match="fp8_ds_mla .* needs an MLA model"):
+    with pytest.raises(BadInputError, match=r"fp8_ds_mla .* needs an MLA model"):
         kv_footprint(imported("smollm3-3b").model, seq_len=1, kv_dtype="fp8-ds-mla")
 
 
@@ -221,3 +221,39 @@ def test_scaled_down_copy_matches_the_cache_transformers_allocates(model_type):
 
     ours = import_hf_config({"model_type": model_type, **TINY[model_type]}).model
     assert kv_footprint(ours, seq_len=SEQ, kv_dtype="bf16").bytes_per_sequence == measured
+
+
+PRESET_OF_FIXTURE = {
+    "gemma-3-4b-it": "gemma-3-4b", "llama-4-scout-17b-16e": "llama-4-scout", "qwen3-next-80b-a3b": "qwen3-next-80b-a3b",
+    "jamba-mini-1.5": "jamba-mini-1.5", "falcon-h1-7b": "falcon-h1-7b", "granite-4.0-h-small": "granite-4.0-h-small",
+    "minimax-text-01": "minimax-text-01", "kimi-linear-48b-a3b": "kimi-linear-48b-a3b",
+    "deepseek-v3.2-exp": "deepseek-v3.2-exp", "gemma-3n-e4b": "gemma-3n-e4b", "command-r7b-12-2024": "command-r7b",
+    "smollm3-3b": "smollm3-3b",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(PRESET_OF_FIXTURE))
+def test_presets_price_like_their_published_config(name):
+    from mha_cli.core.presets import get_preset
+
+    preset, fixture = get_preset(PRESET_OF_FIXTURE[name]), imported(name).model
+    for seq in (8192, 131072):
+        ours, theirs = kv_footprint(preset, seq_len=seq), kv_footprint(fixture, seq_len=seq)
+        assert (ours.bytes_per_token, ours.state_bytes_per_seq, ours.bytes_per_sequence) == (
+            theirs.bytes_per_token, theirs.state_bytes_per_seq, theirs.bytes_per_sequence,
+        )  # fmt: skip
+    assert (preset.d_model, preset.n_layers, preset.n_heads, preset.kv_heads) == (
+        fixture.d_model, fixture.n_layers, fixture.n_heads, fixture.kv_heads,
+    )  # fmt: skip
+
+
+def test_presets_list_the_new_families_with_their_state(cli):
+    rows = {row["model"]["name"]: row for row in cli.json("presets")["presets"]}
+    assert rows["qwen3-next-80b-a3b"]["bf16_state_bytes_per_seq"] == HAND_COUNTS["qwen3-next-80b-a3b"][1]
+    assert rows["llama-4-scout"]["bf16_bytes_per_token"] == HAND_COUNTS["llama-4-scout-17b-16e"][0]
+
+
+def test_verify_refuses_layers_the_torch_ring_does_not_build(cli):
+    result = cli.run("verify", "jamba-mini-1.5", "--seq", "64")
+    assert result.exit_code == 2
+    assert "builds global and sliding-window attention only" in result.output
