@@ -270,3 +270,17 @@ def test_a_config_can_state_its_ssm_dtype():
     assert kv_footprint(halved, seq_len=1).state_bytes_per_seq == 36 * per_layer
     with pytest.raises(BadInputError, match="mamba_ssm_dtype"):
         import_hf_config(config | {"mamba_ssm_dtype": "int8"})
+
+
+def test_the_table_shows_layer_kinds_and_the_fixed_state(cli):
+    from mha_cli.cli.app import app
+
+    def table(*args: str) -> str:
+        result = cli.runner.invoke(app, list(args), env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    jamba = table("kv", "jamba-mini-1.5", "--seq", "8k")
+    assert "4 global, 28 mamba layers" in jamba and "fixed state per sequence" in jamba
+    assert "28 layers x 589,824 B fixed state" in jamba
+    assert "132 of it indexer key" in table("kv", "deepseek-v3.2-exp", "--kv-dtype", "fp8_ds_mla")
