@@ -23,6 +23,8 @@ SCALINGS = {
     "linear": dict(rope_type="linear", rope_theta=10000.0, factor=4.0),
     "llama3": dict(rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
                    original_max_position_embeddings=64),
+    "llama3-llama4-no-band": dict(rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
+                                  high_freq_factor=1.0, original_max_position_embeddings=64),
     "yarn": dict(rope_type="yarn", rope_theta=10000.0, factor=32.0, original_max_position_embeddings=128),
     "yarn-deepseek-mscale": dict(rope_type="yarn", rope_theta=10000.0, factor=32.0, original_max_position_embeddings=128,
                                  mscale=0.707, mscale_all_dim=1.0, beta_fast=32, beta_slow=1),

@@ -163,8 +163,10 @@ class RopeScaling(_Strict):
     def _needs_original_context(self) -> RopeScaling:
         if self.type in ("llama3", "yarn") and self.original_max_position_embeddings is None:
             raise ValueError(f"rope scaling {self.type} needs original_max_position_embeddings")
-        if self.type == "llama3" and self.high_freq_factor <= self.low_freq_factor:
-            raise ValueError("llama3 rope scaling needs high_freq_factor > low_freq_factor")
+        if self.type == "llama3" and self.high_freq_factor < self.low_freq_factor:
+            raise ValueError(
+                "llama3 rope scaling needs high_freq_factor >= low_freq_factor (equal: no smooth band, Llama 4)"
+            )
         return self
 
 

@@ -89,10 +89,12 @@ def _llama3(inv_freq: torch.Tensor, scaling: RopeScaling) -> torch.Tensor:
     short_wavelength = original / scaling.high_freq_factor  # shorter than this: kept
     wavelength = 2 * math.pi / inv_freq  # (w/2,)
     divided = inv_freq / scaling.factor  # (w/2,)
+    scaled = torch.where(wavelength > long_wavelength, divided, inv_freq)  # (w/2,)
+    if scaling.high_freq_factor == scaling.low_freq_factor:  # Llama 4: no band between, nothing to blend
+        return scaled
     # 0 at the long end of the band, 1 at the short end.
     smooth = (original / wavelength - scaling.low_freq_factor) / (scaling.high_freq_factor - scaling.low_freq_factor)
     blended = (1 - smooth) * divided + smooth * inv_freq  # (w/2,)
-    scaled = torch.where(wavelength > long_wavelength, divided, inv_freq)  # (w/2,)
     in_band = (wavelength >= short_wavelength) & (wavelength <= long_wavelength)  # (w/2,)
     return torch.where(in_band, blended, scaled)  # (w/2,)
 
