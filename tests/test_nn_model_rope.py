@@ -163,6 +163,7 @@ def test_decode_before_the_ring_fills_sees_the_filled_prefix() -> None:
 def test_rope_parameters_per_layer_type_take_the_global_layers() -> None:
     """transformers 5 writes Gemma 3's RoPE per layer type; the full-attention one is used, and said so."""
     config = dict(model_type="gemma3_text", hidden_size=64, num_hidden_layers=2, num_attention_heads=2, head_dim=32,
+                  num_key_value_heads=1,  # without it, Gemma3TextConfig's default (4) applies
                   vocab_size=8, intermediate_size=8, rms_norm_eps=1e-6,
                   rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
                                    "full_attention": dict(rope_type="linear", rope_theta=1e6, factor=8.0)})  # fmt: skip
