@@ -168,3 +168,12 @@ def test_qwen2_moe_shared_expert_has_its_own_width():
     model = import_hf_config(config).model
     assert (model.moe.n_shared_experts, model.moe.d_ff_shared) == (1, 5632)
     assert count_params(model).total / 1e9 == pytest.approx(14.3, rel=0.01)
+
+
+def test_a_family_cycle_longer_than_the_model_takes_its_first_layers():
+    """Gemma 3's 5 local : 1 global cycle on a 2-layer config: both layers slide (transformers' layer_types)."""
+    config = dict(model_type="gemma3_text", hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                  num_key_value_heads=1, head_dim=32, vocab_size=8, intermediate_size=8, sliding_window=16)  # fmt: skip
+    model = import_hf_config(config).model
+    assert [model.layer_kind(i) for i in range(2)] == ["local", "local"]
+    assert model.n_global_layers == 0

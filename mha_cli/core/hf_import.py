@@ -412,6 +412,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     window = _sliding_window(r)
     chunk = _attention_chunk(r, model_type)
     kinds = _layer_pattern(r, model_type, n_layers) if (window or chunk or _has_layer_kinds(r, model_type)) else None
+    if kinds is not None:
+        kinds = kinds[:n_layers]  # a family cycle longer than the model: its first n_layers entries (transformers)
     fields.update(_kinds_fields(kinds, window, chunk))
     fields.update(_fixed_state_fields(r, model_type, d_model, n_layers, fields))
 
