@@ -1,7 +1,8 @@
 """``mha verify SOURCE``: build the config's attention layers in torch, measure cache memory and latency.
 
 Exit codes: 0 every check passed; 1 a threshold or the numerics check failed (the report is still
-printed); 2 bad input; 3 the device does not have the memory (nothing is allocated).
+printed), or with --tp N > 1 a rank failed or hung (one line, every rank stopped); 2 bad input;
+3 the device does not have the memory (nothing is allocated). --tp N > 1 hands over to ``verify_tp``.
 torch is imported inside the command only.
 """
 
@@ -61,6 +62,19 @@ ToleranceOpt = Annotated[
         show_default=False,
     ),
 ]
+TpOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tp",
+        help="Tensor-parallel ranks: N > 1 runs N processes on torch.distributed (gloo on CPU, NCCL on N GPUs) and"
+        " checks them against one device. Default: the config's tp, else the target's device count, else 1.",
+        show_default=False,
+    ),
+]
+TpTimeoutOpt = Annotated[
+    float,
+    typer.Option("--tp-timeout", help="With --tp N > 1: stop every rank (exit 1) if the run takes longer (seconds)."),
+]
 
 
 def verify(
@@ -78,6 +92,8 @@ def verify(
     max_kv_gib: MaxKvGibOpt = None,
     max_decode_ms: MaxDecodeMsOpt = None,
     tolerance: ToleranceOpt = None,
+    tp: TpOpt = None,
+    tp_timeout: TpTimeoutOpt = 900.0,
     json: JsonOpt = False,
 ) -> None:
     """Build the config in torch; compare cache bytes with the calculator; time prefill and decode; check numerics."""
@@ -89,8 +105,18 @@ def verify(
     )  # fmt: skip
     loaded = load_source(source)
     deployment = merge_deployment(
-        loaded.deployment, model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache
+        loaded.deployment, model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache, tp=tp
     )
+    from mha_cli.cli.verify_tp import deployment_tp, verify_tensor_parallel
+
+    tp_degree = deployment_tp(deployment)
+    if tp_degree > 1:  # N ranks on torch.distributed (mha_cli.parallel)
+        verify_tensor_parallel(
+            loaded, deployment, tp=tp_degree, device=device, layers=layers, prefill_tokens=prefill_tokens, reps=reps,
+            tolerance=tolerance, timeout_s=tp_timeout, json=json,
+            thresholds={"--max-kv-gib": max_kv_gib, "--max-decode-ms": max_decode_ms},
+        )  # fmt: skip
+        return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from mha_cli.verify.run import STAGES, run_verify  # torch is imported here, only for this command
