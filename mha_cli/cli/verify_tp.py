@@ -58,8 +58,6 @@ def verify_tensor_parallel(
         loaded, deployment, tp=tp, device_type=resolve_tp_device(device, tp), layers=layers,
         prefill_tokens=prefill_tokens, reps=reps, tolerance=tolerance, timeout_s=timeout_s,
     )  # fmt: skip
-    if not json:
-        Output(json).notice(f"verify: starting {tp} ranks ({'NCCL' if job.device_type == 'cuda' else 'gloo'})")
     (report,) = run_tp_jobs([job])
     Output(json).emit(report, render_tp_verify)
     if not report.passed:

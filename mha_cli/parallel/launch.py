@@ -157,7 +157,7 @@ def _failure(launch: Launch, failed: list[int], codes: list[int | None]) -> Rank
     causes = [rank for rank in failed if not reports[rank].get("collateral")]
     rank = (causes or failed)[0]
     report = reports[rank]
-    what = report.get("message") or _last_log_line(launch.run_dir, rank) or _describe_exit(codes[rank])
+    what = report.get("message") or _last_log_line(launch.run_dir, rank) or "no error reported (killed or crashed)"
     exit_code = report.get("exit_code") if report.get("exit_code") in (2, 3) else EXIT_CHECK_FAILED
     return RankFailedError(
         f"tensor-parallel run stopped: rank {rank} failed ({_describe_exit(codes[rank])}): {what}; all ranks were killed",

@@ -1,0 +1,163 @@
+"""``mha verify --tp N`` end to end on CPU (gloo): real ranks in separate processes.
+
+Each launch costs a few seconds of process start-up on a small machine, so the configurations are
+batched: one launch at tp 2 and one at tp 4 run several tiny models each (``run_tp_jobs``), and one
+CLI run checks the JSON keys. Expected cache bytes are hand counts written here, not the calculator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.sources import ModelSource
+from mha_cli.parallel.plan import make_tp_job
+from mha_cli.parallel.run import run_tp_jobs
+
+CONFIG = """\
+schema_version: 1
+model:
+  name: tiny-gqa
+  d_model: 64
+  n_layers: 3
+  n_heads: 8
+  n_kv_heads: 4
+  vocab_size: 500
+  d_ff: 128
+deployment:
+  seq_len: 32
+  batch: 2
+  kv_dtype: fp32
+  tp: 2
+"""
+
+
+def _job(name: str, tp: int, seq: int = 24, batch: int = 1, **fields):
+    model = ModelSpec(name=name, d_model=64, n_layers=2, n_heads=8, vocab_size=300, d_ff=128, **fields)
+    loaded = ModelSource(kind="preset", origin=name, model=model)
+    deployment = merge_deployment(None, model=model, seq_len=seq, batch=batch, kv_dtype="fp32")
+    return make_tp_job(loaded, deployment, tp=tp, device_type="cpu", reps=2, timeout_s=120)
+
+
+def _children() -> list[int]:
+    """Pids of this process's living children (ranks must not outlive a run)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+@pytest.fixture(scope="module")
+def tp2_reports():
+    jobs = [
+        _job("mqa", 2, n_kv_heads=1),  # one KV head, replicated on both ranks
+        _job("windowed-biased", 2, n_kv_heads=2, sliding_window=8, layer_pattern=["local", "global"], qkv_bias=True,
+             o_bias=True),  # fmt: skip
+    ]
+    return {report.model_name: report for report in run_tp_jobs(jobs)}
+
+
+@pytest.fixture(scope="module")
+def tp4_reports():
+    jobs = [_job("gqa-replicated", 4, n_kv_heads=2, batch=2), _job("mha", 4, n_kv_heads=8)]
+    return {report.model_name: report for report in run_tp_jobs(jobs)}
+
+
+# (name, tp, KV heads per rank, cache bytes per rank): 2 layers x 24 tokens x batch x (K + V) x heads x 8 x 4 B
+CASES = [
+    ("mqa", 2, 1, 2 * 24 * 1 * 2 * 1 * 8 * 4),
+    ("windowed-biased", 2, 1, (8 + 24) * 1 * 2 * 1 * 8 * 4),  # local layer holds its 8-token window
+    ("gqa-replicated", 4, 1, 2 * 24 * 2 * 2 * 1 * 8 * 4),
+    ("mha", 4, 2, 2 * 24 * 1 * 2 * 2 * 8 * 4),
+]
+
+
+@pytest.mark.parametrize(("name", "tp", "kv_heads", "cache_bytes"), CASES, ids=[case[0] for case in CASES])
+def test_every_rank_matches_hand_counts_and_one_device(name, tp, kv_heads, cache_bytes, request):
+    report = request.getfixturevalue(f"tp{tp}_reports")[name]
+    assert report.tp == tp and [r.rank for r in report.ranks] == list(range(tp))
+    for rank in report.ranks:
+        assert (rank.n_heads, rank.n_kv_heads) == (8 // tp, kv_heads)
+        assert rank.measured_cache_bytes == rank.predicted_cache_bytes == cache_bytes
+        assert rank.measured_weight_bytes == rank.predicted_weight_bytes
+        assert rank.allreduce_calls == 2 * 2  # o_proj and down_proj, 2 layers
+    assert report.deployment_cache_bytes == tp * cache_bytes
+    assert report.numerics.relative_error < 1e-5 and report.numerics.positions == 1 + report.decode_tokens
+    assert report.checks == {"tp_matches_single_device": True, "cache_bytes_match": True, "weight_bytes_match": True}
+    assert 0 < report.allreduce_ms < report.decode_ms and 0 < report.allreduce_share < 1
+
+
+def test_weights_per_rank_hand_count(tp4_reports):
+    # gqa-replicated at tp 4: q 64x16, k and v 64x8 (one replicated head), o 16x64; MLP 3x64x32; 2 norms.
+    layer = 64 * 16 + 2 * 64 * 8 + 16 * 64 + 3 * 64 * 32 + 2 * 64
+    params = 2 * layer + 2 * 300 * 64 + 64  # + untied embedding and head, final norm
+    assert {r.measured_weight_bytes for r in tp4_reports["gqa-replicated"].ranks} == {4 * params}
+
+
+def test_cli_json_keys(cli, tmp_path):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG)
+    result = cli.run("verify", str(config), "--device", "cpu", "--reps", "2", "--layers", "2", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["tp"] == 2 and data["checks"]["tp_matches_single_device"] is True
+    per_rank = 2 * 32 * 2 * 2 * 2 * 8 * 4  # 2 layers built x 32 tokens x batch 2 x (K + V) x 2 heads x 8 x 4 B
+    assert [(r["rank"], r["measured_cache_bytes"], r["predicted_cache_bytes"]) for r in data["ranks"]] == [
+        (0, per_rank, per_rank),
+        (1, per_rank, per_rank),
+    ]
+    assert all(isinstance(r["measured_weight_bytes"], int) for r in data["ranks"])
+    assert data["allreduce_ms"] > 0 and data["passed"] is True
+
+
+def test_a_failing_rank_ends_the_run_with_one_line(cli, tmp_path, monkeypatch):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG)
+    monkeypatch.setenv("MHA_TP_FAULT", "1:raise")
+    result = cli.run("verify", str(config), "--device", "cpu", "--reps", "2", "--layers", "1")
+    assert result.exit_code == EXIT_CHECK_FAILED
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert "rank 1 failed" in result.stderr and "injected fault" in result.stderr
+    assert _children() == []
+
+
+def test_a_hanging_rank_is_stopped_within_the_timeout(cli, tmp_path, monkeypatch):
+    import time
+
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG)
+    monkeypatch.setenv("MHA_TP_FAULT", "1:hang")
+    start = time.monotonic()
+    result = cli.run("verify", str(config), "--device", "cpu", "--layers", "1", "--tp-timeout", "8")
+    assert time.monotonic() - start < 8 + 5
+    assert result.exit_code == EXIT_CHECK_FAILED
+    assert result.stderr.count("\n") == 1 and "after 8 s" in result.stderr and "rank 1 at" in result.stderr
+    assert _children() == []
+
+
+def test_refusals_before_any_process_starts(cli, tmp_path, monkeypatch):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG)
+    result = cli.run("verify", str(config), "--device", "cpu", "--tp", "3")
+    assert result.exit_code == EXIT_BAD_INPUT and "n_heads (8) must be divisible by tp (3)" in result.stderr
+    result = cli.run("verify", str(config), "--device", "cpu", "--max-kv-gib", "1")
+    assert result.exit_code == EXIT_BAD_INPUT and "--tp 1" in result.stderr
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    result = cli.run("verify", str(config), "--tp", "2")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "needs 2 CUDA devices, 1 visible: rerun with --device cpu" in result.stderr
+    assert _children() == []
