@@ -60,11 +60,8 @@ def _children() -> list[int]:
 
 @pytest.fixture(scope="module")
 def tp2_reports():
-    jobs = [
-        _job("mqa", 2, n_kv_heads=1),  # one KV head, replicated on both ranks
-        _job("windowed-biased", 2, n_kv_heads=2, sliding_window=8, layer_pattern=["local", "global"], qkv_bias=True,
-             o_bias=True),  # fmt: skip
-    ]
+    windowed = {"sliding_window": 8, "layer_pattern": ["local", "global"], "qkv_bias": True, "o_bias": True}
+    jobs = [_job("mqa", 2, n_kv_heads=1), _job("windowed-biased", 2, n_kv_heads=2, **windowed)]  # MQA: KV replicated
     return {report.model_name: report for report in run_tp_jobs(jobs)}
 
 
