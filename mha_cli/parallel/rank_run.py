@@ -73,7 +73,7 @@ def full_shapes(job: TpJob) -> dict[str, torch.Size]:
 
 
 def token_ids(job: TpJob, device: torch.device) -> torch.Tensor:
-    """The same seeded tokens on every rank: (b, prefill + decode + 1), the last one for the timed step."""
+    """The same seeded tokens on every rank: (b, prefill + decode + 1), the last one fed to the timed decode step."""
     generator = torch.Generator().manual_seed(job.seed)
     length = job.prefill_tokens + job.decode_tokens + 1
     ids = torch.randint(0, job.model.vocab_size, (job.deployment.batch, length), generator=generator)  # (b, s)
@@ -94,12 +94,12 @@ def run_tokens(model: torch.nn.Module, caches: list, ids: torch.Tensor, prefill:
 
 
 def time_decode(
-    model: torch.nn.Module, caches: list, ids: torch.Tensor, timer: TimedAllReduce, job: TpJob, device: torch.device
+    model: torch.nn.Module, caches: list, token: torch.Tensor, timer: TimedAllReduce, job: TpJob, device: torch.device
 ) -> tuple[float, float, int]:
-    """(median decode step ms, median all-reduce ms per step, all-reduces per step): the step at the last position,
-    repeated (each rewrites the same cache slot), after ``DECODE_WARMUP`` untimed ones."""
-    pos = ids.shape[1] - 1
-    token = ids[:, pos : pos + 1]  # (b, 1)
+    """(median decode step ms, median all-reduce ms per step, all-reduces per step) of a decode step at position
+    seq_len - 1, attending to the whole cache (as single-device verify times it), repeated after ``DECODE_WARMUP``
+    untimed steps; each step rewrites the same slot."""
+    pos = job.deployment.seq_len - 1
     steps, reduces, calls = [], [], 0
     with torch.inference_mode():
         for rep in range(DECODE_WARMUP + job.reps):
@@ -164,7 +164,7 @@ def run_job(
     on_stage("prefill and decode")
     tp_logits = run_tokens(model, caches, ids, job.prefill_tokens)
     on_stage("decode timing")
-    decode_ms, allreduce_ms, calls = time_decode(model, caches, ids, timer, job, device)
+    decode_ms, allreduce_ms, calls = time_decode(model, caches, ids[:, -1:], timer, job, device)
     attention = _first_attention(model)
     value_bytes = torch.empty((), dtype=dtype).element_size()
     result = RankResult(
@@ -227,7 +227,7 @@ def assemble_report(job: TpJob, ranks: list[RankResult], numerics: TpNumerics, d
         torch_version=torch.__version__, dtype=job.deployment.kv_dtype, seq_len=deployment.seq_len,
         batch=deployment.batch, tp=tp, n_layers_model=model.n_layers, n_layers_built=job.n_layers,
         layers_note=job.layers_note, prefill_tokens=job.prefill_tokens, decode_tokens=job.decode_tokens,
-        decode_context=job.prefill_tokens + job.decode_tokens + 1, ranks=ranks, decode_ms=decode_ms,
+        decode_context=deployment.seq_len, ranks=ranks, decode_ms=decode_ms,
         allreduce_ms=allreduce_ms, allreduce_share=allreduce_ms / decode_ms if decode_ms > 0 else 0.0,
         deployment_cache_bytes=sum(r.measured_cache_bytes for r in ranks),
         deployment_predicted_cache_bytes=footprint_for(built, deployment, tp).total_bytes_all_ranks,
@@ -253,8 +253,9 @@ def _notes(job: TpJob) -> list[str]:
     notes = [
         "layout: q/k/v and MLP gate/up split by columns (heads, d_ff / tp), o_proj and down_proj by rows, each"
         " followed by an all-reduce; embeddings, norms and the LM head replicated on every rank",
-        f"decode timed at a context of {job.prefill_tokens + job.decode_tokens + 1:,} tokens (prefill"
-        f" {job.prefill_tokens:,} + {job.decode_tokens} checked decode steps + 1); caches allocated at seq_len",
+        f"logits compared over a prefill of {job.prefill_tokens:,} tokens and {job.decode_tokens} decode steps;"
+        f" decode timed at position {job.deployment.seq_len - 1:,} (the whole cache, positions past"
+        f" {job.prefill_tokens + job.decode_tokens - 1:,} left as allocated: a step's time does not depend on them)",
     ]
     if model.mla is not None:
         notes.append("MLA: the latent and its down projections are replicated; every rank caches the whole latent")

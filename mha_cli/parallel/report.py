@@ -104,7 +104,7 @@ class TpVerifyReport(Record):
     prefill_tokens: int
     decode_tokens: int
     decode_context: int
-    """Tokens a timed decode step attends to (prefill + checked decode tokens + 1)."""
+    """Tokens a timed decode step attends to: seq_len (the step at position seq_len - 1)."""
     ranks: list[RankResult]
     decode_ms: float
     """Median decode step, averaged over the ranks (ms)."""

@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         reports = run_batch(batch, env, _stage_marker(args.run_dir, env.rank))
         if env.rank == 0:
             _emit(reports, args)
+            if args.run_dir is None and not all(report.passed for report in reports):
+                return EXIT_CHECK_FAILED  # under torchrun, rank 0's code is the run's
         return 0
     except BaseException as exc:  # every failure becomes one line and an exit code the launcher reads
         code, message = _describe(exc)
