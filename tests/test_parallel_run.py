@@ -1,8 +1,8 @@
 """``mha verify --tp N`` end to end on CPU (gloo): real ranks in separate processes.
 
 Each launch costs a few seconds of process start-up on a small machine, so the configurations are
-batched: one launch at tp 2 and one at tp 4 run several tiny models each (``run_tp_jobs``), and one
-CLI run checks the JSON keys. Expected cache bytes are hand counts written here, not the calculator.
+batched: one launch at tp 4 runs four tiny models (``run_tp_jobs``), and one CLI run at tp 2 (KV
+heads split, not replicated) checks the JSON keys. Expected cache bytes are hand counts written here, not the calculator.
 """
 
 from __future__ import annotations
@@ -59,30 +59,30 @@ def _children() -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def tp2_reports():
-    windowed = {"sliding_window": 8, "layer_pattern": ["local", "global"], "qkv_bias": True, "o_bias": True}
-    jobs = [_job("mqa", 2, n_kv_heads=1), _job("windowed-biased", 2, n_kv_heads=2, **windowed)]  # MQA: KV replicated
-    return {report.model_name: report for report in run_tp_jobs(jobs)}
-
-
-@pytest.fixture(scope="module")
 def tp4_reports():
-    jobs = [_job("gqa-replicated", 4, n_kv_heads=2, batch=2), _job("mha", 4, n_kv_heads=8)]
+    """One launch of 4 ranks, four models: every KV layout but the plain split (the CLI test runs that at tp 2)."""
+    windowed = {"sliding_window": 8, "layer_pattern": ["local", "global"], "qkv_bias": True, "o_bias": True}
+    jobs = [
+        _job("gqa-replicated", 4, n_kv_heads=2, batch=2),  # each KV head on 2 ranks
+        _job("mqa", 4, n_kv_heads=1),  # the one KV head on every rank
+        _job("mha", 4, n_kv_heads=8),  # 2 KV heads per rank
+        _job("windowed-biased", 4, n_kv_heads=4, **windowed),
+    ]
     return {report.model_name: report for report in run_tp_jobs(jobs)}
 
 
-# (name, tp, KV heads per rank, cache bytes per rank): 2 layers x 24 tokens x batch x (K + V) x heads x 8 x 4 B
+# (name, KV heads per rank, cache bytes per rank): 2 layers x 24 tokens x batch x (K + V) x heads x 8 x 4 B
 CASES = [
-    ("mqa", 2, 1, 2 * 24 * 1 * 2 * 1 * 8 * 4),
-    ("windowed-biased", 2, 1, (8 + 24) * 1 * 2 * 1 * 8 * 4),  # local layer holds its 8-token window
-    ("gqa-replicated", 4, 1, 2 * 24 * 2 * 2 * 1 * 8 * 4),
-    ("mha", 4, 2, 2 * 24 * 1 * 2 * 2 * 8 * 4),
+    ("gqa-replicated", 1, 2 * 24 * 2 * 2 * 1 * 8 * 4),
+    ("mqa", 1, 2 * 24 * 1 * 2 * 1 * 8 * 4),
+    ("mha", 2, 2 * 24 * 1 * 2 * 2 * 8 * 4),
+    ("windowed-biased", 1, (8 + 24) * 1 * 2 * 1 * 8 * 4),  # the local layer holds its 8-token window
 ]
 
 
-@pytest.mark.parametrize(("name", "tp", "kv_heads", "cache_bytes"), CASES, ids=[case[0] for case in CASES])
-def test_every_rank_matches_hand_counts_and_one_device(name, tp, kv_heads, cache_bytes, request):
-    report = request.getfixturevalue(f"tp{tp}_reports")[name]
+@pytest.mark.parametrize(("name", "kv_heads", "cache_bytes"), CASES, ids=[case[0] for case in CASES])
+def test_every_rank_matches_hand_counts_and_one_device(name, kv_heads, cache_bytes, tp4_reports):
+    report, tp = tp4_reports[name], 4
     assert report.tp == tp and [r.rank for r in report.ranks] == list(range(tp))
     for rank in report.ranks:
         assert (rank.n_heads, rank.n_kv_heads) == (8 // tp, kv_heads)
@@ -116,6 +116,7 @@ def test_cli_json_keys(cli, tmp_path):
     ]
     assert all(isinstance(r["measured_weight_bytes"], int) for r in data["ranks"])
     assert data["allreduce_ms"] > 0 and data["passed"] is True
+    assert data["checks"]["cache_bytes_match"] and data["checks"]["weight_bytes_match"]
 
 
 def test_a_failing_rank_ends_the_run_with_one_line(cli, tmp_path, monkeypatch):
