@@ -35,8 +35,34 @@ LLAMA3 = dict(
                       original_max_position_embeddings=16),
 )  # fmt: skip
 
+QWEN2 = dict(
+    TINY, model_type="qwen2", num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+    rms_norm_eps=1e-6, rope_theta=1e6, tie_word_embeddings=True,  # q/k/v biases are the family's
+)  # fmt: skip
+
+QWEN3 = dict(
+    TINY, model_type="qwen3", num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+    head_dim=32,  # 4 x 32 = 128 wide attention on a 64 wide model, as Qwen3-0.6B's 16 x 128 on 1,024
+    rms_norm_eps=1e-6, rope_theta=1e6, tie_word_embeddings=True,
+)  # fmt: skip
+
+MISTRAL = dict(
+    TINY, model_type="mistral", num_attention_heads=4, num_key_value_heads=1, intermediate_size=128,
+    rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False,
+    sliding_window=4,  # the 12-token sequences and the 5-token prefill run past it
+)  # fmt: skip
+
+QWEN3_LOCAL_GLOBAL = dict(
+    QWEN3, use_sliding_window=True, sliding_window=3, max_window_layers=2,
+    layer_types=["sliding_attention", "full_attention"],  # spec.layer_pattern ["local", "global"]
+)  # fmt: skip
+
 CASES: dict[str, tuple[dict[str, Any], str]] = {
     "llama-3": (LLAMA3, "LlamaForCausalLM"),
+    "qwen2": (QWEN2, "Qwen2ForCausalLM"),
+    "qwen3": (QWEN3, "Qwen3ForCausalLM"),
+    "mistral": (MISTRAL, "MistralForCausalLM"),
+    "qwen3-local-global": (QWEN3_LOCAL_GLOBAL, "Qwen3ForCausalLM"),
 }
 
 
@@ -64,8 +90,15 @@ def tokens(seed: int = 1, batch: int = 2, length: int = SEQ_LEN) -> torch.Tensor
     return torch.randint(0, TINY["vocab_size"], (batch, length), generator=torch.Generator().manual_seed(seed))
 
 
-def max_errors(config: dict[str, Any], class_name: str) -> tuple[float, float]:
-    """(prefill, cached decode) max abs logit differences from transformers' full forward."""
+DECODE = [PREFILL] + [1] * (SEQ_LEN - PREFILL)
+"""A k-token prefill, then one token per step."""
+
+
+def max_errors(config: dict[str, Any], class_name: str, chunks: list[int] = DECODE) -> tuple[float, float]:
+    """(prefill, cached decode) max abs logit differences from transformers' full forward.
+
+    The cached run feeds the sequence in ``chunks`` (token counts) through one set of caches.
+    """
     reference = reference_model(config, class_name)
     ours = ours_loaded_from(reference, config)
     ids = tokens()
@@ -73,8 +106,11 @@ def max_errors(config: dict[str, Any], class_name: str) -> tuple[float, float]:
         expected = reference(ids).logits  # (b, s, v)
         prefill = ours(ids)  # (b, s, v)
         caches = ours.new_cache(batch=ids.shape[0], max_seq=SEQ_LEN)
-        steps = [ours(ids[:, :PREFILL], caches, start_pos=0)]
-        steps += [ours(ids[:, pos : pos + 1], caches, start_pos=pos) for pos in range(PREFILL, SEQ_LEN)]
+        steps, pos = [], 0
+        for n in chunks:
+            steps.append(ours(ids[:, pos : pos + n], caches, start_pos=pos))  # (b, n, v)
+            pos += n
+    assert pos == SEQ_LEN
     decoded = torch.cat(steps, dim=1)  # (b, s, v)
     return (prefill - expected).abs().max().item(), (decoded - expected).abs().max().item()
 
@@ -108,3 +144,34 @@ def test_rope_scaling_matters_for_the_llama3_case() -> None:
     with torch.no_grad():
         error = (unscaled.eval()(tokens()) - reference(tokens()).logits).abs().max().item()
     assert error > 100 * TOLERANCE
+
+
+@pytest.mark.parametrize("family", ["mistral", "qwen3-local-global"])
+def test_windowed_decode_in_uneven_chunks(family: str) -> None:
+    """Chunks that straddle the window edge and the ring's wrap (window 4 / 3, chunks 3, 4, 2, 1, 2)."""
+    _, decode_error = max_errors(*CASES[family], chunks=[3, 4, 2, 1, 2])
+    assert decode_error < TOLERANCE
+
+
+@pytest.mark.parametrize("family", ["mistral", "qwen3-local-global"])
+def test_window_matters(family: str) -> None:
+    """The same weights without the window give other logits: the window is exercised, not idle."""
+    config, class_name = CASES[family]
+    reference = reference_model(config, class_name)
+    spec = import_hf_config(config).model
+    assert spec.sliding_window is not None
+    unwindowed = build_model(spec.model_copy(update={"sliding_window": None, "layer_pattern": None}))
+    unwindowed.load_state_dict(reference.state_dict(), strict=True)
+    with torch.no_grad():
+        error = (unwindowed.eval()(tokens()) - reference(tokens()).logits).abs().max().item()
+    assert error > 100 * TOLERANCE
+
+
+def test_local_layers_cache_only_their_window() -> None:
+    """qwen3-local-global: layer 0 (local, window 3) holds 3 slots, layer 1 (global) the whole max_seq."""
+    config, _ = CASES["qwen3-local-global"]
+    spec = import_hf_config(config).model
+    assert spec.layer_pattern == ["local", "global"]
+    caches = build_model(spec).new_cache(batch=2, max_seq=SEQ_LEN)
+    per_token = 2 * 2 * 32 * 4  # K and V, 2 KV heads, head_dim 32, fp32 bytes
+    assert [cache.nbytes for cache in caches] == [2 * 3 * per_token, 2 * SEQ_LEN * per_token]

@@ -1,4 +1,4 @@
-"""``mha verify SOURCE``: build the config's attention layers in torch, measure cache memory and latency.
+"""``mha verify SOURCE``: build the config's decoder in torch, measure weights, cache memory and latency.
 
 Exit codes: 0 every check passed; 1 a threshold or the numerics check failed (the report is still
 printed), or with --tp N > 1 a rank failed or hung (one line, every rank stopped); 2 bad input;
@@ -29,7 +29,7 @@ LayersOpt = Annotated[
     int | None,
     typer.Option(
         "--layers",
-        help="Attention layers to build (default: all on a GPU, 2 on CPU); the rest is extrapolated.",
+        help="Decoder layers to build (default: all on a GPU, 2 on CPU); the rest is extrapolated, labelled.",
         show_default=False,
     ),
 ]
@@ -43,14 +43,16 @@ RepsOpt = Annotated[int, typer.Option("--reps", help="Timed repetitions (median 
 MaxKvGibOpt = Annotated[
     float | None,
     typer.Option(
-        "--max-kv-gib", help="Fail (exit 1) if the whole model's cache exceeds this many GiB.", show_default=False
+        "--max-kv-gib",
+        help="Fail (exit 1) if the whole model's cache (all layers, all tp ranks) exceeds this many GiB.",
+        show_default=False,
     ),
 ]
 MaxDecodeMsOpt = Annotated[
     float | None,
     typer.Option(
         "--max-decode-ms",
-        help="Fail (exit 1) if a decode step of every attention layer takes longer (median, ms).",
+        help="Fail (exit 1) if a decode step of the whole model (every layer, median ms) takes longer.",
         show_default=False,
     ),
 ]
@@ -96,7 +98,7 @@ def verify(
     tp_timeout: TpTimeoutOpt = 900.0,
     json: JsonOpt = False,
 ) -> None:
-    """Build the config in torch; compare cache bytes with the calculator; time prefill and decode; check numerics."""
+    """Build the config's decoder in torch; compare weight and cache bytes with the calculator; time prefill and decode."""
     from mha_cli.verify.plan import validate_options  # imports torch (through mha_cli.verify), as the run will
 
     validate_options(
@@ -148,33 +150,51 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     console.print(
         f"[bold]{escape(report.model_name)}[/bold] ({report.variant}{mode}) on {report.device_name} [dim]({report.device},"
         f" {report.dtype}, torch {report.torch_version})[/dim]: seq {report.seq_len:,} x batch {report.batch},"
-        f" layers {report.layers_note}" + (f", tp={report.tp} shard" if report.tp > 1 else "")
+        f" layers {report.layers_note}" + (f", tp={report.tp}" if report.tp > 1 else "")
     )
-    table = Table(title="Predicted vs measured", title_justify="left")
+    table = Table(title=f"Predicted vs measured  [dim](built: {escape(report.built)})[/dim]", title_justify="left")
     table.add_column("quantity")
     table.add_column("predicted", justify="right")
     table.add_column("measured", justify="right")
     table.add_column("how", style="dim")
-    match = "[green]equal[/green]" if report.checks["cache_bytes_match"] else "[red]DIFFERENT[/red]"
-    built = f"{report.n_layers_built} layer(s)"
-    table.add_row(f"KV cache, {built}", bytes_cell(report.predicted_cache_bytes),
-                  bytes_cell(report.measured_cache_bytes), f"calculator vs tensor nbytes: {match}")  # fmt: skip
-    if report.allocator_cache_delta_bytes is not None:
-        table.add_row("  allocator change", "", bytes_cell(report.allocator_cache_delta_bytes),
-                      "torch.cuda.memory_allocated after - before the caches")  # fmt: skip
-    if report.peak_allocated_bytes is not None:
-        table.add_row("  peak allocated", "", bytes_cell(report.peak_allocated_bytes),
-                      "max_memory_allocated during the timings")  # fmt: skip
-    label = "extrapolated" if report.extrapolated else "measured"
-    table.add_row(f"KV cache, all {report.n_layers_model} layers", bytes_cell(report.model_predicted_cache_bytes),
-                  bytes_cell(report.model_cache_bytes), label.upper() if report.extrapolated else label)  # fmt: skip
+
+    def verdict(check: str) -> str:
+        return "[green]equal[/green]" if report.checks[check] else "[red]DIFFERENT[/red]"
+
+    table.add_row("weights, built stack", bytes_cell(report.predicted_weight_bytes),
+                  bytes_cell(report.measured_weight_bytes),
+                  f"core count_params x dtype vs parameters' nbytes: {verdict('weight_bytes_match')}")  # fmt: skip
+    table.add_row("  one decoder layer", bytes_cell(report.predicted_weight_bytes_per_layer),
+                  bytes_cell(report.weight_bytes_per_layer), "layer 0")  # fmt: skip
+    table.add_row(f"KV cache, {report.n_layers_built} built layer(s)", bytes_cell(report.predicted_cache_bytes),
+                  bytes_cell(report.measured_cache_bytes),
+                  f"core.kv vs new_cache tensors' nbytes: {verdict('cache_bytes_match')}")  # fmt: skip
+    allocator = report.allocator
+    if allocator is not None:
+        for part, label in (("weights", "allocator: weights"), ("cache", "allocator: cache")):
+            ok = report.checks[f"allocator_{part}"]
+            table.add_row(f"  {label}", bytes_cell(getattr(allocator, f"{part}_expected_bytes")),
+                          bytes_cell(getattr(allocator, f"{part}_change_bytes")),
+                          ("[green]within[/green]" if ok else "[red]OUTSIDE[/red]")
+                          + f" +{bytes_cell(getattr(allocator, f'{part}_tolerance_bytes'))} (allocator rounding)")  # fmt: skip
+        table.add_row("  allocator: prefill peak", bytes_cell(allocator.predicted_workspace_bytes),
+                      bytes_cell(allocator.prefill_peak_bytes), "max_memory_allocated during the prefill; estimate")  # fmt: skip
+    for scope in (report.per_rank, report.whole_model):
+        label = "one rank" if scope.scope == "per_rank" else "whole model"
+        how = "EXTRAPOLATED" if scope.extrapolated else "measured"
+        table.add_row(f"KV cache, {label}", bytes_cell(scope.predicted_cache_bytes), bytes_cell(scope.cache_bytes),
+                      f"{how}: {escape(scope.covers)}")  # fmt: skip
+        table.add_row(f"weights, {label}", bytes_cell(scope.predicted_weight_bytes), bytes_cell(scope.weight_bytes),
+                      how)  # fmt: skip
     roof = "" if report.roofline_decode_ms is None else f"{report.roofline_decode_ms:.3f} ms"
-    table.add_row(f"decode step, {built}", roof, f"{report.decode_ms:.3f} ms",
-                  f"median of {report.decode.reps}, IQR {report.decode.spread_ms:.3f} ms, "
+    ratio = "" if report.decode_vs_roofline is None else f"{report.decode_vs_roofline:.2f}x the roofline, "
+    table.add_row("decode step, built stack", roof, f"{report.decode_ms:.3f} ms",
+                  f"{ratio}median of {report.decode.reps}, IQR {report.decode.spread_ms:.3f} ms, "
                   f"{report.decode_tokens_per_s:,.1f} tok/s ({report.decode.timer})")  # fmt: skip
-    table.add_row(f"decode step, all {report.n_layers_model} layers", "", f"{report.model_decode_ms:.3f} ms",
-                  "EXTRAPOLATED (linear in layers)" if report.extrapolated else "measured")  # fmt: skip
-    table.add_row(f"prefill, {built}", "", f"{report.prefill_ms:.3f} ms",
+    whole = report.whole_model
+    table.add_row("decode step, whole model", "", f"{whole.decode_ms:.3f} ms",
+                  "EXTRAPOLATED (scaled by bytes read)" if whole.extrapolated else "measured")  # fmt: skip
+    table.add_row("prefill, built stack", "", f"{report.prefill_ms:.3f} ms",
                   f"{report.prefill_note}; median of {report.prefill.reps},"
                   f" {report.prefill_tokens_per_s:,.0f} tok/s")  # fmt: skip
     peak = "" if report.peak_gb_per_s is None else f"peak {report.peak_gb_per_s:,.1f} GB/s"
@@ -183,7 +203,8 @@ def render_verify(console: Console, report: VerifyReport) -> None:
                   f" peak: {report.peak_source}")  # fmt: skip
     numerics = report.numerics
     table.add_row("cached decode vs full forward", f"<= {numerics.tolerance:g}", f"{numerics.relative_error:.2e}",
-                  f"relative max error, {numerics.tokens} tokens, last {numerics.decode_tokens} decoded one by one")  # fmt: skip
+                  f"relative max error of the logits, {numerics.tokens} tokens, last {numerics.decode_tokens}"
+                  " decoded one by one")  # fmt: skip
     console.print(table)
     backends = "; ".join(f"{phase}: {', '.join(names)}" for phase, names in report.sdpa_backends.items())
     console.print(f"[bold]SDPA backend[/bold]  {backends}")
@@ -195,8 +216,8 @@ def render_verify(console: Console, report: VerifyReport) -> None:
         else f"{name} [red]FAIL[/red] ({escape(report.check_details.get(name, ''))})"
         for name, ok in report.checks.items()
     )
-    verdict = "[bold green]PASS[/bold green]" if report.passed else "[bold red]FAIL[/bold red]"
-    console.print(f"{verdict}  {checks}")
+    verdict_text = "[bold green]PASS[/bold green]" if report.passed else "[bold red]FAIL[/bold red]"
+    console.print(f"{verdict_text}  {checks}")
 
 
 def efficiency_text(report: VerifyReport) -> str:
