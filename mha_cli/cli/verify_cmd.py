@@ -109,14 +109,15 @@ def verify(
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache, tp=tp
     )
-    from mha_cli.cli.verify_tp import deployment_tp, verify_tensor_parallel
+    from mha_cli.parallel.plan import deployment_tp
 
     tp_degree = deployment_tp(deployment)
-    if tp_degree > 1:  # N ranks on torch.distributed (mha_cli.parallel)
+    if tp_degree > 1:  # N ranks on torch.distributed
+        from mha_cli.cli.verify_tp import verify_tensor_parallel
+
         verify_tensor_parallel(
             loaded, deployment, tp=tp_degree, device=device, layers=layers, prefill_tokens=prefill_tokens, reps=reps,
-            tolerance=tolerance, timeout_s=tp_timeout, json=json,
-            thresholds={"--max-kv-gib": max_kv_gib, "--max-decode-ms": max_decode_ms},
+            tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, timeout_s=tp_timeout, json=json,
         )  # fmt: skip
         return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn

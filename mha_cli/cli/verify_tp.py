@@ -13,22 +13,14 @@ from typing import TYPE_CHECKING
 import typer
 
 from mha_cli.cli.output import Output
-from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
-from mha_cli.core.memory import resolve_tp
+from mha_cli.core.errors import EXIT_CHECK_FAILED
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
-from mha_cli.core.targets import resolve_target
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from mha_cli.parallel.report import TpVerifyReport
-
-
-def deployment_tp(deployment: DeploymentSpec) -> int:
-    """The tensor-parallel degree verify runs: --tp, else the config's tp, else the target's device count."""
-    target = resolve_target(deployment.target) if deployment.target else None
-    return resolve_tp(deployment.tp, target)
 
 
 def verify_tensor_parallel(
@@ -41,22 +33,18 @@ def verify_tensor_parallel(
     prefill_tokens: int | None,
     reps: int,
     tolerance: float | None,
+    max_kv_gib: float | None,
+    max_decode_ms: float | None,
     timeout_s: float,
-    thresholds: dict[str, float | None],
     json: bool,
 ) -> None:
     """Run ``tp`` ranks, print the report, exit 1 when a check failed."""
-    given = [option for option, value in thresholds.items() if value is not None]
-    if given:
-        raise BadInputError(
-            f"{' and '.join(given)} apply to one device's run: drop them with --tp {tp}, or add --tp 1 to check them"
-        )
     from mha_cli.parallel.plan import make_tp_job, resolve_tp_device
     from mha_cli.parallel.run import run_tp_jobs
 
     job = make_tp_job(
-        loaded, deployment, tp=tp, device_type=resolve_tp_device(device, tp), layers=layers,
-        prefill_tokens=prefill_tokens, reps=reps, tolerance=tolerance, timeout_s=timeout_s,
+        loaded, deployment, device_type=resolve_tp_device(device, tp), layers=layers, prefill_tokens=prefill_tokens,
+        reps=reps, tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, timeout_s=timeout_s,
     )  # fmt: skip
     (report,) = run_tp_jobs([job])
     Output(json).emit(report, render_tp_verify)
@@ -65,18 +53,14 @@ def verify_tensor_parallel(
 
 
 def render_tp_verify(console: Console, report: TpVerifyReport) -> None:
-    from rich.markup import escape
+    """Single-device verify's report (rank 0's stack, every rank's scopes), then the ranks side by side."""
     from rich.table import Table
 
-    from mha_cli.core.quantities import format_bytes
+    from mha_cli.cli.verify_cmd import render_verify
 
-    mode = f", {report.mla_cache} MLA cache" if report.mla_cache else ""
-    console.print(
-        f"[bold]{escape(report.model_name)}[/bold] ({report.variant}{mode}) at tp={report.tp} on {report.device_name}"
-        f" [dim]({report.device}, {report.backend}, {report.dtype}, torch {report.torch_version})[/dim]:"
-        f" seq {report.seq_len:,} x batch {report.batch}, layers {report.layers_note}"
-    )
-    table = Table(title="Per rank (bytes exact; calculator's figure shown only where it differs)", title_justify="left")
+    render_verify(console, report)
+    title = f"Every rank ({report.backend}; bytes exact, the calculator's shown only where it differs)"
+    table = Table(title=title, title_justify="left")
     for column in ("rank", "q/kv heads", "KV cache (B)", "weights (B)", "decode", "all-reduce"):
         table.add_column(column, justify="left" if column == "rank" else "right")
     for rank in report.ranks:
@@ -87,24 +71,21 @@ def render_tp_verify(console: Console, report: TpVerifyReport) -> None:
             f"{rank.decode_ms:.3f} ms", f"{rank.allreduce_ms:.3f} ms",
         )  # fmt: skip
     table.add_row(
-        "all", "", _cell(report.deployment_cache_bytes, report.deployment_predicted_cache_bytes),
-        f"{report.deployment_weight_bytes:,}", "", "", style="bold",
+        "all", "", f"{sum(r.measured_cache_bytes for r in report.ranks):,}",
+        f"{sum(r.measured_weight_bytes for r in report.ranks):,}", "", "", style="bold",
     )  # fmt: skip
     console.print(table)
+    calls = report.ranks[0].allreduce_calls
     console.print(
-        f"whole deployment ({report.tp} ranks, replicated parts on every rank): KV cache"
-        f" {format_bytes(report.deployment_cache_bytes)}, weights {format_bytes(report.deployment_weight_bytes)}"
+        f"all-reduce: {report.allreduce_ms:.3f} ms per decode step = {report.allreduce_share:.0%} of the step"
+        f" [dim]({calls} all-reduces per step, timed between synchronisations; each rank's median over the timed steps, mean over ranks)[/dim]"
     )
+    numerics = report.tp_numerics
+    verdict = "[green]equal[/green]" if report.checks["tp_matches_single_device"] else "[red]DIFFERENT[/red]"
     console.print(
-        f"decode step ({report.n_layers_built} layer(s), context {report.decode_context:,}): {report.decode_ms:.3f} ms,"
-        f" all-reduce {report.allreduce_ms:.3f} ms = {report.allreduce_share:.0%} of the step"
-        f" [dim](mean over ranks of each rank's median; {report.ranks[0].allreduce_calls} all-reduces per step)[/dim]"
+        f"tp vs one device: {verdict}, logits' relative error {numerics.relative_error:.2e}"
+        f" (tolerance {numerics.tolerance:g}, {numerics.positions} positions)"
     )
-    for name, passed in report.checks.items():
-        verdict = "[green]PASS[/green]" if passed else "[red]FAIL[/red]"
-        console.print(f"{verdict} {name}: {escape(report.check_details.get(name, ''))}")
-    for note in report.notes:
-        console.print(f"[dim]note: {escape(note)}[/dim]")
 
 
 def _cell(measured: int, predicted: int) -> str:

@@ -1,22 +1,32 @@
-"""Decide a tensor-parallel verify before any process starts: the shapes, layer count and token counts
-every rank uses, refused with exit 2 when tp does not split the model or the device cannot host the ranks.
+"""Plan a tensor-parallel verify once, before any rank starts: single-device verify's plan at the
+deployment's tp (shapes, layers built, predictions, the memory fit of one rank) plus the tp check's
+token counts. Refused with exit 2 when the device cannot host the ranks, exit 3 when a rank cannot fit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.memory import resolve_tp
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
-from mha_cli.core.tensor_parallel import tp_shard_problem
-from mha_cli.parallel.report import DeviceType, TpJob
-from mha_cli.verify.plan import CPU_DEFAULT_LAYERS, CPU_DEFAULT_PREFILL_TOKENS, torch_dtype_name, validate_options
+from mha_cli.core.targets import resolve_target
+from mha_cli.parallel.report import TpJob
+from mha_cli.verify.plan import DeviceType, device_free_bytes, make_plan, validate_options
 
-DECODE_TOKENS = 4
-"""Tokens decoded one at a time after the prefill and compared with the single device."""
-CUDA_DEFAULT_PREFILL_TOKENS = 1024
-"""Prefill length on GPUs unless --prefill-tokens says otherwise (the single-device reference runs it too)."""
+CHECK_PREFILL_TOKENS = 32
+"""Longest prefill of the tp-vs-one-device logits check (the split's rounding does not grow with length)."""
+CHECK_DECODE_TOKENS = 4
+"""Tokens decoded one at a time after that prefill, each compared."""
 DEFAULT_TIMEOUT_S = 900.0
 """Bound on a whole tensor-parallel run and on each of its collectives (--tp-timeout)."""
+
+
+def deployment_tp(deployment: DeploymentSpec) -> int:
+    """The tensor-parallel degree verify runs: --tp, else the config's tp, else the target's device count, else 1."""
+    target = resolve_target(deployment.target) if deployment.target else None
+    return resolve_tp(deployment.tp, target)
 
 
 def resolve_tp_device(device: str, tp: int) -> DeviceType:
@@ -37,47 +47,47 @@ def resolve_tp_device(device: str, tp: int) -> DeviceType:
     return "cuda"
 
 
+def rank_free_bytes(device_type: DeviceType, tp: int) -> int | None:
+    """Free memory one rank may plan with: a GPU's own (cuda:0's, the ranks' GPUs alike), or the host's / tp on CPU."""
+    free = device_free_bytes(device_type, 0 if device_type == "cuda" else None)
+    if free is None or device_type == "cuda":
+        return free
+    return free // tp
+
+
 def make_tp_job(
     loaded: ModelSource,
     deployment: DeploymentSpec,
     *,
-    tp: int,
     device_type: DeviceType,
     layers: int | None = None,
     prefill_tokens: int | None = None,
     reps: int = 10,
     tolerance: float | None = None,
+    max_kv_gib: float | None = None,
+    max_decode_ms: float | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     seed: int = 0,
+    free_bytes: Callable[[DeviceType, int], int | None] = rank_free_bytes,
 ) -> TpJob:
-    """The job every rank runs; raises ``BadInputError`` (exit 2) for options or a tp that cannot work."""
-    validate_options(reps=reps, layers=layers, prefill_tokens=prefill_tokens, tolerance=tolerance)
-    model = loaded.model
-    if tp < 1:
-        raise BadInputError(f"--tp must be at least 1 (got {tp})")
+    """The job every rank runs at the deployment's tp; raises ``BadInputError`` (exit 2) or ``OutOfMemoryError``
+    (exit 3) as single-device verify's plan does."""
+    validate_options(
+        reps=reps, layers=layers, prefill_tokens=prefill_tokens, tolerance=tolerance, max_kv_gib=max_kv_gib,
+        max_decode_ms=max_decode_ms,
+    )  # fmt: skip
     if not timeout_s > 0:
         raise BadInputError(f"--tp-timeout must be greater than 0 (got {timeout_s:g})")
-    problem = tp_shard_problem(model, tp)
-    if problem is not None:
-        raise BadInputError(problem)
-    torch_dtype_name(deployment.kv_dtype)  # refuses quantised formats (exit 2)
-    if layers is not None and layers > model.n_layers:
-        raise BadInputError(f"--layers ({layers}) must be between 1 and the model's {model.n_layers} layers")
-    if layers is not None:
-        n_layers, note = layers, f"{layers} of {model.n_layers} (--layers)"
-    elif device_type == "cpu" and model.n_layers > CPU_DEFAULT_LAYERS:
-        n_layers, note = CPU_DEFAULT_LAYERS, f"{CPU_DEFAULT_LAYERS} of {model.n_layers} (CPU default; --layers N)"
-    else:
-        n_layers, note = model.n_layers, f"all {model.n_layers}"
+    tp = deployment_tp(deployment)
+    plan = make_plan(
+        loaded.model, deployment, device_type=device_type, layers=layers, prefill_tokens=prefill_tokens,
+        free_bytes=free_bytes(device_type, tp),
+    )  # fmt: skip
     seq = deployment.seq_len
-    longest_prefill = seq - DECODE_TOKENS - 1  # room for the checked decode tokens and one timed step
-    if longest_prefill < 1:
-        raise BadInputError(f"--seq ({seq}) must be at least {DECODE_TOKENS + 2} for a tensor-parallel check")
-    default = CPU_DEFAULT_PREFILL_TOKENS if device_type == "cpu" else CUDA_DEFAULT_PREFILL_TOKENS
-    prefill = min(default if prefill_tokens is None else prefill_tokens, longest_prefill)
+    if seq < CHECK_DECODE_TOKENS + 2:
+        raise BadInputError(f"--seq ({seq}) must be at least {CHECK_DECODE_TOKENS + 2} for a tensor-parallel check")
     return TpJob(
-        source=loaded.origin, source_kind=loaded.kind, model=model, deployment=deployment, tp=tp,
-        device_type=device_type, n_layers=n_layers, layers_note=note, mla_mode=deployment.mla_cache,
-        prefill_tokens=prefill, decode_tokens=DECODE_TOKENS, reps=reps, seed=seed, tolerance=tolerance,
-        timeout_s=timeout_s,
+        loaded=loaded, plan=plan, reps=reps, tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms,
+        check_prefill_tokens=min(CHECK_PREFILL_TOKENS, seq - CHECK_DECODE_TOKENS), seed=seed,
+        check_decode_tokens=CHECK_DECODE_TOKENS, timeout_s=timeout_s,
     )  # fmt: skip

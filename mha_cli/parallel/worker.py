@@ -62,31 +62,58 @@ def batch_from_source(args: argparse.Namespace, world_size: int) -> TpBatch:
         tp=world_size,
     )  # fmt: skip
     job = make_tp_job(
-        loaded, deployment, tp=world_size, device_type=resolve_tp_device(args.device, world_size),
-        layers=args.layers, prefill_tokens=args.prefill_tokens, reps=args.reps, tolerance=args.tolerance,
-        timeout_s=args.tp_timeout,
+        loaded, deployment, device_type=resolve_tp_device(args.device, world_size), layers=args.layers,
+        prefill_tokens=args.prefill_tokens, reps=args.reps, tolerance=args.tolerance, timeout_s=args.tp_timeout,
     )  # fmt: skip
     return TpBatch(jobs=[job])
 
 
+def planned_batch(args: argparse.Namespace, env: RankEnv) -> TpBatch:
+    """Under torchrun: rank 0 plans (free memory is read once) and sends the plan to every rank; a planning
+    error on rank 0 (bad input, no fit) ends every rank with rank 0's message and code."""
+    import torch.distributed as dist
+
+    message: list[object] = [None]
+    if env.rank == 0:
+        try:
+            message = [batch_from_source(args, env.world_size).model_dump(mode="json")]
+        except MhaError as exc:
+            message = [{"error": exc.message, "exit_code": exc.exit_code}]
+    if env.world_size > 1:
+        dist.broadcast_object_list(message, src=0)
+    payload = message[0]
+    assert isinstance(payload, dict)
+    if "error" in payload:
+        error = MhaError(str(payload["error"]))
+        error.exit_code = int(payload["exit_code"])
+        raise error
+    return TpBatch.model_validate(payload)
+
+
 def run_batch(
-    batch: TpBatch, env: RankEnv, on_stage: Callable[[str], None] = lambda stage: None
+    batch: TpBatch | None, args: argparse.Namespace, env: RankEnv, on_stage: Callable[[str], None]
 ) -> list[TpVerifyReport]:
-    """Join the group, act out an injected fault if asked, run every job; rank 0 returns the reports."""
+    """Join the group, get the jobs (``batch``, or planned by rank 0 under torchrun), act out an injected fault
+    if asked, run every job; rank 0 returns the reports."""
     from mha_cli.parallel.faults import inject_fault
+    from mha_cli.parallel.plan import resolve_tp_device
     from mha_cli.parallel.rank_run import rank_device, run_job
 
-    jobs = batch.jobs
-    if any(job.tp != env.world_size for job in jobs):
-        raise MhaError(f"the jobs ask for tp {sorted({job.tp for job in jobs})} but WORLD_SIZE is {env.world_size}")
-    device_type = jobs[0].device_type
+    if batch is not None:
+        device_type, timeout_s = batch.jobs[0].plan.device_type, max(job.timeout_s for job in batch.jobs)
+    else:
+        device_type, timeout_s = resolve_tp_device(args.device, env.world_size), args.tp_timeout
     on_stage("joining the process group")
     if env.world_size > 1:
-        init_group(env, device_type, max(job.timeout_s for job in jobs))
+        init_group(env, device_type, timeout_s)
     on_stage("joined the process group")
+    if batch is None:
+        batch = planned_batch(args, env)
+    if any(job.tp != env.world_size for job in batch.jobs):
+        raise MhaError(f"the jobs ask for tp {sorted({job.tp for job in batch.jobs})}; WORLD_SIZE is {env.world_size}")
     inject_fault(env.rank)
     device = rank_device(device_type, env.local_rank)
-    reports = [run_job(job, env.rank, device, on_stage) for job in jobs]
+    reports = [run_job(job, env.rank, device, on_stage) for job in batch.jobs]
     return [report for report in reports if report is not None]
 
 
@@ -94,10 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     env = RankEnv.from_environ()
     try:
-        batch = (
-            TpBatch.model_validate_json(args.job.read_text()) if args.job else batch_from_source(args, env.world_size)
-        )
-        reports = run_batch(batch, env, _stage_marker(args.run_dir, env.rank))
+        batch = TpBatch.model_validate_json(args.job.read_text()) if args.job else None
+        reports = run_batch(batch, args, env, _stage_marker(args.run_dir, env.rank))
         if env.rank == 0:
             _emit(reports, args)
             if args.run_dir is None and not all(report.passed for report in reports):
