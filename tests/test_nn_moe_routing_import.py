@@ -40,3 +40,14 @@ def test_qwen_moe_families_use_the_configs_norm_topk_prob_else_false() -> None:
 def test_mixtral_always_renormalises() -> None:
     config = {**BASE, "model_type": "mixtral", "num_local_experts": 8, "norm_topk_prob": False}
     assert _moe(config).norm_topk_prob is True
+
+
+def test_qwen_dense_layers_lead_or_are_flagged() -> None:
+    leading = import_hf_config({**BASE, "model_type": "qwen3_moe", "num_hidden_layers": 4, "mlp_only_layers": [0, 1]})
+    assert leading.model.moe.n_dense_layers == 2
+    assert not any("not all leading" in note for note in leading.assumptions)
+    every_other = import_hf_config(
+        {**BASE, "model_type": "qwen2_moe", "num_hidden_layers": 4, "decoder_sparse_step": 2}
+    )
+    assert every_other.model.moe.n_dense_layers == 1  # layers 0 and 2 dense in transformers: only 0 leads
+    assert any("not all leading" in note for note in every_other.assumptions)

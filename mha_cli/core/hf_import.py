@@ -119,6 +119,7 @@ def _mla(r: _Reader) -> dict[str, Any] | None:
         "qk_nope_head_dim": r.require("qk_nope_head_dim (MLA)", "qk_nope_head_dim"),
         "v_head_dim": r.require("v_head_dim (MLA)", "v_head_dim"),
         "q_lora_rank": r.get("q_lora_rank"),
+        "rope_interleave": r.get("rope_interleave") is not False,  # DeepSeek-V2 always, V3 by default
     }
 
 
@@ -135,11 +136,28 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
         "n_shared_experts": r.get("n_shared_experts") or (1 if r.get("shared_expert_intermediate_size") else 0),
         "d_ff_expert": d_ff_expert,
         "d_ff_shared": r.get("shared_expert_intermediate_size"),
-        "n_dense_layers": min(n_layers, r.get("first_k_dense_replace") or 0),
+        "n_dense_layers": min(n_layers, r.get("first_k_dense_replace") or _leading_dense_layers(r, n_layers)),
         "expert_bias": r.get("model_type") == "gpt_oss",
         "shared_expert_gate": r.get("model_type") == "qwen2_moe" and bool(r.get("shared_expert_intermediate_size")),
         **_routing(r, str(r.get("model_type"))),
     }
+
+
+def _leading_dense_layers(r: _Reader, n_layers: int) -> int:
+    """Qwen-MoE's dense layers (``mlp_only_layers``, ``decoder_sparse_step``) when they lead the stack.
+
+    Other layouts (dense layers in the middle, every other layer sparse) are not modelled: every
+    layer after the leading dense ones is read as MoE, and the assumption says so.
+    """
+    step = r.get("decoder_sparse_step") or 1
+    dense = sorted(set(r.get("mlp_only_layers") or []) | {i for i in range(n_layers) if (i + 1) % step})
+    leading = next((i for i in range(n_layers + 1) if i not in dense), n_layers)
+    if len(dense) > leading:
+        r.assumptions.append(
+            f"dense MLP layers {dense} (mlp_only_layers / decoder_sparse_step) are not all leading:"
+            f" read as {leading} leading dense layers, the rest MoE"
+        )
+    return leading
 
 
 # Routing as each family's transformers module does it, where its config.json leaves a field out.

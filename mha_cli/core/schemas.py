@@ -95,6 +95,9 @@ class MLASpec(_Strict):
     """Per-head value width, decompressed from the latent."""
     q_lora_rank: Width | None = None
     """Width of the compressed query latent; ``None`` projects queries directly from d_model."""
+    rope_interleave: bool = True
+    """RoPE pairs of the rope part: interleaved (x0, x1), (x2, x3)... as DeepSeek (config.json's
+    ``rope_interleave``, the transformers default), or rotate-half (x_i, x_(i + p/2)) when false."""
 
     @property
     def qk_head_dim(self) -> int:

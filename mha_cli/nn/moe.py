@@ -27,19 +27,16 @@ combined output is a partial sum; one ``all_reduce`` after it completes the laye
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha_cli.core.schemas import MoESpec
+from mha_cli.core.schemas import ModelSpec, MoESpec
+from mha_cli.nn.mlp import MLP
+from mha_cli.nn.row_parallel import Reduce
 
-AllReduce = Callable[[torch.Tensor], torch.Tensor]
-
-
-def _identity(x: torch.Tensor) -> torch.Tensor:
-    return x
+INIT_STD = 0.02
+"""Standard deviation of the router and expert weights at initialisation (as ``build_model``'s linears)."""
 
 
 def _split_width(width: int, tp_size: int, what: str) -> int:
@@ -58,9 +55,16 @@ class TopKRouter(nn.Module):
         self.norm_topk_prob, self.routed_scaling_factor = spec.norm_topk_prob, spec.routed_scaling_factor
         self.n_group, self.topk_group = spec.n_group, spec.topk_group
         self.weight = nn.Parameter(torch.empty(spec.n_experts, d_model, dtype=dtype, device=device))
-        nn.init.normal_(self.weight, std=d_model**-0.5)
+        if self.topk_method == "noaux_tc":  # a buffer, as in transformers: saved, not trained by backprop
+            self.register_buffer("e_score_correction_bias", torch.empty(spec.n_experts, device=device))
+        if self.weight.device.type != "meta":
+            self.init_weights()
+
+    def init_weights(self) -> None:
+        """N(0, INIT_STD) router weights, zero correction bias."""
+        nn.init.normal_(self.weight, std=INIT_STD)
         if self.topk_method == "noaux_tc":
-            self.register_buffer("e_score_correction_bias", torch.zeros(spec.n_experts, device=device))
+            nn.init.zeros_(self.e_score_correction_bias)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x (n, d) -> (weights (n, k) fp32, expert indices (n, k) long)."""
@@ -98,12 +102,20 @@ class RoutedExperts(nn.Module):
         self.n_experts, self.d_ff = n_experts, d_ff
         self.gate_up_proj = nn.Parameter(torch.empty(n_experts, 2 * d_ff, d_model, **factory))  # (E, 2f, d)
         self.down_proj = nn.Parameter(torch.empty(n_experts, d_model, d_ff, **factory))  # (E, d, f)
-        nn.init.normal_(self.gate_up_proj, std=d_model**-0.5)
-        nn.init.normal_(self.down_proj, std=d_ff**-0.5)
         if bias:
-            self.gate_up_proj_bias = nn.Parameter(torch.zeros(n_experts, 2 * d_ff, **factory))  # (E, 2f)
-            self.down_proj_bias = nn.Parameter(torch.zeros(n_experts, d_model, **factory))  # (E, d)
+            self.gate_up_proj_bias = nn.Parameter(torch.empty(n_experts, 2 * d_ff, **factory))  # (E, 2f)
+            self.down_proj_bias = nn.Parameter(torch.empty(n_experts, d_model, **factory))  # (E, d)
         self.bias = bias
+        if self.down_proj.device.type != "meta":
+            self.init_weights()
+
+    def init_weights(self) -> None:
+        """N(0, INIT_STD) expert weights, zero biases."""
+        nn.init.normal_(self.gate_up_proj, std=INIT_STD)
+        nn.init.normal_(self.down_proj, std=INIT_STD)
+        if self.bias:
+            nn.init.zeros_(self.gate_up_proj_bias)
+            nn.init.zeros_(self.down_proj_bias)
 
     def forward(self, x: torch.Tensor, weights: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
         """x (n, d), weights and indices (n, k) -> sum over k of weight * expert(x), (n, d).
@@ -133,25 +145,11 @@ class RoutedExperts(nn.Module):
         return torch.einsum("nk,nkd->nd", weights.to(self.down_proj_bias.dtype), self.down_proj_bias[indices])
 
 
-class SwiGLU(nn.Module):
-    """down(silu(gate(x)) * up(x)) with Llama's names; ``d_ff`` is this rank's width."""
-
-    def __init__(self, d_model: int, d_ff: int, *, dtype=None, device=None) -> None:  # type: ignore[no-untyped-def]
-        super().__init__()
-        factory = {"dtype": dtype, "device": device}
-        self.gate_proj = nn.Linear(d_model, d_ff, bias=False, **factory)
-        self.up_proj = nn.Linear(d_model, d_ff, bias=False, **factory)
-        self.down_proj = nn.Linear(d_ff, d_model, bias=False, **factory)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))  # (..., d)
-
-
 class MoE(nn.Module):
-    """Routed experts (+ shared experts): x (b, s, d) -> (b, s, d).
+    """Routed experts (+ shared experts): ``forward(x, reduce=None)``, x (b, s, d) -> (b, s, d).
 
-    ``all_reduce`` is called once on the combined partial output (identity unless tensor parallel);
-    pass a function that looks up the model's current reducer if that can be replaced later.
+    ``reduce`` (the model's all-reduce; identity on one rank) is called once, on the combined partial
+    output of the routed and shared experts.
     """
 
     def __init__(
@@ -160,35 +158,53 @@ class MoE(nn.Module):
         spec: MoESpec,
         *,
         tp_size: int = 1,
-        all_reduce: AllReduce | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
         factory = {"dtype": dtype, "device": device}
         self.spec = spec
-        self.all_reduce = all_reduce or _identity
         d_ff = _split_width(spec.d_ff_expert, tp_size, "d_ff_expert")
         self.gate = TopKRouter(d_model, spec, **factory)
         self.experts = RoutedExperts(d_model, spec.n_experts, d_ff, bias=spec.expert_bias, **factory)
-        if spec.n_shared_experts and spec.shared_expert_gate:  # Qwen2-MoE: one gated shared expert
-            shared_width = spec.n_shared_experts * (spec.d_ff_shared or spec.d_ff_expert)
-            self.shared_expert = SwiGLU(d_model, _split_width(shared_width, tp_size, "shared expert width"), **factory)
-            self.shared_expert_gate = nn.Linear(d_model, 1, bias=False, **factory)
-        elif spec.n_shared_experts:  # DeepSeek: the shared experts fused into one wider MLP
-            shared_width = spec.n_shared_experts * (spec.d_ff_shared or spec.d_ff_expert)
-            self.shared_experts = SwiGLU(d_model, _split_width(shared_width, tp_size, "shared expert width"), **factory)
+        shared_width = spec.n_shared_experts * (spec.d_ff_shared or spec.d_ff_expert)
+        if shared_width:
+            shared = MLP(d_model, _split_width(shared_width, tp_size, "shared expert width"), **factory)
+            if spec.shared_expert_gate:  # Qwen2-MoE: one shared expert behind a sigmoid gate
+                self.shared_expert = shared
+                self.shared_expert_gate = nn.Linear(d_model, 1, bias=False, **factory)
+            else:  # DeepSeek: the shared experts fused into one wider MLP
+                self.shared_experts = shared
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, reduce: Reduce | None = None) -> torch.Tensor:
         shape = x.shape
         tokens = x.reshape(-1, shape[-1])  # (n, d)
         weights, indices = self.gate(tokens)  # (n, k) each
-        out = self.experts(tokens, weights, indices)  # (n, d), partial over ranks
+        out = self.experts(tokens, weights, indices)  # (n, d), this rank's partial sum
         if hasattr(self, "shared_experts"):
             out = out + self.shared_experts(tokens)  # (n, d)
         elif hasattr(self, "shared_expert"):
             out = out + torch.sigmoid(self.shared_expert_gate(tokens)) * self.shared_expert(tokens)  # (n, d)
-        out = self.all_reduce(out)  # (n, d), whole
+        if reduce is not None:
+            out = reduce(out)  # (n, d), summed over ranks
         if self.experts.bias:
-            out = out + self.experts.bias_term(weights, indices)  # (n, d)
+            out = out + self.experts.bias_term(weights, indices)  # (n, d), once, after the sum
         return out.reshape(shape)  # (b, s, d)
+
+
+def build_moe(
+    spec: ModelSpec,
+    *,
+    tp_rank: int = 0,
+    tp_size: int = 1,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> MoE:
+    """The MoE MLP of a MoE layer of ``spec``, rank ``tp_rank``'s slice of every expert."""
+    if spec.moe is None:
+        raise ValueError(f"{spec.name} has no moe block")
+    if not 0 <= tp_rank < tp_size:
+        raise ValueError(f"tp_rank ({tp_rank}) must be in [0, {tp_size})")
+    if spec.mlp != "gated":
+        raise ValueError(f"{spec.name}: MoE experts are built as gated (SwiGLU) MLPs, the spec says {spec.mlp}")
+    return MoE(spec.d_model, spec.moe, tp_size=tp_size, dtype=dtype, device=device)
