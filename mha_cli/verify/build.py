@@ -10,7 +10,7 @@ compares two paths over the same weights; the tile length is prime, so rows do n
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import torch
@@ -23,27 +23,38 @@ from mha_cli.verify.plan import VerifyPlan
 
 TILE = 1_048_573
 """Values each large random fill draws (a prime just under 2^20): the rest of the tensor repeats them."""
-_FILLS = {torch.Tensor.uniform_, torch.Tensor.normal_}
+_FILLS = {torch.Tensor.uniform_, torch.Tensor.normal_, nn.init.uniform_, nn.init.normal_}
+"""In-place random draws whose first argument is the tensor and whose other arguments set the distribution."""
 
 
 class _TiledFills(TorchFunctionMode):
-    """Turns ``t.uniform_(...)`` / ``t.normal_(...)`` on a contiguous tensor of more than TILE values into
-    one draw of TILE values with the same arguments, repeated over ``t``."""
+    """Turns ``t.uniform_(...)`` / ``t.normal_(...)`` (or ``nn.init``'s) on a contiguous tensor of more than
+    TILE values into one draw of TILE values with the same arguments, repeated over ``t``."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        tensor = args[0] if args else None
+        tensor = args[0] if args else kwargs.get("tensor")  # nn.init passes the tensor by keyword
         if func not in _FILLS or not isinstance(tensor, torch.Tensor) or tensor.numel() <= TILE:
             return func(*args, **kwargs)
-        if not tensor.is_contiguous():
+        if tensor.is_meta or not tensor.is_contiguous():
             return func(*args, **kwargs)
-        tile = torch.empty(TILE, dtype=tensor.dtype, device=tensor.device)  # (TILE,)
-        func(tile, *args[1:], **kwargs)  # the module's own distribution (the mode is off inside its handler)
-        flat = tensor.view(-1)  # (n,)
-        repeats, rest = divmod(flat.numel(), TILE)
-        flat[: repeats * TILE].view(repeats, TILE).copy_(tile.expand(repeats, TILE))  # (repeats, TILE)
-        flat[repeats * TILE :].copy_(tile[:rest])  # (rest,)
+        with torch.no_grad():
+            _tile(tensor.view(-1), func, args, kwargs)  # (n,)
         return tensor
+
+
+def _tile(flat: torch.Tensor, func: Callable[..., object], args: tuple, kwargs: dict) -> None:
+    """Draw the first TILE values of ``flat`` with ``func``'s arguments, then repeat them over the rest."""
+    head = flat[:TILE]  # (TILE,)
+    if args:
+        func(head, *args[1:], **kwargs)  # the module's own distribution (the mode is off inside its handler)
+    else:
+        func(**(kwargs | {"tensor": head}))
+    filled = TILE
+    while filled < flat.numel():  # double the filled prefix: contiguous copies, n values in all
+        step = min(filled, flat.numel() - filled)
+        flat[filled : filled + step].copy_(flat[:step])  # (step,)
+        filled += step
 
 
 @contextmanager
