@@ -15,11 +15,14 @@ import pytest
 
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
-from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.schemas import MLASpec, ModelSpec, MoESpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.parallel.plan import make_tp_job
 from mha_cli.parallel.run import run_tp_jobs
 
+MLA = MLASpec(kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, q_lora_rank=24)
+MOE = MoESpec(n_experts=4, n_active_experts=2, n_shared_experts=1, d_ff_expert=32, n_dense_layers=1,
+              scoring_func="sigmoid", topk_method="noaux_tc", n_group=2, topk_group=1)  # fmt: skip
 CONFIG = """\
 schema_version: 1
 model:
@@ -39,7 +42,9 @@ deployment:
 
 
 def _job(name: str, tp: int, seq: int = 24, batch: int = 1, **fields):
-    model = ModelSpec(name=name, d_model=64, n_layers=2, n_heads=8, vocab_size=300, d_ff=128, **fields)
+    model = ModelSpec(
+        **({"name": name, "d_model": 64, "n_layers": 2, "n_heads": 8, "vocab_size": 300, "d_ff": 128} | fields)
+    )
     loaded = ModelSource(kind="preset", origin=name, model=model)
     deployment = merge_deployment(None, model=model, seq_len=seq, batch=batch, kv_dtype="fp32", tp=tp)
     return make_tp_job(loaded, deployment, device_type="cpu", reps=2, timeout_s=120)
@@ -67,28 +72,31 @@ def tp4_reports():
         _job("mqa", 4, n_kv_heads=1),  # the one KV head on every rank
         _job("mha", 4, n_kv_heads=8),  # 2 KV heads per rank
         _job("windowed-biased", 4, n_kv_heads=4, **windowed),
+        _job("mla-moe", 4, n_heads=4, mla=MLA, moe=MOE),  # DeepSeek-V3-like: MLA, a dense layer, then MoE
     ]
     return {report.model_name: report for report in run_tp_jobs(jobs)}
 
 
-# (name, KV heads per rank, cache bytes per rank): 2 layers x 24 tokens x batch x (K + V) x heads x 8 x 4 B
+# (name, query and KV heads per rank (the modules' own attributes), cache bytes per rank):
+# 2 layers x 24 tokens x batch x (K + V) x KV heads x head_dim 8 x 4 B
 CASES = [
-    ("gqa-replicated", 1, 2 * 24 * 2 * 2 * 1 * 8 * 4),
-    ("mqa", 1, 2 * 24 * 1 * 2 * 1 * 8 * 4),
-    ("mha", 2, 2 * 24 * 1 * 2 * 2 * 8 * 4),
-    ("windowed-biased", 1, (8 + 24) * 1 * 2 * 1 * 8 * 4),  # the local layer holds its 8-token window
+    ("gqa-replicated", 2, 1, 2 * 24 * 2 * 2 * 1 * 8 * 4),
+    ("mqa", 2, 1, 2 * 24 * 1 * 2 * 1 * 8 * 4),
+    ("mha", 2, 2, 2 * 24 * 1 * 2 * 2 * 8 * 4),
+    ("windowed-biased", 2, 1, (8 + 24) * 1 * 2 * 1 * 8 * 4),  # the local layer holds its 8-token window
+    ("mla-moe", 1, 1, 2 * 24 * 1 * (32 + 8) * 4),  # the whole latent + rope key on every rank, no factor 2
 ]
 
 
-@pytest.mark.parametrize(("name", "kv_heads", "cache_bytes"), CASES, ids=[case[0] for case in CASES])
-def test_every_rank_matches_hand_counts_and_one_device(name, kv_heads, cache_bytes, tp4_reports):
+@pytest.mark.parametrize(("name", "q_heads", "kv_heads", "cache_bytes"), CASES, ids=[case[0] for case in CASES])
+def test_every_rank_matches_hand_counts_and_one_device(name, q_heads, kv_heads, cache_bytes, tp4_reports):
     report, tp = tp4_reports[name], 4
     assert report.tp == tp and [r.rank for r in report.ranks] == list(range(tp))
     for rank in report.ranks:
-        assert (rank.n_heads, rank.n_kv_heads) == (8 // tp, kv_heads)
+        assert (rank.n_heads, rank.n_kv_heads) == (q_heads, kv_heads)
         assert rank.measured_cache_bytes == rank.predicted_cache_bytes == cache_bytes
         assert rank.measured_weight_bytes == rank.predicted_weight_bytes
-        assert rank.allreduce_calls == 2 * 2  # o_proj and down_proj, 2 layers
+        assert rank.allreduce_calls == 2 * 2  # o_proj and down_proj (or the MoE's output), 2 layers
     assert report.whole_model.cache_bytes == report.whole_model.predicted_cache_bytes == tp * cache_bytes
     assert report.tp_numerics.relative_error < 1e-5 and report.tp_numerics.positions == 1 + 4
     assert report.checks["tp_matches_single_device"] and report.passed, report.check_details

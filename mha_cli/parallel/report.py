@@ -51,7 +51,8 @@ class TpRank(BaseModel):
     n_heads: int
     """Query heads of the rank's first attention layer (its own attribute)."""
     n_kv_heads: int
-    """KV heads of the rank's first attention layer (its own attribute; an MLA latent counts as 1)."""
+    """KV heads of the rank's first attention layer (its own attribute; MLA: the heads it decompresses, while
+    its cache holds one shared latent)."""
     measured_cache_bytes: int
     """nbytes of the rank's caches, the built layers, at seq_len x batch."""
     predicted_cache_bytes: int
