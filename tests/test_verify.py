@@ -82,6 +82,24 @@ def test_weights_and_cache_measured_equal_hand_counts(case, dtype, value_bytes):
         assert scope.decode_ms == pytest.approx(report.decode_ms)
 
 
+# MLA by hand: q 64 x (8 heads x (nope 8 + rope 8)); KV down 64 x (latent 32 + rope 8) and the latent's norm 32;
+# KV up 32 x 8 x (nope 8 + v 8); o (8 x v 8) x 64; two norms, SwiGLU. Cache: latent + rope key (absorbed), or
+# every head's key (nope + rope) and value (naive).
+MLA_LAYER = 64 * 8 * 16 + 64 * 40 + 32 + 32 * 8 * 16 + 8 * 8 * 64 + 2 * 64 + 3 * 64 * 128
+MLA_CACHE_PER_TOKEN_LAYER = {"absorbed": 32 + 8, "naive": 8 * (8 + 8 + 8)}
+
+
+@pytest.mark.parametrize("mla_cache,dtype,value_bytes", [("absorbed", "fp32", 4), ("naive", "bf16", 2)])
+def test_mla_weights_and_latent_or_naive_cache_equal_hand_counts(mla_cache, dtype, value_bytes):
+    report = verify(tiny_mla(), kv_dtype=dtype, mla_cache=mla_cache)
+    assert (
+        report.measured_weight_bytes == report.predicted_weight_bytes == (NON_LAYER + LAYERS * MLA_LAYER) * value_bytes
+    )
+    cache = LAYERS * BATCH * SEQ * MLA_CACHE_PER_TOKEN_LAYER[mla_cache] * value_bytes
+    assert report.measured_cache_bytes == report.predicted_cache_bytes == cache
+    assert all(report.checks.values()) and report.mla_cache == mla_cache
+
+
 def test_windows_and_tensor_parallel_ranks_are_scoped():
     """tp=2: one rank holds 4 of 8 query heads, 2 of 4 KV heads, d_ff 64; embeddings, norms, head replicated."""
     model = tiny(4, sliding_window=16, layer_pattern=["local", "global"])
