@@ -1,14 +1,17 @@
 """``mha verify --tp N`` end to end on CPU (gloo): real ranks in separate processes.
 
 Each launch costs a few seconds of process start-up on a small machine, so the configurations are
-batched: one launch at tp 4 runs four tiny models (``run_tp_jobs``), and one CLI run at tp 2 (KV
-heads split, not replicated) checks the JSON keys. Expected cache bytes are hand counts written here, not the calculator.
+batched: one launch at tp 4 runs five tiny models (``run_tp_jobs``), and torchrun at tp 2 (KV heads
+split, not replicated) checks the JSON keys; ``mha verify`` itself launches the fault tests (and
+tests/test_verify_cmd.py's tp 2 run). Expected cache bytes are hand counts written here, not the calculator.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from mha_cli.core.schemas import MLASpec, ModelSpec, MoESpec
 from mha_cli.core.sources import ModelSource
+from mha_cli.parallel.group import free_port
 from mha_cli.parallel.plan import make_tp_job
 from mha_cli.parallel.run import run_tp_jobs
 
@@ -113,11 +117,22 @@ def test_weights_per_rank_hand_count(tp4_reports):
     assert {r.measured_weight_bytes for r in tp4_reports["gqa-replicated"].ranks} == {4 * params}
 
 
-def test_cli_json_keys(cli, tmp_path):
+def test_torchrun_entry_prints_the_json_keys(tmp_path):
+    """The entry torchrun starts (as the README shows): tp = WORLD_SIZE = 2, KV heads split; rank 0 prints."""
     config = tmp_path / "tiny.yaml"
     config.write_text(CONFIG)
-    result = cli.run("verify", str(config), "--device", "cpu", "--reps", "2", "--layers", "2", "--json")
-    assert result.exit_code == 0, result.output
+    torchrun = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "2",
+        "--master-port",
+        str(free_port()),
+    ]
+    worker = ["-m", "mha_cli.parallel.worker", str(config), "--device", "cpu", "--layers", "2", "--reps", "2", "--json"]
+    result = subprocess.run([*torchrun, *worker], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)
     assert data["tp"] == 2 and data["checks"]["tp_matches_single_device"] is True and data["backend"] == "gloo"
     per_rank = 2 * 32 * 2 * 2 * 2 * 8 * 4  # 2 layers built x 32 tokens x batch 2 x (K + V) x 2 heads x 8 x 4 B
@@ -127,8 +142,19 @@ def test_cli_json_keys(cli, tmp_path):
     ]
     assert all(isinstance(r["measured_weight_bytes"], int) for r in data["ranks"])
     assert data["allreduce_ms"] > 0 and data["passed"] is True
-    assert data["checks"]["every_rank_cache_bytes_match"] and data["checks"]["every_rank_weight_bytes_match"]
     assert data["whole_model"]["n_ranks"] == 2 and data["ranks_measured"] == [0, 1]
+
+
+def test_table_shows_every_rank(tp4_reports):
+    from rich.console import Console
+
+    from mha_cli.cli.verify_tp import render_tp_verify
+
+    console = Console(record=True, width=120)
+    render_tp_verify(console, tp4_reports["mqa"])
+    text = console.export_text()
+    assert "Every rank (gloo" in text and text.count("2/1") == 4  # 4 ranks, 2 query heads and the shared KV head
+    assert "all-reduce:" in text and "tp vs one device: equal" in text
 
 
 def test_a_failing_rank_ends_the_run_with_one_line(cli, tmp_path, monkeypatch):

@@ -2,8 +2,8 @@
 
 Each rank runs ``python -m mha_cli.parallel.worker --job JOB --run-dir DIR`` with torchrun's
 variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT=a free port), its
-output in ``DIR/rank{r}.log``. Each rank leads its own process group (a new session) and, on Linux,
-dies with the parent (PR_SET_PDEATHSIG), so nothing it started can outlive the run.
+output in ``DIR/rank{r}.log``. Each rank leads its own process group (a new session), killed whole,
+and on Linux dies with the launcher (``die_with_parent``: PR_SET_PDEATHSIG), so nothing outlives the run.
 
 The watchdog: the first rank to exit non-zero ends the run at once (every process group killed),
 and so does a run still going after ``timeout_s`` seconds. Either way ``RankFailedError`` carries one
@@ -31,6 +31,8 @@ POLL_S = 0.05
 ERROR_FILE = "rank{rank}.error"
 LOG_FILE = "rank{rank}.log"
 STAGE_FILE = "rank{rank}.stage"
+PARENT_ENV = "MHA_TP_LAUNCHER_PID"
+"""Set for the ranks the launcher starts: its pid, for ``die_with_parent``."""
 """The last stage a rank reported (``mark_stage``), named when the run times out."""
 
 
@@ -69,14 +71,19 @@ def threads_per_rank(world_size: int) -> int:
     return max(1, (os.cpu_count() or 1) // world_size)
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: ask the kernel to kill this child when the parent dies (a parent killed by SIGKILL cannot clean up)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
+def die_with_parent() -> None:
+    """Called first thing in a rank the launcher started: on Linux, ask the kernel to kill this process when
+    the launcher dies (a launcher killed by SIGKILL cannot clean up), then exit if it is already gone."""
+    parent = os.environ.get(PARENT_ENV)
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
 
-        pr_set_pdeathsig = 1
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != int(parent):  # the launcher died before the request took effect
+        os._exit(1)
 
 
 def start_ranks(job_file: Path, run_dir: Path, world_size: int, extra_env: dict[str, str] | None = None) -> Launch:
@@ -87,7 +94,8 @@ def start_ranks(job_file: Path, run_dir: Path, world_size: int, extra_env: dict[
     try:
         for rank in range(world_size):
             place = RankEnv(rank=rank, world_size=world_size, local_rank=rank, master_addr=LOOPBACK, master_port=port)
-            env = os.environ | {"OMP_NUM_THREADS": threads} | place.as_environ() | (extra_env or {})
+            env = os.environ | {"OMP_NUM_THREADS": threads, PARENT_ENV: str(os.getpid())} | place.as_environ()
+            env |= extra_env or {}
             with open(run_dir / LOG_FILE.format(rank=rank), "wb") as log:
                 launch.processes.append(
                     subprocess.Popen(
@@ -97,7 +105,6 @@ def start_ranks(job_file: Path, run_dir: Path, world_size: int, extra_env: dict[
                         stdout=log,
                         stderr=subprocess.STDOUT,
                         start_new_session=True,
-                        preexec_fn=_die_with_parent,  # only prctl: safe between fork and exec
                     )
                 )
     except BaseException:

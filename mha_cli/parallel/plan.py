@@ -13,7 +13,7 @@ from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.core.targets import resolve_target
 from mha_cli.parallel.report import TpJob
-from mha_cli.verify.plan import DeviceType, device_free_bytes, make_plan, validate_options
+from mha_cli.verify.plan import DeviceType, VerifyPlan, device_free_bytes, make_plan, validate_options
 
 CHECK_PREFILL_TOKENS = 32
 """Longest prefill of the tp-vs-one-device logits check (the split's rounding does not grow with length)."""
@@ -55,6 +55,14 @@ def rank_free_bytes(device_type: DeviceType, tp: int) -> int | None:
     return free // tp
 
 
+def check_layers(plan: VerifyPlan) -> int:
+    """Layers the tp-vs-one-device check builds: at least 2, enough for one of each layer kind (a full
+    local/global pattern, the dense layers before the first MoE one), at most the layers measured."""
+    model = plan.model
+    wanted = max(2, len(model.layer_pattern or []), (model.moe.n_dense_layers + 1) if model.moe else 0)
+    return min(plan.n_layers_built, wanted)
+
+
 def make_tp_job(
     loaded: ModelSource,
     deployment: DeploymentSpec,
@@ -88,6 +96,7 @@ def make_tp_job(
         raise BadInputError(f"--seq ({seq}) must be at least {CHECK_DECODE_TOKENS + 2} for a tensor-parallel check")
     return TpJob(
         loaded=loaded, plan=plan, reps=reps, tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms,
-        check_prefill_tokens=min(CHECK_PREFILL_TOKENS, seq - CHECK_DECODE_TOKENS), seed=seed,
+        check_layers=check_layers(plan), check_prefill_tokens=min(CHECK_PREFILL_TOKENS, seq - CHECK_DECODE_TOKENS),
+        seed=seed,
         check_decode_tokens=CHECK_DECODE_TOKENS, timeout_s=timeout_s,
     )  # fmt: skip

@@ -72,17 +72,18 @@ def rank_device(device_type: str, local_rank: int) -> torch.device:
 
 
 def _build(job: TpJob, device: torch.device, tp_rank: int, tp_size: int) -> torch.nn.Module:
+    """The check's stack (its first ``job.check_layers`` layers), rank ``tp_rank`` of ``tp_size``."""
     from mha_cli.nn import build_model
 
     plan = job.plan
     return build_model(
-        plan.model, n_layers=plan.n_layers_built, dtype=CACHE_DTYPES[plan.dtype], device=device,
+        plan.model, n_layers=job.check_layers, dtype=CACHE_DTYPES[plan.dtype], device=device,
         mla_mode=plan.mla_cache or "absorbed", tp_rank=tp_rank, tp_size=tp_size,
     ).eval()  # fmt: skip
 
 
 def full_shapes(job: TpJob) -> dict[str, torch.Size]:
-    """Names and shapes of the whole (unsharded) built stack's state dict, from the meta device."""
+    """Names and shapes of the check stack's whole (unsharded) state dict, from the meta device."""
     model = _build(job, torch.device("meta"), 0, 1)
     return {name: tensor.shape for name, tensor in model.state_dict().items()}
 
@@ -240,8 +241,9 @@ def _notes(job: TpJob) -> list[str]:
     notes = [
         "tp layout: q/k/v and MLP gate/up split by columns (heads, d_ff / tp), o_proj and down_proj by rows, each"
         " followed by an all-reduce; embeddings, norms and the LM head replicated on every rank",
-        f"tp check: {tp} ranks and one device ran the same seed-derived weights over a {job.check_prefill_tokens}-token"
-        f" prefill and {job.check_decode_tokens} decode steps; logits compared",
+        f"tp check: {tp} ranks and one device ran the first {job.check_layers} layer(s) with the same seed-derived"
+        f" weights over a {job.check_prefill_tokens}-token prefill and {job.check_decode_tokens} decode steps;"
+        " logits compared",
     ]
     if model.mla is not None:
         notes.append("MLA: the latent and its down projections are replicated; every rank caches the whole latent")

@@ -25,6 +25,8 @@ class TpJob(BaseModel):
     """Relative error allowed (numerics checks); ``None``: the dtype's default."""
     max_kv_gib: float | None = None
     max_decode_ms: float | None = None
+    check_layers: int
+    """Layers of the tp-vs-one-device check: the first few, one of each kind (global/local, dense/MoE)."""
     check_prefill_tokens: int
     """Tokens of the prefill whose last logits start the tp-vs-one-device comparison."""
     check_decode_tokens: int

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mha_cli.core.errors import EXIT_CHECK_FAILED, EXIT_OUT_OF_MEMORY, MhaError
 from mha_cli.parallel.group import RankEnv, close_group, init_group
-from mha_cli.parallel.launch import ERROR_FILE, mark_stage
+from mha_cli.parallel.launch import ERROR_FILE, die_with_parent, mark_stage
 from mha_cli.parallel.plan import DEFAULT_TIMEOUT_S
 from mha_cli.parallel.report import TpBatch, TpVerifyReport
 
@@ -118,6 +118,7 @@ def run_batch(
 
 
 def main(argv: list[str] | None = None) -> int:
+    die_with_parent()
     args = parse_args(argv)
     env = RankEnv.from_environ()
     try:
