@@ -56,6 +56,32 @@ def test_attention_shards_sum_to_the_whole(n_kv, tp):
     torch.testing.assert_close(summed, whole, rtol=1e-5, atol=1e-5)
 
 
+def test_a_wrong_kv_head_breaks_the_sum():
+    """Control: giving rank 0 the KV head of the last ranks (as a wrong replication rule would) changes the output."""
+    spec = ModelSpec(d_model=D, n_layers=1, n_heads=8, n_kv_heads=2, head_dim=8, vocab_size=10, d_ff=128)
+    torch.manual_seed(0)
+    config = LlamaConfig(hidden_size=D, num_attention_heads=8, num_key_value_heads=2, head_dim=8)
+    config._attn_implementation = "eager"
+    whole = LlamaAttention(config, layer_idx=0).eval()
+    full = {"model.layers.0.self_attn." + name: tensor for name, tensor in whole.state_dict().items()}
+    x = torch.randn(1, 5, D)
+    position = LlamaRotaryEmbedding(config)(x, torch.arange(5)[None])
+    shard_config = LlamaConfig(hidden_size=D, num_attention_heads=2, num_key_value_heads=1, head_dim=8)
+    shard_config._attn_implementation = "eager"
+    total = 0
+    for rank in range(4):
+        sliced = shard_state_dict(full, spec, rank, 4)
+        if rank == 0:  # swap in rank 3's KV head
+            wrong = shard_state_dict(full, spec, 3, 4)
+            for name in sliced:
+                if ".k_proj." in name or ".v_proj." in name:
+                    sliced[name] = wrong[name]
+        shard = LlamaAttention(shard_config, layer_idx=0).eval()
+        shard.load_state_dict({n.removeprefix("model.layers.0.self_attn."): t for n, t in sliced.items()})
+        total = total + shard(x, position_embeddings=position, attention_mask=None)[0].detach()
+    assert not torch.allclose(total, whole(x, position_embeddings=position, attention_mask=None)[0], atol=1e-3)
+
+
 def test_replicated_kv_heads_go_to_consecutive_ranks():
     assert [kv_head_range(2, rank, 8) for rank in range(8)] == [(0, 1)] * 4 + [(1, 2)] * 4
     assert [kv_head_range(8, rank, 4) for rank in range(4)] == [(0, 2), (2, 4), (4, 6), (6, 8)]
