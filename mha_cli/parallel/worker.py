@@ -38,6 +38,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seq")
     parser.add_argument("--batch", type=int)
     parser.add_argument("--kv-dtype")
+    parser.add_argument("--mla-cache")
     parser.add_argument("--layers", type=int)
     parser.add_argument("--prefill-tokens", type=int)
     parser.add_argument("--reps", type=int, default=10)
@@ -59,7 +60,7 @@ def batch_from_source(args: argparse.Namespace, world_size: int) -> TpBatch:
     loaded = load_source(args.source)
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=args.seq, batch=args.batch, kv_dtype=args.kv_dtype,
-        tp=world_size,
+        mla_cache=args.mla_cache, tp=world_size,
     )  # fmt: skip
     job = make_tp_job(
         loaded, deployment, device_type=resolve_tp_device(args.device, world_size), layers=args.layers,
