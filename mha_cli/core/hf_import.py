@@ -214,7 +214,12 @@ def _rope_parameters(r: _Reader) -> dict[str, Any]:
 
 def _rope(r: _Reader, model_type: str) -> dict[str, Any] | None:
     """The spec's ``rope`` block; ``None`` for learned or ALiBi positions."""
-    if model_type == "gpt2" or r.get("alibi"):
+    if model_type == "gpt2":
+        return None
+    if r.get("alibi"):
+        r.assumptions.append(
+            "alibi: ALiBi position biases are not modelled; the built decoder applies RoPE (theta 10,000)"
+        )
         return None
     params = _rope_parameters(r)
     theta = params.get("rope_theta")
