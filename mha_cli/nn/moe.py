@@ -48,7 +48,9 @@ def _split_width(width: int, tp_size: int, what: str) -> int:
 class TopKRouter(nn.Module):
     """Chooses ``k`` experts per token and their weights; scores in fp32 whatever the model dtype."""
 
-    def __init__(self, d_model: int, spec: MoESpec, *, dtype=None, device=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(
+        self, d_model: int, spec: MoESpec, *, dtype: torch.dtype | None = None, device: torch.device | str | None = None
+    ) -> None:
         super().__init__()
         self.n_experts, self.top_k = spec.n_experts, spec.n_active_experts
         self.scoring_func, self.topk_method = spec.scoring_func, spec.topk_method
@@ -96,7 +98,16 @@ class TopKRouter(nn.Module):
 class RoutedExperts(nn.Module):
     """E SwiGLU experts stored as 3-D tensors; each token runs only its k chosen experts."""
 
-    def __init__(self, d_model: int, n_experts: int, d_ff: int, *, bias: bool = False, dtype=None, device=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(
+        self,
+        d_model: int,
+        n_experts: int,
+        d_ff: int,
+        *,
+        bias: bool = False,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
         super().__init__()
         factory = {"dtype": dtype, "device": device}
         self.n_experts, self.d_ff = n_experts, d_ff
