@@ -11,7 +11,7 @@ from torch import nn
 
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.presets import get_preset
-from mha_cli.core.schemas import DeploymentSpec, MLASpec, ModelSpec
+from mha_cli.core.schemas import DeploymentSpec, MLASpec, ModelSpec, MoESpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.nn.kv_cache import KVCache
 from mha_cli.verify import build, measure
@@ -98,6 +98,27 @@ def test_mla_weights_and_latent_or_naive_cache_equal_hand_counts(mla_cache, dtyp
     cache = LAYERS * BATCH * SEQ * MLA_CACHE_PER_TOKEN_LAYER[mla_cache] * value_bytes
     assert report.measured_cache_bytes == report.predicted_cache_bytes == cache
     assert all(report.checks.values()) and report.mla_cache == mla_cache
+
+
+def test_mla_moe_stack_by_hand_and_moe_layers_not_built_take_the_calculator():
+    """DeepSeek-V3-like: a q latent of 16, sigmoid routing to 2 of 4 experts of 32 plus 1 shared; layer 0 dense."""
+    moe = MoESpec(
+        n_experts=4, n_active_experts=2, n_shared_experts=1, d_ff_expert=32, n_dense_layers=1,
+        scoring_func="sigmoid", topk_method="noaux_tc", n_group=2, topk_group=1,
+    )  # fmt: skip
+    mla = MLASpec(kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8, q_lora_rank=16)
+    model = ModelSpec(name="tiny-moe", d_model=64, n_layers=3, n_heads=8, mla=mla, vocab_size=100, d_ff=128, moe=moe)
+    # q: 64 x 16, its norm 16, 16 x 8 x (8 + 8); KV down 64 x 40 and norm 32; KV up 32 x 8 x 16; o 64 x 64.
+    attention = 64 * 16 + 16 + 16 * 128 + 64 * 40 + 32 + 32 * 8 * 16 + 64 * 64
+    dense = attention + 2 * 64 + 3 * 64 * 128
+    moe_layer = attention + 2 * 64 + (4 + 1) * 3 * 64 * 32 + 64 * 4  # routed and shared experts, router
+    report = verify(model, kv_dtype="fp32")
+    assert report.measured_weight_bytes == report.predicted_weight_bytes == (NON_LAYER + dense + 2 * moe_layer) * 4
+    assert report.weight_bytes_per_layer == dense * 4
+    assert report.measured_cache_bytes == LAYERS * BATCH * SEQ * (32 + 8) * 4 and all(report.checks.values())
+    one = run_verify(source(model), DeploymentSpec(seq_len=SEQ, batch=BATCH, kv_dtype="fp32"), device="cpu", layers=1)
+    assert one.per_rank.weight_bytes == (NON_LAYER + dense + 2 * moe_layer) * 4  # MoE layers: core's count
+    assert one.per_rank.cache_bytes == report.measured_cache_bytes
 
 
 def test_windows_and_tensor_parallel_ranks_are_scoped():

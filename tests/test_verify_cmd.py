@@ -89,6 +89,11 @@ def test_reads_a_hugging_face_config_json(cli):
     code, data = run_json(cli, str(reference_hf_config("qwen3-0.6b")), "--seq", "32", "--layers", "1")
     assert code == 0
     assert data["measured_cache_bytes"] == 32 * 2 * 8 * 128 * 2  # 8 KV heads x explicit head_dim 128, bf16
+    # Tied embedding (counted once), one layer: q 1024 x 16 x 128 and o back, k and v 1024 x 8 x 128, q/k norms of
+    # 128, two norms of 1024, SwiGLU 3 x 1024 x 3072; final norm 1024; bf16.
+    layer = 2 * 1024 * 2048 + 2 * 1024 * 1024 + 2 * 128 + 2 * 1024 + 3 * 1024 * 3072
+    weights = (151936 * 1024 + layer + 1024) * 2
+    assert data["measured_weight_bytes"] == data["predicted_weight_bytes"] == weights
     assert data["extrapolated"] is True and data["n_layers_built"] == 1
 
 

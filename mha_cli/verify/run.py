@@ -194,7 +194,10 @@ def _notes(plan: VerifyPlan, rank: RankResult, per_rank: ScopeFigures) -> list[s
             " all-reduces are identities"
         )
     if per_rank.extrapolated:
-        notes.append(f"EXTRAPOLATED: {plan.n_layers_built} of {plan.model.n_layers} layers built; {per_rank.how}")
+        notes.append(
+            f"EXTRAPOLATED: {plan.n_layers_built} of {plan.model.n_layers} layers built; per_rank and whole_model count"
+            " every layer as a built layer of its kind and scale the decode step by the bytes it reads (their `how`)"
+        )
     if plan.prefill_tokens < plan.deployment.seq_len:
         notes.append(f"prefill timed over {plan.prefill_note}")
     notes.append(f"cache filled: {rank.cache_fill.how}")
