@@ -5,9 +5,10 @@ split's output against one device, and (rank 0) assemble the report.
    cache allocation, prefill, decode and numerics as single-device verify, on this rank's shard, with
    the model's ``all_reduce`` a ``TimedAllReduce`` (torch.distributed.all_reduce between device
    synchronisations) whose time during the decode stage gives the all-reduce share of a step.
-2. The split's output: every rank builds its shard again and loads its slice (``shard_state_dict``'s
-   layout) of the same seed-derived full weights, then runs the same tokens (a short prefill, then a
-   few decode steps); rank 0 builds the whole model on one device with the full weights and compares logits.
+2. The split's output: every rank builds its shard again (its first ``check_layers`` layers, in fp32:
+   ``CHECK_DTYPE``) and loads its slice (``shard_state_dict``'s layout) of the same seed-derived full
+   weights, then runs the same tokens (a short prefill, then a few decode steps); rank 0 builds the
+   whole stack on one device with the full weights and compares logits.
 3. Every rank's results go to rank 0 (``gather_object``), which builds single-device verify's report
    from all of them (``verify.run.build_report``) and adds the tensor-parallel figures and checks.
 """
@@ -23,7 +24,6 @@ import torch.distributed as dist
 
 from mha_cli.core.tensor_parallel import params_per_rank
 from mha_cli.nn.device import synchronize
-from mha_cli.nn.kv_cache import CACHE_DTYPES
 from mha_cli.nn.tensor_parallel import seeded_shard, seeded_tensor
 from mha_cli.parallel.group import backend_for
 from mha_cli.parallel.report import RankOutcome, TpJob, TpNumerics, TpRank, TpVerifyReport
@@ -31,6 +31,11 @@ from mha_cli.verify.numerics import DEFAULT_TOLERANCE
 from mha_cli.verify.plan import first_layers
 from mha_cli.verify.rank import measure_rank
 from mha_cli.verify.run import build_report
+
+CHECK_DTYPE = torch.float32
+"""The tp-vs-one-device check runs in fp32 whatever the deployment's dtype: a wrong split shows as an error of
+order one, which bf16's rounding of large-vocabulary logits (about 1e-2 relative) must not be allowed to
+approach. The shards in the deployment's dtype are checked by measure_rank's numerics (with real all-reduces)."""
 
 
 class TimedAllReduce:
@@ -77,7 +82,7 @@ def _build(job: TpJob, device: torch.device, tp_rank: int, tp_size: int) -> torc
 
     plan = job.plan
     return build_model(
-        plan.model, n_layers=job.check_layers, dtype=CACHE_DTYPES[plan.dtype], device=device,
+        plan.model, n_layers=job.check_layers, dtype=CHECK_DTYPE, device=device,
         mla_mode=plan.mla_cache or "absorbed", tp_rank=tp_rank, tp_size=tp_size,
     ).eval()  # fmt: skip
 
@@ -112,10 +117,8 @@ def run_tokens(model: torch.nn.Module, ids: torch.Tensor, prefill: int) -> torch
 
 def shard_logits(job: TpJob, rank: int, device: torch.device, all_reduce: Callable) -> tuple[torch.Tensor, int, int]:
     """(logits of the check tokens, query heads, KV heads) of this rank's shard loaded with the seeded weights."""
-    dtype = CACHE_DTYPES[job.plan.dtype]
     model = _build(job, device, rank, job.tp)
-    shard = seeded_shard(full_shapes(job), job.plan.model, rank, job.tp, job.seed)
-    model.load_state_dict({name: tensor.to(dtype) for name, tensor in shard.items()}, strict=True)
+    model.load_state_dict(seeded_shard(full_shapes(job), job.plan.model, rank, job.tp, job.seed), strict=True)
     if job.tp > 1:
         model.all_reduce = all_reduce
     attention = model.model.layers[0].self_attn
@@ -125,9 +128,8 @@ def shard_logits(job: TpJob, rank: int, device: torch.device, all_reduce: Callab
 
 def reference_logits(job: TpJob, device: torch.device) -> torch.Tensor:
     """The whole stack on one device with the full seed-derived weights, over the same tokens."""
-    dtype = CACHE_DTYPES[job.plan.dtype]
     model = _build(job, device, 0, 1)
-    weights = {name: seeded_tensor(name, shape, job.seed).to(dtype) for name, shape in full_shapes(job).items()}
+    weights = {name: seeded_tensor(name, shape, job.seed) for name, shape in full_shapes(job).items()}
     model.load_state_dict(weights, strict=True)
     return run_tokens(model, check_tokens(job, device), job.check_prefill_tokens)
 
@@ -175,7 +177,7 @@ def run_job(
     numerics = None
     if rank == 0:
         on_stage("single-device reference")
-        tolerance = DEFAULT_TOLERANCE[CACHE_DTYPES[plan.dtype]] if job.tolerance is None else job.tolerance
+        tolerance = DEFAULT_TOLERANCE[CHECK_DTYPE] if job.tolerance is None else job.tolerance
         numerics = compare(tp_logits, reference_logits(job, device), tolerance)
     on_stage("gather")
     outcomes = gather_outcomes(RankOutcome(measured=measured, figures=figures), job.tp)
@@ -241,9 +243,9 @@ def _notes(job: TpJob) -> list[str]:
     notes = [
         "tp layout: q/k/v and MLP gate/up split by columns (heads, d_ff / tp), o_proj and down_proj by rows, each"
         " followed by an all-reduce; embeddings, norms and the LM head replicated on every rank",
-        f"tp check: {tp} ranks and one device ran the first {job.check_layers} layer(s) with the same seed-derived"
-        f" weights over a {job.check_prefill_tokens}-token prefill and {job.check_decode_tokens} decode steps;"
-        " logits compared",
+        f"tp check: {tp} ranks and one device ran the first {job.check_layers} layer(s) in fp32 with the same"
+        f" seed-derived weights over a {job.check_prefill_tokens}-token prefill and {job.check_decode_tokens} decode"
+        " steps; logits compared",
     ]
     if model.mla is not None:
         notes.append("MLA: the latent and its down projections are replicated; every rank caches the whole latent")

@@ -79,7 +79,7 @@ class RankOutcome(BaseModel):
 
 
 class TpNumerics(BaseModel):
-    """The ranks' logits against one device's, same seed-derived weights and tokens."""
+    """The ranks' logits against one device's: same seed-derived weights and tokens, both in fp32."""
 
     positions: int
     """Logit positions compared: the prefill's last and every decoded token's."""
