@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mha_cli.core.deployment import merge_deployment
-from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OUT_OF_MEMORY
 from mha_cli.core.schemas import MLASpec, ModelSpec, MoESpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.parallel.group import free_port
@@ -189,6 +189,10 @@ def test_refusals_before_any_process_starts(cli, tmp_path, monkeypatch):
     assert result.exit_code == EXIT_BAD_INPUT and "n_heads (8) must be divisible by tp (3)" in result.stderr
     result = cli.run("verify", str(config), "--device", "cpu", "--tp-timeout", "0")
     assert result.exit_code == EXIT_BAD_INPUT and "--tp-timeout must be greater than 0" in result.stderr
+    monkeypatch.setattr("mha_cli.parallel.plan.device_free_bytes", lambda device_type, index: 2 * 100_000)
+    result = cli.run("verify", str(config), "--device", "cpu", "--layers", "2")
+    assert result.exit_code == EXIT_OUT_OF_MEMORY and "one of 2 ranks:" in result.stderr
+    assert "each rank plans with 1/2 of the host's free memory" in result.stderr
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

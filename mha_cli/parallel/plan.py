@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.memory import resolve_tp
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
@@ -87,10 +87,14 @@ def make_tp_job(
     if not timeout_s > 0:
         raise BadInputError(f"--tp-timeout must be greater than 0 (got {timeout_s:g})")
     tp = deployment_tp(deployment)
-    plan = make_plan(
-        loaded.model, deployment, device_type=device_type, layers=layers, prefill_tokens=prefill_tokens,
-        free_bytes=free_bytes(device_type, tp),
-    )  # fmt: skip
+    try:
+        plan = make_plan(
+            loaded.model, deployment, device_type=device_type, layers=layers, prefill_tokens=prefill_tokens,
+            free_bytes=free_bytes(device_type, tp),
+        )  # fmt: skip
+    except OutOfMemoryError as exc:
+        share = f" (on CPU each rank plans with 1/{tp} of the host's free memory)" if device_type == "cpu" else ""
+        raise OutOfMemoryError(f"one of {tp} ranks: {exc.message}{share}") from None
     seq = deployment.seq_len
     if seq < CHECK_DECODE_TOKENS + 2:
         raise BadInputError(f"--seq ({seq}) must be at least {CHECK_DECODE_TOKENS + 2} for a tensor-parallel check")
