@@ -153,7 +153,7 @@ def test_table_shows_every_rank(tp4_reports):
     console = Console(record=True, width=120)
     render_tp_verify(console, tp4_reports["mqa"])
     text = console.export_text()
-    assert "Every rank (gloo" in text and text.count("2/1") == 4  # 4 ranks, 2 query heads and the shared KV head
+    assert "Every rank (gloo)" in text and text.count("2/1") == 4  # 4 ranks, 2 query heads and the shared KV head
     assert "all-reduce:" in text and "tp vs one device: equal" in text
 
 

@@ -59,7 +59,7 @@ def render_tp_verify(console: Console, report: TpVerifyReport) -> None:
     from mha_cli.cli.verify_cmd import render_verify
 
     render_verify(console, report)
-    title = f"Every rank ({report.backend}; bytes exact, the calculator's shown only where it differs)"
+    title = f"Every rank ({report.backend}): exact bytes; the calculator's shown where it differs"
     table = Table(title=title, title_justify="left")
     for column in ("rank", "q/kv heads", "KV cache (B)", "weights (B)", "decode", "all-reduce"):
         table.add_column(column, justify="left" if column == "rank" else "right")
