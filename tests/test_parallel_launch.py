@@ -47,6 +47,7 @@ def test_a_rank_killed_without_a_word(tmp_path):
 def test_faults_act_only_on_their_rank():
     inject_fault(0, {FAULT_ENV: "1:raise"})  # another rank's fault: nothing happens
     inject_fault(1, {})
+    inject_fault(1, {FAULT_ENV: "1:corrupt"})  # not a stop: the tp check acts on it
     with pytest.raises(InjectedFault, match="injected fault on rank 1"):
         inject_fault(1, {FAULT_ENV: "1:raise"})
     with pytest.raises(ValueError, match="expected RANK:KIND"):

@@ -168,6 +168,18 @@ def test_a_failing_rank_ends_the_run_with_one_line(cli, tmp_path, monkeypatch):
     assert _children() == []
 
 
+def test_a_wrong_shard_fails_the_single_device_check(cli, tmp_path, monkeypatch):
+    """Control: rank 1's first o_proj negated in the tp check; bytes still match, the logits must not."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG)
+    monkeypatch.setenv("MHA_TP_FAULT", "1:corrupt")
+    result = cli.run("verify", str(config), "--device", "cpu", "--reps", "2", "--layers", "1", "--json")
+    assert result.exit_code == EXIT_CHECK_FAILED
+    data = json.loads(result.stdout)
+    assert data["checks"]["tp_matches_single_device"] is False and data["tp_numerics"]["relative_error"] > 1e-2
+    assert data["checks"]["every_rank_cache_bytes_match"] and data["passed"] is False
+
+
 def test_a_hanging_rank_is_stopped_within_the_timeout(cli, tmp_path, monkeypatch):
     import time
 

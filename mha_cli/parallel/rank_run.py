@@ -25,6 +25,7 @@ import torch.distributed as dist
 from mha_cli.core.tensor_parallel import params_per_rank
 from mha_cli.nn.device import synchronize
 from mha_cli.nn.tensor_parallel import seeded_shard, seeded_tensor
+from mha_cli.parallel.faults import requested_fault
 from mha_cli.parallel.group import backend_for
 from mha_cli.parallel.report import RankOutcome, TpJob, TpNumerics, TpRank, TpVerifyReport
 from mha_cli.verify.numerics import DEFAULT_TOLERANCE
@@ -119,6 +120,9 @@ def shard_logits(job: TpJob, rank: int, device: torch.device, all_reduce: Callab
     """(logits of the check tokens, query heads, KV heads) of this rank's shard loaded with the seeded weights."""
     model = _build(job, device, rank, job.tp)
     model.load_state_dict(seeded_shard(full_shapes(job), job.plan.model, rank, job.tp, job.seed), strict=True)
+    if requested_fault(rank) == "corrupt":  # a test's deliberately wrong shard (mha_cli.parallel.faults)
+        with torch.no_grad():
+            model.model.layers[0].self_attn.o_proj.weight.neg_()
     if job.tp > 1:
         model.all_reduce = all_reduce
     attention = model.model.layers[0].self_attn
