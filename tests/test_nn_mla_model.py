@@ -54,8 +54,8 @@ QWEN3_MOE = dict(
 
 CASES = {  # name: (config.json, transformers class, MLA modes)
     "deepseek-v3": (DEEPSEEK_V3, "DeepseekV3ForCausalLM", ("absorbed", "naive")),
-    "deepseek-v3-rotate-half": (DEEPSEEK_V3_HALF, "DeepseekV3ForCausalLM", ("absorbed", "naive")),
-    "deepseek-v2": (DEEPSEEK_V2, "DeepseekV2ForCausalLM", ("absorbed", "naive")),
+    "deepseek-v3-rotate-half": (DEEPSEEK_V3_HALF, "DeepseekV3ForCausalLM", ("absorbed",)),
+    "deepseek-v2": (DEEPSEEK_V2, "DeepseekV2ForCausalLM", ("absorbed",)),
     "qwen3-moe": (QWEN3_MOE, "Qwen3MoeForCausalLM", ("absorbed",)),  # no MLA: the mode is unused
 }
 
@@ -133,3 +133,10 @@ def test_rope_interleave_and_yarn_are_read_from_config_json() -> None:
     assert (spec.rope.scaling.type, spec.rope.scaling.factor, spec.rope.scaling.mscale_all_dim) == ("yarn", 40.0, 1.0)
     half = import_hf_config(DEEPSEEK_V3_HALF).model
     assert half.mla is not None and not half.mla.rope_interleave
+
+
+if __name__ == "__main__":  # the equality table: python -m tests.test_nn_mla_model
+    print(f"{'family':24s} {'MLA mode':9s} {'prefill max abs':>16s} {'decode max abs':>15s}")
+    for family, mla_mode in RUNS:
+        errors = max_errors(CASES[family][0], CASES[family][1], mla_mode)
+        print(f"{family:24s} {mla_mode if family != 'qwen3-moe' else '-':9s} {errors[0]:16.2e} {errors[1]:15.2e}")

@@ -188,3 +188,15 @@ def test_parameter_count_matches_the_built_layer() -> None:
     assert (
         count_params(qwen2).mlp_moe_per_layer == 8 * 3 * 16 * 8 + 3 * 16 * 12 + 8 * 16 + 16
     )  # experts, shared, router, gate
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3", "deepseek-v2-lite", "gpt-oss-20b"])
+def test_moe_presets_build_their_counted_parameters(name: str) -> None:
+    """The whole MoE model on the meta device (nothing allocated): parameters equal core.params' total."""
+    from mha_cli.core.params import count_params
+    from mha_cli.core.presets import get_preset
+    from mha_cli.nn import build_model
+
+    spec = get_preset(name)
+    model = build_model(spec, device="meta")
+    assert sum(p.numel() for p in model.parameters()) == count_params(spec).total
