@@ -302,6 +302,20 @@ def test_precheck_counts_weights_cache_and_workspace_and_suggests_what_fits():
     assert fitted.required_bytes <= 0.9 * free
 
 
+def test_the_report_shows_what_the_precheck_compared():
+    report = run_verify(
+        source(tiny(2)), DeploymentSpec(seq_len=SEQ, batch=BATCH, kv_dtype="fp32"), device="cpu", layers=LAYERS,
+        reps=1, free_bytes=lambda device_type, index: 10**9,
+    )  # fmt: skip
+    precheck = report.precheck
+    assert (precheck.weight_bytes, precheck.cache_bytes) == (
+        report.predicted_weight_bytes,
+        report.predicted_cache_bytes,
+    )
+    assert precheck.required_bytes == precheck.weight_bytes + precheck.cache_bytes + precheck.workspace_bytes
+    assert (precheck.free_bytes, precheck.usable_bytes) == (10**9, 9 * 10**8)
+
+
 def test_precheck_when_the_embedding_and_head_alone_do_not_fit():
     """Fewer layers, a smaller batch or a shorter context cannot shrink the embedding and head."""
     deployment = DeploymentSpec(seq_len=64, batch=2, kv_dtype="fp32")

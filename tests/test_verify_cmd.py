@@ -303,4 +303,4 @@ def test_the_table_shows_each_scope_and_the_cuda_allocator(cli, config):
                 "allocator: cache", "allocator: prefill peak", "KV cache, one rank", "weights, whole model",
                 "decode step, whole model"):  # fmt: skip
         assert row in text, row
-    assert "allocator_weights pass" in text
+    assert "allocator_weights pass" in text and "Memory precheck  weights" in text

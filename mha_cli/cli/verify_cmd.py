@@ -146,6 +146,7 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     from rich.table import Table
 
     from mha_cli.cli.render import bytes_cell
+    from mha_cli.core.quantities import format_bytes
 
     mode = f", {report.mla_cache} MLA cache" if report.mla_cache else ""
     console.print(
@@ -207,6 +208,13 @@ def render_verify(console: Console, report: VerifyReport) -> None:
                   f"relative max error of the logits, {numerics.tokens} tokens, last {numerics.decode_tokens}"
                   " decoded one by one")  # fmt: skip
     console.print(table)
+    precheck = report.precheck
+    usable = "free memory unknown" if precheck.usable_bytes is None else f"{format_bytes(precheck.usable_bytes)} usable"
+    console.print(
+        f"[bold]Memory precheck[/bold]  weights {format_bytes(precheck.weight_bytes)} + cache"
+        f" {format_bytes(precheck.cache_bytes)} + workspace {format_bytes(precheck.workspace_bytes)}"
+        f" = {format_bytes(precheck.required_bytes)} of {usable}"
+    )
     backends = "; ".join(f"{phase}: {', '.join(names)}" for phase, names in report.sdpa_backends.items())
     console.print(f"[bold]SDPA backend[/bold]  {backends}")
     for note in report.notes:

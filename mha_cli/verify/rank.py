@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from torch import nn
 
 from mha_cli.nn.kv_cache import CACHE_DTYPES
 from mha_cli.nn.sdpa import record_sdpa_backends
@@ -25,7 +26,7 @@ from mha_cli.verify import measure
 from mha_cli.verify.build import build_stack
 from mha_cli.verify.numerics import check_cached_decode
 from mha_cli.verify.plan import VerifyPlan
-from mha_cli.verify.report import CacheFill, RankResult
+from mha_cli.verify.report import CacheFill, RankResult, TimingStats
 
 DECODE_WARMUP = 3
 PREFILL_WARMUP = 1
@@ -71,36 +72,15 @@ def measure_rank(
     layer_cache = [cache.nbytes for cache in caches]
 
     on_stage("prefill")
-    generator = torch.Generator(device="cpu").manual_seed(0)
-    prompt = torch.randint(plan.model.vocab_size, (batch, plan.prefill_tokens), generator=generator).to(device)
-
-    def prefill_step() -> torch.Tensor:
-        return model(prompt, caches, 0)  # (b, p, vocab)
-
-    prefill_reps = reps if device.type == "cuda" else min(reps, CPU_PREFILL_REPS)
     before_prefill = probe.allocated() if probe else 0
     if probe:
         probe.reset_peak()
-    with torch.inference_mode():
-        with record_sdpa_backends() as prefill_backends:
-            next_token = prefill_step()[:, -1:].argmax(-1)  # (b, 1): the first warm-up prefill writes the cache
-        prefill_times, timer = measure.time_calls(prefill_step, device, PREFILL_WARMUP - 1, prefill_reps)
+    prefill_reps = reps if device.type == "cuda" else min(reps, CPU_PREFILL_REPS)
+    prefill, prefill_backends, next_token = _time_prefill(model, caches, plan, device, prefill_reps)
     prefill_peak = probe.peak() if probe else 0
-    prefill = measure.summarise(prefill_times, warmup=PREFILL_WARMUP, timer=timer)
 
     on_stage("decode")
-    position = seq - 1
-    state = {"token": next_token}
-
-    def decode_step() -> None:
-        logits = model(state["token"], caches, position)  # (b, 1, vocab)
-        state["token"] = logits[:, -1:].argmax(-1)  # (b, 1)
-
-    with torch.inference_mode():
-        with record_sdpa_backends() as decode_backends:
-            decode_step()
-        decode_times, timer = measure.time_calls(decode_step, device, DECODE_WARMUP - 1, reps)
-    decode = measure.summarise(decode_times, warmup=DECODE_WARMUP, timer=timer)
+    decode, decode_backends = _time_decode(model, caches, next_token, seq - 1, device, reps)
 
     on_stage("numerics")
     with record_sdpa_backends() as numerics_backends:
@@ -123,10 +103,46 @@ def measure_rank(
         buffer_bytes=sum(b.nbytes for b in buffers), measured_cache_bytes=sum(layer_cache),
         layer_cache_bytes=layer_cache, cache_fill=cache_fill(plan), prefill=prefill, decode=decode,
         numerics=numerics,
-        sdpa_backends={"prefill": sorted(set(prefill_backends)), "decode": sorted(set(decode_backends)),
+        sdpa_backends={"prefill": prefill_backends, "decode": decode_backends,
                        "numerics": sorted(set(numerics_backends))},
         allocator=allocator,
     )  # fmt: skip
+
+
+def _time_prefill(
+    model: nn.Module, caches: list, plan: VerifyPlan, device: torch.device, reps: int
+) -> tuple[TimingStats, list[str], torch.Tensor]:
+    """Prefill ``plan.prefill_tokens`` seeded random token ids: the first call writes the cache (and warms up),
+    ``reps`` more are timed. Returns (timings, SDPA backends, the next token of each sequence (b, 1))."""
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    shape = (plan.deployment.batch, plan.prefill_tokens)
+    prompt = torch.randint(plan.model.vocab_size, shape, generator=generator).to(device)  # (b, p)
+
+    def prefill_step() -> torch.Tensor:
+        return model(prompt, caches, 0)  # (b, p, vocab)
+
+    with torch.inference_mode():
+        with record_sdpa_backends() as backends:
+            next_token = prefill_step()[:, -1:].argmax(-1)  # (b, 1)
+        times, timer = measure.time_calls(prefill_step, device, PREFILL_WARMUP - 1, reps)
+    return measure.summarise(times, warmup=PREFILL_WARMUP, timer=timer), sorted(set(backends)), next_token
+
+
+def _time_decode(
+    model: nn.Module, caches: list, first_token: torch.Tensor, position: int, device: torch.device, reps: int
+) -> tuple[TimingStats, list[str]]:
+    """Generation steps at ``position``, each feeding the previous step's argmax: warm-up, then ``reps`` timed."""
+    state = {"token": first_token}  # (b, 1)
+
+    def decode_step() -> None:
+        logits = model(state["token"], caches, position)  # (b, 1, vocab)
+        state["token"] = logits[:, -1:].argmax(-1)  # (b, 1)
+
+    with torch.inference_mode():
+        with record_sdpa_backends() as backends:
+            decode_step()
+        times, timer = measure.time_calls(decode_step, device, DECODE_WARMUP - 1, reps)
+    return measure.summarise(times, warmup=DECODE_WARMUP, timer=timer), sorted(set(backends))
 
 
 def cache_fill(plan: VerifyPlan) -> CacheFill:

@@ -92,6 +92,21 @@ class AllocatorCheck(BaseModel):
     cache_ok: bool
 
 
+class MemoryPrecheck(BaseModel):
+    """What the plan compared with free memory before allocating: the whole built stack on one rank, in bytes."""
+
+    weight_bytes: int
+    cache_bytes: int
+    workspace_bytes: int
+    """Estimated activations of the prefill (one layer at a time) and its logits."""
+    required_bytes: int
+    """weight_bytes + cache_bytes + workspace_bytes."""
+    free_bytes: int | None
+    """Free device memory when planned (CUDA: mem_get_info; CPU: MemAvailable); None when unknown."""
+    usable_bytes: int | None
+    """The share of free_bytes a run may use (90%)."""
+
+
 class ScopeFigures(BaseModel):
     """Bytes and decode time over one scope: every layer of one rank, or every layer of every rank."""
 
@@ -186,6 +201,7 @@ class VerifyReport(BaseModel):
     cache_fill: CacheFill
     allocator: AllocatorCheck | None
     """CUDA only; None elsewhere."""
+    precheck: MemoryPrecheck
     per_rank: ScopeFigures
     whole_model: ScopeFigures
 

@@ -19,9 +19,9 @@ from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.nn.device import device_name, is_out_of_memory, resolve_device
 from mha_cli.verify import measure
-from mha_cli.verify.plan import VerifyPlan, device_free_bytes, make_plan, validate_options
+from mha_cli.verify.plan import USABLE_FRACTION, VerifyPlan, device_free_bytes, make_plan, validate_options
 from mha_cli.verify.rank import measure_rank
-from mha_cli.verify.report import RankResult, ScopeFigures, VerifyReport
+from mha_cli.verify.report import MemoryPrecheck, RankResult, ScopeFigures, VerifyReport
 from mha_cli.verify.scopes import assemble, decode_bytes_read
 
 STAGES = ("plan", "build", "prefill", "decode", "numerics", "bandwidth")
@@ -120,7 +120,8 @@ def build_report(
         predicted_weight_bytes_per_layer=plan.predicted_layer_weight_bytes[plan.weight_kind(0)],
         predicted_cache_bytes=plan.predicted_cache_bytes, measured_cache_bytes=rank.measured_cache_bytes,
         predicted_bytes_per_token_per_layer=plan.predicted.bytes_per_token_per_rank // n_built,
-        cache_fill=rank.cache_fill, allocator=rank.allocator, per_rank=per_rank, whole_model=whole,
+        cache_fill=rank.cache_fill, allocator=rank.allocator, precheck=_precheck(plan), per_rank=per_rank,
+        whole_model=whole,
         prefill_tokens=plan.prefill_tokens, prefill_note=plan.prefill_note, prefill_ms=rank.prefill.median_ms,
         prefill_tokens_per_s=batch * plan.prefill_tokens / (rank.prefill.median_ms / 1e3), prefill=rank.prefill,
         decode_ms=rank.decode.median_ms, decode_tokens_per_s=batch / decode_s, decode=rank.decode,
@@ -131,6 +132,15 @@ def build_report(
         sdpa_backends=rank.sdpa_backends, numerics=rank.numerics, thresholds=thresholds, checks=checks,
         check_details=_check_details(checks, plan, rank, whole, thresholds), passed=all(checks.values()),
         notes=_notes(plan, rank, per_rank),
+    )  # fmt: skip
+
+
+def _precheck(plan: VerifyPlan) -> MemoryPrecheck:
+    free = plan.free_bytes
+    return MemoryPrecheck(
+        weight_bytes=plan.predicted_weight_bytes, cache_bytes=plan.predicted_cache_bytes,
+        workspace_bytes=plan.workspace_bytes, required_bytes=plan.required_bytes, free_bytes=free,
+        usable_bytes=None if free is None else int(free * USABLE_FRACTION),
     )  # fmt: skip
 
 
