@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +39,17 @@ def config(tmp_path):
     return write
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny tensors: one intra-op thread avoids the pool's synchronisation (costly on a shared 2-core machine)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def run_json(cli, *args: str) -> tuple[int, dict]:
     result = cli.run("verify", *args, "--device", "cpu", "--reps", "2", "--json")
     return result.exit_code, json.loads(result.stdout)
@@ -49,8 +62,20 @@ def test_json_has_the_names_scripts_rely_on(cli, config):
     assert data["predicted_cache_bytes"] == data["measured_cache_bytes"] == 2 * 2 * 64 * per_token_layer
     assert isinstance(data["measured_cache_bytes"], int)
     assert data["decode_ms"] > 0 and data["prefill_ms"] > 0 and data["device"] == "cpu"
-    assert data["checks"] == {"cache_bytes_match": True, "numerics": True} and data["passed"] is True
+    assert data["checks"] == {"weight_bytes_match": True, "cache_bytes_match": True, "numerics": True}
+    assert data["passed"] is True and data["allocator"] is None  # CUDA only
     assert data["decode_ms"] == data["decode"]["median_ms"] and data["decode"]["reps"] == 2
+    # Weights by hand: embedding and head 1000 x 64 each, final norm 64; per layer q and o 64 x 64, k and v
+    # 64 x 16, two norms of 64, SwiGLU 3 x 64 x 256; fp32.
+    layer = 2 * 64 * 64 + 2 * 64 * 16 + 2 * 64 + 3 * 64 * 256
+    weights = (2 * 1000 * 64 + 64 + 2 * layer) * 4
+    assert data["predicted_weight_bytes"] == data["measured_weight_bytes"] == weights
+    assert data["weight_bytes_per_layer"] == layer * 4
+    for key, n_ranks in (("per_rank", 1), ("whole_model", 1)):
+        scope = data[key]
+        assert scope["scope"] == key and scope["n_ranks"] == n_ranks and scope["n_layers"] == 2
+        assert scope["cache_bytes"] == data["measured_cache_bytes"] and scope["weight_bytes"] == weights
+        assert scope["extrapolated"] is False
 
 
 def test_command_line_overrides_the_config_file(cli, config):
@@ -64,6 +89,11 @@ def test_reads_a_hugging_face_config_json(cli):
     code, data = run_json(cli, str(reference_hf_config("qwen3-0.6b")), "--seq", "32", "--layers", "1")
     assert code == 0
     assert data["measured_cache_bytes"] == 32 * 2 * 8 * 128 * 2  # 8 KV heads x explicit head_dim 128, bf16
+    # Tied embedding (counted once), one layer: q 1024 x 16 x 128 and o back, k and v 1024 x 8 x 128, q/k norms of
+    # 128, two norms of 1024, SwiGLU 3 x 1024 x 3072; final norm 1024; bf16.
+    layer = 2 * 1024 * 2048 + 2 * 1024 * 1024 + 2 * 128 + 2 * 1024 + 3 * 1024 * 3072
+    weights = (151936 * 1024 + layer + 1024) * 2
+    assert data["measured_weight_bytes"] == data["predicted_weight_bytes"] == weights
     assert data["extrapolated"] is True and data["n_layers_built"] == 1
 
 
@@ -151,10 +181,10 @@ def test_a_failed_threshold_shows_the_value_against_the_limit(cli, config):
     code, data = run_json(cli, config(), "--max-kv-gib", "0.00001")
     assert code == EXIT_CHECK_FAILED
     cache = 2 * 2 * 64 * (2 * 2 * 8 * 4)  # 2 layers x batch 2 x 64 tokens x GQA-2 fp32 per token per layer
-    assert cache == 32_768 and data["model_cache_bytes"] == cache
-    assert data["check_details"]["max_kv_gib"] == "model cache 32.0 KiB > 1e-05 GiB"
+    assert cache == 32_768 and data["whole_model"]["cache_bytes"] == cache
+    assert data["check_details"]["max_kv_gib"] == "whole-model cache 32.0 KiB > 1e-05 GiB"
     result = cli.run("verify", config(), "--device", "cpu", "--reps", "1", "--max-kv-gib", "0.00001")
-    assert "max_kv_gib FAIL (model cache 32.0 KiB > 1e-05 GiB)" in " ".join(result.stdout.split())
+    assert "max_kv_gib FAIL (whole-model cache 32.0 KiB > 1e-05 GiB)" in " ".join(result.stdout.split())
 
 
 def test_bandwidth_above_the_measured_peak_is_never_a_percentage_over_100(cli, config):
@@ -199,9 +229,78 @@ def test_ci_example_prints_the_checked_figures_and_keeps_the_exit_code(cli, conf
     assert code == EXIT_CHECK_FAILED
     (tmp_path / "verify.json").write_text(json.dumps(data))
     printed = subprocess.run([sys.executable, "-c", summary], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert f"whole model (measured): {data['model_cache_bytes']:,} B" in printed.stdout
-    assert f"{data['model_decode_ms']:.2f} ms  <- checked by --max-decode-ms" in printed.stdout
-    assert "max_kv_gib: FAIL (model cache 32.0 KiB > 1e-05 GiB)" in printed.stdout
+    whole = data["whole_model"]
+    assert "whole_model (all 2 layers, all 1 tensor-parallel rank(s): the deployment; measured):" in printed.stdout
+    assert f"--max-kv-gib checks whole_model KV cache {whole['cache_bytes']:,} B" in printed.stdout
+    assert f"--max-decode-ms checks whole_model decode step {whole['decode_ms']:.2f} ms" in printed.stdout
+    assert f"weights, built stack: predicted {data['predicted_weight_bytes']:,} B" in printed.stdout
+    assert "max_kv_gib: FAIL (whole-model cache 32.0 KiB > 1e-05 GiB)" in printed.stdout
     (tmp_path / "verify.json").write_text("")  # verify refused the input: the summary says so and does not fail
     printed = subprocess.run([sys.executable, "-c", summary], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert "verify wrote no report" in printed.stdout
+
+
+def test_tensor_parallel_scopes_one_rank_and_the_deployment(cli, config):
+    path = Path(config())
+    path.write_text(path.read_text().replace("  kv_dtype: fp32", "  kv_dtype: fp32\n  tp: 2"))
+    code, data = run_json(cli, str(path))
+    assert code == 0, data
+    cache = 2 * 2 * 64 * (2 * 1 * 8 * 4)  # 2 layers x batch 2 x 64 tokens x one KV head of 8 per rank, fp32
+    layer = 64 * 32 + 2 * 64 * 8 + 32 * 64 + 2 * 64 + 3 * 64 * 128  # 4 query heads, 1 KV head, d_ff 128 per rank
+    weights = (2 * 1000 * 64 + 64 + 2 * layer) * 4
+    assert data["measured_cache_bytes"] == data["predicted_cache_bytes"] == cache
+    assert data["measured_weight_bytes"] == data["predicted_weight_bytes"] == weights
+    per_rank, whole = data["per_rank"], data["whole_model"]
+    assert (per_rank["n_ranks"], per_rank["cache_bytes"], per_rank["weight_bytes"]) == (1, cache, weights)
+    assert (whole["n_ranks"], whole["cache_bytes"], whole["weight_bytes"]) == (2, 2 * cache, 2 * weights)
+    # tp 2 runs two ranks (mha_cli.parallel): the deployment's figures are both ranks' measurements
+    assert whole["extrapolated"] is False and data["ranks_measured"] == [0, 1]
+    assert data["tp"] == 2 and data["built"].endswith("rank 0 of 2")
+
+
+def test_not_enough_memory_for_the_cache_suggests_a_batch_that_fits(cli, config, monkeypatch):
+    from mha_cli.core.schemas import DeploymentSpec
+    from mha_cli.core.sources import load_source
+    from mha_cli.verify.plan import make_plan
+
+    loaded = load_source(config())
+    plan = make_plan(loaded.model, loaded.deployment, device_type="cpu")
+    # Room for the weights and workspace but only half the cache (90% of free memory is usable).
+    free = int((plan.required_bytes - plan.predicted_cache_bytes // 2) / 0.9)
+    monkeypatch.setattr("mha_cli.verify.run.device_free_bytes", lambda device_type, index: free)
+    result = cli.run("verify", config(), "--device", "cpu", "--layers", "2")
+    assert result.exit_code == EXIT_OUT_OF_MEMORY, result.output
+    assert "weights" in result.output and "cache + workspace, the whole built stack" in result.output
+    batch = int(re.search(r"--batch (\d+)", result.output).group(1))
+    assert batch == 1
+    smaller = DeploymentSpec.model_validate(loaded.deployment.model_dump() | {"batch": batch})
+    assert make_plan(loaded.model, smaller, device_type="cpu", free_bytes=free).required_bytes <= 0.9 * free
+    code, data = run_json(cli, config(), "--layers", "2", "--batch", str(batch))
+    assert code == 0 and data["batch"] == 1
+
+
+def test_the_table_shows_each_scope_and_the_cuda_allocator(cli, config):
+    from rich.console import Console
+
+    from mha_cli.cli.verify_cmd import render_verify
+    from mha_cli.verify.report import VerifyReport
+
+    _, data = run_json(cli, config())
+    allocator = {
+        "baseline_bytes": 0, "weights_change_bytes": data["predicted_weight_bytes"] + 512,
+        "weights_expected_bytes": data["predicted_weight_bytes"], "weights_tolerance_bytes": 10 * (2**20 + 512),
+        "weights_tensors": 10, "cache_change_bytes": data["predicted_cache_bytes"],
+        "cache_expected_bytes": data["predicted_cache_bytes"], "cache_tolerance_bytes": 4 * (2**20 + 512),
+        "cache_tensors": 4, "prefill_peak_bytes": 5_000_000, "predicted_workspace_bytes": 4_000_000,
+        "tolerance_rule": "rule", "weights_ok": True, "cache_ok": True,
+    }  # fmt: skip
+    checks = data["checks"] | {"allocator_weights": True, "allocator_cache": True}
+    report = VerifyReport.model_validate(data | {"allocator": allocator, "checks": checks})
+    console = Console(record=True, width=240)
+    render_verify(console, report)
+    text = console.export_text()
+    for row in ("weights, built stack", "one decoder layer", "KV cache, 2 built layer(s)", "allocator: weights",
+                "allocator: cache", "allocator: prefill peak", "KV cache, one rank", "weights, whole model",
+                "decode step, whole model"):  # fmt: skip
+        assert row in text, row
+    assert "allocator_weights pass" in text and "Memory precheck  weights" in text

@@ -1,7 +1,8 @@
-"""``mha verify SOURCE``: build the config's attention layers in torch, measure cache memory and latency.
+"""``mha verify SOURCE``: build the config's decoder in torch, measure weights, cache memory and latency.
 
 Exit codes: 0 every check passed; 1 a threshold or the numerics check failed (the report is still
-printed); 2 bad input; 3 the device does not have the memory (nothing is allocated).
+printed), or with --tp N > 1 a rank failed or hung (one line, every rank stopped); 2 bad input;
+3 the device does not have the memory (nothing is allocated). --tp N > 1 hands over to ``verify_tp``.
 torch is imported inside the command only.
 """
 
@@ -28,7 +29,7 @@ LayersOpt = Annotated[
     int | None,
     typer.Option(
         "--layers",
-        help="Attention layers to build (default: all on a GPU, 2 on CPU); the rest is extrapolated.",
+        help="Decoder layers to build (default: all on a GPU, 2 on CPU); the rest is extrapolated, labelled.",
         show_default=False,
     ),
 ]
@@ -42,14 +43,16 @@ RepsOpt = Annotated[int, typer.Option("--reps", help="Timed repetitions (median 
 MaxKvGibOpt = Annotated[
     float | None,
     typer.Option(
-        "--max-kv-gib", help="Fail (exit 1) if the whole model's cache exceeds this many GiB.", show_default=False
+        "--max-kv-gib",
+        help="Fail (exit 1) if the whole model's cache (all layers, all tp ranks) exceeds this many GiB.",
+        show_default=False,
     ),
 ]
 MaxDecodeMsOpt = Annotated[
     float | None,
     typer.Option(
         "--max-decode-ms",
-        help="Fail (exit 1) if a decode step of every attention layer takes longer (median, ms).",
+        help="Fail (exit 1) if a decode step of the whole model (every layer, median ms) takes longer.",
         show_default=False,
     ),
 ]
@@ -60,6 +63,19 @@ ToleranceOpt = Annotated[
         help="Relative error allowed between cached decode and the full forward (default: fp32 1e-4, fp16 2e-3, bf16 2e-2).",
         show_default=False,
     ),
+]
+TpOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tp",
+        help="Tensor-parallel ranks: N > 1 runs N processes on torch.distributed (gloo on CPU, NCCL on N GPUs) and"
+        " checks them against one device. Default: the config's tp, else the target's device count, else 1.",
+        show_default=False,
+    ),
+]
+TpTimeoutOpt = Annotated[
+    float,
+    typer.Option("--tp-timeout", help="With --tp N > 1: stop every rank (exit 1) if the run takes longer (seconds)."),
 ]
 
 
@@ -78,9 +94,11 @@ def verify(
     max_kv_gib: MaxKvGibOpt = None,
     max_decode_ms: MaxDecodeMsOpt = None,
     tolerance: ToleranceOpt = None,
+    tp: TpOpt = None,
+    tp_timeout: TpTimeoutOpt = 900.0,
     json: JsonOpt = False,
 ) -> None:
-    """Build the config in torch; compare cache bytes with the calculator; time prefill and decode; check numerics."""
+    """Build the config's decoder in torch; compare weight and cache bytes with the calculator; time prefill and decode."""
     from mha_cli.verify.plan import validate_options  # imports torch (through mha_cli.verify), as the run will
 
     validate_options(
@@ -89,8 +107,19 @@ def verify(
     )  # fmt: skip
     loaded = load_source(source)
     deployment = merge_deployment(
-        loaded.deployment, model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache
+        loaded.deployment, model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache, tp=tp
     )
+    from mha_cli.parallel.plan import deployment_tp
+
+    tp_degree = deployment_tp(deployment)
+    if tp_degree > 1:  # N ranks on torch.distributed
+        from mha_cli.cli.verify_tp import verify_tensor_parallel
+
+        verify_tensor_parallel(
+            loaded, deployment, tp=tp_degree, device=device, layers=layers, prefill_tokens=prefill_tokens, reps=reps,
+            tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, timeout_s=tp_timeout, json=json,
+        )  # fmt: skip
+        return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from mha_cli.verify.run import STAGES, run_verify  # torch is imported here, only for this command
@@ -117,38 +146,57 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     from rich.table import Table
 
     from mha_cli.cli.render import bytes_cell
+    from mha_cli.core.quantities import format_bytes
 
     mode = f", {report.mla_cache} MLA cache" if report.mla_cache else ""
     console.print(
         f"[bold]{escape(report.model_name)}[/bold] ({report.variant}{mode}) on {report.device_name} [dim]({report.device},"
         f" {report.dtype}, torch {report.torch_version})[/dim]: seq {report.seq_len:,} x batch {report.batch},"
-        f" layers {report.layers_note}" + (f", tp={report.tp} shard" if report.tp > 1 else "")
+        f" layers {report.layers_note}" + (f", tp={report.tp}" if report.tp > 1 else "")
     )
-    table = Table(title="Predicted vs measured", title_justify="left")
+    table = Table(title=f"Predicted vs measured  [dim](built: {escape(report.built)})[/dim]", title_justify="left")
     table.add_column("quantity")
     table.add_column("predicted", justify="right")
     table.add_column("measured", justify="right")
     table.add_column("how", style="dim")
-    match = "[green]equal[/green]" if report.checks["cache_bytes_match"] else "[red]DIFFERENT[/red]"
-    built = f"{report.n_layers_built} layer(s)"
-    table.add_row(f"KV cache, {built}", bytes_cell(report.predicted_cache_bytes),
-                  bytes_cell(report.measured_cache_bytes), f"calculator vs tensor nbytes: {match}")  # fmt: skip
-    if report.allocator_cache_delta_bytes is not None:
-        table.add_row("  allocator change", "", bytes_cell(report.allocator_cache_delta_bytes),
-                      "torch.cuda.memory_allocated after - before the caches")  # fmt: skip
-    if report.peak_allocated_bytes is not None:
-        table.add_row("  peak allocated", "", bytes_cell(report.peak_allocated_bytes),
-                      "max_memory_allocated during the timings")  # fmt: skip
-    label = "extrapolated" if report.extrapolated else "measured"
-    table.add_row(f"KV cache, all {report.n_layers_model} layers", bytes_cell(report.model_predicted_cache_bytes),
-                  bytes_cell(report.model_cache_bytes), label.upper() if report.extrapolated else label)  # fmt: skip
+
+    def verdict(check: str) -> str:
+        return "[green]equal[/green]" if report.checks[check] else "[red]DIFFERENT[/red]"
+
+    table.add_row("weights, built stack", bytes_cell(report.predicted_weight_bytes),
+                  bytes_cell(report.measured_weight_bytes),
+                  f"core count_params x dtype vs parameters' nbytes: {verdict('weight_bytes_match')}")  # fmt: skip
+    table.add_row("  one decoder layer", bytes_cell(report.predicted_weight_bytes_per_layer),
+                  bytes_cell(report.weight_bytes_per_layer), "layer 0")  # fmt: skip
+    table.add_row(f"KV cache, {report.n_layers_built} built layer(s)", bytes_cell(report.predicted_cache_bytes),
+                  bytes_cell(report.measured_cache_bytes),
+                  f"core.kv vs new_cache tensors' nbytes: {verdict('cache_bytes_match')}")  # fmt: skip
+    allocator = report.allocator
+    if allocator is not None:
+        for part, label in (("weights", "allocator: weights"), ("cache", "allocator: cache")):
+            ok = report.checks[f"allocator_{part}"]
+            table.add_row(f"  {label}", bytes_cell(getattr(allocator, f"{part}_expected_bytes")),
+                          bytes_cell(getattr(allocator, f"{part}_change_bytes")),
+                          ("[green]within[/green]" if ok else "[red]OUTSIDE[/red]")
+                          + f" +{bytes_cell(getattr(allocator, f'{part}_tolerance_bytes'))} (allocator rounding)")  # fmt: skip
+        table.add_row("  allocator: prefill peak", bytes_cell(allocator.predicted_workspace_bytes),
+                      bytes_cell(allocator.prefill_peak_bytes), "max_memory_allocated during the prefill; estimate")  # fmt: skip
+    for scope in (report.per_rank, report.whole_model):
+        label = "one rank" if scope.scope == "per_rank" else "whole model"
+        how = "EXTRAPOLATED" if scope.extrapolated else "measured"
+        table.add_row(f"KV cache, {label}", bytes_cell(scope.predicted_cache_bytes), bytes_cell(scope.cache_bytes),
+                      f"{how}: {escape(scope.covers)}")  # fmt: skip
+        table.add_row(f"weights, {label}", bytes_cell(scope.predicted_weight_bytes), bytes_cell(scope.weight_bytes),
+                      how)  # fmt: skip
     roof = "" if report.roofline_decode_ms is None else f"{report.roofline_decode_ms:.3f} ms"
-    table.add_row(f"decode step, {built}", roof, f"{report.decode_ms:.3f} ms",
-                  f"median of {report.decode.reps}, IQR {report.decode.spread_ms:.3f} ms, "
+    ratio = "" if report.decode_vs_roofline is None else f"{report.decode_vs_roofline:.2f}x the roofline, "
+    table.add_row("decode step, built stack", roof, f"{report.decode_ms:.3f} ms",
+                  f"{ratio}median of {report.decode.reps}, IQR {report.decode.spread_ms:.3f} ms, "
                   f"{report.decode_tokens_per_s:,.1f} tok/s ({report.decode.timer})")  # fmt: skip
-    table.add_row(f"decode step, all {report.n_layers_model} layers", "", f"{report.model_decode_ms:.3f} ms",
-                  "EXTRAPOLATED (linear in layers)" if report.extrapolated else "measured")  # fmt: skip
-    table.add_row(f"prefill, {built}", "", f"{report.prefill_ms:.3f} ms",
+    whole = report.whole_model
+    table.add_row("decode step, whole model", "", f"{whole.decode_ms:.3f} ms",
+                  "EXTRAPOLATED (scaled by bytes read)" if whole.extrapolated else "measured")  # fmt: skip
+    table.add_row("prefill, built stack", "", f"{report.prefill_ms:.3f} ms",
                   f"{report.prefill_note}; median of {report.prefill.reps},"
                   f" {report.prefill_tokens_per_s:,.0f} tok/s")  # fmt: skip
     peak = "" if report.peak_gb_per_s is None else f"peak {report.peak_gb_per_s:,.1f} GB/s"
@@ -157,8 +205,16 @@ def render_verify(console: Console, report: VerifyReport) -> None:
                   f" peak: {report.peak_source}")  # fmt: skip
     numerics = report.numerics
     table.add_row("cached decode vs full forward", f"<= {numerics.tolerance:g}", f"{numerics.relative_error:.2e}",
-                  f"relative max error, {numerics.tokens} tokens, last {numerics.decode_tokens} decoded one by one")  # fmt: skip
+                  f"relative max error of the logits, {numerics.tokens} tokens, last {numerics.decode_tokens}"
+                  " decoded one by one")  # fmt: skip
     console.print(table)
+    precheck = report.precheck
+    usable = "free memory unknown" if precheck.usable_bytes is None else f"{format_bytes(precheck.usable_bytes)} usable"
+    console.print(
+        f"[bold]Memory precheck[/bold]  weights {format_bytes(precheck.weight_bytes)} + cache"
+        f" {format_bytes(precheck.cache_bytes)} + workspace {format_bytes(precheck.workspace_bytes)}"
+        f" = {format_bytes(precheck.required_bytes)} of {usable}"
+    )
     backends = "; ".join(f"{phase}: {', '.join(names)}" for phase, names in report.sdpa_backends.items())
     console.print(f"[bold]SDPA backend[/bold]  {backends}")
     for note in report.notes:
@@ -169,8 +225,8 @@ def render_verify(console: Console, report: VerifyReport) -> None:
         else f"{name} [red]FAIL[/red] ({escape(report.check_details.get(name, ''))})"
         for name, ok in report.checks.items()
     )
-    verdict = "[bold green]PASS[/bold green]" if report.passed else "[bold red]FAIL[/bold red]"
-    console.print(f"{verdict}  {checks}")
+    verdict_text = "[bold green]PASS[/bold green]" if report.passed else "[bold red]FAIL[/bold red]"
+    console.print(f"{verdict_text}  {checks}")
 
 
 def efficiency_text(report: VerifyReport) -> str:

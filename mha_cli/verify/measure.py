@@ -1,4 +1,4 @@
-"""Measurements: cache bytes, the CUDA allocator's change, timing summaries, copy bandwidth.
+"""Measurements: tensor bytes, the CUDA allocator's change and its check, timing summaries, copy bandwidth.
 
 Step timings come from ``mha_cli.nn.timing`` (CUDA events on CUDA, synchronised perf_counter
 elsewhere), re-exported here with the cache fill of ``mha_cli.nn.cache_ops``. The CUDA pieces take
@@ -18,10 +18,9 @@ import torch
 from mha_cli.core.targets import Target, load_targets
 from mha_cli.nn.cache_ops import fill_random as fill_random
 from mha_cli.nn.device import synchronize
-from mha_cli.nn.kv_cache import KVCache, LatentCache
 from mha_cli.nn.timing import time_calls as time_calls
 from mha_cli.nn.timing import time_with_events as time_with_events
-from mha_cli.verify.report import TimingStats
+from mha_cli.verify.report import AllocatorCheck, TimingStats
 
 COPY_BYTES = 64 * 2**20
 """Size of the buffer the CPU copy-bandwidth probe copies (well beyond the caches)."""
@@ -29,26 +28,90 @@ COPY_REPS = 15
 """Copies the CPU peak is the best of (about 0.1 s in all)."""
 
 
-def total_cache_bytes(caches: Iterable[KVCache | LatentCache]) -> int:
-    """Exact bytes of every cache tensor (``nbytes``), summed."""
+ALLOCATOR_BLOCK_ROUNDING = 512
+"""The CUDA caching allocator rounds every block up to a multiple of 512 bytes."""
+ALLOCATOR_UNSPLIT_REMAINDER = 2**20
+"""A block may come with up to 1 MiB more than asked: a large segment's remainder of at most 1 MiB stays attached."""
+TOLERANCE_RULE = (
+    "expected <= allocator change <= expected + tensors x (1 MiB + 512 B): blocks round up to 512 B and a"
+    " segment remainder of at most 1 MiB is not split off"
+)
+
+
+def total_cache_bytes(caches: Iterable[object]) -> int:
+    """Exact bytes of every cache's tensors (each cache's ``nbytes``), summed."""
     return sum(cache.nbytes for cache in caches)
 
 
-def allocated_bytes(device: torch.device, memory_allocated: Callable[[Any], int] | None = None) -> int | None:
-    """Bytes the CUDA caching allocator has handed out on ``device``; ``None`` off CUDA."""
-    if device.type != "cuda":
-        return None
-    read = torch.cuda.memory_allocated if memory_allocated is None else memory_allocated
-    return int(read(device))
+def tensors_of(obj: object) -> list[torch.Tensor]:
+    """The tensors an object holds as attributes (a cache's buffers), for counting allocations."""
+    return [value for value in vars(obj).values() if isinstance(value, torch.Tensor)]
 
 
-def reset_peak(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
+def allocator_tolerance(n_tensors: int) -> int:
+    """Largest overcount the caching allocator can show for ``n_tensors`` allocations (see ``TOLERANCE_RULE``)."""
+    return n_tensors * (ALLOCATOR_UNSPLIT_REMAINDER + ALLOCATOR_BLOCK_ROUNDING)
 
 
-def peak_allocated_bytes(device: torch.device) -> int | None:
-    return int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
+def within_allocator_tolerance(change: int, expected: int, n_tensors: int) -> bool:
+    """The allocator never hands out less than asked, and at most ``allocator_tolerance`` more."""
+    return expected <= change <= expected + allocator_tolerance(n_tensors)
+
+
+class AllocatorProbe:
+    """Reads the CUDA caching allocator: allocated bytes now, and the peak since a reset.
+
+    The torch functions are parameters so the bookkeeping can be tested without a GPU.
+    """
+
+    def __init__(
+        self,
+        device: torch.device,
+        *,
+        memory_allocated: Callable[[Any], int] | None = None,
+        max_memory_allocated: Callable[[Any], int] | None = None,
+        reset_peak_memory_stats: Callable[[Any], None] | None = None,
+    ) -> None:
+        self.device = device
+        self._allocated = memory_allocated or torch.cuda.memory_allocated
+        self._peak = max_memory_allocated or torch.cuda.max_memory_allocated
+        self._reset = reset_peak_memory_stats or torch.cuda.reset_peak_memory_stats
+
+    def allocated(self) -> int:
+        return int(self._allocated(self.device))
+
+    def reset_peak(self) -> None:
+        self._reset(self.device)
+
+    def peak(self) -> int:
+        return int(self._peak(self.device))
+
+
+def allocator_check(
+    *,
+    baseline: int,
+    after_weights: int,
+    after_cache: int,
+    before_prefill: int,
+    prefill_peak: int,
+    weights_expected: int,
+    weights_tensors: int,
+    cache_expected: int,
+    cache_tensors: int,
+    predicted_workspace: int,
+) -> AllocatorCheck:
+    """The allocator's changes (bytes) against the expected bytes, within ``allocator_tolerance``."""
+    weights_change, cache_change = after_weights - baseline, after_cache - after_weights
+    return AllocatorCheck(
+        baseline_bytes=baseline, weights_change_bytes=weights_change, weights_expected_bytes=weights_expected,
+        weights_tolerance_bytes=allocator_tolerance(weights_tensors), weights_tensors=weights_tensors,
+        cache_change_bytes=cache_change, cache_expected_bytes=cache_expected,
+        cache_tolerance_bytes=allocator_tolerance(cache_tensors), cache_tensors=cache_tensors,
+        prefill_peak_bytes=prefill_peak - before_prefill, predicted_workspace_bytes=predicted_workspace,
+        tolerance_rule=TOLERANCE_RULE,
+        weights_ok=within_allocator_tolerance(weights_change, weights_expected, weights_tensors),
+        cache_ok=within_allocator_tolerance(cache_change, cache_expected, cache_tensors),
+    )  # fmt: skip
 
 
 def summarise(times_s: list[float], *, warmup: int, timer: str) -> TimingStats:

@@ -1,9 +1,9 @@
 """Numerics: a cached decode must reproduce the full forward within the dtype's tolerance.
 
-On a fresh cache of ``tokens`` positions, the first ``tokens - decode_tokens`` go through the layer
-as one prefill and the rest one at a time (``start_pos`` advancing); the concatenated outputs are
-compared with one forward of the whole sequence without a cache. The error is relative to the
-largest output value, so it does not depend on the weights' scale.
+On a fresh cache of ``tokens`` positions, the first ``tokens - decode_tokens`` token ids go through
+the built stack as one prefill and the rest one at a time (``start_pos`` advancing); the
+concatenated logits are compared with one forward of the whole sequence without a cache. The error
+is relative to the largest logit, so it does not depend on the weights' scale.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ times the accumulation length; the two paths reduce in different orders."""
 
 
 def check_cached_decode(
-    layer: nn.Module,
+    model: nn.Module,
     *,
-    d_model: int,
+    vocab_size: int,
     dtype: torch.dtype,
     device: torch.device,
     tolerance: float | None = None,
@@ -30,20 +30,23 @@ def check_cached_decode(
     batch: int = 1,
     seed: int = 0,
 ) -> NumericsResult:
-    """Compare ``layer``'s cached decode with its full forward; ``tolerance`` defaults per dtype."""
+    """Compare ``model``'s cached decode with its full forward; ``tolerance`` defaults per dtype.
+
+    ``model``: ``forward(input_ids, caches=None, start_pos=0) -> logits`` and ``new_cache(batch, max_seq, dtype)``.
+    """
     if not 0 < decode_tokens < tokens:
         raise ValueError(f"decode_tokens ({decode_tokens}) must lie in (0, tokens={tokens})")
     tol = DEFAULT_TOLERANCE[dtype] if tolerance is None else tolerance
     generator = torch.Generator(device="cpu").manual_seed(seed)
-    x = torch.randn(batch, tokens, d_model, generator=generator).to(dtype=dtype, device=device)  # (b, s, d)
+    ids = torch.randint(vocab_size, (batch, tokens), generator=generator).to(device)  # (b, s)
     prefix = tokens - decode_tokens
     with torch.inference_mode():
-        full = layer(x)  # (b, s, d)
-        cache = layer.new_cache(batch, tokens)
-        pieces = [layer(x[:, :prefix], cache, 0)]  # (b, prefix, d)
+        full = model(ids)  # (b, s, vocab)
+        caches = model.new_cache(batch, tokens, dtype=dtype)
+        pieces = [model(ids[:, :prefix], caches, 0)]  # (b, prefix, vocab)
         for pos in range(prefix, tokens):
-            pieces.append(layer(x[:, pos : pos + 1], cache, pos))  # (b, 1, d)
-        cached = torch.cat(pieces, dim=1)  # (b, s, d)
+            pieces.append(model(ids[:, pos : pos + 1], caches, pos))  # (b, 1, vocab)
+        cached = torch.cat(pieces, dim=1)  # (b, s, vocab)
     error = (cached.float() - full.float()).abs().max().item()
     scale = full.float().abs().max().item()
     relative = error / scale if scale > 0 else error

@@ -1,20 +1,27 @@
-"""What ``mha verify`` builds, and whether it fits the device before anything is allocated.
+"""What ``mha verify`` builds, what the calculator predicts for it, and whether it fits, before torch allocates.
 
-A verify run builds the attention layers one device of the deployment holds: under tensor
-parallelism each rank's shard (n_heads / tp query heads, its KV heads; an MLA latent unsharded),
-for ``n_layers_built`` layers, each with a pre-allocated cache of the configured batch and length
-(sliding-window layers hold the window; a paged deployment rounds up to whole blocks). The
-prediction is ``kv_footprint`` of exactly those layers, so measured and predicted bytes must agree.
+A verify run builds the whole decoder (token embedding, ``n_layers_built`` decoder layers, final
+norm, LM head) as one tensor-parallel rank holds it: under ``tp`` ranks the rank's query and KV
+heads (KV heads replicated when tp > n_kv; an MLA latent unsharded) and d_ff / tp of every MLP
+and expert; embeddings, norms and head replicated (the contract's Megatron layout). The
+predictions come from the core ring, never from the modules: ``kv_footprint`` of exactly those
+layers for the cache, ``count_params`` of the rank's shape times the dtype for the weights.
 
-The memory precheck compares cache + weights + a workspace estimate with the device's free memory
-(``USABLE_FRACTION`` of it) and either builds fewer layers (when the layer count was a default) or
-refuses with ``OutOfMemoryError`` and a suggestion. Pure Python: torch is imported only to ask a
-CUDA device for its free memory.
+The modules and the cache share one dtype, the deployment's ``kv_dtype`` (fp32, fp16 or bf16).
+torch's caches are contiguous, so the cache is predicted unpaged; a paged deployment's padding
+is reported beside it.
+
+The memory precheck compares weights + cache + prefill workspace of the whole built stack with the
+device's free memory (``USABLE_FRACTION`` of it) and either builds fewer layers (when the layer count
+was a default) or refuses with ``OutOfMemoryError`` and a concrete smaller --layers/--batch/--seq.
+Pure Python: torch is imported only to ask a CUDA device for its free memory.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field
@@ -23,17 +30,18 @@ from mha_cli.core.dtypes import BUILDABLE, storage_format
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.kv import KvFootprint, footprint_for, kv_heads_per_rank
 from mha_cli.core.memory import resolve_tp
-from mha_cli.core.params import attention_params
+from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, LayerKind, MlaCacheMode, ModelSpec
 from mha_cli.core.targets import resolve_target
 
 DeviceType = Literal["cuda", "cpu"]
+WeightKind = Literal["dense", "moe"]
 CPU_DEFAULT_LAYERS = 2
-"""Layers built on CPU unless --layers says otherwise (the rest is extrapolated)."""
+"""Decoder layers built on CPU unless --layers says otherwise (the rest is extrapolated, labelled)."""
 CPU_DEFAULT_PREFILL_TOKENS = 128
-"""Prefill length timed on CPU unless --prefill-tokens says otherwise (GPU: the configured length)."""
+"""Prefill length on CPU unless --prefill-tokens says otherwise (GPU: the configured length)."""
 USABLE_FRACTION = 0.90
 """Share of the free memory a run may plan to use; the rest covers the allocator's rounding and the runtime."""
 
@@ -43,33 +51,37 @@ class VerifyPlan(Record):
 
     model: ModelSpec
     """The configured model (all layers, unsharded)."""
-    shard: ModelSpec
-    """What one device builds per layer: n_heads / tp query heads and the rank's KV heads."""
+    rank_shape: ModelSpec
+    """What one rank builds per layer: n_heads / tp query heads, its KV heads, d_ff / tp (experts too)."""
     deployment: DeploymentSpec
     device_type: DeviceType
     tp: int
-    kv_dtype: str
+    dtype: str
+    """dtype of the modules and the cache: the deployment's kv_dtype."""
     mla_cache: Literal["absorbed", "naive"] | None
     n_layers_built: int
     layers_note: str
     """Why that many layers: all, --layers, the CPU default, or what fits in memory."""
     layer_kinds: list[LayerKind]
-    """Kind of each built layer (the model's first n_layers_built layers)."""
-    cache_tokens: dict[str, int]
-    """Tokens a layer's cache holds, by kind (window and paging applied)."""
-    context_tokens: dict[str, int]
-    """Tokens a decode step at full context attends to, by kind."""
+    """Kind of each built layer (the model's first n_layers_built layers): global or local (sliding window)."""
     prefill_tokens: int
     prefill_note: str
     predicted: KvFootprint
-    """kv_footprint of the built layers, on one rank: ``total_bytes`` is the predicted cache."""
+    """kv_footprint of the built layers on one rank, unpaged: ``total_bytes`` is the predicted cache."""
     predicted_model: KvFootprint
-    """kv_footprint of every layer of the model, on one rank."""
-    weight_bytes_per_layer: int
-    """Attention weights of one built layer (estimate from the parameter count)."""
+    """kv_footprint of every layer of the model on one rank, unpaged."""
+    paged_model_cache_bytes: int | None
+    """The deployment's paged cache (whole blocks), every layer, one rank; None when not paged."""
+    predicted_weight_bytes: int
+    """count_params of the built stack (embedding, built layers, final norm, head) on one rank, times the dtype."""
+    predicted_model_weight_bytes: int
+    """The same for every layer of the model (one rank)."""
+    predicted_layer_weight_bytes: dict[str, int]
+    """One decoder layer on one rank, by weight kind (``dense`` MLP, ``moe``), times the dtype."""
     workspace_bytes: int
-    """Estimated activations of the largest step (prefill), one layer at a time."""
+    """Estimated activations of the largest step (the prefill): one layer at a time, plus the logits."""
     required_bytes: int
+    """weights + cache + workspace of the built stack: what the precheck compares with free memory."""
     free_bytes: int | None
     """Free device memory when planned; ``None`` when unknown (no precheck)."""
     notes: list[str] = Field(default_factory=list)
@@ -78,6 +90,14 @@ class VerifyPlan(Record):
     @property
     def predicted_cache_bytes(self) -> int:
         return self.predicted.total_bytes
+
+    @property
+    def value_bytes(self) -> int:
+        return storage_format(self.dtype).bits // 8
+
+    def weight_kind(self, layer: int) -> WeightKind:
+        """``moe`` for an MoE layer of the model, ``dense`` otherwise (MoE models' first n_dense_layers)."""
+        return weight_kind(self.model, layer)
 
 
 def device_free_bytes(device_type: DeviceType, device_index: int | None = None) -> int | None:
@@ -136,12 +156,25 @@ def torch_dtype_name(kv_dtype: str) -> str:
 
 
 def shard_model(model: ModelSpec, tp: int, mla_cache: MlaCacheMode) -> ModelSpec:
-    """The per-rank attention shape: query heads / tp, the rank's KV heads (replicated when tp > n_kv)."""
+    """One rank's shape: query heads / tp, its KV heads (replicated when tp > n_kv), d_ff / tp of every MLP.
+
+    Raises ``BadInputError`` when tp does not split the heads or an MLP width evenly.
+    """
     kv_per_rank = kv_heads_per_rank(model, tp, mla_cache)  # raises BadInputError when tp does not split the heads
     n_heads = model.n_heads // tp
     n_kv = n_heads if model.mla is not None else kv_per_rank
+    widths = {"d_ff": model.d_ff}
+    if model.moe is not None:
+        widths["d_ff_expert"] = model.moe.d_ff_expert
+        if model.moe.d_ff_shared is not None:
+            widths["d_ff_shared"] = model.moe.d_ff_shared
+    for name, width in widths.items():
+        if width % tp:
+            raise BadInputError(f"{name} ({width}) must be divisible by tp ({tp}): pick a tp that divides it")
     # Re-validated, so the variant follows the shard's heads: 64 / 8 GQA over 16 ranks is 4 / 1, MQA.
-    fields = model.model_dump(exclude={"variant"}) | {"n_heads": n_heads, "n_kv_heads": n_kv}
+    fields = model.model_dump(exclude={"variant"}) | {"n_heads": n_heads, "n_kv_heads": n_kv, "d_ff": model.d_ff // tp}
+    if model.moe is not None:
+        fields["moe"] = fields["moe"] | {name: width // tp for name, width in widths.items() if name != "d_ff"}
     return ModelSpec.model_validate(fields)
 
 
@@ -150,31 +183,99 @@ def layer_kinds(model: ModelSpec, n_layers: int) -> list[LayerKind]:
     return [model.layer_kind(i) for i in range(n_layers)]
 
 
+def weight_kind(model: ModelSpec, layer: int) -> WeightKind:
+    """``moe`` when layer ``layer`` of ``model`` has an MoE MLP, else ``dense``."""
+    return "moe" if model.moe is not None and layer >= model.moe.n_dense_layers else "dense"
+
+
 def first_layers(model: ModelSpec, n_layers: int) -> ModelSpec:
-    """The model cut to its first ``n_layers`` layers, each keeping its kind (global or local)."""
+    """The model cut to its first ``n_layers`` layers, each keeping its kind (global or local, dense or MoE)."""
     pattern = layer_kinds(model, n_layers) if model.layer_pattern else None
     return model.model_copy(update={"n_layers": n_layers, "layer_pattern": pattern})
 
 
-def workspace_bytes(shard: ModelSpec, *, batch: int, prefill_tokens: int, context: int, value_bytes: int) -> int:
-    """Activations of one layer's prefill: x, q, k, v, the output and the boolean causal mask.
+def stack_weight_bytes(rank_shape: ModelSpec, n_layers: int, value_bytes: int) -> int:
+    """Weights of the stack a rank builds with its first ``n_layers`` layers: count_params x bytes per value."""
+    return count_params(first_layers(rank_shape, n_layers)).total * value_bytes
 
-    Twice the tensors' sizes, for the temporaries the projections and the cast make. The fused SDPA
-    kernels do not materialise the scores; should a run fall back to one that does and run out of
-    memory, ``run_verify`` still turns the allocator's error into exit 3.
+
+def layer_weight_bytes(rank_shape: ModelSpec, value_bytes: int) -> dict[str, int]:
+    """One decoder layer on one rank, by weight kind: attention + norms + its MLP (dense or MoE)."""
+    params = count_params(rank_shape)
+    shared = params.attention_per_layer + params.norms_per_layer
+    sizes = {"dense": (shared + params.mlp_dense_per_layer) * value_bytes}
+    if rank_shape.moe is not None:
+        sizes["moe"] = (shared + params.mlp_moe_per_layer) * value_bytes
+    return sizes
+
+
+def workspace_bytes(rank_shape: ModelSpec, *, batch: int, prefill_tokens: int, context: int, value_bytes: int) -> int:
+    """Activations of the prefill, the largest step: one layer's at a time (earlier ones are freed), plus logits.
+
+    Per layer: the residual and its norm, q, k, v, the attention output, the MLP's hidden tensors
+    (gate, up and their product; an MoE layer's active and shared experts, and the router's scores),
+    all at the prefill's ``batch x prefill_tokens`` tokens; twice that, for the temporaries the
+    projections and casts make. Plus K and V repeated per query head (the math backend's GQA
+    fallback), the boolean causal mask, and the logits (the head's output and an fp32 copy).
+    Fused SDPA kernels never materialise the score matrix; a run that falls back to one that does and
+    runs out of memory is still exit 3 (``run_verify`` turns the allocator's error into it).
     """
-    if shard.mla is not None:
-        mla = shard.mla
-        q_width = shard.n_heads * (mla.qk_head_dim + mla.kv_lora_rank + mla.qk_rope_head_dim)
-        kv_width = shard.n_heads * (mla.qk_head_dim + mla.v_head_dim) + mla.latent_dim
-        q_per_kv = shard.n_heads
+    shape = rank_shape
+    if shape.mla is not None:
+        mla = shape.mla
+        q_width = shape.n_heads * (mla.qk_head_dim + mla.kv_lora_rank + mla.qk_rope_head_dim)
+        kv_width = shape.n_heads * (mla.qk_head_dim + mla.v_head_dim) + mla.latent_dim
+        q_per_kv = shape.n_heads
+        repeated_kv = 0
     else:
-        q_width = shard.n_heads * shard.dim_per_head
-        kv_width = 2 * shard.kv_heads * shard.dim_per_head
-        q_per_kv = shard.q_per_kv
-    activations = batch * prefill_tokens * (2 * shard.d_model + 2 * q_width + kv_width) * value_bytes
-    mask = q_per_kv * prefill_tokens * context if q_per_kv > 1 else 0  # bool (q_per_kv * s, t)
-    return 2 * activations + mask
+        q_width = shape.n_heads * shape.dim_per_head
+        kv_width = 2 * shape.kv_heads * shape.dim_per_head
+        q_per_kv = shape.q_per_kv
+        repeated_kv = 2 * shape.n_heads * shape.dim_per_head * context if q_per_kv > 1 else 0
+    hidden_per_mlp = 3 if shape.mlp == "gated" else 1
+    mlp_width = hidden_per_mlp * shape.d_ff
+    if shape.moe is not None:
+        moe = shape.moe
+        experts = moe.n_active_experts * moe.d_ff_expert + moe.n_shared_experts * (moe.d_ff_shared or moe.d_ff_expert)
+        mlp_width = max(mlp_width, hidden_per_mlp * experts + moe.n_experts)
+    tokens = batch * prefill_tokens
+    layer = tokens * (2 * shape.d_model + 2 * q_width + kv_width + mlp_width) * value_bytes
+    mask = q_per_kv * prefill_tokens * context if q_per_kv > 1 else prefill_tokens * context  # bool
+    logits = tokens * shape.vocab_size * (value_bytes + 4)
+    return 2 * layer + batch * repeated_kv * value_bytes + mask + logits
+
+
+def unpaged(deployment: DeploymentSpec) -> DeploymentSpec:
+    """The deployment as torch builds its cache: contiguous, no paging."""
+    return deployment.model_copy(update={"block_size": None})
+
+
+@dataclass(frozen=True)
+class _Sizer:
+    """Bytes of the built stack for any (layers, batch, seq): what the precheck and its suggestions compare."""
+
+    model: ModelSpec
+    rank_shape: ModelSpec
+    deployment: DeploymentSpec
+    tp: int
+    device_type: DeviceType
+    prefill_tokens: int | None
+    value_bytes: int
+
+    def prefill(self, seq: int) -> int:
+        default = seq if self.device_type == "cuda" else min(seq, CPU_DEFAULT_PREFILL_TOKENS)
+        return min(default if self.prefill_tokens is None else self.prefill_tokens, seq)
+
+    def cache(self, n_layers: int, batch: int, seq: int) -> int:
+        deployment = unpaged(self.deployment).model_copy(update={"batch": batch, "seq_len": seq})
+        return footprint_for(first_layers(self.model, n_layers), deployment, self.tp).total_bytes
+
+    def required(self, n_layers: int, batch: int, seq: int) -> int:
+        workspace = workspace_bytes(
+            self.rank_shape, batch=batch, prefill_tokens=self.prefill(seq), context=seq, value_bytes=self.value_bytes
+        )
+        weights = stack_weight_bytes(self.rank_shape, n_layers, self.value_bytes)
+        return weights + self.cache(n_layers, batch, seq) + workspace
 
 
 def refuse_unbuilt_layers(model: ModelSpec) -> None:
@@ -209,12 +310,12 @@ def make_plan(
     ``free_bytes``: free device memory in bytes (``device_free_bytes`` when measuring; tests pass a figure).
     """
     refuse_unbuilt_layers(model)
-    kv_dtype = torch_dtype_name(deployment.kv_dtype)
-    value_bytes = storage_format(kv_dtype).bits // 8
+    dtype = torch_dtype_name(deployment.kv_dtype)
+    value_bytes = storage_format(dtype).bits // 8
     target = resolve_target(deployment.target) if deployment.target else None
     tp = resolve_tp(deployment.tp, target)
     mla_cache = deployment.mla_cache if model.mla is not None else None
-    shard = shard_model(model, tp, deployment.mla_cache)
+    rank_shape = shard_model(model, tp, deployment.mla_cache)
     seq, batch = deployment.seq_len, deployment.batch
     validate_options(layers=layers, prefill_tokens=prefill_tokens)
     if layers is not None and layers > model.n_layers:
@@ -225,13 +326,11 @@ def make_plan(
             f"--mla-cache {deployment.mla_cache} ignored: {model.name} is {model.variant}, not MLA; its cache is"
             " per-head K/V either way"
         )
-
-    whole = footprint_for(model, deployment, tp)
-    cache_tokens = {"global": whole.tokens_held_global}
-    context_tokens = {"global": seq}
-    if model.sliding_window and whole.tokens_held_local is not None:
-        cache_tokens["local"] = whole.tokens_held_local
-        context_tokens["local"] = min(seq, model.sliding_window)
+    if deployment.weight_dtype != dtype:
+        notes.append(
+            f"weights built in {dtype}, the KV dtype (the modules compute in one dtype); the deployment's"
+            f" weight_dtype is {deployment.weight_dtype}"
+        )
 
     if layers is not None:
         wanted, note = layers, f"{layers} of {model.n_layers} (--layers)"
@@ -241,73 +340,76 @@ def make_plan(
     else:
         wanted, note = model.n_layers, f"all {model.n_layers}"
 
-    shortest_context = min(context_tokens[kind] for kind in layer_kinds(model, wanted))
-    default_prefill = seq if device_type == "cuda" else min(seq, CPU_DEFAULT_PREFILL_TOKENS)
-    prefill = min(default_prefill if prefill_tokens is None else prefill_tokens, shortest_context)
+    sizer = _Sizer(model, rank_shape, deployment, tp, device_type, prefill_tokens, value_bytes)
+    prefill = sizer.prefill(seq)
     if prefill_tokens is not None and prefill < prefill_tokens:
-        limit = "--seq" if shortest_context == seq else "sliding window of the built layers"
-        notes.append(f"--prefill-tokens {prefill_tokens:,} capped at {prefill:,}, the {limit} ({shortest_context:,})")
+        notes.append(f"--prefill-tokens {prefill_tokens:,} capped at {prefill:,}, the --seq ({seq:,})")
     if prefill == seq:
         prefill_note = f"{prefill:,} tokens (the configured length)"
-    elif prefill_tokens is None and device_type == "cpu" and prefill < seq:
+    elif prefill_tokens is None and device_type == "cpu":
         prefill_note = f"{prefill:,} of {seq:,} tokens (capped on CPU; --prefill-tokens N to change)"
     else:
         prefill_note = f"{prefill:,} of {seq:,} tokens"
 
-    weights = attention_params(shard) * value_bytes
-    workspace = workspace_bytes(
-        shard, batch=batch, prefill_tokens=prefill, context=max(context_tokens.values()), value_bytes=value_bytes
-    )
-
-    def predicted(n: int) -> KvFootprint:
-        """The cache of the first ``n`` layers, on one rank."""
-        return footprint_for(first_layers(model, n), deployment, tp)
-
-    def required(n: int, cache: KvFootprint | None = None) -> int:
-        return (cache or predicted(n)).total_bytes + n * weights + workspace
-
     built = wanted
     if free_bytes is not None:
         usable = int(free_bytes * USABLE_FRACTION)
-        if required(wanted) > usable:
-            fitting = max((n for n in range(1, wanted + 1) if required(n) <= usable), default=0)
+        if sizer.required(wanted, batch, seq) > usable:
+            fitting = max((n for n in range(1, wanted + 1) if sizer.required(n, batch, seq) <= usable), default=0)
             if layers is not None or fitting == 0:
-                cache = predicted(wanted).total_bytes
-                raise OutOfMemoryError(
-                    _no_fit_message(required(wanted), cache, usable, wanted, fitting, batch, seq, device_type)
-                )
+                raise OutOfMemoryError(_no_fit_message(sizer, usable, wanted, fitting, batch, seq, device_type))
             built, note = fitting, f"{fitting} of {model.n_layers} (all that fit in free memory)"
 
-    footprint = predicted(built)
+    plain = unpaged(deployment)
+    predicted_model = footprint_for(model, plain, tp)
+    paged = footprint_for(model, deployment, tp).total_bytes if deployment.block_size else None
+    workspace = workspace_bytes(rank_shape, batch=batch, prefill_tokens=prefill, context=seq, value_bytes=value_bytes)
     return VerifyPlan(
-        model=model, shard=shard, deployment=deployment, device_type=device_type, tp=tp, kv_dtype=kv_dtype,
+        model=model, rank_shape=rank_shape, deployment=deployment, device_type=device_type, tp=tp, dtype=dtype,
         mla_cache=mla_cache, n_layers_built=built, layers_note=note, layer_kinds=layer_kinds(model, built),
-        cache_tokens=cache_tokens, context_tokens=context_tokens, prefill_tokens=prefill, prefill_note=prefill_note,
-        predicted=footprint, predicted_model=whole, weight_bytes_per_layer=weights, workspace_bytes=workspace,
-        required_bytes=required(built, footprint), free_bytes=free_bytes, notes=notes,
+        prefill_tokens=prefill, prefill_note=prefill_note,
+        predicted=footprint_for(first_layers(model, built), plain, tp), predicted_model=predicted_model,
+        paged_model_cache_bytes=paged,
+        predicted_weight_bytes=stack_weight_bytes(rank_shape, built, value_bytes),
+        predicted_model_weight_bytes=stack_weight_bytes(rank_shape, model.n_layers, value_bytes),
+        predicted_layer_weight_bytes=layer_weight_bytes(rank_shape, value_bytes), workspace_bytes=workspace,
+        required_bytes=sizer.required(built, batch, seq), free_bytes=free_bytes, notes=notes,
     )  # fmt: skip
 
 
+def _largest(fits: Callable[[int], bool], upper: int) -> int:
+    """The largest n in [1, upper) with ``fits(n)`` (monotone), or 0 when none does."""
+    low, high = 0, upper  # fits(low) holds (vacuously for 0), fits(high) does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
 def _no_fit_message(
-    needed: int, cache: int, usable: int, layers: int, fitting: int, batch: int, seq: int, device_type: DeviceType
+    sizer: _Sizer, usable: int, layers: int, fitting: int, batch: int, seq: int, device_type: DeviceType
 ) -> str:
-    """One line: what was asked, what is free, and the changes that would fit. A smaller batch or a
-    shorter context shrinks only the cache; they are offered only when the rest (weights and
-    workspace, ``needed - cache``) leaves room for some cache."""
+    """One line: what was asked, what is free, and concrete changes that fit (each checked with the same sizer).
+
+    A smaller batch or shorter context shrinks the cache and the workspace but not the weights: each is
+    offered only when some value of it fits.
+    """
+    needed = sizer.required(layers, batch, seq)
+    weights = stack_weight_bytes(sizer.rank_shape, layers, sizer.value_bytes)
     ideas = []
     if fitting:
         ideas.append(f"--layers {fitting}")
-    room_for_cache = usable - (needed - cache)
-    if room_for_cache > 0 and cache > 0:
-        if batch > 1 and batch * room_for_cache // cache >= 1:
-            ideas.append(f"--batch {batch * room_for_cache // cache}")
-        if seq * room_for_cache // cache >= 1:
-            ideas.append(f"--seq {seq * room_for_cache // cache}")
+    smaller_batch = _largest(lambda b: sizer.required(layers, b, seq) <= usable, batch)
+    if smaller_batch:
+        ideas.append(f"--batch {smaller_batch}")
+    shorter_seq = _largest(lambda s: sizer.required(layers, batch, s) <= usable, seq)
+    if shorter_seq:
+        ideas.append(f"--seq {shorter_seq}")
     if device_type == "cuda":
         ideas.append("--device cpu")
     if not ideas:
         ideas.append("--layers 1 on a device with more memory")
     return (
-        f"{layers} layer(s) need about {format_bytes(needed)} (cache + weights + workspace) but the device has"
-        f" {format_bytes(usable)} usable: try {' or '.join(ideas)}"
+        f"{layers} layer(s) need about {format_bytes(needed)} (weights {format_bytes(weights)} + cache + workspace,"
+        f" the whole built stack) but the device has {format_bytes(usable)} usable: try {' or '.join(ideas)}"
     )

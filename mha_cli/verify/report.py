@@ -1,11 +1,20 @@
-"""The result of ``mha verify``: one pydantic object, rendered as a table or printed as JSON.
+"""The result of ``mha verify``: pydantic objects, rendered as a table or printed as JSON.
 
-Scripts rely on these top-level names: ``predicted_cache_bytes``, ``measured_cache_bytes``
-(integers, for the layers actually built), ``decode_ms`` (median per token), ``prefill_ms``,
-``device`` and ``checks`` (name -> true/false). ``passed`` is ``all(checks.values())``.
+Every figure says what it covers. Top level: the stack built on one rank (embedding, the built
+layers, final norm, LM head). ``per_rank``: every layer on one rank. ``whole_model``: every layer on
+every rank, the deployment. Figures not measured directly are extrapolated from measured ones and
+say so (``extrapolated``, ``how``).
+
+Scripts rely on these top-level names: ``predicted_cache_bytes``, ``measured_cache_bytes``,
+``predicted_weight_bytes``, ``measured_weight_bytes``, ``weight_bytes_per_layer`` (integers, the
+built stack on one rank), ``decode_ms`` (median per token, built stack), ``prefill_ms``, ``device``,
+``checks`` (name -> true/false), ``per_rank``, ``whole_model`` and ``allocator`` (CUDA; null
+elsewhere). ``passed`` is ``all(checks.values())``.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -25,7 +34,7 @@ class TimingStats(BaseModel):
 
 
 class NumericsResult(BaseModel):
-    """Cached decode against the full forward, on the first built layer."""
+    """Cached decode against the full forward, on the whole built stack (logits)."""
 
     tokens: int
     """Sequence length of the test: a prefill, then one token at a time."""
@@ -39,8 +48,119 @@ class NumericsResult(BaseModel):
     passed: bool
 
 
+class CacheFill(BaseModel):
+    """What wrote each position of the cache before the decode timing: every figure in tokens of one sequence."""
+
+    prefilled_tokens: int
+    """Positions [0, prefilled_tokens) written by the model's own prefill (the timed one)."""
+    decode_position: int
+    """Each timed decode step writes this position (seq_len - 1) and attends to every position before it."""
+    unwritten_tokens: int
+    """Positions between the prefill and the decode position left as allocated (zeros); 0 when the prefill
+    covered them. A decode step's time does not depend on the values it reads."""
+    how: str
+
+
+class AllocatorCheck(BaseModel):
+    """CUDA only: ``torch.cuda.memory_allocated`` around each allocation, against the prediction.
+
+    The caching allocator rounds every block up to a multiple of 512 B and may hand out a block up
+    to 1 MiB larger than asked (a remainder of a segment of at most 1 MiB is not split off), so for
+    ``k`` tensors: expected <= change <= expected + k x (1 MiB + 512 B) (``tolerance_bytes``).
+    """
+
+    baseline_bytes: int
+    """Allocated before the build (the CUDA context's own tensors, if any)."""
+    weights_change_bytes: int
+    """After the build minus before: parameters and buffers."""
+    weights_expected_bytes: int
+    """predicted_weight_bytes + buffer_bytes (buffers, e.g. RoPE tables, are not parameters: measured)."""
+    weights_tolerance_bytes: int
+    weights_tensors: int
+    cache_change_bytes: int
+    """After ``new_cache`` minus after the build."""
+    cache_expected_bytes: int
+    """predicted_cache_bytes."""
+    cache_tolerance_bytes: int
+    cache_tensors: int
+    prefill_peak_bytes: int
+    """torch.cuda.max_memory_allocated during the prefill, minus what was allocated before it: the workspace."""
+    predicted_workspace_bytes: int
+    """The plan's workspace estimate (used by the memory precheck), for comparison; not a check."""
+    tolerance_rule: str
+    weights_ok: bool
+    cache_ok: bool
+
+
+class MemoryPrecheck(BaseModel):
+    """What the plan compared with free memory before allocating: the whole built stack on one rank, in bytes."""
+
+    weight_bytes: int
+    cache_bytes: int
+    workspace_bytes: int
+    """Estimated activations of the prefill (one layer at a time) and its logits."""
+    required_bytes: int
+    """weight_bytes + cache_bytes + workspace_bytes."""
+    free_bytes: int | None
+    """Free device memory when planned (CUDA: mem_get_info; CPU: MemAvailable); None when unknown."""
+    usable_bytes: int | None
+    """The share of free_bytes a run may use (90%)."""
+
+
+class ScopeFigures(BaseModel):
+    """Bytes and decode time over one scope: every layer of one rank, or every layer of every rank."""
+
+    scope: Literal["per_rank", "whole_model"]
+    covers: str
+    """In words, e.g. ``all 32 layers, one of 2 tensor-parallel ranks``."""
+    n_layers: int
+    n_ranks: int
+    """Ranks the figures add up (1 for per_rank)."""
+    predicted_cache_bytes: int
+    """core.kv for every layer (unpaged), these ranks."""
+    cache_bytes: int
+    """Measured cache bytes; for layers or ranks not built, extrapolated from the built ones of the same kind."""
+    predicted_weight_bytes: int
+    """count_params of every layer x dtype, these ranks (replicated embeddings counted on each)."""
+    weight_bytes: int
+    """Measured parameter bytes; extrapolated like cache_bytes."""
+    paged_cache_bytes: int | None
+    """The deployment's paged cache (core.kv, whole blocks), these ranks; None when not paged."""
+    decode_ms: float
+    """One decode step of every layer: measured, or scaled from the built stack by the bytes it reads."""
+    extrapolated: bool
+    how: str
+    """How cache_bytes, weight_bytes and decode_ms were obtained."""
+
+
+class RankResult(BaseModel):
+    """What one rank built and measured: ``measure_rank``'s result (one process, one device)."""
+
+    tp_rank: int
+    tp_size: int
+    n_layers_built: int
+    measured_weight_bytes: int
+    """Sum of the built parameters' nbytes (shared parameters once)."""
+    layer_weight_bytes: list[int]
+    """Parameter bytes of each built decoder layer."""
+    non_layer_weight_bytes: int
+    """Embedding, final norm and LM head: measured_weight_bytes minus the layers."""
+    buffer_bytes: int
+    """Registered buffers (e.g. RoPE tables): allocated, not parameters."""
+    measured_cache_bytes: int
+    layer_cache_bytes: list[int]
+    """nbytes of each built layer's cache."""
+    cache_fill: CacheFill
+    prefill: TimingStats
+    decode: TimingStats
+    numerics: NumericsResult
+    sdpa_backends: dict[str, list[str]]
+    """Phase (decode, prefill, numerics) -> SDPA backends that ran."""
+    allocator: AllocatorCheck | None
+
+
 class VerifyReport(BaseModel):
-    """Predicted vs measured cache, latency, bandwidth against the roofline, numerics, checks."""
+    """Predicted vs measured weights and cache, latency against the roofline, numerics, checks."""
 
     source: str
     source_kind: str
@@ -55,64 +175,69 @@ class VerifyReport(BaseModel):
     seq_len: int
     batch: int
     tp: int
-    """Tensor-parallel degree: the layers built are one rank's shard."""
+    """Tensor-parallel degree: the stack built is one rank's shard (rank ``ranks_measured[0]``)."""
+    ranks_measured: list[int]
     n_layers_model: int
     n_layers_built: int
     layers_note: str
     extrapolated: bool
-    """True when fewer layers were built than the model has: model_* figures are scaled up."""
+    """True when fewer layers (or ranks) were built than the deployment has: per_rank / whole_model say how."""
+    built: str
+    """What the top-level figures cover, in words."""
 
+    predicted_weight_bytes: int
+    """count_params of the built stack on one rank x dtype (core)."""
+    measured_weight_bytes: int
+    """Sum of the built parameters' nbytes."""
+    weight_bytes_per_layer: int
+    """Parameter bytes of one built decoder layer (layer 0) on one rank."""
+    predicted_weight_bytes_per_layer: int
     predicted_cache_bytes: int
-    """kv_footprint(...).total_bytes of the built layers (one rank)."""
+    """core.kv of the built layers on one rank (unpaged)."""
     measured_cache_bytes: int
-    """Sum of the cache tensors' nbytes of the built layers."""
-    allocator_cache_delta_bytes: int | None
-    """CUDA: torch.cuda.memory_allocated after the caches minus before; None on CPU."""
-    peak_allocated_bytes: int | None
-    """CUDA: torch.cuda.max_memory_allocated over the decode and prefill timings; None on CPU."""
+    """Sum of the caches' nbytes, sized by ``new_cache`` from the layers' own attributes."""
     predicted_bytes_per_token_per_layer: int
-    """One built layer, one token, one rank (the calculator)."""
-    weight_bytes: int
-    """Attention weights of the built layers (exact, from the modules)."""
-    model_predicted_cache_bytes: int
-    """kv_footprint of every layer of the model (one rank)."""
-    model_cache_bytes: int
-    """Every layer's cache: measured, or extrapolated per layer kind when not all layers were built."""
+    """One built layer, one token, one rank (core.kv)."""
+    cache_fill: CacheFill
+    allocator: AllocatorCheck | None
+    """CUDA only; None elsewhere."""
+    precheck: MemoryPrecheck
+    per_rank: ScopeFigures
+    whole_model: ScopeFigures
 
     prefill_tokens: int
     prefill_note: str
     prefill_ms: float
-    """Median time of a prefill of prefill_tokens x batch through the built layers."""
+    """Median time of a prefill of prefill_tokens x batch through the built stack (logits of every position)."""
     prefill_tokens_per_s: float
     prefill: TimingStats
     decode_ms: float
-    """Median time of one decode step (one token per sequence) at full context through the built layers."""
+    """Median time of one decode step (one token per sequence, at position seq_len - 1) through the built stack."""
     decode_tokens_per_s: float
     """batch / decode time."""
     decode: TimingStats
-    model_decode_ms: float
-    """decode_ms scaled to every layer (n_layers_model / n_layers_built) when extrapolated."""
 
     decode_bytes_read: int
-    """Bytes a decode step must read: the built layers' weights + their caches at full context."""
+    """Bytes a decode step of the built stack must read (core): the weights it touches + the cache it attends to."""
     achieved_gb_per_s: float
     """decode_bytes_read / decode time, 1e9 bytes per second."""
     peak_gb_per_s: float | None
     peak_source: str
     """Where the peak comes from: the targets database, or the best of several measured copies (CPU)."""
     roofline_decode_ms: float | None
-    """decode_bytes_read / peak bandwidth: the memory-bound floor of a decode step."""
+    """decode_bytes_read / peak bandwidth: the memory-bound floor of a decode step of the built stack."""
+    decode_vs_roofline: float | None
+    """decode_ms / roofline_decode_ms (1.0 = at the roof; larger is slower)."""
     roofline_efficiency: float | None
-    """achieved / peak bandwidth (1.0 = at the roof). Above 1 when the peak measurement (CPU: a copy) came out
-    below what this run achieved, e.g. because the built layers' caches fit in the CPU's caches."""
+    """achieved / peak bandwidth = 1 / decode_vs_roofline. Above 1 when the peak measurement (CPU: a copy)
+    came out below what this run achieved."""
 
     sdpa_backends: dict[str, list[str]]
-    """Phase (decode, prefill, numerics) -> SDPA backends that ran."""
     numerics: NumericsResult
     thresholds: dict[str, float]
     """Thresholds given on the command line (max_kv_gib, max_decode_ms, tolerance)."""
     checks: dict[str, bool]
     check_details: dict[str, str] = {}
-    """Check name -> its figure against the limit, e.g. ``model cache 128.0 MiB > 0.001 GiB``."""
+    """Check name -> its figure against the limit, e.g. ``whole-model cache 128.0 MiB > 0.001 GiB``."""
     passed: bool
     notes: list[str]

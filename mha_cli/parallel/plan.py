@@ -1,0 +1,106 @@
+"""Plan a tensor-parallel verify once, before any rank starts: single-device verify's plan at the
+deployment's tp (shapes, layers built, predictions, the memory fit of one rank) plus the tp check's
+token counts. Refused with exit 2 when the device cannot host the ranks, exit 3 when a rank cannot fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mha_cli.core.errors import BadInputError, OutOfMemoryError
+from mha_cli.core.memory import resolve_tp
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.sources import ModelSource
+from mha_cli.core.targets import resolve_target
+from mha_cli.parallel.report import TpJob
+from mha_cli.verify.plan import DeviceType, VerifyPlan, device_free_bytes, make_plan, validate_options
+
+CHECK_PREFILL_TOKENS = 32
+"""Longest prefill of the tp-vs-one-device logits check (the split's rounding does not grow with length)."""
+CHECK_DECODE_TOKENS = 4
+"""Tokens decoded one at a time after that prefill, each compared."""
+DEFAULT_TIMEOUT_S = 900.0
+"""Bound on a whole tensor-parallel run and on each of its collectives (--tp-timeout)."""
+
+
+def deployment_tp(deployment: DeploymentSpec) -> int:
+    """The tensor-parallel degree verify runs: --tp, else the config's tp, else the target's device count, else 1."""
+    target = resolve_target(deployment.target) if deployment.target else None
+    return resolve_tp(deployment.tp, target)
+
+
+def resolve_tp_device(device: str, tp: int) -> DeviceType:
+    """``cpu`` or ``cuda`` for ``tp`` ranks: CUDA needs one visible device per rank (else exit 2, offering the CPU)."""
+    import torch
+
+    from mha_cli.nn.device import resolve_device
+
+    target = resolve_device(device)
+    if target.type != "cuda":
+        return "cpu"
+    visible = torch.cuda.device_count()
+    if visible < tp:
+        raise BadInputError(
+            f"--tp {tp} needs {tp} CUDA devices, {visible} visible: rerun with --device cpu to run {tp} gloo"
+            " processes on the host"
+        )
+    return "cuda"
+
+
+def rank_free_bytes(device_type: DeviceType, tp: int) -> int | None:
+    """Free memory one rank may plan with: a GPU's own (cuda:0's, the ranks' GPUs alike), or the host's / tp on CPU."""
+    free = device_free_bytes(device_type, 0 if device_type == "cuda" else None)
+    if free is None or device_type == "cuda":
+        return free
+    return free // tp
+
+
+def check_layers(plan: VerifyPlan) -> int:
+    """Layers the tp-vs-one-device check builds: at least 2, enough for one of each layer kind (a full
+    local/global pattern, the dense layers before the first MoE one), at most the layers measured."""
+    model = plan.model
+    wanted = max(2, len(model.layer_pattern or []), (model.moe.n_dense_layers + 1) if model.moe else 0)
+    return min(plan.n_layers_built, wanted)
+
+
+def make_tp_job(
+    loaded: ModelSource,
+    deployment: DeploymentSpec,
+    *,
+    device_type: DeviceType,
+    layers: int | None = None,
+    prefill_tokens: int | None = None,
+    reps: int = 10,
+    tolerance: float | None = None,
+    max_kv_gib: float | None = None,
+    max_decode_ms: float | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    seed: int = 0,
+    free_bytes: Callable[[DeviceType, int], int | None] = rank_free_bytes,
+) -> TpJob:
+    """The job every rank runs at the deployment's tp; raises ``BadInputError`` (exit 2) or ``OutOfMemoryError``
+    (exit 3) as single-device verify's plan does."""
+    validate_options(
+        reps=reps, layers=layers, prefill_tokens=prefill_tokens, tolerance=tolerance, max_kv_gib=max_kv_gib,
+        max_decode_ms=max_decode_ms,
+    )  # fmt: skip
+    if not timeout_s > 0:
+        raise BadInputError(f"--tp-timeout must be greater than 0 (got {timeout_s:g})")
+    tp = deployment_tp(deployment)
+    try:
+        plan = make_plan(
+            loaded.model, deployment, device_type=device_type, layers=layers, prefill_tokens=prefill_tokens,
+            free_bytes=free_bytes(device_type, tp),
+        )  # fmt: skip
+    except OutOfMemoryError as exc:
+        share = f" (on CPU each rank plans with 1/{tp} of the host's free memory)" if device_type == "cpu" else ""
+        raise OutOfMemoryError(f"one of {tp} ranks: {exc.message}{share}") from None
+    seq = deployment.seq_len
+    if seq < CHECK_DECODE_TOKENS + 2:
+        raise BadInputError(f"--seq ({seq}) must be at least {CHECK_DECODE_TOKENS + 2} for a tensor-parallel check")
+    return TpJob(
+        loaded=loaded, plan=plan, reps=reps, tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms,
+        check_layers=check_layers(plan), check_prefill_tokens=min(CHECK_PREFILL_TOKENS, seq - CHECK_DECODE_TOKENS),
+        seed=seed,
+        check_decode_tokens=CHECK_DECODE_TOKENS, timeout_s=timeout_s,
+    )  # fmt: skip

@@ -1,0 +1,159 @@
+"""Build and measure one rank's stack: ``measure_rank(plan, device, tp_rank, tp_size) -> RankResult``.
+
+The seam for every way of running verify: the single-process run calls it once (rank 0); a
+tensor-parallel runner calls it in each of its processes (with ``all_reduce`` set to its collective)
+and hands the results to ``scopes.assemble``.
+
+Steps, in order (``on_stage`` names them): build the stack (``build.build_stack``: embedding, the
+plan's first layers, final norm, LM head) and read its parameter bytes; allocate the caches with
+the model's own ``new_cache`` (sized from its layers' attributes, never from ``core.kv``) and read
+their bytes; prefill ``plan.prefill_tokens`` random token ids through the stack, writing the cache
+(timed; on CUDA the allocator's peak recorded); decode one token at a time at position seq_len - 1
+(each step feeds the previous step's argmax: a real generation step, timed); compare cached decode
+with the full forward on a fresh small cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from mha_cli.nn.kv_cache import CACHE_DTYPES
+from mha_cli.nn.sdpa import record_sdpa_backends
+from mha_cli.verify import measure
+from mha_cli.verify.build import build_stack
+from mha_cli.verify.numerics import check_cached_decode
+from mha_cli.verify.plan import VerifyPlan
+from mha_cli.verify.report import CacheFill, RankResult, TimingStats
+
+DECODE_WARMUP = 3
+PREFILL_WARMUP = 1
+CPU_PREFILL_REPS = 3
+"""Timed prefills on CPU at most (each is a whole forward through the stack)."""
+
+
+def measure_rank(
+    plan: VerifyPlan,
+    device: torch.device,
+    *,
+    tp_rank: int = 0,
+    tp_size: int | None = None,
+    reps: int = 10,
+    tolerance: float | None = None,
+    all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    probe: measure.AllocatorProbe | None = None,
+    on_stage: Callable[[str], None] = lambda stage: None,
+) -> RankResult:
+    """Build rank ``tp_rank`` of ``tp_size`` (default ``plan.tp``) of ``plan`` on ``device`` and measure it.
+
+    ``all_reduce`` replaces the model's identity reduce (a TP runner's collective). ``probe`` reads the CUDA
+    allocator (default: torch.cuda's on a CUDA device, none elsewhere; tests pass a stand-in).
+    """
+    tp_size = plan.tp if tp_size is None else tp_size
+    dtype = CACHE_DTYPES[plan.dtype]
+    batch, seq = plan.deployment.batch, plan.deployment.seq_len
+    if probe is None and device.type == "cuda":
+        probe = measure.AllocatorProbe(device)
+
+    on_stage("build")
+    baseline = probe.allocated() if probe else 0
+    model = build_stack(plan, device, tp_rank=tp_rank, tp_size=tp_size)
+    if all_reduce is not None:
+        model.all_reduce = all_reduce
+    after_weights = probe.allocated() if probe else 0
+    parameters, buffers = list(model.parameters()), list(model.buffers())
+    measured_weights = sum(p.nbytes for p in parameters)
+    layer_weights = [sum(p.nbytes for p in layer.parameters()) for layer in model.model.layers]
+
+    caches = model.new_cache(batch, seq, dtype=dtype)
+    after_cache = probe.allocated() if probe else 0
+    layer_cache = [cache.nbytes for cache in caches]
+
+    on_stage("prefill")
+    before_prefill = probe.allocated() if probe else 0
+    if probe:
+        probe.reset_peak()
+    prefill_reps = reps if device.type == "cuda" else min(reps, CPU_PREFILL_REPS)
+    prefill, prefill_backends, next_token = _time_prefill(model, caches, plan, device, prefill_reps)
+    prefill_peak = probe.peak() if probe else 0
+
+    on_stage("decode")
+    decode, decode_backends = _time_decode(model, caches, next_token, seq - 1, device, reps)
+
+    on_stage("numerics")
+    with record_sdpa_backends() as numerics_backends:
+        numerics = check_cached_decode(
+            model, vocab_size=plan.model.vocab_size, dtype=dtype, device=device, tolerance=tolerance
+        )
+
+    allocator = None
+    if probe:
+        allocator = measure.allocator_check(
+            baseline=baseline, after_weights=after_weights, after_cache=after_cache, before_prefill=before_prefill,
+            prefill_peak=prefill_peak, weights_expected=plan.predicted_weight_bytes + sum(b.nbytes for b in buffers),
+            weights_tensors=len(parameters) + len(buffers), cache_expected=plan.predicted_cache_bytes,
+            cache_tensors=sum(max(1, len(measure.tensors_of(cache))) for cache in caches),
+            predicted_workspace=plan.workspace_bytes,
+        )  # fmt: skip
+    return RankResult(
+        tp_rank=tp_rank, tp_size=tp_size, n_layers_built=plan.n_layers_built, measured_weight_bytes=measured_weights,
+        layer_weight_bytes=layer_weights, non_layer_weight_bytes=measured_weights - sum(layer_weights),
+        buffer_bytes=sum(b.nbytes for b in buffers), measured_cache_bytes=sum(layer_cache),
+        layer_cache_bytes=layer_cache, cache_fill=cache_fill(plan), prefill=prefill, decode=decode,
+        numerics=numerics,
+        sdpa_backends={"prefill": prefill_backends, "decode": decode_backends,
+                       "numerics": sorted(set(numerics_backends))},
+        allocator=allocator,
+    )  # fmt: skip
+
+
+def _time_prefill(
+    model: nn.Module, caches: list, plan: VerifyPlan, device: torch.device, reps: int
+) -> tuple[TimingStats, list[str], torch.Tensor]:
+    """Prefill ``plan.prefill_tokens`` seeded random token ids: the first call writes the cache (and warms up),
+    ``reps`` more are timed. Returns (timings, SDPA backends, the next token of each sequence (b, 1))."""
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    shape = (plan.deployment.batch, plan.prefill_tokens)
+    prompt = torch.randint(plan.model.vocab_size, shape, generator=generator).to(device)  # (b, p)
+
+    def prefill_step() -> torch.Tensor:
+        return model(prompt, caches, 0)  # (b, p, vocab)
+
+    with torch.inference_mode():
+        with record_sdpa_backends() as backends:
+            next_token = prefill_step()[:, -1:].argmax(-1)  # (b, 1)
+        times, timer = measure.time_calls(prefill_step, device, PREFILL_WARMUP - 1, reps)
+    return measure.summarise(times, warmup=PREFILL_WARMUP, timer=timer), sorted(set(backends)), next_token
+
+
+def _time_decode(
+    model: nn.Module, caches: list, first_token: torch.Tensor, position: int, device: torch.device, reps: int
+) -> tuple[TimingStats, list[str]]:
+    """Generation steps at ``position``, each feeding the previous step's argmax: warm-up, then ``reps`` timed."""
+    state = {"token": first_token}  # (b, 1)
+
+    def decode_step() -> None:
+        logits = model(state["token"], caches, position)  # (b, 1, vocab)
+        state["token"] = logits[:, -1:].argmax(-1)  # (b, 1)
+
+    with torch.inference_mode():
+        with record_sdpa_backends() as backends:
+            decode_step()
+        times, timer = measure.time_calls(decode_step, device, DECODE_WARMUP - 1, reps)
+    return measure.summarise(times, warmup=DECODE_WARMUP, timer=timer), sorted(set(backends))
+
+
+def cache_fill(plan: VerifyPlan) -> CacheFill:
+    """What wrote the cache before the decode timing: the prefill, the decode steps, and what stayed zeros."""
+    seq, prefilled = plan.deployment.seq_len, plan.prefill_tokens
+    unwritten = max(0, seq - 1 - prefilled)
+    how = f"positions 0..{prefilled - 1} by the model's prefill"
+    if unwritten:
+        how += (
+            f"; {prefilled}..{seq - 2} left as allocated (zeros: {unwritten:,} tokens not prefilled, a decode step's"
+            f" time does not depend on the values it reads; --prefill-tokens {seq} fills them all)"
+        )
+    how += f"; position {seq - 1} by each timed decode step, which attends to all {seq:,}"
+    return CacheFill(prefilled_tokens=prefilled, decode_position=seq - 1, unwritten_tokens=unwritten, how=how)

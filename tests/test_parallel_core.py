@@ -1,0 +1,72 @@
+"""Per-rank weight counts under tensor parallelism (core, pure Python), against hand counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.params import count_params
+from mha_cli.core.presets import get_preset, preset_names
+from mha_cli.core.schemas import MLASpec, ModelSpec, MoESpec
+from mha_cli.core.tensor_parallel import params_per_rank, tp_shard_problem
+
+GQA = ModelSpec(d_model=64, n_layers=2, n_heads=8, n_kv_heads=2, head_dim=8, vocab_size=1000, d_ff=256)
+
+
+def test_gqa_tp2_splits_every_kv_head_block():
+    q, kv, o = 64 * 4 * 8, 64 * 1 * 8, 4 * 8 * 64  # 4 query heads and 1 KV head per rank
+    mlp = 3 * 64 * 128  # gate, up, down at d_ff / 2
+    layer = q + 2 * kv + o + mlp + 2 * 64  # + two RMSNorms
+    assert params_per_rank(GQA, 2) == 2 * layer + 2 * 1000 * 64 + 64  # untied embedding + head, final norm
+
+
+def test_gqa_tp4_replicates_kv_heads():
+    q, kv, o = 64 * 2 * 8, 64 * 1 * 8, 2 * 8 * 64  # 2 KV heads over 4 ranks: one whole head per rank
+    mlp = 3 * 64 * 64
+    layer = q + 2 * kv + o + mlp + 2 * 64
+    assert params_per_rank(GQA, 4) == 2 * layer + 2 * 1000 * 64 + 64
+
+
+def test_biases_split_with_their_columns_and_o_bias_replicated():
+    model = GQA.model_copy(update={"qkv_bias": True, "o_bias": True, "mlp_bias": True})
+    weights = params_per_rank(GQA, 2)
+    biases = 2 * ((4 * 8 + 2 * 8) + 64 + (2 * 128 + 64))  # q,k,v split; o whole; gate/up split, down whole
+    assert params_per_rank(model, 2) == weights + biases
+
+
+def test_mla_replicates_the_latent_projections():
+    mla = MLASpec(kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, q_lora_rank=24)
+    model = ModelSpec(d_model=64, n_layers=1, n_heads=4, mla=mla, vocab_size=100, d_ff=128, tied_embeddings=True)
+    q = 64 * 24 + 24 + 24 * (2 * 24)  # q_a (replicated) + its norm + q_b for 2 of 4 heads (qk_head_dim 24)
+    kv = 64 * (32 + 8) + 32 + 32 * 2 * (16 + 16)  # kv_a with the rope key + its norm (replicated) + kv_b, 2 heads
+    o = 2 * 16 * 64
+    expected = q + kv + o + 3 * 64 * 64 + 2 * 64 + 100 * 64 + 64  # MLP d_ff / 2, norms, tied embedding, final norm
+    assert params_per_rank(model, 2) == expected
+
+
+def test_moe_splits_every_expert_and_replicates_the_router():
+    moe = MoESpec(n_experts=4, n_active_experts=2, n_shared_experts=1, d_ff_expert=32, shared_expert_gate=True)
+    model = GQA.model_copy(update={"n_layers": 1, "moe": moe})
+    attention = 64 * 4 * 8 + 2 * 64 * 8 + 4 * 8 * 64
+    experts = 4 * 3 * 64 * 16 + 3 * 64 * 16  # 4 routed + 1 shared, each at width 32 / 2
+    router = 64 * 4 + 64  # router + shared-expert gate, replicated
+    assert params_per_rank(model, 2) == attention + experts + router + 2 * 64 + 2 * 1000 * 64 + 64
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_tp1_is_the_whole_model(name):
+    model = get_preset(name)
+    assert params_per_rank(model, 1) == count_params(model).total
+
+
+def test_split_parts_add_up_to_the_whole_model():
+    whole = count_params(GQA).total
+    replicated = 2 * 1000 * 64 + 64 + 2 * 2 * 64  # embeddings, head, final norm, the layers' norms
+    assert 2 * params_per_rank(GQA, 2) - replicated == whole
+
+
+def test_refuses_a_tp_that_does_not_divide():
+    assert "n_heads (8) must be divisible by tp (3)" in tp_shard_problem(GQA, 3)
+    assert "d_ff (100)" in tp_shard_problem(GQA.model_copy(update={"d_ff": 100}), 8)
+    with pytest.raises(BadInputError, match="tp \\(8\\) must be a multiple"):
+        params_per_rank(ModelSpec(d_model=48, n_layers=1, n_heads=24, n_kv_heads=3, vocab_size=10, d_ff=48), 8)

@@ -1,0 +1,215 @@
+"""``mha verify --tp N`` end to end on CPU (gloo): real ranks in separate processes.
+
+Each launch costs a few seconds of process start-up on a small machine, so the configurations are
+batched: one launch at tp 4 runs five tiny models (``run_tp_jobs``), and torchrun at tp 2 (KV heads
+split, not replicated) checks the JSON keys; ``mha verify`` itself launches the fault tests (and
+tests/test_verify_cmd.py's tp 2 run). Expected cache bytes are hand counts written here, not the calculator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OUT_OF_MEMORY
+from mha_cli.core.schemas import MLASpec, ModelSpec, MoESpec
+from mha_cli.core.sources import ModelSource
+from mha_cli.parallel.group import free_port
+from mha_cli.parallel.plan import make_tp_job
+from mha_cli.parallel.run import run_tp_jobs
+
+MLA = MLASpec(kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, q_lora_rank=24)
+MOE = MoESpec(n_experts=4, n_active_experts=2, n_shared_experts=1, d_ff_expert=32, n_dense_layers=1,
+              scoring_func="sigmoid", topk_method="noaux_tc", n_group=2, topk_group=1)  # fmt: skip
+CONFIG = """\
+schema_version: 1
+model:
+  name: tiny-gqa
+  d_model: 64
+  n_layers: 3
+  n_heads: 8
+  n_kv_heads: 4
+  vocab_size: 500
+  d_ff: 128
+deployment:
+  seq_len: 32
+  batch: 2
+  kv_dtype: fp32
+  tp: 2
+"""
+
+
+def _job(name: str, tp: int, seq: int = 24, batch: int = 1, **fields):
+    model = ModelSpec(
+        **({"name": name, "d_model": 64, "n_layers": 2, "n_heads": 8, "vocab_size": 300, "d_ff": 128} | fields)
+    )
+    loaded = ModelSource(kind="preset", origin=name, model=model)
+    deployment = merge_deployment(None, model=model, seq_len=seq, batch=batch, kv_dtype="fp32", tp=tp)
+    return make_tp_job(loaded, deployment, device_type="cpu", reps=2, timeout_s=120)
+
+
+def _children() -> list[int]:
+    """Pids of this process's living children (ranks must not outlive a run)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+@pytest.fixture(scope="module")
+def tp4_reports():
+    """One launch of 4 ranks, four models: every KV layout but the plain split (the CLI test runs that at tp 2)."""
+    windowed = {"sliding_window": 8, "layer_pattern": ["local", "global"], "qkv_bias": True, "o_bias": True}
+    jobs = [
+        _job("gqa-replicated", 4, n_kv_heads=2, batch=2),  # each KV head on 2 ranks
+        _job("mqa", 4, n_kv_heads=1),  # the one KV head on every rank
+        _job("mha", 4, n_kv_heads=8),  # 2 KV heads per rank
+        _job("windowed-biased", 4, n_kv_heads=4, **windowed),
+        _job("mla-moe", 4, n_heads=4, mla=MLA, moe=MOE),  # DeepSeek-V3-like: MLA, a dense layer, then MoE
+    ]
+    return {report.model_name: report for report in run_tp_jobs(jobs)}
+
+
+# (name, query and KV heads per rank (the modules' own attributes), cache bytes per rank):
+# 2 layers x 24 tokens x batch x (K + V) x KV heads x head_dim 8 x 4 B
+CASES = [
+    ("gqa-replicated", 2, 1, 2 * 24 * 2 * 2 * 1 * 8 * 4),
+    ("mqa", 2, 1, 2 * 24 * 1 * 2 * 1 * 8 * 4),
+    ("mha", 2, 2, 2 * 24 * 1 * 2 * 2 * 8 * 4),
+    ("windowed-biased", 2, 1, (8 + 24) * 1 * 2 * 1 * 8 * 4),  # the local layer holds its 8-token window
+    ("mla-moe", 1, 1, 2 * 24 * 1 * (32 + 8) * 4),  # the whole latent + rope key on every rank, no factor 2
+]
+
+
+@pytest.mark.parametrize(("name", "q_heads", "kv_heads", "cache_bytes"), CASES, ids=[case[0] for case in CASES])
+def test_every_rank_matches_hand_counts_and_one_device(name, q_heads, kv_heads, cache_bytes, tp4_reports):
+    report, tp = tp4_reports[name], 4
+    assert report.tp == tp and [r.rank for r in report.ranks] == list(range(tp))
+    for rank in report.ranks:
+        assert (rank.n_heads, rank.n_kv_heads) == (q_heads, kv_heads)
+        assert rank.measured_cache_bytes == rank.predicted_cache_bytes == cache_bytes
+        assert rank.measured_weight_bytes == rank.predicted_weight_bytes
+        assert rank.allreduce_calls == 2 * 2  # o_proj and down_proj (or the MoE's output), 2 layers
+    assert report.whole_model.cache_bytes == report.whole_model.predicted_cache_bytes == tp * cache_bytes
+    assert report.tp_numerics.relative_error < 1e-5 and report.tp_numerics.positions == 1 + 4
+    assert report.checks["tp_matches_single_device"] and report.passed, report.check_details
+    assert report.checks["every_rank_cache_bytes_match"] and report.checks["every_rank_weight_bytes_match"]
+    assert report.numerics.passed  # single-device verify's cached-decode check, run on the shards
+    assert report.allreduce_ms > 0 and report.allreduce_share > 0  # 4 ranks on few cores: mostly waiting
+    assert not any("identities" in note for note in report.notes)
+
+
+def test_weights_per_rank_hand_count(tp4_reports):
+    # gqa-replicated at tp 4: q 64x16, k and v 64x8 (one replicated head), o 16x64; MLP 3x64x32; 2 norms.
+    layer = 64 * 16 + 2 * 64 * 8 + 16 * 64 + 3 * 64 * 32 + 2 * 64
+    params = 2 * layer + 2 * 300 * 64 + 64  # + untied embedding and head, final norm
+    assert {r.measured_weight_bytes for r in tp4_reports["gqa-replicated"].ranks} == {4 * params}
+
+
+def test_torchrun_entry_prints_the_json_keys(tmp_path):
+    """The entry torchrun starts (as the README shows): tp = WORLD_SIZE = 2, KV heads split; rank 0 prints."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG)
+    torchrun = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "2",
+        "--master-port",
+        str(free_port()),
+    ]
+    worker = ["-m", "mha_cli.parallel.worker", str(config), "--device", "cpu", "--layers", "2", "--reps", "2", "--json"]
+    result = subprocess.run([*torchrun, *worker], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads(result.stdout)
+    assert data["tp"] == 2 and data["checks"]["tp_matches_single_device"] is True and data["backend"] == "gloo"
+    per_rank = 2 * 32 * 2 * 2 * 2 * 8 * 4  # 2 layers built x 32 tokens x batch 2 x (K + V) x 2 heads x 8 x 4 B
+    assert [(r["rank"], r["measured_cache_bytes"], r["predicted_cache_bytes"]) for r in data["ranks"]] == [
+        (0, per_rank, per_rank),
+        (1, per_rank, per_rank),
+    ]
+    assert all(isinstance(r["measured_weight_bytes"], int) for r in data["ranks"])
+    assert data["allreduce_ms"] > 0 and data["passed"] is True
+    assert data["whole_model"]["n_ranks"] == 2 and data["ranks_measured"] == [0, 1]
+
+
+def test_table_shows_every_rank(tp4_reports):
+    from rich.console import Console
+
+    from mha_cli.cli.verify_tp import render_tp_verify
+
+    console = Console(record=True, width=120)
+    render_tp_verify(console, tp4_reports["mqa"])
+    text = console.export_text()
+    assert "Every rank (gloo)" in text and text.count("2/1") == 4  # 4 ranks, 2 query heads and the shared KV head
+    assert "all-reduce:" in text and "tp vs one device: equal" in text
+
+
+def test_a_failing_rank_ends_the_run_with_one_line(cli, tmp_path, monkeypatch):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG)
+    monkeypatch.setenv("MHA_TP_FAULT", "1:raise")
+    result = cli.run("verify", str(config), "--device", "cpu", "--reps", "2", "--layers", "1")
+    assert result.exit_code == EXIT_CHECK_FAILED
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert "rank 1 failed" in result.stderr and "injected fault" in result.stderr
+    assert _children() == []
+
+
+def test_a_wrong_shard_fails_the_single_device_check(cli, tmp_path, monkeypatch):
+    """Control: rank 1's first o_proj negated in the tp check; bytes still match, the logits must not."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG)
+    monkeypatch.setenv("MHA_TP_FAULT", "1:corrupt")
+    result = cli.run("verify", str(config), "--device", "cpu", "--reps", "2", "--layers", "1", "--json")
+    assert result.exit_code == EXIT_CHECK_FAILED
+    data = json.loads(result.stdout)
+    assert data["checks"]["tp_matches_single_device"] is False and data["tp_numerics"]["relative_error"] > 1e-2
+    assert data["checks"]["every_rank_cache_bytes_match"] and data["passed"] is False
+
+
+def test_a_hanging_rank_is_stopped_within_the_timeout(cli, tmp_path, monkeypatch):
+    import time
+
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG)
+    monkeypatch.setenv("MHA_TP_FAULT", "1:hang")
+    start = time.monotonic()
+    result = cli.run("verify", str(config), "--device", "cpu", "--layers", "1", "--tp-timeout", "8")
+    assert time.monotonic() - start < 8 + 5
+    assert result.exit_code == EXIT_CHECK_FAILED
+    assert result.stderr.count("\n") == 1 and "after 8 s" in result.stderr and "rank 1 at" in result.stderr
+    assert _children() == []
+
+
+def test_refusals_before_any_process_starts(cli, tmp_path, monkeypatch):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG)
+    result = cli.run("verify", str(config), "--device", "cpu", "--tp", "3")
+    assert result.exit_code == EXIT_BAD_INPUT and "n_heads (8) must be divisible by tp (3)" in result.stderr
+    result = cli.run("verify", str(config), "--device", "cpu", "--tp-timeout", "0")
+    assert result.exit_code == EXIT_BAD_INPUT and "--tp-timeout must be greater than 0" in result.stderr
+    monkeypatch.setattr("mha_cli.parallel.plan.device_free_bytes", lambda device_type, index: 2 * 100_000)
+    result = cli.run("verify", str(config), "--device", "cpu", "--layers", "2")
+    assert result.exit_code == EXIT_OUT_OF_MEMORY and "one of 2 ranks:" in result.stderr
+    assert "each rank plans with 1/2 of the host's free memory" in result.stderr
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    result = cli.run("verify", str(config), "--tp", "2")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "needs 2 CUDA devices, 1 visible: rerun with --device cpu" in result.stderr
+    assert _children() == []
