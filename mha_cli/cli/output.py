@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
 
-from mha_cli.core.errors import EXIT_BROKEN_PIPE
+from mha_cli.core.errors import EXIT_BROKEN_PIPE, one_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -65,8 +65,13 @@ class Output:
         stderr_console().print(Text(message, style="dim"))  # Text: user input is never read as markup
 
 
+MAX_ERROR_CHARS = 1000
+"""The longest error line printed: messages quote short prefixes of the input; this is the backstop."""
+
+
 def print_error(message: str) -> None:
-    """The one line a failing command prints (the message is printed as is, never as markup)."""
+    """The one line a failing command prints (printed as is, never as markup; newlines escaped, length capped)."""
     from rich.text import Text
 
-    stderr_console().print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
+    line = one_line(message, MAX_ERROR_CHARS)
+    stderr_console().print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)

@@ -6,10 +6,13 @@ line and exits with its ``exit_code``; the last three codes are set by the CLI's
 
 from __future__ import annotations
 
+import os
+
 EXIT_CHECK_FAILED = 1  # a lint rule, threshold or numeric check failed; a plan that does not fit
 EXIT_BAD_INPUT = 2  # the input is wrong: fix the command line or the file
 EXIT_OUT_OF_MEMORY = 3  # the device cannot hold what was asked for
 EXIT_INTERNAL = 70  # a bug: an exception nobody expected (MHA_DEBUG=1 shows the traceback)
+EXIT_OUTPUT_FAILED = 74  # EX_IOERR: the output could not be written (read-only, full disk, stdout closed)
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of the output went away
 
@@ -34,3 +37,39 @@ class OutOfMemoryError(MhaError):
     """The device has too little free memory for the request: exit 3."""
 
     exit_code = EXIT_OUT_OF_MEMORY
+
+
+SHOWN_PREFIX = 40
+"""The most characters of a user's input an error line quotes (``shown``)."""
+
+
+def shown(value: object, limit: int = SHOWN_PREFIX) -> str:
+    """``value`` quoted for an error line: a short prefix, control characters escaped, one line.
+
+    ``shown("1" * 20000)`` is ``'11111111111111111111111111111111111111111'... (20,000 characters)``: an error
+    message never echoes more than ``limit`` characters of what was typed, and never a newline.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
+        return f"a {value.bit_length():,}-bit integer"  # str() of one past 4,300 digits raises; never print it
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """``text`` unquoted, with control characters escaped (one line) and cut after ``limit`` characters."""
+    cut = text[:limit]
+    escaped = "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+    return escaped if len(text) <= limit else f"{escaped}... ({len(text):,} characters)"
+
+
+def shown_path(path: object, limit: int = 120) -> str:
+    """A path for an error line: as is when short and printable, else quoted, escaped and cut (``shown``)."""
+    text = str(path)
+    return text if len(text) <= limit and text.isprintable() else shown(text, limit)
+
+
+def os_reason(exc: OSError) -> str:
+    """``Permission denied``, ``File name too long``: the system's words for an ``OSError``, never its arguments."""
+    return os.strerror(exc.errno) if exc.errno else exc.__class__.__name__

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from mha_cli.core.config_io import parse_config, read_mapping
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import BadInputError, shown
 from mha_cli.core.hf_import import import_hf_config, looks_like_hf_config
 from mha_cli.core.presets import find_preset
 from mha_cli.core.record import Record
@@ -35,9 +35,11 @@ def load_source(source: str) -> ModelSource:
     if preset is not None:
         return ModelSource(kind="preset", origin=source, model=preset.model_copy(deep=True))
     path = Path(source)
-    if not path.exists():
-        raise BadInputError(f"{source!r} is neither a preset nor a file: run `mha presets`, or give a path to a config")
-    data = read_mapping(path)
+    if not _may_exist(path):
+        raise BadInputError(
+            f"{shown(source)} is neither a preset nor a file: run `mha presets`, or give a path to a config"
+        )
+    data = read_mapping(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):
         imported = import_hf_config(data, name=_hf_name(path), origin=str(path))
         return ModelSource(kind="hf-config", origin=str(path), model=imported.model, assumptions=imported.assumptions)
@@ -47,6 +49,18 @@ def load_source(source: str) -> ModelSource:
     return ModelSource(
         kind="config", origin=str(path), model=config.model, deployment=config.deployment, notes=config.notes
     )
+
+
+def _may_exist(path: Path) -> bool:
+    """False only when nothing is at ``path``; a name too long or a folder without permission is for ``read_mapping``
+    to explain."""
+    try:
+        path.lstat()
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return True
+    return True
 
 
 def _hf_name(path: Path) -> str:
