@@ -19,7 +19,7 @@ def test_long_target_specs_are_refused_at_once(spec):
     start = time.perf_counter()
     with pytest.raises(BadInputError, match="too long") as info:
         resolve_target(spec)
-    assert time.perf_counter() - start < 0.05  # was 12 s (spaces) and a hang through recommend --target
+    assert time.perf_counter() - start < 0.5  # was 12 s (spaces) and a hang through recommend --target
     assert len(str(info.value)) < 200
 
 
@@ -37,7 +37,7 @@ def test_device_counts_out_of_bounds_are_bad_input(spec):
 def test_shown_quotes_a_short_prefix_on_one_line():
     assert shown("a\nb") == "'a\\nb'"
     assert shown("x" * 20_000) == repr("x" * 40) + "... (20,000 characters)"
-    assert shown(10**5000) == "a 16,610-bit integer"  # str() of it would raise
+    assert shown(10**5000) == "a 16,610-bit integer" and shown(12) == "12"  # str() of 10**5000 would raise
     assert one_line("a\nb" + "c" * 300, 10) == "a\\nbccccccc... (303 characters)"
 
 

@@ -14,7 +14,7 @@ import typer
 
 from mha_cli.cli.options import BatchOpt, ForceOpt, JsonOpt, KvDtypeOpt, SeqOpt, TargetOpt, TpOpt, WeightDtypeOpt
 from mha_cli.cli.output import Output
-from mha_cli.core.config_io import config_to_yaml, write_text_atomic
+from mha_cli.core.config_io import config_text, write_text_atomic
 from mha_cli.core.errors import EXIT_CHECK_FAILED
 from mha_cli.core.recommend import RecommendRequest, RecommendResult, recommend
 
@@ -42,7 +42,10 @@ VariantOpt = Annotated[
 ]
 OutOpt = Annotated[
     Path | None,
-    typer.Option("--out", help="Write the design as a config file (YAML) that `mha kv` and `mha verify` read."),
+    typer.Option(
+        "--out",
+        help="Write the design as a config file (.yaml/.yml: YAML, .json: JSON) that `mha kv` and `mha verify` read.",
+    ),
 ]
 FailIfNoFitOpt = Annotated[
     bool,
@@ -81,7 +84,7 @@ def recommend_command(
             params=params, seq=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
             priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant, out=out,
         )  # fmt: skip
-        write_text_atomic(out, config_to_yaml(result.config, header=header), force=force)
+        write_text_atomic(out, config_text(result.config, out, header=header), force=force)
         output.notice(f"wrote {out}")
     output.emit(result, render_recommendation)
     if fail_if_no_fit and result.fits is False:

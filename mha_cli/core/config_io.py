@@ -6,6 +6,7 @@ then renamed over the target) and never replaces an existing file unless ``force
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -15,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mha_cli.core.errors import BadInputError, one_line, os_reason, shown_path
+from mha_cli.core.errors import BadInputError, OutputError, one_line, os_reason, shown_path
 from mha_cli.core.schemas import MhaConfig
 from mha_cli.core.validation import describe_validation_error
 
@@ -158,40 +159,92 @@ def _current_umask() -> int:
     return mask
 
 
+CONFIG_SUFFIXES = {".yaml": "YAML", ".yml": "YAML", ".json": "JSON"}
+
+
+def config_text(config: MhaConfig, path: Path, header: str | None = None) -> str:
+    """The config in the format ``path``'s extension names: ``.json`` JSON, ``.yaml``/``.yml`` YAML (with ``header``
+    as comments). JSON has no comments, so there the header goes first in ``notes``. Other extensions are refused:
+    a ``design.json`` holding YAML would be rejected by ``mha kv design.json``."""
+    kind = CONFIG_SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise BadInputError(f"{shown_path(path)}: name the file .yaml, .yml or .json (the extension sets the format)")
+    if kind == "YAML":
+        return config_to_yaml(config, header=header)
+    if header:
+        config = config.model_copy(update={"notes": [header, *config.notes]})
+    data = config.model_dump(mode="json", exclude_none=True)
+    if config.model.mla is None:
+        data["deployment"].pop("mla_cache", None)
+    return json.dumps(data, indent=2) + "\n"
+
+
 def write_text_atomic(path: Path, text: str, *, force: bool = False) -> None:
     """Write ``text`` (UTF-8) to ``path`` whole or not at all; refuse to overwrite without ``force``."""
     write_bytes_atomic(path, text.encode("utf-8"), force=force)
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, force: bool = False) -> None:
-    """Write ``data`` to ``path`` whole or not at all; refuse to overwrite without ``force``."""
-    if path.is_dir():
-        raise BadInputError(f"{path} is a folder: give a file name to write")
-    if path.exists() and not force:
-        raise BadInputError(f"{path} exists: pass --force to overwrite it")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise BadInputError(f"{folder}: no such folder to write {path.name} into")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    """Write ``data`` to ``path`` whole or not at all; refuse to overwrite without ``force``.
+
+    ``force`` replaces only a regular file (never a FIFO, a symlink, a device or a socket). A failure of the
+    file system (read-only, no permission, full disk, name too long) is an ``OutputError`` (exit 74) with the
+    system's reason; the temporary file is removed whatever happens, Ctrl-C, SIGTERM and SIGHUP included
+    (the CLI turns those into exceptions that unwind through the ``finally`` below).
+    """
+    where = shown_path(path)
+    try:
+        _check_target(path, where, force)
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            raise BadInputError(f"{shown_path(folder)}: no such folder to write {shown_path(path.name)} into")
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise OutputError(f"cannot write {where}: {os_reason(exc)}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.chmod(tmp_name, 0o666 & ~_current_umask())  # mkstemp makes 0600; give the usual mode
         if force:
+            _check_target(path, where, force)  # still a regular file (or nothing) just before it is replaced
             os.replace(tmp_name, path)
         else:
-            _link_without_overwriting(tmp_name, path)
+            _link_without_overwriting(tmp_name, path, where)
+    except OSError as exc:
+        raise OutputError(f"cannot write {where}: {os_reason(exc)}") from None
     finally:
         Path(tmp_name).unlink(missing_ok=True)
 
 
-def _link_without_overwriting(tmp_name: str, path: Path) -> None:
+_KINDS = {stat.S_IFLNK: "a symlink", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device",
+          stat.S_IFSOCK: "a socket"}  # fmt: skip
+
+
+def _check_target(path: Path, where: str, force: bool) -> None:
+    """Refuse a folder, an existing file without ``force``, and anything but a regular file with it."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        raise BadInputError(f"{where} is a folder: give a file name to write")
+    if not force:
+        raise BadInputError(f"{where} exists: pass --force to overwrite it")
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise BadInputError(f"{where} is {kind}: --force replaces only regular files; write somewhere else")
+
+
+def _link_without_overwriting(tmp_name: str, path: Path, where: str) -> None:
     """Put the finished file at ``path`` only if nothing is there, even if one appeared meanwhile."""
     try:
         os.link(tmp_name, path)  # fails if path exists: no window between a check and the write
     except FileExistsError:
-        raise BadInputError(f"{path} exists: pass --force to overwrite it") from None
-    except OSError:  # a file system without hard links: check, then rename
-        if path.exists():
-            raise BadInputError(f"{path} exists: pass --force to overwrite it") from None
+        raise BadInputError(f"{where} exists: pass --force to overwrite it") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        # a file system without hard links: check, then rename
+        if os.path.lexists(path):
+            raise BadInputError(f"{where} exists: pass --force to overwrite it") from None
         os.replace(tmp_name, path)

@@ -20,10 +20,8 @@ _BRIEF.maxlevel, _BRIEF.maxlist, _BRIEF.maxdict, _BRIEF.maxstring, _BRIEF.maxoth
 def _given(value: Any) -> str:
     """The value a person gave, quoted briefly: a prefix of a long string, a few items of a list (a YAML alias is
     never expanded), never a newline."""
-    if isinstance(value, str):
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
         return shown(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return shown(value) if value.bit_length() > 128 else str(value)
     return one_line(_BRIEF.repr(value), 80)
 
 
