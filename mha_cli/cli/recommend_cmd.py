@@ -77,8 +77,6 @@ def recommend_command(
     )  # fmt: skip
     result = recommend(request)
     output = Output(json)
-    if result.memory is not None and result.memory.alias_note:
-        output.notice(f"target {result.memory.alias_note}")
     if out is not None:
         header = "written by: " + command_line(
             params=params, seq=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
@@ -86,6 +84,8 @@ def recommend_command(
         )  # fmt: skip
         write_text_atomic(out, config_text(result.config, out, header=header), force=force)
         output.notice(f"wrote {out}")
+    if result.memory is not None and result.memory.alias_note:  # after the write: no notice before an error
+        output.notice(f"target {result.memory.alias_note}")
     output.emit(result, render_recommendation)
     if fail_if_no_fit and result.fits is False:
         raise typer.Exit(code=EXIT_CHECK_FAILED)
