@@ -24,28 +24,45 @@ def test_published_bytes_per_token(name, expected):
 
 
 def hand_count_bf16_sequence_bytes(fields: dict, seq_len: int) -> int:
-    """An independent count from the preset's raw fields: values per token per layer, 2 bytes each,
-    windows applied layer by layer (no ModelSpec, no calculator code)."""
+    """An independent count from the preset's raw fields: values per token per layer, 2 bytes each, windows and
+    chunks applied layer by layer, shared-K/V layers skipped, plus each state layer's fixed state (recurrent
+    values in fp32 unless stated otherwise, conv values in bf16) (no ModelSpec, no calculator code)."""
     if "mla" in fields:
-        values = fields["mla"]["kv_lora_rank"] + fields["mla"]["qk_rope_head_dim"]
+        values = fields["mla"]["kv_lora_rank"] + fields["mla"].get("qk_rope_head_dim", 64)
+        values += (fields["mla"].get("indexer") or {}).get("index_head_dim", 0)
     else:
         n_kv = fields.get("n_kv_heads", fields["n_heads"])
         head_dim = fields.get("head_dim", fields["d_model"] // fields["n_heads"])
         values = 2 * n_kv * head_dim
-    pattern = fields.get("layer_pattern") or ["local" if fields.get("sliding_window") else "global"]
-    tokens = 0
+    default = "local" if fields.get("sliding_window") else "chunked" if fields.get("attention_chunk") else "global"
+    pattern = fields.get("layer_pattern") or [default]
+    held = {"global": seq_len, "linear": 0}
+    held["local"] = min(seq_len, fields.get("sliding_window") or seq_len)
+    held["chunked"] = min(seq_len, fields.get("attention_chunk") or seq_len)
+    state = fields.get("recurrent") or {}
+    state_bytes = 0
+    if state:
+        recurrent = state["n_heads"] * state["head_dim"] * state["state_dim"]
+        state_bytes = recurrent * (2 if state.get("state_dtype") == "activation" else 4)
+        state_bytes += state.get("conv_dim", 0) * state.get("conv_kernel", 0) * 2
+    first_shared = fields["n_layers"] - fields.get("n_kv_shared_layers", 0)
+    total = 0
     for layer in range(fields["n_layers"]):
-        local = pattern[layer % len(pattern)] == "local"
-        tokens += min(seq_len, fields["sliding_window"]) if local else seq_len
-    return tokens * values * 2
+        kind = pattern[layer % len(pattern)]
+        if layer < first_shared:
+            total += held[kind] * values * 2
+        if kind == "linear" or state.get("on_attention_layers"):
+            total += state_bytes
+    return total
 
 
 @pytest.mark.parametrize("name", preset_names())
 def test_every_preset_matches_a_hand_count(name):
-    footprint = kv_footprint(get_preset(name), seq_len=4096, batch=3)
-    expected = hand_count_bf16_sequence_bytes(PRESET_DATA[name], 4096)
-    assert footprint.bytes_per_sequence == expected
-    assert footprint.total_bytes == 3 * expected
+    for seq in (4096, 20000):  # 20,000 tokens pass Llama-4's 8,192-token chunk too
+        footprint = kv_footprint(get_preset(name), seq_len=seq, batch=3)
+        expected = hand_count_bf16_sequence_bytes(PRESET_DATA[name], seq)
+        assert footprint.bytes_per_sequence == expected
+        assert footprint.total_bytes == 3 * expected
 
 
 def test_dtypes_scale_and_add_their_scales():
@@ -61,7 +78,9 @@ def test_dtypes_scale_and_add_their_scales():
 def test_mla_absorbed_naive_and_fp8_layouts():
     v3 = get_preset("deepseek-v3")
     assert bytes_per_token_per_layer(v3, "bf16") == 1152
-    assert bytes_per_token_per_layer(v3, "fp8") == 656  # vLLM FlashMLA fp8: 512 + 4 * 4 + 64 * 2
+    assert bytes_per_token_per_layer(v3, "fp8") == 576  # plain fp8: 1 B per value, per-tensor scale
+    assert bytes_per_token_per_layer(v3, "fp8_ds_mla") == 656  # sparse FlashMLA: 512 + 4 * 4 + 64 * 2
+    assert bytes_per_token_per_layer(v3, "fp8-ds-mla") == 656
     naive = bytes_per_token_per_layer(v3, "bf16", "naive")
     assert naive == 128 * (192 + 128) * 2  # decompressed K (nope + rope) and V per head
 

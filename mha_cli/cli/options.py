@@ -33,7 +33,11 @@ SourceBatchOpt = Annotated[
 ]
 KvDtypeOpt = Annotated[
     str | None,
-    typer.Option("--kv-dtype", help="KV cache format: fp32, fp16, bf16, fp8, int8, int4.", show_default=False),
+    typer.Option(
+        "--kv-dtype",
+        help="KV cache format: fp32, fp16, bf16, fp8 (plain), fp8_ds_mla (DeepSeek sparse-MLA layout, MLA only), int8, int4.",
+        show_default=False,
+    ),
 ]
 WeightDtypeOpt = Annotated[
     str | None,

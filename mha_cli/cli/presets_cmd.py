@@ -9,7 +9,7 @@ from mha_cli.cli.output import Output
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.params import count_params
 from mha_cli.core.presets import get_preset, preset_names
-from mha_cli.core.quantities import format_count
+from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 
@@ -23,6 +23,8 @@ class PresetRow(Record):
     model: ModelSpec
     total_params: int
     bf16_bytes_per_token: int
+    bf16_state_bytes_per_seq: int
+    """Fixed state per sequence of linear-attention / state-space layers (0 for pure attention models)."""
 
 
 class PresetList(Record):
@@ -34,11 +36,13 @@ def presets(json: JsonOpt = False) -> None:
     rows = []
     for name in preset_names():
         model = get_preset(name)
+        kv = kv_footprint(model, seq_len=1)
         rows.append(
             PresetRow(
                 model=model,
                 total_params=count_params(model).total,
-                bf16_bytes_per_token=kv_footprint(model, seq_len=1).bytes_per_token,
+                bf16_bytes_per_token=kv.bytes_per_token,
+                bf16_state_bytes_per_seq=kv.state_bytes_per_seq,
             )
         )
     Output(json).emit(PresetList(presets=rows), render_presets)
@@ -48,7 +52,18 @@ def render_presets(console: Console, result: PresetList) -> None:
     from rich.table import Table
 
     table = Table(title="Model presets (bf16 KV; MLA absorbed)")
-    for column in ("name", "variant", "params", "d_model", "layers", "heads/KV", "head_dim", "window", "KV B/token"):
+    for column in (
+        "name",
+        "variant",
+        "params",
+        "d_model",
+        "layers",
+        "heads/KV",
+        "head_dim",
+        "window",
+        "KV B/token",
+        "state/seq",
+    ):
         table.add_column(column, justify="left" if column in ("name", "variant") else "right")
     for row in result.presets:
         m = row.model
@@ -63,6 +78,7 @@ def render_presets(console: Console, result: PresetList) -> None:
             str(m.head_dim),
             window,
             f"{row.bf16_bytes_per_token:,}",
+            format_bytes(row.bf16_state_bytes_per_seq) if row.bf16_state_bytes_per_seq else "-",
         )
     console.print(table)
 

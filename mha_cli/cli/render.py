@@ -43,11 +43,20 @@ def model_table(model: ModelSpec, title: str) -> Table:
             f"latent {mla.kv_lora_rank} + RoPE key {mla.qk_rope_head_dim}; per head: nope "
             f"{mla.qk_nope_head_dim}, v {mla.v_head_dim}; q latent {mla.q_lora_rank or 'none'}",
         )
+    spans = [f"{model.n_global_layers} global"]
     if model.sliding_window:
-        table.add_row(
-            "attention span",
-            f"{model.n_local_layers} local layers (window {model.sliding_window:,}), {model.n_global_layers} global",
-        )
+        spans.append(f"{model.n_local_layers} local (window {model.sliding_window:,})")
+    if model.attention_chunk:
+        spans.append(f"{model.count_layers('chunked')} chunked (chunk {model.attention_chunk:,})")
+    if model.recurrent is not None:
+        state = model.recurrent
+        where = "beside attention in every layer" if state.on_attention_layers else "layers"
+        spans.append(f"{model.count_layers('linear')} {state.kind} {where}" if not state.on_attention_layers
+                     else f"{state.kind} {where}")  # fmt: skip
+    if model.n_kv_shared_layers:
+        spans.append(f"last {model.n_kv_shared_layers} share earlier K/V")
+    if len(spans) > 1:
+        table.add_row("layers", ", ".join(spans))
     if model.moe is not None:
         moe = model.moe
         table.add_row(
@@ -70,16 +79,26 @@ def kv_table(kv: KvFootprint) -> Table:
         table.add_row(scope, f"{n:,}", format_bytes(n), how, style=style)
 
     mode = f", {kv.mla_cache} MLA cache" if kv.mla_cache else ""
-    row("per token, per layer", kv.bytes_per_token_per_layer, f"{kv.kv_dtype}{mode}")
-    row("per token (all layers)", kv.bytes_per_token, "bytes_per_token")
+    indexer = (
+        f", {kv.indexer_bytes_per_token_per_layer} of it indexer key" if kv.indexer_bytes_per_token_per_layer else ""
+    )
+    row("per token, per layer", kv.bytes_per_token_per_layer, f"{kv.kv_dtype}{mode}{indexer}")
+    row("per token (all layers)", kv.bytes_per_token, f"bytes_per_token: {kv.n_token_layers} layers cache tokens")
     spans = []
-    if kv.n_global_layers:
-        spans.append(f"{kv.n_global_layers} layers x {kv.tokens_held_global:,} tokens")
+    global_layers = kv.n_token_layers - kv.n_local_layers - kv.n_chunked_layers
+    if global_layers > 0:
+        spans.append(f"{global_layers} layers x {kv.tokens_held_global:,} tokens")
     if kv.n_local_layers:
         spans.append(f"{kv.n_local_layers} layers x {kv.tokens_held_local:,} (window)")
+    if kv.n_chunked_layers:
+        spans.append(f"{kv.n_chunked_layers} layers x {kv.tokens_held_chunked:,} (chunk)")
+    if kv.n_state_layers:
+        spans.append(f"{kv.n_state_layers} layers x {kv.state_bytes_per_layer:,} B fixed state")
     span = " + ".join(spans)
     if kv.block_size:
         span += f", blocks of {kv.block_size}"
+    if kv.n_state_layers:
+        row("fixed state per sequence", kv.state_bytes_per_seq, "state_bytes_per_seq: does not grow with the context")
     row(f"per sequence ({kv.seq_len:,} tokens)", kv.bytes_per_sequence, span)
     if kv.tp > 1:
         latent = " (latent not sharded)" if kv.mla_cache == "absorbed" else ""

@@ -3,10 +3,12 @@
 A quantised cache stores scales beside the values. What we assume, per format:
 
 - ``fp32``, ``fp16``, ``bf16``: no scales.
-- ``fp8`` (e4m3): one scale per tensor (vLLM's default ``kv_cache_dtype="fp8"`` for MHA/GQA/MQA),
-  so nothing per token. For an MLA latent we follow vLLM's FlashMLA fp8 layout: the latent in fp8
-  with one fp32 scale per 128 values, the RoPE key kept in bf16 (DeepSeek-V3: 512 + 4 * 4 + 64 * 2
-  = 656 B per token per layer).
+- ``fp8`` (e4m3): plain fp8, one byte per value and one scale per tensor (vLLM's ``kv_cache_dtype="fp8"``),
+  so nothing per token, for every variant: DeepSeek-V3's MLA latent + RoPE key is 576 B per token per layer.
+- ``fp8_ds_mla`` (alias ``fp8-ds-mla``; KV cache only, MLA only): DeepSeek's sparse FlashMLA layout (V3.2 and
+  later, vLLM's ``fp8_ds_mla``): the latent in fp8 with one fp32 scale per 128 values, the RoPE key kept in
+  bf16: 512 + 4 * 4 + 64 * 2 = 656 B per token per layer for DeepSeek-V3's geometry. A lightning-indexer key
+  (V3.2) is stored beside it in fp8 with one fp32 scale per 128 values (128 + 4 = 132 B).
 - ``int8``: symmetric, one fp16 scale per cached vector (per token, per KV head, for K and V).
 - ``int4``: asymmetric, an fp16 scale and an fp16 zero point per group of 32 values (KIVI-style).
 """
@@ -19,7 +21,10 @@ from typing import Literal, get_args
 from mha_cli.core.errors import BadInputError
 
 DtypeName = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
-"""Storage formats for the KV cache and for weights (the same names serve both)."""
+"""Storage formats for weights and the KV cache (the same names serve both)."""
+
+KvDtypeName = Literal["fp32", "fp16", "bf16", "fp8", "fp8_ds_mla", "int8", "int4"]
+"""Storage formats for the KV cache: ``DtypeName`` plus the cache-only ``fp8_ds_mla`` layout (MLA only)."""
 
 DTYPE_ALIASES = {
     "float32": "fp32",
@@ -30,6 +35,7 @@ DTYPE_ALIASES = {
     "float8": "fp8",
     "fp8_e4m3": "fp8",
     "e4m3": "fp8",
+    "fp8-ds-mla": "fp8_ds_mla",
 }
 
 
@@ -58,34 +64,47 @@ FORMATS: dict[str, StorageFormat] = {
     "fp32": StorageFormat("fp32", 32, description="IEEE float32, no scales"),
     "fp16": StorageFormat("fp16", 16, description="IEEE float16, no scales"),
     "bf16": StorageFormat("bf16", 16, description="bfloat16, no scales"),
-    "fp8": StorageFormat("fp8", 8, description="fp8 e4m3 with one scale per tensor (MLA: fp32 scale per 128 values)"),
+    "fp8": StorageFormat("fp8", 8, description="fp8 e4m3, one byte per value, one scale per tensor"),
     "int8": StorageFormat("int8", 8, scale_bytes_per_group=2, description="int8 with one fp16 scale per cached vector"),
     "int4": StorageFormat(
         "int4", 4, scale_bytes_per_group=4, group_size=32, description="int4 with fp16 scale + zero point per 32 values"
     ),
 }
 
+FP8_DS_MLA = "fp8_ds_mla"
+KV_ONLY_FORMATS: dict[str, StorageFormat] = {
+    FP8_DS_MLA: StorageFormat(
+        FP8_DS_MLA, 8, description="DeepSeek sparse FlashMLA: fp8 latent + fp32 scale per 128, bf16 RoPE key (MLA only)"
+    ),
+}
+"""Formats that exist only for the KV cache (never for weights)."""
+
 BUILDABLE: tuple[str, ...] = ("fp32", "fp16", "bf16")
 """Formats the torch modules build (``mha verify``, ``mha bench``): no scales, so one value is ``bits // 8`` bytes.
 The quantised ones are priced here but their scale layouts are not implemented in torch."""
 
-MLA_FP8_SCALE_GROUP = 128
-"""FlashMLA fp8 layout: one fp32 scale per 128 latent values; the RoPE key stays bf16."""
+DS_MLA_SCALE_GROUP = 128
+"""``fp8_ds_mla``: one fp32 scale per 128 fp8 values (latent and indexer key); the RoPE key stays bf16."""
+DS_MLA_SCALE_BYTES = 4
 
 
-def normalise_dtype_name(name: str) -> str:
-    """Map ``bfloat16`` -> ``bf16`` and friends; reject unknown names with the list of known ones."""
+def normalise_dtype_name(name: str, *, kv: bool = False) -> str:
+    """Map ``bfloat16`` -> ``bf16`` and friends; reject unknown names with the list of known ones.
+    ``kv=True`` also accepts the cache-only formats (``fp8_ds_mla``)."""
     key = str(name).strip().lower()
     key = DTYPE_ALIASES.get(key, key)
-    if key not in FORMATS:
-        known = ", ".join(get_args(DtypeName))
-        raise BadInputError(f"unknown dtype {name!r}: use one of {known}")
-    return key
+    if key in FORMATS or (kv and key in KV_ONLY_FORMATS):
+        return key
+    if key in KV_ONLY_FORMATS:
+        raise BadInputError(f"{key} is a KV-cache layout, not a weight format: use one of {', '.join(FORMATS)}")
+    known = ", ".join(get_args(KvDtypeName if kv else DtypeName))
+    raise BadInputError(f"unknown dtype {name!r}: use one of {known}")
 
 
 def storage_format(name: str) -> StorageFormat:
-    """The ``StorageFormat`` for a dtype name or alias."""
-    return FORMATS[normalise_dtype_name(name)]
+    """The ``StorageFormat`` for a dtype name or alias, the cache-only ones included."""
+    key = normalise_dtype_name(name, kv=True)
+    return FORMATS.get(key) or KV_ONLY_FORMATS[key]
 
 
 def bytes_per_weight(name: str) -> float:

@@ -6,9 +6,15 @@ Rules the common calculators get wrong, handled here:
 - MLA fields (``kv_lora_rank``, ``qk_rope_head_dim`` ...) make the model MLA, not MHA;
 - sliding windows: ``layer_types`` when present, else the family's pattern field
   (``sliding_window_pattern``), else the family's known layout (Gemma 2 alternates);
-- multimodal configs (Gemma 3) keep the language model under ``text_config``.
-An unknown ``model_type`` still works when the standard fields are present; every default the
-importer fills in is listed in ``ImportedModel.assumptions``.
+- multimodal configs (Gemma 3) keep the language model under ``text_config``;
+- Qwen2/Qwen3 slide only the layers from ``max_window_layers`` on;
+- layer kinds (``LayerKinds`` section): chunked local attention (Llama-4), linear-attention and state-space
+  layers with a fixed per-sequence state (Qwen3-Next, Jamba, Falcon-H1, Granite-4.0-H, MiniMax, Kimi-Linear),
+  DeepSeek-V3.2's indexer key, K/V shared across layers (Gemma-3n).
+A field a family's config.json leaves out takes the default of that family's transformers config class
+(``FAMILY_DEFAULTS``: gemma-3-4b-it's ``text_config`` has no head counts). An unknown ``model_type`` still works
+when the standard fields are present; every default the importer fills in is listed in
+``ImportedModel.assumptions``.
 """
 
 from __future__ import annotations
@@ -25,10 +31,17 @@ from mha_cli.core.validation import describe_validation_error
 KNOWN_MODEL_TYPES = {
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
     "gemma3_text", "falcon", "gpt_oss", "deepseek_v2", "deepseek_v3", "phi3", "gpt2", "starcoder2", "olmo2",
+    "deepseek_v32", "llama4", "llama4_text", "qwen3_next", "jamba", "falcon_h1", "granitemoehybrid", "minimax",
+    "kimi_linear", "gemma3n", "gemma3n_text", "cohere2", "smollm3",
 }  # fmt: skip
 
 # Older names of a family, as early config.json files spell them.
-_FAMILY_ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
+_FAMILY_ALIASES = {
+    "RefinedWebModel": "falcon",
+    "RefinedWeb": "falcon",
+    "minimax_text_01": "minimax",
+    "minimax_m1": "minimax",
+}
 
 _GATED_ACTIVATIONS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu"}
 
@@ -44,15 +57,22 @@ class ImportedModel(Record):
 class _Reader:
     """Looks up the first present key among aliases and records what it had to assume."""
 
-    def __init__(self, config: dict[str, Any], origin: str) -> None:
+    def __init__(self, config: dict[str, Any], origin: str, defaults: tuple[str, dict[str, Any]] | None = None) -> None:
         self.config = config
         self.origin = origin
         self.assumptions: list[str] = []
+        self.defaults_from, self.defaults = defaults or ("", {})
 
     def get(self, *keys: str) -> Any:
+        """The first of ``keys`` the config sets; else the family's transformers default for it (said once)."""
         for key in keys:
             if self.config.get(key) is not None:
                 return self.config[key]
+        for key in keys:
+            if self.defaults.get(key) is not None:
+                value = self.defaults[key]
+                self.assume(value, f"{key} absent: {value!r}, the {self.defaults_from} default")
+                return value
         return None
 
     def require(self, what: str, *keys: str) -> Any:
@@ -66,12 +86,13 @@ class _Reader:
         value = self.require(what, *keys)
         whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
         if isinstance(value, bool) or not whole or value <= 0:
-            key = next(k for k in keys if self.config.get(k) is not None)
+            key = next((k for k in keys if self.config.get(k) is not None), keys[0])
             raise BadInputError(f"{self.origin}: {key} must be a positive whole number, got {value!r}")
         return int(value)
 
     def assume(self, value: Any, note: str) -> Any:
-        self.assumptions.append(note)
+        if note not in self.assumptions:
+            self.assumptions.append(note)
         return value
 
 
@@ -84,15 +105,19 @@ def looks_like_hf_config(data: dict[str, Any]) -> bool:
 
 
 def _layer_pattern(r: _Reader, model_type: str, n_layers: int) -> list[LayerKind] | None:
-    layer_types = r.get("layer_types")
-    if layer_types:
-        if len(layer_types) != n_layers:
-            raise BadInputError(f"layer_types has {len(layer_types)} entries but num_hidden_layers is {n_layers}")
-        return ["local" if "sliding" in str(kind) else "global" for kind in layer_types]
+    """Each layer's kind when the config (or the family's known layout) says; ``None``: one kind for all."""
+    listed = _listed_layer_kinds(r, model_type, n_layers)
+    if listed is not None:
+        return listed
+    family = _family_layer_kinds(r, model_type, n_layers)
+    if family is not None:
+        return family
     every_nth_global = r.get("sliding_window_pattern")
     if every_nth_global:
         period = r.count("sliding_window_pattern", "sliding_window_pattern")
         return ["local"] * (period - 1) + ["global"]
+    if model_type == "cohere2":
+        return r.assume(["local"] * 3 + ["global"], "layer pattern: Cohere2 runs 3 local : 1 global (Cohere2Config)")
     if model_type == "gemma2":
         return r.assume(["local", "global"], "layer pattern: Gemma 2 alternates sliding-window and global layers")
     if model_type == "gemma3_text" or model_type == "gemma3":
@@ -107,6 +132,23 @@ def _sliding_window(r: _Reader) -> int | None:
         return None
     window = r.get("sliding_window")
     return r.count("sliding window", "sliding_window") if window else None
+
+
+def _kinds_fields(kinds: list[LayerKind] | None, window: int | None, chunk: int | None) -> dict[str, Any]:
+    """``sliding_window``, ``attention_chunk`` and ``layer_pattern`` for these layer kinds (``None``: every layer
+    local with a window, chunked with a chunk, else global). A window or chunk no layer uses is dropped, and
+    local layers without a window attend globally (as transformers runs them)."""
+    if kinds is not None:
+        kinds = [("global" if k == "local" and not window else k) for k in kinds]
+        kinds = [("global" if k == "chunked" and not chunk else k) for k in kinds]
+        window = window if "local" in kinds else None
+        chunk = chunk if "chunked" in kinds else None
+        if len(set(kinds)) == 1 and kinds[0] != "linear":
+            kinds = None
+    fields: dict[str, Any] = {"sliding_window": window, "attention_chunk": chunk}
+    if kinds is not None:
+        fields["layer_pattern"] = _shortest_cycle(kinds)
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def _mla(r: _Reader) -> dict[str, Any] | None:
@@ -158,6 +200,8 @@ def _kv_heads(r: _Reader, model_type: str, n_heads: int) -> int:
 
 def _family_layout(model_type: str) -> dict[str, Any]:
     """Facts a family's config.json does not spell out: MLP kind, norms, biases, tying."""
+    if model_type == "cohere2":  # parallel attention + MLP after one LayerNorm
+        return {"norm": "layernorm", "n_norms_per_layer": 1}
     if model_type == "gpt2":
         return {"mlp": "plain", "mlp_bias": True, "norm": "layernorm", "qkv_bias": True, "o_bias": True}
     if model_type == "falcon":
@@ -173,7 +217,18 @@ def _family_layout(model_type: str) -> dict[str, Any]:
     return {}
 
 
-_TIED_BY_DEFAULT = {"gpt2", "gemma", "gemma2", "gemma3", "gemma3_text", "falcon"}
+_TIED_BY_DEFAULT = {
+    "gpt2",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "falcon",
+    "gemma3n",
+    "gemma3n_text",
+    "cohere2",
+    "smollm3",
+}
 
 
 def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: str = "config.json") -> ImportedModel:
@@ -183,7 +238,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
             **config["text_config"],
             "model_type": config["text_config"].get("model_type", config.get("model_type")),
         }
-    r = _Reader(config, origin)
+    r = _Reader(config, origin, FAMILY_DEFAULTS.get(str(config.get("model_type"))))
     model_type = str(r.get("model_type") or "unknown")
     if model_type in _FAMILY_ALIASES:
         r.assumptions.append(f"model_type {model_type!r} read as {_FAMILY_ALIASES[model_type]!r}")
@@ -194,10 +249,12 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     d_model = r.count("hidden size", "hidden_size", "n_embd", "d_model")
     n_layers = r.count("layer count", "num_hidden_layers", "n_layer", "num_layers")
     n_heads = r.count("attention head count", "num_attention_heads", "n_head")
-    vocab = r.require("vocabulary size", "vocab_size")
+    vocab = r.get("vocab_size")
+    if vocab is None:  # a KV figure does not need it: price the cache, say the weights leave the embeddings out
+        vocab = r.assume(1, "vocab_size absent: embeddings not counted (weights understated by vocab x hidden_size)")
     layout = _family_layout(model_type)
 
-    d_ff = r.get("intermediate_size", "n_inner", "ffn_hidden_size")
+    d_ff = _dense_width(r, model_type)
     if d_ff is None:
         d_ff = r.assume(4 * d_model, f"intermediate_size absent: 4 * hidden_size = {4 * d_model}")
     if "mlp" not in layout:
@@ -245,13 +302,10 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
             r.assumptions.append(f"head_dim absent: hidden_size / num_attention_heads = {d_model // n_heads}")
 
     window = _sliding_window(r)
-    if window:
-        fields["sliding_window"] = window
-        pattern = _layer_pattern(r, model_type, n_layers)
-        if pattern and "local" not in pattern:
-            fields.pop("sliding_window")
-        elif pattern and "global" in pattern:
-            fields["layer_pattern"] = _shortest_cycle(pattern)
+    chunk = _attention_chunk(r, model_type)
+    kinds = _layer_pattern(r, model_type, n_layers) if (window or chunk or _has_layer_kinds(r, model_type)) else None
+    fields.update(_kinds_fields(kinds, window, chunk))
+    fields.update(_fixed_state_fields(r, model_type, d_model, n_layers, fields))
 
     moe = _moe(r, n_layers)
     if moe is not None:
@@ -270,3 +324,199 @@ def _shortest_cycle(pattern: list[LayerKind]) -> list[LayerKind]:
         if all(pattern[i] == pattern[i % period] for i in range(n)):
             return pattern[:period]
     return pattern  # pragma: no cover - period n always matches
+
+
+# Layer kinds and fixed-state mixers (the 2025-26 families) ----------------------------------------------
+
+_TF = "transformers 5.24"
+FAMILY_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
+    # Defaults of each family's transformers config class, for the fields a KV figure reads. A config.json that
+    # leaves one out gets the value the class would fill in, and the output says so.
+    "gemma3_text": (f"Gemma3TextConfig ({_TF})", {
+        "vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+        "sliding_window": 4096, "max_position_embeddings": 131072, "hidden_activation": "gelu_pytorch_tanh",
+    }),
+    "gemma3n_text": (f"Gemma3nTextConfig ({_TF})", {
+        "vocab_size": 262400, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256,
+        "sliding_window": 512, "num_kv_shared_layers": 15, "hidden_activation": "gelu_pytorch_tanh",
+    }),
+    "llama4_text": (f"Llama4TextConfig ({_TF})", {
+        "vocab_size": 202048, "num_key_value_heads": 8, "head_dim": 128, "attention_chunk_size": 8192,
+        "no_rope_layer_interval": 4, "num_experts_per_tok": 1,
+    }),
+    "qwen2": (f"Qwen2Config ({_TF})", {"max_window_layers": 28}),
+    "qwen3": (f"Qwen3Config ({_TF})", {"max_window_layers": 28}),
+    "qwen3_next": (f"Qwen3NextConfig ({_TF})", {
+        "head_dim": 256, "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
+    }),
+    "jamba": (f"JambaConfig ({_TF})", {
+        "attn_layer_period": 8, "attn_layer_offset": 4, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
+        "num_experts_per_tok": 2,
+    }),
+    "minimax": (f"MiniMaxConfig ({_TF})", {"num_experts_per_tok": 2}),
+    "falcon_h1": (f"FalconH1Config ({_TF})", {
+        "mamba_n_heads": 128, "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
+    }),
+    "granitemoehybrid": (f"GraniteMoeHybridConfig ({_TF})", {
+        "mamba_n_heads": 128, "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
+    }),
+    "kimi_linear": (f"KimiLinearConfig ({_TF})", {"qk_rope_head_dim": 64}),
+    "deepseek_v32": (f"DeepseekV32Config ({_TF})", {"index_head_dim": 128}),
+    "cohere2": (f"Cohere2Config ({_TF})", {"sliding_window": 4096}),
+}  # fmt: skip
+FAMILY_DEFAULTS["gemma3"] = FAMILY_DEFAULTS["gemma3_text"]
+FAMILY_DEFAULTS["gemma3n"] = FAMILY_DEFAULTS["gemma3n_text"]
+FAMILY_DEFAULTS["llama4"] = FAMILY_DEFAULTS["llama4_text"]
+FAMILY_DEFAULTS["qwen2_moe"] = FAMILY_DEFAULTS["qwen2"]
+FAMILY_DEFAULTS["qwen3_moe"] = FAMILY_DEFAULTS["qwen3"]
+
+_KIND_OF_LAYER_TYPE: dict[str, LayerKind] = {
+    "full_attention": "global", "attention": "global", "hybrid": "global", "indexed_attention": "global",
+    "sliding_attention": "local", "hybrid_sliding": "local", "chunked_attention": "chunked",
+    "linear_attention": "linear", "mamba": "linear", "conv": "linear",
+}  # fmt: skip
+"""transformers' ``layer_types`` names (``hybrid``: attention beside a state mixer, Falcon-H1)."""
+
+_STATE_FAMILIES = {"qwen3_next", "jamba", "falcon_h1", "granitemoehybrid", "minimax", "kimi_linear"}
+_LLAMA4 = ("llama4", "llama4_text")
+
+
+def _dense_width(r: _Reader, model_type: str) -> Any:
+    """The dense MLP width: Llama-4 calls it intermediate_size_mlp (intermediate_size is an expert's); Gemma-3n
+    lists one per layer (the widest is taken, said so)."""
+    if model_type in _LLAMA4 and r.get("intermediate_size_mlp") is not None:
+        return r.get("intermediate_size_mlp")
+    width = r.get("intermediate_size", "n_inner", "ffn_hidden_size")
+    if isinstance(width, list) and width:
+        widest = max(width)
+        if len(set(width)) > 1:
+            r.assume(widest, f"intermediate_size varies by layer: the widest, {widest}, is used for every layer")
+        return widest
+    return width
+
+
+def _attention_chunk(r: _Reader, model_type: str) -> int | None:
+    """Llama-4's attention_chunk_size (its RoPE layers attend within chunks)."""
+    if model_type not in _LLAMA4 and r.config.get("attention_chunk_size") is None:
+        return None
+    return r.count("attention_chunk_size", "attention_chunk_size") if r.get("attention_chunk_size") else None
+
+
+def _has_layer_kinds(r: _Reader, model_type: str) -> bool:
+    """Whether the config describes layers of different kinds even without a sliding window or chunk."""
+    listed = ("layer_types", "layers_block_type", "attn_type_list", "linear_attn_config")
+    return model_type in _STATE_FAMILIES or any(r.config.get(key) is not None for key in listed)
+
+
+def _listed_layer_kinds(r: _Reader, model_type: str, n_layers: int) -> list[LayerKind] | None:
+    """Layer kinds spelled out per layer: ``layer_types`` (or Granite's ``layers_block_type``), MiniMax's
+    ``attn_type_list`` (0 lightning, 1 softmax), Kimi-Linear's 1-based ``linear_attn_config`` layer lists."""
+    types = r.config.get("layer_types") or r.config.get("layers_block_type")
+    if model_type == "minimax" and not types and r.config.get("attn_type_list"):
+        types = ["full_attention" if flag else "linear_attention" for flag in r.config["attn_type_list"]]
+    linear = r.config.get("linear_attn_config") or {}
+    if model_type == "kimi_linear" and not types and linear.get("kda_layers") is not None:
+        full = {int(layer) - 1 for layer in linear.get("full_attn_layers") or []}
+        types = ["full_attention" if i in full else "linear_attention" for i in range(n_layers)]
+    if not types:
+        return None
+    if len(types) != n_layers:
+        raise BadInputError(f"{r.origin}: layer_types has {len(types)} entries but num_hidden_layers is {n_layers}")
+    unknown = sorted({str(t) for t in types} - set(_KIND_OF_LAYER_TYPE))
+    if unknown:
+        raise BadInputError(f"{r.origin}: unknown layer type(s) {', '.join(unknown)} in layer_types")
+    return [_KIND_OF_LAYER_TYPE[str(t)] for t in types]
+
+
+def _family_layer_kinds(r: _Reader, model_type: str, n_layers: int) -> list[LayerKind] | None:
+    """Layer kinds a family derives from its own fields, as its transformers config class does."""
+    if model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and _sliding_window(r):
+        first_sliding = min(n_layers, r.count("max_window_layers", "max_window_layers"))
+        return ["global"] * first_sliding + ["local"] * (n_layers - first_sliding)
+    if model_type in _LLAMA4:  # layers with RoPE attend within chunks, every 4th (NoPE) globally
+        uses_rope = r.config.get("no_rope_layers") or [
+            int((i + 1) % r.count("no_rope_layer_interval", "no_rope_layer_interval") != 0) for i in range(n_layers)
+        ]
+        return ["chunked" if flag else "global" for flag in uses_rope]
+    if model_type == "qwen3_next":
+        every = r.count("full_attention_interval", "full_attention_interval")
+        return ["global" if (i + 1) % every == 0 else "linear" for i in range(n_layers)]
+    if model_type == "jamba":
+        period = r.count("attn_layer_period", "attn_layer_period")
+        offset = r.get("attn_layer_offset") or 0
+        return ["global" if i % period == offset else "linear" for i in range(n_layers)]
+    if model_type in ("gemma3n", "gemma3n_text"):
+        return ["global" if (i + 1) % 5 == 0 else "local" for i in range(n_layers)]
+    if model_type == "falcon_h1":  # attention and Mamba-2 side by side in every layer
+        return ["global"] * n_layers
+    if model_type == "granitemoehybrid":  # GraniteMoeHybridConfig: every layer Mamba-2 without layer_types
+        return r.assume(["linear"] * n_layers, "layer_types absent: every layer Mamba-2 (GraniteMoeHybridConfig)")
+    return None
+
+
+def _fixed_state_fields(
+    r: _Reader, model_type: str, d_model: int, n_layers: int, fields: dict[str, Any]
+) -> dict[str, Any]:
+    """``recurrent`` (the fixed-state mixer), ``n_kv_shared_layers`` and DeepSeek-V3.2's indexer."""
+    out: dict[str, Any] = {}
+    recurrent = _recurrent(r, model_type, d_model, fields)
+    if recurrent is not None:
+        out["recurrent"] = recurrent
+    if model_type in ("gemma3n", "gemma3n_text"):
+        shared = r.get("num_kv_shared_layers") or 0
+        if shared:
+            out["n_kv_shared_layers"] = r.count("num_kv_shared_layers", "num_kv_shared_layers")
+    if "mla" in fields and model_type == "deepseek_v32":
+        fields["mla"]["indexer"] = {"index_head_dim": r.count("index_head_dim", "index_head_dim")}
+    return out
+
+
+def _recurrent(r: _Reader, model_type: str, d_model: int, fields: dict[str, Any]) -> dict[str, Any] | None:
+    """The fixed state one linear-attention / state-space layer keeps, in the family's own fields."""
+    if model_type == "qwen3_next":  # Gated DeltaNet: state (v heads, k dim, v dim), conv over q, k, v
+        k_heads = r.count("linear_num_key_heads", "linear_num_key_heads")
+        v_heads = r.count("linear_num_value_heads", "linear_num_value_heads")
+        k_dim = r.count("linear_key_head_dim", "linear_key_head_dim")
+        v_dim = r.count("linear_value_head_dim", "linear_value_head_dim")
+        return {
+            "kind": "gated_deltanet", "n_heads": v_heads, "head_dim": k_dim, "state_dim": v_dim,
+            "conv_dim": 2 * k_heads * k_dim + v_heads * v_dim,
+            "conv_kernel": r.count("linear_conv_kernel_dim", "linear_conv_kernel_dim"),
+        }  # fmt: skip
+    if model_type == "jamba":  # Mamba-1: d_inner channels, each a d_state vector; conv over d_inner
+        inner = r.count("mamba_expand", "mamba_expand") * d_model
+        return {
+            "kind": "mamba", "n_heads": inner, "head_dim": 1, "state_dim": r.count("mamba_d_state", "mamba_d_state"),
+            "conv_dim": inner, "conv_kernel": r.count("mamba_d_conv", "mamba_d_conv"),
+        }  # fmt: skip
+    if model_type in ("falcon_h1", "granitemoehybrid"):  # Mamba-2: (heads, head dim, d_state), conv over x, B, C
+        inner = r.get("mamba_d_ssm") if model_type == "falcon_h1" else None
+        inner = inner or r.count("mamba_expand", "mamba_expand") * d_model
+        heads = r.count("mamba_n_heads", "mamba_n_heads")
+        head_dim = r.get("mamba_d_head")
+        head_dim = inner // heads if head_dim in (None, "auto") else head_dim
+        d_state = r.count("mamba_d_state", "mamba_d_state")
+        return {
+            "kind": "mamba2", "n_heads": heads, "head_dim": head_dim, "state_dim": d_state,
+            "conv_dim": inner + 2 * r.count("mamba_n_groups", "mamba_n_groups") * d_state,
+            "conv_kernel": r.count("mamba_d_conv", "mamba_d_conv"), "on_attention_layers": model_type == "falcon_h1",
+        }  # fmt: skip
+    if model_type == "minimax":  # lightning attention: one (head_dim, head_dim) K^T V sum per head, no conv
+        head_dim = fields.get("head_dim") or d_model // fields["n_heads"]
+        return {
+            "kind": "lightning", "n_heads": fields["n_heads"], "head_dim": head_dim, "state_dim": head_dim,
+            "state_dtype": "activation",
+        }  # fmt: skip
+    if model_type == "kimi_linear":  # KDA: (heads, head_dim, head_dim) state, short convs on q, k and v
+        linear = r.config.get("linear_attn_config") or {}
+        heads = linear.get("num_heads") or r.assume(32, "linear_attn_config.num_heads absent: 32 (KimiLinearConfig)")
+        head_dim = linear.get("head_dim") or r.assume(128, "linear_attn_config.head_dim absent: 128 (KimiLinearConfig)")
+        kernel = linear.get("short_conv_kernel_size") or r.assume(
+            4, "linear_attn_config.short_conv_kernel_size absent: 4 (KimiLinearConfig)"
+        )
+        return {
+            "kind": "kda", "n_heads": heads, "head_dim": head_dim, "state_dim": head_dim,
+            "conv_dim": 3 * heads * head_dim, "conv_kernel": kernel,
+        }  # fmt: skip
+    return None

@@ -7,18 +7,55 @@ Per token per layer, in values (bytes follow from the storage format, scales inc
   kv_lora_rank + qk_rope_head_dim, no factor 2. DeepSeek-V3 in bf16: 61 * 576 * 2 = 70,272 B.
 - MLA, naive: the decompressed per-head keys (nope + rope) and values, the full MHA price.
 
-Sliding-window layers hold min(tokens, window) tokens; global layers hold every token. A paged
-cache rounds each layer's tokens up to whole blocks. Under tensor parallelism each rank holds
-n_kv_heads / tp heads, at least one (replicated when tp > n_kv_heads); an MLA latent is not
-sharded, every rank holds all of it.
+- DeepSeek-V3.2's lightning indexer adds its own cached key per token per layer: index_head_dim values.
+
+Each layer is priced by its kind (``ModelSpec.layer_kind``). Per-token K/V: global layers hold every token,
+sliding-window layers min(tokens, window), chunked layers (Llama-4) min(tokens, chunk), the tokens of the
+chunk being filled; linear layers and layers that share an earlier layer's K/V (Gemma-3n) hold none. A paged
+cache rounds each layer's tokens up to whole blocks. Linear-attention and state-space layers (Gated DeltaNet,
+Mamba, lightning attention, KDA) hold instead a fixed state per sequence, whatever its length
+(``RecurrentSpec``): reported apart (``state_bytes_per_seq``) and added into every per-sequence figure.
+
+Under tensor parallelism each rank holds n_kv_heads / tp heads, at least one (replicated when tp > n_kv_heads);
+an MLA latent (and an indexer key) is not sharded, every rank holds all of it. A fixed state splits by its
+heads like KV heads (replicated when tp exceeds them), its conv channels evenly over the ranks.
 """
 
 from __future__ import annotations
 
-from mha_cli.core.dtypes import MLA_FP8_SCALE_GROUP, storage_format
+from mha_cli.core.dtypes import DS_MLA_SCALE_BYTES, DS_MLA_SCALE_GROUP, FP8_DS_MLA, StorageFormat, storage_format
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, MlaCacheMode, ModelSpec
+
+ACTIVATION_FORMATS = ("fp32", "fp16", "bf16")
+"""KV formats a model also runs its activations in; any other KV format (quantised) leaves them in bf16."""
+
+
+def check_kv_dtype_fits(model: ModelSpec, kv_dtype: str, mla_cache: MlaCacheMode = "absorbed") -> None:
+    """``fp8_ds_mla`` is the absorbed MLA latent's layout: refuse it, in one line, for anything else."""
+    if storage_format(kv_dtype).name != FP8_DS_MLA:
+        return
+    if model.mla is None:
+        raise BadInputError(
+            f"kv dtype fp8_ds_mla is DeepSeek's sparse-MLA cache layout and needs an MLA model;"
+            f" {model.name} is {model.variant}: use --kv-dtype fp8 (plain fp8, 1 B per value)"
+        )
+    if mla_cache != "absorbed":
+        raise BadInputError("kv dtype fp8_ds_mla stores the absorbed MLA latent: drop --mla-cache naive or use fp8")
+
+
+def comparable_kv_dtype(model: ModelSpec, kv_dtype: str) -> str:
+    """The KV format to price ``model`` in when comparing it under ``kv_dtype``: plain fp8 stands in for
+    ``fp8_ds_mla`` on a model without MLA (the same shape under MHA/GQA/MQA)."""
+    if model.mla is None and storage_format(kv_dtype).name == FP8_DS_MLA:
+        return "fp8"
+    return kv_dtype
+
+
+def _ds_mla_fp8_bytes(n_values: int) -> int:
+    """``fp8_ds_mla``: fp8 values plus one fp32 scale per 128 of them."""
+    return n_values + DS_MLA_SCALE_BYTES * -(-n_values // DS_MLA_SCALE_GROUP)
 
 
 def vector_bytes_per_kv_head(model: ModelSpec, kv_dtype: str) -> int:
@@ -28,15 +65,21 @@ def vector_bytes_per_kv_head(model: ModelSpec, kv_dtype: str) -> int:
 
 
 def mla_latent_bytes(model: ModelSpec, kv_dtype: str) -> int:
-    """Bytes of one token's absorbed MLA cache entry in one layer (latent + RoPE key)."""
+    """Bytes of one token's absorbed MLA cache entry in one layer (latent + RoPE key), indexer key excluded."""
     assert model.mla is not None
     fmt = storage_format(kv_dtype)
-    if fmt.name == "fp8":
-        # FlashMLA fp8 layout: fp8 latent, one fp32 scale per 128 latent values, bf16 RoPE key.
-        latent = model.mla.kv_lora_rank
-        scales = 4 * -(-latent // MLA_FP8_SCALE_GROUP)
-        return latent + scales + 2 * model.mla.qk_rope_head_dim
+    if fmt.name == FP8_DS_MLA:  # fp8 latent with its scales, RoPE key in bf16
+        return _ds_mla_fp8_bytes(model.mla.kv_lora_rank) + 2 * model.mla.qk_rope_head_dim
     return fmt.vector_bytes(model.mla.latent_dim)
+
+
+def indexer_key_bytes(model: ModelSpec, kv_dtype: str) -> int:
+    """Bytes of the lightning indexer's key one layer caches per token (DeepSeek-V3.2); 0 without an indexer."""
+    if model.mla is None or model.mla.indexer is None:
+        return 0
+    width = model.mla.indexer.index_head_dim
+    fmt = storage_format(kv_dtype)
+    return _ds_mla_fp8_bytes(width) if fmt.name == FP8_DS_MLA else fmt.vector_bytes(width)
 
 
 def mla_naive_head_bytes(model: ModelSpec, kv_dtype: str) -> int:
@@ -79,17 +122,41 @@ def kv_heads_per_rank(model: ModelSpec, tp: int, mla_cache: MlaCacheMode = "abso
 def bytes_per_token_per_layer(
     model: ModelSpec, kv_dtype: str, mla_cache: MlaCacheMode = "absorbed", *, tp: int = 1
 ) -> int:
-    """Bytes one layer caches for one token on one rank (tp=1: the whole model's layer)."""
+    """Bytes one layer that caches tokens holds for one token on one rank (tp=1: the whole model's layer),
+    an indexer key included."""
+    check_kv_dtype_fits(model, kv_dtype, mla_cache)
     heads = kv_heads_per_rank(model, tp, mla_cache)
     if model.mla is not None:
+        indexer = indexer_key_bytes(model, kv_dtype)
         if mla_cache == "absorbed":
-            return mla_latent_bytes(model, kv_dtype)
-        return heads * mla_naive_head_bytes(model, kv_dtype)
+            return mla_latent_bytes(model, kv_dtype) + indexer
+        return heads * mla_naive_head_bytes(model, kv_dtype) + indexer
     return heads * vector_bytes_per_kv_head(model, kv_dtype)
 
 
+def activation_format(kv_dtype: str) -> StorageFormat:
+    """The format a fixed state's activation-dtype parts are kept in: the KV format when the model could run in it
+    (fp32, fp16, bf16), else bf16 (quantised KV formats apply to K/V only, not to conv or recurrent states)."""
+    fmt = storage_format(kv_dtype)
+    return fmt if fmt.name in ACTIVATION_FORMATS else storage_format("bf16")
+
+
+def state_bytes_per_layer(model: ModelSpec, kv_dtype: str, *, tp: int = 1) -> int:
+    """Bytes of the fixed state one layer keeps for one sequence on one rank (0 without a ``recurrent`` block):
+    the recurrent state (fp32 or the activation dtype) plus the conv state (activation dtype)."""
+    state = model.recurrent
+    if state is None:
+        return 0
+    activation = activation_format(kv_dtype)
+    state_format = storage_format("fp32") if state.state_dtype == "fp32" else activation
+    heads = max(1, state.n_heads // tp)
+    conv_channels = -(-state.conv_dim // tp)
+    recurrent = heads * state_format.vector_bytes(state.head_dim * state.state_dim)
+    return recurrent + conv_channels * activation.vector_bytes(state.conv_kernel)
+
+
 def tokens_held(seq_len: int, window: int | None = None, block_size: int | None = None) -> int:
-    """Tokens a layer keeps for one sequence: min(seq, window), rounded up to whole blocks."""
+    """Tokens a layer keeps for one sequence: min(seq, window or chunk), rounded up to whole blocks."""
     held = seq_len if window is None else min(seq_len, window)
     if block_size:
         held = -(-held // block_size) * block_size
@@ -108,23 +175,43 @@ class KvFootprint(Record):
     block_size: int | None
     kv_heads_per_rank: int
     bytes_per_token_per_layer: int
-    """One layer, one token, the whole model (all ranks' heads once)."""
+    """One layer that caches tokens, one token, the whole model (all ranks' heads once), indexer key included."""
+    indexer_bytes_per_token_per_layer: int
+    """Of which DeepSeek-V3.2's lightning-indexer key (0 without an indexer)."""
     bytes_per_token: int
-    """All layers, one token, the whole model, every layer holding the token."""
+    """All layers that cache tokens, one token, the whole model, each holding the token: the per-token part."""
     bytes_per_token_per_rank: int
-    """All layers, one token, what one rank holds."""
+    """All layers that cache tokens, one token, what one rank holds."""
     n_global_layers: int
     n_local_layers: int
+    n_chunked_layers: int
+    n_linear_layers: int
+    """Layers with a fixed-state mixer and no per-token K/V."""
+    n_shared_kv_layers: int
+    """Attention layers that reuse an earlier layer's K/V and cache nothing (Gemma-3n)."""
+    n_token_layers: int
+    """Layers that cache per-token K/V."""
+    n_state_layers: int
+    """Layers that keep a fixed per-sequence state."""
     sliding_window: int | None
+    attention_chunk: int | None
     tokens_held_global: int
     """Tokens a global layer holds per sequence (paging applied)."""
     tokens_held_local: int | None
     """Tokens a sliding-window layer holds per sequence (paging applied)."""
+    tokens_held_chunked: int | None
+    """Tokens a chunked-attention layer holds per sequence: at most one chunk (paging applied)."""
+    state_bytes_per_layer: int
+    """Fixed state one state layer keeps for one sequence, the whole model (all ranks once)."""
+    state_bytes_per_seq: int
+    """Fixed state of all layers for one sequence, the whole model: the part that does not grow with the context."""
+    state_bytes_per_seq_per_rank: int
     bytes_per_sequence: int
-    """One sequence of seq_len tokens, the whole model: windows and paging applied."""
+    """One sequence of seq_len tokens, the whole model: per-token K/V (windows, chunks and paging applied) plus
+    the fixed state."""
     bytes_per_sequence_per_rank: int
     total_bytes: int
-    """seq_len x batch on one rank: windows, paging and per-rank division applied."""
+    """seq_len x batch on one rank, K/V and fixed state: windows, paging and per-rank division applied."""
     total_bytes_all_ranks: int
     """total_bytes summed over the tp ranks (replicated heads counted on every rank)."""
 
@@ -139,16 +226,22 @@ def kv_footprint(
     block_size: int | None = None,
     mla_cache: MlaCacheMode = "absorbed",
 ) -> KvFootprint:
-    """Every KV-cache figure for ``model`` at ``seq_len`` x ``batch``."""
+    """Every KV-cache figure for ``model`` at ``seq_len`` x ``batch``: each layer priced by its kind."""
     per_layer = bytes_per_token_per_layer(model, kv_dtype, mla_cache)
     per_layer_rank = bytes_per_token_per_layer(model, kv_dtype, mla_cache, tp=tp)
-    held_global = tokens_held(seq_len, None, block_size)
-    held_local = tokens_held(seq_len, model.sliding_window, block_size) if model.sliding_window else None
-    n_local = model.n_local_layers
-    n_global = model.n_layers - n_local
-    tokens_all_layers = n_global * held_global + n_local * (held_local or 0)
-    per_sequence = tokens_all_layers * per_layer
-    per_sequence_rank = tokens_all_layers * per_layer_rank
+    held = {
+        "global": tokens_held(seq_len, None, block_size),
+        "local": tokens_held(seq_len, model.sliding_window, block_size) if model.sliding_window else None,
+        "chunked": tokens_held(seq_len, model.attention_chunk, block_size) if model.attention_chunk else None,
+    }
+    token_layers = [i for i in range(model.n_layers) if model.caches_tokens(i)]
+    tokens_all_layers = sum(held[model.layer_kind(i)] or 0 for i in token_layers)
+    n_state = sum(model.holds_state(i) for i in range(model.n_layers))
+    state_per_layer = state_bytes_per_layer(model, kv_dtype)
+    state_rank = n_state * state_bytes_per_layer(model, kv_dtype, tp=tp)
+    per_sequence = tokens_all_layers * per_layer + n_state * state_per_layer
+    per_sequence_rank = tokens_all_layers * per_layer_rank + state_rank
+    attention_layers = model.n_layers - model.count_layers("linear")
     return KvFootprint(
         kv_dtype=storage_format(kv_dtype).name,
         mla_cache=mla_cache if model.mla is not None else None,
@@ -158,13 +251,24 @@ def kv_footprint(
         block_size=block_size,
         kv_heads_per_rank=kv_heads_per_rank(model, tp, mla_cache),
         bytes_per_token_per_layer=per_layer,
-        bytes_per_token=model.n_layers * per_layer,
-        bytes_per_token_per_rank=model.n_layers * per_layer_rank,
-        n_global_layers=n_global,
-        n_local_layers=n_local,
+        indexer_bytes_per_token_per_layer=indexer_key_bytes(model, kv_dtype),
+        bytes_per_token=len(token_layers) * per_layer,
+        bytes_per_token_per_rank=len(token_layers) * per_layer_rank,
+        n_global_layers=model.n_global_layers,
+        n_local_layers=model.n_local_layers,
+        n_chunked_layers=model.count_layers("chunked"),
+        n_linear_layers=model.count_layers("linear"),
+        n_shared_kv_layers=attention_layers - len(token_layers),
+        n_token_layers=len(token_layers),
+        n_state_layers=n_state,
         sliding_window=model.sliding_window,
-        tokens_held_global=held_global,
-        tokens_held_local=held_local,
+        attention_chunk=model.attention_chunk,
+        tokens_held_global=held["global"],
+        tokens_held_local=held["local"],
+        tokens_held_chunked=held["chunked"],
+        state_bytes_per_layer=state_per_layer,
+        state_bytes_per_seq=n_state * state_per_layer,
+        state_bytes_per_seq_per_rank=state_rank,
         bytes_per_sequence=per_sequence,
         bytes_per_sequence_per_rank=per_sequence_rank,
         total_bytes=batch * per_sequence_rank,

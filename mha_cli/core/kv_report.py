@@ -5,9 +5,10 @@ from __future__ import annotations
 from pydantic import computed_field
 
 from mha_cli.core.deployment import context_notes
+from mha_cli.core.dtypes import storage_format
 from mha_cli.core.errors import MhaError
 from mha_cli.core.fit import price_deployment
-from mha_cli.core.kv import KvFootprint, footprint_for
+from mha_cli.core.kv import KvFootprint, comparable_kv_dtype, footprint_for
 from mha_cli.core.memory import MemoryPlan, plan_memory
 from mha_cli.core.params import ParamBreakdown, count_params
 from mha_cli.core.record import Record
@@ -58,8 +59,14 @@ class KvReport(Record):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
+    def state_bytes_per_seq(self) -> int:
+        """Fixed state of linear-attention / state-space layers per sequence, the whole model (0 without them)."""
+        return self.kv.state_bytes_per_seq
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
     def total_bytes(self) -> int:
-        """seq x batch on one rank, windows, paging and per-rank division applied."""
+        """seq x batch on one rank, K/V and fixed state: windows, paging and per-rank division applied."""
         return self.kv.total_bytes
 
 
@@ -71,10 +78,17 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
 
     rows: list[VariantRow] = []
     options = variant_options(model)
-    mha_bytes = next(footprint_for(o.model, deployment, 1).bytes_per_token for o in options if o.variant == "MHA")
+
+    def priced_as(option_model: ModelSpec) -> DeploymentSpec:
+        """fp8_ds_mla is an MLA layout: the same shape without MLA is priced in plain fp8."""
+        return deployment.model_copy(update={"kv_dtype": comparable_kv_dtype(option_model, deployment.kv_dtype)})
+
+    mha_bytes = next(
+        footprint_for(o.model, priced_as(o.model), 1).bytes_per_token for o in options if o.variant == "MHA"
+    )
     for option in options:
         try:
-            option_kv = footprint_for(option.model, deployment, tp)
+            option_kv = footprint_for(option.model, priced_as(option.model), tp)
         except MhaError:  # this tp does not divide this option's heads
             continue
         option_plan = (
@@ -89,8 +103,9 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         )
         rows.append(VariantRow(
             label=option.label, variant=option.variant, n_kv_heads=option.n_kv_heads, is_current=option.is_current,
-            note=option.note, bytes_per_token=option_kv.bytes_per_token, total_bytes=option_kv.total_bytes,
-            fraction_of_mha=option_kv.bytes_per_token / mha_bytes,
+            note=_note(option.note, option_kv.kv_dtype, deployment.kv_dtype),
+            bytes_per_token=option_kv.bytes_per_token, total_bytes=option_kv.total_bytes,
+            fraction_of_mha=option_kv.bytes_per_token / mha_bytes if mha_bytes else 1.0,
             max_sequences=option_plan.max_sequences if option_plan else None,
         ))  # fmt: skip
     return KvReport(
@@ -107,3 +122,10 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         ways_out=priced.ways,
         variants=rows,
     )
+
+
+def _note(note: str, priced_in: str, asked: str) -> str:
+    """The option's note, saying so when it was priced in another format than the one asked for."""
+    if priced_in == storage_format(asked).name:
+        return note
+    return "; ".join(filter(None, [note, f"priced in {priced_in} ({asked} is an MLA layout)"]))

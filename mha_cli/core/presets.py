@@ -4,6 +4,11 @@ Each entry is the model's published ``config.json`` (Hugging Face repo named in 
 restated in our vocabulary; parameter counts in the comments are what ``count_params`` gives
 (dense totals exactly as published, MoE totals and active counts within 1-3%). Vision towers,
 multi-token-prediction heads and attention sinks are not counted.
+
+The 2025-26 families below price their cache per layer kind (chunked, linear with a fixed state, shared K/V,
+indexer key). Their parameter counts are approximate: a linear-attention or state-space layer's weights are
+counted as the attention layer it replaces, and per-layer extras (Gemma-3n's AltUp/LAuReL, Llama-4's shared
+expert) are left out. Their caches are pinned in tests/test_kv_zoo.py.
 """
 
 from __future__ import annotations
@@ -125,6 +130,94 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         d_model=7168, n_layers=61, n_heads=128, vocab_size=129280, d_ff=18432,
         mla=dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536),
         moe=dict(n_experts=256, n_active_experts=8, n_shared_experts=1, d_ff_expert=2048, n_dense_layers=3),
+    ),
+    # 2025-26 families (bf16 B/token; fixed state per sequence where the model has one) -----------------------
+    # 34 layers, 5 local (1,024) : 1 global; heads and head_dim from Gemma3TextConfig's defaults: 139,264 B/token.
+    "gemma-3-4b": dict(
+        source="google/gemma-3-4b-it config.json (sparse text_config + Gemma3TextConfig defaults)", context_length=131072,
+        d_model=2560, n_layers=34, n_heads=8, n_kv_heads=4, head_dim=256, vocab_size=262208, d_ff=10240,
+        sliding_window=1024, layer_pattern=["local"] * 5 + ["global"], n_norms_per_layer=4, qk_norm=True,
+        tied_embeddings=True,
+    ),
+    # 36 chunked (8,192-token chunks) : 12 global NoPE layers, 16 experts top-1: 196,608 B/token.
+    "llama-4-scout": dict(
+        source="meta-llama/Llama-4-Scout-17B-16E config.json (text_config)", context_length=10485760,
+        d_model=5120, n_layers=48, n_heads=40, n_kv_heads=8, head_dim=128, vocab_size=202048, d_ff=16384,
+        attention_chunk=8192, layer_pattern=["chunked"] * 3 + ["global"],
+        moe=dict(n_experts=16, n_active_experts=1, d_ff_expert=8192),
+    ),
+    # 12 gated-attention : 36 Gated DeltaNet layers: 24,576 B/token + 77,856,768 B of state per sequence.
+    "qwen3-next-80b-a3b": dict(
+        source="Qwen/Qwen3-Next-80B-A3B-Instruct config.json", context_length=262144,
+        d_model=2048, n_layers=48, n_heads=16, n_kv_heads=2, head_dim=256, vocab_size=151936, d_ff=5120,
+        layer_pattern=["linear"] * 3 + ["global"],
+        recurrent=dict(kind="gated_deltanet", n_heads=32, head_dim=128, state_dim=128, conv_dim=8192, conv_kernel=4),
+        moe=dict(n_experts=512, n_active_experts=10, n_shared_experts=1, d_ff_expert=512, d_ff_shared=512),
+    ),
+    # 4 attention : 28 Mamba layers (1 in 8 attends): 16,384 B/token + 16,515,072 B of state per sequence.
+    "jamba-mini-1.5": dict(
+        source="ai21labs/AI21-Jamba-Mini-1.5 config.json", context_length=262144,
+        d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=65536, d_ff=14336,
+        layer_pattern=["linear"] * 4 + ["global"] + ["linear"] * 3,
+        recurrent=dict(kind="mamba", n_heads=8192, head_dim=1, state_dim=16, conv_dim=8192, conv_kernel=4),
+        moe=dict(n_experts=16, n_active_experts=2, d_ff_expert=14336),
+    ),
+    # Attention and Mamba-2 side by side in all 44 layers: 45,056 B/token + 139,673,600 B of state per sequence.
+    "falcon-h1-7b": dict(
+        source="tiiuae/Falcon-H1-7B-Instruct config.json", context_length=262144,
+        d_model=3072, n_layers=44, n_heads=12, n_kv_heads=2, head_dim=128, vocab_size=130048, d_ff=12288,
+        recurrent=dict(kind="mamba2", n_heads=24, head_dim=128, state_dim=256, conv_dim=3584, conv_kernel=4,
+                       on_attention_layers=True),
+    ),
+    # 4 attention (NoPE) : 36 Mamba-2 layers, 72 experts top-10: 16,384 B/token + 153,427,968 B of state.
+    "granite-4.0-h-small": dict(
+        source="ibm-granite/granite-4.0-h-small config.json", context_length=131072,
+        d_model=4096, n_layers=40, n_heads=32, n_kv_heads=8, vocab_size=100352, d_ff=768, tied_embeddings=True,
+        layer_pattern=["linear"] * 5 + ["global"] + ["linear"] * 4,
+        recurrent=dict(kind="mamba2", n_heads=128, head_dim=64, state_dim=128, conv_dim=8448, conv_kernel=4),
+        moe=dict(n_experts=72, n_active_experts=10, d_ff_expert=768),
+    ),
+    # 10 softmax : 70 lightning-attention layers: 40,960 B/token + 146,800,640 B of state (bf16) per sequence.
+    "minimax-text-01": dict(
+        source="MiniMaxAI/MiniMax-Text-01 config.json", context_length=10240000,
+        d_model=6144, n_layers=80, n_heads=64, n_kv_heads=8, head_dim=128, vocab_size=200064, d_ff=9216,
+        layer_pattern=["linear"] * 7 + ["global"],
+        recurrent=dict(kind="lightning", n_heads=64, head_dim=128, state_dim=128, state_dtype="activation"),
+        moe=dict(n_experts=32, n_active_experts=2, d_ff_expert=9216),
+    ),
+    # 7 MLA : 20 KDA layers: 8,064 B/token + 43,909,120 B of state per sequence.
+    "kimi-linear-48b-a3b": dict(
+        source="moonshotai/Kimi-Linear-48B-A3B-Instruct config.json", context_length=1048576,
+        d_model=2304, n_layers=27, n_heads=32, vocab_size=163840, d_ff=9216,
+        mla=dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128),
+        layer_pattern=(["linear"] * 3 + ["global"]) * 6 + ["linear", "linear", "global"],
+        recurrent=dict(kind="kda", n_heads=32, head_dim=128, state_dim=128, conv_dim=12288, conv_kernel=4),
+        moe=dict(n_experts=256, n_active_experts=8, n_shared_experts=1, d_ff_expert=1024, n_dense_layers=1),
+    ),
+    # DeepSeek-V3 geometry + a 128-wide lightning-indexer key per layer: 61 * (576 + 128) * 2 = 85,888 B/token.
+    "deepseek-v3.2-exp": dict(
+        source="deepseek-ai/DeepSeek-V3.2-Exp config.json", context_length=163840,
+        d_model=7168, n_layers=61, n_heads=128, vocab_size=129280, d_ff=18432,
+        mla=dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536,
+                 indexer=dict(index_head_dim=128)),
+        moe=dict(n_experts=256, n_active_experts=8, n_shared_experts=1, d_ff_expert=2048, n_dense_layers=3),
+    ),
+    # 35 layers, 4 local (512) : 1 global; the last 15 reuse earlier K/V: 20 * 2 * 2 * 256 * 2 = 40,960 B/token.
+    "gemma-3n-e4b": dict(
+        source="google/gemma-3n-E4B-it config.json (text_config)", context_length=32768,
+        d_model=2048, n_layers=35, n_heads=8, n_kv_heads=2, head_dim=256, vocab_size=262400, d_ff=16384,
+        sliding_window=512, layer_pattern=["local"] * 4 + ["global"], n_kv_shared_layers=15, tied_embeddings=True,
+    ),
+    # 3 local (4,096) : 1 global, parallel block with one LayerNorm: 131,072 B/token.
+    "command-r7b": dict(
+        source="CohereLabs/c4ai-command-r7b-12-2024 config.json", context_length=132096,
+        d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=256000, d_ff=14336, sliding_window=4096,
+        layer_pattern=["local"] * 3 + ["global"], norm="layernorm", n_norms_per_layer=1, tied_embeddings=True,
+    ),
+    # 3.08B. GQA 16 / 4; every 4th layer has no RoPE (no change to the cache): 73,728 B/token.
+    "smollm3-3b": dict(
+        source="HuggingFaceTB/SmolLM3-3B config.json", context_length=65536,
+        d_model=2048, n_layers=36, n_heads=16, n_kv_heads=4, vocab_size=128256, d_ff=11008, tied_embeddings=True,
     ),
 }  # fmt: skip
 

@@ -16,14 +16,19 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-from mha_cli.core.dtypes import DtypeName, normalise_dtype_name
+from mha_cli.core.dtypes import DtypeName, KvDtypeName, normalise_dtype_name
 from mha_cli.core.errors import MhaError
 from mha_cli.core.quantities import parse_token_count
 
 Variant = Literal["MHA", "GQA", "MQA", "MLA"]
 MlpType = Literal["gated", "plain"]
 NormType = Literal["rmsnorm", "layernorm"]
-LayerKind = Literal["global", "local"]
+LayerKind = Literal["global", "local", "chunked", "linear"]
+"""How a layer's mixer remembers the context: ``global`` attention caches every token, ``local`` the last
+``sliding_window`` tokens, ``chunked`` the tokens of its current ``attention_chunk`` (Llama-4), ``linear`` no
+per-token K/V at all but the fixed per-sequence state of ``ModelSpec.recurrent`` (Gated DeltaNet, Mamba)."""
+RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda"]
+StateDtype = Literal["fp32", "activation"]
 MlaCacheMode = Literal["absorbed", "naive"]
 
 _MAX_WIDTH = 1 << 20
@@ -71,8 +76,19 @@ TokenCount = Annotated[
         }
     ),
 ]
-KvDtype = Annotated[DtypeName, BeforeValidator(_dtype)]
-WeightDtype = KvDtype  # the same formats; two names so each field says what it stores
+
+
+def _kv_dtype(value: object) -> object:
+    if isinstance(value, str):
+        try:
+            return normalise_dtype_name(value, kv=True)
+        except MhaError as exc:
+            raise ValueError(exc.message) from None
+    return value
+
+
+KvDtype = Annotated[KvDtypeName, BeforeValidator(_kv_dtype)]
+WeightDtype = Annotated[DtypeName, BeforeValidator(_dtype)]
 
 
 class _Strict(BaseModel):
@@ -93,6 +109,8 @@ class MLASpec(_Strict):
     """Per-head value width, decompressed from the latent."""
     q_lora_rank: Width | None = None
     """Width of the compressed query latent; ``None`` projects queries directly from d_model."""
+    indexer: MLAIndexerSpec | None = None
+    """DeepSeek-V3.2's lightning indexer (sparse attention), whose per-token key is cached beside the latent."""
 
     @property
     def qk_head_dim(self) -> int:
@@ -103,6 +121,52 @@ class MLASpec(_Strict):
     def latent_dim(self) -> int:
         """Values cached per token per layer in the absorbed form: latent + RoPE key."""
         return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+class MLAIndexerSpec(_Strict):
+    """DeepSeek-V3.2's lightning indexer: it caches one extra key per token per layer beside the MLA latent."""
+
+    index_head_dim: Width
+    """Width of the indexer's cached key (DeepSeek-V3.2: 128)."""
+
+
+class RecurrentSpec(_Strict):
+    """A mixer that keeps a fixed state per sequence instead of per-token K/V (linear attention, state space).
+
+    The state one layer holds for one sequence, in values: ``n_heads * head_dim * state_dim`` (the recurrent
+    state) plus ``conv_dim * conv_kernel`` (the short causal convolution's last inputs), whatever the context.
+    Gated DeltaNet (Qwen3-Next): value heads x key dim x value dim, conv over q, k, v. Mamba (Jamba): d_inner
+    channels x 1 x d_state. Mamba-2 (Falcon-H1, Granite-4.0-H): heads x head dim x d_state, conv over x, B, C.
+    Lightning attention (MiniMax): heads x head_dim x head_dim, no conv. KDA (Kimi-Linear): like Gated DeltaNet.
+    """
+
+    kind: RecurrentKind
+    n_heads: Annotated[int, Field(gt=0, le=_MAX_WIDTH)]
+    """State heads (Mamba-1: d_inner channels, each with its own state vector)."""
+    head_dim: Annotated[int, Field(gt=0, le=_MAX_WIDTH)]
+    """Rows of one head's state (Gated DeltaNet/KDA: key head dim; Mamba-2: head dim; Mamba-1: 1)."""
+    state_dim: Annotated[int, Field(gt=0, le=_MAX_WIDTH)]
+    """Columns of one head's state (Gated DeltaNet/KDA: value head dim; Mamba: d_state)."""
+    conv_dim: Annotated[int, Field(ge=0, le=_MAX_WIDTH)] = 0
+    """Channels of the short causal convolution whose last inputs are kept (0: no convolution)."""
+    conv_kernel: Annotated[int, Field(ge=0, le=64)] = 0
+    """Inputs kept per conv channel: the kernel width, as transformers caches it (vLLM keeps one fewer)."""
+    state_dtype: StateDtype = "fp32"
+    """Format of the recurrent state: fp32 (transformers and vLLM keep Mamba and delta-rule states in fp32), or the
+    activation dtype (MiniMax's lightning attention). The conv state is always in the activation dtype."""
+    on_attention_layers: bool = False
+    """True when every layer runs this mixer beside its attention (Falcon-H1's parallel hybrid), so attention
+    layers hold the state too; False when only ``linear`` layers hold it."""
+
+    @property
+    def recurrent_values(self) -> int:
+        """Values of the recurrent state, one layer, one sequence."""
+        return self.n_heads * self.head_dim * self.state_dim
+
+    @property
+    def conv_values(self) -> int:
+        """Values of the conv state, one layer, one sequence."""
+        return self.conv_dim * self.conv_kernel
 
 
 class MoESpec(_Strict):
@@ -152,7 +216,14 @@ class ModelSpec(_Strict):
     """Tokens a local (sliding-window) layer attends to and caches."""
     layer_pattern: list[LayerKind] | None = Field(default=None, min_length=1, max_length=_MAX_LAYERS)
     """Kinds of layers, repeated cyclically from layer 0: ["local", "global"] alternates (Gemma 2).
-    Without it, a model with a sliding window uses it on every layer (Mistral-7B-v0.1)."""
+    Without it, a model with a sliding window uses it on every layer (Mistral-7B-v0.1), one with an
+    ``attention_chunk`` chunks every layer, any other attends globally everywhere."""
+    attention_chunk: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    """Tokens per chunk of a ``chunked`` layer (Llama-4's attention_chunk_size): it caches at most one chunk."""
+    recurrent: RecurrentSpec | None = None
+    """The fixed-state mixer of ``linear`` layers (and of every layer when ``on_attention_layers``)."""
+    n_kv_shared_layers: Annotated[int, Field(ge=0, le=_MAX_LAYERS)] = 0
+    """The last N layers reuse the K/V of earlier layers and cache nothing (Gemma-3n's num_kv_shared_layers)."""
     vocab_size: Annotated[int, Field(gt=0, le=_MAX_VOCAB)]
     d_ff: Width
     """MLP hidden width (dense layers)."""
@@ -232,6 +303,15 @@ class ModelSpec(_Strict):
     def _check_layer_pattern(self) -> None:
         if self.layer_pattern and "local" in self.layer_pattern and self.sliding_window is None:
             raise ValueError("layer_pattern has local layers but sliding_window is not set")
+        if self.layer_pattern and "chunked" in self.layer_pattern and self.attention_chunk is None:
+            raise ValueError("layer_pattern has chunked layers but attention_chunk is not set")
+        if self.layer_pattern and "linear" in self.layer_pattern and self.recurrent is None:
+            raise ValueError("layer_pattern has linear layers but no recurrent block describes their state")
+        if self.n_kv_shared_layers >= self.n_layers:
+            raise ValueError(
+                f"n_kv_shared_layers ({self.n_kv_shared_layers}) must be below n_layers ({self.n_layers}):"
+                " some layer must store the K/V the others share"
+            )
         if self.layer_pattern and len(self.layer_pattern) > self.n_layers:
             raise ValueError(
                 f"layer_pattern has {len(self.layer_pattern)} entries but the model has {self.n_layers} layers"
@@ -262,22 +342,39 @@ class ModelSpec(_Strict):
         return self.n_heads * self.dim_per_head
 
     def layer_kind(self, layer: int) -> LayerKind:
-        """'local' if layer ``layer`` (0-based) uses the sliding window, else 'global'."""
-        if self.sliding_window is None:
-            return "global"
-        if not self.layer_pattern:
+        """The kind of layer ``layer`` (0-based): the pattern's entry, else local with a sliding window,
+        chunked with an attention chunk, global otherwise."""
+        if self.layer_pattern:
+            return self.layer_pattern[layer % len(self.layer_pattern)]
+        if self.sliding_window is not None:
             return "local"
-        return self.layer_pattern[layer % len(self.layer_pattern)]
+        if self.attention_chunk is not None:
+            return "chunked"
+        return "global"
+
+    def count_layers(self, kind: LayerKind) -> int:
+        """Layers of ``kind``."""
+        return sum(self.layer_kind(i) == kind for i in range(self.n_layers))
+
+    def caches_tokens(self, layer: int) -> bool:
+        """Whether layer ``layer`` stores per-token K/V of its own (not a linear layer, not a KV-sharing one)."""
+        return self.layer_kind(layer) != "linear" and layer < self.n_layers - self.n_kv_shared_layers
+
+    def holds_state(self, layer: int) -> bool:
+        """Whether layer ``layer`` keeps the fixed per-sequence state of ``recurrent``."""
+        if self.recurrent is None:
+            return False
+        return self.recurrent.on_attention_layers or self.layer_kind(layer) == "linear"
 
     @property
     def n_local_layers(self) -> int:
         """Layers that cache at most ``sliding_window`` tokens."""
-        return sum(self.layer_kind(i) == "local" for i in range(self.n_layers))
+        return self.count_layers("local")
 
     @property
     def n_global_layers(self) -> int:
-        """Layers that cache every token."""
-        return self.n_layers - self.n_local_layers
+        """Layers that attend to every token."""
+        return self.count_layers("global")
 
 
 def variant_for_heads(n_heads: int, n_kv_heads: int) -> Variant:

@@ -177,6 +177,24 @@ def workspace_bytes(shard: ModelSpec, *, batch: int, prefill_tokens: int, contex
     return 2 * activations + mask
 
 
+def refuse_unbuilt_layers(model: ModelSpec) -> None:
+    """The torch ring builds global and sliding-window attention (MHA/GQA/MQA/MLA): refuse, in one line, a model
+    with chunked, linear-attention / state-space, KV-sharing or indexer layers (``mha kv`` prices them)."""
+    kinds = {model.layer_kind(i) for i in range(model.n_layers)}
+    unbuilt = sorted(kinds - {"global", "local"})
+    if model.recurrent is not None and model.recurrent.on_attention_layers:
+        unbuilt.append(f"{model.recurrent.kind} beside attention")
+    if model.n_kv_shared_layers:
+        unbuilt.append("shared K/V")
+    if model.mla is not None and model.mla.indexer is not None:
+        unbuilt.append("indexer")
+    if unbuilt:
+        raise BadInputError(
+            f"mha verify builds global and sliding-window attention only; {model.name} has {', '.join(unbuilt)}"
+            " layers: price its cache with `mha kv` instead"
+        )
+
+
 def make_plan(
     model: ModelSpec,
     deployment: DeploymentSpec,
@@ -190,6 +208,7 @@ def make_plan(
 
     ``free_bytes``: free device memory in bytes (``device_free_bytes`` when measuring; tests pass a figure).
     """
+    refuse_unbuilt_layers(model)
     kv_dtype = torch_dtype_name(deployment.kv_dtype)
     value_bytes = storage_format(kv_dtype).bits // 8
     target = resolve_target(deployment.target) if deployment.target else None
