@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -76,3 +77,53 @@ def test_hf_configs_refuse_booleans_and_strings_as_counts(cli, tmp_path, config,
     result = cli.run("kv", str(path), "--json")
     assert result.exit_code == 2 and result.stdout == ""
     assert f"{field}: must be a whole number" in result.stderr and result.stderr.count("\n") == 1
+
+
+HF_BASE = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+           "vocab_size": 100, "intermediate_size": 128}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"layer_types": 4, "sliding_window": 16}, "layer_types must be a list"),
+        ({"layer_types": [1, 2, 3, 4], "sliding_window": 16}, "unknown layer type"),
+        ({"first_k_dense_replace": "1", "num_local_experts": 4, "num_experts_per_tok": 2},
+         "first_k_dense_replace must be a positive whole number, got '1'"),
+        ({"num_hidden_layers": 20_000, "layer_types": ["full_attention"] * 20_000}, "at most 10,000"),
+        ({"model_type": "kimi_linear", "linear_attn_config": {"kda_layers": [1], "full_attn_layers": ["x"]}},
+         "unexpected type or shape"),
+    ],
+    ids=["layer-types-int", "layer-types-ints", "dense-layers-string", "20000-layers", "kimi-layer-name"],
+)  # fmt: skip
+def test_hf_type_confusion_is_one_line_exit_2(cli, tmp_path, config, message):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**HF_BASE, **config}))
+    start = time.perf_counter()
+    result = cli.run("kv", str(path), "--json")
+    assert time.perf_counter() - start < 2  # 20,000 layer types took 32 s
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    assert message in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("period", [100_000, 1e11])
+def test_a_sliding_window_pattern_longer_than_the_model_is_all_local(cli, tmp_path, period):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**HF_BASE, "sliding_window_pattern": period, "sliding_window": 16}))
+    start = time.perf_counter()
+    data = cli.json("kv", str(path))  # was: never returns (100,000), MemoryError (1e11)
+    assert time.perf_counter() - start < 2
+    # every layer holds at most the 16-token window: 4 layers x 16 tokens x 2 (K, V) x 4 heads x 16 x 2 B
+    assert data["kv"]["bytes_per_sequence"] == 4 * 16 * 2 * 4 * 16 * 2
+
+
+def test_the_layer_pattern_cycle_is_found_in_linear_time():
+    from mha_cli.core.hf_import import _shortest_cycle
+
+    kinds = ["local", "global"] * 5000
+    kinds[-1] = "local"  # no repeat: every candidate period failed only at the end, quadratic before
+    start = time.perf_counter()
+    assert _shortest_cycle(kinds) == kinds[:-1]  # the last layer is layer 0 of the next cycle
+    assert _shortest_cycle(["local"] * 5 + ["global"]) == ["local"] * 5 + ["global"]
+    assert _shortest_cycle(["local", "global"] * 3 + ["local"]) == ["local", "global"]
+    assert time.perf_counter() - start < 0.5
