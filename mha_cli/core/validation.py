@@ -17,6 +17,19 @@ _BRIEF = reprlib.Repr()
 _BRIEF.maxlevel, _BRIEF.maxlist, _BRIEF.maxdict, _BRIEF.maxstring, _BRIEF.maxother = 2, 4, 4, 40, 40
 
 
+_TYPE_WORDS = {
+    "model_type": "a mapping of fields",
+    "dict_type": "a mapping of fields",
+    "list_type": "a list",
+    "string_type": "text",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "finite_number": "a finite number",
+}
+
+
 def _given(value: Any) -> str:
     """The value a person gave, quoted briefly: a prefix of a long string, a few items of a list (a YAML alias is
     never expanded), never a newline."""
@@ -55,6 +68,8 @@ def _phrase(error: Any) -> str:
         return f"must be one of {ctx['expected']} (got {_given(given)})"
     if kind in ("int_parsing", "int_from_float", "int_type"):
         return f"must be a whole number (got {_given(given)})"
+    if kind in _TYPE_WORDS:
+        return f"must be {_TYPE_WORDS[kind]} (got {_given(given)})"
     return one_line(str(error["msg"]).removeprefix("Value error, "))
 
 
