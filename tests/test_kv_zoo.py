@@ -148,6 +148,10 @@ TINY = {  # each family's own config.json spelling, tiny widths, the family's la
                        linear_value_head_dim=8, linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2,
                        moe_intermediate_size=32, shared_expert_intermediate_size=32, intermediate_size=64,
                        vocab_size=128),
+    "qwen3_5_text": dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                         head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
+                         linear_value_head_dim=8, linear_conv_kernel_dim=3, intermediate_size=64, vocab_size=128,
+                         layer_types=["linear_attention", "full_attention"] * 2, pad_token_id=0),
     "jamba": dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
                   attn_layer_period=4, attn_layer_offset=2, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2,
                   num_experts=2, intermediate_size=64, vocab_size=128),
@@ -257,3 +261,26 @@ def test_verify_refuses_layers_the_torch_ring_does_not_build(cli):
     result = cli.run("verify", "jamba-mini-1.5", "--seq", "64")
     assert result.exit_code == 2
     assert "builds global and sliding-window attention only" in result.output
+
+
+def test_a_config_can_state_its_ssm_dtype():
+    config = json.loads(reference_hf_config("qwen3-next-80b-a3b").read_text())
+    halved = import_hf_config(config | {"mamba_ssm_dtype": "bfloat16"}).model
+    per_layer = 32 * 128 * 128 * BF16 + (2 * 16 * 128 + 32 * 128) * 4 * BF16
+    assert kv_footprint(halved, seq_len=1).state_bytes_per_seq == 36 * per_layer
+    with pytest.raises(BadInputError, match="mamba_ssm_dtype"):
+        import_hf_config(config | {"mamba_ssm_dtype": "int8"})
+
+
+def test_the_table_shows_layer_kinds_and_the_fixed_state(cli):
+    from mha_cli.cli.app import app
+
+    def table(*args: str) -> str:
+        result = cli.runner.invoke(app, list(args), env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    jamba = table("kv", "jamba-mini-1.5", "--seq", "8k")
+    assert "4 global, 28 mamba layers" in jamba and "fixed state per sequence" in jamba
+    assert "28 layers x 589,824 B fixed state" in jamba
+    assert "132 of it indexer key" in table("kv", "deepseek-v3.2-exp", "--kv-dtype", "fp8_ds_mla")

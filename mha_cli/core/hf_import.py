@@ -33,7 +33,8 @@ KNOWN_MODEL_TYPES = {
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
     "gemma3_text", "falcon", "gpt_oss", "deepseek_v2", "deepseek_v3", "phi3", "gpt2", "starcoder2", "olmo2",
     "deepseek_v32", "llama4", "llama4_text", "qwen3_next", "jamba", "falcon_h1", "granitemoehybrid", "minimax",
-    "kimi_linear", "gemma3n", "gemma3n_text", "cohere2", "smollm3",
+    "kimi_linear", "gemma3n", "gemma3n_text", "cohere2", "smollm3", "qwen3_5", "qwen3_5_text", "qwen3_5_moe",
+    "qwen3_5_moe_text",
 }  # fmt: skip
 
 # Older names of a family, as early config.json files spell them.
@@ -357,6 +358,14 @@ FAMILY_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
         "head_dim": 256, "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
         "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
     }),
+    "qwen3_5_text": (f"Qwen3_5TextConfig ({_TF})", {
+        "head_dim": 256, "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
+    }),
+    "qwen3_5_moe_text": (f"Qwen3_5MoeTextConfig ({_TF})", {
+        "head_dim": 256, "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
+    }),
     "jamba": (f"JambaConfig ({_TF})", {
         "attn_layer_period": 8, "attn_layer_offset": 4, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
         "num_experts_per_tok": 2,
@@ -377,6 +386,8 @@ FAMILY_DEFAULTS["gemma3n"] = FAMILY_DEFAULTS["gemma3n_text"]
 FAMILY_DEFAULTS["llama4"] = FAMILY_DEFAULTS["llama4_text"]
 FAMILY_DEFAULTS["qwen2_moe"] = FAMILY_DEFAULTS["qwen2"]
 FAMILY_DEFAULTS["qwen3_moe"] = FAMILY_DEFAULTS["qwen3"]
+FAMILY_DEFAULTS["qwen3_5"] = FAMILY_DEFAULTS["qwen3_5_text"]
+FAMILY_DEFAULTS["qwen3_5_moe"] = FAMILY_DEFAULTS["qwen3_5_moe_text"]
 
 _KIND_OF_LAYER_TYPE: dict[str, LayerKind] = {
     "full_attention": "global", "attention": "global", "hybrid": "global", "indexed_attention": "global",
@@ -385,7 +396,8 @@ _KIND_OF_LAYER_TYPE: dict[str, LayerKind] = {
 }  # fmt: skip
 """transformers' ``layer_types`` names (``hybrid``: attention beside a state mixer, Falcon-H1)."""
 
-_STATE_FAMILIES = {"qwen3_next", "jamba", "falcon_h1", "granitemoehybrid", "minimax", "kimi_linear"}
+_GATED_DELTANET = {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}
+_STATE_FAMILIES = {"jamba", "falcon_h1", "granitemoehybrid", "minimax", "kimi_linear"} | _GATED_DELTANET
 _LLAMA4 = ("llama4", "llama4_text")
 
 
@@ -448,7 +460,7 @@ def _family_layer_kinds(r: _Reader, model_type: str, n_layers: int) -> list[Laye
             int((i + 1) % r.count("no_rope_layer_interval", "no_rope_layer_interval") != 0) for i in range(n_layers)
         ]
         return ["chunked" if flag else "global" for flag in uses_rope]
-    if model_type == "qwen3_next":
+    if model_type in _GATED_DELTANET:
         every = r.count("full_attention_interval", "full_attention_interval")
         return ["global" if (i + 1) % every == 0 else "linear" for i in range(n_layers)]
     if model_type == "jamba":
@@ -481,9 +493,21 @@ def _fixed_state_fields(
     return out
 
 
+def _ssm_dtype(r: _Reader) -> dict[str, Any]:
+    """A config's own ``mamba_ssm_dtype`` (Qwen3.5 states float32): fp32, or a 16-bit activation dtype."""
+    named = r.config.get("mamba_ssm_dtype")
+    if named is None:
+        return {}
+    if str(named) in ("float32", "fp32"):
+        return {"state_dtype": "fp32"}
+    if str(named) in ("bfloat16", "bf16", "float16", "fp16"):
+        return {"state_dtype": "activation"}
+    raise BadInputError(f"{r.origin}: mamba_ssm_dtype {named!r} is not float32, bfloat16 or float16")
+
+
 def _recurrent(r: _Reader, model_type: str, d_model: int, fields: dict[str, Any]) -> dict[str, Any] | None:
     """The fixed state one linear-attention / state-space layer keeps, in the family's own fields."""
-    if model_type == "qwen3_next":  # Gated DeltaNet: state (v heads, k dim, v dim), conv over q, k, v
+    if model_type in _GATED_DELTANET:  # Gated DeltaNet: state (v heads, k dim, v dim), conv over q, k, v
         k_heads = r.count("linear_num_key_heads", "linear_num_key_heads")
         v_heads = r.count("linear_num_value_heads", "linear_num_value_heads")
         k_dim = r.count("linear_key_head_dim", "linear_key_head_dim")
@@ -491,7 +515,7 @@ def _recurrent(r: _Reader, model_type: str, d_model: int, fields: dict[str, Any]
         return {
             "kind": "gated_deltanet", "n_heads": v_heads, "head_dim": k_dim, "state_dim": v_dim,
             "conv_dim": 2 * k_heads * k_dim + v_heads * v_dim,
-            "conv_kernel": r.count("linear_conv_kernel_dim", "linear_conv_kernel_dim"),
+            "conv_kernel": r.count("linear_conv_kernel_dim", "linear_conv_kernel_dim"), **_ssm_dtype(r),
         }  # fmt: skip
     if model_type == "jamba":  # Mamba-1: d_inner channels, each a d_state vector; conv over d_inner
         inner = r.count("mamba_expand", "mamba_expand") * d_model

@@ -222,8 +222,9 @@ class ModelSpec(_Strict):
     """Tokens per chunk of a ``chunked`` layer (Llama-4's attention_chunk_size): it caches at most one chunk."""
     recurrent: RecurrentSpec | None = None
     """The fixed-state mixer of ``linear`` layers (and of every layer when ``on_attention_layers``)."""
-    n_kv_shared_layers: Annotated[int, Field(ge=0, le=_MAX_LAYERS)] = 0
-    """The last N layers reuse the K/V of earlier layers and cache nothing (Gemma-3n's num_kv_shared_layers)."""
+    n_kv_shared_layers: Annotated[int, Field(gt=0, le=_MAX_LAYERS)] | None = None
+    """The last N layers reuse the K/V of earlier layers and cache nothing (Gemma-3n's num_kv_shared_layers);
+    ``None``: every attention layer caches its own."""
     vocab_size: Annotated[int, Field(gt=0, le=_MAX_VOCAB)]
     d_ff: Width
     """MLP hidden width (dense layers)."""
@@ -307,7 +308,7 @@ class ModelSpec(_Strict):
             raise ValueError("layer_pattern has chunked layers but attention_chunk is not set")
         if self.layer_pattern and "linear" in self.layer_pattern and self.recurrent is None:
             raise ValueError("layer_pattern has linear layers but no recurrent block describes their state")
-        if self.n_kv_shared_layers >= self.n_layers:
+        if (self.n_kv_shared_layers or 0) >= self.n_layers:
             raise ValueError(
                 f"n_kv_shared_layers ({self.n_kv_shared_layers}) must be below n_layers ({self.n_layers}):"
                 " some layer must store the K/V the others share"
@@ -358,7 +359,7 @@ class ModelSpec(_Strict):
 
     def caches_tokens(self, layer: int) -> bool:
         """Whether layer ``layer`` stores per-token K/V of its own (not a linear layer, not a KV-sharing one)."""
-        return self.layer_kind(layer) != "linear" and layer < self.n_layers - self.n_kv_shared_layers
+        return self.layer_kind(layer) != "linear" and layer < self.n_layers - (self.n_kv_shared_layers or 0)
 
     def holds_state(self, layer: int) -> bool:
         """Whether layer ``layer`` keeps the fixed per-sequence state of ``recurrent``."""
