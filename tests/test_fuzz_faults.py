@@ -176,7 +176,8 @@ def test_ctrl_c_at_any_moment_of_start_up_is_exit_130_without_a_traceback():
         process.send_signal(signal.SIGINT)
         stderr = process.communicate(timeout=60)[1]
         assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, (delay, stderr)
-        assert process.returncode in (0, 130), (delay, process.returncode, stderr)
+        # -SIGINT: killed before Python installed any handler (a loaded machine); the shell shows that as 130 too
+        assert process.returncode in (0, 130, -signal.SIGINT), (delay, process.returncode, stderr)
         if process.returncode == 130:
             assert stderr == "error: interrupted\n"
 
