@@ -1,6 +1,19 @@
-"""``python -m mha_cli``: the same as the ``mha`` console script."""
+"""The ``mha`` console entry and ``python -m mha_cli``.
 
-from mha_cli.cli.app import main
+Signal handlers go in before anything else is imported (typer, rich and pydantic take a few hundred
+milliseconds), so Ctrl-C at any moment of start-up exits 130 with one line, never a traceback.
+"""
+
+from mha_cli.cli.signals import install_quiet_exit
+
+install_quiet_exit()
+
+
+def main() -> None:
+    from mha_cli.cli.app import main as run_app
+
+    run_app()
+
 
 if __name__ == "__main__":
     main()

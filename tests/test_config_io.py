@@ -1,4 +1,5 @@
 import os
+import time
 
 import pytest
 
@@ -80,3 +81,108 @@ def test_validation_messages_are_plain_words_with_the_value():
     assert "model.d_model: must be greater than 0 (got 0)" in text
     assert "model.n_layers: must be a whole number (got 'x')" in text
     assert "model.mlp: must be one of 'gated' or 'plain' (got 'relu')" in text
+
+
+def alias_bomb(levels: int = 9, fan_out: int = 9) -> str:
+    """Nested anchors, each level using the one below ``fan_out`` times: ``fan_out ** levels`` values expanded."""
+    lines = ["a0: &a0 [" + ", ".join(["x"] * fan_out) + "]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * fan_out) + "]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + f"\nmodel:\n  d_model: *a{levels}\n"
+
+
+def test_an_alias_bomb_is_refused_in_well_under_a_second(tmp_path):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(alias_bomb())  # 9**10 values once expanded: gigabytes
+    start = time.perf_counter()
+    with pytest.raises(BadInputError, match="more than 1,000,000 values once its YAML aliases are expanded") as info:
+        read_mapping(path)
+    assert time.perf_counter() - start < 0.5
+    assert len(str(info.value)) < 300
+
+
+def test_a_few_aliases_are_fine_and_never_expanded_into_messages(tmp_path):
+    path = tmp_path / "small_bomb.yaml"
+    path.write_text(alias_bomb(levels=3, fan_out=9))  # 9**4 values: under the limit, so validation sees it
+    data = read_mapping(path)
+    with pytest.raises(BadInputError) as info:
+        parse_config({"model": {**data["model"], "n_layers": 2, "n_heads": 4, "vocab_size": 100, "d_ff": 128}}, "c")
+    assert "model.d_model: must be a whole number (got [[[" in str(info.value)
+    assert len(str(info.value)) < 150  # the list is quoted a few items deep, never expanded
+
+
+def test_a_self_referring_alias_is_refused(tmp_path):
+    path = tmp_path / "cycle.yaml"
+    path.write_text("model: &a\n  x: *a\n")
+    with pytest.raises(BadInputError, match="refers to a value that contains it"):
+        read_mapping(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("date.yaml", "notes: [2001-13-01]\n", r"a value cannot be read \(month must be in 1..12\)"),
+        ("tag.yaml", "notes: !!int abc\n", "a value cannot be read"),
+        ("digits.yaml", "model: {d_model: " + "1" * 5000 + "}\n", "more than 4,300 digits"),
+        ("digits.json", '{"model": {"d_model": ' + "1" * 5000 + "}}", "more than 4,300 digits"),
+        ("deep.yaml", "model: " + "[" * 100_000 + "]" * 100_000, "malformed YAML|nested too deeply"),
+        ("deep.json", '{"model": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        ("latin1.yaml", "name: caf\xe9\n", "not UTF-8 text"),
+    ],
+)
+def test_values_a_parser_cannot_convert_are_bad_input(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(BadInputError, match=message) as info:
+        read_mapping(path)
+    assert "\n" not in str(info.value) and len(str(info.value)) < 300
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path, suffix):
+    path = tmp_path / f"bom{suffix}"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"model": {"d_model": 64}}')
+    assert read_mapping(path) == {"model": {"d_model": 64}}
+
+
+def test_a_large_yaml_config_is_read_by_the_c_loader_quickly(tmp_path):
+    yaml = pytest.importorskip("yaml")
+    if not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("PyYAML built without libyaml")
+    path = tmp_path / "large.yaml"
+    notes = "".join(f"  - note number {i} about this model\n" for i in range(60_000))  # about 2 MiB
+    path.write_text("model: {d_model: 64}\nnotes:\n" + notes)
+    start = time.perf_counter()
+    data = read_mapping(path)
+    assert len(data["notes"]) == 60_000 and data["notes"][-1] == "note number 59999 about this model"
+    assert time.perf_counter() - start < 3  # the pure-Python loader takes about 15 s here
+
+
+def test_paths_that_cannot_be_opened_are_bad_input(tmp_path, monkeypatch):
+    long_name = tmp_path / ("a" * 300 + ".yaml")
+    with pytest.raises(BadInputError, match=r"cannot open it \(File name too long\)") as info:
+        read_mapping(long_name)
+    assert len(str(info.value)) < 300
+
+    locked = tmp_path / "locked" / "c.yaml"
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(type(locked), "stat", refuse)  # as for a folder without search permission (even as root)
+    with pytest.raises(BadInputError, match=r"locked/c.yaml: cannot open it \(Permission denied\)"):
+        read_mapping(locked)
+
+
+def test_a_path_with_a_newline_is_quoted_on_one_line(tmp_path):
+    path = tmp_path / "two\nlines.yaml"
+    with pytest.raises(BadInputError) as info:
+        read_mapping(path)
+    assert "\n" not in str(info.value) and "two\\nlines.yaml" in str(info.value)
+
+
+def test_thousands_of_bad_fields_make_one_short_line():
+    data = {"model": {f"unknown_{i}": i for i in range(3000)}}
+    with pytest.raises(BadInputError) as info:
+        parse_config(data, "c.yaml")
+    text = str(info.value)
+    assert len(text) < 600 and "more" in text and "\n" not in text

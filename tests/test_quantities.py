@@ -1,3 +1,6 @@
+import contextlib
+import time
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -81,3 +84,43 @@ def test_negative_numbers_say_positive_and_g_is_a_suffix():
 def test_huge_exponents_are_bad_input_not_a_crash(text):
     with pytest.raises(BadInputError, match="out of range"):
         parse_param_count(text) if text.endswith("B") else parse_token_count(text)
+
+
+def _seconds(function, *args) -> float:
+    start = time.perf_counter()
+    with contextlib.suppress(BadInputError):
+        function(*args)
+    return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("parse", [parse_param_count, parse_token_count, parse_byte_size])
+def test_long_input_is_refused_at_once_quoting_a_short_prefix(parse):
+    text = "1" * 20_000 + "!"  # was about 20 s with the old quadratic pattern
+    with pytest.raises(BadInputError, match=r"too long") as info:
+        parse(text)
+    assert len(str(info.value)) < 200 and "20,001 characters" in str(info.value)
+    assert _seconds(parse, text) < 0.01
+
+
+def test_the_number_pattern_is_linear_even_without_the_length_cap():
+    from mha_cli.core.quantities import _NUMBER_AND_SUFFIX
+
+    short, long = "1" * 20_000 + "!", "1" * 200_000 + "!"
+    t_short = min(_seconds(_NUMBER_AND_SUFFIX.fullmatch, short) for _ in range(3))
+    t_long = min(_seconds(_NUMBER_AND_SUFFIX.fullmatch, long) for _ in range(3))
+    assert t_long < 0.05  # quadratic matching of 200,000 characters takes minutes
+    assert t_long < 50 * max(t_short, 1e-4)  # 10x the input, about 10x the time
+
+
+def test_many_digits_after_the_point_stay_exact():
+    # 28 significant digits (Decimal's default precision) would round this product to a whole 1,024
+    with pytest.raises(BadInputError, match="not a whole number"):
+        parse_token_count("1.00000000000000000000000000001k")
+    assert parse_param_count("1.000000000001T") == 10**12 + 1
+    assert parse_token_count("123456789012345678901234567890") == 123456789012345678901234567890
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_booleans_are_not_counts(value):
+    with pytest.raises(BadInputError, match=r"not (true|false)"):
+        parse_token_count(value)

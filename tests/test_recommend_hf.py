@@ -43,6 +43,13 @@ def test_hf_format_never_overwrites_without_force(cli, tmp_path):
     assert out.read_text() == "{}"
 
 
+def test_hf_format_needs_a_json_path(cli, tmp_path):
+    out = tmp_path / "config.yaml"
+    result = cli.run("recommend", "--params", "1B", "--out", str(out), "--format", "hf")
+    assert result.exit_code == 2 and "--format hf" in result.stderr
+    assert not out.exists()
+
+
 def test_the_hook_command_recommend_prints_is_a_verify_option(cli, tmp_path):
     """`mha recommend --out X` names `mha verify X --hook`; the option comes from engineer H's branch (issue 10)."""
     out = tmp_path / "design.yaml"

@@ -18,8 +18,17 @@ from typing import Annotated, Any
 import typer
 
 from mha_cli import __version__
-from mha_cli.cli.output import print_error
-from mha_cli.core.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, MhaError
+from mha_cli.cli.output import discard_stdout, print_error
+from mha_cli.cli.signals import unwinding_signals
+from mha_cli.core.errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OUTPUT_FAILED,
+    MhaError,
+    Terminated,
+    os_reason,
+)
 
 
 def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -28,7 +37,8 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return command(*args, **kwargs)
+            with unwinding_signals():
+                return command(*args, **kwargs)
         except MhaError as exc:
             print_error(str(exc))
             raise typer.Exit(code=exc.exit_code) from None
@@ -36,11 +46,14 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
             raise
         except BrokenPipeError:
             # The reader closed the pipe (`mha presets --json | head -1`): stop quietly, as Unix tools do.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            discard_stdout()
             raise typer.Exit(code=EXIT_BROKEN_PIPE) from None
         except KeyboardInterrupt:
             print_error("interrupted")
             raise typer.Exit(code=EXIT_INTERRUPTED) from None
+        except Terminated as exc:  # SIGTERM or SIGHUP, after `finally` blocks removed any temporary file
+            print_error(exc.name)
+            raise typer.Exit(code=exc.exit_code) from None
         except Exception as exc:
             if os.environ.get("MHA_DEBUG"):
                 raise
@@ -133,19 +146,64 @@ def main() -> None:
     """Console-script entry point: registers only the invoked command, or all of them for help.
 
     Usage errors (unknown option, missing argument, a value of the wrong type) are printed as one
-    line, like every other error, with exit code 2.
+    line, like every other error, with exit code 2. ``mha`` alone prints the help and exits 0, as
+    ``mha --help`` does. A closed stdout (``mha kv gpt2 >&-``) is refused with exit 74 before any work:
+    the result would go nowhere, or into the first file the command opens.
     """
-    command = _invoked_command(sys.argv[1:])
+    if not _standard_streams_open():
+        sys.exit(EXIT_OUTPUT_FAILED)
+    argv = sys.argv[1:] or ["--help"]
+    command = _invoked_command(argv)
     app = build_app([command] if command else None)
     try:
-        code = app(standalone_mode=False)
+        code = app(args=argv, prog_name="mha", standalone_mode=False)
     except typer.TyperException as exc:
         where = f"mha {command} --help" if command else "mha --help"
         message = exc.format_message() or "missing a command"  # a group run without its sub-command
         print_error(f"{message} (see `{where}`)")
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        print_error("aborted")
+    except (typer.Abort, KeyboardInterrupt):
+        print_error("interrupted")
         sys.exit(EXIT_INTERRUPTED)
-
+    except OSError as exc:  # stdout full while typer prints the help or the version
+        discard_stdout()
+        print_error(f"cannot write to standard output: {os_reason(exc)}")
+        sys.exit(EXIT_OUTPUT_FAILED)
+    _flush_stdout()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _standard_streams_open() -> bool:
+    """False when stdout was closed at start (Python then sets ``sys.stdout`` to None); file descriptors 1 and 2
+    are reopened on /dev/null either way, so no file the command opens can take their place."""
+    closed_out, closed_err = sys.stdout is None, sys.stderr is None
+    for fd, closed in ((1, closed_out), (2, closed_err)):
+        if closed and _fd_closed(fd):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+    if closed_err:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    if closed_out:
+        print_error("standard output is closed: redirect it to a file or to /dev/null (> out.txt)")
+        return False
+    return True
+
+
+def _fd_closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+def _flush_stdout() -> None:
+    """Flush before exit, so a full stdout (``> /dev/full``) is one line and exit 74, not Python's own complaint."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        discard_stdout()
+        sys.exit(EXIT_BROKEN_PIPE)
+    except OSError as exc:
+        discard_stdout()
+        print_error(f"cannot write to standard output: {os_reason(exc)}")
+        sys.exit(EXIT_OUTPUT_FAILED)

@@ -7,6 +7,7 @@ rich is imported only when something is drawn: ``--json`` runs never pay for it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
 
-from mha_cli.core.errors import EXIT_BROKEN_PIPE
+from mha_cli.core.errors import EXIT_BROKEN_PIPE, OutputError, one_line, os_reason
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,7 +33,7 @@ def stdout_console() -> Console:
             """The reader went away (`mha targets | head -1`): stop quietly with 141, as with --json
             (rich's own handler would exit 1, which the README reserves for failed checks)."""
             self.quiet = True
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            discard_stdout()
             raise SystemExit(EXIT_BROKEN_PIPE)
 
     return TableConsole(highlight=False)
@@ -52,11 +53,19 @@ class Output:
         self.json_mode = json_mode
 
     def emit(self, result: ResultT, render: Callable[[Console, ResultT], None]) -> None:
-        if self.json_mode:
-            sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-            sys.stdout.flush()
-        else:
-            render(stdout_console(), result)
+        """Print the result; a full or failing stdout (``> /dev/full``) is an ``OutputError`` (exit 74)."""
+        try:
+            if self.json_mode:
+                sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+                sys.stdout.flush()
+            else:
+                render(stdout_console(), result)
+                sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            discard_stdout()
+            raise OutputError(f"cannot write to standard output: {os_reason(exc)}") from None
 
     def notice(self, message: str) -> None:
         """A side remark for people (alias expanded, file written); never on stdout."""
@@ -65,8 +74,19 @@ class Output:
         stderr_console().print(Text(message, style="dim"))  # Text: user input is never read as markup
 
 
+MAX_ERROR_CHARS = 1000
+"""The longest error line printed: messages quote short prefixes of the input; this is the backstop."""
+
+
+def discard_stdout() -> None:
+    """Point stdout's file descriptor at /dev/null, so what is still buffered can be flushed at exit quietly."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no real file behind sys.stdout (a capture)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def print_error(message: str) -> None:
-    """The one line a failing command prints (the message is printed as is, never as markup)."""
+    """The one line a failing command prints (printed as is, never as markup; newlines escaped, length capped)."""
     from rich.text import Text
 
-    stderr_console().print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
+    line = one_line(message, MAX_ERROR_CHARS)
+    stderr_console().print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from mha_cli.cli.options import JsonOpt
 from mha_cli.cli.output import Output
+from mha_cli.core.errors import BadInputError, shown
 
 if TYPE_CHECKING:
     from mha_cli.cli.app import CommandRegistry
@@ -28,11 +29,19 @@ ROW_LABEL = 12
 COLD, HOT = (20, 24, 48), (255, 196, 0)
 
 
+MAX_HEADS = 256
+"""Heads drawn at most: one heat map each."""
+MAX_D_MODEL = 4096
+"""Widest probe layer: four d_model x d_model projections stay a few hundred MB (200,000 would need 640 GB)."""
+MAX_SEED = 2**32 - 1
+
+
 def probe(
     sentence: Annotated[str, typer.Argument(help="A short sentence (at most 32 words and punctuation marks).")],
     heads: Annotated[int, typer.Option("--heads", help="Query heads.")] = 4,
     kv_heads: Annotated[
-        int | None, typer.Option("--kv-heads", help="Key/value heads (default: from --variant, else --heads).")
+        int | None,
+        typer.Option("--kv-heads", help="Key/value heads (default: from --variant, else --heads)."),
     ] = None,
     variant: Annotated[
         str | None, typer.Option("--variant", help="MHA, GQA, MQA or MLA (default: from the head counts).")
@@ -42,10 +51,34 @@ def probe(
     json: JsonOpt = False,
 ) -> None:
     """Run one seeded attention layer on a sentence and show each head's attention matrix."""
+    check_limits(heads=heads, kv_heads=kv_heads, d_model=d_model, seed=seed)
+    check_mla_width(heads, d_model, variant)
     from mha_cli.nn.probe import run_probe  # torch is imported here, only for this command
 
     result = run_probe(sentence, n_heads=heads, n_kv_heads=kv_heads, variant=variant, d_model=d_model, seed=seed)
     Output(json).emit(result, render_probe)
+
+
+def check_limits(*, heads: int, kv_heads: int | None, d_model: int, seed: int) -> None:
+    """Upper bounds before any allocation (lower bounds and shapes are the probe's own messages)."""
+    for option, value, most in (("--heads", heads, MAX_HEADS), ("--kv-heads", kv_heads or 1, MAX_HEADS),
+                                ("--d-model", d_model, MAX_D_MODEL)):  # fmt: skip
+        if value > most:
+            raise BadInputError(f"{option} must be at most {most:,} for the probe (got {shown(value)})")
+    if not 0 <= seed <= MAX_SEED:
+        raise BadInputError(f"--seed must be between 0 and {MAX_SEED:,} (got {shown(seed)})")
+
+
+def check_mla_width(heads: int, d_model: int, variant: str | None) -> None:
+    """MLA's RoPE key is half a head wide and RoPE rotates pairs: refuse a width whose half is odd, in one line."""
+    if (variant or "").strip().upper() != "MLA" or d_model % heads:
+        return  # other shape problems are the probe's own one-line messages
+    head_width = d_model // heads
+    if max(head_width // 2, 1) % 2:
+        raise BadInputError(
+            f"--variant MLA needs a head width (d_model / heads = {head_width}) whose half is even, e.g."
+            f" --d-model {4 * heads}: its RoPE key is half a head wide and RoPE rotates pairs of values"
+        )
 
 
 def heat_style(weight: float) -> Style:

@@ -17,7 +17,7 @@ import typer
 
 from mha_cli.cli.options import BatchOpt, ForceOpt, JsonOpt, KvDtypeOpt, SeqOpt, TargetOpt, WeightDtypeOpt
 from mha_cli.cli.output import Output
-from mha_cli.core.config_io import config_to_yaml, write_text_atomic
+from mha_cli.core.config_io import config_text, write_text_atomic
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.recommend import RecommendRequest, RecommendResult, recommend
 from mha_cli.core.recommend.hf_config import hf_config
@@ -72,7 +72,7 @@ OutOpt = Annotated[
     Path | None,
     typer.Option(
         "--out",
-        help="Write the design as a config file (YAML) that `mha kv` and `mha verify` read"
+        help="Write the design as a config file (.yaml/.yml: YAML, .json: JSON) that `mha kv` and `mha verify` read"
         " (with --format hf: a transformers config.json).",
     ),
 ]
@@ -129,6 +129,8 @@ def recommend_command(
     """Recommend attention for a parameter budget: variant, heads, KV cache, memory plan, rule trace."""
     if format not in OUT_FORMATS:
         raise BadInputError(f"--format {format!r} is not one of {', '.join(OUT_FORMATS)}")
+    if format == "hf" and out is not None and out.suffix.lower() != ".json":
+        raise BadInputError(f"--format hf writes a transformers config.json: give --out a .json path, not {out.name!r}")
     request = build_request(
         params=params, seq=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
         priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant, active_params=active_params,
@@ -136,8 +138,6 @@ def recommend_command(
     )  # fmt: skip
     result = recommend(request, config_path=str(out) if out is not None and format == "mha" else None)
     output = Output(json)
-    if result.memory is not None and result.memory.alias_note:
-        output.notice(f"target {result.memory.alias_note}")
     if out is not None:
         if format == "hf":
             text = json_module.dumps(hf_config(result.config.model, max_position_embeddings=request.seq_len), indent=2)
@@ -148,8 +148,10 @@ def recommend_command(
                 priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant,
                 active_params=active_params, experts=experts, top_k=top_k, out=out,
             )  # fmt: skip
-            write_text_atomic(out, config_to_yaml(result.config, header=header), force=force)
+            write_text_atomic(out, config_text(result.config, out, header=header), force=force)
         output.notice(f"wrote {out}")
+    if result.memory is not None and result.memory.alias_note:  # after the write: no notice before an error
+        output.notice(f"target {result.memory.alias_note}")
     output.emit(result, render_recommendation)
     if fail_if_no_fit and result.fits is False:
         raise typer.Exit(code=EXIT_CHECK_FAILED)

@@ -1,8 +1,12 @@
-"""Rich rendering of ``mha check``'s result; imported only when a person reads the report (not ``--json``)."""
+"""Rich rendering of ``mha check``'s result; imported only when a person reads the report (not ``--json``).
+
+Strings that come from the user (model name, path, target, finding messages that quote them) are escaped:
+``name: "[/]"`` prints as typed instead of crashing rich's markup parser."""
 
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from mha_cli.cli.render import bytes_cell, count_cell, model_table, print_assumptions
@@ -11,12 +15,13 @@ from mha_cli.core.rules.engine import counted
 
 
 def render_check(console: Console, result: CheckResult) -> None:
-    console.print(model_table(result.model, f"{result.model.name}  [dim]({result.source_kind}: {result.source})[/dim]"))
+    title = f"{escape(result.model.name)}  [dim]({result.source_kind}: {escape(result.source)})[/dim]"
+    console.print(model_table(result.model, title))
     print_assumptions(console, result.assumptions)
     d = result.deployment
     console.print(
         f"[bold]judged at[/bold]  {d.seq_len:,} tokens ({result.context_from}), batch {d.batch}, KV {d.kv_dtype}"
-        + (f", target {d.target}" if d.target else "")
+        + (f", target {escape(d.target)}" if d.target else "")
     )
     console.print(
         f"[bold]size[/bold]  {count_cell(result.total_params)} parameters = {bytes_cell(result.weight_bytes)};"
@@ -31,7 +36,8 @@ def render_check(console: Console, result: CheckResult) -> None:
         table.add_column("finding")
         styles = {"hard": "bold red", "warning": "yellow", "info": "dim"}
         for finding in result.findings:
-            table.add_row(finding.id, finding.severity, finding.name, finding.message, style=styles[finding.severity])
+            cells = (escape(finding.id), finding.severity, escape(finding.name), escape(finding.message))
+            table.add_row(*cells, style=styles[finding.severity])  # messages quote user strings: never markup
         console.print(table)
     console.print(
         f"{verdict_line(result)}: {counted(result.errors, 'hard-rule violation')}, {counted(result.warnings, 'warning')}"

@@ -1,4 +1,4 @@
-"""Reading and writing config files: YAML loaded safely, JSON accepted, writes atomic.
+"""Reading and writing config files: YAML loaded safely (and bounded), JSON accepted, writes atomic.
 
 A write never leaves a half-written file (it goes to a temporary file in the same folder that is
 then renamed over the target) and never replaces an existing file unless ``force`` is set.
@@ -6,52 +6,129 @@ then renamed over the target) and never replaces an existing file unless ``force
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import BadInputError, OutputError, one_line, os_reason, shown_path
 from mha_cli.core.schemas import MhaConfig
 from mha_cli.core.validation import describe_validation_error
 
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
+MAX_CONFIG_VALUES = 1_000_000
+"""The most values (mappings, lists, scalars) a config may hold once YAML aliases are expanded: a real config
+holds a few thousand; an alias bomb (nested anchors, each used many times) holds billions in a few lines."""
 
 
 def read_mapping(path: Path) -> dict[str, Any]:
-    """Parse a YAML or JSON file whose top level is a mapping."""
-    if not path.exists():
-        raise BadInputError(f"{path}: no such file")
-    if not path.is_file():
-        raise BadInputError(f"{path}: not a file")
-    if path.stat().st_size > MAX_CONFIG_BYTES:
-        raise BadInputError(f"{path}: larger than {MAX_CONFIG_BYTES // 2**20} MiB; is this a config file?")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"{path}: cannot read it as UTF-8 text ({exc.__class__.__name__})") from exc
-    if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BadInputError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
-    else:
-        import yaml  # here, not at import: preset and --json runs never pay for it
+    """Parse a YAML or JSON file whose top level is a mapping (a UTF-8 byte-order mark is allowed).
 
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or "cannot parse"
-            raise BadInputError(f"{path}: malformed YAML{where}: {problem}") from exc
+    Bounded before any work: the file's size (``MAX_CONFIG_BYTES``), then its values with aliases expanded
+    (``MAX_CONFIG_VALUES``, counted without expanding them). Every failure is a ``BadInputError``.
+    """
+    where = shown_path(path)
+    text = _read_text(path, where)
+    data = _parse_json(text, where) if path.suffix.lower() == ".json" else _parse_yaml(text, where)
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
-        raise BadInputError(f"{path}: expected a mapping of fields at the top level, found {kind}")
+        raise BadInputError(f"{where}: expected a mapping of fields at the top level, found {kind}")
+    _check_value_count(data, where)
     return data
+
+
+def _read_text(path: Path, where: str) -> str:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise BadInputError(f"{where}: no such file") from None
+    except (OSError, ValueError) as exc:  # name too long, a folder without search permission, a NUL in the name
+        reason = os_reason(exc) if isinstance(exc, OSError) else "not a valid file name"
+        raise BadInputError(f"{where}: cannot open it ({reason})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise BadInputError(f"{where}: not a file")
+    if info.st_size > MAX_CONFIG_BYTES:
+        raise BadInputError(f"{where}: larger than {MAX_CONFIG_BYTES // 2**20} MiB; is this a config file?")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BadInputError(f"{where}: cannot read it ({os_reason(exc)})") from None
+    if len(raw) > MAX_CONFIG_BYTES:  # grew since stat, or a file whose size stat does not report
+        raise BadInputError(f"{where}: larger than {MAX_CONFIG_BYTES // 2**20} MiB; is this a config file?")
+    try:
+        return raw.decode("utf-8-sig")  # an editor's byte-order mark is not part of the text
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"{where}: not UTF-8 text (byte {exc.start:,} cannot be decoded)") from None
+
+
+def _parse_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInputError(f"{where}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise BadInputError(f"{where}: nested too deeply to be a config file") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise BadInputError(f"{where}: {_unreadable_value(exc)}") from None
+
+
+def _parse_yaml(text: str, where: str) -> Any:
+    import yaml  # here, not at import: preset and --json runs never pay for it
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a large file in a fraction of the time
+    try:
+        return yaml.load(text, Loader=loader)  # a safe loader (C or pure Python)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "cannot parse"
+        raise BadInputError(f"{where}: malformed YAML{at}: {one_line(problem, 80)}") from None
+    except RecursionError:
+        raise BadInputError(f"{where}: nested too deeply to be a config file") from None
+    except (ValueError, OverflowError, TypeError) as exc:  # a bad date (2001-13-01), `!!int abc`, 4,301 digits
+        raise BadInputError(f"{where}: {_unreadable_value(exc)}") from None
+
+
+def _unreadable_value(exc: Exception) -> str:
+    """What a value the parser could not convert was, without quoting it."""
+    if "integer string conversion" in str(exc):
+        return "an integer with more than 4,300 digits: no field takes a number that large"
+    return f"a value cannot be read ({one_line(str(exc), 60)}): check dates, numbers and explicit !!tags"
+
+
+def _check_value_count(data: Any, where: str) -> None:
+    """Refuse a document whose aliases expand past ``MAX_CONFIG_VALUES`` values, or refer to themselves.
+
+    Each list and mapping is visited once (depth first, without recursion), its expanded size summed from
+    its children's, so a nine-level alias bomb is refused after a few dozen steps."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+        if children_done:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] if isinstance(c, (dict, list)) else 1 for c in children)
+            if sizes[key] > MAX_CONFIG_VALUES:
+                raise BadInputError(
+                    f"{where}: holds more than {MAX_CONFIG_VALUES:,} values once its YAML aliases are expanded;"
+                    " write the values out instead of nesting aliases"
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise BadInputError(f"{where}: a YAML alias refers to a value that contains it; remove the cycle")
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if isinstance(child, (dict, list)))
 
 
 def parse_config(data: dict[str, Any], origin: str) -> MhaConfig:
@@ -85,40 +162,92 @@ def _current_umask() -> int:
     return mask
 
 
+CONFIG_SUFFIXES = {".yaml": "YAML", ".yml": "YAML", ".json": "JSON"}
+
+
+def config_text(config: MhaConfig, path: Path, header: str | None = None) -> str:
+    """The config in the format ``path``'s extension names: ``.json`` JSON, ``.yaml``/``.yml`` YAML (with ``header``
+    as comments). JSON has no comments, so there the header goes first in ``notes``. Other extensions are refused:
+    a ``design.json`` holding YAML would be rejected by ``mha kv design.json``."""
+    kind = CONFIG_SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise BadInputError(f"{shown_path(path)}: name the file .yaml, .yml or .json (the extension sets the format)")
+    if kind == "YAML":
+        return config_to_yaml(config, header=header)
+    if header:
+        config = config.model_copy(update={"notes": [header, *config.notes]})
+    data = config.model_dump(mode="json", exclude_none=True)
+    if config.model.mla is None:
+        data["deployment"].pop("mla_cache", None)
+    return json.dumps(data, indent=2) + "\n"
+
+
 def write_text_atomic(path: Path, text: str, *, force: bool = False) -> None:
     """Write ``text`` (UTF-8) to ``path`` whole or not at all; refuse to overwrite without ``force``."""
     write_bytes_atomic(path, text.encode("utf-8"), force=force)
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, force: bool = False) -> None:
-    """Write ``data`` to ``path`` whole or not at all; refuse to overwrite without ``force``."""
-    if path.is_dir():
-        raise BadInputError(f"{path} is a folder: give a file name to write")
-    if path.exists() and not force:
-        raise BadInputError(f"{path} exists: pass --force to overwrite it")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise BadInputError(f"{folder}: no such folder to write {path.name} into")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    """Write ``data`` to ``path`` whole or not at all; refuse to overwrite without ``force``.
+
+    ``force`` replaces only a regular file (never a FIFO, a symlink, a device or a socket). A failure of the
+    file system (read-only, no permission, full disk, name too long) is an ``OutputError`` (exit 74) with the
+    system's reason; the temporary file is removed whatever happens, Ctrl-C, SIGTERM and SIGHUP included
+    (the CLI turns those into exceptions that unwind through the ``finally`` below).
+    """
+    where = shown_path(path)
+    try:
+        _check_target(path, where, force)
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            raise BadInputError(f"{shown_path(folder)}: no such folder to write {shown_path(path.name)} into")
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise OutputError(f"cannot write {where}: {os_reason(exc)}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.chmod(tmp_name, 0o666 & ~_current_umask())  # mkstemp makes 0600; give the usual mode
         if force:
+            _check_target(path, where, force)  # still a regular file (or nothing) just before it is replaced
             os.replace(tmp_name, path)
         else:
-            _link_without_overwriting(tmp_name, path)
+            _link_without_overwriting(tmp_name, path, where)
+    except OSError as exc:
+        raise OutputError(f"cannot write {where}: {os_reason(exc)}") from None
     finally:
         Path(tmp_name).unlink(missing_ok=True)
 
 
-def _link_without_overwriting(tmp_name: str, path: Path) -> None:
+_KINDS = {stat.S_IFLNK: "a symlink", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device",
+          stat.S_IFSOCK: "a socket"}  # fmt: skip
+
+
+def _check_target(path: Path, where: str, force: bool) -> None:
+    """Refuse a folder, an existing file without ``force``, and anything but a regular file with it."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        raise BadInputError(f"{where} is a folder: give a file name to write")
+    if not force:
+        raise BadInputError(f"{where} exists: pass --force to overwrite it")
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise BadInputError(f"{where} is {kind}: --force replaces only regular files; write somewhere else")
+
+
+def _link_without_overwriting(tmp_name: str, path: Path, where: str) -> None:
     """Put the finished file at ``path`` only if nothing is there, even if one appeared meanwhile."""
     try:
         os.link(tmp_name, path)  # fails if path exists: no window between a check and the write
     except FileExistsError:
-        raise BadInputError(f"{path} exists: pass --force to overwrite it") from None
-    except OSError:  # a file system without hard links: check, then rename
-        if path.exists():
-            raise BadInputError(f"{path} exists: pass --force to overwrite it") from None
+        raise BadInputError(f"{where} exists: pass --force to overwrite it") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        # a file system without hard links: check, then rename
+        if os.path.lexists(path):
+            raise BadInputError(f"{where} exists: pass --force to overwrite it") from None
         os.replace(tmp_name, path)

@@ -6,11 +6,16 @@ line and exits with its ``exit_code``; the last three codes are set by the CLI's
 
 from __future__ import annotations
 
+import os
+
 EXIT_CHECK_FAILED = 1  # a lint rule, threshold or numeric check failed; a plan that does not fit
 EXIT_BAD_INPUT = 2  # the input is wrong: fix the command line or the file
 EXIT_OUT_OF_MEMORY = 3  # the device cannot hold what was asked for
 EXIT_INTERNAL = 70  # a bug: an exception nobody expected (MHA_DEBUG=1 shows the traceback)
+EXIT_OUTPUT_FAILED = 74  # EX_IOERR: the output could not be written (--out: read-only, no permission, full disk,
+#                          name too long; stdout closed or full)
 EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_SIGNALLED = 128  # plus the signal's number: 129 SIGHUP, 143 SIGTERM (a temporary --out file is removed first)
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of the output went away
 
 
@@ -34,3 +39,58 @@ class OutOfMemoryError(MhaError):
     """The device has too little free memory for the request: exit 3."""
 
     exit_code = EXIT_OUT_OF_MEMORY
+
+
+class OutputError(MhaError):
+    """The result could not be written (an ``--out`` file or stdout): exit 74."""
+
+    exit_code = EXIT_OUTPUT_FAILED
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C's KeyboardInterrupt (``finally`` blocks remove temporary
+    files), and is not an ``Exception``, so no ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int, name: str) -> None:
+        super().__init__(name)
+        self.exit_code = EXIT_SIGNALLED + signum
+        self.name = name
+
+
+SHOWN_PREFIX = 40
+"""The most characters of a user's input an error line quotes (``shown``)."""
+
+
+def shown(value: object, limit: int = SHOWN_PREFIX) -> str:
+    """``value`` quoted for an error line: a short prefix, control characters escaped, one line.
+
+    ``shown("1" * 20000)`` is ``'11111111111111111111111111111111111111111'... (20,000 characters)``: an error
+    message never echoes more than ``limit`` characters of what was typed, and never a newline. Integers are
+    shown unquoted (``5``), or by their size when too long to print.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):  # a number is shown as a number, not quoted
+        if value.bit_length() > 3 * limit:  # str() of one past 4,300 digits raises; never print it
+            return f"a {value.bit_length():,}-bit integer"
+        return str(value)
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """``text`` unquoted, with control characters escaped (one line) and cut after ``limit`` characters."""
+    cut = text[:limit]
+    escaped = "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+    return escaped if len(text) <= limit else f"{escaped}... ({len(text):,} characters)"
+
+
+def shown_path(path: object, limit: int = 120) -> str:
+    """A path for an error line: as is when short and printable, else quoted, escaped and cut (``shown``)."""
+    text = str(path)
+    return text if len(text) <= limit and text.isprintable() else shown(text, limit)
+
+
+def os_reason(exc: OSError) -> str:
+    """``Permission denied``, ``File name too long``: the system's words for an ``OSError``, never its arguments."""
+    return os.strerror(exc.errno) if exc.errno else exc.__class__.__name__

@@ -25,21 +25,27 @@ MAX_DEVICES_TRIED = 4096
 SMALLER_WEIGHT_DTYPES = ("fp8", "int4")
 
 
+def group_sizes(model: ModelSpec) -> list[int]:
+    """Device counts a tensor-parallel group may have, from 2 to ``MAX_DEVICES_TRIED``: the powers of two and every
+    divisor of the query heads (24 devices split 96 heads; only the powers of two would skip it). Which of these
+    split the KV heads too is for ``footprint_for`` to say."""
+    powers = {2**k for k in range(1, MAX_DEVICES_TRIED.bit_length())}
+    divisors = {d for d in range(2, min(model.n_heads, MAX_DEVICES_TRIED) + 1) if model.n_heads % d == 0}
+    return sorted(d for d in powers | divisors if d <= MAX_DEVICES_TRIED)
+
+
 def devices_that_fit(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, total_params: int
 ) -> int | None:
-    """The smallest power-of-two tensor-parallel group of ``target``'s device that holds weights and cache."""
-    devices = 2
-    while devices <= MAX_DEVICES_TRIED:
+    """The smallest tensor-parallel group of ``target``'s device (``group_sizes``) that holds weights and cache."""
+    for devices in group_sizes(model):
         group = resolve_target(f"{devices}x{target.target.id}")
         try:
             kv = footprint_for(model, deployment, devices)
         except MhaError:  # this tp does not split the heads
-            devices *= 2
             continue
         if plan_memory(group, total_params=total_params, weight_dtype=deployment.weight_dtype, kv=kv).fits:
             return devices
-        devices *= 2
     return None
 
 
@@ -67,7 +73,7 @@ def ways_out(
             if bytes_per_weight(dtype) < current and per_device < plan.usable_bytes:
                 ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
                 break
-        return ways
+        return ways or [last_resort(model, target, deployment, plan, total_params)]
     if plan.max_sequences > 0:  # the batch is shared by the replicas, so the total is what fits
         ways.append(f"--batch {plan.max_sequences}")
     if storage_format(deployment.kv_dtype).bits > 8:
@@ -81,7 +87,55 @@ def ways_out(
     seq = _longest_context_that_fits(model, deployment, plan)
     if 0 < seq < kv.seq_len:
         ways.append(f"--seq {seq} (the context this batch fits)")
-    return ways
+    return ways or [last_resort(model, target, deployment, plan, total_params)]
+
+
+def last_resort(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan, total_params: int
+) -> str:
+    """When no single flag makes ``plan`` fit: the largest group that splits the heads, with a smaller weight format,
+    batch or context where that is what it takes; else a sentence starting ``none:`` that says why nothing does."""
+    current = bytes_per_weight(deployment.weight_dtype)
+    dtypes = [deployment.weight_dtype, *(d for d in SMALLER_WEIGHT_DTYPES if bytes_per_weight(d) < current)]
+    largest = 0
+    for devices in reversed(group_sizes(model)):
+        try:
+            footprint_for(model, deployment, devices)
+        except MhaError:
+            continue
+        largest = devices
+        break
+    if not largest:
+        return f"none: no group of up to {MAX_DEVICES_TRIED:,} devices splits the {model.n_heads} heads"
+    group = resolve_target(f"{largest}x{target.target.id}")
+    tp_flag = f" --tp {largest}" if plan.tp != plan.n_devices else ""
+    for dtype in dtypes:
+        wider = deployment.model_copy(update={"weight_dtype": dtype, "tp": largest})
+        big = plan_memory(group, total_params=total_params, weight_dtype=dtype, kv=footprint_for(model, wider, largest))
+        flags = f"--target {largest}x{target.target.id}{tp_flag}" + (
+            f" --weight-dtype {dtype}" if dtype != deployment.weight_dtype else ""
+        )
+        if big.fits:
+            return f"{flags} (tensor parallel over {largest} devices)"
+        if not big.weights_fit:
+            continue
+        if big.max_sequences > 0:
+            return f"{flags} --batch {big.max_sequences} (together: one flag alone is not enough)"
+        seq = _longest_context_that_fits(model, wider, big)
+        if seq > 0:
+            return f"{flags} --seq {seq} (together: one flag alone is not enough)"
+    smallest = dtypes[-1]
+    per_device = -(-weight_bytes(total_params, smallest) // largest)
+    why = (
+        f"needs {format_bytes(per_device)} of weights per device in {smallest}, more than the"
+        f" {format_bytes(big.usable_bytes)} usable"
+        if not big.weights_fit
+        else "has no room beside the weights for one sequence, however short"
+    )
+    return (
+        f"none: even {largest} x {target.target.id} (the largest group that splits the {model.n_heads} heads)"
+        f" {why}; choose a larger device or a smaller model"
+    )
 
 
 def _longest_context_that_fits(model: ModelSpec, deployment: DeploymentSpec, plan: MemoryPlan) -> int:

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
+from mha_cli.core.schemas import _MAX_LAYERS as MAX_LAYERS  # ModelSpec's bound, checked before lists are built
 from mha_cli.core.schemas import LayerKind, ModelSpec
 from mha_cli.core.validation import describe_validation_error
 
@@ -116,7 +117,7 @@ def _layer_pattern(r: _Reader, model_type: str, n_layers: int) -> list[LayerKind
     every_nth_global = r.get("sliding_window_pattern")
     if every_nth_global:
         period = r.count("sliding_window_pattern", "sliding_window_pattern")
-        return ["local"] * (period - 1) + ["global"]
+        return ["local"] * (period - 1) + ["global"] if period <= n_layers else ["local"] * n_layers  # bounded
     if model_type == "cohere2":
         return r.assume(["local"] * 3 + ["global"], "layer pattern: Cohere2 runs 3 local : 1 global (Cohere2Config)")
     if model_type == "gemma2":
@@ -179,7 +180,12 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
         "n_shared_experts": r.get("n_shared_experts") or (1 if r.get("shared_expert_intermediate_size") else 0),
         "d_ff_expert": d_ff_expert,
         "d_ff_shared": r.get("shared_expert_intermediate_size"),
-        "n_dense_layers": min(n_layers, r.get("first_k_dense_replace") or _leading_dense_layers(r, n_layers)),
+        "n_dense_layers": min(
+            n_layers,
+            r.count("dense layers", "first_k_dense_replace")
+            if r.get("first_k_dense_replace")
+            else _leading_dense_layers(r, n_layers),
+        ),
         "expert_bias": r.get("model_type") == "gpt_oss",
         "shared_expert_gate": r.get("model_type") == "qwen2_moe" and bool(r.get("shared_expert_intermediate_size")),
         **_routing(r, str(r.get("model_type"))),
@@ -356,6 +362,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
 
     d_model = r.count("hidden size", "hidden_size", "n_embd", "d_model")
     n_layers = r.count("layer count", "num_hidden_layers", "n_layer", "num_layers")
+    if n_layers > MAX_LAYERS:  # before any per-layer list is built
+        raise BadInputError(f"{origin}: {n_layers:,} layers; a model may have at most {MAX_LAYERS:,}")
     n_heads = r.count("attention head count", "num_attention_heads", "n_head")
     vocab = r.get("vocab_size")
     if vocab is None:  # a KV figure does not need it: price the cache, say the weights leave the embeddings out
@@ -434,11 +442,13 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
 
 def _shortest_cycle(pattern: list[LayerKind]) -> list[LayerKind]:
     """The shortest prefix that repeats to ``pattern`` (a full list when nothing repeats)."""
-    n = len(pattern)
-    for period in range(1, n + 1):
-        if all(pattern[i] == pattern[i % period] for i in range(n)):
-            return pattern[:period]
-    return pattern  # pragma: no cover - period n always matches
+    border = [0] * len(pattern)  # border[i]: longest proper prefix of pattern[: i + 1] that is also its suffix
+    for i in range(1, len(pattern)):  # KMP's failure function: linear (10,000 layers in milliseconds)
+        k = border[i - 1]
+        while k and pattern[i] != pattern[k]:
+            k = border[k - 1]
+        border[i] = k + (pattern[i] == pattern[k])
+    return pattern[: len(pattern) - border[-1]] if pattern else pattern  # shortest period = length - longest border
 
 
 # Layer kinds and fixed-state mixers (the 2025-26 families) ----------------------------------------------
@@ -547,6 +557,8 @@ def _listed_layer_kinds(r: _Reader, model_type: str, n_layers: int) -> list[Laye
         types = ["full_attention" if i in full else "linear_attention" for i in range(n_layers)]
     if not types:
         return None
+    if not isinstance(types, list):
+        raise BadInputError(f"{r.origin}: layer_types must be a list with one layer type per layer")
     if len(types) != n_layers:
         raise BadInputError(f"{r.origin}: layer_types has {len(types)} entries but num_hidden_layers is {n_layers}")
     unknown = sorted({str(t) for t in types} - set(_KIND_OF_LAYER_TYPE))

@@ -9,7 +9,7 @@ batch: a device caches ceil(batch / replicas) sequences.
 
 from __future__ import annotations
 
-from mha_cli.core.dtypes import bytes_per_weight
+from mha_cli.core.dtypes import storage_format
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.record import Record
@@ -61,8 +61,9 @@ def resolve_tp(tp: int | None, target: ResolvedTarget | None) -> int:
 
 
 def weight_bytes(total_params: int, weight_dtype: str) -> int:
-    """Bytes of all weights in ``weight_dtype`` (scales of quantised weights not counted)."""
-    return round(total_params * bytes_per_weight(weight_dtype))
+    """Bytes of all weights in ``weight_dtype`` (scales of quantised weights not counted), exact: whole bits,
+    rounded up to whole bytes, never through a float."""
+    return -(-total_params * storage_format(weight_dtype).bits // 8)
 
 
 def plan_memory(

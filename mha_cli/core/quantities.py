@@ -9,16 +9,21 @@ Conventions, chosen to match how people quote each kind of number:
   ``TB``/``TiB`` likewise; a bare number is bytes.
 
 Every parser returns an ``int`` and raises ``BadInputError`` with a one-line message otherwise.
+Input longer than ``MAX_QUANTITY_CHARS`` is refused before it is parsed, and the pattern has one
+way to match any text (no nested or adjacent optional digit runs), so a parse is linear in its input.
 """
 
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import BadInputError, shown
 
-_NUMBER_AND_SUFFIX = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+MAX_QUANTITY_CHARS = 64
+"""The longest quantity read: ``1.5T`` or ``131072`` need a few characters, a 20,000-character one is refused."""
+
+_NUMBER_AND_SUFFIX = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)")
 
 _MAX_EXPONENT = 30
 """Numbers beyond 10^30 (or below 10^-30) are refused before any arithmetic on them."""
@@ -39,57 +44,76 @@ _BYTE_UNITS = {
 }
 
 
-def _split(text: str, what: str, example: str) -> tuple[Decimal, str]:
-    match = _NUMBER_AND_SUFFIX.match(str(text))
+def _split(text: object, what: str, example: str) -> tuple[Decimal, str]:
+    if not isinstance(text, str):
+        raise BadInputError(f"{what} must be a number or text such as {example} (got {type(text).__name__})")
+    if len(text) > MAX_QUANTITY_CHARS:
+        raise BadInputError(f"{what} {shown(text)} is too long: write a number with an optional unit, e.g. {example}")
+    match = _NUMBER_AND_SUFFIX.fullmatch(text.strip())
     if not match:
-        raise BadInputError(f"cannot read {what} {text!r}: write a number with an optional unit, e.g. {example}")
+        raise BadInputError(f"cannot read {what} {shown(text)}: write a number with an optional unit, e.g. {example}")
     try:
         number = Decimal(match.group(1))
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only valid decimals
-        raise BadInputError(f"cannot read {what} {text!r}") from exc
+        raise BadInputError(f"cannot read {what} {shown(text)}") from exc
     if abs(number.adjusted()) > _MAX_EXPONENT:
-        raise BadInputError(f"{what} {text!r} is out of range")
+        raise BadInputError(f"{what} {shown(text)} is out of range")
     return number, match.group(2).upper()
 
 
 def _scale(text: str, number: Decimal, factor: int, what: str) -> int:
-    value = number * factor
+    with localcontext() as exact:
+        exact.prec = 2 * MAX_QUANTITY_CHARS  # room for every digit typed times the unit: the product is exact
+        value = number * factor
     if value != value.to_integral_value():
-        raise BadInputError(f"{what} {text!r} is not a whole number ({value})")
+        raise BadInputError(f"{what} {shown(text)} is not a whole number ({value})")
     result = int(value)
     if result <= 0:
-        raise BadInputError(f"{what} {text!r} must be positive")
+        raise BadInputError(f"{what} {shown(text)} must be positive")
     return result
+
+
+def _exact_int(value: int, what: str) -> int:
+    """An ``int`` given as is (a boolean is not a count); positive and within range."""
+    if isinstance(value, bool):
+        raise BadInputError(f"{what} must be a number, not {str(value).lower()}")
+    if value.bit_length() > 128:
+        raise BadInputError(f"{what} {shown(value)} is out of range")
+    return _scale(str(value), Decimal(value), 1, what)
 
 
 def parse_param_count(text: str | int) -> int:
     """Parse a parameter count (decimal suffixes): ``7B`` -> 7_000_000_000."""
     if isinstance(text, int):
-        return _scale(str(text), Decimal(text), 1, "parameter count")
+        return _exact_int(text, "parameter count")
     number, suffix = _split(text, "parameter count", "7B, 350M, 1.5T")
     if suffix not in _DECIMAL_COUNT:
-        raise BadInputError(f"unknown suffix {suffix!r} in parameter count {text!r}: use K, M, B (or G) or T (e.g. 7B)")
+        raise BadInputError(
+            f"unknown suffix {shown(suffix, 8)} in parameter count {shown(text)}: use K, M, B (or G) or T (e.g. 7B)"
+        )
     return _scale(text, number, _DECIMAL_COUNT[suffix], "parameter count")
 
 
 def parse_token_count(text: str | int) -> int:
     """Parse a token count (binary suffixes): ``8k`` -> 8192, ``128K`` -> 131072."""
     if isinstance(text, int):
-        return _scale(str(text), Decimal(text), 1, "token count")
+        return _exact_int(text, "token count")
     number, suffix = _split(text, "token count", "8192, 8k, 128K")
     if suffix not in _BINARY_COUNT:
-        raise BadInputError(f"unknown suffix {suffix!r} in token count {text!r}: use k, M or G (e.g. 8k = 8192)")
+        raise BadInputError(
+            f"unknown suffix {shown(suffix, 8)} in token count {shown(text)}: use k, M or G (e.g. 8k = 8192)"
+        )
     return _scale(text, number, _BINARY_COUNT[suffix], "token count")
 
 
 def parse_byte_size(text: str | int) -> int:
     """Parse a memory size: ``80GB`` -> 80 * 10**9, ``24GiB`` -> 24 * 2**30."""
     if isinstance(text, int):
-        return _scale(str(text), Decimal(text), 1, "memory size")
+        return _exact_int(text, "memory size")
     number, suffix = _split(text, "memory size", "80GB, 24GiB")
     if suffix not in _BYTE_UNITS:
         raise BadInputError(
-            f"unknown unit {suffix!r} in memory size {text!r}: use B, KB, MB, GB, TB or KiB, MiB, GiB, TiB"
+            f"unknown unit {shown(suffix, 8)} in memory size {shown(text)}: use B, KB, MB, GB, TB or KiB, MiB, GiB, TiB"
         )
     return _scale(text, number, _BYTE_UNITS[suffix], "memory size")
 

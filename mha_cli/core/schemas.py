@@ -95,7 +95,8 @@ WeightDtype = Annotated[DtypeName, BeforeValidator(_dtype)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    # strict: a boolean or a string ("64") is not a count; fields that parse text (seq_len "8k") do so first
+    model_config = ConfigDict(extra="forbid", defer_build=True, strict=True)
 
 
 class MLASpec(_Strict):
@@ -368,6 +369,10 @@ class ModelSpec(_Strict):
                 f"MLA decompresses one K/V per query head: n_kv_heads ({self.n_kv_heads}) must equal n_heads ({self.n_heads})"
             )
         self.n_kv_heads = self.n_heads
+        if self.mla.qk_head_dim > 1 << 14:  # head_dim's own bound, checked before head_dim is set from it
+            raise ValueError(
+                f"MLA head width qk_nope_head_dim + qk_rope_head_dim ({self.mla.qk_head_dim:,}) must be at most 16,384"
+            )
         if self.head_dim not in (None, self.mla.qk_head_dim):
             raise ValueError(
                 f"MLA head_dim ({self.head_dim}) must equal qk_nope_head_dim + qk_rope_head_dim ({self.mla.qk_head_dim})"

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
 from mha_cli.core.config_io import parse_config, read_mapping
-from mha_cli.core.errors import BadInputError
-from mha_cli.core.hf_import import import_hf_config, looks_like_hf_config
+from mha_cli.core.errors import BadInputError, one_line, shown, shown_path
+from mha_cli.core.hf_import import ImportedModel, import_hf_config, looks_like_hf_config
 from mha_cli.core.presets import find_preset
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -35,11 +36,13 @@ def load_source(source: str) -> ModelSource:
     if preset is not None:
         return ModelSource(kind="preset", origin=source, model=preset.model_copy(deep=True))
     path = Path(source)
-    if not path.exists():
-        raise BadInputError(f"{source!r} is neither a preset nor a file: run `mha presets`, or give a path to a config")
-    data = read_mapping(path)
+    if not _may_exist(path):
+        raise BadInputError(
+            f"{shown(source)} is neither a preset nor a file: run `mha presets`, or give a path to a config"
+        )
+    data = read_mapping(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):
-        imported = import_hf_config(data, name=_hf_name(path), origin=str(path))
+        imported = _import_untrusted(data, path)
         return ModelSource(kind="hf-config", origin=str(path), model=imported.model, assumptions=imported.assumptions)
     if "model" not in data and "d_model" in data:
         data = {"model": data}
@@ -47,6 +50,32 @@ def load_source(source: str) -> ModelSource:
     return ModelSource(
         kind="config", origin=str(path), model=config.model, deployment=config.deployment, notes=config.notes
     )
+
+
+def _import_untrusted(data: dict, path: Path) -> ImportedModel:
+    """``import_hf_config`` on a file from anywhere: a field of an unexpected type or shape (a string where a list
+    of layer types belongs, a list where a count does) is bad input, one line, whatever reader trips on it."""
+    try:
+        return import_hf_config(data, name=_hf_name(path), origin=str(path))
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
+        if os.environ.get("MHA_DEBUG"):
+            raise
+        raise BadInputError(
+            f"{shown_path(path)}: a field of this config.json has an unexpected type or shape"
+            f" ({exc.__class__.__name__}: {one_line(str(exc), 80)}; MHA_DEBUG=1 shows where)"
+        ) from None
+
+
+def _may_exist(path: Path) -> bool:
+    """False only when nothing is at ``path``; a name too long or a folder without permission is for ``read_mapping``
+    to explain."""
+    try:
+        path.lstat()
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return True
+    return True
 
 
 def _hf_name(path: Path) -> str:

@@ -17,7 +17,7 @@ import re
 from functools import cache
 from importlib import resources
 
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import BadInputError, shown
 from mha_cli.core.record import Record
 
 # What a person types -> the row it means. Where a name covers several parts, the alias picks
@@ -45,7 +45,12 @@ ALIASES: dict[str, str] = {
     "trillium": "tpu-v6e",
 }
 
-_MULTI = re.compile(r"^\s*(\d+)\s*[x*]\s*(.+?)\s*$", re.IGNORECASE)
+MAX_TARGET_CHARS = 64
+"""The longest target spec read (``8xh100-sxm`` is 10 characters); longer ones are refused before any matching."""
+MAX_DEVICES = 4096
+"""The most devices a target spec may name (``4096xh100``)."""
+
+_MULTI = re.compile(r"([0-9]+)\s*[x*]\s*(\S.*)", re.IGNORECASE | re.DOTALL)
 
 
 class Target(Record):
@@ -132,18 +137,23 @@ def _lookup(name: str) -> tuple[Target, str | None]:
     candidates = sorted(set(targets) | set(ALIASES))
     close = difflib.get_close_matches(key, candidates, n=4, cutoff=0.5)
     hint = f"did you mean {', '.join(close)}?" if close else "run `mha targets` for the list"
-    raise BadInputError(f"unknown target {name!r}: {hint}")
+    raise BadInputError(f"unknown target {shown(name)}: {hint}")
 
 
 def resolve_target(spec: str) -> ResolvedTarget:
     """Resolve ``a100``, ``h100-sxm`` or ``8xh100`` to a row and a device count."""
+    if not isinstance(spec, str):
+        raise BadInputError(f"target must be a name such as a100 or 8xh100 (got {type(spec).__name__})")
+    if len(spec) > MAX_TARGET_CHARS:
+        raise BadInputError(f"target {shown(spec)} is too long: give an id or alias, e.g. a100 or 8xh100")
     text = spec.strip()
     n_devices = 1
-    match = _MULTI.match(text)
+    match = _MULTI.fullmatch(text)
     if match:
-        n_devices = int(match.group(1))
+        digits = match.group(1).lstrip("0") or "0"
+        n_devices = int(digits) if len(digits) <= len(str(MAX_DEVICES)) else MAX_DEVICES + 1
         text = match.group(2)
-        if not 1 <= n_devices <= 4096:
-            raise BadInputError(f"device count in {spec!r} must be between 1 and 4096")
+        if not 1 <= n_devices <= MAX_DEVICES:
+            raise BadInputError(f"device count in {shown(spec)} must be between 1 and {MAX_DEVICES:,}")
     target, note = _lookup(text)
     return ResolvedTarget(spec=spec, target=target, n_devices=n_devices, alias_note=note)

@@ -2,10 +2,51 @@
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
+
+from mha_cli.core.errors import one_line, shown
+
+MAX_FIELDS_DESCRIBED = 5
+"""Fields named in one error line; the rest are counted (3,000 unknown fields make one short line, not 889 KB)."""
+
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxlist, _BRIEF.maxdict, _BRIEF.maxstring, _BRIEF.maxother = 2, 4, 4, 40, 40
+
+
+_TYPE_WORDS = {
+    "model_type": "a mapping of fields",
+    "dict_type": "a mapping of fields",
+    "list_type": "a list",
+    "string_type": "text",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "finite_number": "a finite number",
+}
+
+
+def _given(value: Any) -> str:
+    """The value a person gave, quoted briefly: a prefix of a long string, a few items of a list (a YAML alias is
+    never expanded), never a newline."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return shown(value)
+    return one_line(_BRIEF.repr(value), 80)
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    """``model.n_heads``; a key that is long or not printable (an unknown field's name) is quoted and cut."""
+    parts = []
+    for part in loc:
+        if isinstance(part, str):
+            parts.append(part if len(part) <= 40 and part.isprintable() else shown(part))
+        else:
+            parts.append(_given(part))
+    return ".".join(parts)
 
 
 def _phrase(error: Any) -> str:
@@ -16,18 +57,20 @@ def _phrase(error: Any) -> str:
     if kind == "missing":
         return "missing (required)"
     if kind == "greater_than":
-        return f"must be greater than {ctx['gt']} (got {given!r})"
+        return f"must be greater than {ctx['gt']} (got {_given(given)})"
     if kind == "greater_than_equal":
-        return f"must be at least {ctx['ge']} (got {given!r})"
+        return f"must be at least {ctx['ge']} (got {_given(given)})"
     if kind == "less_than_equal":
-        return f"must be at most {ctx['le']:,} (got {given!r})"
+        return f"must be at most {ctx['le']:,} (got {_given(given)})"
     if kind == "less_than":
-        return f"must be less than {ctx['lt']:,} (got {given!r})"
+        return f"must be less than {ctx['lt']:,} (got {_given(given)})"
     if kind == "literal_error":
-        return f"must be one of {ctx['expected']} (got {given!r})"
+        return f"must be one of {ctx['expected']} (got {_given(given)})"
     if kind in ("int_parsing", "int_from_float", "int_type"):
-        return f"must be a whole number (got {given!r})"
-    return str(error["msg"]).removeprefix("Value error, ")
+        return f"must be a whole number (got {_given(given)})"
+    if kind in _TYPE_WORDS:
+        return f"must be {_TYPE_WORDS[kind]} (got {_given(given)})"
+    return one_line(str(error["msg"]).removeprefix("Value error, "))
 
 
 def describe_validation_error(exc: ValidationError, option_names: Mapping[str, str] | None = None) -> str:
@@ -37,10 +80,13 @@ def describe_validation_error(exc: ValidationError, option_names: Mapping[str, s
     line names what the person typed: ``"--seq: must be greater than 0 (got 0)"``.
     """
     parts = []
-    for error in exc.errors(include_url=False):
-        path = ".".join(str(p) for p in error["loc"])
+    errors = exc.errors(include_url=False)
+    for error in errors[:MAX_FIELDS_DESCRIBED]:
+        path = _field_path(error["loc"])
         message = _phrase(error)
         parts.append(f"{path}: {message}" if path else message)
+    if len(errors) > MAX_FIELDS_DESCRIBED:
+        parts.append(f"and {len(errors) - MAX_FIELDS_DESCRIBED:,} more")
     described = "; ".join(parts)
     for field, option in (option_names or {}).items():
         described = described.replace(f"{field}:", f"{option}:")

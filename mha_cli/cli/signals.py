@@ -1,0 +1,63 @@
+"""Signals: Ctrl-C, SIGTERM and SIGHUP end a run with one line and a documented exit code, never a traceback.
+
+Two phases. During start-up and shut-down (importing typer and rich, parsing options, exiting) there is
+nothing to clean up, so ``install_quiet_exit`` makes each signal print one line and exit at once
+(130 for Ctrl-C, 128 + the signal's number otherwise). While a command runs, ``unwinding_signals`` makes
+them raise instead (``KeyboardInterrupt``, ``Terminated``), so ``finally`` blocks run: a temporary
+``--out`` file is removed. Only the console entry installs the quiet handlers; in-process runs (tests,
+library use) keep whatever handlers they have.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from mha_cli.core.errors import EXIT_SIGNALLED, Terminated
+
+STOPPING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)  # no SIGHUP on Windows
+
+
+def _signal_name(signum: int) -> str:
+    return "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+
+
+def _quiet_exit(signum: int, frame: FrameType | None) -> None:
+    """Start-up or shut-down: one line on stderr and exit now (``os.write`` and ``os._exit`` are safe here)."""
+    with contextlib.suppress(OSError):  # stderr closed: the exit code still says it
+        os.write(2, f"error: {_signal_name(signum)}\n".encode())
+    os._exit(EXIT_SIGNALLED + signum)  # 130 for Ctrl-C (SIGINT is 2)
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(signum, _signal_name(signum))
+
+
+def install_quiet_exit() -> None:
+    """Called first thing by the console entry, before any heavy import."""
+    for signum in STOPPING_SIGNALS:
+        signal.signal(signum, _quiet_exit)
+
+
+@contextmanager
+def unwinding_signals() -> Iterator[None]:
+    """While a command runs: Ctrl-C raises ``KeyboardInterrupt``, SIGTERM and SIGHUP raise ``Terminated``."""
+    in_console = (
+        threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is _quiet_exit
+    )
+    if not in_console:
+        yield
+        return
+    for signum in STOPPING_SIGNALS:
+        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else _raise_terminated)
+    try:
+        yield
+    finally:
+        install_quiet_exit()
