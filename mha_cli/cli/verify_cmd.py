@@ -1,8 +1,8 @@
 """``mha verify SOURCE``: build the config's attention layers in torch, measure cache memory and latency.
 
-Exit codes: 0 every check passed; 1 a threshold or the numerics check failed (the report is still
-printed); 2 bad input; 3 the device does not have the memory (nothing is allocated).
-torch is imported inside the command only.
+Exit codes: 0 every check passed; 1 a threshold, the numerics check or the induction hook (``--hook``)
+failed (the report is still printed); 2 bad input; 3 the device does not have the memory (nothing is
+allocated). torch is imported inside the command only.
 """
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ import typer
 from mha_cli.cli.options import JsonOpt, KvDtypeOpt, MlaCacheOpt, SourceBatchOpt, SourceSeqOpt
 from mha_cli.cli.output import Output, stderr_console
 from mha_cli.core.deployment import merge_deployment
-from mha_cli.core.errors import EXIT_CHECK_FAILED
+from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.sources import load_source
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from mha_cli.cli.app import CommandRegistry
+    from mha_cli.core.schemas import ModelSpec
+    from mha_cli.hook.result import HookResult
     from mha_cli.verify.report import VerifyReport
 
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (cuda when present), cuda or cpu.")]
@@ -61,6 +63,22 @@ ToleranceOpt = Annotated[
         show_default=False,
     ),
 ]
+HookOpt = Annotated[
+    bool,
+    typer.Option(
+        "--hook",
+        help="Also run the testability hook (rule MHA050): train a scaled-down 2-layer copy of the design's attention"
+        " on the induction task (A B ... A -> B) and a 1-layer control; exit 1 if the copy scores below 95%. About"
+        " 3 minutes on 2 CPU cores.",
+    ),
+]
+HookLayersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--hook-layers", help="Layers of the hook's copy (default 2; the control stays 1 layer).", show_default=False
+    ),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the hook's weights and data (--hook).")]
 
 
 def verify(
@@ -78,9 +96,16 @@ def verify(
     max_kv_gib: MaxKvGibOpt = None,
     max_decode_ms: MaxDecodeMsOpt = None,
     tolerance: ToleranceOpt = None,
+    hook: HookOpt = False,
+    hook_layers: HookLayersOpt = None,
+    seed: SeedOpt = 0,
     json: JsonOpt = False,
 ) -> None:
-    """Build the config in torch; compare cache bytes with the calculator; time prefill and decode; check numerics."""
+    """Build the config in torch; compare cache bytes with the calculator; time prefill and decode; check numerics.
+
+    With --hook, also train a scaled copy of the attention on the induction task (the testability hook).
+    """
+    layers_of_hook = hook_layers_to_run(hook, hook_layers, seed)
     from mha_cli.verify.plan import validate_options  # imports torch (through mha_cli.verify), as the run will
 
     validate_options(
@@ -88,6 +113,8 @@ def verify(
         max_decode_ms=max_decode_ms,
     )  # fmt: skip
     loaded = load_source(source)
+    if layers_of_hook is not None:
+        check_hook_copy(loaded.model, layers_of_hook)
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache
     )
@@ -107,6 +134,8 @@ def verify(
             max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, tolerance=tolerance, on_stage=on_stage,
         )  # fmt: skip
         progress.update(task, completed=len(STAGES))
+    if layers_of_hook is not None:
+        report = with_hook(report, run_hook_with_progress(loaded.model, layers_of_hook, seed=seed, device=device))
     Output(json).emit(report, render_verify)
     if not report.passed:
         raise typer.Exit(code=EXIT_CHECK_FAILED)
@@ -169,6 +198,10 @@ def render_verify(console: Console, report: VerifyReport) -> None:
         else f"{name} [red]FAIL[/red] ({escape(report.check_details.get(name, ''))})"
         for name, ok in report.checks.items()
     )
+    if report.hook is not None:
+        from mha_cli.cli.render_hook import render_hook
+
+        render_hook(console, report.hook)
     verdict = "[bold green]PASS[/bold green]" if report.passed else "[bold red]FAIL[/bold red]"
     console.print(f"{verdict}  {checks}")
 
@@ -180,6 +213,66 @@ def efficiency_text(report: VerifyReport) -> str:
     if report.roofline_efficiency > 1:
         return "above the measured peak (the peak measurement came out below this run: small caches, noise); "
     return f"{report.roofline_efficiency:.0%} of peak; "
+
+
+# The testability hook (--hook) ------------------------------------------------------------------
+
+
+def hook_layers_to_run(hook: bool, hook_layers: int | None, seed: int) -> int | None:
+    """The copy's depth when --hook is on (None when off); bad values are exit 2, before torch is imported."""
+    from mha_cli.hook.sizes import MAX_HOOK_LAYERS
+
+    if not hook:
+        if hook_layers is not None:
+            raise BadInputError("--hook-layers applies to the induction hook only: add --hook")
+        return None
+    layers = 2 if hook_layers is None else hook_layers
+    if not 1 <= layers <= MAX_HOOK_LAYERS:
+        raise BadInputError(f"--hook-layers must be between 1 and {MAX_HOOK_LAYERS}, not {layers}")
+    if seed < 0:
+        raise BadInputError(f"--seed must be 0 or more, not {seed}")
+    return layers
+
+
+def check_hook_copy(model: ModelSpec, layers: int) -> None:
+    """Fail now (exit 2), not after the verify run, if the design's scaled copy cannot be made."""
+    from mha_cli.hook.scale import scaled_copy
+    from mha_cli.hook.sizes import DEFAULT_SIZE
+
+    try:
+        scaled_copy(model, layers, DEFAULT_SIZE)
+    except ValueError as error:  # pydantic's ValidationError is a ValueError
+        raise BadInputError(f"the induction hook cannot scale this design down: {error}".splitlines()[0]) from None
+
+
+def run_hook_with_progress(model: ModelSpec, layers: int, *, seed: int, device: str) -> HookResult:
+    """``run_hook`` with a progress bar per trained model on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from mha_cli.hook import run as hook_run  # torch
+
+    columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    tasks: dict[str, int] = {}
+    with Progress(*columns, console=stderr_console(), transient=True) as progress:
+
+        def on_progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = progress.add_task(label, total=total)
+            progress.update(tasks[label], completed=done, total=total)
+
+        return hook_run.run_hook(model, layers=layers, seed=seed, device=device, on_progress=on_progress)
+
+
+def with_hook(report: VerifyReport, hook: HookResult) -> VerifyReport:
+    """The verify report with the hook's result, its check and its detail added."""
+    return report.model_copy(
+        update={
+            "hook": hook,
+            "checks": {**report.checks, "induction_hook": hook.passed},
+            "check_details": {**report.check_details, "induction_hook": hook.check_detail},
+            "passed": report.passed and hook.passed,
+        }
+    )
 
 
 def register(registry: CommandRegistry) -> None:

@@ -2,12 +2,15 @@
 
 Scripts rely on these top-level names: ``predicted_cache_bytes``, ``measured_cache_bytes``
 (integers, for the layers actually built), ``decode_ms`` (median per token), ``prefill_ms``,
-``device`` and ``checks`` (name -> true/false). ``passed`` is ``all(checks.values())``.
+``device`` and ``checks`` (name -> true/false). ``passed`` is ``all(checks.values())``. With ``--hook``,
+``hook`` holds the induction hook's result and ``checks`` an ``induction_hook`` entry.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel
+
+from mha_cli.hook.result import HookResult
 
 
 class TimingStats(BaseModel):
@@ -116,3 +119,5 @@ class VerifyReport(BaseModel):
     """Check name -> its figure against the limit, e.g. ``model cache 128.0 MiB > 0.001 GiB``."""
     passed: bool
     notes: list[str]
+    hook: HookResult | None = None
+    """The testability hook (``--hook``): the scaled copy's induction accuracy and its control; None without it."""
