@@ -140,6 +140,62 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
     }
 
 
+_ROPE_SCALING_FIELDS = (
+    "factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor",
+    "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate",
+)  # fmt: skip
+
+
+def _rope_parameters(r: _Reader) -> dict[str, Any]:
+    """rope_theta, partial_rotary_factor and the scaling block, from either layout of config.json.
+
+    transformers 5 writes ``rope_parameters`` (theta and scaling in one dict, per layer type for
+    Gemma 3); older files have ``rope_theta`` beside ``rope_scaling``.
+    """
+    params = r.get("rope_parameters")
+    if isinstance(params, dict) and all(isinstance(v, dict) for v in params.values()) and params:
+        kind = "full_attention" if "full_attention" in params else next(iter(params))
+        r.assumptions.append(f"rope_parameters per layer type: the {kind} layers' RoPE is used for every layer")
+        params = params[kind]
+    merged: dict[str, Any] = dict(params) if isinstance(params, dict) else {}
+    if isinstance(r.get("rope_scaling"), dict):
+        merged = {**r.get("rope_scaling"), **merged}
+    for key in ("rope_theta", "partial_rotary_factor"):
+        if merged.get(key) is None and r.get(key) is not None:
+            merged[key] = r.get(key)
+    return merged
+
+
+def _rope(r: _Reader, model_type: str) -> dict[str, Any] | None:
+    """The spec's ``rope`` block; ``None`` for learned or ALiBi positions."""
+    if model_type == "gpt2" or r.get("alibi"):
+        return None
+    params = _rope_parameters(r)
+    theta = params.get("rope_theta")
+    if theta is None:
+        theta = r.assume(10000.0, "rope_theta absent: 10,000 (the RoPE default)")
+    rope: dict[str, Any] = {"theta": float(theta)}
+    if params.get("partial_rotary_factor") is not None:
+        rope["partial_rotary_factor"] = float(params["partial_rotary_factor"])
+    kind = params.get("rope_type", params.get("type"))
+    if kind in (None, "default"):
+        return rope
+    if kind not in ("linear", "llama3", "yarn"):
+        r.assumptions.append(f"rope_scaling type {kind!r} is not modelled: unscaled RoPE frequencies")
+        return rope
+    scaling = {key: params[key] for key in _ROPE_SCALING_FIELDS if params.get(key) is not None}
+    if kind == "yarn" and "factor" not in scaling and scaling.get("original_max_position_embeddings"):
+        context = r.require("max_position_embeddings (yarn)", "max_position_embeddings")
+        scaling["factor"] = context / scaling["original_max_position_embeddings"]
+    rope["scaling"] = {"type": kind, **scaling}
+    return rope
+
+
+def _norm_eps(r: _Reader) -> float | None:
+    eps = r.get("rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_epsilon")
+    return None if eps is None else float(eps)
+
+
 def _kv_heads(r: _Reader, model_type: str, n_heads: int) -> int:
     if model_type == "falcon":
         if r.get("new_decoder_architecture"):  # Falcon-40B/180B: grouped KV heads
@@ -256,6 +312,11 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     moe = _moe(r, n_layers)
     if moe is not None:
         fields["moe"] = moe
+    rope = _rope(r, model_type)
+    if rope is not None:
+        fields["rope"] = rope
+    if _norm_eps(r) is not None:
+        fields["norm_eps"] = _norm_eps(r)
     try:
         model = ModelSpec.model_validate(fields)
     except ValidationError as exc:

@@ -16,6 +16,25 @@ from mha_cli.core.schemas import ModelSpec
 
 _LLAMA3_VOCAB = 128256
 
+
+def _llama3_rope(factor: float) -> dict[str, Any]:
+    """Llama 3.1/3.2's RoPE: theta 500,000 and llama3 scaling from an 8,192-token pre-training."""
+    return dict(
+        theta=500000.0,
+        scaling=dict(type="llama3", factor=factor, low_freq_factor=1.0, high_freq_factor=4.0,
+                     original_max_position_embeddings=8192),
+    )  # fmt: skip
+
+
+def _deepseek_yarn(mscale: float) -> dict[str, Any]:
+    """DeepSeek-V2/V3's RoPE: YaRN x40 from 4,096 tokens, mscale = mscale_all_dim."""
+    return dict(
+        theta=10000.0,
+        scaling=dict(type="yarn", factor=40.0, original_max_position_embeddings=4096, beta_fast=32.0,
+                     beta_slow=1.0, mscale=mscale, mscale_all_dim=mscale),
+    )  # fmt: skip
+
+
 PRESET_DATA: dict[str, dict[str, Any]] = {
     # 124M. MHA, learned positions, LayerNorm, GELU MLP, biases everywhere, tied head.
     "gpt2": dict(
@@ -32,27 +51,31 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
     "llama-3-8b": dict(
         source="meta-llama/Meta-Llama-3-8B config.json", context_length=8192,
         d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=_LLAMA3_VOCAB, d_ff=14336,
+        rope=dict(theta=500000.0),
     ),
     # 70.6B. GQA 64 / 8: 327,680 B/token in bf16.
     "llama-3-70b": dict(
         source="meta-llama/Meta-Llama-3-70B config.json", context_length=8192,
         d_model=8192, n_layers=80, n_heads=64, n_kv_heads=8, vocab_size=_LLAMA3_VOCAB, d_ff=28672,
+        rope=dict(theta=500000.0),
     ),
     # 70.6B. Same geometry as Llama-3-70B, 128K context through RoPE scaling.
     "llama-3.1-70b": dict(
         source="meta-llama/Llama-3.1-70B config.json", context_length=131072,
         d_model=8192, n_layers=80, n_heads=64, n_kv_heads=8, vocab_size=_LLAMA3_VOCAB, d_ff=28672,
+        rope=_llama3_rope(8.0),
     ),
     # 405.9B. GQA 128 / 8.
     "llama-3.1-405b": dict(
         source="meta-llama/Llama-3.1-405B config.json", context_length=131072,
         d_model=16384, n_layers=126, n_heads=128, n_kv_heads=8, vocab_size=_LLAMA3_VOCAB, d_ff=53248,
+        rope=_llama3_rope(8.0),
     ),
     # 1.24B. GQA 32 / 8, head_dim 64, tied embeddings.
     "llama-3.2-1b": dict(
         source="meta-llama/Llama-3.2-1B config.json", context_length=131072,
         d_model=2048, n_layers=16, n_heads=32, n_kv_heads=8, head_dim=64, vocab_size=_LLAMA3_VOCAB, d_ff=8192,
-        tied_embeddings=True,
+        tied_embeddings=True, rope=_llama3_rope(32.0),
     ),
     # 7.24B. GQA 32 / 8 with a 4,096-token sliding window on every layer.
     "mistral-7b-v0.1": dict(
@@ -63,6 +86,7 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
     "mistral-nemo-12b": dict(
         source="mistralai/Mistral-Nemo-Base-2407 config.json", context_length=128000,
         d_model=5120, n_layers=40, n_heads=32, n_kv_heads=8, head_dim=128, vocab_size=131072, d_ff=14336,
+        rope=dict(theta=1e6),
     ),
     # 3.82B. MHA; its config.json declares a 2,047-token sliding window on every layer.
     "phi-3-mini": dict(
@@ -73,31 +97,33 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
     "qwen2.5-7b": dict(
         source="Qwen/Qwen2.5-7B config.json", context_length=131072,
         d_model=3584, n_layers=28, n_heads=28, n_kv_heads=4, vocab_size=152064, d_ff=18944, qkv_bias=True,
+        rope=dict(theta=1e6), norm_eps=1e-6,
     ),
     # 0.6B. head_dim 128 explicit although 1024 / 16 = 64; QK-norm; tied.
     "qwen3-0.6b": dict(
         source="Qwen/Qwen3-0.6B config.json", context_length=40960,
         d_model=1024, n_layers=28, n_heads=16, n_kv_heads=8, head_dim=128, vocab_size=151936, d_ff=3072,
-        qk_norm=True, tied_embeddings=True,
+        qk_norm=True, tied_embeddings=True, rope=dict(theta=1e6), norm_eps=1e-6,
     ),
     # 8.19B. GQA 32 / 8, head_dim 128, QK-norm.
     "qwen3-8b": dict(
         source="Qwen/Qwen3-8B config.json", context_length=40960,
         d_model=4096, n_layers=36, n_heads=32, n_kv_heads=8, head_dim=128, vocab_size=151936, d_ff=12288,
-        qk_norm=True,
+        qk_norm=True, rope=dict(theta=1e6), norm_eps=1e-6,
     ),
     # 9.24B. head_dim 256; even layers use a 4,096-token window: 344,064 B/token in bf16.
     "gemma-2-9b": dict(
         source="google/gemma-2-9b config.json", context_length=8192,
         d_model=3584, n_layers=42, n_heads=16, n_kv_heads=8, head_dim=256, vocab_size=256000, d_ff=14336,
         sliding_window=4096, layer_pattern=["local", "global"], n_norms_per_layer=4, tied_embeddings=True,
+        norm_eps=1e-6,
     ),
     # 27.0B text model (vision tower not counted). 5 local (1,024-token window) : 1 global.
     "gemma-3-27b": dict(
         source="google/gemma-3-27b-pt config.json (text_config)", context_length=131072,
         d_model=5376, n_layers=62, n_heads=32, n_kv_heads=16, head_dim=128, vocab_size=262208, d_ff=21504,
         sliding_window=1024, layer_pattern=["local"] * 5 + ["global"], n_norms_per_layer=4, qk_norm=True,
-        tied_embeddings=True,
+        tied_embeddings=True, rope=dict(theta=1e6, scaling=dict(type="linear", factor=8.0)), norm_eps=1e-6,
     ),
     # 6.92B. MQA: 71 query heads share one KV head; parallel attention/MLP with one LayerNorm.
     "falcon-7b": dict(
@@ -111,6 +137,10 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         d_model=2880, n_layers=24, n_heads=64, n_kv_heads=8, head_dim=64, vocab_size=201088, d_ff=2880,
         sliding_window=128, layer_pattern=["local", "global"], qkv_bias=True, o_bias=True,
         moe=dict(n_experts=32, n_active_experts=4, d_ff_expert=2880, expert_bias=True),
+        rope=dict(theta=150000.0, scaling=dict(
+            type="yarn", factor=32.0, original_max_position_embeddings=4096, beta_fast=32.0, beta_slow=1.0,
+            truncate=False,
+        )),
     ),
     # 15.7B total, 2.45B active (published: 2.4B). MLA (latent 512 + RoPE 64), no query latent; 64 experts top-6 + 2 shared.
     "deepseek-v2-lite": dict(
@@ -118,6 +148,7 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         d_model=2048, n_layers=27, n_heads=16, vocab_size=102400, d_ff=10944,
         mla=dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128),
         moe=dict(n_experts=64, n_active_experts=6, n_shared_experts=2, d_ff_expert=1408, n_dense_layers=1),
+        rope=_deepseek_yarn(0.707), norm_eps=1e-6,
     ),
     # 671B total, 36.6B active (published: 37B; MTP module not counted). MLA: 61 * 576 * 2 = 70,272 B/token in bf16.
     "deepseek-v3": dict(
@@ -125,6 +156,7 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         d_model=7168, n_layers=61, n_heads=128, vocab_size=129280, d_ff=18432,
         mla=dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536),
         moe=dict(n_experts=256, n_active_experts=8, n_shared_experts=1, d_ff_expert=2048, n_dense_layers=3),
+        rope=_deepseek_yarn(1.0), norm_eps=1e-6,
     ),
 }  # fmt: skip
 

@@ -12,7 +12,7 @@ import itertools
 import textwrap
 from typing import Any
 
-from mha_cli.core.schemas import DeploymentSpec, MhaConfig, MLASpec, ModelSpec, MoESpec
+from mha_cli.core.schemas import DeploymentSpec, MhaConfig, MLASpec, ModelSpec, MoESpec, RopeScaling, RopeSpec
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -35,7 +35,7 @@ def config_json_schema() -> dict[str, Any]:
     schema = MhaConfig.model_json_schema()
     schema["$schema"] = JSON_SCHEMA_DIALECT
     schema["title"] = "mha config file"
-    for cls in (MhaConfig, ModelSpec, DeploymentSpec, MLASpec, MoESpec):
+    for cls in (MhaConfig, ModelSpec, DeploymentSpec, MLASpec, MoESpec, RopeSpec, RopeScaling):
         node = schema if cls is MhaConfig else schema["$defs"][cls.__name__]
         for field, doc in attribute_docstrings(cls).items():
             node["properties"][field].setdefault("description", doc)

@@ -25,6 +25,7 @@ MlpType = Literal["gated", "plain"]
 NormType = Literal["rmsnorm", "layernorm"]
 LayerKind = Literal["global", "local"]
 MlaCacheMode = Literal["absorbed", "naive"]
+RopeScalingType = Literal["linear", "llama3", "yarn"]
 
 _MAX_WIDTH = 1 << 20
 _MAX_LAYERS = 10_000
@@ -104,6 +105,68 @@ class MLASpec(_Strict):
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
+class RopeScaling(_Strict):
+    """Context extension of RoPE's frequencies (config.json's ``rope_scaling``); fields by ``type``.
+
+    linear: every frequency divided by ``factor``. llama3 (Llama 3.1): low frequencies divided by
+    ``factor``, high ones kept, a smooth ramp between (``low_freq_factor``, ``high_freq_factor``).
+    yarn: a ramp between interpolated and original frequencies (``beta_fast``, ``beta_slow``) and an
+    ``attention_factor`` scaling cos and sin (inferred from ``factor``, ``mscale``, ``mscale_all_dim``).
+    """
+
+    type: RopeScalingType
+    factor: Annotated[float, Field(gt=0)]
+    """How many times longer than ``original_max_position_embeddings`` the context is."""
+    original_max_position_embeddings: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    """Context of the pre-training (llama3 and yarn need it)."""
+    low_freq_factor: Annotated[float, Field(gt=0)] = 1.0
+    """llama3: wavelengths above original / low_freq_factor are divided by factor."""
+    high_freq_factor: Annotated[float, Field(gt=0)] = 4.0
+    """llama3: wavelengths below original / high_freq_factor are kept."""
+    beta_fast: Annotated[float, Field(gt=0)] = 32.0
+    """yarn: rotations above which a dimension keeps its original frequency."""
+    beta_slow: Annotated[float, Field(gt=0)] = 1.0
+    """yarn: rotations below which a dimension is fully interpolated."""
+    mscale: float | None = None
+    """yarn: numerator coefficient of the inferred attention factor (DeepSeek)."""
+    mscale_all_dim: float | None = None
+    """yarn: denominator coefficient of the inferred attention factor (DeepSeek)."""
+    attention_factor: Annotated[float, Field(gt=0)] | None = None
+    """yarn: scale of cos and sin; default 0.1 ln(factor) + 1 (or the mscale ratio)."""
+    truncate: bool = True
+    """yarn: round the ramp's ends to whole dimensions (gpt-oss: false)."""
+
+    @model_validator(mode="after")
+    def _needs_original_context(self) -> RopeScaling:
+        if self.type in ("llama3", "yarn") and self.original_max_position_embeddings is None:
+            raise ValueError(f"rope scaling {self.type} needs original_max_position_embeddings")
+        if self.type == "llama3" and self.high_freq_factor <= self.low_freq_factor:
+            raise ValueError("llama3 rope scaling needs high_freq_factor > low_freq_factor")
+        return self
+
+
+class RopeSpec(_Strict):
+    """Rotary position embedding: frequencies theta^(-2i / rotated width), optionally scaled."""
+
+    theta: Annotated[float, Field(gt=1)] = 10000.0
+    """Base wavelength (config.json's rope_theta); Llama 3: 500,000."""
+    partial_rotary_factor: Annotated[float, Field(gt=0, le=1)] = 1.0
+    """Fraction of head_dim that rotates (the first dimensions); the rest pass through."""
+    scaling: RopeScaling | None = None
+
+
+DEFAULT_NORM_EPS = 1e-5
+"""Epsilon of RMSNorm / LayerNorm when a spec does not state one (Llama 2/3, Mistral, GPT-2)."""
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def _is_default_eps(value: object) -> bool:
+    return value == DEFAULT_NORM_EPS
+
+
 class MoESpec(_Strict):
     """Mixture-of-experts MLP: counts for parameters and weight memory, not for the KV cache."""
 
@@ -170,6 +233,11 @@ class ModelSpec(_Strict):
     qkv_bias: bool = False
     o_bias: bool = False
     moe: MoESpec | None = None
+    rope: Annotated[RopeSpec | None, Field(exclude_if=_is_none)] = None
+    """Rotary embedding. Left out: theta 10,000, no scaling, for a model without learned positions
+    (``position_embeddings`` 0); a model with learned positions has none. See ``rotary``."""
+    norm_eps: Annotated[float, Field(gt=0, lt=1, exclude_if=_is_default_eps)] = DEFAULT_NORM_EPS
+    """Epsilon of every RMSNorm / LayerNorm (rms_norm_eps, layer_norm_epsilon); Qwen, Gemma, DeepSeek: 1e-6."""
     context_length: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
     """Context the model was trained for (config.json's max_position_embeddings), if known."""
 
@@ -255,6 +323,13 @@ class ModelSpec(_Strict):
     def attention_width(self) -> int:
         """n_heads * head_dim: width of the concatenated heads (may differ from d_model)."""
         return self.n_heads * self.dim_per_head
+
+    @property
+    def rotary(self) -> RopeSpec | None:
+        """The RoPE the model applies: ``rope``, else the default for a model without learned positions."""
+        if self.rope is not None:
+            return self.rope
+        return None if self.position_embeddings else RopeSpec()
 
     def layer_kind(self, layer: int) -> LayerKind:
         """'local' if layer ``layer`` (0-based) uses the sliding window, else 'global'."""

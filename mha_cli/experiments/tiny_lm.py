@@ -11,11 +11,11 @@ Shapes: ``b`` batch, ``s`` tokens, ``d`` d_model, ``v`` vocab_size, ``f`` d_ff.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.nn import KVCache, LatentCache, build_attention
+from mha_cli.nn.mlp import MLP
 
 INIT_STD = 0.02
 """Standard deviation of every linear and embedding weight at initialisation (GPT-2's)."""
@@ -25,24 +25,6 @@ def make_norm(spec: ModelSpec, device: torch.device | str | None) -> nn.Module:
     if spec.norm == "rmsnorm":
         return nn.RMSNorm(spec.d_model, eps=1e-6, device=device)
     return nn.LayerNorm(spec.d_model, eps=1e-5, device=device)
-
-
-class MLP(nn.Module):
-    """Gated (SwiGLU: down(silu(gate x) * up x)) or plain (down(gelu(up x))); d -> f -> d."""
-
-    def __init__(self, spec: ModelSpec, device: torch.device | str | None = None) -> None:
-        super().__init__()
-        d, f, bias = spec.d_model, spec.d_ff, spec.mlp_bias
-        self.gated = spec.mlp == "gated"
-        self.gate_proj = nn.Linear(d, f, bias=bias, device=device) if self.gated else None
-        self.up_proj = nn.Linear(d, f, bias=bias, device=device)
-        self.down_proj = nn.Linear(f, d, bias=bias, device=device)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gate_proj is None:
-            return self.down_proj(F.gelu(self.up_proj(x)))  # (b, s, d)
-        hidden = F.silu(self.gate_proj(x)) * self.up_proj(x)  # (b, s, f)
-        return self.down_proj(hidden)  # (b, s, d)
 
 
 class Block(nn.Module):
@@ -55,7 +37,7 @@ class Block(nn.Module):
         self.attn_norm = make_norm(spec, device)
         self.attention = build_attention(spec, mla_mode=mla_mode, device=device)
         self.mlp_norm = make_norm(spec, device)
-        self.mlp = MLP(spec, device)
+        self.mlp = MLP(spec.d_model, spec.d_ff, gated=spec.mlp == "gated", bias=spec.mlp_bias, device=device)
 
     def forward(self, x: torch.Tensor, cache: KVCache | LatentCache | None, start_pos: int) -> torch.Tensor:
         x = x + self.attention(self.attn_norm(x), cache, start_pos)  # (b, s, d)

@@ -1,7 +1,11 @@
 """One attention module for MHA, GQA and MQA: ``n_kv_heads`` equal to ``n_heads``, a divisor of it, or 1.
 
-Projection names follow Llama (``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``) so a Llama-family
-layer's weights load by name. Shapes use the glossary of ``mha_cli.nn.heads``.
+Projection names follow Llama (``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``, Qwen3's ``q_norm`` and
+``k_norm``) so a Llama-family layer's weights load by name. Optional parts, in the order they apply:
+per-head RMSNorm of queries and keys (Qwen3), RoPE (``rope``), a sliding window (``window``: a query
+sees itself and the window - 1 keys before it). Under tensor parallelism the module holds one rank's
+heads and ``o_proj`` is row-parallel (``reduce`` sums the ranks). Shapes use the glossary of
+``mha_cli.nn.heads``.
 """
 
 from __future__ import annotations
@@ -11,7 +15,14 @@ from torch import nn
 
 from mha_cli.nn.heads import combine_heads, split_heads
 from mha_cli.nn.kv_cache import KVCache
+from mha_cli.nn.norms import RMSNorm
+from mha_cli.nn.rope import RotaryEmbedding, rotate
+from mha_cli.nn.row_parallel import Reduce, row_parallel
 from mha_cli.nn.sdpa import grouped_attention, reference_attention
+from mha_cli.nn.window_cache import SlidingWindowCache, window_mask
+
+CosSin = tuple[torch.Tensor, torch.Tensor]
+"""RoPE's cos and sin (s, rotary width) for the positions of a forward call."""
 
 
 class Attention(nn.Module):
@@ -19,7 +30,9 @@ class Attention(nn.Module):
 
     ``forward(x, cache=None, start_pos=0)``: x (b, s, d_model) -> (b, s, d_model). With a cache, the
     new K/V are written at positions [start_pos, start_pos + s) and the queries attend over
-    [0, start_pos + s). Without one, x is the whole sequence from position 0.
+    [0, start_pos + s) (the last ``window`` of them for a sliding-window layer). Without one, x is
+    the whole sequence from position 0. ``cos_sin`` passes RoPE's tables computed once per model
+    step (else the module computes them); ``reduce`` sums the tensor-parallel ranks' outputs.
     """
 
     def __init__(
@@ -31,6 +44,10 @@ class Attention(nn.Module):
         *,
         bias: bool = False,
         o_bias: bool = False,
+        rope: RotaryEmbedding | None = None,
+        qk_norm: bool = False,
+        norm_eps: float = 1e-5,
+        window: int | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -39,30 +56,63 @@ class Attention(nn.Module):
             raise ValueError(f"n_heads ({n_heads}) must be divisible by n_kv_heads ({n_kv_heads}), 1 <= n_kv <= n_h")
         self.d_model, self.n_heads, self.n_kv_heads, self.head_dim = d_model, n_heads, n_kv_heads, head_dim
         self.q_per_kv = n_heads // n_kv_heads
+        self.rope, self.window = rope, window
         factory = {"dtype": dtype, "device": device}
         self.q_proj = nn.Linear(d_model, n_heads * head_dim, bias=bias, **factory)
         self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias, **factory)
         self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias, **factory)
         self.o_proj = nn.Linear(n_heads * head_dim, d_model, bias=o_bias, **factory)
+        if qk_norm:
+            self.q_norm = RMSNorm(head_dim, norm_eps, **factory)
+            self.k_norm = RMSNorm(head_dim, norm_eps, **factory)
+        self.qk_norm = qk_norm
 
-    def _project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _project(
+        self, x: torch.Tensor, start_pos: int = 0, cos_sin: CosSin | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k (normed and rotated as configured) and v for the positions [start_pos, start_pos + s)."""
         q = split_heads(self.q_proj(x), self.n_heads)  # (b, n_h, s, h_d)
         k = split_heads(self.k_proj(x), self.n_kv_heads)  # (b, n_kv, s, h_d)
         v = split_heads(self.v_proj(x), self.n_kv_heads)  # (b, n_kv, s, h_d)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)  # per head, over h_d
+        if self.rope is not None:
+            if cos_sin is None:
+                positions = torch.arange(start_pos, start_pos + x.shape[1], device=x.device)  # (s,)
+                cos_sin = self.rope.cos_sin(positions)
+            q, k = rotate(q, *cos_sin), rotate(k, *cos_sin)  # (b, n_h, s, h_d), (b, n_kv, s, h_d)
         return q, k, v
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None, start_pos: int = 0) -> torch.Tensor:
-        q, k, v = self._project(x)  # (b, n_h, s, h_d), (b, n_kv, s, h_d) x 2
-        if cache is not None:
+    def forward(
+        self,
+        x: torch.Tensor,
+        cache: KVCache | SlidingWindowCache | None = None,
+        start_pos: int = 0,
+        *,
+        cos_sin: CosSin | None = None,
+        reduce: Reduce | None = None,
+    ) -> torch.Tensor:
+        s = x.shape[1]
+        q, k, v = self._project(x, start_pos, cos_sin)  # (b, n_h, s, h_d), (b, n_kv, s, h_d) x 2
+        first_key = 0
+        if isinstance(cache, SlidingWindowCache):
+            k, v, first_key = cache.update(start_pos, k, v)  # (b, n_kv, t, h_d) each, keys from first_key
+        elif cache is not None:
             k, v = cache.update(start_pos, k, v)  # (b, n_kv, t, h_d) each, t = start_pos + s
-            k, v = k.to(q.dtype), v.to(q.dtype)  # no-op when the cache has the module's dtype
         elif start_pos:
             raise ValueError("start_pos > 0 needs a cache holding the earlier positions")
-        out = grouped_attention(q, k, v)  # (b, n_h, s, h_d)
-        return self.o_proj(combine_heads(out))  # (b, s, d_model)
+        k, v = k.to(q.dtype), v.to(q.dtype)  # no-op when the cache has the module's dtype
+        out = grouped_attention(q, k, v, mask=self._mask(start_pos, s, first_key, k.shape[2]))  # (b, n_h, s, h_d)
+        return row_parallel(self.o_proj, combine_heads(out), reduce)  # (b, s, d_model)
+
+    def _mask(self, start_pos: int, s: int, first_key: int, t: int) -> torch.Tensor | None:
+        """The window mask (s, t) when some causal key falls outside the window, else ``None`` (plain causal)."""
+        if self.window is None or start_pos + s - first_key <= self.window:
+            return None  # the keys span at most one window: causal masking alone is exact
+        return window_mask(start_pos, s, first_key, t, self.window, self.q_proj.weight.device)
 
     def forward_with_weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Reference path (explicit softmax, K/V repeated): (out (b, s, d_model), weights (b, n_h, s, s))."""
+        """Reference path (explicit softmax, K/V repeated, no window): (out (b, s, d_model), weights (b, n_h, s, s))."""
         q, k, v = self._project(x)  # (b, n_h, s, h_d), (b, n_kv, s, h_d) x 2
         out, weights = reference_attention(q, k, v)  # (b, n_h, s, h_d), (b, n_h, s, s)
         return self.o_proj(combine_heads(out)), weights  # (b, s, d_model), (b, n_h, s, s)
@@ -73,14 +123,16 @@ class Attention(nn.Module):
         max_seq: int,
         dtype: torch.dtype | str | None = None,
         device: torch.device | str | None = None,
-    ) -> KVCache:
-        """A pre-allocated cache for this module (default dtype and device: the module's)."""
+    ) -> KVCache | SlidingWindowCache:
+        """A pre-allocated cache for this module (default dtype and device: the module's).
+
+        A sliding-window layer gets a ring of min(max_seq, window) slots, any other layer max_seq.
+        """
         weight = self.q_proj.weight
-        return KVCache(
-            batch,
-            max_seq,
-            self.n_kv_heads,
-            self.head_dim,
-            dtype=weight.dtype if dtype is None else dtype,
-            device=weight.device if device is None else device,
-        )
+        factory = {
+            "dtype": weight.dtype if dtype is None else dtype,
+            "device": weight.device if device is None else device,
+        }
+        if self.window is not None:
+            return SlidingWindowCache(batch, max_seq, self.n_kv_heads, self.head_dim, self.window, **factory)
+        return KVCache(batch, max_seq, self.n_kv_heads, self.head_dim, **factory)

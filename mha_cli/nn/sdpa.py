@@ -72,17 +72,32 @@ def causal_mask(n_new: int, n_total: int, device: torch.device) -> torch.Tensor:
     return cols <= rows  # (s, t)
 
 
-def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float | None = None) -> torch.Tensor:
+def grouped_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    scale: float | None = None,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Causal attention of the last s positions over t = len(k) positions, K/V never repeated.
 
     q: (b, n_h, s, h_d); k: (b, n_kv, t, h_d); v: (b, n_kv, t, v_h_d) with n_h a multiple of n_kv.
     Query head h uses KV head h // q_per_kv (the convention of ``repeat_interleave``, Llama's layout).
+    ``mask`` (s, t) booleans, True = visible, replaces the causal mask (sliding windows).
     Returns (b, n_h, s, v_h_d).
     """
     b, n_heads, s, head_dim = q.shape
     n_kv_heads, t = k.shape[1], k.shape[2]
     q_per_kv = n_heads // n_kv_heads
     v_head_dim = v.shape[-1]
+    if mask is not None:
+        grouped_q = q.reshape(b, n_kv_heads, q_per_kv * s, head_dim)  # (b, n_kv, q_per_kv * s, h_d)
+        tiled = mask.repeat(q_per_kv, 1)  # (q_per_kv * s, t)
+        if _recorded is not None:
+            _recorded.append(sdpa_backend_name(grouped_q, k, v, tiled, False, scale))
+        out = F.scaled_dot_product_attention(grouped_q, k, v, attn_mask=tiled, scale=scale)  # (b, n_kv, g * s, v_h_d)
+        return out.reshape(b, n_heads, s, v_head_dim)  # (b, n_h, s, v_h_d)
     if q_per_kv > 1 and s == t and _native_gqa(q):
         # Prefill on CUDA in half precision: the flash kernel handles GQA itself and keeps its own
         # causal path, which the stacked layout (it needs an explicit mask) would lose.

@@ -1,0 +1,42 @@
+"""The dense MLP of a decoder layer: gated (SwiGLU) or plain (GELU), Llama's projection names.
+
+gated: down(silu(gate(x)) * up(x)), 3 matrices; plain: down(gelu(up(x))), 2 matrices. Under tensor
+parallelism ``d_ff`` is this rank's slice of the hidden width (gate/up column-split, down row-split).
+Shapes: ``b`` batch, ``s`` tokens, ``d`` d_model, ``f`` the (rank-local) hidden width.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mha_cli.nn.row_parallel import Reduce, row_parallel
+
+
+class MLP(nn.Module):
+    """``forward(x, reduce=None)``: x (b, s, d) -> (b, s, d); ``reduce`` sums the ranks' partial outputs."""
+
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        *,
+        gated: bool = True,
+        bias: bool = False,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        factory = {"dtype": dtype, "device": device}
+        self.gated = gated
+        self.d_ff = d_ff
+        if gated:
+            self.gate_proj = nn.Linear(d_model, d_ff, bias=bias, **factory)
+        self.up_proj = nn.Linear(d_model, d_ff, bias=bias, **factory)
+        self.down_proj = nn.Linear(d_ff, d_model, bias=bias, **factory)
+
+    def forward(self, x: torch.Tensor, reduce: Reduce | None = None) -> torch.Tensor:
+        up = self.up_proj(x)  # (b, s, f)
+        hidden = F.silu(self.gate_proj(x)) * up if self.gated else F.gelu(up)  # (b, s, f)
+        return row_parallel(self.down_proj, hidden, reduce)  # (b, s, d)

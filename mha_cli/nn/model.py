@@ -1,0 +1,322 @@
+"""The decoder language model every torch command builds from a ``ModelSpec``.
+
+token embedding (+ learned positions) -> n_layers x [norm -> attention -> norm -> MLP/MoE, residual]
+-> final norm -> LM head (the embedding matrix when tied). Parameter names equal transformers' for
+the Llama family (``model.embed_tokens.weight``, ``model.layers.0.self_attn.q_proj.weight``, ...,
+``lm_head.weight``), so a ``LlamaForCausalLM`` / ``MistralForCausalLM`` / ``Qwen2ForCausalLM`` /
+``Qwen3ForCausalLM`` state dict loads strictly and gives the same logits.
+
+Blocks by ``spec.n_norms_per_layer``: 2, pre-norm (Llama); 4, pre- and post-norm around attention
+and MLP (Gemma 2/3: ``pre_feedforward_layernorm``, ``post_feedforward_layernorm``); 1, attention and
+MLP in parallel from one norm (Falcon-7B).
+
+Tensor parallelism (Megatron layout, see the contract): with ``tp_size > 1`` only rank ``tp_rank``'s
+shard is allocated: its query heads, its KV heads (one replicated head when tp > n_kv_heads), its
+slice of d_ff; ``o_proj`` and ``down_proj`` are row-parallel and call ``DecoderLM.all_reduce``.
+Embeddings, norms and the LM head are replicated.
+
+Attention and MLP of a layer come from ``build_layer_attention`` and ``build_layer_mlp``: MLA and
+MoE layers are delegated there to ``mha_cli.nn.mla`` and ``mha_cli.nn.moe``.
+Shapes: ``b`` batch, ``s`` new tokens, ``d`` d_model, ``v`` vocab_size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mha_cli.core.kv import tp_split_problem
+from mha_cli.core.schemas import MlaCacheMode, ModelSpec
+from mha_cli.nn.attention import Attention, CosSin
+from mha_cli.nn.mlp import MLP
+from mha_cli.nn.norms import RMSNorm, make_norm
+from mha_cli.nn.omitted import omitted_details
+from mha_cli.nn.rope import RotaryEmbedding
+from mha_cli.nn.row_parallel import Reduce, identity
+
+INIT_STD = 0.02
+"""Standard deviation of every linear and embedding weight at initialisation (Llama's, GPT-2's)."""
+
+
+# One layer's parts ------------------------------------------------------------------------------
+
+
+def local_heads(spec: ModelSpec, tp_rank: int, tp_size: int) -> tuple[int, int]:
+    """(query heads, KV heads) rank ``tp_rank`` of ``tp_size`` holds; KV heads replicate when tp > n_kv."""
+    problem = tp_split_problem(spec.n_heads, spec.kv_heads, tp_size)
+    if problem is not None:
+        raise ValueError(problem)
+    if not 0 <= tp_rank < tp_size:
+        raise ValueError(f"tp_rank ({tp_rank}) must be in [0, {tp_size})")
+    return spec.n_heads // tp_size, max(1, spec.kv_heads // tp_size)
+
+
+def build_layer_attention(
+    spec: ModelSpec,
+    layer: int,
+    *,
+    rope: RotaryEmbedding | None,
+    mla_mode: MlaCacheMode = "absorbed",
+    tp_rank: int = 0,
+    tp_size: int = 1,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> nn.Module:
+    """The attention of layer ``layer`` (rank ``tp_rank``'s shard): ``Attention``, or MLA for an MLA spec."""
+    if spec.mla is not None:
+        return _build_mla(spec, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
+    n_heads, n_kv_heads = local_heads(spec, tp_rank, tp_size)
+    window = spec.sliding_window if spec.layer_kind(layer) == "local" else None
+    return Attention(
+        spec.d_model,
+        n_heads,
+        n_kv_heads,
+        spec.dim_per_head,
+        bias=spec.qkv_bias,
+        o_bias=spec.o_bias,
+        rope=rope,
+        qk_norm=spec.qk_norm,
+        norm_eps=spec.norm_eps,
+        window=window,
+        dtype=dtype,
+        device=device,
+    )
+
+
+def _build_mla(spec: ModelSpec, *, mla_mode: MlaCacheMode, tp_rank: int, tp_size: int, **factory: Any) -> nn.Module:
+    """MLA from ``mha_cli.nn.mla``: its ``build_mla`` (YaRN, TP) when present, else the plain module (tp 1)."""
+    from mha_cli.nn import mla
+
+    if hasattr(mla, "build_mla"):
+        return mla.build_mla(spec, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, **factory)
+    if tp_size > 1:
+        raise ValueError("tensor-parallel MLA is not built yet (mha_cli.nn.mla has no build_mla): use tp_size=1")
+    assert spec.mla is not None
+    rope = spec.rotary
+    return mla.MLAttention(
+        spec.d_model,
+        spec.n_heads,
+        spec.mla.kv_lora_rank,
+        spec.mla.qk_nope_head_dim,
+        spec.mla.qk_rope_head_dim,
+        spec.mla.v_head_dim,
+        spec.mla.q_lora_rank,
+        mode=mla_mode,
+        rope_base=10000.0 if rope is None else rope.theta,
+        **factory,
+    )
+
+
+def build_layer_mlp(
+    spec: ModelSpec,
+    layer: int,
+    *,
+    tp_rank: int = 0,
+    tp_size: int = 1,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> nn.Module:
+    """The MLP of layer ``layer`` (rank ``tp_rank``'s shard): dense, or MoE past the spec's dense layers."""
+    if spec.moe is not None and layer >= spec.moe.n_dense_layers:
+        try:
+            from mha_cli.nn.moe import build_moe  # type: ignore[import-not-found]
+        except ImportError:
+            raise ValueError(
+                f"{spec.name}: mixture-of-experts layers are not built yet (mha_cli.nn.moe is absent)"
+            ) from None
+        return build_moe(spec, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
+    if spec.d_ff % tp_size:
+        raise ValueError(f"d_ff ({spec.d_ff}) must be divisible by tp ({tp_size}) to split the MLP")
+    return MLP(
+        spec.d_model, spec.d_ff // tp_size, gated=spec.mlp == "gated", bias=spec.mlp_bias, dtype=dtype, device=device
+    )
+
+
+class DecoderLayer(nn.Module):
+    """One block; the norms present depend on ``spec.n_norms_per_layer`` (see the module docstring)."""
+
+    def __init__(self, spec: ModelSpec, self_attn: nn.Module, mlp: nn.Module, **factory: Any) -> None:
+        super().__init__()
+        if spec.n_norms_per_layer not in (1, 2, 4):
+            raise ValueError(f"build_model builds blocks with 1, 2 or 4 norms, not {spec.n_norms_per_layer}")
+        self.n_norms = spec.n_norms_per_layer
+
+        def norm() -> nn.Module:
+            return make_norm(spec.norm, spec.d_model, spec.norm_eps, **factory)
+
+        self.input_layernorm = norm()
+        self.self_attn = self_attn
+        if self.n_norms >= 2:
+            self.post_attention_layernorm = norm()
+        if self.n_norms == 4:
+            self.pre_feedforward_layernorm = norm()
+            self.post_feedforward_layernorm = norm()
+        self.mlp = mlp
+
+    def forward(
+        self, x: torch.Tensor, cache: Any, start_pos: int, cos_sin: CosSin | None, reduce: Reduce
+    ) -> torch.Tensor:
+        h = self.input_layernorm(x)  # (b, s, d)
+        attn = self._attend(h, cache, start_pos, cos_sin, reduce)  # (b, s, d)
+        if self.n_norms == 1:  # parallel block: both branches read the same normed input
+            return x + attn + self.mlp(h, reduce)  # (b, s, d)
+        if self.n_norms == 2:
+            x = x + attn  # (b, s, d)
+            return x + self.mlp(self.post_attention_layernorm(x), reduce)  # (b, s, d)
+        x = x + self.post_attention_layernorm(attn)  # (b, s, d)
+        return x + self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(x), reduce))  # (b, s, d)
+
+    def _attend(
+        self, h: torch.Tensor, cache: Any, start_pos: int, cos_sin: CosSin | None, reduce: Reduce
+    ) -> torch.Tensor:
+        if isinstance(self.self_attn, Attention):
+            return self.self_attn(h, cache, start_pos, cos_sin=cos_sin, reduce=reduce)
+        if reduce is identity:  # MLA computes its own RoPE (its own width)
+            return self.self_attn(h, cache, start_pos)
+        return self.self_attn(h, cache, start_pos, reduce=reduce)
+
+
+class DecoderBody(nn.Module):
+    """``embed_tokens`` (+ ``embed_positions``), ``layers``, ``norm``: transformers' ``model.`` prefix."""
+
+    def __init__(self, spec: ModelSpec, layers: list[DecoderLayer], **factory: Any) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model, **factory)
+        if spec.position_embeddings:
+            self.embed_positions = nn.Embedding(spec.position_embeddings, spec.d_model, **factory)
+        self.layers = nn.ModuleList(layers)
+        self.norm = make_norm(spec.norm, spec.d_model, spec.norm_eps, **factory)
+
+
+class DecoderLM(nn.Module):
+    """``forward(input_ids (b, s), caches=None, start_pos=0) -> logits (b, s, v)``; see the module docstring.
+
+    Attributes: ``spec``, ``n_layers`` (layers built), ``tp_rank``, ``tp_size``, ``all_reduce``
+    (Tensor -> Tensor summing over ranks; the identity on one rank, replaceable by a TP runner),
+    ``omitted`` (family details of the spec this decoder does not reproduce).
+    """
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        body: DecoderBody,
+        *,
+        rope: RotaryEmbedding | None,
+        tp_rank: int = 0,
+        tp_size: int = 1,
+        omitted: list[str] | None = None,
+        **factory: Any,
+    ) -> None:
+        super().__init__()
+        self.spec = spec
+        self.model = body
+        if not spec.tied_embeddings:
+            self.lm_head = nn.Linear(spec.d_model, spec.vocab_size, bias=False, **factory)
+        self.rope = rope
+        self.n_layers = len(body.layers)
+        self.tp_rank, self.tp_size = tp_rank, tp_size
+        self.all_reduce: Reduce = identity
+        self.omitted: list[str] = omitted or []
+        self._register_load_state_dict_pre_hook(self._drop_tied_head)
+
+    def _drop_tied_head(self, state_dict: dict[str, Any], prefix: str, *_: Any) -> None:
+        """transformers lists a tied head under ``lm_head.weight`` too; here the embedding is the head."""
+        if self.spec.tied_embeddings:
+            state_dict.pop(prefix + "lm_head.weight", None)
+
+    def forward(self, input_ids: torch.Tensor, caches: list[Any] | None = None, start_pos: int = 0) -> torch.Tensor:
+        s = input_ids.shape[1]
+        if caches is not None and len(caches) != self.n_layers:
+            raise ValueError(f"{len(caches)} caches for {self.n_layers} layers: use new_cache()")
+        if caches is None and start_pos:
+            raise ValueError("start_pos > 0 needs the caches holding the earlier positions")
+        positions = torch.arange(start_pos, start_pos + s, device=input_ids.device)  # (s,)
+        x = self.model.embed_tokens(input_ids)  # (b, s, d)
+        if hasattr(self.model, "embed_positions"):
+            if start_pos + s > self.model.embed_positions.num_embeddings:
+                raise ValueError(
+                    f"positions up to {start_pos + s} exceed the {self.model.embed_positions.num_embeddings} learned"
+                )
+            x = x + self.model.embed_positions(positions)  # (b, s, d)
+        cos_sin = None if self.rope is None else self.rope.cos_sin(positions)  # (s, r) each
+        for i, layer in enumerate(self.model.layers):
+            x = layer(x, None if caches is None else caches[i], start_pos, cos_sin, self.all_reduce)  # (b, s, d)
+        x = self.model.norm(x)  # (b, s, d)
+        head = self.model.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight  # (v, d)
+        return F.linear(x, head)  # (b, s, v)
+
+    def new_cache(self, batch: int, max_seq: int, dtype: torch.dtype | str | None = None) -> list[Any]:
+        """One pre-allocated cache per layer, each sized by its own attention (heads, window, latent)."""
+        return [layer.self_attn.new_cache(batch, max_seq, dtype=dtype) for layer in self.model.layers]
+
+
+# The entry point --------------------------------------------------------------------------------
+
+
+def build_model(
+    spec: ModelSpec,
+    *,
+    n_layers: int | None = None,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+    mla_mode: MlaCacheMode = "absorbed",
+    tp_rank: int = 0,
+    tp_size: int = 1,
+) -> DecoderLM:
+    """The decoder ``spec`` describes, its first ``n_layers`` layers (default all), rank ``tp_rank``'s shard.
+
+    Weights are drawn from N(0, 0.02) (biases 0, norms 1) unless ``device`` is ``meta``, where
+    nothing is allocated (for counting parameters).
+    """
+    n_built = spec.n_layers if n_layers is None else n_layers
+    if not 1 <= n_built <= spec.n_layers:
+        raise ValueError(f"n_layers ({n_built}) must be between 1 and the spec's {spec.n_layers}")
+    if tp_size < 1:
+        raise ValueError(f"tp_size ({tp_size}) must be at least 1")
+    target = torch.device(device) if device is not None else torch.device("cpu")
+    factory: dict[str, Any] = {"dtype": dtype, "device": "meta"}  # allocate once, below, without default init
+    rotary = spec.rotary
+    rope = None if rotary is None or spec.mla is not None else RotaryEmbedding(rotary, spec.dim_per_head)
+    layers = [
+        DecoderLayer(
+            spec,
+            build_layer_attention(spec, i, rope=rope, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, **factory),
+            build_layer_mlp(spec, i, tp_rank=tp_rank, tp_size=tp_size, **factory),
+            **factory,
+        )
+        for i in range(n_built)
+    ]
+    model = DecoderLM(
+        spec,
+        DecoderBody(spec, layers, **factory),
+        rope=rope,
+        tp_rank=tp_rank,
+        tp_size=tp_size,
+        omitted=omitted_details(spec),
+        **factory,
+    )
+    if target.type != "meta":
+        model.to_empty(device=target)
+        model.apply(_init_weights)
+    return model
+
+
+def _init_weights(module: nn.Module) -> None:
+    """N(0, INIT_STD) weights for linears and embeddings, zero biases, unit norms.
+
+    A module with parameters or buffers of its own (an MoE router's bias, say) defines ``init_weights()``.
+    """
+    if hasattr(module, "init_weights"):
+        module.init_weights()
+    elif isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, (RMSNorm, nn.LayerNorm, nn.RMSNorm)):
+        if module.weight is not None:
+            nn.init.ones_(module.weight)
+        if getattr(module, "bias", None) is not None:
+            nn.init.zeros_(module.bias)

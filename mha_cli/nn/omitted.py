@@ -1,0 +1,68 @@
+"""What ``build_model`` leaves out of a family it builds only by geometry (for the verify report).
+
+``build_model`` reproduces the Llama, Mistral and Qwen2/Qwen3 decoders exactly (same state-dict
+names, same logits as transformers). For other families it builds the same geometry (heads, head
+width, windows, MLP sizes, norms per layer, biases, tying), so weights and cache bytes are right,
+but some of the family's arithmetic or parameter names differ. ``omitted_details`` lists those
+differences, one sentence each.
+
+The family is read from the spec's ``name`` and ``source`` (a preset's name, or "model_type X" that
+``hf_import`` writes), and from the spec's structure where that says enough (learned positions,
+a parallel block, post-norms).
+"""
+
+from __future__ import annotations
+
+from mha_cli.core.schemas import ModelSpec
+
+_GEMMA = [
+    "Gemma's RMSNorm multiplies by (1 + weight); this one by weight",
+    "Gemma scales the token embeddings by sqrt(d_model); not here",
+    "Gemma's MLP is GeGLU (tanh GELU); this one is SwiGLU",
+]
+_GEMMA2 = [
+    "Gemma 2's soft-capping of attention logits (50) and of the final logits (30)",
+    "Gemma 2's softmax scale query_pre_attn_scalar^-0.5; this one uses head_dim^-0.5",
+]
+_GEMMA3 = [
+    "Gemma 3's local layers use their own RoPE theta (rope_local_base_freq 10,000); here every layer uses the spec's",
+    "Gemma 3's softmax scale query_pre_attn_scalar^-0.5; this one uses head_dim^-0.5",
+]
+_PHI3 = [
+    "Phi-3 stores fused qkv_proj and gate_up_proj weights; here q/k/v and gate/up are separate (same sizes)",
+    "Phi-3's longrope scaling (128k variants) is not modelled",
+]
+_GPT_OSS = [
+    "gpt-oss's attention sinks (a learned logit per head in every softmax)",
+    "gpt-oss's clamped SwiGLU (alpha 1.702, (up + 1) gating)",
+]
+_FALCON = ["Falcon stores a fused query_key_value weight under transformer.h.N; here Llama's names and separate q/k/v"]
+_LEARNED_POSITIONS = [
+    "GPT-2 stores fused Conv1D weights (c_attn, c_fc) under transformer.h.N; here Llama's names and separate q/k/v",
+    "GPT-2's MLP uses the tanh approximation of GELU; this one exact GELU",
+]
+
+
+def _family_text(spec: ModelSpec) -> str:
+    return f"{spec.name} {spec.source or ''}".lower().replace("_", "-")
+
+
+def omitted_details(spec: ModelSpec) -> list[str]:
+    """Family details of ``spec`` that the built decoder does not reproduce (empty for Llama/Mistral/Qwen)."""
+    text = _family_text(spec)
+    details: list[str] = []
+    if "gemma" in text or spec.n_norms_per_layer == 4:
+        details += _GEMMA
+        if "gemma3" in text or "gemma-3" in text:
+            details += _GEMMA3
+        elif "gemma2" in text or "gemma-2" in text:
+            details += _GEMMA2
+    if "phi3" in text or "phi-3" in text:
+        details += _PHI3
+    if "gpt-oss" in text:
+        details += _GPT_OSS
+    if "falcon" in text or spec.n_norms_per_layer == 1:
+        details += _FALCON
+    if spec.position_embeddings:
+        details += _LEARNED_POSITIONS
+    return details

@@ -1,0 +1,114 @@
+"""build_model over the presets: parameter counts equal ``count_params`` (on the meta device, nothing
+allocated), the geometry of other families (windows, post-norms, parallel blocks, learned positions)
+is built, and what is left out of them is listed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mha_cli.core.params import count_params
+from mha_cli.core.presets import get_preset, preset_names
+from mha_cli.core.schemas import ModelSpec
+from mha_cli.nn import build_model
+
+DENSE_PRESETS = [name for name in preset_names() if get_preset(name).moe is None]
+EXACT_FAMILIES = ["llama-2-7b", "llama-3-8b", "llama-3.1-70b", "mistral-7b-v0.1", "qwen2.5-7b", "qwen3-8b"]
+GEOMETRY_ONLY = ["gpt2", "phi-3-mini", "gemma-2-9b", "gemma-3-27b", "falcon-7b", "gpt-oss-20b"]
+
+
+def n_params(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def test_every_dense_preset_is_covered() -> None:
+    assert len(DENSE_PRESETS) >= 15 and "gemma-2-9b" in DENSE_PRESETS and "falcon-7b" in DENSE_PRESETS
+
+
+@pytest.mark.parametrize("name", DENSE_PRESETS)
+def test_parameters_equal_the_formula(name: str) -> None:
+    spec = get_preset(name)
+    assert n_params(build_model(spec, device="meta")) == count_params(spec).total
+
+
+def test_llama_3_8b_by_hand() -> None:
+    """8,030,261,248: 32 x (attention 41,943,040 + MLP 176,160,768 + 2 x 4,096) + 2 x 128,256 x 4,096 + 4,096."""
+    model = build_model(get_preset("llama-3-8b"), device="meta")
+    assert n_params(model) == 32 * (41_943_040 + 176_160_768 + 2 * 4096) + 2 * 128_256 * 4096 + 4096 == 8_030_261_248
+
+
+def test_first_layers_only() -> None:
+    spec = get_preset("llama-3-8b")
+    model = build_model(spec, n_layers=2, device="meta")
+    per_layer = count_params(spec).attention_per_layer + count_params(spec).mlp_dense_per_layer + 2 * 4096
+    assert model.n_layers == 2 and n_params(model) == 2 * per_layer + 2 * 128_256 * 4096 + 4096
+
+
+def test_windows_follow_the_layer_pattern() -> None:
+    gemma = build_model(get_preset("gemma-2-9b"), n_layers=4, device="meta")
+    assert [layer.self_attn.window for layer in gemma.model.layers] == [4096, None, 4096, None]
+    mistral = build_model(get_preset("mistral-7b-v0.1"), n_layers=2, device="meta")
+    assert [layer.self_attn.window for layer in mistral.model.layers] == [4096, 4096]
+
+
+def test_family_blocks_have_their_norms() -> None:
+    gemma = build_model(get_preset("gemma-2-9b"), n_layers=1, device="meta").state_dict()
+    assert "model.layers.0.pre_feedforward_layernorm.weight" in gemma
+    assert "model.layers.0.post_feedforward_layernorm.weight" in gemma
+    falcon = build_model(get_preset("falcon-7b"), n_layers=1, device="meta").state_dict()
+    assert "model.layers.0.input_layernorm.bias" in falcon  # LayerNorm
+    assert not any("post_attention_layernorm" in key for key in falcon)  # one norm: a parallel block
+    gpt2 = build_model(get_preset("gpt2"), n_layers=1, device="meta").state_dict()
+    assert gpt2["model.embed_positions.weight"].shape == (1024, 768)
+    assert "lm_head.weight" not in gpt2  # tied
+
+
+@pytest.mark.parametrize("name", EXACT_FAMILIES)
+def test_exact_families_omit_nothing(name: str) -> None:
+    assert build_model(get_preset(name), n_layers=1, device="meta").omitted == []
+
+
+@pytest.mark.parametrize("name", [n for n in GEOMETRY_ONLY if get_preset(n).moe is None])
+def test_other_families_say_what_they_omit(name: str) -> None:
+    assert build_model(get_preset(name), n_layers=1, device="meta").omitted
+
+
+def test_gemma_2_omissions_name_the_soft_caps() -> None:
+    omitted = build_model(get_preset("gemma-2-9b"), n_layers=1, device="meta").omitted
+    assert any("soft-capping" in line for line in omitted) and any("(1 + weight)" in line for line in omitted)
+
+
+# The other block layouts run, and their cached decode equals their full forward ----------------
+
+
+TINY = dict(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=128, d_ff=96)
+LAYOUTS = {
+    "gemma-like post-norms, local/global": dict(
+        TINY, n_norms_per_layer=4, sliding_window=3, layer_pattern=["local", "global"], qk_norm=True, norm_eps=1e-6
+    ),
+    "falcon-like parallel block": dict(TINY, n_norms_per_layer=1, norm="layernorm", mlp="plain", n_kv_heads=1),
+    "gpt2-like learned positions": dict(
+        TINY,
+        position_embeddings=16,
+        norm="layernorm",
+        mlp="plain",
+        mlp_bias=True,
+        qkv_bias=True,
+        o_bias=True,
+        tied_embeddings=True,
+    ),
+    "partial rotary": dict(TINY, rope=dict(theta=10000.0, partial_rotary_factor=0.5)),
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_cached_decode_equals_the_full_forward(layout: str) -> None:
+    torch.manual_seed(0)
+    model = build_model(ModelSpec(**LAYOUTS[layout])).eval()
+    ids = torch.randint(0, 128, (2, 10), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        full = model(ids)  # (b, s, v)
+        caches = model.new_cache(batch=2, max_seq=10)
+        steps = [model(ids[:, :4], caches)] + [model(ids[:, p : p + 1], caches, start_pos=p) for p in range(4, 10)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+    assert full.shape == (2, 10, 128) and full.std() > 0.1

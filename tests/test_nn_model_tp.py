@@ -1,0 +1,161 @@
+"""build_model's tensor-parallel shards: the contract's shapes, the parameter total, and the same logits.
+
+The logits test runs every rank in its own thread on the CPU, each holding only its shard (sliced
+here by hand from a full model, following the contract's layout) and summing partial outputs through
+an ``all_reduce`` that waits for all ranks; the result must equal the unsharded model's.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from mha_cli.core.schemas import ModelSpec
+from mha_cli.nn import build_model
+
+D, HEADS, KV, HEAD_DIM, D_FF, VOCAB = 64, 8, 2, 8, 96, 128
+
+
+def spec(**extra: object) -> ModelSpec:
+    fields = dict(d_model=D, n_layers=2, n_heads=HEADS, n_kv_heads=KV, head_dim=HEAD_DIM, d_ff=D_FF, vocab_size=VOCAB)
+    return ModelSpec(**(fields | extra))
+
+
+def shapes(tp: int, rank: int, **extra: object) -> dict[str, tuple[int, ...]]:
+    model = build_model(spec(**extra), device="meta", tp_rank=rank, tp_size=tp)
+    return {name: tuple(p.shape) for name, p in model.named_parameters() if name.startswith("model.layers.0.")}
+
+
+@pytest.mark.parametrize(("tp", "q_heads", "kv_heads"), [(1, 8, 2), (2, 4, 1), (4, 2, 1), (8, 1, 1)])
+def test_shard_shapes(tp: int, q_heads: int, kv_heads: int) -> None:
+    """Query heads split in blocks; KV heads split while tp <= n_kv, one replicated head beyond; d_ff split."""
+    layer = shapes(tp, rank=tp - 1, qkv_bias=True, o_bias=True, mlp_bias=True)
+    prefix = "model.layers.0."
+    assert layer[prefix + "self_attn.q_proj.weight"] == (q_heads * HEAD_DIM, D)
+    assert layer[prefix + "self_attn.q_proj.bias"] == (q_heads * HEAD_DIM,)
+    assert layer[prefix + "self_attn.k_proj.weight"] == (kv_heads * HEAD_DIM, D)
+    assert layer[prefix + "self_attn.v_proj.bias"] == (kv_heads * HEAD_DIM,)
+    assert layer[prefix + "self_attn.o_proj.weight"] == (D, q_heads * HEAD_DIM)
+    assert layer[prefix + "self_attn.o_proj.bias"] == (D,)  # replicated, added once after the reduce
+    assert layer[prefix + "mlp.gate_proj.weight"] == (D_FF // tp, D)
+    assert layer[prefix + "mlp.up_proj.bias"] == (D_FF // tp,)
+    assert layer[prefix + "mlp.down_proj.weight"] == (D, D_FF // tp)
+    assert layer[prefix + "input_layernorm.weight"] == (D,)
+
+
+def test_rank_local_head_counts() -> None:
+    model = build_model(spec(), device="meta", tp_rank=1, tp_size=4)
+    attention = model.model.layers[0].self_attn
+    assert (attention.n_heads, attention.n_kv_heads) == (2, 1)
+    assert model.new_cache(batch=1, max_seq=16)[0].k.shape == (1, 1, 16, HEAD_DIM)
+
+
+@pytest.mark.parametrize("tp", [2, 4])
+def test_shards_sum_to_the_full_model(tp: int) -> None:
+    """Sum over ranks = full model + (tp - 1) x the replicated parts + the copies of replicated KV heads."""
+    full = sum(p.numel() for p in build_model(spec(), device="meta").parameters())
+    shards = sum(
+        p.numel()
+        for rank in range(tp)
+        for p in build_model(spec(), device="meta", tp_rank=rank, tp_size=tp).parameters()
+    )
+    replicated = 2 * VOCAB * D + D + 2 * (2 * D)  # embedding, untied head, final norm; 2 layers x 2 norms
+    kv_params = 2 * 2 * KV * HEAD_DIM * D  # 2 layers x (k, v)
+    kv_copies = kv_params * (tp // KV - 1) if tp > KV else 0  # each KV head held by tp / n_kv ranks
+    assert shards == full + (tp - 1) * replicated + kv_copies
+
+
+def test_bad_splits_are_refused() -> None:
+    with pytest.raises(ValueError, match="divisible by tp"):
+        build_model(spec(), device="meta", tp_size=3)
+    with pytest.raises(ValueError, match="d_ff"):
+        build_model(spec(d_ff=100), device="meta", tp_size=8)
+    with pytest.raises(ValueError, match="tp_rank"):
+        build_model(spec(), device="meta", tp_rank=2, tp_size=2)
+
+
+# Running the shards -----------------------------------------------------------------------------
+
+
+def shard(full: dict[str, torch.Tensor], name: str, rank: int, tp: int) -> torch.Tensor:
+    """The contract's slice of one full tensor for ``rank``, written out independently of build_model."""
+    tensor = full[name]
+    q_rows, kv_rows = HEADS * HEAD_DIM // tp, max(1, KV // tp) * HEAD_DIM
+    kv_head = rank * KV // tp if tp <= KV else rank // (tp // KV)
+    if ".q_proj." in name:
+        return tensor[rank * q_rows : (rank + 1) * q_rows]
+    if ".k_proj." in name or ".v_proj." in name:
+        start = rank * kv_rows if tp <= KV else kv_head * HEAD_DIM
+        return tensor[start : start + kv_rows]
+    if ".o_proj.weight" in name:
+        return tensor[:, rank * q_rows : (rank + 1) * q_rows]
+    ff = D_FF // tp
+    if ".gate_proj." in name or ".up_proj." in name:
+        return tensor[rank * ff : (rank + 1) * ff]
+    if ".down_proj.weight" in name:
+        return tensor[:, rank * ff : (rank + 1) * ff]
+    return tensor  # embeddings, norms, head, o/down biases: replicated
+
+
+class ThreadAllReduce:
+    """A sum over ``tp`` threads: each deposits its tensor, waits for all, and reads the total."""
+
+    def __init__(self, tp: int) -> None:
+        self.parts: list[torch.Tensor | None] = [None] * tp
+        self.barrier = threading.Barrier(tp)
+
+    def for_rank(self, rank: int) -> Callable[[torch.Tensor], torch.Tensor]:
+        def all_reduce(x: torch.Tensor) -> torch.Tensor:
+            self.parts[rank] = x
+            self.barrier.wait()
+            total = torch.stack(self.parts).sum(dim=0)  # type: ignore[arg-type]
+            self.barrier.wait()  # nobody overwrites a part before all have summed
+            return total
+
+        return all_reduce
+
+
+@pytest.mark.parametrize("tp", [2, 4])
+def test_sharded_logits_equal_the_full_model(tp: int) -> None:
+    """qkv/o/MLP biases included (each added once); tp 4 > 2 KV heads replicates them; cached decode too."""
+    the_spec = spec(qkv_bias=True, o_bias=True, mlp_bias=True, mlp="gated", qk_norm=True)
+    torch.manual_seed(0)
+    full_model = build_model(the_spec).eval()
+    with torch.no_grad():
+        for param in full_model.parameters():
+            param.add_(torch.randn_like(param) * 0.1)
+    full = full_model.state_dict()
+    ids = torch.randint(0, VOCAB, (2, 9), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = full_model(ids)  # (b, s, v)
+
+    reducer = ThreadAllReduce(tp)
+    results: list[torch.Tensor | None] = [None] * tp
+    errors: list[BaseException] = []
+
+    def run(rank: int) -> None:
+        try:
+            model = build_model(the_spec, tp_rank=rank, tp_size=tp).eval()
+            model.load_state_dict({name: shard(full, name, rank, tp) for name in model.state_dict()}, strict=True)
+            model.all_reduce = reducer.for_rank(rank)
+            caches = model.new_cache(batch=2, max_seq=9)
+            with torch.no_grad():
+                steps = [model(ids[:, :4], caches, start_pos=0)]
+                steps += [model(ids[:, pos : pos + 1], caches, start_pos=pos) for pos in range(4, 9)]
+            results[rank] = torch.cat(steps, dim=1)  # (b, s, v)
+        except BaseException as exc:  # surfaced below; a dead rank would otherwise hang the others
+            errors.append(exc)
+            reducer.barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(rank,)) for rank in range(tp)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, errors
+    for logits in results:
+        assert logits is not None
+        torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)
