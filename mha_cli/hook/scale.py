@@ -20,6 +20,10 @@ from typing import Any
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.hook.sizes import HookSize
 
+MIN_MLA_ROPE = 8
+"""MLA's decoupled RoPE key keeps at least 8 rotated values (4 frequencies): it alone carries position, and the
+previous-token head that induction builds on needs a high and a low frequency."""
+
 
 @dataclass(frozen=True)
 class ScaledCopy:
@@ -88,9 +92,8 @@ def _scale_mla(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> lis
     if mla.qk_head_dim <= target:
         return [kept, f"MLA widths kept (q/k head width {mla.qk_head_dim})"]
     factor = target / mla.qk_head_dim
-    rope = _even(mla.qk_rope_head_dim * factor, floor=4) if mla.qk_rope_head_dim else 0
-    rope = min(rope, mla.qk_rope_head_dim)
-    nope = max(2, target - rope)
+    rope = min(mla.qk_rope_head_dim, _even(mla.qk_rope_head_dim * factor, floor=MIN_MLA_ROPE))
+    nope = max(MIN_MLA_ROPE // 2, target - rope)
     value = max(4, round(mla.v_head_dim * factor))
     rank = min(mla.kv_lora_rank, max(size.min_latent_rank, round(mla.kv_lora_rank * factor)))
     q_rank = None
