@@ -49,8 +49,9 @@ def test_two_layers_solve_induction_and_one_layer_does_not(design):
 
 
 def test_the_same_seed_gives_the_same_result_on_cpu():
-    first, again = (run_hook(MQA, seed=5, size=QUICK_SIZE, max_steps=30) for _ in range(2))
-    other = run_hook(MQA, seed=6, size=QUICK_SIZE, max_steps=30)
+    short = dataclasses.replace(QUICK_SIZE, batch=32, max_steps=20)  # determinism needs no convergence
+    first, again = (run_hook(MQA, seed=5, size=short) for _ in range(2))
+    other = run_hook(MQA, seed=6, size=short)
     same = {"seconds", "device_name"}
     assert first.model_dump(exclude=same) == again.model_dump(exclude=same)
     assert first.accuracy != other.accuracy

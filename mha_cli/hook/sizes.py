@@ -86,7 +86,7 @@ QUICK_SIZE = HookSize(
     learning_rate=3e-3,
     warmup_steps=20,
     max_steps=400,
-    eval_every=20,
+    eval_every=10,
     n_validation=128,
     n_test=256,
 )
