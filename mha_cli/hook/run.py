@@ -41,6 +41,8 @@ class Trained:
     steps: int
     validation_accuracy: float
     test_accuracy: float
+    omitted: list[str]
+    """Family details of the spec the decoder does not reproduce (``DecoderLM.omitted``)."""
 
 
 def run_hook(
@@ -94,7 +96,7 @@ def run_hook(
         stop_accuracy=stop_accuracy,
         validation_accuracy=main.validation_accuracy,
         seconds=round(seconds, 2),
-        scaled=copy.changes,
+        scaled=copy.changes + [f"not reproduced by the decoder: {detail}" for detail in main.omitted],
         size=size.name,
         task=_describe(task, size),
         scored_targets=int((test[1] != IGNORE_INDEX).sum()),
@@ -134,7 +136,10 @@ def _fit(
     settings = TrainSettings(steps=steps, learning_rate=size.learning_rate, warmup_steps=size.warmup_steps)
     train(model, lambda: task.batch(size.batch, stream), settings, device, should_stop=should_stop)
     return Trained(
-        steps=done, validation_accuracy=last_validation, test_accuracy=induction_accuracy(model, *test, device)
+        steps=done,
+        validation_accuracy=last_validation,
+        test_accuracy=induction_accuracy(model, *test, device),
+        omitted=list(getattr(model, "omitted", [])),
     )
 
 
