@@ -173,8 +173,8 @@ def test_native_gqa_prefill_path_equals_the_stacked_path(monkeypatch: pytest.Mon
     q = torch.randn(2, 8, 12, 16)  # (b, n_h, s, h_d)
     k, v = torch.randn(2, 2, 12, 16), torch.randn(2, 2, 12, 16)  # (b, n_kv, t, h_d)
     stacked = sdpa.grouped_attention(q, k, v)
-    assert not sdpa._native_gqa(q.to(torch.bfloat16))  # on CPU the stacked path always runs
-    monkeypatch.setattr(sdpa, "_native_gqa", lambda _q: True)
+    assert not sdpa._flash_takes("cpu", torch.bfloat16, 16, 16)  # on CPU the stacked path always runs
+    monkeypatch.setattr(sdpa, "_flash_takes", lambda *_args: True)
     with record_sdpa_backends() as seen:
         native = sdpa.grouped_attention(q, k, v)
     assert len(seen) == 1

@@ -108,3 +108,47 @@ def test_build_attention_maps_the_mla_block_and_deepseek_names() -> None:
         "kv_b_proj.weight": (4 * (16 + 12), 32),
         "o_proj.weight": (64, 4 * 12),
     }
+
+
+def _partial_sum(layer: MLAttention, x: torch.Tensor) -> torch.Tensor:
+    """The rank's output before the all-reduce (o_proj's bias is added after it)."""
+    seen: list[torch.Tensor] = []
+
+    def keep(partial: torch.Tensor) -> torch.Tensor:
+        seen.append(partial)
+        return partial
+
+    with torch.no_grad():
+        layer(x, reduce=keep)
+    return seen[0]
+
+
+def test_tensor_parallel_heads_sum_to_the_whole_layer() -> None:
+    """Rank r holds heads [2r, 2r + 2) of q_b_proj and kv_b_proj and the matching o_proj columns; the
+    latent projections are replicated. The ranks' partial outputs sum to the whole layer's, in both modes."""
+    from mha_cli.nn.mla import build_mla
+
+    spec = ModelSpec(d_model=D_MODEL, n_layers=1, n_heads=4, vocab_size=10, d_ff=64, o_bias=True,
+                     mla={"kv_lora_rank": 16, "qk_rope_head_dim": 4, "qk_nope_head_dim": 8, "v_head_dim": 6,
+                          "q_lora_rank": 12})  # fmt: skip
+    whole = build_mla(spec)
+    with torch.no_grad():
+        for param in whole.parameters():
+            param.copy_(torch.randn_like(param) * 0.3)
+    full, x = whole.state_dict(), inputs()
+    for mode in ("absorbed", "naive"):
+        whole.mode = mode
+        partials = []
+        for rank in range(2):
+            part = build_mla(spec, mla_mode=mode, tp_rank=rank, tp_size=2)
+            assert (part.n_heads, part.o_proj.in_features) == (2, 2 * 6)
+            heads = slice(2 * rank, 2 * rank + 2)
+            sliced = dict(full)
+            sliced["q_b_proj.weight"] = full["q_b_proj.weight"].view(4, 12, 12)[heads].reshape(-1, 12)
+            sliced["kv_b_proj.weight"] = full["kv_b_proj.weight"].view(4, 14, 16)[heads].reshape(-1, 16)
+            sliced["o_proj.weight"] = full["o_proj.weight"].view(D_MODEL, 4, 6)[:, heads].reshape(D_MODEL, -1)
+            part.load_state_dict(sliced, strict=True)
+            partials.append(_partial_sum(part, x))
+        with torch.no_grad():
+            expected = whole(x)
+        torch.testing.assert_close(sum(partials) + whole.o_proj.bias, expected, atol=1e-5, rtol=1e-5)

@@ -43,7 +43,7 @@ def our_rope(params: dict) -> RopeSpec:
 
 @pytest.mark.parametrize("case", list(SCALINGS))
 def test_frequencies_equal_transformers(case: str) -> None:
-    transformers = pytest.importorskip("transformers")
+    import transformers  # imported here: the rest of the module runs without its ~4 s import
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
     params = SCALINGS[case]
@@ -127,8 +127,9 @@ def test_new_fields_are_optional_and_not_written_at_their_defaults() -> None:
 # The sliding-window ring ------------------------------------------------------------------------
 
 
-def test_ring_holds_the_window_and_returns_keys_in_position_order() -> None:
-    """Window 3 over 7 positions: 3 slots; a query at position p gets keys p-2 .. p (values = positions)."""
+def test_ring_holds_the_window_and_returns_the_keys_each_step_sees() -> None:
+    """Window 3 over 7 positions: 3 slots; a query at position p gets keys p-2 .. p (values = positions),
+    in position order for several new tokens, in slot order (a rotation) for one."""
     cache = SlidingWindowCache(batch=1, max_seq=7, n_kv_heads=1, head_dim=1, window=3)
     assert cache.k.shape == (1, 1, 3, 1) and cache.nbytes == 2 * 3 * 4
 
@@ -137,8 +138,9 @@ def test_ring_holds_the_window_and_returns_keys_in_position_order() -> None:
 
     keys, _, first = cache.update(0, at(range(0, 4)), at(range(0, 4)))  # a prefill longer than the window
     assert first == 0 and keys.flatten().tolist() == [0, 1, 2, 3]
-    keys, values, first = cache.update(4, at(range(4, 5)), at(range(4, 5)))
-    assert first == 2 and keys.flatten().tolist() == [2, 3, 4] and values.flatten().tolist() == [2, 3, 4]
+    keys, values, first = cache.update(4, at(range(4, 5)), at(range(4, 5)))  # decode: the ring itself, no copy
+    assert first == 2 and keys.flatten().tolist() == [3, 4, 2] and values.flatten().tolist() == [3, 4, 2]
+    assert keys.data_ptr() == cache.k.data_ptr()
     keys, _, first = cache.update(5, at(range(5, 7)), at(range(5, 7)))  # two at once: keys from 3 on
     assert first == 3 and keys.flatten().tolist() == [3, 4, 5, 6]
     with pytest.raises(ValueError, match="max_seq"):
@@ -147,3 +149,23 @@ def test_ring_holds_the_window_and_returns_keys_in_position_order() -> None:
 
 def test_ring_never_exceeds_max_seq() -> None:
     assert SlidingWindowCache(batch=2, max_seq=5, n_kv_heads=2, head_dim=4, window=4096).k.shape == (2, 2, 5, 4)
+
+
+def test_decode_before_the_ring_fills_sees_the_filled_prefix() -> None:
+    cache = SlidingWindowCache(batch=1, max_seq=8, n_kv_heads=1, head_dim=1, window=4)
+    for pos in range(3):
+        keys, _, first = cache.update(pos, torch.full((1, 1, 1, 1), float(pos)), torch.zeros(1, 1, 1, 1))
+        assert first == 0 and keys.flatten().tolist() == [float(p) for p in range(pos + 1)]
+
+
+def test_rope_parameters_per_layer_type_take_the_global_layers() -> None:
+    """transformers 5 writes Gemma 3's RoPE per layer type; the full-attention one is used, and said so."""
+    config = dict(model_type="gemma3_text", hidden_size=64, num_hidden_layers=2, num_attention_heads=2, head_dim=32,
+                  vocab_size=8, intermediate_size=8, rms_norm_eps=1e-6,
+                  rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
+                                   "full_attention": dict(rope_type="linear", rope_theta=1e6, factor=8.0)})  # fmt: skip
+    imported = import_hf_config(config)
+    rope = imported.model.rope
+    assert rope is not None and rope.theta == 1e6
+    assert rope.scaling is not None and (rope.scaling.type, rope.scaling.factor) == ("linear", 8.0)
+    assert any("full_attention" in note for note in imported.assumptions)

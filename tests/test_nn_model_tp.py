@@ -159,3 +159,18 @@ def test_sharded_logits_equal_the_full_model(tp: int) -> None:
     for logits in results:
         assert logits is not None
         torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_every_row_parallel_layer_calls_all_reduce() -> None:
+    """o_proj and down_proj of each layer: 2 calls per layer per forward, through the replaceable attribute."""
+    model = build_model(spec(), tp_rank=0, tp_size=2)
+    calls: list[tuple[int, ...]] = []
+
+    def counting(x: torch.Tensor) -> torch.Tensor:
+        calls.append(tuple(x.shape))
+        return x
+
+    model.all_reduce = counting
+    with torch.no_grad():
+        model(torch.zeros(1, 3, dtype=torch.long))
+    assert calls == [(1, 3, D)] * 4

@@ -119,6 +119,7 @@ def _mla(r: _Reader) -> dict[str, Any] | None:
         "qk_nope_head_dim": r.require("qk_nope_head_dim (MLA)", "qk_nope_head_dim"),
         "v_head_dim": r.require("v_head_dim (MLA)", "v_head_dim"),
         "q_lora_rank": r.get("q_lora_rank"),
+        "rope_interleave": r.get("rope_interleave") is not False,  # DeepSeek-V2 always, V3 by default
     }
 
 
@@ -135,9 +136,54 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
         "n_shared_experts": r.get("n_shared_experts") or (1 if r.get("shared_expert_intermediate_size") else 0),
         "d_ff_expert": d_ff_expert,
         "d_ff_shared": r.get("shared_expert_intermediate_size"),
-        "n_dense_layers": min(n_layers, r.get("first_k_dense_replace") or 0),
+        "n_dense_layers": min(n_layers, r.get("first_k_dense_replace") or _leading_dense_layers(r, n_layers)),
         "expert_bias": r.get("model_type") == "gpt_oss",
+        "shared_expert_gate": r.get("model_type") == "qwen2_moe" and bool(r.get("shared_expert_intermediate_size")),
+        **_routing(r, str(r.get("model_type"))),
     }
+
+
+def _leading_dense_layers(r: _Reader, n_layers: int) -> int:
+    """Qwen-MoE's dense layers (``mlp_only_layers``, ``decoder_sparse_step``) when they lead the stack.
+
+    Other layouts (dense layers in the middle, every other layer sparse) are not modelled: every
+    layer after the leading dense ones is read as MoE, and the assumption says so.
+    """
+    step = r.get("decoder_sparse_step") or 1
+    dense = sorted(set(r.get("mlp_only_layers") or []) | {i for i in range(n_layers) if (i + 1) % step})
+    leading = next((i for i in range(n_layers + 1) if i not in dense), n_layers)
+    if len(dense) > leading:
+        r.assumptions.append(
+            f"dense MLP layers {dense} (mlp_only_layers / decoder_sparse_step) are not all leading:"
+            f" read as {leading} leading dense layers, the rest MoE"
+        )
+    return leading
+
+
+# Routing as each family's transformers module does it, where its config.json leaves a field out.
+# DeepSeek-V3 always routes by sigmoid with noaux_tc; Mixtral always renormalises the top k.
+_ROUTING_DEFAULTS: dict[str, dict[str, Any]] = {
+    "deepseek_v3": {"scoring_func": "sigmoid", "topk_method": "noaux_tc", "norm_topk_prob": True,
+                    "routed_scaling_factor": 2.5, "n_group": 8, "topk_group": 4},
+    "deepseek_v2": {"scoring_func": "softmax", "topk_method": "greedy", "norm_topk_prob": False},
+    "qwen2_moe": {"norm_topk_prob": False},
+    "qwen3_moe": {"norm_topk_prob": False},
+    "mixtral": {"norm_topk_prob": True},
+}  # fmt: skip
+_ROUTING_FIXED = {"deepseek_v3": ("scoring_func", "topk_method"), "mixtral": ("norm_topk_prob",)}
+
+
+def _routing(r: _Reader, model_type: str) -> dict[str, Any]:
+    """MoESpec's routing fields: the config's values, else the family's transformers defaults."""
+    defaults = _ROUTING_DEFAULTS.get(model_type, {})
+    routing: dict[str, Any] = {}
+    for key in ("scoring_func", "topk_method", "norm_topk_prob", "routed_scaling_factor", "n_group", "topk_group"):
+        value = r.get(key)
+        if key in _ROUTING_FIXED.get(model_type, ()) or value is None:
+            value = defaults.get(key)
+        if value is not None:
+            routing[key] = value
+    return routing
 
 
 _ROPE_SCALING_FIELDS = (
@@ -168,7 +214,12 @@ def _rope_parameters(r: _Reader) -> dict[str, Any]:
 
 def _rope(r: _Reader, model_type: str) -> dict[str, Any] | None:
     """The spec's ``rope`` block; ``None`` for learned or ALiBi positions."""
-    if model_type == "gpt2" or r.get("alibi"):
+    if model_type == "gpt2":
+        return None
+    if r.get("alibi"):
+        r.assumptions.append(
+            "alibi: ALiBi position biases are not modelled; the built decoder applies RoPE (theta 10,000)"
+        )
         return None
     params = _rope_parameters(r)
     theta = params.get("rope_theta")

@@ -90,7 +90,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         moe = model.moe
         expert = mlp_params(d, moe.d_ff_expert, model.mlp, moe.expert_bias)
         shared = mlp_params(d, moe.d_ff_shared or moe.d_ff_expert, model.mlp, moe.expert_bias)
-        router = d * moe.n_experts
+        router = d * moe.n_experts + (d if moe.shared_expert_gate else 0)  # + Qwen2-MoE's shared-expert gate
         moe_mlp = moe.n_experts * expert + moe.n_shared_experts * shared + router
         moe_inactive = (moe.n_experts - moe.n_active_experts) * expert
         n_moe = max(0, model.n_layers - moe.n_dense_layers)

@@ -147,7 +147,8 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         source="deepseek-ai/DeepSeek-V2-Lite config.json", context_length=163840,
         d_model=2048, n_layers=27, n_heads=16, vocab_size=102400, d_ff=10944,
         mla=dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128),
-        moe=dict(n_experts=64, n_active_experts=6, n_shared_experts=2, d_ff_expert=1408, n_dense_layers=1),
+        moe=dict(n_experts=64, n_active_experts=6, n_shared_experts=2, d_ff_expert=1408, n_dense_layers=1,
+                 norm_topk_prob=False),
         rope=_deepseek_yarn(0.707), norm_eps=1e-6,
     ),
     # 671B total, 36.6B active (published: 37B; MTP module not counted). MLA: 61 * 576 * 2 = 70,272 B/token in bf16.
@@ -155,7 +156,8 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         source="deepseek-ai/DeepSeek-V3 config.json", context_length=163840,
         d_model=7168, n_layers=61, n_heads=128, vocab_size=129280, d_ff=18432,
         mla=dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536),
-        moe=dict(n_experts=256, n_active_experts=8, n_shared_experts=1, d_ff_expert=2048, n_dense_layers=3),
+        moe=dict(n_experts=256, n_active_experts=8, n_shared_experts=1, d_ff_expert=2048, n_dense_layers=3,
+                 scoring_func="sigmoid", topk_method="noaux_tc", n_group=8, topk_group=4, routed_scaling_factor=2.5),
         rope=_deepseek_yarn(1.0), norm_eps=1e-6,
     ),
 }  # fmt: skip

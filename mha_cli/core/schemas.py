@@ -25,6 +25,8 @@ MlpType = Literal["gated", "plain"]
 NormType = Literal["rmsnorm", "layernorm"]
 LayerKind = Literal["global", "local"]
 MlaCacheMode = Literal["absorbed", "naive"]
+ScoringFunc = Literal["softmax", "sigmoid"]
+TopkMethod = Literal["greedy", "group_limited_greedy", "noaux_tc"]
 RopeScalingType = Literal["linear", "llama3", "yarn"]
 
 _MAX_WIDTH = 1 << 20
@@ -93,6 +95,9 @@ class MLASpec(_Strict):
     """Per-head value width, decompressed from the latent."""
     q_lora_rank: Width | None = None
     """Width of the compressed query latent; ``None`` projects queries directly from d_model."""
+    rope_interleave: bool = True
+    """RoPE pairs of the rope part: interleaved (x0, x1), (x2, x3)... as DeepSeek (config.json's
+    ``rope_interleave``, the transformers default), or rotate-half (x_i, x_(i + p/2)) when false."""
 
     @property
     def qk_head_dim(self) -> int:
@@ -184,11 +189,38 @@ class MoESpec(_Strict):
     """Leading layers that keep a dense MLP of width ``d_ff`` (DeepSeek's first_k_dense_replace)."""
     expert_bias: bool = False
     """Whether expert projections carry biases (gpt-oss)."""
+    shared_expert_gate: bool = False
+    """Whether a sigmoid gate (d_model -> 1) scales the shared expert's output (Qwen2-MoE)."""
+
+    # Routing: which experts a token uses and with what weights (no effect on sizes or counts).
+    scoring_func: ScoringFunc = "softmax"
+    """Router scores: softmax over all experts (Mixtral, Qwen-MoE, DeepSeek-V2) or sigmoid per expert (DeepSeek-V3)."""
+    topk_method: TopkMethod = "greedy"
+    """greedy: the top-k scores; group_limited_greedy: top-k within the ``topk_group`` groups of highest max
+    score (DeepSeek-V2); noaux_tc: groups ranked by their two best biased scores, experts chosen by
+    score + e_score_correction_bias, weighted by the unbiased score (DeepSeek-V3)."""
+    norm_topk_prob: bool = True
+    """Whether the k chosen weights are renormalised to sum to 1 (Mixtral, Qwen3-MoE, DeepSeek-V3)."""
+    routed_scaling_factor: Annotated[float, Field(gt=0, le=1e4)] = 1.0
+    """Factor on the routed experts' weights after normalisation (DeepSeek-V3: 2.5)."""
+    n_group: Annotated[int, Field(gt=0, le=1 << 16)] = 1
+    """Expert groups for group-limited routing (DeepSeek-V3: 8); 1 = no groups."""
+    topk_group: Annotated[int, Field(gt=0, le=1 << 16)] = 1
+    """Groups a token may route to (DeepSeek-V3: 4)."""
 
     @model_validator(mode="after")
     def _active_within_total(self) -> MoESpec:
         if self.n_active_experts > self.n_experts:
             raise ValueError(f"n_active_experts ({self.n_active_experts}) must not exceed n_experts ({self.n_experts})")
+        if self.n_experts % self.n_group:
+            raise ValueError(f"n_experts ({self.n_experts}) must be divisible by n_group ({self.n_group})")
+        if self.topk_group > self.n_group:
+            raise ValueError(f"topk_group ({self.topk_group}) must not exceed n_group ({self.n_group})")
+        if self.topk_method != "greedy" and self.topk_group * self.n_experts // self.n_group < self.n_active_experts:
+            raise ValueError(
+                f"topk_group ({self.topk_group}) groups of {self.n_experts // self.n_group} experts cannot hold"
+                f" n_active_experts ({self.n_active_experts}): raise topk_group"
+            )
         return self
 
 

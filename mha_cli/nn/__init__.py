@@ -14,7 +14,14 @@ from mha_cli.nn.heads import combine_heads, split_heads
 from mha_cli.nn.kv_cache import KVCache, LatentCache, resolve_cache_dtype
 from mha_cli.nn.mla import MLAttention
 from mha_cli.nn.model import DecoderLM, build_model
-from mha_cli.nn.sdpa import grouped_attention, record_sdpa_backends, reference_attention, sdpa_backend_name
+from mha_cli.nn.sdpa import (
+    grouped_attention,
+    plan_attention,
+    record_attention_paths,
+    record_sdpa_backends,
+    reference_attention,
+    sdpa_backend_name,
+)
 
 __all__ = [
     "Attention",
@@ -26,6 +33,8 @@ __all__ = [
     "build_model",
     "combine_heads",
     "grouped_attention",
+    "plan_attention",
+    "record_attention_paths",
     "record_sdpa_backends",
     "reference_attention",
     "resolve_cache_dtype",

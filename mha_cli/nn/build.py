@@ -6,7 +6,7 @@ import torch
 
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.nn.attention import Attention
-from mha_cli.nn.mla import MLAttention
+from mha_cli.nn.mla import MLAttention, build_mla
 
 
 def build_attention(
@@ -22,19 +22,7 @@ def build_attention(
     and per-head q/k norms are not modelled (they do not change the cache of a full-length layer).
     """
     if model.mla is not None:
-        mla = model.mla
-        return MLAttention(
-            model.d_model,
-            model.n_heads,
-            mla.kv_lora_rank,
-            mla.qk_nope_head_dim,
-            mla.qk_rope_head_dim,
-            mla.v_head_dim,
-            mla.q_lora_rank,
-            mode=mla_mode,
-            dtype=dtype,
-            device=device,
-        )
+        return build_mla(model, mla_mode=mla_mode, dtype=dtype, device=device)  # with the spec's RoPE
     return Attention(
         model.d_model,
         model.n_heads,

@@ -3,36 +3,63 @@
 K and V are compressed to one shared latent c (kv_lora_rank values per token); each head's key and
 value are decompressed from it by ``kv_b_proj`` = [W_uk; W_uv]. A decoupled RoPE key of
 ``qk_rope_head_dim`` values (shared by all heads) carries position, since RoPE does not commute with
-the absorption. A head's score is q_nope . k_nope + q_rope . k_rope, scaled by 1/sqrt(nope + rope).
+the absorption. A head's score is q_nope . k_nope + q_rope . k_rope.
 
 - naive: decompress per-head K (nope + rope) and V and cache them (the full MHA price per token).
 - absorbed: fold W_uk into the query (q_nope W_uk: a query in latent space) and W_uv after the
   attention, so every head attends to the cached [c ; k_rope] directly: MQA with one "KV head" of
-  width kv_lora_rank + rope. The cache (``LatentCache``) holds kv_lora_rank + rope values per token.
+  width kv_lora_rank + rope (the dispatcher in ``mha_cli.nn.sdpa`` folds all heads into the query
+  axis). The cache (``LatentCache``) holds kv_lora_rank + rope values per token.
+
+RoPE follows the spec's ``RopeSpec`` (YaRN frequencies and their attention factor on cos and sin),
+over the rope part only. DeepSeek rotates interleaved pairs (x0, x1), (x2, x3), ... (``rope_interleave``,
+transformers' DeepseekV3 default, and DeepSeek-V2 always); the rotate-half layout pairs x_i with
+x_(i + p/2). With YaRN, DeepSeek also multiplies the softmax scale 1/sqrt(nope + rope) by
+mscale(factor, mscale_all_dim)^2, mscale(f, m) = 0.1 m ln f + 1.
 
 Projection names follow DeepSeek's Hugging Face checkpoints (``q_proj`` or ``q_a_proj`` /
 ``q_a_layernorm`` / ``q_b_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``).
-No YaRN scaling of the softmax.
+Tensor parallelism: the latent projections and their norms are replicated (every rank holds the whole
+latent and its cache); ``q_b_proj`` / ``q_proj`` and ``kv_b_proj`` hold this rank's heads; ``o_proj`` is
+row-parallel (its bias added once, after the reduce).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import torch
 from torch import nn
 
+from mha_cli.core.schemas import ModelSpec, RopeScaling, RopeSpec
 from mha_cli.nn.heads import combine_heads, split_heads
 from mha_cli.nn.kv_cache import KVCache, LatentCache
-from mha_cli.nn.rope import apply_rope
+from mha_cli.nn.norms import RMSNorm
+from mha_cli.nn.rope import RotaryEmbedding, rotate
+from mha_cli.nn.row_parallel import Reduce, row_parallel
 from mha_cli.nn.sdpa import grouped_attention, reference_attention
 
 MlaMode = Literal["absorbed", "naive"]
 MLA_MODES: tuple[MlaMode, ...] = ("absorbed", "naive")
 
+LATENT_NORM_EPS = 1e-6
+"""Epsilon of q_a_layernorm and kv_a_layernorm (DeepSeek's, whatever the model's rms_norm_eps)."""
+
+
+def yarn_softmax_mscale(scaling: RopeScaling | None) -> float:
+    """DeepSeek's factor on the softmax scale: mscale(factor, mscale_all_dim)^2 with YaRN, else 1."""
+    if scaling is None or scaling.type != "yarn" or not scaling.mscale_all_dim or scaling.factor <= 1:
+        return 1.0
+    mscale = 0.1 * scaling.mscale_all_dim * math.log(scaling.factor) + 1.0
+    return mscale * mscale
+
 
 class MLAttention(nn.Module):
-    """Causal MLA; ``forward(x, cache=None, start_pos=0)`` as ``Attention``. ``mode`` may be changed later."""
+    """Causal MLA; ``forward(x, cache=None, start_pos=0, reduce=None)`` as ``Attention``.
+
+    ``n_heads`` is this rank's heads; ``mode`` may be changed later (the cache must match it).
+    """
 
     def __init__(
         self,
@@ -45,7 +72,10 @@ class MLAttention(nn.Module):
         q_lora_rank: int | None = None,
         *,
         mode: MlaMode = "absorbed",
-        rope_base: float = 10000.0,
+        rope: RopeSpec | None = None,
+        rope_interleave: bool = True,
+        bias: bool = False,
+        o_bias: bool = False,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -54,37 +84,49 @@ class MLAttention(nn.Module):
             raise ValueError(f"qk_rope_head_dim ({qk_rope_head_dim}) must be even for RoPE")
         self.mode = _check_mode(mode)
         self.d_model, self.n_heads, self.kv_lora_rank = d_model, n_heads, kv_lora_rank
+        self.n_kv_heads = n_heads  # K/V decompressed per head (the spec's view); the absorbed cache is one latent
         self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim = qk_nope_head_dim, qk_rope_head_dim, v_head_dim
         self.qk_head_dim = qk_nope_head_dim + qk_rope_head_dim
-        self.q_lora_rank, self.rope_base = q_lora_rank, rope_base
-        self.scale = self.qk_head_dim**-0.5
+        self.q_lora_rank, self.rope_interleave = q_lora_rank, rope_interleave
+        rope = RopeSpec() if rope is None else rope
+        self.rotary = RotaryEmbedding(rope, qk_rope_head_dim) if qk_rope_head_dim else None
+        self.scale = self.qk_head_dim**-0.5 * yarn_softmax_mscale(rope.scaling)
         factory = {"dtype": dtype, "device": device}
         if q_lora_rank is None:
             self.q_proj = nn.Linear(d_model, n_heads * self.qk_head_dim, bias=False, **factory)
         else:
-            self.q_a_proj = nn.Linear(d_model, q_lora_rank, bias=False, **factory)
-            self.q_a_layernorm = nn.RMSNorm(q_lora_rank, eps=1e-6, **factory)
+            self.q_a_proj = nn.Linear(d_model, q_lora_rank, bias=bias, **factory)
+            self.q_a_layernorm = RMSNorm(q_lora_rank, LATENT_NORM_EPS, **factory)
             self.q_b_proj = nn.Linear(q_lora_rank, n_heads * self.qk_head_dim, bias=False, **factory)
-        self.kv_a_proj_with_mqa = nn.Linear(d_model, kv_lora_rank + qk_rope_head_dim, bias=False, **factory)
-        self.kv_a_layernorm = nn.RMSNorm(kv_lora_rank, eps=1e-6, **factory)
+        self.kv_a_proj_with_mqa = nn.Linear(d_model, kv_lora_rank + qk_rope_head_dim, bias=bias, **factory)
+        self.kv_a_layernorm = RMSNorm(kv_lora_rank, LATENT_NORM_EPS, **factory)
         self.kv_b_proj = nn.Linear(kv_lora_rank, n_heads * (qk_nope_head_dim + v_head_dim), bias=False, **factory)
-        self.o_proj = nn.Linear(n_heads * v_head_dim, d_model, bias=False, **factory)
+        self.o_proj = nn.Linear(n_heads * v_head_dim, d_model, bias=o_bias, **factory)
 
     # Projections shared by both paths ----------------------------------------------------------
 
+    def _rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Rotate x (..., s, p) by its positions (s,), in the model's pair layout; returns (..., s, p)."""
+        if self.rotary is None:
+            return x
+        if self.rope_interleave:  # pairs (x0, x1), (x2, x3)...: regroup as halves, then rotate-half
+            x = torch.cat([x[..., 0::2], x[..., 1::2]], dim=-1)  # (..., s, p)
+        cos, sin = self.rotary.cos_sin(positions)  # (s, p) each, YaRN's attention factor included
+        return rotate(x, cos, sin)  # (..., s, p)
+
     def _queries(self, x: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(q_nope (b, n_h, s, nope), q_rope (b, n_h, s, p)), RoPE applied."""
-        compressed_q = self.q_a_layernorm(self.q_a_proj(x)) if self.q_lora_rank else None  # (b, s, q_r)
-        q = self.q_proj(x) if compressed_q is None else self.q_b_proj(compressed_q)  # (b, s, n_h * qk_h_d)
+        direct = self.q_lora_rank is None
+        q = self.q_proj(x) if direct else self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))  # (b, s, n_h * qk_h_d)
         q = split_heads(q, self.n_heads)  # (b, n_h, s, qk_h_d)
         q_nope, q_rope = q.split([self.qk_nope_head_dim, self.qk_rope_head_dim], dim=-1)
-        return q_nope, apply_rope(q_rope, positions, self.rope_base)  # (b, n_h, s, nope), (b, n_h, s, p)
+        return q_nope, self._rope(q_rope, positions)  # (b, n_h, s, nope), (b, n_h, s, p)
 
     def _latent(self, x: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(latent (b, s, r) normalised, k_rope (b, s, p) RoPE applied): what the absorbed cache holds."""
         compressed = self.kv_a_proj_with_mqa(x)  # (b, s, r + p)
         latent, k_rope = compressed.split([self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
-        return self.kv_a_layernorm(latent), apply_rope(k_rope, positions, self.rope_base)  # (b, s, r), (b, s, p)
+        return self.kv_a_layernorm(latent), self._rope(k_rope, positions)  # (b, s, r), (b, s, p)
 
     def _naive_qkv(
         self, q_nope: torch.Tensor, q_rope: torch.Tensor, latent: torch.Tensor, k_rope: torch.Tensor
@@ -100,7 +142,13 @@ class MLAttention(nn.Module):
 
     # Forward paths -----------------------------------------------------------------------------
 
-    def forward(self, x: torch.Tensor, cache: KVCache | LatentCache | None = None, start_pos: int = 0) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        cache: KVCache | LatentCache | None = None,
+        start_pos: int = 0,
+        reduce: Reduce | None = None,
+    ) -> torch.Tensor:
         if cache is None and start_pos:
             raise ValueError("start_pos > 0 needs a cache holding the earlier positions")
         s = x.shape[1]
@@ -113,7 +161,7 @@ class MLAttention(nn.Module):
             out = self._naive(q_nope, q_rope, latent, k_rope, cache, start_pos)  # (b, n_h, s, v_h_d)
         else:
             out = self._absorbed(q_nope, q_rope, latent, k_rope, cache, start_pos)  # (b, n_h, s, v_h_d)
-        return self.o_proj(combine_heads(out))  # (b, s, d_model)
+        return row_parallel(self.o_proj, combine_heads(out), reduce)  # (b, s, d_model)
 
     def _naive(self, q_nope, q_rope, latent, k_rope, cache, start_pos) -> torch.Tensor:  # type: ignore[no-untyped-def]
         q, k, v = self._naive_qkv(q_nope, q_rope, latent, k_rope)  # (b, n_h, s, qk_h_d) x 2, (b, n_h, s, v_h_d)
@@ -140,7 +188,7 @@ class MLAttention(nn.Module):
         return torch.einsum("bhsr,hvr->bhsv", context, w_uv)  # (b, n_h, s, v_h_d)
 
     def forward_with_weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Reference path (naive, explicit softmax): (out (b, s, d_model), weights (b, n_h, s, s))."""
+        """Reference path (naive, explicit softmax, one rank): (out (b, s, d_model), weights (b, n_h, s, s))."""
         positions = torch.arange(x.shape[1], device=x.device)  # (s,)
         q_nope, q_rope = self._queries(x, positions)  # (b, n_h, s, nope), (b, n_h, s, p)
         latent, k_rope = self._latent(x, positions)  # (b, s, r), (b, s, p)
@@ -162,6 +210,41 @@ class MLAttention(nn.Module):
         if _check_mode(self.mode) == "naive":
             return KVCache(batch, max_seq, self.n_heads, self.qk_head_dim, self.v_head_dim, dtype=dtype, device=device)
         return LatentCache(batch, max_seq, self.kv_lora_rank, self.qk_rope_head_dim, dtype=dtype, device=device)
+
+
+def build_mla(
+    spec: ModelSpec,
+    *,
+    mla_mode: MlaMode = "absorbed",
+    tp_rank: int = 0,
+    tp_size: int = 1,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> MLAttention:
+    """The MLA layer of an MLA ``spec``, rank ``tp_rank``'s heads (contiguous block of n_heads / tp)."""
+    if spec.mla is None:
+        raise ValueError(f"{spec.name} has no mla block")
+    if spec.n_heads % tp_size:
+        raise ValueError(f"n_heads ({spec.n_heads}) must be divisible by tp ({tp_size}) to split MLA heads")
+    if not 0 <= tp_rank < tp_size:
+        raise ValueError(f"tp_rank ({tp_rank}) must be in [0, {tp_size})")
+    mla = spec.mla
+    return MLAttention(
+        spec.d_model,
+        spec.n_heads // tp_size,
+        mla.kv_lora_rank,
+        mla.qk_nope_head_dim,
+        mla.qk_rope_head_dim,
+        mla.v_head_dim,
+        mla.q_lora_rank,
+        mode=mla_mode,
+        rope=spec.rotary or RopeSpec(),
+        rope_interleave=mla.rope_interleave,
+        bias=spec.qkv_bias,
+        o_bias=spec.o_bias,
+        dtype=dtype,
+        device=device,
+    )
 
 
 def _check_mode(mode: str) -> MlaMode:

@@ -16,12 +16,14 @@ slice of d_ff; ``o_proj`` and ``down_proj`` are row-parallel and call ``DecoderL
 Embeddings, norms and the LM head are replicated.
 
 Attention and MLP of a layer come from ``build_layer_attention`` and ``build_layer_mlp``: MLA and
-MoE layers are delegated there to ``mha_cli.nn.mla`` and ``mha_cli.nn.moe``.
+MoE layers are delegated there to ``mha_cli.nn.mla.build_mla`` and ``mha_cli.nn.moe.build_moe``
+(their own TP split; dense layers first where ``moe.n_dense_layers`` says so).
 Shapes: ``b`` batch, ``s`` new tokens, ``d`` d_model, ``v`` vocab_size.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -31,7 +33,9 @@ from torch import nn
 from mha_cli.core.kv import tp_split_problem
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.nn.attention import Attention, CosSin
+from mha_cli.nn.mla import build_mla
 from mha_cli.nn.mlp import MLP
+from mha_cli.nn.moe import build_moe
 from mha_cli.nn.norms import RMSNorm, make_norm
 from mha_cli.nn.omitted import omitted_details
 from mha_cli.nn.rope import RotaryEmbedding
@@ -67,7 +71,7 @@ def build_layer_attention(
 ) -> nn.Module:
     """The attention of layer ``layer`` (rank ``tp_rank``'s shard): ``Attention``, or MLA for an MLA spec."""
     if spec.mla is not None:
-        return _build_mla(spec, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
+        return build_mla(spec, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
     n_heads, n_kv_heads = local_heads(spec, tp_rank, tp_size)
     window = spec.sliding_window if spec.layer_kind(layer) == "local" else None
     return Attention(
@@ -86,30 +90,6 @@ def build_layer_attention(
     )
 
 
-def _build_mla(spec: ModelSpec, *, mla_mode: MlaCacheMode, tp_rank: int, tp_size: int, **factory: Any) -> nn.Module:
-    """MLA from ``mha_cli.nn.mla``: its ``build_mla`` (YaRN, TP) when present, else the plain module (tp 1)."""
-    from mha_cli.nn import mla
-
-    if hasattr(mla, "build_mla"):
-        return mla.build_mla(spec, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, **factory)
-    if tp_size > 1:
-        raise ValueError("tensor-parallel MLA is not built yet (mha_cli.nn.mla has no build_mla): use tp_size=1")
-    assert spec.mla is not None
-    rope = spec.rotary
-    return mla.MLAttention(
-        spec.d_model,
-        spec.n_heads,
-        spec.mla.kv_lora_rank,
-        spec.mla.qk_nope_head_dim,
-        spec.mla.qk_rope_head_dim,
-        spec.mla.v_head_dim,
-        spec.mla.q_lora_rank,
-        mode=mla_mode,
-        rope_base=10000.0 if rope is None else rope.theta,
-        **factory,
-    )
-
-
 def build_layer_mlp(
     spec: ModelSpec,
     layer: int,
@@ -121,12 +101,6 @@ def build_layer_mlp(
 ) -> nn.Module:
     """The MLP of layer ``layer`` (rank ``tp_rank``'s shard): dense, or MoE past the spec's dense layers."""
     if spec.moe is not None and layer >= spec.moe.n_dense_layers:
-        try:
-            from mha_cli.nn.moe import build_moe  # type: ignore[import-not-found]
-        except ImportError:
-            raise ValueError(
-                f"{spec.name}: mixture-of-experts layers are not built yet (mha_cli.nn.moe is absent)"
-            ) from None
         return build_moe(spec, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
     if spec.d_ff % tp_size:
         raise ValueError(f"d_ff ({spec.d_ff}) must be divisible by tp ({tp_size}) to split the MLP")
@@ -155,6 +129,10 @@ class DecoderLayer(nn.Module):
             self.pre_feedforward_layernorm = norm()
             self.post_feedforward_layernorm = norm()
         self.mlp = mlp
+        # Modules that take the reducer per call (ours) get it passed; others (an ``all_reduce``
+        # attribute of their own) are kept current by ``DecoderLM.all_reduce``'s setter.
+        self._attn_takes_reduce = _takes_reduce(self_attn)
+        self._mlp_takes_reduce = _takes_reduce(mlp)
 
     def forward(
         self, x: torch.Tensor, cache: Any, start_pos: int, cos_sin: CosSin | None, reduce: Reduce
@@ -162,21 +140,29 @@ class DecoderLayer(nn.Module):
         h = self.input_layernorm(x)  # (b, s, d)
         attn = self._attend(h, cache, start_pos, cos_sin, reduce)  # (b, s, d)
         if self.n_norms == 1:  # parallel block: both branches read the same normed input
-            return x + attn + self.mlp(h, reduce)  # (b, s, d)
+            return x + attn + self._feed_forward(h, reduce)  # (b, s, d)
         if self.n_norms == 2:
             x = x + attn  # (b, s, d)
-            return x + self.mlp(self.post_attention_layernorm(x), reduce)  # (b, s, d)
+            return x + self._feed_forward(self.post_attention_layernorm(x), reduce)  # (b, s, d)
         x = x + self.post_attention_layernorm(attn)  # (b, s, d)
-        return x + self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(x), reduce))  # (b, s, d)
+        mlp_out = self._feed_forward(self.pre_feedforward_layernorm(x), reduce)  # (b, s, d)
+        return x + self.post_feedforward_layernorm(mlp_out)  # (b, s, d)
 
     def _attend(
         self, h: torch.Tensor, cache: Any, start_pos: int, cos_sin: CosSin | None, reduce: Reduce
     ) -> torch.Tensor:
         if isinstance(self.self_attn, Attention):
             return self.self_attn(h, cache, start_pos, cos_sin=cos_sin, reduce=reduce)
-        if reduce is identity:  # MLA computes its own RoPE (its own width)
-            return self.self_attn(h, cache, start_pos)
-        return self.self_attn(h, cache, start_pos, reduce=reduce)
+        if self._attn_takes_reduce:  # MLA computes its own RoPE (its own width)
+            return self.self_attn(h, cache, start_pos, reduce=reduce)
+        return self.self_attn(h, cache, start_pos)
+
+    def _feed_forward(self, h: torch.Tensor, reduce: Reduce) -> torch.Tensor:
+        return self.mlp(h, reduce=reduce) if self._mlp_takes_reduce else self.mlp(h)
+
+
+def _takes_reduce(module: nn.Module) -> bool:
+    return "reduce" in inspect.signature(module.forward).parameters
 
 
 class DecoderBody(nn.Module):
@@ -218,9 +204,23 @@ class DecoderLM(nn.Module):
         self.rope = rope
         self.n_layers = len(body.layers)
         self.tp_rank, self.tp_size = tp_rank, tp_size
-        self.all_reduce: Reduce = identity
+        self._all_reduce: Reduce = identity
+        self.all_reduce = identity
         self.omitted: list[str] = omitted or []
         self._register_load_state_dict_pre_hook(self._drop_tied_head)
+
+    @property
+    def all_reduce(self) -> Reduce:
+        """Sums a tensor over the tensor-parallel ranks; the identity on one rank."""
+        return self._all_reduce
+
+    @all_reduce.setter
+    def all_reduce(self, reduce: Reduce) -> None:
+        """Replace the reducer, here and in every submodule that keeps one of its own (``all_reduce``)."""
+        self._all_reduce = reduce
+        for module in self.modules():
+            if module is not self and hasattr(module, "all_reduce"):
+                module.all_reduce = reduce
 
     def _drop_tied_head(self, state_dict: dict[str, Any], prefix: str, *_: Any) -> None:
         """transformers lists a tied head under ``lm_head.weight`` too; here the embedding is the head."""
@@ -307,7 +307,9 @@ def build_model(
 def _init_weights(module: nn.Module) -> None:
     """N(0, INIT_STD) weights for linears and embeddings, zero biases, unit norms.
 
-    A module with parameters or buffers of its own (an MoE router's bias, say) defines ``init_weights()``.
+    A module with tensors of its own defines ``init_weights()``; without one, its own parameters are
+    drawn like weights (zeros for names ending in ``bias``) and its own buffers zeroed, so nothing
+    keeps the garbage ``to_empty`` leaves.
     """
     if hasattr(module, "init_weights"):
         module.init_weights()
@@ -320,3 +322,11 @@ def _init_weights(module: nn.Module) -> None:
             nn.init.ones_(module.weight)
         if getattr(module, "bias", None) is not None:
             nn.init.zeros_(module.bias)
+    else:
+        for name, param in module.named_parameters(recurse=False):
+            if name.endswith("bias"):
+                nn.init.zeros_(param)
+            else:
+                nn.init.normal_(param, mean=0.0, std=INIT_STD)
+        for buffer in module.buffers(recurse=False):
+            buffer.zero_()

@@ -1,6 +1,6 @@
 """What ``build_model`` leaves out of a family it builds only by geometry (for the verify report).
 
-``build_model`` reproduces the Llama, Mistral and Qwen2/Qwen3 decoders exactly (same state-dict
+``build_model`` reproduces the Llama, Mistral, Qwen2/Qwen3 and DeepSeek-V2/V3 decoders exactly (same state-dict
 names, same logits as transformers). For other families it builds the same geometry (heads, head
 width, windows, MLP sizes, norms per layer, biases, tying), so weights and cache bytes are right,
 but some of the family's arithmetic or parameter names differ. ``omitted_details`` lists those
@@ -36,6 +36,7 @@ _GPT_OSS = [
     "gpt-oss's attention sinks (a learned logit per head in every softmax)",
     "gpt-oss's clamped SwiGLU (alpha 1.702, (up + 1) gating)",
 ]
+_DEEPSEEK_V3 = ["DeepSeek-V3's multi-token-prediction module (not counted by count_params either)"]
 _FALCON = ["Falcon stores a fused query_key_value weight under transformer.h.N; here Llama's names and separate q/k/v"]
 _LEARNED_POSITIONS = [
     "GPT-2 stores fused Conv1D weights (c_attn, c_fc) under transformer.h.N; here Llama's names and separate q/k/v",
@@ -48,7 +49,7 @@ def _family_text(spec: ModelSpec) -> str:
 
 
 def omitted_details(spec: ModelSpec) -> list[str]:
-    """Family details of ``spec`` that the built decoder does not reproduce (empty for Llama/Mistral/Qwen)."""
+    """Family details of ``spec`` that the built decoder does not reproduce (empty for Llama/Mistral/Qwen, DeepSeek-V2)."""
     text = _family_text(spec)
     details: list[str] = []
     if "gemma" in text or spec.n_norms_per_layer == 4:
@@ -61,6 +62,8 @@ def omitted_details(spec: ModelSpec) -> list[str]:
         details += _PHI3
     if "gpt-oss" in text:
         details += _GPT_OSS
+    if "deepseek-v3" in text:
+        details += _DEEPSEEK_V3
     if "falcon" in text or spec.n_norms_per_layer == 1:
         details += _FALCON
     if spec.position_embeddings:

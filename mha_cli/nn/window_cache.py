@@ -4,9 +4,10 @@ A query at position p sees keys p - window + 1 .. p (``window`` keys, the transf
 convention: key j is visible when j > p - window). Position p lives in slot p % slots, so the cache
 never grows past the window; the keys are stored already rotated, so a slot needs no position.
 
-``update`` returns the keys a step needs in position order: the cached ones a new query can still
-see (at most window - 1 before the first new token) followed by the new ones, and the position of
-the first of them, from which the caller builds the window mask.
+``update`` returns the keys a step needs and the position of the first of them, from which the
+caller builds the window mask. Several new tokens: the cached keys they can still see (at most
+window - 1, copied out in position order) followed by the new ones. One new token (decode): views
+of the ring itself, no copy, since every slot then lies inside the token's window.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class SlidingWindowCache:
             raise ValueError(f"positions [{start_pos}, {end}) do not fit a cache of max_seq={self.max_seq}")
         if b > self.batch:
             raise ValueError(f"batch ({b}) exceeds the cache's batch ({self.batch})")
+        if s == 1:
+            return self._decode_step(start_pos, k, v)
         n_old = min(start_pos, self.window - 1, self.slots)
         first = start_pos - n_old
         old_slots = torch.arange(first, start_pos, device=self.k.device) % self.slots  # (n_old,)
@@ -74,6 +77,20 @@ class SlidingWindowCache:
         self.k[:b, :, new_slots] = k[:, :, s - kept :].to(self.dtype)  # (b, n_kv, kept, h_d)
         self.v[:b, :, new_slots] = v[:, :, s - kept :].to(self.dtype)  # (b, n_kv, kept, v_h_d)
         return keys, values, first
+
+    def _decode_step(self, pos: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """One new token: write it into its slot and return views of the slots it sees, nothing copied.
+
+        Every slot then holds one of the positions pos - slots + 1 .. pos, all inside the window, so
+        the whole ring (or its filled prefix) is the key set. Once the ring has wrapped, the keys come
+        in slot order, a rotation of position order, which an unmasked single query cannot tell apart.
+        """
+        b = k.shape[0]
+        slot = pos % self.slots
+        self.k[:b, :, slot : slot + 1] = k.to(self.dtype)  # (b, n_kv, 1, h_d)
+        self.v[:b, :, slot : slot + 1] = v.to(self.dtype)  # (b, n_kv, 1, v_h_d)
+        n_seen = min(pos + 1, self.slots)
+        return self.k[:b, :, :n_seen], self.v[:b, :, :n_seen], pos + 1 - n_seen  # (b, n_kv, n_seen, *) x 2
 
 
 def window_mask(

@@ -1,0 +1,210 @@
+"""Mixture-of-experts MLP: a router picks k of E experts per token; shared experts see every token.
+
+Shape glossary: ``n`` tokens (batch * sequence flattened), ``d`` d_model, ``E`` routed experts,
+``k`` experts per token, ``f`` one expert's hidden width (this rank's slice with tensor parallelism).
+
+Routing (``TopKRouter``, the ``gate`` submodule), as the model families define it:
+- softmax over all E logits, then the top k (Mixtral, Qwen2/Qwen3-MoE; DeepSeek-V2 with ``greedy``);
+- ``group_limited_greedy`` (DeepSeek-V2): experts split into ``n_group`` groups; only the
+  ``topk_group`` groups with the highest max score compete;
+- ``noaux_tc`` (DeepSeek-V3): sigmoid scores; the choice uses score + ``e_score_correction_bias``
+  (a buffer, learned outside backprop), groups are ranked by the sum of their two best biased
+  scores, and the chosen experts are weighted by their unbiased scores.
+Then optionally renormalise the k weights to sum 1 (``norm_topk_prob``) and multiply them by
+``routed_scaling_factor``.
+
+State-dict names follow transformers 5's modules (DeepseekV3MoE, Qwen3MoeSparseMoeBlock,
+Qwen2MoeSparseMoeBlock, Mixtral): ``gate.weight`` (E, d), ``gate.e_score_correction_bias`` (E,)
+for noaux_tc, the routed experts fused into 3-D tensors ``experts.gate_up_proj`` (E, 2f, d) (gate rows
+then up rows) and ``experts.down_proj`` (E, d, f); shared experts as one SwiGLU MLP of width
+n_shared * f named ``shared_experts`` (DeepSeek), or ``shared_expert`` + ``shared_expert_gate`` (Qwen2-MoE).
+
+Tensor parallelism (Megatron style): the router is replicated; every routed and shared expert is
+split by width like a dense MLP (rank r holds hidden units [r*f/tp, (r+1)*f/tp) of each expert, so
+its ``gate_up_proj`` holds that block of gate rows followed by that block of up rows). Each rank's
+combined output is a partial sum; one ``all_reduce`` after it completes the layer.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mha_cli.core.schemas import ModelSpec, MoESpec
+from mha_cli.nn.mlp import MLP
+from mha_cli.nn.row_parallel import Reduce
+
+INIT_STD = 0.02
+"""Standard deviation of the router and expert weights at initialisation (as ``build_model``'s linears)."""
+
+
+def _split_width(width: int, tp_size: int, what: str) -> int:
+    if width % tp_size:
+        raise ValueError(f"{what} ({width}) must be divisible by the tensor-parallel size ({tp_size})")
+    return width // tp_size
+
+
+class TopKRouter(nn.Module):
+    """Chooses ``k`` experts per token and their weights; scores in fp32 whatever the model dtype."""
+
+    def __init__(self, d_model: int, spec: MoESpec, *, dtype=None, device=None) -> None:  # type: ignore[no-untyped-def]
+        super().__init__()
+        self.n_experts, self.top_k = spec.n_experts, spec.n_active_experts
+        self.scoring_func, self.topk_method = spec.scoring_func, spec.topk_method
+        self.norm_topk_prob, self.routed_scaling_factor = spec.norm_topk_prob, spec.routed_scaling_factor
+        self.n_group, self.topk_group = spec.n_group, spec.topk_group
+        self.weight = nn.Parameter(torch.empty(spec.n_experts, d_model, dtype=dtype, device=device))
+        if self.topk_method == "noaux_tc":  # a buffer, as in transformers: saved, not trained by backprop
+            self.register_buffer("e_score_correction_bias", torch.empty(spec.n_experts, device=device))
+        if self.weight.device.type != "meta":
+            self.init_weights()
+
+    def init_weights(self) -> None:
+        """N(0, INIT_STD) router weights, zero correction bias."""
+        nn.init.normal_(self.weight, std=INIT_STD)
+        if self.topk_method == "noaux_tc":
+            nn.init.zeros_(self.e_score_correction_bias)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (n, d) -> (weights (n, k) fp32, expert indices (n, k) long)."""
+        logits = F.linear(x.float(), self.weight.float())  # (n, E)
+        scores = logits.softmax(dim=-1) if self.scoring_func == "softmax" else logits.sigmoid()  # (n, E)
+        choice = scores  # (n, E): what the top-k ranks
+        if self.topk_method == "noaux_tc":
+            choice = scores + self.e_score_correction_bias.float()  # (n, E)
+        if self.topk_method != "greedy" and self.n_group > 1:
+            choice = self._keep_best_groups(choice)  # (n, E), experts of other groups at -inf
+        indices = choice.topk(self.top_k, dim=-1).indices  # (n, k)
+        weights = scores.gather(-1, indices)  # (n, k)
+        if self.norm_topk_prob:
+            weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)  # (n, k)
+        return weights * self.routed_scaling_factor, indices
+
+    def _keep_best_groups(self, choice: torch.Tensor) -> torch.Tensor:
+        n = choice.shape[0]
+        grouped = choice.view(n, self.n_group, self.n_experts // self.n_group)  # (n, G, E/G)
+        if self.topk_method == "noaux_tc":
+            group_scores = grouped.topk(min(2, grouped.shape[-1]), dim=-1).values.sum(dim=-1)  # (n, G)
+        else:
+            group_scores = grouped.amax(dim=-1)  # (n, G)
+        best = group_scores.topk(self.topk_group, dim=-1).indices  # (n, topk_group)
+        keep = torch.zeros_like(group_scores, dtype=torch.bool).scatter_(1, best, True)  # (n, G)
+        return grouped.masked_fill(~keep[..., None], float("-inf")).view(n, self.n_experts)  # (n, E)
+
+
+class RoutedExperts(nn.Module):
+    """E SwiGLU experts stored as 3-D tensors; each token runs only its k chosen experts."""
+
+    def __init__(self, d_model: int, n_experts: int, d_ff: int, *, bias: bool = False, dtype=None, device=None) -> None:  # type: ignore[no-untyped-def]
+        super().__init__()
+        factory = {"dtype": dtype, "device": device}
+        self.n_experts, self.d_ff = n_experts, d_ff
+        self.gate_up_proj = nn.Parameter(torch.empty(n_experts, 2 * d_ff, d_model, **factory))  # (E, 2f, d)
+        self.down_proj = nn.Parameter(torch.empty(n_experts, d_model, d_ff, **factory))  # (E, d, f)
+        if bias:
+            self.gate_up_proj_bias = nn.Parameter(torch.empty(n_experts, 2 * d_ff, **factory))  # (E, 2f)
+            self.down_proj_bias = nn.Parameter(torch.empty(n_experts, d_model, **factory))  # (E, d)
+        self.bias = bias
+        if self.down_proj.device.type != "meta":
+            self.init_weights()
+
+    def init_weights(self) -> None:
+        """N(0, INIT_STD) expert weights, zero biases."""
+        nn.init.normal_(self.gate_up_proj, std=INIT_STD)
+        nn.init.normal_(self.down_proj, std=INIT_STD)
+        if self.bias:
+            nn.init.zeros_(self.gate_up_proj_bias)
+            nn.init.zeros_(self.down_proj_bias)
+
+    def forward(self, x: torch.Tensor, weights: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+        """x (n, d), weights and indices (n, k) -> sum over k of weight * expert(x), (n, d).
+
+        Without the down-projection bias (see ``bias_term``), so a tensor-parallel partial sum stays linear.
+        """
+        k = indices.shape[1]
+        flat_expert = indices.reshape(-1)  # (n * k,)
+        order = flat_expert.argsort()  # (n * k,): assignments grouped by expert
+        token = order // k  # (n * k,): the token of each sorted assignment
+        counts = torch.bincount(flat_expert, minlength=self.n_experts).tolist()
+        rows_by_expert = x[token].split(counts)  # E tensors (count_e, d)
+        outputs = []
+        for expert, rows in enumerate(rows_by_expert):
+            if rows.shape[0] == 0:
+                continue
+            gate_up = rows @ self.gate_up_proj[expert].T  # (count_e, 2f)
+            if self.bias:
+                gate_up = gate_up + self.gate_up_proj_bias[expert]
+            gate, up = gate_up.chunk(2, dim=-1)  # (count_e, f) each
+            outputs.append((F.silu(gate) * up) @ self.down_proj[expert].T)  # (count_e, d)
+        weighted = torch.cat(outputs) * weights.reshape(-1)[order, None].to(x.dtype)  # (n * k, d)
+        return torch.zeros_like(x).index_add_(0, token, weighted)  # (n, d)
+
+    def bias_term(self, weights: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+        """sum over k of weight * down_proj_bias[expert], (n, d): added once, after the all_reduce."""
+        return torch.einsum("nk,nkd->nd", weights.to(self.down_proj_bias.dtype), self.down_proj_bias[indices])
+
+
+class MoE(nn.Module):
+    """Routed experts (+ shared experts): ``forward(x, reduce=None)``, x (b, s, d) -> (b, s, d).
+
+    ``reduce`` (the model's all-reduce; identity on one rank) is called once, on the combined partial
+    output of the routed and shared experts.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        spec: MoESpec,
+        *,
+        tp_size: int = 1,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        factory = {"dtype": dtype, "device": device}
+        self.spec = spec
+        d_ff = _split_width(spec.d_ff_expert, tp_size, "d_ff_expert")
+        self.gate = TopKRouter(d_model, spec, **factory)
+        self.experts = RoutedExperts(d_model, spec.n_experts, d_ff, bias=spec.expert_bias, **factory)
+        shared_width = spec.n_shared_experts * (spec.d_ff_shared or spec.d_ff_expert)
+        if shared_width:
+            shared = MLP(d_model, _split_width(shared_width, tp_size, "shared expert width"), **factory)
+            if spec.shared_expert_gate:  # Qwen2-MoE: one shared expert behind a sigmoid gate
+                self.shared_expert = shared
+                self.shared_expert_gate = nn.Linear(d_model, 1, bias=False, **factory)
+            else:  # DeepSeek: the shared experts fused into one wider MLP
+                self.shared_experts = shared
+
+    def forward(self, x: torch.Tensor, reduce: Reduce | None = None) -> torch.Tensor:
+        shape = x.shape
+        tokens = x.reshape(-1, shape[-1])  # (n, d)
+        weights, indices = self.gate(tokens)  # (n, k) each
+        out = self.experts(tokens, weights, indices)  # (n, d), this rank's partial sum
+        if hasattr(self, "shared_experts"):
+            out = out + self.shared_experts(tokens)  # (n, d)
+        elif hasattr(self, "shared_expert"):
+            out = out + torch.sigmoid(self.shared_expert_gate(tokens)) * self.shared_expert(tokens)  # (n, d)
+        if reduce is not None:
+            out = reduce(out)  # (n, d), summed over ranks
+        if self.experts.bias:
+            out = out + self.experts.bias_term(weights, indices)  # (n, d), once, after the sum
+        return out.reshape(shape)  # (b, s, d)
+
+
+def build_moe(
+    spec: ModelSpec,
+    *,
+    tp_rank: int = 0,
+    tp_size: int = 1,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> MoE:
+    """The MoE MLP of a MoE layer of ``spec``, rank ``tp_rank``'s slice of every expert."""
+    if spec.moe is None:
+        raise ValueError(f"{spec.name} has no moe block")
+    if not 0 <= tp_rank < tp_size:
+        raise ValueError(f"tp_rank ({tp_rank}) must be in [0, {tp_size})")
+    if spec.mlp != "gated":
+        raise ValueError(f"{spec.name}: MoE experts are built as gated (SwiGLU) MLPs, the spec says {spec.mlp}")
+    return MoE(spec.d_model, spec.moe, tp_size=tp_size, dtype=dtype, device=device)
