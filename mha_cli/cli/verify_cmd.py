@@ -15,6 +15,7 @@ from mha_cli.cli.options import JsonOpt, KvDtypeOpt, MlaCacheOpt, SourceBatchOpt
 from mha_cli.cli.output import Output, stderr_console
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
+from mha_cli.core.rules.catalog import TEST_ACCURACY
 from mha_cli.core.sources import load_source
 
 if TYPE_CHECKING:
@@ -68,8 +69,8 @@ HookOpt = Annotated[
     typer.Option(
         "--hook",
         help="Also run the testability hook (rule MHA050): train a scaled-down 2-layer copy of the design's attention"
-        " on the induction task (A B ... A -> B) and a 1-layer control; exit 1 if the copy scores below 95%. About"
-        " 3 minutes on 2 CPU cores.",
+        f" on the induction task (A B ... A -> B) and a 1-layer control; exit 1 if the copy scores below"
+        f" {TEST_ACCURACY:.0%}. About 1 to 3 minutes on 2 CPU cores.",
     ),
 ]
 HookLayersOpt = Annotated[

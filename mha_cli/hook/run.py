@@ -30,6 +30,10 @@ from mha_cli.nn.model import build_model
 ProgressFn = Callable[[str, int, int], None]
 """on_progress(label, steps done, steps at most): called after every training step."""
 
+STOP_ACCURACY = (1.0 + TEST_ACCURACY) / 2
+"""Validation accuracy that ends training: halfway between the rule's threshold and 1, so that the separate
+test set, measured after, does not fall just under the threshold when training stops at the threshold."""
+
 # Seed offsets of the independent random streams (the weights use ``seed`` itself).
 _TRAIN_STREAM, _VALIDATION_STREAM, _TEST_STREAM = 1, 2, 3
 
@@ -43,6 +47,8 @@ class Trained:
     test_accuracy: float
     omitted: list[str]
     """Family details of the spec the decoder does not reproduce (``DecoderLM.omitted``)."""
+    scored_targets: int
+    """Induction targets in the test set."""
 
 
 def run_hook(
@@ -62,26 +68,13 @@ def run_hook(
     """
     size = size or DEFAULT_SIZE
     steps_cap = size.max_steps if max_steps is None else max_steps
-    if steps_cap < 1:
-        raise ValueError(f"max_steps must be at least 1, not {steps_cap}")
     copy = scaled_copy(design, layers, size)
     control = scaled_copy(design, 1, size)
-    task = InductionTask(size.vocab_size, size.seq_len, size.min_segment, size.max_segment)
-    validation = task.batch(size.n_validation, seeded_generator(seed + _VALIDATION_STREAM))  # (n, s) x 2
-    test = task.batch(size.n_test, seeded_generator(seed + _TEST_STREAM))  # (n, s) x 2
-    stop_accuracy = (1.0 + TEST_ACCURACY) / 2
     target = resolve_device(device)
-    report = on_progress or (lambda label, done, total: None)
     started = time.perf_counter()
-    with deterministic_run(seed, target):
-
-        def fit(spec: ModelSpec, steps: int, label: str) -> Trained:
-            torch.manual_seed(seed)  # the same initial draw for the copy and the control
-            model = build_model(spec, device=target)
-            return _fit(model, task, size, seed, steps, stop_accuracy, validation, test, target, label, report)
-
-        main = fit(copy.spec, steps_cap, f"hook: {layers} layers")
-        control_run = fit(control.spec, main.steps, "control: 1 layer")
+    common = {"seed": seed, "size": size, "device": str(target), "on_progress": on_progress}
+    main = train_copy(copy.spec, max_steps=steps_cap, label=f"hook: {layers} layers", **common)
+    control_run = train_copy(control.spec, max_steps=main.steps, label="control: 1 layer", **common)
     seconds = time.perf_counter() - started
     return HookResult(
         accuracy=main.test_accuracy,
@@ -93,17 +86,47 @@ def run_hook(
         steps=main.steps,
         max_steps=steps_cap,
         control_steps=control_run.steps,
-        stop_accuracy=stop_accuracy,
+        stop_accuracy=STOP_ACCURACY,
         validation_accuracy=main.validation_accuracy,
         seconds=round(seconds, 2),
         scaled=copy.changes + [f"not reproduced by the decoder: {detail}" for detail in main.omitted],
         size=size.name,
-        task=_describe(task, size),
-        scored_targets=int((test[1] != IGNORE_INDEX).sum()),
+        task=_describe(size),
+        scored_targets=main.scored_targets,
         seed=seed,
         device=str(target),
         device_name=device_name(target),
     )
+
+
+def train_copy(
+    spec: ModelSpec,
+    *,
+    seed: int = 0,
+    size: HookSize | None = None,
+    max_steps: int | None = None,
+    device: str = "cpu",
+    label: str = "copy",
+    on_progress: ProgressFn | None = None,
+) -> Trained:
+    """Build ``spec`` with the project's decoder and train it on induction, seeded and deterministic.
+
+    Stops once the validation accuracy reaches ``STOP_ACCURACY`` or after ``max_steps`` (default
+    ``size.max_steps``); the test accuracy is measured after. ``run_hook`` calls this for the copy and
+    the control, with the same ``seed``: the same initial draw, the same batches, the same held-out sets.
+    """
+    size = size or DEFAULT_SIZE
+    steps = size.max_steps if max_steps is None else max_steps
+    if steps < 1:
+        raise ValueError(f"max_steps must be at least 1, not {steps}")
+    task = InductionTask(size.vocab_size, size.seq_len, size.min_segment, size.max_segment)
+    validation = task.batch(size.n_validation, seeded_generator(seed + _VALIDATION_STREAM))  # (n, s) x 2
+    test = task.batch(size.n_test, seeded_generator(seed + _TEST_STREAM))  # (n, s) x 2
+    target = resolve_device(device)
+    report = on_progress or (lambda label, done, total: None)
+    with deterministic_run(seed, target):
+        model = build_model(spec, device=target)
+        return _fit(model, task, size, seed, steps, validation, test, target, label, report)
 
 
 def _fit(
@@ -112,7 +135,6 @@ def _fit(
     size: HookSize,
     seed: int,
     steps: int,
-    stop_accuracy: float,
     validation: tuple[torch.Tensor, torch.Tensor],
     test: tuple[torch.Tensor, torch.Tensor],
     device: torch.device,
@@ -131,7 +153,7 @@ def _fit(
         if steps_done % size.eval_every and steps_done != steps:
             return False
         last_validation = induction_accuracy(model, *validation, device)
-        return last_validation >= stop_accuracy
+        return last_validation >= STOP_ACCURACY
 
     settings = TrainSettings(steps=steps, learning_rate=size.learning_rate, warmup_steps=size.warmup_steps)
     train(model, lambda: task.batch(size.batch, stream), settings, device, should_stop=should_stop)
@@ -140,6 +162,7 @@ def _fit(
         validation_accuracy=last_validation,
         test_accuracy=induction_accuracy(model, *test, device),
         omitted=list(getattr(model, "omitted", [])),
+        scored_targets=int((test[1] != IGNORE_INDEX).sum()),
     )
 
 
@@ -161,10 +184,10 @@ def induction_accuracy(
     return correct / scored
 
 
-def _describe(task: InductionTask, size: HookSize) -> str:
+def _describe(size: HookSize) -> str:
     return (
-        f"{task.seq_len} distinct tokens of {task.vocab_size} per sequence, a segment of {task.min_segment}-"
-        f"{task.max_segment} tokens repeated later at a random place; scored: the 2nd to last token of the repeat"
+        f"{size.seq_len} distinct tokens of {size.vocab_size} per sequence, a segment of {size.min_segment}-"
+        f"{size.max_segment} tokens repeated later at a random place; scored: the 2nd to last token of the repeat"
         f" (argmax), on {size.n_test} held-out sequences; trained on batches of {size.batch},"
         f" AdamW lr {size.learning_rate:g}"
     )
