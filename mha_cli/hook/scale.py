@@ -65,10 +65,10 @@ def _scale_mlp(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> lis
     return [] if d_ff == design.d_ff else [f"d_ff: {design.d_ff:,} -> {d_ff}"]
 
 
-def _width_reason(design: ModelSpec, size: HookSize) -> str:
+def _width_reason(design: ModelSpec, size: HookSize, floor: int) -> str:
     return (
-        f"{design.n_heads} heads x head width kept within {size.max_query_width} values so the copy trains in"
-        " minutes on a CPU"
+        f"{design.n_heads} heads x head width capped at {size.max_query_width} values, each head at least {floor}"
+        " wide, so the copy trains in minutes on a CPU"
     )
 
 
@@ -80,7 +80,7 @@ def _scale_heads(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> l
     kept = f"heads kept: {design.n_heads} query, {design.kv_heads} KV ({design.variant}, {design.q_per_kv} per KV head)"
     if head_dim == design.dim_per_head:
         return [kept, f"head_dim: {head_dim} kept"]
-    return [kept, f"head_dim: {design.dim_per_head} -> {head_dim} ({_width_reason(design, size)})"]
+    return [kept, f"head_dim: {design.dim_per_head} -> {head_dim} ({_width_reason(design, size, size.min_head_dim)})"]
 
 
 def _scale_mla(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> list[str]:
@@ -111,7 +111,7 @@ def _scale_mla(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> lis
     changes = [
         kept,
         f"MLA q/k head width: {mla.qk_nope_head_dim} nope + {mla.qk_rope_head_dim} rope -> {nope} nope + {rope} rope,"
-        f" value width {mla.v_head_dim} -> {value} ({_width_reason(design, size)})",
+        f" value width {mla.v_head_dim} -> {value} ({_width_reason(design, size, MIN_MLA_ROPE + MIN_MLA_ROPE // 2)})",
         f"MLA kv_lora_rank: {mla.kv_lora_rank} -> {rank} (the same factor {factor:.3g}, at least"
         f" {size.min_latent_rank})",
     ]
