@@ -1,28 +1,33 @@
 """``mha verify SOURCE``: build the config's decoder in torch, measure weights, cache memory and latency.
 
-Exit codes: 0 every check passed; 1 a threshold or the numerics check failed (the report is still
-printed), or with --tp N > 1 a rank failed or hung (one line, every rank stopped); 2 bad input;
-3 the device does not have the memory (nothing is allocated). --tp N > 1 hands over to ``verify_tp``.
-torch is imported inside the command only.
+Exit codes: 0 every check passed; 1 a threshold, the numerics check or the induction hook (``--hook``)
+failed (the report is still printed), or with --tp N > 1 a rank failed or hung (one line, every rank
+stopped); 2 bad input; 3 the device does not have the memory (nothing is allocated). --tp N > 1 hands
+over to ``verify_tp``. torch is imported inside the command only.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from mha_cli.cli.options import JsonOpt, KvDtypeOpt, MlaCacheOpt, SourceBatchOpt, SourceSeqOpt
 from mha_cli.cli.output import Output, stderr_console
 from mha_cli.core.deployment import merge_deployment
-from mha_cli.core.errors import EXIT_CHECK_FAILED
+from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
+from mha_cli.core.rules.catalog import TEST_ACCURACY
 from mha_cli.core.sources import load_source
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from mha_cli.cli.app import CommandRegistry
+    from mha_cli.core.schemas import ModelSpec
+    from mha_cli.hook.result import HookResult
     from mha_cli.verify.report import VerifyReport
+
+R = TypeVar("R", bound="VerifyReport")  # a verify report, single-device or tensor-parallel
 
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (cuda when present), cuda or cpu.")]
 LayersOpt = Annotated[
@@ -77,6 +82,22 @@ TpTimeoutOpt = Annotated[
     float,
     typer.Option("--tp-timeout", help="With --tp N > 1: stop every rank (exit 1) if the run takes longer (seconds)."),
 ]
+HookOpt = Annotated[
+    bool,
+    typer.Option(
+        "--hook",
+        help="Also run the testability hook (rule MHA050): train a scaled-down 2-layer copy of the design's attention"
+        f" on the induction task (A B ... A -> B) and a 1-layer control; exit 1 if the copy scores below"
+        f" {TEST_ACCURACY:.0%}. About 1 to 3 minutes on 2 CPU cores.",
+    ),
+]
+HookLayersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--hook-layers", help="Layers of the hook's copy (default 2; the control stays 1 layer).", show_default=False
+    ),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the hook's weights and data (--hook).")]
 
 
 def verify(
@@ -96,9 +117,16 @@ def verify(
     tolerance: ToleranceOpt = None,
     tp: TpOpt = None,
     tp_timeout: TpTimeoutOpt = 900.0,
+    hook: HookOpt = False,
+    hook_layers: HookLayersOpt = None,
+    seed: SeedOpt = 0,
     json: JsonOpt = False,
 ) -> None:
-    """Build the config's decoder in torch; compare weight and cache bytes with the calculator; time prefill and decode."""
+    """Build the config's decoder in torch; compare weight and cache bytes with the calculator; time prefill and decode.
+
+    With --hook, also train a scaled copy of the attention on the induction task (the testability hook).
+    """
+    layers_of_hook = hook_layers_to_run(hook, hook_layers, seed)
     from mha_cli.verify.plan import validate_options  # imports torch (through mha_cli.verify), as the run will
 
     validate_options(
@@ -106,6 +134,8 @@ def verify(
         max_decode_ms=max_decode_ms,
     )  # fmt: skip
     loaded = load_source(source)
+    if layers_of_hook is not None:
+        check_hook_copy(loaded.model, layers_of_hook)
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache, tp=tp
     )
@@ -118,6 +148,7 @@ def verify(
         verify_tensor_parallel(
             loaded, deployment, tp=tp_degree, device=device, layers=layers, prefill_tokens=prefill_tokens, reps=reps,
             tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, timeout_s=tp_timeout, json=json,
+            finish=lambda report: add_hook(report, loaded.model, layers_of_hook, seed=seed, device=device),
         )  # fmt: skip
         return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -136,6 +167,7 @@ def verify(
             max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, tolerance=tolerance, on_stage=on_stage,
         )  # fmt: skip
         progress.update(task, completed=len(STAGES))
+    report = add_hook(report, loaded.model, layers_of_hook, seed=seed, device=device)
     Output(json).emit(report, render_verify)
     if not report.passed:
         raise typer.Exit(code=EXIT_CHECK_FAILED)
@@ -225,8 +257,12 @@ def render_verify(console: Console, report: VerifyReport) -> None:
         else f"{name} [red]FAIL[/red] ({escape(report.check_details.get(name, ''))})"
         for name, ok in report.checks.items()
     )
-    verdict_text = "[bold green]PASS[/bold green]" if report.passed else "[bold red]FAIL[/bold red]"
-    console.print(f"{verdict_text}  {checks}")
+    if report.hook is not None:
+        from mha_cli.cli.render_hook import render_hook
+
+        render_hook(console, report.hook)
+    verdict = "[bold green]PASS[/bold green]" if report.passed else "[bold red]FAIL[/bold red]"
+    console.print(f"{verdict}  {checks}")
 
 
 def efficiency_text(report: VerifyReport) -> str:
@@ -236,6 +272,73 @@ def efficiency_text(report: VerifyReport) -> str:
     if report.roofline_efficiency > 1:
         return "above the measured peak (the peak measurement came out below this run: small caches, noise); "
     return f"{report.roofline_efficiency:.0%} of peak; "
+
+
+# The testability hook (--hook) ------------------------------------------------------------------
+
+
+def hook_layers_to_run(hook: bool, hook_layers: int | None, seed: int) -> int | None:
+    """The copy's depth when --hook is on (None when off); bad values are exit 2, before torch is imported."""
+    from mha_cli.hook.sizes import MAX_HOOK_LAYERS
+
+    if not hook:
+        if hook_layers is not None:
+            raise BadInputError("--hook-layers applies to the induction hook only: add --hook")
+        return None
+    layers = 2 if hook_layers is None else hook_layers
+    if not 1 <= layers <= MAX_HOOK_LAYERS:
+        raise BadInputError(f"--hook-layers must be between 1 and {MAX_HOOK_LAYERS}, not {layers}")
+    if seed < 0:
+        raise BadInputError(f"--seed must be 0 or more, not {seed}")
+    return layers
+
+
+def check_hook_copy(model: ModelSpec, layers: int) -> None:
+    """Fail now (exit 2), not after the verify run, if the design's scaled copy cannot be made."""
+    from mha_cli.hook.scale import scaled_copy
+    from mha_cli.hook.sizes import DEFAULT_SIZE
+
+    try:
+        scaled_copy(model, layers, DEFAULT_SIZE)
+    except ValueError as error:  # pydantic's ValidationError is a ValueError
+        raise BadInputError(f"the induction hook cannot scale this design down: {error}".splitlines()[0]) from None
+
+
+def run_hook_with_progress(model: ModelSpec, layers: int, *, seed: int, device: str) -> HookResult:
+    """``run_hook`` with a progress bar per trained model on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from mha_cli.hook import run as hook_run  # torch
+
+    columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    tasks: dict[str, int] = {}
+    with Progress(*columns, console=stderr_console(), transient=True) as progress:
+
+        def on_progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = progress.add_task(label, total=total)
+            progress.update(tasks[label], completed=done, total=total)
+
+        return hook_run.run_hook(model, layers=layers, seed=seed, device=device, on_progress=on_progress)
+
+
+def add_hook(report: R, model: ModelSpec, layers: int | None, *, seed: int, device: str) -> R:
+    """The report with the hook run on ``model`` and added (``layers`` None: --hook not given, unchanged)."""
+    if layers is None:
+        return report
+    return with_hook(report, run_hook_with_progress(model, layers, seed=seed, device=device))
+
+
+def with_hook(report: R, hook: HookResult) -> R:
+    """The verify report with the hook's result, its check and its detail added."""
+    return report.model_copy(
+        update={
+            "hook": hook,
+            "checks": {**report.checks, "induction_hook": hook.passed},
+            "check_details": {**report.check_details, "induction_hook": hook.check_detail},
+            "passed": report.passed and hook.passed,
+        }
+    )
 
 
 def register(registry: CommandRegistry) -> None:

@@ -18,6 +18,8 @@ from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from mha_cli.parallel.report import TpVerifyReport
@@ -37,8 +39,9 @@ def verify_tensor_parallel(
     max_decode_ms: float | None,
     timeout_s: float,
     json: bool,
+    finish: Callable[[TpVerifyReport], TpVerifyReport] = lambda report: report,
 ) -> None:
-    """Run ``tp`` ranks, print the report, exit 1 when a check failed."""
+    """Run ``tp`` ranks, print the report (after ``finish``, e.g. the hook added), exit 1 when a check failed."""
     from mha_cli.parallel.plan import make_tp_job, resolve_tp_device
     from mha_cli.parallel.run import run_tp_jobs
 
@@ -47,6 +50,7 @@ def verify_tensor_parallel(
         reps=reps, tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, timeout_s=timeout_s,
     )  # fmt: skip
     (report,) = run_tp_jobs([job])
+    report = finish(report)
     Output(json).emit(report, render_tp_verify)
     if not report.passed:
         raise typer.Exit(code=EXIT_CHECK_FAILED)

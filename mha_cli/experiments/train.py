@@ -40,14 +40,18 @@ def train(
     settings: TrainSettings,
     device: torch.device,
     on_step: Callable[[], None] | None = None,
+    should_stop: Callable[[int], bool] | None = None,
 ) -> list[float]:
-    """Train ``model`` in place for ``settings.steps`` steps; returns the training loss (nats) of each step."""
+    """Train ``model`` in place for ``settings.steps`` steps; returns the training loss (nats) of each step.
+
+    ``should_stop(steps_done)``, called after every step, ends training early when it returns True.
+    """
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
     warmup = max(1, settings.warmup_steps)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup))
     model.train()
     losses: list[float] = []
-    for _ in range(settings.steps):
+    for step in range(settings.steps):
         inputs, targets = next_batch()  # (b, s) each
         logits = model(inputs.to(device))  # (b, s, v)
         loss = next_token_loss(logits, targets.to(device))
@@ -59,6 +63,8 @@ def train(
         losses.append(loss.item())
         if on_step is not None:
             on_step()
+        if should_stop is not None and should_stop(step + 1):
+            break
     return losses
 
 

@@ -9,7 +9,8 @@ Scripts rely on these top-level names: ``predicted_cache_bytes``, ``measured_cac
 ``predicted_weight_bytes``, ``measured_weight_bytes``, ``weight_bytes_per_layer`` (integers, the
 built stack on one rank), ``decode_ms`` (median per token, built stack), ``prefill_ms``, ``device``,
 ``checks`` (name -> true/false), ``per_rank``, ``whole_model`` and ``allocator`` (CUDA; null
-elsewhere). ``passed`` is ``all(checks.values())``.
+elsewhere). ``passed`` is ``all(checks.values())``. With ``--hook``, ``hook`` holds the induction
+hook's result and ``checks`` an ``induction_hook`` entry.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel
+
+from mha_cli.hook.result import HookResult
 
 
 class TimingStats(BaseModel):
@@ -241,3 +244,5 @@ class VerifyReport(BaseModel):
     """Check name -> its figure against the limit, e.g. ``whole-model cache 128.0 MiB > 0.001 GiB``."""
     passed: bool
     notes: list[str]
+    hook: HookResult | None = None
+    """The testability hook (``--hook``): the scaled copy's induction accuracy and its control; None without it."""

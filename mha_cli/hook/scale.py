@@ -1,0 +1,147 @@
+"""The hook's scaled copy of a design: the same attention geometry, narrower, and N layers deep.
+
+Kept from the design: the variant (MHA/GQA/MQA/MLA), the number of query heads and of KV heads (so
+the query-to-KV ratio), the position scheme (RoPE with its theta and scaling, or learned positions),
+per-head q/k norms, biases, the norm and MLP types, tied embeddings, sliding windows.
+Scaled: the depth (the hook's N layers), the vocabulary and widths to the task's, and the head width
+(MLA: its latent ranks and nope / rope / value widths, by one factor) only as far as ``HookSize``'s
+cap on n_heads x head_dim asks, so that the copy trains in minutes on a CPU. A mixture-of-experts MLP
+becomes one dense MLP (routing plays no part in induction). Every change is written down as a
+sentence in ``ScaledCopy.changes``.
+
+Pure Python (no torch): the CLI can build and check the copy before it imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mha_cli.core.schemas import ModelSpec
+from mha_cli.hook.sizes import HookSize
+
+MIN_MLA_ROPE = 8
+"""MLA's decoupled RoPE key keeps at least 8 rotated values (4 frequencies): it alone carries position, and the
+previous-token head that induction builds on needs a high and a low frequency."""
+
+
+@dataclass(frozen=True)
+class ScaledCopy:
+    """The spec the hook builds, and what was changed from the design (one sentence each)."""
+
+    spec: ModelSpec
+    changes: list[str]
+
+
+def scaled_copy(design: ModelSpec, layers: int, size: HookSize) -> ScaledCopy:
+    """The ``layers``-deep copy of ``design`` that the hook trains with ``size``."""
+    if layers < 1:
+        raise ValueError(f"the hook needs at least 1 layer, not {layers}")
+    fields = design.model_dump()
+    changes = [f"layers: {design.n_layers} -> {layers} (the hook's depth)"]
+    fields.update(name=f"{design.name} (hook copy)", n_layers=layers)
+    fields["vocab_size"] = size.vocab_size
+    changes.append(f"vocab_size: {design.vocab_size:,} -> {size.vocab_size} (the induction task's tokens)")
+    d_model = min(design.d_model, size.d_model)
+    fields["d_model"] = d_model
+    if d_model != design.d_model:
+        changes.append(f"d_model: {design.d_model:,} -> {d_model} (residual width for a {size.seq_len}-token task)")
+    changes += _scale_mlp(design, fields, size)
+    changes += _scale_mla(design, fields, size) if design.mla is not None else _scale_heads(design, fields, size)
+    changes += _fit_positions(design, fields, layers, size)
+    return ScaledCopy(spec=ModelSpec.model_validate(fields), changes=changes)
+
+
+def _scale_mlp(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> list[str]:
+    if design.moe is not None:
+        moe = design.moe
+        fields.update(moe=None, d_ff=size.d_ff)
+        return [
+            f"MLP: mixture of {moe.n_experts} experts ({moe.n_active_experts} active) -> one dense MLP of width"
+            f" {size.d_ff} (routing plays no part in induction)"
+        ]
+    d_ff = min(design.d_ff, size.d_ff)
+    fields["d_ff"] = d_ff
+    return [] if d_ff == design.d_ff else [f"d_ff: {design.d_ff:,} -> {d_ff}"]
+
+
+def _width_reason(design: ModelSpec, size: HookSize, floor: int) -> str:
+    return (
+        f"{design.n_heads} heads x head width capped at {size.max_query_width} values, each head at least {floor}"
+        " wide, so the copy trains in minutes on a CPU"
+    )
+
+
+def _scale_heads(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> list[str]:
+    """MHA/GQA/MQA: same head counts, head_dim down to the cap (a multiple of 8, at least ``min_head_dim``)."""
+    cap = max(size.min_head_dim, size.max_query_width // design.n_heads // 8 * 8)
+    head_dim = min(design.dim_per_head, cap)
+    fields["head_dim"] = head_dim
+    kept = f"heads kept: {design.n_heads} query, {design.kv_heads} KV ({design.variant}, {design.q_per_kv} per KV head)"
+    if head_dim == design.dim_per_head:
+        return [kept, f"head_dim: {head_dim} kept"]
+    return [kept, f"head_dim: {design.dim_per_head} -> {head_dim} ({_width_reason(design, size, size.min_head_dim)})"]
+
+
+def _scale_mla(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> list[str]:
+    """MLA: nope, rope and value widths and the latent ranks shrink by one factor, to the query-width cap."""
+    assert design.mla is not None
+    mla = design.mla
+    target = max(size.min_head_dim, size.max_query_width // design.n_heads // 2 * 2)
+    kept = f"heads kept: {design.n_heads} query heads over one shared latent (MLA)"
+    if mla.qk_head_dim <= target:
+        return [kept, f"MLA widths kept (q/k head width {mla.qk_head_dim})"]
+    factor = target / mla.qk_head_dim
+    rope = min(mla.qk_rope_head_dim, _even(mla.qk_rope_head_dim * factor, floor=MIN_MLA_ROPE))
+    nope = max(MIN_MLA_ROPE // 2, target - rope)
+    value = max(4, round(mla.v_head_dim * factor))
+    rank = min(mla.kv_lora_rank, max(size.min_latent_rank, round(mla.kv_lora_rank * factor)))
+    q_rank = None
+    if mla.q_lora_rank is not None:
+        q_rank = min(mla.q_lora_rank, max(size.min_latent_rank, round(mla.q_lora_rank * factor)))
+    fields["mla"] = {
+        **fields["mla"],
+        "qk_nope_head_dim": nope,
+        "qk_rope_head_dim": rope,
+        "v_head_dim": value,
+        "kv_lora_rank": rank,
+        "q_lora_rank": q_rank,
+    }
+    fields["head_dim"] = nope + rope
+    changes = [
+        kept,
+        f"MLA q/k head width: {mla.qk_nope_head_dim} nope + {mla.qk_rope_head_dim} rope -> {nope} nope + {rope} rope,"
+        f" value width {mla.v_head_dim} -> {value} ({_width_reason(design, size, MIN_MLA_ROPE + MIN_MLA_ROPE // 2)})",
+        f"MLA kv_lora_rank: {mla.kv_lora_rank} -> {rank} (the same factor {factor:.3g}, at least"
+        f" {size.min_latent_rank})",
+    ]
+    if mla.q_lora_rank is not None:
+        changes.append(f"MLA q_lora_rank: {mla.q_lora_rank} -> {q_rank}")
+    return changes
+
+
+def _fit_positions(design: ModelSpec, fields: dict[str, Any], layers: int, size: HookSize) -> list[str]:
+    """Learned positions cover the task; sliding windows kept (widened only if they would hide the first copy)."""
+    changes = []
+    if design.position_embeddings:
+        fields["position_embeddings"] = size.seq_len
+        changes.append(f"learned positions: {design.position_embeddings:,} -> {size.seq_len} (the task's length)")
+    if design.sliding_window is not None:
+        if design.layer_pattern:
+            fields["layer_pattern"] = [design.layer_kind(i) for i in range(layers)]
+        if design.sliding_window < size.seq_len:
+            fields["sliding_window"] = size.seq_len
+            changes.append(
+                f"sliding window: {design.sliding_window} -> {size.seq_len} tokens (a shorter window would hide the"
+                " segment's first occurrence, which induction must read)"
+            )
+        else:
+            changes.append(
+                f"sliding window of {design.sliding_window:,} tokens kept (no effect on {size.seq_len}-token sequences)"
+            )
+    return changes
+
+
+def _even(value: float, *, floor: int) -> int:
+    """``value`` rounded down to an even integer, at least ``floor``."""
+    return max(floor, int(value) // 2 * 2)

@@ -1,0 +1,97 @@
+"""How big the hook's scaled copy is and how it is trained: one ``HookSize`` per use.
+
+``DEFAULT_SIZE`` is what ``mha verify CONFIG --hook`` runs: chosen so that a 2-layer copy of a
+7B-class design (32 query heads, GQA-8) solves the task in a few hundred steps, about a minute per
+model on 2 busy CPU cores, while a 1-layer copy stays far below the threshold. ``QUICK_SIZE`` is a
+smaller task and model for the test suite (seconds, not minutes); its results are not the hook's.
+
+Pure Python: the CLI reads these before it imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HookSize:
+    """Sizes of the induction task, of the scaled copy, and of its training."""
+
+    name: str
+    vocab_size: int
+    """Tokens of the task (each sequence draws distinct ones, so >= seq_len)."""
+    seq_len: int
+    """Tokens per sequence."""
+    min_segment: int
+    """Shortest repeated segment (tokens)."""
+    max_segment: int
+    """Longest repeated segment (tokens); at most seq_len / 2."""
+    d_model: int
+    """Residual width of the copy."""
+    d_ff: int
+    """MLP width of the copy (dense)."""
+    max_query_width: int
+    """Cap on n_heads x head_dim: head width shrinks until the heads fit (the cost of a step)."""
+    min_head_dim: int
+    """Head width never goes below this (even: RoPE rotates pairs)."""
+    min_latent_rank: int
+    """MLA: the scaled kv_lora_rank (and q_lora_rank) never goes below this."""
+    batch: int
+    """Training sequences per step."""
+    learning_rate: float
+    """AdamW peak learning rate, after a linear warm-up."""
+    warmup_steps: int
+    max_steps: int
+    """Training stops here if the validation accuracy never reaches the stop target."""
+    eval_every: int
+    """Steps between validation measurements (the early-stopping check)."""
+    n_validation: int
+    """Held-out sequences that decide when to stop."""
+    n_test: int
+    """Other held-out sequences on which the reported accuracy is measured."""
+
+
+DEFAULT_SIZE = HookSize(
+    name="default",
+    vocab_size=48,
+    seq_len=32,
+    min_segment=8,
+    max_segment=16,
+    d_model=64,
+    d_ff=128,
+    max_query_width=256,
+    min_head_dim=8,
+    min_latent_rank=16,
+    batch=32,
+    learning_rate=3e-3,
+    warmup_steps=20,
+    max_steps=1500,
+    eval_every=25,
+    n_validation=256,
+    n_test=512,
+)
+
+QUICK_SIZE = HookSize(
+    name="quick",
+    vocab_size=40,
+    seq_len=32,
+    min_segment=6,
+    max_segment=10,
+    d_model=64,
+    d_ff=128,
+    max_query_width=128,
+    min_head_dim=8,
+    min_latent_rank=16,
+    batch=128,
+    learning_rate=3e-3,
+    warmup_steps=20,
+    max_steps=400,
+    eval_every=10,
+    n_validation=128,
+    n_test=256,
+)
+
+SIZES = {size.name: size for size in (DEFAULT_SIZE, QUICK_SIZE)}
+
+MAX_HOOK_LAYERS = 8
+"""Deepest copy ``--hook-layers`` builds: induction needs 2; more only costs time."""

@@ -1,0 +1,96 @@
+"""The induction task and the hook's scaled copy: checked by hand, without training."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.sources import load_source
+from mha_cli.experiments.data import IGNORE_INDEX
+from mha_cli.hook.scale import scaled_copy
+from mha_cli.hook.sizes import DEFAULT_SIZE
+from mha_cli.hook.task import InductionTask
+from tests.conftest import REPO
+
+TASK = InductionTask(vocab_size=48, seq_len=32, min_segment=8, max_segment=16)
+
+
+def test_every_scored_target_is_what_follows_the_earlier_copy_of_the_current_token():
+    inputs, targets = TASK.batch(64, torch.Generator().manual_seed(0))  # (64, 32) each
+    for tokens, row_targets in zip(inputs.tolist(), targets.tolist(), strict=True):
+        scored = [t for t, target in enumerate(row_targets) if target != IGNORE_INDEX]
+        assert 7 <= len(scored) <= 15  # a segment of 8-16 tokens: all but its first token scored
+        assert scored == list(range(scored[0], scored[-1] + 1))  # one contiguous run
+        for t in scored:
+            earlier = [j for j in range(t) if tokens[j] == tokens[t]]
+            assert len(earlier) == 1  # the current token occurred exactly once before ...
+            assert row_targets[t] == tokens[earlier[0] + 1]  # ... and the target is the token after it
+        repeat_start = scored[0]
+        assert tokens[repeat_start] in tokens[:repeat_start]  # the repeat starts here ...
+        assert tokens[repeat_start - 1] not in tokens[: repeat_start - 1]  # ... its first token is not predictable
+        assert len(set(tokens)) == 32 - (len(scored) + 1)  # all other tokens distinct
+
+
+def test_the_task_is_seeded():
+    first = TASK.batch(8, torch.Generator().manual_seed(3))
+    again = TASK.batch(8, torch.Generator().manual_seed(3))
+    other = TASK.batch(8, torch.Generator().manual_seed(4))
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not torch.equal(first[0], other[0])
+
+
+def test_task_sizes_are_checked():
+    with pytest.raises(ValueError, match="vocab_size"):
+        InductionTask(vocab_size=16, seq_len=32, min_segment=8, max_segment=16)
+    with pytest.raises(ValueError, match="max_segment"):
+        InductionTask(vocab_size=48, seq_len=32, min_segment=8, max_segment=17)
+
+
+def test_7b_config_copy_keeps_its_heads_and_narrows_them():
+    design = load_source(str(REPO / "outputs" / "configs" / "7b-8k-a100.yaml")).model
+    copy = scaled_copy(design, 2, DEFAULT_SIZE)
+    spec = copy.spec
+    assert (spec.n_layers, spec.n_heads, spec.kv_heads, spec.variant) == (2, 32, 8, "GQA")
+    assert spec.head_dim == 256 // 32  # the query-width cap of 256 over 32 heads
+    assert (spec.d_model, spec.vocab_size, spec.d_ff) == (64, 48, 128)
+    assert spec.rotary == design.rotary  # the same position scheme (RoPE, theta 10,000)
+    assert "head_dim: 128 -> 8" in " ".join(copy.changes)
+    assert scaled_copy(design, 1, DEFAULT_SIZE).spec.n_layers == 1
+
+
+def test_head_width_is_kept_when_it_fits():
+    design = ModelSpec(d_model=64, n_layers=4, n_heads=4, n_kv_heads=1, head_dim=16, vocab_size=100, d_ff=128)
+    copy = scaled_copy(design, 2, DEFAULT_SIZE)
+    assert (copy.spec.head_dim, copy.spec.variant, copy.spec.d_model) == (16, "MQA", 64)
+    assert "head_dim: 16 kept" in copy.changes
+
+
+def test_mla_copy_scales_widths_and_ranks_by_one_factor_and_moe_becomes_dense():
+    design = load_source("deepseek-v2-lite").model
+    copy = scaled_copy(design, 2, DEFAULT_SIZE)
+    mla = copy.spec.mla
+    assert copy.spec.variant == "MLA" and copy.spec.n_heads == 16 and copy.spec.moe is None
+    # target q/k width 256 / 16 heads = 16 = 192 x 1/12: rope 64/12 -> 5 -> at least 8, nope 16 - 8, value 128/12 -> 11
+    assert (mla.qk_nope_head_dim, mla.qk_rope_head_dim, mla.v_head_dim) == (8, 8, 11)
+    assert mla.kv_lora_rank == round(512 / 12)
+    assert any("dense MLP" in change for change in copy.changes)
+
+
+def test_a_short_sliding_window_is_widened_to_the_task_and_the_pattern_cut_to_the_layers():
+    design = ModelSpec(
+        d_model=64, n_layers=6, n_heads=4, n_kv_heads=2, vocab_size=100, d_ff=128, sliding_window=16,
+        layer_pattern=["local", "local", "global"],
+    )  # fmt: skip
+    copy = scaled_copy(design, 2, DEFAULT_SIZE)
+    assert copy.spec.sliding_window == DEFAULT_SIZE.seq_len and copy.spec.layer_pattern == ["local", "local"]
+    assert any("sliding window: 16 -> 32" in change for change in copy.changes)
+
+
+def test_scaling_imports_no_torch():
+    code = "import sys, mha_cli.hook, mha_cli.hook.scale; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "False", result.stderr[-2000:]
