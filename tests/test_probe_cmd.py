@@ -11,8 +11,9 @@ import torch
 from typer.testing import CliRunner
 
 from mha_cli.cli.app import app
+from mha_cli.core.torch_inputs import tokenize
 from mha_cli.nn import Attention
-from mha_cli.nn.probe import embed, summarise, tokenize
+from mha_cli.nn.probe import embed, summarise
 
 runner = CliRunner()
 SENTENCE = "the cat sat on the mat"

@@ -13,6 +13,7 @@ from rich.text import Text
 from mha_cli.cli.options import JsonOpt
 from mha_cli.cli.output import Output
 from mha_cli.core.errors import BadInputError, shown
+from mha_cli.core.torch_inputs import probe_spec, tokenize
 
 if TYPE_CHECKING:
     from mha_cli.cli.app import CommandRegistry
@@ -53,6 +54,8 @@ def probe(
     """Run one seeded attention layer on a sentence and show each head's attention matrix."""
     check_limits(heads=heads, kv_heads=kv_heads, d_model=d_model, seed=seed)
     check_mla_width(heads, d_model, variant)
+    tokens = tokenize(sentence)  # the sentence and the shape are refused here, before the torch import
+    probe_spec(heads, kv_heads, variant, d_model, vocab=len(set(tokens)))
     from mha_cli.nn.probe import run_probe  # torch is imported here, only for this command
 
     result = run_probe(sentence, n_heads=heads, n_kv_heads=kv_heads, variant=variant, d_model=d_model, seed=seed)

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mha_cli.cli.options import JsonOpt, KvDtypeOpt, MlaCacheOpt, SourceBatchOpt, SourceSeqOpt
-from mha_cli.cli.output import Output, stderr_console
+from mha_cli.cli.output import Output
+from mha_cli.cli.progress import stage_progress
 from mha_cli.core.deployment import merge_deployment
-from mha_cli.core.errors import EXIT_CHECK_FAILED
+from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.sources import load_source
+from mha_cli.core.torch_inputs import check_device_option
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,6 +75,8 @@ TpOpt = Annotated[
         show_default=False,
     ),
 ]
+IMPORT_STAGE = "importing torch"
+"""The first stage the progress line shows: the torch import takes seconds on a cold start."""
 TpTimeoutOpt = Annotated[
     float,
     typer.Option("--tp-timeout", help="With --tp N > 1: stop every rank (exit 1) if the run takes longer (seconds)."),
@@ -99,19 +103,22 @@ def verify(
     json: JsonOpt = False,
 ) -> None:
     """Build the config's decoder in torch; compare weight and cache bytes with the calculator; time prefill and decode."""
-    from mha_cli.verify.plan import validate_options  # imports torch (through mha_cli.verify), as the run will
+    # Every check that needs no device runs before torch is imported (seconds): bad input is refused at once.
+    from mha_cli.verify.plan import STAGES, check_buildable, deployment_tp_degree, validate_options
 
     validate_options(
         reps=reps, layers=layers, prefill_tokens=prefill_tokens, tolerance=tolerance, max_kv_gib=max_kv_gib,
         max_decode_ms=max_decode_ms,
     )  # fmt: skip
+    check_device_option(device)
+    if not tp_timeout > 0:
+        raise BadInputError(f"--tp-timeout must be greater than 0 (got {tp_timeout:g})")
     loaded = load_source(source)
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache, tp=tp
     )
-    from mha_cli.parallel.plan import deployment_tp
-
-    tp_degree = deployment_tp(deployment)
+    check_buildable(loaded.model, deployment, layers=layers, prefill_tokens=prefill_tokens)
+    tp_degree = deployment_tp_degree(deployment)
     if tp_degree > 1:  # N ranks on torch.distributed
         from mha_cli.cli.verify_tp import verify_tensor_parallel
 
@@ -120,22 +127,14 @@ def verify(
             tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, timeout_s=tp_timeout, json=json,
         )  # fmt: skip
         return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from mha_cli.verify.run import STAGES, run_verify  # torch is imported here, only for this command
-
-    columns = (TextColumn("verify: {task.description:<10}"), BarColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=stderr_console(), transient=True) as progress:
-        task = progress.add_task("start", total=len(STAGES))
-
-        def on_stage(stage: str) -> None:
-            progress.update(task, description=stage, completed=STAGES.index(stage))
+    with stage_progress("verify", (IMPORT_STAGE, *STAGES)) as on_stage:
+        on_stage(IMPORT_STAGE)  # seconds with nothing else on screen
+        from mha_cli.verify.run import run_verify  # torch is imported here, only for this command
 
         report = run_verify(
             loaded, deployment, device=device, layers=layers, prefill_tokens=prefill_tokens, reps=reps,
             max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, tolerance=tolerance, on_stage=on_stage,
         )  # fmt: skip
-        progress.update(task, completed=len(STAGES))
     Output(json).emit(report, render_verify)
     if not report.passed:
         raise typer.Exit(code=EXIT_CHECK_FAILED)

@@ -21,8 +21,6 @@ from mha_cli.core.schemas import ModelSpec, Variant
 from mha_cli.experiments.common import (
     MQA_QUICK_CAVEAT,
     Environment,
-    ExperimentOutputs,
-    OutputFiles,
     bytes_unit,
     command_line,
     count_unit,
@@ -32,6 +30,7 @@ from mha_cli.experiments.common import (
     progress_bar,
     report_header,
 )
+from mha_cli.experiments.outputs import ExperimentOutputs, OutputFiles
 from mha_cli.experiments.tiny_lm import TinyLM, cache_nbytes, n_parameters
 from mha_cli.nn.device import resolve_device
 
