@@ -52,6 +52,7 @@ def run_mha(*args: str) -> tuple[bool, int, list[str]]:
         (["verify", "missing.yaml", "--json"], "'missing.yaml' is neither a preset nor a file"),
         (["probe", "a b", "--heads", "3"], "--d-model (64) must be a multiple of --heads (3)"),
         (["probe", "a", "--json"], "the sentence has 1 token"),
+        (["probe", "a b", "--out", "{png}"], "exists: pass --force to overwrite it"),
         (["bench", "--kv-heads", "3"], "--kv-heads (3) must divide --heads (16)"),
         (["bench", "--dtype", "int8"], "--dtype int8 is priced by `mha kv` but not built in torch"),
         (["experiment", "mqa", "--device", "tpu"], "unknown device 'tpu'"),
@@ -62,7 +63,9 @@ def run_mha(*args: str) -> tuple[bool, int, list[str]]:
 def test_bad_input_is_one_line_before_torch_is_imported(args, message, tmp_path):
     config = tmp_path / "tiny.yaml"
     config.write_text(CONFIG)
-    imported, code, stderr = run_mha(*(arg.format(config=config) for arg in args))
+    png = tmp_path / "exists.png"
+    png.write_bytes(b"")
+    imported, code, stderr = run_mha(*(arg.format(config=config, png=png) for arg in args))
     assert (imported, code) == (False, 2), stderr
     assert len(stderr) == 1 and stderr[0].startswith("error: ") and message in stderr[0], stderr
 

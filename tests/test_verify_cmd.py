@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -270,3 +271,28 @@ def test_the_table_shows_each_scope_and_the_cuda_allocator(cli, config):
                 "decode step, whole model"):  # fmt: skip
         assert row in text, row
     assert "allocator_weights pass" in text and "Memory precheck  weights" in text
+
+
+def test_the_table_fits_80_columns_with_short_how_cells_and_numbered_notes(cli, config):
+    """The "how" column holds a verdict and a note number; the methods are notes under the table."""
+    from rich.console import Console
+
+    from mha_cli.cli.verify_cmd import render_verify
+    from mha_cli.verify.report import VerifyReport
+
+    _, data = run_json(cli, config())
+    report = VerifyReport.model_validate(data)
+    console = Console(record=True, width=80)
+    render_verify(console, report)
+    lines = console.export_text().splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in lines) and not any("…" in line for line in lines)
+    rule = next(i for i, line in enumerate(lines) if line.startswith("───"))
+    how_at = lines[rule - 1].index("how")
+    rows = lines[rule + 1 : next(i for i, line in enumerate(lines) if line.startswith("[1] "))]
+    # a row is its first line plus continuation lines (blank quantity): no "how" cell takes more than 2 lines
+    starts = [i for i, line in enumerate(rows) if line[:how_at].strip() and not line.startswith(" " * 10)]
+    heights = [b - a for a, b in pairwise([*starts, len(rows)])]
+    assert max(heights) <= 2, rows
+    text = " ".join(" ".join(lines).split())  # notes wrap at word boundaries
+    assert "equal [1]" in text and f"({data['measured_weight_bytes']:,} B measured)" in text
+    assert "[4] whole model: all 2 layers, all 1 tensor-parallel rank(s): the deployment" in text

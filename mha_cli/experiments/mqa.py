@@ -243,6 +243,9 @@ def mqa_report(result: MqaResult) -> str:
     )
 
 
+MQA_QUICK_BANNER = "quick run (--quick): a smaller model than the experiment's, not its sizes or ratios"
+
+
 def mqa_figure(result: MqaResult) -> Figure:
     figure, (params, cache) = new_figure(2)
     labels = [f"{r.variant}\n({r.n_kv_heads} KV)" for r in result.rows]
@@ -260,4 +263,6 @@ def mqa_figure(result: MqaResult) -> Figure:
     cache.set_xticks(x, labels)
     cache.set(ylabel=byte_unit, title=f"KV cache at N = {result.settings.seq_len:,} ({result.settings.kv_dtype})")
     cache.legend()
+    if result.quick:  # the banner the other experiments' smoke runs carry, in this run's words
+        figure.suptitle(MQA_QUICK_BANNER, color="tab:red")
     return figure
