@@ -31,6 +31,45 @@ def test_tiny_bench_reports_exact_bytes_and_a_backend_per_variant() -> None:
         assert row["bytes_read"] == row["weight_bytes"] + row["kv_bytes_read"]
         assert row["median_ms"] > 0 and row["sdpa_backend"].split()[0] in {"math", "flash", "efficient", "cudnn"}
     assert rows["MHA"]["speedup_vs_mha"] == 1.0 and rows["MHA"]["bytes_vs_mha"] == 1.0
+    for row in rows.values():  # every timed figure carries its spread
+        assert row["min_ms"] <= row["p25_ms"] <= row["median_ms"] <= row["p75_ms"] <= row["max_ms"]
+        assert row["iqr_ms"] == pytest.approx(row["p75_ms"] - row["p25_ms"], abs=2e-4)
+        assert row["speedup_low"] <= row["speedup_vs_mha"] <= row["speedup_high"]
+        assert row["gb_per_s_low"] <= row["effective_gb_per_s"] <= row["gb_per_s_high"]
+    assert rows["MHA"]["within_noise"] is False
+
+
+def test_a_ratio_inside_the_noise_is_flagged_in_the_row_the_warnings_and_the_table() -> None:
+    """Hand-made timings (seconds): GQA's quartiles overlap MHA's, MQA's lie clear below them."""
+    from rich.console import Console
+
+    from mha_cli.cli.bench_cmd import render_bench
+    from mha_cli.nn.bench import BenchResult, Quartiles, bench_row, noise_warnings
+
+    mha = Quartiles.of([0.010, 0.011, 0.012, 0.013, 0.014])  # ms: p25 11, median 12, p75 13
+    assert (mha.p25, mha.median, mha.p75) == pytest.approx((11.0, 12.0, 13.0))
+    gqa = Quartiles.of([0.009, 0.0105, 0.0115, 0.0125, 0.020])  # p25 10.5, p75 12.5: overlaps [11, 13]
+    mqa = Quartiles.of([0.004, 0.0045, 0.005, 0.0055, 0.006])  # p25 4.5, p75 5.5: clear of MHA
+    rows = [bench_row(label, 1, 64, 1000, 1000, times, mha, 2000, "flash (cpu)")
+            for label, times in (("MHA", mha), ("GQA-2", gqa), ("MQA", mqa))]  # fmt: skip
+    assert [row.within_noise for row in rows] == [False, True, False]
+    assert rows[1].speedup_vs_mha == pytest.approx(12 / 11.5, abs=1e-3)
+    assert (rows[1].speedup_low, rows[1].speedup_high) == pytest.approx((11 / 12.5, 13 / 10.5), abs=1e-3)
+    assert rows[2].speedup_low == pytest.approx(11 / 5.5, abs=1e-3) and rows[2].iqr_ms == pytest.approx(1.0)
+    warnings = noise_warnings(rows, reps=5)
+    assert len(warnings) == 1 and "GQA-2 1.04x (0.88-1.24x)" in warnings[0] and "MQA" not in warnings[0]
+    assert noise_warnings(rows, reps=1) == [
+        "1 repetition: no spread to judge the ratios by; rerun with --reps 10 or more"
+    ]
+    result = BenchResult(
+        device="cpu", device_name="cpu", torch_version="x", dtype="fp32", seq_len=16, batch=1, d_model=32, n_heads=4,
+        head_dim=8, gqa_kv_heads=2, mla_kv_lora_rank=32, mla_rope_dim=4, warmup=1, reps=5, rows=rows, warnings=warnings,
+    )  # fmt: skip
+    console = Console(record=True, width=80)
+    render_bench(console, result)
+    text = console.export_text()
+    assert "1.04x~" in text and "2.40x~" not in text and "~ warning: within the noise" in text
+    assert all(len(line) <= 80 for line in text.splitlines())
 
 
 def test_an_unknown_device_is_a_one_line_error() -> None:

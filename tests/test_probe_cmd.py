@@ -11,8 +11,9 @@ import torch
 from typer.testing import CliRunner
 
 from mha_cli.cli.app import app
+from mha_cli.core.torch_inputs import tokenize
 from mha_cli.nn import Attention
-from mha_cli.nn.probe import embed, summarise, tokenize
+from mha_cli.nn.probe import embed, summarise
 
 runner = CliRunner()
 SENTENCE = "the cat sat on the mat"
@@ -127,3 +128,32 @@ def test_column_labels_show_whole_words_and_number_columns_when_too_wide() -> No
     header = next(line for line in lines if line.split()[:3] == ["0", "1", "2"])
     assert header.split() == [str(i) for i in range(14)] and "…" not in result.stdout
     assert max(len(line.rstrip()) for line in lines if line.strip().startswith(("0 the", "13 sleeps"))) <= 80
+
+
+def test_out_writes_the_heat_maps_as_a_png_titled_with_the_command(tmp_path) -> None:
+    from mha_cli.cli.probe_plot import probe_figure, typed_probe_command
+    from mha_cli.nn.probe import ProbeResult
+
+    out = tmp_path / "probe.png"
+    result = runner.invoke(app, ["probe", SENTENCE, "--heads", "4", "--kv-heads", "2", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not list(tmp_path.glob(".*.tmp"))
+    data = json.loads(result.stdout)
+    typed = ["/venv/bin/mha", "probe", SENTENCE, "--heads", "4", "--out", "p.png"]
+    command = typed_probe_command(typed)
+    assert command == "mha probe 'the cat sat on the mat' --heads 4 --out p.png"
+    figure = probe_figure(ProbeResult.model_validate(data), command)
+    assert figure.get_suptitle().startswith(command)
+    panels = [axis for axis in figure.axes if axis.get_title()]
+    assert [axis.get_title().split(":")[0] for axis in panels] == [f"head {h} (KV head {h // 2})" for h in range(4)]
+    image = panels[0].get_images()[0].get_array()  # (N, N): the weights, the future masked
+    assert image[2, 1] == pytest.approx(data["heads"][0][2][1]) and bool(image.mask[1, 2])
+    again = runner.invoke(app, ["probe", SENTENCE, "--out", str(out)])
+    assert again.exit_code == 2 and "exists: pass --force to overwrite it" in again.output
+    assert runner.invoke(app, ["probe", SENTENCE, "--out", str(out), "--force"]).exit_code == 0
+
+
+def test_out_must_name_a_png_in_an_existing_folder(tmp_path) -> None:
+    for out, message in ((tmp_path / "p.jpg", "name the file .png"), (tmp_path / "no" / "p.png", "no such folder")):
+        result = runner.invoke(app, ["probe", SENTENCE, "--out", str(out)])
+        assert result.exit_code == 2 and message in result.output and not out.exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -206,40 +207,6 @@ def test_bandwidth_above_the_measured_peak_is_never_a_percentage_over_100(cli, c
     assert "62% of peak" in console.export_text()
 
 
-def test_ci_example_prints_the_checked_figures_and_keeps_the_exit_code(cli, config, tmp_path):
-    """The example workflow: pinned CPU torch, local install, summary printed even when verify fails."""
-    import re
-    import subprocess
-    import sys
-
-    import yaml
-
-    from tests.conftest import REPO
-
-    workflow = yaml.safe_load((REPO / "examples/ci/github-actions-mha.yml").read_text())
-    steps = {step.get("name", ""): step for step in workflow["jobs"]["check-and-verify"]["steps"]}
-    install = next(step["run"] for name, step in steps.items() if name.startswith("Install"))
-    assert "torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu" in install
-    assert "pip install -e ." in install and "OWNER" not in install
-    verify_step = next(step["run"] for name, step in steps.items() if "mha verify" in step.get("run", ""))
-    assert "status=$?" in verify_step and verify_step.rstrip().endswith("exit $status")
-    assert "--kv-dtype bf16" in (REPO / "examples/ci/github-actions-mha.yml").read_text()
-    summary = re.search(r"<<'PY'\n(.*?)\n\s*PY\n", verify_step, re.S).group(1)
-    code, data = run_json(cli, config(), "--max-kv-gib", "0.00001")
-    assert code == EXIT_CHECK_FAILED
-    (tmp_path / "verify.json").write_text(json.dumps(data))
-    printed = subprocess.run([sys.executable, "-c", summary], cwd=tmp_path, capture_output=True, text=True, check=True)
-    whole = data["whole_model"]
-    assert "whole_model (all 2 layers, all 1 tensor-parallel rank(s): the deployment; measured):" in printed.stdout
-    assert f"--max-kv-gib checks whole_model KV cache {whole['cache_bytes']:,} B" in printed.stdout
-    assert f"--max-decode-ms checks whole_model decode step {whole['decode_ms']:.2f} ms" in printed.stdout
-    assert f"weights, built stack: predicted {data['predicted_weight_bytes']:,} B" in printed.stdout
-    assert "max_kv_gib: FAIL (whole-model cache 32.0 KiB > 1e-05 GiB)" in printed.stdout
-    (tmp_path / "verify.json").write_text("")  # verify refused the input: the summary says so and does not fail
-    printed = subprocess.run([sys.executable, "-c", summary], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert "verify wrote no report" in printed.stdout
-
-
 def test_tensor_parallel_scopes_one_rank_and_the_deployment(cli, config):
     path = Path(config())
     path.write_text(path.read_text().replace("  kv_dtype: fp32", "  kv_dtype: fp32\n  tp: 2"))
@@ -304,3 +271,28 @@ def test_the_table_shows_each_scope_and_the_cuda_allocator(cli, config):
                 "decode step, whole model"):  # fmt: skip
         assert row in text, row
     assert "allocator_weights pass" in text and "Memory precheck  weights" in text
+
+
+def test_the_table_fits_80_columns_with_short_how_cells_and_numbered_notes(cli, config):
+    """The "how" column holds a verdict and a note number; the methods are notes under the table."""
+    from rich.console import Console
+
+    from mha_cli.cli.verify_cmd import render_verify
+    from mha_cli.verify.report import VerifyReport
+
+    _, data = run_json(cli, config())
+    report = VerifyReport.model_validate(data)
+    console = Console(record=True, width=80)
+    render_verify(console, report)
+    lines = console.export_text().splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in lines) and not any("…" in line for line in lines)
+    rule = next(i for i, line in enumerate(lines) if line.startswith("───"))
+    how_at = lines[rule - 1].index("how")
+    rows = lines[rule + 1 : next(i for i, line in enumerate(lines) if line.startswith("[1] "))]
+    # a row is its first line plus continuation lines (blank quantity): no "how" cell takes more than 2 lines
+    starts = [i for i, line in enumerate(rows) if line[:how_at].strip() and not line.startswith(" " * 10)]
+    heights = [b - a for a, b in pairwise([*starts, len(rows)])]
+    assert max(heights) <= 2, rows
+    text = " ".join(" ".join(lines).split())  # notes wrap at word boundaries
+    assert "equal [1]" in text and f"({data['measured_weight_bytes']:,} B measured)" in text
+    assert "[4] whole model: all 2 layers, all 1 tensor-parallel rank(s): the deployment" in text

@@ -10,7 +10,9 @@ from rich.console import Console
 from rich.table import Table
 
 from mha_cli.cli.options import JsonOpt
+from mha_cli.cli.progress import step_progress
 from mha_cli.core.quantities import format_bytes, parse_token_count
+from mha_cli.core.torch_inputs import check_buildable_dtype, check_device_option, validate_bench_options
 
 if TYPE_CHECKING:
     from mha_cli.cli.app import CommandRegistry
@@ -50,25 +52,40 @@ def bench(
     """Time one decode step (one new token, full cache) of each attention variant on this device."""
     seq_len = DEFAULT_SEQ if seq is None else parse_token_count(seq)
     batch = DEFAULT_BATCH if batch is None else batch
-    from mha_cli.cli.output import Output
-    from mha_cli.nn.bench import run_decode_bench  # torch is imported here, only for this command
-
-    result = run_decode_bench(
-        device=device, seq_len=seq_len, batch=batch, d_model=d_model, n_heads=heads, head_dim=head_dim,
-        gqa_kv_heads=kv_heads, kv_lora_rank=kv_lora_rank, dtype=dtype, warmup=warmup, reps=reps,
+    # Every check that needs no device runs before torch is imported (seconds): bad input is refused at once.
+    check_device_option(device)
+    check_buildable_dtype(dtype)
+    validate_bench_options(
+        seq_len=seq_len, batch=batch, d_model=d_model, n_heads=heads, head_dim=head_dim, gqa_kv_heads=kv_heads,
+        kv_lora_rank=kv_lora_rank, rope_dim=None, warmup=warmup, reps=reps,
     )  # fmt: skip
+    from mha_cli.cli.output import Output
+
+    with step_progress("bench", 1 + VARIANTS_TIMED, "importing torch") as on_step:
+        from mha_cli.nn.bench import run_decode_bench  # torch is imported here, only for this command
+
+        result = run_decode_bench(
+            device=device, seq_len=seq_len, batch=batch, d_model=d_model, n_heads=heads, head_dim=head_dim,
+            gqa_kv_heads=kv_heads, kv_lora_rank=kv_lora_rank, dtype=dtype, warmup=warmup, reps=reps,
+            on_variant=lambda label, done: on_step(f"timing {label}", 1 + done),
+        )  # fmt: skip
     Output(json).emit(result, render_bench)
 
 
+VARIANTS_TIMED = 5
+"""Rows ``run_decode_bench`` times: MHA, GQA-k, MQA, MLA absorbed, MLA naive (the progress bar's steps)."""
+NOISE_MARK = "~"
+"""After a speedup whose interquartile range overlaps MHA's: not distinguishable from 1x in this run."""
 COLUMNS = (
     ("variant", "left"), ("KV\nheads", "right"), ("cache\nB/token", "right"), ("read\nper step", "right"),
-    ("median\nms", "right"), ("speedup\nvs MHA", "right"), ("bytes\nvs MHA", "right"), ("GB/s", "right"),
-    ("SDPA\nbackend", "left"),
+    ("median\nms", "right"), ("IQR\nms", "right"), ("speedup\nvs MHA", "right"), ("bytes\nvs MHA", "right"),
+    ("GB/s", "right"),
 )  # fmt: skip
 
 
 def render_bench(console: Console, result: BenchResult) -> None:
     from rich import box
+    from rich.markup import escape
 
     title = (
         f"One decode step at {result.seq_len:,} tokens x batch {result.batch} on {result.device_name}"
@@ -80,17 +97,30 @@ def render_bench(console: Console, result: BenchResult) -> None:
     for name, justify in COLUMNS:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in result.rows:
+        mark = f"[yellow]{NOISE_MARK}[/yellow]" if row.within_noise else " "
         table.add_row(
             row.label, str(row.n_kv_heads), f"{row.cache_bytes_per_token:,}", format_bytes(row.bytes_read),
-            f"{row.median_ms:.3f}", f"{row.speedup_vs_mha:.2f}x", f"{row.bytes_vs_mha:.3f}",
-            f"{row.effective_gb_per_s:.1f}", re.sub(r" \(\w+\)", "", row.sdpa_backend),  # the device is in the title
+            f"{row.median_ms:.3f}", f"{row.iqr_ms:.3f}", f"{row.speedup_vs_mha:.2f}x{mark}", f"{row.bytes_vs_mha:.3f}",
+            f"{row.effective_gb_per_s:.1f}",
         )  # fmt: skip
     console.print(table)
+    plural = "" if result.warmup == 1 else "s"
     console.print(
         f"[dim]d_model {result.d_model}, {result.n_heads} heads x {result.head_dim}; MLA latent"
-        f" {result.mla_kv_lora_rank} + rope {result.mla_rope_dim}; median of {result.reps} after {result.warmup}"
-        " warm-up steps. Bytes read = layer weights + the whole cache.[/dim]"
+        f" {result.mla_kv_lora_rank} + rope {result.mla_rope_dim}; median and interquartile range (IQR) of"
+        f" {result.reps} after {result.warmup} warm-up step{plural}. Bytes read = layer weights + the whole cache."
+        f" SDPA backend: {escape(backends_text(result))}.[/dim]"
     )
+    for warning in result.warnings:
+        console.print(f"[yellow]{NOISE_MARK} warning: {escape(warning)}[/yellow]")
+
+
+def backends_text(result: BenchResult) -> str:
+    """``flash`` when every row used it, else ``flash; MLA naive: math`` (the device is in the title)."""
+    names = {row.label: re.sub(r" \(\w+\)", "", row.sdpa_backend) for row in result.rows}
+    common = max(set(names.values()), key=list(names.values()).count)
+    others = [f"{label}: {name}" for label, name in names.items() if name != common]
+    return "; ".join([common, *others])
 
 
 def register(registry: CommandRegistry) -> None:

@@ -14,16 +14,18 @@ import typer
 
 from mha_cli.cli.options import ForceOpt, JsonOpt
 from mha_cli.cli.output import Output
+from mha_cli.core.torch_inputs import check_device_option
+from mha_cli.experiments.outputs import ExperimentOutputs
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
     from mha_cli.cli.app import CommandRegistry
-    from mha_cli.experiments.common import OutputFiles
     from mha_cli.experiments.heads_models import HeadsResult
     from mha_cli.experiments.mla_models import MlaResult
     from mha_cli.experiments.mqa import MqaResult
+    from mha_cli.experiments.outputs import OutputFiles
 
 QuickOpt = Annotated[bool, typer.Option("--quick", help="A seconds-long smoke run (tiny sizes, few steps).")]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (cuda when present), cuda or cpu.")]
@@ -51,6 +53,8 @@ def experiment_command(runner: str, render: Callable[[Console, Any], None], summ
         json: JsonOpt = False,
     ) -> None:
         module, function = runner.split(":")
+        check_device_option(device)  # the refusals that need no torch come first: torch takes seconds to import
+        ExperimentOutputs(module.rsplit(".", 1)[-1], out_dir, force=force).check_writable()
         run = getattr(importlib.import_module(module), function)  # torch is imported here, only for this command
         result = run(quick=quick, seed=seed, device=device, out_dir=out_dir, force=force)
         Output(json).emit(result, render)

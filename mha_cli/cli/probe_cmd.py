@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -10,9 +13,12 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from mha_cli.cli.options import JsonOpt
+from mha_cli.cli.options import ForceOpt, JsonOpt
 from mha_cli.cli.output import Output
+from mha_cli.cli.probe_plot import check_png_path, probe_figure, typed_probe_command
 from mha_cli.core.errors import BadInputError, shown
+from mha_cli.core.torch_inputs import probe_spec, tokenize
+from mha_cli.experiments.outputs import write_png_atomic
 
 if TYPE_CHECKING:
     from mha_cli.cli.app import CommandRegistry
@@ -48,15 +54,35 @@ def probe(
     ] = None,
     d_model: Annotated[int, typer.Option("--d-model", help="Model width (head width = d_model / heads).")] = 64,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the embeddings and the layer's weights.")] = 0,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Also write the heat maps to this .png, titled with the command.", show_default=False
+        ),
+    ] = None,
+    force: ForceOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Run one seeded attention layer on a sentence and show each head's attention matrix."""
     check_limits(heads=heads, kv_heads=kv_heads, d_model=d_model, seed=seed)
     check_mla_width(heads, d_model, variant)
+    tokens = tokenize(sentence)  # the sentence, the shape and --out are refused here, before the torch import
+    probe_spec(heads, kv_heads, variant, d_model, vocab=len(set(tokens)))
+    if out is not None:
+        check_png_path(out, force=force)
     from mha_cli.nn.probe import run_probe  # torch is imported here, only for this command
 
     result = run_probe(sentence, n_heads=heads, n_kv_heads=kv_heads, variant=variant, d_model=d_model, seed=seed)
-    Output(json).emit(result, render_probe)
+    output = Output(json)
+    if out is not None:
+        command = typed_probe_command(sys.argv) or shlex.join(
+            ["mha", "probe", sentence, "--heads", str(heads), "--d-model", str(d_model), "--seed", str(seed)]
+            + ([] if kv_heads is None else ["--kv-heads", str(kv_heads)])
+            + ([] if variant is None else ["--variant", variant])
+        )
+        write_png_atomic(out, probe_figure(result, command), force=force)
+        output.notice(f"wrote {out}")
+    output.emit(result, render_probe)
 
 
 def check_limits(*, heads: int, kv_heads: int | None, d_model: int, seed: int) -> None:

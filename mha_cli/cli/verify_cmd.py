@@ -14,10 +14,12 @@ import typer
 
 from mha_cli.cli.options import JsonOpt, KvDtypeOpt, MlaCacheOpt, SourceBatchOpt, SourceSeqOpt
 from mha_cli.cli.output import Output, stderr_console
+from mha_cli.cli.progress import stage_progress
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.rules.catalog import TEST_ACCURACY
 from mha_cli.core.sources import load_source
+from mha_cli.core.torch_inputs import check_device_option
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -78,6 +80,8 @@ TpOpt = Annotated[
         show_default=False,
     ),
 ]
+IMPORT_STAGE = "importing torch"
+"""The first stage the progress line shows: the torch import takes seconds on a cold start."""
 TpTimeoutOpt = Annotated[
     float,
     typer.Option("--tp-timeout", help="With --tp N > 1: stop every rank (exit 1) if the run takes longer (seconds)."),
@@ -126,22 +130,26 @@ def verify(
 
     With --hook, also train a scaled copy of the attention on the induction task (the testability hook).
     """
+    # Every check that needs no device runs before torch is imported (seconds): bad input is refused at once.
+    from mha_cli.verify.plan import STAGES, check_buildable, deployment_tp_degree, validate_options
+
     layers_of_hook = hook_layers_to_run(hook, hook_layers, seed)
-    from mha_cli.verify.plan import validate_options  # imports torch (through mha_cli.verify), as the run will
 
     validate_options(
         reps=reps, layers=layers, prefill_tokens=prefill_tokens, tolerance=tolerance, max_kv_gib=max_kv_gib,
         max_decode_ms=max_decode_ms,
     )  # fmt: skip
+    check_device_option(device)
+    if not tp_timeout > 0:
+        raise BadInputError(f"--tp-timeout must be greater than 0 (got {tp_timeout:g})")
     loaded = load_source(source)
     if layers_of_hook is not None:
         check_hook_copy(loaded.model, layers_of_hook)
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache, tp=tp
     )
-    from mha_cli.parallel.plan import deployment_tp
-
-    tp_degree = deployment_tp(deployment)
+    check_buildable(loaded.model, deployment, layers=layers, prefill_tokens=prefill_tokens)
+    tp_degree = deployment_tp_degree(deployment)
     if tp_degree > 1:  # N ranks on torch.distributed
         from mha_cli.cli.verify_tp import verify_tensor_parallel
 
@@ -151,22 +159,14 @@ def verify(
             finish=lambda report: add_hook(report, loaded.model, layers_of_hook, seed=seed, device=device),
         )  # fmt: skip
         return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from mha_cli.verify.run import STAGES, run_verify  # torch is imported here, only for this command
-
-    columns = (TextColumn("verify: {task.description:<10}"), BarColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=stderr_console(), transient=True) as progress:
-        task = progress.add_task("start", total=len(STAGES))
-
-        def on_stage(stage: str) -> None:
-            progress.update(task, description=stage, completed=STAGES.index(stage))
+    with stage_progress("verify", (IMPORT_STAGE, *STAGES)) as on_stage:
+        on_stage(IMPORT_STAGE)  # seconds with nothing else on screen
+        from mha_cli.verify.run import run_verify  # torch is imported here, only for this command
 
         report = run_verify(
             loaded, deployment, device=device, layers=layers, prefill_tokens=prefill_tokens, reps=reps,
             max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, tolerance=tolerance, on_stage=on_stage,
         )  # fmt: skip
-        progress.update(task, completed=len(STAGES))
     report = add_hook(report, loaded.model, layers_of_hook, seed=seed, device=device)
     Output(json).emit(report, render_verify)
     if not report.passed:
@@ -174,10 +174,11 @@ def verify(
 
 
 def render_verify(console: Console, report: VerifyReport) -> None:
+    from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    from mha_cli.cli.render import bytes_cell
+    from mha_cli.cli.render import size_cell
     from mha_cli.core.quantities import format_bytes
 
     mode = f", {report.mla_cache} MLA cache" if report.mla_cache else ""
@@ -186,60 +187,75 @@ def render_verify(console: Console, report: VerifyReport) -> None:
         f" {report.dtype}, torch {report.torch_version})[/dim]: seq {report.seq_len:,} x batch {report.batch},"
         f" layers {report.layers_note}" + (f", tp={report.tp}" if report.tp > 1 else "")
     )
-    table = Table(title=f"Predicted vs measured  [dim](built: {escape(report.built)})[/dim]", title_justify="left")
+    table = Table(
+        title=f"Predicted vs measured  [dim](built: {escape(report.built)})[/dim]", title_justify="left",
+        box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False, show_edge=False,
+    )  # fmt: skip
     table.add_column("quantity")
     table.add_column("predicted", justify="right")
     table.add_column("measured", justify="right")
     table.add_column("how", style="dim")
+    notes = Footnotes()
 
-    def verdict(check: str) -> str:
-        return "[green]equal[/green]" if report.checks[check] else "[red]DIFFERENT[/red]"
+    def verdict(check: str, how: str) -> str:
+        word = "[green]equal[/green]" if report.checks[check] else "[red]DIFFERENT[/red]"
+        return f"{word} {notes.ref(how)}"
 
-    table.add_row("weights, built stack", bytes_cell(report.predicted_weight_bytes),
-                  bytes_cell(report.measured_weight_bytes),
-                  f"core count_params x dtype vs parameters' nbytes: {verdict('weight_bytes_match')}")  # fmt: skip
-    table.add_row("  one decoder layer", bytes_cell(report.predicted_weight_bytes_per_layer),
-                  bytes_cell(report.weight_bytes_per_layer), "layer 0")  # fmt: skip
-    table.add_row(f"KV cache, {report.n_layers_built} built layer(s)", bytes_cell(report.predicted_cache_bytes),
-                  bytes_cell(report.measured_cache_bytes),
-                  f"core.kv vs new_cache tensors' nbytes: {verdict('cache_bytes_match')}")  # fmt: skip
+    weights, cache = report.measured_weight_bytes, report.measured_cache_bytes
+    table.add_row("weights, built stack", size_cell(report.predicted_weight_bytes), size_cell(weights),
+                  verdict("weight_bytes_match", f"weights: core count_params x dtype vs the parameters' nbytes"
+                          f" ({weights:,} B measured)"))  # fmt: skip
+    table.add_row("  one decoder layer", size_cell(report.predicted_weight_bytes_per_layer),
+                  size_cell(report.weight_bytes_per_layer), "layer 0")  # fmt: skip
+    table.add_row(f"KV cache, {report.n_layers_built} built layer(s)", size_cell(report.predicted_cache_bytes),
+                  size_cell(cache), verdict("cache_bytes_match", f"KV cache: core.kv vs the new_cache tensors' nbytes"
+                                            f" ({cache:,} B measured)"))  # fmt: skip
     allocator = report.allocator
     if allocator is not None:
         for part, label in (("weights", "allocator: weights"), ("cache", "allocator: cache")):
             ok = report.checks[f"allocator_{part}"]
-            table.add_row(f"  {label}", bytes_cell(getattr(allocator, f"{part}_expected_bytes")),
-                          bytes_cell(getattr(allocator, f"{part}_change_bytes")),
+            tolerance = size_cell(getattr(allocator, f"{part}_tolerance_bytes"))
+            table.add_row(f"  {label}", size_cell(getattr(allocator, f"{part}_expected_bytes")),
+                          size_cell(getattr(allocator, f"{part}_change_bytes")),
                           ("[green]within[/green]" if ok else "[red]OUTSIDE[/red]")
-                          + f" +{bytes_cell(getattr(allocator, f'{part}_tolerance_bytes'))} (allocator rounding)")  # fmt: skip
-        table.add_row("  allocator: prefill peak", bytes_cell(allocator.predicted_workspace_bytes),
-                      bytes_cell(allocator.prefill_peak_bytes), "max_memory_allocated during the prefill; estimate")  # fmt: skip
+                          + f" +{tolerance} {notes.ref('allocator: the CUDA allocator rounds each tensor up')}")  # fmt: skip
+        table.add_row("  allocator: prefill peak", size_cell(allocator.predicted_workspace_bytes),
+                      size_cell(allocator.prefill_peak_bytes),
+                      f"estimate {notes.ref('prefill peak: max_memory_allocated during the prefill')}")  # fmt: skip
     for scope in (report.per_rank, report.whole_model):
         label = "one rank" if scope.scope == "per_rank" else "whole model"
         how = "EXTRAPOLATED" if scope.extrapolated else "measured"
-        table.add_row(f"KV cache, {label}", bytes_cell(scope.predicted_cache_bytes), bytes_cell(scope.cache_bytes),
-                      f"{how}: {escape(scope.covers)}")  # fmt: skip
-        table.add_row(f"weights, {label}", bytes_cell(scope.predicted_weight_bytes), bytes_cell(scope.weight_bytes),
+        table.add_row(f"KV cache, {label}", size_cell(scope.predicted_cache_bytes), size_cell(scope.cache_bytes),
+                      f"{how} {notes.ref(f'{label}: {scope.covers}')}")  # fmt: skip
+        table.add_row(f"weights, {label}", size_cell(scope.predicted_weight_bytes), size_cell(scope.weight_bytes),
                       how)  # fmt: skip
     roof = "" if report.roofline_decode_ms is None else f"{report.roofline_decode_ms:.3f} ms"
-    ratio = "" if report.decode_vs_roofline is None else f"{report.decode_vs_roofline:.2f}x the roofline, "
+    ratio = "" if report.decode_vs_roofline is None else f"{report.decode_vs_roofline:.1f}x roofline, "
+    decode = report.decode
+    decode_note = notes.ref(
+        f"decode: median of {decode.reps}, {report.decode_tokens_per_s:,.1f} tok/s ({decode.timer})"
+    )
     table.add_row("decode step, built stack", roof, f"{report.decode_ms:.3f} ms",
-                  f"{ratio}median of {report.decode.reps}, IQR {report.decode.spread_ms:.3f} ms, "
-                  f"{report.decode_tokens_per_s:,.1f} tok/s ({report.decode.timer})")  # fmt: skip
+                  f"{ratio}IQR {decode.spread_ms:.3g} ms {decode_note}")  # fmt: skip
     whole = report.whole_model
     table.add_row("decode step, whole model", "", f"{whole.decode_ms:.3f} ms",
-                  "EXTRAPOLATED (scaled by bytes read)" if whole.extrapolated else "measured")  # fmt: skip
+                  f"EXTRAPOLATED {notes.ref('whole-model decode: scaled by the bytes a step reads')}"
+                  if whole.extrapolated else "measured")  # fmt: skip
+    prefill = report.prefill
     table.add_row("prefill, built stack", "", f"{report.prefill_ms:.3f} ms",
-                  f"{report.prefill_note}; median of {report.prefill.reps},"
-                  f" {report.prefill_tokens_per_s:,.0f} tok/s")  # fmt: skip
+                  f"median of {prefill.reps}, IQR {prefill.spread_ms:.3g} ms "
+                  + notes.ref(f"prefill: {report.prefill_note}; {report.prefill_tokens_per_s:,.0f} tok/s"))  # fmt: skip
     peak = "" if report.peak_gb_per_s is None else f"peak {report.peak_gb_per_s:,.1f} GB/s"
     table.add_row("decode bandwidth", peak, f"{report.achieved_gb_per_s:,.1f} GB/s",
-                  f"{efficiency_text(report)}{bytes_cell(report.decode_bytes_read)} read per step;"
-                  f" peak: {report.peak_source}")  # fmt: skip
+                  efficiency_text(report) + notes.ref(f"bandwidth: {report.decode_bytes_read:,} B read per step; peak:"
+                                                      f" {report.peak_source}"))  # fmt: skip
     numerics = report.numerics
-    table.add_row("cached decode vs full forward", f"<= {numerics.tolerance:g}", f"{numerics.relative_error:.2e}",
-                  f"relative max error of the logits, {numerics.tokens} tokens, last {numerics.decode_tokens}"
-                  " decoded one by one")  # fmt: skip
+    table.add_row("cached decode vs full", f"<= {numerics.tolerance:g}", f"{numerics.relative_error:.2e}",
+                  "relative error " + notes.ref(f"numerics: relative max error of the logits, {numerics.tokens} tokens,"
+                                                f" the last {numerics.decode_tokens} decoded one by one"))  # fmt: skip
     console.print(table)
+    for line in notes.lines():
+        console.print(f"[dim]{escape(line)}[/dim]")
     precheck = report.precheck
     usable = "free memory unknown" if precheck.usable_bytes is None else f"{format_bytes(precheck.usable_bytes)} usable"
     console.print(
@@ -266,12 +282,26 @@ def render_verify(console: Console, report: VerifyReport) -> None:
 
 
 def efficiency_text(report: VerifyReport) -> str:
-    """``62% of peak; `` — or, when the run beat the peak measurement, that plain fact instead of a ratio over 100%."""
+    """``62% of peak `` — or, when the run beat the peak measurement, that plain fact instead of a ratio over 100%."""
     if report.roofline_efficiency is None:
         return ""
     if report.roofline_efficiency > 1:
-        return "above the measured peak (the peak measurement came out below this run: small caches, noise); "
-    return f"{report.roofline_efficiency:.0%} of peak; "
+        return "above the measured peak (small caches, noise) "
+    return f"{report.roofline_efficiency:.0%} of peak "
+
+
+class Footnotes:
+    """Numbered notes under a table, so its cells stay short: ``ref(text)`` returns ``[n]``."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def ref(self, text: str) -> str:
+        self.texts.append(text)
+        return f"\\[{len(self.texts)}]"  # escaped: rich would read [1] as markup
+
+    def lines(self) -> list[str]:
+        return [f"[{number}] {text}" for number, text in enumerate(self.texts, start=1)]
 
 
 # The testability hook (--hook) ------------------------------------------------------------------
@@ -305,14 +335,17 @@ def check_hook_copy(model: ModelSpec, layers: int) -> None:
 
 
 def run_hook_with_progress(model: ModelSpec, layers: int, *, seed: int, device: str) -> HookResult:
-    """``run_hook`` with a progress bar per trained model on stderr."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    """``run_hook`` with a progress bar per trained model on stderr (a terminal only, as ``cli.progress``)."""
     from mha_cli.hook import run as hook_run  # torch
+
+    console = stderr_console()
+    if not console.is_terminal:
+        return hook_run.run_hook(model, layers=layers, seed=seed, device=device)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     tasks: dict[str, int] = {}
-    with Progress(*columns, console=stderr_console(), transient=True) as progress:
+    with Progress(*columns, console=console, transient=True) as progress:
 
         def on_progress(label: str, done: int, total: int) -> None:
             if label not in tasks:

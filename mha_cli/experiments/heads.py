@@ -18,13 +18,7 @@ from statistics import mean
 import torch
 
 from mha_cli.core.schemas import ModelSpec
-from mha_cli.experiments.common import (
-    ExperimentOutputs,
-    command_line,
-    deterministic_run,
-    progress_bar,
-    seeded_generator,
-)
+from mha_cli.experiments.common import command_line, deterministic_run, progress_bar, seeded_generator
 from mha_cli.experiments.data import IGNORE_INDEX, copy_task_batch
 from mha_cli.experiments.heads_models import (
     HEAD_COUNTS,
@@ -37,6 +31,7 @@ from mha_cli.experiments.heads_models import (
 )
 from mha_cli.experiments.heads_plot import heads_figure
 from mha_cli.experiments.heads_report import heads_report
+from mha_cli.experiments.outputs import ExperimentOutputs
 from mha_cli.experiments.tiny_lm import TinyLM, n_parameters
 from mha_cli.experiments.train import TrainSettings, evaluate, trailing_mean, train
 from mha_cli.nn.device import resolve_device

@@ -7,7 +7,8 @@ from typing import Literal
 from pydantic import Field
 
 from mha_cli.core.record import Record
-from mha_cli.experiments.common import Environment, OutputFiles
+from mha_cli.experiments.common import Environment
+from mha_cli.experiments.outputs import OutputFiles
 
 Verdict = Literal["help", "plateau", "hurt", "help-then-hurt", "no-effect"]
 HEAD_COUNTS = (1, 2, 4, 8, 16)

@@ -25,13 +25,7 @@ import torch
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.params import count_params
 from mha_cli.core.schemas import MLASpec, ModelSpec
-from mha_cli.experiments.common import (
-    ExperimentOutputs,
-    command_line,
-    deterministic_run,
-    progress_bar,
-    seeded_generator,
-)
+from mha_cli.experiments.common import command_line, deterministic_run, progress_bar, seeded_generator
 from mha_cli.experiments.data import ByteTokenizer, TextCorpus, evaluation_windows, load_pydoc_corpus, random_windows
 from mha_cli.experiments.mla_models import (
     CACHE_LIMIT,
@@ -43,6 +37,7 @@ from mha_cli.experiments.mla_models import (
 )
 from mha_cli.experiments.mla_plot import mla_figure
 from mha_cli.experiments.mla_report import mla_report
+from mha_cli.experiments.outputs import ExperimentOutputs
 from mha_cli.experiments.tiny_lm import TinyLM, cache_nbytes, n_parameters
 from mha_cli.experiments.train import TrainSettings, evaluate, nats_to_bits, train
 from mha_cli.nn.device import resolve_device

@@ -9,7 +9,8 @@ from pydantic import Field
 
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec, Variant
-from mha_cli.experiments.common import Environment, OutputFiles
+from mha_cli.experiments.common import Environment
+from mha_cli.experiments.outputs import OutputFiles
 
 CACHE_LIMIT = Fraction(1, 8)
 """The cache must be strictly below this fraction of full MHA's."""

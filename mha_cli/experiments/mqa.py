@@ -21,8 +21,6 @@ from mha_cli.core.schemas import ModelSpec, Variant
 from mha_cli.experiments.common import (
     MQA_QUICK_CAVEAT,
     Environment,
-    ExperimentOutputs,
-    OutputFiles,
     bytes_unit,
     command_line,
     count_unit,
@@ -32,6 +30,7 @@ from mha_cli.experiments.common import (
     progress_bar,
     report_header,
 )
+from mha_cli.experiments.outputs import ExperimentOutputs, OutputFiles
 from mha_cli.experiments.tiny_lm import TinyLM, cache_nbytes, n_parameters
 from mha_cli.nn.device import resolve_device
 
@@ -244,6 +243,9 @@ def mqa_report(result: MqaResult) -> str:
     )
 
 
+MQA_QUICK_BANNER = "quick run (--quick): a smaller model than the experiment's, not its sizes or ratios"
+
+
 def mqa_figure(result: MqaResult) -> Figure:
     figure, (params, cache) = new_figure(2)
     labels = [f"{r.variant}\n({r.n_kv_heads} KV)" for r in result.rows]
@@ -261,4 +263,6 @@ def mqa_figure(result: MqaResult) -> Figure:
     cache.set_xticks(x, labels)
     cache.set(ylabel=byte_unit, title=f"KV cache at N = {result.settings.seq_len:,} ({result.settings.kv_dtype})")
     cache.legend()
+    if result.quick:  # the banner the other experiments' smoke runs carry, in this run's words
+        figure.suptitle(MQA_QUICK_BANNER, color="tab:red")
     return figure

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
+from pydantic import Field
 
-from mha_cli.core.errors import BadInputError, OutOfMemoryError
+from mha_cli.core.errors import OutOfMemoryError
 from mha_cli.core.record import Record
+from mha_cli.core.torch_inputs import validate_bench_options
 from mha_cli.nn.attention import Attention
 from mha_cli.nn.cache_ops import bytes_per_token, fill_random
 from mha_cli.nn.device import device_name, is_out_of_memory, resolve_device
@@ -40,12 +43,30 @@ class BenchRow(Record):
     """weight_bytes + kv_bytes_read: the memory-bound floor's numerator."""
     median_ms: float
     min_ms: float
+    max_ms: float
+    p25_ms: float
+    """First quartile of the timed steps (inclusive method; the one time when reps is 1)."""
+    p75_ms: float
+    """Third quartile of the timed steps."""
+    iqr_ms: float
+    """p75_ms - p25_ms: the spread of the step time (0 with one repetition)."""
     speedup_vs_mha: float
     """MHA's median time / this row's (higher is faster)."""
+    speedup_low: float
+    """The ratio's low end from the quartiles: MHA's p25 / this row's p75."""
+    speedup_high: float
+    """The ratio's high end: MHA's p75 / this row's p25."""
+    within_noise: bool
+    """True when this row's and MHA's interquartile ranges overlap, either range is over half its median, or
+    there is one repetition: the speedup is not distinguishable from 1 in this run. False for the MHA row."""
     bytes_vs_mha: float
-    """This row's bytes_read / MHA's."""
+    """This row's bytes_read / MHA's (exact: no spread)."""
     effective_gb_per_s: float
     """bytes_read / median time, in 1e9 bytes per second."""
+    gb_per_s_low: float
+    """bytes_read / p75 time."""
+    gb_per_s_high: float
+    """bytes_read / p25 time."""
     sdpa_backend: str
     """The backend SDPA's dispatcher chose for the step."""
 
@@ -66,6 +87,8 @@ class BenchResult(Record):
     warmup: int
     reps: int
     rows: list[BenchRow]
+    warnings: list[str] = Field(default_factory=list)
+    """Ratios within the noise, or no spread at all (one repetition): what not to read into the table."""
 
 
 def _variants(d_model: int, n_heads: int, head_dim: int, gqa_kv_heads: int, rank: int, rope: int) -> list:
@@ -96,33 +119,70 @@ def _measure_decode(
     return times, seen
 
 
-def validate_bench_options(
-    *,
-    seq_len: int,
-    batch: int,
-    d_model: int,
-    n_heads: int,
-    head_dim: int,
-    gqa_kv_heads: int,
-    kv_lora_rank: int | None,
-    rope_dim: int | None,
-    warmup: int,
-    reps: int,
-) -> None:
-    """Every number checked before anything is built: one ``BadInputError`` (exit 2) naming the option.
+UNSTABLE_IQR_FRACTION = 0.5
+"""A timing whose interquartile range exceeds this fraction of its median makes every ratio with it noise."""
 
-    ``None`` (kv_lora_rank, rope_dim) means "use the default"; 0 is a value, and a bad one.
-    """
-    minimum = {"--seq": (seq_len, 2), "--batch": (batch, 1), "--d-model": (d_model, 1), "--heads": (n_heads, 1),
-               "--head-dim": (head_dim, 1), "--kv-heads": (gqa_kv_heads, 1), "--kv-lora-rank": (kv_lora_rank, 1),
-               "rope_dim": (rope_dim, 0), "--warmup": (warmup, 0), "--reps": (reps, 1)}  # fmt: skip
-    for option, (value, least) in minimum.items():
-        if value is not None and value < least:
-            raise BadInputError(f"{option} must be at least {least} (got {value})")
-    if n_heads % gqa_kv_heads or not 1 < gqa_kv_heads < n_heads:
-        raise BadInputError(
-            f"--kv-heads ({gqa_kv_heads}) must divide --heads ({n_heads}) and lie strictly between 1 and it"
-        )
+
+@dataclass(frozen=True)
+class Quartiles:
+    """p25, median, p75, min and max of repeated timings, in milliseconds."""
+
+    p25: float
+    median: float
+    p75: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, seconds: list[float]) -> Quartiles:
+        ms = [t * 1e3 for t in seconds]
+        if len(ms) < 2:
+            return cls(ms[0], ms[0], ms[0], ms[0], ms[0])
+        p25, median, p75 = statistics.quantiles(ms, n=4, method="inclusive")
+        return cls(p25, median, p75, min(ms), max(ms))
+
+    @property
+    def unstable(self) -> bool:
+        """The interquartile range is over half the median: a busy machine, whose ratios mean little."""
+        return self.p75 - self.p25 > UNSTABLE_IQR_FRACTION * self.median
+
+    def overlaps(self, other: Quartiles) -> bool:
+        """True when the interquartile ranges [p25, p75] share any time."""
+        return self.p25 <= other.p75 and other.p25 <= self.p75
+
+
+def bench_row(
+    label: str, n_kv: int, per_token: int, weight_bytes: int, kv_bytes: int, times: Quartiles, mha: Quartiles,
+    mha_bytes: int, backend: str,
+) -> BenchRow:  # fmt: skip
+    """One variant's row: exact bytes, then every timed figure with its spread from the quartiles."""
+    read = weight_bytes + kv_bytes
+    is_mha = times is mha
+    noisy = not is_mha and (times.p75 == times.p25 or times.overlaps(mha) or times.unstable or mha.unstable)
+    return BenchRow(
+        label=label, n_kv_heads=n_kv, cache_bytes_per_token=per_token, weight_bytes=weight_bytes,
+        kv_bytes_read=kv_bytes, bytes_read=read, median_ms=round(times.median, 4), min_ms=round(times.low, 4),
+        max_ms=round(times.high, 4), p25_ms=round(times.p25, 4), p75_ms=round(times.p75, 4),
+        iqr_ms=round(times.p75 - times.p25, 4), speedup_vs_mha=round(mha.median / times.median, 3),
+        speedup_low=round(mha.p25 / times.p75, 3), speedup_high=round(mha.p75 / times.p25, 3), within_noise=noisy,
+        bytes_vs_mha=round(read / mha_bytes, 4), effective_gb_per_s=round(read / times.median / 1e6, 2),
+        gb_per_s_low=round(read / times.p75 / 1e6, 2), gb_per_s_high=round(read / times.p25 / 1e6, 2),
+        sdpa_backend=backend,
+    )  # fmt: skip
+
+
+def noise_warnings(rows: list[BenchRow], reps: int) -> list[str]:
+    """What the table cannot show: no spread with one repetition; speedups whose quartile ranges overlap MHA's."""
+    if reps < 2:
+        return ["1 repetition: no spread to judge the ratios by; rerun with --reps 10 or more"]
+    noisy = [f"{row.label} {row.speedup_vs_mha:.2f}x ({row.speedup_low:.2f}-{row.speedup_high:.2f}x)"
+             for row in rows if row.within_noise]  # fmt: skip
+    if not noisy:
+        return []
+    return [
+        f"within the noise (interquartile range overlapping MHA's, or wider than half the median): {', '.join(noisy)};"
+        " these speedups may be 1x: rerun with more --reps, on an idle machine"
+    ]
 
 
 def run_decode_bench(
@@ -139,6 +199,7 @@ def run_decode_bench(
     dtype: str | None = None,
     warmup: int = 3,
     reps: int = 10,
+    on_variant: Callable[[str, int], None] = lambda label, done: None,
 ) -> BenchResult:
     """Time one decode step of each variant; MLA defaults to DeepSeek's proportions (4 x, 1/2 x head_dim)."""
     validate_bench_options(
@@ -151,7 +212,8 @@ def run_decode_bench(
     rope = head_dim // 2 if rope_dim is None else rope_dim
     torch.manual_seed(0)
     measured: list[tuple[str, int, int, int, int, list[float], str]] = []
-    for label, n_kv, factory in _variants(d_model, n_heads, head_dim, gqa_kv_heads, rank, rope):
+    for done, (label, n_kv, factory) in enumerate(_variants(d_model, n_heads, head_dim, gqa_kv_heads, rank, rope)):
+        on_variant(label, done)
         try:
             with torch.inference_mode():
                 layer = factory(dtype=torch_dtype, device=target)
@@ -171,21 +233,14 @@ def run_decode_bench(
         del layer, cache, x
         if target.type == "cuda":
             torch.cuda.empty_cache()
-    mha_ms = statistics.median(measured[0][5]) * 1e3
-    mha_bytes = measured[0][3] + measured[0][4]
-    rows = []
-    for label, n_kv, per_token, weight_bytes, kv_bytes, times, backend in measured:
-        median_s = statistics.median(times)
-        read = weight_bytes + kv_bytes
-        rows.append(
-            BenchRow(
-                label=label, n_kv_heads=n_kv, cache_bytes_per_token=per_token, weight_bytes=weight_bytes,
-                kv_bytes_read=kv_bytes, bytes_read=read, median_ms=round(median_s * 1e3, 4),
-                min_ms=round(min(times) * 1e3, 4), speedup_vs_mha=round(mha_ms / (median_s * 1e3), 3),
-                bytes_vs_mha=round(read / mha_bytes, 4), effective_gb_per_s=round(read / median_s / 1e9, 2),
-                sdpa_backend=backend,
-            )
-        )  # fmt: skip
+    timings = [Quartiles.of(times) for *_, times, _backend in measured]
+    mha, mha_bytes = timings[0], measured[0][3] + measured[0][4]  # the MHA row is the reference
+    rows = [
+        bench_row(label, n_kv, per_token, weight_bytes, kv_bytes, quartiles, mha, mha_bytes, backend)
+        for (label, n_kv, per_token, weight_bytes, kv_bytes, _times, backend), quartiles in zip(
+            measured, timings, strict=True
+        )
+    ]
     return BenchResult(
         device=str(target),
         device_name=device_name(target),
@@ -193,4 +248,5 @@ def run_decode_bench(
         dtype=DTYPE_NAMES[torch_dtype],
         seq_len=seq_len, batch=batch, d_model=d_model, n_heads=n_heads, head_dim=head_dim,
         gqa_kv_heads=gqa_kv_heads, mla_kv_lora_rank=rank, mla_rope_dim=rope, warmup=warmup, reps=reps, rows=rows,
+        warnings=noise_warnings(rows, reps),
     )  # fmt: skip

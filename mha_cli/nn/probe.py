@@ -9,24 +9,16 @@ weights come from the reference path, so they are the exact softmax rows, causal
 from __future__ import annotations
 
 import math
-import re
 import zlib
 
 import torch
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from mha_cli.core.errors import BadInputError
-from mha_cli.core.schemas import ModelSpec
-from mha_cli.core.validation import describe_validation_error
-from mha_cli.core.variants import default_gqa_kv_heads, mla_for_shape
+from mha_cli.core.torch_inputs import MIN_TOKENS, probe_spec, tokenize
 from mha_cli.nn.build import build_attention
 
-MAX_TOKENS = 32
-MIN_TOKENS = 2
-"""With one token there is nothing to choose: its row is [1.0] in every head."""
 SPREAD_FRACTION = 0.9
 """A head whose rows keep this fraction of the uniform entropy is summarised as 'spread'."""
-TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 
 
 class HeadSummary(BaseModel):
@@ -68,21 +60,6 @@ class ProbeResult(BaseModel):
     summaries: list[HeadSummary]
 
 
-def tokenize(sentence: str) -> list[str]:
-    """Lower-cased words and punctuation marks: 'The cat sat.' -> ['the', 'cat', 'sat', '.']."""
-    tokens = TOKEN_PATTERN.findall(sentence.lower())
-    if not tokens:
-        raise BadInputError('the sentence has no tokens: pass some words, e.g. mha probe "the cat sat on the mat"')
-    if len(tokens) < MIN_TOKENS:
-        raise BadInputError(
-            f"the sentence has 1 token; probe needs at least {MIN_TOKENS} to show where attention goes"
-            ' (a single token can only attend to itself): e.g. mha probe "the cat sat on the mat"'
-        )
-    if len(tokens) > MAX_TOKENS:
-        raise BadInputError(f"the sentence has {len(tokens)} tokens; probe shows at most {MAX_TOKENS}: shorten it")
-    return tokens
-
-
 def embed(tokens: list[str], d_model: int, seed: int) -> torch.Tensor:
     """(1, N, d_model): a seeded vector per distinct token plus sinusoidal positions."""
     rows = []
@@ -95,40 +72,6 @@ def embed(tokens: list[str], d_model: int, seed: int) -> torch.Tensor:
     angles = positions * freqs  # (N, ceil(d/2))
     sinusoid = torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)[:, :d_model]  # (N, d)
     return (vectors + sinusoid)[None]  # (1, N, d)
-
-
-def check_shape(n_heads: int, n_kv_heads: int | None, d_model: int) -> None:
-    """Heads first, then the KV grouping, then the width: each problem gets its own one-line message."""
-    if n_heads < 1:
-        raise BadInputError(f"--heads must be at least 1 (got {n_heads})")
-    if n_kv_heads is not None and n_kv_heads < 1:
-        raise BadInputError(f"--kv-heads must be at least 1 (got {n_kv_heads})")
-    if n_kv_heads is not None and n_heads % n_kv_heads:
-        raise BadInputError(
-            f"--heads ({n_heads}) must be divisible by --kv-heads ({n_kv_heads}): each KV head serves a whole group"
-        )
-    if d_model < 1:
-        raise BadInputError(f"--d-model must be at least 1 (got {d_model})")
-    if d_model % n_heads:
-        raise BadInputError(
-            f"--d-model ({d_model}) must be a multiple of --heads ({n_heads}): head width = d_model / heads"
-        )
-
-
-def probe_spec(n_heads: int, n_kv_heads: int | None, variant: str | None, d_model: int, vocab: int) -> ModelSpec:
-    """The one-layer ModelSpec the probe runs; bad combinations become one-line BadInputErrors."""
-    fields: dict = {"name": "probe", "d_model": d_model, "n_layers": 1, "n_heads": n_heads, "vocab_size": vocab,
-                    "d_ff": 4 * d_model, "n_kv_heads": n_kv_heads, "variant": variant}  # fmt: skip
-    check_shape(n_heads, n_kv_heads, d_model)
-    kind = (variant or "").upper()
-    if kind == "GQA" and n_kv_heads is None:
-        fields["n_kv_heads"] = default_gqa_kv_heads(n_heads)
-    if kind == "MLA":
-        fields["mla"] = mla_for_shape(d_model // n_heads)
-    try:
-        return ModelSpec.model_validate(fields)
-    except ValidationError as exc:
-        raise BadInputError(describe_validation_error(exc)) from None
 
 
 def summarise(weights: torch.Tensor, head: int, kv_head: int) -> HeadSummary:

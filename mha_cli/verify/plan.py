@@ -38,6 +38,8 @@ from mha_cli.core.targets import resolve_target
 
 DeviceType = Literal["cuda", "cpu"]
 WeightKind = Literal["dense", "moe"]
+STAGES = ("plan", "build", "prefill", "decode", "numerics", "bandwidth")
+"""What a verify run does, in order (``run_verify`` reports each through ``on_stage``, for a progress bar)."""
 CPU_DEFAULT_LAYERS = 2
 """Decoder layers built on CPU unless --layers says otherwise (the rest is extrapolated, labelled)."""
 CPU_DEFAULT_PREFILL_TOKENS = 128
@@ -296,6 +298,29 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
         )
 
 
+def deployment_tp_degree(deployment: DeploymentSpec) -> int:
+    """The tensor-parallel degree: the deployment's tp, else its target's device count, else 1."""
+    target = resolve_target(deployment.target) if deployment.target else None
+    return resolve_tp(deployment.tp, target)
+
+
+def check_buildable(
+    model: ModelSpec, deployment: DeploymentSpec, *, layers: int | None = None, prefill_tokens: int | None = None
+) -> ModelSpec:
+    """Every refusal that needs no device: layer kinds the torch ring lacks, a quantised KV dtype, a tp that does not
+    split the model, --layers beyond the model. Pure Python, so ``mha verify`` runs it before importing torch.
+
+    Returns one rank's shape (``shard_model``). Raises ``BadInputError`` (exit 2).
+    """
+    refuse_unbuilt_layers(model)
+    torch_dtype_name(deployment.kv_dtype)
+    rank_shape = shard_model(model, deployment_tp_degree(deployment), deployment.mla_cache)
+    validate_options(layers=layers, prefill_tokens=prefill_tokens)
+    if layers is not None and layers > model.n_layers:
+        raise BadInputError(f"--layers ({layers}) must be between 1 and the model's {model.n_layers} layers")
+    return rank_shape
+
+
 def make_plan(
     model: ModelSpec,
     deployment: DeploymentSpec,
@@ -309,17 +334,12 @@ def make_plan(
 
     ``free_bytes``: free device memory in bytes (``device_free_bytes`` when measuring; tests pass a figure).
     """
-    refuse_unbuilt_layers(model)
-    dtype = torch_dtype_name(deployment.kv_dtype)
+    rank_shape = check_buildable(model, deployment, layers=layers, prefill_tokens=prefill_tokens)
+    dtype = deployment.kv_dtype
     value_bytes = storage_format(dtype).bits // 8
-    target = resolve_target(deployment.target) if deployment.target else None
-    tp = resolve_tp(deployment.tp, target)
+    tp = deployment_tp_degree(deployment)
     mla_cache = deployment.mla_cache if model.mla is not None else None
-    rank_shape = shard_model(model, tp, deployment.mla_cache)
     seq, batch = deployment.seq_len, deployment.batch
-    validate_options(layers=layers, prefill_tokens=prefill_tokens)
-    if layers is not None and layers > model.n_layers:
-        raise BadInputError(f"--layers ({layers}) must be between 1 and the model's {model.n_layers} layers")
     notes = []
     if model.mla is None and "mla_cache" in deployment.model_fields_set:
         notes.append(

@@ -24,7 +24,6 @@ from mha_cli.verify.rank import measure_rank
 from mha_cli.verify.report import MemoryPrecheck, RankResult, ScopeFigures, VerifyReport
 from mha_cli.verify.scopes import assemble, decode_bytes_read
 
-STAGES = ("plan", "build", "prefill", "decode", "numerics", "bandwidth")
 GIB = 2**30
 
 
