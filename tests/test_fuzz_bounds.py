@@ -19,7 +19,7 @@ def test_long_target_specs_are_refused_at_once(spec):
     start = time.perf_counter()
     with pytest.raises(BadInputError, match="too long") as info:
         resolve_target(spec)
-    assert time.perf_counter() - start < 0.5  # was 12 s (spaces) and a hang through recommend --target
+    assert time.perf_counter() - start < 2.0  # was 12 s (spaces) and a hang through recommend --target
     assert len(str(info.value)) < 200
 
 

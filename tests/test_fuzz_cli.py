@@ -52,7 +52,7 @@ def test_target_specs_resolve_or_give_one_short_line(spec):
         assert one_short_line(exc)
     else:
         assert 1 <= resolved.n_devices <= 4096
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < 2.0
 
 
 json_values = st.recursive(

@@ -126,4 +126,4 @@ def test_the_layer_pattern_cycle_is_found_in_linear_time():
     assert _shortest_cycle(kinds) == kinds[:-1]  # the last layer is layer 0 of the next cycle
     assert _shortest_cycle(["local"] * 5 + ["global"]) == ["local"] * 5 + ["global"]
     assert _shortest_cycle(["local", "global"] * 3 + ["local"]) == ["local", "global"]
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < 2.0

@@ -99,7 +99,7 @@ def test_long_input_is_refused_at_once_quoting_a_short_prefix(parse):
     with pytest.raises(BadInputError, match=r"too long") as info:
         parse(text)
     assert len(str(info.value)) < 200 and "20,001 characters" in str(info.value)
-    assert _seconds(parse, text) < 0.01
+    assert _seconds(parse, text) < 0.5  # a guard against the old 20 s, loose enough for a loaded CI machine
 
 
 def test_the_number_pattern_is_linear_even_without_the_length_cap():
@@ -108,8 +108,7 @@ def test_the_number_pattern_is_linear_even_without_the_length_cap():
     short, long = "1" * 20_000 + "!", "1" * 200_000 + "!"
     t_short = min(_seconds(_NUMBER_AND_SUFFIX.fullmatch, short) for _ in range(3))
     t_long = min(_seconds(_NUMBER_AND_SUFFIX.fullmatch, long) for _ in range(3))
-    assert t_long < 0.05  # quadratic matching of 200,000 characters takes minutes
-    assert t_long < 50 * max(t_short, 1e-4)  # 10x the input, about 10x the time
+    assert t_short < 1.0 and t_long < 2.0  # quadratic matching: about 20 s and half an hour
 
 
 def test_many_digits_after_the_point_stay_exact():
