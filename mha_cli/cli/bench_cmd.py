@@ -11,6 +11,7 @@ from rich.table import Table
 
 from mha_cli.cli.options import JsonOpt
 from mha_cli.core.quantities import format_bytes, parse_token_count
+from mha_cli.core.rules.engine import counted
 
 if TYPE_CHECKING:
     from mha_cli.cli.app import CommandRegistry
@@ -88,8 +89,8 @@ def render_bench(console: Console, result: BenchResult) -> None:
     console.print(table)
     console.print(
         f"[dim]d_model {result.d_model}, {result.n_heads} heads x {result.head_dim}; MLA latent"
-        f" {result.mla_kv_lora_rank} + rope {result.mla_rope_dim}; median of {result.reps} after {result.warmup}"
-        " warm-up steps. Bytes read = layer weights + the whole cache.[/dim]"
+        f" {result.mla_kv_lora_rank} + rope {result.mla_rope_dim}; median of {result.reps} after"
+        f" {counted(result.warmup, 'warm-up step')}. Bytes read = layer weights + the whole cache.[/dim]"
     )
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from mha_cli.cli.render import bytes_cell, count_cell, kv_table, memory_table, model_table
+from mha_cli.cli.render import bytes_cell, count_cell, kv_table, memory_table, model_table, print_assumptions
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.recommend import RecommendResult
+from mha_cli.core.rules.engine import counted
 
 
 def render_recommendation(console: Console, result: RecommendResult) -> None:
@@ -17,9 +18,10 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
         f"[bold]mha recommend[/bold]  {format_count(request.params)} parameters, {request.seq_len:,} tokens{where},"
         f" batch {request.batch}, priority {request.priority}"
     )
+    print_assumptions(console, result.warnings, title="warning")
     console.print()
     console.print(model_table(result.config.model, "Recommended architecture"))
-    console.print(f"[bold]why {result.model.variant}[/bold]  {result.variant_reason}")
+    console.print(f"[bold]why[/bold]  {result.variant_reason}")  # the reason opens with the variant
     console.print()
     console.print(params_table(result))
     console.print()
@@ -142,7 +144,7 @@ def alternatives_table(result: RecommendResult) -> Table:
         table.add_row(*cells, style="bold" if row.is_recommended else None)
         sources.setdefault(row.variant, row.quality_source)
     cited = "; ".join(f"{variant}: {source}" for variant, source in sources.items() if variant != "MHA")
-    where = "" if result.memory is None else f", {result.memory.sequences_per_replica} sequences per replica"
+    where = "" if result.memory is None else f", {counted(result.memory.sequences_per_replica, 'sequence')} per replica"
     footnotes = "".join(f"; {mark} {note}" for note, mark in marks.items())
     table.caption = (
         f"* recommended; MLA: latent + RoPE key values, no KV heads; cache / device: one device's share of the"
