@@ -8,9 +8,11 @@ import typer
 
 from mha_cli.cli.options import (
     BlockSizeOpt,
+    ForceOpt,
     JsonOpt,
     KvDtypeOpt,
     MlaCacheOpt,
+    PlotOpt,
     SourceBatchOpt,
     SourceSeqOpt,
     TargetOpt,
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 
 
 def kv(
+    ctx: typer.Context,
     source: Annotated[
         str, typer.Argument(help="A preset (mha presets), our config file, or a Hugging Face config.json.")
     ],
@@ -47,9 +50,15 @@ def kv(
     weight_dtype: WeightDtypeOpt = None,
     mla_cache: MlaCacheOpt = None,
     fail_if_no_fit: FailIfNoFitOpt = False,
+    plot: PlotOpt = None,
+    force: ForceOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Price the KV cache of a model: per token, per sequence, per batch, per rank, on a target."""
+    if plot is not None:
+        from mha_cli.cli.plot import check_plot_path
+
+        check_plot_path(plot, force=force)
     loaded = load_source(source)
     deployment = merge_deployment(
         loaded.deployment,
@@ -58,6 +67,14 @@ def kv(
     )  # fmt: skip
     report = build_kv_report(loaded, deployment)
     out = Output(json)
+    if plot is not None:
+        from mha_cli.cli.plot import invoked_command, write_plot
+        from mha_cli.core.plot_data import kv_against_context, memory_against_batch
+
+        panels = [kv_against_context(loaded.model, report.deployment)]
+        panels += filter(None, [memory_against_batch(loaded.model, report.deployment)])
+        write_plot(plot, panels, title=invoked_command(ctx), force=force)
+        out.notice(f"wrote {plot}")
     if report.memory and report.memory.alias_note:
         out.notice(f"target {report.memory.alias_note}")
     out.emit(report, render_kv_report)
