@@ -3,6 +3,7 @@ that quantise the weights, wording."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -80,3 +81,56 @@ def test_wording(cli):
     out = cli.run("recommend", "--params", "7B", "--target", "a100", "--seq", "128K").output
     assert "1 sequences" not in out and "why GQA  GQA" not in out
     assert "why  GQA-" in out
+
+
+@pytest.fixture
+def narrow(cli, monkeypatch):
+    """The CLI runner on an 80-column terminal (the rich console is rebuilt to read COLUMNS)."""
+    from mha_cli.cli import output
+
+    monkeypatch.setenv("COLUMNS", "80")
+    output.stdout_console.cache_clear()
+    yield cli
+    output.stdout_console.cache_clear()
+
+
+def _fits_80(text: str) -> None:
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_targets_in_80_columns_show_every_id_whole_on_one_line(narrow):
+    result = narrow.run("targets")
+    assert result.exit_code == 0
+    _fits_80(result.stdout)
+    lines = result.stdout.splitlines()
+    for target_id in load_targets():
+        assert any(line.split()[:1] == [target_id] for line in lines), target_id
+    names = {t.id: t.name.removeprefix(t.vendor + " ") for t in load_targets().values()}
+    # no name spreads over more than 2 lines: the line after a row's second holds another id or is blank
+    rows = [i for i, line in enumerate(lines) if line.split()[:1] and line.split()[0] in names]
+    assert all(b - a <= 2 for a, b in itertools.pairwise(rows))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["kv", "llama-3-8b", "--target", "a100"],
+        ["kv", "tests/fixtures/hf_configs/deepseek-v3.json", "--target", "8xh100"],
+        ["kv", "gemma-3-27b", "--target", "h100"],
+        ["presets"],
+        ["recommend", "--params", "7B", "--target", "t4"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_tables_fit_80_columns_without_cutting(narrow, args):
+    result = narrow.run(*args)
+    assert result.exit_code == 0, result.output
+    _fits_80(result.stdout)
+
+
+def test_captions_are_printed_at_the_terminal_width(narrow):
+    out = narrow.run("kv", "llama-3-8b", "--target", "a100").stdout
+    # the memory table's caption is one paragraph, not squeezed into the table's width
+    assert "device memory as the vendor states it: 80 GB = 10^9 B; GiB = 2^30 B" in out.replace("\n", " ")
+    assert any(line.startswith("* this model; B / token") for line in out.splitlines())

@@ -85,7 +85,15 @@ def kv(
 def render_kv_report(console: Console, report: KvReport) -> None:
     from rich.markup import escape
 
-    from mha_cli.cli.render import bytes_cell, count_cell, kv_table, memory_table, model_table, print_assumptions
+    from mha_cli.cli.render import (
+        bytes_cell,
+        count_cell,
+        kv_table,
+        memory_table,
+        model_table,
+        print_assumptions,
+        print_table,
+    )  # fmt: skip
 
     title = f"{escape(report.model.name)}  [dim]({report.source_kind}: {escape(report.source)})[/dim]"
     console.print(model_table(report.model, title))
@@ -97,27 +105,24 @@ def render_kv_report(console: Console, report: KvReport) -> None:
     console.print(f"[bold]weights[/bold]  {weights}")
     if report.memory is not None:
         console.print()
-        console.print(memory_table(report.memory))
+        print_table(console, memory_table(report.memory))
         if not report.memory.fits:
             console.print("[bold red]does not fit:[/bold red] " + escape("; ".join(report.ways_out)))
     console.print()
-    console.print(variants_table(report))
+    print_table(console, variants_table(report))
 
 
 def variants_table(report: KvReport) -> Table:
+    from rich import box
     from rich.table import Table
 
     from mha_cli.cli.render import size_cell
 
-    table = Table(title="Same shape, other projections", title_justify="left")
-    table.add_column("variant")
-    table.add_column("KV heads", justify="right")
-    table.add_column("bytes / token", justify="right")
-    table.add_column("total_bytes", justify="right")
-    table.add_column("vs MHA", justify="right")
-    if report.memory is not None:
-        table.add_column("max seqs", justify="right")
-    table.add_column("note", style="dim")
+    table = Table(title="Same shape, other projections", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("variant", no_wrap=True)
+    for column in ("KV heads", "B / token", "total", "vs MHA") + (("max seqs",) if report.memory is not None else ()):
+        table.add_column(column, justify="right")  # a header may wrap; the figures have no spaces, so never do
+    table.add_column("note", style="dim", min_width=14)  # the longest word of a note: "(DeepSeek-V2"
     for row in report.variants:
         cells = [
             f"{row.label}{' *' if row.is_current else ''}",
@@ -130,7 +135,7 @@ def variants_table(report: KvReport) -> Table:
             cells.append(f"{row.max_sequences:,}")
         cells.append(row.note)
         table.add_row(*cells, style="bold" if row.is_current else None)
-    table.caption = "* this model"
+    table.caption = "* this model; B / token: bytes per token; total: the batch's cache on one rank (total_bytes)"
     return table
 
 

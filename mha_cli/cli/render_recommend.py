@@ -5,7 +5,15 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from mha_cli.cli.render import bytes_cell, count_cell, kv_table, memory_table, model_table, print_assumptions
+from mha_cli.cli.render import (
+    bytes_cell,
+    count_cell,
+    kv_table,
+    memory_table,
+    model_table,
+    print_assumptions,
+    print_table,
+)
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.recommend import RecommendResult
 from mha_cli.core.rules.engine import counted
@@ -28,7 +36,7 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
     console.print(kv_table(result.kv))
     if result.memory is not None:
         console.print()
-        console.print(memory_table(result.memory))
+        print_table(console, memory_table(result.memory))
         if not result.memory.fits:
             what = "weights exceed" if not result.memory.weights_fit else "KV cache of this batch exceeds"
             console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
@@ -36,9 +44,9 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
                 console.print(f"  - {way}")
     if result.roofline is not None:
         console.print()
-        console.print(roofline_table(result))
+        print_table(console, roofline_table(result))
     console.print()
-    console.print(alternatives_table(result))
+    print_table(console, alternatives_table(result))
     console.print()
     init = ", ".join(f"{name} {std:.4g}" for name, std in result.init.std.items())
     console.print(f"[bold]init[/bold]  {result.init.scheme}: std {init}")
