@@ -56,8 +56,16 @@ def test_a_closed_pipe_ends_quietly(args):
     result = subprocess.run([sys.executable, "-m", "mha_cli", *args], stdout=write_end,
                             stderr=subprocess.PIPE, text=True, timeout=60)  # fmt: skip
     os.close(write_end)
-    assert result.returncode == 141
+    assert result.returncode == 0
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize("command", ["targets", "presets --json", "kv gpt2"])
+def test_head_in_a_pipefail_script_succeeds(command):
+    """Whether `head` leaves before or after the last byte, the pipeline exits 0 under `set -o pipefail`."""
+    script = f"set -o pipefail; {sys.executable} -m mha_cli {command} | head -1 > /dev/null"
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr) == (0, "")
 
 
 def test_a_group_without_its_sub_command_says_so():

@@ -33,7 +33,7 @@ def test_production_designs_pass():
 
 def test_hf_config_is_judged_at_its_max_position_embeddings():
     result = check_design(str(reference_hf_config("llama-3.1-70b")))
-    assert (result.deployment.seq_len, result.context_from) == (131072, "the model's trained context (config.json)")
+    assert (result.deployment.seq_len, result.context_from) == (131072, "the model's trained context, from config.json")
     assert result.kv.bytes_per_token == 327_680
 
 
@@ -66,7 +66,7 @@ def test_cache_larger_than_weights_warns_with_the_alternatives():
 
 def test_gpt2_config_json_is_judged_at_n_positions():
     result = check_design(str(reference_hf_config("gpt2")))
-    assert (result.deployment.seq_len, result.context_from) == (1024, "the model's trained context (config.json)")
+    assert (result.deployment.seq_len, result.context_from) == (1024, "the model's trained context, from config.json")
 
 
 def test_tp_that_cannot_split_the_heads_is_a_hard_failure():

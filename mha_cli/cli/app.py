@@ -45,7 +45,7 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
         except (typer.Exit, typer.Abort):
             raise
         except BrokenPipeError:
-            # The reader closed the pipe (`mha presets --json | head -1`): stop quietly, as Unix tools do.
+            # The reader closed the pipe (`mha presets --json | head -1`): stop quietly with exit 0 (EXIT_BROKEN_PIPE).
             discard_stdout()
             raise typer.Exit(code=EXIT_BROKEN_PIPE) from None
         except KeyboardInterrupt:
@@ -96,8 +96,25 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _hide_flag_types() -> None:
+    """Show flags in ``--help`` without a type: typer's rich help (0.2x) prints ``--json <bool>``, which reads as taking
+    a value; click's plain help already omits the type of a flag. Options that take a value keep theirs."""
+    from typer.core import TyperOption
+
+    shown_type = getattr(TyperOption, "display_type_rich", None)
+    if shown_type is None or getattr(shown_type, "hides_flag_types", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag or self.count else shown_type(self, ctx)
+
+    display_type_rich.hides_flag_types = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
 def build_app(commands: list[str] | None = None) -> typer.Typer:
     """The typer app with ``commands`` (default: all) registered."""
+    _hide_flag_types()
     app = typer.Typer(
         name="mha",
         help="Configure transformer attention (MHA, GQA, MQA, MLA) and price its KV cache.",

@@ -12,6 +12,7 @@ from rich.table import Table
 from mha_cli.cli.options import JsonOpt
 from mha_cli.cli.progress import step_progress
 from mha_cli.core.quantities import format_bytes, parse_token_count
+from mha_cli.core.rules.engine import counted
 from mha_cli.core.torch_inputs import check_buildable_dtype, check_device_option, validate_bench_options
 
 if TYPE_CHECKING:
@@ -104,11 +105,10 @@ def render_bench(console: Console, result: BenchResult) -> None:
             f"{row.effective_gb_per_s:.1f}",
         )  # fmt: skip
     console.print(table)
-    plural = "" if result.warmup == 1 else "s"
     console.print(
         f"[dim]d_model {result.d_model}, {result.n_heads} heads x {result.head_dim}; MLA latent"
         f" {result.mla_kv_lora_rank} + rope {result.mla_rope_dim}; median and interquartile range (IQR) of"
-        f" {result.reps} after {result.warmup} warm-up step{plural}. Bytes read = layer weights + the whole cache."
+        f" {result.reps} after {counted(result.warmup, 'warm-up step')}. Bytes read = layer weights + the whole cache."
         f" SDPA backend: {escape(backends_text(result))}.[/dim]"
     )
     for warning in result.warnings:

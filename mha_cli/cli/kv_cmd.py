@@ -8,9 +8,11 @@ import typer
 
 from mha_cli.cli.options import (
     BlockSizeOpt,
+    ForceOpt,
     JsonOpt,
     KvDtypeOpt,
     MlaCacheOpt,
+    PlotOpt,
     SourceBatchOpt,
     SourceSeqOpt,
     TargetOpt,
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 
 
 def kv(
+    ctx: typer.Context,
     source: Annotated[
         str, typer.Argument(help="A preset (mha presets), our config file, or a Hugging Face config.json.")
     ],
@@ -47,9 +50,15 @@ def kv(
     weight_dtype: WeightDtypeOpt = None,
     mla_cache: MlaCacheOpt = None,
     fail_if_no_fit: FailIfNoFitOpt = False,
+    plot: PlotOpt = None,
+    force: ForceOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Price the KV cache of a model: per token, per sequence, per batch, per rank, on a target."""
+    if plot is not None:
+        from mha_cli.cli.plot import check_plot_path
+
+        check_plot_path(plot, force=force)
     loaded = load_source(source)
     deployment = merge_deployment(
         loaded.deployment,
@@ -58,6 +67,14 @@ def kv(
     )  # fmt: skip
     report = build_kv_report(loaded, deployment)
     out = Output(json)
+    if plot is not None:
+        from mha_cli.cli.plot import invoked_command, write_plot
+        from mha_cli.core.plot_data import kv_against_context, memory_against_batch
+
+        panels = [kv_against_context(loaded.model, report.deployment)]
+        panels += filter(None, [memory_against_batch(loaded.model, report.deployment)])
+        write_plot(plot, panels, title=invoked_command(ctx), force=force)
+        out.notice(f"wrote {plot}")
     if report.memory and report.memory.alias_note:
         out.notice(f"target {report.memory.alias_note}")
     out.emit(report, render_kv_report)
@@ -68,7 +85,15 @@ def kv(
 def render_kv_report(console: Console, report: KvReport) -> None:
     from rich.markup import escape
 
-    from mha_cli.cli.render import bytes_cell, count_cell, kv_table, memory_table, model_table, print_assumptions
+    from mha_cli.cli.render import (
+        bytes_cell,
+        count_cell,
+        kv_table,
+        memory_table,
+        model_table,
+        print_assumptions,
+        print_table,
+    )  # fmt: skip
 
     title = f"{escape(report.model.name)}  [dim]({report.source_kind}: {escape(report.source)})[/dim]"
     console.print(model_table(report.model, title))
@@ -80,27 +105,24 @@ def render_kv_report(console: Console, report: KvReport) -> None:
     console.print(f"[bold]weights[/bold]  {weights}")
     if report.memory is not None:
         console.print()
-        console.print(memory_table(report.memory))
+        print_table(console, memory_table(report.memory))
         if not report.memory.fits:
             console.print("[bold red]does not fit:[/bold red] " + escape("; ".join(report.ways_out)))
     console.print()
-    console.print(variants_table(report))
+    print_table(console, variants_table(report))
 
 
 def variants_table(report: KvReport) -> Table:
+    from rich import box
     from rich.table import Table
 
     from mha_cli.cli.render import size_cell
 
-    table = Table(title="Same shape, other projections", title_justify="left")
-    table.add_column("variant")
-    table.add_column("KV heads", justify="right")
-    table.add_column("bytes / token", justify="right")
-    table.add_column("total_bytes", justify="right")
-    table.add_column("vs MHA", justify="right")
-    if report.memory is not None:
-        table.add_column("max seqs", justify="right")
-    table.add_column("note", style="dim")
+    table = Table(title="Same shape, other projections", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("variant", no_wrap=True)
+    for column in ("KV heads", "B / token", "total", "vs MHA") + (("max seqs",) if report.memory is not None else ()):
+        table.add_column(column, justify="right")  # a header may wrap; the figures have no spaces, so never do
+    table.add_column("note", style="dim", min_width=14)  # the longest word of a note: "(DeepSeek-V2"
     for row in report.variants:
         cells = [
             f"{row.label}{' *' if row.is_current else ''}",
@@ -113,7 +135,7 @@ def variants_table(report: KvReport) -> Table:
             cells.append(f"{row.max_sequences:,}")
         cells.append(row.note)
         table.add_row(*cells, style="bold" if row.is_current else None)
-    table.caption = "* this model"
+    table.caption = "* this model; B / token: bytes per token; total: the batch's cache on one rank (total_bytes)"
     return table
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -66,3 +67,12 @@ MlaCacheOpt = Annotated[
     ),
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
+PlotOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot",
+        help="Also draw the KV cache against the context for MHA/GQA/MQA/MLA of this shape and, with --target,"
+        " memory against the batch, to this PNG (replaced only with --force).",
+        show_default=False,
+    ),
+]

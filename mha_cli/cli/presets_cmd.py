@@ -48,39 +48,56 @@ def presets(json: JsonOpt = False) -> None:
     Output(json).emit(PresetList(presets=rows), render_presets)
 
 
+NARROW_COLUMNS = 100
+"""Below this terminal width the table leaves out d_model and head_dim, so names and figures are never cut."""
+
+
 def render_presets(console: Console, result: PresetList) -> None:
+    from rich import box
     from rich.table import Table
 
-    table = Table(title="Model presets (bf16 KV; MLA absorbed)")
-    for column in (
-        "name",
-        "variant",
-        "params",
-        "d_model",
-        "layers",
-        "heads/KV",
-        "head_dim",
-        "window",
-        "KV B/token",
-        "state/seq",
-    ):
-        table.add_column(column, justify="left" if column in ("name", "variant") else "right")
+    wide = console.width >= NARROW_COLUMNS
+    table = Table(
+        title="Model presets (bf16 KV; MLA absorbed)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0) if not wide else (0, 1),  # narrow: the box's separator and one space between columns
+    )
+    columns = ["variant", "params", "d_model", "layers", "heads / KV", "head_dim", "window", "KV B / token", "state"]
+    if not wide:
+        columns = [c for c in columns if c not in ("d_model", "head_dim")]
+    rows = []
     for row in result.presets:
         m = row.model
         window = f"{m.sliding_window:,} ({m.n_local_layers}/{m.n_layers})" if m.sliding_window else "-"
-        table.add_row(
-            m.name,
-            m.variant,
-            format_count(row.total_params),
-            str(m.d_model),
-            str(m.n_layers),
-            f"{m.n_heads}/{m.kv_heads}",
-            str(m.head_dim),
-            window,
-            f"{row.bf16_bytes_per_token:,}",
-            format_bytes(row.bf16_state_bytes_per_seq) if row.bf16_state_bytes_per_seq else "-",
-        )
+        cells = {
+            "variant": m.variant or "",
+            "params": format_count(row.total_params),
+            "d_model": str(m.d_model),
+            "layers": str(m.n_layers),
+            "heads / KV": f"{m.n_heads}/{m.kv_heads}",
+            "head_dim": str(m.head_dim),
+            "window": window,
+            "KV B / token": f"{row.bf16_bytes_per_token:,}",
+            "state": format_bytes(row.bf16_state_bytes_per_seq) if row.bf16_state_bytes_per_seq else "-",
+        }
+        rows.append([m.name, *(cells[column] for column in columns)])
+    for index, column in enumerate(["name", *columns]):
+        # Narrow: each column exactly as wide as its longest word (header or cell), so nothing is ever cut.
+        longest = max(len(word) for text in [column, *(cells[index] for cells in rows)] for word in text.split())
+        justify = "left" if column in ("name", "variant") else "right"
+        table.add_column(column, justify=justify, width=None if wide else longest)  # type: ignore[arg-type]
+    for cells in rows:
+        table.add_row(*cells)
     console.print(table)
+    narrow = "" if wide else f"; d_model and head_dim: `mha presets --json` or a terminal of {NARROW_COLUMNS}+ columns"
+    console.print(
+        "window: sliding-window tokens (local / all layers); state: fixed state per sequence of linear-attention"
+        f" and state-space layers{narrow}",
+        style="dim",
+    )
 
 
 def register(registry: CommandRegistry) -> None:

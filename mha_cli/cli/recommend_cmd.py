@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mha_cli.cli.options import BatchOpt, ForceOpt, JsonOpt, KvDtypeOpt, SeqOpt, TargetOpt, WeightDtypeOpt
+from mha_cli.cli.options import BatchOpt, ForceOpt, JsonOpt, KvDtypeOpt, PlotOpt, SeqOpt, TargetOpt, WeightDtypeOpt
 from mha_cli.cli.output import Output
 from mha_cli.core.config_io import config_text, write_text_atomic
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
@@ -106,6 +106,7 @@ FailIfNoFitOpt = Annotated[
 
 
 def recommend_command(
+    ctx: typer.Context,
     params: ParamsOpt,
     seq: SeqOpt = None,
     target: TargetOpt = None,
@@ -124,9 +125,14 @@ def recommend_command(
     format: FormatOpt = "mha",
     force: ForceOpt = False,
     fail_if_no_fit: FailIfNoFitOpt = False,
+    plot: PlotOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Recommend attention for a parameter budget: variant, heads, KV cache, memory plan, rule trace."""
+    if plot is not None:
+        from mha_cli.cli.plot import check_plot_path
+
+        check_plot_path(plot, force=force)
     if format not in OUT_FORMATS:
         raise BadInputError(f"--format {format!r} is not one of {', '.join(OUT_FORMATS)}")
     if format == "hf" and out is not None and out.suffix.lower() != ".json":
@@ -150,6 +156,15 @@ def recommend_command(
             )  # fmt: skip
             write_text_atomic(out, config_text(result.config, out, header=header), force=force)
         output.notice(f"wrote {out}")
+    if plot is not None:
+        from mha_cli.cli.plot import invoked_command, write_plot
+        from mha_cli.core.plot_data import kv_against_context, memory_against_batch
+
+        design, deployment = result.config.model, result.config.deployment
+        panels = [kv_against_context(design, deployment)]
+        panels += filter(None, [memory_against_batch(design, deployment)])
+        write_plot(plot, panels, title=invoked_command(ctx), force=force)
+        output.notice(f"wrote {plot}")
     if result.memory is not None and result.memory.alias_note:  # after the write: no notice before an error
         output.notice(f"target {result.memory.alias_note}")
     output.emit(result, render_recommendation)

@@ -12,6 +12,15 @@ from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.schemas import ModelSpec
 
 
+def print_table(console: Console, table: Table) -> None:
+    """Print ``table`` with its caption below it as a dim paragraph of the console's width: a caption rich draws
+    itself wraps at the table's width, mid-phrase when the table is narrow."""
+    caption, table.caption = table.caption, None
+    console.print(table)
+    if caption:
+        console.print(caption, style="dim", justify="left")
+
+
 def bytes_cell(n: int) -> str:
     """'1,073,741,824 B (1.0 GiB)': exact for scripts-minded readers, readable for the rest."""
     return f"{n:,} B ({format_bytes(n)})" if n >= 1024 else f"{n:,} B"

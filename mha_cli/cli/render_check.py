@@ -23,6 +23,7 @@ def render_check(console: Console, result: CheckResult) -> None:
         f"[bold]judged at[/bold]  {d.seq_len:,} tokens ({result.context_from}), batch {d.batch}, KV {d.kv_dtype}"
         + (f", target {escape(d.target)}" if d.target else "")
     )
+    print_assumptions(console, result.deployment_warnings, title="warning")
     console.print(
         f"[bold]size[/bold]  {count_cell(result.total_params)} parameters = {bytes_cell(result.weight_bytes)};"
         f" KV {result.kv.bytes_per_token:,} B per token, {bytes_cell(result.kv.bytes_per_sequence)} per sequence"

@@ -5,9 +5,18 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from mha_cli.cli.render import bytes_cell, count_cell, kv_table, memory_table, model_table
+from mha_cli.cli.render import (
+    bytes_cell,
+    count_cell,
+    kv_table,
+    memory_table,
+    model_table,
+    print_assumptions,
+    print_table,
+)
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.recommend import RecommendResult
+from mha_cli.core.rules.engine import counted
 
 
 def render_recommendation(console: Console, result: RecommendResult) -> None:
@@ -17,16 +26,17 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
         f"[bold]mha recommend[/bold]  {format_count(request.params)} parameters, {request.seq_len:,} tokens{where},"
         f" batch {request.batch}, priority {request.priority}"
     )
+    print_assumptions(console, result.warnings, title="warning")
     console.print()
     console.print(model_table(result.config.model, "Recommended architecture"))
-    console.print(f"[bold]why {result.model.variant}[/bold]  {result.variant_reason}")
+    console.print(f"[bold]why[/bold]  {result.variant_reason}")  # the reason opens with the variant
     console.print()
     console.print(params_table(result))
     console.print()
     console.print(kv_table(result.kv))
     if result.memory is not None:
         console.print()
-        console.print(memory_table(result.memory))
+        print_table(console, memory_table(result.memory))
         if not result.memory.fits:
             what = "weights exceed" if not result.memory.weights_fit else "KV cache of this batch exceeds"
             console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
@@ -34,9 +44,9 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
                 console.print(f"  - {way}")
     if result.roofline is not None:
         console.print()
-        console.print(roofline_table(result))
+        print_table(console, roofline_table(result))
     console.print()
-    console.print(alternatives_table(result))
+    print_table(console, alternatives_table(result))
     console.print()
     init = ", ".join(f"{name} {std:.4g}" for name, std in result.init.std.items())
     console.print(f"[bold]init[/bold]  {result.init.scheme}: std {init}")
@@ -142,7 +152,7 @@ def alternatives_table(result: RecommendResult) -> Table:
         table.add_row(*cells, style="bold" if row.is_recommended else None)
         sources.setdefault(row.variant, row.quality_source)
     cited = "; ".join(f"{variant}: {source}" for variant, source in sources.items() if variant != "MHA")
-    where = "" if result.memory is None else f", {result.memory.sequences_per_replica} sequences per replica"
+    where = "" if result.memory is None else f", {counted(result.memory.sequences_per_replica, 'sequence')} per replica"
     footnotes = "".join(f"; {mark} {note}" for note, mark in marks.items())
     table.caption = (
         f"* recommended; MLA: latent + RoPE key values, no KV heads; cache / device: one device's share of the"

@@ -38,30 +38,32 @@ def targets(
 
 
 def render_targets(console: Console, result: TargetList) -> None:
+    """One row per target, in 80 columns: the id whole (it is what users type), the name without its vendor."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title="Deployment targets (dense TFLOP/s; ! = a figure flagged uncertain, see `mha targets ID`)")
-    for column, justify in (
-        ("id", "left"),
-        ("name", "left"),
-        ("memory GB", "right"),
-        ("GB/s", "right"),
-        ("bf16 TFLOP/s", "right"),
-        ("fp8 TFLOP/s", "right"),
-    ):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    table = Table(title="Deployment targets", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
+    table.add_column("id", no_wrap=True, min_width=len(max((t.id for t in result.targets), key=len, default="")) + 2)
+    table.add_column("name", ratio=1, min_width=12)
+    for column in ("GB", "GB/s", "bf16 TF/s", "fp8 TF/s"):
+        table.add_column(column, justify="right", no_wrap=True)
     for t in result.targets:
         fp8 = f"{t.fp8_tflops_dense:g}" if t.fp8_tflops_dense else "-"
+        bf16 = f"{t.bf16_tflops_dense:g}" + ("" if t.bf16_native else " fp16")
         table.add_row(
             t.id + (" !" if t.uncertain else ""),
-            t.name,
+            t.name.removeprefix(t.vendor + " "),
             f"{t.memory_gb:g}",
             f"{t.memory_bandwidth_gbs:g}",
-            f"{t.bf16_tflops_dense:g}",
+            bf16,
             fp8,
         )
     console.print(table)
-    aliases = ", ".join(f"{alias} -> {target}" for alias, target in result.aliases.items())
+    console.print(
+        "[dim]GB: memory (10^9 bytes); GB/s: memory bandwidth; TF/s: dense TFLOP/s; fp16: the device has no bf16,"
+        " the figure is fp16's; !: a figure flagged uncertain (`mha targets ID` shows the source and notes).[/dim]"
+    )
+    aliases = ", ".join(f"{alias}={target}" for alias, target in result.aliases.items())  # no space: wraps whole
     console.print(f"[dim]aliases: {aliases}; prefix a count for several devices: 8xh100[/dim]")
 
 

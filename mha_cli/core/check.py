@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mha_cli.core.deployment import FALLBACK_SEQ_LEN, merge_deployment
+from mha_cli.core.deployment import FALLBACK_SEQ_LEN, context_notes, merge_deployment
 from mha_cli.core.fit import flag_fit, price_deployment
 from mha_cli.core.kv import KvFootprint, footprint_for, tp_splits_evenly
 from mha_cli.core.memory import MemoryPlan
@@ -39,6 +39,9 @@ class CheckResult(Record):
     deployment: DeploymentSpec
     context_from: str
     """Where the context length the rules used came from."""
+    deployment_warnings: list[str]
+    """Warnings outside the rules, as ``mha kv`` prints them: a context beyond the trained one, a bf16 plan on a
+    target without bf16 (``deployment.context_notes``)."""
     explicit_variant: str | None
     """The variant the config file's notes say was asked for explicitly (``explicit: variant X``), if any."""
     total_params: int
@@ -63,7 +66,7 @@ def _stated_context(source: ModelSource, seq: str | int | None) -> str:
         return "the file's deployment.seq_len"
     if source.model.context_length:
         origin = {"hf-config": "config.json", "preset": "the preset"}.get(source.kind, "the model's context_length")
-        return f"the model's trained context ({origin})"
+        return f"the model's trained context, from {origin}"
     return f"the default ({FALLBACK_SEQ_LEN:,})"
 
 
@@ -103,7 +106,8 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     warnings = len(trace.by_severity("warning"))
     return CheckResult(
         source=source.origin, source_kind=source.kind, assumptions=source.assumptions, model=model,
-        deployment=priced.deployment, context_from=context_from, explicit_variant=explicit,
+        deployment=priced.deployment, context_from=context_from,
+        deployment_warnings=context_notes(model, deployment), explicit_variant=explicit,
         total_params=priced.params.total, weight_bytes=weights, kv=kv, memory=memory, findings=trace.findings,
         rules_fired=trace.ids, errors=errors, warnings=warnings, strict=strict,
         passed=errors == 0 and not (strict and warnings),

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.targets import bf16_notes, resolve_target
 from mha_cli.core.validation import describe_validation_error
 
 FALLBACK_SEQ_LEN = 8192
@@ -45,8 +46,8 @@ def merge_deployment(
 
 
 def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
-    """Warnings about the deployment: a context longer than the model was trained for, an MLA-only
-    setting on a model without MLA."""
+    """Warnings about the deployment (``mha kv`` and ``mha check``): a context longer than the model was trained for,
+    an MLA-only setting on a model without MLA, a bf16 plan on a target without bf16."""
     notes = []
     if model.context_length and deployment.seq_len > model.context_length:
         notes.append(
@@ -54,4 +55,7 @@ def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
         )
     if model.mla is None and "mla_cache" in deployment.model_fields_set:
         notes.append(f"mla_cache {deployment.mla_cache} ignored: {model.name} is {model.variant}, not MLA")
+    if deployment.target:
+        target = resolve_target(deployment.target).target
+        notes += bf16_notes(target, weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype)
     return notes

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.suggest import close_names
 
 DtypeName = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 """Storage formats for weights and the KV cache (the same names serve both)."""
@@ -98,7 +99,9 @@ def normalise_dtype_name(name: str, *, kv: bool = False) -> str:
     if key in KV_ONLY_FORMATS:
         raise BadInputError(f"{key} is a KV-cache layout, not a weight format: use one of {', '.join(FORMATS)}")
     known = ", ".join(get_args(KvDtypeName if kv else DtypeName))
-    raise BadInputError(f"unknown dtype {name!r}: use one of {known}")
+    close = close_names(key, get_args(KvDtypeName if kv else DtypeName))
+    guess = f"did you mean {', '.join(close)}? " if close else ""
+    raise BadInputError(f"unknown dtype {name!r}: {guess}use one of {known}")
 
 
 def storage_format(name: str) -> StorageFormat:

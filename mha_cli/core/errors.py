@@ -16,7 +16,8 @@ EXIT_OUTPUT_FAILED = 74  # EX_IOERR: the output could not be written (--out: rea
 #                          name too long; stdout closed or full)
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_SIGNALLED = 128  # plus the signal's number: 129 SIGHUP, 143 SIGTERM (a temporary --out file is removed first)
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of the output went away
+EXIT_BROKEN_PIPE = 0  # the reader of the output went away (`mha targets | head -1`): stop quietly with success, so a
+#                      `set -o pipefail` script does not fail whether the reader left before or after the last byte
 
 
 class MhaError(Exception):

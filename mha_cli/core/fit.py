@@ -74,6 +74,9 @@ def ways_out(
                 ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
                 break
         return ways or [last_resort(model, target, deployment, plan, total_params)]
+    lighter = _lighter_weights_that_fit(target, deployment, kv, total_params)
+    if lighter:
+        ways.append(lighter)
     if plan.max_sequences > 0:  # the batch is shared by the replicas, so the total is what fits
         ways.append(f"--batch {plan.max_sequences}")
     if storage_format(deployment.kv_dtype).bits > 8:
@@ -88,6 +91,25 @@ def ways_out(
     if 0 < seq < kv.seq_len:
         ways.append(f"--seq {seq} (the context this batch fits)")
     return ways or [last_resort(model, target, deployment, plan, total_params)]
+
+
+def _lighter_weights_that_fit(
+    target: ResolvedTarget, deployment: DeploymentSpec, kv: KvFootprint, total_params: int
+) -> str | None:
+    """``--weight-dtype X`` for the widest smaller weight format that leaves room for the batch's cache, if any:
+    when the weights nearly fill the device (7B in bf16 on a 16 GB T4), quantising them is the cheapest fix. fp8 is
+    offered only on a target with fp8 (``fp8_native``); int4 weight-only kernels run on any GPU."""
+    current = bytes_per_weight(deployment.weight_dtype)
+    for dtype in SMALLER_WEIGHT_DTYPES:
+        if bytes_per_weight(dtype) >= current or (dtype == "fp8" and not target.target.fp8_native):
+            continue
+        plan = plan_memory(target, total_params=total_params, weight_dtype=dtype, kv=kv)
+        if plan.fits:
+            return (
+                f"--weight-dtype {dtype} (weights {format_bytes(plan.weight_bytes_per_device)} per device;"
+                f" {counted(plan.max_sequences, 'sequence')} fit)"
+            )
+    return None
 
 
 def last_resort(

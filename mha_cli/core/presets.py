@@ -18,6 +18,7 @@ from typing import Any
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.suggest import did_you_mean
 
 _LLAMA3_VOCAB = 128256
 
@@ -265,7 +266,9 @@ def get_preset(name: str) -> ModelSpec:
     """The preset ``name`` (case-insensitive) as a validated ``ModelSpec``."""
     key = name.strip().lower()
     if key not in PRESET_DATA:
-        raise BadInputError(f"unknown preset {name!r}: run `mha presets` for the list")
+        raise BadInputError(
+            f"unknown preset {name!r}: {did_you_mean(name, PRESET_DATA, 'run `mha presets` for the list')}"
+        )
     return ModelSpec(name=key, **PRESET_DATA[key])
 
 

@@ -11,9 +11,10 @@ from pydantic import Field
 from mha_cli.core.config_io import parse_config, read_mapping
 from mha_cli.core.errors import BadInputError, one_line, shown, shown_path
 from mha_cli.core.hf_import import ImportedModel, import_hf_config, looks_like_hf_config
-from mha_cli.core.presets import find_preset
+from mha_cli.core.presets import find_preset, preset_names
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.suggest import did_you_mean
 
 SourceKind = Literal["preset", "config", "hf-config"]
 
@@ -37,9 +38,8 @@ def load_source(source: str) -> ModelSource:
         return ModelSource(kind="preset", origin=source, model=preset.model_copy(deep=True))
     path = Path(source)
     if not _may_exist(path):
-        raise BadInputError(
-            f"{shown(source)} is neither a preset nor a file: run `mha presets`, or give a path to a config"
-        )
+        hint = did_you_mean(source, preset_names(), otherwise="run `mha presets`, or give a path to a config")
+        raise BadInputError(f"{shown(source)} is neither a preset nor a file: {hint}")
     data = read_mapping(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):
         imported = _import_untrusted(data, path)

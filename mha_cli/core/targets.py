@@ -12,13 +12,13 @@ a device count in front (``8xh100``).
 from __future__ import annotations
 
 import csv
-import difflib
 import re
 from functools import cache
 from importlib import resources
 
 from mha_cli.core.errors import BadInputError, shown
 from mha_cli.core.record import Record
+from mha_cli.core.suggest import did_you_mean
 
 # What a person types -> the row it means. Where a name covers several parts, the alias picks
 # the one most deployed today and ``resolve_target`` says which it picked.
@@ -64,7 +64,9 @@ class Target(Record):
     memory_bandwidth_gbs: float
     """Peak memory bandwidth in GB/s (10^9 bytes per second)."""
     bf16_tflops_dense: float
-    """Dense bf16 (or fp16 where bf16 is missing) tensor throughput in TFLOP/s."""
+    """Dense bf16 (or fp16 where bf16 is missing, ``bf16_native`` False) tensor throughput in TFLOP/s."""
+    bf16_native: bool = True
+    """The device computes in bf16 (False on Volta and Turing: V100, T4, whose figure is fp16's)."""
     fp8_tflops_dense: float | None
     fp8_native: bool
     interconnect_gbs: float | None
@@ -113,6 +115,7 @@ def load_targets() -> dict[str, Target]:
             memory_gb=float(row["memory_gb"]),
             memory_bandwidth_gbs=float(row["memory_bandwidth_gbs"]),
             bf16_tflops_dense=float(row["bf16_tflops_dense"]),
+            bf16_native=row["bf16_native"].strip().lower() == "yes",
             fp8_tflops_dense=_optional_float(row["fp8_tflops_dense"]),
             fp8_native=row["fp8_native"].strip().lower() == "yes",
             interconnect_gbs=_optional_float(row["interconnect_gbs"]),
@@ -134,9 +137,7 @@ def _lookup(name: str) -> tuple[Target, str | None]:
         if prefix + key in targets:
             target = targets[prefix + key]
             return target, f"{key} -> {target.id} ({target.name})"
-    candidates = sorted(set(targets) | set(ALIASES))
-    close = difflib.get_close_matches(key, candidates, n=4, cutoff=0.5)
-    hint = f"did you mean {', '.join(close)}?" if close else "run `mha targets` for the list"
+    hint = did_you_mean(key, [*targets, *ALIASES], otherwise="none is close: run `mha targets` for the list")
     raise BadInputError(f"unknown target {shown(name)}: {hint}")
 
 
@@ -157,3 +158,12 @@ def resolve_target(spec: str) -> ResolvedTarget:
             raise BadInputError(f"device count in {shown(spec)} must be between 1 and {MAX_DEVICES:,}")
     target, note = _lookup(text)
     return ResolvedTarget(spec=spec, target=target, n_devices=n_devices, alias_note=note)
+
+
+def bf16_notes(target: Target, **dtypes: str) -> list[str]:
+    """A warning per bf16 format in ``dtypes`` (``kv_dtype="bf16"``) when ``target`` has no bf16 (V100, T4)."""
+    asked = [name for name, dtype in dtypes.items() if dtype == "bf16"]
+    if target.bf16_native or not asked:
+        return []
+    flags = " and ".join(f"--{name.replace('_', '-')} bf16" for name in asked)
+    return [f"{target.id} has no bf16 ({flags}): use fp16 (the same bytes, so the memory figures stand)"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import reprlib
 from collections.abc import Mapping
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mha_cli.core.errors import one_line, shown
+from mha_cli.core.suggest import close_names
 
 MAX_FIELDS_DESCRIBED = 5
 """Fields named in one error line; the rest are counted (3,000 unknown fields make one short line, not 889 KB)."""
@@ -65,7 +67,9 @@ def _phrase(error: Any) -> str:
     if kind == "less_than":
         return f"must be less than {ctx['lt']:,} (got {_given(given)})"
     if kind == "literal_error":
-        return f"must be one of {ctx['expected']} (got {_given(given)})"
+        close = close_names(str(given), re.findall(r"'([^']*)'", str(ctx["expected"])), n=1)
+        guess = f"; did you mean {close[0]!r}?" if close else ""
+        return f"must be one of {ctx['expected']} (got {_given(given)}){guess}"
     if kind in ("int_parsing", "int_from_float", "int_type"):
         return f"must be a whole number (got {_given(given)})"
     if kind in _TYPE_WORDS:

@@ -60,9 +60,8 @@ def judge_head_counts(
     first, last = head_counts[0], head_counts[-1]
     last_worse = values[-1] > best_value + tolerance
     margin = f"{tolerance:.3g} {unit}"
-    spread = (
-        f"{measure} {values[0]:.4g} {unit} at {first} head(s), best {best_value:.4g} at {best},"
-        f" {values[-1]:.4g} at {last}"
+    spread = f"{measure} {values[0]:.4g} {unit} at {first} head(s), best {best_value:.4g} at {best}" + (
+        f", {values[-1]:.4g} at {last}" if best != last else ""
     )
     if enough_index == 0:
         if last_worse:

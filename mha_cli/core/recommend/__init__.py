@@ -40,6 +40,7 @@ from mha_cli.core.recommend.width import choose_shape
 from mha_cli.core.roofline import estimate_roofline
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.schemas import MhaConfig, ModelSpec
+from mha_cli.core.targets import bf16_notes
 
 __all__ = [
     "PRIORITIES", "Alternative", "InitPlan", "ModelSummary", "Priority", "RecommendRequest", "RecommendResult",
@@ -148,6 +149,9 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None) -> R
         roofline=roofline,
         fits=memory.fits if memory else None,
         ways_out=ways_out,
+        warnings=bf16_notes(ctx.target.target, weight_dtype=request.weight_dtype, kv_dtype=request.kv_dtype)
+        if ctx.target
+        else [],
         init=init,
         qkv_bias=False,
         o_bias=False,

@@ -176,6 +176,8 @@ class RecommendResult(Record):
     fits: bool | None
     """Whether weights and the batch's cache fit the target; None without a target."""
     ways_out: list[str]
+    warnings: list[str] = Field(default_factory=list)
+    """Warnings about the plan outside the rules: a bf16 plan on a target without bf16 (V100, T4)."""
     """What would make a plan that does not fit fit (flags as the options parse them)."""
     init: InitPlan
     qkv_bias: bool

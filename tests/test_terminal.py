@@ -1,0 +1,136 @@
+"""Terminal details: did-you-mean, flags without a type in --help, trained-context and bf16 warnings, the ways out
+that quantise the weights, wording."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from mha_cli.core.suggest import close_names
+from mha_cli.core.targets import load_targets
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["kv", "llama3-8b"], "did you mean llama-3-8b"),
+        (["targets", "h10"], "did you mean h100"),
+        (["targets", "zzz"], "none is close"),
+        (["kv", "gpt2", "--kv-dtype", "fp9"], "did you mean fp8?"),
+        (["recommend", "--params", "7B", "--variant", "gqq"], "did you mean 'GQA'?"),
+        (["kv", "gpt2", "--mla-cache", "absorb"], "did you mean 'absorbed'?"),
+    ],
+)
+def test_a_typo_gets_the_closest_names(cli, args, expected):
+    result = cli.run(*args)
+    assert result.exit_code == 2
+    assert expected in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_nothing_close_suggests_nothing():
+    assert close_names("zzz", ["h100", "a10", "t4"]) == []
+    assert close_names("H10", ["h100", "a10", "t4"])[0] == "h100"  # case does not matter
+
+
+def test_flags_are_shown_without_a_type_and_options_with_theirs(cli):
+    result = cli.run("kv", "--help")
+    assert result.exit_code == 0
+    assert "<bool>" not in result.output
+    assert "<int>" in result.output  # --batch still says it takes a number
+
+
+def test_check_warns_of_a_context_beyond_the_trained_one_as_kv_does(cli):
+    check = json.loads(cli.run("check", "llama-2-7b", "--seq", "64K", "--json").stdout)  # exit 1: MHA091 fires
+    kv = cli.json("kv", "llama-2-7b", "--seq", "64K")
+    expected = "seq_len 65,536 exceeds the 4,096 tokens llama-2-7b was trained for"  # Llama 2: 4,096-token context
+    assert expected in check["deployment_warnings"] and expected in kv["warnings"]
+    assert "trained for" in cli.run("check", "llama-2-7b", "--seq", "64K").output
+
+
+def test_the_trained_context_is_named_once(cli):
+    assert cli.json("check", "llama-2-7b")["context_from"] == "the model's trained context, from the preset"
+
+
+def test_targets_without_bf16_are_marked_and_a_bf16_plan_on_them_is_flagged(cli):
+    # Volta (V100) and Turing (T4) have fp16 tensor cores but no bf16 (NVIDIA datasheets).
+    without = {t.id for t in load_targets().values() if not t.bf16_native}
+    assert without == {"v100-16gb", "v100-32gb", "t4"}
+    assert "fp16" in cli.run("targets").output.split("t4", 1)[1].splitlines()[0]
+    recommend = cli.json("recommend", "--params", "1B", "--target", "t4")
+    assert any("t4 has no bf16" in w for w in recommend["warnings"])
+    assert any("has no bf16" in w for w in cli.json("kv", "gpt2", "--target", "v100")["warnings"])
+    assert any("has no bf16" in w for w in cli.json("check", "gpt2", "--target", "t4")["deployment_warnings"])
+    fp16 = cli.json("check", "gpt2", "--target", "t4", "--kv-dtype", "fp16", "--weight-dtype", "fp16")
+    assert fp16["deployment_warnings"] == []
+    assert cli.json("recommend", "--params", "1B", "--target", "a100")["warnings"] == []
+
+
+def test_quantised_weights_are_a_way_out_when_they_free_the_room(cli):
+    result = cli.json("recommend", "--params", "7B", "--target", "t4")
+    usable = 16 * 10**9 * 9 // 10  # 16 GB T4 at 90% utilisation
+    int4_weights = -(-result["params"]["total"] // 2)  # half a byte per weight
+    fits = (usable - int4_weights) // result["kv"]["bytes_per_sequence"]
+    assert fits == 11
+    assert f"--weight-dtype int4 (weights 3.3 GiB per device; {fits} sequences fit)" in result["ways_out"]
+    assert not any("--weight-dtype fp8" in way for way in result["ways_out"])  # T4 has no fp8
+
+
+def test_wording(cli):
+    out = cli.run("recommend", "--params", "7B", "--target", "a100", "--seq", "128K").output
+    assert "1 sequences" not in out and "why GQA  GQA" not in out
+    assert "why  GQA-" in out
+
+
+@pytest.fixture
+def narrow(cli, monkeypatch):
+    """The CLI runner on an 80-column terminal (the rich console is rebuilt to read COLUMNS)."""
+    from mha_cli.cli import output
+
+    monkeypatch.setenv("COLUMNS", "80")
+    output.stdout_console.cache_clear()
+    yield cli
+    output.stdout_console.cache_clear()
+
+
+def _fits_80(text: str) -> None:
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_targets_in_80_columns_show_every_id_whole_on_one_line(narrow):
+    result = narrow.run("targets")
+    assert result.exit_code == 0
+    _fits_80(result.stdout)
+    lines = result.stdout.splitlines()
+    for target_id in load_targets():
+        assert any(line.split()[:1] == [target_id] for line in lines), target_id
+    names = {t.id: t.name.removeprefix(t.vendor + " ") for t in load_targets().values()}
+    # no name spreads over more than 2 lines: the line after a row's second holds another id or is blank
+    rows = [i for i, line in enumerate(lines) if line.split()[:1] and line.split()[0] in names]
+    assert all(b - a <= 2 for a, b in itertools.pairwise(rows))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["kv", "llama-3-8b", "--target", "a100"],
+        ["kv", "tests/fixtures/hf_configs/deepseek-v3.json", "--target", "8xh100"],
+        ["kv", "gemma-3-27b", "--target", "h100"],
+        ["presets"],
+        ["recommend", "--params", "7B", "--target", "t4"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_tables_fit_80_columns_without_cutting(narrow, args):
+    result = narrow.run(*args)
+    assert result.exit_code == 0, result.output
+    _fits_80(result.stdout)
+
+
+def test_captions_are_printed_at_the_terminal_width(narrow):
+    out = narrow.run("kv", "llama-3-8b", "--target", "a100").stdout
+    # the memory table's caption is one paragraph, not squeezed into the table's width
+    assert "device memory as the vendor states it: 80 GB = 10^9 B; GiB = 2^30 B" in out.replace("\n", " ")
+    assert any(line.startswith("* this model; B / token") for line in out.splitlines())
