@@ -200,3 +200,27 @@ def test_moe_presets_build_their_counted_parameters(name: str) -> None:
     spec = get_preset(name)
     model = build_model(spec, device="meta")
     assert sum(p.numel() for p in model.parameters()) == count_params(spec).total
+
+
+def test_a_routing_tape_replays_the_recorded_experts_and_counts_what_would_differ() -> None:
+    """The replaying pass uses the recorded choices even where its own inputs would route elsewhere."""
+    from mha_cli.nn.moe import replayed_routing
+
+    torch.manual_seed(0)
+    layer = MoE(16, MoESpec(n_experts=16, n_active_experts=2, d_ff_expert=8))
+    x = torch.randn(2, 5, 16)  # (b, s, d)
+    other = torch.randn(2, 5, 16)  # inputs that route differently
+    own_choice = layer.gate(other.reshape(-1, 16))[1]  # (n, k)
+    with replayed_routing(layer) as (tape,):
+        layer(x)  # records
+        recorded = tape.recorded.clone()  # (b, s, k)
+        tape.replaying = True
+        first = layer(other[:, :3])  # positions 0-2 replayed
+        second = layer(other[:, 3:])  # positions 3-4 replayed
+    assert layer.routing_tape is None  # removed after the block
+    replayed = torch.cat([first, second], dim=1)
+    weights, indices = layer.gate(other.reshape(-1, 16), recorded.reshape(-1, 2))
+    expected = layer.experts(other.reshape(-1, 16), weights, indices).reshape(2, 5, 16)
+    torch.testing.assert_close(replayed, expected)
+    would_differ = (own_choice.sort(-1).values != recorded.reshape(-1, 2).sort(-1).values).any(-1).sum().item()
+    assert tape.differing == would_differ > 0

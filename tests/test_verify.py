@@ -121,6 +121,17 @@ def test_mla_moe_stack_by_hand_and_moe_layers_not_built_take_the_calculator():
     assert one.per_rank.cache_bytes == report.measured_cache_bytes
 
 
+def test_moe_numerics_in_bf16_replay_the_full_forwards_experts():
+    """64 experts, top 8, random routers: near-ties are common and bf16 rounding routes some tokens differently
+    on the two paths; the check replays the full forward's experts and says how many choices would differ."""
+    moe = MoESpec(n_experts=64, n_active_experts=8, d_ff_expert=32)
+    model = ModelSpec(name="tiny-moe", d_model=64, n_layers=LAYERS, n_heads=4, n_kv_heads=2, vocab_size=512, d_ff=128,
+                      moe=moe)  # fmt: skip
+    report = verify(model, kv_dtype="bf16")
+    assert report.checks["numerics"] and isinstance(report.numerics.routing_differing, int)
+    assert verify(tiny(2), kv_dtype="bf16").numerics.routing_differing is None  # dense: nothing to replay
+
+
 def test_windows_and_tensor_parallel_ranks_are_scoped():
     """tp=2: one rank holds 4 of 8 query heads, 2 of 4 KV heads, d_ff 64; embeddings, norms, head replicated."""
     model = tiny(4, sliding_window=16, layer_pattern=["local", "global"])

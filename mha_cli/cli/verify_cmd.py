@@ -252,7 +252,8 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     numerics = report.numerics
     table.add_row("cached decode vs full", f"<= {numerics.tolerance:g}", f"{numerics.relative_error:.2e}",
                   "relative error " + notes.ref(f"numerics: relative max error of the logits, {numerics.tokens} tokens,"
-                                                f" the last {numerics.decode_tokens} decoded one by one"))  # fmt: skip
+                                                f" the last {numerics.decode_tokens} decoded one by one"
+                                                + routing_text(numerics.routing_differing)))  # fmt: skip
     console.print(table)
     for line in notes.lines():
         console.print(f"[dim]{escape(line)}[/dim]")
@@ -288,6 +289,16 @@ def efficiency_text(report: VerifyReport) -> str:
     if report.roofline_efficiency > 1:
         return "above the measured peak (small caches, noise) "
     return f"{report.roofline_efficiency:.0%} of peak "
+
+
+def routing_text(differing: int | None) -> str:
+    """What the numerics note says about MoE routing (nothing for a dense stack)."""
+    if differing is None:
+        return ""
+    return (
+        f"; MoE: the cached pass replays the full forward's experts ({differing} (token, layer) choice(s) would"
+        " have differed at near-ties under rounding)"
+    )
 
 
 class Footnotes:

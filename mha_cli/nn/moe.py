@@ -27,6 +27,9 @@ combined output is a partial sum; one ``all_reduce`` after it completes the laye
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -68,8 +71,8 @@ class TopKRouter(nn.Module):
         if self.topk_method == "noaux_tc":
             nn.init.zeros_(self.e_score_correction_bias)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (n, d) -> (weights (n, k) fp32, expert indices (n, k) long)."""
+    def forward(self, x: torch.Tensor, chosen: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (n, d) -> (weights (n, k) fp32, expert indices (n, k) long); ``chosen`` (n, k) forces the indices."""
         logits = F.linear(x.float(), self.weight.float())  # (n, E)
         scores = logits.softmax(dim=-1) if self.scoring_func == "softmax" else logits.sigmoid()  # (n, E)
         choice = scores  # (n, E): what the top-k ranks
@@ -77,7 +80,7 @@ class TopKRouter(nn.Module):
             choice = scores + self.e_score_correction_bias.float()  # (n, E)
         if self.topk_method != "greedy" and self.n_group > 1:
             choice = self._keep_best_groups(choice)  # (n, E), experts of other groups at -inf
-        indices = choice.topk(self.top_k, dim=-1).indices  # (n, k)
+        indices = choice.topk(self.top_k, dim=-1).indices if chosen is None else chosen  # (n, k)
         weights = scores.gather(-1, indices)  # (n, k)
         if self.norm_topk_prob:
             weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)  # (n, k)
@@ -156,6 +159,50 @@ class RoutedExperts(nn.Module):
         return torch.einsum("nk,nkd->nd", weights.to(self.down_proj_bias.dtype), self.down_proj_bias[indices])
 
 
+class RoutingTape:
+    """Expert choices recorded on one pass and replayed on another, position by position.
+
+    Routing is discontinuous: two passes whose hidden states differ only by rounding (a cached decode and
+    the full forward, in bf16) can pick different experts at a near-tie, and their outputs then differ by
+    far more than the rounding. ``mha verify``'s numerics check records the full forward's choices and
+    replays them in the cached decode, so it compares the cache path, not the ties; ``differing`` counts
+    the (token, layer) choices the replayed pass would have made differently on its own.
+    """
+
+    def __init__(self) -> None:
+        self.recorded: torch.Tensor | None = None  # (b, s, k) of the recording pass
+        self.replaying = False
+        self.position = 0
+        self.differing = 0
+
+    def chosen(self, batch: int, seq: int) -> torch.Tensor | None:
+        """The recorded indices (batch * seq, k) for the next ``seq`` positions when replaying, else None."""
+        if not self.replaying or self.recorded is None:
+            return None
+        chosen = self.recorded[:, self.position : self.position + seq]  # (b, seq, k)
+        self.position += seq
+        return chosen.reshape(batch * seq, -1)  # (n, k)
+
+    def record(self, indices: torch.Tensor, batch: int, seq: int) -> None:
+        """Keep a recording pass's indices (n, k) as (b, s, k)."""
+        if not self.replaying:
+            self.recorded = indices.reshape(batch, seq, -1)
+
+
+@contextmanager
+def replayed_routing(model: nn.Module) -> Iterator[list[RoutingTape]]:
+    """One ``RoutingTape`` on each MoE layer of ``model`` for the ``with`` block (none for a dense model)."""
+    layers = [module for module in model.modules() if isinstance(module, MoE)]
+    tapes = [RoutingTape() for _ in layers]
+    for layer, tape in zip(layers, tapes, strict=True):
+        layer.routing_tape = tape
+    try:
+        yield tapes
+    finally:
+        for layer in layers:
+            layer.routing_tape = None
+
+
 class MoE(nn.Module):
     """Routed experts (+ shared experts): ``forward(x, reduce=None)``, x (b, s, d) -> (b, s, d).
 
@@ -175,6 +222,7 @@ class MoE(nn.Module):
         super().__init__()
         factory = {"dtype": dtype, "device": device}
         self.spec = spec
+        self.routing_tape: RoutingTape | None = None  # set by verify's numerics check only
         d_ff = _split_width(spec.d_ff_expert, tp_size, "d_ff_expert")
         self.gate = TopKRouter(d_model, spec, **factory)
         self.experts = RoutedExperts(d_model, spec.n_experts, d_ff, bias=spec.expert_bias, **factory)
@@ -190,7 +238,7 @@ class MoE(nn.Module):
     def forward(self, x: torch.Tensor, reduce: Reduce | None = None) -> torch.Tensor:
         shape = x.shape
         tokens = x.reshape(-1, shape[-1])  # (n, d)
-        weights, indices = self.gate(tokens)  # (n, k) each
+        weights, indices = self._route(tokens, batch=shape[0], seq=tokens.shape[0] // shape[0])  # (n, k) each
         out = self.experts(tokens, weights, indices)  # (n, d), this rank's partial sum
         if hasattr(self, "shared_experts"):
             out = out + self.shared_experts(tokens)  # (n, d)
@@ -201,6 +249,18 @@ class MoE(nn.Module):
         if self.experts.bias:
             out = out + self.experts.bias_term(weights, indices)  # (n, d), once, after the sum
         return out.reshape(shape)  # (b, s, d)
+
+    def _route(self, tokens: torch.Tensor, *, batch: int, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
+        tape = self.routing_tape
+        if tape is None:
+            return self.gate(tokens)  # (n, k) each
+        chosen = tape.chosen(batch, seq)  # (n, k) or None
+        weights, indices = self.gate(tokens, chosen)  # (n, k) each
+        if chosen is not None:
+            own = self.gate(tokens)[1]  # (n, k): what this pass would have chosen
+            tape.differing += int((own.sort(dim=-1).values != chosen.sort(dim=-1).values).any(dim=-1).sum())
+        tape.record(indices, batch, seq)
+        return weights, indices
 
 
 def build_moe(

@@ -49,6 +49,9 @@ class NumericsResult(BaseModel):
     """max |cached - full| / max |full|."""
     tolerance: float
     passed: bool
+    routing_differing: int | None = None
+    """MoE stacks: (token, MoE layer) expert choices the cached pass would have made differently from the full
+    forward (near-ties under rounding); the check replays the full forward's choices. None for a dense stack."""
 
 
 class CacheFill(BaseModel):
