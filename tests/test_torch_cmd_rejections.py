@@ -86,3 +86,22 @@ def test_verify_shows_a_progress_line_while_torch_imports(monkeypatch):
     with progress.stage_progress("verify", ("importing torch", "plan")) as on_stage:
         on_stage("importing torch")
     assert piped.getvalue() == ""
+
+
+def test_tp_on_the_command_line_replaces_the_configs_target_split(tmp_path):
+    """A design written for one a100 can be verified at --tp N: the target no longer decides the split, so the
+    only refusal left for --tp 3 is the model's own (8 heads), not 'tp must divide the target's 1 device'."""
+    config = tmp_path / "for-one-a100.yaml"
+    config.write_text(CONFIG.replace("kv_dtype: bf16}", "kv_dtype: bf16, target: a100}"))
+    imported, code, stderr = run_mha("verify", str(config), "--tp", "3")
+    assert (imported, code) == (False, 2) and "n_heads (8) must be divisible by tp (3)" in stderr[0], stderr
+
+
+def test_for_local_ranks_drops_only_the_split():
+    from mha_cli.core.deployment import for_local_ranks
+    from mha_cli.core.schemas import DeploymentSpec
+
+    base = DeploymentSpec(target="8xh100", tp=8, seq_len=4096, batch=3)
+    assert for_local_ranks(base, None) is base
+    local = for_local_ranks(base, 2)
+    assert (local.target, local.tp, local.seq_len, local.batch) == (None, None, 4096, 3)

@@ -15,7 +15,7 @@ import typer
 from mha_cli.cli.options import JsonOpt, KvDtypeOpt, MlaCacheOpt, SourceBatchOpt, SourceSeqOpt
 from mha_cli.cli.output import Output, stderr_console
 from mha_cli.cli.progress import stage_progress
-from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.deployment import for_local_ranks, merge_deployment
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.rules.catalog import TEST_ACCURACY
 from mha_cli.core.sources import load_source
@@ -146,7 +146,13 @@ def verify(
     if layers_of_hook is not None:
         check_hook_copy(loaded.model, layers_of_hook)
     deployment = merge_deployment(
-        loaded.deployment, model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, mla_cache=mla_cache, tp=tp
+        for_local_ranks(loaded.deployment, tp),
+        model=loaded.model,
+        seq_len=seq,
+        batch=batch,
+        kv_dtype=kv_dtype,
+        mla_cache=mla_cache,
+        tp=tp,
     )
     check_buildable(loaded.model, deployment, layers=layers, prefill_tokens=prefill_tokens)
     tp_degree = deployment_tp_degree(deployment)

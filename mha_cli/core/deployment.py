@@ -45,6 +45,14 @@ def merge_deployment(
         raise BadInputError(describe_validation_error(exc, _OPTION_NAMES)) from exc
 
 
+def for_local_ranks(base: DeploymentSpec | None, tp: int | None) -> DeploymentSpec | None:
+    """``base`` for ``mha verify`` running ``tp`` ranks on this machine: when tp is given, the config's target and
+    tp no longer choose the split (a design for one a100 may still be verified at --tp 2)."""
+    if tp is None or base is None:
+        return base
+    return base.model_copy(update={"target": None, "tp": None})
+
+
 def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
     """Warnings about the deployment (``mha kv`` and ``mha check``): a context longer than the model was trained for,
     an MLA-only setting on a model without MLA, a bf16 plan on a target without bf16."""

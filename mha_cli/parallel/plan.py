@@ -8,12 +8,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
-from mha_cli.core.memory import resolve_tp
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
-from mha_cli.core.targets import resolve_target
 from mha_cli.parallel.report import TpJob
-from mha_cli.verify.plan import DeviceType, VerifyPlan, device_free_bytes, make_plan, validate_options
+from mha_cli.verify.plan import (
+    DeviceType,
+    VerifyPlan,
+    deployment_tp_degree,
+    device_free_bytes,
+    make_plan,
+    validate_options,
+)
 
 CHECK_PREFILL_TOKENS = 32
 """Longest prefill of the tp-vs-one-device logits check (the split's rounding does not grow with length)."""
@@ -21,12 +26,6 @@ CHECK_DECODE_TOKENS = 4
 """Tokens decoded one at a time after that prefill, each compared."""
 DEFAULT_TIMEOUT_S = 900.0
 """Bound on a whole tensor-parallel run and on each of its collectives (--tp-timeout)."""
-
-
-def deployment_tp(deployment: DeploymentSpec) -> int:
-    """The tensor-parallel degree verify runs: --tp, else the config's tp, else the target's device count, else 1."""
-    target = resolve_target(deployment.target) if deployment.target else None
-    return resolve_tp(deployment.tp, target)
 
 
 def resolve_tp_device(device: str, tp: int) -> DeviceType:
@@ -86,7 +85,7 @@ def make_tp_job(
     )  # fmt: skip
     if not timeout_s > 0:
         raise BadInputError(f"--tp-timeout must be greater than 0 (got {timeout_s:g})")
-    tp = deployment_tp(deployment)
+    tp = deployment_tp_degree(deployment)
     try:
         plan = make_plan(
             loaded.model, deployment, device_type=device_type, layers=layers, prefill_tokens=prefill_tokens,

@@ -53,13 +53,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def batch_from_source(args: argparse.Namespace, world_size: int) -> TpBatch:
     """The job torchrun's ranks run: SOURCE and options as ``mha verify`` reads them, tp = WORLD_SIZE."""
-    from mha_cli.core.deployment import merge_deployment
+    from mha_cli.core.deployment import for_local_ranks, merge_deployment
     from mha_cli.core.sources import load_source
     from mha_cli.parallel.plan import make_tp_job, resolve_tp_device
 
     loaded = load_source(args.source)
     deployment = merge_deployment(
-        loaded.deployment, model=loaded.model, seq_len=args.seq, batch=args.batch, kv_dtype=args.kv_dtype,
+        for_local_ranks(loaded.deployment, world_size), model=loaded.model, seq_len=args.seq, batch=args.batch, kv_dtype=args.kv_dtype,
         mla_cache=args.mla_cache, tp=world_size,
     )  # fmt: skip
     job = make_tp_job(
