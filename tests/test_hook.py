@@ -114,7 +114,8 @@ def test_verify_without_hook_has_no_hook(cli, config):
     "args, message",
     [
         (["--hook-layers", "2"], "add --hook"),
-        (["--hook", "--hook-layers", "0"], "--hook-layers must be between 1 and 8"),
+        (["--hook", "--hook-layers", "0"], "--hook-layers must be between 2 and 8"),
+        (["--hook", "--hook-layers", "1"], "the 1-layer model is the control"),
         (["--hook", "--seed", "-1"], "--seed must be 0 or more"),
     ],
 )

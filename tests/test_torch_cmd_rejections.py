@@ -50,7 +50,7 @@ def run_mha(*args: str) -> tuple[bool, int, list[str]]:
         (["verify", "{config}", "--tp", "3"], "n_heads (8) must be divisible by tp (3)"),
         (["verify", "{config}", "--device", "gpu"], "unknown device 'gpu': use auto, cuda, cuda:N or cpu"),
         (["verify", "missing.yaml", "--json"], "'missing.yaml' is neither a preset nor a file"),
-        (["verify", "{config}", "--hook", "--hook-layers", "99"], "--hook-layers must be between 1 and"),
+        (["verify", "{config}", "--hook", "--hook-layers", "99"], "--hook-layers must be between 2 and"),
         (["verify", "{config}", "--hook-layers", "3"], "--hook-layers applies to the induction hook only"),
         (["probe", "a b", "--heads", "3"], "--d-model (64) must be a multiple of --heads (3)"),
         (["probe", "a", "--json"], "the sentence has 1 token"),

@@ -77,7 +77,9 @@ def render_presets(console: Console, result: PresetList) -> None:
             "params": format_count(row.total_params),
             "d_model": str(m.d_model),
             "layers": str(m.n_layers),
-            "heads / KV": f"{m.n_heads}/{m.kv_heads}",
+            "heads / KV": f"{m.n_heads}/{m.kv_heads}"
+            if m.mla is None
+            else f"{m.n_heads}/-",  # MLA: no KV heads, a latent
             "head_dim": str(m.head_dim),
             "window": window,
             "KV B / token": f"{row.bf16_bytes_per_token:,}",

@@ -36,7 +36,11 @@ def model_table(model: ModelSpec, title: str) -> Table:
     table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
-    heads = f"{model.n_heads} query / {model.kv_heads} KV ({model.q_per_kv} per KV head)"
+    heads = (
+        f"{model.n_heads} query / {model.kv_heads} KV ({model.q_per_kv} per KV head)"
+        if model.mla is None
+        else f"{model.n_heads} query; no KV heads: one shared latent (below)"
+    )
     derived = model.d_model // model.n_heads if model.d_model % model.n_heads == 0 else None
     head_note = (
         "" if derived == model.head_dim else f"  (explicit; d_model / n_heads = {model.d_model / model.n_heads:g})"

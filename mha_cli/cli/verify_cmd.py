@@ -333,8 +333,10 @@ def hook_layers_to_run(hook: bool, hook_layers: int | None, seed: int) -> int | 
             raise BadInputError("--hook-layers applies to the induction hook only: add --hook")
         return None
     layers = 2 if hook_layers is None else hook_layers
-    if not 1 <= layers <= MAX_HOOK_LAYERS:
-        raise BadInputError(f"--hook-layers must be between 1 and {MAX_HOOK_LAYERS}, not {layers}")
+    if not 2 <= layers <= MAX_HOOK_LAYERS:
+        raise BadInputError(
+            f"--hook-layers must be between 2 and {MAX_HOOK_LAYERS} (the 1-layer model is the control), not {layers}"
+        )
     if seed < 0:
         raise BadInputError(f"--seed must be 0 or more, not {seed}")
     return layers

@@ -67,7 +67,8 @@ def variant_reason(
     }[model.variant or "GQA"]
     asked = " (asked for with --variant)" if r.variant is not None else ""
     return (
-        f"{what}{asked} divides the KV cache by {ratio:.1f} versus MHA, to {per_seq} per {r.seq_len:,}-token"
+        f"{what}{asked} divides the KV cache by {ratio:.1f} versus MHA at this budget ({mha.n_layers} layers), to"
+        f" {per_seq} per {r.seq_len:,}-token"
         f" sequence{fit}."
     )
 
