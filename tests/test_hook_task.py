@@ -80,6 +80,14 @@ def test_mla_copy_scales_widths_and_ranks_by_one_factor_and_moe_becomes_dense():
     assert any("dense MLP" in change for change in copy.changes)
 
 
+def test_mla_with_many_heads_stops_at_the_floors():
+    copy = scaled_copy(load_source("deepseek-v3").model, 2, DEFAULT_SIZE).spec
+    mla = copy.mla
+    # 128 heads: 256 / 128 = 2 values a head, below every floor: rope 8, nope 8, value 8, latent 32, q latent 1536/24
+    assert (mla.qk_rope_head_dim, mla.qk_nope_head_dim, mla.v_head_dim, mla.kv_lora_rank) == (8, 8, 8, 32)
+    assert mla.q_lora_rank == 64 and copy.n_heads == 128
+
+
 def test_a_short_sliding_window_is_widened_to_the_task_and_the_pattern_cut_to_the_layers():
     design = ModelSpec(
         d_model=64, n_layers=6, n_heads=4, n_kv_heads=2, vocab_size=100, d_ff=128, sliding_window=16,
