@@ -98,7 +98,7 @@ def test_verify_hook_below_threshold_exits_1(cli, config, monkeypatch):
 def test_verify_hook_runs_beside_tensor_parallel_ranks(cli, config, monkeypatch):
     """--tp 2 hands verify to the ranks; the hook (one device, in the parent) still joins the report."""
     monkeypatch.setattr(hook_run, "DEFAULT_SIZE", dataclasses.replace(QUICK_SIZE, max_steps=3))
-    code, data = verify_hook(cli, config, "--tp", "2")
+    code, data = verify_hook(cli, config, "--tp", "2", "--tp-timeout", "180")
     assert data["tp"] == 2 and len(data["ranks"]) == 2
     assert data["hook"]["steps"] == 3 and data["checks"]["induction_hook"] is False
     assert code == EXIT_CHECK_FAILED and data["checks"]["every_rank_cache_bytes_match"] is True

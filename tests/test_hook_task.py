@@ -102,3 +102,24 @@ def test_scaling_imports_no_torch():
     code = "import sys, mha_cli.hook, mha_cli.hook.scale; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "False", result.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("copy", "control", "passed"),
+    [(0.99, 0.20, True), (0.94, 0.20, False), (0.99, 0.96, False), (0.95, 0.9499, True), (0.99, 0.95, False)],
+)
+def test_the_hook_passes_only_when_the_copy_reaches_the_threshold_and_the_control_does_not(copy, control, passed):
+    """The 1-layer control is the floor that must lose: a control at the threshold means a shortcut, and fails."""
+    from mha_cli.hook.result import hook_passed
+
+    assert hook_passed(copy, control, 0.95) is passed
+
+
+def test_rope_scaling_is_dropped_in_the_copy_and_said():
+    """gpt-oss-20b (YaRN x32): with the scaling kept its 8-wide copy did not learn induction (24% after 1,500
+    steps, control 35%); without it, 97.6% at 650 steps, control 23% (the 32-token task is inside any context)."""
+    design = load_source("gpt-oss-20b").model
+    copy = scaled_copy(design, 2, DEFAULT_SIZE)
+    assert design.rope is not None and design.rope.scaling is not None
+    assert copy.spec.rope is not None and copy.spec.rope.scaling is None and copy.spec.rope.theta == design.rope.theta
+    assert any("RoPE yarn scaling dropped" in change for change in copy.changes)

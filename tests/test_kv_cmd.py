@@ -35,7 +35,10 @@ def test_kv_target_plan(cli):
     data = cli.json("kv", "llama-3-70b", "--seq", "128k", "--target", "8xh100")
     memory = data["memory"]
     assert (memory["n_devices"], memory["tp"], data["deployment"]["tp"]) == (8, 8, 8)
-    assert memory["weight_bytes_per_device"] == -(-data["weight_bytes"] // 8)
+    # One rank of 8 (Megatron): q, k, v, o and the SwiGLU split 8 ways; norms, embedding and LM head whole.
+    attention, mlp, norms = 2 * 8192 * 8192 + 2 * 8192 * 1024, 3 * 8192 * 28672, 2 * 8192
+    per_rank = 80 * (attention // 8 + mlp // 8 + norms) + 2 * 128256 * 8192 + 8192
+    assert memory["weight_bytes_per_device"] == 2 * per_rank == 21_318_090_752  # not 141 GB / 8 = 17.6 GB
     free = memory["usable_bytes"] - memory["weight_bytes_per_device"]
     assert memory["max_sequences"] == free // data["kv"]["bytes_per_sequence_per_rank"]
 

@@ -161,7 +161,7 @@ def test_a_failing_rank_ends_the_run_with_one_line(cli, tmp_path, monkeypatch):
     config = tmp_path / "tiny.yaml"
     config.write_text(CONFIG)
     monkeypatch.setenv("MHA_TP_FAULT", "1:raise")
-    result = cli.run("verify", str(config), "--device", "cpu", "--reps", "2", "--layers", "1")
+    result = cli.run("verify", str(config), "--device", "cpu", "--reps", "2", "--layers", "1", "--tp-timeout", "180")
     assert result.exit_code == EXIT_CHECK_FAILED
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
     assert "rank 1 failed" in result.stderr and "injected fault" in result.stderr
@@ -173,7 +173,9 @@ def test_a_wrong_shard_fails_the_single_device_check(cli, tmp_path, monkeypatch)
     config = tmp_path / "tiny.yaml"
     config.write_text(CONFIG)
     monkeypatch.setenv("MHA_TP_FAULT", "1:corrupt")
-    result = cli.run("verify", str(config), "--device", "cpu", "--reps", "2", "--layers", "1", "--json")
+    result = cli.run(
+        "verify", str(config), "--device", "cpu", "--reps", "2", "--layers", "1", "--tp-timeout", "180", "--json"
+    )
     assert result.exit_code == EXIT_CHECK_FAILED
     data = json.loads(result.stdout)
     assert data["checks"]["tp_matches_single_device"] is False and data["tp_numerics"]["relative_error"] > 1e-2

@@ -213,12 +213,14 @@ def test_2b_on_8xh100_keeps_the_one_gpu_architecture_with_replicas():
 
 
 def test_tp_default_is_the_smallest_that_fits_weights_and_batch():
-    # 141 GB of bf16 weights: 70.6 GB per device at tp 2 leaves 1.4 GB of the 72 GB usable, enough for one
-    # 8K sequence's 1.3 GB share of the cache; at batch 8 it is not, and tp 4 is the smallest that fits.
+    # Each rank holds its shard plus the whole embedding and LM head (2 x 128,256 x 8,192 bf16 = 4.2 GB): at tp 2
+    # that is 71.7 GB of the 72 GB usable, no room for a sequence, so tp 4 (38.4 GB per device, 2 replicas) is the
+    # smallest; 100 sequences of 8K fit there, 128 need tp 8. The architecture stays the same.
     one = rec(70e9, target="8xh100")
-    assert one.kv.tp == 2 and one.memory is not None and one.memory.replicas == 4 and one.fits
-    eight = rec(70e9, target="8xh100", batch=8)
-    assert eight.kv.tp == 4 and eight.fits and shape(eight) == shape(one)
+    assert one.kv.tp == 4 and one.memory is not None and one.memory.replicas == 2 and one.fits
+    assert one.memory.weight_bytes_per_device == 38_430_851_072 and one.memory.max_sequences == 100
+    many = rec(70e9, target="8xh100", batch=128)
+    assert many.kv.tp == 8 and many.fits and shape(many) == shape(one)
 
 
 def test_kv_heads_replicated_over_tp_are_named():

@@ -143,8 +143,6 @@ def verify(
     if not tp_timeout > 0:
         raise BadInputError(f"--tp-timeout must be greater than 0 (got {tp_timeout:g})")
     loaded = load_source(source)
-    if layers_of_hook is not None:
-        check_hook_copy(loaded.model, layers_of_hook)
     deployment = merge_deployment(
         for_local_ranks(loaded.deployment, tp),
         model=loaded.model,
@@ -155,6 +153,8 @@ def verify(
         tp=tp,
     )
     check_buildable(loaded.model, deployment, layers=layers, prefill_tokens=prefill_tokens)
+    if layers_of_hook is not None:  # after verify's own refusals, which name what the torch ring lacks
+        check_hook_copy(loaded.model, layers_of_hook)
     tp_degree = deployment_tp_degree(deployment)
     if tp_degree > 1:  # N ranks on torch.distributed
         from mha_cli.cli.verify_tp import verify_tensor_parallel
@@ -344,12 +344,19 @@ def hook_layers_to_run(hook: bool, hook_layers: int | None, seed: int) -> int | 
 
 def check_hook_copy(model: ModelSpec, layers: int) -> None:
     """Fail now (exit 2), not after the verify run, if the design's scaled copy cannot be made."""
+    from pydantic import ValidationError
+
+    from mha_cli.core.validation import describe_validation_error
     from mha_cli.hook.scale import scaled_copy
     from mha_cli.hook.sizes import DEFAULT_SIZE
 
     try:
         scaled_copy(model, layers, DEFAULT_SIZE)
-    except ValueError as error:  # pydantic's ValidationError is a ValueError
+    except ValidationError as error:
+        raise BadInputError(
+            f"the induction hook cannot scale this design down: {describe_validation_error(error)}"
+        ) from None
+    except ValueError as error:
         raise BadInputError(f"the induction hook cannot scale this design down: {error}".splitlines()[0]) from None
 
 

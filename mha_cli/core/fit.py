@@ -20,6 +20,7 @@ from mha_cli.core.quantities import format_bytes
 from mha_cli.core.rules.engine import Trace, counted
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget, resolve_target
+from mha_cli.core.tensor_parallel import weight_params_per_device
 
 MAX_DEVICES_TRIED = 4096
 SMALLER_WEIGHT_DTYPES = ("fp8", "int4")
@@ -44,7 +45,8 @@ def devices_that_fit(
             kv = footprint_for(model, deployment, devices)
         except MhaError:  # this tp does not split the heads
             continue
-        if plan_memory(group, total_params=total_params, weight_dtype=deployment.weight_dtype, kv=kv).fits:
+        weights = weight_params_per_device(model, devices)
+        if plan_memory(group, weight_params=weights, weight_dtype=deployment.weight_dtype, kv=kv).fits:
             return devices
     return None
 
@@ -69,12 +71,12 @@ def ways_out(
     if not plan.weights_fit:
         current = bytes_per_weight(deployment.weight_dtype)
         for dtype in SMALLER_WEIGHT_DTYPES:
-            per_device = -(-weight_bytes(total_params, dtype) // plan.tp)
+            per_device = weight_bytes(weight_params_per_device(model, plan.tp), dtype)
             if bytes_per_weight(dtype) < current and per_device < plan.usable_bytes:
                 ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
                 break
         return ways or [last_resort(model, target, deployment, plan, total_params)]
-    lighter = _lighter_weights_that_fit(target, deployment, kv, total_params)
+    lighter = _lighter_weights_that_fit(model, target, deployment, kv)
     if lighter:
         ways.append(lighter)
     if plan.max_sequences > 0:  # the batch is shared by the replicas, so the total is what fits
@@ -94,7 +96,7 @@ def ways_out(
 
 
 def _lighter_weights_that_fit(
-    target: ResolvedTarget, deployment: DeploymentSpec, kv: KvFootprint, total_params: int
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, kv: KvFootprint
 ) -> str | None:
     """``--weight-dtype X`` for the widest smaller weight format that leaves room for the batch's cache, if any:
     when the weights nearly fill the device (7B in bf16 on a 16 GB T4), quantising them is the cheapest fix. fp8 is
@@ -103,7 +105,7 @@ def _lighter_weights_that_fit(
     for dtype in SMALLER_WEIGHT_DTYPES:
         if bytes_per_weight(dtype) >= current or (dtype == "fp8" and not target.target.fp8_native):
             continue
-        plan = plan_memory(target, total_params=total_params, weight_dtype=dtype, kv=kv)
+        plan = plan_memory(target, weight_params=weight_params_per_device(model, kv.tp), weight_dtype=dtype, kv=kv)
         if plan.fits:
             return (
                 f"--weight-dtype {dtype} (weights {format_bytes(plan.weight_bytes_per_device)} per device;"
@@ -133,7 +135,12 @@ def last_resort(
     tp_flag = f" --tp {largest}" if plan.tp != plan.n_devices else ""
     for dtype in dtypes:
         wider = deployment.model_copy(update={"weight_dtype": dtype, "tp": largest})
-        big = plan_memory(group, total_params=total_params, weight_dtype=dtype, kv=footprint_for(model, wider, largest))
+        big = plan_memory(
+            group,
+            weight_params=weight_params_per_device(model, largest),
+            weight_dtype=dtype,
+            kv=footprint_for(model, wider, largest),
+        )
         flags = f"--target {largest}x{target.target.id}{tp_flag}" + (
             f" --weight-dtype {dtype}" if dtype != deployment.weight_dtype else ""
         )
@@ -147,7 +154,7 @@ def last_resort(
         if seq > 0:
             return f"{flags} --seq {seq} (together: one flag alone is not enough)"
     smallest = dtypes[-1]
-    per_device = -(-weight_bytes(total_params, smallest) // largest)
+    per_device = weight_bytes(weight_params_per_device(model, largest), smallest)
     why = (
         f"needs {format_bytes(per_device)} of weights per device in {smallest}, more than the"
         f" {format_bytes(big.usable_bytes)} usable"
@@ -265,7 +272,8 @@ def price_deployment(model: ModelSpec, deployment: DeploymentSpec, *, unsplit_fa
         memory = None
     else:
         weight_dtype = deployment.weight_dtype
-        memory = plan_memory(target, total_params=params.total, weight_dtype=weight_dtype, kv=kv) if target else None
+        weights = weight_params_per_device(model, kv.tp)
+        memory = plan_memory(target, weight_params=weights, weight_dtype=weight_dtype, kv=kv) if target else None
     return Priced(
         model=model, deployment=deployment.model_copy(update={"tp": kv.tp}), target=target, tp_asked=tp,
         params=params, kv=kv, memory=memory,

@@ -10,10 +10,11 @@ from mha_cli.core.errors import MhaError
 from mha_cli.core.fit import price_deployment
 from mha_cli.core.kv import KvFootprint, comparable_kv_dtype, footprint_for
 from mha_cli.core.memory import MemoryPlan, plan_memory
-from mha_cli.core.params import ParamBreakdown, count_params
+from mha_cli.core.params import ParamBreakdown
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
+from mha_cli.core.tensor_parallel import weight_params_per_device
 from mha_cli.core.variants import variant_options
 
 
@@ -94,7 +95,7 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         option_plan = (
             plan_memory(
                 target,
-                total_params=count_params(option.model).total,
+                weight_params=weight_params_per_device(option.model, option_kv.tp),
                 weight_dtype=deployment.weight_dtype,
                 kv=option_kv,
             )

@@ -2,7 +2,8 @@
 
 Assumptions, stated once: a serving engine may use ``utilisation`` of device memory (vLLM's
 ``gpu_memory_utilization`` default, 0.90); the rest is left for activations, the CUDA context
-and fragmentation. Under tensor parallelism the weights split evenly over the ranks. Devices
+and fragmentation. Under tensor parallelism each rank holds its Megatron shard (``core.tensor_parallel``):
+matrices split by heads and width, embeddings, LM head and norms whole on every rank. Devices
 beyond the tensor-parallel group hold replicas (data parallel), each serving its share of the
 batch: a device caches ceil(batch / replicas) sequences.
 """
@@ -69,15 +70,16 @@ def weight_bytes(total_params: int, weight_dtype: str) -> int:
 def plan_memory(
     target: ResolvedTarget,
     *,
-    total_params: int,
+    weight_params: int,
     weight_dtype: str,
     kv: KvFootprint,
     utilisation: float = DEFAULT_UTILISATION,
 ) -> MemoryPlan:
-    """Fit the weights and ``kv`` onto ``target``'s devices."""
+    """Fit the weights and ``kv`` onto ``target``'s devices; ``weight_params``: the weights one device holds
+    (``core.tensor_parallel.weight_params_per_device``: replicated parts counted on every rank)."""
     device = target.target.memory_bytes
     usable = int(device * utilisation)
-    weights = -(-weight_bytes(total_params, weight_dtype) // kv.tp)
+    weights = weight_bytes(weight_params, weight_dtype)
     free_for_kv = usable - weights
     replicas = target.n_devices // kv.tp
     per_sequence = kv.bytes_per_sequence_per_rank

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_heads_per_rank, tp_split_problem
-from mha_cli.core.params import mlp_params
+from mha_cli.core.params import count_params, mlp_params
 from mha_cli.core.schemas import ModelSpec
 
 
@@ -103,3 +103,12 @@ def params_per_rank(model: ModelSpec, tp: int) -> int:
         mlps += n_moe * mlp_params_per_rank(model, tp, True)
     embeddings = model.vocab_size * d * (1 if model.tied_embeddings else 2) + model.position_embeddings * d
     return model.n_layers * per_layer + mlps + embeddings + norm
+
+
+def weight_params_per_device(model: ModelSpec, tp: int) -> int:
+    """Weights one device of a ``tp``-rank group holds: this layout's per-rank count (embeddings, LM head, norms,
+    routers and MLA down projections whole on every rank) when ``tp`` shards the model, else (heads or widths that
+    ``tp`` does not divide: a layout nobody builds) the total split evenly, rounded up."""
+    if tp > 1 and tp_shard_problem(model, tp) is None:
+        return params_per_rank(model, tp)
+    return -(-count_params(model).total // tp)

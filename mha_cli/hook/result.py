@@ -17,7 +17,8 @@ class HookResult(Record):
     threshold: float
     """Accuracy the copy must reach (rule MHA050)."""
     passed: bool
-    """accuracy >= threshold."""
+    """accuracy >= threshold and the control below it (``hook_passed``): a control at the threshold means the task
+    leaks a shortcut a single layer can use, so the copy's score proves nothing about induction."""
     layers: int
     """Depth of the copy (2 unless --hook-layers)."""
     control_accuracy: float
@@ -50,8 +51,14 @@ class HookResult(Record):
     @property
     def check_detail(self) -> str:
         """The hook's figure against its limit, for ``mha verify``'s check details."""
-        relation = ">=" if self.passed else "<"
+        relation = ">=" if self.accuracy >= self.threshold else "<"
+        control = "<" if self.control_below_threshold else ">= (must stay below: FAIL)"
         return (
             f"{self.layers}-layer copy {self.accuracy:.1%} {relation} {self.threshold:.0%} after {self.steps} steps;"
-            f" 1-layer control {self.control_accuracy:.1%}"
+            f" 1-layer control {self.control_accuracy:.1%} {control} {self.threshold:.0%}"
         )
+
+
+def hook_passed(accuracy: float, control_accuracy: float, threshold: float) -> bool:
+    """The hook's verdict: the copy reaches the threshold and the 1-layer control, the floor that must lose, does not."""
+    return accuracy >= threshold > control_accuracy

@@ -20,7 +20,7 @@ from mha_cli.core.schemas import ModelSpec
 from mha_cli.experiments.common import deterministic_run, seeded_generator
 from mha_cli.experiments.data import IGNORE_INDEX
 from mha_cli.experiments.train import TrainSettings, train
-from mha_cli.hook.result import HookResult
+from mha_cli.hook.result import HookResult, hook_passed
 from mha_cli.hook.scale import scaled_copy
 from mha_cli.hook.sizes import DEFAULT_SIZE, HookSize
 from mha_cli.hook.task import InductionTask
@@ -79,7 +79,7 @@ def run_hook(
     return HookResult(
         accuracy=main.test_accuracy,
         threshold=TEST_ACCURACY,
-        passed=main.test_accuracy >= TEST_ACCURACY,
+        passed=hook_passed(main.test_accuracy, control_run.test_accuracy, TEST_ACCURACY),
         layers=layers,
         control_accuracy=control_run.test_accuracy,
         control_below_threshold=control_run.test_accuracy < TEST_ACCURACY,

@@ -126,12 +126,20 @@ def _scale_mla(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> lis
 def _fit_positions(design: ModelSpec, fields: dict[str, Any], layers: int, size: HookSize) -> list[str]:
     """Learned positions cover the task; sliding windows kept (widened only if they would hide the first copy)."""
     changes = []
+    if design.rope is not None and design.rope.scaling is not None:
+        # Context extension (YaRN, llama3, linear) matters past the pre-training context, far beyond the task; on
+        # heads this narrow YaRN's frequencies and attention factor kept gpt-oss-20b's copy from learning at all.
+        fields["rope"] = design.rope.model_copy(update={"scaling": None})
+        changes.append(
+            f"RoPE {design.rope.scaling.type} scaling dropped (theta {design.rope.theta:g} kept): it acts beyond the"
+            f" pre-training context, not on {size.seq_len}-token sequences"
+        )
     if design.position_embeddings:
         fields["position_embeddings"] = size.seq_len
         changes.append(f"learned positions: {design.position_embeddings:,} -> {size.seq_len} (the task's length)")
+    if design.layer_pattern:  # the copy's layers are the design's first ones, of the same kinds
+        fields["layer_pattern"] = [design.layer_kind(i) for i in range(layers)]
     if design.sliding_window is not None:
-        if design.layer_pattern:
-            fields["layer_pattern"] = [design.layer_kind(i) for i in range(layers)]
         if design.sliding_window < size.seq_len:
             fields["sliding_window"] = size.seq_len
             changes.append(

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp
-from mha_cli.core.params import count_params
 from mha_cli.core.recommend.result import RecommendRequest
 from mha_cli.core.rules.engine import Trace
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget, resolve_target
+from mha_cli.core.tensor_parallel import weight_params_per_device
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,10 @@ class Context:
     def footprint(self, model: ModelSpec, tp: int) -> KvFootprint:
         return footprint_for(model, self.deployment(tp), tp)
 
-    def plan(
-        self, model: ModelSpec, tp: int, kv: KvFootprint | None = None, *, total_params: int | None = None
-    ) -> MemoryPlan | None:
-        """The memory plan on the target (None without one); ``kv`` and ``total_params`` when already known."""
+    def plan(self, model: ModelSpec, tp: int, kv: KvFootprint | None = None) -> MemoryPlan | None:
+        """The memory plan on the target (None without one); ``kv`` when already known."""
         if self.target is None:
             return None
         kv = kv or self.footprint(model, tp)
-        total = count_params(model).total if total_params is None else total_params
-        return plan_memory(self.target, total_params=total, weight_dtype=self.request.weight_dtype, kv=kv)
+        weights = weight_params_per_device(model, kv.tp)
+        return plan_memory(self.target, weight_params=weights, weight_dtype=self.request.weight_dtype, kv=kv)

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 
 from mha_cli.core.kv import KvFootprint, tp_splits_evenly
 from mha_cli.core.memory import MemoryPlan
-from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.shape import record_depth
@@ -118,7 +117,7 @@ def candidates(ctx: Context, shape: Shape) -> list[Option]:
             continue  # no depth at this width spends the budget with this attention
         tp, _why = smallest_tp(ctx, model)
         kv = ctx.footprint(model, tp)
-        plan = ctx.plan(model, tp, kv, total_params=count_params(model).total)
+        plan = ctx.plan(model, tp, kv)
         risk = quality_risk(variant, n_heads // n_kv)
         options.append(
             Option(
