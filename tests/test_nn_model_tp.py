@@ -7,14 +7,12 @@ an ``all_reduce`` that waits for all ranks; the result must equal the unsharded 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-
 import pytest
 import torch
 
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.nn import build_model
+from tests.tp_threads import run_ranks
 
 D, HEADS, KV, HEAD_DIM, D_FF, VOCAB = 64, 8, 2, 8, 96, 128
 
@@ -100,24 +98,6 @@ def shard(full: dict[str, torch.Tensor], name: str, rank: int, tp: int) -> torch
     return tensor  # embeddings, norms, head, o/down biases: replicated
 
 
-class ThreadAllReduce:
-    """A sum over ``tp`` threads: each deposits its tensor, waits for all, and reads the total."""
-
-    def __init__(self, tp: int) -> None:
-        self.parts: list[torch.Tensor | None] = [None] * tp
-        self.barrier = threading.Barrier(tp)
-
-    def for_rank(self, rank: int) -> Callable[[torch.Tensor], torch.Tensor]:
-        def all_reduce(x: torch.Tensor) -> torch.Tensor:
-            self.parts[rank] = x
-            self.barrier.wait()
-            total = torch.stack(self.parts).sum(dim=0)  # type: ignore[arg-type]
-            self.barrier.wait()  # nobody overwrites a part before all have summed
-            return total
-
-        return all_reduce
-
-
 @pytest.mark.parametrize("tp", [2, 4])
 def test_sharded_logits_equal_the_full_model(tp: int) -> None:
     """qkv/o/MLP biases included (each added once); tp 4 > 2 KV heads replicates them; cached decode too."""
@@ -132,32 +112,9 @@ def test_sharded_logits_equal_the_full_model(tp: int) -> None:
     with torch.no_grad():
         expected = full_model(ids)  # (b, s, v)
 
-    reducer = ThreadAllReduce(tp)
-    results: list[torch.Tensor | None] = [None] * tp
-    errors: list[BaseException] = []
-
-    def run(rank: int) -> None:
-        try:
-            model = build_model(the_spec, tp_rank=rank, tp_size=tp).eval()
-            model.load_state_dict({name: shard(full, name, rank, tp) for name in model.state_dict()}, strict=True)
-            model.all_reduce = reducer.for_rank(rank)
-            caches = model.new_cache(batch=2, max_seq=9)
-            with torch.no_grad():
-                steps = [model(ids[:, :4], caches, start_pos=0)]
-                steps += [model(ids[:, pos : pos + 1], caches, start_pos=pos) for pos in range(4, 9)]
-            results[rank] = torch.cat(steps, dim=1)  # (b, s, v)
-        except BaseException as exc:  # surfaced below; a dead rank would otherwise hang the others
-            errors.append(exc)
-            reducer.barrier.abort()
-
-    threads = [threading.Thread(target=run, args=(rank,)) for rank in range(tp)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not errors, errors
+    results, reducer = run_ranks(lambda rank: build_model(the_spec, tp_rank=rank, tp_size=tp), shard, full, ids, tp)
+    assert reducer.calls == [6 * 2 * 2] * tp  # 6 forwards x 2 layers x (o_proj, down_proj): one reduce each
     for logits in results:
-        assert logits is not None
         torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)
 
 

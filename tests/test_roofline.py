@@ -109,3 +109,16 @@ def test_tiny_moe_by_hand():
     _, four = roofline(model, seq=16, batch=4)
     unread = 2 * (8 - 8 * (1 - 0.75**4)) * expert + 100 * 64 - 4 * 64
     assert four.decode_weight_bytes_per_step == pytest.approx(2 * (params.total - unread), abs=1)
+
+
+def test_chunked_layers_attend_within_their_chunk_llama_4_scout():
+    """Llama 4 Scout: 12 global layers and 36 chunked ones (chunk 8,192): a new token at 128K attends to 131,072
+    tokens in each global layer and to the 8,192 its chunked layers hold; a prefill's chunked query i sees its
+    chunk up to itself, 16 whole chunks of 8,192 x 8,193 / 2 pairs."""
+    from mha_cli.core.roofline import attended_tokens, causal_pairs
+
+    scout = get_preset("llama-4-scout")
+    assert (scout.n_global_layers, scout.count_layers("chunked"), scout.attention_chunk) == (12, 36, 8192)
+    assert attended_tokens(scout, 131072) == 12 * 131072 + 36 * 8192
+    assert causal_pairs(scout, 131072) == 12 * (131072 * 131073 // 2) + 36 * 16 * (8192 * 8193 // 2)
+    assert causal_pairs(scout, 10000) == 12 * (10000 * 10001 // 2) + 36 * (8192 * 8193 // 2 + 1808 * 1809 // 2)

@@ -83,7 +83,11 @@ def causal_pairs(model: ModelSpec, seq_len: int) -> int:
     window = model.sliding_window
     # A local layer's query i sees min(i + 1, window) keys.
     local = full if window is None or window >= seq_len else window * (window + 1) // 2 + (seq_len - window) * window
-    return model.n_global_layers * full + model.n_local_layers * local
+    chunked = 0
+    if model.attention_chunk is not None:  # query i sees the keys of its own chunk up to itself: (i mod chunk) + 1
+        whole, rest = divmod(seq_len, model.attention_chunk)
+        chunked = whole * model.attention_chunk * (model.attention_chunk + 1) // 2 + rest * (rest + 1) // 2
+    return model.n_global_layers * full + model.n_local_layers * local + model.count_layers("chunked") * chunked
 
 
 def experts_touched(n_experts: int, top_k: int, tokens: int) -> float:
@@ -109,9 +113,11 @@ def params_read(model: ModelSpec, params: ParamBreakdown, tokens: int) -> tuple[
 
 
 def attended_tokens(model: ModelSpec, seq_len: int) -> int:
-    """Cached tokens one new token attends to, over all layers: windows applied, no paging padding."""
+    """Cached tokens one new token attends to, over all layers: windows and chunks applied, no paging padding.
+    Linear-attention and state-space layers attend to no cached token (their fixed state is in the bytes read)."""
     local = tokens_held(seq_len, model.sliding_window) if model.sliding_window else 0
-    return model.n_global_layers * seq_len + model.n_local_layers * local
+    chunked = tokens_held(seq_len, model.attention_chunk) if model.attention_chunk else 0  # as core.kv holds them
+    return model.n_global_layers * seq_len + model.n_local_layers * local + model.count_layers("chunked") * chunked
 
 
 def estimate_roofline(
