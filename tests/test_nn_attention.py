@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.nn import Attention, build_attention, record_sdpa_backends
+from tests.largest_tensor import LargestTensor
 
 D_MODEL, N_HEADS, HEAD_DIM = 32, 4, 8
 
@@ -99,21 +99,6 @@ def test_decode_with_a_bf16_cache_stays_close_to_fp32() -> None:
     assert cache.k.dtype == torch.bfloat16
     torch.testing.assert_close(steps, full, atol=3e-2, rtol=3e-2)
     assert not torch.equal(steps, full)  # the cache really rounded to bf16
-
-
-class LargestTensor(TorchDispatchMode):
-    """Records the largest tensor (in elements) any op produces."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        result = func(*args, **(kwargs or {}))
-        for item in result if isinstance(result, (tuple, list)) else (result,):
-            if isinstance(item, torch.Tensor):
-                self.largest = max(self.largest, item.numel())
-        return result
 
 
 def test_gqa_decode_never_materialises_kv_repeated_per_query_head() -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from mha_cli.nn.sdpa import (
     SCORE_BUDGET,
@@ -17,6 +16,7 @@ from mha_cli.nn.sdpa import (
     record_sdpa_backends,
     reference_attention,
 )
+from tests.largest_tensor import LargestTensor
 
 BF16, FP32 = torch.bfloat16, torch.float32
 
@@ -82,21 +82,6 @@ def test_every_path_equals_explicit_softmax_attention(n_heads, n_kv, s, t, width
     expected, _ = reference_attention(q, k, v, scale=0.05)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     assert paths == [f"{path}: {backends[0]}"]
-
-
-class LargestTensor(TorchDispatchMode):
-    """Records the largest tensor (in elements) any op produces."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        result = func(*args, **(kwargs or {}))
-        for item in result if isinstance(result, (tuple, list)) else (result,):
-            if isinstance(item, torch.Tensor):
-                self.largest = max(self.largest, item.numel())
-        return result
 
 
 def test_chunks_bound_the_scores_even_in_the_math_backend() -> None:

@@ -19,7 +19,7 @@ import torch
 
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.experiments.common import command_line, deterministic_run, progress_bar, seeded_generator
-from mha_cli.experiments.data import IGNORE_INDEX, copy_task_batch
+from mha_cli.experiments.data import copy_task_batch
 from mha_cli.experiments.heads_models import (
     HEAD_COUNTS,
     HeadsJudgement,
@@ -33,7 +33,7 @@ from mha_cli.experiments.heads_plot import heads_figure
 from mha_cli.experiments.heads_report import heads_report
 from mha_cli.experiments.outputs import ExperimentOutputs
 from mha_cli.experiments.tiny_lm import TinyLM, n_parameters
-from mha_cli.experiments.train import TrainSettings, evaluate, trailing_mean, train
+from mha_cli.experiments.train import TrainSettings, evaluate, scored_accuracy, trailing_mean, train
 from mha_cli.nn.device import resolve_device
 
 __all__ = ["HEAD_COUNTS", "HeadsResult", "HeadsSettings", "judge_head_counts", "run_heads", "steps_to_solve"]
@@ -110,16 +110,6 @@ def copy_model_spec(settings: HeadsSettings, n_heads: int) -> ModelSpec:
         d_ff=4 * settings.d_model,
         position_embeddings=2 * settings.copy_length,
     )
-
-
-@torch.no_grad()
-def copy_accuracy(model: TinyLM, inputs: torch.Tensor, targets: torch.Tensor, device: torch.device) -> float:
-    """Fraction of scored targets (the copy half) whose argmax prediction is right."""
-    model.eval()
-    predictions = model(inputs.to(device)).argmax(dim=-1).cpu()  # (n, 2L)
-    model.train()
-    scored = targets != IGNORE_INDEX  # (n, 2L)
-    return float((predictions[scored] == targets[scored]).float().mean())
 
 
 def run_heads(
@@ -205,7 +195,7 @@ def train_one(
         n_parameters=n_parameters(model),
         train_loss=losses,
         eval_loss=evaluate(model, inputs, targets, device),
-        eval_accuracy=copy_accuracy(model, inputs, targets, device),
+        eval_accuracy=scored_accuracy(model, inputs, targets, device),  # the copy half
         steps_to_solve=steps_to_solve(losses, settings.solved_nats),
     )
 

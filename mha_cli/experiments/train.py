@@ -97,3 +97,27 @@ def trailing_mean(values: list[float], window: int = 10) -> list[float]:
         running += value - (values[i - window] if i >= window else 0.0)
         out.append(running / min(i + 1, window))
     return out
+
+
+@torch.no_grad()
+def scored_accuracy(
+    model: torch.nn.Module,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    device: torch.device,
+    batch_size: int | None = None,
+) -> float:
+    """Fraction of scored targets (not ``IGNORE_INDEX``) that are the model's most likely next token, evaluated
+    ``batch_size`` sequences at a time (``None``: all at once)."""
+    was_training = model.training
+    model.eval()
+    batch_size = batch_size or len(inputs)
+    correct, scored = 0, 0
+    for start in range(0, len(inputs), batch_size):
+        chunk_targets = targets[start : start + batch_size].to(device)  # (c, s)
+        predicted = model(inputs[start : start + batch_size].to(device)).argmax(dim=-1)  # (c, s)
+        mask = chunk_targets != IGNORE_INDEX  # (c, s)
+        correct += int((predicted[mask] == chunk_targets[mask]).sum())
+        scored += int(mask.sum())
+    model.train(was_training)
+    return correct / scored

@@ -19,7 +19,7 @@ from mha_cli.core.rules.catalog import TEST_ACCURACY
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.experiments.common import deterministic_run, seeded_generator
 from mha_cli.experiments.data import IGNORE_INDEX
-from mha_cli.experiments.train import TrainSettings, train
+from mha_cli.experiments.train import TrainSettings, scored_accuracy, train
 from mha_cli.hook.result import HookResult, hook_passed
 from mha_cli.hook.scale import scaled_copy
 from mha_cli.hook.sizes import DEFAULT_SIZE, HookSize
@@ -152,7 +152,7 @@ def _fit(
         report(label, steps_done, steps)
         if steps_done % size.eval_every and steps_done != steps:
             return False
-        last_validation = induction_accuracy(model, *validation, device)
+        last_validation = scored_accuracy(model, *validation, device, batch_size=128)
         return last_validation >= STOP_ACCURACY
 
     settings = TrainSettings(steps=steps, learning_rate=size.learning_rate, warmup_steps=size.warmup_steps)
@@ -160,28 +160,10 @@ def _fit(
     return Trained(
         steps=done,
         validation_accuracy=last_validation,
-        test_accuracy=induction_accuracy(model, *test, device),
+        test_accuracy=scored_accuracy(model, *test, device, batch_size=128),
         omitted=list(getattr(model, "omitted", [])),
         scored_targets=int((test[1] != IGNORE_INDEX).sum()),
     )
-
-
-@torch.no_grad()
-def induction_accuracy(
-    model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor, device: torch.device, batch_size: int = 128
-) -> float:
-    """Fraction of scored targets (not ``IGNORE_INDEX``) that are the model's most likely next token."""
-    was_training = model.training
-    model.eval()
-    correct, scored = 0, 0
-    for start in range(0, len(inputs), batch_size):
-        chunk_targets = targets[start : start + batch_size].to(device)  # (c, s)
-        predicted = model(inputs[start : start + batch_size].to(device)).argmax(dim=-1)  # (c, s)
-        mask = chunk_targets != IGNORE_INDEX  # (c, s)
-        correct += int((predicted[mask] == chunk_targets[mask]).sum())
-        scored += int(mask.sum())
-    model.train(was_training)
-    return correct / scored
 
 
 def _describe(size: HookSize) -> str:
