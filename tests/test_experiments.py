@@ -17,7 +17,7 @@ from mha_cli.core.schemas import MLASpec, ModelSpec
 from mha_cli.experiments.common import SMOKE_CAVEAT, command_line, typed_command
 from mha_cli.experiments.data import IGNORE_INDEX, copy_task_batch, evaluation_windows, load_pydoc_corpus
 from mha_cli.experiments.heads import judge_head_counts, steps_to_solve
-from mha_cli.experiments.tiny_lm import TinyLM, n_parameters
+from mha_cli.experiments.lm import build_lm, expected_parameters, n_parameters
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -206,11 +206,13 @@ def test_unknown_device_is_bad_input(cli, tmp_path):
     ],
     ids=["gqa-untied-positions", "mha-plain-layernorm-tied-biases", "mla-q-lora"],
 )
-def test_tiny_lm_parameters_match_count_params(spec):
-    model = TinyLM(spec)
-    assert n_parameters(model) == count_params(spec).total
+def test_experiment_lm_parameters_match_count_params_with_and_without_attention(spec):
+    model = build_lm(spec)
+    assert n_parameters(model) == count_params(spec).total == expected_parameters(spec)
     logits = model(torch.zeros(2, 5, dtype=torch.long))
     assert logits.shape == (2, 5, spec.vocab_size)
+    bare = build_lm(spec, attention=False)
+    assert n_parameters(bare) == expected_parameters(spec, attention=False) < n_parameters(model)
 
 
 def test_copy_task_scores_only_the_copy():

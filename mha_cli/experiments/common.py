@@ -47,6 +47,9 @@ class Environment(Record):
     device: str
     device_name: str
     cpu_threads: int
+    """Torch threads of each training process."""
+    workers: int = 1
+    """Processes that trained the models at once (results do not depend on it; ``jobs.run_jobs``)."""
     deterministic: bool
     started_at: str
     """UTC, ISO 8601."""
@@ -161,7 +164,8 @@ def report_header(
         "Environment:\n\n"
         f"- python {env.python}, torch {env.torch}, mha-cli {env.mha_cli}\n"
         f"- platform {env.platform}\n"
-        f"- device {env.device} ({env.device_name}), CPU threads: {env.cpu_threads},"
+        f"- device {env.device} ({env.device_name}), CPU threads: {env.cpu_threads} per process,"
+        f" {env.workers} worker process{'es' if env.workers > 1 else ''},"
         f" deterministic algorithms {'on' if env.deterministic else 'off'}\n"
         f"- started {env.started_at}, took {env.wall_seconds:.1f} s\n\n"
     )

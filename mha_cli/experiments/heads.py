@@ -1,7 +1,7 @@
 """Experiment ``heads``: does splitting a fixed width into more heads help a one-layer model copy?
 
 d_model stays 64; n_heads runs over 1, 2, 4, 8, 16 (head width 64 down to 4). Each model is a
-one-layer ``TinyLM`` (MHA, learned positions) trained on the copy task of ``data.copy_task_batch``
+one-layer decoder (``lm.build_lm``, MHA, learned positions) trained on the copy task of ``data.copy_task_batch``
 with the same batches and settings, once per seed. Two verdicts (help, plateau, hurt...) are computed
 by ``judge_head_counts`` with stated tolerances: one on the held-out loss after training, one on how
 fast the task is learned (steps until the smoothed training loss falls below ``solved_nats``).
@@ -32,7 +32,7 @@ from mha_cli.experiments.heads_models import (
 from mha_cli.experiments.heads_plot import heads_figure
 from mha_cli.experiments.heads_report import heads_report
 from mha_cli.experiments.outputs import ExperimentOutputs
-from mha_cli.experiments.tiny_lm import TinyLM, n_parameters
+from mha_cli.experiments.lm import build_lm, n_parameters
 from mha_cli.experiments.train import TrainSettings, evaluate, scored_accuracy, trailing_mean, train
 from mha_cli.nn.device import resolve_device
 
@@ -178,7 +178,7 @@ def train_one(
 ) -> HeadsRun:
     torch.manual_seed(seed)  # same initialisation stream for every head count
     spec = copy_model_spec(settings, n_heads)
-    model = TinyLM(spec, device=device)
+    model = build_lm(spec, device=device)
     batches = seeded_generator(seed)  # same batches for every head count
     losses = train(
         model,

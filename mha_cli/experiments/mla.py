@@ -38,7 +38,8 @@ from mha_cli.experiments.mla_models import (
 from mha_cli.experiments.mla_plot import mla_figure
 from mha_cli.experiments.mla_report import mla_report
 from mha_cli.experiments.outputs import ExperimentOutputs
-from mha_cli.experiments.tiny_lm import TinyLM, cache_nbytes, n_parameters
+from mha_cli.experiments.lm import build_lm, cache_nbytes, n_parameters
+from mha_cli.nn.model import DecoderLM
 from mha_cli.experiments.train import TrainSettings, evaluate, nats_to_bits, train
 from mha_cli.nn.device import resolve_device
 
@@ -124,7 +125,7 @@ def train_one(
     on_step: Callable[[], None],
 ) -> TrainedModel:
     torch.manual_seed(seed)
-    model = TinyLM(spec, mla_mode="absorbed", device=device)
+    model = build_lm(spec, mla_mode="absorbed", device=device)
     batches = seeded_generator(seed)  # the same batches for every model
     losses = train(
         model,
@@ -148,7 +149,7 @@ def train_one(
 
 
 @torch.no_grad()
-def cached_decode_difference(model: TinyLM, tokens: torch.Tensor, caches: list) -> float:
+def cached_decode_difference(model: DecoderLM, tokens: torch.Tensor, caches: list) -> float:
     """Prefill half of ``tokens`` (1, s) into ``caches``, decode the rest one token at a time; return
     the largest |logit| difference from the plain forward pass (float rounding only, if the cache works)."""
     model.eval()

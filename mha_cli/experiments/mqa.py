@@ -1,8 +1,11 @@
 """Experiment ``mqa``: what sharing K/V heads saves, MHA vs GQA vs MQA on one model shape.
 
-For each variant a ``TinyLM`` is instantiated and measured: its parameters (counted on the module,
-compared with ``core.params``) and its KV cache for N tokens (the bytes of the cache tensors after a
-prefill of N tokens, compared with ``core.kv.kv_footprint``). The variants differ only in n_kv_heads.
+For each variant the decoder (``experiments.lm.build_lm``) is instantiated and measured: its parameters
+(counted on the module, compared with ``core.params``) and its KV cache for N tokens (the bytes of the
+cache tensors after a prefill of N tokens, compared with ``core.kv.kv_footprint``). The variants differ
+only in n_kv_heads. The control that must lose: a calculator that ignores GQA (K/V heads = query heads,
+the common mistake) predicts MHA's cache for every variant, and the measurement must refute it for GQA
+and MQA. Nothing here is trained, so the figures do not depend on the seed.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from mha_cli.experiments.common import (
     report_header,
 )
 from mha_cli.experiments.outputs import ExperimentOutputs, OutputFiles
-from mha_cli.experiments.tiny_lm import TinyLM, cache_nbytes, n_parameters
+from mha_cli.experiments.lm import build_lm, cache_nbytes, n_parameters
 from mha_cli.nn.device import resolve_device
 
 if TYPE_CHECKING:
@@ -75,6 +78,8 @@ class MqaRow(Record):
     """``kv_footprint(...).total_bytes`` at seq_len x batch."""
     kv_bytes_measured: int
     """Bytes of the model's cache tensors, allocated for seq_len x batch and filled by a prefill."""
+    kv_bytes_if_gqa_ignored: int
+    """The control: what a calculator that takes n_heads for the K/V heads predicts (MHA's cache)."""
     kv_fraction_of_mha: float
     params_fraction_of_mha: float
     attention_params_fraction_of_mha: float
@@ -90,6 +95,8 @@ class MqaResult(Record):
     rows: list[MqaRow]
     all_match: bool
     """Every measured figure equals its computed one."""
+    control_refuted: bool
+    """The GQA-ignoring calculator is wrong for every variant with fewer K/V heads than query heads."""
     files: OutputFiles
 
 
@@ -139,6 +146,9 @@ def run_mqa(
             and r.attention_params_measured == r.attention_params_computed
             for r in rows
         ),
+        control_refuted=all(
+            r.kv_bytes_if_gqa_ignored != r.kv_bytes_measured for r in rows if r.n_kv_heads < settings.n_heads
+        ),
     )
     outputs.write(mqa_report(result), mqa_figure(result), result)
     return result
@@ -147,17 +157,19 @@ def run_mqa(
 @torch.no_grad()
 def measure_variant(settings: MqaSettings, spec: ModelSpec, device: torch.device) -> tuple[ModelSpec, int, int, int]:
     """(spec, model parameters, one attention module's parameters, cache bytes after a prefill of N tokens)."""
-    model = TinyLM(spec, device=device).eval()
+    model = build_lm(spec, device=device).eval()
     caches = model.new_cache(settings.batch, settings.seq_len, dtype=settings.kv_dtype)
     tokens = torch.randint(0, spec.vocab_size, (settings.batch, settings.seq_len), device=device)  # (b, N)
     model(tokens, caches, start_pos=0)  # the prefill writes all N positions of every layer's cache
-    return spec, n_parameters(model), n_parameters(model.attention_modules()[0]), cache_nbytes(caches)
+    return spec, n_parameters(model), n_parameters(model.model.layers[0].self_attn), cache_nbytes(caches)
 
 
 def build_rows(settings: MqaSettings, measured: list[tuple[ModelSpec, int, int, int]]) -> list[MqaRow]:
     rows = []
     for spec, params, attention, cache_bytes in measured:
         footprint = kv_footprint(spec, seq_len=settings.seq_len, batch=settings.batch, kv_dtype=settings.kv_dtype)
+        gqa_ignored = variant_spec(settings, n_kv_heads=settings.n_heads)  # the same shape, read as MHA
+        naive = kv_footprint(gqa_ignored, seq_len=settings.seq_len, batch=settings.batch, kv_dtype=settings.kv_dtype)
         rows.append(
             MqaRow(
                 variant=spec.variant or "MHA",
@@ -169,6 +181,7 @@ def build_rows(settings: MqaSettings, measured: list[tuple[ModelSpec, int, int, 
                 kv_bytes_per_token_per_layer=footprint.bytes_per_token_per_layer,
                 kv_bytes_computed=footprint.total_bytes,
                 kv_bytes_measured=cache_bytes,
+                kv_bytes_if_gqa_ignored=naive.total_bytes,
                 kv_fraction_of_mha=0.0,
                 params_fraction_of_mha=0.0,
                 attention_params_fraction_of_mha=0.0,
@@ -231,6 +244,10 @@ def mqa_report(result: MqaResult) -> str:
         )
         + "\n## What the data shows\n\n"
         f"- Measured and computed figures {'agree exactly' if result.all_match else 'DISAGREE'} for every variant.\n"
+        f"- Control: a calculator that ignores GQA (K/V heads = query heads) predicts"
+        f" {mqa.kv_bytes_if_gqa_ignored:,} bytes for MQA, {mqa.kv_bytes_if_gqa_ignored / mqa.kv_bytes_measured:.0f}x"
+        f" what the cache holds; the measurement {'refutes it' if result.control_refuted else 'does NOT refute it'}"
+        " for every variant with shared K/V heads.\n"
         f"- MQA caches {format_bytes(mqa.kv_bytes_measured)} for {s.seq_len:,} tokens against MHA's"
         f" {format_bytes(mha.kv_bytes_measured)}: {mqa.kv_fraction_of_mha:.4f} of it (1/{s.n_heads} of the K/V"
         f" heads), saving {format_bytes(mha.kv_bytes_measured - mqa.kv_bytes_measured)}. GQA with"

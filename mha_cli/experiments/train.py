@@ -1,4 +1,5 @@
-"""The one training loop the experiments share: AdamW, linear warm-up, gradient clipping, next-token loss.
+"""The one training loop the experiments share: AdamW, linear warm-up (then an optional cosine decay),
+gradient clipping, next-token loss.
 
 Every model of an experiment is trained by this loop with the same settings and the same batches
 (the batch stream is re-seeded per model), so their losses are comparable.
@@ -27,6 +28,18 @@ class TrainSettings:
     warmup_steps: int = 20
     weight_decay: float = 0.01
     grad_clip: float = 1.0
+    final_lr_fraction: float = 1.0
+    """Learning rate at the last step, as a fraction of ``learning_rate``: 1.0 keeps it constant after the
+    warm-up; below 1 it follows a cosine from the end of the warm-up down to this fraction."""
+
+    def lr_factor(self, step: int) -> float:
+        """Multiplier of ``learning_rate`` at ``step`` (0-based)."""
+        warmup = max(1, self.warmup_steps)
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, self.steps - warmup)  # 0 -> 1 over the rest of training
+        cosine = 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))  # 1 -> 0
+        return self.final_lr_fraction + (1.0 - self.final_lr_fraction) * cosine
 
 
 def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -47,8 +60,7 @@ def train(
     ``should_stop(steps_done)``, called after every step, ends training early when it returns True.
     """
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
-    warmup = max(1, settings.warmup_steps)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, settings.lr_factor)
     model.train()
     losses: list[float] = []
     for step in range(settings.steps):
