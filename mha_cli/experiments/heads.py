@@ -31,8 +31,8 @@ from mha_cli.experiments.heads_models import (
 )
 from mha_cli.experiments.heads_plot import heads_figure
 from mha_cli.experiments.heads_report import heads_report
-from mha_cli.experiments.outputs import ExperimentOutputs
 from mha_cli.experiments.lm import build_lm, n_parameters
+from mha_cli.experiments.outputs import ExperimentOutputs
 from mha_cli.experiments.train import TrainSettings, evaluate, scored_accuracy, trailing_mean, train
 from mha_cli.nn.device import resolve_device
 

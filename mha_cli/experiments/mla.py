@@ -27,6 +27,7 @@ from mha_cli.core.params import count_params
 from mha_cli.core.schemas import MLASpec, ModelSpec
 from mha_cli.experiments.common import command_line, deterministic_run, progress_bar, seeded_generator
 from mha_cli.experiments.data import ByteTokenizer, TextCorpus, evaluation_windows, load_pydoc_corpus, random_windows
+from mha_cli.experiments.lm import build_lm, cache_nbytes, n_parameters
 from mha_cli.experiments.mla_models import (
     CACHE_LIMIT,
     QUALITY_LIMIT_BITS,
@@ -38,10 +39,9 @@ from mha_cli.experiments.mla_models import (
 from mha_cli.experiments.mla_plot import mla_figure
 from mha_cli.experiments.mla_report import mla_report
 from mha_cli.experiments.outputs import ExperimentOutputs
-from mha_cli.experiments.lm import build_lm, cache_nbytes, n_parameters
-from mha_cli.nn.model import DecoderLM
 from mha_cli.experiments.train import TrainSettings, evaluate, nats_to_bits, train
 from mha_cli.nn.device import resolve_device
+from mha_cli.nn.model import DecoderLM
 
 __all__ = ["MlaResult", "MlaSettings", "choose_rank", "run_mla"]
 

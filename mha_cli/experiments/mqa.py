@@ -33,8 +33,8 @@ from mha_cli.experiments.common import (
     progress_bar,
     report_header,
 )
-from mha_cli.experiments.outputs import ExperimentOutputs, OutputFiles
 from mha_cli.experiments.lm import build_lm, cache_nbytes, n_parameters
+from mha_cli.experiments.outputs import ExperimentOutputs, OutputFiles
 from mha_cli.nn.device import resolve_device
 
 if TYPE_CHECKING:
