@@ -127,20 +127,28 @@ def render_mqa(console: Console, result: MqaResult) -> None:
 
 def render_mla(console: Console, result: MlaResult) -> None:
     print_smoke_caveat(console, result.quick)
-    table = compact_table("MLA latent rank vs MHA (validation bits per byte)")
-    for name in ("model", "cache vs MHA", "< 1/8", "val bits", "vs baseline", "<= +1 bit"):
+    table = compact_table(f"MLA latent rank vs MHA (validation bits per byte, {len(result.seeds)} seed(s))")
+    for name in ("model", "cache vs MHA", "< 1/8", "val bits", "± sd", "vs baseline", "<= +1 bit", "in spread"):
         table.add_column(name, justify="left" if name == "model" else "right")
     for row in result.rows:
+        baseline = row.kind == "mha"
         table.add_row(
             row.label,
             f"{row.cache_fraction:.4f}",
             "yes" if row.below_cache_limit else "no",
-            f"{row.validation_bits:.3f}",
-            f"{row.delta_bits:+.3f}",
-            "yes" if row.within_quality_limit else "no",
+            f"{row.validation_bits.mean:.3f}",
+            f"{row.validation_bits.std:.3f}",
+            "" if baseline else f"{row.delta_bits.mean:+.3f}",
+            "" if baseline else row.within_quality_limit,
+            "" if baseline else ("yes" if row.within_seed_spread else "no"),
         )
     console.print(table)
-    console.print(("[yellow](smoke run, not evidence)[/yellow] " if result.quick else "") + result.conclusion)
+    floors = ", ".join(f"{f.order}-gram {f.validation_bits:.3f}" for f in result.ngram_bits)
+    console.print(f"count-based Kneser-Ney floors: {floors}; chance {result.chance_bits:.3f}")
+    smoke = "[yellow](smoke run, not evidence)[/yellow] " if result.quick else ""
+    console.print(smoke + result.conclusion)
+    for answer in result.answers:
+        console.print(f"- {smoke}at the limit [bold]{answer.limit}[/bold]: {answer.sentence}")
     print_files(console, result.files)
 
 

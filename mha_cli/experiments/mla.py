@@ -1,44 +1,57 @@
 """Experiment ``mla``: how small can MLA's latent be before the language model suffers?
 
-A tiny byte-level LM is trained on Python's help topics (``data.load_pydoc_corpus``), once with
-full MHA (the baseline) and once per latent rank r with absorbed MLA: K and V compressed to one
-r-wide latent (plus a decoupled RoPE key if ``qk_rope_head_dim`` > 0; none by default, so that
-position reaches MLA and the baseline the same way), which is all the cache stores; heads
-decompress it at attention time. All models share width, depth, heads, learned positions,
-batches and settings. Goal: the smallest r whose cache is below 1/8 of MHA's while its validation log2
-perplexity (bits per byte) is within 1 bit of the baseline's.
+A byte-level language model (the decoder of ``experiments.lm``, RoPE, pre-norm, gated MLP) is trained on
+Python's help topics (``data.load_pydoc_corpus``) with full MHA (the baseline) and with absorbed MLA at
+each latent rank r: K and V are compressed to one r-wide latent plus a decoupled RoPE key of
+``qk_rope_head_dim`` values shared by the heads, which is all the cache stores. Every model shares
+width, depth, heads, batches and settings, and is trained once per seed.
 
-Cache figures are per layer per token, computed by ``core.kv`` and measured on each trained
-model's cache after a prefill + token-by-token decode of one validation window (which must give
-the logits of the plain forward pass: ``decode_max_abs_diff``).
+Floors, so that the answer can fail: chance (8 bits), count-based Kneser-Ney n-grams on the same
+validation windows (``ngram``), and the no-attention control (the same decoder, attention zeroed: a
+learned bigram model, the r = 0 end of the sweep, since with no latent there is nothing to read).
+
+The question (the lesson's): the smallest r whose cache is below 1/8 of MHA's while validation log2
+perplexity (bits per byte) stays within 1 bit of the baseline's, on every seed; and the same question at
+a tighter limit, the seed spread (not clearly worse than the baseline: the seed ranges overlap).
+
+Cache figures are per token, computed by ``core.kv`` and measured on each trained model's cache after a
+prefill + token-by-token decode of one validation window (which must give the logits of the plain
+forward pass: ``decode_max_abs_diff``).
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
 import torch
 
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.params import count_params
 from mha_cli.core.schemas import MLASpec, ModelSpec
 from mha_cli.experiments.common import command_line, deterministic_run, progress_bar, seeded_generator
-from mha_cli.experiments.data import ByteTokenizer, TextCorpus, evaluation_windows, load_pydoc_corpus, random_windows
-from mha_cli.experiments.lm import build_lm, cache_nbytes, n_parameters
+from mha_cli.experiments.data import ByteTokenizer, evaluation_windows, load_pydoc_corpus, random_windows
+from mha_cli.experiments.jobs import default_workers, run_jobs
+from mha_cli.experiments.lm import build_lm, cache_nbytes, expected_parameters, n_parameters
 from mha_cli.experiments.mla_models import (
     CACHE_LIMIT,
+    CURVE_EVERY,
     QUALITY_LIMIT_BITS,
+    MlaAnswer,
+    MlaJob,
     MlaResult,
     MlaRow,
+    MlaRun,
     MlaSettings,
-    TrainedModel,
+    NgramFloor,
+    Verdict,
 )
 from mha_cli.experiments.mla_plot import mla_figure
 from mha_cli.experiments.mla_report import mla_report
+from mha_cli.experiments.ngram import KneserNey
 from mha_cli.experiments.outputs import ExperimentOutputs
+from mha_cli.experiments.seeds import SeedSpread, clearly_below, seed_spread
 from mha_cli.experiments.train import TrainSettings, evaluate, nats_to_bits, train
 from mha_cli.nn.device import resolve_device
 from mha_cli.nn.model import DecoderLM
@@ -61,7 +74,7 @@ def mla_spec(settings: MlaSettings, rank: int) -> ModelSpec:
 
 
 def tiny_spec(settings: MlaSettings, name: str, mla: MLASpec | None) -> ModelSpec:
-    """The shape every model shares; ``mla`` turns the attention into MLA (head_dim then follows from it)."""
+    """The shape every model shares (RoPE, no learned positions); ``mla`` turns the attention into MLA."""
     return ModelSpec(
         name=name,
         d_model=settings.d_model,
@@ -71,30 +84,55 @@ def tiny_spec(settings: MlaSettings, name: str, mla: MLASpec | None) -> ModelSpe
         mla=mla,
         vocab_size=ByteTokenizer.vocab_size,
         d_ff=settings.d_ff,
-        position_embeddings=settings.seq_len,
     )
 
 
+def training_jobs(settings: MlaSettings, device: str) -> list[MlaJob]:
+    """Every (model, seed): the baseline, each rank ascending, the no-attention control."""
+    models = [("mha", baseline_spec(settings))]
+    models += [("mla", mla_spec(settings, rank)) for rank in sorted(settings.ranks)]
+    models += [("no-attention", baseline_spec(settings))]
+    return [
+        MlaJob(kind=kind, spec=spec, seed=seed, settings=settings, device=device)
+        for kind, spec in models
+        for seed in settings.seeds
+    ]
+
+
 def run_mla(
-    *, quick: bool = False, seed: int = 0, device: str = "auto", out_dir: Path | None = None, force: bool = False
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    device: str = "auto",
+    out_dir: Path | None = None,
+    force: bool = False,
+    workers: int | None = None,
 ) -> MlaResult:
-    """Train the baseline and every rank, measure caches, pick the rank, plot and write the outputs."""
-    settings = MlaSettings.for_run(quick=quick)
+    """Train every model on every seed, measure caches, compute the floors, answer, plot and write the outputs."""
     outputs = ExperimentOutputs("mla", out_dir, force=force)
     torch_device = resolve_device(device)  # a bad --device is refused before the folder is created
+    settings = MlaSettings.for_run(quick=quick, seed=seed, device_type=torch_device.type)
     outputs.check_writable()
     corpus = load_pydoc_corpus()
-    specs = [baseline_spec(settings)] + [mla_spec(settings, rank) for rank in sorted(settings.ranks)]
+    jobs = training_jobs(settings, str(torch_device))
+    n_workers = workers or default_workers(torch_device)
     started = time.perf_counter()
-    trained = []
     with deterministic_run(seed, torch_device) as environment, progress_bar() as progress:
-        task = progress.add_task("mla: training", total=len(specs) * settings.steps)
-        for spec in specs:
-            progress.update(task, description=f"mla: {spec.name}")
-            trained.append(train_one(settings, spec, corpus, seed, torch_device, lambda: progress.advance(task)))
+        task = progress.add_task(f"mla: {len(jobs)} models x seeds, {n_workers} worker(s)", total=len(jobs))
+        runs = run_jobs(train_job, jobs, workers=n_workers, on_done=lambda _: progress.advance(task))
+        inputs, targets = evaluation_windows(corpus.validation, settings.seq_len, settings.eval_windows)  # (n, s)
+        ngrams = [
+            NgramFloor(order=order, validation_bits=KneserNey(corpus.train, order).bits(inputs, targets))
+            for order in settings.ngram_orders
+        ]
     environment.wall_seconds = round(time.perf_counter() - started, 1)
-    rows = build_rows(settings, trained)
-    chosen = choose_rank(rows)
+    environment.workers = n_workers
+    rows = build_rows(settings, jobs, runs)
+    baseline, no_attention = rows[0], rows[-1]
+    attention_matters = clearly_below(baseline.validation_bits, no_attention.validation_bits) and (
+        no_attention.delta_bits.low > QUALITY_LIMIT_BITS
+    )
+    answers = [answer_at_one_bit(rows), answer_at_seed_spread(rows)]
     result = MlaResult(
         command=command_line("mla", quick=quick, seed=seed, device=device, out_dir=out_dir, force=force),
         quick=quick,
@@ -105,47 +143,63 @@ def run_mla(
         validation_bytes=len(corpus.validation),
         train_topics=corpus.n_train_topics,
         validation_topics=corpus.n_validation_topics,
+        seeds=settings.seeds,
         cache_limit=float(CACHE_LIMIT),
         quality_limit_bits=QUALITY_LIMIT_BITS,
+        chance_bits=math.log2(ByteTokenizer.vocab_size),
+        ngram_bits=ngrams,
+        no_attention_bits=no_attention.validation_bits,
+        baseline_bits=baseline.validation_bits,
+        attention_matters=attention_matters,
         rows=rows,
-        chosen_rank=chosen,
-        conclusion=conclusion(rows, chosen),
+        runs=runs,
+        answers=answers,
+        conclusion=conclusion(rows, ngrams, attention_matters),
         files=outputs.files,
     )
     outputs.write(mla_report(result), mla_figure(result), result)
     return result
 
 
-def train_one(
-    settings: MlaSettings,
-    spec: ModelSpec,
-    corpus: TextCorpus,
-    seed: int,
-    device: torch.device,
-    on_step: Callable[[], None],
-) -> TrainedModel:
-    torch.manual_seed(seed)
-    model = build_lm(spec, mla_mode="absorbed", device=device)
-    batches = seeded_generator(seed)  # the same batches for every model
-    losses = train(
-        model,
-        lambda: random_windows(corpus.train, settings.batch, settings.seq_len, batches),
-        TrainSettings(steps=settings.steps, learning_rate=settings.learning_rate),
-        device,
-        on_step,
-    )
-    inputs, targets = evaluation_windows(corpus.validation, settings.seq_len, settings.eval_windows)  # (n, s) each
-    validation_bits = nats_to_bits(evaluate(model, inputs, targets, device))
-    caches = model.new_cache(1, settings.seq_len, dtype=settings.kv_dtype)
-    difference = cached_decode_difference(model, inputs[:1].to(device), caches)
-    return TrainedModel(
-        spec=spec,
+def train_job(job: MlaJob) -> MlaRun:
+    """Train one model on one seed and measure it (runs in a worker process or in this one)."""
+    settings, device = job.settings, torch.device(job.device)
+    corpus = load_pydoc_corpus()
+    with deterministic_run(job.seed, device):
+        model = build_lm(job.spec, attention=job.kind != "no-attention", mla_mode="absorbed", device=device)
+        batches = seeded_generator(job.seed)  # the same batches for every model of a seed
+        losses = train(
+            model,
+            lambda: random_windows(corpus.train, settings.batch, settings.seq_len, batches),
+            TrainSettings(
+                steps=settings.steps,
+                learning_rate=settings.learning_rate,
+                warmup_steps=settings.warmup_steps,
+                final_lr_fraction=settings.final_lr_fraction,
+            ),
+            device,
+        )
+        inputs, targets = evaluation_windows(corpus.validation, settings.seq_len, settings.eval_windows)  # (n, s)
+        validation_bits = nats_to_bits(evaluate(model, inputs, targets, device))
+        caches = model.new_cache(1, settings.seq_len, dtype=settings.kv_dtype)
+        difference = None
+        if job.kind != "no-attention":
+            difference = cached_decode_difference(model, inputs[:1].to(device), caches)
+    return MlaRun(
+        kind=job.kind,
+        kv_lora_rank=job.spec.mla.kv_lora_rank if job.spec.mla is not None else None,
+        seed=job.seed,
         params_measured=n_parameters(model),
         kv_bytes_measured=cache_nbytes(caches),
-        train_loss=losses,
+        train_curve_bits=block_means([nats_to_bits(loss) for loss in losses], CURVE_EVERY),
         validation_bits=validation_bits,
         decode_max_abs_diff=difference,
     )
+
+
+def block_means(values: list[float], block: int) -> list[float]:
+    """Mean of each consecutive block of ``block`` values (the last block may be shorter)."""
+    return [sum(values[i : i + block]) / len(values[i : i + block]) for i in range(0, len(values), block)]
 
 
 @torch.no_grad()
@@ -163,68 +217,183 @@ def cached_decode_difference(model: DecoderLM, tokens: torch.Tensor, caches: lis
     return float((decoded - reference).abs().max())
 
 
-def build_rows(settings: MlaSettings, trained: list[TrainedModel]) -> list[MlaRow]:
-    baseline = trained[0]
-    baseline_bytes = kv_footprint(baseline.spec, seq_len=settings.seq_len, kv_dtype=settings.kv_dtype).total_bytes
+def build_rows(settings: MlaSettings, jobs: list[MlaJob], runs: list[MlaRun]) -> list[MlaRow]:
+    """One row per model (in the order of ``training_jobs``), its seeds gathered."""
+    n_seeds = len(settings.seeds)
+    groups = [(jobs[i], runs[i : i + n_seeds]) for i in range(0, len(jobs), n_seeds)]
+    baseline_spec_ = groups[0][0].spec
+    baseline_bytes = kv_footprint(baseline_spec_, seq_len=settings.seq_len, kv_dtype=settings.kv_dtype).total_bytes
+    baseline_bits = [run.validation_bits for run in groups[0][1]]
     rows = []
-    for model in trained:
-        spec = model.spec
-        footprint = kv_footprint(spec, seq_len=settings.seq_len, kv_dtype=settings.kv_dtype)
-        fraction = Fraction(footprint.total_bytes, baseline_bytes)
-        delta = model.validation_bits - baseline.validation_bits
+    for job, model_runs in groups:
+        spec, attends = job.spec, job.kind != "no-attention"
+        computed = (
+            kv_footprint(spec, seq_len=settings.seq_len, kv_dtype=settings.kv_dtype).total_bytes if attends else 0
+        )
+        fraction = Fraction(computed, baseline_bytes)
+        bits = seed_spread([run.validation_bits for run in model_runs])
+        deltas = seed_spread([run.validation_bits - base for run, base in zip(model_runs, baseline_bits, strict=True)])
+        differences = [run.decode_max_abs_diff for run in model_runs if run.decode_max_abs_diff is not None]
         rank = spec.mla.kv_lora_rank if spec.mla is not None else None
-        values = spec.mla.latent_dim if spec.mla is not None else 2 * spec.kv_heads * spec.dim_per_head
         rows.append(
             MlaRow(
-                label="MHA (baseline)" if rank is None else f"MLA r={rank}",
-                variant=spec.variant or "MHA",
+                label=row_label(job),
+                kind=job.kind,
                 kv_lora_rank=rank,
-                cache_values_per_token_per_layer=values,
-                kv_bytes_computed=footprint.total_bytes,
-                kv_bytes_measured=model.kv_bytes_measured,
+                cache_values_per_token_per_layer=cache_values(spec) if attends else 0,
+                kv_bytes_computed=computed,
+                kv_bytes_measured=max(run.kv_bytes_measured for run in model_runs),
                 cache_fraction=float(fraction),
                 below_cache_limit=fraction < CACHE_LIMIT,
-                params_measured=model.params_measured,
-                params_computed=count_params(spec).total,
-                train_loss=model.train_loss,
-                validation_bits=model.validation_bits,
-                delta_bits=delta,
-                within_quality_limit=delta <= QUALITY_LIMIT_BITS,
-                decode_max_abs_diff=model.decode_max_abs_diff,
+                params_measured=model_runs[0].params_measured,
+                params_computed=expected_parameters(spec, attention=attends),
+                validation_bits=bits,
+                delta_bits=deltas,
+                within_quality_limit=limit_verdict(deltas, QUALITY_LIMIT_BITS),
+                within_seed_spread=not clearly_below(seed_spread(baseline_bits), bits),
+                decode_max_abs_diff=max(differences) if differences else None,
             )
         )
     return rows
 
 
-def choose_rank(rows: list[MlaRow]) -> int | None:
-    """The smallest latent rank below the cache limit and within the quality limit, if any."""
+def row_label(job: MlaJob) -> str:
+    if job.kind == "mha":
+        return "MHA (baseline)"
+    if job.kind == "no-attention":
+        return "no attention (control)"
+    assert job.spec.mla is not None
+    return f"MLA r={job.spec.mla.kv_lora_rank}"
+
+
+def cache_values(spec: ModelSpec) -> int:
+    """Values cached per token per layer: MLA's latent + RoPE key, or 2 x KV heads x head width."""
+    return spec.mla.latent_dim if spec.mla is not None else 2 * spec.kv_heads * spec.dim_per_head
+
+
+def limit_verdict(deltas: SeedSpread, limit: float) -> Verdict:
+    """yes: every seed's delta is within ``limit``; no: none is; unclear: the seeds disagree."""
+    if deltas.high <= limit:
+        return "yes"
+    if deltas.low > limit:
+        return "no"
+    return "unclear"
+
+
+def choose_rank(rows: list[MlaRow], meets: str = "one-bit") -> int | None:
+    """The smallest latent rank below the cache limit that meets the quality limit on every seed, if any.
+
+    ``meets``: "one-bit" (``QUALITY_LIMIT_BITS``) or "seed-spread" (not clearly worse than the baseline).
+    """
     passing = [
-        r.kv_lora_rank for r in rows if r.kv_lora_rank is not None and r.below_cache_limit and r.within_quality_limit
+        r.kv_lora_rank
+        for r in rows
+        if r.kind == "mla"
+        and r.below_cache_limit
+        and (r.within_quality_limit == "yes" if meets == "one-bit" else r.within_seed_spread)
     ]
-    return min(passing) if passing else None
+    return min(passing) if passing else None  # type: ignore[type-var]
 
 
-def conclusion(rows: list[MlaRow], chosen: int | None) -> str:
-    baseline = rows[0]
-    mla_rows = rows[1:]
-    small = [r for r in mla_rows if r.below_cache_limit]
-    if chosen is not None:
-        row = next(r for r in mla_rows if r.kv_lora_rank == chosen)
-        if chosen == 1:
-            bound = " No smaller latent exists."
-        elif chosen == min(r.kv_lora_rank or chosen for r in mla_rows):
-            bound = " It is the smallest rank tried: a smaller one may pass too."
-        else:
-            bound = ""
-        return (
-            f"r = {chosen} is the smallest latent rank that meets both limits: its cache is {row.cache_fraction:.4f}"
-            f" of MHA's (< 1/8) and its validation log2 perplexity is {row.validation_bits:.3f} bits against the"
-            f" baseline's {baseline.validation_bits:.3f} ({row.delta_bits:+.3f} bits, limit +1).{bound}"
-        )
+def answer_at_one_bit(rows: list[MlaRow]) -> MlaAnswer:
+    chosen = choose_rank(rows, "one-bit")
+    limit = f"within {QUALITY_LIMIT_BITS:g} bit of the baseline on every seed"
+    if chosen is None:
+        return MlaAnswer(limit=limit, chosen_rank=None, sentence=no_rank_sentence(rows, limit))
+    row = mla_row(rows, chosen)
+    return MlaAnswer(
+        limit=limit,
+        chosen_rank=chosen,
+        sentence=(
+            f"r = {chosen}: its cache is {row.cache_fraction:.4f} of MHA's and it is {row.delta_bits.mean:+.3f} bits"
+            f" from the baseline (seeds {row.delta_bits.low:+.3f} to {row.delta_bits.high:+.3f}).{smaller_note(rows, chosen)}"
+        ),
+    )
+
+
+def answer_at_seed_spread(rows: list[MlaRow]) -> MlaAnswer:
+    chosen = choose_rank(rows, "seed-spread")
+    baseline = rows[0].validation_bits
+    limit = (
+        f"not clearly worse than the baseline (seed ranges overlap; baseline {baseline.low:.3f}-{baseline.high:.3f})"
+    )
+    if chosen is None:
+        return MlaAnswer(limit=limit, chosen_rank=None, sentence=no_rank_sentence(rows, limit))
+    row = mla_row(rows, chosen)
+    return MlaAnswer(
+        limit=limit,
+        chosen_rank=chosen,
+        sentence=(
+            f"r = {chosen}: its cache is {row.cache_fraction:.4f} of MHA's; its seeds score {row.validation_bits.low:.3f}"
+            f" to {row.validation_bits.high:.3f} bits, overlapping the baseline's.{smaller_note(rows, chosen)}"
+        ),
+    )
+
+
+def mla_row(rows: list[MlaRow], rank: int) -> MlaRow:
+    return next(r for r in rows if r.kind == "mla" and r.kv_lora_rank == rank)
+
+
+def smaller_note(rows: list[MlaRow], chosen: int) -> str:
+    """What bounds the answer from below: the smaller ranks that failed, or that none smaller was tried."""
+    smaller = [r for r in rows if r.kind == "mla" and (r.kv_lora_rank or 0) < chosen]
+    if chosen == 1:
+        return " r = 1 is the smallest latent there is (r = 0, nothing to read, is the no-attention control)."
+    if not smaller:
+        return " It is the smallest rank tried: a smaller one may pass too."
+    failed = ", ".join(f"r = {r.kv_lora_rank}" for r in smaller)
+    return f" Smaller ranks tried ({failed}) do not meet it on every seed."
+
+
+def no_rank_sentence(rows: list[MlaRow], limit: str) -> str:
+    small = [r for r in rows if r.kind == "mla" and r.below_cache_limit]
     if not small:
         return "No rank tried has a cache below 1/8 of MHA's: try smaller ranks."
-    best = min(small, key=lambda r: r.delta_bits)
+    best = min(small, key=lambda r: r.delta_bits.mean)
     return (
-        f"No rank meets both limits: of the ranks with a cache below 1/8 of MHA's, the closest is r ="
-        f" {best.kv_lora_rank} at {best.delta_bits:+.3f} bits from the baseline ({baseline.validation_bits:.3f})."
+        f"no rank with a cache below 1/8 of MHA's is {limit}; the closest is r = {best.kv_lora_rank} at"
+        f" {best.delta_bits.mean:+.3f} bits (seeds {best.delta_bits.low:+.3f} to {best.delta_bits.high:+.3f})."
     )
+
+
+def conclusion(rows: list[MlaRow], ngrams: list[NgramFloor], attention_matters: bool) -> str:
+    """Whether the 1-bit limit could fail at all, and where the baseline stands among the count-based floors."""
+    baseline, no_attention = rows[0], rows[-1]
+    gap = no_attention.delta_bits
+    if attention_matters:
+        floor = (
+            f"Attention matters here: the no-attention control scores {no_attention.validation_bits.mean:.3f} bits,"
+            f" {gap.mean:.3f} above the baseline's {baseline.validation_bits.mean:.3f} (every seed more than"
+            f" {QUALITY_LIMIT_BITS:g} bit), so the 1-bit limit can fail."
+        )
+    else:
+        floor = (
+            f"The 1-bit limit cannot be trusted here: the no-attention control is only {gap.mean:+.3f} bits from"
+            f" the baseline ({gap.low:+.3f} to {gap.high:+.3f} over seeds), so a model that ignored its cache could pass."
+        )
+    return floor + " " + ngram_standing(baseline.validation_bits, ngrams)
+
+
+def ngram_standing(baseline: SeedSpread, ngrams: list[NgramFloor]) -> str:
+    """Which count-based floors every seed of the baseline beats, and the first it does not."""
+    beaten = [f for f in ngrams if baseline.high < f.validation_bits]
+    unbeaten = [f for f in ngrams if f not in beaten]
+    if not ngrams:
+        return ""
+    if not beaten:
+        return (
+            f"The baseline does not beat even the count-based Kneser-Ney {ngrams[0].order}-gram"
+            f" ({ngrams[0].validation_bits:.3f} bits): it is undertrained, and the answers below say little."
+        )
+    best_beaten = beaten[-1]
+    text = (
+        f"Every seed of the baseline beats the count-based Kneser-Ney n-grams up to order {best_beaten.order}"
+        f" ({best_beaten.validation_bits:.3f} bits)"
+    )
+    if unbeaten:
+        first = unbeaten[0]
+        return text + (
+            f" but not the {first.order}-gram ({first.validation_bits:.3f}): a small model trained for minutes,"
+            " so the answers below hold at this scale."
+        )
+    return text + "."

@@ -1,42 +1,54 @@
-"""The figure of experiment ``mla``: validation bits against cache size, and the training curves."""
+"""The figure of experiment ``mla``: validation bits against cache size with the floors, and the training curves."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from mha_cli.experiments.common import new_figure
-from mha_cli.experiments.mla_models import MlaResult
-from mha_cli.experiments.train import nats_to_bits, trailing_mean
+from mha_cli.experiments.mla_models import CURVE_EVERY, MlaResult
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
 def mla_figure(result: MlaResult) -> Figure:
-    figure, (tradeoff, curves) = new_figure(2)
-    baseline, mla_rows = result.rows[0], result.rows[1:]
-    tradeoff.plot([r.cache_fraction for r in mla_rows], [r.validation_bits for r in mla_rows], marker="o", label="MLA")
+    figure, (tradeoff, curves) = new_figure(2, width=5.6)
+    mla_rows = [r for r in result.rows if r.kind == "mla"]
+    baseline, no_attention = result.baseline_bits, result.no_attention_bits
+    x = [r.cache_fraction for r in mla_rows]
+    y = [r.validation_bits.mean for r in mla_rows]
+    error = [[r.validation_bits.mean - r.validation_bits.low for r in mla_rows],
+             [r.validation_bits.high - r.validation_bits.mean for r in mla_rows]]  # fmt: skip
+    tradeoff.errorbar(x, y, yerr=error, marker="o", capsize=3, label="MLA (seed range)")
     for row in mla_rows:
         tradeoff.annotate(
             f"r={row.kv_lora_rank}",
-            (row.cache_fraction, row.validation_bits),
+            (row.cache_fraction, row.validation_bits.mean),
             textcoords="offset points",
             xytext=(4, 4),
             fontsize=8,
         )
-    tradeoff.plot([1.0], [baseline.validation_bits], marker="s", color="black", linestyle="", label="MHA")
+    tradeoff.errorbar([1.0], [baseline.mean], yerr=[[baseline.mean - baseline.low], [baseline.high - baseline.mean]],
+                      marker="s", color="black", linestyle="", capsize=3, label="MHA")  # fmt: skip
+    tradeoff.axhspan(baseline.low, baseline.high, color="black", alpha=0.08)
+    tradeoff.axhline(no_attention.mean, color="tab:purple", linestyle="-.", label="no attention (control)")
+    for floor in result.ngram_bits:
+        tradeoff.axhline(floor.validation_bits, color="tab:gray", linestyle=":", linewidth=0.8)
+        tradeoff.annotate(f"KN {floor.order}-gram", (min([*x, 1.0]), floor.validation_bits), fontsize=7,
+                          color="tab:gray", textcoords="offset points", xytext=(0, 2))  # fmt: skip
     tradeoff.axvline(result.cache_limit, color="tab:red", linestyle="--", label="1/8 of MHA's cache")
-    tradeoff.axhline(
-        baseline.validation_bits + result.quality_limit_bits, color="tab:green", linestyle=":", label="baseline + 1 bit"
-    )
+    tradeoff.axhline(baseline.mean + result.quality_limit_bits, color="tab:green", linestyle="--",
+                     label="baseline + 1 bit")  # fmt: skip
     tradeoff.set_xscale("log", base=2)
     tradeoff.set(xlabel="KV cache, fraction of MHA's", ylabel="validation bits per byte", title="Cache vs quality")
-    tradeoff.legend(fontsize=8)
+    tradeoff.legend(fontsize=7)
     for row in result.rows:
-        bits = trailing_mean([nats_to_bits(loss) for loss in row.train_loss])
-        curves.plot(range(1, len(bits) + 1), bits, label=row.label, linewidth=0.8)
-    curves.set(xlabel="step", ylabel="training bits per byte (10-step mean)", title="Training")
-    curves.legend(fontsize=8)
+        runs = [run for run in result.runs if run.kind == row.kind and run.kv_lora_rank == row.kv_lora_rank]
+        mean_curve = [sum(values) / len(values) for values in zip(*(run.train_curve_bits for run in runs), strict=True)]
+        steps = [CURVE_EVERY * (i + 1) for i in range(len(mean_curve))]
+        curves.plot(steps, mean_curve, label=row.label, linewidth=0.8)
+    curves.set(xlabel="step", ylabel=f"training bits per byte ({CURVE_EVERY}-step mean, seed mean)", title="Training")
+    curves.legend(fontsize=7)
     if result.quick:
         figure.suptitle("smoke run (--quick): not evidence", color="tab:red")
     return figure

@@ -1,31 +1,60 @@
-"""The markdown report of experiment ``mla``: setup, results table, the conclusion."""
+"""The markdown report of experiment ``mla``: setup, floors, results table, what the data shows."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from mha_cli.experiments.common import markdown_table, report_header
-from mha_cli.experiments.mla_models import MlaResult
+from mha_cli.experiments.mla_models import MlaResult, MlaRow
+from mha_cli.experiments.seeds import SeedSpread, chance_apart
+
+
+def spread_text(spread: SeedSpread, sign: bool = False) -> str:
+    """'2.224 ± 0.010 (2.214-2.236)': mean ± standard deviation over seeds (range)."""
+    fmt = "+.3f" if sign else ".3f"
+    return f"{spread.mean:{fmt}} ± {spread.std:.3f} ({spread.low:{fmt}} to {spread.high:{fmt}})"
+
+
+def table_row(row: MlaRow) -> list[str]:
+    baseline = row.kind == "mha"
+    return [
+        row.label,
+        str(row.cache_values_per_token_per_layer),
+        f"{row.kv_bytes_computed:,}",
+        f"{row.kv_bytes_measured:,}",
+        f"{row.cache_fraction:.4f}",
+        "yes" if row.below_cache_limit else "no",
+        f"{row.params_measured:,}",
+        spread_text(row.validation_bits),
+        "" if baseline else spread_text(row.delta_bits, sign=True),
+        "" if baseline else row.within_quality_limit,
+        "" if baseline else ("yes" if row.within_seed_spread else "no"),
+        "-" if row.decode_max_abs_diff is None else f"{row.decode_max_abs_diff:.1e}",
+    ]
+
+
+def seeds_sentence(n_seeds: int) -> str:
+    """How the report reads its seeds: what is called a difference, and how often chance would call one."""
+    if n_seeds < 2:
+        return "One seed: there is no spread, so no difference below is evidence."
+    return (
+        f"Figures are mean ± standard deviation over the {n_seeds} seeds (range). A difference is called only"
+        " where the seed ranges do not overlap (with no real difference, chance would give that in"
+        f" {chance_apart(n_seeds, n_seeds):.0%} of runs); a limit is met when every seed meets it, missed when"
+        " none does, and otherwise unclear."
+    )
 
 
 def mla_report(result: MlaResult) -> str:
     s = result.settings
-    rows = [
-        [
-            r.label,
-            str(r.cache_values_per_token_per_layer),
-            f"{r.kv_bytes_computed:,}",
-            f"{r.kv_bytes_measured:,}",
-            f"{r.cache_fraction:.4f}",
-            "yes" if r.below_cache_limit else "no",
-            f"{r.params_measured:,}",
-            f"{r.validation_bits:.3f}",
-            f"{r.delta_bits:+.3f}",
-            "yes" if r.within_quality_limit else "no",
-            f"{r.decode_max_abs_diff:.1e}",
-        ]
-        for r in result.rows
+    n_seeds = len(result.seeds)
+    floors = [[f"Kneser-Ney {f.order}-gram (count-based)", f"{f.validation_bits:.3f}"] for f in result.ngram_bits]
+    floors += [
+        ["chance (uniform over 256 bytes)", f"{result.chance_bits:.3f}"],
+        ["no attention (the decoder, attention zeroed)", spread_text(result.no_attention_bits)],
+        ["MHA baseline", spread_text(result.baseline_bits)],
     ]
+    answers = "".join(f"- At the limit *{a.limit}*: {a.sentence}\n" for a in result.answers)
     return (
         report_header(
             "Experiment: MLA latent rank against an MHA baseline",
@@ -37,15 +66,22 @@ def mla_report(result: MlaResult) -> str:
         f"Byte-level LM on `{result.corpus}` (Python {result.environment.python}'s help topics):"
         f" {result.train_bytes:,} training bytes ({result.train_topics} topics), {result.validation_bytes:,}"
         f" validation bytes ({result.validation_topics} held-out topics, every tenth by name).\n"
-        f"Every model: d_model {s.d_model}, {s.n_layers} layers, {s.n_heads} heads, learned positions, gated MLP"
-        f" {s.d_ff}, {s.steps} AdamW steps (lr {s.learning_rate}) on the same {s.batch} x {s.seq_len}-byte batches."
-        f" Baseline: MHA, head width {s.head_dim}. MLA (absorbed): latent rank r, per-head q/k"
-        f" {s.head_dim - s.qk_rope_head_dim} (no RoPE) + {s.qk_rope_head_dim} (decoupled RoPE key), v {s.head_dim};"
-        f" the cache holds r + {s.qk_rope_head_dim} values per token per layer.\n"
+        f"Every model: the decoder `mha verify` builds (`mha_cli.nn.build_model`), d_model {s.d_model}, {s.n_layers}"
+        f" layers, {s.n_heads} heads, RoPE, gated MLP {s.d_ff}; {s.steps} AdamW steps (lr {s.learning_rate},"
+        f" {s.warmup_steps} warm-up, cosine to {s.final_lr_fraction:g} of it) on {s.batch} x {s.seq_len}-byte"
+        f" batches, the same batches for every model of a seed; seeds {result.seeds}.\n"
+        f"Baseline: MHA, head width {s.head_dim}, all of it rotated. MLA (absorbed): latent rank r, per-head q/k"
+        f" {s.head_dim - s.qk_rope_head_dim} (no position) + {s.qk_rope_head_dim} (the decoupled RoPE key, shared"
+        f" by the heads), v {s.head_dim}; the cache holds r + {s.qk_rope_head_dim} values per token per layer.\n"
+        "Control: the same decoder with every attention branch zeroed (each position sees its own byte only).\n"
         f"Cache bytes at {s.seq_len} tokens ({s.kv_dtype}, batch 1, all layers): computed by"
         " `mha_cli.core.kv.kv_footprint`, measured on the trained model's cache after a cached decode of one"
-        f" validation window. Validation: {s.eval_windows} evenly spaced windows, log2 perplexity = bits per byte.\n\n"
-        "## Results\n\n"
+        f" validation window. Validation: {s.eval_windows} evenly spaced {s.seq_len}-byte windows, log2 perplexity"
+        " = bits per byte; the n-gram floors are scored on the same windows, each byte seeing the bytes of its"
+        " window before it.\n" + seeds_sentence(n_seeds) + "\n\n"
+        "## Floors\n\n"
+        + markdown_table(["model", "validation bits per byte"], floors)
+        + "\n## Results\n\n"
         + markdown_table(
             [
                 "model",
@@ -56,12 +92,14 @@ def mla_report(result: MlaResult) -> str:
                 "< 1/8",
                 "params",
                 "val bits/byte",
-                "vs baseline",
+                "vs baseline (by seed)",
                 "<= +1 bit",
+                "within seed spread",
                 "decode vs forward",
             ],
-            rows,
+            [table_row(row) for row in result.rows],
         )
         + f"\n## What the data shows\n\n{result.conclusion}\n\n"
-        f"![validation bits against cache size]({Path(result.files.plot).name})\n"
+        + answers
+        + f"\n![validation bits against cache size]({Path(result.files.plot).name})\n"
     )
