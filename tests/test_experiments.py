@@ -123,7 +123,12 @@ def test_mqa_quick_measured_equals_computed(cli, tmp_path):
         q_and_o = 2 * s["d_model"] * s["n_heads"] * s["head_dim"]
         assert row["attention_params_measured"] == q_and_o + 2 * s["d_model"] * row["n_kv_heads"] * s["head_dim"]
         assert row["kv_fraction_of_mha"] == row["n_kv_heads"] / s["n_heads"]
-    assert data["all_match"] is True
+        # the control, a calculator that reads every model as MHA, is right for MHA only
+        assert row["kv_bytes_if_gqa_ignored"] == data["rows"][0]["kv_bytes_measured"]
+        assert (row["kv_bytes_if_gqa_ignored"] == row["kv_bytes_measured"]) == (row["variant"] == "MHA")
+    assert data["all_match"] is True and data["control_refuted"] is True
+    report = Path(data["files"]["report"]).read_text()
+    assert "ignores GQA" in report and "refutes it" in report and "do not depend on the seed" in report
 
 
 # Outputs, options, building blocks -------------------------------------------------------------

@@ -226,7 +226,8 @@ def mqa_report(result: MqaResult) -> str:
         f" width {s.head_dim}, gated MLP {s.d_ff}, vocabulary {s.vocab_size}, learned positions. KV heads:"
         f" {s.n_heads} (MHA), {s.gqa_kv_heads} (GQA), 1 (MQA). Measured = the instantiated model's parameters"
         f" and the bytes of its cache tensors after a prefill of N = {s.seq_len:,} tokens (batch {s.batch},"
-        f" {s.kv_dtype}); computed = `mha_cli.core.params.count_params` and `mha_cli.core.kv.kv_footprint`.\n\n"
+        f" {s.kv_dtype}); computed = `mha_cli.core.params.count_params` and `mha_cli.core.kv.kv_footprint`."
+        " Nothing is trained: the figures are exact counts and do not depend on the seed.\n\n"
         "## Results\n\n"
         + markdown_table(
             [
