@@ -131,7 +131,8 @@ def test_limits_are_met_only_when_every_seed_meets_them():
     assert choose_rank(rows, "one-bit") == 2 and choose_rank(rows, "seed-spread") == 4
     one_bit, spread = answer_at_one_bit(rows), answer_at_seed_spread(rows)
     assert "r = 2" in one_bit.sentence and "r = 1" in one_bit.sentence  # the smaller rank that did not pass
-    assert spread.chosen_rank == 4 and "2.200-2.250" in spread.limit
+    assert "keeping 79% of the 1.550 bits" in one_bit.sentence  # 1 - 0.3233 / 1.55 of attention's gain is kept
+    assert spread.chosen_rank == 4 and "2.200 to 2.250" in spread.limit
     text = conclusion(rows, [NgramFloor(order=2, validation_bits=3.8), NgramFloor(order=5, validation_bits=2.1)], True)
     assert "can fail" in text and "up to order 2" in text and "not the 5-gram" in text
 
@@ -141,4 +142,10 @@ def test_a_limit_the_control_passes_is_called_untrustworthy():
             row("no-attention", None, [0.5, 0.6, 0.7], BASE)]  # fmt: skip
     assert "cannot be trusted" in conclusion(rows, [], False)
     assert answer_at_one_bit(rows).chosen_rank == 1
+    strict = [row("mha", None, [0, 0, 0], BASE), row("mla", 1, [0.5, 0.5, 0.5], BASE),
+              row("mla", 8, [0.0, 0.0, 0.0], BASE, below=False), row("no-attention", None, [2, 2, 2], BASE)]  # fmt: skip
+    missed = answer_at_seed_spread(strict)
+    assert (
+        missed.chosen_rank is None and "closest is r = 1" in missed.sentence and "r = 8, at 0.5000" in missed.sentence
+    )
     assert "not beat even" in ngram_standing(seed_spread(BASE), [NgramFloor(order=2, validation_bits=2.0)])

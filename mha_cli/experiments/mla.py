@@ -285,28 +285,28 @@ def choose_rank(rows: list[MlaRow], meets: str = "one-bit") -> int | None:
 
     ``meets``: "one-bit" (``QUALITY_LIMIT_BITS``) or "seed-spread" (not clearly worse than the baseline).
     """
-    passing = [
-        r.kv_lora_rank
-        for r in rows
-        if r.kind == "mla"
-        and r.below_cache_limit
-        and (r.within_quality_limit == "yes" if meets == "one-bit" else r.within_seed_spread)
-    ]
+    passing = [r.kv_lora_rank for r in rows if r.kind == "mla" and r.below_cache_limit and meets_limit(r, meets)]
     return min(passing) if passing else None  # type: ignore[type-var]
+
+
+def meets_limit(row: MlaRow, meets: str) -> bool:
+    """Whether ``row`` meets the quality limit ``meets``: "one-bit" on every seed, or "seed-spread"."""
+    return row.within_quality_limit == "yes" if meets == "one-bit" else row.within_seed_spread
 
 
 def answer_at_one_bit(rows: list[MlaRow]) -> MlaAnswer:
     chosen = choose_rank(rows, "one-bit")
     limit = f"within {QUALITY_LIMIT_BITS:g} bit of the baseline on every seed"
     if chosen is None:
-        return MlaAnswer(limit=limit, chosen_rank=None, sentence=no_rank_sentence(rows, limit))
+        return MlaAnswer(limit=limit, chosen_rank=None, sentence=no_rank_sentence(rows, limit, "one-bit"))
     row = mla_row(rows, chosen)
     return MlaAnswer(
         limit=limit,
         chosen_rank=chosen,
         sentence=(
             f"r = {chosen}: its cache is {row.cache_fraction:.4f} of MHA's and it is {row.delta_bits.mean:+.3f} bits"
-            f" from the baseline (seeds {row.delta_bits.low:+.3f} to {row.delta_bits.high:+.3f}).{smaller_note(rows, chosen)}"
+            f" from the baseline (seeds {row.delta_bits.low:+.3f} to {row.delta_bits.high:+.3f}){gain_kept(rows, row)}."
+            f"{smaller_note(rows, chosen)}"
         ),
     )
 
@@ -314,20 +314,26 @@ def answer_at_one_bit(rows: list[MlaRow]) -> MlaAnswer:
 def answer_at_seed_spread(rows: list[MlaRow]) -> MlaAnswer:
     chosen = choose_rank(rows, "seed-spread")
     baseline = rows[0].validation_bits
-    limit = (
-        f"not clearly worse than the baseline (seed ranges overlap; baseline {baseline.low:.3f}-{baseline.high:.3f})"
-    )
+    limit = f"within the seed spread (seed ranges overlap the baseline's, {baseline.low:.3f} to {baseline.high:.3f})"
     if chosen is None:
-        return MlaAnswer(limit=limit, chosen_rank=None, sentence=no_rank_sentence(rows, limit))
+        return MlaAnswer(limit=limit, chosen_rank=None, sentence=no_rank_sentence(rows, limit, "seed-spread"))
     row = mla_row(rows, chosen)
     return MlaAnswer(
         limit=limit,
         chosen_rank=chosen,
         sentence=(
             f"r = {chosen}: its cache is {row.cache_fraction:.4f} of MHA's; its seeds score {row.validation_bits.low:.3f}"
-            f" to {row.validation_bits.high:.3f} bits, overlapping the baseline's.{smaller_note(rows, chosen)}"
+            f" to {row.validation_bits.high:.3f} bits.{smaller_note(rows, chosen)}"
         ),
     )
+
+
+def gain_kept(rows: list[MlaRow], row: MlaRow) -> str:
+    """', keeping 57% of the 1.597 bits attention gains over the control': how much of attention's worth is left."""
+    gain = rows[-1].delta_bits.mean  # the no-attention control's loss against the baseline
+    if gain <= 0:
+        return ""
+    return f", keeping {1 - row.delta_bits.mean / gain:.0%} of the {gain:.3f} bits attention gains over the control"
 
 
 def mla_row(rows: list[MlaRow], rank: int) -> MlaRow:
@@ -345,15 +351,22 @@ def smaller_note(rows: list[MlaRow], chosen: int) -> str:
     return f" Smaller ranks tried ({failed}) do not meet it on every seed."
 
 
-def no_rank_sentence(rows: list[MlaRow], limit: str) -> str:
-    small = [r for r in rows if r.kind == "mla" and r.below_cache_limit]
+def no_rank_sentence(rows: list[MlaRow], limit: str, meets: str) -> str:
+    """Why no rank answers: none is under the cache limit, or the closest one misses; and the smallest rank that
+    meets the quality limit ``meets`` ("one-bit" or "seed-spread") above the cache limit, if one does."""
+    mla_rows = [r for r in rows if r.kind == "mla"]
+    small = [r for r in mla_rows if r.below_cache_limit]
     if not small:
         return "No rank tried has a cache below 1/8 of MHA's: try smaller ranks."
     best = min(small, key=lambda r: r.delta_bits.mean)
-    return (
+    text = (
         f"no rank with a cache below 1/8 of MHA's is {limit}; the closest is r = {best.kv_lora_rank} at"
         f" {best.delta_bits.mean:+.3f} bits (seeds {best.delta_bits.low:+.3f} to {best.delta_bits.high:+.3f})."
     )
+    larger = [r for r in mla_rows if not r.below_cache_limit and meets_limit(r, meets)]
+    if larger:
+        text += f" The smallest rank that is: r = {larger[0].kv_lora_rank}, at {larger[0].cache_fraction:.4f} of MHA's cache."
+    return text
 
 
 def conclusion(rows: list[MlaRow], ngrams: list[NgramFloor], attention_matters: bool) -> str:

@@ -34,19 +34,21 @@ def mla_figure(result: MlaResult) -> Figure:
     tradeoff.axhline(no_attention.mean, color="tab:purple", linestyle="-.", label="no attention (control)")
     for floor in result.ngram_bits:
         tradeoff.axhline(floor.validation_bits, color="tab:gray", linestyle=":", linewidth=0.8)
-        tradeoff.annotate(f"KN {floor.order}-gram", (min([*x, 1.0]), floor.validation_bits), fontsize=7,
-                          color="tab:gray", textcoords="offset points", xytext=(0, 2))  # fmt: skip
+        tradeoff.annotate(f"KN {floor.order}-gram", (0.35, floor.validation_bits), fontsize=7, color="tab:gray",
+                          textcoords="offset points", xytext=(0, 2))  # fmt: skip
     tradeoff.axvline(result.cache_limit, color="tab:red", linestyle="--", label="1/8 of MHA's cache")
     tradeoff.axhline(baseline.mean + result.quality_limit_bits, color="tab:green", linestyle="--",
                      label="baseline + 1 bit")  # fmt: skip
     tradeoff.set_xscale("log", base=2)
     tradeoff.set(xlabel="KV cache, fraction of MHA's", ylabel="validation bits per byte", title="Cache vs quality")
-    tradeoff.legend(fontsize=7)
+    tradeoff.legend(fontsize=7, loc="center right")
     for row in result.rows:
         runs = [run for run in result.runs if run.kind == row.kind and run.kv_lora_rank == row.kv_lora_rank]
         mean_curve = [sum(values) / len(values) for values in zip(*(run.train_curve_bits for run in runs), strict=True)]
         steps = [CURVE_EVERY * (i + 1) for i in range(len(mean_curve))]
         curves.plot(steps, mean_curve, label=row.label, linewidth=0.8)
+    finals = [run.train_curve_bits[-1] for run in result.runs]
+    curves.set_ylim(min(finals) - 0.2, no_attention.mean + 1.0)  # the first steps (8 bits) would flatten the rest
     curves.set(xlabel="step", ylabel=f"training bits per byte ({CURVE_EVERY}-step mean, seed mean)", title="Training")
     curves.legend(fontsize=7)
     if result.quick:
