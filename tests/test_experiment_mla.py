@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mha_cli.core.variants import mla_for_shape
 from mha_cli.experiments.mla import (
     answer_at_one_bit,
     answer_at_seed_spread,
@@ -99,6 +100,11 @@ def test_default_settings_can_answer_the_question():
     assert 1 in under and len(under) < len(cpu.ranks)  # ranks on both sides of the cache limit, down to 1
     assert cpu.qk_rope_head_dim > 0 and cpu.final_lr_fraction < 1
     assert gpu.d_model > cpu.d_model and gpu.steps > cpu.steps and len(gpu.seeds) == 3
+    for settings in (cpu, gpu):  # MLA in the proportions the recommender uses, and its latent among the ranks
+        rule = mla_for_shape(settings.head_dim)
+        assert (settings.qk_nope_head_dim, settings.qk_rope_head_dim, settings.rule_rank) == (
+            rule["qk_nope_head_dim"], rule["qk_rope_head_dim"], rule["kv_lora_rank"])  # fmt: skip
+        assert settings.rule_rank in settings.ranks
 
 
 def row(kind: str, rank: int | None, deltas: list[float], base: list[float], below: bool = True) -> MlaRow:

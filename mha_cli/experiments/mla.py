@@ -2,8 +2,9 @@
 
 A byte-level language model (the decoder of ``experiments.lm``, RoPE, pre-norm, gated MLP) is trained on
 Python's help topics (``data.load_pydoc_corpus``) with full MHA (the baseline) and with absorbed MLA at
-each latent rank r: K and V are compressed to one r-wide latent plus a decoupled RoPE key of
-``qk_rope_head_dim`` values shared by the heads, which is all the cache stores. Every model shares
+each latent rank r, in the proportions rule MHA030 recommends (per-head q/k head_dim + a decoupled RoPE
+key of head_dim / 2, values head_dim): K and V are compressed to one r-wide latent plus the RoPE key,
+shared by the heads, which is all the cache stores. The ranks include the rule's own (4 x head_dim). Every model shares
 width, depth, heads, batches and settings, and is trained once per seed.
 
 Floors, so that the answer can fail: chance (8 bits), count-based Kneser-Ney n-grams on the same
@@ -67,7 +68,7 @@ def mla_spec(settings: MlaSettings, rank: int) -> ModelSpec:
     latent = MLASpec(
         kv_lora_rank=rank,
         qk_rope_head_dim=settings.qk_rope_head_dim,
-        qk_nope_head_dim=settings.head_dim - settings.qk_rope_head_dim,
+        qk_nope_head_dim=settings.qk_nope_head_dim,
         v_head_dim=settings.head_dim,
     )
     return tiny_spec(settings, f"tiny-mla-r{rank}", mla=latent)
@@ -80,7 +81,7 @@ def tiny_spec(settings: MlaSettings, name: str, mla: MLASpec | None) -> ModelSpe
         d_model=settings.d_model,
         n_layers=settings.n_layers,
         n_heads=settings.n_heads,
-        head_dim=settings.head_dim,
+        head_dim=settings.head_dim if mla is None else mla.qk_nope_head_dim + mla.qk_rope_head_dim,  # MLA: q/k width
         mla=mla,
         vocab_size=ByteTokenizer.vocab_size,
         d_ff=settings.d_ff,
@@ -263,7 +264,8 @@ def row_label(job: MlaJob) -> str:
     if job.kind == "no-attention":
         return "no attention (control)"
     assert job.spec.mla is not None
-    return f"MLA r={job.spec.mla.kv_lora_rank}"
+    rank = job.spec.mla.kv_lora_rank
+    return f"MLA r={rank}" + (" (rule MHA030)" if rank == job.settings.rule_rank else "")
 
 
 def cache_values(spec: ModelSpec) -> int:
@@ -384,7 +386,28 @@ def conclusion(rows: list[MlaRow], ngrams: list[NgramFloor], attention_matters: 
             f"The 1-bit limit cannot be trusted here: the no-attention control is only {gap.mean:+.3f} bits from"
             f" the baseline ({gap.low:+.3f} to {gap.high:+.3f} over seeds), so a model that ignored its cache could pass."
         )
-    return floor + " " + ngram_standing(baseline.validation_bits, ngrams)
+    return floor + " " + ngram_standing(baseline.validation_bits, ngrams) + rule_sentence(rows)
+
+
+def rule_sentence(rows: list[MlaRow]) -> str:
+    """How the latent rule MHA030 recommends (its row is labelled so) fares against the smallest rank within the
+    seed spread."""
+    rule = next((r for r in rows if r.label.endswith("(rule MHA030)")), None)
+    if rule is None:
+        return ""
+    verdict = "within the seed spread of" if rule.within_seed_spread else "clearly worse than"
+    text = (
+        f" Rule MHA030's latent, r = {rule.kv_lora_rank} (4 x head_dim), caches {rule.cache_fraction:.4f} of MHA's"
+        f" and is {verdict} the baseline ({rule.delta_bits.mean:+.3f} bits)."
+    )
+    within = [r for r in rows if r.kind == "mla" and r.within_seed_spread]
+    if within and within[0].kv_lora_rank != rule.kv_lora_rank:
+        smallest = within[0]
+        text += (
+            f" The smallest rank within the spread is r = {smallest.kv_lora_rank} ({smallest.cache_fraction:.4f} of"
+            " MHA's cache): at this scale the rule leaves a margin."
+        )
+    return text
 
 
 def ngram_standing(baseline: SeedSpread, ngrams: list[NgramFloor]) -> str:

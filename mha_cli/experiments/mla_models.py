@@ -30,11 +30,16 @@ class MlaSettings(Record):
     n_layers: int = 2
     n_heads: int = 4
     head_dim: int = 16
-    """MHA's head width, all of it rotated by RoPE; MLA's q/k heads are qk_nope + qk_rope = head_dim, v head_dim."""
+    """MHA's head width, all of it rotated by RoPE; MLA's value heads have this width too."""
+    qk_nope_head_dim: int = 16
+    """MLA's per-head query/key width without position: head_dim, in rule MHA030's (DeepSeek's) proportions."""
     qk_rope_head_dim: int = 8
-    """MLA's decoupled RoPE key (shared by all heads, cached beside the latent)."""
+    """MLA's decoupled RoPE key (shared by all heads, cached beside the latent): head_dim / 2 (MHA030)."""
+    rule_rank: int = 64
+    """The latent rule MHA030 recommends for this head_dim (4 x head_dim, ``core.variants.mla_for_shape``)."""
     d_ff: int = 192
-    ranks: list[int] = Field(default_factory=lambda: [1, 2, 4, 8, 16])
+    ranks: list[int] = Field(default_factory=lambda: [1, 2, 4, 8, 16, 64])
+    """Latent ranks tried: down to 1, on both sides of the cache limit, and the rule's."""
     seq_len: int = 128
     batch: int = 16
     steps: int = 1000
@@ -57,8 +62,8 @@ class MlaSettings(Record):
             return cls(ranks=[2, 16], seq_len=32, batch=8, steps=10, warmup_steps=2, eval_windows=8,
                        seeds=[seed], ngram_orders=[2, 3])  # fmt: skip
         if device_type == "cuda":  # sized for a data-centre GPU; not measured on this project's CPU machines
-            return cls(d_model=256, n_layers=4, n_heads=8, head_dim=32, qk_rope_head_dim=16, d_ff=768,
-                       ranks=[1, 2, 4, 8, 16, 32, 64], seq_len=256, batch=32, steps=3000, learning_rate=2e-3,
+            return cls(d_model=256, n_layers=4, n_heads=8, head_dim=32, qk_nope_head_dim=32, qk_rope_head_dim=16,
+                       rule_rank=128, d_ff=768, ranks=[1, 2, 4, 8, 16, 32, 128], seq_len=256, batch=32, steps=3000, learning_rate=2e-3,
                        warmup_steps=100, eval_windows=120, seeds=seeds)  # fmt: skip
         return cls(seeds=seeds)
 
