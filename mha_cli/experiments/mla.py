@@ -76,9 +76,17 @@ def tiny_spec(settings: MlaSettings, name: str, mla: MLASpec | None) -> ModelSpe
 
 
 def run_mla(
-    *, quick: bool = False, seed: int = 0, device: str = "auto", out_dir: Path | None = None, force: bool = False
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    device: str = "auto",
+    out_dir: Path | None = None,
+    force: bool = False,
+    workers: int | None = None,
 ) -> MlaResult:
-    """Train the baseline and every rank, measure caches, pick the rank, plot and write the outputs."""
+    """Train the baseline and every rank, measure caches, pick the rank, plot and write the outputs.
+
+    ``workers``: the shared ``--workers`` option (not used yet: the models train one after another here)."""
     settings = MlaSettings.for_run(quick=quick)
     outputs = ExperimentOutputs("mla", out_dir, force=force)
     torch_device = resolve_device(device)  # a bad --device is refused before the folder is created
