@@ -247,3 +247,32 @@ def test_heads_plot_marks_the_floors_and_uses_plain_log_ticks(heads_result):
     assert losses.get_title() == f"Held-out loss: {data['judgement']['verdict']}"
     assert accuracy.get_ylim() == (0, 1.02) and accuracy.get_title() == "Accuracy (whole tuple)"
     assert figure.get_suptitle().startswith("smoke run")
+
+
+def test_the_head_dim_floor_is_discussed_from_the_seed_ranges(heads_result):
+    """Constructed spreads shaped like a default run: 4 and 8 heads (head_dim 16, 8) beat 2 (head_dim 32, the
+    narrowest the rule allows) on every seed, 16 (head_dim 4) loses to the best."""
+    from mha_cli.experiments.heads_models import HeadsPoint
+    from mha_cli.experiments.heads_report import head_dim_sentence
+
+    data, _ = heads_result
+    result = HeadsResult.model_validate(data)
+    losses = [(1.0, 1.4, 2.0), (0.9, 1.2, 1.3), (0.01, 0.02, 0.17), (0.003, 0.007, 0.03), (0.08, 0.08, 0.17)]
+    points = [
+        HeadsPoint(n_heads=h, head_dim=64 // h, eval_loss=seed_spread(list(v)), eval_accuracy=seed_spread([0.5] * 3))
+        for h, v in zip([1, 2, 4, 8, 16], losses, strict=True)
+    ]
+    judged = judge_head_counts([1, 2, 4, 8, 16], [p.eval_loss for p in points])
+    assert (judged.verdict, judged.best_heads, judged.enough_heads) == ("help-then-hurt", 8, 4)
+    text = head_dim_sentence(result.model_copy(update={"points": points, "judgement": judged}))
+    assert text.startswith(
+        "at d_model 64 it refuses 4 heads (head_dim 16), 8 heads (head_dim 8), 16 heads (head_dim 4)."
+    )
+    assert "the best count the rule allows, 2 head(s) (head_dim 32" in text
+    assert "on this task the rule refuses the better models" in text
+    assert "16 heads (head_dim 4, 0.1100 nats, 0.0800 - 0.1700) are worse than it on every seed" in text
+    assert text.endswith("Heads do get too narrow here, but only below head_dim 8, not at the rule's 32.")
+    flat = [p.model_copy(update={"eval_loss": seed_spread([1.0, 1.1, 1.2])}) for p in points]
+    flat_judged = judge_head_counts([1, 2, 4, 8, 16], [p.eval_loss for p in flat])
+    flat_text = head_dim_sentence(result.model_copy(update={"points": flat, "judgement": flat_judged}))
+    assert "None differs from the best count the rule allows" in flat_text

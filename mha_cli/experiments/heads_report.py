@@ -38,6 +38,7 @@ def heads_report(result: HeadsResult) -> str:
     )
     rows.append(["chance", "-", f"{result.chance_loss:.4f}", "-", "-", f"{result.chance_accuracy:.4f}", "floor"])
     n_tuples = s.n_symbols**s.streams
+    narrowest = s.d_model // max(s.head_counts)
     length = (s.streams + 1) * s.stream_length
     return (
         report_header(
@@ -80,8 +81,10 @@ def heads_report(result: HeadsResult) -> str:
         " language data needs a mix of patterns, and how many heads it wants is not measured here. The floor"
         f" rule is argued for large models, whose heads must separate one key among thousands by a"
         " head_dim-long dot product under 1/sqrt(head_dim) scaling; here a head picks one of"
-        f" {length}, an easier job for a short dot product. A narrow count that loses here may lose capacity or only"
-        " learn slower (the training curves show which are still falling at the end); with"
+        f" {length}, an easier job for a short dot product. Why a narrow count loses here is not separated: a"
+        f" {narrowest}-wide head has a short dot product and only {narrowest // 2} RoPE frequencies to single out a"
+        " position, and it may only learn"
+        " slower (the training curves show which are still falling at the end). With"
         f" {len(result.seeds)} seeds, two counts with no real difference look apart with probability"
         f" {result.chance_apart:.2g}.\n\n"
         f"![training curves, held-out loss and accuracy per head count]({Path(result.files.plot).name})\n"
@@ -136,10 +139,14 @@ def head_dim_sentence(result: HeadsResult) -> str:
     best = next(p for p in result.points if p.n_heads == result.judgement.best_heads)
     narrow_worse = [p for p in narrow if p.n_heads in result.judgement.worse_than_best and p.n_heads > best.n_heads]
     if narrow_worse:
+        where = (
+            f"only below head_dim {best.head_dim}, not at the rule's {HEAD_DIM_FLOOR}"
+            if best.head_dim < HEAD_DIM_FLOOR
+            else f"from head_dim {max(p.head_dim for p in narrow_worse)}"
+        )
         parts.append(
             f"Narrowing past the best ({best.n_heads} heads, head_dim {best.head_dim}) costs: {listed(narrow_worse)}"
-            " are worse than it on every seed, consistent with heads too narrow to work well, at a head_dim"
-            f" {'below' if best.head_dim < HEAD_DIM_FLOOR else 'at or above'} the rule's {HEAD_DIM_FLOOR}."
+            f" are worse than it on every seed. Heads do get too narrow here, but {where}."
         )
     elif best.head_dim < HEAD_DIM_FLOOR:
         parts.append(
