@@ -116,7 +116,7 @@ def test_per_seed_values_and_spreads_agree(heads_result):
     assert all(len(run["train_loss"]) == data["settings"]["steps"] for run in data["runs"])
     for point in data["points"]:
         by_seed = {run["seed"]: run for run in data["runs"] if run["n_heads"] == point["n_heads"]}
-        for field in ("eval_loss", "eval_accuracy"):
+        for field in ("eval_loss", "eval_accuracy", "half_way_eval_loss"):
             spread = point[field]
             assert spread["values"] == [by_seed[seed][field] for seed in seeds]
             assert spread["mean"] == pytest.approx(mean(spread["values"]))
@@ -253,13 +253,19 @@ def test_the_head_dim_floor_is_discussed_from_the_seed_ranges(heads_result):
     """Constructed spreads shaped like a default run: 4 and 8 heads (head_dim 16, 8) beat 2 (head_dim 32, the
     narrowest the rule allows) on every seed, 16 (head_dim 4) loses to the best."""
     from mha_cli.experiments.heads_models import HeadsPoint
-    from mha_cli.experiments.heads_report import head_dim_sentence
+    from mha_cli.experiments.heads_report import head_dim_sentence, learning_sentence
 
     data, _ = heads_result
     result = HeadsResult.model_validate(data)
     losses = [(1.0, 1.4, 2.0), (0.9, 1.2, 1.3), (0.01, 0.02, 0.17), (0.003, 0.007, 0.03), (0.08, 0.08, 0.17)]
     points = [
-        HeadsPoint(n_heads=h, head_dim=64 // h, eval_loss=seed_spread(list(v)), eval_accuracy=seed_spread([0.5] * 3))
+        HeadsPoint(
+            n_heads=h,
+            head_dim=64 // h,
+            eval_loss=seed_spread(list(v)),
+            eval_accuracy=seed_spread([0.5] * 3),
+            half_way_eval_loss=seed_spread(list(v)),
+        )
         for h, v in zip([1, 2, 4, 8, 16], losses, strict=True)
     ]
     judged = judge_head_counts([1, 2, 4, 8, 16], [p.eval_loss for p in points])
@@ -272,7 +278,19 @@ def test_the_head_dim_floor_is_discussed_from_the_seed_ranges(heads_result):
     assert "on this task the rule refuses the better models" in text
     assert "16 heads (head_dim 4, 0.1100 nats, 0.0800 - 0.1700) are worse than it on every seed" in text
     assert text.endswith("Heads do get too narrow here, but only below head_dim 8, not at the rule's 32.")
+    still = [p.model_copy(update={"half_way_eval_loss": seed_spread([0.3, 0.4, 0.5])}) for p in points]
+    learning = learning_sentence(result.model_copy(update={"points": still, "judgement": judged}))
+    half, steps = result.settings.half_steps, result.settings.steps
+    assert learning.startswith(
+        f"Of the counts worse than the best, 16 head(s) fell from 0.4000 to 0.1100 nats between step {half} and step {steps}"
+    )
+    assert learning.endswith(
+        f"The other worse count(s), 1, 2 head(s), did not end below their step-{half} loss on every seed: no sign that they were closing the gap."
+    )
     flat = [p.model_copy(update={"eval_loss": seed_spread([1.0, 1.1, 1.2])}) for p in points]
     flat_judged = judge_head_counts([1, 2, 4, 8, 16], [p.eval_loss for p in flat])
     flat_text = head_dim_sentence(result.model_copy(update={"points": flat, "judgement": flat_judged}))
     assert "None differs from the best count the rule allows" in flat_text
+    assert learning_sentence(result.model_copy(update={"points": flat, "judgement": flat_judged})).startswith(
+        "No head count is worse than the best"
+    )

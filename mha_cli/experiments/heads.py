@@ -157,6 +157,15 @@ def train_job(job: HeadsJob) -> HeadsRun:
     def batch(size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         return gather_task_batch(size, settings.streams, settings.stream_length, settings.n_symbols, generator)
 
+    inputs, targets = batch(settings.eval_sequences, seeded_generator(job.seed + EVAL_SEED_OFFSET))
+    half_way: list[float] = []
+
+    def evaluate_half_way(steps_done: int) -> bool:
+        """Held-out loss at half the steps (no effect on training: no dropout, no random numbers drawn)."""
+        if steps_done == settings.half_steps:
+            half_way.append(evaluate(model, inputs, targets, device, batch_size=128))
+        return False
+
     with deterministic_run(job.seed, device):  # same initialisation stream for every head count
         model = build_lm(spec, attention=attention, device=device)
         batches = seeded_generator(job.seed)  # same batches for every head count
@@ -169,14 +178,15 @@ def train_job(job: HeadsJob) -> HeadsRun:
                 final_lr_fraction=settings.final_lr_fraction,
             ),
             device,
+            should_stop=evaluate_half_way,
         )
-        inputs, targets = batch(settings.eval_sequences, seeded_generator(job.seed + EVAL_SEED_OFFSET))
         return HeadsRun(
             n_heads=job.n_heads,
             head_dim=spec.dim_per_head if attention else None,
             seed=job.seed,
             n_parameters=n_parameters(model),
             train_loss=losses,
+            half_way_eval_loss=half_way[0],
             eval_loss=evaluate(model, inputs, targets, device, batch_size=128),
             eval_accuracy=scored_accuracy(model, inputs, targets, device, batch_size=128),
         )
@@ -247,6 +257,7 @@ def summarise(settings: HeadsSettings, runs: list[HeadsRun]) -> list[HeadsPoint]
                 head_dim=settings.d_model // n_heads,
                 eval_loss=seed_spread([run.eval_loss for run in mine]),
                 eval_accuracy=seed_spread([run.eval_accuracy for run in mine]),
+                half_way_eval_loss=seed_spread([run.half_way_eval_loss for run in mine]),
             )
         )
     return points

@@ -36,6 +36,11 @@ class HeadsSettings(Record):
     eval_sequences: int = 512
     """Held-out sequences per seed (each with L scored queries)."""
 
+    @property
+    def half_steps(self) -> int:
+        """The step after which the held-out loss is also measured: is a model still learning at the end?"""
+        return max(1, self.steps // 2)
+
     @classmethod
     def for_run(cls, *, quick: bool, seed: int, device: str = "cpu") -> HeadsSettings:
         """``--quick``: a seconds-long smoke run; on CUDA more steps and seeds; else the 2-core CPU default."""
@@ -54,6 +59,8 @@ class HeadsRun(Record):
     n_parameters: int
     train_loss: list[float]
     """Training loss (nats per scored token) at each step."""
+    half_way_eval_loss: float
+    """Held-out loss after half the steps (``HeadsSettings.half_steps``)."""
     eval_loss: float
     """Held-out loss after training (nats per scored query)."""
     eval_accuracy: float
@@ -67,6 +74,8 @@ class HeadsPoint(Record):
     head_dim: int
     eval_loss: SeedSpread
     eval_accuracy: SeedSpread
+    half_way_eval_loss: SeedSpread
+    """Held-out loss after half the steps: a count whose final range lies wholly below it was still learning."""
 
 
 class NoAttentionFloor(Record):

@@ -20,6 +20,7 @@ def heads_report(result: HeadsResult) -> str:
             f"{p.eval_loss.mean:.4f}",
             f"{p.eval_loss.low:.4f} - {p.eval_loss.high:.4f}",
             ", ".join(f"{v:.4f}" for v in p.eval_loss.values),
+            f"{p.half_way_eval_loss.mean:.4f}",
             f"{p.eval_accuracy.mean:.3f} ({p.eval_accuracy.low:.3f} - {p.eval_accuracy.high:.3f})",
             standing(p, result),
         ]
@@ -32,11 +33,12 @@ def heads_report(result: HeadsResult) -> str:
             f"{floor.eval_loss.mean:.4f}",
             f"{floor.eval_loss.low:.4f} - {floor.eval_loss.high:.4f}",
             ", ".join(f"{v:.4f}" for v in floor.eval_loss.values),
+            "-",
             f"{floor.eval_accuracy.mean:.3f} ({floor.eval_accuracy.low:.3f} - {floor.eval_accuracy.high:.3f})",
             "control",
         ]
     )
-    rows.append(["chance", "-", f"{result.chance_loss:.4f}", "-", "-", f"{result.chance_accuracy:.4f}", "floor"])
+    rows.append(["chance", "-", f"{result.chance_loss:.4f}", "-", "-", "-", f"{result.chance_accuracy:.4f}", "floor"])
     n_tuples = s.n_symbols**s.streams
     narrowest = s.d_model // max(s.head_counts)
     length = (s.streams + 1) * s.stream_length
@@ -67,12 +69,22 @@ def heads_report(result: HeadsResult) -> str:
         "## Results\n\n"
         "Held-out loss in nats per query; accuracy: the whole tuple right (argmax); mean and range over the seeds.\n\n"
         + markdown_table(
-            ["n_heads", "head_dim", "loss", "range", "per seed", "accuracy (range)", "vs best"],
+            [
+                "n_heads",
+                "head_dim",
+                "loss",
+                "range",
+                "per seed",
+                f"loss at step {s.half_steps}",
+                "accuracy (range)",
+                "vs best",
+            ],
             rows,
         )
         + "\n## What the data shows\n\n"
         f"- Floor: {floor_sentence(result)}\n"
         f"- Held-out loss, **{result.judgement.verdict}**: {result.judgement.sentence}\n"
+        f"- Still learning? {learning_sentence(result)}\n"
         f'- The head_dim floor (MHA090: never head_dim below {HEAD_DIM_FLOOR}, "heads collapse"):'
         f" {head_dim_sentence(result)}\n\n"
         "## What it does not show\n\n"
@@ -81,7 +93,7 @@ def heads_report(result: HeadsResult) -> str:
         " language data needs a mix of patterns, and how many heads it wants is not measured here. The floor"
         f" rule is argued for large models, whose heads must separate one key among thousands by a"
         " head_dim-long dot product under 1/sqrt(head_dim) scaling; here a head picks one of"
-        f" {length}, an easier job for a short dot product. Why a narrow count loses here is not separated: a"
+        f" {length}, an easier job for a short dot product. If a narrow count loses, this run does not separate why: a"
         f" {narrowest}-wide head has a short dot product and only {narrowest // 2} RoPE frequencies to single out a"
         " position, and it may only learn"
         " slower (the training curves show which are still falling at the end). With"
@@ -96,6 +108,34 @@ def standing(point: HeadsPoint, result: HeadsResult) -> str:
     if point.n_heads == result.judgement.best_heads:
         return "best"
     return "worse" if point.n_heads in result.judgement.worse_than_best else "tied"
+
+
+def learning_sentence(result: HeadsResult) -> str:
+    """Whether the counts worse than the best were still improving at the end (final range below the half-way one)."""
+    half = result.settings.half_steps
+    worse = [p for p in result.points if p.n_heads in result.judgement.worse_than_best]
+    if not worse:
+        return "No head count is worse than the best, so there is no gap to close."
+    learning = [p for p in worse if clearly_below(p.eval_loss, p.half_way_eval_loss)]
+    settled = [p for p in worse if p not in learning]
+    parts = []
+    if learning:
+        moves = ", ".join(
+            f"{p.n_heads} head(s) fell from {p.half_way_eval_loss.mean:.4f} to {p.eval_loss.mean:.4f}" for p in learning
+        )
+        parts.append(
+            f"of the counts worse than the best, {moves} nats between step {half} and step {result.settings.steps}"
+            " (every seed lower at the end): still learning, so their gap is measured at this budget; whether a"
+            " longer run closes it is not shown."
+        )
+    if settled:
+        counts = ", ".join(str(p.n_heads) for p in settled)
+        parts.append(
+            f"{'The other' if learning else 'The'} worse count(s), {counts} head(s), did not end below their step-{half}"
+            " loss on every seed: no sign that they were closing the gap."
+        )
+    text = " ".join(parts)
+    return text[0].upper() + text[1:]
 
 
 def floor_sentence(result: HeadsResult) -> str:
