@@ -145,7 +145,7 @@ def test_one_and_two_workers_train_identical_models():
 
 def test_settings_for_each_kind_of_run():
     default = HeadsSettings.for_run(quick=False, seed=5)
-    assert default.seeds == [5, 6, 7] and default.steps == 1000
+    assert default.seeds == [5, 6, 7] and default.steps == 1500
     cuda = HeadsSettings.for_run(quick=False, seed=5, device="cuda")
     assert cuda.seeds[:3] == [5, 6, 7] and len(cuda.seeds) >= 3
     assert cuda.steps > default.steps and cuda.eval_sequences >= default.eval_sequences

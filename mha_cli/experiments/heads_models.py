@@ -28,7 +28,7 @@ class HeadsSettings(Record):
     positions: Literal["rope"] = "rope"
     """RoPE (theta 10,000) on queries and keys: no learned positions, so values carry the token only."""
     batch: int = 64
-    steps: int = 1000
+    steps: int = 1500
     learning_rate: float = 3e-3
     final_lr_fraction: float = 0.1
     """Cosine decay after the warm-up, down to this fraction of the learning rate."""
