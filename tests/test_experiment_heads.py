@@ -278,14 +278,18 @@ def test_the_head_dim_floor_is_discussed_from_the_seed_ranges(heads_result):
     assert "on this task the rule refuses the better models" in text
     assert "16 heads (head_dim 4, 0.1100 nats, 0.0800 - 0.1700) are worse than it on every seed" in text
     assert text.endswith("Heads do get too narrow here, but only below head_dim 8, not at the rule's 32.")
-    still = [p.model_copy(update={"half_way_eval_loss": seed_spread([0.3, 0.4, 0.5])}) for p in points]
-    learning = learning_sentence(result.model_copy(update={"points": still, "judgement": judged}))
+    # 16 heads improved on every seed over the second half, 2 heads on two seeds of three, 1 head on none.
+    halves = {1: (0.9, 1.3, 1.9), 2: (1.0, 1.1, 1.2), 8: (0.03, 0.03, 0.05), 16: (0.3, 0.4, 0.5)}
+    moved = [
+        p.model_copy(update={"half_way_eval_loss": seed_spread(list(halves.get(p.n_heads, (1, 1, 1))))}) for p in points
+    ]
+    learning = learning_sentence(result.model_copy(update={"points": moved, "judgement": judged}))
     half, steps = result.settings.half_steps, result.settings.steps
-    assert learning.startswith(
-        f"Of the counts worse than the best, 16 head(s) fell from 0.4000 to 0.1100 nats between step {half} and step {steps}"
-    )
-    assert learning.endswith(
-        f"The other worse count(s), 1, 2 head(s), did not end below their step-{half} loss on every seed: no sign that they were closing the gap."
+    assert learning == (
+        f"From step {half} to step {steps} the mean held-out loss went 1.3667 -> 1.4667 at 1 head(s), 1.1000 -> 1.1333"
+        " at 2 head(s), 0.4000 -> 0.1100 at 16 head(s), and 0.0367 -> 0.0133 at the best (8). Every seed still"
+        " improved at 16 head(s): their gaps are measured at this budget, and whether longer training closes them"
+        " is not shown. Not every seed improved at 1, 2 head(s)."
     )
     flat = [p.model_copy(update={"eval_loss": seed_spread([1.0, 1.1, 1.2])}) for p in points]
     flat_judged = judge_head_counts([1, 2, 4, 8, 16], [p.eval_loss for p in flat])

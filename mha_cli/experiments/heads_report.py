@@ -96,7 +96,7 @@ def heads_report(result: HeadsResult) -> str:
         f" {length}, an easier job for a short dot product. If a narrow count loses, this run does not separate why: a"
         f" {narrowest}-wide head has a short dot product and only {narrowest // 2} RoPE frequencies to single out a"
         " position, and it may only learn"
-        " slower (the training curves show which are still falling at the end). With"
+        ' slower (see "Still learning?" above). With'
         f" {len(result.seeds)} seeds, two counts with no real difference look apart with probability"
         f" {result.chance_apart:.2g}.\n\n"
         f"![training curves, held-out loss and accuracy per head count]({Path(result.files.plot).name})\n"
@@ -111,31 +111,39 @@ def standing(point: HeadsPoint, result: HeadsResult) -> str:
 
 
 def learning_sentence(result: HeadsResult) -> str:
-    """Whether the counts worse than the best were still improving at the end (final range below the half-way one)."""
-    half = result.settings.half_steps
+    """How the counts worse than the best, and the best, moved over the second half of training, seed by seed."""
+    half, steps = result.settings.half_steps, result.settings.steps
     worse = [p for p in result.points if p.n_heads in result.judgement.worse_than_best]
     if not worse:
         return "No head count is worse than the best, so there is no gap to close."
-    learning = [p for p in worse if clearly_below(p.eval_loss, p.half_way_eval_loss)]
-    settled = [p for p in worse if p not in learning]
-    parts = []
-    if learning:
-        moves = ", ".join(
-            f"{p.n_heads} head(s) fell from {p.half_way_eval_loss.mean:.4f} to {p.eval_loss.mean:.4f}" for p in learning
+    best = next(p for p in result.points if p.n_heads == result.judgement.best_heads)
+    moves = ", ".join(
+        f"{p.half_way_eval_loss.mean:.4f} -> {p.eval_loss.mean:.4f} at {p.n_heads} head(s)" for p in worse
+    )
+    improving = [p for p in worse if improved_every_seed(p)]
+    stalled = [p for p in worse if p not in improving]
+    text = (
+        f"From step {half} to step {steps} the mean held-out loss went {moves}, and"
+        f" {best.half_way_eval_loss.mean:.4f} -> {best.eval_loss.mean:.4f} at the best ({best.n_heads})."
+    )
+    if improving:
+        text += (
+            f" Every seed still improved at {counts_text(improving)}: their gaps are measured at this budget,"
+            " and whether longer training closes them is not shown."
         )
-        parts.append(
-            f"of the counts worse than the best, {moves} nats between step {half} and step {result.settings.steps}"
-            " (every seed lower at the end): still learning, so their gap is measured at this budget; whether a"
-            " longer run closes it is not shown."
-        )
-    if settled:
-        counts = ", ".join(str(p.n_heads) for p in settled)
-        parts.append(
-            f"{'The other' if learning else 'The'} worse count(s), {counts} head(s), did not end below their step-{half}"
-            " loss on every seed: no sign that they were closing the gap."
-        )
-    text = " ".join(parts)
-    return text[0].upper() + text[1:]
+    if stalled:
+        text += f" Not every seed improved at {counts_text(stalled)}."
+    return text
+
+
+def improved_every_seed(point: HeadsPoint) -> bool:
+    """Each seed's held-out loss at the end is below its own at half the steps."""
+    pairs = zip(point.eval_loss.values, point.half_way_eval_loss.values, strict=True)
+    return all(end < half_way for end, half_way in pairs)
+
+
+def counts_text(points: list[HeadsPoint]) -> str:
+    return ", ".join(str(p.n_heads) for p in points) + " head(s)"
 
 
 def floor_sentence(result: HeadsResult) -> str:
