@@ -1,4 +1,5 @@
-"""`mha experiment heads|mqa|mla --quick`: output structure and invariants, never learned values."""
+"""`mha experiment mqa|mla --quick` (heads: test_experiment_heads.py): output structure and invariants, never
+learned values."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ import torch
 from mha_cli.core.errors import EXIT_BAD_INPUT
 from mha_cli.core.params import count_params
 from mha_cli.core.schemas import MLASpec, ModelSpec
-from mha_cli.experiments.common import SMOKE_CAVEAT, command_line, typed_command
-from mha_cli.experiments.data import IGNORE_INDEX, copy_task_batch, evaluation_windows, load_pydoc_corpus
-from mha_cli.experiments.heads import judge_head_counts, steps_to_solve
+from mha_cli.experiments.common import command_line, typed_command
+from mha_cli.experiments.data import evaluation_windows, load_pydoc_corpus
 from mha_cli.experiments.lm import build_lm, expected_parameters, n_parameters
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -37,71 +37,6 @@ def assert_outputs_written(data: dict, out_dir: Path, name: str) -> None:
     assert f"torch {torch.__version__}" in report and "deterministic algorithms on" in report
     assert Path(files["plot"]).read_bytes()[:8] == PNG_SIGNATURE
     assert json.loads(Path(files["results"]).read_text()) == data  # the file is what --json printed
-
-
-# heads ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def heads_result(tmp_path_factory) -> tuple[dict, Path]:
-    from tests.conftest import Cli
-
-    out_dir = tmp_path_factory.mktemp("heads")
-    return run_quick(Cli(), "heads", out_dir), out_dir
-
-
-def test_heads_quick_writes_every_output(heads_result):
-    data, out_dir = heads_result
-    assert_outputs_written(data, out_dir, "heads")
-    settings = data["settings"]
-    assert [p["n_heads"] for p in data["points"]] == [1, 2, 4, 8, 16]
-    assert [p["head_dim"] for p in data["points"]] == [64, 32, 16, 8, 4]  # d_model 64 split n ways
-    assert len(data["runs"]) == 5 * len(settings["seeds"])
-    assert all(len(run["train_loss"]) == settings["steps"] for run in data["runs"])
-    # Parameters of a 1-layer model with learned positions: attention 4 d^2 whatever the head count.
-    assert len({run["n_parameters"] for run in data["runs"]}) == 1
-    assert data["chance_loss"] == pytest.approx(float(torch.log(torch.tensor(16.0))))
-    judged = judge_head_counts(
-        [p["n_heads"] for p in data["points"]],
-        [p["mean_eval_loss"] for p in data["points"]],
-        settings["tolerance_nats"],
-        measure="held-out loss",
-    )
-    assert data["judgement"] == judged.model_dump()
-    assert f"Final loss, **{judged.verdict}**" in Path(data["files"]["report"]).read_text()
-    for run in data["runs"]:
-        assert run["steps_to_solve"] == steps_to_solve(run["train_loss"], settings["solved_nats"])
-    unsolved = any(p["mean_steps_to_solve"] is None for p in data["points"])
-    assert (data["speed_judgement"] is None) == unsolved
-
-
-def test_heads_quick_is_deterministic_on_cpu(cli, heads_result, tmp_path):
-    first, _ = heads_result
-    again = run_quick(cli, "heads", tmp_path)
-    assert [run["train_loss"] for run in again["runs"]] == [run["train_loss"] for run in first["runs"]]
-    assert again["points"] == first["points"]
-
-
-@pytest.mark.parametrize(
-    ("losses", "verdict", "enough"),
-    [
-        ([2.0, 1.5, 1.0, 0.5, 0.1], "help", 16),
-        ([2.0, 1.0, 0.5, 0.51, 0.52], "plateau", 4),
-        ([2.0, 0.5, 0.6, 0.9, 1.2], "help-then-hurt", 2),
-        ([0.5, 0.52, 0.7, 0.9, 1.2], "hurt", 1),
-        ([0.50, 0.52, 0.49, 0.51, 0.53], "no-effect", 1),
-    ],
-)
-def test_judge_head_counts(losses, verdict, enough):
-    judged = judge_head_counts([1, 2, 4, 8, 16], losses, tolerance=0.05)
-    assert (judged.verdict, judged.enough_heads) == (verdict, enough)
-    assert judged.best_heads == [1, 2, 4, 8, 16][losses.index(min(losses))]
-
-
-def test_steps_to_solve_uses_the_trailing_mean():
-    losses = [1.0] * 10 + [0.0] * 10  # the 10-step mean drops below 0.5 once 6 zeros are in the window
-    assert steps_to_solve(losses, 0.5) == 16
-    assert steps_to_solve(losses, 0.0) is None
 
 
 # mqa --------------------------------------------------------------------------------------------
@@ -190,14 +125,6 @@ def test_experiment_lm_parameters_match_count_params_with_and_without_attention(
     assert n_parameters(bare) == expected_parameters(spec, attention=False) < n_parameters(model)
 
 
-def test_copy_task_scores_only_the_copy():
-    inputs, targets = copy_task_batch(3, 5, 7, torch.Generator().manual_seed(0))
-    assert inputs.shape == targets.shape == (3, 10)
-    assert (inputs[:, 5] == 7).all()  # the separator
-    assert (targets[:, :5] == IGNORE_INDEX).all()
-    assert torch.equal(targets[:, 5:], inputs[:, :5])  # after the separator, the first half again
-
-
 def test_pydoc_corpus_split_is_disjoint_and_whole():
     from pydoc_data.topics import topics
 
@@ -240,49 +167,6 @@ def test_typed_command_normalises_the_program_and_falls_back_to_the_options():
     assert typed_command("heads", ["pytest", "-k", "experiment", "tests/"]) is None
     rebuilt = command_line("mla", quick=True, seed=1, device="cpu", out_dir=None, force=True, argv=["pytest"])
     assert rebuilt == "mha experiment mla --quick --seed 1 --device cpu --force"
-
-
-def test_quick_runs_say_they_are_smoke_runs(heads_result):
-    from rich.console import Console
-
-    from mha_cli.cli.experiment_cmd import render_heads
-    from mha_cli.experiments.heads_models import HeadsResult
-
-    data, out_dir = heads_result
-    assert data["quick"] is True
-    report = (out_dir / "report.md").read_text()
-    assert report.startswith("# Experiment: number of heads at fixed width (copy task) (smoke run)")
-    assert SMOKE_CAVEAT in report.split("Command:")[0]
-    console = Console(record=True, width=200)
-    render_heads(console, HeadsResult.model_validate(data))
-    text = console.export_text()
-    assert text.startswith(SMOKE_CAVEAT) and "(smoke run, not evidence) :" in text
-
-
-def _tick_texts(axes) -> list[str]:
-    return [t.get_text() for t in axes.get_yticklabels() + axes.get_yticklabels(minor=True)]
-
-
-def test_heads_plot_drops_an_unjudged_speed_panel_and_uses_plain_log_ticks(heads_result):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    from mha_cli.experiments.heads import judge_speed
-    from mha_cli.experiments.heads_models import HeadsPoint, HeadsResult
-    from mha_cli.experiments.heads_plot import heads_figure
-
-    data, _ = heads_result
-    result = HeadsResult.model_validate(data)
-    unjudged = heads_figure(result.model_copy(update={"speed_judgement": None}))
-    assert len(unjudged.axes) == 2
-    FigureCanvasAgg(unjudged).draw()
-    for axes in unjudged.axes:
-        labels = [text for text in _tick_texts(axes) if text]
-        assert labels and not any("times" in text or "^" in text for text in labels), labels
-    points = [
-        HeadsPoint.model_validate(p | {"mean_steps_to_solve": 10.0 * (i + 1)}) for i, p in enumerate(data["points"])
-    ]
-    judged = result.model_copy(update={"points": points, "speed_judgement": judge_speed(points, 0.1)})
-    assert [a.get_title() for a in heads_figure(judged).axes][2].startswith("Speed: ")
 
 
 def test_mqa_plot_units_come_from_the_data_and_the_table_fits_80_columns(cli, tmp_path):

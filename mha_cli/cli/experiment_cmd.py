@@ -30,6 +30,15 @@ if TYPE_CHECKING:
 QuickOpt = Annotated[bool, typer.Option("--quick", help="A seconds-long smoke run (tiny sizes, few steps).")]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (cuda when present), cuda or cpu.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for weights and batches; CPU runs repeat exactly.")]
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        min=1,
+        help="Processes training at once (default: the CPU cores, at most 2; 1 on CUDA). Results do not depend on it.",
+        show_default=False,
+    ),
+]
 OutDirOpt = Annotated[
     Path | None,
     typer.Option(
@@ -51,12 +60,13 @@ def experiment_command(runner: str, render: Callable[[Console, Any], None], summ
         out_dir: OutDirOpt = None,
         force: ForceOpt = False,
         json: JsonOpt = False,
+        workers: WorkersOpt = None,
     ) -> None:
         module, function = runner.split(":")
         check_device_option(device)  # the refusals that need no torch come first: torch takes seconds to import
         ExperimentOutputs(module.rsplit(".", 1)[-1], out_dir, force=force).check_writable()
         run = getattr(importlib.import_module(module), function)  # torch is imported here, only for this command
-        result = run(quick=quick, seed=seed, device=device, out_dir=out_dir, force=force)
+        result = run(quick=quick, seed=seed, device=device, out_dir=out_dir, force=force, workers=workers)
         Output(json).emit(result, render)
 
     command.__doc__ = summary
@@ -81,25 +91,33 @@ def print_smoke_caveat(console: Console, quick: bool, *, shape_only: bool = Fals
 
 def render_heads(console: Console, result: HeadsResult) -> None:
     print_smoke_caveat(console, result.quick)
-    table = compact_table("Held-out copy loss by head count (d_model 64)")
-    for name in ("n_heads", "head_dim", "loss (nats)", "accuracy", "steps to learn"):
+    seeds = len(result.seeds)
+    table = compact_table(f"Held-out gather loss by head count (d_model 64, {seeds} seeds)")
+    for name in ("n_heads", "head_dim", "loss (nats)", "seed range", "accuracy", "vs best"):
         table.add_column(name, justify="right")
+    worse = result.judgement.worse_than_best
     for point in result.points:
-        steps = "never" if point.mean_steps_to_solve is None else f"{point.mean_steps_to_solve:.1f}"
+        loss, accuracy = point.eval_loss, point.eval_accuracy
+        standing = (
+            "best" if point.n_heads == result.judgement.best_heads else "worse" if point.n_heads in worse else "tied"
+        )
         table.add_row(
             str(point.n_heads),
             str(point.head_dim),
-            f"{point.mean_eval_loss:.4f}",
-            f"{point.mean_eval_accuracy:.3f}",
-            steps,
+            f"{loss.mean:.4f}",
+            f"{loss.low:.4f}-{loss.high:.4f}",
+            f"{accuracy.mean:.3f}",
+            standing,
         )
+    floor = result.no_attention
+    table.add_row(
+        "none", "-", f"{floor.eval_loss.mean:.4f}", f"{floor.eval_loss.low:.4f}-{floor.eval_loss.high:.4f}",
+        f"{floor.eval_accuracy.mean:.3f}", "control",
+    )  # fmt: skip
+    table.add_row("chance", "-", f"{result.chance_loss:.4f}", "", f"{result.chance_accuracy:.4f}", "")
     console.print(table)
     smoke = "[yellow](smoke run, not evidence)[/yellow] " if result.quick else ""
-    console.print(f"final loss, [bold]{result.judgement.verdict}[/bold] {smoke}: {result.judgement.sentence}")
-    if result.speed_judgement is not None:
-        console.print(
-            f"speed, [bold]{result.speed_judgement.verdict}[/bold] {smoke}: {result.speed_judgement.sentence}"
-        )
+    console.print(f"held-out loss, [bold]{result.judgement.verdict}[/bold] {smoke}: {result.judgement.sentence}")
     print_files(console, result.files)
 
 
@@ -162,7 +180,7 @@ EXPERIMENTS: dict[str, tuple[str, Callable[[Console, Any], None], str]] = {
     "heads": (
         "mha_cli.experiments.heads:run_heads",
         render_heads,
-        "Sweep n_heads (1..16) at d_model 64 on a copy task: do more heads help, plateau or hurt?",
+        "Sweep n_heads (1..16) at d_model 64 on a task needing 4 lookups at once: do more heads help, plateau or hurt?",
     ),
     "mqa": (
         "mha_cli.experiments.mqa:run_mqa",

@@ -1,6 +1,6 @@
 """The lesson's experiments as reproducible runs (torch ring; imported only by ``mha experiment``).
 
-- ``heads``: one-layer attention on a copy task, n_heads swept at fixed d_model.
+- ``heads``: one-layer attention on a gather task (4 lookups at once), n_heads swept at fixed d_model, 3 seeds.
 - ``mqa``: MHA vs GQA vs MQA, parameters of the instantiated model and the KV cache, computed and measured,
   against a calculator that ignores GQA (the control that must lose).
 - ``mla``: a byte-level MLA language model on Python's own docs, the latent rank swept against an MHA

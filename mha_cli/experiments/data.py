@@ -1,7 +1,8 @@
-"""Training data that needs no download: a synthetic copy task and Python's own documentation.
+"""Training data that needs no download: a synthetic gather task and Python's own documentation.
 
-- Copy task: ``x_1 .. x_L SEP x_1 .. x_L``; the model is scored only on the second half, where
-  each token can be read off L + 1 positions back. Chance loss: ln(n_symbols) nats.
+- Gather task: k streams of L symbols, then L query positions; query i's target is the tuple
+  (stream_1[i], ..., stream_k[i]) as one token of n_symbols**k classes (``gather_task_batch``).
+  Chance loss: k ln(n_symbols) nats.
 - Text: the prose of ``pydoc_data.topics`` (the help topics shipped with every CPython), bytes of
   its UTF-8 encoding (vocabulary 256, no tokenizer to train). Topics are split whole, every tenth
   (in sorted order) held out for validation, so no passage is in both splits. The text differs
@@ -21,21 +22,31 @@ VALIDATION_EVERY = 10
 """Every tenth topic (sorted by name, from the first) goes to the validation split."""
 
 
-# Copy task -------------------------------------------------------------------------------------
+# Gather task -----------------------------------------------------------------------------------
 
 
-def copy_task_batch(
-    batch: int, length: int, n_symbols: int, generator: torch.Generator
+def gather_vocab_size(streams: int, n_symbols: int) -> int:
+    """Symbols, the query token, then one class per tuple: n + 1 + n**k token ids."""
+    return n_symbols + 1 + n_symbols**streams
+
+
+def gather_task_batch(
+    batch: int, streams: int, length: int, n_symbols: int, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(inputs (b, 2L), targets (b, 2L)): symbols 0..n_symbols-1, separator n_symbols.
+    """(inputs (b, (k + 1) L), targets (b, (k + 1) L)) of the gather task, k = ``streams``, L = ``length``.
 
-    Targets are the next token, ``IGNORE_INDEX`` before the separator: only the copy is scored.
+    Inputs: stream 1's L symbols, stream 2's, ..., stream k's (ids 0..n-1), then L query tokens (id n).
+    The target at query position i (0-based) is the tuple (stream_1[i], ..., stream_k[i]) as one token,
+    n + 1 + sum_j stream_j[i] * n**(k - j) (stream 1 the most significant digit); ``IGNORE_INDEX`` on
+    the streams, which are random and unpredictable. Only the L query positions are scored.
     """
-    symbols = torch.randint(0, n_symbols, (batch, length), generator=generator)  # (b, L)
-    separator = torch.full((batch, 1), n_symbols, dtype=symbols.dtype)  # (b, 1)
-    sequence = torch.cat([symbols, separator, symbols], dim=1)  # (b, 2L + 1)
-    inputs, targets = sequence[:, :-1], sequence[:, 1:].clone()  # (b, 2L) each
-    targets[:, :length] = IGNORE_INDEX  # the first L targets are random symbols: unpredictable
+    symbols = torch.randint(0, n_symbols, (batch, streams, length), generator=generator)  # (b, k, L)
+    queries = torch.full((batch, length), n_symbols, dtype=symbols.dtype)  # (b, L)
+    inputs = torch.cat([symbols.flatten(1), queries], dim=1)  # (b, (k + 1) L)
+    digits = n_symbols ** torch.arange(streams - 1, -1, -1)  # (k,): n**(k-1) .. 1
+    tuples = (symbols * digits[None, :, None]).sum(dim=1)  # (b, L)
+    targets = torch.full_like(inputs, IGNORE_INDEX)  # (b, (k + 1) L)
+    targets[:, streams * length :] = n_symbols + 1 + tuples
     return inputs, targets
 
 

@@ -1,25 +1,42 @@
-"""Experiment ``heads``: does splitting a fixed width into more heads help a one-layer model copy?
+"""Experiment ``heads``: at a fixed width, do more heads help, plateau or hurt on a task that needs several?
 
-d_model stays 64; n_heads runs over 1, 2, 4, 8, 16 (head width 64 down to 4). Each model is a
-one-layer decoder (``lm.build_lm``, MHA, learned positions) trained on the copy task of ``data.copy_task_batch``
-with the same batches and settings, once per seed. Two verdicts (help, plateau, hurt...) are computed
-by ``judge_head_counts`` with stated tolerances: one on the held-out loss after training, one on how
-fast the task is learned (steps until the smoothed training loss falls below ``solved_nats``).
+The task (``data.gather_task_batch``): k = 4 streams of L = 8 random symbols (n = 4 kinds), then L query
+positions; query i must output the tuple (stream_1[i], ..., stream_4[i]) as ONE token of n**k = 256
+classes, so it needs k symbols from k different earlier positions at once. Chance: k ln n = 5.545 nats
+(a uniform guess over the tuples), accuracy 1/256.
+
+Why the head count can matter here: one layer, RoPE positions (no learned positions, so a value vector
+carries its token and nothing about where it sits). A softmax head returns a weighted average of the
+values it attends to; one head spreading its weight over the four positions sums four symbol vectors
+and loses which stream held which symbol, unless it codes the stream in unequal weights (a lossy code
+the MLP must undo). With at least k heads each head can put all its weight on one stream's position
+and pass its symbol unmixed; a linear readout of the concatenated heads then names the tuple. So
+fewer than k heads should lose, k should be enough, and more heads at the same d_model = 64 are each
+narrower (head_dim 64 / n_heads, down to 4 at 16 heads: RoPE then has two rotation frequencies to
+pick one position out of (k + 1) L), which may hurt: the skill's floor rule (MHA090, never head_dim
+below 32) predicts collapse there.
+
+Every model is ``lm.build_lm`` (the tool's decoder: pre-norm, gated MLP) with d_model 64, one layer,
+trained by ``train.train`` with the same settings; every head count sees the same batches and
+initialisation stream for a given seed. The floor that must lose: the no-attention control
+(``build_lm(spec, attention=False)``, trained alike), which sees only its own query token. Every model
+is trained once per seed (3 by default); a difference is stated only where the seed ranges do not
+overlap (``seeds.clearly_below``). Jobs run in ``--workers`` processes (``jobs.run_jobs``) with
+identical results for any worker count.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from pathlib import Path
-from statistics import mean
 
 import torch
 
+from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.experiments.common import command_line, deterministic_run, progress_bar, seeded_generator
-from mha_cli.experiments.data import copy_task_batch
+from mha_cli.experiments.data import gather_task_batch, gather_vocab_size
 from mha_cli.experiments.heads_models import (
     HEAD_COUNTS,
     HeadsJudgement,
@@ -27,194 +44,229 @@ from mha_cli.experiments.heads_models import (
     HeadsResult,
     HeadsRun,
     HeadsSettings,
+    NoAttentionFloor,
     Verdict,
 )
 from mha_cli.experiments.heads_plot import heads_figure
 from mha_cli.experiments.heads_report import heads_report
+from mha_cli.experiments.jobs import default_workers, run_jobs
 from mha_cli.experiments.lm import build_lm, n_parameters
 from mha_cli.experiments.outputs import ExperimentOutputs
-from mha_cli.experiments.train import TrainSettings, evaluate, scored_accuracy, trailing_mean, train
+from mha_cli.experiments.seeds import SeedSpread, chance_apart, clearly_below, seed_spread
+from mha_cli.experiments.train import TrainSettings, evaluate, scored_accuracy, train
 from mha_cli.nn.device import resolve_device
 
-__all__ = ["HEAD_COUNTS", "HeadsResult", "HeadsSettings", "judge_head_counts", "run_heads", "steps_to_solve"]
+__all__ = ["HEAD_COUNTS", "HeadsResult", "HeadsSettings", "judge_head_counts", "run_heads"]
 EVAL_SEED_OFFSET = 10_000
-"""The held-out copy sequences come from seed + this offset: never a training batch."""
+"""The held-out sequences come from seed + this offset: never a training batch."""
 
 
 def judge_head_counts(
-    head_counts: list[int], values: list[float], tolerance: float, *, measure: str = "loss", unit: str = "nats"
+    head_counts: list[int], spreads: list[SeedSpread], *, measure: str = "held-out loss", unit: str = "nats"
 ) -> HeadsJudgement:
-    """Classify how a lower-is-better ``measure`` responds to more heads (head_counts ascending).
+    """Classify how a lower-is-better ``measure`` responds to more heads (head_counts ascending), by seed spread.
 
-    best: the lowest value; enough: the fewest heads within ``tolerance`` of it. More heads
-    - help when enough is the largest count tried;
-    - plateau when enough lies between and the largest count is still within tolerance;
-    - help-then-hurt when enough lies between and the largest count is worse than best + tolerance;
-    - hurt when one head is already within tolerance of the best and the largest count is not;
-    - have no effect when every count is within tolerance of the best.
+    best: the lowest mean; a count is *worse* than the best when every seed of it is above every seed
+    of the best (``clearly_below``), else tied with it; enough: the fewest heads tied with the best. More heads
+    - help when every count below the largest is worse (enough is the largest);
+    - plateau when enough lies between and the largest count is tied with the best;
+    - help-then-hurt when enough lies between and the largest count is worse;
+    - hurt when one head is tied with the best and the largest count is worse;
+    - have no effect when one head and the largest count are both tied with the best.
     """
-    best_value = min(values)
-    best = head_counts[values.index(best_value)]
-    enough_index = next(i for i, value in enumerate(values) if value <= best_value + tolerance)
-    enough = head_counts[enough_index]
-    first, last = head_counts[0], head_counts[-1]
-    last_worse = values[-1] > best_value + tolerance
-    margin = f"{tolerance:.3g} {unit}"
-    spread = f"{measure} {values[0]:.4g} {unit} at {first} head(s), best {best_value:.4g} at {best}" + (
-        f", {values[-1]:.4g} at {last}" if best != last else ""
-    )
+    means = [spread.mean for spread in spreads]
+    best_index = means.index(min(means))
+    best = spreads[best_index]
+    worse = [clearly_below(best, spread) for spread in spreads]
+    enough_index = worse.index(False)  # the best is never worse than itself
+    enough, first, last = head_counts[enough_index], head_counts[0], head_counts[-1]
+    worse_counts = [count for count, is_worse in zip(head_counts, worse, strict=True) if is_worse]
     if enough_index == 0:
-        if last_worse:
+        if worse[-1]:
             verdict: Verdict = "hurt"
-            text = f"More heads hurt: {first} head(s) are already within {margin} of the best, {last} are worse"
+            text = f"More heads hurt: {first} head(s) are tied with the best, {last} are worse"
         else:
             verdict = "no-effect"
-            text = f"The head count makes no difference beyond {margin}"
+            text = f"{first} and {last} head(s) are tied with the best: no effect of the head count"
+            if worse_counts:
+                text += f" at the ends (though {describe_counts(worse_counts)} are worse)"
     elif enough == last:
         verdict = "help"
         text = f"More heads help all the way to {last}"
-    elif last_worse:
+    elif worse[-1]:
         verdict = "help-then-hurt"
-        text = f"More heads help up to {enough}, then hurt ({last} is worse than the best by more than {margin})"
+        text = f"More heads help up to {enough}, then hurt ({last} are worse than the best)"
     else:
         verdict = "plateau"
-        text = f"More heads help up to {enough}, then plateau (within {margin} up to {last})"
-    return HeadsJudgement(verdict=verdict, best_heads=best, enough_heads=enough, sentence=f"{text}: {spread}.")
-
-
-def judge_speed(points: list[HeadsPoint], relative_tolerance: float) -> HeadsJudgement | None:
-    """The verdict on learning speed, if every head count learned the copy."""
-    steps = [p.mean_steps_to_solve for p in points]
-    if any(value is None for value in steps):
-        return None
-    known = [float(value) for value in steps if value is not None]
-    return judge_head_counts(
-        [p.n_heads for p in points], known, relative_tolerance * min(known), measure="steps to learn", unit="steps"
+        at_last = "are the best" if best_index == len(spreads) - 1 else "are tied with the best"
+        text = f"More heads help up to {enough}, then plateau ({last} {at_last} within the seed spread)"
+    figures = ", ".join(
+        f"{format_spread(spread, unit)} at {count}" for count, spread in zip(head_counts, spreads, strict=True)
+    )
+    n_seeds = len(best.values)
+    sentence = (
+        f"{text}. Mean {measure} (seed range) by head count: {figures}; best {head_counts[best_index]}."
+        f" Worse means every one of its {n_seeds} seeds is above every seed of the best"
+        f" (by chance, with no real difference: p = {chance_apart(n_seeds, n_seeds):.2g} per pair)."
+    )
+    return HeadsJudgement(
+        verdict=verdict,
+        best_heads=head_counts[best_index],
+        enough_heads=enough,
+        worse_than_best=worse_counts,
+        sentence=sentence,
     )
 
 
-def steps_to_solve(losses: list[float], threshold: float) -> int | None:
-    """First step (1-based) whose trailing 10-step mean loss is below ``threshold``."""
-    return next((i + 1 for i, value in enumerate(trailing_mean(losses)) if value < threshold), None)
+def format_spread(spread: SeedSpread, unit: str) -> str:
+    return f"{spread.mean:.3g} ({spread.low:.3g}-{spread.high:.3g}) {unit}"
 
 
-def copy_model_spec(settings: HeadsSettings, n_heads: int) -> ModelSpec:
-    """One MHA layer of width d_model split into ``n_heads``; vocabulary = symbols + separator."""
+def describe_counts(counts: list[int]) -> str:
+    return " and ".join(", ".join(str(c) for c in counts).rsplit(", ", 1)) + " head(s)"
+
+
+def gather_model_spec(settings: HeadsSettings, n_heads: int) -> ModelSpec:
+    """One MHA layer of width d_model split into ``n_heads``, RoPE positions; vocabulary: symbols, query, tuples."""
     return ModelSpec(
-        name=f"copy-{n_heads}h",
+        name=f"gather-{n_heads}h",
         d_model=settings.d_model,
         n_layers=1,
         n_heads=n_heads,
         variant="MHA",
-        vocab_size=settings.n_symbols + 1,
+        vocab_size=gather_vocab_size(settings.streams, settings.n_symbols),
         d_ff=4 * settings.d_model,
-        position_embeddings=2 * settings.copy_length,
     )
+
+
+class HeadsJob(Record):
+    """One model to train: ``n_heads`` (None: the no-attention control) with ``seed``."""
+
+    settings: HeadsSettings
+    n_heads: int | None
+    seed: int
+    device: str
+
+
+def train_job(job: HeadsJob) -> HeadsRun:
+    """Train and evaluate one model (module level: ``run_jobs`` may run it in a spawned process)."""
+    settings, device = job.settings, torch.device(job.device)
+    attention = job.n_heads is not None
+    spec = gather_model_spec(settings, job.n_heads or settings.head_counts[0])
+
+    def batch(size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        return gather_task_batch(size, settings.streams, settings.stream_length, settings.n_symbols, generator)
+
+    inputs, targets = batch(settings.eval_sequences, seeded_generator(job.seed + EVAL_SEED_OFFSET))
+    half_way: list[float] = []
+
+    def evaluate_half_way(steps_done: int) -> bool:
+        """Held-out loss at half the steps (no effect on training: no dropout, no random numbers drawn)."""
+        if steps_done == settings.half_steps:
+            half_way.append(evaluate(model, inputs, targets, device, batch_size=128))
+        return False
+
+    with deterministic_run(job.seed, device):  # same initialisation stream for every head count
+        model = build_lm(spec, attention=attention, device=device)
+        batches = seeded_generator(job.seed)  # same batches for every head count
+        losses = train(
+            model,
+            lambda: batch(settings.batch, batches),
+            TrainSettings(
+                steps=settings.steps,
+                learning_rate=settings.learning_rate,
+                final_lr_fraction=settings.final_lr_fraction,
+            ),
+            device,
+            should_stop=evaluate_half_way,
+        )
+        return HeadsRun(
+            n_heads=job.n_heads,
+            head_dim=spec.dim_per_head if attention else None,
+            seed=job.seed,
+            n_parameters=n_parameters(model),
+            train_loss=losses,
+            half_way_eval_loss=half_way[0],
+            eval_loss=evaluate(model, inputs, targets, device, batch_size=128),
+            eval_accuracy=scored_accuracy(model, inputs, targets, device, batch_size=128),
+        )
 
 
 def run_heads(
-    *, quick: bool = False, seed: int = 0, device: str = "auto", out_dir: Path | None = None, force: bool = False
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    device: str = "auto",
+    out_dir: Path | None = None,
+    force: bool = False,
+    workers: int | None = None,
 ) -> HeadsResult:
-    """Train every (head count, seed) model, judge, plot and write the outputs."""
-    settings = HeadsSettings.for_run(quick=quick, seed=seed)
+    """Train every (head count, seed) model and the no-attention control, judge, plot and write the outputs."""
     outputs = ExperimentOutputs("heads", out_dir, force=force)
     torch_device = resolve_device(device)  # a bad --device is refused before the folder is created
     outputs.check_writable()
+    settings = HeadsSettings.for_run(quick=quick, seed=seed, device=torch_device.type)
+    workers = default_workers(torch_device) if workers is None else workers
+    jobs = [
+        HeadsJob(settings=settings, n_heads=n_heads, seed=run_seed, device=str(torch_device))
+        for run_seed in settings.seeds
+        for n_heads in [*settings.head_counts, None]
+    ]
     started = time.perf_counter()
-    runs: list[HeadsRun] = []
     with deterministic_run(seed, torch_device) as environment, progress_bar() as progress:
-        total = len(settings.head_counts) * len(settings.seeds) * settings.steps
-        task = progress.add_task("heads: training", total=total)
-        for run_seed in settings.seeds:
-            eval_inputs, eval_targets = copy_task_batch(
-                settings.eval_sequences,
-                settings.copy_length,
-                settings.n_symbols,
-                seeded_generator(run_seed + EVAL_SEED_OFFSET),
-            )
-            for n_heads in settings.head_counts:
-                progress.update(task, description=f"heads: {n_heads:>2} head(s), seed {run_seed}")
-                runs.append(
-                    train_one(
-                        settings,
-                        n_heads,
-                        run_seed,
-                        torch_device,
-                        (eval_inputs, eval_targets),
-                        lambda: progress.advance(task),
-                    )
-                )
+        task = progress.add_task(f"heads: training ({workers} worker(s))", total=len(jobs))
+        runs = run_jobs(train_job, jobs, workers=workers, on_done=lambda _: progress.advance(task))
     environment.wall_seconds = round(time.perf_counter() - started, 1)
+    environment.workers = workers
     points = summarise(settings, runs)
-    judgement = judge_head_counts(
-        [p.n_heads for p in points],
-        [p.mean_eval_loss for p in points],
-        settings.tolerance_nats,
-        measure="held-out loss",
-    )
+    floor = summarise_floor(settings, runs)
+    n_tuples = settings.n_symbols**settings.streams
     result = HeadsResult(
         command=command_line("heads", quick=quick, seed=seed, device=device, out_dir=out_dir, force=force),
         quick=quick,
         environment=environment,
         settings=settings,
-        chance_loss=math.log(settings.n_symbols),
+        seeds=settings.seeds,
+        chance_loss=settings.streams * math.log(settings.n_symbols),
+        chance_accuracy=1 / n_tuples,
+        chance_apart=chance_apart(len(settings.seeds), len(settings.seeds)),
         runs=runs,
         points=points,
-        judgement=judgement,
-        speed_judgement=judge_speed(points, settings.speed_tolerance),
+        no_attention=floor,
+        judgement=judge_head_counts([p.n_heads for p in points], [p.eval_loss for p in points]),
+        attention_beats_floor=[p.n_heads for p in points if clearly_below(p.eval_loss, floor.eval_loss)],
         files=outputs.files,
     )
     outputs.write(heads_report(result), heads_figure(result), result)
     return result
 
 
-def train_one(
-    settings: HeadsSettings,
-    n_heads: int,
-    seed: int,
-    device: torch.device,
-    evaluation: tuple[torch.Tensor, torch.Tensor],
-    on_step: Callable[[], None],
-) -> HeadsRun:
-    torch.manual_seed(seed)  # same initialisation stream for every head count
-    spec = copy_model_spec(settings, n_heads)
-    model = build_lm(spec, device=device)
-    batches = seeded_generator(seed)  # same batches for every head count
-    losses = train(
-        model,
-        lambda: copy_task_batch(settings.batch, settings.copy_length, settings.n_symbols, batches),
-        TrainSettings(steps=settings.steps, learning_rate=settings.learning_rate),
-        device,
-        on_step,
-    )
-    inputs, targets = evaluation
-    return HeadsRun(
-        n_heads=n_heads,
-        head_dim=spec.dim_per_head,
-        seed=seed,
-        n_parameters=n_parameters(model),
-        train_loss=losses,
-        eval_loss=evaluate(model, inputs, targets, device),
-        eval_accuracy=scored_accuracy(model, inputs, targets, device),  # the copy half
-        steps_to_solve=steps_to_solve(losses, settings.solved_nats),
-    )
+def seed_ordered(settings: HeadsSettings, runs: list[HeadsRun], n_heads: int | None) -> list[HeadsRun]:
+    """The runs of ``n_heads`` (None: the control), in the order of the settings' seeds."""
+    by_seed = {run.seed: run for run in runs if run.n_heads == n_heads}
+    return [by_seed[seed] for seed in settings.seeds]
 
 
 def summarise(settings: HeadsSettings, runs: list[HeadsRun]) -> list[HeadsPoint]:
     points = []
     for n_heads in settings.head_counts:
-        mine = [run for run in runs if run.n_heads == n_heads]
-        losses = [run.eval_loss for run in mine]
-        solved = [run.steps_to_solve for run in mine]
+        mine = seed_ordered(settings, runs, n_heads)
         points.append(
             HeadsPoint(
                 n_heads=n_heads,
-                head_dim=mine[0].head_dim,
-                mean_eval_loss=mean(losses),
-                min_eval_loss=min(losses),
-                max_eval_loss=max(losses),
-                mean_eval_accuracy=mean(run.eval_accuracy for run in mine),
-                mean_steps_to_solve=None if None in solved else mean(step for step in solved if step is not None),
+                head_dim=settings.d_model // n_heads,
+                eval_loss=seed_spread([run.eval_loss for run in mine]),
+                eval_accuracy=seed_spread([run.eval_accuracy for run in mine]),
+                half_way_eval_loss=seed_spread([run.half_way_eval_loss for run in mine]),
             )
         )
     return points
+
+
+def summarise_floor(settings: HeadsSettings, runs: list[HeadsRun]) -> NoAttentionFloor:
+    mine = seed_ordered(settings, runs, None)
+    return NoAttentionFloor(
+        n_parameters=mine[0].n_parameters,
+        eval_loss=seed_spread([run.eval_loss for run in mine]),
+        eval_accuracy=seed_spread([run.eval_accuracy for run in mine]),
+    )

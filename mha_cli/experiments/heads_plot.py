@@ -1,4 +1,4 @@
-"""The figure of experiment ``heads``: training curves, final loss per head count, learning speed if judged."""
+"""The figure of experiment ``heads``: training curves, held-out loss and accuracy per head count, floors marked."""
 
 from __future__ import annotations
 
@@ -12,46 +12,55 @@ from mha_cli.experiments.train import trailing_mean
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+CURVE_WINDOW = 25
+"""Steps averaged in the training curves."""
+
 
 def heads_figure(result: HeadsResult) -> Figure:
-    """Training curves and final loss; a third panel, learning speed, only when the speed was judged."""
-    judged = result.speed_judgement is not None
-    figure, panels = new_figure(3 if judged else 2, width=4.6)
-    curves, finals = panels[0], panels[1]
-    for n_heads in result.settings.head_counts:
+    """Three panels: mean training curves; held-out loss per head count (every seed, mean, range); accuracy."""
+    figure, (curves, losses, accuracy) = new_figure(3, width=4.6)
+    s = result.settings
+    for n_heads in [*s.head_counts, None]:
         mine = [run.train_loss for run in result.runs if run.n_heads == n_heads]
         averaged = [mean(step) for step in zip(*mine, strict=True)]
-        curves.plot(range(1, len(averaged) + 1), trailing_mean(averaged), label=f"{n_heads} head(s)")
+        label = "no attention" if n_heads is None else f"{n_heads} head(s)"
+        style = {"color": "black", "linestyle": "--"} if n_heads is None else {}
+        curves.plot(range(1, len(averaged) + 1), trailing_mean(averaged, CURVE_WINDOW), label=label, **style)
     curves.axhline(result.chance_loss, color="grey", linestyle=":", label="chance")
     curves.set_yscale("log")
     plain_log_ticks(curves.yaxis)
-    curves.set(xlabel="step", ylabel="training loss (nats, 10-step mean)", title="Copy task, d_model = 64")
-    curves.legend()
+    curves.set(
+        xlabel="step", ylabel=f"training loss (nats, {CURVE_WINDOW}-step mean of {len(result.seeds)} seeds)",
+        title=f"Gather {s.streams} streams, d_model {s.d_model}",
+    )  # fmt: skip
+    curves.legend(fontsize="small")
     x = [p.n_heads for p in result.points]
-    y = [p.mean_eval_loss for p in result.points]
-    errors = [
-        [p.mean_eval_loss - p.min_eval_loss for p in result.points],
-        [p.max_eval_loss - p.mean_eval_loss for p in result.points],
-    ]
-    finals.errorbar(x, y, yerr=errors, marker="o", capsize=3)
-    tolerance = result.settings.tolerance_nats
-    finals.axhspan(min(y), min(y) + tolerance, color="tab:green", alpha=0.15, label=f"best + {tolerance} nats")
-    finals.set_yscale("log")
-    plain_log_ticks(finals.yaxis)
-    finals.legend()
-    finals.set_xscale("log", base=2)
-    finals.set_xticks(x, [str(h) for h in x])
-    finals.set(xlabel="n_heads", ylabel="held-out loss (nats)", title=f"Final loss: {result.judgement.verdict}")
-    if result.speed_judgement is not None:
-        speed = panels[2]
-        solved = [(p.n_heads, p.mean_steps_to_solve) for p in result.points if p.mean_steps_to_solve is not None]
-        speed.plot([h for h, _ in solved], [steps for _, steps in solved], marker="o", color="tab:orange")
-        speed.set_xscale("log", base=2)
-        speed.set_xticks(x, [str(h) for h in x])
-        speed.set(
-            xlabel="n_heads", ylabel=f"steps to < {result.settings.solved_nats} nats",
-            title=f"Speed: {result.speed_judgement.verdict}",
+    for panel, field, floor, chance in (
+        (losses, "eval_loss", result.no_attention.eval_loss, result.chance_loss),
+        (accuracy, "eval_accuracy", result.no_attention.eval_accuracy, result.chance_accuracy),
+    ):
+        spreads = [getattr(p, field) for p in result.points]
+        for count, spread in zip(x, spreads, strict=True):
+            panel.scatter([count] * len(spread.values), spread.values, color="tab:blue", alpha=0.5, s=14)
+        panel.errorbar(
+            x,
+            [sp.mean for sp in spreads],
+            yerr=[[sp.mean - sp.low for sp in spreads], [sp.high - sp.mean for sp in spreads]],
+            marker="o", capsize=3, color="tab:blue", label="mean, seed range",
         )  # fmt: skip
+        panel.axhspan(floor.low, floor.high, color="black", alpha=0.15)
+        panel.axhline(floor.mean, color="black", linestyle="--", label="no attention")
+        panel.axhline(chance, color="grey", linestyle=":", label="chance")
+        panel.set_xscale("log", base=2)
+        panel.set_xticks(x, [f"{p.n_heads}\n({p.head_dim})" for p in result.points])
+    losses.set_yscale("log")
+    plain_log_ticks(losses.yaxis)
+    losses.set(
+        xlabel="n_heads (head_dim)", ylabel="held-out loss (nats)", title=f"Held-out loss: {result.judgement.verdict}"
+    )
+    losses.legend(fontsize="small")
+    accuracy.set_ylim(0, 1.02)
+    accuracy.set(xlabel="n_heads (head_dim)", ylabel="held-out tuple accuracy", title="Accuracy (whole tuple)")
     if result.quick:
         figure.suptitle("smoke run (--quick): not evidence", color="tab:red")
     return figure

@@ -115,9 +115,17 @@ def variant_spec(settings: MqaSettings, n_kv_heads: int) -> ModelSpec:
 
 
 def run_mqa(
-    *, quick: bool = False, seed: int = 0, device: str = "auto", out_dir: Path | None = None, force: bool = False
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    device: str = "auto",
+    out_dir: Path | None = None,
+    force: bool = False,
+    workers: int | None = None,
 ) -> MqaResult:
-    """Instantiate the three variants, measure them, compare with the calculator, write the outputs."""
+    """Instantiate the three variants, measure them, compare with the calculator, write the outputs.
+
+    ``workers`` is the shared ``--workers`` option, ignored here: nothing is trained."""
     settings = MqaSettings.for_run(quick=quick)
     outputs = ExperimentOutputs("mqa", out_dir, force=force)
     torch_device = resolve_device(device)  # a bad --device is refused before the folder is created
