@@ -4,7 +4,10 @@ worker processes and the learning-rate schedule. Exact values, computed by hand 
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
@@ -32,26 +35,45 @@ def test_without_attention_a_position_sees_only_its_own_token():
         assert not torch.allclose(full(tokens)[:, 4:], full(changed)[:, 4:])  # the control: attention looks back
 
 
-def test_kneser_ney_probabilities_sum_to_one_and_match_the_formula():
-    text = torch.tensor(list(b"abracadabra abracadabra"))
-    model = KneserNey(text, order=2)
-    for context in (b"a", b"r", b"z", b""):
+def _grams(text: bytes, k: int) -> Counter:
+    return Counter(text[i : i + k] for i in range(len(text) - k + 1))
+
+
+def _discount(counts: Counter) -> float:
+    n1 = sum(1 for c in counts.values() if c == 1)
+    n2 = sum(1 for c in counts.values() if c == 2)
+    return n1 / (n1 + 2 * n2)
+
+
+def _level(counts: Counter, h: bytes, w: bytes, lower: float) -> float:
+    """One interpolation step of the formula, written out: counts of grams h + w."""
+    d = _discount(counts)
+    after = {g: c for g, c in counts.items() if g[:-1] == h}
+    total = sum(after.values())
+    return max(after.get(h + w, 0) - d, 0) / total + d * len(after) / total * lower
+
+
+TEXT = b"abcabdabcabxab"
+
+
+def test_kneser_ney_order_3_matches_the_formula_written_out():
+    model = KneserNey(torch.tensor(list(TEXT)), order=3)
+    continuation_1 = Counter(g[1:] for g in _grams(TEXT, 2))  # distinct bytes before each byte
+    continuation_2 = Counter(g[1:] for g in _grams(TEXT, 3))  # distinct bytes before each bigram
+    for w in (b"c", b"d", b"x", b"z"):
+        p1 = _level(continuation_1, b"", w, 1 / 256)
+        p2 = _level(continuation_2, b"b", w, p1)
+        p3 = _level(_grams(TEXT, 3), b"ab", w, p2)  # the top order: raw counts
+        assert model.probability(b"zzab", w[0]) == pytest.approx(p3, rel=1e-12)
+        # a one-byte context: the top order in use is 2, with raw bigram counts
+        assert model.probability(b"b", w[0]) == pytest.approx(_level(_grams(TEXT, 2), b"b", w, p1), rel=1e-12)
+
+
+@pytest.mark.parametrize("order", [2, 3, 4])
+def test_kneser_ney_probabilities_sum_to_one(order):
+    model = KneserNey(torch.tensor(list(TEXT * 3)), order=order)
+    for context in (b"ab", b"cab", b"zz", b"zab", b"a", b"xq"):  # seen, unseen, short contexts
         assert sum(model.probability(context, w) for w in range(256)) == pytest.approx(1.0, abs=1e-12)
-    # Order 2 by hand: P(b | a) = max(c(ab) - D2, 0) / c(a.) + D2 * T(a.) / c(a.) * P1(b)
-    bigrams = Counter(bytes(text[i : i + 2].tolist()) for i in range(len(text) - 1))
-    after_a = {g: c for g, c in bigrams.items() if g[:1] == b"a"}
-    n1 = sum(1 for c in bigrams.values() if c == 1)
-    n2 = sum(1 for c in bigrams.values() if c == 2)
-    d2 = n1 / (n1 + 2 * n2)
-    continuation = Counter(g[1:] for g in bigrams)  # distinct bytes before each byte
-    c1 = sum(1 for c in continuation.values() if c == 1)
-    c2 = sum(1 for c in continuation.values() if c == 2)
-    d1 = c1 / (c1 + 2 * c2)
-    total_1 = sum(continuation.values())
-    p1_b = max(continuation[b"b"] - d1, 0) / total_1 + d1 * len(continuation) / total_1 / 256
-    total_a = sum(after_a.values())
-    expected = max(after_a[b"ab"] - d2, 0) / total_a + d2 * len(after_a) / total_a * p1_b
-    assert model.probability(b"xa", ord("b")) == pytest.approx(expected, rel=1e-12)
 
 
 def test_kneser_ney_bits_score_only_targets_and_higher_orders_fit_repeats_better():
@@ -60,8 +82,8 @@ def test_kneser_ney_bits_score_only_targets_and_higher_orders_fit_repeats_better
     targets[:, :10] = IGNORE_INDEX
     bits = [KneserNey(text, order).bits(inputs, targets) for order in (1, 2, 4)]
     assert bits[0] > bits[1] > bits[2] > 0
-    uniform = KneserNey(torch.tensor([0]), 1)  # one byte seen: P(anything else) from the uniform floor only
-    assert uniform.probability(b"", 7) == pytest.approx(uniform.discount[1] / 256)
+    uniform = KneserNey(torch.tensor([0]), 1)  # one byte seen once: D = 1, P(anything) = the uniform floor
+    assert uniform.discount[1] == 1.0 and uniform.probability(b"", 7) == pytest.approx(1 / 256)
 
 
 def test_seed_spread_and_when_two_figures_are_apart():
@@ -87,6 +109,35 @@ def test_jobs_give_the_same_results_in_order_with_any_worker_count():
     assert sorted(seen) == [1, 4, 9]
     assert default_workers(torch.device("meta")) == 1
     assert 1 <= default_workers(torch.device("cpu")) <= 2
+
+
+def _sleep_or_fail(seconds: float) -> float:
+    if seconds < 0:
+        raise ValueError("this job failed")
+    time.sleep(seconds)
+    return seconds
+
+
+def _worker_children() -> list[int]:
+    """Living children of this process, multiprocessing's resource tracker aside (it lives as long as pytest)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"resource_tracker" not in command:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def test_a_failing_job_ends_the_run_without_waiting_for_the_others():
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match="this job failed"):
+        run_jobs(_sleep_or_fail, [120.0, -1.0, 120.0], workers=2)
+    assert time.perf_counter() - started < 60  # the 120 s jobs were terminated, not waited for
+    assert _worker_children() == []
 
 
 def test_cosine_schedule_warms_up_then_decays_to_its_floor():

@@ -158,7 +158,7 @@ def render_mla(console: Console, result: MlaResult) -> None:
             f"{row.validation_bits.std:.3f}",
             "" if baseline else f"{row.delta_bits.mean:+.3f}",
             "" if baseline else row.within_quality_limit,
-            "" if baseline else ("yes" if row.within_seed_spread else "no"),
+            "" if baseline else row.within_seed_spread,
         )
     console.print(table)
     floors = ", ".join(f"{f.order}-gram {f.validation_bits:.3f}" for f in result.ngram_bits)

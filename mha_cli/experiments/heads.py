@@ -119,7 +119,7 @@ def judge_head_counts(
 
 
 def format_spread(spread: SeedSpread, unit: str) -> str:
-    return f"{spread.mean:.3g} ({spread.low:.3g}-{spread.high:.3g}) {unit}"
+    return f"{spread.text('.3g', sd=False)} {unit}"
 
 
 def describe_counts(counts: list[int]) -> str:

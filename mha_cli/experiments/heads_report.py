@@ -209,4 +209,4 @@ def listed(points: list[HeadsPoint]) -> str:
 
 
 def spread_text(spread: SeedSpread) -> str:
-    return f"{spread.mean:.4f} nats, {spread.low:.4f} - {spread.high:.4f}"
+    return f"{spread.text('.4f', sd=False)} nats"

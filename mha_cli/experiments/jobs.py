@@ -3,17 +3,21 @@
 Each job (one model, one seed) seeds itself and runs with the experiment's fixed CPU threads and
 deterministic algorithms, so its result does not depend on which process runs it or on how many run
 at once: ``--workers 1`` and ``--workers 2`` give identical results (a test checks it). On CPU the default
-is one worker per core, at most ``MAX_DEFAULT_WORKERS``; on CUDA the jobs run one after another in this
-process (they share one device).
+is one worker per core this process may use, at most ``MAX_DEFAULT_WORKERS``; on CUDA the jobs run one
+after another in this process (they share one device).
+
+A job that raises, or Ctrl-C, ends the run at once: the other workers are terminated, not waited for
+(they ignore SIGINT themselves, so Ctrl-C reaches only this process and prints no worker tracebacks).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import partial
 from multiprocessing import get_context
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 
@@ -21,14 +25,21 @@ Job = TypeVar("Job")
 Result = TypeVar("Result")
 
 MAX_DEFAULT_WORKERS = 2
-"""The default worker count on CPU is the core count, capped here (the default runs are sized for 2 cores)."""
+"""The default worker count on CPU is the usable core count, capped here (the default runs are sized for 2 cores)."""
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the platform tells it, else the machine's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def default_workers(device: torch.device) -> int:
-    """Worker processes for ``device``: 1 on CUDA, else the CPU cores up to ``MAX_DEFAULT_WORKERS``."""
+    """Worker processes for ``device``: 1 on CUDA, else the usable cores up to ``MAX_DEFAULT_WORKERS``."""
     if device.type != "cpu":
         return 1
-    return max(1, min(MAX_DEFAULT_WORKERS, os.cpu_count() or 1))
+    return max(1, min(MAX_DEFAULT_WORKERS, usable_cores()))
 
 
 def run_jobs(
@@ -50,16 +61,28 @@ def run_jobs(
             if on_done is not None:
                 on_done(results[-1])
         return results
-    done: dict[int, Result] = {}
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=get_context("spawn"))
+    done: dict[int, Any] = {}
+    pool = get_context("spawn").Pool(processes=min(workers, len(jobs)), initializer=_ignore_interrupts)
     try:
-        futures = {pool.submit(work, job): index for index, job in enumerate(jobs)}
-        for future in as_completed(futures):
-            done[futures[future]] = future.result()
+        for index, result in pool.imap_unordered(partial(_indexed, work), enumerate(jobs)):
+            done[index] = result
             if on_done is not None:
-                on_done(done[futures[future]])
-    except BaseException:  # Ctrl-C or a failed job: do not wait minutes for the other jobs to finish
-        pool.shutdown(wait=False, cancel_futures=True)
+                on_done(result)
+    except BaseException:  # a job raised, or Ctrl-C: stop the other workers now, not after their jobs
+        pool.terminate()
+        pool.join()
         raise
-    pool.shutdown()
+    pool.close()
+    pool.join()
     return [done[index] for index in range(len(jobs))]
+
+
+def _indexed(work: Callable[[Any], Any], item: tuple[int, Any]) -> tuple[int, Any]:
+    """(index, work(job)) for ``item`` = (index, job): results arrive out of order and are put back in place."""
+    index, job = item
+    return index, work(job)
+
+
+def _ignore_interrupts() -> None:
+    """Worker initialiser: Ctrl-C is the parent's to handle (it terminates the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -39,6 +39,7 @@ from mha_cli.experiments.mla_models import (
     CACHE_LIMIT,
     CURVE_EVERY,
     QUALITY_LIMIT_BITS,
+    Limit,
     MlaAnswer,
     MlaJob,
     MlaResult,
@@ -222,9 +223,10 @@ def build_rows(settings: MlaSettings, jobs: list[MlaJob], runs: list[MlaRun]) ->
     """One row per model (in the order of ``training_jobs``), its seeds gathered."""
     n_seeds = len(settings.seeds)
     groups = [(jobs[i], runs[i : i + n_seeds]) for i in range(0, len(jobs), n_seeds)]
-    baseline_spec_ = groups[0][0].spec
-    baseline_bytes = kv_footprint(baseline_spec_, seq_len=settings.seq_len, kv_dtype=settings.kv_dtype).total_bytes
+    mha_spec = groups[0][0].spec
+    baseline_bytes = kv_footprint(mha_spec, seq_len=settings.seq_len, kv_dtype=settings.kv_dtype).total_bytes
     baseline_bits = [run.validation_bits for run in groups[0][1]]
+    spread_limit = seed_spread(baseline_bits).range  # the baseline's own seed-to-seed range, in bits
     rows = []
     for job, model_runs in groups:
         spec, attends = job.spec, job.kind != "no-attention"
@@ -251,7 +253,7 @@ def build_rows(settings: MlaSettings, jobs: list[MlaJob], runs: list[MlaRun]) ->
                 validation_bits=bits,
                 delta_bits=deltas,
                 within_quality_limit=limit_verdict(deltas, QUALITY_LIMIT_BITS),
-                within_seed_spread=not clearly_below(seed_spread(baseline_bits), bits),
+                within_seed_spread=limit_verdict(deltas, spread_limit),
                 decode_max_abs_diff=max(differences) if differences else None,
             )
         )
@@ -282,52 +284,49 @@ def limit_verdict(deltas: SeedSpread, limit: float) -> Verdict:
     return "unclear"
 
 
-def choose_rank(rows: list[MlaRow], meets: str = "one-bit") -> int | None:
-    """The smallest latent rank below the cache limit that meets the quality limit on every seed, if any.
-
-    ``meets``: "one-bit" (``QUALITY_LIMIT_BITS``) or "seed-spread" (not clearly worse than the baseline).
-    """
-    passing = [r.kv_lora_rank for r in rows if r.kind == "mla" and r.below_cache_limit and meets_limit(r, meets)]
+def choose_rank(rows: list[MlaRow], meets: Limit = "one-bit") -> int | None:
+    """The smallest latent rank below the cache limit that meets the quality limit ``meets`` on every seed, if any."""
+    passing = [r.kv_lora_rank for r in rows if r.kind == "mla" and r.below_cache_limit and verdict(r, meets) == "yes"]
     return min(passing) if passing else None  # type: ignore[type-var]
 
 
-def meets_limit(row: MlaRow, meets: str) -> bool:
-    """Whether ``row`` meets the quality limit ``meets``: "one-bit" on every seed, or "seed-spread"."""
-    return row.within_quality_limit == "yes" if meets == "one-bit" else row.within_seed_spread
+def verdict(row: MlaRow, limit: Limit) -> Verdict:
+    """``row``'s verdict at ``limit``: "one-bit" (``QUALITY_LIMIT_BITS``) or "seed-spread" (the baseline's range)."""
+    return row.within_quality_limit if limit == "one-bit" else row.within_seed_spread
 
 
-def answer_at_one_bit(rows: list[MlaRow]) -> MlaAnswer:
-    chosen = choose_rank(rows, "one-bit")
-    limit = f"within {QUALITY_LIMIT_BITS:g} bit of the baseline on every seed"
+def limit_text(rows: list[MlaRow], limit: Limit) -> str:
+    if limit == "one-bit":
+        return f"within {QUALITY_LIMIT_BITS:g} bit of the baseline on every seed"
+    return (
+        f"within the seed spread on every seed (at most {rows[0].validation_bits.range:.3f} bits worse than the"
+        " baseline, the range of its own seeds)"
+    )
+
+
+def answer(rows: list[MlaRow], limit: Limit) -> MlaAnswer:
+    """The lesson's question at ``limit``: the smallest rank, what bounds it from below, or why none answers."""
+    chosen = choose_rank(rows, limit)
     if chosen is None:
-        return MlaAnswer(limit=limit, chosen_rank=None, sentence=no_rank_sentence(rows, limit, "one-bit"))
+        return MlaAnswer(limit=limit_text(rows, limit), chosen_rank=None, sentence=no_rank_sentence(rows, limit))
     row = mla_row(rows, chosen)
     return MlaAnswer(
-        limit=limit,
+        limit=limit_text(rows, limit),
         chosen_rank=chosen,
         sentence=(
             f"r = {chosen}: its cache is {row.cache_fraction:.4f} of MHA's and it is {row.delta_bits.mean:+.3f} bits"
             f" from the baseline (seeds {row.delta_bits.low:+.3f} to {row.delta_bits.high:+.3f}){gain_kept(rows, row)}."
-            f"{smaller_note(rows, chosen)}"
+            f"{smaller_note(rows, chosen, limit)}"
         ),
     )
+
+
+def answer_at_one_bit(rows: list[MlaRow]) -> MlaAnswer:
+    return answer(rows, "one-bit")
 
 
 def answer_at_seed_spread(rows: list[MlaRow]) -> MlaAnswer:
-    chosen = choose_rank(rows, "seed-spread")
-    baseline = rows[0].validation_bits
-    limit = f"within the seed spread (seed ranges overlap the baseline's, {baseline.low:.3f} to {baseline.high:.3f})"
-    if chosen is None:
-        return MlaAnswer(limit=limit, chosen_rank=None, sentence=no_rank_sentence(rows, limit, "seed-spread"))
-    row = mla_row(rows, chosen)
-    return MlaAnswer(
-        limit=limit,
-        chosen_rank=chosen,
-        sentence=(
-            f"r = {chosen}: its cache is {row.cache_fraction:.4f} of MHA's; its seeds score {row.validation_bits.low:.3f}"
-            f" to {row.validation_bits.high:.3f} bits.{smaller_note(rows, chosen)}"
-        ),
-    )
+    return answer(rows, "seed-spread")
 
 
 def gain_kept(rows: list[MlaRow], row: MlaRow) -> str:
@@ -335,6 +334,8 @@ def gain_kept(rows: list[MlaRow], row: MlaRow) -> str:
     gain = rows[-1].delta_bits.mean  # the no-attention control's loss against the baseline
     if gain <= 0:
         return ""
+    if row.delta_bits.mean <= 0:
+        return ", as good as the baseline on average"
     return f", keeping {1 - row.delta_bits.mean / gain:.0%} of the {gain:.3f} bits attention gains over the control"
 
 
@@ -342,37 +343,41 @@ def mla_row(rows: list[MlaRow], rank: int) -> MlaRow:
     return next(r for r in rows if r.kind == "mla" and r.kv_lora_rank == rank)
 
 
-def smaller_note(rows: list[MlaRow], chosen: int) -> str:
-    """What bounds the answer from below: the smaller ranks that failed, or that none smaller was tried."""
+def smaller_note(rows: list[MlaRow], chosen: int, limit: Limit) -> str:
+    """What bounds the answer from below: the smaller ranks and their verdicts, or that none smaller was tried."""
     smaller = [r for r in rows if r.kind == "mla" and (r.kv_lora_rank or 0) < chosen]
     if chosen == 1:
         return " r = 1 is the smallest latent there is (r = 0, nothing to read, is the no-attention control)."
     if not smaller:
         return " It is the smallest rank tried: a smaller one may pass too."
-    failed = ", ".join(f"r = {r.kv_lora_rank}" for r in smaller)
-    return f" Smaller ranks tried ({failed}) do not meet it on every seed."
+    verdicts = ", ".join(f"r = {r.kv_lora_rank} ({VERDICT_WORDS[verdict(r, limit)]})" for r in smaller)
+    return f" Smaller ranks tried do not: {verdicts}."
 
 
-def no_rank_sentence(rows: list[MlaRow], limit: str, meets: str) -> str:
-    """Why no rank answers: none is under the cache limit, or the closest one misses; and the smallest rank that
-    meets the quality limit ``meets`` ("one-bit" or "seed-spread") above the cache limit, if one does."""
+VERDICT_WORDS = {"yes": "every seed meets it", "no": "no seed meets it", "unclear": "the seeds disagree"}
+
+
+def no_rank_sentence(rows: list[MlaRow], limit: Limit) -> str:
+    """Why no rank answers: none is under the cache limit, or the closest one misses; and the smallest rank above
+    the cache limit that meets the quality limit, if one does."""
     mla_rows = [r for r in rows if r.kind == "mla"]
     small = [r for r in mla_rows if r.below_cache_limit]
     if not small:
         return "No rank tried has a cache below 1/8 of MHA's: try smaller ranks."
     best = min(small, key=lambda r: r.delta_bits.mean)
     text = (
-        f"no rank with a cache below 1/8 of MHA's is {limit}; the closest is r = {best.kv_lora_rank} at"
+        f"no rank with a cache below 1/8 of MHA's meets it; the closest is r = {best.kv_lora_rank} at"
         f" {best.delta_bits.mean:+.3f} bits (seeds {best.delta_bits.low:+.3f} to {best.delta_bits.high:+.3f})."
     )
-    larger = [r for r in mla_rows if not r.below_cache_limit and meets_limit(r, meets)]
+    larger = [r for r in mla_rows if not r.below_cache_limit and verdict(r, limit) == "yes"]
     if larger:
-        text += f" The smallest rank that is: r = {larger[0].kv_lora_rank}, at {larger[0].cache_fraction:.4f} of MHA's cache."
+        text += f" The smallest rank that does: r = {larger[0].kv_lora_rank}, at {larger[0].cache_fraction:.4f} of MHA's cache."
     return text
 
 
 def conclusion(rows: list[MlaRow], ngrams: list[NgramFloor], attention_matters: bool) -> str:
-    """Whether the 1-bit limit could fail at all, and where the baseline stands among the count-based floors."""
+    """Whether the 1-bit limit could fail at all, where the baseline stands among the count-based floors, and how
+    the recommender's latent rule fares."""
     baseline, no_attention = rows[0], rows[-1]
     gap = no_attention.delta_bits
     if attention_matters:
@@ -386,50 +391,63 @@ def conclusion(rows: list[MlaRow], ngrams: list[NgramFloor], attention_matters: 
             f"The 1-bit limit cannot be trusted here: the no-attention control is only {gap.mean:+.3f} bits from"
             f" the baseline ({gap.low:+.3f} to {gap.high:+.3f} over seeds), so a model that ignored its cache could pass."
         )
-    return floor + " " + ngram_standing(baseline.validation_bits, ngrams) + rule_sentence(rows)
+    return " ".join(
+        text for text in (floor, ngram_standing(baseline.validation_bits, ngrams), rule_sentence(rows)) if text
+    )
 
 
 def rule_sentence(rows: list[MlaRow]) -> str:
-    """How the latent rule MHA030 recommends (its row is labelled so) fares against the smallest rank within the
-    seed spread."""
+    """How the latent rule MHA030 recommends (its row is labelled so) fares at the seed-spread limit, and whether a
+    smaller rank would do (a margin) or the rule's is too small."""
     rule = next((r for r in rows if r.label.endswith("(rule MHA030)")), None)
     if rule is None:
         return ""
-    verdict = "within the seed spread of" if rule.within_seed_spread else "clearly worse than"
     text = (
-        f" Rule MHA030's latent, r = {rule.kv_lora_rank} (4 x head_dim), caches {rule.cache_fraction:.4f} of MHA's"
-        f" and is {verdict} the baseline ({rule.delta_bits.mean:+.3f} bits)."
+        f"Rule MHA030's latent, r = {rule.kv_lora_rank} (4 x head_dim), caches {rule.cache_fraction:.4f} of MHA's"
+        f" and is {rule.delta_bits.mean:+.3f} bits from the baseline: at the seed-spread limit,"
+        f" {VERDICT_WORDS[rule.within_seed_spread]}."
     )
-    within = [r for r in rows if r.kind == "mla" and r.within_seed_spread]
-    if within and within[0].kv_lora_rank != rule.kv_lora_rank:
-        smallest = within[0]
-        text += (
-            f" The smallest rank within the spread is r = {smallest.kv_lora_rank} ({smallest.cache_fraction:.4f} of"
-            " MHA's cache): at this scale the rule leaves a margin."
+    passing = [r for r in rows if r.kind == "mla" and r.within_seed_spread == "yes"]
+    if rule.within_seed_spread == "yes":
+        smaller = [r for r in passing if (r.kv_lora_rank or 0) < (rule.kv_lora_rank or 0)]
+        if smaller:
+            text += (
+                f" r = {smaller[0].kv_lora_rank} ({smaller[0].cache_fraction:.4f} of MHA's cache) meets it too: at"
+                " this scale the rule leaves a margin."
+            )
+        return text
+    larger = [r for r in passing if (r.kv_lora_rank or 0) > (rule.kv_lora_rank or 0)]
+    if larger:
+        return text + f" The rule's latent is too small at this scale; r = {larger[0].kv_lora_rank} meets it."
+    if passing:  # only smaller ranks pass: the sweep is not monotone, so no direction is claimed
+        return (
+            text
+            + f" r = {passing[0].kv_lora_rank} meets it while the rule's latent does not: the ranks do not order cleanly here."
         )
-    return text
+    return text + " No rank tried meets it on every seed."
 
 
 def ngram_standing(baseline: SeedSpread, ngrams: list[NgramFloor]) -> str:
-    """Which count-based floors every seed of the baseline beats, and the first it does not."""
-    beaten = [f for f in ngrams if baseline.high < f.validation_bits]
-    unbeaten = [f for f in ngrams if f not in beaten]
+    """Which count-based floors every seed of the baseline beats, and which it does not."""
     if not ngrams:
         return ""
+    beaten = [f for f in ngrams if baseline.high < f.validation_bits]
+    unbeaten = [f for f in ngrams if f not in beaten]
     if not beaten:
         return (
-            f"The baseline does not beat even the count-based Kneser-Ney {ngrams[0].order}-gram"
-            f" ({ngrams[0].validation_bits:.3f} bits): it is undertrained, and the answers below say little."
+            "The baseline does not beat even the count-based Kneser-Ney "
+            + ", ".join(f"{f.order}-gram ({f.validation_bits:.3f} bits)" for f in ngrams)
+            + ": it is undertrained, and the answers below say little."
         )
-    best_beaten = beaten[-1]
-    text = (
-        f"Every seed of the baseline beats the count-based Kneser-Ney n-grams up to order {best_beaten.order}"
-        f" ({best_beaten.validation_bits:.3f} bits)"
+    text = "Every seed of the baseline beats the count-based Kneser-Ney " + ", ".join(
+        f"{f.order}-gram ({f.validation_bits:.3f})" for f in beaten
     )
-    if unbeaten:
-        first = unbeaten[0]
-        return text + (
-            f" but not the {first.order}-gram ({first.validation_bits:.3f}): a small model trained for minutes,"
-            " so the answers below hold at this scale."
-        )
-    return text + "."
+    if not unbeaten:
+        return text + "."
+    return (
+        text
+        + "; the "
+        + ", ".join(f"{f.order}-gram ({f.validation_bits:.3f})" for f in unbeaten)
+        + " still beats it: the model is small and briefly trained, and a better-trained one might need a larger"
+        " latent, so the answers below are for this model."
+    )

@@ -11,7 +11,7 @@ from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.experiments.common import Environment
 from mha_cli.experiments.outputs import OutputFiles
-from mha_cli.experiments.seeds import SeedSpread
+from mha_cli.experiments.seeds import MIN_SEEDS, SeedSpread
 
 CACHE_LIMIT = Fraction(1, 8)
 """The cache must be strictly below this fraction of full MHA's."""
@@ -23,6 +23,8 @@ CURVE_EVERY = 10
 Verdict = Literal["yes", "no", "unclear"]
 """Whether every seed meets a limit (yes), none does (no), or the seeds disagree (unclear)."""
 ModelKind = Literal["mha", "mla", "no-attention"]
+Limit = Literal["one-bit", "seed-spread"]
+"""The two quality limits: the lesson's 1 bit, and the baseline's own seed range."""
 
 
 class MlaSettings(Record):
@@ -57,7 +59,7 @@ class MlaSettings(Record):
     @classmethod
     def for_run(cls, *, quick: bool, seed: int = 0, device_type: str = "cpu") -> MlaSettings:
         """The default CPU run (about 10 minutes on 2 cores), a seconds-long smoke run, or a larger GPU run."""
-        seeds = [seed, seed + 1, seed + 2]
+        seeds = [seed + i for i in range(MIN_SEEDS)]
         if quick:
             return cls(ranks=[2, 16], seq_len=32, batch=8, steps=10, warmup_steps=2, eval_windows=8,
                        seeds=[seed], ngram_orders=[2, 3])  # fmt: skip
@@ -119,8 +121,9 @@ class MlaRow(Record):
     """validation_bits - the baseline's, seed by seed (same seed: same initial stream and batches)."""
     within_quality_limit: Verdict
     """Every seed's delta <= QUALITY_LIMIT_BITS (yes), none (no), or some (unclear)."""
-    within_seed_spread: bool
-    """Not clearly worse than the baseline: the seed ranges overlap (``seeds.clearly_below`` is false)."""
+    within_seed_spread: Verdict
+    """Every seed's delta <= the baseline's seed range (max - min of its seeds: the noise between seeds) (yes),
+    none (no), or some (unclear)."""
     decode_max_abs_diff: float | None
     """Largest over the seeds; None for the no-attention control (nothing cached)."""
 

@@ -6,13 +6,6 @@ from pathlib import Path
 
 from mha_cli.experiments.common import markdown_table, report_header
 from mha_cli.experiments.mla_models import MlaResult, MlaRow
-from mha_cli.experiments.seeds import SeedSpread, chance_apart
-
-
-def spread_text(spread: SeedSpread, sign: bool = False) -> str:
-    """'2.224 ± 0.010 (2.214-2.236)': mean ± standard deviation over seeds (range)."""
-    fmt = "+.3f" if sign else ".3f"
-    return f"{spread.mean:{fmt}} ± {spread.std:.3f} ({spread.low:{fmt}} to {spread.high:{fmt}})"
 
 
 def table_row(row: MlaRow) -> list[str]:
@@ -25,23 +18,24 @@ def table_row(row: MlaRow) -> list[str]:
         f"{row.cache_fraction:.4f}",
         "yes" if row.below_cache_limit else "no",
         f"{row.params_measured:,}",
-        spread_text(row.validation_bits),
-        "" if baseline else spread_text(row.delta_bits, sign=True),
+        row.validation_bits.text(),
+        "" if baseline else row.delta_bits.text("+.3f"),
         "" if baseline else row.within_quality_limit,
-        "" if baseline else ("yes" if row.within_seed_spread else "no"),
+        "" if baseline else row.within_seed_spread,
         "-" if row.decode_max_abs_diff is None else f"{row.decode_max_abs_diff:.1e}",
     ]
 
 
 def seeds_sentence(n_seeds: int) -> str:
-    """How the report reads its seeds: what is called a difference, and how often chance would call one."""
+    """How the report reads its seeds: differences seed by seed, and a limit met only when every seed meets it."""
     if n_seeds < 2:
         return "One seed: there is no spread, so no difference below is evidence."
     return (
-        f"Figures are mean ± standard deviation over the {n_seeds} seeds (range). A difference is called only"
-        " where the seed ranges do not overlap (with no real difference, chance would give that in"
-        f" {chance_apart(n_seeds, n_seeds):.0%} of runs); a limit is met when every seed meets it, missed when"
-        " none does, and otherwise unclear."
+        f"Figures are mean ± standard deviation over the {n_seeds} seeds (range). For a seed every model starts"
+        " from the same initialisation stream and sees the same batches, so differences from the baseline are"
+        " taken seed by seed. A limit is met when every seed's difference meets it, missed when none does, and"
+        " unclear otherwise. Two limits: the lesson's 1 bit, and the seed spread, the range of the baseline's own"
+        " seeds (how far two trainings of the same model land apart)."
     )
 
 
@@ -51,8 +45,8 @@ def mla_report(result: MlaResult) -> str:
     floors = [[f"Kneser-Ney {f.order}-gram (count-based)", f"{f.validation_bits:.3f}"] for f in result.ngram_bits]
     floors += [
         ["chance (uniform over 256 bytes)", f"{result.chance_bits:.3f}"],
-        ["no attention (the decoder, attention zeroed)", spread_text(result.no_attention_bits)],
-        ["MHA baseline", spread_text(result.baseline_bits)],
+        ["no attention (the decoder, attention zeroed)", result.no_attention_bits.text()],
+        ["MHA baseline", result.baseline_bits.text()],
     ]
     answers = "".join(f"- At the limit *{a.limit}*: {a.sentence}\n" for a in result.answers)
     return (

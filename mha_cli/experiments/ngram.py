@@ -1,15 +1,16 @@
 """Count-based byte n-gram models: the floor a trained language model has to beat.
 
-Interpolated Kneser-Ney (Chen and Goodman, 1998, section 3.5; one discount per order,
+Interpolated Kneser-Ney (Chen and Goodman, 1998, section 3.5; one discount per order and count kind,
 D = n1 / (n1 + 2 n2)). An order-N model predicts a byte from the N - 1 bytes before it:
 
     P_k(w | h) = max(c_k(h w) - D_k, 0) / C_k(h)  +  D_k * T_k(h) / C_k(h) * P_(k-1)(w | h[1:])
 
-where c_N counts n-grams in the training bytes, lower orders count continuations (how many distinct
-bytes precede the gram), C_k(h) = sum_w c_k(h w), T_k(h) = how many w have c_k(h w) > 0, and
-P_0 = 1/256. A context never seen (C_k(h) = 0) hands the whole mass to the order below.
+where the top order in use counts n-grams in the training bytes and the orders below it count
+continuations (how many distinct bytes precede the gram), C_k(h) = sum_w c_k(h w), T_k(h) = how many w
+have c_k(h w) > 0, and P_0 = 1/256. The top order in use is N, or fewer where the context is shorter
+(the first bytes of a window). A context never seen (C_k(h) = 0) hands the whole mass to the order below.
 
-Counted on CPU in plain Python: about a second per order on the pydoc corpus.
+Counted on CPU in plain Python: well under a second per order on the pydoc corpus.
 """
 
 from __future__ import annotations
@@ -25,6 +26,20 @@ VOCAB = 256
 """Byte vocabulary: P_0 is uniform over it."""
 
 
+class GramCounts:
+    """One kind of count for grams of one length: c(h w), C(h), T(h) and the discount."""
+
+    def __init__(self, counts: dict[bytes, int]) -> None:
+        self.counts = counts
+        self.discount = _discount(counts.values())
+        totals: defaultdict[bytes, int] = defaultdict(int)
+        types: defaultdict[bytes, int] = defaultdict(int)
+        for gram, count in counts.items():
+            totals[gram[:-1]] += count
+            types[gram[:-1]] += 1
+        self.context_total, self.context_types = dict(totals), dict(types)
+
+
 class KneserNey:
     """An interpolated Kneser-Ney byte model of ``order`` (2: the previous byte predicts the next)."""
 
@@ -33,38 +48,30 @@ class KneserNey:
             raise ValueError(f"n-gram order ({order}) must be at least 1")
         self.order = order
         data = bytes(train.tolist())
-        highest = Counter(data[i : i + order] for i in range(len(data) - order + 1))
-        self.counts: list[dict[bytes, int]] = [{} for _ in range(order + 1)]  # by gram length
-        self.counts[order] = dict(highest)
-        for k in range(order - 1, 0, -1):  # continuation counts: distinct bytes before each gram
-            continuation: Counter[bytes] = Counter(gram[1:] for gram in self.counts[k + 1])
-            self.counts[k] = dict(continuation)
-        self.discount = [0.0] * (order + 1)
-        self.context_total: list[dict[bytes, int]] = [{} for _ in range(order + 1)]
-        self.context_types: list[dict[bytes, int]] = [{} for _ in range(order + 1)]
-        for k in range(1, order + 1):
-            self.discount[k] = _discount(self.counts[k].values())
-            totals: defaultdict[bytes, int] = defaultdict(int)
-            types: defaultdict[bytes, int] = defaultdict(int)
-            for gram, count in self.counts[k].items():
-                totals[gram[:-1]] += count
-                types[gram[:-1]] += 1
-            self.context_total[k], self.context_types[k] = dict(totals), dict(types)
+        raw = [Counter(data[i : i + k] for i in range(len(data) - k + 1)) for k in range(order + 1)]
+        self.raw = [GramCounts(dict(raw[k])) for k in range(order + 1)]  # index: gram length
+        self.continuation = [GramCounts({}) for _ in range(order + 1)]
+        for k in range(1, order):  # distinct bytes before each gram of length k
+            self.continuation[k] = GramCounts(dict(Counter(gram[1:] for gram in raw[k + 1])))
+
+    @property
+    def discount(self) -> list[float]:
+        """Discounts by gram length of the full-context model (continuation counts below the top order)."""
+        return [0.0] + [self.continuation[k].discount for k in range(1, self.order)] + [self.raw[self.order].discount]
 
     def probability(self, context: bytes, byte: int) -> float:
         """P(byte | the last order - 1 bytes of ``context``)."""
+        top = min(self.order, len(context) + 1)  # the longest gram the context allows
         probability = 1.0 / VOCAB
-        history = context[len(context) - (self.order - 1) :] if self.order > 1 else b""
-        for k in range(1, self.order + 1):
-            h = history[len(history) - (k - 1) :] if k > 1 else b""
-            if len(h) < k - 1:  # the context is shorter than this order needs
-                break
-            total = self.context_total[k].get(h, 0)
+        for k in range(1, top + 1):
+            table = self.raw[k] if k == top else self.continuation[k]
+            h = context[len(context) - (k - 1) :] if k > 1 else b""
+            total = table.context_total.get(h, 0)
             if total == 0:
                 break  # unseen context: the order below keeps all the mass (and so do higher ones)
-            count = self.counts[k].get(h + bytes([byte]), 0)
-            d = self.discount[k]
-            probability = max(count - d, 0.0) / total + d * self.context_types[k][h] / total * probability
+            count = table.counts.get(h + bytes([byte]), 0)
+            d = table.discount
+            probability = max(count - d, 0.0) / total + d * table.context_types[h] / total * probability
         return probability
 
     def bits(self, inputs: torch.Tensor, targets: torch.Tensor) -> float:

@@ -32,6 +32,12 @@ class SeedSpread(Record):
     def range(self) -> float:
         return self.high - self.low
 
+    def text(self, fmt: str = ".3f", *, sd: bool = True) -> str:
+        """'2.204 ± 0.017 (2.194 to 2.224)': the mean, the standard deviation (``sd``) and the range over seeds,
+        the values formatted by ``fmt`` ('+.3f' signs them)."""
+        deviation = f" ± {self.std:{fmt.lstrip('+')}}" if sd else ""
+        return f"{self.mean:{fmt}}{deviation} ({self.low:{fmt}} to {self.high:{fmt}})"
+
 
 def seed_spread(values: list[float]) -> SeedSpread:
     """Mean, standard deviation and range of per-seed ``values``."""
