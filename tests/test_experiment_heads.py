@@ -14,11 +14,17 @@ import torch.nn.functional as F
 from mha_cli.core.errors import EXIT_BAD_INPUT
 from mha_cli.experiments.common import SMOKE_CAVEAT
 from mha_cli.experiments.data import IGNORE_INDEX, gather_task_batch, gather_vocab_size
-from mha_cli.experiments.heads import HeadsJob, gather_model_spec, judge_head_counts, train_job
+from mha_cli.experiments.heads import (
+    HeadsJob,
+    chance_of_a_worse_call,
+    gather_model_spec,
+    judge_head_counts,
+    train_job,
+)
 from mha_cli.experiments.heads_models import HeadsResult, HeadsSettings
 from mha_cli.experiments.jobs import run_jobs
 from mha_cli.experiments.lm import expected_parameters
-from mha_cli.experiments.seeds import seed_spread
+from mha_cli.experiments.seeds import chance_apart, seed_spread
 from tests.test_experiments import assert_outputs_written, run_quick
 
 
@@ -121,10 +127,7 @@ def test_per_seed_values_and_spreads_agree(heads_result):
             assert spread["values"] == [by_seed[seed][field] for seed in seeds]
             assert spread["mean"] == pytest.approx(mean(spread["values"]))
             assert (spread["low"], spread["high"]) == (min(spread["values"]), max(spread["values"]))
-    judged = judge_head_counts(
-        [p["n_heads"] for p in data["points"]], [seed_spread(p["eval_loss"]["values"]) for p in data["points"]]
-    )
-    assert data["judgement"] == judged.model_dump()
+    assert data["chance_some_worse"] == chance_of_a_worse_call(len(data["points"]), len(seeds))
     floor_high = data["no_attention"]["eval_loss"]["low"]
     assert data["attention_beats_floor"] == [
         p["n_heads"] for p in data["points"] if p["eval_loss"]["high"] < floor_high
@@ -189,7 +192,16 @@ def test_disjoint_seed_ranges_are_help():
     assert (judged.verdict, judged.best_heads, judged.enough_heads) == ("help", 16, 16)
     assert judged.worse_than_best == [1, 2, 4, 8]
     assert judged.sentence.startswith("More heads help all the way to 16.")
-    assert "p = 0.1 per pair" in judged.sentence  # 3 seeds each: 2 / C(6, 3)
+    quoted = judge_head_counts([1, 2], spreads((2.0, 2.2, 2.1), (0.1, 0.3, 0.2)), chance=0.43)
+    assert "calls some count worse in 43% of runs" in quoted.sentence
+
+
+def test_a_worse_call_is_more_likely_than_one_pair_suggests():
+    # Two counts: the best is the lower mean, and "worse" is the two ranges apart, 2 / C(6, 3) = 0.1 exactly.
+    assert chance_of_a_worse_call(2, 3) == pytest.approx(chance_apart(3, 3), abs=0.01)
+    # Five counts, each compared with the best picked after looking: far more often (about 0.43).
+    assert 0.38 < chance_of_a_worse_call(5, 3) < 0.48
+    assert chance_of_a_worse_call(5, 1) == 1.0
 
 
 @pytest.mark.parametrize(
@@ -199,6 +211,8 @@ def test_disjoint_seed_ranges_are_help():
         ([(1.0, 1.1), (0.5, 0.6), (0.04, 0.06), (0.05, 0.07), (0.055, 0.065)], "plateau", 4, [1, 2]),
         ([(1.0, 1.1), (0.5, 0.6), (0.04, 0.06), (0.05, 0.07), (0.2, 0.3)], "help-then-hurt", 4, [1, 2, 16]),
         ([(0.1, 0.2), (0.15, 0.25), (0.3, 0.4), (0.5, 0.6), (0.9, 1.0)], "hurt", 1, [4, 8, 16]),
+        # worse, tied, worse, best, tied: no single trend
+        ([(1.0, 1.1), (0.1, 0.3), (0.5, 0.6), (0.05, 0.15), (0.1, 0.2)], "mixed", 2, [1, 4]),
     ],
 )
 def test_verdicts_from_seed_ranges(ranges, verdict, enough, worse):
@@ -276,7 +290,7 @@ def test_the_head_dim_floor_is_discussed_from_the_seed_ranges(heads_result):
     )
     assert "the best count the rule allows, 2 head(s) (head_dim 32" in text
     assert "on this task the rule refuses the better models" in text
-    assert "16 heads (head_dim 4, 0.1100 nats, 0.0800 - 0.1700) are worse than it on every seed" in text
+    assert "16 heads (head_dim 4, 0.1100 (0.0800 to 0.1700) nats) are worse than it on every seed" in text
     assert text.endswith("Heads do get too narrow here, but only below head_dim 8, not at the rule's 32.")
     # 16 heads improved on every seed over the second half, 2 heads on two seeds of three, 1 head on none.
     halves = {1: (0.9, 1.3, 1.9), 2: (1.0, 1.1, 1.2), 8: (0.03, 0.03, 0.05), 16: (0.3, 0.4, 0.5)}

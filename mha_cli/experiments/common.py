@@ -13,12 +13,13 @@ import platform
 import random
 import shlex
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -89,6 +90,24 @@ def deterministic_run(seed: int, device: torch.device) -> Iterator[Environment]:
     finally:
         torch.set_num_threads(previous_threads)
         torch.use_deterministic_algorithms(previous_deterministic, warn_only=previous_warn_only)
+
+
+def train_all(
+    name: str, work: Callable[[Any], Any], jobs: Sequence[Any], *, seed: int, device: torch.device, workers: int | None
+) -> tuple[list[Any], Environment]:
+    """Every job's ``work`` (one model, one seed each) in ``workers`` processes (default ``jobs.default_workers``),
+    with a progress bar, inside ``deterministic_run``; returns the results in job order and the environment,
+    its wall seconds and worker count filled in."""
+    from mha_cli.experiments.jobs import default_workers, run_jobs
+
+    n_workers = default_workers(device) if workers is None else workers
+    started = time.perf_counter()
+    with deterministic_run(seed, device) as environment, progress_bar() as progress:
+        task = progress.add_task(f"{name}: {len(jobs)} trainings, {n_workers} worker(s)", total=len(jobs))
+        results = run_jobs(work, jobs, workers=n_workers, on_done=lambda _: progress.advance(task))
+    environment.wall_seconds = round(time.perf_counter() - started, 1)
+    environment.workers = n_workers
+    return results, environment
 
 
 def seeded_generator(seed: int) -> torch.Generator:

@@ -28,14 +28,13 @@ identical results for any worker count.
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 import torch
 
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
-from mha_cli.experiments.common import command_line, deterministic_run, progress_bar, seeded_generator
+from mha_cli.experiments.common import command_line, deterministic_run, seeded_generator, train_all
 from mha_cli.experiments.data import gather_task_batch, gather_vocab_size
 from mha_cli.experiments.heads_models import (
     HEAD_COUNTS,
@@ -49,10 +48,9 @@ from mha_cli.experiments.heads_models import (
 )
 from mha_cli.experiments.heads_plot import heads_figure
 from mha_cli.experiments.heads_report import heads_report
-from mha_cli.experiments.jobs import default_workers, run_jobs
 from mha_cli.experiments.lm import build_lm, n_parameters
 from mha_cli.experiments.outputs import ExperimentOutputs
-from mha_cli.experiments.seeds import SeedSpread, chance_apart, clearly_below, seed_spread
+from mha_cli.experiments.seeds import SeedSpread, clearly_below, null_rate, seed_spread
 from mha_cli.experiments.train import TrainSettings, evaluate, scored_accuracy, train
 from mha_cli.nn.device import resolve_device
 
@@ -61,35 +59,59 @@ EVAL_SEED_OFFSET = 10_000
 """The held-out sequences come from seed + this offset: never a training batch."""
 
 
+def worse_than_best(spreads: list[SeedSpread]) -> list[bool]:
+    """For each count: every one of its seeds is above every seed of the count with the lowest mean."""
+    means = [spread.mean for spread in spreads]
+    best = spreads[means.index(min(means))]
+    return [clearly_below(best, spread) for spread in spreads]
+
+
+def chance_of_a_worse_call(n_counts: int, n_seeds: int) -> float:
+    """How often ``worse_than_best`` calls at least one of ``n_counts`` counts worse when nothing differs (Monte
+    Carlo): the best is picked after looking, and every count is compared with it, so far more than 1 in 20."""
+    if n_seeds < 2:
+        return 1.0  # one seed: any two values are apart
+    return null_rate(n_counts, n_seeds, lambda spreads: any(worse_than_best(spreads)))
+
+
 def judge_head_counts(
-    head_counts: list[int], spreads: list[SeedSpread], *, measure: str = "held-out loss", unit: str = "nats"
+    head_counts: list[int],
+    spreads: list[SeedSpread],
+    *,
+    measure: str = "held-out loss",
+    unit: str = "nats",
+    chance: float | None = None,
 ) -> HeadsJudgement:
     """Classify how a lower-is-better ``measure`` responds to more heads (head_counts ascending), by seed spread.
 
     best: the lowest mean; a count is *worse* than the best when every seed of it is above every seed
-    of the best (``clearly_below``), else tied with it; enough: the fewest heads tied with the best. More heads
+    of the best (``worse_than_best``), else tied with it; enough: the fewest heads tied with the best. More heads
     - help when every count below the largest is worse (enough is the largest);
     - plateau when enough lies between and the largest count is tied with the best;
     - help-then-hurt when enough lies between and the largest count is worse;
     - hurt when one head is tied with the best and the largest count is worse;
-    - have no effect when one head and the largest count are both tied with the best.
+    - have no effect when every count is tied with the best;
+    - are mixed when the worse counts are not all at the ends (worse, tied, worse again in between).
+    ``chance``: how often this rule calls some count worse with no real difference (``chance_of_a_worse_call``),
+    quoted in the sentence.
     """
-    means = [spread.mean for spread in spreads]
-    best_index = means.index(min(means))
-    best = spreads[best_index]
-    worse = [clearly_below(best, spread) for spread in spreads]
+    best_index = [spread.mean for spread in spreads].index(min(spread.mean for spread in spreads))
+    worse = worse_than_best(spreads)
     enough_index = worse.index(False)  # the best is never worse than itself
     enough, first, last = head_counts[enough_index], head_counts[0], head_counts[-1]
     worse_counts = [count for count, is_worse in zip(head_counts, worse, strict=True) if is_worse]
-    if enough_index == 0:
-        if worse[-1]:
-            verdict: Verdict = "hurt"
-            text = f"More heads hurt: {first} head(s) are tied with the best, {last} are worse"
-        else:
-            verdict = "no-effect"
-            text = f"{first} and {last} head(s) are tied with the best: no effect of the head count"
-            if worse_counts:
-                text += f" at the ends (though {describe_counts(worse_counts)} are worse)"
+    tied = [i for i, is_worse in enumerate(worse) if not is_worse]
+    if any(worse[tied[0] : tied[-1] + 1]):
+        verdict: Verdict = "mixed"
+        text = (
+            f"No single trend: {describe_counts(worse_counts)} are worse than the best, with tied counts on both sides"
+        )
+    elif not worse_counts:
+        verdict = "no-effect"
+        text = f"Every head count from {first} to {last} is tied with the best: no effect of the head count"
+    elif enough_index == 0:
+        verdict = "hurt"
+        text = f"More heads hurt: {first} head(s) are tied with the best, {describe_counts(worse_counts)} are worse"
     elif enough == last:
         verdict = "help"
         text = f"More heads help all the way to {last}"
@@ -103,11 +125,15 @@ def judge_head_counts(
     figures = ", ".join(
         f"{format_spread(spread, unit)} at {count}" for count, spread in zip(head_counts, spreads, strict=True)
     )
-    n_seeds = len(best.values)
+    n_seeds = len(spreads[best_index].values)
+    odds = (
+        ""
+        if chance is None
+        else f" With no real difference between head counts, this rule calls some count worse in {chance:.0%} of runs."
+    )
     sentence = (
         f"{text}. Mean {measure} (seed range) by head count: {figures}; best {head_counts[best_index]}."
-        f" Worse means every one of its {n_seeds} seeds is above every seed of the best"
-        f" (by chance, with no real difference: p = {chance_apart(n_seeds, n_seeds):.2g} per pair)."
+        f" Worse means every one of its {n_seeds} seeds is above every seed of the best.{odds}"
     )
     return HeadsJudgement(
         verdict=verdict,
@@ -135,7 +161,7 @@ def gather_model_spec(settings: HeadsSettings, n_heads: int) -> ModelSpec:
         n_heads=n_heads,
         variant="MHA",
         vocab_size=gather_vocab_size(settings.streams, settings.n_symbols),
-        d_ff=4 * settings.d_model,
+        d_ff=settings.d_ff,
     )
 
 
@@ -175,6 +201,7 @@ def train_job(job: HeadsJob) -> HeadsRun:
             TrainSettings(
                 steps=settings.steps,
                 learning_rate=settings.learning_rate,
+                warmup_steps=settings.warmup_steps,
                 final_lr_fraction=settings.final_lr_fraction,
             ),
             device,
@@ -206,21 +233,16 @@ def run_heads(
     torch_device = resolve_device(device)  # a bad --device is refused before the folder is created
     outputs.check_writable()
     settings = HeadsSettings.for_run(quick=quick, seed=seed, device=torch_device.type)
-    workers = default_workers(torch_device) if workers is None else workers
     jobs = [
         HeadsJob(settings=settings, n_heads=n_heads, seed=run_seed, device=str(torch_device))
         for run_seed in settings.seeds
         for n_heads in [*settings.head_counts, None]
     ]
-    started = time.perf_counter()
-    with deterministic_run(seed, torch_device) as environment, progress_bar() as progress:
-        task = progress.add_task(f"heads: training ({workers} worker(s))", total=len(jobs))
-        runs = run_jobs(train_job, jobs, workers=workers, on_done=lambda _: progress.advance(task))
-    environment.wall_seconds = round(time.perf_counter() - started, 1)
-    environment.workers = workers
+    runs, environment = train_all("heads", train_job, jobs, seed=seed, device=torch_device, workers=workers)
     points = summarise(settings, runs)
     floor = summarise_floor(settings, runs)
     n_tuples = settings.n_symbols**settings.streams
+    chance = chance_of_a_worse_call(len(settings.head_counts), len(settings.seeds))
     result = HeadsResult(
         command=command_line("heads", quick=quick, seed=seed, device=device, out_dir=out_dir, force=force),
         quick=quick,
@@ -229,11 +251,11 @@ def run_heads(
         seeds=settings.seeds,
         chance_loss=settings.streams * math.log(settings.n_symbols),
         chance_accuracy=1 / n_tuples,
-        chance_apart=chance_apart(len(settings.seeds), len(settings.seeds)),
+        chance_some_worse=chance,
         runs=runs,
         points=points,
         no_attention=floor,
-        judgement=judge_head_counts([p.n_heads for p in points], [p.eval_loss for p in points]),
+        judgement=judge_head_counts([p.n_heads for p in points], [p.eval_loss for p in points], chance=chance),
         attention_beats_floor=[p.n_heads for p in points if clearly_below(p.eval_loss, floor.eval_loss)],
         files=outputs.files,
     )

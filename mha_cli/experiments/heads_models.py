@@ -11,13 +11,15 @@ from mha_cli.experiments.common import Environment
 from mha_cli.experiments.outputs import OutputFiles
 from mha_cli.experiments.seeds import MIN_SEEDS, SeedSpread
 
-Verdict = Literal["help", "plateau", "hurt", "help-then-hurt", "no-effect"]
+Verdict = Literal["help", "plateau", "hurt", "help-then-hurt", "no-effect", "mixed"]
 HEAD_COUNTS = (1, 2, 4, 8, 16)
 D_MODEL = 64
 
 
 class HeadsSettings(Record):
     d_model: int = D_MODEL
+    d_ff: int = 4 * D_MODEL
+    """The gated MLP's hidden width."""
     head_counts: list[int] = Field(default_factory=lambda: list(HEAD_COUNTS))
     streams: int = 4
     """k: symbols each query must gather, one from each stream."""
@@ -30,6 +32,7 @@ class HeadsSettings(Record):
     batch: int = 64
     steps: int = 1500
     learning_rate: float = 3e-3
+    warmup_steps: int = 20
     final_lr_fraction: float = 0.1
     """Cosine decay after the warm-up, down to this fraction of the learning rate."""
     seeds: list[int] = Field(default_factory=lambda: list(range(MIN_SEEDS)))
@@ -110,8 +113,9 @@ class HeadsResult(Record):
     """k ln(n_symbols): the loss of guessing a tuple uniformly."""
     chance_accuracy: float
     """1 / n_symbols**k."""
-    chance_apart: float
-    """Probability that two head counts with no real difference look apart (disjoint seed ranges)."""
+    chance_some_worse: float
+    """With no real difference between head counts, how often the rule calls at least one count worse than the
+    best (Monte Carlo, ``heads.chance_of_a_worse_call``): the best is picked after looking."""
     runs: list[HeadsRun]
     """Every model trained: each head count and the no-attention control, once per seed."""
     points: list[HeadsPoint]

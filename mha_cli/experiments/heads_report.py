@@ -61,8 +61,8 @@ def heads_report(result: HeadsResult) -> str:
         f" stream in unequal attention weights, a lossy code); {s.streams} heads can each fetch one stream's"
         f" symbol unmixed. More heads at the same width are narrower (head_dim {s.d_model} / n_heads).\n\n"
         f"Model: the tool's decoder (`build_lm`), one layer, MHA, RoPE (theta 10,000), pre-norm RMSNorm, gated MLP"
-        f" (d_ff {4 * s.d_model}), d_model = {s.d_model}, head_dim = d_model / n_heads. {s.steps} steps of AdamW"
-        f" (lr {s.learning_rate}, 20 warm-up steps, cosine decay to {s.final_lr_fraction:g} of it, batch {s.batch}),"
+        f" (d_ff {s.d_ff}), d_model = {s.d_model}, head_dim = d_model / n_heads. {s.steps} steps of AdamW"
+        f" (lr {s.learning_rate}, {s.warmup_steps} warm-up steps, cosine decay to {s.final_lr_fraction:g} of it, batch {s.batch}),"
         f" seeds {result.seeds}; for a seed, every head count starts from the same initialisation stream and sees"
         f" the same batches. Held-out: {s.eval_sequences} unseen sequences per seed. Control: the same decoder with"
         " its attention branch zeroed (each query then sees only its own query token), trained alike.\n\n"
@@ -96,9 +96,10 @@ def heads_report(result: HeadsResult) -> str:
         f" {length}, an easier job for a short dot product. If a narrow count loses, this run does not separate why: a"
         f" {narrowest}-wide head has a short dot product and only {narrowest // 2} RoPE frequencies to single out a"
         " position, and it may only learn"
-        ' slower (see "Still learning?" above). With'
-        f" {len(result.seeds)} seeds, two counts with no real difference look apart with probability"
-        f" {result.chance_apart:.2g}.\n\n"
+        ' slower (see "Still learning?" above). The rule compares every count with the best, picked after'
+        f" looking: with {len(result.seeds)} seeds and no real difference between head counts it calls some count"
+        f' worse in {result.chance_some_worse:.0%} of runs, so a single "worse" is weak evidence; a pattern over'
+        " several counts, or a gap far beyond the ranges, is stronger.\n\n"
         f"![training curves, held-out loss and accuracy per head count]({Path(result.files.plot).name})\n"
     )
 
@@ -178,7 +179,10 @@ def head_dim_sentence(result: HeadsResult) -> str:
         if better:
             parts.append(
                 f"Of those, {listed(better)} are better than {allowed_text} on every seed: on this task the rule"
-                " refuses the better models."
+                " refuses the better models. That comparison mixes head count with head width: at this d_model the"
+                f" rule allows at most {result.settings.d_model // HEAD_DIM_FLOOR} head(s), fewer than the"
+                f" {result.settings.streams} lookups the task needs, so it does not test the floor itself; the"
+                " narrowing past the best, below, does."
             )
         if worse:
             parts.append(f"{listed(worse).capitalize()} are worse than {allowed_text} on every seed.")

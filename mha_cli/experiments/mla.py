@@ -23,7 +23,6 @@ forward pass: ``decode_max_abs_diff``).
 from __future__ import annotations
 
 import math
-import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -31,9 +30,8 @@ import torch
 
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import MLASpec, ModelSpec
-from mha_cli.experiments.common import command_line, deterministic_run, progress_bar, seeded_generator
+from mha_cli.experiments.common import command_line, deterministic_run, seeded_generator, train_all
 from mha_cli.experiments.data import ByteTokenizer, evaluation_windows, load_pydoc_corpus, random_windows
-from mha_cli.experiments.jobs import default_workers, run_jobs
 from mha_cli.experiments.lm import build_lm, cache_nbytes, expected_parameters, n_parameters
 from mha_cli.experiments.mla_models import (
     CACHE_LIMIT,
@@ -117,18 +115,12 @@ def run_mla(
     outputs.check_writable()
     corpus = load_pydoc_corpus()
     jobs = training_jobs(settings, str(torch_device))
-    n_workers = workers or default_workers(torch_device)
-    started = time.perf_counter()
-    with deterministic_run(seed, torch_device) as environment, progress_bar() as progress:
-        task = progress.add_task(f"mla: {len(jobs)} models x seeds, {n_workers} worker(s)", total=len(jobs))
-        runs = run_jobs(train_job, jobs, workers=n_workers, on_done=lambda _: progress.advance(task))
-        inputs, targets = evaluation_windows(corpus.validation, settings.seq_len, settings.eval_windows)  # (n, s)
-        ngrams = [
-            NgramFloor(order=order, validation_bits=KneserNey(corpus.train, order).bits(inputs, targets))
-            for order in settings.ngram_orders
-        ]
-    environment.wall_seconds = round(time.perf_counter() - started, 1)
-    environment.workers = n_workers
+    runs, environment = train_all("mla", train_job, jobs, seed=seed, device=torch_device, workers=workers)
+    inputs, targets = evaluation_windows(corpus.validation, settings.seq_len, settings.eval_windows)  # (n, s)
+    ngrams = [
+        NgramFloor(order=order, validation_bits=KneserNey(corpus.train, order).bits(inputs, targets))
+        for order in settings.ngram_orders
+    ]
     rows = build_rows(settings, jobs, runs)
     baseline, no_attention = rows[0], rows[-1]
     attention_matters = clearly_below(baseline.validation_bits, no_attention.validation_bits) and (
