@@ -119,7 +119,7 @@ def test_per_seed_values_and_spreads_agree(heads_result):
     data, _ = heads_result
     seeds = data["seeds"]
     assert len(data["runs"]) == 6 * len(seeds)  # 5 head counts and the control, every seed
-    assert all(len(run["train_loss"]) == data["settings"]["steps"] for run in data["runs"])
+    assert all(len(run["train_curve"]) == math.ceil(data["settings"]["steps"] / 10) for run in data["runs"])
     for point in data["points"]:
         by_seed = {run["seed"]: run for run in data["runs"] if run["n_heads"] == point["n_heads"]}
         for field in ("eval_loss", "eval_accuracy", "half_way_eval_loss"):

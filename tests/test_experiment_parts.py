@@ -18,7 +18,7 @@ from mha_cli.experiments.jobs import default_workers, run_jobs
 from mha_cli.experiments.lm import build_lm
 from mha_cli.experiments.ngram import KneserNey
 from mha_cli.experiments.seeds import chance_apart, clearly_below, seed_spread
-from mha_cli.experiments.train import TrainSettings
+from mha_cli.experiments.train import TrainSettings, block_means
 
 TINY = ModelSpec(name="tiny", d_model=32, n_layers=2, n_heads=4, vocab_size=40, d_ff=64)
 
@@ -149,3 +149,8 @@ def test_cosine_schedule_warms_up_then_decays_to_its_floor():
     assert decay.lr_factor(110) == pytest.approx(0.1)
     assert all(decay.lr_factor(i) >= decay.lr_factor(i + 1) for i in range(10, 110))
     assert math.isclose(decay.lr_factor(0), 0.1)
+
+
+def test_training_curves_are_block_means():
+    assert block_means([1.0, 2.0, 3.0, 4.0, 5.0], 2) == [1.5, 3.5, 5.0]  # the last block is shorter
+    assert len(block_means([0.0] * 1500)) == 150

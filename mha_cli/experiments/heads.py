@@ -51,7 +51,7 @@ from mha_cli.experiments.heads_report import heads_report
 from mha_cli.experiments.lm import build_lm, n_parameters
 from mha_cli.experiments.outputs import ExperimentOutputs
 from mha_cli.experiments.seeds import SeedSpread, clearly_below, null_rate, seed_spread
-from mha_cli.experiments.train import TrainSettings, evaluate, scored_accuracy, train
+from mha_cli.experiments.train import TrainSettings, block_means, evaluate, scored_accuracy, train
 from mha_cli.nn.device import resolve_device
 
 __all__ = ["HEAD_COUNTS", "HeadsResult", "HeadsSettings", "judge_head_counts", "run_heads"]
@@ -212,7 +212,7 @@ def train_job(job: HeadsJob) -> HeadsRun:
             head_dim=spec.dim_per_head if attention else None,
             seed=job.seed,
             n_parameters=n_parameters(model),
-            train_loss=losses,
+            train_curve=block_means(losses),
             half_way_eval_loss=half_way[0],
             eval_loss=evaluate(model, inputs, targets, device, batch_size=128),
             eval_accuracy=scored_accuracy(model, inputs, targets, device, batch_size=128),

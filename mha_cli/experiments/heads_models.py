@@ -60,8 +60,8 @@ class HeadsRun(Record):
     head_dim: int | None
     seed: int
     n_parameters: int
-    train_loss: list[float]
-    """Training loss (nats per scored token) at each step."""
+    train_curve: list[float]
+    """Mean training loss (nats per scored token) of each block of ``train.CURVE_EVERY`` steps."""
     half_way_eval_loss: float
     """Held-out loss after half the steps (``HeadsSettings.half_steps``)."""
     eval_loss: float

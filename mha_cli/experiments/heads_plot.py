@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 from mha_cli.experiments.common import new_figure, plain_log_ticks
 from mha_cli.experiments.heads_models import HeadsResult
-from mha_cli.experiments.train import trailing_mean
+from mha_cli.experiments.train import CURVE_EVERY, trailing_mean
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-CURVE_WINDOW = 25
-"""Steps averaged in the training curves."""
+CURVE_BLOCKS = 3
+"""Blocks of ``CURVE_EVERY`` steps averaged in the training curves (30 steps)."""
 
 
 def heads_figure(result: HeadsResult) -> Figure:
@@ -21,16 +21,17 @@ def heads_figure(result: HeadsResult) -> Figure:
     figure, (curves, losses, accuracy) = new_figure(3, width=4.6)
     s = result.settings
     for n_heads in [*s.head_counts, None]:
-        mine = [run.train_loss for run in result.runs if run.n_heads == n_heads]
-        averaged = [mean(step) for step in zip(*mine, strict=True)]
+        mine = [run.train_curve for run in result.runs if run.n_heads == n_heads]
+        averaged = [mean(block) for block in zip(*mine, strict=True)]
         label = "no attention" if n_heads is None else f"{n_heads} head(s)"
         style = {"color": "black", "linestyle": "--"} if n_heads is None else {}
-        curves.plot(range(1, len(averaged) + 1), trailing_mean(averaged, CURVE_WINDOW), label=label, **style)
+        steps = [CURVE_EVERY * (i + 1) for i in range(len(averaged))]
+        curves.plot(steps, trailing_mean(averaged, CURVE_BLOCKS), label=label, **style)
     curves.axhline(result.chance_loss, color="grey", linestyle=":", label="chance")
     curves.set_yscale("log")
     plain_log_ticks(curves.yaxis)
     curves.set(
-        xlabel="step", ylabel=f"training loss (nats, {CURVE_WINDOW}-step mean of {len(result.seeds)} seeds)",
+        xlabel="step", ylabel=f"training loss (nats, {CURVE_EVERY * CURVE_BLOCKS}-step mean of {len(result.seeds)} seeds)",
         title=f"Gather {s.streams} streams, d_model {s.d_model}",
     )  # fmt: skip
     curves.legend(fontsize="small")

@@ -35,7 +35,6 @@ from mha_cli.experiments.data import ByteTokenizer, evaluation_windows, load_pyd
 from mha_cli.experiments.lm import build_lm, cache_nbytes, expected_parameters, n_parameters
 from mha_cli.experiments.mla_models import (
     CACHE_LIMIT,
-    CURVE_EVERY,
     QUALITY_LIMIT_BITS,
     Limit,
     MlaAnswer,
@@ -52,7 +51,7 @@ from mha_cli.experiments.mla_report import mla_report
 from mha_cli.experiments.ngram import KneserNey
 from mha_cli.experiments.outputs import ExperimentOutputs
 from mha_cli.experiments.seeds import SeedSpread, clearly_below, seed_spread
-from mha_cli.experiments.train import TrainSettings, evaluate, nats_to_bits, train
+from mha_cli.experiments.train import TrainSettings, block_means, evaluate, nats_to_bits, train
 from mha_cli.nn.device import resolve_device
 from mha_cli.nn.model import DecoderLM
 
@@ -185,15 +184,10 @@ def train_job(job: MlaJob) -> MlaRun:
         seed=job.seed,
         params_measured=n_parameters(model),
         kv_bytes_measured=cache_nbytes(caches),
-        train_curve_bits=block_means([nats_to_bits(loss) for loss in losses], CURVE_EVERY),
+        train_curve_bits=block_means([nats_to_bits(loss) for loss in losses]),
         validation_bits=validation_bits,
         decode_max_abs_diff=difference,
     )
-
-
-def block_means(values: list[float], block: int) -> list[float]:
-    """Mean of each consecutive block of ``block`` values (the last block may be shorter)."""
-    return [sum(values[i : i + block]) / len(values[i : i + block]) for i in range(0, len(values), block)]
 
 
 @torch.no_grad()

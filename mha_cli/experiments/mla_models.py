@@ -17,8 +17,6 @@ CACHE_LIMIT = Fraction(1, 8)
 """The cache must be strictly below this fraction of full MHA's."""
 QUALITY_LIMIT_BITS = 1.0
 """The lesson's limit: validation log2 perplexity may exceed the baseline's by at most this."""
-CURVE_EVERY = 10
-"""Training curves are stored as the mean loss of each block of this many steps."""
 
 Verdict = Literal["yes", "no", "unclear"]
 """Whether every seed meets a limit (yes), none does (no), or the seeds disagree (unclear)."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mha_cli.experiments.common import new_figure
-from mha_cli.experiments.mla_models import CURVE_EVERY, MlaResult
+from mha_cli.experiments.mla_models import MlaResult
+from mha_cli.experiments.train import CURVE_EVERY
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -102,6 +102,15 @@ def nats_to_bits(nats: float) -> float:
     return nats / math.log(2)
 
 
+CURVE_EVERY = 10
+"""Training curves are stored as the mean loss of each block of this many steps (results stay small)."""
+
+
+def block_means(values: list[float], block: int = CURVE_EVERY) -> list[float]:
+    """Mean of each consecutive block of ``block`` values (the last block may be shorter)."""
+    return [sum(values[i : i + block]) / len(values[i : i + block]) for i in range(0, len(values), block)]
+
+
 def trailing_mean(values: list[float], window: int = 10) -> list[float]:
     """Mean over the last ``window`` values at each step (the first steps average what there is)."""
     out, running = [], 0.0
