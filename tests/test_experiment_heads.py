@@ -161,6 +161,9 @@ def test_settings_for_each_kind_of_run():
 def test_workers_option_is_checked_and_shared(cli, tmp_path):
     result = cli.run("experiment", "heads", "--quick", "--workers", "0", "--out-dir", str(tmp_path / "x"))
     assert result.exit_code == EXIT_BAD_INPUT
+    for seed in ("-1", str(2**31)):  # torch's seeds are bounded; the runs add offsets to the first seed
+        assert cli.run("experiment", "mla", "--quick", "--seed", seed, "--out-dir", str(tmp_path / "y")).exit_code == 2
+    assert not (tmp_path / "y").exists()
     for name in ("heads", "mqa", "mla"):
         assert "--workers" in cli.run("experiment", name, "--help").output
     data = run_quick(cli, "mqa", tmp_path, "--workers", "2")  # accepted, nothing trained
@@ -218,6 +221,14 @@ def test_a_worse_call_is_more_likely_than_one_pair_suggests():
 def test_verdicts_from_seed_ranges(ranges, verdict, enough, worse):
     judged = judge_head_counts([1, 2, 4, 8, 16], spreads(*ranges))
     assert (judged.verdict, judged.enough_heads, judged.worse_than_best) == (verdict, enough, worse)
+
+
+def test_the_verdict_names_the_best_when_fewer_heads_are_enough():
+    ranges = [(1.0, 1.1, 1.05), (0.9, 1.2, 1.0), (0.003, 0.12, 0.003), (0.0014, 0.0067, 0.0016), (0.018, 0.025, 0.02)]
+    judged = judge_head_counts([1, 2, 4, 8, 16], spreads(*ranges))
+    assert judged.sentence.startswith(
+        "More heads help up to 4 (tied with the best, 8), then hurt (16 are worse than 8)."
+    )
 
 
 # Report and plot --------------------------------------------------------------------------------
@@ -290,8 +301,11 @@ def test_the_head_dim_floor_is_discussed_from_the_seed_ranges(heads_result):
     )
     assert "the best count the rule allows, 2 head(s) (head_dim 32" in text
     assert "on this task the rule refuses the better models" in text
-    assert "16 heads (head_dim 4, 0.1100 (0.0800 to 0.1700) nats) are worse than it on every seed" in text
-    assert text.endswith("Heads do get too narrow here, but only below head_dim 8, not at the rule's 32.")
+    assert "16 heads (head_dim 4, 0.1100 (0.0800 to 0.1700) nats) trail it on every seed" in text
+    assert text.endswith(
+        "Heads get too narrow here only below head_dim 8, not at the rule's 32, at this budget (whether longer"
+        " training closes the gap is not shown)."
+    )
     # 16 heads improved on every seed over the second half, 2 heads on two seeds of three, 1 head on none.
     halves = {1: (0.9, 1.3, 1.9), 2: (1.0, 1.1, 1.2), 8: (0.03, 0.03, 0.05), 16: (0.3, 0.4, 0.5)}
     moved = [

@@ -29,7 +29,14 @@ if TYPE_CHECKING:
 
 QuickOpt = Annotated[bool, typer.Option("--quick", help="A seconds-long smoke run (tiny sizes, few steps).")]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (cuda when present), cuda or cpu.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for weights and batches; CPU runs repeat exactly.")]
+MAX_SEED = 2**31 - 1
+"""Largest --seed: the runs add small offsets to it (more seeds, held-out streams), all within torch's range."""
+SeedOpt = Annotated[
+    int,
+    typer.Option(
+        "--seed", min=0, max=MAX_SEED, help="First seed for weights and batches (the runs use it and the next ones)."
+    ),
+]
 WorkersOpt = Annotated[
     int | None,
     typer.Option(
@@ -117,7 +124,9 @@ def render_heads(console: Console, result: HeadsResult) -> None:
     table.add_row("chance", "-", f"{result.chance_loss:.4f}", "", f"{result.chance_accuracy:.4f}", "")
     console.print(table)
     smoke = "[yellow](smoke run, not evidence)[/yellow] " if result.quick else ""
-    console.print(f"held-out loss, [bold]{result.judgement.verdict}[/bold] {smoke}: {result.judgement.sentence}")
+    console.print(
+        f"held-out loss, [bold]{result.judgement.verdict}[/bold]{' ' + smoke if smoke else ''}: {result.judgement.sentence}"
+    )
     print_files(console, result.files)
 
 
@@ -148,6 +157,7 @@ def render_mla(console: Console, result: MlaResult) -> None:
     table = compact_table(f"MLA latent rank vs MHA (validation bits per byte, {len(result.seeds)} seed(s))")
     for name in ("model", "cache vs MHA", "< 1/8", "val bits", "± sd", "vs baseline", "<= +1 bit", "in spread"):
         table.add_column(name, justify="left" if name == "model" else "right")
+    one_seed = len(result.seeds) < 2  # no spread: the sd and the seed-spread verdict mean nothing
     for row in result.rows:
         baseline = row.kind == "mha"
         table.add_row(
@@ -155,10 +165,10 @@ def render_mla(console: Console, result: MlaResult) -> None:
             f"{row.cache_fraction:.4f}",
             "yes" if row.below_cache_limit else "no",
             f"{row.validation_bits.mean:.3f}",
-            f"{row.validation_bits.std:.3f}",
+            "-" if one_seed else f"{row.validation_bits.std:.3f}",
             "" if baseline else f"{row.delta_bits.mean:+.3f}",
             "" if baseline else row.within_quality_limit,
-            "" if baseline else row.within_seed_spread,
+            "" if baseline else ("-" if one_seed else row.within_seed_spread),
         )
     console.print(table)
     floors = ", ".join(f"{f.order}-gram {f.validation_bits:.3f}" for f in result.ngram_bits)

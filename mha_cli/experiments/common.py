@@ -100,7 +100,7 @@ def train_all(
     its wall seconds and worker count filled in."""
     from mha_cli.experiments.jobs import default_workers, run_jobs
 
-    n_workers = default_workers(device) if workers is None else workers
+    n_workers = min(default_workers(device) if workers is None else workers, len(jobs))  # the processes started
     started = time.perf_counter()
     with deterministic_run(seed, device) as environment, progress_bar() as progress:
         task = progress.add_task(f"{name}: {len(jobs)} trainings, {n_workers} worker(s)", total=len(jobs))

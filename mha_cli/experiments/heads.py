@@ -117,11 +117,17 @@ def judge_head_counts(
         text = f"More heads help all the way to {last}"
     elif worse[-1]:
         verdict = "help-then-hurt"
-        text = f"More heads help up to {enough}, then hurt ({last} are worse than the best)"
+        text = (
+            f"More heads help up to {enough}{best_note(enough, head_counts[best_index])}, then hurt ({last} are worse"
+            f" than {head_counts[best_index]})"
+        )
     else:
         verdict = "plateau"
         at_last = "are the best" if best_index == len(spreads) - 1 else "are tied with the best"
-        text = f"More heads help up to {enough}, then plateau ({last} {at_last} within the seed spread)"
+        text = (
+            f"More heads help up to {enough}{best_note(enough, head_counts[best_index])}, then plateau ({last}"
+            f" {at_last} within the seed spread)"
+        )
     figures = ", ".join(
         f"{format_spread(spread, unit)} at {count}" for count, spread in zip(head_counts, spreads, strict=True)
     )
@@ -142,6 +148,11 @@ def judge_head_counts(
         worse_than_best=worse_counts,
         sentence=sentence,
     )
+
+
+def best_note(enough: int, best: int) -> str:
+    """' (tied with the best, 8)' when the fewest heads that are enough are not themselves the lowest mean."""
+    return "" if enough == best else f" (tied with the best, {best})"
 
 
 def format_spread(spread: SeedSpread, unit: str) -> str:

@@ -197,8 +197,9 @@ def head_dim_sentence(result: HeadsResult) -> str:
             else f"from head_dim {max(p.head_dim for p in narrow_worse)}"
         )
         parts.append(
-            f"Narrowing past the best ({best.n_heads} heads, head_dim {best.head_dim}) costs: {listed(narrow_worse)}"
-            f" are worse than it on every seed. Heads do get too narrow here, but {where}."
+            f"Narrowing past the best ({best.n_heads} heads, head_dim {best.head_dim}) costs at"
+            f" {result.settings.steps} steps: {listed(narrow_worse)} trail it on every seed. Heads get too narrow"
+            f" here {where}, at this budget (whether longer training closes the gap is not shown)."
         )
     elif best.head_dim < HEAD_DIM_FLOOR:
         parts.append(

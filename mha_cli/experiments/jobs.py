@@ -62,7 +62,7 @@ def run_jobs(
                 on_done(results[-1])
         return results
     done: dict[int, Any] = {}
-    pool = get_context("spawn").Pool(processes=min(workers, len(jobs)), initializer=_ignore_interrupts)
+    pool = get_context("spawn").Pool(processes=min(workers, len(jobs)), initializer=_ignore_interrupts)  # no idle ones
     try:
         for index, result in pool.imap_unordered(partial(_indexed, work), enumerate(jobs)):
             done[index] = result

@@ -40,6 +40,8 @@ def mla_figure(result: MlaResult) -> Figure:
     tradeoff.axvline(result.cache_limit, color="tab:red", linestyle="--", label="1/8 of MHA's cache")
     tradeoff.axhline(baseline.mean + result.quality_limit_bits, color="tab:green", linestyle="--",
                      label="baseline + 1 bit")  # fmt: skip
+    shown = [f.validation_bits for f in result.ngram_bits] + [r.validation_bits.low for r in mla_rows]
+    tradeoff.set_ylim(min([*shown, baseline.low]) - 0.08, max(no_attention.mean, *shown) + 0.12)  # room for labels
     tradeoff.set_xscale("log", base=2)
     tradeoff.set(xlabel="KV cache, fraction of MHA's", ylabel="validation bits per byte", title="Cache vs quality")
     tradeoff.legend(fontsize=7, loc="center right")
