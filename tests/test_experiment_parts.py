@@ -4,10 +4,8 @@ worker processes and the learning-rate schedule. Exact values, computed by hand 
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,6 +17,7 @@ from mha_cli.experiments.lm import build_lm
 from mha_cli.experiments.ngram import KneserNey
 from mha_cli.experiments.seeds import chance_apart, clearly_below, seed_spread
 from mha_cli.experiments.train import TrainSettings, block_means
+from tests.children import living_children
 
 TINY = ModelSpec(name="tiny", d_model=32, n_layers=2, n_heads=4, vocab_size=40, d_ff=64)
 
@@ -118,26 +117,12 @@ def _sleep_or_fail(seconds: float) -> float:
     return seconds
 
 
-def _worker_children() -> list[int]:
-    """Living children of this process, multiprocessing's resource tracker aside (it lives as long as pytest)."""
-    pids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            command = (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"resource_tracker" not in command:
-            pids.append(int(stat.parent.name))
-    return pids
-
-
 def test_a_failing_job_ends_the_run_without_waiting_for_the_others():
     started = time.perf_counter()
     with pytest.raises(ValueError, match="this job failed"):
         run_jobs(_sleep_or_fail, [120.0, -1.0, 120.0], workers=2)
     assert time.perf_counter() - started < 60  # the 120 s jobs were terminated, not waited for
-    assert _worker_children() == []
+    assert living_children() == []
 
 
 def test_cosine_schedule_warms_up_then_decays_to_its_floor():

@@ -9,10 +9,8 @@ tests/test_verify_cmd.py's tp 2 run). Expected cache bytes are hand counts writt
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -23,6 +21,7 @@ from mha_cli.core.sources import ModelSource
 from mha_cli.parallel.group import free_port
 from mha_cli.parallel.plan import make_tp_job
 from mha_cli.parallel.run import run_tp_jobs
+from tests.children import living_children
 
 MLA = MLASpec(kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, q_lora_rank=24)
 MOE = MoESpec(n_experts=4, n_active_experts=2, n_shared_experts=1, d_ff_expert=32, n_dense_layers=1,
@@ -52,21 +51,6 @@ def _job(name: str, tp: int, seq: int = 24, batch: int = 1, **fields):
     loaded = ModelSource(kind="preset", origin=name, model=model)
     deployment = merge_deployment(None, model=model, seq_len=seq, batch=batch, kv_dtype="fp32", tp=tp)
     return make_tp_job(loaded, deployment, device_type="cpu", reps=2, timeout_s=120)
-
-
-def _children() -> list[int]:
-    """Pids of this process's living children (ranks must not outlive a run). multiprocessing's resource
-    tracker is not counted: an earlier test's worker pool starts it, and it lives as long as pytest."""
-    pids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            command = (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"resource_tracker" not in command:
-            pids.append(int(stat.parent.name))
-    return pids
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +151,7 @@ def test_a_failing_rank_ends_the_run_with_one_line(cli, tmp_path, monkeypatch):
     assert result.exit_code == EXIT_CHECK_FAILED
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
     assert "rank 1 failed" in result.stderr and "injected fault" in result.stderr
-    assert _children() == []
+    assert living_children() == []
 
 
 def test_a_wrong_shard_fails_the_single_device_check(cli, tmp_path, monkeypatch):
@@ -196,7 +180,7 @@ def test_a_hanging_rank_is_stopped_within_the_timeout(cli, tmp_path, monkeypatch
     assert time.monotonic() - start < 8 + 5
     assert result.exit_code == EXIT_CHECK_FAILED
     assert result.stderr.count("\n") == 1 and "after 8 s" in result.stderr and "rank 1 at" in result.stderr
-    assert _children() == []
+    assert living_children() == []
 
 
 def test_refusals_before_any_process_starts(cli, tmp_path, monkeypatch):
@@ -217,4 +201,4 @@ def test_refusals_before_any_process_starts(cli, tmp_path, monkeypatch):
     result = cli.run("verify", str(config), "--tp", "2")
     assert result.exit_code == EXIT_BAD_INPUT
     assert "needs 2 CUDA devices, 1 visible: rerun with --device cpu" in result.stderr
-    assert _children() == []
+    assert living_children() == []
