@@ -56,4 +56,5 @@ def test_when_nothing_fits_the_way_out_says_so_and_why(cli, tmp_path):
     assert data["memory"]["fits"] is False
     [way] = data["ways_out"]
     assert way.startswith("none: even 3 x jetson-orin (the largest group that splits the 3 heads) needs")
-    assert "in int4, more than the 53.6 GiB usable" in way
+    # usable: 90% of the Orin's 59.60 GiB, less vLLM's activation peak and 2.1 GiB of non-torch memory at tp 3
+    assert "in int4, more than the 51.4 GiB usable" in way

@@ -3,8 +3,9 @@
 import pytest
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.kv import bytes_per_token_per_layer, kv_footprint, kv_heads_per_rank, tokens_held
+from mha_cli.core.kv import bytes_per_token_per_layer, kv_footprint, tokens_held
 from mha_cli.core.presets import PRESET_DATA, get_preset, preset_names
+from mha_cli.core.tensor_parallel import kv_heads_per_rank
 
 # Published / hand-derived bf16 bytes per token (all layers).
 REFERENCE_BF16 = {

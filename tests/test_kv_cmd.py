@@ -35,12 +35,18 @@ def test_kv_target_plan(cli):
     data = cli.json("kv", "llama-3-70b", "--seq", "128k", "--target", "8xh100")
     memory = data["memory"]
     assert (memory["n_devices"], memory["tp"], data["deployment"]["tp"]) == (8, 8, 8)
-    # One rank of 8 (Megatron): q, k, v, o and the SwiGLU split 8 ways; norms, embedding and LM head whole.
+    # One rank of 8 (vLLM's layout): q, k, v, o and the SwiGLU split 8 ways; norms whole; the embedding and the
+    # LM head split by vocabulary (128,256 rows, already a multiple of 64: 16,032 rows each per rank).
     attention, mlp, norms = 2 * 8192 * 8192 + 2 * 8192 * 1024, 3 * 8192 * 28672, 2 * 8192
-    per_rank = 80 * (attention // 8 + mlp // 8 + norms) + 2 * 128256 * 8192 + 8192
-    assert memory["weight_bytes_per_device"] == 2 * per_rank == 21_318_090_752  # not 141 GB / 8 = 17.6 GB
-    free = memory["usable_bytes"] - memory["weight_bytes_per_device"]
-    assert memory["max_sequences"] == free // data["kv"]["bytes_per_sequence_per_rank"]
+    per_rank = 80 * (attention // 8 + mlp // 8 + norms) + 2 * 16_032 * 8192 + 8192
+    assert memory["weight_bytes_per_device"] == 2 * per_rank == 17_640_734_720  # replicated head: 21.3 GB
+    engine = data["engine"]
+    assert engine["available_kv_bytes"] == memory["usable_bytes"] - memory["weight_bytes_per_device"]
+    per_token = 80 * 2 * 128 * 2  # one KV head of 128 per rank, K and V, bf16
+    assert engine["kv_bytes_per_token_per_rank"] == per_token
+    blocks = engine["available_kv_bytes"] // (16 * per_token)
+    assert (engine["kv_blocks"], engine["kv_tokens"]) == (blocks, 16 * blocks)
+    assert memory["max_sequences"] == blocks // (131_072 // 16)  # whole requests of 128K tokens
 
 
 def test_kv_that_does_not_fit_is_flagged_and_can_fail(cli):

@@ -42,6 +42,10 @@ def test_shard_shapes(tp: int, q_heads: int, kv_heads: int) -> None:
     assert layer[prefix + "mlp.up_proj.bias"] == (D_FF // tp,)
     assert layer[prefix + "mlp.down_proj.weight"] == (D, D_FF // tp)
     assert layer[prefix + "input_layernorm.weight"] == (D,)
+    whole = {name: tuple(p.shape) for name, p in build_model(spec(vocab_size=100), device="meta", tp_size=tp,
+             tp_rank=tp - 1).named_parameters()}  # fmt: skip
+    rows = 100 if tp == 1 else 128 // tp  # split: vocab 100 padded to 128, a multiple of 64
+    assert whole["model.embed_tokens.weight"] == whole["lm_head.weight"] == (rows, D)
 
 
 def test_rank_local_head_counts() -> None:
@@ -60,7 +64,7 @@ def test_shards_sum_to_the_full_model(tp: int) -> None:
         for rank in range(tp)
         for p in build_model(spec(), device="meta", tp_rank=rank, tp_size=tp).parameters()
     )
-    replicated = 2 * VOCAB * D + D + 2 * (2 * D)  # embedding, untied head, final norm; 2 layers x 2 norms
+    replicated = D + 2 * (2 * D)  # final norm; 2 layers x 2 norms (embedding and head: 128 rows split, unpadded)
     kv_params = 2 * 2 * KV * HEAD_DIM * D  # 2 layers x (k, v)
     kv_copies = kv_params * (tp // KV - 1) if tp > KV else 0  # each KV head held by tp / n_kv ranks
     assert shards == full + (tp - 1) * replicated + kv_copies
@@ -81,6 +85,11 @@ def test_bad_splits_are_refused() -> None:
 def shard(full: dict[str, torch.Tensor], name: str, rank: int, tp: int) -> torch.Tensor:
     """The contract's slice of one full tensor for ``rank``, written out independently of build_model."""
     tensor = full[name]
+    if name in ("model.embed_tokens.weight", "lm_head.weight"):  # vLLM: pad the vocabulary to 64k rows, then split
+        padded = torch.zeros(-(-tensor.shape[0] // 64) * 64, D)
+        padded[: tensor.shape[0]] = tensor
+        rows = padded.shape[0] // tp
+        return padded[rank * rows : (rank + 1) * rows]
     q_rows, kv_rows = HEADS * HEAD_DIM // tp, max(1, KV // tp) * HEAD_DIM
     kv_head = rank * KV // tp if tp <= KV else rank // (tp // KV)
     if ".q_proj." in name:
@@ -95,25 +104,28 @@ def shard(full: dict[str, torch.Tensor], name: str, rank: int, tp: int) -> torch
         return tensor[rank * ff : (rank + 1) * ff]
     if ".down_proj.weight" in name:
         return tensor[:, rank * ff : (rank + 1) * ff]
-    return tensor  # embeddings, norms, head, o/down biases: replicated
+    return tensor  # norms, o/down biases: replicated
 
 
+@pytest.mark.parametrize("vocab", [VOCAB, 100], ids=["vocab128", "vocab100-padded"])
 @pytest.mark.parametrize("tp", [2, 4])
-def test_sharded_logits_equal_the_full_model(tp: int) -> None:
-    """qkv/o/MLP biases included (each added once); tp 4 > 2 KV heads replicates them; cached decode too."""
-    the_spec = spec(qkv_bias=True, o_bias=True, mlp_bias=True, mlp="gated", qk_norm=True)
+def test_sharded_logits_equal_the_full_model(tp: int, vocab: int) -> None:
+    """qkv/o/MLP biases included (each added once); tp 4 > 2 KV heads replicates them; cached decode too; the
+    vocabulary split over the ranks (padded when 64 does not divide it)."""
+    the_spec = spec(qkv_bias=True, o_bias=True, mlp_bias=True, mlp="gated", qk_norm=True, vocab_size=vocab)
     torch.manual_seed(0)
     full_model = build_model(the_spec).eval()
     with torch.no_grad():
         for param in full_model.parameters():
             param.add_(torch.randn_like(param) * 0.1)
     full = full_model.state_dict()
-    ids = torch.randint(0, VOCAB, (2, 9), generator=torch.Generator().manual_seed(1))
+    ids = torch.randint(0, vocab, (2, 9), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         expected = full_model(ids)  # (b, s, v)
 
     results, reducer = run_ranks(lambda rank: build_model(the_spec, tp_rank=rank, tp_size=tp), shard, full, ids, tp)
-    assert reducer.calls == [6 * 2 * 2] * tp  # 6 forwards x 2 layers x (o_proj, down_proj): one reduce each
+    # 6 forwards x (the embedding's lookup, 2 layers x (o_proj, down_proj), the logits' gather): one reduce each
+    assert reducer.calls == [6 * (1 + 2 * 2 + 1)] * tp
     for logits in results:
         torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)
 
@@ -130,4 +142,4 @@ def test_every_row_parallel_layer_calls_all_reduce() -> None:
     model.all_reduce = counting
     with torch.no_grad():
         model(torch.zeros(1, 3, dtype=torch.long))
-    assert calls == [(1, 3, D)] * 4
+    assert calls == [(1, 3, D)] * 5 + [(1, 3, VOCAB)]  # embedding, 2 x 2 row-parallel layers, the logits' gather

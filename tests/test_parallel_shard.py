@@ -13,7 +13,8 @@ from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP, L
 from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeSparseMoeBlock
 
 from mha_cli.core.schemas import MLASpec, ModelSpec, MoESpec
-from mha_cli.nn.tensor_parallel import kv_head_range, seeded_tensor, shard_state_dict
+from mha_cli.core.tensor_parallel import kv_head_range
+from mha_cli.nn.tensor_parallel import seeded_tensor, shard_state_dict
 
 D = 64
 
@@ -143,10 +144,22 @@ def test_mla_shards_sum_to_the_whole():
 
 def test_replicated_names_and_seeded_weights():
     spec = ModelSpec(d_model=D, n_layers=1, n_heads=8, vocab_size=10, d_ff=128)
-    full = {name: seeded_tensor(name, (10, D) if "embed" in name else (D,), 7) for name in
-            ("model.embed_tokens.weight", "model.layers.0.input_layernorm.weight", "model.norm.weight")}  # fmt: skip
+    full = {
+        name: seeded_tensor(name, (D,), 7) for name in ("model.layers.0.input_layernorm.weight", "model.norm.weight")
+    }
     for rank in range(4):
         assert all(torch.equal(t, full[n]) for n, t in shard_state_dict(full, spec, rank, 4).items())
     assert torch.equal(seeded_tensor("a", (3, 4), 7), seeded_tensor("a", (3, 4), 7))
     assert not torch.equal(seeded_tensor("a", (3, 4), 7), seeded_tensor("b", (3, 4), 7))
     assert seeded_tensor("model.norm.weight", (D,), 7).mean().item() == pytest.approx(1, abs=0.1)
+
+
+@pytest.mark.parametrize("name", ["model.embed_tokens.weight", "lm_head.weight"])
+def test_vocab_blocks_stack_to_the_padded_whole(name):
+    """vocab 100 padded to 128 (vLLM's multiple of 64): 4 ranks of 32 rows; the last 28 rows are zeros."""
+    spec = ModelSpec(d_model=D, n_layers=1, n_heads=8, vocab_size=100, d_ff=128)
+    whole = seeded_tensor(name, (100, D), 7)
+    blocks = [shard_state_dict({name: whole}, spec, rank, 4)[name] for rank in range(4)]
+    assert [tuple(block.shape) for block in blocks] == [(32, D)] * 4
+    stacked = torch.cat(blocks)  # (128, D)
+    assert torch.equal(stacked[:100], whole) and not stacked[100:].any()

@@ -9,7 +9,6 @@ from mha_cli.core.presets import get_preset
 from mha_cli.core.roofline import attention_pair_flops, causal_pairs, estimate_roofline, experts_touched
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.targets import resolve_target
-from mha_cli.core.tensor_parallel import weight_params_per_device
 
 H100_BANDWIDTH = 3350e9  # B/s, datasheet
 H100_BF16 = 989.4e12  # dense FLOP/s
@@ -27,7 +26,7 @@ def roofline(model, seq=8192, batch=1, tp=1, target="h100", mla_cache="absorbed"
     resolved = resolve_target(target)
     params = count_params(model)
     kv = kv_footprint(model, seq_len=seq, batch=batch, tp=tp, mla_cache=mla_cache)
-    plan = plan_memory(resolved, weight_params=weight_params_per_device(model, tp), weight_dtype="bf16", kv=kv)
+    plan = plan_memory(resolved, model=model, weight_dtype="bf16", kv=kv)
     return params, estimate_roofline(model, resolved, params=params, weight_dtype="bf16", kv=kv, plan=plan)
 
 

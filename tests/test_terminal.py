@@ -69,11 +69,14 @@ def test_targets_without_bf16_are_marked_and_a_bf16_plan_on_them_is_flagged(cli)
 
 def test_quantised_weights_are_a_way_out_when_they_free_the_room(cli):
     result = cli.json("recommend", "--params", "7B", "--target", "t4")
-    usable = 16 * 10**9 * 9 // 10  # 16 GB T4 at 90% utilisation
-    int4_weights = -(-result["params"]["total"] // 2)  # half a byte per weight
-    fits = (usable - int4_weights) // result["kv"]["bytes_per_sequence"]
-    assert fits == 11
-    assert f"--weight-dtype int4 (weights 3.3 GiB per device; {fits} sequences fit)" in result["ways_out"]
+    # A T4 shows 14.75 GiB to torch; vLLM leaves 90% of it less its profiling peak and non-torch memory, under the
+    # 14.3 GB of bf16 weights. Half a byte per weight (int4) fits; fp8 is not offered (no fp8 on a T4).
+    memory = result["memory"]
+    assert memory["device_memory_bytes"] == round(14.75 * 2**30) and not memory["weights_fit"]
+    usable = int(memory["device_memory_bytes"] * 0.9) - result["engine"]["activation_peak_bytes"] - 2**28
+    assert memory["usable_bytes"] == usable < 2 * result["params"]["total"]
+    # int4 linear layers with their group-128 scales and zeros; embeddings and LM head stay bf16
+    assert "--weight-dtype int4 (weights 4.9 GiB per device)" in result["ways_out"]
     assert not any("--weight-dtype fp8" in way for way in result["ways_out"])  # T4 has no fp8
 
 
@@ -132,5 +135,6 @@ def test_tables_fit_80_columns_without_cutting(narrow, args):
 def test_captions_are_printed_at_the_terminal_width(narrow):
     out = narrow.run("kv", "llama-3-8b", "--target", "a100").stdout
     # the memory table's caption is one paragraph, not squeezed into the table's width
-    assert "device memory as the vendor states it: 80 GB = 10^9 B; GiB = 2^30 B" in out.replace("\n", " ")
+    caption = "device memory as torch reports it (79.14 GiB; the datasheet's 80 GB = 10^9 B); GiB = 2^30 B"
+    assert caption in " ".join(out.split())
     assert any(line.startswith("* this model; B / token") for line in out.splitlines())

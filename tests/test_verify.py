@@ -133,14 +133,15 @@ def test_moe_numerics_in_bf16_replay_the_full_forwards_experts():
 
 
 def test_windows_and_tensor_parallel_ranks_are_scoped():
-    """tp=2: one rank holds 4 of 8 query heads, 2 of 4 KV heads, d_ff 64; embeddings, norms, head replicated."""
+    """tp=2: one rank holds 4 of 8 query heads, 2 of 4 KV heads, d_ff 64; embedding and head split by vocab."""
     model = tiny(4, sliding_window=16, layer_pattern=["local", "global"])
     report = verify(model, kv_dtype="fp32", tp=2, block_size=10)
     per_token_layer = 2 * 2 * 8 * 4  # K and V, 2 KV heads of 8, fp32
     held = {"local": 16, "global": 48}  # window 16, seq 48 (torch caches are contiguous: no paging)
     cache = BATCH * per_token_layer * (held["local"] + held["global"] + held["local"])  # local, global, local
     rank_layer = 64 * 32 + 2 * 64 * 16 + 32 * 64 + 2 * 64 + 3 * 64 * 64  # q, k+v, o, norms, MLP d_ff / 2
-    rank_weights = (NON_LAYER + LAYERS * rank_layer) * 4
+    rank_non_layer = 64 * 64 + 64 + 64 * 64  # vocab 100 padded to 128: 64 rows of embedding and head each
+    rank_weights = (rank_non_layer + LAYERS * rank_layer) * 4
     assert report.measured_cache_bytes == report.predicted_cache_bytes == cache
     assert report.measured_weight_bytes == report.predicted_weight_bytes == rank_weights
     assert report.tp == 2 and report.ranks_measured == [0] and all(report.checks.values())

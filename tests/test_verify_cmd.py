@@ -214,7 +214,7 @@ def test_tensor_parallel_scopes_one_rank_and_the_deployment(cli, config):
     assert code == 0, data
     cache = 2 * 2 * 64 * (2 * 1 * 8 * 4)  # 2 layers x batch 2 x 64 tokens x one KV head of 8 per rank, fp32
     layer = 64 * 32 + 2 * 64 * 8 + 32 * 64 + 2 * 64 + 3 * 64 * 128  # 4 query heads, 1 KV head, d_ff 128 per rank
-    weights = (2 * 1000 * 64 + 64 + 2 * layer) * 4
+    weights = (2 * 512 * 64 + 64 + 2 * layer) * 4  # vocab 1000 padded to 1024: 512 rows of embedding and head
     assert data["measured_cache_bytes"] == data["predicted_cache_bytes"] == cache
     assert data["measured_weight_bytes"] == data["predicted_weight_bytes"] == weights
     per_rank, whole = data["per_rank"], data["whole_model"]

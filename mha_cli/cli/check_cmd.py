@@ -10,7 +10,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mha_cli.cli.options import BatchOpt, JsonOpt, KvDtypeOpt, SeqOpt, TargetOpt, TpOpt, WeightDtypeOpt
+from mha_cli.cli.options import (
+    BatchOpt,
+    BlockSizeOpt,
+    EngineOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    MaxBatchedTokensOpt,
+    MaxNumSeqsOpt,
+    SeqOpt,
+    TargetOpt,
+    TpOpt,
+    UtilisationOpt,
+    WeightDtypeOpt,
+)  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.core.check import CheckResult, check_design
 from mha_cli.core.errors import EXIT_CHECK_FAILED
@@ -33,13 +46,19 @@ def check(
     kv_dtype: KvDtypeOpt = None,
     weight_dtype: WeightDtypeOpt = None,
     tp: TpOpt = None,
+    engine: EngineOpt = None,
+    gpu_memory_utilization: UtilisationOpt = None,
+    max_num_batched_tokens: MaxBatchedTokensOpt = None,
+    max_num_seqs: MaxNumSeqsOpt = None,
+    block_size: BlockSizeOpt = None,
     strict: StrictOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Lint a design: hard-rule violations (exit 1) and warnings, by rule id."""
     result = check_design(
         source, seq_len=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype, tp=tp,
-        strict=strict,
+        engine=engine, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs, block_size=block_size, strict=strict,
     )  # fmt: skip
     Output(json).emit(result, render_check)
     if not result.passed:

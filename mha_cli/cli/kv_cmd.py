@@ -8,15 +8,19 @@ import typer
 
 from mha_cli.cli.options import (
     BlockSizeOpt,
+    EngineOpt,
     ForceOpt,
     JsonOpt,
     KvDtypeOpt,
+    MaxBatchedTokensOpt,
+    MaxNumSeqsOpt,
     MlaCacheOpt,
     PlotOpt,
     SourceBatchOpt,
     SourceSeqOpt,
     TargetOpt,
     TpOpt,
+    UtilisationOpt,
     WeightDtypeOpt,
 )  # fmt: skip
 from mha_cli.cli.output import Output
@@ -49,6 +53,10 @@ def kv(
     target: TargetOpt = None,
     weight_dtype: WeightDtypeOpt = None,
     mla_cache: MlaCacheOpt = None,
+    engine: EngineOpt = None,
+    gpu_memory_utilization: UtilisationOpt = None,
+    max_num_batched_tokens: MaxBatchedTokensOpt = None,
+    max_num_seqs: MaxNumSeqsOpt = None,
     fail_if_no_fit: FailIfNoFitOpt = False,
     plot: PlotOpt = None,
     force: ForceOpt = False,
@@ -63,7 +71,9 @@ def kv(
     deployment = merge_deployment(
         loaded.deployment,
         model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, block_size=block_size,
-        target=target, weight_dtype=weight_dtype, mla_cache=mla_cache,
+        target=target, weight_dtype=weight_dtype, mla_cache=mla_cache, engine=engine,
+        gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs,
     )  # fmt: skip
     report = build_kv_report(loaded, deployment)
     out = Output(json)
@@ -89,9 +99,9 @@ def render_kv_report(console: Console, report: KvReport) -> None:
         bytes_cell,
         count_cell,
         kv_table,
-        memory_table,
         model_table,
         print_assumptions,
+        print_engine_plan,
         print_table,
     )  # fmt: skip
 
@@ -105,7 +115,7 @@ def render_kv_report(console: Console, report: KvReport) -> None:
     console.print(f"[bold]weights[/bold]  {weights}")
     if report.memory is not None:
         console.print()
-        print_table(console, memory_table(report.memory))
+        print_engine_plan(console, report.memory)
         if not report.memory.fits:
             console.print("[bold red]does not fit:[/bold red] " + escape("; ".join(report.ways_out)))
     console.print()

@@ -12,7 +12,8 @@ SeqOpt = Annotated[
     str | None,
     typer.Option(
         "--seq",
-        help="Tokens per sequence: 8192, 8k (= 8192), 128K.",
+        "--max-model-len",
+        help="Tokens per sequence (vLLM's max_model_len): 8192, 8k (= 8192), 128K.",
         show_default=False,
     ),
 ]
@@ -23,7 +24,8 @@ SourceSeqOpt = Annotated[
     str | None,
     typer.Option(
         "--seq",
-        help="Tokens per sequence: 8192, 8k (= 8192), 128K. Default: the config file's, else the model's"
+        "--max-model-len",
+        help="Tokens per sequence (vLLM's max_model_len): 8192, 8k (= 8192), 128K. Default: the config file's, else the model's"
         " trained context (max_position_embeddings), else 8192.",
         show_default=False,
     ),
@@ -64,6 +66,40 @@ MlaCacheOpt = Annotated[
         "--mla-cache",
         help="MLA only: absorbed (cache the latent, default) or naive (per-head K/V).",
         show_default=False,
+    ),
+]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="Serving engine whose memory rules size the KV pool: vllm (default), sglang, trtllm.",
+        show_default=False,
+    ),
+]
+UtilisationOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--gpu-memory-utilization",
+        "--mem-fraction-static",
+        "--free-gpu-memory-fraction",
+        help="The engine's share of device memory (0-1]: vLLM gpu_memory_utilization (default 0.9), SGLang"
+        " mem_fraction_static (default from the GPU size), TRT-LLM free_gpu_memory_fraction (default 0.9).",
+        show_default=False,
+    ),
+]
+MaxBatchedTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-num-batched-tokens",
+        "--chunked-prefill-size",
+        help="Tokens of one engine step (sizes vLLM's profiling run). Default: the engine's for this GPU.",
+        show_default=False,
+    ),
+]
+MaxNumSeqsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-num-seqs", help="Sequences of one engine step. Default: the engine's for this GPU.", show_default=False
     ),
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]

@@ -15,7 +15,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mha_cli.cli.options import BatchOpt, ForceOpt, JsonOpt, KvDtypeOpt, PlotOpt, SeqOpt, TargetOpt, WeightDtypeOpt
+from mha_cli.cli.options import (
+    BatchOpt,
+    EngineOpt,
+    ForceOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    MaxBatchedTokensOpt,
+    MaxNumSeqsOpt,
+    PlotOpt,
+    SeqOpt,
+    TargetOpt,
+    UtilisationOpt,
+    WeightDtypeOpt,
+)  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.core.config_io import config_text, write_text_atomic
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
@@ -121,6 +134,10 @@ def recommend_command(
     active_params: ActiveParamsOpt = None,
     experts: ExpertsOpt = None,
     top_k: TopKOpt = None,
+    engine: EngineOpt = None,
+    gpu_memory_utilization: UtilisationOpt = None,
+    max_num_batched_tokens: MaxBatchedTokensOpt = None,
+    max_num_seqs: MaxNumSeqsOpt = None,
     out: OutOpt = None,
     format: FormatOpt = "mha",
     force: ForceOpt = False,
@@ -140,7 +157,8 @@ def recommend_command(
     request = build_request(
         params=params, seq=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
         priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant, active_params=active_params,
-        experts=experts, top_k=top_k,
+        experts=experts, top_k=top_k, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
     )  # fmt: skip
     result = recommend(request, config_path=str(out) if out is not None and format == "mha" else None)
     output = Output(json)
@@ -152,7 +170,9 @@ def recommend_command(
             header = "written by: " + command_line(
                 params=params, seq=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
                 priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant,
-                active_params=active_params, experts=experts, top_k=top_k, out=out,
+                active_params=active_params, experts=experts, top_k=top_k, engine=engine,
+                gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
+                max_num_seqs=max_num_seqs, out=out,
             )  # fmt: skip
             write_text_atomic(out, config_text(result.config, out, header=header), force=force)
         output.notice(f"wrote {out}")
@@ -188,12 +208,17 @@ def build_request(
     active_params: str | None = None,
     experts: int | None = None,
     top_k: int | None = None,
+    engine: str | None = None,
+    gpu_memory_utilization: float | None = None,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
 ) -> RecommendRequest:
     """The request from the options; ``RecommendRequest.parse`` rejects a bad value with one line."""
     return RecommendRequest.parse(
         params=params, seq_len=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
         priority=priority, tp=tp, vocab_size=vocab, d_model=d_model, variant=variant, active_params=active_params,
-        experts=experts, top_k=top_k,
+        experts=experts, top_k=top_k, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
     )  # fmt: skip
 
 

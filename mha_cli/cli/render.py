@@ -125,31 +125,54 @@ def kv_table(kv: KvFootprint) -> Table:
 
 
 def memory_table(plan: MemoryPlan) -> Table:
-    """Weights + KV + headroom against one device's usable memory."""
+    """The engine's budget on one device, line by line with where each figure comes from, then its KV pool."""
+    engine = plan.engine
     devices = f"{plan.n_devices} x " if plan.n_devices > 1 else ""
     layout = ""
     if plan.n_devices > 1:
         layout = f": tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
-    table = Table(title=f"Memory plan on {devices}{plan.target_name}{layout}", title_justify="left")
+    table = Table(
+        title=f"Memory plan on {devices}{plan.target_name}{layout}, as {ENGINE_TITLES[engine.name]} allocates it",
+        title_justify="left",
+    )
     table.add_column("per device")
     table.add_column("bytes", justify="right")
     table.add_column("", justify="right")
-    table.add_row("device memory", f"{plan.device_memory_bytes:,}", format_bytes(plan.device_memory_bytes))
-    table.add_row(f"usable ({plan.utilisation:.0%})", f"{plan.usable_bytes:,}", format_bytes(plan.usable_bytes))
-    weights = "weights" + (f" (1/{plan.tp})" if plan.tp > 1 else "")
-    table.add_row(weights, f"{plan.weight_bytes_per_device:,}", format_bytes(plan.weight_bytes_per_device))
+    table.add_column("from", style="dim", overflow="fold")
+    for line in engine.budget:
+        style = "bold" if line.label.startswith("=") else None
+        table.add_row(line.label, f"{line.bytes:,}", format_bytes(line.bytes), line.how, style=style)
     share = f"{plan.sequences_per_replica} of the batch per replica" if plan.replicas > 1 else "this batch"
-    table.add_row(f"KV cache ({share})", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device))
+    table.add_row(f"KV cache ({share})", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device), "")
     style = "green" if plan.fits else "bold red"
-    table.add_row("headroom", f"{plan.headroom_bytes:,}", format_bytes(plan.headroom_bytes), style=style)
+    table.add_row("headroom", f"{plan.headroom_bytes:,}", format_bytes(plan.headroom_bytes), "", style=style)
+    blocks = f"{engine.kv_blocks:,} blocks of {engine.block_size}"
+    if engine.layers_per_group and len(engine.groups) > 1:
+        blocks += f" x {len(engine.groups)} groups of {engine.layers_per_group} layers"
+    table.add_row("KV cache size (tokens)", f"{engine.kv_tokens:,}", "", blocks)
+    ideal = f"per-layer ideal {engine.ideal_max_concurrency:.2f}x" if len(engine.groups) > 1 else ""
+    table.add_row(f"max concurrency at {engine.max_model_len:,} tokens", f"{engine.max_concurrency:.2f}x", "", ideal)
     verdict = "fits" if plan.fits else ("weights do not fit" if not plan.weights_fit else "KV cache does not fit")
-    table.add_row("verdict", verdict, "", style=style)
-    table.caption = (
-        f"device memory as the vendor states it: {plan.device_memory_bytes / 1e9:g} GB = 10^9 B; GiB = 2^30 B"
-    )
+    table.add_row("verdict", verdict, "", "", style=style)
     across = f" (all {plan.replicas} replicas)" if plan.replicas > 1 else ""
-    table.add_row(f"max sequences at this length{across}", f"{plan.max_sequences:,}", "")
+    table.add_row(f"max sequences at this length{across}", f"{plan.max_sequences:,}", "", "whole requests at once")
+    table.caption = (
+        f"device memory as torch reports it ({plan.device_memory_bytes / 2**30:.2f} GiB; the datasheet's"
+        f" {plan.vendor_memory_bytes / 1e9:g} GB = 10^9 B); GiB = 2^30 B"
+    )
     return table
+
+
+def print_engine_plan(console: Console, plan: MemoryPlan) -> None:
+    """The memory table, then what the engine's start-up log would say and the plan's notes."""
+    print_table(console, memory_table(plan))
+    console.print(f"[bold]{ENGINE_TITLES[plan.engine.name]} would log[/bold]")
+    for line in plan.engine.log_lines:
+        console.print(f"  {escape(line)}")
+    print_assumptions(console, plan.engine.notes, title="engine")
+
+
+ENGINE_TITLES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
 def print_assumptions(console: Console, notes: list[str], title: str = "assumed") -> None:

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from mha_cli.cli.render import bytes_cell, count_cell, model_table, print_assumptions
+from mha_cli.cli.render import ENGINE_TITLES, bytes_cell, count_cell, model_table, print_assumptions
 from mha_cli.core.check import CheckResult
 from mha_cli.core.rules.engine import counted
 
@@ -28,6 +28,13 @@ def render_check(console: Console, result: CheckResult) -> None:
         f"[bold]size[/bold]  {count_cell(result.total_params)} parameters = {bytes_cell(result.weight_bytes)};"
         f" KV {result.kv.bytes_per_token:,} B per token, {bytes_cell(result.kv.bytes_per_sequence)} per sequence"
     )
+    if result.engine is not None:
+        engine = result.engine
+        console.print(
+            f"[bold]{ENGINE_TITLES[engine.name]} would log[/bold]  "
+            + escape("; ".join(engine.log_lines))
+            + " [dim](`mha kv` shows the budget line by line)[/dim]"
+        )
     console.print()
     if result.findings:
         table = Table(title="Findings", title_justify="left")

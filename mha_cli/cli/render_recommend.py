@@ -9,9 +9,9 @@ from mha_cli.cli.render import (
     bytes_cell,
     count_cell,
     kv_table,
-    memory_table,
     model_table,
     print_assumptions,
+    print_engine_plan,
     print_table,
 )
 from mha_cli.core.quantities import format_bytes, format_count
@@ -36,7 +36,7 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
     console.print(kv_table(result.kv))
     if result.memory is not None:
         console.print()
-        print_table(console, memory_table(result.memory))
+        print_engine_plan(console, result.memory)
         if not result.memory.fits:
             what = "weights exceed" if not result.memory.weights_fit else "KV cache of this batch exceeds"
             console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")

@@ -45,22 +45,23 @@ def render_targets(console: Console, result: TargetList) -> None:
     table = Table(title="Deployment targets", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
     table.add_column("id", no_wrap=True, min_width=len(max((t.id for t in result.targets), key=len, default="")) + 2)
     table.add_column("name", ratio=1, min_width=12)
-    for column in ("GB", "GB/s", "bf16 TF/s", "fp8 TF/s"):
+    for column in ("GiB", "GB/s", "bf16 TF/s", "fp8 TF/s"):
         table.add_column(column, justify="right", no_wrap=True)
     for t in result.targets:
         fp8 = f"{t.fp8_tflops_dense:g}" if t.fp8_tflops_dense else "-"
         bf16 = f"{t.bf16_tflops_dense:g}" + ("" if t.bf16_native else " fp16")
         table.add_row(
-            t.id + (" !" if t.uncertain else ""),
+            t.id + (" !" if t.uncertain else "") + ("" if t.device_memory_measured else " ~"),
             t.name.removeprefix(t.vendor + " "),
-            f"{t.memory_gb:g}",
+            f"{t.torch_memory_gib:.0f}",
             f"{t.memory_bandwidth_gbs:g}",
             bf16,
             fp8,
         )
     console.print(table)
     console.print(
-        "[dim]GB: memory (10^9 bytes); GB/s: memory bandwidth; TF/s: dense TFLOP/s; fp16: the device has no bf16,"
+        "[dim]GiB: memory as torch reports it, what plans use (2^30 bytes; ~: an estimate, no public"
+        " measurement found; the vendor's GB: `mha targets ID`); GB/s: memory bandwidth; TF/s: dense TFLOP/s; fp16: the device has no bf16,"
         " the figure is fp16's; !: a figure flagged uncertain (`mha targets ID` shows the source and notes).[/dim]"
     )
     aliases = ", ".join(f"{alias}={target}" for alias, target in result.aliases.items())  # no space: wraps whole

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import computed_field
+
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN, context_notes, merge_deployment
+from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.fit import flag_fit, price_deployment
-from mha_cli.core.kv import KvFootprint, footprint_for, tp_splits_evenly
+from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.record import Record
@@ -23,6 +26,7 @@ from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import Finding, Trace
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource, load_source
+from mha_cli.core.tensor_parallel import tp_splits_evenly
 from mha_cli.core.variants import VariantOption, variant_options
 
 USUAL_HEAD_DIMS = (64, 128, 256)
@@ -56,6 +60,12 @@ class CheckResult(Record):
     strict: bool
     """Whether warnings fail the check too (``--strict``)."""
     passed: bool
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def engine(self) -> EnginePlan | None:
+        """The serving engine's plan on one rank of one replica (``memory.engine``); None without a target."""
+        return self.memory.engine if self.memory is not None else None
 
 
 def _stated_context(source: ModelSource, seq: str | int | None) -> str:

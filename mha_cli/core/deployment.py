@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mha_cli.core.engine.settings import engine_name
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import bf16_notes, resolve_target
@@ -20,7 +21,9 @@ FALLBACK_SEQ_LEN = 8192
 """Context used when neither the user, the config file nor the model states one."""
 
 _OPTION_NAMES = {"seq_len": "--seq", "batch": "--batch", "kv_dtype": "--kv-dtype", "weight_dtype": "--weight-dtype",
-                 "tp": "--tp", "block_size": "--block-size", "target": "--target", "mla_cache": "--mla-cache"}  # fmt: skip
+                 "tp": "--tp", "block_size": "--block-size", "target": "--target", "mla_cache": "--mla-cache",
+                 "engine": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
+                 "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs"}  # fmt: skip
 
 
 def default_seq_len(model: ModelSpec | None, base: DeploymentSpec | None = None) -> int:
@@ -38,6 +41,8 @@ def merge_deployment(
     """``base`` (or the defaults) with every override that is not ``None`` applied and validated."""
     fields = base.model_dump(exclude_unset=True) if base is not None else {}
     fields.update({key: value for key, value in overrides.items() if value is not None})
+    if fields.get("engine") is not None:
+        fields["engine"] = engine_name(fields["engine"])
     fields.setdefault("seq_len", default_seq_len(model, base))
     try:
         return DeploymentSpec.model_validate(fields)

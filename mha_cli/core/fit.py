@@ -11,19 +11,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from mha_cli.core.dtypes import bytes_per_weight, storage_format
+from mha_cli.core.dtypes import storage_format
 from mha_cli.core.errors import MhaError
 from mha_cli.core.kv import KvFootprint, footprint_for
-from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes
+from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes_per_device
 from mha_cli.core.params import ParamBreakdown, count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.rules.engine import Trace, counted
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget, resolve_target
-from mha_cli.core.tensor_parallel import weight_params_per_device
+from mha_cli.core.weight_bytes import model_weight_bytes
+from mha_cli.core.weight_formats import weight_format
 
 MAX_DEVICES_TRIED = 4096
 SMALLER_WEIGHT_DTYPES = ("fp8", "int4")
+
+
+def bytes_per_weight(name: str) -> float:
+    """Nominal bytes per covered weight of a weight format (orders formats: int4 < fp8 < bf16)."""
+    return weight_format(name).nominal_bits / 8
 
 
 def group_sizes(model: ModelSpec) -> list[int]:
@@ -45,8 +51,7 @@ def devices_that_fit(
             kv = footprint_for(model, deployment, devices)
         except MhaError:  # this tp does not split the heads
             continue
-        weights = weight_params_per_device(model, devices)
-        if plan_memory(group, weight_params=weights, weight_dtype=deployment.weight_dtype, kv=kv).fits:
+        if plan_memory(group, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=deployment).fits:
             return devices
     return None
 
@@ -71,7 +76,9 @@ def ways_out(
     if not plan.weights_fit:
         current = bytes_per_weight(deployment.weight_dtype)
         for dtype in SMALLER_WEIGHT_DTYPES:
-            per_device = weight_bytes(weight_params_per_device(model, plan.tp), dtype)
+            if dtype == "fp8" and not target.target.fp8_native:
+                continue  # no fp8 on this device (T4, V100, A100)
+            per_device = weight_bytes_per_device(model, plan.tp, dtype)
             if bytes_per_weight(dtype) < current and per_device < plan.usable_bytes:
                 ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
                 break
@@ -89,7 +96,7 @@ def ways_out(
             <= plan.usable_bytes - plan.weight_bytes_per_device
         )
         ways.append(f"--kv-dtype fp8 ({share:.0%} of this cache{'' if enough else '; not enough on its own'})")
-    seq = _longest_context_that_fits(model, deployment, plan)
+    seq = _longest_context_that_fits(model, target, deployment, plan)
     if 0 < seq < kv.seq_len:
         ways.append(f"--seq {seq} (the context this batch fits)")
     return ways or [last_resort(model, target, deployment, plan, total_params)]
@@ -105,7 +112,7 @@ def _lighter_weights_that_fit(
     for dtype in SMALLER_WEIGHT_DTYPES:
         if bytes_per_weight(dtype) >= current or (dtype == "fp8" and not target.target.fp8_native):
             continue
-        plan = plan_memory(target, weight_params=weight_params_per_device(model, kv.tp), weight_dtype=dtype, kv=kv)
+        plan = plan_memory(target, model=model, weight_dtype=dtype, kv=kv, deployment=deployment)
         if plan.fits:
             return (
                 f"--weight-dtype {dtype} (weights {format_bytes(plan.weight_bytes_per_device)} per device;"
@@ -136,10 +143,7 @@ def last_resort(
     for dtype in dtypes:
         wider = deployment.model_copy(update={"weight_dtype": dtype, "tp": largest})
         big = plan_memory(
-            group,
-            weight_params=weight_params_per_device(model, largest),
-            weight_dtype=dtype,
-            kv=footprint_for(model, wider, largest),
+            group, model=model, weight_dtype=dtype, kv=footprint_for(model, wider, largest), deployment=wider
         )
         flags = f"--target {largest}x{target.target.id}{tp_flag}" + (
             f" --weight-dtype {dtype}" if dtype != deployment.weight_dtype else ""
@@ -150,11 +154,11 @@ def last_resort(
             continue
         if big.max_sequences > 0:
             return f"{flags} --batch {big.max_sequences} (together: one flag alone is not enough)"
-        seq = _longest_context_that_fits(model, wider, big)
+        seq = _longest_context_that_fits(model, group, wider, big)
         if seq > 0:
             return f"{flags} --seq {seq} (together: one flag alone is not enough)"
     smallest = dtypes[-1]
-    per_device = weight_bytes(weight_params_per_device(model, largest), smallest)
+    per_device = weight_bytes_per_device(model, largest, smallest)
     why = (
         f"needs {format_bytes(per_device)} of weights per device in {smallest}, more than the"
         f" {format_bytes(big.usable_bytes)} usable"
@@ -167,14 +171,16 @@ def last_resort(
     )
 
 
-def _longest_context_that_fits(model: ModelSpec, deployment: DeploymentSpec, plan: MemoryPlan) -> int:
-    """The longest seq_len whose cache for this batch fits beside the weights (windows and paging
-    priced as ``kv_footprint`` prices them); 0 when not even one token does."""
-    free = plan.usable_bytes - plan.weight_bytes_per_device
+def _longest_context_that_fits(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan
+) -> int:
+    """The longest seq_len at which the engine admits this batch (windows, paging and the engine's blocks priced
+    as ``plan_memory`` prices them); 0 when not even one token does."""
 
     def fits(seq_len: int) -> bool:
-        kv = footprint_for(model, deployment.model_copy(update={"seq_len": seq_len}), plan.tp)
-        return plan.sequences_per_replica * kv.bytes_per_sequence_per_rank <= free
+        longer = deployment.model_copy(update={"seq_len": seq_len, "tp": plan.tp})
+        kv = footprint_for(model, longer, plan.tp)
+        return plan_memory(target, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=longer).fits
 
     low, high = 0, deployment.seq_len  # fits(low) holds (no tokens), fits(high) does not
     while high - low > 1:
@@ -244,7 +250,7 @@ class Priced:
     @property
     def weight_bytes(self) -> int:
         """All weights in the deployment's weight dtype."""
-        return weight_bytes(self.params.total, self.deployment.weight_dtype)
+        return model_weight_bytes(self.model, self.deployment.weight_dtype)
 
     @cached_property
     def ways(self) -> list[str]:
@@ -272,8 +278,11 @@ def price_deployment(model: ModelSpec, deployment: DeploymentSpec, *, unsplit_fa
         memory = None
     else:
         weight_dtype = deployment.weight_dtype
-        weights = weight_params_per_device(model, kv.tp)
-        memory = plan_memory(target, weight_params=weights, weight_dtype=weight_dtype, kv=kv) if target else None
+        memory = (
+            plan_memory(target, model=model, weight_dtype=weight_dtype, kv=kv, deployment=deployment)
+            if target
+            else None
+        )
     return Priced(
         model=model, deployment=deployment.model_copy(update={"tp": kv.tp}), target=target, tp_asked=tp,
         params=params, kv=kv, memory=memory,

@@ -174,10 +174,13 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
     d_ff_expert = r.get("moe_intermediate_size")
     if d_ff_expert is None:
         d_ff_expert = r.require("intermediate_size", "intermediate_size")
+    shared = r.get("n_shared_experts") or (1 if r.get("shared_expert_intermediate_size") else 0)
+    if str(r.get("model_type")).startswith("llama4"):  # Llama4TextMoe: one shared expert as wide as the routed ones
+        shared = 1
     return {
         "n_experts": n_experts,
         "n_active_experts": r.require("experts per token", "num_experts_per_tok", "num_experts_per_token"),
-        "n_shared_experts": r.get("n_shared_experts") or (1 if r.get("shared_expert_intermediate_size") else 0),
+        "n_shared_experts": shared,
         "d_ff_expert": d_ff_expert,
         "d_ff_shared": r.get("shared_expert_intermediate_size"),
         "n_dense_layers": min(

@@ -27,6 +27,7 @@ from mha_cli.core.dtypes import DS_MLA_SCALE_BYTES, DS_MLA_SCALE_GROUP, FP8_DS_M
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, MlaCacheMode, ModelSpec
+from mha_cli.core.tensor_parallel import kv_heads_per_rank
 
 ACTIVATION_FORMATS = ("fp32", "fp16", "bf16")
 """KV formats a model also runs its activations in; any other KV format (quantised) leaves them in bf16."""
@@ -87,36 +88,6 @@ def mla_naive_head_bytes(model: ModelSpec, kv_dtype: str) -> int:
     assert model.mla is not None
     fmt = storage_format(kv_dtype)
     return fmt.vector_bytes(model.mla.qk_head_dim) + fmt.vector_bytes(model.mla.v_head_dim)
-
-
-def tp_split_problem(n_heads: int, n_kv_heads: int, tp: int) -> str | None:
-    """Why ``tp`` ranks cannot split these heads (rule MHA024), or ``None`` when they can: the query heads
-    must divide evenly, and the KV heads divide evenly (tp <= n_kv_heads) or replicate evenly (tp > n_kv_heads)."""
-    if n_heads % tp:
-        return f"n_heads ({n_heads}) must be divisible by tp ({tp}): pick a tp that divides it"
-    if tp <= n_kv_heads and n_kv_heads % tp:
-        return f"n_kv_heads ({n_kv_heads}) must be divisible by tp ({tp}): pick a tp that divides it"
-    if tp > n_kv_heads and tp % n_kv_heads:
-        return f"tp ({tp}) must be a multiple of n_kv_heads ({n_kv_heads}) to replicate KV heads evenly"
-    return None
-
-
-def tp_splits_evenly(n_heads: int, n_kv_heads: int, tp: int) -> bool:
-    """MHA024: whether ``tp`` ranks split ``n_heads`` query and ``n_kv_heads`` KV heads evenly."""
-    return tp_split_problem(n_heads, n_kv_heads, tp) is None
-
-
-def kv_heads_per_rank(model: ModelSpec, tp: int, mla_cache: MlaCacheMode = "absorbed") -> int:
-    """KV heads one tensor-parallel rank holds; for absorbed MLA, 1 (the whole latent).
-
-    Raises ``BadInputError`` when ``tp`` does not split the heads (``tp_split_problem``).
-    """
-    problem = tp_split_problem(model.n_heads, model.kv_heads, tp)
-    if problem is not None:
-        raise BadInputError(problem)
-    if model.mla is not None and mla_cache == "absorbed":
-        return 1
-    return max(1, model.kv_heads // tp)
 
 
 def bytes_per_token_per_layer(

@@ -6,6 +6,7 @@ from pydantic import computed_field
 
 from mha_cli.core.deployment import context_notes
 from mha_cli.core.dtypes import storage_format
+from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.errors import MhaError
 from mha_cli.core.fit import price_deployment
 from mha_cli.core.kv import KvFootprint, comparable_kv_dtype, footprint_for
@@ -14,7 +15,6 @@ from mha_cli.core.params import ParamBreakdown
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
-from mha_cli.core.tensor_parallel import weight_params_per_device
 from mha_cli.core.variants import variant_options
 
 
@@ -51,6 +51,12 @@ class KvReport(Record):
     ways_out: list[str]
     """When the plan does not fit: options that would make it fit (empty otherwise)."""
     variants: list[VariantRow]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def engine(self) -> EnginePlan | None:
+        """The serving engine's plan on one rank of one replica (``memory.engine``); None without a target."""
+        return self.memory.engine if self.memory is not None else None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -94,10 +100,7 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
             continue
         option_plan = (
             plan_memory(
-                target,
-                weight_params=weight_params_per_device(option.model, option_kv.tp),
-                weight_dtype=deployment.weight_dtype,
-                kv=option_kv,
+                target, model=option.model, weight_dtype=deployment.weight_dtype, kv=option_kv, deployment=deployment
             )
             if target is not None
             else None

@@ -1,26 +1,30 @@
-"""The memory plan on a target: weights and KV cache per device against what the device holds.
+"""The memory plan on a target: weights and KV cache per device against what the serving engine leaves for them.
 
-Assumptions, stated once: a serving engine may use ``utilisation`` of device memory (vLLM's
-``gpu_memory_utilization`` default, 0.90); the rest is left for activations, the CUDA context
-and fragmentation. Under tensor parallelism each rank holds its Megatron shard (``core.tensor_parallel``):
-matrices split by heads and width, embeddings, LM head and norms whole on every rank. Devices
-beyond the tensor-parallel group hold replicas (data parallel), each serving its share of the
-batch: a device caches ceil(batch / replicas) sequences.
+Device memory is what torch reports (``Target.device_memory_bytes``: an H100 80GB is 79.19 GiB, not 80 GB).
+The serving engine (``core.engine``, vLLM by default) decides how much of it the weights and the KV cache may
+use: for vLLM, total x ``gpu_memory_utilization`` (0.90 by default) less the activation peak of its profiling
+run and its non-torch memory. Under tensor parallelism each rank holds its shard (``core.tensor_parallel``:
+heads, widths and the padded vocabulary split; norms whole on every rank). Devices beyond the tensor-parallel
+group hold replicas (data parallel), each serving its share of the batch: a device caches ceil(batch / replicas)
+sequences. The sequences that fit are the engine's maximum concurrency (its block and group rules), whole
+requests only.
 """
 
 from __future__ import annotations
 
 from mha_cli.core.dtypes import storage_format
+from mha_cli.core.engine.plan import EnginePlan, plan_engine
+from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.record import Record
+from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
-
-DEFAULT_UTILISATION = 0.90
+from mha_cli.core.weight_bytes import rank_weight_bytes
 
 
 class MemoryPlan(Record):
-    """Bytes per device: weights + KV cache + headroom against usable device memory."""
+    """Bytes per device: weights + KV cache against what the engine leaves for them."""
 
     target_id: str
     target_name: str
@@ -30,9 +34,13 @@ class MemoryPlan(Record):
     replicas: int
     """Tensor-parallel groups the devices form (n_devices / tp)."""
     device_memory_bytes: int
+    """One device as torch reports it (``torch.cuda.mem_get_info`` total)."""
+    vendor_memory_bytes: int
+    """The same device as its datasheet states it (decimal GB)."""
     utilisation: float
+    """The engine's share of device memory (vLLM gpu_memory_utilization, ...)."""
     usable_bytes: int
-    """device_memory_bytes x utilisation."""
+    """What the engine leaves for weights and the KV cache: engine.available_kv_bytes + the weights."""
     weight_bytes_per_device: int
     sequences_per_replica: int
     """ceil(batch / replicas): the sequences one tensor-parallel group serves."""
@@ -42,10 +50,12 @@ class MemoryPlan(Record):
     """usable - weights - KV; negative when it does not fit."""
     weights_fit: bool
     fits: bool
+    """The engine starts and admits every sequence of the replica at once (engine.fits)."""
     max_sequences: int
-    """Sequences of seq_len tokens that fit beside the weights, over all replicas."""
+    """Sequences of seq_len tokens the engine admits at once, over all replicas (whole requests)."""
     max_tokens_per_device: int
-    """Tokens (of every layer) the free memory of one device can cache."""
+    """Tokens (of every layer) the engine's KV pool on one device holds (engine.kv_tokens)."""
+    engine: EnginePlan
 
 
 def resolve_tp(tp: int | None, target: ResolvedTarget | None) -> int:
@@ -62,47 +72,42 @@ def resolve_tp(tp: int | None, target: ResolvedTarget | None) -> int:
 
 
 def weight_bytes(total_params: int, weight_dtype: str) -> int:
-    """Bytes of all weights in ``weight_dtype`` (scales of quantised weights not counted), exact: whole bits,
-    rounded up to whole bytes, never through a float."""
+    """Bytes of ``total_params`` values in a plain storage format (bf16, fp8, int4: no scales), exact: whole bits,
+    rounded up to whole bytes, never through a float. Plans price formats with their scales
+    (``weight_bytes_per_device``)."""
     return -(-total_params * storage_format(weight_dtype).bits // 8)
+
+
+def weight_bytes_per_device(model: ModelSpec, tp: int, weight_dtype: str) -> int:
+    """Bytes of the weights one device of a ``tp``-rank group holds, as a serving engine loads them: its shard, in
+    ``weight_dtype`` with its scales (``core.weight_bytes``)."""
+    return rank_weight_bytes(model, tp, weight_dtype)
 
 
 def plan_memory(
     target: ResolvedTarget,
     *,
-    weight_params: int,
-    weight_dtype: str,
+    model: ModelSpec,
     kv: KvFootprint,
-    utilisation: float = DEFAULT_UTILISATION,
+    weight_dtype: str,
+    deployment: DeploymentSpec | None = None,
 ) -> MemoryPlan:
-    """Fit the weights and ``kv`` onto ``target``'s devices; ``weight_params``: the weights one device holds
-    (``core.tensor_parallel.weight_params_per_device``: replicated parts counted on every rank)."""
-    device = target.target.memory_bytes
-    usable = int(device * utilisation)
-    weights = weight_bytes(weight_params, weight_dtype)
-    free_for_kv = usable - weights
+    """Fit ``model``'s weights (one device's share, in ``weight_dtype``) and ``kv`` onto ``target``'s devices under
+    the engine ``deployment`` names (vLLM with its defaults when None)."""
+    device = target.target
     replicas = target.n_devices // kv.tp
-    per_sequence = kv.bytes_per_sequence_per_rank
     sequences = -(-kv.batch // replicas)
-    kv_per_device = sequences * per_sequence
-    per_token = kv.bytes_per_token_per_rank
-    max_per_replica = max(0, free_for_kv) // per_sequence if per_sequence else 0
+    weights = weight_bytes_per_device(model, kv.tp, weight_dtype)
+    settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp)
+    engine = plan_engine(model, kv, device, settings, weights_bytes_per_rank=weights, sequences_per_replica=sequences)
+    free_for_kv = engine.available_kv_bytes
+    kv_per_device = sequences * kv.bytes_per_sequence_per_rank
+    admitted = int(engine.max_concurrency) if engine.available_kv_bytes > 0 else 0
     return MemoryPlan(
-        target_id=target.target.id,
-        target_name=target.target.name,
-        alias_note=target.alias_note,
-        n_devices=target.n_devices,
-        tp=kv.tp,
-        replicas=replicas,
-        device_memory_bytes=device,
-        utilisation=utilisation,
-        usable_bytes=usable,
-        weight_bytes_per_device=weights,
-        sequences_per_replica=sequences,
-        kv_bytes_per_device=kv_per_device,
-        headroom_bytes=free_for_kv - kv_per_device,
-        weights_fit=free_for_kv >= 0,
-        fits=free_for_kv - kv_per_device >= 0,
-        max_sequences=max_per_replica * replicas,
-        max_tokens_per_device=max(0, free_for_kv) // per_token if per_token else 0,
-    )
+        target_id=device.id, target_name=device.name, alias_note=target.alias_note, n_devices=target.n_devices,
+        tp=kv.tp, replicas=replicas, device_memory_bytes=device.device_memory_bytes,
+        vendor_memory_bytes=device.memory_bytes, utilisation=settings.utilisation, usable_bytes=free_for_kv + weights,
+        weight_bytes_per_device=weights, sequences_per_replica=sequences, kv_bytes_per_device=kv_per_device,
+        headroom_bytes=free_for_kv - kv_per_device, weights_fit=free_for_kv >= 0, fits=engine.fits,
+        max_sequences=admitted * replicas, max_tokens_per_device=engine.kv_tokens, engine=engine,
+    )  # fmt: skip

@@ -20,7 +20,6 @@ from mha_cli.core.fit import price_deployment
 from mha_cli.core.kv import comparable_kv_dtype, footprint_for
 from mha_cli.core.memory import plan_memory
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
-from mha_cli.core.tensor_parallel import weight_params_per_device
 from mha_cli.core.variants import variant_options
 
 SHORTEST_CONTEXT = 256
@@ -104,11 +103,10 @@ def memory_against_batch(model: ModelSpec, deployment: DeploymentSpec) -> PlotDa
         return None
     high = min(max(2 * deployment.batch, 2 * memory.max_sequences, 2), LARGEST_BATCH)
     batches = powers_of_two(1, high, deployment.batch)
-    weight_params = weight_params_per_device(model, priced.tp)
     weights, together = [], []
     for batch in batches:
         kv = footprint_for(model, priced.deployment.model_copy(update={"batch": batch}), priced.tp)
-        plan = plan_memory(target, weight_params=weight_params, weight_dtype=deployment.weight_dtype, kv=kv)
+        plan = plan_memory(target, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=deployment)
         weights.append(plan.weight_bytes_per_device)
         together.append(plan.weight_bytes_per_device + plan.kv_bytes_per_device)
     return PlotData(
@@ -119,6 +117,7 @@ def memory_against_batch(model: ModelSpec, deployment: DeploymentSpec) -> PlotDa
             Series(f"weights + KV cache ({priced.kv.kv_dtype})", batches, together, is_current=True),
         ],
         limit_bytes=memory.usable_bytes,
-        limit_label=f"{memory.target_id}: usable memory ({memory.utilisation:.0%} of {memory.device_memory_bytes / 1e9:g} GB)",
+        limit_label=f"{memory.target_id}: memory {memory.engine.name} leaves for weights and cache"
+        f" ({memory.utilisation:g} of {memory.device_memory_bytes / 2**30:.2f} GiB, less activations)",
         asked_x=deployment.batch,
     )

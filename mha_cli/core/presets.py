@@ -174,12 +174,12 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         sliding_window=1024, layer_pattern=["local"] * 5 + ["global"], n_norms_per_layer=4, qk_norm=True,
         tied_embeddings=True,
     ),
-    # 36 chunked (8,192-token chunks) : 12 global NoPE layers, 16 experts top-1: 196,608 B/token.
+    # 36 chunked (8,192-token chunks) : 12 global NoPE layers, 16 experts top-1 + 1 shared: 196,608 B/token.
     "llama-4-scout": dict(
         source="meta-llama/Llama-4-Scout-17B-16E config.json (text_config)", context_length=10485760,
         d_model=5120, n_layers=48, n_heads=40, n_kv_heads=8, head_dim=128, vocab_size=202048, d_ff=16384,
         attention_chunk=8192, layer_pattern=["chunked"] * 3 + ["global"],
-        moe=dict(n_experts=16, n_active_experts=1, d_ff_expert=8192),
+        moe=dict(n_experts=16, n_active_experts=1, n_shared_experts=1, d_ff_expert=8192),
     ),
     # 12 gated-attention : 36 Gated DeltaNet layers: 24,576 B/token + 77,856,768 B of state per sequence.
     "qwen3-next-80b-a3b": dict(

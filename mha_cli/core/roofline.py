@@ -23,11 +23,12 @@ from __future__ import annotations
 from typing import Literal
 
 from mha_cli.core.kv import KvFootprint, tokens_held
-from mha_cli.core.memory import MemoryPlan, weight_bytes
+from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.params import ParamBreakdown, mlp_params
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.targets import ResolvedTarget
+from mha_cli.core.weight_bytes import bytes_per_weight_of
 
 Bound = Literal["memory", "compute"]
 
@@ -139,7 +140,8 @@ def estimate_roofline(
 
     # Decode: each of the group's new tokens attends to every cached token of its sequence, in every layer.
     decode_params, experts = params_read(model, params, sequences)
-    decode_weights = -(-weight_bytes(round(decode_params), weight_dtype) // plan.tp)
+    per_weight = bytes_per_weight_of(model, weight_dtype)  # the format's average, bf16 parts and scales included
+    decode_weights = -(-round(decode_params * per_weight) // plan.tp)
     decode_bytes = decode_weights + plan.kv_bytes_per_device
     decode_pair = attention_pair_flops(model, absorbed=kv.mla_cache == "absorbed")
     decode_flops = sequences * (2 * params.active + decode_pair * layer_tokens)
@@ -149,7 +151,7 @@ def estimate_roofline(
 
     # Prefill: one sequence of seq_len tokens on one group, weights read once, attention naive.
     prefill_params, _ = params_read(model, params, kv.seq_len)
-    prefill_weights = -(-weight_bytes(round(prefill_params), weight_dtype) // plan.tp)
+    prefill_weights = -(-round(prefill_params * per_weight) // plan.tp)
     prefill_flops = 2 * params.active * kv.seq_len + attention_pair_flops(model) * causal_pairs(model, kv.seq_len)
     prefill_compute_s = prefill_flops / group_flops
     prefill_memory_s = (prefill_weights + kv.bytes_per_sequence_per_rank) / bandwidth

@@ -12,13 +12,15 @@ field holds a concrete value, and values derived from them are properties, never
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-from mha_cli.core.dtypes import DtypeName, KvDtypeName, normalise_dtype_name
+from mha_cli.core.dtypes import KvDtypeName, normalise_dtype_name
 from mha_cli.core.errors import MhaError
 from mha_cli.core.quantities import parse_token_count
+from mha_cli.core.weight_formats import WeightFormatName, normalise_weight_format
 
 Variant = Literal["MHA", "GQA", "MQA", "MLA"]
 MlpType = Literal["gated", "plain"]
@@ -30,6 +32,8 @@ per-token K/V at all but the fixed per-sequence state of ``ModelSpec.recurrent``
 RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda"]
 StateDtype = Literal["fp32", "activation"]
 MlaCacheMode = Literal["absorbed", "naive"]
+EngineName = Literal["vllm", "sglang", "trtllm"]
+"""Serving engines whose memory rules ``core.engine`` models."""
 ScoringFunc = Literal["softmax", "sigmoid"]
 TopkMethod = Literal["greedy", "group_limited_greedy", "noaux_tc"]
 RopeScalingType = Literal["linear", "llama3", "yarn"]
@@ -56,13 +60,18 @@ def _tokens(value: object) -> object:
     return value
 
 
-def _dtype(value: object) -> object:
-    if isinstance(value, str):
-        try:
-            return normalise_dtype_name(value)
-        except MhaError as exc:
-            raise ValueError(exc.message) from None
-    return value
+def _names(normalise: Callable[[str], str]) -> Callable[[object], object]:
+    """A before-validator that maps a name through ``normalise`` (aliases to canonical names), its refusal one line."""
+
+    def validate(value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return normalise(value)
+            except MhaError as exc:
+                raise ValueError(exc.message) from None
+        return value
+
+    return validate
 
 
 TokenCount = Annotated[
@@ -81,17 +90,12 @@ TokenCount = Annotated[
 ]
 
 
-def _kv_dtype(value: object) -> object:
-    if isinstance(value, str):
-        try:
-            return normalise_dtype_name(value, kv=True)
-        except MhaError as exc:
-            raise ValueError(exc.message) from None
-    return value
+_weight_format = _names(normalise_weight_format)
+_kv_dtype = _names(lambda name: normalise_dtype_name(name, kv=True))
 
 
 KvDtype = Annotated[KvDtypeName, BeforeValidator(_kv_dtype)]
-WeightDtype = Annotated[DtypeName, BeforeValidator(_dtype)]
+WeightDtype = Annotated[WeightFormatName, BeforeValidator(_weight_format)]
 
 
 class _Strict(BaseModel):
@@ -515,6 +519,16 @@ class DeploymentSpec(_Strict):
     """Paged-cache block size in tokens; each sequence allocates whole blocks."""
     mla_cache: MlaCacheMode = "absorbed"
     """MLA only: cache the latent (absorbed) or the decompressed per-head K/V (naive)."""
+    engine: EngineName | None = None
+    """Serving engine whose memory rules size the KV pool (``core.engine``); None: vllm."""
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
+    """Share of device memory the engine may use: vLLM's ``gpu_memory_utilization`` (default 0.9), SGLang's
+    ``mem_fraction_static`` (default from the GPU's size), TRT-LLM's ``free_gpu_memory_fraction`` (default 0.9,
+    of the memory left after weights and activations)."""
+    max_num_batched_tokens: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    """Tokens of one engine step (vLLM's profiling run, SGLang's chunked prefill); None: the engine's default."""
+    max_num_seqs: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
+    """Sequences one engine step may hold (vLLM's ``max_num_seqs``); None: the engine's default."""
 
 
 CONFIG_SCHEMA_VERSION = 1

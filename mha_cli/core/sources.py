@@ -11,6 +11,7 @@ from pydantic import Field
 from mha_cli.core.config_io import parse_config, read_mapping
 from mha_cli.core.errors import BadInputError, one_line, shown, shown_path
 from mha_cli.core.hf_import import ImportedModel, import_hf_config, looks_like_hf_config
+from mha_cli.core.hf_quantization import checkpoint_weight_format
 from mha_cli.core.presets import find_preset, preset_names
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -43,7 +44,14 @@ def load_source(source: str) -> ModelSource:
     data = read_mapping(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):
         imported = _import_untrusted(data, path)
-        return ModelSource(kind="hf-config", origin=str(path), model=imported.model, assumptions=imported.assumptions)
+        stored_as = checkpoint_weight_format(data, shown_path(path))  # the checkpoint's own format, if quantised
+        assumptions = imported.assumptions + (
+            [f"weights as the checkpoint stores them: {stored_as} (quantization_config)"] if stored_as else []
+        )
+        return ModelSource(
+            kind="hf-config", origin=str(path), model=imported.model, assumptions=assumptions,
+            deployment=DeploymentSpec(weight_dtype=stored_as) if stored_as else None,
+        )  # fmt: skip
     if "model" not in data and "d_model" in data:
         data = {"model": data}
     config = parse_config(data, str(path))

@@ -2,8 +2,10 @@
 
 The data is ``mha_cli/data/hardware_targets.csv``, shipped as published in the project's sourced
 reference table (dense TFLOPs: vendors' sparse figures halved; a notes column per row). Memory is
-as the vendor states it, in decimal GB (10^9 bytes). Rows whose notes say UNCERTAIN are kept and
-flagged: their memory and bandwidth are vendor figures, the uncertainty is in the compute column.
+given twice: as the vendor states it, in decimal GB (10^9 bytes: an H100 "80 GB"), and as torch and the
+serving engines see it (``torch.cuda.mem_get_info`` total, in GiB: an H100 80GB shows 79.19 GiB), each row
+with the public measurement it comes from, or, where none was found, an estimate that says so. Plans use the
+second. Rows whose notes say UNCERTAIN are kept and flagged: the uncertainty is in the compute column.
 
 A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``4090``), or either with
 a device count in front (``8xh100``).
@@ -73,10 +75,25 @@ class Target(Record):
     """Device-to-device bandwidth in GB/s (total bidirectional), if any."""
     source: str
     notes: str
+    torch_memory_gib: float
+    """Device memory as torch reports it (``torch.cuda.mem_get_info()[1]``) and vLLM logs it, in GiB (2^30 B)."""
+    torch_memory_source: str
+    """The public measurement the figure comes from, or ``estimate (...)`` with the rule used."""
 
     @property
     def memory_bytes(self) -> int:
+        """The vendor's figure in bytes (decimal GB)."""
         return round(self.memory_gb * 10**9)
+
+    @property
+    def device_memory_bytes(self) -> int:
+        """What torch and a serving engine see on one device, in bytes: the figure memory plans use."""
+        return round(self.torch_memory_gib * 2**30)
+
+    @property
+    def device_memory_measured(self) -> bool:
+        """Whether ``torch_memory_gib`` is a public measurement (else an estimate)."""
+        return not self.torch_memory_source.startswith("estimate")
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
@@ -121,6 +138,8 @@ def load_targets() -> dict[str, Target]:
             interconnect_gbs=_optional_float(row["interconnect_gbs"]),
             source=row["source"],
             notes=row["notes"],
+            torch_memory_gib=float(row["torch_memory_gib"]),
+            torch_memory_source=row["torch_memory_source"],
         )
     return targets
 

@@ -1,6 +1,6 @@
 """What one tensor-parallel rank holds: its share of every weight (Megatron-style layout).
 
-The layout (CONTRACT.md, "Tensor parallel layout") splits the matrices that carry heads or MLP
+The layout (vLLM's, Megatron's) splits the matrices that carry heads or MLP
 width and replicates everything else:
 
 - attention: q (and its bias) by query heads, n_heads / tp per rank; k and v by KV heads,
@@ -11,17 +11,95 @@ width and replicates everything else:
   and o are split by heads.
 - MLP (dense, every routed expert, every shared expert): gate and up by d_ff / tp columns, down
   by rows; the down bias is replicated. An MoE router (and Qwen2-MoE's shared-expert gate) is replicated.
-- embeddings, learned positions, every norm and the LM head: replicated.
+- token embedding and LM head: split by vocabulary (vLLM's and Megatron's vocab-parallel layout). The vocabulary
+  is first padded to a multiple of ``VOCAB_PADDING`` (64, vLLM's ``DEFAULT_VOCAB_PADDING_SIZE``); each rank holds
+  padded / tp rows of each (one matrix when tied). The embedding's partial lookups are all-reduced, the head's
+  partial logits gathered.
+- learned positions and every norm: replicated.
 
-At tp = 1 the count equals ``core.params.count_params(model).total``. Pure Python.
+This module is the one owner of that rule: which heads split or replicate (``tp_split_problem``,
+``kv_heads_per_rank``, ``kv_head_range``), the vocabulary's rows (``vocab_rows_per_rank``), the weights a rank
+holds (``params_per_rank``) and its matrices (``matrices_per_rank``). The KV cache (``core.kv``), the memory plan,
+the roofline, ``verify``'s plan and ``nn``'s modules and shards read it. At tp = 1 (no padding) the count equals
+``core.params.count_params(model).total``. Pure Python.
 """
 
 from __future__ import annotations
 
+from typing import Literal, NamedTuple
+
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.kv import kv_heads_per_rank, tp_split_problem
 from mha_cli.core.params import count_params, mlp_params
-from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.schemas import MlaCacheMode, ModelSpec
+
+
+def tp_split_problem(n_heads: int, n_kv_heads: int, tp: int) -> str | None:
+    """Why ``tp`` ranks cannot split these heads (rule MHA024), or ``None`` when they can: the query heads
+    must divide evenly, and the KV heads divide evenly (tp <= n_kv_heads) or replicate evenly (tp > n_kv_heads)."""
+    if n_heads % tp:
+        return f"n_heads ({n_heads}) must be divisible by tp ({tp}): pick a tp that divides it"
+    if tp <= n_kv_heads and n_kv_heads % tp:
+        return f"n_kv_heads ({n_kv_heads}) must be divisible by tp ({tp}): pick a tp that divides it"
+    if tp > n_kv_heads and tp % n_kv_heads:
+        return f"tp ({tp}) must be a multiple of n_kv_heads ({n_kv_heads}) to replicate KV heads evenly"
+    return None
+
+
+def tp_splits_evenly(n_heads: int, n_kv_heads: int, tp: int) -> bool:
+    """MHA024: whether ``tp`` ranks split ``n_heads`` query and ``n_kv_heads`` KV heads evenly."""
+    return tp_split_problem(n_heads, n_kv_heads, tp) is None
+
+
+def kv_heads_per_rank(model: ModelSpec, tp: int, mla_cache: MlaCacheMode = "absorbed") -> int:
+    """KV heads one tensor-parallel rank holds; for absorbed MLA, 1 (the whole latent).
+
+    Raises ``BadInputError`` when ``tp`` does not split the heads (``tp_split_problem``).
+    """
+    problem = tp_split_problem(model.n_heads, model.kv_heads, tp)
+    if problem is not None:
+        raise BadInputError(problem)
+    if model.mla is not None and mla_cache == "absorbed":
+        return 1
+    return max(1, model.kv_heads // tp)
+
+
+def kv_head_range(n_kv_heads: int, rank: int, tp: int) -> tuple[int, int]:
+    """[first, last) KV heads rank ``rank`` holds: a block of n_kv / tp, or one replicated head when tp > n_kv."""
+    if tp <= n_kv_heads:
+        per_rank = n_kv_heads // tp
+        return rank * per_rank, (rank + 1) * per_rank
+    head = rank // (tp // n_kv_heads)
+    return head, head + 1
+
+
+VOCAB_PADDING = 64
+"""vLLM pads the vocabulary of its embedding and LM head to a multiple of 64 (``DEFAULT_VOCAB_PADDING_SIZE`` in
+``vllm/model_executor/layers/vocab_parallel_embedding.py``) before splitting it over the ranks."""
+
+
+def padded_vocab(vocab_size: int, padding: int = VOCAB_PADDING) -> int:
+    """``vocab_size`` rounded up to a multiple of ``padding`` (1: unpadded)."""
+    return -(-vocab_size // padding) * padding
+
+
+def vocab_rows_per_rank(vocab_size: int, tp: int, padding: int = VOCAB_PADDING) -> int:
+    """Rows of the embedding (and of the LM head) one of ``tp`` ranks holds: padded vocab / tp, rounded up
+    (vLLM itself requires tp to divide the padded vocabulary; every power of two up to 64 does)."""
+    return -(-padded_vocab(vocab_size, padding) // tp)
+
+
+def built_vocab_padding(tp: int) -> int:
+    """The padding ``mha``'s torch decoder builds with: none on one device (the checkpoint's vocabulary, as
+    transformers loads it), vLLM's ``VOCAB_PADDING`` when the vocabulary is split over tp > 1 ranks."""
+    return VOCAB_PADDING if tp > 1 else 1
+
+
+def embedding_params_per_rank(model: ModelSpec, tp: int, padding: int = VOCAB_PADDING) -> int:
+    """Token embedding + LM head (one matrix when tied) + learned positions (replicated) on one rank."""
+    matrices = 1 if model.tied_embeddings else 2
+    return matrices * vocab_rows_per_rank(model.vocab_size, tp, padding) * model.d_model + (
+        model.position_embeddings * model.d_model
+    )
 
 
 def width_per_rank(width: int, tp: int, what: str) -> int:
@@ -85,8 +163,9 @@ def mlp_params_per_rank(model: ModelSpec, tp: int, moe_layer: bool) -> int:
     return moe.n_experts * expert + moe.n_shared_experts * shared + router
 
 
-def params_per_rank(model: ModelSpec, tp: int) -> int:
-    """Every weight one rank of ``tp`` holds (replicated parts counted on every rank).
+def params_per_rank(model: ModelSpec, tp: int, vocab_padding: int = VOCAB_PADDING) -> int:
+    """Every weight one rank of ``tp`` holds (replicated parts counted on every rank); the vocabulary padded to a
+    multiple of ``vocab_padding`` (vLLM's 64 by default; 1 for the checkpoint's own count).
 
     Raises ``BadInputError`` when ``tp`` does not split the heads or the MLP widths.
     """
@@ -101,14 +180,74 @@ def params_per_rank(model: ModelSpec, tp: int) -> int:
     mlps = n_dense * mlp_params_per_rank(model, tp, False)
     if n_moe:
         mlps += n_moe * mlp_params_per_rank(model, tp, True)
-    embeddings = model.vocab_size * d * (1 if model.tied_embeddings else 2) + model.position_embeddings * d
-    return model.n_layers * per_layer + mlps + embeddings + norm
+    return model.n_layers * per_layer + mlps + embedding_params_per_rank(model, tp, vocab_padding) + norm
 
 
-def weight_params_per_device(model: ModelSpec, tp: int) -> int:
-    """Weights one device of a ``tp``-rank group holds: this layout's per-rank count (embeddings, LM head, norms,
-    routers and MLA down projections whole on every rank) when ``tp`` shards the model, else (heads or widths that
-    ``tp`` does not divide: a layout nobody builds) the total split evenly, rounded up."""
-    if tp > 1 and tp_shard_problem(model, tp) is None:
-        return params_per_rank(model, tp)
+def weight_params_per_device(model: ModelSpec, tp: int, vocab_padding: int = VOCAB_PADDING) -> int:
+    """Weights one device of a ``tp``-rank group holds as a serving engine loads them: this layout's per-rank count
+    (embedding and LM head split by the padded vocabulary; norms, routers and MLA down projections whole on every
+    rank) when ``tp`` shards the model, else (heads or widths that ``tp`` does not divide: a layout nobody builds)
+    the total split evenly, rounded up."""
+    if tp_shard_problem(model, tp) is None:
+        return params_per_rank(model, tp, vocab_padding)
     return -(-count_params(model).total // tp)
+
+
+MatrixKind = Literal["attention", "mlp"]
+
+
+class Matrix(NamedTuple):
+    """``count`` weight matrices of ``out_features`` x ``in_features`` on one rank (no biases, norms or routers)."""
+
+    kind: MatrixKind
+    """``attention`` (q/k/v/o and MLA's projections) or ``mlp`` (dense MLPs, routed and shared experts)."""
+    out_features: int
+    in_features: int
+    count: int
+
+
+def _mlp_matrices(d: int, width: int, gated: bool, count: int) -> list[Matrix]:
+    """gate and up (or up alone) column-parallel, down row-parallel, at the rank's ``width``."""
+    return [Matrix("mlp", width, d, count * (2 if gated else 1)), Matrix("mlp", d, width, count)]
+
+
+def matrices_per_rank(model: ModelSpec, tp: int) -> list[Matrix]:
+    """Every linear layer's weight matrix one rank of ``tp`` holds, in this module's layout (what quantised formats
+    quantise; embeddings, head, norms, biases and routers are the rest of ``params_per_rank``)."""
+    problem = tp_shard_problem(model, tp)
+    if problem is not None:
+        raise BadInputError(problem)
+    d, layers = model.d_model, model.n_layers
+    heads = model.n_heads // tp
+    if model.mla is not None:
+        mla = model.mla
+        attention = [
+            Matrix("attention", mla.kv_lora_rank + mla.qk_rope_head_dim, d, layers),  # kv down, replicated
+            Matrix("attention", heads * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank, layers),
+            Matrix("attention", d, heads * mla.v_head_dim, layers),
+        ]
+        if mla.q_lora_rank is None:
+            attention.append(Matrix("attention", heads * mla.qk_head_dim, d, layers))
+        else:
+            attention += [
+                Matrix("attention", mla.q_lora_rank, d, layers),  # q down, replicated
+                Matrix("attention", heads * mla.qk_head_dim, mla.q_lora_rank, layers),
+            ]
+    else:
+        q_width = heads * model.dim_per_head
+        kv_width = kv_heads_per_rank(model, tp) * model.dim_per_head
+        attention = [
+            Matrix("attention", q_width, d, layers),
+            Matrix("attention", kv_width, d, 2 * layers),
+            Matrix("attention", d, q_width, layers),
+        ]
+    gated = model.mlp == "gated"
+    n_moe = 0 if model.moe is None else max(0, layers - model.moe.n_dense_layers)
+    mlps = _mlp_matrices(d, model.d_ff // tp, gated, layers - n_moe) if layers > n_moe else []
+    if model.moe is not None and n_moe:
+        moe = model.moe
+        mlps += _mlp_matrices(d, moe.d_ff_expert // tp, gated, n_moe * moe.n_experts)
+        if moe.n_shared_experts:
+            shared = (moe.d_ff_shared or moe.d_ff_expert) // tp
+            mlps += _mlp_matrices(d, shared, gated, n_moe * moe.n_shared_experts)
+    return attention + mlps

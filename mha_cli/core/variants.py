@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mha_cli.core.kv import tp_splits_evenly
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec, Variant
+from mha_cli.core.tensor_parallel import tp_splits_evenly
 
 DEFAULT_GQA_KV_HEADS = 8
 

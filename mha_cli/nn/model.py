@@ -13,7 +13,8 @@ MLP in parallel from one norm (Falcon-7B).
 Tensor parallelism (Megatron layout, see the contract): with ``tp_size > 1`` only rank ``tp_rank``'s
 shard is allocated: its query heads, its KV heads (one replicated head when tp > n_kv_heads), its
 slice of d_ff; ``o_proj`` and ``down_proj`` are row-parallel and call ``DecoderLM.all_reduce``.
-Embeddings, norms and the LM head are replicated.
+The token embedding and the LM head are split by the padded vocabulary (``mha_cli.nn.vocab_parallel``): the
+lookups are all-reduced, the logits gathered. Norms and learned positions are replicated.
 
 Attention and MLP of a layer come from ``build_layer_attention`` and ``build_layer_mlp``: MLA and
 MoE layers are delegated there to ``mha_cli.nn.mla.build_mla`` and ``mha_cli.nn.moe.build_moe``
@@ -30,8 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha_cli.core.kv import tp_split_problem
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
+from mha_cli.core.tensor_parallel import kv_heads_per_rank, tp_split_problem
 from mha_cli.nn.attention import Attention, CosSin
 from mha_cli.nn.mla import build_mla
 from mha_cli.nn.mlp import MLP
@@ -40,6 +41,7 @@ from mha_cli.nn.norms import RMSNorm, make_norm
 from mha_cli.nn.omitted import omitted_details
 from mha_cli.nn.rope import RotaryEmbedding
 from mha_cli.nn.row_parallel import Reduce, identity
+from mha_cli.nn.vocab_parallel import VocabParallelEmbedding, gather_logits
 
 INIT_STD = 0.02
 """Standard deviation of every linear and embedding weight at initialisation (Llama's, GPT-2's)."""
@@ -55,7 +57,7 @@ def local_heads(spec: ModelSpec, tp_rank: int, tp_size: int) -> tuple[int, int]:
         raise ValueError(problem)
     if not 0 <= tp_rank < tp_size:
         raise ValueError(f"tp_rank ({tp_rank}) must be in [0, {tp_size})")
-    return spec.n_heads // tp_size, max(1, spec.kv_heads // tp_size)
+    return spec.n_heads // tp_size, kv_heads_per_rank(spec, tp_size)
 
 
 def build_layer_attention(
@@ -168,9 +170,15 @@ def _takes_reduce(module: nn.Module) -> bool:
 class DecoderBody(nn.Module):
     """``embed_tokens`` (+ ``embed_positions``), ``layers``, ``norm``: transformers' ``model.`` prefix."""
 
-    def __init__(self, spec: ModelSpec, layers: list[DecoderLayer], **factory: Any) -> None:
+    def __init__(
+        self, spec: ModelSpec, layers: list[DecoderLayer], *, tp_rank: int = 0, tp_size: int = 1, **factory: Any
+    ) -> None:
         super().__init__()
-        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model, **factory)
+        self.embed_tokens = (
+            nn.Embedding(spec.vocab_size, spec.d_model, **factory)
+            if tp_size == 1
+            else VocabParallelEmbedding(spec.vocab_size, spec.d_model, tp_rank=tp_rank, tp_size=tp_size, **factory)
+        )
         if spec.position_embeddings:
             self.embed_positions = nn.Embedding(spec.position_embeddings, spec.d_model, **factory)
         self.layers = nn.ModuleList(layers)
@@ -199,8 +207,8 @@ class DecoderLM(nn.Module):
         super().__init__()
         self.spec = spec
         self.model = body
-        if not spec.tied_embeddings:
-            self.lm_head = nn.Linear(spec.d_model, spec.vocab_size, bias=False, **factory)
+        if not spec.tied_embeddings:  # the embedding's row count: the whole vocabulary, or the rank's block of it
+            self.lm_head = nn.Linear(spec.d_model, body.embed_tokens.num_embeddings, bias=False, **factory)
         self.rope = rope
         self.n_layers = len(body.layers)
         self.tp_rank, self.tp_size = tp_rank, tp_size
@@ -234,7 +242,8 @@ class DecoderLM(nn.Module):
         if caches is None and start_pos:
             raise ValueError("start_pos > 0 needs the caches holding the earlier positions")
         positions = torch.arange(start_pos, start_pos + s, device=input_ids.device)  # (s,)
-        x = self.model.embed_tokens(input_ids)  # (b, s, d)
+        embed = self.model.embed_tokens
+        x = embed(input_ids, self.all_reduce) if self.tp_size > 1 else embed(input_ids)  # (b, s, d)
         if hasattr(self.model, "embed_positions"):
             if start_pos + s > self.model.embed_positions.num_embeddings:
                 raise ValueError(
@@ -245,8 +254,14 @@ class DecoderLM(nn.Module):
         for i, layer in enumerate(self.model.layers):
             x = layer(x, None if caches is None else caches[i], start_pos, cos_sin, self.all_reduce)  # (b, s, d)
         x = self.model.norm(x)  # (b, s, d)
-        head = self.model.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight  # (v, d)
-        return F.linear(x, head)  # (b, s, v)
+        head = embed.weight if self.spec.tied_embeddings else self.lm_head.weight  # (v, d), or (R, d) of the rank
+        logits = F.linear(x, head)  # (b, s, v), or (b, s, R): the rank's block of the padded vocabulary
+        if self.tp_size == 1:
+            return logits
+        first_row = self.tp_rank * head.shape[0]
+        return gather_logits(
+            logits, first_row=first_row, vocab_size=self.spec.vocab_size, tp_size=self.tp_size, reduce=self.all_reduce
+        )  # (b, s, v)
 
     def new_cache(self, batch: int, max_seq: int, dtype: torch.dtype | str | None = None) -> list[Any]:
         """One pre-allocated cache per layer, each sized by its own attention (heads, window, latent)."""
@@ -291,7 +306,7 @@ def build_model(
     ]
     model = DecoderLM(
         spec,
-        DecoderBody(spec, layers, **factory),
+        DecoderBody(spec, layers, tp_rank=tp_rank, tp_size=tp_size, **factory),
         rope=rope,
         tp_rank=tp_rank,
         tp_size=tp_size,

@@ -1,6 +1,6 @@
 """Slice a whole model's weights into one tensor-parallel rank's shard, and seed-derived weights.
 
-The layout is CONTRACT.md's (Megatron style; ``core.tensor_parallel`` counts it):
+The layout is ``core.tensor_parallel``'s (Megatron and vLLM style; that module counts it):
 
 - column-parallel (split along the output rows, dim 0, in ``tp`` contiguous blocks): q_proj, q_b_proj,
   kv_b_proj (heads are contiguous row blocks), MLP gate_proj/up_proj of dense, shared and unfused experts;
@@ -10,7 +10,9 @@ The layout is CONTRACT.md's (Megatron style; ``core.tensor_parallel`` counts it)
 - fused experts (transformers 5): ``experts.gate_up_proj`` (E, 2 * d_ff, d) and its bias (E, 2 * d_ff) take
   the rank's block of the gate half and of the up half; ``experts.down_proj`` (E, d, d_ff) its block of the
   last dim (its bias, (E, d), is replicated);
-- everything else (embeddings, norms, LM head, o_proj/down_proj biases, MLA down projections and their
+- the token embedding and the LM head: the rank's block of rows of the vocabulary padded to a multiple of 64
+  (``mha_cli.nn.vocab_parallel.vocab_block``, the rows ``core.tensor_parallel.vocab_rows_per_rank`` counts);
+- everything else (learned positions, norms, o_proj/down_proj biases, MLA down projections and their
   norms, routers) is replicated.
 
 ``shard_state_dict(full, spec, rank, tp)`` returns tensors that ``build_model(spec, tp_rank=rank,
@@ -27,12 +29,15 @@ from collections.abc import Mapping
 import torch
 
 from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.tensor_parallel import kv_head_range
+from mha_cli.nn.vocab_parallel import vocab_block
 
 _COLUMN_PARALLEL = re.compile(r"\.(q_proj|q_b_proj|kv_b_proj|gate_proj|up_proj)\.(weight|bias)$")
 _KV_HEADS = re.compile(r"\.self_attn\.(k_proj|v_proj)\.(weight|bias)$")
 _ROW_PARALLEL = re.compile(r"\.(o_proj|down_proj)\.weight$")
 _FUSED_GATE_UP = re.compile(r"\.experts\.gate_up_proj(_bias)?$")
 _FUSED_DOWN = re.compile(r"\.experts\.down_proj$")
+_VOCAB = re.compile(r"^(model\.embed_tokens|lm_head)\.weight$")
 _NORM = re.compile(r"norm\.weight$")
 
 
@@ -45,22 +50,15 @@ def _block(tensor: torch.Tensor, dim: int, rank: int, tp: int, name: str) -> tor
     return tensor.narrow(dim, rank * width, width)
 
 
-def kv_head_range(n_kv_heads: int, rank: int, tp: int) -> tuple[int, int]:
-    """[first, last) KV heads rank ``rank`` holds: a block of n_kv / tp, or one replicated head when tp > n_kv."""
-    if tp <= n_kv_heads:
-        per_rank = n_kv_heads // tp
-        return rank * per_rank, (rank + 1) * per_rank
-    head = rank // (tp // n_kv_heads)
-    return head, head + 1
-
-
 def shard_tensor(name: str, tensor: torch.Tensor, spec: ModelSpec, tp_rank: int, tp_size: int) -> torch.Tensor:
     """The part of the full tensor ``name`` that rank ``tp_rank`` of ``tp_size`` holds (a copy, contiguous)."""
     if not 0 <= tp_rank < tp_size:
         raise ValueError(f"tp_rank ({tp_rank}) must lie in [0, tp_size={tp_size})")
     if tp_size == 1:
         return tensor.clone()
-    if spec.mla is None and _KV_HEADS.search(name):
+    if _VOCAB.search(name):
+        part = vocab_block(tensor, spec.vocab_size, tp_rank, tp_size)  # (R, d)
+    elif spec.mla is None and _KV_HEADS.search(name):
         head_dim = spec.dim_per_head
         first, last = kv_head_range(spec.kv_heads, tp_rank, tp_size)
         part = tensor.narrow(0, first * head_dim, (last - first) * head_dim)  # (kv_r * h_d, ...)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
-from mha_cli.core.tensor_parallel import params_per_rank
+from mha_cli.core.tensor_parallel import built_vocab_padding, params_per_rank
 from mha_cli.nn.device import synchronize
 from mha_cli.nn.tensor_parallel import seeded_shard, seeded_tensor
 from mha_cli.parallel.faults import requested_fault
@@ -175,7 +175,7 @@ def run_job(
     figures = TpRank(
         rank=rank, n_heads=n_heads, n_kv_heads=n_kv_heads, measured_cache_bytes=measured.measured_cache_bytes,
         predicted_cache_bytes=plan.predicted_cache_bytes, measured_weight_bytes=measured.measured_weight_bytes,
-        predicted_weight_bytes=params_per_rank(built, job.tp) * plan.value_bytes,
+        predicted_weight_bytes=params_per_rank(built, job.tp, built_vocab_padding(job.tp)) * plan.value_bytes,
         decode_ms=measured.decode.median_ms, allreduce_ms=allreduce_s * 1e3, allreduce_calls=allreduce_calls,
     )  # fmt: skip
     numerics = None
@@ -246,7 +246,8 @@ def _notes(job: TpJob) -> list[str]:
     model, tp = job.plan.model, job.tp
     notes = [
         "tp layout: q/k/v and MLP gate/up split by columns (heads, d_ff / tp), o_proj and down_proj by rows, each"
-        " followed by an all-reduce; embeddings, norms and the LM head replicated on every rank",
+        " followed by an all-reduce; the token embedding and the LM head split by the vocabulary padded to a multiple"
+        " of 64 (lookups all-reduced, logits gathered), as vLLM does; norms replicated on every rank",
         f"tp check: {tp} ranks and one device ran the first {job.check_layers} layer(s) in fp32 with the same"
         f" seed-derived weights over a {job.check_prefill_tokens}-token prefill and {job.check_decode_tokens} decode"
         " steps; logits compared",

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mha_cli.core.errors import EXIT_CHECK_FAILED, EXIT_OUT_OF_MEMORY, MhaError
-from mha_cli.parallel.group import RankEnv, close_group, init_group
+from mha_cli.parallel.group import RankEnv, close_group, init_group, leave_together
 from mha_cli.parallel.launch import ERROR_FILE, die_with_parent, mark_stage
 from mha_cli.parallel.plan import DEFAULT_TIMEOUT_S
 from mha_cli.parallel.report import TpBatch, TpVerifyReport
@@ -115,6 +115,9 @@ def run_batch(
     inject_fault(env.rank)
     device = rank_device(device_type, env.local_rank)
     reports = [run_job(job, env.rank, device, on_stage) for job in batch.jobs]
+    if env.world_size > 1:
+        on_stage("leaving the process group")
+        leave_together()
     return [report for report in reports if report is not None]
 
 

@@ -2,8 +2,8 @@
 
 A verify run builds the whole decoder (token embedding, ``n_layers_built`` decoder layers, final
 norm, LM head) as one tensor-parallel rank holds it: under ``tp`` ranks the rank's query and KV
-heads (KV heads replicated when tp > n_kv; an MLA latent unsharded) and d_ff / tp of every MLP
-and expert; embeddings, norms and head replicated (the contract's Megatron layout). The
+heads (KV heads replicated when tp > n_kv; an MLA latent unsharded), d_ff / tp of every MLP and
+expert, and its rows of the padded vocabulary in the embedding and head; norms replicated (``core.tensor_parallel``). The
 predictions come from the core ring, never from the modules: ``kv_footprint`` of exactly those
 layers for the cache, ``count_params`` of the rank's shape times the dtype for the weights.
 
@@ -28,13 +28,14 @@ from pydantic import Field
 
 from mha_cli.core.dtypes import BUILDABLE, storage_format
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
-from mha_cli.core.kv import KvFootprint, footprint_for, kv_heads_per_rank
+from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import resolve_tp
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, LayerKind, MlaCacheMode, ModelSpec
 from mha_cli.core.targets import resolve_target
+from mha_cli.core.tensor_parallel import built_vocab_padding, kv_heads_per_rank, vocab_rows_per_rank
 
 DeviceType = Literal["cuda", "cpu"]
 WeightKind = Literal["dense", "moe"]
@@ -158,7 +159,8 @@ def torch_dtype_name(kv_dtype: str) -> str:
 
 
 def shard_model(model: ModelSpec, tp: int, mla_cache: MlaCacheMode) -> ModelSpec:
-    """One rank's shape: query heads / tp, its KV heads (replicated when tp > n_kv), d_ff / tp of every MLP.
+    """One rank's shape: query heads / tp, its KV heads (replicated when tp > n_kv), d_ff / tp of every MLP, and as
+    ``vocab_size`` the rows of the embedding and LM head it holds (``core.tensor_parallel.vocab_rows_per_rank``).
 
     Raises ``BadInputError`` when tp does not split the heads or an MLP width evenly.
     """
@@ -175,6 +177,8 @@ def shard_model(model: ModelSpec, tp: int, mla_cache: MlaCacheMode) -> ModelSpec
             raise BadInputError(f"{name} ({width}) must be divisible by tp ({tp}): pick a tp that divides it")
     # Re-validated, so the variant follows the shard's heads: 64 / 8 GQA over 16 ranks is 4 / 1, MQA.
     fields = model.model_dump(exclude={"variant"}) | {"n_heads": n_heads, "n_kv_heads": n_kv, "d_ff": model.d_ff // tp}
+    if tp > 1:  # the rank's rows of the padded vocabulary (embedding and LM head), as nn.vocab_parallel builds them
+        fields["vocab_size"] = vocab_rows_per_rank(model.vocab_size, tp, built_vocab_padding(tp))
     if model.moe is not None:
         fields["moe"] = fields["moe"] | {name: width // tp for name, width in widths.items() if name != "d_ff"}
     return ModelSpec.model_validate(fields)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from mha_cli.core.fit import flag_fit
 from mha_cli.core.kv import KvFootprint
-from mha_cli.core.memory import MemoryPlan, weight_bytes
+from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.params import count_params
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.explain import alternatives, init_plan, variant_reason
@@ -41,6 +41,7 @@ from mha_cli.core.roofline import estimate_roofline
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.schemas import MhaConfig, ModelSpec
 from mha_cli.core.targets import bf16_notes
+from mha_cli.core.weight_bytes import model_weight_bytes
 
 __all__ = [
     "PRIORITIES", "Alternative", "InitPlan", "ModelSummary", "Priority", "RecommendRequest", "RecommendResult",
@@ -143,7 +144,7 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None) -> R
         variant_reason=reason,
         budget_deviation=(params.total - request.params) / request.params,
         params=params,
-        weight_bytes=weight_bytes(params.total, request.weight_dtype),
+        weight_bytes=model_weight_bytes(model, request.weight_dtype),
         kv=kv,
         memory=memory,
         roofline=roofline,

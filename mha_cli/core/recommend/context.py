@@ -10,7 +10,6 @@ from mha_cli.core.recommend.result import RecommendRequest
 from mha_cli.core.rules.engine import Trace
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget, resolve_target
-from mha_cli.core.tensor_parallel import weight_params_per_device
 
 
 @dataclass(frozen=True)
@@ -31,8 +30,10 @@ class Context:
     def deployment(self, tp: int) -> DeploymentSpec:
         r = self.request
         return DeploymentSpec(
-            target=r.target, seq_len=r.seq_len, batch=r.batch, kv_dtype=r.kv_dtype, weight_dtype=r.weight_dtype, tp=tp
-        )
+            target=r.target, seq_len=r.seq_len, batch=r.batch, kv_dtype=r.kv_dtype, weight_dtype=r.weight_dtype, tp=tp,
+            engine=r.engine, gpu_memory_utilization=r.gpu_memory_utilization,
+            max_num_batched_tokens=r.max_num_batched_tokens, max_num_seqs=r.max_num_seqs,
+        )  # fmt: skip
 
     def footprint(self, model: ModelSpec, tp: int) -> KvFootprint:
         return footprint_for(model, self.deployment(tp), tp)
@@ -42,5 +43,6 @@ class Context:
         if self.target is None:
             return None
         kv = kv or self.footprint(model, tp)
-        weights = weight_params_per_device(model, kv.tp)
-        return plan_memory(self.target, weight_params=weights, weight_dtype=self.request.weight_dtype, kv=kv)
+        return plan_memory(
+            self.target, model=model, weight_dtype=self.request.weight_dtype, kv=kv, deployment=self.deployment(kv.tp)
+        )

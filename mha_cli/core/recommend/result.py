@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError, computed_field
 
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN
+from mha_cli.core.engine.plan import EnginePlan
+from mha_cli.core.engine.settings import engine_name
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
@@ -15,7 +17,7 @@ from mha_cli.core.quantities import parse_param_count
 from mha_cli.core.record import Record
 from mha_cli.core.roofline import Roofline
 from mha_cli.core.rules.engine import Finding
-from mha_cli.core.schemas import KvDtype, MhaConfig, TokenCount, Variant, WeightDtype, upper_variant
+from mha_cli.core.schemas import EngineName, KvDtype, MhaConfig, TokenCount, Variant, WeightDtype, upper_variant
 from mha_cli.core.validation import describe_validation_error
 
 Priority = Literal["inference", "training", "balanced"]
@@ -25,7 +27,8 @@ _OPTION_NAMES = {
     "params": "--params", "seq_len": "--seq", "target": "--target", "batch": "--batch", "kv_dtype": "--kv-dtype",
     "weight_dtype": "--weight-dtype", "priority": "--priority", "tp": "--tp", "vocab_size": "--vocab",
     "d_model": "--d-model", "variant": "--variant", "active_params": "--active-params", "experts": "--experts",
-    "top_k": "--top-k",
+    "top_k": "--top-k", "engine": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
+    "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
 }  # fmt: skip
 
 
@@ -60,6 +63,11 @@ class RecommendRequest(Record):
     """MoE: routed experts per layer; default: the number that fills the total."""
     top_k: Annotated[int, Field(ge=1, le=1 << 10)] | None = None
     """MoE: routed experts per token; default 8 (a quarter of the experts below 64)."""
+    engine: Annotated[EngineName, BeforeValidator(engine_name)] | None = None
+    """Serving engine whose memory rules plan the deployment (``DeploymentSpec.engine``)."""
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
+    max_num_batched_tokens: Annotated[int, Field(gt=0)] | None = None
+    max_num_seqs: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
 
     @classmethod
     def parse(cls, **fields: Any) -> RecommendRequest:
@@ -188,3 +196,9 @@ class RecommendResult(Record):
     rules_fired: list[str]
     config: MhaConfig
     """The config file ``--out`` writes."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def engine(self) -> EnginePlan | None:
+        """The serving engine's plan on one rank of one replica (``memory.engine``); None without a target."""
+        return self.memory.engine if self.memory is not None else None

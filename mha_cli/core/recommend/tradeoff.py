@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from mha_cli.core.kv import KvFootprint, tp_splits_evenly
+from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.recommend.context import Context
@@ -24,6 +24,7 @@ from mha_cli.core.recommend.width import Shape, balanced_kv_heads, solve_at
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import counted
 from mha_cli.core.schemas import ModelSpec, Variant
+from mha_cli.core.tensor_parallel import tp_splits_evenly
 
 QUALITY_SOURCES: dict[Variant, str] = {
     "MHA": "the reference the others are measured against",

@@ -1,0 +1,69 @@
+"""Predicted against reported, for every published vLLM start-up log in ``tests/fixtures/vllm_logs.yaml``.
+
+    python benchmarks/vllm_logs.py
+
+For each log: the KV tokens from the log's own available memory (the block arithmetic alone) and from first
+principles (device memory, weights, activation peak, non-torch memory: ``core.engine``), against the log's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from mha_cli.core.engine.pages import paged_pool
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.memory import weight_bytes_per_device
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.sources import load_source
+from mha_cli.core.targets import resolve_target
+
+GIB = 2**30
+ROOT = Path(__file__).parent.parent
+
+
+def main() -> None:
+    logs = yaml.safe_load((ROOT / "tests" / "fixtures" / "vllm_logs.yaml").read_text())
+    print(f"{'id':>3} {'model':34} {'tp':>2} {'reported':>10} {'from log':>10} {'first pr.':>10} {'error':>7}  weights")
+    for entry in logs:
+        reported = entry["kv_cache_tokens"] or (entry["gpu_blocks"] or 0) * 16
+        if not entry["config"] or not reported or not entry["available_kv_gib"]:
+            print(f"{entry['id']:>3} {entry['model'][:34]:34} (no config.json or token figure: not priced)")
+            continue
+        source = load_source(str(ROOT / entry["config"]))
+        model, tp = source.model, entry["tensor_parallel_size"]
+        kv_dtype = "fp8" if entry["kv_cache_dtype"] == "fp8" else "bf16"
+        kv = kv_footprint(model, seq_len=entry["max_model_len"], kv_dtype=kv_dtype, tp=tp)
+        step = entry["max_num_batched_tokens"] or 8192
+        from_log = paged_pool(
+            model, available_bytes=round(entry["available_kv_gib"] * GIB),
+            bytes_per_token_per_layer=kv.bytes_per_token_per_rank // kv.n_token_layers, block_size=16,
+            max_model_len=entry["max_model_len"], max_num_batched_tokens=step,
+        ).kv_tokens  # fmt: skip
+        weights = source.deployment.weight_dtype if source.deployment else "bf16"
+        quantised = str(entry["quantization"])
+        if quantised.startswith(("fp8", "gptq")):  # an fp8 fixture without its quantization_config, fp8 on load; GPTQ
+            weights = "fp8" if quantised.startswith("fp8") else "gptq-int4"
+        target = resolve_target("h100").target
+        if entry["total_gpu_memory_gib"] and entry["total_gpu_memory_gib"] != target.torch_memory_gib:
+            target = target.model_copy(update={"torch_memory_gib": entry["total_gpu_memory_gib"]})
+        deployment = DeploymentSpec(
+            seq_len=entry["max_model_len"], tp=tp, gpu_memory_utilization=entry["gpu_memory_utilization"],
+            max_num_batched_tokens=entry["max_num_batched_tokens"], max_num_seqs=entry["max_num_seqs"],
+        )  # fmt: skip
+        plan = plan_engine(
+            model, kv, target, resolve_settings(deployment, target, tp),
+            weights_bytes_per_rank=weight_bytes_per_device(model, tp, weights), sequences_per_replica=1,
+        )  # fmt: skip
+        error = plan.kv_tokens / reported - 1
+        print(
+            f"{entry['id']:>3} {entry['model'][:34]:34} {tp:>2} {reported:>10,} {from_log:>10,} {plan.kv_tokens:>10,}"
+            f" {error:>+7.1%}  {weights} {plan.weights_bytes_per_rank / GIB:.2f} / {entry['weights_gib']} GiB"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""The engine memory plan's rules, each against a hand count: vLLM's groups, blocks and concurrency, its defaults,
+the activation peak, SGLang's and TensorRT-LLM's budgets, and the CLI's ``engine`` object."""
+
+from __future__ import annotations
+
+import pytest
+
+from mha_cli.core.engine.activation import sampler_peak_bytes
+from mha_cli.core.engine.pages import paged_pool
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.settings import (
+    GIB,
+    NON_TORCH_ONE_RANK,
+    NON_TORCH_TENSOR_PARALLEL,
+    engine_name,
+    resolve_settings,
+    sglang_default_fraction,
+)  # fmt: skip
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.presets import get_preset
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.targets import load_targets, resolve_target
+
+H100 = resolve_target("h100").target
+ENGINE_KEYS = {
+    "name", "total_memory_bytes", "gpu_memory_utilization", "weights_bytes_per_rank", "activation_peak_bytes",
+    "non_torch_bytes", "cuda_graph_bytes", "available_kv_bytes", "kv_bytes_per_token_per_rank", "block_size",
+    "kv_blocks", "kv_tokens", "max_concurrency", "fits",
+}  # fmt: skip
+
+
+def pool(name: str, available: int, *, seq: int = 8192, step: int = 8192, tp: int = 1):
+    model = get_preset(name)
+    kv = kv_footprint(model, seq_len=seq, tp=tp)
+    per_layer = kv.bytes_per_token_per_rank // kv.n_token_layers
+    return paged_pool(
+        model, available_bytes=available, bytes_per_token_per_layer=per_layer, block_size=16, max_model_len=seq,
+        max_num_batched_tokens=step,
+    )  # fmt: skip
+
+
+def test_device_memory_is_what_torch_reports():
+    assert H100.device_memory_bytes == round(79.19 * GIB) and H100.memory_bytes == 80 * 10**9
+    for target in load_targets().values():
+        assert 0.9 < target.device_memory_bytes / (target.memory_gb * 2**30) <= 1.0 or not target.device_memory_measured
+        assert target.torch_memory_source, target.id
+        if target.device_memory_measured:
+            assert "http" in target.torch_memory_source or "device" in target.torch_memory_source, target.id
+
+
+def test_one_full_attention_group():
+    """Llama-3-8B: 32 layers, 4 KiB per token per layer, pages of 16 tokens = 64 KiB."""
+    result = pool("llama-3-8b", 10 * GIB)
+    assert (len(result.groups), result.layers_per_group, result.padding_layers) == (1, 32, 0)
+    assert result.page_bytes == 16 * 4096
+    assert result.kv_blocks == 10 * GIB // (16 * 4096 * 32) == 5120
+    assert result.kv_tokens == 5120 * 16
+    assert result.max_concurrency == 5120 / (8192 // 16)
+
+
+def test_gemma_3_groups_pad_the_sliding_layers():
+    """Gemma-3-27B: 62 layers, 10 full and 52 sliding (window 1024): group size 10, 6 sliding groups (8 empty
+    slots) and 1 full; tokens are blocks // 7 x 16; a request needs 512 blocks per full group and
+    ceil(min(1023 + 8192, 8192) / 16) + 1 = 513 per sliding group."""
+    model = get_preset("gemma-3-27b")
+    assert (model.n_global_layers, model.n_local_layers, model.sliding_window) == (10, 52, 1024)
+    result = pool("gemma-3-27b", 20 * GIB)
+    assert (len(result.groups), result.layers_per_group, result.padding_layers) == (7, 10, 8)
+    per_layer = 2 * 16 * 128 * 2  # K and V, 16 KV heads of 128, bf16
+    assert result.kv_blocks == 20 * GIB // (16 * per_layer * 10)
+    assert result.kv_tokens == result.kv_blocks // 7 * 16
+    assert result.blocks_per_request == 512 + 6 * 513
+    short_steps = pool("gemma-3-27b", 20 * GIB, step=512)  # a window smaller than a step's tokens saves little;
+    assert short_steps.blocks_per_request == 512 + 6 * (-(-(1023 + 512) // 16) + 1)  # a smaller step saves more
+
+
+def test_gpt_oss_alternates_two_groups_and_llama_4_turns_the_allocator_off():
+    gpt_oss = pool("gpt-oss-20b", 10 * GIB, tp=2)
+    assert (len(gpt_oss.groups), gpt_oss.layers_per_group) == (2, 12) and gpt_oss.hybrid_allocator
+    scout = pool("llama-4-scout", 10 * GIB, tp=4)
+    assert (len(scout.groups), scout.layers_per_group, scout.hybrid_allocator) == (1, 48, False)
+
+
+def test_vllm_step_defaults_follow_the_device():
+    """vllm serve: 8192 tokens and 1024 sequences on >= 70 GiB GPUs that are not A100s, else 2048 and 256."""
+    for spec, expected in (
+        ("h100", (8192, 1024)),
+        ("h200", (8192, 1024)),
+        ("a100", (2048, 256)),
+        ("4090", (2048, 256)),
+    ):
+        target = resolve_target(spec).target
+        settings = resolve_settings(DeploymentSpec(), target, 1)
+        assert (settings.max_num_batched_tokens, settings.max_num_seqs, settings.utilisation) == (*expected, 0.9)
+    capped = resolve_settings(DeploymentSpec(max_num_batched_tokens=512), H100, 1)
+    assert capped.max_num_seqs == 512  # never more sequences than tokens
+
+
+def test_sampler_peak_by_hand():
+    assert sampler_peak_bytes(get_preset("llama-3-8b"), max_num_batched_tokens=8192, max_num_seqs=1024) == (
+        1024 * 128_256 * 16
+    )
+
+
+def _plan(engine: str, **deployment):
+    model = get_preset("llama-3-8b")
+    kv = kv_footprint(model, seq_len=8192)
+    settings = resolve_settings(DeploymentSpec(engine=engine, **deployment), H100, 1)
+    return plan_engine(model, kv, H100, settings, weights_bytes_per_rank=16 * 10**9, sequences_per_replica=1)
+
+
+def test_vllm_budget_by_hand():
+    plan = _plan("vllm")
+    activation = 1024 * 128_256 * 16
+    assert plan.activation_peak_bytes == activation and plan.non_torch_bytes == NON_TORCH_ONE_RANK
+    expected = int(H100.device_memory_bytes * 0.9) - 16 * 10**9 - activation - NON_TORCH_ONE_RANK
+    assert plan.available_kv_bytes == expected == sum(line.bytes for line in plan.budget[:-1])
+    assert plan.kv_blocks == expected // (16 * 4096 * 32) and plan.kv_tokens == plan.kv_blocks * 16
+    assert plan.log_lines[1] == f"GPU KV cache size: {plan.kv_tokens:,} tokens"
+    assert not plan.cuda_graph_in_budget and plan.fits
+
+
+def test_sglang_budget_by_hand():
+    """mem_fraction_static on an H100 (79.19 GiB = 81,090 MiB): reserve 512 + 1.5 x 8192 + 2 x 256 + 1024 / 8
+    = 13,440 MiB; tokens = (free x fraction - weights) // bytes per token, pages of one token."""
+    mib = H100.device_memory_bytes / 2**20
+    assert sglang_default_fraction(H100, 1, 8192, 256) == round((mib - 13_440) / mib, 3)
+    plan = _plan("sglang")
+    free = H100.device_memory_bytes - NON_TORCH_ONE_RANK
+    assert plan.available_kv_bytes == int(free * plan.gpu_memory_utilization) - 16 * 10**9
+    assert plan.kv_tokens == plan.available_kv_bytes // 131_072 and plan.block_size == 1
+
+
+def test_trtllm_budget_by_hand():
+    """free_gpu_memory_fraction 0.9 of what is left after weights, activations and non-torch; blocks of 32."""
+    plan = _plan("trtllm")
+    left = H100.device_memory_bytes - 16 * 10**9 - plan.activation_peak_bytes - NON_TORCH_ONE_RANK
+    assert plan.available_kv_bytes == int(left * 0.9)
+    assert plan.kv_tokens == plan.available_kv_bytes // 131_072 // 32 * 32
+
+
+def test_utilisation_changes_the_budget_and_a_full_one_is_flagged():
+    half, full = _plan("vllm", gpu_memory_utilization=0.5), _plan("vllm", gpu_memory_utilization=0.99)
+    assert full.available_kv_bytes - half.available_kv_bytes == int(H100.device_memory_bytes * 0.99) - int(
+        H100.device_memory_bytes * 0.5
+    )
+    assert any("--enforce-eager" in note for note in full.notes)
+    assert not any("--enforce-eager" in note for note in half.notes)
+
+
+def test_tensor_parallel_pays_the_nccl_constant():
+    model = get_preset("llama-3-8b")
+    kv = kv_footprint(model, seq_len=8192, tp=2)
+    settings = resolve_settings(DeploymentSpec(), H100, 2)
+    plan = plan_engine(model, kv, H100, settings, weights_bytes_per_rank=8 * 10**9, sequences_per_replica=1)
+    assert plan.non_torch_bytes == NON_TORCH_TENSOR_PARALLEL and plan.kv_bytes_per_token_per_rank == 65_536
+
+
+def test_engine_names():
+    assert engine_name("TensorRT-LLM") == "trtllm" and engine_name(None) == "vllm"
+    with pytest.raises(BadInputError, match="unknown engine 'vlm'"):
+        engine_name("vlm")
+
+
+@pytest.mark.parametrize("command", ["kv", "check"])
+def test_json_engine_object(cli, command):
+    data = cli.json(command, "llama-3-8b", "--target", "h100", "--seq", "8k")
+    assert set(data["engine"]) >= ENGINE_KEYS and data["engine"]["name"] == "vllm"
+    assert data["engine"]["kv_bytes_per_token_per_rank"] == 131_072
+    sglang = cli.json(command, "llama-3-8b", "--target", "h100", "--engine", "sglang", "--mem-fraction-static", "0.8")
+    assert (sglang["engine"]["name"], sglang["engine"]["gpu_memory_utilization"]) == ("sglang", 0.8)
+
+
+def test_recommend_json_engine_object(cli):
+    data = cli.json("recommend", "--params", "8B", "--target", "h100", "--gpu-memory-utilization", "0.95")
+    assert set(data["engine"]) >= ENGINE_KEYS and data["engine"]["gpu_memory_utilization"] == 0.95
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--engine", "vlm"], "unknown engine 'vlm'"),
+        (["--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),
+        (["--gpu-memory-utilization", "0"], "--gpu-memory-utilization"),
+        (["--max-num-batched-tokens", "0"], "--max-num-batched-tokens"),
+    ],
+)
+def test_bad_engine_options_are_one_line_exit_2(cli, args, message):
+    result = cli.run("kv", "llama-3-8b", "--target", "h100", *args)
+    assert result.exit_code == 2 and message in result.stderr and "Traceback" not in result.stderr

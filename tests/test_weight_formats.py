@@ -1,0 +1,134 @@
+"""Weight formats with their real bytes (values, scales, zeros, group indices), against hand counts, and the format
+a Hugging Face checkpoint's ``quantization_config`` states."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.hf_quantization import checkpoint_weight_format
+from mha_cli.core.presets import get_preset
+from mha_cli.core.sources import load_source
+from mha_cli.core.tensor_parallel import matrices_per_rank, params_per_rank
+from mha_cli.core.weight_bytes import model_weight_bytes, rank_weight_bytes
+from mha_cli.core.weight_formats import normalise_weight_format, weight_format
+
+OUT, IN = 4096, 14336  # Llama-3-8B's down projection: 4096 outputs of 14,336 inputs
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("bf16", 2 * OUT * IN),
+        ("fp8", OUT * IN + 4),  # one fp32 scale per matrix
+        ("fp8-block", OUT * IN + 4 * (4096 // 128) * (14336 // 128)),  # one fp32 per 128 x 128 block
+        ("int8", OUT * IN + 2 * OUT),  # one fp16 scale per output row
+        ("awq", OUT * IN // 2 + (IN // 128) * (OUT // 8) * 4 + (IN // 128) * OUT * 2),  # qweight, qzeros, scales
+        ("gptq-int4", OUT * IN // 2 + (IN // 128) * (OUT // 8) * 4 + (IN // 128) * OUT * 2 + 4 * IN),  # + g_idx
+        ("nf4", OUT * IN // 2 + 4 * (OUT * IN // 64) + 64),  # fp32 absmax per 64, the 16-entry code
+        ("nf4-dq", OUT * IN // 2 + OUT * IN // 64 + 4 * -(-(OUT * IN // 64) // 256) + 4 + 272 * 4),
+        ("mxfp4", OUT * IN // 2 + OUT * (IN // 32)),  # 17 B per 32 weights
+    ],
+)
+def test_matrix_bytes_by_hand(name, expected):
+    assert weight_format(name).matrix_bytes(OUT, IN) == expected
+
+
+def test_mxfp4_is_17_bytes_per_32_weights():
+    assert weight_format("mxfp4").matrix_bytes(1, 32) == 17
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_matrices_and_the_rest_add_up_to_the_rank(tp):
+    """The linear matrices a format quantises plus embeddings, norms (and nothing else here) are the rank's weights."""
+    model = get_preset("llama-3-8b")
+    matrices = sum(m.count * m.out_features * m.in_features for m in matrices_per_rank(model, tp))
+    rest = 2 * (128_256 // tp) * 4096 + (2 * 32 + 1) * 4096  # embedding and head rows, norms
+    assert matrices + rest == params_per_rank(model, tp)
+
+
+def test_fp8_keeps_embeddings_and_head_in_bf16():
+    """Llama-3-8B in fp8: 7 matrices per layer at 1 B + 4 B of scale, embeddings, head and norms at 2 B."""
+    model = get_preset("llama-3-8b")
+    linear = 32 * (2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 4096 * 14336)
+    rest = 2 * 128_256 * 4096 + 65 * 4096
+    assert model_weight_bytes(model, "fp8") == linear + 32 * 7 * 4 + 2 * rest  # 9.08 GB (vLLM logs 8.49 GiB)
+
+
+def test_mxfp4_covers_the_experts_only():
+    model = get_preset("gpt-oss-20b")
+    bf16 = model_weight_bytes(model, "bf16")
+    experts = sum(m.count * m.out_features * m.in_features for m in matrices_per_rank(model, 1) if m.kind == "mlp")
+    mxfp4 = model_weight_bytes(model, "mxfp4")
+    assert mxfp4 == bf16 - 2 * experts + experts // 32 * 17  # every expert matrix has inputs in multiples of 32
+
+
+def test_a_split_that_does_not_shard_is_the_whole_split_evenly():
+    model = get_preset("llama-3-8b")
+    assert rank_weight_bytes(model, 3, "fp8") == -(-rank_weight_bytes(model, 1, "fp8") // 3)
+
+
+def test_names_and_aliases():
+    assert [normalise_weight_format(n) for n in ("gptq", "AWQ", "bnb-nf4", "bfloat16", "fp8_e4m3")] == [
+        "gptq-int4", "awq", "nf4", "bf16", "fp8"
+    ]  # fmt: skip
+    with pytest.raises(BadInputError, match="unknown weight format 'gptx': did you mean gptq"):
+        normalise_weight_format("gptx")
+
+
+@pytest.mark.parametrize(
+    ("quantization", "expected"),
+    [
+        ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8-block"),  # DeepSeek-V3
+        ({"quant_method": "fp8", "activation_scheme": "dynamic"}, "fp8"),
+        ({"quant_method": "mxfp4"}, "mxfp4"),  # gpt-oss
+        ({"quant_method": "gptq", "bits": 4, "group_size": 128}, "gptq-int4"),
+        ({"quant_method": "awq", "bits": 4, "group_size": 128}, "awq"),
+        ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}, "nf4"),
+        (
+            {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+             "bnb_4bit_use_double_quant": True},
+            "nf4-dq",
+        ),
+        (
+            {"quant_method": "compressed-tensors",
+             "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}},
+            "fp8",
+        ),
+    ],
+)  # fmt: skip
+def test_checkpoint_formats(quantization, expected):
+    assert checkpoint_weight_format({"quantization_config": quantization}, "config.json") == expected
+
+
+@pytest.mark.parametrize(
+    ("quantization", "named"),
+    [
+        ({"quant_method": "hqq"}, "quant_method 'hqq'"),
+        ({"quant_method": "gptq", "bits": 8, "group_size": 128}, "gptq with bits=8"),
+        ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "bitsandbytes other than 4-bit nf4"),
+    ],
+)
+def test_unknown_quantisation_is_refused_not_priced_as_bf16(quantization, named):
+    with pytest.raises(BadInputError, match=named):
+        checkpoint_weight_format({"quantization_config": quantization}, "config.json")
+
+
+def test_a_checkpoint_is_priced_in_its_own_format(cli, tmp_path):
+    source = load_source("tests/fixtures/hf_configs/gpt-oss-20b.json")
+    assert source.deployment is not None and source.deployment.weight_dtype == "mxfp4"
+    data = cli.json("kv", "tests/fixtures/hf_configs/deepseek-v3.json", "--target", "8xh200")
+    assert data["deployment"]["weight_dtype"] == "fp8-block"
+    assert any("fp8-block (quantization_config)" in line for line in data["assumptions"])
+    overridden = cli.json(
+        "kv", "tests/fixtures/hf_configs/deepseek-v3.json", "--target", "8xh200", "--weight-dtype", "bf16"
+    )
+    assert overridden["engine"]["weights_bytes_per_rank"] > data["engine"]["weights_bytes_per_rank"]
+    path = tmp_path / "config.json"
+    config = json.loads(Path("tests/fixtures/hf_configs/llama-3-8b.json").read_text())
+    path.write_text(json.dumps(config | {"quantization_config": {"quant_method": "hqq"}}))
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2 and "quantization_config quant_method 'hqq'" in result.stderr
