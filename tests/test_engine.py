@@ -189,3 +189,52 @@ def test_recommend_json_engine_object(cli):
 def test_bad_engine_options_are_one_line_exit_2(cli, args, message):
     result = cli.run("kv", "llama-3-8b", "--target", "h100", *args)
     assert result.exit_code == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_pool_without_room_for_one_request_is_vllms_refusal(cli):
+    """Llama-3-70B on 2 x H100 at 32K: 1.50 GiB left per rank, one request needs 80 layers x 2,048 blocks x 16 x
+    2 KiB = 5.00 GiB; vLLM stops and names the longest length that fits (its pool's 9,856 tokens)."""
+    data = cli.json("kv", "llama-3-70b", "--target", "2xh100", "--seq", "32k")
+    engine = data["engine"]
+    assert not engine["starts"] and not engine["fits"] and engine["admitted_per_replica"] == 0
+    assert "(5.00 GiB KV cache is needed)" in engine["refusal"]
+    assert f"the estimated maximum model length is {engine['kv_tokens']}." in engine["refusal"]
+    assert engine["log_lines"] == ["Available KV cache memory: 1.50 GiB", engine["refusal"]]
+    starved = cli.json("kv", "mistral-7b-v0.1", "--target", "t4", "--seq", "8k")["engine"]
+    assert starved["available_kv_bytes"] < 0 and "No available memory for the cache blocks" in starved["refusal"]
+
+
+def test_max_num_seqs_caps_what_runs_at_once(cli):
+    free = cli.json("kv", "llama-3-8b", "--target", "h100", "--seq", "8k")
+    capped = cli.json("kv", "llama-3-8b", "--target", "h100", "--seq", "8k", "--max-num-seqs", "16")
+    assert free["memory"]["max_sequences"] == int(free["engine"]["max_concurrency"]) > 16
+    assert capped["memory"]["max_sequences"] == 16
+    assert any("max_num_seqs 16 caps" in note for note in capped["engine"]["notes"])
+
+
+@pytest.mark.parametrize(("engine", "kv_dtype", "offered"), [("vllm", "int8", False), ("trtllm", "int8", True),
+                                                              ("sglang", "int4", False), ("vllm", "fp8", True)])  # fmt: skip
+def test_kv_formats_the_engine_lacks_are_named(cli, engine, kv_dtype, offered):
+    data = cli.json("kv", "llama-3-8b", "--target", "h100", "--engine", engine, "--kv-dtype", kv_dtype)
+    named = any(f"no {kv_dtype} KV cache" in note for note in data["engine"]["notes"])
+    assert named is not offered
+
+
+def test_sglang_and_trtllm_log_their_own_lines(cli):
+    sglang = cli.json("kv", "llama-3-8b", "--target", "h100", "--engine", "sglang")["engine"]
+    tokens = sglang["kv_tokens"]
+    half = (tokens + 1) * 131_072 // 2 / 2**30  # K (or V) of every layer, with SGLang's padding slot
+    assert sglang["log_lines"] == [
+        f"KV Cache is allocated. #tokens: {tokens}, K size: {half:.2f} GB, V size: {half:.2f} GB"
+    ]
+    trtllm = cli.json("kv", "llama-3-8b", "--target", "h100", "--engine", "trtllm")["engine"]
+    assert (
+        trtllm["log_lines"][0].startswith("[MemUsageChange] Allocated ")
+        and f"({trtllm['kv_tokens']})" in trtllm["log_lines"][0]
+    )
+
+
+def test_a_device_count_that_does_not_split_the_heads_offers_replicas(cli):
+    result = cli.run("kv", "qwen2.5-7b", "--target", "8xh100")
+    assert result.exit_code == 2 and "n_heads (28) must be divisible by tp (8)" in result.stderr
+    assert "--tp 4" in result.stderr

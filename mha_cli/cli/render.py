@@ -132,30 +132,35 @@ def memory_table(plan: MemoryPlan) -> Table:
     if plan.n_devices > 1:
         layout = f": tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
     table = Table(
-        title=f"Memory plan on {devices}{plan.target_name}{layout}, as {ENGINE_TITLES[engine.name]} allocates it",
-        title_justify="left",
+        title=f"Memory plan ({ENGINE_TITLES[engine.name]}) on {devices}{plan.target_name}{layout}", title_justify="left"
     )
     table.add_column("per device")
     table.add_column("bytes", justify="right")
     table.add_column("", justify="right")
-    table.add_column("from", style="dim", overflow="fold")
+    table.add_column("from", style="dim")
     for line in engine.budget:
         style = "bold" if line.label.startswith("=") else None
         table.add_row(line.label, f"{line.bytes:,}", format_bytes(line.bytes), line.how, style=style)
     share = f"{plan.sequences_per_replica} of the batch per replica" if plan.replicas > 1 else "this batch"
     table.add_row(f"KV cache ({share})", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device), "")
     style = "green" if plan.fits else "bold red"
-    table.add_row("headroom", f"{plan.headroom_bytes:,}", format_bytes(plan.headroom_bytes), "", style=style)
+    table.add_row(
+        "headroom", f"{plan.headroom_bytes:,}", format_bytes(plan.headroom_bytes), "available - this batch", style=style
+    )
+    if engine.name == "vllm":
+        graphs = engine.cuda_graph_bytes
+        table.add_row(
+            "CUDA graphs (outside)", f"{graphs:,}", format_bytes(graphs), "taken after the pool (vLLM < 0.21)"
+        )
     blocks = f"{engine.kv_blocks:,} blocks of {engine.block_size}"
     if engine.layers_per_group and len(engine.groups) > 1:
         blocks += f" x {len(engine.groups)} groups of {engine.layers_per_group} layers"
     table.add_row("KV cache size (tokens)", f"{engine.kv_tokens:,}", "", blocks)
     ideal = f"per-layer ideal {engine.ideal_max_concurrency:.2f}x" if len(engine.groups) > 1 else ""
     table.add_row(f"max concurrency at {engine.max_model_len:,} tokens", f"{engine.max_concurrency:.2f}x", "", ideal)
-    verdict = "fits" if plan.fits else ("weights do not fit" if not plan.weights_fit else "KV cache does not fit")
-    table.add_row("verdict", verdict, "", "", style=style)
+    table.add_row("verdict", verdict_cell(plan), "", "", style=style)
     across = f" (all {plan.replicas} replicas)" if plan.replicas > 1 else ""
-    table.add_row(f"max sequences at this length{across}", f"{plan.max_sequences:,}", "", "whole requests at once")
+    table.add_row(f"max sequences at this length{across}", f"{plan.max_sequences:,}", "", "run at once; more queue")
     table.caption = (
         f"device memory as torch reports it ({plan.device_memory_bytes / 2**30:.2f} GiB; the datasheet's"
         f" {plan.vendor_memory_bytes / 1e9:g} GB = 10^9 B); GiB = 2^30 B"
@@ -163,10 +168,23 @@ def memory_table(plan: MemoryPlan) -> Table:
     return table
 
 
+def verdict_cell(plan: MemoryPlan) -> str:
+    """fits; the engine would not start (weights, or not one request); or how much of the batch runs at once."""
+    if plan.fits:
+        return "fits"
+    if not plan.weights_fit:
+        return "weights do not fit"
+    if not plan.engine.starts:
+        return "does not start"
+    batch = plan.sequences_per_replica * plan.replicas
+    return f"{plan.max_sequences:,} of {batch:,} at once"
+
+
 def print_engine_plan(console: Console, plan: MemoryPlan) -> None:
     """The memory table, then what the engine's start-up log would say and the plan's notes."""
     print_table(console, memory_table(plan))
-    console.print(f"[bold]{ENGINE_TITLES[plan.engine.name]} would log[/bold]")
+    verb = "would log" if plan.engine.starts else "would stop at start-up"
+    console.print(f"[bold]{ENGINE_TITLES[plan.engine.name]} {verb}[/bold]")
     for line in plan.engine.log_lines:
         console.print(f"  {escape(line)}")
     print_assumptions(console, plan.engine.notes, title="engine")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from mha_cli.core.dtypes import storage_format
-from mha_cli.core.errors import MhaError
+from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes_per_device
 from mha_cli.core.params import ParamBreakdown, count_params
@@ -260,6 +260,24 @@ class Priced:
         return ways_out(self.model, self.target, self.deployment, self.memory, self.kv, self.params.total)
 
 
+def _with_replicas_hint(
+    exc: MhaError, model: ModelSpec, deployment: DeploymentSpec, target: ResolvedTarget | None
+) -> MhaError:
+    """``exc``, naming the largest tp that splits the model when tp came from the target's device count (a 7B
+    model on 8 GPUs is usually tp 1 or 4 with replicas, not tp 8)."""
+    if deployment.tp is not None or target is None or target.n_devices == 1:
+        return exc
+    for tp in range(target.n_devices - 1, 0, -1):
+        if target.n_devices % tp:
+            continue
+        try:
+            footprint_for(model, deployment, tp)
+        except MhaError:
+            continue
+        return BadInputError(f"{exc.message}; or split less and keep replicas: --tp {tp}")
+    return exc
+
+
 def price_deployment(model: ModelSpec, deployment: DeploymentSpec, *, unsplit_fallback: bool = False) -> Priced:
     """Resolve the target and tp, count the parameters, price the KV cache and plan the memory.
 
@@ -271,9 +289,9 @@ def price_deployment(model: ModelSpec, deployment: DeploymentSpec, *, unsplit_fa
     params = count_params(model)
     try:
         kv = footprint_for(model, deployment, tp)
-    except MhaError:
+    except MhaError as exc:
         if not unsplit_fallback:
-            raise
+            raise _with_replicas_hint(exc, model, deployment, target) from None
         kv = footprint_for(model, deployment, 1)
         memory = None
     else:

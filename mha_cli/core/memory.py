@@ -52,7 +52,8 @@ class MemoryPlan(Record):
     fits: bool
     """The engine starts and admits every sequence of the replica at once (engine.fits)."""
     max_sequences: int
-    """Sequences of seq_len tokens the engine admits at once, over all replicas (whole requests)."""
+    """Sequences of seq_len tokens the engine runs at once, over all replicas (whole requests, at most max_num_seqs
+    per replica; engine.admitted_per_replica x replicas)."""
     max_tokens_per_device: int
     """Tokens (of every layer) the engine's KV pool on one device holds (engine.kv_tokens)."""
     engine: EnginePlan
@@ -102,12 +103,11 @@ def plan_memory(
     engine = plan_engine(model, kv, device, settings, weights_bytes_per_rank=weights, sequences_per_replica=sequences)
     free_for_kv = engine.available_kv_bytes
     kv_per_device = sequences * kv.bytes_per_sequence_per_rank
-    admitted = int(engine.max_concurrency) if engine.available_kv_bytes > 0 else 0
     return MemoryPlan(
         target_id=device.id, target_name=device.name, alias_note=target.alias_note, n_devices=target.n_devices,
         tp=kv.tp, replicas=replicas, device_memory_bytes=device.device_memory_bytes,
         vendor_memory_bytes=device.memory_bytes, utilisation=settings.utilisation, usable_bytes=free_for_kv + weights,
         weight_bytes_per_device=weights, sequences_per_replica=sequences, kv_bytes_per_device=kv_per_device,
         headroom_bytes=free_for_kv - kv_per_device, weights_fit=free_for_kv >= 0, fits=engine.fits,
-        max_sequences=admitted * replicas, max_tokens_per_device=engine.kv_tokens, engine=engine,
+        max_sequences=engine.admitted_per_replica * replicas, max_tokens_per_device=engine.kv_tokens, engine=engine,
     )  # fmt: skip

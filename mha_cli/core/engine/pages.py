@@ -15,6 +15,8 @@ The rules, from vLLM V1 (``v1/core/kv_cache_utils.py`` and ``v1/kv_cache_interfa
 - "Maximum concurrency for L tokens per request" is num_blocks / (blocks one request needs, summed over the
   groups): ceil(L / block) for a full group, ceil(min(window - 1 + max_num_batched_tokens, L) / block) + 1 for a
   sliding one. With a window smaller than a step's tokens the window saves little.
+- At start-up vLLM refuses a pool that cannot hold one request of max_model_len: the bytes it needs are each
+  layer's blocks for one request (``request_bytes``), and it names the longest length that would fit.
 """
 
 from __future__ import annotations
@@ -103,3 +105,47 @@ def paged_pool(
         kv_blocks=blocks, kv_tokens=blocks // len(groups) * block_size if groups else 0,
         blocks_per_request=per_request, max_concurrency=blocks / per_request if per_request else 0.0,
     )  # fmt: skip
+
+
+def request_bytes(
+    model: ModelSpec,
+    *,
+    max_model_len: int,
+    bytes_per_token_per_layer: int,
+    block_size: int,
+    max_num_batched_tokens: int,
+) -> int:
+    """Bytes one request of ``max_model_len`` tokens needs on a rank, summed layer by layer (vLLM's
+    ``check_enough_kv_cache_memory``: each layer's ``max_memory_usage_bytes``)."""
+    layers, _ = layer_kinds_for_vllm(model)
+    page = block_size * bytes_per_token_per_layer
+    return page * sum(
+        _blocks_for(kind, window, max_model_len=max_model_len, step_tokens=max_num_batched_tokens, block=block_size)
+        for kind, window in layers
+    )
+
+
+def longest_request(
+    model: ModelSpec,
+    *,
+    available_bytes: int,
+    bytes_per_token_per_layer: int,
+    block_size: int,
+    max_num_batched_tokens: int,
+    max_model_len: int,
+) -> int:
+    """The longest max_model_len (at most ``max_model_len``) one request of which fits ``available_bytes``; 0 if none
+    (vLLM's ``estimate_max_model_len``, a binary search over the same bytes)."""
+
+    def fits(length: int) -> bool:
+        needed = request_bytes(
+            model, max_model_len=length, bytes_per_token_per_layer=bytes_per_token_per_layer, block_size=block_size,
+            max_num_batched_tokens=max_num_batched_tokens,
+        )  # fmt: skip
+        return needed <= available_bytes
+
+    low, high = 0, max_model_len + 1  # fits(low) holds by convention, fits(high) is never asked
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low

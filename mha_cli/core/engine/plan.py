@@ -15,8 +15,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from mha_cli.core.engine.activation import forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
-from mha_cli.core.engine.pages import KvGroup, paged_pool
+from mha_cli.core.engine.pages import KvGroup, longest_request, paged_pool, request_bytes
 from mha_cli.core.engine.settings import (
     CUDA_GRAPH_ESTIMATE,
     GIB,
@@ -75,12 +77,24 @@ class EnginePlan(Record):
     padding_layers: int
     sequences_per_replica: int
     """The batch's share of one replica (tensor-parallel group)."""
+    starts: bool
+    """The engine starts: its pool holds at least one request of max_model_len."""
+    refusal: str | None
+    """Why the engine would refuse to start, as it says it; None when it starts."""
+    admitted_per_replica: int
+    """Requests of max_model_len one replica runs at once: whole requests the pool holds, at most max_num_seqs."""
     fits: bool
-    """The engine starts (one request of max_model_len fits the pool) and holds sequences_per_replica requests."""
+    """The engine starts and runs the replica's share of the batch at once (the rest would queue)."""
     budget: list[BudgetLine]
     log_lines: list[str]
     """What the engine's start-up log would say."""
     notes: list[str]
+
+
+KV_FORMATS = {"vllm": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"), "sglang": ("fp32", "fp16", "bf16", "fp8"),
+              "trtllm": ("fp32", "fp16", "bf16", "fp8", "int8")}  # fmt: skip
+"""KV-cache formats each engine offers (vLLM ``kv_cache_dtype`` auto/fp8, SGLang fp8_e4m3/e5m2, TRT-LLM fp8/int8)."""
+LOG_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
 def _non_torch(tp: int) -> int:
@@ -110,6 +124,215 @@ def _ideal_concurrency(model: ModelSpec, kv: KvFootprint, available: int, block:
     return max(0, available) / per_sequence if per_sequence else 0.0
 
 
+@dataclass
+class _Pool:
+    """One engine's answer before it is written up: its budget, pool, start-up verdict and what it would log."""
+
+    available: int
+    activation: int
+    budget: list[BudgetLine]
+    blocks: int
+    tokens: int
+    concurrency: float
+    starts: bool
+    refusal: str | None
+    log_lines: list[str]
+    groups: list[KvGroup] = field(default_factory=list)
+    layers_per_group: int | None = None
+    padding_layers: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What every engine's rules read."""
+
+    model: ModelSpec
+    kv: KvFootprint
+    target: Target
+    settings: EngineSettings
+    weights: int
+    activation: int
+    non_torch: int
+
+    @property
+    def per_layer(self) -> int:
+        """Bytes one token takes in one layer that caches tokens, on one rank."""
+        return self.kv.bytes_per_token_per_rank // self.kv.n_token_layers if self.kv.n_token_layers else 0
+
+    def device_line(self) -> BudgetLine:
+        measured = "a public measurement" if self.target.device_memory_measured else "an estimate"
+        how = f"torch's total, {self.target.torch_memory_gib:.2f} GiB ({measured})"
+        return BudgetLine(label="total device memory", bytes=self.target.device_memory_bytes, how=how)
+
+    def weights_line(self) -> BudgetLine:
+        return BudgetLine(
+            label="weights on this rank", bytes=-self.weights, how="this rank's shard (vocab padded to 64)"
+        )
+
+    def activation_line(self) -> BudgetLine:
+        how = _activation_how(self.model, self.settings, self.kv.tp)
+        return BudgetLine(label="activation peak (profiling)", bytes=-self.activation, how=how)
+
+    def non_torch_line(self) -> BudgetLine:
+        how = f"measured in vLLM's logs, tp {'> 1' if self.kv.tp > 1 else '1'} (CUDA context, NCCL)"
+        return BudgetLine(label="non-torch memory", bytes=-self.non_torch, how=how)
+
+
+def _vllm(inputs: _Inputs) -> _Pool:
+    """vLLM V1: the budget, its block pool with the hybrid allocator's groups, its start-up check."""
+    model, kv, settings = inputs.model, inputs.kv, inputs.settings
+    total, util = inputs.target.device_memory_bytes, settings.utilisation
+    usable = int(total * util)
+    available = usable - inputs.weights - inputs.activation - inputs.non_torch
+    budget = [
+        inputs.device_line(),
+        BudgetLine(label=f"kept out (utilisation {util:g})", bytes=usable - total, how=settings.utilisation_source),
+        inputs.weights_line(), inputs.activation_line(), inputs.non_torch_line(),
+    ]  # fmt: skip
+    paging = dict(
+        bytes_per_token_per_layer=inputs.per_layer, block_size=settings.block_size,
+        max_num_batched_tokens=settings.max_num_batched_tokens,
+    )  # fmt: skip
+    pool = paged_pool(model, available_bytes=available, max_model_len=kv.seq_len, **paging)
+    concurrency = pool.max_concurrency
+    if kv.n_state_layers:  # the per-sequence state shares the pool: no more requests than its bytes allow
+        ideal = _ideal_concurrency(model, kv, available, settings.block_size)
+        concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal
+    needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
+    refusal = None
+    if available <= 0:
+        refusal = (
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when"
+            " initializing the engine."
+        )
+    elif needed > available:
+        longest = longest_request(model, available_bytes=available, max_model_len=kv.seq_len, **paging)
+        refusal = (
+            f"ValueError: To serve at least one request with the models's max seq len ({kv.seq_len}),"
+            f" ({needed / GIB:.2f} GiB KV cache is needed), which is larger than the available KV cache memory"
+            f" ({available / GIB:.2f} GiB). Based on the available memory, the estimated maximum model length is"
+            f" {longest}."
+        )
+    log_lines = [f"Available KV cache memory: {available / GIB:.2f} GiB"]
+    log_lines += [refusal] if refusal else [
+        f"GPU KV cache size: {pool.kv_tokens:,} tokens",
+        f"Maximum concurrency for {kv.seq_len:,} tokens per request: {concurrency:.2f}x",
+    ]  # fmt: skip
+    notes = []
+    if len(pool.groups) > 1:
+        notes.append(
+            f"hybrid allocator: {len(pool.groups)} KV cache groups of {pool.layers_per_group} layers"
+            f"{f' ({pool.padding_layers} empty slots)' if pool.padding_layers else ''}. Plan with the maximum"
+            f" concurrency ({concurrency:.2f}x, what vLLM admits at once): a request takes blocks in every group, a"
+            f" sliding-window group those of its window plus a whole step ({settings.max_num_batched_tokens} tokens)."
+            f" The per-layer ideal ({_ideal_concurrency(model, kv, available, settings.block_size):.2f}x) is what"
+            " each layer holding only its own window would allow"
+        )
+    if not pool.hybrid_allocator and kv.n_local_layers:
+        notes.append("chunked attention turns vLLM's hybrid allocator off: sliding layers are priced as full")
+    if model.recurrent is not None or kv.n_state_layers:
+        notes.append(
+            "vLLM pads a Mamba/linear-attention state to the attention page size; that padding is not modelled:"
+            " the tokens count the attention layers, the concurrency the state's bytes too"
+        )
+    if model.context_length and kv.seq_len > model.context_length:
+        notes.append(
+            f"vLLM refuses max_model_len {kv.seq_len:,} above the model's {model.context_length:,}"
+            " (max_position_embeddings) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+        )
+    headroom = total - usable
+    if headroom < CUDA_GRAPH_ESTIMATE + NON_TORCH_ONE_RANK:
+        notes.append(
+            f"gpu_memory_utilization {util:g} leaves {format_bytes(headroom)} outside the budget; CUDA graphs"
+            f" (about {format_bytes(CUDA_GRAPH_ESTIMATE)}) and the CUDA context need it: lower it or run with"
+            " --enforce-eager"
+        )
+    return _Pool(
+        available=available, activation=inputs.activation, budget=budget, blocks=pool.kv_blocks,
+        tokens=pool.kv_tokens, concurrency=concurrency, starts=refusal is None, refusal=refusal, log_lines=log_lines,
+        groups=pool.groups, layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers, notes=notes,
+    )  # fmt: skip
+
+
+def _token_pool(inputs: _Inputs, available: int, per_sequence: int) -> tuple[int, int, float]:
+    """(blocks, tokens, concurrency) of a pool priced token by token in blocks of the engine's size."""
+    per_token, block = inputs.kv.bytes_per_token_per_rank, inputs.settings.block_size
+    raw_tokens = max(0, available) // per_token if per_token else 0
+    blocks = raw_tokens // block
+    concurrency = blocks * block * per_token / per_sequence if per_sequence else 0.0
+    return blocks, blocks * block, concurrency
+
+
+def _sglang(inputs: _Inputs) -> _Pool:
+    """SGLang: mem_fraction_static of the memory free before the weights, less the weights; pages of page_size."""
+    kv, settings = inputs.kv, inputs.settings
+    util = settings.utilisation
+    free_before = inputs.target.device_memory_bytes - inputs.non_torch
+    available = int(free_before * util) - inputs.weights
+    budget = [
+        inputs.device_line(), inputs.non_torch_line(),
+        BudgetLine(
+            label=f"kept out (mem_fraction_static {util:g})", bytes=int(free_before * util) - free_before,
+            how=f"{settings.utilisation_source}; activations and CUDA graphs live here",
+        ),
+        inputs.weights_line(),
+    ]  # fmt: skip
+    paged_tokens = -(-kv.seq_len // settings.block_size) * settings.block_size
+    per_sequence = paged_tokens * kv.bytes_per_token_per_rank + kv.state_bytes_per_seq_per_rank
+    blocks, tokens, concurrency = _token_pool(inputs, available, per_sequence)
+    notes = []
+    if kv.n_local_layers:
+        notes.append(
+            "SGLang prices sliding-window layers as full here (its hybrid SWA pool is off for Gemma 2/3, gpt-oss)"
+        )
+    starts = available > 0 and concurrency >= 1
+    refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+    per_half = (tokens + settings.block_size) * kv.bytes_per_token_per_rank // 2 / GIB  # K or V, with its padding slots
+    allocated = (
+        f"KV Cache is allocated. #tokens: {tokens}, KV size: {2 * per_half:.2f} GB"
+        if inputs.model.mla is not None
+        else f"KV Cache is allocated. #tokens: {tokens}, K size: {per_half:.2f} GB, V size: {per_half:.2f} GB"
+    )
+    return _Pool(
+        available=available, activation=0, budget=budget, blocks=blocks, tokens=tokens, concurrency=concurrency,
+        starts=starts, refusal=refusal, log_lines=[refusal] if refusal else [allocated], notes=notes,
+    )  # fmt: skip
+
+
+def _trtllm(inputs: _Inputs) -> _Pool:
+    """TensorRT-LLM (PyTorch backend): free_gpu_memory_fraction of what the weights, activations and non-torch
+    memory leave; blocks of tokens_per_block; a pool per window size."""
+    model, kv, settings = inputs.model, inputs.kv, inputs.settings
+    util = settings.utilisation
+    after_peak = inputs.target.device_memory_bytes - inputs.weights - inputs.activation - inputs.non_torch
+    available = int(after_peak * util) if after_peak > 0 else after_peak
+    budget = [
+        inputs.device_line(), inputs.weights_line(), inputs.activation_line(), inputs.non_torch_line(),
+        BudgetLine(
+            label=f"kept out (free fraction {util:g})", bytes=available - max(0, after_peak),
+            how=settings.utilisation_source,
+        ),
+    ]  # fmt: skip
+    paged = kv_footprint(
+        model, seq_len=kv.seq_len, kv_dtype=kv.kv_dtype, tp=kv.tp, block_size=settings.block_size,
+        mla_cache=kv.mla_cache or "absorbed",
+    )  # fmt: skip
+    blocks, tokens, concurrency = _token_pool(inputs, available, paged.bytes_per_sequence_per_rank)
+    starts = available > 0 and concurrency >= 1
+    refusal = None if starts else "the KV cache cannot hold one request of max_seq_len: lower it or add GPUs"
+    allocated = (
+        f"[MemUsageChange] Allocated {max(0, available) / GIB:.2f} GiB for max tokens in paged KV cache ({tokens})."
+    )
+    return _Pool(
+        available=available, activation=inputs.activation, budget=budget, blocks=blocks, tokens=tokens,
+        concurrency=concurrency, starts=starts, refusal=refusal, log_lines=[refusal] if refusal else [allocated],
+    )  # fmt: skip
+
+
+ENGINES = {"vllm": _vllm, "sglang": _sglang, "trtllm": _trtllm}
+
+
 def plan_engine(
     model: ModelSpec,
     kv: KvFootprint,
@@ -120,129 +343,38 @@ def plan_engine(
     sequences_per_replica: int,
 ) -> EnginePlan:
     """The engine's plan for ``model`` (priced as ``kv``: dtype, tp, max_model_len = kv.seq_len) on ``target``."""
-    total = target.device_memory_bytes
-    util = settings.utilisation
-    tp = kv.tp
-    non_torch = _non_torch(tp)
     activation = profile_peak_bytes(
-        model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=tp
+        model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp
     )
-    per_token = kv.bytes_per_token_per_rank
-    per_layer = per_token // kv.n_token_layers if kv.n_token_layers else 0
-    measured = "a public measurement" if target.device_memory_measured else "an estimate"
-    device = f"torch's total, {target.torch_memory_gib:.2f} GiB ({measured})"
-    weights_line = BudgetLine(
-        label="weights on this rank", bytes=-weights_bytes_per_rank, how="this rank's shard (vocab padded to 64)"
+    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, _non_torch(kv.tp))
+    pool = ENGINES[settings.engine](inputs)
+    pool.budget.append(
+        BudgetLine(label="= available for KV cache", bytes=pool.available, how="the sum of the lines above")
     )
-    notes: list[str] = []
+    admitted = min(int(pool.concurrency), settings.max_num_seqs) if pool.starts else 0
+    notes = [settings.defaults_note, *pool.notes]
+    if target.vendor not in ("NVIDIA", "AMD"):
+        notes.append(f"{target.id}: the engines' GPU rules applied to a {target.vendor} device; read them as a sketch")
     if not target.device_memory_measured:
         notes.append(f"{target.id}: no public torch figure of its memory was found; {target.torch_memory_source}")
-    if settings.engine == "vllm":
-        usable = int(total * util)
-        available = usable - weights_bytes_per_rank - activation - non_torch
-        budget = [
-            BudgetLine(label="total device memory", bytes=total, how=device),
-            BudgetLine(label=f"beyond utilisation {util:g}", bytes=usable - total, how=settings.utilisation_source),
-            weights_line,
-            BudgetLine(label="activation peak (profiling)", bytes=-activation, how=_activation_how(model, settings, tp)),
-            BudgetLine(
-                label="non-torch memory", bytes=-non_torch, how=f"vLLM logs at tp {'> 1' if tp > 1 else '1'}"
-            ),
-        ]  # fmt: skip
-        pool = paged_pool(
-            model, available_bytes=available, bytes_per_token_per_layer=per_layer, block_size=settings.block_size,
-            max_model_len=kv.seq_len, max_num_batched_tokens=settings.max_num_batched_tokens,
-        )  # fmt: skip
-        blocks, tokens, concurrency = pool.kv_blocks, pool.kv_tokens, pool.max_concurrency
-        if kv.n_state_layers:  # the per-sequence state shares the pool: no more requests than its bytes allow
-            ideal = _ideal_concurrency(model, kv, available, settings.block_size)
-            concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal
-        groups, per_group, padding = pool.groups, pool.layers_per_group, pool.padding_layers
-        starts = available > 0 and blocks >= pool.blocks_per_request
-        if len(groups) > 1:
-            notes.append(
-                f"hybrid allocator: {len(groups)} KV cache groups of {per_group} layers"
-                f"{f' ({padding} empty slots)' if padding else ''}; the tokens line counts a token once in every"
-                " group, and a sliding-window group still takes the blocks of a whole step's tokens"
-            )
-        if not pool.hybrid_allocator and kv.n_local_layers:
-            notes.append("chunked attention turns vLLM's hybrid allocator off: sliding layers are priced as full")
-        if model.recurrent is not None or kv.n_state_layers:
-            notes.append(
-                "vLLM pads a Mamba/linear-attention state to the attention page size; that padding is not modelled:"
-                " the tokens count the attention layers, the state is priced per sequence in the memory plan"
-            )
-        headroom = total - usable
-        if headroom < CUDA_GRAPH_ESTIMATE + NON_TORCH_ONE_RANK:
-            notes.append(
-                f"gpu_memory_utilization {util:g} leaves {format_bytes(headroom)} outside the budget; CUDA graphs"
-                f" (about {format_bytes(CUDA_GRAPH_ESTIMATE)}) and the CUDA context need it: lower it or run with"
-                " --enforce-eager"
-            )
-        log_lines = [
-            f"Available KV cache memory: {available / GIB:.2f} GiB",
-            f"GPU KV cache size: {tokens:,} tokens",
-            f"Maximum concurrency for {kv.seq_len:,} tokens per request: {concurrency:.2f}x",
-        ]
-    else:
-        groups, per_group, padding = [], None, 0
-        if settings.engine == "sglang":
-            free_before = total - non_torch
-            available = int(free_before * util) - weights_bytes_per_rank
-            budget = [
-                BudgetLine(label="total device memory", bytes=total, how=device),
-                BudgetLine(label="non-torch memory", bytes=-non_torch, how="vLLM logs (before the weights)"),
-                BudgetLine(
-                    label=f"beyond mem_fraction_static {util:g}", bytes=int(free_before * util) - free_before,
-                    how=f"{settings.utilisation_source} (activations live here)",
-                ),
-                weights_line,
-            ]  # fmt: skip
-            activation = 0
-        else:
-            after_peak = total - weights_bytes_per_rank - activation - non_torch
-            available = int(max(0, after_peak) * util) if after_peak > 0 else after_peak
-            budget = [
-                BudgetLine(label="total device memory", bytes=total, how=device),
-                weights_line,
-                BudgetLine(label="activation peak", bytes=-activation, how=_activation_how(model, settings, tp)),
-                BudgetLine(label="non-torch memory", bytes=-non_torch, how="vLLM logs"),
-                BudgetLine(
-                    label=f"beyond free fraction {util:g}", bytes=available - max(0, after_peak),
-                    how=settings.utilisation_source,
-                ),
-            ]  # fmt: skip
-        raw_tokens = max(0, available) // per_token if per_token else 0
-        blocks = raw_tokens // settings.block_size
-        tokens = blocks * settings.block_size
-        if settings.engine == "sglang":  # its hybrid SWA pool is off for Gemma 2/3 and gpt-oss: windows priced full
-            paged_tokens = -(-kv.seq_len // settings.block_size) * settings.block_size
-            per_sequence = paged_tokens * per_token + kv.state_bytes_per_seq_per_rank
-            if kv.n_local_layers:
-                notes.append(
-                    "SGLang prices sliding-window layers as full here (its hybrid SWA pool is off for Gemma 2/3 and gpt-oss)"
-                )
-        else:  # TensorRT-LLM keeps a pool per window size: each layer holds its window
-            paged = kv_footprint(
-                model, seq_len=kv.seq_len, kv_dtype=kv.kv_dtype, tp=tp, block_size=settings.block_size,
-                mla_cache=kv.mla_cache or "absorbed",
-            )  # fmt: skip
-            per_sequence = paged.bytes_per_sequence_per_rank
-        concurrency = blocks * settings.block_size * per_token / per_sequence if per_sequence else 0.0
-        starts = available > 0 and concurrency >= 1
-        name = "SGLang" if settings.engine == "sglang" else "TensorRT-LLM"
-        log_lines = [f"{name}: KV cache of {tokens:,} tokens ({max(0, available) / GIB:.2f} GiB)"]
-    budget.append(BudgetLine(label="= available for KV cache", bytes=available, how="the sum of the lines above"))
-    cuda_in_budget = False
+    if kv.kv_dtype not in KV_FORMATS[settings.engine]:
+        notes.append(
+            f"{LOG_NAMES[settings.engine]} has no {kv.kv_dtype} KV cache (it offers {', '.join(KV_FORMATS[settings.engine])}):"
+            f" these figures are that format's bytes, not a deployment it runs"
+        )
+    if pool.starts and int(pool.concurrency) > settings.max_num_seqs:
+        notes.append(f"max_num_seqs {settings.max_num_seqs} caps the requests run at once below what the pool holds")
     return EnginePlan(
-        name=settings.engine, total_memory_bytes=total, gpu_memory_utilization=util,
-        weights_bytes_per_rank=weights_bytes_per_rank, activation_peak_bytes=activation, non_torch_bytes=non_torch,
-        cuda_graph_bytes=CUDA_GRAPH_ESTIMATE, cuda_graph_in_budget=cuda_in_budget, available_kv_bytes=available,
-        kv_bytes_per_token_per_rank=per_token, block_size=settings.block_size, kv_blocks=blocks, kv_tokens=tokens,
-        max_model_len=kv.seq_len, max_num_batched_tokens=settings.max_num_batched_tokens,
-        max_num_seqs=settings.max_num_seqs, max_concurrency=concurrency,
-        ideal_max_concurrency=_ideal_concurrency(model, kv, available, settings.block_size), groups=groups,
-        layers_per_group=per_group, padding_layers=padding, sequences_per_replica=sequences_per_replica,
-        fits=starts and concurrency >= sequences_per_replica, budget=budget, log_lines=log_lines,
-        notes=[settings.defaults_note, *notes],
+        name=settings.engine, total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
+        weights_bytes_per_rank=weights_bytes_per_rank, activation_peak_bytes=pool.activation,
+        non_torch_bytes=inputs.non_torch, cuda_graph_bytes=CUDA_GRAPH_ESTIMATE, cuda_graph_in_budget=False,
+        available_kv_bytes=pool.available, kv_bytes_per_token_per_rank=kv.bytes_per_token_per_rank,
+        block_size=settings.block_size, kv_blocks=pool.blocks, kv_tokens=pool.tokens, max_model_len=kv.seq_len,
+        max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
+        max_concurrency=pool.concurrency,
+        ideal_max_concurrency=_ideal_concurrency(model, kv, pool.available, settings.block_size), groups=pool.groups,
+        layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers,
+        sequences_per_replica=sequences_per_replica, starts=pool.starts, refusal=pool.refusal,
+        admitted_per_replica=admitted, fits=pool.starts and admitted >= sequences_per_replica, budget=pool.budget,
+        log_lines=pool.log_lines, notes=notes,
     )  # fmt: skip

@@ -79,8 +79,8 @@ def _vllm_step_defaults(target: Target) -> tuple[int, int, str]:
     tokens and 1,024 sequences on a GPU of 70 GiB or more that is not an A100, else 2,048 and 256."""
     big = target.device_memory_bytes >= 70 * GIB and not target.id.startswith("a100")
     if big:
-        return 8192, 1024, "vllm serve on a GPU of at least 70 GiB that is not an A100: 8192 tokens, 1024 sequences"
-    return 2048, 256, "vllm serve on an A100 or a GPU under 70 GiB: 2048 tokens, 256 sequences"
+        return 8192, 1024, "max_num_batched_tokens 8192, max_num_seqs 1024: vllm serve's defaults on a GPU of >= 70 GiB"
+    return 2048, 256, "max_num_batched_tokens 2048, max_num_seqs 256: vllm serve's defaults on an A100 or a smaller GPU"
 
 
 def sglang_default_fraction(target: Target, tp: int, chunked_prefill: int, cuda_graph_bs: int) -> float:
