@@ -3,6 +3,8 @@ the activation peak, SGLang's and TensorRT-LLM's budgets, and the CLI's ``engine
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mha_cli.core.engine.activation import sampler_peak_bytes
@@ -41,12 +43,19 @@ def pool(name: str, available: int, *, seq: int = 8192, step: int = 8192, tp: in
 
 
 def test_device_memory_is_what_torch_reports():
+    """Published torch/vLLM totals (OOM messages, device properties, start-up logs), each with its source."""
     assert H100.device_memory_bytes == round(79.19 * GIB) and H100.memory_bytes == 80 * 10**9
-    for target in load_targets().values():
-        assert 0.9 < target.device_memory_bytes / (target.memory_gb * 2**30) <= 1.0 or not target.device_memory_measured
-        assert target.torch_memory_source, target.id
+    published = {"h100-sxm": 79.19, "a100-40gb": 39.39, "rtx-4090": 23.65, "h200": 139.80, "t4": 14.75, "b200": 178.35}
+    targets = load_targets()
+    assert {name: targets[name].torch_memory_gib for name in published} == published
+    measured = [t for t in targets.values() if t.device_memory_measured]
+    assert len(measured) >= 20
+    for target in targets.values():
+        assert 0.9 < target.torch_memory_gib / target.memory_gb <= 1.0, target.id  # GDDR with ECC: 0.92
         if target.device_memory_measured:
             assert "http" in target.torch_memory_source or "device" in target.torch_memory_source, target.id
+        else:
+            assert target.torch_memory_source.startswith("estimate (no public"), target.id
 
 
 def test_one_full_attention_group():
@@ -238,3 +247,52 @@ def test_a_device_count_that_does_not_split_the_heads_offers_replicas(cli):
     result = cli.run("kv", "qwen2.5-7b", "--target", "8xh100")
     assert result.exit_code == 2 and "n_heads (28) must be divisible by tp (8)" in result.stderr
     assert "--tp 4" in result.stderr
+
+
+def test_a_model_of_state_layers_only_is_counted_by_its_state(cli, tmp_path):
+    """No layer caches tokens: every engine admits as many requests as the fixed states fit (the control: the
+    attention-only count would be 0)."""
+    model = get_preset("jamba-mini-1.5").model_dump(mode="json", exclude={"variant"})
+    path = tmp_path / "mamba.json"
+    path.write_text(json.dumps({"model": model | {"layer_pattern": ["linear"], "moe": None}}))
+    for engine in ("vllm", "sglang", "trtllm"):
+        data = cli.json("kv", str(path), "--target", "h100", "--engine", engine, "--seq", "8k")
+        state = data["kv"]["state_bytes_per_seq_per_rank"]
+        assert data["kv"]["n_token_layers"] == 0 and state > 0
+        assert data["engine"]["max_concurrency"] == pytest.approx(data["engine"]["available_kv_bytes"] / state), engine
+
+
+def test_naive_mla_is_a_torch_build_the_engines_price_the_latent(cli):
+    absorbed = cli.json("kv", "deepseek-v2-lite", "--target", "h100")["engine"]
+    naive = cli.json("kv", "deepseek-v2-lite", "--target", "h100", "--mla-cache", "naive")["engine"]
+    assert naive["kv_tokens"] == absorbed["kv_tokens"] and naive["kv_bytes_per_token_per_rank"] == 27 * 576 * 2
+    assert any("--mla-cache naive prices only the torch build" in note for note in naive["notes"])
+
+
+def test_overheads_not_weights_are_named_and_the_engine_knob_offered(cli):
+    """Llama-3-8B on a 4090 at utilisation 0.66: 15.0 GiB of weights fit 15.6 GiB, vLLM's profiling peak and
+    non-torch memory do not; raising the utilisation is the way out, not a second GPU alone."""
+    data = cli.json("kv", "llama-3-8b", "--target", "4090", "--gpu-memory-utilization", "0.66", "--seq", "4k")
+    assert data["memory"]["weights_fit"] and not data["engine"]["starts"]
+    assert any(way.startswith("--gpu-memory-utilization 0.95 (") for way in data["ways_out"])
+
+
+def test_headroom_and_verdict_agree_on_a_hybrid_model(cli):
+    """Gemma-3-27B at 32K: vLLM allocates a request's blocks in all 7 groups, more than the per-layer bytes."""
+    data = cli.json("kv", "gemma-3-27b", "--target", "h100", "--seq", "32k", "--batch", "5")
+    memory, engine = data["memory"], data["engine"]
+    assert memory["allocated_kv_bytes_per_device"] == 5 * engine["kv_bytes_per_request"] > memory["kv_bytes_per_device"]
+    assert (memory["headroom_bytes"] >= 0) == memory["fits"] == (int(engine["max_concurrency"]) >= 5)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--block-size", "7"], "--block-size 7 is not one vLLM offers"),
+        (["--max-num-seqs", "9000"], "--max-num-seqs (9000) must not exceed --max-num-batched-tokens (8192)"),
+        (["--engine", "sglang", "--chunked-prefill-size", "100000000"], "leaves nothing of 79.19 GiB"),
+    ],
+)
+def test_settings_an_engine_refuses_are_refused(cli, args, message):
+    result = cli.run("kv", "llama-3-8b", "--target", "h100", *args)
+    assert result.exit_code == 2 and message in result.stderr

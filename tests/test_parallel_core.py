@@ -114,3 +114,18 @@ def test_refuses_a_tp_that_does_not_divide():
     assert "d_ff (100)" in tp_shard_problem(GQA.model_copy(update={"d_ff": 100}), 8)
     with pytest.raises(BadInputError, match="tp \\(8\\) must be a multiple"):
         params_per_rank(ModelSpec(d_model=48, n_layers=1, n_heads=24, n_kv_heads=3, vocab_size=10, d_ff=48), 8)
+
+
+def test_gpt2_at_tp2_pads_its_vocabulary_by_hand():
+    """GPT-2 small (768 x 12, 12 MHA heads, plain MLP of 3,072, biases, LayerNorm, tied 50,257-token vocabulary,
+    1,024 learned positions) on each of 2 ranks: the vocabulary padded to 50,304, 25,152 rows per rank."""
+    q_k_v = 3 * 768 * 384 + 3 * 384  # 6 of 12 heads, with their biases
+    o = 384 * 768 + 768  # its input rows; the bias whole (added once after the all-reduce)
+    mlp = 768 * 1536 + 1536 + 1536 * 768 + 768  # up (and bias) split, down split, its bias whole
+    layer = q_k_v + o + mlp + 2 * 2 * 768  # two LayerNorms, weight and bias
+    expected = 12 * layer + 25_152 * 768 + 1024 * 768 + 2 * 768  # tied embedding rows, positions, final norm
+    assert expected == 62_659_584
+    assert params_per_rank(get_preset("gpt2"), 2) == expected
+    assert (
+        params_per_rank(get_preset("gpt2"), 2, vocab_padding=1) == expected - (25_152 - 25_129) * 768
+    )  # ceil(50,257/2)

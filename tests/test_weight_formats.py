@@ -58,12 +58,18 @@ def test_fp8_keeps_embeddings_and_head_in_bf16():
     assert model_weight_bytes(model, "fp8") == linear + 32 * 7 * 4 + 2 * rest  # 9.08 GB (vLLM logs 8.49 GiB)
 
 
-def test_mxfp4_covers_the_experts_only():
+def test_mxfp4_covers_the_routed_experts_only():
+    """gpt-oss-20b: 24 layers x 32 experts x 3 matrices of 2,880 x 2,880 in mxfp4 (17 B per 32 weights); attention,
+    router, expert biases, embeddings and head in bf16."""
     model = get_preset("gpt-oss-20b")
-    bf16 = model_weight_bytes(model, "bf16")
-    experts = sum(m.count * m.out_features * m.in_features for m in matrices_per_rank(model, 1) if m.kind == "mlp")
-    mxfp4 = model_weight_bytes(model, "mxfp4")
-    assert mxfp4 == bf16 - 2 * experts + experts // 32 * 17  # every expert matrix has inputs in multiples of 32
+    experts = 24 * 32 * 3 * 2880 * 2880
+    assert experts == 19_110_297_600
+    assert model_weight_bytes(model, "mxfp4") == model_weight_bytes(model, "bf16") - 2 * experts + experts * 17 // 32
+
+
+def test_mxfp4_on_a_model_without_experts_is_refused():
+    with pytest.raises(BadInputError, match="quantises routed experts and llama-3-8b has none"):
+        model_weight_bytes(get_preset("llama-3-8b"), "mxfp4")
 
 
 def test_a_split_that_does_not_shard_is_the_whole_split_evenly():

@@ -83,6 +83,9 @@ def ways_out(
                 ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
                 break
         return ways or [last_resort(model, target, deployment, plan, total_params)]
+    knob = _engine_knob_that_fits(model, target, deployment, plan, kv)
+    if knob:
+        ways.append(knob)
     lighter = _lighter_weights_that_fit(model, target, deployment, kv)
     if lighter:
         ways.append(lighter)
@@ -100,6 +103,29 @@ def ways_out(
     if 0 < seq < kv.seq_len:
         ways.append(f"--seq {seq} (the context this batch fits)")
     return ways or [last_resort(model, target, deployment, plan, total_params)]
+
+
+ENGINE_KNOBS = (("gpu_memory_utilization", 0.95, "--gpu-memory-utilization"), ("max_num_seqs", 64, "--max-num-seqs"))
+"""What a deployer turns first when the engine's own overheads are the problem: a larger share of the device (0.95,
+what published vLLM deployments run), a smaller profiling run (its sampler's peak grows with max_num_seqs)."""
+
+
+def _engine_knob_that_fits(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan, kv: KvFootprint
+) -> str | None:
+    """``--gpu-memory-utilization 0.95`` or ``--max-num-seqs 64`` when the engine's knob alone makes the plan fit."""
+    if plan.engine.name != "vllm":
+        return None
+    current = {"gpu_memory_utilization": plan.utilisation, "max_num_seqs": plan.engine.max_num_seqs}
+    for field, value, flag in ENGINE_KNOBS:
+        better = value > current[field] if field == "gpu_memory_utilization" else value < current[field]
+        if not better or (field == "max_num_seqs" and deployment.batch > value):
+            continue
+        turned = deployment.model_copy(update={field: value})
+        tuned = plan_memory(target, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=turned)
+        if tuned.fits:
+            return f"{flag} {value:g} ({counted(tuned.max_sequences, 'sequence')} fit)"
+    return None
 
 
 def _lighter_weights_that_fit(
@@ -161,7 +187,7 @@ def last_resort(
     per_device = weight_bytes_per_device(model, largest, smallest)
     why = (
         f"needs {format_bytes(per_device)} of weights per device in {smallest}, more than the"
-        f" {format_bytes(big.usable_bytes)} usable"
+        f" {format_bytes(max(0, big.usable_bytes))} usable"
         if not big.weights_fit
         else "has no room beside the weights for one sequence, however short"
     )
@@ -210,7 +236,7 @@ def flag_fit(
         trace.fire(
             "MHA025",
             f"weights need {format_bytes(plan.weight_bytes_per_device)} per device of {plan.target_name},"
-            f" usable {format_bytes(plan.usable_bytes)}{how}",
+            f" usable {format_bytes(max(0, plan.usable_bytes))}{how}",
             weight_bytes_per_device=plan.weight_bytes_per_device,
             usable_bytes=plan.usable_bytes,
         )

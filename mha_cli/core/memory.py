@@ -16,7 +16,7 @@ from mha_cli.core.dtypes import storage_format
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.kv import KvFootprint
+from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
@@ -45,10 +45,16 @@ class MemoryPlan(Record):
     sequences_per_replica: int
     """ceil(batch / replicas): the sequences one tensor-parallel group serves."""
     kv_bytes_per_device: int
-    """The cache one device holds: its rank's share of sequences_per_replica sequences."""
+    """The cache one device holds: its rank's share of sequences_per_replica sequences (each layer its own tokens:
+    what a decode step reads)."""
+    allocated_kv_bytes_per_device: int
+    """The same sequences as the engine allocates them (engine.kv_bytes_per_request each: whole blocks in every
+    group of vLLM's hybrid allocator)."""
     headroom_bytes: int
-    """usable - weights - KV; negative when it does not fit."""
+    """engine.available_kv_bytes - allocated_kv_bytes_per_device; negative when the batch does not run at once."""
     weights_fit: bool
+    """The weights fit the engine's share of the device, its activation peak aside (False: a smaller format or more
+    devices; True with a negative budget: the engine's own overheads are the problem)."""
     fits: bool
     """The engine starts and admits every sequence of the replica at once (engine.fits)."""
     max_sequences: int
@@ -100,14 +106,24 @@ def plan_memory(
     sequences = -(-kv.batch // replicas)
     weights = weight_bytes_per_device(model, kv.tp, weight_dtype)
     settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp)
-    engine = plan_engine(model, kv, device, settings, weights_bytes_per_rank=weights, sequences_per_replica=sequences)
+    engine_kv = kv
+    if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart
+        engine_kv = kv_footprint(
+            model, seq_len=kv.seq_len, batch=kv.batch, kv_dtype=kv.kv_dtype, tp=kv.tp, block_size=kv.block_size
+        )
+    engine = plan_engine(
+        model, engine_kv, device, settings, weights_bytes_per_rank=weights, sequences_per_replica=sequences
+    )
+    if engine_kv is not kv:
+        engine.notes.append("the engines cache MLA's absorbed latent: --mla-cache naive prices only the torch build")
     free_for_kv = engine.available_kv_bytes
     kv_per_device = sequences * kv.bytes_per_sequence_per_rank
+    allocated = sequences * engine.kv_bytes_per_request
     return MemoryPlan(
         target_id=device.id, target_name=device.name, alias_note=target.alias_note, n_devices=target.n_devices,
         tp=kv.tp, replicas=replicas, device_memory_bytes=device.device_memory_bytes,
         vendor_memory_bytes=device.memory_bytes, utilisation=settings.utilisation, usable_bytes=free_for_kv + weights,
         weight_bytes_per_device=weights, sequences_per_replica=sequences, kv_bytes_per_device=kv_per_device,
-        headroom_bytes=free_for_kv - kv_per_device, weights_fit=free_for_kv >= 0, fits=engine.fits,
+        allocated_kv_bytes_per_device=allocated, headroom_bytes=free_for_kv - allocated, weights_fit=free_for_kv + engine.activation_peak_bytes >= 0, fits=engine.fits,
         max_sequences=engine.admitted_per_replica * replicas, max_tokens_per_device=engine.kv_tokens, engine=engine,
     )  # fmt: skip

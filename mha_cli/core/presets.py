@@ -261,6 +261,20 @@ def preset_names() -> list[str]:
     return list(PRESET_DATA)
 
 
+CHECKPOINT_WEIGHTS: dict[str, str] = {
+    "deepseek-v3": "fp8-block",  # config.json quantization_config: fp8, weight_block_size [128, 128]
+    "deepseek-v3.2-exp": "fp8-block",  # the same as DeepSeek-V3's
+    "gpt-oss-20b": "mxfp4",  # config.json quantization_config: mxfp4 (experts), the rest bf16
+}
+"""The weight format a preset's published checkpoint stores (its config.json's ``quantization_config``);
+presets not listed are bf16 checkpoints."""
+
+
+def checkpoint_weights(name: str) -> str | None:
+    """The format preset ``name``'s checkpoint is stored in, when it is quantised."""
+    return CHECKPOINT_WEIGHTS.get(name.strip().lower())
+
+
 @cache
 def get_preset(name: str) -> ModelSpec:
     """The preset ``name`` (case-insensitive) as a validated ``ModelSpec``."""

@@ -12,7 +12,7 @@ from mha_cli.core.config_io import parse_config, read_mapping
 from mha_cli.core.errors import BadInputError, one_line, shown, shown_path
 from mha_cli.core.hf_import import ImportedModel, import_hf_config, looks_like_hf_config
 from mha_cli.core.hf_quantization import checkpoint_weight_format
-from mha_cli.core.presets import find_preset, preset_names
+from mha_cli.core.presets import checkpoint_weights, find_preset, preset_names
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.suggest import did_you_mean
@@ -36,7 +36,9 @@ def load_source(source: str) -> ModelSource:
     """Resolve ``source``: a preset name wins; otherwise a path to a YAML/JSON file."""
     preset = find_preset(source)
     if preset is not None:
-        return ModelSource(kind="preset", origin=source, model=preset.model_copy(deep=True))
+        return _with_checkpoint_format(
+            ModelSource(kind="preset", origin=source, model=preset.model_copy(deep=True)), checkpoint_weights(source)
+        )
     path = Path(source)
     if not _may_exist(path):
         hint = did_you_mean(source, preset_names(), otherwise="run `mha presets`, or give a path to a config")
@@ -44,19 +46,28 @@ def load_source(source: str) -> ModelSource:
     data = read_mapping(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):
         imported = _import_untrusted(data, path)
-        stored_as = checkpoint_weight_format(data, shown_path(path))  # the checkpoint's own format, if quantised
-        assumptions = imported.assumptions + (
-            [f"weights as the checkpoint stores them: {stored_as} (quantization_config)"] if stored_as else []
-        )
-        return ModelSource(
-            kind="hf-config", origin=str(path), model=imported.model, assumptions=assumptions,
-            deployment=DeploymentSpec(weight_dtype=stored_as) if stored_as else None,
-        )  # fmt: skip
+        source = ModelSource(kind="hf-config", origin=str(path), model=imported.model, assumptions=imported.assumptions)
+        return _with_checkpoint_format(source, checkpoint_weight_format(data, shown_path(path)))
     if "model" not in data and "d_model" in data:
         data = {"model": data}
     config = parse_config(data, str(path))
     return ModelSource(
         kind="config", origin=str(path), model=config.model, deployment=config.deployment, notes=config.notes
+    )
+
+
+def _with_checkpoint_format(source: ModelSource, stored_as: str | None) -> ModelSource:
+    """``source`` priced in the format its checkpoint stores (``--weight-dtype`` still overrides it)."""
+    if stored_as is None:
+        return source
+    return source.model_copy(
+        update={
+            "deployment": DeploymentSpec(weight_dtype=stored_as),
+            "assumptions": [
+                *source.assumptions,
+                f"weights as the checkpoint stores them: {stored_as} (quantization_config)",
+            ],
+        }
     )
 
 

@@ -193,22 +193,22 @@ def weight_params_per_device(model: ModelSpec, tp: int, vocab_padding: int = VOC
     return -(-count_params(model).total // tp)
 
 
-MatrixKind = Literal["attention", "mlp"]
+MatrixKind = Literal["attention", "mlp", "expert"]
 
 
 class Matrix(NamedTuple):
     """``count`` weight matrices of ``out_features`` x ``in_features`` on one rank (no biases, norms or routers)."""
 
     kind: MatrixKind
-    """``attention`` (q/k/v/o and MLA's projections) or ``mlp`` (dense MLPs, routed and shared experts)."""
+    """``attention`` (q/k/v/o and MLA's projections), ``mlp`` (dense MLPs, shared experts) or ``expert`` (routed)."""
     out_features: int
     in_features: int
     count: int
 
 
-def _mlp_matrices(d: int, width: int, gated: bool, count: int) -> list[Matrix]:
+def _mlp_matrices(d: int, width: int, gated: bool, count: int, kind: MatrixKind = "mlp") -> list[Matrix]:
     """gate and up (or up alone) column-parallel, down row-parallel, at the rank's ``width``."""
-    return [Matrix("mlp", width, d, count * (2 if gated else 1)), Matrix("mlp", d, width, count)]
+    return [Matrix(kind, width, d, count * (2 if gated else 1)), Matrix(kind, d, width, count)]
 
 
 def matrices_per_rank(model: ModelSpec, tp: int) -> list[Matrix]:
@@ -246,7 +246,7 @@ def matrices_per_rank(model: ModelSpec, tp: int) -> list[Matrix]:
     mlps = _mlp_matrices(d, model.d_ff // tp, gated, layers - n_moe) if layers > n_moe else []
     if model.moe is not None and n_moe:
         moe = model.moe
-        mlps += _mlp_matrices(d, moe.d_ff_expert // tp, gated, n_moe * moe.n_experts)
+        mlps += _mlp_matrices(d, moe.d_ff_expert // tp, gated, n_moe * moe.n_experts, "expert")
         if moe.n_shared_experts:
             shared = (moe.d_ff_shared or moe.d_ff_expert) // tp
             mlps += _mlp_matrices(d, shared, gated, n_moe * moe.n_shared_experts)

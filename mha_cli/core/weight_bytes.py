@@ -1,13 +1,14 @@
 """Bytes of the weights one tensor-parallel rank holds in a weight format (``core.weight_formats``).
 
-The matrices a format covers (``core.tensor_parallel.matrices_per_rank``: linear layers, or only MLP/expert ones
-for mxfp4) are priced matrix by matrix with their scales; every other weight of the rank (embedding and LM head
+The matrices a format covers (``core.tensor_parallel.matrices_per_rank``: linear layers, or only the routed
+experts for mxfp4) are priced matrix by matrix with their scales; every other weight of the rank (embedding and LM head
 rows, norms, biases, routers) stays bf16. Formats that cover everything (fp32, fp16, bf16) price every weight
 alike. Pure Python.
 """
 
 from __future__ import annotations
 
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import count_params
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.tensor_parallel import (
@@ -24,7 +25,7 @@ UNQUANTISED_BYTES = 2
 
 
 def _covered(fmt: WeightFormat, matrix: Matrix) -> bool:
-    return fmt.scope == "linear" or (fmt.scope == "mlp" and matrix.kind == "mlp")
+    return fmt.scope == "linear" or (fmt.scope == "experts" and matrix.kind == "expert")
 
 
 def rank_weight_bytes(model: ModelSpec, tp: int, weight_dtype: str, vocab_padding: int = VOCAB_PADDING) -> int:
@@ -33,6 +34,11 @@ def rank_weight_bytes(model: ModelSpec, tp: int, weight_dtype: str, vocab_paddin
     A ``tp`` that does not shard the model (heads or widths it does not divide) is priced as the whole model's
     bytes split evenly, rounded up, as ``weight_params_per_device`` counts it."""
     fmt = weight_format(weight_dtype)
+    if fmt.scope == "experts" and model.moe is None:
+        raise BadInputError(
+            f"--weight-dtype {fmt.name} quantises routed experts and {model.name} has none (vLLM has no mxfp4 linear"
+            " layer): use fp8, int4 or awq"
+        )
     if tp > 1 and tp_shard_problem(model, tp) is not None:
         return -(-rank_weight_bytes(model, 1, weight_dtype, vocab_padding) // tp)
     params = weight_params_per_device(model, tp, vocab_padding)

@@ -2,8 +2,9 @@
 
 What a quantised checkpoint quantises is its linear layers (attention projections, MLPs, experts); the token
 embedding, the LM head, norms, biases and MoE routers stay in bf16, as vLLM loads public fp8, GPTQ, AWQ and
-bitsandbytes checkpoints (``lm_head`` is left out of every one of them by default). gpt-oss's mxfp4 covers only
-the MLP/expert weights; its attention stays bf16. Per matrix of ``out`` x ``in`` values:
+bitsandbytes checkpoints (``lm_head`` is left out of every one of them by default). mxfp4 covers only the routed
+experts (gpt-oss: attention, router, embeddings and head stay bf16; vLLM has no mxfp4 linear layer, so a model
+without experts is refused). Per matrix of ``out`` x ``in`` values:
 
 - ``fp32``, ``fp16``, ``bf16``: every weight in that format, no scales.
 - ``fp8`` (e4m3, per tensor): 1 B per value + one fp32 weight scale per matrix.
@@ -12,8 +13,8 @@ the MLP/expert weights; its attention stays bf16. Per matrix of ``out`` x ``in``
 - ``int4`` / ``awq`` (group 128): 4 bits per value (int32 words of 8) + per group of 128 inputs an fp16 scale per
   output and 4-bit zeros packed 8 to an int32 (AWQ's ``qweight``, ``qzeros``, ``scales``).
 - ``gptq-int4`` (group 128): the same plus GPTQ's ``g_idx``, one int32 per input row.
-- ``nf4`` (bitsandbytes, transformers' default): 4 bits per value + one fp32 absmax per 64 values, over the
-  flattened matrix, + its 16-entry fp32 code.
+- ``nf4`` (bitsandbytes NF4, QLoRA's data type, without double quantisation): 4 bits per value + one fp32 absmax
+  per 64 values, over the flattened matrix, + its 16-entry fp32 code.
 - ``nf4-dq`` (bitsandbytes double quantisation, QLoRA's recipe): the absmax in 8 bits, one fp32 absmax per 256 of
   those, an fp32 offset, and both codes (16 + 256 fp32).
 - ``mxfp4`` (OCP MX, gpt-oss): 4 bits per value + one e8m0 byte per 32 inputs: 17 B per 32 weights.
@@ -30,7 +31,7 @@ from mha_cli.core.suggest import close_names
 WeightFormatName = Literal[
     "fp32", "fp16", "bf16", "fp8", "fp8-block", "int8", "int4", "awq", "gptq-int4", "nf4", "nf4-dq", "mxfp4"
 ]
-Scope = Literal["all", "linear", "mlp"]
+Scope = Literal["all", "linear", "experts"]
 
 WEIGHT_ALIASES = {
     "float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float8": "fp8",
@@ -93,9 +94,9 @@ FORMATS: dict[str, WeightFormat] = {
         WeightFormat("int4", 4 + 20 / GROUP, "linear", "int4 linear layers, group 128: fp16 scale, 4-bit zero"),
         WeightFormat("awq", 4 + 20 / GROUP, "linear", "AWQ int4, group 128: qweight, qzeros, fp16 scales"),
         WeightFormat("gptq-int4", 4 + 20 / GROUP, "linear", "GPTQ int4, group 128: qweight, qzeros, scales, g_idx"),
-        WeightFormat("nf4", 4.5, "linear", "bitsandbytes NF4, an fp32 absmax per 64 weights"),
+        WeightFormat("nf4", 4.5, "linear", "bitsandbytes NF4, an fp32 absmax per 64 weights"),  # not fp4, its default
         WeightFormat("nf4-dq", 4.127, "linear", "bitsandbytes NF4 with double quantisation (QLoRA)"),
-        WeightFormat("mxfp4", 4.25, "mlp", "OCP MXFP4 MLP/expert weights, an e8m0 scale per 32; attention in bf16"),
+        WeightFormat("mxfp4", 4.25, "experts", "OCP MXFP4 routed experts, an e8m0 scale per 32; the rest in bf16"),
     )
 }
 

@@ -215,14 +215,17 @@ def layer_weight_bytes(rank_shape: ModelSpec, value_bytes: int) -> dict[str, int
     return sizes
 
 
-def workspace_bytes(rank_shape: ModelSpec, *, batch: int, prefill_tokens: int, context: int, value_bytes: int) -> int:
+def workspace_bytes(
+    rank_shape: ModelSpec, *, batch: int, prefill_tokens: int, context: int, value_bytes: int, tp: int = 1
+) -> int:
     """Activations of the prefill, the largest step: one layer's at a time (earlier ones are freed), plus logits.
 
     Per layer: the residual and its norm, q, k, v, the attention output, the MLP's hidden tensors
     (gate, up and their product; an MoE layer's active and shared experts, and the router's scores),
     all at the prefill's ``batch x prefill_tokens`` tokens; twice that, for the temporaries the
     projections and casts make. Plus K and V repeated per query head (the math backend's GQA
-    fallback), the boolean causal mask, and the logits (the head's output and an fp32 copy).
+    fallback), the boolean causal mask, and the logits (the head's output and an fp32 copy; under tp > 1 the rank's
+    block of the vocabulary, and the whole padded width it is gathered into).
     Fused SDPA kernels never materialise the score matrix; a run that falls back to one that does and
     runs out of memory is still exit 3 (``run_verify`` turns the allocator's error into it).
     """
@@ -248,6 +251,8 @@ def workspace_bytes(rank_shape: ModelSpec, *, batch: int, prefill_tokens: int, c
     layer = tokens * (2 * shape.d_model + 2 * q_width + kv_width + mlp_width) * value_bytes
     mask = q_per_kv * prefill_tokens * context if q_per_kv > 1 else prefill_tokens * context  # bool
     logits = tokens * shape.vocab_size * (value_bytes + 4)
+    if tp > 1:  # rank_shape.vocab_size is the rank's rows; the gather fills tp times as many
+        logits += tokens * shape.vocab_size * tp * value_bytes
     return 2 * layer + batch * repeated_kv * value_bytes + mask + logits
 
 
@@ -278,8 +283,9 @@ class _Sizer:
 
     def required(self, n_layers: int, batch: int, seq: int) -> int:
         workspace = workspace_bytes(
-            self.rank_shape, batch=batch, prefill_tokens=self.prefill(seq), context=seq, value_bytes=self.value_bytes
-        )
+            self.rank_shape, batch=batch, prefill_tokens=self.prefill(seq), context=seq, value_bytes=self.value_bytes,
+            tp=self.tp,
+        )  # fmt: skip
         weights = stack_weight_bytes(self.rank_shape, n_layers, self.value_bytes)
         return weights + self.cache(n_layers, batch, seq) + workspace
 
@@ -387,7 +393,9 @@ def make_plan(
     plain = unpaged(deployment)
     predicted_model = footprint_for(model, plain, tp)
     paged = footprint_for(model, deployment, tp).total_bytes if deployment.block_size else None
-    workspace = workspace_bytes(rank_shape, batch=batch, prefill_tokens=prefill, context=seq, value_bytes=value_bytes)
+    workspace = workspace_bytes(
+        rank_shape, batch=batch, prefill_tokens=prefill, context=seq, value_bytes=value_bytes, tp=tp
+    )
     return VerifyPlan(
         model=model, rank_shape=rank_shape, deployment=deployment, device_type=device_type, tp=tp, dtype=dtype,
         mla_cache=mla_cache, n_layers_built=built, layers_note=note, layer_kinds=layer_kinds(model, built),

@@ -31,6 +31,7 @@ from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import EngineName, ModelSpec
 from mha_cli.core.targets import Target
+from mha_cli.core.tensor_parallel import padded_vocab
 
 
 class BudgetLine(Record):
@@ -60,6 +61,9 @@ class EnginePlan(Record):
     kv_bytes_per_token_per_rank: int
     """One token in every layer that caches tokens, as the engine prices it (a sliding layer priced like a full one,
     since a block holds its tokens whichever group it serves)."""
+    kv_bytes_per_request: int
+    """What one request of max_model_len takes from the pool as the engine allocates it (vLLM: its blocks in every
+    group, padding slots included)."""
     block_size: int
     kv_blocks: int
     kv_tokens: int
@@ -112,7 +116,13 @@ def _activation_how(model: ModelSpec, settings: EngineSettings, tp: int) -> str:
 
 def _ideal_concurrency(model: ModelSpec, kv: KvFootprint, available: int, block: int) -> float:
     """Requests of kv.seq_len tokens if each layer held only its own kind's tokens in whole blocks."""
-    paged = kv_footprint(
+    per_sequence = _paged(model, kv, block).bytes_per_sequence_per_rank
+    return max(0, available) / per_sequence if per_sequence else 0.0
+
+
+def _paged(model: ModelSpec, kv: KvFootprint, block: int) -> KvFootprint:
+    """``kv`` (one sequence) in whole blocks of ``block`` tokens, each layer holding its own kind's tokens."""
+    return kv_footprint(
         model,
         seq_len=kv.seq_len,
         kv_dtype=kv.kv_dtype,
@@ -120,8 +130,6 @@ def _ideal_concurrency(model: ModelSpec, kv: KvFootprint, available: int, block:
         block_size=block,
         mla_cache=kv.mla_cache or "absorbed",
     )
-    per_sequence = paged.bytes_per_sequence_per_rank
-    return max(0, available) / per_sequence if per_sequence else 0.0
 
 
 @dataclass
@@ -134,6 +142,8 @@ class _Pool:
     blocks: int
     tokens: int
     concurrency: float
+    request_bytes: int
+    """What one request of max_model_len takes from the pool as the engine allocates it."""
     starts: bool
     refusal: str | None
     log_lines: list[str]
@@ -215,9 +225,15 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f" {longest}."
         )
     log_lines = [f"Available KV cache memory: {available / GIB:.2f} GiB"]
+    state_hybrid = model.recurrent is not None or kv.n_state_layers > 0
+    tokens_line = (
+        "GPU KV cache size: not modelled for layers with a fixed state (their groups and vLLM's larger attention"
+        " blocks), see the notes"
+        if state_hybrid
+        else f"GPU KV cache size: {pool.kv_tokens:,} tokens"
+    )
     log_lines += [refusal] if refusal else [
-        f"GPU KV cache size: {pool.kv_tokens:,} tokens",
-        f"Maximum concurrency for {kv.seq_len:,} tokens per request: {concurrency:.2f}x",
+        tokens_line, f"Maximum concurrency for {kv.seq_len:,} tokens per request: {concurrency:.2f}x"
     ]  # fmt: skip
     notes = []
     if len(pool.groups) > 1:
@@ -231,10 +247,11 @@ def _vllm(inputs: _Inputs) -> _Pool:
         )
     if not pool.hybrid_allocator and kv.n_local_layers:
         notes.append("chunked attention turns vLLM's hybrid allocator off: sliding layers are priced as full")
-    if model.recurrent is not None or kv.n_state_layers:
+    if state_hybrid:
         notes.append(
-            "vLLM pads a Mamba/linear-attention state to the attention page size; that padding is not modelled:"
-            " the tokens count the attention layers, the concurrency the state's bytes too"
+            "vLLM groups Mamba/linear-attention layers with the attention layers and raises the attention block size"
+            " to the state's page; neither is modelled: kv_tokens counts the attention layers only (not vLLM's"
+            " figure), the concurrency counts every layer's bytes (K/V and state)"
         )
     if model.context_length and kv.seq_len > model.context_length:
         notes.append(
@@ -248,9 +265,13 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f" (about {format_bytes(CUDA_GRAPH_ESTIMATE)}) and the CUDA context need it: lower it or run with"
             " --enforce-eager"
         )
+    per_request = pool.blocks_per_request * pool.page_bytes * (pool.layers_per_group or 0)
+    if state_hybrid:  # the concurrency counts every layer's bytes: so does a request
+        per_request = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
     return _Pool(
         available=available, activation=inputs.activation, budget=budget, blocks=pool.kv_blocks,
-        tokens=pool.kv_tokens, concurrency=concurrency, starts=refusal is None, refusal=refusal, log_lines=log_lines,
+        tokens=pool.kv_tokens, concurrency=concurrency, request_bytes=per_request, starts=refusal is None,
+        refusal=refusal, log_lines=log_lines,
         groups=pool.groups, layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers, notes=notes,
     )  # fmt: skip
 
@@ -258,10 +279,10 @@ def _vllm(inputs: _Inputs) -> _Pool:
 def _token_pool(inputs: _Inputs, available: int, per_sequence: int) -> tuple[int, int, float]:
     """(blocks, tokens, concurrency) of a pool priced token by token in blocks of the engine's size."""
     per_token, block = inputs.kv.bytes_per_token_per_rank, inputs.settings.block_size
-    raw_tokens = max(0, available) // per_token if per_token else 0
-    blocks = raw_tokens // block
-    concurrency = blocks * block * per_token / per_sequence if per_sequence else 0.0
-    return blocks, blocks * block, concurrency
+    if not per_token:  # only fixed-state layers: requests are counted by their state's bytes
+        return 0, 0, max(0, available) / per_sequence if per_sequence else 0.0
+    blocks = max(0, available) // per_token // block
+    return blocks, blocks * block, blocks * block * per_token / per_sequence if per_sequence else 0.0
 
 
 def _sglang(inputs: _Inputs) -> _Pool:
@@ -286,6 +307,13 @@ def _sglang(inputs: _Inputs) -> _Pool:
         notes.append(
             "SGLang prices sliding-window layers as full here (its hybrid SWA pool is off for Gemma 2/3, gpt-oss)"
         )
+    outside = free_before - int(free_before * util)
+    if outside < inputs.activation + CUDA_GRAPH_ESTIMATE:
+        notes.append(
+            f"mem_fraction_static {util:g} leaves {format_bytes(outside)} for activations (about"
+            f" {format_bytes(inputs.activation)}) and CUDA graphs (about {format_bytes(CUDA_GRAPH_ESTIMATE)}):"
+            " lower it"
+        )
     starts = available > 0 and concurrency >= 1
     refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
     per_half = (tokens + settings.block_size) * kv.bytes_per_token_per_rank // 2 / GIB  # K or V, with its padding slots
@@ -296,7 +324,8 @@ def _sglang(inputs: _Inputs) -> _Pool:
     )
     return _Pool(
         available=available, activation=0, budget=budget, blocks=blocks, tokens=tokens, concurrency=concurrency,
-        starts=starts, refusal=refusal, log_lines=[refusal] if refusal else [allocated], notes=notes,
+        request_bytes=per_sequence, starts=starts, refusal=refusal, log_lines=[refusal] if refusal else [allocated],
+        notes=notes,
     )  # fmt: skip
 
 
@@ -314,11 +343,8 @@ def _trtllm(inputs: _Inputs) -> _Pool:
             how=settings.utilisation_source,
         ),
     ]  # fmt: skip
-    paged = kv_footprint(
-        model, seq_len=kv.seq_len, kv_dtype=kv.kv_dtype, tp=kv.tp, block_size=settings.block_size,
-        mla_cache=kv.mla_cache or "absorbed",
-    )  # fmt: skip
-    blocks, tokens, concurrency = _token_pool(inputs, available, paged.bytes_per_sequence_per_rank)
+    per_sequence = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
+    blocks, tokens, concurrency = _token_pool(inputs, available, per_sequence)
     starts = available > 0 and concurrency >= 1
     refusal = None if starts else "the KV cache cannot hold one request of max_seq_len: lower it or add GPUs"
     allocated = (
@@ -326,7 +352,8 @@ def _trtllm(inputs: _Inputs) -> _Pool:
     )
     return _Pool(
         available=available, activation=inputs.activation, budget=budget, blocks=blocks, tokens=tokens,
-        concurrency=concurrency, starts=starts, refusal=refusal, log_lines=[refusal] if refusal else [allocated],
+        concurrency=concurrency, request_bytes=per_sequence, starts=starts, refusal=refusal,
+        log_lines=[refusal] if refusal else [allocated],
     )  # fmt: skip
 
 
@@ -362,6 +389,9 @@ def plan_engine(
             f"{LOG_NAMES[settings.engine]} has no {kv.kv_dtype} KV cache (it offers {', '.join(KV_FORMATS[settings.engine])}):"
             f" these figures are that format's bytes, not a deployment it runs"
         )
+    padded = padded_vocab(model.vocab_size)
+    if kv.tp > 1 and padded % kv.tp:
+        notes.append(f"vLLM requires tp to divide the padded vocabulary ({padded:,}): it refuses tp {kv.tp}")
     if pool.starts and int(pool.concurrency) > settings.max_num_seqs:
         notes.append(f"max_num_seqs {settings.max_num_seqs} caps the requests run at once below what the pool holds")
     return EnginePlan(
@@ -369,6 +399,7 @@ def plan_engine(
         weights_bytes_per_rank=weights_bytes_per_rank, activation_peak_bytes=pool.activation,
         non_torch_bytes=inputs.non_torch, cuda_graph_bytes=CUDA_GRAPH_ESTIMATE, cuda_graph_in_budget=False,
         available_kv_bytes=pool.available, kv_bytes_per_token_per_rank=kv.bytes_per_token_per_rank,
+        kv_bytes_per_request=pool.request_bytes,
         block_size=settings.block_size, kv_blocks=pool.blocks, kv_tokens=pool.tokens, max_model_len=kv.seq_len,
         max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
         max_concurrency=pool.concurrency,

@@ -30,6 +30,8 @@ TRTLLM_FRACTION = 0.90
 """TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction`` default (``kDefaultGpuMemFraction = 0.9F``)."""
 VLLM_BLOCK = 16
 """vLLM's block size on CUDA when none is given (``platforms/cuda.py``)."""
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
+"""Block sizes vLLM's ``--block-size`` accepts on CUDA."""
 SGLANG_PAGE = 1
 """SGLang's default ``page_size``."""
 TRTLLM_BLOCK = 32
@@ -86,7 +88,8 @@ def _vllm_step_defaults(target: Target) -> tuple[int, int, str]:
 def sglang_default_fraction(target: Target, tp: int, chunked_prefill: int, cuda_graph_bs: int) -> float:
     """SGLang's ``mem_fraction_static`` default (``server_args._handle_gpu_memory_settings``, 0.5.3): the share
     of the GPU's MiB left after a reserve of 512 MiB + 1.5 x max(chunked prefill, 2048) + 2 x the CUDA-graph
-    batch + tp / 8 x 1024 MiB, at least 10 GiB on a GPU over 60 GiB, rounded to 3 decimals."""
+    batch + tp / 8 x 1024 MiB, at least 10 GiB on a GPU over 60 GiB, rounded to 3 decimals. SGLang reads the GPU's
+    MiB from nvidia-smi, 0.3-0.6 GiB above torch's total used here: the fraction can differ in the third decimal."""
     gpu_mib = target.device_memory_bytes / MIB
     reserved = 512 + max(chunked_prefill, 2048) * 1.5 + cuda_graph_bs * 2 + tp / 8 * 1024
     if gpu_mib > 60 * 1024:
@@ -116,6 +119,16 @@ def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> Eng
     if engine == "vllm":
         tokens, seqs, note = _vllm_step_defaults(target)
         tokens = deployment.max_num_batched_tokens or tokens
+        if deployment.max_num_seqs is not None and deployment.max_num_seqs > tokens:
+            raise BadInputError(
+                f"--max-num-seqs ({deployment.max_num_seqs}) must not exceed --max-num-batched-tokens ({tokens}):"
+                " vLLM refuses it; lower one or raise the other"
+            )
+        if deployment.block_size is not None and deployment.block_size not in VLLM_BLOCK_SIZES:
+            raise BadInputError(
+                f"--block-size {deployment.block_size} is not one vLLM offers on CUDA:"
+                f" use one of {', '.join(map(str, VLLM_BLOCK_SIZES))}"
+            )
         seqs = min(deployment.max_num_seqs or seqs, tokens)
         return EngineSettings(
             engine=engine, utilisation=util or VLLM_UTILISATION,
@@ -127,6 +140,11 @@ def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> Eng
         chunked, graph_bs = _sglang_step_defaults(target, tp)
         chunked = deployment.max_num_batched_tokens or chunked
         fraction = util or sglang_default_fraction(target, tp, chunked, graph_bs)
+        if fraction <= 0:
+            raise BadInputError(
+                f"SGLang's reserve for a {chunked}-token chunked prefill leaves nothing of {target.torch_memory_gib:g} GiB:"
+                " give --mem-fraction-static or a smaller --chunked-prefill-size"
+            )
         return EngineSettings(
             engine=engine, utilisation=fraction,
             utilisation_source="--mem-fraction-static" if util else "SGLang's default for this GPU",
