@@ -47,10 +47,12 @@ def main() -> None:
         quantised = str(entry["quantization"])
         if quantised.startswith(("fp8", "gptq")):  # an fp8 fixture without its quantization_config, fp8 on load; GPTQ
             weights = "fp8" if quantised.startswith("fp8") else "gptq-int4"
-        target = resolve_target("h100").target
+        gpu = str(entry["gpu"])
+        spec = "a100-40gb" if "A100 40GB" in gpu else "a100" if "A100" in gpu else "l40s" if "L40S" in gpu else "h100"
+        target = resolve_target(spec).target
         if entry["total_gpu_memory_gib"] and entry["total_gpu_memory_gib"] != target.torch_memory_gib:
             target = target.model_copy(update={"torch_memory_gib": entry["total_gpu_memory_gib"]})
-        deployment = DeploymentSpec(
+        deployment = DeploymentSpec(  # the engine's defaults for this GPU where the log does not state them
             seq_len=entry["max_model_len"], tp=tp, gpu_memory_utilization=entry["gpu_memory_utilization"],
             max_num_batched_tokens=entry["max_num_batched_tokens"], max_num_seqs=entry["max_num_seqs"],
         )  # fmt: skip

@@ -186,3 +186,27 @@ def test_thousands_of_bad_fields_make_one_short_line():
         parse_config(data, "c.yaml")
     text = str(info.value)
     assert len(text) < 600 and "more" in text and "\n" not in text
+
+
+def test_a_million_plain_values_are_refused_as_they_are_read(tmp_path, monkeypatch):
+    """Issue 25: 1.8 million plain values (3.6 MB, under the size bound) were built first (7 s), then refused with a
+    message about aliases the file does not have. They are now counted from the parser's events, and refused at
+    the bound before the document is built: the loader that builds it is never called."""
+    import yaml
+
+    path = tmp_path / "many.yaml"
+    path.write_text("notes: [" + ",".join(["1"] * 1_800_000) + "]\n")
+
+    def never(*args, **kwargs):
+        raise AssertionError("the document was built")
+
+    monkeypatch.setattr(yaml, "load", never)
+    with pytest.raises(BadInputError, match=r"more than 1,000,000 values \(a config file holds a few thousand\)"):
+        read_mapping(path)
+
+
+def test_values_under_the_bound_are_read_whole(tmp_path):
+    """Control: 999,990 values of notes are read (the counter does not refuse what it should not)."""
+    path = tmp_path / "notes.yaml"
+    path.write_text("notes: [" + ",".join(["1"] * 999_990) + "]\n")
+    assert len(read_mapping(path)["notes"]) == 999_990

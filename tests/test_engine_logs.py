@@ -72,7 +72,7 @@ def _reported_tokens(entry: dict) -> int:
 
 
 def test_the_set_is_large_and_sourced():
-    assert len(USABLE) >= 15
+    assert len(USABLE) >= 15 and sum(entry["id"] > HELD_OUT for entry in USABLE) >= 5
     for entry in LOGS:
         assert entry["url"].startswith("https://") and entry["quote"], entry["id"]
 
@@ -97,7 +97,11 @@ def test_tokens_from_the_reported_available_memory(entry):
         assert low_concurrency - 0.005 <= entry["max_concurrency"] <= high_concurrency + 0.005
 
 
-FIRST_PRINCIPLES = [entry for entry in USABLE if entry["id"] not in NOT_FROM_FIRST_PRINCIPLES]
+HELD_OUT = 100
+"""Ids from 101 are logs found after the constants were read off the v0.19 set (other GPUs, vLLM 0.10): the block
+arithmetic is tested on them; their first-principles errors are reported by ``benchmarks/vllm_logs.py``, not
+asserted (vLLM 0.10 charged almost no non-torch memory, against v0.19's 2.1 GiB per rank at tp > 1)."""
+FIRST_PRINCIPLES = [e for e in USABLE if e["id"] not in NOT_FROM_FIRST_PRINCIPLES and e["id"] < HELD_OUT]
 
 
 @pytest.mark.parametrize(

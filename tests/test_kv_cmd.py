@@ -193,3 +193,16 @@ def test_an_mla_only_option_on_another_variant_is_flagged(cli):
         "mla_cache naive ignored: llama-3-8b is GQA, not MLA"
     ]
     assert cli.json("kv", "llama-3-8b")["warnings"] == []
+
+
+def test_a_valid_wide_head_is_priced_and_an_impossible_derived_row_left_out(cli, tmp_path):
+    """Issue 25: one head of 10,924 is a valid model; MLA at its shape (nope 10,924 + RoPE 5,462) is over the
+    schema's 16,384 bound, so that hypothetical row is left out instead of crashing (exit 70)."""
+    path = tmp_path / "wide.json"
+    path.write_text(
+        '{"model": {"d_model": 64, "n_layers": 1, "n_heads": 1, "head_dim": 10924, "vocab_size": 10, "d_ff": 8}}'
+    )
+    data = cli.json("kv", str(path))
+    assert data["bytes_per_token"] == 2 * 10924 * 2
+    assert [row["label"] for row in data["variants"]] == ["MHA"]
+    assert cli.run("check", str(path)).exit_code == 0

@@ -406,3 +406,13 @@ def test_reasons_have_real_plurals():
         assert "(s)" not in result.variant_reason
         assert "accepting a quality risk divides" not in result.variant_reason
         assert all("(s)" not in f.message for f in result.trace)
+
+
+@pytest.mark.parametrize("budget", [34e6, 50e6, 100e6])
+def test_an_explicit_gqa_gets_a_width_whose_heads_allow_it(budget):
+    """Issue 25: 34M-100M with --variant GQA crashed (the width picked had 5 heads, a prime: no GQA); widths
+    whose head count has no divisor are skipped, and the budget is still met within 5%."""
+    result = rec(budget, variant="GQA")
+    m = result.model
+    assert m.variant == "GQA" and 1 < m.n_kv_heads < m.n_heads and m.n_heads % m.n_kv_heads == 0
+    assert abs(result.budget_deviation) <= 0.05

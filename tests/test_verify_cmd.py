@@ -152,6 +152,40 @@ def test_not_enough_memory_exits_3_before_allocating(cli, config, monkeypatch):
 
 
 @pytest.mark.parametrize(
+    "failure",
+    [
+        RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory: you tried to"
+                     " allocate 67108864 bytes. Error code 12 (Cannot allocate memory)"),
+        MemoryError(),
+    ],
+    ids=["cpu-allocator", "memory-error"],
+)  # fmt: skip
+def test_running_out_of_memory_late_is_exit_3(cli, config, monkeypatch, failure):
+    """Issue 25: under ``ulimit -v`` the bandwidth probe's 64 MiB buffer, allocated after the measurement, failed
+    with exit 70. Any allocation failure of the run is exit 3 with the precheck's advice."""
+
+    def fail(device):
+        raise failure
+
+    monkeypatch.setattr("mha_cli.verify.run._peak_bandwidth", fail)
+    result = cli.run("verify", config(), "--device", "cpu", "--layers", "2")
+    assert result.exit_code == EXIT_OUT_OF_MEMORY, result.output
+    assert "ran out of memory with 2 layer(s)" in result.output and "try --layers 1" in result.output
+    assert "internal error" not in result.output
+
+
+def test_an_error_that_is_not_memory_stays_a_bug(cli, config, monkeypatch):
+    """Control: a RuntimeError that is not an allocation failure is still exit 70, not passed off as memory."""
+
+    def fail(device):
+        raise RuntimeError("something else broke")
+
+    monkeypatch.setattr("mha_cli.verify.run._peak_bandwidth", fail)
+    result = cli.run("verify", config(), "--device", "cpu", "--layers", "2")
+    assert result.exit_code == 70 and "something else broke" in result.output
+
+
+@pytest.mark.parametrize(
     "option,value",
     [("--max-kv-gib", "-1"), ("--max-kv-gib", "0"), ("--max-decode-ms", "0"), ("--tolerance", "-0.1"),
      ("--reps", "0"), ("--prefill-tokens", "0")],

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from mha_cli.core.engine.plan import LOG_NAMES
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
@@ -190,7 +191,7 @@ def print_engine_plan(console: Console, plan: MemoryPlan) -> None:
     print_assumptions(console, plan.engine.notes, title="engine")
 
 
-ENGINE_TITLES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+ENGINE_TITLES = LOG_NAMES
 
 
 def print_assumptions(console: Console, notes: list[str], title: str = "assumed") -> None:

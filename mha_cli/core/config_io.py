@@ -82,6 +82,7 @@ def _parse_yaml(text: str, where: str) -> Any:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a large file in a fraction of the time
     try:
+        _count_yaml_values(yaml, yaml.parse(text, Loader=loader), where)  # stops at the bound, before building
         return yaml.load(text, Loader=loader)  # a safe loader (C or pure Python)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -92,6 +93,40 @@ def _parse_yaml(text: str, where: str) -> Any:
         raise BadInputError(f"{where}: nested too deeply to be a config file") from None
     except (ValueError, OverflowError, TypeError) as exc:  # a bad date (2001-13-01), `!!int abc`, 4,301 digits
         raise BadInputError(f"{where}: {_unreadable_value(exc)}") from None
+
+
+def _count_yaml_values(yaml: Any, events: Any, where: str) -> None:
+    """Count the document's values as the parser reads them, aliases expanded by the size of what they name, and
+    stop at ``MAX_CONFIG_VALUES`` before anything is built (1.8 million plain values are refused at the millionth,
+    not after seconds of building them)."""
+    values = 0
+    aliases = False
+    anchored: dict[str, int] = {}
+    open_counts: list[tuple[int, str | None]] = []  # (values counted when the collection opened, its anchor)
+    for event in events:
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            open_counts.append((values, event.anchor))
+            values += 1
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            start, anchor = open_counts.pop()
+            if anchor is not None:
+                anchored[anchor] = values - start
+        elif isinstance(event, yaml.ScalarEvent):
+            values += 1
+            if event.anchor is not None:
+                anchored[event.anchor] = 1
+        elif isinstance(event, yaml.AliasEvent):
+            aliases = True
+            if event.anchor not in anchored:  # still open: the alias is inside what it names
+                raise BadInputError(f"{where}: a YAML alias refers to a value that contains it; remove the cycle")
+            values += anchored[event.anchor]
+        if values > MAX_CONFIG_VALUES:
+            how = (
+                "once its YAML aliases are expanded; write the values out instead of nesting aliases"
+                if aliases
+                else ("(a config file holds a few thousand): is this a config file?")
+            )
+            raise BadInputError(f"{where}: holds more than {MAX_CONFIG_VALUES:,} values {how}")
 
 
 def _unreadable_value(exc: Exception) -> str:

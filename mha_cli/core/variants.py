@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec, Variant
 from mha_cli.core.tensor_parallel import tp_splits_evenly
@@ -65,12 +67,18 @@ def mla_for_shape(head_dim: int, d_model: int | None = None) -> dict:
 
 
 def variant_options(model: ModelSpec) -> list[VariantOption]:
-    """MHA, GQA, MQA and MLA at ``model``'s shape; the model's own choice is marked current."""
+    """MHA, GQA, MQA and MLA at ``model``'s shape; the model's own choice is marked current. A derived shape that
+    no model may have (the schema's bounds) is left out."""
     base = _without_mla(model)
     options: list[VariantOption] = []
 
     def add(label: str, variant: Variant, model_fields: dict, current: bool, note: str = "") -> None:
-        spec = ModelSpec.model_validate(model_fields)
+        try:
+            spec = ModelSpec.model_validate(model_fields)
+        except ValidationError:  # a derived shape no model may have (an MLA head over 16,384 wide): left out
+            if current:
+                raise
+            return
         options.append(
             VariantOption(
                 label=label, variant=variant, n_kv_heads=spec.kv_heads, model=spec, is_current=current, note=note

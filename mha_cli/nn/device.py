@@ -37,7 +37,7 @@ def synchronize(device: torch.device) -> None:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """A failed allocation: CUDA's ``OutOfMemoryError``, or the CPU allocator's RuntimeError."""
-    if isinstance(exc, torch.OutOfMemoryError):
+    """A failed allocation: CUDA's ``OutOfMemoryError``, the CPU allocator's RuntimeError, Python's MemoryError."""
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
         return True
     return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)

@@ -58,18 +58,18 @@ def run_verify(
         free_bytes=(free_bytes or device_free_bytes)(target.type, target.index),
     )  # fmt: skip
     torch.manual_seed(0)
-    try:
+    try:  # every allocation of the run, the bandwidth probe's buffers included, fails as exit 3
         rank = measure_rank(plan, target, reps=reps, tolerance=tolerance, on_stage=on_stage)
-    except RuntimeError as exc:  # torch.OutOfMemoryError is a RuntimeError too
+        on_stage("bandwidth")
+        return build_report(loaded, plan, [rank], target, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms)
+    except (RuntimeError, MemoryError) as exc:  # torch.OutOfMemoryError is a RuntimeError too
         if not is_out_of_memory(exc):
             raise
         raise OutOfMemoryError(
-            f"the device ran out of memory building {plan.n_layers_built} layer(s) at seq {deployment.seq_len}"
+            f"the device ran out of memory with {plan.n_layers_built} layer(s) at seq {deployment.seq_len}"
             f" x batch {deployment.batch}: try --layers {max(1, plan.n_layers_built // 2)}, a smaller --batch"
             " or a shorter --seq"
         ) from None
-    on_stage("bandwidth")
-    return build_report(loaded, plan, [rank], target, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms)
 
 
 def build_report(

@@ -89,6 +89,8 @@ def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) ->
     scored: list[tuple[bool, float, int, ModelSpec, Frame]] = []
     for d_model in ladder():
         frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied)
+        if r.variant == "GQA" and balanced_kv_heads(frame.n_heads) is None:
+            continue  # --variant GQA: a head count with no divisor between 1 and itself has no GQA (5 heads)
         variant, n_kv = provisional_attention(frame.n_heads, r.variant)
         model = solve_at(ctx, frame, variant, n_kv, moe)
         if model is not None:
