@@ -33,15 +33,25 @@ def test_the_failure_names_the_rank_that_caused_it(tmp_path):
         json.dumps({"message": "out of memory: RuntimeError: ...", "exit_code": 3, "collateral": False})
     )
     error = _failure(Launch(tmp_path), [0, 1], [1, 3])
-    assert error.message.startswith("tensor-parallel run stopped: rank 1 failed (exit code 3): out of memory")
+    assert error.message.startswith(
+        "tensor-parallel run stopped: rank 1 failed (exit code 3) at stage start-up: out of memory"
+    )
     assert error.exit_code == 3  # the rank's own documented code
 
 
 def test_a_rank_killed_without_a_word(tmp_path):
     mark_stage(tmp_path, 1, "decode")
     error = _failure(Launch(tmp_path), [1], [None, -9])
-    assert "rank 1 failed (killed by SIGKILL): no error reported (killed or crashed)" in error.message
+    assert "rank 1 failed (killed by SIGKILL) at stage 'decode': no error reported (killed or crashed)" in error.message
+    assert "likely the kernel's out-of-memory killer" in error.message  # which rank, where, and the likely cause
     assert error.exit_code == 1
+
+
+def test_an_abort_names_its_likely_cause(tmp_path):
+    mark_stage(tmp_path, 3, "gather")
+    error = _failure(Launch(tmp_path), [3], [None, None, None, -6])
+    assert "rank 3 failed (killed by SIGABRT) at stage 'gather'" in error.message
+    assert "a collective torn down while a peer still used it" in error.message
 
 
 def test_faults_act_only_on_their_rank():

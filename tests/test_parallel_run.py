@@ -116,7 +116,7 @@ def test_torchrun_entry_prints_the_json_keys(tmp_path):
         "--master-port",
         str(free_port()),
     ]
-    worker = ["-m", "mha_cli.parallel.worker", str(config), "--device", "cpu", "--layers", "2", "--reps", "2", "--json"]
+    worker = ["-m", "mha_cli.cli.torchrun", str(config), "--device", "cpu", "--layers", "2", "--reps", "2", "--json"]
     result = subprocess.run([*torchrun, *worker], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)

@@ -98,7 +98,7 @@ def test_replicas_split_the_batch_in_the_cache_alternatives_and_roofline():
 
 
 def test_balanced_kv_heads_split_over_tp_and_keep_the_group_at_most_8():
-    from mha_cli.core.recommend.width import balanced_kv_heads
+    from mha_cli.core.recommend.kv_heads import balanced_kv_heads
 
     # Heads -> KV heads, by hand: 8 for 32-64 heads; 28 -> 4 (Qwen2.5-7B), 20 -> 4 (7 and 5, 10 do not split
     # over tp 4/8); 96 -> 16 (12 does not split over tp 8); small models take any divisor (9 -> 3, SmolLM2-135M).

@@ -225,7 +225,7 @@ def test_a_failed_threshold_shows_the_value_against_the_limit(cli, config):
 def test_bandwidth_above_the_measured_peak_is_never_a_percentage_over_100(cli, config):
     from rich.console import Console
 
-    from mha_cli.cli.verify_cmd import render_verify
+    from mha_cli.cli.render_verify import render_verify
     from mha_cli.verify.report import VerifyReport
 
     _, data = run_json(cli, config())
@@ -283,7 +283,7 @@ def test_not_enough_memory_for_the_cache_suggests_a_batch_that_fits(cli, config,
 def test_the_table_shows_each_scope_and_the_cuda_allocator(cli, config):
     from rich.console import Console
 
-    from mha_cli.cli.verify_cmd import render_verify
+    from mha_cli.cli.render_verify import render_verify
     from mha_cli.verify.report import VerifyReport
 
     _, data = run_json(cli, config())
@@ -311,7 +311,7 @@ def test_the_table_fits_80_columns_with_short_how_cells_and_numbered_notes(cli, 
     """The "how" column holds a verdict and a note number; the methods are notes under the table."""
     from rich.console import Console
 
-    from mha_cli.cli.verify_cmd import render_verify
+    from mha_cli.cli.render_verify import render_verify
     from mha_cli.verify.report import VerifyReport
 
     _, data = run_json(cli, config())

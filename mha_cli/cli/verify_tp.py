@@ -60,7 +60,7 @@ def render_tp_verify(console: Console, report: TpVerifyReport) -> None:
     """Single-device verify's report (rank 0's stack, every rank's scopes), then the ranks side by side."""
     from rich.table import Table
 
-    from mha_cli.cli.verify_cmd import render_verify
+    from mha_cli.cli.render_verify import render_verify
 
     render_verify(console, report)
     title = f"Every rank ({report.backend}): exact bytes; the calculator's shown where it differs"

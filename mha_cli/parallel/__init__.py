@@ -8,7 +8,7 @@
   MASTER_ADDR, MASTER_PORT, as torchrun sets them) and the process group (gloo on CPU, NCCL on
   CUDA), with a timeout on its set-up and on every collective.
 - ``worker``: the child side (``python -m mha_cli.parallel.worker``, also startable by
-  ``torchrun --nproc-per-node N -m mha_cli.parallel.worker SOURCE``).
+  ``torchrun --nproc-per-node N -m mha_cli.cli.torchrun SOURCE``, which renders rank 0's reports).
 - ``rank_run``: what each rank builds, measures and checks; ``report``: the job and the report models.
 - ``faults``: a fault a test can inject into one rank (``MHA_TP_FAULT``).
 

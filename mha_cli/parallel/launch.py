@@ -166,8 +166,10 @@ def _failure(launch: Launch, failed: list[int], codes: list[int | None]) -> Rank
     report = reports[rank]
     what = report.get("message") or _last_log_line(launch.run_dir, rank) or "no error reported (killed or crashed)"
     exit_code = report.get("exit_code") if report.get("exit_code") in (2, 3) else EXIT_CHECK_FAILED
+    cause = _likely_cause(codes[rank], what)
     return RankFailedError(
-        f"tensor-parallel run stopped: rank {rank} failed ({_describe_exit(codes[rank])}): {what}; all ranks were killed",
+        f"tensor-parallel run stopped: rank {rank} failed ({_describe_exit(codes[rank])}) at stage"
+        f" {_stage(launch.run_dir, rank)}: {what}{f' ({cause})' if cause else ''}; all ranks were killed",
         exit_code=exit_code,
         pids=launch.pids,
     )
@@ -198,6 +200,26 @@ def _last_log_line(run_dir: Path, rank: int) -> str:
     except OSError:
         return ""
     return next((line.strip() for line in reversed(lines) if line.strip()), "")
+
+
+LIKELY_CAUSES = {
+    "SIGKILL": "likely the kernel's out-of-memory killer: fewer ranks, --layers or --seq need less memory",
+    "SIGABRT": "an abort inside torch or gloo (a native error, or a collective torn down while a peer still used it)",
+    "SIGSEGV": "a crash inside a native library",
+    "SIGTERM": "stopped from outside",
+}
+"""What a rank's death by a signal most often means here."""
+
+
+def _likely_cause(code: int | None, what: str) -> str:
+    """A short reading of a rank's death by a signal (empty for an ordinary exit)."""
+    if code is None or code >= 0:
+        return ""
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return ""
+    return LIKELY_CAUSES.get(name, "")
 
 
 def _describe_exit(code: int | None) -> str:

@@ -3,9 +3,10 @@
 Started by ``mha verify --tp N`` (``--job FILE --run-dir DIR``: the jobs to run, and where rank 0 writes
 ``result.json`` and a failing rank ``rank{r}.error``), or by torchrun directly::
 
-    torchrun --nproc-per-node 2 -m mha_cli.parallel.worker CONFIG [--seq 256] [--device cpu] [--json]
+    torchrun --nproc-per-node 2 -m mha_cli.cli.torchrun CONFIG [--seq 256] [--device cpu] [--json]
 
-where tp is WORLD_SIZE and rank 0 prints the report. Either way the rank reads its place from torchrun's
+where tp is WORLD_SIZE and rank 0 hands its reports to the caller's ``emit`` (``mha_cli.cli.torchrun`` renders
+them; started as ``-m mha_cli.parallel.worker`` it prints their JSON). Workers return results; the CLI renders. Either way the rank reads its place from torchrun's
 variables, joins the process group, runs, and exits 0; on an error it prints one line, records it for
 the launcher, and exits with the error's code (2 bad input, 3 out of memory, else 1).
 """
@@ -121,7 +122,18 @@ def run_batch(
     return [report for report in reports if report is not None]
 
 
-def main(argv: list[str] | None = None) -> int:
+Emit = Callable[[list[TpVerifyReport], bool], None]
+"""Prints rank 0's reports under torchrun: (reports, --json)."""
+
+
+def print_json(reports: list[TpVerifyReport], as_json: bool) -> None:
+    """The reports as JSON, one object each (``as_json`` aside: a worker started without the CLI renders no tables)."""
+    for report in reports:
+        print(report.model_dump_json(indent=2))
+
+
+def main(argv: list[str] | None = None, emit: Emit = print_json) -> int:
+    """Run this rank; rank 0 writes the launcher's result file, or hands its reports to ``emit`` under torchrun."""
     die_with_parent()
     args = parse_args(argv)
     env = RankEnv.from_environ()
@@ -129,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         batch = TpBatch.model_validate_json(args.job.read_text()) if args.job else None
         reports = run_batch(batch, args, env, _stage_marker(args.run_dir, env.rank))
         if env.rank == 0:
-            _emit(reports, args)
+            _emit(reports, args, emit)
             if args.run_dir is None and not all(report.passed for report in reports):
                 return EXIT_CHECK_FAILED  # under torchrun, rank 0's code is the run's
         return 0
@@ -151,17 +163,13 @@ def _stage_marker(run_dir: Path | None, rank: int) -> Callable[[str], None]:
     return lambda stage: mark_stage(run_dir, rank, stage)
 
 
-def _emit(reports: list[TpVerifyReport], args: argparse.Namespace) -> None:
+def _emit(reports: list[TpVerifyReport], args: argparse.Namespace, emit: Emit) -> None:
     if args.run_dir is not None:  # the launcher reads it; written whole, then renamed into place
         partial = args.run_dir / (RESULT_FILE + ".partial")
         partial.write_text(json.dumps([report.model_dump(mode="json") for report in reports]))
         os.replace(partial, args.run_dir / RESULT_FILE)
         return
-    from mha_cli.cli.output import Output
-    from mha_cli.cli.verify_tp import render_tp_verify
-
-    for report in reports:
-        Output(args.json).emit(report, render_tp_verify)
+    emit(reports, args.json)
 
 
 def _describe(exc: BaseException) -> tuple[int, str]:

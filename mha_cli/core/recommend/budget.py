@@ -8,9 +8,9 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_count
 from mha_cli.core.recommend.context import Context
+from mha_cli.core.recommend.kv_heads import provisional_attention
 from mha_cli.core.recommend.moe import MoeBudget
 from mha_cli.core.recommend.shape import MIN_LAYERS, Frame, head_dim_for, ladder
-from mha_cli.core.recommend.width import provisional_attention
 from mha_cli.core.rules import catalog as C
 
 

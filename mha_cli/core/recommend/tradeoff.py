@@ -19,8 +19,9 @@ from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.recommend.context import Context
+from mha_cli.core.recommend.kv_heads import balanced_kv_heads
 from mha_cli.core.recommend.shape import record_depth
-from mha_cli.core.recommend.width import Shape, balanced_kv_heads, solve_at
+from mha_cli.core.recommend.width import Shape, solve_at
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import counted
 from mha_cli.core.schemas import ModelSpec, Variant

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.quantities import format_count
+from mha_cli.core.recommend.budget import refuse_budget
 from mha_cli.core.recommend.context import Context
+from mha_cli.core.recommend.kv_heads import balanced_kv_heads, provisional_attention
 from mha_cli.core.recommend.moe import MoeBudget, solve_moe
 from mha_cli.core.recommend.shape import (
     MIN_LAYERS,
@@ -26,37 +28,6 @@ from mha_cli.core.recommend.shape import (
 )
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.schemas import ModelSpec, Variant
-
-
-def provisional_attention(n_heads: int, variant: Variant | None) -> tuple[Variant, int]:
-    """The attention the shape is sized with before the trade-off step prices every candidate: an explicit
-    --variant, else MHA up to ``FEW_HEADS`` heads, else GQA with the balanced KV-head count (MHA020)."""
-    if variant == "MHA" or (variant is None and n_heads <= C.FEW_HEADS):
-        return "MHA", n_heads
-    if variant in ("MQA", "MLA"):
-        return variant, 1 if variant == "MQA" else n_heads
-    kv = balanced_kv_heads(n_heads)
-    return ("GQA", kv) if kv is not None else ("MQA", 1)
-
-
-def tp_friendly(n_kv_heads: int) -> bool:
-    """Whether tensor parallelism of 2, 4 and 8 splits these KV heads (they divide 8, or 8 divides them)."""
-    return C.BALANCED_KV_HEADS % n_kv_heads == 0 or n_kv_heads % C.BALANCED_KV_HEADS == 0
-
-
-def balanced_kv_heads(n_heads: int) -> int | None:
-    """MHA020: the fewest KV heads from ``max(8, n_heads / 8)`` up (group at most 8, or 8 KV heads) that divide
-    n_heads, else the most below it; from 16 heads on only counts tp 2/4/8 split (``tp_friendly``). None when
-    n_heads has no divisor between 1 and itself."""
-    choices = [k for k in range(2, n_heads) if n_heads % k == 0]
-    friendly = [k for k in choices if tp_friendly(k)]
-    if n_heads >= 16 and any(n_heads // k <= C.MAX_QUALITY_GROUP for k in friendly):
-        choices = friendly
-    if not choices:
-        return None
-    target = max(C.BALANCED_KV_HEADS, -(-n_heads // C.MAX_QUALITY_GROUP))
-    above = [k for k in choices if k >= target]
-    return min(above) if above else max(choices)
 
 
 @dataclass(frozen=True)
@@ -97,8 +68,6 @@ def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) ->
             outside = not low <= d_model / model.n_layers <= high
             scored.append((outside, depth_miss(model), d_model, model, frame))
     if not scored:
-        from mha_cli.core.recommend.budget import refuse_budget
-
         refuse_budget(ctx, budget, vocab, tied, moe)
     scored.sort(key=lambda row: row[:3])  # inside the band first, then nearest public practice
     skipped = []
@@ -139,8 +108,6 @@ def _fixed_width(
     variant, n_kv = provisional_attention(frame.n_heads, r.variant)
     model = solve_at(ctx, frame, variant, n_kv, moe)
     if model is None:
-        from mha_cli.core.recommend.budget import refuse_budget
-
         refuse_budget(ctx, budget, vocab, tied, moe)
     low, high = band
     aspect = r.d_model / model.n_layers
