@@ -8,28 +8,28 @@ with more runs and hogs is ``python benchmarks/tp_stress.py --runs 20 --hogs 2``
 
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 RUNS = 5
-CONFIG = """\
-schema_version: 1
-model: {name: tiny-gqa, d_model: 64, n_layers: 3, n_heads: 8, n_kv_heads: 4, vocab_size: 500, d_ff: 128}
-deployment: {seq_len: 32, batch: 2, kv_dtype: fp32}
-"""
-
-
-def _hog(deadline: float) -> None:
-    while time.monotonic() < deadline:
-        pass
+_SPEC = importlib.util.spec_from_file_location(
+    "tp_stress", Path(__file__).parent.parent / "benchmarks" / "tp_stress.py"
+)
+assert _SPEC is not None and _SPEC.loader is not None
+tp_stress = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(tp_stress)  # the benchmark's own config and hog, so the two cannot drift apart
 
 
 def test_tp4_runs_beside_a_cpu_hog_all_pass(tmp_path):
     config = tmp_path / "tiny.yaml"
-    config.write_text(CONFIG)
-    hog = multiprocessing.get_context("spawn").Process(target=_hog, args=(time.monotonic() + 600,), daemon=True)
+    config.write_text(tp_stress.CONFIG)
+    hog = multiprocessing.get_context("fork").Process(
+        target=tp_stress._hog, args=(time.monotonic() + 600,), daemon=True
+    )
     hog.start()
     failures = []
     try:

@@ -124,6 +124,7 @@ def plan_memory(
         tp=kv.tp, replicas=replicas, device_memory_bytes=device.device_memory_bytes,
         vendor_memory_bytes=device.memory_bytes, utilisation=settings.utilisation, usable_bytes=free_for_kv + weights,
         weight_bytes_per_device=weights, sequences_per_replica=sequences, kv_bytes_per_device=kv_per_device,
-        allocated_kv_bytes_per_device=allocated, headroom_bytes=free_for_kv - allocated, weights_fit=free_for_kv + engine.activation_peak_bytes >= 0, fits=engine.fits,
+        allocated_kv_bytes_per_device=allocated, headroom_bytes=free_for_kv - allocated,
+        weights_fit=free_for_kv + engine.activation_peak_bytes >= 0, fits=engine.fits,
         max_sequences=engine.admitted_per_replica * replicas, max_tokens_per_device=engine.kv_tokens, engine=engine,
     )  # fmt: skip

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from mha_cli.core.config_io import parse_config, read_mapping
 from mha_cli.core.errors import BadInputError, one_line, shown, shown_path
-from mha_cli.core.hf_import import ImportedModel, import_hf_config, looks_like_hf_config
-from mha_cli.core.hf_quantization import checkpoint_weight_format
 from mha_cli.core.presets import checkpoint_weights, find_preset, preset_names
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from mha_cli.core.hf_import import ImportedModel
 
 SourceKind = Literal["preset", "config", "hf-config"]
 
@@ -43,6 +43,11 @@ def load_source(source: str) -> ModelSource:
     if not _may_exist(path):
         hint = did_you_mean(source, preset_names(), otherwise="run `mha presets`, or give a path to a config")
         raise BadInputError(f"{shown(source)} is neither a preset nor a file: {hint}")
+    # The file readers are imported here: a preset (the common case, and every `--json` test run) never pays for them.
+    from mha_cli.core.config_io import parse_config, read_mapping
+    from mha_cli.core.hf_import import looks_like_hf_config
+    from mha_cli.core.hf_quantization import checkpoint_weight_format
+
     data = read_mapping(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):
         imported = _import_untrusted(data, path)
@@ -74,6 +79,8 @@ def _with_checkpoint_format(source: ModelSource, stored_as: str | None) -> Model
 def _import_untrusted(data: dict, path: Path) -> ImportedModel:
     """``import_hf_config`` on a file from anywhere: a field of an unexpected type or shape (a string where a list
     of layer types belongs, a list where a count does) is bad input, one line, whatever reader trips on it."""
+    from mha_cli.core.hf_import import import_hf_config
+
     try:
         return import_hf_config(data, name=_hf_name(path), origin=str(path))
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:

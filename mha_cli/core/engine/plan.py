@@ -44,7 +44,7 @@ class BudgetLine(Record):
 
 
 class EnginePlan(Record):
-    """What the serving engine allocates on one rank of one replica; the keys scripts read are the issue's."""
+    """What the serving engine allocates on one rank of one replica (the README lists the keys scripts rely on)."""
 
     name: EngineName
     total_memory_bytes: int
@@ -52,6 +52,7 @@ class EnginePlan(Record):
     gpu_memory_utilization: float
     weights_bytes_per_rank: int
     activation_peak_bytes: int
+    """The profiling run's peak, taken from the budget (SGLang: 0, its activations live outside the fraction)."""
     non_torch_bytes: int
     cuda_graph_bytes: int
     """Estimated CUDA-graph memory; inside the budget only where ``cuda_graph_in_budget``."""
