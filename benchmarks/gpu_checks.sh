@@ -34,6 +34,17 @@ import typer, rich, pydantic, yaml  # the CLI's own dependencies
 print('typer', typer.__version__, 'rich ok', 'pydantic', pydantic.VERSION)
 "
 
+# Device memory as torch reports it against the figure the memory plans use (mha targets: torch_memory_gib).
+step device_memory 60 python3 -c "
+import json, subprocess, sys, torch
+total = torch.cuda.mem_get_info()[1]
+name = torch.cuda.get_device_name(0)
+table = json.loads(subprocess.run([sys.executable, '-m', 'mha_cli', 'targets', 'h200', '--json'], capture_output=True,
+                                  text=True, check=True).stdout)
+gib = table.get('resolved', table).get('target', table).get('torch_memory_gib')
+print(f'{name}: torch total {total:,} B = {total / 2**30:.2f} GiB; mha targets h200: {gib} GiB')
+"
+
 # A 7B-class design for 8K context on an H200, as `mha recommend --out` writes it (preset fallback).
 CONFIG="$OUT/config-7b-8k-h200.yaml"
 step recommend 60 "${MHA[@]}" recommend --params 7B --seq 8k --target h200 --out "$CONFIG" --force
