@@ -9,7 +9,7 @@ import pytest
 
 from mha_cli.core.config_io import parse_config
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.memory import weight_bytes
+from mha_cli.core.weight_formats import weight_format
 
 SMALL = {"d_model": 64, "n_layers": 2, "n_heads": 4, "vocab_size": 100, "d_ff": 128}
 
@@ -53,14 +53,15 @@ def test_an_mla_head_wider_than_16384_is_one_clear_message():
     ("params", "dtype", "expected"),
     [
         (2**53 + 1, "bf16", 2 * (2**53 + 1)),  # past 2^53 a float product loses the last bytes
-        (10**17 + 3, "fp8", 10**17 + 3),
-        (10**17 + 3, "int4", (10**17 + 4) // 2),  # half bytes round up to a whole byte
-        (8_030_261_248, "bf16", 16_060_522_496),  # Llama-3-8B
+        (10**17 + 3, "fp8", 10**17 + 3 + 4),  # + its fp32 scale
+        (10**17 + 3, "mxfp4", (10**17 + 4) // 2 + -(-(10**17 + 3) // 32)),  # half bytes round up; a scale per 32
+        (8_030_261_248, "bf16", 16_060_522_496),  # Llama-3-8B's weights as one row
         (7, "fp32", 28),
     ],
 )
 def test_weight_bytes_are_exact_integers(params, dtype, expected):
-    result = weight_bytes(params, dtype)
+    """One matrix of 1 x ``params`` weights: integer arithmetic throughout, never through a float."""
+    result = weight_format(dtype).matrix_bytes(1, params)
     assert isinstance(result, int) and result == expected
 
 

@@ -108,8 +108,3 @@ def storage_format(name: str) -> StorageFormat:
     """The ``StorageFormat`` for a dtype name or alias, the cache-only ones included."""
     key = normalise_dtype_name(name, kv=True)
     return FORMATS.get(key) or KV_ONLY_FORMATS[key]
-
-
-def bytes_per_weight(name: str) -> float:
-    """Bytes per weight value (int4 is 0.5; group scales of quantised weights are ignored)."""
-    return storage_format(name).bits / 8

@@ -12,7 +12,6 @@ requests only.
 
 from __future__ import annotations
 
-from mha_cli.core.dtypes import storage_format
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.errors import BadInputError
@@ -76,13 +75,6 @@ def resolve_tp(tp: int | None, target: ResolvedTarget | None) -> int:
             f" use e.g. --target {tp}x{target.target.id}"
         )
     return tp
-
-
-def weight_bytes(total_params: int, weight_dtype: str) -> int:
-    """Bytes of ``total_params`` values in a plain storage format (bf16, fp8, int4: no scales), exact: whole bits,
-    rounded up to whole bytes, never through a float. Plans price formats with their scales
-    (``weight_bytes_per_device``)."""
-    return -(-total_params * storage_format(weight_dtype).bits // 8)
 
 
 def weight_bytes_per_device(model: ModelSpec, tp: int, weight_dtype: str) -> int:
