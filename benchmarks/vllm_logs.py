@@ -16,10 +16,10 @@ from mha_cli.core.engine.pages import paged_pool
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.memory import weight_bytes_per_device
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
+from mha_cli.core.weight_bytes import rank_weight_bytes
 
 GIB = 2**30
 ROOT = Path(__file__).parent.parent
@@ -58,7 +58,7 @@ def main() -> None:
         )  # fmt: skip
         plan = plan_engine(
             model, kv, target, resolve_settings(deployment, target, tp),
-            weights_bytes_per_rank=weight_bytes_per_device(model, tp, weights), sequences_per_replica=1,
+            weights_bytes_per_rank=rank_weight_bytes(model, tp, weights), sequences_per_replica=1,
         )  # fmt: skip
         error = plan.kv_tokens / reported - 1
         print(

@@ -14,13 +14,13 @@ from functools import cached_property
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.kv import KvFootprint, footprint_for
-from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp, weight_bytes_per_device
+from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp
 from mha_cli.core.params import ParamBreakdown, count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.rules.engine import Trace, counted
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget, resolve_target
-from mha_cli.core.weight_bytes import model_weight_bytes
+from mha_cli.core.weight_bytes import model_weight_bytes, rank_weight_bytes
 from mha_cli.core.weight_formats import weight_format
 
 MAX_DEVICES_TRIED = 4096
@@ -78,7 +78,7 @@ def ways_out(
         for dtype in SMALLER_WEIGHT_DTYPES:
             if dtype == "fp8" and not target.target.fp8_native:
                 continue  # no fp8 on this device (T4, V100, A100)
-            per_device = weight_bytes_per_device(model, plan.tp, dtype)
+            per_device = rank_weight_bytes(model, plan.tp, dtype)
             if bytes_per_weight(dtype) < current and per_device < plan.usable_bytes:
                 ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
                 break
@@ -184,7 +184,7 @@ def last_resort(
         if seq > 0:
             return f"{flags} --seq {seq} (together: one flag alone is not enough)"
     smallest = dtypes[-1]
-    per_device = weight_bytes_per_device(model, largest, smallest)
+    per_device = rank_weight_bytes(model, largest, smallest)
     why = (
         f"needs {format_bytes(per_device)} of weights per device in {smallest}, more than the"
         f" {format_bytes(max(0, big.usable_bytes))} usable"

@@ -77,12 +77,6 @@ def resolve_tp(tp: int | None, target: ResolvedTarget | None) -> int:
     return tp
 
 
-def weight_bytes_per_device(model: ModelSpec, tp: int, weight_dtype: str) -> int:
-    """Bytes of the weights one device of a ``tp``-rank group holds, as a serving engine loads them: its shard, in
-    ``weight_dtype`` with its scales (``core.weight_bytes``)."""
-    return rank_weight_bytes(model, tp, weight_dtype)
-
-
 def plan_memory(
     target: ResolvedTarget,
     *,
@@ -96,7 +90,7 @@ def plan_memory(
     device = target.target
     replicas = target.n_devices // kv.tp
     sequences = -(-kv.batch // replicas)
-    weights = weight_bytes_per_device(model, kv.tp, weight_dtype)
+    weights = rank_weight_bytes(model, kv.tp, weight_dtype)  # the rank's shard in its format, scales included
     settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp)
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart

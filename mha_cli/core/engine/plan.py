@@ -207,8 +207,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
     )  # fmt: skip
     pool = paged_pool(model, available_bytes=available, max_model_len=kv.seq_len, **paging)
     concurrency = pool.max_concurrency
+    ideal = _ideal_concurrency(model, kv, available, settings.block_size)
     if kv.n_state_layers:  # the per-sequence state shares the pool: no more requests than its bytes allow
-        ideal = _ideal_concurrency(model, kv, available, settings.block_size)
         concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal
     needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
     refusal = None
@@ -243,7 +243,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f"{f' ({pool.padding_layers} empty slots)' if pool.padding_layers else ''}. Plan with the maximum"
             f" concurrency ({concurrency:.2f}x, what vLLM admits at once): a request takes blocks in every group, a"
             f" sliding-window group those of its window plus a whole step ({settings.max_num_batched_tokens} tokens)."
-            f" The per-layer ideal ({_ideal_concurrency(model, kv, available, settings.block_size):.2f}x) is what"
+            f" The per-layer ideal ({ideal:.2f}x) is what"
             " each layer holding only its own window would allow"
         )
     if not pool.hybrid_allocator and kv.n_local_layers:
