@@ -53,6 +53,16 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         source="meta-llama/Llama-2-7b-hf config.json", context_length=4096,
         d_model=4096, n_layers=32, n_heads=32, vocab_size=32000, d_ff=11008,
     ),
+    # 13.0B. MHA 40 heads of 128: 819,200 B/token in bf16.
+    "llama-2-13b": dict(
+        source="meta-llama/Llama-2-13b-hf config.json", context_length=4096,
+        d_model=5120, n_layers=40, n_heads=40, vocab_size=32000, d_ff=13824,
+    ),
+    # 69.0B. GQA 64 / 8: 327,680 B/token in bf16.
+    "llama-2-70b": dict(
+        source="meta-llama/Llama-2-70b-hf config.json", context_length=4096,
+        d_model=8192, n_layers=80, n_heads=64, n_kv_heads=8, vocab_size=32000, d_ff=28672,
+    ),
     # 8.03B. GQA 32 query / 8 KV heads: 131,072 B/token in bf16.
     "llama-3-8b": dict(
         source="meta-llama/Meta-Llama-3-8B config.json", context_length=8192,
@@ -147,6 +157,14 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
             type="yarn", factor=32.0, original_max_position_embeddings=4096, beta_fast=32.0, beta_slow=1.0,
             truncate=False,
         )),
+    ),
+    # 46.7B total, 12.7B multiplied per token (published 12.9B active counts the input embedding). GQA 32 / 8, 8 experts
+    # top-2, every layer MoE.
+    "mixtral-8x7b": dict(
+        source="mistralai/Mixtral-8x7B-v0.1 config.json", context_length=32768,
+        d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=32000, d_ff=14336,
+        moe=dict(n_experts=8, n_active_experts=2, d_ff_expert=14336),
+        rope=dict(theta=1000000.0),
     ),
     # 15.7B total, 2.45B active (published: 2.4B). MLA (latent 512 + RoPE 64), no query latent; 64 experts top-6 + 2 shared.
     "deepseek-v2-lite": dict(

@@ -1,0 +1,196 @@
+"""Fit the shipped GPU priors on published serving measurements, and report their error on held-out ones.
+
+    python benchmarks/fit_priors.py            # the shipped constants' error, per split and per GPU
+    python benchmarks/fit_priors.py --fit      # refit on the `fit` rows, report, and show the constants
+    python benchmarks/fit_priors.py --fit --write   # ... and write mha_cli/data/cost_priors.json
+
+The rows are ``tests/fixtures/serving_benchmarks.yaml``; each usable row's ``mha`` block says what it is (preset,
+target, tp, formats, static or continuous batching, concurrency, the measured TTFT / ITL / e2e). The fit minimises
+the mean |log(predicted / measured)| over the `fit` rows by coordinate descent over multiplicative steps, starting
+from the public measurements in ``benchmarks/cost_priors_sources.md``; the `holdout` rows never enter it.
+Error per figure: |predicted - measured| / measured; reported as the median and the share within 25%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mha_cli.core.cost.priors import datasheet_profile, prior_profile
+from mha_cli.core.cost.serving import ServingCase, predict_serving
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.memory import plan_memory
+from mha_cli.core.presets import get_preset
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.targets import ResolvedTarget, load_targets
+
+ROOT = Path(__file__).parent.parent
+ROWS_FILE = ROOT / "tests" / "fixtures" / "serving_benchmarks.yaml"
+PRIORS_FILE = ROOT / "mha_cli" / "data" / "cost_priors.json"
+
+START = {
+    "bandwidth_efficiency": 0.86,  # BabelStream copy/triad on H100 SXM 2.90-2.97 of 3.35 TB/s (Azure guide)
+    "bandwidth_half_bytes": 4.0 * 2**20,  # no public figure: fitted
+    "matmul_efficiency": 0.80,  # MAMF H100 SXM bf16 794.5 of 989 TFLOPS (stas00/ml-engineering)
+    "matmul_half_rows": 64.0,  # no public figure: fitted
+    "attention_efficiency": 0.5,  # no public figure: fitted
+    "kernel_overhead_s": 3.4e-6,  # CUDA Graphs blog (V100): 3.4 us per kernel inside a graph
+    "dispatch_overhead_s": 1e-5,  # CUDA Graphs blog: 9.6 us per synchronised launch; eager torch adds Python
+    "step_overhead_s": 1e-3,  # vLLM V1: inter-step gap 0.15-6 ms (vllm#10634); fitted
+    "all_reduce_latency_nvlink_s": 9.5e-6,  # vLLM custom all-reduce, 512 B, H100 TP2 (sglang#2904)
+    "all_reduce_latency_pcie_s": 42e-6,  # nccl-tests 8 B, 8x RTX 4090 over PCIe (nccl#1530)
+    "link_efficiency": 0.7,  # NCCL busbw 365-370 of 450 GB/s one way on H100 NVLink (nccl#1455): ~0.8; fitted
+}
+FITTED = [
+    "bandwidth_efficiency", "bandwidth_half_bytes", "matmul_efficiency", "matmul_half_rows", "attention_efficiency",
+    "kernel_overhead_s", "step_overhead_s", "all_reduce_latency_nvlink_s", "all_reduce_latency_pcie_s",
+]  # fmt: skip
+"""dispatch_overhead_s (eager torch) and link_efficiency (large messages) play no part in these rows."""
+BOUNDS = {"bandwidth_efficiency": (0.3, 0.95), "matmul_efficiency": (0.2, 0.95), "attention_efficiency": (0.1, 0.9)}
+ENGINES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm", "nvidia nim": "trtllm"}
+
+
+class Row:
+    """One usable measurement: the case it is, its target, and what was measured."""
+
+    def __init__(self, index: int, raw: dict[str, Any]) -> None:
+        mha = raw["mha"]
+        self.index, self.url, self.split = index, raw["url"], mha["split"]
+        self.target = load_targets()[mha["target"]]
+        self.weight_dtype = mha["weight_dtype"]
+        self.measured: dict[str, float] = {k: float(v) for k, v in mha["measured"].items()}
+        model = get_preset(mha["preset"])
+        admitted, chunk = None, 8192
+        if mha["batching"] == "continuous":
+            admitted, chunk = _engine_limits(model, self.target, mha)
+        self.case = ServingCase(
+            model=model, isl=mha["isl"], osl=mha["osl"], concurrency=mha["concurrency"], tp=mha["tp"],
+            admitted_per_replica=admitted, chunk_tokens=chunk, weight_dtype=self.weight_dtype,
+            kv_dtype=mha["kv_dtype"], batching=mha["batching"],
+        )  # fmt: skip
+        self.label = f"{mha['preset']} {mha['target']} tp{mha['tp']} {mha['isl']}/{mha['osl']} x{mha['concurrency']}"
+
+
+def _engine_limits(model: Any, target: Any, mha: dict[str, Any]) -> tuple[int, int]:
+    """(requests admitted at once, prefill chunk) from the engine's memory plan at isl + osl tokens."""
+    engine = next((name for key, name in ENGINES.items() if mha["engine"].lower().startswith(key)), "vllm")
+    context = mha["isl"] + mha["osl"]
+    kv = kv_footprint(model, seq_len=context, batch=mha["concurrency"], kv_dtype=mha["kv_dtype"], tp=mha["tp"])
+    deployment = DeploymentSpec(seq_len=context, tp=mha["tp"], engine=engine, weight_dtype=mha["weight_dtype"],
+                                kv_dtype=mha["kv_dtype"])  # fmt: skip
+    resolved = ResolvedTarget(spec=target.id, target=target, n_devices=mha["tp"])
+    plan = plan_memory(resolved, model=model, kv=kv, weight_dtype=mha["weight_dtype"], deployment=deployment)
+    return max(1, plan.engine.admitted_per_replica), plan.engine.max_num_batched_tokens
+
+
+def load_rows() -> list[Row]:
+    raw = yaml.safe_load(ROWS_FILE.read_text())
+    return [Row(i, row) for i, row in enumerate(raw) if row.get("mha", {}).get("use")]
+
+
+def predictions(row: Row, constants: dict[str, float] | None) -> dict[str, float]:
+    """The figures ``row`` measured, as predicted with ``constants`` (None: the shipped ones)."""
+    profile = prior_profile(row.target, row.weight_dtype, constants)
+    ceiling = datasheet_profile(row.target, row.weight_dtype)
+    result = predict_serving(row.case, profile, ceiling)
+    figures = {"ttft_ms": result.ttft_ms, "itl_ms": result.itl_ms, "e2e_ms": result.e2e_ms}
+    return {key: figures[key] for key in row.measured}
+
+
+def errors(rows: list[Row], constants: dict[str, float] | None) -> list[tuple[Row, str, float, float]]:
+    """(row, figure, predicted, measured) for every measured figure."""
+    out = []
+    for row in rows:
+        for key, value in predictions(row, constants).items():
+            out.append((row, key, value, row.measured[key]))
+    return out
+
+
+def loss(rows: list[Row], constants: dict[str, float]) -> float:
+    return statistics.fmean(abs(math.log(p / m)) for _, _, p, m in errors(rows, constants))
+
+
+def fit(rows: list[Row], start: dict[str, float], rounds: int = 4) -> dict[str, float]:
+    """Coordinate descent: each constant in turn times the step that lowers the loss most, steps shrinking."""
+    best, best_loss = dict(start), loss(rows, start)
+    for step in [2.0, 1.4, 1.15, 1.05][:rounds]:
+        for name in FITTED:
+            for factor in (step, 1 / step, step**2, 1 / step**2):
+                trial = dict(best)
+                low, high = BOUNDS.get(name, (0.0, math.inf))
+                trial[name] = min(high, max(low, best[name] * factor))
+                trial_loss = loss(rows, trial)
+                if trial_loss < best_loss - 1e-9:
+                    best, best_loss = trial, trial_loss
+    return best
+
+
+def summary(found: list[tuple[Row, str, float, float]]) -> dict[str, float]:
+    relative = [abs(p - m) / m for _, _, p, m in found]
+    return {
+        "figures": len(relative),
+        "median_abs_error": round(statistics.median(relative), 4),
+        "share_within_25pct": round(sum(r <= 0.25 for r in relative) / len(relative), 4),
+    }
+
+
+def report(rows: list[Row], constants: dict[str, float] | None, *, show_rows: bool) -> dict[str, Any]:
+    found = errors(rows, constants)
+    result: dict[str, Any] = {}
+    for split in ("fit", "holdout"):
+        part = [e for e in found if e[0].split == split]
+        by_gpu: dict[str, list] = defaultdict(list)
+        for e in part:
+            by_gpu[e[0].target.id].append(e)
+        result[split] = summary(part) | {"per_gpu": {gpu: summary(es) for gpu, es in sorted(by_gpu.items())}}
+        print(f"\n{split}: {result[split]['figures']} figures from {len({e[0].index for e in part})} rows,"
+              f" median error {result[split]['median_abs_error']:.1%},"
+              f" within 25%: {result[split]['share_within_25pct']:.0%}")  # fmt: skip
+        for gpu, s in result[split]["per_gpu"].items():
+            print(f"  {gpu:16} {s['figures']:3} figures  median {s['median_abs_error']:6.1%}"
+                  f"  within 25% {s['share_within_25pct']:4.0%}")  # fmt: skip
+        if show_rows:
+            for row, key, p, m in part:
+                print(
+                    f"    #{row.index:3} {row.label:44} {key:7} predicted {p:9.1f}  measured {m:9.1f}  {p / m - 1:+6.0%}"
+                )
+    result["fit_rows"] = sorted({e[0].index for e in found if e[0].split == "fit"})
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fit", action="store_true", help="refit the constants on the fit rows")
+    parser.add_argument("--write", action="store_true", help="write the refitted constants to cost_priors.json")
+    parser.add_argument("--rows", action="store_true", help="print every figure")
+    args = parser.parse_args()
+    rows = load_rows()
+    constants = None
+    if args.fit:
+        fitted = fit([r for r in rows if r.split == "fit"], START)
+        constants = {k: float(f"{v:.4g}") for k, v in fitted.items()}  # what the file keeps, and what is reported
+        print("fitted:", json.dumps({k: float(f"{v:.4g}") for k, v in constants.items()}, indent=1))
+    result = report(rows, constants, show_rows=args.rows)
+    if args.write and constants is not None:
+        data = {
+            "constants": constants,
+            "start": START,
+            "sources": "benchmarks/cost_priors_sources.md (each start value's public measurement)",
+            "fitted_on": "tests/fixtures/serving_benchmarks.yaml rows with mha.split == fit: "
+            + str(result["fit_rows"]),
+            "fit": {k: v for k, v in result["fit"].items() if k != "per_gpu"},
+            "holdout": result["holdout"],
+        }
+        PRIORS_FILE.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {PRIORS_FILE.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

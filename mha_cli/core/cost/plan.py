@@ -1,0 +1,90 @@
+"""``mha plan`` for one deployment: the engine's memory plan (what it admits) and the served latency on a profile.
+
+The target's devices split into ``replicas`` = devices / (tp x pp) copies of the model. The engine's memory plan
+(``core.memory``, ``core.engine``) on one device of a replica says how many requests of isl + osl tokens it runs at
+once and how large its prefill chunks are; the cost model (``core.cost.serving``) turns that into TTFT, ITL and
+throughput on the profile (a shipped prior for the target, or ``mha calibrate``'s measurement). Pure Python.
+"""
+
+from __future__ import annotations
+
+from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, stage_model
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.memory import MemoryPlan, plan_memory
+from mha_cli.core.record import Record
+from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.targets import ResolvedTarget
+
+
+class ServingPlan(Record):
+    """A deployment's memory plan on one device and its predicted serving figures."""
+
+    model_name: str
+    target_id: str
+    engine: str
+    memory: MemoryPlan
+    """One device of one replica (one pipeline stage's layers when pp > 1)."""
+    prediction: ServingPrediction
+
+
+def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int, int]:
+    """(tp, replicas): tp defaults to the devices pp leaves; tp x pp must divide the target's devices."""
+    devices = target.n_devices
+    if pp < 1 or devices % pp:
+        raise BadInputError(f"pp ({pp}) must divide the {devices} device(s) of {target.spec!r}")
+    tp = devices // pp if tp is None else tp
+    if tp < 1 or devices % (tp * pp):
+        raise BadInputError(
+            f"tp x pp ({tp} x {pp}) must divide the {devices} device(s) of {target.spec!r}:"
+            f" use e.g. --target {tp * pp}x{target.target.id}"
+        )
+    return tp, devices // (tp * pp)
+
+
+def plan_serving(
+    model: ModelSpec,
+    target: ResolvedTarget,
+    deployment: DeploymentSpec,
+    profile: DeviceProfile,
+    ceiling: DeviceProfile,
+    *,
+    isl: int,
+    osl: int,
+    concurrency: int,
+    tp: int | None = None,
+    pp: int = 1,
+) -> ServingPlan:
+    """Serve ``model`` on ``target`` under ``deployment``'s engine settings and formats (see the module docstring)."""
+    if isl < 1 or osl < 1 or concurrency < 1:
+        raise BadInputError("--isl, --osl and --concurrency must be at least 1")
+    tp, replicas = resolve_layout(target, tp, pp)
+    stage = stage_model(model, pp)
+    context = isl + osl
+    kv = kv_footprint(
+        stage, seq_len=context, batch=-(-concurrency // replicas), kv_dtype=deployment.kv_dtype, tp=tp,
+        block_size=deployment.block_size, mla_cache=deployment.mla_cache,
+    )  # fmt: skip
+    one_replica = target.model_copy(update={"n_devices": tp})
+    memory = plan_memory(
+        one_replica, model=stage, kv=kv, weight_dtype=deployment.weight_dtype,
+        deployment=deployment.model_copy(update={"seq_len": context, "tp": tp}),
+    )  # fmt: skip
+    engine = memory.engine
+    if not engine.starts:
+        raise BadInputError(f"{engine.name} would not start: {engine.refusal}")
+    case = ServingCase(
+        model=model, isl=isl, osl=osl, concurrency=concurrency, tp=tp, pp=pp, replicas=replicas,
+        admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
+        weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
+    )  # fmt: skip
+    prediction = predict_serving(case, profile, ceiling)
+    if pp > 1:
+        prediction.notes.append(
+            f"pp {pp}: each stage holds {stage.n_layers} layers; the memory plan counts the embedding and LM head on"
+            " every stage (the first and last hold them), so it is slightly conservative"
+        )
+    return ServingPlan(
+        model_name=model.name, target_id=target.target.id, engine=engine.name, memory=memory, prediction=prediction
+    )

@@ -1,0 +1,93 @@
+"""Shipped device profiles (priors) for every GPU target: its datasheet, scaled by constants fitted on published
+serving measurements.
+
+A prior turns a target's datasheet (``core.targets``: bandwidth, dense bf16 and fp8 throughput, interconnect)
+into a profile (``core.cost.profile``) with a handful of constants that hold across GPUs:
+
+- the share of peak bandwidth and of peak FLOP/s large operations reach, and the size at which an operation
+  reaches half of it (small matmuls neither saturate memory nor the tensor cores);
+- the fixed cost of a kernel, of an engine step, of an all-reduce (NVLink or PCIe).
+
+The constants live in ``mha_cli/data/cost_priors.json``, written by ``benchmarks/fit_priors.py``: a fit on one
+part of the published measurements in ``tests/fixtures/serving_benchmarks.yaml``, its error on the other part
+recorded beside them (``holdout``), and the public measurement each starting value comes from. Pure Python.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from mha_cli.core.cost.profile import CollectiveCost, Curve, DeviceProfile
+from mha_cli.core.targets import Target
+
+BANDWIDTH_SIZES = [float(4**k) for k in range(6, 19)]
+"""4 KiB ... 64 GiB: where bandwidth curves are sampled."""
+ROW_SIZES = [float(2**k) for k in range(0, 17)]
+"""1 ... 65,536 rows: where matmul and attention curves are sampled."""
+PCIE_GBS = 64.0
+"""PCIe 4.0 x16, both directions (GB/s): the link of a part whose row states no interconnect."""
+
+
+@cache
+def fitted_constants() -> dict[str, Any]:
+    """The shipped constants (``mha_cli/data/cost_priors.json``): values, sources, and the held-out error."""
+    text = resources.files("mha_cli").joinpath("data/cost_priors.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _link(target: Target) -> tuple[str, float]:
+    """(link name, one direction's bytes/s) between two devices of ``target``."""
+    if target.interconnect_gbs is None:
+        return "pcie", PCIE_GBS / 2 * 1e9
+    name = "pcie" if target.interconnect_gbs <= PCIE_GBS * 2 else "nvlink"
+    return name, target.interconnect_gbs / 2 * 1e9
+
+
+def peak_matmul_flops(target: Target, weight_dtype: str) -> float:
+    """Dense FLOP/s of ``target``'s tensor cores for ``weight_dtype`` (fp8 where the device computes fp8)."""
+    if weight_dtype.startswith("fp8") and target.fp8_native and target.fp8_tflops_dense:
+        return target.fp8_tflops_dense * 1e12
+    return target.bf16_tflops_dense * 1e12
+
+
+def prior_profile(target: Target, weight_dtype: str = "bf16", constants: dict[str, Any] | None = None) -> DeviceProfile:
+    """The shipped profile of ``target`` (``constants``: the fitted ones by default; the fit passes trial values)."""
+    c = constants or fitted_constants()["constants"]
+    bandwidth = target.bandwidth_bytes_per_s * c["bandwidth_efficiency"]
+    flops = peak_matmul_flops(target, weight_dtype)
+    link, link_bandwidth = _link(target)
+    latency = c["all_reduce_latency_nvlink_s"] if link == "nvlink" else c["all_reduce_latency_pcie_s"]
+    error = fitted_constants()["holdout"]["median_abs_error"] if constants is None else 0.0
+    return DeviceProfile(
+        name=f"{target.id}-prior", kind="prior", device="cuda", device_name=target.name, dtype=weight_dtype,
+        target_id=target.id,
+        source=f"{target.name} datasheet x constants fitted on published serving measurements (cost_priors.json)",
+        weight_bandwidth=Curve.saturating(bandwidth, c["bandwidth_half_bytes"], BANDWIDTH_SIZES),
+        cache_bandwidth=Curve.saturating(bandwidth, c["bandwidth_half_bytes"], BANDWIDTH_SIZES),
+        matmul=Curve.saturating(flops * c["matmul_efficiency"], c["matmul_half_rows"], ROW_SIZES),
+        attention_flops=Curve.saturating(
+            target.bf16_tflops_dense * 1e12 * c["attention_efficiency"], c["matmul_half_rows"], ROW_SIZES
+        ),
+        kernel_overhead_s=c["kernel_overhead_s"], dispatch_overhead_s=c["dispatch_overhead_s"],
+        step_overhead_s=c["step_overhead_s"],
+        collective=CollectiveCost(latency_s=latency, bandwidth_bytes_per_s=link_bandwidth * c["link_efficiency"],
+                                  link=link),
+        constants={name: f"{value:g}" for name, value in c.items()}, relative_error=error,
+    )  # fmt: skip
+
+
+def datasheet_profile(target: Target, weight_dtype: str = "bf16") -> DeviceProfile:
+    """``target``'s datasheet as a profile: peak rates at every size, no fixed costs. The roofline bound."""
+    link, link_bandwidth = _link(target)
+    flops = peak_matmul_flops(target, weight_dtype)
+    return DeviceProfile(
+        name=f"{target.id}-datasheet", kind="ceiling", device="cuda", device_name=target.name, dtype=weight_dtype,
+        target_id=target.id, source=f"{target.name} datasheet peaks ({target.source})",
+        weight_bandwidth=Curve.flat(target.bandwidth_bytes_per_s), cache_bandwidth=Curve.flat(target.bandwidth_bytes_per_s),
+        matmul=Curve.flat(flops), attention_flops=Curve.flat(target.bf16_tflops_dense * 1e12), kernel_overhead_s=0.0,
+        dispatch_overhead_s=0.0, step_overhead_s=0.0,
+        collective=CollectiveCost(latency_s=0.0, bandwidth_bytes_per_s=link_bandwidth, link=link), relative_error=0.0,
+    )  # fmt: skip

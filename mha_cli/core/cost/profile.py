@@ -1,0 +1,119 @@
+"""Device profiles: the achieved rates and fixed costs a step's time is computed from.
+
+A profile holds, for one device and dtype:
+
+- ``weight_bandwidth``: bytes per second a matmul (or elementwise kernel) streams, against the bytes one instance
+  moves (a 1 MiB matrix does not saturate HBM; a 100 MiB one nearly does);
+- ``cache_bandwidth``: the same for an attention kernel reading its cache;
+- ``matmul``: FLOP/s against the matmul's rows (tokens): low for a handful of rows, near the dense peak for
+  thousands; ``attention_flops``: the same for attention against its queries;
+- ``kernel_overhead_s``: the fixed cost of one kernel in a serving engine (decode under CUDA graphs), and
+  ``dispatch_overhead_s``: the cost of one operator dispatched eagerly by torch (what ``verify`` runs);
+- ``step_overhead_s``: the engine's fixed cost per step (scheduling, input preparation, sampling bookkeeping);
+- ``collective``: an all-reduce's latency and bus bandwidth across the tensor-parallel group.
+
+``kind`` says where the figures come from: ``prior`` (shipped: datasheets scaled by constants fitted on published
+measurements, ``core.cost.priors``) or ``calibrated`` (measured on this machine by ``mha calibrate``). Pure Python.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Literal
+
+from pydantic import Field
+
+from mha_cli.core.record import Record
+
+ProfileKind = Literal["prior", "calibrated", "ceiling"]
+
+
+class Curve(Record):
+    """An achieved rate against an operation's size: log-linear between measured points, flat beyond them."""
+
+    sizes: list[float] = Field(min_length=1)
+    """Increasing sizes (bytes, or rows)."""
+    rates: list[float] = Field(min_length=1)
+    """Achieved rate at each size (bytes/s or FLOP/s), > 0."""
+
+    def at(self, size: float) -> float:
+        """The rate at ``size``: interpolated in log(size) between the two nearest points."""
+        if size <= self.sizes[0]:
+            return self.rates[0]
+        if size >= self.sizes[-1]:
+            return self.rates[-1]
+        i = bisect.bisect_right(self.sizes, size)
+        lo, hi = self.sizes[i - 1], self.sizes[i]
+        share = (math.log(size) - math.log(lo)) / (math.log(hi) - math.log(lo))
+        return self.rates[i - 1] + share * (self.rates[i] - self.rates[i - 1])
+
+    @property
+    def peak(self) -> float:
+        return max(self.rates)
+
+    @classmethod
+    def flat(cls, rate: float) -> Curve:
+        return cls(sizes=[1.0], rates=[rate])
+
+    @classmethod
+    def saturating(cls, peak: float, half_size: float, sizes: list[float]) -> Curve:
+        """``peak x size / (size + half_size)`` sampled at ``sizes``: half the peak at ``half_size``."""
+        return cls(sizes=sizes, rates=[peak * size / (size + half_size) for size in sizes])
+
+
+class CollectiveCost(Record):
+    """A ring all-reduce over ``ranks``: latency + 2 (n - 1) / n x bytes / bus bandwidth."""
+
+    latency_s: float
+    bandwidth_bytes_per_s: float
+    """One direction of one link."""
+    link: str
+    """What carries it: nvlink, pcie, gloo (shared memory on one host)."""
+
+    def all_reduce_s(self, n_bytes: float, ranks: int) -> float:
+        if ranks <= 1:
+            return 0.0
+        return self.latency_s + 2 * (ranks - 1) / ranks * n_bytes / self.bandwidth_bytes_per_s
+
+
+class DeviceProfile(Record):
+    """What a step costs on one device in one dtype (see the module docstring)."""
+
+    name: str
+    kind: ProfileKind
+    source: str
+    """Where the figures come from, in one line."""
+    device: Literal["cuda", "cpu"]
+    device_name: str
+    dtype: str
+    """The dtype the rates were measured (or are assumed) in: the activation and weight dtype of a bf16 model."""
+    target_id: str | None = None
+    weight_bandwidth: Curve
+    cache_bandwidth: Curve
+    matmul: Curve
+    attention_flops: Curve
+    kernel_overhead_s: float
+    dispatch_overhead_s: float
+    step_overhead_s: float
+    collective: CollectiveCost | None = None
+    constants: dict[str, str] = Field(default_factory=dict)
+    """Each fitted or measured constant -> its value and where it comes from, in words."""
+    relative_error: float
+    """The typical relative error of a prediction from this profile (its uncertainty band is +/- this)."""
+    created: str | None = None
+
+    def ceiling(self) -> DeviceProfile:
+        """This profile's best rates everywhere and no fixed costs: the bound no prediction from it goes below."""
+        collective = None
+        if self.collective is not None:
+            collective = self.collective.model_copy(update={"latency_s": 0.0})
+        return self.model_copy(
+            update={
+                "name": f"{self.name} (ceiling)", "kind": "ceiling",
+                "weight_bandwidth": Curve.flat(self.weight_bandwidth.peak),
+                "cache_bandwidth": Curve.flat(self.cache_bandwidth.peak), "matmul": Curve.flat(self.matmul.peak),
+                "attention_flops": Curve.flat(self.attention_flops.peak), "kernel_overhead_s": 0.0,
+                "dispatch_overhead_s": 0.0, "step_overhead_s": 0.0, "collective": collective,
+            }
+        )  # fmt: skip

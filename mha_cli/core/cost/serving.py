@@ -1,0 +1,244 @@
+"""Serving latency and throughput of one deployment: TTFT, ITL, end-to-end, tokens per second.
+
+The deployment: ``replicas`` copies of the model, each on ``tp`` x ``pp`` devices; ``concurrency`` users, each
+sending a request of ``isl`` prompt tokens for ``osl`` output tokens as soon as the last one finished (a closed
+loop, as benchmark clients run it), spread evenly over the replicas.
+
+Continuous batching (vLLM, SGLang, TRT-LLM's in-flight batching), per replica:
+
+- ``running`` = min(users, admitted): the engine runs at most what its KV pool and ``max_num_seqs`` admit
+  (``core.engine``); the rest queue.
+- A decode step runs one token for each running sequence at the mean context isl + osl / 2. Under pipeline
+  parallelism the running sequences form ``pp`` micro-batches; a token crosses every stage in turn and each
+  stage boundary costs a send.
+- A prefill runs in chunks of ``max_num_batched_tokens`` tokens; each chunk step also carries the other running
+  sequences' decodes. Over one request's ``osl`` steps, the other running requests' prefills replace that many
+  decode steps with chunk steps: ITL = ((osl - m) x decode + m x chunk) / osl with m = (running - 1) x chunks.
+- TTFT = the request's own chunk steps + half a decode step (it arrives mid-step) + its wait in the queue
+  ((users - running) / running request lifetimes); e2e = TTFT + (osl - 1) x ITL.
+- Throughput: running x osl tokens per request lifetime per replica; tokens/s per user = 1 / ITL.
+
+Static batching (``batching="static"``, offline benchmarks of fixed batches): one prefill of the whole batch, then
+decode steps of the whole batch. Every figure also comes out on the profile's ceiling (the roofline: peak rates,
+no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.cost.step import StepTime, step_time
+from mha_cli.core.cost.work import ACTIVATION_BYTES, StepShape, decode_shape, forward_ops, prefill_shape
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.record import Record
+from mha_cli.core.schemas import MlaCacheMode, ModelSpec
+
+Batching = Literal["continuous", "static"]
+
+
+class Deployment(Record):
+    tp: int
+    pp: int
+    replicas: int
+    gpus: int
+
+
+class ServingBounds(Record):
+    """The same figures on the profile's ceiling: peak rates, no fixed costs (the roofline)."""
+
+    ttft_ms: float
+    itl_ms: float
+    e2e_ms: float
+    output_tokens_per_s: float
+
+
+class ProfileRef(Record):
+    name: str
+    kind: str
+    source: str
+
+
+class Uncertainty(Record):
+    """The band a prediction is expected in: measured within prediction / (1 + r) .. prediction x (1 + r)."""
+
+    relative: float
+    ttft_ms: tuple[float, float]
+    itl_ms: tuple[float, float]
+    how: str
+
+
+class ServingPrediction(Record):
+    """One deployment's predicted latency and throughput (the README lists the keys scripts rely on)."""
+
+    deployment: Deployment
+    batching: Batching
+    isl: int
+    osl: int
+    concurrency: int
+    running_per_replica: int
+    """Requests one replica runs at once: min(its users, what the engine admits)."""
+    queued_per_replica: int
+    ttft_ms: float
+    itl_ms: float
+    """Time per output token after the first (TPOT), stalls for other requests' prefills included."""
+    e2e_ms: float
+    output_tokens_per_s: float
+    """All replicas together."""
+    output_tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float
+    """1 / ITL: the speed one user sees tokens arrive at."""
+    decode_step: StepTime
+    """One decode step of one replica (all stages), at the running batch and the mean context."""
+    prefill_chunk_steps: int
+    prefill_ms: float
+    """The request's own prefill steps (with the running decodes they carry)."""
+    bounds: ServingBounds
+    profile: ProfileRef
+    uncertainty: Uncertainty
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class ServingCase:
+    """What is served and how: the model's formats, the deployment's shape, the load."""
+
+    model: ModelSpec
+    isl: int
+    osl: int
+    concurrency: int
+    tp: int = 1
+    pp: int = 1
+    replicas: int = 1
+    admitted_per_replica: int | None = None
+    """What the engine's KV pool and max_num_seqs admit at once (None: every user)."""
+    chunk_tokens: int = 8192
+    """The engine's max_num_batched_tokens: the largest prefill chunk."""
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    mla_cache: MlaCacheMode = "absorbed"
+    batching: Batching = "continuous"
+
+
+def stage_model(model: ModelSpec, pp: int) -> ModelSpec:
+    """One pipeline stage's share of the layers (the LM head and embedding counted on it once: the slowest stage
+    is the one that holds them). Raises ``BadInputError`` when pp does not divide the layers."""
+    if pp == 1:
+        return model
+    if model.n_layers % pp:
+        raise BadInputError(f"pp {pp} does not divide the {model.n_layers} layers of {model.name}: pick a divisor")
+    return model.model_copy(update={"n_layers": model.n_layers // pp})
+
+
+class _Stepper:
+    """Times the steps of one replica on one profile (pipeline stages and sends included)."""
+
+    def __init__(self, case: ServingCase, profile: DeviceProfile) -> None:
+        self.case, self.profile = case, profile
+        self.stage = stage_model(case.model, case.pp)
+
+    def step(self, *shapes: StepShape) -> StepTime:
+        case = self.case
+        ops = forward_ops(
+            self.stage, *shapes, tp=case.tp, weight_dtype=case.weight_dtype, kv_dtype=case.kv_dtype,
+            mla_cache=case.mla_cache,
+        )  # fmt: skip
+        stage = step_time(ops, self.profile, tp=case.tp)
+        if case.pp == 1:
+            return stage
+        tokens = sum(shape.tokens for shape in shapes)
+        send = 0.0
+        if self.profile.collective is not None:  # a point-to-point send: one latency, the activations once
+            collective = self.profile.collective
+            send = (
+                collective.latency_s + tokens * case.model.d_model * ACTIVATION_BYTES / collective.bandwidth_bytes_per_s
+            )
+        steps = case.pp  # every stage in turn, one step overhead (the scheduler's) for the whole pipeline
+        overhead = self.profile.step_overhead_s
+        return stage.model_copy(
+            update={
+                "seconds": steps * (stage.seconds - overhead) + overhead + (case.pp - 1) * send,
+                "memory_s": steps * stage.memory_s, "compute_s": steps * stage.compute_s,
+                "collective_s": steps * stage.collective_s + (case.pp - 1) * send,
+                "overhead_s": steps * (stage.overhead_s - overhead) + overhead, "bytes": steps * stage.bytes,
+                "flops": steps * stage.flops, "kernels": steps * stage.kernels,
+            }
+        )  # fmt: skip
+
+
+def _latencies(case: ServingCase, profile: DeviceProfile, running: int) -> tuple[float, float, float, int, StepTime]:
+    """(TTFT without queueing, ITL, own prefill, chunk steps, decode step) in seconds on ``profile``."""
+    stepper = _Stepper(case, profile)
+    context = case.isl + case.osl // 2
+    micro = -(-running // case.pp)
+    decode = stepper.step(decode_shape(micro, context))
+    if case.batching == "static":
+        prefill = stepper.step(prefill_shape(case.isl, sequences=running)).seconds
+        return prefill, decode.seconds, prefill, 1, decode
+    chunk = max(1, case.chunk_tokens - (running - 1))  # the running decodes take their share of the token budget
+    prefill, done, chunks = 0.0, 0, 0
+    riding = [decode_shape(micro - 1, context)] if micro > 1 else []
+    while done < case.isl:
+        tokens = min(chunk, case.isl - done)
+        prefill += stepper.step(prefill_shape(tokens, context=done), *riding).seconds
+        done, chunks = done + tokens, chunks + 1
+    chunk_mean = prefill / chunks
+    stalls = min(case.osl, (running - 1) * chunks)
+    itl = ((case.osl - stalls) * decode.seconds + stalls * chunk_mean) / case.osl
+    return prefill + decode.seconds / 2, itl, prefill, chunks, decode
+
+
+def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DeviceProfile) -> ServingPrediction:
+    """``case`` served on ``profile``, with the same figures on ``ceiling`` as bounds (see the module docstring)."""
+    users = -(-case.concurrency // case.replicas)
+    admitted = users if case.admitted_per_replica is None else case.admitted_per_replica
+    if admitted < 1:
+        raise BadInputError("the engine admits no request of this length on this deployment: see `mha kv` for why")
+    running = min(users, admitted)
+    queued = users - running
+    gpus = case.tp * case.pp * case.replicas
+
+    def figures(on: DeviceProfile) -> tuple[float, float, float, float, float, int, StepTime]:
+        ttft, itl, prefill, chunks, decode = _latencies(case, on, running)
+        lifetime = ttft + (case.osl - 1) * itl
+        if queued and case.batching == "continuous":
+            ttft += queued / running * lifetime
+        e2e = ttft + (case.osl - 1) * itl
+        throughput = case.replicas * running * case.osl / lifetime
+        return ttft, itl, e2e, throughput, prefill, chunks, decode
+
+    ttft, itl, e2e, throughput, prefill, chunks, decode = figures(profile)
+    b_ttft, b_itl, b_e2e, b_throughput, *_ = figures(ceiling)
+    r = profile.relative_error
+    notes = []
+    if queued:
+        notes.append(
+            f"{queued} of {users} users per replica wait: the engine admits {admitted} request(s) of"
+            f" {case.isl + case.osl:,} tokens at once; their wait is in TTFT"
+        )
+    return ServingPrediction(
+        deployment=Deployment(tp=case.tp, pp=case.pp, replicas=case.replicas, gpus=gpus), batching=case.batching,
+        isl=case.isl, osl=case.osl, concurrency=case.concurrency, running_per_replica=running,
+        queued_per_replica=queued, ttft_ms=ttft * 1e3, itl_ms=itl * 1e3, e2e_ms=e2e * 1e3,
+        output_tokens_per_s=throughput, output_tokens_per_s_per_gpu=throughput / gpus, tokens_per_s_per_user=1 / itl,
+        decode_step=decode, prefill_chunk_steps=chunks, prefill_ms=prefill * 1e3,
+        bounds=ServingBounds(ttft_ms=b_ttft * 1e3, itl_ms=b_itl * 1e3, e2e_ms=b_e2e * 1e3,
+                             output_tokens_per_s=b_throughput),
+        profile=ProfileRef(name=profile.name, kind=profile.kind, source=profile.source),
+        uncertainty=Uncertainty(
+            relative=r, ttft_ms=(ttft * 1e3 / (1 + r), ttft * 1e3 * (1 + r)),
+            itl_ms=(itl * 1e3 / (1 + r), itl * 1e3 * (1 + r)),
+            how=_uncertainty_how(profile),
+        ),
+        notes=notes,
+    )  # fmt: skip
+
+
+def _uncertainty_how(profile: DeviceProfile) -> str:
+    if profile.kind == "calibrated":
+        return f"+/- {profile.relative_error:.0%}: the calibration's own fit error on this machine"
+    return (
+        f"+/- {profile.relative_error:.0%}: the priors' median absolute error on held-out published measurements"
+        " (cost_priors.json); `mha calibrate` on the device narrows it"
+    )

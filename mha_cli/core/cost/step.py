@@ -1,0 +1,93 @@
+"""The time of one forward step on a device profile: sum over operations of their roof, plus fixed costs.
+
+    time = sum over ops of count x max(bytes / bandwidth(bytes), FLOPs / rate(rows))
+           + collectives (latency + bytes / bus bandwidth)
+           + kernels x kernel overhead (an engine) or dispatched operators x dispatch overhead (eager torch)
+           + the engine's step overhead
+
+Each operation is bound by memory or by compute, never both (a kernel overlaps its loads and its math); fixed
+costs add because they are serial on the device's stream. Pure Python.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.cost.work import Op
+from mha_cli.core.record import Record
+
+Execution = Literal["engine", "eager"]
+"""How the step is launched: a fused engine (its kernel count, its step overhead) or eager torch (dispatches)."""
+
+
+class StepTime(Record):
+    """One step's predicted time and where it goes, in seconds."""
+
+    seconds: float
+    memory_s: float
+    """Operations whose bytes bound them."""
+    compute_s: float
+    """Operations whose FLOPs bound them."""
+    collective_s: float
+    overhead_s: float
+    """Kernel launches (or eager dispatches) and the engine's step overhead."""
+    bytes: float
+    flops: float
+    kernels: float
+    bound: Literal["memory", "compute"]
+
+
+def op_seconds(op: Op, profile: DeviceProfile, tp: int) -> tuple[float, bool]:
+    """(one instance's time without fixed costs, whether compute bounds it)."""
+    if op.kind == "all_reduce":
+        if profile.collective is None:
+            return 0.0, False
+        return profile.collective.all_reduce_s(op.bytes, tp), False
+    bandwidth = profile.cache_bandwidth if op.kind == "attention" else profile.weight_bandwidth
+    memory = op.bytes / bandwidth.at(op.bytes)
+    if op.flops <= 0:
+        return memory, False
+    rate = profile.attention_flops if op.kind == "attention" else profile.matmul
+    compute = op.flops / rate.at(op.tokens)
+    return max(memory, compute), compute > memory
+
+
+def step_time(
+    ops: list[Op],
+    profile: DeviceProfile,
+    *,
+    tp: int = 1,
+    execution: Execution = "engine",
+    dispatches: int | None = None,
+) -> StepTime:
+    """The time of the step ``ops`` describe on ``profile`` (one rank of ``tp``).
+
+    ``execution="eager"`` charges ``dispatches`` operators (counted from the built model) at the profile's dispatch
+    overhead and no engine step overhead; ``"engine"`` charges the ops' kernels and the step overhead.
+    """
+    memory = compute = collective = 0.0
+    total_bytes = total_flops = kernels = 0.0
+    for op in ops:
+        seconds, compute_bound = op_seconds(op, profile, tp)
+        spent = op.count * seconds
+        if op.kind == "all_reduce":
+            collective += spent
+        elif compute_bound:
+            compute += spent
+        else:
+            memory += spent
+        total_bytes += op.count * op.bytes
+        total_flops += op.count * op.flops
+        kernels += op.count * op.kernels
+    if execution == "eager":
+        counted = kernels if dispatches is None else dispatches
+        overhead = counted * profile.dispatch_overhead_s
+    else:
+        counted = kernels
+        overhead = kernels * profile.kernel_overhead_s + profile.step_overhead_s
+    return StepTime(
+        seconds=memory + compute + collective + overhead, memory_s=memory, compute_s=compute,
+        collective_s=collective, overhead_s=overhead, bytes=total_bytes, flops=total_flops, kernels=counted,
+        bound="compute" if compute > memory else "memory",
+    )  # fmt: skip

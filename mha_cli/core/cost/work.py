@@ -1,0 +1,272 @@
+"""The work of one forward step on one tensor-parallel rank, operation by operation: bytes, FLOPs, kernels.
+
+A step runs ``new_tokens`` tokens for each of ``sequences`` sequences that already hold ``context`` cached tokens
+(decode: 1 new token at the current context; a prefill chunk: the chunk's tokens after the ones before it). Every
+figure is per rank, and per instance of an operation (``Op.count`` instances per step), so a rate that depends on
+size (a small matrix does not saturate memory bandwidth) is looked up at the instance's size.
+
+- **matmul**: every linear layer of the rank (``core.tensor_parallel.matrices_per_rank``), its weight bytes in the
+  weight format (scales included) plus the activations in and out; 2 x tokens x out x in FLOPs. An MoE layer reads
+  only the routed experts its tokens pick (``experts_touched``), each over its share of the tokens. The LM head runs
+  over ``logits_tokens`` tokens (an engine: the last of each sequence; ``verify``: every position).
+- **attention**: the cache every attention layer reads (``core.kv``: each layer its own tokens, windows applied)
+  plus the new tokens' K/V it writes; query-key pairs x ``attention_pair_flops``. A linear-attention or state-space
+  layer reads and writes its fixed state instead.
+- **memory**: norms, residual adds, the MLP's activation, rotary, the embedding rows and the sampler's logits:
+  bytes only.
+- **all_reduce** (tp > 1): after attention and after the MLP, tokens x d_model activations; the logits gather.
+
+Kernel counts are a fused serving engine's (vLLM's): per layer 1 fused add+norm and 1 matmul per projection
+group, rotary and cache write, one attention kernel, the activation; an eager implementation runs many more (its
+count is measured where it matters: ``verify`` counts the operators it dispatches). Pure Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from mha_cli.core.kv import kv_footprint, tokens_held
+from mha_cli.core.roofline import attention_pair_flops, experts_touched
+from mha_cli.core.schemas import MlaCacheMode, ModelSpec
+from mha_cli.core.tensor_parallel import Matrix, matrices_per_rank, tp_shard_problem, vocab_rows_per_rank
+from mha_cli.core.weight_bytes import UNQUANTISED_BYTES
+from mha_cli.core.weight_formats import weight_format
+
+OpKind = Literal["matmul", "attention", "memory", "all_reduce"]
+
+ACTIVATION_BYTES = 2
+"""Activations in bf16 (what the engines run)."""
+LOGIT_BYTES = 4
+"""Logits in fp32 for the sampler."""
+SAMPLER_PASSES = 3
+"""The sampler reads the logits about three times (softmax, top-k/top-p sort, the draw)."""
+
+# Kernels of a fused engine (vLLM, decode under CUDA graphs), per instance of the op they belong to.
+ATTENTION_BLOCK_KERNELS = 4
+"""Fused residual add + norm, rotary, cache write, attention."""
+MLA_EXTRA_KERNELS = 3
+"""MLA: latent norm, the absorbed up-projections' batched matmuls."""
+MLP_BLOCK_KERNELS = 2
+"""Fused residual add + norm, the activation (the matmuls count one each)."""
+MOE_ROUTING_KERNELS = 7
+"""Router top-k, token sort and alignment, the fused experts' two grouped matmuls, the weighted sum."""
+OUTSIDE_LAYER_KERNELS = 6
+"""Embedding lookup, final norm, and the sampler's kernels (the LM head's matmul counts one)."""
+
+
+@dataclass(frozen=True)
+class Op:
+    """``count`` instances of one operation on one rank; every figure is one instance's."""
+
+    name: str
+    kind: OpKind
+    count: float
+    """Instances per step (layers x matrices; fractional for the expected number of routed experts)."""
+    bytes: float
+    """Bytes read and written."""
+    flops: float
+    tokens: int
+    """Rows one instance computes: the matmul's M, the attention's queries."""
+    kernels: float = 1.0
+    """Kernels one instance launches in a fused engine (a fraction where several instances share one kernel)."""
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """What one forward step computes: ``sequences`` x ``new_tokens`` tokens after ``context`` cached ones."""
+
+    sequences: int
+    new_tokens: int
+    context: int
+    logits_tokens: int
+    """Tokens the LM head runs over (default in ``forward_ops``: one per sequence)."""
+
+    @property
+    def tokens(self) -> int:
+        return self.sequences * self.new_tokens
+
+
+def decode_shape(batch: int, context: int) -> StepShape:
+    """One decode step: one new token for each of ``batch`` sequences, each attending ``context`` cached tokens."""
+    return StepShape(sequences=batch, new_tokens=1, context=context, logits_tokens=batch)
+
+
+def prefill_shape(tokens: int, *, sequences: int = 1, context: int = 0, all_logits: bool = False) -> StepShape:
+    """A prefill (chunk) of ``tokens`` per sequence after ``context`` cached ones; logits of the last token
+    (``all_logits``: of every position, as transformers and ``verify`` compute them)."""
+    logits = sequences * tokens if all_logits else sequences
+    return StepShape(sequences=sequences, new_tokens=tokens, context=context, logits_tokens=logits)
+
+
+def causal_pairs_after(new: int, context: int, window: int | None) -> int:
+    """Query-key pairs of ``new`` queries after ``context`` cached tokens, causal, each seeing at most ``window``."""
+    if window is None:
+        return new * context + new * (new + 1) // 2
+    # query i (0-based among the new ones) sees min(context + i + 1, window) keys
+    ramp = max(0, min(new, window - context))  # queries still below the window
+    below = ramp * context + ramp * (ramp + 1) // 2
+    return below + (new - ramp) * window
+
+
+def _matmul_bytes(weight_dtype: str, matrix: Matrix, quantised: bool) -> int:
+    fmt = weight_format(weight_dtype)
+    if quantised:
+        return fmt.matrix_bytes(matrix.out_features, matrix.in_features)
+    return matrix.out_features * matrix.in_features * UNQUANTISED_BYTES
+
+
+def _covered(weight_dtype: str, matrix: Matrix) -> bool:
+    scope = weight_format(weight_dtype).scope
+    return scope in ("all", "linear") or (scope == "experts" and matrix.kind == "expert")
+
+
+def _matmul_kernels(model: ModelSpec, matrix: Matrix) -> float:
+    """Kernels one instance of ``matrix`` launches in a fused engine: q, k and v in one (k and v add none), gate and
+    up in one (half each), routed experts inside the fused-MoE kernels (``MOE_ROUTING_KERNELS``)."""
+    if matrix.kind == "expert":
+        return 0.0
+    if model.mla is None and matrix.kind == "attention" and matrix.count == 2 * model.n_layers:  # k and v
+        return 0.0
+    gated_in = model.mlp == "gated" and matrix.kind == "mlp" and matrix.in_features == model.d_model
+    return 0.5 if gated_in else 1.0
+
+
+def _matmul_ops(model: ModelSpec, tp: int, weight_dtype: str, tokens: int) -> list[Op]:
+    """Every linear layer's matmul on one rank; routed experts as the expected ones the tokens visit."""
+    ops: list[Op] = []
+    touched = None
+    if model.moe is not None:
+        touched = experts_touched(model.moe.n_experts, model.moe.n_active_experts, tokens)
+    for matrix in matrices_per_rank(model, tp):
+        weight = _matmul_bytes(weight_dtype, matrix, _covered(weight_dtype, matrix))
+        count, rows = float(matrix.count), tokens
+        if matrix.kind == "expert" and model.moe is not None and touched:
+            count = matrix.count * touched / model.moe.n_experts
+            rows = max(1, round(tokens * model.moe.n_active_experts / touched))
+        activations = rows * (matrix.in_features + matrix.out_features) * ACTIVATION_BYTES
+        ops.append(
+            Op(
+                name=f"{matrix.kind} {matrix.out_features}x{matrix.in_features}",
+                kind="matmul",
+                count=count,
+                bytes=weight + activations,
+                flops=2 * rows * matrix.out_features * matrix.in_features,
+                tokens=rows,
+                kernels=_matmul_kernels(model, matrix),
+            )
+        )
+    return ops
+
+
+def _attention_ops(
+    model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCacheMode, shape: StepShape, absorbed: bool
+) -> list[Op]:
+    """The cache each attention layer reads (and writes) and the pairs it scores; fixed-state layers' state."""
+    ops: list[Op] = []
+    footprint = kv_footprint(model, seq_len=1, kv_dtype=kv_dtype, tp=tp, mla_cache=mla_cache)
+    per_token_layer = footprint.bytes_per_token_per_rank // max(1, footprint.n_token_layers)
+    heads_per_rank = max(1, model.n_heads // tp)
+    pair_flops = attention_pair_flops(model, absorbed=absorbed) * heads_per_rank / model.n_heads
+    end = shape.context + shape.new_tokens
+    kinds: dict[int | None, int] = {}
+    for layer in range(model.n_layers):
+        if not model.caches_tokens(layer):
+            continue
+        kind = model.layer_kind(layer)
+        window = model.sliding_window if kind == "local" else model.attention_chunk if kind == "chunked" else None
+        kinds[window] = kinds.get(window, 0) + 1
+    kernels = ATTENTION_BLOCK_KERNELS + (MLA_EXTRA_KERNELS if model.mla is not None else 0)
+    for window, n_layers in kinds.items():
+        held = tokens_held(end, window)
+        cache = shape.sequences * (held * per_token_layer + shape.new_tokens * per_token_layer)
+        pairs = shape.sequences * causal_pairs_after(shape.new_tokens, shape.context, window)
+        ops.append(
+            Op(
+                name="attention" if window is None else f"attention (window {window})",
+                kind="attention",
+                count=n_layers,
+                bytes=cache,
+                flops=pairs * pair_flops,
+                tokens=shape.tokens,
+                kernels=kernels,
+            )
+        )
+    state_layers = sum(model.holds_state(layer) for layer in range(model.n_layers))
+    if state_layers:
+        state = footprint.state_bytes_per_seq_per_rank / state_layers
+        ops.append(
+            Op(name="recurrent state", kind="memory", count=state_layers, bytes=2 * shape.sequences * state,
+               flops=0.0, tokens=shape.tokens, kernels=ATTENTION_BLOCK_KERNELS)
+        )  # fmt: skip
+    return ops
+
+
+def forward_ops(
+    model: ModelSpec,
+    *shapes: StepShape,
+    tp: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    mla_cache: MlaCacheMode = "absorbed",
+) -> list[Op]:
+    """Every operation one rank of ``tp`` runs in one forward step of ``shapes`` (see the module docstring): several
+    shapes share the step's matmuls (an engine's chunked prefill carries the running sequences' decodes with it).
+
+    MLA attends over the absorbed latent in decode (one new token) and decompressed (naive) in a prefill, as
+    DeepSeek's and vLLM's kernels do. Raises ``BadInputError`` when ``tp`` does not shard the model.
+    """
+    problem = tp_shard_problem(model, tp)
+    if problem is not None:
+        from mha_cli.core.errors import BadInputError
+
+        raise BadInputError(problem)
+    tokens, d = sum(shape.tokens for shape in shapes), model.d_model
+    ops = _matmul_ops(model, tp, weight_dtype, tokens)
+    n_moe = 0 if model.moe is None else max(0, model.n_layers - model.moe.n_dense_layers)
+    dense_layers = model.n_layers - n_moe
+    d_ff = model.d_ff // tp
+    # per layer: norms and residual adds over d_model, the activation over the MLP's width (read gate+up, write)
+    elementwise = tokens * ACTIVATION_BYTES * (model.n_norms_per_layer * 2 * d + 2 * d)
+    if dense_layers:
+        ops.append(
+            Op(name="norms, residuals, activation", kind="memory", count=dense_layers,
+               bytes=elementwise + tokens * ACTIVATION_BYTES * 3 * d_ff, flops=0.0, tokens=tokens,
+               kernels=MLP_BLOCK_KERNELS)
+        )  # fmt: skip
+    if n_moe:
+        assert model.moe is not None
+        expert_width = model.moe.n_active_experts * model.moe.d_ff_expert // tp
+        ops.append(
+            Op(name="norms, residuals, routing", kind="memory", count=n_moe,
+               bytes=elementwise + tokens * ACTIVATION_BYTES * (3 * expert_width + model.moe.n_experts),
+               flops=2.0 * tokens * d * model.moe.n_experts, tokens=tokens,
+               kernels=MLP_BLOCK_KERNELS + MOE_ROUTING_KERNELS)
+        )  # fmt: skip
+    for shape in shapes:
+        absorbed = model.mla is not None and shape.new_tokens == 1 and mla_cache == "absorbed"
+        ops += _attention_ops(model, tp, kv_dtype, mla_cache, shape, absorbed)
+    vocab_rows = vocab_rows_per_rank(model.vocab_size, tp)
+    fmt = weight_format(weight_dtype)  # quantised checkpoints keep the head in bf16; fp32/fp16/bf16 store it alike
+    head_bytes = vocab_rows * d * (int(fmt.nominal_bits) // 8 if fmt.scope == "all" else UNQUANTISED_BYTES)
+    logits = sum(shape.logits_tokens for shape in shapes)
+    ops.append(
+        Op(name="lm head", kind="matmul", count=1,
+           bytes=head_bytes + logits * (d + vocab_rows) * ACTIVATION_BYTES, flops=2.0 * logits * vocab_rows * d,
+           tokens=logits)
+    )  # fmt: skip
+    ops.append(
+        Op(name="embedding, final norm, sampler", kind="memory", count=1,
+           bytes=tokens * d * ACTIVATION_BYTES * 3 + SAMPLER_PASSES * logits * model.vocab_size * LOGIT_BYTES,
+           flops=0.0, tokens=tokens, kernels=OUTSIDE_LAYER_KERNELS)
+    )  # fmt: skip
+    if tp > 1:
+        ops.append(
+            Op(name="all-reduce", kind="all_reduce", count=2 * model.n_layers, bytes=tokens * d * ACTIVATION_BYTES,
+               flops=0.0, tokens=tokens)
+        )  # fmt: skip
+        ops.append(
+            Op(name="logits gather", kind="all_reduce", count=1, bytes=logits * vocab_rows * tp * ACTIVATION_BYTES,
+               flops=0.0, tokens=logits)
+        )  # fmt: skip
+    return ops

@@ -1,0 +1,149 @@
+"""The latency cost model (``core.cost``): its work counts against independent formulas, its physics, its priors.
+
+- FLOPs: a prefill's matmuls and attention equal the roofline's 2 x active x tokens + pairs x pair FLOPs exactly;
+  a decode step's bytes on the datasheet ceiling equal the roofline's decode bound.
+- Physics: no prediction goes below its bound; doubling a bandwidth-bound step's weights about doubles its time;
+  more concurrency never lowers ITL or TTFT; tensor parallelism cuts a large model's decode step.
+- Priors: the shipped constants reproduce the held-out error ``cost_priors.json`` records, and it stays small.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from mha_cli.core.cost.priors import datasheet_profile, fitted_constants, prior_profile
+from mha_cli.core.cost.serving import ServingCase, predict_serving
+from mha_cli.core.cost.step import step_time
+from mha_cli.core.cost.work import causal_pairs_after, decode_shape, forward_ops, prefill_shape
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.memory import plan_memory
+from mha_cli.core.params import count_params
+from mha_cli.core.presets import get_preset
+from mha_cli.core.roofline import attention_pair_flops, causal_pairs, estimate_roofline
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.targets import load_targets, resolve_target
+
+ROOT = Path(__file__).parent.parent
+TARGETS = load_targets()
+
+
+def _fit_priors_module():
+    spec = importlib.util.spec_from_file_location("fit_priors", ROOT / "benchmarks" / "fit_priors.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["llama-3-8b", "qwen3-0.6b", "gemma-2-9b", "gpt2"])
+def test_prefill_flops_equal_the_roofline_formula(name):
+    model = get_preset(name)
+    seq = 1000
+    ops = forward_ops(model, prefill_shape(seq, all_logits=True))
+    flops = sum(op.count * op.flops for op in ops)
+    params = count_params(model)
+    elementwise = params.n_dense_mlp_layers * params.norms_per_layer + params.final_norm  # scaled, not multiplied
+    expected = 2 * (params.active - elementwise) * seq + attention_pair_flops(model) * causal_pairs(model, seq)
+    assert flops == pytest.approx(expected, rel=5e-4)  # biases (GPT-2) are added, not multiplied: 0.035%
+
+
+def test_causal_pairs_after_counts_each_query_against_the_keys_it_sees():
+    for new, context, window in [(7, 0, None), (5, 3, None), (9, 0, 4), (6, 10, 4), (4, 2, 5)]:
+        brute = sum(
+            min(context + i + 1, window or 10**9) for i in range(new)
+        )  # query i sees context + i + 1 keys, at most the window
+        assert causal_pairs_after(new, context, window) == brute
+
+
+def test_decode_bytes_on_the_datasheet_equal_the_roofline_bound():
+    model, target = get_preset("llama-3-8b"), resolve_target("h100")
+    kv = kv_footprint(model, seq_len=4096, batch=1)
+    plan = plan_memory(target, model=model, kv=kv, weight_dtype="bf16")
+    roof = estimate_roofline(model, target, params=count_params(model), weight_dtype="bf16", kv=kv, plan=plan)
+    ops = forward_ops(model, decode_shape(1, 4095))
+    ceiling = step_time(ops, datasheet_profile(target.target))
+    # the same weights and cache; the cost model adds the activations, norms and the sampler's logits (< 1%)
+    assert ceiling.seconds == pytest.approx(roof.decode_step_s, rel=0.01)
+    assert ceiling.seconds >= roof.decode_step_s
+
+
+@pytest.mark.parametrize(
+    "name", ["llama-3-8b", "mixtral-8x7b", "deepseek-v2-lite", "gemma-3-27b", "qwen3-next-80b-a3b"]
+)
+@pytest.mark.parametrize("target_id", ["h100-sxm", "a10g", "mi300x"])
+@pytest.mark.parametrize(("isl", "osl", "concurrency"), [(128, 128, 1), (2048, 256, 32), (8000, 64, 4)])
+def test_no_prediction_goes_below_its_bound(name, target_id, isl, osl, concurrency):
+    target = TARGETS[target_id]
+    case = ServingCase(get_preset(name), isl, osl, concurrency)
+    result = predict_serving(case, prior_profile(target), datasheet_profile(target))
+    for key in ("ttft_ms", "itl_ms", "e2e_ms"):
+        assert getattr(result, key) >= getattr(result.bounds, key) > 0
+    assert result.output_tokens_per_s <= result.bounds.output_tokens_per_s
+
+
+def test_doubling_the_weights_of_a_bandwidth_bound_step_doubles_its_time():
+    model, target = get_preset("llama-3.1-70b"), TARGETS["h200"]
+    shape = decode_shape(1, 256)  # fixed costs (kernels, the step) are the rest: a few ms against ~30 ms of weights
+    for profile, low, high in [(datasheet_profile(target), 1.98, 2.0), (prior_profile(target), 1.8, 2.0)]:
+        bf16 = step_time(forward_ops(model, shape, weight_dtype="bf16"), profile).seconds
+        fp32 = step_time(forward_ops(model, shape, weight_dtype="fp32"), profile).seconds
+        assert low <= fp32 / bf16 <= high
+
+
+def test_more_users_never_lower_latency_and_tp_cuts_a_large_models_step():
+    model, target = get_preset("llama-3.1-70b"), TARGETS["h100-sxm"]
+    profile, ceiling = prior_profile(target), datasheet_profile(target)
+    previous = None
+    for users in (1, 4, 16, 64):
+        result = predict_serving(ServingCase(model, 1024, 256, users, tp=4), profile, ceiling)
+        if previous is not None:
+            assert result.itl_ms >= previous.itl_ms and result.ttft_ms >= previous.ttft_ms
+            assert result.output_tokens_per_s > previous.output_tokens_per_s
+        previous = result
+    tp4 = predict_serving(ServingCase(model, 1024, 256, 1, tp=4), profile, ceiling).itl_ms
+    tp8 = predict_serving(ServingCase(model, 1024, 256, 1, tp=8), profile, ceiling).itl_ms
+    assert tp8 < tp4 < 2 * tp8  # less per device, but the all-reduces and fixed costs do not shrink
+
+
+def test_queued_users_wait_in_ttft():
+    model, target = get_preset("llama-3-8b"), TARGETS["a100-80gb"]
+    admitted = ServingCase(model, 1024, 128, 8, admitted_per_replica=8)
+    queued = ServingCase(model, 1024, 128, 16, admitted_per_replica=8)
+    a = predict_serving(admitted, prior_profile(target), datasheet_profile(target))
+    q = predict_serving(queued, prior_profile(target), datasheet_profile(target))
+    assert q.queued_per_replica == 8 and q.running_per_replica == 8
+    assert q.itl_ms == pytest.approx(a.itl_ms)
+    assert q.ttft_ms > a.ttft_ms + 0.9 * a.e2e_ms  # one whole request lifetime of waiting, on average
+
+
+def test_the_shipped_priors_reproduce_their_recorded_holdout_error():
+    fit_priors = _fit_priors_module()
+    rows = fit_priors.load_rows()
+    found = fit_priors.errors([row for row in rows if row.split == "holdout"], None)
+    recorded = fitted_constants()["holdout"]
+    assert fit_priors.summary(found)["median_abs_error"] == pytest.approx(recorded["median_abs_error"], abs=1e-4)
+    assert recorded["median_abs_error"] <= 0.25  # the model predicts held-out engines and GPUs within 25%, median
+    fitted = {row.index for row in rows if row.split == "fit"}
+    assert set(json.loads(fitted_constants()["fitted_on"].split(": ", 1)[1])) == fitted
+
+
+def test_no_holdout_row_enters_the_fit():
+    fit_priors = _fit_priors_module()
+    rows = fit_priors.load_rows()
+    splits = {row.split for row in rows}
+    assert splits == {"fit", "holdout"}
+    assert len({row.target.id for row in rows if row.split == "holdout"}) >= 5
+
+
+def test_engine_admits_bound_the_running_batch():
+    model = get_preset("llama-3.1-70b")
+    deployment = DeploymentSpec(seq_len=5500, tp=2)
+    kv = kv_footprint(model, seq_len=5500, batch=100, tp=2)
+    plan = plan_memory(resolve_target("2xh100"), model=model, kv=kv, weight_dtype="fp8", deployment=deployment)
+    case = ServingCase(model, 5000, 500, 100, tp=2, admitted_per_replica=plan.engine.admitted_per_replica)
+    target = TARGETS["h100-sxm"]
+    result = predict_serving(case, prior_profile(target, "fp8"), datasheet_profile(target, "fp8"))
+    assert result.running_per_replica == plan.engine.admitted_per_replica < 100
