@@ -87,6 +87,8 @@ COMMAND_MODULES: dict[str, str] = {
     "probe": "mha_cli.cli.probe_cmd",
     "bench": "mha_cli.cli.bench_cmd",
     "experiment": "mha_cli.cli.experiment_cmd",
+    "calibrate": "mha_cli.cli.calibrate_cmd",
+    "plan": "mha_cli.cli.plan_cmd",
 }
 
 

@@ -112,3 +112,12 @@ PlotOpt = Annotated[
         show_default=False,
     ),
 ]
+ProfileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        help="Device profile the predicted times use: a name `mha calibrate` wrote, a profile file, or a target's"
+        " shipped prior (h200-prior). Default: this device's newest calibration, else the target's prior.",
+        show_default=False,
+    ),
+]

@@ -83,6 +83,12 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     table.add_row("prefill, built stack", "", f"{report.prefill_ms:.3f} ms",
                   f"median of {prefill.reps}, IQR {prefill.spread_ms:.3g} ms "
                   + notes.ref(f"prefill: {report.prefill_note}; {report.prefill_tokens_per_s:,.0f} tok/s"))  # fmt: skip
+    if report.predicted_decode_ms is not None:
+        how = notes.ref(f"predicted: {report.prediction_how}")
+        table.add_row("decode step, cost model", f"{report.predicted_decode_ms:.3f} ms", f"{report.decode_ms:.3f} ms",
+                      f"measured / predicted {report.prediction_ratio:.2f} {how}")  # fmt: skip
+        table.add_row("prefill, cost model", f"{report.predicted_prefill_ms:.3f} ms", f"{report.prefill_ms:.3f} ms",
+                      f"measured / predicted {report.prefill_prediction_ratio:.2f}")  # fmt: skip
     peak = "" if report.peak_gb_per_s is None else f"peak {report.peak_gb_per_s:,.1f} GB/s"
     table.add_row("decode bandwidth", peak, f"{report.achieved_gb_per_s:,.1f} GB/s",
                   efficiency_text(report) + notes.ref(f"bandwidth: {report.decode_bytes_read:,} B read per step; peak:"

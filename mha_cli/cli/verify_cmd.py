@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from mha_cli.cli.options import JsonOpt, KvDtypeOpt, MlaCacheOpt, SourceBatchOpt, SourceSeqOpt
+from mha_cli.cli.options import JsonOpt, KvDtypeOpt, MlaCacheOpt, ProfileOpt, SourceBatchOpt, SourceSeqOpt
 from mha_cli.cli.output import Output, stderr_console
 from mha_cli.cli.progress import stage_progress
 from mha_cli.core.deployment import for_local_ranks, merge_deployment
@@ -122,9 +122,13 @@ def verify(
     hook: HookOpt = False,
     hook_layers: HookLayersOpt = None,
     seed: SeedOpt = 0,
+    profile: ProfileOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Build the config's decoder in torch; compare weight and cache bytes with the calculator; time prefill and decode.
+
+    The times are also predicted by the cost model on a device profile (`mha calibrate` makes one for this
+    machine) and the measured / predicted ratio reported.
 
     With --hook, also train a scaled copy of the attention on the induction task (the testability hook).
     """
@@ -138,6 +142,10 @@ def verify(
         max_decode_ms=max_decode_ms,
     )  # fmt: skip
     check_device_option(device)
+    if profile is not None:
+        from mha_cli.core.cost.store import load_profile
+
+        load_profile(profile)  # a profile that cannot be read is refused before torch is imported
     if not tp_timeout > 0:
         raise BadInputError(f"--tp-timeout must be greater than 0 (got {tp_timeout:g})")
     loaded = load_source(source)
@@ -160,6 +168,7 @@ def verify(
         verify_tensor_parallel(
             loaded, deployment, tp=tp_degree, device=device, layers=layers, prefill_tokens=prefill_tokens, reps=reps,
             tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, timeout_s=tp_timeout, json=json,
+            profile=profile,
             finish=lambda report: add_hook(report, loaded.model, layers_of_hook, seed=seed, device=device),
         )  # fmt: skip
         return
@@ -169,7 +178,8 @@ def verify(
 
         report = run_verify(
             loaded, deployment, device=device, layers=layers, prefill_tokens=prefill_tokens, reps=reps,
-            max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, tolerance=tolerance, on_stage=on_stage,
+            max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, tolerance=tolerance, profile=profile,
+            on_stage=on_stage,
         )  # fmt: skip
     report = add_hook(report, loaded.model, layers_of_hook, seed=seed, device=device)
     from mha_cli.cli.render_verify import render_verify

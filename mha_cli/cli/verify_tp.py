@@ -39,6 +39,7 @@ def verify_tensor_parallel(
     max_decode_ms: float | None,
     timeout_s: float,
     json: bool,
+    profile: str | None = None,
     finish: Callable[[TpVerifyReport], TpVerifyReport] = lambda report: report,
 ) -> None:
     """Run ``tp`` ranks, print the report (after ``finish``, e.g. the hook added), exit 1 when a check failed."""
@@ -48,6 +49,7 @@ def verify_tensor_parallel(
     job = make_tp_job(
         loaded, deployment, device_type=resolve_tp_device(device, tp), layers=layers, prefill_tokens=prefill_tokens,
         reps=reps, tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, timeout_s=timeout_s,
+        profile=profile,
     )  # fmt: skip
     (report,) = run_tp_jobs([job])
     report = finish(report)

@@ -75,6 +75,7 @@ def make_tp_job(
     max_decode_ms: float | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     seed: int = 0,
+    profile: str | None = None,
     free_bytes: Callable[[DeviceType, int], int | None] = rank_free_bytes,
 ) -> TpJob:
     """The job every rank runs at the deployment's tp; raises ``BadInputError`` (exit 2) or ``OutOfMemoryError``
@@ -101,5 +102,5 @@ def make_tp_job(
         loaded=loaded, plan=plan, reps=reps, tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms,
         check_layers=check_layers(plan), check_prefill_tokens=min(CHECK_PREFILL_TOKENS, seq - CHECK_DECODE_TOKENS),
         seed=seed,
-        check_decode_tokens=CHECK_DECODE_TOKENS, timeout_s=timeout_s,
+        check_decode_tokens=CHECK_DECODE_TOKENS, timeout_s=timeout_s, profile=profile,
     )  # fmt: skip

@@ -30,6 +30,7 @@ from mha_cli.parallel.group import backend_for
 from mha_cli.parallel.report import RankOutcome, TpJob, TpNumerics, TpRank, TpVerifyReport
 from mha_cli.verify.numerics import DEFAULT_TOLERANCE
 from mha_cli.verify.plan import first_layers
+from mha_cli.verify.prediction import active_profile
 from mha_cli.verify.rank import measure_rank
 from mha_cli.verify.run import build_report
 
@@ -208,7 +209,7 @@ def assemble_report(
     """Single-device verify's report over every rank's measurement, with the tp figures and checks added."""
     base = build_report(
         job.loaded, job.plan, [outcome.measured for outcome in outcomes], device, max_kv_gib=job.max_kv_gib,
-        max_decode_ms=job.max_decode_ms,
+        max_decode_ms=job.max_decode_ms, profile=active_profile(job.profile, device, job.plan.dtype),
     )  # fmt: skip
     ranks = [outcome.figures for outcome in outcomes]
     checks = dict(base.checks)

@@ -32,6 +32,8 @@ class TpJob(BaseModel):
     check_decode_tokens: int
     """Tokens then decoded one at a time, each one's logits compared."""
     seed: int = 0
+    profile: str | None = None
+    """``--profile``: the device profile the predicted times use (None: the one ``active_profile`` finds)."""
     timeout_s: float
     """Bound on the whole run and on every collective, in seconds."""
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from mha_cli.nn.dispatch import count_dispatches
 from mha_cli.nn.kv_cache import CACHE_DTYPES
 from mha_cli.nn.sdpa import record_sdpa_backends
 from mha_cli.verify import measure
@@ -76,11 +77,11 @@ def measure_rank(
     if probe:
         probe.reset_peak()
     prefill_reps = reps if device.type == "cuda" else min(reps, CPU_PREFILL_REPS)
-    prefill, prefill_backends, next_token = _time_prefill(model, caches, plan, device, prefill_reps)
+    prefill, prefill_backends, next_token, prefill_dispatches = _time_prefill(model, caches, plan, device, prefill_reps)
     prefill_peak = probe.peak() if probe else 0
 
     on_stage("decode")
-    decode, decode_backends = _time_decode(model, caches, next_token, seq - 1, device, reps)
+    decode, decode_backends, decode_dispatches = _time_decode(model, caches, next_token, seq - 1, device, reps)
 
     on_stage("numerics")
     with record_sdpa_backends() as numerics_backends:
@@ -105,15 +106,16 @@ def measure_rank(
         numerics=numerics,
         sdpa_backends={"prefill": prefill_backends, "decode": decode_backends,
                        "numerics": sorted(set(numerics_backends))},
-        allocator=allocator,
+        allocator=allocator, decode_dispatches=decode_dispatches, prefill_dispatches=prefill_dispatches,
     )  # fmt: skip
 
 
 def _time_prefill(
     model: nn.Module, caches: list, plan: VerifyPlan, device: torch.device, reps: int
-) -> tuple[TimingStats, list[str], torch.Tensor]:
-    """Prefill ``plan.prefill_tokens`` seeded random token ids: the first call writes the cache (and warms up),
-    ``reps`` more are timed. Returns (timings, SDPA backends, the next token of each sequence (b, 1))."""
+) -> tuple[TimingStats, list[str], torch.Tensor, int]:
+    """Prefill ``plan.prefill_tokens`` seeded random token ids: the first call writes the cache (and warms up, its
+    operators counted), ``reps`` more are timed. Returns (timings, SDPA backends, the next token of each sequence
+    (b, 1), operators one prefill dispatches)."""
     generator = torch.Generator(device="cpu").manual_seed(0)
     shape = (plan.deployment.batch, plan.prefill_tokens)
     prompt = torch.randint(plan.model.vocab_size, shape, generator=generator).to(device)  # (b, p)
@@ -123,15 +125,19 @@ def _time_prefill(
 
     with torch.inference_mode():
         with record_sdpa_backends() as backends:
-            next_token = prefill_step()[:, -1:].argmax(-1)  # (b, 1)
+            with count_dispatches() as dispatched:
+                logits = prefill_step()  # (b, p, vocab)
+            next_token = logits[:, -1:].argmax(-1)  # (b, 1)
         times, timer = measure.time_calls(prefill_step, device, PREFILL_WARMUP - 1, reps)
-    return measure.summarise(times, warmup=PREFILL_WARMUP, timer=timer), sorted(set(backends)), next_token
+    stats = measure.summarise(times, warmup=PREFILL_WARMUP, timer=timer)
+    return stats, sorted(set(backends)), next_token, dispatched.total
 
 
 def _time_decode(
     model: nn.Module, caches: list, first_token: torch.Tensor, position: int, device: torch.device, reps: int
-) -> tuple[TimingStats, list[str]]:
-    """Generation steps at ``position``, each feeding the previous step's argmax: warm-up, then ``reps`` timed."""
+) -> tuple[TimingStats, list[str], int]:
+    """Generation steps at ``position``, each feeding the previous step's argmax: warm-up (its operators counted),
+    then ``reps`` timed. Returns (timings, SDPA backends, operators one step dispatches, its argmax included)."""
     state = {"token": first_token}  # (b, 1)
 
     def decode_step() -> None:
@@ -139,10 +145,10 @@ def _time_decode(
         state["token"] = logits[:, -1:].argmax(-1)  # (b, 1)
 
     with torch.inference_mode():
-        with record_sdpa_backends() as backends:
+        with record_sdpa_backends() as backends, count_dispatches() as dispatched:
             decode_step()
         times, timer = measure.time_calls(decode_step, device, DECODE_WARMUP - 1, reps)
-    return measure.summarise(times, warmup=DECODE_WARMUP, timer=timer), sorted(set(backends))
+    return measure.summarise(times, warmup=DECODE_WARMUP, timer=timer), sorted(set(backends)), dispatched.total
 
 
 def cache_fill(plan: VerifyPlan) -> CacheFill:

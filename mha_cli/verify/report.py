@@ -163,6 +163,9 @@ class RankResult(BaseModel):
     sdpa_backends: dict[str, list[str]]
     """Phase (decode, prefill, numerics) -> SDPA backends that ran."""
     allocator: AllocatorCheck | None
+    decode_dispatches: int = 0
+    """Operators one decode step dispatched (counted on its warm-up): the fixed cost the cost model charges."""
+    prefill_dispatches: int = 0
 
 
 class VerifyReport(BaseModel):
@@ -237,6 +240,17 @@ class VerifyReport(BaseModel):
     roofline_efficiency: float | None
     """achieved / peak bandwidth = 1 / decode_vs_roofline. Above 1 when the peak measurement (CPU: a copy)
     came out below what this run achieved."""
+
+    predicted_decode_ms: float | None = None
+    """The cost model's decode step of the built stack on ``prediction_profile`` (None without a profile)."""
+    predicted_prefill_ms: float | None = None
+    prediction_ratio: float | None = None
+    """decode_ms / predicted_decode_ms (1.0: as predicted; above 1: slower)."""
+    prefill_prediction_ratio: float | None = None
+    """prefill_ms / predicted_prefill_ms."""
+    prediction_profile: str | None = None
+    """The profile's name and kind (prior or calibrated), or why there is none."""
+    prediction_how: str | None = None
 
     sdpa_backends: dict[str, list[str]]
     numerics: NumericsResult

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import torch
 
+from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.errors import OutOfMemoryError
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.schemas import DeploymentSpec
@@ -20,6 +21,7 @@ from mha_cli.core.sources import ModelSource
 from mha_cli.nn.device import device_name, is_out_of_memory, resolve_device
 from mha_cli.verify import measure
 from mha_cli.verify.plan import USABLE_FRACTION, VerifyPlan, device_free_bytes, make_plan, validate_options
+from mha_cli.verify.prediction import active_profile, predict_stack
 from mha_cli.verify.rank import measure_rank
 from mha_cli.verify.report import MemoryPrecheck, RankResult, ScopeFigures, VerifyReport
 from mha_cli.verify.scopes import assemble, decode_bytes_read
@@ -39,10 +41,12 @@ def run_verify(
     max_decode_ms: float | None = None,
     tolerance: float | None = None,
     free_bytes: Callable[[str, int | None], int | None] | None = None,
+    profile: str | None = None,
     on_stage: Callable[[str], None] = lambda stage: None,
 ) -> VerifyReport:
     """Build ``loaded.model`` under ``deployment`` on ``device`` (rank 0 of its tp) and measure it.
 
+    ``profile`` names the device profile the predicted times use (``verify.prediction.active_profile``).
     ``free_bytes(device_type, index)`` reports free device memory for the precheck (default
     ``device_free_bytes``, looked up at call time so tests can replace it with a small figure).
     Raises ``BadInputError`` (exit 2) for bad options and ``OutOfMemoryError`` (exit 3) when it cannot fit.
@@ -57,11 +61,15 @@ def run_verify(
         loaded.model, deployment, device_type=target.type, layers=layers, prefill_tokens=prefill_tokens,
         free_bytes=(free_bytes or device_free_bytes)(target.type, target.index),
     )  # fmt: skip
+    chosen = active_profile(profile, target, plan.dtype)  # a bad --profile is refused before any work
     torch.manual_seed(0)
     try:  # every allocation of the run, the bandwidth probe's buffers included, fails as exit 3
         rank = measure_rank(plan, target, reps=reps, tolerance=tolerance, on_stage=on_stage)
         on_stage("bandwidth")
-        return build_report(loaded, plan, [rank], target, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms)
+        return build_report(
+            loaded, plan, [rank], target, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms, profile=chosen,
+            single_process=True,
+        )  # fmt: skip
     except (RuntimeError, MemoryError) as exc:  # torch.OutOfMemoryError is a RuntimeError too
         if not is_out_of_memory(exc):
             raise
@@ -80,8 +88,11 @@ def build_report(
     *,
     max_kv_gib: float | None = None,
     max_decode_ms: float | None = None,
+    profile: tuple[DeviceProfile | None, str] = (None, "no profile given"),
+    single_process: bool = False,
 ) -> VerifyReport:
-    """The report of measured ``ranks`` (``ranks[0]`` gives the top-level, built-stack figures)."""
+    """The report of measured ``ranks`` (``ranks[0]`` gives the top-level, built-stack figures); ``profile`` is
+    (the profile the predicted times use, or None; how it was chosen), ``active_profile``'s answer."""
     rank = ranks[0]
     deployment = plan.deployment
     batch, n_model, n_built = deployment.batch, plan.model.n_layers, plan.n_layers_built
@@ -107,6 +118,7 @@ def build_report(
         thresholds["max_decode_ms"] = max_decode_ms
         checks["max_decode_ms"] = whole.decode_ms <= max_decode_ms
     rank_note = f", rank {rank.tp_rank} of {plan.tp}" if plan.tp > 1 else ""
+    prediction = None if profile[0] is None else predict_stack(plan, rank, profile[0], single_process=single_process)
     return VerifyReport(
         source=loaded.origin, source_kind=loaded.kind, model_name=plan.model.name, variant=plan.model.variant or "",
         mla_cache=plan.mla_cache, device=str(device), device_name=device_name(device), torch_version=torch.__version__,
@@ -128,9 +140,15 @@ def build_report(
         peak_gb_per_s=None if peak is None else peak / 1e9, peak_source=peak_source, roofline_decode_ms=roofline_ms,
         decode_vs_roofline=None if roofline_ms is None else rank.decode.median_ms / roofline_ms,
         roofline_efficiency=None if peak is None else decode_bytes / decode_s / peak,
+        predicted_decode_ms=None if prediction is None else prediction.decode_ms,
+        predicted_prefill_ms=None if prediction is None else prediction.prefill_ms,
+        prediction_ratio=None if prediction is None else rank.decode.median_ms / prediction.decode_ms,
+        prefill_prediction_ratio=None if prediction is None else rank.prefill.median_ms / prediction.prefill_ms,
+        prediction_profile=profile[1] if prediction is None else f"{prediction.profile} ({prediction.profile_kind})",
+        prediction_how=None if prediction is None else prediction.how,
         sdpa_backends=rank.sdpa_backends, numerics=rank.numerics, thresholds=thresholds, checks=checks,
         check_details=_check_details(checks, plan, rank, whole, thresholds), passed=all(checks.values()),
-        notes=_notes(plan, rank, per_rank),
+        notes=_notes(plan, rank, per_rank) + ([] if prediction is not None else [f"predicted times: {profile[1]}"]),
     )  # fmt: skip
 
 

@@ -1,0 +1,114 @@
+"""``mha calibrate``: measure this machine's rates and fixed costs into a device profile for the cost model.
+
+Exit codes: 0 the profile was written; 2 bad input (an option, a profile of that name already there without
+``--force``); 3 the device ran out of memory. torch is imported inside the command only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from mha_cli.cli.options import ForceOpt, JsonOpt
+from mha_cli.cli.output import Output
+from mha_cli.cli.progress import stage_progress
+from mha_cli.core.cost.store import check_profile_name, profile_path
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.torch_inputs import check_device_option
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mha_cli.calibrate.run import CalibrationResult
+    from mha_cli.cli.app import CommandRegistry
+
+DTYPES = ("bf16", "fp16", "fp32")
+
+
+def calibrate(
+    device: Annotated[str, typer.Option("--device", help="auto (cuda when present), cuda or cpu.")] = "auto",
+    dtype: Annotated[str, typer.Option("--dtype", help="The dtype measured: bf16, fp16 or fp32.")] = "bf16",
+    tp: Annotated[
+        int, typer.Option("--tp", help="Also measure an all-reduce over N local ranks (gloo on CPU, NCCL on GPUs).")
+    ] = 1,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="Profile name (default: cpu-DTYPE, or cuda-GPU-DTYPE).", show_default=False),
+    ] = None,
+    force: ForceOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Measure this device (GEMV and GEMM over sizes, attention, operator and kernel overhead, all-reduce) into a
+    profile in the user's data directory; --profile NAME then predicts with it (verify, plan).
+
+    About a minute on a CPU. The profile is checked on a decoder it was not fitted on, and that error is the band
+    its predictions carry.
+    """
+    if dtype not in DTYPES:
+        raise BadInputError(f"--dtype {dtype!r}: give bf16, fp16 or fp32")
+    check_device_option(device)
+    if name is not None:
+        check_profile_name(name)
+    if not 1 <= tp <= 64:
+        raise BadInputError(f"--tp {tp}: give 1 to 64 local ranks for the all-reduce")
+    from mha_cli.calibrate.run import STAGES
+
+    with stage_progress("calibrate", ("import torch", *STAGES)) as on_stage:
+        on_stage("import torch")
+        from mha_cli.calibrate.run import default_name, run_calibration
+        from mha_cli.nn.device import device_name, resolve_device
+
+        target = resolve_device(device)
+        chosen = name or default_name(target.type, device_name(target), dtype)
+        path = profile_path(chosen)
+        if path.exists() and not force:  # before a minute of measuring
+            raise BadInputError(f"profile {chosen} exists ({path}): pass --force to replace it, or --name another")
+        result = run_calibration(device=device, dtype=dtype, tp=tp, name=chosen, on_stage=on_stage)
+    from mha_cli.core.config_io import write_text_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, result.profile.model_dump_json(indent=1) + "\n", force=force)
+    result = result.model_copy(update={"path": str(path)})
+    Output(json).emit(result, render_calibration)
+
+
+def render_calibration(console: Console, result: CalibrationResult) -> None:
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    profile = result.profile
+    console.print(f"[bold]Profile {escape(profile.name)}[/bold]  {escape(profile.source)}  ({result.seconds:.0f} s)")
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
+    for column in ("rate", "at", "achieved"):
+        table.add_column(column, justify="right" if column != "rate" else "left")
+    for label, curve, unit, size_unit in (
+        ("GEMV bandwidth", profile.weight_bandwidth, "GB/s", "B"),
+        ("attention-decode bandwidth", profile.cache_bandwidth, "GB/s", "B"),
+        ("matmul", profile.matmul, "GFLOP/s", "rows"),
+        ("prefill attention", profile.attention_flops, "GFLOP/s", "queries"),
+    ):
+        for i, (size, rate) in enumerate(zip(curve.sizes, curve.rates, strict=True)):
+            at = f"{size / 2**20:g} MiB" if size_unit == "B" else f"{size:g} {size_unit}"
+            table.add_row(label if i == 0 else "", at, f"{rate / 1e9:,.1f} {unit}")
+    console.print(table)
+    console.print(
+        f"operator dispatch {profile.dispatch_overhead_s * 1e6:.2f} us, kernel {profile.kernel_overhead_s * 1e6:.2f} us"
+    )
+    if profile.collective is not None:
+        c = profile.collective
+        console.print(
+            f"all-reduce ({c.link}): latency {c.latency_s * 1e6:.1f} us, {c.bandwidth_bytes_per_s / 1e9:.2f} GB/s"
+        )
+    for row in result.check:
+        console.print(
+            f"check, held-out decoder {row.phase}: measured {row.measured_ms:.2f} ms, predicted {row.predicted_ms:.2f} ms"
+            f" (x{row.ratio:.2f})"
+        )
+    console.print(f"predictions from it carry +/- {profile.relative_error:.0%}; written to {escape(str(result.path))}")
+    console.print(f"use it: mha verify SOURCE --profile {escape(profile.name)}")
+
+
+def register(registry: CommandRegistry) -> None:
+    registry.add("calibrate", calibrate)

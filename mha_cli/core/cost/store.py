@@ -1,0 +1,111 @@
+"""Where profiles live and how ``--profile NAME|FILE`` finds one. Pure Python.
+
+``mha calibrate`` writes ``NAME.json`` into the user's data directory (``platformdirs``: on Linux
+``~/.local/share/mha/profiles``; ``MHA_DATA_DIR`` replaces ``~/.local/share/mha``, as tests do). ``--profile``
+takes a name from there, a path to a profile file, or a shipped prior by its name (``h200-prior``). Without it,
+a command that predicts uses, in order: the newest calibrated profile of the device it runs on (``verify``), or
+the target's prior (``plan``, ``recommend``, ``kv``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.errors import BadInputError, shown, shown_path
+
+DATA_DIR_ENV = "MHA_DATA_DIR"
+PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MAX_PROFILE_BYTES = 1 << 20
+"""A profile is a few KiB; a larger file is refused before it is parsed."""
+
+
+def data_dir() -> Path:
+    """The user's data directory for mha (not created here)."""
+    override = os.environ.get(DATA_DIR_ENV)
+    if override:
+        return Path(override)
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("mha", appauthor=False))
+
+
+def profiles_dir() -> Path:
+    return data_dir() / "profiles"
+
+
+def check_profile_name(name: str) -> str:
+    if not PROFILE_NAME.fullmatch(name):
+        raise BadInputError(
+            f"profile name {shown(name)} must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+def profile_path(name: str) -> Path:
+    return profiles_dir() / f"{check_profile_name(name)}.json"
+
+
+def read_profile(path: Path) -> DeviceProfile:
+    """The profile in ``path``; one line saying what is wrong otherwise."""
+    where = shown_path(path)
+    try:
+        if path.stat().st_size > MAX_PROFILE_BYTES:
+            raise BadInputError(f"{where} is larger than a profile ({MAX_PROFILE_BYTES // 1024} KiB at most)")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInputError(f"{where}: no such profile file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadInputError(f"{where} is not a profile JSON file ({exc.__class__.__name__})") from None
+    try:
+        return DeviceProfile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "the file"
+        raise BadInputError(
+            f"{where} is not a valid profile: {field}: {first['msg']} (rewrite it with `mha calibrate`)"
+        ) from None
+
+
+def calibrated_profiles() -> list[tuple[Path, DeviceProfile]]:
+    """Every readable profile in the data directory, newest first (unreadable files are skipped)."""
+    folder = profiles_dir()
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            found.append((path, read_profile(path)))
+        except BadInputError:
+            continue
+    return sorted(found, key=lambda item: item[1].created or "", reverse=True)
+
+
+def find_calibrated(device: str, device_name: str, dtype: str) -> DeviceProfile | None:
+    """The newest calibrated profile measured on this device in this dtype, if any."""
+    for _, profile in calibrated_profiles():
+        if (profile.device, profile.device_name, profile.dtype) == (device, device_name, dtype):
+            return profile
+    return None
+
+
+def load_profile(spec: str) -> DeviceProfile:
+    """``--profile``: a file path (anything with a ``/`` or ending ``.json``), a calibrated name, or ``ID-prior``."""
+    if "/" in spec or spec.endswith(".json"):
+        return read_profile(Path(spec))
+    path = profile_path(spec)
+    if path.exists():
+        return read_profile(path)
+    if spec.endswith("-prior"):
+        from mha_cli.core.cost.priors import prior_profile
+        from mha_cli.core.targets import resolve_target
+
+        return prior_profile(resolve_target(spec.removesuffix("-prior")).target)
+    names = [p.stem for p, _ in calibrated_profiles()]
+    known = f"calibrated here: {', '.join(names)}" if names else "none calibrated yet: run `mha calibrate`"
+    raise BadInputError(f"no profile named {shown(spec)} ({known}; or give a file, or a target's prior: h200-prior)")
