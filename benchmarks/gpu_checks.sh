@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU checks for `mha verify` and `mha bench`, in one short run (about 4-8 minutes on an H200).
+# GPU checks for `mha calibrate`, `mha verify` (bytes, and times against the cost model) and `mha bench`, in one
+# short run (about 5-9 minutes on an H200).
 #
 #   OUT=/some/dir bash benchmarks/gpu_checks.sh        # from the repository root
 #
@@ -45,6 +46,30 @@ gib = table.get('resolved', table).get('target', table).get('torch_memory_gib')
 print(f'{name}: torch total {total:,} B = {total / 2**30:.2f} GiB; mha targets h200: {gib} GiB')
 "
 
+# The cost model on this GPU: calibrate it (profile in $OUT/data, not the user's), compare its constants with the
+# shipped H200 prior, then verify predicts with it (found automatically: same device and dtype) and with the prior.
+export MHA_DATA_DIR="$OUT/data"
+step calibrate 240 "${MHA[@]}" calibrate --device cuda --dtype bf16 --name gpu-check --force --json
+sed -n '/^{/,$p' "$OUT/calibrate.txt" >"$OUT/calibrate.json"
+step calibrate_vs_prior 60 python3 - "$OUT/calibrate.json" <<'PY'
+import json, sys
+from mha_cli.core.cost.priors import prior_profile
+from mha_cli.core.targets import load_targets
+measured = json.load(open(sys.argv[1]))["profile"]
+prior = prior_profile(load_targets()["h200"]).model_dump()
+def at(curve, size):
+    from mha_cli.core.cost.profile import Curve
+    return Curve.model_validate(curve).at(size)
+for name, sizes, unit in (("weight_bandwidth", [2**20, 2**24, 2**26, 2**28], 1e9), ("cache_bandwidth", [2**20, 2**26], 1e9),
+                          ("matmul", [1, 16, 256, 4096], 1e12), ("attention_flops", [256, 4096], 1e12)):
+    for size in sizes:
+        m, p = at(measured[name], size), at(prior[name], size)
+        print(f"{name:18} at {size:>10,}: calibrated {m / unit:9.2f}  prior {p / unit:9.2f}  ratio {m / p:5.2f}")
+for key in ("kernel_overhead_s", "dispatch_overhead_s", "step_overhead_s"):
+    print(f"{key:20} calibrated {measured[key] * 1e6:8.2f} us  prior {prior[key] * 1e6:8.2f} us")
+print("check rows", json.load(open(sys.argv[1]))["check"])
+PY
+
 # A 7B-class design for 8K context on an H200, as `mha recommend --out` writes it (preset fallback).
 CONFIG="$OUT/config-7b-8k-h200.yaml"
 step recommend 60 "${MHA[@]}" recommend --params 7B --seq 8k --target h200 --out "$CONFIG" --force
@@ -82,8 +107,12 @@ for key in ("per_rank", "whole_model"):
     print(f"{key}: {scope['covers']}: cache {scope['cache_bytes']:,} B, weights {scope['weight_bytes']:,} B,"
           f" decode {scope['decode_ms']:.3f} ms, extrapolated {scope['extrapolated']}")
 print("checks", report["checks"], "passed", report["passed"])
+print(f"cost model ({report['prediction_profile']}): decode predicted {report['predicted_decode_ms']} ms, measured"
+      f" / predicted {report['prediction_ratio']}; prefill predicted {report['predicted_prefill_ms']} ms, ratio"
+      f" {report['prefill_prediction_ratio']}")
 PY
-step verify_8b_table 240 "${MHA[@]}" verify llama-3-8b --device cuda --seq 8k --batch 1 --kv-dtype bf16 --reps 5
+step verify_8b_prior 240 "${MHA[@]}" verify llama-3-8b --device cuda --seq 8k --batch 1 --reps 5 --profile h200-prior
+step plan_8b 60 "${MHA[@]}" plan llama-3-8b --target h200 --isl 1024 --osl 128 --concurrency 1
 
 # The recommended 7B design for 8K on an H200 (as `mha recommend --out` writes it), a bigger batch (decode
 # becomes cache-bound), and MLA (absorbed and naive) on DeepSeek-V3's first 4 layers (3 dense, 1 MoE).

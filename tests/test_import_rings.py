@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "mha_cli"
-TORCH_RING = ("nn", "verify", "parallel", "hook", "experiments")
+TORCH_RING = ("nn", "verify", "parallel", "hook", "experiments", "calibrate")
 
 
 def _module_name(path: Path) -> str:

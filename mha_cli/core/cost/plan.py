@@ -8,25 +8,30 @@ throughput on the profile (a shipped prior for the target, or ``mha calibrate``'
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from pydantic import Field
+
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, stage_model
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import MemoryPlan, plan_memory
-from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
 
 
-class ServingPlan(Record):
-    """A deployment's memory plan on one device and its predicted serving figures."""
+class ServingPlan(ServingPrediction):
+    """A deployment's predicted serving figures (top level, as scripts read them: the README lists the keys), with
+    the engine's memory plan on one device."""
 
     model_name: str
     target_id: str
     engine: str
     memory: MemoryPlan
     """One device of one replica (one pipeline stage's layers when pp > 1)."""
-    prediction: ServingPrediction
+    sweep: list[ServingPrediction] = Field(default_factory=list)
+    """The same deployment at other concurrencies (``--plot``): powers of two up to twice what the engine admits."""
 
 
 def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int, int]:
@@ -55,8 +60,10 @@ def plan_serving(
     concurrency: int,
     tp: int | None = None,
     pp: int = 1,
+    sweep: bool = False,
 ) -> ServingPlan:
-    """Serve ``model`` on ``target`` under ``deployment``'s engine settings and formats (see the module docstring)."""
+    """Serve ``model`` on ``target`` under ``deployment``'s engine settings and formats (see the module docstring);
+    ``sweep``: also at concurrency 1, 2, 4, ... up to twice what the replicas admit (``ServingPlan.sweep``)."""
     if isl < 1 or osl < 1 or concurrency < 1:
         raise BadInputError("--isl, --osl and --concurrency must be at least 1")
     tp, replicas = resolve_layout(target, tp, pp)
@@ -85,6 +92,12 @@ def plan_serving(
             f"pp {pp}: each stage holds {stage.n_layers} layers; the memory plan counts the embedding and LM head on"
             " every stage (the first and last hold them), so it is slightly conservative"
         )
+    swept = []
+    if sweep:
+        top = max(concurrency, 2 * engine.admitted_per_replica * replicas, 2)
+        points = sorted({concurrency, *(2**k for k in range(top.bit_length()) if 2**k <= top)})
+        swept = [predict_serving(replace(case, concurrency=users), profile, ceiling) for users in points]
     return ServingPlan(
-        model_name=model.name, target_id=target.target.id, engine=engine.name, memory=memory, prediction=prediction
-    )
+        **dict(prediction), model_name=model.name, target_id=target.target.id, engine=engine.name, memory=memory,
+        sweep=swept,
+    )  # fmt: skip

@@ -54,6 +54,8 @@ def profile_path(name: str) -> Path:
 def read_profile(path: Path) -> DeviceProfile:
     """The profile in ``path``; one line saying what is wrong otherwise."""
     where = shown_path(path)
+    if path.is_dir():
+        raise BadInputError(f"{where} is a folder: give a profile file or a profile name")
     try:
         if path.stat().st_size > MAX_PROFILE_BYTES:
             raise BadInputError(f"{where} is larger than a profile ({MAX_PROFILE_BYTES // 1024} KiB at most)")

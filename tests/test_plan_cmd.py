@@ -1,0 +1,87 @@
+"""``mha plan``: the JSON keys scripts rely on, the layout of replicas, refusals, the plot, and that the command
+predicts exactly what the priors' held-out check evaluates (one cost model, one code path)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+KEYS = {
+    "deployment", "ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s", "output_tokens_per_s_per_gpu",
+    "tokens_per_s_per_user", "bounds", "profile", "uncertainty",
+}  # fmt: skip
+
+
+def test_plan_json_has_the_documented_keys_and_obeys_its_bounds(cli):
+    result = cli.json("plan", "llama-3-8b", "--target", "h100", "--isl", "1024", "--osl", "128", "--concurrency", "8")
+    assert set(result) >= KEYS
+    assert result["deployment"] == {"tp": 1, "pp": 1, "replicas": 1, "gpus": 1}
+    assert result["profile"]["name"] == "h100-sxm-prior" and result["profile"]["kind"] == "prior"
+    for key in ("ttft_ms", "itl_ms", "e2e_ms"):
+        assert result[key] >= result["bounds"][key] > 0
+    low, high = result["uncertainty"]["itl_ms"]
+    assert low < result["itl_ms"] < high
+    assert result["e2e_ms"] == pytest.approx(result["ttft_ms"] + 127 * result["itl_ms"])
+    assert result["tokens_per_s_per_user"] == pytest.approx(1000 / result["itl_ms"])
+
+
+def test_replicas_split_the_users_and_multiply_the_throughput(cli):
+    one = cli.json("plan", "llama-3-8b", "--target", "h100", "--concurrency", "4")
+    two = cli.json("plan", "llama-3-8b", "--target", "2xh100", "--tp", "1", "--concurrency", "8")
+    assert two["deployment"] == {"tp": 1, "pp": 1, "replicas": 2, "gpus": 2}
+    assert two["itl_ms"] == pytest.approx(one["itl_ms"])
+    assert two["output_tokens_per_s"] == pytest.approx(2 * one["output_tokens_per_s"])
+    assert two["output_tokens_per_s_per_gpu"] == pytest.approx(one["output_tokens_per_s_per_gpu"])
+
+
+def test_pipeline_stages_add_sends_and_keep_the_bound(cli):
+    tp = cli.json("plan", "llama-3.1-70b", "--target", "4xh100", "--tp", "4")
+    pp = cli.json("plan", "llama-3.1-70b", "--target", "4xh100", "--tp", "2", "--pp", "2")
+    assert pp["deployment"] == {"tp": 2, "pp": 2, "replicas": 1, "gpus": 4}
+    assert pp["itl_ms"] >= pp["bounds"]["itl_ms"]
+    assert pp["itl_ms"] > tp["itl_ms"]  # at one user, stages run in turn: no overlap to win, sends to pay
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target", "8xh100", "--tp", "3"], "must divide the 8 device(s)"),
+        (["--target", "h100", "--isl", "0"], "--isl 0: give 1 to"),
+        (["--target", "4xh100", "--pp", "3", "--tp", "1"], "must divide the 4 device(s)"),
+        (["--target", "3xh100", "--pp", "3", "--tp", "1"], "does not divide the 80 layers"),
+        (["--target", "a10g"], "would not start"),
+        (["--target", "h100", "--profile", "no-such-profile"], "no profile named"),
+    ],
+)
+def test_plan_refuses_in_one_line(cli, args, message, tmp_path, monkeypatch):
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
+    result = cli.run("plan", "llama-3.1-70b", *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_plot_is_written_and_not_overwritten_without_force(cli, tmp_path):
+    path = tmp_path / "plan.png"
+    assert cli.run("plan", "llama-3-8b", "--target", "h200", "--plot", str(path)).exit_code == 0
+    assert path.read_bytes().startswith(b"\x89PNG")
+    again = cli.run("plan", "llama-3-8b", "--target", "h200", "--plot", str(path))
+    assert again.exit_code == 2 and "--force" in again.output
+    assert cli.run("plan", "llama-3-8b", "--target", "h200", "--plot", str(path), "--force").exit_code == 0
+
+
+def test_plan_predicts_what_the_held_out_check_evaluates(cli):
+    spec = importlib.util.spec_from_file_location("fit_priors", ROOT / "benchmarks" / "fit_priors.py")
+    fit_priors = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit_priors)
+    row = next(r for r in fit_priors.load_rows() if r.index == 16)  # NIM, Llama-3.3-70B fp8, 2 x H100, 500 / 2000
+    expected = fit_priors.predictions(row, None)
+    result = cli.json(
+        "plan", "llama-3.1-70b", "--target", "2xh100", "--weight-dtype", "fp8", "--isl", "500", "--osl", "2000",
+        "--engine", "trtllm",
+    )  # fmt: skip
+    assert result["ttft_ms"] == pytest.approx(expected["ttft_ms"])
+    assert result["itl_ms"] == pytest.approx(expected["itl_ms"])
+    assert result["itl_ms"] == pytest.approx(row.measured["itl_ms"], rel=0.25)  # 18.91 ms published
