@@ -147,3 +147,16 @@ def test_engine_admits_bound_the_running_batch():
     target = TARGETS["h100-sxm"]
     result = predict_serving(case, prior_profile(target, "fp8"), datasheet_profile(target, "fp8"))
     assert result.running_per_replica == plan.engine.admitted_per_replica < 100
+
+
+def test_kv_and_recommend_carry_the_cost_models_latency_beside_their_roofline(cli):
+    kv = cli.json("kv", "llama-3-8b", "--target", "h100", "--seq", "8k")["latency"]
+    assert kv["decode_step_ms"] > kv["decode_bound_ms"]
+    # Llama-3-8B at 8K, batch 1: 16,083,599,360 B read per step (test_roofline) over 3.35 TB/s
+    assert kv["decode_bound_ms"] == pytest.approx(16_083_599_360 / 3.35e12 * 1e3, rel=0.01)
+    assert kv["prefill_ms"] > kv["prefill_bound_ms"] > 0
+    recommend = cli.json("recommend", "--params", "7B", "--seq", "8192", "--target", "a100")
+    latency, roofline = recommend["latency"], recommend["roofline"]
+    assert latency["decode_bound_ms"] == pytest.approx(roofline["decode_step_s"] * 1e3, rel=0.01)
+    assert latency["decode_step_ms"] > latency["decode_bound_ms"]
+    assert cli.json("kv", "llama-3-8b")["latency"] is None  # no target, no device to time on

@@ -118,6 +118,14 @@ def render_kv_report(console: Console, report: KvReport) -> None:
         print_engine_plan(console, report.memory)
         if not report.memory.fits:
             console.print("[bold red]does not fit:[/bold red] " + escape("; ".join(report.ways_out)))
+    latency = report.latency
+    if latency is not None and report.memory is not None:
+        console.print(
+            f"[bold]latency[/bold]  decode step {latency.decode_step_ms:,.2f} ms (bound {latency.decode_bound_ms:,.2f})"
+            f" for {report.memory.sequences_per_replica} sequence(s) at {report.deployment.seq_len:,} tokens; prefill"
+            f" {latency.prefill_ms:,.1f} ms (bound {latency.prefill_bound_ms:,.1f}); cost model on {latency.profile}"
+            f" (+/- {latency.relative_error:.0%}; `mha plan` for TTFT and ITL under load)"
+        )
     console.print()
     print_table(console, variants_table(report))
 

@@ -107,20 +107,26 @@ def roofline_table(result: RecommendResult) -> Table:
     table.add_column("time", justify="right")
     table.add_column("throughput", justify="right")
     table.add_column("bound")
-    table.add_row(
-        f"decode step, batch {result.request.batch}, full context",
-        f"{r.decode_step_s * 1e3:,.2f} ms",
-        f"{r.decode_tokens_per_s:,.0f} tok/s",
-        r.decode_bound,
-    )
-    table.add_row(
-        f"prefill, {result.request.seq_len:,} tokens",
-        f"{r.prefill_s * 1e3:,.1f} ms",
-        f"{r.prefill_tokens_per_s:,.0f} tok/s",
-        r.prefill_bound,
-    )
+    latency = result.latency
+    if latency is not None:
+        table.add_column("predicted", justify="right")
+    decode = [f"decode step, batch {result.request.batch}, full context", f"{r.decode_step_s * 1e3:,.2f} ms",
+              f"{r.decode_tokens_per_s:,.0f} tok/s", r.decode_bound]  # fmt: skip
+    prefill = [f"prefill, {result.request.seq_len:,} tokens", f"{r.prefill_s * 1e3:,.1f} ms",
+               f"{r.prefill_tokens_per_s:,.0f} tok/s", r.prefill_bound]  # fmt: skip
+    if latency is not None:
+        decode.append(f"{latency.decode_step_ms:,.2f} ms")
+        prefill.append(f"{latency.prefill_ms:,.1f} ms")
+    table.add_row(*decode)
+    table.add_row(*prefill)
     replicas = f"; {r.replicas} replicas x {r.sequences_per_replica} sequences" if r.replicas > 1 else ""
-    table.caption = f"bounds from the datasheet (bandwidth, dense bf16 FLOP/s){replicas}; real kernels reach 60-80%"
+    predicted = (
+        ""
+        if latency is None
+        else f"; predicted: the cost model on {latency.profile} (+/- {latency.relative_error:.0%}; `mha plan` for"
+        " latency under load)"
+    )
+    table.caption = f"bounds from the datasheet (bandwidth, dense bf16 FLOP/s){replicas}{predicted}"
     return table
 
 

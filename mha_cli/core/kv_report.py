@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import computed_field
 
+from mha_cli.core.cost.latency import StepLatency, latency_or_none
 from mha_cli.core.deployment import context_notes
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.engine.plan import EnginePlan
@@ -51,6 +52,9 @@ class KvReport(Record):
     ways_out: list[str]
     """When the plan does not fit: options that would make it fit (empty otherwise)."""
     variants: list[VariantRow]
+    latency: StepLatency | None = None
+    """With a target: the cost model's decode step and prefill on its prior, with their bounds (``mha plan`` for
+    latency under load)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -125,6 +129,7 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         memory=priced.memory,
         ways_out=priced.ways,
         variants=rows,
+        latency=None if priced.memory is None else latency_or_none(model, priced.memory, priced.deployment),
     )
 
 

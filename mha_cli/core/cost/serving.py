@@ -131,7 +131,7 @@ def stage_model(model: ModelSpec, pp: int) -> ModelSpec:
     return model.model_copy(update={"n_layers": model.n_layers // pp})
 
 
-class _Stepper:
+class Stepper:
     """Times the steps of one replica on one profile (pipeline stages and sends included)."""
 
     def __init__(self, case: ServingCase, profile: DeviceProfile) -> None:
@@ -167,22 +167,29 @@ class _Stepper:
         )  # fmt: skip
 
 
+def chunked_prefill(stepper: Stepper, tokens: int, chunk_tokens: int, riding: list[StepShape]) -> tuple[float, int]:
+    """(seconds, steps) of one prompt of ``tokens`` in chunks of the engine's token budget, each step also running
+    the ``riding`` decodes (which take their share of the budget)."""
+    chunk = max(1, chunk_tokens - sum(shape.tokens for shape in riding))
+    seconds, done, steps = 0.0, 0, 0
+    while done < tokens:
+        size = min(chunk, tokens - done)
+        seconds += stepper.step(prefill_shape(size, context=done), *riding).seconds
+        done, steps = done + size, steps + 1
+    return seconds, steps
+
+
 def _latencies(case: ServingCase, profile: DeviceProfile, running: int) -> tuple[float, float, float, int, StepTime]:
     """(TTFT without queueing, ITL, own prefill, chunk steps, decode step) in seconds on ``profile``."""
-    stepper = _Stepper(case, profile)
+    stepper = Stepper(case, profile)
     context = case.isl + case.osl // 2
     micro = -(-running // case.pp)
     decode = stepper.step(decode_shape(micro, context))
     if case.batching == "static":
         prefill = stepper.step(prefill_shape(case.isl, sequences=running)).seconds
         return prefill, decode.seconds, prefill, 1, decode
-    chunk = max(1, case.chunk_tokens - (running - 1))  # the running decodes take their share of the token budget
-    prefill, done, chunks = 0.0, 0, 0
     riding = [decode_shape(micro - 1, context)] if micro > 1 else []
-    while done < case.isl:
-        tokens = min(chunk, case.isl - done)
-        prefill += stepper.step(prefill_shape(tokens, context=done), *riding).seconds
-        done, chunks = done + tokens, chunks + 1
+    prefill, chunks = chunked_prefill(stepper, case.isl, case.chunk_tokens, riding)
     chunk_mean = prefill / chunks
     stalls = min(case.osl, (running - 1) * chunks)
     itl = ((case.osl - stalls) * decode.seconds + stalls * chunk_mean) / case.osl

@@ -17,6 +17,7 @@ Every KV figure comes from ``kv_footprint``, every parameter count from ``count_
 
 from __future__ import annotations
 
+from mha_cli.core.cost.latency import latency_or_none
 from mha_cli.core.fit import flag_fit
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
@@ -109,6 +110,7 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None) -> R
         roofline = estimate_roofline(
             model, ctx.target, params=params, weight_dtype=request.weight_dtype, kv=kv, plan=memory
         )
+    latency = None if roofline is None or memory is None else latency_or_none(model, memory, ctx.deployment(chosen.tp))
     ways_out = flag_unfit(ctx, chosen, kv, memory, params.total)
 
     init = init_plan(ctx, model)
@@ -148,6 +150,7 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None) -> R
         kv=kv,
         memory=memory,
         roofline=roofline,
+        latency=latency,
         fits=memory.fits if memory else None,
         ways_out=ways_out,
         warnings=bf16_notes(ctx.target.target, weight_dtype=request.weight_dtype, kv_dtype=request.kv_dtype)

@@ -1,0 +1,72 @@
+"""The cost model's decode step and prefill for ``mha kv`` and ``mha recommend`` on a target: beside their roofline.
+
+One decode step of the batch each replica serves at the full context, and the prefill of one sequence's prompt in
+the engine's chunks, on the target's shipped prior (``core.cost.priors``) and on its datasheet (the bound).
+``mha plan`` gives the served figures (TTFT, ITL under load, throughput); this is the same model at the
+deployment ``kv`` and ``recommend`` describe. Pure Python; the cost model is imported only when one is priced.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mha_cli.core.record import Record
+
+if TYPE_CHECKING:
+    from mha_cli.core.memory import MemoryPlan
+    from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+
+
+class StepLatency(Record):
+    """Predicted times of the deployment's steps on the target's prior, with their bounds, in milliseconds."""
+
+    profile: str
+    profile_kind: str
+    decode_step_ms: float
+    """One step of ``sequences_per_replica`` sequences at the full context (every replica steps alike)."""
+    decode_bound_ms: float
+    decode_tokens_per_s: float
+    """The batch over all replicas / the decode step."""
+    prefill_ms: float
+    """One sequence's whole prompt (seq_len tokens), in chunks of the engine's max_num_batched_tokens."""
+    prefill_bound_ms: float
+    relative_error: float
+    """The band: measured is expected within prediction / (1 + r) .. prediction x (1 + r)."""
+
+
+def latency_or_none(model: ModelSpec, memory: MemoryPlan, deployment: DeploymentSpec) -> StepLatency | None:
+    """``predict_latency``, or None where the cost model has no layout for it (a tp that does not shard the model:
+    the memory plan splits such weights evenly, a layout no engine runs)."""
+    from mha_cli.core.errors import MhaError
+
+    try:
+        return predict_latency(model, memory, deployment)
+    except MhaError:
+        return None
+
+
+def predict_latency(model: ModelSpec, memory: MemoryPlan, deployment: DeploymentSpec) -> StepLatency:
+    """``memory``'s deployment of ``model`` (its tp, replicas, batch; ``deployment``'s formats and context)."""
+    from mha_cli.core.cost.priors import datasheet_profile, prior_profile
+    from mha_cli.core.cost.serving import ServingCase, Stepper, chunked_prefill
+    from mha_cli.core.cost.work import decode_shape
+    from mha_cli.core.targets import load_targets
+
+    target = load_targets()[memory.target_id]
+    case = ServingCase(
+        model=model, isl=deployment.seq_len, osl=1, concurrency=memory.sequences_per_replica, tp=memory.tp,
+        weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
+    )  # fmt: skip
+    prior = prior_profile(target, deployment.weight_dtype)
+    figures = []
+    for profile in (prior, datasheet_profile(target, deployment.weight_dtype)):
+        stepper = Stepper(case, profile)
+        decode = stepper.step(decode_shape(memory.sequences_per_replica, deployment.seq_len - 1)).seconds
+        prefill, _ = chunked_prefill(stepper, deployment.seq_len, memory.engine.max_num_batched_tokens, [])
+        figures.append((decode, prefill))
+    (decode, prefill), (decode_bound, prefill_bound) = figures
+    return StepLatency(
+        profile=prior.name, profile_kind=prior.kind, decode_step_ms=decode * 1e3, decode_bound_ms=decode_bound * 1e3,
+        decode_tokens_per_s=memory.sequences_per_replica * memory.replicas / decode, prefill_ms=prefill * 1e3,
+        prefill_bound_ms=prefill_bound * 1e3, relative_error=prior.relative_error,
+    )  # fmt: skip
