@@ -83,12 +83,18 @@ OPTION_VALUES: dict[str, list[str]] = {
     "--vocab": ["32000", "128256", "1"],
     "--d-model": ["4096", "1024", "100"],
     "--variant": ["MHA", "GQA", "MQA", "MLA", "mla", "XYZ"],
+    "--isl": ["1024", "1", "0", "131072", "16777217", "8k"],
+    "--osl": ["256", "1", "0", "-5", "4096"],
+    "--concurrency": ["1", "64", "0", "1048577", "100000"],
+    "--pp": ["1", "2", "3", "0", "81"],
+    "--engine": ["vllm", "sglang", "trtllm", "tgi"],
 }
 COMMAND_OPTIONS: dict[str, list[str]] = {
     "kv": ["--seq", "--batch", "--kv-dtype", "--weight-dtype", "--tp", "--block-size", "--target", "--mla-cache"],
     "check": ["--seq", "--batch", "--kv-dtype", "--weight-dtype", "--tp", "--target"],
     "recommend": ["--seq", "--batch", "--kv-dtype", "--weight-dtype", "--tp", "--target", "--priority", "--vocab",
                   "--d-model", "--variant"],
+    "plan": ["--isl", "--osl", "--concurrency", "--tp", "--pp", "--weight-dtype", "--kv-dtype", "--engine"],
 }  # fmt: skip
 
 SMALL_MODEL = {"d_model": 256, "n_layers": 2, "n_heads": 4, "vocab_size": 1000, "d_ff": 512}
@@ -151,7 +157,9 @@ class Example:
 
 @st.composite
 def examples(draw: st.DrawFn) -> Example:
-    command = draw(st.sampled_from(["kv", "kv", "check", "recommend", "recommend", "targets", "presets", "probe"]))
+    command = draw(
+        st.sampled_from(["kv", "kv", "check", "recommend", "recommend", "plan", "targets", "presets", "probe"])
+    )
     files: dict[str, bytes] = {}
     out = None
     if command in ("targets", "presets"):
@@ -188,6 +196,8 @@ def examples(draw: st.DrawFn) -> Example:
                 source = draw(st.sampled_from(HOSTILE_TEXT))
                 category = f"{command}-hostile-source"
             args = [command, source]
+            if command == "plan":  # --target is required
+                args += ["--target", draw(values(TARGETS))]
         for option in draw(st.lists(st.sampled_from(COMMAND_OPTIONS[command]), max_size=3, unique=True)):
             args += [option, draw(values(OPTION_VALUES[option]))]
     if draw(st.booleans()):

@@ -221,3 +221,12 @@ def test_an_mla_config_is_described_by_its_latent(cli, tmp_path):
     assert "n_kv_heads" not in model and "head_dim" not in model
     assert (model["mla"]["kv_lora_rank"], model["mla"]["qk_rope_head_dim"]) == (512, 64)
     assert cli.json("kv", str(out))["bytes_per_token"] == 32 * 576 * 2  # read back: latent + RoPE key, bf16
+
+
+def test_out_header_reads_back_when_an_option_held_a_control_character(cli, tmp_path):
+    """Found by benchmarks/fuzz_cli.py (seed 1): `--params $'1\\x1fB'` parses as 1B (U+001F is whitespace to the
+    parser), but the raw character in the file's `# written by:` comment made the YAML unreadable."""
+    out = tmp_path / "design.yaml"
+    assert cli.run("recommend", "--params", "1\x1fB", "--out", str(out)).exit_code == 0
+    assert out.read_text().splitlines()[0] == f"# written by: mha recommend --params '1 B' --out {out}"
+    assert cli.run("check", str(out)).exit_code == 0

@@ -106,3 +106,15 @@ def test_indivisible_geometry_always_fails_cleanly(n_heads, n_kv):
     else:
         with pytest.raises(ValidationError):
             ModelSpec(**fields)
+
+
+def test_a_derived_head_wider_than_the_bound_is_refused_like_an_explicit_one(cli, tmp_path):
+    """Found by benchmarks/fuzz_cli.py (seed 3): d_model 100,000 over 4 heads made a 25,000-wide head that only an
+    explicit head_dim was bounded against, and `mha check` crashed (exit 70) re-validating the model's own row."""
+    with pytest.raises(ValidationError, match="exceeds the widest head"):
+        ModelSpec(d_model=100_000, n_layers=2, n_heads=4, vocab_size=1000, d_ff=512)
+    config = tmp_path / "wide.yaml"
+    config.write_text("model: {d_model: 100000, n_layers: 2, n_heads: 4, vocab_size: 1000, d_ff: 512}\n")
+    for command in ("check", "kv"):
+        result = cli.run(command, str(config))
+        assert result.exit_code == 2 and "exceeds the widest head (16,384)" in result.output

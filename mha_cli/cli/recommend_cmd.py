@@ -228,8 +228,16 @@ def command_line(**options: object) -> str:
     for name, value in options.items():
         if value is None or (name == "priority" and value == "balanced"):
             continue
-        words += [f"--{name.replace('_', '-')}", str(value)]
+        words += [f"--{name.replace('_', '-')}", _printable(str(value))]
     return shlex.join(words)
+
+
+def _printable(text: str) -> str:
+    """``text`` as the option parsers read it, in characters a YAML comment may hold: whitespace runs (control
+    characters such as U+001F among them, which the parsers strip) become one space, anything else unprintable
+    its escape."""
+    text = " ".join(text.split())
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
 def render_recommendation(console: Console, result: RecommendResult) -> None:

@@ -41,6 +41,7 @@ RopeScalingType = Literal["linear", "llama3", "yarn"]
 _MAX_WIDTH = 1 << 20
 _MAX_LAYERS = 10_000
 _MAX_HEADS = 1 << 14
+_MAX_HEAD_DIM = 1 << 14
 _MAX_VOCAB = 10**8
 _MAX_TOKENS = 1 << 34
 
@@ -308,7 +309,7 @@ class ModelSpec(_Strict):
     """Query heads per layer."""
     n_kv_heads: Annotated[int, Field(gt=0, le=_MAX_HEADS)] | None = None
     """Key/value heads per layer; default: n_heads (MHA), 1 for MQA, n_heads for MLA."""
-    head_dim: Annotated[int, Field(gt=0, le=1 << 14)] | None = None
+    head_dim: Annotated[int, Field(gt=0, le=_MAX_HEAD_DIM)] | None = None
     """Width of one head; default d_model / n_heads. An explicit value wins (Gemma, Qwen3)."""
     variant: Annotated[Variant, BeforeValidator(upper_variant)] | None = None
     """MHA, GQA, MQA or MLA; inferred from the head counts (and ``mla``) when left out."""
@@ -373,7 +374,7 @@ class ModelSpec(_Strict):
                 f"MLA decompresses one K/V per query head: n_kv_heads ({self.n_kv_heads}) must equal n_heads ({self.n_heads})"
             )
         self.n_kv_heads = self.n_heads
-        if self.mla.qk_head_dim > 1 << 14:  # head_dim's own bound, checked before head_dim is set from it
+        if self.mla.qk_head_dim > _MAX_HEAD_DIM:  # head_dim's own bound, checked before head_dim is set from it
             raise ValueError(
                 f"MLA head width qk_nope_head_dim + qk_rope_head_dim ({self.mla.qk_head_dim:,}) must be at most 16,384"
             )
@@ -388,6 +389,11 @@ class ModelSpec(_Strict):
             if self.d_model % self.n_heads:
                 raise ValueError(
                     f"d_model ({self.d_model}) is not divisible by n_heads ({self.n_heads}): set head_dim explicitly"
+                )
+            if self.d_model // self.n_heads > _MAX_HEAD_DIM:  # the bound an explicit head_dim has, for a derived one
+                raise ValueError(
+                    f"d_model / n_heads = {self.d_model // self.n_heads:,} exceeds the widest head ({_MAX_HEAD_DIM:,}):"
+                    " use more heads or a narrower explicit head_dim"
                 )
             self.head_dim = self.d_model // self.n_heads
         if self.n_kv_heads is None:
