@@ -107,3 +107,16 @@ def test_calibrate_refuses_bad_options_before_measuring(cli):
     ]:
         result = cli.run("calibrate", "--device", "cpu", *args)
         assert result.exit_code == 2 and message in result.output
+
+
+def test_the_all_reduce_over_two_local_ranks_is_measured_and_fitted():
+    from mha_cli.calibrate.collective import SIZES, all_reduce_samples
+
+    samples = all_reduce_samples(2, "cpu")
+    assert [s.size for s in samples] == SIZES and all(s.seconds > 0 and s.ranks == 2 for s in samples)
+    assert samples[-1].seconds > samples[0].seconds  # 16 MiB takes longer than 4 KiB over gloo
+    profile = profile_from_samples(
+        [*_synthetic_samples()[:-3], *samples], name="t", device="cpu", device_name="x", dtype="fp32", created="now",
+        link="gloo",
+    )  # fmt: skip
+    assert profile.collective.latency_s >= 0 and profile.collective.bandwidth_bytes_per_s > 0
