@@ -16,7 +16,9 @@ KEYS = {
 
 
 def test_plan_json_has_the_documented_keys_and_obeys_its_bounds(cli):
-    result = cli.json("plan", "llama-3-8b", "--target", "h100", "--isl", "1024", "--osl", "128", "--concurrency", "8")
+    result = cli.json(
+        "plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "128", "--concurrency", "8"
+    )  # fmt: skip
     assert set(result) >= KEYS
     assert result["deployment"] == {"tp": 1, "pp": 1, "replicas": 1, "gpus": 1}
     assert result["profile"]["name"] == "h100-sxm-prior" and result["profile"]["kind"] == "prior"
@@ -29,7 +31,7 @@ def test_plan_json_has_the_documented_keys_and_obeys_its_bounds(cli):
 
 
 def test_replicas_split_the_users_and_multiply_the_throughput(cli):
-    one = cli.json("plan", "llama-3-8b", "--target", "h100", "--concurrency", "4")
+    one = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--concurrency", "4")
     two = cli.json("plan", "llama-3-8b", "--target", "2xh100", "--tp", "1", "--concurrency", "8")
     assert two["deployment"] == {"tp": 1, "pp": 1, "replicas": 2, "gpus": 2}
     assert two["itl_ms"] == pytest.approx(one["itl_ms"])
@@ -38,7 +40,7 @@ def test_replicas_split_the_users_and_multiply_the_throughput(cli):
 
 
 def test_pipeline_stages_add_sends_and_keep_the_bound(cli):
-    tp = cli.json("plan", "llama-3.1-70b", "--target", "4xh100", "--tp", "4")
+    tp = cli.json("plan", "llama-3.1-70b", "--target", "4xh100", "--tp", "4")  # --tp pins one deployment
     pp = cli.json("plan", "llama-3.1-70b", "--target", "4xh100", "--tp", "2", "--pp", "2")
     assert pp["deployment"] == {"tp": 2, "pp": 2, "replicas": 1, "gpus": 4}
     assert pp["itl_ms"] >= pp["bounds"]["itl_ms"]
@@ -53,6 +55,8 @@ def test_pipeline_stages_add_sends_and_keep_the_bound(cli):
         (["--target", "4xh100", "--pp", "3", "--tp", "1"], "must divide the 4 device(s)"),
         (["--target", "3xh100", "--pp", "3", "--tp", "1"], "does not divide the 80 layers"),
         (["--target", "a10g"], "would not start"),
+        (["--target", "a10g", "--tp", "1"], "would not start"),
+        (["--target", "h100", "--ttft-ms", "0"], "--ttft-ms 0: give a time"),
         (["--target", "h100", "--profile", "no-such-profile"], "no profile named"),
     ],
 )
@@ -65,11 +69,15 @@ def test_plan_refuses_in_one_line(cli, args, message, tmp_path, monkeypatch):
 
 def test_plot_is_written_and_not_overwritten_without_force(cli, tmp_path):
     path = tmp_path / "plan.png"
-    assert cli.run("plan", "llama-3-8b", "--target", "h200", "--plot", str(path)).exit_code == 0
+    one = ["plan", "llama-3-8b", "--target", "h200", "--tp", "1", "--plot", str(path)]
+    assert cli.run(*one).exit_code == 0
     assert path.read_bytes().startswith(b"\x89PNG")
-    again = cli.run("plan", "llama-3-8b", "--target", "h200", "--plot", str(path))
+    again = cli.run(*one)
     assert again.exit_code == 2 and "--force" in again.output
-    assert cli.run("plan", "llama-3-8b", "--target", "h200", "--plot", str(path), "--force").exit_code == 0
+    assert cli.run(*one, "--force").exit_code == 0
+    pareto = tmp_path / "pareto.png"  # a search draws its Pareto front
+    assert cli.run("plan", "llama-3-8b", "--target", "2xh200", "--plot", str(pareto)).exit_code == 0
+    assert pareto.read_bytes().startswith(b"\x89PNG")
 
 
 def test_plan_predicts_what_the_held_out_check_evaluates(cli):
@@ -79,8 +87,8 @@ def test_plan_predicts_what_the_held_out_check_evaluates(cli):
     row = next(r for r in fit_priors.load_rows() if r.index == 16)  # NIM, Llama-3.3-70B fp8, 2 x H100, 500 / 2000
     expected = fit_priors.predictions(row, None)
     result = cli.json(
-        "plan", "llama-3.1-70b", "--target", "2xh100", "--weight-dtype", "fp8", "--isl", "500", "--osl", "2000",
-        "--engine", "trtllm",
+        "plan", "llama-3.1-70b", "--target", "2xh100", "--tp", "2", "--weight-dtype", "fp8", "--isl", "500", "--osl",
+        "2000", "--engine", "trtllm",
     )  # fmt: skip
     assert result["ttft_ms"] == pytest.approx(expected["ttft_ms"])
     assert result["itl_ms"] == pytest.approx(expected["itl_ms"])

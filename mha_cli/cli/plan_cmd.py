@@ -26,13 +26,14 @@ from mha_cli.cli.options import (
 from mha_cli.cli.output import Output
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.sources import load_source
+from mha_cli.core.sources import ModelSource, load_source
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from mha_cli.cli.app import CommandRegistry
     from mha_cli.core.cost.plan import ServingPlan
+    from mha_cli.core.cost.search import SearchResult
 
 MAX_TOKENS = 1 << 24
 MAX_CONCURRENCY = 1 << 20
@@ -50,13 +51,32 @@ def plan(
     isl: Annotated[int, typer.Option("--isl", help="Prompt tokens per request.")] = 1024,
     osl: Annotated[int, typer.Option("--osl", help="Output tokens per request.")] = 256,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", help="Users, each sending its next request when one ends.")
-    ] = 1,
+        int | None,
+        typer.Option(
+            "--concurrency",
+            help="Users, each sending its next request when one ends. Default: 1 for one deployment; searching,"
+            " every power of two up to what each layout's KV pool admits.",
+            show_default=False,
+        ),
+    ] = None,
     tp: Annotated[
         int | None,
-        typer.Option("--tp", help="Tensor-parallel degree (default: the devices pp leaves).", show_default=False),
+        typer.Option(
+            "--tp",
+            help="Tensor-parallel degree: pins one deployment (without --tp and --pp, plan searches them).",
+            show_default=False,
+        ),
     ] = None,
-    pp: Annotated[int, typer.Option("--pp", help="Pipeline stages.")] = 1,
+    pp: Annotated[
+        int | None, typer.Option("--pp", help="Pipeline stages: pins one deployment (default 1).", show_default=False)
+    ] = None,
+    ttft_ms: Annotated[
+        float | None, typer.Option("--ttft-ms", help="TTFT target (ms) a deployment must meet.", show_default=False)
+    ] = None,
+    itl_ms: Annotated[
+        float | None,
+        typer.Option("--itl-ms", help="ITL target (ms per output token) a deployment must meet.", show_default=False),
+    ] = None,
     engine: EngineOpt = None,
     weight_dtype: WeightDtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
@@ -73,11 +93,13 @@ def plan(
     force: ForceOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Predict TTFT, ITL (time per output token), end-to-end latency and tokens/s of one deployment.
+    """Predict TTFT, ITL (time per output token), end-to-end latency and tokens/s of a deployment, or search them.
 
-    Replicas = devices / (tp x pp); users spread over them; the engine's memory plan caps the requests each
-    runs at once (the rest wait, in TTFT). Times come from the cost model on a device profile: the target's
-    shipped prior, or --profile (a `mha calibrate` measurement). Each figure has its roofline bound beside it.
+    With --tp or --pp: one deployment, replicas = devices / (tp x pp), users spread over them; the engine's memory
+    plan caps the requests each runs at once (the rest wait, in TTFT). Without them: every layout of the target's
+    devices at every load it admits, the Pareto front (tokens/s per GPU against per user), the pick that meets
+    --ttft-ms and --itl-ms with the most tokens/s per GPU, and its launch command. Times come from the cost model
+    on a device profile: the target's shipped prior, or --profile (a `mha calibrate` measurement).
     """
     from mha_cli.core.cost.plan import plan_serving
     from mha_cli.core.cost.priors import datasheet_profile, prior_profile
@@ -85,7 +107,11 @@ def plan(
     from mha_cli.core.targets import resolve_target
 
     _count(isl, "isl", MAX_TOKENS), _count(osl, "osl", MAX_TOKENS)
-    _count(concurrency, "concurrency", MAX_CONCURRENCY)
+    if concurrency is not None:
+        _count(concurrency, "concurrency", MAX_CONCURRENCY)
+    for name, value in (("ttft-ms", ttft_ms), ("itl-ms", itl_ms)):
+        if value is not None and not 0 < value < 1e9:
+            raise BadInputError(f"--{name} {value:g}: give a time in milliseconds greater than 0")
     if plot is not None:
         from mha_cli.cli.plot import check_plot_path
 
@@ -99,20 +125,48 @@ def plan(
     )  # fmt: skip
     device = resolved.target
     chosen = load_profile(profile) if profile is not None else prior_profile(device, deployment.weight_dtype)
-    result = plan_serving(
-        loaded.model, resolved, deployment, chosen, datasheet_profile(device, deployment.weight_dtype), isl=isl,
-        osl=osl, concurrency=concurrency, tp=tp, pp=pp, sweep=plot is not None,
-    )  # fmt: skip
+    ceiling = datasheet_profile(device, deployment.weight_dtype)
+    stand_in = None
     if chosen.target_id not in (None, device.id) or chosen.device != "cuda":
-        result.notes.append(
-            f"profile {chosen.name} was measured on {chosen.device_name}, not {device.name}: its rates stand in for"
-            " the target's"
-        )
+        stand_in = f"profile {chosen.name} was measured on {chosen.device_name}, not {device.name}: its rates stand in"
+    if tp is None and pp is None:
+        from mha_cli.core.cost.search import search_deployments
+
+        found = search_deployments(
+            loaded.model, model_id(loaded), resolved, deployment, (chosen, ceiling), isl=isl, osl=osl,
+            concurrency=concurrency, ttft_ms=ttft_ms, itl_ms=itl_ms,
+        )  # fmt: skip
+        if stand_in:
+            found.layouts.append(stand_in)
+        if plot is not None:
+            from mha_cli.cli.plan_plot import write_pareto_plot
+
+            write_pareto_plot(plot, found, force=force)
+        Output(json).emit(found, render_search)
+        return
+    result = plan_serving(
+        loaded.model, resolved, deployment, chosen, ceiling, isl=isl, osl=osl, concurrency=concurrency or 1, tp=tp,
+        pp=pp or 1, sweep=plot is not None,
+    )  # fmt: skip
+    if stand_in:
+        result.notes.append(stand_in)
+    if ttft_ms is not None or itl_ms is not None:
+        from mha_cli.core.cost.search import as_candidate
+
+        result = as_candidate(result, ttft_ms, itl_ms)
     if plot is not None:
         from mha_cli.cli.plan_plot import write_plan_plot
 
         write_plan_plot(plot, result, force=force)
     Output(json).emit(result, render_plan)
+
+
+def model_id(loaded: ModelSource) -> str:
+    """What a serving engine loads: the Hugging Face id a preset or config.json names, else the file given."""
+    source = loaded.model.source or ""
+    if source.endswith(" config.json") and "/" in source:
+        return source.removesuffix(" config.json")
+    return loaded.origin
 
 
 def render_plan(console: Console, result: ServingPlan) -> None:
@@ -158,6 +212,49 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     console.print(f"[dim]profile {escape(p.profile.name)} ({p.profile.kind}): {escape(p.uncertainty.how)}[/dim]")
     for note in p.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")
+
+
+def render_search(console: Console, result: SearchResult) -> None:
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    targets = []
+    if result.ttft_ms is not None:
+        targets.append(f"TTFT <= {result.ttft_ms:g} ms")
+    if result.itl_ms is not None:
+        targets.append(f"ITL <= {result.itl_ms:g} ms")
+    console.print(
+        f"[bold]{escape(result.model_name)}[/bold] on {escape(result.target)}: {result.isl:,} in / {result.osl:,} out;"
+        f" {len(result.candidates)} candidates; targets: {', '.join(targets) or 'none'}"
+    )
+    for line in result.layouts:
+        console.print(f"[dim]  {escape(line)}[/dim]")
+    table = Table(title="Pareto front (tokens/s per GPU against per user)", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("", "tp x pp x dp", "users", "TTFT ms", "ITL ms", "tok/s/GPU", "tok/s/user", "meets"):
+        table.add_column(column, justify="left" if column in ("", "tp x pp x dp", "meets") else "right")
+    for index in result.pareto:
+        c = result.candidates[index]
+        d = c.deployment
+        mark = "*" if index == result.chosen else ""
+        meets = "yes" if c.meets_targets else "no: " + ", ".join(miss.split()[0] for miss in c.misses)
+        table.add_row(mark, f"{d.tp} x {d.pp} x {d.replicas}", f"{c.concurrency:,}", f"{c.ttft_ms:,.0f}",
+                      f"{c.itl_ms:,.1f}", f"{c.output_tokens_per_s_per_gpu:,.0f}", f"{c.tokens_per_s_per_user:,.1f}",
+                      escape(meets))  # fmt: skip
+    console.print(table)
+    if result.chosen is not None:
+        c = result.candidates[result.chosen]
+        chosen_front = "" if result.chosen in result.pareto else " (not on the front: a faster point misses a target)"
+        console.print(
+            f"[bold]pick[/bold] (*): tp {c.deployment.tp} x pp {c.deployment.pp} x {c.deployment.replicas} replica(s)"
+            f" at {c.concurrency:,} users: {c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU{chosen_front}"
+        )
+        for engine, line in result.launch.items():
+            console.print(f"  {engine}: {escape(line)}")
+    else:
+        console.print("[bold red]no deployment meets the targets[/bold red]")
+        for way in result.ways_out or ["none of fp8 weights, an fp8 cache, twice the devices or half the prompt helps"]:
+            console.print(f"  - {escape(way)}")
 
 
 def register(registry: CommandRegistry) -> None:

@@ -1,4 +1,5 @@
-"""``mha plan --plot FILE.png``: TTFT and ITL, and tokens/s per GPU, against concurrency, the asked one marked.
+"""``mha plan --plot FILE.png``: one deployment's latency and throughput against concurrency, or a search's Pareto
+front.
 
 matplotlib is imported only here. The PNG is written whole or not at all, replaced only with ``--force``.
 """
@@ -13,11 +14,14 @@ from mha_cli.cli.plot import PANEL_INCHES
 from mha_cli.core.config_io import write_bytes_atomic
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from mha_cli.core.cost.plan import ServingPlan
+    from mha_cli.core.cost.search import SearchResult
 
 
 def write_plan_plot(path: Path, result: ServingPlan, *, force: bool) -> None:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    """TTFT and ITL (with the ITL roofline), and tokens/s per GPU, against concurrency; the asked one marked."""
     from matplotlib.figure import Figure
 
     points = result.sweep
@@ -44,6 +48,41 @@ def write_plan_plot(path: Path, result: ServingPlan, *, force: bool) -> None:
         f" {result.engine}, profile {asked.profile.name}",
         fontsize=9, family="monospace",
     )  # fmt: skip
+    _write(path, figure, force=force)
+
+
+def write_pareto_plot(path: Path, result: SearchResult, *, force: bool) -> None:
+    """Every candidate (tokens/s per user against per GPU), the Pareto front joined, the pick marked."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=PANEL_INCHES, layout="constrained")
+    axes = figure.subplots()
+    points = result.candidates
+    meets = [c for c in points if c.meets_targets]
+    misses = [c for c in points if not c.meets_targets]
+    for group, colour, label in ((meets, "tab:green", "meets the targets"), (misses, "tab:grey", "misses one")):
+        axes.scatter([c.tokens_per_s_per_user for c in group], [c.output_tokens_per_s_per_gpu for c in group],
+                     s=12, color=colour, label=label)  # fmt: skip
+    front = [points[i] for i in result.pareto]
+    axes.plot([c.tokens_per_s_per_user for c in front], [c.output_tokens_per_s_per_gpu for c in front],
+              color="black", linewidth=0.8, label="Pareto front")  # fmt: skip
+    if result.chosen is not None:
+        pick = points[result.chosen]
+        d = pick.deployment
+        axes.scatter([pick.tokens_per_s_per_user], [pick.output_tokens_per_s_per_gpu], s=80, marker="*", color="red",
+                     label=f"pick: tp {d.tp} x pp {d.pp} x {d.replicas}, {pick.concurrency} users", zorder=3)  # fmt: skip
+    axes.set_xlabel("tokens/s per user")
+    axes.set_ylabel("output tokens/s per GPU")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.suptitle(f"{result.model_name} on {result.target}, {result.isl}/{result.osl} tokens", fontsize=9,
+                    family="monospace")  # fmt: skip
+    _write(path, figure, force=force)
+
+
+def _write(path: Path, figure: Figure, *, force: bool) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     buffer = io.BytesIO()
     FigureCanvasAgg(figure).print_png(buffer, metadata={"Software": None})
     write_bytes_atomic(path, buffer.getvalue(), force=force)

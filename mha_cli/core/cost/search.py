@@ -1,0 +1,219 @@
+"""``mha plan`` without ``--tp``/``--pp``: every deployment of the target's devices, the Pareto front, the pick.
+
+The layouts: every tensor-parallel degree tp and pipeline depth pp with tp x pp dividing the devices, tp sharding
+the model (heads and widths) and pp dividing its layers; the rest of the devices are data-parallel replicas. Each
+layout whose engine starts is priced (``core.cost.plan``) at the concurrency asked, or, without one, at 1, 2, 4,
+... users per replica up to what its KV pool admits (the largest batch it runs at once). Every (layout,
+concurrency) point is a candidate; it meets the targets when its TTFT and ITL are within ``--ttft-ms`` and
+``--itl-ms``. The Pareto front: the candidates no other beats on both output tokens/s per GPU and tokens/s per
+user. The pick: the highest tokens/s per GPU that meets every target; when none does, none is picked and the ways
+out say what would make one fit (fp8 weights, an fp8 cache, twice the devices, half the prompt), each tried.
+Pure Python.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from pydantic import Field
+
+from mha_cli.core.cost.plan import ServingPlan, plan_serving
+from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.errors import BadInputError, MhaError
+from mha_cli.core.record import Record
+from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.targets import ResolvedTarget
+from mha_cli.core.tensor_parallel import tp_shard_problem
+
+
+class Candidate(ServingPlan):
+    """One (layout, concurrency) point: the single-deployment plan, and whether it meets the targets."""
+
+    meets_targets: bool
+    misses: list[str] = Field(default_factory=list)
+    """The targets it misses, each with its figure: ``ttft 812 ms > 500 ms``."""
+
+
+class SearchResult(Record):
+    """Every candidate, the Pareto front, the pick and how to launch it (the README lists the keys)."""
+
+    model_name: str
+    target: str
+    isl: int
+    osl: int
+    ttft_ms: float | None
+    """The TTFT target (None: none)."""
+    itl_ms: float | None
+    layouts: list[str]
+    """Every layout tried, with why one was left out."""
+    candidates: list[Candidate]
+    pareto: list[int]
+    """Indices into candidates, by tokens/s per user."""
+    chosen: int | None
+    ways_out: list[str]
+    launch: dict[str, str]
+    """The pick's launch command per engine (``vllm``, ``sglang``); empty without a pick."""
+
+
+def layouts(model: ModelSpec, n_devices: int) -> list[tuple[int, int]]:
+    """(tp, pp) pairs with tp x pp dividing the devices, tp sharding the model, pp dividing its layers."""
+    found = []
+    for tp in range(1, n_devices + 1):
+        if n_devices % tp or tp_shard_problem(model, tp) is not None:
+            continue
+        for pp in range(1, n_devices // tp + 1):
+            if (n_devices // tp) % pp == 0 and model.n_layers % pp == 0:
+                found.append((tp, pp))
+    return found
+
+
+def _misses(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None) -> list[str]:
+    misses = []
+    if ttft_ms is not None and plan.ttft_ms > ttft_ms:
+        misses.append(f"ttft {plan.ttft_ms:,.0f} ms > {ttft_ms:g} ms")
+    if itl_ms is not None and plan.itl_ms > itl_ms:
+        misses.append(f"itl {plan.itl_ms:,.1f} ms > {itl_ms:g} ms")
+    return misses
+
+
+def pareto_front(candidates: list[Candidate]) -> list[int]:
+    """Indices of the candidates no other has at least as many tokens/s per GPU and per user (one strictly more)."""
+    front = []
+    for i, c in enumerate(candidates):
+        a, b = c.output_tokens_per_s_per_gpu, c.tokens_per_s_per_user
+        dominated = any(
+            (o.output_tokens_per_s_per_gpu >= a and o.tokens_per_s_per_user >= b)
+            and (o.output_tokens_per_s_per_gpu > a or o.tokens_per_s_per_user > b)
+            for o in candidates
+        )
+        if not dominated:
+            front.append(i)
+    return sorted(front, key=lambda i: candidates[i].tokens_per_s_per_user)
+
+
+def _points(plan: ServingPlan, concurrency: int | None) -> list[int]:
+    """Concurrencies to price a layout at: the one asked, else powers of two per replica up to what it admits."""
+    if concurrency is not None:
+        return [concurrency]
+    replicas, admitted = plan.deployment.replicas, plan.memory.engine.admitted_per_replica
+    per_replica = sorted({*(2**k for k in range(admitted.bit_length()) if 2**k <= admitted), admitted})
+    return [users * replicas for users in per_replica]
+
+
+def _search(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profiles: tuple[DeviceProfile, DeviceProfile],
+    *, isl: int, osl: int, concurrency: int | None, ttft_ms: float | None, itl_ms: float | None,
+) -> tuple[list[Candidate], list[str]]:  # fmt: skip
+    candidates: list[Candidate] = []
+    tried: list[str] = []
+    for tp, pp in layouts(model, target.n_devices):
+        label = f"tp {tp} x pp {pp} x {target.n_devices // (tp * pp)} replica(s)"
+        try:
+            first = plan_serving(model, target, deployment, *profiles, isl=isl, osl=osl, concurrency=1, tp=tp, pp=pp)
+        except MhaError as exc:  # the engine would not start on this layout
+            tried.append(f"{label}: left out ({exc.message})")
+            continue
+        tried.append(f"{label}: {first.memory.engine.admitted_per_replica} request(s) at once per replica")
+        for users in _points(first, concurrency):
+            plan = first if users == 1 else plan_serving(
+                model, target, deployment, *profiles, isl=isl, osl=osl, concurrency=users, tp=tp, pp=pp
+            )  # fmt: skip
+            candidates.append(as_candidate(plan, ttft_ms, itl_ms))
+    return candidates, tried
+
+
+def as_candidate(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None) -> Candidate:
+    """``plan`` with whether it meets the targets (one deployment asked with --ttft-ms or --itl-ms)."""
+    misses = _misses(plan, ttft_ms, itl_ms)
+    return Candidate(**dict(plan), meets_targets=not misses, misses=misses)
+
+
+def _chosen(candidates: list[Candidate]) -> int | None:
+    meeting = [i for i, c in enumerate(candidates) if c.meets_targets]
+    return max(meeting, key=lambda i: candidates[i].output_tokens_per_s_per_gpu) if meeting else None
+
+
+def _ways_out(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profiles: tuple[DeviceProfile, DeviceProfile],
+    *, isl: int, osl: int, concurrency: int | None, ttft_ms: float | None, itl_ms: float | None,
+) -> list[str]:  # fmt: skip
+    """Each change of ``recommend``'s kind that would give a deployment meeting the targets, tried."""
+    trials: list[tuple[str, ResolvedTarget, DeploymentSpec, int]] = []
+    if not deployment.weight_dtype.startswith("fp8") and target.target.fp8_native:
+        trials.append(("--weight-dtype fp8", target, deployment.model_copy(update={"weight_dtype": "fp8"}), isl))
+    if deployment.kv_dtype != "fp8":
+        trials.append(("--kv-dtype fp8", target, deployment.model_copy(update={"kv_dtype": "fp8"}), isl))
+    doubled = target.model_copy(update={"n_devices": 2 * target.n_devices})
+    trials.append((f"--target {doubled.n_devices}x{target.target.id}", doubled, deployment, isl))
+    if isl > 1:
+        trials.append((f"--isl {isl // 2} (a shorter prompt)", target, deployment, isl // 2))
+    found = []
+    for flag, trial_target, trial_deployment, trial_isl in trials:
+        try:
+            candidates, _ = _search(
+                model, trial_target, trial_deployment, profiles, isl=trial_isl, osl=osl, concurrency=concurrency,
+                ttft_ms=ttft_ms, itl_ms=itl_ms,
+            )  # fmt: skip
+        except MhaError:
+            continue
+        pick = _chosen(candidates)
+        if pick is not None:
+            c = candidates[pick]
+            d = c.deployment
+            found.append(
+                f"{flag}: tp {d.tp} x pp {d.pp} x {d.replicas} at {c.concurrency} user(s) meets them"
+                f" ({c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU)"
+            )
+    return found
+
+
+def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec) -> dict[str, str]:
+    """The pick as ``vllm serve`` and SGLang's ``launch_server`` command lines."""
+    d, engine = plan.deployment, plan.memory.engine
+    context = plan.isl + plan.osl
+    running = max(1, plan.running_per_replica)
+    vllm = ["vllm", "serve", model_id, "--tensor-parallel-size", str(d.tp), "--pipeline-parallel-size", str(d.pp),
+            "--data-parallel-size", str(d.replicas), "--max-model-len", str(context), "--gpu-memory-utilization",
+            f"{engine.gpu_memory_utilization:g}", "--max-num-seqs", str(running)]  # fmt: skip
+    sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(d.tp), "--pp-size",
+              str(d.pp), "--dp-size", str(d.replicas), "--context-length", str(context), "--max-running-requests",
+              str(running)]  # fmt: skip
+    if deployment.weight_dtype.startswith("fp8"):
+        vllm += ["--quantization", "fp8"]
+        sglang += ["--quantization", "fp8"]
+    if deployment.kv_dtype == "fp8":
+        vllm += ["--kv-cache-dtype", "fp8"]
+        sglang += ["--kv-cache-dtype", "fp8_e4m3"]
+    return {"vllm": shlex.join(vllm), "sglang": shlex.join(sglang)}
+
+
+def search_deployments(
+    model: ModelSpec,
+    model_id: str,
+    target: ResolvedTarget,
+    deployment: DeploymentSpec,
+    profiles: tuple[DeviceProfile, DeviceProfile],
+    *,
+    isl: int,
+    osl: int,
+    concurrency: int | None = None,
+    ttft_ms: float | None = None,
+    itl_ms: float | None = None,
+) -> SearchResult:
+    """Search ``target``'s deployments of ``model`` (see the module docstring); ``profiles`` = (profile, ceiling)."""
+    for name, value in (("--ttft-ms", ttft_ms), ("--itl-ms", itl_ms)):
+        if value is not None and not value > 0:
+            raise BadInputError(f"{name} must be greater than 0 (got {value:g})")
+    options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms}
+    candidates, tried = _search(model, target, deployment, profiles, **options)
+    if not candidates:
+        raise BadInputError(
+            f"no deployment of {model.name} on {target.spec} starts: {'; '.join(tried) or 'no layout shards it'}"
+        )
+    chosen = _chosen(candidates)
+    ways = [] if chosen is not None else _ways_out(model, target, deployment, profiles, **options)
+    launch = {} if chosen is None else launch_commands(model_id, candidates[chosen], deployment)
+    return SearchResult(
+        model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, layouts=tried,
+        candidates=candidates, pareto=pareto_front(candidates), chosen=chosen, ways_out=ways, launch=launch,
+    )  # fmt: skip

@@ -1,0 +1,58 @@
+"""``mha plan`` without --tp/--pp: the layouts it tries, the Pareto front against a brute force, the pick, the
+ways out when nothing meets the targets, and the launch line."""
+
+from __future__ import annotations
+
+from mha_cli.core.cost.search import layouts
+from mha_cli.core.presets import get_preset
+
+PLAN_KEYS = {"deployment", "ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s_per_gpu", "tokens_per_s_per_user"}
+
+
+def test_layouts_shard_the_model_and_divide_the_devices():
+    model = get_preset("llama-3.1-70b")  # 64 query heads, 8 KV heads, 80 layers
+    assert set(layouts(model, 8)) == {(1, 1), (1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (8, 1)}
+    six = layouts(model, 6)
+    assert all(tp in (1, 2) for tp, _ in six)  # 3 and 6 split neither 64 heads nor 8 KV heads
+    assert (1, 3) not in six and (2, 3) not in six  # 3 stages do not divide 80 layers
+
+
+def test_search_finds_the_front_and_picks_the_best_point_meeting_the_targets(cli):
+    result = cli.json(
+        "plan", "llama-3.1-70b", "--target", "8xh100", "--isl", "2048", "--osl", "256", "--ttft-ms", "500",
+        "--itl-ms", "30",
+    )  # fmt: skip
+    candidates = result["candidates"]
+    assert all(set(c) >= PLAN_KEYS and {"meets_targets", "misses"} <= set(c) for c in candidates)
+    points = [(c["output_tokens_per_s_per_gpu"], c["tokens_per_s_per_user"]) for c in candidates]
+    brute = {
+        i for i, (a, b) in enumerate(points)
+        if not any(x >= a and y >= b and (x, y) != (a, b) for x, y in points)
+    }  # fmt: skip
+    assert set(result["pareto"]) == brute
+    meeting = [i for i, c in enumerate(candidates) if c["ttft_ms"] <= 500 and c["itl_ms"] <= 30]
+    assert {i for i, c in enumerate(candidates) if c["meets_targets"]} == set(meeting)
+    chosen = result["chosen"]
+    assert chosen == max(meeting, key=lambda i: candidates[i]["output_tokens_per_s_per_gpu"])
+    pick = candidates[chosen]
+    assert f"--tensor-parallel-size {pick['deployment']['tp']}" in result["launch"]["vllm"]
+    assert f"--max-model-len {2048 + 256}" in result["launch"]["vllm"]
+    assert result["launch"]["vllm"].startswith("vllm serve meta-llama/Llama-3.1-70B ")
+    assert f"--tp-size {pick['deployment']['tp']}" in result["launch"]["sglang"]
+    assert any("left out" in line for line in result["layouts"])  # tp 1 cannot hold 141 GB of bf16 weights
+
+
+def test_a_target_nothing_meets_comes_with_ways_out_that_were_tried(cli):
+    result = cli.json("plan", "llama-3-8b", "--target", "h100", "--isl", "1024", "--osl", "128", "--itl-ms", "7")
+    assert result["chosen"] is None and result["launch"] == {}
+    assert any(way.startswith("--weight-dtype fp8: ") for way in result["ways_out"])  # half the bytes per step
+    fp8 = cli.json(
+        "plan", "llama-3-8b", "--target", "h100", "--isl", "1024", "--osl", "128", "--itl-ms", "7", "--weight-dtype",
+        "fp8",
+    )  # fmt: skip
+    assert fp8["chosen"] is not None and "--quantization fp8" in fp8["launch"]["vllm"]
+
+
+def test_one_deployment_with_targets_says_whether_it_meets_them(cli):
+    result = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--itl-ms", "7")
+    assert result["meets_targets"] is False and result["misses"][0].startswith("itl ")
