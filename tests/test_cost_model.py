@@ -160,3 +160,50 @@ def test_kv_and_recommend_carry_the_cost_models_latency_beside_their_roofline(cl
     assert latency["decode_bound_ms"] == pytest.approx(roofline["decode_step_s"] * 1e3, rel=0.01)
     assert latency["decode_step_ms"] > latency["decode_bound_ms"]
     assert cli.json("kv", "llama-3-8b")["latency"] is None  # no target, no device to time on
+
+
+def test_one_user_is_one_users_throughput_however_many_replicas_wait():
+    """Review finding: users per replica were rounded up and multiplied back, so 1 user on 8 replicas made 8x."""
+    model, target = get_preset("llama-3-8b"), TARGETS["h100-sxm"]
+    one = predict_serving(ServingCase(model, 1024, 128, 1), prior_profile(target), datasheet_profile(target))
+    eight = predict_serving(
+        ServingCase(model, 1024, 128, 1, replicas=8), prior_profile(target), datasheet_profile(target)
+    )
+    assert eight.output_tokens_per_s == pytest.approx(one.output_tokens_per_s)
+    assert eight.output_tokens_per_s_per_gpu == pytest.approx(one.output_tokens_per_s_per_gpu / 8)
+
+
+def test_routed_experts_are_one_grouped_matmul_of_the_touched_experts_per_layer():
+    model = get_preset("mixtral-8x7b")  # 8 experts of 4096 x 14336, top 2, 32 MoE layers
+    ops = [op for op in forward_ops(model, decode_shape(1, 100)) if op.name.startswith("expert")]
+    gate_up = next(op for op in ops if op.name == "expert 14336x4096")
+    down = next(op for op in ops if op.name == "expert 4096x14336")
+    assert gate_up.count == 2 * 32 and down.count == 32  # per layer: gate, up and down, each one grouped kernel
+    expert_matrix = 14336 * 4096 * 2
+    assert gate_up.bytes == pytest.approx(2 * expert_matrix + 2 * (4096 + 14336) * 2)  # one token: 2 experts
+    assert gate_up.tokens == 1
+
+
+def test_pipeline_stages_read_the_head_once_and_the_same_layers_in_all():
+    from mha_cli.core.cost.serving import Stepper
+
+    model, target = get_preset("llama-3.1-70b"), TARGETS["h100-sxm"]
+    ceiling = datasheet_profile(target)
+    whole = Stepper(ServingCase(model, 1024, 128, 1), ceiling).step(decode_shape(1, 1000))
+    staged = Stepper(ServingCase(model, 1024, 128, 1, pp=8), ceiling).step(decode_shape(1, 1000))
+    assert staged.bytes == pytest.approx(whole.bytes)  # 8 stages of 10 layers, the head on one of them
+    assert staged.seconds > whole.seconds  # plus the 7 sends
+
+
+def test_profiles_with_impossible_figures_are_refused():
+    from pydantic import ValidationError
+
+    from mha_cli.core.cost.profile import Curve, DeviceProfile
+
+    with pytest.raises(ValidationError):
+        Curve(sizes=[1.0, 2.0], rates=[1e9, 0.0])
+    with pytest.raises(ValidationError, match="sizes must increase"):
+        Curve(sizes=[2.0, 1.0], rates=[1e9, 1e9])
+    good = prior_profile(TARGETS["h100-sxm"]).model_dump()
+    with pytest.raises(ValidationError):
+        DeviceProfile.model_validate({**good, "kernel_overhead_s": -1e-6})

@@ -117,7 +117,8 @@ ProfileOpt = Annotated[
     typer.Option(
         "--profile",
         help="Device profile the predicted times use: a name `mha calibrate` wrote, a profile file, or a target's"
-        " shipped prior (h200-prior). Default: this device's newest calibration, else the target's prior.",
+        " shipped prior (h200-prior). Default: verify uses this device's newest calibration (on a GPU, else its"
+        " prior); plan uses the target's prior.",
         show_default=False,
     ),
 ]

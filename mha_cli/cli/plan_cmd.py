@@ -124,11 +124,14 @@ def plan(
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
     )  # fmt: skip
     device = resolved.target
-    chosen = load_profile(profile) if profile is not None else prior_profile(device, deployment.weight_dtype)
+    weights = deployment.weight_dtype
+    chosen = load_profile(profile, weights) if profile is not None else prior_profile(device, weights)
     ceiling = datasheet_profile(device, deployment.weight_dtype)
     stand_in = None
     if chosen.target_id not in (None, device.id) or chosen.device != "cuda":
         stand_in = f"profile {chosen.name} was measured on {chosen.device_name}, not {device.name}: its rates stand in"
+    elif chosen.kind == "prior" and device.vendor not in ("NVIDIA", "AMD"):
+        stand_in = f"the priors were fitted on NVIDIA and AMD GPUs: on a {device.vendor} device they are a sketch"
     if tp is None and pp is None:
         from mha_cli.core.cost.search import search_deployments
 
@@ -184,14 +187,14 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
     for column in ("", "predicted", "band", "roofline bound"):
         table.add_column(column, justify="left" if not column else "right")
-    low, high = 1 / (1 + p.uncertainty.relative), 1 + p.uncertainty.relative
     rows = [
-        ("TTFT", p.ttft_ms, p.bounds.ttft_ms, "ms"),
-        ("ITL (per output token)", p.itl_ms, p.bounds.itl_ms, "ms"),
-        ("end to end", p.e2e_ms, p.bounds.e2e_ms, "ms"),
+        ("TTFT", p.ttft_ms, p.uncertainty.ttft_ms, p.bounds.ttft_ms),
+        ("ITL (per output token)", p.itl_ms, p.uncertainty.itl_ms, p.bounds.itl_ms),
+        ("end to end", p.e2e_ms, None, p.bounds.e2e_ms),
     ]
-    for label, value, bound, unit in rows:
-        table.add_row(label, f"{value:,.1f} {unit}", f"{value * low:,.1f}-{value * high:,.1f}", f"{bound:,.1f} {unit}")
+    for label, value, band, bound in rows:
+        shown = "" if band is None else f"{band[0]:,.1f}-{band[1]:,.1f}"
+        table.add_row(label, f"{value:,.1f} ms", shown, f"{bound:,.1f} ms")
     table.add_row(
         "output tokens/s, all GPUs", f"{p.output_tokens_per_s:,.0f}", "", f"{p.bounds.output_tokens_per_s:,.0f}"
     )

@@ -21,7 +21,7 @@ from mha_cli.core.sources import ModelSource
 from mha_cli.nn.device import device_name, is_out_of_memory, resolve_device
 from mha_cli.verify import measure
 from mha_cli.verify.plan import USABLE_FRACTION, VerifyPlan, device_free_bytes, make_plan, validate_options
-from mha_cli.verify.prediction import active_profile, predict_stack
+from mha_cli.verify.prediction import Prediction, active_profile, predict_stack
 from mha_cli.verify.rank import measure_rank
 from mha_cli.verify.report import MemoryPrecheck, RankResult, ScopeFigures, VerifyReport
 from mha_cli.verify.scopes import assemble, decode_bytes_read
@@ -148,8 +148,27 @@ def build_report(
         prediction_how=None if prediction is None else prediction.how,
         sdpa_backends=rank.sdpa_backends, numerics=rank.numerics, thresholds=thresholds, checks=checks,
         check_details=_check_details(checks, plan, rank, whole, thresholds), passed=all(checks.values()),
-        notes=_notes(plan, rank, per_rank) + ([] if prediction is not None else [f"predicted times: {profile[1]}"]),
+        notes=_notes(plan, rank, per_rank) + _prediction_notes(prediction, profile, rank),
     )  # fmt: skip
+
+
+def _prediction_notes(
+    prediction: Prediction | None, profile: tuple[DeviceProfile | None, str], rank: RankResult
+) -> list[str]:
+    """Why there is no prediction; or, when a measured time falls outside the profile's band, that it did."""
+    if prediction is None or profile[0] is None:
+        return [f"predicted times: {profile[1]}"]
+    band = profile[0].relative_error
+    notes = []
+    for phase, measured, predicted in (("decode", rank.decode.median_ms, prediction.decode_ms),
+                                       ("prefill", rank.prefill.median_ms, prediction.prefill_ms)):  # fmt: skip
+        ratio = measured / predicted
+        if not 1 / (1 + band) <= ratio <= 1 + band:
+            notes.append(
+                f"{phase} measured / predicted {ratio:.2f} is outside {prediction.profile}'s +/- {band:.0%}: the"
+                " machine was busier (or freer) than when it was calibrated, or the profile is another device's"
+            )
+    return notes
 
 
 def _precheck(plan: VerifyPlan) -> MemoryPrecheck:

@@ -38,6 +38,20 @@ def fitted_constants() -> dict[str, Any]:
     return json.loads(text)
 
 
+MIN_GPU_FIGURES = 5
+"""Held-out figures a GPU needs for its own band; with fewer, the band of every held-out figure."""
+
+
+def band(target_id: str) -> float:
+    """The relative band of ``target_id``'s prior: the 80th percentile of the held-out errors on that GPU (on all
+    held-out GPUs when it has fewer than ``MIN_GPU_FIGURES``), so about four measurements in five fall inside."""
+    holdout = fitted_constants()["holdout"]
+    own = holdout.get("per_gpu", {}).get(target_id)
+    if own is not None and own["figures"] >= MIN_GPU_FIGURES:
+        return own["p80_abs_error"]
+    return holdout["p80_abs_error"]
+
+
 def _link(target: Target) -> tuple[str, float]:
     """(link name, one direction's bytes/s) between two devices of ``target``."""
     if target.interconnect_gbs is None:
@@ -60,7 +74,7 @@ def prior_profile(target: Target, weight_dtype: str = "bf16", constants: dict[st
     flops = peak_matmul_flops(target, weight_dtype)
     link, link_bandwidth = _link(target)
     latency = c["all_reduce_latency_nvlink_s"] if link == "nvlink" else c["all_reduce_latency_pcie_s"]
-    error = fitted_constants()["holdout"]["median_abs_error"] if constants is None else 0.0
+    error = band(target.id) if constants is None else 0.0
     return DeviceProfile(
         name=f"{target.id}-prior", kind="prior", device="cuda", device_name=target.name, dtype=weight_dtype,
         target_id=target.id,

@@ -22,7 +22,7 @@ import bisect
 import math
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
 from mha_cli.core.record import Record
 
@@ -32,10 +32,18 @@ ProfileKind = Literal["prior", "calibrated", "ceiling"]
 class Curve(Record):
     """An achieved rate against an operation's size: log-linear between measured points, flat beyond them."""
 
-    sizes: list[float] = Field(min_length=1)
+    sizes: list[PositiveFloat] = Field(min_length=1)
     """Increasing sizes (bytes, or rows)."""
-    rates: list[float] = Field(min_length=1)
-    """Achieved rate at each size (bytes/s or FLOP/s), > 0."""
+    rates: list[PositiveFloat] = Field(min_length=1)
+    """Achieved rate at each size (bytes/s or FLOP/s)."""
+
+    @model_validator(mode="after")
+    def _points(self) -> Curve:
+        if len(self.sizes) != len(self.rates):
+            raise ValueError(f"{len(self.sizes)} sizes but {len(self.rates)} rates: give one rate per size")
+        if any(b <= a for a, b in zip(self.sizes, self.sizes[1:], strict=False)):
+            raise ValueError("sizes must increase")
+        return self
 
     def at(self, size: float) -> float:
         """The rate at ``size``: interpolated in log(size) between the two nearest points."""
@@ -65,16 +73,23 @@ class Curve(Record):
 class CollectiveCost(Record):
     """A ring all-reduce over ``ranks``: latency + 2 (n - 1) / n x bytes / bus bandwidth."""
 
-    latency_s: float
-    bandwidth_bytes_per_s: float
+    latency_s: NonNegativeFloat
+    bandwidth_bytes_per_s: PositiveFloat
     """One direction of one link."""
     link: str
     """What carries it: nvlink, pcie, gloo (shared memory on one host)."""
 
     def all_reduce_s(self, n_bytes: float, ranks: int) -> float:
+        """Seconds of a ring all-reduce of ``n_bytes`` (each rank's buffer) over ``ranks``."""
         if ranks <= 1:
             return 0.0
         return self.latency_s + 2 * (ranks - 1) / ranks * n_bytes / self.bandwidth_bytes_per_s
+
+    def all_gather_s(self, n_bytes: float, ranks: int) -> float:
+        """Seconds of a ring all-gather whose result is ``n_bytes``: each rank receives (n - 1) / n of it."""
+        if ranks <= 1:
+            return 0.0
+        return self.latency_s + (ranks - 1) / ranks * n_bytes / self.bandwidth_bytes_per_s
 
 
 class DeviceProfile(Record):
@@ -93,13 +108,13 @@ class DeviceProfile(Record):
     cache_bandwidth: Curve
     matmul: Curve
     attention_flops: Curve
-    kernel_overhead_s: float
-    dispatch_overhead_s: float
-    step_overhead_s: float
+    kernel_overhead_s: NonNegativeFloat
+    dispatch_overhead_s: NonNegativeFloat
+    step_overhead_s: NonNegativeFloat
     collective: CollectiveCost | None = None
     constants: dict[str, str] = Field(default_factory=dict)
     """Each fitted or measured constant -> its value and where it comes from, in words."""
-    relative_error: float
+    relative_error: NonNegativeFloat
     """The typical relative error of a prediction from this profile (its uncertainty band is +/- this)."""
     created: str | None = None
 

@@ -16,7 +16,8 @@ Continuous batching (vLLM, SGLang, TRT-LLM's in-flight batching), per replica:
   decode steps with chunk steps: ITL = ((osl - m) x decode + m x chunk) / osl with m = (running - 1) x chunks.
 - TTFT = the request's own chunk steps + half a decode step (it arrives mid-step) + its wait in the queue
   ((users - running) / running request lifetimes); e2e = TTFT + (osl - 1) x ITL.
-- Throughput: running x osl tokens per request lifetime per replica; tokens/s per user = 1 / ITL.
+- Throughput: the requests in flight over all replicas (at most concurrency) x osl tokens per request lifetime;
+  tokens/s per user = 1 / ITL. Latency is the busiest replica's (ceil(users / replicas) of them).
 
 Static batching (``batching="static"``, offline benchmarks of fixed batches): one prefill of the whole batch, then
 decode steps of the whole batch. Every figure also comes out on the profile's ceiling (the roofline: peak rates,
@@ -25,7 +26,7 @@ no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from mha_cli.core.cost.profile import DeviceProfile
@@ -122,17 +123,21 @@ class ServingCase:
 
 
 def stage_model(model: ModelSpec, pp: int) -> ModelSpec:
-    """One pipeline stage's share of the layers (the LM head and embedding counted on it once: the slowest stage
-    is the one that holds them). Raises ``BadInputError`` when pp does not divide the layers."""
+    """One pipeline stage's share of the layers (an MoE model's leading dense layers shared alike). Raises
+    ``BadInputError`` when pp does not divide the layers."""
     if pp == 1:
         return model
     if model.n_layers % pp:
         raise BadInputError(f"pp {pp} does not divide the {model.n_layers} layers of {model.name}: pick a divisor")
-    return model.model_copy(update={"n_layers": model.n_layers // pp})
+    update: dict[str, object] = {"n_layers": model.n_layers // pp}
+    if model.moe is not None:
+        update["moe"] = model.moe.model_copy(update={"n_dense_layers": model.moe.n_dense_layers // pp})
+    return model.model_copy(update=update)
 
 
 class Stepper:
-    """Times the steps of one replica on one profile (pipeline stages and sends included)."""
+    """Times the steps of one replica on one profile: under pipeline parallelism, every stage's layers in turn,
+    the embedding, LM head and sampler once, one engine step overhead, and a send at each stage boundary."""
 
     def __init__(self, case: ServingCase, profile: DeviceProfile) -> None:
         self.case, self.profile = case, profile
@@ -144,27 +149,18 @@ class Stepper:
             self.stage, *shapes, tp=case.tp, weight_dtype=case.weight_dtype, kv_dtype=case.kv_dtype,
             mla_cache=case.mla_cache,
         )  # fmt: skip
-        stage = step_time(ops, self.profile, tp=case.tp)
         if case.pp == 1:
-            return stage
-        tokens = sum(shape.tokens for shape in shapes)
+            return step_time(ops, self.profile, tp=case.tp)
+        every_stage = [op if op.outside_layers else replace(op, count=op.count * case.pp) for op in ops]
+        time = step_time(every_stage, self.profile, tp=case.tp)
         send = 0.0
-        if self.profile.collective is not None:  # a point-to-point send: one latency, the activations once
-            collective = self.profile.collective
-            send = (
+        collective = self.profile.collective
+        if collective is not None:  # a point-to-point send: one latency, the activations once
+            tokens = sum(shape.tokens for shape in shapes)
+            send = (case.pp - 1) * (
                 collective.latency_s + tokens * case.model.d_model * ACTIVATION_BYTES / collective.bandwidth_bytes_per_s
             )
-        steps = case.pp  # every stage in turn, one step overhead (the scheduler's) for the whole pipeline
-        overhead = self.profile.step_overhead_s
-        return stage.model_copy(
-            update={
-                "seconds": steps * (stage.seconds - overhead) + overhead + (case.pp - 1) * send,
-                "memory_s": steps * stage.memory_s, "compute_s": steps * stage.compute_s,
-                "collective_s": steps * stage.collective_s + (case.pp - 1) * send,
-                "overhead_s": steps * (stage.overhead_s - overhead) + overhead, "bytes": steps * stage.bytes,
-                "flops": steps * stage.flops, "kernels": steps * stage.kernels,
-            }
-        )  # fmt: skip
+        return time.model_copy(update={"seconds": time.seconds + send, "collective_s": time.collective_s + send})
 
 
 def chunked_prefill(stepper: Stepper, tokens: int, chunk_tokens: int, riding: list[StepShape]) -> tuple[float, int]:
@@ -202,23 +198,26 @@ def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DevicePr
     admitted = users if case.admitted_per_replica is None else case.admitted_per_replica
     if admitted < 1:
         raise BadInputError("the engine admits no request of this length on this deployment: see `mha kv` for why")
-    running = min(users, admitted)
-    queued = users - running
+    running = min(users, admitted)  # on the busiest replica, whose steps set the latency
+    queued = users - running if case.batching == "continuous" else 0
+    in_flight = min(case.concurrency, case.replicas * admitted)  # every replica together
     gpus = case.tp * case.pp * case.replicas
 
     def figures(on: DeviceProfile) -> tuple[float, float, float, float, float, int, StepTime]:
         ttft, itl, prefill, chunks, decode = _latencies(case, on, running)
         lifetime = ttft + (case.osl - 1) * itl
-        if queued and case.batching == "continuous":
+        if queued:
             ttft += queued / running * lifetime
         e2e = ttft + (case.osl - 1) * itl
-        throughput = case.replicas * running * case.osl / lifetime
+        throughput = in_flight * case.osl / lifetime
         return ttft, itl, e2e, throughput, prefill, chunks, decode
 
     ttft, itl, e2e, throughput, prefill, chunks, decode = figures(profile)
     b_ttft, b_itl, b_e2e, b_throughput, *_ = figures(ceiling)
     r = profile.relative_error
     notes = []
+    if case.batching == "static" and users > admitted:
+        notes.append(f"a static batch of {users} exceeds the {admitted} the engine admits: priced as one batch anyway")
     if queued:
         notes.append(
             f"{queued} of {users} users per replica wait: the engine admits {admitted} request(s) of"
@@ -246,6 +245,6 @@ def _uncertainty_how(profile: DeviceProfile) -> str:
     if profile.kind == "calibrated":
         return f"+/- {profile.relative_error:.0%}: the calibration's own fit error on this machine"
     return (
-        f"+/- {profile.relative_error:.0%}: the priors' median absolute error on held-out published measurements"
-        " (cost_priors.json); `mha calibrate` on the device narrows it"
+        f"+/- {profile.relative_error:.0%}: 4 in 5 held-out published measurements fell within it (cost_priors.json;"
+        " this GPU's own when it has 5 or more); `mha calibrate` on the device narrows it"
     )

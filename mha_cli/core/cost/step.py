@@ -40,10 +40,14 @@ class StepTime(Record):
 
 def op_seconds(op: Op, profile: DeviceProfile, tp: int) -> tuple[float, bool]:
     """(one instance's time without fixed costs, whether compute bounds it)."""
-    if op.kind == "all_reduce":
+    if op.kind in ("all_reduce", "all_gather"):
         if profile.collective is None:
             return 0.0, False
-        return profile.collective.all_reduce_s(op.bytes, tp), False
+        collective = profile.collective
+        seconds = (
+            collective.all_reduce_s(op.bytes, tp) if op.kind == "all_reduce" else collective.all_gather_s(op.bytes, tp)
+        )
+        return seconds, False
     bandwidth = profile.cache_bandwidth if op.kind == "attention" else profile.weight_bandwidth
     memory = op.bytes / bandwidth.at(op.bytes)
     if op.flops <= 0:
@@ -72,7 +76,7 @@ def step_time(
     for op in ops:
         seconds, compute_bound = op_seconds(op, profile, tp)
         spent = op.count * seconds
-        if op.kind == "all_reduce":
+        if op.kind in ("all_reduce", "all_gather"):
             collective += spent
         elif compute_bound:
             compute += spent

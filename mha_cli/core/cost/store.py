@@ -96,8 +96,9 @@ def find_calibrated(device: str, device_name: str, dtype: str) -> DeviceProfile 
     return None
 
 
-def load_profile(spec: str) -> DeviceProfile:
-    """``--profile``: a file path (anything with a ``/`` or ending ``.json``), a calibrated name, or ``ID-prior``."""
+def load_profile(spec: str, weight_dtype: str = "bf16") -> DeviceProfile:
+    """``--profile``: a file path (anything with a ``/`` or ending ``.json``), a calibrated name, or ``ID-prior``
+    (the target's prior for ``weight_dtype``: fp8 weights on a GPU with fp8 tensor cores use their throughput)."""
     if "/" in spec or spec.endswith(".json"):
         return read_profile(Path(spec))
     path = profile_path(spec)
@@ -107,7 +108,7 @@ def load_profile(spec: str) -> DeviceProfile:
         from mha_cli.core.cost.priors import prior_profile
         from mha_cli.core.targets import resolve_target
 
-        return prior_profile(resolve_target(spec.removesuffix("-prior")).target)
+        return prior_profile(resolve_target(spec.removesuffix("-prior")).target, weight_dtype)
     names = [p.stem for p, _ in calibrated_profiles()]
     known = f"calibrated here: {', '.join(names)}" if names else "none calibrated yet: run `mha calibrate`"
     raise BadInputError(f"no profile named {shown(spec)} ({known}; or give a file, or a target's prior: h200-prior)")

@@ -7,14 +7,19 @@ size (a small matrix does not saturate memory bandwidth) is looked up at the ins
 
 - **matmul**: every linear layer of the rank (``core.tensor_parallel.matrices_per_rank``), its weight bytes in the
   weight format (scales included) plus the activations in and out; 2 x tokens x out x in FLOPs. An MoE layer reads
-  only the routed experts its tokens pick (``experts_touched``), each over its share of the tokens. The LM head runs
+  only the routed experts its tokens pick (``experts_touched``), in one grouped matmul per layer (the fused-MoE
+  kernel's: its bytes the touched experts' together), each expert over its share of the tokens. The LM head runs
   over ``logits_tokens`` tokens (an engine: the last of each sequence; ``verify``: every position).
 - **attention**: the cache every attention layer reads (``core.kv``: each layer its own tokens, windows applied)
   plus the new tokens' K/V it writes; query-key pairs x ``attention_pair_flops``. A linear-attention or state-space
   layer reads and writes its fixed state instead.
 - **memory**: norms, residual adds, the MLP's activation, rotary, the embedding rows and the sampler's logits:
   bytes only.
-- **all_reduce** (tp > 1): after attention and after the MLP, tokens x d_model activations; the logits gather.
+- **all_reduce** (tp > 1): after attention and after the MLP, tokens x d_model activations; **all_gather**: the
+  logits of every rank's vocabulary rows.
+
+Ops outside the layers (``outside_layers``: embedding, LM head, sampler, logits gather) run once per step, on one
+pipeline stage.
 
 Kernel counts are a fused serving engine's (vLLM's): per layer 1 fused add+norm and 1 matmul per projection
 group, rotary and cache write, one attention kernel, the activation; an eager implementation runs many more (its
@@ -33,7 +38,7 @@ from mha_cli.core.tensor_parallel import Matrix, matrices_per_rank, tp_shard_pro
 from mha_cli.core.weight_bytes import UNQUANTISED_BYTES
 from mha_cli.core.weight_formats import weight_format
 
-OpKind = Literal["matmul", "attention", "memory", "all_reduce"]
+OpKind = Literal["matmul", "attention", "memory", "all_reduce", "all_gather"]
 
 ACTIVATION_BYTES = 2
 """Activations in bf16 (what the engines run)."""
@@ -70,6 +75,8 @@ class Op:
     """Rows one instance computes: the matmul's M, the attention's queries."""
     kernels: float = 1.0
     """Kernels one instance launches in a fused engine (a fraction where several instances share one kernel)."""
+    outside_layers: bool = False
+    """Embedding, LM head, sampler, logits gather: once per step, whatever the pipeline stages."""
 
 
 @dataclass(frozen=True)
@@ -140,18 +147,20 @@ def _matmul_ops(model: ModelSpec, tp: int, weight_dtype: str, tokens: int) -> li
         touched = experts_touched(model.moe.n_experts, model.moe.n_active_experts, tokens)
     for matrix in matrices_per_rank(model, tp):
         weight = _matmul_bytes(weight_dtype, matrix, _covered(weight_dtype, matrix))
-        count, rows = float(matrix.count), tokens
+        count, rows, matrices = float(matrix.count), tokens, 1.0
         if matrix.kind == "expert" and model.moe is not None and touched:
-            count = matrix.count * touched / model.moe.n_experts
+            # one grouped matmul per layer (and per gate/up or down): the touched experts' weights, each over its rows
+            matrices = touched
+            count = matrix.count / model.moe.n_experts
             rows = max(1, round(tokens * model.moe.n_active_experts / touched))
-        activations = rows * (matrix.in_features + matrix.out_features) * ACTIVATION_BYTES
+        activations = matrices * rows * (matrix.in_features + matrix.out_features) * ACTIVATION_BYTES
         ops.append(
             Op(
                 name=f"{matrix.kind} {matrix.out_features}x{matrix.in_features}",
                 kind="matmul",
                 count=count,
-                bytes=weight + activations,
-                flops=2 * rows * matrix.out_features * matrix.in_features,
+                bytes=matrices * weight + activations,
+                flops=2 * matrices * rows * matrix.out_features * matrix.in_features,
                 tokens=rows,
                 kernels=_matmul_kernels(model, matrix),
             )
@@ -226,12 +235,14 @@ def forward_ops(
     n_moe = 0 if model.moe is None else max(0, model.n_layers - model.moe.n_dense_layers)
     dense_layers = model.n_layers - n_moe
     d_ff = model.d_ff // tp
-    # per layer: norms and residual adds over d_model, the activation over the MLP's width (read gate+up, write)
+    # the activation reads gate and up and writes their product (gated: 3 x width), or reads and writes (plain: 2)
+    activation = 3 if model.mlp == "gated" else 2
+    # per layer: norms and residual adds over d_model, the activation over the MLP's width
     elementwise = tokens * ACTIVATION_BYTES * (model.n_norms_per_layer * 2 * d + 2 * d)
     if dense_layers:
         ops.append(
             Op(name="norms, residuals, activation", kind="memory", count=dense_layers,
-               bytes=elementwise + tokens * ACTIVATION_BYTES * 3 * d_ff, flops=0.0, tokens=tokens,
+               bytes=elementwise + tokens * ACTIVATION_BYTES * activation * d_ff, flops=0.0, tokens=tokens,
                kernels=MLP_BLOCK_KERNELS)
         )  # fmt: skip
     if n_moe:
@@ -239,7 +250,7 @@ def forward_ops(
         expert_width = model.moe.n_active_experts * model.moe.d_ff_expert // tp
         ops.append(
             Op(name="norms, residuals, routing", kind="memory", count=n_moe,
-               bytes=elementwise + tokens * ACTIVATION_BYTES * (3 * expert_width + model.moe.n_experts),
+               bytes=elementwise + tokens * ACTIVATION_BYTES * (activation * expert_width + model.moe.n_experts),
                flops=2.0 * tokens * d * model.moe.n_experts, tokens=tokens,
                kernels=MLP_BLOCK_KERNELS + MOE_ROUTING_KERNELS)
         )  # fmt: skip
@@ -253,12 +264,12 @@ def forward_ops(
     ops.append(
         Op(name="lm head", kind="matmul", count=1,
            bytes=head_bytes + logits * (d + vocab_rows) * ACTIVATION_BYTES, flops=2.0 * logits * vocab_rows * d,
-           tokens=logits)
+           tokens=logits, outside_layers=True)
     )  # fmt: skip
     ops.append(
         Op(name="embedding, final norm, sampler", kind="memory", count=1,
            bytes=tokens * d * ACTIVATION_BYTES * 3 + SAMPLER_PASSES * logits * model.vocab_size * LOGIT_BYTES,
-           flops=0.0, tokens=tokens, kernels=OUTSIDE_LAYER_KERNELS)
+           flops=0.0, tokens=tokens, kernels=OUTSIDE_LAYER_KERNELS, outside_layers=True)
     )  # fmt: skip
     if tp > 1:
         ops.append(
@@ -266,7 +277,7 @@ def forward_ops(
                flops=0.0, tokens=tokens)
         )  # fmt: skip
         ops.append(
-            Op(name="logits gather", kind="all_reduce", count=1, bytes=logits * vocab_rows * tp * ACTIVATION_BYTES,
-               flops=0.0, tokens=logits)
+            Op(name="logits gather", kind="all_gather", count=1, bytes=logits * vocab_rows * tp * ACTIVATION_BYTES,
+               flops=0.0, tokens=logits, outside_layers=True)
         )  # fmt: skip
     return ops
