@@ -2,8 +2,8 @@
 
 The layouts: every tensor-parallel degree tp and pipeline depth pp with tp x pp dividing the devices, tp sharding
 the model (heads and widths) and pp dividing its layers; the rest of the devices are data-parallel replicas. Each
-layout whose engine starts is priced (``core.cost.plan``) at the concurrency asked, or, without one, at 1, 2, 4,
-... users per replica up to what its KV pool admits (the largest batch it runs at once). Every (layout,
+layout whose engine starts is priced (``core.cost.plan``) at the concurrency asked, or, without one, at 1, 2, 3,
+4, 6, 8, ... users per replica up to what its KV pool admits (the largest batch it runs at once). Every (layout,
 concurrency) point is a candidate; it meets the targets when its TTFT and ITL are within ``--ttft-ms`` and
 ``--itl-ms``. The Pareto front: the candidates no other beats on both output tokens/s per GPU and tokens/s per
 user. The pick: the highest tokens/s per GPU that meets every target; when none does, none is picked and the ways
@@ -92,12 +92,15 @@ def pareto_front(candidates: list[Candidate]) -> list[int]:
 
 
 def _points(plan: ServingPlan, concurrency: int | None) -> list[int]:
-    """Concurrencies to price a layout at: the one asked, else powers of two per replica up to what it admits."""
+    """Concurrencies to price a layout at: the one asked, else 1, 2, 3, 4, 6, 8, 12, ... users per replica (powers of
+    two and the midpoints between them) up to what it admits."""
     if concurrency is not None:
         return [concurrency]
     replicas, admitted = plan.deployment.replicas, plan.memory.engine.admitted_per_replica
-    per_replica = sorted({*(2**k for k in range(admitted.bit_length()) if 2**k <= admitted), admitted})
-    return [users * replicas for users in per_replica]
+    grid = {admitted}
+    for k in range(admitted.bit_length()):
+        grid |= {2**k, 3 * 2**k // 2}
+    return [users * replicas for users in sorted(g for g in grid if 1 <= g <= admitted)]
 
 
 def _search(

@@ -11,11 +11,13 @@ Continuous batching (vLLM, SGLang, TRT-LLM's in-flight batching), per replica:
 - A decode step runs one token for each running sequence at the mean context isl + osl / 2. Under pipeline
   parallelism the running sequences form ``pp`` micro-batches; a token crosses every stage in turn and each
   stage boundary costs a send.
-- A prefill runs in chunks of ``max_num_batched_tokens`` tokens; each chunk step also carries the other running
-  sequences' decodes. Over one request's ``osl`` steps, the other running requests' prefills replace that many
-  decode steps with chunk steps: ITL = ((osl - m) x decode + m x chunk) / osl with m = (running - 1) x chunks.
-- TTFT = the request's own chunk steps + half a decode step (it arrives mid-step) + its wait in the queue
-  ((users - running) / running request lifetimes); e2e = TTFT + (osl - 1) x ITL.
+- A step runs the running sequences' decodes first, then prompt tokens up to ``max_num_batched_tokens``. Over one
+  request's ``osl`` steps the other running requests' prompts ((running - 1) x isl tokens) fill m of those steps:
+  ITL = ((osl - m) x decode + m x full step) / osl. Running is also capped at what that budget keeps up with
+  (``sustainable``): past it, users wait for a slot.
+- TTFT = the request's own chunk steps + its wait behind other prompts (the steps busy with prefills, m / osl, as
+  an M/D/1 queue) + half a decode step (it arrives mid-step) + its wait for a slot ((users - running) / running
+  request lifetimes); e2e = TTFT + (osl - 1) x ITL.
 - Throughput: the requests in flight over all replicas (at most concurrency) x osl tokens per request lifetime;
   tokens/s per user = 1 / ITL. Latency is the busiest replica's (ceil(users / replicas) of them).
 
@@ -37,6 +39,8 @@ from mha_cli.core.record import Record
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 
 Batching = Literal["continuous", "static"]
+MAX_PREFILL_SHARE = 0.9
+"""The share of steps busy with prefills the TTFT queue is priced at, at most (at 1 a queue never drains)."""
 
 
 class Deployment(Record):
@@ -186,10 +190,25 @@ def _latencies(case: ServingCase, profile: DeviceProfile, running: int) -> tuple
         return prefill, decode.seconds, prefill, 1, decode
     riding = [decode_shape(micro - 1, context)] if micro > 1 else []
     prefill, chunks = chunked_prefill(stepper, case.isl, case.chunk_tokens, riding)
-    chunk_mean = prefill / chunks
-    stalls = min(case.osl, (running - 1) * chunks)
-    itl = ((case.osl - stalls) * decode.seconds + stalls * chunk_mean) / case.osl
-    return prefill + decode.seconds / 2, itl, prefill, chunks, decode
+    # over one request's osl steps the others' prompts ((running - 1) x isl tokens) share the steps' prefill budget
+    room = max(1, case.chunk_tokens - micro)  # decodes are scheduled first
+    others = (running - 1) * case.isl
+    stalls = min(case.osl, -(-others // room))
+    itl = decode.seconds
+    if stalls:
+        stall = stepper.step(prefill_shape(min(room, others)), decode_shape(micro, context)).seconds
+        itl = ((case.osl - stalls) * decode.seconds + stalls * stall) / case.osl
+    # a new prompt waits for the prompts ahead of it: the steps busy with prefills, as a queue (M/D/1) of them
+    busy = min(MAX_PREFILL_SHARE, stalls / case.osl)
+    wait = busy / (2 * (1 - busy)) * prefill
+    return prefill + wait + decode.seconds / 2, itl, prefill, chunks, decode
+
+
+def sustainable(case: ServingCase) -> int:
+    """Requests in flight whose prompts the engine keeps up with: over one request's osl steps the others' prompts,
+    (r - 1) x isl tokens, must fit in the steps' prefill budget, (max_num_batched_tokens - r) tokens each
+    (decodes first): r <= (osl x budget + isl) / (isl + osl). More users than that wait for a slot."""
+    return max(1, (case.osl * case.chunk_tokens + case.isl) // (case.isl + case.osl))
 
 
 def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DeviceProfile) -> ServingPrediction:
@@ -198,9 +217,10 @@ def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DevicePr
     admitted = users if case.admitted_per_replica is None else case.admitted_per_replica
     if admitted < 1:
         raise BadInputError("the engine admits no request of this length on this deployment: see `mha kv` for why")
-    running = min(users, admitted)  # on the busiest replica, whose steps set the latency
+    limit = admitted if case.batching == "static" else min(admitted, sustainable(case))
+    running = min(users, limit)  # on the busiest replica, whose steps set the latency
     queued = users - running if case.batching == "continuous" else 0
-    in_flight = min(case.concurrency, case.replicas * admitted)  # every replica together
+    in_flight = min(case.concurrency, case.replicas * limit)  # every replica together
     gpus = case.tp * case.pp * case.replicas
 
     def figures(on: DeviceProfile) -> tuple[float, float, float, float, float, int, StepTime]:
@@ -219,10 +239,12 @@ def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DevicePr
     if case.batching == "static" and users > admitted:
         notes.append(f"a static batch of {users} exceeds the {admitted} the engine admits: priced as one batch anyway")
     if queued:
-        notes.append(
-            f"{queued} of {users} users per replica wait: the engine admits {admitted} request(s) of"
-            f" {case.isl + case.osl:,} tokens at once; their wait is in TTFT"
+        why = (
+            f"the engine admits {admitted} request(s) of {case.isl + case.osl:,} tokens at once"
+            if limit == admitted
+            else f"its prefill budget ({case.chunk_tokens:,} tokens a step) keeps up with {limit} requests' prompts"
         )
+        notes.append(f"{queued} of {users} users per replica wait: {why}; their wait is in TTFT")
     return ServingPrediction(
         deployment=Deployment(tp=case.tp, pp=case.pp, replicas=case.replicas, gpus=gpus), batching=case.batching,
         isl=case.isl, osl=case.osl, concurrency=case.concurrency, running_per_replica=running,
