@@ -56,3 +56,15 @@ def test_a_target_nothing_meets_comes_with_ways_out_that_were_tried(cli):
 def test_one_deployment_with_targets_says_whether_it_meets_them(cli):
     result = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--itl-ms", "7")
     assert result["meets_targets"] is False and result["misses"][0].startswith("itl ")
+
+
+def test_launch_lines_name_what_an_engine_loads(cli, tmp_path):
+    import shutil
+
+    folder = tmp_path / "qwen3-8b"
+    folder.mkdir()
+    shutil.copy("tests/fixtures/hf_configs/qwen3-8b.json", folder / "config.json")
+    launch = cli.json("plan", str(folder / "config.json"), "--target", "h100")["launch"]
+    assert launch["vllm"].startswith(f"vllm serve {folder} ")  # the model folder, not its config.json
+    trtllm = cli.json("plan", "llama-3-8b", "--target", "2xh100", "--engine", "trtllm")["launch"]
+    assert trtllm["trtllm"].startswith("trtllm-serve meta-llama/Meta-Llama-3-8B --tp_size 1")

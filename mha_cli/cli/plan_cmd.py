@@ -165,11 +165,14 @@ def plan(
 
 
 def model_id(loaded: ModelSource) -> str:
-    """What a serving engine loads: the Hugging Face id a preset or config.json names, else the file given."""
+    """What a serving engine loads: the Hugging Face id a preset names, the folder holding a config.json (where its
+    weights sit beside it), else the name of our config file's model."""
     source = loaded.model.source or ""
-    if source.endswith(" config.json") and "/" in source:
+    if loaded.kind == "preset" and source.endswith(" config.json") and "/" in source:
         return source.removesuffix(" config.json")
-    return loaded.origin
+    if loaded.kind == "hf-config" and Path(loaded.origin).name == "config.json":
+        return str(Path(loaded.origin).parent)
+    return loaded.model.name
 
 
 def render_plan(console: Console, result: ServingPlan) -> None:

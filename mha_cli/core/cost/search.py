@@ -52,7 +52,8 @@ class SearchResult(Record):
     chosen: int | None
     ways_out: list[str]
     launch: dict[str, str]
-    """The pick's launch command per engine (``vllm``, ``sglang``); empty without a pick."""
+    """The pick's launch command per engine (``vllm``, ``sglang``; ``trtllm`` with --engine trtllm); empty without a
+    pick."""
 
 
 def layouts(model: ModelSpec, n_devices: int) -> list[tuple[int, int]]:
@@ -171,7 +172,8 @@ def _ways_out(
 
 
 def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec) -> dict[str, str]:
-    """The pick as ``vllm serve`` and SGLang's ``launch_server`` command lines."""
+    """The pick as ``vllm serve`` and SGLang's ``launch_server`` command lines (and ``trtllm-serve`` when its memory
+    rules were the ones priced); data-parallel replicas of TensorRT-LLM are separate servers."""
     d, engine = plan.deployment, plan.memory.engine
     context = plan.isl + plan.osl
     running = max(1, plan.running_per_replica)
@@ -187,7 +189,13 @@ def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec
     if deployment.kv_dtype == "fp8":
         vllm += ["--kv-cache-dtype", "fp8"]
         sglang += ["--kv-cache-dtype", "fp8_e4m3"]
-    return {"vllm": shlex.join(vllm), "sglang": shlex.join(sglang)}
+    launch = {"vllm": shlex.join(vllm), "sglang": shlex.join(sglang)}
+    if engine.name == "trtllm":  # the engine whose memory rules were priced: its own server too
+        trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
+                  str(context), "--max_batch_size", str(running), "--kv_cache_free_gpu_memory_fraction",
+                  f"{engine.gpu_memory_utilization:g}"]  # fmt: skip
+        launch["trtllm"] = shlex.join(trtllm)
+    return launch
 
 
 def search_deployments(
