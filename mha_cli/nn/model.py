@@ -236,12 +236,12 @@ class DecoderLM(nn.Module):
             state_dict.pop(prefix + "lm_head.weight", None)
 
     def forward(self, input_ids: torch.Tensor, caches: list[Any] | None = None, start_pos: int = 0) -> torch.Tensor:
+        x = self.embed(input_ids, start_pos)  # (b, s, d)
+        return self.project(self.run_layers(x, caches, start_pos))  # (b, s, v)
+
+    def embed(self, input_ids: torch.Tensor, start_pos: int) -> torch.Tensor:
+        """Token ids (b, s) at positions start_pos.. -> their embeddings (b, s, d), learned positions added."""
         s = input_ids.shape[1]
-        if caches is not None and len(caches) != self.n_layers:
-            raise ValueError(f"{len(caches)} caches for {self.n_layers} layers: use new_cache()")
-        if caches is None and start_pos:
-            raise ValueError("start_pos > 0 needs the caches holding the earlier positions")
-        positions = torch.arange(start_pos, start_pos + s, device=input_ids.device)  # (s,)
         embed = self.model.embed_tokens
         x = embed(input_ids, self.all_reduce) if self.tp_size > 1 else embed(input_ids)  # (b, s, d)
         if hasattr(self.model, "embed_positions"):
@@ -249,12 +249,26 @@ class DecoderLM(nn.Module):
                 raise ValueError(
                     f"positions up to {start_pos + s} exceed the {self.model.embed_positions.num_embeddings} learned"
                 )
+            positions = torch.arange(start_pos, start_pos + s, device=input_ids.device)  # (s,)
             x = x + self.model.embed_positions(positions)  # (b, s, d)
+        return x
+
+    def run_layers(self, x: torch.Tensor, caches: list[Any] | None, start_pos: int) -> torch.Tensor:
+        """The built layers over hidden states (b, s, d) at positions start_pos.., each with its cache."""
+        if caches is not None and len(caches) != self.n_layers:
+            raise ValueError(f"{len(caches)} caches for {self.n_layers} layers: use new_cache()")
+        if caches is None and start_pos:
+            raise ValueError("start_pos > 0 needs the caches holding the earlier positions")
+        positions = torch.arange(start_pos, start_pos + x.shape[1], device=x.device)  # (s,)
         cos_sin = None if self.rope is None else self.rope.cos_sin(positions)  # (s, r) each
         for i, layer in enumerate(self.model.layers):
             x = layer(x, None if caches is None else caches[i], start_pos, cos_sin, self.all_reduce)  # (b, s, d)
+        return x
+
+    def project(self, x: torch.Tensor) -> torch.Tensor:
+        """Final norm and LM head: hidden states (b, s, d) -> logits (b, s, v)."""
         x = self.model.norm(x)  # (b, s, d)
-        head = embed.weight if self.spec.tied_embeddings else self.lm_head.weight  # (v, d), or (R, d) of the rank
+        head = self.model.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight  # (v, d) or (R, d)
         logits = F.linear(x, head)  # (b, s, v), or (b, s, R): the rank's block of the padded vocabulary
         if self.tp_size == 1:
             return logits

@@ -1,0 +1,86 @@
+"""Pipeline stages: which layers each of ``pp`` stages holds, and the weights it holds. Pure Python.
+
+Stage ``s`` of ``pp`` holds layers [s x L / pp, (s + 1) x L / pp) (pp must divide the L layers, as vLLM's even split
+does when it can), each keeping its kind (global or local attention, dense or MoE MLP); the token embedding (and
+learned positions) sit on the first stage, the final norm and the LM head on the last. A tied head is the
+embedding matrix: the last stage keeps a copy of it, as vLLM does, so a tied model of more than one stage holds
+the embedding twice. ``verify --pp`` builds and measures exactly this layout (``mha_cli.nn.pipeline``).
+"""
+
+from __future__ import annotations
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.params import count_params
+from mha_cli.core.record import Record
+from mha_cli.core.schemas import ModelSpec
+
+
+class StageLayout(Record):
+    """What stage ``stage`` of ``pp`` holds."""
+
+    stage: int
+    pp: int
+    first_layer: int
+    n_layers: int
+    embedding: bool
+    """The token embedding (and learned positions): the first stage."""
+    head: bool
+    """The final norm and the LM head (a tied head's copy of the embedding): the last stage."""
+
+
+def pp_problem(model: ModelSpec, pp: int) -> str | None:
+    """Why ``model`` cannot be split into ``pp`` stages, or None."""
+    if pp < 1:
+        return f"pp must be at least 1 (got {pp})"
+    if model.n_layers % pp:
+        return f"pp {pp} does not divide the {model.n_layers} layers of {model.name}: pick a divisor"
+    if model.n_kv_shared_layers is not None and pp > 1:
+        return f"{model.name}'s layers share earlier layers' K/V (Gemma-3n): its stages are not independent"
+    return None
+
+
+def stage_layout(model: ModelSpec, pp: int, stage: int) -> StageLayout:
+    """Stage ``stage`` (0-based) of ``pp``; raises ``BadInputError`` when pp does not split the model."""
+    problem = pp_problem(model, pp)
+    if problem is not None:
+        raise BadInputError(problem)
+    if not 0 <= stage < pp:
+        raise BadInputError(f"stage {stage} is not one of the {pp} stages")
+    per_stage = model.n_layers // pp
+    return StageLayout(
+        stage=stage, pp=pp, first_layer=stage * per_stage, n_layers=per_stage, embedding=stage == 0,
+        head=stage == pp - 1,
+    )  # fmt: skip
+
+
+def layers_model(model: ModelSpec, first: int, n_layers: int) -> ModelSpec:
+    """Layers [first, first + n_layers) of ``model`` as a model of their own: layer i is the original's layer
+    first + i (its attention kind and whether its MLP is dense or MoE); embedding and head as the original's."""
+    update: dict[str, object] = {"n_layers": n_layers}
+    if model.layer_pattern:
+        update["layer_pattern"] = [model.layer_kind(first + i) for i in range(n_layers)]
+    if model.moe is not None:
+        dense = max(0, min(n_layers, model.moe.n_dense_layers - first))  # the original's dense layers lead
+        update["moe"] = model.moe.model_copy(update={"n_dense_layers": dense})
+    return model.model_copy(update=update)
+
+
+def stage_model(model: ModelSpec, layout: StageLayout) -> ModelSpec:
+    """The layers ``layout`` holds, as a model (``layers_model``)."""
+    return layers_model(model, layout.first_layer, layout.n_layers)
+
+
+def stage_params(model: ModelSpec, layout: StageLayout) -> int:
+    """Weights stage ``layout`` holds: its layers, the embedding on the first, the final norm and head on the last
+    (a tied head counted again on a last stage that is not also the first)."""
+    params = count_params(stage_model(model, layout))
+    layers = params.total - params.embeddings - params.final_norm
+    vocab_matrix = model.vocab_size * model.d_model
+    held = layers
+    if layout.embedding:
+        held += vocab_matrix + model.position_embeddings * model.d_model
+    if layout.head:
+        held += params.final_norm
+        if not model.tied_embeddings or not layout.embedding:
+            held += vocab_matrix  # the untied head, or the tied head's copy of the embedding
+    return held
