@@ -78,6 +78,15 @@ TpOpt = Annotated[
         show_default=False,
     ),
 ]
+PpOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--pp",
+        help="Pipeline stages: N > 1 runs N processes, each one stage of the stack (its layers; the embedding on the"
+        " first, the head on the last), checks each stage's bytes and the output against one device.",
+        show_default=False,
+    ),
+]
 IMPORT_STAGE = "importing torch"
 """The first stage the progress line shows: the torch import takes seconds on a cold start."""
 TpTimeoutOpt = Annotated[
@@ -118,6 +127,7 @@ def verify(
     max_decode_ms: MaxDecodeMsOpt = None,
     tolerance: ToleranceOpt = None,
     tp: TpOpt = None,
+    pp: PpOpt = None,
     tp_timeout: TpTimeoutOpt = 900.0,
     hook: HookOpt = False,
     hook_layers: HookLayersOpt = None,
@@ -162,6 +172,20 @@ def verify(
     if layers_of_hook is not None:  # after verify's own refusals, which name what the torch ring lacks
         check_hook_copy(loaded.model, layers_of_hook)
     tp_degree = deployment_tp_degree(deployment)
+    if pp is not None and pp > 1:
+        refused = [flag for flag, given in (("--tp", tp_degree > 1), ("--hook", hook), ("--max-kv-gib", max_kv_gib),
+                                            ("--max-decode-ms", max_decode_ms), ("--profile", profile)) if given]  # fmt: skip
+        if refused:
+            raise BadInputError(f"--pp does not combine with {', '.join(refused)} yet: run them without --pp")
+        from mha_cli.cli.verify_pp import verify_pipeline
+
+        verify_pipeline(
+            loaded, deployment, pp=pp, device=device, layers=layers, prefill_tokens=prefill_tokens, reps=reps,
+            tolerance=tolerance, timeout_s=tp_timeout, json=json,
+        )  # fmt: skip
+        return
+    if pp is not None and pp < 1:
+        raise BadInputError(f"--pp {pp}: give 2 or more stages (1 is plain verify)")
     if tp_degree > 1:  # N ranks on torch.distributed
         from mha_cli.cli.verify_tp import verify_tensor_parallel
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from mha_cli.core.errors import MhaError
 from mha_cli.parallel.launch import run_ranks
+from mha_cli.parallel.pipeline_report import PpBatch, PpJob, PpVerifyReport
 from mha_cli.parallel.report import TpBatch, TpJob, TpVerifyReport
 from mha_cli.parallel.worker import RESULT_FILE
 
@@ -32,3 +33,18 @@ def run_tp_jobs(jobs: list[TpJob], *, extra_env: dict[str, str] | None = None) -
         if not result.exists():
             raise MhaError("tensor-parallel run ended without a report from rank 0")
         return [TpVerifyReport.model_validate(item) for item in json.loads(result.read_text())]
+
+
+def run_pp_job(job: PpJob, *, extra_env: dict[str, str] | None = None) -> PpVerifyReport:
+    """Run one pipeline job on ``job.pp`` stages (one process each); rank 0's report. Raises ``RankFailedError``
+    as ``run_tp_jobs`` does."""
+    with tempfile.TemporaryDirectory(prefix="mha-pp-") as tmp:
+        run_dir = Path(tmp)
+        job_file = run_dir / "job.json"
+        job_file.write_text(PpBatch(pp_jobs=[job]).model_dump_json())
+        run_ranks(job_file, run_dir, job.pp, timeout_s=job.timeout_s, extra_env=extra_env)
+        result = run_dir / RESULT_FILE
+        if not result.exists():
+            raise MhaError("pipeline run ended without a report from rank 0")
+        (report,) = json.loads(result.read_text())
+        return PpVerifyReport.model_validate(report)

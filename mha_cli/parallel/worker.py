@@ -24,8 +24,11 @@ from pathlib import Path
 from mha_cli.core.errors import EXIT_CHECK_FAILED, EXIT_OUT_OF_MEMORY, MhaError
 from mha_cli.parallel.group import RankEnv, close_group, init_group, leave_together
 from mha_cli.parallel.launch import ERROR_FILE, die_with_parent, mark_stage
+from mha_cli.parallel.pipeline_report import PpBatch, PpVerifyReport
 from mha_cli.parallel.plan import DEFAULT_TIMEOUT_S
 from mha_cli.parallel.report import TpBatch, TpVerifyReport
+
+Report = TpVerifyReport | PpVerifyReport
 
 RESULT_FILE = "result.json"
 
@@ -92,6 +95,33 @@ def planned_batch(args: argparse.Namespace, env: RankEnv) -> TpBatch:
     return TpBatch.model_validate(payload)
 
 
+def run_pipeline_batch(batch: PpBatch, env: RankEnv, on_stage: Callable[[str], None]) -> list[PpVerifyReport]:
+    """Join the group as stage ``env.rank``, act out an injected fault if asked, run every pipeline job."""
+    from mha_cli.parallel.faults import inject_fault
+    from mha_cli.parallel.pipeline_rank import run_stage
+    from mha_cli.parallel.rank_run import rank_device
+
+    device_type = batch.pp_jobs[0].device_type
+    on_stage("joining the process group")
+    init_group(env, device_type, max(job.timeout_s for job in batch.pp_jobs))
+    on_stage("joined the process group")
+    if any(job.pp != env.world_size for job in batch.pp_jobs):
+        raise MhaError(
+            f"the jobs ask for pp {sorted({job.pp for job in batch.pp_jobs})}; WORLD_SIZE is {env.world_size}"
+        )
+    inject_fault(env.rank)
+    device = rank_device(device_type, env.local_rank)
+    reports = [run_stage(job, env.rank, device, on_stage) for job in batch.pp_jobs]
+    on_stage("leaving the process group")
+    leave_together()
+    return [report for report in reports if report is not None]
+
+
+def read_batch(text: str) -> TpBatch | PpBatch:
+    """The launcher's job file: tensor-parallel jobs, or pipeline ones (``pp_jobs``)."""
+    return PpBatch.model_validate_json(text) if '"pp_jobs"' in text[:64] else TpBatch.model_validate_json(text)
+
+
 def run_batch(
     batch: TpBatch | None, args: argparse.Namespace, env: RankEnv, on_stage: Callable[[str], None]
 ) -> list[TpVerifyReport]:
@@ -138,8 +168,12 @@ def main(argv: list[str] | None = None, emit: Emit = print_json) -> int:
     args = parse_args(argv)
     env = RankEnv.from_environ()
     try:
-        batch = TpBatch.model_validate_json(args.job.read_text()) if args.job else None
-        reports = run_batch(batch, args, env, _stage_marker(args.run_dir, env.rank))
+        batch = read_batch(args.job.read_text()) if args.job else None
+        marker = _stage_marker(args.run_dir, env.rank)
+        if isinstance(batch, PpBatch):
+            reports: list[Report] = list(run_pipeline_batch(batch, env, marker))
+        else:
+            reports = list(run_batch(batch, args, env, marker))
         if env.rank == 0:
             _emit(reports, args, emit)
             if args.run_dir is None and not all(report.passed for report in reports):
@@ -163,13 +197,13 @@ def _stage_marker(run_dir: Path | None, rank: int) -> Callable[[str], None]:
     return lambda stage: mark_stage(run_dir, rank, stage)
 
 
-def _emit(reports: list[TpVerifyReport], args: argparse.Namespace, emit: Emit) -> None:
+def _emit(reports: list[Report], args: argparse.Namespace, emit: Emit) -> None:
     if args.run_dir is not None:  # the launcher reads it; written whole, then renamed into place
         partial = args.run_dir / (RESULT_FILE + ".partial")
         partial.write_text(json.dumps([report.model_dump(mode="json") for report in reports]))
         os.replace(partial, args.run_dir / RESULT_FILE)
         return
-    emit(reports, args.json)
+    emit(reports, args.json)  # type: ignore[arg-type]  # torchrun runs tensor-parallel jobs only
 
 
 def _describe(exc: BaseException) -> tuple[int, str]:

@@ -1,0 +1,81 @@
+"""Plan a pipeline-parallel verify once, before any stage starts (``PpJob``): the layers built and checked, the
+prompt, the tolerance; refused in one line (exit 2) for what the stages cannot run, exit 3 when a stage cannot fit.
+"""
+
+from __future__ import annotations
+
+from mha_cli.core.errors import BadInputError, OutOfMemoryError
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.pipeline import pp_problem, stage_layout, stage_model, stage_params
+from mha_cli.core.quantities import format_bytes
+from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.sources import ModelSource
+from mha_cli.parallel.pipeline_report import PpJob
+from mha_cli.parallel.plan import DEFAULT_TIMEOUT_S
+from mha_cli.verify.plan import DeviceType, check_buildable, device_free_bytes, first_layers
+
+CPU_LAYERS_PER_STAGE = 1
+"""Layers each stage builds on CPU by default (a GPU builds every layer)."""
+CPU_PREFILL_TOKENS = 128
+DEFAULT_TOLERANCE = 1e-4
+"""fp32 stages against one fp32 device: only the order of additions differs."""
+MAX_PP = 64
+
+
+def _check_layers(model: ModelSpec, pp: int, built: int) -> int:
+    """Layers of the check: one of each kind (a full local/global pattern, the dense layers and one MoE layer),
+    at least one per stage, rounded up to a multiple of pp, at most the layers built."""
+    kinds = max(1, len(model.layer_pattern or []), (model.moe.n_dense_layers + 1) if model.moe else 1)
+    return min(built, pp * -(-kinds // pp))
+
+
+def make_pp_job(
+    loaded: ModelSource,
+    deployment: DeploymentSpec,
+    *,
+    pp: int,
+    device_type: DeviceType,
+    layers: int | None = None,
+    prefill_tokens: int | None = None,
+    reps: int = 10,
+    tolerance: float | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> PpJob:
+    """The job every stage runs; raises ``BadInputError`` (exit 2) or ``OutOfMemoryError`` (exit 3)."""
+    model = loaded.model
+    if not 2 <= pp <= MAX_PP:
+        raise BadInputError(f"--pp {pp}: give 2 to {MAX_PP} stages")
+    problem = pp_problem(model, pp)
+    if problem is not None:
+        raise BadInputError(problem)
+    check_buildable(model, deployment, layers=layers, prefill_tokens=prefill_tokens)
+    if layers is None:
+        layers = model.n_layers if device_type == "cuda" else min(model.n_layers, CPU_LAYERS_PER_STAGE * pp)
+    if layers % pp or layers < pp:
+        raise BadInputError(f"--layers {layers} must be a multiple of --pp {pp} (each stage builds as many)")
+    seq = deployment.seq_len
+    prompt = prefill_tokens or (seq if device_type == "cuda" else min(seq, CPU_PREFILL_TOKENS))
+    if prompt > seq:
+        raise BadInputError(f"--prefill-tokens {prompt} exceeds --seq {seq}")
+    free = device_free_bytes(device_type, 0 if device_type == "cuda" else None)
+    built = first_layers(model, layers)
+    value = 4 if deployment.kv_dtype == "fp32" else 2
+    for stage in range(pp):
+        layout = stage_layout(built, pp, stage)
+        need = (
+            stage_params(built, layout) * value
+            + kv_footprint(
+                stage_model(built, layout), seq_len=seq, batch=deployment.batch, kv_dtype=deployment.kv_dtype
+            ).total_bytes
+        )
+        share = free if free is None or device_type == "cuda" else free // pp
+        if share is not None and need > share * 0.8:
+            raise OutOfMemoryError(
+                f"stage {stage} needs {format_bytes(need)} of weights and cache, {format_bytes(share)} free per"
+                f" stage: try --layers {max(pp, layers // 2 // pp * pp)} or a shorter --seq"
+            )
+    return PpJob(
+        source=loaded.origin, model=model, deployment=deployment, pp=pp, device_type=device_type,
+        n_layers_built=layers, check_layers=_check_layers(model, pp, layers), prefill_tokens=prompt, reps=reps,
+        tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance, timeout_s=timeout_s,
+    )  # fmt: skip

@@ -1,0 +1,86 @@
+"""``mha verify --pp N``: pipeline stages on N gloo processes, each measured against core.pipeline, the output
+equal to one device's, refusals in one line, and a failed stage ending the run with no process left."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from mha_cli.core.sources import load_source
+from mha_cli.parallel.launch import RankFailedError
+
+TINY = {"model": {"name": "tiny-pp", "d_model": 64, "n_layers": 4, "n_heads": 4, "n_kv_heads": 2, "vocab_size": 101,
+                  "d_ff": 128, "sliding_window": 8, "layer_pattern": ["local", "global"]}}  # fmt: skip
+TIED_MOE = {"model": {"name": "tied-moe", "d_model": 64, "n_layers": 4, "n_heads": 4, "vocab_size": 101, "d_ff": 128,
+                      "tied_embeddings": True, "moe": {"n_experts": 4, "n_active_experts": 2, "d_ff_expert": 32,
+                                                       "n_dense_layers": 1}}}  # fmt: skip
+
+
+def _config(tmp_path, data, name="tiny.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize(("data", "pp", "layers"), [(TINY, 2, "4"), (TIED_MOE, 4, "4"), (TINY, 2, "2")])
+def test_every_stage_matches_its_prediction_and_the_pipeline_matches_one_device(cli, tmp_path, data, pp, layers):
+    report = cli.json(
+        "verify", _config(tmp_path, data), "--device", "cpu", "--pp", str(pp), "--layers", layers, "--seq", "32",
+        "--reps", "2",
+    )  # fmt: skip
+    assert report["pp"] == pp and len(report["stages"]) == pp and report["passed"]
+    assert all(report["checks"].values())
+    for stage in report["stages"]:
+        assert stage["measured_weight_bytes"] == stage["predicted_weight_bytes"] > 0
+        assert stage["measured_cache_bytes"] == stage["predicted_cache_bytes"] > 0
+    assert [s["embedding"] for s in report["stages"]] == [True] + [False] * (pp - 1)
+    assert [s["head"] for s in report["stages"]] == [False] * (pp - 1) + [True]
+    assert report["numerics"]["relative_error"] <= report["numerics"]["tolerance"]
+    assert sum(s["n_layers"] for s in report["deployment_stages"]) == data["model"]["n_layers"]
+    assert report["decode_ms"] > 0 and report["prefill_ms"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--pp", "3"], "pp 3 does not divide the 4 layers"),
+        (["--pp", "2", "--tp", "2"], "--pp does not combine with --tp yet"),
+        (["--pp", "2", "--layers", "3"], "must be a multiple of --pp 2"),
+        (["--pp", "2", "--max-decode-ms", "5"], "--pp does not combine with --max-decode-ms"),
+        (["--pp", "0"], "--pp 0: give 2 or more stages"),
+    ],
+)
+def test_pipeline_refusals_are_one_line(cli, tmp_path, args, message):
+    result = cli.run("verify", _config(tmp_path, TINY), "--device", "cpu", "--seq", "32", *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def _job(tmp_path):
+    from mha_cli.core.deployment import merge_deployment
+    from mha_cli.parallel.pipeline_plan import make_pp_job
+
+    loaded = load_source(_config(tmp_path, TINY))
+    deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=32, kv_dtype="fp32")
+    return make_pp_job(loaded, deployment, pp=2, device_type="cpu", layers=4, reps=1, timeout_s=120)
+
+
+def test_a_killed_stage_ends_the_run_in_one_line_with_no_process_left(tmp_path):
+    from mha_cli.parallel.run import run_pp_job
+
+    with pytest.raises(RankFailedError) as failed:
+        run_pp_job(_job(tmp_path), extra_env={"MHA_TP_FAULT": "1:exit"})
+    assert "rank 1" in failed.value.message and "\n" not in failed.value.message
+    for pid in failed.value.pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_a_wrong_stage_fails_the_check(tmp_path):
+    from mha_cli.parallel.run import run_pp_job
+
+    report = run_pp_job(_job(tmp_path), extra_env={"MHA_TP_FAULT": "1:corrupt"})
+    assert not report.checks["pp_matches_single_device"] and not report.passed
+    assert report.checks["every_stage_weight_bytes_match"]  # the bytes are right; the values are not
