@@ -24,19 +24,23 @@ def _config(tmp_path, data, name="tiny.json"):
     return str(path)
 
 
-@pytest.mark.parametrize(("data", "pp", "layers"), [(TINY, 2, "4"), (TIED_MOE, 4, "4"), (TINY, 2, "2")])
-def test_every_stage_matches_its_prediction_and_the_pipeline_matches_one_device(cli, tmp_path, data, pp, layers):
+@pytest.mark.parametrize(
+    ("data", "pp", "tp", "layers"),
+    [(TINY, 2, 1, "4"), (TIED_MOE, 4, 1, "4"), (TINY, 2, 1, "2"), (TINY, 2, 2, "2"), (TIED_MOE, 2, 2, "4")],
+)
+def test_every_stage_matches_its_prediction_and_the_pipeline_matches_one_device(cli, tmp_path, data, pp, tp, layers):
     report = cli.json(
-        "verify", _config(tmp_path, data), "--device", "cpu", "--pp", str(pp), "--layers", layers, "--seq", "32",
-        "--reps", "2",
+        "verify", _config(tmp_path, data), "--device", "cpu", "--pp", str(pp), "--tp", str(tp), "--layers", layers,
+        "--seq", "32", "--reps", "2",
     )  # fmt: skip
-    assert report["pp"] == pp and len(report["stages"]) == pp and report["passed"]
+    assert report["pp"] == pp and report["tp"] == tp and len(report["stages"]) == pp * tp and report["passed"]
     assert all(report["checks"].values())
     for stage in report["stages"]:
         assert stage["measured_weight_bytes"] == stage["predicted_weight_bytes"] > 0
         assert stage["measured_cache_bytes"] == stage["predicted_cache_bytes"] > 0
-    assert [s["embedding"] for s in report["stages"]] == [True] + [False] * (pp - 1)
-    assert [s["head"] for s in report["stages"]] == [False] * (pp - 1) + [True]
+    assert [s["embedding"] for s in report["stages"]] == [True] * tp + [False] * (pp - 1) * tp
+    assert [s["head"] for s in report["stages"]] == [False] * (pp - 1) * tp + [True] * tp
+    assert [(s["stage"], s["tp_rank"]) for s in report["stages"]] == [(i, r) for i in range(pp) for r in range(tp)]
     assert report["numerics"]["relative_error"] <= report["numerics"]["tolerance"]
     assert sum(s["n_layers"] for s in report["deployment_stages"]) == data["model"]["n_layers"]
     assert report["decode_ms"] > 0 and report["prefill_ms"] > 0
@@ -46,7 +50,7 @@ def test_every_stage_matches_its_prediction_and_the_pipeline_matches_one_device(
     ("args", "message"),
     [
         (["--pp", "3"], "pp 3 does not divide the 4 layers"),
-        (["--pp", "2", "--tp", "2"], "--pp does not combine with --tp yet"),
+        (["--pp", "2", "--tp", "3"], "(4) must be divisible by tp (3)"),
         (["--pp", "2", "--layers", "3"], "must be a multiple of --pp 2"),
         (["--pp", "2", "--max-decode-ms", "5"], "--pp does not combine with --max-decode-ms"),
         (["--pp", "0"], "--pp 0: give 2 or more stages"),

@@ -173,15 +173,17 @@ def verify(
         check_hook_copy(loaded.model, layers_of_hook)
     tp_degree = deployment_tp_degree(deployment)
     if pp is not None and pp > 1:
-        refused = [flag for flag, given in (("--tp", tp_degree > 1), ("--hook", hook), ("--max-kv-gib", max_kv_gib),
-                                            ("--max-decode-ms", max_decode_ms), ("--profile", profile)) if given]  # fmt: skip
+        flags = (("--hook", hook), ("--max-kv-gib", max_kv_gib), ("--max-decode-ms", max_decode_ms),
+                 ("--profile", profile))  # fmt: skip
+        refused = [flag for flag, given in flags if given]
+
         if refused:
             raise BadInputError(f"--pp does not combine with {', '.join(refused)} yet: run them without --pp")
         from mha_cli.cli.verify_pp import verify_pipeline
 
         verify_pipeline(
-            loaded, deployment, pp=pp, device=device, layers=layers, prefill_tokens=prefill_tokens, reps=reps,
-            tolerance=tolerance, timeout_s=tp_timeout, json=json,
+            loaded, deployment, pp=pp, tp=tp_degree, device=device, layers=layers, prefill_tokens=prefill_tokens,
+            reps=reps, tolerance=tolerance, timeout_s=tp_timeout, json=json,
         )  # fmt: skip
         return
     if pp is not None and pp < 1:

@@ -28,6 +28,7 @@ def verify_pipeline(
     deployment: DeploymentSpec,
     *,
     pp: int,
+    tp: int,
     device: str,
     layers: int | None,
     prefill_tokens: int | None,
@@ -36,7 +37,7 @@ def verify_pipeline(
     timeout_s: float,
     json: bool,
 ) -> None:
-    """Plan the stages, run them on ``pp`` processes, print the report; exit 1 when a check failed."""
+    """Plan the stages, run them on ``pp`` x ``tp`` processes, print the report; exit 1 when a check failed."""
     with stage_progress("verify --pp", ("importing torch", "running the stages")) as on_stage:
         on_stage("importing torch")
         from mha_cli.parallel.pipeline_plan import make_pp_job
@@ -44,7 +45,7 @@ def verify_pipeline(
         from mha_cli.parallel.run import run_pp_job
 
         job = make_pp_job(
-            loaded, deployment, pp=pp, device_type=resolve_tp_device(device, pp), layers=layers,
+            loaded, deployment, pp=pp, tp=tp, device_type=resolve_tp_device(device, pp * tp), layers=layers,
             prefill_tokens=prefill_tokens, reps=reps, tolerance=tolerance, timeout_s=timeout_s,
         )  # fmt: skip
         on_stage("running the stages")
@@ -59,7 +60,8 @@ def render_pipeline(console: Console, report: PpVerifyReport) -> None:
     from rich.table import Table
 
     console.print(
-        f"[bold]{escape(report.model_name)}[/bold] in {report.pp} pipeline stages on {report.device} ({report.backend},"
+        f"[bold]{escape(report.model_name)}[/bold] in {report.pp} pipeline stages x tp {report.tp} on {report.device}"
+        f" ({report.backend},"
         f" {report.dtype}): {report.n_layers_built} of {report.n_layers_model} layers built, seq {report.seq_len:,}"
         f" x batch {report.batch}"
     )
@@ -70,7 +72,7 @@ def render_pipeline(console: Console, report: PpVerifyReport) -> None:
         parts = "+".join(part for part, held in (("emb", s.embedding), ("head", s.head)) if held)
         layers = f"{s.first_layer}-{s.first_layer + s.n_layers - 1}" + (f" {parts}" if parts else "")
         table.add_row(
-            str(s.stage), layers, _cell(s.measured_weight_bytes, s.predicted_weight_bytes),
+            str(s.stage) if report.tp == 1 else f"{s.stage}.{s.tp_rank}", layers, _cell(s.measured_weight_bytes, s.predicted_weight_bytes),
             _cell(s.measured_cache_bytes, s.predicted_cache_bytes), f"{s.prefill_compute_ms:.1f}",
             f"{s.decode_compute_ms:.2f}", f"{s.send_ms:.3f}",
         )  # fmt: skip

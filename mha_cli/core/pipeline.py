@@ -4,7 +4,9 @@ Stage ``s`` of ``pp`` holds layers [s x L / pp, (s + 1) x L / pp) (pp must divid
 does when it can), each keeping its kind (global or local attention, dense or MoE MLP); the token embedding (and
 learned positions) sit on the first stage, the final norm and the LM head on the last. A tied head is the
 embedding matrix: the last stage keeps a copy of it, as vLLM does, so a tied model of more than one stage holds
-the embedding twice. ``verify --pp`` builds and measures exactly this layout (``mha_cli.nn.pipeline``).
+the embedding twice. Under tensor parallelism each stage's ranks split its layers, embedding and head as one
+device's ranks do (``core.tensor_parallel``). ``verify --pp`` builds and measures exactly this layout
+(``mha_cli.nn.pipeline``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,12 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import count_params
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.tensor_parallel import (
+    built_vocab_padding,
+    embedding_params_per_rank,
+    params_per_rank,
+    vocab_rows_per_rank,
+)  # fmt: skip
 
 
 class StageLayout(Record):
@@ -70,17 +78,20 @@ def stage_model(model: ModelSpec, layout: StageLayout) -> ModelSpec:
     return layers_model(model, layout.first_layer, layout.n_layers)
 
 
-def stage_params(model: ModelSpec, layout: StageLayout) -> int:
-    """Weights stage ``layout`` holds: its layers, the embedding on the first, the final norm and head on the last
-    (a tied head counted again on a last stage that is not also the first)."""
-    params = count_params(stage_model(model, layout))
-    layers = params.total - params.embeddings - params.final_norm
-    vocab_matrix = model.vocab_size * model.d_model
+def stage_params(model: ModelSpec, layout: StageLayout, tp: int = 1) -> int:
+    """Weights one tensor-parallel rank of stage ``layout`` holds: its share of the stage's layers, of the embedding
+    on the first stage, of the final norm and head on the last (a tied head counted again on a last stage that is
+    not also the first); the vocabulary padded as the torch decoder builds it (``built_vocab_padding``)."""
+    stage = stage_model(model, layout)
+    padding = built_vocab_padding(tp)
+    final_norm = count_params(stage).final_norm  # replicated on every rank
+    layers = params_per_rank(stage, tp, padding) - embedding_params_per_rank(stage, tp, padding) - final_norm
+    vocab_rows = vocab_rows_per_rank(model.vocab_size, tp, padding) * model.d_model
     held = layers
     if layout.embedding:
-        held += vocab_matrix + model.position_embeddings * model.d_model
+        held += vocab_rows + model.position_embeddings * model.d_model
     if layout.head:
-        held += params.final_norm
+        held += final_norm
         if not model.tied_embeddings or not layout.embedding:
-            held += vocab_matrix  # the untied head, or the tied head's copy of the embedding
+            held += vocab_rows  # the untied head, or the tied head's copy of the embedding
     return held

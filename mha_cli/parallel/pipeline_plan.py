@@ -10,6 +10,7 @@ from mha_cli.core.pipeline import pp_problem, stage_layout, stage_model, stage_p
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
+from mha_cli.core.tensor_parallel import tp_shard_problem
 from mha_cli.parallel.pipeline_report import PpJob
 from mha_cli.parallel.plan import DEFAULT_TIMEOUT_S
 from mha_cli.verify.plan import DeviceType, check_buildable, device_free_bytes, first_layers
@@ -34,6 +35,7 @@ def make_pp_job(
     deployment: DeploymentSpec,
     *,
     pp: int,
+    tp: int = 1,
     device_type: DeviceType,
     layers: int | None = None,
     prefill_tokens: int | None = None,
@@ -45,7 +47,7 @@ def make_pp_job(
     model = loaded.model
     if not 2 <= pp <= MAX_PP:
         raise BadInputError(f"--pp {pp}: give 2 to {MAX_PP} stages")
-    problem = pp_problem(model, pp)
+    problem = pp_problem(model, pp) or (tp_shard_problem(model, tp) if tp > 1 else None)
     if problem is not None:
         raise BadInputError(problem)
     check_buildable(model, deployment, layers=layers, prefill_tokens=prefill_tokens)
@@ -62,20 +64,18 @@ def make_pp_job(
     value = 4 if deployment.kv_dtype == "fp32" else 2
     for stage in range(pp):
         layout = stage_layout(built, pp, stage)
-        need = (
-            stage_params(built, layout) * value
-            + kv_footprint(
-                stage_model(built, layout), seq_len=seq, batch=deployment.batch, kv_dtype=deployment.kv_dtype
-            ).total_bytes
-        )
-        share = free if free is None or device_type == "cuda" else free // pp
+        cache = kv_footprint(
+            stage_model(built, layout), seq_len=seq, batch=deployment.batch, kv_dtype=deployment.kv_dtype, tp=tp
+        ).total_bytes
+        need = stage_params(built, layout, tp) * value + cache
+        share = free if free is None or device_type == "cuda" else free // (pp * tp)
         if share is not None and need > share * 0.8:
             raise OutOfMemoryError(
                 f"stage {stage} needs {format_bytes(need)} of weights and cache, {format_bytes(share)} free per"
                 f" stage: try --layers {max(pp, layers // 2 // pp * pp)} or a shorter --seq"
             )
     return PpJob(
-        source=loaded.origin, model=model, deployment=deployment, pp=pp, device_type=device_type,
+        source=loaded.origin, model=model, deployment=deployment, pp=pp, tp=tp, device_type=device_type,
         n_layers_built=layers, check_layers=_check_layers(model, pp, layers), prefill_tokens=prompt, reps=reps,
         tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance, timeout_s=timeout_s,
     )  # fmt: skip

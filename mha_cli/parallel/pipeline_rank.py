@@ -17,11 +17,12 @@ import torch.distributed as dist
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.pipeline import stage_layout, stage_model, stage_params
+from mha_cli.core.schemas import ModelSpec
 from mha_cli.nn.device import synchronize
 from mha_cli.nn.kv_cache import CACHE_DTYPES
 from mha_cli.nn.model import build_model
 from mha_cli.nn.pipeline import PipelineStage, build_stage
-from mha_cli.nn.tensor_parallel import seeded_tensor
+from mha_cli.nn.tensor_parallel import seeded_tensor, shard_tensor
 from mha_cli.parallel.faults import requested_fault
 from mha_cli.parallel.group import backend_for
 from mha_cli.parallel.pipeline_report import (
@@ -40,24 +41,45 @@ CHECK_DTYPE = torch.float32
 
 
 class _Pipe:
-    """This stage's links: receive from the previous stage, send to the next; the ring back for decode tokens."""
+    """This process's place: stage ``rank // tp``, tensor-parallel rank ``rank % tp`` of it. It receives from the
+    same tp rank of the previous stage and sends to the same tp rank of the next (the last stage: back to stage 0,
+    the ring that carries decode tokens); ``reduce`` sums over its stage's tp ranks."""
 
-    def __init__(self, rank: int, pp: int, device: torch.device) -> None:
-        self.rank, self.pp, self.device = rank, pp, device
-        self.first, self.last = rank == 0, rank == pp - 1
+    def __init__(self, rank: int, pp: int, tp: int, device: torch.device) -> None:
+        self.rank, self.pp, self.tp, self.device = rank, pp, tp, device
+        self.stage, self.tp_rank = divmod(rank, tp)
+        self.first, self.last = self.stage == 0, self.stage == pp - 1
+        groups = [dist.new_group(list(range(s * tp, (s + 1) * tp))) for s in range(pp)] if tp > 1 else []
+        self.group = groups[self.stage] if groups else None  # every process creates every group, in one order
+
+    def peer(self, stage: int) -> int:
+        return (stage % self.pp) * self.tp + self.tp_rank
+
+    def reduce(self, tensor: torch.Tensor) -> torch.Tensor:
+        dist.all_reduce(tensor, group=self.group)
+        return tensor
 
     def receive(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         tensor = torch.empty(shape, dtype=dtype, device=self.device)
-        dist.recv(tensor, src=self.rank - 1 if not self.first else self.pp - 1)
+        dist.recv(tensor, src=self.peer(self.stage - 1))
         return tensor
 
     def send(self, tensor: torch.Tensor) -> float:
         """Send to the next stage (the last stage: to stage 0); seconds it took."""
         synchronize(self.device)
         start = time.perf_counter()
-        dist.send(tensor.contiguous(), dst=(self.rank + 1) % self.pp)
+        dist.send(tensor.contiguous(), dst=self.peer(self.stage + 1))
         synchronize(self.device)
         return time.perf_counter() - start
+
+
+def _stage(spec: ModelSpec, job: PpJob, pipe: _Pipe, dtype: torch.dtype) -> PipelineStage:
+    """This process's stage of ``spec``, its tp rank's shard, its all-reduces over the stage's ranks."""
+    stage = build_stage(spec, job.pp, pipe.stage, dtype=dtype, device=pipe.device, tp_rank=pipe.tp_rank,
+                        tp_size=job.tp)  # fmt: skip
+    if job.tp > 1:
+        stage.decoder.all_reduce = pipe.reduce
+    return stage.eval()
 
 
 def _timed(step: Callable[[], torch.Tensor], device: torch.device) -> tuple[torch.Tensor, float]:
@@ -108,10 +130,14 @@ def _decode_loop(stage: PipelineStage, pipe: _Pipe, job: PpJob, caches: list, dt
 def _check(job: PpJob, pipe: _Pipe) -> torch.Tensor | None:
     """The seeded fp32 check stack's stage over the check tokens; the last stage returns the logits it made."""
     check = first_layers(job.model, job.check_layers)
-    stage = build_stage(check, job.pp, pipe.rank, dtype=CHECK_DTYPE, device=pipe.device)
-    weights = {n: seeded_tensor(stage.whole_model_name(n), t.shape, job.seed) for n, t in stage.state_dict().items()}
+    stage = _stage(check, job, pipe, CHECK_DTYPE)
+    full = build_stage(check, job.pp, pipe.stage, device="meta")  # the stage's unsharded shapes
+    weights = {}
+    for name, tensor in full.state_dict().items():
+        whole = full.whole_model_name(name)
+        weights[name] = shard_tensor(whole, seeded_tensor(whole, tensor.shape, job.seed), check, pipe.tp_rank, job.tp)
     stage.load_state_dict(weights, strict=True)
-    if requested_fault(pipe.rank) == "corrupt":  # a test's deliberately wrong stage
+    if requested_fault(pipe.rank) == "corrupt":  # a test's deliberately wrong stage (or shard)
         with torch.no_grad():
             next(p for n, p in stage.named_parameters() if n.endswith("o_proj.weight")).neg_()
     ids = _check_tokens(job, pipe.device)  # (b, s)
@@ -148,13 +174,13 @@ def _reference(job: PpJob, device: torch.device) -> torch.Tensor:
 def run_stage(job: PpJob, rank: int, device: torch.device, on_stage: Callable[[str], None]) -> PpVerifyReport | None:
     """Stage ``rank``'s part of ``job``; rank 0 returns the report, the others ``None``."""
     dtype = CACHE_DTYPES[job.deployment.kv_dtype]
-    pipe = _Pipe(rank, job.pp, device)
+    pipe = _Pipe(rank, job.pp, job.tp, device)
     built = first_layers(job.model, job.n_layers_built)
-    layout = stage_layout(built, job.pp, rank)
+    layout = stage_layout(built, job.pp, pipe.stage)
     batch, seq, d = job.deployment.batch, job.deployment.seq_len, job.model.d_model
     on_stage("build")
     torch.manual_seed(rank)
-    stage = build_stage(built, job.pp, rank, dtype=dtype, device=device).eval()
+    stage = _stage(built, job, pipe, dtype)
     caches = stage.new_cache(batch, seq, dtype=dtype)
     bytes_per_value = storage_format(job.deployment.kv_dtype).bits // 8
 
@@ -176,23 +202,24 @@ def run_stage(job: PpJob, rank: int, device: torch.device, on_stage: Callable[[s
     on_stage("pp check")
     tp_logits = _check(job, pipe)
     numerics = None
-    if pipe.last:
+    if pipe.last and pipe.tp_rank == 0:
         on_stage("single-device reference")
         assert tp_logits is not None
         numerics = compare(tp_logits, _reference(job, device), job.tolerance)
     figures = PpStage(
-        stage=rank, first_layer=layout.first_layer, n_layers=layout.n_layers, embedding=layout.embedding,
-        head=layout.head, predicted_weight_bytes=stage_params(built, layout) * bytes_per_value,
+        stage=pipe.stage, tp_rank=pipe.tp_rank, first_layer=layout.first_layer, n_layers=layout.n_layers,
+        embedding=layout.embedding, head=layout.head,
+        predicted_weight_bytes=stage_params(built, layout, job.tp) * bytes_per_value,
         measured_weight_bytes=sum(p.nbytes for p in stage.parameters()),
         predicted_cache_bytes=kv_footprint(
-            stage_model(built, layout), seq_len=seq, batch=batch, kv_dtype=job.deployment.kv_dtype
+            stage_model(built, layout), seq_len=seq, batch=batch, kv_dtype=job.deployment.kv_dtype, tp=job.tp
         ).total_bytes,
         measured_cache_bytes=sum(cache.nbytes for cache in caches),
         prefill_compute_ms=statistics.median(prefill_computes) * 1e3,
         decode_compute_ms=statistics.median(computes) * 1e3, send_ms=statistics.median(sends) * 1e3,
     )  # fmt: skip
     on_stage("gather")
-    gathered: list[object] | None = [None] * job.pp if rank == 0 else None
+    gathered: list[object] | None = [None] * job.pp * job.tp if rank == 0 else None
     dist.gather_object(PpOutcome(figures=figures, numerics=numerics).model_dump(), gathered, dst=0)
     if gathered is None:
         return None
@@ -203,7 +230,7 @@ def run_stage(job: PpJob, rank: int, device: torch.device, on_stage: Callable[[s
 
 def _report(job: PpJob, outcomes: list[PpOutcome], device: torch.device, *, prefill_ms: float, decode_ms: float) -> PpVerifyReport:  # fmt: skip
     stages = [outcome.figures for outcome in outcomes]
-    numerics = outcomes[-1].numerics
+    numerics = next(outcome.numerics for outcome in outcomes if outcome.numerics is not None)
     assert numerics is not None
     checks = {
         "every_stage_weight_bytes_match": all(s.measured_weight_bytes == s.predicted_weight_bytes for s in stages),
@@ -212,10 +239,10 @@ def _report(job: PpJob, outcomes: list[PpOutcome], device: torch.device, *, pref
     }
     details = {
         "every_stage_weight_bytes_match": ", ".join(
-            f"stage {s.stage} {s.measured_weight_bytes:,} {'==' if s.measured_weight_bytes == s.predicted_weight_bytes else '!='}"
+            f"stage {s.stage}.{s.tp_rank} {s.measured_weight_bytes:,} {'==' if s.measured_weight_bytes == s.predicted_weight_bytes else '!='}"
             f" {s.predicted_weight_bytes:,} B" for s in stages),
         "every_stage_cache_bytes_match": ", ".join(
-            f"stage {s.stage} {s.measured_cache_bytes:,} {'==' if s.measured_cache_bytes == s.predicted_cache_bytes else '!='}"
+            f"stage {s.stage}.{s.tp_rank} {s.measured_cache_bytes:,} {'==' if s.measured_cache_bytes == s.predicted_cache_bytes else '!='}"
             f" {s.predicted_cache_bytes:,} B" for s in stages),
         "pp_matches_single_device": f"relative error {numerics.relative_error:.2e} vs tolerance {numerics.tolerance:g}"
         f" over {numerics.positions} logit positions",
@@ -225,9 +252,9 @@ def _report(job: PpJob, outcomes: list[PpOutcome], device: torch.device, *, pref
     for s in range(job.pp):
         layout = stage_layout(job.model, job.pp, s)
         cache = kv_footprint(stage_model(job.model, layout), seq_len=job.deployment.seq_len,
-                             batch=job.deployment.batch, kv_dtype=job.deployment.kv_dtype).total_bytes  # fmt: skip
+                             batch=job.deployment.batch, kv_dtype=job.deployment.kv_dtype, tp=job.tp).total_bytes  # fmt: skip
         deployment_stages.append(DeploymentStage(stage=s, n_layers=layout.n_layers,
-                                                 weight_bytes=stage_params(job.model, layout) * value,
+                                                 weight_bytes=stage_params(job.model, layout, job.tp) * value,
                                                  cache_bytes=cache))  # fmt: skip
     notes = [
         f"built {job.n_layers_built} of {job.model.n_layers} layers, {job.n_layers_built // job.pp} per stage;"
@@ -238,7 +265,8 @@ def _report(job: PpJob, outcomes: list[PpOutcome], device: torch.device, *, pref
     ]
     return PpVerifyReport(
         source=job.source, model_name=job.model.name, device=str(device), dtype=job.deployment.kv_dtype,
-        seq_len=job.deployment.seq_len, batch=job.deployment.batch, pp=job.pp, backend=backend_for(job.device_type),
+        seq_len=job.deployment.seq_len, batch=job.deployment.batch, pp=job.pp, tp=job.tp,
+        backend=backend_for(job.device_type),
         n_layers_model=job.model.n_layers, n_layers_built=job.n_layers_built, stages=stages,
         prefill_tokens=job.prefill_tokens, prefill_ms=prefill_ms, decode_ms=decode_ms, numerics=numerics,
         deployment_stages=deployment_stages, checks=checks, check_details=details, passed=all(checks.values()),

@@ -1,6 +1,6 @@
 """What a pipeline-parallel verify asks of its stages (``PpJob``) and what it reports (``PpVerifyReport``).
 
-Each of ``pp`` processes is one stage of the built stack (``core.pipeline``'s layout: its layers, the embedding on
+Each of ``pp`` stages (of ``tp`` processes each, its tensor-parallel ranks) is one stage of the built stack (``core.pipeline``'s layout: its layers, the embedding on
 the first, the norm and head on the last). Every stage measures its own weights and cache against the layout's
 prediction and times its share of a prefill and of a decode step and its send to the next stage; rank 0 times a
 whole decode step through the pipeline (the last stage sends the next token back). The stages also run
@@ -26,6 +26,8 @@ class PpJob(BaseModel):
     model: ModelSpec
     deployment: DeploymentSpec
     pp: int
+    tp: int = 1
+    """Tensor-parallel ranks of each stage: tp x pp processes, rank = stage x tp + its tp rank."""
     device_type: str
     n_layers_built: int
     """Layers of the built stack (a multiple of pp): the model's first, split into pp stages."""
@@ -48,15 +50,16 @@ class PpStage(BaseModel):
     """One stage's figures (JSON ``stages[i]``)."""
 
     stage: int
+    tp_rank: int = 0
     first_layer: int
     n_layers: int
     embedding: bool
     head: bool
     predicted_weight_bytes: int
-    """core.pipeline.stage_params of the built stack's stage x bytes per value."""
+    """core.pipeline.stage_params of the built stack's stage (this tp rank's share) x bytes per value."""
     measured_weight_bytes: int
     predicted_cache_bytes: int
-    """core.kv of the stage's layers at seq_len x batch."""
+    """core.kv of the stage's layers at seq_len x batch, this tp rank's heads."""
     measured_cache_bytes: int
     prefill_compute_ms: float
     """Median time of this stage's share of a prefill (its layers; the embedding or head where it holds them)."""
@@ -79,6 +82,7 @@ class DeploymentStage(BaseModel):
     stage: int
     n_layers: int
     weight_bytes: int
+    """One tensor-parallel rank of the stage."""
     cache_bytes: int
 
 
@@ -92,10 +96,12 @@ class PpVerifyReport(BaseModel):
     seq_len: int
     batch: int
     pp: int
+    tp: int = 1
     backend: str
     n_layers_model: int
     n_layers_built: int
     stages: list[PpStage]
+    """One entry per process: stage by stage, each stage's tp ranks in turn."""
     prefill_tokens: int
     prefill_ms: float
     """Median prefill of prefill_tokens x batch through every stage in turn (rank 0: its start to the last's end)."""

@@ -36,13 +36,13 @@ def run_tp_jobs(jobs: list[TpJob], *, extra_env: dict[str, str] | None = None) -
 
 
 def run_pp_job(job: PpJob, *, extra_env: dict[str, str] | None = None) -> PpVerifyReport:
-    """Run one pipeline job on ``job.pp`` stages (one process each); rank 0's report. Raises ``RankFailedError``
+    """Run one pipeline job on ``job.pp`` stages of ``job.tp`` processes each; rank 0's report. Raises ``RankFailedError``
     as ``run_tp_jobs`` does."""
     with tempfile.TemporaryDirectory(prefix="mha-pp-") as tmp:
         run_dir = Path(tmp)
         job_file = run_dir / "job.json"
         job_file.write_text(PpBatch(pp_jobs=[job]).model_dump_json())
-        run_ranks(job_file, run_dir, job.pp, timeout_s=job.timeout_s, extra_env=extra_env)
+        run_ranks(job_file, run_dir, job.pp * job.tp, timeout_s=job.timeout_s, extra_env=extra_env)
         result = run_dir / RESULT_FILE
         if not result.exists():
             raise MhaError("pipeline run ended without a report from rank 0")

@@ -105,10 +105,9 @@ def run_pipeline_batch(batch: PpBatch, env: RankEnv, on_stage: Callable[[str], N
     on_stage("joining the process group")
     init_group(env, device_type, max(job.timeout_s for job in batch.pp_jobs))
     on_stage("joined the process group")
-    if any(job.pp != env.world_size for job in batch.pp_jobs):
-        raise MhaError(
-            f"the jobs ask for pp {sorted({job.pp for job in batch.pp_jobs})}; WORLD_SIZE is {env.world_size}"
-        )
+    if any(job.pp * job.tp != env.world_size for job in batch.pp_jobs):
+        wanted = sorted({job.pp * job.tp for job in batch.pp_jobs})
+        raise MhaError(f"the jobs ask for {wanted} processes; WORLD_SIZE is {env.world_size}")
     inject_fault(env.rank)
     device = rank_device(device_type, env.local_rank)
     reports = [run_stage(job, env.rank, device, on_stage) for job in batch.pp_jobs]
