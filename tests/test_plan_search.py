@@ -68,3 +68,19 @@ def test_launch_lines_name_what_an_engine_loads(cli, tmp_path):
     assert launch["vllm"].startswith(f"vllm serve {folder} ")  # the model folder, not its config.json
     trtllm = cli.json("plan", "llama-3-8b", "--target", "2xh100", "--engine", "trtllm")["launch"]
     assert trtllm["trtllm"].startswith("trtllm-serve meta-llama/Meta-Llama-3-8B --tp_size 1")
+
+
+def test_recommend_searches_deployments_for_its_design(cli, tmp_path):
+    out = tmp_path / "design" / "config.json"
+    out.parent.mkdir()
+    result = cli.json(
+        "recommend", "--params", "7B", "--seq", "8192", "--target", "8xh100", "--ttft-ms", "500", "--itl-ms", "30",
+        "--out", str(out), "--format", "hf",
+    )  # fmt: skip
+    search = result["deployment_search"]
+    pick = search["candidates"][search["chosen"]]
+    assert pick["meets_targets"] and pick["isl"] + pick["osl"] == 8192
+    assert search["launch"]["vllm"].startswith(f"vllm serve {out.parent} ")
+    assert search["launch"]["vllm"].endswith("--load-format dummy")  # a design has no trained weights yet
+    refused = cli.run("recommend", "--params", "7B", "--itl-ms", "30")
+    assert refused.exit_code == 2 and "add --target" in refused.output

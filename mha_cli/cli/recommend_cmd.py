@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from mha_cli.cli.app import CommandRegistry
+    from mha_cli.core.cost.search import SearchResult
 
 TpOpt = Annotated[
     int | None,
@@ -142,10 +143,29 @@ def recommend_command(
     format: FormatOpt = "mha",
     force: ForceOpt = False,
     fail_if_no_fit: FailIfNoFitOpt = False,
+    ttft_ms: Annotated[
+        float | None,
+        typer.Option(
+            "--ttft-ms",
+            help="Also search deployments on the target meeting this TTFT (ms), as mha plan does.",
+            show_default=False,
+        ),
+    ] = None,
+    itl_ms: Annotated[
+        float | None,
+        typer.Option(
+            "--itl-ms", help="Also search deployments meeting this ITL (ms per output token).", show_default=False
+        ),
+    ] = None,
     plot: PlotOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Recommend attention for a parameter budget: variant, heads, KV cache, memory plan, rule trace."""
+    if (ttft_ms is not None or itl_ms is not None) and target is None:
+        raise BadInputError("--ttft-ms and --itl-ms search deployments on a target: add --target (e.g. 8xh100)")
+    for name, value in (("ttft-ms", ttft_ms), ("itl-ms", itl_ms)):
+        if value is not None and not 0 < value < 1e9:
+            raise BadInputError(f"--{name} {value:g}: give a time in milliseconds greater than 0")
     if plot is not None:
         from mha_cli.cli.plot import check_plot_path
 
@@ -161,6 +181,9 @@ def recommend_command(
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
     )  # fmt: skip
     result = recommend(request, config_path=str(out) if out is not None and format == "mha" else None)
+    if ttft_ms is not None or itl_ms is not None:
+        served = str(out.parent) if out is not None and format == "hf" else result.config.model.name
+        result = result.model_copy(update={"deployment_search": search_for(result, served, ttft_ms, itl_ms)})
     output = Output(json)
     if out is not None:
         if format == "hf":
@@ -190,6 +213,33 @@ def recommend_command(
     output.emit(result, render_recommendation)
     if fail_if_no_fit and result.fits is False:
         raise typer.Exit(code=EXIT_CHECK_FAILED)
+
+
+SERVED_OUTPUT_TOKENS = 256
+"""Output tokens per request of the deployment search (the prompt is the rest of the context)."""
+
+
+def search_for(result: RecommendResult, served: str, ttft_ms: float | None, itl_ms: float | None) -> SearchResult:
+    """``mha plan``'s search for the recommended design on its target: prompts of the context less
+    ``SERVED_OUTPUT_TOKENS`` output tokens (at most half the context). The launch lines serve ``served`` (the
+    folder of the config.json ``--format hf`` wrote) with random weights (``--load-format dummy``): the design has
+    no checkpoint yet."""
+    from mha_cli.core.cost.priors import datasheet_profile, prior_profile
+    from mha_cli.core.cost.search import search_deployments
+    from mha_cli.core.targets import resolve_target
+
+    deployment = result.config.deployment
+    assert deployment.target is not None
+    target = resolve_target(deployment.target)
+    osl = max(1, min(SERVED_OUTPUT_TOKENS, deployment.seq_len // 2))
+    profiles = (prior_profile(target.target, deployment.weight_dtype),
+                datasheet_profile(target.target, deployment.weight_dtype))  # fmt: skip
+    found = search_deployments(
+        result.config.model, served, target, deployment, profiles, isl=deployment.seq_len - osl, osl=osl,
+        ttft_ms=ttft_ms, itl_ms=itl_ms,
+    )  # fmt: skip
+    launch = {engine: f"{line} --load-format dummy" for engine, line in found.launch.items() if engine != "trtllm"}
+    return found.model_copy(update={"launch": launch})
 
 
 def build_request(
@@ -244,6 +294,11 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
     from mha_cli.cli.render_recommend import render_recommendation as render
 
     render(console, result)
+    if result.deployment_search is not None:
+        from mha_cli.cli.plan_cmd import render_search
+
+        console.print()
+        render_search(console, result.deployment_search)
 
 
 def register(registry: CommandRegistry) -> None:
