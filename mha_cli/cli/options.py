@@ -122,3 +122,20 @@ ProfileOpt = Annotated[
         show_default=False,
     ),
 ]
+TtftOpt = Annotated[
+    float | None,
+    typer.Option("--ttft-ms", help="TTFT target (ms) a deployment must meet.", show_default=False),
+]
+ItlOpt = Annotated[
+    float | None,
+    typer.Option("--itl-ms", help="ITL target (ms per output token) a deployment must meet.", show_default=False),
+]
+
+
+def check_latency_targets(ttft_ms: float | None, itl_ms: float | None) -> None:
+    """Refuse a --ttft-ms or --itl-ms that is not a time in milliseconds."""
+    from mha_cli.core.errors import BadInputError
+
+    for name, value in (("ttft-ms", ttft_ms), ("itl-ms", itl_ms)):
+        if value is not None and not 0 < value < 1e9:
+            raise BadInputError(f"--{name} {value:g}: give a time in milliseconds greater than 0")

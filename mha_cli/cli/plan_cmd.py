@@ -15,13 +15,16 @@ import typer
 from mha_cli.cli.options import (
     EngineOpt,
     ForceOpt,
+    ItlOpt,
     JsonOpt,
     KvDtypeOpt,
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
     ProfileOpt,
+    TtftOpt,
     UtilisationOpt,
     WeightDtypeOpt,
+    check_latency_targets,
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.core.deployment import merge_deployment
@@ -70,13 +73,8 @@ def plan(
     pp: Annotated[
         int | None, typer.Option("--pp", help="Pipeline stages: pins one deployment (default 1).", show_default=False)
     ] = None,
-    ttft_ms: Annotated[
-        float | None, typer.Option("--ttft-ms", help="TTFT target (ms) a deployment must meet.", show_default=False)
-    ] = None,
-    itl_ms: Annotated[
-        float | None,
-        typer.Option("--itl-ms", help="ITL target (ms per output token) a deployment must meet.", show_default=False),
-    ] = None,
+    ttft_ms: TtftOpt = None,
+    itl_ms: ItlOpt = None,
     engine: EngineOpt = None,
     weight_dtype: WeightDtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
@@ -109,9 +107,7 @@ def plan(
     _count(isl, "isl", MAX_TOKENS), _count(osl, "osl", MAX_TOKENS)
     if concurrency is not None:
         _count(concurrency, "concurrency", MAX_CONCURRENCY)
-    for name, value in (("ttft-ms", ttft_ms), ("itl-ms", itl_ms)):
-        if value is not None and not 0 < value < 1e9:
-            raise BadInputError(f"--{name} {value:g}: give a time in milliseconds greater than 0")
+    check_latency_targets(ttft_ms, itl_ms)
     if plot is not None:
         from mha_cli.cli.plot import check_plot_path
 

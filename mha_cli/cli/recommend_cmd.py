@@ -19,6 +19,7 @@ from mha_cli.cli.options import (
     BatchOpt,
     EngineOpt,
     ForceOpt,
+    ItlOpt,
     JsonOpt,
     KvDtypeOpt,
     MaxBatchedTokensOpt,
@@ -26,8 +27,10 @@ from mha_cli.cli.options import (
     PlotOpt,
     SeqOpt,
     TargetOpt,
+    TtftOpt,
     UtilisationOpt,
     WeightDtypeOpt,
+    check_latency_targets,
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.core.config_io import config_text, write_text_atomic
@@ -143,29 +146,15 @@ def recommend_command(
     format: FormatOpt = "mha",
     force: ForceOpt = False,
     fail_if_no_fit: FailIfNoFitOpt = False,
-    ttft_ms: Annotated[
-        float | None,
-        typer.Option(
-            "--ttft-ms",
-            help="Also search deployments on the target meeting this TTFT (ms), as mha plan does.",
-            show_default=False,
-        ),
-    ] = None,
-    itl_ms: Annotated[
-        float | None,
-        typer.Option(
-            "--itl-ms", help="Also search deployments meeting this ITL (ms per output token).", show_default=False
-        ),
-    ] = None,
+    ttft_ms: TtftOpt = None,
+    itl_ms: ItlOpt = None,
     plot: PlotOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Recommend attention for a parameter budget: variant, heads, KV cache, memory plan, rule trace."""
     if (ttft_ms is not None or itl_ms is not None) and target is None:
         raise BadInputError("--ttft-ms and --itl-ms search deployments on a target: add --target (e.g. 8xh100)")
-    for name, value in (("ttft-ms", ttft_ms), ("itl-ms", itl_ms)):
-        if value is not None and not 0 < value < 1e9:
-            raise BadInputError(f"--{name} {value:g}: give a time in milliseconds greater than 0")
+    check_latency_targets(ttft_ms, itl_ms)
     if plot is not None:
         from mha_cli.cli.plot import check_plot_path
 

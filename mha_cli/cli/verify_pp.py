@@ -81,12 +81,9 @@ def render_pipeline(console: Console, report: PpVerifyReport) -> None:
         f"through the pipeline: prefill of {report.prefill_tokens:,} tokens {report.prefill_ms:.1f} ms, decode step"
         f" {report.decode_ms:.2f} ms"
     )
-    numerics = report.numerics
-    verdict = "[green]equal[/green]" if report.checks["pp_matches_single_device"] else "[red]DIFFERENT[/red]"
-    console.print(
-        f"stages vs one device: {verdict}, logits' relative error {numerics.relative_error:.2e}"
-        f" (tolerance {numerics.tolerance:g}, {numerics.positions} positions)"
-    )
+    from mha_cli.cli.verify_tp import print_against_one_device
+
+    print_against_one_device(console, "stages", report.numerics)
     whole = "; ".join(
         f"stage {s.stage}: {s.n_layers} layers, {format_bytes(s.weight_bytes)} weights, {format_bytes(s.cache_bytes)} cache"
         for s in report.deployment_stages

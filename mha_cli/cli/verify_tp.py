@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from mha_cli.parallel.report import TpVerifyReport
+    from mha_cli.parallel.report import TpNumerics, TpVerifyReport
 
 
 def verify_tensor_parallel(
@@ -86,13 +86,18 @@ def render_tp_verify(console: Console, report: TpVerifyReport) -> None:
         f"all-reduce: {report.allreduce_ms:.3f} ms per decode step = {report.allreduce_share:.0%} of the step"
         f" [dim]({calls} all-reduces per step, timed between synchronisations; each rank's median over the timed steps, mean over ranks)[/dim]"
     )
-    numerics = report.tp_numerics
-    verdict = "[green]equal[/green]" if report.checks["tp_matches_single_device"] else "[red]DIFFERENT[/red]"
-    console.print(
-        f"tp vs one device: {verdict}, logits' relative error {numerics.relative_error:.2e}"
-        f" (tolerance {numerics.tolerance:g}, {numerics.positions} positions)"
-    )
+    print_against_one_device(console, "tp", report.tp_numerics)
 
 
 def _cell(measured: int, predicted: int) -> str:
     return f"{measured:,}" if measured == predicted else f"[red]{measured:,} (calc {predicted:,})[/red]"
+
+
+def print_against_one_device(console: Console, what: str, numerics: TpNumerics) -> None:
+    """``tp vs one device: equal, logits' relative error ...`` (also ``verify --pp``'s stages)."""
+    equal = numerics.relative_error <= numerics.tolerance
+    verdict = "[green]equal[/green]" if equal else "[red]DIFFERENT[/red]"
+    console.print(
+        f"{what} vs one device: {verdict}, logits' relative error {numerics.relative_error:.2e}"
+        f" (tolerance {numerics.tolerance:g}, {numerics.positions} positions)"
+    )
