@@ -84,3 +84,16 @@ def test_recommend_searches_deployments_for_its_design(cli, tmp_path):
     assert search["launch"]["vllm"].endswith("--load-format dummy")  # a design has no trained weights yet
     refused = cli.run("recommend", "--params", "7B", "--itl-ms", "30")
     assert refused.exit_code == 2 and "add --target" in refused.output
+
+
+def test_a_request_rate_sets_the_load_by_littles_law_and_saturates_beyond_capacity(cli):
+    light = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--rate", "4")
+    assert light["rate_rps"] == 4 and not light["saturated"]
+    in_flight = 4 * light["e2e_ms"] / 1000  # Little's law: arrivals x time in the system
+    assert in_flight <= light["concurrency"] <= in_flight + 1
+    heavy = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--rate", "1000")
+    assert heavy["saturated"] and any("pile up" in note for note in heavy["notes"])
+    assert heavy["output_tokens_per_s"] / 256 < 1000  # it serves less than asked
+    search = cli.json("plan", "llama-3-8b", "--target", "h100", "--rate", "1000", "--itl-ms", "30")
+    assert search["chosen"] is None and search["nearest_miss"] is not None
+    assert all(c["misses"][0].startswith("rate 1000 req/s") for c in search["candidates"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -16,6 +16,7 @@ from mha_cli.cli.options import (
     MaxNumSeqsOpt,
     MlaCacheOpt,
     PlotOpt,
+    ProfileOpt,
     SourceBatchOpt,
     SourceSeqOpt,
     TargetOpt,
@@ -25,7 +26,7 @@ from mha_cli.cli.options import (
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.core.deployment import merge_deployment
-from mha_cli.core.errors import EXIT_CHECK_FAILED
+from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.kv_report import KvReport, build_kv_report
 from mha_cli.core.sources import load_source
 
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from mha_cli.cli.app import CommandRegistry
+    from mha_cli.core.recommend import RecommendResult
+    from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 
 
 def kv(
@@ -58,6 +61,7 @@ def kv(
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     max_num_seqs: MaxNumSeqsOpt = None,
     fail_if_no_fit: FailIfNoFitOpt = False,
+    profile: ProfileOpt = None,
     plot: PlotOpt = None,
     force: ForceOpt = False,
     json: JsonOpt = False,
@@ -76,6 +80,8 @@ def kv(
         max_num_seqs=max_num_seqs,
     )  # fmt: skip
     report = build_kv_report(loaded, deployment)
+    if profile is not None:
+        report = with_profile(report, report.model, report.deployment, profile)
     out = Output(json)
     if plot is not None:
         from mha_cli.cli.plot import invoked_command, write_plot
@@ -90,6 +96,20 @@ def kv(
     out.emit(report, render_kv_report)
     if fail_if_no_fit and report.memory is not None and not report.memory.fits:
         raise typer.Exit(code=EXIT_CHECK_FAILED)
+
+
+R = TypeVar("R", bound="KvReport | RecommendResult")
+
+
+def with_profile(result: R, model: ModelSpec, deployment: DeploymentSpec, profile: str) -> R:
+    """``result`` with its latency on ``--profile`` instead of the target's prior (kv and recommend)."""
+    from mha_cli.core.cost.latency import latency_or_none
+    from mha_cli.core.cost.store import load_profile
+
+    chosen = load_profile(profile, deployment.weight_dtype)
+    if result.memory is None:
+        raise BadInputError("--profile prices the latency on a target: add --target")
+    return result.model_copy(update={"latency": latency_or_none(model, result.memory, deployment, chosen)})
 
 
 def render_kv_report(console: Console, report: KvReport) -> None:

@@ -73,6 +73,14 @@ def plan(
     pp: Annotated[
         int | None, typer.Option("--pp", help="Pipeline stages: pins one deployment (default 1).", show_default=False)
     ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            "--rate",
+            help="Requests per second arriving (open loop), instead of --concurrency users.",
+            show_default=False,
+        ),
+    ] = None,
     ttft_ms: TtftOpt = None,
     itl_ms: ItlOpt = None,
     engine: EngineOpt = None,
@@ -108,6 +116,8 @@ def plan(
     if concurrency is not None:
         _count(concurrency, "concurrency", MAX_CONCURRENCY)
     check_latency_targets(ttft_ms, itl_ms)
+    if rate is not None and concurrency is not None:
+        raise BadInputError("give --concurrency (users) or --rate (requests per second), not both")
     if plot is not None:
         from mha_cli.cli.plot import check_plot_path
 
@@ -133,7 +143,7 @@ def plan(
 
         found = search_deployments(
             loaded.model, model_id(loaded), resolved, deployment, (chosen, ceiling), isl=isl, osl=osl,
-            concurrency=concurrency, ttft_ms=ttft_ms, itl_ms=itl_ms,
+            concurrency=concurrency, ttft_ms=ttft_ms, itl_ms=itl_ms, rate=rate,
         )  # fmt: skip
         if stand_in:
             found.layouts.append(stand_in)
@@ -143,10 +153,17 @@ def plan(
             write_pareto_plot(plot, found, force=force)
         Output(json).emit(found, render_search)
         return
-    result = plan_serving(
-        loaded.model, resolved, deployment, chosen, ceiling, isl=isl, osl=osl, concurrency=concurrency or 1, tp=tp,
-        pp=pp or 1, sweep=plot is not None,
-    )  # fmt: skip
+    if rate is not None:
+        from mha_cli.core.cost.plan import plan_at_rate
+
+        result = plan_at_rate(
+            loaded.model, resolved, deployment, chosen, ceiling, isl=isl, osl=osl, rate=rate, tp=tp, pp=pp or 1
+        )
+    else:
+        result = plan_serving(
+            loaded.model, resolved, deployment, chosen, ceiling, isl=isl, osl=osl, concurrency=concurrency or 1,
+            tp=tp, pp=pp or 1, sweep=plot is not None,
+        )  # fmt: skip
     if stand_in:
         result.notes.append(stand_in)
     if ttft_ms is not None or itl_ms is not None:
@@ -255,6 +272,13 @@ def render_search(console: Console, result: SearchResult) -> None:
             console.print(f"  {engine}: {escape(line)}")
     else:
         console.print("[bold red]no deployment meets the targets[/bold red]")
+        if result.nearest_miss is not None:
+            c = result.candidates[result.nearest_miss]
+            d = c.deployment
+            console.print(
+                f"  nearest: tp {d.tp} x pp {d.pp} x {d.replicas} at {c.concurrency:,} users misses"
+                f" {escape('; '.join(c.misses))}"
+            )
         for way in result.ways_out or ["none of fp8 weights, an fp8 cache, twice the devices or half the prompt helps"]:
             console.print(f"  - {escape(way)}")
 

@@ -25,6 +25,7 @@ from mha_cli.cli.options import (
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
     PlotOpt,
+    ProfileOpt,
     SeqOpt,
     TargetOpt,
     TtftOpt,
@@ -148,6 +149,7 @@ def recommend_command(
     fail_if_no_fit: FailIfNoFitOpt = False,
     ttft_ms: TtftOpt = None,
     itl_ms: ItlOpt = None,
+    profile: ProfileOpt = None,
     plot: PlotOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -170,6 +172,10 @@ def recommend_command(
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
     )  # fmt: skip
     result = recommend(request, config_path=str(out) if out is not None and format == "mha" else None)
+    if profile is not None:
+        from mha_cli.cli.kv_cmd import with_profile
+
+        result = with_profile(result, result.config.model, result.config.deployment, profile)
     if ttft_ms is not None or itl_ms is not None:
         served = str(out.parent) if out is not None and format == "hf" else result.config.model.name
         result = result.model_copy(update={"deployment_search": search_for(result, served, ttft_ms, itl_ms)})

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from mha_cli.core.record import Record
 
 if TYPE_CHECKING:
+    from mha_cli.core.cost.profile import DeviceProfile
     from mha_cli.core.memory import MemoryPlan
     from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 
@@ -34,19 +35,24 @@ class StepLatency(Record):
     """The band: measured is expected within prediction / (1 + r) .. prediction x (1 + r)."""
 
 
-def latency_or_none(model: ModelSpec, memory: MemoryPlan, deployment: DeploymentSpec) -> StepLatency | None:
+def latency_or_none(
+    model: ModelSpec, memory: MemoryPlan, deployment: DeploymentSpec, profile: DeviceProfile | None = None
+) -> StepLatency | None:
     """``predict_latency``, or None where the cost model has no layout for it (a tp that does not shard the model:
     the memory plan splits such weights evenly, a layout no engine runs)."""
     from mha_cli.core.errors import MhaError
 
     try:
-        return predict_latency(model, memory, deployment)
+        return predict_latency(model, memory, deployment, profile)
     except MhaError:
         return None
 
 
-def predict_latency(model: ModelSpec, memory: MemoryPlan, deployment: DeploymentSpec) -> StepLatency:
-    """``memory``'s deployment of ``model`` (its tp, replicas, batch; ``deployment``'s formats and context)."""
+def predict_latency(
+    model: ModelSpec, memory: MemoryPlan, deployment: DeploymentSpec, profile: DeviceProfile | None = None
+) -> StepLatency:
+    """``memory``'s deployment of ``model`` (its tp, replicas, batch; ``deployment``'s formats and context) on
+    ``profile`` (default: the target's prior; ``--profile``: a calibration)."""
     from mha_cli.core.cost.priors import datasheet_profile, prior_profile
     from mha_cli.core.cost.serving import ServingCase, Stepper, chunked_prefill
     from mha_cli.core.cost.work import decode_shape
@@ -57,10 +63,10 @@ def predict_latency(model: ModelSpec, memory: MemoryPlan, deployment: Deployment
         model=model, isl=deployment.seq_len, osl=1, concurrency=memory.sequences_per_replica, tp=memory.tp,
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
     )  # fmt: skip
-    prior = prior_profile(target, deployment.weight_dtype)
+    prior = profile or prior_profile(target, deployment.weight_dtype)
     figures = []
-    for profile in (prior, datasheet_profile(target, deployment.weight_dtype)):
-        stepper = Stepper(case, profile)
+    for on in (prior, datasheet_profile(target, deployment.weight_dtype)):
+        stepper = Stepper(case, on)
         decode = stepper.step(decode_shape(memory.sequences_per_replica, deployment.seq_len - 1)).seconds
         prefill, _ = chunked_prefill(stepper, deployment.seq_len, memory.engine.max_num_batched_tokens, [])
         figures.append((decode, prefill))

@@ -8,12 +8,13 @@ throughput on the profile (a shipped prior for the target, or ``mha calibrate``'
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from pydantic import Field
 
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, stage_model
+from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, stage_model, sustainable
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import MemoryPlan, plan_memory
@@ -32,6 +33,10 @@ class ServingPlan(ServingPrediction):
     """One device of one replica (one pipeline stage's layers when pp > 1)."""
     sweep: list[ServingPrediction] = Field(default_factory=list)
     """The same deployment at other concurrencies (``--plot``): powers of two up to twice what the engine admits."""
+    rate_rps: float | None = None
+    """``--rate``: the arrival rate asked (requests/s); ``concurrency`` is then the requests in flight it makes."""
+    saturated: bool = False
+    """``--rate`` beyond what the deployment serves at its largest load: requests pile up without bound."""
 
 
 def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int, int]:
@@ -101,3 +106,50 @@ def plan_serving(
         **dict(prediction), model_name=model.name, target_id=target.target.id, engine=engine.name, memory=memory,
         sweep=swept,
     )  # fmt: skip
+
+
+MAX_RATE_STEPS = 60
+"""Fixed-point steps of ``plan_at_rate`` at most (it settles in a handful)."""
+
+
+def plan_at_rate(
+    model: ModelSpec,
+    target: ResolvedTarget,
+    deployment: DeploymentSpec,
+    profile: DeviceProfile,
+    ceiling: DeviceProfile,
+    *,
+    isl: int,
+    osl: int,
+    rate: float,
+    tp: int | None = None,
+    pp: int = 1,
+) -> ServingPlan:
+    """Requests arriving at ``rate`` per second (open loop): the requests in flight follow Little's law,
+    users = rate x e2e(users), found as a fixed point from one user. The deployment serves at most
+    (its output tokens/s at its largest load) / osl requests per second; at or beyond that rate the result is that
+    largest load, marked ``saturated`` (the queue would grow without bound)."""
+    if not 0 < rate < 1e9:
+        raise BadInputError(f"--rate {rate:g}: give requests per second greater than 0")
+    common = {"isl": isl, "osl": osl, "tp": tp, "pp": pp}
+    first = plan_serving(model, target, deployment, profile, ceiling, concurrency=1, **common)
+    engine = first.memory.engine
+    keeps_up = sustainable(isl, osl, engine.max_num_batched_tokens)
+    full_load = first.deployment.replicas * min(engine.admitted_per_replica, keeps_up)
+    busiest = plan_serving(model, target, deployment, profile, ceiling, concurrency=full_load, **common)
+    capacity = busiest.output_tokens_per_s / osl
+    if rate >= capacity:
+        note = (
+            f"--rate {rate:g} req/s exceeds what it serves at its largest load ({capacity:.3g} req/s): requests pile up"
+        )
+        busiest.notes.append(note)
+        return busiest.model_copy(update={"rate_rps": rate, "saturated": True})
+    users, plan = 1, first
+    for _ in range(MAX_RATE_STEPS):
+        needed = min(full_load, max(1, math.ceil(rate * plan.e2e_ms / 1e3)))
+        if needed == users:
+            break
+        users = needed
+        plan = plan_serving(model, target, deployment, profile, ceiling, concurrency=users, **common)
+    plan.notes.append(f"--rate {rate:g} req/s: {users} request(s) in flight (Little's law: rate x e2e)")
+    return plan.model_copy(update={"rate_rps": rate})

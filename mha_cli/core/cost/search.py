@@ -2,8 +2,8 @@
 
 The layouts: every tensor-parallel degree tp and pipeline depth pp with tp x pp dividing the devices, tp sharding
 the model (heads and widths) and pp dividing its layers; the rest of the devices are data-parallel replicas. Each
-layout whose engine starts is priced (``core.cost.plan``) at the concurrency asked, or, without one, at 1, 2, 3,
-4, 6, 8, ... users per replica up to what its KV pool admits (the largest batch it runs at once). Every (layout,
+layout whose engine starts is priced (``core.cost.plan``) at the concurrency asked, at the load an arrival ``rate``
+makes (``plan_at_rate``), or at 1, 2, 3, 4, 6, 8, ... users per replica up to what its KV pool admits (the largest batch it runs at once). Every (layout,
 concurrency) point is a candidate; it meets the targets when its TTFT and ITL are within ``--ttft-ms`` and
 ``--itl-ms``. The Pareto front: the candidates no other beats on both output tokens/s per GPU and tokens/s per
 user. The pick: the highest tokens/s per GPU that meets every target; when none does, none is picked and the ways
@@ -17,7 +17,7 @@ import shlex
 
 from pydantic import Field
 
-from mha_cli.core.cost.plan import ServingPlan, plan_serving
+from mha_cli.core.cost.plan import ServingPlan, plan_at_rate, plan_serving
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record
@@ -50,6 +50,8 @@ class SearchResult(Record):
     pareto: list[int]
     """Indices into candidates, by tokens/s per user."""
     chosen: int | None
+    nearest_miss: int | None = None
+    """Without a pick: the candidate closest to the targets (the smallest of its figure / target ratios' largest)."""
     ways_out: list[str]
     launch: dict[str, str]
     """The pick's launch command per engine (``vllm``, ``sglang``; ``trtllm`` with --engine trtllm); empty without a
@@ -69,7 +71,7 @@ def layouts(model: ModelSpec, n_devices: int) -> list[tuple[int, int]]:
 
 
 def _misses(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None) -> list[str]:
-    misses = []
+    misses = [f"rate {plan.rate_rps:g} req/s > what it serves"] if plan.saturated else []
     if ttft_ms is not None and plan.ttft_ms > ttft_ms:
         misses.append(f"ttft {plan.ttft_ms:,.0f} ms > {ttft_ms:g} ms")
     if itl_ms is not None and plan.itl_ms > itl_ms:
@@ -107,6 +109,7 @@ def _points(plan: ServingPlan, concurrency: int | None) -> list[int]:
 def _search(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profiles: tuple[DeviceProfile, DeviceProfile],
     *, isl: int, osl: int, concurrency: int | None, ttft_ms: float | None, itl_ms: float | None,
+    rate: float | None = None,
 ) -> tuple[list[Candidate], list[str]]:  # fmt: skip
     candidates: list[Candidate] = []
     tried: list[str] = []
@@ -118,6 +121,10 @@ def _search(
             tried.append(f"{label}: left out ({exc.message})")
             continue
         tried.append(f"{label}: {first.memory.engine.admitted_per_replica} request(s) at once per replica")
+        if rate is not None:  # open-loop arrivals: the load the rate makes on this layout
+            at_rate = plan_at_rate(model, target, deployment, *profiles, isl=isl, osl=osl, rate=rate, tp=tp, pp=pp)
+            candidates.append(as_candidate(at_rate, ttft_ms, itl_ms))
+            continue
         for users in _points(first, concurrency):
             plan = first if users == 1 else plan_serving(
                 model, target, deployment, *profiles, isl=isl, osl=osl, concurrency=users, tp=tp, pp=pp
@@ -132,6 +139,16 @@ def as_candidate(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None)
     return Candidate(**dict(plan), meets_targets=not misses, misses=misses)
 
 
+def _nearest_miss(candidates: list[Candidate], ttft_ms: float | None, itl_ms: float | None) -> int:
+    """The candidate whose worst figure is the smallest multiple of its target (a saturated one last)."""
+
+    def worst(c: Candidate) -> tuple[bool, float]:
+        ratios = [c.ttft_ms / ttft_ms if ttft_ms else 0.0, c.itl_ms / itl_ms if itl_ms else 0.0]
+        return c.saturated, max(ratios)
+
+    return min(range(len(candidates)), key=lambda i: worst(candidates[i]))
+
+
 def _chosen(candidates: list[Candidate]) -> int | None:
     meeting = [i for i, c in enumerate(candidates) if c.meets_targets]
     return max(meeting, key=lambda i: candidates[i].output_tokens_per_s_per_gpu) if meeting else None
@@ -140,6 +157,7 @@ def _chosen(candidates: list[Candidate]) -> int | None:
 def _ways_out(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profiles: tuple[DeviceProfile, DeviceProfile],
     *, isl: int, osl: int, concurrency: int | None, ttft_ms: float | None, itl_ms: float | None,
+    rate: float | None = None,
 ) -> list[str]:  # fmt: skip
     """Each change of ``recommend``'s kind that would give a deployment meeting the targets, tried."""
     trials: list[tuple[str, ResolvedTarget, DeploymentSpec, int]] = []
@@ -156,7 +174,7 @@ def _ways_out(
         try:
             candidates, _ = _search(
                 model, trial_target, trial_deployment, profiles, isl=trial_isl, osl=osl, concurrency=concurrency,
-                ttft_ms=ttft_ms, itl_ms=itl_ms,
+                ttft_ms=ttft_ms, itl_ms=itl_ms, rate=rate,
             )  # fmt: skip
         except MhaError:
             continue
@@ -210,21 +228,24 @@ def search_deployments(
     concurrency: int | None = None,
     ttft_ms: float | None = None,
     itl_ms: float | None = None,
+    rate: float | None = None,
 ) -> SearchResult:
     """Search ``target``'s deployments of ``model`` (see the module docstring); ``profiles`` = (profile, ceiling)."""
     for name, value in (("--ttft-ms", ttft_ms), ("--itl-ms", itl_ms)):
         if value is not None and not value > 0:
             raise BadInputError(f"{name} must be greater than 0 (got {value:g})")
-    options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms}
+    options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "rate": rate}
     candidates, tried = _search(model, target, deployment, profiles, **options)
     if not candidates:
         raise BadInputError(
             f"no deployment of {model.name} on {target.spec} starts: {'; '.join(tried) or 'no layout shards it'}"
         )
     chosen = _chosen(candidates)
+    nearest = None if chosen is not None else _nearest_miss(candidates, ttft_ms, itl_ms)
     ways = [] if chosen is not None else _ways_out(model, target, deployment, profiles, **options)
     launch = {} if chosen is None else launch_commands(model_id, candidates[chosen], deployment)
     return SearchResult(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, layouts=tried,
-        candidates=candidates, pareto=pareto_front(candidates), chosen=chosen, ways_out=ways, launch=launch,
+        candidates=candidates, pareto=pareto_front(candidates), chosen=chosen, nearest_miss=nearest, ways_out=ways,
+        launch=launch,
     )  # fmt: skip

@@ -204,11 +204,11 @@ def _latencies(case: ServingCase, profile: DeviceProfile, running: int) -> tuple
     return prefill + wait + decode.seconds / 2, itl, prefill, chunks, decode
 
 
-def sustainable(case: ServingCase) -> int:
-    """Requests in flight whose prompts the engine keeps up with: over one request's osl steps the others' prompts,
-    (r - 1) x isl tokens, must fit in the steps' prefill budget, (max_num_batched_tokens - r) tokens each
-    (decodes first): r <= (osl x budget + isl) / (isl + osl). More users than that wait for a slot."""
-    return max(1, (case.osl * case.chunk_tokens + case.isl) // (case.isl + case.osl))
+def sustainable(isl: int, osl: int, budget: int) -> int:
+    """Requests in flight whose prompts an engine with a ``budget`` of tokens per step keeps up with: over one
+    request's osl steps the others' prompts, (r - 1) x isl tokens, must fit in the steps' prefill budget,
+    (budget - r) tokens each (decodes first): r <= (osl x budget + isl) / (isl + osl). More users wait for a slot."""
+    return max(1, (osl * budget + isl) // (isl + osl))
 
 
 def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DeviceProfile) -> ServingPrediction:
@@ -217,7 +217,7 @@ def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DevicePr
     admitted = users if case.admitted_per_replica is None else case.admitted_per_replica
     if admitted < 1:
         raise BadInputError("the engine admits no request of this length on this deployment: see `mha kv` for why")
-    limit = admitted if case.batching == "static" else min(admitted, sustainable(case))
+    limit = admitted if case.batching == "static" else min(admitted, sustainable(case.isl, case.osl, case.chunk_tokens))
     running = min(users, limit)  # on the busiest replica, whose steps set the latency
     queued = users - running if case.batching == "continuous" else 0
     in_flight = min(case.concurrency, case.replicas * limit)  # every replica together
