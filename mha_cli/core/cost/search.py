@@ -201,7 +201,7 @@ def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(d.tp), "--pp-size",
               str(d.pp), "--dp-size", str(d.replicas), "--context-length", str(context), "--max-running-requests",
               str(running)]  # fmt: skip
-    if deployment.weight_dtype.startswith("fp8"):
+    if deployment.weight_dtype == "fp8":  # fp8 asked of a bf16 checkpoint (an fp8-block one says so in its config)
         vllm += ["--quantization", "fp8"]
         sglang += ["--quantization", "fp8"]
     if deployment.kv_dtype == "fp8":
