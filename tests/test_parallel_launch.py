@@ -34,7 +34,7 @@ def test_the_failure_names_the_rank_that_caused_it(tmp_path):
     )
     error = _failure(Launch(tmp_path), [0, 1], [1, 3])
     assert error.message.startswith(
-        "tensor-parallel run stopped: rank 1 failed (exit code 3) at stage start-up: out of memory"
+        "parallel run stopped: rank 1 failed (exit code 3) at stage start-up: out of memory"
     )
     assert error.exit_code == 3  # the rank's own documented code
 

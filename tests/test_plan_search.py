@@ -81,7 +81,7 @@ def test_recommend_searches_deployments_for_its_design(cli, tmp_path):
     pick = search["candidates"][search["chosen"]]
     assert pick["meets_targets"] and pick["isl"] + pick["osl"] == 8192
     assert search["launch"]["vllm"].startswith(f"vllm serve {out.parent} ")
-    assert search["launch"]["vllm"].endswith("--load-format dummy")  # a design has no trained weights yet
+    assert search["launch"]["vllm"].endswith("--load-format dummy --skip-tokenizer-init")  # no weights, no tokenizer
     refused = cli.run("recommend", "--params", "7B", "--itl-ms", "30")
     assert refused.exit_code == 2 and "add --target" in refused.output
 

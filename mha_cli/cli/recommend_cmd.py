@@ -233,7 +233,11 @@ def search_for(result: RecommendResult, served: str, ttft_ms: float | None, itl_
         result.config.model, served, target, deployment, profiles, isl=deployment.seq_len - osl, osl=osl,
         ttft_ms=ttft_ms, itl_ms=itl_ms,
     )  # fmt: skip
-    launch = {engine: f"{line} --load-format dummy" for engine, line in found.launch.items() if engine != "trtllm"}
+    launch = {
+        engine: f"{line} --load-format dummy --skip-tokenizer-init"  # a config.json alone: no weights, no tokenizer
+        for engine, line in found.launch.items()
+        if engine != "trtllm"
+    }
     return found.model_copy(update={"launch": launch})
 
 

@@ -45,7 +45,8 @@ def verify_pipeline(
         from mha_cli.parallel.run import run_pp_job
 
         job = make_pp_job(
-            loaded, deployment, pp=pp, tp=tp, device_type=resolve_tp_device(device, pp * tp), layers=layers,
+            loaded, deployment, pp=pp, tp=tp, device_type=resolve_tp_device(device, pp * tp, f"--pp {pp} x --tp {tp}"),
+            layers=layers,
             prefill_tokens=prefill_tokens, reps=reps, tolerance=tolerance, timeout_s=timeout_s,
         )  # fmt: skip
         on_stage("running the stages")

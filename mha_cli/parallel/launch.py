@@ -139,7 +139,7 @@ def watch_ranks(launch: Launch, timeout_s: float) -> None:
                 pending = [rank for rank, code in enumerate(codes) if code is None]
                 where = ", ".join(f"rank {rank} at {_stage(launch.run_dir, rank)}" for rank in pending)
                 raise RankFailedError(
-                    f"tensor-parallel run stopped after {timeout_s:g} s with ranks still running ({where}):"
+                    f"parallel run stopped after {timeout_s:g} s with ranks still running ({where}):"
                     " all ranks were killed (raise --tp-timeout if the run is just slow)",
                     pids=launch.pids,
                 )
@@ -168,7 +168,7 @@ def _failure(launch: Launch, failed: list[int], codes: list[int | None]) -> Rank
     exit_code = report.get("exit_code") if report.get("exit_code") in (2, 3) else EXIT_CHECK_FAILED
     cause = _likely_cause(codes[rank], what)
     return RankFailedError(
-        f"tensor-parallel run stopped: rank {rank} failed ({_describe_exit(codes[rank])}) at stage"
+        f"parallel run stopped: rank {rank} failed ({_describe_exit(codes[rank])}) at stage"
         f" {_stage(launch.run_dir, rank)}: {what}{f' ({cause})' if cause else ''}; all ranks were killed",
         exit_code=exit_code,
         pids=launch.pids,

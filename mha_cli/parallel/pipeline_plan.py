@@ -4,8 +4,10 @@ prompt, the tolerance; refused in one line (exit 2) for what the stages cannot r
 
 from __future__ import annotations
 
+from mha_cli.core.dtypes import storage_format
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.kv import kv_footprint
+from mha_cli.core.params import count_params
 from mha_cli.core.pipeline import pp_problem, stage_layout, stage_model, stage_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -28,6 +30,46 @@ def _check_layers(model: ModelSpec, pp: int, built: int) -> int:
     at least one per stage, rounded up to a multiple of pp, at most the layers built."""
     kinds = max(1, len(model.layer_pattern or []), (model.moe.n_dense_layers + 1) if model.moe else 1)
     return min(built, pp * -(-kinds // pp))
+
+
+FP32 = 4
+CHECK_TOKENS = 32
+"""Tokens the stages-vs-one-device check caches (its prefill and decoded tokens, rounded up)."""
+
+
+def _check_memory(
+    model: ModelSpec, deployment: DeploymentSpec, *, pp: int, tp: int, layers: int, device_type: DeviceType, free: int
+) -> None:
+    """Refuse (exit 3) what does not fit: each process holds its stage (weights and cache), then, that freed, its
+    fp32 check stage with the seeded copy it loads (twice its weights); the last stage's first rank also builds the
+    whole check stack on one device in fp32. On CPU the processes share the host's memory; on GPUs each has one."""
+    value = storage_format(deployment.kv_dtype).bits // 8
+    built = first_layers(model, layers)
+    check = first_layers(model, _check_layers(model, pp, layers))
+    reference = (
+        count_params(check).total * FP32 + kv_footprint(check, seq_len=CHECK_TOKENS, kv_dtype="fp32").total_bytes
+    )
+    needs = []
+    for stage in range(pp):
+        layout, check_layout = stage_layout(built, pp, stage), stage_layout(check, pp, stage)
+        cache = kv_footprint(
+            stage_model(built, layout), seq_len=deployment.seq_len, batch=deployment.batch, kv_dtype=deployment.kv_dtype,
+            tp=tp,
+        ).total_bytes  # fmt: skip
+        main = stage_params(built, layout, tp) * value + cache
+        checking = 2 * stage_params(check, check_layout, tp) * FP32 + (reference if stage == pp - 1 else 0)
+        needs += [max(main, checking)] * tp
+    usable = int(free * 0.8)
+    need, what = (max(needs), "one GPU") if device_type == "cuda" else (sum(needs), "the host")
+    if need > usable:
+        fewer = layers // 2 // pp * pp
+        advice = f"try --layers {fewer} or a shorter --seq" if fewer >= pp else (
+            "the embedding and head alone (in fp32 for the check) do not fit: a larger machine, or GPUs"
+        )  # fmt: skip
+        raise OutOfMemoryError(
+            f"{pp} stages x tp {tp} need {format_bytes(need)} on {what} (their weights and cache, then the fp32"
+            f" check), {format_bytes(usable)} usable: {advice}"
+        )
 
 
 def make_pp_job(
@@ -60,20 +102,8 @@ def make_pp_job(
     if prompt > seq:
         raise BadInputError(f"--prefill-tokens {prompt} exceeds --seq {seq}")
     free = device_free_bytes(device_type, 0 if device_type == "cuda" else None)
-    built = first_layers(model, layers)
-    value = 4 if deployment.kv_dtype == "fp32" else 2
-    for stage in range(pp):
-        layout = stage_layout(built, pp, stage)
-        cache = kv_footprint(
-            stage_model(built, layout), seq_len=seq, batch=deployment.batch, kv_dtype=deployment.kv_dtype, tp=tp
-        ).total_bytes
-        need = stage_params(built, layout, tp) * value + cache
-        share = free if free is None or device_type == "cuda" else free // (pp * tp)
-        if share is not None and need > share * 0.8:
-            raise OutOfMemoryError(
-                f"stage {stage} needs {format_bytes(need)} of weights and cache, {format_bytes(share)} free per"
-                f" stage: try --layers {max(pp, layers // 2 // pp * pp)} or a shorter --seq"
-            )
+    if free is not None:
+        _check_memory(model, deployment, pp=pp, tp=tp, layers=layers, device_type=device_type, free=free)
     return PpJob(
         source=loaded.origin, model=model, deployment=deployment, pp=pp, tp=tp, device_type=device_type,
         n_layers_built=layers, check_layers=_check_layers(model, pp, layers), prefill_tokens=prompt, reps=reps,

@@ -16,7 +16,7 @@ import torch.distributed as dist
 
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.pipeline import stage_layout, stage_model, stage_params
+from mha_cli.core.pipeline import StageLayout, stage_layout, stage_model, stage_params
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.nn.device import synchronize
 from mha_cli.nn.kv_cache import CACHE_DTYPES
@@ -171,6 +171,25 @@ def _reference(job: PpJob, device: torch.device) -> torch.Tensor:
     return torch.cat(pieces, dim=1)
 
 
+def _figures(job: PpJob, pipe: _Pipe, built: ModelSpec, layout: StageLayout, stage: PipelineStage, caches: list,
+             prefill_computes: list[float], computes: list[float], sends: list[float]) -> PpStage:  # fmt: skip
+    """This process's bytes (measured and predicted) and timings."""
+    bytes_per_value = storage_format(job.deployment.kv_dtype).bits // 8
+    seq, batch = job.deployment.seq_len, job.deployment.batch
+    return PpStage(
+        stage=pipe.stage, tp_rank=pipe.tp_rank, first_layer=layout.first_layer, n_layers=layout.n_layers,
+        embedding=layout.embedding, head=layout.head,
+        predicted_weight_bytes=stage_params(built, layout, job.tp) * bytes_per_value,
+        measured_weight_bytes=sum(p.nbytes for p in stage.parameters()),
+        predicted_cache_bytes=kv_footprint(
+            stage_model(built, layout), seq_len=seq, batch=batch, kv_dtype=job.deployment.kv_dtype, tp=job.tp
+        ).total_bytes,
+        measured_cache_bytes=sum(cache.nbytes for cache in caches),
+        prefill_compute_ms=statistics.median(prefill_computes) * 1e3,
+        decode_compute_ms=statistics.median(computes) * 1e3, send_ms=statistics.median(sends) * 1e3,
+    )  # fmt: skip
+
+
 def run_stage(job: PpJob, rank: int, device: torch.device, on_stage: Callable[[str], None]) -> PpVerifyReport | None:
     """Stage ``rank``'s part of ``job``; rank 0 returns the report, the others ``None``."""
     dtype = CACHE_DTYPES[job.deployment.kv_dtype]
@@ -182,7 +201,6 @@ def run_stage(job: PpJob, rank: int, device: torch.device, on_stage: Callable[[s
     torch.manual_seed(rank)
     stage = _stage(built, job, pipe, dtype)
     caches = stage.new_cache(batch, seq, dtype=dtype)
-    bytes_per_value = storage_format(job.deployment.kv_dtype).bits // 8
 
     on_stage("prefill")
     prompt = torch.randint(job.model.vocab_size, (batch, job.prefill_tokens), device=device)  # (b, p)
@@ -199,6 +217,8 @@ def run_stage(job: PpJob, rank: int, device: torch.device, on_stage: Callable[[s
     on_stage("decode")
     computes, sends, steps = _decode_loop(stage, pipe, job, caches, dtype)
 
+    figures = _figures(job, pipe, built, layout, stage, caches, prefill_computes, computes, sends)
+    del stage, caches  # the check builds its own stage in fp32: free this one first
     on_stage("pp check")
     tp_logits = _check(job, pipe)
     numerics = None
@@ -206,18 +226,6 @@ def run_stage(job: PpJob, rank: int, device: torch.device, on_stage: Callable[[s
         on_stage("single-device reference")
         assert tp_logits is not None
         numerics = compare(tp_logits, _reference(job, device), job.tolerance)
-    figures = PpStage(
-        stage=pipe.stage, tp_rank=pipe.tp_rank, first_layer=layout.first_layer, n_layers=layout.n_layers,
-        embedding=layout.embedding, head=layout.head,
-        predicted_weight_bytes=stage_params(built, layout, job.tp) * bytes_per_value,
-        measured_weight_bytes=sum(p.nbytes for p in stage.parameters()),
-        predicted_cache_bytes=kv_footprint(
-            stage_model(built, layout), seq_len=seq, batch=batch, kv_dtype=job.deployment.kv_dtype, tp=job.tp
-        ).total_bytes,
-        measured_cache_bytes=sum(cache.nbytes for cache in caches),
-        prefill_compute_ms=statistics.median(prefill_computes) * 1e3,
-        decode_compute_ms=statistics.median(computes) * 1e3, send_ms=statistics.median(sends) * 1e3,
-    )  # fmt: skip
     on_stage("gather")
     gathered: list[object] | None = [None] * job.pp * job.tp if rank == 0 else None
     dist.gather_object(PpOutcome(figures=figures, numerics=numerics).model_dump(), gathered, dst=0)

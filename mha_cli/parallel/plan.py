@@ -28,8 +28,9 @@ DEFAULT_TIMEOUT_S = 900.0
 """Bound on a whole tensor-parallel run and on each of its collectives (--tp-timeout)."""
 
 
-def resolve_tp_device(device: str, tp: int) -> DeviceType:
-    """``cpu`` or ``cuda`` for ``tp`` ranks: CUDA needs one visible device per rank (else exit 2, offering the CPU)."""
+def resolve_tp_device(device: str, tp: int, asked: str | None = None) -> DeviceType:
+    """``cpu`` or ``cuda`` for ``tp`` ranks: CUDA needs one visible device per rank (else exit 2, offering the CPU).
+    ``asked``: the options that make the ``tp`` processes, as the message names them (default ``--tp N``)."""
     import torch
 
     from mha_cli.nn.device import resolve_device
@@ -40,8 +41,8 @@ def resolve_tp_device(device: str, tp: int) -> DeviceType:
     visible = torch.cuda.device_count()
     if visible < tp:
         raise BadInputError(
-            f"--tp {tp} needs {tp} CUDA devices, {visible} visible: rerun with --device cpu to run {tp} gloo"
-            " processes on the host"
+            f"{asked or f'--tp {tp}'} needs {tp} CUDA devices, {visible} visible: rerun with --device cpu to run {tp}"
+            " gloo processes on the host"
         )
     return "cuda"
 

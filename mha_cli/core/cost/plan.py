@@ -92,6 +92,14 @@ def plan_serving(
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
     )  # fmt: skip
     prediction = predict_serving(case, profile, ceiling)
+    if model.position_embeddings and context > model.position_embeddings:
+        raise BadInputError(
+            f"--isl + --osl ({context:,}) exceed the {model.position_embeddings:,} learned positions of {model.name}:"
+            " no engine serves past them"
+        )
+    if model.context_length and context > model.context_length:
+        prediction.notes.append(f"isl + osl ({context:,}) exceed the {model.context_length:,} tokens {model.name} was"
+                                " trained for")  # fmt: skip
     if pp > 1:
         prediction.notes.append(
             f"pp {pp}: each stage holds {stage.n_layers} layers; the memory plan counts the embedding and LM head on"

@@ -18,6 +18,7 @@ import shlex
 from pydantic import Field
 
 from mha_cli.core.cost.plan import ServingPlan, plan_at_rate, plan_serving
+from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record
@@ -171,9 +172,16 @@ def _ways_out(
         trials.append((f"--isl {isl // 2} (a shorter prompt)", target, deployment, isl // 2))
     found = []
     for flag, trial_target, trial_deployment, trial_isl in trials:
+        trial_profiles = profiles
+        if profiles[0].kind == "prior":  # the trial's own prior: fp8 weights run on fp8 tensor cores
+            weights = trial_deployment.weight_dtype
+            trial_profiles = (
+                prior_profile(trial_target.target, weights),
+                datasheet_profile(trial_target.target, weights),
+            )
         try:
             candidates, _ = _search(
-                model, trial_target, trial_deployment, profiles, isl=trial_isl, osl=osl, concurrency=concurrency,
+                model, trial_target, trial_deployment, trial_profiles, isl=trial_isl, osl=osl, concurrency=concurrency,
                 ttft_ms=ttft_ms, itl_ms=itl_ms, rate=rate,
             )  # fmt: skip
         except MhaError:
@@ -191,16 +199,20 @@ def _ways_out(
 
 def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec) -> dict[str, str]:
     """The pick as ``vllm serve`` and SGLang's ``launch_server`` command lines (and ``trtllm-serve`` when its memory
-    rules were the ones priced); data-parallel replicas of TensorRT-LLM are separate servers."""
+    rules were the ones priced: one server per replica, an fp8 cache set in its ``--extra_llm_api_options`` file)."""
     d, engine = plan.deployment, plan.memory.engine
     context = plan.isl + plan.osl
     running = max(1, plan.running_per_replica)
+    budget = str(engine.max_num_batched_tokens)
     vllm = ["vllm", "serve", model_id, "--tensor-parallel-size", str(d.tp), "--pipeline-parallel-size", str(d.pp),
             "--data-parallel-size", str(d.replicas), "--max-model-len", str(context), "--gpu-memory-utilization",
-            f"{engine.gpu_memory_utilization:g}", "--max-num-seqs", str(running)]  # fmt: skip
+            f"{engine.gpu_memory_utilization:g}", "--max-num-seqs", str(running), "--max-num-batched-tokens",
+            budget]  # fmt: skip
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(d.tp), "--pp-size",
               str(d.pp), "--dp-size", str(d.replicas), "--context-length", str(context), "--max-running-requests",
-              str(running)]  # fmt: skip
+              str(running), "--chunked-prefill-size", budget]  # fmt: skip
+    if engine.name == "sglang":  # the fraction priced is SGLang's own mem_fraction_static
+        sglang += ["--mem-fraction-static", f"{engine.gpu_memory_utilization:g}"]
     if deployment.weight_dtype == "fp8":  # fp8 asked of a bf16 checkpoint (an fp8-block one says so in its config)
         vllm += ["--quantization", "fp8"]
         sglang += ["--quantization", "fp8"]
@@ -208,7 +220,7 @@ def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec
         vllm += ["--kv-cache-dtype", "fp8"]
         sglang += ["--kv-cache-dtype", "fp8_e4m3"]
     launch = {"vllm": shlex.join(vllm), "sglang": shlex.join(sglang)}
-    if engine.name == "trtllm":  # the engine whose memory rules were priced: its own server too
+    if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
                   str(context), "--max_batch_size", str(running), "--kv_cache_free_gpu_memory_fraction",
                   f"{engine.gpu_memory_utilization:g}"]  # fmt: skip

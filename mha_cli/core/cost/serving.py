@@ -15,8 +15,8 @@ Continuous batching (vLLM, SGLang, TRT-LLM's in-flight batching), per replica:
   request's ``osl`` steps the other running requests' prompts ((running - 1) x isl tokens) fill m of those steps:
   ITL = ((osl - m) x decode + m x full step) / osl. Running is also capped at what that budget keeps up with
   (``sustainable``): past it, users wait for a slot.
-- TTFT = the request's own chunk steps + its wait behind other prompts (the steps busy with prefills, m / osl, as
-  an M/D/1 queue) + half a decode step (it arrives mid-step) + its wait for a slot ((users - running) / running
+- TTFT = the request's own chunk steps + its wait behind other prompts (the share of the steps' prompt budget
+  the others' prompts use, (running - 1) x isl / (osl x (budget - running)), as an M/D/1 queue) + half a decode step (it arrives mid-step) + its wait for a slot ((users - running) / running
   request lifetimes); e2e = TTFT + (osl - 1) x ITL.
 - Throughput: the requests in flight over all replicas (at most concurrency) x osl tokens per request lifetime;
   tokens/s per user = 1 / ITL. Latency is the busiest replica's (ceil(users / replicas) of them).
@@ -198,8 +198,8 @@ def _latencies(case: ServingCase, profile: DeviceProfile, running: int) -> tuple
     if stalls:
         stall = stepper.step(prefill_shape(min(room, others)), decode_shape(micro, context)).seconds
         itl = ((case.osl - stalls) * decode.seconds + stalls * stall) / case.osl
-    # a new prompt waits for the prompts ahead of it: the steps busy with prefills, as a queue (M/D/1) of them
-    busy = min(MAX_PREFILL_SHARE, stalls / case.osl)
+    # a new prompt waits for the prompts ahead of it: the share of the steps' prompt budget in use, as an M/D/1 queue
+    busy = min(MAX_PREFILL_SHARE, others / (room * case.osl))
     wait = busy / (2 * (1 - busy)) * prefill
     return prefill + wait + decode.seconds / 2, itl, prefill, chunks, decode
 
