@@ -35,7 +35,7 @@ from mha_cli.verify.plan import device_free_bytes
 
 STAGES = ["dispatch", "weight", "cache", "matmul", "attention", "kernel", "all_reduce", "check"]
 MIN_RELATIVE_ERROR = 0.05
-PASSES = 3
+PASSES = 5
 """Passes over every microbenchmark; each size's rate is the median over the passes."""
 CHECK_MODEL = ModelSpec(
     name="calibration-check", d_model=1024, n_layers=4, n_heads=16, n_kv_heads=4, vocab_size=32000, d_ff=2816
