@@ -128,3 +128,24 @@ def test_a_failed_cpu_allocation_counts_as_out_of_memory():
         torch.empty(2**62, dtype=torch.uint8)  # far beyond any machine: the allocator refuses at once
     assert is_out_of_memory(info.value)
     assert not is_out_of_memory(RuntimeError("shape mismatch"))
+
+
+def test_bench_predicts_each_row_with_a_given_profile(cli, tmp_path, monkeypatch):
+    """The cost model prices each variant's attention step (its ops alone, the operators it dispatched counted)."""
+    import json
+
+    from mha_cli.core.cost.priors import prior_profile
+    from mha_cli.core.targets import load_targets
+
+    profile = prior_profile(load_targets()["h100-sxm"]).model_copy(update={"device": "cpu", "name": "stand-in"})
+    path = tmp_path / "stand-in.json"
+    path.write_text(profile.model_dump_json())
+    result = cli.json("bench", "--device", "cpu", "--seq", "64", "--batch", "1", "--d-model", "64", "--heads", "4",
+                      "--head-dim", "16", "--kv-heads", "2", "--reps", "2", "--warmup", "1", "--profile", str(path))  # fmt: skip
+    assert result["prediction_profile"].startswith("stand-in")
+    for row in result["rows"]:
+        assert row["predicted_ms"] > 0 and row["prediction_ratio"] == row["median_ms"] / row["predicted_ms"]
+    # GQA reads less cache than MHA: the cost model says so too
+    mha, gqa = result["rows"][0], result["rows"][1]
+    assert gqa["predicted_ms"] <= mha["predicted_ms"]
+    assert json.loads(path.read_text())["name"] == "stand-in"

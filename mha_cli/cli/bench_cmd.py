@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from mha_cli.cli.options import JsonOpt
+from mha_cli.cli.options import JsonOpt, ProfileOpt
 from mha_cli.cli.progress import step_progress
 from mha_cli.core.quantities import format_bytes, parse_token_count
 from mha_cli.core.rules.engine import counted
@@ -48,6 +48,7 @@ def bench(
     ] = None,
     warmup: Annotated[int, typer.Option("--warmup", help="Untimed steps first.")] = 3,
     reps: Annotated[int, typer.Option("--reps", help="Timed steps; the median is reported.")] = 10,
+    profile: ProfileOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Time one decode step (one new token, full cache) of each attention variant on this device."""
@@ -62,12 +63,17 @@ def bench(
     )  # fmt: skip
     from mha_cli.cli.output import Output
 
+    if profile is not None:
+        from mha_cli.core.cost.store import load_profile
+
+        load_profile(profile)  # refused before torch is imported
+
     with step_progress("bench", 1 + VARIANTS_TIMED, "importing torch") as on_step:
         from mha_cli.nn.bench import run_decode_bench  # torch is imported here, only for this command
 
         result = run_decode_bench(
             device=device, seq_len=seq_len, batch=batch, d_model=d_model, n_heads=heads, head_dim=head_dim,
-            gqa_kv_heads=kv_heads, kv_lora_rank=kv_lora_rank, dtype=dtype, warmup=warmup, reps=reps,
+            gqa_kv_heads=kv_heads, kv_lora_rank=kv_lora_rank, dtype=dtype, warmup=warmup, reps=reps, profile=profile,
             on_variant=lambda label, done: on_step(f"timing {label}", 1 + done),
         )  # fmt: skip
     Output(json).emit(result, render_bench)
@@ -111,6 +117,12 @@ def render_bench(console: Console, result: BenchResult) -> None:
         f" {result.reps} after {counted(result.warmup, 'warm-up step')}. Bytes read = layer weights + the whole cache."
         f" SDPA backend: {escape(backends_text(result))}.[/dim]"
     )
+    predicted = [row for row in result.rows if row.predicted_ms is not None]
+    if predicted:
+        ratios = ", ".join(f"{row.label} {row.predicted_ms:.3f} ms (x{row.prediction_ratio:.2f})" for row in predicted)
+        console.print(f"[dim]cost model, {escape(result.prediction_profile)}: {ratios}[/dim]")
+    else:
+        console.print(f"[dim]predicted times: {escape(result.prediction_profile)}[/dim]")
     for warning in result.warnings:
         console.print(f"[yellow]{NOISE_MARK} warning: {escape(warning)}[/yellow]")
 

@@ -186,3 +186,24 @@ def bf16_notes(target: Target, **dtypes: str) -> list[str]:
         return []
     flags = " and ".join(f"--{name.replace('_', '-')} bf16" for name in asked)
     return [f"{target.id} has no bf16 ({flags}): use fp16 (the same bytes, so the memory figures stand)"]
+
+
+def match_target(device_name: str) -> Target | None:
+    """The targets-database row for a device name such as ``NVIDIA H200`` or ``NVIDIA A100-SXM4-80GB``.
+
+    The row sharing the model token (a word with a digit that is not a size: h200, a100, 4090) and the most other words
+    wins; ties go to the row listed first (the SXM part before PCIe). ``None`` when no model token matches.
+    """
+    words = set(re.findall(r"[a-z0-9]+", device_name.lower()))
+    model_words = {
+        word for word in words if re.search(r"\d", word) and not re.fullmatch(r"\d+gb|hbm\d*e?|sxm\d*", word)
+    }
+    best: tuple[int, Target] | None = None
+    for target in load_targets().values():
+        target_words = set(re.findall(r"[a-z0-9]+", f"{target.id} {target.name}".lower()))
+        if not model_words & target_words:
+            continue
+        score = len(words & target_words)
+        if best is None or score > best[0]:
+            best = (score, target)
+    return None if best is None else best[1]

@@ -18,14 +18,18 @@ from dataclasses import dataclass
 import torch
 from pydantic import Field
 
+from mha_cli.core.cost.eager import predict_attention_step
 from mha_cli.core.errors import OutOfMemoryError
 from mha_cli.core.record import Record
+from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.torch_inputs import validate_bench_options
 from mha_cli.nn.attention import Attention
 from mha_cli.nn.cache_ops import bytes_per_token, fill_random
 from mha_cli.nn.device import device_name, is_out_of_memory, resolve_device
+from mha_cli.nn.dispatch import count_dispatches
 from mha_cli.nn.kv_cache import DTYPE_NAMES, KVCache, LatentCache, resolve_cache_dtype
 from mha_cli.nn.mla import MLAttention
+from mha_cli.nn.profile_choice import active_profile
 from mha_cli.nn.sdpa import record_sdpa_backends
 from mha_cli.nn.timing import time_calls
 
@@ -69,6 +73,10 @@ class BenchRow(Record):
     """bytes_read / p25 time."""
     sdpa_backend: str
     """The backend SDPA's dispatcher chose for the step."""
+    predicted_ms: float | None = None
+    """The cost model's step on the active profile (``core.cost.eager.predict_attention_step``); None without one."""
+    prediction_ratio: float | None = None
+    """median_ms / predicted_ms."""
 
 
 class BenchResult(Record):
@@ -87,6 +95,8 @@ class BenchResult(Record):
     warmup: int
     reps: int
     rows: list[BenchRow]
+    prediction_profile: str = ""
+    """The profile the predicted times use and how it was chosen, or why there is none."""
     warnings: list[str] = Field(default_factory=list)
     """Ratios within the noise, or no spread at all (one repetition): what not to read into the table."""
 
@@ -107,16 +117,29 @@ def _variants(d_model: int, n_heads: int, head_dim: int, gqa_kv_heads: int, rank
 
 def _measure_decode(
     layer: Attention | MLAttention, cache: KVCache | LatentCache, x: torch.Tensor, pos: int, warmup: int, reps: int
-) -> tuple[list[float], list[str]]:
-    """Seconds per decode step of ``x`` (b, 1, d) at position ``pos``, and the SDPA backends it uses."""
+) -> tuple[list[float], list[str], int]:
+    """Seconds per decode step of ``x`` (b, 1, d) at position ``pos``, the SDPA backends it uses, and the operators
+    one step dispatches (counted on the first, untimed call)."""
 
     def step() -> torch.Tensor:
         return layer(x, cache, pos)  # (b, 1, d)
 
-    with record_sdpa_backends() as seen:
+    with record_sdpa_backends() as seen, count_dispatches() as dispatched:
         step()
     times, _timer = time_calls(step, x.device, warmup, reps)
-    return times, seen
+    return times, seen, dispatched.total
+
+
+def _variant_spec(label: str, n_kv: int, d_model: int, n_heads: int, head_dim: int, rank: int, rope: int) -> ModelSpec:
+    """The one-layer model of a variant, for the cost model (its MLP and vocabulary play no part: only the
+    attention's ops are priced)."""
+    fields: dict = {"name": label, "d_model": d_model, "n_layers": 1, "n_heads": n_heads, "vocab_size": 1, "d_ff": 1}
+    if label.startswith("MLA"):
+        fields["mla"] = {"kv_lora_rank": rank, "qk_rope_head_dim": rope, "qk_nope_head_dim": head_dim,
+                         "v_head_dim": head_dim}  # fmt: skip
+    else:
+        fields |= {"n_kv_heads": n_kv, "head_dim": head_dim}
+    return ModelSpec.model_validate(fields)
 
 
 UNSTABLE_IQR_FRACTION = 0.5
@@ -199,6 +222,7 @@ def run_decode_bench(
     dtype: str | None = None,
     warmup: int = 3,
     reps: int = 10,
+    profile: str | None = None,
     on_variant: Callable[[str, int], None] = lambda label, done: None,
 ) -> BenchResult:
     """Time one decode step of each variant; MLA defaults to DeepSeek's proportions (4 x, 1/2 x head_dim)."""
@@ -210,6 +234,8 @@ def run_decode_bench(
     torch_dtype = resolve_cache_dtype(dtype, default=torch.bfloat16 if target.type == "cuda" else torch.float32)
     rank = 4 * head_dim if kv_lora_rank is None else kv_lora_rank
     rope = head_dim // 2 if rope_dim is None else rope_dim
+    chosen, chosen_how = active_profile(profile, target, DTYPE_NAMES[torch_dtype])
+    predicted: dict[str, float] = {}
     torch.manual_seed(0)
     measured: list[tuple[str, int, int, int, int, list[float], str]] = []
     for done, (label, n_kv, factory) in enumerate(_variants(d_model, n_heads, head_dim, gqa_kv_heads, rank, rope)):
@@ -220,7 +246,7 @@ def run_decode_bench(
                 cache = layer.new_cache(batch, seq_len)
                 fill_random(cache)
                 x = torch.randn(batch, 1, d_model, dtype=torch_dtype, device=target)  # (b, 1, d)
-                times, seen = _measure_decode(layer, cache, x, seq_len - 1, warmup, reps)
+                times, seen, dispatches = _measure_decode(layer, cache, x, seq_len - 1, warmup, reps)
         except RuntimeError as exc:  # torch.OutOfMemoryError is a RuntimeError too
             if not is_out_of_memory(exc):
                 raise
@@ -230,6 +256,12 @@ def run_decode_bench(
         weight_bytes = sum(p.nbytes for p in layer.parameters())
         per_token = bytes_per_token(cache)
         measured.append((label, n_kv, per_token, weight_bytes, per_token * seq_len * batch, times, ", ".join(seen)))
+        if chosen is not None:
+            spec = _variant_spec(label, n_kv, d_model, n_heads, head_dim, rank, rope)
+            mode = "naive" if label == "MLA naive" else "absorbed"
+            step = predict_attention_step(spec, batch, seq_len, chosen, dispatches=dispatches,
+                                          dtype=DTYPE_NAMES[torch_dtype], mla_cache=mode)  # fmt: skip
+            predicted[label] = step.seconds * 1e3
         del layer, cache, x
         if target.type == "cuda":
             torch.cuda.empty_cache()
@@ -241,6 +273,11 @@ def run_decode_bench(
             measured, timings, strict=True
         )
     ]
+    rows = [
+        row.model_copy(update={"predicted_ms": predicted[row.label], "prediction_ratio": row.median_ms / predicted[row.label]})
+        if row.label in predicted else row
+        for row in rows
+    ]  # fmt: skip
     return BenchResult(
         device=str(target),
         device_name=device_name(target),
@@ -248,5 +285,6 @@ def run_decode_bench(
         dtype=DTYPE_NAMES[torch_dtype],
         seq_len=seq_len, batch=batch, d_model=d_model, n_heads=n_heads, head_dim=head_dim,
         gqa_kv_heads=gqa_kv_heads, mla_kv_lora_rank=rank, mla_rope_dim=rope, warmup=warmup, reps=reps, rows=rows,
+        prediction_profile=chosen_how if chosen is None else f"{chosen.name} ({chosen.kind}): {chosen_how}",
         warnings=noise_warnings(rows, reps),
     )  # fmt: skip

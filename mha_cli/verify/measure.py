@@ -7,7 +7,6 @@ their torch functions as parameters so the arithmetic can be tested without a GP
 
 from __future__ import annotations
 
-import re
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -15,7 +14,7 @@ from typing import Any
 
 import torch
 
-from mha_cli.core.targets import Target, load_targets
+from mha_cli.core.targets import match_target as match_target
 from mha_cli.nn.cache_ops import fill_random as fill_random
 from mha_cli.nn.device import synchronize
 from mha_cli.nn.timing import time_calls as time_calls
@@ -144,24 +143,3 @@ def copy_bandwidth(device: torch.device, n_bytes: int = COPY_BYTES, reps: int = 
         synchronize(device)
         best = min(best, time.perf_counter() - start)
     return 2 * src.nbytes / best
-
-
-def match_target(device_name: str) -> Target | None:
-    """The targets-database row for a device name such as ``NVIDIA H200`` or ``NVIDIA A100-SXM4-80GB``.
-
-    The row sharing the model token (a word with a digit that is not a size: h200, a100, 4090) and the most other words
-    wins; ties go to the row listed first (the SXM part before PCIe). ``None`` when no model token matches.
-    """
-    words = set(re.findall(r"[a-z0-9]+", device_name.lower()))
-    model_words = {
-        word for word in words if re.search(r"\d", word) and not re.fullmatch(r"\d+gb|hbm\d*e?|sxm\d*", word)
-    }
-    best: tuple[int, Target] | None = None
-    for target in load_targets().values():
-        target_words = set(re.findall(r"[a-z0-9]+", f"{target.id} {target.name}".lower()))
-        if not model_words & target_words:
-            continue
-        score = len(words & target_words)
-        if best is None or score > best[0]:
-            best = (score, target)
-    return None if best is None else best[1]

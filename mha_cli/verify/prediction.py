@@ -9,16 +9,11 @@ A single-process run at tp > 1 has identity all-reduces: its prediction leaves t
 
 from __future__ import annotations
 
-import torch
-
 from mha_cli.core.cost.eager import predict_eager
-from mha_cli.core.cost.priors import prior_profile
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.cost.store import find_calibrated, load_profile
 from mha_cli.core.cost.work import decode_shape, prefill_shape
 from mha_cli.core.record import Record
-from mha_cli.nn.device import device_name
-from mha_cli.verify import measure
+from mha_cli.nn.profile_choice import active_profile as active_profile
 from mha_cli.verify.plan import VerifyPlan, first_layers
 from mha_cli.verify.report import RankResult
 
@@ -32,22 +27,6 @@ class Prediction(Record):
     decode_ms: float
     prefill_ms: float
     how: str
-
-
-def active_profile(spec: str | None, device: torch.device, dtype: str) -> tuple[DeviceProfile | None, str]:
-    """(the profile verify predicts with, or None; a note on how it was chosen or how to get one)."""
-    if spec is not None:
-        return load_profile(spec), f"--profile {spec}"
-    name = device_name(device)
-    calibrated = find_calibrated(device.type, name, dtype)
-    if calibrated is not None:
-        return calibrated, f"calibrated on this {device.type} ({calibrated.name}, {calibrated.created})"
-    if device.type == "cuda":
-        target = measure.match_target(name)
-        if target is not None:
-            return prior_profile(target, dtype), f"the shipped prior of {target.id} (no calibration of {name} found)"
-    command = f"mha calibrate --device {device.type} --dtype {dtype}"
-    return None, f"no profile of this {device.type} in {dtype}: run `{command}` for predicted times"
 
 
 def predict_stack(plan: VerifyPlan, rank: RankResult, profile: DeviceProfile, *, single_process: bool) -> Prediction:

@@ -7,9 +7,11 @@ profile's dispatch overhead. No engine step overhead: nothing schedules between 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.step import StepTime, step_time
-from mha_cli.core.cost.work import StepShape, forward_ops
+from mha_cli.core.cost.work import StepShape, decode_shape, forward_ops
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 
 
@@ -26,3 +28,20 @@ def predict_eager(
     """``shape`` through ``model`` (one rank of ``tp``) in ``dtype`` on ``profile``, ``dispatches`` operators."""
     ops = forward_ops(model, shape, tp=tp, weight_dtype=dtype, kv_dtype=dtype, mla_cache=mla_cache)
     return step_time(ops, profile, tp=tp, execution="eager", dispatches=dispatches)
+
+
+def predict_attention_step(
+    model: ModelSpec,
+    batch: int,
+    seq_len: int,
+    profile: DeviceProfile,
+    *,
+    dispatches: int,
+    dtype: str,
+    mla_cache: MlaCacheMode = "absorbed",
+) -> StepTime:
+    """One decode step of one attention layer alone (``mha bench``'s step: projections, cache write, attention over
+    ``seq_len`` tokens, output projection): the attention ops of ``model``'s first layer, eager."""
+    ops = forward_ops(model, decode_shape(batch, seq_len - 1), weight_dtype=dtype, kv_dtype=dtype, mla_cache=mla_cache)
+    attention = [replace(op, count=op.count / model.n_layers) for op in ops if op.name.startswith("attention")]
+    return step_time(attention, profile, execution="eager", dispatches=dispatches)
