@@ -97,3 +97,32 @@ def test_a_request_rate_sets_the_load_by_littles_law_and_saturates_beyond_capaci
     search = cli.json("plan", "llama-3-8b", "--target", "h100", "--rate", "1000", "--itl-ms", "30")
     assert search["chosen"] is None and search["nearest_miss"] is not None
     assert all(c["misses"][0].startswith("rate 1000 req/s") for c in search["candidates"])
+
+
+def test_review_findings_stay_fixed(cli, tmp_path, monkeypatch):
+    """Throughput never falls from one user to two at osl 1 (the prompt wait is the share of the prompt budget in
+    use); the fp8 way out names what a rerun with fp8 weights picks; the launch line carries the token budget."""
+    at = {users: cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "1",
+                          "--concurrency", str(users)) for users in (1, 2, 4)}  # fmt: skip
+    assert at[1]["output_tokens_per_s"] < at[2]["output_tokens_per_s"] < at[4]["output_tokens_per_s"]
+    bf16 = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--itl-ms", "16")
+    fp8 = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--itl-ms", "16", "--weight-dtype", "fp8")
+    way = next(w for w in bf16["ways_out"] if w.startswith("--weight-dtype fp8: "))
+    pick = fp8["candidates"][fp8["chosen"]]
+    assert f"at {pick['concurrency']} user(s)" in way and f"{pick['output_tokens_per_s_per_gpu']:,.0f} tokens/s" in way
+    assert "--max-num-batched-tokens" in fp8["launch"]["vllm"] and "--chunked-prefill-size" in fp8["launch"]["sglang"]
+
+
+def test_a_pipeline_that_does_not_fit_is_refused_before_it_starts(tmp_path, monkeypatch):
+    import pytest
+
+    from mha_cli.core.deployment import merge_deployment
+    from mha_cli.core.errors import OutOfMemoryError
+    from mha_cli.core.sources import load_source
+    from mha_cli.parallel import pipeline_plan
+
+    monkeypatch.setattr(pipeline_plan, "device_free_bytes", lambda device_type, index=None: 2**30)
+    loaded = load_source("llama-3.2-1b")  # its fp32 check alone (embedding, head, reference) needs more than 1 GiB
+    deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=256)
+    with pytest.raises(OutOfMemoryError, match="the fp32 check"):
+        pipeline_plan.make_pp_job(loaded, deployment, pp=2, device_type="cpu")
