@@ -39,11 +39,9 @@ def calibrate(
     force: ForceOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Measure this device (GEMV and GEMM over sizes, attention, operator and kernel overhead, all-reduce) into a
-    profile in the user's data directory; --profile NAME then predicts with it (verify, plan).
+    """Measure this device (GEMV and GEMM over sizes, attention, operator and kernel overhead, all-reduce) into a profile for the cost model; --profile NAME then predicts with it (verify, plan, kv, recommend, bench).
 
-    About a minute on a CPU. The profile is checked on a decoder it was not fitted on, and that error is the band
-    its predictions carry.
+    About half a minute on a CPU. The profile is checked on a decoder it was not fitted on, and that error is the band its predictions carry.
     """
     if dtype not in DTYPES:
         raise BadInputError(f"--dtype {dtype!r}: give bf16, fp16 or fp32")

@@ -101,11 +101,11 @@ def plan(
 ) -> None:
     """Predict TTFT, ITL (time per output token), end-to-end latency and tokens/s of a deployment, or search them.
 
-    With --tp or --pp: one deployment, replicas = devices / (tp x pp), users spread over them; the engine's memory
-    plan caps the requests each runs at once (the rest wait, in TTFT). Without them: every layout of the target's
-    devices at every load it admits, the Pareto front (tokens/s per GPU against per user), the pick that meets
-    --ttft-ms and --itl-ms with the most tokens/s per GPU, and its launch command. Times come from the cost model
-    on a device profile: the target's shipped prior, or --profile (a `mha calibrate` measurement).
+    With --tp or --pp: one deployment; replicas = devices / (tp x pp), users spread over them; the engine's memory plan caps the requests each runs at once (the rest wait, in TTFT).
+
+    Without them: every layout of the target's devices at every load it admits, the Pareto front (tokens/s per GPU against per user), the pick that meets --ttft-ms and --itl-ms with the most tokens/s per GPU, and its launch command.
+
+    Times come from the cost model on a device profile: the target's shipped prior, or --profile (a `mha calibrate` measurement).
     """
     from mha_cli.core.cost.plan import plan_serving
     from mha_cli.core.cost.priors import datasheet_profile, prior_profile
