@@ -15,7 +15,8 @@ each group serves ``sequences_per_replica`` of the batch, so one device's step i
   cache scores and sums over the latent instead: 2 x n_heads x (2 x kv_lora_rank + rope width);
   MLA prefill runs naive (decompressed K/V), as DeepSeek's inference code does.
 
-These are bounds, not predictions: real kernels reach perhaps 60-80% of either roof.
+These are bounds, not predictions: ``core.cost`` predicts (its datasheet ceiling reproduces these within 1%, and
+its profiles add what real kernels reach and the fixed costs they pay).
 """
 
 from __future__ import annotations
