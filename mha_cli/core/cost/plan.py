@@ -14,10 +14,11 @@ from dataclasses import replace
 from pydantic import Field
 
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, stage_model, sustainable
+from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import MemoryPlan, plan_memory
+from mha_cli.core.pipeline import stage_layout, stage_model, stage_params
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
 
@@ -53,6 +54,15 @@ def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int
     return tp, devices // (tp * pp)
 
 
+def _largest_stage(model: ModelSpec, pp: int, tp: int) -> ModelSpec:
+    """The layers of the pipeline stage holding the most weights (core.pipeline's layout): the one whose memory
+    sets what a replica admits."""
+    if pp == 1:
+        return model
+    layouts = [stage_layout(model, pp, s) for s in range(pp)]
+    return stage_model(model, max(layouts, key=lambda layout: stage_params(model, layout, tp)))
+
+
 def plan_serving(
     model: ModelSpec,
     target: ResolvedTarget,
@@ -72,7 +82,7 @@ def plan_serving(
     if isl < 1 or osl < 1 or concurrency < 1:
         raise BadInputError("--isl, --osl and --concurrency must be at least 1")
     tp, replicas = resolve_layout(target, tp, pp)
-    stage = stage_model(model, pp)
+    stage = _largest_stage(model, pp, tp)
     context = isl + osl
     kv = kv_footprint(
         stage, seq_len=context, batch=-(-concurrency // replicas), kv_dtype=deployment.kv_dtype, tp=tp,
@@ -102,8 +112,8 @@ def plan_serving(
                                 " trained for")  # fmt: skip
     if pp > 1:
         prediction.notes.append(
-            f"pp {pp}: each stage holds {stage.n_layers} layers; the memory plan counts the embedding and LM head on"
-            " every stage (the first and last hold them), so it is slightly conservative"
+            f"pp {pp}: each stage holds {stage.n_layers} layers; the memory plan is the heaviest stage's, counting the"
+            " embedding and LM head on it (the first and last hold them), so it is slightly conservative"
         )
     swept = []
     if sweep:

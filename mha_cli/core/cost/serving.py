@@ -28,13 +28,14 @@ no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.step import StepTime, step_time
 from mha_cli.core.cost.work import ACTIVATION_BYTES, StepShape, decode_shape, forward_ops, prefill_shape
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.pipeline import stage_layout, stage_model
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 
@@ -126,37 +127,29 @@ class ServingCase:
     batching: Batching = "continuous"
 
 
-def stage_model(model: ModelSpec, pp: int) -> ModelSpec:
-    """One pipeline stage's share of the layers (an MoE model's leading dense layers shared alike). Raises
-    ``BadInputError`` when pp does not divide the layers."""
-    if pp == 1:
-        return model
-    if model.n_layers % pp:
-        raise BadInputError(f"pp {pp} does not divide the {model.n_layers} layers of {model.name}: pick a divisor")
-    update: dict[str, object] = {"n_layers": model.n_layers // pp}
-    if model.moe is not None:
-        update["moe"] = model.moe.model_copy(update={"n_dense_layers": model.moe.n_dense_layers // pp})
-    return model.model_copy(update=update)
-
-
 class Stepper:
     """Times the steps of one replica on one profile: under pipeline parallelism, every stage's layers in turn,
     the embedding, LM head and sampler once, one engine step overhead, and a send at each stage boundary."""
 
     def __init__(self, case: ServingCase, profile: DeviceProfile) -> None:
         self.case, self.profile = case, profile
-        self.stage = stage_model(case.model, case.pp)
+        # core.pipeline's layout: each stage its own layers (an MoE model's dense layers on the first)
+        self.stages = [case.model] if case.pp == 1 else [
+            stage_model(case.model, stage_layout(case.model, case.pp, s)) for s in range(case.pp)
+        ]  # fmt: skip
 
     def step(self, *shapes: StepShape) -> StepTime:
         case = self.case
-        ops = forward_ops(
-            self.stage, *shapes, tp=case.tp, weight_dtype=case.weight_dtype, kv_dtype=case.kv_dtype,
-            mla_cache=case.mla_cache,
-        )  # fmt: skip
+        ops = []
+        for index, stage in enumerate(self.stages):
+            stage_ops = forward_ops(
+                stage, *shapes, tp=case.tp, weight_dtype=case.weight_dtype, kv_dtype=case.kv_dtype,
+                mla_cache=case.mla_cache,
+            )  # fmt: skip
+            ops += [op for op in stage_ops if index == 0 or not op.outside_layers]  # embedding, head, sampler once
+        time = step_time(ops, self.profile, tp=case.tp)
         if case.pp == 1:
-            return step_time(ops, self.profile, tp=case.tp)
-        every_stage = [op if op.outside_layers else replace(op, count=op.count * case.pp) for op in ops]
-        time = step_time(every_stage, self.profile, tp=case.tp)
+            return time
         send = 0.0
         collective = self.profile.collective
         if collective is not None:  # a point-to-point send: one latency, the activations once
