@@ -20,7 +20,14 @@ def test_plan_json_has_the_documented_keys_and_obeys_its_bounds(cli):
         "plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "128", "--concurrency", "8"
     )  # fmt: skip
     assert set(result) >= KEYS
-    assert result["deployment"] == {"tp": 1, "pp": 1, "replicas": 1, "gpus": 1}
+    assert result["deployment"] == {
+        "tp": 1,
+        "pp": 1,
+        "replicas": 1,
+        "gpus": 1,
+        "expert_ranks": None,
+        "expert_parallel": False,
+    }
     assert result["profile"]["name"] == "h100-sxm-prior" and result["profile"]["kind"] == "prior"
     for key in ("ttft_ms", "itl_ms", "e2e_ms"):
         assert result[key] >= result["bounds"][key] > 0
@@ -33,7 +40,14 @@ def test_plan_json_has_the_documented_keys_and_obeys_its_bounds(cli):
 def test_replicas_split_the_users_and_multiply_the_throughput(cli):
     one = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--concurrency", "4")
     two = cli.json("plan", "llama-3-8b", "--target", "2xh100", "--tp", "1", "--concurrency", "8")
-    assert two["deployment"] == {"tp": 1, "pp": 1, "replicas": 2, "gpus": 2}
+    assert two["deployment"] == {
+        "tp": 1,
+        "pp": 1,
+        "replicas": 2,
+        "gpus": 2,
+        "expert_ranks": None,
+        "expert_parallel": False,
+    }
     assert two["itl_ms"] == pytest.approx(one["itl_ms"])
     assert two["output_tokens_per_s"] == pytest.approx(2 * one["output_tokens_per_s"])
     assert two["output_tokens_per_s_per_gpu"] == pytest.approx(one["output_tokens_per_s_per_gpu"])
@@ -42,7 +56,14 @@ def test_replicas_split_the_users_and_multiply_the_throughput(cli):
 def test_pipeline_stages_add_sends_and_keep_the_bound(cli):
     tp = cli.json("plan", "llama-3.1-70b", "--target", "4xh100", "--tp", "4")  # --tp pins one deployment
     pp = cli.json("plan", "llama-3.1-70b", "--target", "4xh100", "--tp", "2", "--pp", "2")
-    assert pp["deployment"] == {"tp": 2, "pp": 2, "replicas": 1, "gpus": 4}
+    assert pp["deployment"] == {
+        "tp": 2,
+        "pp": 2,
+        "replicas": 1,
+        "gpus": 4,
+        "expert_ranks": None,
+        "expert_parallel": False,
+    }
     assert pp["itl_ms"] >= pp["bounds"]["itl_ms"]
     assert pp["itl_ms"] > tp["itl_ms"]  # at one user, stages run in turn: no overlap to win, sends to pay
 

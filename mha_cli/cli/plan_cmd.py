@@ -81,6 +81,14 @@ def plan(
             show_default=False,
         ),
     ] = None,
+    expert_parallel: Annotated[
+        bool,
+        typer.Option(
+            "--expert-parallel",
+            help="MoE: whole experts per GPU (vLLM --enable-expert-parallel) for the deployment --tp/--pp pin;"
+            " a search tries both layouts.",
+        ),
+    ] = False,
     ttft_ms: TtftOpt = None,
     itl_ms: ItlOpt = None,
     engine: EngineOpt = None,
@@ -129,6 +137,12 @@ def plan(
         kv_dtype=kv_dtype, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
     )  # fmt: skip
+    if expert_parallel:
+        if loaded.model.moe is None:
+            raise BadInputError(
+                f"--expert-parallel spreads routed experts and {loaded.model.name} has none: leave it out"
+            )
+        deployment = deployment.model_copy(update={"expert_parallel": True})
     device = resolved.target
     weights = deployment.weight_dtype
     chosen = load_profile(profile, weights) if profile is not None else prior_profile(device, weights)
@@ -196,10 +210,12 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     p = result
     d = p.deployment
     console.print(
-        f"[bold]{escape(result.model_name)}[/bold] on {d.gpus} x {escape(result.target_id)}: tp {d.tp}, pp {d.pp},"
-        f" {d.replicas} replica(s); {result.engine}; {p.isl:,} in / {p.osl:,} out, {p.concurrency} user(s)"
+        f"[bold]{escape(result.model_name)}[/bold] on {d.gpus} x {escape(result.target_id)}: {d.describe()};"
+        f" {result.engine}; {p.isl:,} in / {p.osl:,} out, {p.concurrency} user(s)"
         f" ({p.running_per_replica} running per replica)"
     )
+    if result.memory.experts_per_device is not None:
+        console.print(f"experts: each device holds {escape(result.memory.experts_per_device)}")
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
     for column in ("", "predicted", "band", "roofline bound"):
         table.add_column(column, justify="left" if not column else "right")
@@ -257,7 +273,8 @@ def render_search(console: Console, result: SearchResult) -> None:
         d = c.deployment
         mark = "*" if index == result.chosen else ""
         meets = "yes" if c.meets_targets else "no: " + ", ".join(miss.split()[0] for miss in c.misses)
-        table.add_row(mark, f"{d.tp} x {d.pp} x {d.replicas}", f"{c.concurrency:,}", f"{c.ttft_ms:,.0f}",
+        ep = " ep" if d.expert_parallel else ""
+        table.add_row(mark, f"{d.tp} x {d.pp} x {d.replicas}{ep}", f"{c.concurrency:,}", f"{c.ttft_ms:,.0f}",
                       f"{c.itl_ms:,.1f}", f"{c.output_tokens_per_s_per_gpu:,.0f}", f"{c.tokens_per_s_per_user:,.1f}",
                       escape(meets))  # fmt: skip
     console.print(table)
@@ -265,8 +282,7 @@ def render_search(console: Console, result: SearchResult) -> None:
         c = result.candidates[result.chosen]
         chosen_front = "" if result.chosen in result.pareto else " (not on the front: a faster point misses a target)"
         console.print(
-            f"[bold]pick[/bold] (*): tp {c.deployment.tp} x pp {c.deployment.pp} x {c.deployment.replicas} replica(s)"
-            f" at {c.concurrency:,} users: {c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU{chosen_front}"
+            f"[bold]pick[/bold] (*): {c.deployment.describe()} at {c.concurrency:,} users: {c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU{chosen_front}"
         )
         for engine, line in result.launch.items():
             console.print(f"  {engine}: {escape(line)}")
@@ -275,10 +291,7 @@ def render_search(console: Console, result: SearchResult) -> None:
         if result.nearest_miss is not None:
             c = result.candidates[result.nearest_miss]
             d = c.deployment
-            console.print(
-                f"  nearest: tp {d.tp} x pp {d.pp} x {d.replicas} at {c.concurrency:,} users misses"
-                f" {escape('; '.join(c.misses))}"
-            )
+            console.print(f"  nearest: {d.describe()} at {c.concurrency:,} users misses {escape('; '.join(c.misses))}")
         for way in result.ways_out or ["none of fp8 weights, an fp8 cache, twice the devices or half the prompt helps"]:
             console.print(f"  - {escape(way)}")
 

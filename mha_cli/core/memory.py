@@ -19,7 +19,13 @@ from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
+from mha_cli.core.tensor_parallel import ExpertLayout, local_experts, tp_shard_problem
 from mha_cli.core.weight_bytes import rank_weight_bytes
+
+ENGINES_SHARING_EXPERTS = ("vllm", "sglang")
+"""Engines whose data-parallel ranks of an MoE model share its routed experts (vLLM: "expert layers form a tensor
+parallel group of size DP x TP", docs/serving/data_parallel_deployment.md; SGLang with --enable-dp-attention), so
+that each rank holds 1 / (tp x dp) of them. TensorRT-LLM's replicas here are separate servers, each its own copy."""
 
 
 class MemoryPlan(Record):
@@ -61,7 +67,33 @@ class MemoryPlan(Record):
     per replica; engine.admitted_per_replica x replicas)."""
     max_tokens_per_device: int
     """Tokens (of every layer) the engine's KV pool on one device holds (engine.kv_tokens)."""
+    expert_ranks: int | None = None
+    """MoE: the ranks one layer's routed experts spread over (tp, or tp x replicas when the replicas share them)."""
+    experts_per_device: str | None = None
+    """MoE: what one device holds of each MoE layer's routed experts, in words."""
     engine: EnginePlan
+
+
+def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: DeploymentSpec | None) -> ExpertLayout | None:
+    """How ``model``'s routed experts spread over the devices (None without MoE): over the tp ranks of each replica,
+    or over all tp x replicas ranks when the engine's data-parallel ranks share them (``ENGINES_SHARING_EXPERTS``);
+    whole experts per rank with ``deployment.expert_parallel``."""
+    if model.moe is None:
+        return None
+    deployment = deployment or DeploymentSpec()
+    shared = replicas > 1 and (deployment.engine or "vllm") in ENGINES_SHARING_EXPERTS
+    return ExpertLayout(tp * replicas if shared else tp, whole=bool(deployment.expert_parallel))
+
+
+def describe_experts(model: ModelSpec, layout: ExpertLayout) -> str:
+    """``16 of 128 experts whole (expert parallel over 8 ranks)`` or ``all 128 experts at 1/8 of their width``."""
+    assert model.moe is not None
+    total = model.moe.n_experts
+    if layout.whole:
+        return f"{local_experts(model, layout)} of {total} experts whole (expert parallel over {layout.ranks} ranks)"
+    if layout.ranks == 1:
+        return f"all {total} experts whole"
+    return f"all {total} experts at 1/{layout.ranks} of their width (tensor-sharded over {layout.ranks} ranks)"
 
 
 def resolve_tp(tp: int | None, target: ResolvedTarget | None) -> int:
@@ -84,13 +116,22 @@ def plan_memory(
     kv: KvFootprint,
     weight_dtype: str,
     deployment: DeploymentSpec | None = None,
+    experts: ExpertLayout | None = None,
 ) -> MemoryPlan:
     """Fit ``model``'s weights (one device's share, in ``weight_dtype``) and ``kv`` onto ``target``'s devices under
-    the engine ``deployment`` names (vLLM with its defaults when None)."""
+    the engine ``deployment`` names (vLLM with its defaults when None); an MoE model's routed experts in ``experts``'
+    layout (default: ``expert_layout`` over the target's replicas)."""
     device = target.target
     replicas = target.n_devices // kv.tp
     sequences = -(-kv.batch // replicas)
-    weights = rank_weight_bytes(model, kv.tp, weight_dtype)  # the rank's shard in its format, scales included
+    if experts is None:
+        experts = expert_layout(model, kv.tp, replicas, deployment)
+    if experts is not None and experts != ExpertLayout(kv.tp):  # the default layout keeps its even-split fallback
+        problem = tp_shard_problem(model, kv.tp, experts)
+        if problem is not None:
+            raise BadInputError(problem)
+    # the rank's shard in its format, scales included
+    weights = rank_weight_bytes(model, kv.tp, weight_dtype, experts=experts)
     settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp)
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart
@@ -112,5 +153,7 @@ def plan_memory(
         weight_bytes_per_device=weights, sequences_per_replica=sequences, kv_bytes_per_device=kv_per_device,
         allocated_kv_bytes_per_device=allocated, headroom_bytes=free_for_kv - allocated,
         weights_fit=free_for_kv + engine.activation_peak_bytes >= 0, fits=engine.fits,
-        max_sequences=engine.admitted_per_replica * replicas, max_tokens_per_device=engine.kv_tokens, engine=engine,
+        max_sequences=engine.admitted_per_replica * replicas, max_tokens_per_device=engine.kv_tokens,
+        expert_ranks=None if experts is None else experts.ranks,
+        experts_per_device=None if experts is None else describe_experts(model, experts), engine=engine,
     )  # fmt: skip

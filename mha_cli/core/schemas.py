@@ -535,6 +535,9 @@ class DeploymentSpec(_Strict):
     """Tokens of one engine step (vLLM's profiling run, SGLang's chunked prefill); None: the engine's default."""
     max_num_seqs: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
     """Sequences one engine step may hold (vLLM's ``max_num_seqs``); None: the engine's default."""
+    expert_parallel: bool | None = None
+    """MoE only: whole routed experts per rank (vLLM's ``--enable-expert-parallel``) instead of every expert's width
+    split over the ranks that share them (None: off)."""
 
 
 CONFIG_SCHEMA_VERSION = 1

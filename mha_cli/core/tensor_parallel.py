@@ -109,19 +109,56 @@ def width_per_rank(width: int, tp: int, what: str) -> int:
     return width // tp
 
 
-def tp_shard_problem(model: ModelSpec, tp: int) -> str | None:
-    """Why ``tp`` ranks cannot shard ``model`` (heads, MLP or expert widths), or ``None`` when they can."""
+class ExpertLayout(NamedTuple):
+    """How one MoE layer's routed experts spread over ranks: over ``ranks`` of them (tp, within one replica; tp x dp
+    when data-parallel ranks share the experts, as vLLM runs an MoE model with ``--data-parallel-size``), each rank
+    holding every expert's 1 / ranks width (tensor-sharded, vLLM's default) or, ``whole``, ceil(n_experts / ranks)
+    experts entire (expert parallel, ``--enable-expert-parallel``)."""
+
+    ranks: int
+    whole: bool = False
+
+
+def _experts(tp: int, experts: ExpertLayout | None) -> ExpertLayout:
+    return ExpertLayout(tp) if experts is None else experts
+
+
+def local_experts(model: ModelSpec, layout: ExpertLayout) -> int:
+    """Routed experts of one MoE layer on one rank (the heaviest when ``ranks`` does not divide them): all of them,
+    each at its share of the width, or ceil(n_experts / ranks) whole ones."""
+    assert model.moe is not None
+    return -(-model.moe.n_experts // layout.ranks) if layout.whole else model.moe.n_experts
+
+
+def expert_width_per_rank(model: ModelSpec, layout: ExpertLayout) -> int:
+    """The width of one routed expert on one rank: whole, or d_ff_expert / ranks."""
+    assert model.moe is not None
+    return model.moe.d_ff_expert if layout.whole else model.moe.d_ff_expert // layout.ranks
+
+
+def tp_shard_problem(model: ModelSpec, tp: int, experts: ExpertLayout | None = None) -> str | None:
+    """Why ``tp`` ranks cannot shard ``model`` (heads, MLP or expert widths), or ``None`` when they can; ``experts``:
+    how the routed experts spread (default: sharded over the tp ranks)."""
     problem = tp_split_problem(model.n_heads, model.kv_heads, tp)
     if problem is not None:
         return problem
-    widths = {"d_ff": model.d_ff}
+    layout = _experts(tp, experts)
+    widths = {"d_ff": (model.d_ff, tp)}
     if model.moe is not None:
-        widths["d_ff_expert"] = model.moe.d_ff_expert
+        if layout.ranks % tp:
+            return f"the experts' ranks ({layout.ranks}) must be a multiple of tp ({tp})"
+        if layout.whole and layout.ranks > model.moe.n_experts:
+            return (
+                f"expert parallelism over {layout.ranks} ranks needs at least as many experts ({model.moe.n_experts})"
+            )
+        if not layout.whole:
+            widths["d_ff_expert"] = (model.moe.d_ff_expert, layout.ranks)
         if model.moe.n_shared_experts:
-            widths["d_ff_shared"] = model.moe.d_ff_shared or model.moe.d_ff_expert
-    for what, width in widths.items():
-        if width % tp:
-            return f"{what} ({width}) must be divisible by tp ({tp}): pick a tp that divides it"
+            widths["d_ff_shared"] = (model.moe.d_ff_shared or model.moe.d_ff_expert, tp)
+    for what, (width, ranks) in widths.items():
+        if width % ranks:
+            name = "tp" if ranks == tp else "the ranks sharing the experts"
+            return f"{what} ({width}) must be divisible by {name} ({ranks}): pick a tp that divides it"
     return None
 
 
@@ -149,27 +186,33 @@ def attention_params_per_rank(model: ModelSpec, tp: int) -> int:
     return weights + biases + o_bias + qk_norm
 
 
-def mlp_params_per_rank(model: ModelSpec, tp: int, moe_layer: bool) -> int:
-    """One layer's MLP on one rank: a dense MLP, or every expert's share plus the replicated router."""
+def mlp_params_per_rank(model: ModelSpec, tp: int, moe_layer: bool, experts: ExpertLayout | None = None) -> int:
+    """One layer's MLP on one rank: a dense MLP, or its routed experts (``experts``' layout), the shared experts'
+    tp share and the replicated router."""
     d = model.d_model
     if not moe_layer:
         return mlp_params(d, width_per_rank(model.d_ff, tp, "d_ff"), model.mlp, model.mlp_bias)
     assert model.moe is not None
-    moe = model.moe
-    expert = mlp_params(d, width_per_rank(moe.d_ff_expert, tp, "d_ff_expert"), model.mlp, moe.expert_bias)
+    moe, layout = model.moe, _experts(tp, experts)
+    if not layout.whole:
+        width_per_rank(moe.d_ff_expert, layout.ranks, "d_ff_expert")  # raises when the ranks do not divide it
+    expert = mlp_params(d, expert_width_per_rank(model, layout), model.mlp, moe.expert_bias)
     shared_width = width_per_rank(moe.d_ff_shared or moe.d_ff_expert, tp, "d_ff_shared")
     shared = mlp_params(d, shared_width, model.mlp, moe.expert_bias)
     router = d * moe.n_experts + (d if moe.shared_expert_gate else 0)  # replicated, with Qwen2-MoE's shared gate
-    return moe.n_experts * expert + moe.n_shared_experts * shared + router
+    return local_experts(model, layout) * expert + moe.n_shared_experts * shared + router
 
 
-def params_per_rank(model: ModelSpec, tp: int, vocab_padding: int = VOCAB_PADDING) -> int:
+def params_per_rank(
+    model: ModelSpec, tp: int, vocab_padding: int = VOCAB_PADDING, experts: ExpertLayout | None = None
+) -> int:
     """Every weight one rank of ``tp`` holds (replicated parts counted on every rank); the vocabulary padded to a
-    multiple of ``vocab_padding`` (vLLM's 64 by default; 1 for the checkpoint's own count).
+    multiple of ``vocab_padding`` (vLLM's 64 by default; 1 for the checkpoint's own count); the routed experts in
+    ``experts``' layout (default: sharded over the tp ranks).
 
     Raises ``BadInputError`` when ``tp`` does not split the heads or the MLP widths.
     """
-    problem = tp_shard_problem(model, tp)
+    problem = tp_shard_problem(model, tp, experts)
     if problem is not None:
         raise BadInputError(problem)
     d = model.d_model
@@ -179,17 +222,19 @@ def params_per_rank(model: ModelSpec, tp: int, vocab_padding: int = VOCAB_PADDIN
     per_layer = attention_params_per_rank(model, tp) + model.n_norms_per_layer * norm
     mlps = n_dense * mlp_params_per_rank(model, tp, False)
     if n_moe:
-        mlps += n_moe * mlp_params_per_rank(model, tp, True)
+        mlps += n_moe * mlp_params_per_rank(model, tp, True, experts)
     return model.n_layers * per_layer + mlps + embedding_params_per_rank(model, tp, vocab_padding) + norm
 
 
-def weight_params_per_device(model: ModelSpec, tp: int, vocab_padding: int = VOCAB_PADDING) -> int:
+def weight_params_per_device(
+    model: ModelSpec, tp: int, vocab_padding: int = VOCAB_PADDING, experts: ExpertLayout | None = None
+) -> int:
     """Weights one device of a ``tp``-rank group holds as a serving engine loads them: this layout's per-rank count
     (embedding and LM head split by the padded vocabulary; norms, routers and MLA down projections whole on every
     rank) when ``tp`` shards the model, else (heads or widths that ``tp`` does not divide: a layout nobody builds)
     the total split evenly, rounded up."""
-    if tp_shard_problem(model, tp) is None:
-        return params_per_rank(model, tp, vocab_padding)
+    if tp_shard_problem(model, tp, experts) is None:
+        return params_per_rank(model, tp, vocab_padding, experts)
     return -(-count_params(model).total // tp)
 
 
@@ -211,10 +256,11 @@ def _mlp_matrices(d: int, width: int, gated: bool, count: int, kind: MatrixKind 
     return [Matrix(kind, width, d, count * (2 if gated else 1)), Matrix(kind, d, width, count)]
 
 
-def matrices_per_rank(model: ModelSpec, tp: int) -> list[Matrix]:
+def matrices_per_rank(model: ModelSpec, tp: int, experts: ExpertLayout | None = None) -> list[Matrix]:
     """Every linear layer's weight matrix one rank of ``tp`` holds, in this module's layout (what quantised formats
-    quantise; embeddings, head, norms, biases and routers are the rest of ``params_per_rank``)."""
-    problem = tp_shard_problem(model, tp)
+    quantise; embeddings, head, norms, biases and routers are the rest of ``params_per_rank``); the routed experts
+    in ``experts``' layout."""
+    problem = tp_shard_problem(model, tp, experts)
     if problem is not None:
         raise BadInputError(problem)
     d, layers = model.d_model, model.n_layers
@@ -246,7 +292,9 @@ def matrices_per_rank(model: ModelSpec, tp: int) -> list[Matrix]:
     mlps = _mlp_matrices(d, model.d_ff // tp, gated, layers - n_moe) if layers > n_moe else []
     if model.moe is not None and n_moe:
         moe = model.moe
-        mlps += _mlp_matrices(d, moe.d_ff_expert // tp, gated, n_moe * moe.n_experts, "expert")
+        layout = _experts(tp, experts)
+        width, count = expert_width_per_rank(model, layout), n_moe * local_experts(model, layout)
+        mlps += _mlp_matrices(d, width, gated, count, "expert")
         if moe.n_shared_experts:
             shared = (moe.d_ff_shared or moe.d_ff_expert) // tp
             mlps += _mlp_matrices(d, shared, gated, n_moe * moe.n_shared_experts)

@@ -13,6 +13,7 @@ from mha_cli.core.params import count_params
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.tensor_parallel import (
     VOCAB_PADDING,
+    ExpertLayout,
     Matrix,
     matrices_per_rank,
     tp_shard_problem,
@@ -28,8 +29,12 @@ def _covered(fmt: WeightFormat, matrix: Matrix) -> bool:
     return fmt.scope == "linear" or (fmt.scope == "experts" and matrix.kind == "expert")
 
 
-def rank_weight_bytes(model: ModelSpec, tp: int, weight_dtype: str, vocab_padding: int = VOCAB_PADDING) -> int:
-    """Bytes of the weights one rank of ``tp`` holds in ``weight_dtype``, scales and zero points included.
+def rank_weight_bytes(
+    model: ModelSpec, tp: int, weight_dtype: str, vocab_padding: int = VOCAB_PADDING,
+    experts: ExpertLayout | None = None,
+) -> int:  # fmt: skip
+    """Bytes of the weights one rank of ``tp`` holds in ``weight_dtype``, scales and zero points included; the routed
+    experts in ``experts``' layout (default: sharded over the tp ranks).
 
     A ``tp`` that does not shard the model (heads or widths it does not divide) is priced as the whole model's
     bytes split evenly, rounded up, as ``weight_params_per_device`` counts it."""
@@ -39,12 +44,12 @@ def rank_weight_bytes(model: ModelSpec, tp: int, weight_dtype: str, vocab_paddin
             f"--weight-dtype {fmt.name} quantises routed experts and {model.name} has none (vLLM has no mxfp4 linear"
             " layer): use fp8, int4 or awq"
         )
-    if tp > 1 and tp_shard_problem(model, tp) is not None:
+    if tp > 1 and tp_shard_problem(model, tp, experts) is not None:
         return -(-rank_weight_bytes(model, 1, weight_dtype, vocab_padding) // tp)
-    params = weight_params_per_device(model, tp, vocab_padding)
+    params = weight_params_per_device(model, tp, vocab_padding, experts)
     if fmt.scope == "all":
         return -(-params * int(fmt.nominal_bits) // 8)
-    covered = [m for m in matrices_per_rank(model, tp) if _covered(fmt, m)]
+    covered = [m for m in matrices_per_rank(model, tp, experts) if _covered(fmt, m)]
     quantised = sum(m.count * fmt.matrix_bytes(m.out_features, m.in_features) for m in covered)
     covered_params = sum(m.count * m.out_features * m.in_features for m in covered)
     return quantised + (params - covered_params) * UNQUANTISED_BYTES

@@ -17,10 +17,11 @@ from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.memory import MemoryPlan, plan_memory
+from mha_cli.core.memory import MemoryPlan, expert_layout, plan_memory
 from mha_cli.core.pipeline import stage_layout, stage_model, stage_params
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
+from mha_cli.core.tensor_parallel import tp_shard_problem
 
 
 class ServingPlan(ServingPrediction):
@@ -82,6 +83,11 @@ def plan_serving(
     if isl < 1 or osl < 1 or concurrency < 1:
         raise BadInputError("--isl, --osl and --concurrency must be at least 1")
     tp, replicas = resolve_layout(target, tp, pp)
+    if deployment.expert_parallel and model.moe is None:
+        raise BadInputError(f"--expert-parallel spreads routed experts and {model.name} has none: leave it out")
+    experts = expert_layout(model, tp, replicas, deployment)
+    if experts is not None and (problem := tp_shard_problem(model, tp, experts)) is not None:
+        raise BadInputError(problem)
     stage = _largest_stage(model, pp, tp)
     context = isl + osl
     kv = kv_footprint(
@@ -91,7 +97,7 @@ def plan_serving(
     one_replica = target.model_copy(update={"n_devices": tp})
     memory = plan_memory(
         one_replica, model=stage, kv=kv, weight_dtype=deployment.weight_dtype,
-        deployment=deployment.model_copy(update={"seq_len": context, "tp": tp}),
+        deployment=deployment.model_copy(update={"seq_len": context, "tp": tp}), experts=experts,
     )  # fmt: skip
     engine = memory.engine
     if not engine.starts:
@@ -100,6 +106,7 @@ def plan_serving(
         model=model, isl=isl, osl=osl, concurrency=concurrency, tp=tp, pp=pp, replicas=replicas,
         admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
+        experts=experts,
     )  # fmt: skip
     prediction = predict_serving(case, profile, ceiling)
     if model.position_embeddings and context > model.position_embeddings:

@@ -1,7 +1,9 @@
 """``mha plan`` without ``--tp``/``--pp``: every deployment of the target's devices, the Pareto front, the pick.
 
 The layouts: every tensor-parallel degree tp and pipeline depth pp with tp x pp dividing the devices, tp sharding
-the model (heads and widths) and pp dividing its layers; the rest of the devices are data-parallel replicas. Each
+the model (heads and widths) and pp dividing its layers; the rest of the devices are data-parallel replicas. An MoE
+model's replicas share its routed experts under vLLM and SGLang (``core.memory.expert_layout``), and each layout is
+also tried with expert parallelism (whole experts per rank, ``--enable-expert-parallel``). Each
 layout whose engine starts is priced (``core.cost.plan``) at the concurrency asked, at the load an arrival ``rate``
 makes (``plan_at_rate``), or at 1, 2, 3, 4, 6, 8, ... users per replica up to what its KV pool admits (the largest batch it runs at once). Every (layout,
 concurrency) point is a candidate; it meets the targets when its TTFT and ITL are within ``--ttft-ms`` and
@@ -13,6 +15,7 @@ Pure Python.
 
 from __future__ import annotations
 
+import itertools
 import shlex
 
 from pydantic import Field
@@ -71,6 +74,19 @@ def layouts(model: ModelSpec, n_devices: int) -> list[tuple[int, int]]:
     return found
 
 
+def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSpec]:
+    """The deployment as asked, and for an MoE model the other expert layout (expert parallel or not) too."""
+    if model.moe is None:
+        return [deployment]
+    other = deployment.model_copy(update={"expert_parallel": not deployment.expert_parallel})
+    return [deployment, other] if not deployment.expert_parallel else [other, deployment]
+
+
+def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec) -> str:
+    label = f"tp {tp} x pp {pp} x {replicas} replica(s)"
+    return label + (" with expert parallelism" if deployment.expert_parallel else "")
+
+
 def _misses(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None) -> list[str]:
     misses = [f"rate {plan.rate_rps:g} req/s > what it serves"] if plan.saturated else []
     if ttft_ms is not None and plan.ttft_ms > ttft_ms:
@@ -114,21 +130,21 @@ def _search(
 ) -> tuple[list[Candidate], list[str]]:  # fmt: skip
     candidates: list[Candidate] = []
     tried: list[str] = []
-    for tp, pp in layouts(model, target.n_devices):
-        label = f"tp {tp} x pp {pp} x {target.n_devices // (tp * pp)} replica(s)"
+    for (tp, pp), variant in itertools.product(layouts(model, target.n_devices), _variants(model, deployment)):
+        label = _label(tp, pp, target.n_devices // (tp * pp), variant)
         try:
-            first = plan_serving(model, target, deployment, *profiles, isl=isl, osl=osl, concurrency=1, tp=tp, pp=pp)
+            first = plan_serving(model, target, variant, *profiles, isl=isl, osl=osl, concurrency=1, tp=tp, pp=pp)
         except MhaError as exc:  # the engine would not start on this layout
             tried.append(f"{label}: left out ({exc.message})")
             continue
         tried.append(f"{label}: {first.memory.engine.admitted_per_replica} request(s) at once per replica")
         if rate is not None:  # open-loop arrivals: the load the rate makes on this layout
-            at_rate = plan_at_rate(model, target, deployment, *profiles, isl=isl, osl=osl, rate=rate, tp=tp, pp=pp)
+            at_rate = plan_at_rate(model, target, variant, *profiles, isl=isl, osl=osl, rate=rate, tp=tp, pp=pp)
             candidates.append(as_candidate(at_rate, ttft_ms, itl_ms))
             continue
         for users in _points(first, concurrency):
             plan = first if users == 1 else plan_serving(
-                model, target, deployment, *profiles, isl=isl, osl=osl, concurrency=users, tp=tp, pp=pp
+                model, target, variant, *profiles, isl=isl, osl=osl, concurrency=users, tp=tp, pp=pp
             )  # fmt: skip
             candidates.append(as_candidate(plan, ttft_ms, itl_ms))
     return candidates, tried
@@ -191,7 +207,7 @@ def _ways_out(
             c = candidates[pick]
             d = c.deployment
             found.append(
-                f"{flag}: tp {d.tp} x pp {d.pp} x {d.replicas} at {c.concurrency} user(s) meets them"
+                f"{flag}: {d.describe()} at {c.concurrency} user(s) meets them"
                 f" ({c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU)"
             )
     return found
@@ -208,9 +224,18 @@ def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec
             "--data-parallel-size", str(d.replicas), "--max-model-len", str(context), "--gpu-memory-utilization",
             f"{engine.gpu_memory_utilization:g}", "--max-num-seqs", str(running), "--max-num-batched-tokens",
             budget]  # fmt: skip
-    sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(d.tp), "--pp-size",
-              str(d.pp), "--dp-size", str(d.replicas), "--context-length", str(context), "--max-running-requests",
-              str(running), "--chunked-prefill-size", budget]  # fmt: skip
+    shared = d.expert_ranks is not None and d.expert_ranks > d.tp  # MoE replicas sharing the experts
+    # SGLang counts every rank of the shared experts in --tp-size, its replicas as data-parallel attention
+    # (and, then, --max-running-requests over all of them: its tp worker divides it by --dp-size)
+    sglang_tp, sglang_running = (d.expert_ranks, running * d.replicas) if shared else (d.tp, running)
+    sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(sglang_tp),
+              "--pp-size", str(d.pp), "--dp-size", str(d.replicas), "--context-length", str(context),
+              "--max-running-requests", str(sglang_running), "--chunked-prefill-size", budget]  # fmt: skip
+    if shared:
+        sglang.append("--enable-dp-attention")
+    if d.expert_parallel:
+        vllm.append("--enable-expert-parallel")
+        sglang += ["--ep-size", str(d.expert_ranks)]
     if engine.name == "sglang":  # the fraction priced is SGLang's own mem_fraction_static
         sglang += ["--mem-fraction-static", f"{engine.gpu_memory_utilization:g}"]
     if deployment.weight_dtype == "fp8":  # fp8 asked of a bf16 checkpoint (an fp8-block one says so in its config)
@@ -224,6 +249,8 @@ def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
                   str(context), "--max_batch_size", str(running), "--kv_cache_free_gpu_memory_fraction",
                   f"{engine.gpu_memory_utilization:g}"]  # fmt: skip
+        if d.expert_parallel:
+            trtllm += ["--ep_size", str(d.expert_ranks)]
         launch["trtllm"] = shlex.join(trtllm)
     return launch
 

@@ -38,6 +38,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.pipeline import stage_layout, stage_model
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
+from mha_cli.core.tensor_parallel import ExpertLayout
 
 Batching = Literal["continuous", "static"]
 MAX_PREFILL_SHARE = 0.9
@@ -49,6 +50,15 @@ class Deployment(Record):
     pp: int
     replicas: int
     gpus: int
+    expert_ranks: int | None = None
+    """MoE: the ranks one layer's routed experts spread over (tp, or tp x replicas when the replicas share them)."""
+    expert_parallel: bool = False
+    """MoE: whole experts per rank (vLLM --enable-expert-parallel) rather than each expert's width split."""
+
+    def describe(self) -> str:
+        """``tp 4 x pp 1 x 2 replica(s) with expert parallelism``."""
+        ep = " with expert parallelism" if self.expert_parallel else ""
+        return f"tp {self.tp} x pp {self.pp} x {self.replicas} replica(s){ep}"
 
 
 class ServingBounds(Record):
@@ -125,6 +135,8 @@ class ServingCase:
     kv_dtype: str = "bf16"
     mla_cache: MlaCacheMode = "absorbed"
     batching: Batching = "continuous"
+    experts: ExpertLayout | None = None
+    """MoE: how the routed experts spread (``core.memory.expert_layout``); None: sharded over each replica's tp."""
 
 
 class Stepper:
@@ -144,7 +156,7 @@ class Stepper:
         for index, stage in enumerate(self.stages):
             stage_ops = forward_ops(
                 stage, *shapes, tp=case.tp, weight_dtype=case.weight_dtype, kv_dtype=case.kv_dtype,
-                mla_cache=case.mla_cache,
+                mla_cache=case.mla_cache, experts=case.experts,
             )  # fmt: skip
             ops += [op for op in stage_ops if index == 0 or not op.outside_layers]  # embedding, head, sampler once
         time = step_time(ops, self.profile, tp=case.tp)
@@ -239,7 +251,11 @@ def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DevicePr
         )
         notes.append(f"{queued} of {users} users per replica wait: {why}; their wait is in TTFT")
     return ServingPrediction(
-        deployment=Deployment(tp=case.tp, pp=case.pp, replicas=case.replicas, gpus=gpus), batching=case.batching,
+        deployment=Deployment(
+            tp=case.tp, pp=case.pp, replicas=case.replicas, gpus=gpus,
+            expert_ranks=None if case.experts is None else case.experts.ranks,
+            expert_parallel=case.experts is not None and case.experts.whole,
+        ), batching=case.batching,
         isl=case.isl, osl=case.osl, concurrency=case.concurrency, running_per_replica=running,
         queued_per_replica=queued, ttft_ms=ttft * 1e3, itl_ms=itl * 1e3, e2e_ms=e2e * 1e3,
         output_tokens_per_s=throughput, output_tokens_per_s_per_gpu=throughput / gpus, tokens_per_s_per_user=1 / itl,

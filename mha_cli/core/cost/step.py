@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Literal
 
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.cost.work import Op
+from mha_cli.core.cost.work import COLLECTIVES, Op
 from mha_cli.core.record import Record
 
 Execution = Literal["engine", "eager"]
@@ -40,12 +40,14 @@ class StepTime(Record):
 
 def op_seconds(op: Op, profile: DeviceProfile, tp: int) -> tuple[float, bool]:
     """(one instance's time without fixed costs, whether compute bounds it)."""
-    if op.kind in ("all_reduce", "all_gather"):
+    if op.kind in COLLECTIVES:
         if profile.collective is None:
             return 0.0, False
-        collective = profile.collective
+        collective, ranks = profile.collective, op.ranks or tp
         seconds = (
-            collective.all_reduce_s(op.bytes, tp) if op.kind == "all_reduce" else collective.all_gather_s(op.bytes, tp)
+            collective.all_reduce_s(op.bytes, ranks)
+            if op.kind == "all_reduce"
+            else collective.all_gather_s(op.bytes, ranks)
         )
         return seconds, False
     bandwidth = profile.cache_bandwidth if op.kind == "attention" else profile.weight_bandwidth
@@ -76,7 +78,7 @@ def step_time(
     for op in ops:
         seconds, compute_bound = op_seconds(op, profile, tp)
         spent = op.count * seconds
-        if op.kind in ("all_reduce", "all_gather"):
+        if op.kind in COLLECTIVES:
             collective += spent
         elif compute_bound:
             compute += spent

@@ -34,11 +34,19 @@ from typing import Literal
 from mha_cli.core.kv import kv_footprint, tokens_held
 from mha_cli.core.roofline import attention_pair_flops, experts_touched
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
-from mha_cli.core.tensor_parallel import Matrix, matrices_per_rank, tp_shard_problem, vocab_rows_per_rank
+from mha_cli.core.tensor_parallel import (
+    ExpertLayout,
+    Matrix,
+    local_experts,
+    matrices_per_rank,
+    tp_shard_problem,
+    vocab_rows_per_rank,
+)
 from mha_cli.core.weight_bytes import UNQUANTISED_BYTES
 from mha_cli.core.weight_formats import weight_format
 
 OpKind = Literal["matmul", "attention", "memory", "all_reduce", "all_gather"]
+COLLECTIVES = ("all_reduce", "all_gather")
 
 ACTIVATION_BYTES = 2
 """Activations in bf16 (what the engines run)."""
@@ -77,6 +85,8 @@ class Op:
     """Kernels one instance launches in a fused engine (a fraction where several instances share one kernel)."""
     outside_layers: bool = False
     """Embedding, LM head, sampler, logits gather: once per step, whatever the pipeline stages."""
+    ranks: int | None = None
+    """A collective's ranks (None: the tp group); the experts' dispatch runs over every rank sharing them."""
 
 
 @dataclass(frozen=True)
@@ -139,20 +149,26 @@ def _matmul_kernels(model: ModelSpec, matrix: Matrix) -> float:
     return 0.5 if gated_in else 1.0
 
 
-def _matmul_ops(model: ModelSpec, tp: int, weight_dtype: str, tokens: int) -> list[Op]:
-    """Every linear layer's matmul on one rank; routed experts as the expected ones the tokens visit."""
+def _matmul_ops(model: ModelSpec, tp: int, weight_dtype: str, tokens: int, experts: ExpertLayout) -> list[Op]:
+    """Every linear layer's matmul on one rank; routed experts as the expected ones the tokens visit.
+
+    The experts see the tokens of every rank sharing them (``experts.ranks / tp`` data-parallel groups, each with
+    ``tokens``); a rank computes its own experts (all of them at a share of the width, or its whole ones) over the
+    rows routed to each."""
     ops: list[Op] = []
-    touched = None
+    touched = here = 0.0
+    group_tokens = tokens * experts.ranks // tp
     if model.moe is not None:
-        touched = experts_touched(model.moe.n_experts, model.moe.n_active_experts, tokens)
-    for matrix in matrices_per_rank(model, tp):
+        touched = experts_touched(model.moe.n_experts, model.moe.n_active_experts, group_tokens)
+        here = touched * local_experts(model, experts) / model.moe.n_experts  # of the touched ones, on this rank
+    for matrix in matrices_per_rank(model, tp, experts):
         weight = _matmul_bytes(weight_dtype, matrix, _covered(weight_dtype, matrix))
         count, rows, matrices = float(matrix.count), tokens, 1.0
         if matrix.kind == "expert" and model.moe is not None and touched:
             # one grouped matmul per layer (and per gate/up or down): the touched experts' weights, each over its rows
-            matrices = touched
-            count = matrix.count / model.moe.n_experts
-            rows = max(1, round(tokens * model.moe.n_active_experts / touched))
+            matrices = here
+            count = matrix.count / local_experts(model, experts)
+            rows = max(1, round(group_tokens * model.moe.n_active_experts / touched))
         activations = matrices * rows * (matrix.in_features + matrix.out_features) * ACTIVATION_BYTES
         ops.append(
             Op(
@@ -218,21 +234,27 @@ def forward_ops(
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     mla_cache: MlaCacheMode = "absorbed",
+    experts: ExpertLayout | None = None,
 ) -> list[Op]:
     """Every operation one rank of ``tp`` runs in one forward step of ``shapes`` (see the module docstring): several
     shapes share the step's matmuls (an engine's chunked prefill carries the running sequences' decodes with it).
+    ``experts``: how an MoE model's routed experts spread (default: sharded over the tp ranks); when data-parallel
+    groups share them, every group runs the same step (vLLM aligns their forward passes) and an MoE layer gathers
+    the groups' tokens to the experts and scatters the results back instead of the tp all-reduce.
 
     MLA attends over the absorbed latent in decode (one new token) and decompressed (naive) in a prefill, as
     DeepSeek's and vLLM's kernels do. Raises ``BadInputError`` when ``tp`` does not shard the model.
     """
-    problem = tp_shard_problem(model, tp)
+    layout = ExpertLayout(tp) if experts is None else experts
+    problem = tp_shard_problem(model, tp, layout)
     if problem is not None:
         from mha_cli.core.errors import BadInputError
 
         raise BadInputError(problem)
     tokens, d = sum(shape.tokens for shape in shapes), model.d_model
-    ops = _matmul_ops(model, tp, weight_dtype, tokens)
+    ops = _matmul_ops(model, tp, weight_dtype, tokens, layout)
     n_moe = 0 if model.moe is None else max(0, model.n_layers - model.moe.n_dense_layers)
+    groups = layout.ranks // tp  # data-parallel groups whose tokens meet at the experts
     dense_layers = model.n_layers - n_moe
     d_ff = model.d_ff // tp
     # the activation reads gate and up and writes their product (gated: 3 x width), or reads and writes (plain: 2)
@@ -247,7 +269,8 @@ def forward_ops(
         )  # fmt: skip
     if n_moe:
         assert model.moe is not None
-        expert_width = model.moe.n_active_experts * model.moe.d_ff_expert // tp
+        # this rank's share of the routed rows' activations: the groups' tokens over the ranks sharing the experts
+        expert_width = model.moe.n_active_experts * model.moe.d_ff_expert * groups // layout.ranks
         ops.append(
             Op(name="norms, residuals, routing", kind="memory", count=n_moe,
                bytes=elementwise + tokens * ACTIVATION_BYTES * (activation * expert_width + model.moe.n_experts),
@@ -271,10 +294,17 @@ def forward_ops(
            bytes=tokens * d * ACTIVATION_BYTES * 3 + SAMPLER_PASSES * logits * model.vocab_size * LOGIT_BYTES,
            flops=0.0, tokens=tokens, kernels=OUTSIDE_LAYER_KERNELS, outside_layers=True)
     )  # fmt: skip
+    shared_moe = n_moe if groups > 1 else 0  # MoE layers whose experts the groups share: gather and scatter instead
     if tp > 1:
         ops.append(
-            Op(name="all-reduce", kind="all_reduce", count=2 * model.n_layers, bytes=tokens * d * ACTIVATION_BYTES,
-               flops=0.0, tokens=tokens)
+            Op(name="all-reduce", kind="all_reduce", count=2 * model.n_layers - shared_moe,
+               bytes=tokens * d * ACTIVATION_BYTES, flops=0.0, tokens=tokens)
+        )  # fmt: skip
+    if shared_moe:  # vLLM's default all2all backend: all-gather the groups' tokens, reduce-scatter the experts' sums
+        gathered = groups * tokens * d * ACTIVATION_BYTES
+        ops.append(
+            Op(name="experts' dispatch and combine", kind="all_gather", count=2 * shared_moe, bytes=gathered,
+               flops=0.0, tokens=groups * tokens, ranks=layout.ranks)
         )  # fmt: skip
         ops.append(
             Op(name="logits gather", kind="all_gather", count=1, bytes=logits * vocab_rows * tp * ACTIVATION_BYTES,
