@@ -132,6 +132,8 @@ def memory_table(plan: MemoryPlan) -> Table:
     layout = ""
     if plan.n_devices > 1:
         layout = f": tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
+    if plan.expert_ranks is not None and plan.expert_ranks > 1:  # which experts the weights line counts
+        layout += f"; each device holds {plan.experts_per_device}"
     table = Table(
         title=f"Memory plan ({ENGINE_TITLES[engine.name]}) on {devices}{plan.target_name}{layout}", title_justify="left"
     )

@@ -20,6 +20,7 @@ from mha_cli.core.quantities import format_bytes
 from mha_cli.core.rules.engine import Trace, counted
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget, resolve_target
+from mha_cli.core.tensor_parallel import ExpertLayout
 from mha_cli.core.weight_bytes import model_weight_bytes, rank_weight_bytes
 from mha_cli.core.weight_formats import weight_format
 
@@ -78,7 +79,7 @@ def ways_out(
         for dtype in SMALLER_WEIGHT_DTYPES:
             if dtype == "fp8" and not target.target.fp8_native:
                 continue  # no fp8 on this device (T4, V100, A100)
-            per_device = rank_weight_bytes(model, plan.tp, dtype)
+            per_device = rank_weight_bytes(model, plan.tp, dtype, experts=_plan_experts(plan, deployment))
             if bytes_per_weight(dtype) < current and per_device < plan.usable_bytes:
                 ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
                 break
@@ -213,6 +214,11 @@ def _longest_context_that_fits(
         middle = (low + high) // 2
         low, high = (middle, high) if fits(middle) else (low, middle)
     return low
+
+
+def _plan_experts(plan: MemoryPlan, deployment: DeploymentSpec) -> ExpertLayout | None:
+    """The routed experts' layout the plan priced (None without MoE)."""
+    return None if plan.expert_ranks is None else ExpertLayout(plan.expert_ranks, bool(deployment.expert_parallel))
 
 
 def flag_fit(
