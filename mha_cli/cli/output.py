@@ -68,10 +68,15 @@ class Output:
             raise OutputError(f"cannot write to standard output: {os_reason(exc)}") from None
 
     def notice(self, message: str) -> None:
-        """A side remark for people (alias expanded, file written); never on stdout."""
-        from rich.text import Text
+        """A side remark for people (alias expanded, file written); never on stdout. Dim through rich on a terminal;
+        a plain line otherwise (under --json, into a log), so a script's run never loads rich's console."""
+        if not self.json_mode and sys.stderr.isatty():
+            from rich.text import Text
 
-        stderr_console().print(Text(message, style="dim"))  # Text: user input is never read as markup
+            stderr_console().print(Text(message, style="dim"))  # Text: user input is never read as markup
+            return
+        printable = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in message)
+        sys.stderr.write(printable + "\n")
 
 
 MAX_ERROR_CHARS = 1000

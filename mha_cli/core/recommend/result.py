@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, ValidationError, computed_field
+from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, computed_field
 
 from mha_cli.core.cost.latency import StepLatency
-from mha_cli.core.cost.search import SearchResult
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.engine.settings import engine_name
@@ -185,8 +184,10 @@ class RecommendResult(Record):
     roofline: Roofline | None
     latency: StepLatency | None = None
     """The cost model's decode step and prefill on the target's prior, beside the roofline (``core.cost.latency``)."""
-    deployment_search: SearchResult | None = None
-    """With --ttft-ms / --itl-ms: ``mha plan``'s search for the recommended design on the target."""
+    deployment_search: SerializeAsAny[Record] | None = None
+    """With --ttft-ms / --itl-ms: ``mha plan``'s search for the recommended design on the target (a
+    ``core.cost.search.SearchResult``, serialised as one; typed as a plain record so that a recommendation without
+    targets never imports the search)."""
     fits: bool | None
     """Whether weights and the batch's cache fit the target; None without a target."""
     ways_out: list[str]
