@@ -60,10 +60,25 @@ def test_a_plan_that_does_not_fit_is_flagged_and_exit_code_is_documented(cli):
 
 
 def test_human_report_has_every_section(cli):
-    out = cli.run("recommend", "--params", "7B", "--seq", "8192", "--target", "a100").stdout
+    out = cli.run("recommend", "--params", "7B", "--seq", "8192", "--target", "a100", "--explain").stdout
     for section in ("Recommended architecture", "Parameters", "KV cache", "Memory plan", "Roofline", "Alternatives",
                     "Rule trace", "init", "test"):  # fmt: skip
         assert section in out
+
+
+def test_the_default_report_is_short_and_names_every_alternative(cli):
+    args = ("recommend", "--params", "7B", "--seq", "8192", "--target", "a100")
+    short, full = cli.run(*args).stdout, cli.run(*args, "--explain").stdout
+    assert len(short.splitlines()) <= 40 < len(full.splitlines())
+    assert "Rule trace" not in short and "--explain" in short
+    design = cli.json(*args)
+    for row in design["alternatives"]:  # one line each, with its verdict
+        line = next(line for line in short.splitlines() if line.split()[:1] == [row["label"]])
+        assert f"{row['bytes_per_token']:,}" in line and row["verdict"].split()[0] in line
+    chosen = next(row for row in design["alternatives"] if row["is_recommended"])
+    assert f"design  {chosen['label']}: d_model {design['model']['d_model']} x {design['model']['n_layers']}" in short
+    assert f"{design['memory']['max_sequences']} sequences of this length at once: fits" in " ".join(short.split())
+    assert design == cli.json(*args, "--explain")  # the JSON is whole either way
 
 
 BAD = [
@@ -195,6 +210,7 @@ def test_explicit_mha_written_by_recommend_passes_check_as_a_warning(cli, tmp_pa
 )
 def test_report_is_not_cut_at_80_columns(args):
     from mha_cli.cli.recommend_cmd import build_request, render_recommendation
+    from mha_cli.cli.render_recommend import render_summary
     from mha_cli.core.recommend import recommend
 
     options = dict(zip((a[2:].replace("-", "_") for a in args[::2]), args[1::2], strict=True))
@@ -211,6 +227,11 @@ def test_report_is_not_cut_at_80_columns(args):
     assert max(len(line) for line in text.splitlines()) <= 80
     for source in ("Ainslie et al. 2023", "Shazeer 2019", "DeepSeek-V2 2024"):  # references moved to the footnote
         assert source in " ".join(text.split())
+    assert "mha verify CONFIG --hook" in text
+    short = Console(width=80, record=True, file=io.StringIO())
+    render_summary(short, result)
+    text = short.export_text()
+    assert "\u2026" not in text and max(len(line) for line in text.splitlines()) <= 80
     assert "mha verify CONFIG --hook" in text
 
 

@@ -8,6 +8,7 @@ Exit codes: 0 with a design (a plan that does not fit the target is flagged, not
 
 from __future__ import annotations
 
+import functools
 import json as json_module
 import shlex
 from pathlib import Path
@@ -151,9 +152,17 @@ def recommend_command(
     itl_ms: ItlOpt = None,
     profile: ProfileOpt = None,
     plot: PlotOpt = None,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="The full report: parameter, cache, memory and roofline tables, every alternative's"
+            " row and the rule trace (the default is a short summary; --json is always whole).",
+        ),
+    ] = False,
     json: JsonOpt = False,
 ) -> None:
-    """Recommend attention for a parameter budget: variant, heads, KV cache, memory plan, rule trace."""
+    """Recommend attention for a parameter budget: variant, heads, KV cache, memory plan (--explain: rule trace)."""
     if (ttft_ms is not None or itl_ms is not None) and target is None:
         raise BadInputError("--ttft-ms and --itl-ms search deployments on a target: add --target (e.g. 8xh100)")
     check_latency_targets(ttft_ms, itl_ms)
@@ -205,7 +214,7 @@ def recommend_command(
         output.notice(f"wrote {plot}")
     if result.memory is not None and result.memory.alias_note:  # after the write: no notice before an error
         output.notice(f"target {result.memory.alias_note}")
-    output.emit(result, render_recommendation)
+    output.emit(result, functools.partial(render_recommendation, explain=explain))
     if fail_if_no_fit and result.fits is False:
         raise typer.Exit(code=EXIT_CHECK_FAILED)
 
@@ -289,10 +298,11 @@ def _printable(text: str) -> str:
     return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
-def render_recommendation(console: Console, result: RecommendResult) -> None:
-    from mha_cli.cli.render_recommend import render_recommendation as render
+def render_recommendation(console: Console, result: RecommendResult, *, explain: bool = True) -> None:
+    """The full report, or with ``explain=False`` the short one; a deployment search after either."""
+    from mha_cli.cli import render_recommend
 
-    render(console, result)
+    (render_recommend.render_recommendation if explain else render_recommend.render_summary)(console, result)
     if result.deployment_search is not None:
         from mha_cli.cli.plan_cmd import render_search
 

@@ -19,7 +19,77 @@ from mha_cli.core.recommend import RecommendResult
 from mha_cli.core.rules.engine import counted
 
 
+def render_summary(console: Console, result: RecommendResult) -> None:
+    """The short report: the design, why, the cache and memory plan, one line per alternative, the ways out and
+    the hook (``--explain``: every table and the rule trace)."""
+    from rich.markup import escape
+
+    request, m = result.request, result.model
+    where = f" on {request.target}" if request.target else ""
+    console.print(
+        f"[bold]mha recommend[/bold]  {format_count(request.params)} parameters, {request.seq_len:,} tokens{where},"
+        f" batch {request.batch}, priority {request.priority}"
+    )
+    print_assumptions(console, result.warnings, title="warning")
+    heads = (
+        f"{m.n_heads} heads, latent {m.kv_lora_rank} + RoPE {m.qk_rope_head_dim}"
+        if m.variant == "MLA"
+        else f"{m.n_heads} query / {m.n_kv_heads} KV heads of {m.head_dim}"
+    )
+    experts = "" if m.experts is None else f", {m.experts} experts of {m.d_ff_expert} (top-{m.top_k})"
+    mlp = f"d_ff {m.d_ff}" if m.experts is None else "MoE MLP"
+    tied = "tied" if m.tied_embeddings else "untied"
+    label = next((row.label for row in result.alternatives if row.is_recommended), m.variant)
+    console.print(
+        f"[bold]design[/bold]  {label}: d_model {m.d_model} x {m.n_layers} layers, {heads}, {mlp}{experts},"
+        f" vocab {m.vocab_size:,} ({tied}); {format_count(m.total_params)} parameters"
+        f" ({result.budget_deviation:+.1%})"
+        + ("" if m.experts is None else f", {format_count(m.active_params)} active")
+    )
+    console.print(f"[bold]why[/bold]     {escape(result.variant_reason)}")
+    kv = result.kv
+    console.print(
+        f"[bold]cache[/bold]   {kv.bytes_per_token:,} B/token in {kv.kv_dtype}; {format_bytes(kv.bytes_per_sequence)} per"
+        f" {request.seq_len:,}-token sequence; weights {format_bytes(result.weight_bytes)} in {request.weight_dtype}"
+    )
+    plan = result.memory
+    if plan is not None:
+        verdict = "[green]fits[/green]" if plan.fits else "[bold red]DOES NOT FIT[/bold red]"
+        layout = f"tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
+        console.print(
+            f"[bold]memory[/bold]  {plan.engine.name} on {plan.n_devices} x {plan.target_name} ({layout}): weights"
+            f" {format_bytes(plan.weight_bytes_per_device)} + cache {format_bytes(plan.kv_bytes_per_device)} per"
+            f" device; {counted(plan.max_sequences, 'sequence')} of this length at once: {verdict}"
+        )
+    if result.roofline is not None:
+        r, latency = result.roofline, result.latency
+        predicted = "" if latency is None else f", predicted {latency.decode_step_ms:,.2f} ms ({latency.profile})"
+        console.print(
+            f"[bold]decode[/bold]  step at batch {request.batch}: roofline {r.decode_step_s * 1e3:,.2f} ms{predicted};"
+            f" prefill of {request.seq_len:,} tokens >= {r.prefill_s * 1e3:,.1f} ms"
+        )
+    from rich import box
+
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), title="alternatives", title_justify="left")
+    for column in ("", "B/token", *(["at once"] if plan is not None else []), "risk", "verdict"):
+        table.add_column(column, justify="right" if column in ("B/token", "at once") else "left")
+    for row in result.alternatives:
+        cells = [f"{row.label}{' *' if row.is_recommended else ''}", f"{row.bytes_per_token:,}"]
+        if plan is not None:
+            cells.append(f"{row.max_sequences or 0:,}")
+        table.add_row(*cells, row.quality_risk, escape(row.verdict), style="bold" if row.is_recommended else None)
+    console.print(table)
+    if plan is not None and not plan.fits:
+        what = "weights exceed" if not plan.weights_fit else "KV cache of this batch exceeds"
+        console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
+        for way in result.ways_out:
+            console.print(f"  - {escape(way)}")
+    console.print(f"[bold]test[/bold]    `{result.testability.command}` (induction, 2 layers)")
+    console.print("[dim]--explain: the parameter, cache, memory and roofline tables and the rule trace[/dim]")
+
+
 def render_recommendation(console: Console, result: RecommendResult) -> None:
+    """The full report (``--explain``)."""
     request = result.request
     where = f" on {request.target}" if request.target else ""
     console.print(
