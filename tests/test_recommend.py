@@ -176,7 +176,9 @@ def test_mha_at_long_context_only_when_asked_and_then_priced_with_alternatives()
 def test_mla_never_below_1b_unless_asked():
     # Serving-first and a cache that does not fit: the trade-off must skip MLA and take a smaller GQA/MQA.
     result = rec(500e6, seq=65536, target="rtx-4090", batch=24, priority="inference")
-    assert result.model.variant == "MQA" and result.fits  # GQA-2 holds 18 sequences, MLA is not considered
+    # GQA-2 holds 18 sequences and MLA is not considered: once MQA (high risk), now a low-risk local:global pattern
+    chosen = next(a for a in result.alternatives if a.is_recommended)
+    assert chosen.layer_pattern is not None and chosen.quality_risk == "low" and result.fits
     assert any(a.variant == "MLA" and a.verdict == "excluded (MHA092)" for a in result.alternatives)
     assert any(f.id == "MHA092" and f.values["requested"] is False for f in result.trace)
     asked = rec(500e6, variant="MLA")
@@ -254,7 +256,8 @@ def test_training_priority_above_16_heads_says_what_it_did():
 
 def test_inference_7b_128k_batch_8_picks_the_lowest_risk_candidate_that_fits():
     result = rec(7e9, seq=131072, batch=8, target="h100", priority="inference")
-    assert result.fits is True and result.model.variant == "MLA"  # was GQA-2 (moderate) although MLA (low) fit
+    # once GQA-2 (moderate) although MLA (low+FLOPs) fit; then MLA; now GQA-8 with 5:1 windows (low, MHA028)
+    assert result.fits is True and result.model.variant == "GQA" and result.model.sliding_window == 1024
     rows = result.alternatives
     fitting = [a for a in rows if a.fits and not a.verdict.startswith("excluded")]
     order = ("none", "low", "low+FLOPs", "moderate", "high")
@@ -262,7 +265,7 @@ def test_inference_7b_128k_batch_8_picks_the_lowest_risk_candidate_that_fits():
     assert order.index(next(a for a in rows if a.is_recommended).quality_risk) == best
     assert {a.verdict for a in rows if a.label in ("GQA-8", "GQA-4")} == {"does not fit the batch"}
     assert next(a for a in rows if a.label == "GQA-2").verdict == "fits, higher risk"
-    trade = [f for f in result.trace if f.id == "MHA027"]
+    trade = [f for f in result.trace if f.id in ("MHA027", "MHA028")]
     assert [f.values["label"] for f in trade] == [a.label for a in rows]  # every candidate, in the trace
     assert all(f.values["max_batch"] is not None and f.values["verdict"] for f in trade)
 

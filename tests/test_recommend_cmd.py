@@ -74,7 +74,7 @@ def test_the_default_report_is_short_and_names_every_alternative(cli):
     design = cli.json(*args)
     for row in design["alternatives"]:  # one line each, with its verdict
         line = next(line for line in short.splitlines() if line.split()[:1] == [row["label"]])
-        assert f"{row['bytes_per_token']:,}" in line and row["verdict"].split()[0] in line
+        assert row["verdict"].split()[0] in line
     chosen = next(row for row in design["alternatives"] if row["is_recommended"])
     assert f"design  {chosen['label']}: d_model {design['model']['d_model']} x {design['model']['n_layers']}" in short
     assert f"{design['memory']['max_sequences']} sequences of this length at once: fits" in " ".join(short.split())

@@ -71,10 +71,11 @@ def render_summary(console: Console, result: RecommendResult) -> None:
     from rich import box
 
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), title="alternatives", title_justify="left")
-    for column in ("", "B/token", *(["at once"] if plan is not None else []), "risk", "verdict"):
-        table.add_column(column, justify="right" if column in ("B/token", "at once") else "left")
+    numbers = ("cache / seq", "at once")
+    for column in ("", "cache / seq", *(["at once"] if plan is not None else []), "risk", "verdict"):
+        table.add_column(column, justify="right" if column in numbers else "left")
     for row in result.alternatives:
-        cells = [f"{row.label}{' *' if row.is_recommended else ''}", f"{row.bytes_per_token:,}"]
+        cells = [f"{row.label}{' *' if row.is_recommended else ''}", format_bytes(row.kv_bytes_at_seq)]
         if plan is not None:
             cells.append(f"{row.max_sequences or 0:,}")
         table.add_row(*cells, row.quality_risk, escape(row.verdict), style="bold" if row.is_recommended else None)

@@ -24,6 +24,7 @@ from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.params import count_params
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.explain import alternatives, init_plan, variant_reason
+from mha_cli.core.recommend.hf_config import layer_types
 from mha_cli.core.recommend.moe import MoeBudget
 from mha_cli.core.recommend.result import (
     PRIORITIES,
@@ -78,6 +79,8 @@ def summarise(model: ModelSpec, total: int, active: int) -> ModelSummary:
         variant=model.variant or "GQA", total_params=total, active_params=active, d_ff=model.d_ff,
         vocab_size=model.vocab_size, tied_embeddings=model.tied_embeddings,
         kv_lora_rank=mla.kv_lora_rank if mla else None, qk_rope_head_dim=mla.qk_rope_head_dim if mla else None,
+        layer_types=layer_types(model),
+        sliding_window=model.sliding_window,
         experts=moe.n_experts if moe else None, top_k=moe.n_active_experts if moe else None,
         d_ff_expert=moe.d_ff_expert if moe else None,
     )  # fmt: skip

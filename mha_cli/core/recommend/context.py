@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp
@@ -26,6 +26,10 @@ class Context:
         target = resolve_target(request.target) if request.target else None
         resolve_tp(request.tp, target)  # refuses a --tp that does not divide the target's devices
         return cls(request=request, target=target)
+
+    def balanced(self) -> Context:
+        """The same request under --priority balanced, with a trace of its own (nothing it decides is recorded)."""
+        return replace(self, request=self.request.model_copy(update={"priority": "balanced"}), trace=Trace())
 
     def deployment(self, tp: int) -> DeploymentSpec:
         r = self.request

@@ -38,6 +38,7 @@ def alternatives(ctx: Context, rows: list[Option]) -> list[Alternative]:
                 max_sequences=o.plan.max_sequences if o.plan else None, fits=o.fits,
                 total_params=count_params(o.model).total, quality_risk=o.risk_label,
                 quality_source=QUALITY_SOURCES[o.variant], verdict=o.verdict, note="; ".join(notes),
+                layer_pattern=o.pattern, kv_bytes_at_seq=o.kv.bytes_per_sequence,
             )
         )  # fmt: skip
     return out
@@ -57,8 +58,8 @@ def variant_reason(
         fit = f"; the weights alone do not fit one device of {r.target}"
     if model.variant == "MHA":
         return _mha_reason(ctx, model, per_seq, rows) + fit + "."
-    mha = next(a for a in rows if a.variant == "MHA")
-    ratio = mha.bytes_per_token / kv.bytes_per_token
+    mha = next(a for a in rows if a.variant == "MHA" and a.layer_pattern is None)
+    ratio = mha.bytes_per_sequence / kv.bytes_per_sequence
     what = {
         "GQA": f"GQA-{model.kv_heads} ({model.q_per_kv} query heads per KV head, quality risk"
         f" {RISK_LABELS[quality_risk('GQA', model.q_per_kv)[0]]})",
@@ -66,6 +67,12 @@ def variant_reason(
         "MLA": f"MLA (a {model.mla.latent_dim if model.mla else 0}-value latent per token per layer, more FLOPs)",
     }[model.variant or "GQA"]
     asked = " (asked for with --variant)" if r.variant is not None else ""
+    if model.layer_pattern and model.sliding_window:
+        local = model.layer_pattern.count("local")
+        what += (
+            f" with {local} local layers of {model.sliding_window:,} tokens per global one ({model.n_local_layers} of"
+            f" {model.n_layers} layers cache at most the window: MHA028, --priority inference at long context)"
+        )
     return (
         f"{what}{asked} divides the KV cache by {ratio:.1f} versus MHA at this budget ({mha.n_layers} layers), to"
         f" {per_seq} per {r.seq_len:,}-token"

@@ -3,7 +3,9 @@
 The model type is the transformers architecture that holds the design exactly, so that
 ``AutoModelForCausalLM.from_config`` builds a model with the recommendation's ``total_params``:
 
-- MHA, GQA, MQA, dense: ``llama`` (RMSNorm, SwiGLU, RoPE, no biases, as the recommender designs);
+- MHA, GQA, MQA, dense: ``llama`` (RMSNorm, SwiGLU, RoPE, no biases, as the recommender designs); with a
+  local:global window pattern (MHA028), ``ministral``: Llama's layers with transformers' ``layer_types`` and
+  ``sliding_window``;
 - MoE with MHA/GQA/MQA: ``qwen3_moe`` (softmax top-k routing, no shared experts, QK-norm, which the
   recommender adds to its MoE designs for that reason);
 - MLA, dense or MoE: ``deepseek_v3`` (a dense MLA design sets ``first_k_dense_replace`` to every layer).
@@ -19,16 +21,26 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import ModelSpec
 
 RMS_NORM_EPS = 1e-5
+TRANSFORMERS_LAYER_TYPES = {"global": "full_attention", "local": "sliding_attention"}
+"""Our layer kinds as transformers' ``layer_types`` name them (the recommender designs no chunked or linear ones)."""
 ROPE_THETA = 500_000.0
 """Llama 3's RoPE base: a long-context-ready default for a new design."""
+
+
+def layer_types(model: ModelSpec) -> list[str]:
+    """transformers' ``layer_types``: one name per layer."""
+    return [TRANSFORMERS_LAYER_TYPES[model.layer_kind(i)] for i in range(model.n_layers)]
 
 
 def hf_config(model: ModelSpec, *, max_position_embeddings: int) -> dict[str, Any]:
     """The ``config.json`` dict for ``model``; refuses a spec no supported architecture holds exactly."""
     if model.qkv_bias or model.o_bias or model.mlp_bias or model.norm != "rmsnorm" or model.mlp != "gated":
         raise BadInputError("--format hf writes Llama-style designs only (RMSNorm, SwiGLU, no biases)")
-    if model.sliding_window is not None or model.position_embeddings:
-        raise BadInputError("--format hf does not write sliding windows or learned positions")
+    if model.position_embeddings:
+        raise BadInputError("--format hf does not write learned positions")
+    windowed = model.sliding_window is not None
+    if windowed and (model.mla is not None or model.moe is not None or model.attention_chunk is not None):
+        raise BadInputError("--format hf writes sliding windows for dense MHA/GQA/MQA designs only (ministral)")
     common: dict[str, Any] = {
         "hidden_size": model.d_model,
         "num_hidden_layers": model.n_layers,
@@ -49,6 +61,15 @@ def hf_config(model: ModelSpec, *, max_position_embeddings: int) -> dict[str, An
         return _qwen3_moe(model, common)
     if model.qk_norm:
         raise BadInputError("--format hf: a dense design with QK-norm has no llama equivalent")
+    if windowed:
+        return {
+            "architectures": ["MinistralForCausalLM"],
+            "model_type": "ministral",
+            **common,
+            "intermediate_size": model.d_ff,
+            "sliding_window": model.sliding_window,
+            "layer_types": layer_types(model),
+        }
     return {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",

@@ -101,6 +101,10 @@ class ModelSummary(Record):
     """MLA only: width of the cached latent."""
     qk_rope_head_dim: int | None = None
     """MLA only: width of the decoupled RoPE key cached beside the latent."""
+    layer_types: list[str] = Field(default_factory=list)
+    """One entry per layer, transformers' names: ``full_attention`` or ``sliding_attention`` (MHA028)."""
+    sliding_window: int | None = None
+    """Tokens a sliding-window layer caches; None when every layer is global."""
     experts: int | None = None
     """MoE only: routed experts per layer (None for dense designs)."""
     top_k: int | None = None
@@ -165,6 +169,11 @@ class Alternative(Record):
     """The paper the quality-risk label comes from."""
     verdict: str
     """What the trade-off step decided about it: chosen, excluded (rule), does not fit, higher risk, ..."""
+    layer_pattern: str | None = None
+    """A local:global window pattern (MHA028), e.g. ``5:1 w1024``: 5 layers caching at most 1,024 tokens per global
+    layer; None: every layer global."""
+    kv_bytes_at_seq: int = 0
+    """One sequence of seq_len tokens, every layer its own tokens (windows applied): ``bytes_per_sequence``."""
     note: str
 
 

@@ -65,6 +65,8 @@ class Option:
     excluded: str = ""
     """Why the rules may not choose it ("" when they may)."""
     verdict: str = ""
+    pattern: str | None = None
+    """A local:global window pattern (MHA028), e.g. ``5:1 w1024``; None: every layer global."""
 
     @property
     def cache_values(self) -> int:
@@ -130,6 +132,44 @@ def candidates(ctx: Context, shape: Shape) -> list[Option]:
     return options
 
 
+def windowed(model: ModelSpec, local: int, global_: int, window: int) -> ModelSpec:
+    """``model`` with ``local`` sliding-window layers of ``window`` tokens before each ``global_`` global ones."""
+    pattern = ["local"] * local + ["global"] * global_
+    return model.model_copy(update={"sliding_window": window, "layer_pattern": pattern})
+
+
+def pattern_label(local: int, global_: int, window: int) -> str:
+    """``5:1 w1024``."""
+    return f"{local}:{global_} w{window}"
+
+
+def long_inference(ctx: Context) -> bool:
+    """MHA028: --priority inference at a context where window patterns are candidates."""
+    return ctx.request.priority == "inference" and ctx.request.seq_len >= C.WINDOW_MIN_CONTEXT
+
+
+def window_options(ctx: Context, base: Option) -> list[Option]:
+    """MHA028: ``base``'s attention with each local:global pattern whose window is shorter than the context, priced
+    at the same depth (windows change no weight) and its attention's risk; none for MLA, MoE or short contexts."""
+    r = ctx.request
+    if base.model.mla is not None or base.model.moe is not None or r.seq_len < C.WINDOW_MIN_CONTEXT:
+        return []
+    excluded = "" if long_inference(ctx) else "MHA028: under --priority inference"
+    options = []
+    for local, global_, window, _source in C.WINDOW_PATTERNS:
+        if window >= r.seq_len:
+            continue
+        model = windowed(base.model, local, global_, window)
+        tp, _why = smallest_tp(ctx, model)
+        kv = ctx.footprint(model, tp)
+        label = pattern_label(local, global_, window)
+        options.append(
+            replace(base, label=f"{base.label} {label}", model=model, tp=tp, kv=kv, plan=ctx.plan(model, tp, kv),
+                    excluded=base.excluded or excluded, pattern=label)
+        )  # fmt: skip
+    return options
+
+
 def _exclusion(ctx: Context, variant: Variant, n_heads: int, shape: Shape) -> str:
     """The hard rule or request that keeps a candidate from being chosen ("" when none does)."""
     r = ctx.request
@@ -155,7 +195,9 @@ def cache_cap(ctx: Context, n_heads: int) -> int | None:
 
 
 def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tuple[Option, list[Option]]:
-    """The lowest quality risk that meets the goal, ties by the smaller cache; every option gets its verdict."""
+    """The lowest quality risk that meets the goal, ties by the smaller group, then the smaller cache (at long
+    context under inference: the smallest cache at the context within the lowest risk class, window patterns
+    included, MHA028); every option gets its verdict."""
     r = ctx.request
     allowed = [o for o in options if not o.excluded]
     cap = cache_cap(ctx, n_heads)
@@ -167,10 +209,15 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
     pool = [o for o in allowed if within_cap(o)] or allowed
     must_fit = r.priority == "inference" and ctx.target is not None
     fitting = [o for o in pool if o.fits] if must_fit else pool
+    windows = any(o.pattern for o in pool)
+
+    def goal(o: Option) -> tuple:
+        return (o.risk[0], o.kv.bytes_per_sequence) if windows else (o.risk, o.kv.bytes_per_token)
+
     if fitting:
-        chosen = min(fitting, key=lambda o: (o.risk, o.kv.bytes_per_token))
+        chosen = min(fitting, key=goal)
     else:  # nothing fits: the smallest cache, flagged with the ways out
-        chosen = min(pool, key=lambda o: (o.kv.bytes_per_token, o.risk))
+        chosen = min(pool, key=lambda o: (o.kv.bytes_per_sequence if windows else o.kv.bytes_per_token, o.risk))
     rows = []
     for o in options:
         if o is chosen:
@@ -181,12 +228,14 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
             verdict = "more cache than the balanced default"
         elif must_fit and not o.fits:
             verdict = "does not fit the batch"
-        elif o.risk < chosen.risk:
+        elif o.risk < chosen.risk and not windows:
             verdict = "lower risk, not chosen"  # cannot happen unless nothing fits
-        elif o.risk == chosen.risk:
+        elif o.risk == chosen.risk or (windows and o.risk[0] == chosen.risk[0]):
             verdict = "same risk, larger cache"
         elif o.risk[0] == chosen.risk[0]:
             verdict = "same risk class, larger group"
+        elif windows and o.risk[0] < chosen.risk[0]:
+            verdict = "lower risk, not chosen"  # cannot happen unless nothing fits
         else:
             verdict = "fits, higher risk" if must_fit else "higher risk"
         rows.append(replace(o, verdict=verdict))
@@ -196,15 +245,20 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
 def trade_off(ctx: Context, shape: Shape) -> tuple[Option, list[Option]]:
     """Price every candidate, pick one, and record the whole step in the trace."""
     options = candidates(ctx, shape)
-    chosen, rows = pick(ctx, options, shape.frame.n_heads, shape.frame.head_dim)
+    windows: list[Option] = []
+    if ctx.request.seq_len >= C.WINDOW_MIN_CONTEXT:  # MHA028: the patterns on the attention the balanced rules pick
+        balanced = pick(ctx.balanced(), options, shape.frame.n_heads, shape.frame.head_dim)[0]
+        windows = window_options(ctx, balanced)
+    chosen, rows = pick(ctx, options + windows, shape.frame.n_heads, shape.frame.head_dim)
     n_heads = shape.frame.n_heads
     _record_requests_and_refusals(ctx, rows, n_heads)
     for o in rows:
         fit = "" if o.plan is None else f", max batch {o.plan.max_sequences:,} at tp {o.tp}"
+        windowed_cache = f" ({format_bytes(o.kv.bytes_per_sequence)} per sequence)" if o.pattern else ""
         ctx.trace.fire(
-            "MHA027",
-            f"{o.label}, {o.model.n_layers} layers: {o.kv.bytes_per_token:,} B/token{fit}, risk {o.risk_label}:"
-            f" {o.verdict}",
+            "MHA027" if o.pattern is None else "MHA028",
+            f"{o.label}, {o.model.n_layers} layers: {o.kv.bytes_per_token:,} B/token{windowed_cache}{fit}, risk"
+            f" {o.risk_label}: {o.verdict}",
             label=o.label,
             n_layers=o.model.n_layers,
             bytes_per_token=o.kv.bytes_per_token,

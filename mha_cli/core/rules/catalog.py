@@ -62,6 +62,16 @@ MOE_MANY_EXPERTS = 64
 MOE_ACTIVE_FFN_MULTIPLIER = 3.0
 """The k active experts together are this many times d_model wide (Qwen3-30B-A3B: 8 x 768 = 3 x 2048;
 Qwen3-235B-A22B: 8 x 1536 = 3 x 4096; DeepSeek-V3: 9 x 2048 = 2.6 x 7168)."""
+WINDOW_MIN_CONTEXT = 32768
+"""MHA028: from this context on, local:global window patterns join the trade-off (below it the global layers'
+cache is small enough that public designs rarely window: Llama 3, Qwen3 and OLMo 2 at 8K-32K)."""
+WINDOW_PATTERNS: tuple[tuple[int, int, int, str], ...] = (
+    (1, 1, 4096, "Gemma 2: local and global layers alternate, window 4,096 (Gemma Team 2024)"),
+    (3, 1, 4096, "Command R7B: 3 sliding-window layers of 4,096 per global layer (Cohere 2024 model card)"),
+    (5, 1, 1024, "Gemma 3: 5 local layers of 1,024 per global layer; its ablations find perplexity barely moves from"
+     " 1:1 to 7:1 and with windows down to 1,024 (Gemma Team 2025, sec. 5)"),
+)  # fmt: skip
+"""(local layers, global layers, window tokens, source): the local:global patterns MHA028 prices, mildest first."""
 TEST_ACCURACY = 0.95
 MAX_LAYERS = 256
 """The deepest design the recommender fills a budget with: twice Llama 3.1 405B's 126 layers, rounded up."""
@@ -191,7 +201,9 @@ RULES: tuple[Rule, ...] = (
         id="MHA022", name="fit-the-batch", topic="variant", severity="info", scope="recommend",
         condition="--priority inference (no explicit --variant).",
         action="The serving goal: among the candidates within the balanced cache, the lowest quality risk whose "
-        "weights and requested batch fit the target (at the smallest tp that fits), ties by the smaller cache; when "
+        "weights and requested batch fit the target (at the smallest tp that fits), ties by the smaller group "
+        "(more KV heads), then the smaller cache (from 32K tokens: the smallest cache in the lowest risk class, "
+        "MHA028); when "
         "none fits, the smallest cache, flagged with the ways out (MHA026).",
         rationale="For a serving-first design the KV cache limit decides; a smaller cache is cheaper than another "
         "device, and the trade-off rows (MHA027) show the quality risk taken.",
@@ -243,6 +255,19 @@ RULES: tuple[Rule, ...] = (
         rationale="One step over all candidates, sorted by risk then cache, cannot contradict its own labels the way "
         "a fixed fallback order can.",
         reference="Ainslie et al. 2023 (GQA quality by group); Shazeer 2019; DeepSeek-V2 2024.",
+    ),
+    Rule(
+        id="MHA028", name="local-global-windows", topic="variant", severity="info", scope="recommend",
+        condition=f"A dense design without MLA at a context of {_n(WINDOW_MIN_CONTEXT)} tokens or more.",
+        action="The balanced attention is also priced with local:global patterns ("
+        + ", ".join(f"{lo}:{gl} w{_n(w)}" for lo, gl, w, _ in WINDOW_PATTERNS)
+        + "; a local layer caches at most its window, every global layer the whole context), each at its "
+        "attention's quality risk. Under --priority inference the pick is the smallest cache at the context "
+        "within the lowest risk class that meets the goal (MHA022), patterns included; under balanced and "
+        "training they are alternatives only.",
+        rationale="At long context the biggest KV lever of recent designs is local attention on most layers, not "
+        "fewer KV heads: Gemma 3's 5:1 with 1,024 tokens caches about a sixth of a global-only stack at 128K.",
+        reference="; ".join(source for *_, source in WINDOW_PATTERNS) + "; Beltagy et al. 2020 (Longformer).",
     ),
     # MLA ---------------------------------------------------------------------------------------
     Rule(

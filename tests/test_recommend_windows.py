@@ -1,0 +1,105 @@
+"""MHA028: local:global window patterns in the trade-off. Priced exactly per layer kind, chosen under --priority
+inference at long context (and over a riskier attention when the batch does not fit), alternatives only otherwise,
+carried by the config file, ``--format hf`` (transformers' ``layer_types``) and ``mha kv`` reading it back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mha_cli.core.rules import catalog as C
+
+LONG = ["--params", "7B", "--seq", "131072"]
+
+
+def _layers_of(kinds: list[str], kind: str) -> int:
+    return sum(k == kind for k in kinds)
+
+
+def test_inference_at_long_context_picks_the_smallest_cache_in_the_lowest_risk_class(cli):
+    data = cli.json("recommend", *LONG, "--priority", "inference")
+    m = data["model"]
+    chosen = next(a for a in data["alternatives"] if a["is_recommended"])
+    assert chosen["label"] == f"GQA-{m['n_kv_heads']} 5:1 w1024" and chosen["layer_pattern"] == "5:1 w1024"
+    kinds = m["layer_types"]
+    assert len(kinds) == m["n_layers"] and m["sliding_window"] == 1024
+    assert kinds[:6] == ["sliding_attention"] * 5 + ["full_attention"]  # Gemma 3's order: every 6th layer global
+    # each global layer caches the whole context, each local one its window: 2 x KV heads x head_dim x 2 B a token
+    per_token_layer = 2 * m["n_kv_heads"] * m["head_dim"] * 2
+    tokens = _layers_of(kinds, "full_attention") * 131072 + _layers_of(kinds, "sliding_attention") * 1024
+    assert data["kv"]["bytes_per_sequence"] == chosen["kv_bytes_at_seq"] == tokens * per_token_layer
+    plain = next(a for a in data["alternatives"] if a["label"] == f"GQA-{m['n_kv_heads']}")
+    assert plain["kv_bytes_at_seq"] > 5 * chosen["kv_bytes_at_seq"]  # a sixth of the layers hold the context
+    assert plain["verdict"] == "same risk, larger cache" and plain["bytes_per_token"] == chosen["bytes_per_token"]
+    assert "MHA028" in data["rules_fired"]
+
+
+def test_balanced_keeps_every_layer_global_and_shows_the_patterns(cli):
+    data = cli.json("recommend", *LONG)
+    assert data["model"]["sliding_window"] is None
+    assert set(data["model"]["layer_types"]) == {"full_attention"}
+    windows = [a for a in data["alternatives"] if a["layer_pattern"]]
+    patterns = [f"{lo}:{gl} w{w}" for lo, gl, w, _ in C.WINDOW_PATTERNS]
+    assert [a["layer_pattern"] for a in windows] == patterns
+    assert all(a["verdict"].startswith("excluded (MHA028") for a in windows)
+    # mildest first: each pattern caches less than the one before
+    sizes = [a["kv_bytes_at_seq"] for a in windows]
+    assert sizes == sorted(sizes, reverse=True)
+
+
+def test_short_contexts_and_mla_get_no_patterns(cli):
+    short = cli.json("recommend", "--params", "7B", "--seq", "16384", "--priority", "inference")
+    assert not any(a["layer_pattern"] for a in short["alternatives"])
+    mla = cli.json("recommend", *LONG, "--priority", "inference", "--variant", "MLA")
+    assert mla["model"]["sliding_window"] is None and not any(a["layer_pattern"] for a in mla["alternatives"])
+
+
+def test_a_pattern_beats_a_riskier_attention_when_the_batch_does_not_fit(cli):
+    args = ["--params", "70B", "--seq", "131072", "--batch", "32", "--target", "8xh100", "--priority", "inference"]
+    data = cli.json("recommend", *args)
+    chosen = next(a for a in data["alternatives"] if a["is_recommended"])
+    assert chosen["layer_pattern"] is not None and chosen["quality_risk"] == "low" and chosen["fits"]
+    mqa = next(a for a in data["alternatives"] if a["label"] == "MQA")  # what nothing but fewer KV heads left
+    assert mqa["quality_risk"] == "high" and not mqa["fits"]
+    assert data["fits"] and data["memory"]["max_sequences"] >= 32
+
+
+def test_the_pattern_travels_in_the_config_and_hf_formats(cli, tmp_path):
+    args = ["recommend", "--params", "300M", "--seq", "65536", "--priority", "inference"]
+    data = cli.json(*args)
+    config = tmp_path / "design.yaml"
+    assert cli.run(*args, "--out", str(config)).exit_code == 0
+    again = cli.json("kv", str(config))
+    assert again["kv"]["bytes_per_sequence"] == data["kv"]["bytes_per_sequence"]
+    hf = tmp_path / "hf" / "config.json"
+    hf.parent.mkdir()
+    assert cli.run(*args, "--out", str(hf), "--format", "hf").exit_code == 0
+    written = json.loads(hf.read_text())
+    assert written["model_type"] == "ministral" and written["layer_types"] == data["model"]["layer_types"]
+    assert cli.json("kv", str(hf), "--seq", "65536")["kv"]["bytes_per_sequence"] == data["kv"]["bytes_per_sequence"]
+
+
+def test_transformers_builds_the_windowed_design(cli, tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    args = ["recommend", "--params", "300M", "--seq", "65536", "--priority", "inference"]
+    assert cli.run(*args, "--out", str(tmp_path / "config.json"), "--format", "hf").exit_code == 0
+    data = cli.json(*args)
+    config = transformers.AutoConfig.from_pretrained(tmp_path)
+    assert config.sliding_window == 1024 and list(config.layer_types) == data["model"]["layer_types"]
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    assert sum(p.numel() for p in model.parameters()) == data["model"]["total_params"]
+
+
+def test_verify_measures_the_local_layers_ring(cli, tmp_path):
+    pytest.importorskip("torch")
+    config = tmp_path / "design.yaml"
+    assert cli.run("recommend", "--params", "50M", "--seq", "32768", "--priority", "inference", "--out",
+                   str(config)).exit_code == 0  # fmt: skip
+    import yaml
+
+    assert yaml.safe_load(config.read_text())["model"]["sliding_window"] == 1024
+    report = cli.json("verify", str(config), "--device", "cpu", "--seq", "2048", "--layers", "6")
+    assert report["checks"]["cache_bytes_match"] is True  # 5 local layers hold 1,024 tokens, the 6th all 2,048
