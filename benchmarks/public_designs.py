@@ -17,10 +17,25 @@ Hit rates over the 34 designs (27 dense, 7 MoE), measured with this script:
     active     0/7      7/7
     all       14/34    18/34
 
-What still misses, and why: Gemma 2 (head_dim 256) and gpt-oss (head_dim 64 at 2880) use head widths the
+Then 41 designs (Gemma 3 1B-27B, MobileLLM-125M/350M and OLMoE-1B-7B added, Gemma 2's windows restated) and a
+windows check (a dense design with a local:global pattern, asked under --priority inference: the same ratio and a
+window within 2x):
+
+    check     before   after      (before: commit 52b6821, without MHA028's window patterns)
+    head_dim  31/41    31/41
+    kv_heads  33/41    33/41
+    width     38/41    38/41
+    depth     37/41    37/41
+    total     41/41    41/41
+    active     8/8      8/8
+    windows    0/7      4/7      (Gemma 3 1B-27B hit; Gemma 2's 8K context is below MHA028's 32K)
+    all       19/41    20/41
+
+What still misses, and why: Gemma 2/3 (head_dim 256) and gpt-oss (head_dim 64 at 2880) use head widths the
 rules do not choose; MHA designs (OLMo-2, SmolLM2-1.7B) and Qwen2.5's 2 KV heads sit outside 2x of the
-balanced GQA; MLA designs are asked without --variant MLA and get GQA; Qwen3-MoE goes deeper and narrower
-than dense designs of its active size.
+balanced GQA; small models (SmolLM2-135M, MobileLLM-125M: 576 x 30 with 9 / 3 heads) get 512 x 28 with 8 MHA
+heads; MLA designs are asked without --variant MLA and get GQA; Qwen3-MoE goes deeper and narrower than dense
+designs of its active size.
 """
 
 from __future__ import annotations
@@ -47,7 +62,7 @@ FIXTURE = REPO / "tests" / "fixtures" / "public_designs.yaml"
 BANDS = {"width": 0.25, "depth": 0.35, "params": 0.05, "kv": 2.0}
 ONE_GPU_WEIGHT_BYTES = 60e9
 """Designs whose bf16 weights exceed this are asked for on 8xh100, the rest on one h100."""
-CHECKS = ("head_dim", "kv_heads", "width", "depth", "total", "active")
+CHECKS = ("head_dim", "kv_heads", "width", "depth", "total", "active", "windows")
 
 
 @dataclass(frozen=True)
@@ -148,7 +163,33 @@ def compare(design: PublicDesign) -> Row:
         "total": abs(got_params.total - mine.total) <= BANDS["params"] * mine.total,
         "active": abs(got_params.active - mine.active) <= BANDS["params"] * mine.active if design.is_moe else None,
     }
+    hits["windows"] = windows_hit(design, fields)
     return Row(design.name, design.is_moe, asked, public, got, hits)
+
+
+def _pattern(spec: ModelSpec) -> tuple[int, int] | None:
+    """(local, global) layers of a window pattern's period, None when every layer is global."""
+    if spec.sliding_window is None or not spec.layer_pattern:
+        return None
+    return spec.layer_pattern.count("local"), spec.layer_pattern.count("global")
+
+
+def windows_hit(design: PublicDesign, fields: dict) -> bool | None:
+    """For a dense design with a local:global pattern (None for the others): asked for its budget under
+    --priority inference (the goal windows serve), does the recommendation have the same local:global ratio with a
+    window within 2x of the design's?"""
+    spec = design.spec
+    if design.is_moe or _pattern(spec) is None:
+        return None
+    try:
+        got = recommend(RecommendRequest.parse(**fields, priority="inference")).config.model
+    except MhaError:
+        return False
+    if _pattern(got) is None or got.sliding_window is None or spec.sliding_window is None:
+        return False
+    (lo, gl), (got_lo, got_gl) = _pattern(spec), _pattern(got)
+    same_ratio = lo * got_gl == got_lo * gl
+    return same_ratio and 1 / BANDS["kv"] <= got.sliding_window / spec.sliding_window <= BANDS["kv"]
 
 
 def hit_rates(rows: list[Row]) -> dict[str, tuple[int, int]]:

@@ -39,9 +39,10 @@ def test_fixture_numbers_give_the_published_parameter_counts(design):
         assert abs(params.active / design.published_active - 1) < 0.10
 
 
-# Floors: the hit rates measured when the shape rules were calibrated (see the report); before this work the
-# same run gave head_dim 27, KV heads 25, width 21, depth 24, total 34, active 0 of 7, all checks 14 of 34.
-FLOORS = {"head_dim": 27, "kv_heads": 28, "width": 31, "depth": 31, "total": 34, "active": 7, "all": 18}
+# Floors: the hit rates measured over the 41 designs (the table in benchmarks/public_designs.py); without MHA028's
+# window patterns the windows check was 0 of 7 and all checks 19 of 41.
+FLOORS = {"head_dim": 31, "kv_heads": 33, "width": 38, "depth": 37, "total": 41, "active": 8, "windows": 4,
+          "all": 20}  # fmt: skip
 
 
 def test_hit_rates_stay_at_or_above_the_floors():
