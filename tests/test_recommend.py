@@ -37,12 +37,24 @@ def test_70b_at_128k_is_llama_3_1_70b():
 @pytest.mark.parametrize(
     ("params", "width", "layers", "heads", "head_dim"),
     # Deep and narrow at small sizes (SmolLM2-360M 960 x 32, Qwen3-0.6B 1024 x 28, Qwen2.5-1.5B 1536 x 28), no
-    # longer 1B at 13 layers or 3B at 20.
-    [(350e6, 896, 26, 14, 64), (500e6, 1024, 32, 16, 64), (1e9, 1536, 26, 24, 64), (3e9, 2560, 32, 20, 128)],
+    # longer 1B at 13 layers or 3B at 20; 350M is SmolLM2-360M's and MobileLLM-350M's 960 wide, 15 heads (MHA012)
+    [(350e6, 960, 30, 15, 64), (500e6, 1024, 32, 16, 64), (1e9, 1536, 26, 24, 64), (3e9, 2560, 32, 20, 128)],
 )
 def test_small_budgets_go_deep_and_narrow(params, width, layers, heads, head_dim):
     m = rec(params).model
     assert (m.d_model, m.n_layers, m.n_heads, m.head_dim) == (width, layers, heads, head_dim)
+
+
+@pytest.mark.parametrize(("params", "kv_heads", "d_ff"), [(125e6, 2, 1536), (350e6, 5, 2560)])
+def test_small_budgets_take_gqa_with_few_kv_heads_and_a_narrower_mlp(params, kv_heads, d_ff):
+    """MHA012: below 500M, GQA with about 3 query heads per KV head (8 heads: 2 KV heads, the nearer of groups 2
+    and 4 with fewer KV heads) and d_ff = 8/3 x d_model rounded up to 256; once 7 MHA heads and 3.5 x d_model."""
+    result = rec(params)
+    m = result.model
+    assert (m.variant, m.n_kv_heads, m.d_ff) == ("GQA", kv_heads, d_ff)
+    assert d_ff == -(-(8 * m.d_model) // (3 * 256)) * 256
+    assert "MHA012" in result.rules_fired and "MHA003" not in result.rules_fired
+    assert rec(500e6).model.d_ff == 3584  # from 500M the dense rule (3.5 x 1024) again
 
 
 @pytest.mark.parametrize("params", [125e6, 500e6, 700e6, 1e9, 1.5e9, 3e9, 7e9, 13e9, 34e9, 70e9, 405e9])

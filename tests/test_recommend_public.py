@@ -40,9 +40,10 @@ def test_fixture_numbers_give_the_published_parameter_counts(design):
 
 
 # Floors: the hit rates measured over the 41 designs (the table in benchmarks/public_designs.py); without MHA028's
-# window patterns the windows check was 0 of 7 and all checks 19 of 41.
-FLOORS = {"head_dim": 31, "kv_heads": 33, "width": 38, "depth": 37, "total": 41, "active": 8, "windows": 4,
-          "all": 20}  # fmt: skip
+# window patterns the windows check was 0 of 7 and all checks 19 of 41; without MHA012's small-model shape KV
+# heads were 33 and all checks 20.
+FLOORS = {"head_dim": 31, "kv_heads": 36, "width": 38, "depth": 37, "total": 41, "active": 8, "windows": 4,
+          "all": 23}  # fmt: skip
 
 
 def test_hit_rates_stay_at_or_above_the_floors():
@@ -53,7 +54,9 @@ def test_hit_rates_stay_at_or_above_the_floors():
     assert not below, below
 
 
-@pytest.mark.parametrize("name", ["Llama-3-8B", "Llama-3-70B", "Qwen3-14B", "Mistral-7B-v0.1"])
+@pytest.mark.parametrize(
+    "name", ["Llama-3-8B", "Llama-3-70B", "Qwen3-14B", "Mistral-7B-v0.1", "SmolLM2-135M", "MobileLLM-125M"]
+)
 def test_flagship_designs_are_met_exactly_in_shape(name):
     design = next(d for d in DESIGNS if d.name == name)
     row = public.compare(design)

@@ -25,8 +25,8 @@ def refuse_budget(ctx: Context, budget: int, vocab: int, tied: bool, moe: MoeBud
     narrow, wide = min(widths), max(widths)
 
     def total(d_model: int, layers: int) -> int:
-        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied)
-        variant, n_kv = provisional_attention(frame.n_heads, r.variant)
+        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=ctx.small)
+        variant, n_kv = provisional_attention(frame.n_heads, r.variant, ctx.small)
         return count_params(frame.maker(variant, n_kv)(layers)).total
 
     smallest, largest = total(narrow, MIN_LAYERS), total(wide, C.MAX_LAYERS)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp
 from mha_cli.core.recommend.result import RecommendRequest
+from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import Trace
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget, resolve_target
@@ -26,6 +27,11 @@ class Context:
         target = resolve_target(request.target) if request.target else None
         resolve_tp(request.tp, target)  # refuses a --tp that does not divide the target's devices
         return cls(request=request, target=target)
+
+    @property
+    def small(self) -> bool:
+        """MHA012: a dense budget below ``SMALL_MODEL_PARAMS``."""
+        return self.request.active_params is None and self.request.params < C.SMALL_MODEL_PARAMS
 
     def balanced(self) -> Context:
         """The same request under --priority balanced, with a trace of its own (nothing it decides is recorded)."""

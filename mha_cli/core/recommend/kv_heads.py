@@ -6,9 +6,22 @@ from mha_cli.core.rules import catalog as C
 from mha_cli.core.schemas import Variant
 
 
-def provisional_attention(n_heads: int, variant: Variant | None) -> tuple[Variant, int]:
+def small_kv_heads(n_heads: int) -> int | None:
+    """MHA012: the KV heads (a divisor of n_heads between 1 and it: GQA, as public small models use) whose group is
+    nearest ``SMALL_MODEL_GROUP`` query heads, fewer KV heads on a tie; None when n_heads has no such divisor (a
+    prime: the other rules decide)."""
+    choices = [k for k in range(2, n_heads) if n_heads % k == 0]
+    if not choices:
+        return None
+    return min(choices, key=lambda k: (abs(n_heads // k - C.SMALL_MODEL_GROUP), k))
+
+
+def provisional_attention(n_heads: int, variant: Variant | None, small: bool = False) -> tuple[Variant, int]:
     """The attention the shape is sized with before the trade-off step prices every candidate: an explicit
-    --variant, else MHA up to ``FEW_HEADS`` heads, else GQA with the balanced KV-head count (MHA020)."""
+    --variant, else for a small budget (MHA012) GQA with ``small_kv_heads``, else MHA up to ``FEW_HEADS`` heads,
+    else GQA with the balanced KV-head count (MHA020)."""
+    if small and variant is None and (kv := small_kv_heads(n_heads)) is not None:
+        return "GQA", kv
     if variant == "MHA" or (variant is None and n_heads <= C.FEW_HEADS):
         return "MHA", n_heads
     if variant in ("MQA", "MLA"):

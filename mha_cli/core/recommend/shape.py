@@ -52,9 +52,9 @@ def head_dim_for(d_model: int) -> int:
     )
 
 
-def mlp_width(d_model: int) -> int:
-    """MHA003: d_ff = 3.5 x d_model rounded up to a multiple of 256."""
-    raw = math.ceil(C.FFN_MULTIPLIER * d_model)
+def mlp_width(d_model: int, small: bool = False) -> int:
+    """MHA003: d_ff = 3.5 x d_model rounded up to a multiple of 256; ``small`` (MHA012, below 1B): 8/3 x d_model."""
+    raw = math.ceil((C.SMALL_FFN_MULTIPLIER if small else C.FFN_MULTIPLIER) * d_model)
     return -(-raw // C.FFN_ROUND) * C.FFN_ROUND
 
 
@@ -124,12 +124,14 @@ def build_model(
     vocab: int,
     tied: bool,
     moe: dict | None = None,
+    small: bool = False,
 ) -> ModelSpec:
-    """A Llama-style model (RMSNorm, SwiGLU, RoPE, no biases) with the given attention (and MoE MLP, if any)."""
+    """A Llama-style model (RMSNorm, SwiGLU, RoPE, no biases) with the given attention (and MoE MLP, if any);
+    ``small``: MHA012's narrower MLP."""
     n_heads = d_model // head_dim
     fields: dict[str, Any] = dict(
         name="recommended", source="mha recommend", d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-        vocab_size=vocab, d_ff=mlp_width(d_model), tied_embeddings=tied,
+        vocab_size=vocab, d_ff=mlp_width(d_model, small), tied_embeddings=tied,
     )  # fmt: skip
     if moe is not None:
         fields["moe"] = moe
@@ -155,6 +157,8 @@ class Frame:
     vocab: int
     tied: bool
     moe: dict | None = field(default=None, compare=False)
+    small: bool = False
+    """MHA012: a dense budget below 1B (the narrower MLP)."""
 
     @property
     def n_heads(self) -> int:
@@ -164,7 +168,7 @@ class Frame:
         def make(n_layers: int) -> ModelSpec:
             return build_model(
                 d_model=self.d_model, n_layers=n_layers, head_dim=self.head_dim, variant=variant,
-                n_kv_heads=n_kv_heads, vocab=self.vocab, tied=self.tied, moe=self.moe,
+                n_kv_heads=n_kv_heads, vocab=self.vocab, tied=self.tied, moe=self.moe, small=self.small,
             )  # fmt: skip
 
         return make

@@ -19,7 +19,7 @@ from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.recommend.context import Context
-from mha_cli.core.recommend.kv_heads import balanced_kv_heads
+from mha_cli.core.recommend.kv_heads import balanced_kv_heads, small_kv_heads
 from mha_cli.core.recommend.shape import record_depth
 from mha_cli.core.recommend.width import Shape, solve_at
 from mha_cli.core.rules import catalog as C
@@ -188,6 +188,8 @@ def cache_cap(ctx: Context, n_heads: int) -> int | None:
     heads with no GQA divisor."""
     if ctx.request.variant is not None or _training_keeps_mha(ctx, n_heads):
         return None
+    if ctx.small and (small := small_kv_heads(n_heads)) is not None:  # MHA012: few KV heads however few the heads
+        return 2 * small
     kv = balanced_kv_heads(n_heads)
     if n_heads <= C.FEW_HEADS or kv is None:
         return None  # few heads, or no GQA divisor: nothing between MHA and MQA to cap at

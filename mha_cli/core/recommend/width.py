@@ -59,10 +59,10 @@ def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) ->
         return _fixed_width(ctx, vocab, tied, moe, budget, (low, high))
     scored: list[tuple[bool, float, int, ModelSpec, Frame]] = []
     for d_model in ladder():
-        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied)
+        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=ctx.small)
         if r.variant == "GQA" and balanced_kv_heads(frame.n_heads) is None:
             continue  # --variant GQA: a head count with no divisor between 1 and itself has no GQA (5 heads)
-        variant, n_kv = provisional_attention(frame.n_heads, r.variant)
+        variant, n_kv = provisional_attention(frame.n_heads, r.variant, ctx.small)
         model = solve_at(ctx, frame, variant, n_kv, moe)
         if model is not None:
             outside = not low <= d_model / model.n_layers <= high
@@ -99,13 +99,13 @@ def _fixed_width(
     """--d-model: the depth that spends the budget at that width, refused outside the aspect band (MHA005)."""
     r = ctx.request
     assert r.d_model is not None
-    frame = Frame(d_model=r.d_model, head_dim=head_dim_for(r.d_model), vocab=vocab, tied=tied)
+    frame = Frame(d_model=r.d_model, head_dim=head_dim_for(r.d_model), vocab=vocab, tied=tied, small=ctx.small)
     if r.tp is not None and frame.n_heads % r.tp:
         raise BadInputError(
             f"--tp {r.tp} does not divide the {frame.n_heads} heads of --d-model {r.d_model} (rule MHA024"
             f" tp-divisibility): use a tp that divides {frame.n_heads}"
         )
-    variant, n_kv = provisional_attention(frame.n_heads, r.variant)
+    variant, n_kv = provisional_attention(frame.n_heads, r.variant, ctx.small)
     model = solve_at(ctx, frame, variant, n_kv, moe)
     if model is None:
         refuse_budget(ctx, budget, vocab, tied, moe)
@@ -130,10 +130,10 @@ def nearest_sane_width(
     assert r.d_model is not None
     low, high = band
     for d_model in sorted(ladder(), key=lambda w: abs(w - r.d_model)):
-        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied)
+        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=ctx.small)
         if r.tp is not None and frame.n_heads % r.tp:
             continue
-        variant, n_kv = provisional_attention(frame.n_heads, r.variant)
+        variant, n_kv = provisional_attention(frame.n_heads, r.variant, ctx.small)
         model = solve_at(ctx, frame, variant, n_kv, moe)
         if model is not None and low <= d_model / model.n_layers <= high:
             return d_model
@@ -179,7 +179,15 @@ def _record(
         vocab_size=frame.vocab,
         tied_embeddings=frame.tied,
     )
-    ctx.trace.fire("MHA003", f"SwiGLU d_ff {model.d_ff} = {C.FFN_MULTIPLIER} x {d_model}", d_ff=model.d_ff)
+    if frame.small:
+        ctx.trace.fire(
+            "MHA012",
+            f"a dense budget below {format_count(C.SMALL_MODEL_PARAMS)}: SwiGLU d_ff {model.d_ff} = 8/3 x {d_model}, GQA"
+            f" with about {C.SMALL_MODEL_GROUP} query heads per KV head",
+            d_ff=model.d_ff,
+        )
+    else:
+        ctx.trace.fire("MHA003", f"SwiGLU d_ff {model.d_ff} = {C.FFN_MULTIPLIER} x {d_model}", d_ff=model.d_ff)
     ctx.trace.fire("MHA010", f"head_dim {frame.head_dim} at width {d_model}", head_dim=frame.head_dim)
     ctx.trace.fire("MHA011", f"{frame.n_heads} heads = {d_model} / {frame.head_dim}", n_heads=frame.n_heads)
     if moe is not None and model.moe is not None:

@@ -39,6 +39,15 @@ ASPECT_BANDS: tuple[tuple[float, int, int, str], ...] = (
 FFN_MULTIPLIER = 3.5
 """Gated MLP hidden width over d_model (Llama 3: 14336 / 4096 = 28672 / 8192 = 3.5)."""
 FFN_ROUND = 256
+SMALL_MODEL_PARAMS = 500_000_000
+"""MHA012: below this budget (dense), the small-model shape: a narrower MLP and GQA with about 3 heads per KV head
+(the 125M-360M designs share it; from Qwen2.5-0.5B and Qwen3-0.6B on the MLP is 3-5x d_model again)."""
+SMALL_FFN_MULTIPLIER = 8 / 3
+"""MHA012: gated MLP width over d_model below 1B (SmolLM2-135M and MobileLLM-125M: 1536 / 576; SmolLM2-360M and
+MobileLLM-350M: 2560 / 960; LLaMA-1's 2/3 x 4d)."""
+SMALL_MODEL_GROUP = 3
+"""MHA012: query heads per KV head public small models use (SmolLM2-135M 9/3, SmolLM2-360M 15/5, MobileLLM-125M
+9/3, MobileLLM-350M 15/5)."""
 LARGE_VOCAB_FROM_PARAMS = 1_000_000_000
 SMALL_VOCAB = 50257
 """GPT-2 BPE: the tokenizer of the lesson's 125M and 350M reference designs."""
@@ -126,6 +135,18 @@ RULES: tuple[Rule, ...] = (
         rationale="Embeddings are a large share of a small model: tying halves them; large models can afford an "
         "untied head and a large vocabulary that shortens sequences.",
         reference="GPT-2 (tied, 50257); Llama 3.2 1B/3B (tied, 128256); Llama 3 8B (untied).",
+    ),
+    Rule(
+        id="MHA012", name="small-model-shape", topic="shape", severity="info", scope="recommend",
+        condition=f"A dense budget below {SMALL_MODEL_PARAMS // 1_000_000}M (no explicit --variant for the attention).",
+        action=f"The gated MLP is {SMALL_FFN_MULTIPLIER:.3g} x d_model (rounded up to {FFN_ROUND}), and the balanced "
+        f"attention is GQA with the KV heads whose group is nearest {SMALL_MODEL_GROUP} query heads, however few the "
+        "heads (fewer KV heads on a tie); MHA001 then solves width and depth, deep and thin.",
+        rationale="At small scale the embedding takes a large share of the budget and depth buys more than width "
+        "(MobileLLM); the public small models share one shape: 576 x 30 with 9 query and 3 KV heads and a 1,536-wide "
+        "MLP at 125-135M, 960 x 32 with 15 / 5 and 2,560 at 350-360M.",
+        reference="Liu et al. 2024 (MobileLLM: deep and thin, GQA, shared embeddings); SmolLM2-135M and -360M, "
+        "MobileLLM-125M and -350M config.json files; Touvron et al. 2023 (LLaMA: SwiGLU at 2/3 x 4d).",
     ),
     # Head geometry -----------------------------------------------------------------------------
     Rule(
