@@ -46,10 +46,10 @@ def render_summary(console: Console, result: RecommendResult) -> None:
         f" ({result.budget_deviation:+.1%})"
         + ("" if m.experts is None else f", {format_count(m.active_params)} active")
     )
-    console.print(f"[bold]why[/bold]     {escape(result.variant_reason)}")
+    console.print(f"[bold]why[/bold]  {escape(result.variant_reason)}")
     kv = result.kv
     console.print(
-        f"[bold]cache[/bold]   {kv.bytes_per_token:,} B/token in {kv.kv_dtype}; {format_bytes(kv.bytes_per_sequence)} per"
+        f"[bold]cache[/bold]  {kv.bytes_per_token:,} B/token in {kv.kv_dtype}; {format_bytes(kv.bytes_per_sequence)} per"
         f" {request.seq_len:,}-token sequence; weights {format_bytes(result.weight_bytes)} in {request.weight_dtype}"
     )
     plan = result.memory
@@ -85,7 +85,7 @@ def render_summary(console: Console, result: RecommendResult) -> None:
         console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
         for way in result.ways_out:
             console.print(f"  - {escape(way)}")
-    console.print(f"[bold]test[/bold]    `{result.testability.command}` (induction, 2 layers)")
+    console.print(f"[bold]test[/bold]  `{result.testability.command}` (induction, 2 layers)")
     console.print("[dim]--explain: the parameter, cache, memory and roofline tables and the rule trace[/dim]")
 
 

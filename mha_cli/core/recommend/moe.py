@@ -8,6 +8,7 @@ way the depth spends the active budget (the parameters a token multiplies by) an
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,6 +21,9 @@ from mha_cli.core.rules import catalog as C
 from mha_cli.core.schemas import ModelSpec
 
 EXPERT_WIDTH_STEP = 64
+FRIENDLY_WIDTH_SPREAD = 1.5
+"""An expert count expert parallelism divides is taken when the expert width it re-solves stays within 1.5x of
+MHA007's (3 x d_model / k); else the count that fills the total stands, rounded to a multiple of 8."""
 
 
 @dataclass(frozen=True)
@@ -99,15 +103,30 @@ def solve_moe(budget: MoeBudget, make_with: Callable[[dict], ModelMaker]) -> Mod
         experts = k + 1 + round(spare / (model.n_layers * per_expert))
         if experts <= k:
             return None
+        # MHA007: a count expert parallelism divides (the nearest two of EP_FRIENDLY_EXPERTS), its width re-solved
+        friendly = sorted((c for c in C.EP_FRIENDLY_EXPERTS if c > k), key=lambda c: abs(math.log(c / experts)))
+        for count in friendly[:2]:
+            candidate = _with_count(budget, make_with, count, d_model)
+            # kept fine-grained: the re-solved width within FRIENDLY_WIDTH_SPREAD of the rule's
+            spread = math.log(FRIENDLY_WIDTH_SPREAD)
+            if candidate and candidate.moe and abs(math.log(candidate.moe.d_ff_expert / d_ff_expert)) <= spread:
+                return candidate
         rounded = round(experts / 8) * 8
         for count in ([rounded] if rounded > k else []) + [experts]:
             candidate = make_with(_moe_block(count, k, d_ff_expert))(model.n_layers)
             if _within(budget, candidate):
                 return candidate
         return None
-    experts = budget.experts
-    # --experts fixed: the expert width f spends total - active over the E - k experts a token skips, so the
-    # k experts it uses hold k (total - active) / (E - k) whatever the depth; the depth spends the rest.
+    return _with_count(budget, make_with, budget.experts, d_model)
+
+
+def _with_count(
+    budget: MoeBudget, make_with: Callable[[dict], ModelMaker], experts: int, d_model: int
+) -> ModelSpec | None:
+    """The model with ``experts`` routed experts whose width and depth land both budgets (None when none does)."""
+    k = budget.top_k
+    # The expert width f spends total - active over the E - k experts a token skips, so the k experts it uses
+    # hold k (total - active) / (E - k) whatever the depth; the depth spends the rest.
     make_thin = make_with(_moe_block(experts, k, EXPERT_WIDTH_STEP))
     one, two = count_params(make_thin(1)).active, count_params(make_thin(2)).active
     per_layer = two - one - k * 3 * d_model * EXPERT_WIDTH_STEP  # attention, norms, router

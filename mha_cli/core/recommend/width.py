@@ -66,12 +66,13 @@ def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) ->
         model = solve_at(ctx, frame, variant, n_kv, moe)
         if model is not None:
             outside = not low <= d_model / model.n_layers <= high
-            scored.append((outside, depth_miss(model), d_model, model, frame))
+            scored.append((outside, _odd_experts(model, moe), depth_miss(model), d_model, model, frame))
     if not scored:
         refuse_budget(ctx, budget, vocab, tied, moe)
-    scored.sort(key=lambda row: row[:3])  # inside the band first, then nearest public practice
+    # inside the band first, then (MoE) an expert count expert parallelism divides, then nearest public practice
+    scored.sort(key=lambda row: row[:4])
     skipped = []
-    for _outside, _miss, d_model, model, frame in scored:
+    for _outside, _odd, _miss, d_model, model, frame in scored:
         if r.tp is not None and frame.n_heads % r.tp:
             skipped.append((d_model, frame.n_heads))
             continue
@@ -91,6 +92,14 @@ def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) ->
         f"no width on the ladder has heads that split over --tp {r.tp} at this budget (rule MHA024 tp-divisibility):"
         " use --tp 1, 2, 4 or 8"
     )
+
+
+def _odd_experts(model: ModelSpec, moe: MoeBudget | None) -> bool:
+    """MHA007: an MoE design whose routed-expert count is not one expert parallelism divides (``--experts`` as
+    given never is)."""
+    if moe is None or moe.experts is not None or model.moe is None:
+        return False
+    return model.moe.n_experts not in C.EP_FRIENDLY_EXPERTS
 
 
 def _fixed_width(
@@ -186,7 +195,7 @@ def _record(
             f" with about {C.SMALL_MODEL_GROUP} query heads per KV head",
             d_ff=model.d_ff,
         )
-    else:
+    elif model.moe is None:  # an MoE design's MLP is its experts (MHA007)
         ctx.trace.fire("MHA003", f"SwiGLU d_ff {model.d_ff} = {C.FFN_MULTIPLIER} x {d_model}", d_ff=model.d_ff)
     ctx.trace.fire("MHA010", f"head_dim {frame.head_dim} at width {d_model}", head_dim=frame.head_dim)
     ctx.trace.fire("MHA011", f"{frame.n_heads} heads = {d_model} / {frame.head_dim}", n_heads=frame.n_heads)

@@ -68,6 +68,9 @@ MOE_DEFAULT_TOP_K = 8
 """Routed experts per token when --top-k is not given: Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 all use 8."""
 MOE_MANY_EXPERTS = 64
 """From this many experts the default top-k is 8; below it, a quarter of the experts (Mixtral-8x7B: 2 of 8)."""
+EP_FRIENDLY_EXPERTS = (8, 16, 32, 64, 128, 160, 256, 384, 512)
+"""MHA007: routed-expert counts 8-way expert parallelism divides and public MoE designs use (Mixtral 8, OLMoE 64,
+Qwen3-MoE 128, DeepSeek-V2 160, DeepSeek-V3 256, Kimi K2 384); from 32 on, 16- and 32-way divide them too."""
 MOE_ACTIVE_FFN_MULTIPLIER = 3.0
 """The k active experts together are this many times d_model wide (Qwen3-30B-A3B: 8 x 768 = 3 x 2048;
 Qwen3-235B-A22B: 8 x 1536 = 3 x 4096; DeepSeek-V3: 9 x 2048 = 2.6 x 7168)."""
@@ -167,8 +170,11 @@ RULES: tuple[Rule, ...] = (
         condition="--active-params is given (--params is then the total); --experts and --top-k optional.",
         action=f"Width, depth and attention spend the active budget; top-k defaults to {MOE_DEFAULT_TOP_K} "
         f"(a quarter of the experts below {MOE_MANY_EXPERTS}); without --experts each routed expert is "
-        f"{MOE_ACTIVE_FFN_MULTIPLIER:g} x d_model / k wide and the expert count fills the total (a multiple of 8 "
-        "when that stays within tolerance); with --experts the expert width fills it. Budgets that cannot "
+        f"{MOE_ACTIVE_FFN_MULTIPLIER:g} x d_model / k wide and the expert count that fills the total is moved to "
+        "the nearest count expert parallelism divides ("
+        + ", ".join(str(c) for c in EP_FRIENDLY_EXPERTS)
+        + "), the expert width re-solved to fill the total (else a multiple of 8, else the count itself); with "
+        "--experts the expert width fills it. The trace cites this rule, not MHA003, for the MLP. Budgets that cannot "
         "describe an MoE (active >= total, k >= E, total / active above E / k) are refused in one line.",
         rationale="Most large designs of 2025-26 are mixtures of experts: attention and the residual stream are "
         "sized by what one token computes, memory by every expert.",
