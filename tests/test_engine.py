@@ -274,7 +274,8 @@ def test_overheads_not_weights_are_named_and_the_engine_knob_offered(cli):
     non-torch memory do not; raising the utilisation is the way out, not a second GPU alone."""
     data = cli.json("kv", "llama-3-8b", "--target", "4090", "--gpu-memory-utilization", "0.66", "--seq", "4k")
     assert data["memory"]["weights_fit"] and not data["engine"]["starts"]
-    assert any(way.startswith("--gpu-memory-utilization 0.95 (") for way in data["ways_out"])
+    knob = next(way for way in data["ways_out"] if way["change"] == "--gpu-memory-utilization 0.95")
+    assert knob["fits"] and knob["text"].startswith("--gpu-memory-utilization 0.95 (")
 
 
 def test_headroom_and_verdict_agree_on_a_hybrid_model(cli):

@@ -44,8 +44,9 @@ def test_ways_out_that_were_empty_now_paste_back_and_fit(cli, args):
     fits = data["fits"] if "fits" in data else data["memory"]["fits"]
     assert fits is False and data["ways_out"]
     for way in data["ways_out"]:
-        pasted = cli.json(*_paste(args, way))
+        pasted = cli.json(*_paste(args, way["text"]))
         assert (pasted["fits"] if "fits" in pasted else pasted["memory"]["fits"]) is True, way
+        assert way["fits"] is True, way
 
 
 def test_when_nothing_fits_the_way_out_says_so_and_why(cli, tmp_path):
@@ -54,7 +55,9 @@ def test_when_nothing_fits_the_way_out_says_so_and_why(cli, tmp_path):
     path.write_text(json.dumps({"model": model}))
     data = cli.json("kv", str(path), "--target", "jetson-orin")
     assert data["memory"]["fits"] is False
-    [way] = data["ways_out"]
+    [priced] = data["ways_out"]
+    way = priced["text"]
+    assert priced["fits"] is False and priced["change"] == ""
     assert way.startswith("none: even 3 x jetson-orin (the largest group that splits the 3 heads) needs")
     # usable: 90% of the Orin's 59.60 GiB, less vLLM's activation peak and 2.1 GiB of non-torch memory at tp 3
     assert "in int4, more than the 51.4 GiB usable" in way

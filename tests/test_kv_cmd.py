@@ -170,22 +170,39 @@ def test_schema_fields_carry_their_docstrings(cli):
 def test_ways_out_are_flags_that_make_the_plan_fit(cli):
     args = ["kv", "llama-3-70b", "--seq", "32k", "--batch", "16", "--target", "h100"]
     ways = cli.json(*args)["ways_out"]
-    assert ways[0].startswith("--target 8xh100-sxm")
-    flag, value = ways[0].split()[:2]
-    assert cli.json(*args[:-2], flag, value)["memory"]["fits"] is True
+    assert ways[0]["change"] == "--target 8xh100-sxm" and ways[0]["fits"]
+    flag, value = ways[0]["change"].split()
+    pasted = cli.json(*args[:-2], flag, value)["memory"]
+    assert pasted["fits"] is True and pasted["max_sequences"] == ways[0]["max_sequences"]
+    for way in ways:  # each way's fits and sequences are what a rerun with its flags finds
+        rerun = list(args)
+        words = way["change"].split()
+        for flag, value in zip(words[::2], words[1::2], strict=True):
+            rerun = [*rerun[: rerun.index(flag)], flag, value, *rerun[rerun.index(flag) + 2 :]] if flag in rerun else [
+                *rerun, flag, value]  # fmt: skip
+        memory = cli.json(*rerun)["memory"]
+        assert (memory["fits"], memory["max_sequences"]) == (way["fits"], way["max_sequences"]), way
 
 
 def test_ways_out_price_windows_and_mla_fp8_exactly(cli):
     # Gemma-2-9b on one A10 (24 GB) at 64k x 4: half its layers keep only a 4,096-token window.
     args = ["kv", "gemma-2-9b", "--seq", "64k", "--batch", "4", "--target", "a10"]
-    seq_way = next(w for w in cli.json(*args)["ways_out"] if w.startswith("--seq"))
-    seq = int(seq_way.split()[1])
+    seq_way = next(w for w in cli.json(*args)["ways_out"] if w["change"].startswith("--seq"))
+    seq = int(seq_way["change"].split()[1])
+    assert seq_way["fits"]
     assert cli.json(*args[:3], str(seq), *args[4:])["memory"]["fits"] is True
     assert cli.json(*args[:3], str(seq + 1), *args[4:])["memory"]["fits"] is False
     # DeepSeek-V3's plain fp8 latent is 576 of 1,152 bytes, half (656 B is the fp8_ds_mla layout, asked by name).
     ways = cli.json("kv", "deepseek-v3", "--seq", "128k", "--batch", "64", "--target", "8xh200",
                     "--weight-dtype", "fp8")["ways_out"]  # fmt: skip
-    assert "--kv-dtype fp8 (50% of this cache; not enough on its own)" in ways
+    fp8 = next(w for w in ways if w["change"] == "--kv-dtype fp8")
+    assert fp8["text"] == "--kv-dtype fp8 (50% of this cache; not enough on its own)" and fp8["fits"] is False
+    # at batch 32 not enough alone, it fits with data-parallel attention: the replicas share the experts and each
+    # device caches only its own sequences (at tp 8 every rank holds the whole latent of every sequence)
+    ways = cli.json("kv", "deepseek-v3", "--seq", "128k", "--batch", "32", "--target", "8xh200", "--weight-dtype",
+                    "fp8")["ways_out"]  # fmt: skip
+    pair = next(w for w in ways if w["change"].startswith("--kv-dtype fp8 --tp "))
+    assert pair["fits"] is True and pair["text"].endswith("fit)") and "together" in pair["text"]
 
 
 def test_an_mla_only_option_on_another_variant_is_flagged(cli):

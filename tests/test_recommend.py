@@ -312,7 +312,7 @@ def test_mla_rank_follows_deepseek_proportions():
 def test_weights_that_do_not_fit_are_flagged_with_the_device_count():
     result = rec(70e9, seq=131072, target="h100")
     assert result.fits is False and "MHA025" in result.rules_fired
-    assert result.ways_out[0].startswith("--target 4xh100-sxm")
+    assert result.ways_out[0].change == "--target 4xh100-sxm" and result.ways_out[0].fits
     assert result.model.n_layers == 80  # the architecture is the one-device design, not reshaped by the target
     four = rec(70e9, seq=131072, target="4xh100")
     assert four.fits is True
@@ -322,7 +322,8 @@ def test_cache_that_does_not_fit_gives_the_batch_that_does():
     result = rec(8e9, target="h100", batch=256)
     assert result.fits is False and "MHA026" in result.rules_fired
     assert result.memory is not None
-    assert f"--batch {result.memory.max_sequences}" in result.ways_out
+    way = next(w for w in result.ways_out if w.change == f"--batch {result.memory.max_sequences}")
+    assert way.fits and way.max_sequences == result.memory.max_sequences
     assert rec(8e9, target="h100", batch=result.memory.max_sequences).fits is True
 
 

@@ -137,7 +137,7 @@ def render_kv_report(console: Console, report: KvReport) -> None:
         console.print()
         print_engine_plan(console, report.memory)
         if not report.memory.fits:
-            console.print("[bold red]does not fit:[/bold red] " + escape("; ".join(report.ways_out)))
+            console.print("[bold red]does not fit:[/bold red] " + escape("; ".join(w.text for w in report.ways_out)))
     latency = report.latency
     if latency is not None and report.memory is not None:
         console.print(

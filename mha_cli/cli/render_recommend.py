@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from mha_cli.cli.render import (
@@ -22,8 +23,6 @@ from mha_cli.core.rules.engine import counted
 def render_summary(console: Console, result: RecommendResult) -> None:
     """The short report: the design, why, the cache and memory plan, one line per alternative, the ways out and
     the hook (``--explain``: every table and the rule trace)."""
-    from rich.markup import escape
-
     request, m = result.request, result.model
     where = f" on {request.target}" if request.target else ""
     console.print(
@@ -84,7 +83,8 @@ def render_summary(console: Console, result: RecommendResult) -> None:
         what = "weights exceed" if not plan.weights_fit else "KV cache of this batch exceeds"
         console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
         for way in result.ways_out:
-            console.print(f"  - {escape(way)}")
+            fits = "" if way.fits else " [dim](does not fit on its own)[/dim]"
+            console.print(f"  - {escape(way.text)}{fits}")
     console.print(f"[bold]test[/bold]  `{result.testability.command}` (induction, 2 layers)")
     console.print("[dim]--explain: the parameter, cache, memory and roofline tables and the rule trace[/dim]")
 
@@ -112,7 +112,8 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
             what = "weights exceed" if not result.memory.weights_fit else "KV cache of this batch exceeds"
             console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
             for way in result.ways_out:
-                console.print(f"  - {way}")
+                fits = "" if way.fits else " [dim](does not fit on its own)[/dim]"
+                console.print(f"  - {escape(way.text)}: {escape(way.figure)}{fits}")
     if result.roofline is not None:
         console.print()
         print_table(console, roofline_table(result))

@@ -8,6 +8,7 @@ no thousands separators.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -100,10 +101,73 @@ def ways_out(
             <= plan.usable_bytes - plan.weight_bytes_per_device
         )
         ways.append(f"--kv-dtype fp8 ({share:.0%} of this cache{'' if enough else '; not enough on its own'})")
+    split = _smaller_split_that_fits(model, target, deployment, plan)
+    if split:
+        ways.append(split)
+    elif (
+        not lighter and not knob and not devices and (pair := _capacity_pair_that_fits(model, target, deployment, plan))
+    ):
+        ways.append(pair)
     seq = _longest_context_that_fits(model, target, deployment, plan)
     if 0 < seq < kv.seq_len:
         ways.append(f"--seq {seq} (the context this batch fits)")
     return ways or [last_resort(model, target, deployment, plan, total_params)]
+
+
+def _plan_with(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, tp: int, **update: object
+) -> MemoryPlan | None:
+    """The memory plan with ``update`` set on the deployment at ``tp`` (None when tp does not shard the model)."""
+    changed = deployment.model_copy(update={**update, "tp": tp})
+    try:
+        kv = footprint_for(model, changed, tp)
+        return plan_memory(target, model=model, weight_dtype=changed.weight_dtype, kv=kv, deployment=changed)
+    except MhaError:
+        return None
+
+
+def _smaller_tps(target: ResolvedTarget, plan: MemoryPlan) -> list[int]:
+    """Tensor-parallel degrees below the plan's that divide the target's devices, largest first."""
+    return [tp for tp in range(plan.tp - 1, 0, -1) if target.n_devices % tp == 0]
+
+
+def _smaller_split_that_fits(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan
+) -> str | None:
+    """``--tp T``: the largest smaller tp at which the batch fits, the other devices data-parallel replicas that
+    each cache only their own sequences (where tp replicates the cache: MLA's latent, KV heads fewer than tp; an
+    MoE model's replicas keep sharing the experts)."""
+    for tp in _smaller_tps(target, plan):
+        smaller = _plan_with(model, target, deployment, tp)
+        if smaller is not None and smaller.fits:
+            shared = " that share the experts" if smaller.expert_ranks and smaller.expert_ranks > tp else ""
+            return (
+                f"--tp {tp} ({smaller.replicas} data-parallel replicas{shared}: each device caches only its"
+                f" replica's sequences; {counted(smaller.max_sequences, 'sequence')} fit)"
+            )
+    return None
+
+
+def _capacity_pair_that_fits(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan
+) -> str | None:
+    """Two changes of capacity together (an fp8 cache, fp8 weights where the device has fp8, a smaller tp) when
+    none alone fits the batch: the first pair that does."""
+    changes: list[tuple[str, dict[str, object]]] = []
+    if storage_format(deployment.kv_dtype).bits > 8:
+        changes.append(("--kv-dtype fp8", {"kv_dtype": "fp8"}))
+    if target.target.fp8_native and bytes_per_weight(deployment.weight_dtype) > bytes_per_weight("fp8"):
+        changes.append(("--weight-dtype fp8", {"weight_dtype": "fp8"}))
+    changes += [(f"--tp {tp}", {"tp": tp}) for tp in _smaller_tps(target, plan)]
+    for (flag_a, a), (flag_b, b) in itertools.combinations(changes, 2):
+        if "tp" in a and "tp" in b:
+            continue
+        update = {**a, **b}
+        tp = int(update.pop("tp", plan.tp))  # type: ignore[call-overload]
+        together = _plan_with(model, target, deployment, tp, **update)
+        if together is not None and together.fits:
+            return f"{flag_a} {flag_b} (together: one alone is not enough; {counted(together.max_sequences, 'sequence')} fit)"
+    return None
 
 
 ENGINE_KNOBS = (("gpu_memory_utilization", 0.95, "--gpu-memory-utilization"), ("max_num_seqs", 64, "--max-num-seqs"))

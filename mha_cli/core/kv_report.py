@@ -17,6 +17,7 @@ from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.core.variants import variant_options
+from mha_cli.core.ways import WayOut, reprice_all
 
 
 class VariantRow(Record):
@@ -49,8 +50,9 @@ class KvReport(Record):
     """All weights in the deployment's weight dtype."""
     kv: KvFootprint
     memory: MemoryPlan | None
-    ways_out: list[str]
-    """When the plan does not fit: options that would make it fit (empty otherwise)."""
+    ways_out: list[WayOut]
+    """When the plan does not fit: the changes that would make it fit, each re-priced (``core.ways``; empty
+    otherwise)."""
     variants: list[VariantRow]
     latency: StepLatency | None = None
     """With a target: the cost model's decode step and prefill on its prior, with their bounds (``mha plan`` for
@@ -127,7 +129,7 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         weight_bytes=priced.weight_bytes,
         kv=priced.kv,
         memory=priced.memory,
-        ways_out=priced.ways,
+        ways_out=reprice_all(model, deployment, priced.ways),
         variants=rows,
         latency=None if priced.memory is None else latency_or_none(model, priced.memory, priced.deployment),
     )

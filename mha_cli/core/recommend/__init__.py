@@ -22,6 +22,7 @@ from mha_cli.core.fit import flag_fit
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.params import count_params
+from mha_cli.core.quantities import format_bytes
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.explain import alternatives, init_plan, variant_reason
 from mha_cli.core.recommend.hf_config import layer_types
@@ -41,8 +42,10 @@ from mha_cli.core.recommend.tradeoff import Option, trade_off
 from mha_cli.core.recommend.width import choose_shape
 from mha_cli.core.roofline import estimate_roofline
 from mha_cli.core.rules import catalog as C
+from mha_cli.core.rules.engine import counted
 from mha_cli.core.schemas import MhaConfig, ModelSpec
 from mha_cli.core.targets import bf16_notes
+from mha_cli.core.ways import WayOut, flag_updates, reprice_all
 from mha_cli.core.weight_bytes import model_weight_bytes
 
 __all__ = [
@@ -71,6 +74,31 @@ def flag_unfit(ctx: Context, chosen: Option, kv: KvFootprint, plan: MemoryPlan |
     return ways
 
 
+REQUEST_FLAGS: dict[str, tuple[str, type]] = {
+    "--target": ("target", str), "--tp": ("tp", int), "--weight-dtype": ("weight_dtype", str),
+    "--kv-dtype": ("kv_dtype", str), "--batch": ("batch", int), "--seq": ("seq_len", int),
+    "--gpu-memory-utilization": ("gpu_memory_utilization", float), "--max-num-seqs": ("max_num_seqs", int),
+    "--priority": ("priority", str),
+}  # fmt: skip
+"""The request field each flag a way out names sets."""
+
+
+def _rerun(request: RecommendRequest, words: list[str]) -> tuple[bool, str, int | None]:
+    """A way out as a user pasting it gets it: the recommender run again with its flags (it may place or shape the
+    design anew: the smallest tp that fits, another attention under --priority inference)."""
+    again = recommend(request.model_copy(update=flag_updates(words, REQUEST_FLAGS)), price_ways=False)
+    label = next((a.label for a in again.alternatives if a.is_recommended), again.model.variant)
+    plan = again.memory
+    if plan is None:
+        return False, "no target to price it on", None
+    layout = f"tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
+    figure = (
+        f"{label} at {layout}: {counted(plan.max_sequences, 'sequence')} of {again.request.seq_len:,} tokens at once;"
+        f" weights {format_bytes(plan.weight_bytes_per_device)} per device"
+    )
+    return bool(again.fits), figure, plan.max_sequences
+
+
 def summarise(model: ModelSpec, total: int, active: int) -> ModelSummary:
     mla, moe = model.mla, model.moe
     return ModelSummary(
@@ -86,9 +114,10 @@ def summarise(model: ModelSpec, total: int, active: int) -> ModelSummary:
     )  # fmt: skip
 
 
-def recommend(request: RecommendRequest, *, config_path: str | None = None) -> RecommendResult:
+def recommend(request: RecommendRequest, *, config_path: str | None = None, price_ways: bool = True) -> RecommendResult:
     """Run the skill on ``request``: see the module docstring for the stages. ``config_path`` is where the
-    config will be written (named in the testability hook's command)."""
+    config will be written (named in the testability hook's command); ``price_ways``: run the recommender again
+    with each way out's flags (``fits``, ``figure``; off in those runs themselves)."""
     ctx = Context.of(request)
     moe = MoeBudget.of(request)
     vocab, tied = vocab_for(moe.total if moe else request.params, request.vocab_size)
@@ -114,7 +143,11 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None) -> R
             model, ctx.target, params=params, weight_dtype=request.weight_dtype, kv=kv, plan=memory
         )
     latency = None if roofline is None or memory is None else latency_or_none(model, memory, ctx.deployment(chosen.tp))
-    ways_out = flag_unfit(ctx, chosen, kv, memory, params.total)
+    ways = flag_unfit(ctx, chosen, kv, memory, params.total)
+    rerun = (lambda words: _rerun(request, words)) if price_ways else None
+    ways_out = reprice_all(model, ctx.deployment(chosen.tp), ways, rerun=rerun) if price_ways else [
+        WayOut(text=text, change=text.split(" (")[0], fits=False, figure="not re-priced (a nested run)") for text in ways
+    ]  # fmt: skip
 
     init = init_plan(ctx, model)
     ctx.trace.fire("MHA041", "no biases on Q, K, V, O", qkv_bias=False, o_bias=False)

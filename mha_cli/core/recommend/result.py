@@ -20,6 +20,7 @@ from mha_cli.core.roofline import Roofline
 from mha_cli.core.rules.engine import Finding
 from mha_cli.core.schemas import EngineName, KvDtype, MhaConfig, TokenCount, Variant, WeightDtype, upper_variant
 from mha_cli.core.validation import describe_validation_error
+from mha_cli.core.ways import WayOut
 
 Priority = Literal["inference", "training", "balanced"]
 PRIORITIES: tuple[Priority, ...] = ("inference", "training", "balanced")
@@ -199,7 +200,8 @@ class RecommendResult(Record):
     targets never imports the search)."""
     fits: bool | None
     """Whether weights and the batch's cache fit the target; None without a target."""
-    ways_out: list[str]
+    ways_out: list[WayOut]
+    """When the plan does not fit: the changes that would make it fit, each re-priced (``core.ways``)."""
     warnings: list[str] = Field(default_factory=list)
     """Warnings about the plan outside the rules: a bf16 plan on a target without bf16 (V100, T4)."""
     """What would make a plan that does not fit fit (flags as the options parse them)."""
