@@ -414,7 +414,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         fields["mla"] = mla
     else:
         fields["n_kv_heads"] = _kv_heads(r, model_type, n_heads)
-        head_dim = r.get("head_dim")
+        head_dim = r.get("head_dim", "kv_channels", "dim_head")  # Megatron/ChatGLM and others spell it so
         if head_dim is not None:
             fields["head_dim"] = head_dim
         elif d_model % n_heads == 0:
@@ -436,11 +436,51 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         fields["rope"] = rope
     if _norm_eps(r) is not None:
         fields["norm_eps"] = _norm_eps(r)
+    _refuse_unread_fields(r, model_type, fields)
     try:
         model = ModelSpec.model_validate(fields)
     except ValidationError as exc:
         raise BadInputError(f"{origin} describes an invalid model: {describe_validation_error(exc)}") from exc
     return ImportedModel(model=model, model_type=model_type, assumptions=r.assumptions)
+
+
+UNREAD_FIELDS: dict[str, str] = {
+    "per_layer_config": "per-layer head counts, widths or latents",
+    "cross_attention_layers": "cross-attention layers (their cache holds the encoder's tokens, not the prompt's)",
+    "attn_layer_indices": "which layers are attention (the others keep a fixed state)",
+    "hybrid_override_pattern": "which layers are attention, Mamba or MLP (Nemotron-H)",
+    "full_attn_idxs": "which layers attend to every token (LFM2)",
+    "conv_L_cache": "a short-convolution state per layer (LFM2)",
+    "attention_window_size": "the window of a recurrent model's attention layers (RecurrentGemma)",
+    "index_n_heads": "an indexer key cache (DeepSeek-V3.2's sparse attention)",
+    "index_head_dim": "an indexer key cache (DeepSeek-V3.2's sparse attention)",
+}
+"""Fields that change the cache or the model and that the importer does not read (outside the families that do):
+a config carrying one is refused naming it, never priced as if it were absent."""
+READ_BY_FAMILY: dict[str, set[str]] = {"deepseek_v32": {"index_head_dim", "index_n_heads"}}
+
+
+def _refuse_unread_fields(r: _Reader, model_type: str, fields: dict[str, Any]) -> None:
+    """No silent wrong answer: refuse a config whose fields would change the figures in ways not read here."""
+    if r.config.get("is_encoder_decoder"):
+        raise BadInputError(
+            f"{r.origin}: an encoder-decoder model (is_encoder_decoder: true): mha prices decoder-only models, whose"
+            " cache holds the prompt's tokens"
+        )
+    read = READ_BY_FAMILY.get(model_type, set())
+    for field, what in UNREAD_FIELDS.items():
+        if r.config.get(field) not in (None, False, [], {}, 0) and field not in read:
+            raise BadInputError(
+                f"{r.origin}: {field!r} sets {what}, which mha does not read for model_type {model_type!r}: a figure"
+                " that ignored it would be wrong, so it is refused (remove the field only if it is unused)"
+            )
+    v_head_dim = r.config.get("v_head_dim")
+    head_dim = fields.get("head_dim") or fields["d_model"] // max(1, fields["n_heads"])
+    if "mla" not in fields and v_head_dim not in (None, head_dim):
+        raise BadInputError(
+            f"{r.origin}: v_head_dim {v_head_dim} differs from the key head_dim {head_dim}; mha prices K and V at"
+            " one width outside MLA, so it is refused"
+        )
 
 
 def _shortest_cycle(pattern: list[LayerKind]) -> list[LayerKind]:
