@@ -21,20 +21,19 @@ Then 41 designs (Gemma 3 1B-27B, MobileLLM-125M/350M and OLMoE-1B-7B added, Gemm
 windows check (a dense design with a local:global pattern, asked under --priority inference: the same ratio and a
 window within 2x):
 
-    check     before   after      (before: commit 52b6821, without MHA028's window patterns)
-    head_dim  31/41    31/41
-    kv_heads  33/41    33/41
+    check     before   after      (before: commit 52b6821; after: MHA028's windows, MHA012's small-model
+    head_dim  31/41    31/41       shape, MHA007's expert counts that expert parallelism divides)
+    kv_heads  33/41    36/41      (SmolLM2-135M, MobileLLM-125M: 576 x 30 with 9 / 3 heads; Qwen2.5-0.5B)
     width     38/41    38/41
-    depth     37/41    37/41
+    depth     37/41    38/41      (OLMoE-1B-7B)
     total     41/41    41/41
     active     8/8      8/8
     windows    0/7      4/7      (Gemma 3 1B-27B hit; Gemma 2's 8K context is below MHA028's 32K)
-    all       19/41    20/41
+    all       19/41    24/41
 
 What still misses, and why: Gemma 2/3 (head_dim 256) and gpt-oss (head_dim 64 at 2880) use head widths the
 rules do not choose; MHA designs (OLMo-2, SmolLM2-1.7B) and Qwen2.5's 2 KV heads sit outside 2x of the
-balanced GQA; small models (SmolLM2-135M, MobileLLM-125M: 576 x 30 with 9 / 3 heads) get 512 x 28 with 8 MHA
-heads; MLA designs are asked without --variant MLA and get GQA; Qwen3-MoE goes deeper and narrower than dense
+balanced GQA; MLA designs are asked without --variant MLA and get GQA; Qwen3-MoE goes deeper and narrower than dense
 designs of its active size.
 """
 

@@ -69,6 +69,16 @@ def test_other_families_say_what_they_omit(name: str) -> None:
     assert build_model(get_preset(name), n_layers=1, device="meta").omitted
 
 
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [("llama-4-scout", "chunked attention"), ("smollm3-3b", "skips RoPE"), ("command-r7b", "logit_scale")],
+)
+def test_families_that_differ_name_their_own_differences(name: str, says: str) -> None:
+    """Llama 4, SmolLM3 and Command R7B once listed nothing, or Falcon's differences."""
+    omitted = build_model(get_preset(name), n_layers=1, device="meta").omitted
+    assert any(says in line for line in omitted) and not any("Falcon" in line for line in omitted)
+
+
 def test_gemma_2_omissions_name_the_soft_caps() -> None:
     omitted = build_model(get_preset("gemma-2-9b"), n_layers=1, device="meta").omitted
     assert any("soft-capping" in line for line in omitted) and any("(1 + weight)" in line for line in omitted)
@@ -108,3 +118,13 @@ def test_cached_decode_equals_the_full_forward(layout: str) -> None:
         steps = [model(ids[:, :4], caches)] + [model(ids[:, p : p + 1], caches, start_pos=p) for p in range(4, 10)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
     assert full.shape == (2, 10, 128) and full.std() > 0.1
+
+
+def test_an_imported_olmo2_config_names_its_norm_placement() -> None:
+    from mha_cli.core.hf_import import import_hf_config
+
+    config = {"model_type": "olmo2", "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
+              "intermediate_size": 96, "vocab_size": 128, "rms_norm_eps": 1e-6}  # fmt: skip
+    spec = import_hf_config(config).model
+    omitted = build_model(spec, device="meta").omitted
+    assert any("post-norm" in line for line in omitted)

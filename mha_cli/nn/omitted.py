@@ -37,6 +37,25 @@ _GPT_OSS = [
     "gpt-oss's clamped SwiGLU (alpha 1.702, (up + 1) gating)",
 ]
 _DEEPSEEK_V3 = ["DeepSeek-V3's multi-token-prediction module (not counted by count_params either)"]
+_LLAMA4 = [
+    "Llama 4's chunked attention (attention_chunk_size tokens on its RoPE layers): built attending to every earlier"
+    " token, although the cache is priced at one chunk",
+    "Llama 4's every 4th layer skips RoPE (NoPE) and tunes its attention temperature; here every layer is rotary",
+    "Llama 4's L2 norm of q and k (use_qk_norm) on its RoPE layers",
+    "Llama 4's MoE: a sigmoid router that scales each token before its expert, a shared expert beside the routed"
+    " ones, expert weights stored fused (gate_up_proj); here softmax top-k routing and separate matrices",
+]
+_SMOLLM3 = ["SmolLM3's every 4th layer skips RoPE (no_rope_layers); here every layer is rotary"]
+_OLMO2 = [
+    "OLMo 2 normalises each sublayer's output inside the residual (post-norm); this one normalises its input",
+    "OLMo 2's q/k norms span the whole projection; these are per head",
+]
+_COHERE2 = [
+    "Cohere's LayerNorm has no bias; this one has one",
+    "Cohere applies RoPE to interleaved pairs and not at all on its global layers (NoPE); here rotate-half on every"
+    " layer",
+    "Cohere multiplies the final logits by logit_scale",
+]
 _FALCON = ["Falcon stores a fused query_key_value weight under transformer.h.N; here Llama's names and separate q/k/v"]
 _LEARNED_POSITIONS = [
     "GPT-2 stores fused Conv1D weights (c_attn, c_fc) under transformer.h.N; here Llama's names and separate q/k/v",
@@ -64,7 +83,15 @@ def omitted_details(spec: ModelSpec) -> list[str]:
         details += _GPT_OSS
     if "deepseek-v3" in text:
         details += _DEEPSEEK_V3
-    if "falcon" in text or spec.n_norms_per_layer == 1:
+    if "llama4" in text or "llama-4" in text:
+        details += _LLAMA4
+    if "smollm3" in text:
+        details += _SMOLLM3
+    if "olmo2" in text or "olmo-2" in text:
+        details += _OLMO2
+    if "cohere" in text or "command-r" in text:
+        details += _COHERE2
+    elif "falcon" in text or spec.n_norms_per_layer == 1:
         details += _FALCON
     if spec.position_embeddings:
         details += _LEARNED_POSITIONS
