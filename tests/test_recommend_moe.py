@@ -94,3 +94,12 @@ def test_out_config_carries_the_moe_block_and_kv_reads_it(cli, tmp_path):
     kv = cli.json("kv", str(out))
     assert kv["bytes_per_token"] == data["kv"]["bytes_per_token"]
     assert cli.run("recommend", "--params", "3B", "--active-params", "30B").exit_code == EXIT_BAD_INPUT
+
+
+def test_a_design_whose_width_has_no_mha_depth_still_explains_itself(cli):
+    """1B total / 250M active with 256 experts: no depth spends the budget with MHA at the chosen width, so there is
+    no MHA row to price the cache against (this crashed with StopIteration, exit 70)."""
+    data = cli.json("recommend", "--params", "1B", "--active-params", "250M", "--experts", "256")
+    assert not any(a["variant"] == "MHA" for a in data["alternatives"])
+    assert data["variant_reason"].startswith(data["model"]["variant"]) and "per 8,192-token sequence" in data[
+        "variant_reason"]  # fmt: skip

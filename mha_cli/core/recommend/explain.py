@@ -58,8 +58,7 @@ def variant_reason(
         fit = f"; the weights alone do not fit one device of {r.target}"
     if model.variant == "MHA":
         return _mha_reason(ctx, model, per_seq, rows) + fit + "."
-    mha = next(a for a in rows if a.variant == "MHA" and a.layer_pattern is None)
-    ratio = mha.bytes_per_sequence / kv.bytes_per_sequence
+    mha = next((a for a in rows if a.variant == "MHA" and a.layer_pattern is None), None)
     what = {
         "GQA": f"GQA-{model.kv_heads} ({model.q_per_kv} query heads per KV head, quality risk"
         f" {RISK_LABELS[quality_risk('GQA', model.q_per_kv)[0]]})",
@@ -73,6 +72,9 @@ def variant_reason(
             f" with {local} local layers of {model.sliding_window:,} tokens per global one ({model.n_local_layers} of"
             f" {model.n_layers} layers cache at most the window: MHA028, --priority inference at long context)"
         )
+    if mha is None:  # no depth at this width spends the budget with MHA: nothing to price against
+        return f"{what}{asked} caches {per_seq} per {r.seq_len:,}-token sequence{fit}."
+    ratio = mha.bytes_per_sequence / kv.bytes_per_sequence
     return (
         f"{what}{asked} divides the KV cache by {ratio:.1f} versus MHA at this budget ({mha.n_layers} layers), to"
         f" {per_seq} per {r.seq_len:,}-token"
