@@ -72,6 +72,11 @@ def test_shared_experts_gather_every_groups_tokens_and_read_only_their_own():
     # 64 tokens x top-2 over the 8 experts they touch, each whole on its own rank: 1 expert, 16 rows
     assert expert.tokens == 16 and expert.count == 32 * 2
     assert not any(op.ranks for op in own)
+    assert [op.name for op in shared].count("logits gather") == 1  # tp 2: the vocabulary's shards gathered once
+    at_tp1 = forward_ops(mixtral, shape, tp=1, experts=ExpertLayout(8, whole=True))
+    assert not any(op.name == "logits gather" for op in at_tp1)  # one rank holds the whole head
+    dense = forward_ops(get_preset("llama-3-8b"), shape, tp=2)
+    assert [op.name for op in dense].count("logits gather") == 1
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
@@ -109,3 +114,25 @@ def test_one_expert_parallel_deployment_and_its_refusals(cli):
             get_preset("mixtral-8x7b"), target, DeploymentSpec(expert_parallel=True), prior_profile(target.target),
             datasheet_profile(target.target), isl=128, osl=16, concurrency=1, tp=2,
         )  # fmt: skip
+
+
+def test_replicas_that_cannot_share_the_experts_are_priced_as_copies_and_say_so(cli):
+    """6 x H100 at tp 2: the 6 ranks do not divide Mixtral's 14,336-wide experts, so vLLM's --data-parallel-size 3
+    would not start; the plan is 3 separate servers, each with its own copy (this was exit 2)."""
+    kv = cli.json("kv", "mixtral-8x7b", "--target", "6xh100", "--tp", "2")
+    assert kv["memory"]["expert_ranks"] == 2
+    assert any("cannot share the experts" in note for note in kv["memory"]["engine"]["notes"])
+    plan = cli.json("plan", "mixtral-8x7b", "--target", "6xh100", "--tp", "2")
+    assert plan["deployment"]["expert_ranks"] == 2 and any("own copy" in note for note in plan["notes"])
+    search = cli.json("plan", "mixtral-8x7b", "--target", "6xh100", "--concurrency", "64")
+    pick = search["candidates"][search["chosen"]]["deployment"]
+    if pick["expert_ranks"] == pick["tp"] and pick["replicas"] > 1:  # copies: one server per replica
+        assert "--data-parallel-size 1" in search["launch"]["vllm"]
+    assert cli.run("recommend", "--params", "30B", "--active-params", "3B", "--target", "6xh100").exit_code == 0
+    refused = cli.run("plan", "mixtral-8x7b", "--target", "16xh100", "--tp", "2", "--expert-parallel")
+    assert refused.exit_code == 2 and "at least as many experts" in refused.stderr
+
+
+def test_the_width_refusal_names_the_ranks_sharing_the_experts():
+    problem = tp_shard_problem(get_preset("mixtral-8x7b"), 2, ExpertLayout(6))
+    assert "6 ranks sharing the experts (tp x replicas)" in problem and "--expert-parallel" in problem

@@ -52,3 +52,8 @@ def test_a_value_head_unlike_the_key_head_is_refused_outside_mla(cli, tmp_path):
     assert _kv(cli, tmp_path, v_head_dim=64).exit_code == 0  # the same width: priced
     result = _kv(cli, tmp_path, v_head_dim=96)
     assert result.exit_code == 2 and "v_head_dim 96" in result.stderr
+
+
+def test_an_empty_string_is_an_absent_field_and_a_quoted_width_is_a_width(cli, tmp_path):
+    assert _kv(cli, tmp_path, hybrid_override_pattern="").exit_code == 0
+    assert _kv(cli, tmp_path, v_head_dim="64").exit_code == 0  # "64" is head_dim 64

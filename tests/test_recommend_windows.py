@@ -103,3 +103,16 @@ def test_verify_measures_the_local_layers_ring(cli, tmp_path):
     assert yaml.safe_load(config.read_text())["model"]["sliding_window"] == 1024
     report = cli.json("verify", str(config), "--device", "cpu", "--seq", "2048", "--layers", "6")
     assert report["checks"]["cache_bytes_match"] is True  # 5 local layers hold 1,024 tokens, the 6th all 2,048
+
+
+def test_when_nothing_fits_the_pick_is_what_the_engine_admits_most_of(cli):
+    """tp 8 replicates 8 KV heads' worth on every rank: MQA's smaller raw cache holds no more sequences than GQA-8
+    (37), while GQA-8 5:1 w1024 holds 184; nothing holds 512, so the pick is the one the engine admits most of."""
+    data = cli.json("recommend", "--params", "7B", "--seq", "131072", "--priority", "inference", "--target", "8xh100",
+                    "--tp", "8", "--batch", "512")  # fmt: skip
+    assert data["fits"] is False
+    chosen = next(a for a in data["alternatives"] if a["is_recommended"])
+    assert chosen["max_sequences"] == max(a["max_sequences"] for a in data["alternatives"]) == 184
+    assert chosen["quality_risk"] == "low"
+    batch = next(w for w in data["ways_out"] if w["change"].startswith("--batch"))
+    assert batch["change"] == "--batch 184" and batch["fits"]

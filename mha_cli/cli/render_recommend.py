@@ -47,9 +47,12 @@ def render_summary(console: Console, result: RecommendResult) -> None:
     )
     console.print(f"[bold]why[/bold]  {escape(result.variant_reason)}")
     kv = result.kv
+    per_token = f"{kv.bytes_per_token:,} B/token in {kv.kv_dtype}"
+    if m.sliding_window is not None:
+        per_token += f" until the local layers reach their {m.sliding_window:,}-token window"
     console.print(
-        f"[bold]cache[/bold]  {kv.bytes_per_token:,} B/token in {kv.kv_dtype}; {format_bytes(kv.bytes_per_sequence)} per"
-        f" {request.seq_len:,}-token sequence; weights {format_bytes(result.weight_bytes)} in {request.weight_dtype}"
+        f"[bold]cache[/bold]  {per_token}; {format_bytes(kv.bytes_per_sequence)} per {request.seq_len:,}-token"
+        f" sequence; weights {format_bytes(result.weight_bytes)} in {request.weight_dtype}"
     )
     plan = result.memory
     if plan is not None:
@@ -83,7 +86,7 @@ def render_summary(console: Console, result: RecommendResult) -> None:
         what = "weights exceed" if not plan.weights_fit else "KV cache of this batch exceeds"
         console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
         for way in result.ways_out:
-            fits = "" if way.fits else " [dim](does not fit on its own)[/dim]"
+            fits = "" if way.fits or "on its own" in way.text else " [dim](does not fit on its own)[/dim]"
             console.print(f"  - {escape(way.text)}{fits}")
     console.print(f"[bold]test[/bold]  `{result.testability.command}` (induction, 2 layers)")
     console.print("[dim]--explain: the parameter, cache, memory and roofline tables and the rule trace[/dim]")
@@ -112,7 +115,7 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
             what = "weights exceed" if not result.memory.weights_fit else "KV cache of this batch exceeds"
             console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
             for way in result.ways_out:
-                fits = "" if way.fits else " [dim](does not fit on its own)[/dim]"
+                fits = "" if way.fits or "on its own" in way.text else " [dim](does not fit on its own)[/dim]"
                 console.print(f"  - {escape(way.text)}: {escape(way.figure)}{fits}")
     if result.roofline is not None:
         console.print()

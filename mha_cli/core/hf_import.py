@@ -34,7 +34,7 @@ KNOWN_MODEL_TYPES = {
     "gemma3_text", "falcon", "gpt_oss", "deepseek_v2", "deepseek_v3", "phi3", "gpt2", "starcoder2", "olmo2",
     "deepseek_v32", "llama4", "llama4_text", "qwen3_next", "jamba", "falcon_h1", "granitemoehybrid", "minimax",
     "kimi_linear", "gemma3n", "gemma3n_text", "cohere2", "smollm3", "qwen3_5", "qwen3_5_text", "qwen3_5_moe",
-    "qwen3_5_moe_text",
+    "qwen3_5_moe_text", "ministral",
 }  # fmt: skip
 
 # Older names of a family, as early config.json files spell them.
@@ -469,14 +469,14 @@ def _refuse_unread_fields(r: _Reader, model_type: str, fields: dict[str, Any]) -
         )
     read = READ_BY_FAMILY.get(model_type, set())
     for field, what in UNREAD_FIELDS.items():
-        if r.config.get(field) not in (None, False, [], {}, 0) and field not in read:
+        if r.config.get(field) not in (None, False, [], {}, 0, "") and field not in read:
             raise BadInputError(
                 f"{r.origin}: {field!r} sets {what}, which mha does not read for model_type {model_type!r}: a figure"
                 " that ignored it would be wrong, so it is refused (remove the field only if it is unused)"
             )
     v_head_dim = r.config.get("v_head_dim")
     head_dim = fields.get("head_dim") or fields["d_model"] // max(1, fields["n_heads"])
-    if "mla" not in fields and v_head_dim not in (None, head_dim):
+    if "mla" not in fields and v_head_dim is not None and str(v_head_dim) != str(head_dim):
         raise BadInputError(
             f"{r.origin}: v_head_dim {v_head_dim} differs from the key head_dim {head_dim}; mha prices K and V at"
             " one width outside MLA, so it is refused"

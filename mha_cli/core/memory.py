@@ -81,8 +81,19 @@ def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: Deployme
     if model.moe is None:
         return None
     deployment = deployment or DeploymentSpec()
+    whole = bool(deployment.expert_parallel)
     shared = replicas > 1 and (deployment.engine or "vllm") in ENGINES_SHARING_EXPERTS
-    return ExpertLayout(tp * replicas if shared else tp, whole=bool(deployment.expert_parallel))
+    if shared and shared_experts_problem(model, tp, replicas, whole) is not None:
+        shared = False  # the engine could not share them: separate servers, each replica its own copy
+    return ExpertLayout(tp * replicas if shared else tp, whole=whole)
+
+
+def shared_experts_problem(model: ModelSpec, tp: int, replicas: int, whole: bool) -> str | None:
+    """Why ``replicas`` of tp ``tp`` cannot share ``model``'s routed experts (vLLM would refuse the
+    ``--data-parallel-size``), or None when they can."""
+    if model.moe is None or replicas == 1:
+        return None
+    return tp_shard_problem(model, tp, ExpertLayout(tp * replicas, whole=whole))
 
 
 def describe_experts(model: ModelSpec, layout: ExpertLayout) -> str:
@@ -124,8 +135,18 @@ def plan_memory(
     device = target.target
     replicas = target.n_devices // kv.tp
     sequences = -(-kv.batch // replicas)
+    copies_note = None
     if experts is None:
         experts = expert_layout(model, kv.tp, replicas, deployment)
+        whole = bool((deployment or DeploymentSpec()).expert_parallel)
+        engine_shares = (deployment or DeploymentSpec()).engine in (None, *ENGINES_SHARING_EXPERTS)
+        problem = shared_experts_problem(model, kv.tp, replicas, whole) if engine_shares else None
+        if problem is not None:
+            copies_note = (
+                f"the {kv.tp * replicas} ranks of {replicas} replicas cannot share the experts ({problem}): priced"
+                f" as {replicas} separate servers, each with its own copy (one --data-parallel-size {replicas} would"
+                " not start)"
+            )
     if experts is not None and experts != ExpertLayout(kv.tp):  # the default layout keeps its even-split fallback
         problem = tp_shard_problem(model, kv.tp, experts)
         if problem is not None:
@@ -143,6 +164,8 @@ def plan_memory(
     )
     if engine_kv is not kv:
         engine.notes.append("the engines cache MLA's absorbed latent: --mla-cache naive prices only the torch build")
+    if copies_note is not None:
+        engine.notes.append(copies_note)
     free_for_kv = engine.available_kv_bytes
     kv_per_device = sequences * kv.bytes_per_sequence_per_rank
     allocated = sequences * engine.kv_bytes_per_request

@@ -156,9 +156,13 @@ def tp_shard_problem(model: ModelSpec, tp: int, experts: ExpertLayout | None = N
         if model.moe.n_shared_experts:
             widths["d_ff_shared"] = (model.moe.d_ff_shared or model.moe.d_ff_expert, tp)
     for what, (width, ranks) in widths.items():
+        if width % ranks and ranks == tp:
+            return f"{what} ({width}) must be divisible by tp ({ranks}): pick a tp that divides it"
         if width % ranks:
-            name = "tp" if ranks == tp else "the ranks sharing the experts"
-            return f"{what} ({width}) must be divisible by {name} ({ranks}): pick a tp that divides it"
+            return (
+                f"{what} ({width}) must be divisible by the {ranks} ranks sharing the experts (tp x replicas): pick"
+                " a tp and replica count whose product divides it, or whole experts per rank (--expert-parallel)"
+            )
     return None
 
 

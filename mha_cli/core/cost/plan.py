@@ -17,7 +17,7 @@ from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.memory import MemoryPlan, expert_layout, plan_memory
+from mha_cli.core.memory import MemoryPlan, expert_layout, plan_memory, shared_experts_problem
 from mha_cli.core.pipeline import stage_layout, stage_model, stage_params
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
@@ -85,6 +85,8 @@ def plan_serving(
     tp, replicas = resolve_layout(target, tp, pp)
     if deployment.expert_parallel and model.moe is None:
         raise BadInputError(f"--expert-parallel spreads routed experts and {model.name} has none: leave it out")
+    if deployment.expert_parallel and (problem := shared_experts_problem(model, tp, replicas, True)) is not None:
+        raise BadInputError(problem)  # asked for: not quietly priced as copies
     experts = expert_layout(model, tp, replicas, deployment)
     if experts is not None and (problem := tp_shard_problem(model, tp, experts)) is not None:
         raise BadInputError(problem)
@@ -117,6 +119,11 @@ def plan_serving(
     if model.context_length and context > model.context_length:
         prediction.notes.append(f"isl + osl ({context:,}) exceed the {model.context_length:,} tokens {model.name} was"
                                 " trained for")  # fmt: skip
+    if experts is not None and replicas > 1 and experts.ranks == tp:
+        prediction.notes.append(
+            f"the {replicas} replicas each hold their own copy of the experts (separate servers: the launch line is"
+            " one of them, behind a load balancer)"
+        )
     if pp > 1:
         prediction.notes.append(
             f"pp {pp}: each stage holds {stage.n_layers} layers; the memory plan is the heaviest stage's, counting the"

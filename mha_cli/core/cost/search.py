@@ -218,10 +218,13 @@ def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec
     rules were the ones priced: one server per replica, an fp8 cache set in its ``--extra_llm_api_options`` file)."""
     d, engine = plan.deployment, plan.memory.engine
     context = plan.isl + plan.osl
+    # MoE replicas that cannot share the experts run as separate servers: one line per replica, no data parallel
+    copies = d.expert_ranks is not None and d.expert_ranks == d.tp and d.replicas > 1
+    dp = 1 if copies else d.replicas
     running = max(1, plan.running_per_replica)
     budget = str(engine.max_num_batched_tokens)
     vllm = ["vllm", "serve", model_id, "--tensor-parallel-size", str(d.tp), "--pipeline-parallel-size", str(d.pp),
-            "--data-parallel-size", str(d.replicas), "--max-model-len", str(context), "--gpu-memory-utilization",
+            "--data-parallel-size", str(dp), "--max-model-len", str(context), "--gpu-memory-utilization",
             f"{engine.gpu_memory_utilization:g}", "--max-num-seqs", str(running), "--max-num-batched-tokens",
             budget]  # fmt: skip
     shared = d.expert_ranks is not None and d.expert_ranks > d.tp  # MoE replicas sharing the experts
@@ -229,7 +232,7 @@ def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec
     # (and, then, --max-running-requests over all of them: its tp worker divides it by --dp-size)
     sglang_tp, sglang_running = (d.expert_ranks, running * d.replicas) if shared else (d.tp, running)
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(sglang_tp),
-              "--pp-size", str(d.pp), "--dp-size", str(d.replicas), "--context-length", str(context),
+              "--pp-size", str(d.pp), "--dp-size", str(dp), "--context-length", str(context),
               "--max-running-requests", str(sglang_running), "--chunked-prefill-size", budget]  # fmt: skip
     if shared:
         sglang.append("--enable-dp-attention")

@@ -300,14 +300,14 @@ def forward_ops(
             Op(name="all-reduce", kind="all_reduce", count=2 * model.n_layers - shared_moe,
                bytes=tokens * d * ACTIVATION_BYTES, flops=0.0, tokens=tokens)
         )  # fmt: skip
+        ops.append(
+            Op(name="logits gather", kind="all_gather", count=1, bytes=logits * vocab_rows * tp * ACTIVATION_BYTES,
+               flops=0.0, tokens=logits, outside_layers=True)
+        )  # fmt: skip
     if shared_moe:  # vLLM's default all2all backend: all-gather the groups' tokens, reduce-scatter the experts' sums
         gathered = groups * tokens * d * ACTIVATION_BYTES
         ops.append(
             Op(name="experts' dispatch and combine", kind="all_gather", count=2 * shared_moe, bytes=gathered,
                flops=0.0, tokens=groups * tokens, ranks=layout.ranks)
-        )  # fmt: skip
-        ops.append(
-            Op(name="logits gather", kind="all_gather", count=1, bytes=logits * vocab_rows * tp * ACTIVATION_BYTES,
-               flops=0.0, tokens=logits, outside_layers=True)
         )  # fmt: skip
     return ops

@@ -213,13 +213,19 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
     fitting = [o for o in pool if o.fits] if must_fit else pool
     windows = any(o.pattern for o in pool)
 
+    def admitted(o: Option) -> int:
+        """Sequences the engine runs at once (0 without a target): what a smaller cache buys on the device."""
+        return 0 if o.plan is None else o.plan.max_sequences
+
     def goal(o: Option) -> tuple:
-        return (o.risk[0], o.kv.bytes_per_sequence) if windows else (o.risk, o.kv.bytes_per_token)
+        # at long context under inference: the lowest risk class, then what the engine admits, then the cache
+        return (o.risk[0], -admitted(o), o.kv.bytes_per_sequence) if windows else (o.risk, o.kv.bytes_per_token)
 
     if fitting:
         chosen = min(fitting, key=goal)
-    else:  # nothing fits: the smallest cache, flagged with the ways out
-        chosen = min(pool, key=lambda o: (o.kv.bytes_per_sequence if windows else o.kv.bytes_per_token, o.risk))
+    else:  # nothing fits: what the engine admits most of (the smallest cache without a target), then the risk
+        chosen = min(pool, key=lambda o: (-admitted(o), o.kv.bytes_per_sequence if windows else o.kv.bytes_per_token,
+                                          o.risk))  # fmt: skip
     rows = []
     for o in options:
         if o is chosen:
