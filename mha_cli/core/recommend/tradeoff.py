@@ -223,6 +223,8 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
 
     if fitting:
         chosen = min(fitting, key=goal)
+    elif ctx.target is not None and not any(admitted(o) for o in pool):  # the weights are what does not fit
+        chosen = min(pool, key=lambda o: (o.risk, o.kv.bytes_per_token))  # a smaller cache would not help
     else:  # nothing fits: what the engine admits most of (the smallest cache without a target), then the risk
         chosen = min(pool, key=lambda o: (-admitted(o), o.kv.bytes_per_sequence if windows else o.kv.bytes_per_token,
                                           o.risk))  # fmt: skip
@@ -392,7 +394,12 @@ def _record_inference(ctx: Context, chosen: Option, rows: list[Option]) -> None:
             f" candidate that does ({format_bytes(chosen.plan.kv_bytes_per_device)})"
         )
     else:
-        message = f"no candidate fits batch {r.batch}: kept the smallest cache, {chosen.label}"
+        if chosen.plan is not None and not chosen.plan.weights_fit:
+            message = (
+                f"no candidate fits batch {r.batch}, its weights the problem: kept the lowest risk, {chosen.label}"
+            )
+        else:
+            message = f"no candidate fits batch {r.batch}: kept {chosen.label}, which the engine admits most of"
     ctx.trace.fire(
         "MHA022",
         message,
