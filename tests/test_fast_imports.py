@@ -28,8 +28,10 @@ FAST = [
     ["recommend", "--params", "7B", "--target", "a100"],
     ["check", "llama-3-8b", "--json"],
     ["skill"],
+    ["families", "--json"],
 ]
-JSON_WITHOUT_RICH = [["kv", "llama-3-8b", "--json"], ["targets", "--json"], ["presets", "--json"], ["schema"]]
+JSON_WITHOUT_RICH = [["kv", "llama-3-8b", "--json"], ["targets", "--json"], ["presets", "--json"], ["schema"],
+                     ["families", "--json"]]  # fmt: skip
 
 
 def heavy_modules(args: list[str]) -> set[str]:

@@ -177,3 +177,22 @@ def test_a_family_cycle_longer_than_the_model_takes_its_first_layers():
     model = import_hf_config(config).model
     assert [model.layer_kind(i) for i in range(2)] == ["local", "local"]
     assert model.n_global_layers == 0
+
+
+@pytest.mark.parametrize("use_bias", [True, False])
+def test_starcoder2_weights_equal_transformers(use_bias):
+    """StarCoder2's MLP is plain (c_fc, c_proj) under LayerNorm with biases: priced as a gated Llama MLP it was
+    80,448 parameters where transformers builds 65,152."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from mha_cli.core.hf_import import import_hf_config
+    from mha_cli.core.params import count_params
+
+    config = transformers.Starcoder2Config(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                           num_key_value_heads=2, intermediate_size=128, vocab_size=100,
+                                           use_bias=use_bias, bos_token_id=0, eos_token_id=0)  # fmt: skip
+    with torch.device("meta"):
+        reference = transformers.AutoModelForCausalLM.from_config(config)
+    assert count_params(import_hf_config(config.to_dict()).model).total == sum(
+        p.numel() for p in reference.parameters()
+    )

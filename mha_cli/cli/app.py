@@ -89,6 +89,7 @@ COMMAND_MODULES: dict[str, str] = {
     "experiment": "mha_cli.cli.experiment_cmd",
     "calibrate": "mha_cli.cli.calibrate_cmd",
     "plan": "mha_cli.cli.plan_cmd",
+    "families": "mha_cli.cli.families_cmd",
 }
 
 

@@ -315,7 +315,7 @@ def _kv_heads(r: _Reader, model_type: str, n_heads: int) -> int:
     return r.count("num_key_value_heads", "num_key_value_heads", "num_kv_heads")
 
 
-def _family_layout(model_type: str) -> dict[str, Any]:
+def family_layout(model_type: str) -> dict[str, Any]:
     """Facts a family's config.json does not spell out: MLP kind, norms, biases, tying."""
     if model_type == "cohere2":  # parallel attention + MLP after one LayerNorm
         return {"norm": "layernorm", "n_norms_per_layer": 1}
@@ -331,6 +331,8 @@ def _family_layout(model_type: str) -> dict[str, Any]:
         return {"qkv_bias": True}
     if model_type == "gpt_oss":
         return {"qkv_bias": True, "o_bias": True}
+    if model_type == "starcoder2":  # c_fc -> GELU -> c_proj, LayerNorm, biases everywhere (use_bias, default true)
+        return {"mlp": "plain", "norm": "layernorm", "qkv_bias": True, "o_bias": True, "mlp_bias": True}
     return {}
 
 
@@ -371,7 +373,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     vocab = r.get("vocab_size")
     if vocab is None:  # a KV figure does not need it: price the cache, say the weights leave the embeddings out
         vocab = r.assume(1, "vocab_size absent: embeddings not counted (weights understated by vocab x hidden_size)")
-    layout = _family_layout(model_type)
+    layout = family_layout(model_type)
 
     d_ff = _dense_width(r, model_type)
     if d_ff is None:
@@ -406,6 +408,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     }
     if r.get("attention_bias") is not None:
         fields["qkv_bias"] = fields["o_bias"] = bool(r.get("attention_bias"))
+    if model_type == "starcoder2" and r.get("use_bias") is False:
+        fields["qkv_bias"] = fields["o_bias"] = fields["mlp_bias"] = False
     if model_type == "falcon" and r.get("bias"):
         fields["qkv_bias"] = fields["o_bias"] = fields["mlp_bias"] = True
 

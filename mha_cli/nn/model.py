@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mha_cli.core.decoder_omissions import omitted_details
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.core.tensor_parallel import kv_heads_per_rank, tp_split_problem
 from mha_cli.nn.attention import Attention, CosSin
@@ -38,7 +39,6 @@ from mha_cli.nn.mla import build_mla
 from mha_cli.nn.mlp import MLP
 from mha_cli.nn.moe import build_moe
 from mha_cli.nn.norms import RMSNorm, make_norm
-from mha_cli.nn.omitted import omitted_details
 from mha_cli.nn.rope import RotaryEmbedding
 from mha_cli.nn.row_parallel import Reduce, identity
 from mha_cli.nn.vocab_parallel import VocabParallelEmbedding, gather_logits

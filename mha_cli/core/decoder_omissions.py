@@ -37,6 +37,10 @@ _GPT_OSS = [
     "gpt-oss's clamped SwiGLU (alpha 1.702, (up + 1) gating)",
 ]
 _DEEPSEEK_V3 = ["DeepSeek-V3's multi-token-prediction module (not counted by count_params either)"]
+_STARCODER2 = [
+    "StarCoder2's MLP is c_fc / c_proj with tanh GELU and its norms LayerNorm, under its own names; here"
+    " Llama's names and exact GELU"
+]
 _LLAMA4 = [
     "Llama 4's chunked attention (attention_chunk_size tokens on its RoPE layers): built attending to every earlier"
     " token, although the cache is priced at one chunk",
@@ -85,6 +89,8 @@ def omitted_details(spec: ModelSpec) -> list[str]:
         details += _DEEPSEEK_V3
     if "llama4" in text or "llama-4" in text:
         details += _LLAMA4
+    if "starcoder2" in text:
+        details += _STARCODER2
     if "smollm3" in text:
         details += _SMOLLM3
     if "olmo2" in text or "olmo-2" in text:
