@@ -71,4 +71,15 @@ def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
     if deployment.target:
         target = resolve_target(deployment.target).target
         notes += bf16_notes(target, weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype)
+    if model.recurrent is not None:
+        notes.append(MIXER_WEIGHTS_NOTE.format(kind=model.recurrent.kind))
     return notes
+
+
+MIXER_WEIGHTS_NOTE = (
+    "weights approximate: each {kind} layer's mixer is counted as an attention layer of this shape (against"
+    " transformers on small configs: Jamba +60%, Falcon-H1 -59%, Granite-4.0-H -25%, Qwen3-Next -1.5%, MiniMax -1.9%);"
+    " the cache and state figures are exact"
+)
+"""Said wherever a model with fixed-state layers is priced: ``count_params`` does not count their mixers' own
+weights (measured with the families' transformers config classes, ``tests/test_family_weights.py``)."""

@@ -1,0 +1,61 @@
+"""Weights priced from a config.json against transformers itself: each family's config class with small widths,
+its causal LM built on the meta device (nothing allocated, nothing downloaded), its parameters counted.
+
+The attention families must equal it exactly; the families with fixed-state layers are approximate (their mixers
+are counted as attention layers) by the amounts ``core.deployment.MIXER_WEIGHTS_NOTE`` states, which a user sees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from mha_cli.core.hf_import import import_hf_config  # noqa: E402
+from mha_cli.core.params import count_params  # noqa: E402
+
+SMALL = {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "intermediate_size": 512, "vocab_size": 512}  # fmt: skip
+
+
+def _counts(model_type: str) -> tuple[int, int]:
+    """(transformers' parameters, ours) for ``model_type``'s config class at small widths."""
+    config = transformers.AutoConfig.for_model(model_type)
+    for field, value in SMALL.items():  # only the fields the family has (GPT-2 spells them n_embd, n_inner, ...)
+        if getattr(config, field, None) is not None:
+            setattr(config, field, value)
+    for listed in ("layer_types", "layers_block_type"):  # per-layer lists the class filled for its default depth
+        if isinstance(getattr(config, listed, None), list):
+            with contextlib.suppress(AttributeError):  # a derived property on some classes
+                setattr(config, listed, getattr(config, listed)[: SMALL["num_hidden_layers"]])
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    return sum(p.numel() for p in model.parameters()), count_params(import_hf_config(config.to_dict()).model).total
+
+
+@pytest.mark.parametrize(
+    "model_type",
+    ["llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gpt2", "falcon", "starcoder2",
+     "llama4_text"],
+)  # fmt: skip
+def test_attention_families_weigh_what_transformers_builds(model_type):
+    reference, ours = _counts(model_type)
+    assert ours == reference
+
+
+@pytest.mark.parametrize(
+    ("model_type", "stated"),
+    [("jamba", 60), ("falcon_h1", -59), ("granitemoehybrid", -25), ("qwen3_next", -1.5), ("minimax", -1.9)],
+)
+def test_fixed_state_families_are_off_by_what_the_note_says(model_type, stated):
+    from mha_cli.core.deployment import MIXER_WEIGHTS_NOTE
+
+    reference, ours = _counts(model_type)
+    off = 100 * (ours - reference) / reference
+    assert abs(off - stated) < 1, off
+    assert f"{stated:+g}%" in MIXER_WEIGHTS_NOTE
