@@ -49,7 +49,8 @@ class FamilySupport(Record):
 
     model_type: str
     priced: str
-    """``KV`` or ``KV + state (Mamba)``: what the calculator prices (per-token K/V, and a fixed state)."""
+    """``KV`` or ``KV + state (Mamba); weights approximate``: what the calculator prices (per-token K/V, a fixed
+    state; the mixers' own weights are not counted, ``core.deployment.MIXER_WEIGHTS_NOTE``)."""
     built: bool
     """Whether the torch decoder builds the family's geometry."""
     differences: list[str]
@@ -77,7 +78,7 @@ def family_support() -> list[FamilySupport]:
         unbuilt = f"{state} layers" if state else UNBUILT_LAYERS.get(model_type)
         rows.append(
             FamilySupport(
-                model_type=model_type, priced=f"KV + state ({state})" if state else "KV",
+                model_type=model_type, priced=f"KV + state ({state}); weights approximate" if state else "KV",
                 built=state is None, differences=omitted_details(_representative(model_type)),
                 equal_to_transformers=EQUAL_TO_TRANSFORMERS.get(model_type),
                 verify="yes" if unbuilt is None else f"refused: {unbuilt} (price them with `mha kv`)",
