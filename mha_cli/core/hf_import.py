@@ -202,12 +202,16 @@ def _leading_dense_layers(r: _Reader, n_layers: int) -> int:
     layer after the leading dense ones is read as MoE, and the assumption says so.
     """
     step = r.get("decoder_sparse_step") or 1
-    dense = sorted(set(r.get("mlp_only_layers") or []) | {i for i in range(n_layers) if (i + 1) % step})
+    dense = set(r.get("mlp_only_layers") or []) | {i for i in range(n_layers) if (i + 1) % step}
+    period = r.get("expert_layer_period")  # Jamba: MoE on every period-th layer from the offset
+    if period:
+        offset = r.get("expert_layer_offset") or 0
+        dense |= {i for i in range(n_layers) if (i - offset) % period}
     leading = next((i for i in range(n_layers + 1) if i not in dense), n_layers)
     if len(dense) > leading:
         r.assumptions.append(
-            f"dense MLP layers {dense} (mlp_only_layers / decoder_sparse_step) are not all leading:"
-            f" read as {leading} leading dense layers, the rest MoE"
+            f"dense MLP layers {sorted(dense)} (mlp_only_layers / decoder_sparse_step / expert_layer_period) are not"
+            f" all leading: read as {leading} leading dense layers, the rest MoE (weights overstated)"
         )
     return leading
 
