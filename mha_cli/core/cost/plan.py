@@ -103,7 +103,8 @@ def plan_serving(
     )  # fmt: skip
     engine = memory.engine
     if not engine.starts:
-        raise BadInputError(f"{engine.name} would not start: {engine.refusal}")
+        approximate = "" if model.recurrent is None else " (its weights are approximate: `mha kv` says by how much)"
+        raise BadInputError(f"{engine.name} would not start: {engine.refusal}{approximate}")
     case = ServingCase(
         model=model, isl=isl, osl=osl, concurrency=concurrency, tp=tp, pp=pp, replicas=replicas,
         admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
