@@ -67,6 +67,18 @@ _LEARNED_POSITIONS = [
 ]
 
 
+_BY_NAME: tuple[tuple[tuple[str, ...], list[str]], ...] = (
+    (("phi3", "phi-3"), _PHI3),
+    (("gpt-oss",), _GPT_OSS),
+    (("deepseek-v3",), _DEEPSEEK_V3),
+    (("llama4", "llama-4"), _LLAMA4),
+    (("starcoder2",), _STARCODER2),
+    (("smollm3",), _SMOLLM3),
+    (("olmo2", "olmo-2"), _OLMO2),
+)
+"""Families recognised by name alone (a spelling in the spec's name or source), and what the decoder omits of each."""
+
+
 def _family_text(spec: ModelSpec) -> str:
     return f"{spec.name} {spec.source or ''}".lower().replace("_", "-")
 
@@ -81,20 +93,9 @@ def omitted_details(spec: ModelSpec) -> list[str]:
             details += _GEMMA3
         elif "gemma2" in text or "gemma-2" in text:
             details += _GEMMA2
-    if "phi3" in text or "phi-3" in text:
-        details += _PHI3
-    if "gpt-oss" in text:
-        details += _GPT_OSS
-    if "deepseek-v3" in text:
-        details += _DEEPSEEK_V3
-    if "llama4" in text or "llama-4" in text:
-        details += _LLAMA4
-    if "starcoder2" in text:
-        details += _STARCODER2
-    if "smollm3" in text:
-        details += _SMOLLM3
-    if "olmo2" in text or "olmo-2" in text:
-        details += _OLMO2
+    for names, family_details in _BY_NAME:
+        if any(name in text for name in names):
+            details += family_details
     if "cohere" in text or "command-r" in text:
         details += _COHERE2
     elif "falcon" in text or spec.n_norms_per_layer == 1:

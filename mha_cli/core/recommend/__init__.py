@@ -45,7 +45,7 @@ from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import counted
 from mha_cli.core.schemas import MhaConfig, ModelSpec
 from mha_cli.core.targets import bf16_notes
-from mha_cli.core.ways import WayOut, flag_updates, reprice_all
+from mha_cli.core.ways import FLAG_FIELDS, WayOut, flag_updates, reprice_all
 from mha_cli.core.weight_bytes import model_weight_bytes
 
 __all__ = [
@@ -74,13 +74,8 @@ def flag_unfit(ctx: Context, chosen: Option, kv: KvFootprint, plan: MemoryPlan |
     return ways
 
 
-REQUEST_FLAGS: dict[str, tuple[str, type]] = {
-    "--target": ("target", str), "--tp": ("tp", int), "--weight-dtype": ("weight_dtype", str),
-    "--kv-dtype": ("kv_dtype", str), "--batch": ("batch", int), "--seq": ("seq_len", int),
-    "--gpu-memory-utilization": ("gpu_memory_utilization", float), "--max-num-seqs": ("max_num_seqs", int),
-    "--priority": ("priority", str),
-}  # fmt: skip
-"""The request field each flag a way out names sets."""
+REQUEST_FLAGS: dict[str, tuple[str, type]] = {**FLAG_FIELDS, "--priority": ("priority", str)}
+"""The request field each flag a way out names sets: the deployment's (same names on the request) and the priority."""
 
 
 def _rerun(request: RecommendRequest, words: list[str]) -> tuple[bool, str, int | None]:
