@@ -18,6 +18,9 @@ CASES = [
     (["--params", "1B", "--variant", "MQA"], "llama"),
     (["--params", "2B", "--variant", "MLA"], "deepseek_v3"),  # dense MLA
     (["--params", "2B", "--active-params", "500M"], "qwen3_moe"),
+    # MHA008 (8x sparse: query heads 2 x d_model) and a dense first layer (mlp_only_layers)
+    (["--params", "4B", "--active-params", "500M", "--dense-layers", "1"], "qwen3_moe"),
+    (["--params", "4B", "--active-params", "1B", "--variant", "MLA", "--shared-experts", "1"], "deepseek_v3"),
     (["--params", "4B", "--active-params", "1B", "--variant", "MLA"], "deepseek_v3"),  # MoE MLA
 ]
 
@@ -56,3 +59,10 @@ def test_the_hook_command_recommend_prints_is_a_verify_option(cli, tmp_path):
     data = cli.json("recommend", "--params", "125M", "--out", str(out))
     assert data["testability"]["command"] == f"mha verify {out} --hook"
     assert "--hook" in cli.run("verify", "--help").stdout
+
+
+def test_hf_format_refuses_shared_experts_qwen3_moe_cannot_hold(cli, tmp_path):
+    out = tmp_path / "config.json"
+    args = ("--params", "30B", "--active-params", "3B", "--shared-experts", "1", "--out", str(out), "--format", "hf")
+    result = cli.run("recommend", *args)
+    assert result.exit_code == 2 and "no shared experts" in result.stderr and not out.exists()

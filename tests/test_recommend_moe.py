@@ -18,7 +18,11 @@ def test_30b_a3b_spends_both_budgets_and_counts_by_hand():
     m, spec = result.model, result.config.model
     assert abs(m.total_params - 30e9) <= 0.05 * 30e9 and abs(m.active_params - 3e9) <= 0.05 * 3e9
     assert (m.experts, m.top_k) == (spec.moe.n_experts, spec.moe.n_active_experts) and m.top_k == 8
-    assert m.d_ff_expert == 3 * m.d_model // 8  # k experts together 3 x d_model wide (Qwen3-30B-A3B: 768)
+    # MHA007: a count expert parallelism divides, experts fine-grained (within 1.5x of 3 x d_model / k: 768 at 2048)
+    assert m.experts in (32, 64, 128, 160, 256, 384, 512) and m.experts % 32 == 0
+    assert 1 / 1.5 <= m.d_ff_expert / (3 * m.d_model / 8) <= 1.5
+    # MHA008: 10x sparse, so query heads 2 x d_model wide (Qwen3-30B-A3B: 32 x 128 at 2048)
+    assert m.n_heads * m.head_dim == 2 * m.d_model
     # By hand: per layer attention (q, k, v, o + QK-norm), 2 norms, E gated experts and a d x E router.
     d, layers, e, f = m.d_model, m.n_layers, m.experts, m.d_ff_expert
     attention = d * m.n_heads * m.head_dim * 2 + 2 * d * m.n_kv_heads * m.head_dim + 2 * m.head_dim
@@ -27,6 +31,38 @@ def test_30b_a3b_spends_both_budgets_and_counts_by_hand():
     assert m.total_params == layers * per_layer + embeddings + d
     skipped = layers * (e - 8) * 3 * d * f
     assert m.active_params == m.total_params - skipped - m.vocab_size * d  # the input embedding is a lookup
+
+
+def test_30b_a3b_lands_near_qwen3_30b_a3b_and_cites_moe_rules():
+    """Qwen3-30B-A3B is 2048 x 48 with 32 query / 4 KV heads of 128 and 128 experts of 768 (its config.json)."""
+    result = rec(params="30B", active_params="3B")
+    m = result.model
+    assert m.d_model == 2048 and abs(m.n_layers - 48) <= 0.35 * 48 and (m.n_heads, m.head_dim) == (32, 128)
+    assert m.experts == 128 and abs(m.d_ff_expert - 768) <= 0.25 * 768
+    assert {"MHA007", "MHA008"} <= set(result.rules_fired) and "MHA003" not in result.rules_fired
+
+
+def test_a_denser_moe_keeps_the_dense_shape():
+    """Below 8x sparsity (Mixtral 3.7x) MHA008 does not apply: heads d_model / head_dim wide, dense depth."""
+    result = rec(params="47B", active_params="13B")
+    assert result.model.n_heads * result.model.head_dim == result.model.d_model
+    assert "MHA008" not in result.rules_fired
+
+
+def test_shared_experts_and_dense_layers_are_counted_by_hand():
+    result = rec(params="100B", active_params="10B", shared_experts=1, dense_layers=2)
+    m, spec = result.model, result.config.model
+    assert (m.shared_experts, m.dense_layers) == (1, 2) == (spec.moe.n_shared_experts, spec.moe.n_dense_layers)
+    assert abs(m.total_params - 100e9) <= 0.05 * 100e9 and abs(m.active_params - 10e9) <= 0.05 * 10e9
+    d, layers, e, f = m.d_model, m.n_layers, m.experts, m.d_ff_expert
+    attention = d * m.n_heads * m.head_dim * 2 + 2 * d * m.n_kv_heads * m.head_dim + 2 * m.head_dim
+    moe_layer = attention + 2 * d + (e + 1) * 3 * d * f + d * e  # routed + 1 shared expert, router
+    dense_layer = attention + 2 * d + 3 * d * m.d_ff  # MHA003's SwiGLU
+    assert m.total_params == 2 * dense_layer + (layers - 2) * moe_layer + 2 * m.vocab_size * d + d
+    skipped = (layers - 2) * (e - 8) * 3 * d * f
+    assert m.active_params == m.total_params - skipped - m.vocab_size * d
+    trace = next(entry.message for entry in result.trace if entry.id == "MHA007")
+    assert "+ 1 shared" in trace and "first 2 layers dense" in trace
 
 
 def test_memory_plan_holds_every_expert_and_roofline_reads_the_active_ones():
@@ -74,6 +110,7 @@ def test_dense_designs_have_null_moe_keys(cli):
         (dict(params="30B", active_params="3B", experts=16, top_k=4), "needs more than 16 experts"),
         (dict(params="30B", active_params="3B", experts=8, top_k=8), "--top-k 8 must be below --experts 8"),
         (dict(params="7B", top_k=2), "add --active-params"),
+        (dict(params="7B", shared_experts=1), "add --active-params"),
     ],
 )
 def test_inconsistent_budgets_are_refused_in_one_line(kw, match):

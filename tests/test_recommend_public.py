@@ -32,18 +32,19 @@ def test_there_are_at_least_20_designs_dense_and_moe():
 
 @pytest.mark.parametrize("design", DESIGNS, ids=lambda d: d.name)
 def test_fixture_numbers_give_the_published_parameter_counts(design):
-    """Total within 1.5% of the model card (cards round); active within 10% (cards differ on counting embeddings)."""
+    """Total within 1.5% of the model card (cards round); active within 10% (cards differ on counting embeddings);
+    a card whose name rounds further (ERNIE-4.5-21B-A3B: 21.8B; GLM-4.7-Flash: A3.6B) says by how much."""
     params = count_params(design.spec)
-    assert abs(params.total / design.published_total - 1) < 0.015
+    assert abs(params.total / design.published_total - 1) < (design.card_rounding or 0.015)
     if design.published_active is not None:
-        assert abs(params.active / design.published_active - 1) < 0.10
+        assert abs(params.active / design.published_active - 1) < (design.card_rounding or 0.10)
 
 
-# Floors: the hit rates measured over the 41 designs (the table in benchmarks/public_designs.py); without MHA028's
+# Floors: the hit rates measured over the 48 designs (the table in benchmarks/public_designs.py); without MHA028's
 # window patterns the windows check was 0 of 7 and all checks 19 of 41; without MHA012's small-model shape KV
-# heads were 33 and all checks 20.
-FLOORS = {"head_dim": 31, "kv_heads": 36, "width": 38, "depth": 38, "total": 41, "active": 8, "windows": 4,
-          "all": 24}  # fmt: skip
+# heads were 33 and all checks 20; without MHA008's sparse-MoE shape width was 41 and depth 40 of 48.
+FLOORS = {"head_dim": 37, "kv_heads": 39, "width": 46, "depth": 43, "total": 48, "active": 15, "windows": 4,
+          "all": 27}  # fmt: skip
 
 
 def test_hit_rates_stay_at_or_above_the_floors():

@@ -95,6 +95,7 @@ SCENARIOS = {
     "MHA004": lambda tmp: _rec(params=8_000_000_000),
     "MHA005": lambda tmp: _rec(params=8_000_000_000),
     "MHA007": lambda tmp: _rec(params=30_000_000_000, active_params=3_000_000_000),
+    "MHA008": lambda tmp: _rec(params=30_000_000_000, active_params=3_000_000_000),
     "MHA012": lambda tmp: _rec(params=125_000_000),
     "MHA027": lambda tmp: _rec(params=8_000_000_000),
     "MHA028": lambda tmp: _rec(params=1_000_000_000, seq_len=65536, priority="inference"),

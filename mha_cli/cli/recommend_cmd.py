@@ -118,6 +118,21 @@ TopKOpt = Annotated[
     int | None,
     typer.Option("--top-k", help="MoE: routed experts per token (default 8; a quarter of --experts below 64)."),
 ]
+SharedExpertsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--shared-experts",
+        help="MoE: experts every token uses besides the routed ones, each as wide as a routed expert (default 0,"
+        " as Qwen3-MoE; DeepSeek-V3, Kimi-K2 and GLM-4.5 use 1).",
+    ),
+]
+DenseLayersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--dense-layers",
+        help="MoE: leading layers with a dense MLP instead of experts (default 0; DeepSeek-V3 3, Kimi-K2 1).",
+    ),
+]
 FailIfNoFitOpt = Annotated[
     bool,
     typer.Option("--fail-if-no-fit", help=f"Exit {EXIT_CHECK_FAILED} when the plan does not fit the target."),
@@ -140,6 +155,8 @@ def recommend_command(
     active_params: ActiveParamsOpt = None,
     experts: ExpertsOpt = None,
     top_k: TopKOpt = None,
+    shared_experts: SharedExpertsOpt = None,
+    dense_layers: DenseLayersOpt = None,
     engine: EngineOpt = None,
     gpu_memory_utilization: UtilisationOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
@@ -177,8 +194,9 @@ def recommend_command(
     request = build_request(
         params=params, seq=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
         priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant, active_params=active_params,
-        experts=experts, top_k=top_k, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        experts=experts, top_k=top_k, shared_experts=shared_experts, dense_layers=dense_layers, engine=engine,
+        gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs,
     )  # fmt: skip
     result = recommend(request, config_path=str(out) if out is not None and format == "mha" else None)
     if profile is not None:
@@ -197,8 +215,8 @@ def recommend_command(
             header = "written by: " + command_line(
                 params=params, seq=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
                 priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant,
-                active_params=active_params, experts=experts, top_k=top_k, engine=engine,
-                gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
+                active_params=active_params, experts=experts, top_k=top_k, shared_experts=shared_experts,
+                dense_layers=dense_layers, engine=engine, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
                 max_num_seqs=max_num_seqs, out=out,
             )  # fmt: skip
             write_text_atomic(out, config_text(result.config, out, header=header), force=force)
@@ -266,6 +284,8 @@ def build_request(
     active_params: str | None = None,
     experts: int | None = None,
     top_k: int | None = None,
+    shared_experts: int | None = None,
+    dense_layers: int | None = None,
     engine: str | None = None,
     gpu_memory_utilization: float | None = None,
     max_num_batched_tokens: int | None = None,
@@ -275,8 +295,9 @@ def build_request(
     return RecommendRequest.parse(
         params=params, seq_len=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
         priority=priority, tp=tp, vocab_size=vocab, d_model=d_model, variant=variant, active_params=active_params,
-        experts=experts, top_k=top_k, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        experts=experts, top_k=top_k, shared_experts=shared_experts, dense_layers=dense_layers, engine=engine,
+        gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs,
     )  # fmt: skip
 
 

@@ -76,7 +76,8 @@ def model_table(model: ModelSpec, title: str) -> Table:
         table.add_row(
             "MoE",
             f"{moe.n_experts} experts, {moe.n_active_experts} active"
-            f" + {moe.n_shared_experts} shared, width {moe.d_ff_expert}",
+            f" + {moe.n_shared_experts} shared, width {moe.d_ff_expert}"
+            + (f"; first {moe.n_dense_layers} layers dense (d_ff {model.d_ff})" if moe.n_dense_layers else ""),
         )
     return table
 

@@ -106,6 +106,7 @@ def summarise(model: ModelSpec, total: int, active: int) -> ModelSummary:
         sliding_window=model.sliding_window,
         experts=moe.n_experts if moe else None, top_k=moe.n_active_experts if moe else None,
         d_ff_expert=moe.d_ff_expert if moe else None,
+        shared_experts=moe.n_shared_experts if moe else None, dense_layers=moe.n_dense_layers if moe else None,
     )  # fmt: skip
 
 

@@ -6,8 +6,8 @@ The model type is the transformers architecture that holds the design exactly, s
 - MHA, GQA, MQA, dense: ``llama`` (RMSNorm, SwiGLU, RoPE, no biases, as the recommender designs); with a
   local:global window pattern (MHA028), ``ministral``: Llama's layers with transformers' ``layer_types`` and
   ``sliding_window``;
-- MoE with MHA/GQA/MQA: ``qwen3_moe`` (softmax top-k routing, no shared experts, QK-norm, which the
-  recommender adds to its MoE designs for that reason);
+- MoE with MHA/GQA/MQA: ``qwen3_moe`` (softmax top-k routing, QK-norm, which the recommender adds to its MoE
+  designs for that reason; dense first layers as ``mlp_only_layers``; no shared experts, which are refused);
 - MLA, dense or MoE: ``deepseek_v3`` (a dense MLA design sets ``first_k_dense_replace`` to every layer).
 
 Pure Python: the dict is written as JSON; transformers is needed only to load it (tested in the dev suite).
@@ -82,8 +82,12 @@ def hf_config(model: ModelSpec, *, max_position_embeddings: int) -> dict[str, An
 def _qwen3_moe(model: ModelSpec, common: dict[str, Any]) -> dict[str, Any]:
     moe = model.moe
     assert moe is not None
-    if moe.n_shared_experts or moe.n_dense_layers or not model.qk_norm:
-        raise BadInputError("--format hf: qwen3_moe holds routed experts only, with QK-norm on every layer")
+    if moe.n_shared_experts:
+        raise BadInputError(
+            "--format hf: qwen3_moe has no shared experts: drop --shared-experts, or write our config (--format mha)"
+        )
+    if not model.qk_norm:
+        raise BadInputError("--format hf: qwen3_moe has QK-norm on every layer")
     return {
         "architectures": ["Qwen3MoeForCausalLM"],
         "model_type": "qwen3_moe",
@@ -93,7 +97,7 @@ def _qwen3_moe(model: ModelSpec, common: dict[str, Any]) -> dict[str, Any]:
         "num_experts": moe.n_experts,
         "num_experts_per_tok": moe.n_active_experts,
         "decoder_sparse_step": 1,
-        "mlp_only_layers": [],
+        "mlp_only_layers": list(range(moe.n_dense_layers)),  # the first layers dense, d_ff wide
         "norm_topk_prob": True,
     }
 

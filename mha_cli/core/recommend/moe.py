@@ -16,14 +16,18 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_count
 from mha_cli.core.recommend.result import RecommendRequest
-from mha_cli.core.recommend.shape import MIN_LAYERS, ModelMaker, solve_layers
+from mha_cli.core.recommend.shape import MIN_LAYERS, ModelMaker
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.schemas import ModelSpec
 
 EXPERT_WIDTH_STEP = 64
 FRIENDLY_WIDTH_SPREAD = 1.5
-"""An expert count expert parallelism divides is taken when the expert width it re-solves stays within 1.5x of
-MHA007's (3 x d_model / k); else the count that fills the total stands, rounded to a multiple of 8."""
+"""An expert count expert parallelism divides is preferred when the expert width it re-solves stays within 1.5x of
+MHA007's (3 x d_model / k); if no such count lands the budgets, the count that fills the total stands, rounded to a
+multiple of 8."""
+COARSE_EXPERT_SPREAD = 2.0
+"""MHA007: a width whose experts come out more than 2x off the rule's width (3 x d_model / k) is ranked after the
+widths whose experts stay fine-grained."""
 
 
 @dataclass(frozen=True)
@@ -34,16 +38,20 @@ class MoeBudget:
     active: int
     experts: int | None
     top_k: int
+    shared: int = 0
+    """Shared experts every token uses (--shared-experts), as wide as a routed one."""
+    dense_layers: int = 0
+    """Leading layers with a dense MLP instead of experts (--dense-layers)."""
 
     @classmethod
     def of(cls, request: RecommendRequest) -> MoeBudget | None:
         """None for a dense request; refuses budgets that cannot describe an MoE model, in one line."""
         r = request
         if r.active_params is None:
-            if r.experts is not None or r.top_k is not None:
+            if any(v is not None for v in (r.experts, r.top_k, r.shared_experts, r.dense_layers)):
                 raise BadInputError(
-                    "--experts and --top-k describe a mixture of experts: add --active-params (the parameters one"
-                    " token uses; --params is then the total)"
+                    "--experts, --top-k, --shared-experts and --dense-layers describe a mixture of experts: add"
+                    " --active-params (the parameters one token uses; --params is then the total)"
                 )
             return None
         if r.active_params >= r.params:
@@ -65,7 +73,20 @@ class MoeBudget:
                 f" experts alone can multiply the active budget by at most {r.experts / top_k:.1f} (rule MHA007"
                 " moe-budget); raise --experts, lower --top-k or --params"
             )
-        return cls(total=r.params, active=r.active_params, experts=r.experts, top_k=top_k)
+        return cls(
+            total=r.params, active=r.active_params, experts=r.experts, top_k=top_k,
+            shared=r.shared_experts or 0, dense_layers=r.dense_layers or 0,
+        )  # fmt: skip
+
+    @property
+    def sparsity(self) -> float:
+        """Total over active parameters."""
+        return self.total / self.active
+
+    @property
+    def depth_factor(self) -> float:
+        """MHA008: how much deeper than a dense design of its width the stack should be (1 below the ratio)."""
+        return C.MOE_SPARSE_DEPTH_FACTOR if self.sparsity >= C.MOE_SPARSE_RATIO else 1.0
 
     def expert_width(self, d_model: int) -> int:
         """d_ff of one routed expert when --experts is not given (public designs: k experts ~ 3 x d_model)."""
@@ -81,64 +102,110 @@ def default_top_k(experts: int | None) -> int:
     return max(1, experts // 4)
 
 
-def _moe_block(experts: int, top_k: int, d_ff_expert: int) -> dict:
-    return {"n_experts": experts, "n_active_experts": top_k, "d_ff_expert": d_ff_expert}
+def _moe_block(budget: MoeBudget, experts: int, d_ff_expert: int) -> dict:
+    return {
+        "n_experts": experts, "n_active_experts": budget.top_k, "d_ff_expert": d_ff_expert,
+        "n_shared_experts": budget.shared, "n_dense_layers": budget.dense_layers,
+    }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Linear:
+    """Total and active parameters of the models at one width and expert count, as exact linear functions of m,
+    the MoE layers, and of m x f, the expert width summed over them: total = t0 + t1 m + t2 m f, likewise active.
+    (Every count is linear in both; the dense layers, embeddings and final norm are the constant part.)"""
+
+    t0: float
+    t1: float
+    t2: float
+    a0: float
+    a1: float
+    a2: float
+
+    @classmethod
+    def probe(cls, budget: MoeBudget, make_with: Callable[[dict], ModelMaker], experts: int) -> _Linear:
+        first = budget.dense_layers + 1  # the first depth with one MoE layer
+        step = EXPERT_WIDTH_STEP
+
+        def at(moe_layers: int, width: int) -> tuple[int, int]:
+            params = count_params(make_with(_moe_block(budget, experts, width))(first - 1 + moe_layers))
+            return params.total, params.active
+
+        (t11, a11), (t21, a21), (t12, a12) = at(1, step), at(2, step), at(1, 2 * step)
+        t2, a2 = (t12 - t11) / step, (a12 - a11) / step
+        t1, a1 = t21 - t11 - t2 * step, a21 - a11 - a2 * step
+        return cls(t11 - t1 - t2 * step, t1, t2, a11 - a1 - a2 * step, a1, a2)
+
+    def moe_layers(self, total: int, active: int) -> float:
+        """The (fractional) MoE layers at which both budgets are met exactly."""
+        # total - active = dt0 + dt1 m + dt2 (m f)  =>  m f = (total - active - dt0 - dt1 m) / dt2; put into active.
+        dt0, dt1, dt2 = self.t0 - self.a0, self.t1 - self.a1, self.t2 - self.a2
+        return (active - self.a0 - self.a2 * (total - active - dt0) / dt2) / (self.a1 - self.a2 * dt1 / dt2)
+
+    def expert_width(self, total: int, active: int, moe_layers: int) -> float:
+        """The expert width that spends total - active over ``moe_layers`` MoE layers."""
+        dt0, dt1, dt2 = self.t0 - self.a0, self.t1 - self.a1, self.t2 - self.a2
+        return (total - active - dt0 - dt1 * moe_layers) / (dt2 * moe_layers)
 
 
 def solve_moe(budget: MoeBudget, make_with: Callable[[dict], ModelMaker]) -> ModelSpec | None:
     """The MoE model at one width and attention: ``make_with(moe_block)`` gives the depth -> model maker.
 
     Returns None when no depth and expert count land both budgets within tolerance."""
+    if budget.experts is not None:
+        return _with_count(budget, make_with, budget.experts)
+    d_model = make_with(_moe_block(budget, budget.top_k + 1, EXPERT_WIDTH_STEP))(1).d_model
+    rule_width = budget.expert_width(d_model)
+    friendly = _friendly_count(budget, make_with, rule_width)
+    if friendly is not None:
+        return friendly
+    # No count expert parallelism divides lands: the count that fills the total at the rule's width, rounded to a
+    # multiple of 8, else itself.
     k = budget.top_k
-    probe = make_with(_moe_block(max(k + 1, 2), k, EXPERT_WIDTH_STEP))(1)
-    d_model = probe.d_model
-    if budget.experts is None:
-        d_ff_expert = budget.expert_width(d_model)
-        # Depth from the active budget (experts not yet known: the router's d_model x E weights are a rounding error).
-        model = solve_layers(budget.active, make_with(_moe_block(k + 1, k, d_ff_expert)), active=True)
-        if model is None:
-            return None
-        per_expert = count_params(model).mlp_moe_per_layer // (k + 1)  # one expert's MLP (+ its router row)
-        spare = budget.total - count_params(model).total
-        experts = k + 1 + round(spare / (model.n_layers * per_expert))
-        if experts <= k:
-            return None
-        # MHA007: a count expert parallelism divides (the nearest two of EP_FRIENDLY_EXPERTS), its width re-solved
-        friendly = sorted((c for c in C.EP_FRIENDLY_EXPERTS if c > k), key=lambda c: abs(math.log(c / experts)))
-        for count in friendly[:2]:
-            candidate = _with_count(budget, make_with, count, d_model)
-            # kept fine-grained: the re-solved width within FRIENDLY_WIDTH_SPREAD of the rule's
-            spread = math.log(FRIENDLY_WIDTH_SPREAD)
-            if candidate and candidate.moe and abs(math.log(candidate.moe.d_ff_expert / d_ff_expert)) <= spread:
-                return candidate
-        rounded = round(experts / 8) * 8
-        for count in ([rounded] if rounded > k else []) + [experts]:
-            candidate = make_with(_moe_block(count, k, d_ff_expert))(model.n_layers)
-            if _within(budget, candidate):
-                return candidate
+    line = _Linear.probe(budget, make_with, k + 1)
+    per_expert = line.t2 - line.a2  # probed with k + 1 experts: the one a token skips, per unit width and MoE layer
+    moe_layers = (budget.active - line.a0) / (line.a1 + line.a2 * rule_width)
+    if moe_layers < 1:
         return None
-    return _with_count(budget, make_with, budget.experts, d_model)
+    experts = k + 1 + round((budget.total - line.t0 - moe_layers * (line.t1 + line.t2 * rule_width))
+                            / (moe_layers * per_expert * rule_width))  # fmt: skip
+    rounded = round(experts / 8) * 8
+    for count in dict.fromkeys(([rounded] if rounded > k else []) + ([experts] if experts > k else [])):
+        candidate = _with_count(budget, make_with, count)
+        if candidate is not None:
+            return candidate
+    return None
 
 
-def _with_count(
-    budget: MoeBudget, make_with: Callable[[dict], ModelMaker], experts: int, d_model: int
-) -> ModelSpec | None:
-    """The model with ``experts`` routed experts whose width and depth land both budgets (None when none does)."""
-    k = budget.top_k
-    # The expert width f spends total - active over the E - k experts a token skips, so the k experts it uses
-    # hold k (total - active) / (E - k) whatever the depth; the depth spends the rest.
-    make_thin = make_with(_moe_block(experts, k, EXPERT_WIDTH_STEP))
-    one, two = count_params(make_thin(1)).active, count_params(make_thin(2)).active
-    per_layer = two - one - k * 3 * d_model * EXPERT_WIDTH_STEP  # attention, norms, router
-    fixed = one - (two - one)
-    used_by_experts = k * (budget.total - budget.active) / (experts - k)
-    exact = (budget.active - fixed - used_by_experts) / per_layer
-    for n_layers in dict.fromkeys((2 * round(exact / 2), round(exact), round(exact) + 1, round(exact) - 1)):
-        if not MIN_LAYERS <= n_layers <= C.MAX_LAYERS:
+def _friendly_count(budget: MoeBudget, make_with: Callable[[dict], ModelMaker], rule_width: int) -> ModelSpec | None:
+    """MHA007: the model with an expert count expert parallelism divides, its width re-solved to fill the total.
+
+    Kept first: a width within FRIENDLY_WIDTH_SPREAD of the rule's (fine-grained), then a count 32-way expert
+    parallelism divides, then the width nearest the rule's. None when no such count lands both budgets."""
+    spread = math.log(FRIENDLY_WIDTH_SPREAD)
+    scored = []
+    for count in C.EP_FRIENDLY_EXPERTS:
+        if count <= budget.top_k:
             continue
-        spare_per_width = 3 * d_model * (experts - k) * n_layers
-        d_ff_expert = max(EXPERT_WIDTH_STEP, round((budget.total - budget.active) / spare_per_width / 64) * 64)
-        model = make_with(_moe_block(experts, k, d_ff_expert))(n_layers)
+        model = _with_count(budget, make_with, count)
+        if model is None or model.moe is None:
+            continue
+        miss = abs(math.log(model.moe.d_ff_expert / rule_width))
+        scored.append((miss > spread, count % C.EP_WIDE_DIVISOR != 0, miss, count, model))
+    return min(scored, key=lambda row: row[:4])[-1] if scored else None
+
+
+def _with_count(budget: MoeBudget, make_with: Callable[[dict], ModelMaker], experts: int) -> ModelSpec | None:
+    """The model with ``experts`` routed experts whose width and depth land both budgets (None when none does)."""
+    line = _Linear.probe(budget, make_with, experts)
+    exact = budget.dense_layers + line.moe_layers(budget.total, budget.active)
+    for n_layers in dict.fromkeys((2 * round(exact / 2), round(exact), round(exact) + 1, round(exact) - 1)):
+        moe_layers = n_layers - budget.dense_layers
+        if not MIN_LAYERS <= n_layers <= C.MAX_LAYERS or moe_layers < 1:
+            continue
+        width = line.expert_width(budget.total, budget.active, moe_layers)
+        d_ff_expert = max(EXPERT_WIDTH_STEP, round(width / EXPERT_WIDTH_STEP) * EXPERT_WIDTH_STEP)
+        model = make_with(_moe_block(budget, experts, d_ff_expert))(n_layers)
         if _within(budget, model):
             return model
     return None

@@ -29,7 +29,8 @@ _OPTION_NAMES = {
     "params": "--params", "seq_len": "--seq", "target": "--target", "batch": "--batch", "kv_dtype": "--kv-dtype",
     "weight_dtype": "--weight-dtype", "priority": "--priority", "tp": "--tp", "vocab_size": "--vocab",
     "d_model": "--d-model", "variant": "--variant", "active_params": "--active-params", "experts": "--experts",
-    "top_k": "--top-k", "engine": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
+    "top_k": "--top-k", "shared_experts": "--shared-experts", "dense_layers": "--dense-layers", "engine": "--engine",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
     "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
 }  # fmt: skip
 
@@ -65,6 +66,10 @@ class RecommendRequest(Record):
     """MoE: routed experts per layer; default: the number that fills the total."""
     top_k: Annotated[int, Field(ge=1, le=1 << 10)] | None = None
     """MoE: routed experts per token; default 8 (a quarter of the experts below 64)."""
+    shared_experts: Annotated[int, Field(ge=0, le=16)] | None = None
+    """MoE: experts every token uses besides the routed ones, each as wide as a routed expert; default 0."""
+    dense_layers: Annotated[int, Field(ge=0, le=64)] | None = None
+    """MoE: leading layers with a dense MLP (DeepSeek's first_k_dense_replace); default 0."""
     engine: Annotated[EngineName, BeforeValidator(engine_name)] | None = None
     """Serving engine whose memory rules plan the deployment (``DeploymentSpec.engine``)."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
@@ -112,6 +117,10 @@ class ModelSummary(Record):
     """MoE only: routed experts per token (None for dense designs)."""
     d_ff_expert: int | None = None
     """MoE only: hidden width of one routed expert."""
+    shared_experts: int | None = None
+    """MoE only: experts every token uses besides the routed ones, each ``d_ff_expert`` wide."""
+    dense_layers: int | None = None
+    """MoE only: leading layers with a dense MLP of ``d_ff`` instead of experts."""
 
 
 class InitPlan(Record):

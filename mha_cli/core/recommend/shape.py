@@ -125,10 +125,12 @@ def build_model(
     tied: bool,
     moe: dict | None = None,
     small: bool = False,
+    query_width_multiple: int = 1,
 ) -> ModelSpec:
     """A Llama-style model (RMSNorm, SwiGLU, RoPE, no biases) with the given attention (and MoE MLP, if any);
-    ``small``: MHA012's narrower MLP."""
-    n_heads = d_model // head_dim
+    ``small``: MHA012's narrower MLP; ``query_width_multiple``: MHA008's query heads, that many times d_model wide
+    together (MLA keeps d_model / head_dim heads)."""
+    n_heads = d_model // head_dim * (1 if variant == "MLA" else query_width_multiple)
     fields: dict[str, Any] = dict(
         name="recommended", source="mha recommend", d_model=d_model, n_layers=n_layers, n_heads=n_heads,
         vocab_size=vocab, d_ff=mlp_width(d_model, small), tied_embeddings=tied,
@@ -159,16 +161,19 @@ class Frame:
     moe: dict | None = field(default=None, compare=False)
     small: bool = False
     """MHA012: a dense budget below 1B (the narrower MLP)."""
+    query_width_multiple: int = 1
+    """MHA008: the query heads together are this many times d_model wide (a sparse MoE: 2)."""
 
     @property
     def n_heads(self) -> int:
-        return self.d_model // self.head_dim
+        return self.d_model // self.head_dim * self.query_width_multiple
 
     def maker(self, variant: Variant, n_kv_heads: int) -> ModelMaker:
         def make(n_layers: int) -> ModelSpec:
             return build_model(
                 d_model=self.d_model, n_layers=n_layers, head_dim=self.head_dim, variant=variant,
                 n_kv_heads=n_kv_heads, vocab=self.vocab, tied=self.tied, moe=self.moe, small=self.small,
+                query_width_multiple=self.query_width_multiple,
             )  # fmt: skip
 
         return make
@@ -196,9 +201,10 @@ def solve_layers(budget: int, make: ModelMaker, *, active: bool = False) -> Mode
     return None
 
 
-def depth_miss(model: ModelSpec) -> float:
-    """How far the depth is from public practice at this width: |log(n_layers / ideal depth)|."""
-    return abs(math.log(model.n_layers / ideal_depth(model.d_model)))
+def depth_miss(model: ModelSpec, depth_factor: float = 1.0) -> float:
+    """How far the depth is from public practice at this width: |log(n_layers / (ideal depth x depth_factor))|
+    (``depth_factor``: MHA008's deeper stacks of sparse MoE designs, 1 for the others)."""
+    return abs(math.log(model.n_layers / (ideal_depth(model.d_model) * depth_factor)))
 
 
 def record_depth(trace: Trace, model: ModelSpec, budget: int, revised_by: str = "", *, active: bool = False) -> None:

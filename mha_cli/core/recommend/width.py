@@ -7,6 +7,8 @@ size. Widths whose heads do not split over an explicit --tp are skipped, and the
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 
 from mha_cli.core.errors import BadInputError
@@ -14,7 +16,7 @@ from mha_cli.core.quantities import format_count
 from mha_cli.core.recommend.budget import refuse_budget
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.kv_heads import balanced_kv_heads, provisional_attention
-from mha_cli.core.recommend.moe import MoeBudget, solve_moe
+from mha_cli.core.recommend.moe import COARSE_EXPERT_SPREAD, MoeBudget, solve_moe
 from mha_cli.core.recommend.shape import (
     MIN_LAYERS,
     Frame,
@@ -45,9 +47,7 @@ def solve_at(ctx: Context, frame: Frame, variant: Variant, n_kv: int, moe: MoeBu
     """The model at ``frame`` with this attention whose depth spends the budget (MoE: both budgets)."""
     if moe is None:
         return solve_layers(ctx.request.params, frame.maker(variant, n_kv))
-    return solve_moe(
-        moe, lambda block: Frame(frame.d_model, frame.head_dim, frame.vocab, frame.tied, moe=block).maker(variant, n_kv)
-    )
+    return solve_moe(moe, lambda block: dataclasses.replace(frame, moe=block).maker(variant, n_kv))
 
 
 def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) -> Shape:
@@ -59,14 +59,18 @@ def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) ->
         return _fixed_width(ctx, vocab, tied, moe, budget, (low, high))
     scored: list[tuple[bool, float, int, ModelSpec, Frame]] = []
     for d_model in ladder():
-        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=ctx.small)
+        frame = Frame(
+            d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=ctx.small,
+            query_width_multiple=query_width_multiple(moe, r.variant),
+        )  # fmt: skip
         if r.variant == "GQA" and balanced_kv_heads(frame.n_heads) is None:
             continue  # --variant GQA: a head count with no divisor between 1 and itself has no GQA (5 heads)
         variant, n_kv = provisional_attention(frame.n_heads, r.variant, ctx.small)
         model = solve_at(ctx, frame, variant, n_kv, moe)
         if model is not None:
             outside = not low <= d_model / model.n_layers <= high
-            scored.append((outside, _odd_experts(model, moe), depth_miss(model), d_model, model, frame))
+            miss = depth_miss(model, moe.depth_factor if moe else 1.0)
+            scored.append((outside, _odd_experts(model, moe), miss, d_model, model, frame))
     if not scored:
         refuse_budget(ctx, budget, vocab, tied, moe)
     # inside the band first, then (MoE) an expert count expert parallelism divides, then nearest public practice
@@ -94,12 +98,20 @@ def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) ->
     )
 
 
+def query_width_multiple(moe: MoeBudget | None, variant: Variant | None) -> int:
+    """MHA008: query heads twice d_model wide for a sparse MoE (not MLA, whose heads MHA030 sizes), else 1."""
+    if moe is None or variant == "MLA" or moe.sparsity < C.MOE_SPARSE_RATIO:
+        return 1
+    return C.MOE_SPARSE_QUERY_MULTIPLE
+
+
 def _odd_experts(model: ModelSpec, moe: MoeBudget | None) -> bool:
-    """MHA007: an MoE design whose routed-expert count is not one expert parallelism divides (``--experts`` as
-    given never is)."""
+    """MHA007: an MoE design whose routed-expert count is not one expert parallelism divides, or whose experts are
+    not fine-grained (more than COARSE_EXPERT_SPREAD x off the rule's width); ``--experts`` as given never is."""
     if moe is None or moe.experts is not None or model.moe is None:
         return False
-    return model.moe.n_experts not in C.EP_FRIENDLY_EXPERTS
+    coarse = abs(math.log(model.moe.d_ff_expert / moe.expert_width(model.d_model))) > math.log(COARSE_EXPERT_SPREAD)
+    return coarse or model.moe.n_experts not in C.EP_FRIENDLY_EXPERTS
 
 
 def _fixed_width(
@@ -108,7 +120,10 @@ def _fixed_width(
     """--d-model: the depth that spends the budget at that width, refused outside the aspect band (MHA005)."""
     r = ctx.request
     assert r.d_model is not None
-    frame = Frame(d_model=r.d_model, head_dim=head_dim_for(r.d_model), vocab=vocab, tied=tied, small=ctx.small)
+    frame = Frame(
+        d_model=r.d_model, head_dim=head_dim_for(r.d_model), vocab=vocab, tied=tied, small=ctx.small,
+        query_width_multiple=query_width_multiple(moe, r.variant),
+    )  # fmt: skip
     if r.tp is not None and frame.n_heads % r.tp:
         raise BadInputError(
             f"--tp {r.tp} does not divide the {frame.n_heads} heads of --d-model {r.d_model} (rule MHA024"
@@ -139,7 +154,10 @@ def nearest_sane_width(
     assert r.d_model is not None
     low, high = band
     for d_model in sorted(ladder(), key=lambda w: abs(w - r.d_model)):
-        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=ctx.small)
+        frame = Frame(
+            d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=ctx.small,
+            query_width_multiple=query_width_multiple(moe, r.variant),
+        )  # fmt: skip
         if r.tp is not None and frame.n_heads % r.tp:
             continue
         variant, n_kv = provisional_attention(frame.n_heads, r.variant, ctx.small)
@@ -159,13 +177,16 @@ def _record(
     *,
     fixed: bool,
 ) -> None:
-    d_model, depth = model.d_model, ideal_depth(model.d_model)
+    factor = moe.depth_factor if moe is not None else 1.0
+    d_model, depth = model.d_model, ideal_depth(model.d_model) * factor
     low, high, _source = band
     how = (
         "fixed by --d-model"
         if fixed
         else f"the width whose budget-filling depth is nearest the {depth:.0f} layers public designs use at it"
     )
+    if factor != 1.0 and not fixed:
+        how += f" ({ideal_depth(d_model):.0f} x {factor:g}, MHA008)"
     ctx.trace.fire(
         "MHA001",
         f"d_model {d_model}, {model.n_layers} layers: {how}",
@@ -198,18 +219,38 @@ def _record(
     elif model.moe is None:  # an MoE design's MLP is its experts (MHA007)
         ctx.trace.fire("MHA003", f"SwiGLU d_ff {model.d_ff} = {C.FFN_MULTIPLIER} x {d_model}", d_ff=model.d_ff)
     ctx.trace.fire("MHA010", f"head_dim {frame.head_dim} at width {d_model}", head_dim=frame.head_dim)
-    ctx.trace.fire("MHA011", f"{frame.n_heads} heads = {d_model} / {frame.head_dim}", n_heads=frame.n_heads)
+    multiple = frame.query_width_multiple
+    wider = f"{multiple} x " if multiple > 1 else ""
+    ctx.trace.fire("MHA011", f"{frame.n_heads} heads = {wider}{d_model} / {frame.head_dim}", n_heads=frame.n_heads)
     if moe is not None and model.moe is not None:
         block = model.moe
-        how_many = "--experts" if moe.experts is not None else "the number that fills the total"
+        how_many = (
+            "--experts" if moe.experts is not None
+            else "a count expert parallelism divides" if block.n_experts in C.EP_FRIENDLY_EXPERTS
+            else "the number that fills the total"
+        )  # fmt: skip
+        extras = f" + {block.n_shared_experts} shared" if block.n_shared_experts else ""
+        extras += f", the first {block.n_dense_layers} layers dense (d_ff {model.d_ff})" if block.n_dense_layers else ""
         ctx.trace.fire(
             "MHA007",
             f"{block.n_experts} experts ({how_many}) of d_ff {block.d_ff_expert}, top-{block.n_active_experts}"
-            f" per token: width, depth and attention spend the {format_count(moe.active)} active budget, the"
-            f" experts the {format_count(moe.total)} total",
+            f" per token{extras}: width, depth and attention spend the {format_count(moe.active)} active budget,"
+            f" the experts the {format_count(moe.total)} total",
             n_experts=block.n_experts,
             top_k=block.n_active_experts,
             d_ff_expert=block.d_ff_expert,
+            shared_experts=block.n_shared_experts,
+            dense_layers=block.n_dense_layers,
         )
+        if moe.sparsity >= C.MOE_SPARSE_RATIO:
+            queries = f"{frame.n_heads} query heads ({multiple} x d_model), " if multiple > 1 else ""
+            ctx.trace.fire(
+                "MHA008",
+                f"a sparse MoE ({moe.sparsity:.1f}x as many parameters as it activates): {queries}depth nearest"
+                f" {C.MOE_SPARSE_DEPTH_FACTOR:g} x the dense designs' at this width",
+                sparsity=round(moe.sparsity, 2),
+                query_width_multiple=multiple,
+                depth_factor=C.MOE_SPARSE_DEPTH_FACTOR,
+            )
     record_depth(ctx.trace, model, budget, active=moe is not None)
     assert model.n_layers >= MIN_LAYERS

@@ -71,6 +71,22 @@ MOE_MANY_EXPERTS = 64
 EP_FRIENDLY_EXPERTS = (8, 16, 32, 64, 128, 160, 256, 384, 512)
 """MHA007: routed-expert counts 8-way expert parallelism divides and public MoE designs use (Mixtral 8, OLMoE 64,
 Qwen3-MoE 128, DeepSeek-V2 160, DeepSeek-V3 256, Kimi K2 384); from 32 on, 16- and 32-way divide them too."""
+EP_WIDE_DIVISOR = 32
+"""MHA007: counts 32-way expert parallelism divides (so 8- and 16-way too) are preferred; 8 and 16 only when no
+such count lands the budgets."""
+MOE_SPARSE_RATIO = 8.0
+"""MHA008: an MoE design whose total is at least this many times its active parameters is sparse."""
+MOE_SPARSE_DEPTH_FACTOR = 1.8
+"""MHA008: sparse MoE designs are deeper than the dense designs of their width, by the median of n_layers over
+MHA001's depth at that width across nine public sparse designs (1.81): Kimi-K2 and DeepSeek-V3 0.93, gpt-oss-120b
+1.30, GLM-4.5-Air 1.44, GLM-4.7-Flash 1.81, Qwen3-30B-A3B 1.85, MiniMax-M2 2.21, GLM-4.7 2.30, Qwen3-235B-A22B 2.94.
+Below the ratio public designs keep the dense depth (median 1.02: OLMoE 0.62, gpt-oss-20b 0.87, Mixtral 1.00,
+ERNIE-4.5-21B-A3B 1.03, DeepSeek-V2-Lite 1.04, Llama-4-Scout 1.20)."""
+MOE_SPARSE_QUERY_MULTIPLE = 2
+"""MHA008: a sparse MoE's query heads are together this many times d_model wide (the median over its GQA designs:
+Qwen3-30B-A3B 32 x 128 = 2 x 2048, Qwen3-235B-A22B 64 x 128 = 2 x 4096, MiniMax-M2 48 x 128 = 2 x 3072, GLM-4.7
+96 x 128 = 2.4 x 5120, GLM-4.5-Air 96 x 128 = 3 x 4096; gpt-oss-120b 64 x 64 = 1.4 x 2880); below the ratio 1x
+(Mixtral, OLMoE, ERNIE-4.5-21B-A3B, Llama-4-Scout)."""
 MOE_ACTIVE_FFN_MULTIPLIER = 3.0
 """The k active experts together are this many times d_model wide (Qwen3-30B-A3B: 8 x 768 = 3 x 2048;
 Qwen3-235B-A22B: 8 x 1536 = 3 x 4096; DeepSeek-V3: 9 x 2048 = 2.6 x 7168)."""
@@ -167,19 +183,43 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="MHA007", name="moe-budget", topic="shape", severity="info", scope="recommend",
-        condition="--active-params is given (--params is then the total); --experts and --top-k optional.",
+        condition="--active-params is given (--params is then the total); --experts, --top-k, --shared-experts "
+        "and --dense-layers optional.",
         action=f"Width, depth and attention spend the active budget; top-k defaults to {MOE_DEFAULT_TOP_K} "
-        f"(a quarter of the experts below {MOE_MANY_EXPERTS}); without --experts each routed expert is "
-        f"{MOE_ACTIVE_FFN_MULTIPLIER:g} x d_model / k wide and the expert count that fills the total is moved to "
-        "the nearest count expert parallelism divides ("
+        f"(a quarter of the experts below {MOE_MANY_EXPERTS}); without --experts the count is one expert "
+        "parallelism divides ("
         + ", ".join(str(c) for c in EP_FRIENDLY_EXPERTS)
-        + "), the expert width re-solved to fill the total (else a multiple of 8, else the count itself); with "
-        "--experts the expert width fills it. The trace cites this rule, not MHA003, for the MLP. Budgets that cannot "
-        "describe an MoE (active >= total, k >= E, total / active above E / k) are refused in one line.",
+        + f"), its width re-solved to fill the total: kept first a width within {1.5:g}x of "
+        f"{MOE_ACTIVE_FFN_MULTIPLIER:g} x d_model / k (fine-grained), then a count {EP_WIDE_DIVISOR}-way expert "
+        "parallelism divides, then the width nearest; only when none lands, the count that fills the total (a "
+        "multiple of 8, else itself). With --experts the expert width fills the total. No shared expert and no "
+        "dense layer by default (Qwen3-MoE, MiniMax-M2, gpt-oss); --shared-experts N adds N experts every token "
+        "uses, each as wide as a routed one, and --dense-layers N makes the first N layers dense (MHA003's d_ff), "
+        "both counted in the active budget. The trace cites this rule, not MHA003, for the MLP. Budgets that "
+        "cannot describe an MoE (active >= total, k >= E, total / active above E / k) are refused in one line.",
         rationale="Most large designs of 2025-26 are mixtures of experts: attention and the residual stream are "
-        "sized by what one token computes, memory by every expert.",
+        "sized by what one token computes, memory by every expert. Counts 8-, 16- and 32-way expert parallelism "
+        "divide spread the experts evenly over the ranks. Qwen3-MoE dropped Qwen2-MoE's shared expert; DeepSeek, "
+        "Kimi and GLM keep one and a few dense first layers, so both are options, not defaults.",
         reference="Qwen3-30B-A3B (128 experts, top-8, 768 = 3 x 2048 / 8), Qwen3-235B-A22B (128, top-8, 1536), "
-        "DeepSeek-V3 (256 + 1 shared, top-8), Mixtral-8x7B (8, top-2), gpt-oss (32/128, top-4) config.json files.",
+        "DeepSeek-V3 (256 + 1 shared, top-8, 3 dense layers), Kimi-K2 (384 + 1, 1 dense), GLM-4.5 (160 + 1, 3 dense),"
+        " MiniMax-M2 (256, top-8), Mixtral-8x7B (8, top-2), gpt-oss (32/128, top-4) config.json files; Yang et al. "
+        "2025 (Qwen3 technical report: no shared experts).",
+    ),
+    Rule(
+        id="MHA008", name="sparse-moe-shape", topic="shape", severity="info", scope="recommend",
+        condition=f"An MoE budget whose total is at least {MOE_SPARSE_RATIO:g}x its active parameters.",
+        action=f"The query heads are {MOE_SPARSE_QUERY_MULTIPLE} x d_model / head_dim (MLA keeps its own), and "
+        f"MHA001 looks for the width whose budget-filling depth is nearest {MOE_SPARSE_DEPTH_FACTOR:g} x the depth "
+        "dense designs use at it.",
+        rationale="Public sparse MoE designs put more of the active budget into attention and depth than dense "
+        "designs of their width: their query heads are 2-3x d_model wide and their stacks 1.3-2.9x deeper (median "
+        "1.8x over nine designs), while those activating an eighth or more of their parameters keep the dense "
+        "shape (median 1.02x over six).",
+        reference="Qwen3-30B-A3B 2048 x 48 (32 x 128 heads), Qwen3-235B-A22B 4096 x 94 (64 x 128), MiniMax-M2 "
+        "3072 x 62 (48 x 128), GLM-4.5-Air 4096 x 46 (96 x 128), GLM-4.7 5120 x 92 (96 x 128), GLM-4.7-Flash 2048 x "
+        "47, gpt-oss-120b 2880 x 36, DeepSeek-V3 and Kimi-K2 7168 x 61; Mixtral, OLMoE, ERNIE-4.5-21B-A3B, "
+        "DeepSeek-V2-Lite, Llama-4-Scout, gpt-oss-20b (config.json files; tests/fixtures/public_designs.yaml).",
     ),
     Rule(
         id="MHA010", name="head-dim-by-width", topic="heads", severity="info", scope="recommend",
