@@ -1,0 +1,48 @@
+"""The gated RMSNorm both mixers end with: normalise the mixer's output per group, multiply by silu(gate).
+
+Gated DeltaNet (Qwen3-Next) normalises each value head, then gates (``norm_before_gate``); Mamba-2 gates first,
+then normalises each of its ``n_groups`` groups of channels. The statistics are taken in fp32.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class GatedRMSNorm(nn.Module):
+    """RMS-normalise groups of ``group_size`` channels of the last dimension and gate by silu(gate)."""
+
+    def __init__(
+        self,
+        width: int,
+        eps: float,
+        *,
+        group_size: int | None = None,
+        norm_before_gate: bool,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        self.eps = eps
+        self.group_size = group_size or width
+        self.norm_before_gate = norm_before_gate
+        self.weight = nn.Parameter(torch.ones(width, dtype=dtype, device=device))
+
+    @torch.no_grad()
+    def init_weights(self) -> None:
+        """Unit weight (``build_model``'s ``_init_weights`` calls it after ``to_empty``)."""
+        self.weight.fill_(1.0)
+
+    def forward(self, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+        """x, gate: [..., width]. Returns [..., width] in x's dtype."""
+        x32 = x.float()  # [..., width]
+        if not self.norm_before_gate:
+            x32 = x32 * F.silu(gate.float())
+        groups = x32.unflatten(-1, (-1, self.group_size))  # [..., n_groups, group_size]
+        groups = groups * torch.rsqrt(groups.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        y = self.weight * groups.flatten(-2).to(x.dtype)  # [..., width]
+        if self.norm_before_gate:
+            y = y * F.silu(gate.float())
+        return y.to(x.dtype)
