@@ -217,7 +217,7 @@ def measured_bytes(theirs, ours, config, dtype: torch.dtype, batch: int) -> tupl
         theirs(x[:, :1], cache=cache)
         ours(x[:, :1], state)
     assert state.conv.dtype == dtype and state.recurrent.dtype == torch.float32
-    return state.nbytes_per_sequence(), their_state_bytes(cache) // batch
+    return state.nbytes_per_sequence, their_state_bytes(cache) // batch
 
 
 PRICED = {
@@ -248,7 +248,7 @@ def test_mixer_built_from_the_imported_spec_holds_the_priced_state(config, kv_dt
     mixer = build_mixer(model.recurrent, model.d_model, dtype=DTYPES[kv_dtype])
     theirs = Qwen3NextGatedDeltaNet(config(), 0) if config is qwen3_next_config else Mamba2Mixer(mamba2_config(), 0)
     mixer.load_state_dict(theirs.state_dict(), strict=True)
-    assert mixer.new_state(1).nbytes() == state_bytes_per_layer(model, kv_dtype)
+    assert mixer.new_state(1).nbytes == state_bytes_per_layer(model, kv_dtype)
 
 
 @pytest.mark.parametrize("config", [qwen3_next_config, granite_config])
@@ -285,7 +285,7 @@ def test_control_a_kernel_minus_one_conv_state_is_unequal(kv_dtype):
         D_MODEL, n_key_heads=2, n_value_heads=4, key_head_dim=8, value_head_dim=6, conv_kernel=3,
         dtype=DTYPES[kv_dtype],
     )  # fmt: skip
-    measured = short.new_state(1).nbytes()
+    measured = short.new_state(1).nbytes
     predicted = state_bytes_per_layer(model, kv_dtype)
     assert measured != predicted
     assert predicted - measured == model.recurrent.conv_dim * DTYPES[kv_dtype].itemsize
@@ -308,4 +308,4 @@ def test_control_a_bf16_recurrent_state_is_unequal():
     state = MixerState.zeros(
         1, conv_channels=96, conv_kernel=4, heads=4, rows=16, cols=8, dtype=torch.bfloat16, state_dtype=torch.bfloat16
     )
-    assert state.nbytes() != state_bytes_per_layer(model, "bf16")
+    assert state.nbytes != state_bytes_per_layer(model, "bf16")

@@ -48,10 +48,13 @@ class MixerState:
         """Sequences this state holds."""
         return self.conv.shape[0]
 
+    @property
     def nbytes(self) -> int:
-        """Bytes the two tensors allocate (numel * element_size), all sequences together."""
+        """Bytes the two tensors allocate (numel * element_size), all sequences together (a property, as
+        ``KVCache.nbytes`` is, so ``verify``'s cache accounting reads both alike)."""
         return sum(t.numel() * t.element_size() for t in (self.conv, self.recurrent))
 
+    @property
     def nbytes_per_sequence(self) -> int:
         """Bytes for one sequence: what ``mha_cli.core.kv.state_bytes_per_layer`` prices."""
-        return self.nbytes() // self.batch
+        return self.nbytes // self.batch
