@@ -18,7 +18,9 @@ lookups are all-reduced, the logits gathered. Norms and learned positions are re
 
 Attention and MLP of a layer come from ``build_layer_attention`` and ``build_layer_mlp``: MLA and
 MoE layers are delegated there to ``mha_cli.nn.mla.build_mla`` and ``mha_cli.nn.moe.build_moe``
-(their own TP split; dense layers first where ``moe.n_dense_layers`` says so).
+(their own TP split; dense layers first where ``moe.n_dense_layers`` says so). A ``linear`` layer of a
+hybrid (Qwen3-Next, Granite-4.0-H) gets the fixed-state mixer of ``spec.recurrent`` instead
+(``mha_cli.nn.mixers.build_mixer``, one rank only): its cache slot is a ``MixerState``, not K/V.
 Shapes: ``b`` batch, ``s`` new tokens, ``d`` d_model, ``v`` vocab_size.
 """
 
@@ -35,6 +37,8 @@ from mha_cli.core.decoder_omissions import omitted_details
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.core.tensor_parallel import kv_heads_per_rank, tp_split_problem
 from mha_cli.nn.attention import Attention, CosSin
+from mha_cli.nn.kv_cache import resolve_cache_dtype
+from mha_cli.nn.mixers import build_mixer
 from mha_cli.nn.mla import build_mla
 from mha_cli.nn.mlp import MLP
 from mha_cli.nn.moe import build_moe
@@ -71,7 +75,14 @@ def build_layer_attention(
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> nn.Module:
-    """The attention of layer ``layer`` (rank ``tp_rank``'s shard): ``Attention``, or MLA for an MLA spec."""
+    """The attention of layer ``layer`` (rank ``tp_rank``'s shard): ``Attention``, or MLA for an MLA spec; for a
+    ``linear`` layer the spec's fixed-state mixer (``GatedDeltaNet`` / ``Mamba2``, unsharded: tp 1 only)."""
+    if spec.layer_kind(layer) == "linear":
+        if spec.recurrent is None:
+            raise ValueError(f"layer {layer} is linear but the spec has no recurrent block")
+        if tp_size != 1:
+            raise ValueError(f"a {spec.recurrent.kind} mixer is built on one rank only, not split over tp {tp_size}")
+        return build_mixer(spec.recurrent, spec.d_model, eps=spec.norm_eps, dtype=dtype, device=device)
     if spec.mla is not None:
         return build_mla(spec, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
     n_heads, n_kv_heads = local_heads(spec, tp_rank, tp_size)
@@ -135,6 +146,8 @@ class DecoderLayer(nn.Module):
         # attribute of their own) are kept current by ``DecoderLM.all_reduce``'s setter.
         self._attn_takes_reduce = _takes_reduce(self_attn)
         self._mlp_takes_reduce = _takes_reduce(mlp)
+        self.is_mixer = hasattr(self_attn, "new_state")
+        """A fixed-state mixer (``forward(x, state)``, ``new_state``) in place of attention."""
 
     def forward(
         self, x: torch.Tensor, cache: Any, start_pos: int, cos_sin: CosSin | None, reduce: Reduce
@@ -155,9 +168,19 @@ class DecoderLayer(nn.Module):
     ) -> torch.Tensor:
         if isinstance(self.self_attn, Attention):
             return self.self_attn(h, cache, start_pos, cos_sin=cos_sin, reduce=reduce)
+        if self.is_mixer:  # no cache: a fresh state for this one forward (the whole sequence from position 0)
+            state = self.self_attn.new_state(h.shape[0], dtype=h.dtype) if cache is None else cache
+            return self.self_attn(h, state)  # (b, s, d)
         if self._attn_takes_reduce:  # MLA computes its own RoPE (its own width)
             return self.self_attn(h, cache, start_pos, reduce=reduce)
         return self.self_attn(h, cache, start_pos)
+
+    def new_cache(self, batch: int, max_seq: int, dtype: torch.dtype | str | None = None) -> Any:
+        """The layer's cache: its attention's pre-allocated K/V (sized by ``max_seq``), or a mixer's zero
+        ``MixerState`` (the same for any ``max_seq``; its conv part in ``dtype``, default the weights')."""
+        if self.is_mixer:
+            return self.self_attn.new_state(batch, dtype=None if dtype is None else resolve_cache_dtype(dtype))
+        return self.self_attn.new_cache(batch, max_seq, dtype=dtype)
 
     def _feed_forward(self, h: torch.Tensor, reduce: Reduce) -> torch.Tensor:
         return self.mlp(h, reduce=reduce) if self._mlp_takes_reduce else self.mlp(h)
@@ -278,8 +301,9 @@ class DecoderLM(nn.Module):
         )  # (b, s, v)
 
     def new_cache(self, batch: int, max_seq: int, dtype: torch.dtype | str | None = None) -> list[Any]:
-        """One pre-allocated cache per layer, each sized by its own attention (heads, window, latent)."""
-        return [layer.self_attn.new_cache(batch, max_seq, dtype=dtype) for layer in self.model.layers]
+        """One pre-allocated cache per layer, each sized by its own attention (heads, window, latent), or a
+        linear layer's fixed ``MixerState``."""
+        return [layer.new_cache(batch, max_seq, dtype=dtype) for layer in self.model.layers]
 
 
 # The entry point --------------------------------------------------------------------------------
