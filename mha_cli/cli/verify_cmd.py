@@ -143,7 +143,7 @@ def verify(
     With --hook, also train a scaled copy of the attention on the induction task (the testability hook).
     """
     # Every check that needs no device runs before torch is imported (seconds): bad input is refused at once.
-    from mha_cli.verify.plan import STAGES, check_buildable, deployment_tp_degree, validate_options
+    from mha_cli.verify.plan import STAGES, check_buildable, deployment_tp_degree, refuse_split_hybrid, validate_options
 
     layers_of_hook = hook_layers_to_run(hook, hook_layers, seed)
 
@@ -169,6 +169,7 @@ def verify(
         tp=tp,
     )
     check_buildable(loaded.model, deployment, layers=layers, prefill_tokens=prefill_tokens)
+    refuse_split_hybrid(loaded.model, pp=pp)
     if layers_of_hook is not None:  # after verify's own refusals, which name what the torch ring lacks
         check_hook_copy(loaded.model, layers_of_hook)
     tp_degree = deployment_tp_degree(deployment)

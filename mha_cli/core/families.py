@@ -27,6 +27,8 @@ FIXED_STATE_FAMILIES = {
     "kimi_linear": "KDA",
 }  # fmt: skip
 """Families with layers that keep a fixed per-sequence state, and which mixer keeps it."""
+BUILT_MIXERS = {"Gated DeltaNet", "Mamba-2"}
+"""Fixed-state mixers ``mha verify`` builds (``verify.plan.BUILT_MIXERS``): their state is measured, on one rank."""
 UNBUILT_LAYERS = {"llama4": "chunked attention", "llama4_text": "chunked attention", "gemma3n": "shared K/V",
                   "gemma3n_text": "shared K/V", "deepseek_v32": "an indexer"}  # fmt: skip
 """Families whose attention layers ``mha verify`` does not build (besides the fixed-state ones)."""
@@ -75,13 +77,15 @@ def family_support() -> list[FamilySupport]:
     rows = []
     for model_type in sorted(KNOWN_MODEL_TYPES):
         state = FIXED_STATE_FAMILIES.get(model_type)
-        unbuilt = f"{state} layers" if state else UNBUILT_LAYERS.get(model_type)
+        unbuilt = f"{state} layers" if state and state not in BUILT_MIXERS else UNBUILT_LAYERS.get(model_type)
+        built_state = state in BUILT_MIXERS
         rows.append(
             FamilySupport(
                 model_type=model_type, priced=f"KV + state ({state}); weights approximate" if state else "KV",
-                built=state is None, differences=omitted_details(_representative(model_type)),
+                built=state is None or built_state, differences=omitted_details(_representative(model_type)),
                 equal_to_transformers=EQUAL_TO_TRANSFORMERS.get(model_type),
-                verify="yes" if unbuilt is None else f"refused: {unbuilt} (price them with `mha kv`)",
+                verify=(f"refused: {unbuilt} (price them with `mha kv`)" if unbuilt is not None
+                        else "yes (state measured; one rank, one stage)" if built_state else "yes"),
             )
         )  # fmt: skip
     return rows

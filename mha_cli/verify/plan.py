@@ -290,21 +290,47 @@ class _Sizer:
         return weights + self.cache(n_layers, batch, seq) + workspace
 
 
+BUILT_MIXERS = ("gated_deltanet", "mamba2")
+"""Recurrent kinds whose ``linear`` layers the torch ring builds (``mha_cli.nn.mixers.BUILT_KINDS``, kept torch-free)."""
+
+
 def refuse_unbuilt_layers(model: ModelSpec) -> None:
-    """The torch ring builds global and sliding-window attention (MHA/GQA/MQA/MLA): refuse, in one line, a model
-    with chunked, linear-attention / state-space, KV-sharing or indexer layers (``mha kv`` prices them)."""
+    """The torch ring builds global and sliding-window attention (MHA/GQA/MQA/MLA) and Gated DeltaNet / Mamba-2
+    ``linear`` layers: refuse, in one line, a model with chunked, other linear-attention / state-space, parallel-hybrid,
+    KV-sharing or indexer layers (``mha kv`` prices them)."""
     kinds = {model.layer_kind(i) for i in range(model.n_layers)}
-    unbuilt = sorted(kinds - {"global", "local"})
-    if model.recurrent is not None and model.recurrent.on_attention_layers:
-        unbuilt.append(f"{model.recurrent.kind} beside attention")
+    built = {"global", "local"}
+    recurrent = model.recurrent
+    if recurrent is not None and recurrent.kind in BUILT_MIXERS and recurrent.state_dtype == "fp32":
+        built.add("linear")
+    unbuilt = sorted(kinds - built)
+    if "linear" in unbuilt and recurrent is not None:
+        unbuilt[unbuilt.index("linear")] = f"linear ({recurrent.kind})"
+    if recurrent is not None and recurrent.on_attention_layers:
+        unbuilt.append(f"{recurrent.kind} beside attention")
     if model.n_kv_shared_layers:
         unbuilt.append("shared K/V")
     if model.mla is not None and model.mla.indexer is not None:
         unbuilt.append("indexer")
     if unbuilt:
         raise BadInputError(
-            f"mha verify builds global and sliding-window attention only; {model.name} has {', '.join(unbuilt)}"
-            " layers: price its cache with `mha kv` instead"
+            "mha verify builds global and sliding-window attention and Gated DeltaNet / Mamba-2 layers only;"
+            f" {model.name} has {', '.join(unbuilt)} layers: price its cache with `mha kv` instead"
+        )
+
+
+def has_state_layers(model: ModelSpec) -> bool:
+    """Whether any layer keeps a fixed per-sequence state (a hybrid's linear layers)."""
+    return any(model.holds_state(i) for i in range(model.n_layers))
+
+
+def refuse_split_hybrid(model: ModelSpec, *, tp: int = 1, pp: int | None = None) -> None:
+    """A hybrid's mixers are built on one rank, one stage: refuse ``--tp`` / ``--pp`` above 1 in one line."""
+    splits = [f"--{name} {degree}" for name, degree in (("tp", tp), ("pp", pp or 1)) if degree > 1]
+    if splits and has_state_layers(model):
+        raise BadInputError(
+            f"mha verify builds {model.name}'s {model.recurrent.kind} layers unsplit: run it without"
+            f" {' and '.join(splits)} (one rank, one stage)"
         )
 
 
@@ -323,6 +349,7 @@ def check_buildable(
     Returns one rank's shape (``shard_model``). Raises ``BadInputError`` (exit 2).
     """
     refuse_unbuilt_layers(model)
+    refuse_split_hybrid(model, tp=deployment_tp_degree(deployment))
     torch_dtype_name(deployment.kv_dtype)
     rank_shape = shard_model(model, deployment_tp_degree(deployment), deployment.mla_cache)
     validate_options(layers=layers, prefill_tokens=prefill_tokens)

@@ -10,7 +10,9 @@ the model's own ``new_cache`` (sized from its layers' attributes, never from ``c
 their bytes; prefill ``plan.prefill_tokens`` random token ids through the stack, writing the cache
 (timed; on CUDA the allocator's peak recorded); decode one token at a time at position seq_len - 1
 (each step feeds the previous step's argmax: a real generation step, timed); compare cached decode
-with the full forward on a fresh small cache.
+with the full forward on a fresh small cache. A hybrid's linear layer's cache is its fixed ``MixerState``
+(conv and recurrent state), allocated by the same ``new_cache``; its bytes are also summed apart
+(``measured_state_bytes``).
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from torch import nn
 
 from mha_cli.nn.dispatch import count_dispatches
 from mha_cli.nn.kv_cache import CACHE_DTYPES
+from mha_cli.nn.mixers import MixerState
 from mha_cli.nn.sdpa import record_sdpa_backends
 from mha_cli.verify import measure
 from mha_cli.verify.build import build_stack
 from mha_cli.verify.numerics import check_cached_decode
-from mha_cli.verify.plan import VerifyPlan
+from mha_cli.verify.plan import VerifyPlan, has_state_layers
 from mha_cli.verify.report import CacheFill, RankResult, TimingStats
 
 DECODE_WARMUP = 3
@@ -71,6 +74,7 @@ def measure_rank(
     caches = model.new_cache(batch, seq, dtype=dtype)
     after_cache = probe.allocated() if probe else 0
     layer_cache = [cache.nbytes for cache in caches]
+    measured_state = sum(cache.nbytes for cache in caches if isinstance(cache, MixerState))
 
     on_stage("prefill")
     before_prefill = probe.allocated() if probe else 0
@@ -90,10 +94,11 @@ def measure_rank(
         )
 
     allocator = None
-    if probe:
+    if probe:  # a hybrid's weight prediction is approximate: the allocator is held to the measured tensors
+        weights_expected = measured_weights if has_state_layers(plan.model) else plan.predicted_weight_bytes
         allocator = measure.allocator_check(
             baseline=baseline, after_weights=after_weights, after_cache=after_cache, before_prefill=before_prefill,
-            prefill_peak=prefill_peak, weights_expected=plan.predicted_weight_bytes + sum(b.nbytes for b in buffers),
+            prefill_peak=prefill_peak, weights_expected=weights_expected + sum(b.nbytes for b in buffers),
             weights_tensors=len(parameters) + len(buffers), cache_expected=plan.predicted_cache_bytes,
             cache_tensors=sum(max(1, len(measure.tensors_of(cache))) for cache in caches),
             predicted_workspace=plan.workspace_bytes,
@@ -102,7 +107,7 @@ def measure_rank(
         tp_rank=tp_rank, tp_size=tp_size, n_layers_built=plan.n_layers_built, measured_weight_bytes=measured_weights,
         layer_weight_bytes=layer_weights, non_layer_weight_bytes=measured_weights - sum(layer_weights),
         buffer_bytes=sum(b.nbytes for b in buffers), measured_cache_bytes=sum(layer_cache),
-        layer_cache_bytes=layer_cache, cache_fill=cache_fill(plan), prefill=prefill, decode=decode,
+        layer_cache_bytes=layer_cache, measured_state_bytes=measured_state, cache_fill=cache_fill(plan), prefill=prefill, decode=decode,
         numerics=numerics,
         sdpa_backends={"prefill": prefill_backends, "decode": decode_backends,
                        "numerics": sorted(set(numerics_backends))},
@@ -162,4 +167,6 @@ def cache_fill(plan: VerifyPlan) -> CacheFill:
             f" time does not depend on the values it reads; --prefill-tokens {seq} fills them all)"
         )
     how += f"; position {seq - 1} by each timed decode step, which attends to all {seq:,}"
+    if has_state_layers(plan.model):
+        how += "; the linear layers' fixed state (no positions) updated in place by the prefill and every step"
     return CacheFill(prefilled_tokens=prefilled, decode_position=seq - 1, unwritten_tokens=unwritten, how=how)

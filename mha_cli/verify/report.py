@@ -156,6 +156,8 @@ class RankResult(BaseModel):
     measured_cache_bytes: int
     layer_cache_bytes: list[int]
     """nbytes of each built layer's cache."""
+    measured_state_bytes: int = 0
+    """Of measured_cache_bytes, the linear layers' fixed states (``MixerState.nbytes``: conv + recurrent)."""
     cache_fill: CacheFill
     prefill: TimingStats
     decode: TimingStats
@@ -206,7 +208,15 @@ class VerifyReport(BaseModel):
     measured_cache_bytes: int
     """Sum of the caches' nbytes, sized by ``new_cache`` from the layers' own attributes."""
     predicted_bytes_per_token_per_layer: int
-    """One built layer, one token, one rank (core.kv)."""
+    """One built layer that caches tokens, one token, one rank (core.kv)."""
+    predicted_state_bytes: int = 0
+    """Of predicted_cache_bytes, the fixed state of the built linear layers, the whole batch, one rank (core.kv's
+    ``state_bytes_per_layer``); 0 without such layers."""
+    measured_state_bytes: int = 0
+    """Of measured_cache_bytes, the built linear layers' ``MixerState`` bytes (conv + recurrent state)."""
+    weights_approximate: bool = False
+    """True for a model with fixed-state layers: ``count_params`` counts each mixer as an attention layer
+    (``core.deployment.MIXER_WEIGHTS_NOTE``), so the weights are reported, not checked."""
     cache_fill: CacheFill
     allocator: AllocatorCheck | None
     """CUDA only; None elsewhere."""

@@ -14,17 +14,25 @@ from collections.abc import Callable
 import torch
 
 from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.deployment import MIXER_WEIGHTS_NOTE
 from mha_cli.core.errors import OutOfMemoryError
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.nn.device import device_name, is_out_of_memory, resolve_device
 from mha_cli.verify import measure
-from mha_cli.verify.plan import USABLE_FRACTION, VerifyPlan, device_free_bytes, make_plan, validate_options
+from mha_cli.verify.plan import (
+    USABLE_FRACTION,
+    VerifyPlan,
+    device_free_bytes,
+    has_state_layers,
+    make_plan,
+    validate_options,
+)
 from mha_cli.verify.prediction import Prediction, active_profile, predict_stack
 from mha_cli.verify.rank import measure_rank
 from mha_cli.verify.report import MemoryPrecheck, RankResult, ScopeFigures, VerifyReport
-from mha_cli.verify.scopes import assemble, decode_bytes_read
+from mha_cli.verify.scopes import assemble, decode_bytes_read, state_bytes, token_bytes_per_layer
 
 GIB = 2**30
 
@@ -102,11 +110,13 @@ def build_report(
     peak, peak_source = _peak_bandwidth(device)
     roofline_ms = None if peak is None else decode_bytes / peak * 1e3
 
-    checks = {
-        "weight_bytes_match": rank.measured_weight_bytes == plan.predicted_weight_bytes,
-        "cache_bytes_match": rank.measured_cache_bytes == plan.predicted_cache_bytes,
-        "numerics": rank.numerics.passed,
-    }
+    hybrid = has_state_layers(plan.model)  # weights approximate (mixers counted as attention): reported, not checked
+    predicted_state = state_bytes(plan, n_built)
+    checks = {} if hybrid else {"weight_bytes_match": rank.measured_weight_bytes == plan.predicted_weight_bytes}
+    checks["cache_bytes_match"] = rank.measured_cache_bytes == plan.predicted_cache_bytes
+    if hybrid:
+        checks["state_bytes_match"] = rank.measured_state_bytes == predicted_state
+    checks["numerics"] = rank.numerics.passed
     if rank.allocator is not None:
         checks["allocator_weights"] = rank.allocator.weights_ok
         checks["allocator_cache"] = rank.allocator.cache_ok
@@ -130,7 +140,8 @@ def build_report(
         weight_bytes_per_layer=rank.layer_weight_bytes[0],
         predicted_weight_bytes_per_layer=plan.predicted_layer_weight_bytes[plan.weight_kind(0)],
         predicted_cache_bytes=plan.predicted_cache_bytes, measured_cache_bytes=rank.measured_cache_bytes,
-        predicted_bytes_per_token_per_layer=plan.predicted.bytes_per_token_per_rank // n_built,
+        predicted_bytes_per_token_per_layer=token_bytes_per_layer(plan), predicted_state_bytes=predicted_state,
+        measured_state_bytes=rank.measured_state_bytes, weights_approximate=hybrid,
         cache_fill=rank.cache_fill, allocator=rank.allocator, precheck=_precheck(plan), per_rank=per_rank,
         whole_model=whole,
         prefill_tokens=plan.prefill_tokens, prefill_note=plan.prefill_note, prefill_ms=rank.prefill.median_ms,
@@ -147,7 +158,8 @@ def build_report(
         prediction_profile=profile[1] if prediction is None else f"{prediction.profile} ({prediction.profile_kind})",
         prediction_how=None if prediction is None else prediction.how,
         sdpa_backends=rank.sdpa_backends, numerics=rank.numerics, thresholds=thresholds, checks=checks,
-        check_details=_check_details(checks, plan, rank, whole, thresholds), passed=all(checks.values()),
+        check_details=_check_details(checks, plan, rank, whole, thresholds, predicted_state),
+        passed=all(checks.values()),
         notes=_notes(plan, rank, per_rank) + _prediction_notes(prediction, profile, rank),
     )  # fmt: skip
 
@@ -193,7 +205,12 @@ def _peak_bandwidth(device: torch.device) -> tuple[float | None, str]:
 
 
 def _check_details(
-    checks: dict[str, bool], plan: VerifyPlan, rank: RankResult, whole: ScopeFigures, thresholds: dict[str, float]
+    checks: dict[str, bool],
+    plan: VerifyPlan,
+    rank: RankResult,
+    whole: ScopeFigures,
+    thresholds: dict[str, float],
+    predicted_state: int = 0,
 ) -> dict[str, str]:
     """Each check's figure against its limit, e.g. ``whole-model cache 128.0 MiB > 0.001 GiB``."""
 
@@ -201,14 +218,24 @@ def _check_details(
         return holds if checks[name] else fails
 
     numerics = rank.numerics
-    details = {
-        "weight_bytes_match": f"measured {rank.measured_weight_bytes:,} B {sign('weight_bytes_match', '==', '!=')}"
-        f" predicted {plan.predicted_weight_bytes:,} B",
-        "cache_bytes_match": f"measured {rank.measured_cache_bytes:,} B {sign('cache_bytes_match', '==', '!=')}"
-        f" predicted {plan.predicted_cache_bytes:,} B",
-        "numerics": f"relative error {numerics.relative_error:.2e} {sign('numerics', '<=', '>')}"
-        f" tolerance {numerics.tolerance:g}",
-    }
+    details = {}
+    if "weight_bytes_match" in checks:
+        details["weight_bytes_match"] = (
+            f"measured {rank.measured_weight_bytes:,} B {sign('weight_bytes_match', '==', '!=')}"
+            f" predicted {plan.predicted_weight_bytes:,} B"
+        )
+    details["cache_bytes_match"] = (
+        f"measured {rank.measured_cache_bytes:,} B {sign('cache_bytes_match', '==', '!=')}"
+        f" predicted {plan.predicted_cache_bytes:,} B"
+    )
+    if "state_bytes_match" in checks:
+        details["state_bytes_match"] = (
+            f"measured {rank.measured_state_bytes:,} B {sign('state_bytes_match', '==', '!=')}"
+            f" predicted {predicted_state:,} B (fixed state of the built linear layers)"
+        )
+    details["numerics"] = (
+        f"relative error {numerics.relative_error:.2e} {sign('numerics', '<=', '>')} tolerance {numerics.tolerance:g}"
+    )
     allocator = rank.allocator
     if allocator is not None:
         for part in ("weights", "cache"):
@@ -233,6 +260,11 @@ def _check_details(
 
 def _notes(plan: VerifyPlan, rank: RankResult, per_rank: ScopeFigures) -> list[str]:
     notes = list(plan.notes)
+    if has_state_layers(plan.model):
+        notes.append(
+            f"weights not checked: measured {rank.measured_weight_bytes:,} B against a predicted"
+            f" {plan.predicted_weight_bytes:,} B, {MIXER_WEIGHTS_NOTE.format(kind=plan.model.recurrent.kind)}"
+        )
     if plan.tp > 1:
         notes.append(
             f"tp={plan.tp}: the stack is rank {rank.tp_rank}'s shard ({plan.rank_shape.n_heads} query heads,"

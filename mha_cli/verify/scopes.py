@@ -6,51 +6,72 @@ the same MLP kind (dense or MoE); a kind that was not built at all takes the cal
 rank not measured is counted as the measured ones (every rank holds the same shapes under the
 Megatron layout). The decode step of every layer is the built stack's time scaled by the bytes the
 step reads (core's decode roofline: weights touched + cache attended), since decode is memory-bound.
-Each figure says whether it was extrapolated, and how.
+Each figure says whether it was extrapolated, and how. A hybrid's linear layer holds a fixed state (core.kv's
+``state_bytes_per_layer`` per sequence) instead of per-token K/V, and its weights are its own kind.
 """
 
 from __future__ import annotations
 
-from mha_cli.core.kv import tokens_held
+from mha_cli.core.kv import bytes_per_token_per_layer, state_bytes_per_layer, tokens_held
 from mha_cli.core.params import count_params
 from mha_cli.core.roofline import attended_tokens, params_read
 from mha_cli.verify.plan import VerifyPlan, first_layers
 from mha_cli.verify.report import RankResult, ScopeFigures
 
 
+def token_bytes_per_layer(plan: VerifyPlan) -> int:
+    """core.kv's bytes one layer that caches tokens holds per token on one rank (linear layers hold none)."""
+    deployment = plan.deployment
+    return bytes_per_token_per_layer(plan.model, deployment.kv_dtype, deployment.mla_cache, tp=plan.tp)
+
+
+def state_bytes(plan: VerifyPlan, n_layers: int) -> int:
+    """core.kv's fixed state of the model's first ``n_layers`` layers on one rank, the whole batch (0 without)."""
+    per_layer = state_bytes_per_layer(plan.model, plan.deployment.kv_dtype, tp=plan.tp)
+    return plan.deployment.batch * per_layer * sum(plan.model.holds_state(i) for i in range(n_layers))
+
+
 def decode_bytes_read(plan: VerifyPlan, n_layers: int) -> int:
     """Bytes one rank reads in a decode step of its first ``n_layers`` layers (core, not the modules).
 
     The weights the step touches (``params_read``: the batch's embedding rows, every other weight; an
-    MoE layer's expected experts) plus the cache a token at position seq_len - 1 attends to, windows applied.
+    MoE layer's expected experts) plus the cache a token at position seq_len - 1 attends to, windows applied,
+    plus the fixed state of the linear layers (each step reads all of it).
     """
     batch, seq = plan.deployment.batch, plan.deployment.seq_len
     shape = first_layers(plan.rank_shape, n_layers)
     weights, _ = params_read(shape, count_params(shape), batch)
-    per_token_layer = plan.predicted.bytes_per_token_per_rank // plan.n_layers_built
-    cache = batch * attended_tokens(first_layers(plan.model, n_layers), seq) * per_token_layer
-    return round(weights) * plan.value_bytes + cache
+    cache = batch * attended_tokens(first_layers(plan.model, n_layers), seq) * token_bytes_per_layer(plan)
+    return round(weights) * plan.value_bytes + cache + state_bytes(plan, n_layers)
 
 
 def _predicted_layer_cache(plan: VerifyPlan, kind: str) -> int:
-    """core.kv's cache of one layer of ``kind`` on one rank (unpaged)."""
+    """core.kv's cache of one layer of ``kind`` on one rank (unpaged): K/V, or a linear layer's fixed state."""
+    batch = plan.deployment.batch
+    if kind == "linear":
+        return batch * state_bytes_per_layer(plan.model, plan.deployment.kv_dtype, tp=plan.tp)
     window = plan.model.sliding_window if kind == "local" else None
-    per_token_layer = plan.predicted.bytes_per_token_per_rank // plan.n_layers_built
-    return plan.deployment.batch * tokens_held(plan.deployment.seq_len, window) * per_token_layer
+    return batch * tokens_held(plan.deployment.seq_len, window) * token_bytes_per_layer(plan)
 
 
 def rank_all_layers(plan: VerifyPlan, rank: RankResult) -> tuple[int, int]:
-    """(cache bytes, weight bytes) of every layer of the model on this rank, from its measured layers."""
+    """(cache bytes, weight bytes) of every layer of the model on this rank, from its measured layers.
+
+    Weights are grouped by (mixer or attention, MLP kind): a linear layer's weights are not an attention layer's."""
     cache_by_kind: dict[str, int] = {}
-    weights_by_kind: dict[str, int] = {}
+    weights_by_kind: dict[tuple[bool, str], int] = {}
+
+    def weight_key(i: int) -> tuple[bool, str]:
+        return plan.model.layer_kind(i) == "linear", plan.weight_kind(i)
+
     for i, (cache, weights) in enumerate(zip(rank.layer_cache_bytes, rank.layer_weight_bytes, strict=True)):
         cache_by_kind.setdefault(plan.model.layer_kind(i), cache)
-        weights_by_kind.setdefault(plan.weight_kind(i), weights)
+        weights_by_kind.setdefault(weight_key(i), weights)
     cache_total, weights_total = 0, rank.non_layer_weight_bytes
     for i in range(plan.model.n_layers):
         kind, weight_kind = plan.model.layer_kind(i), plan.weight_kind(i)
         cache_total += cache_by_kind.get(kind, _predicted_layer_cache(plan, kind))
-        weights_total += weights_by_kind.get(weight_kind, plan.predicted_layer_weight_bytes[weight_kind])
+        weights_total += weights_by_kind.get(weight_key(i), plan.predicted_layer_weight_bytes[weight_kind])
     return cache_total, weights_total
 
 
