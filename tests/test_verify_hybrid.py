@@ -25,7 +25,9 @@ VERIFY = ("--device", "cpu", "--seq", "16")
 def test_verify_measures_the_state_core_predicts(cli, config):
     report = cli.json("verify", config, *VERIFY, "--layers", "4")  # 3 linear layers and the full-attention one
     kv = cli.json("kv", config, "--seq", "16")
-    assert report["measured_state_bytes"] == report["predicted_state_bytes"] == 3 * kv["kv"]["state_bytes_per_layer"] > 0
+    assert (
+        report["measured_state_bytes"] == report["predicted_state_bytes"] == 3 * kv["kv"]["state_bytes_per_layer"] > 0
+    )
     assert report["measured_cache_bytes"] == report["predicted_cache_bytes"] == kv["total_bytes"]
     assert report["checks"]["state_bytes_match"] and report["checks"]["numerics"] and report["passed"]
     # weights are approximate for fixed-state families (mixers counted as attention): reported, not checked
