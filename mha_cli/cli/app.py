@@ -115,9 +115,45 @@ def _hide_flag_types() -> None:
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
+def _coerce_given_values_only() -> None:
+    """Build a parameter's converter only for a value that was given: typer (0.2x) builds a pydantic TypeAdapter for
+    every parameter of the invoked command before it looks at the value, and ``mha kv`` has 17 options, nearly all
+    left unset (a few ms a run). A single-valued parameter left at None coerces to None (typer's
+    ``RuntimeParam.coerce``), so it needs no adapter; every other value still goes through typer's own."""
+    from typer import core
+
+    param_class = getattr(core, "_TyperParameter", None)
+    build = getattr(core, "build_runtime_param", None)
+    if param_class is None or build is None or getattr(param_class.get_runtime_param, "coerces_lazily", False):
+        return
+
+    class LazyRuntimeParam:
+        """typer's runtime parameter for ``descriptor``, built on the first value that is not None."""
+
+        def __init__(self, descriptor: Any) -> None:
+            self.descriptor = descriptor
+            self.built: Any = None
+
+        def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+            if value is None and not (param.multiple or param.nargs == -1):
+                return None
+            if self.built is None:
+                self.built = build(self.descriptor)
+            return self.built.coerce(value, param=param, ctx=ctx)
+
+    def get_runtime_param(self: Any) -> Any:
+        if self._runtime_param is None:
+            self._runtime_param = LazyRuntimeParam(self.type_descriptor)
+        return self._runtime_param
+
+    get_runtime_param.coerces_lazily = True  # type: ignore[attr-defined]
+    param_class.get_runtime_param = get_runtime_param  # type: ignore[method-assign]
+
+
 def build_app(commands: list[str] | None = None) -> typer.Typer:
     """The typer app with ``commands`` (default: all) registered."""
     _hide_flag_types()
+    _coerce_given_values_only()
     app = typer.Typer(
         name="mha",
         help="Configure transformer attention (MHA, GQA, MQA, MLA) and price its KV cache.",
