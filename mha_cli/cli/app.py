@@ -6,8 +6,6 @@ and exit 70, with the traceback only when ``MHA_DEBUG=1``. Commands never import
 module level.
 """
 
-from __future__ import annotations
-
 import functools
 import importlib
 import os

@@ -1,7 +1,5 @@
 """``mha kv SOURCE``: the KV-cache calculator."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
@@ -101,7 +99,7 @@ def kv(
 R = TypeVar("R", bound="KvReport | RecommendResult")
 
 
-def with_profile(result: R, model: ModelSpec, deployment: DeploymentSpec, profile: str) -> R:
+def with_profile(result: R, model: "ModelSpec", deployment: "DeploymentSpec", profile: str) -> R:
     """``result`` with its latency on ``--profile`` instead of the target's prior (kv and recommend)."""
     from mha_cli.core.cost.latency import latency_or_none
     from mha_cli.core.cost.store import load_profile
@@ -112,7 +110,7 @@ def with_profile(result: R, model: ModelSpec, deployment: DeploymentSpec, profil
     return result.model_copy(update={"latency": latency_or_none(model, result.memory, deployment, chosen)})
 
 
-def render_kv_report(console: Console, report: KvReport) -> None:
+def render_kv_report(console: "Console", report: KvReport) -> None:
     from rich.markup import escape
 
     from mha_cli.cli.render import (
@@ -150,7 +148,7 @@ def render_kv_report(console: Console, report: KvReport) -> None:
     print_table(console, variants_table(report))
 
 
-def variants_table(report: KvReport) -> Table:
+def variants_table(report: KvReport) -> "Table":
     from rich import box
     from rich.table import Table
 
@@ -177,5 +175,5 @@ def variants_table(report: KvReport) -> Table:
     return table
 
 
-def register(registry: CommandRegistry) -> None:
+def register(registry: "CommandRegistry") -> None:
     registry.add("kv", kv)

@@ -6,8 +6,6 @@ Exit codes: 0 with a design (a plan that does not fit the target is flagged, not
 1 with ``--fail-if-no-fit`` when it does not fit; 2 for bad input (nothing is written).
 """
 
-from __future__ import annotations
-
 import functools
 import json as json_module
 import shlex
@@ -241,7 +239,7 @@ SERVED_OUTPUT_TOKENS = 256
 """Output tokens per request of the deployment search (the prompt is the rest of the context)."""
 
 
-def search_for(result: RecommendResult, served: str, ttft_ms: float | None, itl_ms: float | None) -> SearchResult:
+def search_for(result: RecommendResult, served: str, ttft_ms: float | None, itl_ms: float | None) -> "SearchResult":
     """``mha plan``'s search for the recommended design on its target: prompts of the context less
     ``SERVED_OUTPUT_TOKENS`` output tokens (at most half the context). The launch lines serve ``served`` (the
     folder of the config.json ``--format hf`` wrote) with random weights (``--load-format dummy``): the design has
@@ -319,7 +317,7 @@ def _printable(text: str) -> str:
     return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
-def render_recommendation(console: Console, result: RecommendResult, *, explain: bool = True) -> None:
+def render_recommendation(console: "Console", result: RecommendResult, *, explain: bool = True) -> None:
     """The full report, or with ``explain=False`` the short one; a deployment search after either."""
     from mha_cli.cli import render_recommend
 
@@ -331,5 +329,5 @@ def render_recommendation(console: Console, result: RecommendResult, *, explain:
         render_search(console, result.deployment_search)
 
 
-def register(registry: CommandRegistry) -> None:
+def register(registry: "CommandRegistry") -> None:
     registry.add("recommend", recommend_command)

@@ -1,7 +1,5 @@
 """``mha targets``: the hardware database with its sources."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -37,7 +35,7 @@ def targets(
         Output(json).emit(TargetList(targets=list(load_targets().values()), aliases=ALIASES), render_targets)
 
 
-def render_targets(console: Console, result: TargetList) -> None:
+def render_targets(console: "Console", result: TargetList) -> None:
     """One row per target, in 80 columns: the id whole (it is what users type), the name without its vendor."""
     from rich import box
     from rich.table import Table
@@ -68,7 +66,7 @@ def render_targets(console: Console, result: TargetList) -> None:
     console.print(f"[dim]aliases: {aliases}; prefix a count for several devices: 8xh100[/dim]")
 
 
-def render_one(console: Console, result: TargetList) -> None:
+def render_one(console: "Console", result: TargetList) -> None:
     assert result.resolved is not None
     resolved, t = result.resolved, result.resolved.target
     if resolved.alias_note:
@@ -81,5 +79,5 @@ def render_one(console: Console, result: TargetList) -> None:
                       f" {n * t.bf16_tflops_dense:g} dense bf16 TFLOP/s in all")  # fmt: skip
 
 
-def register(registry: CommandRegistry) -> None:
+def register(registry: "CommandRegistry") -> None:
     registry.add("targets", targets)

@@ -21,8 +21,6 @@ an MLA latent (and an indexer key) is not sharded, every rank holds all of it. A
 heads like KV heads (replicated when tp exceeds them), its conv channels evenly over the ranks.
 """
 
-from __future__ import annotations
-
 from mha_cli.core.dtypes import DS_MLA_SCALE_BYTES, DS_MLA_SCALE_GROUP, FP8_DS_MLA, StorageFormat, storage_format
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record

@@ -1,7 +1,5 @@
 """The result of ``mha kv``: a model's KV cache, weights and memory plan under one deployment."""
 
-from __future__ import annotations
-
 from pydantic import computed_field
 
 from mha_cli.core.cost.latency import StepLatency, latency_or_none

@@ -10,8 +10,6 @@ sequences. The sequences that fit are the engine's maximum concurrency (its bloc
 requests only.
 """
 
-from __future__ import annotations
-
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.errors import BadInputError

@@ -11,8 +11,6 @@ Norms: rmsnorm d_model weights, layernorm weights and biases, n_norms_per_layer 
 if untied, plus learned positions if any.
 """
 
-from __future__ import annotations
-
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 

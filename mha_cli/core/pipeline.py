@@ -9,8 +9,6 @@ device's ranks do (``core.tensor_parallel``). ``verify --pp`` builds and measure
 (``mha_cli.nn.pipeline``).
 """
 
-from __future__ import annotations
-
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import count_params
 from mha_cli.core.record import Record

@@ -2,6 +2,12 @@
 
 Schemas are built on first use (``defer_build``), not at import: a command pays only for the
 models it touches, which keeps ``mha kv`` close to the cost of importing its libraries.
+
+The modules that define models, and the command modules typer reads signatures from, do not use
+``from __future__ import annotations``: with it every field's annotation is a string that pydantic (and
+typer, for a command's parameters) compiles and evaluates at class creation, about 0.1 ms a field, some
+10 ms of ``mha kv``'s start-up; without it Python evaluates them from the cached bytecode. A name that is
+defined later, or imported only under ``TYPE_CHECKING``, is quoted where it is used.
 """
 
 from __future__ import annotations

@@ -19,8 +19,6 @@ These are bounds, not predictions: ``core.cost`` predicts (its datasheet ceiling
 its profiles add what real kernels reach and the fixed costs they pay).
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from mha_cli.core.kv import KvFootprint, tokens_held

@@ -10,8 +10,6 @@ Fields left out of a spec are resolved once, at validation: ``n_kv_heads`` from 
 field holds a concrete value, and values derived from them are properties, never stored twice.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Annotated, Literal
 
@@ -104,6 +102,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True, strict=True)
 
 
+class MLAIndexerSpec(_Strict):
+    """DeepSeek-V3.2's lightning indexer: it caches one extra key per token per layer beside the MLA latent."""
+
+    index_head_dim: Width
+    """Width of the indexer's cached key (DeepSeek-V3.2: 128)."""
+
+
 class MLASpec(_Strict):
     """Multi-head latent attention (DeepSeek-V2/V3): K and V are compressed to one shared latent."""
 
@@ -166,7 +171,7 @@ class RopeScaling(_Strict):
     """yarn: round the ramp's ends to whole dimensions (gpt-oss: false)."""
 
     @model_validator(mode="after")
-    def _needs_original_context(self) -> RopeScaling:
+    def _needs_original_context(self) -> "RopeScaling":
         if self.type in ("llama3", "yarn") and self.original_max_position_embeddings is None:
             raise ValueError(f"rope scaling {self.type} needs original_max_position_embeddings")
         if self.type == "llama3" and self.high_freq_factor < self.low_freq_factor:
@@ -196,13 +201,6 @@ def _is_none(value: object) -> bool:
 
 def _is_default_eps(value: object) -> bool:
     return value == DEFAULT_NORM_EPS
-
-
-class MLAIndexerSpec(_Strict):
-    """DeepSeek-V3.2's lightning indexer: it caches one extra key per token per layer beside the MLA latent."""
-
-    index_head_dim: Width
-    """Width of the indexer's cached key (DeepSeek-V3.2: 128)."""
 
 
 class RecurrentSpec(_Strict):
@@ -281,7 +279,7 @@ class MoESpec(_Strict):
     """Groups a token may route to (DeepSeek-V3: 4)."""
 
     @model_validator(mode="after")
-    def _active_within_total(self) -> MoESpec:
+    def _active_within_total(self) -> "MoESpec":
         if self.n_active_experts > self.n_experts:
             raise ValueError(f"n_active_experts ({self.n_active_experts}) must not exceed n_experts ({self.n_experts})")
         if self.n_experts % self.n_group:
@@ -354,7 +352,7 @@ class ModelSpec(_Strict):
     """Context the model was trained for (config.json's max_position_embeddings), if known."""
 
     @model_validator(mode="after")
-    def _resolve_and_check(self) -> ModelSpec:
+    def _resolve_and_check(self) -> "ModelSpec":
         if self.mla is not None and self.variant not in (None, "MLA"):
             raise ValueError(f"variant is {self.variant} but an mla block is given: set variant to MLA or drop mla")
         if self.variant == "MLA" and self.mla is None:

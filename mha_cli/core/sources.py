@@ -1,7 +1,5 @@
 """What a SOURCE argument names: a preset, one of our config files, or a Hugging Face config.json."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -76,7 +74,7 @@ def _with_checkpoint_format(source: ModelSource, stored_as: str | None) -> Model
     )
 
 
-def _import_untrusted(data: dict, path: Path) -> ImportedModel:
+def _import_untrusted(data: dict, path: Path) -> "ImportedModel":
     """``import_hf_config`` on a file from anywhere: a field of an unexpected type or shape (a string where a list
     of layer types belongs, a list where a count does) is bad input, one line, whatever reader trips on it."""
     from mha_cli.core.hf_import import import_hf_config

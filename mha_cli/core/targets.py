@@ -11,8 +11,6 @@ A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``409
 a device count in front (``8xh100``).
 """
 
-from __future__ import annotations
-
 import csv
 import re
 from functools import cache

@@ -1,7 +1,5 @@
 """The same model shape under MHA, GQA, MQA and MLA, for side-by-side KV-cache comparisons."""
 
-from __future__ import annotations
-
 from pydantic import ValidationError
 
 from mha_cli.core.record import Record

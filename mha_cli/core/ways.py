@@ -6,8 +6,6 @@ again. A script reads whether a way fits on its own (``fits``) and what it gives
 ``max_sequences``); the report prints ``text``. Pure Python.
 """
 
-from __future__ import annotations
-
 import shlex
 from collections.abc import Callable
 

@@ -6,8 +6,6 @@ the engine's chunks, on the target's shipped prior (``core.cost.priors``) and on
 deployment ``kv`` and ``recommend`` describe. Pure Python; the cost model is imported only when one is priced.
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING
 
 from mha_cli.core.record import Record
@@ -36,7 +34,7 @@ class StepLatency(Record):
 
 
 def latency_or_none(
-    model: ModelSpec, memory: MemoryPlan, deployment: DeploymentSpec, profile: DeviceProfile | None = None
+    model: "ModelSpec", memory: "MemoryPlan", deployment: "DeploymentSpec", profile: "DeviceProfile | None" = None
 ) -> StepLatency | None:
     """``predict_latency``, or None where the cost model has no layout for it (a tp that does not shard the model:
     the memory plan splits such weights evenly, a layout no engine runs)."""
@@ -49,7 +47,7 @@ def latency_or_none(
 
 
 def predict_latency(
-    model: ModelSpec, memory: MemoryPlan, deployment: DeploymentSpec, profile: DeviceProfile | None = None
+    model: "ModelSpec", memory: "MemoryPlan", deployment: "DeploymentSpec", profile: "DeviceProfile | None" = None
 ) -> StepLatency:
     """``memory``'s deployment of ``model`` (its tp, replicas, batch; ``deployment``'s formats and context) on
     ``profile`` (default: the target's prior; ``--profile``: a calibration)."""

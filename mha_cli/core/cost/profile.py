@@ -16,8 +16,6 @@ A profile holds, for one device and dtype:
 measurements, ``core.cost.priors``) or ``calibrated`` (measured on this machine by ``mha calibrate``). Pure Python.
 """
 
-from __future__ import annotations
-
 import bisect
 import math
 from typing import Literal
@@ -38,7 +36,7 @@ class Curve(Record):
     """Achieved rate at each size (bytes/s or FLOP/s)."""
 
     @model_validator(mode="after")
-    def _points(self) -> Curve:
+    def _points(self) -> "Curve":
         if len(self.sizes) != len(self.rates):
             raise ValueError(f"{len(self.sizes)} sizes but {len(self.rates)} rates: give one rate per size")
         if any(b <= a for a, b in zip(self.sizes, self.sizes[1:], strict=False)):
@@ -61,11 +59,11 @@ class Curve(Record):
         return max(self.rates)
 
     @classmethod
-    def flat(cls, rate: float) -> Curve:
+    def flat(cls, rate: float) -> "Curve":
         return cls(sizes=[1.0], rates=[rate])
 
     @classmethod
-    def saturating(cls, peak: float, half_size: float, sizes: list[float]) -> Curve:
+    def saturating(cls, peak: float, half_size: float, sizes: list[float]) -> "Curve":
         """``peak x size / (size + half_size)`` sampled at ``sizes``: half the peak at ``half_size``."""
         return cls(sizes=sizes, rates=[peak * size / (size + half_size) for size in sizes])
 
@@ -118,7 +116,7 @@ class DeviceProfile(Record):
     """The typical relative error of a prediction from this profile (its uncertainty band is +/- this)."""
     created: str | None = None
 
-    def ceiling(self) -> DeviceProfile:
+    def ceiling(self) -> "DeviceProfile":
         """This profile's best rates everywhere and no fixed costs: the bound no prediction from it goes below."""
         collective = None
         if self.collective is not None:

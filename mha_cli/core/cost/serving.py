@@ -26,8 +26,6 @@ decode steps of the whole batch. Every figure also comes out on the profile's ce
 no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Literal
 

@@ -9,8 +9,6 @@ Each operation is bound by memory or by compute, never both (a kernel overlaps i
 costs add because they are serial on the device's stream. Pure Python.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from mha_cli.core.cost.profile import DeviceProfile

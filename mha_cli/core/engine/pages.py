@@ -19,8 +19,6 @@ The rules, from vLLM V1 (``v1/core/kv_cache_utils.py`` and ``v1/kv_cache_interfa
   layer's blocks for one request (``request_bytes``), and it names the longest length that would fit.
 """
 
-from __future__ import annotations
-
 from collections import Counter
 from typing import Literal
 

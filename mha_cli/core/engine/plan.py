@@ -13,8 +13,6 @@
   non-torch) x free_gpu_memory_fraction; tokens in blocks of ``tokens_per_block`` (32).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 
 from mha_cli.core.engine.activation import forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes

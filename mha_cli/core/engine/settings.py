@@ -4,8 +4,6 @@ Every default is the engine's (read in its source, version named) and every meas
 logs it comes from. Pure Python.
 """
 
-from __future__ import annotations
-
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, EngineName

@@ -1,7 +1,5 @@
 """What ``mha recommend`` takes and returns: the request and the result models."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, computed_field
@@ -77,7 +75,7 @@ class RecommendRequest(Record):
     max_num_seqs: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
 
     @classmethod
-    def parse(cls, **fields: Any) -> RecommendRequest:
+    def parse(cls, **fields: Any) -> "RecommendRequest":
         """Validate ``fields`` (``None`` means the default); every problem is one line naming the option."""
         try:
             return cls.model_validate({key: value for key, value in fields.items() if value is not None})

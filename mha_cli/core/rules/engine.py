@@ -1,7 +1,5 @@
 """The trace of a run: which rules fired, in order, with the values that made them fire."""
 
-from __future__ import annotations
-
 from mha_cli.core.record import Record
 from mha_cli.core.rules.catalog import get_rule
 from mha_cli.core.rules.model import Severity, Topic
