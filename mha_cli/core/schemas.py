@@ -471,8 +471,11 @@ class ModelSpec(_Strict):
         return "global"
 
     def count_layers(self, kind: LayerKind) -> int:
-        """Layers of ``kind``."""
-        return sum(self.layer_kind(i) == kind for i in range(self.n_layers))
+        """Layers of ``kind``: whole repeats of the pattern, then its first ``n_layers % len`` entries."""
+        if not self.layer_pattern:
+            return self.n_layers if self.layer_kind(0) == kind else 0
+        repeats, rest = divmod(self.n_layers, len(self.layer_pattern))
+        return repeats * self.layer_pattern.count(kind) + self.layer_pattern[:rest].count(kind)
 
     def caches_tokens(self, layer: int) -> bool:
         """Whether layer ``layer`` stores per-token K/V of its own (not a linear layer, not a KV-sharing one)."""
