@@ -88,12 +88,18 @@ OPTION_VALUES: dict[str, list[str]] = {
     "--concurrency": ["1", "64", "0", "1048577", "100000"],
     "--pp": ["1", "2", "3", "0", "81"],
     "--engine": ["vllm", "sglang", "trtllm", "tgi"],
+    "--active-params": ["3B", "1B", "500M", "22B", "0"],
+    "--experts": ["8", "64", "128", "3", "4097"],
+    "--top-k": ["1", "2", "8", "0", "64"],
+    "--shared-experts": ["0", "1", "2", "17", "-1"],
+    "--dense-layers": ["0", "1", "3", "65", "-2"],
 }
 COMMAND_OPTIONS: dict[str, list[str]] = {
     "kv": ["--seq", "--batch", "--kv-dtype", "--weight-dtype", "--tp", "--block-size", "--target", "--mla-cache"],
     "check": ["--seq", "--batch", "--kv-dtype", "--weight-dtype", "--tp", "--target"],
     "recommend": ["--seq", "--batch", "--kv-dtype", "--weight-dtype", "--tp", "--target", "--priority", "--vocab",
-                  "--d-model", "--variant"],
+                  "--d-model", "--variant", "--active-params", "--active-params", "--experts", "--top-k",
+                  "--shared-experts", "--dense-layers"],
     "plan": ["--isl", "--osl", "--concurrency", "--tp", "--pp", "--weight-dtype", "--kv-dtype", "--engine"],
 }  # fmt: skip
 

@@ -25,7 +25,8 @@ def _kv(cli, tmp_path, **extra):
     ("field", "value"),
     [("per_layer_config", [{"num_attention_heads": 4}]), ("cross_attention_layers", [1, 3]),
      ("attn_layer_indices", [1, 3]), ("hybrid_override_pattern", "M*M*"), ("full_attn_idxs", [2]),
-     ("conv_L_cache", 3), ("attention_window_size", 2048), ("index_head_dim", 128), ("index_n_heads", 64)],
+     ("conv_L_cache", 3), ("attention_window_size", 2048), ("index_head_dim", 128), ("index_n_heads", 64),
+     ("swa_head_dim", 128), ("swa_num_key_value_heads", 16), ("prompt_length", 32)],
 )  # fmt: skip
 def test_a_field_that_changes_the_cache_and_is_not_read_is_refused_by_name(cli, tmp_path, field, value):
     assert field in UNREAD_FIELDS
@@ -57,3 +58,60 @@ def test_a_value_head_unlike_the_key_head_is_refused_outside_mla(cli, tmp_path):
 def test_an_empty_string_is_an_absent_field_and_a_quoted_width_is_a_width(cli, tmp_path):
     assert _kv(cli, tmp_path, hybrid_override_pattern="").exit_code == 0
     assert _kv(cli, tmp_path, v_head_dim="64").exit_code == 0  # "64" is head_dim 64
+
+
+def test_an_encoder_decoder_family_is_refused_before_its_field_names_are_read(cli, tmp_path):
+    """BART's CausalLM class is its decoder alone; its config spells layers as decoder_layers: the refusal says what
+    the model is, not that a count is missing."""
+    result = _kv(cli, tmp_path, model_type="bart", num_hidden_layers=None, decoder_layers=4)
+    assert result.exit_code == 2 and "encoder-decoder model (model_type 'bart')" in result.stderr
+
+
+@pytest.mark.parametrize("layer_type", ["hybrid", "hybrid_sliding", "linear_attention", "mamba"])
+def test_state_mixer_layers_of_a_family_whose_mixer_is_not_read_are_refused(cli, tmp_path, layer_type):
+    """ZAYA's "hybrid" layers keep a linear-attention state beside their K/V: priced as attention alone, the figure
+    was 21% low with exit 0."""
+    result = _kv(cli, tmp_path, model_type="zaya", layer_types=["full_attention", layer_type] * 2, sliding_window=64)
+    assert result.exit_code == 2 and f"layer_types has {layer_type} layers" in result.stderr
+
+
+def test_a_family_with_per_kind_kv_heads_is_refused_by_name(cli, tmp_path):
+    result = _kv(cli, tmp_path, model_type="mimo_v2_flash", sliding_window=128,
+                 layer_types=["full_attention", "sliding_attention"] * 2)  # fmt: skip
+    assert result.exit_code == 2 and "twice num_key_value_heads" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("config", "kv_heads", "layers", "per_token_per_layer"),
+    [
+        # MPT: n_layers / n_heads, grouped KV heads in attn_config
+        ({"model_type": "mpt", "d_model": 512, "n_layers": 4, "n_heads": 8, "expansion_ratio": 4,
+          "attn_config": {"kv_n_heads": 2}, "vocab_size": 1000}, 2, 4, 2 * 2 * 64 * 2),
+        # XGLM: attention_heads, num_layers, ffn_dim
+        ({"model_type": "xglm", "d_model": 512, "num_layers": 4, "attention_heads": 8, "ffn_dim": 2048,
+          "vocab_size": 1000}, 8, 4, 2 * 8 * 64 * 2),
+    ],
+)  # fmt: skip
+def test_older_families_spelling_counts_their_own_way_are_priced(cli, tmp_path, config, kv_heads, layers,
+                                                                  per_token_per_layer):  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    data = cli.json("kv", str(path), "--seq", "1024")
+    assert (data["model"]["n_kv_heads"], data["model"]["n_layers"]) == (kv_heads, layers)
+    assert data["kv"]["bytes_per_token"] == layers * per_token_per_layer
+
+
+def test_gpt_neo_prices_its_local_layers_at_their_window(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gpt_neo", "hidden_size": 512, "num_layers": 4, "num_heads": 8,
+                                "attention_layers": ["global", "local"] * 2, "window_size": 256,
+                                "vocab_size": 1000}))  # fmt: skip
+    data = cli.json("kv", str(path), "--seq", "1024", "--batch", "1")
+    per_token = 2 * 8 * 64 * 2  # K and V, 8 heads of 64, bf16
+    assert data["kv"]["total_bytes"] == 2 * 1024 * per_token + 2 * 256 * per_token  # 2 global + 2 local layers
+
+
+def test_per_layer_moe_counts_must_agree(cli, tmp_path):
+    varied = _kv(cli, tmp_path, model_type="hunyuan_v1_moe", num_experts=8, moe_topk=[2, 2, 1, 2])
+    assert varied.exit_code == 2 and "moe_topk varies by layer" in varied.stderr
+    assert _kv(cli, tmp_path, model_type="hunyuan_v1_moe", num_experts=8, moe_topk=[2] * 4).exit_code == 0

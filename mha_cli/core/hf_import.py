@@ -34,7 +34,7 @@ KNOWN_MODEL_TYPES = {
     "gemma3_text", "falcon", "gpt_oss", "deepseek_v2", "deepseek_v3", "phi3", "gpt2", "starcoder2", "olmo2",
     "deepseek_v32", "llama4", "llama4_text", "qwen3_next", "jamba", "falcon_h1", "granitemoehybrid", "minimax",
     "kimi_linear", "gemma3n", "gemma3n_text", "cohere2", "smollm3", "qwen3_5", "qwen3_5_text", "qwen3_5_moe",
-    "qwen3_5_moe_text", "ministral",
+    "qwen3_5_moe_text", "ministral", "mpt", "gpt_neo", "xglm", "hunyuan_v1_moe",
 }  # fmt: skip
 
 # Older names of a family, as early config.json files spell them.
@@ -177,9 +177,13 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
     shared = r.get("n_shared_experts") or (1 if r.get("shared_expert_intermediate_size") else 0)
     if str(r.get("model_type")).startswith("llama4"):  # Llama4TextMoe: one shared expert as wide as the routed ones
         shared = 1
+    per_token_keys = ("num_experts_per_tok", "num_experts_per_token")
+    if r.get("model_type") == "hunyuan_v1_moe":  # HunYuanMoEV1: moe_topk, and one shared MLP in every layer
+        per_token_keys, shared = ("moe_topk",), 1
+        n_experts = _uniform(r, "num_experts", n_experts)
     return {
         "n_experts": n_experts,
-        "n_active_experts": r.require("experts per token", "num_experts_per_tok", "num_experts_per_token"),
+        "n_active_experts": _uniform(r, per_token_keys[0], r.require("experts per token", *per_token_keys)),
         "n_shared_experts": shared,
         "d_ff_expert": d_ff_expert,
         "d_ff_shared": r.get("shared_expert_intermediate_size"),
@@ -193,6 +197,15 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
         "shared_expert_gate": r.get("model_type") == "qwen2_moe" and bool(r.get("shared_expert_intermediate_size")),
         **_routing(r, str(r.get("model_type"))),
     }
+
+
+def _uniform(r: _Reader, key: str, value: Any) -> Any:
+    """A count a config may list per layer (Hunyuan's moe_topk, num_experts): the one value every layer has."""
+    if not isinstance(value, list):
+        return value
+    if not value or len(set(value)) > 1:
+        raise BadInputError(f"{r.origin}: {key} varies by layer ({value[:4]}...): mha prices one value for every layer")
+    return value[0]
 
 
 def _leading_dense_layers(r: _Reader, n_layers: int) -> int:
@@ -313,6 +326,9 @@ def _kv_heads(r: _Reader, model_type: str, n_heads: int) -> int:
             return r.assume(1, "multi_query absent: MQA, the falcon default")
     if r.get("multi_query"):
         return 1
+    if model_type == "mpt":  # MPT's attention options live in attn_config (kv_n_heads: grouped KV heads)
+        grouped = (r.config.get("attn_config") or {}).get("kv_n_heads")
+        return int(grouped) if isinstance(grouped, int) and grouped > 0 else n_heads
     n_kv = r.get("num_key_value_heads", "num_kv_heads")
     if n_kv is None:
         return r.assume(n_heads, "num_key_value_heads absent: MHA (one KV head per query head)")
@@ -369,11 +385,16 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if model_type not in KNOWN_MODEL_TYPES:
         r.assumptions.append(f"model_type {model_type!r} is not a known family: read the standard fields only")
 
+    _refuse_encoder_decoder(r)
+    _refuse_unread_fields(r, model_type)
+    if model_type in REFUSED_FAMILIES:
+        raise BadInputError(f"{origin}: model_type {model_type!r}: {REFUSED_FAMILIES[model_type]}, so it is refused")
+    names = _FAMILY_FIELD_NAMES.get(model_type, {})
     d_model = r.count("hidden size", "hidden_size", "n_embd", "d_model")
-    n_layers = r.count("layer count", "num_hidden_layers", "n_layer", "num_layers")
+    n_layers = r.count("layer count", "num_hidden_layers", "n_layer", "num_layers", *names.get("layers", ()))
     if n_layers > MAX_LAYERS:  # before any per-layer list is built
         raise BadInputError(f"{origin}: {n_layers:,} layers; a model may have at most {MAX_LAYERS:,}")
-    n_heads = r.count("attention head count", "num_attention_heads", "n_head")
+    n_heads = r.count("attention head count", "num_attention_heads", "n_head", *names.get("heads", ()))
     vocab = r.get("vocab_size")
     if vocab is None:  # a KV figure does not need it: price the cache, say the weights leave the embeddings out
         vocab = r.assume(1, "vocab_size absent: embeddings not counted (weights understated by vocab x hidden_size)")
@@ -429,12 +450,15 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
             r.assumptions.append(f"head_dim absent: hidden_size / num_attention_heads = {d_model // n_heads}")
 
     window = _sliding_window(r)
+    if model_type == "gpt_neo" and window is None and r.get("window_size"):  # GPT-Neo's local layers
+        window = r.count("window_size", "window_size")
     chunk = _attention_chunk(r, model_type)
     kinds = _layer_pattern(r, model_type, n_layers) if (window or chunk or _has_layer_kinds(r, model_type)) else None
     if kinds is not None:
         kinds = kinds[:n_layers]  # a family cycle longer than the model: its first n_layers entries (transformers)
     fields.update(_kinds_fields(kinds, window, chunk))
     fields.update(_fixed_state_fields(r, model_type, d_model, n_layers, fields))
+    _refuse_unread_mixers(r, model_type, fields)
 
     moe = _moe(r, n_layers)
     if moe is not None:
@@ -444,7 +468,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         fields["rope"] = rope
     if _norm_eps(r) is not None:
         fields["norm_eps"] = _norm_eps(r)
-    _refuse_unread_fields(r, model_type, fields)
+    _refuse_other_value_width(r, fields)
     try:
         model = ModelSpec.model_validate(fields)
     except ValidationError as exc:
@@ -462,19 +486,60 @@ UNREAD_FIELDS: dict[str, str] = {
     "attention_window_size": "the window of a recurrent model's attention layers (RecurrentGemma)",
     "index_n_heads": "an indexer key cache (DeepSeek-V3.2's sparse attention)",
     "index_head_dim": "an indexer key cache (DeepSeek-V3.2's sparse attention)",
+    "swa_head_dim": "the head width of the sliding-window layers apart from the others'",
+    "swa_num_key_value_heads": "the KV heads of the sliding-window layers apart from the others'",
+    "prompt_length": "virtual prompt tokens the cache holds ahead of the text (CPM-Ant)",
 }
 """Fields that change the cache or the model and that the importer does not read (outside the families that do):
 a config carrying one is refused naming it, never priced as if it were absent."""
-READ_BY_FAMILY: dict[str, set[str]] = {"deepseek_v32": {"index_head_dim", "index_n_heads"}}
+_INDEXED_MLA = ("deepseek_v32", "glm_moe_dsa", "axk2")
+"""MLA families with DeepSeek-V3.2's lightning indexer (GLM-5's glm_moe_dsa, A.X K2): its key cache is read."""
+READ_BY_FAMILY: dict[str, set[str]] = {family: {"index_head_dim", "index_n_heads"} for family in _INDEXED_MLA}
+REFUSED_FAMILIES: dict[str, str] = {
+    "mimo_v2_flash": "its sliding-window layers hold twice num_key_value_heads (transformers' MiMo-V2-Flash"
+    " attention), a per-kind head count mha does not price",
+}
+"""Families whose cache differs from what their config.json's standard fields say, in ways mha does not price."""
+ENCODER_DECODER_FAMILIES = {
+    "bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart",
+    "prophetnet", "t5", "mt5", "umt5", "whisper", "trocr", "m2m_100", "nllb-moe", "fsmt", "led", "longt5",
+}  # fmt: skip
+"""Families whose configs describe an encoder-decoder model (their decoder-only CausalLM classes included)."""
+_FAMILY_FIELD_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
+    "mpt": {"layers": ("n_layers",), "heads": ("n_heads",)},
+    "gpt_neo": {"heads": ("num_heads",)},
+    "xglm": {"heads": ("attention_heads",)},
+}
+"""How older families spell the layer and head counts (read for these families only: ``num_heads`` is a
+state-space head count in Mamba-2's config)."""
 
 
-def _refuse_unread_fields(r: _Reader, model_type: str, fields: dict[str, Any]) -> None:
-    """No silent wrong answer: refuse a config whose fields would change the figures in ways not read here."""
-    if r.config.get("is_encoder_decoder"):
+def _refuse_unread_mixers(r: _Reader, model_type: str, fields: dict[str, Any]) -> None:
+    """Layers whose ``layer_types`` name a state mixer (alone, or beside attention as ``hybrid``) in a family whose
+    mixer is not read here: refused naming them, never priced as attention-only or as an empty state."""
+    if fields.get("recurrent") is not None:
+        return
+    types = r.config.get("layer_types") or r.config.get("layers_block_type") or []
+    mixers = sorted({str(t) for t in types if isinstance(t, str) and t in _MIXER_LAYER_TYPES})
+    if mixers:
         raise BadInputError(
-            f"{r.origin}: an encoder-decoder model (is_encoder_decoder: true): mha prices decoder-only models, whose"
-            " cache holds the prompt's tokens"
+            f"{r.origin}: layer_types has {', '.join(mixers)} layers, whose state mixer mha does not read for"
+            f" model_type {model_type!r}: a figure without their fixed state would be wrong, so it is refused"
         )
+
+
+def _refuse_encoder_decoder(r: _Reader) -> None:
+    """An encoder-decoder config (BART, Marian, Pegasus, T5...) is refused saying so, before any field is read."""
+    if r.config.get("is_encoder_decoder") or r.config.get("model_type") in ENCODER_DECODER_FAMILIES:
+        raise BadInputError(
+            f"{r.origin}: an encoder-decoder model (model_type {r.config.get('model_type')!r}): mha prices"
+            " decoder-only models, whose cache holds the prompt's tokens, not an encoder's"
+        )
+
+
+def _refuse_unread_fields(r: _Reader, model_type: str) -> None:
+    """No silent wrong answer: refuse a config whose fields would change the figures in ways not read here (before
+    any other field is read, so the refusal names the field, not a count the family spells otherwise)."""
     read = READ_BY_FAMILY.get(model_type, set())
     for field, what in UNREAD_FIELDS.items():
         if r.config.get(field) not in (None, False, [], {}, 0, "") and field not in read:
@@ -482,6 +547,10 @@ def _refuse_unread_fields(r: _Reader, model_type: str, fields: dict[str, Any]) -
                 f"{r.origin}: {field!r} sets {what}, which mha does not read for model_type {model_type!r}: a figure"
                 " that ignored it would be wrong, so it is refused (remove the field only if it is unused)"
             )
+
+
+def _refuse_other_value_width(r: _Reader, fields: dict[str, Any]) -> None:
+    """Outside MLA, K and V are priced at one width: a v_head_dim unlike head_dim is refused."""
     v_head_dim = r.config.get("v_head_dim")
     head_dim = fields.get("head_dim") or fields["d_model"] // max(1, fields["n_heads"])
     if "mla" not in fields and v_head_dim is not None and str(v_head_dim) != str(head_dim):
@@ -563,6 +632,8 @@ _KIND_OF_LAYER_TYPE: dict[str, LayerKind] = {
     "linear_attention": "linear", "mamba": "linear", "conv": "linear",
 }  # fmt: skip
 """transformers' ``layer_types`` names (``hybrid``: attention beside a state mixer, Falcon-H1)."""
+_MIXER_LAYER_TYPES = {"hybrid", "hybrid_sliding", "linear_attention", "mamba", "conv"}
+"""Layer types that keep a fixed state: a family that lists them must have its mixer read (``recurrent``)."""
 
 _GATED_DELTANET = {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}
 _STATE_FAMILIES = {"jamba", "falcon_h1", "granitemoehybrid", "minimax", "kimi_linear"} | _GATED_DELTANET
@@ -574,7 +645,9 @@ def _dense_width(r: _Reader, model_type: str) -> Any:
     lists one per layer (the widest is taken, said so)."""
     if model_type in _LLAMA4 and r.get("intermediate_size_mlp") is not None:
         return r.get("intermediate_size_mlp")
-    width = r.get("intermediate_size", "n_inner", "ffn_hidden_size")
+    if model_type == "mpt" and r.get("expansion_ratio") is not None:  # MPT: d_ff = expansion_ratio x d_model
+        return r.count("expansion_ratio", "expansion_ratio") * r.count("hidden size", "d_model")
+    width = r.get("intermediate_size", "n_inner", "ffn_hidden_size", *(("ffn_dim",) if model_type == "xglm" else ()))
     if isinstance(width, list) and width:
         widest = max(width)
         if len(set(width)) > 1:
@@ -592,7 +665,7 @@ def _attention_chunk(r: _Reader, model_type: str) -> int | None:
 
 def _has_layer_kinds(r: _Reader, model_type: str) -> bool:
     """Whether the config describes layers of different kinds even without a sliding window or chunk."""
-    listed = ("layer_types", "layers_block_type", "attn_type_list", "linear_attn_config")
+    listed = ("layer_types", "layers_block_type", "attn_type_list", "linear_attn_config", "attention_layers")
     return model_type in _STATE_FAMILIES or any(r.config.get(key) is not None for key in listed)
 
 
@@ -600,6 +673,9 @@ def _listed_layer_kinds(r: _Reader, model_type: str, n_layers: int) -> list[Laye
     """Layer kinds spelled out per layer: ``layer_types`` (or Granite's ``layers_block_type``), MiniMax's
     ``attn_type_list`` (0 lightning, 1 softmax), Kimi-Linear's 1-based ``linear_attn_config`` layer lists."""
     types = r.config.get("layer_types") or r.config.get("layers_block_type")
+    if model_type == "gpt_neo" and not types and r.config.get("attention_layers"):  # "global" / "local" per layer
+        neo = {"global": "full_attention", "local": "sliding_attention"}
+        types = [neo.get(str(kind), str(kind)) for kind in r.config["attention_layers"]]
     if model_type == "minimax" and not types and r.config.get("attn_type_list"):
         types = ["full_attention" if flag else "linear_attention" for flag in r.config["attn_type_list"]]
     linear = r.config.get("linear_attn_config") or {}
@@ -656,7 +732,7 @@ def _fixed_state_fields(
         shared = r.get("num_kv_shared_layers") or 0
         if shared:
             out["n_kv_shared_layers"] = r.count("num_kv_shared_layers", "num_kv_shared_layers")
-    if "mla" in fields and model_type == "deepseek_v32":
+    if "mla" in fields and model_type in _INDEXED_MLA:
         fields["mla"]["indexer"] = {"index_head_dim": r.count("index_head_dim", "index_head_dim")}
     return out
 
