@@ -16,6 +16,7 @@ from torch import nn
 from mha_cli.nn.heads import combine_heads, split_heads
 from mha_cli.nn.kv_cache import KVCache
 from mha_cli.nn.norms import RMSNorm
+from mha_cli.nn.padding import Padding
 from mha_cli.nn.rope import RotaryEmbedding, rotate
 from mha_cli.nn.row_parallel import Reduce, row_parallel
 from mha_cli.nn.sdpa import grouped_attention, reference_attention
@@ -32,7 +33,8 @@ class Attention(nn.Module):
     new K/V are written at positions [start_pos, start_pos + s) and the queries attend over
     [0, start_pos + s) (the last ``window`` of them for a sliding-window layer). Without one, x is
     the whole sequence from position 0. ``cos_sin`` passes RoPE's tables computed once per model
-    step (else the module computes them); ``reduce`` sums the tensor-parallel ranks' outputs.
+    step (else the module computes them); ``reduce`` sums the tensor-parallel ranks' outputs; ``padding`` (a
+    left-padded batch) hides padding keys and gives each row its own positions.
     """
 
     def __init__(
@@ -68,7 +70,7 @@ class Attention(nn.Module):
         self.qk_norm = qk_norm
 
     def _project(
-        self, x: torch.Tensor, start_pos: int = 0, cos_sin: CosSin | None = None
+        self, x: torch.Tensor, start_pos: int = 0, cos_sin: CosSin | None = None, padding: Padding | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q, k (normed and rotated as configured) and v for the positions [start_pos, start_pos + s)."""
         q = split_heads(self.q_proj(x), self.n_heads)  # (b, n_h, s, h_d)
@@ -78,7 +80,11 @@ class Attention(nn.Module):
             q, k = self.q_norm(q), self.k_norm(k)  # per head, over h_d
         if self.rope is not None:
             if cos_sin is None:
-                positions = torch.arange(start_pos, start_pos + x.shape[1], device=x.device)  # (s,)
+                positions = (
+                    torch.arange(start_pos, start_pos + x.shape[1], device=x.device)  # (s,)
+                    if padding is None
+                    else padding.positions  # (b, s)
+                )
                 cos_sin = self.rope.cos_sin(positions)
             q, k = rotate(q, *cos_sin), rotate(k, *cos_sin)  # (b, n_h, s, h_d), (b, n_kv, s, h_d)
         return q, k, v
@@ -91,9 +97,10 @@ class Attention(nn.Module):
         *,
         cos_sin: CosSin | None = None,
         reduce: Reduce | None = None,
+        padding: Padding | None = None,
     ) -> torch.Tensor:
         s = x.shape[1]
-        q, k, v = self._project(x, start_pos, cos_sin)  # (b, n_h, s, h_d), (b, n_kv, s, h_d) x 2
+        q, k, v = self._project(x, start_pos, cos_sin, padding)  # (b, n_h, s, h_d), (b, n_kv, s, h_d) x 2
         first_key = 0
         if isinstance(cache, SlidingWindowCache):
             k, v, first_key = cache.update(start_pos, k, v)  # (b, n_kv, t, h_d) each, keys from first_key
@@ -102,7 +109,10 @@ class Attention(nn.Module):
         elif start_pos:
             raise ValueError("start_pos > 0 needs a cache holding the earlier positions")
         k, v = k.to(q.dtype), v.to(q.dtype)  # no-op when the cache has the module's dtype
-        out = grouped_attention(q, k, v, mask=self._mask(start_pos, s, first_key, k.shape[2]))  # (b, n_h, s, h_d)
+        mask = self._mask(start_pos, s, first_key, k.shape[2])  # (s, t) or None
+        if padding is not None:
+            mask = padding.visible(mask, start_pos, s, first_key, k.shape[2])  # (b, s, t)
+        out = grouped_attention(q, k, v, mask=mask)  # (b, n_h, s, h_d)
         return row_parallel(self.o_proj, combine_heads(out), reduce)  # (b, s, d_model)
 
     def _mask(self, start_pos: int, s: int, first_key: int, t: int) -> torch.Tensor | None:

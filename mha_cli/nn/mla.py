@@ -36,6 +36,7 @@ from mha_cli.core.schemas import ModelSpec, RopeScaling, RopeSpec
 from mha_cli.nn.heads import combine_heads, split_heads
 from mha_cli.nn.kv_cache import KVCache, LatentCache
 from mha_cli.nn.norms import RMSNorm
+from mha_cli.nn.padding import Padding
 from mha_cli.nn.rope import RotaryEmbedding, rotate
 from mha_cli.nn.row_parallel import Reduce, row_parallel
 from mha_cli.nn.sdpa import grouped_attention, reference_attention
@@ -148,29 +149,38 @@ class MLAttention(nn.Module):
         cache: KVCache | LatentCache | None = None,
         start_pos: int = 0,
         reduce: Reduce | None = None,
+        padding: Padding | None = None,
     ) -> torch.Tensor:
         if cache is None and start_pos:
             raise ValueError("start_pos > 0 needs a cache holding the earlier positions")
         s = x.shape[1]
-        positions = torch.arange(start_pos, start_pos + s, device=x.device)  # (s,)
+        positions = (
+            torch.arange(start_pos, start_pos + s, device=x.device) if padding is None else padding.positions
+        )  # (s,), or (b, s) for a padded batch
         q_nope, q_rope = self._queries(x, positions)  # (b, n_h, s, nope), (b, n_h, s, p)
         latent, k_rope = self._latent(x, positions)  # (b, s, r), (b, s, p)
         mode = _check_mode(self.mode)
         _check_cache(cache, mode)
         if mode == "naive":
-            out = self._naive(q_nope, q_rope, latent, k_rope, cache, start_pos)  # (b, n_h, s, v_h_d)
+            out = self._naive(q_nope, q_rope, latent, k_rope, cache, start_pos, padding)  # (b, n_h, s, v_h_d)
         else:
-            out = self._absorbed(q_nope, q_rope, latent, k_rope, cache, start_pos)  # (b, n_h, s, v_h_d)
+            out = self._absorbed(q_nope, q_rope, latent, k_rope, cache, start_pos, padding)  # (b, n_h, s, v_h_d)
         return row_parallel(self.o_proj, combine_heads(out), reduce)  # (b, s, d_model)
 
-    def _naive(self, q_nope, q_rope, latent, k_rope, cache, start_pos) -> torch.Tensor:  # type: ignore[no-untyped-def]
+    @staticmethod
+    def _padding_mask(padding: Padding | None, start_pos: int, s: int, t: int) -> torch.Tensor | None:
+        """(b, s, t) for a padded batch (padding keys hidden), else None (plain causal)."""
+        return None if padding is None else padding.visible(None, start_pos, s, 0, t)
+
+    def _naive(self, q_nope, q_rope, latent, k_rope, cache, start_pos, padding) -> torch.Tensor:  # type: ignore[no-untyped-def]
         q, k, v = self._naive_qkv(q_nope, q_rope, latent, k_rope)  # (b, n_h, s, qk_h_d) x 2, (b, n_h, s, v_h_d)
         if cache is not None:
             k, v = cache.update(start_pos, k, v)  # (b, n_h, t, qk_h_d), (b, n_h, t, v_h_d)
             k, v = k.to(q.dtype), v.to(q.dtype)
-        return grouped_attention(q, k, v, scale=self.scale)  # (b, n_h, s, v_h_d)
+        mask = self._padding_mask(padding, start_pos, q.shape[2], k.shape[2])
+        return grouped_attention(q, k, v, scale=self.scale, mask=mask)  # (b, n_h, s, v_h_d)
 
-    def _absorbed(self, q_nope, q_rope, latent, k_rope, cache, start_pos) -> torch.Tensor:  # type: ignore[no-untyped-def]
+    def _absorbed(self, q_nope, q_rope, latent, k_rope, cache, start_pos, padding) -> torch.Tensor:  # type: ignore[no-untyped-def]
         r = self.kv_lora_rank
         w_kv_b = self.kv_b_proj.weight.view(self.n_heads, self.qk_nope_head_dim + self.v_head_dim, r)
         w_uk, w_uv = w_kv_b.split([self.qk_nope_head_dim, self.v_head_dim], dim=1)  # (n_h, nope, r), (n_h, v_h_d, r)
@@ -184,7 +194,8 @@ class MLAttention(nn.Module):
         # The latent is also the value. Passing all of [c ; k_rope] as V (and dropping the rope part of
         # the output) keeps K and V the same width, which the fused SDPA kernels need; the math
         # backend would otherwise materialise the scores. Costs p / r extra work in the weighted sum.
-        context = grouped_attention(q, k, k, scale=self.scale)[..., :r]  # (b, n_h, s, r)
+        mask = self._padding_mask(padding, start_pos, q.shape[2], k.shape[2])
+        context = grouped_attention(q, k, k, scale=self.scale, mask=mask)[..., :r]  # (b, n_h, s, r)
         return torch.einsum("bhsr,hvr->bhsv", context, w_uv)  # (b, n_h, s, v_h_d)
 
     def forward_with_weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -39,10 +39,11 @@ from mha_cli.core.tensor_parallel import kv_heads_per_rank, tp_split_problem
 from mha_cli.nn.attention import Attention, CosSin
 from mha_cli.nn.kv_cache import resolve_cache_dtype
 from mha_cli.nn.mixers import build_mixer
-from mha_cli.nn.mla import build_mla
+from mha_cli.nn.mla import MLAttention, build_mla
 from mha_cli.nn.mlp import MLP
 from mha_cli.nn.moe import build_moe
 from mha_cli.nn.norms import RMSNorm, make_norm
+from mha_cli.nn.padding import Padding
 from mha_cli.nn.rope import RotaryEmbedding
 from mha_cli.nn.row_parallel import Reduce, identity
 from mha_cli.nn.vocab_parallel import VocabParallelEmbedding, gather_logits
@@ -150,10 +151,16 @@ class DecoderLayer(nn.Module):
         """A fixed-state mixer (``forward(x, state)``, ``new_state``) in place of attention."""
 
     def forward(
-        self, x: torch.Tensor, cache: Any, start_pos: int, cos_sin: CosSin | None, reduce: Reduce
+        self,
+        x: torch.Tensor,
+        cache: Any,
+        start_pos: int,
+        cos_sin: CosSin | None,
+        reduce: Reduce,
+        padding: Padding | None = None,
     ) -> torch.Tensor:
         h = self.input_layernorm(x)  # (b, s, d)
-        attn = self._attend(h, cache, start_pos, cos_sin, reduce)  # (b, s, d)
+        attn = self._attend(h, cache, start_pos, cos_sin, reduce, padding)  # (b, s, d)
         if self.n_norms == 1:  # parallel block: both branches read the same normed input
             return x + attn + self._feed_forward(h, reduce)  # (b, s, d)
         if self.n_norms == 2:
@@ -164,14 +171,24 @@ class DecoderLayer(nn.Module):
         return x + self.post_feedforward_layernorm(mlp_out)  # (b, s, d)
 
     def _attend(
-        self, h: torch.Tensor, cache: Any, start_pos: int, cos_sin: CosSin | None, reduce: Reduce
+        self,
+        h: torch.Tensor,
+        cache: Any,
+        start_pos: int,
+        cos_sin: CosSin | None,
+        reduce: Reduce,
+        padding: Padding | None,
     ) -> torch.Tensor:
         if isinstance(self.self_attn, Attention):
-            return self.self_attn(h, cache, start_pos, cos_sin=cos_sin, reduce=reduce)
+            return self.self_attn(h, cache, start_pos, cos_sin=cos_sin, reduce=reduce, padding=padding)
+        if isinstance(self.self_attn, MLAttention):  # MLA computes its own RoPE (its own width)
+            return self.self_attn(h, cache, start_pos, reduce=reduce, padding=padding)
+        if padding is not None:
+            raise ValueError(f"a padded batch (attention_mask) is not supported by {type(self.self_attn).__name__}")
         if self.is_mixer:  # no cache: a fresh state for this one forward (the whole sequence from position 0)
             state = self.self_attn.new_state(h.shape[0], dtype=h.dtype) if cache is None else cache
             return self.self_attn(h, state)  # (b, s, d)
-        if self._attn_takes_reduce:  # MLA computes its own RoPE (its own width)
+        if self._attn_takes_reduce:
             return self.self_attn(h, cache, start_pos, reduce=reduce)
         return self.self_attn(h, cache, start_pos)
 
@@ -258,12 +275,29 @@ class DecoderLM(nn.Module):
         if self.spec.tied_embeddings:
             state_dict.pop(prefix + "lm_head.weight", None)
 
-    def forward(self, input_ids: torch.Tensor, caches: list[Any] | None = None, start_pos: int = 0) -> torch.Tensor:
-        x = self.embed(input_ids, start_pos)  # (b, s, d)
-        return self.project(self.run_layers(x, caches, start_pos))  # (b, s, v)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        caches: list[Any] | None = None,
+        start_pos: int = 0,
+        *,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Logits (b, s, v) for ``input_ids`` (b, s) at positions start_pos..; ``attention_mask`` (b, start_pos +
+        s), 1 for real tokens and 0 for padding, runs a padded batch (``mha_cli.nn.padding``), each row at its own
+        positions (``position_ids`` (b, s) override them)."""
+        padding = None
+        if attention_mask is not None:
+            padding = Padding.from_attention_mask(attention_mask, start_pos, input_ids.shape[1], position_ids)
+        elif position_ids is not None:
+            raise ValueError("position_ids need the attention_mask of the batch they belong to")
+        x = self.embed(input_ids, start_pos, padding)  # (b, s, d)
+        return self.project(self.run_layers(x, caches, start_pos, padding))  # (b, s, v)
 
-    def embed(self, input_ids: torch.Tensor, start_pos: int) -> torch.Tensor:
-        """Token ids (b, s) at positions start_pos.. -> their embeddings (b, s, d), learned positions added."""
+    def embed(self, input_ids: torch.Tensor, start_pos: int, padding: Padding | None = None) -> torch.Tensor:
+        """Token ids (b, s) at positions start_pos.. (a padded batch: each row's own) -> their embeddings (b, s, d),
+        learned positions added."""
         s = input_ids.shape[1]
         embed = self.model.embed_tokens
         x = embed(input_ids, self.all_reduce) if self.tp_size > 1 else embed(input_ids)  # (b, s, d)
@@ -273,19 +307,26 @@ class DecoderLM(nn.Module):
                     f"positions up to {start_pos + s} exceed the {self.model.embed_positions.num_embeddings} learned"
                 )
             positions = torch.arange(start_pos, start_pos + s, device=input_ids.device)  # (s,)
+            if padding is not None:
+                positions = padding.positions  # (b, s)
             x = x + self.model.embed_positions(positions)  # (b, s, d)
         return x
 
-    def run_layers(self, x: torch.Tensor, caches: list[Any] | None, start_pos: int) -> torch.Tensor:
+    def run_layers(
+        self, x: torch.Tensor, caches: list[Any] | None, start_pos: int, padding: Padding | None = None
+    ) -> torch.Tensor:
         """The built layers over hidden states (b, s, d) at positions start_pos.., each with its cache."""
         if caches is not None and len(caches) != self.n_layers:
             raise ValueError(f"{len(caches)} caches for {self.n_layers} layers: use new_cache()")
         if caches is None and start_pos:
             raise ValueError("start_pos > 0 needs the caches holding the earlier positions")
         positions = torch.arange(start_pos, start_pos + x.shape[1], device=x.device)  # (s,)
-        cos_sin = None if self.rope is None else self.rope.cos_sin(positions)  # (s, r) each
+        if padding is not None:
+            positions = padding.positions  # (b, s)
+        cos_sin = None if self.rope is None else self.rope.cos_sin(positions)  # (s, r) or (b, s, r) each
         for i, layer in enumerate(self.model.layers):
-            x = layer(x, None if caches is None else caches[i], start_pos, cos_sin, self.all_reduce)  # (b, s, d)
+            cache = None if caches is None else caches[i]
+            x = layer(x, cache, start_pos, cos_sin, self.all_reduce, padding)  # (b, s, d)
         return x
 
     def project(self, x: torch.Tensor) -> torch.Tensor:

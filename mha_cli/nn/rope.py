@@ -47,11 +47,14 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """x * cos + rotate_half(x) * sin over the first ``cos.shape[-1]`` values of x (..., s, h_d); the rest pass.
 
-    cos, sin: (s, r) float32, r <= h_d. Computed in float32, returned in x's dtype.
+    cos, sin: (s, r) float32, r <= h_d, or (b, s, r) for positions that differ by row (a padded batch).
+    Computed in float32, returned in x's dtype.
     """
     width = cos.shape[-1]
     if width == 0:
         return x
+    if cos.dim() == 3 and x.dim() == 4:  # per-row positions over (b, n, s, h_d): broadcast over the heads
+        cos, sin = cos[:, None], sin[:, None]  # (b, 1, s, r)
     rotary, passthrough = x[..., :width].float(), x[..., width:]  # (..., s, r), (..., s, h_d - r)
     first, second = rotary.chunk(2, dim=-1)  # (..., s, r/2) each
     turned = torch.cat([-second, first], dim=-1)  # (..., s, r)
@@ -149,10 +152,11 @@ class RotaryEmbedding:
         self._on_device: dict[torch.device, torch.Tensor] = {}
 
     def cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin (s, r) float32 for integer ``positions`` (s,), times the attention factor."""
+        """cos and sin (s, r) float32 for integer ``positions`` (s,), times the attention factor; (b, s, r) for
+        positions (b, s) (a padded batch, one row of positions per prompt)."""
         device = positions.device
         if device not in self._on_device:
             self._on_device[device] = self.inv_freq.to(device)
-        angles = positions.to(torch.float32)[:, None] * self._on_device[device][None, :]  # (s, r/2)
-        angles = torch.cat([angles, angles], dim=-1)  # (s, r)
+        angles = positions.to(torch.float32)[..., None] * self._on_device[device]  # (..., s, r/2)
+        angles = torch.cat([angles, angles], dim=-1)  # (..., s, r)
         return angles.cos() * self.attention_factor, angles.sin() * self.attention_factor

@@ -183,8 +183,9 @@ def grouped_attention(
 
     q: (b, n_h, s, h_d); k: (b, n_kv, t, h_d); v: (b, n_kv, t, v_h_d) with n_h a multiple of n_kv.
     Query head h uses KV head h // q_per_kv (the convention of ``repeat_interleave``, Llama's layout).
-    ``mask`` (s, t) booleans, True = visible, replaces the causal mask (sliding windows); it must hide
-    every key after its query, as the causal mask does (the last key is the last query's position).
+    ``mask`` (s, t) booleans, True = visible, replaces the causal mask (sliding windows), or (b, s, t) for a mask
+    that differs by row (a padded batch); it must hide every key after its query, as the causal mask does (the
+    last key is the last query's position).
     Returns (b, n_h, s, v_h_d). The path is ``plan_attention``'s; ``record_sdpa_backends`` and
     ``record_attention_paths`` see one entry per call (the first chunk's backend).
     """
@@ -208,7 +209,9 @@ def grouped_attention(
         chunk_q = grouped_q[:, :, :, first : first + n_new].reshape(b, n_kv_heads, q_per_kv * n_new, head_dim)
         chunk_k, chunk_v = k[:, :, :n_seen], v[:, :, :n_seen]  # (b, n_kv, t', h_d), (b, n_kv, t', v_h_d)
         attn_mask, is_causal = None, False  # chunk_q: (b, n_kv, q_per_kv * c, h_d)
-        if mask is not None:
+        if mask is not None and mask.dim() == 3:  # per row: (b, s, t) -> (b, 1, q_per_kv * c, t')
+            attn_mask = mask[:, first : first + n_new, :n_seen].repeat(1, q_per_kv, 1)[:, None]
+        elif mask is not None:
             attn_mask = mask[first : first + n_new, :n_seen].repeat(q_per_kv, 1)  # (q_per_kv * c, t')
         elif n_new > 1:
             if q_per_kv == 1 and n_new == n_seen:
