@@ -1,0 +1,155 @@
+"""Every causal-LM family of the installed transformers: does `mha`'s torch decoder give transformers' logits?
+
+For each family the cache sweep (benchmarks/family_sweep.py) builds, the same tiny config (its own config class,
+shrunk) builds transformers' model with random weights (norms and biases moved off 1 and 0, fp32); `mha`'s
+importer reads the config's ``to_dict()`` and ``build_model`` builds its decoder, which loads transformers' state
+dict strictly; the logits of a batch of 2 x 12 tokens are compared, for a full prefill and for a cached decode (5
+tokens, then one at a time). Each family lands in one class:
+
+- equal: both within 1e-4;
+- differs, listed: not equal, and the decoder's ``omitted`` names what it does not reproduce of the family;
+- differs, unlisted: not equal and ``omitted`` empty, a silent difference (tests/test_decoder_sweep.py fails on
+  any);
+- does not load: transformers' weights do not load into ours by name or shape (the first names shown): loud, not
+  silent (``load_state_dict(strict=True)`` raises), and the logits are not compared;
+- not built: `mha` refuses to build the family (the line shown), or the cache sweep could not build it.
+
+Run: `python benchmarks/decoder_sweep.py [--json] [--only TYPE ...]` (about a minute; nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+for path in (REPO, REPO / "benchmarks"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from family_sweep import BATCH, MAX_TINY_WEIGHTS, PROMPT, _tiny_config, causal_lm_types  # noqa: E402
+
+from mha_cli.core.errors import MhaError  # noqa: E402
+from mha_cli.core.hf_import import import_hf_config  # noqa: E402
+
+TOLERANCE = 1e-4
+PREFILL = 5
+
+
+@dataclass(frozen=True)
+class Row:
+    model_type: str
+    verdict: str
+    prefill_error: float | None = None
+    decode_error: float | None = None
+    detail: str = ""
+
+
+def _reference(config):
+    """transformers' model for ``config``, random weights, norms and biases moved off 1 and 0."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        weights = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
+    if weights > MAX_TINY_WEIGHTS:
+        raise RuntimeError(f"{weights:,} weights: the config class has size fields the sweep does not shrink")
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            if name.endswith("norm.weight") or name.endswith("bias"):
+                tensor.add_(torch.randn_like(tensor) * 0.1)
+    return model
+
+
+def _errors(reference, ours, vocab: int) -> tuple[float, float]:
+    """(prefill, cached decode) max abs logit differences from transformers' full forward."""
+    import torch
+
+    ids = torch.randint(0, min(vocab, 256), (BATCH, PROMPT), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = reference(input_ids=ids).logits  # (b, s, v)
+        prefill = ours(ids)  # (b, s, v)
+        caches = ours.new_cache(batch=BATCH, max_seq=PROMPT)
+        steps = [ours(ids[:, :PREFILL], caches, start_pos=0)]
+        steps += [ours(ids[:, pos : pos + 1], caches, start_pos=pos) for pos in range(PREFILL, PROMPT)]
+    decoded = torch.cat(steps, dim=1)  # (b, s, v)
+    width = min(expected.shape[-1], prefill.shape[-1])
+    return (
+        (prefill[..., :width] - expected[..., :width]).abs().max().item(),
+        (decoded[..., :width] - expected[..., :width]).abs().max().item(),
+    )
+
+
+def sweep_one(model_type: str) -> Row:
+    import torch
+
+    from mha_cli.nn import build_model
+
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            config = _tiny_config(model_type)
+            reference = _reference(config)
+    except Exception as exc:  # transformers could not build it: not a decoder of ours to judge
+        return Row(
+            model_type, "not built", detail=f"transformers: {type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
+        )
+    try:
+        spec = import_hf_config(config.to_dict(), name=model_type).model
+        ours = build_model(spec, dtype=torch.float32).eval()
+    except MhaError as exc:
+        return Row(model_type, "not built", detail=f"mha: {exc.message[:140]}")
+    except (ValueError, NotImplementedError) as exc:
+        return Row(model_type, "not built", detail=f"mha: {str(exc).splitlines()[0][:140]}")
+    try:
+        result = ours.load_state_dict(reference.state_dict(), strict=False)
+    except RuntimeError as exc:  # same names, other shapes (a transposed or fused layout)
+        mismatch = next((line.strip() for line in str(exc).splitlines() if "size mismatch" in line), str(exc))
+        return Row(model_type, "does not load", detail=mismatch[:160])
+    if result.missing_keys or result.unexpected_keys:
+        names = [f"missing {k}" for k in result.missing_keys[:2]] + [f"extra {k}" for k in result.unexpected_keys[:2]]
+        return Row(model_type, "does not load", detail="; ".join(names)[:160])
+    ours.load_state_dict(reference.state_dict(), strict=True)
+    try:
+        prefill, decode = _errors(reference, ours, spec.vocab_size)
+    except Exception as exc:  # a shape our decoder cannot run
+        return Row(model_type, "not built", detail=f"mha forward: {type(exc).__name__}: {str(exc)[:120]}")
+    if prefill < TOLERANCE and decode < TOLERANCE:
+        return Row(model_type, "equal", prefill, decode)
+    if ours.omitted:
+        return Row(model_type, "differs, listed", prefill, decode, "; ".join(ours.omitted)[:160])
+    return Row(model_type, "differs, unlisted", prefill, decode)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--only", nargs="*", help="model types to sweep (default: every causal-LM family)")
+    args = parser.parse_args(argv)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    rows = [sweep_one(t) for t in (args.only or causal_lm_types())]
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.verdict] = counts.get(row.verdict, 0) + 1
+    if args.json:
+        print(json.dumps({"rows": [asdict(r) for r in rows], "counts": counts}, indent=2))
+        return 0
+    for row in rows:
+        errors = "" if row.prefill_error is None else f"{row.prefill_error:9.1e} {row.decode_error:9.1e}"
+        print(f"{row.model_type:<28} {row.verdict:<18} {errors:<20} {row.detail}")
+    print(" ".join(f"{verdict}: {n}" for verdict, n in sorted(counts.items())), f"(of {len(rows)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
