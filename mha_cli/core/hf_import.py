@@ -167,6 +167,10 @@ def _mla(r: _Reader) -> dict[str, Any] | None:
     }
 
 
+_GATED_SHARED_EXPERT = {"qwen2_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text"}
+"""Families whose shared expert's output a sigmoid gate (d_model -> 1) scales."""
+
+
 def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
     n_experts = r.get("n_routed_experts", "num_local_experts", "num_experts")
     if not n_experts:
@@ -175,6 +179,9 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
     if d_ff_expert is None:
         d_ff_expert = r.require("intermediate_size", "intermediate_size")
     shared = r.get("n_shared_experts") or (1 if r.get("shared_expert_intermediate_size") else 0)
+    shared_width = r.get("shared_expert_intermediate_size")
+    if r.get("model_type") == "granitemoehybrid":  # GraniteMoeHybridMLP (shared_mlp) beside the experts
+        shared, shared_width = 1, r.get("shared_intermediate_size") or d_ff_expert
     if str(r.get("model_type")).startswith("llama4"):  # Llama4TextMoe: one shared expert as wide as the routed ones
         shared = 1
     per_token_keys = ("num_experts_per_tok", "num_experts_per_token")
@@ -186,7 +193,7 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
         "n_active_experts": _uniform(r, per_token_keys[0], r.require("experts per token", *per_token_keys)),
         "n_shared_experts": shared,
         "d_ff_expert": d_ff_expert,
-        "d_ff_shared": r.get("shared_expert_intermediate_size"),
+        "d_ff_shared": shared_width,
         "n_dense_layers": min(
             n_layers,
             r.count("dense layers", "first_k_dense_replace")
@@ -194,7 +201,8 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
             else _leading_dense_layers(r, n_layers),
         ),
         "expert_bias": r.get("model_type") == "gpt_oss",
-        "shared_expert_gate": r.get("model_type") == "qwen2_moe" and bool(r.get("shared_expert_intermediate_size")),
+        "shared_expert_gate": r.get("model_type") in _GATED_SHARED_EXPERT
+        and bool(r.get("shared_expert_intermediate_size")),
         **_routing(r, str(r.get("model_type"))),
     }
 
@@ -345,7 +353,7 @@ def family_layout(model_type: str) -> dict[str, Any]:
         return {"mlp": "plain", "norm": "layernorm", "n_norms_per_layer": 1}
     if model_type in ("gemma2", "gemma3", "gemma3_text"):
         return {"n_norms_per_layer": 4, "qk_norm": model_type != "gemma2"}
-    if model_type in ("qwen3", "qwen3_moe"):
+    if model_type in ("qwen3", "qwen3_moe") or model_type in _GATED_DELTANET:  # Qwen3-Next, Qwen3.5: q_norm, k_norm
         return {"qk_norm": True}
     if model_type in ("qwen2", "qwen2_moe"):
         return {"qkv_bias": True}
@@ -645,6 +653,8 @@ def _dense_width(r: _Reader, model_type: str) -> Any:
     lists one per layer (the widest is taken, said so)."""
     if model_type in _LLAMA4 and r.get("intermediate_size_mlp") is not None:
         return r.get("intermediate_size_mlp")
+    if model_type == "granitemoehybrid" and r.get("shared_intermediate_size") is not None:  # its shared_mlp
+        return r.get("shared_intermediate_size")
     if model_type == "mpt" and r.get("expansion_ratio") is not None:  # MPT: d_ff = expansion_ratio x d_model
         return r.count("expansion_ratio", "expansion_ratio") * r.count("hidden size", "d_model")
     width = r.get("intermediate_size", "n_inner", "ffn_hidden_size", *(("ffn_dim",) if model_type == "xglm" else ()))
@@ -749,6 +759,16 @@ def _ssm_dtype(r: _Reader) -> dict[str, Any]:
     raise BadInputError(f"{r.origin}: mamba_ssm_dtype {named!r} is not float32, bfloat16 or float16")
 
 
+def _mixer_biases(r: _Reader, *, out_proj: str) -> dict[str, bool]:
+    """A Mamba mixer's biases as transformers reads them: conv ``mamba_conv_bias`` (default true), in_proj
+    ``mamba_proj_bias`` (default false), out_proj the field ``out_proj`` names (default false)."""
+    return {
+        "conv_bias": bool(r.config.get("mamba_conv_bias", True)),
+        "in_proj_bias": bool(r.config.get("mamba_proj_bias", False)),
+        "out_proj_bias": bool(r.config.get(out_proj, False)),
+    }
+
+
 def _recurrent(r: _Reader, model_type: str, d_model: int, fields: dict[str, Any]) -> dict[str, Any] | None:
     """The fixed state one linear-attention / state-space layer keeps, in the family's own fields."""
     if model_type in _GATED_DELTANET:  # Gated DeltaNet: state (v heads, k dim, v dim), conv over q, k, v
@@ -763,9 +783,12 @@ def _recurrent(r: _Reader, model_type: str, d_model: int, fields: dict[str, Any]
         }  # fmt: skip
     if model_type == "jamba":  # Mamba-1: d_inner channels, each a d_state vector; conv over d_inner
         inner = r.count("mamba_expand", "mamba_expand") * d_model
+        dt_rank = r.get("mamba_dt_rank")
         return {
             "kind": "mamba", "n_heads": inner, "head_dim": 1, "state_dim": r.count("mamba_d_state", "mamba_d_state"),
             "conv_dim": inner, "conv_kernel": r.count("mamba_d_conv", "mamba_d_conv"),
+            **({} if dt_rank in (None, "auto") else {"dt_rank": r.count("mamba_dt_rank", "mamba_dt_rank")}),
+            **_mixer_biases(r, out_proj="mamba_proj_bias"),
         }  # fmt: skip
     if model_type in ("falcon_h1", "granitemoehybrid"):  # Mamba-2: (heads, head dim, d_state), conv over x, B, C
         inner = r.get("mamba_d_ssm") if model_type == "falcon_h1" else None
@@ -774,10 +797,14 @@ def _recurrent(r: _Reader, model_type: str, d_model: int, fields: dict[str, Any]
         head_dim = r.get("mamba_d_head")
         head_dim = inner // heads if head_dim in (None, "auto") else head_dim
         d_state = r.count("mamba_d_state", "mamba_d_state")
+        groups = r.count("mamba_n_groups", "mamba_n_groups")
+        falcon = model_type == "falcon_h1"  # its out_proj's bias is projectors_bias; its gated norm is optional
         return {
-            "kind": "mamba2", "n_heads": heads, "head_dim": head_dim, "state_dim": d_state,
-            "conv_dim": inner + 2 * r.count("mamba_n_groups", "mamba_n_groups") * d_state,
-            "conv_kernel": r.count("mamba_d_conv", "mamba_d_conv"), "on_attention_layers": model_type == "falcon_h1",
+            "kind": "mamba2", "n_heads": heads, "head_dim": head_dim, "state_dim": d_state, "n_groups": groups,
+            "conv_dim": inner + 2 * groups * d_state,
+            "conv_kernel": r.count("mamba_d_conv", "mamba_d_conv"), "on_attention_layers": falcon,
+            **_mixer_biases(r, out_proj="projectors_bias" if falcon else "mamba_proj_bias"),
+            **({"output_norm": bool(r.config.get("mamba_rms_norm", False))} if falcon else {}),
         }  # fmt: skip
     if model_type == "minimax":  # lightning attention: one (head_dim, head_dim) K^T V sum per head, no conv
         head_dim = fields.get("head_dim") or d_model // fields["n_heads"]

@@ -9,10 +9,14 @@ kv_lora_rank x n_heads * (qk_nope_head_dim + v_head_dim), and o (n_heads * v_hea
 MLP: gated 3 * d_model * d_ff; plain 2 * d_model * d_ff. MoE layers: every expert plus a router.
 Norms: rmsnorm d_model weights, layernorm weights and biases, n_norms_per_layer of them. Embeddings vocab x d_model, twice
 if untied, plus learned positions if any.
+Fixed-state mixers (``mixer_params``), on the layers that hold ``recurrent``'s state, in place of attention on
+``linear`` layers and beside it when ``on_attention_layers`` (Falcon-H1), laid out as transformers builds them.
 """
 
+import math
+
 from mha_cli.core.record import Record
-from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.schemas import ModelSpec, RecurrentSpec
 
 
 class ParamBreakdown(Record):
@@ -39,9 +43,20 @@ class ParamBreakdown(Record):
     This is how published active counts are quoted (gpt-oss-20b 3.6B, DeepSeek-V2-Lite 2.4B) and
     what 2 x active x tokens FLOPs counts."""
 
+    mixer_per_layer: int = 0
+    """Weights of one fixed-state mixer (Gated DeltaNet, Mamba, lightning attention, KDA); 0 without one."""
+    n_attention_layers: int = 0
+    """Layers with attention: every layer but the ``linear`` ones."""
+    n_mixer_layers: int = 0
+    """Layers with a fixed-state mixer: the ``linear`` ones, or every layer when it runs beside attention."""
+
     @property
     def attention_total(self) -> int:
-        return self.attention_per_layer * (self.n_dense_mlp_layers + self.n_moe_layers)
+        return self.attention_per_layer * self.n_attention_layers
+
+    @property
+    def mixer_total(self) -> int:
+        return self.mixer_per_layer * self.n_mixer_layers
 
 
 def attention_params(model: ModelSpec) -> int:
@@ -65,6 +80,78 @@ def attention_params(model: ModelSpec) -> int:
 
 def _qk_norm_params(model: ModelSpec) -> int:
     return 2 * model.dim_per_head if model.qk_norm else 0
+
+
+def mixer_params(model: ModelSpec) -> int:
+    """Weights (and biases) of one fixed-state mixer of ``model``; 0 without a ``recurrent`` block."""
+    state = model.recurrent
+    if state is None:
+        return 0
+    d = model.d_model
+    per_kind = {
+        "gated_deltanet": _gated_deltanet_params, "mamba": _mamba_params, "mamba2": _mamba2_params,
+        "lightning": _lightning_params, "kda": _kda_params,
+    }  # fmt: skip
+    conv = state.conv_dim * state.conv_kernel + (state.conv_dim if state.has_conv_bias else 0)
+    return per_kind[state.kind](state, d) + conv
+
+
+def _projection_biases(state: RecurrentSpec, in_width: int, d_model: int) -> int:
+    return (in_width if state.in_proj_bias else 0) + (d_model if state.out_proj_bias else 0)
+
+
+def _gated_deltanet_params(state: RecurrentSpec, d: int) -> int:
+    """Qwen3-Next: in_proj_qkvz d x (2 key + 2 value widths), in_proj_ba d x 2 value heads, dt_bias and A_log per
+    value head, a gated norm of one value head, out_proj value width x d (the conv is counted by the caller)."""
+    value_width = state.n_heads * state.state_dim
+    key_width = (state.conv_dim - value_width) // 2  # conv over q, k (key width each) and v
+    in_width = 2 * key_width + 2 * value_width + 2 * state.n_heads
+    norm = state.state_dim if state.output_norm else 0
+    return d * in_width + 2 * state.n_heads + norm + value_width * d + _projection_biases(state, in_width, d)
+
+
+def _mamba_params(state: RecurrentSpec, d: int) -> int:
+    """Mamba-1 (Jamba) over d_inner = n_heads channels: in_proj d x 2 d_inner, x_proj d_inner x (dt_rank + 2
+    d_state), dt_proj dt_rank x d_inner with a bias, A_log d_inner x d_state, D d_inner, out_proj d_inner x d, and
+    Jamba's dt, B and C norms."""
+    inner, d_state = state.n_heads, state.state_dim
+    rank = state.dt_rank or math.ceil(d / 16)
+    x_proj = inner * (rank + 2 * d_state)
+    dt_proj = rank * inner + inner
+    norms = rank + 2 * d_state if state.output_norm else 0
+    own = inner * d_state + inner  # A_log, D
+    projections = d * 2 * inner + inner * d + _projection_biases(state, 2 * inner, d)
+    return projections + x_proj + dt_proj + own + norms
+
+
+def _mamba2_params(state: RecurrentSpec, d: int) -> int:
+    """Mamba-2 with d_inner = conv_dim - 2 groups x d_state: in_proj d x (d_inner + conv_dim + heads), dt_bias,
+    A_log and D per head, the gated norm over d_inner, out_proj d_inner x d."""
+    inner = state.conv_dim - 2 * state.n_groups * state.state_dim
+    in_width = inner + state.conv_dim + state.n_heads
+    norm = inner if state.output_norm else 0
+    return d * in_width + 3 * state.n_heads + norm + inner * d + _projection_biases(state, in_width, d)
+
+
+def _lightning_params(state: RecurrentSpec, d: int) -> int:
+    """MiniMax's lightning attention: qkv_proj d x 3 width, output_gate d x width, out_proj width x d and a norm
+    over width = heads x head_dim."""
+    width = state.n_heads * state.head_dim
+    norm = width if state.output_norm else 0
+    return 5 * d * width + norm + _projection_biases(state, 4 * width, d)
+
+
+def _kda_params(state: RecurrentSpec, d: int) -> int:
+    """Kimi-Linear's KDA over width = heads x head_dim: q, k, v d x width each, the forget gate (f_a d x head_dim,
+    f_b head_dim x width, dt_bias width, A_log per head), b_proj d x heads, the output gate (g_a, g_b as f_a, f_b),
+    a gated norm of one head, o_proj width x d."""
+    width, head = state.n_heads * state.head_dim, state.head_dim
+    low_rank_gate = d * head + head * width
+    forget_gate = low_rank_gate + width + state.n_heads
+    norm = head if state.output_norm else 0
+    in_width = 3 * width
+    projections = d * in_width + width * d + d * state.n_heads + _projection_biases(state, in_width, d)
+    return projections + forget_gate + low_rank_gate + norm
 
 
 def mlp_params(d_model: int, d_ff: int, mlp: str, bias: bool) -> int:
@@ -95,8 +182,13 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
     n_dense = model.n_layers - n_moe
     lookup_tables = (0 if model.tied_embeddings else model.vocab_size * d) + model.position_embeddings * d
     embeddings = model.vocab_size * d + lookup_tables
+    n_mixer = sum(model.holds_state(i) for i in range(model.n_layers))
+    n_attention = model.n_layers - model.count_layers("linear")
+    mixer = mixer_params(model)
     total = (
-        model.n_layers * (attention + model.n_norms_per_layer * norm)
+        n_attention * attention
+        + n_mixer * mixer
+        + model.n_layers * model.n_norms_per_layer * norm
         + n_dense * dense_mlp
         + n_moe * moe_mlp
         + embeddings
@@ -114,4 +206,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         final_norm=norm,
         total=total,
         active=total - n_moe * moe_inactive - lookup_tables,
+        mixer_per_layer=mixer,
+        n_attention_layers=n_attention,
+        n_mixer_layers=n_mixer,
     )

@@ -230,6 +230,20 @@ class RecurrentSpec(_Strict):
     on_attention_layers: bool = False
     """True when every layer runs this mixer beside its attention (Falcon-H1's parallel hybrid), so attention
     layers hold the state too; False when only ``linear`` layers hold it."""
+    n_groups: Annotated[int, Field(gt=0, le=_MAX_WIDTH)] = 1
+    """Mamba-2: groups of heads sharing one B and one C, so d_inner = ``conv_dim - 2 * n_groups * state_dim``."""
+    dt_rank: Annotated[int, Field(gt=0, le=_MAX_WIDTH)] | None = None
+    """Mamba-1: width of the low-rank step projection (x_proj to dt_proj); None: ceil(d_model / 16)."""
+    conv_bias: bool | None = None
+    """Whether the short convolution has one bias per channel; None: the kind's own (Mamba and Mamba-2 yes, the
+    others no)."""
+    in_proj_bias: bool = False
+    """Whether the mixer's input projection has biases (Jamba's and Granite's ``mamba_proj_bias``)."""
+    out_proj_bias: bool = False
+    """Whether the mixer's output projection has biases (Falcon-H1's ``projectors_bias``)."""
+    output_norm: bool = True
+    """Whether the mixer carries its norm weights: the gated RMSNorm of Mamba-2, Gated DeltaNet, KDA and lightning
+    attention (Falcon-H1's ``mamba_rms_norm`` is false by default), Jamba's dt, B and C norms for Mamba-1."""
 
     @property
     def recurrent_values(self) -> int:
@@ -240,6 +254,11 @@ class RecurrentSpec(_Strict):
     def conv_values(self) -> int:
         """Values of the conv state, one layer, one sequence."""
         return self.conv_dim * self.conv_kernel
+
+    @property
+    def has_conv_bias(self) -> bool:
+        """``conv_bias``, or the kind's default when unset: Mamba and Mamba-2 convolve with a bias."""
+        return self.conv_bias if self.conv_bias is not None else self.kind in ("mamba", "mamba2")
 
 
 class MoESpec(_Strict):
