@@ -212,7 +212,8 @@ def params_per_rank(
 ) -> int:
     """Every weight one rank of ``tp`` holds (replicated parts counted on every rank); the vocabulary padded to a
     multiple of ``vocab_padding`` (vLLM's 64 by default; 1 for the checkpoint's own count); the routed experts in
-    ``experts``' layout (default: sharded over the tp ranks).
+    ``experts``' layout (default: sharded over the tp ranks); a fixed-state mixer's weights split evenly over the
+    ranks (rounded up; which of its parts an engine replicates is not modelled).
 
     Raises ``BadInputError`` when ``tp`` does not split the heads or the MLP widths.
     """
@@ -223,11 +224,14 @@ def params_per_rank(
     norm = d if model.norm == "rmsnorm" else 2 * d
     n_moe = 0 if model.moe is None else max(0, model.n_layers - model.moe.n_dense_layers)
     n_dense = model.n_layers - n_moe
-    per_layer = attention_params_per_rank(model, tp) + model.n_norms_per_layer * norm
+    whole = count_params(model)
+    mixers = whole.n_mixer_layers * -(-whole.mixer_per_layer // tp)  # split evenly, rounded up
+    attention = whole.n_attention_layers * attention_params_per_rank(model, tp)
     mlps = n_dense * mlp_params_per_rank(model, tp, False)
     if n_moe:
         mlps += n_moe * mlp_params_per_rank(model, tp, True, experts)
-    return model.n_layers * per_layer + mlps + embedding_params_per_rank(model, tp, vocab_padding) + norm
+    norms = model.n_layers * model.n_norms_per_layer * norm + norm
+    return attention + mixers + mlps + norms + embedding_params_per_rank(model, tp, vocab_padding)
 
 
 def weight_params_per_device(
@@ -263,33 +267,35 @@ def _mlp_matrices(d: int, width: int, gated: bool, count: int, kind: MatrixKind 
 def matrices_per_rank(model: ModelSpec, tp: int, experts: ExpertLayout | None = None) -> list[Matrix]:
     """Every linear layer's weight matrix one rank of ``tp`` holds, in this module's layout (what quantised formats
     quantise; embeddings, head, norms, biases and routers are the rest of ``params_per_rank``); the routed experts
-    in ``experts``' layout."""
+    in ``experts``' layout. Attention's matrices on the layers that attend; a fixed-state mixer's weights are left
+    to the rest (priced unquantised)."""
     problem = tp_shard_problem(model, tp, experts)
     if problem is not None:
         raise BadInputError(problem)
     d, layers = model.d_model, model.n_layers
+    attending = layers - model.count_layers("linear")
     heads = model.n_heads // tp
     if model.mla is not None:
         mla = model.mla
         attention = [
-            Matrix("attention", mla.kv_lora_rank + mla.qk_rope_head_dim, d, layers),  # kv down, replicated
-            Matrix("attention", heads * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank, layers),
-            Matrix("attention", d, heads * mla.v_head_dim, layers),
+            Matrix("attention", mla.kv_lora_rank + mla.qk_rope_head_dim, d, attending),  # kv down, replicated
+            Matrix("attention", heads * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank, attending),
+            Matrix("attention", d, heads * mla.v_head_dim, attending),
         ]
         if mla.q_lora_rank is None:
-            attention.append(Matrix("attention", heads * mla.qk_head_dim, d, layers))
+            attention.append(Matrix("attention", heads * mla.qk_head_dim, d, attending))
         else:
             attention += [
-                Matrix("attention", mla.q_lora_rank, d, layers),  # q down, replicated
-                Matrix("attention", heads * mla.qk_head_dim, mla.q_lora_rank, layers),
+                Matrix("attention", mla.q_lora_rank, d, attending),  # q down, replicated
+                Matrix("attention", heads * mla.qk_head_dim, mla.q_lora_rank, attending),
             ]
     else:
         q_width = heads * model.dim_per_head
         kv_width = kv_heads_per_rank(model, tp) * model.dim_per_head
         attention = [
-            Matrix("attention", q_width, d, layers),
-            Matrix("attention", kv_width, d, 2 * layers),
-            Matrix("attention", d, q_width, layers),
+            Matrix("attention", q_width, d, attending),
+            Matrix("attention", kv_width, d, 2 * attending),
+            Matrix("attention", d, q_width, attending),
         ]
     gated = model.mlp == "gated"
     n_moe = 0 if model.moe is None else max(0, layers - model.moe.n_dense_layers)
