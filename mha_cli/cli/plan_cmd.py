@@ -161,10 +161,10 @@ def plan(
         )  # fmt: skip
         if stand_in:
             found.layouts.append(stand_in)
-        if loaded.model.recurrent is not None:
-            from mha_cli.core.deployment import MIXER_WEIGHTS_NOTE
+        from mha_cli.core.deployment import mixer_weights_note
 
-            found.layouts.append(MIXER_WEIGHTS_NOTE.format(kind=loaded.model.recurrent.kind))
+        if mixer_weights_note(loaded.model) is not None:
+            found.layouts.append(mixer_weights_note(loaded.model))
         if plot is not None:
             from mha_cli.cli.plan_plot import write_pareto_plot
 
@@ -184,10 +184,10 @@ def plan(
         )  # fmt: skip
     if stand_in:
         result.notes.append(stand_in)
-    if loaded.model.recurrent is not None:  # the memory plan's weights, and so what fits beside them
-        from mha_cli.core.deployment import MIXER_WEIGHTS_NOTE
+    from mha_cli.core.deployment import mixer_weights_note
 
-        result.notes.append(MIXER_WEIGHTS_NOTE.format(kind=loaded.model.recurrent.kind))
+    if mixer_weights_note(loaded.model) is not None:  # the memory plan's weights, and so what fits beside them
+        result.notes.append(mixer_weights_note(loaded.model))
     if ttft_ms is not None or itl_ms is not None:
         from mha_cli.core.cost.search import as_candidate
 

@@ -71,16 +71,26 @@ def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
     if deployment.target:
         target = resolve_target(deployment.target).target
         notes += bf16_notes(target, weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype)
-    if model.recurrent is not None:
-        notes.append(MIXER_WEIGHTS_NOTE.format(kind=model.recurrent.kind))
+    if mixer_weights_note(model) is not None:
+        notes.append(mixer_weights_note(model))
     return notes
 
 
-MIXER_WEIGHTS_NOTE = (
-    "weights approximate: each {kind} layer's mixer is counted as an attention layer of this shape, and MoE that"
-    " interleaves with dense MLPs (Jamba's every other layer) as MoE from the first MoE layer on (against transformers"
-    " on 4-layer configs: Jamba +24%, Falcon-H1 -59%, Granite-4.0-H -25%, Qwen3-Next -1.5%, MiniMax -1.9%; Jamba-1.5"
-    "-Mini's 32 layers count about 92B of its 52B); the cache and state figures are exact"
-)
-"""Said wherever a model with fixed-state layers is priced: ``count_params`` does not count their mixers' own
-weights (measured with the families' transformers config classes, ``tests/test_family_weights.py``)."""
+MIXER_WEIGHTS_NOTE = {
+    "gated_deltanet": "weights approximate: Qwen3-Next's attention layers are counted without the output gate its"
+    " q_proj also emits (against transformers on 4-layer configs: Qwen3-Next -0.03%); the mixers, cache and state are"
+    " exact",
+    "mamba": "weights approximate: MoE that interleaves with dense MLPs (Jamba's every other layer) is counted as MoE"
+    " from the first MoE layer on (against transformers on 4-layer configs: Jamba +36%; Jamba-1.5-Mini's 32 layers"
+    " count about 94B of its 52B); the mixers, cache and state are exact",
+    "kda": "weights approximate: Kimi-Linear's KDA mixers are counted as transformers lays them out, but the model is"
+    " not measured against transformers; the cache and state are exact",
+}
+"""Said wherever a model with fixed-state layers of these kinds is priced: what ``count_params`` still misses of
+the family (measured with the families' transformers config classes, ``tests/test_family_weights.py``). Mamba-2
+(Falcon-H1, Granite-4.0-H) and lightning attention (MiniMax) count exactly and have no note."""
+
+
+def mixer_weights_note(model: ModelSpec) -> str | None:
+    """``MIXER_WEIGHTS_NOTE`` for ``model``'s mixer kind, or None when its weights count exactly (or it has none)."""
+    return None if model.recurrent is None else MIXER_WEIGHTS_NOTE.get(model.recurrent.kind)

@@ -27,6 +27,9 @@ FIXED_STATE_FAMILIES = {
     "kimi_linear": "KDA",
 }  # fmt: skip
 """Families with layers that keep a fixed per-sequence state, and which mixer keeps it."""
+APPROXIMATE_WEIGHTS = {"Gated DeltaNet", "Mamba", "KDA"}
+"""Mixers whose families' weights ``count_params`` still misses in part (``core.deployment.MIXER_WEIGHTS_NOTE``:
+Qwen3-Next's attention output gate, Jamba's interleaved MoE, Kimi-Linear unmeasured); the others count exactly."""
 BUILT_MIXERS = {"Gated DeltaNet", "Mamba-2"}
 """Fixed-state mixers ``mha verify`` builds (``verify.plan.BUILT_MIXERS``): their state is measured, on one rank."""
 UNBUILT_LAYERS = {"llama4": "chunked attention", "llama4_text": "chunked attention", "gemma3n": "shared K/V",
@@ -51,8 +54,8 @@ class FamilySupport(Record):
 
     model_type: str
     priced: str
-    """``KV`` or ``KV + state (Mamba); weights approximate``: what the calculator prices (per-token K/V, a fixed
-    state; the mixers' own weights are not counted, ``core.deployment.MIXER_WEIGHTS_NOTE``)."""
+    """``KV``, ``KV + state (Mamba-2)`` or ``KV + state (Mamba); weights approximate``: what the calculator prices
+    (per-token K/V, a fixed state; approximate where ``core.deployment.MIXER_WEIGHTS_NOTE`` says the weights are)."""
     built: bool
     """Whether the torch decoder builds the family's geometry."""
     differences: list[str]
@@ -72,6 +75,12 @@ def _representative(model_type: str) -> ModelSpec:
     )  # fmt: skip
 
 
+def _priced(state: str | None) -> str:
+    if state is None:
+        return "KV"
+    return f"KV + state ({state}); weights approximate" if state in APPROXIMATE_WEIGHTS else f"KV + state ({state})"
+
+
 def family_support() -> list[FamilySupport]:
     """Every known family's row, by model_type."""
     rows = []
@@ -81,7 +90,7 @@ def family_support() -> list[FamilySupport]:
         built_state = state in BUILT_MIXERS
         rows.append(
             FamilySupport(
-                model_type=model_type, priced=f"KV + state ({state}); weights approximate" if state else "KV",
+                model_type=model_type, priced=_priced(state),
                 built=state is None or built_state, differences=omitted_details(_representative(model_type)),
                 equal_to_transformers=EQUAL_TO_TRANSFORMERS.get(model_type),
                 verify=(f"refused: {unbuilt} (price them with `mha kv`)" if unbuilt is not None

@@ -215,8 +215,8 @@ class VerifyReport(BaseModel):
     measured_state_bytes: int = 0
     """Of measured_cache_bytes, the built linear layers' ``MixerState`` bytes (conv + recurrent state)."""
     weights_approximate: bool = False
-    """True for a model with fixed-state layers: ``count_params`` counts each mixer as an attention layer
-    (``core.deployment.MIXER_WEIGHTS_NOTE``), so the weights are reported, not checked."""
+    """True for a family whose ``count_params`` still misses some weights (``core.deployment.MIXER_WEIGHTS_NOTE``);
+    the built layers are counted exactly, so ``weight_bytes_match`` is checked all the same."""
     cache_fill: CacheFill
     allocator: AllocatorCheck | None
     """CUDA only; None elsewhere."""

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.deployment import MIXER_WEIGHTS_NOTE
+from mha_cli.core.deployment import mixer_weights_note
 from mha_cli.core.errors import OutOfMemoryError
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.schemas import DeploymentSpec
@@ -110,9 +110,9 @@ def build_report(
     peak, peak_source = _peak_bandwidth(device)
     roofline_ms = None if peak is None else decode_bytes / peak * 1e3
 
-    hybrid = has_state_layers(plan.model)  # weights approximate (mixers counted as attention): reported, not checked
+    hybrid = has_state_layers(plan.model)
     predicted_state = state_bytes(plan, n_built)
-    checks = {} if hybrid else {"weight_bytes_match": rank.measured_weight_bytes == plan.predicted_weight_bytes}
+    checks = {"weight_bytes_match": rank.measured_weight_bytes == plan.predicted_weight_bytes}
     checks["cache_bytes_match"] = rank.measured_cache_bytes == plan.predicted_cache_bytes
     if hybrid:
         checks["state_bytes_match"] = rank.measured_state_bytes == predicted_state
@@ -141,7 +141,7 @@ def build_report(
         predicted_weight_bytes_per_layer=plan.predicted_layer_weight_bytes[plan.weight_kind(0)],
         predicted_cache_bytes=plan.predicted_cache_bytes, measured_cache_bytes=rank.measured_cache_bytes,
         predicted_bytes_per_token_per_layer=token_bytes_per_layer(plan), predicted_state_bytes=predicted_state,
-        measured_state_bytes=rank.measured_state_bytes, weights_approximate=hybrid,
+        measured_state_bytes=rank.measured_state_bytes, weights_approximate=mixer_weights_note(plan.model) is not None,
         cache_fill=rank.cache_fill, allocator=rank.allocator, precheck=_precheck(plan), per_rank=per_rank,
         whole_model=whole,
         prefill_tokens=plan.prefill_tokens, prefill_note=plan.prefill_note, prefill_ms=rank.prefill.median_ms,
@@ -260,11 +260,8 @@ def _check_details(
 
 def _notes(plan: VerifyPlan, rank: RankResult, per_rank: ScopeFigures) -> list[str]:
     notes = list(plan.notes)
-    if has_state_layers(plan.model):
-        notes.append(
-            f"weights not checked: measured {rank.measured_weight_bytes:,} B against a predicted"
-            f" {plan.predicted_weight_bytes:,} B, {MIXER_WEIGHTS_NOTE.format(kind=plan.model.recurrent.kind)}"
-        )
+    if mixer_weights_note(plan.model) is not None:  # the built layers count exactly; the family's rest may not
+        notes.append(f"family {mixer_weights_note(plan.model)}")
     if plan.tp > 1:
         notes.append(
             f"tp={plan.tp}: the stack is rank {rank.tp_rank}'s shard ({plan.rank_shape.n_heads} query heads,"
