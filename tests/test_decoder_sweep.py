@@ -24,9 +24,11 @@ _spec.loader.exec_module(sweep)
 
 EQUAL = (
     "llama", "mistral", "mixtral", "ministral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
-    "deepseek_v3", "internlm3", "exaone", "youtu",
+    "deepseek_v3", "internlm3", "exaone", "youtu", "ernie4_5", "helium", "mellum", "seed_oss", "stablelm",
 )  # fmt: skip
-"""Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24."""
+"""Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
+(ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its
+q/k/v-only biases, StableLM through its LayerNorm)."""
 
 
 def test_no_family_differs_from_transformers_without_saying_why():

@@ -68,9 +68,6 @@ _LEARNED_POSITIONS = [
 
 
 _ARCEE = ["Arcee's MLP is up -> ReLU squared -> down, without a gate; this one is SiLU-gated or exact GELU"]
-_INTERLEAVED_ROPE = [
-    "this family rotates interleaved pairs (x0, x1), (x2, x3)... with RoPE (ERNIE 4.5, Helium); this one rotate-half"
-]
 _GRANITE = [
     "Granite's multipliers: embedding_multiplier on the embeddings, attention_multiplier as the softmax scale,"
     " residual_multiplier on each branch, the logits divided by logits_scaling; none here"
@@ -82,7 +79,6 @@ _MINICPM3 = [
 
 _BY_NAME: tuple[tuple[tuple[str, ...], list[str]], ...] = (
     (("arcee",), _ARCEE),
-    (("ernie4-5", "helium"), _INTERLEAVED_ROPE),
     (("granite",), _GRANITE),
     (("minicpm3",), _MINICPM3),
     (("phi3", "phi-3"), _PHI3),

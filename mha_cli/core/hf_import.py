@@ -289,6 +289,10 @@ def _rope_parameters(r: _Reader) -> dict[str, Any]:
     return merged
 
 
+_INTERLEAVED_ROPE = {"ernie4_5", "ernie4_5_moe", "helium"}
+"""Families whose RoPE rotates interleaved pairs (their modeling's rotate_half stacks (-x2, x1) over x[::2], x[1::2])."""
+
+
 def _rope(r: _Reader, model_type: str) -> dict[str, Any] | None:
     """The spec's ``rope`` block; ``None`` for learned or ALiBi positions."""
     if model_type == "gpt2":
@@ -303,6 +307,8 @@ def _rope(r: _Reader, model_type: str) -> dict[str, Any] | None:
     if theta is None:
         theta = r.assume(10000.0, "rope_theta absent: 10,000 (the RoPE default)")
     rope: dict[str, Any] = {"theta": float(theta)}
+    if model_type in _INTERLEAVED_ROPE:
+        rope["interleaved"] = True
     if params.get("partial_rotary_factor") is not None:
         rope["partial_rotary_factor"] = float(params["partial_rotary_factor"])
     kind = params.get("rope_type", params.get("type"))
@@ -353,8 +359,10 @@ def family_layout(model_type: str) -> dict[str, Any]:
         return {"mlp": "plain", "norm": "layernorm", "n_norms_per_layer": 1}
     if model_type in ("gemma2", "gemma3", "gemma3_text"):
         return {"n_norms_per_layer": 4, "qk_norm": model_type != "gemma2"}
-    if model_type in ("qwen3", "qwen3_moe") or model_type in _GATED_DELTANET:  # Qwen3-Next, Qwen3.5: q_norm, k_norm
-        return {"qk_norm": True}
+    if model_type in ("qwen3", "qwen3_moe", "mellum", "exaone_moe") or model_type in _GATED_DELTANET:
+        return {"qk_norm": True}  # per-head RMSNorm of q and k (Qwen3-Next and Qwen3.5 too)
+    if model_type == "stablelm":  # LayerNorm (with bias) before attention and MLP
+        return {"norm": "layernorm"}
     if model_type in ("qwen2", "qwen2_moe"):
         return {"qkv_bias": True}
     if model_type == "gpt_oss":
@@ -441,6 +449,10 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     }
     if r.get("attention_bias") is not None:
         fields["qkv_bias"] = fields["o_bias"] = bool(r.get("attention_bias"))
+    if r.get("attention_out_bias") is not None:  # Seed-OSS: biases on q/k/v, none on o
+        fields["o_bias"] = bool(r.get("attention_out_bias"))
+    if r.get("use_qk_norm") is True and model_type not in _LLAMA4:  # Llama 4's is an L2 norm without weights
+        fields["qk_norm"] = True
     if model_type == "starcoder2" and r.get("use_bias") is False:
         fields["qkv_bias"] = fields["o_bias"] = fields["mlp_bias"] = False
     if model_type == "falcon" and r.get("bias"):

@@ -181,6 +181,10 @@ class RopeScaling(_Strict):
         return self
 
 
+def _is_false(value: object) -> bool:
+    return value is False
+
+
 class RopeSpec(_Strict):
     """Rotary position embedding: frequencies theta^(-2i / rotated width), optionally scaled."""
 
@@ -189,6 +193,9 @@ class RopeSpec(_Strict):
     partial_rotary_factor: Annotated[float, Field(gt=0, le=1)] = 1.0
     """Fraction of head_dim that rotates (the first dimensions); the rest pass through."""
     scaling: RopeScaling | None = None
+    interleaved: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Pairs that rotate together: interleaved (x0, x1), (x2, x3)... (ERNIE 4.5, Helium), or rotate-half
+    (x_i, x_(i + r/2)), Llama's (false). No effect on any size."""
 
 
 DEFAULT_NORM_EPS = 1e-5

@@ -17,7 +17,7 @@ from mha_cli.nn.heads import combine_heads, split_heads
 from mha_cli.nn.kv_cache import KVCache
 from mha_cli.nn.norms import RMSNorm
 from mha_cli.nn.padding import Padding
-from mha_cli.nn.rope import RotaryEmbedding, rotate
+from mha_cli.nn.rope import RotaryEmbedding, as_halves, rotate
 from mha_cli.nn.row_parallel import Reduce, row_parallel
 from mha_cli.nn.sdpa import grouped_attention, reference_attention
 from mha_cli.nn.window_cache import SlidingWindowCache, window_mask
@@ -86,6 +86,8 @@ class Attention(nn.Module):
                     else padding.positions  # (b, s)
                 )
                 cos_sin = self.rope.cos_sin(positions)
+            if self.rope.rope.interleaved:  # pairs (x0, x1), (x2, x3)...: regrouped as halves, as MLA does
+                q, k = as_halves(q, self.rope.width), as_halves(k, self.rope.width)
             q, k = rotate(q, *cos_sin), rotate(k, *cos_sin)  # (b, n_h, s, h_d), (b, n_kv, s, h_d)
         return q, k, v
 

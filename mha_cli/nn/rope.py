@@ -62,6 +62,14 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return torch.cat([rotated, passthrough], dim=-1) if passthrough.shape[-1] else rotated  # (..., s, h_d)
 
 
+def as_halves(x: torch.Tensor, width: int) -> torch.Tensor:
+    """x (..., h_d) with its first ``width`` values regrouped from interleaved pairs (x0, x1), (x2, x3)... into
+    halves (x0, x2, ...; x1, x3, ...), so rotate-half rotates each pair; the rest pass. Queries and keys regrouped
+    alike keep every score (the same permutation of both)."""
+    rotary, rest = x[..., :width], x[..., width:]
+    return torch.cat([rotary[..., 0::2], rotary[..., 1::2], rest], dim=-1)  # (..., h_d)
+
+
 def rotary_dim(rope: RopeSpec, head_dim: int) -> int:
     """Values of a head that rotate: int(head_dim * partial_rotary_factor), as transformers rounds it."""
     width = int(head_dim * rope.partial_rotary_factor)
