@@ -19,13 +19,11 @@ Run: `python benchmarks/decoder_sweep.py [--json] [--only TYPE ...]` (about a mi
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
-import json
 import sys
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +31,7 @@ for path in (REPO, REPO / "benchmarks"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from family_sweep import BATCH, MAX_TINY_WEIGHTS, PROMPT, _tiny_config, causal_lm_types  # noqa: E402
+from family_sweep import BATCH, PROMPT, _tiny_config, run_sweep, tiny_model  # noqa: E402
 
 from mha_cli.core.errors import MhaError  # noqa: E402
 from mha_cli.core.hf_import import import_hf_config  # noqa: E402
@@ -49,24 +47,6 @@ class Row:
     prefill_error: float | None = None
     decode_error: float | None = None
     detail: str = ""
-
-
-def _reference(config):
-    """transformers' model for ``config``, random weights, norms and biases moved off 1 and 0."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    with torch.device("meta"):
-        weights = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
-    if weights > MAX_TINY_WEIGHTS:
-        raise RuntimeError(f"{weights:,} weights: the config class has size fields the sweep does not shrink")
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
-    with torch.no_grad():
-        for name, tensor in model.state_dict().items():
-            if name.endswith("norm.weight") or name.endswith("bias"):
-                tensor.add_(torch.randn_like(tensor) * 0.1)
-    return model
 
 
 def _errors(reference, ours, vocab: int) -> tuple[float, float]:
@@ -97,7 +77,7 @@ def sweep_one(model_type: str) -> Row:
         with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
             config = _tiny_config(model_type)
-            reference = _reference(config)
+            reference = tiny_model(config)
     except Exception as exc:  # transformers could not build it: not a decoder of ours to judge
         return Row(
             model_type, "not built", detail=f"transformers: {type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
@@ -129,26 +109,12 @@ def sweep_one(model_type: str) -> Row:
     return Row(model_type, "differs, unlisted", prefill, decode)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--only", nargs="*", help="model types to sweep (default: every causal-LM family)")
-    args = parser.parse_args(argv)
-    from transformers.utils import logging as hf_logging
+def _figures(row: Row) -> str:
+    return "" if row.prefill_error is None else f"{row.prefill_error:9.1e} {row.decode_error:9.1e}"
 
-    hf_logging.set_verbosity_error()
-    rows = [sweep_one(t) for t in (args.only or causal_lm_types())]
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row.verdict] = counts.get(row.verdict, 0) + 1
-    if args.json:
-        print(json.dumps({"rows": [asdict(r) for r in rows], "counts": counts}, indent=2))
-        return 0
-    for row in rows:
-        errors = "" if row.prefill_error is None else f"{row.prefill_error:9.1e} {row.decode_error:9.1e}"
-        print(f"{row.model_type:<28} {row.verdict:<18} {errors:<20} {row.detail}")
-    print(" ".join(f"{verdict}: {n}" for verdict, n in sorted(counts.items())), f"(of {len(rows)})")
-    return 0
+
+def main(argv: list[str] | None = None) -> int:
+    return run_sweep(argv, __doc__.splitlines()[0], sweep_one, _figures)
 
 
 if __name__ == "__main__":

@@ -27,8 +27,10 @@ import io
 import json
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -121,8 +123,9 @@ def _tiny_config(model_type: str):
     return AutoConfig.for_model(model_type, **overrides)
 
 
-def _allocated(config) -> int:
-    """Bytes of every tensor the cache holds after a prefill of BATCH x PROMPT tokens, fp32."""
+def tiny_model(config):
+    """transformers' causal LM for a tiny ``config``: random weights (seed 0, fp32), norms and biases moved off 1
+    and 0 so that a decoder that skipped one would differ; refused when a size field was left at full size."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -132,6 +135,18 @@ def _allocated(config) -> int:
         raise RuntimeError(f"{weights:,} weights: the config class has size fields this sweep does not shrink")
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            if name.endswith("norm.weight") or name.endswith("bias"):
+                tensor.add_(torch.randn_like(tensor) * 0.1)
+    return model
+
+
+def _allocated(config) -> int:
+    """Bytes of every tensor the cache holds after a prefill of BATCH x PROMPT tokens, fp32."""
+    import torch
+
+    model = tiny_model(config)
     vocab = getattr(config, "vocab_size", None) or getattr(config.get_text_config(), "vocab_size", 256)
     ids = torch.randint(0, min(vocab, 256), (BATCH, PROMPT))
     with torch.no_grad():
@@ -185,15 +200,19 @@ def causal_lm_types() -> list[str]:
     return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_sweep(
+    argv: list[str] | None, description: str, sweep: Callable[[str], Any], figures: Callable[[Any], str]
+) -> int:
+    """The command line both sweeps share: ``sweep(model_type)`` per family (``--only`` some), a row each with
+    ``figures(row)`` between its verdict and detail, and the count of each verdict; ``--json`` for the rows."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--only", nargs="*", help="model types to sweep (default: every causal-LM family)")
     args = parser.parse_args(argv)
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
-    rows = [sweep_one(t) for t in (args.only or causal_lm_types())]
+    rows = [sweep(t) for t in (args.only or causal_lm_types())]
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.verdict] = counts.get(row.verdict, 0) + 1
@@ -201,12 +220,17 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"rows": [asdict(r) for r in rows], "counts": counts}, indent=2))
         return 0
     for row in rows:
-        figures = (
-            f"{row.allocated:>9,} {row.priced:>9,}" if row.priced is not None else f"{row.allocated or 0:>9,} {'':>9}"
-        )
-        print(f"{row.model_type:<28} {row.verdict:<12} {figures}  {row.detail}")
+        print(f"{row.model_type:<28} {row.verdict:<18} {figures(row)}  {row.detail}")
     print(" ".join(f"{verdict}: {n}" for verdict, n in sorted(counts.items())), f"(of {len(rows)})")
     return 0
+
+
+def _figures(row: Row) -> str:
+    return f"{row.allocated or 0:>9,} {'' if row.priced is None else format(row.priced, ','):>9}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_sweep(argv, __doc__.splitlines()[0], sweep_one, _figures)
 
 
 if __name__ == "__main__":
