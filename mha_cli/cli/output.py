@@ -36,7 +36,9 @@ def stdout_console() -> Console:
             discard_stdout()
             raise SystemExit(EXIT_BROKEN_PIPE)
 
-    return TableConsole(highlight=False)
+    # emoji=False: rich would otherwise scan every cell for `:name:` codes (a few ms over a report's tables) and
+    # turn one found in a model name or a path into a pictogram; no output of ours is meant to hold an emoji.
+    return TableConsole(highlight=False, emoji=False)
 
 
 @cache
