@@ -59,6 +59,8 @@ class Option:
     """KV heads (None for MLA, which caches one latent)."""
     model: ModelSpec
     tp: int
+    tp_why: str
+    """Why this tp (MHA024)."""
     kv: KvFootprint
     plan: MemoryPlan | None
     risk: tuple[int, int]
@@ -84,23 +86,30 @@ class Option:
         return RISK_LABELS[self.risk[0]]
 
 
-def smallest_tp(ctx: Context, model: ModelSpec) -> tuple[int, str]:
-    """MHA024: (tp, why). --tp when given; else the smallest tp of the target (dividing its devices and splitting
-    the heads) at which the weights and the requested batch fit; the other devices hold data-parallel replicas."""
+def smallest_tp(ctx: Context, model: ModelSpec) -> tuple[int, str, KvFootprint, MemoryPlan | None]:
+    """MHA024: (tp, why, the cache and the memory plan at that tp). --tp when given; else the smallest tp of the
+    target (dividing its devices and splitting the heads) at which the weights and the requested batch fit; the
+    other devices hold data-parallel replicas. The plan it tried last is returned, not planned again."""
     r = ctx.request
     if r.tp is not None:
-        return r.tp, f"--tp {r.tp} asked for"
+        return _priced(ctx, model, r.tp, f"--tp {r.tp} asked for")
     if ctx.target is None:
-        return 1, "no target: one device"
+        return _priced(ctx, model, 1, "no target: one device")
     devices = ctx.target.n_devices
     splits = [
         t for t in range(1, devices + 1) if devices % t == 0 and tp_splits_evenly(model.n_heads, model.kv_heads, t)
     ]
     for tp in splits:
-        plan = ctx.plan(model, tp)
+        kv = ctx.footprint(model, tp)
+        plan = ctx.plan(model, tp, kv)
         if plan is not None and plan.fits:
-            return tp, f"the smallest tp at which the weights and batch {r.batch} fit"
-    return splits[-1], f"nothing fits: the widest split of the {devices} devices"
+            return tp, f"the smallest tp at which the weights and batch {r.batch} fit", kv, plan
+    return splits[-1], f"nothing fits: the widest split of the {devices} devices", kv, plan
+
+
+def _priced(ctx: Context, model: ModelSpec, tp: int, why: str) -> tuple[int, str, KvFootprint, MemoryPlan | None]:
+    kv = ctx.footprint(model, tp)
+    return tp, why, kv, ctx.plan(model, tp, kv)
 
 
 def candidates(ctx: Context, shape: Shape) -> list[Option]:
@@ -119,14 +128,12 @@ def candidates(ctx: Context, shape: Shape) -> list[Option]:
         model = solve_at(ctx, shape.frame, variant, n_kv, shape.moe)
         if model is None:
             continue  # no depth at this width spends the budget with this attention
-        tp, _why = smallest_tp(ctx, model)
-        kv = ctx.footprint(model, tp)
-        plan = ctx.plan(model, tp, kv)
+        tp, why, kv, plan = smallest_tp(ctx, model)
         risk = quality_risk(variant, n_heads // n_kv)
         options.append(
             Option(
                 label=label, variant=variant, n_kv_heads=None if variant == "MLA" else n_kv, model=model, tp=tp,
-                kv=kv, plan=plan, risk=risk, excluded=_exclusion(ctx, variant, n_heads, shape),
+                tp_why=why, kv=kv, plan=plan, risk=risk, excluded=_exclusion(ctx, variant, n_heads, shape),
             )
         )  # fmt: skip
     return options
@@ -160,11 +167,10 @@ def window_options(ctx: Context, base: Option) -> list[Option]:
         if window >= r.seq_len:
             continue
         model = windowed(base.model, local, global_, window)
-        tp, _why = smallest_tp(ctx, model)
-        kv = ctx.footprint(model, tp)
+        tp, why, kv, plan = smallest_tp(ctx, model)
         label = pattern_label(local, global_, window)
         options.append(
-            replace(base, label=f"{base.label} {label}", model=model, tp=tp, kv=kv, plan=ctx.plan(model, tp, kv),
+            replace(base, label=f"{base.label} {label}", model=model, tp=tp, tp_why=why, kv=kv, plan=plan,
                     excluded=base.excluded or excluded, pattern=label)
         )  # fmt: skip
     return options
@@ -413,7 +419,7 @@ def _record_inference(ctx: Context, chosen: Option, rows: list[Option]) -> None:
 def _record_tp(ctx: Context, chosen: Option) -> None:
     r = ctx.request
     model = chosen.model
-    tp, why = smallest_tp(ctx, model)
+    tp, why = chosen.tp, chosen.tp_why
     devices = ctx.target.n_devices if ctx.target else 1
     replicas = devices // tp
     placed = f"tp {tp} ({why})"
