@@ -185,7 +185,7 @@ def test_routed_experts_are_one_grouped_matmul_of_the_touched_experts_per_layer(
 
 
 def test_pipeline_stages_read_the_head_once_and_the_same_layers_in_all():
-    from mha_cli.core.cost.serving import Stepper
+    from mha_cli.core.cost.stepper import Stepper
 
     model, target = get_preset("llama-3.1-70b"), TARGETS["h100-sxm"]
     ceiling = datasheet_profile(target)

@@ -52,7 +52,7 @@ def predict_latency(
     """``memory``'s deployment of ``model`` (its tp, replicas, batch; ``deployment``'s formats and context) on
     ``profile`` (default: the target's prior; ``--profile``: a calibration)."""
     from mha_cli.core.cost.priors import datasheet_profile, prior_profile
-    from mha_cli.core.cost.serving import ServingCase, Stepper, chunked_prefill
+    from mha_cli.core.cost.stepper import ServingCase, Stepper, chunked_prefill
     from mha_cli.core.cost.work import decode_shape
     from mha_cli.core.targets import load_targets
 
