@@ -15,8 +15,7 @@ A quantised cache stores scales beside the values. What we assume, per format:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.suggest import close_names
@@ -40,8 +39,8 @@ DTYPE_ALIASES = {
 }
 
 
-@dataclass(frozen=True)
-class StorageFormat:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class StorageFormat(NamedTuple):
     """How one value is stored and what the format adds per group of values."""
 
     name: str

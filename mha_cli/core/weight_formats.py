@@ -22,8 +22,7 @@ without experts is refused). Per matrix of ``out`` x ``in`` values:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.suggest import close_names
@@ -44,8 +43,8 @@ GROUP = 128
 """Inputs per quantisation group of the int4 formats (GPTQ and AWQ's default) and per fp8 block side."""
 
 
-@dataclass(frozen=True)
-class WeightFormat:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class WeightFormat(NamedTuple):
     """One weight format: which weights it covers (the rest stays bf16) and its nominal bits per weight."""
 
     name: str

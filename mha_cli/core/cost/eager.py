@@ -7,8 +7,6 @@ profile's dispatch overhead. No engine step overhead: nothing schedules between 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.step import StepTime, step_time
 from mha_cli.core.cost.work import StepShape, decode_shape, forward_ops
@@ -43,5 +41,5 @@ def predict_attention_step(
     """One decode step of one attention layer alone (``mha bench``'s step: projections, cache write, attention over
     ``seq_len`` tokens, output projection): the attention ops of ``model``'s first layer, eager."""
     ops = forward_ops(model, decode_shape(batch, seq_len - 1), weight_dtype=dtype, kv_dtype=dtype, mla_cache=mla_cache)
-    attention = [replace(op, count=op.count / model.n_layers) for op in ops if op.name.startswith("attention")]
+    attention = [op._replace(count=op.count / model.n_layers) for op in ops if op.name.startswith("attention")]
     return step_time(attention, profile, execution="eager", dispatches=dispatches)

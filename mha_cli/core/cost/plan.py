@@ -9,7 +9,6 @@ throughput on the profile (a shipped prior for the target, or ``mha calibrate``'
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from pydantic import Field
 
@@ -134,7 +133,7 @@ def plan_serving(
     if sweep:
         top = max(concurrency, 2 * engine.admitted_per_replica * replicas, 2)
         points = sorted({concurrency, *(2**k for k in range(top.bit_length()) if 2**k <= top)})
-        swept = [predict_serving(replace(case, concurrency=users), profile, ceiling) for users in points]
+        swept = [predict_serving(case._replace(concurrency=users), profile, ceiling) for users in points]
     return ServingPlan(
         **dict(prediction), model_name=model.name, target_id=target.target.id, engine=engine.name, memory=memory,
         sweep=swept,

@@ -5,8 +5,7 @@ serving's result models, which those commands never build (each pydantic class c
 Pure Python.
 """
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.step import StepTime, step_time
@@ -18,8 +17,8 @@ from mha_cli.core.tensor_parallel import ExpertLayout
 Batching = Literal["continuous", "static"]
 
 
-@dataclass(frozen=True)
-class ServingCase:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class ServingCase(NamedTuple):
     """What is served and how: the model's formats, the deployment's shape, the load."""
 
     model: ModelSpec

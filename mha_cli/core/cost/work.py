@@ -28,8 +28,7 @@ count is measured where it matters: ``verify`` counts the operators it dispatche
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from mha_cli.core.kv import kv_footprint, tokens_held
 from mha_cli.core.roofline import attention_pair_flops, experts_touched
@@ -68,8 +67,8 @@ OUTSIDE_LAYER_KERNELS = 6
 """Embedding lookup, final norm, and the sampler's kernels (the LM head's matmul counts one)."""
 
 
-@dataclass(frozen=True)
-class Op:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class Op(NamedTuple):
     """``count`` instances of one operation on one rank; every figure is one instance's."""
 
     name: str
@@ -89,8 +88,8 @@ class Op:
     """A collective's ranks (None: the tp group); the experts' dispatch runs over every rank sharing them."""
 
 
-@dataclass(frozen=True)
-class StepShape:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class StepShape(NamedTuple):
     """What one forward step computes: ``sequences`` x ``new_tokens`` tokens after ``context`` cached ones."""
 
     sequences: int

@@ -14,6 +14,7 @@
 """
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from mha_cli.core.engine.activation import forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
 from mha_cli.core.engine.pages import KvGroup, longest_request, paged_pool, request_bytes
@@ -152,8 +153,8 @@ class _Pool:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class _Inputs:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class _Inputs(NamedTuple):
     """What every engine's rules read."""
 
     model: ModelSpec

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import count_params
@@ -30,8 +30,8 @@ COARSE_EXPERT_SPREAD = 2.0
 widths whose experts stay fine-grained."""
 
 
-@dataclass(frozen=True)
-class MoeBudget:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class MoeBudget(NamedTuple):
     """A mixture-of-experts request: total and active parameters, and the routing asked for (None: defaults)."""
 
     total: int
@@ -109,8 +109,8 @@ def _moe_block(budget: MoeBudget, experts: int, d_ff_expert: int) -> dict:
     }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class _Linear:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class _Linear(NamedTuple):
     """Total and active parameters of the models at one width and expert count, as exact linear functions of m,
     the MoE layers, and of m x f, the expert width summed over them: total = t0 + t1 m + t2 m f, likewise active.
     (Every count is linear in both; the dense layers, embeddings and final norm are the constant part.)"""

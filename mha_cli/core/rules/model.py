@@ -7,8 +7,7 @@ logs can rely on it; the name is for people. Rules are plain data; the code that
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Topic = Literal["shape", "heads", "variant", "deployment", "mla", "init", "bias", "testability", "refusal", "lint"]
 Severity = Literal["hard", "warning", "info"]
@@ -29,8 +28,8 @@ TOPIC_TITLES: dict[Topic, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Rule:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class Rule(NamedTuple):
     """One rule of the configurator skill."""
 
     id: str
