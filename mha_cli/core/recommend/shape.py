@@ -11,8 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -150,15 +149,15 @@ def build_model(
         ) from exc
 
 
-@dataclass(frozen=True)
-class Frame:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class Frame(NamedTuple):
     """Everything but depth and projection: width, head_dim, vocabulary and, for MoE, the expert block."""
 
     d_model: int
     head_dim: int
     vocab: int
     tied: bool
-    moe: dict | None = field(default=None, compare=False)
+    moe: dict | None = None
     small: bool = False
     """MHA012: a dense budget below 1B (the narrower MLP)."""
     query_width_multiple: int = 1

@@ -13,7 +13,7 @@ quality risk that meets the priority's goal, ties broken by the smaller cache:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
@@ -49,8 +49,8 @@ def quality_risk(variant: Variant, group: int) -> tuple[int, int]:
     return (3, group) if group <= 2 * C.MAX_QUALITY_GROUP else (4, group)
 
 
-@dataclass(frozen=True)
-class Option:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class Option(NamedTuple):
     """One attention candidate at the chosen width, solved for depth and priced on the target."""
 
     label: str
@@ -170,7 +170,7 @@ def window_options(ctx: Context, base: Option) -> list[Option]:
         tp, why, kv, plan = smallest_tp(ctx, model)
         label = pattern_label(local, global_, window)
         options.append(
-            replace(base, label=f"{base.label} {label}", model=model, tp=tp, tp_why=why, kv=kv, plan=plan,
+            base._replace(label=f"{base.label} {label}", model=model, tp=tp, tp_why=why, kv=kv, plan=plan,
                     excluded=base.excluded or excluded, pattern=label)
         )  # fmt: skip
     return options
@@ -254,7 +254,7 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
             verdict = "lower risk, not chosen"  # cannot happen unless nothing fits
         else:
             verdict = "fits, higher risk" if must_fit else "higher risk"
-        rows.append(replace(o, verdict=verdict))
+        rows.append(o._replace(verdict=verdict))
     return next(o for o in rows if o.verdict == "chosen"), rows
 
 

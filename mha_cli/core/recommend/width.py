@@ -7,9 +7,8 @@ size. Widths whose heads do not split over an explicit --tp are skipped, and the
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.quantities import format_count
@@ -32,8 +31,8 @@ from mha_cli.core.rules import catalog as C
 from mha_cli.core.schemas import ModelSpec, Variant
 
 
-@dataclass(frozen=True)
-class Shape:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class Shape(NamedTuple):
     """The width and depth chosen, sized with the provisional attention (the trade-off step re-solves depth)."""
 
     frame: Frame
@@ -47,7 +46,7 @@ def solve_at(ctx: Context, frame: Frame, variant: Variant, n_kv: int, moe: MoeBu
     """The model at ``frame`` with this attention whose depth spends the budget (MoE: both budgets)."""
     if moe is None:
         return solve_layers(ctx.request.params, frame.maker(variant, n_kv))
-    return solve_moe(moe, lambda block: dataclasses.replace(frame, moe=block).maker(variant, n_kv))
+    return solve_moe(moe, lambda block: frame._replace(moe=block).maker(variant, n_kv))
 
 
 def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) -> Shape:
