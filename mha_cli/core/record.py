@@ -16,6 +16,8 @@ start, a NamedTuple about a fifth of that. Copies with changes are ``record._rep
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -23,3 +25,14 @@ class Record(BaseModel):
     """A pydantic model whose validator is built when first needed."""
 
     model_config = ConfigDict(defer_build=True)
+
+
+def empty_list() -> list[Any]:
+    """A field's ``default_factory`` for ``[]``. Not the builtin ``list``: pydantic reads the factory's signature,
+    and a builtin's is parsed from its text with ``tokenize`` (importing it, several ms of a start-up)."""
+    return []
+
+
+def empty_dict() -> dict[Any, Any]:
+    """A field's ``default_factory`` for ``{}`` (see ``empty_list``)."""
+    return {}

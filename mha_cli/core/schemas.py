@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 from mha_cli.core.dtypes import KvDtypeName, normalise_dtype_name
 from mha_cli.core.errors import MhaError
 from mha_cli.core.quantities import parse_token_count
+from mha_cli.core.record import empty_list
 from mha_cli.core.weight_formats import WeightFormatName, normalise_weight_format
 
 Variant = Literal["MHA", "GQA", "MQA", "MLA"]
@@ -576,5 +577,5 @@ class MhaConfig(_Strict):
     schema_version: Literal[1] = CONFIG_SCHEMA_VERSION
     model: ModelSpec
     deployment: DeploymentSpec = Field(default_factory=DeploymentSpec)
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=empty_list)
     """Free-form notes, e.g. the recommender's reasons."""

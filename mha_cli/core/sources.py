@@ -8,7 +8,7 @@ from pydantic import Field
 
 from mha_cli.core.errors import BadInputError, one_line, shown, shown_path
 from mha_cli.core.presets import checkpoint_weights, find_preset, preset_names
-from mha_cli.core.record import Record
+from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.suggest import did_you_mean
 
@@ -25,9 +25,9 @@ class ModelSource(Record):
     origin: str
     model: ModelSpec
     deployment: DeploymentSpec | None = None
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=empty_list)
     """The config file's notes (``mha recommend`` records an explicit ``--variant`` there)."""
-    assumptions: list[str] = Field(default_factory=list)
+    assumptions: list[str] = Field(default_factory=empty_list)
 
 
 def load_source(source: str) -> ModelSource:

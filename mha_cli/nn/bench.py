@@ -20,7 +20,7 @@ from pydantic import Field
 
 from mha_cli.core.cost.eager import predict_attention_step
 from mha_cli.core.errors import OutOfMemoryError
-from mha_cli.core.record import Record
+from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.torch_inputs import validate_bench_options
 from mha_cli.nn.attention import Attention
@@ -97,7 +97,7 @@ class BenchResult(Record):
     rows: list[BenchRow]
     prediction_profile: str = ""
     """The profile the predicted times use and how it was chosen, or why there is none."""
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=empty_list)
     """Ratios within the noise, or no spread at all (one repetition): what not to read into the table."""
 
 

@@ -32,7 +32,7 @@ from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import resolve_tp
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes
-from mha_cli.core.record import Record
+from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, LayerKind, MlaCacheMode, ModelSpec
 from mha_cli.core.targets import resolve_target
 from mha_cli.core.tensor_parallel import built_vocab_padding, kv_heads_per_rank, vocab_rows_per_rank
@@ -87,7 +87,7 @@ class VerifyPlan(Record):
     """weights + cache + workspace of the built stack: what the precheck compares with free memory."""
     free_bytes: int | None
     """Free device memory when planned; ``None`` when unknown (no precheck)."""
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=empty_list)
     """What the plan changed or ignored from the options (a clamped prefill, an --mla-cache that does not apply)."""
 
     @property

@@ -18,6 +18,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import MemoryPlan, expert_layout, plan_memory, shared_experts_problem
 from mha_cli.core.pipeline import stage_layout, stage_model, stage_params
+from mha_cli.core.record import empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
 from mha_cli.core.tensor_parallel import tp_shard_problem
@@ -32,7 +33,7 @@ class ServingPlan(ServingPrediction):
     engine: str
     memory: MemoryPlan
     """One device of one replica (one pipeline stage's layers when pp > 1)."""
-    sweep: list[ServingPrediction] = Field(default_factory=list)
+    sweep: list[ServingPrediction] = Field(default_factory=empty_list)
     """The same deployment at other concurrencies (``--plot``): powers of two up to twice what the engine admits."""
     rate_rps: float | None = None
     """``--rate``: the arrival rate asked (requests/s); ``concurrency`` is then the requests in flight it makes."""

@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
-from mha_cli.core.record import Record
+from mha_cli.core.record import Record, empty_dict
 
 ProfileKind = Literal["prior", "calibrated", "ceiling"]
 
@@ -110,7 +110,7 @@ class DeviceProfile(Record):
     dispatch_overhead_s: NonNegativeFloat
     step_overhead_s: NonNegativeFloat
     collective: CollectiveCost | None = None
-    constants: dict[str, str] = Field(default_factory=dict)
+    constants: dict[str, str] = Field(default_factory=empty_dict)
     """Each fitted or measured constant -> its value and where it comes from, in words."""
     relative_error: NonNegativeFloat
     """The typical relative error of a prediction from this profile (its uncertainty band is +/- this)."""

@@ -24,7 +24,7 @@ from mha_cli.core.cost.plan import ServingPlan, plan_at_rate, plan_serving
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.errors import BadInputError, MhaError
-from mha_cli.core.record import Record
+from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
 from mha_cli.core.tensor_parallel import tp_shard_problem
@@ -34,7 +34,7 @@ class Candidate(ServingPlan):
     """One (layout, concurrency) point: the single-deployment plan, and whether it meets the targets."""
 
     meets_targets: bool
-    misses: list[str] = Field(default_factory=list)
+    misses: list[str] = Field(default_factory=empty_list)
     """The targets it misses, each with its figure: ``ttft 812 ms > 500 ms``."""
 
 

@@ -13,7 +13,7 @@ from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.params import ParamBreakdown
 from mha_cli.core.quantities import parse_param_count
-from mha_cli.core.record import Record
+from mha_cli.core.record import Record, empty_list
 from mha_cli.core.roofline import Roofline
 from mha_cli.core.rules.engine import Finding
 from mha_cli.core.schemas import EngineName, KvDtype, MhaConfig, TokenCount, Variant, WeightDtype, upper_variant
@@ -105,7 +105,7 @@ class ModelSummary(Record):
     """MLA only: width of the cached latent."""
     qk_rope_head_dim: int | None = None
     """MLA only: width of the decoupled RoPE key cached beside the latent."""
-    layer_types: list[str] = Field(default_factory=list)
+    layer_types: list[str] = Field(default_factory=empty_list)
     """One entry per layer, transformers' names: ``full_attention`` or ``sliding_attention`` (MHA028)."""
     sliding_window: int | None = None
     """Tokens a sliding-window layer caches; None when every layer is global."""
@@ -209,7 +209,7 @@ class RecommendResult(Record):
     """Whether weights and the batch's cache fit the target; None without a target."""
     ways_out: list[WayOut]
     """When the plan does not fit: the changes that would make it fit, each re-priced (``core.ways``)."""
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=empty_list)
     """Warnings about the plan outside the rules: a bf16 plan on a target without bf16 (V100, T4)."""
     """What would make a plan that does not fit fit (flags as the options parse them)."""
     init: InitPlan
