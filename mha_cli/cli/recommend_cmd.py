@@ -8,7 +8,6 @@ Exit codes: 0 with a design (a plan that does not fit the target is flagged, not
 
 import functools
 import json as json_module
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -301,6 +300,8 @@ def build_request(
 
 def command_line(**options: object) -> str:
     """The ``mha recommend`` command that reproduces a result, for the header of ``--out``."""
+    import shlex  # only with --out: not on every run's start-up
+
     words = ["mha", "recommend"]
     for name, value in options.items():
         if value is None or (name == "priority" and value == "balanced"):

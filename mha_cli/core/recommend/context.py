@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp
@@ -13,20 +13,20 @@ from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget, resolve_target
 
 
-@dataclass(frozen=True)
-class Context:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class Context(NamedTuple):
     """The request and its target (an explicit --tp checked against the target's devices). Only ``trace`` changes,
     by appending findings."""
 
     request: RecommendRequest
     target: ResolvedTarget | None
-    trace: Trace = field(default_factory=Trace)
+    trace: Trace
 
     @classmethod
     def of(cls, request: RecommendRequest) -> Context:
         target = resolve_target(request.target) if request.target else None
         resolve_tp(request.tp, target)  # refuses a --tp that does not divide the target's devices
-        return cls(request=request, target=target)
+        return cls(request=request, target=target, trace=Trace())
 
     @property
     def small(self) -> bool:
@@ -35,7 +35,7 @@ class Context:
 
     def balanced(self) -> Context:
         """The same request under --priority balanced, with a trace of its own (nothing it decides is recorded)."""
-        return replace(self, request=self.request.model_copy(update={"priority": "balanced"}), trace=Trace())
+        return self._replace(request=self.request.model_copy(update={"priority": "balanced"}), trace=Trace())
 
     def deployment(self, tp: int) -> DeploymentSpec:
         r = self.request
