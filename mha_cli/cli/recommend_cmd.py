@@ -7,7 +7,6 @@ Exit codes: 0 with a design (a plan that does not fit the target is flagged, not
 """
 
 import functools
-import json as json_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -206,6 +205,8 @@ def recommend_command(
     output = Output(json)
     if out is not None:
         if format == "hf":
+            import json as json_module  # only for --format hf
+
             text = json_module.dumps(hf_config(result.config.model, max_position_embeddings=request.seq_len), indent=2)
             write_text_atomic(out, text + "\n", force=force)
         else:

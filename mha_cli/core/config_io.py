@@ -7,7 +7,6 @@ then renamed over the target) and never replaces an existing file unless ``force
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 import tempfile
@@ -67,6 +66,8 @@ def _read_text(path: Path, where: str) -> str:
 
 
 def _parse_json(text: str, where: str) -> Any:
+    import json  # here, not at the top: the commands that read no JSON config never import it
+
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -211,6 +212,8 @@ def config_text(config: MhaConfig, path: Path, header: str | None = None) -> str
         return config_to_yaml(config, header=header)
     if header:
         config = config.model_copy(update={"notes": [header, *config.notes]})
+    import json  # only for a .json config
+
     data = config.model_dump(mode="json", exclude_none=True)
     if config.model.mla is None:
         data["deployment"].pop("mla_cache", None)

@@ -15,10 +15,11 @@ recorded beside them (``holdout``), and the public measurement each starting val
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from pydantic_core import from_json
 
 from mha_cli.core.cost.profile import CollectiveCost, Curve, DeviceProfile
 from mha_cli.core.targets import Target
@@ -35,7 +36,7 @@ PCIE_GBS = 64.0
 def fitted_constants() -> dict[str, Any]:
     """The shipped constants (``mha_cli/data/cost_priors.json``): values, sources, and the held-out error."""
     text = resources.files("mha_cli").joinpath("data/cost_priors.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return from_json(text)  # pydantic's parser, already loaded: the json module would add ~1.5 ms to a start-up
 
 
 MIN_GPU_FIGURES = 5
