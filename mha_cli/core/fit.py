@@ -9,8 +9,7 @@ no thousands separators.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
-from functools import cached_property
+from typing import NamedTuple
 
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.errors import BadInputError, MhaError
@@ -322,8 +321,8 @@ def flag_fit(
     return ways
 
 
-@dataclass(frozen=True)
-class Priced:
+# A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
+class Priced(NamedTuple):
     """One model priced under one deployment: parameters, KV cache and, with a target, the memory plan."""
 
     model: ModelSpec
@@ -348,9 +347,10 @@ class Priced:
         """All weights in the deployment's weight dtype."""
         return model_weight_bytes(self.model, self.deployment.weight_dtype)
 
-    @cached_property
+    @property
     def ways(self) -> list[str]:
-        """What would make the memory plan fit (``ways_out``); empty when it fits or there is none."""
+        """What would make the memory plan fit (``ways_out``, computed on each access); empty when it fits or there
+        is none."""
         if self.memory is None or self.target is None:
             return []
         return ways_out(self.model, self.target, self.deployment, self.memory, self.kv, self.params.total)

@@ -13,7 +13,6 @@
   non-torch) x free_gpu_memory_fraction; tokens in blocks of ``tokens_per_block`` (32).
 """
 
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from mha_cli.core.engine.activation import forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
@@ -132,8 +131,8 @@ def _paged(model: ModelSpec, kv: KvFootprint, block: int) -> KvFootprint:
     )
 
 
-@dataclass
-class _Pool:
+# A NamedTuple rather than a dataclass, for start-up time (see ``core.record``).
+class _Pool(NamedTuple):
     """One engine's answer before it is written up: its budget, pool, start-up verdict and what it would log."""
 
     available: int
@@ -147,10 +146,10 @@ class _Pool:
     starts: bool
     refusal: str | None
     log_lines: list[str]
-    groups: list[KvGroup] = field(default_factory=list)
-    layers_per_group: int | None = None
-    padding_layers: int = 0
-    notes: list[str] = field(default_factory=list)
+    groups: list[KvGroup]
+    layers_per_group: int | None
+    padding_layers: int
+    notes: list[str]
 
 
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
@@ -325,7 +324,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
     return _Pool(
         available=available, activation=0, budget=budget, blocks=blocks, tokens=tokens, concurrency=concurrency,
         request_bytes=per_sequence, starts=starts, refusal=refusal, log_lines=[refusal] if refusal else [allocated],
-        notes=notes,
+        groups=[], layers_per_group=None, padding_layers=0, notes=notes,
     )  # fmt: skip
 
 
@@ -353,7 +352,7 @@ def _trtllm(inputs: _Inputs) -> _Pool:
     return _Pool(
         available=available, activation=inputs.activation, budget=budget, blocks=blocks, tokens=tokens,
         concurrency=concurrency, request_bytes=per_sequence, starts=starts, refusal=refusal,
-        log_lines=[refusal] if refusal else [allocated],
+        log_lines=[refusal] if refusal else [allocated], groups=[], layers_per_group=None, padding_layers=0, notes=[],
     )  # fmt: skip
 
 
