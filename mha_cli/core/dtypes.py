@@ -13,8 +13,6 @@ A quantised cache stores scales beside the values. What we assume, per format:
 - ``int4``: asymmetric, an fp16 scale and an fp16 zero point per group of 32 values (KIVI-style).
 """
 
-from __future__ import annotations
-
 from typing import Literal, NamedTuple, get_args
 
 from mha_cli.core.errors import BadInputError

@@ -6,8 +6,6 @@ findings), so both name the same concrete fixes: ``--target NxTARGET``, ``--weig
 no thousands separators.
 """
 
-from __future__ import annotations
-
 import itertools
 from typing import NamedTuple
 

@@ -20,8 +20,6 @@ without experts is refused). Per matrix of ``out`` x ``in`` values:
 - ``mxfp4`` (OCP MX, gpt-oss): 4 bits per value + one e8m0 byte per 32 inputs: 17 B per 32 weights.
 """
 
-from __future__ import annotations
-
 from typing import Literal, NamedTuple, get_args
 
 from mha_cli.core.errors import BadInputError

@@ -26,8 +26,6 @@ group, rotary and cache write, one attention kernel, the activation; an eager im
 count is measured where it matters: ``verify`` counts the operators it dispatches). Pure Python.
 """
 
-from __future__ import annotations
-
 from typing import Literal, NamedTuple
 
 from mha_cli.core.kv import kv_footprint, tokens_held

@@ -1,7 +1,5 @@
 """What every step of the recommender reads: the request, the target and the trace it appends to."""
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from mha_cli.core.kv import KvFootprint, footprint_for
@@ -23,7 +21,7 @@ class Context(NamedTuple):
     trace: Trace
 
     @classmethod
-    def of(cls, request: RecommendRequest) -> Context:
+    def of(cls, request: RecommendRequest) -> "Context":
         target = resolve_target(request.target) if request.target else None
         resolve_tp(request.tp, target)  # refuses a --tp that does not divide the target's devices
         return cls(request=request, target=target, trace=Trace())
@@ -33,7 +31,7 @@ class Context(NamedTuple):
         """MHA012: a dense budget below ``SMALL_MODEL_PARAMS``."""
         return self.request.active_params is None and self.request.params < C.SMALL_MODEL_PARAMS
 
-    def balanced(self) -> Context:
+    def balanced(self) -> "Context":
         """The same request under --priority balanced, with a trace of its own (nothing it decides is recorded)."""
         return self._replace(request=self.request.model_copy(update={"priority": "balanced"}), trace=Trace())
 

@@ -6,8 +6,6 @@ and the expert count fills the total, or ``--experts E`` fixes the count and the
 way the depth spends the active budget (the parameters a token multiplies by) and the total is checked after.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -44,7 +42,7 @@ class MoeBudget(NamedTuple):
     """Leading layers with a dense MLP instead of experts (--dense-layers)."""
 
     @classmethod
-    def of(cls, request: RecommendRequest) -> MoeBudget | None:
+    def of(cls, request: RecommendRequest) -> "MoeBudget | None":
         """None for a dense request; refuses budgets that cannot describe an MoE model, in one line."""
         r = request
         if r.active_params is None:
@@ -123,7 +121,7 @@ class _Linear(NamedTuple):
     a2: float
 
     @classmethod
-    def probe(cls, budget: MoeBudget, make_with: Callable[[dict], ModelMaker], experts: int) -> _Linear:
+    def probe(cls, budget: "MoeBudget", make_with: Callable[[dict], ModelMaker], experts: int) -> "_Linear":
         first = budget.dense_layers + 1  # the first depth with one MoE layer
         step = EXPERT_WIDTH_STEP
 

@@ -6,8 +6,6 @@ the width kept is the one whose depth is nearest the depth public designs use at
 (``catalog.DEPTH_BY_WIDTH``), within the aspect-ratio band of public designs of that size (``ASPECT_BANDS``).
 """
 
-from __future__ import annotations
-
 import itertools
 import math
 from collections.abc import Callable

@@ -11,8 +11,6 @@ quality risk that meets the priority's goal, ties broken by the smaller cache:
 - training: quality first: MHA allowed up to 16 heads at up to 32K tokens, else as balanced.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from mha_cli.core.kv import KvFootprint

@@ -5,8 +5,6 @@ is nearest the depth public designs use at that width, inside the aspect-ratio b
 size. Widths whose heads do not split over an explicit --tp are skipped, and the trace says which and why.
 """
 
-from __future__ import annotations
-
 import math
 from typing import NamedTuple
 

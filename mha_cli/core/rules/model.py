@@ -5,8 +5,6 @@ logs can rely on it; the name is for people. Rules are plain data; the code that
 (``recommend.py``, ``check.py``) cites them by id and the engine records each firing.
 """
 
-from __future__ import annotations
-
 from typing import Literal, NamedTuple
 
 Topic = Literal["shape", "heads", "variant", "deployment", "mla", "init", "bias", "testability", "refusal", "lint"]
