@@ -10,8 +10,9 @@ typer, for a command's parameters) compiles and evaluates at class creation, abo
 defined later, or imported only under ``TYPE_CHECKING``, is quoted where it is used.
 
 Small immutable records on the start-up path are ``typing.NamedTuple`` classes rather than frozen dataclasses:
-a frozen dataclass generates and compiles six methods when its class is created, about 1.5 ms each at every
-start, a NamedTuple about a fifth of that. Copies with changes are ``record._replace(field=...)``.
+a frozen dataclass generates and compiles six methods when its class is created, about 1.5 ms a class at every
+start, a NamedTuple about a fifth of that. Copies with changes are ``record._replace(field=...)``; such a record
+is also a tuple (it unpacks, and equals a tuple of the same values), and a list field gets no default.
 """
 
 from __future__ import annotations
