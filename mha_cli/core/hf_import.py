@@ -188,6 +188,7 @@ def _moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
     if r.get("model_type") == "hunyuan_v1_moe":  # HunYuanMoEV1: moe_topk, and one shared MLP in every layer
         per_token_keys, shared = ("moe_topk",), 1
         n_experts = _uniform(r, "num_experts", n_experts)
+        d_ff_expert = _uniform(r, "moe_intermediate_size", d_ff_expert)
     return {
         "n_experts": n_experts,
         "n_active_experts": _uniform(r, per_token_keys[0], r.require("experts per token", *per_token_keys)),
@@ -289,6 +290,9 @@ def _rope_parameters(r: _Reader) -> dict[str, Any]:
     return merged
 
 
+_OTHER_QK_NORMS = {"llama4", "llama4_text", "cohere", "cohere2"}
+"""Families whose ``use_qk_norm`` is not a per-head RMSNorm with weights (Llama 4: an L2 norm without weights;
+Cohere: a LayerNorm per head); not read as ``qk_norm``."""
 _INTERLEAVED_ROPE = {"ernie4_5", "ernie4_5_moe", "helium"}
 """Families whose RoPE rotates interleaved pairs (their modeling's rotate_half stacks (-x2, x1) over x[::2], x[1::2])."""
 
@@ -359,7 +363,9 @@ def family_layout(model_type: str) -> dict[str, Any]:
         return {"mlp": "plain", "norm": "layernorm", "n_norms_per_layer": 1}
     if model_type in ("gemma2", "gemma3", "gemma3_text"):
         return {"n_norms_per_layer": 4, "qk_norm": model_type != "gemma2"}
-    if model_type in ("qwen3", "qwen3_moe", "mellum", "exaone_moe") or model_type in _GATED_DELTANET:
+    if model_type in ("qwen3", "qwen3_moe", "mellum", "exaone_moe", "hunyuan_v1_dense", "hunyuan_v1_moe") or (
+        model_type in _GATED_DELTANET
+    ):
         return {"qk_norm": True}  # per-head RMSNorm of q and k (Qwen3-Next and Qwen3.5 too)
     if model_type == "stablelm":  # LayerNorm (with bias) before attention and MLP
         return {"norm": "layernorm"}
@@ -451,7 +457,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         fields["qkv_bias"] = fields["o_bias"] = bool(r.get("attention_bias"))
     if r.get("attention_out_bias") is not None:  # Seed-OSS: biases on q/k/v, none on o
         fields["o_bias"] = bool(r.get("attention_out_bias"))
-    if r.get("use_qk_norm") is True and model_type not in _LLAMA4:  # Llama 4's is an L2 norm without weights
+    if r.get("use_qk_norm") is True and model_type not in _OTHER_QK_NORMS:
         fields["qk_norm"] = True
     if model_type == "starcoder2" and r.get("use_bias") is False:
         fields["qkv_bias"] = fields["o_bias"] = fields["mlp_bias"] = False

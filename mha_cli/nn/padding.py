@@ -8,8 +8,9 @@ It holds what the layers need:
   of the mask minus 1, as transformers' ``generate`` derives ``position_ids``), so a left-padded row is rotated
   exactly as the prompt run alone; ``position_ids`` given explicitly win;
 - ``key_mask`` (b, t): which keys are real. ``visible`` combines it with a layer's own mask (causal, or its
-  sliding window) into (b, s, t): no query sees a padding key; a padding query sees only itself, so its row
-  stays finite (its output is discarded, but a NaN there would reach real rows through later layers' values).
+  sliding window) into (b, s, t): no query sees a padding key, except that a padding query also sees itself, so
+  its row stays finite (its output is discarded, but a NaN there would reach real rows through later layers'
+  values).
 """
 
 from __future__ import annotations

@@ -19,13 +19,6 @@ from mha_cli.core.rules import catalog as C
 from mha_cli.core.schemas import ModelSpec
 
 EXPERT_WIDTH_STEP = 64
-FRIENDLY_WIDTH_SPREAD = 1.5
-"""An expert count expert parallelism divides is preferred when the expert width it re-solves stays within 1.5x of
-MHA007's (3 x d_model / k); if no such count lands the budgets, the count that fills the total stands, rounded to a
-multiple of 8."""
-COARSE_EXPERT_SPREAD = 2.0
-"""MHA007: a width whose experts come out more than 2x off the rule's width (3 x d_model / k) is ranked after the
-widths whose experts stay fine-grained."""
 
 
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
@@ -155,10 +148,22 @@ def solve_moe(budget: MoeBudget, make_with: Callable[[dict], ModelMaker]) -> Mod
     d_model = make_with(_moe_block(budget, budget.top_k + 1, EXPERT_WIDTH_STEP))(1).d_model
     rule_width = budget.expert_width(d_model)
     friendly = _friendly_count(budget, make_with, rule_width)
-    if friendly is not None:
+    if friendly is not None and not is_coarse(friendly, budget):
         return friendly
-    # No count expert parallelism divides lands: the count that fills the total at the rule's width, rounded to a
-    # multiple of 8, else itself.
+    # No count expert parallelism divides lands with fine-grained experts: the count that fills the total at the
+    # rule's width, rounded to a multiple of 8, else itself (else the coarse friendly one).
+    return _filling_count(budget, make_with, rule_width) or friendly
+
+
+def is_coarse(model: ModelSpec, budget: MoeBudget) -> bool:
+    """MHA007: experts more than COARSE_EXPERT_SPREAD x off the rule's width (3 x d_model / k), wider or narrower."""
+    assert model.moe is not None
+    miss = abs(math.log(model.moe.d_ff_expert / budget.expert_width(model.d_model)))
+    return miss > math.log(C.COARSE_EXPERT_SPREAD)
+
+
+def _filling_count(budget: MoeBudget, make_with: Callable[[dict], ModelMaker], rule_width: int) -> ModelSpec | None:
+    """The model whose expert count fills the total at the rule's expert width (a multiple of 8 first)."""
     k = budget.top_k
     line = _Linear.probe(budget, make_with, k + 1)
     per_expert = line.t2 - line.a2  # probed with k + 1 experts: the one a token skips, per unit width and MoE layer
@@ -178,9 +183,9 @@ def solve_moe(budget: MoeBudget, make_with: Callable[[dict], ModelMaker]) -> Mod
 def _friendly_count(budget: MoeBudget, make_with: Callable[[dict], ModelMaker], rule_width: int) -> ModelSpec | None:
     """MHA007: the model with an expert count expert parallelism divides, its width re-solved to fill the total.
 
-    Kept first: a width within FRIENDLY_WIDTH_SPREAD of the rule's (fine-grained), then a count 32-way expert
+    Kept first: a width within C.FRIENDLY_WIDTH_SPREAD of the rule's (fine-grained), then a count 32-way expert
     parallelism divides, then the width nearest the rule's. None when no such count lands both budgets."""
-    spread = math.log(FRIENDLY_WIDTH_SPREAD)
+    spread = math.log(C.FRIENDLY_WIDTH_SPREAD)
     scored = []
     for count in C.EP_FRIENDLY_EXPERTS:
         if count <= budget.top_k:

@@ -118,16 +118,18 @@ def candidates(ctx: Context, shape: Shape) -> list[Option]:
     choices += [(f"GQA-{k}", "GQA", k) for k in range(n_heads - 1, 1, -1) if n_heads % k == 0]
     if n_heads > 1:
         choices.append(("MQA", "MQA", 1))
-    choices.append(("MLA", "MLA", n_heads))
+    mla_heads = shape.frame.d_model // shape.frame.head_dim  # MLA keeps d_model / head_dim heads (not MHA008's 2x)
+    choices.append(("MLA", "MLA", mla_heads))
     options = []
     for label, variant, n_kv in choices:
-        if r.tp is not None and not tp_splits_evenly(n_heads, n_kv, r.tp):
+        heads = mla_heads if variant == "MLA" else n_heads
+        if r.tp is not None and not tp_splits_evenly(heads, n_kv, r.tp):
             continue  # an explicit --tp fixes which KV-head counts exist at all (MHA024)
         model = solve_at(ctx, shape.frame, variant, n_kv, shape.moe)
         if model is None:
             continue  # no depth at this width spends the budget with this attention
         tp, why, kv, plan = smallest_tp(ctx, model)
-        risk = quality_risk(variant, n_heads // n_kv)
+        risk = quality_risk(variant, heads // n_kv)
         options.append(
             Option(
                 label=label, variant=variant, n_kv_heads=None if variant == "MLA" else n_kv, model=model, tp=tp,

@@ -5,7 +5,6 @@ is nearest the depth public designs use at that width, inside the aspect-ratio b
 size. Widths whose heads do not split over an explicit --tp are skipped, and the trace says which and why.
 """
 
-import math
 from typing import NamedTuple
 
 from mha_cli.core.errors import BadInputError
@@ -13,7 +12,7 @@ from mha_cli.core.quantities import format_count
 from mha_cli.core.recommend.budget import refuse_budget
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.kv_heads import balanced_kv_heads, provisional_attention
-from mha_cli.core.recommend.moe import COARSE_EXPERT_SPREAD, MoeBudget, solve_moe
+from mha_cli.core.recommend.moe import MoeBudget, is_coarse, solve_moe
 from mha_cli.core.recommend.shape import (
     MIN_LAYERS,
     Frame,
@@ -67,10 +66,12 @@ def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) ->
         if model is not None:
             outside = not low <= d_model / model.n_layers <= high
             miss = depth_miss(model, moe.depth_factor if moe else 1.0)
-            scored.append((outside, _odd_experts(model, moe), miss, d_model, model, frame))
+            odd = (_coarse_experts(model, moe), _odd_experts(model, moe))
+            scored.append((outside, odd, miss, d_model, model, frame))
     if not scored:
         refuse_budget(ctx, budget, vocab, tied, moe)
-    # inside the band first, then (MoE) an expert count expert parallelism divides, then nearest public practice
+    # inside the band first, then (MoE) fine-grained experts in a count expert parallelism divides, then nearest
+    # public practice
     scored.sort(key=lambda row: row[:4])
     skipped = []
     for _outside, _odd, _miss, d_model, model, frame in scored:
@@ -102,13 +103,19 @@ def query_width_multiple(moe: MoeBudget | None, variant: Variant | None) -> int:
     return C.MOE_SPARSE_QUERY_MULTIPLE
 
 
-def _odd_experts(model: ModelSpec, moe: MoeBudget | None) -> bool:
-    """MHA007: an MoE design whose routed-expert count is not one expert parallelism divides, or whose experts are
-    not fine-grained (more than COARSE_EXPERT_SPREAD x off the rule's width); ``--experts`` as given never is."""
+def _coarse_experts(model: ModelSpec, moe: MoeBudget | None) -> bool:
+    """MHA007: experts more than COARSE_EXPERT_SPREAD x off the rule's width (``--experts`` as given never are)."""
     if moe is None or moe.experts is not None or model.moe is None:
         return False
-    coarse = abs(math.log(model.moe.d_ff_expert / moe.expert_width(model.d_model))) > math.log(COARSE_EXPERT_SPREAD)
-    return coarse or model.moe.n_experts not in C.EP_FRIENDLY_EXPERTS
+    return is_coarse(model, moe)
+
+
+def _odd_experts(model: ModelSpec, moe: MoeBudget | None) -> bool:
+    """MHA007: an MoE design whose routed-expert count is not one expert parallelism divides (``--experts`` as
+    given never is)."""
+    if moe is None or moe.experts is not None or model.moe is None:
+        return False
+    return model.moe.n_experts not in C.EP_FRIENDLY_EXPERTS
 
 
 def _fixed_width(
@@ -240,11 +247,13 @@ def _record(
             dense_layers=block.n_dense_layers,
         )
         if moe.sparsity >= C.MOE_SPARSE_RATIO:
-            queries = f"{frame.n_heads} query heads ({multiple} x d_model), " if multiple > 1 else ""
+            parts = [f"{frame.n_heads} query heads ({multiple} x d_model)"] if multiple > 1 else []
+            if not fixed:  # --d-model fixes the width, so the budget alone sets the depth
+                parts.append(f"depth nearest {C.MOE_SPARSE_DEPTH_FACTOR:g} x the dense designs' at this width")
             ctx.trace.fire(
                 "MHA008",
-                f"a sparse MoE ({moe.sparsity:.1f}x as many parameters as it activates): {queries}depth nearest"
-                f" {C.MOE_SPARSE_DEPTH_FACTOR:g} x the dense designs' at this width",
+                f"a sparse MoE ({moe.sparsity:.1f}x as many parameters as it activates): "
+                + (", ".join(parts) or "the width fixed by --d-model and the depth the budget gives"),
                 sparsity=round(moe.sparsity, 2),
                 query_width_multiple=multiple,
                 depth_factor=C.MOE_SPARSE_DEPTH_FACTOR,

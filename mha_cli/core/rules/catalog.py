@@ -71,6 +71,12 @@ MOE_MANY_EXPERTS = 64
 EP_FRIENDLY_EXPERTS = (8, 16, 32, 64, 128, 160, 256, 384, 512)
 """MHA007: routed-expert counts 8-way expert parallelism divides and public MoE designs use (Mixtral 8, OLMoE 64,
 Qwen3-MoE 128, DeepSeek-V2 160, DeepSeek-V3 256, Kimi K2 384); from 32 on, 16- and 32-way divide them too."""
+FRIENDLY_WIDTH_SPREAD = 1.5
+"""MHA007: an expert count expert parallelism divides is kept first when the expert width it re-solves stays within
+1.5x of the rule's (3 x d_model / k)."""
+COARSE_EXPERT_SPREAD = 2.0
+"""MHA007: experts more than 2x off the rule's width are coarse: the count that fills the total at the rule's
+width is taken instead when it lands, and a width whose experts stay coarse is ranked after the others."""
 EP_WIDE_DIVISOR = 32
 """MHA007: counts 32-way expert parallelism divides (so 8- and 16-way too) are preferred; 8 and 16 only when no
 such count lands the budgets."""
@@ -189,10 +195,11 @@ RULES: tuple[Rule, ...] = (
         f"(a quarter of the experts below {MOE_MANY_EXPERTS}); without --experts the count is one expert "
         "parallelism divides ("
         + ", ".join(str(c) for c in EP_FRIENDLY_EXPERTS)
-        + f"), its width re-solved to fill the total: kept first a width within {1.5:g}x of "
+        + f"), its width re-solved to fill the total: kept first a width within {FRIENDLY_WIDTH_SPREAD:g}x of "
         f"{MOE_ACTIVE_FFN_MULTIPLIER:g} x d_model / k (fine-grained), then a count {EP_WIDE_DIVISOR}-way expert "
-        "parallelism divides, then the width nearest; only when none lands, the count that fills the total (a "
-        "multiple of 8, else itself). With --experts the expert width fills the total. No shared expert and no "
+        "parallelism divides, then the width nearest; when none lands within "
+        f"{COARSE_EXPERT_SPREAD:g}x of that width, the count that fills the total at it (a multiple of 8, else "
+        "itself), and widths whose experts stay coarse rank last. With --experts the expert width fills the total. No shared expert and no "
         "dense layer by default (Qwen3-MoE, MiniMax-M2, gpt-oss); --shared-experts N adds N experts every token "
         "uses, each as wide as a routed one, and --dense-layers N makes the first N layers dense (MHA003's d_ff), "
         "both counted in the active budget. The trace cites this rule, not MHA003, for the MLP. Budgets that "
