@@ -140,3 +140,23 @@ def test_a_design_whose_width_has_no_mha_depth_still_explains_itself(cli):
     assert not any(a["variant"] == "MHA" for a in data["alternatives"])
     assert data["variant_reason"].startswith(data["model"]["variant"]) and "per 8,192-token sequence" in data[
         "variant_reason"]  # fmt: skip
+
+
+def test_a_sparse_moe_under_tp_prices_mla_with_its_own_heads():
+    """MHA008 doubles the query heads of GQA candidates, not MLA's: under --tp 8 the MLA row (12 heads at 1536)
+    was checked with the doubled 24 and then failed to split (exit 2 with an internal message)."""
+    result = rec(params="2B", active_params="250M", tp=8)
+    assert result.model.n_heads % 8 == 0 and "MHA008" in result.rules_fired
+
+
+@pytest.mark.parametrize(("total", "active"), [("2B", "1.333B"), ("20B", "13.333B")])
+def test_experts_stay_fine_grained_at_low_sparsity(total, active):
+    """A count expert parallelism divides is not taken when it leaves the experts vestigial (64 wide at 2048)."""
+    m = rec(params=total, active_params=active).model
+    assert 1 / 2 <= m.d_ff_expert / (3 * m.d_model / m.top_k) <= 2
+
+
+def test_mha008_under_a_fixed_width_does_not_claim_a_depth():
+    result = rec(params="50B", active_params="6.25B", d_model=4096)
+    message = next(entry.message for entry in result.trace if entry.id == "MHA008")
+    assert "depth" not in message and "64 query heads" in message
