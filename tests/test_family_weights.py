@@ -42,7 +42,7 @@ def _counts(model_type: str) -> tuple[int, int]:
 @pytest.mark.parametrize(
     "model_type",
     ["llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gpt2", "falcon", "starcoder2",
-     "llama4_text"],
+     "llama4_text", "xglm", "stablelm", "seed_oss", "mellum", "ernie4_5"],
 )  # fmt: skip
 def test_attention_families_weigh_what_transformers_builds(model_type):
     reference, ours = _counts(model_type)
@@ -68,3 +68,22 @@ def test_fixed_state_families_are_off_by_what_the_note_says(model_type, stated):
     assert abs(off - stated) < max(1, abs(stated)) / 10, off
     config = transformers.AutoConfig.for_model(model_type)
     assert f"{stated:+g}%" in mixer_weights_note(import_hf_config(config.to_dict()).model)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "fields", "off_by"),
+    [
+        # GPT-Neo: learned positions, LayerNorm, plain GELU MLP with biases, no q/k/v bias; its global/local layers
+        ("gpt_neo", {"hidden_size": 256, "num_layers": 4, "num_heads": 4, "vocab_size": 512,
+                     "max_position_embeddings": 512, "attention_types": [[["global", "local"], 2]]}, 0),
+        ("xglm", {"d_model": 256, "num_layers": 4, "attention_heads": 4, "ffn_dim": 1024, "vocab_size": 512}, 0),
+        # MPT's LayerNorms have no bias (no_bias): 9 norms x 256 counted as biased, the only difference
+        ("mpt", {"d_model": 256, "n_layers": 4, "n_heads": 4, "vocab_size": 512, "max_seq_len": 512}, 9 * 256),
+    ],
+)  # fmt: skip
+def test_families_spelling_their_fields_their_own_way_weigh_what_transformers_builds(model_type, fields, off_by):
+    config = transformers.AutoConfig.for_model(model_type, **fields)
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        reference = sum(p.numel() for p in transformers.AutoModelForCausalLM.from_config(config).parameters())
+    assert count_params(import_hf_config(config.to_dict()).model).total - reference == off_by

@@ -353,6 +353,15 @@ def _kv_heads(r: _Reader, model_type: str, n_heads: int) -> int:
     return r.count("num_key_value_heads", "num_key_value_heads", "num_kv_heads")
 
 
+def _learned_positions(r: _Reader, model_type: str) -> int:
+    """Rows of a learned position table (GPT-2's and GPT-Neo's wpe); 0 for RoPE, ALiBi or sinusoidal positions."""
+    if model_type == "gpt2":
+        return r.get("n_positions") or 0
+    if model_type == "gpt_neo":
+        return r.get("max_position_embeddings") or 0
+    return 0
+
+
 def family_layout(model_type: str) -> dict[str, Any]:
     """Facts a family's config.json does not spell out: MLP kind, norms, biases, tying."""
     if model_type == "cohere2":  # parallel attention + MLP after one LayerNorm
@@ -373,6 +382,12 @@ def family_layout(model_type: str) -> dict[str, Any]:
         return {"qkv_bias": True}
     if model_type == "gpt_oss":
         return {"qkv_bias": True, "o_bias": True}
+    if model_type == "gpt_neo":  # GPT-2's block: LayerNorm, plain GELU MLP with biases, no q/k/v bias
+        return {"mlp": "plain", "mlp_bias": True, "norm": "layernorm", "o_bias": True}
+    if model_type == "xglm":  # fairseq's block: LayerNorm, plain GELU MLP, biases everywhere, sinusoidal positions
+        return {"mlp": "plain", "mlp_bias": True, "norm": "layernorm", "qkv_bias": True, "o_bias": True}
+    if model_type == "mpt":  # LayerNorm, plain GELU MLP, no biases (no_bias), ALiBi positions
+        return {"mlp": "plain", "norm": "layernorm"}
     if model_type == "starcoder2":  # c_fc -> GELU -> c_proj, LayerNorm, biases everywhere (use_bias, default true)
         return {"mlp": "plain", "norm": "layernorm", "qkv_bias": True, "o_bias": True, "mlp_bias": True}
     return {}
@@ -449,7 +464,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         "vocab_size": vocab,
         "d_ff": d_ff,
         "tied_embeddings": tied,
-        "position_embeddings": (r.get("n_positions") or 0) if model_type == "gpt2" else 0,
+        "position_embeddings": _learned_positions(r, model_type),
         "context_length": r.get("max_position_embeddings", "n_positions", "max_sequence_length"),
         **layout,
     }
