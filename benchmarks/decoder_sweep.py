@@ -8,7 +8,7 @@ tokens, then one at a time). Each family lands in one class:
 
 - equal: both within 1e-4;
 - differs, listed: not equal, and the decoder's ``omitted`` names what it does not reproduce of the family;
-- differs, unlisted: not equal and ``omitted`` empty, a silent difference (tests/test_decoder_sweep.py fails on
+- differs, unlisted: not equal and ``omitted`` empty, a silent difference (tests/test_family_sweep.py fails on
   any);
 - does not load: transformers' weights do not load into ours by name or shape (the first names shown): loud, not
   silent (``load_state_dict(strict=True)`` would raise), and the logits are not compared;
