@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.hf_import import KNOWN_MODEL_TYPES
+from mha_cli.core.families import known_model_types
 from mha_cli.core.presets import get_preset
 from mha_cli.verify.plan import refuse_unbuilt_layers
 
 
 def test_every_known_family_has_a_row_and_the_claims_are_consistent(cli):
     rows = {row["model_type"]: row for row in cli.json("families")["families"]}
-    assert set(rows) == KNOWN_MODEL_TYPES
+    assert set(rows) == known_model_types()
     for row in rows.values():
         whole = row["equal_to_transformers"] and "block" not in row["equal_to_transformers"]
         # a decoder equal to transformers lists no difference (DeepSeek-V3's MTP module: transformers has none either)
@@ -48,3 +48,54 @@ def test_the_table_reads_in_80_columns(cli, monkeypatch):
     output.stdout_console.cache_clear()
     assert "none listed is not proof of equality" in " ".join(out.split())
     assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_every_family_module_is_found_by_each_model_type_it_carries():
+    from mha_cli.core.families import OLD_NAMES, all_families, family
+
+    for fam in all_families():
+        for model_type in fam.model_types:
+            assert family(model_type) is fam, model_type
+        for old in fam.old_names:
+            assert OLD_NAMES[old] == fam.name and family(old) is fam, old
+    assert set(OLD_NAMES) == {old for fam in all_families() for old in fam.old_names}
+    assert family("no_such_family") is None and family("../etc") is None and family("") is None
+
+
+def test_a_config_is_read_through_its_family_module():
+    """The registry is what the importer reads: a family's own spelling, default and layout reach the spec."""
+    from mha_cli.core.hf_import import import_hf_config
+
+    mpt = import_hf_config({"model_type": "mpt", "d_model": 64, "n_layers": 3, "n_heads": 4, "expansion_ratio": 2})
+    assert (mpt.model.n_layers, mpt.model.d_ff, mpt.model.norm, mpt.model.family) == (3, 128, "layernorm", "mpt")
+    assert mpt.model.tied_embeddings  # MptConfig ties by default
+    neo = import_hf_config(
+        {
+            "model_type": "gpt_neo",
+            "hidden_size": 64,
+            "num_layers": 2,
+            "num_heads": 4,
+            "max_position_embeddings": 32,
+            "attention_layers": ["global", "local"],
+            "window_size": 8,
+        }
+    )
+    assert neo.model.position_embeddings == 32 and neo.model.rope is None and neo.model.rotary is None
+    assert neo.model.layer_pattern == ["global", "local"] and neo.model.sliding_window == 8
+    unknown = import_hf_config(
+        {"model_type": "somebody_new", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
+    )
+    assert unknown.model.family is None and any("not a known family" in n for n in unknown.assumptions)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "gemma-2-9b", "falcon-7b", "command-r7b", "falcon-h1-7b", "llama-3-8b"])
+def test_a_preset_takes_its_layout_and_omissions_from_its_family(name):
+    from mha_cli.core.decoder_omissions import omitted_details
+    from mha_cli.core.families import family
+
+    spec = get_preset(name)
+    fam = family(spec.family)
+    assert all(getattr(spec, key) == value for key, value in fam.layout.items())
+    assert omitted_details(spec) == list(fam.differences)
+    renamed = spec.model_copy(update={"family": None})  # no family field: the name still finds it
+    assert omitted_details(renamed) == list(fam.differences)

@@ -96,7 +96,14 @@ def test_no_family_differs_from_transformers_without_saying_why():
 
 def test_a_difference_is_caught_when_the_omission_is_not_listed(monkeypatch):
     """The control: with Arcee's omission removed, its ReLU-squared MLP makes it a silent difference."""
-    import mha_cli.core.decoder_omissions as omissions
+    import mha_cli.core.families.models.arcee as arcee
+    from mha_cli.core.families import family
 
-    monkeypatch.setattr(omissions, "_BY_NAME", tuple(e for e in omissions._BY_NAME if e[0] != ("arcee",)))
-    assert decoder_sweep.sweep_one("arcee").verdict == "differs, unlisted"
+    monkeypatch.setattr(arcee, "FAMILY", arcee.FAMILY._replace(differences=()))
+    family.cache_clear()  # the registry hands out the record without Arcee's omission
+    try:
+        assert decoder_sweep.sweep_one("arcee").verdict == "differs, unlisted"
+    finally:
+        monkeypatch.undo()
+        family.cache_clear()
+    assert family("arcee").differences and decoder_sweep.sweep_one("arcee").verdict == "differs, listed"

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from mha_cli.cli.options import JsonOpt
 from mha_cli.cli.output import Output
-from mha_cli.core.families import FamilySupport, family_support
+from mha_cli.core.families.support import FamilySupport, family_support
 from mha_cli.core.record import Record
 
 if TYPE_CHECKING:

@@ -327,6 +327,9 @@ class ModelSpec(_Strict):
     name: str = "custom"
     source: str | None = None
     """Where the numbers come from (a paper, a config.json, the recommender)."""
+    family: Annotated[str, Field(max_length=64)] | None = None
+    """The transformers ``model_type`` of its decoder family (``core.families``): how its weights are named and what
+    the built decoder does not reproduce of it; None: a decoder of no registered family."""
     d_model: Width
     """Residual stream width (hidden_size)."""
     n_layers: Annotated[int, Field(gt=0, le=_MAX_LAYERS)]

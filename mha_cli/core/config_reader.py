@@ -1,0 +1,58 @@
+"""``ConfigReader``: looks up a config.json's fields by their spellings and records what it had to assume.
+
+Shared by ``core.hf_import`` and the family modules (``core.families.models``), whose readers of a family's own
+fields (layer kinds, fixed-state mixers) take one. Pure Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from mha_cli.core.errors import BadInputError
+
+
+class ConfigReader:
+    """Looks up the first present key among aliases and records what it had to assume."""
+
+    def __init__(
+        self, config: dict[str, Any], origin: str, defaults_from: str = "", defaults: Mapping[str, Any] | None = None
+    ) -> None:
+        self.config = config
+        self.origin = origin
+        self.assumptions: list[str] = []
+        self.defaults_from = defaults_from
+        self.defaults: Mapping[str, Any] = defaults if defaults is not None else MappingProxyType({})
+
+    def get(self, *keys: str) -> Any:
+        """The first of ``keys`` the config sets; else the family's transformers default for it (said once)."""
+        for key in keys:
+            if self.config.get(key) is not None:
+                return self.config[key]
+        for key in keys:
+            if self.defaults.get(key) is not None:
+                value = self.defaults[key]
+                self.assume(value, f"{key} absent: {value!r}, the {self.defaults_from} default")
+                return value
+        return None
+
+    def require(self, what: str, *keys: str) -> Any:
+        value = self.get(*keys)
+        if value is None:
+            raise BadInputError(f"{self.origin} has no {what} (looked for {', '.join(keys)})")
+        return value
+
+    def count(self, what: str, *keys: str) -> int:
+        """A required positive whole number (``32`` or ``32.0``; not ``32.5``, ``0`` or ``"32"``)."""
+        value = self.require(what, *keys)
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if isinstance(value, bool) or not whole or value <= 0:
+            key = next((k for k in keys if self.config.get(k) is not None), keys[0])
+            raise BadInputError(f"{self.origin}: {key} must be a positive whole number, got {value!r}")
+        return int(value)
+
+    def assume(self, value: Any, note: str) -> Any:
+        if note not in self.assumptions:
+            self.assumptions.append(note)
+        return value

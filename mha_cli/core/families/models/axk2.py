@@ -1,0 +1,12 @@
+"""A.X K2: MLA with DeepSeek-V3.2's lightning indexer."""
+
+from mha_cli.core.families import Family
+from mha_cli.core.families.models.deepseek_v32 import INDEXER_FIELDS, read_indexer
+
+FAMILY = Family(
+    model_types=("axk2",),
+    config_class="AXK2Config (transformers 5.24)",
+    reads=INDEXER_FIELDS,
+    read_fields=read_indexer,
+    unbuilt="an indexer",
+)

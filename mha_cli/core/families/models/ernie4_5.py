@@ -1,0 +1,10 @@
+"""ERNIE 4.5: Llama's decoder with RoPE on interleaved pairs; tied embeddings."""
+
+from mha_cli.core.families import Family
+
+FAMILY = Family(
+    model_types=("ernie4_5",),
+    config_class="Ernie4_5Config (transformers 5.24)",
+    tied_by_default=True,
+    interleaved_rope=True,
+)

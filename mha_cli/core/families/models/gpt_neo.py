@@ -1,0 +1,38 @@
+"""GPT-Neo: GPT-2's block with separate q/k/v, learned positions, global and local layers (``attention_layers``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mha_cli.core.families import Family
+from mha_cli.core.families.layer_types import kinds_of_layer_types
+
+if TYPE_CHECKING:
+    from mha_cli.core.config_reader import ConfigReader
+    from mha_cli.core.schemas import LayerKind
+
+
+def _attention_layers(r: ConfigReader, n_layers: int) -> list[LayerKind] | None:
+    """``attention_layers``: "global" or "local", one per layer."""
+    listed = r.config.get("attention_layers")
+    if not listed:
+        return None
+    neo = {"global": "full_attention", "local": "sliding_attention"}
+    named = [neo.get(str(kind), str(kind)) for kind in listed] if isinstance(listed, list) else listed
+    return kinds_of_layer_types(r, named, n_layers)
+
+
+FAMILY = Family(
+    model_types=("gpt_neo",),
+    config_class="GPTNeoConfig (transformers 5.24)",
+    spellings={"heads": ("num_heads",), "window": ("window_size",)},
+    layout={"mlp": "plain", "mlp_bias": True, "norm": "layernorm", "o_bias": True},
+    tied_by_default=True,
+    layer_kinds=_attention_layers,
+    learned_positions="max_position_embeddings",
+    names=("gpt-neo", "gpt_neo"),
+    differences=(
+        "GPT-Neo does not scale its attention scores by head_dim^-0.5; this one does",
+        "GPT-Neo's MLP uses the tanh approximation of GELU (gelu_new); this one exact GELU",
+    ),
+)

@@ -1,0 +1,15 @@
+"""Granite (3.x): Llama's decoder with Granite's embedding, attention, residual and logit multipliers."""
+
+from mha_cli.core.families import Family
+
+GRANITE_MULTIPLIERS = (
+    "Granite's multipliers: embedding_multiplier on the embeddings, attention_multiplier as the softmax scale,"
+    " residual_multiplier on each branch, the logits divided by logits_scaling; none here",
+)
+
+FAMILY = Family(
+    model_types=("granite",),
+    config_class="GraniteConfig (transformers 5.24)",
+    names=("granite",),
+    differences=GRANITE_MULTIPLIERS,
+)

@@ -1,0 +1,47 @@
+"""Jamba: Mamba-1 layers with an attention layer every ``attn_layer_period``, MoE every other layer."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mha_cli.core.families import Family
+from mha_cli.core.families.state_readers import mixer_biases
+
+if TYPE_CHECKING:
+    from mha_cli.core.config_reader import ConfigReader
+    from mha_cli.core.schemas import LayerKind
+
+
+def _attention_every_period(r: ConfigReader, n_layers: int) -> list[LayerKind]:
+    period = r.count("attn_layer_period", "attn_layer_period")
+    offset = r.get("attn_layer_offset") or 0
+    return ["global" if i % period == offset else "linear" for i in range(n_layers)]
+
+
+def _mamba_state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, Any]:
+    """Mamba-1: d_inner channels, each a d_state vector; a conv over d_inner."""
+    inner = r.count("mamba_expand", "mamba_expand") * d_model
+    dt_rank = r.get("mamba_dt_rank")
+    return {
+        "kind": "mamba", "n_heads": inner, "head_dim": 1, "state_dim": r.count("mamba_d_state", "mamba_d_state"),
+        "conv_dim": inner, "conv_kernel": r.count("mamba_d_conv", "mamba_d_conv"),
+        **({} if dt_rank in (None, "auto") else {"dt_rank": r.count("mamba_dt_rank", "mamba_dt_rank")}),
+        **mixer_biases(r, out_proj="mamba_proj_bias"),
+    }  # fmt: skip
+
+
+FAMILY = Family(
+    model_types=("jamba",),
+    config_class="JambaConfig (transformers 5.24)",
+    defaults={
+        "attn_layer_period": 8,
+        "attn_layer_offset": 4,
+        "mamba_d_state": 16,
+        "mamba_d_conv": 4,
+        "mamba_expand": 2,
+        "num_experts_per_tok": 2,
+    },
+    layer_kinds=_attention_every_period,
+    fixed_state="Mamba",
+    state=_mamba_state,
+)

@@ -1,0 +1,5 @@
+"""Mellum: Llama's decoder with per-head q/k norms."""
+
+from mha_cli.core.families import Family
+
+FAMILY = Family(model_types=("mellum",), config_class="MellumConfig (transformers 5.24)", layout={"qk_norm": True})

@@ -1,0 +1,5 @@
+"""Seed-OSS: Llama's decoder with q/k/v biases and none on o (``attention_out_bias``)."""
+
+from mha_cli.core.families import Family
+
+FAMILY = Family(model_types=("seed_oss",), config_class="SeedOssConfig (transformers 5.24)")

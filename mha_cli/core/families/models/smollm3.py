@@ -1,0 +1,11 @@
+"""SmolLM3: Llama's decoder; every 4th layer skips RoPE."""
+
+from mha_cli.core.families import Family
+
+FAMILY = Family(
+    model_types=("smollm3",),
+    config_class="SmolLM3Config (transformers 5.24)",
+    tied_by_default=True,
+    names=("smollm3",),
+    differences=("SmolLM3's every 4th layer skips RoPE (no_rope_layers); here every layer is rotary",),
+)

@@ -1,0 +1,7 @@
+"""StableLM: LayerNorm (with bias) before attention and MLP."""
+
+from mha_cli.core.families import Family
+
+FAMILY = Family(
+    model_types=("stablelm",), config_class="StableLmConfig (transformers 5.24)", layout={"norm": "layernorm"}
+)
