@@ -16,7 +16,6 @@ Pure Python.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Callable, Mapping
 from functools import cache
 from types import MappingProxyType
@@ -137,6 +136,8 @@ def family(model_type: str) -> Family | None:
 @cache
 def all_families() -> tuple[Family, ...]:
     """Every registered family, by name (imports every family module: for ``mha families`` and the tests)."""
+    import pkgutil  # here, not at import: a command that reads one family does not pay for it
+
     from mha_cli.core.families import models
 
     found = [importlib.import_module(f"{_MODELS}.{m.name}").FAMILY for m in pkgutil.iter_modules(models.__path__)]
