@@ -50,11 +50,13 @@ REFUSED = {
 EQUAL = (
     "llama", "mistral", "mixtral", "ministral", "ministral3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
     "deepseek_v2", "deepseek_v3", "internlm3", "exaone", "youtu", "cwm", "iquestcoder", "ernie4_5", "helium",
-    "mellum", "seed_oss", "stablelm",
+    "mellum", "seed_oss", "stablelm", "gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2",
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
 (ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its
-q/k/v-only biases, StableLM through its LayerNorm)."""
+q/k/v-only biases, StableLM through its LayerNorm; GPT-2, GPT-SW3, Phi-3, Falcon and StarCoder2 once
+``mha_cli.core.weight_layout`` renames, splits and transposes their weights, GPT-2's and StarCoder2's tanh GELU
+within 1e-4 of exact GELU at the tiny models' weight scale)."""
 
 
 @functools.cache
