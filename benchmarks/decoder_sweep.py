@@ -3,7 +3,7 @@
 For each family the cache sweep (benchmarks/family_sweep.py) builds, the same tiny config (its own config class,
 shrunk) builds transformers' model with random weights (norms and biases moved off 1 and 0, fp32); `mha`'s
 importer reads the config's ``to_dict()`` and ``build_model`` builds its decoder, which loads transformers' state
-dict (every name and shape must match, after ``mha_cli.core.weight_layout.LAYOUTS``' renames, splits and transposes
+dict (every name and shape must match, after the renames, splits and transposes of the family's ``Family.weights``
 for the families that store them otherwise); the logits of a batch of 2 x 12 tokens are compared, for a full prefill and for a cached decode (5
 tokens, then one at a time). Each family lands in one class:
 
@@ -84,15 +84,10 @@ def sweep_one(model_type: str, built: Built | None = None) -> Row:
         return Row(model_type, "not built", detail=f"mha: {exc.message[:140]}")
     except (ValueError, NotImplementedError) as exc:  # build_model's own refusals (a mixer kind not built)
         return Row(model_type, "not built", detail=f"mha: {str(exc).splitlines()[0][:140]}")
-    from mha_cli.core.weight_layout import LAYOUTS
-    from mha_cli.nn.hf_state_dict import to_mha_state_dict
+    from mha_cli.nn.hf_state_dict import load_transformers_state_dict
 
-    state_dict = reference.state_dict()
-    layout = LAYOUTS.get(model_type)
-    try:
-        if layout is not None:  # the family stores its weights under other names or layouts
-            state_dict = to_mha_state_dict(state_dict, layout, spec)
-        result = ours.load_state_dict(state_dict, strict=False)
+    try:  # converted by the family's weight layout (its registry module) where it stores weights otherwise
+        result = load_transformers_state_dict(ours, reference.state_dict(), strict=False)
     except ValueError as exc:  # the layout's fused sizes do not add up for this spec
         return Row(model_type, "does not load", detail=str(exc)[:160])
     except RuntimeError as exc:  # same names, other shapes (a transposed or fused layout)

@@ -1,5 +1,5 @@
-"""transformers' state dicts under the decoder's names: ``mha_cli.core.weight_layout`` applied by
-``mha_cli.nn.hf_state_dict.to_mha_state_dict``.
+"""transformers' state dicts under the decoder's names: each family's ``Family.weights`` (its registry module)
+applied by ``mha_cli.nn.hf_state_dict.to_mha_state_dict``.
 
 Each family with a layout is built by transformers from its own config class (tiny, random weights, as
 benchmarks/family_sweep.py builds it), converted, and must load into ``build_model`` strictly. Its prefill logits
@@ -18,18 +18,12 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from mha_cli.core.families import all_families, family  # noqa: E402
 from mha_cli.core.hf_import import import_hf_config  # noqa: E402
 from mha_cli.core.schemas import ModelSpec  # noqa: E402
-from mha_cli.core.weight_layout import (  # noqa: E402
-    AWAITING_OMISSIONS,
-    LAYOUTS,
-    PARTIAL_LAYOUTS,
-    FusedSplit,
-    WeightLayout,
-    part_sizes,
-)
+from mha_cli.core.weight_layout import FusedSplit, WeightLayout, part_sizes  # noqa: E402
 from mha_cli.nn import build_model  # noqa: E402
-from mha_cli.nn.hf_state_dict import deinterleave, to_mha_state_dict  # noqa: E402
+from mha_cli.nn.hf_state_dict import deinterleave, load_transformers_state_dict, to_mha_state_dict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TOLERANCE = 1e-4
@@ -48,17 +42,22 @@ EQUAL = ("gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2")
 """Families whose prefill logits equal transformers' once converted. GPT-2, GPT-SW3 and StarCoder2 use tanh GELU
 (an omission the decoder lists): at the tiny models' weight scale it stays within 1e-4 of exact GELU."""
 DIFFERS = {
-    "gpt_neo": 1.2e-3,  # no 1/sqrt(head_dim) softmax scale in GPT-Neo (and the spec gives it RoPE too)
+    "gpt_neo": 1.2e-3,  # no 1/sqrt(head_dim) softmax scale in GPT-Neo (listed)
     "llama4_text": 0.54,  # the omissions the decoder lists: chunked attention, NoPE layers, q/k L2 norm, MoE
     "granitemoe": 0.031,  # Granite's embedding, attention, residual and logit multipliers (listed)
-}
-"""Families that load but differ, with the max prefill difference seen (transformers 5.24, CPU) and its cause."""
-AWAITING = {
-    "xglm": 0.38,  # embeddings scaled by sqrt(d_model), sinusoidal positions (the spec gives it RoPE)
-    "hunyuan_v1_dense": 0.028,  # q/k norms applied after RoPE (the decoder: before)
+    "xglm": 0.38,  # embeddings scaled by sqrt(d_model), sinusoidal positions where the decoder has RoPE (listed)
+    "hunyuan_v1_dense": 0.028,  # q/k norms applied after RoPE (the decoder: before; listed)
     "hunyuan_v1_moe": 0.044,  # as HunYuan dense
 }
-"""Layouts kept out of ``LAYOUTS`` until the decoder lists what it omits of them (each differs)."""
+"""Families that load but differ, with the max prefill difference seen (transformers 5.24, CPU) and its cause."""
+PARTIAL = {"gpt_oss"}
+"""Families whose layout maps every weight the decoder has, while some of transformers' stay unexpected."""
+
+
+def _layout(model_type: str) -> WeightLayout:
+    found = family(model_type)
+    assert found is not None and found.weights is not None, model_type
+    return found.weights
 
 
 def _converted(model_type: str, layout: WeightLayout):
@@ -79,43 +78,39 @@ def _prefill_error(reference, ours) -> float:
 
 
 def test_every_layout_is_pinned():
-    assert set(LAYOUTS) == set(EQUAL) | set(DIFFERS)
-    assert set(AWAITING_OMISSIONS) == set(AWAITING)
-    assert not set(LAYOUTS) & (set(AWAITING_OMISSIONS) | set(PARTIAL_LAYOUTS))
+    """Every family module with a weight layout has a model type pinned here (Llama 4's multimodal wrapper shares
+    its text model's layout under another prefix: its text type is the one pinned)."""
+    with_layout = {f.name for f in all_families() if f.weights is not None}
+    assert with_layout == {family(model_type).name for model_type in set(EQUAL) | set(DIFFERS) | PARTIAL}
 
 
 @pytest.mark.parametrize("model_type", EQUAL)
 def test_a_converted_family_loads_strictly_and_gives_transformers_logits(model_type):
-    reference, ours, state_dict = _converted(model_type, LAYOUTS[model_type])
+    reference, ours, state_dict = _converted(model_type, _layout(model_type))
     ours.load_state_dict(state_dict, strict=True)
     assert _prefill_error(reference, ours) < TOLERANCE
+    again = build_model(ours.spec, dtype=torch.float32).eval()  # the same through the family's own loader
+    load_transformers_state_dict(again, reference.state_dict())
+    assert _prefill_error(reference, again) < TOLERANCE
 
 
 @pytest.mark.parametrize("model_type", sorted(DIFFERS))
 def test_a_converted_family_loads_strictly_but_differs_by_its_arithmetic(model_type):
-    reference, ours, state_dict = _converted(model_type, LAYOUTS[model_type])
+    reference, ours, state_dict = _converted(model_type, _layout(model_type))
     ours.load_state_dict(state_dict, strict=True)
     assert ours.omitted  # the sweep classes it "differs, listed"
     assert _prefill_error(reference, ours) > TOLERANCE
 
 
-@pytest.mark.parametrize("model_type", sorted(AWAITING))
-def test_a_layout_awaiting_its_omissions_loads_but_differs_with_none_listed(model_type):
-    reference, ours, state_dict = _converted(model_type, AWAITING_OMISSIONS[model_type])
-    ours.load_state_dict(state_dict, strict=True)
-    assert not ours.omitted  # in LAYOUTS it would be "differs, unlisted"
-    assert _prefill_error(reference, ours) > TOLERANCE
-
-
 def test_gpt_neo_differs_only_by_its_unscaled_attention_once_rope_is_off():
-    """GPT-Neo's difference is not its layout: without the spec's RoPE and with queries scaled by sqrt(head_dim)
-    (undoing the decoder's 1/sqrt(head_dim)), the logits are transformers'."""
+    """GPT-Neo's difference is not its layout: with queries scaled by sqrt(head_dim) (undoing the decoder's
+    1/sqrt(head_dim)), the logits are transformers'."""
     built = _family_sweep().build_tiny("gpt_neo")
     config, reference = built
-    spec = import_hf_config(config.to_dict(), name="gpt_neo").model.model_copy(update={"rope": None})
-    assert spec.rotary is None
+    spec = import_hf_config(config.to_dict(), name="gpt_neo").model
+    assert spec.rotary is None  # learned positions, no RoPE
     ours = build_model(spec, dtype=torch.float32).eval()
-    ours.load_state_dict(to_mha_state_dict(reference.state_dict(), LAYOUTS["gpt_neo"], spec), strict=True)
+    ours.load_state_dict(to_mha_state_dict(reference.state_dict(), _layout("gpt_neo"), spec), strict=True)
     with torch.no_grad():
         for layer in ours.model.layers:
             layer.self_attn.q_proj.weight.mul_(math.sqrt(spec.dim_per_head))
@@ -124,7 +119,7 @@ def test_gpt_neo_differs_only_by_its_unscaled_attention_once_rope_is_off():
 
 def test_llama4_routed_and_shared_experts_compute_transformers_experts():
     """Llama 4 differs by what the decoder omits, not by its expert layout: each converted expert is transformers'."""
-    reference, ours, state_dict = _converted("llama4_text", LAYOUTS["llama4_text"])
+    reference, ours, state_dict = _converted("llama4_text", _layout("llama4_text"))
     ours.load_state_dict(state_dict, strict=True)
     theirs, mine = reference.model.layers[0].feed_forward, ours.model.layers[0].mlp
     x = torch.randn(5, ours.spec.d_model, generator=torch.Generator().manual_seed(0))
@@ -141,7 +136,7 @@ def test_llama4_routed_and_shared_experts_compute_transformers_experts():
 def test_gpt_oss_maps_every_weight_but_its_sinks_and_router_bias():
     """gpt-oss needs two decoder features (attention sinks, a router bias); everything else maps, and its
     interleaved gate/up experts compute transformers' gate and up."""
-    reference, ours, state_dict = _converted("gpt_oss", PARTIAL_LAYOUTS["gpt_oss"])
+    reference, ours, state_dict = _converted("gpt_oss", _layout("gpt_oss"))
     result = ours.load_state_dict(state_dict, strict=False)
     assert not result.missing_keys
     assert {re.sub(r"^model\.layers\.\d+\.", "", k) for k in result.unexpected_keys} == {

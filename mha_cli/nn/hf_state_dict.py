@@ -2,7 +2,9 @@
 
 ``to_mha_state_dict(state_dict, layout, spec)`` drops, regroups, transposes, renames and splits the tensors the
 layout names, in that order; it only moves values (views where it can), never computes one. The result loads
-into ``build_model(spec)`` with ``load_state_dict(strict=True)`` when the layout covers the family.
+into ``build_model(spec)`` with ``load_state_dict(strict=True)`` when the layout covers the family;
+``load_transformers_state_dict(model, state_dict)`` does both with the layout of the model's family (the registry's
+``Family.weights``).
 """
 
 from __future__ import annotations
@@ -11,8 +13,24 @@ import re
 
 import torch
 
+from mha_cli.core.decoder_omissions import spec_family
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout, part_sizes
+
+NO_LAYOUT = WeightLayout()
+"""The identity: a family stored under Llama's names (or of no registered family)."""
+
+
+def family_layout(spec: ModelSpec) -> WeightLayout:
+    """The weight layout of ``spec``'s family (its registry module's ``Family.weights``); the identity if none."""
+    found = spec_family(spec)
+    return found.weights if found is not None and found.weights is not None else NO_LAYOUT
+
+
+def load_transformers_state_dict(model: torch.nn.Module, state_dict: dict[str, torch.Tensor], *, strict: bool = True):
+    """Load transformers' ``state_dict`` of the family into ``model`` (a ``DecoderLM``), converted by the family's
+    layout; returns ``load_state_dict``'s missing and unexpected keys (``strict``: raise on any)."""
+    return model.load_state_dict(to_mha_state_dict(state_dict, family_layout(model.spec), model.spec), strict=strict)
 
 
 def to_mha_state_dict(

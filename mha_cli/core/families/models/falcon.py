@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import Family
+from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -21,10 +22,40 @@ def _kv_heads(r: ConfigReader, n_heads: int) -> int | None:
     return None  # the standard reading (multi_query true: 1)
 
 
-def _biases(r: ConfigReader, fields: dict[str, Any]) -> None:
+def _biases_and_norms(r: ConfigReader, fields: dict[str, Any]) -> None:
     if r.get("bias"):
         fields["qkv_bias"] = fields["o_bias"] = fields["mlp_bias"] = True
+    if r.get("new_decoder_architecture") and r.get("num_ln_in_parallel_attn") != 1:
+        r.assume(
+            None,
+            "new_decoder_architecture: Falcon-40B/180B's two LayerNorms before the parallel block (ln_attn,"
+            " ln_mlp) are built and counted as one (weights understated by 2 x hidden_size a layer; such a"
+            " checkpoint does not load into the decoder)",
+        )
 
+
+# Falcon (RefinedWeb): query_key_value holds one group per KV head (its query heads, its key, its value).
+# Its new decoder architecture's two parallel norms (ln_attn, ln_mlp) have no counterpart here: they stay
+# unexpected, and such a checkpoint does not load (the importer says so).
+WEIGHTS = WeightLayout(
+    renames=(
+        (r"^transformer\.word_embeddings\.", "model.embed_tokens."),
+        (r"^transformer\.ln_f\.", "model.norm."),
+        (r"^transformer\.h\.(\d+)\.", r"model.layers.\1."),
+        (r"\.self_attention\.query_key_value\.", ".self_attn.qkv_proj."),
+        (r"\.self_attention\.dense\.", ".self_attn.o_proj."),
+        (r"\.mlp\.dense_h_to_4h\.", ".mlp.up_proj."),
+        (r"\.mlp\.dense_4h_to_h\.", ".mlp.down_proj."),
+    ),
+    fused=(
+        FusedSplit(
+            r"(.*)\.self_attn\.qkv_proj\.(weight|bias)",
+            (r"\1.self_attn.q_proj.\2", r"\1.self_attn.k_proj.\2", r"\1.self_attn.v_proj.\2"),
+            "qkv_per_kv_group",
+        ),
+    ),
+    dropped=(r"\.self_attention\.rotary_emb\.inv_freq$",),
+)
 
 FAMILY = Family(
     model_types=("falcon",),
@@ -33,9 +64,8 @@ FAMILY = Family(
     layout={"mlp": "plain", "norm": "layernorm", "n_norms_per_layer": 1},
     tied_by_default=True,
     kv_heads=_kv_heads,
-    read_fields=_biases,
+    read_fields=_biases_and_norms,
     names=("falcon",),
-    differences=(
-        "Falcon stores a fused query_key_value weight under transformer.h.N; here Llama's names and separate q/k/v",
-    ),
+    equal_test="tests/test_hf_state_dict.py::test_a_converted_family_loads_strictly_and_gives_transformers_logits",
+    weights=WEIGHTS,
 )

@@ -1,12 +1,35 @@
 """GPT-2: learned positions, LayerNorm, a GELU MLP, biases everywhere, fused Conv1D weights; tied head."""
 
 from mha_cli.core.families import Family
+from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
-LEARNED_POSITIONS = (
-    "GPT-2 stores fused Conv1D weights (c_attn, c_fc) under transformer.h.N; here Llama's names and separate q/k/v",
-    "GPT-2's MLP uses the tanh approximation of GELU; this one exact GELU",
-)
+LEARNED_POSITIONS = ("GPT-2's MLP uses the tanh approximation of GELU; this one exact GELU",)
 """What the decoder does not reproduce of GPT-2 (and, for a spec of no known family, of learned positions)."""
+
+# GPT-2 (and GPT-SW3, its config class): Conv1D weights (in, out); c_attn holds q, k, v one after the other.
+WEIGHTS = WeightLayout(
+    renames=(
+        (r"^transformer\.wte\.", "model.embed_tokens."),
+        (r"^transformer\.wpe\.", "model.embed_positions."),
+        (r"^transformer\.ln_f\.", "model.norm."),
+        (r"^transformer\.h\.(\d+)\.", r"model.layers.\1."),
+        (r"\.ln_1\.", ".input_layernorm."),
+        (r"\.ln_2\.", ".post_attention_layernorm."),
+        (r"\.attn\.c_attn\.", ".self_attn.qkv_proj."),
+        (r"\.attn\.c_proj\.", ".self_attn.o_proj."),
+        (r"\.mlp\.c_fc\.", ".mlp.up_proj."),
+        (r"\.mlp\.c_proj\.", ".mlp.down_proj."),
+    ),
+    fused=(
+        FusedSplit(
+            r"(.*)\.self_attn\.qkv_proj\.(weight|bias)",
+            (r"\1.self_attn.q_proj.\2", r"\1.self_attn.k_proj.\2", r"\1.self_attn.v_proj.\2"),
+            "qkv",
+        ),
+    ),
+    transposed=(r"\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight$",),
+    dropped=(r"\.attn\.(bias|masked_bias)$",),
+)
 
 FAMILY = Family(
     model_types=("gpt2",),
@@ -16,4 +39,5 @@ FAMILY = Family(
     learned_positions="n_positions",
     names=("gpt2", "gpt-2"),
     differences=LEARNED_POSITIONS,
+    weights=WEIGHTS,
 )

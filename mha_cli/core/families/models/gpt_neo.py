@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from mha_cli.core.families import Family
 from mha_cli.core.families.layer_types import kinds_of_layer_types
+from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -22,6 +23,23 @@ def _attention_layers(r: ConfigReader, n_layers: int) -> list[LayerKind] | None:
     return kinds_of_layer_types(r, named, n_layers)
 
 
+# GPT-Neo: GPT-2's module tree with nn.Linear (out, in) and separate q/k/v under attn.attention.
+WEIGHTS = WeightLayout(
+    renames=(
+        (r"^transformer\.wte\.", "model.embed_tokens."),
+        (r"^transformer\.wpe\.", "model.embed_positions."),
+        (r"^transformer\.ln_f\.", "model.norm."),
+        (r"^transformer\.h\.(\d+)\.", r"model.layers.\1."),
+        (r"\.ln_1\.", ".input_layernorm."),
+        (r"\.ln_2\.", ".post_attention_layernorm."),
+        (r"\.attn\.attention\.out_proj\.", ".self_attn.o_proj."),
+        (r"\.attn\.attention\.", ".self_attn."),
+        (r"\.mlp\.c_fc\.", ".mlp.up_proj."),
+        (r"\.mlp\.c_proj\.", ".mlp.down_proj."),
+    ),
+    dropped=(r"\.attn\.attention\.(bias|masked_bias)$",),
+)
+
 FAMILY = Family(
     model_types=("gpt_neo",),
     config_class="GPTNeoConfig (transformers 5.24)",
@@ -35,4 +53,5 @@ FAMILY = Family(
         "GPT-Neo does not scale its attention scores by head_dim^-0.5; this one does",
         "GPT-Neo's MLP uses the tanh approximation of GELU (gelu_new); this one exact GELU",
     ),
+    weights=WEIGHTS,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import Family
+from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -14,6 +15,16 @@ def _expert_biases(r: ConfigReader, fields: dict[str, Any]) -> None:
     if "moe" in fields:
         fields["moe"]["expert_bias"] = True
 
+
+# gpt-oss: experts (E, d, 2f) with gate and up columns alternating, (E, f, d); its router is router (with a
+# bias). Its attention sinks (self_attn.sinks) and router bias (mlp.gate.bias) have no counterpart in the
+# decoder, so they stay unexpected.
+WEIGHTS = WeightLayout(
+    renames=((r"\.mlp\.router\.", ".mlp.gate."),),
+    transposed=(r"\.mlp\.experts\.(gate_up_proj|down_proj)$",),
+    interleaved=((r"\.mlp\.experts\.gate_up_proj(_bias)?$", -1),),
+    dropped=(r"\.rotary_emb\.inv_freq$",),
+)
 
 FAMILY = Family(
     model_types=("gpt_oss",),
@@ -26,5 +37,7 @@ FAMILY = Family(
     differences=(
         "gpt-oss's attention sinks (a learned logit per head in every softmax)",
         "gpt-oss's clamped SwiGLU (alpha 1.702, (up + 1) gating)",
+        "gpt-oss's router bias (a learned bias per expert on the router logits)",
     ),
+    weights=WEIGHTS,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import Family
+from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -24,6 +25,18 @@ def _shared_expert(r: ConfigReader, fields: dict[str, Any]) -> None:
     if "moe" in fields:
         fields["moe"]["n_shared_experts"] = 1
 
+
+# Llama 4 (text): the MoE block is feed_forward, its router router, its one shared expert shared_expert;
+# the routed experts are stored (E, d, 2f) (gate columns, then up) and (E, f, d), ours (E, 2f, d) and (E, d, f).
+WEIGHTS = WeightLayout(
+    renames=(
+        (r"\.feed_forward\.router\.", ".mlp.gate."),
+        (r"\.feed_forward\.shared_expert\.", ".mlp.shared_experts."),
+        (r"\.feed_forward\.", ".mlp."),
+    ),
+    transposed=(r"\.feed_forward\.experts\.(gate_up_proj|down_proj)$",),
+    dropped=(r"\.rotary_emb\.inv_freq$",),
+)
 
 FAMILY = Family(
     model_types=("llama4", "llama4_text"),
@@ -47,7 +60,8 @@ FAMILY = Family(
         "Llama 4's every 4th layer skips RoPE (NoPE) and tunes its attention temperature; here every layer is rotary",
         "Llama 4's L2 norm of q and k (use_qk_norm) on its RoPE layers",
         "Llama 4's MoE: a sigmoid router that scales each token before its expert, a shared expert beside the routed"
-        " ones, expert weights stored fused (gate_up_proj); here softmax top-k routing and separate matrices",
+        " ones; here softmax top-k routing",
     ),
     unbuilt="chunked attention",
+    weights=WEIGHTS,
 )

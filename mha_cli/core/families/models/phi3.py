@@ -1,13 +1,27 @@
 """Phi-3: Llama's arithmetic with fused qkv_proj and gate_up_proj weights; longrope in its 128k variants."""
 
 from mha_cli.core.families import Family
+from mha_cli.core.weight_layout import FusedSplit, WeightLayout
+
+# Phi-3: Llama's names, with q/k/v fused in qkv_proj and gate/up (gate first) in gate_up_proj.
+WEIGHTS = WeightLayout(
+    fused=(
+        FusedSplit(
+            r"(.*)\.self_attn\.qkv_proj\.(weight|bias)",
+            (r"\1.self_attn.q_proj.\2", r"\1.self_attn.k_proj.\2", r"\1.self_attn.v_proj.\2"),
+            "qkv",
+        ),
+        FusedSplit(
+            r"(.*)\.mlp\.gate_up_proj\.weight", (r"\1.mlp.gate_proj.weight", r"\1.mlp.up_proj.weight"), "gate_up"
+        ),
+    ),
+    dropped=(r"\.rotary_emb\.inv_freq$",),
+)
 
 FAMILY = Family(
     model_types=("phi3",),
     config_class="Phi3Config (transformers 5.24)",
     names=("phi3", "phi-3"),
-    differences=(
-        "Phi-3 stores fused qkv_proj and gate_up_proj weights; here q/k/v and gate/up are separate (same sizes)",
-        "Phi-3's longrope scaling (128k variants) is not modelled",
-    ),
+    differences=("Phi-3's longrope scaling (128k variants) is not modelled",),
+    weights=WEIGHTS,
 )

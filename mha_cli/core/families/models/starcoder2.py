@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import Family
+from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -15,6 +16,12 @@ def _biases(r: ConfigReader, fields: dict[str, Any]) -> None:
         fields["qkv_bias"] = fields["o_bias"] = fields["mlp_bias"] = False
 
 
+# StarCoder2: Llama's names except its plain MLP, c_fc (up) and c_proj (down).
+WEIGHTS = WeightLayout(
+    renames=((r"\.mlp\.c_fc\.", ".mlp.up_proj."), (r"\.mlp\.c_proj\.", ".mlp.down_proj.")),
+    dropped=(r"\.rotary_emb\.inv_freq$",),
+)
+
 FAMILY = Family(
     model_types=("starcoder2",),
     config_class="Starcoder2Config (transformers 5.24)",
@@ -22,8 +29,6 @@ FAMILY = Family(
     tied_by_default=True,
     read_fields=_biases,
     names=("starcoder2",),
-    differences=(
-        "StarCoder2's MLP is c_fc / c_proj with tanh GELU and its norms LayerNorm, under its own names; here"
-        " Llama's names and exact GELU",
-    ),
+    differences=("StarCoder2's MLP uses the tanh approximation of GELU; this one exact GELU",),
+    weights=WEIGHTS,
 )

@@ -1,6 +1,20 @@
 """XGLM: fairseq's block (LayerNorm, a GELU MLP, biases everywhere), sinusoidal positions, scaled embeddings."""
 
 from mha_cli.core.families import Family
+from mha_cli.core.weight_layout import WeightLayout
+
+# XGLM: BART-style names (self_attn_layer_norm, fc1, fc2, final_layer_norm per layer; layer_norm at the end).
+WEIGHTS = WeightLayout(
+    renames=(
+        (r"^model\.layer_norm\.", "model.norm."),
+        (r"\.self_attn\.out_proj\.", ".self_attn.o_proj."),
+        (r"\.self_attn_layer_norm\.", ".input_layernorm."),
+        (r"\.final_layer_norm\.", ".post_attention_layernorm."),
+        (r"\.fc1\.", ".mlp.up_proj."),
+        (r"\.fc2\.", ".mlp.down_proj."),
+    ),
+    dropped=(r"^model\.embed_positions\.weights$",),
+)
 
 FAMILY = Family(
     model_types=("xglm",),
@@ -12,4 +26,5 @@ FAMILY = Family(
     differences=(
         "XGLM adds sinusoidal position embeddings and scales the token embeddings by sqrt(d_model); here RoPE",
     ),
+    weights=WEIGHTS,
 )
