@@ -5,7 +5,8 @@ class (its defaults, with the size fields it has shrunk: width 64, 8 layers, 4 h
 window of 8, a few small experts, small linear-attention and state-space widths), the model is built with
 random weights in fp32, a batch of 2 prompts of 12 tokens is run with the cache on, and every tensor the
 returned cache holds is counted (keys, values, conv and recurrent states). `mha kv` reads the same config's
-``to_dict()`` (as it reads a config.json) and prices 2 x 12 tokens in fp32. Each family lands in one class:
+``to_dict()`` (as it reads a config.json) and prices 2 x 12 tokens in fp32, its fixed states and indexer keys as
+transformers holds them (``--state-convention transformers``; `mha kv` defaults to the engine's). Each family lands in one class:
 
 - exact: the figures are equal;
 - window view: equal once sliding-window (and chunked) layers are priced as transformers keeps them: window - 1
@@ -191,7 +192,9 @@ def _priced(config_dict: dict, model_type: str, *, view: str = "engine") -> int:
     elif view == "unwindowed" and model.sliding_window is not None:
         update = {"sliding_window": None, "layer_pattern": None}
     model = model.model_copy(update=update)
-    return kv_footprint(model, seq_len=PROMPT, batch=BATCH, kv_dtype="fp32").total_bytes
+    return kv_footprint(
+        model, seq_len=PROMPT, batch=BATCH, kv_dtype="fp32", state_convention="transformers"
+    ).total_bytes
 
 
 def sweep_one(model_type: str, built: Built | None = None) -> Row:

@@ -236,7 +236,7 @@ def test_measured_state_bytes_equal_the_price(kind, kv_dtype, batch):
     ours_bytes, their_bytes = measured_bytes(theirs, ours, config, DTYPES[kv_dtype], batch)
     priced_config, by_hand = PRICED["gated_deltanet" if kind == "gated_deltanet" else "mamba2"]
     model = import_hf_config(priced_config().to_dict()).model
-    predicted = state_bytes_per_layer(model, kv_dtype)
+    predicted = state_bytes_per_layer(model, kv_dtype, convention="transformers")
     assert ours_bytes == their_bytes == predicted == by_hand[kv_dtype]
 
 
@@ -248,7 +248,7 @@ def test_mixer_built_from_the_imported_spec_holds_the_priced_state(config, kv_dt
     mixer = build_mixer(model.recurrent, model.d_model, dtype=DTYPES[kv_dtype])
     theirs = Qwen3NextGatedDeltaNet(config(), 0) if config is qwen3_next_config else Mamba2Mixer(mamba2_config(), 0)
     mixer.load_state_dict(theirs.state_dict(), strict=True)
-    assert mixer.new_state(1).nbytes == state_bytes_per_layer(model, kv_dtype)
+    assert mixer.new_state(1).nbytes == state_bytes_per_layer(model, kv_dtype, convention="transformers")
 
 
 @pytest.mark.parametrize("config", [qwen3_next_config, granite_config])
@@ -277,7 +277,8 @@ def test_falcon_h1_prices_the_same_mamba2_state_as_granite():
 
 @pytest.mark.parametrize("kv_dtype", ["bf16", "fp32"])
 def test_control_a_kernel_minus_one_conv_state_is_unequal(kv_dtype):
-    """vLLM keeps kernel - 1 conv inputs; a mixer built so holds conv_dim values fewer than the transformers price."""
+    """vLLM keeps kernel - 1 conv inputs; a mixer built so holds conv_dim values fewer than the transformers price
+    (the price the torch mixers are measured against)."""
     config = qwen3_next_config()
     model = import_hf_config(config.to_dict()).model
     short = GatedDeltaNet(
@@ -285,7 +286,7 @@ def test_control_a_kernel_minus_one_conv_state_is_unequal(kv_dtype):
         dtype=DTYPES[kv_dtype],
     )  # fmt: skip
     measured = short.new_state(1).nbytes
-    predicted = state_bytes_per_layer(model, kv_dtype)
+    predicted = state_bytes_per_layer(model, kv_dtype, convention="transformers")
     assert measured != predicted
     assert predicted - measured == model.recurrent.conv_dim * DTYPES[kv_dtype].itemsize
 
@@ -297,8 +298,8 @@ def test_control_a_price_with_the_key_head_count_is_unequal(kv_dtype):
     measured, _ = measured_bytes(theirs, ours, config, DTYPES[kv_dtype], batch=1)
     model = import_hf_config(config.to_dict()).model
     wrong = model.model_copy(update={"recurrent": model.recurrent.model_copy(update={"n_heads": 2})})
-    assert state_bytes_per_layer(wrong, kv_dtype) != measured
-    assert state_bytes_per_layer(model, kv_dtype) == measured
+    assert state_bytes_per_layer(wrong, kv_dtype, convention="transformers") != measured
+    assert state_bytes_per_layer(model, kv_dtype, convention="transformers") == measured
 
 
 def test_control_a_bf16_recurrent_state_is_unequal():
@@ -307,4 +308,4 @@ def test_control_a_bf16_recurrent_state_is_unequal():
     state = MixerState.zeros(
         1, conv_channels=96, conv_kernel=4, heads=4, rows=16, cols=8, dtype=torch.bfloat16, state_dtype=torch.bfloat16
     )
-    assert state.nbytes != state_bytes_per_layer(model, "bf16")
+    assert state.nbytes != state_bytes_per_layer(model, "bf16", convention="transformers")

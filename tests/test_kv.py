@@ -24,17 +24,21 @@ def test_published_bytes_per_token(name, expected):
     assert kv_footprint(get_preset(name), seq_len=1).bytes_per_token == expected
 
 
-def hand_count_bf16_sequence_bytes(fields: dict, seq_len: int) -> int:
+def hand_count_bf16_sequence_bytes(fields: dict, seq_len: int, convention: str = "engine") -> int:
     """An independent count from the preset's raw fields: values per token per layer, 2 bytes each, windows and
-    chunks applied layer by layer, shared-K/V layers skipped, plus each state layer's fixed state (recurrent
-    values in fp32 unless stated otherwise, conv values in bf16) (no ModelSpec, no calculator code)."""
+    chunks applied layer by layer, shared-K/V layers skipped, plus each state layer's fixed state (no ModelSpec, no
+    calculator code). ``engine`` as vLLM allocates the state (conv_kernel - 1 columns of bf16; the recurrent state
+    in bf16 unless the preset types it, KDA's fp32) and DeepSeek-V3.2's indexer key (fp8 + a 4-byte scale per 128
+    values); ``transformers`` as its caches do (conv_kernel columns, an fp32 recurrent state, the key in bf16)."""
+    engine = convention == "engine"
     if "mla" in fields:
-        values = fields["mla"]["kv_lora_rank"] + fields["mla"].get("qk_rope_head_dim", 64)
-        values += (fields["mla"].get("indexer") or {}).get("index_head_dim", 0)
+        token_bytes = 2 * (fields["mla"]["kv_lora_rank"] + fields["mla"].get("qk_rope_head_dim", 64))
+        index = (fields["mla"].get("indexer") or {}).get("index_head_dim", 0)
+        token_bytes += (index + 4 * -(-index // 128)) if engine else 2 * index
     else:
         n_kv = fields.get("n_kv_heads", fields["n_heads"])
         head_dim = fields.get("head_dim", fields["d_model"] // fields["n_heads"])
-        values = 2 * n_kv * head_dim
+        token_bytes = 2 * 2 * n_kv * head_dim
     default = "local" if fields.get("sliding_window") else "chunked" if fields.get("attention_chunk") else "global"
     pattern = fields.get("layer_pattern") or [default]
     held = {"global": seq_len, "linear": 0}
@@ -44,26 +48,57 @@ def hand_count_bf16_sequence_bytes(fields: dict, seq_len: int) -> int:
     state_bytes = 0
     if state:
         recurrent = state["n_heads"] * state["head_dim"] * state["state_dim"]
-        state_bytes = recurrent * (2 if state.get("state_dtype") == "activation" else 4)
-        state_bytes += state.get("conv_dim", 0) * state.get("conv_kernel", 0) * 2
+        typed = state.get("state_dtype", "auto")
+        fp32 = typed == "fp32" or (typed == "auto" and (not engine or state["kind"] == "kda"))
+        state_bytes = recurrent * (4 if fp32 else 2)
+        columns = state.get("conv_kernel", 0) - (1 if engine and state.get("conv_kernel") else 0)
+        state_bytes += state.get("conv_dim", 0) * columns * 2
     first_shared = fields["n_layers"] - fields.get("n_kv_shared_layers", 0)
     total = 0
     for layer in range(fields["n_layers"]):
         kind = pattern[layer % len(pattern)]
         if layer < first_shared:
-            total += held[kind] * values * 2
+            total += held[kind] * token_bytes
         if kind == "linear" or state.get("on_attention_layers"):
             total += state_bytes
     return total
 
 
 @pytest.mark.parametrize("name", preset_names())
-def test_every_preset_matches_a_hand_count(name):
+@pytest.mark.parametrize("convention", ["engine", "transformers"])
+def test_every_preset_matches_a_hand_count(name, convention):
     for seq in (4096, 20000):  # 20,000 tokens pass Llama-4's 8,192-token chunk too
-        footprint = kv_footprint(get_preset(name), seq_len=seq, batch=3)
-        expected = hand_count_bf16_sequence_bytes(PRESET_DATA[name], seq)
+        footprint = kv_footprint(get_preset(name), seq_len=seq, batch=3, state_convention=convention)
+        expected = hand_count_bf16_sequence_bytes(PRESET_DATA[name], seq, convention)
         assert footprint.bytes_per_sequence == expected
         assert footprint.total_bytes == 3 * expected
+
+
+def test_the_two_conventions_differ_only_where_a_state_or_an_indexer_is():
+    """A control: the conventions must disagree on every hybrid with a conv or an untyped state and on DeepSeek-V3.2,
+    and agree everywhere else."""
+    for name in preset_names():
+        fields = PRESET_DATA[name]
+        engine = kv_footprint(get_preset(name), seq_len=4096).bytes_per_sequence
+        transformers = kv_footprint(get_preset(name), seq_len=4096, state_convention="transformers").bytes_per_sequence
+        state = fields.get("recurrent") or {}
+        # MiniMax's lightning state is typed (activation) and has no conv: both hold it alike
+        special = (
+            "indexer" in (fields.get("mla") or {})
+            or bool(state.get("conv_kernel"))
+            or (state and state.get("state_dtype", "auto") == "auto")
+        )
+        assert (engine < transformers) if special else (engine == transformers), name
+    # Qwen3-Next's Gated DeltaNet layer: 32 x 128 x 128 recurrent values, 8,192 conv channels.
+    next_80b = get_preset("qwen3-next-80b-a3b")
+    assert kv_footprint(next_80b, seq_len=1).state_bytes_per_layer == 32 * 128 * 128 * 2 + 8192 * 3 * 2
+    assert kv_footprint(next_80b, seq_len=1, state_convention="transformers").state_bytes_per_layer == (
+        32 * 128 * 128 * 4 + 8192 * 4 * 2
+    )
+    # DeepSeek-V3.2: 61 layers x (576 x 2 B latent + 128 fp8 + 4 B scale) = 85,904 B a token, whatever the KV dtype.
+    v32 = get_preset("deepseek-v3.2-exp")
+    assert kv_footprint(v32, seq_len=1).bytes_per_token == 61 * (576 * 2 + 132)
+    assert kv_footprint(v32, seq_len=1, state_convention="transformers").bytes_per_token == 85_888
 
 
 def test_dtypes_scale_and_add_their_scales():

@@ -9,7 +9,7 @@ import pytest
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint
-from tests.conftest import reference_hf_config
+from tests.conftest import FIXTURES, reference_hf_config
 
 BF16, FP32 = 2, 4
 
@@ -18,7 +18,8 @@ def imported(name: str):
     return import_hf_config(json.loads(reference_hf_config(name).read_text()))
 
 
-# Published configs: (per-token bytes in bf16, fixed state bytes per sequence), each counted by hand.
+# Published configs: (per-token bytes in bf16, fixed state bytes per sequence), each counted by hand as
+# transformers' cache classes hold them (conv_kernel conv columns, an fp32 recurrent state, the indexer key in bf16).
 HAND_COUNTS = {
     # 34 layers, Gemma3TextConfig defaults: 4 KV heads x head_dim 256 (the config leaves both out).
     "gemma-3-4b-it": (34 * 2 * 4 * 256 * BF16, 0),
@@ -51,10 +52,28 @@ HAND_COUNTS = {
 }
 
 
+ENGINE_COUNTS = {
+    **HAND_COUNTS,
+    # vLLM (MambaStateShapeCalculator, MambaStateDtypeCalculator): conv_kernel - 1 conv columns; a recurrent state
+    # the config does not type in the model dtype (bf16), KDA's in fp32; the indexer key fp8 + a 4-byte scale.
+    "qwen3-next-80b-a3b": (
+        12 * 2 * 2 * 256 * BF16,
+        36 * (32 * 128 * 128 * BF16 + (2 * 16 * 128 + 32 * 128) * 3 * BF16),
+    ),
+    "jamba-mini-1.5": (4 * 2 * 8 * 128 * BF16, 28 * (8192 * 16 * BF16 + 8192 * 3 * BF16)),
+    "falcon-h1-7b": (44 * 2 * 2 * 128 * BF16, 44 * (24 * 128 * 256 * BF16 + (3072 + 2 * 256) * 3 * BF16)),
+    "granite-4.0-h-small": (4 * 2 * 8 * 128 * BF16, 36 * (128 * 64 * 128 * BF16 + (8192 + 2 * 128) * 3 * BF16)),
+    "kimi-linear-48b-a3b": (7 * (512 + 64) * BF16, 20 * (32 * 128 * 128 * FP32 + 3 * 32 * 128 * 3 * BF16)),
+    "deepseek-v3.2-exp": (61 * ((512 + 64) * BF16 + 128 + 4), 0),
+}
+"""The same configs as the serving engine allocates them (``--state-convention engine``, the default)."""
+
+
 @pytest.mark.parametrize("name", list(HAND_COUNTS))
-def test_published_configs_match_hand_counts(name):
-    per_token, state = HAND_COUNTS[name]
-    footprint = kv_footprint(imported(name).model, seq_len=8192)
+@pytest.mark.parametrize(("convention", "counts"), [("transformers", HAND_COUNTS), ("engine", ENGINE_COUNTS)])
+def test_published_configs_match_hand_counts(name, convention, counts):
+    per_token, state = counts[name]
+    footprint = kv_footprint(imported(name).model, seq_len=8192, state_convention=convention)
     assert (footprint.bytes_per_token, footprint.state_bytes_per_seq) == (per_token, state)
     assert footprint.bytes_per_sequence - state <= 8192 * per_token  # windows and chunks hold at most 8,192
 
@@ -62,7 +81,7 @@ def test_published_configs_match_hand_counts(name):
 def test_per_sequence_adds_the_state_once_and_windows_the_tokens():
     qwen = imported("qwen3-next-80b-a3b").model
     short, long = kv_footprint(qwen, seq_len=8192), kv_footprint(qwen, seq_len=131072, batch=2)
-    per_token, state = HAND_COUNTS["qwen3-next-80b-a3b"]
+    per_token, state = ENGINE_COUNTS["qwen3-next-80b-a3b"]
     assert short.bytes_per_sequence == 8192 * per_token + state
     assert long.total_bytes == 2 * (131072 * per_token + state)  # the state does not grow with the context
     llama4 = imported("llama-4-scout-17b-16e").model  # 36 chunked layers hold one 8,192-token chunk at most
@@ -97,7 +116,9 @@ def test_qwen2_slides_only_from_max_window_layers():
 
 def test_plain_fp8_and_the_sparse_mla_layout():
     v32 = imported("deepseek-v3.2-exp").model
-    assert kv_footprint(v32, seq_len=1, kv_dtype="fp8").bytes_per_token == 61 * (512 + 64 + 128)
+    assert kv_footprint(v32, seq_len=1, kv_dtype="fp8").bytes_per_token == 61 * (512 + 64 + 132)  # engine key
+    fp8_everywhere = kv_footprint(v32, seq_len=1, kv_dtype="fp8", state_convention="transformers")
+    assert fp8_everywhere.bytes_per_token == 61 * (512 + 64 + 128)
     # fp8_ds_mla: 512 fp8 + 4 fp32 scales + 64 bf16 RoPE values, indexer 128 fp8 + one fp32 scale.
     assert kv_footprint(v32, seq_len=1, kv_dtype="fp8_ds_mla").bytes_per_token == 61 * (656 + 132)
     with pytest.raises(BadInputError, match=r"fp8_ds_mla .* needs an MLA model"):
@@ -114,7 +135,9 @@ def test_quantised_kv_leaves_the_fixed_state_alone():
 def test_state_splits_over_tensor_parallel_ranks():
     qwen = imported("qwen3-next-80b-a3b").model  # 32 value heads, 8192 conv channels: a quarter each on 4 ranks
     split = kv_footprint(qwen, seq_len=1024, tp=2)
-    assert split.state_bytes_per_seq_per_rank == 36 * (16 * 128 * 128 * FP32 + 4096 * 4 * BF16)
+    assert split.state_bytes_per_seq_per_rank == 36 * (16 * 128 * 128 * BF16 + 4096 * 3 * BF16)
+    held_by_transformers = kv_footprint(qwen, seq_len=1024, tp=2, state_convention="transformers")
+    assert held_by_transformers.state_bytes_per_seq_per_rank == 36 * (16 * 128 * 128 * FP32 + 4096 * 4 * BF16)
 
 
 def test_unknown_layer_type_is_one_clear_error():
@@ -126,7 +149,7 @@ def test_unknown_layer_type_is_one_clear_error():
 def test_kv_json_reports_state_and_includes_it_in_total(cli):
     path = str(reference_hf_config("falcon-h1-7b"))
     out = cli.json("kv", path, "--seq", "8k", "--batch", "2")
-    per_token, state = HAND_COUNTS["falcon-h1-7b"]
+    per_token, state = ENGINE_COUNTS["falcon-h1-7b"]
     assert (out["bytes_per_token"], out["state_bytes_per_seq"]) == (per_token, state)
     assert out["total_bytes"] == 2 * (8192 * per_token + state)
 
@@ -134,7 +157,7 @@ def test_kv_json_reports_state_and_includes_it_in_total(cli):
 def test_memory_plan_and_ways_out_count_the_state(cli):
     path = str(reference_hf_config("qwen3-next-80b-a3b"))
     out = cli.json("kv", path, "--seq", "8k", "--batch", "4", "--target", "h100")
-    per_token, state = HAND_COUNTS["qwen3-next-80b-a3b"]
+    per_token, state = ENGINE_COUNTS["qwen3-next-80b-a3b"]
     assert out["memory"]["kv_bytes_per_device"] == 4 * (8192 * per_token + state)
     free = out["memory"]["usable_bytes"] - out["memory"]["weight_bytes_per_device"]
     assert out["memory"]["max_sequences"] == max(0, free) // (8192 * per_token + state)
@@ -224,7 +247,9 @@ def test_scaled_down_copy_matches_the_cache_transformers_allocates(model_type):
         measured = _cache_bytes(model(ids, use_cache=True, **kwargs).past_key_values)
 
     ours = import_hf_config({"model_type": model_type, **TINY[model_type]}).model
-    assert kv_footprint(ours, seq_len=SEQ, kv_dtype="bf16").bytes_per_sequence == measured
+    assert kv_footprint(ours, seq_len=SEQ, kv_dtype="bf16", state_convention="transformers").bytes_per_sequence == (
+        measured
+    )
 
 
 PRESET_OF_FIXTURE = {
@@ -253,7 +278,7 @@ def test_presets_price_like_their_published_config(name):
 
 def test_presets_list_the_new_families_with_their_state(cli):
     rows = {row["model"]["name"]: row for row in cli.json("presets")["presets"]}
-    assert rows["qwen3-next-80b-a3b"]["bf16_state_bytes_per_seq"] == HAND_COUNTS["qwen3-next-80b-a3b"][1]
+    assert rows["qwen3-next-80b-a3b"]["bf16_state_bytes_per_seq"] == ENGINE_COUNTS["qwen3-next-80b-a3b"][1]
     assert rows["llama-4-scout"]["bf16_bytes_per_token"] == HAND_COUNTS["llama-4-scout-17b-16e"][0]
 
 
@@ -266,8 +291,11 @@ def test_verify_refuses_layers_the_torch_ring_does_not_build(cli):
 def test_a_config_can_state_its_ssm_dtype():
     config = json.loads(reference_hf_config("qwen3-next-80b-a3b").read_text())
     halved = import_hf_config(config | {"mamba_ssm_dtype": "bfloat16"}).model
-    per_layer = 32 * 128 * 128 * BF16 + (2 * 16 * 128 + 32 * 128) * 4 * BF16
-    assert kv_footprint(halved, seq_len=1).state_bytes_per_seq == 36 * per_layer
+    conv = 2 * 16 * 128 + 32 * 128  # channels
+    per_layer = 32 * 128 * 128 * BF16 + conv * 4 * BF16
+    assert kv_footprint(halved, seq_len=1, state_convention="transformers").state_bytes_per_seq == 36 * per_layer
+    typed_fp32 = import_hf_config(config | {"mamba_ssm_dtype": "float32"}).model  # vLLM keeps a typed state so
+    assert kv_footprint(typed_fp32, seq_len=1).state_bytes_per_seq == 36 * (32 * 128 * 128 * FP32 + conv * 3 * BF16)
     with pytest.raises(BadInputError, match="mamba_ssm_dtype"):
         import_hf_config(config | {"mamba_ssm_dtype": "int8"})
 
@@ -282,5 +310,28 @@ def test_the_table_shows_layer_kinds_and_the_fixed_state(cli):
 
     jamba = table("kv", "jamba-mini-1.5", "--seq", "8k")
     assert "4 global, 28 mamba layers" in jamba and "fixed state per sequence" in jamba
-    assert "28 layers x 589,824 B fixed state" in jamba
+    assert "28 layers x 311,296 B fixed state" in jamba  # (8192 x 16 + 8192 x 3) x 2 B, as vLLM holds it
+    assert "--state-convention transformers" in jamba
     assert "132 of it indexer key" in table("kv", "deepseek-v3.2-exp", "--kv-dtype", "fp8_ds_mla")
+
+
+def test_the_output_says_which_allocation_a_state_follows(cli):
+    """Default: the engine's, said in a warning with the way to the other; a bad value is one line and exit 2."""
+    engine = cli.json("kv", "jamba-mini-1.5", "--seq", "8k")
+    held = cli.json("kv", "jamba-mini-1.5", "--seq", "8k", "--state-convention", "transformers")
+    assert (engine["kv"]["state_convention"], held["kv"]["state_convention"]) == ("engine", "transformers")
+    assert engine["state_bytes_per_seq"] == ENGINE_COUNTS["jamba-mini-1.5"][1]
+    assert held["state_bytes_per_seq"] == HAND_COUNTS["jamba-mini-1.5"][1]
+    assert any("as vLLM allocates it" in w and "--state-convention transformers" in w for w in engine["warnings"])
+    assert cli.json("kv", "llama-3-8b")["kv"]["state_convention"] is None  # nothing to hold: nothing said
+    assert not any("state-convention" in w for w in cli.json("kv", "llama-3-8b")["warnings"])
+    bad = cli.run("kv", "jamba-mini-1.5", "--state-convention", "vllm")
+    assert bad.exit_code == 2 and "--state-convention" in bad.output and "Traceback" not in bad.output
+
+
+def test_verify_says_it_predicts_the_state_torch_holds(cli):
+    report = cli.json(
+        "verify", str(FIXTURES / "tiny_hybrids" / "tiny-qwen3-next.json"), "--device", "cpu", "--seq", "16"
+    )
+    assert report["measured_state_bytes"] == report["predicted_state_bytes"] > 0
+    assert any("as the torch ring holds it" in note and "vLLM holds" in note for note in report["notes"])

@@ -24,7 +24,7 @@ VERIFY = ("--device", "cpu", "--seq", "16")
 @pytest.mark.parametrize("config", [QWEN3_NEXT, GRANITE_H], ids=["gated_deltanet", "mamba2"])
 def test_verify_measures_the_state_core_predicts(cli, config):
     report = cli.json("verify", config, *VERIFY, "--layers", "4")  # 3 linear layers and the full-attention one
-    kv = cli.json("kv", config, "--seq", "16")
+    kv = cli.json("kv", config, "--seq", "16", "--state-convention", "transformers")  # what torch holds
     assert (
         report["measured_state_bytes"] == report["predicted_state_bytes"] == 3 * kv["kv"]["state_bytes_per_layer"] > 0
     )
@@ -41,7 +41,7 @@ def test_verify_measures_the_state_core_predicts(cli, config):
 
 def test_a_default_cpu_run_extrapolates_from_the_linear_layers(cli):
     report = cli.json("verify", QWEN3_NEXT, *VERIFY)  # CPU default: 2 layers, both Gated DeltaNet
-    kv = cli.json("kv", QWEN3_NEXT, "--seq", "16")
+    kv = cli.json("kv", QWEN3_NEXT, "--seq", "16", "--state-convention", "transformers")
     assert report["n_layers_built"] == 2 and report["measured_state_bytes"] == report["predicted_state_bytes"] > 0
     assert report["per_rank"]["extrapolated"] and report["per_rank"]["cache_bytes"] == kv["total_bytes"]
 

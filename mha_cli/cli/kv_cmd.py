@@ -17,6 +17,7 @@ from mha_cli.cli.options import (
     ProfileOpt,
     SourceBatchOpt,
     SourceSeqOpt,
+    StateConventionOpt,
     TargetOpt,
     TpOpt,
     UtilisationOpt,
@@ -54,6 +55,7 @@ def kv(
     target: TargetOpt = None,
     weight_dtype: WeightDtypeOpt = None,
     mla_cache: MlaCacheOpt = None,
+    state_convention: StateConventionOpt = None,
     engine: EngineOpt = None,
     gpu_memory_utilization: UtilisationOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
@@ -73,7 +75,8 @@ def kv(
     deployment = merge_deployment(
         loaded.deployment,
         model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, block_size=block_size,
-        target=target, weight_dtype=weight_dtype, mla_cache=mla_cache, engine=engine,
+        target=target, weight_dtype=weight_dtype, mla_cache=mla_cache, state_convention=state_convention,
+        engine=engine,
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
     )  # fmt: skip

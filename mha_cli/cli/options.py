@@ -68,6 +68,14 @@ MlaCacheOpt = Annotated[
         show_default=False,
     ),
 ]
+StateConventionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--state-convention",
+        help="Fixed-state and indexer layers: engine (as vLLM allocates them, default) or transformers (its caches).",
+        show_default=False,
+    ),
+]
 EngineOpt = Annotated[
     str | None,
     typer.Option(

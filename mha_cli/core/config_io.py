@@ -175,13 +175,23 @@ def parse_config(data: dict[str, Any], origin: str) -> MhaConfig:
         raise BadInputError(f"{origin}: {describe_validation_error(exc)}") from exc
 
 
+def _applicable(config: MhaConfig) -> dict:
+    """The config as data without ``None`` fields, and without the deployment settings its model has nothing for:
+    MLA's cache mode outside MLA, the state convention without a fixed state or an indexer key."""
+    data = config.model_dump(mode="json", exclude_none=True)
+    model = config.model
+    if model.mla is None:
+        data["deployment"].pop("mla_cache", None)
+    if model.recurrent is None and (model.mla is None or model.mla.indexer is None):
+        data["deployment"].pop("state_convention", None)
+    return data
+
+
 def config_to_yaml(config: MhaConfig, header: str | None = None) -> str:
     """The config as YAML, fields in schema order, ``None`` fields (and MLA's cache mode for other
     variants; for MLA, the n_kv_heads and head_dim the schema derives from the latent) left out."""
-    data = config.model_dump(mode="json", exclude_none=True)
-    if config.model.mla is None:
-        data["deployment"].pop("mla_cache", None)
-    else:  # MLA caches one latent: no per-head KV count or width to state (the schema derives them on reading)
+    data = _applicable(config)
+    if config.model.mla is not None:  # one latent: no per-head KV count or width to state (derived on reading)
         data["model"].pop("n_kv_heads", None)
         data["model"].pop("head_dim", None)
     import yaml
@@ -214,10 +224,7 @@ def config_text(config: MhaConfig, path: Path, header: str | None = None) -> str
         config = config.model_copy(update={"notes": [header, *config.notes]})
     import json  # only for a .json config
 
-    data = config.model_dump(mode="json", exclude_none=True)
-    if config.model.mla is None:
-        data["deployment"].pop("mla_cache", None)
-    return json.dumps(data, indent=2) + "\n"
+    return json.dumps(_applicable(config), indent=2) + "\n"
 
 
 def write_text_atomic(path: Path, text: str, *, force: bool = False) -> None:

@@ -22,6 +22,7 @@ FALLBACK_SEQ_LEN = 8192
 
 _OPTION_NAMES = {"seq_len": "--seq", "batch": "--batch", "kv_dtype": "--kv-dtype", "weight_dtype": "--weight-dtype",
                  "tp": "--tp", "block_size": "--block-size", "target": "--target", "mla_cache": "--mla-cache",
+                 "state_convention": "--state-convention",
                  "engine": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
                  "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs"}  # fmt: skip
 
@@ -73,7 +74,33 @@ def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
         notes += bf16_notes(target, weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype)
     if mixer_weights_note(model) is not None:
         notes.append(mixer_weights_note(model))
+    convention = state_convention_note(model, deployment)
+    if convention is not None:
+        notes.append(convention)
     return notes
+
+
+def state_convention_note(model: ModelSpec, deployment: DeploymentSpec) -> str | None:
+    """Which allocation a fixed state and an indexer key are priced by (None for a model with neither)."""
+    parts = []
+    engine = deployment.state_convention == "engine"
+    if model.recurrent is not None:
+        parts.append(
+            "fixed state as vLLM allocates it (conv_kernel - 1 conv columns; a recurrent state the config does not"
+            " type in the model dtype, KDA's in fp32)"
+            if engine
+            else "fixed state as transformers' cache holds it (conv_kernel conv columns; the recurrent state in fp32)"
+        )
+    if model.mla is not None and model.mla.indexer is not None:
+        parts.append(
+            "indexer key in fp8 with a 4-byte scale per 128 values (vLLM, SGLang)"
+            if engine
+            else "indexer key in the KV dtype (transformers)"
+        )
+    if not parts:
+        return None
+    other = "transformers" if engine else "engine"
+    return f"{' and '.join(parts)}; --state-convention {other} for the other"
 
 
 MIXER_WEIGHTS_NOTE = {

@@ -7,7 +7,9 @@ Per token per layer, in values (bytes follow from the storage format, scales inc
   kv_lora_rank + qk_rope_head_dim, no factor 2. DeepSeek-V3 in bf16: 61 * 576 * 2 = 70,272 B.
 - MLA, naive: the decompressed per-head keys (nope + rope) and values, the full MHA price.
 
-- DeepSeek-V3.2's lightning indexer adds its own cached key per token per layer: index_head_dim values.
+- DeepSeek-V3.2's lightning indexer adds its own cached key per token per layer: index_head_dim values, in fp8
+  with a 4-byte scale per 128 of them as the serving engines hold it (vLLM, SGLang, TensorRT-LLM: 132 B for 128
+  values, whatever the KV dtype), in the KV dtype as transformers does.
 
 Each layer is priced by its kind (``ModelSpec.layer_kind``). Per-token K/V: global layers hold every token,
 sliding-window layers min(tokens, window), chunked layers (Llama-4) min(tokens, chunk), the tokens of the
@@ -19,12 +21,17 @@ Mamba, lightning attention, KDA) hold instead a fixed state per sequence, whatev
 Under tensor parallelism each rank holds n_kv_heads / tp heads, at least one (replicated when tp > n_kv_heads);
 an MLA latent (and an indexer key) is not sharded, every rank holds all of it. A fixed state splits by its
 heads like KV heads (replicated when tp exceeds them), its conv channels evenly over the ranks.
+
+A fixed state and an indexer key are priced by one of two allocations (``StateConvention``, default the
+engine's): vLLM's (``MambaStateShapeCalculator`` / ``MambaStateDtypeCalculator``: conv_kernel - 1 conv columns,
+the recurrent state in the model's dtype unless the config names one, KDA's in fp32) or transformers' (conv_kernel
+columns, the recurrent state in fp32), which is what ``mha verify`` measures in torch.
 """
 
 from mha_cli.core.dtypes import DS_MLA_SCALE_BYTES, DS_MLA_SCALE_GROUP, FP8_DS_MLA, StorageFormat, storage_format
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
-from mha_cli.core.schemas import DeploymentSpec, MlaCacheMode, ModelSpec
+from mha_cli.core.schemas import DeploymentSpec, MlaCacheMode, ModelSpec, RecurrentSpec, StateConvention
 from mha_cli.core.tensor_parallel import kv_heads_per_rank
 
 ACTIVATION_FORMATS = ("fp32", "fp16", "bf16")
@@ -72,13 +79,18 @@ def mla_latent_bytes(model: ModelSpec, kv_dtype: str) -> int:
     return fmt.vector_bytes(model.mla.latent_dim)
 
 
-def indexer_key_bytes(model: ModelSpec, kv_dtype: str) -> int:
-    """Bytes of the lightning indexer's key one layer caches per token (DeepSeek-V3.2); 0 without an indexer."""
+def indexer_key_bytes(model: ModelSpec, kv_dtype: str, convention: StateConvention = "engine") -> int:
+    """Bytes of the lightning indexer's key one layer caches per token (DeepSeek-V3.2); 0 without an indexer.
+
+    ``engine``: fp8 with a 4-byte scale per 128 values whatever the KV dtype (132 B for DeepSeek's 128);
+    ``transformers``: the KV dtype (and ``fp8_ds_mla``'s fp8 with its scales)."""
     if model.mla is None or model.mla.indexer is None:
         return 0
     width = model.mla.indexer.index_head_dim
     fmt = storage_format(kv_dtype)
-    return _ds_mla_fp8_bytes(width) if fmt.name == FP8_DS_MLA else fmt.vector_bytes(width)
+    if convention == "engine" or fmt.name == FP8_DS_MLA:
+        return _ds_mla_fp8_bytes(width)
+    return fmt.vector_bytes(width)
 
 
 def mla_naive_head_bytes(model: ModelSpec, kv_dtype: str) -> int:
@@ -89,14 +101,19 @@ def mla_naive_head_bytes(model: ModelSpec, kv_dtype: str) -> int:
 
 
 def bytes_per_token_per_layer(
-    model: ModelSpec, kv_dtype: str, mla_cache: MlaCacheMode = "absorbed", *, tp: int = 1
+    model: ModelSpec,
+    kv_dtype: str,
+    mla_cache: MlaCacheMode = "absorbed",
+    *,
+    tp: int = 1,
+    convention: StateConvention = "engine",
 ) -> int:
     """Bytes one layer that caches tokens holds for one token on one rank (tp=1: the whole model's layer),
-    an indexer key included."""
+    an indexer key included (held as ``convention`` says)."""
     check_kv_dtype_fits(model, kv_dtype, mla_cache)
     heads = kv_heads_per_rank(model, tp, mla_cache)
     if model.mla is not None:
-        indexer = indexer_key_bytes(model, kv_dtype)
+        indexer = indexer_key_bytes(model, kv_dtype, convention)
         if mla_cache == "absorbed":
             return mla_latent_bytes(model, kv_dtype) + indexer
         return heads * mla_naive_head_bytes(model, kv_dtype) + indexer
@@ -110,18 +127,37 @@ def activation_format(kv_dtype: str) -> StorageFormat:
     return fmt if fmt.name in ACTIVATION_FORMATS else storage_format("bf16")
 
 
-def state_bytes_per_layer(model: ModelSpec, kv_dtype: str, *, tp: int = 1) -> int:
+def recurrent_state_format(state: RecurrentSpec, kv_dtype: str, convention: StateConvention) -> StorageFormat:
+    """The format of the recurrent state: the config's (``state_dtype``), else the convention's: transformers fp32;
+    vLLM the model's dtype (its ``mamba_ssm_cache_dtype`` "auto"), fp32 for KDA (``kda_state_dtype``)."""
+    if state.state_dtype == "fp32" or (
+        state.state_dtype == "auto" and (convention == "transformers" or state.kind == "kda")
+    ):
+        return storage_format("fp32")
+    return activation_format(kv_dtype)
+
+
+def conv_columns(state: RecurrentSpec, convention: StateConvention) -> int:
+    """Inputs a conv channel keeps: the kernel width in transformers' cache, one fewer in vLLM's (the current
+    input is not stored)."""
+    return state.conv_kernel if convention == "transformers" else max(0, state.conv_kernel - 1)
+
+
+def state_bytes_per_layer(
+    model: ModelSpec, kv_dtype: str, *, tp: int = 1, convention: StateConvention = "engine"
+) -> int:
     """Bytes of the fixed state one layer keeps for one sequence on one rank (0 without a ``recurrent`` block):
-    the recurrent state (fp32 or the activation dtype) plus the conv state (activation dtype)."""
+    the recurrent state (``recurrent_state_format``) plus the conv state (activation dtype, ``conv_columns``)."""
     state = model.recurrent
     if state is None:
         return 0
     activation = activation_format(kv_dtype)
-    state_format = storage_format("fp32") if state.state_dtype == "fp32" else activation
     heads = max(1, state.n_heads // tp)
     conv_channels = -(-state.conv_dim // tp)
-    recurrent = heads * state_format.vector_bytes(state.head_dim * state.state_dim)
-    return recurrent + conv_channels * activation.vector_bytes(state.conv_kernel)
+    recurrent = heads * recurrent_state_format(state, kv_dtype, convention).vector_bytes(
+        state.head_dim * state.state_dim
+    )
+    return recurrent + conv_channels * activation.vector_bytes(conv_columns(state, convention))
 
 
 def tokens_held(seq_len: int, window: int | None = None, block_size: int | None = None) -> int:
@@ -138,6 +174,8 @@ class KvFootprint(Record):
     kv_dtype: str
     mla_cache: MlaCacheMode | None
     """MLA only: which cache the numbers assume."""
+    state_convention: StateConvention | None = None
+    """Models with a fixed state or an indexer key only: whose allocation they are priced by (engine: vLLM's)."""
     seq_len: int
     batch: int
     tp: int
@@ -194,10 +232,13 @@ def kv_footprint(
     tp: int = 1,
     block_size: int | None = None,
     mla_cache: MlaCacheMode = "absorbed",
+    state_convention: StateConvention = "engine",
 ) -> KvFootprint:
-    """Every KV-cache figure for ``model`` at ``seq_len`` x ``batch``: each layer priced by its kind."""
-    per_layer = bytes_per_token_per_layer(model, kv_dtype, mla_cache)
-    per_layer_rank = bytes_per_token_per_layer(model, kv_dtype, mla_cache, tp=tp)
+    """Every KV-cache figure for ``model`` at ``seq_len`` x ``batch``: each layer priced by its kind (a fixed state
+    and an indexer key as ``state_convention`` allocates them)."""
+    convention = state_convention
+    per_layer = bytes_per_token_per_layer(model, kv_dtype, mla_cache, convention=convention)
+    per_layer_rank = bytes_per_token_per_layer(model, kv_dtype, mla_cache, tp=tp, convention=convention)
     held = {
         "global": tokens_held(seq_len, None, block_size),
         "local": tokens_held(seq_len, model.sliding_window, block_size) if model.sliding_window else None,
@@ -206,21 +247,22 @@ def kv_footprint(
     token_layers = [i for i in range(model.n_layers) if model.caches_tokens(i)]
     tokens_all_layers = sum(held[model.layer_kind(i)] or 0 for i in token_layers)
     n_state = sum(model.holds_state(i) for i in range(model.n_layers))
-    state_per_layer = state_bytes_per_layer(model, kv_dtype)
-    state_rank = n_state * state_bytes_per_layer(model, kv_dtype, tp=tp)
+    state_per_layer = state_bytes_per_layer(model, kv_dtype, convention=convention)
+    state_rank = n_state * state_bytes_per_layer(model, kv_dtype, tp=tp, convention=convention)
     per_sequence = tokens_all_layers * per_layer + n_state * state_per_layer
     per_sequence_rank = tokens_all_layers * per_layer_rank + state_rank
     attention_layers = model.n_layers - model.count_layers("linear")
     return KvFootprint(
         kv_dtype=storage_format(kv_dtype).name,
         mla_cache=mla_cache if model.mla is not None else None,
+        state_convention=convention if _has_state_or_indexer(model) else None,
         seq_len=seq_len,
         batch=batch,
         tp=tp,
         block_size=block_size,
         kv_heads_per_rank=kv_heads_per_rank(model, tp, mla_cache),
         bytes_per_token_per_layer=per_layer,
-        indexer_bytes_per_token_per_layer=indexer_key_bytes(model, kv_dtype),
+        indexer_bytes_per_token_per_layer=indexer_key_bytes(model, kv_dtype, convention),
         bytes_per_token=len(token_layers) * per_layer,
         bytes_per_token_per_rank=len(token_layers) * per_layer_rank,
         n_global_layers=model.n_global_layers,
@@ -251,4 +293,9 @@ def footprint_for(model: ModelSpec, deployment: DeploymentSpec, tp: int) -> KvFo
     return kv_footprint(
         model, seq_len=deployment.seq_len, batch=deployment.batch, kv_dtype=deployment.kv_dtype, tp=tp,
         block_size=deployment.block_size, mla_cache=deployment.mla_cache,
+        state_convention=deployment.state_convention,
     )  # fmt: skip
+
+
+def _has_state_or_indexer(model: ModelSpec) -> bool:
+    return model.recurrent is not None or (model.mla is not None and model.mla.indexer is not None)

@@ -29,7 +29,12 @@ LayerKind = Literal["global", "local", "chunked", "linear"]
 ``sliding_window`` tokens, ``chunked`` the tokens of its current ``attention_chunk`` (Llama-4), ``linear`` no
 per-token K/V at all but the fixed per-sequence state of ``ModelSpec.recurrent`` (Gated DeltaNet, Mamba)."""
 RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda"]
-StateDtype = Literal["fp32", "activation"]
+StateDtype = Literal["auto", "fp32", "activation"]
+StateConvention = Literal["engine", "transformers"]
+"""Whose allocation a fixed state and an indexer key are priced by: ``engine`` (vLLM's cache: conv_kernel - 1 conv
+columns, a recurrent state of unnamed dtype in the model's, KDA's in fp32, DeepSeek-V3.2's indexer key in fp8 with a
+4-byte scale per 128 values) or ``transformers`` (its cache classes: conv_kernel columns, the recurrent state in
+fp32, the indexer key in the KV dtype)."""
 MlaCacheMode = Literal["absorbed", "naive"]
 EngineName = Literal["vllm", "sglang", "trtllm"]
 """Serving engines whose memory rules ``core.engine`` models."""
@@ -232,9 +237,10 @@ class RecurrentSpec(_Strict):
     """Channels of the short causal convolution whose last inputs are kept (0: no convolution)."""
     conv_kernel: Annotated[int, Field(ge=0, le=64)] = 0
     """Inputs kept per conv channel: the kernel width, as transformers caches it (vLLM keeps one fewer)."""
-    state_dtype: StateDtype = "fp32"
-    """Format of the recurrent state: fp32 (transformers and vLLM keep Mamba and delta-rule states in fp32), or the
-    activation dtype (MiniMax's lightning attention). The conv state is always in the activation dtype."""
+    state_dtype: StateDtype = "auto"
+    """Format of the recurrent state: ``fp32`` or the ``activation`` dtype when the config names one (Qwen3.5's
+    ``mamba_ssm_dtype``, MiniMax's lightning attention), else ``auto``: the convention's (``StateConvention``:
+    transformers fp32; vLLM the model's dtype, fp32 for KDA). The conv state is always in the activation dtype."""
     on_attention_layers: bool = False
     """True when every layer runs this mixer beside its attention (Falcon-H1's parallel hybrid), so attention
     layers hold the state too; False when only ``linear`` layers hold it."""
@@ -556,6 +562,9 @@ class DeploymentSpec(_Strict):
     """Paged-cache block size in tokens; each sequence allocates whole blocks."""
     mla_cache: MlaCacheMode = "absorbed"
     """MLA only: cache the latent (absorbed) or the decompressed per-head K/V (naive)."""
+    state_convention: StateConvention = "engine"
+    """Fixed-state and indexer-key layers only: price them as the serving engine (vLLM) allocates them, or as
+    transformers' cache classes do (what ``mha verify``'s torch ring holds); see ``StateConvention``."""
     engine: EngineName | None = None
     """Serving engine whose memory rules size the KV pool (``core.engine``); None: vllm."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None

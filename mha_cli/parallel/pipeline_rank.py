@@ -182,7 +182,8 @@ def _figures(job: PpJob, pipe: _Pipe, built: ModelSpec, layout: StageLayout, sta
         predicted_weight_bytes=stage_params(built, layout, job.tp) * bytes_per_value,
         measured_weight_bytes=sum(p.nbytes for p in stage.parameters()),
         predicted_cache_bytes=kv_footprint(
-            stage_model(built, layout), seq_len=seq, batch=batch, kv_dtype=job.deployment.kv_dtype, tp=job.tp
+            stage_model(built, layout), seq_len=seq, batch=batch, kv_dtype=job.deployment.kv_dtype, tp=job.tp,
+            state_convention="transformers",  # what the torch stage holds
         ).total_bytes,
         measured_cache_bytes=sum(cache.nbytes for cache in caches),
         prefill_compute_ms=statistics.median(prefill_computes) * 1e3,

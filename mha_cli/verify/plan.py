@@ -8,8 +8,9 @@ predictions come from the core ring, never from the modules: ``kv_footprint`` of
 layers for the cache, ``count_params`` of the rank's shape times the dtype for the weights.
 
 The modules and the cache share one dtype, the deployment's ``kv_dtype`` (fp32, fp16 or bf16).
-torch's caches are contiguous, so the cache is predicted unpaged; a paged deployment's padding
-is reported beside it.
+torch's caches are contiguous, so the cache is predicted unpaged, and a fixed state as transformers' cache
+classes hold it (conv_kernel conv columns, an fp32 recurrent state: what the torch mixers keep); a paged
+deployment's cache, as the engine allocates it, is reported beside it.
 
 The memory precheck compares weights + cache + prefill workspace of the whole built stack with the
 device's free memory (``USABLE_FRACTION`` of it) and either builds fewer layers (when the layer count
@@ -257,8 +258,8 @@ def workspace_bytes(
 
 
 def unpaged(deployment: DeploymentSpec) -> DeploymentSpec:
-    """The deployment as torch builds its cache: contiguous, no paging."""
-    return deployment.model_copy(update={"block_size": None})
+    """The deployment as torch builds its cache: contiguous, no paging, a fixed state as transformers holds it."""
+    return deployment.model_copy(update={"block_size": None, "state_convention": "transformers"})
 
 
 @dataclass(frozen=True)
@@ -301,7 +302,7 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
     kinds = {model.layer_kind(i) for i in range(model.n_layers)}
     built = {"global", "local"}
     recurrent = model.recurrent
-    if recurrent is not None and recurrent.kind in BUILT_MIXERS and recurrent.state_dtype == "fp32":
+    if recurrent is not None and recurrent.kind in BUILT_MIXERS and recurrent.state_dtype != "activation":
         built.add("linear")
     unbuilt = sorted(kinds - built)
     if "linear" in unbuilt and recurrent is not None:
@@ -382,6 +383,14 @@ def make_plan(
         notes.append(
             f"--mla-cache {deployment.mla_cache} ignored: {model.name} is {model.variant}, not MLA; its cache is"
             " per-head K/V either way"
+        )
+    if model.recurrent is not None and deployment.state_convention == "engine":
+        torch_state = footprint_for(model, unpaged(deployment), 1).state_bytes_per_seq
+        engine_state = footprint_for(model, deployment, 1).state_bytes_per_seq
+        notes.append(
+            f"fixed state predicted as the torch ring holds it (transformers: conv_kernel conv columns, fp32"
+            f" recurrent state), {torch_state:,} B a sequence over the whole model; vLLM holds {engine_state:,} B"
+            " (`mha kv`)"
         )
     if deployment.weight_dtype != dtype:
         notes.append(

@@ -22,12 +22,14 @@ from mha_cli.verify.report import RankResult, ScopeFigures
 def token_bytes_per_layer(plan: VerifyPlan) -> int:
     """core.kv's bytes one layer that caches tokens holds per token on one rank (linear layers hold none)."""
     deployment = plan.deployment
-    return bytes_per_token_per_layer(plan.model, deployment.kv_dtype, deployment.mla_cache, tp=plan.tp)
+    return bytes_per_token_per_layer(
+        plan.model, deployment.kv_dtype, deployment.mla_cache, tp=plan.tp, convention="transformers"
+    )
 
 
 def state_bytes(plan: VerifyPlan, n_layers: int) -> int:
     """core.kv's fixed state of the model's first ``n_layers`` layers on one rank, the whole batch (0 without)."""
-    per_layer = state_bytes_per_layer(plan.model, plan.deployment.kv_dtype, tp=plan.tp)
+    per_layer = state_bytes_per_layer(plan.model, plan.deployment.kv_dtype, tp=plan.tp, convention="transformers")
     return plan.deployment.batch * per_layer * sum(plan.model.holds_state(i) for i in range(n_layers))
 
 
@@ -49,7 +51,9 @@ def _predicted_layer_cache(plan: VerifyPlan, kind: str) -> int:
     """core.kv's cache of one layer of ``kind`` on one rank (unpaged): K/V, or a linear layer's fixed state."""
     batch = plan.deployment.batch
     if kind == "linear":
-        return batch * state_bytes_per_layer(plan.model, plan.deployment.kv_dtype, tp=plan.tp)
+        return batch * state_bytes_per_layer(
+            plan.model, plan.deployment.kv_dtype, tp=plan.tp, convention="transformers"
+        )
     window = plan.model.sliding_window if kind == "local" else None
     return batch * tokens_held(plan.deployment.seq_len, window) * token_bytes_per_layer(plan)
 

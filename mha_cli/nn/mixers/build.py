@@ -35,8 +35,8 @@ def build_mixer(
 ) -> nn.Module:
     """The ``GatedDeltaNet`` or ``Mamba2`` of ``spec`` (random weights); ``BadInputError`` for the other kinds."""
     factory = {"eps": eps, "dtype": dtype, "device": device}
-    if spec.state_dtype != "fp32":
-        raise BadInputError(f"a {spec.kind} mixer with a {spec.state_dtype} recurrent state is not built (fp32 only)")
+    if spec.state_dtype == "activation":  # "auto" is transformers' fp32, what these mixers keep
+        raise BadInputError(f"a {spec.kind} mixer with an activation-dtype recurrent state is not built (fp32 only)")
     if spec.kind == "gated_deltanet":
         value_dim = spec.n_heads * spec.state_dim
         key_heads = _whole(spec.conv_dim - value_dim, 2 * spec.head_dim, "key heads")
