@@ -109,3 +109,14 @@ def test_a_difference_is_caught_when_the_omission_is_not_listed(monkeypatch):
         monkeypatch.undo()
         family.cache_clear()
     assert family("arcee").differences and decoder_sweep.sweep_one("arcee").verdict == "differs, listed"
+
+
+def test_the_support_matrix_claims_equality_only_for_families_the_sweep_finds_equal():
+    """``mha families`` says "equal to transformers" by the decoder sweep for exactly the registered families pinned
+    in ``EQUAL`` that list no difference (a family listing one may still be equal at the sweep's tiny scale)."""
+    from mha_cli.core.families import EQUAL_BY_SWEEP, all_families
+
+    by_sweep = {t for f in all_families() if f.equal_test == EQUAL_BY_SWEEP for t in f.model_types}
+    registered_equal = {t for f in all_families() if not f.differences for t in f.model_types} & set(EQUAL)
+    assert by_sweep <= set(EQUAL), by_sweep - set(EQUAL)
+    assert registered_equal - by_sweep <= {t for f in all_families() if f.equal_test for t in f.model_types}

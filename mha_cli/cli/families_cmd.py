@@ -37,8 +37,9 @@ def render_families(console: Console, result: FamilyList) -> None:
             "not built" if not row.built else f"{len(row.differences)} listed" if row.differences else "none listed"
         )
         equal = "-" if row.equal_to_transformers is None else "block" if "block" in row.equal_to_transformers else "yes"
-        verify = "yes" if row.verify == "yes" else "refused"
-        table.add_row(row.model_type, escape(row.priced), decoder, equal, verify)
+        verify = "yes" if row.verify.startswith("yes") else "refused"
+        priced = "refused" if row.priced.startswith("refused") else row.priced
+        table.add_row(row.model_type, escape(priced), decoder, equal, verify)
     console.print(table)
     console.print(
         "[dim]decoder differs: the family details the torch build does not reproduce (`mha families --json` lists"

@@ -109,6 +109,9 @@ class Family(NamedTuple):
         return self.model_types[0]
 
 
+EQUAL_BY_SWEEP = "tests/test_family_sweep.py::test_no_family_differs_from_transformers_without_saying_why (EQUAL)"
+"""The ``equal_test`` of a family whose logits the decoder sweep finds equal to transformers' (its ``EQUAL`` set)."""
+
 _MODELS = "mha_cli.core.families.models"
 
 

@@ -52,6 +52,11 @@ def _row(model_type: str, fam: Family) -> FamilySupport:
     state = fam.fixed_state
     unbuilt = f"{state} layers" if state and state not in BUILT_MIXERS else fam.unbuilt
     built_state = state in BUILT_MIXERS
+    if fam.refused is not None:  # the importer refuses its configs: nothing priced, nothing built
+        return FamilySupport(
+            model_type=model_type, priced=f"refused: {fam.refused}", built=False, differences=[],
+            equal_to_transformers=None, verify="refused: its configs are refused (`mha kv` says why)",
+        )  # fmt: skip
     return FamilySupport(
         model_type=model_type, priced=_priced(state), built=state is None or built_state,
         differences=list(fam.differences), equal_to_transformers=fam.equal_test,

@@ -1,5 +1,10 @@
 """Mellum: Llama's decoder with per-head q/k norms."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 
-FAMILY = Family(model_types=("mellum",), config_class="MellumConfig (transformers 5.24)", layout={"qk_norm": True})
+FAMILY = Family(
+    model_types=("mellum",),
+    config_class="MellumConfig (transformers 5.24)",
+    layout={"qk_norm": True},
+    equal_test=EQUAL_BY_SWEEP,
+)

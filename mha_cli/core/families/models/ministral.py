@@ -1,5 +1,9 @@
 """Ministral: Mistral's decoder, its layer_types naming the sliding-window layers."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 
-FAMILY = Family(model_types=("ministral",), config_class="MinistralConfig (transformers 5.24)")
+FAMILY = Family(
+    model_types=("ministral",),
+    config_class="MinistralConfig (transformers 5.24)",
+    equal_test=EQUAL_BY_SWEEP,
+)

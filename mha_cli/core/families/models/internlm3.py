@@ -1,0 +1,9 @@
+"""InternLM3: Llama's decoder under its own config class."""
+
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+
+FAMILY = Family(
+    model_types=("internlm3",),
+    config_class="InternLM3Config (transformers 5.24)",
+    equal_test=EQUAL_BY_SWEEP,
+)

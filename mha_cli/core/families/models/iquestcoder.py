@@ -1,0 +1,9 @@
+"""IQuest-Coder: Llama's decoder under its own config class."""
+
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+
+FAMILY = Family(
+    model_types=("iquestcoder",),
+    config_class="IQuestCoderConfig (transformers 5.24)",
+    equal_test=EQUAL_BY_SWEEP,
+)
