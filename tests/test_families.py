@@ -59,7 +59,8 @@ def test_every_family_module_is_found_by_each_model_type_it_carries():
         for old in fam.old_names:
             assert OLD_NAMES[old] == fam.name and family(old) is fam, old
     assert set(OLD_NAMES) == {old for fam in all_families() for old in fam.old_names}
-    assert family("no_such_family") is None and family("../etc") is None and family("") is None
+    for hostile in ("no_such_family", "../etc", "", "__init__", "_x", "models", "FAMILY", "Llama", "llama.x"):
+        assert family(hostile) is None, hostile
 
 
 def test_a_config_is_read_through_its_family_module():

@@ -122,7 +122,7 @@ def family(model_type: str) -> Family | None:
     candidates = [module_name, module_name.removesuffix("_text")]
     candidates += [OLD_NAMES[model_type]] if model_type in OLD_NAMES else []
     for candidate in candidates:
-        if not candidate.isidentifier():
+        if not candidate.isidentifier() or candidate.startswith("_"):  # "__init__" is the package, not a family
             continue
         try:
             module = importlib.import_module(f"{_MODELS}.{candidate}")
@@ -130,8 +130,8 @@ def family(model_type: str) -> Family | None:
             if exc.name != f"{_MODELS}.{candidate}":
                 raise  # a family module importing something missing is a bug, not an unknown family
             continue
-        found: Family = module.FAMILY
-        if model_type in found.model_types or model_type in found.old_names:
+        found = getattr(module, "FAMILY", None)
+        if isinstance(found, Family) and (model_type in found.model_types or model_type in found.old_names):
             return found
     return None
 
