@@ -42,12 +42,16 @@ def test_mixtral_always_renormalises() -> None:
     assert _moe(config).norm_topk_prob is True
 
 
-def test_qwen_dense_layers_lead_or_are_flagged() -> None:
+def test_qwen_dense_layers_lead_repeat_or_are_flagged() -> None:
     leading = import_hf_config({**BASE, "model_type": "qwen3_moe", "num_hidden_layers": 4, "mlp_only_layers": [0, 1]})
-    assert leading.model.moe.n_dense_layers == 2
-    assert not any("not all leading" in note for note in leading.assumptions)
+    assert leading.model.moe.n_dense_layers == 2 and leading.model.n_moe_layers == 2
+    assert not any("follow no period" in note for note in leading.assumptions)
     every_other = import_hf_config(
         {**BASE, "model_type": "qwen2_moe", "num_hidden_layers": 4, "decoder_sparse_step": 2}
     )
-    assert every_other.model.moe.n_dense_layers == 1  # layers 0 and 2 dense in transformers: only 0 leads
-    assert any("not all leading" in note for note in every_other.assumptions)
+    # layers 0 and 2 dense in transformers, 1 and 3 MoE: exactly that
+    assert [every_other.model.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
+    assert not any("follow no period" in note for note in every_other.assumptions)
+    scattered = import_hf_config({**BASE, "model_type": "qwen3_moe", "num_hidden_layers": 4, "mlp_only_layers": [1]})
+    assert scattered.model.moe.n_dense_layers == 0 and scattered.model.n_moe_layers == 4  # read as all MoE
+    assert any("follow no period" in note for note in scattered.assumptions)

@@ -4,6 +4,7 @@ import pytest
 
 from mha_cli.core.params import count_params
 from mha_cli.core.presets import get_preset
+from mha_cli.core.schemas import ModelSpec
 
 PUBLISHED_TOTALS = {
     "gpt2": 124_439_808,
@@ -51,3 +52,25 @@ def test_gqa_shrinks_only_k_and_v():
     mha = llama.model_copy(update={"n_kv_heads": 32})
     saved = count_params(mha).attention_per_layer - count_params(llama).attention_per_layer
     assert saved == 2 * 4096 * (32 - 8) * 128
+
+
+def test_moe_on_every_other_layer_counts_and_builds_what_it_says():
+    """Jamba's layout (MoE on odd layers, dense MLPs between): counted, sharded and built alike."""
+    pytest.importorskip("torch")
+    from mha_cli.core.pipeline import layers_model
+    from mha_cli.nn import build_model
+
+    spec = ModelSpec(
+        d_model=64, n_layers=4, n_heads=4, n_kv_heads=2, vocab_size=128, d_ff=96,
+        moe=dict(n_experts=4, n_active_experts=2, d_ff_expert=32, layer_period=2, layer_offset=1),
+    )  # fmt: skip
+    assert [spec.is_moe_layer(i) for i in range(4)] == [False, True, False, True] and spec.n_moe_layers == 2
+    built = build_model(spec, device="meta")
+    assert sum(p.numel() for p in built.parameters()) == count_params(spec).total
+    assert [hasattr(layer.mlp, "experts") for layer in built.model.layers] == [False, True, False, True]
+    every_layer = spec.model_copy(update={"moe": spec.moe.model_copy(update={"layer_period": 1, "layer_offset": 0})})
+    assert count_params(every_layer).total - count_params(spec).total == 2 * (
+        4 * 3 * 64 * 32 + 4 * 64 - 3 * 64 * 96
+    )  # two dense MLPs become MoE: 4 experts of 3 x 64 x 32 and a 64 x 4 router, less a 3 x 64 x 96 MLP
+    stage = layers_model(spec, 1, 2)  # layers 1 and 2 of the original: MoE, then dense
+    assert [stage.is_moe_layer(i) for i in range(2)] == [True, False]

@@ -77,7 +77,8 @@ def model_table(model: ModelSpec, title: str) -> Table:
             "MoE",
             f"{moe.n_experts} experts, {moe.n_active_experts} active"
             f" + {moe.n_shared_experts} shared, width {moe.d_ff_expert}"
-            + (f"; first {moe.n_dense_layers} layers dense (d_ff {model.d_ff})" if moe.n_dense_layers else ""),
+            + (f"; first {moe.n_dense_layers} layers dense (d_ff {model.d_ff})" if moe.n_dense_layers else "")
+            + (f"; MoE on {model.n_moe_layers} of {model.n_layers} layers" if moe.layer_period > 1 else ""),
         )
     return table
 

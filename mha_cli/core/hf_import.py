@@ -276,12 +276,7 @@ def _moe(r: ConfigReader, fam: Family, n_layers: int) -> dict[str, Any] | None:
         "n_shared_experts": r.get("n_shared_experts") or (1 if r.get("shared_expert_intermediate_size") else 0),
         "d_ff_expert": _uniform(r, "moe_intermediate_size", d_ff_expert),
         "d_ff_shared": r.get("shared_expert_intermediate_size"),
-        "n_dense_layers": min(
-            n_layers,
-            r.count("dense layers", "first_k_dense_replace")
-            if r.get("first_k_dense_replace")
-            else _leading_dense_layers(r, n_layers),
-        ),
+        **_moe_layers(r, n_layers),
         "shared_expert_gate": fam.gated_shared_expert and bool(r.get("shared_expert_intermediate_size")),
         **_routing(r, fam),
     }
@@ -296,25 +291,33 @@ def _uniform(r: ConfigReader, key: str, value: Any) -> Any:
     return value[0]
 
 
-def _leading_dense_layers(r: ConfigReader, n_layers: int) -> int:
-    """Qwen-MoE's dense layers (``mlp_only_layers``, ``decoder_sparse_step``) when they lead the stack.
+def _moe_layers(r: ConfigReader, n_layers: int) -> dict[str, int]:
+    """Which layers are MoE, as ``n_dense_layers`` leading dense ones then every ``layer_period``-th from
+    ``layer_offset``: Qwen-MoE's ``mlp_only_layers`` and ``decoder_sparse_step``, Jamba's ``expert_layer_period``
+    and ``expert_layer_offset`` (MoE on every other layer), DeepSeek's ``first_k_dense_replace``.
 
-    Other layouts (dense layers in the middle, every other layer sparse) are not modelled: every
-    layer after the leading dense ones is read as MoE, and the assumption says so.
+    A layout no such period describes (dense layers scattered among the MoE ones) is read as its leading dense
+    layers then MoE everywhere, and the assumption says so.
     """
+    if r.get("first_k_dense_replace"):
+        return {"n_dense_layers": min(n_layers, r.count("dense layers", "first_k_dense_replace"))}
     step = r.get("decoder_sparse_step") or 1
     dense = set(r.get("mlp_only_layers") or []) | {i for i in range(n_layers) if (i + 1) % step}
     period = r.get("expert_layer_period")  # Jamba: MoE on every period-th layer from the offset
     if period:
         offset = r.get("expert_layer_offset") or 0
         dense |= {i for i in range(n_layers) if (i - offset) % period}
-    leading = next((i for i in range(n_layers + 1) if i not in dense), n_layers)
-    if len(dense) > leading:
-        r.assumptions.append(
-            f"dense MLP layers {sorted(dense)} (mlp_only_layers / decoder_sparse_step / expert_layer_period) are not"
-            f" all leading: read as {leading} leading dense layers, the rest MoE (weights overstated)"
-        )
-    return leading
+    moe = [i for i in range(n_layers) if i not in dense]
+    if not moe:
+        return {"n_dense_layers": n_layers}
+    every = moe[1] - moe[0] if len(moe) > 1 else 1
+    if moe == list(range(moe[0], n_layers, every)):  # a period from the first MoE layer on
+        return {"n_dense_layers": moe[0], "layer_period": every, "layer_offset": moe[0] % every}
+    r.assumptions.append(
+        f"dense MLP layers {sorted(dense)} (mlp_only_layers / decoder_sparse_step / expert_layer_period) follow no"
+        f" period: read as {moe[0]} leading dense layers, the rest MoE (weights overstated)"
+    )
+    return {"n_dense_layers": moe[0]}
 
 
 def _routing(r: ConfigReader, fam: Family) -> dict[str, Any]:

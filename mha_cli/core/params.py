@@ -178,7 +178,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         router = d * moe.n_experts + (d if moe.shared_expert_gate else 0)  # + Qwen2-MoE's shared-expert gate
         moe_mlp = moe.n_experts * expert + moe.n_shared_experts * shared + router
         moe_inactive = (moe.n_experts - moe.n_active_experts) * expert
-        n_moe = max(0, model.n_layers - moe.n_dense_layers)
+        n_moe = model.n_moe_layers
     n_dense = model.n_layers - n_moe
     lookup_tables = (0 if model.tied_embeddings else model.vocab_size * d) + model.position_embeddings * d
     embeddings = model.vocab_size * d + lookup_tables

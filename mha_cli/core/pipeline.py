@@ -67,8 +67,14 @@ def layers_model(model: ModelSpec, first: int, n_layers: int) -> ModelSpec:
         update["layer_pattern"] = [model.layer_kind(first + i) for i in range(n_layers)]
     if model.moe is not None:
         dense = max(0, min(n_layers, model.moe.n_dense_layers - first))  # the original's dense layers lead
-        update["moe"] = model.moe.model_copy(update={"n_dense_layers": dense})
+        offset = (model.moe.layer_offset - first) % model.moe.layer_period  # the period, counted from ``first``
+        update["moe"] = model.moe.model_copy(update={"n_dense_layers": dense, "layer_offset": offset})
     return model.model_copy(update=update)
+
+
+def first_moe_layer(model: ModelSpec) -> int:
+    """The first layer with an MoE MLP (0 without MoE, or none among the layers)."""
+    return next((i for i in range(model.n_layers) if model.is_moe_layer(i)), 0)
 
 
 def stage_model(model: ModelSpec, layout: StageLayout) -> ModelSpec:

@@ -9,7 +9,8 @@ multi-token-prediction heads and attention sinks are not counted.
 The 2025-26 families below price their cache per layer kind (chunked, linear with a fixed state, shared K/V,
 indexer key). Their parameter counts are approximate: a linear-attention or state-space layer's weights are
 counted as the attention layer it replaces, and per-layer extras (Gemma-3n's AltUp/LAuReL, Llama-4's shared
-expert) are left out. Their caches are pinned in tests/test_kv_zoo.py.
+expert) are left out. Their caches are pinned in tests/test_kv_zoo.py; the fixed-state bytes in the comments
+are transformers' convention (``--state-convention transformers``).
 """
 
 from __future__ import annotations
@@ -215,7 +216,7 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=65536, d_ff=14336,
         layer_pattern=["linear"] * 4 + ["global"] + ["linear"] * 3,
         recurrent=dict(kind="mamba", n_heads=8192, head_dim=1, state_dim=16, conv_dim=8192, conv_kernel=4),
-        moe=dict(n_experts=16, n_active_experts=2, d_ff_expert=14336),
+        moe=dict(n_experts=16, n_active_experts=2, d_ff_expert=14336, layer_period=2, layer_offset=1),  # odd layers
     ),
     # Attention and Mamba-2 side by side in all 44 layers: 45,056 B/token + 139,673,600 B of state per sequence.
     "falcon-h1-7b": dict(

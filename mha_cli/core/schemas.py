@@ -290,6 +290,17 @@ class MoESpec(_Strict):
     """Hidden width of each shared expert when it differs from d_ff_expert (Qwen2-MoE: 5632)."""
     n_dense_layers: Annotated[int, Field(ge=0, le=_MAX_LAYERS)] = 0
     """Leading layers that keep a dense MLP of width ``d_ff`` (DeepSeek's first_k_dense_replace)."""
+    layer_period: Annotated[int, Field(gt=0, le=_MAX_LAYERS)] = 1
+    """Past the leading dense layers, every ``layer_period``-th layer is MoE, the others dense (Jamba's
+    expert_layer_period 2, Qwen-MoE's decoder_sparse_step); 1: every layer."""
+    layer_offset: Annotated[int, Field(ge=0, le=_MAX_LAYERS)] = 0
+    """The first MoE layer of the period (Jamba's expert_layer_offset 1): layer i is MoE when
+    (i - layer_offset) % layer_period == 0."""
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """Whether layer ``layer`` (0-based) has this MoE MLP rather than a dense one."""
+        return layer >= self.n_dense_layers and (layer - self.layer_offset) % self.layer_period == 0
+
     expert_bias: bool = False
     """Whether expert projections carry biases (gpt-oss)."""
     shared_expert_gate: bool = False
@@ -516,6 +527,15 @@ class ModelSpec(_Strict):
     def caches_tokens(self, layer: int) -> bool:
         """Whether layer ``layer`` stores per-token K/V of its own (not a linear layer, not a KV-sharing one)."""
         return self.layer_kind(layer) != "linear" and layer < self.n_layers - (self.n_kv_shared_layers or 0)
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """Whether layer ``layer`` has an MoE MLP (``MoESpec.is_moe_layer``); False without ``moe``."""
+        return self.moe is not None and self.moe.is_moe_layer(layer)
+
+    @property
+    def n_moe_layers(self) -> int:
+        """Layers with an MoE MLP; the others are dense, ``d_ff`` wide."""
+        return sum(self.is_moe_layer(i) for i in range(self.n_layers)) if self.moe is not None else 0
 
     def holds_state(self, layer: int) -> bool:
         """Whether layer ``layer`` keeps the fixed per-sequence state of ``recurrent``."""

@@ -222,7 +222,7 @@ def params_per_rank(
         raise BadInputError(problem)
     d = model.d_model
     norm = d if model.norm == "rmsnorm" else 2 * d
-    n_moe = 0 if model.moe is None else max(0, model.n_layers - model.moe.n_dense_layers)
+    n_moe = model.n_moe_layers
     n_dense = model.n_layers - n_moe
     whole = count_params(model)
     mixers = whole.n_mixer_layers * -(-whole.mixer_per_layer // tp)  # split evenly, rounded up

@@ -114,7 +114,7 @@ def build_layer_mlp(
     device: torch.device | str | None = None,
 ) -> nn.Module:
     """The MLP of layer ``layer`` (rank ``tp_rank``'s shard): dense, or MoE past the spec's dense layers."""
-    if spec.moe is not None and layer >= spec.moe.n_dense_layers:
+    if spec.is_moe_layer(layer):
         return build_moe(spec, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
     if spec.d_ff % tp_size:
         raise ValueError(f"d_ff ({spec.d_ff}) must be divisible by tp ({tp_size}) to split the MLP")

@@ -8,7 +8,7 @@ from mha_cli.core.dtypes import storage_format
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.params import count_params
-from mha_cli.core.pipeline import pp_problem, stage_layout, stage_model, stage_params
+from mha_cli.core.pipeline import first_moe_layer, pp_problem, stage_layout, stage_model, stage_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
@@ -28,7 +28,7 @@ MAX_PP = 64
 def _check_layers(model: ModelSpec, pp: int, built: int) -> int:
     """Layers of the check: one of each kind (a full local/global pattern, the dense layers and one MoE layer),
     at least one per stage, rounded up to a multiple of pp, at most the layers built."""
-    kinds = max(1, len(model.layer_pattern or []), (model.moe.n_dense_layers + 1) if model.moe else 1)
+    kinds = max(1, len(model.layer_pattern or []), first_moe_layer(model) + 1)
     return min(built, pp * -(-kinds // pp))
 
 

@@ -100,7 +100,7 @@ class VerifyPlan(Record):
         return storage_format(self.dtype).bits // 8
 
     def weight_kind(self, layer: int) -> WeightKind:
-        """``moe`` for an MoE layer of the model, ``dense`` otherwise (MoE models' first n_dense_layers)."""
+        """``moe`` for an MoE layer of the model, ``dense`` otherwise (MoE models' leading or interleaved dense ones)."""
         return weight_kind(self.model, layer)
 
 
@@ -192,7 +192,7 @@ def layer_kinds(model: ModelSpec, n_layers: int) -> list[LayerKind]:
 
 def weight_kind(model: ModelSpec, layer: int) -> WeightKind:
     """``moe`` when layer ``layer`` of ``model`` has an MoE MLP, else ``dense``."""
-    return "moe" if model.moe is not None and layer >= model.moe.n_dense_layers else "dense"
+    return "moe" if model.is_moe_layer(layer) else "dense"
 
 
 def first_layers(model: ModelSpec, n_layers: int) -> ModelSpec:
