@@ -98,3 +98,38 @@ def test_a_preset_takes_its_layout_and_omissions_from_its_family(name):
     assert omitted_details(spec) == list(fam.differences)
     renamed = spec.model_copy(update={"family": None})  # no family field: the name still finds it
     assert omitted_details(renamed) == list(fam.differences)
+
+
+def test_family_fields_that_choose_layers_are_read_or_refused_never_misread():
+    """The review's hostile configs: each is one clear refusal naming the field, never a figure."""
+    from mha_cli.core.hf_import import import_hf_config
+
+    llama4 = {"model_type": "llama4_text", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "num_local_experts": 4, "intermediate_size": 32, "intermediate_size_mlp": 96}  # fmt: skip
+    stepped = import_hf_config({**llama4, "interleave_moe_layer_step": 2}).model  # Maverick: MoE every other layer
+    assert [stepped.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
+    listed = import_hf_config({**llama4, "moe_layers": [1, 3]}).model
+    assert [listed.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
+    hostile = [
+        ({**llama4, "no_rope_layers": [1, 0]}, "no_rope_layers"),
+        ({**llama4, "no_rope_layers": "x"}, "no_rope_layers"),
+        ({**llama4, "moe_layers": "x"}, "moe_layers"),
+        ({"model_type": "minimax", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "attn_type_list": ["bogus", 1]}, "attn_type_list"),
+        ({"model_type": "kimi_linear", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "kv_lora_rank": 16, "qk_nope_head_dim": 16, "v_head_dim": 16, "linear_attn_config": "x"}, "linear_attn_config"),
+        ({"model_type": "kimi_linear", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "kv_lora_rank": 16, "qk_nope_head_dim": 16, "v_head_dim": 16, "linear_attn_config": {"kda_layers": [100]}},
+         "kda_layers"),
+        ({"model_type": "kimi-linear", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "linear_attn_config": {"kda_layers": [1]}}, "linear_attn_config"),  # no such family: refused, not all-MLA
+        ({"model_type": "qwen2_moe", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16, "mlp_only_layers": "x"},
+         "mlp_only_layers"),
+        ({"model_type": "qwen2_moe", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16, "decoder_sparse_step": "x"},
+         "decoder_sparse_step"),
+    ]  # fmt: skip
+    for config, field in hostile:
+        with pytest.raises(BadInputError, match=field):
+            import_hf_config(config)

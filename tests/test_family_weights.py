@@ -87,3 +87,12 @@ def test_families_spelling_their_fields_their_own_way_weigh_what_transformers_bu
         warnings.simplefilter("ignore")
         reference = sum(p.numel() for p in transformers.AutoModelForCausalLM.from_config(config).parameters())
     assert count_params(import_hf_config(config.to_dict()).model).total - reference == off_by
+
+
+def test_ernie_moe_reads_its_own_expert_fields():
+    """ERNIE 4.5 MoE spells its experts moe_num_experts / moe_k / moe_num_shared_experts and its MoE layers from
+    moe_layer_start_index: priced as transformers builds it, but for the router's per-expert correction bias."""
+    reference, ours = _counts("ernie4_5_moe")
+    config = transformers.AutoConfig.for_model("ernie4_5_moe")
+    moe_layers = SMALL["num_hidden_layers"] - config.moe_layer_start_index  # layers 1..3 of 4
+    assert reference - ours == moe_layers * config.moe_num_experts  # moe_statics: one bias per expert

@@ -74,6 +74,9 @@ def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
         notes += bf16_notes(target, weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype)
     if mixer_weights_note(model) is not None:
         notes.append(mixer_weights_note(model))
+    uncounted = family_weights_note(model)
+    if uncounted is not None:
+        notes.append(uncounted)
     convention = state_convention_note(model, deployment)
     if convention is not None:
         notes.append(convention)
@@ -81,10 +84,17 @@ def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
 
 
 def state_convention_note(model: ModelSpec, deployment: DeploymentSpec) -> str | None:
-    """Which allocation a fixed state and an indexer key are priced by (None for a model with neither)."""
+    """Which allocation a fixed state and an indexer key are priced by (None for a model with neither, or whose
+    state both allocate alike: MiniMax's typed lightning state has no conv)."""
+    from mha_cli.core.kv import state_bytes_per_layer
+
     parts = []
     engine = deployment.state_convention == "engine"
-    if model.recurrent is not None:
+    kv_dtype = deployment.kv_dtype
+    differs = state_bytes_per_layer(model, kv_dtype, convention="engine") != state_bytes_per_layer(
+        model, kv_dtype, convention="transformers"
+    )
+    if model.recurrent is not None and differs:
         parts.append(
             "fixed state as vLLM allocates it (conv_kernel - 1 conv columns; a recurrent state the config does not"
             " type in the model dtype, KDA's in fp32)"
@@ -114,6 +124,16 @@ MIXER_WEIGHTS_NOTE = {
 the family (measured with the families' transformers config classes, ``tests/test_family_weights.py``). Mamba
 (Jamba, its MoE on every other layer), Mamba-2 (Falcon-H1, Granite-4.0-H) and lightning attention (MiniMax) count
 exactly and have no note."""
+
+
+def family_weights_note(model: ModelSpec) -> str | None:
+    """What ``count_params`` leaves out of the model's registered family (``Family.uncounted``), if anything."""
+    if model.family is None:
+        return None
+    from mha_cli.core.families import family
+
+    found = family(model.family)
+    return None if found is None else found.uncounted
 
 
 def mixer_weights_note(model: ModelSpec) -> str | None:

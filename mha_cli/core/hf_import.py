@@ -263,17 +263,20 @@ def _dense_width(r: ConfigReader, fam: Family) -> Any:
 
 
 def _moe(r: ConfigReader, fam: Family, n_layers: int) -> dict[str, Any] | None:
-    n_experts = _uniform(r, "num_experts", r.get("n_routed_experts", "num_local_experts", "num_experts"))
+    spelled = fam.spellings
+    n_experts = r.get(*spelled.get("experts", ()), "n_routed_experts", "num_local_experts", "num_experts")
+    n_experts = _uniform(r, "num_experts", n_experts)
     if not n_experts:
         return None
     d_ff_expert = r.get("moe_intermediate_size")
     if d_ff_expert is None:
         d_ff_expert = r.require("intermediate_size", "intermediate_size")
-    per_token_keys = fam.spellings.get("experts_per_token", ("num_experts_per_tok", "num_experts_per_token"))
+    per_token_keys = spelled.get("experts_per_token", ("num_experts_per_tok", "num_experts_per_token"))
+    shared = r.get(*spelled.get("shared_experts", ()), "n_shared_experts")
     return {
         "n_experts": n_experts,
         "n_active_experts": _uniform(r, per_token_keys[0], r.require("experts per token", *per_token_keys)),
-        "n_shared_experts": r.get("n_shared_experts") or (1 if r.get("shared_expert_intermediate_size") else 0),
+        "n_shared_experts": shared or (1 if r.get("shared_expert_intermediate_size") else 0),
         "d_ff_expert": _uniform(r, "moe_intermediate_size", d_ff_expert),
         "d_ff_shared": r.get("shared_expert_intermediate_size"),
         **_moe_layers(r, n_layers),
@@ -293,31 +296,73 @@ def _uniform(r: ConfigReader, key: str, value: Any) -> Any:
 
 def _moe_layers(r: ConfigReader, n_layers: int) -> dict[str, int]:
     """Which layers are MoE, as ``n_dense_layers`` leading dense ones then every ``layer_period``-th from
-    ``layer_offset``: Qwen-MoE's ``mlp_only_layers`` and ``decoder_sparse_step``, Jamba's ``expert_layer_period``
-    and ``expert_layer_offset`` (MoE on every other layer), DeepSeek's ``first_k_dense_replace``.
+    ``layer_offset``, from whichever fields the config has: DeepSeek's ``first_k_dense_replace``; a list (Llama 4's
+    ``moe_layers``, A.X's ``mlp_layer_types``); Qwen-MoE's ``mlp_only_layers`` and ``decoder_sparse_step``;
+    Jamba's ``expert_layer_period`` / ``expert_layer_offset``; ERNIE's ``moe_layer_start_index`` /
+    ``moe_layer_end_index`` / ``moe_layer_interval``; Llama 4's ``interleave_moe_layer_step``.
 
     A layout no such period describes (dense layers scattered among the MoE ones) is read as its leading dense
     layers then MoE everywhere, and the assumption says so.
     """
     if r.get("first_k_dense_replace"):
         return {"n_dense_layers": min(n_layers, r.count("dense layers", "first_k_dense_replace"))}
-    step = r.get("decoder_sparse_step") or 1
-    dense = set(r.get("mlp_only_layers") or []) | {i for i in range(n_layers) if (i + 1) % step}
-    period = r.get("expert_layer_period")  # Jamba: MoE on every period-th layer from the offset
-    if period:
-        offset = r.get("expert_layer_offset") or 0
-        dense |= {i for i in range(n_layers) if (i - offset) % period}
-    moe = [i for i in range(n_layers) if i not in dense]
+    moe = _moe_layer_set(r, n_layers)
     if not moe:
         return {"n_dense_layers": n_layers}
     every = moe[1] - moe[0] if len(moe) > 1 else 1
     if moe == list(range(moe[0], n_layers, every)):  # a period from the first MoE layer on
         return {"n_dense_layers": moe[0], "layer_period": every, "layer_offset": moe[0] % every}
     r.assumptions.append(
-        f"dense MLP layers {sorted(dense)} (mlp_only_layers / decoder_sparse_step / expert_layer_period) follow no"
-        f" period: read as {moe[0]} leading dense layers, the rest MoE (weights overstated)"
+        f"MoE layers {moe[:8]}{'...' if len(moe) > 8 else ''} follow no period: read as {moe[0]} leading dense"
+        " layers, the rest MoE (weights overstated)"
     )
     return {"n_dense_layers": moe[0]}
+
+
+def _layer_indices(r: ConfigReader, key: str, n_layers: int) -> set[int]:
+    """A config's list of layer indices (``mlp_only_layers``, ``moe_layers``), checked."""
+    value = r.get(key)
+    if value is None:
+        return set()
+    if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+        raise BadInputError(f"{r.origin}: {key} must be a list of layer indices, got {str(value)[:60]}")
+    return {i for i in value if 0 <= i < n_layers}
+
+
+def _moe_layer_set(r: ConfigReader, n_layers: int) -> list[int]:
+    """The MoE layers the config's fields name, sorted (every layer when none says otherwise)."""
+    every = set(range(n_layers))
+    if r.get("moe_layers") is not None:  # Llama 4: the list itself
+        return sorted(_layer_indices(r, "moe_layers", n_layers))
+    kinds = r.get("mlp_layer_types")  # A.X, Mellum: "dense" / "sparse" per layer
+    if kinds is not None:
+        if not isinstance(kinds, list) or len(kinds) < n_layers or not set(map(str, kinds)) <= {"dense", "sparse"}:
+            raise BadInputError(
+                f"{r.origin}: mlp_layer_types must list 'dense' or 'sparse' for each of {n_layers} layers"
+            )
+        if len(kinds) > n_layers:  # transformers reads entry i for layer i: the first n_layers count
+            r.assume(None, f"mlp_layer_types lists {len(kinds)} layers: the first {n_layers} are read, as transformers")
+        return [i for i, kind in enumerate(kinds[:n_layers]) if kind == "sparse"]
+    moe = every - _layer_indices(r, "mlp_only_layers", n_layers)
+    if r.get("decoder_sparse_step") is not None:  # Qwen-MoE: layers with (i + 1) % step == 0
+        step = r.count("decoder_sparse_step", "decoder_sparse_step")
+        moe &= {i for i in every if (i + 1) % step == 0}
+    if r.get("expert_layer_period") is not None:  # Jamba: every period-th layer from the offset
+        period = r.count("expert_layer_period", "expert_layer_period")
+        offset = r.count("expert_layer_offset", "expert_layer_offset") if r.get("expert_layer_offset") else 0
+        moe &= {i for i in every if (i - offset) % period == 0}
+    if r.get("moe_layer_interval") is not None:  # ERNIE 4.5: (i + 1) % interval == 0, from start to end
+        interval = r.count("moe_layer_interval", "moe_layer_interval")
+        start = r.get("moe_layer_start_index") or 0
+        end = r.get("moe_layer_end_index")
+        end = n_layers - 1 if end is None or end == -1 else end
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+            raise BadInputError(f"{r.origin}: moe_layer_start_index and moe_layer_end_index must be layer indices")
+        moe &= {i for i in every if (i + 1) % interval == 0 and start <= i <= end}
+    if r.get("interleave_moe_layer_step") is not None:  # Llama 4 without moe_layers: every step-th from step - 1
+        step = r.count("interleave_moe_layer_step", "interleave_moe_layer_step")
+        moe &= {i for i in every if (i + 1) % step == 0}
+    return sorted(moe)
 
 
 def _routing(r: ConfigReader, fam: Family) -> dict[str, Any]:
@@ -410,6 +455,9 @@ UNREAD_FIELDS: dict[str, str] = {
     "swa_head_dim": "the head width of the sliding-window layers apart from the others'",
     "swa_num_key_value_heads": "the KV heads of the sliding-window layers apart from the others'",
     "prompt_length": "virtual prompt tokens the cache holds ahead of the text (CPM-Ant)",
+    "linear_attn_config": "which layers are linear attention with a fixed state (Kimi-Linear's KDA)",
+    "attn_type_list": "which layers are lightning attention with a fixed state (MiniMax)",
+    "attn_layer_period": "which layers attend, the others Mamba with a fixed state (Jamba)",
 }
 """Fields that change the cache or the model and that the importer does not read (outside the families whose
 ``Family.reads`` names them): a config carrying one is refused naming it, never priced as if it were absent."""

@@ -53,8 +53,8 @@ class Family(NamedTuple):
     old_names: tuple[str, ...] = ()
     """Older ``model_type`` spellings early config.json files carry (Falcon's ``RefinedWebModel``)."""
     spellings: Mapping[str, tuple[str, ...]] = NOTHING
-    """Other keys for ``layers``, ``heads``, ``d_ff`` (read before the standard ones), ``window`` or
-    ``experts_per_token``, read for this family only (MPT's ``n_layers``; Mamba-2's
+    """Other keys for ``layers``, ``heads``, ``d_ff`` (read before the standard ones), ``window``, ``experts``,
+    ``experts_per_token`` or ``shared_experts``, read for this family only (MPT's ``n_layers``; Mamba-2's
     ``num_heads`` is a state-space head count, so such keys are never read for every family)."""
     layout: Mapping[str, Any] = NOTHING
     """``ModelSpec`` fields its config.json does not spell out: MLP kind, norm kind and count, biases, q/k norm."""
@@ -101,6 +101,8 @@ class Family(NamedTuple):
     """Its layers ``mha verify`` does not build (``chunked attention``), besides unbuilt fixed-state mixers."""
     equal_test: str | None = None
     """The test comparing the decoder (or, where named, one block) with transformers' on the same weights."""
+    uncounted: str | None = None
+    """Weights of the family ``count_params`` leaves out, said wherever it is priced (DeepSeek-V3.2's indexer)."""
     weights: WeightLayout | None = None
     """How transformers names and lays out its weights, where not as Llama's (``nn.hf_state_dict``)."""
 

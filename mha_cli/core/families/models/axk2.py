@@ -1,7 +1,7 @@
 """A.X K2: MLA with DeepSeek-V3.2's lightning indexer."""
 
 from mha_cli.core.families import Family
-from mha_cli.core.families.models.deepseek_v32 import INDEXER_FIELDS, read_indexer
+from mha_cli.core.families.models.deepseek_v32 import INDEXER_FIELDS, INDEXER_WEIGHTS, read_indexer
 
 FAMILY = Family(
     model_types=("axk2",),
@@ -9,4 +9,7 @@ FAMILY = Family(
     reads=INDEXER_FIELDS,
     read_fields=read_indexer,
     unbuilt="an indexer",
+    uncounted=INDEXER_WEIGHTS.replace(
+        "are not counted", "and its attention's output gate (q_gate_proj) are not counted"
+    ),
 )

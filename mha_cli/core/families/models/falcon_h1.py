@@ -19,7 +19,12 @@ def _every_layer_attends(r: ConfigReader, n_layers: int) -> list[LayerKind]:
 def _state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, Any]:
     """Mamba-2 beside attention; its SSM width is ``mamba_d_ssm``, its out_proj bias ``projectors_bias``."""
     return {
-        **mamba2_state(r, d_model, inner=r.get("mamba_d_ssm"), out_proj="projectors_bias"),
+        **mamba2_state(
+            r,
+            d_model,
+            inner=r.count("mamba_d_ssm", "mamba_d_ssm") if r.get("mamba_d_ssm") else None,
+            out_proj="projectors_bias",
+        ),
         "on_attention_layers": True,
         "output_norm": bool(r.config.get("mamba_rms_norm", False)),
     }

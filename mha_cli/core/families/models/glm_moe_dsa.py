@@ -1,7 +1,7 @@
 """GLM-5 (glm_moe_dsa): MLA with DeepSeek-V3.2's lightning indexer."""
 
 from mha_cli.core.families import Family
-from mha_cli.core.families.models.deepseek_v32 import INDEXER_FIELDS, read_indexer
+from mha_cli.core.families.models.deepseek_v32 import INDEXER_FIELDS, INDEXER_WEIGHTS, read_indexer
 
 FAMILY = Family(
     model_types=("glm_moe_dsa",),
@@ -9,4 +9,5 @@ FAMILY = Family(
     reads=INDEXER_FIELDS,
     read_fields=read_indexer,
     unbuilt="an indexer",
+    uncounted=INDEXER_WEIGHTS,
 )

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def _attention_every_period(r: ConfigReader, n_layers: int) -> list[LayerKind]:
     period = r.count("attn_layer_period", "attn_layer_period")
-    offset = r.get("attn_layer_offset") or 0
+    offset = r.count("attn_layer_offset", "attn_layer_offset") if r.get("attn_layer_offset") else 0
     return ["global" if i % period == offset else "linear" for i in range(n_layers)]
 
 
@@ -42,6 +42,7 @@ FAMILY = Family(
         "num_experts_per_tok": 2,
     },
     layer_kinds=_attention_every_period,
+    reads=frozenset({"attn_layer_period"}),
     fixed_state="Mamba",
     state=_mamba_state,
 )

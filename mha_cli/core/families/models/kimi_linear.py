@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import Family
 from mha_cli.core.families.layer_types import kinds_of_layer_types
 
@@ -12,29 +13,46 @@ if TYPE_CHECKING:
     from mha_cli.core.schemas import LayerKind
 
 
-def _listed_layers(r: ConfigReader, n_layers: int) -> list[LayerKind] | None:
-    """``linear_attn_config``'s 1-based ``full_attn_layers`` attend; the others are KDA."""
+def _linear_config(r: ConfigReader) -> dict[str, Any]:
     linear = r.config.get("linear_attn_config") or {}
-    if linear.get("kda_layers") is None:
+    if not isinstance(linear, dict):
+        raise BadInputError(f"{r.origin}: linear_attn_config must be an object (kda_layers, num_heads, head_dim...)")
+    return linear
+
+
+def _listed_layers(r: ConfigReader, n_layers: int) -> list[LayerKind] | None:
+    """``linear_attn_config``'s 1-based ``kda_layers`` are KDA (as KimiLinearConfig's layer types); the others MLA."""
+    kda = _linear_config(r).get("kda_layers")
+    if kda is None:
         return None
-    full = {int(layer) - 1 for layer in linear.get("full_attn_layers") or []}
+    if not isinstance(kda, list) or not all(isinstance(i, int) and 1 <= i <= n_layers for i in kda):
+        raise BadInputError(f"{r.origin}: linear_attn_config.kda_layers must list 1-based layers up to {n_layers}")
+    linear = {i - 1 for i in kda}
     return kinds_of_layer_types(
-        r, ["full_attention" if i in full else "linear_attention" for i in range(n_layers)], n_layers
+        r, ["linear_attention" if i in linear else "full_attention" for i in range(n_layers)], n_layers
     )
 
 
 def _kda_state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, Any]:
     """A (heads, head_dim, head_dim) state per layer, short convs on q, k and v."""
-    linear = r.config.get("linear_attn_config") or {}
-    heads = linear.get("num_heads") or r.assume(32, "linear_attn_config.num_heads absent: 32 (KimiLinearConfig)")
-    head_dim = linear.get("head_dim") or r.assume(128, "linear_attn_config.head_dim absent: 128 (KimiLinearConfig)")
-    kernel = linear.get("short_conv_kernel_size") or r.assume(
-        4, "linear_attn_config.short_conv_kernel_size absent: 4 (KimiLinearConfig)"
-    )
+    linear = _linear_config(r)
+    heads = _whole(r, linear, "num_heads", 32)
+    head_dim = _whole(r, linear, "head_dim", 128)
+    kernel = _whole(r, linear, "short_conv_kernel_size", 4)
     return {
         "kind": "kda", "n_heads": heads, "head_dim": head_dim, "state_dim": head_dim,
         "conv_dim": 3 * heads * head_dim, "conv_kernel": kernel,
     }  # fmt: skip
+
+
+def _whole(r: ConfigReader, linear: dict[str, Any], key: str, default: int) -> int:
+    """``linear_attn_config[key]``: a positive whole number, or KimiLinearConfig's default when absent (said)."""
+    value = linear.get(key)
+    if value is None:
+        return r.assume(default, f"linear_attn_config.{key} absent: {default} (KimiLinearConfig)")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise BadInputError(f"{r.origin}: linear_attn_config.{key} must be a positive whole number, got {value!r}")
+    return value
 
 
 FAMILY = Family(
@@ -42,6 +60,7 @@ FAMILY = Family(
     config_class="KimiLinearConfig (transformers 5.24)",
     defaults={"qk_rope_head_dim": 64},
     layer_kinds=_listed_layers,
+    reads=frozenset({"linear_attn_config"}),
     fixed_state="KDA",
     state=_kda_state,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import Family
 from mha_cli.core.weight_layout import WeightLayout
 
@@ -17,6 +18,8 @@ def _chunked_rope_layers(r: ConfigReader, n_layers: int) -> list[LayerKind]:
     uses_rope = r.config.get("no_rope_layers") or [
         int((i + 1) % r.count("no_rope_layer_interval", "no_rope_layer_interval") != 0) for i in range(n_layers)
     ]
+    if not isinstance(uses_rope, list) or len(uses_rope) != n_layers or not set(uses_rope) <= {0, 1}:
+        raise BadInputError(f"{r.origin}: no_rope_layers must give 1 (RoPE) or 0 (NoPE) for each of {n_layers} layers")
     return ["chunked" if flag else "global" for flag in uses_rope]
 
 

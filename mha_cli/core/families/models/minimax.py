@@ -18,7 +18,7 @@ def _attention_type_list(r: ConfigReader, n_layers: int) -> list[LayerKind] | No
     flags = r.config.get("attn_type_list")
     if not flags:
         return None
-    if not isinstance(flags, list):
+    if not isinstance(flags, list) or not set(flags) <= {0, 1}:
         raise BadInputError(f"{r.origin}: attn_type_list must be a list with one 0 or 1 per layer")
     return kinds_of_layer_types(r, ["full_attention" if f else "linear_attention" for f in flags], n_layers)
 
@@ -38,6 +38,7 @@ FAMILY = Family(
     defaults={"num_experts_per_tok": 2},
     old_names=("minimax_text_01", "minimax_m1"),
     layer_kinds=_attention_type_list,
+    reads=frozenset({"attn_type_list"}),
     fixed_state="lightning attention",
     state=_lightning_state,
 )
