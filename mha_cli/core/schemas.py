@@ -23,6 +23,9 @@ from mha_cli.core.weight_formats import WeightFormatName, normalise_weight_forma
 
 Variant = Literal["MHA", "GQA", "MQA", "MLA"]
 MlpType = Literal["gated", "plain"]
+Activation = Literal["silu", "gelu", "gelu_tanh"]
+"""The MLP's nonlinearity: SiLU (Swish), exact (erf) GELU, or GELU's tanh approximation (``gelu_pytorch_tanh``,
+``gelu_new``: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))))."""
 NormType = Literal["rmsnorm", "layernorm"]
 LayerKind = Literal["global", "local", "chunked", "linear"]
 """How a layer's mixer remembers the context: ``global`` attention caches every token, ``local`` the last
@@ -50,6 +53,7 @@ _MAX_VOCAB = 10**8
 _MAX_TOKENS = 1 << 34
 
 Width = Annotated[int, Field(gt=0, le=_MAX_WIDTH)]
+_Factor = Annotated[float, Field(gt=0, le=1e6)]
 
 
 def upper_variant(value: object) -> object:
@@ -210,6 +214,10 @@ DEFAULT_NORM_EPS = 1e-5
 
 def _is_none(value: object) -> bool:
     return value is None
+
+
+def _is_zero(value: object) -> bool:
+    return value == 0
 
 
 def _is_default_eps(value: object) -> bool:
@@ -398,6 +406,33 @@ class ModelSpec(_Strict):
     context_length: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
     """Context the model was trained for (config.json's max_position_embeddings), if known."""
 
+    # Arithmetic that adds no weight and changes no size: what the built decoder computes (``nn.build_model``).
+    activation: Annotated[Activation | None, Field(exclude_if=_is_none)] = None
+    """The dense MLP's nonlinearity (on the gate of a gated MLP, on the hidden layer of a plain one; MoE experts
+    keep SiLU); None: the kind's own, SiLU for gated (SwiGLU), exact GELU for plain. Gemma: gelu_tanh (GeGLU);
+    GPT-2, GPT-Neo, StarCoder2: gelu_tanh."""
+    norm_weight_offset: Annotated[float, Field(ge=-1, le=1, exclude_if=_is_zero)] = 0.0
+    """Added to every RMSNorm weight (the q/k norms' too) before it multiplies: Gemma's norms multiply by
+    (1 + weight), 1.0, their stored weights the offset from identity (a fresh norm's weights 1 - offset). With an
+    offset the product is taken in float32 before the cast back (Gemma's order); 0: Llama's weight as stored."""
+    scale_embeddings: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Whether the token embeddings are multiplied by sqrt(d_model) (Gemma), the factor first cast to the
+    activations' dtype (as transformers does: 55.43 is 55.5 in bf16)."""
+    attn_scale: Annotated[_Factor | None, Field(exclude_if=_is_none)] = None
+    """Factor on the query-key products before the softmax; None: head_dim^-0.5. Gemma 2/3:
+    query_pre_attn_scalar^-0.5 (256: 0.0625); GPT-Neo: 1 (unscaled). Not MLA's, which keeps its own."""
+    attn_logit_softcap: Annotated[_Factor | None, Field(exclude_if=_is_none)] = None
+    """Attention scores soft-capped to (-cap, cap) as cap * tanh(score / cap) after the scale, before the mask
+    and softmax (Gemma 2's attn_logit_softcapping: 50); None: uncapped. The capped scores are computed explicitly
+    (SDPA cannot cap), in query chunks of bounded size."""
+    final_logit_softcap: Annotated[_Factor | None, Field(exclude_if=_is_none)] = None
+    """Output logits soft-capped as cap * tanh(logit / cap) (Gemma 2's final_logit_softcapping: 30); None:
+    uncapped."""
+    rope_local: Annotated[RopeSpec | None, Field(exclude_if=_is_none)] = None
+    """The rotary embedding of ``local`` (sliding-window) layers where it differs from ``rope``, the global
+    layers' (Gemma 3: theta 10,000 unscaled locally, 1,000,000 globally, config.json's rope_parameters per layer
+    type or rope_local_base_freq); None: every layer rotates by ``rope``."""
+
     @model_validator(mode="after")
     def _resolve_and_check(self) -> "ModelSpec":
         if self.mla is not None and self.variant not in (None, "MLA"):
@@ -409,6 +444,10 @@ class ModelSpec(_Strict):
         else:
             self._resolve_heads()
         self._check_layer_pattern()
+        if self.norm_weight_offset and self.norm != "rmsnorm":
+            raise ValueError(f"norm_weight_offset applies to RMSNorm weights; this model's norm is {self.norm}")
+        if self.rope_local is not None and self.rotary is None:
+            raise ValueError("rope_local is the RoPE of local layers, but this model has learned positions")
         return self
 
     def _resolve_mla(self) -> None:

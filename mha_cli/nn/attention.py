@@ -2,8 +2,9 @@
 
 Projection names follow Llama (``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``, Qwen3's ``q_norm`` and
 ``k_norm``) so a Llama-family layer's weights load by name. Optional parts, in the order they apply:
-per-head RMSNorm of queries and keys (Qwen3), RoPE (``rope``), a sliding window (``window``: a query
-sees itself and the window - 1 keys before it). Under tensor parallelism the module holds one rank's
+per-head RMSNorm of queries and keys (Qwen3; weights offset by ``norm_offset``, Gemma 3's 1 + weight), RoPE
+(``rope``), a sliding window (``window``: a query sees itself and the window - 1 keys before it), the softmax
+scale (``scale``, default head_dim^-0.5) and a soft cap of the scores (``softcap``, Gemma 2). Under tensor parallelism the module holds one rank's
 heads and ``o_proj`` is row-parallel (``reduce`` sums the ranks). Shapes use the glossary of
 ``mha_cli.nn.heads``.
 """
@@ -49,7 +50,10 @@ class Attention(nn.Module):
         rope: RotaryEmbedding | None = None,
         qk_norm: bool = False,
         norm_eps: float = 1e-5,
+        norm_offset: float = 0.0,
         window: int | None = None,
+        scale: float | None = None,
+        softcap: float | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -59,14 +63,15 @@ class Attention(nn.Module):
         self.d_model, self.n_heads, self.n_kv_heads, self.head_dim = d_model, n_heads, n_kv_heads, head_dim
         self.q_per_kv = n_heads // n_kv_heads
         self.rope, self.window = rope, window
+        self.scale, self.softcap = scale, softcap
         factory = {"dtype": dtype, "device": device}
         self.q_proj = nn.Linear(d_model, n_heads * head_dim, bias=bias, **factory)
         self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias, **factory)
         self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias, **factory)
         self.o_proj = nn.Linear(n_heads * head_dim, d_model, bias=o_bias, **factory)
         if qk_norm:
-            self.q_norm = RMSNorm(head_dim, norm_eps, **factory)
-            self.k_norm = RMSNorm(head_dim, norm_eps, **factory)
+            self.q_norm = RMSNorm(head_dim, norm_eps, offset=norm_offset, **factory)
+            self.k_norm = RMSNorm(head_dim, norm_eps, offset=norm_offset, **factory)
         self.qk_norm = qk_norm
 
     def _project(
@@ -114,7 +119,7 @@ class Attention(nn.Module):
         mask = self._mask(start_pos, s, first_key, k.shape[2])  # (s, t) or None
         if padding is not None:
             mask = padding.visible(mask, start_pos, s, first_key, k.shape[2])  # (b, s, t)
-        out = grouped_attention(q, k, v, mask=mask)  # (b, n_h, s, h_d)
+        out = grouped_attention(q, k, v, scale=self.scale, mask=mask, softcap=self.softcap)  # (b, n_h, s, h_d)
         return row_parallel(self.o_proj, combine_heads(out), reduce)  # (b, s, d_model)
 
     def _mask(self, start_pos: int, s: int, first_key: int, t: int) -> torch.Tensor | None:
@@ -126,7 +131,7 @@ class Attention(nn.Module):
     def forward_with_weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Reference path (explicit softmax, K/V repeated, no window): (out (b, s, d_model), weights (b, n_h, s, s))."""
         q, k, v = self._project(x)  # (b, n_h, s, h_d), (b, n_kv, s, h_d) x 2
-        out, weights = reference_attention(q, k, v)  # (b, n_h, s, h_d), (b, n_h, s, s)
+        out, weights = reference_attention(q, k, v, scale=self.scale, softcap=self.softcap)  # (b, n_h, s, h_d), ...
         return self.o_proj(combine_heads(out)), weights  # (b, s, d_model), (b, n_h, s, s)
 
     def new_cache(

@@ -1,17 +1,36 @@
-"""The dense MLP of a decoder layer: gated (SwiGLU) or plain (GELU), Llama's projection names.
+"""The dense MLP of a decoder layer: gated (SwiGLU, GeGLU) or plain (GELU), Llama's projection names.
 
-gated: down(silu(gate(x)) * up(x)), 3 matrices; plain: down(gelu(up(x))), 2 matrices. Under tensor
+gated: down(act(gate(x)) * up(x)), 3 matrices; plain: down(act(up(x))), 2 matrices. ``act`` is the spec's
+``activation``: SiLU for gated and exact GELU for plain by default, or GELU's tanh approximation. Under tensor
 parallelism ``d_ff`` is this rank's slice of the hidden width (gate/up column-split, down row-split).
 Shapes: ``b`` batch, ``s`` tokens, ``d`` d_model, ``f`` the (rank-local) hidden width.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mha_cli.core.schemas import Activation
 from mha_cli.nn.row_parallel import Reduce, row_parallel
+
+ActivationFn = Callable[[torch.Tensor], torch.Tensor]
+
+
+def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    return F.gelu(x, approximate="tanh")
+
+
+ACTIVATIONS: dict[Activation, ActivationFn] = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": _gelu_tanh}
+"""Each ``ModelSpec.activation`` as a function."""
+
+
+def activation_fn(activation: Activation | None, *, gated: bool) -> ActivationFn:
+    """The nonlinearity ``activation`` names; None: the MLP kind's own (SiLU gated, exact GELU plain)."""
+    return ACTIVATIONS[activation or ("silu" if gated else "gelu")]
 
 
 class MLP(nn.Module):
@@ -24,12 +43,14 @@ class MLP(nn.Module):
         *,
         gated: bool = True,
         bias: bool = False,
+        activation: Activation | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
         factory = {"dtype": dtype, "device": device}
         self.gated = gated
+        self.activation = activation_fn(activation, gated=gated)
         self.d_ff = d_ff
         if gated:
             self.gate_proj = nn.Linear(d_model, d_ff, bias=bias, **factory)
@@ -38,5 +59,5 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor, reduce: Reduce | None = None) -> torch.Tensor:
         up = self.up_proj(x)  # (b, s, f)
-        hidden = F.silu(self.gate_proj(x)) * up if self.gated else F.gelu(up)  # (b, s, f)
+        hidden = self.activation(self.gate_proj(x)) * up if self.gated else self.activation(up)  # (b, s, f)
         return row_parallel(self.down_proj, hidden, reduce)  # (b, s, d)

@@ -6,6 +6,11 @@ the Llama family (``model.embed_tokens.weight``, ``model.layers.0.self_attn.q_pr
 ``lm_head.weight``), so a ``LlamaForCausalLM`` / ``MistralForCausalLM`` / ``Qwen2ForCausalLM`` /
 ``Qwen3ForCausalLM`` state dict loads strictly and gives the same logits.
 
+Arithmetic the spec states beyond geometry (Gemma's, adding no weight): ``scale_embeddings`` multiplies the token
+embeddings by sqrt(d_model); ``norm_weight_offset`` offsets every RMSNorm weight (1 + weight); ``activation`` picks
+the MLP's nonlinearity; ``attn_scale`` and ``attn_logit_softcap`` the softmax scale and soft cap of the attention
+scores; ``final_logit_softcap`` caps the logits; ``rope_local`` rotates the local layers by their own RoPE.
+
 Blocks by ``spec.n_norms_per_layer``: 2, pre-norm (Llama); 4, pre- and post-norm around attention
 and MLP (Gemma 2/3: ``pre_feedforward_layernorm``, ``post_feedforward_layernorm``); 1, attention and
 MLP in parallel from one norm (Falcon-7B).
@@ -46,6 +51,7 @@ from mha_cli.nn.norms import RMSNorm, make_norm
 from mha_cli.nn.padding import Padding
 from mha_cli.nn.rope import RotaryEmbedding
 from mha_cli.nn.row_parallel import Reduce, identity
+from mha_cli.nn.sdpa import soft_cap
 from mha_cli.nn.vocab_parallel import VocabParallelEmbedding, gather_logits
 
 INIT_STD = 0.02
@@ -86,6 +92,8 @@ def build_layer_attention(
         return build_mixer(spec.recurrent, spec.d_model, eps=spec.norm_eps, dtype=dtype, device=device)
     if spec.mla is not None:
         return build_mla(spec, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
+    if spec.norm_weight_offset and spec.qk_norm and spec.norm != "rmsnorm":
+        raise ValueError("q/k norms with a weight offset are RMSNorms")
     n_heads, n_kv_heads = local_heads(spec, tp_rank, tp_size)
     window = spec.sliding_window if spec.layer_kind(layer) == "local" else None
     return Attention(
@@ -98,7 +106,10 @@ def build_layer_attention(
         rope=rope,
         qk_norm=spec.qk_norm,
         norm_eps=spec.norm_eps,
+        norm_offset=spec.norm_weight_offset,
         window=window,
+        scale=spec.attn_scale,
+        softcap=spec.attn_logit_softcap,
         dtype=dtype,
         device=device,
     )
@@ -119,7 +130,13 @@ def build_layer_mlp(
     if spec.d_ff % tp_size:
         raise ValueError(f"d_ff ({spec.d_ff}) must be divisible by tp ({tp_size}) to split the MLP")
     return MLP(
-        spec.d_model, spec.d_ff // tp_size, gated=spec.mlp == "gated", bias=spec.mlp_bias, dtype=dtype, device=device
+        spec.d_model,
+        spec.d_ff // tp_size,
+        gated=spec.mlp == "gated",
+        bias=spec.mlp_bias,
+        activation=spec.activation,
+        dtype=dtype,
+        device=device,
     )
 
 
@@ -133,7 +150,7 @@ class DecoderLayer(nn.Module):
         self.n_norms = spec.n_norms_per_layer
 
         def norm() -> nn.Module:
-            return make_norm(spec.norm, spec.d_model, spec.norm_eps, **factory)
+            return make_norm(spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, **factory)
 
         self.input_layernorm = norm()
         self.self_attn = self_attn
@@ -222,7 +239,7 @@ class DecoderBody(nn.Module):
         if spec.position_embeddings:
             self.embed_positions = nn.Embedding(spec.position_embeddings, spec.d_model, **factory)
         self.layers = nn.ModuleList(layers)
-        self.norm = make_norm(spec.norm, spec.d_model, spec.norm_eps, **factory)
+        self.norm = make_norm(spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, **factory)
 
 
 class DecoderLM(nn.Module):
@@ -239,6 +256,7 @@ class DecoderLM(nn.Module):
         body: DecoderBody,
         *,
         rope: RotaryEmbedding | None,
+        rope_local: RotaryEmbedding | None = None,
         tp_rank: int = 0,
         tp_size: int = 1,
         omitted: list[str] | None = None,
@@ -250,6 +268,11 @@ class DecoderLM(nn.Module):
         if not spec.tied_embeddings:  # the embedding's row count: the whole vocabulary, or the rank's block of it
             self.lm_head = nn.Linear(spec.d_model, body.embed_tokens.num_embeddings, bias=False, **factory)
         self.rope = rope
+        self.rope_local = rope_local
+        """The RoPE of the layers whose attention rotates by it (``spec.rope_local``), else None."""
+        self._rotates_locally = [
+            rope_local is not None and getattr(layer.self_attn, "rope", None) is rope_local for layer in body.layers
+        ]
         self.n_layers = len(body.layers)
         self.tp_rank, self.tp_size = tp_rank, tp_size
         self._all_reduce: Reduce = identity
@@ -310,6 +333,8 @@ class DecoderLM(nn.Module):
             if padding is not None:
                 positions = padding.positions  # (b, s)
             x = x + self.model.embed_positions(positions)  # (b, s, d)
+        if self.spec.scale_embeddings:  # the factor in the activations' dtype first, as transformers casts it
+            x = x * torch.tensor(self.spec.d_model**0.5, dtype=x.dtype)  # (b, s, d)
         return x
 
     def run_layers(
@@ -324,9 +349,11 @@ class DecoderLM(nn.Module):
         if padding is not None:
             positions = padding.positions  # (b, s)
         cos_sin = None if self.rope is None else self.rope.cos_sin(positions)  # (s, r) or (b, s, r) each
+        local = None if self.rope_local is None else self.rope_local.cos_sin(positions)  # the local layers' own
         for i, layer in enumerate(self.model.layers):
             cache = None if caches is None else caches[i]
-            x = layer(x, cache, start_pos, cos_sin, self.all_reduce, padding)  # (b, s, d)
+            layer_cos_sin = local if self._rotates_locally[i] else cos_sin
+            x = layer(x, cache, start_pos, layer_cos_sin, self.all_reduce, padding)  # (b, s, d)
         return x
 
     def project(self, x: torch.Tensor) -> torch.Tensor:
@@ -334,12 +361,18 @@ class DecoderLM(nn.Module):
         x = self.model.norm(x)  # (b, s, d)
         head = self.model.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight  # (v, d) or (R, d)
         logits = F.linear(x, head)  # (b, s, v), or (b, s, R): the rank's block of the padded vocabulary
-        if self.tp_size == 1:
-            return logits
-        first_row = self.tp_rank * head.shape[0]
-        return gather_logits(
-            logits, first_row=first_row, vocab_size=self.spec.vocab_size, tp_size=self.tp_size, reduce=self.all_reduce
-        )  # (b, s, v)
+        if self.tp_size > 1:
+            first_row = self.tp_rank * head.shape[0]
+            logits = gather_logits(
+                logits,
+                first_row=first_row,
+                vocab_size=self.spec.vocab_size,
+                tp_size=self.tp_size,
+                reduce=self.all_reduce,
+            )  # (b, s, v)
+        if self.spec.final_logit_softcap is not None:
+            logits = soft_cap(logits, self.spec.final_logit_softcap)  # (b, s, v)
+        return logits
 
     def new_cache(self, batch: int, max_seq: int, dtype: torch.dtype | str | None = None) -> list[Any]:
         """One pre-allocated cache per layer, each sized by its own attention (heads, window, latent), or a
@@ -374,10 +407,19 @@ def build_model(
     factory: dict[str, Any] = {"dtype": dtype, "device": "meta"}  # allocate once, below, without default init
     rotary = spec.rotary
     rope = None if rotary is None or spec.mla is not None else RotaryEmbedding(rotary, spec.dim_per_head)
+    rope_local = None
+    if rope is not None and spec.rope_local is not None and spec.n_local_layers:
+        rope_local = RotaryEmbedding(spec.rope_local, spec.dim_per_head)
+
+    def layer_rope(i: int) -> RotaryEmbedding | None:
+        return rope_local if rope_local is not None and spec.layer_kind(i) == "local" else rope
+
     layers = [
         DecoderLayer(
             spec,
-            build_layer_attention(spec, i, rope=rope, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, **factory),
+            build_layer_attention(
+                spec, i, rope=layer_rope(i), mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, **factory
+            ),
             build_layer_mlp(spec, i, tp_rank=tp_rank, tp_size=tp_size, **factory),
             **factory,
         )
@@ -387,6 +429,7 @@ def build_model(
         spec,
         DecoderBody(spec, layers, tp_rank=tp_rank, tp_size=tp_size, **factory),
         rope=rope,
+        rope_local=rope_local,
         tp_rank=tp_rank,
         tp_size=tp_size,
         omitted=omitted_details(spec),

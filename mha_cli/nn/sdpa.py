@@ -18,6 +18,10 @@ the query axis (MQA).
   (a long stacked prefill; any head wider than 256 on CUDA, where flash does not apply and the
   fallback kernel may build the score matrix).
 
+Soft-capped scores (Gemma 2's cap * tanh(score / cap)) cannot go through SDPA: with ``softcap`` the same stacked
+layout runs as explicit matmul, cap, mask and float32 softmax, always in query chunks of at most
+``SCORE_BUDGET`` scores (its backend recorded as ``explicit``).
+
 ``record_sdpa_backends()`` records, for each attention call, the backend PyTorch's dispatcher picks
 (``torch._fused_sdp_choice``, the function SDPA itself consults); ``record_attention_paths()`` the
 path with it ("grouped-chunked: math").
@@ -122,6 +126,7 @@ def plan_attention(
     dtype: torch.dtype,
     score_budget: int = SCORE_BUDGET,
     custom_mask: bool = False,
+    explicit: bool = False,
 ) -> AttentionPlan:
     """Choose the path for causal attention of s new queries over t keys (a pure function of shapes).
 
@@ -136,14 +141,15 @@ def plan_attention(
       stacked prefill needs an explicit (q_per_kv * s, t) mask, and on CUDA a head wider than the flash
       kernel takes (MLA's 576-wide latent, head_dim 512) runs in a kernel that may build the scores.
     ``custom_mask``: the caller passes its own (s, t) mask (a sliding window): never native-gqa.
+    ``explicit``: the scores are computed explicitly (soft-capped), so every call is held to the budget.
     """
     q_per_kv = n_heads // n_kv_heads
     flash = _flash_takes(device_type, dtype, qk_dim, v_dim)
-    if q_per_kv > 1 and s == t and flash and not custom_mask:
+    if q_per_kv > 1 and s == t and flash and not custom_mask and not explicit:
         return AttentionPlan("native-gqa", s, 1, "full prefill, flash kernel applies: native GQA, own causal path")
     needs_mask = custom_mask or (s > 1 and not (q_per_kv == 1 and s == t))
     wide_on_cuda = device_type == "cuda" and not flash
-    if not needs_mask and not wide_on_cuda:
+    if not needs_mask and not wide_on_cuda and not explicit:
         why = "decode step: no mask" if s == 1 else "one query per KV head: the kernel's own causal path"
         return AttentionPlan("grouped", s, 1, why)
     scores_per_position = batch * n_heads * t  # score (and mask) elements per query position
@@ -152,6 +158,7 @@ def plan_attention(
     if n_calls == 1:
         return AttentionPlan("grouped", s, 1, f"{s * scores_per_position} scores fit the budget in one call")
     why = "heads wider than the flash kernel takes" if wide_on_cuda else "the stacked causal mask"
+    why = "explicit soft-capped scores" if explicit else why
     return AttentionPlan("grouped-chunked", chunk, n_calls, f"{why}: {n_calls} calls of {chunk} query positions")
 
 
@@ -177,6 +184,7 @@ def grouped_attention(
     *,
     scale: float | None = None,
     mask: torch.Tensor | None = None,
+    softcap: float | None = None,
     score_budget: int = SCORE_BUDGET,
 ) -> torch.Tensor:
     """Causal attention of the last s positions over t = len(k) positions, K/V never repeated.
@@ -185,7 +193,8 @@ def grouped_attention(
     Query head h uses KV head h // q_per_kv (the convention of ``repeat_interleave``, Llama's layout).
     ``mask`` (s, t) booleans, True = visible, replaces the causal mask (sliding windows), or (b, s, t) for a mask
     that differs by row (a padded batch); it must hide every key after its query, as the causal mask does (the
-    last key is the last query's position).
+    last key is the last query's position). ``scale``: the factor on q.k (default h_d^-0.5); ``softcap``: scores
+    capped to cap * tanh(score / cap) after the scale (computed explicitly, see the module docstring).
     Returns (b, n_h, s, v_h_d). The path is ``plan_attention``'s; ``record_sdpa_backends`` and
     ``record_attention_paths`` see one entry per call (the first chunk's backend).
     """
@@ -195,7 +204,7 @@ def grouped_attention(
     v_head_dim = v.shape[-1]
     plan = plan_attention(batch=b, n_heads=n_heads, n_kv_heads=n_kv_heads, s=s, t=t, qk_dim=head_dim, v_dim=v_head_dim,
                           device_type=q.device.type, dtype=q.dtype, score_budget=score_budget,
-                          custom_mask=mask is not None)  # fmt: skip
+                          custom_mask=mask is not None, explicit=softcap is not None)  # fmt: skip
     if plan.path == "native-gqa":
         _record(plan.path, sdpa_backend_name(q, k, v, None, True, scale, enable_gqa=True))
         return F.scaled_dot_product_attention(
@@ -218,22 +227,55 @@ def grouped_attention(
                 is_causal = True  # the plain prefill: let fused kernels use their own causal path
             else:
                 attn_mask = causal_mask(n_new, n_seen, q.device).repeat(q_per_kv, 1)  # (q_per_kv * c, t')
-        if first == 0:
-            _record(plan.path, sdpa_backend_name(chunk_q, chunk_k, chunk_v, attn_mask, is_causal, scale))
-        out = F.scaled_dot_product_attention(
-            chunk_q, chunk_k, chunk_v, attn_mask=attn_mask, is_causal=is_causal, scale=scale
-        )  # (b, n_kv, q_per_kv * c, v_h_d)
+        if softcap is not None:
+            if first == 0:
+                _record(plan.path, "explicit")
+            out = _capped_attention(chunk_q, chunk_k, chunk_v, attn_mask, is_causal, scale, softcap)
+        else:
+            if first == 0:
+                _record(plan.path, sdpa_backend_name(chunk_q, chunk_k, chunk_v, attn_mask, is_causal, scale))
+            out = F.scaled_dot_product_attention(
+                chunk_q, chunk_k, chunk_v, attn_mask=attn_mask, is_causal=is_causal, scale=scale
+            )  # (b, n_kv, q_per_kv * c, v_h_d)
         outputs.append(out.view(b, n_kv_heads, q_per_kv, n_new, v_head_dim))
     out = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=3)  # (b, n_kv, q_per_kv, s, v_h_d)
     return out.reshape(b, n_heads, s, v_head_dim)  # (b, n_h, s, v_h_d)
 
 
+def soft_cap(x: torch.Tensor, cap: float) -> torch.Tensor:
+    """cap * tanh(x / cap): x squeezed smoothly into (-cap, cap), nearly unchanged where |x| << cap."""
+    return torch.tanh(x / cap) * cap
+
+
+def _capped_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None,
+    is_causal: bool,
+    scale: float | None,
+    softcap: float,
+) -> torch.Tensor:
+    """One chunk of the stacked layout with soft-capped scores, as SDPA's arguments: q (b, n_kv, m, h_d) over
+    k (b, n_kv, t, h_d), v (b, n_kv, t, v_h_d); ``attn_mask`` (m, t) or (b, 1, m, t) booleans, True = visible;
+    ``is_causal``: m == t, causal. The softmax in float32, as transformers' eager path. Returns (b, n_kv, m, v_h_d)."""
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    scores = soft_cap((q @ k.transpose(-2, -1)) * scale, softcap)  # (b, n_kv, m, t)
+    if is_causal:
+        attn_mask = causal_mask(q.shape[2], k.shape[2], q.device)  # (m, t)
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf"))  # (b, n_kv, m, t)
+    weights = scores.softmax(dim=-1, dtype=torch.float32).to(q.dtype)  # (b, n_kv, m, t)
+    return weights @ v  # (b, n_kv, m, v_h_d)
+
+
 def reference_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float | None = None
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float | None = None, softcap: float | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Explicit causal softmax attention (repeats K/V per query head): returns (out, weights).
 
-    q: (b, n_h, s, h_d); k, v: (b, n_kv, t, *). out: (b, n_h, s, v_h_d); weights: (b, n_h, s, t).
+    q: (b, n_h, s, h_d); k, v: (b, n_kv, t, *). out: (b, n_h, s, v_h_d); weights: (b, n_h, s, t). ``softcap``:
+    scores capped to cap * tanh(score / cap) after the scale.
     """
     n_heads, s, t = q.shape[1], q.shape[2], k.shape[2]
     q_per_kv = n_heads // k.shape[1]
@@ -241,6 +283,8 @@ def reference_attention(
     v = v.repeat_interleave(q_per_kv, dim=1)  # (b, n_h, t, v_h_d)
     scale = q.shape[-1] ** -0.5 if scale is None else scale
     scores = (q @ k.transpose(-2, -1)) * scale  # (b, n_h, s, t)
+    if softcap is not None:
+        scores = soft_cap(scores, softcap)  # (b, n_h, s, t)
     scores = scores.masked_fill(~causal_mask(s, t, q.device), float("-inf"))  # (b, n_h, s, t)
     weights = scores.softmax(dim=-1)  # (b, n_h, s, t)
     return weights @ v, weights  # (b, n_h, s, v_h_d), (b, n_h, s, t)
