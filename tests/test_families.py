@@ -18,7 +18,8 @@ def test_every_known_family_has_a_row_and_the_claims_are_consistent(cli):
         # a decoder equal to transformers lists no difference (DeepSeek-V3's MTP module: transformers has none either)
         assert not (whole and [d for d in row["differences"] if "multi-token" not in d]), row
     assert rows["llama"]["verify"] == "yes" and rows["llama"]["differences"] == []
-    assert rows["gpt2"]["differences"] and rows["gemma2"]["differences"]  # learned positions, soft caps
+    assert not rows["gpt2"]["differences"] and not rows["gemma2"]["differences"]  # tanh GELU, soft caps: built
+    assert rows["gemma3n"]["differences"]  # AltUp, LAuReL, per-layer embeddings
     assert rows["jamba"]["priced"] == "KV + state (Mamba)" and rows["jamba"]["verify"].startswith("refused")
 
 

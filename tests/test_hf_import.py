@@ -48,6 +48,10 @@ def test_import_equals_preset(name):
         preset.layer_kind(i) for i in range(preset.n_layers)
     ]
     assert count_params(imported).total == count_params(preset).total
+    arithmetic = ("activation", "norm_weight_offset", "scale_embeddings", "attn_scale", "attn_logit_softcap",
+                  "final_logit_softcap", "rope_local")  # fmt: skip
+    for field in arithmetic:
+        assert getattr(imported, field) == getattr(preset, field), field
 
 
 @pytest.mark.parametrize(

@@ -160,8 +160,9 @@ def test_decode_before_the_ring_fills_sees_the_filled_prefix() -> None:
         assert first == 0 and keys.flatten().tolist() == [float(p) for p in range(pos + 1)]
 
 
-def test_rope_parameters_per_layer_type_take_the_global_layers() -> None:
-    """transformers 5 writes Gemma 3's RoPE per layer type; the full-attention one is used, and said so."""
+def test_rope_parameters_per_layer_type_give_each_kind_its_own() -> None:
+    """transformers 5 writes Gemma 3's RoPE per layer type: the full-attention one is ``rope``, the sliding one
+    ``rope_local`` (Gemma3TextConfig's default window makes the layers local)."""
     config = dict(model_type="gemma3_text", hidden_size=64, num_hidden_layers=2, num_attention_heads=2, head_dim=32,
                   num_key_value_heads=1,  # without it, Gemma3TextConfig's default (4) applies
                   vocab_size=8, intermediate_size=8, rms_norm_eps=1e-6,
@@ -171,4 +172,6 @@ def test_rope_parameters_per_layer_type_take_the_global_layers() -> None:
     rope = imported.model.rope
     assert rope is not None and rope.theta == 1e6
     assert rope.scaling is not None and (rope.scaling.type, rope.scaling.factor) == ("linear", 8.0)
-    assert any("full_attention" in note for note in imported.assumptions)
+    local = imported.model.rope_local
+    assert local is not None and (local.theta, local.scaling) == (10000.0, None)
+    assert not any("full_attention" in note for note in imported.assumptions)

@@ -28,10 +28,15 @@ from mha_cli.core.families import Family, family
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import _MAX_LAYERS as MAX_LAYERS  # ModelSpec's bound, checked before lists are built
-from mha_cli.core.schemas import LayerKind, ModelSpec
+from mha_cli.core.schemas import Activation, LayerKind, ModelSpec
 from mha_cli.core.validation import describe_validation_error
 
 _GATED_ACTIVATIONS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu"}
+_ACTIVATIONS: dict[str, Activation] = {
+    "silu": "silu", "swish": "silu", "swiglu": "silu", "gelu": "gelu",
+    "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh",
+}  # fmt: skip
+"""config.json's activation names the decoder computes (``gelu_new`` and ``gelu_fast`` are the tanh GELU too)."""
 _GENERIC = Family(model_types=("unknown",), config_class="PretrainedConfig", tied_by_default=True)
 """How a ``model_type`` of no registered family is read: the standard fields, transformers' base defaults."""
 
@@ -88,11 +93,16 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     d_ff = _dense_width(r, fam)
     if d_ff is None:
         d_ff = r.assume(4 * d_model, f"intermediate_size absent: 4 * hidden_size = {4 * d_model}")
+    activation_keys = (*spelled.get("activation", ()), "hidden_act", "hidden_activation", "activation_function")
+    activation = r.get(*activation_keys)
     if "mlp" not in layout:
-        activation = str(r.get("hidden_act", "hidden_activation", "activation_function") or "silu")
-        layout["mlp"] = "gated" if activation in _GATED_ACTIVATIONS else "plain"
-        if r.get("hidden_act", "hidden_activation", "activation_function") is None:
+        layout["mlp"] = "gated" if str(activation or "silu") in _GATED_ACTIVATIONS else "plain"
+        if activation is None:
             r.assumptions.append("hidden_act absent: gated (SwiGLU) MLP")
+    if "activation" not in layout and _ACTIVATIONS.get(str(activation)) is not None:
+        default = "silu" if layout["mlp"] == "gated" else "gelu"  # the MLP kind's own: left out of the spec
+        if _ACTIVATIONS[str(activation)] != default:
+            layout["activation"] = _ACTIVATIONS[str(activation)]
 
     tied = r.get("tie_word_embeddings")
     if tied is None:
@@ -148,6 +158,10 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     rope = _rope(r, fam)
     if rope is not None:
         fields["rope"] = rope
+        local = _local_rope(r, fam)
+        if local is not None and local != rope and fields.get("sliding_window") is not None:
+            fields["rope_local"] = local
+    fields.update(_attention_arithmetic(r))
     if _norm_eps(r) is not None:
         fields["norm_eps"] = _norm_eps(r)
     if fam.read_fields is not None:
@@ -383,16 +397,24 @@ _ROPE_SCALING_FIELDS = (
 )  # fmt: skip
 
 
+def _per_layer_type(params: Any) -> bool:
+    """Whether ``rope_parameters`` holds one block per layer type (Gemma 3's full_attention, sliding_attention)."""
+    return isinstance(params, dict) and bool(params) and all(isinstance(v, dict) for v in params.values())
+
+
 def _rope_parameters(r: ConfigReader) -> dict[str, Any]:
     """rope_theta, partial_rotary_factor and the scaling block, from either layout of config.json.
 
     transformers 5 writes ``rope_parameters`` (theta and scaling in one dict, per layer type for
-    Gemma 3); older files have ``rope_theta`` beside ``rope_scaling``.
+    Gemma 3: the full_attention layers' here, the sliding_attention layers' in ``_local_rope``); older
+    files have ``rope_theta`` beside ``rope_scaling``.
     """
     params = r.get("rope_parameters")
-    if isinstance(params, dict) and all(isinstance(v, dict) for v in params.values()) and params:
+    if _per_layer_type(params):
         kind = "full_attention" if "full_attention" in params else next(iter(params))
-        r.assumptions.append(f"rope_parameters per layer type: the {kind} layers' RoPE is used for every layer")
+        others = sorted(set(params) - {kind, "sliding_attention"})
+        if others or (kind != "full_attention" and "sliding_attention" not in params):
+            r.assumptions.append(f"rope_parameters per layer type: the {kind} layers' RoPE is used for every layer")
         params = params[kind]
     merged: dict[str, Any] = dict(params) if isinstance(params, dict) else {}
     if isinstance(r.get("rope_scaling"), dict):
@@ -412,7 +434,26 @@ def _rope(r: ConfigReader, fam: Family) -> dict[str, Any] | None:
             "alibi: ALiBi position biases are not modelled; the built decoder applies RoPE (theta 10,000)"
         )
         return None
-    params = _rope_parameters(r)
+    return _rope_block(r, fam, _rope_parameters(r))
+
+
+def _local_rope(r: ConfigReader, fam: Family) -> dict[str, Any] | None:
+    """The ``rope_local`` block: rope_parameters' sliding_attention entry (transformers 5), else an older
+    file's ``rope_local_base_freq`` (unscaled, the global layers' partial rotation); None: no RoPE of their own."""
+    params = r.get("rope_parameters")
+    if _per_layer_type(params) and isinstance(params.get("sliding_attention"), dict):
+        local = dict(params["sliding_attention"])
+    elif r.get("rope_local_base_freq") is not None:
+        local = {"rope_theta": r.get("rope_local_base_freq")}
+    else:
+        return None
+    if local.get("partial_rotary_factor") is None and r.get("partial_rotary_factor") is not None:
+        local["partial_rotary_factor"] = r.get("partial_rotary_factor")
+    return _rope_block(r, fam, local)
+
+
+def _rope_block(r: ConfigReader, fam: Family, params: dict[str, Any]) -> dict[str, Any]:
+    """A ``RopeSpec`` block from one set of RoPE parameters (theta, partial rotation, scaling)."""
     theta = params.get("rope_theta")
     if theta is None:
         theta = r.assume(10000.0, "rope_theta absent: 10,000 (the RoPE default)")
@@ -433,6 +474,21 @@ def _rope(r: ConfigReader, fam: Family) -> dict[str, Any] | None:
         scaling["factor"] = context / scaling["original_max_position_embeddings"]
     rope["scaling"] = {"type": kind, **scaling}
     return rope
+
+
+def _attention_arithmetic(r: ConfigReader) -> dict[str, Any]:
+    """The softmax scale and the soft caps a config states (Gemma 2/3's ``query_pre_attn_scalar``,
+    ``attn_logit_softcapping``, ``final_logit_softcapping``); a family that ignores one drops it (Gemma 3)."""
+    fields: dict[str, Any] = {}
+    for key, field in (
+        ("query_pre_attn_scalar", "attn_scale"),
+        ("attn_logit_softcapping", "attn_logit_softcap"),
+        ("final_logit_softcapping", "final_logit_softcap"),
+    ):
+        value = r.config[key] if key in r.config else r.get(key)  # null stated: off, not the class default
+        if value is not None:
+            fields[field] = float(value) ** -0.5 if key == "query_pre_attn_scalar" else float(value)
+    return fields
 
 
 def _norm_eps(r: ConfigReader) -> float | None:

@@ -49,7 +49,7 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
     "gpt2": dict(
         family="gpt2", source="openai-community/gpt2 config.json", context_length=1024,
         d_model=768, n_layers=12, n_heads=12, vocab_size=50257, d_ff=3072,
-        tied_embeddings=True, position_embeddings=1024,
+        tied_embeddings=True, position_embeddings=1024, activation="gelu_tanh",
     ),
     # 6.74B. MHA.
     "llama-2-7b": dict(
@@ -135,7 +135,8 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         family="gemma2", source="google/gemma-2-9b config.json", context_length=8192,
         d_model=3584, n_layers=42, n_heads=16, n_kv_heads=8, head_dim=256, vocab_size=256000, d_ff=14336,
         sliding_window=4096, layer_pattern=["local", "global"], tied_embeddings=True,
-        norm_eps=1e-6,
+        norm_eps=1e-6, activation="gelu_tanh", attn_scale=256**-0.5, attn_logit_softcap=50.0,
+        final_logit_softcap=30.0,
     ),
     # 27.0B text model (vision tower not counted). 5 local (1,024-token window) : 1 global.
     "gemma-3-27b": dict(
@@ -143,6 +144,7 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         d_model=5376, n_layers=62, n_heads=32, n_kv_heads=16, head_dim=128, vocab_size=262208, d_ff=21504,
         sliding_window=1024, layer_pattern=["local"] * 5 + ["global"],
         tied_embeddings=True, rope=dict(theta=1e6, scaling=dict(type="linear", factor=8.0)), norm_eps=1e-6,
+        activation="gelu_tanh", attn_scale=168**-0.5, rope_local=dict(theta=10000.0),
     ),
     # 6.92B. MQA: 71 query heads share one KV head; parallel attention/MLP with one LayerNorm.
     "falcon-7b": dict(
@@ -193,7 +195,8 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         family="gemma3", source="google/gemma-3-4b-it config.json (sparse text_config + Gemma3TextConfig defaults)", context_length=131072,
         d_model=2560, n_layers=34, n_heads=8, n_kv_heads=4, head_dim=256, vocab_size=262208, d_ff=10240,
         sliding_window=1024, layer_pattern=["local"] * 5 + ["global"],
-        tied_embeddings=True,
+        tied_embeddings=True, rope=dict(theta=1e6, scaling=dict(type="linear", factor=8.0)),
+        activation="gelu_tanh", attn_scale=256**-0.5, rope_local=dict(theta=10000.0),
     ),
     # 36 chunked (8,192-token chunks) : 12 global NoPE layers, 16 experts top-1 + 1 shared: 196,608 B/token.
     "llama-4-scout": dict(

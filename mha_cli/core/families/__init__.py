@@ -53,11 +53,13 @@ class Family(NamedTuple):
     old_names: tuple[str, ...] = ()
     """Older ``model_type`` spellings early config.json files carry (Falcon's ``RefinedWebModel``)."""
     spellings: Mapping[str, tuple[str, ...]] = NOTHING
-    """Other keys for ``layers``, ``heads``, ``d_ff`` (read before the standard ones), ``window``, ``experts``,
-    ``experts_per_token`` or ``shared_experts``, read for this family only (MPT's ``n_layers``; Mamba-2's
+    """Other keys for ``layers``, ``heads``, ``d_ff``, ``activation`` (read before the standard ones), ``window``,
+    ``experts``, ``experts_per_token`` or ``shared_experts``, read for this family only (MPT's ``n_layers``; Mamba-2's
     ``num_heads`` is a state-space head count, so such keys are never read for every family)."""
     layout: Mapping[str, Any] = NOTHING
-    """``ModelSpec`` fields its config.json does not spell out: MLP kind, norm kind and count, biases, q/k norm."""
+    """``ModelSpec`` fields its config.json does not spell out: MLP kind, norm kind and count, biases, q/k norm,
+    and arithmetic its modeling code fixes (Gemma's norm weight offset and embedding scale, GPT-Neo's unscaled
+    attention scores)."""
     tied_by_default: bool = False
     """``tie_word_embeddings`` of its config class, for a config.json that leaves it out."""
     local_cycle: tuple[LayerKind, ...] = ()

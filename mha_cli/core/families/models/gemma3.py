@@ -1,7 +1,21 @@
 """Gemma 3: Gemma 2's four norms with q/k norms, 5 local : 1 global layers; ``gemma3`` keeps it in text_config."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from mha_cli.core.families import Family
-from mha_cli.core.families.models.gemma import GEMMA_DIFFERENCES
+from mha_cli.core.families.models.gemma import GEMMA_LAYOUT
+
+if TYPE_CHECKING:
+    from mha_cli.core.config_reader import ConfigReader
+
+
+def _no_attention_cap(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """Gemma 3's attention keeps attn_logit_softcapping in its config but never applies it (transformers 5.24)."""
+    if fields.pop("attn_logit_softcap", None) is not None:
+        r.assumptions.append("attn_logit_softcapping: not applied, as Gemma 3's attention does not")
+
 
 FAMILY = Family(
     model_types=("gemma3", "gemma3_text"),
@@ -14,16 +28,16 @@ FAMILY = Family(
         "sliding_window": 4096,
         "max_position_embeddings": 131072,
         "hidden_activation": "gelu_pytorch_tanh",
+        "query_pre_attn_scalar": 256,
+        "rope_theta": 1_000_000.0,
+        "rope_local_base_freq": 10_000.0,
     },
-    layout={"n_norms_per_layer": 4, "qk_norm": True},
+    spellings={"activation": ("hidden_activation",)},
+    layout={**GEMMA_LAYOUT, "n_norms_per_layer": 4, "qk_norm": True},
     tied_by_default=True,
     local_cycle=("local",) * 5 + ("global",),
     local_cycle_note="layer pattern: Gemma 3 runs 5 local : 1 global",
+    read_fields=_no_attention_cap,
     names=("gemma3", "gemma-3"),
-    differences=(
-        *GEMMA_DIFFERENCES,
-        "Gemma 3's local layers use their own RoPE theta (rope_local_base_freq 10,000); here every layer uses the"
-        " spec's",
-        "Gemma 3's softmax scale query_pre_attn_scalar^-0.5; this one uses head_dim^-0.5",
-    ),
+    equal_test="tests/test_nn_gemma.py::test_gemma_logits_equal_transformers[gemma3_text]",
 )

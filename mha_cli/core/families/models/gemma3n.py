@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import Family
-from mha_cli.core.families.models.gemma import GEMMA_DIFFERENCES
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -38,7 +37,8 @@ FAMILY = Family(
     read_fields=_shared_kv_layers,
     names=("gemma3n", "gemma-3n"),
     differences=(
-        *GEMMA_DIFFERENCES,
+        "Gemma-3n scales the token embeddings by sqrt(d_model); not here",
+        "Gemma-3n's attention does not scale its scores (1, with q, k and v norms); this one by head_dim^-0.5",
         "Gemma-3n's AltUp, LAuReL and per-layer embeddings, and its K/V sharing across the last layers",
     ),
     unbuilt="shared K/V",

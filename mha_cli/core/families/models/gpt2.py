@@ -3,8 +3,9 @@
 from mha_cli.core.families import Family
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
-LEARNED_POSITIONS = ("GPT-2's MLP uses the tanh approximation of GELU; this one exact GELU",)
-"""What the decoder does not reproduce of GPT-2 (and, for a spec of no known family, of learned positions)."""
+LEARNED_POSITIONS: tuple[str, ...] = ()
+"""What the decoder does not reproduce of GPT-2 (and, for a spec of no known family, of learned positions): nothing
+since its tanh GELU (``activation_function`` gelu_new) is read into ``ModelSpec.activation``."""
 
 # GPT-2 (and GPT-SW3, its config class): Conv1D weights (in, out); c_attn holds q, k, v one after the other.
 WEIGHTS = WeightLayout(

@@ -44,14 +44,10 @@ FAMILY = Family(
     model_types=("gpt_neo",),
     config_class="GPTNeoConfig (transformers 5.24)",
     spellings={"heads": ("num_heads",), "window": ("window_size",)},
-    layout={"mlp": "plain", "mlp_bias": True, "norm": "layernorm", "o_bias": True},
+    layout={"mlp": "plain", "mlp_bias": True, "norm": "layernorm", "o_bias": True, "attn_scale": 1.0},
     tied_by_default=True,
     layer_kinds=_attention_layers,
     learned_positions="max_position_embeddings",
     names=("gpt-neo", "gpt_neo"),
-    differences=(
-        "GPT-Neo does not scale its attention scores by head_dim^-0.5; this one does",
-        "GPT-Neo's MLP uses the tanh approximation of GELU (gelu_new); this one exact GELU",
-    ),
     weights=WEIGHTS,
 )

@@ -29,6 +29,5 @@ FAMILY = Family(
     tied_by_default=True,
     read_fields=_biases,
     names=("starcoder2",),
-    differences=("StarCoder2's MLP uses the tanh approximation of GELU; this one exact GELU",),
     weights=WEIGHTS,
 )
