@@ -23,6 +23,12 @@ SPECS = {
     "gpt2-like, tied": ModelSpec(d_model=64, n_layers=4, n_heads=4, vocab_size=97, d_ff=128, mlp="plain",
                                  norm="layernorm", tied_embeddings=True, position_embeddings=64, qkv_bias=True,
                                  o_bias=True, mlp_bias=True),
+    "gemma-like arithmetic": ModelSpec(d_model=64, n_layers=4, n_heads=4, n_kv_heads=2, vocab_size=97, d_ff=128,
+                                       sliding_window=5, layer_pattern=["local", "global"], n_norms_per_layer=4,
+                                       qk_norm=True, tied_embeddings=True, norm_weight_offset=1.0,
+                                       scale_embeddings=True, activation="gelu_tanh", attn_scale=0.2,
+                                       attn_logit_softcap=5.0, final_logit_softcap=3.0, rope=dict(theta=1e6),
+                                       rope_local=dict(theta=1e4)),
     "mla": ModelSpec(d_model=64, n_layers=4, n_heads=4, vocab_size=97, d_ff=128,
                      mla=dict(kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16)),
 }  # fmt: skip
