@@ -1,6 +1,6 @@
 """GPT-2: learned positions, LayerNorm, a GELU MLP, biases everywhere, fused Conv1D weights; tied head."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
 LEARNED_POSITIONS: tuple[str, ...] = ()
@@ -41,4 +41,5 @@ FAMILY = Family(
     names=("gpt2", "gpt-2"),
     differences=LEARNED_POSITIONS,
     weights=WEIGHTS,
+    equal_test=EQUAL_BY_SWEEP,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.layer_types import kinds_of_layer_types
 from mha_cli.core.weight_layout import WeightLayout
 
@@ -50,4 +50,5 @@ FAMILY = Family(
     learned_positions="max_position_embeddings",
     names=("gpt-neo", "gpt_neo"),
     weights=WEIGHTS,
+    equal_test=EQUAL_BY_SWEEP,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
@@ -30,4 +30,5 @@ FAMILY = Family(
     read_fields=_biases,
     names=("starcoder2",),
     weights=WEIGHTS,
+    equal_test=EQUAL_BY_SWEEP,
 )
