@@ -92,8 +92,8 @@ HF_BASE = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 4, "nu
         ({"first_k_dense_replace": "1", "num_local_experts": 4, "num_experts_per_tok": 2},
          "first_k_dense_replace must be a positive whole number, got '1'"),
         ({"num_hidden_layers": 20_000, "layer_types": ["full_attention"] * 20_000}, "at most 10,000"),
-        ({"model_type": "kimi_linear", "linear_attn_config": {"kda_layers": [1], "full_attn_layers": ["x"]}},
-         "unexpected type or shape"),
+        ({"model_type": "kimi_linear", "linear_attn_config": {"kda_layers": ["x"], "full_attn_layers": [2]}},
+         "kda_layers must list 1-based layers"),
     ],
     ids=["layer-types-int", "layer-types-ints", "dense-layers-string", "20000-layers", "kimi-layer-name"],
 )  # fmt: skip
