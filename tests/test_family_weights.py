@@ -42,7 +42,11 @@ def _counts(model_type: str) -> tuple[int, int]:
 @pytest.mark.parametrize(
     "model_type",
     ["llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gpt2", "falcon", "starcoder2",
-     "llama4_text", "xglm", "stablelm", "seed_oss", "mellum", "ernie4_5"],
+     "llama4_text", "xglm", "stablelm", "seed_oss", "mellum", "ernie4_5",
+     # post-norms (OLMo 2, OLMo 3, EXAONE 4), q/k norms over the whole projection (OLMo 2, OLMoE, MiniMax-M2),
+     # sigmoid routing with a correction bias and shared experts (GLM-4.5, Solar Open, Sarvam, EXAONE MoE)
+     "olmo2", "olmo3", "olmoe", "minimax_m2", "exaone4", "exaone_moe", "glm4_moe", "solar_open", "sarvam_moe",
+     "sarvam_mla"],
 )  # fmt: skip
 def test_attention_families_weigh_what_transformers_builds(model_type):
     reference, ours = _counts(model_type)

@@ -70,16 +70,22 @@ def attention_params(model: ModelSpec) -> int:
         kv_up = mla.kv_lora_rank * model.n_heads * (mla.qk_nope_head_dim + mla.v_head_dim)
         o = model.n_heads * mla.v_head_dim * d
         biases = (q_out if model.qkv_bias else 0) + (d if model.o_bias else 0)
-        return q + kv_down + kv_up + o + biases + _qk_norm_params(model)
+        return q + kv_down + kv_up + o + biases + qk_norm_params(model)
     q_width = model.n_heads * model.dim_per_head
     kv_width = model.kv_heads * model.dim_per_head
     weights = d * q_width + 2 * d * kv_width + q_width * d
     biases = (q_width + 2 * kv_width if model.qkv_bias else 0) + (d if model.o_bias else 0)
-    return weights + biases + _qk_norm_params(model)
+    return weights + biases + qk_norm_params(model)
 
 
-def _qk_norm_params(model: ModelSpec) -> int:
-    return 2 * model.dim_per_head if model.qk_norm else 0
+def qk_norm_params(model: ModelSpec) -> int:
+    """The q and k norms' weights of one layer: one head wide each, or the whole q and k projections
+    ((n_heads + n_kv_heads) * head_dim, OLMo 2's ``qk_norm_span`` projection)."""
+    if not model.qk_norm:
+        return 0
+    if model.qk_norm_span == "projection":
+        return (model.n_heads + model.kv_heads) * model.dim_per_head
+    return 2 * model.dim_per_head
 
 
 def mixer_params(model: ModelSpec) -> int:

@@ -27,6 +27,15 @@ Activation = Literal["silu", "gelu", "gelu_tanh"]
 """The MLP's nonlinearity: SiLU (Swish), exact (erf) GELU, or GELU's tanh approximation (``gelu_pytorch_tanh``,
 ``gelu_new``: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))))."""
 NormType = Literal["rmsnorm", "layernorm"]
+NormPlacement = Literal["pre", "post"]
+"""Where a two-norm block normalises: ``pre`` each sublayer's input (Llama), ``post`` each sublayer's output inside
+the residual (OLMo 2: x + norm(attn(x)), then h + norm(mlp(h)))."""
+QkNormSpan = Literal["head", "projection"]
+"""What a q/k norm normalises over: ``head`` each head's head_dim values (Qwen3), ``projection`` the whole q and k
+projections, n_heads * head_dim and n_kv_heads * head_dim values (OLMo 2, OLMoE, MiniMax-M2)."""
+NopeLayers = Literal["none", "global"]
+"""Layers that apply no RoPE: ``none``, or the ``global`` ones of a model whose other layers attend locally
+(EXAONE 4 with a sliding window: RoPE on its sliding layers only)."""
 LayerKind = Literal["global", "local", "chunked", "linear"]
 """How a layer's mixer remembers the context: ``global`` attention caches every token, ``local`` the last
 ``sliding_window`` tokens, ``chunked`` the tokens of its current ``attention_chunk`` (Llama-4), ``linear`` no
@@ -224,6 +233,11 @@ def _is_default_eps(value: object) -> bool:
     return value == DEFAULT_NORM_EPS
 
 
+def _is_first_choice(*defaults: str) -> Callable[[object], bool]:
+    """An ``exclude_if`` for a choice left at its default: a spec written out omits it, as before the field existed."""
+    return lambda value: value in defaults
+
+
 class RecurrentSpec(_Strict):
     """A mixer that keeps a fixed state per sequence instead of per-token K/V (linear attention, state space).
 
@@ -389,8 +403,19 @@ class ModelSpec(_Strict):
     norm: NormType = "rmsnorm"
     n_norms_per_layer: Annotated[int, Field(ge=0, le=8)] = 2
     """Norms of width d_model in each block: 2 pre-norm (Llama), 4 with post-norms (Gemma 2/3), 1 parallel (Falcon)."""
+    norm_placement: Annotated[NormPlacement, Field(exclude_if=_is_first_choice("pre"))] = "pre"
+    """Of a two-norm block: ``pre`` normalises each sublayer's input (Llama), ``post`` its output inside the residual
+    (OLMo 2's post_attention_layernorm and post_feedforward_layernorm, no input norm); the same weights either way."""
     qk_norm: bool = False
-    """Per-head norms on queries and keys (Qwen3, Gemma 3): 2 * head_dim weights per layer."""
+    """RMSNorms on queries and keys (Qwen3, Gemma 3), after the projections, before RoPE (see ``qk_norm_span``)."""
+    qk_norm_span: Annotated[QkNormSpan, Field(exclude_if=_is_first_choice("head"))] = "head"
+    """What ``qk_norm`` normalises over: ``head``, each head (2 * head_dim weights a layer); ``projection``, the whole
+    q and k projections (OLMo 2, OLMoE: (n_heads + n_kv_heads) * head_dim weights a layer)."""
+    qkv_clip: Annotated[float, Field(gt=0)] | None = None
+    """Queries, keys and values clamped to [-qkv_clip, qkv_clip] after the projections and q/k norms (OLMoE's
+    ``clip_qkv``); None: no clamp."""
+    nope_layers: Annotated[NopeLayers, Field(exclude_if=_is_first_choice("none"))] = "none"
+    """Layers without RoPE: ``none``; ``global``, the global layers of a model with local ones (EXAONE 4)."""
     tied_embeddings: bool = False
     """Whether the output head shares the input embedding matrix."""
     position_embeddings: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] = 0
@@ -448,7 +473,16 @@ class ModelSpec(_Strict):
             raise ValueError(f"norm_weight_offset applies to RMSNorm weights; this model's norm is {self.norm}")
         if self.rope_local is not None and self.rotary is None:
             raise ValueError("rope_local is the RoPE of local layers, but this model has learned positions")
+        self._check_block()
         return self
+
+    def _check_block(self) -> None:
+        if self.norm_placement == "post" and self.n_norms_per_layer != 2:
+            raise ValueError(f"norm_placement post places two norms a block, not {self.n_norms_per_layer}")
+        if self.qk_norm_span == "projection" and not self.qk_norm:
+            raise ValueError("qk_norm_span projection needs qk_norm")
+        if self.qk_norm_span == "projection" and self.mla is not None:
+            raise ValueError("qk_norm_span projection is for MHA/GQA/MQA attention, not MLA")
 
     def _resolve_mla(self) -> None:
         assert self.mla is not None

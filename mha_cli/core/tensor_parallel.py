@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.params import count_params, mlp_params
+from mha_cli.core.params import count_params, mlp_params, qk_norm_params
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 
 
@@ -171,7 +171,7 @@ def attention_params_per_rank(model: ModelSpec, tp: int) -> int:
     d = model.d_model
     heads = width_per_rank(model.n_heads, tp, "n_heads")
     o_bias = d if model.o_bias else 0  # replicated, added once after the all-reduce
-    qk_norm = 2 * model.dim_per_head if model.qk_norm else 0  # replicated
+    qk_norm = qk_norm_params(model)  # replicated (a whole-projection norm too: every rank needs every head's share)
     if model.mla is not None:
         mla = model.mla
         q_out = heads * mla.qk_head_dim

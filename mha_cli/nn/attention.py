@@ -6,7 +6,9 @@ per-head RMSNorm of queries and keys (Qwen3; weights offset by ``norm_offset``, 
 (``rope``), a sliding window (``window``: a query sees itself and the window - 1 keys before it), the softmax
 scale (``scale``, default head_dim^-0.5) and a soft cap of the scores (``softcap``, Gemma 2). Under tensor parallelism the module holds one rank's
 heads and ``o_proj`` is row-parallel (``reduce`` sums the ranks). Shapes use the glossary of
-``mha_cli.nn.heads``.
+``mha_cli.nn.heads``. ``qk_norm_span="projection"`` norms the whole q and k projections instead of each head
+(OLMo 2, OLMoE, MiniMax-M2: ``q_norm`` of n_heads * head_dim values, ``k_norm`` of n_kv_heads * head_dim);
+``qkv_clip`` clamps q, k and v after the norms (OLMoE's ``clip_qkv``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class Attention(nn.Module):
         o_bias: bool = False,
         rope: RotaryEmbedding | None = None,
         qk_norm: bool = False,
+        qk_norm_span: str = "head",
+        qkv_clip: float | None = None,
         norm_eps: float = 1e-5,
         norm_offset: float = 0.0,
         window: int | None = None,
@@ -69,20 +73,30 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias, **factory)
         self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias, **factory)
         self.o_proj = nn.Linear(n_heads * head_dim, d_model, bias=o_bias, **factory)
+        if qk_norm_span not in ("head", "projection"):
+            raise ValueError(f"qk_norm_span is head or projection, not {qk_norm_span!r}")
         if qk_norm:
-            self.q_norm = RMSNorm(head_dim, norm_eps, offset=norm_offset, **factory)
-            self.k_norm = RMSNorm(head_dim, norm_eps, offset=norm_offset, **factory)
+            whole = qk_norm_span == "projection"
+            self.q_norm = RMSNorm(n_heads * head_dim if whole else head_dim, norm_eps, offset=norm_offset, **factory)
+            self.k_norm = RMSNorm(n_kv_heads * head_dim if whole else head_dim, norm_eps, offset=norm_offset, **factory)
         self.qk_norm = qk_norm
+        self.qk_norm_whole = qk_norm and qk_norm_span == "projection"
+        self.qkv_clip = qkv_clip
 
     def _project(
         self, x: torch.Tensor, start_pos: int = 0, cos_sin: CosSin | None = None, padding: Padding | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q, k (normed and rotated as configured) and v for the positions [start_pos, start_pos + s)."""
-        q = split_heads(self.q_proj(x), self.n_heads)  # (b, n_h, s, h_d)
-        k = split_heads(self.k_proj(x), self.n_kv_heads)  # (b, n_kv, s, h_d)
+        q, k = self.q_proj(x), self.k_proj(x)  # (b, s, n_h * h_d), (b, s, n_kv * h_d)
+        if self.qk_norm_whole:
+            q, k = self.q_norm(q), self.k_norm(k)  # over the whole projection
+        q = split_heads(q, self.n_heads)  # (b, n_h, s, h_d)
+        k = split_heads(k, self.n_kv_heads)  # (b, n_kv, s, h_d)
         v = split_heads(self.v_proj(x), self.n_kv_heads)  # (b, n_kv, s, h_d)
-        if self.qk_norm:
+        if self.qk_norm and not self.qk_norm_whole:
             q, k = self.q_norm(q), self.k_norm(k)  # per head, over h_d
+        if self.qkv_clip is not None:  # OLMoE's clip_qkv
+            q, k, v = (t.clamp(-self.qkv_clip, self.qkv_clip) for t in (q, k, v))
         if self.rope is not None:
             if cos_sin is None:
                 positions = (

@@ -13,7 +13,9 @@ scores; ``final_logit_softcap`` caps the logits; ``rope_local`` rotates the loca
 
 Blocks by ``spec.n_norms_per_layer``: 2, pre-norm (Llama); 4, pre- and post-norm around attention
 and MLP (Gemma 2/3: ``pre_feedforward_layernorm``, ``post_feedforward_layernorm``); 1, attention and
-MLP in parallel from one norm (Falcon-7B).
+MLP in parallel from one norm (Falcon-7B). A two-norm block with ``spec.norm_placement`` ``post`` normalises each
+sublayer's output inside the residual instead (OLMo 2: ``post_attention_layernorm``, ``post_feedforward_layernorm``,
+no input norm).
 
 Tensor parallelism (Megatron layout, see the contract): with ``tp_size > 1`` only rank ``tp_rank``'s
 shard is allocated: its query heads, its KV heads (one replicated head when tp > n_kv_heads), its
@@ -95,7 +97,14 @@ def build_layer_attention(
     if spec.norm_weight_offset and spec.qk_norm and spec.norm != "rmsnorm":
         raise ValueError("q/k norms with a weight offset are RMSNorms")
     n_heads, n_kv_heads = local_heads(spec, tp_rank, tp_size)
+    if spec.qk_norm and spec.qk_norm_span == "projection" and tp_size > 1:
+        raise ValueError(
+            f"a q/k norm over the whole projection needs every rank's heads (a cross-rank reduction): tp {tp_size}"
+            " is not built for it, only tp 1"
+        )
     window = spec.sliding_window if spec.layer_kind(layer) == "local" else None
+    if spec.nope_layers == "global" and spec.layer_kind(layer) == "global":
+        rope = None  # EXAONE 4: no RoPE on its full-attention layers
     return Attention(
         spec.d_model,
         n_heads,
@@ -105,6 +114,8 @@ def build_layer_attention(
         o_bias=spec.o_bias,
         rope=rope,
         qk_norm=spec.qk_norm,
+        qk_norm_span=spec.qk_norm_span,
+        qkv_clip=spec.qkv_clip,
         norm_eps=spec.norm_eps,
         norm_offset=spec.norm_weight_offset,
         window=window,
@@ -148,14 +159,18 @@ class DecoderLayer(nn.Module):
         if spec.n_norms_per_layer not in (1, 2, 4):
             raise ValueError(f"build_model builds blocks with 1, 2 or 4 norms, not {spec.n_norms_per_layer}")
         self.n_norms = spec.n_norms_per_layer
+        self.post_norms = spec.norm_placement == "post"  # OLMo 2: each sublayer's output normed, no input norm
 
         def norm() -> nn.Module:
             return make_norm(spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, **factory)
 
-        self.input_layernorm = norm()
+        if not self.post_norms:
+            self.input_layernorm = norm()
         self.self_attn = self_attn
         if self.n_norms >= 2:
             self.post_attention_layernorm = norm()
+        if self.post_norms:
+            self.post_feedforward_layernorm = norm()
         if self.n_norms == 4:
             self.pre_feedforward_layernorm = norm()
             self.post_feedforward_layernorm = norm()
@@ -176,6 +191,9 @@ class DecoderLayer(nn.Module):
         reduce: Reduce,
         padding: Padding | None = None,
     ) -> torch.Tensor:
+        if self.post_norms:  # x + norm(attn(x)), then h + norm(mlp(h))
+            x = x + self.post_attention_layernorm(self._attend(x, cache, start_pos, cos_sin, reduce, padding))
+            return x + self.post_feedforward_layernorm(self._feed_forward(x, reduce))  # (b, s, d)
         h = self.input_layernorm(x)  # (b, s, d)
         attn = self._attend(h, cache, start_pos, cos_sin, reduce, padding)  # (b, s, d)
         if self.n_norms == 1:  # parallel block: both branches read the same normed input

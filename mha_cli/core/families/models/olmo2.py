@@ -1,13 +1,15 @@
-"""OLMo 2: post-norms inside the residual, q/k norms over the whole projection."""
+"""OLMo 2: post-norms inside the residual (no input norms), q/k RMSNorms over the whole projection."""
 
 from mha_cli.core.families import Family
+
+OLMO2_LAYOUT = {"norm_placement": "post", "qk_norm": True, "qk_norm_span": "projection"}
+"""OLMo 2's block (OLMo 3 and FlexOlmo keep it): x + norm(attn(x)), h + norm(mlp(h)); q_norm over n_heads * head_dim,
+k_norm over n_kv_heads * head_dim."""
 
 FAMILY = Family(
     model_types=("olmo2",),
     config_class="Olmo2Config (transformers 5.24)",
+    layout=OLMO2_LAYOUT,
     names=("olmo2", "olmo-2"),
-    differences=(
-        "OLMo 2 normalises each sublayer's output inside the residual (post-norm); this one normalises its input",
-        "OLMo 2's q/k norms span the whole projection; these are per head",
-    ),
+    equal_test="tests/test_nn_post_norm.py (OLMo 2: whole decoder)",
 )
