@@ -51,14 +51,18 @@ EQUAL = (
     "llama", "mistral", "mixtral", "ministral", "ministral3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
     "deepseek_v2", "deepseek_v3", "internlm3", "exaone", "youtu", "cwm", "iquestcoder", "ernie4_5", "helium",
     "mellum", "seed_oss", "stablelm", "gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2", "gemma", "gemma2",
-    "gemma3_text", "gpt_neo",
+    "gemma3_text", "gpt_neo", "glm4_moe", "sarvam_mla", "sarvam_moe", "solar_open", "exaone_moe", "minimax_m2",
+    "olmoe", "olmo2", "olmo3", "flex_olmo", "exaone4",
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
 (ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its
 q/k/v-only biases, StableLM through its LayerNorm; GPT-2, GPT-SW3, Phi-3, Falcon and StarCoder2 once
 ``mha_cli.core.weight_layout`` renames, splits and transposes their weights; Gemma, Gemma 2 and Gemma 3 through
 the spec's norm weight offset, embedding scale, tanh GELU, softmax scale, soft caps and local RoPE; GPT-Neo through
-its unscaled attention scores and, with GPT-2 and StarCoder2, the tanh GELU)."""
+its unscaled attention scores and, with GPT-2 and StarCoder2, the tanh GELU; GLM-4.5, Sarvam, Solar Open, EXAONE
+MoE and MiniMax-M2 through sigmoid routing with a correction bias; OLMo 2, OLMo 3, FlexOlmo and EXAONE 4 through
+post-norms, OLMo 2/3, FlexOlmo, OLMoE and MiniMax-M2 through q/k norms over the whole projection, EXAONE 4 and
+EXAONE MoE through NoPE full-attention layers)."""
 
 
 @functools.cache

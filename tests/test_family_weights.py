@@ -46,7 +46,8 @@ def _counts(model_type: str) -> tuple[int, int]:
      # post-norms (OLMo 2, OLMo 3, EXAONE 4), q/k norms over the whole projection (OLMo 2, OLMoE, MiniMax-M2),
      # sigmoid routing with a correction bias and shared experts (GLM-4.5, Solar Open, Sarvam, EXAONE MoE)
      "olmo2", "olmo3", "olmoe", "minimax_m2", "exaone4", "exaone_moe", "glm4_moe", "solar_open", "sarvam_moe",
-     "sarvam_mla"],
+     "sarvam_mla",
+     "cohere", "cohere2"],  # bias-free LayerNorms
 )  # fmt: skip
 def test_attention_families_weigh_what_transformers_builds(model_type):
     reference, ours = _counts(model_type)

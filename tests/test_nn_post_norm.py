@@ -4,7 +4,9 @@
 - ``qk_norm_span`` projection: q/k RMSNorms over the whole projection (OLMo 2, OLMoE, MiniMax-M2);
 - ``nope_layers`` global: no RoPE on the full-attention layers (EXAONE 4 with a sliding window);
 - ``qkv_clip``: q, k and v clamped (OLMoE's clip_qkv);
-- sigmoid routing with a correction bias (noaux_tc) for the families that run it (GLM-4.5, MiniMax-M2).
+- sigmoid routing with a correction bias (noaux_tc) for the families that run it (GLM-4.5, MiniMax-M2);
+- ``norm_bias`` false and ``logit_scale``: Cohere's bias-free LayerNorms and scaled logits (Cohere, Cohere2, whose
+  local layers alone take its interleaved RoPE).
 
 transformers builds each model (random weights, norms, biases and correction biases moved off 1 and 0, fp32);
 ``import_hf_config`` reads its config dict, ``build_model`` builds ours, which loads the converted state dict
@@ -41,6 +43,11 @@ GLM4_MOE = dict(
 )  # fmt: skip
 """Two groups of four experts, the best group's top 2 chosen (by score + correction bias), one shared expert."""
 
+LAYERNORM_TINY = {key: value for key, value in TINY.items() if key != "rms_norm_eps"}  # Cohere: layer_norm_eps
+COHERE2 = dict(
+    LAYERNORM_TINY, model_type="cohere2", sliding_window=4, layer_types=["sliding_attention", "full_attention"]
+)
+
 CASES: dict[str, dict[str, Any]] = {
     "olmo2": dict(TINY, model_type="olmo2"),
     "olmo3": dict(TINY, model_type="olmo3", sliding_window=4, layer_types=["sliding_attention", "full_attention"]),
@@ -51,6 +58,10 @@ CASES: dict[str, dict[str, Any]] = {
     "flex_olmo": dict(TINY, model_type="flex_olmo", num_experts=4, **MOE),
     "glm4_moe": dict(GLM4_MOE),
     "minimax_m2": dict(TINY, model_type="minimax_m2", head_dim=16, num_local_experts=4, rotary_dim=8, **MOE),
+    # Cohere's logit_scale (0.0625) shrinks the logits below the tolerance's reach: unscaled here, scaled below
+    "cohere": dict(LAYERNORM_TINY, model_type="cohere", logit_scale=1.0),
+    "cohere2": dict(COHERE2, logit_scale=1.0),
+    "cohere2-scaled": dict(COHERE2, logit_scale=0.5),
 }
 
 
@@ -84,9 +95,9 @@ def _errors(reference: torch.nn.Module, ours: torch.nn.Module) -> tuple[float, f
     return (prefill - expected).abs().max().item(), (decoded - expected).abs().max().item()
 
 
-@pytest.mark.parametrize("model_type", list(CASES))
-def test_same_logits_as_transformers(model_type: str) -> None:
-    reference = _reference(CASES[model_type])
+@pytest.mark.parametrize("case", list(CASES))
+def test_same_logits_as_transformers(case: str) -> None:
+    reference = _reference(CASES[case])
     ours = _ours(reference)
     prefill, decode = _errors(reference, ours)
     assert prefill < TOLERANCE and decode < TOLERANCE, (prefill, decode)
@@ -110,19 +121,24 @@ def test_the_features_are_read_from_the_families():
     assert specs["minimax_m2"].rotary.partial_rotary_factor == 0.5  # rotary_dim 8 of head_dim 16
     dumped = specs["olmo2"].model_dump()
     assert dumped["norm_placement"] == "post" and "norm_placement" not in specs["olmoe"].model_dump()
-    assert not {"norm_placement", "qk_norm_span", "nope_layers"} & set(import_hf_config(TINY).model.model_dump())
+    assert specs["cohere2"].nope_layers == "global" and not specs["cohere"].norm_bias
+    assert specs["cohere2-scaled"].logit_scale == 0.5 and specs["cohere2"].rotary.interleaved
+    new = {"norm_placement", "qk_norm_span", "nope_layers", "qkv_clip", "norm_bias", "logit_scale"}
+    assert not new & set(import_hf_config(TINY).model.model_dump())  # a Llama spec written out as before
 
 
-@pytest.mark.parametrize("model_type", ["olmo2", "exaone4", "olmoe"])
-def test_each_feature_matters(model_type: str) -> None:
+@pytest.mark.parametrize("case", ["olmo2", "exaone4", "olmoe", "cohere2", "cohere2-scaled"])
+def test_each_feature_matters(case: str) -> None:
     """The control: each family's logits move when its feature is switched off (the test would catch its loss)."""
-    reference = _reference(CASES[model_type])
+    reference = _reference(CASES[case])
     spec = _ours(reference).spec
     undone = {
         "olmo2": {"qk_norm": False, "qk_norm_span": "head"},
         "exaone4": {"nope_layers": "none"},
         "olmoe": {"qkv_clip": None},
-    }[model_type]
+        "cohere2": {"nope_layers": "none"},
+        "cohere2-scaled": {"logit_scale": 1.0},
+    }[case]
     other = build_model(spec.model_copy(update=undone), dtype=torch.float32).eval()
     result = load_transformers_state_dict(other, reference.state_dict(), strict=False)
     assert not result.missing_keys

@@ -7,7 +7,7 @@ q latent (d_model x q_lora_rank, its norm, q_lora_rank x n_heads * qk_head_dim);
 projection d_model x (kv_lora_rank + qk_rope_head_dim), the latent's norm, the up projection
 kv_lora_rank x n_heads * (qk_nope_head_dim + v_head_dim), and o (n_heads * v_head_dim) x d_model.
 MLP: gated 3 * d_model * d_ff; plain 2 * d_model * d_ff. MoE layers: every expert plus a router.
-Norms: rmsnorm d_model weights, layernorm weights and biases, n_norms_per_layer of them. Embeddings vocab x d_model, twice
+Norms: rmsnorm d_model weights, layernorm weights and biases (none with ``norm_bias`` false), n_norms_per_layer of them. Embeddings vocab x d_model, twice
 if untied, plus learned positions if any.
 Fixed-state mixers (``mixer_params``), on the layers that hold ``recurrent``'s state, in place of attention on
 ``linear`` layers and beside it when ``on_attention_layers`` (Falcon-H1), laid out as transformers builds them.
@@ -168,10 +168,15 @@ def mlp_params(d_model: int, d_ff: int, mlp: str, bias: bool) -> int:
     return weights + biases
 
 
+def norm_params(model: ModelSpec) -> int:
+    """One d_model-wide norm: an RMSNorm's weight, a LayerNorm's weight and (``norm_bias``) bias."""
+    return model.d_model if model.norm == "rmsnorm" or not model.norm_bias else 2 * model.d_model
+
+
 def count_params(model: ModelSpec) -> ParamBreakdown:
     """Count every parameter of ``model``; see the module docstring for the formulas."""
     d = model.d_model
-    norm = d if model.norm == "rmsnorm" else 2 * d
+    norm = norm_params(model)
     attention = attention_params(model)
     dense_mlp = mlp_params(d, model.d_ff, model.mlp, model.mlp_bias)
     moe_mlp = 0

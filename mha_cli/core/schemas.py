@@ -233,9 +233,9 @@ def _is_default_eps(value: object) -> bool:
     return value == DEFAULT_NORM_EPS
 
 
-def _is_first_choice(*defaults: str) -> Callable[[object], bool]:
-    """An ``exclude_if`` for a choice left at its default: a spec written out omits it, as before the field existed."""
-    return lambda value: value in defaults
+def _is_default(default: object) -> Callable[[object], bool]:
+    """An ``exclude_if`` for a field left at its default: a spec written out omits it, as before the field existed."""
+    return lambda value: value == default and type(value) is type(default)
 
 
 class RecurrentSpec(_Strict):
@@ -401,20 +401,22 @@ class ModelSpec(_Strict):
     """gated (SwiGLU, GeGLU): gate, up, down, 3 * d_model * d_ff; plain (GELU): up, down, 2 * d_model * d_ff."""
     mlp_bias: bool = False
     norm: NormType = "rmsnorm"
+    norm_bias: Annotated[bool, Field(exclude_if=_is_default(True))] = True
+    """Whether a ``layernorm`` has a bias (Cohere's have none); an RMSNorm never has one."""
     n_norms_per_layer: Annotated[int, Field(ge=0, le=8)] = 2
     """Norms of width d_model in each block: 2 pre-norm (Llama), 4 with post-norms (Gemma 2/3), 1 parallel (Falcon)."""
-    norm_placement: Annotated[NormPlacement, Field(exclude_if=_is_first_choice("pre"))] = "pre"
+    norm_placement: Annotated[NormPlacement, Field(exclude_if=_is_default("pre"))] = "pre"
     """Of a two-norm block: ``pre`` normalises each sublayer's input (Llama), ``post`` its output inside the residual
     (OLMo 2's post_attention_layernorm and post_feedforward_layernorm, no input norm); the same weights either way."""
     qk_norm: bool = False
     """RMSNorms on queries and keys (Qwen3, Gemma 3), after the projections, before RoPE (see ``qk_norm_span``)."""
-    qk_norm_span: Annotated[QkNormSpan, Field(exclude_if=_is_first_choice("head"))] = "head"
+    qk_norm_span: Annotated[QkNormSpan, Field(exclude_if=_is_default("head"))] = "head"
     """What ``qk_norm`` normalises over: ``head``, each head (2 * head_dim weights a layer); ``projection``, the whole
     q and k projections (OLMo 2, OLMoE: (n_heads + n_kv_heads) * head_dim weights a layer)."""
-    qkv_clip: Annotated[float, Field(gt=0)] | None = None
+    qkv_clip: Annotated[Annotated[float, Field(gt=0)] | None, Field(exclude_if=_is_none)] = None
     """Queries, keys and values clamped to [-qkv_clip, qkv_clip] after the projections and q/k norms (OLMoE's
     ``clip_qkv``); None: no clamp."""
-    nope_layers: Annotated[NopeLayers, Field(exclude_if=_is_first_choice("none"))] = "none"
+    nope_layers: Annotated[NopeLayers, Field(exclude_if=_is_default("none"))] = "none"
     """Layers without RoPE: ``none``; ``global``, the global layers of a model with local ones (EXAONE 4)."""
     tied_embeddings: bool = False
     """Whether the output head shares the input embedding matrix."""
@@ -428,6 +430,8 @@ class ModelSpec(_Strict):
     (``position_embeddings`` 0); a model with learned positions has none. See ``rotary``."""
     norm_eps: Annotated[float, Field(gt=0, lt=1, exclude_if=_is_default_eps)] = DEFAULT_NORM_EPS
     """Epsilon of every RMSNorm / LayerNorm (rms_norm_eps, layer_norm_epsilon); Qwen, Gemma, DeepSeek: 1e-6."""
+    logit_scale: Annotated[float, Field(gt=0, exclude_if=_is_default(1.0))] = 1.0
+    """The final logits multiplied by it (Cohere's logit_scale); 1: unscaled."""
     context_length: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
     """Context the model was trained for (config.json's max_position_embeddings), if known."""
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.params import count_params, mlp_params, qk_norm_params
+from mha_cli.core.params import count_params, mlp_params, norm_params, qk_norm_params
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 
 
@@ -221,7 +221,7 @@ def params_per_rank(
     if problem is not None:
         raise BadInputError(problem)
     d = model.d_model
-    norm = d if model.norm == "rmsnorm" else 2 * d
+    norm = norm_params(model)
     n_moe = model.n_moe_layers
     n_dense = model.n_layers - n_moe
     whole = count_params(model)

@@ -162,7 +162,9 @@ class DecoderLayer(nn.Module):
         self.post_norms = spec.norm_placement == "post"  # OLMo 2: each sublayer's output normed, no input norm
 
         def norm() -> nn.Module:
-            return make_norm(spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, **factory)
+            return make_norm(
+                spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
+            )
 
         if not self.post_norms:
             self.input_layernorm = norm()
@@ -257,7 +259,9 @@ class DecoderBody(nn.Module):
         if spec.position_embeddings:
             self.embed_positions = nn.Embedding(spec.position_embeddings, spec.d_model, **factory)
         self.layers = nn.ModuleList(layers)
-        self.norm = make_norm(spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, **factory)
+        self.norm = make_norm(
+            spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
+        )
 
 
 class DecoderLM(nn.Module):
@@ -379,6 +383,8 @@ class DecoderLM(nn.Module):
         x = self.model.norm(x)  # (b, s, d)
         head = self.model.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight  # (v, d) or (R, d)
         logits = F.linear(x, head)  # (b, s, v), or (b, s, R): the rank's block of the padded vocabulary
+        if self.spec.logit_scale != 1.0:
+            logits = logits * self.spec.logit_scale  # Cohere's logit_scale
         if self.tp_size > 1:
             first_row = self.tp_rank * head.shape[0]
             logits = gather_logits(

@@ -55,12 +55,14 @@ def make_norm(
     eps: float,
     *,
     offset: float = 0.0,
+    bias: bool = True,
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> nn.Module:
-    """``RMSNorm`` (weight, plus ``offset`` where it multiplies) or ``nn.LayerNorm`` (weight and bias)."""
+    """``RMSNorm`` (weight, plus ``offset`` where it multiplies) or ``nn.LayerNorm`` (weight and, with ``bias``,
+    bias) of ``width`` values."""
     if kind == "rmsnorm":
         return RMSNorm(width, eps, offset=offset, dtype=dtype, device=device)
     if offset:
         raise ValueError(f"a weight offset ({offset}) applies to RMSNorm, not to {kind}")
-    return nn.LayerNorm(width, eps=eps, dtype=dtype, device=device)
+    return nn.LayerNorm(width, eps=eps, bias=bias, dtype=dtype, device=device)
