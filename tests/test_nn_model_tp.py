@@ -143,3 +143,31 @@ def test_every_row_parallel_layer_calls_all_reduce() -> None:
     with torch.no_grad():
         model(torch.zeros(1, 3, dtype=torch.long))
     assert calls == [(1, 3, D)] * 5 + [(1, 3, VOCAB)]  # embedding, 2 x 2 row-parallel layers, the logits' gather
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        dict(norm_placement="post", qk_norm=True, nope_layers="global", sliding_window=4,
+             layer_pattern=["local", "global"], qkv_clip=0.5),  # OLMo 2's block, EXAONE 4's NoPE layers, a clamp
+        dict(norm="layernorm", norm_bias=False, n_norms_per_layer=1, logit_scale=0.5),  # Cohere's
+    ],
+    ids=["post-norm", "cohere"],
+)  # fmt: skip
+def test_sharded_logits_equal_the_full_model_for_the_block_variants(extra: dict) -> None:
+    """Post-norms, NoPE global layers, a q/k/v clamp, bias-free LayerNorms and scaled logits shard as the rest:
+    norms replicated, the clamp and the scale elementwise."""
+    the_spec = spec(vocab_size=VOCAB, **extra)
+    torch.manual_seed(0)
+    full_model = build_model(the_spec).eval()
+    with torch.no_grad():
+        for param in full_model.parameters():
+            param.add_(torch.randn_like(param) * 0.1)
+    ids = torch.randint(0, VOCAB, (2, 9), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = full_model(ids)  # (b, s, v)
+    results, _ = run_ranks(
+        lambda rank: build_model(the_spec, tp_rank=rank, tp_size=2), shard, full_model.state_dict(), ids, 2
+    )
+    for logits in results:
+        torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)

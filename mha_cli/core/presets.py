@@ -271,7 +271,8 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
     "command-r7b": dict(
         family="cohere2", source="CohereLabs/c4ai-command-r7b-12-2024 config.json", context_length=132096,
         d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=256000, d_ff=14336, sliding_window=4096,
-        layer_pattern=["local"] * 3 + ["global"], tied_embeddings=True,
+        layer_pattern=["local"] * 3 + ["global"], tied_embeddings=True, rope=dict(theta=50000.0, interleaved=True),
+        logit_scale=0.25,
     ),
     # 3.08B. GQA 16 / 4; every 4th layer has no RoPE (no change to the cache): 73,728 B/token.
     "smollm3-3b": dict(
