@@ -40,6 +40,7 @@ MOE = dict(num_experts_per_tok=2)  # OLMoE's, FlexOlmo's and MiniMax-M2's expert
 GLM4_MOE = dict(
     TINY, model_type="glm4_moe", n_routed_experts=8, n_group=2, topk_group=1, n_shared_experts=1,
     first_k_dense_replace=1, routed_scaling_factor=1.5, use_qk_norm=True, moe_intermediate_size=32, **MOE,
+    attention_bias=True,  # q, k and v biased, o_proj not
 )  # fmt: skip
 """Two groups of four experts, the best group's top 2 chosen (by score + correction bias), one shared expert."""
 

@@ -1,9 +1,23 @@
 """GLM-4.5 (GLM-4-MoE): Llama's attention (partial RoPE, optional per-head q/k norms), DeepSeek-V3's sigmoid routing."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from mha_cli.core.families import Family
+
+if TYPE_CHECKING:
+    from mha_cli.core.config_reader import ConfigReader
 
 SIGMOID_NOAUX = ("scoring_func", "topk_method")
 """Routing fields GLM-4-MoE's router hard-codes: sigmoid scores, experts chosen by score + correction bias."""
+
+
+def qkv_biases_only(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """``attention_bias`` (Sarvam's original ``use_qkv_bias``) biases q, k and v; o_proj never has one."""
+    fields["qkv_bias"] = bool(r.get("attention_bias", "use_qkv_bias"))
+    fields["o_bias"] = False
+
 
 FAMILY = Family(
     model_types=("glm4_moe",),
@@ -18,6 +32,7 @@ FAMILY = Family(
         "topk_group": 1,
     },
     routing_fixed=SIGMOID_NOAUX,
+    read_fields=qkv_biases_only,
     names=("glm-4.5", "glm4-moe", "glm-4-moe"),
     differences=("GLM-4.5's multi-token-prediction layers (num_mtp_layers; not counted by count_params either)",),
     equal_test="tests/test_family_sweep.py (the decoder sweep: glm4_moe)",

@@ -1,8 +1,23 @@
 """Sarvam-30B (SarvamMoE): transformers runs it as GLM-4-MoE (full RoPE, per-head q/k norms, sigmoid routing)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from mha_cli.core.families import Family
 from mha_cli.core.families.models.exaone_moe import shared_experts_and_dense_layers
 from mha_cli.core.families.models.glm4_moe import FAMILY as GLM4_MOE
+from mha_cli.core.families.models.glm4_moe import qkv_biases_only
+
+if TYPE_CHECKING:
+    from mha_cli.core.config_reader import ConfigReader
+
+
+def _read_fields(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """The original config.json's spellings (num_shared_experts, use_qkv_bias), GLM-4-MoE's q/k/v-only biases."""
+    shared_experts_and_dense_layers(r, fields)
+    qkv_biases_only(r, fields)
+
 
 FAMILY = Family(
     model_types=("sarvam_moe",),
@@ -15,7 +30,7 @@ FAMILY = Family(
         "first_k_dense_replace": 1,
         "num_experts_per_tok": 6,
     },
-    read_fields=shared_experts_and_dense_layers,  # the original config.json spells num_shared_experts
+    read_fields=_read_fields,
     routing_defaults={**GLM4_MOE.routing_defaults, "routed_scaling_factor": 2.5},
     routing_fixed=GLM4_MOE.routing_fixed,
     names=("sarvam-30b", "sarvam-moe"),
