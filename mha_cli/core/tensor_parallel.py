@@ -220,7 +220,6 @@ def params_per_rank(
     problem = tp_shard_problem(model, tp, experts)
     if problem is not None:
         raise BadInputError(problem)
-    d = model.d_model
     norm = norm_params(model)
     n_moe = model.n_moe_layers
     n_dense = model.n_layers - n_moe
