@@ -7,15 +7,20 @@ LEARNED_POSITIONS: tuple[str, ...] = ()
 """What the decoder does not reproduce of GPT-2 (and, for a spec of no known family, of learned positions): nothing
 since its tanh GELU (``activation_function`` gelu_new) is read into ``ModelSpec.activation``."""
 
+GPT2_TREE = (
+    (r"^transformer\.wte\.", "model.embed_tokens."),
+    (r"^transformer\.wpe\.", "model.embed_positions."),
+    (r"^transformer\.ln_f\.", "model.norm."),
+    (r"^transformer\.h\.(\d+)\.", r"model.layers.\1."),
+    (r"\.ln_1\.", ".input_layernorm."),
+    (r"\.ln_2\.", ".post_attention_layernorm."),
+)
+"""GPT-2's module tree (embeddings, blocks, their two LayerNorms) under the decoder's names; GPT-Neo shares it."""
+
 # GPT-2 (and GPT-SW3, its config class): Conv1D weights (in, out); c_attn holds q, k, v one after the other.
 WEIGHTS = WeightLayout(
     renames=(
-        (r"^transformer\.wte\.", "model.embed_tokens."),
-        (r"^transformer\.wpe\.", "model.embed_positions."),
-        (r"^transformer\.ln_f\.", "model.norm."),
-        (r"^transformer\.h\.(\d+)\.", r"model.layers.\1."),
-        (r"\.ln_1\.", ".input_layernorm."),
-        (r"\.ln_2\.", ".post_attention_layernorm."),
+        *GPT2_TREE,
         (r"\.attn\.c_attn\.", ".self_attn.qkv_proj."),
         (r"\.attn\.c_proj\.", ".self_attn.o_proj."),
         (r"\.mlp\.c_fc\.", ".mlp.up_proj."),

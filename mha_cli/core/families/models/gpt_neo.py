@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.layer_types import kinds_of_layer_types
+from mha_cli.core.families.models.gpt2 import GPT2_TREE
 from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
@@ -26,12 +27,7 @@ def _attention_layers(r: ConfigReader, n_layers: int) -> list[LayerKind] | None:
 # GPT-Neo: GPT-2's module tree with nn.Linear (out, in) and separate q/k/v under attn.attention.
 WEIGHTS = WeightLayout(
     renames=(
-        (r"^transformer\.wte\.", "model.embed_tokens."),
-        (r"^transformer\.wpe\.", "model.embed_positions."),
-        (r"^transformer\.ln_f\.", "model.norm."),
-        (r"^transformer\.h\.(\d+)\.", r"model.layers.\1."),
-        (r"\.ln_1\.", ".input_layernorm."),
-        (r"\.ln_2\.", ".post_attention_layernorm."),
+        *GPT2_TREE,
         (r"\.attn\.attention\.out_proj\.", ".self_attn.o_proj."),
         (r"\.attn\.attention\.", ".self_attn."),
         (r"\.mlp\.c_fc\.", ".mlp.up_proj."),
