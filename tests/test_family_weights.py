@@ -82,8 +82,10 @@ def test_fixed_state_families_are_off_by_what_the_note_says(model_type, stated):
         ("gpt_neo", {"hidden_size": 256, "num_layers": 4, "num_heads": 4, "vocab_size": 512,
                      "max_position_embeddings": 512, "attention_types": [[["global", "local"], 2]]}, 0),
         ("xglm", {"d_model": 256, "num_layers": 4, "attention_heads": 4, "ffn_dim": 1024, "vocab_size": 512}, 0),
-        # MPT's LayerNorms have no bias (no_bias): 9 norms x 256 counted as biased, the only difference
-        ("mpt", {"d_model": 256, "n_layers": 4, "n_heads": 4, "vocab_size": 512, "max_seq_len": 512}, 9 * 256),
+        # MPT's LayerNorms and projections have no bias, even with no_bias false (transformers 5.24 builds none)
+        ("mpt", {"d_model": 256, "n_layers": 4, "n_heads": 4, "vocab_size": 512, "max_seq_len": 512}, 0),
+        ("mpt", {"d_model": 256, "n_layers": 4, "n_heads": 4, "vocab_size": 512, "max_seq_len": 512,
+                 "no_bias": False}, 0),
     ],
 )  # fmt: skip
 def test_families_spelling_their_fields_their_own_way_weigh_what_transformers_builds(model_type, fields, off_by):

@@ -26,13 +26,10 @@ FAMILY = Family(
     model_types=("mpt",),
     config_class="MptConfig (transformers 5.24)",
     spellings={"layers": ("n_layers",), "heads": ("n_heads",)},
-    layout={"mlp": "plain", "norm": "layernorm"},
+    layout={"mlp": "plain", "norm": "layernorm", "norm_bias": False},  # transformers' MPT has no bias at all
     tied_by_default=True,
     kv_heads=_grouped_kv_heads,
     dense_width=_expansion,
     names=("mpt",),
-    differences=(
-        "MPT's LayerNorms have no bias; these have one",
-        "MPT's ALiBi position biases (attn_config.alibi); here RoPE",
-    ),
+    differences=("MPT's ALiBi position biases (attn_config.alibi); here RoPE",),
 )
