@@ -7,8 +7,7 @@ arithmetic or parameter names differ. Each family's module in the registry lists
 (``Family.differences``), one sentence each.
 
 The family is the spec's ``family`` (``hf_import`` and the presets set it), else the one its name spells
-(``gemma-2-...``); a spec of no family is judged by its structure (four norms a layer: Gemma's; one: Falcon's
-parallel block; learned positions: GPT-2's).
+(``gemma-2-...``); a spec of no family lists nothing: the decoder builds exactly what its fields say.
 """
 
 from __future__ import annotations
@@ -24,19 +23,7 @@ def spec_family(spec: ModelSpec) -> Family | None:
     return family_named(f"{spec.name} {spec.source or ''}")
 
 
-def _by_structure(spec: ModelSpec) -> tuple[str, ...]:
-    """What a spec of no registered family leaves out, read from its structure."""
-    details: tuple[str, ...] = ()
-    if spec.n_norms_per_layer == 4:
-        details += family("gemma").differences  # four norms a layer: a Gemma block
-    elif spec.n_norms_per_layer == 1:
-        details += family("falcon").differences  # one norm before a parallel block
-    if spec.position_embeddings:
-        details += family("gpt2").differences
-    return details
-
-
 def omitted_details(spec: ModelSpec) -> list[str]:
     """Family details of ``spec`` that the built decoder does not reproduce (empty for Llama/Mistral/Qwen, DeepSeek-V2)."""
     found = spec_family(spec)
-    return list(found.differences if found is not None else _by_structure(spec))
+    return list(found.differences) if found is not None else []

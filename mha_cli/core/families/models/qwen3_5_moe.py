@@ -1,17 +1,7 @@
-"""Qwen3.5-MoE: Qwen3.5's layers with routed experts and a gated shared expert."""
+"""Qwen3.5-MoE: Qwen3-Next's Gated DeltaNet : gated attention layers with routed experts and a gated shared expert."""
 
-from mha_cli.core.families import Family
-from mha_cli.core.families.models.qwen3_next import GATED_ATTENTION, GATED_DELTANET_DEFAULTS, every_nth_attention
-from mha_cli.core.families.state_readers import gated_deltanet_state
+from mha_cli.core.families.models.qwen3_next import FAMILY as QWEN3_NEXT
 
-FAMILY = Family(
-    model_types=("qwen3_5_moe", "qwen3_5_moe_text"),
-    config_class="Qwen3_5MoeTextConfig (transformers 5.24)",
-    defaults=GATED_DELTANET_DEFAULTS,
-    layout={"qk_norm": True},
-    layer_kinds=every_nth_attention,
-    fixed_state="Gated DeltaNet",
-    state=gated_deltanet_state,
-    gated_shared_expert=True,
-    differences=GATED_ATTENTION,
+FAMILY = QWEN3_NEXT._replace(
+    model_types=("qwen3_5_moe", "qwen3_5_moe_text"), config_class="Qwen3_5MoeTextConfig (transformers 5.24)"
 )
