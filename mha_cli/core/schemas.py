@@ -217,6 +217,20 @@ class RopeSpec(_Strict):
     (x_i, x_(i + r/2)), Llama's (false). No effect on any size."""
 
 
+class NormedResidual(_Strict):
+    """MiniMax's block: each sublayer's residual is its normed input, not the block's, and both terms are scaled:
+    h = norm(x); x' = alpha * h + beta * sublayer(h), for the attention (or linear-attention) and the MLP sublayer
+    alike (transformers' ``*_alpha_factor`` / ``*_beta_factor``, the remote code's ``layernorm_*_alpha`` / ``_beta``
+    with ``postnorm``). Pairs are (alpha, beta). No weight, no size."""
+
+    attention: tuple[_Factor, _Factor] = (1.0, 1.0)
+    """After a softmax-attention sublayer (``full_attn_alpha_factor``, ``full_attn_beta_factor``)."""
+    linear: tuple[_Factor, _Factor] = (1.0, 1.0)
+    """After a fixed-state (lightning) sublayer (``linear_attn_alpha_factor``, ``linear_attn_beta_factor``)."""
+    mlp: tuple[_Factor, _Factor] = (1.0, 1.0)
+    """After the MLP / MoE (``mlp_alpha_factor``, ``mlp_beta_factor``)."""
+
+
 DEFAULT_NORM_EPS = 1e-5
 """Epsilon of RMSNorm / LayerNorm when a spec does not state one (Llama 2/3, Mistral, GPT-2)."""
 
@@ -461,6 +475,13 @@ class ModelSpec(_Strict):
     """The rotary embedding of ``local`` (sliding-window) layers where it differs from ``rope``, the global
     layers' (Gemma 3: theta 10,000 unscaled locally, 1,000,000 globally, config.json's rope_parameters per layer
     type or rope_local_base_freq); None: every layer rotates by ``rope``."""
+    normed_residual: Annotated[NormedResidual | None, Field(exclude_if=_is_none)] = None
+    """MiniMax's scaled residual around normed inputs (a two-norm pre-norm block); None: Llama's
+    x + sublayer(norm(x))."""
+    masked_window: Annotated[Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None, Field(exclude_if=_is_none)] = None
+    """A window the ``global`` layers' attention mask applies while their cache keeps every token (transformers'
+    MiniMax with a ``sliding_window``: its full-attention layers are masked to it, its cache is not windowed);
+    None: global layers see every cached token. Changes no size."""
 
     @model_validator(mode="after")
     def _resolve_and_check(self) -> "ModelSpec":
@@ -483,6 +504,8 @@ class ModelSpec(_Strict):
     def _check_block(self) -> None:
         if self.norm_placement == "post" and self.n_norms_per_layer != 2:
             raise ValueError(f"norm_placement post places two norms a block, not {self.n_norms_per_layer}")
+        if self.normed_residual is not None and (self.n_norms_per_layer != 2 or self.norm_placement != "pre"):
+            raise ValueError("normed_residual scales the residual of a two-norm pre-norm block")
         if self.qk_norm_span == "projection" and not self.qk_norm:
             raise ValueError("qk_norm_span projection needs qk_norm")
         if self.qk_norm_span == "projection" and self.mla is not None:

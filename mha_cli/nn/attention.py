@@ -3,7 +3,8 @@
 Projection names follow Llama (``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``, Qwen3's ``q_norm`` and
 ``k_norm``) so a Llama-family layer's weights load by name. Optional parts, in the order they apply:
 per-head RMSNorm of queries and keys (Qwen3; weights offset by ``norm_offset``, Gemma 3's 1 + weight), RoPE
-(``rope``), a sliding window (``window``: a query sees itself and the window - 1 keys before it), the softmax
+(``rope``), a sliding window (``window``: a query sees itself and the window - 1 keys before it; ``mask_window``:
+the same mask over a cache that keeps every token, MiniMax's full-attention layers in transformers), the softmax
 scale (``scale``, default head_dim^-0.5) and a soft cap of the scores (``softcap``, Gemma 2). Under tensor parallelism the module holds one rank's
 heads and ``o_proj`` is row-parallel (``reduce`` sums the ranks). Shapes use the glossary of
 ``mha_cli.nn.heads``. ``qk_norm_span="projection"`` norms the whole q and k projections instead of each head
@@ -56,6 +57,7 @@ class Attention(nn.Module):
         norm_eps: float = 1e-5,
         norm_offset: float = 0.0,
         window: int | None = None,
+        mask_window: int | None = None,
         scale: float | None = None,
         softcap: float | None = None,
         dtype: torch.dtype | None = None,
@@ -67,6 +69,7 @@ class Attention(nn.Module):
         self.d_model, self.n_heads, self.n_kv_heads, self.head_dim = d_model, n_heads, n_kv_heads, head_dim
         self.q_per_kv = n_heads // n_kv_heads
         self.rope, self.window = rope, window
+        self.mask_window = window if window is not None else mask_window  # what the mask windows (the cache: window)
         self.scale, self.softcap = scale, softcap
         factory = {"dtype": dtype, "device": device}
         self.q_proj = nn.Linear(d_model, n_heads * head_dim, bias=bias, **factory)
@@ -138,9 +141,9 @@ class Attention(nn.Module):
 
     def _mask(self, start_pos: int, s: int, first_key: int, t: int) -> torch.Tensor | None:
         """The window mask (s, t) when some causal key falls outside the window, else ``None`` (plain causal)."""
-        if self.window is None or start_pos + s - first_key <= self.window:
+        if self.mask_window is None or start_pos + s - first_key <= self.mask_window:
             return None  # the keys span at most one window: causal masking alone is exact
-        return window_mask(start_pos, s, first_key, t, self.window, self.q_proj.weight.device)
+        return window_mask(start_pos, s, first_key, t, self.mask_window, self.q_proj.weight.device)
 
     def forward_with_weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Reference path (explicit softmax, K/V repeated, no window): (out (b, s, d_model), weights (b, n_h, s, s))."""

@@ -15,7 +15,7 @@ Blocks by ``spec.n_norms_per_layer``: 2, pre-norm (Llama); 4, pre- and post-norm
 and MLP (Gemma 2/3: ``pre_feedforward_layernorm``, ``post_feedforward_layernorm``); 1, attention and
 MLP in parallel from one norm (Falcon-7B). A two-norm block with ``spec.norm_placement`` ``post`` normalises each
 sublayer's output inside the residual instead (OLMo 2: ``post_attention_layernorm``, ``post_feedforward_layernorm``,
-no input norm).
+no input norm); with ``spec.normed_residual`` each residual is the sublayer's normed input, scaled (MiniMax).
 
 Tensor parallelism (Megatron layout, see the contract): with ``tp_size > 1`` only rank ``tp_rank``'s
 shard is allocated: its query heads, its KV heads (one replicated head when tp > n_kv_heads), its
@@ -48,6 +48,7 @@ from mha_cli.nn.kv_cache import resolve_cache_dtype
 from mha_cli.nn.mixers import build_mixer
 from mha_cli.nn.mla import MLAttention, build_mla
 from mha_cli.nn.mlp import MLP
+from mha_cli.nn.normed_residual import residual_scales
 from mha_cli.nn.moe import build_moe
 from mha_cli.nn.norms import RMSNorm, make_norm
 from mha_cli.nn.padding import Padding
@@ -91,7 +92,10 @@ def build_layer_attention(
             raise ValueError(f"layer {layer} is linear but the spec has no recurrent block")
         if tp_size != 1:
             raise ValueError(f"a {spec.recurrent.kind} mixer is built on one rank only, not split over tp {tp_size}")
-        return build_mixer(spec.recurrent, spec.d_model, eps=spec.norm_eps, dtype=dtype, device=device)
+        return build_mixer(
+            spec.recurrent, spec.d_model, eps=spec.norm_eps, layer=layer, n_layers=spec.n_layers, dtype=dtype,
+            device=device,
+        )  # fmt: skip
     if spec.mla is not None:
         return build_mla(spec, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
     if spec.norm_weight_offset and spec.qk_norm and spec.norm != "rmsnorm":
@@ -103,6 +107,7 @@ def build_layer_attention(
             " is not built for it, only tp 1"
         )
     window = spec.sliding_window if spec.layer_kind(layer) == "local" else None
+    mask_window = spec.masked_window if spec.layer_kind(layer) == "global" else None
     if spec.nope_layers == "global" and spec.layer_kind(layer) == "global":
         rope = None  # EXAONE 4: no RoPE on its full-attention layers
     return Attention(
@@ -119,6 +124,7 @@ def build_layer_attention(
         norm_eps=spec.norm_eps,
         norm_offset=spec.norm_weight_offset,
         window=window,
+        mask_window=mask_window,
         scale=spec.attn_scale,
         softcap=spec.attn_logit_softcap,
         dtype=dtype,
@@ -183,6 +189,8 @@ class DecoderLayer(nn.Module):
         self._mlp_takes_reduce = _takes_reduce(mlp)
         self.is_mixer = hasattr(self_attn, "new_state")
         """A fixed-state mixer (``forward(x, state)``, ``new_state``) in place of attention."""
+        self.residual_scales = residual_scales(spec.normed_residual, linear=self.is_mixer)
+        """MiniMax's ((alpha, beta) after attention, after the MLP) around normed inputs; None: Llama's residual."""
 
     def forward(
         self,
@@ -198,6 +206,10 @@ class DecoderLayer(nn.Module):
             return x + self.post_feedforward_layernorm(self._feed_forward(x, reduce))  # (b, s, d)
         h = self.input_layernorm(x)  # (b, s, d)
         attn = self._attend(h, cache, start_pos, cos_sin, reduce, padding)  # (b, s, d)
+        if self.residual_scales is not None:  # MiniMax: each residual is the normed input, both terms scaled
+            (attn_alpha, attn_beta), (mlp_alpha, mlp_beta) = self.residual_scales
+            h = self.post_attention_layernorm(h * attn_alpha + attn * attn_beta)  # (b, s, d)
+            return h * mlp_alpha + self._feed_forward(h, reduce) * mlp_beta  # (b, s, d)
         if self.n_norms == 1:  # parallel block: both branches read the same normed input
             return x + attn + self._feed_forward(h, reduce)  # (b, s, d)
         if self.n_norms == 2:

@@ -1,4 +1,5 @@
-"""Plain PyTorch reference mixers for the fixed-state layers ``mha kv`` prices: Gated DeltaNet and Mamba-2.
+"""Plain PyTorch reference mixers for the fixed-state layers ``mha kv`` prices: Gated DeltaNet, Mamba-2 and
+lightning attention.
 
 Naive and readable (token-by-token recurrences): they exist so the state a layer keeps can be measured
 (``MixerState.nbytes``) and compared with ``mha_cli.core.kv.state_bytes_per_layer``. Imported only by the torch ring.
@@ -12,6 +13,7 @@ Naive and readable (token-by-token recurrences): they exist so the state a layer
 from mha_cli.nn.mixers.build import BUILT_KINDS, build_mixer
 from mha_cli.nn.mixers.gated_deltanet import GatedDeltaNet, gated_delta_rule
 from mha_cli.nn.mixers.gated_norm import GatedRMSNorm
+from mha_cli.nn.mixers.lightning import LightningAttention, lightning_recurrence
 from mha_cli.nn.mixers.mamba2 import Mamba2, ssd_recurrence
 from mha_cli.nn.mixers.short_conv import ShortConv
 from mha_cli.nn.mixers.state import MixerState
@@ -20,10 +22,12 @@ __all__ = [
     "BUILT_KINDS",
     "GatedDeltaNet",
     "GatedRMSNorm",
+    "LightningAttention",
     "Mamba2",
     "MixerState",
     "ShortConv",
     "build_mixer",
     "gated_delta_rule",
+    "lightning_recurrence",
     "ssd_recurrence",
 ]

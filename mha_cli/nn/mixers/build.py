@@ -1,7 +1,9 @@
 """Build the mixer a ``RecurrentSpec`` describes, so its measured state can be set against the price.
 
-Only ``gated_deltanet`` and ``mamba2`` are built; Mamba-1 (Jamba), lightning attention (MiniMax) and KDA
-(Kimi-Linear) are refused by name. The spec keeps the conv width, not the key-head or group count, so those are
+``gated_deltanet``, ``mamba2`` and ``lightning`` (MiniMax) are built; Mamba-1 (Jamba) and KDA (Kimi-Linear) are
+refused by name. A lightning state is kept in the format the spec says (``activation``: the activations' dtype, as
+transformers and vLLM keep MiniMax's; ``fp32`` or ``auto``, transformers' convention: fp32); the other two keep
+fp32 only. The spec keeps the conv width, not the key-head or group count, so those are
 read back from it: Gated DeltaNet ``conv_dim = 2 * key_heads * key_dim + value_heads * value_dim``, Mamba-2
 ``conv_dim = heads * head_dim + 2 * groups * d_state``.
 """
@@ -14,9 +16,10 @@ from torch import nn
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import RecurrentSpec
 from mha_cli.nn.mixers.gated_deltanet import GatedDeltaNet
+from mha_cli.nn.mixers.lightning import LightningAttention
 from mha_cli.nn.mixers.mamba2 import Mamba2
 
-BUILT_KINDS = ("gated_deltanet", "mamba2")
+BUILT_KINDS = ("gated_deltanet", "mamba2", "lightning")
 
 
 def _whole(numerator: int, denominator: int, what: str) -> int:
@@ -30,10 +33,19 @@ def build_mixer(
     d_model: int,
     *,
     eps: float = 1e-6,
+    layer: int = 0,
+    n_layers: int = 1,
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> nn.Module:
-    """The ``GatedDeltaNet`` or ``Mamba2`` of ``spec`` (random weights); ``BadInputError`` for the other kinds."""
+    """The ``GatedDeltaNet``, ``Mamba2`` or ``LightningAttention`` of ``spec`` (random weights), as layer ``layer``
+    of ``n_layers`` (lightning attention's decay depends on it); ``BadInputError`` for the other kinds."""
+    if spec.kind == "lightning":
+        state_dtype = None if spec.state_dtype == "activation" else torch.float32
+        return LightningAttention(
+            d_model, n_heads=spec.n_heads, head_dim=spec.head_dim, layer=layer, n_layers=n_layers,
+            state_dtype=state_dtype, dtype=dtype, device=device,
+        )  # fmt: skip
     factory = {"eps": eps, "dtype": dtype, "device": device}
     if spec.state_dtype == "activation":  # "auto" is transformers' fp32, what these mixers keep
         raise BadInputError(f"a {spec.kind} mixer with an activation-dtype recurrent state is not built (fp32 only)")
