@@ -48,8 +48,8 @@ from mha_cli.nn.kv_cache import resolve_cache_dtype
 from mha_cli.nn.mixers import build_mixer
 from mha_cli.nn.mla import MLAttention, build_mla
 from mha_cli.nn.mlp import MLP
-from mha_cli.nn.normed_residual import residual_scales
 from mha_cli.nn.moe import build_moe
+from mha_cli.nn.normed_residual import residual_scales
 from mha_cli.nn.norms import RMSNorm, make_norm
 from mha_cli.nn.padding import Padding
 from mha_cli.nn.rope import RotaryEmbedding
