@@ -24,6 +24,8 @@ from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.suggest import did_you_mean
 
 _LLAMA3_VOCAB = 128256
+_MINIMAX_ALPHA = 3.5565588200778455
+"""MiniMax-Text-01's residual factor (its ``layernorm_*_alpha``; every beta is 1)."""
 
 
 def _llama3_rope(factor: float) -> dict[str, Any]:
@@ -243,6 +245,7 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         layer_pattern=["linear"] * 7 + ["global"],
         recurrent=dict(kind="lightning", n_heads=64, head_dim=128, state_dim=128, state_dtype="activation"),
         moe=dict(n_experts=32, n_active_experts=2, d_ff_expert=9216),
+        normed_residual=dict(attention=(_MINIMAX_ALPHA, 1.0), linear=(_MINIMAX_ALPHA, 1.0), mlp=(_MINIMAX_ALPHA, 1.0)),
     ),
     # 7 MLA : 20 KDA layers: 8,064 B/token + 43,909,120 B of state per sequence.
     "kimi-linear-48b-a3b": dict(

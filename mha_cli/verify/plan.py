@@ -29,7 +29,7 @@ from pydantic import Field
 
 from mha_cli.core.dtypes import BUILDABLE, storage_format
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
-from mha_cli.core.kv import KvFootprint, footprint_for
+from mha_cli.core.kv import KvFootprint, footprint_for, recurrent_state_format
 from mha_cli.core.memory import resolve_tp
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes
@@ -291,18 +291,25 @@ class _Sizer:
         return weights + self.cache(n_layers, batch, seq) + workspace
 
 
-BUILT_MIXERS = ("gated_deltanet", "mamba2")
+BUILT_MIXERS = ("gated_deltanet", "mamba2", "lightning")
 """Recurrent kinds whose ``linear`` layers the torch ring builds (``mha_cli.nn.mixers.BUILT_KINDS``, kept torch-free)."""
+ACTIVATION_STATE_MIXERS = ("lightning",)
+"""Of those, the kinds built with a recurrent state in the activations' dtype (``state_dtype`` activation); the
+others keep fp32 only."""
 
 
 def refuse_unbuilt_layers(model: ModelSpec) -> None:
-    """The torch ring builds global and sliding-window attention (MHA/GQA/MQA/MLA) and Gated DeltaNet / Mamba-2
-    ``linear`` layers: refuse, in one line, a model with chunked, other linear-attention / state-space, parallel-hybrid,
-    KV-sharing or indexer layers (``mha kv`` prices them)."""
+    """The torch ring builds global and sliding-window attention (MHA/GQA/MQA/MLA) and Gated DeltaNet, Mamba-2 and
+    lightning ``linear`` layers: refuse, in one line, a model with chunked, other linear-attention / state-space,
+    parallel-hybrid, KV-sharing or indexer layers (``mha kv`` prices them)."""
     kinds = {model.layer_kind(i) for i in range(model.n_layers)}
     built = {"global", "local"}
     recurrent = model.recurrent
-    if recurrent is not None and recurrent.kind in BUILT_MIXERS and recurrent.state_dtype != "activation":
+    if (
+        recurrent is not None
+        and recurrent.kind in BUILT_MIXERS
+        and (recurrent.state_dtype != "activation" or recurrent.kind in ACTIVATION_STATE_MIXERS)
+    ):
         built.add("linear")
     unbuilt = sorted(kinds - built)
     if "linear" in unbuilt and recurrent is not None:
@@ -315,8 +322,8 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
         unbuilt.append("indexer")
     if unbuilt:
         raise BadInputError(
-            "mha verify builds global and sliding-window attention and Gated DeltaNet / Mamba-2 layers only;"
-            f" {model.name} has {', '.join(unbuilt)} layers: price its cache with `mha kv` instead"
+            "mha verify builds global and sliding-window attention and Gated DeltaNet / Mamba-2 / lightning layers"
+            f" only; {model.name} has {', '.join(unbuilt)} layers: price its cache with `mha kv` instead"
         )
 
 
@@ -387,8 +394,9 @@ def make_plan(
     if model.recurrent is not None and deployment.state_convention == "engine":
         torch_state = footprint_for(model, unpaged(deployment), 1).state_bytes_per_seq
         engine_state = footprint_for(model, deployment, 1).state_bytes_per_seq
+        state_format = recurrent_state_format(model.recurrent, dtype, "transformers").name
         notes.append(
-            f"fixed state predicted as the torch ring holds it (transformers: conv_kernel conv columns, fp32"
+            f"fixed state predicted as the torch ring holds it (transformers: conv_kernel conv columns, {state_format}"
             f" recurrent state), {torch_state:,} B a sequence over the whole model; vLLM holds {engine_state:,} B"
             " (`mha kv`)"
         )

@@ -21,7 +21,7 @@ from mha_cli.core.record import Record
 APPROXIMATE_WEIGHTS = {"Gated DeltaNet", "KDA"}
 """Mixers whose families' weights ``count_params`` still misses in part (``core.deployment.MIXER_WEIGHTS_NOTE``:
 Qwen3-Next's attention output gate, Kimi-Linear unmeasured); the others count exactly."""
-BUILT_MIXERS = {"Gated DeltaNet", "Mamba-2"}
+BUILT_MIXERS = {"Gated DeltaNet", "Mamba-2", "lightning attention"}
 """Fixed-state mixers ``mha verify`` builds (``verify.plan.BUILT_MIXERS``): their state is measured, on one rank."""
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families import Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.layer_types import kinds_of_layer_types, sliding_window
 from mha_cli.core.weight_layout import WeightLayout
 
@@ -81,5 +81,6 @@ FAMILY = Family(
     read_fields=_normed_residual,
     routing_defaults={"norm_topk_prob": True},
     routing_fixed=("norm_topk_prob",),
+    equal_test=EQUAL_BY_SWEEP,
     weights=WEIGHTS,
 )
