@@ -12,6 +12,7 @@ from mha_cli.core.params import count_params
 from mha_cli.core.presets import get_preset, preset_names
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.nn import build_model
+from mha_cli.nn.mixers import BUILT_KINDS
 
 PRESETS = preset_names()
 EXACT_FAMILIES = [
@@ -42,7 +43,7 @@ def test_a_hybrid_equals_the_formula_with_its_mixers(name: str) -> None:
     the counts are equal; a mixer beside attention (Falcon-H1) is not built, so its model lacks just the mixers.
     Kinds without a torch mixer are refused by name."""
     spec = get_preset(name)
-    if spec.recurrent.kind not in ("gated_deltanet", "mamba2"):
+    if spec.recurrent.kind not in BUILT_KINDS:  # Gated DeltaNet, Mamba-2, lightning attention
         with pytest.raises(BadInputError, match=r"no torch mixer|fp32 only"):
             build_model(spec, device="meta")
         return
