@@ -52,6 +52,7 @@ TINY = {
     "topk_group": 1, "kv_lora_rank": 16, "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
     "v_head_dim": 16, "index_head_dim": 16, "index_n_heads": 2, "linear_num_key_heads": 2,
     "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 8, "linear_conv_kernel_dim": 4,
+    "linear_num_heads": 4, "linear_head_dim": 8, "num_experts_per_token": 2,
     "mamba_n_heads": 4, "mamba_d_head": 16, "mamba_d_state": 8, "mamba_d_conv": 4, "mamba_n_groups": 1,
     "mamba_expand": 2, "ssm_state_size": 8, "state_size": 8, "conv_kernel": 4, "n_groups": 1, "expand": 2,
     "time_step_rank": 8, "mamba_dt_rank": 8, "d_model": 64, "n_layer": 8, "n_layers": 8, "n_head": 4,

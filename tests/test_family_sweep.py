@@ -40,6 +40,7 @@ PRICED = (
     "gemma3_text", "gpt2", "gpt_neo", "gpt_neox", "gptj", "falcon", "falcon_h1", "jamba", "deepseek_v2",
     "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "olmo2", "olmoe", "phi3", "starcoder2", "cohere2", "gpt_oss",
     "llama4_text", "minimax", "mpt", "xglm", "hunyuan_v1_moe", "smollm3", "glm4_moe", "minimax_m2", "bloom", "opt",
+    "kimi_linear",
 )  # fmt: skip
 """Families the cache sweep builds and `mha kv` prices exactly (or as the window a serving engine keeps)."""
 REFUSED = {

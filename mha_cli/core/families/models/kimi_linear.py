@@ -21,10 +21,16 @@ def _linear_config(r: ConfigReader) -> dict[str, Any]:
 
 
 def _listed_layers(r: ConfigReader, n_layers: int) -> list[LayerKind] | None:
-    """``linear_attn_config``'s 1-based ``kda_layers`` are KDA (as KimiLinearConfig's layer types); the others MLA."""
+    """``linear_attn_config``'s 1-based ``kda_layers`` are KDA (as KimiLinearConfig's layer types); the others MLA.
+
+    Without them (and without ``layer_types``), KimiLinearConfig's own cycle: every 4th layer from the 5th is MLA."""
     kda = _linear_config(r).get("kda_layers")
     if kda is None:
-        return None
+        return r.assume(
+            ["global" if i and i % 4 == 0 else "linear" for i in range(n_layers)],
+            "linear_attn_config.kda_layers absent: every 4th layer from the 5th is MLA, the others KDA "
+            "(KimiLinearConfig)",
+        )
     if not isinstance(kda, list) or not all(isinstance(i, int) and 1 <= i <= n_layers for i in kda):
         raise BadInputError(f"{r.origin}: linear_attn_config.kda_layers must list 1-based layers up to {n_layers}")
     linear = {i - 1 for i in kda}
@@ -34,24 +40,26 @@ def _listed_layers(r: ConfigReader, n_layers: int) -> list[LayerKind] | None:
 
 
 def _kda_state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, Any]:
-    """A (heads, head_dim, head_dim) state per layer, short convs on q, k and v."""
-    linear = _linear_config(r)
-    heads = _whole(r, linear, "num_heads", 32)
-    head_dim = _whole(r, linear, "head_dim", 128)
-    kernel = _whole(r, linear, "short_conv_kernel_size", 4)
+    """A (heads, head_dim, head_dim) fp32 state per layer, short convs on q, k and v."""
+    heads = _whole(r, "num_heads", "linear_num_heads", 32)
+    head_dim = _whole(r, "head_dim", "linear_head_dim", 128)
+    kernel = _whole(r, "short_conv_kernel_size", "linear_conv_kernel_dim", 4)
     return {
         "kind": "kda", "n_heads": heads, "head_dim": head_dim, "state_dim": head_dim,
         "conv_dim": 3 * heads * head_dim, "conv_kernel": kernel,
     }  # fmt: skip
 
 
-def _whole(r: ConfigReader, linear: dict[str, Any], key: str, default: int) -> int:
-    """``linear_attn_config[key]``: a positive whole number, or KimiLinearConfig's default when absent (said)."""
-    value = linear.get(key)
+def _whole(r: ConfigReader, key: str, field: str, default: int) -> int:
+    """``linear_attn_config[key]`` (a checkpoint's config.json), else the config class's own ``field`` (its
+    ``to_dict()``), else KimiLinearConfig's default (said): a positive whole number."""
+    value, where = _linear_config(r).get(key), f"linear_attn_config.{key}"
     if value is None:
-        return r.assume(default, f"linear_attn_config.{key} absent: {default} (KimiLinearConfig)")
+        value, where = r.config.get(field), field
+    if value is None:
+        return r.assume(default, f"linear_attn_config.{key} and {field} absent: {default} (KimiLinearConfig)")
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise BadInputError(f"{r.origin}: linear_attn_config.{key} must be a positive whole number, got {value!r}")
+        raise BadInputError(f"{r.origin}: {where} must be a positive whole number, got {value!r}")
     return value
 
 
