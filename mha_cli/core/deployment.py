@@ -117,13 +117,11 @@ MIXER_WEIGHTS_NOTE = {
     "gated_deltanet": "weights approximate: Qwen3-Next's attention layers are counted without the output gate its"
     " q_proj also emits (against transformers on 4-layer configs: Qwen3-Next -0.03%); the mixers, cache and state are"
     " exact",
-    "kda": "weights approximate: Kimi-Linear's KDA mixers are counted as transformers lays them out, but the model is"
-    " not measured against transformers; the cache and state are exact",
 }
 """Said wherever a model with fixed-state layers of these kinds is priced: what ``count_params`` still misses of
 the family (measured with the families' transformers config classes, ``tests/test_family_weights.py``). Mamba
-(Jamba, its MoE on every other layer), Mamba-2 (Falcon-H1, Granite-4.0-H) and lightning attention (MiniMax) count
-exactly and have no note."""
+(Jamba, its MoE on every other layer), Mamba-2 (Falcon-H1, Granite-4.0-H), lightning attention (MiniMax) and KDA
+(Kimi-Linear) count exactly and have no note."""
 
 
 def family_weights_note(model: ModelSpec) -> str | None:

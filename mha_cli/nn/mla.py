@@ -12,7 +12,8 @@ the absorption. A head's score is q_nope . k_nope + q_rope . k_rope.
   axis). The cache (``LatentCache``) holds kv_lora_rank + rope values per token.
 
 RoPE follows the spec's ``RopeSpec`` (YaRN frequencies and their attention factor on cos and sin),
-over the rope part only. DeepSeek rotates interleaved pairs (x0, x1), (x2, x3), ... (``rope_interleave``,
+over the rope part only (``rotate=False``: never rotated, Kimi-Linear's NoPE MLA, whose softmax scale is then
+1/sqrt(nope + rope) whatever the RoPE scaling). DeepSeek rotates interleaved pairs (x0, x1), (x2, x3), ... (``rope_interleave``,
 transformers' DeepseekV3 default, and DeepSeek-V2 always); the rotate-half layout pairs x_i with
 x_(i + p/2). With YaRN, DeepSeek also multiplies the softmax scale 1/sqrt(nope + rope) by
 mscale(factor, mscale_all_dim)^2, mscale(f, m) = 0.1 m ln f + 1.
@@ -75,13 +76,14 @@ class MLAttention(nn.Module):
         mode: MlaMode = "absorbed",
         rope: RopeSpec | None = None,
         rope_interleave: bool = True,
+        rotate: bool = True,
         bias: bool = False,
         o_bias: bool = False,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
-        if qk_rope_head_dim % 2:
+        if rotate and qk_rope_head_dim % 2:
             raise ValueError(f"qk_rope_head_dim ({qk_rope_head_dim}) must be even for RoPE")
         self.mode = _check_mode(mode)
         self.d_model, self.n_heads, self.kv_lora_rank = d_model, n_heads, kv_lora_rank
@@ -90,8 +92,8 @@ class MLAttention(nn.Module):
         self.qk_head_dim = qk_nope_head_dim + qk_rope_head_dim
         self.q_lora_rank, self.rope_interleave = q_lora_rank, rope_interleave
         rope = RopeSpec() if rope is None else rope
-        self.rotary = RotaryEmbedding(rope, qk_rope_head_dim) if qk_rope_head_dim else None
-        self.scale = self.qk_head_dim**-0.5 * yarn_softmax_mscale(rope.scaling)
+        self.rotary = RotaryEmbedding(rope, qk_rope_head_dim) if qk_rope_head_dim and rotate else None
+        self.scale = self.qk_head_dim**-0.5 * (yarn_softmax_mscale(rope.scaling) if rotate else 1.0)
         factory = {"dtype": dtype, "device": device}
         if q_lora_rank is None:
             self.q_proj = nn.Linear(d_model, n_heads * self.qk_head_dim, bias=False, **factory)
@@ -227,12 +229,14 @@ def build_mla(
     spec: ModelSpec,
     *,
     mla_mode: MlaMode = "absorbed",
+    rotate: bool = True,
     tp_rank: int = 0,
     tp_size: int = 1,
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> MLAttention:
-    """The MLA layer of an MLA ``spec``, rank ``tp_rank``'s heads (contiguous block of n_heads / tp)."""
+    """The MLA layer of an MLA ``spec``, rank ``tp_rank``'s heads (contiguous block of n_heads / tp); ``rotate``
+    False: no RoPE on its rope part (NoPE)."""
     if spec.mla is None:
         raise ValueError(f"{spec.name} has no mla block")
     if spec.n_heads % tp_size:
@@ -251,6 +255,7 @@ def build_mla(
         mode=mla_mode,
         rope=spec.rotary or RopeSpec(),
         rope_interleave=mla.rope_interleave,
+        rotate=rotate,
         bias=spec.qkv_bias,
         o_bias=spec.o_bias,
         dtype=dtype,

@@ -96,8 +96,11 @@ def build_layer_attention(
             spec.recurrent, spec.d_model, eps=spec.norm_eps, layer=layer, n_layers=spec.n_layers, dtype=dtype,
             device=device,
         )  # fmt: skip
+    nope = spec.nope_layers == "global" and spec.layer_kind(layer) == "global"  # EXAONE 4, Kimi-Linear's MLA
     if spec.mla is not None:
-        return build_mla(spec, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
+        return build_mla(
+            spec, mla_mode=mla_mode, rotate=not nope, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device
+        )
     if spec.norm_weight_offset and spec.qk_norm and spec.norm != "rmsnorm":
         raise ValueError("q/k norms with a weight offset are RMSNorms")
     n_heads, n_kv_heads = local_heads(spec, tp_rank, tp_size)
@@ -108,7 +111,7 @@ def build_layer_attention(
         )
     window = spec.sliding_window if spec.layer_kind(layer) == "local" else None
     mask_window = spec.masked_window if spec.layer_kind(layer) == "global" else None
-    if spec.nope_layers == "global" and spec.layer_kind(layer) == "global":
+    if nope:
         rope = None  # EXAONE 4: no RoPE on its full-attention layers
     return Attention(
         spec.d_model,

@@ -1,5 +1,5 @@
-"""Plain PyTorch reference mixers for the fixed-state layers ``mha kv`` prices: Gated DeltaNet, Mamba-2 and
-lightning attention.
+"""Plain PyTorch reference mixers for the fixed-state layers ``mha kv`` prices: Gated DeltaNet, Mamba-2,
+lightning attention and KDA.
 
 Naive and readable (token-by-token recurrences): they exist so the state a layer keeps can be measured
 (``MixerState.nbytes``) and compared with ``mha_cli.core.kv.state_bytes_per_layer``. Imported only by the torch ring.
@@ -14,6 +14,7 @@ from mha_cli.nn.mixers.build import BUILT_KINDS, build_mixer
 from mha_cli.nn.mixers.gated_deltanet import GatedDeltaNet, gated_delta_rule
 from mha_cli.nn.mixers.gated_norm import GatedRMSNorm
 from mha_cli.nn.mixers.lightning import LightningAttention, lightning_recurrence
+from mha_cli.nn.mixers.kda import KimiDeltaAttention
 from mha_cli.nn.mixers.mamba2 import Mamba2, ssd_recurrence
 from mha_cli.nn.mixers.short_conv import ShortConv
 from mha_cli.nn.mixers.state import MixerState
@@ -23,6 +24,7 @@ __all__ = [
     "GatedDeltaNet",
     "GatedRMSNorm",
     "LightningAttention",
+    "KimiDeltaAttention",
     "Mamba2",
     "MixerState",
     "ShortConv",

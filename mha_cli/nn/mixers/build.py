@@ -1,11 +1,12 @@
 """Build the mixer a ``RecurrentSpec`` describes, so its measured state can be set against the price.
 
-``gated_deltanet``, ``mamba2`` and ``lightning`` (MiniMax) are built; Mamba-1 (Jamba) and KDA (Kimi-Linear) are
+``gated_deltanet``, ``mamba2``, ``lightning`` (MiniMax) and ``kda`` (Kimi-Linear) are built; Mamba-1 (Jamba) is
 refused by name. A lightning state is kept in the format the spec says (``activation``: the activations' dtype, as
-transformers and vLLM keep MiniMax's; ``fp32`` or ``auto``, transformers' convention: fp32); the other two keep
-fp32 only. The spec keeps the conv width, not the key-head or group count, so those are
-read back from it: Gated DeltaNet ``conv_dim = 2 * key_heads * key_dim + value_heads * value_dim``, Mamba-2
-``conv_dim = heads * head_dim + 2 * groups * d_state``.
+transformers and vLLM keep MiniMax's; ``fp32`` or ``auto``, transformers' convention: fp32); the others keep fp32
+only. The spec keeps the conv width, not the key-head or group count, so those are read back from it: Gated
+DeltaNet ``conv_dim = 2 * key_heads * key_dim + value_heads * value_dim``, Mamba-2
+``conv_dim = heads * head_dim + 2 * groups * d_state``; KDA's must be ``3 * heads * head_dim`` (q, k, v of every
+head) with a square state (``state_dim == head_dim``).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from torch import nn
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import RecurrentSpec
 from mha_cli.nn.mixers.gated_deltanet import GatedDeltaNet
+from mha_cli.nn.mixers.kda import KimiDeltaAttention
 from mha_cli.nn.mixers.lightning import LightningAttention
 from mha_cli.nn.mixers.mamba2 import Mamba2
 
-BUILT_KINDS = ("gated_deltanet", "mamba2", "lightning")
+BUILT_KINDS = ("gated_deltanet", "mamba2", "lightning", "kda")
 
 
 def _whole(numerator: int, denominator: int, what: str) -> int:
@@ -38,8 +40,9 @@ def build_mixer(
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> nn.Module:
-    """The ``GatedDeltaNet``, ``Mamba2`` or ``LightningAttention`` of ``spec`` (random weights), as layer ``layer``
-    of ``n_layers`` (lightning attention's decay depends on it); ``BadInputError`` for the other kinds."""
+    """The ``GatedDeltaNet``, ``Mamba2``, ``LightningAttention`` or ``KimiDeltaAttention`` of ``spec`` (random
+    weights), as layer ``layer`` of ``n_layers`` (lightning attention's decay depends on it); ``BadInputError`` for
+    the other kinds."""
     if spec.kind == "lightning":
         state_dtype = None if spec.state_dtype == "activation" else torch.float32
         return LightningAttention(
@@ -62,4 +65,23 @@ def build_mixer(
             d_model, n_heads=spec.n_heads, head_dim=spec.head_dim, d_state=spec.state_dim, n_groups=groups,
             conv_kernel=spec.conv_kernel, **factory,
         )  # fmt: skip
+    if spec.kind == "kda":
+        return KimiDeltaAttention(
+            d_model, n_heads=spec.n_heads, head_dim=_kda_head_dim(spec), conv_kernel=spec.conv_kernel, **factory
+        )
     raise BadInputError(f"no torch mixer for recurrent kind {spec.kind!r} (built: {', '.join(BUILT_KINDS)})")
+
+
+def _kda_head_dim(spec: RecurrentSpec) -> int:
+    """KDA's head width, once the spec is one the mixer builds: a square state per head, a conv over q, k and v,
+    no biases, the output norm."""
+    width = spec.n_heads * spec.head_dim
+    if spec.state_dim != spec.head_dim or spec.conv_dim != 3 * width or not spec.conv_kernel:
+        raise BadInputError(
+            f"a kda mixer keeps heads x head_dim x head_dim and convolves q, k and v (conv_dim {3 * width}):"
+            f" got state_dim {spec.state_dim}, head_dim {spec.head_dim}, conv_dim {spec.conv_dim},"
+            f" conv_kernel {spec.conv_kernel}"
+        )
+    if spec.has_conv_bias or spec.in_proj_bias or spec.out_proj_bias or not spec.output_norm:
+        raise BadInputError("a kda mixer is built without biases and with its output norm (as Kimi-Linear's)")
+    return spec.head_dim

@@ -33,13 +33,16 @@ def gated_delta_rule(
     """Run the recurrence over ``seq`` tokens from ``state``, which is updated in place.
 
     q, k: [batch, seq, heads, key_dim] (already normalised and scaled); v: [batch, seq, heads, value_dim];
-    g (log decay, <= 0), beta (write strength, 0..1): [batch, seq, heads]; state: [batch, heads, key_dim, value_dim],
-    fp32. Returns the outputs [batch, seq, heads, value_dim] in fp32."""
+    g (log decay, <= 0): [batch, seq, heads], one per head, or [batch, seq, heads, key_dim], one per key channel
+    (KDA's fine-grained gate decays each row of the state by its own); beta (write strength, 0..1): [batch, seq,
+    heads]; state: [batch, heads, key_dim, value_dim], fp32. Returns the outputs [batch, seq, heads, value_dim] in
+    fp32."""
     s = state.clone()  # [batch, heads, key_dim, value_dim]
     outputs = []
     for t in range(q.shape[1]):
         q_t, k_t, v_t = q[:, t].float(), k[:, t].float(), v[:, t].float()  # [batch, heads, key_dim | value_dim]
-        s = s * g[:, t].float().exp()[..., None, None]
+        decay = g[:, t].float().exp()  # [batch, heads] or [batch, heads, key_dim]
+        s = s * (decay[..., None, None] if decay.dim() == 2 else decay[..., None])  # each row (key channel) decays
         predicted = torch.einsum("bhkv,bhk->bhv", s, k_t)  # [batch, heads, value_dim]
         delta = beta[:, t].float()[..., None] * (v_t - predicted)  # [batch, heads, value_dim]
         s = s + k_t[..., :, None] * delta[..., None, :]  # rank-one write: [batch, heads, key_dim, value_dim]

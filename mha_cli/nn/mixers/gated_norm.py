@@ -1,10 +1,13 @@
-"""The gated RMSNorm both mixers end with: normalise the mixer's output per group, multiply by silu(gate).
+"""The gated RMSNorm the mixers end with: normalise the mixer's output per group, multiply by silu(gate).
 
 Gated DeltaNet (Qwen3-Next) normalises each value head, then gates (``norm_before_gate``); Mamba-2 gates first,
-then normalises each of its ``n_groups`` groups of channels. The statistics are taken in fp32.
+then normalises each of its ``n_groups`` groups of channels; KDA (Kimi-Linear) normalises each head, then gates by
+sigmoid(gate) (``gate_activation``). The statistics are taken in fp32.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -12,7 +15,8 @@ from torch import nn
 
 
 class GatedRMSNorm(nn.Module):
-    """RMS-normalise groups of ``group_size`` channels of the last dimension and gate by silu(gate)."""
+    """RMS-normalise groups of ``group_size`` channels of the last dimension and gate by silu(gate) (or
+    ``gate_activation``)."""
 
     def __init__(
         self,
@@ -21,6 +25,7 @@ class GatedRMSNorm(nn.Module):
         *,
         group_size: int | None = None,
         norm_before_gate: bool,
+        gate_activation: Literal["silu", "sigmoid"] = "silu",
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -28,6 +33,7 @@ class GatedRMSNorm(nn.Module):
         self.eps = eps
         self.group_size = group_size or width
         self.norm_before_gate = norm_before_gate
+        self.activate = F.silu if gate_activation == "silu" else torch.sigmoid
         self.weight = nn.Parameter(torch.ones(width, dtype=dtype, device=device))
 
     @torch.no_grad()
@@ -39,10 +45,10 @@ class GatedRMSNorm(nn.Module):
         """x, gate: [..., width]. Returns [..., width] in x's dtype."""
         x32 = x.float()  # [..., width]
         if not self.norm_before_gate:
-            x32 = x32 * F.silu(gate.float())
+            x32 = x32 * self.activate(gate.float())
         groups = x32.unflatten(-1, (-1, self.group_size))  # [..., n_groups, group_size]
         groups = groups * torch.rsqrt(groups.pow(2).mean(dim=-1, keepdim=True) + self.eps)
         y = self.weight * groups.flatten(-2).to(x.dtype)  # [..., width]
         if self.norm_before_gate:
-            y = y * F.silu(gate.float())
+            y = y * self.activate(gate.float())
         return y.to(x.dtype)

@@ -1,4 +1,4 @@
-"""Depthwise causal conv1d with a rolling state: the short convolution in front of Gated DeltaNet and Mamba-2.
+"""Depthwise causal conv1d with a rolling state: the short convolution in front of Gated DeltaNet, Mamba-2 and KDA.
 
 Every channel ``c`` convolves its own inputs with its own ``kernel`` taps (inputs before the first token are zero):
 ``y[c, t] = bias[c] + sum_j weight[c, 0, j] * x[c, t - (kernel - 1) + j]``.

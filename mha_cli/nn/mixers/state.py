@@ -1,7 +1,7 @@
 """The fixed per-sequence state one linear-attention / state-space layer keeps: a conv state and a recurrent state.
 
 Its size does not grow with the context: ``batch * conv_channels * conv_kernel`` values in the activation dtype plus
-``batch * heads * rows * cols`` values of recurrent state (fp32 for Gated DeltaNet and Mamba-2, as transformers and
+``batch * heads * rows * cols`` values of recurrent state (fp32 for Gated DeltaNet, Mamba-2 and KDA, as transformers and
 vLLM keep them). ``nbytes`` is what the tensors really allocate, to be compared with ``mha_cli.core.kv``'s price.
 """
 

@@ -1,11 +1,17 @@
-"""Kimi-Linear: KDA (Kimi delta attention) layers and MLA layers listed in ``linear_attn_config``; MoE."""
+"""Kimi-Linear: KDA (Kimi delta attention) layers and MLA layers listed in ``linear_attn_config``; MoE.
+
+Its MLA layers apply no RoPE (transformers' ``KimiLinearAttention`` is DeepSeek's MLA with NoPE: the
+``qk_rope_head_dim`` part of the key is still shared by the heads and cached, but never rotated; config.json says
+``mla_use_nope``). Its MoE routes as DeepSeek-V3 (sigmoid scores, a correction bias, groups), whatever
+``moe_router_activation_func`` says, and spells ``norm_topk_prob`` ``moe_renormalize``, ``n_group``
+``num_expert_group``, ``n_shared_experts`` ``num_shared_experts``."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families import Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.layer_types import kinds_of_layer_types
 
 if TYPE_CHECKING:
@@ -50,6 +56,17 @@ def _kda_state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[st
     }  # fmt: skip
 
 
+def _routing(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """KimiLinearConfig's own spellings of DeepSeek's routing fields."""
+    moe = fields.get("moe")
+    if moe is None:
+        return
+    if r.config.get("moe_renormalize") is not None:
+        moe["norm_topk_prob"] = bool(r.config["moe_renormalize"])
+    if r.config.get("num_expert_group") is not None:
+        moe["n_group"] = r.count("num_expert_group", "num_expert_group")
+
+
 def _whole(r: ConfigReader, key: str, field: str, default: int) -> int:
     """``linear_attn_config[key]`` (a checkpoint's config.json), else the config class's own ``field`` (its
     ``to_dict()``), else KimiLinearConfig's default (said): a positive whole number."""
@@ -67,8 +84,21 @@ FAMILY = Family(
     model_types=("kimi_linear",),
     config_class="KimiLinearConfig (transformers 5.24)",
     defaults={"qk_rope_head_dim": 64},
+    spellings={"shared_experts": ("num_shared_experts",)},
+    layout={"nope_layers": "global"},
     layer_kinds=_listed_layers,
     reads=frozenset({"linear_attn_config"}),
     fixed_state="KDA",
     state=_kda_state,
+    routing_defaults={
+        "scoring_func": "sigmoid",
+        "topk_method": "noaux_tc",
+        "norm_topk_prob": True,
+        "routed_scaling_factor": 2.446,
+        "n_group": 1,
+        "topk_group": 1,
+    },
+    routing_fixed=("scoring_func", "topk_method"),
+    read_fields=_routing,
+    equal_test=EQUAL_BY_SWEEP,
 )
