@@ -141,3 +141,18 @@ def test_verify_measures_the_state_core_predicts(cli):
     assert report["measured_cache_bytes"] == report["predicted_cache_bytes"] == kv["total_bytes"]
     assert report["measured_weight_bytes"] == report["predicted_weight_bytes"] and not report["weights_approximate"]
     assert all(report["checks"].values()) and report["passed"]
+
+
+def test_the_output_norm_is_kimi_linears_in_bf16():
+    """Normalised, weighted and gated in fp32, cast once at the end (a bf16 weight product would round twice)."""
+    from transformers.models.kimi_linear.modeling_kimi_linear import KimiLinearRMSNormGated
+
+    from mha_cli.nn.mixers import GatedRMSNorm
+
+    theirs = KimiLinearRMSNormGated(8, eps=1e-5)
+    ours = GatedRMSNorm(8, 1e-5, norm_before_gate=True, gate_activation="sigmoid", weight_in_fp32=True)
+    with torch.no_grad():
+        theirs.weight.copy_(1 + 0.2 * torch.randn(8, generator=torch.Generator().manual_seed(4)))
+    ours.load_state_dict(theirs.state_dict())
+    x, gate = torch.randn(2, 2, 64, 4, 8, generator=torch.Generator().manual_seed(5)).bfloat16()  # (b, s, h, d) each
+    assert torch.equal(ours(x, gate), theirs(x, gate))

@@ -35,7 +35,8 @@ QkNormSpan = Literal["head", "projection"]
 projections, n_heads * head_dim and n_kv_heads * head_dim values (OLMo 2, OLMoE, MiniMax-M2)."""
 NopeLayers = Literal["none", "global"]
 """Layers that apply no RoPE: ``none``, or the ``global`` ones of a model whose other layers attend locally
-(EXAONE 4 with a sliding window: RoPE on its sliding layers only)."""
+(EXAONE 4 with a sliding window: RoPE on its sliding layers only), or of a model whose other layers are linear
+(Kimi-Linear: no RoPE on its MLA layers)."""
 LayerKind = Literal["global", "local", "chunked", "linear"]
 """How a layer's mixer remembers the context: ``global`` attention caches every token, ``local`` the last
 ``sliding_window`` tokens, ``chunked`` the tokens of its current ``attention_chunk`` (Llama-4), ``linear`` no
@@ -431,7 +432,8 @@ class ModelSpec(_Strict):
     """Queries, keys and values clamped to [-qkv_clip, qkv_clip] after the projections and q/k norms (OLMoE's
     ``clip_qkv``); None: no clamp."""
     nope_layers: Annotated[NopeLayers, Field(exclude_if=_is_default("none"))] = "none"
-    """Layers without RoPE: ``none``; ``global``, the global layers of a model with local ones (EXAONE 4)."""
+    """Layers without RoPE: ``none``; ``global``, the global layers of a model with local ones (EXAONE 4) or with
+    linear ones (Kimi-Linear's MLA layers: their rope part is cached but never rotated)."""
     tied_embeddings: bool = False
     """Whether the output head shares the input embedding matrix."""
     position_embeddings: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] = 0

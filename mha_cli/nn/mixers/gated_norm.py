@@ -2,7 +2,8 @@
 
 Gated DeltaNet (Qwen3-Next) normalises each value head, then gates (``norm_before_gate``); Mamba-2 gates first,
 then normalises each of its ``n_groups`` groups of channels; KDA (Kimi-Linear) normalises each head, then gates by
-sigmoid(gate) (``gate_activation``). The statistics are taken in fp32.
+sigmoid(gate) (``gate_activation``) and applies its weight in fp32 before casting back (``weight_in_fp32``). The
+statistics are taken in fp32.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class GatedRMSNorm(nn.Module):
         group_size: int | None = None,
         norm_before_gate: bool,
         gate_activation: Literal["silu", "sigmoid"] = "silu",
+        weight_in_fp32: bool = False,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -34,6 +36,7 @@ class GatedRMSNorm(nn.Module):
         self.group_size = group_size or width
         self.norm_before_gate = norm_before_gate
         self.activate = F.silu if gate_activation == "silu" else torch.sigmoid
+        self.weight_in_fp32 = weight_in_fp32
         self.weight = nn.Parameter(torch.ones(width, dtype=dtype, device=device))
 
     @torch.no_grad()
@@ -48,7 +51,8 @@ class GatedRMSNorm(nn.Module):
             x32 = x32 * self.activate(gate.float())
         groups = x32.unflatten(-1, (-1, self.group_size))  # [..., n_groups, group_size]
         groups = groups * torch.rsqrt(groups.pow(2).mean(dim=-1, keepdim=True) + self.eps)
-        y = self.weight * groups.flatten(-2).to(x.dtype)  # [..., width]
+        normed = groups.flatten(-2)  # [..., width], fp32
+        y = self.weight.float() * normed if self.weight_in_fp32 else self.weight * normed.to(x.dtype)  # [..., width]
         if self.norm_before_gate:
             y = y * self.activate(gate.float())
         return y.to(x.dtype)

@@ -8,8 +8,8 @@ head_dim] (key channels x value channels), and each key channel decays by its ow
 q, k and v come from three projections through one short causal conv (silu) over their 3 x heads x head_dim
 channels; q and k are L2-normalised in fp32 and q is scaled by 1/sqrt(head_dim). The log decay
 ``g = -exp(A_log[head]) * softplus(f_b(f_a(x)) + dt_bias)`` has one value per channel (a low-rank projection,
-head_dim wide in the middle); ``beta = sigmoid(b_proj(x))`` one per head. The output is RMS-normalised per head and
-gated by sigmoid(g_b(g_a(x))) (another low-rank projection), then projected back.
+head_dim wide in the middle); ``beta = sigmoid(b_proj(x))`` one per head. The output is RMS-normalised per head
+(in fp32, its weight too) and gated by sigmoid(g_b(g_a(x))) (another low-rank projection), then projected back.
 
 Every head has its own q, k and v (no grouping). Weight names and shapes follow transformers'
 ``KimiLinearDeltaAttention`` so a state dict loads as is. Padding masks are not supported (every position is a real
@@ -94,7 +94,9 @@ class KimiDeltaAttention(nn.Module):
         self.b_proj = nn.Linear(d_model, n_heads, bias=False, **factory)
         self.g_a_proj = nn.Linear(d_model, head_dim, bias=False, **factory)  # the output gate, low rank as f_a/f_b
         self.g_b_proj = nn.Linear(head_dim, self.width, bias=False, **factory)
-        self.o_norm = GatedRMSNorm(head_dim, eps, norm_before_gate=True, gate_activation="sigmoid", **factory)
+        self.o_norm = GatedRMSNorm(
+            head_dim, eps, norm_before_gate=True, gate_activation="sigmoid", weight_in_fp32=True, **factory
+        )
         self.o_proj = nn.Linear(self.width, d_model, bias=False, **factory)
 
     def new_state(
