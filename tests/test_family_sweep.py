@@ -53,7 +53,7 @@ EQUAL = (
     "deepseek_v2", "deepseek_v3", "internlm3", "exaone", "youtu", "cwm", "iquestcoder", "ernie4_5", "helium",
     "mellum", "seed_oss", "stablelm", "gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2", "gemma", "gemma2",
     "gemma3_text", "gpt_neo", "glm4_moe", "sarvam_mla", "sarvam_moe", "solar_open", "exaone_moe", "minimax_m2",
-    "olmoe", "olmo2", "olmo3", "flex_olmo", "exaone4", "cohere", "cohere2", "minimax",
+    "olmoe", "olmo2", "olmo3", "flex_olmo", "exaone4", "cohere", "cohere2", "minimax", "jamba",
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
 (ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its
@@ -65,7 +65,8 @@ MoE and MiniMax-M2 through sigmoid routing with a correction bias; OLMo 2, OLMo 
 post-norms, OLMo 2/3, FlexOlmo, OLMoE and MiniMax-M2 through q/k norms over the whole projection, EXAONE 4 and
 EXAONE MoE through NoPE full-attention layers;
 Cohere and Cohere2 through bias-free LayerNorms and logit_scale; MiniMax through its lightning-attention mixer, its
-scaled residual around normed inputs and its full-attention layers masked, not cached, to the window)."""
+scaled residual around normed inputs and its full-attention layers masked, not cached, to the window; Jamba through
+the Mamba-1 mixer, NoPE attention and unrenormalised top-k routing)."""
 
 
 @functools.cache

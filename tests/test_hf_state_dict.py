@@ -37,10 +37,11 @@ def _family_sweep():
     return sys.modules["family_sweep"]
 
 
-EQUAL = ("gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2", "gpt_neo", "minimax_m2", "minimax")
+EQUAL = ("gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2", "gpt_neo", "minimax_m2", "minimax", "jamba")
 """Families whose prefill logits equal transformers' once converted (GPT-2, GPT-SW3, StarCoder2 and GPT-Neo with
 their tanh GELU, GPT-Neo with its unscaled attention scores: ``ModelSpec.activation`` and ``attn_scale``;
-MiniMax-M2: its correction bias moved onto the router; MiniMax: its lightning decay buffers dropped)."""
+MiniMax-M2: its correction bias moved onto the router; MiniMax: its lightning decay buffers dropped; Jamba: its
+mixer, MLP and norms renamed)."""
 DIFFERS = {
     "llama4_text": 0.54,  # the omissions the decoder lists: chunked attention, NoPE layers, q/k L2 norm, MoE
     "granitemoe": 0.031,  # Granite's embedding, attention, residual and logit multipliers (listed)

@@ -1,5 +1,5 @@
-"""``mha verify`` on hybrids: Gated DeltaNet (Qwen3-Next) and Mamba-2 (Granite-4.0-H) layers are built, and the
-fixed state they allocate is measured against core.kv's ``state_bytes_per_layer``, byte for byte.
+"""``mha verify`` on hybrids: Gated DeltaNet (Qwen3-Next), Mamba-1 (Jamba) and Mamba-2 (Granite-4.0-H) layers are
+built, and the fixed state they allocate is measured against core.kv's ``state_bytes_per_layer``, byte for byte.
 
 The fixtures are tiny configs written by transformers' own config classes (``tests/fixtures/tiny_hybrids``).
 """
@@ -18,10 +18,11 @@ from tests.conftest import FIXTURES
 HYBRIDS = FIXTURES / "tiny_hybrids"
 QWEN3_NEXT = str(HYBRIDS / "tiny-qwen3-next.json")
 GRANITE_H = str(HYBRIDS / "tiny-granite-4.0-h.json")
+JAMBA = str(HYBRIDS / "tiny-jamba.json")
 VERIFY = ("--device", "cpu", "--seq", "16")
 
 
-@pytest.mark.parametrize("config", [QWEN3_NEXT, GRANITE_H], ids=["gated_deltanet", "mamba2"])
+@pytest.mark.parametrize("config", [QWEN3_NEXT, GRANITE_H, JAMBA], ids=["gated_deltanet", "mamba2", "mamba"])
 def test_verify_measures_the_state_core_predicts(cli, config):
     report = cli.json("verify", config, *VERIFY, "--layers", "4")  # 3 linear layers and the full-attention one
     kv = cli.json("kv", config, "--seq", "16", "--state-convention", "transformers")  # what torch holds
@@ -64,7 +65,7 @@ def test_a_state_kept_in_the_activation_dtype_fails_the_check(cli, monkeypatch):
 @pytest.mark.parametrize(
     ("args", "message"),
     [((QWEN3_NEXT, "--tp", "2"), "without --tp 2"), ((GRANITE_H, "--pp", "2"), "without --pp 2"),
-     (("falcon-h1-7b",), "mamba2 beside attention"), (("jamba-mini-1.5",), "linear (mamba)")],
+     (("falcon-h1-7b",), "mamba2 beside attention"), (("kimi-linear-48b-a3b",), "linear (kda)")],
 )  # fmt: skip
 def test_what_is_not_built_is_refused_in_one_line(cli, args, message):
     result = cli.run("verify", *args, *VERIFY)

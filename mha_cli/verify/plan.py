@@ -291,7 +291,7 @@ class _Sizer:
         return weights + self.cache(n_layers, batch, seq) + workspace
 
 
-BUILT_MIXERS = ("gated_deltanet", "mamba2", "lightning", "kda")
+BUILT_MIXERS = ("gated_deltanet", "mamba", "mamba2", "lightning", "kda")
 """Recurrent kinds whose ``linear`` layers the torch ring builds (``mha_cli.nn.mixers.BUILT_KINDS``, kept torch-free)."""
 ACTIVATION_STATE_MIXERS = ("lightning",)
 """Of those, the kinds built with a recurrent state in the activations' dtype (``state_dtype`` activation); the
@@ -299,8 +299,8 @@ others keep fp32 only."""
 
 
 def refuse_unbuilt_layers(model: ModelSpec) -> None:
-    """The torch ring builds global and sliding-window attention (MHA/GQA/MQA/MLA) and Gated DeltaNet, Mamba-2,
-    lightning and KDA ``linear`` layers: refuse, in one line, a model with chunked, other linear-attention /
+    """The torch ring builds global and sliding-window attention (MHA/GQA/MQA/MLA) and Gated DeltaNet, Mamba,
+    Mamba-2, lightning and KDA ``linear`` layers: refuse, in one line, a model with chunked, other linear-attention /
     state-space, parallel-hybrid, KV-sharing or indexer layers (``mha kv`` prices them)."""
     kinds = {model.layer_kind(i) for i in range(model.n_layers)}
     built = {"global", "local"}
@@ -322,8 +322,8 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
         unbuilt.append("indexer")
     if unbuilt:
         raise BadInputError(
-            "mha verify builds global and sliding-window attention and Gated DeltaNet / Mamba-2 / lightning / KDA"
-            f" layers only; {model.name} has {', '.join(unbuilt)} layers: price its cache with `mha kv` instead"
+            "mha verify builds global and sliding-window attention and Gated DeltaNet / Mamba / Mamba-2 / lightning /"
+            f" KDA layers only; {model.name} has {', '.join(unbuilt)} layers: price its cache with `mha kv` instead"
         )
 
 

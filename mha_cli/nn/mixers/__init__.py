@@ -1,5 +1,5 @@
-"""Plain PyTorch reference mixers for the fixed-state layers ``mha kv`` prices: Gated DeltaNet, Mamba-2,
-lightning attention and KDA.
+"""Plain PyTorch reference mixers for the fixed-state layers ``mha kv`` prices: Gated DeltaNet, Mamba-1,
+Mamba-2, lightning attention and KDA.
 
 Naive and readable (token-by-token recurrences): they exist so the state a layer keeps can be measured
 (``MixerState.nbytes``) and compared with ``mha_cli.core.kv.state_bytes_per_layer``. Imported only by the torch ring.
@@ -13,8 +13,9 @@ Naive and readable (token-by-token recurrences): they exist so the state a layer
 from mha_cli.nn.mixers.build import BUILT_KINDS, build_mixer
 from mha_cli.nn.mixers.gated_deltanet import GatedDeltaNet, gated_delta_rule
 from mha_cli.nn.mixers.gated_norm import GatedRMSNorm
-from mha_cli.nn.mixers.lightning import LightningAttention, lightning_recurrence
 from mha_cli.nn.mixers.kda import KimiDeltaAttention
+from mha_cli.nn.mixers.lightning import LightningAttention, lightning_recurrence
+from mha_cli.nn.mixers.mamba1 import Mamba1, selective_scan
 from mha_cli.nn.mixers.mamba2 import Mamba2, ssd_recurrence
 from mha_cli.nn.mixers.short_conv import ShortConv
 from mha_cli.nn.mixers.state import MixerState
@@ -25,11 +26,13 @@ __all__ = [
     "GatedRMSNorm",
     "LightningAttention",
     "KimiDeltaAttention",
+    "Mamba1",
     "Mamba2",
     "MixerState",
     "ShortConv",
     "build_mixer",
     "gated_delta_rule",
     "lightning_recurrence",
+    "selective_scan",
     "ssd_recurrence",
 ]

@@ -1,15 +1,18 @@
 """Build the mixer a ``RecurrentSpec`` describes, so its measured state can be set against the price.
 
-``gated_deltanet``, ``mamba2``, ``lightning`` (MiniMax) and ``kda`` (Kimi-Linear) are built; Mamba-1 (Jamba) is
-refused by name. A lightning state is kept in the format the spec says (``activation``: the activations' dtype, as
-transformers and vLLM keep MiniMax's; ``fp32`` or ``auto``, transformers' convention: fp32); the others keep fp32
-only. The spec keeps the conv width, not the key-head or group count, so those are read back from it: Gated
-DeltaNet ``conv_dim = 2 * key_heads * key_dim + value_heads * value_dim``, Mamba-2
-``conv_dim = heads * head_dim + 2 * groups * d_state``; KDA's must be ``3 * heads * head_dim`` (q, k, v of every
-head) with a square state (``state_dim == head_dim``).
+``gated_deltanet``, ``mamba`` (Mamba-1), ``mamba2``, ``lightning`` (MiniMax) and ``kda`` (Kimi-Linear) are built.
+A lightning state is kept in the format the spec says (``activation``: the activations' dtype, as transformers and
+vLLM keep MiniMax's; ``fp32`` or ``auto``, transformers' convention: fp32); the others keep fp32 only. The spec
+keeps the conv width, not the key-head or group count, so those are read back from it: Gated DeltaNet
+``conv_dim = 2 * key_heads * key_dim + value_heads * value_dim``, Mamba-2 ``conv_dim = heads * head_dim + 2 *
+groups * d_state``; KDA's must be ``3 * heads * head_dim`` (q, k, v of every head) with a square state
+(``state_dim == head_dim``). Mamba-1 keeps one state vector per channel: ``n_heads`` is d_inner, ``head_dim`` 1,
+and the conv runs over d_inner (``conv_dim``).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import nn
@@ -19,9 +22,10 @@ from mha_cli.core.schemas import RecurrentSpec
 from mha_cli.nn.mixers.gated_deltanet import GatedDeltaNet
 from mha_cli.nn.mixers.kda import KimiDeltaAttention
 from mha_cli.nn.mixers.lightning import LightningAttention
+from mha_cli.nn.mixers.mamba1 import Mamba1
 from mha_cli.nn.mixers.mamba2 import Mamba2
 
-BUILT_KINDS = ("gated_deltanet", "mamba2", "lightning", "kda")
+BUILT_KINDS = ("gated_deltanet", "mamba", "mamba2", "lightning", "kda")
 
 
 def _whole(numerator: int, denominator: int, what: str) -> int:
@@ -40,9 +44,9 @@ def build_mixer(
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> nn.Module:
-    """The ``GatedDeltaNet``, ``Mamba2``, ``LightningAttention`` or ``KimiDeltaAttention`` of ``spec`` (random
-    weights), as layer ``layer`` of ``n_layers`` (lightning attention's decay depends on it); ``BadInputError`` for
-    the other kinds."""
+    """The ``GatedDeltaNet``, ``Mamba1``, ``Mamba2``, ``LightningAttention`` or ``KimiDeltaAttention`` of ``spec``
+    (random weights), as layer ``layer`` of ``n_layers`` (lightning attention's decay depends on it);
+    ``BadInputError`` for the other kinds."""
     if spec.kind == "lightning":
         state_dtype = None if spec.state_dtype == "activation" else torch.float32
         return LightningAttention(
@@ -59,6 +63,8 @@ def build_mixer(
             d_model, n_key_heads=key_heads, n_value_heads=spec.n_heads, key_head_dim=spec.head_dim,
             value_head_dim=spec.state_dim, conv_kernel=spec.conv_kernel, **factory,
         )  # fmt: skip
+    if spec.kind == "mamba":
+        return _mamba1(spec, d_model, factory)
     if spec.kind == "mamba2":
         groups = _whole(spec.conv_dim - spec.n_heads * spec.head_dim, 2 * spec.state_dim, "groups")
         return Mamba2(
@@ -85,3 +91,17 @@ def _kda_head_dim(spec: RecurrentSpec) -> int:
     if spec.has_conv_bias or spec.in_proj_bias or spec.out_proj_bias or not spec.output_norm:
         raise BadInputError("a kda mixer is built without biases and with its output norm (as Kimi-Linear's)")
     return spec.head_dim
+
+
+def _mamba1(spec: RecurrentSpec, d_model: int, factory: dict) -> Mamba1:
+    """Mamba-1 over d_inner = ``n_heads`` channels of one state vector each; ``output_norm``: Jamba's dt, B, C norms."""
+    if spec.head_dim != 1 or spec.conv_dim != spec.n_heads:
+        raise BadInputError(
+            f"a mamba mixer keeps one state vector per channel: recurrent.head_dim must be 1 (not {spec.head_dim})"
+            f" and conv_dim the channel count n_heads ({spec.n_heads}, not {spec.conv_dim})"
+        )
+    return Mamba1(
+        d_model, d_inner=spec.n_heads, d_state=spec.state_dim, dt_rank=spec.dt_rank or math.ceil(d_model / 16),
+        conv_kernel=spec.conv_kernel, conv_bias=spec.has_conv_bias, in_proj_bias=spec.in_proj_bias,
+        out_proj_bias=spec.out_proj_bias, bcdt_norms=spec.output_norm, **factory,
+    )  # fmt: skip

@@ -1,11 +1,17 @@
-"""Jamba: Mamba-1 layers with an attention layer every ``attn_layer_period``, MoE every other layer."""
+"""Jamba: Mamba-1 layers with an attention layer every ``attn_layer_period``, MoE every other layer.
+
+Its attention has no positional encoding (the Mamba layers carry the order); its router takes the top k of a
+softmax without renormalising them. transformers names the mixer ``mamba``, the MLP ``feed_forward`` (MoE:
+``router``), the second norm ``pre_ff_layernorm`` and the final one ``final_layernorm``.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.state_readers import mixer_biases
+from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -30,6 +36,16 @@ def _mamba_state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[
     }  # fmt: skip
 
 
+WEIGHTS = WeightLayout(
+    renames=(
+        (r"\.mamba\.", ".self_attn."),
+        (r"\.pre_ff_layernorm\.", ".post_attention_layernorm."),
+        (r"\.feed_forward\.router\.", ".mlp.gate."),
+        (r"\.feed_forward\.", ".mlp."),
+        (r"^model\.final_layernorm\.", "model.norm."),
+    ),
+)
+
 FAMILY = Family(
     model_types=("jamba",),
     config_class="JambaConfig (transformers 5.24)",
@@ -41,8 +57,13 @@ FAMILY = Family(
         "mamba_expand": 2,
         "num_experts_per_tok": 2,
     },
+    layout={"nope_layers": "global"},
     layer_kinds=_attention_every_period,
     reads=frozenset({"attn_layer_period"}),
     fixed_state="Mamba",
     state=_mamba_state,
+    routing_defaults={"norm_topk_prob": False},
+    routing_fixed=("norm_topk_prob",),
+    weights=WEIGHTS,
+    equal_test=EQUAL_BY_SWEEP,
 )
