@@ -155,7 +155,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     moe = _moe(r, fam, n_layers)
     if moe is not None:
         fields["moe"] = moe
-    rope = _rope(r, fam)
+    no_layer_rotates = fam.layout.get("nope_layers") == "global" and fields.get("sliding_window") is None  # Jamba
+    rope = None if no_layer_rotates else _rope(r, fam)
     if rope is not None:
         fields["rope"] = rope
         local = _local_rope(r, fam)

@@ -221,7 +221,8 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=65536, d_ff=14336,
         layer_pattern=["linear"] * 4 + ["global"] + ["linear"] * 3,
         recurrent=dict(kind="mamba", n_heads=8192, head_dim=1, state_dim=16, conv_dim=8192, conv_kernel=4),
-        moe=dict(n_experts=16, n_active_experts=2, d_ff_expert=14336, layer_period=2, layer_offset=1),  # odd layers
+        moe=dict(n_experts=16, n_active_experts=2, d_ff_expert=14336, layer_period=2, layer_offset=1,
+                 norm_topk_prob=False),  # odd layers; the top 2 softmax weights kept as they are
     ),
     # Attention and Mamba-2 side by side in all 44 layers: 45,056 B/token + 139,673,600 B of state per sequence.
     "falcon-h1-7b": dict(
