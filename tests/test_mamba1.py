@@ -1,7 +1,7 @@
 """The Mamba-1 mixer (``mha_cli.nn.mixers.Mamba1``) and the Jamba decoder against transformers.
 
-The mixer is compared with transformers' ``MambaMixer`` (no norms) and ``JambaMambaMixer`` (RMSNorms on dt, B and
-C), on their torch fallback paths, with the same random weights loaded by state-dict name: prefill outputs, then
+The mixer is compared with transformers' ``MambaMixer`` (no norms), ``JambaMambaMixer`` (RMSNorms on dt, B and
+C) and ``FalconMambaMixer`` (the same norms without weights), on their torch fallback paths, with the same random weights loaded by state-dict name: prefill outputs, then
 one-token decode steps on transformers' ``DynamicCache``, then the conv and recurrent states both keep. The state
 ours allocates is what ``state_bytes_per_layer`` prices under the transformers convention, as exact integers. The
 whole Jamba decoder (Mamba-1, attention without RoPE, MoE every other layer) loads transformers' state dict
@@ -17,7 +17,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from transformers import DynamicCache, JambaConfig, JambaForCausalLM, MambaConfig  # noqa: E402
+from transformers import DynamicCache, FalconMambaConfig, JambaConfig, JambaForCausalLM, MambaConfig  # noqa: E402
+from transformers.models.falcon_mamba.modeling_falcon_mamba import FalconMambaMixer  # noqa: E402
 from transformers.models.jamba.modeling_jamba import JambaMambaMixer  # noqa: E402
 from transformers.models.mamba.modeling_mamba import MambaMixer  # noqa: E402
 
@@ -34,8 +35,8 @@ D_MODEL, D_INNER, D_STATE, DT_RANK, KERNEL = 32, 64, 8, 4, 4
 JAMBA = FIXTURES / "tiny_hybrids" / "tiny-jamba.json"
 
 
-def mamba_config() -> MambaConfig:
-    return MambaConfig(
+def mamba_config(config_class=MambaConfig) -> MambaConfig:
+    return config_class(
         hidden_size=D_MODEL, intermediate_size=D_INNER, state_size=D_STATE, time_step_rank=DT_RANK,
         conv_kernel=KERNEL, num_hidden_layers=1, vocab_size=128,
     )  # fmt: skip
@@ -54,18 +55,26 @@ def jamba_config(**overrides) -> JambaConfig:
 def pair(kind: str):
     """(transformers' mixer, ours, config) with the same random weights, fp32, eval mode."""
     torch.manual_seed(0)
+    weightless = kind == "falcon_mamba"
     if kind == "mamba":
         config = mamba_config()
         theirs, norms = MambaMixer(config, layer_idx=0), False
+    elif weightless:
+        config = mamba_config(FalconMambaConfig)
+        # transformers 5.24 initialises its weights before it creates the norms: every weight is drawn below
+        theirs, norms = FalconMambaMixer(config, layer_idx=0, initialize_mixer_weights=False), True
     else:
         config = jamba_config(mamba_proj_bias=kind == "jamba_biased")
         theirs, norms = JambaMambaMixer(config, layer_idx=0), True
     biased = kind == "jamba_biased"
     ours = Mamba1(
         D_MODEL, d_inner=D_INNER, d_state=D_STATE, dt_rank=DT_RANK, conv_kernel=KERNEL, in_proj_bias=biased,
-        out_proj_bias=biased, bcdt_norms=norms, eps=getattr(config, "rms_norm_eps", 1e-6),
+        out_proj_bias=biased, bcdt_norms=norms, norm_weights=not weightless,
+        eps=getattr(config, "mixer_rms_eps", None) or getattr(config, "rms_norm_eps", 1e-6),
     )  # fmt: skip
-    std = 0.3 if norms else 0.2  # without Jamba's norms the outputs grow fast with the weights (0.3: of order 100)
+    std = (
+        0.3 if norms and not weightless else 0.2
+    )  # without Jamba's norms the outputs grow fast with the weights (0.3: of order 100)
     with torch.no_grad():
         for name, param in theirs.named_parameters():
             if name == "A_log":
@@ -98,7 +107,7 @@ def run_both(kind: str, prefill: int, steps: int, batch: int = 2, forget_prefill
     return diffs
 
 
-@pytest.mark.parametrize("kind", ["mamba", "jamba", "jamba_biased"])
+@pytest.mark.parametrize("kind", ["mamba", "jamba", "jamba_biased", "falcon_mamba"])
 @pytest.mark.parametrize("prefill", [2, 7])  # shorter than the kernel (padded conv state), and longer
 def test_mixer_equals_transformers_on_prefill_and_decode(kind, prefill):
     diffs = run_both(kind, prefill, steps=3)

@@ -9,8 +9,8 @@ with a step ``dt`` (softplus, one per channel, from a rank-``dt_rank`` projectio
 x is the channel's conv output (silu), B and C (``d_state`` each, shared by every channel) come from ``x_proj``
 with the step's low-rank input. The output is gated by silu(z) and projected back. Jamba RMS-normalises the step's
 low-rank input, B and C (``dt_layernorm``, ``b_layernorm``, ``c_layernorm``, with weights) before they are used
-(``bcdt_norms``). Weight names follow transformers' ``JambaMambaMixer`` / ``MambaMixer`` so a state dict loads as
-is. Padding masks are not supported.
+(``bcdt_norms``); Falcon-Mamba applies the same norms without weights (``norm_weights`` false). Weight names follow
+transformers' ``JambaMambaMixer`` / ``MambaMixer`` / ``FalconMambaMixer`` so a state dict loads as is. Padding masks are not supported.
 """
 
 from __future__ import annotations
@@ -24,6 +24,12 @@ from torch import nn
 from mha_cli.nn.mixers.short_conv import ShortConv
 from mha_cli.nn.mixers.state import MixerState
 from mha_cli.nn.norms import RMSNorm
+
+
+def rms_normalise(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """x / sqrt(mean(x^2) + eps) over the last dimension, in fp32, cast back: Falcon-Mamba's weightless norm."""
+    x32 = x.float()
+    return (x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + eps)).to(x.dtype)
 
 
 def selective_scan(
@@ -69,6 +75,7 @@ class Mamba1(nn.Module):
         in_proj_bias: bool = False,
         out_proj_bias: bool = False,
         bcdt_norms: bool = False,
+        norm_weights: bool = True,
         eps: float = 1e-6,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
@@ -83,8 +90,8 @@ class Mamba1(nn.Module):
         self.A_log = nn.Parameter(torch.empty(d_inner, d_state, **factory))
         self.D = nn.Parameter(torch.empty(d_inner, **factory))
         self.out_proj = nn.Linear(d_inner, d_model, bias=out_proj_bias, **factory)
-        self.bcdt_norms = bcdt_norms
-        if bcdt_norms:  # Jamba
+        self.bcdt_norms, self.norm_weights, self.eps = bcdt_norms, norm_weights, eps
+        if bcdt_norms and norm_weights:  # Jamba
             self.dt_layernorm = RMSNorm(dt_rank, eps, **factory)
             self.b_layernorm = RMSNorm(d_state, eps, **factory)
             self.c_layernorm = RMSNorm(d_state, eps, **factory)
@@ -118,8 +125,10 @@ class Mamba1(nn.Module):
         xs, z = self.in_proj(x).chunk(2, dim=-1)  # [batch, seq, d_inner] each
         xs = F.silu(self.conv1d(xs.transpose(1, 2), state.conv)).transpose(1, 2)  # [batch, seq, d_inner]
         dt, b, c = self.x_proj(xs).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
-        if self.bcdt_norms:
+        if self.bcdt_norms and self.norm_weights:
             dt, b, c = self.dt_layernorm(dt), self.b_layernorm(b), self.c_layernorm(c)
+        elif self.bcdt_norms:
+            dt, b, c = (rms_normalise(t, self.eps) for t in (dt, b, c))
         dt = F.softplus(self.dt_proj(dt).float())  # [batch, seq, d_inner]
         a = -self.A_log.float().exp()  # [d_inner, d_state]
         y = selective_scan(xs, dt, a, b, c, self.D, state.recurrent[:, :, 0])  # [batch, seq, d_inner], fp32
