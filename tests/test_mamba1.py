@@ -173,3 +173,18 @@ def test_jamba_decoder_equals_transformers():
         steps = [ours(ids[:, :5], caches)] + [ours(ids[:, p : p + 1], caches, start_pos=p) for p in range(5, 9)]
         assert (ours(ids) - expected).abs().max() < 1e-4
     assert (torch.cat(steps, dim=1) - expected).abs().max() < 1e-4
+
+
+def test_mixer_agrees_with_transformers_in_bf16():
+    """Loosely: transformers keeps dt and the scan's output in bf16 where ours computes them in fp32."""
+    theirs, ours, config = pair("jamba")
+    theirs, ours = theirs.to(torch.bfloat16), ours.to(torch.bfloat16)
+    torch.manual_seed(1)
+    x = torch.randn(2, 10, D_MODEL, dtype=torch.bfloat16)
+    cache, state = DynamicCache(config=config), ours.new_state(2)
+    assert state.conv.dtype == torch.bfloat16 and state.recurrent.dtype == torch.float32
+    with torch.no_grad():
+        for chunk in (x[:, :7], x[:, 7:8], x[:, 8:9], x[:, 9:]):
+            expected, got = theirs(chunk, cache=cache), ours(chunk, state)
+            assert got.dtype == torch.bfloat16
+            assert ((expected - got).abs().max() / expected.abs().max()).item() < 2e-2
