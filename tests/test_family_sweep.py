@@ -3,6 +3,9 @@
 - the cache (benchmarks/family_sweep.py): a tiny config per family (its own config class, shrunk), random weights,
   a batch of 2 x 12 tokens; `mha kv` reads the same config's to_dict(). No family may get a figure that differs
   from the cache transformers allocates with exit 0; refusals say why in one line;
+- the weights (benchmarks/weights_sweep.py): the same tiny configs built on the meta device, their parameters
+  counted. No family may be weighed differently from what transformers builds without `mha kv` saying what it
+  leaves out;
 - the decoder (benchmarks/decoder_sweep.py): on the same tiny models, transformers' weights loaded into
   `build_model`, logits of a prefill and a cached decode compared. No family may differ with an empty
   ``omitted`` (a silent difference), and our decoder may not crash on a model it built and loaded.
@@ -33,7 +36,7 @@ def _load(name: str):
     return module
 
 
-cache_sweep, decoder_sweep = _load("family_sweep"), _load("decoder_sweep")
+cache_sweep, decoder_sweep, weights_sweep = _load("family_sweep"), _load("decoder_sweep"), _load("weights_sweep")
 
 PRICED = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "gemma", "gemma2",
@@ -104,6 +107,30 @@ def test_no_family_differs_from_transformers_without_saying_why():
     equal = {r.model_type for r in rows if r.verdict == "equal"}
     assert set(EQUAL) <= equal, set(EQUAL) - equal
     assert all(r.detail for r in rows if r.verdict == "differs, listed")
+
+
+def test_no_family_is_weighed_differently_without_saying_so():
+    rows = [weights_sweep.sweep_one(model_type) for model_type in cache_sweep.causal_lm_types()]
+    unsaid = [(r.model_type, r.detail) for r in rows if r.verdict == "different, unsaid"]
+    assert not unsaid, unsaid
+    exact = {r.model_type for r in rows if r.verdict == "exact"}
+    assert set(EQUAL) <= exact, set(EQUAL) - exact  # a decoder equal to transformers' weighs what it builds
+    assert all(r.detail and "\n" not in r.detail for r in rows if r.verdict in ("refused", "different, said"))
+
+
+def test_an_uncounted_weight_is_caught_when_the_family_does_not_say_so(monkeypatch):
+    """The control: with Gemma-3n's note on its per-layer embeddings removed, its weights are a silent difference."""
+    import mha_cli.core.families.models.gemma3n as gemma3n
+    from mha_cli.core.families import family
+
+    monkeypatch.setattr(gemma3n, "FAMILY", gemma3n.FAMILY._replace(uncounted=None))
+    family.cache_clear()
+    try:
+        assert weights_sweep.sweep_one("gemma3n_text").verdict == "different, unsaid"
+    finally:
+        monkeypatch.undo()
+        family.cache_clear()
+    assert weights_sweep.sweep_one("gemma3n_text").verdict == "different, said"
 
 
 def test_a_difference_is_caught_when_the_omission_is_not_listed(monkeypatch):

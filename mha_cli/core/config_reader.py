@@ -13,13 +13,35 @@ from typing import Any
 from mha_cli.core.errors import BadInputError
 
 
+class ReadTracking(dict):
+    """A config.json's fields that remember which of them were looked at (``get``, ``[key]``, ``in``), so that a
+    field nobody read can be named (``ConfigReader.unread``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.looked_at: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        self.looked_at.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.looked_at.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.looked_at.add(key)
+        return super().__contains__(key)
+
+
 class ConfigReader:
     """Looks up the first present key among aliases and records what it had to assume."""
 
     def __init__(
         self, config: dict[str, Any], origin: str, defaults_from: str = "", defaults: Mapping[str, Any] | None = None
     ) -> None:
-        self.config = config
+        self.config = ReadTracking(config)
         self.origin = origin
         self.assumptions: list[str] = []
         self.defaults_from = defaults_from
@@ -51,6 +73,10 @@ class ConfigReader:
             key = next((k for k in keys if self.config.get(k) is not None), keys[0])
             raise BadInputError(f"{self.origin}: {key} must be a positive whole number, got {value!r}")
         return int(value)
+
+    def unread(self) -> list[str]:
+        """The config's fields no reader has looked at so far, in the config's order."""
+        return [key for key in dict.keys(self.config) if key not in self.config.looked_at]
 
     def assume(self, value: Any, note: str) -> Any:
         if note not in self.assumptions:

@@ -26,6 +26,7 @@ from mha_cli.core.config_reader import ConfigReader
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import Family, family
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
+from mha_cli.core.hf_unread import refuse_unread_fields_of_unknown_family
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import _MAX_LAYERS as MAX_LAYERS  # ModelSpec's bound, checked before lists are built
 from mha_cli.core.schemas import Activation, LayerKind, ModelSpec
@@ -59,7 +60,10 @@ def looks_like_hf_config(data: dict[str, Any]) -> bool:
 
 def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: str = "config.json") -> ImportedModel:
     """Build a ``ModelSpec`` from a parsed config.json (read from ``origin``); ``BadInputError`` if it cannot."""
+    towers: list[str] = []
     if isinstance(config.get("text_config"), dict):
+        towers = [key for key, value in config.items() if key.endswith("_config") and isinstance(value, dict)]
+        towers = [key for key in towers if key not in ("text_config", "quantization_config")]
         config = {
             **config["text_config"],
             "model_type": config["text_config"].get("model_type", config.get("model_type")),
@@ -76,6 +80,10 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if known is None:
         r.assumptions.append(f"model_type {model_type!r} is not a known family: read the standard fields only")
 
+    if towers:  # a multimodal model: its language model is priced, and the user is told what is left out
+        r.assumptions.append(
+            f"weights: the language model's (text_config) only; {', '.join(towers)} and the projectors are not counted"
+        )
     _refuse_unread_fields(r, model_type, fam)
     if fam.refused is not None:
         raise BadInputError(f"{origin}: model_type {model_type!r}: {fam.refused}, so it is refused")
@@ -128,6 +136,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         fields["qkv_bias"] = fields["o_bias"] = bool(r.get("attention_bias"))
     if r.get("attention_out_bias") is not None:  # Seed-OSS: biases on q/k/v, none on o
         fields["o_bias"] = bool(r.get("attention_out_bias"))
+    if r.get("mlp_bias") is not None:  # Llama's and its copies' switch for biases on the MLP's projections
+        fields["mlp_bias"] = bool(r.get("mlp_bias"))
     if r.get("use_qk_norm") is True and fam.use_qk_norm_is_rmsnorm:
         fields["qk_norm"] = True
 
@@ -168,6 +178,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if fam.read_fields is not None:
         fam.read_fields(r, fields)
     _refuse_other_value_width(r, fields)
+    if known is None:
+        refuse_unread_fields_of_unknown_family(r, model_type)
     try:
         model = ModelSpec.model_validate(fields)
     except ValidationError as exc:

@@ -1,0 +1,92 @@
+"""A config.json of no registered family: priced from its standard fields only when it has no other field a figure
+may depend on; otherwise refused naming the fields (``core.hf_unread``). Multimodal configs say which towers
+their weights leave out; Llama's ``mlp_bias`` is read."""
+
+from __future__ import annotations
+
+import pytest
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.hf_import import import_hf_config
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.params import count_params
+
+LLAMA_COPY = {
+    "model_type": "my_llama", "architectures": ["MyLlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+    "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "max_position_embeddings": 8192, "hidden_act": "silu",
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "use_cache": True, "attention_dropout": 0.0,
+    "bos_token_id": 128000, "eos_token_id": 128001, "initializer_range": 0.02, "pretraining_tp": 1,
+    "transformers_version": "4.40.0", "add_cross_attention": False,
+}  # fmt: skip
+"""Llama-3-8B's config.json under a model_type mha does not know, with bookkeeping and training fields."""
+
+
+def test_a_copy_of_a_known_decoder_under_an_unknown_name_is_priced_from_its_standard_fields():
+    imported = import_hf_config(dict(LLAMA_COPY))
+    assert "model_type 'my_llama' is not a known family: read the standard fields only" in imported.assumptions
+    footprint = kv_footprint(imported.model, seq_len=1, batch=1, kv_dtype="bf16")
+    assert footprint.total_bytes == 131_072  # Llama-3-8B's published 128 KiB per token
+    assert count_params(imported.model).total == 8_030_261_248  # Meta-Llama-3-8B's parameter count
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({"type_vocab_size": 2}, "type_vocab_size"),  # BERT's token-type embeddings
+        ({"use_parallel_residual": True}, "use_parallel_residual"),  # GPT-NeoX's parallel block
+        ({"word_embed_proj_dim": 512, "do_layer_norm_before": False}, "word_embed_proj_dim, do_layer_norm_before"),
+        ({"add_cross_attention": True}, "add_cross_attention"),  # the plain decoder's value is false
+    ],
+)
+def test_an_unknown_family_with_a_field_no_reader_understood_is_refused_naming_it(extra, named):
+    with pytest.raises(BadInputError) as refused:
+        import_hf_config({**LLAMA_COPY, **extra})
+    message = str(refused.value)
+    assert f"fields mha does not read: {named};" in message
+    assert "\n" not in message and "model_type 'my_llama' is not a family mha knows" in message
+
+
+def test_the_refusal_names_six_fields_and_counts_the_rest():
+    extra = {f"field_{i}": i for i in range(1, 9)}
+    with pytest.raises(BadInputError, match=r"field_1, field_2, field_3, field_4, field_5, field_6 and 2 more;"):
+        import_hf_config({**LLAMA_COPY, **extra})
+
+
+def test_a_known_family_reads_its_own_fields_and_is_not_checked_here():
+    config = {**LLAMA_COPY, "model_type": "llama", "type_vocab_size": 2}
+    assert import_hf_config(config).model.family == "llama"
+
+
+def test_mlp_bias_is_read_and_counted():
+    base = import_hf_config({**LLAMA_COPY, "model_type": "llama"}).model
+    biased = import_hf_config({**LLAMA_COPY, "model_type": "llama", "mlp_bias": True}).model
+    assert biased.mlp_bias and not base.mlp_bias
+    # three projections a layer: gate and up (d_ff each), down (d_model)
+    assert count_params(biased).total - count_params(base).total == 32 * (2 * 14336 + 4096)
+
+
+def test_mlp_bias_equals_transformers_count():
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+        vocab_size=256, mlp_bias=True,
+    )  # fmt: skip
+    with torch.device("meta"):
+        reference = sum(p.numel() for p in transformers.AutoModelForCausalLM.from_config(config).parameters())
+    assert count_params(import_hf_config(config.to_dict()).model).total == reference
+
+
+def test_a_multimodal_config_says_which_towers_its_weights_leave_out():
+    config = {
+        "model_type": "gemma3",
+        "text_config": {**LLAMA_COPY, "model_type": "llama"},
+        "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152},
+        "audio_config": {"model_type": "whisper", "d_model": 1280},
+        "quantization_config": {"quant_method": "fp8"},
+    }
+    assumptions = import_hf_config(config).assumptions
+    said = [line for line in assumptions if "not counted" in line]
+    assert said == ["weights: the language model's (text_config) only; vision_config, audio_config and the projectors"
+                    " are not counted"]  # fmt: skip
