@@ -118,6 +118,26 @@ def test_no_family_is_weighed_differently_without_saying_so():
     assert all(r.detail and "\n" not in r.detail for r in rows if r.verdict in ("refused", "different, said"))
 
 
+def test_every_field_of_a_registered_family_is_read_or_listed_with_the_value_mha_builds():
+    """A registered family's tiny config (every field of its config class, at the class defaults) imports with each
+    field either read or in its record's ``left_unread``, so a config setting one of them to a value mha does not
+    build is refused, not priced as if it were absent (``core.hf_unread``)."""
+    from mha_cli.core.families import family
+    from mha_cli.core.hf_import import import_hf_config
+
+    unlisted = {}
+    for model_type in cache_sweep.causal_lm_types():
+        registered = family(model_type)
+        try:
+            config = cache_sweep._tiny_config(model_type)
+            imported = import_hf_config(config.to_dict(), name=model_type)
+        except Exception:  # not built by transformers, or refused: the other tests judge those
+            continue
+        if registered is not None and set(imported.unread) - set(registered.left_unread):
+            unlisted[model_type] = sorted(set(imported.unread) - set(registered.left_unread))
+    assert not unlisted, unlisted
+
+
 def test_an_uncounted_weight_is_caught_when_the_family_does_not_say_so(monkeypatch):
     """The control: with Gemma-3n's note on its per-layer embeddings removed, its weights are a silent difference."""
     import mha_cli.core.families.models.gemma3n as gemma3n

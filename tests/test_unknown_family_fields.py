@@ -4,6 +4,8 @@ their weights leave out; Llama's ``mlp_bias`` is read."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mha_cli.core.errors import BadInputError
@@ -53,9 +55,44 @@ def test_the_refusal_names_six_fields_and_counts_the_rest():
         import_hf_config({**LLAMA_COPY, **extra})
 
 
-def test_a_known_family_reads_its_own_fields_and_is_not_checked_here():
-    config = {**LLAMA_COPY, "model_type": "llama", "type_vocab_size": 2}
-    assert import_hf_config(config).model.family == "llama"
+def test_a_known_family_names_the_fields_its_config_class_does_not_define():
+    config = {**LLAMA_COPY, "model_type": "llama", "type_vocab_size": 2, "moe_layer_freq": 1}
+    imported = import_hf_config(config)
+    assert imported.model.family == "llama" and imported.unread == ["type_vocab_size", "moe_layer_freq"]
+    note = "not read: type_vocab_size, moe_layer_freq (LlamaConfig (transformers 5.24) builds the model without them"
+    assert any(line.startswith(note) for line in imported.assumptions)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "extra", "named"),
+    [
+        ("falcon", {"parallel_attn": False}, "parallel_attn = False (mha builds True)"),  # Falcon-RW: sequential
+        ("stablelm", {"use_parallel_residual": True}, "use_parallel_residual = True (mha builds False)"),  # 12B
+        ("gpt2", {"scale_attn_by_inverse_layer_idx": True}, "scale_attn_by_inverse_layer_idx = True (mha builds"),
+    ],
+)
+def test_a_field_of_the_family_left_unread_is_refused_at_a_value_mha_does_not_build(model_type, extra, named):
+    config = {**LLAMA_COPY, "model_type": model_type, **extra}
+    with pytest.raises(BadInputError, match=re.escape(f"model_type {model_type!r} sets {named}")):
+        import_hf_config(config)
+    assert import_hf_config({**config, **dict.fromkeys(extra)}).model.family == model_type  # null: the default
+
+
+@pytest.mark.parametrize(
+    ("model_type", "field", "config_class"),
+    [("stablelm", "use_qkv_bias", "StableLmConfig"), ("ernie4_5", "use_bias", "Ernie4_5Config")],
+)
+def test_bias_switches_of_a_family_are_read_and_counted_as_transformers_builds_them(model_type, field, config_class):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = getattr(transformers, config_class)(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+        vocab_size=256, **{field: True},
+    )  # fmt: skip
+    with torch.device("meta"):
+        reference = sum(p.numel() for p in transformers.AutoModelForCausalLM.from_config(config).parameters())
+    spec = import_hf_config(config.to_dict()).model
+    assert spec.qkv_bias and count_params(spec).total == reference
 
 
 def test_mlp_bias_is_read_and_counted():

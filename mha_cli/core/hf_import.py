@@ -20,14 +20,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from mha_cli.core.config_reader import ConfigReader
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import Family, family
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
-from mha_cli.core.hf_unread import refuse_unread_fields_of_unknown_family
-from mha_cli.core.record import Record
+from mha_cli.core.hf_unread import (
+    check_unread_fields_of_family,
+    fields_no_reader_understood,
+    refuse_unread_fields_of_unknown_family,
+)
+from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import _MAX_LAYERS as MAX_LAYERS  # ModelSpec's bound, checked before lists are built
 from mha_cli.core.schemas import Activation, LayerKind, ModelSpec
 from mha_cli.core.validation import describe_validation_error
@@ -48,6 +52,8 @@ class ImportedModel(Record):
     model: ModelSpec
     model_type: str
     assumptions: list[str]
+    unread: list[str] = Field(default_factory=empty_list)
+    """The config's fields no reader looked at (those no figure depends on left out), null ones included."""
 
 
 _HF_MARKERS = ("model_type", "architectures", "text_config", "hidden_size", "num_attention_heads", "n_head", "n_embd")
@@ -180,11 +186,14 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     _refuse_other_value_width(r, fields)
     if known is None:
         refuse_unread_fields_of_unknown_family(r, model_type)
+    else:
+        check_unread_fields_of_family(r, model_type, known)
     try:
         model = ModelSpec.model_validate(fields)
     except ValidationError as exc:
         raise BadInputError(f"{origin} describes an invalid model: {describe_validation_error(exc)}") from exc
-    return ImportedModel(model=model, model_type=model_type, assumptions=r.assumptions)
+    unread = fields_no_reader_understood(r, with_nulls=True)
+    return ImportedModel(model=model, model_type=model_type, assumptions=r.assumptions, unread=unread)
 
 
 # Layer kinds -------------------------------------------------------------------------------------------------
@@ -331,7 +340,7 @@ def _moe_layers(r: ConfigReader, n_layers: int) -> dict[str, int]:
     A layout no such period describes (dense layers scattered among the MoE ones) is read as its leading dense
     layers then MoE everywhere, and the assumption says so.
     """
-    if r.get("first_k_dense_replace"):
+    if r.get("first_k_dense_replace") and r.get("mlp_layer_types") is None:  # the list wins, as in transformers
         return {"n_dense_layers": min(n_layers, r.count("dense layers", "first_k_dense_replace"))}
     moe = _moe_layer_set(r, n_layers)
     if not moe:

@@ -1,4 +1,4 @@
-"""No silent wrong answer for a ``model_type`` of no registered family: the fields nobody read are named.
+"""No silent wrong answer: a config.json field nobody read, and that may change a figure, is named in a refusal.
 
 A config.json of an unknown family is read by its standard fields only (hidden size, layers, heads, KV heads,
 head_dim, MLP width, RoPE, windows, norms, biases). A field outside those may change the model, so a figure
@@ -7,15 +7,22 @@ that ignored it could be wrong: BERT's ``type_vocab_size`` (token-type embedding
 naming the fields, unless each is one of the fields below that no figure depends on (training, generation,
 tokenizer and bookkeeping fields) or the plain-decoder value of a feature switch (``add_cross_attention`` false).
 
-The registered families read their own fields (``core.families.models``); this check is for the others.
+A registered family reads its own fields (``core.families.models``); the fields of its transformers config class
+that its reader leaves unread are listed in its record (``Family.left_unread``) with the value at which each is
+harmless, and another value is refused the same way (StableLM-2-12B's ``use_parallel_residual: true``,
+Falcon-RW's ``parallel_attn: false``). Fields its config class does not define (remote-code leftovers), transformers
+ignores, and so does ``mha``, saying so. ``tests/test_family_sweep.py`` checks each record lists every field of its
+config class that no reader looks at.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from mha_cli.core.config_reader import ConfigReader
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.families import ANY_VALUE, Family
 
 NO_FIGURE_DEPENDS_ON = frozenset({
     # bookkeeping
@@ -43,16 +50,23 @@ NO_FIGURE_DEPENDS_ON = frozenset({
 """Fields no figure of ``mha`` depends on: bookkeeping, training and generation settings."""
 NO_FIGURE_DEPENDS_ON_PATTERN = re.compile(r"(dropout|_pdrop|_token_ids?)$")
 """Dropout rates (``attention_dropout``, ``resid_pdrop``) and special token ids (``pad_token_id``)."""
-PLAIN_DECODER_VALUES: dict[str, object] = {"add_cross_attention": False, "tie_encoder_decoder": False}
+PLAIN_DECODER_VALUES: dict[str, object] = {
+    "add_cross_attention": False, "tie_encoder_decoder": False, "is_encoder_decoder": False,
+}  # fmt: skip
 """Feature switches whose value here is the plain decoder's: harmless at that value, refused at another."""
 
 
-def fields_no_reader_understood(r: ConfigReader) -> list[str]:
-    """The config's fields that no reader looked at and that a figure may depend on, in the config's order."""
+def fields_no_reader_understood(r: ConfigReader, *, with_nulls: bool = False) -> list[str]:
+    """The config's fields that no reader looked at and that a figure may depend on, in the config's order (a
+    field set to null is as good as absent, unless ``with_nulls``)."""
     found = []
     for key in r.unread():
-        value = r.config.get(key)
-        if key in NO_FIGURE_DEPENDS_ON or NO_FIGURE_DEPENDS_ON_PATTERN.search(key):
+        value = dict.get(r.config, key)
+        if (
+            (value is None and not with_nulls)
+            or key in NO_FIGURE_DEPENDS_ON
+            or NO_FIGURE_DEPENDS_ON_PATTERN.search(key)
+        ):
             continue
         if key in PLAIN_DECODER_VALUES and value == PLAIN_DECODER_VALUES[key]:
             continue
@@ -71,3 +85,39 @@ def refuse_unread_fields_of_unknown_family(r: ConfigReader, model_type: str) -> 
         f" read: {named}; a figure that ignored them could be wrong, so it is refused (`mha families` lists the"
         " families read; remove the fields only if they do not change the model)"
     )
+
+
+def _harmless_at(left_unread: Any, key: str, value: Any) -> bool:
+    """Null reads as absent (the config class's default), as everywhere in the importer."""
+    return value is None or left_unread[key] is ANY_VALUE or left_unread[key] == value
+
+
+def check_unread_fields_of_family(r: ConfigReader, model_type: str, fam: Family) -> None:
+    """A registered family's fields no reader looked at: one its config class defines (``Family.left_unread``) set
+    to a value mha does not build is refused, naming each with its value (at most six); the others, which its
+    config class does not define (remote-code fields: DeepSeek's ``moe_layer_freq``), transformers ignores too,
+    and the assumptions name them."""
+    unread = fields_no_reader_understood(r, with_nulls=True)
+    listed = [key for key in unread if key in fam.left_unread]
+    refused = [key for key in listed if not _harmless_at(fam.left_unread, key, dict.get(r.config, key))]
+    if refused:
+        named = ", ".join(_as_built(fam, key, dict.get(r.config, key)) for key in refused[:6])
+        more = f" and {len(refused) - 6} more" if len(refused) > 6 else ""
+        raise BadInputError(
+            f"{r.origin}: model_type {model_type!r} sets {named}{more}, which mha does not read for the family; a"
+            " figure that ignored it could be wrong, so it is refused"
+        )
+    foreign = [key for key in unread if key not in fam.left_unread and dict.get(r.config, key) is not None]
+    if foreign:
+        named = ", ".join(foreign[:6]) + (f" and {len(foreign) - 6} more" if len(foreign) > 6 else "")
+        r.assumptions.append(f"not read: {named} ({fam.config_class} builds the model without them, as mha does)")
+
+
+def _as_built(fam: Family, key: str, value: Any) -> str:
+    """``parallel_attn = False (mha builds True)``."""
+    return f"{key} = {_short(value)} (mha builds {_short(fam.left_unread[key])})"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

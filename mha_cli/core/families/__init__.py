@@ -29,6 +29,20 @@ if TYPE_CHECKING:
 NOTHING: Mapping[str, Any] = MappingProxyType({})
 """An empty, read-only mapping: the default of the mapping fields (a record's defaults are shared)."""
 
+
+class _AnyValue:
+    def __repr__(self) -> str:
+        return "any value"
+
+
+ANY_VALUE: Any = _AnyValue()
+"""In ``Family.left_unread``: a field no figure depends on, whatever its value (MLA's unused ``head_dim``)."""
+MLA_UNREAD: Mapping[str, Any] = MappingProxyType(
+    {"num_key_value_heads": ANY_VALUE, "head_dim": ANY_VALUE, "qk_head_dim": ANY_VALUE}
+)
+"""``Family.left_unread`` of the MLA families: their config classes carry a KV head count and head widths that MLA
+attention does not use (its K and V come from the latent; ``qk_head_dim`` is derived)."""
+
 LayerKindsReader = Callable[["ConfigReader", int], "list[LayerKind] | None"]
 """(reader, n_layers) -> each layer's kind as the family's config class derives it, or None (one kind)."""
 StateReader = Callable[["ConfigReader", int, dict[str, Any]], "dict[str, Any] | None"]
@@ -107,6 +121,11 @@ class Family(NamedTuple):
     """Weights of the family ``count_params`` leaves out, said wherever it is priced (DeepSeek-V3.2's indexer)."""
     weights: WeightLayout | None = None
     """How transformers names and lays out its weights, where not as Llama's (``nn.hf_state_dict``)."""
+    left_unread: Mapping[str, Any] = NOTHING
+    """Fields its config class has that no reader looks at, each with the value at which it changes no figure and
+    nothing the decoder builds (its config class's default; ``ANY_VALUE`` where no value does, or where
+    ``differences`` already says the decoder does not reproduce it). A config setting another value, or a field
+    neither read nor listed here, is refused naming it (``core.hf_unread``)."""
 
     @property
     def name(self) -> str:

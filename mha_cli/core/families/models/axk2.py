@@ -1,6 +1,6 @@
 """A.X K2: MLA with DeepSeek-V3.2's lightning indexer."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, MLA_UNREAD, Family
 from mha_cli.core.families.models.deepseek_v32 import INDEXER_FIELDS, INDEXER_WEIGHTS, read_indexer
 
 FAMILY = Family(
@@ -12,4 +12,5 @@ FAMILY = Family(
     uncounted=INDEXER_WEIGHTS.replace(
         "are not counted", "and its attention's output gate (q_gate_proj) are not counted"
     ),
+    left_unread={**MLA_UNREAD, "index_topk": ANY_VALUE, "gated_norm_rank": 16},
 )

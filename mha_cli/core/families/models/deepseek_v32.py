@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, MLA_UNREAD, Family
 from mha_cli.core.families.models.deepseek_v3 import MTP
 
 if TYPE_CHECKING:
@@ -36,4 +36,5 @@ FAMILY = Family(
     differences=MTP,
     unbuilt="an indexer",
     uncounted=INDEXER_WEIGHTS,
+    left_unread={**MLA_UNREAD, "index_topk": ANY_VALUE},
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -26,4 +26,5 @@ FAMILY = Family(
     read_fields=nope_full_attention,
     names=("exaone4", "exaone-4"),
     equal_test="tests/test_family_sweep.py (the decoder sweep: exaone4)",
+    left_unread={"sliding_window_pattern": ANY_VALUE},
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.families.models.exaone4 import nope_full_attention
 from mha_cli.core.families.models.glm4_moe import SIGMOID_NOAUX
 
@@ -58,4 +58,5 @@ FAMILY = Family(
     read_fields=_read_fields,
     names=("exaone-moe", "k-exaone"),
     equal_test="tests/test_family_sweep.py (the decoder sweep: exaone_moe)",
+    left_unread={"sliding_window_pattern": ANY_VALUE},
 )

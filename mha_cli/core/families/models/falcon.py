@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
 if TYPE_CHECKING:
@@ -68,4 +68,10 @@ FAMILY = Family(
     names=("falcon",),
     equal_test="tests/test_hf_state_dict.py::test_a_converted_family_loads_strictly_and_gives_transformers_logits",
     weights=WEIGHTS,
+    left_unread={
+        "num_ln_in_parallel_attn": ANY_VALUE,
+        "num_kv_heads": ANY_VALUE,
+        "parallel_attn": True,
+        "activation": "gelu",
+    },
 )

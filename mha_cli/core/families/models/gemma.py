@@ -16,4 +16,5 @@ FAMILY = Family(
     tied_by_default=True,
     names=("gemma",),
     equal_test="tests/test_nn_gemma.py::test_gemma_logits_equal_transformers[gemma]",
+    left_unread={"use_bidirectional_attention": False},
 )

@@ -19,4 +19,5 @@ FAMILY = Family(
     local_cycle_note="layer pattern: Gemma 2 alternates sliding-window and global layers",
     names=("gemma2", "gemma-2"),
     equal_test="tests/test_nn_gemma.py::test_gemma_logits_equal_transformers[gemma2]",
+    left_unread={"use_bidirectional_attention": False},
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.families.models.gemma import GEMMA_LAYOUT
 
 if TYPE_CHECKING:
@@ -40,4 +40,5 @@ FAMILY = Family(
     read_fields=_no_attention_cap,
     names=("gemma3", "gemma-3"),
     equal_test="tests/test_nn_gemma.py::test_gemma_logits_equal_transformers[gemma3_text]",
+    left_unread={"use_bidirectional_attention": False, "_sliding_window_pattern": ANY_VALUE},
 )

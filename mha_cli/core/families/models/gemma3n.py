@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -45,4 +45,14 @@ FAMILY = Family(
     uncounted="weights understated: Gemma-3n's per-layer embeddings (vocab_size_per_layer_input x num_hidden_layers"
     " x hidden_size_per_layer_input, about 2.35B of E4B's weights, with their projections), its AltUp and LAuReL"
     " weights are not counted; the cache is exact",
+    left_unread={
+        "vocab_size_per_layer_input": ANY_VALUE,
+        "hidden_size_per_layer_input": ANY_VALUE,
+        "altup_active_idx": ANY_VALUE,
+        "altup_coef_clip": ANY_VALUE,
+        "altup_correct_scale": ANY_VALUE,
+        "altup_num_inputs": ANY_VALUE,
+        "laurel_rank": ANY_VALUE,
+        "activation_sparsity_pattern": ANY_VALUE,
+    },
 )

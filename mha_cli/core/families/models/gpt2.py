@@ -1,6 +1,6 @@
 """GPT-2: learned positions, LayerNorm, a GELU MLP, biases everywhere, fused Conv1D weights; tied head."""
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
 LEARNED_POSITIONS: tuple[str, ...] = ()
@@ -47,4 +47,9 @@ FAMILY = Family(
     differences=LEARNED_POSITIONS,
     weights=WEIGHTS,
     equal_test=EQUAL_BY_SWEEP,
+    left_unread={
+        "scale_attn_weights": True,
+        "scale_attn_by_inverse_layer_idx": False,
+        "reorder_and_upcast_attn": ANY_VALUE,
+    },
 )

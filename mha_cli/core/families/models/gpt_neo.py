@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.layer_types import kinds_of_layer_types
 from mha_cli.core.families.models.gpt2 import GPT2_TREE
 from mha_cli.core.weight_layout import WeightLayout
@@ -47,4 +47,5 @@ FAMILY = Family(
     names=("gpt-neo", "gpt_neo"),
     weights=WEIGHTS,
     equal_test=EQUAL_BY_SWEEP,
+    left_unread={"attention_types": ANY_VALUE},
 )

@@ -1,7 +1,7 @@
 """Granite MoE (3.x): Granite's multipliers, a sparse MoE block (``block_sparse_moe``) whose router is ``router``."""
 
 from mha_cli.core.families import Family
-from mha_cli.core.families.models.granite import GRANITE_MULTIPLIERS
+from mha_cli.core.families.models.granite import GRANITE_MULTIPLIER_FIELDS, GRANITE_MULTIPLIERS
 from mha_cli.core.weight_layout import WeightLayout
 
 # The MoE block is block_sparse_moe, its router router; the experts are stored as ours.
@@ -16,4 +16,5 @@ FAMILY = Family(
     names=("granitemoe", "granite-moe"),
     differences=GRANITE_MULTIPLIERS,
     weights=WEIGHTS,
+    left_unread=GRANITE_MULTIPLIER_FIELDS,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
@@ -67,4 +67,12 @@ FAMILY = Family(
     ),
     unbuilt="chunked attention",
     weights=WEIGHTS,
+    left_unread={
+        "interleave_moe_layer_step": ANY_VALUE,
+        "no_rope_layers": ANY_VALUE,
+        "no_rope_layer_interval": ANY_VALUE,
+        "attn_temperature_tuning": ANY_VALUE,
+        "floor_scale": ANY_VALUE,
+        "attn_scale": ANY_VALUE,
+    },
 )

@@ -1,6 +1,6 @@
 """Phi-3: Llama's arithmetic with fused qkv_proj and gate_up_proj weights; longrope in its 128k variants."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
 # Phi-3: Llama's names, with q/k/v fused in qkv_proj and gate/up (gate first) in gate_up_proj.
@@ -24,4 +24,5 @@ FAMILY = Family(
     names=("phi3", "phi-3"),
     differences=("Phi-3's longrope scaling (128k variants) is not modelled",),
     weights=WEIGHTS,
+    left_unread={"original_max_position_embeddings": ANY_VALUE},
 )

@@ -1,6 +1,6 @@
 """Qwen2-MoE: Qwen2's attention, routed experts beside a gated shared expert."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.families.models.qwen2 import window_layers
 
 FAMILY = Family(
@@ -12,4 +12,5 @@ FAMILY = Family(
     routing_defaults={"norm_topk_prob": False},
     gated_shared_expert=True,
     equal_test="tests/test_nn_moe.py (the MoE block only)",
+    left_unread={"max_window_layers": ANY_VALUE, "sliding_window": ANY_VALUE, "qkv_bias": True},
 )

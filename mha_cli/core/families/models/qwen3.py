@@ -1,6 +1,6 @@
 """Qwen3: per-head RMSNorm of q and k, no biases; Qwen2's max_window_layers."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.families.models.qwen2 import window_layers
 
 FAMILY = Family(
@@ -10,4 +10,5 @@ FAMILY = Family(
     layout={"qk_norm": True},
     layer_kinds=window_layers,
     equal_test="tests/test_nn_model.py::test_same_logits_as_transformers[qwen3]",
+    left_unread={"sliding_window": ANY_VALUE, "max_window_layers": ANY_VALUE},
 )

@@ -1,6 +1,6 @@
 """Qwen3-MoE: Qwen3's attention, routed experts without a shared one."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.families.models.qwen2 import window_layers
 
 FAMILY = Family(
@@ -11,4 +11,5 @@ FAMILY = Family(
     layer_kinds=window_layers,
     routing_defaults={"norm_topk_prob": False},
     equal_test="tests/test_nn_mla_model.py (qwen3-moe: whole decoder)",
+    left_unread={"sliding_window": ANY_VALUE},
 )

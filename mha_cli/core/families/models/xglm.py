@@ -1,6 +1,6 @@
 """XGLM: fairseq's block (LayerNorm, a GELU MLP, biases everywhere), sinusoidal positions, scaled embeddings."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.weight_layout import WeightLayout
 
 # XGLM: BART-style names (self_attn_layer_norm, fc1, fc2, final_layer_norm per layer; layer_norm at the end).
@@ -27,4 +27,5 @@ FAMILY = Family(
         "XGLM adds sinusoidal position embeddings and scales the token embeddings by sqrt(d_model); here RoPE",
     ),
     weights=WEIGHTS,
+    left_unread={"init_std": ANY_VALUE, "scale_embedding": ANY_VALUE},
 )
