@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.state_readers import mixer_biases
 from mha_cli.core.weight_layout import WeightLayout
 
@@ -66,4 +66,5 @@ FAMILY = Family(
     routing_fixed=("norm_topk_prob",),
     weights=WEIGHTS,
     equal_test=EQUAL_BY_SWEEP,
+    left_unread=dict.fromkeys(("use_mamba_kernels", "use_mambapy", "use_associative_scan"), ANY_VALUE),  # kernels,
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, MLA_UNREAD, Family
 from mha_cli.core.families.layer_types import kinds_of_layer_types
 
 if TYPE_CHECKING:
@@ -101,4 +101,5 @@ FAMILY = Family(
     routing_fixed=("scoring_func", "topk_method"),
     read_fields=_routing,
     equal_test=EQUAL_BY_SWEEP,
+    left_unread={**MLA_UNREAD, "model_max_length": ANY_VALUE},
 )

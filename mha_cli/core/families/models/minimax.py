@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.layer_types import kinds_of_layer_types, sliding_window
 from mha_cli.core.weight_layout import WeightLayout
 
@@ -83,4 +83,5 @@ FAMILY = Family(
     routing_fixed=("norm_topk_prob",),
     equal_test=EQUAL_BY_SWEEP,
     weights=WEIGHTS,
+    left_unread={"block_size": ANY_VALUE},  # the blockwise prefill's block: the same result,
 )
