@@ -8,7 +8,7 @@ projection d_model x (kv_lora_rank + qk_rope_head_dim), the latent's norm, the u
 kv_lora_rank x n_heads * (qk_nope_head_dim + v_head_dim), and o (n_heads * v_head_dim) x d_model.
 MLP: gated 3 * d_model * d_ff; plain 2 * d_model * d_ff. MoE layers: every expert plus a router.
 Norms: rmsnorm d_model weights, layernorm weights and biases (none with ``norm_bias`` false), n_norms_per_layer of them. Embeddings vocab x d_model, twice
-if untied, plus learned positions if any.
+if untied (plus the head's bias), plus learned positions and an embedding norm (BLOOM) if any.
 Fixed-state mixers (``mixer_params``), on the layers that hold ``recurrent``'s state, in place of attention on
 ``linear`` layers and beside it when ``on_attention_layers`` (Falcon-H1), laid out as transformers builds them.
 """
@@ -30,7 +30,7 @@ class ParamBreakdown(Record):
     n_dense_mlp_layers: int
     n_moe_layers: int
     embeddings: int
-    """Input embedding + output head (if untied) + learned positions."""
+    """Input embedding + output head (if untied, with its bias if any) + learned positions + an embedding norm."""
     lookup_tables: int
     """Weights read by row lookup, not multiplied: the input embedding when untied (tied, the
     head's matmul reads it whole) and learned positions. A step reads only its tokens' rows."""
@@ -192,7 +192,8 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         n_moe = model.n_moe_layers
     n_dense = model.n_layers - n_moe
     lookup_tables = (0 if model.tied_embeddings else model.vocab_size * d) + model.position_embeddings * d
-    embeddings = model.vocab_size * d + lookup_tables
+    head_bias = model.vocab_size if model.lm_head_bias else 0  # GPT-J's, Phi's
+    embeddings = model.vocab_size * d + lookup_tables + head_bias + (norm if model.embedding_norm else 0)
     n_mixer = sum(model.holds_state(i) for i in range(model.n_layers))
     n_attention = model.n_layers - model.count_layers("linear")
     mixer = mixer_params(model)

@@ -23,9 +23,9 @@ from mha_cli.core.weight_formats import WeightFormatName, normalise_weight_forma
 
 Variant = Literal["MHA", "GQA", "MQA", "MLA"]
 MlpType = Literal["gated", "plain"]
-Activation = Literal["silu", "gelu", "gelu_tanh"]
-"""The MLP's nonlinearity: SiLU (Swish), exact (erf) GELU, or GELU's tanh approximation (``gelu_pytorch_tanh``,
-``gelu_new``: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))))."""
+Activation = Literal["silu", "gelu", "gelu_tanh", "relu", "relu2"]
+"""The MLP's nonlinearity: SiLU (Swish), exact (erf) GELU, GELU's tanh approximation (``gelu_pytorch_tanh``,
+``gelu_new``: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))), ReLU (OPT) or squared ReLU (Persimmon)."""
 NormType = Literal["rmsnorm", "layernorm"]
 NormPlacement = Literal["pre", "post"]
 """Where a two-norm block normalises: ``pre`` each sublayer's input (Llama), ``post`` each sublayer's output inside
@@ -485,6 +485,22 @@ class ModelSpec(_Strict):
     MiniMax with a ``sliding_window``: its full-attention layers are masked to it, its cache is not windowed);
     None: global layers see every cached token. Changes no size."""
 
+    # The classic GPT-style decoders' arithmetic (GPT-NeoX, GPT-J, Phi, OPT, BLOOM, MPT): all off by default.
+    parallel_residual: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Of a two-norm block: attention and MLP both read the block's input, each through its own norm, and their
+    outputs are added to it, x + attn(norm1(x)) + mlp(norm2(x)) (GPT-NeoX's use_parallel_residual)."""
+    alibi: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """ALiBi position biases (BLOOM, MPT): head h adds slope_h x key position to its scores, no RoPE, no learned
+    positions (``mha_cli.nn.alibi``)."""
+    embedding_norm: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """A norm of the model's kind on the token embeddings before the first layer (BLOOM's
+    word_embeddings_layernorm): one more d_model-wide norm."""
+    position_offset: Annotated[int, Field(ge=0, le=16, exclude_if=_is_zero)] = 0
+    """Rows of the learned position table before position 0's (OPT, BioGPT: 2); ``position_embeddings`` counts
+    every row."""
+    lm_head_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Whether the (untied) LM head has a bias, vocab_size values (GPT-J, CodeGen, Phi)."""
+
     @model_validator(mode="after")
     def _resolve_and_check(self) -> "ModelSpec":
         if self.mla is not None and self.variant not in (None, "MLA"):
@@ -512,6 +528,17 @@ class ModelSpec(_Strict):
             raise ValueError("qk_norm_span projection needs qk_norm")
         if self.qk_norm_span == "projection" and self.mla is not None:
             raise ValueError("qk_norm_span projection is for MHA/GQA/MQA attention, not MLA")
+        self._check_classic()
+
+    def _check_classic(self) -> None:
+        if self.parallel_residual and (self.n_norms_per_layer != 2 or self.norm_placement != "pre"):
+            raise ValueError("parallel_residual is a block of two pre-norms (a one-norm block is parallel already)")
+        if self.alibi and (self.rope is not None or self.position_embeddings or self.mla is not None):
+            raise ValueError("alibi positions exclude rope, learned positions and MLA")
+        if self.position_offset and self.position_offset >= self.position_embeddings:
+            raise ValueError(f"position_offset ({self.position_offset}) needs a learned position table longer than it")
+        if self.lm_head_bias and self.tied_embeddings:
+            raise ValueError("lm_head_bias needs an untied LM head")
 
     def _resolve_mla(self) -> None:
         assert self.mla is not None
@@ -606,7 +633,7 @@ class ModelSpec(_Strict):
         """The RoPE the model applies: ``rope``, else the default for a model without learned positions."""
         if self.rope is not None:
             return self.rope
-        return None if self.position_embeddings else RopeSpec()
+        return None if self.position_embeddings or self.alibi else RopeSpec()
 
     def layer_kind(self, layer: int) -> LayerKind:
         """The kind of layer ``layer`` (0-based): the pattern's entry, else local with a sliding window,

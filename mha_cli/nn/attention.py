@@ -9,7 +9,8 @@ scale (``scale``, default head_dim^-0.5) and a soft cap of the scores (``softcap
 heads and ``o_proj`` is row-parallel (``reduce`` sums the ranks). Shapes use the glossary of
 ``mha_cli.nn.heads``. ``qk_norm_span="projection"`` norms the whole q and k projections instead of each head
 (OLMo 2, OLMoE, MiniMax-M2: ``q_norm`` of n_heads * head_dim values, ``k_norm`` of n_kv_heads * head_dim);
-``qkv_clip`` clamps q, k and v after the norms (OLMoE's ``clip_qkv``).
+``qkv_clip`` clamps q, k and v after the norms (OLMoE's ``clip_qkv``); ``alibi_slopes`` biases the scores by key
+position instead of rotating (BLOOM, MPT: ``mha_cli.nn.alibi``).
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from mha_cli.nn.alibi import alibi_attention
 from mha_cli.nn.heads import combine_heads, split_heads
 from mha_cli.nn.kv_cache import KVCache
 from mha_cli.nn.norms import RMSNorm
 from mha_cli.nn.padding import Padding
 from mha_cli.nn.rope import RotaryEmbedding, as_halves, rotate
 from mha_cli.nn.row_parallel import Reduce, row_parallel
-from mha_cli.nn.sdpa import grouped_attention, reference_attention
+from mha_cli.nn.sdpa import causal_mask, grouped_attention, reference_attention
 from mha_cli.nn.window_cache import SlidingWindowCache, window_mask
 
 CosSin = tuple[torch.Tensor, torch.Tensor]
@@ -60,10 +62,15 @@ class Attention(nn.Module):
         mask_window: int | None = None,
         scale: float | None = None,
         softcap: float | None = None,
+        alibi_slopes: torch.Tensor | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
+        if alibi_slopes is not None and (rope is not None or window is not None or softcap is not None):
+            raise ValueError("ALiBi attention is built without RoPE, a window or a soft cap")
+        self.alibi_slopes = alibi_slopes
+        """This module's heads' ALiBi slopes (n_h,), a plain tensor (no weight, nothing in the state dict), or None."""
         if n_kv_heads < 1 or n_kv_heads > n_heads or n_heads % n_kv_heads:
             raise ValueError(f"n_heads ({n_heads}) must be divisible by n_kv_heads ({n_kv_heads}), 1 <= n_kv <= n_h")
         self.d_model, self.n_heads, self.n_kv_heads, self.head_dim = d_model, n_heads, n_kv_heads, head_dim
@@ -136,7 +143,12 @@ class Attention(nn.Module):
         mask = self._mask(start_pos, s, first_key, k.shape[2])  # (s, t) or None
         if padding is not None:
             mask = padding.visible(mask, start_pos, s, first_key, k.shape[2])  # (b, s, t)
-        out = grouped_attention(q, k, v, scale=self.scale, mask=mask, softcap=self.softcap)  # (b, n_h, s, h_d)
+        if self.alibi_slopes is not None:
+            if mask is None:
+                mask = causal_mask(s, k.shape[2], q.device)  # (s, t)
+            out = alibi_attention(q, k, v, self.alibi_slopes, scale=self.scale, mask=mask)  # (b, n_h, s, h_d)
+        else:
+            out = grouped_attention(q, k, v, scale=self.scale, mask=mask, softcap=self.softcap)  # (b, n_h, s, h_d)
         return row_parallel(self.o_proj, combine_heads(out), reduce)  # (b, s, d_model)
 
     def _mask(self, start_pos: int, s: int, first_key: int, t: int) -> torch.Tensor | None:

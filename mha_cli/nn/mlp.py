@@ -1,7 +1,7 @@
 """The dense MLP of a decoder layer: gated (SwiGLU, GeGLU) or plain (GELU), Llama's projection names.
 
 gated: down(act(gate(x)) * up(x)), 3 matrices; plain: down(act(up(x))), 2 matrices. ``act`` is the spec's
-``activation``: SiLU for gated and exact GELU for plain by default, or GELU's tanh approximation. Under tensor
+``activation``: SiLU for gated and exact GELU for plain by default, or GELU's tanh approximation, ReLU or ReLU^2. Under tensor
 parallelism ``d_ff`` is this rank's slice of the hidden width (gate/up column-split, down row-split).
 Shapes: ``b`` batch, ``s`` tokens, ``d`` d_model, ``f`` the (rank-local) hidden width.
 """
@@ -24,7 +24,13 @@ def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
-ACTIVATIONS: dict[Activation, ActivationFn] = {"silu": F.silu, "gelu": F.gelu, "gelu_tanh": _gelu_tanh}
+def _relu_squared(x: torch.Tensor) -> torch.Tensor:
+    return F.relu(x).square()
+
+
+ACTIVATIONS: dict[Activation, ActivationFn] = {
+    "silu": F.silu, "gelu": F.gelu, "gelu_tanh": _gelu_tanh, "relu": F.relu, "relu2": _relu_squared,
+}  # fmt: skip
 """Each ``ModelSpec.activation`` as a function."""
 
 

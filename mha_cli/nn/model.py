@@ -13,7 +13,8 @@ scores; ``final_logit_softcap`` caps the logits; ``rope_local`` rotates the loca
 
 Blocks by ``spec.n_norms_per_layer``: 2, pre-norm (Llama); 4, pre- and post-norm around attention
 and MLP (Gemma 2/3: ``pre_feedforward_layernorm``, ``post_feedforward_layernorm``); 1, attention and
-MLP in parallel from one norm (Falcon-7B). A two-norm block with ``spec.norm_placement`` ``post`` normalises each
+MLP in parallel from one norm (Falcon-7B); 2 with ``spec.parallel_residual``, attention and MLP in parallel, each
+from its own norm of the block's input (GPT-NeoX). A two-norm block with ``spec.norm_placement`` ``post`` normalises each
 sublayer's output inside the residual instead (OLMo 2: ``post_attention_layernorm``, ``post_feedforward_layernorm``,
 no input norm); with ``spec.normed_residual`` each residual is the sublayer's normed input, scaled (MiniMax).
 
@@ -43,6 +44,7 @@ from torch import nn
 from mha_cli.core.decoder_omissions import omitted_details
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.core.tensor_parallel import kv_heads_per_rank, tp_split_problem
+from mha_cli.nn.alibi import alibi_slopes
 from mha_cli.nn.attention import Attention, CosSin
 from mha_cli.nn.kv_cache import resolve_cache_dtype
 from mha_cli.nn.mixers import build_mixer
@@ -113,6 +115,7 @@ def build_layer_attention(
     mask_window = spec.masked_window if spec.layer_kind(layer) == "global" else None
     if nope:
         rope = None  # EXAONE 4: no RoPE on its full-attention layers
+    slopes = alibi_slopes(spec.n_heads)[tp_rank * n_heads : (tp_rank + 1) * n_heads] if spec.alibi else None
     return Attention(
         spec.d_model,
         n_heads,
@@ -130,6 +133,7 @@ def build_layer_attention(
         mask_window=mask_window,
         scale=spec.attn_scale,
         softcap=spec.attn_logit_softcap,
+        alibi_slopes=slopes,
         dtype=dtype,
         device=device,
     )
@@ -169,6 +173,7 @@ class DecoderLayer(nn.Module):
             raise ValueError(f"build_model builds blocks with 1, 2 or 4 norms, not {spec.n_norms_per_layer}")
         self.n_norms = spec.n_norms_per_layer
         self.post_norms = spec.norm_placement == "post"  # OLMo 2: each sublayer's output normed, no input norm
+        self.parallel = spec.parallel_residual  # GPT-NeoX: x + attn(norm1(x)) + mlp(norm2(x))
 
         def norm() -> nn.Module:
             return make_norm(
@@ -215,6 +220,8 @@ class DecoderLayer(nn.Module):
             return h * mlp_alpha + self._feed_forward(h, reduce) * mlp_beta  # (b, s, d)
         if self.n_norms == 1:  # parallel block: both branches read the same normed input
             return x + attn + self._feed_forward(h, reduce)  # (b, s, d)
+        if self.parallel:  # parallel block, each branch its own norm of the block's input
+            return x + attn + self._feed_forward(self.post_attention_layernorm(x), reduce)  # (b, s, d)
         if self.n_norms == 2:
             x = x + attn  # (b, s, d)
             return x + self._feed_forward(self.post_attention_layernorm(x), reduce)  # (b, s, d)
@@ -277,6 +284,10 @@ class DecoderBody(nn.Module):
         self.norm = make_norm(
             spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
         )
+        if spec.embedding_norm:  # BLOOM's word_embeddings_layernorm
+            self.embed_norm = make_norm(
+                spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
+            )
 
 
 class DecoderLM(nn.Module):
@@ -303,7 +314,8 @@ class DecoderLM(nn.Module):
         self.spec = spec
         self.model = body
         if not spec.tied_embeddings:  # the embedding's row count: the whole vocabulary, or the rank's block of it
-            self.lm_head = nn.Linear(spec.d_model, body.embed_tokens.num_embeddings, bias=False, **factory)
+            rows = body.embed_tokens.num_embeddings
+            self.lm_head = nn.Linear(spec.d_model, rows, bias=spec.lm_head_bias, **factory)
         self.rope = rope
         self.rope_local = rope_local
         """The RoPE of the layers whose attention rotates by it (``spec.rope_local``), else None."""
@@ -357,21 +369,25 @@ class DecoderLM(nn.Module):
 
     def embed(self, input_ids: torch.Tensor, start_pos: int, padding: Padding | None = None) -> torch.Tensor:
         """Token ids (b, s) at positions start_pos.. (a padded batch: each row's own) -> their embeddings (b, s, d),
-        learned positions added."""
+        learned positions added (position p reads row p + ``position_offset``), then the embedding norm if any."""
         s = input_ids.shape[1]
         embed = self.model.embed_tokens
         x = embed(input_ids, self.all_reduce) if self.tp_size > 1 else embed(input_ids)  # (b, s, d)
+        if self.spec.scale_embeddings:  # the factor in the activations' dtype first, as transformers casts it
+            x = x * torch.tensor(self.spec.d_model**0.5, dtype=x.dtype)  # (b, s, d)
         if hasattr(self.model, "embed_positions"):
-            if start_pos + s > self.model.embed_positions.num_embeddings:
+            offset = self.spec.position_offset  # OPT, BioGPT: 2
+            if start_pos + s + offset > self.model.embed_positions.num_embeddings:
                 raise ValueError(
-                    f"positions up to {start_pos + s} exceed the {self.model.embed_positions.num_embeddings} learned"
+                    f"positions up to {start_pos + s} exceed the"
+                    f" {self.model.embed_positions.num_embeddings - offset} learned"
                 )
             positions = torch.arange(start_pos, start_pos + s, device=input_ids.device)  # (s,)
             if padding is not None:
                 positions = padding.positions  # (b, s)
-            x = x + self.model.embed_positions(positions)  # (b, s, d)
-        if self.spec.scale_embeddings:  # the factor in the activations' dtype first, as transformers casts it
-            x = x * torch.tensor(self.spec.d_model**0.5, dtype=x.dtype)  # (b, s, d)
+            x = x + self.model.embed_positions(positions + offset)  # (b, s, d)
+        if self.spec.embedding_norm:
+            x = self.model.embed_norm(x)  # (b, s, d)
         return x
 
     def run_layers(
@@ -397,7 +413,8 @@ class DecoderLM(nn.Module):
         """Final norm and LM head: hidden states (b, s, d) -> logits (b, s, v)."""
         x = self.model.norm(x)  # (b, s, d)
         head = self.model.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight  # (v, d) or (R, d)
-        logits = F.linear(x, head)  # (b, s, v), or (b, s, R): the rank's block of the padded vocabulary
+        head_bias = None if self.spec.tied_embeddings else self.lm_head.bias  # (v,) or (R,): GPT-J's, Phi's
+        logits = F.linear(x, head, head_bias)  # (b, s, v), or (b, s, R): the rank's block of the padded vocabulary
         if self.spec.logit_scale != 1.0:
             logits = logits * self.spec.logit_scale  # Cohere's logit_scale
         if self.tp_size > 1:

@@ -1,0 +1,45 @@
+"""Phi (1, 1.5, 2): one LayerNorm before a parallel attention + MLP block, partial rotate-half RoPE, biases
+everywhere, a ``final_layernorm`` and an LM head with a bias."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.weight_layout import WeightLayout
+
+if TYPE_CHECKING:
+    from mha_cli.core.config_reader import ConfigReader
+
+
+def _qk_layernorm(r: ConfigReader, fields: dict[str, Any]) -> None:
+    if r.get("qk_layernorm"):
+        r.assume(
+            None,
+            "qk_layernorm: Phi's per-head LayerNorms of q and k are not built (weights understated by 4 x head_dim"
+            " a layer; such a checkpoint does not load into the decoder)",
+        )
+
+
+WEIGHTS = WeightLayout(
+    renames=(
+        (r"^model\.final_layernorm\.", "model.norm."),
+        (r"\.self_attn\.dense\.", ".self_attn.o_proj."),
+        (r"\.mlp\.fc1\.", ".mlp.up_proj."),
+        (r"\.mlp\.fc2\.", ".mlp.down_proj."),
+    ),
+    dropped=(r"\.rotary_emb\.inv_freq$",),
+)
+
+FAMILY = Family(
+    model_types=("phi",),
+    config_class="PhiConfig (transformers 5.24)",
+    layout={
+        "mlp": "plain", "mlp_bias": True, "norm": "layernorm", "n_norms_per_layer": 1, "qkv_bias": True,
+        "o_bias": True, "lm_head_bias": True,
+    },  # fmt: skip
+    read_fields=_qk_layernorm,
+    names=("phi-1", "phi-2", "phi_1", "phi_2"),
+    weights=WEIGHTS,
+    equal_test=EQUAL_BY_SWEEP,
+)
