@@ -1,0 +1,52 @@
+"""GPT-BigCode (SantaCoder, StarCoder 1): GPT-2's block with nn.Linear weights and multi-query attention."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families.models.gpt2 import GPT2_TREE
+from mha_cli.core.weight_layout import FusedSplit, WeightLayout
+
+if TYPE_CHECKING:
+    from mha_cli.core.config_reader import ConfigReader
+
+
+def _kv_heads(r: ConfigReader, n_heads: int) -> int:
+    """``multi_query`` (default true): one KV head; false: one per query head (num_key_value_heads is not read)."""
+    return 1 if r.get("multi_query") else n_heads
+
+
+# GPT-BigCode: c_attn is q (all heads), then k, then v with multi_query; head by head (q, k, v) without it;
+# both are n_kv groups of (query heads, key, value).
+WEIGHTS = WeightLayout(
+    renames=(
+        *GPT2_TREE,
+        (r"\.attn\.c_attn\.", ".self_attn.qkv_proj."),
+        (r"\.attn\.c_proj\.", ".self_attn.o_proj."),
+        (r"\.mlp\.c_fc\.", ".mlp.up_proj."),
+        (r"\.mlp\.c_proj\.", ".mlp.down_proj."),
+    ),
+    fused=(
+        FusedSplit(
+            r"(.*)\.self_attn\.qkv_proj\.(weight|bias)",
+            (r"\1.self_attn.q_proj.\2", r"\1.self_attn.k_proj.\2", r"\1.self_attn.v_proj.\2"),
+            "qkv_per_kv_group",
+        ),
+    ),
+    dropped=(r"\.attn\.(bias|masked_bias)$",),
+)
+
+FAMILY = Family(
+    model_types=("gpt_bigcode",),
+    config_class="GPTBigCodeConfig (transformers 5.24)",
+    defaults={"multi_query": True},
+    spellings={"d_ff": ("n_inner",)},
+    layout={"mlp": "plain", "mlp_bias": True, "norm": "layernorm", "qkv_bias": True, "o_bias": True},
+    tied_by_default=True,
+    kv_heads=_kv_heads,
+    learned_positions="n_positions",
+    names=("gpt_bigcode", "gpt-bigcode", "santacoder"),
+    weights=WEIGHTS,
+    equal_test=EQUAL_BY_SWEEP,
+)
