@@ -28,13 +28,15 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 if TYPE_CHECKING:
     from mha_cli.core.schemas import ModelSpec
 
-SplitSizes = Literal["qkv", "qkv_per_kv_group", "gate_up"]
+SplitSizes = Literal["qkv", "qkv_per_kv_group", "qvk_per_4_shards", "gate_up"]
 """How a fused weight's parts are sized from the spec (rows of a (out, in) weight; entries of a bias):
 
 - ``qkv``: q, k, v one after the other: n_heads x head_dim, n_kv_heads x head_dim, n_kv_heads x head_dim;
 - ``qkv_per_kv_group``: the same three totals, stored as n_kv_heads groups of head_dim-wide heads, each group its
   n_heads / n_kv_heads query heads, then its key head, then its value head (Falcon: with one KV head (multi_query)
   all query heads then k then v; with n_kv_heads = n_heads, q, k, v alternate head by head);
+- ``qvk_per_4_shards``: the same three totals (MHA), stored as the 4 model-parallel shards CodeGen was trained
+  with, each a quarter of every part in the order q, v, k (parts listed in that order);
 - ``gate_up``: gate then up, d_ff each (SwiGLU's two input projections).
 """
 

@@ -88,6 +88,10 @@ def _split(
         names = [match.expand(part) for part in split.parts]
         if split.sizes == "qkv_per_kv_group":
             parts = _split_kv_groups(tensor, split.dim, spec)
+        elif split.sizes == "qvk_per_4_shards":
+            if spec.kv_heads != spec.n_heads or total % 12:
+                raise ValueError(f"{name}: 4 shards of q, v, k need MHA and a width divisible by 12, not {total}")
+            parts = _split_shards(tensor, split.dim, 4)
         else:
             parts = tensor.split(list(sizes), dim=split.dim)  # views along dim
         return list(zip(names, parts, strict=True))
@@ -103,3 +107,10 @@ def _split_kv_groups(tensor: torch.Tensor, dim: int, spec: ModelSpec) -> tuple[t
     k = grouped.narrow(dim + 1, q_per_kv, 1)  # ..., n_kv, 1, h_d, ...
     v = grouped.narrow(dim + 1, q_per_kv + 1, 1)  # ..., n_kv, 1, h_d, ...
     return tuple(part.flatten(dim, dim + 2) for part in (q, k, v))  # (..., n_h * h_d | n_kv * h_d, ...)
+
+
+def _split_shards(tensor: torch.Tensor, dim: int, n_shards: int) -> tuple[torch.Tensor, ...]:
+    """Three equal parts out of ``n_shards`` shards, each holding a 1/n_shards slice of every part in turn."""
+    dim %= tensor.ndim
+    sharded = tensor.unflatten(dim, (n_shards, 3, tensor.shape[dim] // (3 * n_shards)))  # ..., shard, part, w, ...
+    return tuple(sharded.select(dim + 1, part).flatten(dim, dim + 1) for part in range(3))  # (..., 3 x (d), ...)
