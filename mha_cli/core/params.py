@@ -85,7 +85,7 @@ def qk_norm_params(model: ModelSpec) -> int:
         return 0
     if model.qk_norm_span == "projection":
         return (model.n_heads + model.kv_heads) * model.dim_per_head
-    return 2 * model.dim_per_head
+    return (4 if model.qk_norm_type == "layernorm" else 2) * model.dim_per_head  # Persimmon's: weight and bias
 
 
 def mixer_params(model: ModelSpec) -> int:

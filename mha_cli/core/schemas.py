@@ -500,6 +500,8 @@ class ModelSpec(_Strict):
     every row."""
     lm_head_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
     """Whether the (untied) LM head has a bias, vocab_size values (GPT-J, CodeGen, Phi)."""
+    qk_norm_type: Annotated[NormType, Field(exclude_if=_is_default("rmsnorm"))] = "rmsnorm"
+    """The kind of the per-head ``qk_norm``: an RMSNorm (Qwen3), or a LayerNorm with weight and bias (Persimmon)."""
 
     @model_validator(mode="after")
     def _resolve_and_check(self) -> "ModelSpec":
@@ -539,6 +541,8 @@ class ModelSpec(_Strict):
             raise ValueError(f"position_offset ({self.position_offset}) needs a learned position table longer than it")
         if self.lm_head_bias and self.tied_embeddings:
             raise ValueError("lm_head_bias needs an untied LM head")
+        if self.qk_norm_type == "layernorm" and (not self.qk_norm or self.qk_norm_span != "head"):
+            raise ValueError("qk_norm_type layernorm is a per-head q/k norm: it needs qk_norm, span head")
 
     def _resolve_mla(self) -> None:
         assert self.mla is not None

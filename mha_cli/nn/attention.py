@@ -2,9 +2,10 @@
 
 Projection names follow Llama (``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``, Qwen3's ``q_norm`` and
 ``k_norm``) so a Llama-family layer's weights load by name. Optional parts, in the order they apply:
-per-head RMSNorm of queries and keys (Qwen3; weights offset by ``norm_offset``, Gemma 3's 1 + weight), RoPE
-(``rope``), a sliding window (``window``: a query sees itself and the window - 1 keys before it; ``mask_window``:
-the same mask over a cache that keeps every token, MiniMax's full-attention layers in transformers), the softmax
+per-head RMSNorm of queries and keys (Qwen3; weights offset by ``norm_offset``, Gemma 3's 1 + weight; a LayerNorm
+with ``qk_norm_type`` layernorm, Persimmon's), RoPE (``rope``), a sliding window (``window``: a query sees itself
+and the window - 1 keys before it; ``mask_window``: the same mask over a cache that keeps every token, MiniMax's
+full-attention layers in transformers), the softmax
 scale (``scale``, default head_dim^-0.5) and a soft cap of the scores (``softcap``, Gemma 2). Under tensor parallelism the module holds one rank's
 heads and ``o_proj`` is row-parallel (``reduce`` sums the ranks). Shapes use the glossary of
 ``mha_cli.nn.heads``. ``qk_norm_span="projection"`` norms the whole q and k projections instead of each head
@@ -55,6 +56,7 @@ class Attention(nn.Module):
         rope: RotaryEmbedding | None = None,
         qk_norm: bool = False,
         qk_norm_span: str = "head",
+        qk_norm_type: str = "rmsnorm",
         qkv_clip: float | None = None,
         norm_eps: float = 1e-5,
         norm_offset: float = 0.0,
@@ -85,7 +87,10 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(n_heads * head_dim, d_model, bias=o_bias, **factory)
         if qk_norm_span not in ("head", "projection"):
             raise ValueError(f"qk_norm_span is head or projection, not {qk_norm_span!r}")
-        if qk_norm:
+        if qk_norm and qk_norm_type == "layernorm":  # Persimmon: per-head LayerNorms with bias
+            self.q_norm = nn.LayerNorm(head_dim, eps=norm_eps, **factory)
+            self.k_norm = nn.LayerNorm(head_dim, eps=norm_eps, **factory)
+        elif qk_norm:
             whole = qk_norm_span == "projection"
             self.q_norm = RMSNorm(n_heads * head_dim if whole else head_dim, norm_eps, offset=norm_offset, **factory)
             self.k_norm = RMSNorm(n_kv_heads * head_dim if whole else head_dim, norm_eps, offset=norm_offset, **factory)

@@ -126,6 +126,7 @@ def build_layer_attention(
         rope=rope,
         qk_norm=spec.qk_norm,
         qk_norm_span=spec.qk_norm_span,
+        qk_norm_type=spec.qk_norm_type,
         qkv_clip=spec.qkv_clip,
         norm_eps=spec.norm_eps,
         norm_offset=spec.norm_weight_offset,
