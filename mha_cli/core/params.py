@@ -204,7 +204,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         + n_dense * dense_mlp
         + n_moe * moe_mlp
         + embeddings
-        + norm
+        + (norm if model.final_norm else 0)
     )
     return ParamBreakdown(
         attention_per_layer=attention,
@@ -215,7 +215,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         n_moe_layers=n_moe,
         embeddings=embeddings,
         lookup_tables=lookup_tables,
-        final_norm=norm,
+        final_norm=norm if model.final_norm else 0,
         total=total,
         active=total - n_moe * moe_inactive - lookup_tables,
         mixer_per_layer=mixer,

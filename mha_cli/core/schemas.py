@@ -27,9 +27,10 @@ Activation = Literal["silu", "gelu", "gelu_tanh", "relu", "relu2"]
 """The MLP's nonlinearity: SiLU (Swish), exact (erf) GELU, GELU's tanh approximation (``gelu_pytorch_tanh``,
 ``gelu_new``: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))), ReLU (OPT) or squared ReLU (Persimmon)."""
 NormType = Literal["rmsnorm", "layernorm"]
-NormPlacement = Literal["pre", "post"]
+NormPlacement = Literal["pre", "post", "post_residual"]
 """Where a two-norm block normalises: ``pre`` each sublayer's input (Llama), ``post`` each sublayer's output inside
-the residual (OLMo 2: x + norm(attn(x)), then h + norm(mlp(h)))."""
+the residual (OLMo 2: x + norm(attn(x)), then h + norm(mlp(h))), ``post_residual`` the residual stream after each
+add (the original Transformer's post-LN, GPT-1, OPT-350m: norm(x + attn(x)), then norm(h + mlp(h)))."""
 QkNormSpan = Literal["head", "projection"]
 """What a q/k norm normalises over: ``head`` each head's head_dim values (Qwen3), ``projection`` the whole q and k
 projections, n_heads * head_dim and n_kv_heads * head_dim values (OLMo 2, OLMoE, MiniMax-M2)."""
@@ -500,6 +501,8 @@ class ModelSpec(_Strict):
     every row."""
     lm_head_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
     """Whether the (untied) LM head has a bias, vocab_size values (GPT-J, CodeGen, Phi)."""
+    final_norm: Annotated[bool, Field(exclude_if=_is_default(True))] = True
+    """Whether a norm follows the last layer (a post-LN model's last layer ends in one: GPT-1 has no other)."""
     qk_norm_type: Annotated[NormType, Field(exclude_if=_is_default("rmsnorm"))] = "rmsnorm"
     """The kind of the per-head ``qk_norm``: an RMSNorm (Qwen3), or a LayerNorm with weight and bias (Persimmon)."""
 
@@ -522,8 +525,10 @@ class ModelSpec(_Strict):
         return self
 
     def _check_block(self) -> None:
-        if self.norm_placement == "post" and self.n_norms_per_layer != 2:
-            raise ValueError(f"norm_placement post places two norms a block, not {self.n_norms_per_layer}")
+        if self.norm_placement != "pre" and self.n_norms_per_layer != 2:
+            raise ValueError(
+                f"norm_placement {self.norm_placement} places two norms a block, not {self.n_norms_per_layer}"
+            )
         if self.normed_residual is not None and (self.n_norms_per_layer != 2 or self.norm_placement != "pre"):
             raise ValueError("normed_residual scales the residual of a two-norm pre-norm block")
         if self.qk_norm_span == "projection" and not self.qk_norm:

@@ -16,7 +16,9 @@ and MLP (Gemma 2/3: ``pre_feedforward_layernorm``, ``post_feedforward_layernorm`
 MLP in parallel from one norm (Falcon-7B); 2 with ``spec.parallel_residual``, attention and MLP in parallel, each
 from its own norm of the block's input (GPT-NeoX). A two-norm block with ``spec.norm_placement`` ``post`` normalises each
 sublayer's output inside the residual instead (OLMo 2: ``post_attention_layernorm``, ``post_feedforward_layernorm``,
-no input norm); with ``spec.normed_residual`` each residual is the sublayer's normed input, scaled (MiniMax).
+no input norm); with ``post_residual``, the residual stream after each add (GPT-1: ``input_layernorm`` after
+attention, ``post_attention_layernorm`` after the MLP; ``spec.final_norm`` false: no norm after the last layer);
+with ``spec.normed_residual`` each residual is the sublayer's normed input, scaled (MiniMax).
 
 Tensor parallelism (Megatron layout, see the contract): with ``tp_size > 1`` only rank ``tp_rank``'s
 shard is allocated: its query heads, its KV heads (one replicated head when tp > n_kv_heads), its
@@ -175,6 +177,7 @@ class DecoderLayer(nn.Module):
         self.n_norms = spec.n_norms_per_layer
         self.post_norms = spec.norm_placement == "post"  # OLMo 2: each sublayer's output normed, no input norm
         self.parallel = spec.parallel_residual  # GPT-NeoX: x + attn(norm1(x)) + mlp(norm2(x))
+        self.post_residual = spec.norm_placement == "post_residual"  # GPT-1: norm(x + attn(x)), norm(h + mlp(h))
 
         def norm() -> nn.Module:
             return make_norm(
@@ -213,6 +216,9 @@ class DecoderLayer(nn.Module):
         if self.post_norms:  # x + norm(attn(x)), then h + norm(mlp(h))
             x = x + self.post_attention_layernorm(self._attend(x, cache, start_pos, cos_sin, reduce, padding))
             return x + self.post_feedforward_layernorm(self._feed_forward(x, reduce))  # (b, s, d)
+        if self.post_residual:
+            x = self.input_layernorm(x + self._attend(x, cache, start_pos, cos_sin, reduce, padding))  # (b, s, d)
+            return self.post_attention_layernorm(x + self._feed_forward(x, reduce))  # (b, s, d)
         h = self.input_layernorm(x)  # (b, s, d)
         attn = self._attend(h, cache, start_pos, cos_sin, reduce, padding)  # (b, s, d)
         if self.residual_scales is not None:  # MiniMax: each residual is the normed input, both terms scaled
@@ -282,9 +288,10 @@ class DecoderBody(nn.Module):
         if spec.position_embeddings:
             self.embed_positions = nn.Embedding(spec.position_embeddings, spec.d_model, **factory)
         self.layers = nn.ModuleList(layers)
-        self.norm = make_norm(
-            spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
-        )
+        if spec.final_norm:
+            self.norm = make_norm(
+                spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
+            )
         if spec.embedding_norm:  # BLOOM's word_embeddings_layernorm
             self.embed_norm = make_norm(
                 spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
@@ -412,7 +419,8 @@ class DecoderLM(nn.Module):
 
     def project(self, x: torch.Tensor) -> torch.Tensor:
         """Final norm and LM head: hidden states (b, s, d) -> logits (b, s, v)."""
-        x = self.model.norm(x)  # (b, s, d)
+        if self.spec.final_norm:
+            x = self.model.norm(x)  # (b, s, d)
         head = self.model.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight  # (v, d) or (R, d)
         head_bias = None if self.spec.tied_embeddings else self.lm_head.bias  # (v,) or (R,): GPT-J's, Phi's
         logits = F.linear(x, head, head_bias)  # (b, s, v), or (b, s, R): the rank's block of the padded vocabulary

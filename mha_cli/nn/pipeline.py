@@ -34,10 +34,12 @@ class PipelineStage(nn.Module):
         if not layout.embedding:
             if not (layout.head and decoder.spec.tied_embeddings):  # a tied head keeps the embedding as its matrix
                 del body.embed_tokens
-            if hasattr(body, "embed_positions"):
-                del body.embed_positions
+            for table in ("embed_positions", "embed_norm"):  # learned positions, BLOOM's embedding norm
+                if hasattr(body, table):
+                    delattr(body, table)
         if not layout.head:
-            del body.norm
+            if hasattr(body, "norm"):  # GPT-1 has no final norm
+                del body.norm
             if hasattr(decoder, "lm_head"):
                 del decoder.lm_head
 

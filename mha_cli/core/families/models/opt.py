@@ -1,5 +1,5 @@
 """OPT: fairseq's pre-norm block (LayerNorm, a ReLU MLP ``ffn_dim`` wide, biases everywhere), learned positions
-offset by 2 rows; OPT-350m's post-norm block and its project_in/out are not built."""
+offset by 2 rows; OPT-350m's post-LN blocks (``do_layer_norm_before`` false), not its project_in/out."""
 
 from __future__ import annotations
 
@@ -27,12 +27,9 @@ def _opt_fields(r: ConfigReader, fields: dict[str, Any]) -> None:
     fields["qkv_bias"] = fields["o_bias"] = fields["mlp_bias"] = bias is None or bool(bias)
     if r.get("layer_norm_elementwise_affine") is False:
         r.assume(None, "layer_norm_elementwise_affine false: OPT's LayerNorms without weights are built with them")
-    if r.get("do_layer_norm_before") is False:
-        r.assume(
-            None,
-            "do_layer_norm_before false (OPT-350m): its post-norm block (and no final norm) is built as a pre-norm"
-            " one: the weights load, the logits differ",
-        )
+    if r.get("do_layer_norm_before") is False:  # OPT-350m: post-LN blocks, no final norm
+        fields["norm_placement"] = "post_residual"
+        fields["final_norm"] = False
     projected = r.get("word_embed_proj_dim")
     if projected is not None and projected != fields["d_model"]:
         r.assume(
