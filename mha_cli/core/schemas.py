@@ -500,7 +500,10 @@ class ModelSpec(_Strict):
     """Rows of the learned position table before position 0's (OPT, BioGPT: 2); ``position_embeddings`` counts
     every row."""
     lm_head_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
-    """Whether the (untied) LM head has a bias, vocab_size values (GPT-J, CodeGen, Phi)."""
+    """Whether the LM head has a bias, vocab_size values (GPT-J, CodeGen, Phi; CTRL's beside its tied matrix)."""
+    sinusoidal_positions: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Fixed sinusoidal position embeddings added to the token embeddings (CTRL's, ``mha_cli.nn.sinusoidal``): no
+    weights, no RoPE."""
     final_norm: Annotated[bool, Field(exclude_if=_is_default(True))] = True
     """Whether a norm follows the last layer (a post-LN model's last layer ends in one: GPT-1 has no other)."""
     qk_norm_type: Annotated[NormType, Field(exclude_if=_is_default("rmsnorm"))] = "rmsnorm"
@@ -540,12 +543,13 @@ class ModelSpec(_Strict):
     def _check_classic(self) -> None:
         if self.parallel_residual and (self.n_norms_per_layer != 2 or self.norm_placement != "pre"):
             raise ValueError("parallel_residual is a block of two pre-norms (a one-norm block is parallel already)")
-        if self.alibi and (self.rope is not None or self.position_embeddings or self.mla is not None):
-            raise ValueError("alibi positions exclude rope, learned positions and MLA")
+        if self.alibi and self.mla is not None:
+            raise ValueError("alibi positions are for MHA/GQA/MQA attention, not MLA")
         if self.position_offset and self.position_offset >= self.position_embeddings:
             raise ValueError(f"position_offset ({self.position_offset}) needs a learned position table longer than it")
-        if self.lm_head_bias and self.tied_embeddings:
-            raise ValueError("lm_head_bias needs an untied LM head")
+        positions = [self.alibi, bool(self.position_embeddings), self.sinusoidal_positions, self.rope is not None]
+        if sum(positions) > 1:
+            raise ValueError("alibi, learned, sinusoidal and rotary positions exclude one another")
         if self.qk_norm_type == "layernorm" and (not self.qk_norm or self.qk_norm_span != "head"):
             raise ValueError("qk_norm_type layernorm is a per-head q/k norm: it needs qk_norm, span head")
 
@@ -642,7 +646,7 @@ class ModelSpec(_Strict):
         """The RoPE the model applies: ``rope``, else the default for a model without learned positions."""
         if self.rope is not None:
             return self.rope
-        return None if self.position_embeddings or self.alibi else RopeSpec()
+        return None if self.position_embeddings or self.alibi or self.sinusoidal_positions else RopeSpec()
 
     def layer_kind(self, layer: int) -> LayerKind:
         """The kind of layer ``layer`` (0-based): the pattern's entry, else local with a sliding window,

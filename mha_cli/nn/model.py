@@ -57,6 +57,7 @@ from mha_cli.nn.normed_residual import residual_scales
 from mha_cli.nn.norms import RMSNorm, make_norm
 from mha_cli.nn.padding import Padding
 from mha_cli.nn.rope import RotaryEmbedding
+from mha_cli.nn.sinusoidal import sinusoidal_positions
 from mha_cli.nn.row_parallel import Reduce, identity
 from mha_cli.nn.sdpa import soft_cap
 from mha_cli.nn.vocab_parallel import VocabParallelEmbedding, gather_logits
@@ -324,6 +325,8 @@ class DecoderLM(nn.Module):
         if not spec.tied_embeddings:  # the embedding's row count: the whole vocabulary, or the rank's block of it
             rows = body.embed_tokens.num_embeddings
             self.lm_head = nn.Linear(spec.d_model, rows, bias=spec.lm_head_bias, **factory)
+        elif spec.lm_head_bias:  # CTRL: the tied matrix, a bias of the head's own
+            self.lm_head = HeadBias(body.embed_tokens.num_embeddings, **factory)
         self.rope = rope
         self.rope_local = rope_local
         """The RoPE of the layers whose attention rotates by it (``spec.rope_local``), else None."""
@@ -394,6 +397,11 @@ class DecoderLM(nn.Module):
             if padding is not None:
                 positions = padding.positions  # (b, s)
             x = x + self.model.embed_positions(positions + offset)  # (b, s, d)
+        if self.spec.sinusoidal_positions:  # CTRL
+            positions = torch.arange(start_pos, start_pos + s, device=input_ids.device)  # (s,)
+            if padding is not None:
+                positions = padding.positions  # (b, s)
+            x = x + sinusoidal_positions(positions, self.spec.d_model).to(x.dtype)  # (b, s, d)
         if self.spec.embedding_norm:
             x = self.model.embed_norm(x)  # (b, s, d)
         return x
@@ -422,7 +430,7 @@ class DecoderLM(nn.Module):
         if self.spec.final_norm:
             x = self.model.norm(x)  # (b, s, d)
         head = self.model.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight  # (v, d) or (R, d)
-        head_bias = None if self.spec.tied_embeddings else self.lm_head.bias  # (v,) or (R,): GPT-J's, Phi's
+        head_bias = self.lm_head.bias if self.spec.lm_head_bias else None  # (v,) or (R,): GPT-J's, Phi's
         logits = F.linear(x, head, head_bias)  # (b, s, v), or (b, s, R): the rank's block of the padded vocabulary
         if self.spec.logit_scale != 1.0:
             logits = logits * self.spec.logit_scale  # Cohere's logit_scale
@@ -443,6 +451,14 @@ class DecoderLM(nn.Module):
         """One pre-allocated cache per layer, each sized by its own attention (heads, window, latent), or a
         linear layer's fixed ``MixerState``."""
         return [layer.new_cache(batch, max_seq, dtype=dtype) for layer in self.model.layers]
+
+
+class HeadBias(nn.Module):
+    """The bias of a tied LM head (CTRL's ``lm_head.bias``): ``bias`` (rows,), added to the logits."""
+
+    def __init__(self, rows: int, **factory: Any) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(rows, **factory))
 
 
 # The entry point --------------------------------------------------------------------------------
