@@ -205,6 +205,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         + n_moe * moe_mlp
         + embeddings
         + (norm if model.final_norm else 0)
+        + (d if model.last_o_bias and not model.o_bias else 0)  # GPT-NeoX-Japanese's last dense_bias
     )
     return ParamBreakdown(
         attention_per_layer=attention,

@@ -504,6 +504,9 @@ class ModelSpec(_Strict):
     sinusoidal_positions: Annotated[bool, Field(exclude_if=_is_false)] = False
     """Fixed sinusoidal position embeddings added to the token embeddings (CTRL's, ``mha_cli.nn.sinusoidal``): no
     weights, no RoPE."""
+    last_o_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Whether the last layer's attention output projection has a bias, d_model values, when ``o_bias`` gives the
+    others none (GPT-NeoX-Japanese's ``dense_bias``)."""
     final_norm: Annotated[bool, Field(exclude_if=_is_default(True))] = True
     """Whether a norm follows the last layer (a post-LN model's last layer ends in one: GPT-1 has no other)."""
     qk_norm_type: Annotated[NormType, Field(exclude_if=_is_default("rmsnorm"))] = "rmsnorm"

@@ -125,7 +125,7 @@ def build_layer_attention(
         n_kv_heads,
         spec.dim_per_head,
         bias=spec.qkv_bias,
-        o_bias=spec.o_bias,
+        o_bias=spec.o_bias or (spec.last_o_bias and layer == spec.n_layers - 1),  # GPT-NeoX-Japanese: the last
         rope=rope,
         qk_norm=spec.qk_norm,
         qk_norm_span=spec.qk_norm_span,

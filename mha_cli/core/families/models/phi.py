@@ -34,6 +34,7 @@ WEIGHTS = WeightLayout(
 FAMILY = Family(
     model_types=("phi",),
     config_class="PhiConfig (transformers 5.24)",
+    defaults={"partial_rotary_factor": 0.5},
     layout={
         "mlp": "plain", "mlp_bias": True, "norm": "layernorm", "n_norms_per_layer": 1, "qkv_bias": True,
         "o_bias": True, "lm_head_bias": True,
