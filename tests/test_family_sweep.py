@@ -56,7 +56,9 @@ EQUAL = (
     "deepseek_v2", "deepseek_v3", "internlm3", "exaone", "youtu", "cwm", "iquestcoder", "ernie4_5", "helium",
     "mellum", "seed_oss", "stablelm", "gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2", "gemma", "gemma2",
     "gemma3_text", "gpt_neo", "glm4_moe", "sarvam_mla", "sarvam_moe", "solar_open", "exaone_moe", "minimax_m2",
-    "olmoe", "olmo2", "olmo3", "flex_olmo", "exaone4", "cohere", "cohere2", "minimax", "jamba",
+    "olmoe", "olmo2", "olmo3", "flex_olmo", "exaone4", "cohere", "cohere2", "minimax", "jamba", "gpt_neox",
+    "gpt_neox_japanese", "gptj", "codegen", "phi", "persimmon", "gpt_bigcode", "opt", "biogpt", "openai-gpt", "ctrl",
+    "bloom", "mpt",
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
 (ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its
@@ -69,7 +71,10 @@ post-norms, OLMo 2/3, FlexOlmo, OLMoE and MiniMax-M2 through q/k norms over the 
 EXAONE MoE through NoPE full-attention layers;
 Cohere and Cohere2 through bias-free LayerNorms and logit_scale; MiniMax through its lightning-attention mixer, its
 scaled residual around normed inputs and its full-attention layers masked, not cached, to the window; Jamba through
-the Mamba-1 mixer, NoPE attention and unrenormalised top-k routing)."""
+the Mamba-1 mixer, NoPE attention and unrenormalised top-k routing; the classic GPT-style families through
+``tests/test_classic_families.py``'s features: GPT-NeoX's two-norm parallel residual, GPT-J's and CodeGen's
+interleaved partial RoPE and LM-head bias, BLOOM's and MPT's ALiBi, OPT's and BioGPT's offset positions, GPT-1's
+post-LN, CTRL's sinusoidal positions, Persimmon's LayerNorm q/k norms)."""
 
 
 @functools.cache

@@ -37,11 +37,15 @@ def _family_sweep():
     return sys.modules["family_sweep"]
 
 
-EQUAL = ("gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2", "gpt_neo", "minimax_m2", "minimax", "jamba")
+EQUAL = (
+    "gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2", "gpt_neo", "minimax_m2", "minimax", "jamba",
+    "gpt_neox", "gpt_neox_japanese", "gptj", "codegen", "phi", "persimmon", "gpt_bigcode", "opt", "biogpt",
+    "openai-gpt", "ctrl", "bloom", "mpt",
+)  # fmt: skip
 """Families whose prefill logits equal transformers' once converted (GPT-2, GPT-SW3, StarCoder2 and GPT-Neo with
 their tanh GELU, GPT-Neo with its unscaled attention scores: ``ModelSpec.activation`` and ``attn_scale``;
 MiniMax-M2: its correction bias moved onto the router; MiniMax: its lightning decay buffers dropped; Jamba: its
-mixer, MLP and norms renamed)."""
+mixer, MLP and norms renamed; the classic GPT-style families of ``tests/test_classic_families.py``)."""
 DIFFERS = {
     "llama4_text": 0.54,  # the omissions the decoder lists: chunked attention, NoPE layers, q/k L2 norm, MoE
     "granitemoe": 0.031,  # Granite's embedding, attention, residual and logit multipliers (listed)

@@ -4,8 +4,9 @@ Head h adds slope_h x (key position) to every score of its queries; the softmax 
 a shift common to that query's row, so this is the paper's slope_h x (key - query) and BLOOM's slope_h x (key index
 among the real tokens) alike. Slopes for n heads: with p the largest power of two <= n, the geometric series
 2^(-8 i / p), i = 1..p, then, for the n - p heads past it, the odd terms 2^(-8 (2 j - 1) / (2 p)) of the series
-for 2p heads (BLOOM's ``build_alibi_tensor``; MPT's ``build_mpt_alibi_tensor`` with ``alibi_bias_max`` 8 gives the
-same values in the same order). The bias is added after the softmax scale, unscaled.
+for 2p heads, each the series' ratio raised in float32 (BLOOM's ``build_alibi_tensor``; MPT's
+``build_mpt_alibi_tensor`` with ``alibi_bias_max`` 8 gives the same values in the same order). The bias is added
+after the softmax scale, unscaled.
 
 Shapes: ``b`` batch, ``n_h`` query heads, ``n_kv`` KV heads, ``s`` new queries, ``t`` keys, ``h_d`` head width.
 """
@@ -25,9 +26,11 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     if n_heads < 1:
         raise ValueError(f"ALiBi needs at least one head, not {n_heads}")
     p = 2 ** math.floor(math.log2(n_heads))
-    first = [2.0 ** (-8.0 * i / p) for i in range(1, p + 1)]
-    extra = [2.0 ** (-8.0 * (2 * j - 1) / (2 * p)) for j in range(1, n_heads - p + 1)]
-    return torch.tensor(first + extra, dtype=torch.float32)  # (n_h,)
+    ratio = torch.tensor(2.0 ** (-8.0 / p), dtype=torch.float32)  # the series' ratio, powered in float32 (BLOOM's)
+    half_ratio = torch.tensor(2.0 ** (-8.0 / (2 * p)), dtype=torch.float32)  # of the series for 2p heads
+    first = ratio ** torch.arange(1, p + 1, dtype=torch.int32)  # (p,)
+    extra = half_ratio ** torch.arange(1, 1 + 2 * (n_heads - p), 2, dtype=torch.int32)  # (n_h - p,): odd terms
+    return torch.cat([first, extra])  # (n_h,)
 
 
 def alibi_attention(

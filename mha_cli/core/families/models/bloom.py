@@ -50,13 +50,15 @@ WEIGHTS = WeightLayout(
     ),
 )
 
+LAYOUT = {
+    "mlp": "plain", "mlp_bias": True, "activation": "gelu_tanh", "norm": "layernorm", "qkv_bias": True,
+    "o_bias": True, "embedding_norm": True,
+}  # fmt: skip
+
 FAMILY = Family(
     model_types=("bloom",),
     config_class="BloomConfig (transformers 5.24)",
-    layout={
-        "mlp": "plain", "mlp_bias": True, "activation": "gelu_tanh", "norm": "layernorm", "qkv_bias": True,
-        "o_bias": True, "embedding_norm": True,
-    },  # fmt: skip
+    layout=LAYOUT,
     tied_by_default=True,
     read_fields=_bloom_fields,
     names=("bloom",),

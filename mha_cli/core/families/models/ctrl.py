@@ -39,14 +39,16 @@ WEIGHTS = WeightLayout(
     ),
 )
 
+LAYOUT = {
+    "mlp": "plain", "mlp_bias": True, "activation": "relu", "norm": "layernorm", "qkv_bias": True,
+    "o_bias": True, "scale_embeddings": True, "lm_head_bias": True,
+}  # fmt: skip
+
 FAMILY = Family(
     model_types=("ctrl",),
     config_class="CTRLConfig (transformers 5.24)",
     spellings={"d_ff": ("dff",)},
-    layout={
-        "mlp": "plain", "mlp_bias": True, "activation": "relu", "norm": "layernorm", "qkv_bias": True,
-        "o_bias": True, "scale_embeddings": True, "lm_head_bias": True,
-    },  # fmt: skip
+    layout=LAYOUT,
     tied_by_default=True,
     read_fields=_ctrl_fields,
     names=("ctrl",),

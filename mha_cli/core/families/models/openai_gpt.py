@@ -47,13 +47,15 @@ WEIGHTS = WeightLayout(
     dropped=(r"\.attn\.bias$", r"^position_ids$"),
 )
 
+LAYOUT = {
+    "mlp": "plain", "mlp_bias": True, "activation": "gelu_tanh", "norm": "layernorm", "qkv_bias": True, "o_bias": True,
+    "norm_placement": "post_residual", "final_norm": False,
+}  # fmt: skip
+
 FAMILY = Family(
     model_types=("openai-gpt",),
     config_class="OpenAIGPTConfig (transformers 5.24)",
-    layout={
-        "mlp": "plain", "mlp_bias": True, "activation": "gelu_tanh", "norm": "layernorm", "qkv_bias": True, "o_bias": True,
-        "norm_placement": "post_residual", "final_norm": False,
-    },  # fmt: skip
+    layout=LAYOUT,
     tied_by_default=True,
     learned_positions="n_positions",
     read_fields=_activation,

@@ -39,14 +39,16 @@ WEIGHTS = WeightLayout(
     dropped=(r"\.rotary_emb\.inv_freq$",),
 )
 
+LAYOUT = {
+    "mlp": "plain", "mlp_bias": True, "activation": "relu2", "norm": "layernorm", "qkv_bias": True,
+    "o_bias": True,
+}  # fmt: skip
+
 FAMILY = Family(
     model_types=("persimmon",),
     config_class="PersimmonConfig (transformers 5.24)",
     defaults={"qk_layernorm": True, "partial_rotary_factor": 0.5},
-    layout={
-        "mlp": "plain", "mlp_bias": True, "activation": "relu2", "norm": "layernorm", "qkv_bias": True,
-        "o_bias": True,
-    },  # fmt: skip
+    layout=LAYOUT,
     read_fields=_persimmon_fields,
     names=("persimmon",),
     weights=WEIGHTS,

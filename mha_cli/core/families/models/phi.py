@@ -31,14 +31,16 @@ WEIGHTS = WeightLayout(
     dropped=(r"\.rotary_emb\.inv_freq$",),
 )
 
+LAYOUT = {
+    "mlp": "plain", "mlp_bias": True, "norm": "layernorm", "n_norms_per_layer": 1, "qkv_bias": True,
+    "o_bias": True, "lm_head_bias": True,
+}  # fmt: skip
+
 FAMILY = Family(
     model_types=("phi",),
     config_class="PhiConfig (transformers 5.24)",
     defaults={"partial_rotary_factor": 0.5},
-    layout={
-        "mlp": "plain", "mlp_bias": True, "norm": "layernorm", "n_norms_per_layer": 1, "qkv_bias": True,
-        "o_bias": True, "lm_head_bias": True,
-    },  # fmt: skip
+    layout=LAYOUT,
     read_fields=_qk_layernorm,
     names=("phi-1", "phi-2", "phi_1", "phi_2"),
     weights=WEIGHTS,
