@@ -161,3 +161,24 @@ def test_the_new_fields_are_left_out_of_a_dump_at_their_defaults_and_checked():
     ):
         with pytest.raises(ValueError):
             ModelSpec(**base, **bad)
+
+
+@pytest.mark.parametrize(
+    "arch",
+    [
+        {"new_decoder_architecture": True, "num_kv_heads": 2},  # Falcon-40B/180B: ln_attn, ln_mlp
+        {"parallel_attn": False, "multi_query": False},  # Falcon-RW's sequential block (here with RoPE)
+    ],
+)
+def test_falcons_two_norm_blocks_give_transformers_logits_and_weights(arch):
+    from transformers import FalconConfig
+
+    config = FalconConfig(
+        vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, alibi=False, **arch
+    )
+    reference, ours = _loaded(config)
+    assert ours.spec.n_norms_per_layer == 2
+    assert count_params(ours.spec).total == sum(p.numel() for p in reference.parameters())
+    ids = torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        torch.testing.assert_close(ours(ids), reference(input_ids=ids).logits, atol=1e-4, rtol=0)

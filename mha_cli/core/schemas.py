@@ -456,7 +456,7 @@ class ModelSpec(_Strict):
     activation: Annotated[Activation | None, Field(exclude_if=_is_none)] = None
     """The dense MLP's nonlinearity (on the gate of a gated MLP, on the hidden layer of a plain one; MoE experts
     keep SiLU); None: the kind's own, SiLU for gated (SwiGLU), exact GELU for plain. Gemma: gelu_tanh (GeGLU);
-    GPT-2, GPT-Neo, StarCoder2: gelu_tanh."""
+    GPT-2, GPT-Neo, StarCoder2: gelu_tanh; OPT, CTRL: relu; Persimmon: relu2 (squared ReLU)."""
     norm_weight_offset: Annotated[float, Field(ge=-1, le=1, exclude_if=_is_zero)] = 0.0
     """Added to every RMSNorm weight (the q/k norms' too) before it multiplies: Gemma's norms multiply by
     (1 + weight), 1.0, their stored weights the offset from identity (a fresh norm's weights 1 - offset). With an

@@ -1,4 +1,5 @@
-"""Falcon: one LayerNorm before a parallel attention + MLP block; MQA (7B) or grouped KV heads (40B, 180B)."""
+"""Falcon: one LayerNorm before a parallel attention + MLP block (7B), two (40B, 180B: ``parallel_residual``), or a
+sequential pre-norm block (``parallel_attn`` false); MQA (7B) or grouped KV heads (40B, 180B)."""
 
 from __future__ import annotations
 
@@ -26,20 +27,19 @@ def _biases_and_norms(r: ConfigReader, fields: dict[str, Any]) -> None:
     if r.get("bias"):
         fields["qkv_bias"] = fields["o_bias"] = fields["mlp_bias"] = True
     if r.get("new_decoder_architecture") and r.get("num_ln_in_parallel_attn") != 1:
-        r.assume(
-            None,
-            "new_decoder_architecture: Falcon-40B/180B's two LayerNorms before the parallel block (ln_attn,"
-            " ln_mlp) are built and counted as one (weights understated by 2 x hidden_size a layer; such a"
-            " checkpoint does not load into the decoder)",
-        )
+        fields["n_norms_per_layer"] = 2  # Falcon-40B/180B: ln_attn and ln_mlp, each before its branch
+        fields["parallel_residual"] = True
+    elif not r.get("new_decoder_architecture") and r.get("parallel_attn") is False:
+        fields["n_norms_per_layer"] = 2  # Falcon-RW: a sequential pre-norm block
 
 
-# Falcon (RefinedWeb): query_key_value holds one group per KV head (its query heads, its key, its value).
-# Its new decoder architecture's two parallel norms (ln_attn, ln_mlp) have no counterpart here: they stay
-# unexpected, and such a checkpoint does not load (the importer says so).
+# Falcon (RefinedWeb): query_key_value holds one group per KV head (its query heads, its key, its value). Its new
+# decoder architecture's two parallel norms (ln_attn, ln_mlp) are a parallel_residual block's two.
 WEIGHTS = WeightLayout(
     renames=(
         (r"^transformer\.word_embeddings\.", "model.embed_tokens."),
+        (r"\.ln_attn\.", ".input_layernorm."),
+        (r"\.ln_mlp\.", ".post_attention_layernorm."),
         (r"^transformer\.ln_f\.", "model.norm."),
         (r"^transformer\.h\.(\d+)\.", r"model.layers.\1."),
         (r"\.self_attention\.query_key_value\.", ".self_attn.qkv_proj."),
