@@ -182,3 +182,18 @@ def test_falcons_two_norm_blocks_give_transformers_logits_and_weights(arch):
     ids = torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
         torch.testing.assert_close(ours(ids), reference(input_ids=ids).logits, atol=1e-4, rtol=0)
+
+
+def test_phis_qk_layernorms_give_transformers_logits_and_weights():
+    from transformers import PhiConfig
+
+    config = PhiConfig(
+        vocab_size=100, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        qk_layernorm=True,
+    )  # fmt: skip
+    reference, ours = _loaded(config)
+    assert ours.spec.qk_norm_type == "layernorm"
+    assert count_params(ours.spec).total == sum(p.numel() for p in reference.parameters())
+    ids = torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        torch.testing.assert_close(ours(ids), reference(input_ids=ids).logits, atol=1e-4, rtol=0)

@@ -13,18 +13,17 @@ if TYPE_CHECKING:
 
 
 def _qk_layernorm(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """``qk_layernorm``: per-head LayerNorms (weight and bias) of q and k before RoPE, as Persimmon's."""
     if r.get("qk_layernorm"):
-        r.assume(
-            None,
-            "qk_layernorm: Phi's per-head LayerNorms of q and k are not built (weights understated by 4 x head_dim"
-            " a layer; such a checkpoint does not load into the decoder)",
-        )
+        fields["qk_norm"] = True
+        fields["qk_norm_type"] = "layernorm"
 
 
 WEIGHTS = WeightLayout(
     renames=(
         (r"^model\.final_layernorm\.", "model.norm."),
         (r"\.self_attn\.dense\.", ".self_attn.o_proj."),
+        (r"\.self_attn\.(q|k)_layernorm\.", r".self_attn.\1_norm."),
         (r"\.mlp\.fc1\.", ".mlp.up_proj."),
         (r"\.mlp\.fc2\.", ".mlp.down_proj."),
     ),
