@@ -197,3 +197,34 @@ def test_phis_qk_layernorms_give_transformers_logits_and_weights():
     ids = torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
         torch.testing.assert_close(ours(ids), reference(input_ids=ids).logits, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"alibi": True, "embedding_norm": True, "norm": "layernorm"},  # BLOOM's: each rank its heads' slopes
+        {"parallel_residual": True, "lm_head_bias": True, "tied_embeddings": False, "norm": "layernorm"},  # NeoX, GPT-J
+    ],
+    ids=["alibi", "parallel-head-bias"],
+)
+def test_sharded_logits_equal_the_full_model_for_the_classic_features(extra):
+    from mha_cli.nn.tensor_parallel import shard_tensor
+    from tests.tp_threads import run_ranks
+
+    the_spec = ModelSpec(d_model=48, n_layers=2, n_heads=6, n_kv_heads=2, d_ff=64, vocab_size=100, **extra)
+    torch.manual_seed(0)
+    full_model = build_model(the_spec).eval()
+    with torch.no_grad():
+        for param in full_model.parameters():
+            param.add_(torch.randn_like(param) * 0.1)
+    ids = torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = full_model(ids)  # (b, s, v)
+
+    def shard(full, name, rank, tp):
+        return shard_tensor(name, full[name], the_spec, rank, tp)
+
+    build = lambda rank: build_model(the_spec, tp_rank=rank, tp_size=2)  # noqa: E731
+    results, _ = run_ranks(build, shard, full_model.state_dict(), ids, 2)
+    for logits in results:
+        torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)

@@ -37,7 +37,7 @@ _KV_HEADS = re.compile(r"\.self_attn\.(k_proj|v_proj)\.(weight|bias)$")
 _ROW_PARALLEL = re.compile(r"\.(o_proj|down_proj)\.weight$")
 _FUSED_GATE_UP = re.compile(r"\.experts\.gate_up_proj(_bias)?$")
 _FUSED_DOWN = re.compile(r"\.experts\.down_proj$")
-_VOCAB = re.compile(r"^(model\.embed_tokens|lm_head)\.weight$")
+_VOCAB = re.compile(r"^(model\.embed_tokens\.weight|lm_head\.(weight|bias))$")  # the head's bias: GPT-J's, CTRL's
 _NORM = re.compile(r"norm\.weight$")
 
 
