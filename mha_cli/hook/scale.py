@@ -135,7 +135,7 @@ def _fit_positions(design: ModelSpec, fields: dict[str, Any], layers: int, size:
             f" pre-training context, not on {size.seq_len}-token sequences"
         )
     if design.position_embeddings:
-        fields["position_embeddings"] = size.seq_len
+        fields["position_embeddings"] = size.seq_len + design.position_offset  # OPT's 2 rows before position 0
         changes.append(f"learned positions: {design.position_embeddings:,} -> {size.seq_len} (the task's length)")
     if design.layer_pattern:  # the copy's layers are the design's first ones, of the same kinds
         fields["layer_pattern"] = [design.layer_kind(i) for i in range(layers)]

@@ -14,9 +14,9 @@ scores; ``final_logit_softcap`` caps the logits; ``rope_local`` rotates the loca
 Blocks by ``spec.n_norms_per_layer``: 2, pre-norm (Llama); 4, pre- and post-norm around attention
 and MLP (Gemma 2/3: ``pre_feedforward_layernorm``, ``post_feedforward_layernorm``); 1, attention and
 MLP in parallel from one norm (Falcon-7B); 2 with ``spec.parallel_residual``, attention and MLP in parallel, each
-from its own norm of the block's input (GPT-NeoX). A two-norm block with ``spec.norm_placement`` ``post`` normalises each
-sublayer's output inside the residual instead (OLMo 2: ``post_attention_layernorm``, ``post_feedforward_layernorm``,
-no input norm); with ``post_residual``, the residual stream after each add (GPT-1: ``input_layernorm`` after
+from its own norm of the block's input (GPT-NeoX). A two-norm block with ``spec.norm_placement`` ``post``
+normalises each sublayer's output inside the residual instead (OLMo 2: ``post_attention_layernorm``,
+``post_feedforward_layernorm``, no input norm); with ``post_residual``, the residual stream after each add (GPT-1: ``input_layernorm`` after
 attention, ``post_attention_layernorm`` after the MLP; ``spec.final_norm`` false: no norm after the last layer);
 with ``spec.normed_residual`` each residual is the sublayer's normed input, scaled (MiniMax).
 
