@@ -72,6 +72,7 @@ def test_alibi_attention_with_grouped_kv_heads_is_the_explicit_biased_softmax():
     got = alibi_attention(q, k, v, slopes)  # the last 5 of 7 positions
     k6, v6 = k.repeat_interleave(3, dim=1), v.repeat_interleave(3, dim=1)  # (b, n_h, t, h_d)
     scores = q @ k6.transpose(-2, -1) / 8**0.5 + slopes[:, None, None] * torch.arange(7.0)  # (b, n_h, s, t)
+    # keys biased from position 0 (BLOOM's convention): the same softmax as from the last key
     causal = torch.arange(7)[None, :] <= torch.arange(2, 7)[:, None]  # (s, t)
     expected = scores.masked_fill(~causal, float("-inf")).softmax(-1) @ v6
     torch.testing.assert_close(got, expected)

@@ -1,8 +1,9 @@
 """ALiBi (Press et al. 2022): attention scores biased by distance instead of rotated or learned positions.
 
-Head h adds slope_h x (key position) to every score of its queries; the softmax over a query's keys is unchanged by
-a shift common to that query's row, so this is the paper's slope_h x (key - query) and BLOOM's slope_h x (key index
-among the real tokens) alike. Slopes for n heads: with p the largest power of two <= n, the geometric series
+Head h adds slope_h x (key position - last key position) to every score of its queries; the softmax over a query's
+keys is unchanged by a shift common to that query's row, so this is the paper's slope_h x (key - query) and BLOOM's
+slope_h x (key index among the real tokens) alike, and the biases of the nearest keys, the ones that weigh most, are
+the smallest (the most precise in bf16). Slopes for n heads: with p the largest power of two <= n, the geometric series
 2^(-8 i / p), i = 1..p, then, for the n - p heads past it, the odd terms 2^(-8 (2 j - 1) / (2 p)) of the series
 for 2p heads, each the series' ratio raised in float32 (BLOOM's ``build_alibi_tensor``; MPT's
 ``build_mpt_alibi_tensor`` with ``alibi_bias_max`` 8 gives the same values in the same order). The bias is added
@@ -54,7 +55,7 @@ def alibi_attention(
     visible = causal_mask(s, t, q.device) if mask is None else mask  # (s, t) or (b, s, t)
     if visible.dim() == 2:
         visible = visible[None]  # (1, s, t)
-    keys = torch.arange(t, device=q.device, dtype=torch.float32)  # (t,)
+    keys = torch.arange(1 - t, 1, device=q.device, dtype=torch.float32)  # (t,): to the last key, <= 0 (MPT's)
     bias = slopes.to(q.device)[:, None, None] * keys  # (n_h, 1, t)
     scores_bias = torch.where(visible[:, None], bias[None], float("-inf"))  # (b | 1, n_h, s, t)
     scores_bias = scores_bias.to(q.dtype).reshape(-1, n_kv_heads, q_per_kv * s, t)  # (b | 1, n_kv, q_per_kv * s, t)
