@@ -229,3 +229,12 @@ def test_sharded_logits_equal_the_full_model_for_the_classic_features(extra):
     results, _ = run_ranks(build, shard, full_model.state_dict(), ids, 2)
     for logits in results:
         torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_design_with_alibi_is_not_written_as_a_llama_config():
+    from mha_cli.core.errors import BadInputError
+    from mha_cli.core.recommend.hf_config import hf_config
+
+    design = ModelSpec(d_model=64, n_layers=2, n_heads=4, vocab_size=32, d_ff=128, alibi=True)
+    with pytest.raises(BadInputError, match="ALiBi"):
+        hf_config(design, max_position_embeddings=128)

@@ -38,6 +38,10 @@ def hf_config(model: ModelSpec, *, max_position_embeddings: int) -> dict[str, An
         raise BadInputError("--format hf writes Llama-style designs only (RMSNorm, SwiGLU, no biases)")
     if model.position_embeddings:
         raise BadInputError("--format hf does not write learned positions")
+    positions = model.alibi or model.sinusoidal_positions
+    gpt_style = model.parallel_residual or model.embedding_norm or model.lm_head_bias or model.last_o_bias
+    if positions or gpt_style or not model.final_norm or model.norm_placement == "post_residual":
+        raise BadInputError("--format hf does not write ALiBi, sinusoidal positions or GPT-style blocks and heads")
     windowed = model.sliding_window is not None
     if windowed and (model.mla is not None or model.moe is not None or model.attention_chunk is not None):
         raise BadInputError("--format hf writes sliding windows for dense MHA/GQA/MQA designs only (ministral)")
