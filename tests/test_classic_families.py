@@ -238,3 +238,41 @@ def test_a_design_with_alibi_is_not_written_as_a_llama_config():
     design = ModelSpec(d_model=64, n_layers=2, n_heads=4, vocab_size=32, d_ff=128, alibi=True)
     with pytest.raises(BadInputError, match="ALiBi"):
         hf_config(design, max_position_embeddings=128)
+
+
+def test_an_older_pythia_config_reads_its_rotary_pct_and_base_and_counts_pythia_70m():
+    """Pythia-70m's config.json (rotary_pct, rotary_emb_base): its published 70,426,624 weights."""
+    config = {
+        "model_type": "gpt_neox", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 6,
+        "intermediate_size": 2048, "rotary_pct": 0.25, "rotary_emb_base": 10000, "use_parallel_residual": True,
+        "vocab_size": 50304, "tie_word_embeddings": False, "max_position_embeddings": 2048, "hidden_act": "gelu",
+    }  # fmt: skip
+    imported = import_hf_config(config)
+    assert imported.model.rope.partial_rotary_factor == 0.25 and imported.model.parallel_residual
+    assert not any(note.startswith("rope_theta absent") for note in imported.assumptions)
+    assert count_params(imported.model).total == 70_426_624
+
+
+@pytest.mark.parametrize(
+    ("name", "config_class", "fields", "published"),
+    [
+        ("bloom-560m", "BloomConfig", {"vocab_size": 250880, "hidden_size": 1024, "n_layer": 24, "n_head": 16},
+         559_214_592),
+        ("gpt-j-6b", "GPTJConfig", {"vocab_size": 50400, "n_embd": 4096, "n_layer": 28, "n_head": 16, "rotary_dim": 64},
+         6_050_882_784),
+        ("phi-2", "PhiConfig", {"vocab_size": 51200, "hidden_size": 2560, "intermediate_size": 10240,
+                                "num_hidden_layers": 32, "num_attention_heads": 32, "partial_rotary_factor": 0.4},
+         2_779_683_840),
+    ],
+    ids=lambda value: value if isinstance(value, str) and "-" in value else "",
+)  # fmt: skip
+def test_a_full_size_config_counts_the_published_weights_as_transformers_builds_them(
+    name, config_class, fields, published
+):
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    config = getattr(transformers, config_class)(**fields)
+    with torch.device("meta"):
+        theirs = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
+    assert count_params(import_hf_config(config.to_dict(), name=name).model).total == theirs == published

@@ -20,6 +20,7 @@ def partial_rotation(r: ConfigReader, fields: dict[str, Any], pct_key: str, base
         rope["partial_rotary_factor"] = float(r.get(pct_key))
     if (not isinstance(params, dict) or params.get("rope_theta") is None) and r.config.get(base_key) is not None:
         rope["theta"] = float(r.config[base_key])
+        r.assumptions[:] = [note for note in r.assumptions if not note.startswith("rope_theta absent")]
     fields["rope"] = rope
 
 
