@@ -48,8 +48,8 @@ NO_FIGURE_DEPENDS_ON = frozenset({
     "suppress_tokens", "begin_suppress_tokens", "output_scores", "return_dict_in_generate",
 })  # fmt: skip
 """Fields no figure of ``mha`` depends on: bookkeeping, training and generation settings."""
-NO_FIGURE_DEPENDS_ON_PATTERN = re.compile(r"(dropout|_pdrop|_token_ids?)$")
-"""Dropout rates (``attention_dropout``, ``resid_pdrop``) and special token ids (``pad_token_id``)."""
+NO_FIGURE_DEPENDS_ON_PATTERN = re.compile(r"(dropout|dropout_prob|dropout_rate|_pdrop|_token_ids?)$")
+"""Dropout rates (``attention_dropout``, ``hidden_dropout_prob``, ``resid_pdrop``) and special token ids (``pad_token_id``)."""
 PLAIN_DECODER_VALUES: dict[str, object] = {
     "add_cross_attention": False, "tie_encoder_decoder": False, "is_encoder_decoder": False,
 }  # fmt: skip

@@ -57,9 +57,9 @@ from mha_cli.nn.normed_residual import residual_scales
 from mha_cli.nn.norms import RMSNorm, make_norm
 from mha_cli.nn.padding import Padding
 from mha_cli.nn.rope import RotaryEmbedding
-from mha_cli.nn.sinusoidal import sinusoidal_positions
 from mha_cli.nn.row_parallel import Reduce, identity
 from mha_cli.nn.sdpa import soft_cap
+from mha_cli.nn.sinusoidal import sinusoidal_positions
 from mha_cli.nn.vocab_parallel import VocabParallelEmbedding, gather_logits
 
 INIT_STD = 0.02

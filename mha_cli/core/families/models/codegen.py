@@ -1,6 +1,6 @@
 """CodeGen: GPT-J's parallel block and interleaved partial RoPE, q/v/k fused in 4 model-parallel shards."""
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.models.gptj import GPTJ_TREE, rotary_dim_rotation
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
@@ -29,4 +29,5 @@ FAMILY = Family(
     names=("codegen",),
     weights=WEIGHTS,
     equal_test=EQUAL_BY_SWEEP,
+    left_unread={"n_ctx": ANY_VALUE},  # unused: n_positions sizes the model,
 )

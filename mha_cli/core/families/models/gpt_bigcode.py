@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.models.gpt2 import GPT2_TREE
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
@@ -49,4 +49,9 @@ FAMILY = Family(
     names=("gpt_bigcode", "gpt-bigcode", "santacoder"),
     weights=WEIGHTS,
     equal_test=EQUAL_BY_SWEEP,
+    left_unread={
+        "scale_attn_weights": True,
+        "num_key_value_heads": ANY_VALUE,
+        **dict.fromkeys(("attention_softmax_in_fp32", "scale_attention_softmax_in_fp32"), ANY_VALUE),
+    },
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.models.bloom import alibi_positions
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
@@ -69,4 +69,8 @@ FAMILY = Family(
     names=("mpt",),
     weights=WEIGHTS,
     equal_test=EQUAL_BY_SWEEP,
+    left_unread=dict.fromkeys(
+        ("max_seq_len", "learned_pos_emb", "init_device", "logit_scale", "no_bias", "embedding_fraction", "norm_type"),
+        ANY_VALUE,
+    ),  # unused by transformers' MPT,
 )

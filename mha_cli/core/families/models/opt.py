@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
@@ -63,4 +63,5 @@ FAMILY = Family(
     names=("opt-",),
     weights=WEIGHTS,
     equal_test=EQUAL_BY_SWEEP,
+    left_unread={"_remove_final_layer_norm": False, "init_std": ANY_VALUE},
 )
