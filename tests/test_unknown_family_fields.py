@@ -66,7 +66,7 @@ def test_a_known_family_names_the_fields_its_config_class_does_not_define():
 @pytest.mark.parametrize(
     ("model_type", "extra", "named"),
     [
-        ("falcon", {"parallel_attn": False}, "parallel_attn = False (mha builds True)"),  # Falcon-RW: sequential
+        ("gpt_bigcode", {"scale_attn_weights": False}, "scale_attn_weights = False (mha builds True)"),
         ("stablelm", {"use_parallel_residual": True}, "use_parallel_residual = True (mha builds False)"),  # 12B
         ("gpt2", {"scale_attn_by_inverse_layer_idx": True}, "scale_attn_by_inverse_layer_idx = True (mha builds"),
     ],
