@@ -59,6 +59,7 @@ EQUAL = (
     "olmoe", "olmo2", "olmo3", "flex_olmo", "exaone4", "cohere", "cohere2", "minimax", "jamba", "gpt_neox",
     "gpt_neox_japanese", "gptj", "codegen", "phi", "persimmon", "gpt_bigcode", "opt", "biogpt", "openai-gpt", "ctrl",
     "bloom", "mpt",
+    "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",  # Gated DeltaNet : attention with an output gate
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
 (ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its

@@ -35,9 +35,8 @@ def test_verify_measures_the_state_core_predicts(cli, config):
     assert (
         report["checks"]["weight_bytes_match"] and report["measured_weight_bytes"] == report["predicted_weight_bytes"]
     )
-    approximate = config == QWEN3_NEXT  # its attention's output gate is not counted (nor built)
-    assert report["weights_approximate"] is approximate
-    assert any(note.startswith("family weights approximate") for note in report["notes"]) is approximate
+    assert report["weights_approximate"] is False  # Qwen3-Next's attention output gate is counted and built
+    assert not any(note.startswith("family weights approximate") for note in report["notes"])
 
 
 def test_a_default_cpu_run_extrapolates_from_the_linear_layers(cli):

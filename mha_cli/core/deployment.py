@@ -113,15 +113,11 @@ def state_convention_note(model: ModelSpec, deployment: DeploymentSpec) -> str |
     return f"{' and '.join(parts)}; --state-convention {other} for the other"
 
 
-MIXER_WEIGHTS_NOTE = {
-    "gated_deltanet": "weights approximate: Qwen3-Next's attention layers are counted without the output gate its"
-    " q_proj also emits (against transformers on 4-layer configs: Qwen3-Next -0.03%); the mixers, cache and state are"
-    " exact",
-}
+MIXER_WEIGHTS_NOTE: dict[str, str] = {}
 """Said wherever a model with fixed-state layers of these kinds is priced: what ``count_params`` still misses of
-the family (measured with the families' transformers config classes, ``tests/test_family_weights.py``). Mamba
-(Jamba, its MoE on every other layer), Mamba-2 (Falcon-H1, Granite-4.0-H), lightning attention (MiniMax) and KDA
-(Kimi-Linear) count exactly and have no note."""
+the family (measured with the families' transformers config classes, ``tests/test_family_weights.py``). None
+today: Mamba (Jamba, its MoE on every other layer), Mamba-2 (Falcon-H1, Granite-4.0-H), lightning attention
+(MiniMax), KDA (Kimi-Linear) and Gated DeltaNet (Qwen3-Next, its attention's output gate counted) count exactly."""
 
 
 def family_weights_note(model: ModelSpec) -> str | None:

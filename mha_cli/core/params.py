@@ -1,7 +1,7 @@
 """Parameter counts from a ``ModelSpec``, layer by layer.
 
-Attention, standard: q d_model x (n_heads * head_dim); k and v d_model x (n_kv_heads * head_dim)
-each; o (n_heads * head_dim) x d_model; plus biases where the spec has them.
+Attention, standard: q d_model x (n_heads * head_dim), twice that with an output gate (Qwen3-Next); k and v
+d_model x (n_kv_heads * head_dim) each; o (n_heads * head_dim) x d_model; plus biases where the spec has them.
 Attention, MLA (DeepSeek-V2/V3): q directly (d_model x n_heads * qk_head_dim) or through a
 q latent (d_model x q_lora_rank, its norm, q_lora_rank x n_heads * qk_head_dim); the KV down
 projection d_model x (kv_lora_rank + qk_rope_head_dim), the latent's norm, the up projection
@@ -73,8 +73,9 @@ def attention_params(model: ModelSpec) -> int:
         return q + kv_down + kv_up + o + biases + qk_norm_params(model)
     q_width = model.n_heads * model.dim_per_head
     kv_width = model.kv_heads * model.dim_per_head
-    weights = d * q_width + 2 * d * kv_width + q_width * d
-    biases = (q_width + 2 * kv_width if model.qkv_bias else 0) + (d if model.o_bias else 0)
+    q_out = 2 * q_width if model.attn_output_gate else q_width  # Qwen3-Next's q_proj also emits the output gate
+    weights = d * q_out + 2 * d * kv_width + q_width * d
+    biases = (q_out + 2 * kv_width if model.qkv_bias else 0) + (d if model.o_bias else 0)
     return weights + biases + qk_norm_params(model)
 
 

@@ -293,9 +293,19 @@ class RecurrentSpec(_Strict):
     """Whether the mixer's input projection has biases (Jamba's and Granite's ``mamba_proj_bias``)."""
     out_proj_bias: bool = False
     """Whether the mixer's output projection has biases (Falcon-H1's ``projectors_bias``)."""
+    split_projections: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Gated DeltaNet: q, k, v then z, b and a come from four projections (Qwen3.5's in_proj_qkv, in_proj_z,
+    in_proj_b, in_proj_a, each head after head), not Qwen3-Next's two laid out key head by key head; the same
+    weights and state either way."""
     output_norm: bool = True
     """Whether the mixer carries its norm weights: the gated RMSNorm of Mamba-2, Gated DeltaNet, KDA and lightning
     attention (Falcon-H1's ``mamba_rms_norm`` is false by default), Jamba's dt, B and C norms for Mamba-1."""
+
+    @model_validator(mode="after")
+    def _split_projections_are_gated_deltanets(self) -> "RecurrentSpec":
+        if self.split_projections and self.kind != "gated_deltanet":
+            raise ValueError(f"split_projections lays out a gated_deltanet mixer's projections, not {self.kind}'s")
+        return self
 
     @property
     def recurrent_values(self) -> int:
@@ -429,6 +439,10 @@ class ModelSpec(_Strict):
     qk_norm_span: Annotated[QkNormSpan, Field(exclude_if=_is_default("head"))] = "head"
     """What ``qk_norm`` normalises over: ``head``, each head (2 * head_dim weights a layer); ``projection``, the whole
     q and k projections (OLMo 2, OLMoE: (n_heads + n_kv_heads) * head_dim weights a layer)."""
+    attn_output_gate: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Whether q_proj also emits a gate per query value, whose sigmoid multiplies the attention output before o_proj
+    (Qwen3-Next, Qwen3.5: q_proj twice as wide, each head's query then its gate); d_model x n_heads x head_dim more
+    weights a layer, nothing more cached."""
     qkv_clip: Annotated[Annotated[float, Field(gt=0)] | None, Field(exclude_if=_is_none)] = None
     """Queries, keys and values clamped to [-qkv_clip, qkv_clip] after the projections and q/k norms (OLMoE's
     ``clip_qkv``); None: no clamp."""
@@ -539,6 +553,8 @@ class ModelSpec(_Strict):
             raise ValueError("normed_residual scales the residual of a two-norm pre-norm block")
         if self.qk_norm_span == "projection" and not self.qk_norm:
             raise ValueError("qk_norm_span projection needs qk_norm")
+        if self.attn_output_gate and self.mla is not None:
+            raise ValueError("attn_output_gate is for MHA/GQA/MQA attention, not MLA")
         if self.qk_norm_span == "projection" and self.mla is not None:
             raise ValueError("qk_norm_span projection is for MHA/GQA/MQA attention, not MLA")
         self._check_classic()

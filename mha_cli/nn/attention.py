@@ -11,7 +11,9 @@ heads and ``o_proj`` is row-parallel (``reduce`` sums the ranks). Shapes use the
 ``mha_cli.nn.heads``. ``qk_norm_span="projection"`` norms the whole q and k projections instead of each head
 (OLMo 2, OLMoE, MiniMax-M2: ``q_norm`` of n_heads * head_dim values, ``k_norm`` of n_kv_heads * head_dim);
 ``qkv_clip`` clamps q, k and v after the norms (OLMoE's ``clip_qkv``); ``alibi_slopes`` biases the scores by key
-position instead of rotating (BLOOM, MPT: ``mha_cli.nn.alibi``).
+position instead of rotating (BLOOM, MPT: ``mha_cli.nn.alibi``). ``output_gate`` (Qwen3-Next): ``q_proj`` emits
+each head's query then its gate (2 * head_dim values a head), and sigmoid(gate) multiplies the combined heads
+before ``o_proj``.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class Attention(nn.Module):
         qk_norm_span: str = "head",
         qk_norm_type: str = "rmsnorm",
         qkv_clip: float | None = None,
+        output_gate: bool = False,
         norm_eps: float = 1e-5,
         norm_offset: float = 0.0,
         window: int | None = None,
@@ -81,7 +84,9 @@ class Attention(nn.Module):
         self.mask_window = window if window is not None else mask_window  # what the mask windows (the cache: window)
         self.scale, self.softcap = scale, softcap
         factory = {"dtype": dtype, "device": device}
-        self.q_proj = nn.Linear(d_model, n_heads * head_dim, bias=bias, **factory)
+        self.output_gate = output_gate
+        q_width = n_heads * head_dim * (2 if output_gate else 1)  # each head's query, then its gate
+        self.q_proj = nn.Linear(d_model, q_width, bias=bias, **factory)
         self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias, **factory)
         self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias, **factory)
         self.o_proj = nn.Linear(n_heads * head_dim, d_model, bias=o_bias, **factory)
@@ -98,11 +103,25 @@ class Attention(nn.Module):
         self.qk_norm_whole = qk_norm and qk_norm_span == "projection"
         self.qkv_clip = qkv_clip
 
+    def _queries_and_gate(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """q_proj's queries (b, s, n_h * h_d) and, with ``output_gate``, the gate (b, s, n_h * h_d), else None."""
+        q = self.q_proj(x)  # (b, s, n_h * h_d), or (b, s, n_h * 2 h_d) with the gate
+        if not self.output_gate:
+            return q, None
+        b, s = x.shape[:2]
+        q, gate = q.view(b, s, self.n_heads, 2 * self.head_dim).chunk(2, dim=-1)  # (b, s, n_h, h_d) each
+        return q.reshape(b, s, -1), gate.reshape(b, s, -1)  # (b, s, n_h * h_d) each
+
+    def _gated(self, out: torch.Tensor, gate: torch.Tensor | None) -> torch.Tensor:
+        """The combined heads (b, s, n_h * h_d), times sigmoid(gate) with an output gate."""
+        return out if gate is None else out * torch.sigmoid(gate)
+
     def _project(
         self, x: torch.Tensor, start_pos: int = 0, cos_sin: CosSin | None = None, padding: Padding | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k (normed and rotated as configured) and v for the positions [start_pos, start_pos + s)."""
-        q, k = self.q_proj(x), self.k_proj(x)  # (b, s, n_h * h_d), (b, s, n_kv * h_d)
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """q, k (normed and rotated as configured) and v for the positions [start_pos, start_pos + s), and the
+        output gate (b, s, n_h * h_d) or None."""
+        (q, gate), k = self._queries_and_gate(x), self.k_proj(x)  # (b, s, n_h * h_d), (b, s, n_kv * h_d)
         if self.qk_norm_whole:
             q, k = self.q_norm(q), self.k_norm(k)  # over the whole projection
         q = split_heads(q, self.n_heads)  # (b, n_h, s, h_d)
@@ -123,7 +142,7 @@ class Attention(nn.Module):
             if self.rope.rope.interleaved:  # pairs (x0, x1), (x2, x3)...: regrouped as halves, as MLA does
                 q, k = as_halves(q, self.rope.width), as_halves(k, self.rope.width)
             q, k = rotate(q, *cos_sin), rotate(k, *cos_sin)  # (b, n_h, s, h_d), (b, n_kv, s, h_d)
-        return q, k, v
+        return q, k, v, gate
 
     def forward(
         self,
@@ -136,7 +155,7 @@ class Attention(nn.Module):
         padding: Padding | None = None,
     ) -> torch.Tensor:
         s = x.shape[1]
-        q, k, v = self._project(x, start_pos, cos_sin, padding)  # (b, n_h, s, h_d), (b, n_kv, s, h_d) x 2
+        q, k, v, gate = self._project(x, start_pos, cos_sin, padding)  # (b, n_h, s, h_d), (b, n_kv, s, h_d) x 2
         first_key = 0
         if isinstance(cache, SlidingWindowCache):
             k, v, first_key = cache.update(start_pos, k, v)  # (b, n_kv, t, h_d) each, keys from first_key
@@ -154,7 +173,7 @@ class Attention(nn.Module):
             out = alibi_attention(q, k, v, self.alibi_slopes, scale=self.scale, mask=mask)  # (b, n_h, s, h_d)
         else:
             out = grouped_attention(q, k, v, scale=self.scale, mask=mask, softcap=self.softcap)  # (b, n_h, s, h_d)
-        return row_parallel(self.o_proj, combine_heads(out), reduce)  # (b, s, d_model)
+        return row_parallel(self.o_proj, self._gated(combine_heads(out), gate), reduce)  # (b, s, d_model)
 
     def _mask(self, start_pos: int, s: int, first_key: int, t: int) -> torch.Tensor | None:
         """The window mask (s, t) when some causal key falls outside the window, else ``None`` (plain causal)."""
@@ -164,9 +183,9 @@ class Attention(nn.Module):
 
     def forward_with_weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Reference path (explicit softmax, K/V repeated, no window): (out (b, s, d_model), weights (b, n_h, s, s))."""
-        q, k, v = self._project(x)  # (b, n_h, s, h_d), (b, n_kv, s, h_d) x 2
+        q, k, v, gate = self._project(x)  # (b, n_h, s, h_d), (b, n_kv, s, h_d) x 2
         out, weights = reference_attention(q, k, v, scale=self.scale, softcap=self.softcap)  # (b, n_h, s, h_d), ...
-        return self.o_proj(combine_heads(out)), weights  # (b, s, d_model), (b, n_h, s, s)
+        return self.o_proj(self._gated(combine_heads(out), gate)), weights  # (b, s, d_model), (b, n_h, s, s)
 
     def new_cache(
         self,

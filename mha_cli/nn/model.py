@@ -131,6 +131,7 @@ def build_layer_attention(
         qk_norm_span=spec.qk_norm_span,
         qk_norm_type=spec.qk_norm_type,
         qkv_clip=spec.qkv_clip,
+        output_gate=spec.attn_output_gate,
         norm_eps=spec.norm_eps,
         norm_offset=spec.norm_weight_offset,
         window=window,

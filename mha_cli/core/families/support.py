@@ -18,9 +18,9 @@ from __future__ import annotations
 from mha_cli.core.families import Family, all_families
 from mha_cli.core.record import Record
 
-APPROXIMATE_WEIGHTS = {"Gated DeltaNet"}
-"""Mixers whose families' weights ``count_params`` still misses in part (``core.deployment.MIXER_WEIGHTS_NOTE``:
-Qwen3-Next's attention output gate); the others count exactly."""
+APPROXIMATE_WEIGHTS: set[str] = set()
+"""Mixers whose families' weights ``count_params`` still misses in part (``core.deployment.MIXER_WEIGHTS_NOTE``):
+none today; the others count exactly."""
 BUILT_MIXERS = {"Gated DeltaNet", "Mamba", "Mamba-2", "lightning attention", "KDA"}
 """Fixed-state mixers ``mha verify`` builds (``verify.plan.BUILT_MIXERS``): their state is measured, on one rank."""
 

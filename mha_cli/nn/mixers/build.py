@@ -61,7 +61,8 @@ def build_mixer(
         key_heads = _whole(spec.conv_dim - value_dim, 2 * spec.head_dim, "key heads")
         return GatedDeltaNet(
             d_model, n_key_heads=key_heads, n_value_heads=spec.n_heads, key_head_dim=spec.head_dim,
-            value_head_dim=spec.state_dim, conv_kernel=spec.conv_kernel, **factory,
+            value_head_dim=spec.state_dim, conv_kernel=spec.conv_kernel, split_projections=spec.split_projections,
+            **factory,
         )  # fmt: skip
     if spec.kind == "mamba":
         return _mamba1(spec, d_model, factory)

@@ -7,7 +7,9 @@ and reads the output with the query:
     S = exp(g) * S;   S = S + k (beta * (v - S^T k))^T;   o = S^T q
 
 q and k are L2-normalised and q is scaled by 1/sqrt(key dim); each key head serves ``n_value_heads / n_key_heads``
-consecutive value heads. Weight names follow transformers' ``Qwen3NextGatedDeltaNet`` so a state dict loads as is.
+consecutive value heads. Weight names follow transformers' ``Qwen3NextGatedDeltaNet`` so a state dict loads as is;
+``split_projections`` builds Qwen3.5's four projections instead (``Qwen3_5GatedDeltaNet``: in_proj_qkv, in_proj_z,
+in_proj_b, in_proj_a, each head after head).
 Padding masks are not supported (every position is a real token).
 """
 
@@ -63,6 +65,7 @@ class GatedDeltaNet(nn.Module):
         key_head_dim: int,
         value_head_dim: int,
         conv_kernel: int,
+        split_projections: bool = False,
         eps: float = 1e-6,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
@@ -76,8 +79,15 @@ class GatedDeltaNet(nn.Module):
         self.value_dim = n_value_heads * value_head_dim  # channels of v (and of the gate z)
         self.conv_dim = 2 * self.key_dim + self.value_dim  # the conv runs over q, k and v
         factory = {"dtype": dtype, "device": device}
-        self.in_proj_qkvz = nn.Linear(d_model, 2 * self.key_dim + 2 * self.value_dim, bias=False, **factory)
-        self.in_proj_ba = nn.Linear(d_model, 2 * n_value_heads, bias=False, **factory)
+        self.split_projections = split_projections
+        if split_projections:  # Qwen3.5
+            self.in_proj_qkv = nn.Linear(d_model, self.conv_dim, bias=False, **factory)
+            self.in_proj_z = nn.Linear(d_model, self.value_dim, bias=False, **factory)
+            self.in_proj_b = nn.Linear(d_model, n_value_heads, bias=False, **factory)
+            self.in_proj_a = nn.Linear(d_model, n_value_heads, bias=False, **factory)
+        else:  # Qwen3-Next
+            self.in_proj_qkvz = nn.Linear(d_model, 2 * self.key_dim + 2 * self.value_dim, bias=False, **factory)
+            self.in_proj_ba = nn.Linear(d_model, 2 * n_value_heads, bias=False, **factory)
         self.conv1d = ShortConv(self.conv_dim, conv_kernel, bias=False, **factory)
         self.dt_bias = nn.Parameter(torch.empty(n_value_heads, **factory))
         self.A_log = nn.Parameter(torch.empty(n_value_heads, **factory))
@@ -108,8 +118,12 @@ class GatedDeltaNet(nn.Module):
         """q, k [batch, seq, key_dim], v, z [batch, seq, value_dim], b, a [batch, seq, value heads].
 
         in_proj_qkvz is laid out key head by key head: [q (key_head_dim), k (key_head_dim), v (r * value_head_dim),
-        z (r * value_head_dim)] with r value heads per key head; in_proj_ba likewise [b (r), a (r)]."""
+        z (r * value_head_dim)] with r value heads per key head; in_proj_ba likewise [b (r), a (r)]. Split, each
+        projection holds its own part, head after head."""
         batch, seq, _ = x.shape
+        if self.split_projections:
+            q, k, v = self.in_proj_qkv(x).split([self.key_dim, self.key_dim, self.value_dim], dim=-1)
+            return q, k, v, self.in_proj_z(x), self.in_proj_b(x), self.in_proj_a(x)
         r = self.n_value_heads // self.n_key_heads
         qkvz = self.in_proj_qkvz(x).view(batch, seq, self.n_key_heads, -1)  # [batch, seq, key heads, per head]
         dk, rv = self.key_head_dim, r * self.value_head_dim

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.state_readers import gated_deltanet_state
+from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -24,18 +25,18 @@ def every_nth_attention(r: ConfigReader, n_layers: int) -> list[LayerKind]:
     return ["global" if (i + 1) % every == 0 else "linear" for i in range(n_layers)]
 
 
-GATED_ATTENTION = (
-    "Qwen3-Next's attention multiplies its output by a sigmoid gate from a second half of q_proj; not here",
-)
+WEIGHTS = WeightLayout(renames=((r"\.linear_attn\.", ".self_attn."),))
+"""Its Gated DeltaNet layers hold their mixer as ``linear_attn``; ours sits where attention would (``self_attn``)."""
 
 FAMILY = Family(
     model_types=("qwen3_next",),
     config_class="Qwen3NextConfig (transformers 5.24)",
     defaults=GATED_DELTANET_DEFAULTS,
-    layout={"qk_norm": True},
+    layout={"qk_norm": True, "attn_output_gate": True, "norm_weight_offset": 1.0},  # (1 + weight) RMSNorms
     layer_kinds=every_nth_attention,
     fixed_state="Gated DeltaNet",
     state=gated_deltanet_state,
     gated_shared_expert=True,
-    differences=GATED_ATTENTION,
+    equal_test=EQUAL_BY_SWEEP,
+    weights=WEIGHTS,
 )
