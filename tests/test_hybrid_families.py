@@ -1,0 +1,118 @@
+"""Hybrid families' own parts against transformers' modules, on the same random weights (nothing downloaded).
+
+Qwen3-Next's gated attention (q_proj emits each head's query then its gate; sigmoid(gate) scales the output before
+o_proj) against ``Qwen3NextAttention``, and the weights the gate adds counted exactly; Qwen3.5's Gated DeltaNet
+with its four split projections against ``Qwen3_5GatedDeltaNet``. The whole decoders are compared by the decoder
+sweep (tests/test_family_sweep.py, ``EQUAL``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from transformers import Qwen3NextConfig  # noqa: E402
+from transformers.models.qwen3_next.modeling_qwen3_next import (  # noqa: E402
+    Qwen3NextAttention,
+    Qwen3NextRotaryEmbedding,
+)
+
+from mha_cli.core.hf_import import import_hf_config  # noqa: E402
+from mha_cli.core.params import attention_params, count_params  # noqa: E402
+from mha_cli.nn.attention import Attention  # noqa: E402
+from mha_cli.nn.mixers import MixerState, build_mixer  # noqa: E402
+from mha_cli.nn.model import build_layer_attention  # noqa: E402
+from mha_cli.nn.rope import RotaryEmbedding  # noqa: E402
+
+ATOL = 1e-5
+
+
+def _qwen3_next_config(**fields) -> Qwen3NextConfig:
+    """4 query heads of 16 over 2 KV heads, every 4th layer attends; Gated DeltaNet 2 key heads of 8, 4 value of 8."""
+    base = dict(
+        hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        intermediate_size=96, moe_intermediate_size=16, shared_expert_intermediate_size=16, num_experts=4,
+        num_experts_per_tok=2, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+        linear_value_head_dim=8, linear_conv_kernel_dim=4, vocab_size=128,
+    )  # fmt: skip
+    config = Qwen3NextConfig(**(base | fields))
+    config._attn_implementation = "eager"
+    return config
+
+
+def _randomised(module: torch.nn.Module) -> torch.nn.Module:
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for param in module.parameters():
+            param.copy_(torch.randn_like(param) * 0.2)
+    return module.eval()
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_qwen3_next_gated_attention_equals_transformers(bias):
+    config = _qwen3_next_config(attention_bias=bias)
+    reference = _randomised(Qwen3NextAttention(config, layer_idx=3))
+    spec = import_hf_config(config.to_dict()).model
+    assert spec.attn_output_gate and spec.layer_kind(3) == "global"
+    ours = build_layer_attention(spec, 3, rope=RotaryEmbedding(spec.rotary, spec.dim_per_head))
+    ours.load_state_dict(reference.state_dict(), strict=True)  # q_proj (2 n_h h_d, d): queries and gates, by name
+    x = torch.randn(2, 7, config.hidden_size, generator=torch.Generator().manual_seed(1))  # (b, s, d)
+    positions = torch.arange(7)[None].expand(2, -1)  # (b, s)
+    causal = torch.full((7, 7), float("-inf")).triu(1)[None, None]  # (1, 1, s, s)
+    with torch.no_grad():
+        expected, _ = reference(x, Qwen3NextRotaryEmbedding(config)(x, positions), causal)  # (b, s, d)
+        got = ours(x)  # (b, s, d)
+    assert (got - expected).abs().max().item() < ATOL
+
+
+def test_without_its_gate_the_attention_differs():
+    """The control: the same weights with the gate left out (sigmoid(gate) not applied) do not match."""
+    config = _qwen3_next_config()
+    reference = _randomised(Qwen3NextAttention(config, layer_idx=3))
+    spec = import_hf_config(config.to_dict()).model
+    ours = build_layer_attention(spec, 3, rope=RotaryEmbedding(spec.rotary, spec.dim_per_head))
+    ours.load_state_dict(reference.state_dict())
+    x = torch.randn(1, 5, config.hidden_size)
+    with torch.no_grad():
+        gated = ours(x)
+        ours._gated = lambda out, gate: out  # the output gate skipped
+        ungated = ours(x)
+    assert (gated - ungated).abs().max().item() > 1e-3
+
+
+def test_the_output_gate_is_counted_as_transformers_builds_it():
+    config = _qwen3_next_config()
+    spec = import_hf_config(config.to_dict()).model
+    gate = spec.d_model * spec.n_heads * spec.dim_per_head  # a second q_proj's worth of rows
+    assert attention_params(spec) - attention_params(spec.model_copy(update={"attn_output_gate": False})) == gate
+    layer = Qwen3NextAttention(config, layer_idx=3)
+    assert attention_params(spec) == sum(p.numel() for p in layer.parameters())
+    with torch.device("meta"):
+        whole = transformers.AutoModelForCausalLM.from_config(config)
+    assert count_params(spec).total == sum(p.numel() for p in whole.parameters())
+
+
+def test_an_ungated_attention_keeps_its_q_proj():
+    plain = Attention(64, 4, 2, 16)
+    gated = Attention(64, 4, 2, 16, output_gate=True)
+    assert plain.q_proj.weight.shape == (64, 64) and gated.q_proj.weight.shape == (128, 64)
+
+
+def test_qwen3_5_split_gated_deltanet_equals_transformers():
+    from transformers import Qwen3_5TextConfig
+    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5GatedDeltaNet
+
+    config = Qwen3_5TextConfig(**_qwen3_next_config().to_dict() | {"model_type": "qwen3_5_text"})
+    reference = _randomised(Qwen3_5GatedDeltaNet(config, layer_idx=0))
+    spec = import_hf_config(config.to_dict()).model
+    assert spec.recurrent.split_projections
+    ours = build_mixer(spec.recurrent, spec.d_model, eps=spec.norm_eps)
+    ours.load_state_dict(reference.state_dict(), strict=True)  # in_proj_qkv, in_proj_z, in_proj_b, in_proj_a
+    x = torch.randn(2, 6, config.hidden_size, generator=torch.Generator().manual_seed(2))  # (b, s, d)
+    with torch.no_grad():
+        expected = reference(x)  # (b, s, d)
+        got = ours(x, ours.new_state(2))  # (b, s, d)
+    assert isinstance(ours.new_state(1), MixerState)
+    assert (got - expected).abs().max().item() < ATOL
