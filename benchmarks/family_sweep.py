@@ -64,7 +64,7 @@ TINY = {
 """Size fields of the families' config classes, shrunk; a class gets the ones it has."""
 FAMILY_TINY = {
     "mamba2": {"num_heads": 8, "head_dim": 16},  # num_heads x head_dim = expand x hidden_size
-    "falcon_h1": {"mamba_n_heads": 8, "mamba_d_ssm": 128}, "bamba": {"mamba_n_heads": 8},
+    "falcon_h1": {"mamba_n_heads": 8, "mamba_d_ssm": 128}, "bamba": {"mamba_n_heads": 8, "attn_layer_indices": [3, 7]},
     "granitemoehybrid": {"mamba_n_heads": 8, "layer_types": ["mamba", "mamba", "mamba", "attention"] * 2},
     "zaya": {"num_experts_per_tok": 1}, "dots3_note_text": {"num_key_value_heads": 4},
 }  # fmt: skip

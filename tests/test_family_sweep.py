@@ -44,6 +44,7 @@ PRICED = (
     "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "olmo2", "olmoe", "phi3", "starcoder2", "cohere2", "gpt_oss",
     "llama4_text", "minimax", "mpt", "xglm", "hunyuan_v1_moe", "smollm3", "glm4_moe", "minimax_m2", "bloom", "opt",
     "kimi_linear",
+    "bamba", "qwen3_5_text", "qwen3_5_moe_text",
 )  # fmt: skip
 """Families the cache sweep builds and `mha kv` prices exactly (or as the window a serving engine keeps)."""
 REFUSED = {
@@ -60,6 +61,7 @@ EQUAL = (
     "gpt_neox_japanese", "gptj", "codegen", "phi", "persimmon", "gpt_bigcode", "opt", "biogpt", "openai-gpt", "ctrl",
     "bloom", "mpt",
     "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",  # Gated DeltaNet : attention with an output gate
+    "bamba",  # Mamba-2 : attention on the listed layers
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
 (ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its

@@ -116,3 +116,29 @@ def test_qwen3_5_split_gated_deltanet_equals_transformers():
         got = ours(x, ours.new_state(2))  # (b, s, d)
     assert isinstance(ours.new_state(1), MixerState)
     assert (got - expected).abs().max().item() < ATOL
+
+
+def _bamba_config(**fields):
+    from transformers import BambaConfig
+
+    base = dict(
+        hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+        vocab_size=128, mamba_n_heads=8, mamba_d_state=8, mamba_d_conv=4, attn_layer_indices=[1, 3],
+    )  # fmt: skip
+    return BambaConfig(**(base | fields))
+
+
+def test_bamba_attends_on_its_listed_layers_and_weighs_what_transformers_builds():
+    config = _bamba_config()
+    spec = import_hf_config(config.to_dict()).model
+    assert [spec.layer_kind(i) for i in range(4)] == ["linear", "global", "linear", "global"]
+    with torch.device("meta"):
+        whole = transformers.AutoModelForCausalLM.from_config(config)
+    assert count_params(spec).total == sum(p.numel() for p in whole.parameters())
+
+
+def test_bamba_layer_indices_out_of_range_are_refused():
+    from mha_cli.core.errors import BadInputError
+
+    with pytest.raises(BadInputError, match=r"attn_layer_indices must list layer numbers 0\.\.3"):
+        import_hf_config(_bamba_config().to_dict() | {"attn_layer_indices": [4]})

@@ -70,7 +70,8 @@ def build_mixer(
         groups = _whole(spec.conv_dim - spec.n_heads * spec.head_dim, 2 * spec.state_dim, "groups")
         return Mamba2(
             d_model, n_heads=spec.n_heads, head_dim=spec.head_dim, d_state=spec.state_dim, n_groups=groups,
-            conv_kernel=spec.conv_kernel, **factory,
+            conv_kernel=spec.conv_kernel, bias=spec.in_proj_bias, out_bias=spec.out_proj_bias,
+            conv_bias=spec.has_conv_bias, **factory,
         )  # fmt: skip
     if spec.kind == "kda":
         return KimiDeltaAttention(

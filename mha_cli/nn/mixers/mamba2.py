@@ -64,6 +64,7 @@ class Mamba2(nn.Module):
         conv_kernel: int,
         eps: float = 1e-5,
         bias: bool = False,
+        out_bias: bool | None = None,
         conv_bias: bool = True,
         dt_limit: tuple[float, float] = (0.0, float("inf")),
         dtype: torch.dtype | None = None,
@@ -84,7 +85,8 @@ class Mamba2(nn.Module):
         self.D = nn.Parameter(torch.empty(n_heads, **factory))
         group_size = self.d_inner // n_groups
         self.norm = GatedRMSNorm(self.d_inner, eps, group_size=group_size, norm_before_gate=False, **factory)
-        self.out_proj = nn.Linear(self.d_inner, d_model, bias=bias, **factory)
+        out_bias = bias if out_bias is None else out_bias  # Falcon-H1's out_proj bias is its own field
+        self.out_proj = nn.Linear(self.d_inner, d_model, bias=out_bias, **factory)
         self.init_weights()
 
     @torch.no_grad()
