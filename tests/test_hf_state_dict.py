@@ -40,12 +40,13 @@ def _family_sweep():
 EQUAL = (
     "gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2", "gpt_neo", "minimax_m2", "minimax", "jamba",
     "gpt_neox", "gpt_neox_japanese", "gptj", "codegen", "phi", "persimmon", "gpt_bigcode", "opt", "biogpt",
-    "openai-gpt", "ctrl", "bloom", "mpt",
+    "openai-gpt", "ctrl", "bloom", "mpt", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "bamba", "falcon_h1",
 )  # fmt: skip
 """Families whose prefill logits equal transformers' once converted (GPT-2, GPT-SW3, StarCoder2 and GPT-Neo with
 their tanh GELU, GPT-Neo with its unscaled attention scores: ``ModelSpec.activation`` and ``attn_scale``;
 MiniMax-M2: its correction bias moved onto the router; MiniMax: its lightning decay buffers dropped; Jamba: its
-mixer, MLP and norms renamed; the classic GPT-style families of ``tests/test_classic_families.py``)."""
+mixer, MLP and norms renamed; the classic GPT-style families of ``tests/test_classic_families.py``; the hybrids
+Qwen3-Next, Qwen3.5, Bamba and Falcon-H1: their mixers renamed to where ours sit)."""
 DIFFERS = {
     "llama4_text": 0.54,  # the omissions the decoder lists: chunked attention, NoPE layers, q/k L2 norm, MoE
     "granitemoe": 0.031,  # Granite's embedding, attention, residual and logit multipliers (listed)

@@ -142,3 +142,68 @@ def test_bamba_layer_indices_out_of_range_are_refused():
 
     with pytest.raises(BadInputError, match=r"attn_layer_indices must list layer numbers 0\.\.3"):
         import_hf_config(_bamba_config().to_dict() | {"attn_layer_indices": [4]})
+
+
+FALCON_H1_MULTIPLIERS = dict(
+    embedding_multiplier=5.66, attention_in_multiplier=1.3, attention_out_multiplier=0.94, key_multiplier=0.39,
+    lm_head_multiplier=0.039, mlp_multipliers=[0.88, 0.59], ssm_in_multiplier=1.25, ssm_out_multiplier=0.24,
+    ssm_multipliers=[0.35, 0.25, 0.18, 0.5, 0.35],
+)  # fmt: skip
+"""Falcon-H1-0.5B's multipliers, rounded: none of them 1."""
+
+
+def _falcon_h1(**fields):
+    from transformers import FalconH1Config
+
+    base = dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+        vocab_size=128, mamba_n_heads=8, mamba_d_ssm=64, mamba_d_head=8, mamba_d_state=8, mamba_n_groups=2,
+        mamba_chunk_size=4,
+    )  # fmt: skip
+    config = FalconH1Config(**(base | fields))
+    torch.manual_seed(0)
+    reference = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    with torch.no_grad():
+        for name, tensor in reference.state_dict().items():
+            if name.endswith("norm.weight") or name.endswith("bias") or name.endswith("dt_bias"):
+                tensor.add_(torch.randn_like(tensor) * 0.1)
+    return config, reference
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [FALCON_H1_MULTIPLIERS, FALCON_H1_MULTIPLIERS | {"mamba_rms_norm": True},
+     FALCON_H1_MULTIPLIERS | {"mamba_rms_norm": True, "mamba_norm_before_gate": False}],
+    ids=["no_mixer_norm", "norm_then_gate", "gate_then_norm"],
+)  # fmt: skip
+def test_falcon_h1_with_its_multipliers_gives_transformers_logits(fields):
+    from mha_cli.nn import build_model
+    from mha_cli.nn.hf_state_dict import load_transformers_state_dict
+
+    config, reference = _falcon_h1(**fields)
+    spec = import_hf_config(config.to_dict()).model
+    assert spec.multipliers is not None and spec.logit_scale == pytest.approx(0.039)
+    ours = build_model(spec, dtype=torch.float32).eval()
+    load_transformers_state_dict(ours, reference.state_dict())  # strict: every name and shape
+    ids = torch.randint(0, 128, (2, 8), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        expected = reference(input_ids=ids).logits  # (b, s, v)
+        prefill = ours(ids)  # (b, s, v)
+        caches = ours.new_cache(batch=2, max_seq=8)
+        steps = [ours(ids[:, :5], caches)] + [ours(ids[:, p : p + 1], caches, start_pos=p) for p in range(5, 8)]
+    assert (prefill - expected).abs().max().item() < 1e-4
+    assert (torch.cat(steps, dim=1) - expected).abs().max().item() < 1e-4
+
+
+def test_falcon_h1_without_its_multipliers_differs():
+    """The control: the same weights read as if every multiplier were 1 give other logits."""
+    from mha_cli.nn import build_model
+    from mha_cli.nn.hf_state_dict import load_transformers_state_dict
+
+    config, reference = _falcon_h1(**FALCON_H1_MULTIPLIERS)
+    spec = import_hf_config(config.to_dict()).model.model_copy(update={"multipliers": None, "logit_scale": 1.0})
+    ours = build_model(spec, dtype=torch.float32).eval()
+    load_transformers_state_dict(ours, reference.state_dict())
+    ids = torch.randint(0, 128, (1, 6))
+    with torch.no_grad():
+        assert (ours(ids) - reference(input_ids=ids).logits).abs().max().item() > 1e-3

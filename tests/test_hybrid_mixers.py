@@ -16,6 +16,7 @@ pytest.importorskip("transformers")
 
 import torch.nn.functional as F  # noqa: E402
 from transformers import DynamicCache, FalconH1Config, GraniteMoeHybridConfig, Mamba2Config, Qwen3NextConfig  # noqa: E402
+from transformers.models.falcon_h1.modeling_falcon_h1 import FalconH1Mixer  # noqa: E402
 from transformers.models.granitemoehybrid.modeling_granitemoehybrid import GraniteMoeHybridMambaLayer  # noqa: E402
 from transformers.models.mamba2.modeling_mamba2 import Mamba2Mixer  # noqa: E402
 from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextGatedDeltaNet  # noqa: E402
@@ -246,7 +247,8 @@ def test_mixer_built_from_the_imported_spec_holds_the_priced_state(config, kv_dt
     """The spec ``mha kv`` prices, built in torch: its weights take transformers' state dict, its state the price."""
     model = import_hf_config(config().to_dict()).model
     mixer = build_mixer(model.recurrent, model.d_model, dtype=DTYPES[kv_dtype])
-    theirs = Qwen3NextGatedDeltaNet(config(), 0) if config is qwen3_next_config else Mamba2Mixer(mamba2_config(), 0)
+    theirs = {qwen3_next_config: lambda: Qwen3NextGatedDeltaNet(config(), 0), granite_config: lambda: Mamba2Mixer(
+        mamba2_config(), 0), falcon_h1_config: lambda: FalconH1Mixer(config(), 0)}[config]()  # fmt: skip
     mixer.load_state_dict(theirs.state_dict(), strict=True)
     assert mixer.new_state(1).nbytes == state_bytes_per_layer(model, kv_dtype, convention="transformers")
 

@@ -300,11 +300,16 @@ class RecurrentSpec(_Strict):
     output_norm: bool = True
     """Whether the mixer carries its norm weights: the gated RMSNorm of Mamba-2, Gated DeltaNet, KDA and lightning
     attention (Falcon-H1's ``mamba_rms_norm`` is false by default), Jamba's dt, B and C norms for Mamba-1."""
+    norm_before_gate: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Mamba-2: its gated norm normalises, then gates by silu(z) (Falcon-H1's ``mamba_norm_before_gate``); false:
+    gates, then normalises (Mamba-2's, Granite-4.0-H's). No effect on any size."""
 
     @model_validator(mode="after")
     def _split_projections_are_gated_deltanets(self) -> "RecurrentSpec":
         if self.split_projections and self.kind != "gated_deltanet":
             raise ValueError(f"split_projections lays out a gated_deltanet mixer's projections, not {self.kind}'s")
+        if self.norm_before_gate and self.kind != "mamba2":
+            raise ValueError(f"norm_before_gate orders a mamba2 mixer's gated norm, not {self.kind}'s")
         return self
 
     @property
@@ -321,6 +326,30 @@ class RecurrentSpec(_Strict):
     def has_conv_bias(self) -> bool:
         """``conv_bias``, or the kind's default when unset: Mamba and Mamba-2 convolve with a bias."""
         return self.conv_bias if self.conv_bias is not None else self.kind in ("mamba", "mamba2")
+
+
+class Multipliers(_Strict):
+    """Fixed factors a family's modeling code puts on its activations (Falcon-H1's muP multipliers): no weight, no
+    cache, only the decoder's arithmetic. Each 1: no factor."""
+
+    embedding: _Factor = 1.0
+    """On the token embeddings."""
+    attention_in: _Factor = 1.0
+    """On the normed input of the attention (not of the mixer beside it)."""
+    attention_out: _Factor = 1.0
+    """On the attention's output."""
+    key: _Factor = 1.0
+    """On the keys, after k_proj (so the cache holds them scaled)."""
+    ssm_in: _Factor = 1.0
+    """On the normed input of the Mamba-2 mixer."""
+    ssm_out: _Factor = 1.0
+    """On the Mamba-2 mixer's output."""
+    ssm_projection: Annotated[list[_Factor], Field(min_length=5, max_length=5)] = [1.0, 1.0, 1.0, 1.0, 1.0]
+    """On the five parts of the Mamba-2 in_proj's output: z, x, B, C, dt (Falcon-H1's ``ssm_multipliers``)."""
+    mlp_gate: _Factor = 1.0
+    """On the MLP's gate projection, before the activation."""
+    mlp_down: _Factor = 1.0
+    """On the MLP's output."""
 
 
 class MoESpec(_Strict):
@@ -467,6 +496,8 @@ class ModelSpec(_Strict):
     """Context the model was trained for (config.json's max_position_embeddings), if known."""
 
     # Arithmetic that adds no weight and changes no size: what the built decoder computes (``nn.build_model``).
+    multipliers: Annotated[Multipliers | None, Field(exclude_if=_is_none)] = None
+    """Falcon-H1's fixed factors on embeddings, attention, mixer and MLP (``Multipliers``); None: none."""
     activation: Annotated[Activation | None, Field(exclude_if=_is_none)] = None
     """The dense MLP's nonlinearity (on the gate of a gated MLP, on the hidden layer of a plain one; MoE experts
     keep SiLU); None: the kind's own, SiLU for gated (SwiGLU), exact GELU for plain. Gemma: gelu_tanh (GeGLU);

@@ -13,7 +13,7 @@ heads and ``o_proj`` is row-parallel (``reduce`` sums the ranks). Shapes use the
 ``qkv_clip`` clamps q, k and v after the norms (OLMoE's ``clip_qkv``); ``alibi_slopes`` biases the scores by key
 position instead of rotating (BLOOM, MPT: ``mha_cli.nn.alibi``). ``output_gate`` (Qwen3-Next): ``q_proj`` emits
 each head's query then its gate (2 * head_dim values a head), and sigmoid(gate) multiplies the combined heads
-before ``o_proj``.
+before ``o_proj``. ``key_scale`` multiplies the keys after ``k_proj`` (Falcon-H1's ``key_multiplier``).
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ class Attention(nn.Module):
         qk_norm_type: str = "rmsnorm",
         qkv_clip: float | None = None,
         output_gate: bool = False,
+        key_scale: float = 1.0,
         norm_eps: float = 1e-5,
         norm_offset: float = 0.0,
         window: int | None = None,
@@ -102,6 +103,7 @@ class Attention(nn.Module):
         self.qk_norm = qk_norm
         self.qk_norm_whole = qk_norm and qk_norm_span == "projection"
         self.qkv_clip = qkv_clip
+        self.key_scale = key_scale
 
     def _queries_and_gate(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """q_proj's queries (b, s, n_h * h_d) and, with ``output_gate``, the gate (b, s, n_h * h_d), else None."""
@@ -122,6 +124,8 @@ class Attention(nn.Module):
         """q, k (normed and rotated as configured) and v for the positions [start_pos, start_pos + s), and the
         output gate (b, s, n_h * h_d) or None."""
         (q, gate), k = self._queries_and_gate(x), self.k_proj(x)  # (b, s, n_h * h_d), (b, s, n_kv * h_d)
+        if self.key_scale != 1.0:
+            k = k * self.key_scale  # Falcon-H1's key multiplier
         if self.qk_norm_whole:
             q, k = self.q_norm(q), self.k_norm(k)  # over the whole projection
         q = split_heads(q, self.n_heads)  # (b, n_h, s, h_d)

@@ -1,7 +1,9 @@
 """The dense MLP of a decoder layer: gated (SwiGLU, GeGLU) or plain (GELU), Llama's projection names.
 
 gated: down(act(gate(x)) * up(x)), 3 matrices; plain: down(act(up(x))), 2 matrices. ``act`` is the spec's
-``activation``: SiLU for gated and exact GELU for plain by default, or GELU's tanh approximation, ReLU or ReLU^2. Under tensor
+``activation``: SiLU for gated and exact GELU for plain by default, or GELU's tanh approximation, ReLU or ReLU^2.
+``gate_scale`` and ``down_scale`` multiply the gate projection and the output (Falcon-H1's ``mlp_multipliers``).
+Under tensor
 parallelism ``d_ff`` is this rank's slice of the hidden width (gate/up column-split, down row-split).
 Shapes: ``b`` batch, ``s`` tokens, ``d`` d_model, ``f`` the (rank-local) hidden width.
 """
@@ -50,6 +52,8 @@ class MLP(nn.Module):
         gated: bool = True,
         bias: bool = False,
         activation: Activation | None = None,
+        gate_scale: float = 1.0,
+        down_scale: float = 1.0,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -58,6 +62,7 @@ class MLP(nn.Module):
         self.gated = gated
         self.activation = activation_fn(activation, gated=gated)
         self.d_ff = d_ff
+        self.gate_scale, self.down_scale = gate_scale, down_scale  # Falcon-H1's mlp_multipliers
         if gated:
             self.gate_proj = nn.Linear(d_model, d_ff, bias=bias, **factory)
         self.up_proj = nn.Linear(d_model, d_ff, bias=bias, **factory)
@@ -65,5 +70,10 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor, reduce: Reduce | None = None) -> torch.Tensor:
         up = self.up_proj(x)  # (b, s, f)
-        hidden = self.activation(self.gate_proj(x)) * up if self.gated else self.activation(up)  # (b, s, f)
-        return row_parallel(self.down_proj, hidden, reduce)  # (b, s, d)
+        if self.gated:
+            gate = self.gate_proj(x)  # (b, s, f)
+            hidden = self.activation(gate if self.gate_scale == 1.0 else gate * self.gate_scale) * up  # (b, s, f)
+        else:
+            hidden = self.activation(up)  # (b, s, f)
+        out = row_parallel(self.down_proj, hidden, reduce)  # (b, s, d)
+        return out if self.down_scale == 1.0 else out * self.down_scale

@@ -56,6 +56,7 @@ from mha_cli.nn.moe import build_moe
 from mha_cli.nn.normed_residual import residual_scales
 from mha_cli.nn.norms import RMSNorm, make_norm
 from mha_cli.nn.padding import Padding
+from mha_cli.nn.parallel_mixer import ParallelCache, build_parallel_mixer
 from mha_cli.nn.rope import RotaryEmbedding
 from mha_cli.nn.row_parallel import Reduce, identity
 from mha_cli.nn.sdpa import soft_cap
@@ -132,6 +133,7 @@ def build_layer_attention(
         qk_norm_type=spec.qk_norm_type,
         qkv_clip=spec.qkv_clip,
         output_gate=spec.attn_output_gate,
+        key_scale=1.0 if spec.multipliers is None else spec.multipliers.key,
         norm_eps=spec.norm_eps,
         norm_offset=spec.norm_weight_offset,
         window=window,
@@ -158,21 +160,27 @@ def build_layer_mlp(
         return build_moe(spec, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
     if spec.d_ff % tp_size:
         raise ValueError(f"d_ff ({spec.d_ff}) must be divisible by tp ({tp_size}) to split the MLP")
+    scales = {} if spec.multipliers is None else {"gate_scale": spec.multipliers.mlp_gate,
+                                                  "down_scale": spec.multipliers.mlp_down}  # fmt: skip
     return MLP(
         spec.d_model,
         spec.d_ff // tp_size,
         gated=spec.mlp == "gated",
         bias=spec.mlp_bias,
         activation=spec.activation,
+        **scales,
         dtype=dtype,
         device=device,
     )
 
 
 class DecoderLayer(nn.Module):
-    """One block; the norms present depend on ``spec.n_norms_per_layer`` (see the module docstring)."""
+    """One block; the norms present depend on ``spec.n_norms_per_layer`` (see the module docstring). ``mixer``: a
+    fixed-state mixer beside the attention (Falcon-H1, ``nn.parallel_mixer``), reading the same normed input."""
 
-    def __init__(self, spec: ModelSpec, self_attn: nn.Module, mlp: nn.Module, **factory: Any) -> None:
+    def __init__(
+        self, spec: ModelSpec, self_attn: nn.Module, mlp: nn.Module, *, mixer: nn.Module | None = None, **factory: Any
+    ) -> None:
         super().__init__()
         if spec.n_norms_per_layer not in (1, 2, 4):
             raise ValueError(f"build_model builds blocks with 1, 2 or 4 norms, not {spec.n_norms_per_layer}")
@@ -189,6 +197,12 @@ class DecoderLayer(nn.Module):
         if not self.post_norms:
             self.input_layernorm = norm()
         self.self_attn = self_attn
+        if mixer is not None:
+            self.mixer = mixer
+        self.has_mixer = mixer is not None
+        self.multipliers = spec.multipliers
+        if self.has_mixer and (self.n_norms != 2 or self.post_norms):
+            raise ValueError("a mixer beside attention is built in a pre-norm block of two norms")
         if self.n_norms >= 2:
             self.post_attention_layernorm = norm()
         if self.post_norms:
@@ -222,7 +236,10 @@ class DecoderLayer(nn.Module):
             x = self.input_layernorm(x + self._attend(x, cache, start_pos, cos_sin, reduce, padding))  # (b, s, d)
             return self.post_attention_layernorm(x + self._feed_forward(x, reduce))  # (b, s, d)
         h = self.input_layernorm(x)  # (b, s, d)
-        attn = self._attend(h, cache, start_pos, cos_sin, reduce, padding)  # (b, s, d)
+        if self.has_mixer or self.multipliers is not None:
+            attn = self._attend_beside_mixer(h, cache, start_pos, cos_sin, reduce, padding)  # (b, s, d)
+        else:
+            attn = self._attend(h, cache, start_pos, cos_sin, reduce, padding)  # (b, s, d)
         if self.residual_scales is not None:  # MiniMax: each residual is the normed input, both terms scaled
             (attn_alpha, attn_beta), (mlp_alpha, mlp_beta) = self.residual_scales
             h = self.post_attention_layernorm(h * attn_alpha + attn * attn_beta)  # (b, s, d)
@@ -260,9 +277,37 @@ class DecoderLayer(nn.Module):
             return self.self_attn(h, cache, start_pos, reduce=reduce)
         return self.self_attn(h, cache, start_pos)
 
+    def _attend_beside_mixer(
+        self,
+        h: torch.Tensor,
+        cache: Any,
+        start_pos: int,
+        cos_sin: CosSin | None,
+        reduce: Reduce,
+        padding: Padding | None,
+    ) -> torch.Tensor:
+        """The attention of h (b, s, d), its multipliers applied, plus the mixer's output beside it (if any)."""
+        m = self.multipliers
+        attn_cache = cache.attention if isinstance(cache, ParallelCache) else cache
+        attn_in = h if m is None or self.is_mixer else h * m.attention_in  # a linear layer's mixer: no factor
+        out = self._attend(attn_in, attn_cache, start_pos, cos_sin, reduce, padding)  # (b, s, d)
+        if m is not None and not self.is_mixer:
+            out = out * m.attention_out
+        if not self.has_mixer:
+            return out
+        if padding is not None:
+            raise ValueError(f"a padded batch (attention_mask) is not supported by {type(self.mixer).__name__}")
+        state = self.mixer.new_state(h.shape[0], dtype=h.dtype) if cache is None else cache.mixer
+        mixed = self.mixer(h if m is None else h * m.ssm_in, state)  # (b, s, d)
+        return out + (mixed if m is None else mixed * m.ssm_out)  # (b, s, d)
+
     def new_cache(self, batch: int, max_seq: int, dtype: torch.dtype | str | None = None) -> Any:
         """The layer's cache: its attention's pre-allocated K/V (sized by ``max_seq``), or a mixer's zero
-        ``MixerState`` (the same for any ``max_seq``; its conv part in ``dtype``, default the weights')."""
+        ``MixerState`` (the same for any ``max_seq``; its conv part in ``dtype``, default the weights'); both, as a
+        ``ParallelCache``, for a mixer beside attention."""
+        if self.has_mixer:
+            state = self.mixer.new_state(batch, dtype=None if dtype is None else resolve_cache_dtype(dtype))
+            return ParallelCache(self.self_attn.new_cache(batch, max_seq, dtype=dtype), state)
         if self.is_mixer:
             return self.self_attn.new_state(batch, dtype=None if dtype is None else resolve_cache_dtype(dtype))
         return self.self_attn.new_cache(batch, max_seq, dtype=dtype)
@@ -387,6 +432,8 @@ class DecoderLM(nn.Module):
         x = embed(input_ids, self.all_reduce) if self.tp_size > 1 else embed(input_ids)  # (b, s, d)
         if self.spec.scale_embeddings:  # the factor in the activations' dtype first, as transformers casts it
             x = x * torch.tensor(self.spec.d_model**0.5, dtype=x.dtype)  # (b, s, d)
+        if self.spec.multipliers is not None and self.spec.multipliers.embedding != 1.0:
+            x = x * self.spec.multipliers.embedding  # Falcon-H1's embedding_multiplier
         if hasattr(self.model, "embed_positions"):
             offset = self.spec.position_offset  # OPT, BioGPT: 2
             if start_pos + s + offset > self.model.embed_positions.num_embeddings:
@@ -503,6 +550,7 @@ def build_model(
                 spec, i, rope=layer_rope(i), mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size, **factory
             ),
             build_layer_mlp(spec, i, tp_rank=tp_rank, tp_size=tp_size, **factory),
+            mixer=build_parallel_mixer(spec, i, tp_size=tp_size, **factory),
             **factory,
         )
         for i in range(n_built)

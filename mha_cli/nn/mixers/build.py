@@ -13,6 +13,7 @@ and the conv runs over d_inner (``conv_dim``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -43,10 +44,12 @@ def build_mixer(
     n_layers: int = 1,
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
+    projection_scales: Sequence[float] | None = None,
 ) -> nn.Module:
     """The ``GatedDeltaNet``, ``Mamba1``, ``Mamba2``, ``LightningAttention`` or ``KimiDeltaAttention`` of ``spec``
     (random weights), as layer ``layer`` of ``n_layers`` (lightning attention's decay depends on it);
-    ``BadInputError`` for the other kinds."""
+    ``BadInputError`` for the other kinds. ``projection_scales``: a Mamba-2's fixed factors on its in_proj parts
+    (Falcon-H1's ``ssm_multipliers``)."""
     if spec.kind == "lightning":
         state_dtype = None if spec.state_dtype == "activation" else torch.float32
         return LightningAttention(
@@ -71,7 +74,8 @@ def build_mixer(
         return Mamba2(
             d_model, n_heads=spec.n_heads, head_dim=spec.head_dim, d_state=spec.state_dim, n_groups=groups,
             conv_kernel=spec.conv_kernel, bias=spec.in_proj_bias, out_bias=spec.out_proj_bias,
-            conv_bias=spec.has_conv_bias, **factory,
+            conv_bias=spec.has_conv_bias, norm=spec.output_norm, norm_before_gate=spec.norm_before_gate,
+            projection_scales=projection_scales, **factory,
         )  # fmt: skip
     if spec.kind == "kda":
         return KimiDeltaAttention(

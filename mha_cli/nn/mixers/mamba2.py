@@ -7,12 +7,15 @@ one per head) and the head's scalar ``A < 0``:
 
 x is the head's slice of the conv output, B and C (d_state each) come from the head's group (``n_heads / n_groups``
 heads share one). The output is gated by silu(z), RMS-normalised per group, and projected back. Weight names follow
-transformers' ``Mamba2Mixer`` so a state dict loads as is. Padding masks are not supported.
+transformers' ``Mamba2Mixer`` so a state dict loads as is. Padding masks are not supported. Falcon-H1's options:
+``norm=False`` (no gated norm: y * silu(z)), ``norm_before_gate`` (normalise, then gate), ``projection_scales``
+(fixed factors on in_proj's z, x, B, C and dt parts, its ``ssm_multipliers``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -67,6 +70,9 @@ class Mamba2(nn.Module):
         out_bias: bool | None = None,
         conv_bias: bool = True,
         dt_limit: tuple[float, float] = (0.0, float("inf")),
+        norm: bool = True,
+        norm_before_gate: bool = False,
+        projection_scales: Sequence[float] | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -84,7 +90,12 @@ class Mamba2(nn.Module):
         self.A_log = nn.Parameter(torch.empty(n_heads, **factory))
         self.D = nn.Parameter(torch.empty(n_heads, **factory))
         group_size = self.d_inner // n_groups
-        self.norm = GatedRMSNorm(self.d_inner, eps, group_size=group_size, norm_before_gate=False, **factory)
+        if norm:
+            self.norm = GatedRMSNorm(
+                self.d_inner, eps, group_size=group_size, norm_before_gate=norm_before_gate, **factory
+            )
+        self.has_norm = norm
+        self.projection_scales = projection_scales
         out_bias = bias if out_bias is None else out_bias  # Falcon-H1's out_proj bias is its own field
         self.out_proj = nn.Linear(self.d_inner, d_model, bias=out_bias, **factory)
         self.init_weights()
@@ -112,7 +123,10 @@ class Mamba2(nn.Module):
     def forward(self, x: torch.Tensor, state: MixerState) -> torch.Tensor:
         """x: [batch, seq, d_model] (a prefill, a chunk of one, or one decode token); ``state`` updated in place."""
         batch, seq, _ = x.shape
-        z, xbc, dt = self.in_proj(x).split([self.d_inner, self.conv_dim, self.n_heads], dim=-1)
+        projected = self.in_proj(x)  # [batch, seq, d_inner + conv_dim + heads]
+        if self.projection_scales is not None:
+            projected = projected * self._scales(projected)
+        z, xbc, dt = projected.split([self.d_inner, self.conv_dim, self.n_heads], dim=-1)
         xbc = F.silu(self.conv1d(xbc.transpose(1, 2), state.conv)).transpose(1, 2)  # [batch, seq, conv_dim]
         group_width = self.n_groups * self.d_state
         xs, b, c = xbc.split([self.d_inner, group_width, group_width], dim=-1)
@@ -123,5 +137,14 @@ class Mamba2(nn.Module):
         a = -self.A_log.float().exp()  # [heads]
         xs = xs.reshape(batch, seq, self.n_heads, self.head_dim)  # [batch, seq, heads, head_dim]
         y = ssd_recurrence(xs, dt, a, b, c, self.D, state.recurrent)  # [batch, seq, heads, head_dim], fp32
-        y = self.norm(y.reshape(batch, seq, self.d_inner), z)  # [batch, seq, d_inner]
+        y = y.reshape(batch, seq, self.d_inner)  # [batch, seq, d_inner]
+        y = self.norm(y, z) if self.has_norm else y * F.silu(z.float())  # [batch, seq, d_inner]
         return self.out_proj(y.to(x.dtype))  # [batch, seq, d_model]
+
+    def _scales(self, projected: torch.Tensor) -> torch.Tensor:
+        """The factor of each in_proj output channel [d_inner + conv_dim + heads]: z, x, B, C, dt parts."""
+        group_width = self.n_groups * self.d_state
+        widths = [self.d_inner, self.d_inner, group_width, group_width, self.n_heads]
+        factors = [torch.full((w,), f, dtype=projected.dtype, device=projected.device) for w, f in zip(
+            widths, self.projection_scales, strict=True)]  # fmt: skip
+        return torch.cat(factors)  # [d_inner + conv_dim + heads]

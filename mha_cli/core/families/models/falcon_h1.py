@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.state_readers import mamba2_state
+from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -17,7 +19,9 @@ def _every_layer_attends(r: ConfigReader, n_layers: int) -> list[LayerKind]:
 
 
 def _state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, Any]:
-    """Mamba-2 beside attention; its SSM width is ``mamba_d_ssm``, its out_proj bias ``projectors_bias``."""
+    """Mamba-2 beside attention; its SSM width is ``mamba_d_ssm``, its out_proj bias ``projectors_bias``, its
+    gated norm present with ``mamba_rms_norm`` (normalising before the gate with ``mamba_norm_before_gate``)."""
+    normed = bool(r.config.get("mamba_rms_norm", False))
     return {
         **mamba2_state(
             r,
@@ -26,9 +30,51 @@ def _state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, A
             out_proj="projectors_bias",
         ),
         "on_attention_layers": True,
-        "output_norm": bool(r.config.get("mamba_rms_norm", False)),
+        "output_norm": normed,
+        **({"norm_before_gate": True} if normed and r.config.get("mamba_norm_before_gate", True) else {}),
     }
 
+
+SCALARS = {
+    "embedding": "embedding_multiplier", "attention_in": "attention_in_multiplier",
+    "attention_out": "attention_out_multiplier", "key": "key_multiplier", "ssm_in": "ssm_in_multiplier",
+    "ssm_out": "ssm_out_multiplier",
+}  # fmt: skip
+"""``Multipliers`` fields and the config.json keys of Falcon-H1's scalar multipliers."""
+
+
+def _factors(r: ConfigReader, key: str, count: int) -> list[float]:
+    value = r.config.get(key)
+    if value is None:
+        return [1.0] * count
+    if not isinstance(value, list) or len(value) != count or not all(isinstance(v, int | float) for v in value):
+        raise BadInputError(f"{r.origin}: {key} must list {count} numbers, got {value!r}")
+    return [float(v) for v in value]
+
+
+def _multipliers(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """Its muP multipliers (``Multipliers``; absent ones 1, FalconH1Config's defaults) and its lm_head multiplier
+    (on the logits, as ``logit_scale``)."""
+    found: dict[str, Any] = {name: float(r.config.get(key, 1.0) or 1.0) for name, key in SCALARS.items()}
+    found["ssm_projection"] = _factors(r, "ssm_multipliers", 5)
+    found["mlp_gate"], found["mlp_down"] = _factors(r, "mlp_multipliers", 2)
+    if any(v != 1.0 for value in found.values() for v in (value if isinstance(value, list) else [value])):
+        fields["multipliers"] = found
+    head = float(r.config.get("lm_head_multiplier", 1.0) or 1.0)
+    if head != 1.0:
+        fields["logit_scale"] = head
+
+
+WEIGHTS = WeightLayout(
+    renames=(
+        (r"^model\.final_layernorm\.", "model.norm."),
+        (r"\.mamba\.", ".mixer."),
+        (r"\.feed_forward\.", ".mlp."),
+        (r"\.pre_ff_layernorm\.", ".post_attention_layernorm."),
+    )
+)
+"""Each layer's Mamba-2 is ``mamba`` (ours: ``mixer``, beside ``self_attn``), its MLP ``feed_forward`` after
+``pre_ff_layernorm``, the last norm ``final_layernorm``."""
 
 FAMILY = Family(
     model_types=("falcon_h1",),
@@ -37,9 +83,8 @@ FAMILY = Family(
     layer_kinds=_every_layer_attends,
     fixed_state="Mamba-2 beside attention",
     state=_state,
+    read_fields=_multipliers,
     names=("falcon-h1", "falcon_h1"),
-    differences=(
-        "Falcon-H1's muP multipliers (embedding, attention in/out, key, SSM in/out, MLP and lm_head multipliers,"
-        " the mup vector); none here",
-    ),
+    equal_test=EQUAL_BY_SWEEP,
+    weights=WEIGHTS,
 )
