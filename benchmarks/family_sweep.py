@@ -120,10 +120,13 @@ def _tiny_config(model_type: str):
     if "kv_lora_rank" in fields:  # MLA: head_dim is the RoPE part of a head; K and V have every head
         overrides["head_dim"] = TINY["qk_rope_head_dim"]
         overrides["num_key_value_heads"] = TINY["num_attention_heads"]
-    layer_types = fields.get("layer_types")
+    layer_types = fields.get("layer_types", fields.get("layers_block_type"))  # Zamba2 spells it layers_block_type
     if isinstance(layer_types, list) and len(layer_types) != TINY["num_hidden_layers"] and len(layer_types) <= 64:
         overrides["num_hidden_layers"] = len(layer_types)  # a fixed pattern: keep its length, and every kind in it
     overrides.update(FAMILY_TINY.get(model_type, {}))
+    for listed in ("layer_types", "layers_block_type"):  # a family's own pattern sets the depth
+        if isinstance(FAMILY_TINY.get(model_type, {}).get(listed), list):
+            overrides["num_hidden_layers"] = len(FAMILY_TINY[model_type][listed])
     return AutoConfig.for_model(model_type, **overrides)
 
 

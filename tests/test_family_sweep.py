@@ -63,6 +63,7 @@ EQUAL = (
     "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",  # Gated DeltaNet : attention with an output gate
     "bamba",  # Mamba-2 : attention on the listed layers
     "falcon_h1",  # attention and Mamba-2 side by side, muP multipliers
+    "granitemoehybrid",  # Mamba-2 : NoPE attention, Granite's scalars, a shared expert
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
 (ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its

@@ -41,6 +41,7 @@ EQUAL = (
     "gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2", "gpt_neo", "minimax_m2", "minimax", "jamba",
     "gpt_neox", "gpt_neox_japanese", "gptj", "codegen", "phi", "persimmon", "gpt_bigcode", "opt", "biogpt",
     "openai-gpt", "ctrl", "bloom", "mpt", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "bamba", "falcon_h1",
+    "granitemoehybrid",
 )  # fmt: skip
 """Families whose prefill logits equal transformers' once converted (GPT-2, GPT-SW3, StarCoder2 and GPT-Neo with
 their tanh GELU, GPT-Neo with its unscaled attention scores: ``ModelSpec.activation`` and ``attn_scale``;

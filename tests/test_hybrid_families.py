@@ -207,3 +207,39 @@ def test_falcon_h1_without_its_multipliers_differs():
     ids = torch.randint(0, 128, (1, 6))
     with torch.no_grad():
         assert (ours(ids) - reference(input_ids=ids).logits).abs().max().item() > 1e-3
+
+
+def _logits_both_ways(config, *, seq: int = 8):
+    """(transformers' logits, our prefill's, our cached decode's) for one random batch, on the same weights."""
+    from mha_cli.nn import build_model
+    from mha_cli.nn.hf_state_dict import load_transformers_state_dict
+
+    torch.manual_seed(0)
+    reference = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    with torch.no_grad():
+        for name, tensor in reference.state_dict().items():
+            if name.endswith("norm.weight") or name.endswith("bias"):
+                tensor.add_(torch.randn_like(tensor) * 0.1)
+    ours = build_model(import_hf_config(config.to_dict()).model, dtype=torch.float32).eval()
+    load_transformers_state_dict(ours, reference.state_dict())  # strict
+    ids = torch.randint(0, config.vocab_size, (2, seq), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        caches = ours.new_cache(batch=2, max_seq=seq)
+        steps = [ours(ids[:, :5], caches)] + [ours(ids[:, p : p + 1], caches, start_pos=p) for p in range(5, seq)]
+        return reference(input_ids=ids).logits, ours(ids), torch.cat(steps, dim=1)
+
+
+@pytest.mark.parametrize("positions", [None, "rope"])
+def test_granite_4_h_with_its_scalars_gives_transformers_logits(positions):
+    from transformers import GraniteMoeHybridConfig
+
+    config = GraniteMoeHybridConfig(
+        hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, intermediate_size=32,
+        shared_intermediate_size=48, num_local_experts=4, num_experts_per_tok=2, vocab_size=128, mamba_n_heads=8,
+        mamba_d_state=8, mamba_chunk_size=4, layer_types=["mamba", "attention", "mamba", "attention"],
+        embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.0078125, logits_scaling=8.0,
+        position_embedding_type=positions,
+    )  # fmt: skip
+    expected, prefill, decoded = _logits_both_ways(config)
+    assert (prefill - expected).abs().max().item() < 1e-4
+    assert (decoded - expected).abs().max().item() < 1e-4

@@ -329,8 +329,8 @@ class RecurrentSpec(_Strict):
 
 
 class Multipliers(_Strict):
-    """Fixed factors a family's modeling code puts on its activations (Falcon-H1's muP multipliers): no weight, no
-    cache, only the decoder's arithmetic. Each 1: no factor."""
+    """Fixed factors a family's modeling code puts on its activations (Falcon-H1's muP multipliers, Granite's
+    embedding and residual multipliers): no weight, no cache, only the decoder's arithmetic. Each 1: no factor."""
 
     embedding: _Factor = 1.0
     """On the token embeddings."""
@@ -350,6 +350,9 @@ class Multipliers(_Strict):
     """On the MLP's gate projection, before the activation."""
     mlp_down: _Factor = 1.0
     """On the MLP's output."""
+    residual: _Factor = 1.0
+    """On each sublayer's output (attention or mixer, MLP) where it joins the residual (Granite's
+    ``residual_multiplier``)."""
 
 
 class MoESpec(_Strict):
@@ -497,7 +500,8 @@ class ModelSpec(_Strict):
 
     # Arithmetic that adds no weight and changes no size: what the built decoder computes (``nn.build_model``).
     multipliers: Annotated[Multipliers | None, Field(exclude_if=_is_none)] = None
-    """Falcon-H1's fixed factors on embeddings, attention, mixer and MLP (``Multipliers``); None: none."""
+    """Fixed factors on embeddings, attention, mixer, MLP and residual branches (``Multipliers``: Falcon-H1's,
+    Granite-4.0-H's); None: none. Built in pre-norm blocks of two norms."""
     activation: Annotated[Activation | None, Field(exclude_if=_is_none)] = None
     """The dense MLP's nonlinearity (on the gate of a gated MLP, on the hidden layer of a plain one; MoE experts
     keep SiLU); None: the kind's own, SiLU for gated (SwiGLU), exact GELU for plain. Gemma: gelu_tanh (GeGLU);

@@ -201,8 +201,8 @@ class DecoderLayer(nn.Module):
             self.mixer = mixer
         self.has_mixer = mixer is not None
         self.multipliers = spec.multipliers
-        if self.has_mixer and (self.n_norms != 2 or self.post_norms):
-            raise ValueError("a mixer beside attention is built in a pre-norm block of two norms")
+        if (self.has_mixer or self.multipliers is not None) and (self.n_norms != 2 or self.post_norms):
+            raise ValueError("a mixer beside attention, or multipliers, are built in a pre-norm block of two norms")
         if self.n_norms >= 2:
             self.post_attention_layernorm = norm()
         if self.post_norms:
@@ -250,7 +250,8 @@ class DecoderLayer(nn.Module):
             return x + attn + self._feed_forward(self.post_attention_layernorm(x), reduce)  # (b, s, d)
         if self.n_norms == 2:
             x = x + attn  # (b, s, d)
-            return x + self._feed_forward(self.post_attention_layernorm(x), reduce)  # (b, s, d)
+            mlp_out = self._feed_forward(self.post_attention_layernorm(x), reduce)  # (b, s, d)
+            return x + (mlp_out if self.multipliers is None else mlp_out * self.multipliers.residual)  # (b, s, d)
         x = x + self.post_attention_layernorm(attn)  # (b, s, d)
         mlp_out = self._feed_forward(self.pre_feedforward_layernorm(x), reduce)  # (b, s, d)
         return x + self.post_feedforward_layernorm(mlp_out)  # (b, s, d)
@@ -286,7 +287,8 @@ class DecoderLayer(nn.Module):
         reduce: Reduce,
         padding: Padding | None,
     ) -> torch.Tensor:
-        """The attention of h (b, s, d), its multipliers applied, plus the mixer's output beside it (if any)."""
+        """The attention (or a linear layer's mixer) of h (b, s, d), its multipliers applied, plus the mixer's output
+        beside it (if any): the branch that joins the residual."""
         m = self.multipliers
         attn_cache = cache.attention if isinstance(cache, ParallelCache) else cache
         attn_in = h if m is None or self.is_mixer else h * m.attention_in  # a linear layer's mixer: no factor
@@ -294,12 +296,12 @@ class DecoderLayer(nn.Module):
         if m is not None and not self.is_mixer:
             out = out * m.attention_out
         if not self.has_mixer:
-            return out
+            return out if m is None else out * m.residual
         if padding is not None:
             raise ValueError(f"a padded batch (attention_mask) is not supported by {type(self.mixer).__name__}")
         state = self.mixer.new_state(h.shape[0], dtype=h.dtype) if cache is None else cache.mixer
         mixed = self.mixer(h if m is None else h * m.ssm_in, state)  # (b, s, d)
-        return out + (mixed if m is None else mixed * m.ssm_out)  # (b, s, d)
+        return out + mixed if m is None else (out + mixed * m.ssm_out) * m.residual  # (b, s, d)
 
     def new_cache(self, batch: int, max_seq: int, dtype: torch.dtype | str | None = None) -> Any:
         """The layer's cache: its attention's pre-allocated K/V (sized by ``max_seq``), or a mixer's zero

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
-from mha_cli.core.families.models.granite import GRANITE_MULTIPLIERS
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.state_readers import mamba2_state
+from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -21,12 +21,48 @@ def _state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, A
     return {**mamba2_state(r, d_model, inner=None, out_proj="mamba_proj_bias"), "on_attention_layers": False}
 
 
-def _shared_mlp(r: ConfigReader, fields: dict[str, Any]) -> None:
-    """GraniteMoeHybridMLP (shared_mlp) runs beside the experts, as wide as ``shared_intermediate_size``."""
+def _factor(r: ConfigReader, key: str) -> float:
+    value = r.config.get(key)
+    return 1.0 if value is None else float(value)
+
+
+def _shared_mlp_and_scalars(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """GraniteMoeHybridMLP (shared_mlp) runs beside the experts, as wide as ``shared_intermediate_size``; Granite's
+    scalars: ``embedding_multiplier`` on the embeddings, ``attention_multiplier`` the softmax scale,
+    ``residual_multiplier`` on each branch, the logits divided by ``logits_scaling``; no RoPE unless
+    ``position_embedding_type`` is ``rope``."""
     if "moe" in fields:
         fields["moe"]["n_shared_experts"] = 1
         fields["moe"]["d_ff_shared"] = r.get("shared_intermediate_size") or fields["moe"]["d_ff_expert"]
+    embedding, residual = _factor(r, "embedding_multiplier"), _factor(r, "residual_multiplier")
+    if embedding != 1.0 or residual != 1.0:
+        fields["multipliers"] = {"embedding": embedding, "residual": residual}
+    fields["attn_scale"] = _factor(r, "attention_multiplier")
+    if _factor(r, "logits_scaling") != 1.0:
+        fields["logit_scale"] = 1.0 / _factor(r, "logits_scaling")
+    if r.config.get("position_embedding_type") != "rope":
+        fields["nope_layers"] = "global"  # every attention layer is global: none rotates
 
+
+WEIGHTS = WeightLayout(
+    renames=(
+        (r"\.mamba\.", ".self_attn."),
+        (r"\.block_sparse_moe\.router\.", ".mlp.gate."),
+        (r"\.block_sparse_moe\.experts\.", ".mlp.experts."),
+        (r"\.shared_mlp\.output_linear\.", ".mlp.shared_experts.down_proj."),
+        (r"\.shared_mlp\.input_linear\.", ".mlp.shared_experts.gate_up_proj."),
+    ),
+    fused=(
+        FusedSplit(
+            r"(.*)\.shared_experts\.gate_up_proj\.weight",
+            (r"\1.shared_experts.gate_proj.weight", r"\1.shared_experts.up_proj.weight"), "gate_up",
+        ),
+    ),
+)  # fmt: skip
+"""Its Mamba-2 layers hold the mixer as ``mamba`` (ours: ``self_attn``); its router and experts sit in
+``block_sparse_moe``; its shared MLP (``shared_mlp``: input_linear fused gate then up, output_linear) is the MoE's
+shared expert. A model without experts (``num_local_experts`` 0), whose shared MLP is the dense MLP, does not load
+(its ``mlp.shared_experts`` names are unexpected, loudly)."""
 
 FAMILY = Family(
     model_types=("granitemoehybrid",),
@@ -36,7 +72,8 @@ FAMILY = Family(
     layer_kinds=_every_layer_mamba,
     fixed_state="Mamba-2",
     state=_state,
-    read_fields=_shared_mlp,
+    read_fields=_shared_mlp_and_scalars,
     names=("granitemoehybrid", "granite-4.0-h"),
-    differences=GRANITE_MULTIPLIERS,
+    equal_test=EQUAL_BY_SWEEP,
+    weights=WEIGHTS,
 )
