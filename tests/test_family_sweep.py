@@ -45,6 +45,7 @@ PRICED = (
     "llama4_text", "minimax", "mpt", "xglm", "hunyuan_v1_moe", "smollm3", "glm4_moe", "minimax_m2", "bloom", "opt",
     "kimi_linear",
     "bamba", "qwen3_5_text", "qwen3_5_moe_text",
+    "bamba", "qwen3_5_text", "qwen3_5_moe_text", "granitemoehybrid", "nemotron_h",
 )  # fmt: skip
 """Families the cache sweep builds and `mha kv` prices exactly (or as the window a serving engine keeps)."""
 REFUSED = {

@@ -243,3 +243,34 @@ def test_granite_4_h_with_its_scalars_gives_transformers_logits(positions):
     expected, prefill, decoded = _logits_both_ways(config)
     assert (prefill - expected).abs().max().item() < 1e-4
     assert (decoded - expected).abs().max().item() < 1e-4
+
+
+def test_nemotron_h_is_priced_by_its_mixer_blocks():
+    """Its MLP and MoE blocks hold no cache: the layers priced are its Mamba-2 and attention blocks, in order, the
+    same whether the config lists them (layers_block_type) or spells the older hybrid_override_pattern."""
+    from transformers import NemotronHConfig
+
+    from mha_cli.core.kv import kv_footprint
+
+    listed = NemotronHConfig(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=128,
+        mamba_num_heads=8, mamba_head_dim=16, ssm_state_size=8, n_groups=2, n_routed_experts=4,
+        moe_intermediate_size=32, layers_block_type=["linear_attention", "mlp", "linear_attention", "full_attention",
+                                                     "mlp", "linear_attention", "moe"],
+    ).to_dict()  # fmt: skip
+    spec = import_hf_config(listed).model
+    assert spec.n_layers == 4 and [spec.layer_kind(i) for i in range(4)] == ["linear", "linear", "global", "linear"]
+    assert spec.recurrent.n_heads == 8 and spec.recurrent.conv_dim == 8 * 16 + 2 * 2 * 8
+    spelled = {k: v for k, v in listed.items() if k != "layers_block_type"} | {"hybrid_override_pattern": "M-M*-ME"}
+    assert import_hf_config(spelled).model == spec
+    kv = kv_footprint(spec, seq_len=10, batch=1, kv_dtype="fp32", state_convention="transformers")
+    per_state = 4 * (8 * 16 * 8 + (8 * 16 + 2 * 2 * 8) * 4)  # fp32 state + conv columns, one Mamba-2 block
+    assert kv.total_bytes == 2 * 2 * 16 * 10 * 4 + 3 * per_state  # one attention block's K and V, three states
+
+
+def test_a_nemotron_h_pattern_of_other_letters_is_refused():
+    from mha_cli.core.errors import BadInputError
+
+    with pytest.raises(BadInputError, match="hybrid_override_pattern must be a string of M"):
+        import_hf_config({"model_type": "nemotron_h", "hidden_size": 64, "num_attention_heads": 4,
+                          "hybrid_override_pattern": "M-X*"})  # fmt: skip

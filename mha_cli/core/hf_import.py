@@ -78,6 +78,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     written = str(config.get("model_type") or "unknown")
     known = family(written)
     fam = known or _GENERIC
+    if fam.config_view is not None:
+        config = fam.config_view(config, origin)
     r = ConfigReader(config, origin, f"{fam.config_class}", fam.defaults)
     model_type = written
     if known is not None and written in known.old_names:

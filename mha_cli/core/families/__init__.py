@@ -53,6 +53,8 @@ WidthReader = Callable[["ConfigReader"], "int | None"]
 """(reader) -> the dense MLP width, or None to read the standard fields."""
 FieldsHook = Callable[["ConfigReader", dict[str, Any]], None]
 """(reader, fields read so far) -> None: the family's own reading of fields the standard reader read otherwise."""
+ConfigView = Callable[[dict[str, Any], str], dict[str, Any]]
+"""(config.json, origin) -> the same config in the standard fields, for a family that spells its layers otherwise."""
 
 
 class Family(NamedTuple):
@@ -93,6 +95,9 @@ class Family(NamedTuple):
     """Its own reading of the dense MLP width (MPT's expansion_ratio); None from it: the standard one."""
     read_fields: FieldsHook | None = None
     """Reads, last, what the family spells its own way (StarCoder2's ``use_bias``, Llama-4's shared expert)."""
+    config_view: ConfigView | None = None
+    """Rewrites its config.json into the standard fields before anything is read (Nemotron-H's blocks, each one
+    mixer or one MLP, as the layers of their mixers); None: read as written."""
     use_qk_norm_is_rmsnorm: bool = True
     """Whether its ``use_qk_norm: true`` is a per-head RMSNorm of q and k with weights (not Llama-4's L2 norm)."""
     interleaved_rope: bool = False
