@@ -66,7 +66,7 @@ FAMILY_TINY = {
     "mamba2": {"num_heads": 8, "head_dim": 16},  # num_heads x head_dim = expand x hidden_size
     "falcon_h1": {"mamba_n_heads": 8, "mamba_d_ssm": 128}, "bamba": {"mamba_n_heads": 8, "attn_layer_indices": [3, 7]},
     "granitemoehybrid": {"mamba_n_heads": 8, "layer_types": ["mamba", "mamba", "mamba", "attention"] * 2},
-    "zaya": {"num_experts_per_tok": 1}, "dots3_note_text": {"num_key_value_heads": 4},
+    "zaya": {"num_experts_per_tok": 1}, "lfm2": {"layer_types": ["conv", "conv", "full_attention", "conv"] * 2}, "dots3_note_text": {"num_key_value_heads": 4},
 }  # fmt: skip
 """What a family's config class checks beyond the shared fields (its own consistency rules)."""
 UNWINDOWED_IN_TRANSFORMERS = {"gpt_neo"}

@@ -43,14 +43,12 @@ PRICED = (
     "gemma3_text", "gpt2", "gpt_neo", "gpt_neox", "gptj", "falcon", "falcon_h1", "jamba", "deepseek_v2",
     "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "olmo2", "olmoe", "phi3", "starcoder2", "cohere2", "gpt_oss",
     "llama4_text", "minimax", "mpt", "xglm", "hunyuan_v1_moe", "smollm3", "glm4_moe", "minimax_m2", "bloom", "opt",
-    "kimi_linear",
-    "bamba", "qwen3_5_text", "qwen3_5_moe_text",
-    "bamba", "qwen3_5_text", "qwen3_5_moe_text", "granitemoehybrid", "nemotron_h",
+    "kimi_linear", "bamba", "qwen3_5_text", "qwen3_5_moe_text", "granitemoehybrid", "nemotron_h", "lfm2",
 )  # fmt: skip
 """Families the cache sweep builds and `mha kv` prices exactly (or as the window a serving engine keeps)."""
 REFUSED = {
     "bart": "encoder-decoder", "mimo_v2_flash": "twice num_key_value_heads", "zaya": "layer_types has hybrid",
-    "cpmant": "prompt_length", "inkling_text": "swa_head_dim", "lfm2": "full_attn_idxs",
+    "cpmant": "prompt_length", "inkling_text": "swa_head_dim",
 }  # fmt: skip
 """Families whose cache `mha kv` does not price, and what the refusal names."""
 EQUAL = (
@@ -65,6 +63,7 @@ EQUAL = (
     "bamba",  # Mamba-2 : attention on the listed layers
     "falcon_h1",  # attention and Mamba-2 side by side, muP multipliers
     "granitemoehybrid",  # Mamba-2 : NoPE attention, Granite's scalars, a shared expert
+    "lfm2",  # gated short convolutions : attention
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
 (ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its

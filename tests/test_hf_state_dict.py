@@ -42,6 +42,7 @@ EQUAL = (
     "gpt_neox", "gpt_neox_japanese", "gptj", "codegen", "phi", "persimmon", "gpt_bigcode", "opt", "biogpt",
     "openai-gpt", "ctrl", "bloom", "mpt", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "bamba", "falcon_h1",
     "granitemoehybrid",
+    "lfm2",
 )  # fmt: skip
 """Families whose prefill logits equal transformers' once converted (GPT-2, GPT-SW3, StarCoder2 and GPT-Neo with
 their tanh GELU, GPT-Neo with its unscaled attention scores: ``ModelSpec.activation`` and ``attn_scale``;

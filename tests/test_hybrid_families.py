@@ -274,3 +274,36 @@ def test_a_nemotron_h_pattern_of_other_letters_is_refused():
     with pytest.raises(BadInputError, match="hybrid_override_pattern must be a string of M"):
         import_hf_config({"model_type": "nemotron_h", "hidden_size": 64, "num_attention_heads": 4,
                           "hybrid_override_pattern": "M-X*"})  # fmt: skip
+
+
+def _lfm2(**fields):
+    from transformers import Lfm2Config
+
+    base = dict(
+        hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, intermediate_size=192,
+        vocab_size=128, block_multiple_of=32, full_attn_idxs=[1],
+    )  # fmt: skip
+    return Lfm2Config(**(base | fields))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_lfm2_gives_transformers_logits_and_weighs_what_it_builds(bias):
+    config = _lfm2(conv_bias=bias)
+    spec = import_hf_config(config.to_dict() | {"layer_types": None}).model  # its layers from full_attn_idxs
+    assert [spec.layer_kind(i) for i in range(4)] == ["linear", "global", "linear", "linear"]
+    with torch.device("meta"):
+        whole = transformers.AutoModelForCausalLM.from_config(config)
+    assert count_params(spec).total == sum(p.numel() for p in whole.parameters())  # MLP 2/3 wide, rounded up
+    expected, prefill, decoded = _logits_both_ways(config)
+    assert (prefill - expected).abs().max().item() < 1e-4
+    assert (decoded - expected).abs().max().item() < 1e-4
+
+
+def test_lfm2_keeps_its_conv_inputs_as_state():
+    """Transformers' cache keeps conv_L_cache inputs of d_model channels a conv layer (vLLM one fewer); no
+    recurrent state."""
+    from mha_cli.core.kv import state_bytes_per_layer
+
+    spec = import_hf_config(_lfm2(conv_L_cache=3).to_dict()).model
+    assert state_bytes_per_layer(spec, "bf16", convention="transformers") == 64 * 3 * 2
+    assert state_bytes_per_layer(spec, "bf16", convention="engine") == 64 * 2 * 2

@@ -97,7 +97,7 @@ def mixer_params(model: ModelSpec) -> int:
     d = model.d_model
     per_kind = {
         "gated_deltanet": _gated_deltanet_params, "mamba": _mamba_params, "mamba2": _mamba2_params,
-        "lightning": _lightning_params, "kda": _kda_params,
+        "lightning": _lightning_params, "kda": _kda_params, "short_conv": _short_conv_params,
     }  # fmt: skip
     conv = state.conv_dim * state.conv_kernel + (state.conv_dim if state.has_conv_bias else 0)
     return per_kind[state.kind](state, d) + conv
@@ -159,6 +159,13 @@ def _kda_params(state: RecurrentSpec, d: int) -> int:
     in_width = 3 * width
     projections = d * in_width + width * d + d * state.n_heads + _projection_biases(state, in_width, d)
     return projections + forget_gate + low_rank_gate + norm
+
+
+def _short_conv_params(state: RecurrentSpec, d: int) -> int:
+    """LFM2's gated short convolution over conv_dim = d_model channels: in_proj d x 3 conv_dim (B, C, x),
+    out_proj conv_dim x d (the conv is counted by the caller)."""
+    in_width = 3 * state.conv_dim
+    return d * in_width + state.conv_dim * d + _projection_biases(state, in_width, d)
 
 
 def mlp_params(d_model: int, d_ff: int, mlp: str, bias: bool) -> int:

@@ -42,7 +42,7 @@ LayerKind = Literal["global", "local", "chunked", "linear"]
 """How a layer's mixer remembers the context: ``global`` attention caches every token, ``local`` the last
 ``sliding_window`` tokens, ``chunked`` the tokens of its current ``attention_chunk`` (Llama-4), ``linear`` no
 per-token K/V at all but the fixed per-sequence state of ``ModelSpec.recurrent`` (Gated DeltaNet, Mamba)."""
-RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda"]
+RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda", "short_conv"]
 StateDtype = Literal["auto", "fp32", "activation"]
 StateConvention = Literal["engine", "transformers"]
 """Whose allocation a fixed state and an indexer key are priced by: ``engine`` (vLLM's cache: conv_kernel - 1 conv
@@ -262,6 +262,7 @@ class RecurrentSpec(_Strict):
     Gated DeltaNet (Qwen3-Next): value heads x key dim x value dim, conv over q, k, v. Mamba (Jamba): d_inner
     channels x 1 x d_state. Mamba-2 (Falcon-H1, Granite-4.0-H): heads x head dim x d_state, conv over x, B, C.
     Lightning attention (MiniMax): heads x head_dim x head_dim, no conv. KDA (Kimi-Linear): like Gated DeltaNet.
+    Short convolution (LFM2): no recurrent state (``state_dim`` 0), a conv over d_model channels.
     """
 
     kind: RecurrentKind
@@ -269,8 +270,9 @@ class RecurrentSpec(_Strict):
     """State heads (Mamba-1: d_inner channels, each with its own state vector)."""
     head_dim: Annotated[int, Field(gt=0, le=_MAX_WIDTH)]
     """Rows of one head's state (Gated DeltaNet/KDA: key head dim; Mamba-2: head dim; Mamba-1: 1)."""
-    state_dim: Annotated[int, Field(gt=0, le=_MAX_WIDTH)]
-    """Columns of one head's state (Gated DeltaNet/KDA: value head dim; Mamba: d_state)."""
+    state_dim: Annotated[int, Field(ge=0, le=_MAX_WIDTH)]
+    """Columns of one head's state (Gated DeltaNet/KDA: value head dim; Mamba: d_state); 0 for a short convolution
+    (LFM2's ``short_conv``), whose only state is its conv's."""
     conv_dim: Annotated[int, Field(ge=0, le=_MAX_WIDTH)] = 0
     """Channels of the short causal convolution whose last inputs are kept (0: no convolution)."""
     conv_kernel: Annotated[int, Field(ge=0, le=64)] = 0
@@ -308,6 +310,10 @@ class RecurrentSpec(_Strict):
     def _split_projections_are_gated_deltanets(self) -> "RecurrentSpec":
         if self.split_projections and self.kind != "gated_deltanet":
             raise ValueError(f"split_projections lays out a gated_deltanet mixer's projections, not {self.kind}'s")
+        if (self.state_dim == 0) != (self.kind == "short_conv"):
+            raise ValueError("state_dim is 0 for a short_conv mixer (its conv is its only state), and only for it")
+        if self.kind == "short_conv" and not self.conv_dim * self.conv_kernel:
+            raise ValueError("a short_conv mixer needs conv_dim and conv_kernel")
         if self.norm_before_gate and self.kind != "mamba2":
             raise ValueError(f"norm_before_gate orders a mamba2 mixer's gated norm, not {self.kind}'s")
         return self

@@ -1,13 +1,13 @@
 """Build the mixer a ``RecurrentSpec`` describes, so its measured state can be set against the price.
 
-``gated_deltanet``, ``mamba`` (Mamba-1), ``mamba2``, ``lightning`` (MiniMax) and ``kda`` (Kimi-Linear) are built.
-A lightning state is kept in the format the spec says (``activation``: the activations' dtype, as transformers and
-vLLM keep MiniMax's; ``fp32`` or ``auto``, transformers' convention: fp32); the others keep fp32 only. The spec
-keeps the conv width, not the key-head or group count, so those are read back from it: Gated DeltaNet
-``conv_dim = 2 * key_heads * key_dim + value_heads * value_dim``, Mamba-2 ``conv_dim = heads * head_dim + 2 *
-groups * d_state``; KDA's must be ``3 * heads * head_dim`` (q, k, v of every head) with a square state
-(``state_dim == head_dim``). Mamba-1 keeps one state vector per channel: ``n_heads`` is d_inner, ``head_dim`` 1,
-and the conv runs over d_inner (``conv_dim``).
+``gated_deltanet``, ``mamba`` (Mamba-1), ``mamba2``, ``lightning`` (MiniMax) and ``kda`` (Kimi-Linear) are built
+(and measured by ``mha verify``, ``BUILT_KINDS``), and LFM2's ``short_conv`` for the decoder. A lightning state is
+kept in the format the spec says (``activation``: the activations' dtype, as transformers and vLLM keep MiniMax's;
+``fp32`` or ``auto``, transformers' convention: fp32); the others keep fp32 only. The spec keeps the conv width,
+not the key-head or group count, so those are read back from it: Gated DeltaNet ``conv_dim = 2 * key_heads *
+key_dim + value_heads * value_dim``, Mamba-2 ``conv_dim = heads * head_dim + 2 * groups * d_state``; KDA's must be
+``3 * heads * head_dim`` (q, k, v of every head) with a square state (``state_dim == head_dim``). Mamba-1 keeps one
+state vector per channel: ``n_heads`` is d_inner, ``head_dim`` 1, and the conv runs over d_inner (``conv_dim``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from torch import nn
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import RecurrentSpec
 from mha_cli.nn.mixers.gated_deltanet import GatedDeltaNet
+from mha_cli.nn.mixers.gated_short_conv import GatedShortConv
 from mha_cli.nn.mixers.kda import KimiDeltaAttention
 from mha_cli.nn.mixers.lightning import LightningAttention
 from mha_cli.nn.mixers.mamba1 import Mamba1
@@ -81,6 +82,12 @@ def build_mixer(
         return KimiDeltaAttention(
             d_model, n_heads=spec.n_heads, head_dim=_kda_head_dim(spec), conv_kernel=spec.conv_kernel, **factory
         )
+    if spec.kind == "short_conv":
+        if spec.conv_dim != d_model:
+            raise BadInputError(f"a short_conv mixer convolves d_model ({d_model}) channels, not {spec.conv_dim}")
+        if spec.in_proj_bias != spec.out_proj_bias or spec.in_proj_bias != spec.has_conv_bias:
+            raise BadInputError("a short_conv mixer is built with one bias setting for its projections and conv")
+        return GatedShortConv(d_model, conv_kernel=spec.conv_kernel, bias=spec.in_proj_bias, dtype=dtype, device=device)
     raise BadInputError(f"no torch mixer for recurrent kind {spec.kind!r} (built: {', '.join(BUILT_KINDS)})")
 
 
