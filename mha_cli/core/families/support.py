@@ -23,6 +23,9 @@ APPROXIMATE_WEIGHTS: set[str] = set()
 none today; the others count exactly."""
 BUILT_MIXERS = {"Gated DeltaNet", "Mamba", "Mamba-2", "lightning attention", "KDA"}
 """Fixed-state mixers ``mha verify`` builds (``verify.plan.BUILT_MIXERS``): their state is measured, on one rank."""
+DECODER_MIXERS = BUILT_MIXERS | {"Mamba-2 beside attention", "short convolution"}
+"""Fixed-state mixers the torch decoder builds (``nn.mixers``, ``nn.parallel_mixer``); ``mha verify`` measures the
+state of ``BUILT_MIXERS`` only."""
 
 
 class FamilySupport(Record):
@@ -58,7 +61,7 @@ def _row(model_type: str, fam: Family) -> FamilySupport:
             equal_to_transformers=None, verify="refused: its configs are refused (`mha kv` says why)",
         )  # fmt: skip
     return FamilySupport(
-        model_type=model_type, priced=_priced(state), built=state is None or built_state,
+        model_type=model_type, priced=_priced(state), built=state is None or state in DECODER_MIXERS,
         differences=list(fam.differences), equal_to_transformers=fam.equal_test,
         verify=(f"refused: {unbuilt} (price them with `mha kv`)" if unbuilt is not None
                 else "yes (state measured; one rank, one stage)" if built_state else "yes"),
