@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.state_readers import mamba2_state
 from mha_cli.core.weight_layout import WeightLayout
 
@@ -87,4 +87,10 @@ FAMILY = Family(
     names=("falcon-h1", "falcon_h1"),
     equal_test=EQUAL_BY_SWEEP,
     weights=WEIGHTS,
+    left_unread={
+        "mamba_chunk_size": ANY_VALUE,
+        "time_step_limit": [0.0, float("inf")],
+        "mamba_expand": ANY_VALUE,
+        "mamba_norm_before_gate": ANY_VALUE,
+    },  # read where they count,
 )

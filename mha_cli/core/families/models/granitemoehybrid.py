@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.state_readers import mamba2_state
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
@@ -76,4 +76,5 @@ FAMILY = Family(
     names=("granitemoehybrid", "granite-4.0-h"),
     equal_test=EQUAL_BY_SWEEP,
     weights=WEIGHTS,
+    left_unread={"mamba_chunk_size": ANY_VALUE, "time_step_limit": [0.0, float("inf")]},
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.families.state_readers import mamba2_state
 
 MIXERS = {"linear_attention": "linear_attention", "full_attention": "full_attention"}
@@ -81,4 +81,29 @@ FAMILY = Family(
         " checkpoints do not load",
         "Nemotron-H's relu2 MLP activation (squared ReLU) is not built",
     ),
+    left_unread={
+        **dict.fromkeys(MAMBA_FIELDS.values(), ANY_VALUE),  # read under the shared reader's names (the view)
+        **dict.fromkeys(
+            ("mlp_hidden_act", "moe_shared_expert_intermediate_size", "moe_shared_expert_overlap"), ANY_VALUE
+        ),
+        **dict.fromkeys(
+            ("use_mamba_kernels", "chunk_size", "residual_in_fp32", "rescale_prenorm_residual", "mamba_hidden_act"),
+            ANY_VALUE,
+        ),
+        **dict.fromkeys(
+            (
+                "time_step_min",
+                "time_step_max",
+                "time_step_floor",
+                "expand",
+                "num_nextn_predict_layers",
+                "mtp_layers_block_type",
+            ),
+            ANY_VALUE,
+        ),
+        "time_step_limit": [0.0, float("inf")],
+        "mamba_ssm_cache_dtype": "float32",
+        "use_bias": False,
+        "moe_latent_size": None,
+    },
 )
