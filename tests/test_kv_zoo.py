@@ -285,7 +285,7 @@ def test_presets_list_the_new_families_with_their_state(cli):
 def test_verify_refuses_layers_the_torch_ring_does_not_build(cli):
     result = cli.run("verify", "llama-4-scout", "--seq", "64")
     assert result.exit_code == 2
-    assert "Gated DeltaNet / Mamba / Mamba-2 / lightning / KDA layers only" in result.output
+    assert "Gated DeltaNet / Mamba / Mamba-2 / lightning / KDA / short-conv layers only" in result.output
     assert "chunked" in result.output
 
 

@@ -1,5 +1,5 @@
-"""``mha verify`` on hybrids: Gated DeltaNet (Qwen3-Next), Mamba-1 (Jamba) and Mamba-2 (Granite-4.0-H) layers are
-built, and the fixed state they allocate is measured against core.kv's ``state_bytes_per_layer``, byte for byte.
+"""``mha verify`` on hybrids: Gated DeltaNet (Qwen3-Next), Mamba-1 (Jamba), Mamba-2 (Granite-4.0-H), Mamba-2 beside
+attention (Falcon-H1) and short-convolution (LFM2) layers are built, and the fixed state they allocate is measured against core.kv's ``state_bytes_per_layer``, byte for byte.
 
 The fixtures are tiny configs written by transformers' own config classes (``tests/fixtures/tiny_hybrids``).
 """
@@ -19,6 +19,8 @@ HYBRIDS = FIXTURES / "tiny_hybrids"
 QWEN3_NEXT = str(HYBRIDS / "tiny-qwen3-next.json")
 GRANITE_H = str(HYBRIDS / "tiny-granite-4.0-h.json")
 JAMBA = str(HYBRIDS / "tiny-jamba.json")
+FALCON_H1 = str(HYBRIDS / "tiny-falcon-h1.json")
+LFM2 = str(HYBRIDS / "tiny-lfm2.json")
 VERIFY = ("--device", "cpu", "--seq", "16")
 
 
@@ -64,12 +66,26 @@ def test_a_state_kept_in_the_activation_dtype_fails_the_check(cli, monkeypatch):
 @pytest.mark.parametrize(
     ("args", "message"),
     [((QWEN3_NEXT, "--tp", "2"), "without --tp 2"), ((GRANITE_H, "--pp", "2"), "without --pp 2"),
-     (("falcon-h1-7b",), "mamba2 beside attention"), (("llama-4-scout",), "chunked")],
+     (("llama-4-scout",), "chunked")],
 )  # fmt: skip
 def test_what_is_not_built_is_refused_in_one_line(cli, args, message):
     result = cli.run("verify", *args, *VERIFY)
     assert result.exit_code == EXIT_BAD_INPUT and message in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("config", "state_layers"), [(FALCON_H1, 4), (LFM2, 3)], ids=["mamba2 beside attention", "short_conv"]
+)
+def test_verify_measures_the_state_of_a_parallel_hybrid_and_of_short_convolutions(cli, config, state_layers):
+    """Falcon-H1 runs Mamba-2 beside attention in every layer (its cache holds both); LFM2's conv layers keep only
+    their convolution's last tokens. Both measured byte for byte against the price."""
+    report = cli.json("verify", config, *VERIFY, "--layers", "4")
+    kv = cli.json("kv", config, "--seq", "16", "--state-convention", "transformers")
+    per_layer = kv["kv"]["state_bytes_per_layer"]
+    assert report["measured_state_bytes"] == report["predicted_state_bytes"] == state_layers * per_layer > 0
+    assert report["measured_cache_bytes"] == report["predicted_cache_bytes"] == kv["total_bytes"]
+    assert report["checks"]["state_bytes_match"] and report["checks"]["numerics"] and report["passed"]
 
 
 def test_plan_names_the_mixers_the_torch_ring_builds():

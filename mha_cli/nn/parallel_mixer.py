@@ -22,6 +22,11 @@ class ParallelCache(NamedTuple):
     attention: Any
     mixer: MixerState
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes both caches allocate: the attention's K/V and the mixer's state."""
+        return self.attention.nbytes + self.mixer.nbytes
+
 
 def has_parallel_mixer(spec: ModelSpec, layer: int) -> bool:
     """Whether layer ``layer`` runs the spec's mixer beside its attention (``recurrent.on_attention_layers``)."""

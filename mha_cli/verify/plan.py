@@ -291,7 +291,7 @@ class _Sizer:
         return weights + self.cache(n_layers, batch, seq) + workspace
 
 
-BUILT_MIXERS = ("gated_deltanet", "mamba", "mamba2", "lightning", "kda")
+BUILT_MIXERS = ("gated_deltanet", "mamba", "mamba2", "lightning", "kda", "short_conv")
 """Recurrent kinds whose ``linear`` layers the torch ring builds (``mha_cli.nn.mixers.BUILT_KINDS``, kept torch-free)."""
 ACTIVATION_STATE_MIXERS = ("lightning",)
 """Of those, the kinds built with a recurrent state in the activations' dtype (``state_dtype`` activation); the
@@ -299,9 +299,10 @@ others keep fp32 only."""
 
 
 def refuse_unbuilt_layers(model: ModelSpec) -> None:
-    """The torch ring builds global and sliding-window attention (MHA/GQA/MQA/MLA) and Gated DeltaNet, Mamba,
-    Mamba-2, lightning and KDA ``linear`` layers: refuse, in one line, a model with chunked, other linear-attention /
-    state-space, parallel-hybrid, KV-sharing or indexer layers (``mha kv`` prices them)."""
+    """The torch ring builds global and sliding-window attention (MHA/GQA/MQA/MLA), Gated DeltaNet, Mamba, Mamba-2,
+    lightning, KDA and short-conv ``linear`` layers, and Mamba-2 beside attention (Falcon-H1): refuse, in one line, a
+    model with chunked, other linear-attention / state-space, other parallel-hybrid, KV-sharing or indexer layers
+    (``mha kv`` prices them)."""
     kinds = {model.layer_kind(i) for i in range(model.n_layers)}
     built = {"global", "local"}
     recurrent = model.recurrent
@@ -314,7 +315,7 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
     unbuilt = sorted(kinds - built)
     if "linear" in unbuilt and recurrent is not None:
         unbuilt[unbuilt.index("linear")] = f"linear ({recurrent.kind})"
-    if recurrent is not None and recurrent.on_attention_layers:
+    if recurrent is not None and recurrent.on_attention_layers and recurrent.kind != "mamba2":  # Falcon-H1's
         unbuilt.append(f"{recurrent.kind} beside attention")
     if model.n_kv_shared_layers:
         unbuilt.append("shared K/V")
@@ -323,7 +324,7 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
     if unbuilt:
         raise BadInputError(
             "mha verify builds global and sliding-window attention and Gated DeltaNet / Mamba / Mamba-2 / lightning /"
-            f" KDA layers only; {model.name} has {', '.join(unbuilt)} layers: price its cache with `mha kv` instead"
+            f" KDA / short-conv layers only; {model.name} has {', '.join(unbuilt)} layers: price its cache with `mha kv` instead"
         )
 
 

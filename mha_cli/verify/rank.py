@@ -74,7 +74,7 @@ def measure_rank(
     caches = model.new_cache(batch, seq, dtype=dtype)
     after_cache = probe.allocated() if probe else 0
     layer_cache = [cache.nbytes for cache in caches]
-    measured_state = sum(cache.nbytes for cache in caches if isinstance(cache, MixerState))
+    measured_state = sum(_state_of(cache).nbytes for cache in caches if _state_of(cache) is not None)
 
     on_stage("prefill")
     before_prefill = probe.allocated() if probe else 0
@@ -170,3 +170,11 @@ def cache_fill(plan: VerifyPlan) -> CacheFill:
     if has_state_layers(plan.model):
         how += "; the linear layers' fixed state (no positions) updated in place by the prefill and every step"
     return CacheFill(prefilled_tokens=prefilled, decode_position=seq - 1, unwritten_tokens=unwritten, how=how)
+
+
+def _state_of(cache: object) -> MixerState | None:
+    """A layer's fixed state: its cache when a mixer replaces attention, the mixer's part beside attention
+    (Falcon-H1's ``ParallelCache``), or None for attention alone."""
+    if isinstance(cache, MixerState):
+        return cache
+    return getattr(cache, "mixer", None) if isinstance(getattr(cache, "mixer", None), MixerState) else None

@@ -21,11 +21,13 @@ from mha_cli.core.record import Record
 APPROXIMATE_WEIGHTS: set[str] = set()
 """Mixers whose families' weights ``count_params`` still misses in part (``core.deployment.MIXER_WEIGHTS_NOTE``):
 none today; the others count exactly."""
-BUILT_MIXERS = {"Gated DeltaNet", "Mamba", "Mamba-2", "lightning attention", "KDA"}
+BUILT_MIXERS = {
+    "Gated DeltaNet", "Mamba", "Mamba-2", "lightning attention", "KDA", "Mamba-2 beside attention", "short convolution",
+}  # fmt: skip
 """Fixed-state mixers ``mha verify`` builds (``verify.plan.BUILT_MIXERS``): their state is measured, on one rank."""
-DECODER_MIXERS = BUILT_MIXERS | {"Mamba-2 beside attention", "short convolution"}
-"""Fixed-state mixers the torch decoder builds (``nn.mixers``, ``nn.parallel_mixer``); ``mha verify`` measures the
-state of ``BUILT_MIXERS`` only."""
+DECODER_MIXERS = BUILT_MIXERS
+"""Fixed-state mixers the torch decoder builds (``nn.mixers``, ``nn.parallel_mixer``): all that ``mha verify``
+measures."""
 
 
 class FamilySupport(Record):

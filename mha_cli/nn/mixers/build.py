@@ -1,7 +1,7 @@
 """Build the mixer a ``RecurrentSpec`` describes, so its measured state can be set against the price.
 
 ``gated_deltanet``, ``mamba`` (Mamba-1), ``mamba2``, ``lightning`` (MiniMax) and ``kda`` (Kimi-Linear) are built
-(and measured by ``mha verify``, ``BUILT_KINDS``), and LFM2's ``short_conv`` for the decoder. A lightning state is
+with LFM2's ``short_conv`` (all measured by ``mha verify``, ``BUILT_KINDS``). A lightning state is
 kept in the format the spec says (``activation``: the activations' dtype, as transformers and vLLM keep MiniMax's;
 ``fp32`` or ``auto``, transformers' convention: fp32); the others keep fp32 only. The spec keeps the conv width,
 not the key-head or group count, so those are read back from it: Gated DeltaNet ``conv_dim = 2 * key_heads *
@@ -27,7 +27,7 @@ from mha_cli.nn.mixers.lightning import LightningAttention
 from mha_cli.nn.mixers.mamba1 import Mamba1
 from mha_cli.nn.mixers.mamba2 import Mamba2
 
-BUILT_KINDS = ("gated_deltanet", "mamba", "mamba2", "lightning", "kda")
+BUILT_KINDS = ("gated_deltanet", "mamba", "mamba2", "lightning", "kda", "short_conv")
 
 
 def _whole(numerator: int, denominator: int, what: str) -> int:
