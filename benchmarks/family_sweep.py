@@ -59,9 +59,10 @@ TINY = {
     "n_heads": 4, "n_embd": 64, "n_positions": 256, "max_position_embeddings": 256, "num_heads": 4,
     "hidden_dim": 128, "ffn_hidden_size": 128, "kv_channels": 16, "global_attn_every_n_layers": 2,
     "first_k_dense_replace": 1, "num_kv_shared_layers": 0, "rotary_dim": 8, "pad_token_id": 0, "bos_token_id": 1,
-    "eos_token_id": 2,
+    "eos_token_id": 2, "is_decoder": True,
 }  # fmt: skip
-"""Size fields of the families' config classes, shrunk; a class gets the ones it has."""
+"""Size fields of the families' config classes, shrunk, a class gets the ones it has; and ``is_decoder``, without
+which BERT's descendants are bidirectional encoders with no cache."""
 FAMILY_TINY = {
     "mamba2": {"num_heads": 8, "head_dim": 16},  # num_heads x head_dim = expand x hidden_size
     "falcon_h1": {"mamba_n_heads": 8, "mamba_d_ssm": 128}, "bamba": {"mamba_n_heads": 8, "attn_layer_indices": [3, 7]},

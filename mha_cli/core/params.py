@@ -8,7 +8,8 @@ projection d_model x (kv_lora_rank + qk_rope_head_dim), the latent's norm, the u
 kv_lora_rank x n_heads * (qk_nope_head_dim + v_head_dim), and o (n_heads * v_head_dim) x d_model.
 MLP: gated 3 * d_model * d_ff; plain 2 * d_model * d_ff. MoE layers: every expert plus a router.
 Norms: rmsnorm d_model weights, layernorm weights and biases (none with ``norm_bias`` false), n_norms_per_layer of them. Embeddings vocab x d_model, twice
-if untied (plus the head's bias), plus learned positions and an embedding norm (BLOOM) if any.
+if untied (plus the head's bias), plus learned positions, token-type rows, an embedding norm (BLOOM, BERT), ELECTRA's
+projection of narrower embeddings and BERT's LM-head transform if any.
 Fixed-state mixers (``mixer_params``), on the layers that hold ``recurrent``'s state, in place of attention on
 ``linear`` layers and beside it when ``on_attention_layers`` (Falcon-H1), laid out as transformers builds them.
 """
@@ -181,6 +182,24 @@ def norm_params(model: ModelSpec) -> int:
     return model.d_model if model.norm == "rmsnorm" or not model.norm_bias else 2 * model.d_model
 
 
+def _width_norm_params(model: ModelSpec, width: int) -> int:
+    """One norm of the model's kind over ``width`` values."""
+    return width if model.norm == "rmsnorm" or not model.norm_bias else 2 * width
+
+
+def _embedding_extras(model: ModelSpec) -> int:
+    """The embedding norm (BLOOM, BERT), ELECTRA's projection of narrower embeddings to d_model (weight and bias)
+    and BERT's LM-head transform (a linear with bias d_model -> the embedding width, and a norm)."""
+    d = model.d_model
+    e = model.embedding_size or d
+    extras = _width_norm_params(model, e) if model.embedding_norm else 0
+    if e != d:
+        extras += e * d + d
+    if model.lm_head_transform is not None:
+        extras += d * e + e + _width_norm_params(model, e)
+    return extras
+
+
 def count_params(model: ModelSpec) -> ParamBreakdown:
     """Count every parameter of ``model``; see the module docstring for the formulas."""
     d = model.d_model
@@ -199,9 +218,11 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         moe_inactive = (moe.n_experts - moe.n_active_experts) * expert
         n_moe = model.n_moe_layers
     n_dense = model.n_layers - n_moe
-    lookup_tables = (0 if model.tied_embeddings else model.vocab_size * d) + model.position_embeddings * d
+    e = model.embedding_size or d  # ELECTRA's embedding tables are narrower than d_model
+    rows_looked_up = (0 if model.tied_embeddings else model.vocab_size) + model.position_embeddings
+    lookup_tables = (rows_looked_up + model.token_type_embeddings) * e
     head_bias = model.vocab_size if model.lm_head_bias else 0  # GPT-J's, Phi's
-    embeddings = model.vocab_size * d + lookup_tables + head_bias + (norm if model.embedding_norm else 0)
+    embeddings = model.vocab_size * e + lookup_tables + head_bias + _embedding_extras(model)
     n_mixer = sum(model.holds_state(i) for i in range(model.n_layers))
     n_attention = model.n_layers - model.count_layers("linear")
     mixer = mixer_params(model)

@@ -567,6 +567,19 @@ class ModelSpec(_Strict):
     qk_norm_type: Annotated[NormType, Field(exclude_if=_is_default("rmsnorm"))] = "rmsnorm"
     """The kind of the per-head ``qk_norm``: an RMSNorm (Qwen3), or a LayerNorm with weight and bias (Persimmon)."""
 
+    # BERT-style encoders run as causal LMs (BERT, RoBERTa, ELECTRA...): all off by default.
+    token_type_embeddings: Annotated[int, Field(ge=0, le=1024, exclude_if=_is_zero)] = 0
+    """Rows of a token-type table (BERT's ``type_vocab_size``) whose row 0 is added to every token's embedding (a
+    causal LM passes no token types); 0: none."""
+    embedding_size: Annotated[Annotated[int, Field(gt=0, le=1 << 20)] | None, Field(exclude_if=_is_none)] = None
+    """The width of the embedding tables (tokens, positions, token types, the embedding norm) when not d_model
+    (ELECTRA's ``embedding_size``): a linear with bias projects them to d_model, and the head reads at this width
+    behind ``lm_head_transform``; None: d_model."""
+    lm_head_transform: Annotated[Activation | None, Field(exclude_if=_is_none)] = None
+    """A transform before the LM head: a linear with bias (d_model -> the embedding width), this activation and a
+    norm of the model's kind (BERT's ``cls.predictions.transform``, RoBERTa's ``lm_head.dense``/``layer_norm``);
+    None: none."""
+
     @model_validator(mode="after")
     def _resolve_and_check(self) -> "ModelSpec":
         if self.mla is not None and self.variant not in (None, "MLA"):
@@ -612,6 +625,8 @@ class ModelSpec(_Strict):
             raise ValueError("alibi, learned, sinusoidal and rotary positions exclude one another")
         if self.qk_norm_type == "layernorm" and (not self.qk_norm or self.qk_norm_span != "head"):
             raise ValueError("qk_norm_type layernorm is a per-head q/k norm: it needs qk_norm, span head")
+        if self.embedding_size not in (None, self.d_model) and self.lm_head_transform is None:
+            raise ValueError("embedding_size other than d_model needs lm_head_transform (the head reads at that width)")
 
     def _resolve_mla(self) -> None:
         assert self.mla is not None

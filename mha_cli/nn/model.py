@@ -48,6 +48,7 @@ from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.core.tensor_parallel import kv_heads_per_rank, tp_split_problem
 from mha_cli.nn.alibi import alibi_slopes
 from mha_cli.nn.attention import Attention, CosSin
+from mha_cli.nn.head_transform import HeadTransform
 from mha_cli.nn.kv_cache import resolve_cache_dtype
 from mha_cli.nn.mixers import build_mixer
 from mha_cli.nn.mla import MLAttention, build_mla
@@ -329,21 +330,28 @@ class DecoderBody(nn.Module):
         self, spec: ModelSpec, layers: list[DecoderLayer], *, tp_rank: int = 0, tp_size: int = 1, **factory: Any
     ) -> None:
         super().__init__()
+        width = spec.embedding_size or spec.d_model  # ELECTRA's tables are narrower, projected to d_model
+        if tp_size > 1 and width != spec.d_model:
+            raise ValueError(f"embedding_size {width} (projected to d_model) is built on one rank, not {tp_size}")
         self.embed_tokens = (
-            nn.Embedding(spec.vocab_size, spec.d_model, **factory)
+            nn.Embedding(spec.vocab_size, width, **factory)
             if tp_size == 1
             else VocabParallelEmbedding(spec.vocab_size, spec.d_model, tp_rank=tp_rank, tp_size=tp_size, **factory)
         )
         if spec.position_embeddings:
-            self.embed_positions = nn.Embedding(spec.position_embeddings, spec.d_model, **factory)
+            self.embed_positions = nn.Embedding(spec.position_embeddings, width, **factory)
+        if spec.token_type_embeddings:  # BERT's token-type table: row 0 added to every token
+            self.embed_token_types = nn.Embedding(spec.token_type_embeddings, width, **factory)
+        if width != spec.d_model:
+            self.embed_project = nn.Linear(width, spec.d_model, **factory)
         self.layers = nn.ModuleList(layers)
         if spec.final_norm:
             self.norm = make_norm(
                 spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
             )
-        if spec.embedding_norm:  # BLOOM's word_embeddings_layernorm
+        if spec.embedding_norm:  # BLOOM's word_embeddings_layernorm, BERT's embeddings.LayerNorm
             self.embed_norm = make_norm(
-                spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
+                spec.norm, width, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
             )
 
 
@@ -372,9 +380,11 @@ class DecoderLM(nn.Module):
         self.model = body
         if not spec.tied_embeddings:  # the embedding's row count: the whole vocabulary, or the rank's block of it
             rows = body.embed_tokens.num_embeddings
-            self.lm_head = nn.Linear(spec.d_model, rows, bias=spec.lm_head_bias, **factory)
+            self.lm_head = nn.Linear(spec.embedding_size or spec.d_model, rows, bias=spec.lm_head_bias, **factory)
         elif spec.lm_head_bias:  # CTRL: the tied matrix, a bias of the head's own
             self.lm_head = HeadBias(body.embed_tokens.num_embeddings, **factory)
+        if spec.lm_head_transform is not None:  # BERT's cls.predictions.transform
+            self.head_transform = HeadTransform(spec, **factory)
         self.rope = rope
         self.rope_local = rope_local
         """The RoPE of the layers whose attention rotates by it (``spec.rope_local``), else None."""
@@ -452,8 +462,12 @@ class DecoderLM(nn.Module):
             if padding is not None:
                 positions = padding.positions  # (b, s)
             x = x + sinusoidal_positions(positions, self.spec.d_model).to(x.dtype)  # (b, s, d)
+        if self.spec.token_type_embeddings:  # BERT: every token of token type 0
+            x = x + self.model.embed_token_types.weight[0]  # (b, s, e)
         if self.spec.embedding_norm:
-            x = self.model.embed_norm(x)  # (b, s, d)
+            x = self.model.embed_norm(x)  # (b, s, e)
+        if hasattr(self.model, "embed_project"):  # ELECTRA: embedding width e -> d_model
+            x = self.model.embed_project(x)  # (b, s, d)
         return x
 
     def run_layers(
@@ -479,6 +493,8 @@ class DecoderLM(nn.Module):
         """Final norm and LM head: hidden states (b, s, d) -> logits (b, s, v)."""
         if self.spec.final_norm:
             x = self.model.norm(x)  # (b, s, d)
+        if self.spec.lm_head_transform is not None:
+            x = self.head_transform(x)  # (b, s, e)
         head = self.model.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight  # (v, d) or (R, d)
         head_bias = self.lm_head.bias if self.spec.lm_head_bias else None  # (v,) or (R,): GPT-J's, Phi's
         logits = F.linear(x, head, head_bias)  # (b, s, v), or (b, s, R): the rank's block of the padded vocabulary

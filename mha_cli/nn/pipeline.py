@@ -34,14 +34,15 @@ class PipelineStage(nn.Module):
         if not layout.embedding:
             if not (layout.head and decoder.spec.tied_embeddings):  # a tied head keeps the embedding as its matrix
                 del body.embed_tokens
-            for table in ("embed_positions", "embed_norm"):  # learned positions, BLOOM's embedding norm
+            for table in ("embed_positions", "embed_norm", "embed_token_types", "embed_project"):  # BLOOM's, BERT's
                 if hasattr(body, table):
                     delattr(body, table)
         if not layout.head:
             if hasattr(body, "norm"):  # GPT-1 has no final norm
                 del body.norm
-            if hasattr(decoder, "lm_head"):
-                del decoder.lm_head
+            for head in ("lm_head", "head_transform"):  # BERT's transform before the head
+                if hasattr(decoder, head):
+                    delattr(decoder, head)
 
     def forward(self, inputs: torch.Tensor, caches: list[Any] | None = None, start_pos: int = 0) -> torch.Tensor:
         x = self.decoder.embed(inputs, start_pos) if self.layout.embedding else inputs  # (b, s, d)
