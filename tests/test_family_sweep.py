@@ -38,12 +38,19 @@ def _load(name: str):
 
 cache_sweep, decoder_sweep, weights_sweep = _load("family_sweep"), _load("decoder_sweep"), _load("weights_sweep")
 
+BERT_DECODERS = (
+    "bert", "bert-generation", "roberta", "camembert", "xlm-roberta", "data2vec-text", "ernie", "electra",
+    "megatron-bert", "roberta-prelayernorm", "xlm-roberta-xl",
+)  # fmt: skip
+"""BERT's descendants run as causal LMs (is_decoder): priced exactly, and equal through the post-LN blocks, token-type
+row 0, RoBERTa's position offset, ELECTRA's projected embeddings and the LM head's transform."""
 PRICED = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "gemma", "gemma2",
     "gemma3_text", "gpt2", "gpt_neo", "gpt_neox", "gptj", "falcon", "falcon_h1", "jamba", "deepseek_v2",
     "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "olmo2", "olmoe", "phi3", "starcoder2", "cohere2", "gpt_oss",
     "llama4_text", "minimax", "mpt", "xglm", "hunyuan_v1_moe", "smollm3", "glm4_moe", "minimax_m2", "bloom", "opt",
     "kimi_linear", "bamba", "qwen3_5_text", "qwen3_5_moe_text", "granitemoehybrid", "nemotron_h", "lfm2",
+    *BERT_DECODERS,
 )  # fmt: skip
 """Families the cache sweep builds and `mha kv` prices exactly (or as the window a serving engine keeps)."""
 REFUSED = {
@@ -64,6 +71,8 @@ EQUAL = (
     "falcon_h1",  # attention and Mamba-2 side by side, muP multipliers
     "granitemoehybrid",  # Mamba-2 : NoPE attention, Granite's scalars, a shared expert
     "lfm2",  # gated short convolutions : attention
+    "olmoe", "olmo2", "olmo3", "flex_olmo", "exaone4", "cohere", "cohere2",
+    *BERT_DECODERS,
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
 (ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its

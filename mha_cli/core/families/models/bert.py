@@ -71,24 +71,27 @@ _HEADS: dict[Head, tuple[tuple[str, str], ...]] = {
     "cls": (
         (r"^cls\.predictions\.transform\.dense\.", "head_transform.dense."),
         (r"^cls\.predictions\.transform\.LayerNorm\.", "head_transform.norm."),
-        (r"^cls\.predictions\.decoder\.weight$", "lm_head.weight"),
-        (r"^cls\.predictions\.bias$", "lm_head.bias"),
+        (r"^cls\.predictions\.decoder\.", "lm_head."),
     ),
     "lm_head": (
         (r"^lm_head\.dense\.", "head_transform.dense."),
         (r"^lm_head\.layer_norm\.", "head_transform.norm."),
-        (r"^lm_head\.decoder\.weight$", "lm_head.weight"),
+        (r"^lm_head\.decoder\.", "lm_head."),
     ),
     "generator": (
         (r"^generator_predictions\.dense\.", "head_transform.dense."),
         (r"^generator_predictions\.LayerNorm\.", "head_transform.norm."),
         (r"^generator_lm_head\.", "lm_head."),
     ),
-    "decoder_only": ((r"^lm_head\.decoder\.weight$", "lm_head.weight"),),
+    "decoder_only": ((r"^lm_head\.decoder\.", "lm_head."),),
 }
-_HEAD_BIAS_COPY = {"cls": r"^cls\.predictions\.decoder\.bias$", "lm_head": r"^lm_head\.decoder\.bias$"}
-"""The head's bias transformers lists twice (the decoder's, tied to the head's own): the copy is dropped."""
-_HEAD_BIAS_COPY["decoder_only"] = _HEAD_BIAS_COPY["lm_head"]
+_HEAD_BIAS_COPY = {
+    "cls": r"^cls\.predictions\.bias$",
+    "lm_head": r"^lm_head\.bias$",
+    "decoder_only": r"^lm_head\.bias$",
+}
+"""The head's own bias, which transformers ties to its decoder's (the bias the logits take) when the embeddings are
+tied and leaves unused when they are not: dropped, the decoder's loaded (the same values when tied)."""
 
 
 def bert_weights(prefix: str, placement: Placement, head: Head) -> WeightLayout:
@@ -163,6 +166,12 @@ def read_bert_fields(
         fields["final_norm"] = False
     if head != "decoder_only":
         fields["lm_head_transform"] = _activation(r, model_type, head_activation) if head_activation else mlp_activation
+    if head in _HEAD_BIAS_COPY and r.get("tie_word_embeddings") is False:
+        r.assume(
+            None,
+            "tie_word_embeddings false: the LM head's second bias, which transformers keeps unused (vocab_size"
+            " values), is not counted",
+        )
     if offset_positions:  # RoBERTa: position p at row padding_idx + 1 + p
         offset = int(r.get("pad_token_id") or 0) + 1
         fields["position_offset"] = offset

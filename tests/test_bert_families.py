@@ -1,0 +1,126 @@
+"""BERT's descendants run as causal LMs (``is_decoder``), against transformers built from config objects (nothing
+downloaded): weights counted exactly (transformers' model on the meta device), BERT's logits equal to
+BertLMHeadModel's with random weights, for a prefill and a cached decode; encoder configs refused in one line."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from mha_cli.core.errors import BadInputError  # noqa: E402
+from mha_cli.core.hf_import import import_hf_config  # noqa: E402
+from mha_cli.core.params import count_params  # noqa: E402
+
+TINY = {
+    "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 96,
+    "max_position_embeddings": 40, "pad_token_id": 1, "is_decoder": True,
+}  # fmt: skip
+
+
+def _config(model_type: str, **extra):
+    return transformers.AutoConfig.for_model(model_type, **{**TINY, **extra})
+
+
+def _reference_count(config) -> int:
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize(
+    ("model_type", "extra"),
+    [
+        ("bert", {}),
+        ("bert", {"type_vocab_size": 3}),
+        ("roberta", {}),
+        ("bert-generation", {}),
+        ("ernie", {}),
+        ("electra", {"embedding_size": 16}),
+        ("electra", {"embedding_size": 32}),  # as wide as hidden_size: no projection
+        ("megatron-bert", {}),
+        ("roberta-prelayernorm", {}),
+        ("xlm-roberta-xl", {}),
+    ],
+)
+def test_weights_are_counted_as_transformers_builds_them(model_type, extra):
+    config = _config(model_type, **extra)
+    spec = import_hf_config(config.to_dict(), name=model_type).model
+    assert count_params(spec).total == _reference_count(config)
+
+
+def test_an_untied_head_says_its_unused_second_bias_is_not_counted():
+    config = _config("bert", tie_word_embeddings=False)
+    imported = import_hf_config(config.to_dict())
+    assert count_params(imported.model).total == _reference_count(config) - config.vocab_size
+    assert any("not counted" in note and "second bias" in note for note in imported.assumptions)
+
+
+def test_roberta_positions_start_past_the_padding_row():
+    spec = import_hf_config(_config("roberta").to_dict()).model
+    assert (spec.position_offset, spec.position_embeddings, spec.context_length) == (2, 40, 38)
+
+
+def _perturbed(model):
+    """Norms and biases moved off 1 and 0, so a decoder that skipped one would differ."""
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            if name.endswith("bias") or "LayerNorm" in name:
+                tensor.add_(torch.randn_like(tensor) * 0.1)
+    return model
+
+
+@pytest.mark.parametrize(
+    ("model_type", "extra"),
+    [("bert", {}), ("bert", {"tie_word_embeddings": False}), ("electra", {"embedding_size": 16})],
+)
+def test_logits_equal_transformers_for_a_prefill_and_a_cached_decode(model_type, extra):
+    from mha_cli.nn import build_model
+    from mha_cli.nn.hf_state_dict import load_transformers_state_dict
+
+    config = _config(model_type, **extra)
+    torch.manual_seed(0)
+    reference = _perturbed(transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval())
+    spec = import_hf_config(config.to_dict(), name=model_type).model
+    ours = build_model(spec, dtype=torch.float32).eval()
+    load_transformers_state_dict(ours, reference.state_dict())  # strict: every name and shape
+    ids = torch.randint(2, 96, (2, 9), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        expected = reference(input_ids=ids).logits  # (b, s, v)
+        prefill = ours(ids)  # (b, s, v)
+        caches = ours.new_cache(batch=2, max_seq=9)
+        steps = [ours(ids[:, :4], caches, start_pos=0)]
+        steps += [ours(ids[:, pos : pos + 1], caches, start_pos=pos) for pos in range(4, 9)]
+    assert (prefill - expected).abs().max().item() < 1e-4
+    assert (torch.cat(steps, dim=1) - expected).abs().max().item() < 1e-4
+
+
+def test_the_token_type_row_matters():
+    """The control: without row 0 of the token-type table, BERT's logits are not transformers'."""
+    from mha_cli.nn import build_model
+    from mha_cli.nn.hf_state_dict import load_transformers_state_dict
+
+    config = _config("bert")
+    reference = _perturbed(transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval())
+    spec = import_hf_config(config.to_dict()).model
+    ours = build_model(spec, dtype=torch.float32).eval()
+    load_transformers_state_dict(ours, reference.state_dict())
+    with torch.no_grad():
+        ours.model.embed_token_types.weight[0].add_(torch.randn(32))  # a constant shift the LayerNorm would undo
+        ids = torch.arange(2, 10).unsqueeze(0)
+        assert (ours(ids) - reference(input_ids=ids).logits).abs().max().item() > 1e-2
+
+
+@pytest.mark.parametrize(
+    ("model_type", "extra", "named"),
+    [
+        ("bert", {"is_decoder": False}, "is_decoder"),
+        ("roberta", {"add_cross_attention": True}, "add_cross_attention"),
+        ("ernie", {"use_task_id": True}, "use_task_id"),
+        ("bert", {"hidden_act": "mish"}, "hidden_act"),
+    ],
+)
+def test_configs_it_does_not_build_are_refused_naming_the_field(model_type, extra, named):
+    with pytest.raises(BadInputError) as refused:
+        import_hf_config(_config(model_type, **extra).to_dict())
+    assert named in refused.value.message and "\n" not in refused.value.message
