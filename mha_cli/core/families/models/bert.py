@@ -94,14 +94,10 @@ _HEAD_BIAS_COPY = {
 tied and leaves unused when they are not: dropped, the decoder's loaded (the same values when tied)."""
 
 
-POOLER_UNCOUNTED = "its pooler (a hidden_size x hidden_size linear with bias), which no logit reads, is not counted"
-"""What the weights of a causal LM that keeps BERT's pooler leave out (BigBird's)."""
-
-
-def bert_weights(prefix: str, placement: Placement, head: Head, *, pooled: bool = False) -> WeightLayout:
+def bert_weights(prefix: str, placement: Placement, head: Head, *, dropped: tuple[str, ...] = ()) -> WeightLayout:
     """The weight layout of a BERT descendant whose model sits under ``prefix`` (``bert``, ``roberta``...);
-    ``pooled``: its causal LM keeps BERT's pooler, which no logit reads (dropped)."""
-    dropped = (_HEAD_BIAS_COPY[head],) if head in _HEAD_BIAS_COPY else ()
+    ``dropped``: more of transformers' names that no logit reads (BigBird's pooler)."""
+    head_bias_copy = (_HEAD_BIAS_COPY[head],) if head in _HEAD_BIAS_COPY else ()
     return WeightLayout(
         renames=(
             (rf"^{prefix}\.embeddings\.word_embeddings\.", "model.embed_tokens."),
@@ -115,7 +111,7 @@ def bert_weights(prefix: str, placement: Placement, head: Head, *, pooled: bool 
             *_NORMS[placement],
             *_HEADS[head],
         ),
-        dropped=(*dropped, rf"^{prefix}\.pooler\.") if pooled else dropped,
+        dropped=(*head_bias_copy, *dropped),
     )
 
 
@@ -198,15 +194,18 @@ def bert_family(
     offset_positions: bool = False,
     projects: bool = False,
     embedding_norm: bool = True,
-    pooled: bool = False,
+    rotary: bool = False,
+    dropped: tuple[str, ...] = (),
+    uncounted: str | None = None,
     read_more: Callable[[ConfigReader, dict[str, Any]], None] | None = None,
     defaults: Mapping[str, Any] | None = None,
     names: tuple[str, ...] = (),
 ) -> Family:
     """The record of a BERT descendant: ``placement`` of its norms, its ``head``'s names and activation (None: its
     ``hidden_act``), whether its positions start past the padding row (RoBERTa), whether a narrower
-    ``embedding_size`` is projected (ELECTRA), whether its embeddings are normed, whether its causal LM keeps an
-    unused pooler (BigBird: said uncounted, not loaded); ``read_more`` reads the rest."""
+    ``embedding_size`` is projected (ELECTRA), whether its embeddings are normed, whether it rotates q and k
+    (RoFormer's interleaved RoPE) instead of learning positions; ``dropped``: transformers' names no logit reads
+    (BigBird's pooler), which ``uncounted`` then says; ``read_more`` reads the rest."""
 
     def read(r: ConfigReader, fields: dict[str, Any]) -> None:
         read_bert_fields(
@@ -232,11 +231,12 @@ def bert_family(
         defaults=defaults or {},
         layout=layout,
         tied_by_default=True,
-        learned_positions="max_position_embeddings",
+        learned_positions=None if rotary else "max_position_embeddings",
+        interleaved_rope=rotary,
         read_fields=read,
         names=names,
-        weights=bert_weights(prefix, placement, head, pooled=pooled),
-        uncounted=POOLER_UNCOUNTED if pooled else None,
+        weights=bert_weights(prefix, placement, head, dropped=dropped),
+        uncounted=uncounted,
         equal_test=EQUAL_BY_SWEEP,
     )
 

@@ -26,6 +26,8 @@ def _big_bird_fields(r: ConfigReader, fields: dict[str, Any]) -> None:
 
 
 FAMILY = bert_family(
-    ("big_bird",), "BigBirdConfig (transformers 5.24)", "bert", pooled=True, read_more=_big_bird_fields,
+    ("big_bird",), "BigBirdConfig (transformers 5.24)", "bert", read_more=_big_bird_fields,
+    dropped=(r"^bert\.pooler\.",),
+    uncounted="its pooler (a hidden_size x hidden_size linear with bias), which no logit reads, is not counted",
     defaults={"hidden_act": "gelu_new", "attention_type": "block_sparse"},
 )  # fmt: skip
