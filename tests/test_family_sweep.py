@@ -43,7 +43,8 @@ BERT_DECODERS = (
     "megatron-bert", "roberta-prelayernorm", "xlm-roberta-xl", "big_bird", "roformer",
 )  # fmt: skip
 """BERT's descendants run as causal LMs (is_decoder): priced exactly, and equal through the post-LN blocks, token-type
-row 0, RoBERTa's position offset, ELECTRA's projected embeddings, RoFormer's interleaved RoPE and the LM head's transform."""
+row 0, RoBERTa's position offset, ELECTRA's projected embeddings, RoFormer's interleaved RoPE and the LM head's
+transform."""
 PRICED = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "gemma", "gemma2",
     "gemma3_text", "gpt2", "gpt_neo", "gpt_neox", "gptj", "falcon", "falcon_h1", "jamba", "deepseek_v2",
