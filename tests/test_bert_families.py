@@ -40,12 +40,26 @@ def _reference_count(config) -> int:
         ("megatron-bert", {}),
         ("roberta-prelayernorm", {}),
         ("xlm-roberta-xl", {}),
+        ("rembert", {"input_embedding_size": 16, "output_embedding_size": 48}),
     ],
 )
 def test_weights_are_counted_as_transformers_builds_them(model_type, extra):
     config = _config(model_type, **extra)
     spec = import_hf_config(config.to_dict(), name=model_type).model
     assert count_params(spec).total == _reference_count(config)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "left_out"),
+    [("roformer", 40 * 8), ("big_bird", 32 * 32 + 32)],  # the sinusoidal table (positions x head_dim); the pooler
+)
+def test_weights_no_logit_reads_are_said_uncounted(model_type, left_out):
+    from mha_cli.core.deployment import family_weights_note
+
+    config = _config(model_type, embedding_size=16) if model_type == "roformer" else _config(model_type)
+    spec = import_hf_config(config.to_dict()).model
+    assert count_params(spec).total == _reference_count(config) - left_out
+    assert "not counted" in family_weights_note(spec)
 
 
 def test_an_untied_head_says_its_unused_second_bias_is_not_counted():

@@ -188,15 +188,16 @@ def _width_norm_params(model: ModelSpec, width: int) -> int:
 
 
 def _embedding_extras(model: ModelSpec) -> int:
-    """The embedding norm (BLOOM, BERT), ELECTRA's projection of narrower embeddings to d_model (weight and bias)
-    and BERT's LM-head transform (a linear with bias d_model -> the embedding width, and a norm)."""
+    """The embedding norm (BLOOM, BERT), the projection of ``embedding_size``-wide embeddings to d_model (ELECTRA,
+    RemBERT: weight and bias) and BERT's LM-head transform (a linear with bias d_model -> the head's width, a norm)."""
     d = model.d_model
     e = model.embedding_size or d
     extras = _width_norm_params(model, e) if model.embedding_norm else 0
-    if e != d:
+    if model.embedding_size is not None:
         extras += e * d + d
     if model.lm_head_transform is not None:
-        extras += d * e + e + _width_norm_params(model, e)
+        head = model.lm_head_size or e
+        extras += d * head + head + _width_norm_params(model, head)
     return extras
 
 
@@ -222,7 +223,8 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
     rows_looked_up = (0 if model.tied_embeddings else model.vocab_size) + model.position_embeddings
     lookup_tables = (rows_looked_up + model.token_type_embeddings) * e
     head_bias = model.vocab_size if model.lm_head_bias else 0  # GPT-J's, Phi's
-    embeddings = model.vocab_size * e + lookup_tables + head_bias + _embedding_extras(model)
+    head = model.lm_head_size or e  # RemBERT's untied head is wider than its embeddings
+    embeddings = model.vocab_size * head + lookup_tables + head_bias + _embedding_extras(model)
     n_mixer = sum(model.holds_state(i) for i in range(model.n_layers))
     n_attention = model.n_layers - model.count_layers("linear")
     mixer = mixer_params(model)

@@ -572,9 +572,13 @@ class ModelSpec(_Strict):
     """Rows of a token-type table (BERT's ``type_vocab_size``) whose row 0 is added to every token's embedding (a
     causal LM passes no token types); 0: none."""
     embedding_size: Annotated[Annotated[int, Field(gt=0, le=1 << 20)] | None, Field(exclude_if=_is_none)] = None
-    """The width of the embedding tables (tokens, positions, token types, the embedding norm) when not d_model
-    (ELECTRA's ``embedding_size``): a linear with bias projects them to d_model, and the head reads at this width
-    behind ``lm_head_transform``; None: d_model."""
+    """The width of the embedding tables (tokens, positions, token types, the embedding norm), which a linear with
+    bias projects to d_model (ELECTRA's ``embedding_size`` where it differs from hidden_size, RemBERT's
+    ``input_embedding_size``); the head reads at this width behind ``lm_head_transform``; None: d_model, no
+    projection."""
+    lm_head_size: Annotated[Annotated[int, Field(gt=0, le=1 << 20)] | None, Field(exclude_if=_is_none)] = None
+    """The width ``lm_head_transform`` maps to and the untied LM head reads, when not the embedding width (RemBERT's
+    ``output_embedding_size``); None: the embedding width."""
     lm_head_transform: Annotated[Activation | None, Field(exclude_if=_is_none)] = None
     """A transform before the LM head: a linear with bias (d_model -> the embedding width), this activation and a
     norm of the model's kind (BERT's ``cls.predictions.transform``, RoBERTa's ``lm_head.dense``/``layer_norm``);
@@ -627,6 +631,8 @@ class ModelSpec(_Strict):
             raise ValueError("qk_norm_type layernorm is a per-head q/k norm: it needs qk_norm, span head")
         if self.embedding_size not in (None, self.d_model) and self.lm_head_transform is None:
             raise ValueError("embedding_size other than d_model needs lm_head_transform (the head reads at that width)")
+        if self.lm_head_size is not None and (self.lm_head_transform is None or self.tied_embeddings):
+            raise ValueError("lm_head_size is the width of an untied head behind lm_head_transform")
 
     def _resolve_mla(self) -> None:
         assert self.mla is not None

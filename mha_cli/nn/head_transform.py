@@ -1,7 +1,8 @@
 """BERT's transform before the LM head (``ModelSpec.lm_head_transform``): a linear with bias from d_model to the
-embedding width, the activation, a norm of the model's kind (BERT's ``cls.predictions.transform``, RoBERTa's
-``lm_head.dense`` and ``layer_norm``, ELECTRA's ``generator_predictions``). Shapes: ``b`` batch, ``s`` tokens,
-``d`` d_model, ``e`` the embedding width (d_model, or ELECTRA's narrower ``embedding_size``)."""
+head's width (the embedding width, or RemBERT's ``lm_head_size``), the activation, a norm of the model's kind
+(BERT's ``cls.predictions.transform``, RoBERTa's ``lm_head.dense`` and ``layer_norm``, ELECTRA's
+``generator_predictions``). Shapes: ``b`` batch, ``s`` tokens, ``d`` d_model, ``e`` the head's width (d_model,
+ELECTRA's ``embedding_size``, RemBERT's ``lm_head_size``)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ class HeadTransform(nn.Module):
         super().__init__()
         if spec.lm_head_transform is None:
             raise ValueError("HeadTransform needs spec.lm_head_transform")
-        width = spec.embedding_size or spec.d_model
+        width = spec.lm_head_size or spec.embedding_size or spec.d_model
         self.dense = nn.Linear(spec.d_model, width, bias=True, **factory)
         self.act = ACTIVATIONS[spec.lm_head_transform]
         self.norm = make_norm(spec.norm, width, spec.norm_eps, bias=spec.norm_bias, **factory)

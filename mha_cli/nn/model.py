@@ -330,8 +330,8 @@ class DecoderBody(nn.Module):
         self, spec: ModelSpec, layers: list[DecoderLayer], *, tp_rank: int = 0, tp_size: int = 1, **factory: Any
     ) -> None:
         super().__init__()
-        width = spec.embedding_size or spec.d_model  # ELECTRA's tables are narrower, projected to d_model
-        if tp_size > 1 and width != spec.d_model:
+        width = spec.embedding_size or spec.d_model  # ELECTRA's, RemBERT's tables: projected to d_model
+        if tp_size > 1 and spec.embedding_size is not None:
             raise ValueError(f"embedding_size {width} (projected to d_model) is built on one rank, not {tp_size}")
         self.embed_tokens = (
             nn.Embedding(spec.vocab_size, width, **factory)
@@ -342,7 +342,7 @@ class DecoderBody(nn.Module):
             self.embed_positions = nn.Embedding(spec.position_embeddings, width, **factory)
         if spec.token_type_embeddings:  # BERT's token-type table: row 0 added to every token
             self.embed_token_types = nn.Embedding(spec.token_type_embeddings, width, **factory)
-        if width != spec.d_model:
+        if spec.embedding_size is not None:
             self.embed_project = nn.Linear(width, spec.d_model, **factory)
         self.layers = nn.ModuleList(layers)
         if spec.final_norm:
@@ -380,7 +380,8 @@ class DecoderLM(nn.Module):
         self.model = body
         if not spec.tied_embeddings:  # the embedding's row count: the whole vocabulary, or the rank's block of it
             rows = body.embed_tokens.num_embeddings
-            self.lm_head = nn.Linear(spec.embedding_size or spec.d_model, rows, bias=spec.lm_head_bias, **factory)
+            width = spec.lm_head_size or spec.embedding_size or spec.d_model  # behind BERT's head transform
+            self.lm_head = nn.Linear(width, rows, bias=spec.lm_head_bias, **factory)
         elif spec.lm_head_bias:  # CTRL: the tied matrix, a bias of the head's own
             self.lm_head = HeadBias(body.embed_tokens.num_embeddings, **factory)
         if spec.lm_head_transform is not None:  # BERT's cls.predictions.transform
@@ -466,7 +467,7 @@ class DecoderLM(nn.Module):
             x = x + self.model.embed_token_types.weight[0]  # (b, s, e)
         if self.spec.embedding_norm:
             x = self.model.embed_norm(x)  # (b, s, e)
-        if hasattr(self.model, "embed_project"):  # ELECTRA: embedding width e -> d_model
+        if hasattr(self.model, "embed_project"):  # ELECTRA, RemBERT: embedding width e -> d_model
             x = self.model.embed_project(x)  # (b, s, d)
         return x
 

@@ -30,10 +30,10 @@ Placement = Literal["post", "megatron", "prelayernorm", "xl"]
 (``attention.output.LayerNorm``, ``output.LayerNorm``); the pre-LN ones, with a final norm: ``megatron``
 (``attention.ln``, ``ln``, ``encoder.ln``), ``prelayernorm`` (``attention.LayerNorm``, ``intermediate.LayerNorm``,
 the model's ``LayerNorm``), ``xl`` (``attention.self_attn_layer_norm``, ``LayerNorm``, ``encoder.LayerNorm``)."""
-Head = Literal["cls", "lm_head", "generator", "decoder_only"]
+Head = Literal["cls", "lm_head", "generator", "decoder_only", "rembert"]
 """How transformers names the LM head: BERT's ``cls.predictions`` (transform, decoder, bias), RoBERTa's ``lm_head``
 (dense, layer_norm, decoder, bias), ELECTRA's ``generator_predictions`` and ``generator_lm_head``, BertGeneration's
-``lm_head`` (decoder and bias, no transform)."""
+``lm_head`` (decoder and bias, no transform), RemBERT's ``cls.predictions`` (dense, LayerNorm, decoder)."""
 
 _LAYER = (
     (r"\.attention\.self\.query\.", ".self_attn.q_proj."),
@@ -84,6 +84,11 @@ _HEADS: dict[Head, tuple[tuple[str, str], ...]] = {
         (r"^generator_lm_head\.", "lm_head."),
     ),
     "decoder_only": ((r"^lm_head\.decoder\.", "lm_head."),),
+    "rembert": (
+        (r"^cls\.predictions\.dense\.", "head_transform.dense."),
+        (r"^cls\.predictions\.LayerNorm\.", "head_transform.norm."),
+        (r"^cls\.predictions\.decoder\.", "lm_head."),
+    ),
 }
 _HEAD_BIAS_COPY = {
     "cls": r"^cls\.predictions\.bias$",
@@ -105,6 +110,7 @@ def bert_weights(prefix: str, placement: Placement, head: Head, *, dropped: tupl
             (rf"^{prefix}\.embeddings\.token_type_embeddings\.", "model.embed_token_types."),
             (rf"^{prefix}\.embeddings\.LayerNorm\.", "model.embed_norm."),
             (rf"^{prefix}\.embeddings_project\.", "model.embed_project."),  # ELECTRA
+            (rf"^{prefix}\.encoder\.embedding_hidden_mapping_in\.", "model.embed_project."),  # RemBERT
             (rf"^{prefix}\.encoder\.layer\.(\d+)\.", r"model.layers.\1."),
             (rf"^{prefix}\.", "model."),
             *_LAYER,
