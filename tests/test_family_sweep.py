@@ -56,7 +56,7 @@ PRICED = (
 """Families the cache sweep builds and `mha kv` prices exactly (or as the window a serving engine keeps)."""
 REFUSED = {
     "bart": "encoder-decoder", "mimo_v2_flash": "twice num_key_value_heads", "zaya": "layer_types has hybrid",
-    "cpmant": "prompt_length", "inkling_text": "swa_head_dim",
+    "cpmant": "prompt_length", "inkling_text": "swa_head_dim", "roc_bert": "pronunciation and shape embeddings",
 }  # fmt: skip
 """Families whose cache `mha kv` does not price, and what the refusal names."""
 EQUAL = (
