@@ -41,6 +41,7 @@ def _reference_count(config) -> int:
         ("roberta-prelayernorm", {}),
         ("xlm-roberta-xl", {}),
         ("rembert", {"input_embedding_size": 16, "output_embedding_size": 48}),
+        ("modernbert-decoder", {"classifier_bias": True}),
     ],
 )
 def test_weights_are_counted_as_transformers_builds_them(model_type, extra):
@@ -138,3 +139,20 @@ def test_configs_it_does_not_build_are_refused_naming_the_field(model_type, extr
     with pytest.raises(BadInputError) as refused:
         import_hf_config(_config(model_type, **extra).to_dict())
     assert named in refused.value.message and "\n" not in refused.value.message
+
+
+def test_an_older_modernbert_decoder_config_reads_as_its_config_class_derives_it():
+    """A config.json of before transformers 5 (local_attention, global_attn_every_n_layers, the two RoPE thetas):
+    the same windows, layer pattern and RoPE as the config class's own to_dict()."""
+    config = transformers.AutoConfig.for_model(
+        "modernbert-decoder", hidden_size=32, num_hidden_layers=6, num_attention_heads=4, intermediate_size=48,
+        vocab_size=96, local_attention=16, global_attn_every_n_layers=3,
+    )  # fmt: skip
+    current = import_hf_config(config.to_dict()).model
+    older = {k: v for k, v in config.to_dict().items() if k not in ("layer_types", "sliding_window", "rope_parameters")}
+    older.update(local_attention=16, global_attn_every_n_layers=3, global_rope_theta=160000.0, local_rope_theta=1e4)
+    spec = import_hf_config(older).model
+    assert (spec.sliding_window, spec.layer_pattern, spec.rope, spec.rope_local) == (
+        current.sliding_window, current.layer_pattern, current.rope, current.rope_local,
+    )  # fmt: skip
+    assert (spec.sliding_window, spec.layer_pattern) == (8, ["global", "local", "local"])

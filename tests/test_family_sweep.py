@@ -40,7 +40,7 @@ cache_sweep, decoder_sweep, weights_sweep = _load("family_sweep"), _load("decode
 
 BERT_DECODERS = (
     "bert", "bert-generation", "roberta", "camembert", "xlm-roberta", "data2vec-text", "ernie", "electra",
-    "megatron-bert", "roberta-prelayernorm", "xlm-roberta-xl", "big_bird", "roformer", "rembert",
+    "megatron-bert", "roberta-prelayernorm", "xlm-roberta-xl", "big_bird", "roformer", "rembert", "modernbert-decoder",
 )  # fmt: skip
 """BERT's descendants run as causal LMs (is_decoder): priced exactly, and equal through the post-LN blocks, token-type
 row 0, RoBERTa's position offset, ELECTRA's projected embeddings, RoFormer's interleaved RoPE and the LM head's

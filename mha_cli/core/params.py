@@ -197,7 +197,7 @@ def _embedding_extras(model: ModelSpec) -> int:
         extras += e * d + d
     if model.lm_head_transform is not None:
         head = model.lm_head_size or e
-        extras += d * head + head + _width_norm_params(model, head)
+        extras += d * head + (head if model.lm_head_transform_bias else 0) + _width_norm_params(model, head)
     return extras
 
 
@@ -237,6 +237,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         + embeddings
         + (norm if model.final_norm else 0)
         + (d if model.last_o_bias and not model.o_bias else 0)  # GPT-NeoX-Japanese's last dense_bias
+        - (0 if model.first_input_norm else norm)  # ModernBERT's decoder: layer 0 without its input norm
     )
     return ParamBreakdown(
         attention_per_layer=attention,

@@ -576,6 +576,11 @@ class ModelSpec(_Strict):
     bias projects to d_model (ELECTRA's ``embedding_size`` where it differs from hidden_size, RemBERT's
     ``input_embedding_size``); the head reads at this width behind ``lm_head_transform``; None: d_model, no
     projection."""
+    lm_head_transform_bias: Annotated[bool, Field(exclude_if=_is_default(True))] = True
+    """Whether ``lm_head_transform``'s linear has a bias (ModernBERT's decoder: ``classifier_bias``, none)."""
+    first_input_norm: Annotated[bool, Field(exclude_if=_is_default(True))] = True
+    """Whether the first layer norms its attention input (ModernBERT's decoder: not, its embeddings are normed):
+    false, that layer has one norm fewer."""
     lm_head_size: Annotated[Annotated[int, Field(gt=0, le=1 << 20)] | None, Field(exclude_if=_is_none)] = None
     """The width ``lm_head_transform`` maps to and the untied LM head reads, when not the embedding width (RemBERT's
     ``output_embedding_size``); None: the embedding width."""
@@ -631,6 +636,8 @@ class ModelSpec(_Strict):
             raise ValueError("qk_norm_type layernorm is a per-head q/k norm: it needs qk_norm, span head")
         if self.embedding_size not in (None, self.d_model) and self.lm_head_transform is None:
             raise ValueError("embedding_size other than d_model needs lm_head_transform (the head reads at that width)")
+        if not self.first_input_norm and (self.n_norms_per_layer != 2 or self.norm_placement != "pre"):
+            raise ValueError("first_input_norm false drops the input norm of a two-norm pre-norm block")
         if self.lm_head_size is not None and (self.lm_head_transform is None or self.tied_embeddings):
             raise ValueError("lm_head_size is the width of an untied head behind lm_head_transform")
 

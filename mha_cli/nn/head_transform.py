@@ -24,7 +24,7 @@ class HeadTransform(nn.Module):
         if spec.lm_head_transform is None:
             raise ValueError("HeadTransform needs spec.lm_head_transform")
         width = spec.lm_head_size or spec.embedding_size or spec.d_model
-        self.dense = nn.Linear(spec.d_model, width, bias=True, **factory)
+        self.dense = nn.Linear(spec.d_model, width, bias=spec.lm_head_transform_bias, **factory)
         self.act = ACTIVATIONS[spec.lm_head_transform]
         self.norm = make_norm(spec.norm, width, spec.norm_eps, bias=spec.norm_bias, **factory)
 

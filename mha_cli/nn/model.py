@@ -574,6 +574,8 @@ def build_model(
         )
         for i in range(n_built)
     ]
+    if not spec.first_input_norm:  # ModernBERT's decoder: its first layer reads the normed embeddings as they are
+        layers[0].input_layernorm = nn.Identity()
     model = DecoderLM(
         spec,
         DecoderBody(spec, layers, tp_rank=tp_rank, tp_size=tp_size, **factory),
