@@ -156,3 +156,24 @@ def test_an_older_modernbert_decoder_config_reads_as_its_config_class_derives_it
         current.sliding_window, current.layer_pattern, current.rope, current.rope_local,
     )  # fmt: skip
     assert (spec.sliding_window, spec.layer_pattern) == (8, ["global", "local", "local"])
+
+
+@pytest.mark.parametrize("model_type", ["bert", "electra", "modernbert-decoder"])
+def test_chained_pipeline_stages_are_the_whole_decoder(model_type):
+    """Two stages: the first holds the embedding side (token types, its norm, ELECTRA's projection), the second the
+    head side (the transform); ModernBERT's second stage keeps its first layer's input norm."""
+    from mha_cli.nn import build_model
+    from mha_cli.nn.pipeline import build_stage
+    from mha_cli.nn.tensor_parallel import seeded_tensor
+
+    extra = {"embedding_size": 16} if model_type == "electra" else {}
+    spec = import_hf_config(_config(model_type, num_hidden_layers=4, **extra).to_dict()).model
+    whole = build_model(spec, dtype=torch.float32).eval()
+    whole.load_state_dict({n: seeded_tensor(n, t.shape, 3) for n, t in whole.state_dict().items()}, strict=True)
+    stages = [build_stage(spec, 2, s, dtype=torch.float32).eval() for s in range(2)]
+    for stage in stages:
+        names = {n: seeded_tensor(stage.whole_model_name(n), t.shape, 3) for n, t in stage.state_dict().items()}
+        stage.load_state_dict(names, strict=True)
+    ids = torch.randint(2, 96, (2, 7), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(stages[1](stages[0](ids)), whole(ids), rtol=1e-5, atol=1e-5)

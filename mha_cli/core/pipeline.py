@@ -63,6 +63,8 @@ def layers_model(model: ModelSpec, first: int, n_layers: int) -> ModelSpec:
     """Layers [first, first + n_layers) of ``model`` as a model of their own: layer i is the original's layer
     first + i (its attention kind and whether its MLP is dense or MoE); embedding and head as the original's."""
     update: dict[str, object] = {"n_layers": n_layers}
+    if first > 0 and not model.first_input_norm:  # only the model's own first layer lacks its input norm
+        update["first_input_norm"] = True
     if model.layer_pattern:
         update["layer_pattern"] = [model.layer_kind(first + i) for i in range(n_layers)]
     if model.moe is not None:
