@@ -133,6 +133,8 @@ def test_the_token_type_row_matters():
         ("roberta", {"add_cross_attention": True}, "add_cross_attention"),
         ("ernie", {"use_task_id": True}, "use_task_id"),
         ("bert", {"hidden_act": "mish"}, "hidden_act"),
+        ("bert", {"position_embedding_type": "relative_key"}, "position_embedding_type"),
+        ("roformer", {"rotary_value": True}, "rotary_value"),
     ],
 )
 def test_configs_it_does_not_build_are_refused_naming_the_field(model_type, extra, named):

@@ -122,11 +122,18 @@ def bert_weights(prefix: str, placement: Placement, head: Head, *, dropped: tupl
 
 
 def refuse_encoder(r: ConfigReader, model_type: str) -> None:
-    """An encoder config (``is_decoder`` not true) or one with cross-attention is refused in one line."""
+    """An encoder config (``is_decoder`` not true), one with relative positions or cross-attention is refused in
+    one line."""
     if not r.get("is_decoder"):
         raise BadInputError(
             f"{r.origin}: model_type {model_type!r} with is_decoder not true is a bidirectional encoder, which keeps"
             " no causal KV cache: mha prices decoders (set is_decoder true for its causal-LM head), so it is refused"
+        )
+    kind = r.get("position_embedding_type")
+    if kind not in (None, "absolute"):  # older configs: transformers 5 builds absolute positions only
+        raise BadInputError(
+            f"{r.origin}: position_embedding_type {kind!r}: {model_type!r}'s relative position embeddings"
+            " (distance_embedding) are not built, so it is refused"
         )
     if r.get("add_cross_attention"):
         raise BadInputError(
