@@ -3,10 +3,12 @@ embedding LayerNorm, post-LN blocks (norm(x + attn(x)), then norm(h + mlp(h)), n
 biases everywhere, and an LM head behind a transform (dense, activation, LayerNorm) with a bias of its own; tied.
 
 The records of BERT's descendants (RoBERTa and its copies, ELECTRA, ERNIE, BertGeneration, the pre-norm
-Megatron-BERT, RoBERTa-PreLayerNorm and XLM-RoBERTa-XL) are built here by ``bert_family`` from their few
-differences: the weights' prefix, where the norms sit, the head's names and activation, RoBERTa's position rows
-offset past its padding row. A config whose ``is_decoder`` is not true describes a bidirectional encoder, which
-keeps no causal cache: it is refused, as is one with cross-attention (its cache holds an encoder's tokens).
+Megatron-BERT, RoBERTa-PreLayerNorm and XLM-RoBERTa-XL, BigBird, RoFormer, RemBERT) are built here by
+``bert_family`` from their few differences: the weights' prefix, where the norms sit, the head's names and
+activation, RoBERTa's position rows offset past its padding row, ELECTRA's and RemBERT's projected embeddings,
+RoFormer's rotation. A config whose ``is_decoder`` is not true describes a bidirectional encoder, which keeps no
+causal cache: it is refused, as is one with cross-attention (its cache holds an encoder's tokens) or an older
+config's relative positions.
 
 RoBERTa numbers positions past its padding token: a pad id inside a prompt takes the padding row and leaves the
 next tokens' positions where they were; ``mha`` numbers every token (left padding numbers alike).
