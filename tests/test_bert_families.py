@@ -160,16 +160,19 @@ def test_an_older_modernbert_decoder_config_reads_as_its_config_class_derives_it
     assert (spec.sliding_window, spec.layer_pattern) == (8, ["global", "local", "local"])
 
 
-@pytest.mark.parametrize("model_type", ["bert", "electra", "modernbert-decoder"])
+@pytest.mark.parametrize("model_type", ["bert", "electra", "rembert", "modernbert-decoder"])
 def test_chained_pipeline_stages_are_the_whole_decoder(model_type):
     """Two stages: the first holds the embedding side (token types, its norm, ELECTRA's projection), the second the
-    head side (the transform); ModernBERT's second stage keeps its first layer's input norm."""
+    head side (the transform); ModernBERT's second stage keeps its first layer's input norm. Each holds the weights
+    ``stage_params`` says, and one rank of tp 1 all that ``count_params`` counts."""
+    from mha_cli.core.pipeline import stage_layout, stage_params
+    from mha_cli.core.tensor_parallel import params_per_rank
     from mha_cli.nn import build_model
     from mha_cli.nn.pipeline import build_stage
     from mha_cli.nn.tensor_parallel import seeded_tensor
 
-    extra = {"embedding_size": 16} if model_type == "electra" else {}
-    spec = import_hf_config(_config(model_type, num_hidden_layers=4, **extra).to_dict()).model
+    extra = {"electra": {"embedding_size": 16}, "rembert": {"input_embedding_size": 16, "output_embedding_size": 48}}
+    spec = import_hf_config(_config(model_type, num_hidden_layers=4, **extra.get(model_type, {})).to_dict()).model
     whole = build_model(spec, dtype=torch.float32).eval()
     whole.load_state_dict({n: seeded_tensor(n, t.shape, 3) for n, t in whole.state_dict().items()}, strict=True)
     stages = [build_stage(spec, 2, s, dtype=torch.float32).eval() for s in range(2)]
@@ -179,3 +182,6 @@ def test_chained_pipeline_stages_are_the_whole_decoder(model_type):
     ids = torch.randint(2, 96, (2, 7), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         torch.testing.assert_close(stages[1](stages[0](ids)), whole(ids), rtol=1e-5, atol=1e-5)
+    held = [stage_params(spec, stage_layout(spec, 2, s)) for s in range(2)]
+    assert held == [sum(p.numel() for p in stage.parameters()) for stage in stages]
+    assert params_per_rank(spec, 1, 1) == count_params(spec).total == sum(p.numel() for p in whole.parameters())

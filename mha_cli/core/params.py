@@ -187,18 +187,27 @@ def _width_norm_params(model: ModelSpec, width: int) -> int:
     return width if model.norm == "rmsnorm" or not model.norm_bias else 2 * width
 
 
-def _embedding_extras(model: ModelSpec) -> int:
-    """The embedding norm (BLOOM, BERT), the projection of ``embedding_size``-wide embeddings to d_model (ELECTRA,
-    RemBERT: weight and bias) and BERT's LM-head transform (a linear with bias d_model -> the head's width, a norm)."""
-    d = model.d_model
-    e = model.embedding_size or d
+def embedding_side_params(model: ModelSpec) -> int:
+    """Weights beside the embedding tables on the input side: the embedding norm (BLOOM, BERT) and the projection of
+    ``embedding_size``-wide embeddings to d_model (ELECTRA, RemBERT: weight and bias)."""
+    e = model.embedding_size or model.d_model
     extras = _width_norm_params(model, e) if model.embedding_norm else 0
-    if model.embedding_size is not None:
-        extras += e * d + d
-    if model.lm_head_transform is not None:
-        head = model.lm_head_size or e
-        extras += d * head + (head if model.lm_head_transform_bias else 0) + _width_norm_params(model, head)
-    return extras
+    return extras + (e * model.d_model + model.d_model if model.embedding_size is not None else 0)
+
+
+def head_side_params(model: ModelSpec) -> int:
+    """Weights before the LM head's matrix: BERT's transform (a linear d_model -> the head's width, with a bias
+    unless ``lm_head_transform_bias`` is false, and a norm); 0 without one."""
+    if model.lm_head_transform is None:
+        return 0
+    head = model.lm_head_size or model.embedding_size or model.d_model
+    bias = head if model.lm_head_transform_bias else 0
+    return model.d_model * head + bias + _width_norm_params(model, head)
+
+
+def _embedding_extras(model: ModelSpec) -> int:
+    """The embedding side's and the head side's weights beside the tables and the head's matrix."""
+    return embedding_side_params(model) + head_side_params(model)
 
 
 def count_params(model: ModelSpec) -> ParamBreakdown:

@@ -10,7 +10,7 @@ device's ranks do (``core.tensor_parallel``). ``verify --pp`` builds and measure
 """
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.params import count_params
+from mha_cli.core.params import count_params, embedding_side_params, head_side_params
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.tensor_parallel import (
@@ -92,12 +92,14 @@ def stage_params(model: ModelSpec, layout: StageLayout, tp: int = 1) -> int:
     padding = built_vocab_padding(tp)
     final_norm = count_params(stage).final_norm  # replicated on every rank
     layers = params_per_rank(stage, tp, padding) - embedding_params_per_rank(stage, tp, padding) - final_norm
-    vocab_rows = vocab_rows_per_rank(model.vocab_size, tp, padding) * model.d_model
+    rows = vocab_rows_per_rank(model.vocab_size, tp, padding)
+    width = model.embedding_size or model.d_model  # ELECTRA's, RemBERT's narrower tables
     held = layers
-    if layout.embedding:
-        held += vocab_rows + model.position_embeddings * model.d_model
-    if layout.head:
-        held += final_norm
+    if layout.embedding:  # the tables, BERT's token types, an embedding norm and projection
+        held += (rows + model.position_embeddings + model.token_type_embeddings) * width
+        held += embedding_side_params(model)
+    if layout.head:  # the final norm, BERT's head transform, the head's bias
+        held += final_norm + head_side_params(model) + (rows if model.lm_head_bias else 0)
         if not model.tied_embeddings or not layout.embedding:
-            held += vocab_rows  # the untied head, or the tied head's copy of the embedding
+            held += rows * (model.lm_head_size or width)  # the untied head, or the tied head's copy of the embedding
     return held

@@ -29,7 +29,14 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.params import count_params, mlp_params, norm_params, qk_norm_params
+from mha_cli.core.params import (
+    count_params,
+    embedding_side_params,
+    head_side_params,
+    mlp_params,
+    norm_params,
+    qk_norm_params,
+)
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 
 
@@ -95,11 +102,13 @@ def built_vocab_padding(tp: int) -> int:
 
 
 def embedding_params_per_rank(model: ModelSpec, tp: int, padding: int = VOCAB_PADDING) -> int:
-    """Token embedding + LM head (one matrix when tied) + learned positions (replicated) on one rank."""
-    matrices = 1 if model.tied_embeddings else 2
-    return matrices * vocab_rows_per_rank(model.vocab_size, tp, padding) * model.d_model + (
-        model.position_embeddings * model.d_model
-    )
+    """Token embedding + LM head (one matrix when tied; its bias split as its rows) + learned positions and token
+    types (replicated) on one rank, with the embedding norm, projection and head transform (replicated)."""
+    rows = vocab_rows_per_rank(model.vocab_size, tp, padding)
+    width = model.embedding_size or model.d_model  # ELECTRA's, RemBERT's narrower tables
+    head = 0 if model.tied_embeddings else rows * (model.lm_head_size or width)
+    tables = rows * width + head + (model.position_embeddings + model.token_type_embeddings) * width
+    return tables + (rows if model.lm_head_bias else 0) + embedding_side_params(model) + head_side_params(model)
 
 
 def width_per_rank(width: int, tp: int, what: str) -> int:
@@ -229,7 +238,8 @@ def params_per_rank(
     mlps = n_dense * mlp_params_per_rank(model, tp, False)
     if n_moe:
         mlps += n_moe * mlp_params_per_rank(model, tp, True, experts)
-    norms = model.n_layers * model.n_norms_per_layer * norm + norm
+    norms = model.n_layers * model.n_norms_per_layer * norm + whole.final_norm
+    norms -= 0 if model.first_input_norm else norm  # ModernBERT's decoder: layer 0 without its input norm
     return attention + mixers + mlps + norms + embedding_params_per_rank(model, tp, vocab_padding)
 
 
