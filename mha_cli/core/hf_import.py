@@ -516,7 +516,7 @@ def _attention_arithmetic(r: ConfigReader) -> dict[str, Any]:
 
 
 def _norm_eps(r: ConfigReader) -> float | None:
-    eps = r.get("rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_epsilon")
+    eps = r.get("rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_epsilon", "norm_eps")
     return None if eps is None else float(eps)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mha_cli.core.families import ANY_VALUE
 from mha_cli.core.families.models.bert import bert_family
 
 if TYPE_CHECKING:
@@ -30,4 +31,5 @@ FAMILY = bert_family(
     dropped=(r"^bert\.pooler\.",),
     uncounted="its pooler (a hidden_size x hidden_size linear with bias), which no logit reads, is not counted",
     defaults={"hidden_act": "gelu_new", "attention_type": "block_sparse"},
-)  # fmt: skip
+)._replace(left_unread={"block_size": ANY_VALUE, "num_random_blocks": ANY_VALUE})  # fmt: skip
+# its block-sparse pattern's sizes: a causal decoder attends fully (transformers' BigBird as a decoder)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.families import ANY_VALUE
 from mha_cli.core.families.models.bert import bert_family
 
 if TYPE_CHECKING:
@@ -20,4 +21,6 @@ def _refuse_task_types(r: ConfigReader, fields: dict[str, Any]) -> None:
         )
 
 
-FAMILY = bert_family(("ernie",), "ErnieConfig (transformers 5.24)", "ernie", read_more=_refuse_task_types)
+FAMILY = bert_family(("ernie",), "ErnieConfig (transformers 5.24)", "ernie", read_more=_refuse_task_types)._replace(
+    left_unread={"task_type_vocab_size": ANY_VALUE}
+)  # its table exists with use_task_id only (refused)

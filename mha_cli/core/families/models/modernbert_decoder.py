@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.models.bert import ACTIVATIONS
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
@@ -81,4 +81,5 @@ FAMILY = Family(
     read_fields=_modernbert_decoder_fields,
     weights=WEIGHTS,
     equal_test=EQUAL_BY_SWEEP,
+    left_unread={"initializer_cutoff_factor": ANY_VALUE, "local_attention": ANY_VALUE},  # read without sliding_window
 )
