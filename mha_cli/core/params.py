@@ -77,7 +77,8 @@ def attention_params(model: ModelSpec) -> int:
     q_out = 2 * q_width if model.attn_output_gate else q_width  # Qwen3-Next's q_proj also emits the output gate
     weights = d * q_out + 2 * d * kv_width + q_width * d
     biases = (q_out + 2 * kv_width if model.qkv_bias else 0) + (d if model.o_bias else 0)
-    return weights + biases + qk_norm_params(model)
+    sinks = model.n_heads if model.attn_sinks else 0  # one sink logit per query head
+    return weights + biases + qk_norm_params(model) + sinks
 
 
 def qk_norm_params(model: ModelSpec) -> int:
@@ -224,6 +225,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         expert = mlp_params(d, moe.d_ff_expert, model.mlp, moe.expert_bias)
         shared = mlp_params(d, moe.d_ff_shared or moe.d_ff_expert, model.mlp, moe.expert_bias)
         router = d * moe.n_experts + (d if moe.shared_expert_gate else 0)  # + Qwen2-MoE's shared-expert gate
+        router += moe.n_experts if moe.router_bias else 0  # gpt-oss's router bias
         moe_mlp = moe.n_experts * expert + moe.n_shared_experts * shared + router
         moe_inactive = (moe.n_experts - moe.n_active_experts) * expert
         n_moe = model.n_moe_layers

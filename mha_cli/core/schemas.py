@@ -391,6 +391,13 @@ class MoESpec(_Strict):
     """Whether expert projections carry biases (gpt-oss)."""
     shared_expert_gate: bool = False
     """Whether a sigmoid gate (d_model -> 1) scales the shared expert's output (Qwen2-MoE)."""
+    router_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Whether the router adds a learned bias per expert to its logits (gpt-oss: n_experts weights a layer)."""
+    swiglu_limit: Annotated[Annotated[float, Field(gt=0)] | None, Field(exclude_if=_is_none)] = None
+    """gpt-oss's clamped SwiGLU in the routed experts: gate clamped to at most the limit, up to [-limit, limit],
+    out (up + 1) * gate * sigmoid(``swiglu_alpha`` * gate); None: SiLU(gate) * up."""
+    swiglu_alpha: Annotated[float, Field(gt=0, exclude_if=_is_default(1.702))] = 1.702
+    """The sigmoid's factor of the clamped SwiGLU (gpt-oss's swiglu_alpha); read only with ``swiglu_limit``."""
 
     # Routing: which experts a token uses and with what weights (no effect on sizes or counts).
     scoring_func: ScoringFunc = "softmax"
@@ -526,6 +533,9 @@ class ModelSpec(_Strict):
     """Attention scores soft-capped to (-cap, cap) as cap * tanh(score / cap) after the scale, before the mask
     and softmax (Gemma 2's attn_logit_softcapping: 50); None: uncapped. The capped scores are computed explicitly
     (SDPA cannot cap), in query chunks of bounded size."""
+    attn_sinks: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """A learned logit per query head joins every attention softmax, its weight then dropped (gpt-oss's,
+    Granite-SWA's and Flint's ``self_attn.sinks``: n_heads weights a layer); not with MLA."""
     final_logit_softcap: Annotated[_Factor | None, Field(exclude_if=_is_none)] = None
     """Output logits soft-capped as cap * tanh(logit / cap) (Gemma 2's final_logit_softcapping: 30); None:
     uncapped."""
@@ -618,6 +628,8 @@ class ModelSpec(_Strict):
             raise ValueError("qk_norm_span projection needs qk_norm")
         if self.attn_output_gate and self.mla is not None:
             raise ValueError("attn_output_gate is for MHA/GQA/MQA attention, not MLA")
+        if self.attn_sinks and self.mla is not None:
+            raise ValueError("attn_sinks are for MHA/GQA/MQA attention, not MLA")
         if self.qk_norm_span == "projection" and self.mla is not None:
             raise ValueError("qk_norm_span projection is for MHA/GQA/MQA attention, not MLA")
         self._check_classic()

@@ -196,7 +196,8 @@ def attention_params_per_rank(model: ModelSpec, tp: int) -> int:
     kv_width = kv_heads * model.dim_per_head
     weights = d * q_width + 2 * d * kv_width + q_width * d
     biases = q_width + 2 * kv_width if model.qkv_bias else 0
-    return weights + biases + o_bias + qk_norm
+    sinks = heads if model.attn_sinks else 0  # split with the query heads
+    return weights + biases + o_bias + qk_norm + sinks
 
 
 def mlp_params_per_rank(model: ModelSpec, tp: int, moe_layer: bool, experts: ExpertLayout | None = None) -> int:
@@ -213,6 +214,7 @@ def mlp_params_per_rank(model: ModelSpec, tp: int, moe_layer: bool, experts: Exp
     shared_width = width_per_rank(moe.d_ff_shared or moe.d_ff_expert, tp, "d_ff_shared")
     shared = mlp_params(d, shared_width, model.mlp, moe.expert_bias)
     router = d * moe.n_experts + (d if moe.shared_expert_gate else 0)  # replicated, with Qwen2-MoE's shared gate
+    router += moe.n_experts if moe.router_bias else 0  # gpt-oss's router bias, replicated
     return local_experts(model, layout) * expert + moe.n_shared_experts * shared + router
 
 

@@ -10,6 +10,7 @@ other names, fused (one ``qkv_proj`` for q, k and v) or transposed (GPT-2's Conv
 1. ``dropped``: transformers' names that are no weights (causal-mask buffers, RoPE's ``inv_freq``) are removed;
 2. ``interleaved``: transformers' tensors whose gate and up entries alternate are regrouped, gate entries first;
 3. ``transposed``: transformers' tensors stored (in, out) get their last two dimensions swapped;
+   ``squeezed``: transformers' tensors with a leading dimension of 1 ours lacks lose it (a view);
 4. ``renames``: each name is rewritten by every (pattern, replacement) pair in turn (``re.sub``);
 5. ``fused``: a renamed name matching a fused pattern is split into our separate parts.
 
@@ -74,6 +75,9 @@ class WeightLayout(NamedTuple):
     """(regex of transformers' names, dimension): tensors whose entries along that dimension (of transformers'
     layout, before any transpose) alternate gate and up (gate 0, up 0, gate 1, ...); ours holds every gate entry
     first, then every up entry (gpt-oss's ``experts.gate_up_proj`` (E, d, 2f) and ``gate_up_proj_bias`` (E, 2f))."""
+    squeezed: tuple[str, ...] = ()
+    """Regexes (``re.search``) of transformers' names whose tensor has a leading dimension of 1 that ours lacks
+    (ERNIE 4.5 MoE's correction bias, (1, E) against our (E,)): it is dropped, the values kept."""
     dropped: tuple[str, ...] = ()
     """Regexes (``re.search``) of transformers' names that carry nothing the forward reads: causal-mask buffers
     (GPT-2's ``attn.bias``, ``attn.masked_bias``), RoPE's ``inv_freq`` recomputed from the config. Never a weight."""

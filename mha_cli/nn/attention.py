@@ -13,7 +13,8 @@ heads and ``o_proj`` is row-parallel (``reduce`` sums the ranks). Shapes use the
 ``qkv_clip`` clamps q, k and v after the norms (OLMoE's ``clip_qkv``); ``alibi_slopes`` biases the scores by key
 position instead of rotating (BLOOM, MPT: ``mha_cli.nn.alibi``). ``output_gate`` (Qwen3-Next): ``q_proj`` emits
 each head's query then its gate (2 * head_dim values a head), and sigmoid(gate) multiplies the combined heads
-before ``o_proj``. ``key_scale`` multiplies the keys after ``k_proj`` (Falcon-H1's ``key_multiplier``).
+before ``o_proj``. ``key_scale`` multiplies the keys after ``k_proj`` (Falcon-H1's ``key_multiplier``). ``sinks`` adds a learned logit per head to every
+softmax (gpt-oss, ``mha_cli.nn.sinks``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from mha_cli.nn.padding import Padding
 from mha_cli.nn.rope import RotaryEmbedding, as_halves, rotate
 from mha_cli.nn.row_parallel import Reduce, row_parallel
 from mha_cli.nn.sdpa import causal_mask, grouped_attention, reference_attention
+from mha_cli.nn.sinks import sink_attention
 from mha_cli.nn.window_cache import SlidingWindowCache, window_mask
 
 CosSin = tuple[torch.Tensor, torch.Tensor]
@@ -69,6 +71,7 @@ class Attention(nn.Module):
         scale: float | None = None,
         softcap: float | None = None,
         alibi_slopes: torch.Tensor | None = None,
+        sinks: bool = False,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -104,6 +107,8 @@ class Attention(nn.Module):
         self.qk_norm_whole = qk_norm and qk_norm_span == "projection"
         self.qkv_clip = qkv_clip
         self.key_scale = key_scale
+        if sinks:  # gpt-oss: one sink logit per (local) query head, see ``mha_cli.nn.sinks``
+            self.sinks = nn.Parameter(torch.zeros(n_heads, **factory))
 
     def _queries_and_gate(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """q_proj's queries (b, s, n_h * h_d) and, with ``output_gate``, the gate (b, s, n_h * h_d), else None."""
@@ -175,6 +180,8 @@ class Attention(nn.Module):
             if mask is None:
                 mask = causal_mask(s, k.shape[2], q.device)  # (s, t)
             out = alibi_attention(q, k, v, self.alibi_slopes, scale=self.scale, mask=mask)  # (b, n_h, s, h_d)
+        elif hasattr(self, "sinks"):
+            out = sink_attention(q, k, v, self.sinks, scale=self.scale, mask=mask, softcap=self.softcap)
         else:
             out = grouped_attention(q, k, v, scale=self.scale, mask=mask, softcap=self.softcap)  # (b, n_h, s, h_d)
         return row_parallel(self.o_proj, self._gated(combine_heads(out), gate), reduce)  # (b, s, d_model)

@@ -1,6 +1,6 @@
 """A family's transformers state dict under ``build_model``'s names and layouts (``mha_cli.core.weight_layout``).
 
-``to_mha_state_dict(state_dict, layout, spec)`` drops, regroups, transposes, renames and splits the tensors the
+``to_mha_state_dict(state_dict, layout, spec)`` drops, regroups, transposes (and squeezes), renames and splits the tensors the
 layout names, in that order; it only moves values (views where it can), never computes one. The result loads
 into ``build_model(spec)`` with ``load_state_dict(strict=True)`` when the layout covers the family;
 ``load_transformers_state_dict(model, state_dict)`` does both with the layout of the model's family (the registry's
@@ -50,6 +50,8 @@ def to_mha_state_dict(
                 tensor = deinterleave(tensor, dim)
         if any(re.search(pattern, name) for pattern in layout.transposed):
             tensor = tensor.transpose(-2, -1)  # (..., in, out) -> (..., out, in)
+        if any(re.search(pattern, name) for pattern in layout.squeezed):
+            tensor = _squeeze_leading(name, tensor)  # (1, ...) -> (...)
         ours = name
         for pattern, replacement in layout.renames:
             ours = re.sub(pattern, replacement, ours)
@@ -58,6 +60,13 @@ def to_mha_state_dict(
                 raise ValueError(f"{name}: lands on {part_name}, which another weight already holds")
             out[part_name] = part
     return out
+
+
+def _squeeze_leading(name: str, tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` (1, ...) without its leading dimension; ``ValueError`` naming the weight if it is not 1."""
+    if tensor.ndim == 0 or tensor.shape[0] != 1:
+        raise ValueError(f"{name}: shape {tuple(tensor.shape)} has no leading dimension of 1 to drop")
+    return tensor[0]
 
 
 def deinterleave(tensor: torch.Tensor, dim: int) -> torch.Tensor:

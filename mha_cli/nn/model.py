@@ -142,6 +142,7 @@ def build_layer_attention(
         scale=spec.attn_scale,
         softcap=spec.attn_logit_softcap,
         alibi_slopes=slopes,
+        sinks=spec.attn_sinks,
         dtype=dtype,
         device=device,
     )

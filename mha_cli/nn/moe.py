@@ -10,7 +10,7 @@ Routing (``TopKRouter``, the ``gate`` submodule), as the model families define i
 - ``noaux_tc`` (DeepSeek-V3): sigmoid scores; the choice uses score + ``e_score_correction_bias``
   (a buffer, learned outside backprop), groups are ranked by the sum of their two best biased
   scores, and the chosen experts are weighted by their unbiased scores.
-Then optionally renormalise the k weights to sum 1 (``norm_topk_prob``) and multiply them by
+A router may add a bias per expert to its logits (gpt-oss's ``gate.bias``). Then optionally renormalise the k weights to sum 1 (``norm_topk_prob``) and multiply them by
 ``routed_scaling_factor``.
 
 State-dict names follow transformers 5's modules (DeepseekV3MoE, Qwen3MoeSparseMoeBlock,
@@ -60,6 +60,9 @@ class TopKRouter(nn.Module):
         self.norm_topk_prob, self.routed_scaling_factor = spec.norm_topk_prob, spec.routed_scaling_factor
         self.n_group, self.topk_group = spec.n_group, spec.topk_group
         self.weight = nn.Parameter(torch.empty(spec.n_experts, d_model, dtype=dtype, device=device))
+        self.bias = None
+        if spec.router_bias:  # gpt-oss: a learned bias per expert on the logits
+            self.bias = nn.Parameter(torch.empty(spec.n_experts, dtype=dtype, device=device))
         if self.topk_method == "noaux_tc":  # a buffer, as in transformers: saved, not trained by backprop
             self.register_buffer("e_score_correction_bias", torch.empty(spec.n_experts, device=device))
         if self.weight.device.type != "meta":
@@ -68,12 +71,15 @@ class TopKRouter(nn.Module):
     def init_weights(self) -> None:
         """N(0, INIT_STD) router weights, zero correction bias."""
         nn.init.normal_(self.weight, std=INIT_STD)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
         if self.topk_method == "noaux_tc":
             nn.init.zeros_(self.e_score_correction_bias)
 
     def forward(self, x: torch.Tensor, chosen: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """x (n, d) -> (weights (n, k) fp32, expert indices (n, k) long); ``chosen`` (n, k) forces the indices."""
-        logits = F.linear(x.float(), self.weight.float())  # (n, E)
+        bias = None if self.bias is None else self.bias.float()
+        logits = F.linear(x.float(), self.weight.float(), bias)  # (n, E)
         scores = logits.softmax(dim=-1) if self.scoring_func == "softmax" else logits.sigmoid()  # (n, E)
         choice = scores  # (n, E): what the top-k ranks
         if self.topk_method == "noaux_tc":
@@ -108,12 +114,15 @@ class RoutedExperts(nn.Module):
         d_ff: int,
         *,
         bias: bool = False,
+        swiglu_limit: float | None = None,
+        swiglu_alpha: float = 1.702,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
         factory = {"dtype": dtype, "device": device}
         self.n_experts, self.d_ff = n_experts, d_ff
+        self.swiglu_limit, self.swiglu_alpha = swiglu_limit, swiglu_alpha
         self.gate_up_proj = nn.Parameter(torch.empty(n_experts, 2 * d_ff, d_model, **factory))  # (E, 2f, d)
         self.down_proj = nn.Parameter(torch.empty(n_experts, d_model, d_ff, **factory))  # (E, d, f)
         if bias:
@@ -150,9 +159,17 @@ class RoutedExperts(nn.Module):
             if self.bias:
                 gate_up = gate_up + self.gate_up_proj_bias[expert]
             gate, up = gate_up.chunk(2, dim=-1)  # (count_e, f) each
-            outputs.append((F.silu(gate) * up) @ self.down_proj[expert].T)  # (count_e, d)
+            outputs.append(self._glu(gate, up) @ self.down_proj[expert].T)  # (count_e, d)
         weighted = torch.cat(outputs) * weights.reshape(-1)[order, None].to(x.dtype)  # (n * k, d)
         return torch.zeros_like(x).index_add_(0, token, weighted)  # (n, d)
+
+    def _glu(self, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        """SiLU(gate) * up, or gpt-oss's clamped SwiGLU (see ``MoESpec.swiglu_limit``); (count_e, f)."""
+        if self.swiglu_limit is None:
+            return F.silu(gate) * up
+        gate = gate.clamp(max=self.swiglu_limit)
+        up = up.clamp(-self.swiglu_limit, self.swiglu_limit)
+        return (up + 1) * gate * torch.sigmoid(self.swiglu_alpha * gate)
 
     def bias_term(self, weights: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
         """sum over k of weight * down_proj_bias[expert], (n, d): added once, after the all_reduce."""
@@ -225,7 +242,15 @@ class MoE(nn.Module):
         self.routing_tape: RoutingTape | None = None  # set by verify's numerics check only
         d_ff = _split_width(spec.d_ff_expert, tp_size, "d_ff_expert")
         self.gate = TopKRouter(d_model, spec, **factory)
-        self.experts = RoutedExperts(d_model, spec.n_experts, d_ff, bias=spec.expert_bias, **factory)
+        self.experts = RoutedExperts(
+            d_model,
+            spec.n_experts,
+            d_ff,
+            bias=spec.expert_bias,
+            swiglu_limit=spec.swiglu_limit,
+            swiglu_alpha=spec.swiglu_alpha,
+            **factory,
+        )
         shared_width = spec.n_shared_experts * (spec.d_ff_shared or spec.d_ff_expert)
         if shared_width:
             shared = MLP(d_model, _split_width(shared_width, tp_size, "shared expert width"), **factory)

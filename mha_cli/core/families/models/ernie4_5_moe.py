@@ -1,7 +1,15 @@
 """ERNIE 4.5 MoE: ERNIE 4.5's attention with routed and shared experts (``moe_num_experts``, ``moe_k``, its MoE
-layers from ``moe_layer_start_index`` every ``moe_layer_interval``)."""
+layers from ``moe_layer_start_index`` every ``moe_layer_interval``); softmax scores, experts chosen by score +
+correction bias, weighted by the unbiased scores renormalised."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.weight_layout import WeightLayout
+
+# The router's correction bias sits in a statistics module (gate.moe_statics), one row per expert group (1, E).
+WEIGHTS = WeightLayout(
+    renames=((r"\.mlp\.gate\.moe_statics\.e_score_correction_bias$", ".mlp.gate.e_score_correction_bias"),),
+    squeezed=(r"\.mlp\.gate\.moe_statics\.e_score_correction_bias$",),
+)
 
 FAMILY = Family(
     model_types=("ernie4_5_moe",),
@@ -13,4 +21,8 @@ FAMILY = Family(
     },
     tied_by_default=True,
     interleaved_rope=True,
+    routing_defaults={"scoring_func": "softmax", "topk_method": "noaux_tc", "norm_topk_prob": True},
+    routing_fixed=("scoring_func", "topk_method", "norm_topk_prob"),
+    equal_test=EQUAL_BY_SWEEP,
+    weights=WEIGHTS,
 )

@@ -1,0 +1,18 @@
+"""Granite-SWA: Granite's decoder with sliding-window and global layers (``layer_types``) and attention sinks."""
+
+from mha_cli.core.families import Family
+from mha_cli.core.families.models.granite import GRANITE_MULTIPLIERS
+
+LAYER_ROPE_THETA = (
+    "Granite-SWA's layer_rope_theta (a RoPE base per layer, 0 for none): every layer here rotates by rope_theta",
+)
+"""What the decoder does not read of Granite-SWA's configuration (the default: every layer at rope_theta)."""
+
+FAMILY = Family(
+    model_types=("granite_swa",),
+    config_class="GraniteSWAConfig (transformers 5.24)",
+    layout={"attn_sinks": True},
+    tied_by_default=True,
+    names=("granite-swa", "granite_swa"),
+    differences=GRANITE_MULTIPLIERS + LAYER_ROPE_THETA,
+)

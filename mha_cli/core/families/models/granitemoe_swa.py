@@ -1,0 +1,16 @@
+"""Granite-MoE-SWA: Granite MoE's decoder with sliding-window and global layers and attention sinks."""
+
+from mha_cli.core.families import Family
+from mha_cli.core.families.models.granite import GRANITE_MULTIPLIERS
+from mha_cli.core.families.models.granite_swa import LAYER_ROPE_THETA
+from mha_cli.core.families.models.granitemoe import WEIGHTS
+
+FAMILY = Family(
+    model_types=("granitemoe_swa",),
+    config_class="GraniteMoeSWAConfig (transformers 5.24)",
+    layout={"attn_sinks": True},
+    tied_by_default=True,
+    names=("granitemoe-swa", "granitemoe_swa", "granite-moe-swa"),
+    differences=GRANITE_MULTIPLIERS + LAYER_ROPE_THETA,
+    weights=WEIGHTS,
+)
