@@ -179,7 +179,9 @@ def mlp_params(d_model: int, d_ff: int, mlp: str, bias: bool) -> int:
 
 
 def norm_params(model: ModelSpec) -> int:
-    """One d_model-wide norm: an RMSNorm's weight, a LayerNorm's weight and (``norm_bias``) bias."""
+    """One d_model-wide norm: an RMSNorm's weight, a LayerNorm's weight and (``norm_bias``) bias; none for OLMo's."""
+    if not model.norm_weights:
+        return 0
     return model.d_model if model.norm == "rmsnorm" or not model.norm_bias else 2 * model.d_model
 
 

@@ -25,7 +25,8 @@ Variant = Literal["MHA", "GQA", "MQA", "MLA"]
 MlpType = Literal["gated", "plain"]
 Activation = Literal["silu", "gelu", "gelu_tanh", "relu", "relu2"]
 """The MLP's nonlinearity: SiLU (Swish), exact (erf) GELU, GELU's tanh approximation (``gelu_pytorch_tanh``,
-``gelu_new``: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))), ReLU (OPT) or squared ReLU (Persimmon)."""
+``gelu_new``: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))), ReLU (OPT) or squared ReLU (Persimmon, Nemotron,
+JAIS 2)."""
 NormType = Literal["rmsnorm", "layernorm"]
 NormPlacement = Literal["pre", "post", "post_residual"]
 """Where a two-norm block normalises: ``pre`` each sublayer's input (Llama), ``post`` each sublayer's output inside
@@ -474,6 +475,8 @@ class ModelSpec(_Strict):
     norm: NormType = "rmsnorm"
     norm_bias: Annotated[bool, Field(exclude_if=_is_default(True))] = True
     """Whether a ``layernorm`` has a bias (Cohere's have none); an RMSNorm never has one."""
+    norm_weights: Annotated[bool, Field(exclude_if=_is_default(True))] = True
+    """Whether the norms carry weights: false for OLMo's non-parametric LayerNorm (neither weight nor bias)."""
     n_norms_per_layer: Annotated[int, Field(ge=0, le=8)] = 2
     """Norms of width d_model in each block: 2 pre-norm (Llama), 4 with post-norms (Gemma 2/3), 1 parallel (Falcon)."""
     norm_placement: Annotated[NormPlacement, Field(exclude_if=_is_default("pre"))] = "pre"
@@ -522,7 +525,8 @@ class ModelSpec(_Strict):
     norm_weight_offset: Annotated[float, Field(ge=-1, le=1, exclude_if=_is_zero)] = 0.0
     """Added to every RMSNorm weight (the q/k norms' too) before it multiplies: Gemma's norms multiply by
     (1 + weight), 1.0, their stored weights the offset from identity (a fresh norm's weights 1 - offset). With an
-    offset the product is taken in float32 before the cast back (Gemma's order); 0: Llama's weight as stored."""
+    offset the product is taken in float32 before the cast back (Gemma's order); 0: Llama's weight as stored. A
+    LayerNorm's weight takes it too (Nemotron's LayerNorm1P: 1 + weight, its bias as stored)."""
     scale_embeddings: Annotated[bool, Field(exclude_if=_is_false)] = False
     """Whether the token embeddings are multiplied by sqrt(d_model) (Gemma), the factor first cast to the
     activations' dtype (as transformers does: 55.43 is 55.5 in bf16)."""
@@ -610,8 +614,8 @@ class ModelSpec(_Strict):
         else:
             self._resolve_heads()
         self._check_layer_pattern()
-        if self.norm_weight_offset and self.norm != "rmsnorm":
-            raise ValueError(f"norm_weight_offset applies to RMSNorm weights; this model's norm is {self.norm}")
+        if not self.norm_weights and (self.norm != "layernorm" or self.norm_bias or self.norm_weight_offset):
+            raise ValueError("norm_weights false is OLMo's LayerNorm without weight or bias: norm layernorm, no bias")
         if self.rope_local is not None and self.rotary is None:
             raise ValueError("rope_local is the RoPE of local layers, but this model has learned positions")
         self._check_block()

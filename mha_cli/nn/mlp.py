@@ -1,9 +1,9 @@
 """The dense MLP of a decoder layer: gated (SwiGLU, GeGLU) or plain (GELU), Llama's projection names.
 
 gated: down(act(gate(x)) * up(x)), 3 matrices; plain: down(act(up(x))), 2 matrices. ``act`` is the spec's
-``activation``: SiLU for gated and exact GELU for plain by default, or GELU's tanh approximation, ReLU or ReLU^2.
-``gate_scale`` and ``down_scale`` multiply the gate projection and the output (Falcon-H1's ``mlp_multipliers``).
-Under tensor
+``activation``: SiLU for gated and exact GELU for plain by default, or GELU's tanh approximation, ReLU or ReLU^2
+(Persimmon, Nemotron, JAIS 2's ``relu2``). ``gate_scale`` and ``down_scale`` multiply the gate projection and the
+output (Falcon-H1's ``mlp_multipliers``). Under tensor
 parallelism ``d_ff`` is this rank's slice of the hidden width (gate/up column-split, down row-split).
 Shapes: ``b`` batch, ``s`` tokens, ``d`` d_model, ``f`` the (rank-local) hidden width.
 """

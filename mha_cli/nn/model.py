@@ -193,7 +193,13 @@ class DecoderLayer(nn.Module):
 
         def norm() -> nn.Module:
             return make_norm(
-                spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
+                spec.norm,
+                spec.d_model,
+                spec.norm_eps,
+                offset=spec.norm_weight_offset,
+                bias=spec.norm_bias,
+                weights=spec.norm_weights,
+                **factory,
             )
 
         if not self.post_norms:
@@ -348,8 +354,9 @@ class DecoderBody(nn.Module):
         self.layers = nn.ModuleList(layers)
         if spec.final_norm:
             self.norm = make_norm(
-                spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
-            )
+                spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias,
+                weights=spec.norm_weights, **factory,
+            )  # fmt: skip
         if spec.embedding_norm:  # BLOOM's word_embeddings_layernorm, BERT's embeddings.LayerNorm
             self.embed_norm = make_norm(
                 spec.norm, width, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory

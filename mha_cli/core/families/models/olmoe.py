@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
 
 
-def _clip_qkv(r: ConfigReader, fields: dict[str, Any]) -> None:
+def clip_qkv(r: ConfigReader, fields: dict[str, Any]) -> None:
     if r.get("clip_qkv") is not None:
         fields["qkv_clip"] = float(r.get("clip_qkv"))
 
@@ -22,7 +22,7 @@ FAMILY = Family(
     defaults={"num_experts": 64, "num_experts_per_tok": 8},
     layout={"qk_norm": True, "qk_norm_span": "projection"},
     routing_defaults={"norm_topk_prob": False},
-    read_fields=_clip_qkv,
+    read_fields=clip_qkv,
     names=("olmoe",),
     equal_test="tests/test_family_sweep.py (the decoder sweep: olmoe)",
 )
