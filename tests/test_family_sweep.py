@@ -74,6 +74,8 @@ EQUAL = (
     "lfm2",  # gated short convolutions : attention
     "olmoe", "olmo2", "olmo3", "flex_olmo", "exaone4", "cohere", "cohere2",
     *BERT_DECODERS,
+    "ernie4_5_moe", "glm4_moe_lite", "gpt_oss", "flint", "nemotron", "jais2", "olmo", "arcee", "glm", "glm4",
+    "kolibri1", "vaultgemma",
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
 (ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its
@@ -174,18 +176,23 @@ def test_an_uncounted_weight_is_caught_when_the_family_does_not_say_so(monkeypat
 
 
 def test_a_difference_is_caught_when_the_omission_is_not_listed(monkeypatch):
-    """The control: with Arcee's omission removed, its ReLU-squared MLP makes it a silent difference."""
+    """The control: with Arcee's record misreading its ReLU-squared MLP as exact GELU and listing no omission, the
+    difference is silent; listed, it is said; with its own record, Arcee is equal."""
     import mha_cli.core.families.models.arcee as arcee
     from mha_cli.core.families import family
 
-    monkeypatch.setattr(arcee, "FAMILY", arcee.FAMILY._replace(differences=()))
-    family.cache_clear()  # the registry hands out the record without Arcee's omission
-    try:
-        assert decoder_sweep.sweep_one("arcee").verdict == "differs, unlisted"
-    finally:
-        monkeypatch.undo()
-        family.cache_clear()
-    assert family("arcee").differences and decoder_sweep.sweep_one("arcee").verdict == "differs, listed"
+    misread = arcee.FAMILY._replace(layout={"activation": "gelu"}, differences=())
+    verdicts = []
+    for record in (misread, misread._replace(differences=("its MLP is read as exact GELU",))):
+        monkeypatch.setattr(arcee, "FAMILY", record)
+        family.cache_clear()  # the registry hands out the patched record
+        try:
+            verdicts.append(decoder_sweep.sweep_one("arcee").verdict)
+        finally:
+            monkeypatch.undo()
+            family.cache_clear()
+    assert verdicts == ["differs, unlisted", "differs, listed"]
+    assert decoder_sweep.sweep_one("arcee").verdict == "equal"
 
 
 def test_the_support_matrix_claims_equality_only_for_families_the_sweep_finds_equal():

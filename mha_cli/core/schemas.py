@@ -54,7 +54,7 @@ MlaCacheMode = Literal["absorbed", "naive"]
 EngineName = Literal["vllm", "sglang", "trtllm"]
 """Serving engines whose memory rules ``core.engine`` models."""
 ScoringFunc = Literal["softmax", "sigmoid"]
-TopkMethod = Literal["greedy", "group_limited_greedy", "noaux_tc"]
+TopkMethod = Literal["greedy", "group_limited_greedy", "noaux_tc", "noaux_logits"]
 RopeScalingType = Literal["linear", "llama3", "yarn"]
 
 _MAX_WIDTH = 1 << 20
@@ -406,7 +406,8 @@ class MoESpec(_Strict):
     topk_method: TopkMethod = "greedy"
     """greedy: the top-k scores; group_limited_greedy: top-k within the ``topk_group`` groups of highest max
     score (DeepSeek-V2); noaux_tc: groups ranked by their two best biased scores, experts chosen by
-    score + e_score_correction_bias, weighted by the unbiased score (DeepSeek-V3)."""
+    score + e_score_correction_bias, weighted by the unbiased score (DeepSeek-V3); noaux_logits: experts chosen by
+    logit + e_score_correction_bias, before the scoring function, weighted by their scores (Kolibri)."""
     norm_topk_prob: bool = True
     """Whether the k chosen weights are renormalised to sum to 1 (Mixtral, Qwen3-MoE, DeepSeek-V3)."""
     routed_scaling_factor: Annotated[float, Field(gt=0, le=1e4)] = 1.0

@@ -9,9 +9,11 @@ Routing (``TopKRouter``, the ``gate`` submodule), as the model families define i
   ``topk_group`` groups with the highest max score compete;
 - ``noaux_tc`` (DeepSeek-V3): sigmoid scores; the choice uses score + ``e_score_correction_bias``
   (a buffer, learned outside backprop), groups are ranked by the sum of their two best biased
-  scores, and the chosen experts are weighted by their unbiased scores.
-A router may add a bias per expert to its logits (gpt-oss's ``gate.bias``). Then optionally renormalise the k weights to sum 1 (``norm_topk_prob``) and multiply them by
-``routed_scaling_factor``.
+  scores, and the chosen experts are weighted by their unbiased scores;
+- ``noaux_logits`` (Kolibri): the experts chosen by logit + ``e_score_correction_bias``, before the scoring
+  function, weighted by their scores.
+A router may add a bias per expert to its logits (gpt-oss's ``gate.bias``). Then optionally renormalise the k
+weights to sum 1 (``norm_topk_prob``) and multiply them by ``routed_scaling_factor``.
 
 State-dict names follow transformers 5's modules (DeepseekV3MoE, Qwen3MoeSparseMoeBlock,
 Qwen2MoeSparseMoeBlock, Mixtral): ``gate.weight`` (E, d), ``gate.e_score_correction_bias`` (E,)
@@ -38,6 +40,8 @@ from mha_cli.core.schemas import ModelSpec, MoESpec
 from mha_cli.nn.mlp import MLP
 from mha_cli.nn.row_parallel import Reduce
 
+BIASED_CHOICE = ("noaux_tc", "noaux_logits")
+"""Routing methods whose choice adds the learned ``e_score_correction_bias``."""
 INIT_STD = 0.02
 """Standard deviation of the router and expert weights at initialisation (as ``build_model``'s linears)."""
 
@@ -63,7 +67,7 @@ class TopKRouter(nn.Module):
         self.bias = None
         if spec.router_bias:  # gpt-oss: a learned bias per expert on the logits
             self.bias = nn.Parameter(torch.empty(spec.n_experts, dtype=dtype, device=device))
-        if self.topk_method == "noaux_tc":  # a buffer, as in transformers: saved, not trained by backprop
+        if self.topk_method in BIASED_CHOICE:  # a buffer, as in transformers: saved, not trained by backprop
             self.register_buffer("e_score_correction_bias", torch.empty(spec.n_experts, device=device))
         if self.weight.device.type != "meta":
             self.init_weights()
@@ -73,7 +77,7 @@ class TopKRouter(nn.Module):
         nn.init.normal_(self.weight, std=INIT_STD)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
-        if self.topk_method == "noaux_tc":
+        if self.topk_method in BIASED_CHOICE:
             nn.init.zeros_(self.e_score_correction_bias)
 
     def forward(self, x: torch.Tensor, chosen: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -84,6 +88,8 @@ class TopKRouter(nn.Module):
         choice = scores  # (n, E): what the top-k ranks
         if self.topk_method == "noaux_tc":
             choice = scores + self.e_score_correction_bias.float()  # (n, E)
+        elif self.topk_method == "noaux_logits":  # Kolibri: the bias on the logits, before the scoring
+            choice = logits + self.e_score_correction_bias.float()  # (n, E)
         if self.topk_method != "greedy" and self.n_group > 1:
             choice = self._keep_best_groups(choice)  # (n, E), experts of other groups at -inf
         indices = choice.topk(self.top_k, dim=-1).indices if chosen is None else chosen  # (n, k)
