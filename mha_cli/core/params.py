@@ -228,6 +228,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         shared = mlp_params(d, moe.d_ff_shared or moe.d_ff_expert, model.mlp, moe.expert_bias)
         router = d * moe.n_experts + (d if moe.shared_expert_gate else 0)  # + Qwen2-MoE's shared-expert gate
         router += moe.n_experts if moe.router_bias else 0  # gpt-oss's router bias
+        router += d if moe.output_norm else 0  # A.X K1's norm of the block's output
         moe_mlp = moe.n_experts * expert + moe.n_shared_experts * shared + router
         moe_inactive = (moe.n_experts - moe.n_active_experts) * expert
         n_moe = model.n_moe_layers

@@ -392,6 +392,8 @@ class MoESpec(_Strict):
     """Whether expert projections carry biases (gpt-oss)."""
     shared_expert_gate: bool = False
     """Whether a sigmoid gate (d_model -> 1) scales the shared expert's output (Qwen2-MoE)."""
+    output_norm: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Whether an RMSNorm (d_model weights) normalises the MoE block's output (A.X K1's post_mlp_layernorm)."""
     router_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
     """Whether the router adds a learned bias per expert to its logits (gpt-oss: n_experts weights a layer)."""
     swiglu_limit: Annotated[Annotated[float, Field(gt=0)] | None, Field(exclude_if=_is_none)] = None

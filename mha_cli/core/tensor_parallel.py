@@ -215,6 +215,7 @@ def mlp_params_per_rank(model: ModelSpec, tp: int, moe_layer: bool, experts: Exp
     shared = mlp_params(d, shared_width, model.mlp, moe.expert_bias)
     router = d * moe.n_experts + (d if moe.shared_expert_gate else 0)  # replicated, with Qwen2-MoE's shared gate
     router += moe.n_experts if moe.router_bias else 0  # gpt-oss's router bias, replicated
+    router += d if moe.output_norm else 0  # A.X K1's output norm, replicated
     return local_experts(model, layout) * expert + moe.n_shared_experts * shared + router
 
 

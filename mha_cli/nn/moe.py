@@ -38,6 +38,7 @@ from torch import nn
 
 from mha_cli.core.schemas import ModelSpec, MoESpec
 from mha_cli.nn.mlp import MLP
+from mha_cli.nn.norms import RMSNorm
 from mha_cli.nn.row_parallel import Reduce
 
 BIASED_CHOICE = ("noaux_tc", "noaux_logits")
@@ -230,7 +231,7 @@ class MoE(nn.Module):
     """Routed experts (+ shared experts): ``forward(x, reduce=None)``, x (b, s, d) -> (b, s, d).
 
     ``reduce`` (the model's all-reduce; identity on one rank) is called once, on the combined partial
-    output of the routed and shared experts.
+    output of the routed and shared experts; an output norm (``MoESpec.output_norm``) applies after it.
     """
 
     def __init__(
@@ -239,12 +240,15 @@ class MoE(nn.Module):
         spec: MoESpec,
         *,
         tp_size: int = 1,
+        norm_eps: float = 1e-6,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
         factory = {"dtype": dtype, "device": device}
         self.spec = spec
+        if spec.output_norm:  # A.X K1: the block's whole output normed (after the sum over ranks)
+            self.post_mlp_layernorm = RMSNorm(d_model, norm_eps, **factory)
         self.routing_tape: RoutingTape | None = None  # set by verify's numerics check only
         d_ff = _split_width(spec.d_ff_expert, tp_size, "d_ff_expert")
         self.gate = TopKRouter(d_model, spec, **factory)
@@ -279,6 +283,8 @@ class MoE(nn.Module):
             out = reduce(out)  # (n, d), summed over ranks
         if self.experts.bias:
             out = out + self.experts.bias_term(weights, indices)  # (n, d), once, after the sum
+        if hasattr(self, "post_mlp_layernorm"):
+            out = self.post_mlp_layernorm(out)  # (n, d)
         return out.reshape(shape)  # (b, s, d)
 
     def _route(self, tokens: torch.Tensor, *, batch: int, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -309,4 +315,4 @@ def build_moe(
         raise ValueError(f"tp_rank ({tp_rank}) must be in [0, {tp_size})")
     if spec.mlp != "gated":
         raise ValueError(f"{spec.name}: MoE experts are built as gated (SwiGLU) MLPs, the spec says {spec.mlp}")
-    return MoE(spec.d_model, spec.moe, tp_size=tp_size, dtype=dtype, device=device)
+    return MoE(spec.d_model, spec.moe, tp_size=tp_size, norm_eps=spec.norm_eps, dtype=dtype, device=device)
