@@ -159,7 +159,8 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         family="gpt_oss", source="openai/gpt-oss-20b config.json", context_length=131072,
         d_model=2880, n_layers=24, n_heads=64, n_kv_heads=8, head_dim=64, vocab_size=201088, d_ff=2880,
         sliding_window=128, layer_pattern=["local", "global"],
-        moe=dict(n_experts=32, n_active_experts=4, d_ff_expert=2880, expert_bias=True),
+        moe=dict(n_experts=32, n_active_experts=4, d_ff_expert=2880, expert_bias=True, router_bias=True,
+                 swiglu_limit=7.0),
         rope=dict(theta=150000.0, scaling=dict(
             type="yarn", factor=32.0, original_max_position_embeddings=4096, beta_fast=32.0, beta_slow=1.0,
             truncate=False,
