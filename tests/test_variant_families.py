@@ -171,7 +171,8 @@ def _counts(model_type: str) -> tuple[int, int]:
 @pytest.mark.parametrize(
     "model_type",
     ["glm4_moe_lite", "gpt_oss", "flint", "granite_swa", "granitemoe_swa", "nemotron", "jais2", "olmo", "arcee",
-     "glm", "glm4", "kolibri1", "vaultgemma", "hy_v3", "axk1", "hyperclovax", "cohere2_moe"],
+     "glm", "glm4", "kolibri1", "vaultgemma", "hy_v3", "axk1", "hyperclovax", "cohere2_moe",
+     "deepseek_v32", "glm_moe_dsa"],
 )  # fmt: skip
 def test_the_variant_families_weigh_what_transformers_builds(model_type):
     reference, ours = _counts(model_type)

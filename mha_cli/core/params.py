@@ -71,7 +71,7 @@ def attention_params(model: ModelSpec) -> int:
         kv_up = mla.kv_lora_rank * model.n_heads * (mla.qk_nope_head_dim + mla.v_head_dim)
         o = model.n_heads * mla.v_head_dim * d
         biases = (q_out if model.qkv_bias else 0) + (d if model.o_bias else 0)
-        return q + kv_down + kv_up + o + biases + qk_norm_params(model)
+        return q + kv_down + kv_up + o + biases + qk_norm_params(model) + indexer_params(model)
     q_width = model.n_heads * model.dim_per_head
     kv_width = model.kv_heads * model.dim_per_head
     q_out = 2 * q_width if model.attn_output_gate else q_width  # Qwen3-Next's q_proj also emits the output gate
@@ -79,6 +79,17 @@ def attention_params(model: ModelSpec) -> int:
     biases = (q_out + 2 * kv_width if model.qkv_bias else 0) + (d if model.o_bias else 0)
     sinks = model.n_heads if model.attn_sinks else 0  # one sink logit per query head
     return weights + biases + qk_norm_params(model) + sinks
+
+
+def indexer_params(model: ModelSpec) -> int:
+    """DeepSeek-V3.2's lightning indexer, where the spec gives its heads: wq_b q_lora_rank x (heads x head_dim), wk
+    d_model x head_dim, its key's LayerNorm (weight and bias), weights_proj d_model x heads; else 0."""
+    indexer = model.mla.indexer if model.mla is not None else None
+    if indexer is None or indexer.index_n_heads is None:
+        return 0
+    width, heads = indexer.index_head_dim, indexer.index_n_heads
+    q_in = model.mla.q_lora_rank or model.d_model
+    return q_in * heads * width + model.d_model * width + 2 * width + model.d_model * heads
 
 
 def qk_norm_params(model: ModelSpec) -> int:

@@ -263,7 +263,7 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         family="deepseek_v32", source="deepseek-ai/DeepSeek-V3.2-Exp config.json", context_length=163840,
         d_model=7168, n_layers=61, n_heads=128, vocab_size=129280, d_ff=18432,
         mla=dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536,
-                 indexer=dict(index_head_dim=128)),
+                 indexer=dict(index_head_dim=128, index_n_heads=64, index_topk=2048)),
         moe=dict(n_experts=256, n_active_experts=8, n_shared_experts=1, d_ff_expert=2048, n_dense_layers=3),
     ),
     # 35 layers, 4 local (512) : 1 global; the last 15 reuse earlier K/V: 20 * 2 * 2 * 256 * 2 = 40,960 B/token.

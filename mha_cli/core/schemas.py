@@ -129,6 +129,11 @@ class MLAIndexerSpec(_Strict):
 
     index_head_dim: Width
     """Width of the indexer's cached key (DeepSeek-V3.2: 128)."""
+    index_n_heads: Annotated[Width | None, Field(exclude_if=lambda value: value is None)] = None
+    """The indexer's query heads (DeepSeek-V3.2: 64); given, its weights are counted and built (wq_b from the q
+    latent, wk, its key LayerNorm, weights_proj); None: a spec that prices the cache only, its weights uncounted."""
+    index_topk: Annotated[Width | None, Field(exclude_if=lambda value: value is None)] = None
+    """Keys each query attends to, the indexer's top k (DeepSeek-V3.2: 2048); up to it, attention is dense."""
 
 
 class MLASpec(_Strict):

@@ -33,6 +33,7 @@ from mha_cli.core.params import (
     count_params,
     embedding_side_params,
     head_side_params,
+    indexer_params,
     mlp_params,
     norm_params,
     qk_norm_params,
@@ -190,7 +191,8 @@ def attention_params_per_rank(model: ModelSpec, tp: int) -> int:
         kv_up = mla.kv_lora_rank * heads * (mla.qk_nope_head_dim + mla.v_head_dim)
         o = heads * mla.v_head_dim * d
         q_bias = q_out if model.qkv_bias else 0
-        return q + kv_down + kv_up + o + q_bias + o_bias + qk_norm
+        indexer = indexer_params(model)  # replicated: every rank scores every key
+        return q + kv_down + kv_up + o + q_bias + o_bias + qk_norm + indexer
     kv_heads = kv_heads_per_rank(model, tp)
     q_width = heads * model.dim_per_head
     kv_width = kv_heads * model.dim_per_head

@@ -33,8 +33,9 @@ from typing import Literal
 import torch
 from torch import nn
 
-from mha_cli.core.schemas import ModelSpec, RopeScaling, RopeSpec
+from mha_cli.core.schemas import MLAIndexerSpec, ModelSpec, RopeScaling, RopeSpec
 from mha_cli.nn.heads import combine_heads, split_heads
+from mha_cli.nn.indexer import LightningIndexer
 from mha_cli.nn.kv_cache import KVCache, LatentCache
 from mha_cli.nn.norms import RMSNorm
 from mha_cli.nn.padding import Padding
@@ -79,6 +80,7 @@ class MLAttention(nn.Module):
         rotate: bool = True,
         bias: bool = False,
         o_bias: bool = False,
+        indexer: MLAIndexerSpec | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -105,6 +107,12 @@ class MLAttention(nn.Module):
         self.kv_a_layernorm = RMSNorm(kv_lora_rank, LATENT_NORM_EPS, **factory)
         self.kv_b_proj = nn.Linear(kv_lora_rank, n_heads * (qk_nope_head_dim + v_head_dim), bias=False, **factory)
         self.o_proj = nn.Linear(n_heads * v_head_dim, d_model, bias=o_bias, **factory)
+        if indexer is not None and indexer.index_n_heads is not None:  # DeepSeek-V3.2: weights only, see nn.indexer
+            if q_lora_rank is None:
+                raise ValueError("the lightning indexer reads the q latent: it needs q_lora_rank")
+            self.indexer = LightningIndexer(
+                d_model, q_lora_rank, indexer.index_n_heads, indexer.index_head_dim, **factory
+            )
 
     # Projections shared by both paths ----------------------------------------------------------
 
@@ -258,6 +266,7 @@ def build_mla(
         rotate=rotate,
         bias=spec.qkv_bias,
         o_bias=spec.o_bias,
+        indexer=mla.indexer,
         dtype=dtype,
         device=device,
     )

@@ -1,7 +1,7 @@
 """A.X K2: MLA with DeepSeek-V3.2's lightning indexer."""
 
 from mha_cli.core.families import ANY_VALUE, MLA_UNREAD, Family
-from mha_cli.core.families.models.deepseek_v32 import INDEXER_FIELDS, INDEXER_WEIGHTS, read_indexer
+from mha_cli.core.families.models.deepseek_v32 import INDEXER_FIELDS, INDEXER_TOPK, read_indexer
 
 FAMILY = Family(
     model_types=("axk2",),
@@ -9,8 +9,11 @@ FAMILY = Family(
     reads=INDEXER_FIELDS,
     read_fields=read_indexer,
     unbuilt="an indexer",
-    uncounted=INDEXER_WEIGHTS.replace(
-        "are not counted", "and its attention's output gate (q_gate_proj) are not counted"
+    defaults={"index_head_dim": 128, "index_n_heads": 16, "index_topk": 2048},
+    differences=INDEXER_TOPK,
+    uncounted=(
+        "weights approximate: its attention's output gate (q_gate_proj, n_heads x v_head_dim x d_model a layer) is"
+        " not counted"
     ),
     left_unread={**MLA_UNREAD, "index_topk": ANY_VALUE, "gated_norm_rank": 16},
 )

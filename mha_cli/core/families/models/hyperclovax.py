@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import Family
 from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
@@ -38,6 +38,5 @@ FAMILY = Family(
         "HyperCLOVA X's embedding_multiplier and residual_multiplier (1 by default) are not applied",
         "HyperCLOVA X without use_post_norm does not load (its norms are renamed as the peri-layer block's)",
     ),
-    equal_test=EQUAL_BY_SWEEP,
     weights=WeightLayout(renames=PERI_LAYER_NORMS, dropped=(r"\.rotary_emb\.inv_freq$",)),
 )
