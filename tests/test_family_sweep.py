@@ -76,6 +76,7 @@ EQUAL = (
     *BERT_DECODERS,
     "ernie4_5_moe", "glm4_moe_lite", "gpt_oss", "flint", "nemotron", "jais2", "olmo", "arcee", "glm", "glm4",
     "kolibri1", "vaultgemma", "hy_v3", "axk1", "hyperclovax", "cohere2_moe", "deepseek_v32", "glm_moe_dsa",
+    "laguna",
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
 (ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its

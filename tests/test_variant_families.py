@@ -162,6 +162,8 @@ def _counts(model_type: str) -> tuple[int, int]:
         if isinstance(getattr(config, listed, None), list):
             with contextlib.suppress(AttributeError):
                 setattr(config, listed, getattr(config, listed)[: SMALL["num_hidden_layers"]])
+    if getattr(config, "num_attention_heads_per_layer", None):  # Laguna's, filled at its default head count
+        config.num_attention_heads_per_layer = [SMALL["num_attention_heads"]] * SMALL["num_hidden_layers"]
     with warnings.catch_warnings(), torch.device("meta"):
         warnings.simplefilter("ignore")
         model = transformers.AutoModelForCausalLM.from_config(config)
@@ -177,3 +179,14 @@ def _counts(model_type: str) -> tuple[int, int]:
 def test_the_variant_families_weigh_what_transformers_builds(model_type):
     reference, ours = _counts(model_type)
     assert ours == reference
+
+
+@pytest.mark.parametrize("model_type", ["ernie4_5_moe", "laguna"])
+def test_a_correction_bias_stored_as_a_parameter_is_what_the_count_leaves_out(model_type):
+    """ERNIE 4.5 MoE and Laguna keep the router's correction bias as a parameter (not a buffer, as DeepSeek-V3
+    does): it is the count's only difference, one value per expert of each MoE layer."""
+    reference, ours = _counts(model_type)
+    config = transformers.AutoConfig.for_model(model_type)
+    n_experts = getattr(config, "moe_num_experts", None) or config.num_experts
+    moe_layers = {"ernie4_5_moe": SMALL["num_hidden_layers"] - 1, "laguna": SMALL["num_hidden_layers"] - 1}
+    assert reference - ours == moe_layers[model_type] * n_experts

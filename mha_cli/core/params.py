@@ -78,7 +78,8 @@ def attention_params(model: ModelSpec) -> int:
     weights = d * q_out + 2 * d * kv_width + q_width * d
     biases = (q_out + 2 * kv_width if model.qkv_bias else 0) + (d if model.o_bias else 0)
     sinks = model.n_heads if model.attn_sinks else 0  # one sink logit per query head
-    return weights + biases + qk_norm_params(model) + sinks
+    gate = {None: 0, "head": d * model.n_heads, "element": d * q_width}[model.attn_softplus_gate]  # Laguna's g_proj
+    return weights + biases + qk_norm_params(model) + sinks + gate
 
 
 def indexer_params(model: ModelSpec) -> int:

@@ -35,6 +35,7 @@ add (the original Transformer's post-LN, GPT-1, OPT-350m: norm(x + attn(x)), the
 QkNormSpan = Literal["head", "projection"]
 """What a q/k norm normalises over: ``head`` each head's head_dim values (Qwen3), ``projection`` the whole q and k
 projections, n_heads * head_dim and n_kv_heads * head_dim values (OLMo 2, OLMoE, MiniMax-M2)."""
+SoftplusGate = Literal["head", "element"]
 NopeLayers = Literal["none", "global"]
 """Layers that apply no RoPE: ``none``, or the ``global`` ones of a model whose other layers attend locally
 (EXAONE 4 with a sliding window: RoPE on its sliding layers only), or of a model whose other layers are linear
@@ -545,6 +546,9 @@ class ModelSpec(_Strict):
     """Attention scores soft-capped to (-cap, cap) as cap * tanh(score / cap) after the scale, before the mask
     and softmax (Gemma 2's attn_logit_softcapping: 50); None: uncapped. The capped scores are computed explicitly
     (SDPA cannot cap), in query chunks of bounded size."""
+    attn_softplus_gate: Annotated[SoftplusGate | None, Field(exclude_if=_is_none)] = None
+    """Laguna's attention output gate: softplus(g_proj(x)) multiplies the attention's output before o_proj, one
+    factor per ``head`` (d_model x n_heads weights a layer) or per ``element`` (d_model x n_heads x head_dim)."""
     attn_sinks: Annotated[bool, Field(exclude_if=_is_false)] = False
     """A learned logit per query head joins every attention softmax, its weight then dropped (gpt-oss's,
     Granite-SWA's and Flint's ``self_attn.sinks``: n_heads weights a layer); not with MLA."""
@@ -640,6 +644,8 @@ class ModelSpec(_Strict):
             raise ValueError("qk_norm_span projection needs qk_norm")
         if self.attn_output_gate and self.mla is not None:
             raise ValueError("attn_output_gate is for MHA/GQA/MQA attention, not MLA")
+        if self.attn_softplus_gate is not None and self.mla is not None:
+            raise ValueError("attn_softplus_gate is for MHA/GQA/MQA attention, not MLA")
         if self.attn_sinks and self.mla is not None:
             raise ValueError("attn_sinks are for MHA/GQA/MQA attention, not MLA")
         if self.qk_norm_span == "projection" and self.mla is not None:

@@ -199,7 +199,8 @@ def attention_params_per_rank(model: ModelSpec, tp: int) -> int:
     weights = d * q_width + 2 * d * kv_width + q_width * d
     biases = q_width + 2 * kv_width if model.qkv_bias else 0
     sinks = heads if model.attn_sinks else 0  # split with the query heads
-    return weights + biases + o_bias + qk_norm + sinks
+    gate = {None: 0, "head": d * heads, "element": d * q_width}[model.attn_softplus_gate]  # split with them too
+    return weights + biases + o_bias + qk_norm + sinks + gate
 
 
 def mlp_params_per_rank(model: ModelSpec, tp: int, moe_layer: bool, experts: ExpertLayout | None = None) -> int:

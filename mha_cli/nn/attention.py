@@ -13,8 +13,9 @@ heads and ``o_proj`` is row-parallel (``reduce`` sums the ranks). Shapes use the
 ``qkv_clip`` clamps q, k and v after the norms (OLMoE's ``clip_qkv``); ``alibi_slopes`` biases the scores by key
 position instead of rotating (BLOOM, MPT: ``mha_cli.nn.alibi``). ``output_gate`` (Qwen3-Next): ``q_proj`` emits
 each head's query then its gate (2 * head_dim values a head), and sigmoid(gate) multiplies the combined heads
-before ``o_proj``. ``key_scale`` multiplies the keys after ``k_proj`` (Falcon-H1's ``key_multiplier``). ``sinks`` adds a learned logit per head to every
-softmax (gpt-oss, ``mha_cli.nn.sinks``).
+before ``o_proj``. ``key_scale`` multiplies the keys after ``k_proj`` (Falcon-H1's ``key_multiplier``). ``sinks``
+adds a learned logit per head to every softmax (gpt-oss, ``mha_cli.nn.sinks``); ``softplus_gate`` scales the output
+by softplus(g_proj(x)) per head or per element before ``o_proj`` (Laguna).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class Attention(nn.Module):
         softcap: float | None = None,
         alibi_slopes: torch.Tensor | None = None,
         sinks: bool = False,
+        softplus_gate: str | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -109,6 +111,12 @@ class Attention(nn.Module):
         self.key_scale = key_scale
         if sinks:  # gpt-oss: one sink logit per (local) query head, see ``mha_cli.nn.sinks``
             self.sinks = nn.Parameter(torch.zeros(n_heads, **factory))
+        if softplus_gate not in (None, "head", "element"):
+            raise ValueError(f"softplus_gate is head or element, not {softplus_gate!r}")
+        self.gate_per_head = softplus_gate == "head"
+        if softplus_gate is not None:  # Laguna: softplus(g_proj(x)) scales the output, per head or per element
+            gate_width = n_heads if self.gate_per_head else n_heads * head_dim
+            self.g_proj = nn.Linear(d_model, gate_width, bias=False, **factory)
 
     def _queries_and_gate(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """q_proj's queries (b, s, n_h * h_d) and, with ``output_gate``, the gate (b, s, n_h * h_d), else None."""
@@ -184,7 +192,18 @@ class Attention(nn.Module):
             out = sink_attention(q, k, v, self.sinks, scale=self.scale, mask=mask, softcap=self.softcap)
         else:
             out = grouped_attention(q, k, v, scale=self.scale, mask=mask, softcap=self.softcap)  # (b, n_h, s, h_d)
-        return row_parallel(self.o_proj, self._gated(combine_heads(out), gate), reduce)  # (b, s, d_model)
+        out = self._gated(combine_heads(out), gate)  # (b, s, n_h * h_d)
+        if hasattr(self, "g_proj"):
+            out = self._softplus_gated(out, x)
+        return row_parallel(self.o_proj, out, reduce)  # (b, s, d_model)
+
+    def _softplus_gated(self, out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Laguna's output gate: out (b, s, n_h * h_d) times softplus(g_proj(x)), per head or per element."""
+        gate = torch.nn.functional.softplus(self.g_proj(x).float()).to(out.dtype)  # (b, s, n_h) or (b, s, n_h * h_d)
+        if not self.gate_per_head:
+            return out * gate
+        heads = out.unflatten(-1, (self.n_heads, self.head_dim))  # (b, s, n_h, h_d)
+        return (heads * gate.unsqueeze(-1)).flatten(-2)  # (b, s, n_h * h_d)
 
     def _mask(self, start_pos: int, s: int, first_key: int, t: int) -> torch.Tensor | None:
         """The window mask (s, t) when some causal key falls outside the window, else ``None`` (plain causal)."""
@@ -196,7 +215,10 @@ class Attention(nn.Module):
         """Reference path (explicit softmax, K/V repeated, no window): (out (b, s, d_model), weights (b, n_h, s, s))."""
         q, k, v, gate = self._project(x)  # (b, n_h, s, h_d), (b, n_kv, s, h_d) x 2
         out, weights = reference_attention(q, k, v, scale=self.scale, softcap=self.softcap)  # (b, n_h, s, h_d), ...
-        return self.o_proj(self._gated(combine_heads(out), gate)), weights  # (b, s, d_model), (b, n_h, s, s)
+        out = self._gated(combine_heads(out), gate)  # (b, s, n_h * h_d)
+        if hasattr(self, "g_proj"):
+            out = self._softplus_gated(out, x)
+        return self.o_proj(out), weights  # (b, s, d_model), (b, n_h, s, s)
 
     def new_cache(
         self,

@@ -143,6 +143,7 @@ def build_layer_attention(
         softcap=spec.attn_logit_softcap,
         alibi_slopes=slopes,
         sinks=spec.attn_sinks,
+        softplus_gate=spec.attn_softplus_gate,
         dtype=dtype,
         device=device,
     )
