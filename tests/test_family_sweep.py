@@ -52,6 +52,8 @@ PRICED = (
     "llama4_text", "minimax", "mpt", "xglm", "hunyuan_v1_moe", "smollm3", "glm4_moe", "minimax_m2", "bloom", "opt",
     "kimi_linear", "bamba", "qwen3_5_text", "qwen3_5_moe_text", "granitemoehybrid", "nemotron_h", "lfm2",
     *BERT_DECODERS,
+    "glm4_moe_lite", "axk1", "granite_swa", "granitemoe_swa", "flint", "nemotron", "hyperclovax", "hy_v3", "laguna",
+    "cohere2_moe", "kolibri1", "vaultgemma", "beam",
 )  # fmt: skip
 """Families the cache sweep builds and `mha kv` prices exactly (or as the window a serving engine keeps)."""
 REFUSED = {

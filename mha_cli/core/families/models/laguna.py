@@ -34,4 +34,8 @@ FAMILY = Family(
         "Laguna's per-layer head counts (num_attention_heads_per_layer): every layer here has num_attention_heads",
         "Laguna's router logit soft cap (moe_router_logit_softcapping, 0 by default)",
     ),
+    uncounted=(
+        "weights approximate where num_attention_heads_per_layer varies: every layer is counted with"
+        " num_attention_heads query heads (the cache, of its uniform KV heads, is exact)"
+    ),
 )
