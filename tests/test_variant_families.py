@@ -128,6 +128,23 @@ def test_kolibri_routing_adds_its_bias_to_the_logits_not_the_scores():
     assert not torch.equal(on_scores(x)[1].sort(dim=-1).values, order.values)  # the bias's place matters
 
 
+def test_sparsemixer_routing_equals_phimoe_at_inference():
+    from transformers.models.phimoe.modeling_phimoe import sparsemixer
+
+    from mha_cli.nn.sparsemixer import sparsemixer_route
+
+    logits = torch.randn(64, 8, generator=torch.Generator().manual_seed(0))
+    logits[:8, 1] = logits[:8, 0] * (1 - 1e-3)  # near-ties: the second expert's mask keeps more than one logit
+    expected_weights, expected = sparsemixer(logits, jitter_eps=0.01, training=False)
+    weights, indices = sparsemixer_route(logits, 0.01, 2)
+    assert torch.equal(indices, expected)
+    assert torch.allclose(weights, expected_weights, atol=1e-6)
+    replayed, same = sparsemixer_route(logits, 0.01, 2, forced=indices)
+    assert torch.equal(same, indices) and torch.allclose(replayed, weights)
+    softmax_top2 = logits.softmax(-1).topk(2).values  # what a softmax router would weigh them by
+    assert not torch.allclose(weights, softmax_top2, atol=1e-3)
+
+
 def test_layernorm1p_and_olmo_layernorm_equal_transformers():
     from transformers.models.nemotron.modeling_nemotron import NemotronLayerNorm1P
     from transformers.models.olmo.modeling_olmo import OlmoLayerNorm
@@ -174,7 +191,7 @@ def _counts(model_type: str) -> tuple[int, int]:
     "model_type",
     ["glm4_moe_lite", "gpt_oss", "flint", "granite_swa", "granitemoe_swa", "nemotron", "jais2", "olmo", "arcee",
      "glm", "glm4", "kolibri1", "vaultgemma", "hy_v3", "axk1", "hyperclovax", "cohere2_moe",
-     "deepseek_v32", "glm_moe_dsa"],
+     "deepseek_v32", "glm_moe_dsa", "phimoe"],
 )  # fmt: skip
 def test_the_variant_families_weigh_what_transformers_builds(model_type):
     reference, ours = _counts(model_type)

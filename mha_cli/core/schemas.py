@@ -400,6 +400,9 @@ class MoESpec(_Strict):
     """Whether a sigmoid gate (d_model -> 1) scales the shared expert's output (Qwen2-MoE)."""
     output_norm: Annotated[bool, Field(exclude_if=_is_false)] = False
     """Whether an RMSNorm (d_model weights) normalises the MoE block's output (A.X K1's post_mlp_layernorm)."""
+    sparsemixer_eps: Annotated[Annotated[float, Field(gt=0, le=1)] | None, Field(exclude_if=_is_none)] = None
+    """PhiMoE's sparsemixer routing, with its jitter epsilon (router_jitter_noise): experts chosen one at a time,
+    each weighted by a softmax over the logits near it (``nn.sparsemixer``); None: the routing fields' own."""
     router_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
     """Whether the router adds a learned bias per expert to its logits (gpt-oss: n_experts weights a layer)."""
     swiglu_limit: Annotated[Annotated[float, Field(gt=0)] | None, Field(exclude_if=_is_none)] = None

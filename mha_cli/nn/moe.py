@@ -12,6 +12,7 @@ Routing (``TopKRouter``, the ``gate`` submodule), as the model families define i
   scores, and the chosen experts are weighted by their unbiased scores;
 - ``noaux_logits`` (Kolibri): the experts chosen by logit + ``e_score_correction_bias``, before the scoring
   function, weighted by their scores.
+PhiMoE's sparsemixer (``MoESpec.sparsemixer_eps``) picks and weights its experts otherwise (``nn.sparsemixer``).
 A router may add a bias per expert to its logits (gpt-oss's ``gate.bias``). Then optionally renormalise the k
 weights to sum 1 (``norm_topk_prob``) and multiply them by ``routed_scaling_factor``.
 
@@ -40,6 +41,7 @@ from mha_cli.core.schemas import ModelSpec, MoESpec
 from mha_cli.nn.mlp import MLP
 from mha_cli.nn.norms import RMSNorm
 from mha_cli.nn.row_parallel import Reduce
+from mha_cli.nn.sparsemixer import sparsemixer_route
 
 BIASED_CHOICE = ("noaux_tc", "noaux_logits")
 """Routing methods whose choice adds the learned ``e_score_correction_bias``."""
@@ -64,6 +66,7 @@ class TopKRouter(nn.Module):
         self.scoring_func, self.topk_method = spec.scoring_func, spec.topk_method
         self.norm_topk_prob, self.routed_scaling_factor = spec.norm_topk_prob, spec.routed_scaling_factor
         self.n_group, self.topk_group = spec.n_group, spec.topk_group
+        self.sparsemixer_eps = spec.sparsemixer_eps
         self.weight = nn.Parameter(torch.empty(spec.n_experts, d_model, dtype=dtype, device=device))
         self.bias = None
         if spec.router_bias:  # gpt-oss: a learned bias per expert on the logits
@@ -85,6 +88,9 @@ class TopKRouter(nn.Module):
         """x (n, d) -> (weights (n, k) fp32, expert indices (n, k) long); ``chosen`` (n, k) forces the indices."""
         bias = None if self.bias is None else self.bias.float()
         logits = F.linear(x.float(), self.weight.float(), bias)  # (n, E)
+        if self.sparsemixer_eps is not None:  # PhiMoE
+            weights, indices = sparsemixer_route(logits, self.sparsemixer_eps, self.top_k, chosen)  # (n, k) each
+            return weights * self.routed_scaling_factor, indices
         scores = logits.softmax(dim=-1) if self.scoring_func == "softmax" else logits.sigmoid()  # (n, E)
         choice = scores  # (n, E): what the top-k ranks
         if self.topk_method == "noaux_tc":
