@@ -53,7 +53,7 @@ PRICED = (
     "kimi_linear", "bamba", "qwen3_5_text", "qwen3_5_moe_text", "granitemoehybrid", "nemotron_h", "lfm2",
     *BERT_DECODERS,
     "glm4_moe_lite", "axk1", "granite_swa", "granitemoe_swa", "flint", "nemotron", "hyperclovax", "hy_v3", "laguna",
-    "cohere2_moe", "kolibri1", "vaultgemma", "beam", "phimoe",
+    "cohere2_moe", "kolibri1", "vaultgemma", "beam", "phimoe", "apertus",
 )  # fmt: skip
 """Families the cache sweep builds and `mha kv` prices exactly (or as the window a serving engine keeps)."""
 REFUSED = {
@@ -78,7 +78,7 @@ EQUAL = (
     *BERT_DECODERS,
     "ernie4_5_moe", "glm4_moe_lite", "gpt_oss", "flint", "nemotron", "jais2", "olmo", "arcee", "glm", "glm4",
     "kolibri1", "vaultgemma", "hy_v3", "axk1", "hyperclovax", "cohere2_moe", "deepseek_v32", "glm_moe_dsa",
-    "laguna", "phimoe",
+    "laguna", "phimoe", "apertus",
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
 (ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its

@@ -45,6 +45,7 @@ EQUAL = (
     "gpt_oss", "ernie4_5_moe", "flint", "glm", "glm4", "kolibri1", "vaultgemma", "hy_v3",
     "hyperclovax",
     "phimoe",
+    "apertus",
 )  # fmt: skip
 """Families whose prefill logits equal transformers' once converted (GPT-2, GPT-SW3, StarCoder2 and GPT-Neo with
 their tanh GELU, GPT-Neo with its unscaled attention scores: ``ModelSpec.activation`` and ``attn_scale``;

@@ -145,6 +145,23 @@ def test_sparsemixer_routing_equals_phimoe_at_inference():
     assert not torch.allclose(weights, softmax_top2, atol=1e-3)
 
 
+def test_xielu_equals_transformers_with_its_learned_scalars():
+    from transformers.activations import XIELUActivation
+
+    from mha_cli.nn.xielu import XIELU
+
+    reference = XIELUActivation(dtype=torch.float32)
+    with torch.no_grad():
+        reference.alpha_p.fill_(0.3)
+        reference.alpha_n.fill_(-0.7)
+    ours = XIELU(dtype=torch.float32)
+    fresh = ours(torch.linspace(-4, 4, 101))
+    ours.load_state_dict(reference.state_dict())
+    x = torch.linspace(-4, 4, 101)
+    assert torch.allclose(ours(x), reference._xielu_python(x), atol=1e-6)
+    assert not torch.allclose(ours(x), fresh, atol=1e-3)  # the learned scalars act
+
+
 def test_layernorm1p_and_olmo_layernorm_equal_transformers():
     from transformers.models.nemotron.modeling_nemotron import NemotronLayerNorm1P
     from transformers.models.olmo.modeling_olmo import OlmoLayerNorm
@@ -191,7 +208,7 @@ def _counts(model_type: str) -> tuple[int, int]:
     "model_type",
     ["glm4_moe_lite", "gpt_oss", "flint", "granite_swa", "granitemoe_swa", "nemotron", "jais2", "olmo", "arcee",
      "glm", "glm4", "kolibri1", "vaultgemma", "hy_v3", "axk1", "hyperclovax", "cohere2_moe",
-     "deepseek_v32", "glm_moe_dsa", "phimoe"],
+     "deepseek_v32", "glm_moe_dsa", "phimoe", "apertus"],
 )  # fmt: skip
 def test_the_variant_families_weigh_what_transformers_builds(model_type):
     reference, ours = _counts(model_type)

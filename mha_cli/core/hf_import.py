@@ -40,6 +40,7 @@ _GATED_ACTIVATIONS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu"}
 _ACTIVATIONS: dict[str, Activation] = {
     "silu": "silu", "swish": "silu", "swiglu": "silu", "gelu": "gelu",
     "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu2": "relu2",
+    "xielu": "xielu",
 }  # fmt: skip
 """config.json's activation names the decoder computes (``gelu_new`` and ``gelu_fast`` are the tanh GELU too)."""
 _GENERIC = Family(model_types=("unknown",), config_class="PretrainedConfig", tied_by_default=True)

@@ -190,6 +190,11 @@ def mlp_params(d_model: int, d_ff: int, mlp: str, bias: bool) -> int:
     return weights + biases
 
 
+def activation_params(model: ModelSpec) -> int:
+    """Weights of a dense MLP's activation: xIELU's alpha_p and alpha_n (Apertus), else none."""
+    return 2 if model.activation == "xielu" else 0
+
+
 def norm_params(model: ModelSpec) -> int:
     """One d_model-wide norm: an RMSNorm's weight, a LayerNorm's weight and (``norm_bias``) bias; none for OLMo's."""
     if not model.norm_weights:
@@ -230,7 +235,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
     d = model.d_model
     norm = norm_params(model)
     attention = attention_params(model)
-    dense_mlp = mlp_params(d, model.d_ff, model.mlp, model.mlp_bias)
+    dense_mlp = mlp_params(d, model.d_ff, model.mlp, model.mlp_bias) + activation_params(model)
     moe_mlp = 0
     moe_inactive = 0
     n_moe = 0

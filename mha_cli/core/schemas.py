@@ -23,10 +23,10 @@ from mha_cli.core.weight_formats import WeightFormatName, normalise_weight_forma
 
 Variant = Literal["MHA", "GQA", "MQA", "MLA"]
 MlpType = Literal["gated", "plain"]
-Activation = Literal["silu", "gelu", "gelu_tanh", "relu", "relu2"]
+Activation = Literal["silu", "gelu", "gelu_tanh", "relu", "relu2", "xielu"]
 """The MLP's nonlinearity: SiLU (Swish), exact (erf) GELU, GELU's tanh approximation (``gelu_pytorch_tanh``,
-``gelu_new``: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))), ReLU (OPT) or squared ReLU (Persimmon, Nemotron,
-JAIS 2)."""
+``gelu_new``: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))), ReLU (OPT), squared ReLU (Persimmon, Nemotron,
+JAIS 2) or xIELU with its two learned scalars (Apertus)."""
 NormType = Literal["rmsnorm", "layernorm"]
 NormPlacement = Literal["pre", "post", "post_residual"]
 """Where a two-norm block normalises: ``pre`` each sublayer's input (Llama), ``post`` each sublayer's output inside

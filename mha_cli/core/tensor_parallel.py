@@ -30,6 +30,7 @@ from typing import Literal, NamedTuple
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import (
+    activation_params,
     count_params,
     embedding_side_params,
     head_side_params,
@@ -208,7 +209,8 @@ def mlp_params_per_rank(model: ModelSpec, tp: int, moe_layer: bool, experts: Exp
     tp share and the replicated router."""
     d = model.d_model
     if not moe_layer:
-        return mlp_params(d, width_per_rank(model.d_ff, tp, "d_ff"), model.mlp, model.mlp_bias)
+        width = width_per_rank(model.d_ff, tp, "d_ff")
+        return mlp_params(d, width, model.mlp, model.mlp_bias) + activation_params(model)  # xIELU's, replicated
     assert model.moe is not None
     moe, layout = model.moe, _experts(tp, experts)
     if not layout.whole:

@@ -2,8 +2,9 @@
 
 gated: down(act(gate(x)) * up(x)), 3 matrices; plain: down(act(up(x))), 2 matrices. ``act`` is the spec's
 ``activation``: SiLU for gated and exact GELU for plain by default, or GELU's tanh approximation, ReLU or ReLU^2
-(Persimmon, Nemotron, JAIS 2's ``relu2``). ``gate_scale`` and ``down_scale`` multiply the gate projection and the
-output (Falcon-H1's ``mlp_multipliers``). Under tensor
+(Persimmon, Nemotron, JAIS 2's ``relu2``), or xIELU with its two learned scalars (Apertus, ``nn.xielu``).
+``gate_scale`` and ``down_scale`` multiply the gate projection and the output (Falcon-H1's ``mlp_multipliers``).
+Under tensor
 parallelism ``d_ff`` is this rank's slice of the hidden width (gate/up column-split, down row-split).
 Shapes: ``b`` batch, ``s`` tokens, ``d`` d_model, ``f`` the (rank-local) hidden width.
 """
@@ -18,6 +19,7 @@ from torch import nn
 
 from mha_cli.core.schemas import Activation
 from mha_cli.nn.row_parallel import Reduce, row_parallel
+from mha_cli.nn.xielu import XIELU
 
 ActivationFn = Callable[[torch.Tensor], torch.Tensor]
 
@@ -37,7 +39,10 @@ ACTIVATIONS: dict[Activation, ActivationFn] = {
 
 
 def activation_fn(activation: Activation | None, *, gated: bool) -> ActivationFn:
-    """The nonlinearity ``activation`` names; None: the MLP kind's own (SiLU gated, exact GELU plain)."""
+    """The nonlinearity ``activation`` names; None: the MLP kind's own (SiLU gated, exact GELU plain). xIELU, with
+    weights, is a module (``nn.xielu``), built by ``MLP``."""
+    if activation == "xielu":
+        raise ValueError("xIELU has weights: it is built as the MLP's act_fn module")
     return ACTIVATIONS[activation or ("silu" if gated else "gelu")]
 
 
@@ -60,7 +65,11 @@ class MLP(nn.Module):
         super().__init__()
         factory = {"dtype": dtype, "device": device}
         self.gated = gated
-        self.activation = activation_fn(activation, gated=gated)
+        if activation == "xielu":  # Apertus: an activation with weights of its own
+            self.act_fn = XIELU(**factory)
+            self.activation: ActivationFn = self.act_fn.forward  # a method: the module is registered once
+        else:
+            self.activation = activation_fn(activation, gated=gated)
         self.d_ff = d_ff
         self.gate_scale, self.down_scale = gate_scale, down_scale  # Falcon-H1's mlp_multipliers
         if gated:
