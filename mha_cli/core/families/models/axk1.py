@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, MLA_UNREAD, Family
 from mha_cli.core.families.models.deepseek_v3 import FAMILY as DEEPSEEK_V3
 
 if TYPE_CHECKING:
@@ -25,4 +25,5 @@ FAMILY = Family(
     read_fields=_output_norm,
     names=("a.x-k1", "axk1"),
     equal_test=EQUAL_BY_SWEEP,
+    left_unread=MLA_UNREAD,
 )

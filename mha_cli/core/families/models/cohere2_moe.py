@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.families.models.cohere import LAYOUT, logit_scale
 
 if TYPE_CHECKING:
@@ -46,4 +46,16 @@ FAMILY = Family(
         "Cohere2-MoE's shared experts averaged with the routed output (shared_expert_combination_strategy average)",
         "Cohere2-MoE's RoPE on global dense prefix layers (prefix_dense_sliding_window_pattern 1)",
     ),
+    left_unread={
+        "num_shared_experts": 0,
+        **dict.fromkeys(
+            (
+                "rope_theta",
+                "shared_expert_combination_strategy",
+                "prefix_dense_sliding_window_pattern",
+                "sliding_window_pattern",
+            ),
+            ANY_VALUE,
+        ),
+    },  # rope_parameters and layer_types are read,
 )

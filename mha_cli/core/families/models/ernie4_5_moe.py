@@ -2,7 +2,7 @@
 layers from ``moe_layer_start_index`` every ``moe_layer_interval``); softmax scores, experts chosen by score +
 correction bias, weighted by the unbiased scores renormalised."""
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.weight_layout import WeightLayout
 
 # The router's correction bias sits in a statistics module (gate.moe_statics), one row per expert group (1, E).
@@ -25,4 +25,5 @@ FAMILY = Family(
     routing_fixed=("scoring_func", "topk_method", "norm_topk_prob"),
     equal_test=EQUAL_BY_SWEEP,
     weights=WEIGHTS,
+    left_unread={"use_bias": False, "moe_norm_min": ANY_VALUE},
 )

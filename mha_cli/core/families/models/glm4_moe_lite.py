@@ -1,6 +1,6 @@
 """GLM-4.7-Flash (GLM-4-MoE-Lite): DeepSeek-V3's MLA and sigmoid routing with its correction bias, one group."""
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, MLA_UNREAD, Family
 from mha_cli.core.families.models.glm4_moe import SIGMOID_NOAUX
 
 FAMILY = Family(
@@ -17,4 +17,5 @@ FAMILY = Family(
     routing_fixed=SIGMOID_NOAUX,
     names=("glm-4.7-flash", "glm4-moe-lite"),
     equal_test=EQUAL_BY_SWEEP,
+    left_unread=MLA_UNREAD,
 )

@@ -1,7 +1,7 @@
 """Granite-SWA: Granite's decoder with sliding-window and global layers (``layer_types``) and attention sinks."""
 
-from mha_cli.core.families import Family
-from mha_cli.core.families.models.granite import GRANITE_MULTIPLIERS
+from mha_cli.core.families import ANY_VALUE, Family
+from mha_cli.core.families.models.granite import GRANITE_MULTIPLIER_FIELDS, GRANITE_MULTIPLIERS
 
 LAYER_ROPE_THETA = (
     "Granite-SWA's layer_rope_theta (a RoPE base per layer, 0 for none): every layer here rotates by rope_theta",
@@ -15,4 +15,5 @@ FAMILY = Family(
     tied_by_default=True,
     names=("granite-swa", "granite_swa"),
     differences=GRANITE_MULTIPLIERS + LAYER_ROPE_THETA,
+    left_unread={**GRANITE_MULTIPLIER_FIELDS, "layer_rope_theta": ANY_VALUE},  # both listed in differences,
 )

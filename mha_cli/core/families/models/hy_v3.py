@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.models.glm4_moe import SIGMOID_NOAUX
 from mha_cli.core.weight_layout import WeightLayout
 
@@ -34,4 +34,5 @@ FAMILY = Family(
         renames=((r"\.mlp\.e_score_correction_bias$", ".mlp.gate.e_score_correction_bias"),),
         dropped=(r"\.rotary_emb\.inv_freq$",),
     ),
+    left_unread={"enable_moe_fp32_combine": ANY_VALUE},  # numerics,
 )

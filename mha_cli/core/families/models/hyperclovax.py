@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
@@ -39,4 +39,5 @@ FAMILY = Family(
         "HyperCLOVA X without use_post_norm does not load (its norms are renamed as the peri-layer block's)",
     ),
     weights=WeightLayout(renames=PERI_LAYER_NORMS, dropped=(r"\.rotary_emb\.inv_freq$",)),
+    left_unread=dict.fromkeys(("embedding_multiplier", "residual_multiplier"), ANY_VALUE),  # listed in differences,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.families.models.glm4_moe import SIGMOID_NOAUX
 
 if TYPE_CHECKING:
@@ -38,4 +38,9 @@ FAMILY = Family(
         "weights approximate where num_attention_heads_per_layer varies: every layer is counted with"
         " num_attention_heads query heads (the cache, of its uniform KV heads, is exact)"
     ),
+    left_unread={
+        "num_attention_heads_per_layer": ANY_VALUE,
+        "moe_router_logit_softcapping": ANY_VALUE,
+        "moe_apply_router_weight_on_input": False,
+    },  # the first two listed,
 )

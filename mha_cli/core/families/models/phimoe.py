@@ -27,4 +27,5 @@ FAMILY = Family(
     names=("phi-3.5-moe", "phimoe"),
     equal_test=EQUAL_BY_SWEEP,
     weights=WeightLayout(renames=((r"\.mlp\.router\.", ".mlp.gate."),), dropped=(r"\.rotary_emb\.inv_freq$",)),
+    left_unread={"lm_head_bias": False},
 )
