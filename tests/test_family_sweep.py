@@ -62,39 +62,32 @@ REFUSED = {
 }  # fmt: skip
 """Families whose cache `mha kv` does not price, and what the refusal names."""
 EQUAL = (
-    "llama", "mistral", "mixtral", "ministral", "ministral3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-    "deepseek_v2", "deepseek_v3", "internlm3", "exaone", "youtu", "cwm", "iquestcoder", "ernie4_5", "helium",
-    "mellum", "seed_oss", "stablelm", "gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2", "gemma", "gemma2",
-    "gemma3_text", "gpt_neo", "glm4_moe", "sarvam_mla", "sarvam_moe", "solar_open", "exaone_moe", "minimax_m2",
-    "olmoe", "olmo2", "olmo3", "flex_olmo", "exaone4", "cohere", "cohere2", "minimax", "jamba", "gpt_neox",
-    "gpt_neox_japanese", "gptj", "codegen", "phi", "persimmon", "gpt_bigcode", "opt", "biogpt", "openai-gpt", "ctrl",
-    "bloom", "mpt",
-    "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",  # Gated DeltaNet : attention with an output gate
-    "bamba",  # Mamba-2 : attention on the listed layers
-    "falcon_h1",  # attention and Mamba-2 side by side, muP multipliers
-    "granitemoehybrid",  # Mamba-2 : NoPE attention, Granite's scalars, a shared expert
-    "lfm2",  # gated short convolutions : attention
-    "olmoe", "olmo2", "olmo3", "flex_olmo", "exaone4", "cohere", "cohere2",
+    # Llama's decoder and its copies, with their biases, norms, interleaved RoPE and q/k norms
+    "llama", "mistral", "ministral", "ministral3", "qwen2", "qwen3", "internlm3", "exaone", "youtu", "cwm",
+    "iquestcoder", "ernie4_5", "helium", "mellum", "seed_oss", "stablelm", "arcee", "nemotron", "jais2", "olmo",
+    "glm", "glm4", "kolibri1", "vaultgemma", "hyperclovax", "apertus", "laguna", "hy_v3",
+    # Gemma's arithmetic (norm weight offset, embedding scale, tanh GELU, soft caps, local RoPE)
+    "gemma", "gemma2", "gemma3_text",
+    # post-norms, whole-projection q/k norms, NoPE layers, q/k/v clipping, bias-free LayerNorms
+    "olmoe", "olmo2", "olmo3", "flex_olmo", "exaone4", "cohere", "cohere2", "cohere2_moe",
+    # MoE routing: softmax, sigmoid with a correction bias, sparsemixer, attention sinks, MLA and its indexer
+    "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "glm4_moe",
+    "glm4_moe_lite", "axk1", "sarvam_mla", "sarvam_moe", "solar_open", "exaone_moe", "minimax_m2", "ernie4_5_moe",
+    "gpt_oss", "flint", "phimoe",
+    # weight layouts and the classic GPT blocks (tests/test_classic_families.py)
+    "gpt2", "gpt-sw3", "gpt_neo", "phi3", "falcon", "starcoder2", "gpt_neox", "gpt_neox_japanese", "gptj", "codegen",
+    "phi", "persimmon", "gpt_bigcode", "opt", "biogpt", "openai-gpt", "ctrl", "bloom", "mpt",
+    # BERT's descendants as decoders (tests/test_bert_families.py)
     *BERT_DECODERS,
-    "ernie4_5_moe", "glm4_moe_lite", "gpt_oss", "flint", "nemotron", "jais2", "olmo", "arcee", "glm", "glm4",
-    "kolibri1", "vaultgemma", "hy_v3", "axk1", "hyperclovax", "cohere2_moe", "deepseek_v32", "glm_moe_dsa",
-    "laguna", "phimoe", "apertus",
+    # hybrids: Gated DeltaNet, Mamba-1, Mamba-2 (beside attention too), lightning attention, KDA, short convolutions
+    "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "jamba", "bamba", "falcon_h1", "granitemoehybrid", "minimax",
+    "kimi_linear", "lfm2",
 )  # fmt: skip
-"""Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24
-(ERNIE 4.5 and Helium through interleaved RoPE, Mellum through its per-head q/k norms, Seed-OSS through its
-q/k/v-only biases, StableLM through its LayerNorm; GPT-2, GPT-SW3, Phi-3, Falcon and StarCoder2 once
-``mha_cli.core.weight_layout`` renames, splits and transposes their weights; Gemma, Gemma 2 and Gemma 3 through
-the spec's norm weight offset, embedding scale, tanh GELU, softmax scale, soft caps and local RoPE; GPT-Neo through
-its unscaled attention scores and, with GPT-2 and StarCoder2, the tanh GELU; GLM-4.5, Sarvam, Solar Open, EXAONE
-MoE and MiniMax-M2 through sigmoid routing with a correction bias; OLMo 2, OLMo 3, FlexOlmo and EXAONE 4 through
-post-norms, OLMo 2/3, FlexOlmo, OLMoE and MiniMax-M2 through q/k norms over the whole projection, EXAONE 4 and
-EXAONE MoE through NoPE full-attention layers;
-Cohere and Cohere2 through bias-free LayerNorms and logit_scale; MiniMax through its lightning-attention mixer, its
-scaled residual around normed inputs and its full-attention layers masked, not cached, to the window; Jamba through
-the Mamba-1 mixer, NoPE attention and unrenormalised top-k routing; the classic GPT-style families through
-``tests/test_classic_families.py``'s features: GPT-NeoX's two-norm parallel residual, GPT-J's and CodeGen's
-interleaved partial RoPE and LM-head bias, BLOOM's and MPT's ALiBi, OPT's and BioGPT's offset positions, GPT-1's
-post-LN, CTRL's sinusoidal positions, Persimmon's LayerNorm q/k norms)."""
+"""Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24, each
+through the spec fields its family module sets (``mha_cli/core/families/models``); the features' own tests compare
+them with transformers' modules directly (tests/test_nn_gemma.py, test_nn_post_norm.py, test_classic_families.py,
+test_bert_families.py, test_variant_families.py, test_hybrid_families.py, test_mamba1.py, test_lightning.py,
+test_kda.py)."""
 
 
 @functools.cache

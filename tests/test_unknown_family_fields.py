@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from mha_cli.core.decoder_omissions import omitted_details
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint
@@ -26,7 +27,12 @@ LLAMA_COPY = {
 
 def test_a_copy_of_a_known_decoder_under_an_unknown_name_is_priced_from_its_standard_fields():
     imported = import_hf_config(dict(LLAMA_COPY))
-    assert "model_type 'my_llama' is not a known family: read the standard fields only" in imported.assumptions
+    said = "model_type 'my_llama' is not a known family: read the standard fields only (a Llama-style decoder;"
+    assert any(line.startswith(said) and "not counted" in line for line in imported.assumptions)
+    assert omitted_details(imported.model) == [  # and the decoder built from it says it is not the family's
+        "model_type 'my_llama' is not a family mha knows: the decoder is built as a Llama-style decoder from its"
+        " standard fields, and has not been compared with the family's own modeling code"
+    ]
     footprint = kv_footprint(imported.model, seq_len=1, batch=1, kv_dtype="bf16")
     assert footprint.total_bytes == 131_072  # Llama-3-8B's published 128 KiB per token
     assert count_params(imported.model).total == 8_030_261_248  # Meta-Llama-3-8B's parameter count

@@ -12,6 +12,8 @@ The family is the spec's ``family`` (``hf_import`` and the presets set it), else
 
 from __future__ import annotations
 
+import re
+
 from mha_cli.core.families import Family, family, family_named
 from mha_cli.core.schemas import ModelSpec
 
@@ -24,6 +26,23 @@ def spec_family(spec: ModelSpec) -> Family | None:
 
 
 def omitted_details(spec: ModelSpec) -> list[str]:
-    """Family details of ``spec`` that the built decoder does not reproduce (empty for Llama/Mistral/Qwen, DeepSeek-V2)."""
+    """Family details of ``spec`` that the built decoder does not reproduce (empty for Llama/Mistral/Qwen, DeepSeek-V2);
+    for a config.json of a ``model_type`` no family module knows, that its decoder is only the standard fields'."""
     found = spec_family(spec)
-    return list(found.differences) if found is not None else []
+    if found is not None:
+        return list(found.differences)
+    unknown = _unknown_model_type(spec)
+    if unknown is None:
+        return []
+    return [
+        f"model_type {unknown!r} is not a family mha knows: the decoder is built as a Llama-style decoder from its"
+        " standard fields, and has not been compared with the family's own modeling code"
+    ]
+
+
+def _unknown_model_type(spec: ModelSpec) -> str | None:
+    """The model_type of a spec read from a config.json whose family is not registered (``hf_import``'s source)."""
+    match = re.fullmatch(r"Hugging Face config\.json \(model_type (.+)\)", spec.source or "")
+    if match is None or family(match.group(1)) is not None:
+        return None
+    return match.group(1)

@@ -68,7 +68,8 @@ def looks_like_hf_config(data: dict[str, Any]) -> bool:
 def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: str = "config.json") -> ImportedModel:
     """Build a ``ModelSpec`` from a parsed config.json (read from ``origin``); ``BadInputError`` if it cannot."""
     towers: list[str] = []
-    if isinstance(config.get("text_config"), dict):
+    unwrapped = isinstance(config.get("text_config"), dict)
+    if unwrapped:
         towers = [key for key, value in config.items() if key.endswith("_config") and isinstance(value, dict)]
         towers = [key for key in towers if key not in ("text_config", "quantization_config")]
         config = {
@@ -87,11 +88,15 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         model_type = known.name
         r.assumptions.append(f"model_type {written!r} read as {model_type!r}")
     if known is None:
-        r.assumptions.append(f"model_type {model_type!r} is not a known family: read the standard fields only")
-
-    if towers:  # a multimodal model: its language model is priced, and the user is told what is left out
         r.assumptions.append(
-            f"weights: the language model's (text_config) only; {', '.join(towers)} and the projectors are not counted"
+            f"model_type {model_type!r} is not a known family: read the standard fields only (a Llama-style decoder;"
+            " weights its modeling code adds beyond them are not counted)"
+        )
+
+    if unwrapped:  # a multimodal model: its language model is priced, and the user is told what is left out
+        left_out = ", ".join(towers) if towers else "the rest of the model (its image or audio input)"
+        r.assumptions.append(
+            f"weights: the language model's (text_config) only; {left_out} and the projectors are not counted"
         )
     _refuse_unread_fields(r, model_type, fam)
     if fam.refused is not None:

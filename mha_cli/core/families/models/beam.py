@@ -17,4 +17,6 @@ FAMILY = Family(
         "Beam's attention output gate (self_attn.gate_proj, gate_bias): not built, not counted; its weights do not"
         " load",
     ),
+    uncounted="weights understated: Beam's attention output gate (self_attn.gate_proj and gate_bias) is not counted;"
+    " the cache is exact",
 )
