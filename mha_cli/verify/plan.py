@@ -27,6 +27,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from mha_cli.core.decoder_omissions import spec_family
 from mha_cli.core.dtypes import BUILDABLE, storage_format
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.kv import KvFootprint, footprint_for, recurrent_state_format
@@ -321,6 +322,9 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
         unbuilt.append("shared K/V")
     if model.mla is not None and model.mla.indexer is not None:
         unbuilt.append("indexer")
+    family = spec_family(model)
+    if not unbuilt and family is not None and family.unbuilt is not None:  # Nemotron-H's MLP-only blocks
+        unbuilt.append(family.unbuilt)
     if unbuilt:
         raise BadInputError(
             "mha verify builds global and sliding-window attention and Gated DeltaNet / Mamba / Mamba-2 / lightning /"

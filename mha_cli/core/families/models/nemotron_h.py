@@ -72,6 +72,7 @@ FAMILY = Family(
     fixed_state="Mamba-2",
     state=_state,
     names=("nemotron-h", "nemotron_h"),
+    unbuilt="MLP-only and MoE-only",
     uncounted=(
         "weights approximate: Nemotron-H's MLP and MoE blocks are layers of their own, counted here as one dense MLP"
         " (or MoE) per Mamba-2 or attention layer; the cache and state are exact"
