@@ -66,7 +66,7 @@ def test_a_state_kept_in_the_activation_dtype_fails_the_check(cli, monkeypatch):
 @pytest.mark.parametrize(
     ("args", "message"),
     [((QWEN3_NEXT, "--tp", "2"), "without --tp 2"), ((GRANITE_H, "--pp", "2"), "without --pp 2"),
-     (("llama-4-scout",), "chunked")],
+     (("llama-4-scout",), "chunked"), ((str(HYBRIDS / "tiny-nemotron-h.json"),), "MLP-only and MoE-only layers")],
 )  # fmt: skip
 def test_what_is_not_built_is_refused_in_one_line(cli, args, message):
     result = cli.run("verify", *args, *VERIFY)
