@@ -66,6 +66,7 @@ EQUAL = (
     "llama", "mistral", "ministral", "ministral3", "qwen2", "qwen3", "internlm3", "exaone", "youtu", "cwm",
     "iquestcoder", "ernie4_5", "helium", "mellum", "seed_oss", "stablelm", "arcee", "nemotron", "jais2", "olmo",
     "glm", "glm4", "kolibri1", "vaultgemma", "hyperclovax", "apertus", "laguna", "hy_v3",
+    "granite", "granitemoe", "granite_swa", "granitemoe_swa",  # Granite's multipliers
     # Gemma's arithmetic (norm weight offset, embedding scale, tanh GELU, soft caps, local RoPE)
     "gemma", "gemma2", "gemma3_text",
     # post-norms, whole-projection q/k norms, NoPE layers, q/k/v clipping, bias-free LayerNorms

@@ -1,7 +1,7 @@
 """Granite-SWA: Granite's decoder with sliding-window and global layers (``layer_types``) and attention sinks."""
 
 from mha_cli.core.families import ANY_VALUE, Family
-from mha_cli.core.families.models.granite import GRANITE_MULTIPLIER_FIELDS, GRANITE_MULTIPLIERS
+from mha_cli.core.families.models.granite import read_granite_scalars
 
 LAYER_ROPE_THETA = (
     "Granite-SWA's layer_rope_theta (a RoPE base per layer, 0 for none): every layer here rotates by rope_theta",
@@ -14,6 +14,7 @@ FAMILY = Family(
     layout={"attn_sinks": True},
     tied_by_default=True,
     names=("granite-swa", "granite_swa"),
-    differences=GRANITE_MULTIPLIERS + LAYER_ROPE_THETA,
-    left_unread={**GRANITE_MULTIPLIER_FIELDS, "layer_rope_theta": ANY_VALUE},  # both listed in differences,
+    read_fields=read_granite_scalars,
+    differences=LAYER_ROPE_THETA,
+    left_unread={"layer_rope_theta": ANY_VALUE},  # both listed in differences,
 )

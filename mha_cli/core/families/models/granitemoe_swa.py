@@ -1,7 +1,7 @@
 """Granite-MoE-SWA: Granite MoE's decoder with sliding-window and global layers and attention sinks."""
 
 from mha_cli.core.families import ANY_VALUE, Family
-from mha_cli.core.families.models.granite import GRANITE_MULTIPLIER_FIELDS, GRANITE_MULTIPLIERS
+from mha_cli.core.families.models.granite import read_granite_scalars
 from mha_cli.core.families.models.granite_swa import LAYER_ROPE_THETA
 from mha_cli.core.families.models.granitemoe import WEIGHTS
 
@@ -11,7 +11,8 @@ FAMILY = Family(
     layout={"attn_sinks": True},
     tied_by_default=True,
     names=("granitemoe-swa", "granitemoe_swa", "granite-moe-swa"),
-    differences=GRANITE_MULTIPLIERS + LAYER_ROPE_THETA,
+    read_fields=read_granite_scalars,
+    differences=LAYER_ROPE_THETA,
     weights=WEIGHTS,
-    left_unread={**GRANITE_MULTIPLIER_FIELDS, "layer_rope_theta": ANY_VALUE, "shared_intermediate_size": 0},
+    left_unread={"layer_rope_theta": ANY_VALUE, "shared_intermediate_size": 0},
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
+from mha_cli.core.families.models.granite import read_granite_scalars
 from mha_cli.core.families.state_readers import mamba2_state
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
@@ -21,11 +22,6 @@ def _state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, A
     return {**mamba2_state(r, d_model, inner=None, out_proj="mamba_proj_bias"), "on_attention_layers": False}
 
 
-def _factor(r: ConfigReader, key: str) -> float:
-    value = r.config.get(key)
-    return 1.0 if value is None else float(value)
-
-
 def _shared_mlp_and_scalars(r: ConfigReader, fields: dict[str, Any]) -> None:
     """GraniteMoeHybridMLP (shared_mlp) runs beside the experts, as wide as ``shared_intermediate_size``; Granite's
     scalars: ``embedding_multiplier`` on the embeddings, ``attention_multiplier`` the softmax scale,
@@ -34,12 +30,7 @@ def _shared_mlp_and_scalars(r: ConfigReader, fields: dict[str, Any]) -> None:
     if "moe" in fields:
         fields["moe"]["n_shared_experts"] = 1
         fields["moe"]["d_ff_shared"] = r.get("shared_intermediate_size") or fields["moe"]["d_ff_expert"]
-    embedding, residual = _factor(r, "embedding_multiplier"), _factor(r, "residual_multiplier")
-    if embedding != 1.0 or residual != 1.0:
-        fields["multipliers"] = {"embedding": embedding, "residual": residual}
-    fields["attn_scale"] = _factor(r, "attention_multiplier")
-    if _factor(r, "logits_scaling") != 1.0:
-        fields["logit_scale"] = 1.0 / _factor(r, "logits_scaling")
+    read_granite_scalars(r, fields)
     if r.config.get("position_embedding_type") != "rope":
         fields["nope_layers"] = "global"  # every attention layer is global: none rotates
 
