@@ -133,7 +133,11 @@ def test_no_family_is_weighed_differently_without_saying_so():
     unsaid = [(r.model_type, r.detail) for r in rows if r.verdict == "different, unsaid"]
     assert not unsaid, unsaid
     exact = {r.model_type for r in rows if r.verdict == "exact"}
-    assert set(EQUAL) <= exact, set(EQUAL) - exact  # a decoder equal to transformers' weighs what it builds
+    said = {r.model_type for r in rows if r.verdict == "different, said"}
+    # a decoder equal to transformers' weighs what it builds, but for weights no logit reads or kept as buffers
+    # (BigBird's pooler, RoFormer's sinusoidal table, ERNIE-MoE's and Laguna's router correction bias), said
+    assert set(EQUAL) - exact <= said, set(EQUAL) - exact - said
+    assert len(set(EQUAL) & said) <= 4, set(EQUAL) & said
     assert all(r.detail and "\n" not in r.detail for r in rows if r.verdict in ("refused", "different, said"))
 
 

@@ -197,8 +197,9 @@ def attention_params_per_rank(model: ModelSpec, tp: int) -> int:
     kv_heads = kv_heads_per_rank(model, tp)
     q_width = heads * model.dim_per_head
     kv_width = kv_heads * model.dim_per_head
-    weights = d * q_width + 2 * d * kv_width + q_width * d
-    biases = q_width + 2 * kv_width if model.qkv_bias else 0
+    q_out = 2 * q_width if model.attn_output_gate else q_width  # Qwen3-Next: q_proj also emits the gate, by head
+    weights = d * q_out + 2 * d * kv_width + q_width * d
+    biases = q_out + 2 * kv_width if model.qkv_bias else 0
     sinks = heads if model.attn_sinks else 0  # split with the query heads
     gate = {None: 0, "head": d * heads, "element": d * q_width}[model.attn_softplus_gate]  # split with them too
     return weights + biases + o_bias + qk_norm + sinks + gate
@@ -309,8 +310,9 @@ def matrices_per_rank(model: ModelSpec, tp: int, experts: ExpertLayout | None = 
     else:
         q_width = heads * model.dim_per_head
         kv_width = kv_heads_per_rank(model, tp) * model.dim_per_head
+        q_out = 2 * q_width if model.attn_output_gate else q_width
         attention = [
-            Matrix("attention", q_width, d, attending),
+            Matrix("attention", q_out, d, attending),
             Matrix("attention", kv_width, d, 2 * attending),
             Matrix("attention", d, q_width, attending),
         ]

@@ -10,10 +10,14 @@ FAMILY = Family(
     read_fields=read_indexer,
     unbuilt="an indexer",
     defaults={"index_head_dim": 128, "index_n_heads": 16, "index_topk": 2048},
-    differences=INDEXER_TOPK,
+    differences=(
+        *INDEXER_TOPK,
+        "A.X K2's attention output gate (q_gate_proj) and its low-rank gated norms (gated_norm_rank) are not built;"
+        " its weights do not load",
+    ),
     uncounted=(
-        "weights approximate: its attention's output gate (q_gate_proj, n_heads x v_head_dim x d_model a layer) is"
-        " not counted"
+        "weights approximate: its attention's output gate (q_gate_proj, n_heads x v_head_dim x d_model a layer) and"
+        " its gated norms' low-rank projections are not counted"
     ),
     left_unread={**MLA_UNREAD, "index_topk": ANY_VALUE, "gated_norm_rank": 16},
 )

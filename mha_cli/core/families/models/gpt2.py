@@ -17,15 +17,18 @@ GPT2_TREE = (
 )
 """GPT-2's module tree (embeddings, blocks, their two LayerNorms) under the decoder's names; GPT-Neo shares it."""
 
+GPT2_BLOCK = (
+    (r"\.attn\.c_attn\.", ".self_attn.qkv_proj."),
+    (r"\.attn\.c_proj\.", ".self_attn.o_proj."),
+    (r"\.mlp\.c_fc\.", ".mlp.up_proj."),
+    (r"\.mlp\.c_proj\.", ".mlp.down_proj."),
+)
+"""GPT-2's block (fused c_attn, its projections, the MLP's c_fc and c_proj) under the decoder's names; GPT-BigCode and
+GPT-1 share it."""
+
 # GPT-2 (and GPT-SW3, its config class): Conv1D weights (in, out); c_attn holds q, k, v one after the other.
 WEIGHTS = WeightLayout(
-    renames=(
-        *GPT2_TREE,
-        (r"\.attn\.c_attn\.", ".self_attn.qkv_proj."),
-        (r"\.attn\.c_proj\.", ".self_attn.o_proj."),
-        (r"\.mlp\.c_fc\.", ".mlp.up_proj."),
-        (r"\.mlp\.c_proj\.", ".mlp.down_proj."),
-    ),
+    renames=(*GPT2_TREE, *GPT2_BLOCK),
     fused=(
         FusedSplit(
             r"(.*)\.self_attn\.qkv_proj\.(weight|bias)",

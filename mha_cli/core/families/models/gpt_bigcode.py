@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
-from mha_cli.core.families.models.gpt2 import GPT2_TREE
+from mha_cli.core.families.models.gpt2 import GPT2_BLOCK, GPT2_TREE
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
 if TYPE_CHECKING:
@@ -22,10 +22,7 @@ def _kv_heads(r: ConfigReader, n_heads: int) -> int:
 WEIGHTS = WeightLayout(
     renames=(
         *GPT2_TREE,
-        (r"\.attn\.c_attn\.", ".self_attn.qkv_proj."),
-        (r"\.attn\.c_proj\.", ".self_attn.o_proj."),
-        (r"\.mlp\.c_fc\.", ".mlp.up_proj."),
-        (r"\.mlp\.c_proj\.", ".mlp.down_proj."),
+        *GPT2_BLOCK,
     ),
     fused=(
         FusedSplit(

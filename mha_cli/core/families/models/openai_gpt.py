@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families.models.gpt2 import GPT2_BLOCK
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
 if TYPE_CHECKING:
@@ -31,10 +32,7 @@ WEIGHTS = WeightLayout(
         (r"^transformer\.h\.(\d+)\.", r"model.layers.\1."),
         (r"\.ln_1\.", ".input_layernorm."),
         (r"\.ln_2\.", ".post_attention_layernorm."),
-        (r"\.attn\.c_attn\.", ".self_attn.qkv_proj."),
-        (r"\.attn\.c_proj\.", ".self_attn.o_proj."),
-        (r"\.mlp\.c_fc\.", ".mlp.up_proj."),
-        (r"\.mlp\.c_proj\.", ".mlp.down_proj."),
+        *GPT2_BLOCK,
     ),
     fused=(
         FusedSplit(
