@@ -57,6 +57,15 @@ class FusedSplit(NamedTuple):
     """The dimension split: 0, the output rows of a (out, in) weight and the entries of a bias."""
 
 
+def split_qkv(sizes: SplitSizes) -> FusedSplit:
+    """The fused ``self_attn.qkv_proj`` (weight and bias, after the renames) split into q, k and v as ``sizes`` says."""
+    return FusedSplit(
+        r"(.*)\.self_attn\.qkv_proj\.(weight|bias)",
+        (r"\1.self_attn.q_proj.\2", r"\1.self_attn.k_proj.\2", r"\1.self_attn.v_proj.\2"),
+        sizes,
+    )
+
+
 class WeightLayout(NamedTuple):
     """How one family's transformers state dict becomes ``build_model``'s (see the module docstring for the order).
 

@@ -1,7 +1,7 @@
 """GPT-2: learned positions, LayerNorm, a GELU MLP, biases everywhere, fused Conv1D weights; tied head."""
 
 from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
-from mha_cli.core.weight_layout import FusedSplit, WeightLayout
+from mha_cli.core.weight_layout import WeightLayout, split_qkv
 
 LEARNED_POSITIONS: tuple[str, ...] = ()
 """What the decoder does not reproduce of GPT-2 (and, for a spec of no known family, of learned positions): nothing
@@ -29,13 +29,7 @@ GPT-1 share it."""
 # GPT-2 (and GPT-SW3, its config class): Conv1D weights (in, out); c_attn holds q, k, v one after the other.
 WEIGHTS = WeightLayout(
     renames=(*GPT2_TREE, *GPT2_BLOCK),
-    fused=(
-        FusedSplit(
-            r"(.*)\.self_attn\.qkv_proj\.(weight|bias)",
-            (r"\1.self_attn.q_proj.\2", r"\1.self_attn.k_proj.\2", r"\1.self_attn.v_proj.\2"),
-            "qkv",
-        ),
-    ),
+    fused=(split_qkv("qkv"),),
     transposed=(r"\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight$",),
     dropped=(r"\.attn\.(bias|masked_bias)$",),
 )

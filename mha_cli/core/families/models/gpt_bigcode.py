@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.models.gpt2 import GPT2_BLOCK, GPT2_TREE
-from mha_cli.core.weight_layout import FusedSplit, WeightLayout
+from mha_cli.core.weight_layout import WeightLayout, split_qkv
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -24,13 +24,7 @@ WEIGHTS = WeightLayout(
         *GPT2_TREE,
         *GPT2_BLOCK,
     ),
-    fused=(
-        FusedSplit(
-            r"(.*)\.self_attn\.qkv_proj\.(weight|bias)",
-            (r"\1.self_attn.q_proj.\2", r"\1.self_attn.k_proj.\2", r"\1.self_attn.v_proj.\2"),
-            "qkv_per_kv_group",
-        ),
-    ),
+    fused=(split_qkv("qkv_per_kv_group"),),
     dropped=(r"\.attn\.(bias|masked_bias)$",),
 )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import EQUAL_BY_SWEEP, Family
-from mha_cli.core.weight_layout import FusedSplit, WeightLayout
+from mha_cli.core.weight_layout import WeightLayout, split_qkv
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -42,13 +42,7 @@ WEIGHTS = WeightLayout(
         (r"\.mlp\.dense_h_to_4h\.", ".mlp.up_proj."),
         (r"\.mlp\.dense_4h_to_h\.", ".mlp.down_proj."),
     ),
-    fused=(
-        FusedSplit(
-            r"(.*)\.self_attn\.qkv_proj\.(weight|bias)",
-            (r"\1.self_attn.q_proj.\2", r"\1.self_attn.k_proj.\2", r"\1.self_attn.v_proj.\2"),
-            "qkv_per_kv_group",
-        ),
-    ),
+    fused=(split_qkv("qkv_per_kv_group"),),
     dropped=(r"\.attention\.(bias|masked_bias|rotary_emb\.inv_freq)$",),
 )
 

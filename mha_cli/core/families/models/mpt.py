@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.models.bloom import alibi_positions
-from mha_cli.core.weight_layout import FusedSplit, WeightLayout
+from mha_cli.core.weight_layout import WeightLayout, split_qkv
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -48,13 +48,7 @@ WEIGHTS = WeightLayout(
         (r"\.attn\.out_proj\.", ".self_attn.o_proj."),
         (r"\.ffn\.", ".mlp."),
     ),
-    fused=(
-        FusedSplit(
-            r"(.*)\.self_attn\.qkv_proj\.(weight|bias)",
-            (r"\1.self_attn.q_proj.\2", r"\1.self_attn.k_proj.\2", r"\1.self_attn.v_proj.\2"),
-            "qkv",
-        ),
-    ),
+    fused=(split_qkv("qkv"),),
 )
 
 FAMILY = Family(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.models.gpt2 import GPT2_BLOCK
-from mha_cli.core.weight_layout import FusedSplit, WeightLayout
+from mha_cli.core.weight_layout import WeightLayout, split_qkv
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -34,13 +34,7 @@ WEIGHTS = WeightLayout(
         (r"\.ln_2\.", ".post_attention_layernorm."),
         *GPT2_BLOCK,
     ),
-    fused=(
-        FusedSplit(
-            r"(.*)\.self_attn\.qkv_proj\.(weight|bias)",
-            (r"\1.self_attn.q_proj.\2", r"\1.self_attn.k_proj.\2", r"\1.self_attn.v_proj.\2"),
-            "qkv",
-        ),
-    ),
+    fused=(split_qkv("qkv"),),
     transposed=(r"\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight$",),
     dropped=(r"\.attn\.bias$", r"^position_ids$"),
 )

@@ -1,16 +1,12 @@
 """Phi-3: Llama's arithmetic with fused qkv_proj and gate_up_proj weights; longrope in its 128k variants."""
 
 from mha_cli.core.families import ANY_VALUE, Family
-from mha_cli.core.weight_layout import FusedSplit, WeightLayout
+from mha_cli.core.weight_layout import FusedSplit, WeightLayout, split_qkv
 
 # Phi-3: Llama's names, with q/k/v fused in qkv_proj and gate/up (gate first) in gate_up_proj.
 WEIGHTS = WeightLayout(
     fused=(
-        FusedSplit(
-            r"(.*)\.self_attn\.qkv_proj\.(weight|bias)",
-            (r"\1.self_attn.q_proj.\2", r"\1.self_attn.k_proj.\2", r"\1.self_attn.v_proj.\2"),
-            "qkv",
-        ),
+        split_qkv("qkv"),
         FusedSplit(
             r"(.*)\.mlp\.gate_up_proj\.weight", (r"\1.mlp.gate_proj.weight", r"\1.mlp.up_proj.weight"), "gate_up"
         ),
