@@ -133,3 +133,26 @@ def test_a_multimodal_config_says_which_towers_its_weights_leave_out():
     said = [line for line in assumptions if "not counted" in line]
     assert said == ["weights: the language model's (text_config) only; vision_config, audio_config and the projectors"
                     " are not counted"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"use_bfloat16": False, "tf_legacy_loss": False, "_from_model_config": True},  # transformers 4.x bookkeeping
+        {"sliding_window": None, "sliding_window_pattern": 6},  # a pattern with no window says nothing
+        {"use_sliding_window": False, "sliding_window": 4096, "max_window_layers": 28},  # Qwen2's switch off
+    ],
+)
+def test_fields_that_change_no_figure_are_not_refused_for_an_unknown_family(extra):
+    imported = import_hf_config({**LLAMA_COPY, **extra})
+    assert kv_footprint(imported.model, seq_len=1, batch=1, kv_dtype="bf16").total_bytes == 131_072
+
+
+def test_an_unknown_mla_family_is_not_refused_for_the_head_fields_mla_does_not_use():
+    config = {
+        **LLAMA_COPY, "model_type": "kimi_k2_like", "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128, "v_head_dim": 128, "q_lora_rank": 1536, "head_dim": 64,
+    }  # fmt: skip
+    model = import_hf_config(config).model
+    assert model.mla is not None
+    assert kv_footprint(model, seq_len=1, batch=1, kv_dtype="bf16").total_bytes == 32 * (512 + 64) * 2

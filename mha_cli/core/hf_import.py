@@ -158,6 +158,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     mla = _mla(r)
     if mla is not None:
         fields["mla"] = mla
+        for unused in ("num_key_value_heads", "head_dim", "qk_head_dim"):  # MLA's K and V come from the latent
+            r.config.get(unused)
     else:
         fields["n_kv_heads"] = _kv_heads(r, fam, n_heads)
         head_dim = r.get("head_dim", "kv_channels", "dim_head")  # Megatron/ChatGLM and others spell it so
@@ -169,6 +171,9 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     window = sliding_window(r, *spelled.get("window", ()))
     chunk = r.count("attention_chunk_size", "attention_chunk_size") if r.get("attention_chunk_size") else None
     kinds = _layer_kinds(r, fam, n_layers) if (window or chunk or _has_layer_kinds(r, fam)) else None
+    if not (window or chunk):  # with no window these say nothing: every layer attends to every token
+        for gated in ("sliding_window", "sliding_window_pattern", "max_window_layers"):
+            r.config.get(gated)
     if kinds is not None:
         kinds = kinds[:n_layers]  # a family cycle longer than the model: its first n_layers entries (transformers)
     fields.update(_kinds_fields(kinds, window, chunk))

@@ -31,6 +31,7 @@ NO_FIGURE_DEPENDS_ON = frozenset({
     "task_specific_params", "id2label", "label2id", "problem_type", "finetuning_task", "tokenizer_class", "prefix",
     "custom_pipelines", "output_hidden_states", "output_attentions", "return_dict", "use_return_dict",
     "torchscript", "pruned_heads", "chunk_size_feed_forward", "num_labels", "_commit_hash", "base_model_tp_plan",
+    "use_bfloat16", "tf_legacy_loss", "_from_model_config",
     "base_model_pp_plan", "transformers.js_config", "keys_to_ignore_at_inference",
     # read by its own reader (core.hf_quantization): the weight format
     "quantization_config",

@@ -316,6 +316,9 @@ def matrices_per_rank(model: ModelSpec, tp: int, experts: ExpertLayout | None = 
             Matrix("attention", kv_width, d, 2 * attending),
             Matrix("attention", d, q_width, attending),
         ]
+        if model.attn_softplus_gate is not None:  # Laguna's g_proj: a gate per head or per element
+            gate_width = heads if model.attn_softplus_gate == "head" else q_width
+            attention.append(Matrix("attention", gate_width, d, attending))
     gated = model.mlp == "gated"
     n_moe = 0 if model.moe is None else max(0, layers - model.moe.n_dense_layers)
     mlps = _mlp_matrices(d, model.d_ff // tp, gated, layers - n_moe) if layers > n_moe else []

@@ -213,6 +213,8 @@ class Attention(nn.Module):
 
     def forward_with_weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Reference path (explicit softmax, K/V repeated, no window): (out (b, s, d_model), weights (b, n_h, s, s))."""
+        if self.alibi_slopes is not None or hasattr(self, "sinks"):
+            raise ValueError("the reference path has no ALiBi biases or attention sinks: use forward")
         q, k, v, gate = self._project(x)  # (b, n_h, s, h_d), (b, n_kv, s, h_d) x 2
         out, weights = reference_attention(q, k, v, scale=self.scale, softcap=self.softcap)  # (b, n_h, s, h_d), ...
         out = self._gated(combine_heads(out), gate)  # (b, s, n_h * h_d)
