@@ -15,6 +15,11 @@ from torch import nn
 from mha_cli.core.schemas import NormType
 
 
+def rms_normed(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """x / sqrt(mean(x^2) + eps) over the last dimension (..., w), in x's dtype (call it with fp32)."""
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)
+
+
 class RMSNorm(nn.Module):
     """x / sqrt(mean(x^2) + eps) * (offset + weight) over the last dimension; a fresh norm is the identity
     (``weight`` 1 - offset: ones for Llama's, zeros for Gemma's)."""
@@ -39,8 +44,7 @@ class RMSNorm(nn.Module):
             self.weight.fill_(1.0 - self.offset)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x32 = x.float()  # (..., w)
-        normed = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (..., w)
+        normed = rms_normed(x.float(), self.eps)  # (..., w), fp32
         if self.offset:  # Gemma: the product in float32, then the cast
             return (normed * (self.offset + self.weight.float())).to(x.dtype)  # (..., w)
         return self.weight * normed.to(x.dtype)  # (..., w)

@@ -23,13 +23,12 @@ from torch import nn
 
 from mha_cli.nn.mixers.short_conv import ShortConv
 from mha_cli.nn.mixers.state import MixerState
-from mha_cli.nn.norms import RMSNorm
+from mha_cli.nn.norms import RMSNorm, rms_normed
 
 
 def rms_normalise(x: torch.Tensor, eps: float) -> torch.Tensor:
     """x / sqrt(mean(x^2) + eps) over the last dimension, in fp32, cast back: Falcon-Mamba's weightless norm."""
-    x32 = x.float()
-    return (x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + eps)).to(x.dtype)
+    return rms_normed(x.float(), eps).to(x.dtype)
 
 
 def selective_scan(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.models.opt import offset_positions
+from mha_cli.core.families.models.xglm import FAIRSEQ_BLOCK
 from mha_cli.core.schemas import DEFAULT_NORM_EPS
 from mha_cli.core.weight_layout import WeightLayout
 
@@ -27,11 +28,7 @@ WEIGHTS = WeightLayout(
         (r"^biogpt\.layer_norm\.", "model.norm."),
         (r"^biogpt\.", "model."),
         (r"^output_projection\.", "lm_head."),
-        (r"\.self_attn\.out_proj\.", ".self_attn.o_proj."),
-        (r"\.self_attn_layer_norm\.", ".input_layernorm."),
-        (r"\.final_layer_norm\.", ".post_attention_layernorm."),
-        (r"\.fc1\.", ".mlp.up_proj."),
-        (r"\.fc2\.", ".mlp.down_proj."),
+        *FAIRSEQ_BLOCK,
     ),
 )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
+from mha_cli.core.families.models.xglm import FAIRSEQ_BLOCK
 from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
@@ -44,11 +45,7 @@ WEIGHTS = WeightLayout(
     renames=(
         (r"^model\.decoder\.final_layer_norm\.", "model.norm."),
         (r"^model\.decoder\.", "model."),
-        (r"\.self_attn\.out_proj\.", ".self_attn.o_proj."),
-        (r"\.self_attn_layer_norm\.", ".input_layernorm."),
-        (r"\.final_layer_norm\.", ".post_attention_layernorm."),
-        (r"\.fc1\.", ".mlp.up_proj."),
-        (r"\.fc2\.", ".mlp.down_proj."),
+        *FAIRSEQ_BLOCK,
     ),
 )
 

@@ -3,16 +3,19 @@
 from mha_cli.core.families import ANY_VALUE, Family
 from mha_cli.core.weight_layout import WeightLayout
 
-# XGLM: BART-style names (self_attn_layer_norm, fc1, fc2, final_layer_norm per layer; layer_norm at the end).
+FAIRSEQ_BLOCK = (
+    (r"\.self_attn\.out_proj\.", ".self_attn.o_proj."),
+    (r"\.self_attn_layer_norm\.", ".input_layernorm."),
+    (r"\.final_layer_norm\.", ".post_attention_layernorm."),
+    (r"\.fc1\.", ".mlp.up_proj."),
+    (r"\.fc2\.", ".mlp.down_proj."),
+)
+"""fairseq's (BART-style) block names under the decoder's: self_attn_layer_norm, fc1, fc2 and final_layer_norm per
+layer; OPT and BioGPT share them."""
+
+# XGLM: the fairseq block; layer_norm at the end.
 WEIGHTS = WeightLayout(
-    renames=(
-        (r"^model\.layer_norm\.", "model.norm."),
-        (r"\.self_attn\.out_proj\.", ".self_attn.o_proj."),
-        (r"\.self_attn_layer_norm\.", ".input_layernorm."),
-        (r"\.final_layer_norm\.", ".post_attention_layernorm."),
-        (r"\.fc1\.", ".mlp.up_proj."),
-        (r"\.fc2\.", ".mlp.down_proj."),
-    ),
+    renames=((r"^model\.layer_norm\.", "model.norm."), *FAIRSEQ_BLOCK),
     dropped=(r"^model\.embed_positions\.weights$",),
 )
 
