@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from mha_cli.cli.app import CommandRegistry
     from mha_cli.core.cost.plan import ServingPlan
     from mha_cli.core.cost.search import SearchResult
+    from mha_cli.core.serve.replica import ClientSpec, SimulatedServing
 
 MAX_TOKENS = 1 << 24
 MAX_CONCURRENCY = 1 << 20
@@ -98,10 +99,58 @@ def plan(
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     max_num_seqs: MaxNumSeqsOpt = None,
     profile: ProfileOpt = None,
+    num_prompts: Annotated[
+        int | None,
+        typer.Option(
+            "--num-prompts",
+            help="Requests the simulated benchmark sends (vllm bench serve's --num-prompts). Default: 10 per user,"
+            " 200 to 10,000.",
+            show_default=False,
+        ),
+    ] = None,
+    random_range_ratio: Annotated[
+        float,
+        typer.Option(
+            "--random-range-ratio",
+            help="Lengths drawn uniformly in [n (1 - r), n (1 + r)] around --isl and --osl, as vllm bench serve's"
+            " random dataset draws them.",
+        ),
+    ] = 0.0,
+    burstiness: Annotated[
+        float,
+        typer.Option("--burstiness", help="With --rate: the gamma shape of arrival gaps (1 Poisson, < 1 burstier)."),
+    ] = 1.0,
+    lengths_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--lengths-file",
+            help="(input, output) token counts, one pair a line ('INPUT OUTPUT') or a JSON list, replayed instead of"
+            " --isl/--osl draws.",
+            show_default=False,
+        ),
+    ] = None,
+    slo_percentile: Annotated[
+        float,
+        typer.Option(
+            "--slo-percentile",
+            help="Where --ttft-ms and --itl-ms are read in the simulated distribution: 50, 90, 99, or 0 for the mean.",
+        ),
+    ] = 99.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated lengths and arrivals.")] = 0,
+    closed_form: Annotated[
+        bool,
+        typer.Option(
+            "--closed-form",
+            help="Skip the simulated serving loop: only the closed-form estimate (quick; no percentiles, no burst).",
+        ),
+    ] = False,
     plot: Annotated[
         Path | None,
         typer.Option(
-            "--plot", help="Also draw latency and throughput against concurrency to this PNG.", show_default=False
+            "--plot",
+            help="Also draw latency and throughput against concurrency (and the simulated running and queued requests"
+            " and KV pool over time) to this PNG.",
+            show_default=False,
         ),
     ] = None,
     force: ForceOpt = False,
@@ -152,12 +201,16 @@ def plan(
         stand_in = f"profile {chosen.name} was measured on {chosen.device_name}, not {device.name}: its rates stand in"
     elif chosen.kind == "prior" and device.vendor not in ("NVIDIA", "AMD"):
         stand_in = f"the priors were fitted on NVIDIA and AMD GPUs: on a {device.vendor} device they are a sketch"
+    client = None if closed_form else _client(num_prompts, random_range_ratio, burstiness, lengths_file, seed)
+    if slo_percentile not in (0, 50, 90, 99):
+        raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
     if tp is None and pp is None:
         from mha_cli.core.cost.search import search_deployments
 
         found = search_deployments(
             loaded.model, model_id(loaded), resolved, deployment, (chosen, ceiling), isl=isl, osl=osl,
-            concurrency=concurrency, ttft_ms=ttft_ms, itl_ms=itl_ms, rate=rate,
+            concurrency=concurrency, ttft_ms=ttft_ms, itl_ms=itl_ms, rate=rate, client=client,
+            slo_percentile=slo_percentile,
         )  # fmt: skip
         if stand_in:
             found.layouts.append(stand_in)
@@ -188,6 +241,13 @@ def plan(
 
     if mixer_weights_note(loaded.model) is not None:  # the memory plan's weights, and so what fits beside them
         result.notes.append(mixer_weights_note(loaded.model))
+    if client is not None:
+        from mha_cli.core.cost.plan import simulate_plan
+
+        result = simulate_plan(
+            result, loaded.model, deployment, chosen, client, ttft_ms=ttft_ms, itl_ms=itl_ms,
+            slo_percentile=slo_percentile, trace=plot is not None,
+        )  # fmt: skip
     if ttft_ms is not None or itl_ms is not None:
         from mha_cli.core.cost.search import as_candidate
 
@@ -197,6 +257,24 @@ def plan(
 
         write_plan_plot(plot, result, force=force)
     Output(json).emit(result, render_plan)
+
+
+def _client(
+    num_prompts: int | None, range_ratio: float, burstiness: float, lengths_file: Path | None, seed: int
+) -> ClientSpec:
+    """The simulated benchmark client from ``plan``'s options (checked here: one line each)."""
+    from mha_cli.core.serve.replica import ClientSpec
+    from mha_cli.core.serve.workload import MAX_REQUESTS, read_lengths
+
+    if num_prompts is not None:
+        _count(num_prompts, "num-prompts", MAX_REQUESTS)
+    if not 0 <= range_ratio < 1:
+        raise BadInputError(f"--random-range-ratio {range_ratio:g}: give a value in [0, 1)")
+    if not 0 < burstiness <= 1e3:
+        raise BadInputError(f"--burstiness {burstiness:g}: give a gamma shape greater than 0 (1: Poisson)")
+    lengths = None if lengths_file is None else read_lengths(lengths_file)
+    return ClientSpec(num_prompts=num_prompts, range_ratio=range_ratio, burstiness=burstiness, lengths=lengths,
+                      seed=seed)  # fmt: skip
 
 
 def model_id(loaded: ModelSource) -> str:
@@ -224,7 +302,12 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     )
     if result.memory.experts_per_device is not None:
         console.print(f"experts: each device holds {escape(result.memory.experts_per_device)}")
-    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
+    if p.simulated is not None:
+        render_simulation(console, p.simulated, p)
+    table = Table(
+        title="closed-form estimate (quick bound: steady state, no burst, no percentiles)" if p.simulated else None,
+        title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+    )  # fmt: skip
     for column in ("", "predicted", "band", "roofline bound"):
         table.add_column(column, justify="left" if not column else "right")
     rows = [
@@ -255,6 +338,39 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     console.print(f"[dim]profile {escape(p.profile.name)} ({p.profile.kind}): {escape(p.uncertainty.how)}[/dim]")
     for note in p.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")
+
+
+def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan) -> None:
+    """The simulated benchmark run: vllm bench serve's table (mean, median, p90, p99) and what the loop did."""
+    from rich import box
+    from rich.table import Table
+
+    load = (
+        f"{sim.users_per_replica} user(s) in a closed loop" if sim.users_per_replica is not None
+        else f"{sim.rate_per_replica:g} req/s arriving"
+    )  # fmt: skip
+    table = Table(
+        title=f"simulated serving loop ({sim.engine} scheduler; busiest of {sim.replicas} replica(s): {load},"
+        f" {sim.requests:,} requests)",
+        title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+    )  # fmt: skip
+    for column in ("ms", "mean", "median", "p90", "p99"):
+        table.add_column(column, justify="left" if column == "ms" else "right")
+    for label, stats in (("TTFT", sim.ttft_ms), ("TPOT", sim.tpot_ms), ("ITL", sim.itl_ms), ("end to end", sim.e2e_ms)):
+        table.add_row(label, *(f"{value:,.1f}" for value in (stats.mean, stats.median, stats.p90, stats.p99)))
+    console.print(table)
+    console.print(
+        f"output {sim.deployment_output_tokens_per_s:,.0f} tokens/s over all replicas"
+        f" ({sim.deployment_output_tokens_per_s / plan.deployment.gpus:,.0f} per GPU); {sim.request_throughput:,.2f}"
+        f" req/s per replica over {sim.duration_s:,.1f} s; at most {sim.max_running} running and {sim.max_waiting}"
+        f" queued; {sim.preemptions} preemption(s)"
+    )
+    if sim.goodput_rps is not None:
+        console.print(f"goodput {sim.goodput_rps:,.2f} req/s within the targets (all replicas)")
+    if sim.saturated:
+        console.print("[bold red]saturated[/bold red]: the queue grew through the run; the rate exceeds what it serves")
+    for miss in sim.misses:
+        console.print(f"[red]misses: {miss}[/red]")
 
 
 def render_search(console: Console, result: SearchResult) -> None:
@@ -292,6 +408,14 @@ def render_search(console: Console, result: SearchResult) -> None:
         console.print(
             f"[bold]pick[/bold] (*): {c.deployment.describe()} at {c.concurrency:,} users: {c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU{chosen_front}"
         )
+        if c.simulated is not None:
+            sim = c.simulated
+            label = "mean" if sim.slo_percentile == 0 else f"p{sim.slo_percentile:g}"
+            console.print(
+                f"  simulated ({sim.requests:,} requests): {label} TTFT {sim.ttft_ms.at(sim.slo_percentile):,.0f} ms,"
+                f" {label} ITL {sim.itl_ms.at(sim.slo_percentile):,.1f} ms,"
+                f" {sim.deployment_output_tokens_per_s / c.deployment.gpus:,.0f} tokens/s per GPU"
+            )
         for engine, line in result.launch.items():
             console.print(f"  {engine}: {escape(line)}")
     else:

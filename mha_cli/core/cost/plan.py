@@ -20,8 +20,9 @@ from mha_cli.core.memory import MemoryPlan, expert_layout, plan_memory, shared_e
 from mha_cli.core.pipeline import stage_layout, stage_model, stage_params
 from mha_cli.core.record import empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.serve.replica import ClientSpec, SimulatedServing, simulate_deployment
 from mha_cli.core.targets import ResolvedTarget
-from mha_cli.core.tensor_parallel import tp_shard_problem
+from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
 
 
 class ServingPlan(ServingPrediction):
@@ -39,6 +40,9 @@ class ServingPlan(ServingPrediction):
     """``--rate``: the arrival rate asked (requests/s); ``concurrency`` is then the requests in flight it makes."""
     saturated: bool = False
     """``--rate`` beyond what the deployment serves at its largest load: requests pile up without bound."""
+    simulated: SimulatedServing | None = None
+    """The serving loop simulated (``core.serve``): percentiles, the burst, preemptions. The top-level figures are
+    the closed-form model's quick estimate."""
 
 
 def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int, int]:
@@ -62,6 +66,20 @@ def _largest_stage(model: ModelSpec, pp: int, tp: int) -> ModelSpec:
         return model
     layouts = [stage_layout(model, pp, s) for s in range(pp)]
     return stage_model(model, max(layouts, key=lambda layout: stage_params(model, layout, tp)))
+
+
+def serving_case(
+    model: ModelSpec, deployment: DeploymentSpec, memory: MemoryPlan, *, isl: int, osl: int, concurrency: int,
+    pp: int, replicas: int, experts: ExpertLayout | None,
+) -> ServingCase:  # fmt: skip
+    """What the cost model prices: ``model`` in ``deployment``'s formats on ``memory``'s tp and engine."""
+    engine = memory.engine
+    return ServingCase(
+        model=model, isl=isl, osl=osl, concurrency=concurrency, tp=memory.tp, pp=pp, replicas=replicas,
+        admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
+        weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
+        experts=experts,
+    )  # fmt: skip
 
 
 def plan_serving(
@@ -105,12 +123,8 @@ def plan_serving(
     if not engine.starts:
         approximate = "" if model.recurrent is None else " (its weights are approximate: `mha kv` says by how much)"
         raise BadInputError(f"{engine.name} would not start: {engine.refusal}{approximate}")
-    case = ServingCase(
-        model=model, isl=isl, osl=osl, concurrency=concurrency, tp=tp, pp=pp, replicas=replicas,
-        admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
-        weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
-        experts=experts,
-    )  # fmt: skip
+    case = serving_case(model, deployment, memory, isl=isl, osl=osl, concurrency=concurrency, pp=pp,
+                        replicas=replicas, experts=experts)  # fmt: skip
     prediction = predict_serving(case, profile, ceiling)
     if model.position_embeddings and context > model.position_embeddings:
         raise BadInputError(
@@ -186,3 +200,28 @@ def plan_at_rate(
         plan = plan_serving(model, target, deployment, profile, ceiling, concurrency=users, **common)
     plan.notes.append(f"--rate {rate:g} req/s: {users} request(s) in flight (Little's law: rate x e2e)")
     return plan.model_copy(update={"rate_rps": rate})
+
+
+def simulate_plan(
+    plan: ServingPlan,
+    model: ModelSpec,
+    deployment: DeploymentSpec,
+    profile: DeviceProfile,
+    client: ClientSpec,
+    *,
+    ttft_ms: float | None = None,
+    itl_ms: float | None = None,
+    slo_percentile: float = 99.0,
+    trace: bool = False,
+) -> ServingPlan:
+    """``plan`` with its serving loop simulated under ``client``'s load (its ``rate_rps`` when it has one)."""
+    d = plan.deployment
+    variant = deployment.model_copy(update={"expert_parallel": d.expert_parallel})
+    experts = expert_layout(model, d.tp, d.replicas, variant)
+    case = serving_case(model, variant, plan.memory, isl=plan.isl, osl=plan.osl, concurrency=plan.concurrency,
+                        pp=d.pp, replicas=d.replicas, experts=experts)  # fmt: skip
+    simulated = simulate_deployment(
+        case, profile, plan.memory.engine, client, rate=plan.rate_rps, ttft_ms=ttft_ms, itl_ms=itl_ms,
+        slo_percentile=slo_percentile, trace=trace,
+    )  # fmt: skip
+    return plan.model_copy(update={"simulated": simulated})

@@ -114,6 +114,9 @@ class DeviceProfile(Record):
     """Each fitted or measured constant -> its value and where it comes from, in words."""
     relative_error: NonNegativeFloat
     """The typical relative error of a prediction from this profile (its uncertainty band is +/- this)."""
+    request_overhead_s: NonNegativeFloat = 0.0
+    """A served request's fixed cost outside the engine's steps: from the client's send to the engine's queue (HTTP,
+    tokenising), in every TTFT. 0 in the priors; ``mha calibrate --from`` fits it from benchmark results."""
     created: str | None = None
 
     def ceiling(self) -> "DeviceProfile":
@@ -127,6 +130,6 @@ class DeviceProfile(Record):
                 "weight_bandwidth": Curve.flat(self.weight_bandwidth.peak),
                 "cache_bandwidth": Curve.flat(self.cache_bandwidth.peak), "matmul": Curve.flat(self.matmul.peak),
                 "attention_flops": Curve.flat(self.attention_flops.peak), "kernel_overhead_s": 0.0,
-                "dispatch_overhead_s": 0.0, "step_overhead_s": 0.0, "collective": collective,
+                "dispatch_overhead_s": 0.0, "step_overhead_s": 0.0, "collective": collective, "request_overhead_s": 0.0,
             }
         )  # fmt: skip

@@ -20,12 +20,13 @@ import shlex
 
 from pydantic import Field
 
-from mha_cli.core.cost.plan import ServingPlan, plan_at_rate, plan_serving
+from mha_cli.core.cost.plan import ServingPlan, plan_at_rate, plan_serving, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.serve.replica import ClientSpec
 from mha_cli.core.targets import ResolvedTarget
 from mha_cli.core.tensor_parallel import tp_shard_problem
 
@@ -151,17 +152,91 @@ def _search(
 
 
 def as_candidate(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None) -> Candidate:
-    """``plan`` with whether it meets the targets (one deployment asked with --ttft-ms or --itl-ms)."""
-    misses = _misses(plan, ttft_ms, itl_ms)
-    return Candidate(**dict(plan), meets_targets=not misses, misses=misses)
+    """``plan`` with whether it meets the targets (one deployment asked with --ttft-ms or --itl-ms): on its
+    simulated percentiles when it was simulated, else on the closed-form figures."""
+    misses = plan.simulated.misses if plan.simulated is not None else _misses(plan, ttft_ms, itl_ms)
+    fields = {name: value for name, value in dict(plan).items() if name not in ("meets_targets", "misses")}
+    return Candidate(**fields, meets_targets=not misses, misses=misses)
+
+
+SIMULATED_LAYOUTS = 2
+"""Layouts the search confirms in the simulated loop: those whose best closed-form point has the most tokens/s per
+GPU."""
+SEARCH_PROMPTS_PER_USER = 3
+"""A search's simulated runs send 3 requests a user (at least 100, at most 2,000): the first burst and the steady
+state after it, at a fraction of a single plan's run."""
+SEARCH_MIN_PROMPTS = 100
+SEARCH_MAX_PROMPTS = 2000
+
+
+def confirm_by_simulation(
+    candidates: list[Candidate], model: ModelSpec, deployment: DeploymentSpec, profile: DeviceProfile,
+    client: ClientSpec, *, ttft_ms: float | None, itl_ms: float | None, slo_percentile: float,
+    layouts_tried: int = SIMULATED_LAYOUTS,
+) -> int | None:  # fmt: skip
+    """The pick, judged in the simulated serving loop. The closed form misses the burst of a closed loop (every user
+    at once), so at high load it passes points whose simulated percentiles fail. For the ``layouts_tried`` layouts
+    with the most tokens/s per GPU among the points that meet the targets in the closed form, the largest
+    concurrency whose simulated run meets them is found by bisection (latency grows with the users); the pick is the
+    best of those by tokens/s per GPU. Each simulated candidate keeps its run and its misses. None when none meets
+    them."""
+
+    def simulated(index: int) -> bool:
+        if candidates[index].simulated is None:
+            plan = simulate_plan(
+                candidates[index], model, deployment, profile, _search_share(client, candidates[index]),
+                ttft_ms=ttft_ms, itl_ms=itl_ms, slo_percentile=slo_percentile,
+            )  # fmt: skip
+            candidates[index] = as_candidate(plan, ttft_ms, itl_ms)
+        return candidates[index].meets_targets
+
+    by_layout: dict[tuple[int, int, int, bool], list[int]] = {}
+    for i, c in enumerate(candidates):
+        d = c.deployment
+        by_layout.setdefault((d.tp, d.pp, d.replicas, d.expert_parallel), []).append(i)
+    passing = [i for i, c in enumerate(candidates) if c.meets_targets]
+    ranked = sorted(
+        {_layout_key(candidates[i]) for i in passing},
+        key=lambda key: (
+            -max(candidates[i].output_tokens_per_s_per_gpu for i in passing if _layout_key(candidates[i]) == key)
+        ),
+    )
+    found = []
+    for key in ranked[:layouts_tried]:
+        points = sorted(
+            (i for i in by_layout[key] if candidates[i].meets_targets), key=lambda i: candidates[i].concurrency
+        )
+        low, high = -1, len(points)  # points[low] meets in the simulation (or none), points[high] does not
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if simulated(points[middle]) else (low, middle)
+        if low >= 0:
+            found.append(points[low])
+    return max(found, key=lambda i: candidates[i].output_tokens_per_s_per_gpu) if found else None
+
+
+def _layout_key(candidate: Candidate) -> tuple[int, int, int, bool]:
+    d = candidate.deployment
+    return d.tp, d.pp, d.replicas, d.expert_parallel
+
+
+def _search_share(client: ClientSpec, candidate: Candidate) -> ClientSpec:
+    if client.num_prompts is not None or candidate.rate_rps is not None:
+        return client
+    prompts = SEARCH_PROMPTS_PER_USER * candidate.concurrency
+    return client._replace(num_prompts=min(SEARCH_MAX_PROMPTS, max(SEARCH_MIN_PROMPTS, prompts)))
 
 
 def _nearest_miss(candidates: list[Candidate], ttft_ms: float | None, itl_ms: float | None) -> int:
     """The candidate whose worst figure is the smallest multiple of its target (a saturated one last)."""
 
-    def worst(c: Candidate) -> tuple[bool, float]:
-        ratios = [c.ttft_ms / ttft_ms if ttft_ms else 0.0, c.itl_ms / itl_ms if itl_ms else 0.0]
-        return c.saturated, max(ratios)
+    def worst(c: Candidate) -> tuple[bool, bool, float]:
+        sim = c.simulated
+        ttft, itl = (c.ttft_ms, c.itl_ms) if sim is None else (
+            sim.ttft_ms.at(sim.slo_percentile), sim.itl_ms.at(sim.slo_percentile)
+        )  # fmt: skip
+        ratios = [ttft / ttft_ms if ttft_ms else 0.0, itl / itl_ms if itl_ms else 0.0]
+        return c.saturated, c.meets_targets, max(ratios)  # a closed-form pass the simulation never tried: last
 
     return min(range(len(candidates)), key=lambda i: worst(candidates[i]))
 
@@ -174,9 +249,10 @@ def _chosen(candidates: list[Candidate]) -> int | None:
 def _ways_out(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profiles: tuple[DeviceProfile, DeviceProfile],
     *, isl: int, osl: int, concurrency: int | None, ttft_ms: float | None, itl_ms: float | None,
-    rate: float | None = None,
+    rate: float | None = None, client: ClientSpec | None = None, slo_percentile: float = 99.0,
 ) -> list[str]:  # fmt: skip
-    """Each change of ``recommend``'s kind that would give a deployment meeting the targets, tried."""
+    """Each change of ``recommend``'s kind that would give a deployment meeting the targets, tried (with a
+    ``client``, confirmed in the simulated loop on the best layout)."""
     trials: list[tuple[str, ResolvedTarget, DeploymentSpec, int]] = []
     if not deployment.weight_dtype.startswith("fp8") and target.target.fp8_native:
         trials.append(("--weight-dtype fp8", target, deployment.model_copy(update={"weight_dtype": "fp8"}), isl))
@@ -203,6 +279,11 @@ def _ways_out(
         except MhaError:
             continue
         pick = _chosen(candidates)
+        if pick is not None and client is not None:
+            pick = confirm_by_simulation(
+                candidates, model, trial_deployment, trial_profiles[0], client, ttft_ms=ttft_ms, itl_ms=itl_ms,
+                slo_percentile=slo_percentile, layouts_tried=1,
+            )  # fmt: skip
         if pick is not None:
             c = candidates[pick]
             d = c.deployment
@@ -271,8 +352,11 @@ def search_deployments(
     ttft_ms: float | None = None,
     itl_ms: float | None = None,
     rate: float | None = None,
+    client: ClientSpec | None = None,
+    slo_percentile: float = 99.0,
 ) -> SearchResult:
-    """Search ``target``'s deployments of ``model`` (see the module docstring); ``profiles`` = (profile, ceiling)."""
+    """Search ``target``'s deployments of ``model`` (see the module docstring); ``profiles`` = (profile, ceiling);
+    ``client``: confirm the pick in the simulated serving loop (``confirm_by_simulation``)."""
     for name, value in (("--ttft-ms", ttft_ms), ("--itl-ms", itl_ms)):
         if value is not None and not value > 0:
             raise BadInputError(f"{name} must be greater than 0 (got {value:g})")
@@ -283,8 +367,15 @@ def search_deployments(
             f"no deployment of {model.name} on {target.spec} starts: {'; '.join(tried) or 'no layout shards it'}"
         )
     chosen = _chosen(candidates)
+    if client is not None and chosen is not None:
+        chosen = confirm_by_simulation(
+            candidates, model, deployment, profiles[0], client, ttft_ms=ttft_ms, itl_ms=itl_ms,
+            slo_percentile=slo_percentile,
+        )  # fmt: skip
     nearest = None if chosen is not None else _nearest_miss(candidates, ttft_ms, itl_ms)
-    ways = [] if chosen is not None else _ways_out(model, target, deployment, profiles, **options)
+    ways = [] if chosen is not None else _ways_out(
+        model, target, deployment, profiles, **options, client=client, slo_percentile=slo_percentile
+    )  # fmt: skip
     launch = {} if chosen is None else launch_commands(model_id, candidates[chosen], deployment)
     return SearchResult(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, layouts=tried,

@@ -63,14 +63,19 @@ class Stepper:
         time = step_time(ops, self.profile, tp=case.tp)
         if case.pp == 1:
             return time
-        send = 0.0
-        collective = self.profile.collective
-        if collective is not None:  # a point-to-point send: one latency, the activations once
-            tokens = sum(shape.tokens for shape in shapes)
-            send = (case.pp - 1) * (
-                collective.latency_s + tokens * case.model.d_model * ACTIVATION_BYTES / collective.bandwidth_bytes_per_s
-            )
+        send = self.send_seconds(sum(shape.tokens for shape in shapes))
         return time.model_copy(update={"seconds": time.seconds + send, "collective_s": time.collective_s + send})
+
+    def send_seconds(self, tokens: int) -> float:
+        """The sends between pipeline stages of a step of ``tokens`` rows: one latency and the activations once at
+        each of the pp - 1 boundaries (0 without pipeline parallelism or a link)."""
+        collective = self.profile.collective
+        if self.case.pp == 1 or collective is None:
+            return 0.0
+        return (self.case.pp - 1) * (
+            collective.latency_s
+            + tokens * self.case.model.d_model * ACTIVATION_BYTES / collective.bandwidth_bytes_per_s
+        )
 
 
 def chunked_prefill(stepper: Stepper, tokens: int, chunk_tokens: int, riding: list[StepShape]) -> tuple[float, int]:

@@ -181,25 +181,53 @@ def _matmul_ops(model: ModelSpec, tp: int, weight_dtype: str, tokens: int, exper
     return ops
 
 
-def _attention_ops(
-    model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCacheMode, shape: StepShape, absorbed: bool
-) -> list[Op]:
-    """The cache each attention layer reads (and writes) and the pairs it scores; fixed-state layers' state."""
-    ops: list[Op] = []
+class AttentionLayout(NamedTuple):
+    """What one rank's attention and fixed-state layers hold, computed once per model and formats (``core.kv``)."""
+
+    per_token_layer: int
+    """Cache bytes of one token in one token-caching layer on the rank."""
+    pair_flops: tuple[float, float]
+    """FLOPs of one query-key pair on the rank: (decompressed, absorbed MLA latent)."""
+    windows: dict[int | None, int]
+    """Token-caching layers by the tokens they see (None: the whole context)."""
+    kernels: int
+    state_layers: int
+    state_bytes: float
+    """One sequence's fixed state in one state layer on the rank."""
+
+
+def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCacheMode) -> AttentionLayout:
+    """``model``'s attention and state layers on one rank of ``tp`` (``sequence_ops`` prices a step on it)."""
     footprint = kv_footprint(model, seq_len=1, kv_dtype=kv_dtype, tp=tp, mla_cache=mla_cache)
-    per_token_layer = footprint.bytes_per_token_per_rank // max(1, footprint.n_token_layers)
-    heads_per_rank = max(1, model.n_heads // tp)
-    pair_flops = attention_pair_flops(model, absorbed=absorbed) * heads_per_rank / model.n_heads
-    end = shape.context + shape.new_tokens
-    kinds: dict[int | None, int] = {}
+    heads_share = max(1, model.n_heads // tp) / model.n_heads
+    windows: dict[int | None, int] = {}
     for layer in range(model.n_layers):
         if not model.caches_tokens(layer):
             continue
         kind = model.layer_kind(layer)
         window = model.sliding_window if kind == "local" else model.attention_chunk if kind == "chunked" else None
-        kinds[window] = kinds.get(window, 0) + 1
-    kernels = ATTENTION_BLOCK_KERNELS + (MLA_EXTRA_KERNELS if model.mla is not None else 0)
-    for window, n_layers in kinds.items():
+        windows[window] = windows.get(window, 0) + 1
+    state_layers = sum(model.holds_state(layer) for layer in range(model.n_layers))
+    return AttentionLayout(
+        per_token_layer=footprint.bytes_per_token_per_rank // max(1, footprint.n_token_layers),
+        pair_flops=(
+            attention_pair_flops(model, absorbed=False) * heads_share,
+            attention_pair_flops(model, absorbed=True) * heads_share,
+        ),
+        windows=windows,
+        kernels=ATTENTION_BLOCK_KERNELS + (MLA_EXTRA_KERNELS if model.mla is not None else 0),
+        state_layers=state_layers,
+        state_bytes=footprint.state_bytes_per_seq_per_rank / state_layers if state_layers else 0.0,
+    )  # fmt: skip
+
+
+def sequence_ops(layout: AttentionLayout, shape: StepShape, absorbed: bool) -> list[Op]:
+    """The cache each attention layer reads (and writes) for ``shape`` and the pairs it scores; fixed-state layers'
+    state. ``absorbed``: MLA scores the latent (decode), else the decompressed heads."""
+    ops: list[Op] = []
+    per_token_layer, pair_flops = layout.per_token_layer, layout.pair_flops[absorbed]
+    end = shape.context + shape.new_tokens
+    for window, n_layers in layout.windows.items():
         held = tokens_held(end, window)
         cache = shape.sequences * (held * per_token_layer + shape.new_tokens * per_token_layer)
         pairs = shape.sequences * causal_pairs_after(shape.new_tokens, shape.context, window)
@@ -211,15 +239,14 @@ def _attention_ops(
                 bytes=cache,
                 flops=pairs * pair_flops,
                 tokens=shape.tokens,
-                kernels=kernels,
+                kernels=layout.kernels,
             )
         )
-    state_layers = sum(model.holds_state(layer) for layer in range(model.n_layers))
-    if state_layers:
-        state = footprint.state_bytes_per_seq_per_rank / state_layers
+    if layout.state_layers:
         ops.append(
-            Op(name="recurrent state", kind="memory", count=state_layers, bytes=2 * shape.sequences * state,
-               flops=0.0, tokens=shape.tokens, kernels=ATTENTION_BLOCK_KERNELS)
+            Op(name="recurrent state", kind="memory", count=layout.state_layers,
+               bytes=2 * shape.sequences * layout.state_bytes, flops=0.0, tokens=shape.tokens,
+               kernels=ATTENTION_BLOCK_KERNELS)
         )  # fmt: skip
     return ops
 
@@ -241,14 +268,32 @@ def forward_ops(
 
     MLA attends over the absorbed latent in decode (one new token) and decompressed (naive) in a prefill, as
     DeepSeek's and vLLM's kernels do. Raises ``BadInputError`` when ``tp`` does not shard the model.
+
+    The step's operations come in three parts, which the serving simulator prices apart: ``layer_ops`` (what the
+    step's token count sets), ``sequence_ops`` (each shape's attention over its context), ``outside_ops``.
     """
+    tokens = sum(shape.tokens for shape in shapes)
+    logits = sum(shape.logits_tokens for shape in shapes)
+    ops = layer_ops(model, tokens, tp=tp, weight_dtype=weight_dtype, experts=experts)
+    attention = attention_layout(model, tp, kv_dtype, mla_cache)
+    for shape in shapes:
+        absorbed = model.mla is not None and shape.new_tokens == 1 and mla_cache == "absorbed"
+        ops += sequence_ops(attention, shape, absorbed)
+    return ops + outside_ops(model, tokens, logits, tp=tp, weight_dtype=weight_dtype)
+
+
+def layer_ops(
+    model: ModelSpec, tokens: int, *, tp: int = 1, weight_dtype: str = "bf16", experts: ExpertLayout | None = None
+) -> list[Op]:
+    """The layers' operations a step of ``tokens`` rows runs whatever their contexts: matmuls, norms and
+    activations, the tp all-reduce and the experts' dispatch."""
     layout = ExpertLayout(tp) if experts is None else experts
     problem = tp_shard_problem(model, tp, layout)
     if problem is not None:
         from mha_cli.core.errors import BadInputError
 
         raise BadInputError(problem)
-    tokens, d = sum(shape.tokens for shape in shapes), model.d_model
+    d = model.d_model
     ops = _matmul_ops(model, tp, weight_dtype, tokens, layout)
     n_moe = 0 if model.moe is None else max(0, model.n_layers - model.moe.n_dense_layers)
     groups = layout.ranks // tp  # data-parallel groups whose tokens meet at the experts
@@ -274,37 +319,39 @@ def forward_ops(
                flops=2.0 * tokens * d * model.moe.n_experts, tokens=tokens,
                kernels=MLP_BLOCK_KERNELS + MOE_ROUTING_KERNELS)
         )  # fmt: skip
-    for shape in shapes:
-        absorbed = model.mla is not None and shape.new_tokens == 1 and mla_cache == "absorbed"
-        ops += _attention_ops(model, tp, kv_dtype, mla_cache, shape, absorbed)
-    vocab_rows = vocab_rows_per_rank(model.vocab_size, tp)
-    fmt = weight_format(weight_dtype)  # quantised checkpoints keep the head in bf16; fp32/fp16/bf16 store it alike
-    head_bytes = vocab_rows * d * (int(fmt.nominal_bits) // 8 if fmt.scope == "all" else UNQUANTISED_BYTES)
-    logits = sum(shape.logits_tokens for shape in shapes)
-    ops.append(
-        Op(name="lm head", kind="matmul", count=1,
-           bytes=head_bytes + logits * (d + vocab_rows) * ACTIVATION_BYTES, flops=2.0 * logits * vocab_rows * d,
-           tokens=logits, outside_layers=True)
-    )  # fmt: skip
-    ops.append(
-        Op(name="embedding, final norm, sampler", kind="memory", count=1,
-           bytes=tokens * d * ACTIVATION_BYTES * 3 + SAMPLER_PASSES * logits * model.vocab_size * LOGIT_BYTES,
-           flops=0.0, tokens=tokens, kernels=OUTSIDE_LAYER_KERNELS, outside_layers=True)
-    )  # fmt: skip
     shared_moe = n_moe if groups > 1 else 0  # MoE layers whose experts the groups share: gather and scatter instead
     if tp > 1:
         ops.append(
             Op(name="all-reduce", kind="all_reduce", count=2 * model.n_layers - shared_moe,
                bytes=tokens * d * ACTIVATION_BYTES, flops=0.0, tokens=tokens)
         )  # fmt: skip
-        ops.append(
-            Op(name="logits gather", kind="all_gather", count=1, bytes=logits * vocab_rows * tp * ACTIVATION_BYTES,
-               flops=0.0, tokens=logits, outside_layers=True)
-        )  # fmt: skip
     if shared_moe:  # vLLM's default all2all backend: all-gather the groups' tokens, reduce-scatter the experts' sums
         gathered = groups * tokens * d * ACTIVATION_BYTES
         ops.append(
             Op(name="experts' dispatch and combine", kind="all_gather", count=2 * shared_moe, bytes=gathered,
                flops=0.0, tokens=groups * tokens, ranks=layout.ranks)
+        )  # fmt: skip
+    return ops
+
+
+def outside_ops(model: ModelSpec, tokens: int, logits: int, *, tp: int = 1, weight_dtype: str = "bf16") -> list[Op]:
+    """What a step runs once outside the layers (``Op.outside_layers``): the embedding and final norm over
+    ``tokens`` rows, the LM head, sampler and logits gather over ``logits`` rows."""
+    d = model.d_model
+    vocab_rows = vocab_rows_per_rank(model.vocab_size, tp)
+    fmt = weight_format(weight_dtype)  # quantised checkpoints keep the head in bf16; fp32/fp16/bf16 store it alike
+    head_bytes = vocab_rows * d * (int(fmt.nominal_bits) // 8 if fmt.scope == "all" else UNQUANTISED_BYTES)
+    ops = [
+        Op(name="lm head", kind="matmul", count=1,
+           bytes=head_bytes + logits * (d + vocab_rows) * ACTIVATION_BYTES, flops=2.0 * logits * vocab_rows * d,
+           tokens=logits, outside_layers=True),
+        Op(name="embedding, final norm, sampler", kind="memory", count=1,
+           bytes=tokens * d * ACTIVATION_BYTES * 3 + SAMPLER_PASSES * logits * model.vocab_size * LOGIT_BYTES,
+           flops=0.0, tokens=tokens, kernels=OUTSIDE_LAYER_KERNELS, outside_layers=True),
+    ]  # fmt: skip
+    if tp > 1:
+        ops.append(
+            Op(name="logits gather", kind="all_gather", count=1, bytes=logits * vocab_rows * tp * ACTIVATION_BYTES,
+               flops=0.0, tokens=logits, outside_layers=True)
         )  # fmt: skip
     return ops

@@ -1,0 +1,123 @@
+"""A deployment simulated: its busiest replica runs the benchmark client's share of the load through its engine's
+scheduler (``core.serve.simulate``), on the engine's memory plan (pool, token budget, sequence cap).
+
+Users spread evenly over the replicas, as a load balancer spreads them: a closed loop of N users gives the busiest
+replica ceil(N / replicas) of them; an open loop at a rate gives each replica rate / replicas. The replica's
+throughput times the replicas is the deployment's. Pure Python.
+"""
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from pydantic import Field
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.record import empty_list
+from mha_cli.core.serve.simulate import EngineLimits, Simulation, simulate
+from mha_cli.core.serve.workload import Workload, drawn_lengths
+
+if TYPE_CHECKING:
+    from mha_cli.core.cost.profile import DeviceProfile
+    from mha_cli.core.cost.stepper import ServingCase
+    from mha_cli.core.engine.plan import EnginePlan
+
+DEFAULT_PROMPTS_PER_USER = 10
+MIN_DEFAULT_PROMPTS = 200
+MAX_DEFAULT_PROMPTS = 10_000
+SLO_PERCENTILES = (0.0, 50.0, 90.0, 99.0)
+"""What ``--slo-percentile`` takes: 0 (the mean), 50, 90 or 99."""
+DEFAULT_SLO_PERCENTILE = 99.0
+
+
+class ClientSpec(NamedTuple):
+    """The benchmark client's options (``vllm bench serve``'s names in the CLI)."""
+
+    num_prompts: int | None = None
+    """Requests in the run (None: 10 per user, at least 200, at most 10,000; an open loop 200 at least)."""
+    range_ratio: float = 0.0
+    burstiness: float = 1.0
+    lengths: list[tuple[int, int]] | None = None
+    """(input, output) pairs from a file, replayed in order (cycled to ``num_prompts``); None: isl and osl."""
+    seed: int = 0
+
+
+class SimulatedServing(Simulation):
+    """The busiest replica's simulated run, with the deployment's throughput and the targets judged on it."""
+
+    replicas: int
+    users_per_replica: int | None
+    """Closed loop: the busiest replica's users; None for an open loop."""
+    rate_per_replica: float | None
+    deployment_output_tokens_per_s: float
+    """The replica's output tokens/s x the replicas."""
+    slo_percentile: float
+    """Where targets are read: 0 the mean, else the percentile."""
+    goodput_rps: float | None = None
+    """Requests per second within --ttft-ms and --itl-ms each (``vllm bench serve --goodput``; ITL read as TPOT)."""
+    misses: list[str] = Field(default_factory=empty_list)
+    """Targets its percentile misses, each with its figure."""
+    source: str = "simulated"
+
+
+def client_workload(case: "ServingCase", client: ClientSpec, rate: float | None) -> tuple[Workload, int | None]:
+    """The busiest replica's share of the client's load: (its workload, its users or None in an open loop)."""
+    users = None if rate is not None else -(-case.concurrency // case.replicas)
+    count = client.num_prompts
+    if count is None:
+        count = MIN_DEFAULT_PROMPTS if users is None else DEFAULT_PROMPTS_PER_USER * users
+        count = min(MAX_DEFAULT_PROMPTS, max(MIN_DEFAULT_PROMPTS, count))
+    elif users is not None:
+        count = max(1, -(-count // case.replicas))
+    if client.lengths is not None:
+        lengths = [client.lengths[i % len(client.lengths)] for i in range(count)]
+    else:
+        lengths = drawn_lengths(case.isl, case.osl, count, range_ratio=client.range_ratio, seed=client.seed)
+    if not 0 < client.burstiness <= 1e3:
+        raise BadInputError(f"--burstiness {client.burstiness:g}: give a gamma shape greater than 0 (1: Poisson)")
+    workload = Workload(
+        lengths=lengths, rate=None if rate is None else rate / case.replicas, burstiness=client.burstiness,
+        max_concurrency=users, seed=client.seed,
+    )  # fmt: skip
+    return workload, users
+
+
+def simulate_deployment(
+    case: "ServingCase",
+    profile: "DeviceProfile",
+    engine: "EnginePlan",
+    client: ClientSpec,
+    *,
+    rate: float | None = None,
+    ttft_ms: float | None = None,
+    itl_ms: float | None = None,
+    slo_percentile: float = DEFAULT_SLO_PERCENTILE,
+    trace: bool = False,
+) -> SimulatedServing:
+    """``case`` served on ``profile`` by ``engine``'s scheduler and pool, under ``client``'s load (see the module
+    docstring); targets read at ``slo_percentile``."""
+    from mha_cli.core.cost.stepper import Stepper
+    from mha_cli.core.serve.step_cost import StepCost
+
+    if slo_percentile not in SLO_PERCENTILES:
+        raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
+    workload, users = client_workload(case, client, rate)
+    limits = EngineLimits(
+        engine=engine.name, kv_blocks=engine.kv_tokens // engine.block_size, block_size=engine.block_size,
+        max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
+    )  # fmt: skip
+    run, times = simulate(
+        workload, limits, StepCost(Stepper(case, profile)), request_overhead_s=profile.request_overhead_s, trace=trace
+    )
+    misses = [f"rate {rate:g} req/s > what it serves (the queue grows)"] if run.saturated else []
+    label = "mean" if slo_percentile == 0 else f"p{slo_percentile:g}"
+    if ttft_ms is not None and run.ttft_ms.at(slo_percentile) > ttft_ms:
+        misses.append(f"{label} ttft {run.ttft_ms.at(slo_percentile):,.0f} ms > {ttft_ms:g} ms")
+    if itl_ms is not None and run.itl_ms.at(slo_percentile) > itl_ms:
+        misses.append(f"{label} itl {run.itl_ms.at(slo_percentile):,.1f} ms > {itl_ms:g} ms")
+    goodput = None
+    if ttft_ms is not None or itl_ms is not None:
+        goodput = run.good_requests(times, ttft_ms, itl_ms) / run.duration_s * case.replicas
+    return SimulatedServing(
+        **dict(run), replicas=case.replicas, users_per_replica=users,
+        rate_per_replica=workload.rate, deployment_output_tokens_per_s=run.output_tokens_per_s * case.replicas,
+        slo_percentile=slo_percentile, goodput_rps=goodput, misses=misses,
+    )  # fmt: skip

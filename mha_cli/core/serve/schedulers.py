@@ -1,0 +1,223 @@
+"""Engine schedulers: which running and waiting requests one step computes, each rule read from the engine's source.
+
+Every scheduler sees the same state (``EngineState``): requests waiting in arrival order, requests running in the
+order admitted, the KV pool in blocks of ``block_size`` tokens (a request holding t tokens holds ceil(t / block)
+blocks), and a token budget per step (``max_num_batched_tokens`` or its engine's name for it). A request's known
+tokens are its prompt plus the tokens it has generated; the step computes some of them (a prefill chunk, or the one
+token a decode adds) and samples the next token when it reaches the last.
+
+- **vLLM V1** (``vllm/v1/core/sched/scheduler.py``, ``Scheduler.schedule``): running requests first, in order,
+  each its remaining tokens up to the budget (a decode: 1; a chunked prefill: the rest of its prompt); when the pool
+  cannot hold a running request's new tokens, the last admitted running request is preempted (its blocks freed,
+  back to the front of the queue, recomputed from scratch: ``PreemptionMode.RECOMPUTE``), until it fits or the
+  request itself was preempted. Then, if nothing was preempted this step, waiting requests first come first
+  served while the budget lasts, fewer than ``max_num_seqs`` run and the pool holds the chunk (chunked prefill).
+- **SGLang** (``python/sglang/srt/managers/scheduler.py``, ``get_next_batch_to_run``; ``schedule_policy.py``,
+  ``PrefillAdder``): a step is a prefill batch or a decode batch, never both (without ``--enable-mixed-chunk``);
+  a prefill batch is formed whenever a waiting request can be admitted, and runs the unfinished chunked request
+  first. A request is admitted when its prompt plus its output (clipped at 4,096) fits the pool after reserving,
+  for every running request, its remaining output times ``new_token_ratio`` (0.7 at start, decaying by
+  (0.7 - 0.098) / 600 a decode step to 0.098; reset to 0.7 on a retraction). Prompts longer than
+  ``chunked_prefill_size`` are chunked. Out of memory in decode, the last admitted request is retracted.
+- **TensorRT-LLM** (``cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp``, ``GUARANTEED_NO_EVICT``;
+  ``microBatchScheduler.cpp``): in-flight batching, generation requests first, then context requests first come
+  first served under ``max_num_tokens``; a request starts only when the pool can hold its whole prompt and output
+  beside the running requests' remaining needs, so nothing is ever evicted; context chunking is off by default, so
+  a prompt runs whole in one step (at most ``max_num_tokens``). Pure Python.
+"""
+
+from collections import deque
+from typing import Literal
+
+EngineKind = Literal["vllm", "sglang", "trtllm"]
+
+SGLANG_CLIP_MAX_NEW_TOKENS = 4096
+"""SGLang's ``CLIP_MAX_NEW_TOKENS_ESTIMATION``: the output a new request reserves at most."""
+SGLANG_INIT_NEW_TOKEN_RATIO = 0.7
+"""SGLang's ``init_new_token_ratio`` (x ``schedule_conservativeness`` = 1)."""
+SGLANG_MIN_NEW_TOKEN_RATIO = 0.7 * 0.14
+"""``init_new_token_ratio`` x ``min_new_token_ratio_factor`` (0.14)."""
+SGLANG_DECAY_STEPS = 600
+"""``new_token_ratio_decay_steps``: decode steps from the initial ratio to the minimum."""
+
+
+class EngineState:
+    """The engine's queues, pool and per-request progress (indices into the workload's requests)."""
+
+    def __init__(
+        self, prompts: list[int], outputs: list[int], *, blocks: int, block_size: int, budget: int, max_seqs: int
+    ) -> None:
+        self.prompts, self.outputs = prompts, outputs
+        count = len(prompts)
+        self.computed = [0] * count
+        """Tokens of each request whose K/V are in the pool."""
+        self.generated = [0] * count
+        self.held = [0] * count
+        """Blocks each request holds."""
+        self.waiting: deque[int] = deque()
+        self.running: list[int] = []
+        self.free_blocks, self.block_size, self.budget, self.max_seqs = blocks, block_size, budget, max_seqs
+        self.total_blocks = blocks
+        self.preemptions = 0
+        self.new_token_ratio = SGLANG_INIT_NEW_TOKEN_RATIO
+
+    def known(self, request: int) -> int:
+        """Tokens the request has: its prompt and what it has generated."""
+        return self.prompts[request] + self.generated[request]
+
+    def blocks_for(self, tokens: int) -> int:
+        return -(-tokens // self.block_size)
+
+    def grow(self, request: int, tokens: int) -> bool:
+        """Hold blocks for ``tokens`` of ``request``; False (nothing taken) when the pool lacks them."""
+        more = self.blocks_for(tokens) - self.held[request]
+        if more > self.free_blocks:
+            return False
+        if more > 0:
+            self.free_blocks -= more
+            self.held[request] += more
+        return True
+
+    def release(self, request: int) -> None:
+        self.free_blocks += self.held[request]
+        self.held[request] = 0
+
+    def decay_ratio(self, steps: int = 1) -> None:
+        """SGLang: ``steps`` decode steps' decay of ``new_token_ratio`` toward its minimum."""
+        step = (SGLANG_INIT_NEW_TOKEN_RATIO - SGLANG_MIN_NEW_TOKEN_RATIO) / SGLANG_DECAY_STEPS
+        self.new_token_ratio = max(SGLANG_MIN_NEW_TOKEN_RATIO, self.new_token_ratio - steps * step)
+
+    def preempt_last(self) -> int:
+        """Preempt the last admitted running request by recompute: its blocks freed, to the front of the queue."""
+        victim = self.running.pop()
+        self.release(victim)
+        self.computed[victim] = 0
+        self.waiting.appendleft(victim)
+        self.preemptions += 1
+        return victim
+
+
+Plan = tuple[list[int], list[tuple[int, int]]]
+"""One step: (decoding requests, (request, tokens) prefill chunks)."""
+
+
+def schedule(engine: EngineKind, state: EngineState) -> Plan:
+    """The requests ``engine`` computes in its next step (see the module docstring)."""
+    if engine == "sglang":
+        return _sglang(state)
+    if engine == "trtllm":
+        return _trtllm(state)
+    return _vllm(state)
+
+
+def _vllm(state: EngineState) -> Plan:
+    budget = state.budget
+    decodes: list[int] = []
+    chunks: list[tuple[int, int]] = []
+    preempted = False
+    index = 0
+    computed, prompts, generated, size = state.computed, state.prompts, state.generated, state.block_size
+    while index < len(state.running) and budget > 0:
+        request = state.running[index]
+        done = computed[request]
+        tokens = min(prompts[request] + generated[request] - done, budget)
+        if tokens == 1 and done >= prompts[request] and done % size:  # a decode inside its last block: no block
+            decodes.append(request)
+            budget -= 1
+            index += 1
+            continue
+        while not state.grow(request, done + tokens):
+            preempted = True
+            if state.preempt_last() == request:
+                break
+        else:
+            if tokens == 1 and done >= prompts[request]:
+                decodes.append(request)
+            else:
+                chunks.append((request, tokens))
+            budget -= tokens
+            index += 1
+            continue
+        break  # the request itself was preempted
+    if preempted:
+        return decodes, chunks
+    while state.waiting and budget > 0 and len(state.running) < state.max_seqs:
+        request = state.waiting[0]
+        tokens = min(state.known(request) - computed[request], budget)
+        if not state.grow(request, computed[request] + tokens):
+            break
+        state.waiting.popleft()
+        state.running.append(request)
+        chunks.append((request, tokens))
+        budget -= tokens
+    return decodes, chunks
+
+
+def _sglang(state: EngineState) -> Plan:
+    chunks: list[tuple[int, int]] = []
+    budget = state.budget
+    # an unfinished chunked prefill goes on first
+    for request in state.running:
+        remaining = state.known(request) - state.computed[request]
+        if remaining > 1 or state.computed[request] < state.prompts[request]:
+            tokens = min(remaining, budget)
+            if tokens > 0 and state.grow(request, state.computed[request] + tokens):
+                chunks.append((request, tokens))
+                budget -= tokens
+    reserved = sum(
+        min(state.outputs[r] - state.generated[r], SGLANG_CLIP_MAX_NEW_TOKENS) * state.new_token_ratio
+        for r in state.running
+    )
+    room = state.free_blocks * state.block_size - reserved
+    while state.waiting and budget > 0 and len(state.running) < state.max_seqs:
+        request = state.waiting[0]
+        remaining = state.known(request) - state.computed[request]
+        need = remaining + min(state.outputs[request] - state.generated[request], SGLANG_CLIP_MAX_NEW_TOKENS)
+        if need >= room:
+            break
+        tokens = min(remaining, budget)
+        if not state.grow(request, state.computed[request] + tokens):
+            break
+        state.waiting.popleft()
+        state.running.append(request)
+        chunks.append((request, tokens))
+        budget -= tokens
+        room -= need
+    if chunks:
+        return [], chunks
+    decodes: list[int] = []
+    for request in list(state.running):
+        if request not in state.running:
+            continue  # retracted below
+        while not state.grow(request, state.computed[request] + 1):
+            victim = state.preempt_last()
+            state.new_token_ratio = SGLANG_INIT_NEW_TOKEN_RATIO
+            if victim == request:
+                break
+        else:
+            decodes.append(request)
+    state.decay_ratio()
+    return decodes, []
+
+
+def _trtllm(state: EngineState) -> Plan:
+    budget = state.budget
+    decodes = list(state.running)  # their blocks were reserved whole at admission
+    for request in decodes:
+        state.grow(request, state.computed[request] + 1)
+    budget -= len(decodes)
+    reserved = sum(state.blocks_for(state.prompts[r] + state.outputs[r]) - state.held[r] for r in state.running)
+    chunks: list[tuple[int, int]] = []
+    while state.waiting and len(state.running) < state.max_seqs:
+        request = state.waiting[0]
+        whole = state.blocks_for(state.prompts[request] + state.outputs[request])
+        prompt = state.prompts[request]
+        if prompt > budget or whole > state.free_blocks - reserved:
+            break
+        state.waiting.popleft()
+        state.running.append(request)
+        state.grow(request, prompt)
+        reserved += whole - state.held[request]
+        chunks.append((request, prompt))
+        budget -= prompt
+    return decodes, chunks

@@ -1,0 +1,346 @@
+"""The serving loop, step by step: a benchmark client's requests through one engine replica's scheduler, each step
+priced by the cost model.
+
+The loop: requests enter the engine when the client sends them (``core.serve.workload``); the engine's scheduler
+(``core.serve.schedulers``) picks the step's decodes and prefill chunks; the step takes the cost model's time on
+that mix (``core.serve.step_cost``); at its end every request whose known tokens are all computed samples a token
+(its first, or the next), and a request that has all its output leaves, freeing its blocks and, in a closed loop,
+its user's slot. Steps in which the same requests only decode, with nothing new able to start, repeat until the
+next event (a request ends, a request arrives, the pool runs out): the loop advances through them without visiting
+each request, which is what makes 10,000 requests take well under a second.
+
+What comes out is what ``vllm bench serve`` reports: per request TTFT (from send to first token), TPOT ((e2e -
+TTFT) / (output - 1)), end-to-end latency, and every inter-token gap (ITL); their mean, median, p90 and p99;
+request, output and total token throughput over the run's duration (first send to last token). Pure Python.
+"""
+
+import heapq
+from typing import NamedTuple
+
+from pydantic import Field
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.record import Record, empty_list
+from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule
+from mha_cli.core.serve.stats import LatencyStats, summarise, summarise_weighted
+from mha_cli.core.serve.step_cost import StepCost
+from mha_cli.core.serve.workload import Workload
+
+MAX_TRACE_POINTS = 2000
+"""Points of the running / queued / pool trace kept (``--plot``); longer runs keep every n-th."""
+
+
+class EngineLimits(NamedTuple):
+    """One replica's scheduler settings and KV pool (``core.engine``'s plan gives them)."""
+
+    engine: EngineKind
+    kv_blocks: int
+    block_size: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+
+
+class TracePoint(NamedTuple):
+    seconds: float
+    running: int
+    waiting: int
+    kv_used: float
+    """Share of the pool's blocks held."""
+
+
+class Simulation(Record):
+    """One simulated benchmark run (``vllm bench serve``'s figures), on one replica."""
+
+    engine: str
+    requests: int
+    duration_s: float
+    """First send to last token."""
+    ttft_ms: LatencyStats
+    tpot_ms: LatencyStats
+    itl_ms: LatencyStats
+    e2e_ms: LatencyStats
+    request_throughput: float
+    """Requests per second."""
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    """Prompt and output tokens per second."""
+    steps: int
+    preemptions: int
+    """Requests preempted (recomputed from scratch) when the pool ran out."""
+    max_running: int
+    max_waiting: int
+    saturated: bool = False
+    """Open loop: the queue grew through the run (the rate is beyond what the replica serves)."""
+    trace: list[TracePoint] = Field(default_factory=empty_list)
+
+    def good_requests(self, per_request: "RequestTimes", ttft_ms: float | None, tpot_ms: float | None) -> int:
+        """Requests within both limits (``vllm bench serve --goodput``)."""
+        return sum(
+            (ttft_ms is None or ttft * 1e3 <= ttft_ms) and (tpot_ms is None or tpot * 1e3 <= tpot_ms)
+            for ttft, tpot in zip(per_request.ttft, per_request.tpot, strict=True)
+        )
+
+
+class RequestTimes(NamedTuple):
+    """Per request, in seconds (requests of one output token have no TPOT: 0)."""
+
+    ttft: list[float]
+    tpot: list[float]
+    e2e: list[float]
+
+
+class _Client:
+    """When each request is sent: its arrival, delayed by the concurrency cap until a request in flight ends."""
+
+    def __init__(self, workload: Workload, overhead_s: float) -> None:
+        self.ready = workload.arrivals()
+        self.cap = workload.max_concurrency or len(self.ready)
+        self.overhead_s = overhead_s
+        self.next = 0
+        self.in_flight = 0
+        self.sent = [0.0] * len(self.ready)
+        self.slot_free_at = 0.0
+        """When a slot last became free while every slot was taken (a request waiting on the cap goes then)."""
+        self.entering: list[tuple[float, int]] = []
+        """(time it reaches the engine, request): a heap."""
+
+    def send(self, now: float) -> None:
+        """Send every request that is ready by ``now`` and has a slot (a slot freed at ``now`` sends at ``now``)."""
+        while self.next < len(self.ready) and self.in_flight < self.cap and self.ready[self.next] <= now:
+            request = self.next
+            self.sent[request] = max(self.ready[request], self.slot_free_at)
+            heapq.heappush(self.entering, (self.sent[request] + self.overhead_s, request))
+            self.in_flight += 1
+            self.next += 1
+
+    def release(self, now: float) -> None:
+        """A request in flight ended at ``now``."""
+        if self.in_flight == self.cap:
+            self.slot_free_at = now
+        self.in_flight -= 1
+
+    def next_event(self) -> float | None:
+        """The earliest time a request reaches the engine or a ready one could be sent."""
+        times = [self.entering[0][0]] if self.entering else []
+        if self.next < len(self.ready) and self.in_flight < self.cap:
+            times.append(self.ready[self.next])
+        return min(times) if times else None
+
+
+class _Run:
+    """The state of one simulation: the engine's, the client's, and what each request saw."""
+
+    def __init__(self, workload: Workload, limits: EngineLimits, cost: StepCost, overhead_s: float) -> None:
+        self.prompts = [prompt for prompt, _ in workload.lengths]
+        self.outputs = [output for _, output in workload.lengths]
+        self.limits, self.cost = limits, cost
+        self.state = EngineState(
+            self.prompts, self.outputs, blocks=limits.kv_blocks, block_size=limits.block_size,
+            budget=limits.max_num_batched_tokens, max_seqs=limits.max_num_seqs,
+        )  # fmt: skip
+        self.client = _Client(workload, overhead_s)
+        count = len(self.prompts)
+        self.first, self.last, self.done = [0.0] * count, [0.0] * count, [0.0] * count
+        self.gaps: dict[float, int] = {}
+        """Inter-token gaps: seconds -> how many tokens saw it (a step's decodes share theirs)."""
+        self.trace: list[TracePoint] = []
+        self.queue_at_arrival: list[int] = []
+        self.now = 0.0
+        self.finished = self.steps = self.max_running = self.max_waiting = 0
+
+    def admit(self) -> None:
+        """Requests that reached the engine by now join its queue."""
+        entering, waiting = self.client.entering, self.state.waiting
+        while entering and entering[0][0] <= self.now:
+            waiting.append(heapq.heappop(entering)[1])
+            self.queue_at_arrival.append(len(waiting))
+
+    def emit(self, request: int) -> bool:
+        """``request`` samples a token now; True when it was its last."""
+        state = self.state
+        state.generated[request] += 1
+        if state.generated[request] == 1:
+            self.first[request] = self.now
+        else:
+            gap = self.now - self.last[request]
+            self.gaps[gap] = self.gaps.get(gap, 0) + 1
+        self.last[request] = self.now
+        return state.generated[request] >= self.outputs[request]
+
+    def finish(self, request: int) -> None:
+        self.state.release(request)
+        self.state.running.remove(request)
+        self.done[request] = self.now
+        self.finished += 1
+        self.client.release(self.now)
+
+    def one_step(self, decodes: list[int], chunks: list[tuple[int, int]]) -> list[int]:
+        """Run one step of ``decodes`` and prefill ``chunks``; the requests it ended."""
+        state = self.state
+        context = sum(state.computed[r] for r in decodes) // len(decodes) if decodes else 0
+        self.now += self.cost.seconds(len(decodes), context, [(tokens, state.computed[r]) for r, tokens in chunks])
+        self.steps += 1
+        ended = []
+        now, computed, generated, outputs, last, gaps = (
+            self.now, state.computed, state.generated, self.outputs, self.last, self.gaps
+        )  # fmt: skip
+        for request in decodes:  # ``emit`` for a decode, inlined: the loop's hottest lines
+            computed[request] += 1
+            generated[request] += 1
+            gap = now - last[request]
+            gaps[gap] = gaps.get(gap, 0) + 1
+            last[request] = now
+            if generated[request] >= outputs[request]:
+                ended.append(request)
+        for request, tokens in chunks:
+            state.computed[request] += tokens
+            if state.computed[request] >= state.known(request) and self.emit(request):
+                ended.append(request)
+        return ended
+
+    def decode_run(self, decodes: list[int]) -> list[int]:
+        """Repeat the step of ``decodes`` alone until the next event: a request ends, one arrives, or the pool would
+        run out (``_horizon``). Only the first step's gaps differ per request; the others are the step's time for
+        every row. The requests it ended."""
+        state, rows = self.state, len(decodes)
+        horizon = _horizon(state, decodes, self.outputs, grows=self.limits.engine != "trtllm")
+        arrival = self.client.next_event()
+        context = sum(state.computed[r] for r in decodes) // rows
+        first_end = 0.0
+        taken = 0
+        while taken < horizon:
+            seconds = self.cost.decode_seconds(rows, context + taken)
+            self.now += seconds
+            taken += 1
+            if taken == 1:
+                first_end = self.now
+            else:
+                self.gaps[seconds] = self.gaps.get(seconds, 0) + rows
+            if arrival is not None and self.now >= arrival:
+                break
+        self.steps += taken
+        state.decay_ratio(taken - 1)
+        ended = []
+        for request in decodes:
+            state.grow(request, state.computed[request] + taken)
+            state.computed[request] += taken
+            state.generated[request] += taken
+            gap = first_end - self.last[request]
+            self.gaps[gap] = self.gaps.get(gap, 0) + 1
+            self.last[request] = self.now
+            if state.generated[request] >= self.outputs[request]:
+                ended.append(request)
+        return ended
+
+    def idle_until_next_event(self, why: str) -> None:
+        event = self.client.next_event()
+        if event is None or event <= self.now:
+            raise BadInputError(why)
+        self.now = event
+        self.client.send(self.now)
+
+    def run(self, keep_trace: bool, skip_repeated_steps: bool) -> None:
+        state, engine = self.state, self.limits.engine
+        self.client.send(self.now)
+        while self.finished < len(self.prompts):
+            self.admit()
+            if not state.running and not state.waiting:
+                self.idle_until_next_event("the client has nothing left to send")  # pragma: no cover
+                continue
+            decodes, chunks = schedule(engine, state)
+            if not decodes and not chunks:
+                self.idle_until_next_event(
+                    f"{engine} admits none of the waiting requests into an empty pool: give it more KV memory"
+                )
+                continue
+            self.max_running = max(self.max_running, len(state.running))
+            self.max_waiting = max(self.max_waiting, len(state.waiting))
+            repeats = not chunks and len(decodes) == len(state.running) and (engine != "sglang" or not state.waiting)
+            ended = self.decode_run(decodes) if repeats else self.one_step(decodes, chunks)
+            if keep_trace:
+                used = 1 - state.free_blocks / state.total_blocks
+                self.trace.append(TracePoint(self.now, len(state.running), len(state.waiting), used))
+            for request in ended:
+                self.finish(request)
+            self.client.send(self.now)
+
+
+def _horizon(state: EngineState, decodes: list[int], outputs: list[int], *, grows: bool) -> int:
+    """Decode steps the same rows can repeat: until the first of them ends, and (``grows``: blocks are taken as
+    tokens arrive) while the pool holds every row's next tokens (the first step's blocks are already held)."""
+    steps = min(outputs[r] - state.generated[r] for r in decodes)
+    if not grows:
+        return steps
+
+    computed, held, size = state.computed, state.held, state.block_size
+
+    def fits(k: int) -> bool:
+        more = 0
+        for r in decodes:
+            more += max(0, -(-(computed[r] + k) // size) - held[r])
+        return more <= state.free_blocks
+
+    if fits(steps):
+        return steps
+    low, high = 1, steps  # fits(low), not fits(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+SATURATION_GROWTH = 8
+"""Queued requests the second half of an open loop's arrivals must add (and 2% of them) to call it saturated."""
+
+
+def simulate(
+    workload: Workload,
+    limits: EngineLimits,
+    cost: StepCost,
+    *,
+    request_overhead_s: float = 0.0,
+    trace: bool = False,
+    skip_repeated_steps: bool = True,
+) -> tuple[Simulation, RequestTimes]:
+    """Run ``workload`` through one replica (see the module docstring). ``request_overhead_s``: the time from a
+    client's send to the engine's queue (HTTP, tokenising), which every TTFT includes. ``skip_repeated_steps=False``
+    visits every step (the tests' check of the shortcut)."""
+    longest = max(p + o for p, o in workload.lengths)
+    pool = limits.kv_blocks * limits.block_size
+    if pool < longest:
+        raise BadInputError(
+            f"a request of {longest:,} tokens does not fit the replica's KV pool of {pool:,} tokens: shorten it or"
+            " give the engine more memory"
+        )
+    if limits.engine == "trtllm" and max(p for p, _ in workload.lengths) > limits.max_num_batched_tokens:
+        raise BadInputError(
+            "TensorRT-LLM runs a prompt whole (context chunking is off by default): every prompt must fit"
+            f" max_num_tokens ({limits.max_num_batched_tokens:,})"
+        )
+    run = _Run(workload, limits, cost, request_overhead_s)
+    run.run(trace, skip_repeated_steps)
+    sent, outputs = run.client.sent, run.outputs
+    times = RequestTimes(
+        ttft=[f - s for f, s in zip(run.first, sent, strict=True)],
+        tpot=[(d - f) / (o - 1) if o > 1 else 0.0 for d, f, o in zip(run.done, run.first, outputs, strict=True)],
+        e2e=[d - s for d, s in zip(run.done, sent, strict=True)],
+    )
+    duration = max(run.done)
+    saturated = False
+    if workload.rate is not None and run.queue_at_arrival:
+        queue = run.queue_at_arrival
+        growth = queue[-1] - queue[len(queue) // 2]
+        saturated = growth > max(SATURATION_GROWTH, 0.02 * len(queue))
+    points = run.trace
+    if len(points) > MAX_TRACE_POINTS:
+        points = points[:: -(-len(points) // MAX_TRACE_POINTS)]
+    output_tokens = sum(outputs)
+    return Simulation(
+        engine=limits.engine, requests=len(outputs), duration_s=duration,
+        ttft_ms=summarise(times.ttft), tpot_ms=summarise([t for t, o in zip(times.tpot, outputs, strict=True) if o > 1]),
+        itl_ms=summarise_weighted(list(run.gaps.items())), e2e_ms=summarise(times.e2e),
+        request_throughput=len(outputs) / duration, output_tokens_per_s=output_tokens / duration,
+        total_tokens_per_s=(output_tokens + sum(run.prompts)) / duration, steps=run.steps,
+        preemptions=run.state.preemptions, max_running=run.max_running, max_waiting=run.max_waiting,
+        saturated=saturated, trace=points,
+    ), times  # fmt: skip

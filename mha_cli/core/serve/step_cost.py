@@ -1,0 +1,105 @@
+"""A step's seconds for the serving simulator: the cost model (``core.cost``), priced fast enough for thousands of
+requests a second.
+
+A step's operations split as ``core.cost.work`` writes them: ``layer_ops`` depend on the step's token count alone
+(memoised per count, on a grid of 64 points an octave above ``EXACT_TOKENS`` and interpolated between them),
+decode-only steps memoised every 32 tokens of context and interpolated,
+``sequence_ops`` on each group's context and ``outside_ops`` on tokens and logits (both priced every step: a few
+operations). The sum equals ``Stepper.step`` on the same shapes (tested), but for the grid's interpolation (within 0.5%: the
+experts an MoE step touches bend most between two grid points).
+
+The decodes of a step are priced as one group at their mean context: exact for full attention, where a step's
+cache reads and query-key pairs are linear in the contexts; for sliding-window layers it assumes the contexts lie
+on one side of the window. Pure Python.
+"""
+
+from mha_cli.core.cost.step import op_seconds
+from mha_cli.core.cost.stepper import Stepper
+from mha_cli.core.cost.work import (
+    Op,
+    attention_layout,
+    decode_shape,
+    layer_ops,
+    outside_ops,
+    prefill_shape,
+    sequence_ops,
+)
+
+EXACT_TOKENS = 512
+"""Token counts up to this are priced exactly; above it on a grid of ``GRID_PER_OCTAVE`` points an octave."""
+GRID_PER_OCTAVE = 64
+CONTEXT_GRID = 32
+"""Decode-only steps are memoised every this many context tokens (``decode_seconds``)."""
+
+
+class StepCost:
+    """Seconds of one engine step of one replica (every pipeline stage, one step overhead) on a profile."""
+
+    def __init__(self, stepper: Stepper) -> None:
+        case = stepper.case
+        self.stepper, self.profile, self.tp = stepper, stepper.profile, case.tp
+        self.layouts = [attention_layout(stage, case.tp, case.kv_dtype, case.mla_cache) for stage in stepper.stages]
+        self.absorbed_mla = case.model.mla is not None and case.mla_cache == "absorbed"
+        self._layers: dict[int, float] = {}
+        self._decodes: dict[tuple[int, int], float] = {}
+
+    def _price(self, ops: list[Op]) -> float:
+        """Operations' time plus their kernels' fixed cost (``core.cost.step``'s engine execution)."""
+        kernel = self.profile.kernel_overhead_s
+        total = 0.0
+        for op in ops:
+            seconds, _ = op_seconds(op, self.profile, self.tp)
+            total += op.count * (seconds + op.kernels * kernel)
+        return total
+
+    def _layers_at(self, tokens: int) -> float:
+        cached = self._layers.get(tokens)
+        if cached is None:
+            case = self.stepper.case
+            ops = [
+                op
+                for stage in self.stepper.stages
+                for op in layer_ops(stage, tokens, tp=case.tp, weight_dtype=case.weight_dtype, experts=case.experts)
+            ]
+            cached = self._layers[tokens] = self._price(ops) + self.stepper.send_seconds(tokens)
+        return cached
+
+    def layers(self, tokens: int) -> float:
+        """Seconds of every stage's layer operations (and the sends between stages) at ``tokens`` rows."""
+        if tokens <= EXACT_TOKENS:
+            return self._layers_at(tokens)
+        spacing = max(1, (1 << (tokens.bit_length() - 1)) // GRID_PER_OCTAVE)
+        low = tokens - tokens % spacing
+        if low == tokens:
+            return self._layers_at(tokens)
+        below, above = self._layers_at(low), self._layers_at(low + spacing)
+        return below + (above - below) * (tokens - low) / spacing
+
+    def decode_seconds(self, rows: int, context: int) -> float:
+        """``seconds(rows, context, [])``, memoised at every ``CONTEXT_GRID``-th context and interpolated between
+        them (a decode step's time is linear in the context between two such points, but for the rate curves)."""
+        low = context - context % CONTEXT_GRID
+        below = self._decodes.get((rows, low))
+        if below is None:
+            below = self._decodes[(rows, low)] = self.seconds(rows, low, [])
+        if low == context:
+            return below
+        above = self._decodes.get((rows, low + CONTEXT_GRID))
+        if above is None:
+            above = self._decodes[(rows, low + CONTEXT_GRID)] = self.seconds(rows, low + CONTEXT_GRID, [])
+        return below + (above - below) * (context - low) / CONTEXT_GRID
+
+    def seconds(self, decodes: int, decode_context: int, chunks: list[tuple[int, int]]) -> float:
+        """One step: ``decodes`` sequences' next token each after ``decode_context`` cached tokens (their mean), and
+        prefill ``chunks`` of (tokens, tokens cached before the chunk)."""
+        tokens = decodes + sum(size for size, _ in chunks)
+        ops: list[Op] = []
+        for layout in self.layouts:
+            if decodes:
+                ops += sequence_ops(layout, decode_shape(decodes, decode_context), self.absorbed_mla)
+            for size, context in chunks:
+                ops += sequence_ops(layout, prefill_shape(size, context=context), self.absorbed_mla and size == 1)
+        case = self.stepper.case
+        ops += outside_ops(self.stepper.stages[0], tokens, decodes + len(chunks), tp=case.tp,
+                           weight_dtype=case.weight_dtype)  # fmt: skip
+        return self.layers(tokens) + self._price(ops) + self.profile.step_overhead_s

@@ -1,0 +1,124 @@
+"""The requests a benchmark client sends, and when: the clients of ``vllm bench serve`` (and genai-perf, GuideLLM),
+as the simulator replays them.
+
+- **Lengths**: fixed, drawn in a range as ``vllm bench serve --dataset-name random --random-range-ratio r`` draws
+  them (each length uniform over the integers [floor(n (1 - r)), ceil(n (1 + r))], input and output apart), or
+  (input, output) pairs read from a file.
+- **Arrivals**: a closed loop (``--max-concurrency N --request-rate inf``: every request is ready at t = 0 and N
+  are in flight, the next sent when one ends), or an open loop at a rate (``--request-rate R``): gaps drawn from a
+  gamma distribution of shape ``burstiness`` and mean 1 / R (burstiness 1 is Poisson; below 1 burstier), optionally
+  capped at ``max_concurrency`` in flight as the client's semaphore caps it. A request's latency counts from when
+  the client sends it (after the semaphore), as ``vllm bench serve`` measures it.
+
+Source: vLLM ``vllm/benchmarks/serve.py`` (``get_request``, ``limited_request_func``) and
+``vllm/benchmarks/datasets.py`` (``RandomDataset``). Pure Python; draws are seeded.
+"""
+
+import math
+import random
+from pathlib import Path
+from typing import NamedTuple
+
+from mha_cli.core.errors import BadInputError, shown_path
+
+MAX_REQUESTS = 1_000_000
+"""Requests a simulation takes at most."""
+
+
+class Workload(NamedTuple):
+    """What the client sends: one (input, output) length pair per request, and its arrival law."""
+
+    lengths: list[tuple[int, int]]
+    """(prompt tokens, output tokens) of each request, in the order sent."""
+    rate: float | None = None
+    """Requests per second (open loop); None: all ready at once (closed loop)."""
+    burstiness: float = 1.0
+    """The gamma shape of the gaps between arrivals (1: Poisson)."""
+    max_concurrency: int | None = None
+    """Requests in flight at most (the client's semaphore); None: no cap (an open loop's default)."""
+    seed: int = 0
+
+    def arrivals(self) -> list[float]:
+        """When each request is ready to send, in seconds from the start (before the concurrency cap)."""
+        if self.rate is None:
+            return [0.0] * len(self.lengths)
+        draw = random.Random(self.seed + 1)
+        shape, scale = self.burstiness, 1.0 / (self.rate * self.burstiness)
+        times, now = [], 0.0
+        for _ in self.lengths:
+            times.append(now)
+            now += draw.gammavariate(shape, scale)
+        return times
+
+
+def drawn_lengths(
+    input_len: int, output_len: int, count: int, *, range_ratio: float = 0.0, seed: int = 0
+) -> list[tuple[int, int]]:
+    """``count`` (input, output) pairs as vLLM's random dataset draws them: each uniform over the integers
+    [floor(n (1 - r)), ceil(n (1 + r))] (at least 1), or exactly n when ``range_ratio`` is 0."""
+    if not 0 <= range_ratio < 1:
+        raise BadInputError(f"--random-range-ratio {range_ratio:g}: give a value in [0, 1)")
+    if not 1 <= count <= MAX_REQUESTS:
+        raise BadInputError(f"--num-prompts {count}: give 1 to {MAX_REQUESTS:,}")
+    if range_ratio == 0:
+        return [(input_len, output_len)] * count
+    draw = random.Random(seed)
+
+    def bounds(n: int) -> tuple[int, int]:
+        return max(1, math.floor(n * (1 - range_ratio))), max(1, math.ceil(n * (1 + range_ratio)))
+
+    (in_low, in_high), (out_low, out_high) = bounds(input_len), bounds(output_len)
+    return [(draw.randint(in_low, in_high), draw.randint(out_low, out_high)) for _ in range(count)]
+
+
+MAX_LENGTHS_FILE_BYTES = 64 << 20
+
+
+def read_lengths(path: Path) -> list[tuple[int, int]]:
+    """(input, output) pairs from a file: one pair a line, ``INPUT OUTPUT`` or ``INPUT,OUTPUT`` (``#`` comments),
+    or a JSON list of pairs or of objects with ``input_len``/``output_len`` (or ``prompt_len``)."""
+    where = shown_path(path)
+    try:
+        if path.stat().st_size > MAX_LENGTHS_FILE_BYTES:
+            raise BadInputError(f"{where} is over {MAX_LENGTHS_FILE_BYTES >> 20} MiB: give a smaller lengths file")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInputError(f"{where}: no such lengths file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise BadInputError(f"{where}: cannot read it as text ({type(error).__name__})") from None
+    pairs: list[tuple[int, int]] = []
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        from pydantic_core import from_json
+
+        try:
+            rows = from_json(stripped)
+        except ValueError as error:
+            raise BadInputError(f"{where}: not valid JSON ({error})") from None
+        for index, row in enumerate(rows):
+            if isinstance(row, dict):
+                row = (row.get("input_len", row.get("prompt_len")), row.get("output_len"))
+            pairs.append(_pair(row, f"{where} entry {index}"))
+    else:
+        for number, line in enumerate(text.splitlines(), start=1):
+            line = line.split("#", 1)[0].replace(",", " ").strip()
+            if line:
+                pairs.append(_pair(line.split(), f"{where} line {number}"))
+    if not pairs:
+        raise BadInputError(f"{where} holds no (input, output) pair: one 'INPUT OUTPUT' a line")
+    if len(pairs) > MAX_REQUESTS:
+        raise BadInputError(f"{where} holds {len(pairs):,} pairs: give at most {MAX_REQUESTS:,}")
+    return pairs
+
+
+def _pair(row: object, where: str) -> tuple[int, int]:
+    try:
+        values = list(row)  # type: ignore[call-overload]
+        if len(values) != 2:
+            raise ValueError
+        first, second = int(values[0]), int(values[1])
+    except (TypeError, ValueError):
+        raise BadInputError(f"{where}: give two token counts (input, output)") from None
+    if first < 1 or second < 1:
+        raise BadInputError(f"{where}: token counts must be at least 1, got ({first}, {second})")
+    return first, second

@@ -1,0 +1,219 @@
+"""The serving simulator (``core.serve``): its step cost against the cost model's own step, its statistics against
+numpy, its schedulers' rules on hand-sized cases, and the loop's invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mha_cli.core.cost.priors import prior_profile
+from mha_cli.core.cost.stepper import ServingCase, Stepper
+from mha_cli.core.cost.work import decode_shape, prefill_shape
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.presets import get_preset
+from mha_cli.core.serve.schedulers import EngineState, schedule
+from mha_cli.core.serve.simulate import EngineLimits, simulate
+from mha_cli.core.serve.stats import percentile, summarise, summarise_weighted
+from mha_cli.core.serve.step_cost import StepCost
+from mha_cli.core.serve.workload import Workload, drawn_lengths, read_lengths
+from mha_cli.core.targets import load_targets
+
+
+def _cost(model: str = "llama-3-8b", *, tp: int = 1, pp: int = 1, target: str = "h100-sxm") -> StepCost:
+    profile = prior_profile(load_targets()[target])
+    return StepCost(Stepper(ServingCase(model=get_preset(model), isl=1, osl=1, concurrency=1, tp=tp, pp=pp), profile))
+
+
+@pytest.mark.parametrize(
+    ("model", "tp", "pp"), [("llama-3-8b", 1, 1), ("deepseek-v3", 8, 1), ("gemma-2-9b", 2, 2), ("mixtral-8x7b", 2, 1), ("qwen3-next-80b-a3b", 2, 1)]
+)
+def test_step_cost_equals_the_cost_models_step(model, tp, pp):
+    cost = _cost(model, tp=tp, pp=pp)
+    stepper = cost.stepper
+    for decodes, context, chunks in [(8, 1000, []), (0, 0, [(512, 0)]), (5, 3000, [(700, 300), (37, 20)]),
+                                     (0, 0, [(1, 100)]), (64, 2047, [(8128, 0)])]:  # fmt: skip
+        shapes = ([decode_shape(decodes, context)] if decodes else []) + [
+            prefill_shape(tokens, context=before) for tokens, before in chunks
+        ]
+        expected = stepper.step(*shapes).seconds
+        # token counts above 512 sit on a grid of 64 points an octave: interpolated within 0.5 % (the experts an
+        # MoE step touches bend the most between grid points)
+        assert cost.seconds(decodes, context, chunks) == pytest.approx(expected, rel=5e-3)
+    exact = stepper.step(decode_shape(16, 640)).seconds
+    assert cost.decode_seconds(16, 640) == pytest.approx(exact, rel=1e-12)  # on the context grid: exact
+    between = cost.decode_seconds(16, 650)
+    assert exact < between < stepper.step(decode_shape(16, 672)).seconds
+
+
+def test_statistics_equal_numpys_percentiles():
+    draw = np.random.default_rng(3)
+    values = list(draw.exponential(0.05, 997))
+    stats = summarise(values)
+    assert stats.mean == pytest.approx(np.mean(values) * 1e3)
+    for q, figure in ((50, stats.median), (90, stats.p90), (99, stats.p99)):
+        assert figure == pytest.approx(np.percentile(values, q) * 1e3)
+    pairs = [(0.010, 500), (0.012, 300), (0.2, 7), (0.011, 193)]  # a step's time repeated for its rows
+    expanded = [value for value, repeats in pairs for _ in range(repeats)]
+    weighted = summarise_weighted(pairs)
+    for q, figure in ((50, weighted.median), (90, weighted.p90), (99, weighted.p99)):
+        assert figure == pytest.approx(np.percentile(expanded, q) * 1e3)
+    assert weighted.mean == pytest.approx(np.mean(expanded) * 1e3)
+    assert percentile([], 99) == 0.0
+
+
+def test_lengths_are_drawn_as_vllms_random_dataset_draws_them(tmp_path):
+    pairs = drawn_lengths(1000, 100, 5000, range_ratio=0.25, seed=1)
+    inputs, outputs = [p for p, _ in pairs], [o for _, o in pairs]
+    assert min(inputs) == 750 and max(inputs) == 1250  # floor(n (1 - r)) .. ceil(n (1 + r)), both included
+    assert min(outputs) == 75 and max(outputs) == 125
+    assert abs(np.mean(inputs) - 1000) < 5
+    assert drawn_lengths(1000, 100, 3) == [(1000, 100)] * 3
+    gaps = np.diff(Workload(lengths=[(1, 1)] * 20001, rate=50.0, burstiness=0.5, seed=2).arrivals())
+    assert np.mean(gaps) == pytest.approx(1 / 50, rel=0.03)  # gamma gaps of mean 1 / rate
+    assert np.var(gaps) == pytest.approx(1 / (0.5 * 50**2), rel=0.1)  # shape 0.5: variance 1 / (k rate^2)
+    text = tmp_path / "lengths.txt"
+    text.write_text("# input output\n128 64\n256,32\n\n")
+    assert read_lengths(text) == [(128, 64), (256, 32)]
+    listed = tmp_path / "lengths.json"
+    listed.write_text('[[10, 2], {"input_len": 7, "output_len": 3}]')
+    assert read_lengths(listed) == [(10, 2), (7, 3)]
+    for bad, message in (("12\n", "two token counts"), ("0 5\n", "at least 1"), ("", r"no \(input, output\) pair")):
+        text.write_text(bad)
+        with pytest.raises(BadInputError, match=message):
+            read_lengths(text)
+    with pytest.raises(BadInputError, match="no such lengths file"):
+        read_lengths(tmp_path / "missing.txt")
+
+
+def _state(prompts, outputs, *, blocks=100, block_size=4, budget=10, max_seqs=8) -> EngineState:
+    state = EngineState(list(prompts), list(outputs), blocks=blocks, block_size=block_size, budget=budget,
+                        max_seqs=max_seqs)  # fmt: skip
+    state.waiting.extend(range(len(prompts)))
+    return state
+
+
+def _advance(state: EngineState, plan) -> None:
+    """What the loop does after a step: computed tokens, and a token sampled where all known tokens are computed."""
+    decodes, chunks = plan
+    for request in decodes:
+        state.computed[request] += 1
+        state.generated[request] += 1
+    for request, tokens in chunks:
+        state.computed[request] += tokens
+        if state.computed[request] == state.known(request):
+            state.generated[request] += 1
+
+
+def test_vllm_runs_decodes_first_then_chunks_prompts_under_the_budget():
+    state = _state([8, 8], [3, 3], budget=10)
+    first = schedule("vllm", state)
+    assert first == ([], [(0, 8), (1, 2)])  # request 1's prompt is chunked: 2 of its 8 tokens fit the budget
+    _advance(state, first)
+    second = schedule("vllm", state)
+    assert second == ([0], [(1, 6)])  # the running decode first, then the rest of the chunked prompt
+    state = _state([4, 4, 4], [2, 2, 2], max_seqs=2)
+    assert schedule("vllm", state) == ([], [(0, 4), (1, 4)])  # max_num_seqs caps the running requests
+    assert list(state.waiting) == [2]
+
+
+def test_vllm_preempts_the_last_admitted_request_by_recompute():
+    state = _state([4, 4], [4, 4], blocks=2, block_size=4, budget=16)
+    first = schedule("vllm", state)
+    assert first == ([], [(0, 4), (1, 4)]) and state.free_blocks == 0
+    _advance(state, first)
+    # both decodes need a fifth slot, a new block each: the pool has none, so request 1 (admitted last) is preempted
+    second = schedule("vllm", state)
+    assert second == ([0], []) and state.preemptions == 1
+    assert list(state.waiting) == [1] and state.computed[1] == 0 and state.held[1] == 0 and state.generated[1] == 1
+    _advance(state, second)
+    # nothing new is admitted in a step that preempted; later, request 1 recomputes its prompt and its token (5)
+    state.running.remove(0)
+    state.release(0)
+    assert schedule("vllm", state) == ([], [(1, 5)])
+
+
+def test_sglang_never_mixes_prefill_and_decode_and_reserves_the_outputs():
+    state = _state([8, 8], [3, 3], budget=16, blocks=100)
+    first = schedule("sglang", state)
+    assert first == ([], [(0, 8), (1, 8)])
+    _advance(state, first)
+    state.waiting.append(2)
+    state.prompts.append(8)
+    state.outputs.append(3)
+    for column in (state.computed, state.generated, state.held):
+        column.append(0)
+    assert schedule("sglang", state) == ([], [(2, 8)])  # a prefill step runs alone; the decodes wait for the next
+    # the reservation: running requests' remaining outputs x new_token_ratio are held back from new prompts
+    tight = _state([40, 40], [400, 400], blocks=30, block_size=4, budget=100)  # 120 tokens in the pool
+    assert schedule("sglang", tight) == ([], [])  # 40 + 400 > 120: SGLang admits neither
+
+
+def test_trtllm_admits_only_what_it_can_finish_and_never_evicts():
+    state = _state([4, 4, 4], [8, 8, 8], blocks=7, block_size=4, budget=16)
+    first = schedule("trtllm", state)
+    # each request reserves ceil((4 + 8) / 4) = 3 blocks whole: two fit the 7, the third waits
+    assert first == ([], [(0, 4), (1, 4)]) and list(state.waiting) == [2]
+    cost = _cost()
+    lengths = [(512, 256)] * 64
+    limits = EngineLimits("trtllm", kv_blocks=200, block_size=16, max_num_batched_tokens=8192, max_num_seqs=256)
+    run, _ = simulate(Workload(lengths=lengths, max_concurrency=64), limits, cost)
+    assert run.preemptions == 0 and run.max_running <= 200 * 16 // (512 + 256)
+    vllm, _ = simulate(Workload(lengths=lengths, max_concurrency=64), limits._replace(engine="vllm"), cost)
+    assert vllm.preemptions > 0  # vLLM admits on the prompt alone and preempts when the outputs outgrow the pool
+
+
+def test_one_user_sees_the_prefill_then_one_decode_step_per_token():
+    cost = _cost()
+    isl, osl = 1000, 50
+    limits = EngineLimits("vllm", kv_blocks=10_000, block_size=16, max_num_batched_tokens=8192, max_num_seqs=256)
+    run, times = simulate(Workload(lengths=[(isl, osl)] * 3, max_concurrency=1), limits, cost)
+    prefill = cost.seconds(0, 0, [(isl, 0)])
+    decodes = [cost.decode_seconds(1, isl + k) for k in range(osl - 1)]  # token k + 2 after isl + k cached
+    assert times.ttft == pytest.approx([prefill] * 3, rel=1e-12)
+    assert times.e2e == pytest.approx([prefill + sum(decodes)] * 3, rel=1e-9)
+    assert run.tpot_ms.mean == pytest.approx(sum(decodes) / (osl - 1) * 1e3, rel=1e-9)
+    assert run.duration_s == pytest.approx(3 * (prefill + sum(decodes)), rel=1e-9)
+    assert run.output_tokens_per_s == pytest.approx(3 * osl / run.duration_s)
+
+
+def test_skipping_repeated_decode_steps_changes_nothing():
+    cost = _cost()
+    limits = EngineLimits("vllm", kv_blocks=1_500, block_size=16, max_num_batched_tokens=2048, max_num_seqs=48)
+    workload = Workload(lengths=drawn_lengths(700, 120, 300, range_ratio=0.5, seed=4), max_concurrency=64)
+    fast, fast_times = simulate(workload, limits, cost)
+    slow, slow_times = simulate(workload, limits, cost, skip_repeated_steps=False)
+    assert fast.steps == slow.steps and fast.preemptions == slow.preemptions > 0
+    assert fast_times.e2e == pytest.approx(slow_times.e2e, rel=1e-4)
+    assert fast.itl_ms.p99 == pytest.approx(slow.itl_ms.p99, rel=1e-4)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_more_users_never_lower_the_tail(engine):
+    cost = _cost()
+    limits = EngineLimits(engine, kv_blocks=20_000, block_size=16, max_num_batched_tokens=8192, max_num_seqs=256)
+    tails = []
+    for users in (1, 2, 4, 8, 16, 32, 64, 128):
+        run, times = simulate(Workload(lengths=[(1024, 128)] * (4 * users), max_concurrency=users), limits, cost)
+        assert sum(t > 0 for t in times.ttft) == 4 * users  # every request finished, with a first token
+        tails.append((run.ttft_ms.p99, run.e2e_ms.p99))
+    for (ttft, e2e), (next_ttft, next_e2e) in zip(tails, tails[1:], strict=False):
+        assert next_ttft >= ttft and next_e2e >= e2e
+
+
+def test_a_rate_beyond_capacity_is_saturated_with_the_queue_growing():
+    cost = _cost()
+    limits = EngineLimits("vllm", kv_blocks=20_000, block_size=16, max_num_batched_tokens=8192, max_num_seqs=64)
+    lengths = [(1024, 128)] * 600
+    calm, _ = simulate(Workload(lengths=lengths, rate=2.0, seed=1), limits, cost)
+    flooded, _ = simulate(Workload(lengths=lengths, rate=200.0, seed=1), limits, cost)
+    assert not calm.saturated and calm.max_waiting < 10
+    assert flooded.saturated and flooded.max_waiting > 300
+    assert flooded.ttft_ms.p99 > 20 * calm.ttft_ms.p99
+
+
+def test_a_request_longer_than_the_pool_is_refused():
+    limits = EngineLimits("vllm", kv_blocks=10, block_size=16, max_num_batched_tokens=8192, max_num_seqs=8)
+    with pytest.raises(BadInputError, match="does not fit the replica's KV pool of 160 tokens"):
+        simulate(Workload(lengths=[(150, 20)]), limits, _cost())
+    with pytest.raises(BadInputError, match="runs a prompt whole"):
+        simulate(Workload(lengths=[(100, 2)]), limits._replace(engine="trtllm", max_num_batched_tokens=64), _cost())
