@@ -3,6 +3,8 @@ numpy, its schedulers' rules on hand-sized cases, and the loop's invariants."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -25,7 +27,14 @@ def _cost(model: str = "llama-3-8b", *, tp: int = 1, pp: int = 1, target: str = 
 
 
 @pytest.mark.parametrize(
-    ("model", "tp", "pp"), [("llama-3-8b", 1, 1), ("deepseek-v3", 8, 1), ("gemma-2-9b", 2, 2), ("mixtral-8x7b", 2, 1), ("qwen3-next-80b-a3b", 2, 1)]
+    ("model", "tp", "pp"),
+    [
+        ("llama-3-8b", 1, 1),
+        ("deepseek-v3", 8, 1),
+        ("gemma-2-9b", 2, 2),
+        ("mixtral-8x7b", 2, 1),
+        ("qwen3-next-80b-a3b", 2, 1),
+    ],
 )
 def test_step_cost_equals_the_cost_models_step(model, tp, pp):
     cost = _cost(model, tp=tp, pp=pp)
@@ -196,7 +205,7 @@ def test_more_users_never_lower_the_tail(engine):
         run, times = simulate(Workload(lengths=[(1024, 128)] * (4 * users), max_concurrency=users), limits, cost)
         assert sum(t > 0 for t in times.ttft) == 4 * users  # every request finished, with a first token
         tails.append((run.ttft_ms.p99, run.e2e_ms.p99))
-    for (ttft, e2e), (next_ttft, next_e2e) in zip(tails, tails[1:], strict=False):
+    for (ttft, e2e), (next_ttft, next_e2e) in itertools.pairwise(tails):
         assert next_ttft >= ttft and next_e2e >= e2e
 
 

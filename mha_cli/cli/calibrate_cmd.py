@@ -1,16 +1,30 @@
 """``mha calibrate``: measure this machine's rates and fixed costs into a device profile for the cost model.
 
 Exit codes: 0 the profile was written; 2 bad input (an option, a profile of that name already there without
-``--force``); 3 the device ran out of memory. torch is imported inside the command only.
+``--force``, a result file it cannot read); 3 the device ran out of memory. torch is imported inside the command
+only, and not at all with ``--from`` (``cli.calibrate_from``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mha_cli.cli.options import ForceOpt, JsonOpt
+from mha_cli.cli.options import (
+    BlockSizeOpt,
+    EngineOpt,
+    ForceOpt,
+    JsonOpt,
+    KvCacheGibOpt,
+    KvDtypeOpt,
+    MaxBatchedTokensOpt,
+    MaxNumSeqsOpt,
+    UtilisationOpt,
+    WeightDtypeOpt,
+    kv_cache_bytes,
+)
 from mha_cli.cli.output import Output
 from mha_cli.cli.progress import stage_progress
 from mha_cli.core.cost.store import check_profile_name, profile_path
@@ -27,6 +41,61 @@ DTYPES = ("bf16", "fp16", "fp32")
 
 
 def calibrate(
+    sources: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--from",
+            help="Fit the profile to benchmark results instead of measuring this machine: a result file (vllm bench"
+            " serve --save-result, SGLang bench_serving, genai-perf, GuideLLM) or a folder of them; repeat for more.",
+            show_default=False,
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="With --from: the model the runs served (preset, config file, config.json).",
+            show_default=False,
+        ),
+    ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            "--target", help="With --from: what the server ran on (cpu: this machine; 2xh100).", show_default=False
+        ),
+    ] = None,
+    hold_out: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--hold-out",
+            help="With --from: runs whose file name contains this are not fitted, only predicted (repeat). Default:"
+            " every third run.",
+            show_default=False,
+        ),
+    ] = None,
+    served_model_name: Annotated[
+        str | None,
+        typer.Option(
+            "--served-model-name", help="With --from: the model name the runs report for --model.", show_default=False
+        ),
+    ] = None,
+    engine: EngineOpt = None,
+    weight_dtype: WeightDtypeOpt = None,
+    kv_dtype: KvDtypeOpt = None,
+    block_size: BlockSizeOpt = None,
+    gpu_memory_utilization: UtilisationOpt = None,
+    max_num_batched_tokens: MaxBatchedTokensOpt = None,
+    max_num_seqs: MaxNumSeqsOpt = None,
+    kv_cache_gib: KvCacheGibOpt = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            help="With --from: the profile the fit starts from (default: the target's prior;"
+            " on the cpu target its newest profile, else nominal rates).",
+            show_default=False,
+        ),
+    ] = None,
     device: Annotated[str, typer.Option("--device", help="auto (cuda when present), cuda or cpu.")] = "auto",
     dtype: Annotated[str, typer.Option("--dtype", help="The dtype measured: bf16, fp16 or fp32.")] = "bf16",
     tp: Annotated[
@@ -42,7 +111,25 @@ def calibrate(
     """Measure this device (GEMV and GEMM over sizes, attention, operator and kernel overhead, all-reduce) into a profile for the cost model; --profile NAME then predicts with it (verify, plan, kv, recommend, bench).
 
     About half a minute on a CPU. The profile is checked on a decoder it was not fitted on, and that error is the band its predictions carry.
+
+    With --from: fit the profile to benchmark results of a real server instead (seconds, no torch): every run is replayed in the simulated serving loop; the held-out runs' error is the band. Needs --model and --target, and the server's settings (--max-num-seqs, --max-num-batched-tokens, --kv-cache-gib ...) where they were not the engine's defaults.
     """
+    if sources:
+        from mha_cli.cli.calibrate_from import calibrate_from_results
+
+        calibrate_from_results(
+            sources, model=model, target=target, hold_out=hold_out or [], served_model_name=served_model_name,
+            profile=profile, name=name, force=force, json=json,
+            deployment={
+                "engine": engine, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "block_size": block_size,
+                "gpu_memory_utilization": gpu_memory_utilization, "max_num_batched_tokens": max_num_batched_tokens,
+                "max_num_seqs": max_num_seqs, "kv_cache_memory_bytes": kv_cache_bytes(kv_cache_gib),
+            },
+        )  # fmt: skip
+        return
+    for flag, value in (("--model", model), ("--target", target), ("--hold-out", hold_out), ("--profile", profile)):
+        if value:
+            raise BadInputError(f"{flag} goes with --from (fitting to benchmark results): add --from RESULTS")
     if dtype not in DTYPES:
         raise BadInputError(f"--dtype {dtype!r}: give bf16, fp16 or fp32")
     check_device_option(device)

@@ -84,6 +84,28 @@ EngineOpt = Annotated[
         show_default=False,
     ),
 ]
+KvCacheGibOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--kv-cache-gib",
+        help="vLLM: the KV pool per GPU (or on the CPU) in GiB, set outright as --kv-cache-memory-bytes or"
+        " VLLM_CPU_KVCACHE_SPACE sets it, instead of derived from the memory utilisation.",
+        show_default=False,
+    ),
+]
+
+
+def kv_cache_bytes(gib: float | None) -> int | None:
+    """``--kv-cache-gib`` in bytes (refused unless above 0)."""
+    from mha_cli.core.errors import BadInputError
+
+    if gib is None:
+        return None
+    if not 0 < gib <= 1 << 20:
+        raise BadInputError(f"--kv-cache-gib {gib:g}: give the pool in GiB, greater than 0")
+    return round(gib * 2**30)
+
+
 UtilisationOpt = Annotated[
     float | None,
     typer.Option(

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mha_cli.cli.options import (
+    BlockSizeOpt,
     EngineOpt,
     ForceOpt,
     ItlOpt,
     JsonOpt,
+    KvCacheGibOpt,
     KvDtypeOpt,
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
@@ -25,6 +27,7 @@ from mha_cli.cli.options import (
     UtilisationOpt,
     WeightDtypeOpt,
     check_latency_targets,
+    kv_cache_bytes,
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.core.deployment import merge_deployment
@@ -36,8 +39,10 @@ if TYPE_CHECKING:
 
     from mha_cli.cli.app import CommandRegistry
     from mha_cli.core.cost.plan import ServingPlan
+    from mha_cli.core.cost.profile import DeviceProfile
     from mha_cli.core.cost.search import SearchResult
     from mha_cli.core.serve.replica import ClientSpec, SimulatedServing
+    from mha_cli.core.targets import ResolvedTarget
 
 MAX_TOKENS = 1 << 24
 MAX_CONCURRENCY = 1 << 20
@@ -98,6 +103,8 @@ def plan(
     gpu_memory_utilization: UtilisationOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     max_num_seqs: MaxNumSeqsOpt = None,
+    block_size: BlockSizeOpt = None,
+    kv_cache_gib: KvCacheGibOpt = None,
     profile: ProfileOpt = None,
     num_prompts: Annotated[
         int | None,
@@ -185,6 +192,7 @@ def plan(
         loaded.deployment, model=loaded.model, seq_len=isl + osl, target=resolved.spec, weight_dtype=weight_dtype,
         kv_dtype=kv_dtype, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
     )  # fmt: skip
     if expert_parallel:
         if loaded.model.moe is None:
@@ -194,10 +202,20 @@ def plan(
         deployment = deployment.model_copy(update={"expert_parallel": True})
     device = resolved.target
     weights = deployment.weight_dtype
-    chosen = load_profile(profile, weights) if profile is not None else prior_profile(device, weights)
-    ceiling = datasheet_profile(device, deployment.weight_dtype)
+    if device.id == "cpu":
+        from mha_cli.core.cpu_target import cpu_profile
+
+        chosen = load_profile(profile, weights) if profile is not None else cpu_profile()
+        resolved, ceiling = resolved_cpu(resolved, chosen), chosen.ceiling()
+        device = resolved.target
+    else:
+        chosen = load_profile(profile, weights) if profile is not None else prior_profile(device, weights)
+        ceiling = datasheet_profile(device, deployment.weight_dtype)
     stand_in = None
-    if chosen.target_id not in (None, device.id) or chosen.device != "cuda":
+    if device.id == "cpu":
+        if chosen.device != "cpu":
+            stand_in = f"profile {chosen.name} was measured on {chosen.device_name}, not this CPU: its rates stand in"
+    elif chosen.target_id not in (None, device.id) or chosen.device != "cuda":
         stand_in = f"profile {chosen.name} was measured on {chosen.device_name}, not {device.name}: its rates stand in"
     elif chosen.kind == "prior" and device.vendor not in ("NVIDIA", "AMD"):
         stand_in = f"the priors were fitted on NVIDIA and AMD GPUs: on a {device.vendor} device they are a sketch"
@@ -275,6 +293,14 @@ def _client(
     lengths = None if lengths_file is None else read_lengths(lengths_file)
     return ClientSpec(num_prompts=num_prompts, range_ratio=range_ratio, burstiness=burstiness, lengths=lengths,
                       seed=seed)  # fmt: skip
+
+
+def resolved_cpu(resolved: ResolvedTarget, profile: DeviceProfile) -> ResolvedTarget:
+    """The cpu target with its roofline rates from ``profile`` (its peaks)."""
+    from mha_cli.core.cpu_target import cpu_target
+
+    row = cpu_target(profile.weight_bandwidth.peak / 1e9, profile.matmul.peak / 1e12)
+    return resolved.model_copy(update={"target": row})
 
 
 def model_id(loaded: ModelSource) -> str:

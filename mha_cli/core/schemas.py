@@ -861,6 +861,9 @@ class DeploymentSpec(_Strict):
     expert_parallel: bool | None = None
     """MoE only: whole routed experts per rank (vLLM's ``--enable-expert-parallel``) instead of every expert's width
     split over the ranks that share them (None: off)."""
+    kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=1 << 50)] | None = None
+    """vLLM: the KV pool per rank in bytes, set rather than derived from the memory utilisation
+    (``--kv-cache-memory-bytes``; ``VLLM_CPU_KVCACHE_SPACE`` GiB on its CPU backend); None: derived."""
 
 
 CONFIG_SCHEMA_VERSION = 1

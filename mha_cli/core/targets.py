@@ -8,7 +8,7 @@ with the public measurement it comes from, or, where none was found, an estimate
 second. Rows whose notes say UNCERTAIN are kept and flagged: the uncertainty is in the compute column.
 
 A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``4090``), or either with
-a device count in front (``8xh100``).
+a device count in front (``8xh100``); ``cpu`` is this machine (``core.cpu_target``).
 """
 
 import csv
@@ -173,6 +173,12 @@ def resolve_target(spec: str) -> ResolvedTarget:
         text = match.group(2)
         if not 1 <= n_devices <= MAX_DEVICES:
             raise BadInputError(f"device count in {shown(spec)} must be between 1 and {MAX_DEVICES:,}")
+    if text.strip().lower() == "cpu":
+        if n_devices != 1:
+            raise BadInputError(f"{shown(spec)}: the cpu target is this one machine; give --target cpu")
+        from mha_cli.core.cpu_target import cpu_target
+
+        return ResolvedTarget(spec=spec, target=cpu_target())
     target, note = _lookup(text)
     return ResolvedTarget(spec=spec, target=target, n_devices=n_devices, alias_note=note)
 

@@ -9,7 +9,9 @@ A profile holds, for one device and dtype:
   thousands; ``attention_flops``: the same for attention against its queries;
 - ``kernel_overhead_s``: the fixed cost of one kernel in a serving engine (decode under CUDA graphs), and
   ``dispatch_overhead_s``: the cost of one operator dispatched eagerly by torch (what ``verify`` runs);
-- ``step_overhead_s``: the engine's fixed cost per step (scheduling, input preparation, sampling bookkeeping);
+- ``step_overhead_s``: the engine's fixed cost per step (scheduling, input preparation, sampling bookkeeping), and
+  ``sequence_overhead_s`` its host cost per sequence in the step; ``request_overhead_s``: a request's cost outside
+  the steps (HTTP, tokenising), in its TTFT;
 - ``collective``: an all-reduce's latency and bus bandwidth across the tensor-parallel group.
 
 ``kind`` says where the figures come from: ``prior`` (shipped: datasheets scaled by constants fitted on published
@@ -114,6 +116,9 @@ class DeviceProfile(Record):
     """Each fitted or measured constant -> its value and where it comes from, in words."""
     relative_error: NonNegativeFloat
     """The typical relative error of a prediction from this profile (its uncertainty band is +/- this)."""
+    sequence_overhead_s: NonNegativeFloat = 0.0
+    """An engine step's host cost per sequence it runs (scheduling, input preparation, sampling, detokenising and
+    streaming each one's token): 0 in the priors (inside their step overhead); ``mha calibrate --from`` fits it."""
     request_overhead_s: NonNegativeFloat = 0.0
     """A served request's fixed cost outside the engine's steps: from the client's send to the engine's queue (HTTP,
     tokenising), in every TTFT. 0 in the priors; ``mha calibrate --from`` fits it from benchmark results."""
@@ -131,5 +136,6 @@ class DeviceProfile(Record):
                 "cache_bandwidth": Curve.flat(self.cache_bandwidth.peak), "matmul": Curve.flat(self.matmul.peak),
                 "attention_flops": Curve.flat(self.attention_flops.peak), "kernel_overhead_s": 0.0,
                 "dispatch_overhead_s": 0.0, "step_overhead_s": 0.0, "collective": collective, "request_overhead_s": 0.0,
+                "sequence_overhead_s": 0.0,
             }
         )  # fmt: skip

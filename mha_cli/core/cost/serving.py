@@ -197,6 +197,8 @@ def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DevicePr
 
 
 def _uncertainty_how(profile: DeviceProfile) -> str:
+    if profile.kind == "calibrated" and profile.source.startswith("calibrated from"):
+        return f"+/- {profile.relative_error:.0%}: 4 in 5 held-out figures of its benchmark runs fell within it"
     if profile.kind == "calibrated":
         return f"+/- {profile.relative_error:.0%}: the calibration's own fit error on this machine"
     return (

@@ -61,6 +61,9 @@ class Stepper:
             )  # fmt: skip
             ops += [op for op in stage_ops if index == 0 or not op.outside_layers]  # embedding, head, sampler once
         time = step_time(ops, self.profile, tp=case.tp)
+        host = self.profile.sequence_overhead_s * sum(shape.sequences for shape in shapes)
+        if host:
+            time = time.model_copy(update={"seconds": time.seconds + host, "overhead_s": time.overhead_s + host})
         if case.pp == 1:
             return time
         send = self.send_seconds(sum(shape.tokens for shape in shapes))

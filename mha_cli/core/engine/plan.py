@@ -199,6 +199,14 @@ def _vllm(inputs: _Inputs) -> _Pool:
         BudgetLine(label=f"kept out (utilisation {util:g})", bytes=usable - total, how=settings.utilisation_source),
         inputs.weights_line(), inputs.activation_line(), inputs.non_torch_line(),
     ]  # fmt: skip
+    if settings.kv_cache_bytes is not None:  # the pool set outright: vLLM sizes nothing from the memory left
+        available = settings.kv_cache_bytes
+        budget = [
+            BudgetLine(
+                label="KV cache memory, set", bytes=available,
+                how="--kv-cache-gib (vLLM's --kv-cache-memory-bytes; VLLM_CPU_KVCACHE_SPACE on its CPU backend)",
+            )
+        ]  # fmt: skip
     paging = dict(
         bytes_per_token_per_layer=inputs.per_layer, block_size=settings.block_size,
         max_num_batched_tokens=settings.max_num_batched_tokens,
@@ -372,14 +380,21 @@ def plan_engine(
     activation = profile_peak_bytes(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp
     )
-    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, _non_torch(kv.tp))
+    cpu = target.vendor == "CPU"
+    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, 0 if cpu else _non_torch(kv.tp))
     pool = ENGINES[settings.engine](inputs)
     pool.budget.append(
         BudgetLine(label="= available for KV cache", bytes=pool.available, how="the sum of the lines above")
     )
     admitted = min(int(pool.concurrency), settings.max_num_seqs) if pool.starts else 0
     notes = [settings.defaults_note, *pool.notes]
-    if target.vendor not in ("NVIDIA", "AMD"):
+    if cpu and settings.kv_cache_bytes is None:
+        notes.append(
+            "vLLM's CPU backend sizes its pool as gpu_memory_utilization x memory less the worker's resident memory:"
+            " approximated here by the weights and the activation peak; --kv-cache-gib (VLLM_CPU_KVCACHE_SPACE) sets"
+            " it exactly"
+        )
+    elif target.vendor not in ("NVIDIA", "AMD", "CPU"):
         notes.append(f"{target.id}: the engines' GPU rules applied to a {target.vendor} device; read them as a sketch")
     if not target.device_memory_measured:
         notes.append(f"{target.id}: no public torch figure of its memory was found; {target.torch_memory_source}")

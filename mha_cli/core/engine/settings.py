@@ -72,11 +72,20 @@ class EngineSettings(Record):
     """Tokens per KV block (vLLM block_size, SGLang page_size, TRT-LLM tokens_per_block)."""
     defaults_note: str
     """Which of the engine's defaults applied and why (device size, usage context)."""
+    kv_cache_bytes: int | None = None
+    """vLLM: the KV pool set outright (``--kv-cache-memory-bytes``, ``VLLM_CPU_KVCACHE_SPACE``); None: derived."""
+
+
+VLLM_CPU_BLOCK = 128
+"""vLLM's block size on its CPU backend when none is given (``platforms/cpu.py``, 0.32; 16 for MLA)."""
 
 
 def _vllm_step_defaults(target: Target) -> tuple[int, int, str]:
     """vLLM V1's ``vllm serve`` defaults (``engine/arg_utils.py`` ``_set_default_args``, 0.10-0.11): 8,192 batched
-    tokens and 1,024 sequences on a GPU of 70 GiB or more that is not an A100, else 2,048 and 256."""
+    tokens and 1,024 sequences on a GPU of 70 GiB or more that is not an A100, else 2,048 and 256; on its CPU
+    backend 2,048 and 128 (per rank; 0.32)."""
+    if target.vendor == "CPU":
+        return 2048, 128, "max_num_batched_tokens 2048, max_num_seqs 128: vllm serve's defaults on its CPU backend"
     big = target.device_memory_bytes >= 70 * GIB and not target.id.startswith("a100")
     if big:
         return 8192, 1024, "max_num_batched_tokens 8192, max_num_seqs 1024: vllm serve's defaults on a GPU of >= 70 GiB"
@@ -114,6 +123,10 @@ def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> Eng
     """The deployment's engine knobs, the engine's defaults where unset."""
     engine = engine_name(deployment.engine)
     util = deployment.gpu_memory_utilization
+    if target.vendor == "CPU" and engine != "vllm":
+        raise BadInputError(f"the cpu target is vLLM's CPU backend: {engine} is not modelled there; use --engine vllm")
+    if deployment.kv_cache_memory_bytes is not None and engine != "vllm":
+        raise BadInputError("--kv-cache-gib sets vLLM's pool (--kv-cache-memory-bytes): use it with --engine vllm")
     if engine == "vllm":
         tokens, seqs, note = _vllm_step_defaults(target)
         tokens = deployment.max_num_batched_tokens or tokens
@@ -122,7 +135,8 @@ def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> Eng
                 f"--max-num-seqs ({deployment.max_num_seqs}) must not exceed --max-num-batched-tokens ({tokens}):"
                 " vLLM refuses it; lower one or raise the other"
             )
-        if deployment.block_size is not None and deployment.block_size not in VLLM_BLOCK_SIZES:
+        cpu = target.vendor == "CPU"
+        if deployment.block_size is not None and deployment.block_size not in VLLM_BLOCK_SIZES and not cpu:
             raise BadInputError(
                 f"--block-size {deployment.block_size} is not one vLLM offers on CUDA:"
                 f" use one of {', '.join(map(str, VLLM_BLOCK_SIZES))}"
@@ -131,8 +145,9 @@ def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> Eng
         return EngineSettings(
             engine=engine, utilisation=util or VLLM_UTILISATION,
             utilisation_source="--gpu-memory-utilization" if util else "vLLM's default",
-            max_num_batched_tokens=tokens, max_num_seqs=seqs, block_size=deployment.block_size or VLLM_BLOCK,
-            defaults_note=note,
+            max_num_batched_tokens=tokens, max_num_seqs=seqs,
+            block_size=deployment.block_size or (VLLM_CPU_BLOCK if cpu else VLLM_BLOCK), defaults_note=note,
+            kv_cache_bytes=deployment.kv_cache_memory_bytes,
         )  # fmt: skip
     if engine == "sglang":
         chunked, graph_bs = _sglang_step_defaults(target, tp)

@@ -102,4 +102,5 @@ class StepCost:
         case = self.stepper.case
         ops += outside_ops(self.stepper.stages[0], tokens, decodes + len(chunks), tp=case.tp,
                            weight_dtype=case.weight_dtype)  # fmt: skip
-        return self.layers(tokens) + self._price(ops) + self.profile.step_overhead_s
+        host = self.profile.step_overhead_s + self.profile.sequence_overhead_s * (decodes + len(chunks))
+        return self.layers(tokens) + self._price(ops) + host

@@ -37,9 +37,13 @@ class Workload(NamedTuple):
     max_concurrency: int | None = None
     """Requests in flight at most (the client's semaphore); None: no cap (an open loop's default)."""
     seed: int = 0
+    send_times: list[float] | None = None
+    """Replayed arrivals (a measured run's), in seconds from the start, instead of draws at ``rate``."""
 
     def arrivals(self) -> list[float]:
         """When each request is ready to send, in seconds from the start (before the concurrency cap)."""
+        if self.send_times is not None:
+            return list(self.send_times)
         if self.rate is None:
             return [0.0] * len(self.lengths)
         draw = random.Random(self.seed + 1)

@@ -1,0 +1,133 @@
+"""``mha calibrate --from RESULTS``: a profile fitted to a real server's benchmark results (``core.serve.fit``).
+
+No torch: the runs are replayed in the simulated serving loop. The profile is written only once the fit is done,
+whole, and replaces one of the same name only with ``--force``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mha_cli.cli.output import Output
+from mha_cli.core.errors import BadInputError, shown
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mha_cli.core.serve.bench_results import MeasuredRun
+    from mha_cli.core.serve.fit import CalibrationFit
+    from mha_cli.core.sources import ModelSource
+
+
+def _names(loaded: ModelSource) -> set[str]:
+    """What a result file may call the model: its name, its folder, its Hugging Face id (last part), lowercased."""
+    from mha_cli.cli.plan_cmd import model_id
+
+    origin = Path(loaded.origin)
+    names = {loaded.model.name, origin.stem, model_id(loaded)}
+    if origin.name == "config.json":
+        names.add(origin.parent.name)
+    return {_short(name) for name in names if name}
+
+
+def _short(name: str) -> str:
+    return name.rstrip("/").rsplit("/", 1)[-1].lower()
+
+
+def check_model(runs: list[MeasuredRun], loaded: ModelSource, served_model_name: str | None) -> None:
+    """Refuse runs that name another model than ``--model`` (one line)."""
+    expected = {_short(served_model_name)} if served_model_name else _names(loaded)
+    for run in runs:
+        if _short(run.model) not in expected:
+            raise BadInputError(
+                f"{run.path} measured {shown(run.model)}, not {loaded.model.name}: give --model for it, or"
+                f" --served-model-name {shown(run.model)} if it is the same model"
+            )
+
+
+def calibrate_from_results(
+    sources: list[Path], *, model: str | None, target: str | None, hold_out: list[str],
+    served_model_name: str | None, profile: str | None, name: str | None, force: bool, json: bool,
+    deployment: dict[str, Any],
+) -> None:  # fmt: skip
+    from mha_cli.core.config_io import write_text_atomic
+    from mha_cli.core.cost.store import check_profile_name, load_profile, profile_path
+    from mha_cli.core.deployment import merge_deployment
+    from mha_cli.core.serve.bench_results import collect
+    from mha_cli.core.serve.fit import calibrate_from, nominal_cpu_profile, replay_for
+    from mha_cli.core.sources import load_source
+    from mha_cli.core.targets import resolve_target
+
+    if model is None or target is None:
+        raise BadInputError("--from needs --model (what the server ran) and --target (what it ran on)")
+    resolved = resolve_target(target)
+    loaded = load_source(model)
+    runs = collect(sources)
+    check_model(runs, loaded, served_model_name)
+    longest = max(i + o for run in runs for i, o in run.lengths)
+    spec = merge_deployment(loaded.deployment, model=loaded.model, seq_len=longest, target=resolved.spec,
+                            **deployment)  # fmt: skip
+    weights = spec.weight_dtype
+    if profile is not None:
+        base = load_profile(profile, weights)
+    elif resolved.target.id == "cpu":
+        from mha_cli.core.cost.store import calibrated_profiles
+
+        cpu = [p for _, p in calibrated_profiles() if p.device == "cpu" and p.kind == "calibrated"]
+        base = cpu[0] if cpu else nominal_cpu_profile(weights)
+    else:
+        from mha_cli.core.cost.priors import prior_profile
+
+        base = prior_profile(resolved.target, weights)
+    chosen = check_profile_name(name or f"{resolved.target.id}-{spec.engine or 'vllm'}-fit")
+    path = profile_path(chosen)
+    if path.exists() and not force:
+        raise BadInputError(f"profile {chosen} exists ({path}): pass --force to replace it, or --name another")
+    replay = replay_for(loaded.model, resolved, spec, base, runs, spec.tp)
+    fit = calibrate_from(runs, replay, base, name=chosen, hold_out=hold_out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, fit.profile.model_dump_json(indent=1) + "\n", force=force)
+    import shlex
+
+    use = shlex.join(["mha", "plan", model, "--target", resolved.spec, "--profile", chosen])
+    Output(json).emit(fit.model_copy(update={"path": str(path), "use": use}), render_fit)
+
+
+def render_fit(console: Console, fit: CalibrationFit) -> None:
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    profile = fit.profile
+    console.print(f"[bold]Profile {escape(profile.name)}[/bold]: {escape(profile.source)}")
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), title="measured / simulated / closed form", title_justify="left")
+    for column in ("run", "", "TTFT mean ms", "TTFT p99 ms", "TPOT mean ms", "output tok/s"):
+        table.add_column(column, justify="left" if column in ("run", "") else "right")
+    for row in fit.runs:
+        m, s, c = row.measured, row.simulated, row.closed_form
+        table.add_row(
+            escape(row.load), "held out" if row.held_out else "fitted",
+            f"{m['ttft_mean']:,.1f} / {s['ttft_mean']:,.1f} / {c['ttft_mean']:,.1f}",
+            f"{m['ttft_p99']:,.1f} / {s['ttft_p99']:,.1f}",
+            f"{m['tpot_mean']:,.2f} / {s['tpot_mean']:,.2f} / {c['tpot_mean']:,.2f}",
+            f"{m['output_tokens_per_s']:,.0f} / {s['output_tokens_per_s']:,.0f} / {c['output_tokens_per_s']:,.0f}",
+        )  # fmt: skip
+    console.print(table)
+    for label, summary in (("fitted", fit.fitted), ("held out", fit.held_out)):
+        if summary is None:
+            continue
+        sim, closed = summary.simulated, summary.closed_form
+        console.print(
+            f"{label} ({summary.runs} runs), median error: TTFT mean {sim['ttft_mean']:.0%} (closed form"
+            f" {closed['ttft_mean']:.0%}), median {sim['ttft_median']:.0%}, p99 {sim['ttft_p99']:.0%}; TPOT mean"
+            f" {sim['tpot_mean']:.0%} (closed form {closed['tpot_mean']:.0%}), p99 {sim['tpot_p99']:.0%}; output"
+            f" tokens/s {sim['output_tokens_per_s']:.0%} (closed form {closed['output_tokens_per_s']:.0%})"
+        )
+    for constant, value in profile.constants.items():
+        console.print(f"[dim]{escape(constant)}: {escape(value)}[/dim]")
+    for note in fit.notes:
+        console.print(f"[dim]note: {escape(note)}[/dim]")
+    console.print(f"predictions from it carry +/- {profile.relative_error:.0%}; written to {escape(str(fit.path))}")
+    if fit.use:
+        console.print(f"use it: {escape(fit.use)} (with the server's settings)")
