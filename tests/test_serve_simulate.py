@@ -185,15 +185,56 @@ def test_one_user_sees_the_prefill_then_one_decode_step_per_token():
     assert run.output_tokens_per_s == pytest.approx(3 * osl / run.duration_s)
 
 
-def test_skipping_repeated_decode_steps_changes_nothing():
+@pytest.mark.parametrize(
+    ("engine", "pool", "budget", "workload"),
+    [
+        (
+            "vllm",
+            1_500,
+            2048,
+            Workload(lengths=drawn_lengths(700, 120, 300, range_ratio=0.5, seed=4), max_concurrency=64),
+        ),
+        (
+            "vllm",
+            40_000,
+            8192,
+            Workload(lengths=drawn_lengths(1024, 128, 400, range_ratio=0.9, seed=5), rate=30.0, burstiness=0.3, seed=5),
+        ),
+        (
+            "vllm",
+            40_000,
+            512,
+            Workload(lengths=drawn_lengths(1500, 40, 100, range_ratio=0.5, seed=6), max_concurrency=16),
+        ),
+        (
+            "sglang",
+            1_500,
+            2048,
+            Workload(lengths=drawn_lengths(700, 120, 200, range_ratio=0.5, seed=4), max_concurrency=32),
+        ),
+        (
+            "trtllm",
+            3_000,
+            4096,
+            Workload(lengths=drawn_lengths(700, 120, 200, range_ratio=0.5, seed=4), max_concurrency=32),
+        ),
+    ],
+)
+def test_the_shortcuts_change_nothing(engine, pool, budget, workload):
+    """vLLM's decoding requests advanced as a cohort (and the other engines' repeated decode steps skipped) give the
+    run the exact step-by-step scheduler gives: preemptions (a pool too small), bursts of arrivals and prompts longer
+    than the budget (where the running order decides) included."""
     cost = _cost()
-    limits = EngineLimits("vllm", kv_blocks=1_500, block_size=16, max_num_batched_tokens=2048, max_num_seqs=48)
-    workload = Workload(lengths=drawn_lengths(700, 120, 300, range_ratio=0.5, seed=4), max_concurrency=64)
+    limits = EngineLimits(engine, kv_blocks=pool, block_size=16, max_num_batched_tokens=budget, max_num_seqs=48)
     fast, fast_times = simulate(workload, limits, cost)
     slow, slow_times = simulate(workload, limits, cost, skip_repeated_steps=False)
-    assert fast.steps == slow.steps and fast.preemptions == slow.preemptions > 0
+    assert fast.steps == slow.steps and fast.preemptions == slow.preemptions
+    assert fast_times.ttft == pytest.approx(slow_times.ttft, rel=1e-4)
     assert fast_times.e2e == pytest.approx(slow_times.e2e, rel=1e-4)
     assert fast.itl_ms.p99 == pytest.approx(slow.itl_ms.p99, rel=1e-4)
+    assert fast.itl_ms.mean == pytest.approx(slow.itl_ms.mean, rel=1e-4)
+    if pool == 1_500:
+        assert fast.preemptions > 0
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])

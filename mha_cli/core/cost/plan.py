@@ -43,6 +43,8 @@ class ServingPlan(ServingPrediction):
     simulated: SimulatedServing | None = None
     """The serving loop simulated (``core.serve``): percentiles, the burst, preemptions. The top-level figures are
     the closed-form model's quick estimate."""
+    simulated_sweep: list[SimulatedServing] = Field(default_factory=empty_list)
+    """``--plot`` with the simulation: the same sweep's concurrencies simulated (3 requests a user)."""
 
 
 def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int, int]:
@@ -224,4 +226,15 @@ def simulate_plan(
         case, profile, plan.memory.engine, client, rate=plan.rate_rps, ttft_ms=ttft_ms, itl_ms=itl_ms,
         slo_percentile=slo_percentile, trace=trace,
     )  # fmt: skip
-    return plan.model_copy(update={"simulated": simulated})
+    swept = []
+    if plan.sweep and plan.rate_rps is None:  # the plot's points, each a short run of 3 requests a user
+        for point in plan.sweep:
+            share = client._replace(num_prompts=max(SWEEP_MIN_PROMPTS, SWEEP_PROMPTS_PER_USER * point.concurrency))
+            point_case = case._replace(concurrency=point.concurrency)
+            run = simulate_deployment(point_case, profile, plan.memory.engine, share, slo_percentile=slo_percentile)
+            swept.append(run)
+    return plan.model_copy(update={"simulated": simulated, "simulated_sweep": swept})
+
+
+SWEEP_PROMPTS_PER_USER = 3
+SWEEP_MIN_PROMPTS = 32

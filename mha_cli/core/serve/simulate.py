@@ -21,6 +21,7 @@ from pydantic import Field
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
+from mha_cli.core.serve.cohort import Cohort
 from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule
 from mha_cli.core.serve.stats import LatencyStats, summarise, summarise_weighted
 from mha_cli.core.serve.step_cost import StepCost
@@ -147,6 +148,9 @@ class _Run:
         self.queue_at_arrival: list[int] = []
         self.now = 0.0
         self.finished = self.steps = self.max_running = self.max_waiting = 0
+        self.cohort = Cohort(self.state)
+        self.loose: list[int] = []
+        """Running requests outside the cohort, in the running order."""
 
     def admit(self) -> None:
         """Requests that reached the engine by now join its queue."""
@@ -232,6 +236,69 @@ class _Run:
                 ended.append(request)
         return ended
 
+    def aggregate_step(self) -> list[int] | None:
+        """One vLLM step with the decoding requests advanced as a cohort (``core.serve.cohort``): the loose running
+        requests (prefilling, or decoding outside the cohort) one by one, then waiting ones as ``_vllm`` admits
+        them. None, having changed nothing, when the step is one where the order of the running requests matters
+        (their tokens exceed the budget, or the pool cannot hold them: a preemption): ``run`` then takes the exact
+        path. The requests it ended."""
+        state, cohort = self.state, self.cohort
+        computed, prompts, generated, held = state.computed, state.prompts, state.generated, state.held
+        needs = [(r, prompts[r] + generated[r] - computed[r]) for r in self.loose]
+        total = len(cohort) + sum(tokens for _, tokens in needs)
+        if total > state.budget:
+            return None
+        blocks = cohort.new_blocks() + sum(
+            max(0, state.blocks_for(computed[r] + tokens) - held[r]) for r, tokens in needs
+        )  # fmt: skip
+        if blocks > state.free_blocks:
+            return None
+        state.free_blocks -= cohort.new_blocks()
+        for r, tokens in needs:
+            state.grow(r, computed[r] + tokens)
+        budget = state.budget - total
+        while state.waiting and budget > 0 and len(state.running) < state.max_seqs:  # as _vllm admits them
+            request = state.waiting[0]
+            tokens = min(state.known(request) - computed[request], budget)
+            if not state.grow(request, computed[request] + tokens):
+                break
+            state.waiting.popleft()
+            state.running.append(request)
+            needs.append((request, tokens))
+            budget -= tokens
+        if not needs and not len(cohort):
+            return None  # nothing runs: the exact path says why
+        decodes = [(r, t) for r, t in needs if t == 1 and computed[r] >= prompts[r]]
+        chunks = [(t, computed[r]) for r, t in needs if not (t == 1 and computed[r] >= prompts[r])]
+        rows = len(cohort) + len(decodes)
+        context = (cohort.context_sum() + sum(computed[r] for r, _ in decodes)) // rows if rows else 0
+        seconds = self.cost.seconds(rows, context, chunks) if chunks else self.cost.decode_seconds(rows, context)
+        self.now += seconds
+        self.steps += 1
+        if len(cohort):
+            self.gaps[seconds] = self.gaps.get(seconds, 0) + len(cohort)
+        ended = cohort.advance()
+        for request in ended:
+            self.last[request] = self.now
+        loose = []
+        for request, tokens in needs:
+            computed[request] += tokens
+            if computed[request] < state.known(request):
+                loose.append(request)  # a prompt still in chunks
+            elif self.emit(request):
+                ended.append(request)
+            else:
+                cohort.join(request)
+        self.loose = loose
+        return ended
+
+    def leave_cohort(self) -> None:
+        """Back to the exact scheduler: every member's progress written back (its last token came at the end of the
+        step just run)."""
+        for request in self.cohort.joined:
+            self.last[request] = self.now
+        self.cohort.materialise_all()
+
     def idle_until_next_event(self, why: str) -> None:
         event = self.client.next_event()
         if event is None or event <= self.now:
@@ -241,28 +308,43 @@ class _Run:
 
     def run(self, keep_trace: bool, skip_repeated_steps: bool) -> None:
         state, engine = self.state, self.limits.engine
+        by_cohort = skip_repeated_steps and engine == "vllm"
         self.client.send(self.now)
         while self.finished < len(self.prompts):
             self.admit()
             if not state.running and not state.waiting:
                 self.idle_until_next_event("the client has nothing left to send")  # pragma: no cover
                 continue
+            if by_cohort:
+                ended = self.aggregate_step()
+                if ended is not None:
+                    self.after_step(ended, keep_trace)
+                    continue
+                self.leave_cohort()
             decodes, chunks = schedule(engine, state)
             if not decodes and not chunks:
                 self.idle_until_next_event(
                     f"{engine} admits none of the waiting requests into an empty pool: give it more KV memory"
                 )
                 continue
-            self.max_running = max(self.max_running, len(state.running))
-            self.max_waiting = max(self.max_waiting, len(state.waiting))
-            repeats = not chunks and len(decodes) == len(state.running) and (engine != "sglang" or not state.waiting)
+            repeats = (
+                skip_repeated_steps and not by_cohort and not chunks and len(decodes) == len(state.running)
+                and (engine != "sglang" or not state.waiting)
+            )  # fmt: skip
             ended = self.decode_run(decodes) if repeats else self.one_step(decodes, chunks)
-            if keep_trace:
-                used = 1 - state.free_blocks / state.total_blocks
-                self.trace.append(TracePoint(self.now, len(state.running), len(state.waiting), used))
-            for request in ended:
-                self.finish(request)
-            self.client.send(self.now)
+            self.after_step(ended, keep_trace)
+            self.loose = list(state.running)  # the cohort starts again from the exact step's state
+
+    def after_step(self, ended: list[int], keep_trace: bool) -> None:
+        state = self.state
+        self.max_running = max(self.max_running, len(state.running))
+        self.max_waiting = max(self.max_waiting, len(state.waiting))
+        if keep_trace:
+            used = 1 - state.free_blocks / state.total_blocks
+            self.trace.append(TracePoint(self.now, len(state.running), len(state.waiting), used))
+        for request in ended:
+            self.finish(request)
+        self.client.send(self.now)
 
 
 def _horizon(state: EngineState, decodes: list[int], outputs: list[int], *, grows: bool) -> int:

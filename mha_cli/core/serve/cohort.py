@@ -1,0 +1,84 @@
+"""The decoding requests of a vLLM replica advanced together, so that a step costs the simulator the requests that
+start, end or change (a prefill chunk, a finish), not every running request.
+
+Under vLLM's scheduler, a step whose running requests' tokens all fit the budget and the pool gives every running
+request all it asks for, whatever their order: each decoding request one token. A member of the cohort is such a
+request: what it has computed and generated is what it had when it joined plus the steps since (the cohort's
+``clock``); it needs a new block in the steps where its computed tokens reach a multiple of the block size, which
+the members' phases (their offsets modulo the block size) count in one lookup; it ends at a clock value known when
+it joins (a heap). ``materialise`` writes a member's true state back into the engine's arrays, for a finish or for
+a step the exact scheduler must run (the budget or the pool too small for everyone). Pure Python.
+"""
+
+import heapq
+
+from mha_cli.core.serve.schedulers import EngineState
+
+
+class Cohort:
+    """Decoding requests, each one token a step, tracked by when they joined (see the module docstring)."""
+
+    def __init__(self, state: EngineState) -> None:
+        self.state = state
+        self.clock = 0
+        """Steps the cohort has advanced."""
+        self.joined: dict[int, int] = {}
+        """Member -> the clock when it joined (its computed and generated tokens were then the engine's arrays')."""
+        self.phases = [0] * state.block_size
+        """Members by (computed tokens - clock at join) modulo the block size."""
+        self.offsets = 0
+        """Sum over members of (computed tokens at join - clock at join): their contexts sum to this + n x clock."""
+        self.ending: list[tuple[int, int]] = []
+        """(clock after which the member has all its output, member): a heap; entries of left members are skipped."""
+
+    def __len__(self) -> int:
+        return len(self.joined)
+
+    def __contains__(self, request: int) -> bool:
+        return request in self.joined
+
+    def join(self, request: int) -> None:
+        """``request`` (decoding, its arrays current, holding the blocks of its computed tokens) joins."""
+        state = self.state
+        offset = state.computed[request] - self.clock
+        self.joined[request] = self.clock
+        self.phases[offset % state.block_size] += 1
+        self.offsets += offset
+        remaining = state.outputs[request] - state.generated[request]
+        heapq.heappush(self.ending, (self.clock + remaining, request))
+
+    def context_sum(self) -> int:
+        """The members' computed tokens before this step, summed."""
+        return self.offsets + len(self.joined) * self.clock
+
+    def new_blocks(self) -> int:
+        """Members whose next token starts a block: computed tokens a multiple of the block size."""
+        return self.phases[-self.clock % self.state.block_size]
+
+    def advance(self) -> list[int]:
+        """One step: every member computed one token and sampled the next. The members that now have all their
+        output, materialised and out of the cohort."""
+        self.clock += 1
+        ended = []
+        while self.ending and self.ending[0][0] <= self.clock:
+            _, request = heapq.heappop(self.ending)
+            if request in self.joined:
+                self.materialise(request)
+                ended.append(request)
+        return ended
+
+    def materialise(self, request: int) -> None:
+        """Write ``request``'s progress back into the engine's arrays and take it out of the cohort."""
+        state = self.state
+        since = self.clock - self.joined.pop(request)
+        offset = state.computed[request] - (self.clock - since)
+        self.phases[offset % state.block_size] -= 1
+        self.offsets -= offset
+        state.computed[request] += since
+        state.generated[request] += since
+        state.held[request] = state.blocks_for(state.computed[request])
+
+    def materialise_all(self) -> None:
+        for request in list(self.joined):
+            self.materialise(request)
+        self.ending.clear()
