@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 MAX_TOKENS = 1 << 24
 MAX_CONCURRENCY = 1 << 20
+MAX_PROMPTS = 100_000
+"""``--num-prompts`` at most: a simulated run of that many takes seconds."""
 
 
 def _count(value: int, what: str, high: int) -> int:
@@ -282,10 +284,10 @@ def _client(
 ) -> ClientSpec:
     """The simulated benchmark client from ``plan``'s options (checked here: one line each)."""
     from mha_cli.core.serve.replica import ClientSpec
-    from mha_cli.core.serve.workload import MAX_REQUESTS, read_lengths
+    from mha_cli.core.serve.workload import read_lengths
 
     if num_prompts is not None:
-        _count(num_prompts, "num-prompts", MAX_REQUESTS)
+        _count(num_prompts, "num-prompts", MAX_PROMPTS)
     if not 0 <= range_ratio < 1:
         raise BadInputError(f"--random-range-ratio {range_ratio:g}: give a value in [0, 1)")
     if not 0 < burstiness <= 1e3:

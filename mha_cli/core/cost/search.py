@@ -163,10 +163,9 @@ SIMULATED_LAYOUTS = 2
 """Layouts the search confirms in the simulated loop: those whose best closed-form point has the most tokens/s per
 GPU."""
 SEARCH_PROMPTS_PER_USER = 3
-"""A search's simulated runs send 3 requests a user (at least 100, at most 2,000): the first burst and the steady
-state after it, at a fraction of a single plan's run."""
-SEARCH_MIN_PROMPTS = 100
-SEARCH_MAX_PROMPTS = 2000
+"""A search's simulated runs send 3 requests a user (at least 32, at most what the step budget allows): the first
+burst and the steady state after it, at a fraction of a single plan's run."""
+SEARCH_MIN_PROMPTS = 32
 
 
 def confirm_by_simulation(
@@ -183,10 +182,13 @@ def confirm_by_simulation(
 
     def simulated(index: int) -> bool:
         if candidates[index].simulated is None:
-            plan = simulate_plan(
-                candidates[index], model, deployment, profile, _search_share(client, candidates[index]),
-                ttft_ms=ttft_ms, itl_ms=itl_ms, slo_percentile=slo_percentile,
-            )  # fmt: skip
+            try:
+                plan = simulate_plan(
+                    candidates[index], model, deployment, profile, _search_share(client, candidates[index]),
+                    ttft_ms=ttft_ms, itl_ms=itl_ms, slo_percentile=slo_percentile,
+                )  # fmt: skip
+            except BadInputError:  # one wave of its users is past the simulation's step budget: the closed form's
+                return candidates[index].meets_targets
             candidates[index] = as_candidate(plan, ttft_ms, itl_ms)
         return candidates[index].meets_targets
 
@@ -221,10 +223,10 @@ def _layout_key(candidate: Candidate) -> tuple[int, int, int, bool]:
 
 
 def _search_share(client: ClientSpec, candidate: Candidate) -> ClientSpec:
+    """``client`` as the search runs it: its own count when it has one, else 3 requests a user (at least 32)."""
     if client.num_prompts is not None or candidate.rate_rps is not None:
         return client
-    prompts = SEARCH_PROMPTS_PER_USER * candidate.concurrency
-    return client._replace(num_prompts=min(SEARCH_MAX_PROMPTS, max(SEARCH_MIN_PROMPTS, prompts)))
+    return client._replace(prompts_per_user=SEARCH_PROMPTS_PER_USER, min_prompts=SEARCH_MIN_PROMPTS)
 
 
 def _nearest_miss(candidates: list[Candidate], ttft_ms: float | None, itl_ms: float | None) -> int:

@@ -32,12 +32,15 @@ class ClientSpec(NamedTuple):
     """The benchmark client's options (``vllm bench serve``'s names in the CLI)."""
 
     num_prompts: int | None = None
-    """Requests in the run (None: 10 per user, at least 200, at most 10,000; an open loop 200 at least)."""
+    """Requests in the run (None: ``prompts_per_user`` a user, ``min_prompts`` to 10,000, as the step budget
+    allows; an open loop ``min_prompts``)."""
     range_ratio: float = 0.0
     burstiness: float = 1.0
     lengths: list[tuple[int, int]] | None = None
     """(input, output) pairs from a file, replayed in order (cycled to ``num_prompts``); None: isl and osl."""
     seed: int = 0
+    prompts_per_user: int = DEFAULT_PROMPTS_PER_USER
+    min_prompts: int = MIN_DEFAULT_PROMPTS
 
 
 class SimulatedServing(Simulation):
@@ -58,15 +61,37 @@ class SimulatedServing(Simulation):
     source: str = "simulated"
 
 
-def client_workload(case: "ServingCase", client: ClientSpec, rate: float | None) -> tuple[Workload, int | None]:
-    """The busiest replica's share of the client's load: (its workload, its users or None in an open loop)."""
+MAX_SIMULATED_STEPS = 400_000
+"""Engine steps a simulation may take (a few seconds): a longer run is shortened (default count) or refused."""
+
+
+def steps_per_request(case: "ServingCase", engine: "EnginePlan", users: int | None) -> float:
+    """Engine steps one request adds to a run, at least: its output over the rows a step runs, its prompt over the
+    step's token budget."""
+    rows = max(1, min(users or engine.max_num_seqs, engine.max_num_seqs))
+    return case.osl / rows + case.isl / engine.max_num_batched_tokens
+
+
+def client_workload(
+    case: "ServingCase", client: ClientSpec, rate: float | None, engine: "EnginePlan"
+) -> tuple[Workload, int | None]:
+    """The busiest replica's share of the client's load: (its workload, its users or None in an open loop). The
+    default count of requests is cut to what ``MAX_SIMULATED_STEPS`` allows (one wave of users at least); a count
+    asked for beyond it is refused."""
     users = None if rate is not None else -(-case.concurrency // case.replicas)
+    steps = steps_per_request(case, engine, users)
     count = client.num_prompts
     if count is None:
-        count = MIN_DEFAULT_PROMPTS if users is None else DEFAULT_PROMPTS_PER_USER * users
-        count = min(MAX_DEFAULT_PROMPTS, max(MIN_DEFAULT_PROMPTS, count))
+        count = client.min_prompts if users is None else client.prompts_per_user * users
+        count = min(MAX_DEFAULT_PROMPTS, max(client.min_prompts, count), int(MAX_SIMULATED_STEPS / steps))
+        count = max(count, users or 1)
     elif users is not None:
         count = max(1, -(-count // case.replicas))
+    if count * steps > MAX_SIMULATED_STEPS:
+        raise BadInputError(
+            f"simulating {count:,} requests of {case.isl:,} + {case.osl:,} tokens takes over"
+            f" {MAX_SIMULATED_STEPS:,} engine steps: give fewer (--num-prompts) or --closed-form"
+        )
     if client.lengths is not None:
         lengths = [client.lengths[i % len(client.lengths)] for i in range(count)]
     else:
@@ -99,7 +124,7 @@ def simulate_deployment(
 
     if slo_percentile not in SLO_PERCENTILES:
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
-    workload, users = client_workload(case, client, rate)
+    workload, users = client_workload(case, client, rate, engine)
     limits = EngineLimits(
         engine=engine.name, kv_blocks=engine.kv_tokens // engine.block_size, block_size=engine.block_size,
         max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,

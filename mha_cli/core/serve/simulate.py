@@ -5,9 +5,11 @@ The loop: requests enter the engine when the client sends them (``core.serve.wor
 (``core.serve.schedulers``) picks the step's decodes and prefill chunks; the step takes the cost model's time on
 that mix (``core.serve.step_cost``); at its end every request whose known tokens are all computed samples a token
 (its first, or the next), and a request that has all its output leaves, freeing its blocks and, in a closed loop,
-its user's slot. Steps in which the same requests only decode, with nothing new able to start, repeat until the
-next event (a request ends, a request arrives, the pool runs out): the loop advances through them without visiting
-each request, which is what makes 10,000 requests take well under a second.
+its user's slot. Two shortcuts keep 10,000 requests under a second without changing any figure (tested against
+the step-by-step loop): under vLLM's scheduler the decoding requests advance as a cohort (``core.serve.cohort``),
+so a step costs the requests that start or end in it; under SGLang's and TensorRT-LLM's, steps in which the same
+requests only decode, with nothing new able to start, repeat until the next event (a request ends or arrives, the
+pool runs out) without visiting each request.
 
 What comes out is what ``vllm bench serve`` reports: per request TTFT (from send to first token), TPOT ((e2e -
 TTFT) / (output - 1)), end-to-end latency, and every inter-token gap (ITL); their mean, median, p90 and p99;
