@@ -42,7 +42,8 @@ MAX_SECONDS = 10.0
 DOCUMENTED_EXITS = {0, 1, 2, 3, 74}
 
 PRESETS = ["gpt2", "llama-3-8b", "llama-3.1-405b", "deepseek-v3", "gemma-2-9b", "mistral-7b-v0.1", "qwen3-8b"]
-TARGETS = ["a100", "h100", "8xh100", "4090", "jetson-orin", "a10", "mi300x", "2 x a100-40gb", "24xjetson-orin"]
+TARGETS = ["a100", "h100", "8xh100", "4090", "jetson-orin", "a10", "mi300x", "2 x a100-40gb", "24xjetson-orin",
+           "64xtpu-v6e", "1xh100", "a100-80gb"]  # fmt: skip
 
 HOSTILE_TEXT = [
     "", " ", "0", "-1", "1e400", "1e-400", "nan", "inf", "-0", "0x10", "1_000", "[/]", "[red]x", "[/b]", "a\nb",
@@ -70,7 +71,7 @@ def values(valid: list[str]) -> st.SearchStrategy[str]:
 
 
 OPTION_VALUES: dict[str, list[str]] = {
-    "--seq": ["8192", "8k", "128k", "1M", "4096", "1"],
+    "--seq": ["8192", "8k", "128k", "1M", "4096", "1", "1G", "21847796", "17179869184"],  # up to 2^34, the bound
     "--batch": ["1", "4", "64", "0", "-3", "1048577"],
     "--kv-dtype": ["bf16", "fp8", "int8", "int4", "fp32", "bfloat16"],
     "--weight-dtype": ["bf16", "fp8", "int4"],

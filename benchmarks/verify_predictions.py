@@ -23,7 +23,7 @@ MHA = [sys.executable, "-m", "mha_cli"]
 
 def run_json(args: list[str], env: dict[str, str]) -> dict:
     done = subprocess.run([*MHA, *args, "--json"], capture_output=True, text=True, env=env, check=False)
-    if done.returncode not in (0, 1):
+    if done.returncode not in (0, 1) or not done.stdout.strip():  # calibrate's refusal (exit 1) prints no JSON
         raise SystemExit(f"mha {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
     return json.loads(done.stdout)
 

@@ -207,3 +207,60 @@ def test_profiles_with_impossible_figures_are_refused():
     good = prior_profile(TARGETS["h100-sxm"]).model_dump()
     with pytest.raises(ValidationError):
         DeviceProfile.model_validate({**good, "kernel_overhead_s": -1e-6})
+
+
+@pytest.mark.parametrize(
+    ("name", "tp", "pp", "tokens", "chunk", "riding", "kv_dtype", "profile"),
+    [
+        ("gemma-2-9b", 1, 1, 300_007, 1000, 3, "bf16", "prior"),  # windows of 4,096 fill at chunk 4, riding decodes
+        ("gpt-oss-20b", 1, 1, 50_000, 100, 0, "bf16", "prior"),  # windows of 128, MoE
+        ("deepseek-v2-lite", 1, 1, 3_000, 1, 0, "bf16", "prior"),  # 1-token chunks: absorbed MLA, memory-bound
+        ("llama-3-8b", 2, 2, 3_001, 3, 2, "fp8", "prior"),  # pipeline stages, on the bandwidth curve's bend
+        ("qwen3-next-80b-a3b", 2, 1, 3_000_000, 8192, 0, "bf16", "ceiling"),  # fixed-state layers beside attention
+    ],
+    ids=["windows", "moe-window-128", "mla-one-token", "pp2-tiny-chunks", "linear-attention"],
+)
+def test_a_long_prompts_chunks_are_summed_in_closed_form_as_step_by_step(
+    monkeypatch, name, tp, pp, tokens, chunk, riding, kv_dtype, profile
+):
+    """Beyond EXACT_CHUNKS, a prompt's chunks are summed without a step each (a 1G-token prompt was 131,072 steps of
+    the cost model: mha kv hung); the sum equals the step-by-step one to rounding, and takes a bounded number of
+    calls (here: how many, against the chunks)."""
+    from mha_cli.core.cost import stepper as stepper_module
+    from mha_cli.core.cost.stepper import Stepper, chunked_prefill
+
+    target = TARGETS["h100-sxm"]
+    on = prior_profile(target) if profile == "prior" else datasheet_profile(target)
+    case = ServingCase(get_preset(name), tokens, 1, 1, tp=tp, pp=pp, kv_dtype=kv_dtype)
+    stepper = Stepper(case, on)
+    shapes = [decode_shape(riding, tokens)] if riding else []
+    calls = []
+    real_step, real_context = stepper.step, stepper.context_seconds
+    monkeypatch.setattr(stepper, "step", lambda *shape: calls.append("step") or real_step(*shape))
+    monkeypatch.setattr(stepper, "context_seconds", lambda shape: calls.append("context") or real_context(shape))
+    closed, steps = chunked_prefill(stepper, tokens, chunk, shapes)
+    assert steps == -(-tokens // (chunk - riding)) > stepper_module.EXACT_CHUNKS
+    assert calls.count("step") <= 2 and len(calls) < 2_500
+    monkeypatch.setattr(stepper_module, "EXACT_CHUNKS", 10**9)
+    exact, exact_steps = chunked_prefill(stepper, tokens, chunk, shapes)
+    assert exact_steps == steps
+    assert closed == pytest.approx(exact, rel=1e-12)
+
+
+def test_piecewise_linear_sums_are_exact_across_bends_jumps_and_curves():
+    """A control for ``sum_piecewise_linear``: a kink, a jump and a smooth curve (a bandwidth curve's shape), each a
+    place a run summed as a line would be wrong; against the sum of every term."""
+    import math
+
+    from mha_cli.core.cost.stepper import sum_piecewise_linear
+
+    def bent(index: int) -> float:
+        return max(3.0 * index + 5, 10.0 * index - 7_000) + (2.5 if index >= 123_457 else 0.0)
+
+    def curved(index: int) -> float:
+        return index / (1 + 0.1 * math.log1p(index))
+
+    for value in (bent, curved, lambda index: 7.0, lambda index: 0.0):
+        every = math.fsum(value(index) for index in range(400_000))
+        assert sum_piecewise_linear(value, 400_000) == pytest.approx(every, rel=1e-9, abs=1e-9)
+    assert sum_piecewise_linear(bent, 0) == 0.0 and sum_piecewise_linear(bent, 1) == bent(0)

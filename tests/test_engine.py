@@ -210,7 +210,8 @@ def test_a_pool_without_room_for_one_request_is_vllms_refusal(cli):
     assert f"the estimated maximum model length is {engine['kv_tokens']}." in engine["refusal"]
     assert engine["log_lines"] == ["Available KV cache memory: 1.50 GiB", engine["refusal"]]
     starved = cli.json("kv", "mistral-7b-v0.1", "--target", "t4", "--seq", "8k")["engine"]
-    assert starved["available_kv_bytes"] < 0 and "No available memory for the cache blocks" in starved["refusal"]
+    assert starved["available_kv_bytes"] == 0 < starved["deficit_bytes"]
+    assert "No available memory for the cache blocks" in starved["refusal"]
 
 
 def test_max_num_seqs_caps_what_runs_at_once(cli):
@@ -297,3 +298,63 @@ def test_headroom_and_verdict_agree_on_a_hybrid_model(cli):
 def test_settings_an_engine_refuses_are_refused(cli, args, message):
     result = cli.run("kv", "llama-3-8b", "--target", "h100", *args)
     assert result.exit_code == 2 and message in result.stderr
+
+
+def _negative_figures(value, path=""):
+    """Every number below zero in a JSON document, by its path (the budget's lines and headroom_bytes are signed)."""
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in _negative_figures(item, f"{path}.{key}")]
+    if isinstance(value, list):
+        return [found for index, item in enumerate(value) for found in _negative_figures(item, f"{path}[{index}]")]
+    signed = ".budget[" in path or path.endswith(".headroom_bytes")
+    return [path] if isinstance(value, int | float) and not isinstance(value, bool) and value < 0 and not signed else []
+
+
+def test_a_deficit_is_named_never_a_negative_figure(cli):
+    """GPT-2 on a T4 at utilisation 0.01, by hand: vLLM's share int(15,837,691,904 x 0.01) = 158,376,919 B less the
+    weights 248,951,808, the sampler's peak 256 x 50,257 x 16 = 205,852,672 and non-torch 2^28 = 268,435,456 is
+    -564,863,017: the engine lacks 564,863,017 B (its deficit), and 315,911,209 B before any weight."""
+    data = cli.json("kv", "gpt2", "--target", "t4", "--gpu-memory-utilization", "0.01")
+    memory, engine = data["memory"], data["engine"]
+    assert (engine["available_kv_bytes"], engine["deficit_bytes"]) == (0, 564_863_017)
+    assert (memory["usable_bytes"], memory["deficit_bytes"]) == (0, 564_863_017 - 248_951_808)
+    assert sum(line["bytes"] for line in engine["budget"][:-1]) == -564_863_017  # the lines stay signed
+    assert engine["budget"][-1] == {
+        "label": "= deficit (no KV cache)", "bytes": 564_863_017,
+        "how": "what the lines above take beyond the total (deficit_bytes)",
+    }  # fmt: skip
+    assert not engine["starts"] and "No available memory for the cache blocks" in engine["refusal"]
+    assert engine["log_lines"][0] == "Available KV cache memory: -0.53 GiB"  # vLLM's own words keep its sign
+    assert memory["headroom_bytes"] == -564_863_017 - memory["allocated_kv_bytes_per_device"]
+    assert _negative_figures(data) == []
+    table = cli.run("kv", "gpt2", "--target", "t4", "--gpu-memory-utilization", "0.01").stdout
+    assert "= deficit (no KV" in table and "564,863,017 │  538.7 MiB" in table and "short by" in table
+    assert "= available for" not in table and "headroom" not in table and "-538.7" not in table
+    recommend = cli.json("recommend", "--params", "7B", "--target", "t4", "--gpu-memory-utilization", "0.02")
+    assert recommend["memory"]["usable_bytes"] == 0 < recommend["memory"]["deficit_bytes"]
+    assert _negative_figures(recommend) == []
+    finding = next(f for f in recommend["trace"] if f["id"] == "MHA025")
+    assert "usable 0 B (the engine's own reserves exceed its share of the device by" in finding["message"]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_weights_beyond_the_device_are_the_engines_deficit_usable_stays_the_share(cli, engine):
+    """Llama-3.1-70B (141.1 GB of bf16 weights) on one T4: every engine lacks the weights less what it gives; the
+    budget's signed lines add up to minus the deficit (TensorRT-LLM's fraction keeps nothing of a deficit)."""
+    data = cli.json("kv", "llama-3.1-70b", "--target", "t4", "--engine", engine)
+    memory, plan = data["memory"], data["engine"]
+    assert plan["available_kv_bytes"] == 0 < plan["deficit_bytes"] and not plan["starts"] and plan["refusal"]
+    assert sum(line["bytes"] for line in plan["budget"][:-1]) == -plan["deficit_bytes"] == -plan["budget"][-1]["bytes"]
+    assert memory["deficit_bytes"] == 0 < memory["usable_bytes"] < plan["weights_bytes_per_rank"]
+    assert plan["deficit_bytes"] == plan["weights_bytes_per_rank"] - memory["usable_bytes"]
+    assert _negative_figures(data) == []
+
+
+def test_the_models_say_pool_and_usable_are_never_negative():
+    from mha_cli.core.engine.plan import EnginePlan
+    from mha_cli.core.memory import MemoryPlan
+
+    for model, fields in ((EnginePlan, ("available_kv_bytes", "deficit_bytes")),
+                          (MemoryPlan, ("usable_bytes", "deficit_bytes"))):  # fmt: skip
+        properties = model.model_json_schema()["properties"]
+        assert all(properties[name]["minimum"] == 0 for name in fields)

@@ -1,13 +1,16 @@
-"""Bounds before work: long target names, device counts and quantities are refused at once, quoting a prefix."""
+"""Bounds before work: long target names, device counts and quantities are refused at once, quoting a prefix; a
+context at any size is priced in work that does not grow with it."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
 from mha_cli.core.errors import BadInputError, one_line, shown
 from mha_cli.core.targets import MAX_DEVICES, resolve_target
+from tests.conftest import HF_FIXTURES
 
 
 @pytest.mark.parametrize(
@@ -58,3 +61,62 @@ def test_cli_refuses_huge_arguments_in_one_short_line(cli, args):
     assert time.perf_counter() - start < 2
     assert result.exit_code == 2, result.output
     assert result.stdout == "" and result.stderr.count("\n") == 1 and len(result.stderr) < 300
+
+
+@pytest.fixture
+def counted_steps(monkeypatch):
+    """Every step the cost model prices (``Stepper.step`` and a chunk's attention, ``Stepper.context_seconds``)."""
+    from mha_cli.core.cost.stepper import Stepper
+
+    calls: list[str] = []
+    step, context = Stepper.step, Stepper.context_seconds
+    monkeypatch.setattr(Stepper, "step", lambda self, *shapes: calls.append("step") or step(self, *shapes))
+    monkeypatch.setattr(Stepper, "context_seconds", lambda self, shape: calls.append("ctx") or context(self, shape))
+    return calls
+
+
+FUZZ_HANGS = {  # issue 38: killed after 60 s, CPU-bound (a step of the cost model per chunk of the prompt)
+    "kv-1G": ["kv", "qwen3-8b", "--seq", "1G", "--target", "a100-80gb", "--json"],
+    "recommend-1G": ["recommend", "--params", "100M", "--seq", "1G", "--target", "64xtpu-v6e", "--batch", "22",
+                     "--kv-dtype", "fp8", "--weight-dtype", "fp8", "--tp", "8", "--vocab", "1000", "--json"],
+    "llama-21847796": ["kv", str(HF_FIXTURES / "llama-3-8b.json"), "--seq", "21847796", "--target", "1xh100", "--json"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("args", list(FUZZ_HANGS.values()), ids=list(FUZZ_HANGS))
+def test_contexts_of_any_size_are_priced_in_steps_that_do_not_grow(cli, counted_steps, args):
+    """The fuzzer's hangs: 524,288 chunks of 2,048 tokens (A100, TPU) or 2,667 of 8,192 are each priced one by one
+    no more; the plan says the engine would not start, and the prompt's time is at least its attention's FLOPs."""
+    result = cli.run(*args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    engine, latency = data["engine"], data["latency"]
+    assert not engine["starts"] and "max seq len" in engine["refusal"] and not data["memory"]["fits"]
+    chunks = -(-data["kv"]["seq_len"] // engine["max_num_batched_tokens"])
+    assert chunks > 2_500 and len(counted_steps) < 600  # all latencies, ways out repriced included
+    assert latency["prefill_ms"] > latency["prefill_bound_ms"] > latency["decode_bound_ms"] > 0
+
+
+def test_a_billion_token_prompt_costs_its_attention_flops_on_the_datasheet(cli):
+    """Qwen3-8B at 2^30 tokens on an A100: the bound is the causal attention's FLOPs at the dense peak (by hand:
+    36 layers x n (n + 1) / 2 pairs x 4 x 32 heads x 128 FLOPs; the matmuls add 2 x 8.2e9 x n, 5e-5 of it)."""
+    n = 2**30
+    flops = 36 * n * (n + 1) // 2 * 4 * 32 * 128
+    latency = cli.json("kv", "qwen3-8b", "--seq", "1G", "--target", "a100-80gb")["latency"]
+    assert latency["prefill_bound_ms"] == pytest.approx(flops / 312e12 * 1e3, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--d-model", "1" + "0" * 20], "--d-model: must be at most 1,048,576 (got 1000"),  # a hang: its heads' divisors
+        (["--max-num-batched-tokens", "1" + "0" * 20, "--target", "h100"],  # exit 70: DeploymentSpec refused it later
+         "--max-num-batched-tokens: must be at most 17,179,869,184"),
+    ],
+    ids=["d-model-1e20", "step-1e20"],
+)  # fmt: skip
+def test_recommend_bounds_its_widths_and_steps_as_the_model_and_deployment_do(cli, args, message):
+    """Found by ``benchmarks/fuzz_cli.py --examples 2000 --seed 1``: refused in one line before any shape is tried."""
+    result = cli.run("recommend", "--params", "70B", *args, "--json")
+    assert result.exit_code == 2 and result.stdout == "" and result.stderr.count("\n") == 1
+    assert message in result.stderr

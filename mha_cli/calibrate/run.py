@@ -6,6 +6,11 @@ Stages (``STAGES``, reported through ``on_stage`` for a progress bar): the micro
 32,000) is built, its decode step and its prefill timed, and both predicted from the new profile with the
 operators they dispatched; the larger of the two relative errors becomes the profile's ``relative_error``
 (at least ``MIN_RELATIVE_ERROR``), the band its predictions carry.
+
+Then the judgement (``calibrate.stability``): each rate's spread between its passes and the held-out ratios. An
+unstable attempt is measured again, up to ``ATTEMPTS`` in all (each retry reported through ``on_retry``); when the
+last is unstable too, ``UnstableCalibrationError`` (exit 1) and no profile. ``allow_unstable``: one attempt, kept
+whatever its verdict, which the profile records (``constants["stability"]``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import torch
 
 from mha_cli.calibrate import microbench
 from mha_cli.calibrate.collective import all_reduce_samples
+from mha_cli.calibrate.stability import ATTEMPTS, CheckRow, Stability, UnstableCalibrationError, judge_stability
 from mha_cli.core.cost.calibration import Sample, profile_from_samples
 from mha_cli.core.cost.eager import predict_eager
 from mha_cli.core.cost.profile import DeviceProfile
@@ -43,22 +49,13 @@ CHECK_MODEL = ModelSpec(
 CHECK_CONTEXT, CHECK_PROMPT = 512, 128
 
 
-class CheckRow(Record):
-    """One phase of the held-out decoder: measured against predicted from the new profile."""
-
-    phase: str
-    measured_ms: float
-    predicted_ms: float
-    ratio: float
-    """measured / predicted."""
-    dispatches: int
-
-
 class CalibrationResult(Record):
     profile: DeviceProfile
     check: list[CheckRow]
     samples: list[Sample]
     seconds: float
+    attempts: list[Stability]
+    """The verdict on each attempt, in order; the profile is the last one's."""
     path: str | None = None
     """Where the profile was written."""
 
@@ -92,37 +89,22 @@ def check_profile(profile: DeviceProfile, device: torch.device, dtype: torch.dty
     return rows
 
 
-def run_calibration(
-    *,
-    device: str = "auto",
-    dtype: str = "bf16",
-    tp: int = 1,
-    name: str | None = None,
-    on_stage: Callable[[str], None] = lambda stage: None,
-) -> CalibrationResult:
-    """Measure ``device`` in ``dtype`` (see the module docstring); the profile is named ``name`` or
-    ``{device}-{dtype}`` (``cuda-...`` with the GPU's model token)."""
-    if dtype not in CACHE_DTYPES:
-        raise BadInputError(f"--dtype {dtype}: calibrate measures fp32, fp16 or bf16")
-    if not 1 <= tp <= 64:
-        raise BadInputError(f"--tp {tp}: give 1 to 64 local ranks for the all-reduce")
-    target = resolve_device(device)
-    if target.type == "cuda" and tp > torch.cuda.device_count():
-        raise BadInputError(f"--tp {tp} needs {tp} GPUs; this machine has {torch.cuda.device_count()}")
-    torch_dtype = CACHE_DTYPES[dtype]
-    start = time.perf_counter()
+def measure_passes(
+    target: torch.device, torch_dtype: torch.dtype, on_stage: Callable[[str], None]
+) -> list[list[Sample]]:
+    """``PASSES`` interleaved passes over the microbenchmarks, each pass's samples in the same order."""
     free = device_free_bytes(target.type, target.index)
     rows = microbench.CUDA_ROWS if target.type == "cuda" else microbench.CPU_ROWS
     queries = microbench.CUDA_QUERIES if target.type == "cuda" else microbench.CPU_QUERIES
-    torch.manual_seed(0)
-    samples: list[Sample] = []
     pool = microbench.Pool(target, torch_dtype, microbench.pool_bytes(target, free))
     weight_sizes, cache_sizes = (
         microbench.fitting(microbench.WEIGHT_SIZES, free),
         microbench.fitting(microbench.CACHE_SIZES, free),
     )
     share = 1 / PASSES
+    passes = []
     for _ in range(PASSES):  # interleaved, so a drift of the machine's speed spreads over every curve alike
+        samples: list[Sample] = []
         on_stage("dispatch")
         samples += microbench.dispatch_samples(target, torch_dtype, share)
         on_stage("weight")
@@ -133,7 +115,18 @@ def run_calibration(
         samples += microbench.matmul_samples(target, torch_dtype, rows, share)
         on_stage("attention")
         samples += microbench.attention_samples(target, torch_dtype, queries, share)
-    del pool
+        passes.append(samples)
+    return passes
+
+
+def _attempt(
+    target: torch.device, dtype: str, tp: int, name: str, on_stage: Callable[[str], None]
+) -> tuple[DeviceProfile, list[CheckRow], list[Sample], Stability]:
+    """One measurement, fit and check, and the verdict on it."""
+    torch_dtype = CACHE_DTYPES[dtype]
+    torch.manual_seed(0)
+    passes = measure_passes(target, torch_dtype, on_stage)
+    samples = [sample for one_pass in passes for sample in one_pass]
     on_stage("kernel")
     if target.type == "cuda":
         samples += microbench.kernel_samples(target)
@@ -143,14 +136,52 @@ def run_calibration(
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     gpu = device_name(target)
     profile = profile_from_samples(
-        samples, name=name or default_name(target.type, gpu, dtype), device=target.type, device_name=gpu, dtype=dtype,
-        created=created, link="nccl" if target.type == "cuda" else "gloo",
+        samples, name=name, device=target.type, device_name=gpu, dtype=dtype, created=created,
+        link="nccl" if target.type == "cuda" else "gloo",
     )  # fmt: skip
     on_stage("check")
     check = check_profile(profile, target, torch_dtype, dtype)
     error = max(MIN_RELATIVE_ERROR, *(abs(row.ratio - 1) for row in check))
-    profile = profile.model_copy(update={"relative_error": error})
-    return CalibrationResult(profile=profile, check=check, samples=samples, seconds=time.perf_counter() - start)
+    return profile.model_copy(update={"relative_error": error}), check, samples, judge_stability(passes, check)
+
+
+def run_calibration(
+    *,
+    device: str = "auto",
+    dtype: str = "bf16",
+    tp: int = 1,
+    name: str | None = None,
+    allow_unstable: bool = False,
+    on_stage: Callable[[str], None] = lambda stage: None,
+    on_retry: Callable[[str], None] = lambda message: None,
+) -> CalibrationResult:
+    """Measure ``device`` in ``dtype`` (see the module docstring); the profile is named ``name`` or
+    ``{device}-{dtype}`` (``cuda-...`` with the GPU's model token). Raises ``UnstableCalibrationError`` when every
+    attempt was unstable, unless ``allow_unstable`` (then one attempt, kept)."""
+    if dtype not in CACHE_DTYPES:
+        raise BadInputError(f"--dtype {dtype}: calibrate measures fp32, fp16 or bf16")
+    if not 1 <= tp <= 64:
+        raise BadInputError(f"--tp {tp}: give 1 to 64 local ranks for the all-reduce")
+    target = resolve_device(device)
+    if target.type == "cuda" and tp > torch.cuda.device_count():
+        raise BadInputError(f"--tp {tp} needs {tp} GPUs; this machine has {torch.cuda.device_count()}")
+    start = time.perf_counter()
+    name = name or default_name(target.type, device_name(target), dtype)
+    attempts = 1 if allow_unstable else ATTEMPTS
+    verdicts: list[Stability] = []
+    while True:
+        profile, check, samples, verdict = _attempt(target, dtype, tp, name, on_stage)
+        verdicts.append(verdict)
+        if verdict.stable or allow_unstable:
+            break
+        if len(verdicts) == attempts:
+            raise UnstableCalibrationError(verdict, attempts)
+        on_retry(f"calibrate: attempt {len(verdicts)} of {attempts} was unstable, measuring again: {verdict.summary}")
+    kept = "stable" if verdict.stable else "UNSTABLE, kept by --allow-unstable"
+    tries = f", attempt {len(verdicts)} of {attempts}" if len(verdicts) > 1 else ""
+    constants = {**profile.constants, "stability": f"{kept}{tries}: {verdict.summary}"}
+    return CalibrationResult(profile=profile.model_copy(update={"constants": constants}), check=check,
+                             samples=samples, seconds=time.perf_counter() - start, attempts=verdicts)  # fmt: skip
 
 
 def default_name(device_type: str, gpu: str, dtype: str) -> str:

@@ -1,7 +1,9 @@
 """``mha calibrate``: measure this machine's rates and fixed costs into a device profile for the cost model.
 
-Exit codes: 0 the profile was written; 2 bad input (an option, a profile of that name already there without
-``--force``, a result file it cannot read); 3 the device ran out of memory. torch is imported inside the command
+Exit codes: 0 the profile was written; 1 the machine was too unstable to calibrate (``calibrate.stability``: a
+rate's passes more than 2.25x apart, or the held-out decoder outside 0.67-1.5x of its prediction, in each of 3
+attempts; no profile written); 2 bad input (an option, a profile of that name already there without ``--force``, a
+result file it cannot read); 3 the device ran out of memory. torch is imported inside the command
 only, and not at all with ``--from`` (``cli.calibrate_from``).
 """
 
@@ -105,6 +107,14 @@ def calibrate(
         str | None,
         typer.Option("--name", help="Profile name (default: cpu-DTYPE, or cuda-GPU-DTYPE).", show_default=False),
     ] = None,
+    allow_unstable: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unstable",
+            help="Write the profile even when the machine was unstable (measured once, no retries; its band is the"
+            " held-out error as measured, and the profile records the verdict). Default: refuse with exit 1.",
+        ),
+    ] = False,
     force: ForceOpt = False,
     json: JsonOpt = False,
 ) -> None:
@@ -112,9 +122,13 @@ def calibrate(
 
     About half a minute on a CPU. The profile is checked on a decoder it was not fitted on, and that error is the band its predictions carry.
 
+    It judges its own stability: each rate's slowest of 5 passes must be within 2.25x of its fastest, and the held-out decoder's measured / predicted within 0.67-1.5 (decode and prefill). An unstable attempt is measured again (3 attempts in all, each retry stated on the terminal); if the last is unstable too, it exits 1 with one line naming the rate and its spread or the held-out ratio, and writes no profile. Run it on an idle machine, or pass --allow-unstable to keep a single attempt whatever its verdict (recorded in the profile).
+
     With --from: fit the profile to benchmark results of a real server instead (seconds, no torch): every run is replayed in the simulated serving loop; the held-out runs' error is the band. Needs --model and --target, and the server's settings (--max-num-seqs, --max-num-batched-tokens, --kv-cache-gib ...) where they were not the engine's defaults.
     """
     if sources:
+        if allow_unstable:
+            raise BadInputError("--allow-unstable goes with measuring this machine, not with --from: drop it")
         from mha_cli.cli.calibrate_from import calibrate_from_results
 
         calibrate_from_results(
@@ -149,13 +163,28 @@ def calibrate(
         path = profile_path(chosen)
         if path.exists() and not force:  # before a minute of measuring
             raise BadInputError(f"profile {chosen} exists ({path}): pass --force to replace it, or --name another")
-        result = run_calibration(device=device, dtype=dtype, tp=tp, name=chosen, on_stage=on_stage)
+        result = run_calibration(
+            device=device, dtype=dtype, tp=tp, name=chosen, allow_unstable=allow_unstable, on_stage=on_stage,
+            on_retry=_retry_note,
+        )  # fmt: skip
     from mha_cli.core.config_io import write_text_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, result.profile.model_dump_json(indent=1) + "\n", force=force)
     result = result.model_copy(update={"path": str(path)})
     Output(json).emit(result, render_calibration)
+
+
+def _retry_note(message: str) -> None:
+    """A retry, stated above the progress bar; like the bar, only on a terminal (a script reads the attempts in the
+    result, or the refusal's line)."""
+    from mha_cli.cli.output import stderr_console
+
+    console = stderr_console()
+    if console.is_terminal:
+        from rich.text import Text
+
+        console.print(Text(message, style="yellow"))
 
 
 def render_calibration(console: Console, result: CalibrationResult) -> None:
@@ -191,6 +220,11 @@ def render_calibration(console: Console, result: CalibrationResult) -> None:
             f"check, held-out decoder {row.phase}: measured {row.measured_ms:.2f} ms, predicted {row.predicted_ms:.2f} ms"
             f" (x{row.ratio:.2f})"
         )
+    *earlier, verdict = result.attempts
+    for n, unstable in enumerate(earlier, start=1):
+        console.print(f"attempt {n} was unstable, measured again: {escape(unstable.summary)}")
+    state = "stable" if verdict.stable else "[bold red]UNSTABLE[/bold red], kept by --allow-unstable"
+    console.print(f"{state}: {escape(verdict.summary)}")
     console.print(f"predictions from it carry +/- {profile.relative_error:.0%}; written to {escape(str(result.path))}")
     console.print(f"use it: mha verify SOURCE --profile {escape(profile.name)}")
 

@@ -72,10 +72,9 @@ def calibrate_from_results(
     if profile is not None:
         base = load_profile(profile, weights)
     elif resolved.target.id == "cpu":
-        from mha_cli.core.cost.store import calibrated_profiles
+        from mha_cli.core.cost.store import newest_cpu_profile
 
-        cpu = [p for _, p in calibrated_profiles() if p.device == "cpu" and p.kind == "calibrated"]
-        base = cpu[0] if cpu else nominal_cpu_profile(weights)
+        base = newest_cpu_profile(calibrated_only=True) or nominal_cpu_profile(weights)
     else:
         from mha_cli.core.cost.priors import prior_profile
 

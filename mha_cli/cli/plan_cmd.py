@@ -205,7 +205,7 @@ def plan(
     device = resolved.target
     weights = deployment.weight_dtype
     if device.id == "cpu":
-        from mha_cli.core.cpu_target import cpu_profile
+        from mha_cli.core.cost.store import cpu_profile
 
         chosen = load_profile(profile, weights) if profile is not None else cpu_profile()
         resolved, ceiling = resolved_cpu(resolved, chosen), chosen.ceiling()
@@ -299,9 +299,9 @@ def _client(
 
 def resolved_cpu(resolved: ResolvedTarget, profile: DeviceProfile) -> ResolvedTarget:
     """The cpu target with its roofline rates from ``profile`` (its peaks)."""
-    from mha_cli.core.cpu_target import cpu_target
+    from mha_cli.core.targets import this_cpu
 
-    row = cpu_target(profile.weight_bandwidth.peak / 1e9, profile.matmul.peak / 1e12)
+    row = this_cpu(profile.weight_bandwidth.peak / 1e9, profile.matmul.peak / 1e12)
     return resolved.model_copy(update={"target": row})
 
 

@@ -149,9 +149,13 @@ def memory_table(plan: MemoryPlan) -> Table:
     share = f"{plan.sequences_per_replica} of the batch per replica" if plan.replicas > 1 else "this batch"
     table.add_row(f"KV cache ({share})", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device), "")
     style = "green" if plan.fits else "bold red"
-    table.add_row(
-        "headroom", f"{plan.headroom_bytes:,}", format_bytes(plan.headroom_bytes), "available - this batch", style=style
-    )
+    if plan.headroom_bytes >= 0:
+        headroom = ("headroom", plan.headroom_bytes, "available - this batch")
+    else:  # a shortfall is named as one, its figure positive (headroom_bytes keeps the sign)
+        short = "this batch + the deficit" if engine.deficit_bytes else "this batch - available"
+        headroom = ("short by", -plan.headroom_bytes, short)
+    label, shown, how = headroom
+    table.add_row(label, f"{shown:,}", format_bytes(shown), how, style=style)
     if engine.name == "vllm":
         graphs = engine.cuda_graph_bytes
         table.add_row(

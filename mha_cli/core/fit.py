@@ -249,10 +249,12 @@ def last_resort(
     per_device = rank_weight_bytes(model, largest, smallest)
     why = (
         f"needs {format_bytes(per_device)} of weights per device in {smallest}, more than the"
-        f" {format_bytes(max(0, big.usable_bytes))} usable"
+        f" {format_bytes(big.usable_bytes)} usable"
         if not big.weights_fit
         else "has no room beside the weights for one sequence, however short"
     )
+    if big.deficit_bytes:  # nothing is usable: the engine's reserves alone exceed what it is given
+        why = f"has no room for any weight: the engine's own reserves exceed its share by {format_bytes(big.deficit_bytes)}"
     return (
         f"none: even {largest} x {target.target.id} (the largest group that splits the {model.n_heads} heads)"
         f" {why}; choose a larger device or a smaller model"
@@ -300,12 +302,18 @@ def flag_fit(
     ways = ways_out(model, target, deployment, plan, kv, total_params)
     how = f"; ways out: {', '.join(ways)}" if ways and ways_in_message else ""
     if not plan.weights_fit:
+        reserves = ""
+        if plan.deficit_bytes:
+            reserves = (
+                f" (the engine's own reserves exceed its share of the device by {format_bytes(plan.deficit_bytes)})"
+            )
         trace.fire(
             "MHA025",
             f"weights need {format_bytes(plan.weight_bytes_per_device)} per device of {plan.target_name},"
-            f" usable {format_bytes(max(0, plan.usable_bytes))}{how}",
+            f" usable {format_bytes(plan.usable_bytes)}{reserves}{how}",
             weight_bytes_per_device=plan.weight_bytes_per_device,
             usable_bytes=plan.usable_bytes,
+            deficit_bytes=plan.deficit_bytes,
         )
         return ways
     verb = "fits" if plan.max_sequences == 1 else "fit"

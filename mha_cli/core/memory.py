@@ -10,6 +10,8 @@ sequences. The sequences that fit are the engine's maximum concurrency (its bloc
 requests only.
 """
 
+from pydantic import NonNegativeInt
+
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.errors import BadInputError
@@ -42,8 +44,14 @@ class MemoryPlan(Record):
     """The same device as its datasheet states it (decimal GB)."""
     utilisation: float
     """The engine's share of device memory (vLLM gpu_memory_utilization, ...)."""
-    usable_bytes: int
-    """What the engine leaves for weights and the KV cache: engine.available_kv_bytes + the weights."""
+    usable_bytes: NonNegativeInt
+    """What the engine leaves for weights and the KV cache: the weights + engine.available_kv_bytes (less
+    engine.deficit_bytes, when the weights do not fit); never negative: 0 when the engine's reserves alone take all
+    the device gives it or more (``deficit_bytes`` says how much more)."""
+    deficit_bytes: NonNegativeInt
+    """How much more the engine's reserves (activation peak, non-torch memory, what its utilisation keeps out) take
+    than the device, before any weight: what is missing for ``usable_bytes`` to reach 0; 0 when nothing is
+    (engine.deficit_bytes counts the weights too)."""
     weight_bytes_per_device: int
     sequences_per_replica: int
     """ceil(batch / replicas): the sequences one tensor-parallel group serves."""
@@ -54,7 +62,8 @@ class MemoryPlan(Record):
     """The same sequences as the engine allocates them (engine.kv_bytes_per_request each: whole blocks in every
     group of vLLM's hybrid allocator)."""
     headroom_bytes: int
-    """engine.available_kv_bytes - allocated_kv_bytes_per_device; negative when the batch does not run at once."""
+    """The engine's budget for the KV cache (engine.available_kv_bytes, or minus engine.deficit_bytes) -
+    allocated_kv_bytes_per_device: signed, negative by what the batch lacks to run at once."""
     weights_fit: bool
     """The weights fit the engine's share of the device, its activation peak aside (False: a smaller format or more
     devices; True with a negative budget: the engine's own overheads are the problem)."""
@@ -164,13 +173,14 @@ def plan_memory(
         engine.notes.append("the engines cache MLA's absorbed latent: --mla-cache naive prices only the torch build")
     if copies_note is not None:
         engine.notes.append(copies_note)
-    free_for_kv = engine.available_kv_bytes
+    free_for_kv = engine.available_kv_bytes - engine.deficit_bytes  # signed: the budget's sum
     kv_per_device = sequences * kv.bytes_per_sequence_per_rank
     allocated = sequences * engine.kv_bytes_per_request
     return MemoryPlan(
         target_id=device.id, target_name=device.name, alias_note=target.alias_note, n_devices=target.n_devices,
         tp=kv.tp, replicas=replicas, device_memory_bytes=device.device_memory_bytes,
-        vendor_memory_bytes=device.memory_bytes, utilisation=settings.utilisation, usable_bytes=free_for_kv + weights,
+        vendor_memory_bytes=device.memory_bytes, utilisation=settings.utilisation, usable_bytes=max(0, free_for_kv + weights),
+        deficit_bytes=max(0, -(free_for_kv + weights)),
         weight_bytes_per_device=weights, sequences_per_replica=sequences, kv_bytes_per_device=kv_per_device,
         allocated_kv_bytes_per_device=allocated, headroom_bytes=free_for_kv - allocated,
         weights_fit=free_for_kv + engine.activation_peak_bytes >= 0, fits=engine.fits,

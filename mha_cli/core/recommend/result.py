@@ -54,8 +54,9 @@ class RecommendRequest(Record):
     tp: Annotated[int, Field(gt=0, le=4096)] | None = None
     """Tensor-parallel degree; default: the target's device count."""
     vocab_size: Annotated[int, Field(gt=0)] | None = None
-    d_model: Annotated[int, Field(gt=0)] | None = None
-    """Fixes the width; the model schema's own bounds apply when the design is built."""
+    d_model: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
+    """Fixes the width, at most the model schema's bound on widths (2^20) before any shape is tried (the heads'
+    divisors are searched); the schema's other bounds apply when the design is built."""
     variant: Annotated[Variant, BeforeValidator(upper_variant)] | None = None
     """An explicit request; ``None`` lets the rules choose."""
     active_params: Annotated[int, BeforeValidator(_param_count), Field(gt=0)] | None = None
@@ -71,7 +72,8 @@ class RecommendRequest(Record):
     engine: Annotated[EngineName, BeforeValidator(engine_name)] | None = None
     """Serving engine whose memory rules plan the deployment (``DeploymentSpec.engine``)."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
-    max_num_batched_tokens: Annotated[int, Field(gt=0)] | None = None
+    max_num_batched_tokens: Annotated[int, Field(gt=0, le=1 << 34)] | None = None
+    """The engine step (``DeploymentSpec.max_num_batched_tokens``, bounded alike: a token count)."""
     max_num_seqs: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
 
     @classmethod

@@ -280,13 +280,14 @@ def describe_constants(constants: Constants, base: DeviceProfile, runs: int) -> 
 
 def nominal_cpu_profile(dtype: str = "bf16") -> DeviceProfile:
     """A starting point for a CPU without a ``mha calibrate --device cpu`` profile: nominal rates the fit scales."""
-    from mha_cli.core.cpu_target import NOMINAL_BANDWIDTH_GBS, NOMINAL_TFLOPS, cpu_name
+    from mha_cli.core.machine import cpu_name
+    from mha_cli.core.targets import NOMINAL_CPU_BANDWIDTH_GBS, NOMINAL_CPU_TFLOPS
 
     return DeviceProfile(
         name="cpu-nominal", kind="prior", source="nominal CPU rates (a starting point for a fit, not a measurement)",
-        device="cpu", device_name=cpu_name(), dtype=dtype, weight_bandwidth=Curve.flat(NOMINAL_BANDWIDTH_GBS * 1e9),
-        cache_bandwidth=Curve.flat(NOMINAL_BANDWIDTH_GBS * 1e9), matmul=Curve.flat(NOMINAL_TFLOPS * 1e12),
-        attention_flops=Curve.flat(NOMINAL_TFLOPS * 1e12), kernel_overhead_s=5e-6, dispatch_overhead_s=5e-6,
+        device="cpu", device_name=cpu_name(), dtype=dtype, weight_bandwidth=Curve.flat(NOMINAL_CPU_BANDWIDTH_GBS * 1e9),
+        cache_bandwidth=Curve.flat(NOMINAL_CPU_BANDWIDTH_GBS * 1e9), matmul=Curve.flat(NOMINAL_CPU_TFLOPS * 1e12),
+        attention_flops=Curve.flat(NOMINAL_CPU_TFLOPS * 1e12), kernel_overhead_s=5e-6, dispatch_overhead_s=5e-6,
         step_overhead_s=1e-3, collective=CollectiveCost(latency_s=1e-5, bandwidth_bytes_per_s=1e10, link="gloo"),
         relative_error=1.0,
     )  # fmt: skip

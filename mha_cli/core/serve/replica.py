@@ -61,15 +61,18 @@ class SimulatedServing(Simulation):
     source: str = "simulated"
 
 
-MAX_SIMULATED_STEPS = 400_000
-"""Engine steps a simulation may take (a few seconds): a longer run is shortened (default count) or refused."""
+MAX_SIMULATED_STEPS = 200_000
+"""Engine steps a simulation may take, counted in decode steps (a few seconds): a longer run is shortened (default
+count) or refused."""
+PREFILL_STEP_WEIGHT = 10
+"""A step with a prefill chunk costs the simulator about ten decode-only steps (priced afresh, not memoised)."""
 
 
 def steps_per_request(case: "ServingCase", engine: "EnginePlan", users: int | None) -> float:
-    """Engine steps one request adds to a run, at least: its output over the rows a step runs, its prompt over the
-    step's token budget."""
+    """The simulator's work one request adds to a run, in decode steps: its output over the rows a step runs, and
+    its prompt's chunk steps (``PREFILL_STEP_WEIGHT`` each)."""
     rows = max(1, min(users or engine.max_num_seqs, engine.max_num_seqs))
-    return case.osl / rows + case.isl / engine.max_num_batched_tokens
+    return case.osl / rows + PREFILL_STEP_WEIGHT * case.isl / engine.max_num_batched_tokens
 
 
 def client_workload(

@@ -17,7 +17,6 @@ from mha_cli.core.cost.step import op_seconds
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.cost.work import (
     Op,
-    attention_layout,
     decode_shape,
     layer_ops,
     outside_ops,
@@ -38,7 +37,7 @@ class StepCost:
     def __init__(self, stepper: Stepper) -> None:
         case = stepper.case
         self.stepper, self.profile, self.tp = stepper, stepper.profile, case.tp
-        self.layouts = [attention_layout(stage, case.tp, case.kv_dtype, case.mla_cache) for stage in stepper.stages]
+        self.layouts = [stepper.layout(index) for index in range(len(stepper.stages))]
         self.absorbed_mla = case.model.mla is not None and case.mla_cache == "absorbed"
         self._layers: dict[int, float] = {}
         self._decodes: dict[tuple[int, int], float] = {}
