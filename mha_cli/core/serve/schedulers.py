@@ -141,16 +141,23 @@ def _vllm(state: EngineState) -> Plan:
         break  # the request itself was preempted
     if preempted:
         return decodes, chunks
+    return decodes, chunks + vllm_admit(state, budget)
+
+
+def vllm_admit(state: EngineState, budget: int) -> list[tuple[int, int]]:
+    """vLLM's waiting requests admitted in a step that preempted none: first come first served while ``budget``
+    tokens, ``max_num_seqs`` and the pool's blocks last (a prompt chunked to the budget left). (request, tokens)."""
+    admitted = []
     while state.waiting and budget > 0 and len(state.running) < state.max_seqs:
         request = state.waiting[0]
-        tokens = min(state.known(request) - computed[request], budget)
-        if not state.grow(request, computed[request] + tokens):
+        tokens = min(state.known(request) - state.computed[request], budget)
+        if not state.grow(request, state.computed[request] + tokens):
             break
         state.waiting.popleft()
         state.running.append(request)
-        chunks.append((request, tokens))
+        admitted.append((request, tokens))
         budget -= tokens
-    return decodes, chunks
+    return admitted
 
 
 def _sglang(state: EngineState) -> Plan:

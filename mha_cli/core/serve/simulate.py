@@ -24,7 +24,7 @@ from pydantic import Field
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.serve.cohort import Cohort
-from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule
+from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule, vllm_admit
 from mha_cli.core.serve.stats import LatencyStats, summarise, summarise_weighted
 from mha_cli.core.serve.step_cost import StepCost
 from mha_cli.core.serve.workload import Workload
@@ -258,16 +258,7 @@ class _Run:
         state.free_blocks -= cohort.new_blocks()
         for r, tokens in needs:
             state.grow(r, computed[r] + tokens)
-        budget = state.budget - total
-        while state.waiting and budget > 0 and len(state.running) < state.max_seqs:  # as _vllm admits them
-            request = state.waiting[0]
-            tokens = min(state.known(request) - computed[request], budget)
-            if not state.grow(request, computed[request] + tokens):
-                break
-            state.waiting.popleft()
-            state.running.append(request)
-            needs.append((request, tokens))
-            budget -= tokens
+        needs += vllm_admit(state, state.budget - total)
         if not needs and not len(cohort):
             return None  # nothing runs: the exact path says why
         decodes = [(r, t) for r, t in needs if t == 1 and computed[r] >= prompts[r]]
