@@ -4,6 +4,7 @@ numpy, its schedulers' rules on hand-sized cases, and the loop's invariants."""
 from __future__ import annotations
 
 import itertools
+import os
 
 import numpy as np
 import pytest
@@ -90,8 +91,12 @@ def test_lengths_are_drawn_as_vllms_random_dataset_draws_them(tmp_path):
         text.write_text(bad)
         with pytest.raises(BadInputError, match=message):
             read_lengths(text)
-    with pytest.raises(BadInputError, match="no such lengths file"):
+    with pytest.raises(BadInputError, match=r"missing\.txt: no such file"):
         read_lengths(tmp_path / "missing.txt")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # reading it would block for ever: refused before it is opened
+    with pytest.raises(BadInputError, match="fifo: not a file"):
+        read_lengths(fifo)
 
 
 def _state(prompts, outputs, *, blocks=100, block_size=4, budget=10, max_seqs=8) -> EngineState:

@@ -42,6 +42,13 @@ def read_mapping(path: Path) -> dict[str, Any]:
 
 
 def _read_text(path: Path, where: str) -> str:
+    return read_text_bounded(path, where, limit=MAX_CONFIG_BYTES, what="a config file")
+
+
+def read_text_bounded(path: Path, where: str, *, limit: int, what: str) -> str:
+    """A user's file as UTF-8 text, refused in one line (``BadInputError``) when it is missing, not a regular file
+    (a folder, a FIFO that would block), over ``limit`` bytes, unreadable or not UTF-8; ``what`` names what was
+    expected (``a config file``)."""
     try:
         info = path.stat()
     except FileNotFoundError:
@@ -51,14 +58,14 @@ def _read_text(path: Path, where: str) -> str:
         raise BadInputError(f"{where}: cannot open it ({reason})") from None
     if not stat.S_ISREG(info.st_mode):
         raise BadInputError(f"{where}: not a file")
-    if info.st_size > MAX_CONFIG_BYTES:
-        raise BadInputError(f"{where}: larger than {MAX_CONFIG_BYTES // 2**20} MiB; is this a config file?")
+    if info.st_size > limit:
+        raise BadInputError(f"{where}: larger than {limit // 2**20} MiB; is this {what}?")
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise BadInputError(f"{where}: cannot read it ({os_reason(exc)})") from None
-    if len(raw) > MAX_CONFIG_BYTES:  # grew since stat, or a file whose size stat does not report
-        raise BadInputError(f"{where}: larger than {MAX_CONFIG_BYTES // 2**20} MiB; is this a config file?")
+    if len(raw) > limit:  # grew since stat, or a file whose size stat does not report
+        raise BadInputError(f"{where}: larger than {limit // 2**20} MiB; is this {what}?")
     try:
         return raw.decode("utf-8-sig")  # an editor's byte-order mark is not part of the text
     except UnicodeDecodeError as exc:

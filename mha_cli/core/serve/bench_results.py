@@ -54,17 +54,10 @@ class MeasuredRun(NamedTuple):
 
 def read_results(path: Path) -> list[MeasuredRun]:
     """Every run in ``path`` (one for most tools; SGLang's JSON lines and GuideLLM's report may hold several)."""
+    from mha_cli.core.config_io import read_text_bounded
+
     where = shown_path(path)
-    try:
-        if path.stat().st_size > MAX_RESULT_BYTES:
-            raise BadInputError(f"{where} is over {MAX_RESULT_BYTES >> 20} MiB: not a benchmark result file")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInputError(f"{where}: no such result file") from None
-    except IsADirectoryError:
-        raise BadInputError(f"{where} is a folder: give result files (or a folder through --from)") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise BadInputError(f"{where}: cannot read it as text ({type(error).__name__})") from None
+    text = read_text_bounded(path, where, limit=MAX_RESULT_BYTES, what="a benchmark result file")
     from pydantic_core import from_json
 
     documents: list[Any] = []

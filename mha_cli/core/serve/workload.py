@@ -81,15 +81,10 @@ MAX_LENGTHS_FILE_BYTES = 64 << 20
 def read_lengths(path: Path) -> list[tuple[int, int]]:
     """(input, output) pairs from a file: one pair a line, ``INPUT OUTPUT`` or ``INPUT,OUTPUT`` (``#`` comments),
     or a JSON list of pairs or of objects with ``input_len``/``output_len`` (or ``prompt_len``)."""
+    from mha_cli.core.config_io import read_text_bounded
+
     where = shown_path(path)
-    try:
-        if path.stat().st_size > MAX_LENGTHS_FILE_BYTES:
-            raise BadInputError(f"{where} is over {MAX_LENGTHS_FILE_BYTES >> 20} MiB: give a smaller lengths file")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInputError(f"{where}: no such lengths file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise BadInputError(f"{where}: cannot read it as text ({type(error).__name__})") from None
+    text = read_text_bounded(path, where, limit=MAX_LENGTHS_FILE_BYTES, what="a lengths file")
     pairs: list[tuple[int, int]] = []
     stripped = text.lstrip()
     if stripped.startswith("["):
