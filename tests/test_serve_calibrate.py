@@ -69,6 +69,10 @@ def test_files_it_cannot_read_are_one_line_naming_what_is_wrong(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(BadInputError, match="holds no"):
         collect([tmp_path / "empty"])
+    with pytest.raises(BadInputError, match="matches no file"):
+        collect([tmp_path / "nothing_*.json"])
+    matched = collect([RESULTS / "tiny-llama_c*_i128_o64.json"])  # a quoted pattern: the closed-loop short runs
+    assert len(matched) == 7 and {run.model for run in matched} == {"tiny-llama"}
 
 
 @pytest.fixture(scope="module")

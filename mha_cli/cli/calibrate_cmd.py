@@ -48,7 +48,8 @@ def calibrate(
         typer.Option(
             "--from",
             help="Fit the profile to benchmark results instead of measuring this machine: a result file (vllm bench"
-            " serve --save-result, SGLang bench_serving, genai-perf, GuideLLM) or a folder of them; repeat for more.",
+            " serve --save-result, SGLang bench_serving, genai-perf, GuideLLM), a folder of them, or a quoted pattern"
+            " ('results/*.json'); repeat for more.",
             show_default=False,
         ),
     ] = None,

@@ -288,10 +288,16 @@ def _guidellm(benchmark: Any, where: str, index: int) -> MeasuredRun:
 
 
 def collect(paths: list[Path]) -> list[MeasuredRun]:
-    """The runs of every file, a folder standing for its ``*.json`` and ``*.jsonl`` files (sorted)."""
+    """The runs of every file, a folder standing for its ``*.json`` and ``*.jsonl`` files (sorted) and a quoted
+    pattern (``'results/tiny-llama_*.json'``) for the files it matches."""
     runs: list[MeasuredRun] = []
     for path in paths:
-        if path.is_dir():
+        if not path.exists() and any(mark in str(path) for mark in "*?["):
+            matches = sorted(path.parent.glob(path.name))
+            if not matches:
+                raise BadInputError(f"{shown_path(path)} matches no file")
+            runs += collect(matches)
+        elif path.is_dir():
             files = sorted([*path.glob("*.json"), *path.glob("*.jsonl")])
             files = [file for file in files if file.name != "manifest.json"]
             if not files:

@@ -25,7 +25,7 @@ from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.serve.bench_results import MeasuredRun
-from mha_cli.core.serve.simulate import EngineLimits, Simulation, simulate
+from mha_cli.core.serve.simulate import EngineLimits, Simulation, engine_limits, simulate
 from mha_cli.core.serve.step_cost import StepCost
 from mha_cli.core.serve.workload import Workload
 
@@ -125,11 +125,7 @@ class Replay(NamedTuple):
     engine: EnginePlan
 
     def limits(self) -> EngineLimits:
-        e = self.engine
-        return EngineLimits(
-            engine=e.name, kv_blocks=e.kv_tokens // e.block_size, block_size=e.block_size,
-            max_num_batched_tokens=e.max_num_batched_tokens, max_num_seqs=e.max_num_seqs,
-        )  # fmt: skip
+        return engine_limits(self.engine)
 
 
 def workload_of(run: MeasuredRun) -> Workload:

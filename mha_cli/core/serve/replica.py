@@ -12,7 +12,7 @@ from pydantic import Field
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import empty_list
-from mha_cli.core.serve.simulate import EngineLimits, Simulation, simulate
+from mha_cli.core.serve.simulate import Simulation, engine_limits, simulate
 from mha_cli.core.serve.workload import Workload, drawn_lengths
 
 if TYPE_CHECKING:
@@ -128,13 +128,10 @@ def simulate_deployment(
     if slo_percentile not in SLO_PERCENTILES:
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
     workload, users = client_workload(case, client, rate, engine)
-    limits = EngineLimits(
-        engine=engine.name, kv_blocks=engine.kv_tokens // engine.block_size, block_size=engine.block_size,
-        max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
-    )  # fmt: skip
     run, times = simulate(
-        workload, limits, StepCost(Stepper(case, profile)), request_overhead_s=profile.request_overhead_s, trace=trace
-    )
+        workload, engine_limits(engine), StepCost(Stepper(case, profile)),
+        request_overhead_s=profile.request_overhead_s, trace=trace,
+    )  # fmt: skip
     misses = [f"rate {rate:g} req/s > what it serves (the queue grows)"] if run.saturated else []
     label = "mean" if slo_percentile == 0 else f"p{slo_percentile:g}"
     if ttft_ms is not None and run.ttft_ms.at(slo_percentile) > ttft_ms:

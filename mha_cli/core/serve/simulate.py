@@ -17,7 +17,7 @@ request, output and total token throughput over the run's duration (first send t
 """
 
 import heapq
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import Field
 
@@ -28,6 +28,9 @@ from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule, vll
 from mha_cli.core.serve.stats import LatencyStats, summarise, summarise_weighted
 from mha_cli.core.serve.step_cost import StepCost
 from mha_cli.core.serve.workload import Workload
+
+if TYPE_CHECKING:
+    from mha_cli.core.engine.plan import EnginePlan
 
 MAX_TRACE_POINTS = 2000
 """Points of the running / queued / pool trace kept (``--plot``); longer runs keep every n-th."""
@@ -41,6 +44,15 @@ class EngineLimits(NamedTuple):
     block_size: int
     max_num_batched_tokens: int
     max_num_seqs: int
+
+
+def engine_limits(engine: "EnginePlan") -> EngineLimits:
+    """The scheduler's settings and pool of an engine's memory plan (its pool as the tokens of full-attention
+    blocks: the plan's ``kv_tokens``)."""
+    return EngineLimits(
+        engine=engine.name, kv_blocks=engine.kv_tokens // engine.block_size, block_size=engine.block_size,
+        max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
+    )  # fmt: skip
 
 
 class TracePoint(NamedTuple):
