@@ -58,7 +58,6 @@ class SimulatedServing(Simulation):
     """Requests per second within --ttft-ms and --itl-ms each (``vllm bench serve --goodput``; ITL read as TPOT)."""
     misses: list[str] = Field(default_factory=empty_list)
     """Targets its percentile misses, each with its figure."""
-    source: str = "simulated"
 
 
 MAX_SIMULATED_STEPS = 200_000
