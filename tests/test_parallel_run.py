@@ -1,7 +1,7 @@
 """``mha verify --tp N`` end to end on CPU (gloo): real ranks in separate processes.
 
 Each launch costs a few seconds of process start-up on a small machine, so the configurations are
-batched: one launch at tp 4 runs five tiny models (``run_tp_jobs``), and torchrun at tp 2 (KV heads
+batched: one launch at tp 4 runs seven tiny models (``run_tp_jobs``), and torchrun at tp 2 (KV heads
 split, not replicated) checks the JSON keys; ``mha verify`` itself launches the fault tests (and
 tests/test_verify_cmd.py's tp 2 run). Expected cache bytes are hand counts written here, not the calculator.
 """
@@ -63,6 +63,8 @@ def tp4_reports():
         _job("mha", 4, n_kv_heads=8),  # 2 KV heads per rank
         _job("windowed-biased", 4, n_kv_heads=4, **windowed),
         _job("mla-moe", 4, n_heads=4, mla=MLA, moe=MOE),  # DeepSeek-V3-like: MLA, a dense layer, then MoE
+        _job("sinks-head-gate", 4, n_kv_heads=4, attn_sinks=True, attn_softplus_gate="head"),  # gpt-oss, Laguna
+        _job("output-gate", 4, n_kv_heads=4, attn_output_gate=True, attn_softplus_gate="element"),  # Qwen3-Next
     ]
     return {report.model_name: report for report in run_tp_jobs(jobs)}
 
@@ -75,6 +77,9 @@ CASES = [
     ("mha", 2, 2, 2 * 24 * 1 * 2 * 2 * 8 * 4),
     ("windowed-biased", 2, 1, (8 + 24) * 1 * 2 * 1 * 8 * 4),  # the local layer holds its 8-token window
     ("mla-moe", 1, 1, 2 * 24 * 1 * (32 + 8) * 4),  # the whole latent + rope key on every rank, no factor 2
+    # per-head tensors beside q (sinks, gates) split with the query heads (core.inventory), not loaded whole
+    ("sinks-head-gate", 2, 1, 2 * 24 * 1 * 2 * 1 * 8 * 4),
+    ("output-gate", 2, 1, 2 * 24 * 1 * 2 * 1 * 8 * 4),
 ]
 
 

@@ -57,6 +57,8 @@ EngineName = Literal["vllm", "sglang", "trtllm"]
 ScoringFunc = Literal["softmax", "sigmoid"]
 TopkMethod = Literal["greedy", "group_limited_greedy", "noaux_tc", "noaux_logits"]
 RopeScalingType = Literal["linear", "llama3", "yarn"]
+BIASED_CHOICE = ("noaux_tc", "noaux_logits")
+"""Routing methods whose choice adds the learned ``e_score_correction_bias`` (a buffer saved with the router)."""
 
 _MAX_WIDTH = 1 << 20
 _MAX_LAYERS = 10_000

@@ -37,14 +37,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha_cli.core.schemas import ModelSpec, MoESpec
+from mha_cli.core.schemas import BIASED_CHOICE, ModelSpec, MoESpec
 from mha_cli.nn.mlp import MLP
 from mha_cli.nn.norms import RMSNorm
 from mha_cli.nn.row_parallel import Reduce
 from mha_cli.nn.sparsemixer import sparsemixer_route
 
-BIASED_CHOICE = ("noaux_tc", "noaux_logits")
-"""Routing methods whose choice adds the learned ``e_score_correction_bias``."""
 INIT_STD = 0.02
 """Standard deviation of the router and expert weights at initialisation (as ``build_model``'s linears)."""
 

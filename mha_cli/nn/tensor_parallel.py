@@ -1,23 +1,20 @@
 """Slice a whole model's weights into one tensor-parallel rank's shard, and seed-derived weights.
 
-The layout is ``core.tensor_parallel``'s (Megatron and vLLM style; that module counts it):
+Which split a tensor takes is looked up by its name in the weight inventory (``core.inventory.tensors_of``: column,
+KV heads, row, fused halves, vocabulary or replicated); this module only cuts it:
 
-- column-parallel (split along the output rows, dim 0, in ``tp`` contiguous blocks): q_proj, q_b_proj,
-  kv_b_proj (heads are contiguous row blocks), MLP gate_proj/up_proj of dense, shared and unfused experts;
-- KV heads: k_proj/v_proj rows, the rank's block of n_kv / tp heads, or the single head
-  ``rank // (tp / n_kv)`` replicated when tp > n_kv;
-- row-parallel (split along the input columns, the last dim): o_proj, every down_proj;
-- fused experts (transformers 5): ``experts.gate_up_proj`` (E, 2 * d_ff, d) and its bias (E, 2 * d_ff) take
-  the rank's block of the gate half and of the up half; ``experts.down_proj`` (E, d, d_ff) its block of the
-  last dim (its bias, (E, d), is replicated);
-- the token embedding and the LM head: the rank's block of rows of the vocabulary padded to a multiple of 64
-  (``mha_cli.nn.vocab_parallel.vocab_block``, the rows ``core.tensor_parallel.vocab_rows_per_rank`` counts);
-- everything else (learned positions, norms, o_proj/down_proj biases, MLA down projections and their
-  norms, routers) is replicated.
+- ``column``: the rank's contiguous block of dim 0 (n / tp rows);
+- ``kv_heads``: rows of the rank's KV heads (``core.tensor_parallel.kv_head_range``), one replicated head when
+  tp > n_kv;
+- ``row``: the rank's block of the last dim;
+- ``fused_halves``: dim 1 holds the gate half then the up half (routed experts' ``gate_up_proj`` and its bias):
+  the rank's block of each;
+- ``vocab``: the rank's block of rows of the vocabulary padded to a multiple of 64 (``nn.vocab_parallel``);
+- ``replicated`` (and a mixer's ``unsharded``, built on one rank only): the whole tensor.
 
 ``shard_state_dict(full, spec, rank, tp)`` returns tensors that ``build_model(spec, tp_rank=rank,
-tp_size=tp).load_state_dict(..., strict=True)`` accepts. ``seeded_tensor`` makes the same full weight
-on every process from a seed and the tensor's name, so ranks need not exchange weights.
+tp_size=tp).load_state_dict(..., strict=True)`` accepts; a name the inventory does not list is refused. ``seeded_tensor``
+makes the same full weight on every process from a seed and the tensor's name, so ranks need not exchange weights.
 """
 
 from __future__ import annotations
@@ -28,16 +25,12 @@ from collections.abc import Mapping
 
 import torch
 
+from mha_cli.core.inventory import Split, tensors_of
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.tensor_parallel import kv_head_range
 from mha_cli.nn.vocab_parallel import vocab_block
 
-_COLUMN_PARALLEL = re.compile(r"\.(q_proj|q_b_proj|kv_b_proj|gate_proj|up_proj)\.(weight|bias)$")
-_KV_HEADS = re.compile(r"\.self_attn\.(k_proj|v_proj)\.(weight|bias)$")
-_ROW_PARALLEL = re.compile(r"\.(o_proj|down_proj)\.weight$")
-_FUSED_GATE_UP = re.compile(r"\.experts\.gate_up_proj(_bias)?$")
-_FUSED_DOWN = re.compile(r"\.experts\.down_proj$")
-_VOCAB = re.compile(r"^(model\.embed_tokens\.weight|lm_head\.(weight|bias))$")  # the head's bias: GPT-J's, CTRL's
+_LAYER = re.compile(r"^model\.layers\.(\d+)\.")
 _NORM = re.compile(r"norm\.weight$")
 
 
@@ -50,23 +43,35 @@ def _block(tensor: torch.Tensor, dim: int, rank: int, tp: int, name: str) -> tor
     return tensor.narrow(dim, rank * width, width)
 
 
+def tensor_split(name: str, spec: ModelSpec, tp_size: int) -> Split:
+    """How the inventory splits the tensor ``name`` over ``tp_size`` ranks; ``ValueError`` for a name it lacks."""
+    match = _LAYER.match(name)
+    places = [int(match.group(1))] if match else [None, -1]  # a layer's, or the input or output side's
+    for place in places:
+        for tensor in tensors_of(spec, place, tp_size, 0):
+            if tensor.name == name:
+                return tensor.split
+    raise ValueError(f"{name} is not a weight of this model (core.inventory lists none by that name)")
+
+
 def shard_tensor(name: str, tensor: torch.Tensor, spec: ModelSpec, tp_rank: int, tp_size: int) -> torch.Tensor:
     """The part of the full tensor ``name`` that rank ``tp_rank`` of ``tp_size`` holds (a copy, contiguous)."""
     if not 0 <= tp_rank < tp_size:
         raise ValueError(f"tp_rank ({tp_rank}) must lie in [0, tp_size={tp_size})")
     if tp_size == 1:
         return tensor.clone()
-    if _VOCAB.search(name):
-        part = vocab_block(tensor, spec.vocab_size, tp_rank, tp_size)  # (R, d)
-    elif spec.mla is None and _KV_HEADS.search(name):
+    split = tensor_split(name, spec, tp_size)
+    if split == "vocab":
+        part = vocab_block(tensor, spec.vocab_size, tp_rank, tp_size)  # (R, ...)
+    elif split == "kv_heads":
         head_dim = spec.dim_per_head
         first, last = kv_head_range(spec.kv_heads, tp_rank, tp_size)
         part = tensor.narrow(0, first * head_dim, (last - first) * head_dim)  # (kv_r * h_d, ...)
-    elif _COLUMN_PARALLEL.search(name):
-        part = _block(tensor, 0, tp_rank, tp_size, name)  # (out / tp, in)
-    elif _ROW_PARALLEL.search(name) or _FUSED_DOWN.search(name):
+    elif split == "column":
+        part = _block(tensor, 0, tp_rank, tp_size, name)  # (out / tp, ...)
+    elif split == "row":
         part = _block(tensor, tensor.dim() - 1, tp_rank, tp_size, name)  # (..., out, in / tp)
-    elif _FUSED_GATE_UP.search(name):
+    elif split == "fused_halves":
         gate, up = tensor.chunk(2, dim=1)  # (E, d_ff, d) each, or (E, d_ff) for the bias
         part = torch.cat([_block(gate, 1, tp_rank, tp_size, name), _block(up, 1, tp_rank, tp_size, name)], dim=1)
     else:

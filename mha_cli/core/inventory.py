@@ -1,0 +1,412 @@
+"""The weight inventory: every weight tensor of a model, its shape on one tensor-parallel rank and how it splits.
+
+``model_tensors(spec, tp, rank)`` lists, once, what the decoder ``mha_cli.nn.model.build_model`` builds (its
+parameter names, Llama's: ``model.layers.N.self_attn.q_proj.weight``) and what a serving engine loads on each rank
+(vLLM's and Megatron's layout). Parameter counts, per-rank counts, the matrices a weight format prices and
+``verify``'s sharding all read it, so a new tensor is written here and nowhere else. How each ``Split`` cuts a
+whole tensor into rank ``rank``'s part:
+
+- ``column``: a contiguous block of dim 0, 1 / tp of it (q/gate/up projections, MLA's up projections, a gate per
+  head, attention sinks: everything laid out by query head or MLP column);
+- ``kv_heads``: the rank's KV heads of dim 0: a block of n_kv / tp heads, or the one head ``rank // (tp / n_kv)``
+  replicated when tp > n_kv;
+- ``row``: a contiguous block of the last dim (o_proj, down_proj: their inputs are the rank's heads or columns);
+- ``fused_halves``: dim 1 holds the gate half then the up half (routed experts' ``gate_up_proj``); each half's block;
+- ``vocab``: the rank's block of rows of the vocabulary padded to a multiple of ``vocab_padding``;
+- ``replicated``: whole on every rank (norms, routers, biases added after the all-reduce, MLA's down projections);
+- ``unsharded``: a fixed-state mixer's weights, which no tensor-parallel layout here splits (an engine's is not
+  modelled: counts divide their total evenly over the ranks).
+
+Pure Python. The contract test (``tests/test_inventory.py``) builds every preset and family fixture on the meta
+device at tp 1, 2 and 4, every rank, and requires exactly these names and shapes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Literal, NamedTuple
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.schemas import BIASED_CHOICE, ModelSpec, RecurrentSpec
+from mha_cli.core.tensor_parallel import (
+    ExpertLayout,
+    built_vocab_padding,
+    expert_width_per_rank,
+    kv_heads_per_rank,
+    local_experts,
+    tp_shard_problem,
+    vocab_rows_per_rank,
+)
+
+Split = Literal["column", "kv_heads", "row", "fused_halves", "vocab", "replicated", "unsharded"]
+TensorKind = Literal[
+    "embedding", "position", "token_type", "embedding_norm", "embedding_projection",
+    "attention", "attention_gate", "sink", "qk_norm", "latent", "indexer",
+    "norm", "mlp", "activation", "router", "expert", "shared_expert", "mixer",
+    "head", "head_transform",
+]  # fmt: skip
+"""What a tensor is. ``attention``: q/k/v/o and MLA's projections; ``latent``: MLA's latent norms; ``expert``: the
+routed experts (one fused tensor per layer); ``shared_expert``: the shared experts and Qwen2-MoE's gate."""
+
+MATRIX_KINDS = frozenset({"attention", "attention_gate", "mlp", "expert", "shared_expert", "embedding_projection"})
+"""Kinds whose 2-D (or per-expert 3-D) weights are linear layers' matrices, what a quantised format quantises."""
+
+
+class Tensor(NamedTuple):
+    """One weight tensor as rank ``rank`` holds it."""
+
+    name: str
+    """``build_model``'s parameter name, e.g. ``model.layers.3.mlp.down_proj.weight``."""
+    shape: tuple[int, ...]
+    """On this rank: (out, in) for a linear layer's weight, (E, out, in) for fused experts."""
+    kind: TensorKind
+    split: Split
+    layer: int | None
+    """0-based decoder layer; None for the embeddings, the final norm and the head."""
+    buffer: bool = False
+    """A persistent buffer saved with the weights but not trained (DeepSeek-V3's expert-choice correction bias,
+    xIELU's constants): in the state dict, not counted as a parameter."""
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def is_matrix(self) -> bool:
+        """A linear layer's weight matrix (not a bias, norm, router or table): what ``linear``-scope formats cover."""
+        return self.kind in MATRIX_KINDS and len(self.shape) >= 2 and not self.name.endswith("bias")
+
+
+class _Ranks(NamedTuple):
+    """What one rank holds of the heads, widths and experts."""
+
+    tp: int
+    heads: int
+    kv_heads: int
+    d_ff: int
+    experts: ExpertLayout
+    vocab_rows: int
+
+
+def model_tensors(
+    spec: ModelSpec, tp: int = 1, rank: int = 0, *, vocab_padding: int | None = None,
+    experts: ExpertLayout | None = None,
+) -> list[Tensor]:  # fmt: skip
+    """Every weight tensor rank ``rank`` of ``tp`` holds, in ``build_model``'s order of layers.
+
+    ``vocab_padding``: the vocabulary is padded to a multiple of it before it is split (default: what
+    ``build_model`` builds, none on one rank and vLLM's 64 over several); ``experts``: how the routed experts spread
+    (default: every expert's width split over the tp ranks). Raises ``BadInputError`` when ``tp`` does not shard
+    the model or ``rank`` is not one of its ranks."""
+    return [t for layer in _layer_range(spec) for t in tensors_of(spec, layer, tp, rank, vocab_padding, experts)]
+
+
+def _layer_range(spec: ModelSpec) -> list[int | None]:
+    """The order tensors are listed in: the embeddings (None), the layers, the final parts (None again, once)."""
+    return [None, *range(spec.n_layers), -1]
+
+
+def tensors_of(
+    spec: ModelSpec, layer: int | None, tp: int = 1, rank: int = 0, vocab_padding: int | None = None,
+    experts: ExpertLayout | None = None,
+) -> list[Tensor]:  # fmt: skip
+    """The tensors of one decoder layer (0-based), of the input side (``None``) or of the output side (``-1``)."""
+    ranks = _ranks(spec, tp, rank, vocab_padding, experts)
+    if layer is None:
+        return list(_input_side(spec, ranks))
+    if layer == -1:
+        return list(_output_side(spec, ranks))
+    return list(_layer(spec, layer, ranks))
+
+
+def _ranks(spec: ModelSpec, tp: int, rank: int, vocab_padding: int | None, experts: ExpertLayout | None) -> _Ranks:
+    if not 0 <= rank < tp:
+        raise BadInputError(f"rank ({rank}) must lie in [0, tp={tp})")
+    problem = tp_shard_problem(spec, tp, experts)
+    if problem is not None:
+        raise BadInputError(problem)
+    padding = built_vocab_padding(tp) if vocab_padding is None else vocab_padding
+    layout = ExpertLayout(tp) if experts is None else experts
+    kv_heads = kv_heads_per_rank(spec, tp, mla_cache="decompressed") if spec.mla is None else spec.n_heads // tp
+    return _Ranks(
+        tp, spec.n_heads // tp, kv_heads, spec.d_ff // tp, layout, vocab_rows_per_rank(spec.vocab_size, tp, padding)
+    )
+
+
+# The input and output sides ---------------------------------------------------------------------------------------
+
+
+def _norm(spec: ModelSpec, name: str, width: int, layer: int | None, kind: TensorKind = "norm", *,
+          weights: bool | None = None) -> Iterator[Tensor]:  # fmt: skip
+    """A norm of the model's kind over ``width`` values: an RMSNorm's weight; a LayerNorm's weight and, with
+    ``norm_bias``, bias; nothing for a norm without weights (OLMo's)."""
+    if not (spec.norm_weights if weights is None else weights):
+        return
+    yield Tensor(f"{name}.weight", (width,), kind, "replicated", layer)
+    if spec.norm == "layernorm" and spec.norm_bias:
+        yield Tensor(f"{name}.bias", (width,), kind, "replicated", layer)
+
+
+def _input_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
+    """The token embedding (the rank's vocabulary rows), learned positions and token types, the embedding
+    projection (ELECTRA) and the embedding norm (BLOOM, BERT)."""
+    width = spec.embedding_size or spec.d_model
+    yield Tensor("model.embed_tokens.weight", (ranks.vocab_rows, width), "embedding", "vocab", None)
+    if spec.position_embeddings:
+        yield Tensor("model.embed_positions.weight", (spec.position_embeddings, width), "position", "replicated", None)
+    if spec.token_type_embeddings:
+        types = (spec.token_type_embeddings, width)
+        yield Tensor("model.embed_token_types.weight", types, "token_type", "replicated", None)
+    if spec.embedding_size is not None:
+        yield Tensor("model.embed_project.weight", (spec.d_model, width), "embedding_projection", "replicated", None)
+        yield Tensor("model.embed_project.bias", (spec.d_model,), "embedding_projection", "replicated", None)
+
+
+def _output_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
+    """The final norm, the embedding norm, the LM head (the rank's vocabulary rows; a bias of its own when tied,
+    CTRL's) and BERT's head transform."""
+    if spec.final_norm:
+        yield from _norm(spec, "model.norm", spec.d_model, None)
+    if spec.embedding_norm:
+        yield from _norm(spec, "model.embed_norm", spec.embedding_size or spec.d_model, None, "embedding_norm",
+                         weights=True)  # fmt: skip
+    head_width = spec.lm_head_size or spec.embedding_size or spec.d_model
+    if not spec.tied_embeddings:
+        yield Tensor("lm_head.weight", (ranks.vocab_rows, head_width), "head", "vocab", None)
+    if spec.lm_head_bias:
+        yield Tensor("lm_head.bias", (ranks.vocab_rows,), "head", "vocab", None)
+    if spec.lm_head_transform is not None:
+        yield Tensor("head_transform.dense.weight", (head_width, spec.d_model), "head_transform", "replicated", None)
+        if spec.lm_head_transform_bias:
+            yield Tensor("head_transform.dense.bias", (head_width,), "head_transform", "replicated", None)
+        yield from _norm(spec, "head_transform.norm", head_width, None, "head_transform", weights=True)
+
+
+# One decoder layer ------------------------------------------------------------------------------------------------
+
+
+def _layer(spec: ModelSpec, i: int, ranks: _Ranks) -> Iterator[Tensor]:
+    """Layer ``i``'s norms, attention (or fixed-state mixer), a mixer beside attention, and MLP or MoE."""
+    prefix = f"model.layers.{i}"
+    post_norms = spec.norm_placement == "post"  # OLMo 2: no input norm, each sublayer's output normed
+    if not post_norms and (i > 0 or spec.first_input_norm):
+        yield from _norm(spec, f"{prefix}.input_layernorm", spec.d_model, i)
+    if spec.layer_kind(i) == "linear":
+        assert spec.recurrent is not None
+        yield from _mixer(spec.recurrent, spec.d_model, f"{prefix}.self_attn", i)
+    elif spec.mla is not None:
+        yield from _mla(spec, f"{prefix}.self_attn", i, ranks)
+    else:
+        yield from _attention(spec, f"{prefix}.self_attn", i, ranks)
+    if spec.recurrent is not None and spec.recurrent.on_attention_layers and spec.layer_kind(i) != "linear":
+        yield from _mixer(spec.recurrent, spec.d_model, f"{prefix}.mixer", i)  # Falcon-H1: beside attention
+    if spec.n_norms_per_layer >= 2:
+        yield from _norm(spec, f"{prefix}.post_attention_layernorm", spec.d_model, i)
+    if spec.n_norms_per_layer == 4:
+        yield from _norm(spec, f"{prefix}.pre_feedforward_layernorm", spec.d_model, i)
+    if post_norms or spec.n_norms_per_layer == 4:
+        yield from _norm(spec, f"{prefix}.post_feedforward_layernorm", spec.d_model, i)
+    if spec.is_moe_layer(i):
+        yield from _moe(spec, f"{prefix}.mlp", i, ranks)
+    else:
+        yield from _mlp(spec, f"{prefix}.mlp", i, ranks.d_ff, spec.mlp == "gated", spec.mlp_bias, "mlp")
+        if spec.activation == "xielu":  # Apertus: the activation's own two weights
+            for part in ("alpha_p", "alpha_n"):
+                yield Tensor(f"{prefix}.mlp.act_fn.{part}", (1,), "activation", "replicated", i)
+            for constant in ("beta", "eps"):
+                yield Tensor(f"{prefix}.mlp.act_fn.{constant}", (), "activation", "replicated", i, True)
+
+
+def _linear(name: str, out: int, inp: int, kind: TensorKind, split: Split, layer: int, *, bias: bool = False,
+            bias_split: Split | None = None) -> Iterator[Tensor]:  # fmt: skip
+    """A linear layer's weight (out, in) and, with ``bias``, its bias (out,): split as the weight's rows, or
+    replicated for a row-parallel layer (added once, after the all-reduce)."""
+    yield Tensor(f"{name}.weight", (out, inp), kind, split, layer)
+    if bias:
+        split_of_bias = bias_split or ("replicated" if split == "row" else split)
+        yield Tensor(f"{name}.bias", (out,), kind, split_of_bias, layer)
+
+
+def _attention(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor]:
+    """q (with Qwen3-Next's gate, each head's query then its gate), k, v by KV heads, o by rows; q/k norms per head
+    (replicated) or over the projection; gpt-oss's sinks and Laguna's gate by query heads."""
+    d, h = spec.d_model, spec.dim_per_head
+    q_width = ranks.heads * h
+    q_out = 2 * q_width if spec.attn_output_gate else q_width
+    bias = spec.qkv_bias
+    yield from _linear(f"{prefix}.q_proj", q_out, d, "attention", "column", i, bias=bias)
+    yield from _linear(f"{prefix}.k_proj", ranks.kv_heads * h, d, "attention", "kv_heads", i, bias=bias)
+    yield from _linear(f"{prefix}.v_proj", ranks.kv_heads * h, d, "attention", "kv_heads", i, bias=bias)
+    o_bias = spec.o_bias or (spec.last_o_bias and i == spec.n_layers - 1)  # GPT-NeoX-Japanese: the last layer's
+    yield from _linear(f"{prefix}.o_proj", d, q_width, "attention", "row", i, bias=o_bias)
+    if spec.qk_norm:
+        if spec.qk_norm_type == "layernorm":  # Persimmon: per-head LayerNorms, weight and bias
+            for norm in ("q_norm", "k_norm"):
+                yield Tensor(f"{prefix}.{norm}.weight", (h,), "qk_norm", "replicated", i)
+                yield Tensor(f"{prefix}.{norm}.bias", (h,), "qk_norm", "replicated", i)
+        elif spec.qk_norm_span == "projection":  # OLMo 2: over the whole projection (tp 1 only in torch)
+            yield Tensor(f"{prefix}.q_norm.weight", (spec.n_heads * h,), "qk_norm", "replicated", i)
+            yield Tensor(f"{prefix}.k_norm.weight", (spec.kv_heads * h,), "qk_norm", "replicated", i)
+        else:
+            yield Tensor(f"{prefix}.q_norm.weight", (h,), "qk_norm", "replicated", i)
+            yield Tensor(f"{prefix}.k_norm.weight", (h,), "qk_norm", "replicated", i)
+    if spec.attn_sinks:  # one logit per query head
+        yield Tensor(f"{prefix}.sinks", (ranks.heads,), "sink", "column", i)
+    if spec.attn_softplus_gate is not None:  # Laguna's g_proj: a gate per head or per element of each head
+        gate_width = ranks.heads if spec.attn_softplus_gate == "head" else q_width
+        yield from _linear(f"{prefix}.g_proj", gate_width, d, "attention_gate", "column", i)
+
+
+def _mla(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor]:
+    """MLA: the down projections and latent norms whole on every rank, the up projections and o by heads, and
+    DeepSeek-V3.2's indexer (replicated: every rank scores every key)."""
+    mla, d = spec.mla, spec.d_model
+    assert mla is not None
+    q_out = ranks.heads * mla.qk_head_dim
+    if mla.q_lora_rank is None:
+        yield from _linear(f"{prefix}.q_proj", q_out, d, "attention", "column", i)
+    else:
+        yield from _linear(f"{prefix}.q_a_proj", mla.q_lora_rank, d, "attention", "replicated", i, bias=spec.qkv_bias)
+        yield Tensor(f"{prefix}.q_a_layernorm.weight", (mla.q_lora_rank,), "latent", "replicated", i)
+        yield from _linear(f"{prefix}.q_b_proj", q_out, mla.q_lora_rank, "attention", "column", i)
+    kv_down = mla.kv_lora_rank + mla.qk_rope_head_dim
+    yield from _linear(f"{prefix}.kv_a_proj_with_mqa", kv_down, d, "attention", "replicated", i, bias=spec.qkv_bias)
+    yield Tensor(f"{prefix}.kv_a_layernorm.weight", (mla.kv_lora_rank,), "latent", "replicated", i)
+    kv_up = ranks.heads * (mla.qk_nope_head_dim + mla.v_head_dim)
+    yield from _linear(f"{prefix}.kv_b_proj", kv_up, mla.kv_lora_rank, "attention", "column", i)
+    yield from _linear(f"{prefix}.o_proj", d, ranks.heads * mla.v_head_dim, "attention", "row", i, bias=spec.o_bias)
+    indexer = mla.indexer
+    if indexer is not None and indexer.index_n_heads is not None:
+        width, heads = indexer.index_head_dim, indexer.index_n_heads
+        q_in = mla.q_lora_rank or d
+        yield from _linear(f"{prefix}.indexer.wq_b", heads * width, q_in, "indexer", "replicated", i)
+        yield from _linear(f"{prefix}.indexer.wk", width, d, "indexer", "replicated", i)
+        yield Tensor(f"{prefix}.indexer.k_norm.weight", (width,), "indexer", "replicated", i)
+        yield Tensor(f"{prefix}.indexer.k_norm.bias", (width,), "indexer", "replicated", i)
+        yield from _linear(f"{prefix}.indexer.weights_proj", heads, d, "indexer", "replicated", i)
+
+
+def _mlp(spec: ModelSpec, prefix: str, i: int, width: int, gated: bool, bias: bool,
+         kind: TensorKind) -> Iterator[Tensor]:  # fmt: skip
+    """gate (if gated) and up by columns at the rank's ``width``, down by rows (its bias replicated)."""
+    d = spec.d_model
+    if gated:
+        yield from _linear(f"{prefix}.gate_proj", width, d, kind, "column", i, bias=bias)
+    yield from _linear(f"{prefix}.up_proj", width, d, kind, "column", i, bias=bias)
+    yield from _linear(f"{prefix}.down_proj", d, width, kind, "row", i, bias=bias)
+
+
+def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor]:
+    """The router (replicated, with gpt-oss's bias), the routed experts fused (E, 2f, d) and (E, d, f) in the
+    rank's layout, the shared experts as one MLP n_shared x d_ff_shared wide (by columns), Qwen2-MoE's gate of
+    the shared expert and A.X K1's output norm (replicated)."""
+    moe, d = spec.moe, spec.d_model
+    assert moe is not None
+    if moe.output_norm:
+        yield Tensor(f"{prefix}.post_mlp_layernorm.weight", (d,), "norm", "replicated", i)
+    yield Tensor(f"{prefix}.gate.weight", (moe.n_experts, d), "router", "replicated", i)
+    if moe.router_bias:
+        yield Tensor(f"{prefix}.gate.bias", (moe.n_experts,), "router", "replicated", i)
+    if moe.topk_method in BIASED_CHOICE:  # DeepSeek-V3's correction bias on the choice of experts
+        yield Tensor(f"{prefix}.gate.e_score_correction_bias", (moe.n_experts,), "router", "replicated", i, True)
+    n_local, width = local_experts(spec, ranks.experts), expert_width_per_rank(spec, ranks.experts)
+    halves: Split = "replicated" if ranks.experts.whole else "fused_halves"
+    rows: Split = "replicated" if ranks.experts.whole else "row"
+    yield Tensor(f"{prefix}.experts.gate_up_proj", (n_local, 2 * width, d), "expert", halves, i)
+    yield Tensor(f"{prefix}.experts.down_proj", (n_local, d, width), "expert", rows, i)
+    if moe.expert_bias:
+        yield Tensor(f"{prefix}.experts.gate_up_proj_bias", (n_local, 2 * width), "expert", halves, i)
+        yield Tensor(f"{prefix}.experts.down_proj_bias", (n_local, d), "expert", "replicated", i)
+    shared = moe.n_shared_experts * (moe.d_ff_shared or moe.d_ff_expert)
+    if shared:
+        name = f"{prefix}.shared_expert" if moe.shared_expert_gate else f"{prefix}.shared_experts"
+        yield from _mlp(spec, name, i, shared // ranks.tp, True, False, "shared_expert")
+        if moe.shared_expert_gate:
+            yield Tensor(f"{prefix}.shared_expert_gate.weight", (1, d), "shared_expert", "replicated", i)
+
+
+# Fixed-state mixers -----------------------------------------------------------------------------------------------
+
+
+def _mixer(state: RecurrentSpec, d: int, prefix: str, i: int) -> Iterator[Tensor]:
+    """A fixed-state mixer's weights as ``nn.mixers`` builds each kind (see ``core.params``' formulas)."""
+
+    def linear(name: str, out: int, inp: int, bias: bool = False) -> Iterator[Tensor]:
+        return _linear(f"{prefix}.{name}", out, inp, "mixer", "unsharded", i, bias=bias, bias_split="unsharded")
+
+    def vector(name: str, *shape: int) -> Tensor:
+        return Tensor(f"{prefix}.{name}", shape, "mixer", "unsharded", i)
+
+    def conv(name: str, channels: int, bias: bool) -> Iterator[Tensor]:
+        yield vector(f"{name}.weight", channels, 1, state.conv_kernel)
+        if bias:
+            yield vector(f"{name}.bias", channels)
+
+    kind = state.kind
+    if kind == "gated_deltanet":
+        value_width = state.n_heads * state.state_dim
+        key_width = (state.conv_dim - value_width) // 2
+        if state.split_projections:  # Qwen3.5
+            yield from linear("in_proj_qkv", state.conv_dim, d)
+            yield from linear("in_proj_z", value_width, d)
+            yield from linear("in_proj_b", state.n_heads, d)
+            yield from linear("in_proj_a", state.n_heads, d)
+        else:  # Qwen3-Next
+            yield from linear("in_proj_qkvz", 2 * key_width + 2 * value_width, d)
+            yield from linear("in_proj_ba", 2 * state.n_heads, d)
+        yield from conv("conv1d", state.conv_dim, False)
+        yield vector("dt_bias", state.n_heads)
+        yield vector("A_log", state.n_heads)
+        yield vector("norm.weight", state.state_dim)
+        yield from linear("out_proj", d, value_width)
+    elif kind == "mamba":
+        inner, rank = state.n_heads, state.dt_rank or math.ceil(d / 16)
+        yield from linear("in_proj", 2 * inner, d, state.in_proj_bias)
+        yield from conv("conv1d", inner, state.has_conv_bias)
+        yield from linear("x_proj", rank + 2 * state.state_dim, inner)
+        yield from linear("dt_proj", inner, rank, True)
+        yield vector("A_log", inner, state.state_dim)
+        yield vector("D", inner)
+        yield from linear("out_proj", d, inner, state.out_proj_bias)
+        if state.output_norm:  # Jamba's dt, B and C norms
+            yield vector("dt_layernorm.weight", rank)
+            yield vector("b_layernorm.weight", state.state_dim)
+            yield vector("c_layernorm.weight", state.state_dim)
+    elif kind == "mamba2":
+        inner = state.n_heads * state.head_dim
+        yield from linear("in_proj", inner + state.conv_dim + state.n_heads, d, state.in_proj_bias)
+        yield from conv("conv1d", state.conv_dim, state.has_conv_bias)
+        yield vector("dt_bias", state.n_heads)
+        yield vector("A_log", state.n_heads)
+        yield vector("D", state.n_heads)
+        if state.output_norm:
+            yield vector("norm.weight", inner)
+        yield from linear("out_proj", d, inner, state.out_proj_bias)
+    elif kind == "lightning":
+        width = state.n_heads * state.head_dim
+        yield from linear("qkv_proj", 3 * width, d)
+        yield from linear("output_gate", width, d)
+        yield vector("norm.weight", width)
+        yield from linear("out_proj", d, width)
+    elif kind == "kda":
+        width, head = state.n_heads * state.head_dim, state.head_dim
+        for name in ("q_proj", "k_proj", "v_proj"):
+            yield from linear(name, width, d)
+        yield from conv("conv1d", 3 * width, False)
+        yield from linear("forget_gate.f_a_proj", head, d)
+        yield from linear("forget_gate.f_b_proj", width, head)
+        yield vector("forget_gate.dt_bias", width)
+        yield vector("forget_gate.A_log", 1, 1, state.n_heads, 1)
+        yield from linear("b_proj", state.n_heads, d)
+        yield from linear("g_a_proj", head, d)
+        yield from linear("g_b_proj", width, head)
+        yield vector("o_norm.weight", head)
+        yield from linear("o_proj", d, width)
+    elif kind == "short_conv":
+        bias = state.in_proj_bias
+        yield from linear("in_proj", 3 * state.conv_dim, d, bias)
+        yield from conv("conv", state.conv_dim, bias)
+        yield from linear("out_proj", d, state.conv_dim, bias)
+    else:
+        raise BadInputError(f"no weight inventory for a {kind!r} mixer")
