@@ -83,3 +83,22 @@ def test_kv_and_recommend_write_a_png_titled_with_the_command(cli, tmp_path, mon
 def test_matplotlib_is_imported_only_with_plot(tmp_path):
     loaded = heavy_modules(["kv", "gpt2", "--json", "--plot", str(tmp_path / "p.png")])
     assert "matplotlib" in loaded and "torch" not in loaded  # without --plot: tests/test_fast_imports.py
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["kv", "llama-3-8b", "--target", "h100"],
+        ["recommend", "--params", "1B"],
+        ["plan", "llama-3-8b", "--target", "h200", "--tp", "1", "--closed-form"],
+        ["plan", "llama-3-8b", "--target", "2xh200", "--closed-form"],
+    ],
+    ids=["kv", "recommend", "plan", "plan-search"],
+)
+def test_every_plot_says_it_wrote_its_file_the_same_way(cli, tmp_path, args):
+    """One line on stderr, ``wrote PATH`` (``Output.wrote``), once the PNG is there; stdout stays the JSON."""
+    out = tmp_path / "p.png"
+    result = cli.run(*args, "--plot", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes().startswith(PNG_MAGIC)
+    assert f"wrote {out}\n" in result.stderr and result.stdout.lstrip().startswith("{")
