@@ -221,10 +221,10 @@ def recommend_command(
         output.wrote(out)
     if plot is not None:
         from mha_cli.cli.plot import invoked_command, write_plot
-        from mha_cli.core.plot_data import kv_against_context, memory_against_batch
+        from mha_cli.core.plot_data import alternatives_against_context, memory_against_batch
 
         design, deployment = result.config.model, result.config.deployment
-        panels = [kv_against_context(design, deployment)]
+        panels = [alternatives_against_context(deployment, result.alternatives)]
         panels += filter(None, [memory_against_batch(design, deployment)])
         write_plot(plot, panels, title=invoked_command(ctx), force=force)
         output.wrote(plot)
