@@ -6,7 +6,13 @@ import pytest
 
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.kv_report import build_kv_report
-from mha_cli.core.plot_data import kv_against_context, memory_against_batch, powers_of_two
+from mha_cli.core.plot_data import (
+    alternatives_against_context,
+    kv_against_context,
+    memory_against_batch,
+    powers_of_two,
+)
+from mha_cli.core.recommend import RecommendRequest, recommend
 from mha_cli.core.sources import load_source
 from tests.test_fast_imports import heavy_modules
 
@@ -83,3 +89,92 @@ def test_kv_and_recommend_write_a_png_titled_with_the_command(cli, tmp_path, mon
 def test_matplotlib_is_imported_only_with_plot(tmp_path):
     loaded = heavy_modules(["kv", "gpt2", "--json", "--plot", str(tmp_path / "p.png")])
     assert "matplotlib" in loaded and "torch" not in loaded  # without --plot: tests/test_fast_imports.py
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["kv", "llama-3-8b", "--target", "h100"],
+        ["recommend", "--params", "1B"],
+        ["plan", "llama-3-8b", "--target", "h200", "--tp", "1", "--closed-form"],
+        ["plan", "llama-3-8b", "--target", "2xh200", "--closed-form"],
+    ],
+    ids=["kv", "recommend", "plan", "plan-search"],
+)
+def test_every_plot_says_it_wrote_its_file_the_same_way(cli, tmp_path, args):
+    """One line on stderr, ``wrote PATH`` (``Output.wrote``), once the PNG is there; stdout stays the JSON."""
+    out = tmp_path / "p.png"
+    result = cli.run(*args, "--plot", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes().startswith(PNG_MAGIC)
+    assert f"wrote {out}\n" in result.stderr and result.stdout.lstrip().startswith("{")
+
+
+def test_curves_that_coincide_at_tp_8_are_one_line_naming_both():
+    """Llama 3 8B at tp 8: GQA-8 and MQA both cache one KV head per rank, 32 layers x 128 x (K, V) x 2 B = 16,384 B
+    per token per rank; at tp 1 (the control) they differ by 8x and stay two lines."""
+    from mha_cli.cli.plot import legend_label
+
+    model, report = _report("llama-3-8b", seq_len=8192, tp=8)
+    data = kv_against_context(model, report.deployment)
+    assert [s.label for s in data.series] == ["MHA", "GQA-8 = MQA at tp 8", "MLA"]
+    shared = data.series[1]
+    assert shared.y[shared.x.index(8192)] == 8192 * 16_384 and shared.is_current
+    assert legend_label(shared, mark_current=True) == "GQA-8 = MQA at tp 8 (1 KV head per rank; this design)"
+    single = kv_against_context(model, _report("llama-3-8b", seq_len=8192)[1].deployment)
+    assert [s.label for s in single.series] == ["MHA", "GQA-8", "MQA", "MLA"]
+
+
+def test_legends_sit_outside_the_axes_so_they_cover_no_line():
+    """Each panel's legend is drawn beneath it: its box and the panel's plotting area do not overlap."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from mha_cli.cli.plot import plot_figure
+
+    model, report = _report("llama-3-8b", tp=8, target="8xh100")
+    panels = [kv_against_context(model, report.deployment), memory_against_batch(model, report.deployment)]
+    figure = plot_figure(panels, title="t")
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    plotted = [axes for axes in figure.axes if axes.lines]
+    legends = [axes.get_legend() for axes in figure.axes if axes.get_legend() is not None]
+    assert len(plotted) == len(legends) == 2
+    for axes in plotted:
+        area = axes.get_window_extent(renderer)
+        assert not any(legend.get_window_extent(renderer).overlaps(area) for legend in legends)
+    labels = [text.get_text() for text in legends[0].get_texts()]
+    assert labels[1] == "GQA-8 = MQA at tp 8 (1 KV head per rank; this design)" and len(plotted[0].lines) == 5
+
+
+RECOMMENDATIONS = {
+    "7b-8k": ["--params", "7B", "--seq", "8192", "--target", "a100"],  # MHA solved at 24 layers, the design 28
+    "7b-128k-windowed": ["--params", "7B", "--seq", "128k", "--target", "a100", "--priority", "inference"],
+    "70b-8xh100": ["--params", "70B", "--seq", "32k", "--target", "8xh100"],  # rows at tp 4 and tp 2
+}
+
+
+@pytest.mark.parametrize("args", list(RECOMMENDATIONS.values()), ids=list(RECOMMENDATIONS))
+def test_recommend_curves_pass_through_the_alternatives_table(cli, args):
+    """Every row of the alternatives (its JSON ``kv_bytes_per_device``) is a curve's value at the asked context,
+    coinciding rows one curve; the pick, windowed or not, is the design's curve and in the legend."""
+    table = cli.json("recommend", *args)
+    options = dict(zip(args[::2], args[1::2], strict=True))
+    request = RecommendRequest.parse(params=options["--params"], seq_len=options["--seq"], target=options["--target"],
+                                     priority=options.get("--priority", "balanced"))  # fmt: skip
+    result = recommend(request)
+    data = alternatives_against_context(result.config.deployment, result.alternatives)
+    seq = table["request"]["seq_len"]
+    rows = table["alternatives"]
+    drawn = {row["label"]: [s for s in data.series if row["label"] in _members(s.label)] for row in rows}
+    assert all(len(curves) == 1 for curves in drawn.values()), drawn  # each row is one curve
+    for row in rows:
+        assert drawn[row["label"]][0].y[data.series[0].x.index(seq)] == row["kv_bytes_per_device"], row["label"]
+    pick = next(row["label"] for row in rows if row["is_recommended"])
+    assert [s.label for s in data.series if s.is_current] == [pick]
+    assert drawn[pick][0].y[data.series[0].x.index(seq)] == table["memory"]["kv_bytes_per_device"]
+    assert len(data.series) == len({tuple(s.y) for s in data.series})  # no two lines on top of each other
+
+
+def _members(label: str) -> list[str]:
+    """The rows a curve's label names: ``GQA-4 = GQA-2 at tp 2`` names GQA-4 and GQA-2."""
+    return [name.split(" at tp ")[0] for name in label.split(" = ")]

@@ -91,7 +91,7 @@ def kv(
         panels = [kv_against_context(loaded.model, report.deployment)]
         panels += filter(None, [memory_against_batch(loaded.model, report.deployment)])
         write_plot(plot, panels, title=invoked_command(ctx), force=force)
-        out.notice(f"wrote {plot}")
+        out.wrote(plot)
     if report.memory and report.memory.alias_note:
         out.notice(f"target {report.memory.alias_note}")
     out.emit(report, render_kv_report)

@@ -137,8 +137,8 @@ PlotOpt = Annotated[
     Path | None,
     typer.Option(
         "--plot",
-        help="Also draw the KV cache against the context for MHA/GQA/MQA/MLA of this shape and, with --target,"
-        " memory against the batch, to this PNG (replaced only with --force).",
+        help="Also draw the KV cache against the context (kv: MHA/GQA/MQA/MLA of this shape; recommend: every row of"
+        " its alternatives) and, with --target, memory against the batch, to this PNG (replaced only with --force).",
         show_default=False,
     ),
 ]

@@ -19,6 +19,8 @@ from pydantic import BaseModel
 from mha_cli.core.errors import EXIT_BROKEN_PIPE, OutputError, one_line, os_reason
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rich.console import Console
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
@@ -79,6 +81,10 @@ class Output:
             return
         printable = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in message)
         sys.stderr.write(printable + "\n")
+
+    def wrote(self, path: Path) -> None:
+        """The notice every command gives once a file it was asked for is written whole: ``wrote PATH``."""
+        self.notice(f"wrote {path}")
 
 
 MAX_ERROR_CHARS = 1000

@@ -224,6 +224,7 @@ def plan(
     client = None if closed_form else _client(num_prompts, random_range_ratio, burstiness, lengths_file, seed)
     if slo_percentile not in (0, 50, 90, 99):
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
+    output = Output(json)
     if tp is None and pp is None:
         from mha_cli.core.cost.search import search_deployments
 
@@ -242,7 +243,8 @@ def plan(
             from mha_cli.cli.plan_plot import write_pareto_plot
 
             write_pareto_plot(plot, found, force=force)
-        Output(json).emit(found, render_search)
+            output.wrote(plot)
+        output.emit(found, render_search)
         return
     if rate is not None:
         from mha_cli.core.cost.plan import plan_at_rate
@@ -276,7 +278,8 @@ def plan(
         from mha_cli.cli.plan_plot import write_plan_plot
 
         write_plan_plot(plot, result, force=force)
-    Output(json).emit(result, render_plan)
+        output.wrote(plot)
+    output.emit(result, render_plan)
 
 
 def _client(

@@ -13,13 +13,18 @@ from typing import TYPE_CHECKING
 
 from mha_cli.core.config_io import write_bytes_atomic
 from mha_cli.core.errors import BadInputError, shown_path
-from mha_cli.core.plot_data import PlotData
+from mha_cli.core.plot_data import PlotData, Series
 
 if TYPE_CHECKING:
     import typer
 
 PANEL_INCHES = (6.4, 4.6)
+LEGEND_INCHES = 1.4
+"""The height of the row under each panel its legend is drawn in: outside the axes, it covers no line."""
 LIMIT_COLOUR = "black"
+LINE_STYLES = ("-", "--", ":", "-.")
+"""A panel's first ten curves are solid, in the ten colours of matplotlib's cycle; the next ten dashed, ..."""
+COLOURS_IN_CYCLE = 10
 
 
 def check_plot_path(path: Path, *, force: bool) -> None:
@@ -64,15 +69,24 @@ def _count_label(value: float) -> str:
     return f"{value:g}"
 
 
+def legend_label(series: Series, *, mark_current: bool) -> str:
+    """``GQA-8 = MQA at tp 8 (1 KV head per rank; this design)``: the label, its note, and whether it is the design."""
+    remarks = [series.note] if series.note else []
+    if series.is_current and mark_current:
+        remarks.append("this design")
+    return series.label + (f" ({'; '.join(remarks)})" if remarks else "")
+
+
 def _draw_panel(axes, data: PlotData, *, log_y: bool) -> None:  # axes: a matplotlib Axes
     """One panel: a line per series, the limit dashed, the asked point dotted; x in powers of two."""
     from matplotlib.ticker import FuncFormatter
 
     values = [y for s in data.series for y in s.y] + ([data.limit_bytes] if data.limit_bytes else [])
     divisor, unit = _bytes_unit(max(values, default=1))
-    for s in data.series:
+    for index, s in enumerate(data.series):
+        style = LINE_STYLES[index // COLOURS_IN_CYCLE % len(LINE_STYLES)]
         axes.plot(s.x, [y / divisor for y in s.y], marker="o", markersize=3, linewidth=2.4 if s.is_current else 1.2,
-                  label=s.label + (" (this design)" if s.is_current and len(data.series) > 2 else ""))  # fmt: skip
+                  linestyle=style, label=legend_label(s, mark_current=len(data.series) > 2))  # fmt: skip
     if data.limit_bytes is not None and data.limit_bytes > 0:
         axes.axhline(data.limit_bytes / divisor, color=LIMIT_COLOUR, linestyle="--", label=data.limit_label)
     elif data.limit_bytes is not None:
@@ -87,18 +101,31 @@ def _draw_panel(axes, data: PlotData, *, log_y: bool) -> None:  # axes: a matplo
     axes.set_xlabel(data.x_label)
     axes.set_ylabel(f"{data.y_label} ({unit})")
     axes.grid(True, which="major", alpha=0.3)
-    axes.legend(fontsize=7)
+
+
+def plot_figure(panels: list[PlotData], *, title: str):  # -> a matplotlib Figure
+    """``panels`` side by side (the first with a log byte axis), each with its legend in a row of its own beneath
+    it, titled ``title``."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(PANEL_INCHES[0] * len(panels), PANEL_INCHES[1] + LEGEND_INCHES), layout="constrained")
+    grid = figure.add_gridspec(2, len(panels), height_ratios=(PANEL_INCHES[1], LEGEND_INCHES))
+    for index, data in enumerate(panels):
+        axes, below = figure.add_subplot(grid[0, index]), figure.add_subplot(grid[1, index])
+        _draw_panel(axes, data, log_y=index == 0)
+        below.axis("off")
+        handles, labels = axes.get_legend_handles_labels()
+        below.legend(handles, labels, loc="upper center", fontsize=7, ncols=2 if len(labels) > 5 else 1,
+                     frameon=False)  # fmt: skip
+    figure.suptitle(title, fontsize=9, family="monospace")
+    return figure
 
 
 def write_plot(path: Path, panels: list[PlotData], *, title: str, force: bool) -> None:
-    """Draw ``panels`` side by side (the first with a log byte axis), titled ``title``, to ``path`` as PNG."""
+    """Draw ``panels`` (``plot_figure``) to ``path`` as PNG."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(PANEL_INCHES[0] * len(panels), PANEL_INCHES[1]), layout="constrained")
-    for index, (axes, data) in enumerate(zip(figure.subplots(1, len(panels), squeeze=False)[0], panels, strict=True)):
-        _draw_panel(axes, data, log_y=index == 0)
-    figure.suptitle(title, fontsize=9, family="monospace")
+    figure = plot_figure(panels, title=title)
     buffer = io.BytesIO()
     FigureCanvasAgg(figure).print_png(buffer, metadata={"Software": None})  # no version stamp: stable bytes
     write_bytes_atomic(path, buffer.getvalue(), force=force)

@@ -81,7 +81,7 @@ def probe(
             + ([] if variant is None else ["--variant", variant])
         )
         write_png_atomic(out, probe_figure(result, command), force=force)
-        output.notice(f"wrote {out}")
+        output.wrote(out)
     output.emit(result, render_probe)
 
 

@@ -218,16 +218,16 @@ def recommend_command(
                 max_num_seqs=max_num_seqs, out=out,
             )  # fmt: skip
             write_text_atomic(out, config_text(result.config, out, header=header), force=force)
-        output.notice(f"wrote {out}")
+        output.wrote(out)
     if plot is not None:
         from mha_cli.cli.plot import invoked_command, write_plot
-        from mha_cli.core.plot_data import kv_against_context, memory_against_batch
+        from mha_cli.core.plot_data import alternatives_against_context, memory_against_batch
 
         design, deployment = result.config.model, result.config.deployment
-        panels = [kv_against_context(design, deployment)]
+        panels = [alternatives_against_context(deployment, result.alternatives)]
         panels += filter(None, [memory_against_batch(design, deployment)])
         write_plot(plot, panels, title=invoked_command(ctx), force=force)
-        output.notice(f"wrote {plot}")
+        output.wrote(plot)
     if result.memory is not None and result.memory.alias_note:  # after the write: no notice before an error
         output.notice(f"target {result.memory.alias_note}")
     output.emit(result, functools.partial(render_recommendation, explain=explain))

@@ -33,7 +33,7 @@ def skill(
     out = Output(False)
     if write:
         write_text_atomic(path, text, force=True)
-        out.notice(f"wrote {path}")
+        out.wrote(path)
         return
     if check:
         current = path.read_text(encoding="utf-8") if path.is_file() else None

@@ -86,10 +86,61 @@ def one_line(text: str, limit: int = 200) -> str:
     return escaped if len(text) <= limit else f"{escaped}... ({len(text):,} characters)"
 
 
-def shown_path(path: object, limit: int = 120) -> str:
-    """A path for an error line: as is when short and printable, else quoted, escaped and cut (``shown``)."""
+SHOWN_PATH = 120
+"""The characters of a path an error line aims to quote (``shown_path``); the file name and the first missing folder
+are quoted whole beyond it."""
+NAME_MAX, PATH_MAX = 255, 4096
+"""The longest file name and path Linux allows (macOS and Windows allow less): longer ones name no file."""
+FOLDERS_TRIED = 8
+"""The folders nearest the file name, then nearest the root, that ``quoted_path`` tries to keep, each way."""
+
+
+def shown_path(path: object, limit: int = SHOWN_PATH) -> str:
+    """A path for an error line: as is when short and printable, else quoted (``quoted_path``)."""
     text = str(path)
-    return text if len(text) <= limit and text.isprintable() else shown(text, limit)
+    return text if len(text) <= limit and text.isprintable() else quoted_path(text, limit)
+
+
+def quoted_path(path: object, limit: int = SHOWN_PATH) -> str:
+    """``path`` quoted and escaped for an error line; longer than ``limit``, folders in the middle are left out
+    (``...``), never the parts a typo is likely in: the file name and the first folder that does not exist.
+
+    ``quoted_path("/data/" + "a" * 200 + "/llama-confgi.json")`` is ``'/data/.../llama-confgi.json' (224
+    characters)``. A path no file can have (a name over ``NAME_MAX``, a path over ``PATH_MAX``) is cut as ``shown``
+    cuts it."""
+    text = str(path)
+    parts = text.split("/")
+    if len(text) <= limit or len(text) > PATH_MAX or len(parts[-1]) > NAME_MAX:
+        return shown(text, limit)
+    kept = {0, len(parts) - 1}
+    missing = _first_missing_folder(parts)
+    if missing is not None and len(parts[missing]) <= NAME_MAX:
+        kept.add(missing)
+    folders = range(1, len(parts) - 1)
+    for index in [*reversed(folders[-FOLDERS_TRIED:]), *folders[:FOLDERS_TRIED]]:
+        if len(_joined(parts, kept | {index})) <= limit:
+            kept.add(index)
+    shortened = _joined(parts, kept)
+    return repr(text) if shortened == text else f"{shortened!r} ({len(text):,} characters)"
+
+
+def _first_missing_folder(parts: list[str]) -> int | None:
+    """The index of the first of ``parts``' folders (all but the first and last part) that is not a folder here."""
+    for index in range(1, len(parts) - 1):
+        if not os.path.isdir("/".join(parts[: index + 1])):
+            return index
+    return None
+
+
+def _joined(parts: list[str], kept: set[int]) -> str:
+    """``parts`` joined by ``/``, each run of parts not ``kept`` written once, as ``...``."""
+    shown_parts = []
+    for index, part in enumerate(parts):
+        if index in kept:
+            shown_parts.append(part)
+        elif index - 1 in kept:
+            shown_parts.append("...")
+    return "/".join(shown_parts)
 
 
 def os_reason(exc: OSError) -> str:

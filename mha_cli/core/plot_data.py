@@ -4,7 +4,8 @@ Two pictures of one design under one deployment:
 
 - ``kv_against_context``: the cache one device holds for the batch, against the context, for every projection of
   the same shape (MHA, GQA, MQA, MLA: ``variant_options``), with the room the target leaves beside the design's
-  weights as the limit;
+  weights as the limit; for ``mha recommend``, ``alternatives_against_context``: the same for every candidate of
+  its alternatives table, each as that table prices it. Curves that coincide are one line (``drawn_once``);
 - ``memory_against_batch``: weights and weights + cache per device on the target, against the batch, with the
   device's usable memory as the limit.
 
@@ -13,7 +14,8 @@ Pure Python, no drawing: ``mha_cli.cli.plot`` draws these numbers with matplotli
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from mha_cli.core.engine.plan import LOG_NAMES
 from mha_cli.core.errors import MhaError
@@ -22,6 +24,10 @@ from mha_cli.core.kv import comparable_kv_dtype, footprint_for
 from mha_cli.core.memory import plan_memory
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.variants import variant_options
+
+if TYPE_CHECKING:
+    from mha_cli.core.fit import Priced
+    from mha_cli.core.recommend.result import Alternative
 
 SHORTEST_CONTEXT = 256
 LONGEST_CONTEXT = 1 << 22
@@ -37,6 +43,12 @@ class Series:
     x: list[int]
     y: list[int]
     is_current: bool = False
+    note: str = ""
+    """Said after the label in the legend (why two coinciding curves are one line)."""
+    tp: int = 1
+    """The tensor-parallel degree a KV curve is priced at."""
+    kv_heads_per_rank: int | None = None
+    """KV heads one rank caches (a KV curve of MHA, GQA or MQA; None for MLA's latent and the memory panel)."""
 
 
 @dataclass(frozen=True)
@@ -69,26 +81,81 @@ def kv_against_context(model: ModelSpec, deployment: DeploymentSpec) -> PlotData
     Per device: a rank's share (tp) of the sequences one replica serves (``MemoryPlan.sequences_per_replica``; the
     whole batch without a target). The limit is the target's usable memory less ``model``'s weights per device."""
     priced = price_deployment(model, deployment)
-    tp, memory = priced.tp, priced.memory
-    sequences = memory.sequences_per_replica if memory is not None else deployment.batch
-    contexts = powers_of_two(SHORTEST_CONTEXT, min(4 * deployment.seq_len, LONGEST_CONTEXT), deployment.seq_len)
+    contexts = context_axis(deployment)
     series = []
     for option in variant_options(model):
         kv_dtype = comparable_kv_dtype(option.model, deployment.kv_dtype)
         try:
-            per_sequence = [
-                footprint_for(
-                    option.model, deployment.model_copy(update={"seq_len": seq, "kv_dtype": kv_dtype}), tp
-                ).bytes_per_sequence_per_rank
-                for seq in contexts
-            ]
+            curve = kv_curve(option.model, deployment.model_copy(update={"kv_dtype": kv_dtype}), priced.tp, contexts)
         except MhaError:  # this tp does not split this option's heads
             continue
-        series.append(Series(option.label, contexts, [sequences * b for b in per_sequence], option.is_current))
+        series.append(replace(curve, label=option.label, is_current=option.is_current))
+    return _kv_panel(priced, deployment, series)
+
+
+def alternatives_against_context(deployment: DeploymentSpec, alternatives: list[Alternative]) -> PlotData:
+    """Cache per device against the context for every row of ``mha recommend``'s alternatives, each its own
+    candidate (depth, windows) at its own tp, as the table prices it: the curve passes through the row's
+    ``kv_bytes_per_device`` at the deployment's context. ``deployment`` is the recommended design's."""
+    chosen = next(row for row in alternatives if row.is_recommended)
+    assert chosen.model is not None, "a recommendation read back from JSON has no candidates to draw"
+    priced = price_deployment(chosen.model, deployment)
+    contexts = context_axis(deployment)
+    series = []
+    for row in alternatives:
+        assert row.model is not None
+        curve = kv_curve(row.model, deployment.model_copy(update={"tp": row.tp}), row.tp, contexts)
+        series.append(replace(curve, label=row.label, is_current=row.is_recommended))
+    return _kv_panel(priced, deployment, series)
+
+
+def context_axis(deployment: DeploymentSpec) -> list[int]:
+    """Powers of two from 256 tokens to 4x the deployment's context (at most 4M tokens), and that context."""
+    return powers_of_two(SHORTEST_CONTEXT, min(4 * deployment.seq_len, LONGEST_CONTEXT), deployment.seq_len)
+
+
+def kv_curve(model: ModelSpec, deployment: DeploymentSpec, tp: int, contexts: list[int]) -> Series:
+    """The cache one device holds at each of ``contexts`` (bytes): its rank's share of the sequences one replica
+    serves, ``MemoryPlan.kv_bytes_per_device`` (the batch, without a target). Unlabelled."""
+    memory = price_deployment(model, deployment.model_copy(update={"tp": tp})).memory
+    sequences = memory.sequences_per_replica if memory is not None else deployment.batch
+    footprints = [footprint_for(model, deployment.model_copy(update={"seq_len": seq}), tp) for seq in contexts]
+    heads = None if model.mla is not None else footprints[0].kv_heads_per_rank
+    return Series("", contexts, [sequences * kv.bytes_per_sequence_per_rank for kv in footprints], tp=tp,
+                  kv_heads_per_rank=heads)  # fmt: skip
+
+
+def drawn_once(series: list[Series], tp: int) -> list[Series]:
+    """``series`` with curves that coincide merged into one line, its label naming them all (``GQA-8 = MQA at tp
+    8``, noting ``1 KV head per rank`` when that is why); a curve priced at another tp than the panel's ``tp``
+    says its own."""
+
+    def own(s: Series) -> str:
+        return s.label if s.tp == tp else f"{s.label} at tp {s.tp}"
+
+    groups: dict[tuple[int, ...], list[Series]] = {}
+    for s in series:
+        groups.setdefault(tuple(s.y), []).append(s)
+    merged = []
+    for same in groups.values():
+        first = same[0]
+        tps, heads = {s.tp for s in same}, {s.kv_heads_per_rank for s in same}
+        label, note = " = ".join(own(s) for s in same), ""
+        if len(same) > 1 and len(tps) == 1 and first.tp > 1 and len(heads) == 1 and None not in heads:
+            label = " = ".join(s.label for s in same) + f" at tp {first.tp}"
+            note = f"{first.kv_heads_per_rank} KV head{'' if first.kv_heads_per_rank == 1 else 's'} per rank"
+        merged.append(replace(first, label=label, note=note, is_current=any(s.is_current for s in same)))
+    return merged
+
+
+def _kv_panel(priced: Priced, deployment: DeploymentSpec, series: list[Series]) -> PlotData:
+    """The KV panel of ``series`` (coinciding curves drawn once), limited by what ``priced``'s target leaves beside
+    its weights."""
+    tp, memory = priced.tp, priced.memory
     return PlotData(
         x_label="context (tokens per sequence)",
         y_label=f"KV cache per device, batch {deployment.batch}" + (f", tp {tp}" if tp > 1 else ""),
-        series=series,
+        series=drawn_once(series, tp),
         limit_bytes=memory.usable_bytes - memory.weight_bytes_per_device if memory is not None else None,
         limit_label=f"{memory.target_id}: usable memory beside the weights" if memory is not None else "",
         asked_x=deployment.seq_len,

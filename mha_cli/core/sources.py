@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from mha_cli.core.errors import BadInputError, one_line, shown, shown_path
+from mha_cli.core.errors import BadInputError, one_line, quoted_path, shown_path
 from mha_cli.core.presets import checkpoint_weights, find_preset, preset_names
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -40,7 +40,7 @@ def load_source(source: str) -> ModelSource:
     path = Path(source)
     if not _may_exist(path):
         hint = did_you_mean(source, preset_names(), otherwise="run `mha presets`, or give a path to a config")
-        raise BadInputError(f"{shown(source)} is neither a preset nor a file: {hint}")
+        raise BadInputError(f"{quoted_path(source)} is neither a preset nor a file: {hint}")
     # The file readers are imported here: a preset (the common case, and every `--json` test run) never pays for them.
     from mha_cli.core.config_io import parse_config, read_mapping
     from mha_cli.core.hf_import import looks_like_hf_config

@@ -38,7 +38,7 @@ def alternatives(ctx: Context, rows: list[Option]) -> list[Alternative]:
                 max_sequences=o.plan.max_sequences if o.plan else None, fits=o.fits,
                 total_params=count_params(o.model).total, quality_risk=o.risk_label,
                 quality_source=QUALITY_SOURCES[o.variant], verdict=o.verdict, note="; ".join(notes),
-                layer_pattern=o.pattern, kv_bytes_at_seq=o.kv.bytes_per_sequence,
+                layer_pattern=o.pattern, kv_bytes_at_seq=o.kv.bytes_per_sequence, model=o.model,
             )
         )  # fmt: skip
     return out

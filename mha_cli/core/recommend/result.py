@@ -16,7 +16,16 @@ from mha_cli.core.quantities import parse_param_count
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.roofline import Roofline
 from mha_cli.core.rules.engine import Finding
-from mha_cli.core.schemas import EngineName, KvDtype, MhaConfig, TokenCount, Variant, WeightDtype, upper_variant
+from mha_cli.core.schemas import (
+    EngineName,
+    KvDtype,
+    MhaConfig,
+    ModelSpec,
+    TokenCount,
+    Variant,
+    WeightDtype,
+    upper_variant,
+)
 from mha_cli.core.validation import describe_validation_error
 from mha_cli.core.ways import WayOut
 
@@ -185,6 +194,9 @@ class Alternative(Record):
     kv_bytes_at_seq: int = 0
     """One sequence of seq_len tokens, every layer its own tokens (windows applied): ``bytes_per_sequence``."""
     note: str
+    model: ModelSpec | None = Field(default=None, exclude=True, repr=False)
+    """The candidate the trade-off step priced, whole (not in the JSON, whose fields above describe it): what
+    ``--plot`` draws its curve from; None in a result read back from JSON."""
 
 
 class RecommendResult(Record):
