@@ -15,7 +15,10 @@ from mha_cli.core import fit
 from mha_cli.core.cost import search
 from mha_cli.core.cost.search import PLAN_FLAGS
 from mha_cli.core.errors import EXIT_BAD_INPUT
+from mha_cli.core.fit import with_layout_ways
+from mha_cli.core.memory import LayoutError
 from mha_cli.core.recommend import REQUEST_FLAGS
+from mha_cli.core.targets import resolve_target
 from mha_cli.core.ways import FLAG_FIELDS, MAX_PAIRS_SHOWN, MAX_PAIRS_TRIED, Verdict, settle
 
 
@@ -212,3 +215,15 @@ def test_pairs_are_each_failed_change_with_the_ways_from_where_it_leads_and_boun
     assert len(calls) == 2 + MAX_PAIRS_TRIED and none.fits is False
     assert none.text == "none: tried --x 1, --y 1 alone and each with the ways out from there; none fits"
     assert settle([], judge, {"--a"}) == []  # nothing to get out of
+
+
+def test_the_generators_none_line_is_kept_whole_and_a_refusal_nothing_fixes_says_so():
+    told = "none: even 8 x t4 has no room for any weight: the engine's own reserves exceed its share (by 1 GiB)"
+    [way] = settle([told], lambda words: Verdict(True, "never asked", None, []), FLAG_FIELDS)
+    assert (way.text, way.fits) == (told, False)  # an apostrophe in words, not flags: never split as a command
+    refused = LayoutError("tp (3) must divide the 1 device(s) of target 'h100'")
+    error = with_layout_ways(refused, resolve_target("h100"), 3, lambda words: Verdict(False, "no", None, []))
+    assert error.message == (
+        "tp (3) must divide the 1 device(s) of target 'h100'; none: tried --target 3xh100-sxm,"
+        " --target 4xh100-sxm --tp 4, --tp 1 alone; none is accepted"
+    )

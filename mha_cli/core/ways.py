@@ -109,9 +109,11 @@ def settle(
     tried: dict[str, Verdict] = {}
     passing: list[WayOut] = []
     for text in texts:
+        if text.startswith("none:"):  # the generator's word that nothing it knows passes: words, not flags
+            continue
         change, _ = split_way(text)
         words = shlex.split(change)
-        if text.startswith("none:") or change in tried or not words or not _names_only(words, flags):
+        if change in tried or not words or not _names_only(words, flags):
             continue
         verdict = tried[change] = judge(words)
         if verdict.passes:
@@ -140,11 +142,13 @@ def _pairs(tried: dict[str, Verdict], judge: Judge, flags: Collection[str]) -> l
     judged = 0
     for first, verdict in tried.items():
         for text in verdict.ways:
+            if text.startswith("none:"):
+                continue
             second, _ = split_way(text)  # why it helps there is the generator's guess: the figure says what it does
             words_a, words_b = shlex.split(first), shlex.split(second)
             pair = words_a + words_b
             key = frozenset(zip(pair[::2], pair[1::2], strict=False))
-            if text.startswith("none:") or not words_b or not _names_only(words_b, flags):
+            if not words_b or not _names_only(words_b, flags):
                 continue
             if any(shown <= key for shown in seen):  # judged already, or holds a pair judged already
                 continue
