@@ -5,6 +5,9 @@ import json
 import pytest
 
 from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from mha_cli.core.fit import price_deployment
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.sources import load_source
 from tests.conftest import reference_hf_config
 
 
@@ -193,10 +196,14 @@ def test_ways_out_price_windows_and_mla_fp8_exactly(cli):
     assert cli.json(*args[:3], str(seq), *args[4:])["memory"]["fits"] is True
     assert cli.json(*args[:3], str(seq + 1), *args[4:])["memory"]["fits"] is False
     # DeepSeek-V3's plain fp8 latent is 576 of 1,152 bytes, half (656 B is the fp8_ds_mla layout, asked by name).
-    ways = cli.json("kv", "deepseek-v3", "--seq", "128k", "--batch", "64", "--target", "8xh200",
-                    "--weight-dtype", "fp8")["ways_out"]  # fmt: skip
-    fp8 = next(w for w in ways if w["change"] == "--kv-dtype fp8")
-    assert fp8["text"] == "--kv-dtype fp8 (50% of this cache; not enough on its own)" and fp8["fits"] is False
+    # The generator words it so; not enough alone, it is not printed (pasted, it does not fit).
+    args = ["kv", "deepseek-v3", "--seq", "128k", "--batch", "64", "--target", "8xh200", "--weight-dtype", "fp8"]
+    deployment = DeploymentSpec(seq_len=131072, batch=64, target="8xh200", weight_dtype="fp8")
+    assert "--kv-dtype fp8 (50% of this cache; not enough on its own)" in price_deployment(
+        load_source("deepseek-v3").model, deployment
+    ).ways
+    assert not any(w["change"] == "--kv-dtype fp8" for w in cli.json(*args)["ways_out"])
+    assert cli.json(*args, "--kv-dtype", "fp8")["memory"]["fits"] is False
     # at batch 32 not enough alone, it fits with data-parallel attention: the replicas share the experts and each
     # device caches only its own sequences (at tp 8 every rank holds the whole latent of every sequence)
     ways = cli.json("kv", "deepseek-v3", "--seq", "128k", "--batch", "32", "--target", "8xh200", "--weight-dtype",

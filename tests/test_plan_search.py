@@ -47,7 +47,7 @@ def test_a_target_nothing_meets_comes_with_ways_out_that_were_tried(cli):
         "plan", "llama-3-8b", "--target", "h100", "--isl", "1024", "--osl", "128", "--itl-ms", "7", "--closed-form"
     )
     assert result["chosen"] is None and result["launch"] == {}
-    assert any(way.startswith("--weight-dtype fp8: ") for way in result["ways_out"])  # half the bytes per step
+    assert any(way["change"] == "--weight-dtype fp8" and way["fits"] for way in result["ways_out"])  # half the bytes
     fp8 = cli.json(
         "plan", "llama-3-8b", "--target", "h100", "--isl", "1024", "--osl", "128", "--itl-ms", "7", "--weight-dtype",
         "fp8", "--closed-form",
@@ -136,7 +136,7 @@ def test_review_findings_stay_fixed(cli, tmp_path, monkeypatch):
     assert at[1]["output_tokens_per_s"] < at[2]["output_tokens_per_s"] < at[4]["output_tokens_per_s"]
     bf16 = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--itl-ms", "16")
     fp8 = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--itl-ms", "16", "--weight-dtype", "fp8")
-    way = next(w for w in bf16["ways_out"] if w.startswith("--weight-dtype fp8: "))
+    way = next(w["figure"] for w in bf16["ways_out"] if w["change"] == "--weight-dtype fp8")
     pick = fp8["candidates"][fp8["chosen"]]
     assert f"at {pick['concurrency']} user(s)" in way and f"{pick['output_tokens_per_s_per_gpu']:,.0f} tokens/s" in way
     assert "--max-num-batched-tokens" in fp8["launch"]["vllm"] and "--chunked-prefill-size" in fp8["launch"]["sglang"]

@@ -455,8 +455,8 @@ def render_search(console: Console, result: SearchResult) -> None:
             c = result.candidates[result.nearest_miss]
             d = c.deployment
             console.print(f"  nearest: {d.describe()} at {c.concurrency:,} users misses {escape('; '.join(c.misses))}")
-        for way in result.ways_out or ["none of fp8 weights, an fp8 cache, twice the devices or half the prompt helps"]:
-            console.print(f"  - {escape(way)}")
+        for way in result.ways_out:  # each searched again: a pick (fits), or the none: line
+            console.print(f"  - {escape(way.text)}" + (f": {escape(way.figure)}" if way.fits else ""))
 
 
 def register(registry: CommandRegistry) -> None:

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from mha_cli.cli.app import CommandRegistry
-    from mha_cli.core.cost.search import SearchResult
 
 TpOpt = Annotated[
     int | None,
@@ -201,7 +200,9 @@ def recommend_command(
         result = with_profile(result, result.config.model, result.config.deployment, profile)
     if ttft_ms is not None or itl_ms is not None:
         served = str(out.parent) if out is not None and format == "hf" else result.config.model.name
-        result = result.model_copy(update={"deployment_search": search_for(result, served, ttft_ms, itl_ms)})
+        from mha_cli.core.recommend.serving import search_design
+
+        result = result.model_copy(update={"deployment_search": search_design(result, served, ttft_ms, itl_ms)})
     output = Output(json)
     if out is not None:
         if format == "hf":
@@ -233,37 +234,6 @@ def recommend_command(
     output.emit(result, functools.partial(render_recommendation, explain=explain))
     if fail_if_no_fit and result.fits is False:
         raise typer.Exit(code=EXIT_CHECK_FAILED)
-
-
-SERVED_OUTPUT_TOKENS = 256
-"""Output tokens per request of the deployment search (the prompt is the rest of the context)."""
-
-
-def search_for(result: RecommendResult, served: str, ttft_ms: float | None, itl_ms: float | None) -> "SearchResult":
-    """``mha plan``'s search for the recommended design on its target: prompts of the context less
-    ``SERVED_OUTPUT_TOKENS`` output tokens (at most half the context). The launch lines serve ``served`` (the
-    folder of the config.json ``--format hf`` wrote) with random weights (``--load-format dummy``): the design has
-    no checkpoint yet."""
-    from mha_cli.core.cost.priors import datasheet_profile, prior_profile
-    from mha_cli.core.cost.search import search_deployments
-    from mha_cli.core.targets import resolve_target
-
-    deployment = result.config.deployment
-    assert deployment.target is not None
-    target = resolve_target(deployment.target)
-    osl = max(1, min(SERVED_OUTPUT_TOKENS, deployment.seq_len // 2))
-    profiles = (prior_profile(target.target, deployment.weight_dtype),
-                datasheet_profile(target.target, deployment.weight_dtype))  # fmt: skip
-    found = search_deployments(
-        result.config.model, served, target, deployment, profiles, isl=deployment.seq_len - osl, osl=osl,
-        ttft_ms=ttft_ms, itl_ms=itl_ms,
-    )  # fmt: skip
-    launch = {
-        engine: f"{line} --load-format dummy --skip-tokenizer-init"  # a config.json alone: no weights, no tokenizer
-        for engine, line in found.launch.items()
-        if engine != "trtllm"
-    }
-    return found.model_copy(update={"launch": launch})
 
 
 def build_request(

@@ -88,8 +88,7 @@ def render_summary(console: Console, result: RecommendResult) -> None:
         what = "weights exceed" if not plan.weights_fit else "KV cache of this batch exceeds"
         console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
         for way in result.ways_out:
-            fits = "" if way.fits or "on its own" in way.text else " [dim](does not fit on its own)[/dim]"
-            console.print(f"  - {escape(way.text)}{fits}")
+            console.print(f"  - {escape(way.text)}")
     console.print(f"[bold]test[/bold]  `{result.testability.command}` (induction, 2 layers)")
     console.print("[dim]--explain: the parameter, cache, memory and roofline tables and the rule trace[/dim]")
 
@@ -117,8 +116,8 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
             what = "weights exceed" if not result.memory.weights_fit else "KV cache of this batch exceeds"
             console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
             for way in result.ways_out:
-                fits = "" if way.fits or "on its own" in way.text else " [dim](does not fit on its own)[/dim]"
-                console.print(f"  - {escape(way.text)}: {escape(way.figure)}{fits}")
+                figure = f": {escape(way.figure)}" if way.fits else ""  # a none: line says what was tried itself
+                console.print(f"  - {escape(way.text)}{figure}")
     if result.roofline is not None:
         console.print()
         print_table(console, roofline_table(result))

@@ -17,7 +17,7 @@ from pydantic import computed_field
 
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN, context_notes, merge_deployment
 from mha_cli.core.engine.plan import EnginePlan
-from mha_cli.core.fit import flag_fit, price_deployment
+from mha_cli.core.fit import deployment_judge, flag_fit, price_deployment
 from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
@@ -110,7 +110,8 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     _check_group(trace, model)
     _check_bias(trace, model)
     if memory is not None and priced.target is not None:  # rule MHA025 / rule MHA026, with recommend's ways out
-        flag_fit(trace, model, priced.target, priced.deployment, memory, kv, priced.params.total, ways_in_message=True)
+        judge = deployment_judge(model, deployment)  # the ways out named: those that fit when pasted
+        flag_fit(trace, model, priced.target, priced.deployment, memory, kv, priced.params.total, judge=judge)
 
     errors = len(trace.by_severity("hard"))
     warnings = len(trace.by_severity("warning"))

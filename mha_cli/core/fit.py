@@ -12,13 +12,14 @@ from typing import NamedTuple
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.kv import KvFootprint, footprint_for
-from mha_cli.core.memory import MemoryPlan, plan_memory, resolve_tp
+from mha_cli.core.memory import LayoutError, MemoryPlan, layout_changes, plan_memory, resolve_tp
 from mha_cli.core.params import ParamBreakdown, count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.rules.engine import Trace, counted
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget, resolve_target
 from mha_cli.core.tensor_parallel import ExpertLayout
+from mha_cli.core.ways import FLAG_FIELDS, Judge, Verdict, accepted, flag_updates, settle
 from mha_cli.core.weight_bytes import model_weight_bytes, rank_weight_bytes
 from mha_cli.core.weight_formats import weight_format
 
@@ -293,14 +294,17 @@ def flag_fit(
     kv: KvFootprint,
     total_params: int,
     *,
-    ways_in_message: bool = False,
+    judge: Judge | None = None,
 ) -> list[str]:
     """MHA025 (the weights do not fit) or MHA026 (the batch's cache does not) on ``trace`` when ``plan`` does not
-    fit ``target``; returns the ways out (``ways_out``), which the message also names when ``ways_in_message``."""
+    fit ``target``; returns the ways out (``ways_out``). With ``judge`` (``mha check``'s: ``deployment_judge``) the
+    message names those of them that pass it (``core.ways.settle``)."""
     if plan.fits:
         return []
     ways = ways_out(model, target, deployment, plan, kv, total_params)
-    how = f"; ways out: {', '.join(ways)}" if ways and ways_in_message else ""
+    how = ""
+    if judge is not None:
+        how = "; ways out: " + ", ".join(way.text for way in settle(ways, judge, FLAG_FIELDS))
     if not plan.weights_fit:
         reserves = ""
         if plan.deficit_bytes:
@@ -362,6 +366,41 @@ class Priced(NamedTuple):
         return ways_out(self.model, self.target, self.deployment, self.memory, self.kv, self.params.total)
 
 
+def deployment_judge(model: ModelSpec, deployment: DeploymentSpec) -> Judge:
+    """A way out of ``mha kv`` or ``mha check`` as a user pasting it gets it: its flags set on ``deployment`` and the
+    memory plan priced again (``price_deployment``); passes when it fits, else returns the ways out from there."""
+
+    def judge(words: list[str]) -> Verdict:
+        changed = deployment.model_copy(update=flag_updates(words))
+        try:
+            priced = price_deployment(model, changed)
+        except MhaError as exc:
+            return Verdict(False, f"refused: {exc.message}", None, [])
+        plan = priced.memory
+        if plan is None:
+            return Verdict(False, "no target to price it on", None, [])
+        layout = f"tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
+        if not plan.weights_fit:
+            figure = f"weights {format_bytes(plan.weight_bytes_per_device)} per device exceed the device ({layout})"
+        else:
+            figure = (
+                f"{counted(plan.max_sequences, 'sequence')} of {changed.seq_len:,} tokens at once for a batch of"
+                f" {changed.batch} ({layout}); weights {format_bytes(plan.weight_bytes_per_device)} per device"
+            )
+        return Verdict(plan.fits, figure, plan.max_sequences, [] if plan.fits else priced.ways)
+
+    return judge
+
+
+def with_layout_ways(exc: LayoutError, target: ResolvedTarget, tp: int, judge: Judge, pp: int = 1) -> BadInputError:
+    """``exc`` naming the ways out of its layout that ``judge`` (the refusing command run again) accepts
+    (``memory.layout_changes``), or saying that none of those tried is."""
+    ways = settle(layout_changes(target, tp, pp), judge, FLAG_FIELDS, keep=2, goal="is accepted")
+    if ways[0].fits:
+        return BadInputError(f"{exc.message}: use e.g. {' or '.join(way.change for way in ways)}")
+    return BadInputError(f"{exc.message}; {ways[0].text}")
+
+
 def _with_replicas_hint(
     exc: MhaError, model: ModelSpec, deployment: DeploymentSpec, target: ResolvedTarget | None
 ) -> MhaError:
@@ -387,7 +426,12 @@ def price_deployment(model: ModelSpec, deployment: DeploymentSpec, *, unsplit_fa
     at tp 1 instead, without a memory plan (``mha check`` reports the split as a finding).
     """
     target = resolve_target(deployment.target) if deployment.target else None
-    tp = resolve_tp(deployment.tp, target)
+    try:
+        tp = resolve_tp(deployment.tp, target)
+    except LayoutError as exc:
+        assert target is not None and deployment.tp is not None  # only a --tp the target's devices refuse
+        pasted = accepted(lambda words: price_deployment(model, deployment.model_copy(update=flag_updates(words))))
+        raise with_layout_ways(exc, target, deployment.tp, pasted) from None
     params = count_params(model)
     try:
         kv = footprint_for(model, deployment, tp)

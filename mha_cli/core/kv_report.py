@@ -7,7 +7,7 @@ from mha_cli.core.deployment import context_notes
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.errors import MhaError
-from mha_cli.core.fit import price_deployment
+from mha_cli.core.fit import deployment_judge, price_deployment
 from mha_cli.core.kv import KvFootprint, comparable_kv_dtype, footprint_for
 from mha_cli.core.memory import MemoryPlan, plan_memory
 from mha_cli.core.params import ParamBreakdown
@@ -15,7 +15,7 @@ from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.core.variants import variant_options
-from mha_cli.core.ways import WayOut, reprice_all
+from mha_cli.core.ways import FLAG_FIELDS, WayOut, settle
 
 
 class VariantRow(Record):
@@ -49,8 +49,8 @@ class KvReport(Record):
     kv: KvFootprint
     memory: MemoryPlan | None
     ways_out: list[WayOut]
-    """When the plan does not fit: the changes that would make it fit, each re-priced (``core.ways``; empty
-    otherwise)."""
+    """When the plan does not fit: the changes that make it fit, each priced again before it is kept
+    (``core.ways.settle``), or one ``none: ...`` entry; empty when it fits."""
     variants: list[VariantRow]
     latency: StepLatency | None = None
     """With a target: the cost model's decode step and prefill on its prior, with their bounds (``mha plan`` for
@@ -127,7 +127,7 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         weight_bytes=priced.weight_bytes,
         kv=priced.kv,
         memory=priced.memory,
-        ways_out=reprice_all(model, deployment, priced.ways),
+        ways_out=settle(priced.ways, deployment_judge(model, deployment), FLAG_FIELDS),
         variants=rows,
         latency=None if priced.memory is None else latency_or_none(model, priced.memory, priced.deployment),
     )

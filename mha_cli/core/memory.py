@@ -114,17 +114,38 @@ def describe_experts(model: ModelSpec, layout: ExpertLayout) -> str:
     return f"all {total} experts at 1/{layout.ranks} of their width (tensor-sharded over {layout.ranks} ranks)"
 
 
+class LayoutError(BadInputError):
+    """A tensor-parallel degree (times the pipeline stages) that does not divide the target's devices. The caller
+    that can run the command again names the ways out that pass (``layout_changes``, judged by ``core.ways``)."""
+
+
 def resolve_tp(tp: int | None, target: ResolvedTarget | None) -> int:
-    """The tensor-parallel degree: given, or the target's device count; checked against it."""
+    """The tensor-parallel degree: given, or the target's device count; checked against it (``LayoutError``)."""
     n_devices = target.n_devices if target else 1
     if tp is None:
         return n_devices
     if target is not None and (tp > n_devices or n_devices % tp):
-        raise BadInputError(
-            f"tp ({tp}) must divide the {n_devices} device(s) of target {target.spec!r}:"
-            f" use e.g. --target {tp}x{target.target.id}"
-        )
+        raise LayoutError(f"tp ({tp}) must divide the {n_devices} device(s) of target {target.spec!r}")
     return tp
+
+
+SMALLER_TPS_TRIED = 2
+"""Smaller tensor-parallel degrees a refused layout's ways out try (the largest that divide the devices)."""
+
+
+def layout_changes(target: ResolvedTarget, tp: int, pp: int = 1) -> list[str]:
+    """What may make ``tp`` x ``pp`` fit ``target``, most like what was asked first: a target of that many devices,
+    one of the next power of two (tp 3 does not split 32 heads, 4 does), the largest smaller tps that divide the
+    devices. Unchecked: a caller keeps those that pass (``core.ways.settle``)."""
+    device = target.target.id
+    larger = 1 << tp.bit_length()  # the next power of two above tp
+    regroup = f"--tp {larger}" if larger * pp == target.n_devices else f"--target {larger * pp}x{device} --tp {larger}"
+    changes = [f"--target {tp * pp}x{device}", regroup]
+    if target.n_devices % pp == 0:
+        per_stage = target.n_devices // pp
+        smaller = [t for t in range(min(tp - 1, per_stage), 0, -1) if per_stage % t == 0]
+        changes += [f"--tp {t}" for t in smaller[:SMALLER_TPS_TRIED]]
+    return changes
 
 
 def plan_memory(

@@ -181,6 +181,15 @@ def resolve_target(spec: str) -> ResolvedTarget:
     return ResolvedTarget(spec=spec, target=target, n_devices=n_devices, alias_note=note)
 
 
+def resolve_target_like(spec: str, current: ResolvedTarget) -> ResolvedTarget:
+    """``spec`` resolved (a way out's ``--target 2xh100-sxm``), keeping ``current``'s row when it names the same
+    device (a cpu target carries its measured rates)."""
+    resolved = resolve_target(spec)
+    return (
+        resolved.model_copy(update={"target": current.target}) if resolved.target.id == current.target.id else resolved
+    )
+
+
 def bf16_notes(target: Target, **dtypes: str) -> list[str]:
     """A warning per bf16 format in ``dtypes`` (``kv_dtype="bf16"``) when ``target`` has no bf16 (V100, T4)."""
     asked = [name for name, dtype in dtypes.items() if dtype == "bf16"]

@@ -1,20 +1,21 @@
-"""Each way out re-priced: the flags it names applied to the deployment and the memory plan run again.
+"""Ways out: each change a command suggests is run again before it is printed; only those that pass are kept.
 
-``core.fit`` finds the ways out and words them (``--kv-dtype fp8 (50% of this cache; not enough on its own)``);
-this module checks each one as a user pasting it would: the flags set on the deployment, ``price_deployment`` run
-again. A script reads whether a way fits on its own (``fits``) and what it gives (``figure``,
-``max_sequences``); the report prints ``text``. Pure Python.
+A generator words the changes it expects to help, flags first and why in brackets (``core.fit`` for a memory plan
+that does not fit: ``--kv-dtype fp8 (50% of this cache)``; ``core.cost.search`` for latency targets no deployment
+meets; ``core.memory.layout_changes`` for a --tp the target cannot hold). ``settle`` runs the command again with
+each change (a ``Judge``: the same code that judged the original, so the memory plan for ``mha kv`` and ``mha
+check``, the recommender for ``mha recommend``, the search for ``mha plan``) and keeps those that pass. When no
+single change passes it tries pairs: each change with a way out of where it leads (the generator's ways there, which
+the judge returns), at most ``MAX_PAIRS_TRIED``. When nothing passes, one entry starting ``none:`` says what was
+tried. A change naming a flag its command does not take is never printed (``flags``: the command's). Pure Python.
 """
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from typing import NamedTuple
 
 from mha_cli.core.errors import MhaError
-from mha_cli.core.fit import price_deployment
-from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
-from mha_cli.core.rules.engine import counted
-from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 
 FLAG_FIELDS: dict[str, tuple[str, type]] = {
     "--target": ("target", str),
@@ -26,76 +27,144 @@ FLAG_FIELDS: dict[str, tuple[str, type]] = {
     "--gpu-memory-utilization": ("gpu_memory_utilization", float),
     "--max-num-seqs": ("max_num_seqs", int),
 }
-"""The deployment field each flag a way out names sets."""
+"""The deployment field each flag a way out of ``mha kv`` or ``mha check`` names sets."""
+
+MAX_PAIRS_TRIED = 8
+"""Pairs judged at most when no single change passes (a judge of ``mha recommend`` or ``mha plan`` runs the
+recommender or the search again: about 0.1 s each on a 671B MoE design)."""
+MAX_PAIRS_SHOWN = 3
 
 
 class WayOut(Record):
-    """One way out of a plan that does not fit, re-priced."""
+    """One way out, run again before it was printed."""
 
     text: str
-    """As the report prints it: the flags, then why in brackets; ``none: ...`` when nothing fits."""
+    """As the report prints it: the flags, then why in brackets; ``none: ...`` when nothing passes."""
     change: str
-    """The flags alone (empty for ``none: ...``): what to add to the command."""
+    """The flags alone (empty for ``none: ...``): what to add to the command, as its options parse them."""
     fits: bool
-    """Whether the plan fits with this change on its own (re-priced, not assumed)."""
+    """Whether the command run again with this change passes (fits the target, or meets the latency targets);
+    false only for ``none: ...``."""
     figure: str
-    """What the change gives: the sequences that run at once and the weights per device, or why it does not fit."""
+    """What the change gives when run again (the sequences at once and the weights per device; the pick and its
+    tokens/s per GPU), or, for ``none: ...``, what was tried."""
     max_sequences: int | None = None
-    """Sequences of the (new) context the engine runs at once with the change, over all replicas."""
+    """Sequences of the (new) context the engine runs at once with the change, over all replicas (memory plans)."""
 
 
-def _changed(deployment: DeploymentSpec, words: list[str]) -> DeploymentSpec | None:
-    """The deployment with the flags set; None when a flag is not a deployment field (it changes the design)."""
-    if any(flag not in FLAG_FIELDS for flag in words[::2]):
-        return None
-    return deployment.model_copy(update=flag_updates(words))
+class Verdict(NamedTuple):
+    """What the command finds run again with a change."""
+
+    passes: bool
+    figure: str
+    """What it gives, or why it does not pass."""
+    max_sequences: int | None
+    ways: list[str]
+    """When it does not pass: the generator's ways out from there (the second change of a pair comes from them)."""
 
 
-Rerun = Callable[[list[str]], tuple[bool, str, int | None]]
-"""A command run again with a way's flags (``mha recommend``: the recommender, which may place or shape the design
-anew): (fits, figure, max_sequences)."""
+Judge = Callable[[list[str]], Verdict]
+"""The command run again with a change's words (``["--weight-dtype", "fp8"]``), by the code that judged it first."""
 
 
-def reprice(model: ModelSpec, deployment: DeploymentSpec, text: str, *, rerun: Rerun | None = None) -> WayOut:
-    """``text`` (a way out of ``core.fit``) applied to ``deployment`` and priced again, or, with ``rerun``, the
-    command run again with its flags (what a user pasting it gets)."""
-    if text.startswith("none:"):
-        return WayOut(text=text, change="", fits=False, figure=text.removeprefix("none:").strip())
-    change = text.split(" (")[0].strip()
-    words = shlex.split(change)
-    if rerun is not None:
-        fits, figure, sequences = rerun(words)
-        return WayOut(text=text, change=change, fits=fits, figure=figure, max_sequences=sequences)
-    changed = _changed(deployment, words)
-    if changed is None:
-        return WayOut(text=text, change=change, fits=False, figure="not re-priced: it changes the design")
-    try:
-        priced = price_deployment(model, changed)
-    except MhaError as exc:
-        return WayOut(text=text, change=change, fits=False, figure=f"refused: {exc.message}")
-    plan = priced.memory
-    if plan is None:
-        return WayOut(text=text, change=change, fits=False, figure="no target to price it on")
-    layout = f"tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
-    if not plan.weights_fit:
-        figure = f"weights {format_bytes(plan.weight_bytes_per_device)} per device still exceed the device ({layout})"
-    else:
-        at_once = counted(plan.max_sequences, "sequence")
-        figure = (
-            f"{at_once} of {changed.seq_len:,} tokens at once for a batch of {changed.batch} ({layout}); weights"
-            f" {format_bytes(plan.weight_bytes_per_device)} per device"
-        )
-    return WayOut(text=text, change=change, fits=plan.fits, figure=figure, max_sequences=plan.max_sequences)
+def accepted(run: Callable[[list[str]], object]) -> Judge:
+    """A judge of a refusal's way out: it passes when ``run`` (the command with the change) raises no ``MhaError``."""
+
+    def judge(words: list[str]) -> Verdict:
+        try:
+            run(words)
+        except MhaError as exc:
+            return Verdict(False, f"refused: {exc.message}", None, [])
+        return Verdict(True, "accepted", None, [])
+
+    return judge
 
 
-def reprice_all(
-    model: ModelSpec, deployment: DeploymentSpec, texts: list[str], *, rerun: Rerun | None = None
-) -> list[WayOut]:
-    """Every way out of ``texts`` re-priced (``reprice``)."""
-    return [reprice(model, deployment, text, rerun=rerun) for text in texts]
+def split_way(text: str) -> tuple[str, str]:
+    """``("--kv-dtype fp8", "50% of this cache")`` from ``--kv-dtype fp8 (50% of this cache)``."""
+    change, _, why = text.partition(" (")
+    return change.strip(), why.removesuffix(")")
 
 
 def flag_updates(words: list[str], fields: dict[str, tuple[str, type]] | None = None) -> dict[str, object]:
     """The ``{field: value}`` the flags of ``words`` set (``FLAG_FIELDS``' names unless ``fields`` maps them)."""
     fields = fields or FLAG_FIELDS
     return {fields[flag][0]: fields[flag][1](value) for flag, value in zip(words[::2], words[1::2], strict=False)}
+
+
+def _names_only(words: list[str], flags: Collection[str]) -> bool:
+    """Whether ``words`` are ``--flag value`` pairs, every flag one of ``flags``."""
+    return len(words) % 2 == 0 and all(flag in flags for flag in words[::2])
+
+
+def settle(
+    texts: list[str], judge: Judge, flags: Collection[str], *, keep: int | None = None, goal: str = "fits"
+) -> list[WayOut]:
+    """The ways out of ``texts`` that pass ``judge``, each with what it gives; pairs when no single one passes
+    (``_pairs``); else one ``none: ...`` entry (the generator's own when it gave one). ``flags``: the options of the
+    command the ways are printed by; ``keep``: stop after that many pass; ``goal``: what passing means, for the
+    ``none:`` line. Empty when ``texts`` is (nothing to get out of)."""
+    if not texts:
+        return []
+    tried: dict[str, Verdict] = {}
+    passing: list[WayOut] = []
+    for text in texts:
+        if text.startswith("none:"):  # the generator's word that nothing it knows passes: words, not flags
+            continue
+        change, _ = split_way(text)
+        words = shlex.split(change)
+        if change in tried or not words or not _names_only(words, flags):
+            continue
+        verdict = tried[change] = judge(words)
+        if verdict.passes:
+            passing.append(WayOut(text=text, change=change, fits=True, figure=verdict.figure,
+                                  max_sequences=verdict.max_sequences))  # fmt: skip
+            if keep is not None and len(passing) >= keep:
+                break
+    if passing:
+        return passing
+    pairs = _pairs(tried, judge, flags)
+    if pairs:
+        return pairs
+    told = next((text for text in texts if text.startswith("none:")), None)
+    paired = any(verdict.ways for verdict in tried.values())
+    figure = f"tried {', '.join(tried) or 'no change'}" + (
+        " alone and each with the ways out from there" if paired else " alone"
+    )
+    return [WayOut(text=told or f"none: {figure}; none {goal}", change="", fits=False, figure=figure)]
+
+
+def _pairs(tried: dict[str, Verdict], judge: Judge, flags: Collection[str]) -> list[WayOut]:
+    """Each change that failed alone (in the generator's order) with each way out of where it leads that names other
+    flags, judged together: the first ``MAX_PAIRS_SHOWN`` that pass, of ``MAX_PAIRS_TRIED`` at most."""
+    found: list[WayOut] = []
+    seen: set[frozenset[tuple[str, str]]] = set()
+    judged = 0
+    for first, verdict in tried.items():
+        for text in verdict.ways:
+            if text.startswith("none:"):
+                continue
+            second, _ = split_way(text)  # why it helps there is the generator's guess: the figure says what it does
+            words_a, words_b = shlex.split(first), shlex.split(second)
+            pair = words_a + words_b
+            key = frozenset(zip(pair[::2], pair[1::2], strict=False))
+            if not words_b or not _names_only(words_b, flags):
+                continue
+            if any(shown <= key for shown in seen):  # judged already, or holds a pair judged already
+                continue
+            if set(words_a[::2]) & set(words_b[::2]):  # the same flag twice: not a pair
+                continue
+            if judged == MAX_PAIRS_TRIED:
+                return found
+            seen.add(key)
+            judged += 1
+            together = judge(pair)
+            if together.passes:
+                found.append(WayOut(
+                    text=f"{first} {second} (together: {first} alone is not enough)",
+                    change=f"{first} {second}", fits=True, figure=together.figure,
+                    max_sequences=together.max_sequences,
+                ))  # fmt: skip
+                if len(found) == MAX_PAIRS_SHOWN:
+                    return found
+    return found

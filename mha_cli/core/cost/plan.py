@@ -15,14 +15,16 @@ from pydantic import Field
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.memory import MemoryPlan, expert_layout, plan_memory, shared_experts_problem
+from mha_cli.core.memory import LayoutError, MemoryPlan, expert_layout, plan_memory, shared_experts_problem
 from mha_cli.core.pipeline import stage_layout, stage_model, stage_params
 from mha_cli.core.record import empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec, SimulatedServing, simulate_deployment
-from mha_cli.core.targets import ResolvedTarget
+from mha_cli.core.targets import ResolvedTarget, resolve_target_like
 from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
+from mha_cli.core.ways import accepted, flag_updates
 
 
 class ServingPlan(ServingPrediction):
@@ -53,11 +55,10 @@ def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int
     if pp < 1 or devices % pp:
         raise BadInputError(f"pp ({pp}) must divide the {devices} device(s) of {target.spec!r}")
     tp = devices // pp if tp is None else tp
-    if tp < 1 or devices % (tp * pp):
-        raise BadInputError(
-            f"tp x pp ({tp} x {pp}) must divide the {devices} device(s) of {target.spec!r}:"
-            f" use e.g. --target {tp * pp}x{target.target.id}"
-        )
+    if tp < 1:
+        raise BadInputError(f"--tp {tp}: give 1 or more")
+    if devices % (tp * pp):
+        raise LayoutError(f"tp x pp ({tp} x {pp}) must divide the {devices} device(s) of {target.spec!r}")
     return tp, devices // (tp * pp)
 
 
@@ -102,7 +103,12 @@ def plan_serving(
     ``sweep``: also at concurrency 1, 2, 4, ... up to twice what the replicas admit (``ServingPlan.sweep``)."""
     if isl < 1 or osl < 1 or concurrency < 1:
         raise BadInputError("--isl, --osl and --concurrency must be at least 1")
-    tp, replicas = resolve_layout(target, tp, pp)
+    try:
+        tp, replicas = resolve_layout(target, tp, pp)
+    except LayoutError as exc:
+        assert tp is not None  # the default tp always divides
+        common = {"isl": isl, "osl": osl, "concurrency": concurrency}
+        raise _with_ways(exc, model, target, deployment, profile, ceiling, tp=tp, pp=pp, **common) from None
     if deployment.expert_parallel and model.moe is None:
         raise BadInputError(f"--expert-parallel spreads routed experts and {model.name} has none: leave it out")
     if deployment.expert_parallel and (problem := shared_experts_problem(model, tp, replicas, True)) is not None:
@@ -155,6 +161,23 @@ def plan_serving(
         **dict(prediction), model_name=model.name, target_id=target.target.id, engine=engine.name, memory=memory,
         sweep=swept,
     )  # fmt: skip
+
+
+def _with_ways(
+    exc: LayoutError, model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profile: DeviceProfile,
+    ceiling: DeviceProfile, *, tp: int, pp: int, **common: int,
+) -> BadInputError:  # fmt: skip
+    """``exc`` naming the --target / --tp with which ``plan_serving``, run again, accepts the layout."""
+
+    def pasted(words: list[str]) -> ServingPlan:
+        updates = flag_updates(words)
+        changed = resolve_target_like(str(updates.get("target", target.spec)), target)
+        trial = deployment.model_copy(update={"target": changed.spec})
+        return plan_serving(
+            model, changed, trial, profile, ceiling, tp=int(str(updates.get("tp", tp))), pp=pp, **common
+        )
+
+    return with_layout_ways(exc, target, tp, accepted(pasted), pp)
 
 
 MAX_RATE_STEPS = 60

@@ -9,7 +9,8 @@ makes (``plan_at_rate``), or at 1, 2, 3, 4, 6, 8, ... users per replica up to wh
 concurrency) point is a candidate; it meets the targets when its TTFT and ITL are within ``--ttft-ms`` and
 ``--itl-ms``. The Pareto front: the candidates no other beats on both output tokens/s per GPU and tokens/s per
 user. The pick: the highest tokens/s per GPU that meets every target; when none does, none is picked and the ways
-out say what would make one fit (fp8 weights, an fp8 cache, twice the devices, half the prompt), each tried.
+out say what gives one (fp8 weights, an fp8 cache, twice the devices, half the prompt; pairs of them when none
+alone does), each searched again before it is kept (``core.ways.settle``).
 Pure Python.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import shlex
+from collections.abc import Callable
 
 from pydantic import Field
 
@@ -27,8 +29,9 @@ from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec
-from mha_cli.core.targets import ResolvedTarget
+from mha_cli.core.targets import ResolvedTarget, resolve_target_like
 from mha_cli.core.tensor_parallel import tp_shard_problem
+from mha_cli.core.ways import Judge, Verdict, WayOut, flag_updates, settle
 
 
 class Candidate(ServingPlan):
@@ -57,7 +60,9 @@ class SearchResult(Record):
     chosen: int | None
     nearest_miss: int | None = None
     """Without a pick: the candidate closest to the targets (the smallest of its figure / target ratios' largest)."""
-    ways_out: list[str]
+    ways_out: list[WayOut]
+    """Without a pick: the changes that give one, each searched again before it is kept (``core.ways.settle``;
+    pairs when no single change does), or one ``none: ...`` entry."""
     launch: dict[str, str]
     """The pick's launch command per engine (``vllm``, ``sglang``; ``trtllm`` with --engine trtllm); empty without a
     pick."""
@@ -248,52 +253,76 @@ def _chosen(candidates: list[Candidate]) -> int | None:
     return max(meeting, key=lambda i: candidates[i].output_tokens_per_s_per_gpu) if meeting else None
 
 
-def _ways_out(
-    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profiles: tuple[DeviceProfile, DeviceProfile],
-    *, isl: int, osl: int, concurrency: int | None, ttft_ms: float | None, itl_ms: float | None,
-    rate: float | None = None, client: ClientSpec | None = None, slo_percentile: float = 99.0,
-) -> list[str]:  # fmt: skip
-    """Each change of ``recommend``'s kind that would give a deployment meeting the targets, tried (with a
-    ``client``, confirmed in the simulated loop on the best layout)."""
-    trials: list[tuple[str, ResolvedTarget, DeploymentSpec, int]] = []
+PLAN_FLAGS: dict[str, tuple[str, type]] = {
+    "--target": ("target", str), "--weight-dtype": ("weight_dtype", str), "--kv-dtype": ("kv_dtype", str),
+    "--isl": ("isl", int),
+}  # fmt: skip
+"""The field each flag of ``mha plan``'s ways out sets (``isl`` the search's, the others the deployment's)."""
+
+
+def search_changes(target: ResolvedTarget, deployment: DeploymentSpec, shorter: str | None) -> list[str]:
+    """The changes a search with no pick tries, of ``recommend``'s kind: fp8 weights (on a device with fp8), an fp8
+    cache, twice the devices, and ``shorter`` (``--isl N (a shorter prompt)``, in the flags of the command that
+    searched). Unchecked: ``core.ways.settle`` keeps those that give a pick."""
+    changes = []
     if not deployment.weight_dtype.startswith("fp8") and target.target.fp8_native:
-        trials.append(("--weight-dtype fp8", target, deployment.model_copy(update={"weight_dtype": "fp8"}), isl))
+        changes.append("--weight-dtype fp8")
     if deployment.kv_dtype != "fp8":
-        trials.append(("--kv-dtype fp8", target, deployment.model_copy(update={"kv_dtype": "fp8"}), isl))
-    doubled = target.model_copy(update={"n_devices": 2 * target.n_devices})
-    trials.append((f"--target {doubled.n_devices}x{target.target.id}", doubled, deployment, isl))
-    if isl > 1:
-        trials.append((f"--isl {isl // 2} (a shorter prompt)", target, deployment, isl // 2))
-    found = []
-    for flag, trial_target, trial_deployment, trial_isl in trials:
-        trial_profiles = profiles
-        if profiles[0].kind == "prior":  # the trial's own prior: fp8 weights run on fp8 tensor cores
-            weights = trial_deployment.weight_dtype
-            trial_profiles = (
-                prior_profile(trial_target.target, weights),
-                datasheet_profile(trial_target.target, weights),
-            )
+        changes.append("--kv-dtype fp8")
+    changes.append(f"--target {2 * target.n_devices}x{target.target.id}")
+    return changes + ([shorter] if shorter else [])
+
+
+def shorter_prompt(isl: int) -> str | None:
+    """``mha plan``'s shorter-prompt change: half the prompt (None for a one-token prompt)."""
+    return f"--isl {isl // 2} (a shorter prompt)" if isl > 1 else None
+
+
+def trial_profiles(
+    target: ResolvedTarget, weight_dtype: str, profiles: tuple[DeviceProfile, DeviceProfile]
+) -> tuple[DeviceProfile, DeviceProfile]:
+    """The profiles a changed search runs on: the target's own priors for its weights (fp8 weights run on fp8 tensor
+    cores) when ``profiles`` are priors, else ``profiles`` (a measured profile stands)."""
+    if profiles[0].kind != "prior":
+        return profiles
+    return prior_profile(target.target, weight_dtype), datasheet_profile(target.target, weight_dtype)
+
+
+def found_pick(found: SearchResult) -> str:
+    """The pick of a search, in a way out's words: ``tp 1 x pp 1 x 2 replica(s) at 8 user(s) meets them (...)``."""
+    assert found.chosen is not None
+    c = found.candidates[found.chosen]
+    return (
+        f"{c.deployment.describe()} at {c.concurrency} user(s) meets them"
+        f" ({c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU)"
+    )
+
+
+def _plan_judge(
+    model: ModelSpec, model_id: str, target: ResolvedTarget, deployment: DeploymentSpec,
+    profiles: tuple[DeviceProfile, DeviceProfile], options: dict[str, object], client: ClientSpec | None,
+    slo_percentile: float,
+) -> Judge:  # fmt: skip
+    """A way out of ``mha plan``'s search as a user pasting it gets it: the search run again with its flags (the
+    simulated loop confirming the pick as before); passes when it picks a deployment."""
+
+    def judge(words: list[str]) -> Verdict:
+        updates = flag_updates(words, PLAN_FLAGS)
+        isl = int(updates.pop("isl", options["isl"]))  # type: ignore[call-overload]
         try:
-            candidates, _ = _search(
-                model, trial_target, trial_deployment, trial_profiles, isl=trial_isl, osl=osl, concurrency=concurrency,
-                ttft_ms=ttft_ms, itl_ms=itl_ms, rate=rate,
-            )  # fmt: skip
-        except MhaError:
-            continue
-        pick = _chosen(candidates)
-        if pick is not None and client is not None:
-            pick = confirm_by_simulation(
-                candidates, model, trial_deployment, trial_profiles[0], client, ttft_ms=ttft_ms, itl_ms=itl_ms,
-                slo_percentile=slo_percentile, layouts_tried=1,
-            )  # fmt: skip
-        if pick is not None:
-            c = candidates[pick]
-            d = c.deployment
-            found.append(
-                f"{flag}: {d.describe()} at {c.concurrency} user(s) meets them"
-                f" ({c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU)"
-            )
-    return found
+            trial_target = resolve_target_like(str(updates.pop("target", target.spec)), target)
+            trial = deployment.model_copy(update={**updates, "target": trial_target.spec})
+            found = search_deployments(
+                model, model_id, trial_target, trial, trial_profiles(trial_target, trial.weight_dtype, profiles),
+                **{**options, "isl": isl}, client=client, slo_percentile=slo_percentile, ways=no_ways,
+            )  # type: ignore[arg-type]  # fmt: skip
+        except MhaError as exc:
+            return Verdict(False, f"refused: {exc.message}", None, [])
+        if found.chosen is None:
+            return Verdict(False, "no pick", None, search_changes(trial_target, trial, shorter_prompt(isl)))
+        return Verdict(True, found_pick(found), None, [])
+
+    return judge
 
 
 def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec) -> dict[str, str]:
@@ -356,9 +385,11 @@ def search_deployments(
     rate: float | None = None,
     client: ClientSpec | None = None,
     slo_percentile: float = 99.0,
+    ways: Callable[[], list[WayOut]] | None = None,
 ) -> SearchResult:
     """Search ``target``'s deployments of ``model`` (see the module docstring); ``profiles`` = (profile, ceiling);
-    ``client``: confirm the pick in the simulated serving loop (``confirm_by_simulation``)."""
+    ``client``: confirm the pick in the simulated serving loop (``confirm_by_simulation``); ``ways``: the ways out
+    when nothing is picked (default: ``mha plan``'s, each searched again; ``no_ways`` in those searches)."""
     for name, value in (("--ttft-ms", ttft_ms), ("--itl-ms", itl_ms)):
         if value is not None and not value > 0:
             raise BadInputError(f"{name} must be greater than 0 (got {value:g})")
@@ -375,12 +406,21 @@ def search_deployments(
             slo_percentile=slo_percentile,
         )  # fmt: skip
     nearest = None if chosen is not None else _nearest_miss(candidates, ttft_ms, itl_ms)
-    ways = [] if chosen is not None else _ways_out(
-        model, target, deployment, profiles, **options, client=client, slo_percentile=slo_percentile
-    )  # fmt: skip
+    ways_out = []
+    if chosen is None and ways is not None:
+        ways_out = ways()
+    elif chosen is None:
+        judge = _plan_judge(model, model_id, target, deployment, profiles, options, client, slo_percentile)
+        changes = search_changes(target, deployment, shorter_prompt(isl))
+        ways_out = settle(changes, judge, PLAN_FLAGS, goal="meets the targets")
     launch = {} if chosen is None else launch_commands(model_id, candidates[chosen], deployment)
     return SearchResult(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, layouts=tried,
-        candidates=candidates, pareto=pareto_front(candidates), chosen=chosen, nearest_miss=nearest, ways_out=ways,
-        launch=launch,
+        candidates=candidates, pareto=pareto_front(candidates), chosen=chosen, nearest_miss=nearest,
+        ways_out=ways_out, launch=launch,
     )  # fmt: skip
+
+
+def no_ways() -> list[WayOut]:
+    """No ways out: a search run to judge one does not look for more."""
+    return []

@@ -18,9 +18,10 @@ Every KV figure comes from ``kv_footprint``, every parameter count from ``count_
 from __future__ import annotations
 
 from mha_cli.core.cost.latency import latency_or_none
-from mha_cli.core.fit import flag_fit
+from mha_cli.core.errors import MhaError
+from mha_cli.core.fit import flag_fit, with_layout_ways
 from mha_cli.core.kv import KvFootprint
-from mha_cli.core.memory import MemoryPlan
+from mha_cli.core.memory import LayoutError, MemoryPlan
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.recommend.context import Context
@@ -44,8 +45,8 @@ from mha_cli.core.roofline import estimate_roofline
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import counted
 from mha_cli.core.schemas import MhaConfig, ModelSpec
-from mha_cli.core.targets import bf16_notes
-from mha_cli.core.ways import FLAG_FIELDS, WayOut, flag_updates, reprice_all
+from mha_cli.core.targets import bf16_notes, resolve_target
+from mha_cli.core.ways import FLAG_FIELDS, Verdict, WayOut, accepted, flag_updates, settle, split_way
 from mha_cli.core.weight_bytes import model_weight_bytes
 
 __all__ = [
@@ -78,20 +79,39 @@ REQUEST_FLAGS: dict[str, tuple[str, type]] = {**FLAG_FIELDS, "--priority": ("pri
 """The request field each flag a way out names sets: the deployment's (same names on the request) and the priority."""
 
 
-def _rerun(request: RecommendRequest, words: list[str]) -> tuple[bool, str, int | None]:
+def pasted(request: RecommendRequest, words: list[str]) -> RecommendRequest:
+    """``request`` with the flags of a way out set, as the options would set them."""
+    return request.model_copy(update=flag_updates(words, REQUEST_FLAGS))
+
+
+def _rerun(request: RecommendRequest, words: list[str]) -> Verdict:
     """A way out as a user pasting it gets it: the recommender run again with its flags (it may place or shape the
-    design anew: the smallest tp that fits, another attention under --priority inference)."""
-    again = recommend(request.model_copy(update=flag_updates(words, REQUEST_FLAGS)), price_ways=False)
+    design anew: the smallest tp that fits, another attention under --priority inference); passes when the plan
+    fits, else carries the ways out from there."""
+    try:
+        again = recommend(pasted(request, words), price_ways=False)
+    except MhaError as exc:
+        return Verdict(False, f"refused: {exc.message}", None, [])
     label = next((a.label for a in again.alternatives if a.is_recommended), again.model.variant)
     plan = again.memory
     if plan is None:
-        return False, "no target to price it on", None
+        return Verdict(False, "no target to price it on", None, [])
     layout = f"tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
     figure = (
         f"{label} at {layout}: {counted(plan.max_sequences, 'sequence')} of {again.request.seq_len:,} tokens at once;"
         f" weights {format_bytes(plan.weight_bytes_per_device)} per device"
     )
-    return bool(again.fits), figure, plan.max_sequences
+    return Verdict(bool(again.fits), figure, plan.max_sequences, [way.text for way in again.ways_out])
+
+
+def _context(request: RecommendRequest) -> Context:
+    """``Context.of``; a --tp the target's devices refuse names the ways out that the recommender accepts."""
+    try:
+        return Context.of(request)
+    except LayoutError as exc:
+        assert request.tp is not None and request.target is not None
+        judge = accepted(lambda words: recommend(pasted(request, words), price_ways=False))
+        raise with_layout_ways(exc, resolve_target(request.target), request.tp, judge) from None
 
 
 def summarise(model: ModelSpec, total: int, active: int) -> ModelSummary:
@@ -113,8 +133,8 @@ def summarise(model: ModelSpec, total: int, active: int) -> ModelSummary:
 def recommend(request: RecommendRequest, *, config_path: str | None = None, price_ways: bool = True) -> RecommendResult:
     """Run the skill on ``request``: see the module docstring for the stages. ``config_path`` is where the
     config will be written (named in the testability hook's command); ``price_ways``: run the recommender again
-    with each way out's flags (``fits``, ``figure``; off in those runs themselves)."""
-    ctx = Context.of(request)
+    with each way out's flags and keep those that fit (``core.ways.settle``; off in those runs themselves)."""
+    ctx = _context(request)
     moe = MoeBudget.of(request)
     vocab, tied = vocab_for(moe.total if moe else request.params, request.vocab_size)
 
@@ -140,9 +160,8 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None, pric
         )
     latency = None if roofline is None or memory is None else latency_or_none(model, memory, ctx.deployment(chosen.tp))
     ways = flag_unfit(ctx, chosen, kv, memory, params.total)
-    rerun = (lambda words: _rerun(request, words)) if price_ways else None
-    ways_out = reprice_all(model, ctx.deployment(chosen.tp), ways, rerun=rerun) if price_ways else [
-        WayOut(text=text, change=text.split(" (")[0], fits=False, figure="not re-priced (a nested run)") for text in ways
+    ways_out = settle(ways, lambda words: _rerun(request, words), REQUEST_FLAGS) if price_ways else [
+        WayOut(text=text, change=split_way(text)[0], fits=False, figure="not run again (a nested run)") for text in ways
     ]  # fmt: skip
 
     init = init_plan(ctx, model)

@@ -222,7 +222,8 @@ class RecommendResult(Record):
     fits: bool | None
     """Whether weights and the batch's cache fit the target; None without a target."""
     ways_out: list[WayOut]
-    """When the plan does not fit: the changes that would make it fit, each re-priced (``core.ways``)."""
+    """When the plan does not fit: the changes that make it fit, each run through the recommender again before it
+    is kept (``core.ways.settle``; pairs when no single change does), or one ``none: ...`` entry."""
     warnings: list[str] = Field(default_factory=empty_list)
     """Warnings about the plan outside the rules: a bf16 plan on a target without bf16 (V100, T4)."""
     """What would make a plan that does not fit fit (flags as the options parse them)."""

@@ -1,0 +1,229 @@
+"""Every way out the tool prints is run again before it is printed (issue 38, item 5): pasted into the command that
+printed it, each one passes (fits, meets the targets, is accepted); a change that does not pass is never printed;
+pairs are offered when no single change passes; every flag named is one of that command's options."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+import typer.main
+
+from mha_cli.cli.app import app
+from mha_cli.core import fit
+from mha_cli.core.cost import search
+from mha_cli.core.cost.search import PLAN_FLAGS
+from mha_cli.core.errors import EXIT_BAD_INPUT
+from mha_cli.core.fit import with_layout_ways
+from mha_cli.core.memory import LayoutError
+from mha_cli.core.recommend import REQUEST_FLAGS
+from mha_cli.core.targets import resolve_target
+from mha_cli.core.ways import FLAG_FIELDS, MAX_PAIRS_SHOWN, MAX_PAIRS_TRIED, Verdict, settle
+
+
+def options_of(command: str) -> set[str]:
+    """The long option names ``mha COMMAND`` takes, read from its click parameters."""
+    params = typer.main.get_command(app).commands[command].params  # type: ignore[attr-defined]
+    return {name for param in params for name in param.opts if name.startswith("--")}
+
+
+def paste(args: list[str], change: str) -> list[str]:
+    """``args`` with the flags of ``change`` set, each replacing the same flag where it was given."""
+    words = shlex.split(change)
+    pasted = list(args)
+    for flag, value in zip(words[::2], words[1::2], strict=True):
+        if flag in pasted:
+            pasted[pasted.index(flag) + 1] = value
+        else:
+            pasted += [flag, value]
+    return pasted
+
+
+def assert_names_options(change: str, command: str) -> None:
+    """(c) every word of ``change`` in a flag's place is an option of ``command``."""
+    flags = shlex.split(change)[::2]
+    assert flags and set(flags) <= options_of(command), (change, command)
+
+
+# (c) the flag vocabularies the judges apply are options of the commands that print them ----------------------
+
+
+def test_every_flag_a_way_out_can_name_is_an_option_of_its_command():
+    assert set(FLAG_FIELDS) <= options_of("kv") and set(FLAG_FIELDS) <= options_of("check")
+    assert set(REQUEST_FLAGS) <= options_of("recommend")
+    assert set(PLAN_FLAGS) <= options_of("plan") and {"--target", "--tp"} <= options_of("plan")  # layout ways
+    assert "--isl" not in options_of("recommend")  # why recommend's search says --seq
+
+
+# (a) the three cases of the review, every printed way out pasted back ---------------------------------------
+
+SLO = ["recommend", "--params", "8B", "--seq", "128K", "--target", "h100", "--ttft-ms", "8000"]
+
+
+def test_recommend_search_ways_out_are_recommend_flags_that_give_a_pick(cli):
+    """The review's `--isl 65408`: recommend has no --isl; a shorter context is --seq, run through the recommender
+    and the search again."""
+    found = cli.json(*SLO)["deployment_search"]
+    assert found["chosen"] is None
+    ways = found["ways_out"]
+    assert [w["change"] for w in ways] == ["--target 2xh100-sxm", "--seq 65536"]
+    for way in ways:
+        assert way["fits"] and "meets them" in way["figure"]
+        assert_names_options(way["change"], "recommend")
+        again = cli.json(*paste(SLO, way["change"]))["deployment_search"]
+        assert again["chosen"] is not None, way
+        pick = again["candidates"][again["chosen"]]
+        assert f"at {pick['concurrency']} user(s)" in way["figure"], way  # the figure is what the rerun picks
+    out = cli.run(*SLO).stdout
+    assert "--isl" not in out and "--seq 65536 (a shorter context)" in out
+
+
+TP3 = ["plan", "llama-3-8b", "--target", "h100", "--tp", "3"]
+
+
+@pytest.mark.parametrize("args", [TP3, ["kv", "llama-3-8b", "--target", "h100", "--tp", "3"]], ids=["plan", "kv"])
+def test_a_refused_tp_names_only_targets_and_tps_that_are_accepted(cli, args):
+    """The review's `--target 3xh100-sxm`: 32 heads do not split over 3, so that target fails; what is named passes."""
+    refused = cli.run(*args)
+    assert refused.exit_code == EXIT_BAD_INPUT
+    line = refused.output.strip()
+    assert "must divide the 1 device(s)" in line and "3xh100" not in line
+    changes = re.search(r"use e\.g\. (.+)$", line).group(1).split(" or ")  # type: ignore[union-attr]
+    assert changes == ["--target 4xh100-sxm --tp 4", "--tp 1"]
+    for change in changes:
+        assert_names_options(change, args[0])
+        pasted = cli.run(*paste(args, change), "--json")
+        assert pasted.exit_code == 0, (change, pasted.output)
+    old_hint = cli.run(*paste(args, "--target 3xh100-sxm"))  # the control: what used to be suggested fails
+    assert old_hint.exit_code == EXIT_BAD_INPUT and "divisible by tp (3)" in old_hint.output
+
+
+MLA_671B = ["recommend", "--params", "671B", "--active-params", "37B", "--seq", "128K", "--batch", "32", "--target",
+            "8xh200", "--variant", "MLA"]  # fmt: skip
+
+
+def test_a_671b_mla_design_at_128k_x_32_gets_pairs_that_fit(cli):
+    """One change (fp8 weights) is not enough on 8 x H200; pairs are tried, and each printed one fits pasted."""
+    data = cli.json(*MLA_671B)
+    assert data["fits"] is False
+    fp8_alone = cli.json(*paste(MLA_671B, "--weight-dtype fp8"))
+    assert fp8_alone["fits"] is False  # why a pair is needed: 3 sequences of 32 fit at tp 8
+    assert fp8_alone["memory"]["max_sequences"] == 3
+    ways = data["ways_out"]
+    assert 1 <= len(ways) <= MAX_PAIRS_SHOWN
+    assert all(w["change"].startswith("--weight-dtype fp8 --") and "together" in w["text"] for w in ways)
+    assert {"--weight-dtype fp8 --batch 3", "--weight-dtype fp8 --kv-dtype fp8"} <= {w["change"] for w in ways}
+    for way in ways:
+        assert way["fits"] is True and len(shlex.split(way["change"])) == 4  # a pair: two flags
+        assert_names_options(way["change"], "recommend")
+        pasted = cli.json(*paste(MLA_671B, way["change"]))
+        assert pasted["fits"] is True, way
+        assert pasted["memory"]["max_sequences"] == way["max_sequences"], way
+
+
+PLAN_PAIR = ["plan", "llama-3-8b", "--target", "h100", "--isl", "130816", "--ttft-ms", "4000", "--closed-form"]
+
+
+def test_plan_search_offers_pairs_when_no_single_change_gives_a_pick(cli):
+    found = cli.json(*PLAN_PAIR)
+    assert found["chosen"] is None
+    for single in ("--weight-dtype fp8", "--kv-dtype fp8", "--target 2xh100-sxm", "--isl 65408"):
+        assert cli.json(*paste(PLAN_PAIR, single))["chosen"] is None, single  # none alone
+    ways = found["ways_out"]
+    assert [w["change"] for w in ways] == ["--weight-dtype fp8 --isl 65408", "--target 2xh100-sxm --isl 65408"]
+    for way in ways:
+        assert_names_options(way["change"], "plan")
+        again = cli.json(*paste(PLAN_PAIR, way["change"]))
+        assert again["chosen"] is not None, way
+
+
+def test_when_nothing_passes_the_one_line_says_what_was_tried(cli):
+    args = ["plan", "llama-3-8b", "--target", "h100", "--isl", "130816", "--ttft-ms", "2000", "--closed-form"]
+    [way] = cli.json(*args)["ways_out"]
+    assert way["fits"] is False and way["change"] == ""
+    assert way["text"] == (
+        "none: tried --weight-dtype fp8, --kv-dtype fp8, --target 2xh100-sxm, --isl 65408 alone and each with the"
+        " ways out from there; none meets the targets"
+    )
+
+
+# (b) controls: a change that does not pass is never printed ------------------------------------------------
+
+
+def test_a_generated_way_that_does_not_fit_is_not_printed(cli, monkeypatch):
+    args = ["kv", "llama-3-70b", "--seq", "32k", "--batch", "16", "--target", "h100"]
+    honest = cli.json(*args)["ways_out"]
+    generator = fit.ways_out
+
+    def with_a_bad_one(*given, **named):
+        return [*generator(*given, **named), "--batch 100000 (a way that cannot fit)"]
+
+    monkeypatch.setattr(fit, "ways_out", with_a_bad_one)
+    assert not cli.json(*args, "--batch", "100000")["memory"]["fits"]  # pasted, it does not fit
+    assert cli.json(*args)["ways_out"] == honest  # so it is filtered out
+    assert "100000" not in cli.run(*args).stdout
+
+
+def test_a_search_change_that_gives_no_pick_is_not_printed(cli, monkeypatch):
+    args = ["plan", "llama-3-8b", "--target", "h100", "--isl", "130816", "--ttft-ms", "5000", "--closed-form"]
+    honest = cli.json(*args)["ways_out"]
+    generator = search.search_changes
+    monkeypatch.setattr(search, "search_changes", lambda *a: [*generator(*a), "--isl 261632 (a longer prompt)"])
+    assert cli.json(*paste(args, "--isl 261632"))["chosen"] is None
+    assert cli.json(*args)["ways_out"] == honest
+
+
+def test_a_way_naming_a_flag_the_command_lacks_is_never_judged_or_printed():
+    calls = []
+
+    def judge(words: list[str]) -> Verdict:
+        calls.append(words)
+        return Verdict(True, "passes", None, [])
+
+    ways = settle(["--isl 65408 (a shorter prompt)", "--seq 65536 (a shorter context)"], judge, REQUEST_FLAGS)
+    assert [w.change for w in ways] == ["--seq 65536"] and calls == [["--seq", "65536"]]
+
+
+# settle on its own: pairs, their bound, the none line ---------------------------------------------------------
+
+
+def test_pairs_are_each_failed_change_with_the_ways_from_where_it_leads_and_bounded():
+    """A judge that passes only --a 1 with --b 2: the pair is found from the ways --a 1 leads to; a judge that passes
+    nothing stops after MAX_PAIRS_TRIED pairs."""
+    calls: list[list[str]] = []
+
+    def judge(words: list[str]) -> Verdict:
+        calls.append(words)
+        set_ = dict(zip(words[::2], words[1::2], strict=True))
+        ways = ["--b 2 (then)", "--a 3 (same flag: not a pair)", "none: nothing"] if set_ == {"--a": "1"} else []
+        return Verdict(set_ == {"--a": "1", "--b": "2"}, f"{len(set_)} set", 7, ways)
+
+    [pair] = settle(["--a 1 (first)", "--c 1 (second)"], judge, {"--a", "--b", "--c"})
+    assert (pair.change, pair.fits, pair.figure, pair.max_sequences) == ("--a 1 --b 2", True, "2 set", 7)
+    assert pair.text == "--a 1 --b 2 (together: --a 1 alone is not enough)"
+    assert calls == [["--a", "1"], ["--c", "1"], ["--a", "1", "--b", "2"]]
+
+    calls.clear()
+    others = [f"--f{i} 1" for i in range(20)]
+
+    def nothing_passes(words: list[str]) -> Verdict:
+        calls.append(words)
+        return Verdict(False, "no", None, others)
+
+    [none] = settle(["--x 1", "--y 1"], nothing_passes, {"--x", "--y", *(way.split()[0] for way in others)})
+    assert len(calls) == 2 + MAX_PAIRS_TRIED and none.fits is False
+    assert none.text == "none: tried --x 1, --y 1 alone and each with the ways out from there; none fits"
+    assert settle([], judge, {"--a"}) == []  # nothing to get out of
+
+
+def test_the_generators_none_line_is_kept_whole_and_a_refusal_nothing_fixes_says_so():
+    told = "none: even 8 x t4 has no room for any weight: the engine's own reserves exceed its share (by 1 GiB)"
+    [way] = settle([told], lambda words: Verdict(True, "never asked", None, []), FLAG_FIELDS)
+    assert (way.text, way.fits) == (told, False)  # an apostrophe in words, not flags: never split as a command
+    refused = LayoutError("tp (3) must divide the 1 device(s) of target 'h100'")
+    error = with_layout_ways(refused, resolve_target("h100"), 3, lambda words: Verdict(False, "no", None, []))
+    assert error.message == (
+        "tp (3) must divide the 1 device(s) of target 'h100'; none: tried --target 3xh100-sxm,"
+        " --target 4xh100-sxm --tp 4, --tp 1 alone; none is accepted"
+    )
