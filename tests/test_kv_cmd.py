@@ -199,9 +199,10 @@ def test_ways_out_price_windows_and_mla_fp8_exactly(cli):
     # The generator words it so; not enough alone, it is not printed (pasted, it does not fit).
     args = ["kv", "deepseek-v3", "--seq", "128k", "--batch", "64", "--target", "8xh200", "--weight-dtype", "fp8"]
     deployment = DeploymentSpec(seq_len=131072, batch=64, target="8xh200", weight_dtype="fp8")
-    assert "--kv-dtype fp8 (50% of this cache; not enough on its own)" in price_deployment(
-        load_source("deepseek-v3").model, deployment
-    ).ways
+    assert (
+        "--kv-dtype fp8 (50% of this cache; not enough on its own)"
+        in price_deployment(load_source("deepseek-v3").model, deployment).ways
+    )
     assert not any(w["change"] == "--kv-dtype fp8" for w in cli.json(*args)["ways_out"])
     assert cli.json(*args, "--kv-dtype", "fp8")["memory"]["fits"] is False
     # at batch 32 not enough alone, it fits with data-parallel attention: the replicas share the experts and each
