@@ -165,8 +165,8 @@ def test_chained_pipeline_stages_are_the_whole_decoder(model_type):
     """Two stages: the first holds the embedding side (token types, its norm, ELECTRA's projection), the second the
     head side (the transform); ModernBERT's second stage keeps its first layer's input norm. Each holds the weights
     ``stage_params`` says, and one rank of tp 1 all that ``count_params`` counts."""
+    from mha_cli.core.params import params_per_rank
     from mha_cli.core.pipeline import stage_layout, stage_params
-    from mha_cli.core.tensor_parallel import params_per_rank
     from mha_cli.nn import build_model
     from mha_cli.nn.pipeline import build_stage
     from mha_cli.nn.tensor_parallel import seeded_tensor

@@ -10,11 +10,11 @@ from mha_cli.core.cost.work import decode_shape, forward_ops
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import expert_layout, plan_memory
-from mha_cli.core.params import count_params
+from mha_cli.core.params import count_params, params_per_rank
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.targets import resolve_target
-from mha_cli.core.tensor_parallel import ExpertLayout, params_per_rank, tp_shard_problem
+from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
 
 MIXTRAL_TOTAL = 46_702_792_704
 """Mixtral-8x7B's parameters as its safetensors index sums them (46.7B)."""

@@ -173,3 +173,49 @@ def test_splits_follow_the_heads():
     assert tensors["model.embed_tokens.weight"].shape == (32064, 4096)  # 128256 padded to 64 (already is), / 4
     assert tensors["model.norm.weight"].split == "replicated"
     assert sum(t.numel for t in model_tensors(get_preset("llama-3-8b"))) == 8_030_261_248  # the model card's count
+
+
+def _all_specs() -> dict[str, ModelSpec]:
+    specs = {name: get_preset(name) for name in preset_names()}
+    return specs | {f"hf:{path.stem}": _fixture_spec(path) for path in FIXTURES}
+
+
+def test_the_grouped_inventory_counts_what_the_full_one_lists():
+    """``tensor_groups`` (each layer layout once, for counting) sums to ``model_tensors`` kind by kind, at tp 1
+    and 2, for every preset and fixture: a layer whose tensors the grouping key misses would break it."""
+    from mha_cli.core.inventory import tensor_groups
+
+    for name, spec in _all_specs().items():
+        for tp in (1, 2):
+            try:
+                full = model_tensors(spec, tp)
+            except BadInputError:
+                continue
+            grouped: dict[str, int] = {}
+            for group in tensor_groups(spec, tp):
+                for t in group.tensors:
+                    grouped[t.kind] = grouped.get(t.kind, 0) + t.numel * len(group.places)
+            listed_by_kind: dict[str, int] = {}
+            for t in full:
+                listed_by_kind[t.kind] = listed_by_kind.get(t.kind, 0) + t.numel
+            assert grouped == listed_by_kind, (name, tp)
+
+
+@pytest.mark.parametrize("fmt", ["fp8", "int8", "int4", "gptq-int4", "nf4"])
+def test_quantised_weights_weigh_between_their_bits_and_bf16(fmt):
+    """Every preset and fixture, tp 1 and 2: a linear-scope format's bytes lie between its nominal bits on every
+    weight and bf16 on every weight. Before the inventory, Jamba (MoE every other layer) priced its experts on
+    every layer: its int4 weights came to -26.7 GB and its fp8 weights to 15.4 GB of 103 GB in bf16."""
+    from mha_cli.core.params import params_per_rank
+    from mha_cli.core.weight_bytes import rank_weight_bytes
+    from mha_cli.core.weight_formats import weight_format
+
+    bits = weight_format(fmt).nominal_bits
+    for name, spec in _all_specs().items():
+        for tp in (1, 2):
+            try:
+                params = params_per_rank(spec, tp)
+            except BadInputError:
+                continue
+            weighed = rank_weight_bytes(spec, tp, fmt)
+            assert params * bits / 8 * 0.99 < weighed < rank_weight_bytes(spec, tp, "bf16"), (name, tp)

@@ -10,9 +10,9 @@ import pytest
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.hf_quantization import checkpoint_weight_format
+from mha_cli.core.params import matrices_per_rank, params_per_rank
 from mha_cli.core.presets import get_preset
 from mha_cli.core.sources import load_source
-from mha_cli.core.tensor_parallel import matrices_per_rank, params_per_rank
 from mha_cli.core.weight_bytes import model_weight_bytes, rank_weight_bytes
 from mha_cli.core.weight_formats import normalise_weight_format, weight_format
 

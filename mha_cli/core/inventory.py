@@ -43,14 +43,16 @@ Split = Literal["column", "kv_heads", "row", "fused_halves", "vocab", "replicate
 TensorKind = Literal[
     "embedding", "position", "token_type", "embedding_norm", "embedding_projection",
     "attention", "attention_gate", "sink", "qk_norm", "latent", "indexer",
-    "norm", "mlp", "activation", "router", "expert", "shared_expert", "mixer",
+    "norm", "mlp", "activation", "router", "moe_norm", "expert", "shared_expert", "mixer",
     "head", "head_transform",
 ]  # fmt: skip
-"""What a tensor is. ``attention``: q/k/v/o and MLA's projections; ``latent``: MLA's latent norms; ``expert``: the
-routed experts (one fused tensor per layer); ``shared_expert``: the shared experts and Qwen2-MoE's gate."""
+"""What a tensor is. ``attention``: q/k/v/o and MLA's projections; ``latent``: MLA's latent norms; ``router``: an
+MoE router and Qwen2-MoE's gate of the shared expert; ``moe_norm``: A.X K1's norm of the MoE block's output;
+``expert``: the routed experts (one fused tensor per layer); ``shared_expert``: the shared experts, fused into one
+MLP."""
 
-MATRIX_KINDS = frozenset({"attention", "attention_gate", "mlp", "expert", "shared_expert", "embedding_projection"})
-"""Kinds whose 2-D (or per-expert 3-D) weights are linear layers' matrices, what a quantised format quantises."""
+ATTENTION_KINDS = frozenset({"attention", "attention_gate", "sink", "qk_norm", "latent", "indexer"})
+"""The kinds of one attention layer's weights (``ParamBreakdown.attention_per_layer``)."""
 
 
 class Tensor(NamedTuple):
@@ -73,9 +75,10 @@ class Tensor(NamedTuple):
         return math.prod(self.shape)
 
     @property
-    def is_matrix(self) -> bool:
-        """A linear layer's weight matrix (not a bias, norm, router or table): what ``linear``-scope formats cover."""
-        return self.kind in MATRIX_KINDS and len(self.shape) >= 2 and not self.name.endswith("bias")
+    def part(self) -> str:
+        """The tensor's own name within its module, e.g. ``q_proj`` for ``model.layers.3.self_attn.q_proj.weight``."""
+        parts = self.name.split(".")
+        return parts[-2] if parts[-1] in ("weight", "bias") and len(parts) > 1 else parts[-1]
 
 
 class _Ranks(NamedTuple):
@@ -100,6 +103,33 @@ def model_tensors(
     (default: every expert's width split over the tp ranks). Raises ``BadInputError`` when ``tp`` does not shard
     the model or ``rank`` is not one of its ranks."""
     return [t for layer in _layer_range(spec) for t in tensors_of(spec, layer, tp, rank, vocab_padding, experts)]
+
+
+class Group(NamedTuple):
+    """Tensors that recur alike: the input side, the layers that share one layout, or the output side."""
+
+    tensors: list[Tensor]
+    """Those of the group's first place (its names)."""
+    places: list[int | None]
+    """The layers (0-based) holding the same shapes, kinds and splits; ``[None]`` and ``[-1]`` for the sides."""
+
+
+def tensor_groups(
+    spec: ModelSpec, tp: int = 1, rank: int = 0, *, vocab_padding: int | None = None,
+    experts: ExpertLayout | None = None,
+) -> list[Group]:  # fmt: skip
+    """``model_tensors`` without the per-layer copies, for counting: each distinct layer layout listed once, with
+    the layers that have it (a layer's tensors depend only on whether it is a mixer layer, an MoE layer, the first
+    (its input norm) or the last (GPT-NeoX-Japanese's o bias))."""
+    ranks = _ranks(spec, tp, rank, vocab_padding, experts)
+    layouts: dict[tuple[bool, bool, bool, bool], Group] = {}
+    for i in range(spec.n_layers):
+        layout = (spec.layer_kind(i) == "linear", spec.is_moe_layer(i), i == 0, i == spec.n_layers - 1)
+        if layout not in layouts:
+            layouts[layout] = Group(list(_layer(spec, i, ranks)), [])
+        layouts[layout].places.append(i)
+    sides = Group(list(_input_side(spec, ranks)), [None]), Group(list(_output_side(spec, ranks)), [-1])
+    return [sides[0], *layouts.values(), sides[1]]
 
 
 def _layer_range(spec: ModelSpec) -> list[int | None]:
@@ -150,7 +180,7 @@ def _norm(spec: ModelSpec, name: str, width: int, layer: int | None, kind: Tenso
 
 def _input_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
     """The token embedding (the rank's vocabulary rows), learned positions and token types, the embedding
-    projection (ELECTRA) and the embedding norm (BLOOM, BERT)."""
+    projection (ELECTRA) and the embedding norm (BLOOM, BERT): what a first pipeline stage holds."""
     width = spec.embedding_size or spec.d_model
     yield Tensor("model.embed_tokens.weight", (ranks.vocab_rows, width), "embedding", "vocab", None)
     if spec.position_embeddings:
@@ -161,16 +191,15 @@ def _input_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
     if spec.embedding_size is not None:
         yield Tensor("model.embed_project.weight", (spec.d_model, width), "embedding_projection", "replicated", None)
         yield Tensor("model.embed_project.bias", (spec.d_model,), "embedding_projection", "replicated", None)
+    if spec.embedding_norm:
+        yield from _norm(spec, "model.embed_norm", width, None, "embedding_norm", weights=True)
 
 
 def _output_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
-    """The final norm, the embedding norm, the LM head (the rank's vocabulary rows; a bias of its own when tied,
-    CTRL's) and BERT's head transform."""
+    """The final norm, the LM head (the rank's vocabulary rows; a bias of its own when tied, CTRL's) and BERT's
+    head transform: what a last pipeline stage holds."""
     if spec.final_norm:
         yield from _norm(spec, "model.norm", spec.d_model, None)
-    if spec.embedding_norm:
-        yield from _norm(spec, "model.embed_norm", spec.embedding_size or spec.d_model, None, "embedding_norm",
-                         weights=True)  # fmt: skip
     head_width = spec.lm_head_size or spec.embedding_size or spec.d_model
     if not spec.tied_embeddings:
         yield Tensor("lm_head.weight", (ranks.vocab_rows, head_width), "head", "vocab", None)
@@ -304,7 +333,7 @@ def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor
     moe, d = spec.moe, spec.d_model
     assert moe is not None
     if moe.output_norm:
-        yield Tensor(f"{prefix}.post_mlp_layernorm.weight", (d,), "norm", "replicated", i)
+        yield Tensor(f"{prefix}.post_mlp_layernorm.weight", (d,), "moe_norm", "replicated", i)
     yield Tensor(f"{prefix}.gate.weight", (moe.n_experts, d), "router", "replicated", i)
     if moe.router_bias:
         yield Tensor(f"{prefix}.gate.bias", (moe.n_experts,), "router", "replicated", i)
@@ -323,7 +352,7 @@ def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor
         name = f"{prefix}.shared_expert" if moe.shared_expert_gate else f"{prefix}.shared_experts"
         yield from _mlp(spec, name, i, shared // ranks.tp, True, False, "shared_expert")
         if moe.shared_expert_gate:
-            yield Tensor(f"{prefix}.shared_expert_gate.weight", (1, d), "shared_expert", "replicated", i)
+            yield Tensor(f"{prefix}.shared_expert_gate.weight", (1, d), "router", "replicated", i)
 
 
 # Fixed-state mixers -----------------------------------------------------------------------------------------------
@@ -374,7 +403,7 @@ def _mixer(state: RecurrentSpec, d: int, prefix: str, i: int) -> Iterator[Tensor
             yield vector("b_layernorm.weight", state.state_dim)
             yield vector("c_layernorm.weight", state.state_dim)
     elif kind == "mamba2":
-        inner = state.n_heads * state.head_dim
+        inner = state.conv_dim - 2 * state.n_groups * state.state_dim  # the conv runs over x, B and C
         yield from linear("in_proj", inner + state.conv_dim + state.n_heads, d, state.in_proj_bias)
         yield from conv("conv1d", state.conv_dim, state.has_conv_bias)
         yield vector("dt_bias", state.n_heads)

@@ -10,15 +10,11 @@ device's ranks do (``core.tensor_parallel``). ``verify --pp`` builds and measure
 """
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.params import count_params, embedding_side_params, head_side_params
+from mha_cli.core.inventory import tensor_groups
+from mha_cli.core.params import group_params
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
-from mha_cli.core.tensor_parallel import (
-    built_vocab_padding,
-    embedding_params_per_rank,
-    params_per_rank,
-    vocab_rows_per_rank,
-)  # fmt: skip
+from mha_cli.core.tensor_parallel import built_vocab_padding
 
 
 class StageLayout(Record):
@@ -89,17 +85,13 @@ def stage_params(model: ModelSpec, layout: StageLayout, tp: int = 1) -> int:
     on the first stage, of the final norm and head on the last (a tied head counted again on a last stage that is
     not also the first); the vocabulary padded as the torch decoder builds it (``built_vocab_padding``)."""
     stage = stage_model(model, layout)
-    padding = built_vocab_padding(tp)
-    final_norm = count_params(stage).final_norm  # replicated on every rank
-    layers = params_per_rank(stage, tp, padding) - embedding_params_per_rank(stage, tp, padding) - final_norm
-    rows = vocab_rows_per_rank(model.vocab_size, tp, padding)
-    width = model.embedding_size or model.d_model  # ELECTRA's, RemBERT's narrower tables
-    held = layers
+    groups = tensor_groups(stage, tp, vocab_padding=built_vocab_padding(tp))
+    inputs, outputs = groups[0], groups[-1]
+    held = sum(group_params(group, tp) * len(group.places) for group in groups[1:-1])
     if layout.embedding:  # the tables, BERT's token types, an embedding norm and projection
-        held += (rows + model.position_embeddings + model.token_type_embeddings) * width
-        held += embedding_side_params(model)
-    if layout.head:  # the final norm, BERT's head transform, the head's bias
-        held += final_norm + head_side_params(model) + (rows if model.lm_head_bias else 0)
-        if not model.tied_embeddings or not layout.embedding:
-            held += rows * (model.lm_head_size or width)  # the untied head, or the tied head's copy of the embedding
+        held += group_params(inputs)
+    if layout.head:  # the final norm, the untied head and its bias, BERT's head transform
+        held += group_params(outputs)
+        if model.tied_embeddings and not layout.embedding:  # the tied head's copy of the embedding
+            held += next(t.numel for t in inputs.tensors if t.kind == "embedding")
     return held

@@ -23,7 +23,7 @@ from typing import Literal
 
 from mha_cli.core.kv import KvFootprint, tokens_held
 from mha_cli.core.memory import MemoryPlan
-from mha_cli.core.params import ParamBreakdown, mlp_params
+from mha_cli.core.params import ParamBreakdown
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.targets import ResolvedTarget
@@ -106,7 +106,7 @@ def params_read(model: ModelSpec, params: ParamBreakdown, tokens: int) -> tuple[
     moe = model.moe
     if moe is None or params.n_moe_layers == 0:
         return float(dense_read), None
-    per_expert = mlp_params(model.d_model, moe.d_ff_expert, model.mlp, moe.expert_bias)
+    per_expert = params.expert_params
     touched = experts_touched(moe.n_experts, moe.n_active_experts, tokens)
     untouched = params.n_moe_layers * (moe.n_experts - touched) * per_expert
     return dense_read - untouched, touched

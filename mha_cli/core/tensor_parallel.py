@@ -1,4 +1,4 @@
-"""What one tensor-parallel rank holds: its share of every weight (Megatron-style layout).
+"""The tensor-parallel layout's rules: which heads, widths, vocabulary rows and experts one rank holds.
 
 The layout (vLLM's, Megatron's) splits the matrices that carry heads or MLP
 width and replicates everything else:
@@ -18,27 +18,17 @@ width and replicates everything else:
 - learned positions and every norm: replicated.
 
 This module is the one owner of that rule: which heads split or replicate (``tp_split_problem``,
-``kv_heads_per_rank``, ``kv_head_range``), the vocabulary's rows (``vocab_rows_per_rank``), the weights a rank
-holds (``params_per_rank``) and its matrices (``matrices_per_rank``). The KV cache (``core.kv``), the memory plan,
-the roofline, ``verify``'s plan and ``nn``'s modules and shards read it. At tp = 1 (no padding) the count equals
-``core.params.count_params(model).total``. Pure Python.
+``kv_heads_per_rank``, ``kv_head_range``), the vocabulary's rows (``vocab_rows_per_rank``), the experts' layout
+(``ExpertLayout``) and whether a tp shards a model at all (``tp_shard_problem``). The weight inventory
+(``core.inventory``) applies it tensor by tensor; the counts (``core.params``), the KV cache (``core.kv``), the
+memory plan, ``verify``'s plan and ``nn``'s modules read it. Pure Python.
 """
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.params import (
-    activation_params,
-    count_params,
-    embedding_side_params,
-    head_side_params,
-    indexer_params,
-    mlp_params,
-    norm_params,
-    qk_norm_params,
-)
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 
 
@@ -103,23 +93,6 @@ def built_vocab_padding(tp: int) -> int:
     return VOCAB_PADDING if tp > 1 else 1
 
 
-def embedding_params_per_rank(model: ModelSpec, tp: int, padding: int = VOCAB_PADDING) -> int:
-    """Token embedding + LM head (one matrix when tied; its bias split as its rows) + learned positions and token
-    types (replicated) on one rank, with the embedding norm, projection and head transform (replicated)."""
-    rows = vocab_rows_per_rank(model.vocab_size, tp, padding)
-    width = model.embedding_size or model.d_model  # ELECTRA's, RemBERT's narrower tables
-    head = 0 if model.tied_embeddings else rows * (model.lm_head_size or width)
-    tables = rows * width + head + (model.position_embeddings + model.token_type_embeddings) * width
-    return tables + (rows if model.lm_head_bias else 0) + embedding_side_params(model) + head_side_params(model)
-
-
-def width_per_rank(width: int, tp: int, what: str) -> int:
-    """``width / tp``; raises ``BadInputError`` quoting the values when ``tp`` does not divide it."""
-    if width % tp:
-        raise BadInputError(f"{what} ({width}) must be divisible by tp ({tp}): pick a tp that divides it")
-    return width // tp
-
-
 class ExpertLayout(NamedTuple):
     """How one MoE layer's routed experts spread over ranks: over ``ranks`` of them (tp, within one replica; tp x dp
     when data-parallel ranks share the experts, as vLLM runs an MoE model with ``--data-parallel-size``), each rank
@@ -175,159 +148,3 @@ def tp_shard_problem(model: ModelSpec, tp: int, experts: ExpertLayout | None = N
                 " a tp and replica count whose product divides it, or whole experts per rank (--expert-parallel)"
             )
     return None
-
-
-def attention_params_per_rank(model: ModelSpec, tp: int) -> int:
-    """Weights (and biases) of one attention layer on one rank."""
-    d = model.d_model
-    heads = width_per_rank(model.n_heads, tp, "n_heads")
-    o_bias = d if model.o_bias else 0  # replicated, added once after the all-reduce
-    qk_norm = qk_norm_params(model)  # replicated (a whole-projection norm too: every rank needs every head's share)
-    if model.mla is not None:
-        mla = model.mla
-        q_out = heads * mla.qk_head_dim
-        # direct projection split by heads; or a replicated down projection and norm, then a split up projection
-        q = d * q_out if mla.q_lora_rank is None else d * mla.q_lora_rank + mla.q_lora_rank + mla.q_lora_rank * q_out
-        kv_down = d * (mla.kv_lora_rank + mla.qk_rope_head_dim) + mla.kv_lora_rank  # replicated, with its norm
-        kv_up = mla.kv_lora_rank * heads * (mla.qk_nope_head_dim + mla.v_head_dim)
-        o = heads * mla.v_head_dim * d
-        q_bias = q_out if model.qkv_bias else 0
-        indexer = indexer_params(model)  # replicated: every rank scores every key
-        return q + kv_down + kv_up + o + q_bias + o_bias + qk_norm + indexer
-    kv_heads = kv_heads_per_rank(model, tp)
-    q_width = heads * model.dim_per_head
-    kv_width = kv_heads * model.dim_per_head
-    q_out = 2 * q_width if model.attn_output_gate else q_width  # Qwen3-Next: q_proj also emits the gate, by head
-    weights = d * q_out + 2 * d * kv_width + q_width * d
-    biases = q_out + 2 * kv_width if model.qkv_bias else 0
-    sinks = heads if model.attn_sinks else 0  # split with the query heads
-    gate = {None: 0, "head": d * heads, "element": d * q_width}[model.attn_softplus_gate]  # split with them too
-    return weights + biases + o_bias + qk_norm + sinks + gate
-
-
-def mlp_params_per_rank(model: ModelSpec, tp: int, moe_layer: bool, experts: ExpertLayout | None = None) -> int:
-    """One layer's MLP on one rank: a dense MLP, or its routed experts (``experts``' layout), the shared experts'
-    tp share and the replicated router."""
-    d = model.d_model
-    if not moe_layer:
-        width = width_per_rank(model.d_ff, tp, "d_ff")
-        return mlp_params(d, width, model.mlp, model.mlp_bias) + activation_params(model)  # xIELU's, replicated
-    assert model.moe is not None
-    moe, layout = model.moe, _experts(tp, experts)
-    if not layout.whole:
-        width_per_rank(moe.d_ff_expert, layout.ranks, "d_ff_expert")  # raises when the ranks do not divide it
-    expert = mlp_params(d, expert_width_per_rank(model, layout), model.mlp, moe.expert_bias)
-    shared_width = width_per_rank(moe.d_ff_shared or moe.d_ff_expert, tp, "d_ff_shared")
-    shared = mlp_params(d, shared_width, model.mlp, moe.expert_bias)
-    router = d * moe.n_experts + (d if moe.shared_expert_gate else 0)  # replicated, with Qwen2-MoE's shared gate
-    router += moe.n_experts if moe.router_bias else 0  # gpt-oss's router bias, replicated
-    router += d if moe.output_norm else 0  # A.X K1's output norm, replicated
-    return local_experts(model, layout) * expert + moe.n_shared_experts * shared + router
-
-
-def params_per_rank(
-    model: ModelSpec, tp: int, vocab_padding: int = VOCAB_PADDING, experts: ExpertLayout | None = None
-) -> int:
-    """Every weight one rank of ``tp`` holds (replicated parts counted on every rank); the vocabulary padded to a
-    multiple of ``vocab_padding`` (vLLM's 64 by default; 1 for the checkpoint's own count); the routed experts in
-    ``experts``' layout (default: sharded over the tp ranks); a fixed-state mixer's weights split evenly over the
-    ranks (rounded up; which of its parts an engine replicates is not modelled).
-
-    Raises ``BadInputError`` when ``tp`` does not split the heads or the MLP widths.
-    """
-    problem = tp_shard_problem(model, tp, experts)
-    if problem is not None:
-        raise BadInputError(problem)
-    norm = norm_params(model)
-    n_moe = model.n_moe_layers
-    n_dense = model.n_layers - n_moe
-    whole = count_params(model)
-    mixers = whole.n_mixer_layers * -(-whole.mixer_per_layer // tp)  # split evenly, rounded up
-    attention = whole.n_attention_layers * attention_params_per_rank(model, tp)
-    mlps = n_dense * mlp_params_per_rank(model, tp, False)
-    if n_moe:
-        mlps += n_moe * mlp_params_per_rank(model, tp, True, experts)
-    norms = model.n_layers * model.n_norms_per_layer * norm + whole.final_norm
-    norms -= 0 if model.first_input_norm else norm  # ModernBERT's decoder: layer 0 without its input norm
-    return attention + mixers + mlps + norms + embedding_params_per_rank(model, tp, vocab_padding)
-
-
-def weight_params_per_device(
-    model: ModelSpec, tp: int, vocab_padding: int = VOCAB_PADDING, experts: ExpertLayout | None = None
-) -> int:
-    """Weights one device of a ``tp``-rank group holds as a serving engine loads them: this layout's per-rank count
-    (embedding and LM head split by the padded vocabulary; norms, routers and MLA down projections whole on every
-    rank) when ``tp`` shards the model, else (heads or widths that ``tp`` does not divide: a layout nobody builds)
-    the total split evenly, rounded up."""
-    if tp_shard_problem(model, tp, experts) is None:
-        return params_per_rank(model, tp, vocab_padding, experts)
-    return -(-count_params(model).total // tp)
-
-
-MatrixKind = Literal["attention", "mlp", "expert"]
-
-
-class Matrix(NamedTuple):
-    """``count`` weight matrices of ``out_features`` x ``in_features`` on one rank (no biases, norms or routers)."""
-
-    kind: MatrixKind
-    """``attention`` (q/k/v/o and MLA's projections), ``mlp`` (dense MLPs, shared experts) or ``expert`` (routed)."""
-    out_features: int
-    in_features: int
-    count: int
-
-
-def _mlp_matrices(d: int, width: int, gated: bool, count: int, kind: MatrixKind = "mlp") -> list[Matrix]:
-    """gate and up (or up alone) column-parallel, down row-parallel, at the rank's ``width``."""
-    return [Matrix(kind, width, d, count * (2 if gated else 1)), Matrix(kind, d, width, count)]
-
-
-def matrices_per_rank(model: ModelSpec, tp: int, experts: ExpertLayout | None = None) -> list[Matrix]:
-    """Every linear layer's weight matrix one rank of ``tp`` holds, in this module's layout (what quantised formats
-    quantise; embeddings, head, norms, biases and routers are the rest of ``params_per_rank``); the routed experts
-    in ``experts``' layout. Attention's matrices on the layers that attend; a fixed-state mixer's weights are left
-    to the rest (priced unquantised)."""
-    problem = tp_shard_problem(model, tp, experts)
-    if problem is not None:
-        raise BadInputError(problem)
-    d, layers = model.d_model, model.n_layers
-    attending = layers - model.count_layers("linear")
-    heads = model.n_heads // tp
-    if model.mla is not None:
-        mla = model.mla
-        attention = [
-            Matrix("attention", mla.kv_lora_rank + mla.qk_rope_head_dim, d, attending),  # kv down, replicated
-            Matrix("attention", heads * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank, attending),
-            Matrix("attention", d, heads * mla.v_head_dim, attending),
-        ]
-        if mla.q_lora_rank is None:
-            attention.append(Matrix("attention", heads * mla.qk_head_dim, d, attending))
-        else:
-            attention += [
-                Matrix("attention", mla.q_lora_rank, d, attending),  # q down, replicated
-                Matrix("attention", heads * mla.qk_head_dim, mla.q_lora_rank, attending),
-            ]
-    else:
-        q_width = heads * model.dim_per_head
-        kv_width = kv_heads_per_rank(model, tp) * model.dim_per_head
-        q_out = 2 * q_width if model.attn_output_gate else q_width
-        attention = [
-            Matrix("attention", q_out, d, attending),
-            Matrix("attention", kv_width, d, 2 * attending),
-            Matrix("attention", d, q_width, attending),
-        ]
-        if model.attn_softplus_gate is not None:  # Laguna's g_proj: a gate per head or per element
-            gate_width = heads if model.attn_softplus_gate == "head" else q_width
-            attention.append(Matrix("attention", gate_width, d, attending))
-    gated = model.mlp == "gated"
-    n_moe = 0 if model.moe is None else max(0, layers - model.moe.n_dense_layers)
-    mlps = _mlp_matrices(d, model.d_ff // tp, gated, layers - n_moe) if layers > n_moe else []
-    if model.moe is not None and n_moe:
-        moe = model.moe
-        layout = _experts(tp, experts)
-        width, count = expert_width_per_rank(model, layout), n_moe * local_experts(model, layout)
-        mlps += _mlp_matrices(d, width, gated, count, "expert")
-        if moe.n_shared_experts:
-            shared = (moe.d_ff_shared or moe.d_ff_expert) // tp
-            mlps += _mlp_matrices(d, shared, gated, n_moe * moe.n_shared_experts)
-    return attention + mlps

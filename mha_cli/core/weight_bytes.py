@@ -1,6 +1,6 @@
 """Bytes of the weights one tensor-parallel rank holds in a weight format (``core.weight_formats``).
 
-The matrices a format covers (``core.tensor_parallel.matrices_per_rank``: linear layers, or only the routed
+The matrices a format covers (``core.params.matrices_per_rank``: linear layers, or only the routed
 experts for mxfp4) are priced matrix by matrix with their scales; every other weight of the rank (embedding and LM head
 rows, norms, biases, routers) stays bf16. Formats that cover everything (fp32, fp16, bf16) price every weight
 alike. Pure Python.
@@ -9,16 +9,9 @@ alike. Pure Python.
 from __future__ import annotations
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.params import count_params
+from mha_cli.core.params import Matrix, count_params, matrices_per_rank, weight_params_per_device
 from mha_cli.core.schemas import ModelSpec
-from mha_cli.core.tensor_parallel import (
-    VOCAB_PADDING,
-    ExpertLayout,
-    Matrix,
-    matrices_per_rank,
-    tp_shard_problem,
-    weight_params_per_device,
-)
+from mha_cli.core.tensor_parallel import VOCAB_PADDING, ExpertLayout, tp_shard_problem
 from mha_cli.core.weight_formats import WeightFormat, weight_format
 
 UNQUANTISED_BYTES = 2

@@ -22,7 +22,8 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
-from mha_cli.core.tensor_parallel import built_vocab_padding, params_per_rank
+from mha_cli.core.params import params_per_rank
+from mha_cli.core.tensor_parallel import built_vocab_padding
 from mha_cli.nn.device import synchronize
 from mha_cli.nn.tensor_parallel import seeded_shard, seeded_tensor
 from mha_cli.parallel.faults import requested_fault

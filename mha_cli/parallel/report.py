@@ -64,7 +64,7 @@ class TpRank(BaseModel):
     measured_weight_bytes: int
     """nbytes of the rank's parameters (the built stack)."""
     predicted_weight_bytes: int
-    """core.tensor_parallel.params_per_rank of the built stack x bytes per value."""
+    """core.params.params_per_rank of the built stack x bytes per value."""
     decode_ms: float
     """Median decode step on this rank (ms)."""
     allreduce_ms: float

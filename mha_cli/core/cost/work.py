@@ -5,7 +5,7 @@ A step runs ``new_tokens`` tokens for each of ``sequences`` sequences that alrea
 figure is per rank, and per instance of an operation (``Op.count`` instances per step), so a rate that depends on
 size (a small matrix does not saturate memory bandwidth) is looked up at the instance's size.
 
-- **matmul**: every linear layer of the rank (``core.tensor_parallel.matrices_per_rank``), its weight bytes in the
+- **matmul**: every linear layer of the rank (``core.params.matrices_per_rank``), its weight bytes in the
   weight format (scales included) plus the activations in and out; 2 x tokens x out x in FLOPs. An MoE layer reads
   only the routed experts its tokens pick (``experts_touched``), in one grouped matmul per layer (the fused-MoE
   kernel's: its bytes the touched experts' together), each expert over its share of the tokens. The LM head runs
@@ -29,16 +29,10 @@ count is measured where it matters: ``verify`` counts the operators it dispatche
 from typing import Literal, NamedTuple
 
 from mha_cli.core.kv import kv_footprint, tokens_held
+from mha_cli.core.params import Matrix, matrices_per_rank
 from mha_cli.core.roofline import attention_pair_flops, experts_touched
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
-from mha_cli.core.tensor_parallel import (
-    ExpertLayout,
-    Matrix,
-    local_experts,
-    matrices_per_rank,
-    tp_shard_problem,
-    vocab_rows_per_rank,
-)
+from mha_cli.core.tensor_parallel import ExpertLayout, local_experts, tp_shard_problem, vocab_rows_per_rank
 from mha_cli.core.weight_bytes import UNQUANTISED_BYTES
 from mha_cli.core.weight_formats import weight_format
 
@@ -140,7 +134,7 @@ def _matmul_kernels(model: ModelSpec, matrix: Matrix) -> float:
     up in one (half each), routed experts inside the fused-MoE kernels (``MOE_ROUTING_KERNELS``)."""
     if matrix.kind == "expert":
         return 0.0
-    if model.mla is None and matrix.kind == "attention" and matrix.count == 2 * model.n_layers:  # k and v
+    if model.mla is None and matrix.part == "kv":  # k and v: inside q's fused projection
         return 0.0
     gated_in = model.mlp == "gated" and matrix.kind == "mlp" and matrix.in_features == model.d_model
     return 0.5 if gated_in else 1.0
