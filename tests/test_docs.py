@@ -1,5 +1,5 @@
-"""The docs cannot drift: every generated block of ``docs/`` is what the code generates today, and every link
-resolves."""
+"""The docs cannot drift: every generated block of ``docs/`` is what the code generates today, and the README stays
+short, keeps CI's set-up commands and links only to pages that exist."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from mha_cli.core.markdown import read_block, replace_block
 from mha_cli.core.record import Record
 from tests.conftest import REPO
 
+README = REPO / "README.md"
+README_MAX_LINES = 200
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#([^)\s]*))?\)")
 """A Markdown link: its target and its #anchor (empty when it has none)."""
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
@@ -130,7 +132,20 @@ def test_generating_the_docs_does_not_import_torch():
     assert result.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("page", sorted((REPO / "docs").rglob("*.md")), ids=lambda p: p.name)
+def test_readme_is_short():
+    lines = README.read_text(encoding="utf-8").count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines: move detail to docs/ (at most {README_MAX_LINES})"
+
+
+def test_readme_keeps_the_commands_ci_runs():
+    text = README.read_text(encoding="utf-8")
+    setup = 'python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e ".[dev]"'
+    assert text.count(setup) == 2
+    assert ".venv/bin/python -m pytest\n" in text
+    assert ".venv/bin/mha recommend --params 7B --seq 8192 --target a100\n" in text
+
+
+@pytest.mark.parametrize("page", [README, *sorted((REPO / "docs").rglob("*.md"))], ids=lambda p: p.name)
 def test_every_relative_link_resolves(page):
     links = [(t, a) for t, a in LINK.findall(page.read_text(encoding="utf-8")) if not re.match(r"[a-z]+:", t)]
     missing = [t for t, _ in links if not (page.parent / t).exists()]
@@ -143,3 +158,9 @@ def test_anchors_are_read_as_github_writes_them(tmp_path):
     page = tmp_path / "p.md"
     page.write_text("# Measured on this project's CPU\n```\n# not a heading\n```\n## `mha kv` JSON keys\n")
     assert anchors(page) == {"measured-on-this-projects-cpu", "mha-kv-json-keys"}
+
+
+def test_readme_links_into_docs():
+    targets = [target for target, _ in LINK.findall(README.read_text(encoding="utf-8"))]
+    assert {"docs/supported.md", "docs/how-numbers-are-computed.md", "docs/validation.md"} <= set(targets)
+    assert all((README.parent / t).is_file() for t in targets if t.startswith("docs/"))
