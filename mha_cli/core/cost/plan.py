@@ -26,8 +26,8 @@ from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
 
 
 class ServingPlan(ServingPrediction):
-    """A deployment's predicted serving figures (top level, as scripts read them: the README lists the keys), with
-    the engine's memory plan on one device."""
+    """A deployment's predicted serving figures (top level, as scripts read them: docs/commands/plan.md lists the
+    keys), with the engine's memory plan on one device."""
 
     model_name: str
     target_id: str
