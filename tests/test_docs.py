@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from mha_cli.cli import docs_gen
 from mha_cli.cli.docs_gen import REGENERATE, command_tree, json_keys_table, stale_blocks
@@ -164,3 +165,15 @@ def test_readme_links_into_docs():
     targets = [target for target, _ in LINK.findall(README.read_text(encoding="utf-8"))]
     assert {"docs/supported.md", "docs/how-numbers-are-computed.md", "docs/validation.md"} <= set(targets)
     assert all((README.parent / t).is_file() for t in targets if t.startswith("docs/"))
+
+
+def test_every_docs_page_is_in_the_site_navigation():
+    """`mkdocs build --strict` (CI) checks links and anchors; a page missing from the nav would only be a note."""
+
+    def pages(nav) -> list[str]:
+        items = nav if isinstance(nav, list) else list(nav.values())
+        return [page for item in items for page in (pages(item) if not isinstance(item, str) else [item])]
+
+    nav = pages(yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))["nav"])
+    on_disk = sorted(path.relative_to(REPO / "docs").as_posix() for path in (REPO / "docs").rglob("*.md"))
+    assert sorted(nav) == on_disk
