@@ -1,5 +1,5 @@
 """Property-based tests over the CLI and the parsers (bounded: a few seconds). The longer release run is
-``python benchmarks/fuzz_cli.py --examples 2000`` (README, "Fuzzing"), with the same generator and checks."""
+``python benchmarks/fuzz_cli.py --examples 2000`` (docs/input-limits.md), with the same generator and checks."""
 
 from __future__ import annotations
 

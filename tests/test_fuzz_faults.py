@@ -1,5 +1,5 @@
 """Faults of the environment and of the input that used to end in exit 70 or a traceback: each is one line and a
-documented exit code (README, "Exit codes"); an ``--out`` write is whole or absent, its temporary file always removed."""
+documented exit code (docs/exit-codes.md); an ``--out`` write is whole or absent, its temporary file always removed."""
 
 from __future__ import annotations
 

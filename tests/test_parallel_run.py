@@ -109,7 +109,7 @@ def test_weights_per_rank_hand_count(tp4_reports):
 
 
 def test_torchrun_entry_prints_the_json_keys(tmp_path):
-    """The entry torchrun starts (as the README shows): tp = WORLD_SIZE = 2, KV heads split; rank 0 prints."""
+    """The entry torchrun starts (docs/commands/verify.md): tp = WORLD_SIZE = 2, KV heads split; rank 0 prints."""
     config = tmp_path / "tiny.yaml"
     config.write_text(CONFIG)
     torchrun = [

@@ -5,9 +5,9 @@ to calibrate, each with its threshold:
 
 - **the held-out check**: measured / predicted of the decoder the profile was not fitted on (decode and prefill)
   must lie within ``CHECK_BAND``, 1/1.5 to 1.5 (a factor of 1.5 either way). Quiet runs on this 2-core CPU have
-  landed within 0.79-1.46 (``benchmarks/verify_predictions.py``, ``benchmarks/calibrate_stability.py``; README), and
-  the priors' own bands on GPUs are 9-47%: a profile that misses its held-out decoder by more than 1.5x is worse
-  than the band any of them carries.
+  landed within 0.79-1.46 (``benchmarks/verify_predictions.py``, ``benchmarks/calibrate_stability.py``;
+  docs/validation.md), and the priors' own bands on GPUs are 9-47%: a profile that misses its held-out decoder by
+  more than 1.5x is worse than the band any of them carries.
 - **spread**: every rate is the median of ``PASSES`` interleaved passes (``calibrate.run``); at each size (and
   shape), the slowest pass over the fastest is that rate's spread. Of 5 passes the fastest and the slowest bound the
   median with 94% confidence whatever the noise's distribution (1 - 2 / 2^5), so the spread is how well the median

@@ -33,7 +33,7 @@ def stdout_console() -> Console:
     class TableConsole(Console):
         def on_broken_pipe(self) -> None:
             """The reader went away (`mha targets | head -1`): stop quietly with exit 0, as with --json
-            (rich's own handler would exit 1, which the README reserves for failed checks)."""
+            (rich's own handler would exit 1, which docs/exit-codes.md reserves for failed checks)."""
             self.quiet = True
             discard_stdout()
             raise SystemExit(EXIT_BROKEN_PIPE)

@@ -37,10 +37,15 @@ class CheckResult(Record):
     ``strict``, any warning fires)."""
 
     source: str
+    """SOURCE as given: a preset name or a file's path."""
     source_kind: str
+    """``preset``, ``config`` (our config file) or ``hf-config`` (a Hugging Face config.json)."""
     assumptions: list[str]
+    """Defaults the importer assumed for fields a config.json leaves out."""
     model: ModelSpec
+    """The design as read (the config file's ``model`` section; ``mha schema`` describes it)."""
     deployment: DeploymentSpec
+    """The deployment judged: the file's, with the options given on the command line."""
     context_from: str
     """Where the context length the rules used came from."""
     deployment_warnings: list[str]
@@ -49,17 +54,25 @@ class CheckResult(Record):
     explicit_variant: str | None
     """The variant the config file's notes say was asked for explicitly (``explicit: variant X``), if any."""
     total_params: int
+    """Parameters of the whole model."""
     weight_bytes: int
+    """Bytes of those weights in the deployment's weight format (scales included)."""
     kv: KvFootprint
+    """The KV cache at the judged context and batch, as ``mha kv --json`` gives it."""
     memory: MemoryPlan | None
+    """The memory plan on ``--target`` (as ``mha kv --json``'s ``memory``); None without a target."""
     findings: list[Finding]
+    """Every rule that fired on the design, in the order it fired."""
     rules_fired: list[str]
+    """The fired rules' ids, in the same order."""
     errors: int
     """Findings of severity hard."""
     warnings: int
+    """Findings of severity warning."""
     strict: bool
     """Whether warnings fail the check too (``--strict``)."""
     passed: bool
+    """False when a hard rule is broken (or, with ``strict``, any warning fired): the exit code is then 1."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -1,4 +1,4 @@
-"""User-facing errors and every exit code the tool uses (README, "Exit codes").
+"""User-facing errors and every exit code the tool uses (docs/exit-codes.md).
 
 Every error the core raises for bad input is an ``MhaError``: the CLI prints its message as one
 line and exits with its ``exit_code``; the last three codes are set by the CLI's error handler.

@@ -190,13 +190,6 @@ def report_header(
     )
 
 
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    """A GitHub markdown table; numeric-looking columns stay as given."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
 def new_figure(n_panels: int, *, width: float = 5.0, height: float = 3.8) -> tuple[Figure, list]:
     """A figure with ``n_panels`` side by side, drawn by the Agg backend (no display needed)."""
     from matplotlib.figure import Figure

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mha_cli.core.markdown import markdown_table
 from mha_cli.core.rules.catalog import HEAD_DIM_FLOOR
-from mha_cli.experiments.common import markdown_table, report_header
+from mha_cli.experiments.common import report_header
 from mha_cli.experiments.heads_models import HeadsPoint, HeadsResult
 from mha_cli.experiments.seeds import SeedSpread, clearly_below
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mha_cli.experiments.common import markdown_table, report_header
+from mha_cli.core.markdown import markdown_table
+from mha_cli.experiments.common import report_header
 from mha_cli.experiments.mla_models import MlaResult, MlaRow
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from mha_cli.core.kv import kv_footprint
+from mha_cli.core.markdown import markdown_table
 from mha_cli.core.params import attention_params, count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
@@ -28,7 +29,6 @@ from mha_cli.experiments.common import (
     command_line,
     count_unit,
     deterministic_run,
-    markdown_table,
     new_figure,
     progress_bar,
     report_header,

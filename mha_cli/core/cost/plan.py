@@ -28,8 +28,8 @@ from mha_cli.core.ways import accepted, flag_updates
 
 
 class ServingPlan(ServingPrediction):
-    """A deployment's predicted serving figures (top level, as scripts read them: the README lists the keys), with
-    the engine's memory plan on one device."""
+    """A deployment's predicted serving figures (top level, as scripts read them: docs/commands/plan.md lists the
+    keys), with the engine's memory plan on one device."""
 
     model_name: str
     target_id: str

@@ -43,7 +43,7 @@ class Candidate(ServingPlan):
 
 
 class SearchResult(Record):
-    """Every candidate, the Pareto front, the pick and how to launch it (the README lists the keys)."""
+    """Every candidate, the Pareto front, the pick and how to launch it (docs/commands/plan.md lists the keys)."""
 
     model_name: str
     target: str

@@ -78,7 +78,7 @@ class Uncertainty(Record):
 
 
 class ServingPrediction(Record):
-    """One deployment's predicted latency and throughput (the README lists the keys scripts rely on)."""
+    """One deployment's predicted latency and throughput (docs/commands/plan.md lists the keys scripts rely on)."""
 
     deployment: Deployment
     batching: Batching

@@ -46,7 +46,7 @@ class BudgetLine(Record):
 
 
 class EnginePlan(Record):
-    """What the serving engine allocates on one rank of one replica (the README lists the keys scripts rely on)."""
+    """What the serving engine allocates on one rank of one replica (docs/commands/kv.md lists the keys)."""
 
     name: EngineName
     total_memory_bytes: int

@@ -11,8 +11,11 @@ class Finding(Record):
     """One firing of one rule."""
 
     id: str
+    """The rule's id in the catalog (``MHA091``); ``mha skill`` prints every rule."""
     name: str
+    """The rule's short name (``no-wide-mha-at-long-context``)."""
     topic: Topic
+    """What the rule is about (``shape``, ``heads``, ``variant``, ``deployment``, ``refusal``, ``lint``, ...)."""
     severity: Severity
     """This firing's severity: the rule's own unless the firing was downgraded (see ``Trace.fire``)."""
     message: str

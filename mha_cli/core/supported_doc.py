@@ -1,0 +1,157 @@
+"""The tables of ``docs/supported.md``, generated from the registries the commands read.
+
+Targets (``core.targets``), serving engines and their defaults (``core.engine.settings``), KV-cache and weight
+formats (``core.dtypes``, ``core.weight_formats``), model presets (``core.presets``) and decoder families
+(``core.families.support``). Each table is a block of the page that ``python -m mha_cli.cli.docs_gen`` rewrites and
+``tests/test_docs.py`` compares, so a new target, format, preset or family shows up in the page or fails the test.
+Pure Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mha_cli.core import dtypes, weight_formats
+from mha_cli.core.cost.priors import MIN_GPU_FIGURES, band, fitted_constants
+from mha_cli.core.engine.settings import ENGINE_ALIASES, resolve_settings
+from mha_cli.core.families.support import family_support
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.markdown import cell, markdown_table
+from mha_cli.core.params import count_params
+from mha_cli.core.presets import checkpoint_weights, get_preset, preset_names
+from mha_cli.core.quantities import format_count
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.targets import ALIASES, load_targets
+
+ENGINE_EXAMPLE_TARGETS = ("h100-sxm", "a100-80gb", "rtx-4090")
+"""GPUs on which the engines' defaults are shown: they differ by device memory (and vLLM treats the A100 apart)."""
+
+
+def _aliases_of(name: str, aliases: dict[str, str]) -> str:
+    return ", ".join(f"`{alias}`" for alias, target in aliases.items() if target == name and alias != name)
+
+
+def targets_table() -> str:
+    """Every row of the hardware database, with the aliases that name it and its cost-model band."""
+    per_gpu = fitted_constants()["holdout"].get("per_gpu", {})
+    rows = []
+    for target in load_targets().values():
+        own = per_gpu.get(target.id, {}).get("figures", 0) >= MIN_GPU_FIGURES
+        bf16 = f"{target.bf16_tflops_dense:g}" + ("" if target.bf16_native else " (fp16)")
+        rows.append(
+            [
+                f"`{target.id}`" + (" !" if target.uncertain else ""),
+                cell(target.name),
+                f"{target.torch_memory_gib:.2f}" + ("" if target.device_memory_measured else " ~"),
+                f"{target.memory_bandwidth_gbs:g}",
+                bf16,
+                f"{target.fp8_tflops_dense:g}" if target.fp8_tflops_dense else "-",
+                f"±{band(target.id):.0%}" + (" (own)" if own else ""),
+                _aliases_of(target.id, ALIASES),
+            ]
+        )
+    header = ["id", "name", "memory GiB", "GB/s", "bf16 TFLOP/s", "fp8 TFLOP/s", "prior's band", "aliases"]
+    return markdown_table(header, rows)
+
+
+def engines_table() -> str:
+    """Each engine's names and the defaults it takes on a few GPUs when no option sets them."""
+    targets = load_targets()
+    rows = []
+    for engine in dict.fromkeys(ENGINE_ALIASES.values()):
+        names = ", ".join(f"`{alias}`" for alias, name in ENGINE_ALIASES.items() if name == engine)
+        for target_id in ENGINE_EXAMPLE_TARGETS:
+            settings = resolve_settings(DeploymentSpec(engine=engine), targets[target_id], 1)
+            rows.append(
+                [
+                    f"`{engine}`",
+                    names,
+                    f"`{target_id}`",
+                    f"{settings.utilisation:g}",
+                    f"{settings.max_num_batched_tokens:,}",
+                    f"{settings.max_num_seqs:,}",
+                    str(settings.block_size),
+                ]
+            )
+    header = ["engine", "`--engine`", "GPU", "memory share", "tokens per step", "sequences per step", "block tokens"]
+    return markdown_table(header, rows)
+
+
+def kv_formats_table() -> str:
+    """The KV-cache formats with their bytes and scales."""
+    built = set(dtypes.BUILDABLE)
+    rows = [
+        [
+            f"`{fmt.name}`",
+            f"{fmt.bits}",
+            cell(fmt.description),
+            _aliases_of(fmt.name, dtypes.DTYPE_ALIASES),
+            "yes" if fmt.name in built else "no (priced only)",
+        ]
+        for fmt in [*dtypes.FORMATS.values(), *dtypes.KV_ONLY_FORMATS.values()]
+    ]
+    return markdown_table(["`--kv-dtype`", "bits a value", "stored", "aliases", "built in torch"], rows)
+
+
+def weight_formats_table() -> str:
+    """The weight formats with the weights they cover and what they store."""
+    covers = {"all": "every weight", "linear": "linear layers", "experts": "routed experts"}
+    rows = [
+        [
+            f"`{fmt.name}`",
+            f"{fmt.nominal_bits:.3g}",
+            covers[fmt.scope],
+            cell(fmt.description),
+            _aliases_of(fmt.name, weight_formats.WEIGHT_ALIASES),
+        ]
+        for fmt in weight_formats.FORMATS.values()
+    ]
+    return markdown_table(["`--weight-dtype`", "bits a weight", "covers", "stored", "aliases"], rows)
+
+
+def presets_table() -> str:
+    """Every model preset: its family, shape, parameters, bf16 cache per token and the checkpoint's weight format."""
+    rows = []
+    for name in preset_names():
+        model = get_preset(name)
+        kv = kv_footprint(model, seq_len=1)
+        heads = f"{model.n_heads}/{model.n_kv_heads}" if model.n_kv_heads is not None else f"{model.n_heads}/latent"
+        rows.append(
+            [
+                f"`{name}`",
+                f"`{model.family}`",
+                model.variant,
+                format_count(count_params(model).total),
+                f"{model.d_model} x {model.n_layers}",
+                heads,
+                f"{model.context_length:,}" if model.context_length else "-",
+                f"{kv.bytes_per_token:,}",
+                f"{kv.state_bytes_per_seq:,}" if kv.state_bytes_per_seq else "-",
+                checkpoint_weights(name) or "bf16",
+                cell(model.source or ""),
+            ]
+        )
+    header = ["preset", "family", "variant", "params", "width x layers", "heads / KV", "context",
+              "KV B / token (bf16)", "state B / seq", "weights", "source"]  # fmt: skip
+    return markdown_table(header, rows)
+
+
+def families_table() -> str:
+    """The support matrix of ``mha families``, one row per ``model_type``."""
+    rows = []
+    for row in family_support():
+        decoder = "not built" if not row.built else f"{len(row.differences)} listed" if row.differences else "-"
+        equal = "-" if row.equal_to_transformers is None else "block" if "block" in row.equal_to_transformers else "yes"
+        rows.append([f"`{row.model_type}`", cell(row.priced), decoder, equal, cell(row.verify)])
+    return markdown_table(["model_type", "priced", "decoder differs", "equal to transformers", "mha verify"], rows)
+
+
+SUPPORTED_BLOCKS: dict[str, Callable[[], str]] = {
+    "targets": targets_table,
+    "engines": engines_table,
+    "kv-formats": kv_formats_table,
+    "weight-formats": weight_formats_table,
+    "presets": presets_table,
+    "families": families_table,
+}
+"""The generated blocks of ``docs/supported.md``, by name."""
