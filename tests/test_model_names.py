@@ -9,6 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mha_cli.core.errors import EXIT_BAD_INPUT
 from mha_cli.core.preset_ids import PRESET_IDS, checkpoint_id, id_for_short_name, preset_for_id
@@ -192,8 +194,8 @@ def test_launch_lines_never_name_a_config_files_stem(cli, tmp_path):
     assert no_weights["launch"]["vllm"].startswith(f"vllm serve {PLACEHOLDER} ")
     assert f"{folder} holds no weights" in no_weights["launch_note"]
     (folder / "model-00001-of-00004.safetensors").write_bytes(b"")
-    for given in (folder, folder / "config.json"):
-        with_weights = launch(cli, str(given))
+    for typed in (folder, folder / "config.json"):
+        with_weights = launch(cli, str(typed))
         assert (
             with_weights["launch"]["vllm"].startswith(f"vllm serve {folder} ") and with_weights["launch_note"] is None
         )
@@ -231,3 +233,27 @@ def test_verify_builds_a_model_named_by_its_id(cli, hub):
     data = json.loads(result.stdout)
     assert data["source_kind"] == "hf-cache" and data["passed"]
     assert data["measured_cache_bytes"] == 64 * 2 * (2 * 2 * 8 * 4)  # tokens x layers x (K, V x 2 heads x 8 x fp32)
+
+
+ID_TEXT = st.one_of(
+    st.text(max_size=60),
+    st.from_regex(r"[A-Za-z0-9_.\-]{1,12}/[A-Za-z0-9_.\-]{1,12}(@[A-Za-z0-9_.\-/]{0,12})?", fullmatch=True),
+    st.sampled_from(["acme/Tiny", "acme/Tiny@v2", "acme/Tiny@refs/pr/1", "acme/Tiny@" + "a" * 40, "a/" + "b" * 96]),
+)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(text=ID_TEXT)
+def test_any_name_resolves_or_is_refused_in_one_short_line(hub, text):
+    from mha_cli.core.errors import BadInputError
+    from mha_cli.core.sources import load_source
+
+    if not (hub / "models--acme--Tiny").exists():
+        add_snapshot(hub, "acme/Tiny", {"config.json": config("qwen3-8b")}, refs=("main", "v2", "refs/pr/1"))
+    try:
+        loaded = load_source(text)
+    except BadInputError as exc:
+        assert "\n" not in exc.message and len(exc.message) <= 1000, exc.message
+    else:
+        assert loaded.kind in ("preset", "hf-cache", "hf-config", "config")

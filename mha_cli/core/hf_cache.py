@@ -18,10 +18,14 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+from mha_cli.core.errors import one_line
+
 _REPO_PART = r"\w(?:[\w.-]{0,94}\w)?"
 """One part of a repo id: letters, digits, ``_``, ``-``, ``.``, at most 96, starting and ending with a letter, digit
 or ``_`` (huggingface_hub's ``validate_repo_id``)."""
 _HF_ID = re.compile(rf"(?P<repo>{_REPO_PART}/{_REPO_PART})(?:@(?P<revision>\w[\w.-]*(?:/\w[\w.-]*)*))?", re.ASCII)
+MAX_REVISION = 96
+"""The longest revision taken (a commit hash is 40 characters); a longer one is not read as an id."""
 PATH_SUFFIXES = (".json", ".yaml", ".yml")
 """A name ending so is a config file's path, not a model id (``configs/llama.yaml``)."""
 DOWNLOAD_TOOL = "hf download"
@@ -49,7 +53,9 @@ def parse_hf_id(text: str) -> HfId | None:
     if match is None or text.lower().endswith(PATH_SUFFIXES):
         return None
     repo, revision = match["repo"], match["revision"]
-    if "--" in repo or ".." in repo or repo.endswith(".git") or (revision is not None and ".." in revision):
+    if "--" in repo or ".." in repo or repo.endswith(".git"):
+        return None
+    if revision is not None and (".." in revision or len(revision) > MAX_REVISION):
         return None
     return HfId(repo, revision)
 
@@ -82,6 +88,10 @@ def repo_folder(repo: str) -> str:
     return "models--" + repo.replace("/", "--")
 
 
+HELD_SHOWN = 4
+"""The most cached revisions an error line names."""
+
+
 class CachedFile(NamedTuple):
     """A file of a cached snapshot (``path``), or None with ``missing``: what the cache lacked, for an error line."""
 
@@ -94,18 +104,29 @@ def find_cached(hf_id: HfId, filename: str = "config.json", cache: Path | None =
     """``filename`` of ``hf_id``'s snapshot in the hub cache (``hub_cache()`` unless ``cache`` is given)."""
     folder = (hub_cache().folder if cache is None else cache) / repo_folder(hf_id.repo)
     revision = hf_id.revision or "main"
-    if not folder.is_dir():
-        return CachedFile(None, None, f"no {folder.name}")
+    name, shown_revision = one_line(folder.name, 100), one_line(revision, 60)
+    if not _is_folder(folder):
+        return CachedFile(None, None, f"no {name}")
     commit = _ref(folder / "refs" / revision) or revision
     snapshot = folder / "snapshots" / commit
-    if not snapshot.is_dir():
+    if not _is_folder(snapshot):
         cached = sorted(_names(folder / "refs")) or [p.name[:8] for p in _entries(folder / "snapshots")]
-        held = f" (it holds {', '.join(cached)})" if cached else ""
-        return CachedFile(None, None, f"{folder.name} has no snapshot of {revision}{held}")
+        more = f" and {len(cached) - HELD_SHOWN} more" if len(cached) > HELD_SHOWN else ""
+        listed = ", ".join(one_line(ref, 40) for ref in cached[:HELD_SHOWN])
+        held = f" (it holds {listed}{more})" if cached else ""
+        return CachedFile(None, None, f"{name} has no snapshot of {shown_revision}{held}")
     path = snapshot / filename
     if not path.is_file():
-        return CachedFile(None, commit, f"the snapshot {commit[:8]} of {revision} has no {filename}")
+        return CachedFile(None, commit, f"the snapshot {commit[:8]} of {shown_revision} has no {filename}")
     return CachedFile(path, commit, "")
+
+
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder; False also when it cannot be looked at (a name too long, no permission)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _ref(path: Path) -> str | None:

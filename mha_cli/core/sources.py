@@ -95,7 +95,7 @@ def _load_hf_id(hf_id: HfId) -> ModelSource:
         why = f"{hf_id} is not in the Hugging Face cache ({shown_path(cache.folder)}): priced as preset {preset}"
         return _preset(str(hf_id), preset, served, why)
     raise BadInputError(
-        f"{hf_id} is not in the Hugging Face cache: {found.missing} in {shown_path(cache.folder)} ({cache.chosen_by})."
+        f"{one_line(str(hf_id), 100)} is not in the Hugging Face cache: {found.missing} in {shown_path(cache.folder)} ({cache.chosen_by})."
         f" Get its config with `{hf_id.download_command()}`, or give a config.json or model folder; nothing is"
         " downloaded"
     )
