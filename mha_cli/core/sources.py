@@ -92,12 +92,15 @@ def _load_hf_id(hf_id: HfId) -> ModelSource:
     cache = hub_cache()
     preset = preset_for_id(hf_id.repo)
     if preset is not None:
-        why = f"{hf_id} is not in the Hugging Face cache ({shown_path(cache.folder)}): priced as preset {preset}"
+        why = (
+            f"{hf_id} is not in the Hugging Face cache ({found.missing} in {shown_path(cache.folder)}): priced as"
+            f" preset {preset}"
+        )
         return _preset(str(hf_id), preset, served, why)
     raise BadInputError(
-        f"{one_line(str(hf_id), 100)} is not in the Hugging Face cache: {found.missing} in {shown_path(cache.folder)} ({cache.chosen_by})."
-        f" Get its config with `{hf_id.download_command()}`, or give a config.json or model folder; nothing is"
-        " downloaded"
+        f"{one_line(str(hf_id), 100)} is not in the Hugging Face cache: {found.missing} in"
+        f" {shown_path(cache.folder)} ({cache.chosen_by}). Get its config with `{hf_id.download_command()}`, or give"
+        " a config.json or model folder; nothing is downloaded"
     )
 
 
