@@ -20,6 +20,7 @@ RUN = (
 FAST = [
     ["--help"],
     ["kv", "llama-3-8b", "--json"],
+    ["kv", "meta-llama/Llama-3.1-8B", "--json"],  # an id: the Hugging Face cache, then the preset
     ["kv", "llama-3-8b", "--target", "a100"],
     ["targets", "--json"],
     ["presets", "--json"],

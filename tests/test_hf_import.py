@@ -18,6 +18,7 @@ SAME_MODEL = {
     "gemma-2-9b": "gemma-2-9b",
     "gpt2": "gpt2",
     "llama-2-7b": "llama-2-7b",
+    "llama-3.1-8b": "llama-3.1-8b",
     "llama-3.1-70b": "llama-3.1-70b",
     "llama-3.2-1b": "llama-3.2-1b",
     "mistral-7b-v0.1": "mistral-7b-v0.1",

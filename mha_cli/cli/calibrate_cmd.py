@@ -57,7 +57,7 @@ def calibrate(
         str | None,
         typer.Option(
             "--model",
-            help="With --from: the model the runs served (preset, config file, config.json).",
+            help="With --from: the model the runs served (a preset, Hugging Face id, model folder or config file).",
             show_default=False,
         ),
     ] = None,

@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 
 def _names(loaded: ModelSource) -> set[str]:
     """What a result file may call the model: its name, its folder, its Hugging Face id (last part), lowercased."""
-    from mha_cli.cli.plan_cmd import model_id
+    from mha_cli.core.served_model import PLACEHOLDER
 
     origin = Path(loaded.origin)
-    names = {loaded.model.name, origin.stem, model_id(loaded)}
+    names = {loaded.model.name, origin.stem} | ({loaded.served.model} - {PLACEHOLDER})
     if origin.name == "config.json":
         names.add(origin.parent.name)
     return {_short(name) for name in names if name}

@@ -19,6 +19,7 @@ from mha_cli.cli.options import (
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
     SeqOpt,
+    SourceArg,
     TargetOpt,
     TpOpt,
     UtilisationOpt,
@@ -37,9 +38,7 @@ StrictOpt = Annotated[bool, typer.Option("--strict", help=f"Exit {EXIT_CHECK_FAI
 
 
 def check(
-    source: Annotated[
-        str, typer.Argument(help="Our config file, a Hugging Face config.json, or a preset (mha presets).")
-    ],
+    source: SourceArg,
     seq: SeqOpt = None,
     target: TargetOpt = None,
     batch: BatchOpt = None,

@@ -15,6 +15,7 @@ from mha_cli.cli.options import (
     MlaCacheOpt,
     PlotOpt,
     ProfileOpt,
+    SourceArg,
     SourceBatchOpt,
     SourceSeqOpt,
     StateConventionOpt,
@@ -44,9 +45,7 @@ if TYPE_CHECKING:
 
 def kv(
     ctx: typer.Context,
-    source: Annotated[
-        str, typer.Argument(help="A preset (mha presets), our config file, or a Hugging Face config.json.")
-    ],
+    source: SourceArg,
     seq: SourceSeqOpt = None,
     batch: SourceBatchOpt = None,
     kv_dtype: KvDtypeOpt = None,

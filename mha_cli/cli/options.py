@@ -8,6 +8,11 @@ from typing import Annotated
 import typer
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+SOURCE_HELP = (
+    "A preset (mha presets), a Hugging Face id (org/name or org/name@revision: its config.json from the local Hugging"
+    " Face cache, else the preset for it), a model folder or its config.json, or our config file (mha recommend --out)."
+)
+SourceArg = Annotated[str, typer.Argument(help=SOURCE_HELP, show_default=False)]
 SeqOpt = Annotated[
     str | None,
     typer.Option(

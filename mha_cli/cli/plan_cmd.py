@@ -23,6 +23,7 @@ from mha_cli.cli.options import (
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
     ProfileOpt,
+    SourceArg,
     TtftOpt,
     UtilisationOpt,
     WeightDtypeOpt,
@@ -32,7 +33,7 @@ from mha_cli.cli.options import (
 from mha_cli.cli.output import Output
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.sources import ModelSource, load_source
+from mha_cli.core.sources import load_source
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,7 +58,7 @@ def _count(value: int, what: str, high: int) -> int:
 
 
 def plan(
-    source: Annotated[str, typer.Argument(help="A preset, our config file, or a Hugging Face config.json.")],
+    source: SourceArg,
     target: Annotated[str, typer.Option("--target", help="Hardware: an id or alias, or N x one (8xh100).")],
     isl: Annotated[int, typer.Option("--isl", help="Prompt tokens per request.")] = 1024,
     osl: Annotated[int, typer.Option("--osl", help="Output tokens per request.")] = 256,
@@ -229,7 +230,7 @@ def plan(
         from mha_cli.core.cost.search import search_deployments
 
         found = search_deployments(
-            loaded.model, model_id(loaded), resolved, deployment, (chosen, ceiling), isl=isl, osl=osl,
+            loaded.model, loaded.served, resolved, deployment, (chosen, ceiling), isl=isl, osl=osl,
             concurrency=concurrency, ttft_ms=ttft_ms, itl_ms=itl_ms, rate=rate, client=client,
             slo_percentile=slo_percentile,
         )  # fmt: skip
@@ -306,17 +307,6 @@ def resolved_cpu(resolved: ResolvedTarget, profile: DeviceProfile) -> ResolvedTa
 
     row = this_cpu(profile.weight_bandwidth.peak / 1e9, profile.matmul.peak / 1e12)
     return resolved.model_copy(update={"target": row})
-
-
-def model_id(loaded: ModelSource) -> str:
-    """What a serving engine loads: the Hugging Face id a preset names, the folder holding a config.json (where its
-    weights sit beside it), else the name of our config file's model."""
-    source = loaded.model.source or ""
-    if loaded.kind == "preset" and source.endswith(" config.json") and "/" in source:
-        return source.removesuffix(" config.json")
-    if loaded.kind == "hf-config" and Path(loaded.origin).name == "config.json":
-        return str(Path(loaded.origin).parent)
-    return loaded.model.name
 
 
 def render_plan(console: Console, result: ServingPlan) -> None:
@@ -449,6 +439,8 @@ def render_search(console: Console, result: SearchResult) -> None:
             )
         for engine, line in result.launch.items():
             console.print(f"  {engine}: {escape(line)}")
+        if result.launch_note:
+            console.print(f"  [dim]note: {escape(result.launch_note)}[/dim]")
     else:
         console.print("[bold red]no deployment meets the targets[/bold red]")
         if result.nearest_miss is not None:

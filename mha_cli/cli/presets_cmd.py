@@ -1,4 +1,5 @@
-"""``mha presets``: the public models ``mha kv`` and ``mha verify`` accept by name."""
+"""``mha presets``: the public models ``mha kv`` and ``mha verify`` accept by name, and the Hugging Face ids each
+answers to (``core.preset_ids``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from mha_cli.cli.options import JsonOpt
 from mha_cli.cli.output import Output
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.params import count_params
+from mha_cli.core.preset_ids import ids_of
 from mha_cli.core.presets import get_preset, preset_names
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.record import Record
@@ -25,6 +27,8 @@ class PresetRow(Record):
     bf16_bytes_per_token: int
     bf16_state_bytes_per_seq: int
     """Fixed state per sequence of linear-attention / state-space layers (0 for pure attention models)."""
+    hf_ids: list[str]
+    """The Hugging Face ids the preset stands for when their config.json is not cached, its own checkpoint's first."""
 
 
 class PresetList(Record):
@@ -43,6 +47,7 @@ def presets(json: JsonOpt = False) -> None:
                 total_params=count_params(model).total,
                 bf16_bytes_per_token=kv.bytes_per_token,
                 bf16_state_bytes_per_seq=kv.state_bytes_per_seq,
+                hf_ids=ids_of(name),
             )
         )
     Output(json).emit(PresetList(presets=rows), render_presets)
@@ -97,7 +102,8 @@ def render_presets(console: Console, result: PresetList) -> None:
     narrow = "" if wide else f"; d_model and head_dim: `mha presets --json` or a terminal of {NARROW_COLUMNS}+ columns"
     console.print(
         "window: sliding-window tokens (local / all layers); state: fixed state per sequence of linear-attention"
-        f" and state-space layers{narrow}",
+        f" and state-space layers{narrow}. A preset also answers to the Hugging Face ids of its checkpoints"
+        " (`mha kv meta-llama/Llama-3.1-8B`; `mha presets --json`: hf_ids) when their config.json is not cached",
         style="dim",
     )
 

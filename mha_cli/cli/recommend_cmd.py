@@ -199,8 +199,14 @@ def recommend_command(
 
         result = with_profile(result, result.config.model, result.config.deployment, profile)
     if ttft_ms is not None or itl_ms is not None:
-        served = str(out.parent) if out is not None and format == "hf" else result.config.model.name
         from mha_cli.core.recommend.serving import search_design
+        from mha_cli.core.served_model import PLACEHOLDER, ServedModel
+
+        served = (
+            ServedModel(model=str(out.parent), named_by="folder") if out is not None and format == "hf"
+            else ServedModel(model=PLACEHOLDER, named_by="placeholder", note=f"replace {PLACEHOLDER} with a folder"
+                             " holding the design's config.json (`--out DIR/config.json --format hf` writes one)")
+        )  # fmt: skip
 
         result = result.model_copy(update={"deployment_search": search_design(result, served, ttft_ms, itl_ms)})
     output = Output(json)

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from mha_cli.cli.options import JsonOpt, KvDtypeOpt, MlaCacheOpt, ProfileOpt, SourceBatchOpt, SourceSeqOpt
+from mha_cli.cli.options import (
+    JsonOpt,
+    KvDtypeOpt,
+    MlaCacheOpt,
+    ProfileOpt,
+    SourceArg,
+    SourceBatchOpt,
+    SourceSeqOpt,
+)
 from mha_cli.cli.output import Output, stderr_console
 from mha_cli.cli.progress import stage_progress
 from mha_cli.core.deployment import for_local_ranks, merge_deployment
@@ -112,9 +120,7 @@ SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the hook's weights
 
 
 def verify(
-    source: Annotated[
-        str, typer.Argument(help="Our config file (mha recommend --out), a preset, or a Hugging Face config.json.")
-    ],
+    source: SourceArg,
     device: DeviceOpt = "auto",
     seq: SourceSeqOpt = None,
     batch: SourceBatchOpt = None,

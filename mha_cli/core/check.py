@@ -88,7 +88,9 @@ def _stated_context(source: ModelSource, seq: str | int | None) -> str:
     if source.deployment is not None and "seq_len" in source.deployment.model_fields_set:
         return "the file's deployment.seq_len"
     if source.model.context_length:
-        origin = {"hf-config": "config.json", "preset": "the preset"}.get(source.kind, "the model's context_length")
+        origin = {"hf-config": "config.json", "hf-cache": "config.json", "preset": "the preset"}.get(
+            source.kind, "the model's context_length"
+        )
         return f"the model's trained context, from {origin}"
     return f"the default ({FALLBACK_SEQ_LEN:,})"
 

@@ -80,6 +80,12 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         d_model=8192, n_layers=80, n_heads=64, n_kv_heads=8, vocab_size=_LLAMA3_VOCAB, d_ff=28672,
         rope=dict(theta=500000.0),
     ),
+    # 8.03B. Same geometry as Llama-3-8B, 128K context through RoPE scaling.
+    "llama-3.1-8b": dict(
+        family="llama", source="meta-llama/Llama-3.1-8B config.json", context_length=131072,
+        d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=_LLAMA3_VOCAB, d_ff=14336,
+        rope=_llama3_rope(8.0),
+    ),
     # 70.6B. Same geometry as Llama-3-70B, 128K context through RoPE scaling.
     "llama-3.1-70b": dict(
         family="llama", source="meta-llama/Llama-3.1-70B config.json", context_length=131072,

@@ -1,21 +1,36 @@
-"""What a SOURCE argument names: a preset, one of our config files, or a Hugging Face config.json."""
+"""What a SOURCE argument names: a preset, one of our config files, a Hugging Face config.json or model folder, or a
+Hugging Face id (read from the local Hugging Face cache, else the preset for it).
+
+The first that fits wins: a preset's name; a file or folder that is there; a Hugging Face id, its config.json from
+the cache, else the preset listed for it (``core.preset_ids``); a preset's short name (``deepseek-r1``). Nothing is
+ever fetched. The source line of each command's output says which was used (``kind``, ``origin``).
+"""
 
 import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from mha_cli.core.errors import BadInputError, one_line, quoted_path, shown_path
-from mha_cli.core.presets import checkpoint_weights, find_preset, preset_names
+from mha_cli.core.hf_cache import HfId, find_cached, hub_cache, parse_hf_id
+from mha_cli.core.preset_ids import checkpoint_id, id_for_short_name, preset_for_id, short_names
+from mha_cli.core.presets import checkpoint_weights, find_preset, get_preset, preset_names
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.served_model import ServedModel, by_id, by_preset, from_config, placeholder
 from mha_cli.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from mha_cli.core.hf_import import ImportedModel
 
-SourceKind = Literal["preset", "config", "hf-config"]
+SourceKind = Literal["preset", "config", "hf-config", "hf-cache"]
+"""``hf-config``: a config.json (or model folder) given by path; ``hf-cache``: one found by its Hugging Face id."""
+
+
+def _no_checkpoint() -> ServedModel:
+    return placeholder("the source names no checkpoint")
 
 
 class ModelSource(Record):
@@ -28,19 +43,85 @@ class ModelSource(Record):
     notes: list[str] = Field(default_factory=empty_list)
     """The config file's notes (``mha recommend`` records an explicit ``--variant`` there)."""
     assumptions: list[str] = Field(default_factory=empty_list)
+    served: ServedModel = Field(default_factory=_no_checkpoint)
+    """What a launch line loads for this model (``core.served_model``)."""
 
 
 def load_source(source: str) -> ModelSource:
-    """Resolve ``source``: a preset name wins; otherwise a path to a YAML/JSON file."""
+    """Resolve ``source`` (see the module docstring); ``BadInputError`` in one line when nothing fits."""
     preset = find_preset(source)
     if preset is not None:
-        return _with_checkpoint_format(
-            ModelSource(kind="preset", origin=source, model=preset.model_copy(deep=True)), checkpoint_weights(source)
-        )
+        repo = checkpoint_id(preset.name)
+        return _preset(source, preset.name, _no_checkpoint() if repo is None else by_preset(repo))
     path = Path(source)
-    if not _may_exist(path):
-        hint = did_you_mean(source, preset_names(), otherwise="run `mha presets`, or give a path to a config")
-        raise BadInputError(f"{quoted_path(source)} is neither a preset nor a file: {hint}")
+    if _may_exist(path):
+        return _load_path(path)
+    hf_id = parse_hf_id(source)
+    if hf_id is not None:
+        return _load_hf_id(hf_id)
+    repo = id_for_short_name(source)
+    if repo is not None:
+        name = preset_for_id(repo)
+        assert name is not None  # every short name is a listed id's
+        return _preset(source, name, by_preset(repo), f"{repo}: priced as preset {name}")
+    hint = did_you_mean(
+        source, [*preset_names(), *short_names()],
+        otherwise="run `mha presets`, or give a config file, a model folder or a Hugging Face id (org/name)",
+    )  # fmt: skip
+    raise BadInputError(f"{quoted_path(source)} is neither a preset nor a file: {hint}")
+
+
+def _preset(typed: str, name: str, served: ServedModel, assumption: str | None = None) -> ModelSource:
+    """Preset ``name`` as ``typed`` (a name, a short name or an id), priced in its checkpoint's format."""
+    source = ModelSource(
+        kind="preset", origin=typed, model=get_preset(name).model_copy(deep=True), served=served,
+        assumptions=[] if assumption is None else [assumption],
+    )  # fmt: skip
+    return _with_checkpoint_format(source, checkpoint_weights(name))
+
+
+def _load_hf_id(hf_id: HfId) -> ModelSource:
+    """``hf_id``'s config.json from the Hugging Face cache, else the preset listed for it, else one line saying where
+    it looked and how to get the config."""
+    found = find_cached(hf_id)
+    served = by_id(hf_id)
+    if found.path is not None:
+        assert found.commit is not None
+        cached = f"{hf_id}: config.json from the Hugging Face cache, commit {found.commit[:12]}"
+        return _load_file(found.path, name=hf_id.repo, kind="hf-cache", served=served, assumptions=[cached])
+    cache = hub_cache()
+    preset = preset_for_id(hf_id.repo)
+    if preset is not None:
+        why = (
+            f"{hf_id} is not in the Hugging Face cache ({found.missing} in {shown_path(cache.folder)}): priced as"
+            f" preset {preset}"
+        )
+        return _preset(str(hf_id), preset, served, why)
+    raise BadInputError(
+        f"{one_line(str(hf_id), 100)} is not in the Hugging Face cache: {found.missing} in"
+        f" {shown_path(cache.folder)} ({cache.chosen_by}). Get its config with `{hf_id.download_command()}`, or give"
+        " a config.json or model folder; nothing is downloaded"
+    )
+
+
+def _load_path(path: Path) -> ModelSource:
+    """A file, or a model folder (its config.json), that is there."""
+    if _is_folder(path):
+        config = path / "config.json"
+        if not _may_exist(config):
+            raise BadInputError(
+                f"{shown_path(path)} is a folder without a config.json: give a model folder (config.json beside its"
+                " weights) or a config file"
+            )
+        path = config
+    return _load_file(path, name=_hf_name(path), kind="hf-config", served=None, assumptions=[])
+
+
+def _load_file(
+    path: Path, *, name: str, kind: SourceKind, served: ServedModel | None, assumptions: list[str]
+) -> ModelSource:
+    """A Hugging Face config.json (``kind``, the model called ``name``) or our config file at ``path``; ``served``
+    None: from the file (``served_model.from_config``)."""
     # The file readers are imported here: a preset (the common case, and every `--json` test run) never pays for them.
     from mha_cli.core.config_io import parse_config, read_mapping
     from mha_cli.core.hf_import import looks_like_hf_config
@@ -48,15 +129,19 @@ def load_source(source: str) -> ModelSource:
 
     data = read_mapping(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):
-        imported = _import_untrusted(data, path)
-        source = ModelSource(kind="hf-config", origin=str(path), model=imported.model, assumptions=imported.assumptions)
+        imported = _import_untrusted(data, path, name)
+        source = ModelSource(
+            kind=kind, origin=str(path), model=imported.model, assumptions=[*assumptions, *imported.assumptions],
+            served=from_config(path, data) if served is None else served,
+        )  # fmt: skip
         return _with_checkpoint_format(source, checkpoint_weight_format(data, shown_path(path)))
     if "model" not in data and "d_model" in data:
         data = {"model": data}
     config = parse_config(data, str(path))
     return ModelSource(
-        kind="config", origin=str(path), model=config.model, deployment=config.deployment, notes=config.notes
-    )
+        kind="config", origin=str(path), model=config.model, deployment=config.deployment, notes=config.notes,
+        served=placeholder(f"{path.name} is a config file, not a checkpoint") if served is None else served,
+    )  # fmt: skip
 
 
 def _with_checkpoint_format(source: ModelSource, stored_as: str | None) -> ModelSource:
@@ -74,13 +159,13 @@ def _with_checkpoint_format(source: ModelSource, stored_as: str | None) -> Model
     )
 
 
-def _import_untrusted(data: dict, path: Path) -> "ImportedModel":
+def _import_untrusted(data: dict, path: Path, name: str) -> "ImportedModel":
     """``import_hf_config`` on a file from anywhere: a field of an unexpected type or shape (a string where a list
     of layer types belongs, a list where a count does) is bad input, one line, whatever reader trips on it."""
     from mha_cli.core.hf_import import import_hf_config
 
     try:
-        return import_hf_config(data, name=_hf_name(path), origin=str(path))
+        return import_hf_config(data, name=name, origin=str(path))
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
         if os.environ.get("MHA_DEBUG"):
             raise
@@ -100,6 +185,14 @@ def _may_exist(path: Path) -> bool:
     except (OSError, ValueError):
         return True
     return True
+
+
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder (through links); False when that cannot be known (``read_mapping`` says why)."""
+    try:
+        return stat.S_ISDIR(path.stat().st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _hf_name(path: Path) -> str:

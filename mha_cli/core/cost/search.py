@@ -29,6 +29,7 @@ from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec
+from mha_cli.core.served_model import ServedModel
 from mha_cli.core.targets import ResolvedTarget, resolve_target_like
 from mha_cli.core.tensor_parallel import tp_shard_problem
 from mha_cli.core.ways import Judge, Verdict, WayOut, flag_updates, settle
@@ -66,6 +67,8 @@ class SearchResult(Record):
     launch: dict[str, str]
     """The pick's launch command per engine (``vllm``, ``sglang``; ``trtllm`` with --engine trtllm); empty without a
     pick."""
+    launch_note: str | None = None
+    """What to replace or check in the launch lines (a placeholder for the model, a name the user did not type)."""
 
 
 def layouts(model: ModelSpec, n_devices: int) -> list[tuple[int, int]]:
@@ -299,7 +302,7 @@ def found_pick(found: SearchResult) -> str:
 
 
 def _plan_judge(
-    model: ModelSpec, model_id: str, target: ResolvedTarget, deployment: DeploymentSpec,
+    model: ModelSpec, served: ServedModel, target: ResolvedTarget, deployment: DeploymentSpec,
     profiles: tuple[DeviceProfile, DeviceProfile], options: dict[str, object], client: ClientSpec | None,
     slo_percentile: float,
 ) -> Judge:  # fmt: skip
@@ -313,7 +316,7 @@ def _plan_judge(
             trial_target = resolve_target_like(str(updates.pop("target", target.spec)), target)
             trial = deployment.model_copy(update={**updates, "target": trial_target.spec})
             found = search_deployments(
-                model, model_id, trial_target, trial, trial_profiles(trial_target, trial.weight_dtype, profiles),
+                model, served, trial_target, trial, trial_profiles(trial_target, trial.weight_dtype, profiles),
                 **{**options, "isl": isl}, client=client, slo_percentile=slo_percentile, ways=no_ways,
             )  # type: ignore[arg-type]  # fmt: skip
         except MhaError as exc:
@@ -325,10 +328,12 @@ def _plan_judge(
     return judge
 
 
-def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec) -> dict[str, str]:
+def launch_commands(served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec) -> dict[str, str]:
     """The pick as ``vllm serve`` and SGLang's ``launch_server`` command lines (and ``trtllm-serve`` when its memory
-    rules were the ones priced: one server per replica, an fp8 cache set in its ``--extra_llm_api_options`` file)."""
+    rules were the ones priced: one server per replica, an fp8 cache set in its ``--extra_llm_api_options`` file),
+    serving ``served`` (at its ``--revision``: vLLM and SGLang take one, trtllm-serve does not)."""
     d, engine = plan.deployment, plan.memory.engine
+    model_id = served.model
     context = plan.isl + plan.osl
     # MoE replicas that cannot share the experts run as separate servers: one line per replica, no data parallel
     copies = d.expert_ranks is not None and d.expert_ranks == d.tp and d.replicas > 1
@@ -359,6 +364,9 @@ def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec
     if deployment.kv_dtype == "fp8":
         vllm += ["--kv-cache-dtype", "fp8"]
         sglang += ["--kv-cache-dtype", "fp8_e4m3"]
+    if served.revision is not None:
+        vllm += ["--revision", served.revision]
+        sglang += ["--revision", served.revision]
     launch = {"vllm": shlex.join(vllm), "sglang": shlex.join(sglang)}
     if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
@@ -372,7 +380,7 @@ def launch_commands(model_id: str, plan: ServingPlan, deployment: DeploymentSpec
 
 def search_deployments(
     model: ModelSpec,
-    model_id: str,
+    served: ServedModel,
     target: ResolvedTarget,
     deployment: DeploymentSpec,
     profiles: tuple[DeviceProfile, DeviceProfile],
@@ -410,15 +418,25 @@ def search_deployments(
     if chosen is None and ways is not None:
         ways_out = ways()
     elif chosen is None:
-        judge = _plan_judge(model, model_id, target, deployment, profiles, options, client, slo_percentile)
+        judge = _plan_judge(model, served, target, deployment, profiles, options, client, slo_percentile)
         changes = search_changes(target, deployment, shorter_prompt(isl))
         ways_out = settle(changes, judge, PLAN_FLAGS, goal="meets the targets")
-    launch = {} if chosen is None else launch_commands(model_id, candidates[chosen], deployment)
+    launch = {} if chosen is None else launch_commands(served, candidates[chosen], deployment)
     return SearchResult(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, layouts=tried,
         candidates=candidates, pareto=pareto_front(candidates), chosen=chosen, nearest_miss=nearest,
-        ways_out=ways_out, launch=launch,
+        ways_out=ways_out, launch=launch, launch_note=_launch_note(served, launch),
     )  # fmt: skip
+
+
+def _launch_note(served: ServedModel, launch: dict[str, str]) -> str | None:
+    """``served``'s note, and that trtllm-serve loads the default revision, for launch lines that were written."""
+    if not launch:
+        return None
+    notes = [served.note] if served.note else []
+    if served.revision is not None and "trtllm" in launch:
+        notes.append(f"trtllm-serve has no --revision: it loads {served.model}'s default branch, not {served.revision}")
+    return "; ".join(notes) or None
 
 
 def no_ways() -> list[WayOut]:

@@ -11,6 +11,7 @@ from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.search import SearchResult, found_pick, no_ways, search_changes, search_deployments
 from mha_cli.core.errors import MhaError
 from mha_cli.core.recommend import REQUEST_FLAGS, RecommendResult, pasted, recommend
+from mha_cli.core.served_model import ServedModel
 from mha_cli.core.targets import resolve_target
 from mha_cli.core.ways import Verdict, WayOut, settle
 
@@ -18,7 +19,9 @@ SERVED_OUTPUT_TOKENS = 256
 """Output tokens per request of the deployment search (the prompt is the rest of the context)."""
 
 
-def search_design(result: RecommendResult, served: str, ttft_ms: float | None, itl_ms: float | None) -> SearchResult:
+def search_design(
+    result: RecommendResult, served: ServedModel, ttft_ms: float | None, itl_ms: float | None
+) -> SearchResult:
     """The search for ``result``'s design (``_search``), its ways out run through the recommender and the search
     again before they are kept (``core.ways.settle``)."""
 
@@ -49,7 +52,7 @@ def _changes(result: RecommendResult) -> list[str]:
 
 def _search(
     result: RecommendResult,
-    served: str,
+    served: ServedModel,
     ttft_ms: float | None,
     itl_ms: float | None,
     *,
@@ -57,7 +60,7 @@ def _search(
 ) -> SearchResult:
     """``mha plan``'s search for the recommended design on its target: prompts of the context less
     ``SERVED_OUTPUT_TOKENS`` output tokens (at most half the context). The launch lines serve ``served`` (the
-    folder of the config.json ``--format hf`` wrote) with random weights (``--load-format dummy``): the design has
+    folder of the config.json ``--format hf`` wrote, else a placeholder for it) with random weights (``--load-format dummy``): the design has
     no checkpoint yet."""
     deployment = result.config.deployment
     assert deployment.target is not None

@@ -1,0 +1,79 @@
+"""What a launch line (``vllm serve MODEL``) names: the model as the user named it, or a placeholder to replace.
+
+In order: the Hugging Face id typed (or the checkpoint a preset describes); the model folder typed, when it holds
+weights; the config's ``_name_or_path`` when it is a Hugging Face id; else ``PLACEHOLDER``, and a note saying what to
+put there. A config file's name (``deepseek-ai__DeepSeek-R1.json``) names nothing an engine can load.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from mha_cli.core.hf_cache import HfId, parse_hf_id
+from mha_cli.core.record import Record
+
+PLACEHOLDER = "MODEL_FOLDER_OR_HF_ID"
+"""The model in a launch line when nothing the user gave names a checkpoint."""
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
+"""Files a serving engine loads weights from (vLLM's ``auto`` load format: safetensors, else PyTorch files)."""
+
+NamedBy = Literal["hf-id", "preset", "folder", "name_or_path", "placeholder"]
+
+
+class ServedModel(Record):
+    """The model a launch line loads, how it was found, and what to check or replace."""
+
+    model: str
+    """A Hugging Face id, a folder, or ``PLACEHOLDER``."""
+    revision: str | None = None
+    """The revision typed after ``@`` (``--revision``); None: the default branch."""
+    named_by: NamedBy
+    note: str | None = None
+    """Shown under the launch lines: what to replace, or where the name came from when the user did not type it."""
+
+
+def placeholder(why: str) -> ServedModel:
+    """``PLACEHOLDER``, with ``why`` nothing names a checkpoint."""
+    return ServedModel(
+        model=PLACEHOLDER, named_by="placeholder",
+        note=f"replace {PLACEHOLDER} with the model's folder or Hugging Face id: {why}",
+    )  # fmt: skip
+
+
+def by_id(hf_id: HfId) -> ServedModel:
+    """The id the user typed."""
+    return ServedModel(model=hf_id.repo, revision=hf_id.revision, named_by="hf-id")
+
+
+def by_preset(repo: str) -> ServedModel:
+    """The checkpoint a preset (or its short name) describes."""
+    return ServedModel(model=repo, named_by="preset")
+
+
+def from_config(config_path: Path, data: dict) -> ServedModel:
+    """A config.json read from a file or folder: the folder (as typed) when it holds weights, else the config's
+    ``_name_or_path`` when it is a Hugging Face id, else the placeholder."""
+    folder = config_path.parent
+    if config_path.name == "config.json" and holds_weights(folder):
+        return ServedModel(model=str(folder), named_by="folder")
+    name_or_path = data.get("_name_or_path")
+    hf_id = parse_hf_id(name_or_path) if isinstance(name_or_path, str) else None
+    if hf_id is not None and hf_id.revision is None:
+        return ServedModel(
+            model=hf_id.repo, named_by="name_or_path",
+            note=f"{hf_id.repo} is the config's _name_or_path: replace it if the checkpoint you serve is elsewhere",
+        )  # fmt: skip
+    if config_path.name == "config.json":
+        return placeholder(f"{folder} holds no weights ({', '.join('*' + s for s in WEIGHT_SUFFIXES)})")
+    return placeholder(f"{config_path.name} is a config file, not a checkpoint")
+
+
+def holds_weights(folder: Path) -> bool:
+    """Whether ``folder`` holds a weights file an engine would load (not looking into subfolders)."""
+    try:
+        with os.scandir(folder) as entries:
+            return any(entry.name.endswith(WEIGHT_SUFFIXES) for entry in entries)
+    except OSError:
+        return False
