@@ -1,7 +1,9 @@
 """Deployment targets: accelerators with memory, bandwidth and dense throughput, and their sources.
 
-The data is ``mha_cli/data/hardware_targets.csv``, shipped as published in the project's sourced
-reference table (dense TFLOPs: vendors' sparse figures halved; a notes column per row). Memory is
+The data is ``mha_cli/data/hardware_targets.csv``: the project's sourced reference table, and after it today's GPUs
+(B300, GB300, MI355X, H20, H800, L20, L40, RTX PRO 6000 Blackwell, RTX Ada and Ampere workstation cards, RTX 5080)
+sourced the same way (dense TFLOPs: vendors' sparse figures halved; an fp4 column where the chip has fp4; a notes
+column per row). Memory is
 given twice: as the vendor states it, in decimal GB (10^9 bytes: an H100 "80 GB"), and as torch and the
 serving engines see it (``torch.cuda.mem_get_info`` total, in GiB: an H100 80GB shows 79.19 GiB), each row
 with the public measurement it comes from, or, where none was found, an estimate that says so. Plans use the
@@ -33,12 +35,19 @@ ALIASES: dict[str, str] = {
     "b200-sxm": "b200",
     "mi300": "mi300x",
     "mi325": "mi325x",
+    "mi355": "mi355x",
+    "b300-sxm": "b300",
     "mi250": "mi250x",
     "3090": "rtx-3090",
     "4090": "rtx-4090",
     "5090": "rtx-5090",
+    "5080": "rtx-5080",
+    "a4000": "rtx-a4000",
+    "a5000": "rtx-a5000",
     "a6000": "rtx-a6000",
     "6000-ada": "rtx-6000-ada",
+    "rtx-pro-6000-server": "rtx-pro-6000-srv",
+    "rtx-pro-6000-workstation": "rtx-pro-6000-ws",
     "orin": "jetson-orin",
     "gaudi": "gaudi3",
     "tpu-v5": "tpu-v5p",
@@ -69,6 +78,8 @@ class Target(Record):
     """The device computes in bf16 (False on Volta and Turing: V100, T4, whose figure is fp16's)."""
     fp8_tflops_dense: float | None
     fp8_native: bool
+    fp4_tflops_dense: float | None = None
+    """Dense fp4 tensor throughput in TFLOP/s (NVFP4/MXFP4 on Blackwell, MXFP4 on CDNA4), where the device has fp4."""
     interconnect_gbs: float | None
     """Device-to-device bandwidth in GB/s (total bidirectional), if any."""
     source: str
@@ -133,6 +144,7 @@ def load_targets() -> dict[str, Target]:
             bf16_native=row["bf16_native"].strip().lower() == "yes",
             fp8_tflops_dense=_optional_float(row["fp8_tflops_dense"]),
             fp8_native=row["fp8_native"].strip().lower() == "yes",
+            fp4_tflops_dense=_optional_float(row["fp4_tflops_dense"]),
             interconnect_gbs=_optional_float(row["interconnect_gbs"]),
             source=row["source"],
             notes=row["notes"],
