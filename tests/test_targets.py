@@ -6,7 +6,6 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.targets import load_targets, resolve_target
 from tests.conftest import REPO
 
-
 TODAYS_GPUS = [
     "l20", "l40", "h20", "h800", "b300", "gb300", "rtx-5080", "rtx-a4000", "rtx-a5000", "rtx-2000-ada", "rtx-4000-ada",
     "rtx-5000-ada", "rtx-pro-6000-srv", "rtx-pro-6000-ws", "mi355x",
@@ -45,8 +44,10 @@ def test_alias_expansion_is_reported():
     assert resolve_target("a100-80gb").alias_note is None
 
 
-def test_unknown_target_lists_close_matches():
-    with pytest.raises(BadInputError, match=r"unknown target 'h1000'.*did you mean.*h100"):
+def test_unknown_target_lists_spellings_of_the_same_chip_only():
+    with pytest.raises(BadInputError, match=r"unknown target 'H100 SXM'.*did you mean h100-sxm\?"):
+        resolve_target("H100 SXM")
+    with pytest.raises(BadInputError, match=r"unknown target 'h1000': none is close"):  # not h100: another chip
         resolve_target("h1000")
 
 
@@ -81,7 +82,9 @@ def test_uncertain_rows_are_flagged():
         ("rtx-5080", 16, 960, 112.6, 225.1, 1801 / 2, None),
     ],
 )  # fmt: skip
-def test_todays_gpus_carry_their_datasheet_figures(target_id, memory_gb, bandwidth_gbs, bf16, fp8, fp4, interconnect_gbs):
+def test_todays_gpus_carry_their_datasheet_figures(
+    target_id, memory_gb, bandwidth_gbs, bf16, fp8, fp4, interconnect_gbs
+):
     t = load_targets()[target_id]
     expected = {"memory_gb": memory_gb, "memory_bandwidth_gbs": bandwidth_gbs, "bf16_tflops_dense": bf16,
                 "fp8_tflops_dense": fp8, "fp4_tflops_dense": fp4, "interconnect_gbs": interconnect_gbs}  # fmt: skip
@@ -101,9 +104,8 @@ def test_every_new_gpu_says_where_its_figures_come_from_and_flags_derived_comput
     assert {t.id for t in targets.values() if t.uncertain} >= {"h20", "l20", "b300", "rtx-5080", "rtx-pro-6000-srv"}
     assert not targets["l40"].uncertain and not targets["mi355x"].uncertain
     # fp4 only on chips that have it: Blackwell and CDNA4
-    assert {t.id for t in targets.values() if t.fp4_tflops_dense} == {
-        "b200", "gb200", "b300", "gb300", "rtx-5090", "rtx-5080", "rtx-pro-6000-srv", "rtx-pro-6000-ws", "mi355x"
-    }
+    fp4 = {"b200", "gb200", "b300", "gb300", "rtx-5090", "rtx-5080", "rtx-pro-6000-srv", "rtx-pro-6000-ws", "mi355x"}
+    assert {t.id for t in targets.values() if t.fp4_tflops_dense} == fp4
 
 
 @pytest.mark.parametrize(

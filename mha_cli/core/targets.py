@@ -18,9 +18,9 @@ import re
 from functools import cache
 from importlib import resources
 
+from mha_cli.core.chip_names import same_chip_names
 from mha_cli.core.errors import BadInputError, shown
 from mha_cli.core.record import Record
-from mha_cli.core.suggest import did_you_mean
 
 # What a person types -> the row it means. Where a name covers several parts, the alias picks
 # the one most deployed today and ``resolve_target`` says which it picked.
@@ -166,7 +166,8 @@ def _lookup(name: str) -> tuple[Target, str | None]:
         if prefix + key in targets:
             target = targets[prefix + key]
             return target, f"{key} -> {target.id} ({target.name})"
-    hint = did_you_mean(key, [*targets, *ALIASES], otherwise="none is close: run `mha targets` for the list")
+    same_chip = same_chip_names(key, {target.id: target.memory_gb for target in targets.values()})
+    hint = f"did you mean {', '.join(same_chip)}?" if same_chip else "none is close: run `mha targets` for the list"
     raise BadInputError(f"unknown target {shown(name)}: {hint}")
 
 
