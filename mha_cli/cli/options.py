@@ -53,7 +53,10 @@ TpOpt = Annotated[
 TargetOpt = Annotated[
     str | None,
     typer.Option(
-        "--target", help="Hardware: an id or alias (a100, h100, 4090), or N x one (8xh100).", show_default=False
+        "--target",
+        help="Hardware: an id or alias (a100, h100, 4090), a target file (my-gpu.yaml: `mha targets --schema`), or"
+        " N x one (8xh100, 4xmy-gpu.yaml).",
+        show_default=False,
     ),
 ]
 BlockSizeOpt = Annotated[

@@ -58,7 +58,13 @@ def _count(value: int, what: str, high: int) -> int:
 
 def plan(
     source: Annotated[str, typer.Argument(help="A preset, our config file, or a Hugging Face config.json.")],
-    target: Annotated[str, typer.Option("--target", help="Hardware: an id or alias, or N x one (8xh100).")],
+    target: Annotated[
+        str,
+        typer.Option(
+            "--target",
+            help="Hardware: an id or alias, a target file (my-gpu.yaml), or N x one (8xh100, 4xmy-gpu.yaml).",
+        ),
+    ],
     isl: Annotated[int, typer.Option("--isl", help="Prompt tokens per request.")] = 1024,
     osl: Annotated[int, typer.Option("--osl", help="Output tokens per request.")] = 256,
     concurrency: Annotated[
