@@ -90,7 +90,7 @@ def test_human_output_names_the_numbers(cli):
         (["kv", "llama-3-8b", "--seq", "0"], "--seq"),
         (["kv", "llama-3-8b", "--seq", "lots"], "cannot read token count"),
         (["kv", "llama-3-8b", "--kv-dtype", "fp7"], "unknown dtype 'fp7'"),
-        (["kv", "llama-3-8b", "--target", "h1000"], "did you mean"),
+        (["kv", "llama-3-8b", "--target", "H100_SXM"], "did you mean h100-sxm?"),
         (["kv", "llama-3-8b", "--tp", "3"], "divisible by tp (3)"),
         (["kv", "llama-3-8b", "--tp", "4", "--target", "2xh100"], "must divide the 2 device(s)"),
         (["kv", "llama-3-8b", "--batch", "-1"], "--batch"),
@@ -231,3 +231,10 @@ def test_a_valid_wide_head_is_priced_and_an_impossible_derived_row_left_out(cli,
     assert data["bytes_per_token"] == 2 * 10924 * 2
     assert [row["label"] for row in data["variants"]] == ["MHA"]
     assert cli.run("check", str(path)).exit_code == 0
+
+
+def test_kv_on_this_cpu_prices_memory_and_no_latency_without_a_profile(cli, tmp_path, monkeypatch):
+    """The cpu target has no datasheet: its latency needs a profile of this machine (none here), not a GPU prior."""
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))  # no calibrated profile
+    report = cli.json("kv", "llama-3-8b", "--target", "cpu")
+    assert report["memory"]["target_id"] == "cpu" and report["latency"] is None

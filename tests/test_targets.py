@@ -6,14 +6,24 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.targets import load_targets, resolve_target
 from tests.conftest import REPO
 
+TODAYS_GPUS = [
+    "l20", "l40", "h20", "h800", "b300", "gb300", "rtx-5080", "rtx-a4000", "rtx-a5000", "rtx-2000-ada", "rtx-4000-ada",
+    "rtx-5000-ada", "rtx-pro-6000-srv", "rtx-pro-6000-ws", "mi355x",
+]  # fmt: skip
+FIGURES = ("memory_gb", "memory_bandwidth_gbs", "bf16_tflops_dense", "fp8_tflops_dense", "interconnect_gbs")
+
 
 def test_every_row_of_the_reference_table_is_shipped_with_its_source():
     targets = load_targets()
     reference = REPO.parent / "shared" / "reference" / "hardware_targets.csv"
-    if reference.exists():  # the sourced table this data was taken from
+    if reference.exists():  # the sourced table this data was taken from: its rows, in its order, figures unchanged
         with reference.open() as handle:
-            assert [row["id"] for row in csv.DictReader(handle)] == list(targets)
-    assert len(targets) == 35
+            rows = list(csv.DictReader(handle))
+        assert [row["id"] for row in rows] == [t for t in targets if t not in TODAYS_GPUS]
+        for row in rows:
+            shipped = targets[row["id"]].model_dump()
+            assert all(shipped[f] == (float(row[f]) if row[f] else None) for f in FIGURES), row["id"]
+    assert len(targets) == 35 + len(TODAYS_GPUS)
     assert all(t.source and t.memory_gb > 0 and t.memory_bandwidth_gbs > 0 for t in targets.values())
     h100 = targets["h100-sxm"]
     assert (h100.memory_gb, h100.memory_bandwidth_gbs, h100.bf16_tflops_dense) == (80, 3350, 989.4)
@@ -34,8 +44,10 @@ def test_alias_expansion_is_reported():
     assert resolve_target("a100-80gb").alias_note is None
 
 
-def test_unknown_target_lists_close_matches():
-    with pytest.raises(BadInputError, match=r"unknown target 'h1000'.*did you mean.*h100"):
+def test_unknown_target_lists_spellings_of_the_same_chip_only():
+    with pytest.raises(BadInputError, match=r"unknown target 'H100 SXM'.*did you mean h100-sxm\?"):
+        resolve_target("H100 SXM")
+    with pytest.raises(BadInputError, match=r"unknown target 'h1000': none is close"):  # not h100: another chip
         resolve_target("h1000")
 
 
@@ -43,3 +55,64 @@ def test_uncertain_rows_are_flagged():
     targets = load_targets()
     assert targets["a10g"].uncertain
     assert not targets["h100-sxm"].uncertain
+
+
+@pytest.mark.parametrize(
+    ("target_id", "memory_gb", "bandwidth_gbs", "bf16", "fp8", "fp4", "interconnect_gbs"),
+    [
+        # HGX B300 (8 GPUs): BF16 36 PF, FP8 72 PF sparse; FP4 108 PF dense; 2.3 TB; NVLink5 1.8 TB/s per GPU
+        ("b300", 288, 8000, 36000 / 8 / 2, 72000 / 8 / 2, 108000 / 8, 1800),
+        # GB300 NVL72: BF16 360 PF and FP8 720 PF sparse, FP4 1,080 PF dense, 576 TB/s, over 72 GPUs
+        ("gb300", 279, 576000 / 72, 360000 / 72 / 2, 720000 / 72 / 2, 1080000 / 72, 1800),
+        # AMD MI355X: 256 CUs x 2.4 GHz x 8,192 FP8 FLOPs per CU per clock; BF16 half, MXFP4 double; 7 x 153.6 GB/s
+        ("mi355x", 288, 8000, 256 * 2.4e9 * 8192 / 2 / 1e12, 256 * 2.4e9 * 8192 / 1e12, 256 * 2.4e9 * 8192 * 2 / 1e12,
+         7 * 153.6),
+        ("h20", 96, 4000, 148, 296, None, 900),
+        ("h800", 80, 3350, 989.4, 1978.9, None, 400),  # the H100 SXM's tensor rates, NVLink cut to 400 GB/s
+        ("l40", 48, 864, 181, 362, None, None),
+        # RTX PRO 6000 Blackwell: 4,000 AI TOPS FP4 sparse; BF16 with FP32 accumulate = 4 x the 125 TFLOPS FP32
+        ("rtx-pro-6000-ws", 96, 1792, 4 * 125, 4000 / 4, 4000 / 2, None),
+        # Ada pro cards: datasheet "tensor performance" is FP8 sparse
+        ("rtx-2000-ada", 16, 224, 47.98, 191.9 / 2, None, None),
+        ("rtx-5000-ada", 32, 576, 261.1, 1044.4 / 2, None, None),
+        # Ampere pro cards: datasheet tensor is BF16/FP16 sparse, no fp8
+        ("rtx-a4000", 16, 448, 153.4 / 2, None, None, None),
+        ("rtx-a5000", 24, 768, 222.2 / 2, None, None, 112.5),
+        # GeForce RTX 5080: 1,801 AI TOPS FP4 sparse; FP8 a quarter of dense FP4 (FP32 accumulate), BF16 an eighth
+        ("rtx-5080", 16, 960, 112.6, 225.1, 1801 / 2, None),
+    ],
+)  # fmt: skip
+def test_todays_gpus_carry_their_datasheet_figures(
+    target_id, memory_gb, bandwidth_gbs, bf16, fp8, fp4, interconnect_gbs
+):
+    t = load_targets()[target_id]
+    expected = {"memory_gb": memory_gb, "memory_bandwidth_gbs": bandwidth_gbs, "bf16_tflops_dense": bf16,
+                "fp8_tflops_dense": fp8, "fp4_tflops_dense": fp4, "interconnect_gbs": interconnect_gbs}  # fmt: skip
+    for field, want in expected.items():  # datasheets round to 0.1 TFLOP/s
+        got = getattr(t, field)
+        assert got is None if want is None else got == pytest.approx(want, abs=0.1), (target_id, field, got, want)
+
+
+def test_every_new_gpu_says_where_its_figures_come_from_and_flags_derived_compute():
+    targets = load_targets()
+    for target_id in TODAYS_GPUS:
+        t = targets[target_id]
+        assert t.source and t.notes and t.torch_memory_source, target_id
+        assert t.fp8_native == (t.fp8_tflops_dense is not None), target_id
+        assert t.fp4_tflops_dense is None or t.fp4_tflops_dense > (t.fp8_tflops_dense or 0), target_id
+    # no vendor datasheet (h20, l20), or a figure derived from another part's (b300's fp4, the 5080, the server card)
+    assert {t.id for t in targets.values() if t.uncertain} >= {"h20", "l20", "b300", "rtx-5080", "rtx-pro-6000-srv"}
+    assert not targets["l40"].uncertain and not targets["mi355x"].uncertain
+    # fp4 only on chips that have it: Blackwell and CDNA4
+    fp4 = {"b200", "gb200", "b300", "gb300", "rtx-5090", "rtx-5080", "rtx-pro-6000-srv", "rtx-pro-6000-ws", "mi355x"}
+    assert {t.id for t in targets.values() if t.fp4_tflops_dense} == fp4
+
+
+@pytest.mark.parametrize(
+    ("spec", "target_id", "count"),
+    [("8xb300", "b300", 8), ("4 x MI355X", "mi355x", 4), ("2xh20", "h20", 2), ("5080", "rtx-5080", 1),
+     ("a4000", "rtx-a4000", 1), ("4000-ada", "rtx-4000-ada", 1), ("mi355", "mi355x", 1), ("72xgb300", "gb300", 72)],
+)  # fmt: skip
+def test_todays_gpus_resolve_with_aliases_and_device_counts(spec, target_id, count):
+    resolved = resolve_target(spec)
+    assert (resolved.target.id, resolved.n_devices) == (target_id, count)

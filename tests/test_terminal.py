@@ -16,7 +16,8 @@ from mha_cli.core.targets import load_targets
     ("args", "expected"),
     [
         (["kv", "llama3-8b"], "did you mean llama-3-8b"),
-        (["targets", "h10"], "did you mean h100"),
+        (["targets", "H100 SXM"], "did you mean h100-sxm?"),
+        (["targets", "h10"], "none is close"),  # not h100, another chip (as h20 is not h200)
         (["targets", "zzz"], "none is close"),
         (["kv", "gpt2", "--kv-dtype", "fp9"], "did you mean fp8?"),
         (["recommend", "--params", "7B", "--variant", "gqq"], "did you mean 'GQA'?"),

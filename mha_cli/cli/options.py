@@ -43,22 +43,39 @@ KvDtypeOpt = Annotated[
     str | None,
     typer.Option(
         "--kv-dtype",
-        help="KV cache format: fp32, fp16, bf16, fp8 (plain), fp8_ds_mla (DeepSeek sparse-MLA layout, MLA only), int8, int4.",
+        "--kv-cache-dtype",
+        help="KV cache format: fp32, fp16, bf16, fp8 (plain), fp8_ds_mla (DeepSeek sparse-MLA layout, MLA only), int8,"
+        " int4. vLLM's values too: fp8_e4m3 and fp8_e5m2 are priced as fp8 (a byte a value); auto, vLLM's default,"
+        " is the model's dtype: bf16.",
         show_default=False,
     ),
 ]
 WeightDtypeOpt = Annotated[
     str | None,
-    typer.Option("--weight-dtype", help="Weight format for the memory plan: bf16, fp8, int4, ...", show_default=False),
+    typer.Option(
+        "--weight-dtype",
+        "--quantization",
+        help="Weight format for the memory plan: bf16, fp8, int4, ... vLLM's --quantization names for the formats"
+        " priced: fp8, awq, gptq, mxfp4.",
+        show_default=False,
+    ),
 ]
 TpOpt = Annotated[
     int | None,
-    typer.Option("--tp", help="Tensor-parallel degree (default: the target's device count).", show_default=False),
+    typer.Option(
+        "--tp",
+        "--tensor-parallel-size",
+        help="Tensor-parallel degree (default: the target's device count).",
+        show_default=False,
+    ),
 ]
 TargetOpt = Annotated[
     str | None,
     typer.Option(
-        "--target", help="Hardware: an id or alias (a100, h100, 4090), or N x one (8xh100).", show_default=False
+        "--target",
+        help="Hardware: an id or alias (a100, h100, 4090), a target file (my-gpu.yaml: `mha targets --schema`), or"
+        " N x one (8xh100, 4xmy-gpu.yaml).",
+        show_default=False,
     ),
 ]
 BlockSizeOpt = Annotated[

@@ -59,9 +59,24 @@ def _count(value: int, what: str, high: int) -> int:
 
 def plan(
     source: SourceArg,
-    target: Annotated[str, typer.Option("--target", help="Hardware: an id or alias, or N x one (8xh100).")],
+    target: Annotated[
+        str,
+        typer.Option(
+            "--target",
+            help="Hardware: an id or alias, a target file (my-gpu.yaml), or N x one (8xh100, 4xmy-gpu.yaml).",
+        ),
+    ],
     isl: Annotated[int, typer.Option("--isl", help="Prompt tokens per request.")] = 1024,
     osl: Annotated[int, typer.Option("--osl", help="Output tokens per request.")] = 256,
+    max_model_len: Annotated[
+        str | None,
+        typer.Option(
+            "--max-model-len",
+            help="vLLM's max_model_len: plan sizes the engine for --isl + --osl tokens (its launch line's"
+            " --max-model-len), so this must equal them; for another context set --isl and --osl.",
+            show_default=False,
+        ),
+    ] = None,
     concurrency: Annotated[
         int | None,
         typer.Option(
@@ -75,12 +90,19 @@ def plan(
         int | None,
         typer.Option(
             "--tp",
+            "--tensor-parallel-size",
             help="Tensor-parallel degree: pins one deployment (without --tp and --pp, plan searches them).",
             show_default=False,
         ),
     ] = None,
     pp: Annotated[
-        int | None, typer.Option("--pp", help="Pipeline stages: pins one deployment (default 1).", show_default=False)
+        int | None,
+        typer.Option(
+            "--pp",
+            "--pipeline-parallel-size",
+            help="Pipeline stages: pins one deployment (default 1).",
+            show_default=False,
+        ),
     ] = None,
     rate: Annotated[
         float | None,
@@ -180,6 +202,7 @@ def plan(
     from mha_cli.core.targets import resolve_target
 
     _count(isl, "isl", MAX_TOKENS), _count(osl, "osl", MAX_TOKENS)
+    _check_max_model_len(max_model_len, isl + osl)
     if concurrency is not None:
         _count(concurrency, "concurrency", MAX_CONCURRENCY)
     check_latency_targets(ttft_ms, itl_ms)
@@ -281,6 +304,17 @@ def plan(
         write_plan_plot(plot, result, force=force)
         output.wrote(plot)
     output.emit(result, render_plan)
+
+
+def _check_max_model_len(max_model_len: str | None, context: int) -> None:
+    """Refuse a --max-model-len other than --isl + --osl: the one context plan sizes the engine and its launch for."""
+    from mha_cli.core.quantities import parse_token_count
+
+    if max_model_len is not None and parse_token_count(max_model_len) != context:
+        raise BadInputError(
+            f"--max-model-len {max_model_len}: plan sizes the engine (and its launch line's --max-model-len) for"
+            f" --isl + --osl = {context:,} tokens; set --isl and --osl to the context to plan for"
+        )
 
 
 def _client(

@@ -47,6 +47,7 @@ TpOpt = Annotated[
     int | None,
     typer.Option(
         "--tp",
+        "--tensor-parallel-size",
         help="Design for this tensor-parallel degree (heads must split over it). Default: the smallest degree of"
         " --target at which weights and batch fit, data-parallel replicas on the other devices; the architecture"
         " then does not depend on the device count.",

@@ -6,6 +6,7 @@ import typer
 
 from mha_cli.cli.options import JsonOpt
 from mha_cli.cli.output import Output
+from mha_cli.core.errors import BadInputError, shown
 from mha_cli.core.record import Record
 from mha_cli.core.targets import ALIASES, ResolvedTarget, Target, load_targets, resolve_target
 
@@ -23,10 +24,30 @@ class TargetList(Record):
 
 
 def targets(
-    name: Annotated[str | None, typer.Argument(help="Show one target (id or alias) with its source.")] = None,
+    name: Annotated[
+        str | None, typer.Argument(help="Show one target (id, alias or target file) with its source.")
+    ] = None,
+    schema: Annotated[
+        bool, typer.Option("--schema", help="Print the JSON Schema of a target file (--target my-gpu.yaml).")
+    ] = False,
     json: JsonOpt = False,
 ) -> None:
-    """List the deployment targets: memory, bandwidth, dense TFLOP/s, and where each figure comes from."""
+    """List the deployment targets: memory, bandwidth, dense TFLOP/s, and where each figure comes from.
+
+    A device not listed is a YAML file of the same fields: --target my-gpu.yaml (four of it: 4xmy-gpu.yaml);
+    --schema prints its fields, with an example.
+    """
+    if schema:
+        if name:
+            raise BadInputError(f"--schema prints the target file's fields: give it without {shown(name)}")
+        import json as jsonlib
+        import sys
+
+        from mha_cli.core.target_file import target_file_example, target_file_json_schema
+
+        example = target_file_example(load_targets()["h100-sxm"].model_dump())
+        sys.stdout.write(jsonlib.dumps(target_file_json_schema(example), indent=2) + "\n")
+        return
     if name:
         resolved = resolve_target(name)
         result = TargetList(targets=[resolved.target], aliases=ALIASES, resolved=resolved)
@@ -64,6 +85,10 @@ def render_targets(console: "Console", result: TargetList) -> None:
     )
     aliases = ", ".join(f"{alias}={target}" for alias, target in result.aliases.items())  # no space: wraps whole
     console.print(f"[dim]aliases: {aliases}; prefix a count for several devices: 8xh100[/dim]")
+    console.print(
+        "[dim]a device not listed: a YAML file of the same fields, --target my-gpu.yaml (its fields:"
+        " `mha targets --schema`)[/dim]"
+    )
 
 
 def render_one(console: "Console", result: TargetList) -> None:

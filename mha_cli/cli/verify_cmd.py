@@ -81,6 +81,7 @@ TpOpt = Annotated[
     int | None,
     typer.Option(
         "--tp",
+        "--tensor-parallel-size",
         help="Tensor-parallel ranks: N > 1 runs N processes on torch.distributed (gloo on CPU, NCCL on N GPUs) and"
         " checks them against one device. Default: the config's tp, else the target's device count, else 1.",
         show_default=False,
@@ -90,6 +91,7 @@ PpOpt = Annotated[
     int | None,
     typer.Option(
         "--pp",
+        "--pipeline-parallel-size",
         help="Pipeline stages: N > 1 runs N processes, each one stage of the stack (its layers; the embedding on the"
         " first, the head on the last), checks each stage's bytes and the output against one device.",
         show_default=False,

@@ -35,6 +35,9 @@ DTYPE_ALIASES = {
     "e4m3": "fp8",
     "fp8-ds-mla": "fp8_ds_mla",
 }
+KV_DTYPE_ALIASES = {"fp8_e5m2": "fp8", "auto": "bf16"}
+"""vLLM's ``--kv-cache-dtype`` values beyond ours: e5m2 is a byte a value as e4m3 is; ``auto`` (vLLM's default) is the
+model's dtype, bf16 for today's checkpoints (an fp16 one's is the same two bytes)."""
 
 
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
@@ -90,7 +93,7 @@ def normalise_dtype_name(name: str, *, kv: bool = False) -> str:
     """Map ``bfloat16`` -> ``bf16`` and friends; reject unknown names with the list of known ones.
     ``kv=True`` also accepts the cache-only formats (``fp8_ds_mla``)."""
     key = str(name).strip().lower()
-    key = DTYPE_ALIASES.get(key, key)
+    key = DTYPE_ALIASES.get(key, (KV_DTYPE_ALIASES if kv else {}).get(key, key))
     if key in FORMATS or (kv and key in KV_ONLY_FORMATS):
         return key
     if key in KV_ONLY_FORMATS:

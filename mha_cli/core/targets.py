@@ -1,14 +1,17 @@
 """Deployment targets: accelerators with memory, bandwidth and dense throughput, and their sources.
 
-The data is ``mha_cli/data/hardware_targets.csv``, shipped as published in the project's sourced
-reference table (dense TFLOPs: vendors' sparse figures halved; a notes column per row). Memory is
+The data is ``mha_cli/data/hardware_targets.csv``: the project's sourced reference table, and after it today's GPUs
+(B300, GB300, MI355X, H20, H800, L20, L40, RTX PRO 6000 Blackwell, RTX Ada and Ampere workstation cards, RTX 5080)
+sourced the same way (dense TFLOPs: vendors' sparse figures halved; an fp4 column where the chip has fp4; a notes
+column per row). Memory is
 given twice: as the vendor states it, in decimal GB (10^9 bytes: an H100 "80 GB"), and as torch and the
 serving engines see it (``torch.cuda.mem_get_info`` total, in GiB: an H100 80GB shows 79.19 GiB), each row
 with the public measurement it comes from, or, where none was found, an estimate that says so. Plans use the
 second. Rows whose notes say UNCERTAIN are kept and flagged: the uncertainty is in the compute column.
 
-A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``4090``), or either with
-a device count in front (``8xh100``); ``cpu`` is this machine (``this_cpu``).
+A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``4090``), a YAML file describing a device
+the table lacks (``my-gpu.yaml``, ``core.target_file``), or any of them with a device count in front (``8xh100``,
+``4xmy-gpu.yaml``); ``cpu`` is this machine (``this_cpu``).
 """
 
 import csv
@@ -16,9 +19,9 @@ import re
 from functools import cache
 from importlib import resources
 
-from mha_cli.core.errors import BadInputError, shown
+from mha_cli.core.chip_names import same_chip_names
+from mha_cli.core.errors import PATH_MAX, BadInputError, shown
 from mha_cli.core.record import Record
-from mha_cli.core.suggest import did_you_mean
 
 # What a person types -> the row it means. Where a name covers several parts, the alias picks
 # the one most deployed today and ``resolve_target`` says which it picked.
@@ -33,12 +36,19 @@ ALIASES: dict[str, str] = {
     "b200-sxm": "b200",
     "mi300": "mi300x",
     "mi325": "mi325x",
+    "mi355": "mi355x",
+    "b300-sxm": "b300",
     "mi250": "mi250x",
     "3090": "rtx-3090",
     "4090": "rtx-4090",
     "5090": "rtx-5090",
+    "5080": "rtx-5080",
+    "a4000": "rtx-a4000",
+    "a5000": "rtx-a5000",
     "a6000": "rtx-a6000",
     "6000-ada": "rtx-6000-ada",
+    "rtx-pro-6000-server": "rtx-pro-6000-srv",
+    "rtx-pro-6000-workstation": "rtx-pro-6000-ws",
     "orin": "jetson-orin",
     "gaudi": "gaudi3",
     "tpu-v5": "tpu-v5p",
@@ -47,6 +57,8 @@ ALIASES: dict[str, str] = {
 
 MAX_TARGET_CHARS = 64
 """The longest target spec read (``8xh100-sxm`` is 10 characters); longer ones are refused before any matching."""
+TARGET_FILE_SUFFIXES = (".yaml", ".yml")
+"""A target spec ending so names a target file (``core.target_file``), not a row."""
 MAX_DEVICES = 4096
 """The most devices a target spec may name (``4096xh100``)."""
 
@@ -69,6 +81,8 @@ class Target(Record):
     """The device computes in bf16 (False on Volta and Turing: V100, T4, whose figure is fp16's)."""
     fp8_tflops_dense: float | None
     fp8_native: bool
+    fp4_tflops_dense: float | None = None
+    """Dense fp4 tensor throughput in TFLOP/s (NVFP4/MXFP4 on Blackwell, MXFP4 on CDNA4), where the device has fp4."""
     interconnect_gbs: float | None
     """Device-to-device bandwidth in GB/s (total bidirectional), if any."""
     source: str
@@ -133,6 +147,7 @@ def load_targets() -> dict[str, Target]:
             bf16_native=row["bf16_native"].strip().lower() == "yes",
             fp8_tflops_dense=_optional_float(row["fp8_tflops_dense"]),
             fp8_native=row["fp8_native"].strip().lower() == "yes",
+            fp4_tflops_dense=_optional_float(row["fp4_tflops_dense"]),
             interconnect_gbs=_optional_float(row["interconnect_gbs"]),
             source=row["source"],
             notes=row["notes"],
@@ -154,31 +169,56 @@ def _lookup(name: str) -> tuple[Target, str | None]:
         if prefix + key in targets:
             target = targets[prefix + key]
             return target, f"{key} -> {target.id} ({target.name})"
-    hint = did_you_mean(key, [*targets, *ALIASES], otherwise="none is close: run `mha targets` for the list")
+    same_chip = same_chip_names(key, {target.id: target.memory_gb for target in targets.values()})
+    hint = f"did you mean {', '.join(same_chip)}?" if same_chip else "none is close: run `mha targets` for the list"
     raise BadInputError(f"unknown target {shown(name)}: {hint}")
 
 
 def resolve_target(spec: str) -> ResolvedTarget:
-    """Resolve ``a100``, ``h100-sxm`` or ``8xh100`` to a row and a device count."""
+    """Resolve ``a100``, ``h100-sxm``, ``8xh100`` or a target file (``my-gpu.yaml``, ``4xmy-gpu.yaml``) to a row and
+    a device count."""
     if not isinstance(spec, str):
         raise BadInputError(f"target must be a name such as a100 or 8xh100 (got {type(spec).__name__})")
+    text = spec.strip()
+    if text.lower().endswith(TARGET_FILE_SUFFIXES):
+        return _file_target(spec, text)
     if len(spec) > MAX_TARGET_CHARS:
         raise BadInputError(f"target {shown(spec)} is too long: give an id or alias, e.g. a100 or 8xh100")
-    text = spec.strip()
     n_devices = 1
     match = _MULTI.fullmatch(text)
     if match:
-        digits = match.group(1).lstrip("0") or "0"
-        n_devices = int(digits) if len(digits) <= len(str(MAX_DEVICES)) else MAX_DEVICES + 1
-        text = match.group(2)
-        if not 1 <= n_devices <= MAX_DEVICES:
-            raise BadInputError(f"device count in {shown(spec)} must be between 1 and {MAX_DEVICES:,}")
+        n_devices, text = _device_count(match, spec), match.group(2)
     if text.strip().lower() == CPU_TARGET_ID:
         if n_devices != 1:
             raise BadInputError(f"{shown(spec)}: the cpu target is this one machine; give --target cpu")
         return ResolvedTarget(spec=spec, target=this_cpu())
     target, note = _lookup(text)
     return ResolvedTarget(spec=spec, target=target, n_devices=n_devices, alias_note=note)
+
+
+def _device_count(match: re.Match[str], spec: str) -> int:
+    """The count in front of a target spec (``8`` of ``8xh100``), refused outside 1 to ``MAX_DEVICES``."""
+    digits = match.group(1).lstrip("0") or "0"
+    n_devices = int(digits) if len(digits) <= len(str(MAX_DEVICES)) else MAX_DEVICES + 1
+    if not 1 <= n_devices <= MAX_DEVICES:
+        raise BadInputError(f"device count in {shown(spec)} must be between 1 and {MAX_DEVICES:,}")
+    return n_devices
+
+
+def _file_target(spec: str, text: str) -> ResolvedTarget:
+    """A target file, with a device count in front unless the whole text names a file (``4xgpu.yaml`` that exists)."""
+    import os
+
+    from mha_cli.core.target_file import read_target_file
+
+    if len(text) > PATH_MAX:
+        raise BadInputError(f"target file {shown(spec)} is too long to be a path")
+    match = _MULTI.fullmatch(text)
+    path, n_devices = text, 1
+    if match and not os.path.isfile(text):
+        path, n_devices = match.group(2).strip(), _device_count(match, spec)
+    target = Target(**read_target_file(path).target_fields(path))
+    return ResolvedTarget(spec=spec, target=target, n_devices=n_devices)
 
 
 def resolve_target_like(spec: str, current: ResolvedTarget) -> ResolvedTarget:

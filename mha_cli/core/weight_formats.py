@@ -24,6 +24,7 @@ from typing import Literal, NamedTuple, get_args
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.suggest import close_names
+from mha_cli.core.vllm_quantization import vllm_quantization_refusal
 
 WeightFormatName = Literal[
     "fp32", "fp16", "bf16", "fp8", "fp8-block", "int8", "int4", "awq", "gptq-int4", "nf4", "nf4-dq", "mxfp4"
@@ -106,6 +107,8 @@ def normalise_weight_format(name: str) -> str:
         return key
     if key == "fp8_ds_mla":
         raise BadInputError(f"{key} is a KV-cache layout, not a weight format: use one of {', '.join(FORMATS)}")
+    if (refusal := vllm_quantization_refusal(key)) is not None:
+        raise BadInputError(refusal)
     close = close_names(key, [*FORMATS, *WEIGHT_ALIASES])
     guess = f"did you mean {', '.join(close)}? " if close else ""
     raise BadInputError(f"unknown weight format {name!r}: {guess}use one of {', '.join(get_args(WeightFormatName))}")

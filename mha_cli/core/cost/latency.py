@@ -54,16 +54,23 @@ def predict_latency(
     from mha_cli.core.cost.priors import datasheet_profile, prior_profile
     from mha_cli.core.cost.stepper import ServingCase, Stepper, chunked_prefill
     from mha_cli.core.cost.work import decode_shape
-    from mha_cli.core.targets import load_targets
+    from mha_cli.core.targets import CPU_TARGET_ID, resolve_target
 
-    target = load_targets()[memory.target_id]
+    target = resolve_target(memory.target_id).target  # a row, or a target file (its path is its id)
     case = ServingCase(
         model=model, isl=deployment.seq_len, osl=1, concurrency=memory.sequences_per_replica, tp=memory.tp,
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
     )  # fmt: skip
-    prior = profile or prior_profile(target, deployment.weight_dtype)
+    if target.id == CPU_TARGET_ID:  # no datasheet: this machine's profile (none yet: no latency) and its peaks
+        from mha_cli.core.cost.store import cpu_profile
+
+        prior = profile or cpu_profile()
+        bound = prior.ceiling()
+    else:
+        prior = profile or prior_profile(target, deployment.weight_dtype)
+        bound = datasheet_profile(target, deployment.weight_dtype)
     figures = []
-    for on in (prior, datasheet_profile(target, deployment.weight_dtype)):
+    for on in (prior, bound):
         stepper = Stepper(case, on)
         decode = stepper.step(decode_shape(memory.sequences_per_replica, deployment.seq_len - 1)).seconds
         prefill, _ = chunked_prefill(stepper, deployment.seq_len, memory.engine.max_num_batched_tokens, [])

@@ -1,0 +1,81 @@
+"""Spellings of one chip: the "did you mean" of an unknown target, which never offers a different chip.
+
+A string-distance suggestion (``core.suggest``) would answer ``h20`` with ``h200`` and ``h200`` with ``h20``: one
+character apart, two different GPUs. Here a known name is offered only when it spells the same chip as the typed one:
+the same words once case, separators, vendor and series words (``nvidia``, ``geforce``, ``rtx``, ``amd``, ...) and a
+memory size are set aside. ``H100_SXM``, ``nvidia h100-sxm`` and ``h100 sxm 80GB`` all spell ``h100-sxm``; a memory
+size typed must be the known chip's (within ``MEMORY_TOLERANCE``). Where no known name spells it exactly, edition and
+form-factor words (``sxm``, ``pcie``, ``server``, ``ws``, ...) may differ: ``rtx-pro-6000`` is offered both editions,
+``h100 sxm5`` the H100s. A digit or a model letter that differs is another chip (``h1000``, ``mi300a``): nothing is
+offered for it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+
+from mha_cli.core.suggest import SUGGESTIONS
+
+SET_ASIDE = frozenset(
+    {"nvidia", "geforce", "tesla", "rtx", "amd", "instinct", "radeon", "intel", "google", "apple", "edition",
+     "generation", "gpu", "blackwell"}
+)  # fmt: skip
+"""Vendor, series and filler words: they never tell two known chips apart."""
+EDITIONS = frozenset(
+    {"sxm", "sxm2", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "oam", "hgx", "dgx", "server", "srv", "workstation", "ws"}
+)
+"""Form factors and editions of one chip: left out or misnamed, they still name that chip."""
+MEMORY_TOLERANCE = 0.05
+"""How far a memory size typed may be from the chip's (``h100 79gib`` names the 80 GB part)."""
+
+_MEMORY = re.compile(r"(\d+)(?:gb|g|gib)")
+_GLUED_PREFIX = re.compile(rf"({'|'.join(sorted(SET_ASIDE, key=len, reverse=True))})(?=\d)")
+_GLUED_EDITION = re.compile(rf"(.*\d.*?)({'|'.join(sorted(EDITIONS, key=len, reverse=True))})")
+
+
+class Spelling:
+    """A name reduced to what tells chips apart: its words, the same without editions, and a memory size."""
+
+    def __init__(self, name: str) -> None:
+        words: list[str] = []
+        self.memory_gb: float | None = None
+        for token in re.findall(r"[a-z0-9]+", name.lower()):
+            token = _GLUED_PREFIX.sub("", token, count=1)  # rtx4090 -> 4090
+            memory = _MEMORY.fullmatch(token)
+            after_model = any(re.search(r"\d", w) for w in words)
+            if memory or (after_model and re.fullmatch(r"\d{1,3}", token)):  # 80gb, 141GB, or a100-80
+                self.memory_gb = float(memory.group(1) if memory else token)
+                continue
+            glued = _GLUED_EDITION.fullmatch(token)  # h100sxm -> h100 sxm
+            for word in glued.groups() if glued else (token,):
+                if word and word not in SET_ASIDE:
+                    words.append(word)
+        self.exact = "".join(words)
+        self.without_editions = "".join(w for w in words if w not in EDITIONS)
+
+    def memory_agrees(self, memory_gb: float | None) -> bool:
+        """No size typed, or one within ``MEMORY_TOLERANCE`` of ``memory_gb`` (the known chip's)."""
+        if self.memory_gb is None or memory_gb is None:
+            return True
+        return abs(self.memory_gb - memory_gb) <= MEMORY_TOLERANCE * memory_gb
+
+
+def same_chip_names(word: str, known: Mapping[str, float | None], n: int = SUGGESTIONS) -> list[str]:
+    """The names in ``known`` (each with its memory in GB, or None) that spell the chip ``word`` names, best first;
+    empty when none does. Exact spellings first; only when there is none, the same chip in another edition."""
+    typed = Spelling(str(word))
+    if not typed.exact:
+        return []
+    spelled = {name: Spelling(name) for name in known}
+    agreeing = {name: s for name, s in spelled.items() if typed.memory_agrees(s.memory_gb or known[name])}
+    exact = [name for name, s in agreeing.items() if s.exact == typed.exact]
+    matches = exact or [
+        name for name, s in agreeing.items() if s.without_editions and s.without_editions == typed.without_editions
+    ]
+
+    def likeness(name: str) -> float:
+        return difflib.SequenceMatcher(None, typed.exact, spelled[name].exact).ratio()
+
+    return sorted(matches, key=likeness, reverse=True)[:n]

@@ -1,0 +1,135 @@
+"""A target defined in a small YAML file (``--target my-gpu.yaml``), so a chip the table lacks is never a dead end.
+
+The file is read bounded and with a safe YAML loader (``core.config_io.read_mapping``) and validated by
+``TargetFile``: unknown fields refused, every figure in the unit its name states, one line per error (exit 2). The
+path as typed is the target's id, so ``4xmy-gpu.yaml`` is four of the device, and every command line the tool prints
+with it (``--target 8xmy-gpu.yaml``) names the same file. ``mha targets --schema`` prints the fields.
+"""
+
+import contextlib
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict, Field, ValidationError, model_validator
+
+from mha_cli.core.errors import BadInputError, shown_path
+from mha_cli.core.record import Record
+
+MAX_TARGET_FILE_BYTES = 64 * 1024
+"""A target file is a dozen lines; anything larger is not one."""
+HBM_VISIBLE = 0.99
+"""``torch_memory_gib`` when the file leaves it out: 99% of the vendor's GB, read as GiB (H100 79.19 of 80, H200
+139.80 of 141, B200 178.35 of 180), the table's rule for a device without a public torch figure."""
+
+
+class TargetFile(Record):
+    """One accelerator, as the rows of ``mha targets`` describe theirs."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+
+    name: str = Field(min_length=1, max_length=200)
+    """What the device is called (``Acme X1 96GB``)."""
+    vendor: str = Field(min_length=1, max_length=40)
+    """``NVIDIA`` or ``AMD``: the engines' GPU memory rules and the fitted priors apply as to those vendors' GPUs;
+    any other vendor is priced with them too, and the output says it is a sketch."""
+    memory_gb: float = Field(gt=0, le=1e6)
+    """Device memory in decimal GB as the vendor states it (an H100: 80)."""
+    memory_bandwidth_gbs: float = Field(gt=0, le=1e7)
+    """Peak memory bandwidth in GB/s (an H100 SXM: 3350)."""
+    bf16_tflops_dense: float = Field(gt=0, le=1e7)
+    """Dense (not 2:4 sparse) bf16 tensor throughput in TFLOP/s; fp16's where the device has no bf16."""
+    bf16_native: bool = True
+    """False when the device has no bf16 and ``bf16_tflops_dense`` is fp16's (Volta, Turing)."""
+    fp8_tflops_dense: float | None = Field(default=None, gt=0, le=1e7)
+    """Dense fp8 tensor throughput in TFLOP/s; leave out when the device has no fp8."""
+    fp4_tflops_dense: float | None = Field(default=None, gt=0, le=1e7)
+    """Dense fp4 tensor throughput in TFLOP/s; leave out when the device has no fp4."""
+    interconnect_gbs: float | None = Field(default=None, gt=0, le=1e7)
+    """Device-to-device bandwidth in GB/s, total bidirectional (NVLink4: 900); leave out for PCIe only."""
+    torch_memory_gib: float | None = Field(default=None, gt=0, le=1e6)
+    """Memory as torch sees it, in GiB: ``torch.cuda.mem_get_info()[1] / 2**30`` (an H100 80GB: 79.19). Plans use
+    it. Left out: 99% of ``memory_gb``, an estimate the output flags."""
+    source: str = Field(min_length=1, max_length=2000)
+    """Where the figures come from: a datasheet's title or URL."""
+    notes: str = Field(default="", max_length=4000)
+    """Anything a reader of the figures should know (write UNCERTAIN to flag a figure in ``mha targets``)."""
+
+    @model_validator(mode="after")
+    def _torch_memory_within_the_device(self) -> "TargetFile":
+        if self.torch_memory_gib is not None and self.torch_memory_gib > self.memory_gb:
+            raise ValueError(
+                f"torch_memory_gib ({self.torch_memory_gib:g}) is above memory_gb ({self.memory_gb:g}): give what"
+                " torch.cuda.mem_get_info()[1] / 2**30 reads on the device"
+            )
+        return self
+
+    def target_fields(self, target_id: str) -> dict[str, Any]:
+        """The fields of the ``core.targets.Target`` this file describes, under ``target_id`` (the path as typed)."""
+        measured = self.torch_memory_gib is not None
+        return dict(
+            id=target_id, name=self.name, vendor=self.vendor, memory_gb=self.memory_gb,
+            memory_bandwidth_gbs=self.memory_bandwidth_gbs, bf16_tflops_dense=self.bf16_tflops_dense,
+            bf16_native=self.bf16_native, fp8_tflops_dense=self.fp8_tflops_dense,
+            fp8_native=self.fp8_tflops_dense is not None, fp4_tflops_dense=self.fp4_tflops_dense,
+            interconnect_gbs=self.interconnect_gbs, source=f"{target_id}: {self.source}", notes=self.notes,
+            torch_memory_gib=self.torch_memory_gib if measured else round(HBM_VISIBLE * self.memory_gb, 2),
+            torch_memory_source=f"{target_id}: torch_memory_gib" if measured else (
+                "estimate (not in the target file): 99% of memory_gb as GiB, as HBM GPUs read (H100 79.19 of 80);"
+                " give torch_memory_gib"
+            ),
+        )  # fmt: skip
+
+
+def read_target_file(path_text: str) -> TargetFile:
+    """The file at ``path_text``, validated; read again only when it changes."""
+    try:
+        info = os.stat(path_text)
+    except (OSError, ValueError):  # missing, unreadable, a NUL in the name: reading it says which, in one line
+        return _read(path_text)
+    return _read_unchanged(os.path.abspath(path_text), info.st_mtime_ns, info.st_size, path_text)
+
+
+@lru_cache(maxsize=16)
+def _read_unchanged(abspath: str, mtime_ns: int, size: int, path_text: str) -> TargetFile:
+    return _read(path_text)
+
+
+def _read(path_text: str) -> TargetFile:
+    from mha_cli.core.config_io import read_mapping  # the YAML reader: imported only for a file target
+    from mha_cli.core.validation import describe_validation_error
+
+    path, where = Path(path_text), f"target file {shown_path(path_text)}"
+    with contextlib.suppress(OSError, ValueError):  # read_mapping refuses what cannot be read, in one line
+        if path.stat().st_size > MAX_TARGET_FILE_BYTES:
+            raise BadInputError(f"{where}: larger than {MAX_TARGET_FILE_BYTES // 1024} KiB; is this a target file?")
+    data = read_mapping(path)
+    try:
+        return TargetFile.model_validate(data)
+    except ValidationError as exc:
+        described = describe_validation_error(exc).replace("`mha schema` lists the fields", "`mha targets --schema`")
+        raise BadInputError(f"{where}: {described}") from None
+
+
+def target_file_example(row: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a target file that describes a row of the table (``Target.model_dump()``)."""
+    given = {name: row[name] for name in TargetFile.model_fields if row.get(name) not in (None, "")}
+    return {name: value for name, value in given.items() if not (name == "bf16_native" and value)}
+
+
+def target_file_json_schema(example: dict[str, Any]) -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of a target file, each field described, ``example`` (a valid file) with it."""
+    from mha_cli.core.schema_export import JSON_SCHEMA_DIALECT, attribute_docstrings
+
+    schema = TargetFile.model_json_schema()
+    schema["$schema"] = JSON_SCHEMA_DIALECT
+    schema["title"] = "mha target file"
+    schema["description"] = (
+        "A device the targets table lacks, for --target FILE.yaml (N x it: --target NxFILE.yaml)."
+        " Dense figures: a datasheet's 2:4 sparse figures halved."
+    )
+    for field, doc in attribute_docstrings(TargetFile).items():
+        schema["properties"][field]["description"] = " ".join(doc.split())
+    schema["examples"] = [example]
+    return schema

@@ -1,0 +1,71 @@
+"""Target suggestions name the same chip or nothing: h20 is never offered h200, nor h200 h20."""
+
+import re
+
+import pytest
+
+from mha_cli.core.chip_names import same_chip_names
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.suggest import close_names
+from mha_cli.core.targets import load_targets, resolve_target
+
+KNOWN = {t.id: t.memory_gb for t in load_targets().values()}
+
+
+@pytest.mark.parametrize(
+    ("typed", "offered"),
+    [
+        ("H100_SXM", ["h100-sxm"]),  # case and separators
+        ("nvidia h100-sxm", ["h100-sxm"]),  # a vendor word
+        ("h100 sxm 80GB", ["h100-sxm"]),  # a memory size, the chip's
+        ("h20 96gb", ["h20"]),
+        ("a100-40g", ["a100-40gb"]),  # the memory size picks the part
+        ("a100 80gb pcie", ["a100-80gb-pcie"]),
+        ("h100 nvl 94", ["h100-nvl"]),  # a bare size after the model
+        ("rtx4090", ["rtx-4090"]),  # a series word glued on
+        ("rtx 2000 ada", ["rtx-2000-ada"]),
+        ("gaudi 3", ["gaudi3"]),
+        ("b300 sxm6", ["b300"]),  # an edition the row does not spell
+        ("h20-sxm", ["h20"]),
+    ],
+)
+def test_spellings_of_a_chip_offer_that_chip(typed, offered):
+    assert same_chip_names(typed, KNOWN) == offered
+
+
+def test_an_edition_left_out_offers_every_edition_of_that_chip_only():
+    assert sorted(same_chip_names("rtx pro 6000", KNOWN)) == ["rtx-pro-6000-srv", "rtx-pro-6000-ws"]
+    assert set(same_chip_names("h100 sxm5", KNOWN)) == {"h100-sxm", "h100-pcie", "h100-nvl"}
+    assert same_chip_names("h100 sxm5", KNOWN)[0] == "h100-sxm"  # the closest spelling first
+
+
+@pytest.mark.parametrize("typed", ["h1000", "h2O", "h200 96gb", "mi300a", "rtx-6000", "b30", "gb30", "l4o", "zzz"])
+def test_a_different_chip_or_another_memory_size_is_never_offered(typed):
+    assert same_chip_names(typed, KNOWN) == []
+
+
+def test_h20_and_h200_are_never_offered_for_each_other():
+    """The issue's case, with a control: were either missing from the table, string distance (``close_names``,
+    what targets used before) would offer the other; the chip-safe rule offers nothing."""
+    for typed, other in (("h20", "h200"), ("h200", "h20")):
+        without = {name: memory for name, memory in KNOWN.items() if name != typed}
+        assert other in close_names(typed, without)
+        assert same_chip_names(typed, without) == []
+        assert same_chip_names(typed.upper() + " SXM", KNOWN) == [typed]
+
+
+def test_a_model_number_changed_in_any_target_id_never_offers_that_target():
+    """Each digit of the model number (the first run of digits: h100, 4090, v5e; not a memory size) changed."""
+    for target_id in KNOWN:
+        model = re.search(r"\d+", target_id)
+        for i in range(*model.span()) if model else ():
+            mutated = target_id[:i] + str((int(target_id[i]) + 1) % 10) + target_id[i + 1 :]
+            assert target_id not in same_chip_names(mutated, KNOWN), (mutated, target_id)
+
+
+def test_unknown_targets_name_the_same_chip_or_say_none_is_close():
+    with pytest.raises(BadInputError, match=r"unknown target 'H200_SXM 141GB': did you mean h200\?$"):
+        resolve_target("H200_SXM 141GB")
+    with pytest.raises(BadInputError, match=r"unknown target 'h20x': none is close: run `mha targets`"):
+        resolve_target("h20x")
+    assert resolve_target("h20").target.id == "h20" and resolve_target("h200").target.id == "h200"

@@ -1,0 +1,144 @@
+"""A user-defined target from a YAML file: the same figures as the row it copies, counts in front, bad files refused
+in one line (exit 2), and its schema printed by `mha targets --schema`."""
+
+import json
+import os
+import re
+
+import pytest
+import yaml
+
+from mha_cli.core.errors import EXIT_BAD_INPUT, BadInputError
+from mha_cli.core.target_file import TargetFile, target_file_example
+from mha_cli.core.targets import load_targets, resolve_target
+from tests.conftest import REPO
+
+EXAMPLE = REPO / "examples" / "targets" / "my-gpu.yaml"
+H100 = {
+    "name": "NVIDIA H100 SXM5 80GB", "vendor": "NVIDIA", "memory_gb": 80, "memory_bandwidth_gbs": 3350,
+    "bf16_tflops_dense": 989.4, "fp8_tflops_dense": 1978.9, "interconnect_gbs": 900, "torch_memory_gib": 79.19,
+    "source": "NVIDIA H100 datasheet",
+}  # fmt: skip
+BAND = {"relative_error", "relative", "uncertainty", "how"}
+"""The prior's band: h100-sxm has one of its own, fitted on its published measurements; a file's device has the band
+of all of them."""
+
+
+def _priced(data, file_name=None):
+    """``data`` with the file's name read as the row's, without the band and the free-text sources."""
+    if file_name is not None:
+        data = json.loads(json.dumps(data).replace(file_name, "h100-sxm"))
+    if isinstance(data, dict):
+        return {k: _priced(v) for k, v in data.items() if k not in BAND and k != "source"}
+    if isinstance(data, list):
+        return [_priced(v) for v in data]
+    return data
+
+
+@pytest.fixture
+def h100_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "h100.yaml").write_text(yaml.safe_dump(H100))
+    return "h100.yaml"
+
+
+def test_the_example_file_is_an_h100_sxm_and_says_so():
+    example = yaml.safe_load(EXAMPLE.read_text())
+    h100 = target_file_example(load_targets()["h100-sxm"].model_dump())
+    figures = [f for f in TargetFile.model_fields if f not in ("name", "source", "notes")]
+    assert {f: example.get(f) for f in figures} == {f: h100.get(f) for f in figures}
+    target = resolve_target(str(EXAMPLE)).target
+    assert (target.memory_gb, target.bf16_tflops_dense, target.torch_memory_gib) == (80, 989.4, 79.19)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["kv", "llama-3-8b"], ["kv", "llama-3.1-70b", "--seq", "32k", "--batch", "8"],
+     ["plan", "llama-3-8b", "--tp", "2", "--closed-form"], ["recommend", "--params", "8B", "--seq", "8k"]],
+)  # fmt: skip
+def test_a_file_target_prices_as_the_row_it_copies(cli, h100_file, args):
+    count = "2x" if "--tp" in args else ""
+    native = cli.json(*args, "--target", f"{count}h100-sxm")
+    from_file = cli.json(*args, "--target", f"{count}{h100_file}")
+    assert json.dumps(from_file).count(h100_file) >= 1 and "h100-sxm" not in json.dumps(from_file)
+    assert _priced(from_file, h100_file) == _priced(native)
+    if args[0] == "kv":  # the band: the row's own (its 20 held-out measurements), the file's that of all GPUs
+        assert (native["latency"]["relative_error"], from_file["latency"]["relative_error"]) == (0.4238, 0.38)
+
+
+def test_a_count_in_front_multiplies_the_file_unless_the_whole_name_is_a_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gpu.yaml").write_text(yaml.safe_dump(H100))
+    assert resolve_target("4xgpu.yaml").n_devices == 4 and resolve_target("4xgpu.yaml").target.id == "gpu.yaml"
+    assert resolve_target("8 x gpu.yaml").n_devices == 8
+    (tmp_path / "4xgpu.yaml").write_text(yaml.safe_dump(H100))  # a file named so is that file, one device
+    assert (resolve_target("4xgpu.yaml").n_devices, resolve_target("4xgpu.yaml").target.id) == (1, "4xgpu.yaml")
+
+
+def test_a_way_out_names_the_file_and_fits_when_run(cli, h100_file):
+    ways = cli.json("kv", "llama-3.1-70b", "--target", h100_file)["ways_out"]
+    assert ways and ways[0]["change"] == f"--target 4x{h100_file}"
+    rerun = cli.json("kv", "llama-3.1-70b", "--target", f"4x{h100_file}")
+    assert rerun["memory"]["fits"] and rerun["memory"]["n_devices"] == 4
+
+
+def test_torch_memory_left_out_is_an_estimate_the_plan_flags(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x1.yaml").write_text(yaml.safe_dump({k: v for k, v in H100.items() if k != "torch_memory_gib"}))
+    target = resolve_target("x1.yaml").target
+    assert target.torch_memory_gib == 79.2 and not target.device_memory_measured  # 99% of 80
+    notes = cli.json("kv", "llama-3-8b", "--target", "x1.yaml")["memory"]["engine"]["notes"]
+    assert any("x1.yaml: no public torch figure" in note for note in notes)
+
+
+def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "gpu.yaml"
+    path.write_text(yaml.safe_dump(H100))
+    assert resolve_target("gpu.yaml").target.memory_bandwidth_gbs == 3350
+    path.write_text(yaml.safe_dump({**H100, "memory_bandwidth_gbs": 4800}))
+    os.utime(path, ns=(1, 1))  # a new modification time even on a coarse clock
+    assert resolve_target("gpu.yaml").target.memory_bandwidth_gbs == 4800
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "gone.yaml: no such file"),
+        ("name: [unclosed", "bad.yaml: malformed YAML at line 2, column 1"),
+        ("- a list\n", "expected a mapping of fields at the top level, found a list"),
+        ("!!python/object/apply:os.system ['echo pwned']\n", "malformed YAML"),  # the safe loader builds no objects
+        (yaml.safe_dump({**H100, "memory_gbs": 80}), "memory_gbs: unknown field (check its spelling; `mha targets --schema`)"),
+        (yaml.safe_dump({k: v for k, v in H100.items() if k != "source"}), "source: missing (required)"),
+        (yaml.safe_dump({**H100, "memory_gb": -80}), "target file bad.yaml: memory_gb: must be greater than 0"),
+        (yaml.safe_dump({**H100, "memory_bandwidth_gbs": "fast"}), "memory_bandwidth_gbs: must be a number"),
+        (yaml.safe_dump({**H100, "torch_memory_gib": 90}), "torch_memory_gib (90) is above memory_gb (80)"),
+        ("name: x\n" + "# padding\n" * 10_000, "larger than 64 KiB; is this a target file?"),
+    ],
+    ids=["missing", "malformed", "list", "python-tag", "unknown-field", "no-source", "negative", "text-number",
+         "torch-above", "too-large"],
+)  # fmt: skip
+def test_a_bad_file_is_refused_in_one_line(cli, tmp_path, monkeypatch, content, expected):
+    monkeypatch.chdir(tmp_path)
+    name = "gone.yaml" if content is None else "bad.yaml"
+    if content is not None:
+        (tmp_path / name).write_text(content)
+    with pytest.raises(BadInputError, match=re.escape(expected)):
+        resolve_target(name)
+    result = cli.run("kv", "llama-3-8b", "--target", f"2x{name}")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_targets_schema_lists_the_fields_with_a_valid_example(cli):
+    result = cli.run("targets", "--schema")
+    assert result.exit_code == 0
+    schema = json.loads(result.stdout)
+    assert schema["title"] == "mha target file" and schema["additionalProperties"] is False
+    assert set(schema["required"]) == {"name", "vendor", "memory_gb", "memory_bandwidth_gbs", "bf16_tflops_dense",
+                                       "source"}  # fmt: skip
+    assert all(field["description"] for field in schema["properties"].values())
+    TargetFile.model_validate(schema["examples"][0])  # the example is a valid file
+    assert "--schema" in cli.run("targets").stdout  # the listing says where the fields are
+    refused = cli.run("targets", "h100", "--schema")
+    assert refused.exit_code == EXIT_BAD_INPUT and "without 'h100'" in refused.stderr

@@ -1,0 +1,86 @@
+"""vLLM's own flag names and values, pasted from a `vllm serve` line, give the same result as mha's own flags."""
+
+import pytest
+import typer
+
+from mha_cli.cli.app import app
+from mha_cli.core.errors import EXIT_BAD_INPUT
+
+
+@pytest.mark.parametrize(
+    ("vllm", "native"),
+    [
+        (["kv", "llama-3-8b", "--target", "2xh100", "--tensor-parallel-size", "2"],
+         ["kv", "llama-3-8b", "--target", "2xh100", "--tp", "2"]),
+        (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8"], ["kv", "llama-3-8b", "--kv-dtype", "fp8"]),
+        (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e4m3"], ["kv", "llama-3-8b", "--kv-dtype", "fp8"]),
+        (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e5m2"], ["kv", "llama-3-8b", "--kv-dtype", "fp8"]),
+        (["kv", "llama-3-8b", "--kv-cache-dtype", "auto"], ["kv", "llama-3-8b", "--kv-dtype", "bf16"]),
+        (["kv", "llama-3-8b", "--target", "h100", "--quantization", "fp8"],
+         ["kv", "llama-3-8b", "--target", "h100", "--weight-dtype", "fp8"]),
+        (["kv", "llama-3-8b", "--target", "h100", "--quantization", "awq"],
+         ["kv", "llama-3-8b", "--target", "h100", "--weight-dtype", "awq"]),
+        (["kv", "llama-3-8b", "--target", "h100", "--quantization", "gptq"],
+         ["kv", "llama-3-8b", "--target", "h100", "--weight-dtype", "gptq-int4"]),
+        (["kv", "gpt-oss-20b", "--target", "h100", "--quantization", "mxfp4"],
+         ["kv", "gpt-oss-20b", "--target", "h100", "--weight-dtype", "mxfp4"]),
+        (["kv", "llama-3-8b", "--max-model-len", "32k"], ["kv", "llama-3-8b", "--seq", "32768"]),
+        (["check", "llama-3-8b", "--target", "2xh100", "--tensor-parallel-size", "2", "--kv-cache-dtype", "fp8_e4m3"],
+         ["check", "llama-3-8b", "--target", "2xh100", "--tp", "2", "--kv-dtype", "fp8"]),
+        (["recommend", "--params", "8B", "--target", "2xh100", "--tensor-parallel-size", "2", "--quantization", "fp8"],
+         ["recommend", "--params", "8B", "--target", "2xh100", "--tp", "2", "--weight-dtype", "fp8"]),
+        (["plan", "llama-3-8b", "--target", "4xh100", "--tensor-parallel-size", "2", "--pipeline-parallel-size", "2",
+          "--kv-cache-dtype", "fp8_e5m2", "--quantization", "fp8", "--closed-form"],
+         ["plan", "llama-3-8b", "--target", "4xh100", "--tp", "2", "--pp", "2", "--kv-dtype", "fp8",
+          "--weight-dtype", "fp8", "--closed-form"]),
+        (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2048", "--osl", "512", "--max-model-len",
+          "2560", "--closed-form"],
+         ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2048", "--osl", "512", "--closed-form"]),
+    ],
+    ids=["tp", "kv-fp8", "kv-e4m3", "kv-e5m2", "kv-auto", "q-fp8", "q-awq", "q-gptq", "q-mxfp4", "max-model-len",
+         "check", "recommend", "plan", "plan-max-model-len"],
+)  # fmt: skip
+def test_a_vllm_flag_gives_the_same_json_as_the_native_one(cli, vllm, native):
+    assert cli.json(*vllm) == cli.json(*native)
+
+
+def test_an_alias_changes_the_result_as_its_native_flag_does(cli):
+    """The control: the aliases are read, not ignored (fp8 halves the cache, tp 2 halves a rank's share)."""
+    base = cli.json("kv", "llama-3-8b", "--target", "2xh100", "--tensor-parallel-size", "1")
+    assert cli.json("kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e5m2")["bytes_per_token"] == 131_072 // 2
+    assert base["deployment"]["tp"] == 1
+    assert cli.json("kv", "llama-3-8b", "--target", "2xh100", "--tensor-parallel-size", "2")["kv"]["tp"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["kv", "llama-3-8b", "--quantization", "fbgemm_fp8"],
+         "fbgemm_fp8 is a vLLM quantization mha does not price; of vLLM's it prices fp8, awq, gptq, mxfp4"),
+        (["kv", "llama-3-8b", "--quantization", "modelopt_fp4"], "modelopt_fp4 is a vLLM quantization mha does not"),
+        (["kv", "llama-3-8b", "--quantization", "awq_marlin"],
+         "awq_marlin is vLLM's Marlin kernel for awq checkpoints (its repacked bytes are not priced): give awq"),
+        (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e3m4"], "unknown dtype 'fp8_e3m4'"),
+        (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--max-model-len", "32768"],
+         "--max-model-len 32768: plan sizes the engine (and its launch line's --max-model-len) for --isl + --osl ="
+         " 1,280 tokens"),
+    ],
+)  # fmt: skip
+def test_a_vllm_value_mha_does_not_price_is_refused_in_one_line(cli, args, message):
+    result = cli.run(*args)
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert message in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_every_command_taking_tp_or_pp_takes_vllms_names_too():
+    commands = typer.main.get_command(app).commands
+    for name, command in commands.items():
+        opts = {opt for param in command.params for opt in param.opts}
+        if name == "calibrate":
+            assert "--tensor-parallel-size" not in opts  # its --tp is an all-reduce measurement, not a layout
+            continue
+        assert ("--tp" in opts) == ("--tensor-parallel-size" in opts), name
+        assert ("--pp" in opts) == ("--pipeline-parallel-size" in opts), name
+        assert ("--kv-dtype" in opts) == ("--kv-cache-dtype" in opts), name
+        assert ("--weight-dtype" in opts) == ("--quantization" in opts), name
+    assert "--tensor-parallel-size" in {o for p in commands["verify"].params for o in p.opts}
