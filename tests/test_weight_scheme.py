@@ -160,6 +160,12 @@ def test_modelopt_nvfp4_flat_and_nested_read_alike():
         assert scheme.rules[0].layout == weight_format("nvfp4").layout
 
 
+def test_a_modelopt_export_without_weight_quantisation_is_bf16():
+    """ModelOpt writes quant_algo null when it quantised only the KV cache: the weights are the model's own."""
+    quant = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": None, "kv_cache_quant_algo": "FP8"}}
+    assert read_checkpoint_weights({"quantization_config": quant}, "config.json") is None
+
+
 def test_modelopt_mixed_precision_prices_each_listed_layer():
     """MIXED_PRECISION: NVFP4 on the MLPs of layers 0 and 1, FP8 (fp32 weight and input scales) on their q_proj; every
     module not listed stays bf16."""

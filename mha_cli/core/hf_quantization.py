@@ -105,7 +105,7 @@ def read_checkpoint_weights(config: dict[str, Any], origin: str) -> CheckpointWe
                "quark": _quark}  # fmt: skip
     if method in readers:
         scheme = readers[method](quant, origin)
-        return CheckpointWeights(scheme.format, scheme)
+        return None if scheme is None else CheckpointWeights(scheme.format, scheme)
     raise _refuse(origin, f"quant_method {method or '(none)'!r}")
 
 
@@ -215,11 +215,14 @@ def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> Sc
 # ModelOpt ------------------------------------------------------------------------------------------------------------
 
 
-def _modelopt(config: dict[str, Any], origin: str) -> WeightScheme:
-    """ModelOpt: one algorithm on every linear layer, or ``MIXED_PRECISION`` with one per listed module."""
+def _modelopt(config: dict[str, Any], origin: str) -> WeightScheme | None:
+    """ModelOpt: one algorithm on every linear layer, or ``MIXED_PRECISION`` with one per listed module; None when it
+    quantises no weight (``quant_algo: null``, a KV-cache-only export)."""
     body = config["quantization"] if isinstance(config.get("quantization"), dict) else config
     ignore = _names(body.get("exclude_modules", body.get("ignore", config.get("ignore"))), origin, "exclude_modules")
-    algo = str(body.get("quant_algo") or "").upper()
+    if body.get("quant_algo") is None:
+        return None
+    algo = str(body.get("quant_algo")).upper()
     if algo == "MIXED_PRECISION":
         layers = body.get("quantized_layers")
         if not isinstance(layers, dict) or not layers:
