@@ -187,9 +187,9 @@ def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> Sc
         # WNA16: weight_packed int32, weight_scale in the model dtype, weight_shape; zero points and g_idx when asked
         order = weights.get("actorder") in ("group", True)
         per = f"group {size}" if strategy == "group" else "per channel"
-        return _rule(name, targets, f"int{bits}", f"int{bits} {'symmetric' if symmetric else 'asymmetric'}, {per}, bf16 scales",
-                     bits, 2, rows, cols, zero_bits=0 if symmetric else bits, group_index=order,
-                     extra=WEIGHT_SHAPE_BYTES)  # fmt: skip
+        label = f"int{bits} {'symmetric' if symmetric else 'asymmetric'}, {per}, bf16 scales"
+        return _rule(name, targets, f"int{bits}", label, bits, 2, rows, cols, zero_bits=0 if symmetric else bits,
+                     group_index=order, extra=WEIGHT_SHAPE_BYTES)  # fmt: skip
     w8a8 = kind == "int" and bits == 8 and isinstance(inputs, dict) and fmt in EIGHT_BIT and symmetric
     if w8a8 and strategy in ("channel", "tensor"):  # int8 W8A8: fp32 weight scales, fp32 input scale when static
         extra = static_input * (FP32 + (inputs.get("symmetric", True) is False))  # and an int8 zero point
@@ -201,8 +201,10 @@ def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> Sc
                 raise _refuse(origin, f"{what} without a block_structure of two sizes")
             rows, cols = block
         per = f"{rows} x {cols} block" if strategy == "block" else strategy
-        fmt = "fp8-block" if strategy == "block" else "fp8"
-        return _rule(name, targets, fmt, f"fp8 per {per}, fp32 scales", 8, FP32, rows, cols, extra=FP32 * static_input)
+        named = "fp8-block" if strategy == "block" else "fp8"
+        return _rule(
+            name, targets, named, f"fp8 per {per}, fp32 scales", 8, FP32, rows, cols, extra=FP32 * static_input
+        )
     if kind == "float" and bits == 4 and size == NVFP4_GROUP and fmt in ("nvfp4-pack-quantized", None):
         # NVFP4: e2m1 values, fp8 scales per 16, fp32 weight_global_scale (and input_global_scale with activations)
         extra = FP32 * (1 + isinstance(inputs, dict))

@@ -192,7 +192,8 @@ def model_weight_bytes(model: ModelSpec, weight_dtype: str) -> int:
 
 
 def deployment_model_bytes(model: ModelSpec, weight_dtype: str, deployment: DeploymentSpec | None) -> int:
-    """``model_weight_bytes``, as the checkpoint stores it when ``deployment`` carries its scheme for ``weight_dtype``."""
+    """``model_weight_bytes``, as the checkpoint stores it when ``deployment`` carries its scheme for
+    ``weight_dtype``."""
     return deployment_rank_bytes(model, 1, weight_dtype, deployment, vocab_padding=1)
 
 

@@ -129,7 +129,8 @@ FORMATS: dict[str, WeightFormat] = {
                      MatrixLayout(8, 4)),
         WeightFormat("fp8-block", 8 + 32 / GROUP**2, "linear", "fp8 linear layers, an fp32 scale per 128 x 128 block",
                      MatrixLayout(8, 4, GROUP, GROUP)),
-        WeightFormat("int8", 8, "linear", "int8 linear layers, an fp16 scale per output channel", MatrixLayout(8, 2, 1)),
+        WeightFormat("int8", 8, "linear", "int8 linear layers, an fp16 scale per output channel",
+                     MatrixLayout(8, 2, 1)),
         WeightFormat("int4", 4 + 20 / GROUP, "linear", "int4 linear layers, group 128: fp16 scale, 4-bit zero",
                      INT4_GROUP),
         WeightFormat("awq", 4 + 20 / GROUP, "linear", "AWQ int4, group 128: qweight, qzeros, fp16 scales", INT4_GROUP),
@@ -137,8 +138,10 @@ FORMATS: dict[str, WeightFormat] = {
                      INT4_GROUP._replace(group_index=True)),
         WeightFormat("nf4", 4.5, "linear", "bitsandbytes NF4, an fp32 absmax per 64 weights"),  # not fp4, its default
         WeightFormat("nf4-dq", 4.127, "linear", "bitsandbytes NF4 with double quantisation (QLoRA)"),
-        WeightFormat("mxfp4", 4.25, "experts", "OCP MXFP4 routed experts, an e8m0 scale per 32; the rest in bf16", MXFP4),
-        WeightFormat("mxfp4-linear", 4.25, "linear", "OCP MXFP4 linear layers (AMD Quark), an e8m0 scale per 32", MXFP4),
+        WeightFormat("mxfp4", 4.25, "experts", "OCP MXFP4 routed experts, an e8m0 scale per 32; the rest in bf16",
+                     MXFP4),
+        WeightFormat("mxfp4-linear", 4.25, "linear", "OCP MXFP4 linear layers (AMD Quark), an e8m0 scale per 32",
+                     MXFP4),
         WeightFormat("nvfp4", 4.5, "linear", "NVFP4 linear layers (ModelOpt): e2m1, an fp8 scale per 16, fp32 globals",
                      NVFP4),
     )

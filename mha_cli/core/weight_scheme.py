@@ -19,13 +19,13 @@ and Quark's ``re:`` prefix), when it holds ``*``, ``?`` or ``[`` and matches the
 (ModelOpt's and Quark's wildcards), or when it is the name itself or one of its parents (``model.layers.0.mlp.experts``
 names every expert of layer 0, as ModelOpt's mixed-precision config lists fused experts).
 
-Names are mha's own (``core.inventory``: Llama's, ``model.layers.N.self_attn.q_proj``, ``model.layers.N.mlp.down_proj``),
-which are the checkpoint's for Llama-like models; a routed expert is named as checkpoints store experts one by one,
-``model.layers.N.mlp.experts.E.gate_proj`` (DeepSeek, Qwen-MoE). A family whose checkpoint names differ (Mixtral's
-``block_sparse_moe.experts.E.w1``, GPT-2's ``c_attn``) is matched on these names: the entries that name none of the
-model's modules are reported (``unmatched``) rather than silently dropped. The embedding and the LM head stay bf16
-whatever the config says: vLLM's loaders quantise ``LinearBase`` and fused-MoE layers, and its ``ParallelLMHead`` is
-neither.
+Names are mha's own (``core.inventory``: Llama's, ``model.layers.N.self_attn.q_proj``,
+``model.layers.N.mlp.down_proj``), which are the checkpoint's for Llama-like models; a routed expert is named as
+checkpoints store experts one by one, ``model.layers.N.mlp.experts.E.gate_proj`` (DeepSeek, Qwen-MoE). A family whose
+checkpoint names differ (Mixtral's ``block_sparse_moe.experts.E.w1``, GPT-2's ``c_attn``) is matched on these names:
+the entries that name none of the model's modules are reported (``unmatched``) rather than silently dropped. The
+embedding and the LM head stay bf16 whatever the config says: vLLM's loaders quantise ``LinearBase`` and fused-MoE
+layers, and its ``ParallelLMHead`` is neither.
 """
 
 import fnmatch
