@@ -13,10 +13,13 @@ from mha_cli.core.hf_quantization import checkpoint_weight_format
 from mha_cli.core.params import matrices_per_rank, params_per_rank
 from mha_cli.core.presets import get_preset
 from mha_cli.core.sources import load_source
-from mha_cli.core.weight_bytes import model_weight_bytes, rank_weight_bytes
+from mha_cli.core.weight_bytes import model_weight_bytes, rank_checkpoint_bytes, rank_weight_bytes
 from mha_cli.core.weight_formats import normalise_weight_format, weight_format
+from mha_cli.core.weight_scheme import SchemeRule, WeightScheme
 
 OUT, IN = 4096, 14336  # Llama-3-8B's down projection: 4096 outputs of 14,336 inputs
+LLAMA_LAYER = 2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 4096 * 14336  # q, o; k, v; gate, up, down: 218,103,808
+LLAMA_REST = 2 * 128_256 * 4096 * 2 + (2 * 32 + 1) * 4096 * 2  # embedding and head rows, norms: bf16
 
 
 @pytest.mark.parametrize(
@@ -35,6 +38,36 @@ OUT, IN = 4096, 14336  # Llama-3-8B's down projection: 4096 outputs of 14,336 in
 )
 def test_matrix_bytes_by_hand(name, expected):
     assert weight_format(name).matrix_bytes(OUT, IN) == expected
+
+
+def test_nvfp4_matrix_by_hand():
+    """4096 x 4096 in NVFP4: 8,388,608 B of e2m1 pairs, 1,048,576 fp8 scales (one per 16 inputs), an fp32 global
+    scale (weight_scale_2) and an fp32 input scale."""
+    assert weight_format("nvfp4").matrix_bytes(4096, 4096) == 8_388_608 + 1_048_576 + 4 + 4
+
+
+def test_mxfp4_on_a_dense_model_covers_every_linear_layer():
+    """Quark's MXFP4 on Llama-3-8B: every linear layer at 17 B per 32 weights; embeddings, head and norms bf16."""
+    linear = 32 * LLAMA_LAYER
+    assert (
+        rank_weight_bytes(get_preset("llama-3-8b"), 1, "mxfp4-linear", vocab_padding=1)
+        == linear * 17 // 32 + LLAMA_REST
+    )
+    with pytest.raises(BadInputError, match="use mxfp4-linear for MXFP4 on every linear layer"):
+        rank_weight_bytes(get_preset("llama-3-8b"), 1, "mxfp4")
+
+
+def test_a_uniform_scheme_prices_as_the_named_format():
+    """A rule on every linear layer in a format's own layout prices every preset as the named format does, at every
+    split, experts included (the named formats and checkpoint schemes are one path)."""
+    for name in ("llama-3-8b", "deepseek-v3", "qwen3-next-80b-a3b", "gpt-oss-20b"):
+        model = get_preset(name)
+        for fmt in ("fp8", "int4", "nvfp4"):
+            layout = weight_format(fmt).layout
+            rule = SchemeRule(name="all", targets=["Linear"], format=fmt, **layout._asdict())
+            scheme = WeightScheme(method="test", format=fmt, rules=[rule])
+            for tp in (1, 2, 4):
+                assert rank_checkpoint_bytes(model, tp, scheme) == rank_weight_bytes(model, tp, fmt), (name, fmt, tp)
 
 
 def test_mxfp4_is_17_bytes_per_32_weights():

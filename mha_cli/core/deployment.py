@@ -42,6 +42,8 @@ def merge_deployment(
 ) -> DeploymentSpec:
     """``base`` (or the defaults) with every override that is not ``None`` applied and validated."""
     fields = base.model_dump(exclude_unset=True) if base is not None else {}
+    if overrides.get("weight_dtype") is not None:  # a format asked for prices every weight alike, not as stored
+        fields.pop("weight_scheme", None)
     fields.update({key: value for key, value in overrides.items() if value is not None})
     if fields.get("engine") is not None:
         fields["engine"] = engine_name(fields["engine"])

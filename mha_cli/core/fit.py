@@ -20,7 +20,7 @@ from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget, resolve_target
 from mha_cli.core.tensor_parallel import ExpertLayout
 from mha_cli.core.ways import FLAG_FIELDS, Judge, Verdict, accepted, flag_updates, settle
-from mha_cli.core.weight_bytes import model_weight_bytes, rank_weight_bytes
+from mha_cli.core.weight_bytes import deployment_model_bytes, deployment_rank_bytes, rank_weight_bytes
 from mha_cli.core.weight_formats import weight_format
 
 MAX_DEVICES_TRIED = 4096
@@ -247,7 +247,7 @@ def last_resort(
         if seq > 0:
             return f"{flags} --seq {seq} (together: one flag alone is not enough)"
     smallest = dtypes[-1]
-    per_device = rank_weight_bytes(model, largest, smallest)
+    per_device = deployment_rank_bytes(model, largest, smallest, deployment)
     why = (
         f"needs {format_bytes(per_device)} of weights per device in {smallest}, more than the"
         f" {format_bytes(big.usable_bytes)} usable"
@@ -355,7 +355,7 @@ class Priced(NamedTuple):
     @property
     def weight_bytes(self) -> int:
         """All weights in the deployment's weight dtype."""
-        return model_weight_bytes(self.model, self.deployment.weight_dtype)
+        return deployment_model_bytes(self.model, self.deployment.weight_dtype, self.deployment)
 
     @property
     def ways(self) -> list[str]:

@@ -1,26 +1,112 @@
 """The weight format a Hugging Face checkpoint is stored in, read from its ``quantization_config``.
 
-A config.json's ``quantization_config`` changes what the weights cost, so it is read, never ignored: each
-method maps to a ``core.weight_formats`` name (fp8 with or without ``weight_block_size``, mxfp4, GPTQ and AWQ
-at 4 bits and group 128, bitsandbytes NF4 with or without double quantisation, compressed-tensors fp8 / int8 /
-int4 at group 128, fbgemm fp8), and anything else is refused in one line naming the field, so no plan prices a
-quantised checkpoint as bf16 without saying so. ``--weight-dtype`` still overrides the format read here.
+A config.json's ``quantization_config`` changes what the weights cost, so it is read, never ignored. fp8 (with or
+without ``weight_block_size``), mxfp4 (gpt-oss), GPTQ and AWQ at 4 bits and group 128, bitsandbytes NF4 and fbgemm
+fp8 map to a named format (``core.weight_formats``). compressed-tensors, NVIDIA ModelOpt and AMD Quark configs are
+read into a ``WeightScheme`` (``core.weight_scheme``) that prices the weights tensor by tensor, each rule with the
+tensors vLLM allocates for it (``create_weights`` of each scheme, vLLM ``model_executor/layers/quantization``):
+
+- compressed-tensors (``compressed_tensors/schemes``): 4- or 8-bit integers ``pack-quantized`` (``WNA16``:
+  ``weight_packed`` int32 words, ``weight_scale`` in the model dtype per group or output channel, ``weight_shape``
+  int64 (2,), a ``weight_zero_point`` packed along the outputs when asymmetric, ``weight_g_idx`` int32 per input with
+  ``actorder: group``); int8 with int8 activations (``W8A8Int8``: fp32 ``weight_scale`` per channel or tensor, an fp32
+  ``input_scale`` when static); fp8 (``W8A8Fp8``, ``W8A16Fp8``: fp32 scales per tensor, channel or block, an fp32
+  ``input_scale`` when static); NVFP4 (``W4A4Fp4``, ``W4A16Fp4``: packed e2m1, an fp8 scale per 16, fp32
+  ``weight_global_scale`` and, with activations, ``input_global_scale``); MXFP4 (an e8m0 byte per 32). A module
+  matches a group by name or by the ``Linear`` class; ``ignore`` keeps modules in bf16 (llm-compressor's docs,
+  "ignore": ``lm_head``, ``re:.*mlp.gate$``).
+- ModelOpt (``modelopt.py``), in config.json or in the checkpoint's ``hf_quant_config.json`` (``{"quantization":
+  {...}}``): ``NVFP4`` (``weight`` uint8 (out, in/2), ``weight_scale`` fp8 (out, in/16), fp32 ``weight_scale_2`` and
+  ``input_scale`` per matrix), ``FP8`` (fp32 ``weight_scale`` and ``input_scale``), ``FP8_PER_CHANNEL_PER_TOKEN``,
+  ``FP8_PB_WO`` (fp32 per 128 x 128 block) and ``MIXED_PRECISION`` (``quantized_layers``: an algorithm per module,
+  every other module bf16); ``exclude_modules`` (or ``ignore``) keeps modules in bf16.
+- Quark (``quark/quark.py``, ``schemes/quark_ocp_mx.py``): OCP MXFP4 (``weight`` uint8 (out, in/2), ``weight_scale``
+  uint8 (out, in/32)), fp8 and int8 per tensor or channel (fp32 scales, an fp32 ``input_scale`` when static); the
+  rule of a module is its ``layer_quant_config`` pattern, else its ``layer_type_quant_config``, else the
+  ``global_quant_config``; ``exclude`` keeps modules in bf16.
+
+Anything else is refused in one line naming the field, so no plan prices a quantised checkpoint as bf16 without
+saying so. ``--weight-dtype`` still overrides the format read here (and prices every weight alike).
+
+Not modelled: what an engine's kernel does to the bytes after loading. Marlin's repacking of int4 weights
+(``gptq_marlin_repack``) and its permuted scales keep their sizes; vLLM's CUTLASS NVFP4 path pads each matrix's fp8
+scales to 128 rows x 4 columns (``swizzle_blockscale``), nothing for shapes that are multiples of 128 x 64; with
+act-order, a row-parallel layer keeps its group scales whole on every rank (priced at the rank's share).
+
+Sources (vLLM ``vllm/model_executor/layers/quantization``, read through the search index): ``compressed_tensors/
+schemes/compressed_tensors_wNa16.py`` (``weight_packed``, ``weight_scale``, ``weight_shape``, ``weight_zero_point``
+of ``ceil(out * bits / 32)`` int32 rows, ``weight_g_idx``), ``compressed_tensors_w8a8_int8.py`` (c45614b),
+``compressed_tensors_w8a8_fp8.py`` (de4766a), ``compressed_tensors_w4a4_nvfp4.py`` (85f1f91), ``modelopt.py``
+(``ModelOptNvFp4LinearMethod.create_weights``), ``quark/quark.py`` (de38226: ``exclude``, ``_find_matched_config``,
+``_is_ocp_mx``), ``quark/schemes/quark_ocp_mx.py`` (fb33ec8).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.weight_formats import GROUP
+from mha_cli.core.weight_formats import GROUP, MX_GROUP, NVFP4_GROUP
+
+if TYPE_CHECKING:
+    from mha_cli.core.weight_scheme import SchemeRule, WeightScheme
+
+SUPPORTED = (
+    "fp8, fp8 blocks, mxfp4, GPTQ/AWQ 4-bit group 128, bitsandbytes nf4, compressed-tensors int4/int8/fp8/nvfp4/mxfp4,"
+    " ModelOpt NVFP4/FP8, Quark MXFP4/fp8/int8"
+)
+
+
+class CheckpointWeights(NamedTuple):
+    """How a checkpoint stores its weights: a named format, and for compressed-tensors, ModelOpt and Quark the
+    scheme that prices them tensor by tensor (``format`` is then the scheme's)."""
+
+    format: str
+    scheme: WeightScheme | None = None
 
 
 def _refuse(origin: str, what: str) -> BadInputError:
     return BadInputError(
-        f"{origin}: quantization_config {what} is not a weight format mha prices (fp8, fp8 blocks, mxfp4, GPTQ/AWQ"
-        " 4-bit group 128, bitsandbytes nf4, compressed-tensors fp8/int8/int4): remove quantization_config from a"
-        " copy of the file to price bf16 weights"
+        f"{origin}: quantization_config {what} is not a weight format mha prices ({SUPPORTED}): remove"
+        " quantization_config from a copy of the file to price bf16 weights"
     )
+
+
+def checkpoint_weight_format(config: dict[str, Any], origin: str) -> str | None:
+    """The (named) weight format of the checkpoint whose config.json is ``config``; None without
+    ``quantization_config``."""
+    weights = read_checkpoint_weights(config, origin)
+    return None if weights is None else weights.format
+
+
+def read_checkpoint_weights(config: dict[str, Any], origin: str) -> CheckpointWeights | None:
+    """How the checkpoint whose config.json is ``config`` stores its weights; None without ``quantization_config``.
+    A ModelOpt ``hf_quant_config.json`` given as the quantization_config (``{"quantization": {...}}``) is read too."""
+    quant = config.get("quantization_config")
+    if quant is None:
+        return None
+    if not isinstance(quant, dict):
+        raise _refuse(origin, f"of type {type(quant).__name__}")
+    method = str(quant.get("quant_method", "")).lower()
+    if not method and isinstance(quant.get("quantization"), dict):
+        method = "modelopt"  # hf_quant_config.json: {"producer": {"name": "modelopt"}, "quantization": {...}}
+    if method in ("fp8", "fbgemm_fp8"):
+        return CheckpointWeights("fp8-block" if quant.get("weight_block_size") else "fp8")
+    if method == "mxfp4":
+        return CheckpointWeights("mxfp4")
+    if method in ("gptq", "awq"):
+        _int4_group_128(quant, origin, method)
+        return CheckpointWeights("gptq-int4" if method == "gptq" else "awq")
+    if method == "bitsandbytes":
+        if quant.get("load_in_4bit") and quant.get("bnb_4bit_quant_type") == "nf4":
+            return CheckpointWeights("nf4-dq" if quant.get("bnb_4bit_use_double_quant") else "nf4")
+        raise _refuse(origin, "bitsandbytes other than 4-bit nf4")
+    readers = {"compressed-tensors": _compressed_tensors, "modelopt": _modelopt, "modelopt_fp4": _modelopt,
+               "quark": _quark}  # fmt: skip
+    if method in readers:
+        scheme = readers[method](quant, origin)
+        return None if scheme is None else CheckpointWeights(scheme.format, scheme)
+    raise _refuse(origin, f"quant_method {method or '(none)'!r}")
 
 
 def _int4_group_128(config: dict[str, Any], origin: str, method: str) -> None:
@@ -29,46 +115,187 @@ def _int4_group_128(config: dict[str, Any], origin: str, method: str) -> None:
         raise _refuse(origin, f"{method} with bits={bits} and group_size={group}")
 
 
-def _compressed_tensors(config: dict[str, Any], origin: str) -> str:
-    """compressed-tensors: every config group's weights must agree on one of fp8, int8 or int4 group 128."""
-    formats = set()
-    for group in (config.get("config_groups") or {}).values():
-        weights = group.get("weights") if isinstance(group, dict) else None
-        if not isinstance(weights, dict):
-            raise _refuse(origin, "compressed-tensors without weight settings")
-        bits, kind, size = weights.get("num_bits"), weights.get("type"), weights.get("group_size")
-        if (bits, kind) == (8, "float"):
-            formats.add("fp8")
-        elif (bits, kind) == (8, "int"):
-            formats.add("int8")
-        elif (bits, kind) == (4, "int") and size == GROUP:
-            formats.add("int4")
-        else:
-            raise _refuse(origin, f"compressed-tensors weights num_bits={bits} type={kind} group_size={size}")
-    if len(formats) != 1:
-        raise _refuse(origin, "compressed-tensors with no or mixed weight formats")
-    return formats.pop()
+def _names(value: Any, origin: str, field: str) -> list[str]:
+    """A config's list of module names or patterns (None: empty)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _refuse(origin, f"{field} that is not a list of module names")
+    return list(value)
 
 
-def checkpoint_weight_format(config: dict[str, Any], origin: str) -> str | None:
-    """The weight format of the checkpoint whose config.json is ``config``; None without ``quantization_config``."""
-    quant = config.get("quantization_config")
-    if quant is None:
+def _scheme(method: str, rules: list[SchemeRule], ignore: list[str], origin: str) -> WeightScheme:
+    """The scheme of ``rules``, its format that of the rule covering every linear layer (else the first rule)."""
+    from mha_cli.core.weight_scheme import LINEAR, WeightScheme
+
+    if not rules:
+        raise _refuse(origin, f"{method} with no quantised weights")
+    main = next((rule for rule in rules if LINEAR in rule.targets), rules[0])
+    return WeightScheme(method=method, format=main.format, rules=rules, ignore=ignore)
+
+
+def _rule(name: str, targets: list[str], fmt: str, description: str, bits: int, scale: int, rows: int, cols: int,
+          *, zero_bits: int = 0, group_index: bool = False, extra: int = 0) -> SchemeRule:  # fmt: skip
+    """A rule storing ``targets`` in ``bits``-bit values with a ``scale``-byte scale per ``rows`` x ``cols`` block;
+    ``fmt`` the named format it is closest to."""
+    from mha_cli.core.weight_scheme import SchemeRule
+
+    return SchemeRule(
+        name=name, targets=targets, format=fmt, value_bits=bits, scale_bytes=scale, scale_rows=rows, scale_cols=cols,
+        zero_bits=zero_bits, group_index=group_index, extra_bytes=extra, description=description,
+    )  # fmt: skip
+
+
+# compressed-tensors --------------------------------------------------------------------------------------------------
+
+PACKED = ("pack-quantized", None)
+EIGHT_BIT = ("int-quantized", "float-quantized", "naive-quantized", None)
+WEIGHT_SHAPE_BYTES = 16
+"""compressed-tensors' ``weight_shape``: the unpacked shape, two int64."""
+FP32 = 4
+
+
+def _compressed_tensors(config: dict[str, Any], origin: str) -> WeightScheme:
+    """compressed-tensors: a rule per config group, its targets the group's; ``ignore`` kept in bf16."""
+    sparsity = config.get("sparsity_config") or {}
+    if isinstance(sparsity, dict) and sparsity.get("format") not in (None, "dense"):
+        raise _refuse(origin, f"compressed-tensors sparsity format {sparsity.get('format')!r}")
+    groups = config.get("config_groups") or {}
+    if not isinstance(groups, dict):
+        raise _refuse(origin, "compressed-tensors config_groups that is not a mapping")
+    rules = [_compressed_group(name, group, config.get("format"), origin) for name, group in groups.items()]
+    return _scheme("compressed-tensors", rules, _names(config.get("ignore"), origin, "ignore"), origin)
+
+
+def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> SchemeRule:
+    weights = group.get("weights") if isinstance(group, dict) else None
+    if not isinstance(weights, dict):
+        raise _refuse(origin, f"compressed-tensors group {name} without weight settings")
+    targets = _names(group.get("targets") or ["Linear"], origin, f"{name} targets")
+    fmt = group.get("format") or (None if top_format == "mixed-precision" else top_format)
+    bits, kind, size = weights.get("num_bits"), weights.get("type", "int"), weights.get("group_size")
+    strategy = weights.get("strategy") or ("group" if size else "tensor")  # compressed-tensors' default
+    symmetric = weights.get("symmetric", True) is not False
+    inputs = group.get("input_activations")
+    static_input = isinstance(inputs, dict) and not inputs.get("dynamic", False)
+    what = f"compressed-tensors {name}: num_bits={bits} type={kind} strategy={strategy} format={fmt}"
+    if strategy in ("group", "tensor_group") and not (isinstance(size, int) and size > 0):
+        raise _refuse(origin, f"{what} without a group_size")
+    cols = size if strategy in ("group", "tensor_group") else 0
+    rows = 1 if strategy in ("channel", "group", "tensor_group") else 0
+    if kind == "int" and bits in (4, 8) and inputs is None and fmt in PACKED and strategy in ("group", "channel"):
+        # WNA16: weight_packed int32, weight_scale in the model dtype, weight_shape; zero points and g_idx when asked
+        order = weights.get("actorder") in ("group", True)
+        per = f"group {size}" if strategy == "group" else "per channel"
+        label = f"int{bits} {'symmetric' if symmetric else 'asymmetric'}, {per}, bf16 scales"
+        return _rule(name, targets, f"int{bits}", label, bits, 2, rows, cols, zero_bits=0 if symmetric else bits,
+                     group_index=order, extra=WEIGHT_SHAPE_BYTES)  # fmt: skip
+    w8a8 = kind == "int" and bits == 8 and isinstance(inputs, dict) and fmt in EIGHT_BIT and symmetric
+    if w8a8 and strategy in ("channel", "tensor"):  # int8 W8A8: fp32 weight scales, fp32 input scale when static
+        extra = static_input * (FP32 + (inputs.get("symmetric", True) is False))  # and an int8 zero point
+        return _rule(name, targets, "int8", f"int8 per {strategy}, fp32 scales", 8, FP32, rows, 0, extra=extra)
+    if kind == "float" and bits == 8 and fmt in EIGHT_BIT and strategy in ("tensor", "channel", "block"):
+        block = weights.get("block_structure")
+        if strategy == "block":
+            if not (isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block)):
+                raise _refuse(origin, f"{what} without a block_structure of two sizes")
+            rows, cols = block
+        per = f"{rows} x {cols} block" if strategy == "block" else strategy
+        named = "fp8-block" if strategy == "block" else "fp8"
+        return _rule(
+            name, targets, named, f"fp8 per {per}, fp32 scales", 8, FP32, rows, cols, extra=FP32 * static_input
+        )
+    if kind == "float" and bits == 4 and size == NVFP4_GROUP and fmt in ("nvfp4-pack-quantized", None):
+        # NVFP4: e2m1 values, fp8 scales per 16, fp32 weight_global_scale (and input_global_scale with activations)
+        extra = FP32 * (1 + isinstance(inputs, dict))
+        return _rule(name, targets, "nvfp4", "nvfp4, fp8 scale per 16", 4, 1, 1, NVFP4_GROUP, extra=extra)
+    if kind == "float" and bits == 4 and size == MX_GROUP and fmt in ("mxfp4-pack-quantized", None):
+        return _rule(name, targets, "mxfp4-linear", "mxfp4, e8m0 scale per 32", 4, 1, 1, MX_GROUP)
+    raise _refuse(origin, what)
+
+
+# ModelOpt ------------------------------------------------------------------------------------------------------------
+
+
+def _modelopt(config: dict[str, Any], origin: str) -> WeightScheme | None:
+    """ModelOpt: one algorithm on every linear layer, or ``MIXED_PRECISION`` with one per listed module; None when it
+    quantises no weight (``quant_algo: null``, a KV-cache-only export)."""
+    body = config["quantization"] if isinstance(config.get("quantization"), dict) else config
+    ignore = _names(body.get("exclude_modules", body.get("ignore", config.get("ignore"))), origin, "exclude_modules")
+    if body.get("quant_algo") is None:
         return None
-    if not isinstance(quant, dict):
-        raise _refuse(origin, f"of type {type(quant).__name__}")
-    method = str(quant.get("quant_method", "")).lower()
-    if method in ("fp8", "fbgemm_fp8"):
-        return "fp8-block" if quant.get("weight_block_size") else "fp8"
-    if method == "mxfp4":
-        return "mxfp4"
-    if method in ("gptq", "awq"):
-        _int4_group_128(quant, origin, method)
-        return "gptq-int4" if method == "gptq" else "awq"
-    if method == "bitsandbytes":
-        if quant.get("load_in_4bit") and quant.get("bnb_4bit_quant_type") == "nf4":
-            return "nf4-dq" if quant.get("bnb_4bit_use_double_quant") else "nf4"
-        raise _refuse(origin, "bitsandbytes other than 4-bit nf4")
-    if method == "compressed-tensors":
-        return _compressed_tensors(quant, origin)
-    raise _refuse(origin, f"quant_method {method or '(none)'!r}")
+    algo = str(body.get("quant_algo")).upper()
+    if algo == "MIXED_PRECISION":
+        layers = body.get("quantized_layers")
+        if not isinstance(layers, dict) or not layers:
+            raise _refuse(origin, "ModelOpt MIXED_PRECISION without quantized_layers")
+        rules = [_modelopt_rule(module, [module], spec, origin) for module, spec in layers.items()]
+        return _scheme("modelopt", _most_common_first(rules), ignore, origin)
+    return _scheme("modelopt", [_modelopt_rule(algo, ["Linear"], body, origin)], ignore, origin)
+
+
+def _modelopt_rule(name: str, targets: list[str], spec: Any, origin: str) -> SchemeRule:
+    algo = str(spec.get("quant_algo") or "").upper() if isinstance(spec, dict) else ""
+    if algo == "NVFP4":
+        group = spec.get("group_size") or NVFP4_GROUP
+        if not isinstance(group, int) or group <= 0:
+            raise _refuse(origin, f"ModelOpt NVFP4 group_size {group!r}")
+        return _rule(name, targets, "nvfp4", f"nvfp4, fp8 scale per {group}", 4, 1, 1, group, extra=2 * FP32)
+    if algo == "FP8":
+        return _rule(name, targets, "fp8", "fp8 per tensor, fp32 scales", 8, FP32, 0, 0, extra=FP32)
+    if algo == "FP8_PER_CHANNEL_PER_TOKEN":
+        return _rule(name, targets, "fp8", "fp8 per channel, fp32 scales", 8, FP32, 1, 0)
+    if algo == "FP8_PB_WO":
+        return _rule(name, targets, "fp8-block", f"fp8 per {GROUP} x {GROUP} block, fp32 scales", 8, FP32, GROUP, GROUP)
+    raise _refuse(origin, f"ModelOpt quant_algo {algo or '(none)'!r}")
+
+
+def _most_common_first(rules: list[SchemeRule]) -> list[SchemeRule]:
+    """A mixed-precision config's rules, those of its most listed layout first (which names the scheme's format);
+    each rule names its own module, so their order decides nothing else."""
+    counts: dict[str, int] = {}
+    for rule in rules:
+        counts[rule.description] = counts.get(rule.description, 0) + 1
+    return sorted(rules, key=lambda rule: -counts[rule.description])
+
+
+# Quark ---------------------------------------------------------------------------------------------------------------
+
+
+def _quark(config: dict[str, Any], origin: str) -> WeightScheme:
+    """Quark: ``layer_quant_config`` patterns first, then ``layer_type_quant_config`` classes, then the global
+    config on every linear layer; ``exclude`` kept in bf16."""
+    rules = []
+    for section, by_type in (("layer_quant_config", False), ("layer_type_quant_config", True)):
+        entries = config.get(section) or {}
+        if not isinstance(entries, dict):
+            raise _refuse(origin, f"Quark {section} that is not a mapping")
+        for key, spec in entries.items():
+            targets = ["Linear"] if by_type and key in ("Linear", "nn.Linear", "torch.nn.Linear") else [key]
+            if not by_type or targets == ["Linear"]:
+                rules.append(_quark_rule(key, targets, spec, origin))
+    if config.get("global_quant_config"):
+        rules.append(_quark_rule("global", ["Linear"], config["global_quant_config"], origin))
+    return _scheme("quark", rules, _names(config.get("exclude"), origin, "exclude"), origin)
+
+
+def _quark_rule(name: str, targets: list[str], spec: Any, origin: str) -> SchemeRule:
+    weight = spec.get("weight") if isinstance(spec, dict) else None
+    if not isinstance(weight, dict):
+        raise _refuse(origin, f"Quark {name} without a weight spec")
+    dtype, qscheme = weight.get("dtype"), weight.get("qscheme")
+    inputs = spec.get("input_tensors")
+    static_input = isinstance(inputs, dict) and not inputs.get("is_dynamic", False)
+    what = f"Quark {name} weight dtype={dtype} qscheme={qscheme} group_size={weight.get('group_size')}"
+    if dtype == "fp4" and qscheme == "per_group" and weight.get("group_size") == MX_GROUP:
+        if weight.get("scale_format") not in (None, "e8m0"):
+            raise _refuse(origin, f"{what} scale_format={weight.get('scale_format')}")
+        return _rule(name, targets, "mxfp4-linear", "mxfp4, e8m0 scale per 32", 4, 1, 1, MX_GROUP)
+    if dtype in ("fp8_e4m3", "int8") and qscheme in ("per_tensor", "per_channel"):
+        rows = 1 if qscheme == "per_channel" else 0
+        per = qscheme.removeprefix("per_")
+        label = "fp8" if dtype == "fp8_e4m3" else "int8"
+        return _rule(
+            name, targets, label, f"{label} per {per}, fp32 scales", 8, FP32, rows, 0, extra=FP32 * static_input
+        )
+    raise _refuse(origin, what)

@@ -20,7 +20,7 @@ from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
 from mha_cli.core.tensor_parallel import ExpertLayout, local_experts, tp_shard_problem
-from mha_cli.core.weight_bytes import rank_weight_bytes
+from mha_cli.core.weight_bytes import deployment_rank_bytes
 
 ENGINES_SHARING_EXPERTS = ("vllm", "sglang")
 """Engines whose data-parallel ranks of an MoE model share its routed experts (vLLM: "expert layers form a tensor
@@ -179,8 +179,8 @@ def plan_memory(
         problem = tp_shard_problem(model, kv.tp, experts)
         if problem is not None:
             raise BadInputError(problem)
-    # the rank's shard in its format, scales included
-    weights = rank_weight_bytes(model, kv.tp, weight_dtype, experts=experts)
+    # the rank's shard in its format (tensor by tensor as the checkpoint stores it, when it says), scales included
+    weights = deployment_rank_bytes(model, kv.tp, weight_dtype, deployment, experts=experts)
     settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp)
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart

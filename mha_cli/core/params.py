@@ -178,7 +178,7 @@ _MATRIX_OF: dict[str, MatrixKind] = {"attention": "attention", "attention_gate":
                                      "shared_expert": "mlp", "expert": "expert"}  # fmt: skip
 
 
-def _matrices(tensor: Tensor, model: ModelSpec) -> Iterable[tuple[tuple[MatrixKind, str, int, int], int]]:
+def tensor_matrices(tensor: Tensor, model: ModelSpec) -> Iterable[tuple[tuple[MatrixKind, str, int, int], int]]:
     """The matrices one weight tensor holds, as ((kind, part, out, in), how many): a routed experts' fused tensor
     is E matrices per half, the shared experts' fused MLP n_shared matrices."""
     kind = _MATRIX_OF.get(tensor.kind)
@@ -212,6 +212,6 @@ def matrices_per_rank(model: ModelSpec, tp: int, experts: ExpertLayout | None = 
     counts: dict[tuple[MatrixKind, str, int, int], int] = {}
     for group in tensor_groups(model, tp, experts=experts):
         for tensor in group.tensors:
-            for key, count in _matrices(tensor, model):
+            for key, count in tensor_matrices(tensor, model):
                 counts[key] = counts.get(key, 0) + count * len(group.places)
     return [Matrix(kind, out, inp, count, part) for (kind, part, out, inp), count in counts.items()]

@@ -20,6 +20,7 @@ from mha_cli.core.errors import MhaError
 from mha_cli.core.quantities import parse_token_count
 from mha_cli.core.record import empty_list
 from mha_cli.core.weight_formats import WeightFormatName, normalise_weight_format
+from mha_cli.core.weight_scheme import WeightScheme
 
 Variant = Literal["MHA", "GQA", "MQA", "MLA"]
 MlpType = Literal["gated", "plain"]
@@ -841,6 +842,10 @@ class DeploymentSpec(_Strict):
     """KV cache format (see ``mha_cli.core.dtypes`` for the scales each quantised one stores)."""
     weight_dtype: WeightDtype = "bf16"
     """Weight format for the memory plan."""
+    weight_scheme: WeightScheme | None = None
+    """How the checkpoint stores each linear layer, read from its quantization_config (``core.hf_quantization``):
+    priced tensor by tensor while ``weight_dtype`` is the scheme's ``format``. None: every weight ``weight_dtype``
+    covers in it."""
     tp: Annotated[int, Field(gt=0, le=4096)] | None = None
     """Tensor-parallel degree; default: the number of devices in ``target`` (1 without one)."""
     block_size: Annotated[int, Field(gt=0, le=1 << 16)] | None = None

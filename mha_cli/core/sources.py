@@ -24,6 +24,7 @@ from mha_cli.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from mha_cli.core.hf_import import ImportedModel
+    from mha_cli.core.hf_quantization import CheckpointWeights
 
 SourceKind = Literal["preset", "config", "hf-config", "hf-cache"]
 """``hf-config``: a config.json (or model folder) given by path; ``hf-cache``: one found by its Hugging Face id."""
@@ -125,7 +126,7 @@ def _load_file(
     # The file readers are imported here: a preset (the common case, and every `--json` test run) never pays for them.
     from mha_cli.core.config_io import parse_config, read_mapping
     from mha_cli.core.hf_import import looks_like_hf_config
-    from mha_cli.core.hf_quantization import checkpoint_weight_format
+    from mha_cli.core.hf_quantization import read_checkpoint_weights
 
     data = read_mapping(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):
@@ -134,7 +135,8 @@ def _load_file(
             kind=kind, origin=str(path), model=imported.model, assumptions=[*assumptions, *imported.assumptions],
             served=from_config(path, data) if served is None else served,
         )  # fmt: skip
-        return _with_checkpoint_format(source, checkpoint_weight_format(data, shown_path(path)))
+        stored = read_checkpoint_weights(_with_modelopt_sidecar(data, path), shown_path(path))
+        return _with_checkpoint_weights(source, stored)
     if "model" not in data and "d_model" in data:
         data = {"model": data}
     config = parse_config(data, str(path))
@@ -157,6 +159,42 @@ def _with_checkpoint_format(source: ModelSource, stored_as: str | None) -> Model
             ],
         }
     )
+
+
+def _with_checkpoint_weights(source: ModelSource, stored: "CheckpointWeights | None") -> ModelSource:
+    """``source`` priced as its checkpoint stores it: a named format, or tensor by tensor by its scheme, with the
+    config's patterns that name none of the model's modules said (``--weight-dtype`` still overrides it)."""
+    if stored is None or stored.scheme is None:
+        return _with_checkpoint_format(source, None if stored is None else stored.format)
+    from mha_cli.core.weight_bytes import model_modules
+
+    scheme = stored.scheme
+    notes = [f"weights as the checkpoint stores them: {scheme.format} (quantization_config), tensor by tensor:"
+             f" {scheme.describe()}"]  # fmt: skip
+    unmatched = scheme.unmatched(model_modules(source.model))
+    if unmatched:
+        shown = ", ".join(unmatched[:4]) + (f" and {len(unmatched) - 4} more" if len(unmatched) > 4 else "")
+        notes.append(
+            f"quantization_config names modules {source.model.name} has none of, under mha's (Llama-style) names:"
+            f" {shown}; those entries change nothing"
+        )
+    return source.model_copy(
+        update={
+            "deployment": DeploymentSpec(weight_dtype=scheme.format, weight_scheme=scheme),
+            "assumptions": [*source.assumptions, *notes],
+        }
+    )
+
+
+def _with_modelopt_sidecar(data: dict, path: Path) -> dict:
+    """``data`` with the ``hf_quant_config.json`` beside it as its quantization_config, when it has none (a ModelOpt
+    checkpoint, which vLLM reads the same way)."""
+    sidecar = path.parent / "hf_quant_config.json"
+    if "quantization_config" in data or not sidecar.is_file():
+        return data
+    from mha_cli.core.config_io import read_mapping
+
+    return {**data, "quantization_config": read_mapping(sidecar)}
 
 
 def _import_untrusted(data: dict, path: Path, name: str) -> "ImportedModel":

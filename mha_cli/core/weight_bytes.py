@@ -1,25 +1,71 @@
-"""Bytes of the weights one tensor-parallel rank holds in a weight format (``core.weight_formats``).
+"""Bytes of the weights one tensor-parallel rank holds, priced tensor by tensor from the weight inventory.
 
-The matrices a format covers (``core.params.matrices_per_rank``: linear layers, or only the routed
-experts for mxfp4) are priced matrix by matrix with their scales; every other weight of the rank (embedding and LM head
-rows, norms, biases, routers) stays bf16. Formats that cover everything (fp32, fp16, bf16) price every weight
-alike. Pure Python.
+Every weight tensor a rank holds (``core.inventory``) is priced on its own: a linear layer's matrices (a routed
+experts' fused tensor is E matrices per half, ``core.params.tensor_matrices``) in the layout that stores them, every
+other weight of the rank (embedding and LM head rows, norms, biases, routers, fixed-state mixers) in bf16. Who says
+which layout a matrix takes is a pricing:
+
+- a named format (``core.weight_formats``, ``rank_weight_bytes``): the matrices of its scope (linear layers, or only
+  the routed experts for mxfp4) alike; formats that cover everything (fp32, fp16, bf16) price every weight alike;
+- a checkpoint's scheme (``core.weight_scheme``, ``rank_checkpoint_bytes``): each matrix by its module's name, so
+  layers the config ignores stay bf16 and layers it stores differently are priced differently.
+
+A fixed-state mixer's weights, which no tensor-parallel layout here splits, are divided evenly over the ranks (as
+``core.params`` counts them). Pure Python.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.params import Matrix, count_params, matrices_per_rank, weight_params_per_device
+from mha_cli.core.inventory import Tensor, tensor_groups, tensors_of
+from mha_cli.core.params import MatrixKind, count_params, tensor_matrices
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.tensor_parallel import VOCAB_PADDING, ExpertLayout, tp_shard_problem
-from mha_cli.core.weight_formats import WeightFormat, weight_format
+from mha_cli.core.weight_formats import MatrixLayout, WeightFormat, weight_format
+
+if TYPE_CHECKING:
+    from mha_cli.core.schemas import DeploymentSpec
+    from mha_cli.core.weight_scheme import SchemeMatcher, WeightScheme
 
 UNQUANTISED_BYTES = 2
 """bf16: what quantised checkpoints keep their embeddings, head, norms and routers in."""
 
 
-def _covered(fmt: WeightFormat, matrix: Matrix) -> bool:
-    return fmt.scope == "linear" or (fmt.scope == "experts" and matrix.kind == "expert")
+class _FormatPricing(NamedTuple):
+    """A named format: the matrices of its scope in it, by kind alone."""
+
+    fmt: WeightFormat
+
+    by_name = False
+
+    @property
+    def rest_bytes(self) -> int:
+        """Bytes of a weight the format does not quantise."""
+        return int(self.fmt.nominal_bits) // 8 if self.fmt.scope == "all" else UNQUANTISED_BYTES
+
+    def store(self, module: str, kind: MatrixKind, experts: int) -> WeightFormat | None:
+        covered = self.fmt.scope in ("all", "linear") or (self.fmt.scope == "experts" and kind == "expert")
+        return self.fmt if covered else None
+
+
+class _SchemePricing(NamedTuple):
+    """A checkpoint's scheme: each matrix by its module's name."""
+
+    matcher: SchemeMatcher
+
+    by_name = True
+    rest_bytes = UNQUANTISED_BYTES
+
+    def store(self, module: str, kind: MatrixKind, experts: int) -> MatrixLayout | None:
+        if kind == "expert":
+            prefix, _, projection = module.rpartition(".experts.")
+            rule = self.matcher.rule_for_experts(prefix, projection, experts)
+        else:
+            rule = self.matcher.rule_for(module)
+        return None if rule is None else rule.layout
 
 
 def rank_weight_bytes(
@@ -34,23 +80,121 @@ def rank_weight_bytes(
     fmt = weight_format(weight_dtype)
     if fmt.scope == "experts" and model.moe is None:
         raise BadInputError(
-            f"--weight-dtype {fmt.name} quantises routed experts and {model.name} has none (vLLM has no mxfp4 linear"
-            " layer): use fp8, int4 or awq"
+            f"--weight-dtype {fmt.name} quantises routed experts and {model.name} has none: use mxfp4-linear for MXFP4"
+            " on every linear layer (AMD Quark), or fp8, nvfp4, int4 or awq"
         )
+    return _rank_bytes(model, tp, _FormatPricing(fmt), vocab_padding, experts)
+
+
+def rank_checkpoint_bytes(
+    model: ModelSpec, tp: int, scheme: WeightScheme, vocab_padding: int = VOCAB_PADDING,
+    experts: ExpertLayout | None = None,
+) -> int:  # fmt: skip
+    """Bytes of the weights one rank of ``tp`` holds as the checkpoint stores them (``scheme``, read from its
+    quantization_config): each linear layer's matrix in the layout its rule gives, the rest in bf16."""
+    return _rank_bytes(model, tp, _SchemePricing(scheme.matcher()), vocab_padding, experts)
+
+
+def deployment_rank_bytes(
+    model: ModelSpec, tp: int, weight_dtype: str, deployment: DeploymentSpec | None,
+    vocab_padding: int = VOCAB_PADDING, experts: ExpertLayout | None = None,
+) -> int:  # fmt: skip
+    """``rank_checkpoint_bytes`` when ``deployment`` carries the checkpoint's scheme and ``weight_dtype`` is its format
+    (a plan priced as the checkpoint stores it), else ``rank_weight_bytes`` (a format asked for, or tried)."""
+    scheme = stored_scheme(deployment, weight_dtype)
+    if scheme is not None:
+        return rank_checkpoint_bytes(model, tp, scheme, vocab_padding, experts)
+    return rank_weight_bytes(model, tp, weight_dtype, vocab_padding, experts)
+
+
+def stored_scheme(deployment: DeploymentSpec | None, weight_dtype: str) -> WeightScheme | None:
+    """The checkpoint's scheme ``deployment`` carries, when ``weight_dtype`` is the format it stands for."""
+    if deployment is None or deployment.weight_scheme is None:
+        return None
+    return deployment.weight_scheme if deployment.weight_scheme.format == weight_dtype else None
+
+
+def _rank_bytes(
+    model: ModelSpec, tp: int, pricing: _FormatPricing | _SchemePricing, vocab_padding: int,
+    experts: ExpertLayout | None,
+) -> int:  # fmt: skip
     if tp > 1 and tp_shard_problem(model, tp, experts) is not None:
-        return -(-rank_weight_bytes(model, 1, weight_dtype, vocab_padding) // tp)
-    params = weight_params_per_device(model, tp, vocab_padding, experts)
-    if fmt.scope == "all":
-        return -(-params * int(fmt.nominal_bits) // 8)
-    covered = [m for m in matrices_per_rank(model, tp, experts) if _covered(fmt, m)]
-    quantised = sum(m.count * fmt.matrix_bytes(m.out_features, m.in_features) for m in covered)
-    covered_params = sum(m.count * m.out_features * m.in_features for m in covered)
-    return quantised + (params - covered_params) * UNQUANTISED_BYTES
+        return -(-_rank_bytes(model, 1, pricing, vocab_padding, None) // tp)
+    n_experts = model.moe.n_experts if model.moe is not None else 0
+    total = 0
+    for group in tensor_groups(model, tp, vocab_padding=vocab_padding, experts=experts):
+        tensors = [t for t in group.tensors if not t.buffer]
+        mixer = sum(t.numel for t in tensors if t.kind == "mixer")  # split evenly, as core.params counts it
+        matrices = [
+            (module, kind, out, inp, n)
+            for t in tensors if t.kind != "mixer"
+            for (kind, part, out, inp), count in tensor_matrices(t, model)
+            for module, n in _modules(t, part, count)
+        ]  # fmt: skip
+        plain = sum(t.numel for t in tensors if t.kind != "mixer" and not any(tensor_matrices(t, model)))
+        rest = (plain + -(-mixer // tp)) * pricing.rest_bytes
+        first = group.places[0]
+        for place in group.places if pricing.by_name else [first]:  # a format reads no names: one place for all
+            placed = 0
+            for module, kind, out, inp, n in matrices:
+                stored = pricing.store(_at(module, first, place), kind, n_experts if kind == "expert" else 0)
+                placed += n * (stored.matrix_bytes(out, inp) if stored is not None else out * inp * UNQUANTISED_BYTES)
+            total += (rest + placed) * (1 if pricing.by_name else len(group.places))
+    return total
+
+
+def _at(module: str, first: int | None, place: int | None) -> str:
+    """``module``, named in layer ``first``, as named in layer ``place`` (the input and output sides unchanged)."""
+    if first is None or first == -1 or place == first:
+        return module
+    prefix = f"model.layers.{first}."
+    return f"model.layers.{place}.{module[len(prefix) :]}" if module.startswith(prefix) else module
+
+
+def _modules(tensor: Tensor, part: str, count: int) -> Iterator[tuple[str, int]]:
+    """The checkpoint modules behind ``count`` matrices of ``tensor``, with how many each: a routed experts' fused
+    gate-and-up tensor is the experts' ``gate_proj`` and ``up_proj`` (named ``{prefix}.experts.{projection}``, every
+    expert alike), any other tensor its own module."""
+    module = tensor.name.removesuffix(".weight")
+    if tensor.kind == "expert" and part == "gate_up_proj":
+        prefix = module.removesuffix(".gate_up_proj")
+        yield f"{prefix}.gate_proj", count // 2
+        yield f"{prefix}.up_proj", count // 2
+        return
+    yield module, count
+
+
+def model_modules(model: ModelSpec) -> Iterator[str]:
+    """Every module name of the checkpoint as mha names it (one device): each weight's module, and each routed expert
+    one by one (``model.layers.N.mlp.experts.E.gate_proj``). What a scheme's patterns are checked against."""
+    n_experts = model.moe.n_experts if model.moe is not None else 0
+    for place in [None, *range(model.n_layers), -1]:
+        seen: set[str] = set()
+        for tensor in tensors_of(model, place, vocab_padding=1):
+            module = tensor.name.rpartition(".")[0] if tensor.name.endswith((".weight", ".bias")) else tensor.name
+            if tensor.kind == "expert":
+                prefix, _, projection = module.rpartition(".experts.")
+                projections = ("gate_proj", "up_proj") if projection.startswith("gate_up_proj") else ("down_proj",)
+                for e in range(n_experts):
+                    for name in projections:
+                        module = f"{prefix}.experts.{e}.{name}"
+                        if module not in seen:
+                            seen.add(module)
+                            yield module
+            elif module not in seen:
+                seen.add(module)
+                yield module
 
 
 def model_weight_bytes(model: ModelSpec, weight_dtype: str) -> int:
     """Bytes of every weight of the checkpoint (one device, vocabulary unpadded) in ``weight_dtype``."""
     return rank_weight_bytes(model, 1, weight_dtype, vocab_padding=1)
+
+
+def deployment_model_bytes(model: ModelSpec, weight_dtype: str, deployment: DeploymentSpec | None) -> int:
+    """``model_weight_bytes``, as the checkpoint stores it when ``deployment`` carries its scheme for
+    ``weight_dtype``."""
+    return deployment_rank_bytes(model, 1, weight_dtype, deployment, vocab_padding=1)
 
 
 def bytes_per_weight_of(model: ModelSpec, weight_dtype: str) -> float:

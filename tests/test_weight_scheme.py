@@ -1,0 +1,281 @@
+"""Checkpoints priced tensor by tensor: NVFP4 (ModelOpt), MXFP4 on dense layers (Quark), compressed-tensors groups
+with their ignore lists, mixed checkpoints; each against a hand count, and published configs read from fixtures
+(tests/fixtures/quantization/SOURCES.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.hf_quantization import read_checkpoint_weights
+from mha_cli.core.presets import get_preset
+from mha_cli.core.sources import load_source
+from mha_cli.core.weight_bytes import rank_checkpoint_bytes, rank_weight_bytes
+from mha_cli.core.weight_formats import weight_format
+from mha_cli.core.weight_scheme import WeightScheme, names
+
+QUANT = Path("tests/fixtures/quantization")
+LLAMA3 = json.loads(Path("tests/fixtures/hf_configs/llama-3-8b.json").read_text())
+
+# Llama-3-8B, one layer: q and o 4096 x 4096, k and v 1024 x 4096, gate and up 14336 x 4096, down 4096 x 14336
+LAYER = [(4096, 4096), (1024, 4096), (1024, 4096), (4096, 4096), (14336, 4096), (14336, 4096), (4096, 14336)]
+LAYER_PARAMS = sum(o * i for o, i in LAYER)  # 218,103,808
+REST = 2 * 128_256 * 4096 * 2 + (2 * 32 + 1) * 4096 * 2  # embedding and head rows, norms: bf16
+
+
+def scheme_of(quant: dict, model_config: dict = LLAMA3) -> WeightScheme:
+    weights = read_checkpoint_weights({**model_config, "quantization_config": quant}, "config.json")
+    assert weights is not None and weights.scheme is not None
+    return weights.scheme
+
+
+def w4a16(group_size: int = 128, **extra) -> dict:
+    """compressed-tensors W4A16 as llm-compressor writes it (its docs' GPTQ recipe: int4 symmetric, group 128)."""
+    weights = {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": group_size}
+    group = {"targets": ["Linear"], "input_activations": None, "weights": weights | extra}
+    return {"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"group_0": group}}
+
+
+def test_w4a16_group_128_layer_by_hand():
+    """One Llama-3-8B layer in compressed-tensors W4A16: values packed 8 to an int32 word (4 bits each), a bf16 scale
+    per 128 inputs of each row, the int64 (2,) weight_shape of each of the 7 matrices; no zero points (symmetric)."""
+    layer = LAYER_PARAMS // 2 + 2 * LAYER_PARAMS // 128 + 7 * 16
+    assert layer == 112_459_888
+    model = get_preset("llama-3-8b")
+    assert rank_checkpoint_bytes(model, 1, scheme_of(w4a16()), vocab_padding=1) == 32 * layer + REST
+
+
+def test_asymmetric_act_order_adds_zero_points_and_group_indices():
+    """down_proj (4096 x 14336) asymmetric with actorder group: + 4-bit zero points packed 8 to an int32 along the
+    outputs per group (112 groups x 512 words) + an int32 g_idx per input."""
+    rule = scheme_of(w4a16(symmetric=False, actorder="group")).rules[0]
+    values, scales = 4096 * 14336 // 2, 2 * 4096 * 112
+    zeros, g_idx, shape = 112 * 4 * (4096 // 8), 4 * 14336, 16
+    assert rule.layout.matrix_bytes(4096, 14336) == values + scales + zeros + g_idx + shape
+
+
+def test_an_ignored_layer_stays_bf16():
+    """W4A16 with layer 0 ignored: that layer's matrices at 2 B a weight, the other 31 in int4; the control (nothing
+    ignored) must differ by exactly one layer's bf16 bytes less its int4 bytes."""
+    model = get_preset("llama-3-8b")
+    layer = 112_459_888
+    ignored = scheme_of(w4a16() | {"ignore": ["lm_head", "re:model\\.layers\\.0\\..*"]})
+    assert rank_checkpoint_bytes(model, 1, ignored, vocab_padding=1) == 31 * layer + 2 * LAYER_PARAMS + REST
+    control = rank_checkpoint_bytes(model, 1, scheme_of(w4a16()), vocab_padding=1)
+    assert rank_checkpoint_bytes(model, 1, ignored, vocab_padding=1) - control == 2 * LAYER_PARAMS - layer
+
+
+def test_a_mixed_checkpoint_prices_each_group_on_its_layers():
+    """Two groups: NVFP4 on attention and gate/up (named by regex), fp8 per channel on every other linear layer
+    (the down projections): 32 layers x (NVFP4 on 6 matrices + fp8 on down_proj with an fp32 scale per row)."""
+    nvfp4 = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}
+    fp8 = {"num_bits": 8, "type": "float", "strategy": "channel"}
+    quant = {
+        "quant_method": "compressed-tensors", "format": "mixed-precision", "ignore": ["lm_head"],
+        "config_groups": {
+            "group_0": {"targets": ["re:.*self_attn.*", "re:.*mlp.(gate|up)_proj"], "weights": nvfp4,
+                        "format": "nvfp4-pack-quantized"},
+            "group_1": {"targets": ["Linear"], "weights": fp8, "format": "float-quantized"},
+        },
+    }  # fmt: skip
+    scheme = scheme_of(quant)
+    assert scheme.format == "fp8"  # the rule on every linear layer names it
+    first_six = LAYER[:6]
+    nvfp4_bytes = sum(o * i // 2 + o * i // 16 + 4 for o, i in first_six)  # weight-only: one fp32 global scale
+    fp8_bytes = 4096 * 14336 + 4 * 4096
+    model = get_preset("llama-3-8b")
+    assert rank_checkpoint_bytes(model, 1, scheme, vocab_padding=1) == 32 * (nvfp4_bytes + fp8_bytes) + REST
+
+
+def test_experts_only_checkpoint():
+    """Kimi-K2-Thinking's layout on DeepSeek-V3's shape: int4 group 32 on the routed experts only (attention, shared
+    experts and dense MLPs ignored, as its published ignore list does): experts 58 layers x 256 x 3 matrices of
+    2048 x 7168 in int4 with bf16 scales per 32 and a weight_shape each; every other weight bf16."""
+    deepseek = json.loads(Path("tests/fixtures/hf_configs/deepseek-v3.json").read_text())
+    quant = w4a16(group_size=32) | {
+        "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*", "re:.*mlp\\.(gate|up|gate_up|down)_proj.*"]
+    }
+    model = load_source("deepseek-v3").model
+    experts = 58 * 256 * 3 * 2048 * 7168
+    expert_bytes = experts // 2 + 2 * experts // 32 + 58 * 256 * 3 * 16
+    bf16 = rank_weight_bytes(model, 1, "bf16", vocab_padding=1)
+    assert (
+        rank_checkpoint_bytes(model, 1, scheme_of(quant, deepseek), vocab_padding=1)
+        == bf16 - 2 * experts + expert_bytes
+    )
+
+
+# Matching --------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "module", "expected"),
+    [
+        ("lm_head", "lm_head", True),
+        ("model.layers.0.mlp.experts", "model.layers.0.mlp.experts.7.up_proj", True),  # a parent names its children
+        ("model.layers.1", "model.layers.10.mlp.up_proj", False),  # not a prefix of another layer's number
+        ("re:.*mlp.gate$", "model.layers.3.mlp.gate", True),
+        ("re:.*mlp.gate$", "model.layers.3.mlp.gate_proj", False),
+        ("re:.*self_attn.*", "model.layers.3.self_attn.q_proj", True),
+        ("model.layers.*.self_attn*", "model.layers.12.self_attn.o_proj", True),  # a ModelOpt glob
+        ("*mlp.gate", "model.layers.12.mlp.gate_proj", False),  # a glob matches the whole name
+    ],
+)
+def test_pattern_names_a_module(pattern, module, expected):
+    assert names(pattern, module) is expected
+
+
+def test_a_named_target_wins_over_linear_and_ignore_wins_over_both():
+    quant = w4a16()
+    quant["config_groups"]["group_1"] = {
+        "targets": ["re:.*down_proj"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"},
+        "format": "float-quantized",
+    }  # fmt: skip
+    quant["ignore"] = ["model.layers.5.mlp.down_proj"]
+    scheme = scheme_of(quant)
+    assert scheme.rule_for("model.layers.4.mlp.down_proj").name == "group_1"
+    assert scheme.rule_for("model.layers.4.mlp.up_proj").name == "group_0"
+    assert scheme.rule_for("model.layers.5.mlp.down_proj") is None
+
+
+def test_experts_stored_apart_are_refused():
+    quant = w4a16() | {"ignore": ["re:model\\.layers\\.3\\.mlp\\.experts\\.1\\..*"]}
+    model = get_preset("deepseek-v2-lite")
+    with pytest.raises(BadInputError, match=r"stores 1 of the 64 experts of model\.layers\.3\.mlp apart"):
+        rank_checkpoint_bytes(model, 1, scheme_of(quant))
+
+
+# Readers ---------------------------------------------------------------------------------------------------------
+
+
+def test_modelopt_nvfp4_flat_and_nested_read_alike():
+    flat = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}
+    nested = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "exclude_modules": ["lm_head"]}}
+    for quant in (flat, nested):
+        scheme = scheme_of(quant)
+        assert (scheme.method, scheme.format, scheme.ignore) == ("modelopt", "nvfp4", ["lm_head"])
+        assert scheme.rules[0].layout == weight_format("nvfp4").layout
+
+
+def test_a_modelopt_export_without_weight_quantisation_is_bf16():
+    """ModelOpt writes quant_algo null when it quantised only the KV cache: the weights are the model's own."""
+    quant = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": None, "kv_cache_quant_algo": "FP8"}}
+    assert read_checkpoint_weights({"quantization_config": quant}, "config.json") is None
+
+
+def test_modelopt_mixed_precision_prices_each_listed_layer():
+    """MIXED_PRECISION: NVFP4 on the MLPs of layers 0 and 1, FP8 (fp32 weight and input scales) on their q_proj; every
+    module not listed stays bf16."""
+    layers = {
+        "model.layers.0.mlp": {"quant_algo": "NVFP4", "group_size": 16},
+        "model.layers.1.mlp": {"quant_algo": "NVFP4", "group_size": 16},
+        "model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"},
+    }
+    scheme = scheme_of({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": layers})
+    assert scheme.format == "nvfp4"  # the most listed
+    mlp = sum(o * i // 2 + o * i // 16 + 8 for o, i in LAYER[4:])
+    q = 4096 * 4096 + 4 + 4
+    whole_bf16 = rank_weight_bytes(get_preset("llama-3-8b"), 1, "bf16", vocab_padding=1)
+    expected = whole_bf16 - 2 * (2 * sum(o * i for o, i in LAYER[4:]) + 4096 * 4096) + 2 * mlp + q
+    assert rank_checkpoint_bytes(get_preset("llama-3-8b"), 1, scheme, vocab_padding=1) == expected
+
+
+def test_quark_mxfp4_as_amd_publishes_it():
+    """amd/Llama-3.3-70B-Instruct-MXFP4-Preview's card: OCP MXFP4 weights (static) and activations (dynamic); the
+    fields vLLM's Quark loader requires of it (``_is_ocp_mx``), lm_head excluded: MXFP4 on every linear layer."""
+    mx = {"dtype": "fp4", "qscheme": "per_group", "group_size": 32, "scale_format": "e8m0"}
+    quant = {
+        "quant_method": "quark", "exclude": ["lm_head"], "export": {"pack_method": "reorder"},
+        "global_quant_config": {"weight": mx | {"is_dynamic": False}, "input_tensors": mx | {"is_dynamic": True}},
+    }  # fmt: skip
+    scheme = scheme_of(quant)
+    assert scheme.format == "mxfp4-linear"
+    model = get_preset("llama-3-8b")
+    assert rank_checkpoint_bytes(model, 2, scheme) == rank_weight_bytes(model, 2, "mxfp4-linear")
+
+
+@pytest.mark.parametrize(
+    ("quant", "named"),
+    [
+        (w4a16() | {"sparsity_config": {"format": "sparse-24-bitmask"}}, "sparsity format 'sparse-24-bitmask'"),
+        (w4a16() | {"format": "naive-quantized"}, "num_bits=4 type=int strategy=group format=naive-quantized"),
+        ({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}, "ModelOpt quant_algo 'W4A8_AWQ'"),
+        ({"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "int4", "qscheme": "per_group"}}},
+         "Quark global weight dtype=int4"),
+        (w4a16() | {"ignore": "lm_head"}, "ignore that is not a list of module names"),
+    ],
+)  # fmt: skip
+def test_what_mha_cannot_price_is_refused(quant, named):
+    with pytest.raises(BadInputError, match=named):
+        read_checkpoint_weights({"quantization_config": quant}, "config.json")
+
+
+# Published configs and the commands ------------------------------------------------------------------------------
+
+
+def test_published_modelopt_nvfp4_beside_its_config(cli):
+    """vipertsniper/DeepSeek-R1-Distill-Qwen-32B-NVFP4's hf_quant_config.json, read beside the base config.json as
+    vLLM reads it: per layer 487,587,840 linear weights in NVFP4 (half a byte, a 16th of a byte of scale, 8 B per
+    matrix), q/k/v biases, norms, embedding and head in bf16."""
+    per_layer = 2 * 5120 * 5120 + 2 * 1024 * 5120 + 3 * 27648 * 5120
+    assert per_layer == 487_587_840
+    layers = 64 * (per_layer // 2 + per_layer // 16 + 7 * 8)
+    bf16 = 2 * (64 * (5120 + 2 * 1024) + 64 * 2 * 5120 + 5120 + 2 * 152_064 * 5120)  # biases, norms, embed, head
+    data = cli.json("kv", str(QUANT / "deepseek-r1-distill-qwen-32b-nvfp4" / "config.json"), "--target", "b200")
+    assert data["deployment"]["weight_dtype"] == "nvfp4"
+    assert data["weight_bytes"] == layers + bf16 == 20_669_675_008
+    assert data["engine"]["weights_bytes_per_rank"] == layers + bf16  # 152,064 rows: already a multiple of 64
+    assert any("tensor by tensor: modelopt" in line for line in data["assumptions"])
+
+
+def test_published_compressed_tensors_configs():
+    """nm-testing's NVFP4 (W4A4: fp32 weight and input global scales) and int8 W8A8 (fp32 scale per output row,
+    dynamic activations: no input scale) Llama-3-8B configs."""
+    nvfp4 = load_source(str(QUANT / "llama-3-8b-instruct-nvfp4-ct.json"))
+    w8a8 = load_source(str(QUANT / "llama-3-8b-instruct-w8a8-ct.json"))
+    nvfp4_layer = LAYER_PARAMS // 2 + LAYER_PARAMS // 16 + 7 * 8
+    w8a8_layer = LAYER_PARAMS + 4 * sum(o for o, _ in LAYER)
+    for source, layer, fmt in ((nvfp4, nvfp4_layer, "nvfp4"), (w8a8, w8a8_layer, "int8")):
+        assert source.deployment is not None and source.deployment.weight_scheme is not None
+        assert source.deployment.weight_dtype == fmt
+        assert rank_checkpoint_bytes(source.model, 1, source.deployment.weight_scheme, 1) == 32 * layer + REST
+
+
+def test_kv_and_plan_price_the_checkpoint_as_stored(cli, tmp_path):
+    """A W4A16 checkpoint with layer 0 ignored: kv and plan give the hand count; --weight-dtype prices every weight
+    alike instead; patterns that name no module are said."""
+    path = tmp_path / "config.json"
+    quant = w4a16() | {"ignore": ["lm_head", "re:model\\.layers\\.0\\..*", "re:.*vision_tower.*"]}
+    path.write_text(json.dumps(LLAMA3 | {"quantization_config": quant}))
+    expected = 31 * 112_459_888 + 2 * LAYER_PARAMS + REST
+    data = cli.json("kv", str(path), "--target", "h100")
+    assert data["weight_bytes"] == data["engine"]["weights_bytes_per_rank"] == expected
+    assert any("re:.*vision_tower.*; those entries change nothing" in line for line in data["assumptions"])
+    plan = cli.json("plan", str(path), "--target", "h100", "--tp", "1", "--concurrency", "1")
+    assert plan["memory"]["engine"]["weights_bytes_per_rank"] == expected
+    overridden = cli.json("kv", str(path), "--target", "h100", "--weight-dtype", "int4")
+    assert overridden["deployment"]["weight_scheme"] is None
+    assert overridden["weight_bytes"] == rank_weight_bytes(get_preset("llama-3-8b"), 1, "int4", vocab_padding=1)
+
+
+def test_an_unpriceable_checkpoint_is_one_line_exit_2(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA3 | {"quantization_config": {"quant_method": "modelopt", "quant_algo": "W4A8"}}))
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2
+    assert "quantization_config ModelOpt quant_algo 'W4A8' is not a weight format mha prices" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_a_config_file_keeps_the_scheme(tmp_path):
+    """The deployment's scheme survives a config file round trip (what --json writes is what a config reads)."""
+    from mha_cli.core.schemas import DeploymentSpec
+
+    scheme = scheme_of(w4a16() | {"ignore": ["lm_head"]})
+    deployment = DeploymentSpec(weight_dtype="int4", weight_scheme=scheme)
+    again = DeploymentSpec.model_validate_json(deployment.model_dump_json())
+    assert again.weight_scheme == scheme
+    assert DeploymentSpec.model_validate(deployment.model_dump()).weight_scheme == scheme
