@@ -12,6 +12,7 @@ whole tensor into rank ``rank``'s part:
   replicated when tp > n_kv;
 - ``row``: a contiguous block of the last dim (o_proj, down_proj: their inputs are the rank's heads or columns);
 - ``fused_halves``: dim 1 holds the gate half then the up half (routed experts' ``gate_up_proj``); each half's block;
+- ``expert_columns``: a contiguous block of dim 1 (plain, ungated experts' ``up_proj``, (E, f, d));
 - ``vocab``: the rank's block of rows of the vocabulary padded to a multiple of ``vocab_padding``;
 - ``replicated``: whole on every rank (norms, routers, biases added after the all-reduce, MLA's down projections);
 - ``unsharded``: a fixed-state mixer's weights, which no tensor-parallel layout here splits (an engine's is not
@@ -39,7 +40,7 @@ from mha_cli.core.tensor_parallel import (
     vocab_rows_per_rank,
 )
 
-Split = Literal["column", "kv_heads", "row", "fused_halves", "vocab", "replicated", "unsharded"]
+Split = Literal["column", "kv_heads", "row", "fused_halves", "expert_columns", "vocab", "replicated", "unsharded"]
 TensorKind = Literal[
     "embedding", "position", "token_type", "embedding_norm", "embedding_projection",
     "attention", "attention_gate", "sink", "qk_norm", "latent", "indexer",
@@ -340,17 +341,19 @@ def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor
     if moe.topk_method in BIASED_CHOICE:  # DeepSeek-V3's correction bias on the choice of experts
         yield Tensor(f"{prefix}.gate.e_score_correction_bias", (moe.n_experts,), "router", "replicated", i, True)
     n_local, width = local_experts(spec, ranks.experts), expert_width_per_rank(spec, ranks.experts)
-    halves: Split = "replicated" if ranks.experts.whole else "fused_halves"
+    gated = spec.mlp == "gated"  # a plain MLP's experts (Nemotron-H's relu^2) hold up and down only
+    up, columns = ("gate_up_proj", 2 * width) if gated else ("up_proj", width)
+    halves: Split = "replicated" if ranks.experts.whole else ("fused_halves" if gated else "expert_columns")
     rows: Split = "replicated" if ranks.experts.whole else "row"
-    yield Tensor(f"{prefix}.experts.gate_up_proj", (n_local, 2 * width, d), "expert", halves, i)
+    yield Tensor(f"{prefix}.experts.{up}", (n_local, columns, d), "expert", halves, i)
     yield Tensor(f"{prefix}.experts.down_proj", (n_local, d, width), "expert", rows, i)
     if moe.expert_bias:
-        yield Tensor(f"{prefix}.experts.gate_up_proj_bias", (n_local, 2 * width), "expert", halves, i)
+        yield Tensor(f"{prefix}.experts.{up}_bias", (n_local, columns), "expert", halves, i)
         yield Tensor(f"{prefix}.experts.down_proj_bias", (n_local, d), "expert", "replicated", i)
     shared = moe.n_shared_experts * (moe.d_ff_shared or moe.d_ff_expert)
     if shared:
         name = f"{prefix}.shared_expert" if moe.shared_expert_gate else f"{prefix}.shared_experts"
-        yield from _mlp(spec, name, i, shared // ranks.tp, True, False, "shared_expert")
+        yield from _mlp(spec, name, i, shared // ranks.tp, gated, moe.expert_bias, "shared_expert")
         if moe.shared_expert_gate:
             yield Tensor(f"{prefix}.shared_expert_gate.weight", (1, d), "router", "replicated", i)
 
