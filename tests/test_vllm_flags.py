@@ -24,6 +24,8 @@ from mha_cli.core.errors import EXIT_BAD_INPUT
          ["kv", "llama-3-8b", "--target", "h100", "--weight-dtype", "gptq-int4"]),
         (["kv", "gpt-oss-20b", "--target", "h100", "--quantization", "mxfp4"],
          ["kv", "gpt-oss-20b", "--target", "h100", "--weight-dtype", "mxfp4"]),
+        (["kv", "llama-3-8b", "--target", "b200", "--quantization", "modelopt_fp4"],
+         ["kv", "llama-3-8b", "--target", "b200", "--weight-dtype", "nvfp4"]),
         (["kv", "llama-3-8b", "--max-model-len", "32k"], ["kv", "llama-3-8b", "--seq", "32768"]),
         (["check", "llama-3-8b", "--target", "2xh100", "--tensor-parallel-size", "2", "--kv-cache-dtype", "fp8_e4m3"],
          ["check", "llama-3-8b", "--target", "2xh100", "--tp", "2", "--kv-dtype", "fp8"]),
@@ -37,7 +39,7 @@ from mha_cli.core.errors import EXIT_BAD_INPUT
           "2560", "--closed-form"],
          ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2048", "--osl", "512", "--closed-form"]),
     ],
-    ids=["tp", "kv-fp8", "kv-e4m3", "kv-e5m2", "kv-auto", "q-fp8", "q-awq", "q-gptq", "q-mxfp4", "max-model-len",
+    ids=["tp", "kv-fp8", "kv-e4m3", "kv-e5m2", "kv-auto", "q-fp8", "q-awq", "q-gptq", "q-mxfp4", "q-nvfp4", "max-model-len",
          "check", "recommend", "plan", "plan-max-model-len"],
 )  # fmt: skip
 def test_a_vllm_flag_gives_the_same_json_as_the_native_one(cli, vllm, native):
@@ -56,8 +58,8 @@ def test_an_alias_changes_the_result_as_its_native_flag_does(cli):
     ("args", "message"),
     [
         (["kv", "llama-3-8b", "--quantization", "fbgemm_fp8"],
-         "fbgemm_fp8 is a vLLM quantization mha does not price; of vLLM's it prices fp8, awq, gptq, mxfp4"),
-        (["kv", "llama-3-8b", "--quantization", "modelopt_fp4"], "modelopt_fp4 is a vLLM quantization mha does not"),
+         "fbgemm_fp8 is a vLLM quantization mha does not price; of vLLM's it prices fp8, awq, gptq, mxfp4, modelopt_fp4"),
+        (["kv", "llama-3-8b", "--quantization", "hqq"], "hqq is a vLLM quantization mha does not"),
         (["kv", "llama-3-8b", "--quantization", "awq_marlin"],
          "awq_marlin is vLLM's Marlin kernel for awq checkpoints (its repacked bytes are not priced): give awq"),
         (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e3m4"], "unknown dtype 'fp8_e3m4'"),

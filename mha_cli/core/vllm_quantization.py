@@ -2,7 +2,8 @@
 
 vLLM's methods are the ``QuantizationMethods`` of ``vllm/model_executor/layers/quantization/__init__.py`` (vLLM 0.9),
 with ``mxfp4`` (gpt-oss) added since. Those that name a format priced here are its names or aliases already
-(``core.weight_formats``): fp8 (vLLM's online fp8, one scale per tensor), awq, gptq (4-bit, group 128), mxfp4. The
+(``core.weight_formats``): fp8 (vLLM's online fp8, one scale per tensor), awq, gptq (4-bit, group 128), mxfp4,
+modelopt_fp4 (NVFP4). The
 Marlin methods are vLLM's kernels for AWQ and GPTQ checkpoints, chosen by vLLM itself; their repacked bytes are not
 priced, so they are refused with the checkpoint's format named instead. Every other method is refused in one line
 that says it is vLLM's and not priced, rather than "unknown weight format".
@@ -11,12 +12,13 @@ that says it is vLLM's and not priced, rather than "unknown weight format".
 MARLIN = {"awq_marlin": "awq", "gptq_marlin": "gptq", "gptq_marlin_24": "gptq", "marlin": "gptq"}
 """vLLM's Marlin kernels -> the checkpoint format they run."""
 NOT_PRICED = frozenset(
-    {"aqlm", "deepspeedfp", "tpu_int8", "ptpc_fp8", "fbgemm_fp8", "deepgemm_fp8", "modelopt", "modelopt_fp4",
+    {"aqlm", "deepspeedfp", "tpu_int8", "ptpc_fp8", "fbgemm_fp8", "deepgemm_fp8", "modelopt",
      "bitblas", "gguf", "gptq_bitblas", "compressed-tensors", "bitsandbytes", "qqq", "hqq", "experts_int8",
      "neuron_quant", "ipex", "quark", "moe_wna16", "torchao", "auto-round"}
 )  # fmt: skip
-"""vLLM methods whose bytes no format here prices (per-channel or per-token fp8, NVFP4, GGUF, ...)."""
-PRICED = ("fp8", "awq", "gptq", "mxfp4")
+"""vLLM methods whose bytes no format here prices (per-channel or per-token fp8, GGUF, ...), given as a flag: a
+checkpoint's own ``quantization_config`` (compressed-tensors, ModelOpt, Quark) is read tensor by tensor instead."""
+PRICED = ("fp8", "awq", "gptq", "mxfp4", "modelopt_fp4")
 
 
 def vllm_quantization_refusal(name: str) -> str | None:
