@@ -18,6 +18,7 @@ every default the importer fills in is listed in ``ImportedModel.assumptions``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field, ValidationError
@@ -25,6 +26,7 @@ from pydantic import Field, ValidationError
 from mha_cli.core.config_reader import ConfigReader
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import Family, family
+from mha_cli.core.families.architectures import family_of_architectures
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
 from mha_cli.core.hf_unread import (
     check_unread_fields_of_family,
@@ -79,6 +81,9 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     _refuse_encoder_decoder(config, origin)
     written = str(config.get("model_type") or "unknown")
     known = family(written)
+    by_architecture = None if known is not None else family_of_architectures(config.get("architectures"))
+    if by_architecture is not None:  # Kimi-K2's kimi_k2 is DeepseekV3ForCausalLM, as vLLM serves it
+        known = by_architecture.family
     fam = known or _GENERIC
     if fam.config_view is not None:
         config = fam.config_view(config, origin)
@@ -87,6 +92,12 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if known is not None and written in known.old_names:
         model_type = known.name
         r.assumptions.append(f"model_type {written!r} read as {model_type!r}")
+    if by_architecture is not None:
+        model_type = by_architecture.model_type
+        r.assumptions.append(
+            f"model_type {written!r} is not a family mha knows: read as {model_type!r}, the family of its"
+            f" architectures' {by_architecture.architecture}, as vLLM's model registry resolves it"
+        )
     if known is None:
         r.assumptions.append(
             f"model_type {model_type!r} is not a known family: read the standard fields only (a Llama-style decoder;"
@@ -552,6 +563,11 @@ UNREAD_FIELDS: dict[str, str] = {
 }
 """Fields that change the cache or the model and that the importer does not read (outside the families whose
 ``Family.reads`` names them): a config carrying one is refused naming it, never priced as if it were absent."""
+PLAIN_DECODER_LAYOUTS: dict[str, Callable[[Any], bool]] = {
+    "attn_type_list": lambda flags: isinstance(flags, list) and all(type(f) is int and f == 1 for f in flags),
+}
+"""``UNREAD_FIELDS`` at the value a plain decoder has, which changes no figure: read as that decoder, not refused
+(MiniMax-M2's ``attn_type_list`` of 1s: softmax attention on every layer). Any other value is still refused."""
 ENCODER_DECODER_FAMILIES = {
     "bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart",
     "prophetnet", "t5", "mt5", "umt5", "whisper", "trocr", "m2m_100", "nllb-moe", "fsmt", "led", "longt5",
@@ -572,7 +588,11 @@ def _refuse_unread_fields(r: ConfigReader, model_type: str, fam: Family) -> None
     """No silent wrong answer: refuse a config whose fields would change the figures in ways not read here (before
     any other field is read, so the refusal names the field, not a count the family spells otherwise)."""
     for field, what in UNREAD_FIELDS.items():
-        if r.config.get(field) not in (None, False, [], {}, 0, "") and field not in fam.reads:
+        value = r.config.get(field)
+        if value in (None, False, [], {}, 0, "") or field in fam.reads:
+            continue
+        plain = PLAIN_DECODER_LAYOUTS.get(field)
+        if plain is None or not plain(value):
             raise BadInputError(
                 f"{r.origin}: {field!r} sets {what}, which mha does not read for model_type {model_type!r}: a figure"
                 " that ignored it would be wrong, so it is refused (remove the field only if it is unused)"
