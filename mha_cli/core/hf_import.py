@@ -12,8 +12,10 @@ Rules the common calculators get wrong, handled here:
   key, K/V shared across layers (Gemma-3n).
 What is particular to a family (how it spells a field, its config class's defaults, its layer kinds and mixer, its
 layout) is in its module of the family registry (``core.families``); this module reads the fields every family
-shares, through the family's record. An unknown ``model_type`` still works when the standard fields are present;
-every default the importer fills in is listed in ``ImportedModel.assumptions``.
+shares, through the family's record. An unknown ``model_type`` is read as the family its ``architectures`` name, as
+vLLM's registry resolves it (``core.families.architectures``: Kimi-K2's ``kimi_k2`` is ``DeepseekV3ForCausalLM``),
+else by the standard fields when those are all it sets; every default the importer fills in is listed in
+``ImportedModel.assumptions``.
 """
 
 from __future__ import annotations
