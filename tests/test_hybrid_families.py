@@ -8,6 +8,8 @@ sweep (tests/test_family_sweep.py, ``EQUAL``).
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -266,6 +268,61 @@ def test_nemotron_h_is_priced_by_its_mixer_blocks():
     kv = kv_footprint(spec, seq_len=10, batch=1, kv_dtype="fp32", state_convention="transformers")
     per_state = 4 * (8 * 16 * 8 + (8 * 16 + 2 * 2 * 8) * 4)  # fp32 state + conv columns, one Mamba-2 block
     assert kv.total_bytes == 2 * 2 * 16 * 10 * 4 + 3 * per_state  # one attention block's K and V, three states
+
+
+def _nemotron_h_state_dict(reference: torch.nn.Module, pattern: str) -> dict[str, torch.Tensor]:
+    """transformers' Nemotron-H weights under our names: block b's mixer is layer i's ``self_attn`` (its norm the
+    input norm), the feed-forward block after it layer i's ``mlp`` (its norm the post-attention norm)."""
+    layer, places = -1, {}
+    for block, letter in enumerate(pattern):
+        layer += letter in "M*"
+        places[block] = (layer, "self_attn" if letter in "M*" else "mlp")
+    renamed = {"model.embeddings.weight": "model.embed_tokens.weight", "model.norm_f.weight": "model.norm.weight"}
+    ours = {}
+    for name, tensor in reference.state_dict().items():
+        block = re.match(r"model\.layers\.(\d+)\.(norm|mixer)\.(.*)", name)
+        if block is None:
+            ours[renamed.get(name, name)] = tensor
+            continue
+        i, part = places[int(block.group(1))]
+        norm = "input_layernorm" if part == "self_attn" else "post_attention_layernorm"
+        key = f"{norm}.weight" if block.group(2) == "norm" else f"{part}.{block.group(3)}"
+        ours[f"model.layers.{i}.{key}"] = tensor
+    return ours
+
+
+@pytest.mark.parametrize("pattern", ["MEM*EM-M", "M-M*E*"])
+def test_nemotron_h_gives_transformers_logits_with_each_feed_forward_block_after_its_mixer(pattern):
+    """Its blocks as our layers: a Mamba-2 block another mixer follows is a layer without an MLP, its experts plain
+    (up, down) with squared ReLU behind a sigmoid router with a correction bias, its attention without RoPE. On the
+    same weights (renamed), prefill and cached decode equal transformers' logits."""
+    from transformers import NemotronHConfig
+
+    from mha_cli.nn import build_model
+
+    config = NemotronHConfig(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=128, mamba_num_heads=8,
+        mamba_head_dim=16, ssm_state_size=8, n_groups=2, n_routed_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=32, moe_shared_expert_intermediate_size=48, intermediate_size=40, chunk_size=4,
+        hybrid_override_pattern=pattern, use_mamba_kernels=False,
+    )  # fmt: skip
+    config._attn_implementation = "eager"
+    reference = _randomised(transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32))
+    with torch.no_grad():
+        for name, buffer in reference.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                buffer.copy_(torch.randn_like(buffer))
+    spec = import_hf_config(config.to_dict()).model
+    ours = build_model(spec, dtype=torch.float32).eval()
+    ours.load_state_dict(_nemotron_h_state_dict(reference, pattern), strict=True)
+    seq = 8
+    ids = torch.randint(0, config.vocab_size, (2, seq), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        expected = reference(input_ids=ids).logits
+        caches = ours.new_cache(batch=2, max_seq=seq)
+        steps = [ours(ids[:, :5], caches)] + [ours(ids[:, p : p + 1], caches, start_pos=p) for p in range(5, seq)]
+        assert (ours(ids) - expected).abs().max().item() < 1e-4
+        assert (torch.cat(steps, dim=1) - expected).abs().max().item() < 1e-4
 
 
 def test_a_nemotron_h_pattern_of_other_letters_is_refused():

@@ -42,7 +42,7 @@ def test_mixtral_always_renormalises() -> None:
     assert _moe(config).norm_topk_prob is True
 
 
-def test_qwen_dense_layers_lead_repeat_or_are_flagged() -> None:
+def test_qwen_dense_layers_lead_repeat_or_are_listed_layer_by_layer() -> None:
     leading = import_hf_config({**BASE, "model_type": "qwen3_moe", "num_hidden_layers": 4, "mlp_only_layers": [0, 1]})
     assert leading.model.moe.n_dense_layers == 2 and leading.model.n_moe_layers == 2
     assert not any("follow no period" in note for note in leading.assumptions)
@@ -53,5 +53,6 @@ def test_qwen_dense_layers_lead_repeat_or_are_flagged() -> None:
     assert [every_other.model.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
     assert not any("follow no period" in note for note in every_other.assumptions)
     scattered = import_hf_config({**BASE, "model_type": "qwen3_moe", "num_hidden_layers": 4, "mlp_only_layers": [1]})
-    assert scattered.model.moe.n_dense_layers == 0 and scattered.model.n_moe_layers == 4  # read as all MoE
-    assert any("follow no period" in note for note in scattered.assumptions)
+    # no period describes MoE on layers 0, 2 and 3: each layer's kind is listed (ModelSpec.mlp_pattern)
+    assert [scattered.model.mlp_kind(i) for i in range(4)] == ["moe", "dense", "moe", "moe"]
+    assert not any("follow no period" in note for note in scattered.assumptions)

@@ -12,12 +12,15 @@ Rules the common calculators get wrong, handled here:
   key, K/V shared across layers (Gemma-3n).
 What is particular to a family (how it spells a field, its config class's defaults, its layer kinds and mixer, its
 layout) is in its module of the family registry (``core.families``); this module reads the fields every family
-shares, through the family's record. An unknown ``model_type`` still works when the standard fields are present;
-every default the importer fills in is listed in ``ImportedModel.assumptions``.
+shares, through the family's record. An unknown ``model_type`` is read as the family its ``architectures`` name, as
+vLLM's registry resolves it (``core.families.architectures``: Kimi-K2's ``kimi_k2`` is ``DeepseekV3ForCausalLM``),
+else by the standard fields when those are all it sets; every default the importer fills in is listed in
+``ImportedModel.assumptions``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field, ValidationError
@@ -25,7 +28,9 @@ from pydantic import Field, ValidationError
 from mha_cli.core.config_reader import ConfigReader
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import Family, family
+from mha_cli.core.families.architectures import family_of_architectures
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
+from mha_cli.core.families.state_readers import stated_state_dtype
 from mha_cli.core.hf_unread import (
     check_unread_fields_of_family,
     fields_no_reader_understood,
@@ -33,7 +38,7 @@ from mha_cli.core.hf_unread import (
 )
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import _MAX_LAYERS as MAX_LAYERS  # ModelSpec's bound, checked before lists are built
-from mha_cli.core.schemas import Activation, LayerKind, ModelSpec
+from mha_cli.core.schemas import Activation, LayerKind, MlpKind, ModelSpec
 from mha_cli.core.validation import describe_validation_error
 
 _GATED_ACTIVATIONS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu"}
@@ -79,6 +84,9 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     _refuse_encoder_decoder(config, origin)
     written = str(config.get("model_type") or "unknown")
     known = family(written)
+    by_architecture = None if known is not None else family_of_architectures(config.get("architectures"))
+    if by_architecture is not None:  # Kimi-K2's kimi_k2 is DeepseekV3ForCausalLM, as vLLM serves it
+        known = by_architecture.family
     fam = known or _GENERIC
     if fam.config_view is not None:
         config = fam.config_view(config, origin)
@@ -87,6 +95,12 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if known is not None and written in known.old_names:
         model_type = known.name
         r.assumptions.append(f"model_type {written!r} read as {model_type!r}")
+    if by_architecture is not None:
+        model_type = by_architecture.model_type
+        r.assumptions.append(
+            f"model_type {written!r} is not a family mha knows: read as {model_type!r}, the family of its"
+            f" architectures' {by_architecture.architecture}, as vLLM's model registry resolves it"
+        )
     if known is None:
         r.assumptions.append(
             f"model_type {model_type!r} is not a known family: read the standard fields only (a Llama-style decoder;"
@@ -179,11 +193,16 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     fields.update(_kinds_fields(kinds, window, chunk))
     if fam.state is not None:
         fields["recurrent"] = fam.state(r, d_model, fields)
+        if fields["recurrent"] is not None:  # the config's own state dtype wins (Nemotron-H, Qwen3.5)
+            fields["recurrent"].update(stated_state_dtype(r))
     _refuse_unread_mixers(r, model_type, fields)
 
     moe = _moe(r, fam, n_layers)
-    if moe is not None:
-        fields["moe"] = moe
+    period, mlps = _feed_forwards(r, n_layers, has_experts=moe is not None)
+    if moe is not None and (mlps is None or "moe" in mlps):  # experts no layer uses: none built, none priced
+        fields["moe"] = {**moe, **period}
+    if mlps is not None:
+        fields["mlp_pattern"] = _shortest_cycle(mlps)
     no_layer_rotates = fam.layout.get("nope_layers") == "global" and fields.get("sliding_window") is None  # Jamba
     rope = None if no_layer_rotates else _rope(r, fam)
     if rope is not None:
@@ -328,7 +347,6 @@ def _moe(r: ConfigReader, fam: Family, n_layers: int) -> dict[str, Any] | None:
         "n_shared_experts": shared or (1 if r.get("shared_expert_intermediate_size") else 0),
         "d_ff_expert": _uniform(r, "moe_intermediate_size", d_ff_expert),
         "d_ff_shared": r.get("shared_expert_intermediate_size"),
-        **_moe_layers(r, n_layers),
         "shared_expert_gate": fam.gated_shared_expert and bool(r.get("shared_expert_intermediate_size")),
         **_routing(r, fam),
     }
@@ -343,29 +361,49 @@ def _uniform(r: ConfigReader, key: str, value: Any) -> Any:
     return value[0]
 
 
-def _moe_layers(r: ConfigReader, n_layers: int) -> dict[str, int]:
-    """Which layers are MoE, as ``n_dense_layers`` leading dense ones then every ``layer_period``-th from
-    ``layer_offset``, from whichever fields the config has: DeepSeek's ``first_k_dense_replace``; a list (Llama 4's
-    ``moe_layers``, A.X's ``mlp_layer_types``); Qwen-MoE's ``mlp_only_layers`` and ``decoder_sparse_step``;
-    Jamba's ``expert_layer_period`` / ``expert_layer_offset``; ERNIE's ``moe_layer_start_index`` /
-    ``moe_layer_end_index`` / ``moe_layer_interval``; Llama 4's ``interleave_moe_layer_step``.
-
-    A layout no such period describes (dense layers scattered among the MoE ones) is read as its leading dense
-    layers then MoE everywhere, and the assumption says so.
-    """
-    if r.get("first_k_dense_replace") and r.get("mlp_layer_types") is None:  # the list wins, as in transformers
-        return {"n_dense_layers": min(n_layers, r.count("dense layers", "first_k_dense_replace"))}
-    moe = _moe_layer_set(r, n_layers)
-    if not moe:
-        return {"n_dense_layers": n_layers}
+def _feed_forwards(r: ConfigReader, n_layers: int, *, has_experts: bool) -> tuple[dict[str, int], list[MlpKind] | None]:
+    """Which layers are MoE, dense or without an MLP: ``MoESpec``'s ``n_dense_layers`` leading dense ones then every
+    ``layer_period``-th from ``layer_offset`` where such a period describes them, else each layer's kind
+    (``ModelSpec.mlp_pattern``): dense layers scattered among the MoE ones, or layers without an MLP (Nemotron-H's
+    view lists them as ``none`` in ``mlp_layer_types``). From whichever fields the config has: DeepSeek's
+    ``first_k_dense_replace``; a list (Llama 4's ``moe_layers``, A.X's ``mlp_layer_types``); Qwen-MoE's
+    ``mlp_only_layers`` and ``decoder_sparse_step``; Jamba's ``expert_layer_period`` / ``expert_layer_offset``; ERNIE's
+    ``moe_layer_start_index`` / ``moe_layer_end_index`` / ``moe_layer_interval``; Llama 4's
+    ``interleave_moe_layer_step``. Returns (the period's fields, the layer kinds or None)."""
+    listed = _listed_mlp_types(r, n_layers)
+    if not has_experts:
+        if listed is None or "none" not in listed:
+            return {}, None
+        if "sparse" in listed:
+            raise BadInputError(f"{r.origin}: mlp_layer_types lists sparse layers but the config sets no experts")
+        return {}, ["none" if kind == "none" else "dense" for kind in listed]
+    if r.get("first_k_dense_replace") and listed is None:  # the list wins, as in transformers
+        return {"n_dense_layers": min(n_layers, r.count("dense layers", "first_k_dense_replace"))}, None
+    moe = _moe_layer_set(r, n_layers, listed)
+    if not moe and (listed is None or "none" not in listed):
+        return {"n_dense_layers": n_layers}, None
     every = moe[1] - moe[0] if len(moe) > 1 else 1
-    if moe == list(range(moe[0], n_layers, every)):  # a period from the first MoE layer on
-        return {"n_dense_layers": moe[0], "layer_period": every, "layer_offset": moe[0] % every}
-    r.assumptions.append(
-        f"MoE layers {moe[:8]}{'...' if len(moe) > 8 else ''} follow no period: read as {moe[0]} leading dense"
-        " layers, the rest MoE (weights overstated)"
-    )
-    return {"n_dense_layers": moe[0]}
+    if moe and moe == list(range(moe[0], n_layers, every)) and (listed is None or "none" not in listed):
+        return {"n_dense_layers": moe[0], "layer_period": every, "layer_offset": moe[0] % every}, None
+    mlp_free = {i for i, kind in enumerate(listed or []) if kind == "none"}
+    return {}, ["moe" if i in moe else "none" if i in mlp_free else "dense" for i in range(n_layers)]
+
+
+_MLP_TYPES = ("dense", "sparse", "none")
+"""``mlp_layer_types``' entries: A.X's and Mellum's ``dense`` and ``sparse``, and the ``none`` of Nemotron-H's view."""
+
+
+def _listed_mlp_types(r: ConfigReader, n_layers: int) -> list[str] | None:
+    """A.X's and Mellum's ``mlp_layer_types``, ``dense`` or ``sparse`` per layer (``none``: Nemotron-H's view, a
+    layer without an MLP), checked; its first ``n_layers`` entries, as transformers reads entry i for layer i."""
+    kinds = r.get("mlp_layer_types")
+    if kinds is None:
+        return None
+    if not isinstance(kinds, list) or len(kinds) < n_layers or not set(map(str, kinds)) <= set(_MLP_TYPES):
+        raise BadInputError(f"{r.origin}: mlp_layer_types must list 'dense' or 'sparse' for each of {n_layers} layers")
+    if len(kinds) > n_layers:
+        r.assume(None, f"mlp_layer_types lists {len(kinds)} layers: the first {n_layers} are read, as transformers")
+    return [str(kind) for kind in kinds[:n_layers]]
 
 
 def _layer_indices(r: ConfigReader, key: str, n_layers: int) -> set[int]:
@@ -378,20 +416,14 @@ def _layer_indices(r: ConfigReader, key: str, n_layers: int) -> set[int]:
     return {i for i in value if 0 <= i < n_layers}
 
 
-def _moe_layer_set(r: ConfigReader, n_layers: int) -> list[int]:
-    """The MoE layers the config's fields name, sorted (every layer when none says otherwise)."""
+def _moe_layer_set(r: ConfigReader, n_layers: int, listed: list[str] | None) -> list[int]:
+    """The MoE layers the config's fields name, sorted (every layer when none says otherwise); ``listed``: its
+    ``mlp_layer_types`` (``_listed_mlp_types``)."""
     every = set(range(n_layers))
     if r.get("moe_layers") is not None:  # Llama 4: the list itself
         return sorted(_layer_indices(r, "moe_layers", n_layers))
-    kinds = r.get("mlp_layer_types")  # A.X, Mellum: "dense" / "sparse" per layer
-    if kinds is not None:
-        if not isinstance(kinds, list) or len(kinds) < n_layers or not set(map(str, kinds)) <= {"dense", "sparse"}:
-            raise BadInputError(
-                f"{r.origin}: mlp_layer_types must list 'dense' or 'sparse' for each of {n_layers} layers"
-            )
-        if len(kinds) > n_layers:  # transformers reads entry i for layer i: the first n_layers count
-            r.assume(None, f"mlp_layer_types lists {len(kinds)} layers: the first {n_layers} are read, as transformers")
-        return [i for i, kind in enumerate(kinds[:n_layers]) if kind == "sparse"]
+    if listed is not None:  # A.X, Mellum: "dense" / "sparse" per layer
+        return [i for i, kind in enumerate(listed) if kind == "sparse"]
     moe = every - _layer_indices(r, "mlp_only_layers", n_layers)
     if r.get("decoder_sparse_step") is not None:  # Qwen-MoE: layers with (i + 1) % step == 0
         step = r.count("decoder_sparse_step", "decoder_sparse_step")
@@ -552,6 +584,11 @@ UNREAD_FIELDS: dict[str, str] = {
 }
 """Fields that change the cache or the model and that the importer does not read (outside the families whose
 ``Family.reads`` names them): a config carrying one is refused naming it, never priced as if it were absent."""
+PLAIN_DECODER_LAYOUTS: dict[str, Callable[[Any], bool]] = {
+    "attn_type_list": lambda flags: isinstance(flags, list) and all(type(f) is int and f == 1 for f in flags),
+}
+"""``UNREAD_FIELDS`` at the value a plain decoder has, which changes no figure: read as that decoder, not refused
+(MiniMax-M2's ``attn_type_list`` of 1s: softmax attention on every layer). Any other value is still refused."""
 ENCODER_DECODER_FAMILIES = {
     "bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart",
     "prophetnet", "t5", "mt5", "umt5", "whisper", "trocr", "m2m_100", "nllb-moe", "fsmt", "led", "longt5",
@@ -572,7 +609,11 @@ def _refuse_unread_fields(r: ConfigReader, model_type: str, fam: Family) -> None
     """No silent wrong answer: refuse a config whose fields would change the figures in ways not read here (before
     any other field is read, so the refusal names the field, not a count the family spells otherwise)."""
     for field, what in UNREAD_FIELDS.items():
-        if r.config.get(field) not in (None, False, [], {}, 0, "") and field not in fam.reads:
+        value = r.config.get(field)
+        if value in (None, False, [], {}, 0, "") or field in fam.reads:
+            continue
+        plain = PLAIN_DECODER_LAYOUTS.get(field)
+        if plain is None or not plain(value):
             raise BadInputError(
                 f"{r.origin}: {field!r} sets {what}, which mha does not read for model_type {model_type!r}: a figure"
                 " that ignored it would be wrong, so it is refused (remove the field only if it is unused)"

@@ -12,7 +12,7 @@ whole tensor into rank ``rank``'s part:
   replicated when tp > n_kv;
 - ``row``: a contiguous block of the last dim (o_proj, down_proj: their inputs are the rank's heads or columns);
 - ``fused_halves``: dim 1 holds the gate half then the up half (routed experts' ``gate_up_proj``); each half's block;
-- ``expert_columns``: a contiguous block of dim 1 (plain, ungated experts' ``up_proj``, (E, f, d));
+- ``expert_column``: a contiguous block of dim 1 (plain routed experts' ``up_proj`` (E, f, d), Nemotron-H's);
 - ``vocab``: the rank's block of rows of the vocabulary padded to a multiple of ``vocab_padding``;
 - ``replicated``: whole on every rank (norms, routers, biases added after the all-reduce, MLA's down projections);
 - ``unsharded``: a fixed-state mixer's weights, which no tensor-parallel layout here splits (an engine's is not
@@ -40,7 +40,7 @@ from mha_cli.core.tensor_parallel import (
     vocab_rows_per_rank,
 )
 
-Split = Literal["column", "kv_heads", "row", "fused_halves", "expert_columns", "vocab", "replicated", "unsharded"]
+Split = Literal["column", "kv_heads", "row", "fused_halves", "expert_column", "vocab", "replicated", "unsharded"]
 TensorKind = Literal[
     "embedding", "position", "token_type", "embedding_norm", "embedding_projection",
     "attention", "attention_gate", "sink", "qk_norm", "latent", "indexer",
@@ -120,12 +120,12 @@ def tensor_groups(
     experts: ExpertLayout | None = None,
 ) -> list[Group]:  # fmt: skip
     """``model_tensors`` without the per-layer copies, for counting: each distinct layer layout listed once, with
-    the layers that have it (a layer's tensors depend only on whether it is a mixer layer, an MoE layer, the first
-    (its input norm) or the last (GPT-NeoX-Japanese's o bias))."""
+    the layers that have it (a layer's tensors depend only on whether it is a mixer layer, its feed-forward (dense,
+    MoE or none), whether it is the first (its input norm) or the last (GPT-NeoX-Japanese's o bias))."""
     ranks = _ranks(spec, tp, rank, vocab_padding, experts)
-    layouts: dict[tuple[bool, bool, bool, bool], Group] = {}
+    layouts: dict[tuple[bool, str, bool, bool], Group] = {}
     for i in range(spec.n_layers):
-        layout = (spec.layer_kind(i) == "linear", spec.is_moe_layer(i), i == 0, i == spec.n_layers - 1)
+        layout = (spec.layer_kind(i) == "linear", spec.mlp_kind(i), i == 0, i == spec.n_layers - 1)
         if layout not in layouts:
             layouts[layout] = Group(list(_layer(spec, i, ranks)), [])
         layouts[layout].places.append(i)
@@ -217,7 +217,8 @@ def _output_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
 
 
 def _layer(spec: ModelSpec, i: int, ranks: _Ranks) -> Iterator[Tensor]:
-    """Layer ``i``'s norms, attention (or fixed-state mixer), a mixer beside attention, and MLP or MoE."""
+    """Layer ``i``'s norms, attention (or fixed-state mixer), a mixer beside attention, and MLP or MoE (neither, nor
+    the norm before them, on a layer without a feed-forward)."""
     prefix = f"model.layers.{i}"
     post_norms = spec.norm_placement == "post"  # OLMo 2: no input norm, each sublayer's output normed
     if not post_norms and (i > 0 or spec.first_input_norm):
@@ -231,13 +232,15 @@ def _layer(spec: ModelSpec, i: int, ranks: _Ranks) -> Iterator[Tensor]:
         yield from _attention(spec, f"{prefix}.self_attn", i, ranks)
     if spec.recurrent is not None and spec.recurrent.on_attention_layers and spec.layer_kind(i) != "linear":
         yield from _mixer(spec.recurrent, spec.d_model, f"{prefix}.mixer", i)  # Falcon-H1: beside attention
+    if not spec.has_mlp(i):  # Nemotron-H's mixer-only block: its one norm, its mixer
+        return
     if spec.n_norms_per_layer >= 2:
         yield from _norm(spec, f"{prefix}.post_attention_layernorm", spec.d_model, i)
     if spec.n_norms_per_layer == 4:
         yield from _norm(spec, f"{prefix}.pre_feedforward_layernorm", spec.d_model, i)
     if post_norms or spec.n_norms_per_layer == 4:
         yield from _norm(spec, f"{prefix}.post_feedforward_layernorm", spec.d_model, i)
-    if spec.is_moe_layer(i):
+    if spec.mlp_kind(i) == "moe":
         yield from _moe(spec, f"{prefix}.mlp", i, ranks)
     else:
         yield from _mlp(spec, f"{prefix}.mlp", i, ranks.d_ff, spec.mlp == "gated", spec.mlp_bias, "mlp")
@@ -328,9 +331,9 @@ def _mlp(spec: ModelSpec, prefix: str, i: int, width: int, gated: bool, bias: bo
 
 
 def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor]:
-    """The router (replicated, with gpt-oss's bias), the routed experts fused (E, 2f, d) and (E, d, f) in the
-    rank's layout, the shared experts as one MLP n_shared x d_ff_shared wide (by columns), Qwen2-MoE's gate of
-    the shared expert and A.X K1's output norm (replicated)."""
+    """The router (replicated, with gpt-oss's bias), the routed experts fused (E, 2f, d) (plain experts: (E, f, d))
+    and (E, d, f) in the rank's layout, the shared experts as one MLP n_shared x d_ff_shared wide (by columns), of
+    the model's MLP kind, Qwen2-MoE's gate of the shared expert and A.X K1's output norm (replicated)."""
     moe, d = spec.moe, spec.d_model
     assert moe is not None
     if moe.output_norm:
@@ -341,19 +344,19 @@ def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor
     if moe.topk_method in BIASED_CHOICE:  # DeepSeek-V3's correction bias on the choice of experts
         yield Tensor(f"{prefix}.gate.e_score_correction_bias", (moe.n_experts,), "router", "replicated", i, True)
     n_local, width = local_experts(spec, ranks.experts), expert_width_per_rank(spec, ranks.experts)
-    gated = spec.mlp == "gated"  # a plain MLP's experts (Nemotron-H's relu^2) hold up and down only
-    up, columns = ("gate_up_proj", 2 * width) if gated else ("up_proj", width)
-    halves: Split = "replicated" if ranks.experts.whole else ("fused_halves" if gated else "expert_columns")
+    gated = spec.mlp == "gated"
+    inputs: Split = "replicated" if ranks.experts.whole else "fused_halves" if gated else "expert_column"
     rows: Split = "replicated" if ranks.experts.whole else "row"
-    yield Tensor(f"{prefix}.experts.{up}", (n_local, columns, d), "expert", halves, i)
+    up = "gate_up_proj" if gated else "up_proj"
+    yield Tensor(f"{prefix}.experts.{up}", (n_local, (2 if gated else 1) * width, d), "expert", inputs, i)
     yield Tensor(f"{prefix}.experts.down_proj", (n_local, d, width), "expert", rows, i)
     if moe.expert_bias:
-        yield Tensor(f"{prefix}.experts.{up}_bias", (n_local, columns), "expert", halves, i)
+        yield Tensor(f"{prefix}.experts.{up}_bias", (n_local, (2 if gated else 1) * width), "expert", inputs, i)
         yield Tensor(f"{prefix}.experts.down_proj_bias", (n_local, d), "expert", "replicated", i)
     shared = moe.n_shared_experts * (moe.d_ff_shared or moe.d_ff_expert)
     if shared:
         name = f"{prefix}.shared_expert" if moe.shared_expert_gate else f"{prefix}.shared_experts"
-        yield from _mlp(spec, name, i, shared // ranks.tp, gated, moe.expert_bias, "shared_expert")
+        yield from _mlp(spec, name, i, shared // ranks.tp, gated, False, "shared_expert")
         if moe.shared_expert_gate:
             yield Tensor(f"{prefix}.shared_expert_gate.weight", (1, d), "router", "replicated", i)
 

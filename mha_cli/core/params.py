@@ -92,10 +92,10 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
     per_expert = expert_weights // model.moe.n_experts if model.moe is not None else 0
     return ParamBreakdown(
         attention_per_layer=_sum(attending or first(lambda i: model.layer_kind(i) != "linear"), ATTENTION_KINDS),
-        mlp_dense_per_layer=_sum(first(lambda i: not model.is_moe_layer(i)), ["mlp", "activation"]),
+        mlp_dense_per_layer=_sum(first(lambda i: model.mlp_kind(i) == "dense"), ["mlp", "activation"]),
         mlp_moe_per_layer=_sum(moe_layer, MOE_KINDS),
         norms_per_layer=_sum(layers[-1].tensors, ["norm"]) if layers else 0,
-        n_dense_mlp_layers=model.n_layers - n_moe,
+        n_dense_mlp_layers=model.n_dense_mlp_layers,
         n_moe_layers=n_moe,
         embeddings=_sum(inputs) + _sum(outputs) - final_norm,
         lookup_tables=lookup_tables,

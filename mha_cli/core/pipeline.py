@@ -57,12 +57,14 @@ def stage_layout(model: ModelSpec, pp: int, stage: int) -> StageLayout:
 
 def layers_model(model: ModelSpec, first: int, n_layers: int) -> ModelSpec:
     """Layers [first, first + n_layers) of ``model`` as a model of their own: layer i is the original's layer
-    first + i (its attention kind and whether its MLP is dense or MoE); embedding and head as the original's."""
+    first + i (its attention kind and whether its MLP is dense, MoE or none); embedding and head as the original's."""
     update: dict[str, object] = {"n_layers": n_layers}
     if first > 0 and not model.first_input_norm:  # only the model's own first layer lacks its input norm
         update["first_input_norm"] = True
     if model.layer_pattern:
         update["layer_pattern"] = [model.layer_kind(first + i) for i in range(n_layers)]
+    if model.mlp_pattern:
+        update["mlp_pattern"] = [model.mlp_kind(first + i) for i in range(n_layers)]
     if model.moe is not None:
         dense = max(0, min(n_layers, model.moe.n_dense_layers - first))  # the original's dense layers lead
         offset = (model.moe.layer_offset - first) % model.moe.layer_period  # the period, counted from ``first``

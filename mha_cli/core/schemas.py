@@ -45,6 +45,9 @@ LayerKind = Literal["global", "local", "chunked", "linear"]
 """How a layer's mixer remembers the context: ``global`` attention caches every token, ``local`` the last
 ``sliding_window`` tokens, ``chunked`` the tokens of its current ``attention_chunk`` (Llama-4), ``linear`` no
 per-token K/V at all but the fixed per-sequence state of ``ModelSpec.recurrent`` (Gated DeltaNet, Mamba)."""
+MlpKind = Literal["dense", "moe", "none"]
+"""A layer's feed-forward: ``dense`` (``d_ff`` wide), ``moe`` (``ModelSpec.moe``) or ``none``, a layer that only
+mixes tokens (Nemotron-H's Mamba-2 block followed by another mixer block): one norm, no MLP."""
 RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda", "short_conv"]
 StateDtype = Literal["auto", "fp32", "activation"]
 StateConvention = Literal["engine", "transformers"]
@@ -485,7 +488,14 @@ class ModelSpec(_Strict):
     d_ff: Width
     """MLP hidden width (dense layers)."""
     mlp: MlpType = "gated"
-    """gated (SwiGLU, GeGLU): gate, up, down, 3 * d_model * d_ff; plain (GELU): up, down, 2 * d_model * d_ff."""
+    """gated (SwiGLU, GeGLU): gate, up, down, 3 * d_model * d_ff; plain (GELU): up, down, 2 * d_model * d_ff. The
+    routed and shared experts of an MoE layer are MLPs of the same kind (Nemotron-H's are plain)."""
+    mlp_pattern: Annotated[
+        Annotated[list[MlpKind], Field(min_length=1, max_length=_MAX_LAYERS)] | None, Field(exclude_if=_is_none)
+    ] = None
+    """Each layer's feed-forward, repeated cyclically from layer 0 as ``layer_pattern`` is, where no period of
+    ``moe``'s describes it (Nemotron-H: MoE after most mixers, none after a Mamba-2 block that an attention block
+    follows); None: MoE on the layers ``moe`` says, dense on the others."""
     mlp_bias: bool = False
     norm: NormType = "rmsnorm"
     norm_bias: Annotated[bool, Field(exclude_if=_is_default(True))] = True
@@ -632,6 +642,7 @@ class ModelSpec(_Strict):
         else:
             self._resolve_heads()
         self._check_layer_pattern()
+        self._check_mlp_pattern()
         if not self.norm_weights and (self.norm != "layernorm" or self.norm_bias or self.norm_weight_offset):
             raise ValueError("norm_weights false is OLMo's LayerNorm without weight or bias: norm layernorm, no bias")
         if self.rope_local is not None and self.rotary is None:
@@ -741,6 +752,23 @@ class ModelSpec(_Strict):
                 f"layer_pattern has {len(self.layer_pattern)} entries but the model has {self.n_layers} layers"
             )
 
+    def _check_mlp_pattern(self) -> None:
+        pattern = self.mlp_pattern
+        if not pattern:
+            return
+        if len(pattern) > self.n_layers:
+            raise ValueError(f"mlp_pattern has {len(pattern)} entries but the model has {self.n_layers} layers")
+        if ("moe" in pattern) != (self.moe is not None):
+            raise ValueError("mlp_pattern lists moe layers exactly when an moe block describes them")
+        moe = self.moe
+        if moe is not None and (moe.n_dense_layers or moe.layer_period != 1 or moe.layer_offset):
+            raise ValueError(
+                "mlp_pattern says which layers are MoE: drop moe's n_dense_layers, layer_period, layer_offset"
+            )
+        simple = self.n_norms_per_layer == 2 and self.norm_placement == "pre" and not self.parallel_residual
+        if "none" in pattern and not (simple and self.normed_residual is None):
+            raise ValueError("a layer without an MLP is a two-norm pre-norm block that drops its MLP and second norm")
+
     # Derived values -------------------------------------------------------------------------
 
     @property
@@ -794,14 +822,30 @@ class ModelSpec(_Strict):
         """Whether layer ``layer`` stores per-token K/V of its own (not a linear layer, not a KV-sharing one)."""
         return self.layer_kind(layer) != "linear" and layer < self.n_layers - (self.n_kv_shared_layers or 0)
 
+    def mlp_kind(self, layer: int) -> MlpKind:
+        """The feed-forward of layer ``layer`` (0-based): ``mlp_pattern``'s entry, else MoE where ``moe`` says
+        (``MoESpec.is_moe_layer``), dense elsewhere."""
+        if self.mlp_pattern:
+            return self.mlp_pattern[layer % len(self.mlp_pattern)]
+        return "moe" if self.moe is not None and self.moe.is_moe_layer(layer) else "dense"
+
     def is_moe_layer(self, layer: int) -> bool:
-        """Whether layer ``layer`` has an MoE MLP (``MoESpec.is_moe_layer``); False without ``moe``."""
-        return self.moe is not None and self.moe.is_moe_layer(layer)
+        """Whether layer ``layer`` has an MoE MLP; False without ``moe``."""
+        return self.mlp_kind(layer) == "moe"
+
+    def has_mlp(self, layer: int) -> bool:
+        """Whether layer ``layer`` has a feed-forward (dense or MoE) and the norm before it."""
+        return self.mlp_kind(layer) != "none"
 
     @property
     def n_moe_layers(self) -> int:
-        """Layers with an MoE MLP; the others are dense, ``d_ff`` wide."""
+        """Layers with an MoE MLP."""
         return sum(self.is_moe_layer(i) for i in range(self.n_layers)) if self.moe is not None else 0
+
+    @property
+    def n_dense_mlp_layers(self) -> int:
+        """Layers with a dense MLP, ``d_ff`` wide."""
+        return sum(self.mlp_kind(i) == "dense" for i in range(self.n_layers))
 
     def holds_state(self, layer: int) -> bool:
         """Whether layer ``layer`` keeps the fixed per-sequence state of ``recurrent``."""

@@ -157,9 +157,13 @@ def build_layer_mlp(
     tp_size: int = 1,
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
-) -> nn.Module:
-    """The MLP of layer ``layer`` (rank ``tp_rank``'s shard): dense, or MoE past the spec's dense layers."""
-    if spec.is_moe_layer(layer):
+) -> nn.Module | None:
+    """The MLP of layer ``layer`` (rank ``tp_rank``'s shard): dense, or MoE past the spec's dense layers; None for a
+    layer without one (``ModelSpec.mlp_kind``)."""
+    kind = spec.mlp_kind(layer)
+    if kind == "none":
+        return None
+    if kind == "moe":
         return build_moe(spec, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
     if spec.d_ff % tp_size:
         raise ValueError(f"d_ff ({spec.d_ff}) must be divisible by tp ({tp_size}) to split the MLP")
@@ -179,10 +183,17 @@ def build_layer_mlp(
 
 class DecoderLayer(nn.Module):
     """One block; the norms present depend on ``spec.n_norms_per_layer`` (see the module docstring). ``mixer``: a
-    fixed-state mixer beside the attention (Falcon-H1, ``nn.parallel_mixer``), reading the same normed input."""
+    fixed-state mixer beside the attention (Falcon-H1, ``nn.parallel_mixer``), reading the same normed input.
+    ``mlp`` None: a pre-norm block that only mixes tokens, x + attn(norm(x)) (Nemotron-H's lone mixer block)."""
 
     def __init__(
-        self, spec: ModelSpec, self_attn: nn.Module, mlp: nn.Module, *, mixer: nn.Module | None = None, **factory: Any
+        self,
+        spec: ModelSpec,
+        self_attn: nn.Module,
+        mlp: nn.Module | None,
+        *,
+        mixer: nn.Module | None = None,
+        **factory: Any,
     ) -> None:
         super().__init__()
         if spec.n_norms_per_layer not in (1, 2, 4):
@@ -212,7 +223,7 @@ class DecoderLayer(nn.Module):
         self.multipliers = spec.multipliers
         if (self.has_mixer or self.multipliers is not None) and (self.n_norms != 2 or self.post_norms):
             raise ValueError("a mixer beside attention, or multipliers, are built in a pre-norm block of two norms")
-        if self.n_norms >= 2:
+        if self.n_norms >= 2 and mlp is not None:
             self.post_attention_layernorm = norm()
         if self.post_norms:
             self.post_feedforward_layernorm = norm()
@@ -223,7 +234,7 @@ class DecoderLayer(nn.Module):
         # Modules that take the reducer per call (ours) get it passed; others (an ``all_reduce``
         # attribute of their own) are kept current by ``DecoderLM.all_reduce``'s setter.
         self._attn_takes_reduce = _takes_reduce(self_attn)
-        self._mlp_takes_reduce = _takes_reduce(mlp)
+        self._mlp_takes_reduce = mlp is not None and _takes_reduce(mlp)
         self.is_mixer = hasattr(self_attn, "new_state")
         """A fixed-state mixer (``forward(x, state)``, ``new_state``) in place of attention."""
         self.residual_scales = residual_scales(spec.normed_residual, linear=self.is_mixer)
@@ -249,6 +260,8 @@ class DecoderLayer(nn.Module):
             attn = self._attend_beside_mixer(h, cache, start_pos, cos_sin, reduce, padding)  # (b, s, d)
         else:
             attn = self._attend(h, cache, start_pos, cos_sin, reduce, padding)  # (b, s, d)
+        if self.mlp is None:  # a block that only mixes tokens (ModelSpec checks it is a pre-norm one)
+            return x + attn  # (b, s, d)
         if self.residual_scales is not None:  # MiniMax: each residual is the normed input, both terms scaled
             (attn_alpha, attn_beta), (mlp_alpha, mlp_beta) = self.residual_scales
             h = self.post_attention_layernorm(h * attn_alpha + attn * attn_beta)  # (b, s, d)

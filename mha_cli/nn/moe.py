@@ -21,6 +21,8 @@ Qwen2MoeSparseMoeBlock, Mixtral): ``gate.weight`` (E, d), ``gate.e_score_correct
 for noaux_tc, the routed experts fused into 3-D tensors ``experts.gate_up_proj`` (E, 2f, d) (gate rows
 then up rows) and ``experts.down_proj`` (E, d, f); shared experts as one SwiGLU MLP of width
 n_shared * f named ``shared_experts`` (DeepSeek), or ``shared_expert`` + ``shared_expert_gate`` (Qwen2-MoE).
+Plain experts (the spec's ``mlp`` plain, Nemotron-H's: down(act(up(x))), its ``activation``) hold
+``experts.up_proj`` (E, f, d) instead, and their shared experts are plain MLPs too.
 
 Tensor parallelism (Megatron style): the router is replicated; every routed and shared expert is
 split by width like a dense MLP (rank r holds hidden units [r*f/tp, (r+1)*f/tp) of each expert, so
@@ -37,8 +39,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha_cli.core.schemas import BIASED_CHOICE, ModelSpec, MoESpec
-from mha_cli.nn.mlp import MLP
+from mha_cli.core.schemas import BIASED_CHOICE, Activation, ModelSpec, MoESpec
+from mha_cli.nn.mlp import MLP, activation_fn
 from mha_cli.nn.norms import RMSNorm
 from mha_cli.nn.row_parallel import Reduce
 from mha_cli.nn.sparsemixer import sparsemixer_route
@@ -116,7 +118,8 @@ class TopKRouter(nn.Module):
 
 
 class RoutedExperts(nn.Module):
-    """E SwiGLU experts stored as 3-D tensors; each token runs only its k chosen experts."""
+    """E SwiGLU experts (or plain ones: ``gated`` false) stored as 3-D tensors; each token runs only its k chosen
+    experts."""
 
     def __init__(
         self,
@@ -127,28 +130,38 @@ class RoutedExperts(nn.Module):
         bias: bool = False,
         swiglu_limit: float | None = None,
         swiglu_alpha: float = 1.702,
+        gated: bool = True,
+        activation: Activation | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
         factory = {"dtype": dtype, "device": device}
-        self.n_experts, self.d_ff = n_experts, d_ff
+        self.n_experts, self.d_ff, self.gated = n_experts, d_ff, gated
         self.swiglu_limit, self.swiglu_alpha = swiglu_limit, swiglu_alpha
-        self.gate_up_proj = nn.Parameter(torch.empty(n_experts, 2 * d_ff, d_model, **factory))  # (E, 2f, d)
+        self.activation = activation_fn(activation, gated=gated)
+        self.in_name = "gate_up_proj" if gated else "up_proj"
+        width = 2 * d_ff if gated else d_ff
+        setattr(self, self.in_name, nn.Parameter(torch.empty(n_experts, width, d_model, **factory)))  # (E, 2f|f, d)
         self.down_proj = nn.Parameter(torch.empty(n_experts, d_model, d_ff, **factory))  # (E, d, f)
         if bias:
-            self.gate_up_proj_bias = nn.Parameter(torch.empty(n_experts, 2 * d_ff, **factory))  # (E, 2f)
+            setattr(self, f"{self.in_name}_bias", nn.Parameter(torch.empty(n_experts, width, **factory)))  # (E, 2f|f)
             self.down_proj_bias = nn.Parameter(torch.empty(n_experts, d_model, **factory))  # (E, d)
         self.bias = bias
         if self.down_proj.device.type != "meta":
             self.init_weights()
 
+    @property
+    def in_proj(self) -> nn.Parameter:
+        """The experts' input projection: ``gate_up_proj`` (E, 2f, d), or a plain expert's ``up_proj`` (E, f, d)."""
+        return getattr(self, self.in_name)
+
     def init_weights(self) -> None:
         """N(0, INIT_STD) expert weights, zero biases."""
-        nn.init.normal_(self.gate_up_proj, std=INIT_STD)
+        nn.init.normal_(self.in_proj, std=INIT_STD)
         nn.init.normal_(self.down_proj, std=INIT_STD)
         if self.bias:
-            nn.init.zeros_(self.gate_up_proj_bias)
+            nn.init.zeros_(getattr(self, f"{self.in_name}_bias"))
             nn.init.zeros_(self.down_proj_bias)
 
     def forward(self, x: torch.Tensor, weights: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
@@ -166,11 +179,15 @@ class RoutedExperts(nn.Module):
         for expert, rows in enumerate(rows_by_expert):
             if rows.shape[0] == 0:
                 continue
-            gate_up = rows @ self.gate_up_proj[expert].T  # (count_e, 2f)
+            projected = rows @ self.in_proj[expert].T  # (count_e, 2f) gated, (count_e, f) plain
             if self.bias:
-                gate_up = gate_up + self.gate_up_proj_bias[expert]
-            gate, up = gate_up.chunk(2, dim=-1)  # (count_e, f) each
-            outputs.append(self._glu(gate, up) @ self.down_proj[expert].T)  # (count_e, d)
+                projected = projected + getattr(self, f"{self.in_name}_bias")[expert]
+            if self.gated:
+                gate, up = projected.chunk(2, dim=-1)  # (count_e, f) each
+                hidden = self._glu(gate, up)  # (count_e, f)
+            else:
+                hidden = self.activation(projected)  # (count_e, f)
+            outputs.append(hidden @ self.down_proj[expert].T)  # (count_e, d)
         weighted = torch.cat(outputs) * weights.reshape(-1)[order, None].to(x.dtype)  # (n * k, d)
         return torch.zeros_like(x).index_add_(0, token, weighted)  # (n, d)
 
@@ -245,6 +262,8 @@ class MoE(nn.Module):
         *,
         tp_size: int = 1,
         norm_eps: float = 1e-6,
+        gated: bool = True,
+        activation: Activation | None = None,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -263,11 +282,14 @@ class MoE(nn.Module):
             bias=spec.expert_bias,
             swiglu_limit=spec.swiglu_limit,
             swiglu_alpha=spec.swiglu_alpha,
+            gated=gated,
+            activation=activation,
             **factory,
         )
         shared_width = spec.n_shared_experts * (spec.d_ff_shared or spec.d_ff_expert)
         if shared_width:
-            shared = MLP(d_model, _split_width(shared_width, tp_size, "shared expert width"), **factory)
+            width = _split_width(shared_width, tp_size, "shared expert width")
+            shared = MLP(d_model, width, gated=gated, activation=activation, **factory)
             if spec.shared_expert_gate:  # Qwen2-MoE: one shared expert behind a sigmoid gate
                 self.shared_expert = shared
                 self.shared_expert_gate = nn.Linear(d_model, 1, bias=False, **factory)
@@ -312,11 +334,16 @@ def build_moe(
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> MoE:
-    """The MoE MLP of a MoE layer of ``spec``, rank ``tp_rank``'s slice of every expert."""
+    """The MoE MLP of a MoE layer of ``spec``, rank ``tp_rank``'s slice of every expert: SwiGLU experts, or plain
+    ones with the spec's activation when its ``mlp`` is plain (Nemotron-H's squared ReLU)."""
     if spec.moe is None:
         raise ValueError(f"{spec.name} has no moe block")
     if not 0 <= tp_rank < tp_size:
         raise ValueError(f"tp_rank ({tp_rank}) must be in [0, {tp_size})")
-    if spec.mlp != "gated":
-        raise ValueError(f"{spec.name}: MoE experts are built as gated (SwiGLU) MLPs, the spec says {spec.mlp}")
-    return MoE(spec.d_model, spec.moe, tp_size=tp_size, norm_eps=spec.norm_eps, dtype=dtype, device=device)
+    gated = spec.mlp == "gated"
+    if not gated and (spec.moe.swiglu_limit is not None or spec.activation == "xielu"):
+        raise ValueError(f"{spec.name}: plain experts take a plain activation, not a clamped SwiGLU or xIELU")
+    return MoE(
+        spec.d_model, spec.moe, tp_size=tp_size, norm_eps=spec.norm_eps, gated=gated,
+        activation=None if gated else spec.activation, dtype=dtype, device=device,
+    )  # fmt: skip

@@ -7,9 +7,9 @@ KV heads, row, fused halves, vocabulary or replicated); this module only cuts it
 - ``kv_heads``: rows of the rank's KV heads (``core.tensor_parallel.kv_head_range``), one replicated head when
   tp > n_kv;
 - ``row``: the rank's block of the last dim;
-- ``expert_columns``: the rank's block of dim 1 (plain experts' up projections, (E, f, d));
 - ``fused_halves``: dim 1 holds the gate half then the up half (routed experts' ``gate_up_proj`` and its bias):
   the rank's block of each;
+- ``expert_column``: the rank's block of dim 1 (plain routed experts' ``up_proj`` (E, f, d));
 - ``vocab``: the rank's block of rows of the vocabulary padded to a multiple of 64 (``nn.vocab_parallel``);
 - ``replicated`` (and a mixer's ``unsharded``, built on one rank only): the whole tensor.
 
@@ -72,7 +72,7 @@ def shard_tensor(name: str, tensor: torch.Tensor, spec: ModelSpec, tp_rank: int,
         part = _block(tensor, 0, tp_rank, tp_size, name)  # (out / tp, ...)
     elif split == "row":
         part = _block(tensor, tensor.dim() - 1, tp_rank, tp_size, name)  # (..., out, in / tp)
-    elif split == "expert_columns":
+    elif split == "expert_column":
         part = _block(tensor, 1, tp_rank, tp_size, name)  # (E, f / tp, d)
     elif split == "fused_halves":
         gate, up = tensor.chunk(2, dim=1)  # (E, d_ff, d) each, or (E, d_ff) for the bias

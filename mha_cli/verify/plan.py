@@ -199,7 +199,8 @@ def weight_kind(model: ModelSpec, layer: int) -> WeightKind:
 def first_layers(model: ModelSpec, n_layers: int) -> ModelSpec:
     """The model cut to its first ``n_layers`` layers, each keeping its kind (global or local, dense or MoE)."""
     pattern = layer_kinds(model, n_layers) if model.layer_pattern else None
-    return model.model_copy(update={"n_layers": n_layers, "layer_pattern": pattern})
+    mlps = [model.mlp_kind(i) for i in range(n_layers)] if model.mlp_pattern else None
+    return model.model_copy(update={"n_layers": n_layers, "layer_pattern": pattern, "mlp_pattern": mlps})
 
 
 def stack_weight_bytes(rank_shape: ModelSpec, n_layers: int, value_bytes: int) -> int:
@@ -322,6 +323,8 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
         unbuilt.append("shared K/V")
     if model.mla is not None and model.mla.indexer is not None:
         unbuilt.append("indexer")
+    if not all(model.has_mlp(i) for i in range(model.n_layers)):  # its layer sizes assume an MLP on every layer
+        unbuilt.append("MLP-free")
     family = spec_family(model)
     if not unbuilt and family is not None and family.unbuilt is not None:  # Nemotron-H's MLP-only blocks
         unbuilt.append(family.unbuilt)

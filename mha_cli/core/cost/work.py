@@ -53,6 +53,8 @@ MLA_EXTRA_KERNELS = 3
 """MLA: latent norm, the absorbed up-projections' batched matmuls."""
 MLP_BLOCK_KERNELS = 2
 """Fused residual add + norm, the activation (the matmuls count one each)."""
+MIXER_ONLY_KERNELS = 1
+"""A layer without an MLP (Nemotron-H's lone mixer block): its fused residual add + norm."""
 MOE_ROUTING_KERNELS = 7
 """Router top-k, token sort and alignment, the fused experts' two grouped matmuls, the weighted sum."""
 OUTSIDE_LAYER_KERNELS = 6
@@ -297,9 +299,9 @@ def layer_ops(
         raise BadInputError(problem)
     d = model.d_model
     ops = _matmul_ops(model, tp, weight_dtype, tokens, layout)
-    n_moe = 0 if model.moe is None else max(0, model.n_layers - model.moe.n_dense_layers)
+    n_moe, dense_layers = model.n_moe_layers, model.n_dense_mlp_layers
+    mixer_only = model.n_layers - n_moe - dense_layers  # Nemotron-H's lone mixer blocks: one norm (2d), one add (d)
     groups = layout.ranks // tp  # data-parallel groups whose tokens meet at the experts
-    dense_layers = model.n_layers - n_moe
     d_ff = model.d_ff // tp
     # the activation reads gate and up and writes their product (gated: 3 x width), or reads and writes (plain: 2)
     activation = 3 if model.mlp == "gated" else 2
@@ -310,6 +312,11 @@ def layer_ops(
             Op(name="norms, residuals, activation", kind="memory", count=dense_layers,
                bytes=elementwise + tokens * ACTIVATION_BYTES * activation * d_ff, flops=0.0, tokens=tokens,
                kernels=MLP_BLOCK_KERNELS)
+        )  # fmt: skip
+    if mixer_only:
+        ops.append(
+            Op(name="norm, residual", kind="memory", count=mixer_only, bytes=tokens * ACTIVATION_BYTES * 3 * d,
+               flops=0.0, tokens=tokens, kernels=MIXER_ONLY_KERNELS)
         )  # fmt: skip
     if n_moe:
         assert model.moe is not None
@@ -324,7 +331,7 @@ def layer_ops(
     shared_moe = n_moe if groups > 1 else 0  # MoE layers whose experts the groups share: gather and scatter instead
     if tp > 1:
         ops.append(
-            Op(name="all-reduce", kind="all_reduce", count=2 * model.n_layers - shared_moe,
+            Op(name="all-reduce", kind="all_reduce", count=2 * model.n_layers - mixer_only - shared_moe,
                bytes=tokens * d * ACTIVATION_BYTES, flops=0.0, tokens=tokens)
         )  # fmt: skip
     if shared_moe:  # vLLM's default all2all backend: all-gather the groups' tokens, reduce-scatter the experts' sums

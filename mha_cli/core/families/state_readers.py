@@ -13,16 +13,29 @@ if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
 
 
-def ssm_dtype(r: ConfigReader) -> dict[str, Any]:
-    """A config's own ``mamba_ssm_dtype`` (Qwen3.5 states float32): fp32, or a 16-bit activation dtype."""
-    named = r.config.get("mamba_ssm_dtype")
-    if named is None:
+STATE_DTYPE_FIELDS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
+"""The config.json fields that set the dtype a fixed-state layer's recurrent state is cached in, as vLLM reads
+them (``vllm/model_executor/models/config.py``): Nemotron-H's ``mamba_ssm_cache_dtype`` (NemotronHConfig's own
+field), Qwen3.5's ``mamba_ssm_dtype``. ``tests/test_state_dtype_sweep.py`` checks no config class of the installed
+transformers has another."""
+_FP32 = ("float32", "fp32")
+_SIXTEEN_BIT = ("bfloat16", "bf16", "float16", "fp16", "half")
+
+
+def stated_state_dtype(r: ConfigReader) -> dict[str, Any]:
+    """The recurrent state's dtype as the config states it (``RecurrentSpec.state_dtype``): ``fp32``; a 16-bit dtype,
+    the activations'; ``auto`` or absent, nothing (the convention's). The first of ``STATE_DTYPE_FIELDS`` set wins."""
+    field = next((key for key in STATE_DTYPE_FIELDS if r.config.get(key) is not None), None)
+    if field is None:
         return {}
-    if str(named) in ("float32", "fp32"):
+    named = str(r.config[field])
+    if named in _FP32:
         return {"state_dtype": "fp32"}
-    if str(named) in ("bfloat16", "bf16", "float16", "fp16"):
+    if named in _SIXTEEN_BIT:
         return {"state_dtype": "activation"}
-    raise BadInputError(f"{r.origin}: mamba_ssm_dtype {named!r} is not float32, bfloat16 or float16")
+    if named == "auto":
+        return {}
+    raise BadInputError(f"{r.origin}: {field} {named!r} is not float32, bfloat16, float16 or auto")
 
 
 def mixer_biases(r: ConfigReader, *, out_proj: str) -> dict[str, bool]:
@@ -44,7 +57,7 @@ def gated_deltanet_state(r: ConfigReader, d_model: int, fields: dict[str, Any]) 
     return {
         "kind": "gated_deltanet", "n_heads": v_heads, "head_dim": k_dim, "state_dim": v_dim,
         "conv_dim": 2 * k_heads * k_dim + v_heads * v_dim,
-        "conv_kernel": r.count("linear_conv_kernel_dim", "linear_conv_kernel_dim"), **ssm_dtype(r),
+        "conv_kernel": r.count("linear_conv_kernel_dim", "linear_conv_kernel_dim"),
     }  # fmt: skip
 
 

@@ -19,26 +19,17 @@ NOPE_GLOBAL = (
 
 def _read_fields(r: ConfigReader, fields: dict[str, Any]) -> None:
     nope_full_attention(r, fields)
-    shared_experts_and_dense_layers(r, fields)
+    num_shared_experts(r, fields)
 
 
-def shared_experts_and_dense_layers(r: ConfigReader, fields: dict[str, Any]) -> None:
-    """``num_shared_experts`` (EXAONE MoE's and Sarvam's spelling of n_shared_experts) and ``mlp_layer_types``
-    (``dense`` or ``sparse`` per layer: the leading dense ones are read, the assumption says if others are not)."""
+def num_shared_experts(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """``num_shared_experts``: EXAONE MoE's and Sarvam's spelling of n_shared_experts. (Their ``mlp_layer_types``,
+    ``dense`` or ``sparse`` per layer, the standard reader reads.)"""
     moe = fields.get("moe")
     if moe is None:
         return
     if r.config.get("n_shared_experts") is None and r.get("num_shared_experts") is not None:
         moe["n_shared_experts"] = r.get("num_shared_experts")
-    kinds = r.config.get("mlp_layer_types")
-    if isinstance(kinds, list) and kinds:
-        leading = next((i for i, kind in enumerate(kinds) if kind != "dense"), len(kinds))
-        if "dense" in kinds[leading:]:
-            r.assumptions.append(
-                f"mlp_layer_types has dense layers after layer {leading}: read as {leading} leading dense layers,"
-                " the rest MoE (weights overstated)"
-            )
-        moe["n_dense_layers"] = min(leading, fields["n_layers"])
 
 
 FAMILY = Family(

@@ -1,19 +1,25 @@
 """Nemotron-H: a stack of blocks, each one mixer (Mamba-2 or attention) or one feed-forward (MLP or MoE), in the
 order ``layers_block_type`` (older configs: ``hybrid_override_pattern``, M * - E) lists.
 
-Priced as the layers of its mixers: an attention block holds K/V, a Mamba-2 block its fixed state, a feed-forward
-block nothing. Its feed-forward blocks are not layers of their own here: each mixer layer is given the dense MLP
-(or the MoE) the config describes, so its weights are approximate (``uncounted``) and the torch decoder does not
-load its checkpoints.
+Priced as the layers of its mixers, each with the feed-forward block that follows it: a mixer block and the
+feed-forward after it are one pre-norm layer (x + mixer(norm(x)), then h + ffn(norm(h))), the same weights and the
+same arithmetic; a mixer block another mixer block follows is a layer without an MLP (``ModelSpec.mlp_pattern``
+``none``: Nemotron-3-Nano's Mamba-2 block before each attention block). An attention block holds K/V, a Mamba-2
+block its fixed state (in ``mamba_ssm_cache_dtype``; vLLM's float32 when the config leaves it out), a feed-forward
+block nothing. Its experts and MLPs are plain (up, down) with squared ReLU; its router DeepSeek-V3's sigmoid with a
+correction bias.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import ANY_VALUE, Family
-from mha_cli.core.families.state_readers import mamba2_state
+from mha_cli.core.families.state_readers import STATE_DTYPE_FIELDS, mamba2_state
+
+if TYPE_CHECKING:
+    from mha_cli.core.config_reader import ConfigReader
 
 MIXERS = {"linear_attention": "linear_attention", "full_attention": "full_attention"}
 """Blocks that mix tokens (and keep a cache): Mamba-2 and attention."""
@@ -27,6 +33,12 @@ MAMBA_FIELDS = {
 }  # fmt: skip
 """The Mamba-2 fields the shared reader reads, and Nemotron-H's own names for them."""
 DEFAULTS = {"mamba_num_heads": 128, "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4}
+CLASS_DEFAULTS = {
+    "mamba_expand": 2, "n_shared_experts": 1, "moe_intermediate_size": 7688, "shared_expert_intermediate_size": 7688,
+    "num_experts_per_tok": 2,
+}  # fmt: skip
+"""NemotronHConfig's defaults for the fields the standard readers read (the shared expert's width under the name
+the view gives it)."""
 
 
 def _blocks(config: dict[str, Any], origin: str) -> list[str]:
@@ -42,51 +54,93 @@ def _blocks(config: dict[str, Any], origin: str) -> list[str]:
     return blocks
 
 
-def mixer_layers(config: dict[str, Any], origin: str) -> dict[str, Any]:
-    """The config with its mixer blocks as the layers (``num_hidden_layers``, ``layers_block_type``), its Mamba-2
-    fields under the shared reader's names, and no sliding window (its attention blocks attend to every token)."""
-    mixers = [b for b in _blocks(config, origin) if b in MIXERS]
+FEED_FORWARDS = {"mlp": "dense", "moe": "sparse"}
+"""Feed-forward blocks as ``mlp_layer_types`` names what a layer has (``none``: no feed-forward block follows)."""
+
+
+def _paired(blocks: list[str], origin: str) -> tuple[list[str], list[str]]:
+    """(each mixer block, the feed-forward block after it as ``mlp_layer_types`` names it, ``none`` if none)."""
+    mixers: list[str] = []
+    feed_forwards: list[str] = []
+    for i, block in enumerate(blocks):
+        if block in MIXERS:
+            mixers.append(block)
+            feed_forwards.append("none")
+        elif not mixers or feed_forwards[-1] != "none":
+            raise BadInputError(
+                f"{origin}: Nemotron-H's block {i} ({block}) follows no mixer block of its own: mha prices each"
+                " feed-forward block with the Mamba-2 or attention block before it, so this pattern is refused"
+            )
+        else:
+            feed_forwards[-1] = FEED_FORWARDS[block]
     if not mixers:
         raise BadInputError(f"{origin}: Nemotron-H's layers_block_type lists no Mamba-2 or attention block")
+    return mixers, feed_forwards
+
+
+def mixer_layers(config: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The config with its mixer blocks as the layers (``num_hidden_layers``, ``layers_block_type``), the block after
+    each as its feed-forward (``mlp_layer_types``), its Mamba-2 fields and shared expert's width under the standard
+    readers' names, and no sliding window (its attention blocks attend to every token)."""
+    mixers, feed_forwards = _paired(_blocks(config, origin), origin)
+    if "sparse" in feed_forwards and config.get("n_routed_experts") is None:
+        raise BadInputError(f"{origin}: Nemotron-H's blocks include MoE blocks but n_routed_experts is not set")
     view = {k: v for k, v in config.items() if k not in ("hybrid_override_pattern", "sliding_window")}
-    view |= {"num_hidden_layers": len(mixers), "layers_block_type": mixers}
+    view |= {"num_hidden_layers": len(mixers), "layers_block_type": mixers, "mlp_layer_types": feed_forwards}
     for ours, theirs in MAMBA_FIELDS.items():
         value = config.get(theirs, DEFAULTS.get(theirs))
         if value is not None:
             view[ours] = value
+    if config.get("moe_shared_expert_intermediate_size") is not None:
+        view["shared_expert_intermediate_size"] = config["moe_shared_expert_intermediate_size"]
     return view
 
 
-def _state(r, d_model: int, fields: dict[str, Any]) -> dict[str, Any]:
-    """Mamba-2 of mamba_num_heads x mamba_head_dim channels (not expand x hidden_size)."""
+def _state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, Any]:
+    """Mamba-2 of mamba_num_heads x mamba_head_dim channels (not expand x hidden_size); its recurrent state in
+    float32 when the config states no ``mamba_ssm_cache_dtype`` (the NemotronHConfig default, and what vLLM's
+    ``NemotronHForCausalLMConfig`` then uses; a stated one is read by ``core.hf_import``)."""
     inner = r.count("mamba_n_heads", "mamba_n_heads") * r.count("mamba_d_head", "mamba_d_head")
-    return {**mamba2_state(r, d_model, inner=inner, out_proj="mamba_proj_bias"), "on_attention_layers": False}
+    state = {**mamba2_state(r, d_model, inner=inner, out_proj="mamba_proj_bias"), "on_attention_layers": False}
+    if not any(r.config.get(field) is not None for field in STATE_DTYPE_FIELDS):
+        state["state_dtype"] = r.assume("fp32", "mamba_ssm_cache_dtype absent: float32, Nemotron-H's default in vLLM")
+    return state
+
+
+def _read_fields(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """Its MLPs' ``mlp_bias`` gives the dense MLP and the shared expert biases (its routed experts have none): the
+    shared expert's are not counted here, so a biased MoE model is refused."""
+    if fields.get("mlp_bias") and fields.get("moe") is not None:
+        raise BadInputError(
+            f"{r.origin}: Nemotron-H with mlp_bias true biases its shared experts, which mha does not count: refused"
+        )
 
 
 FAMILY = Family(
     model_types=("nemotron_h",),
     config_class="NemotronHConfig (transformers 5.24)",
-    defaults={"mamba_expand": 2},
-    layout={"mlp": "plain"},  # up_proj, down_proj: no gate
+    defaults=CLASS_DEFAULTS,
+    spellings={"activation": ("mlp_hidden_act",)},
+    layout={"mlp": "plain", "nope_layers": "global"},  # plain MLPs and experts (up, down); attention without RoPE
     config_view=mixer_layers,
     fixed_state="Mamba-2",
     state=_state,
+    read_fields=_read_fields,
+    routing_defaults={"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
+    routing_fixed=("scoring_func", "topk_method"),  # NemotronHTopkRouter: DeepSeek-V3's choice, whatever the config
     names=("nemotron-h", "nemotron_h"),
     unbuilt="MLP-only and MoE-only",
-    uncounted=(
-        "weights approximate: Nemotron-H's MLP and MoE blocks are layers of their own, counted here as one dense MLP"
-        " (or MoE) per Mamba-2 or attention layer; the cache and state are exact"
-    ),
     differences=(
-        "Nemotron-H's blocks (one mixer or one MLP/MoE each, one norm each) are built as mixer + MLP layers; its"
-        " checkpoints do not load",
-        "Nemotron-H's relu2 MLP activation (squared ReLU) is not built",
+        "Nemotron-H's blocks (one mixer or one MLP/MoE each, one norm each) are built as mixer + MLP layers, the same"
+        " weights and arithmetic under other names: its checkpoints do not load by name",
+    ),
+    equal_test=(
+        "tests/test_hybrid_families.py::test_nemotron_h_gives_transformers_logits_with_each_feed_forward_block_after"
+        "_its_mixer (whole decoder, its weights renamed block by block)"
     ),
     left_unread={
         **dict.fromkeys(MAMBA_FIELDS.values(), ANY_VALUE),  # read under the shared reader's names (the view)
-        **dict.fromkeys(
-            ("mlp_hidden_act", "moe_shared_expert_intermediate_size", "moe_shared_expert_overlap"), ANY_VALUE
-        ),
+        **dict.fromkeys(("moe_shared_expert_intermediate_size", "moe_shared_expert_overlap"), ANY_VALUE),
         **dict.fromkeys(
             ("use_mamba_kernels", "chunk_size", "residual_in_fp32", "rescale_prenorm_residual", "mamba_hidden_act"),
             ANY_VALUE,
@@ -103,7 +157,6 @@ FAMILY = Family(
             ANY_VALUE,
         ),
         "time_step_limit": [0.0, float("inf")],
-        "mamba_ssm_cache_dtype": "float32",
         "use_bias": False,
         "moe_latent_size": None,
     },

@@ -2,13 +2,13 @@
 
 from mha_cli.core.families import ANY_VALUE, MLA_UNREAD, Family
 from mha_cli.core.families.models.deepseek_v3 import FAMILY as DEEPSEEK_V3
-from mha_cli.core.families.models.exaone_moe import shared_experts_and_dense_layers
+from mha_cli.core.families.models.exaone_moe import num_shared_experts
 
 FAMILY = Family(
     model_types=("sarvam_mla",),
     config_class="SarvamMLAConfig (transformers 5.24)",
     defaults={"n_shared_experts": 1, "first_k_dense_replace": 1, "num_experts_per_tok": 8},
-    read_fields=shared_experts_and_dense_layers,  # the original config.json spells num_shared_experts
+    read_fields=num_shared_experts,  # the original config.json spells num_shared_experts
     routing_defaults={**DEEPSEEK_V3.routing_defaults, "n_group": 1, "topk_group": 1},
     routing_fixed=DEEPSEEK_V3.routing_fixed,
     names=("sarvam-105b", "sarvam-mla"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import ANY_VALUE, Family
-from mha_cli.core.families.models.exaone_moe import shared_experts_and_dense_layers
+from mha_cli.core.families.models.exaone_moe import num_shared_experts
 from mha_cli.core.families.models.glm4_moe import FAMILY as GLM4_MOE
 from mha_cli.core.families.models.glm4_moe import qkv_biases_only
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def _read_fields(r: ConfigReader, fields: dict[str, Any]) -> None:
     """The original config.json's spellings (num_shared_experts, use_qkv_bias), GLM-4-MoE's q/k/v-only biases."""
-    shared_experts_and_dense_layers(r, fields)
+    num_shared_experts(r, fields)
     qkv_biases_only(r, fields)
 
 
