@@ -6,8 +6,6 @@ post-LN block, and the new spec fields left out of a dump at their defaults. The
 (``tests/test_family_sweep.py``) compares the logits of every family at its tiny scale; these tests pin the parts.
 """
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from mha_cli.nn import build_model  # noqa: E402
 from mha_cli.nn.alibi import alibi_attention, alibi_slopes  # noqa: E402
 from mha_cli.nn.hf_state_dict import load_transformers_state_dict  # noqa: E402
 from mha_cli.nn.sinusoidal import sinusoidal_positions  # noqa: E402
+from tests.benchmark_modules import load_benchmark  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CLASSIC = (
@@ -31,12 +30,7 @@ CLASSIC = (
 
 
 def _family_sweep():
-    if "family_sweep" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("family_sweep", REPO / "benchmarks" / "family_sweep.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["family_sweep"] = module  # dataclasses look their module up by name
-        spec.loader.exec_module(module)
-    return sys.modules["family_sweep"]
+    return load_benchmark("family_sweep")
 
 
 def _loaded(config):

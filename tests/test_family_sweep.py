@@ -15,11 +15,12 @@ tiny model is built once and serves both sweeps.
 """
 
 import functools
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.benchmark_modules import load_benchmark
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -28,15 +29,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-cache_sweep, decoder_sweep, weights_sweep = _load("family_sweep"), _load("decoder_sweep"), _load("weights_sweep")
+cache_sweep, decoder_sweep, weights_sweep = (
+    load_benchmark("family_sweep"),
+    load_benchmark("decoder_sweep"),
+    load_benchmark("weights_sweep"),
+)
 
 BERT_DECODERS = (
     "bert", "bert-generation", "roberta", "camembert", "xlm-roberta", "data2vec-text", "ernie", "electra",

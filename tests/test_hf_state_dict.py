@@ -7,8 +7,6 @@ then equal transformers' (within 1e-4) or differ for a reason the layout cannot 
 family that starts or stops differing fails here until its entry moves.
 """
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,18 +20,14 @@ from mha_cli.core.schemas import ModelSpec  # noqa: E402
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout, part_sizes  # noqa: E402
 from mha_cli.nn import build_model  # noqa: E402
 from mha_cli.nn.hf_state_dict import deinterleave, load_transformers_state_dict, to_mha_state_dict  # noqa: E402
+from tests.benchmark_modules import load_benchmark  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TOLERANCE = 1e-4
 
 
 def _family_sweep():
-    if "family_sweep" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("family_sweep", REPO / "benchmarks" / "family_sweep.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["family_sweep"] = module  # dataclasses look their module up by name
-        spec.loader.exec_module(module)
-    return sys.modules["family_sweep"]
+    return load_benchmark("family_sweep")
 
 
 EQUAL = (

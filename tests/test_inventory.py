@@ -11,8 +11,6 @@ refusal. A control drops one tensor from the inventory and must fail.
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib.util
 import io
 import json
 import sys
@@ -29,6 +27,7 @@ from mha_cli.core.schemas import ModelSpec
 
 torch = pytest.importorskip("torch")
 from mha_cli.nn.model import build_model  # noqa: E402
+from tests.benchmark_modules import load_benchmark  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = sorted((REPO / "tests" / "fixtures" / "hf_configs").glob("*.json"))
@@ -113,13 +112,8 @@ def test_every_hf_fixture_builds_what_the_inventory_lists(path):
     assert check_contract(first_layers(_fixture_spec(path))) == []
 
 
-@functools.cache
 def _family_sweep():
-    spec = importlib.util.spec_from_file_location("family_sweep", REPO / "benchmarks" / "family_sweep.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["family_sweep"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("family_sweep")
 
 
 def _family_specs() -> dict[str, ModelSpec]:

@@ -10,10 +10,8 @@ counted by hand (values x bytes per value, the conv state's ``conv_kernel - 1`` 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 import warnings
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from mha_cli.core.families import all_families
 from mha_cli.core.families.state_readers import STATE_DTYPE_FIELDS
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint, state_bytes_per_layer
+from tests.benchmark_modules import load_benchmark
 from tests.conftest import reference_hf_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,11 +59,7 @@ def test_a_stated_16_bit_state_is_priced_at_half_and_an_absent_one_as_vllm_defau
 
 
 def _family_sweep():
-    spec = importlib.util.spec_from_file_location("family_sweep", REPO / "benchmarks" / "family_sweep.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["family_sweep"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("family_sweep")
 
 
 def unread_state_dtypes(fields: tuple[str, ...] = STATE_DTYPE_FIELDS) -> list[str]:
