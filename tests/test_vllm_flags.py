@@ -60,6 +60,8 @@ def test_an_alias_changes_the_result_as_its_native_flag_does(cli):
         (["kv", "llama-3-8b", "--quantization", "fbgemm_fp8"],
          "fbgemm_fp8 is a vLLM quantization mha does not price; of vLLM's it prices fp8, awq, gptq, mxfp4, modelopt_fp4"),
         (["kv", "llama-3-8b", "--quantization", "hqq"], "hqq is a vLLM quantization mha does not"),
+        (["kv", "llama-3-8b", "--quantization", "compressed-tensors"],
+         "compressed-tensors checkpoints are priced from their own quantization_config, tensor by tensor: give the"),
         (["kv", "llama-3-8b", "--quantization", "awq_marlin"],
          "awq_marlin is vLLM's Marlin kernel for awq checkpoints (its repacked bytes are not priced): give awq"),
         (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e3m4"], "unknown dtype 'fp8_e3m4'"),

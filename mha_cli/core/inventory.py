@@ -365,7 +365,8 @@ def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor
 
 
 def _mixer(state: RecurrentSpec, d: int, prefix: str, i: int) -> Iterator[Tensor]:
-    """A fixed-state mixer's weights as ``nn.mixers`` builds each kind (see ``core.params``' formulas)."""
+    """A fixed-state mixer's weights as ``nn.mixers`` builds each kind: Gated DeltaNet (Qwen3-Next, Qwen3.5),
+    Mamba-1 and -2, MiniMax's lightning attention, Kimi's KDA, LFM2's short convolution."""
 
     def linear(name: str, out: int, inp: int, bias: bool = False) -> Iterator[Tensor]:
         return _linear(f"{prefix}.{name}", out, inp, "mixer", "unsharded", i, bias=bias, bias_split="unsharded")

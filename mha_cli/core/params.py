@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal, NamedTuple
 
-from mha_cli.core.errors import BadInputError
 from mha_cli.core.inventory import ATTENTION_KINDS, Group, Tensor, TensorKind, tensor_groups
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
@@ -137,13 +136,6 @@ def params_per_rank(
     return sum(group_params(group, tp) * len(group.places) for group in groups)
 
 
-def embedding_params_per_rank(model: ModelSpec, tp: int, vocab_padding: int = VOCAB_PADDING) -> int:
-    """Token embedding + LM head (one matrix when tied; its bias split as its rows) + learned positions and token
-    types (replicated) on one rank, with the embedding norm, projection and head transform (replicated)."""
-    groups = tensor_groups(model, tp, vocab_padding=vocab_padding)
-    return _sum(groups[0].tensors) + _sum(groups[-1].tensors) - _sum(groups[-1].tensors, ["norm"])
-
-
 def weight_params_per_device(
     model: ModelSpec, tp: int, vocab_padding: int = VOCAB_PADDING, experts: ExpertLayout | None = None
 ) -> int:
@@ -205,10 +197,7 @@ def matrices_per_rank(model: ModelSpec, tp: int, experts: ExpertLayout | None = 
     head, norms, biases, routers, the indexer and fixed-state mixers are the rest of ``params_per_rank``, priced
     unquantised); alike matrices of one projection summed over the layers; the routed experts in ``experts``' layout.
 
-    Raises ``BadInputError`` when ``tp`` does not split the heads or the MLP widths."""
-    problem = tp_shard_problem(model, tp, experts)
-    if problem is not None:
-        raise BadInputError(problem)
+    Raises ``BadInputError`` when ``tp`` does not split the heads or the MLP widths (``tensor_groups``)."""
     counts: dict[tuple[MatrixKind, str, int, int], int] = {}
     for group in tensor_groups(model, tp, experts=experts):
         for tensor in group.tensors:

@@ -19,6 +19,8 @@ NOT_PRICED = frozenset(
 """vLLM methods whose bytes no format here prices (per-channel or per-token fp8, GGUF, ...), given as a flag: a
 checkpoint's own ``quantization_config`` (compressed-tensors, ModelOpt, Quark) is read tensor by tensor instead."""
 PRICED = ("fp8", "awq", "gptq", "mxfp4", "modelopt_fp4")
+READ_FROM_CONFIG = frozenset({"compressed-tensors", "modelopt", "quark"})
+"""Methods whose checkpoints ``core.hf_quantization`` reads layer by layer from their ``quantization_config``."""
 
 
 def vllm_quantization_refusal(name: str) -> str | None:
@@ -28,6 +30,11 @@ def vllm_quantization_refusal(name: str) -> str | None:
         return (
             f"{key} is vLLM's Marlin kernel for {MARLIN[key]} checkpoints (its repacked bytes are not priced): give"
             f" {MARLIN[key]}, vLLM picks the kernel itself"
+        )
+    if key in READ_FROM_CONFIG:
+        return (
+            f"{key} checkpoints are priced from their own quantization_config, tensor by tensor: give the model's"
+            " folder or config.json instead of this flag"
         )
     if key in NOT_PRICED:
         return (

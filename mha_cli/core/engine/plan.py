@@ -411,7 +411,7 @@ def plan_engine(
     elif target.vendor not in ("NVIDIA", "AMD", "CPU"):
         notes.append(f"{target.id}: the engines' GPU rules applied to a {target.vendor} device; read them as a sketch")
     if not target.device_memory_measured:
-        notes.append(f"{target.id}: no public torch figure of its memory was found; {target.torch_memory_source}")
+        notes.append(f"{target.id}: its memory as torch reports it is an {target.torch_memory_source}")
     if kv.kv_dtype not in KV_FORMATS[settings.engine]:
         notes.append(
             f"{LOG_NAMES[settings.engine]} has no {kv.kv_dtype} KV cache (it offers {', '.join(KV_FORMATS[settings.engine])}):"
