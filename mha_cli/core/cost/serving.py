@@ -108,9 +108,8 @@ class ServingPrediction(Record):
     notes: list[str]
 
 
-def _latencies(case: ServingCase, profile: DeviceProfile, running: int) -> tuple[float, float, float, int, StepTime]:
-    """(TTFT without queueing, ITL, own prefill, chunk steps, decode step) in seconds on ``profile``."""
-    stepper = Stepper(case, profile)
+def _latencies(case: ServingCase, stepper: Stepper, running: int) -> tuple[float, float, float, int, StepTime]:
+    """(TTFT without queueing, ITL, own prefill, chunk steps, decode step) in seconds on ``stepper``'s profile."""
     context = case.isl + case.osl // 2
     micro = -(-running // case.pp)
     decode = stepper.step(decode_shape(micro, context))
@@ -152,7 +151,7 @@ def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DevicePr
     in_flight = min(case.concurrency, case.replicas * limit)  # every replica together
     gpus = case.tp * case.pp * case.replicas
 
-    def figures(on: DeviceProfile) -> tuple[float, float, float, float, float, int, StepTime]:
+    def figures(on: Stepper) -> tuple[float, float, float, float, float, int, StepTime]:
         ttft, itl, prefill, chunks, decode = _latencies(case, on, running)
         lifetime = ttft + (case.osl - 1) * itl
         if queued:
@@ -161,8 +160,9 @@ def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DevicePr
         throughput = in_flight * case.osl / lifetime
         return ttft, itl, e2e, throughput, prefill, chunks, decode
 
-    ttft, itl, e2e, throughput, prefill, chunks, decode = figures(profile)
-    b_ttft, b_itl, b_e2e, b_throughput, *_ = figures(ceiling)
+    stepper = Stepper(case, profile)  # the ceiling's figures reuse its operations: they do not depend on the profile
+    ttft, itl, e2e, throughput, prefill, chunks, decode = figures(stepper)
+    b_ttft, b_itl, b_e2e, b_throughput, *_ = figures(stepper.on(ceiling))
     r = profile.relative_error
     notes = []
     if case.batching == "static" and users > admitted:

@@ -5,6 +5,7 @@ serving's result models, which those commands never build (each pydantic class c
 Pure Python.
 """
 
+import copy
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
@@ -13,6 +14,7 @@ from mha_cli.core.cost.step import StepTime, op_seconds, step_time
 from mha_cli.core.cost.work import (
     ACTIVATION_BYTES,
     AttentionLayout,
+    Op,
     StepShape,
     absorbed_attention,
     attention_layout,
@@ -52,7 +54,11 @@ class ServingCase(NamedTuple):
 
 class Stepper:
     """Times the steps of one replica on one profile: under pipeline parallelism, every stage's layers in turn,
-    the embedding, LM head and sampler once, one engine step overhead, and a send at each stage boundary."""
+    the embedding, LM head and sampler once, one engine step overhead, and a send at each stage boundary.
+
+    A step's operations do not depend on the profile: they are counted once per step shapes and kept, shared with
+    ``on``'s stepper of the same case on another profile, and stages of equal layers (a dense model's middle
+    stages) share one count."""
 
     def __init__(self, case: ServingCase, profile: DeviceProfile) -> None:
         self.case, self.profile = case, profile
@@ -60,20 +66,40 @@ class Stepper:
         self.stages = [case.model] if case.pp == 1 else [
             stage_model(case.model, stage_layout(case.model, case.pp, s)) for s in range(case.pp)
         ]  # fmt: skip
+        self._same = [next(j for j in range(i + 1) if self.stages[j] == stage) for i, stage in enumerate(self.stages)]
+        """Each stage's first equal stage, whose operations it shares."""
         self._layouts: list[AttentionLayout | None] = [None] * len(self.stages)  # each stage's, once priced
+        self._ops: dict[tuple[StepShape, ...], list[Op]] = {}
+        """The operations of every step counted so far, by its shapes."""
+
+    def on(self, profile: DeviceProfile) -> "Stepper":
+        """The same case on ``profile``, sharing the stages, layouts and operations counted so far (and after)."""
+        other = copy.copy(self)  # shallow: the stages, the layouts and the operations are the same objects
+        other.profile = profile
+        return other
+
+    def ops(self, *shapes: StepShape) -> list[Op]:
+        """Every operation of one step of ``shapes`` on one rank of each stage, those outside the layers once."""
+        ops = self._ops.get(shapes)
+        if ops is not None:
+            return ops
+        case, ops, counted = self.case, [], {}
+        for index, same in enumerate(self._same):
+            stage_ops = counted.get(same)
+            if stage_ops is None:
+                stage_ops = counted[same] = forward_ops(
+                    self.stages[same], *shapes, tp=case.tp, weight_dtype=case.weight_dtype, kv_dtype=case.kv_dtype,
+                    mla_cache=case.mla_cache, experts=case.experts, attention=self._layouts[same],
+                )  # fmt: skip
+                if self._layouts[same] is None:  # kept once forward_ops (whose checks come first) has priced it
+                    self._layouts[same] = self.layout(same)
+            ops += [op for op in stage_ops if index == 0 or not op.outside_layers]  # embedding, head, sampler once
+        self._ops[shapes] = ops
+        return ops
 
     def step(self, *shapes: StepShape) -> StepTime:
         case = self.case
-        ops = []
-        for index, stage in enumerate(self.stages):
-            stage_ops = forward_ops(
-                stage, *shapes, tp=case.tp, weight_dtype=case.weight_dtype, kv_dtype=case.kv_dtype,
-                mla_cache=case.mla_cache, experts=case.experts, attention=self._layouts[index],
-            )  # fmt: skip
-            if self._layouts[index] is None:  # kept once forward_ops (whose checks come first) has priced the stage
-                self._layouts[index] = self.layout(index)
-            ops += [op for op in stage_ops if index == 0 or not op.outside_layers]  # embedding, head, sampler once
-        time = step_time(ops, self.profile, tp=case.tp)
+        time = step_time(self.ops(*shapes), self.profile, tp=case.tp)
         host = self.profile.sequence_overhead_s * sum(shape.sequences for shape in shapes)
         if host:
             time = time.model_copy(update={"seconds": time.seconds + host, "overhead_s": time.overhead_s + host})
@@ -84,6 +110,7 @@ class Stepper:
 
     def layout(self, index: int) -> AttentionLayout:
         """Stage ``index``'s attention and fixed-state layers on one rank (``core.cost.work.attention_layout``)."""
+        index = self._same[index]
         layout = self._layouts[index]
         if layout is None:
             case = self.case
