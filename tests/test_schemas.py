@@ -118,3 +118,38 @@ def test_a_derived_head_wider_than_the_bound_is_refused_like_an_explicit_one(cli
     for command in ("check", "kv"):
         result = cli.run(command, str(config))
         assert result.exit_code == 2 and "exceeds the widest head (16,384)" in result.output
+
+
+def test_token_layer_kinds_and_state_layers_are_counted_in_closed_form():
+    """Hand counts: Gemma-3n's last 15 of 35 layers reuse earlier K/V (20 cache: 4 repeats of 4 local + 1 global);
+    Qwen3-Next's 48 layers are 3 linear : 1 global (36 hold a state); Falcon-H1 runs its mixer beside every
+    attention layer (all 44 hold a state)."""
+    from mha_cli.core.presets import get_preset
+
+    assert get_preset("gemma-3n-e4b").token_layer_kinds() == {"local": 16, "global": 4}
+    next_80b = get_preset("qwen3-next-80b-a3b")
+    assert (next_80b.token_layer_kinds(), next_80b.n_state_layers) == ({"global": 12}, 36)
+    falcon = get_preset("falcon-h1-7b")
+    assert (falcon.token_layer_kinds(), falcon.n_state_layers) == ({"global": 44}, 44)
+    assert make().n_state_layers == 0
+
+
+def test_token_layer_kinds_match_a_layer_by_layer_count_for_every_preset_and_pipeline_stage():
+    """The closed form against the per-layer definitions (``caches_tokens``, ``layer_kind``, ``holds_state``), the
+    kinds in the order their first layer comes (the cost model sums its attention ops in that order)."""
+    from mha_cli.core.pipeline import stage_layout, stage_model
+    from mha_cli.core.presets import PRESET_DATA, get_preset
+
+    for name in PRESET_DATA:
+        preset = get_preset(name)
+        models = [preset]
+        for pp in (2, 3, 4, 8):
+            if preset.n_layers % pp == 0 and preset.n_kv_shared_layers is None:
+                models += [stage_model(preset, stage_layout(preset, pp, s)) for s in range(pp)]
+        for model in models:
+            by_layer: dict[str, int] = {}
+            for layer in range(model.n_layers):
+                if model.caches_tokens(layer):
+                    by_layer[model.layer_kind(layer)] = by_layer.get(model.layer_kind(layer), 0) + 1
+            assert list(model.token_layer_kinds().items()) == list(by_layer.items()), name
+            assert model.n_state_layers == sum(model.holds_state(i) for i in range(model.n_layers)), name

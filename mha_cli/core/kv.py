@@ -244,9 +244,10 @@ def kv_footprint(
         "local": tokens_held(seq_len, model.sliding_window, block_size) if model.sliding_window else None,
         "chunked": tokens_held(seq_len, model.attention_chunk, block_size) if model.attention_chunk else None,
     }
-    token_layers = [i for i in range(model.n_layers) if model.caches_tokens(i)]
-    tokens_all_layers = sum(held[model.layer_kind(i)] or 0 for i in token_layers)
-    n_state = sum(model.holds_state(i) for i in range(model.n_layers))
+    token_layers = model.token_layer_kinds()
+    n_token_layers = sum(token_layers.values())
+    tokens_all_layers = sum((held[kind] or 0) * count for kind, count in token_layers.items())
+    n_state = model.n_state_layers
     state_per_layer = state_bytes_per_layer(model, kv_dtype, convention=convention)
     state_rank = n_state * state_bytes_per_layer(model, kv_dtype, tp=tp, convention=convention)
     per_sequence = tokens_all_layers * per_layer + n_state * state_per_layer
@@ -263,14 +264,14 @@ def kv_footprint(
         kv_heads_per_rank=kv_heads_per_rank(model, tp, mla_cache),
         bytes_per_token_per_layer=per_layer,
         indexer_bytes_per_token_per_layer=indexer_key_bytes(model, kv_dtype, convention),
-        bytes_per_token=len(token_layers) * per_layer,
-        bytes_per_token_per_rank=len(token_layers) * per_layer_rank,
+        bytes_per_token=n_token_layers * per_layer,
+        bytes_per_token_per_rank=n_token_layers * per_layer_rank,
         n_global_layers=model.n_global_layers,
         n_local_layers=model.n_local_layers,
         n_chunked_layers=model.count_layers("chunked"),
         n_linear_layers=model.count_layers("linear"),
-        n_shared_kv_layers=attention_layers - len(token_layers),
-        n_token_layers=len(token_layers),
+        n_shared_kv_layers=attention_layers - n_token_layers,
+        n_token_layers=n_token_layers,
         n_state_layers=n_state,
         sliding_window=model.sliding_window,
         attention_chunk=model.attention_chunk,

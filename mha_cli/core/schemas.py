@@ -811,12 +811,21 @@ class ModelSpec(_Strict):
             return "chunked"
         return "global"
 
-    def count_layers(self, kind: LayerKind) -> int:
-        """Layers of ``kind``: whole repeats of the pattern, then its first ``n_layers % len`` entries."""
+    def count_layers(self, kind: LayerKind, among_first: int | None = None) -> int:
+        """Layers of ``kind`` among the first ``among_first`` layers (default: all): whole repeats of the pattern,
+        then its first ``layers % len`` entries."""
+        layers = self.n_layers if among_first is None else among_first
         if not self.layer_pattern:
-            return self.n_layers if self.layer_kind(0) == kind else 0
-        repeats, rest = divmod(self.n_layers, len(self.layer_pattern))
+            return layers if self.layer_kind(0) == kind else 0
+        repeats, rest = divmod(layers, len(self.layer_pattern))
         return repeats * self.layer_pattern.count(kind) + self.layer_pattern[:rest].count(kind)
+
+    def token_layer_kinds(self) -> dict[LayerKind, int]:
+        """The layers that cache tokens (``caches_tokens``) by kind, counted without visiting each layer; the kinds in
+        the order their first layer comes."""
+        caching = self.n_layers - (self.n_kv_shared_layers or 0)  # the shared layers are the last ones
+        kinds = self.layer_pattern[:caching] if self.layer_pattern else [self.layer_kind(0)]
+        return {kind: self.count_layers(kind, caching) for kind in dict.fromkeys(kinds) if kind != "linear"}
 
     def caches_tokens(self, layer: int) -> bool:
         """Whether layer ``layer`` stores per-token K/V of its own (not a linear layer, not a KV-sharing one)."""
@@ -852,6 +861,13 @@ class ModelSpec(_Strict):
         if self.recurrent is None:
             return False
         return self.recurrent.on_attention_layers or self.layer_kind(layer) == "linear"
+
+    @property
+    def n_state_layers(self) -> int:
+        """Layers that keep the fixed per-sequence state (``holds_state``)."""
+        if self.recurrent is None:
+            return 0
+        return self.n_layers if self.recurrent.on_attention_layers else self.count_layers("linear")
 
     @property
     def n_local_layers(self) -> int:

@@ -196,14 +196,11 @@ def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCac
     """``model``'s attention and state layers on one rank of ``tp`` (``sequence_ops`` prices a step on it)."""
     footprint = kv_footprint(model, seq_len=1, kv_dtype=kv_dtype, tp=tp, mla_cache=mla_cache)
     heads_share = max(1, model.n_heads // tp) / model.n_heads
-    windows: dict[int | None, int] = {}
-    for layer in range(model.n_layers):
-        if not model.caches_tokens(layer):
-            continue
-        kind = model.layer_kind(layer)
+    windows: dict[int | None, int] = {}  # in the order of their first layer (sequence_ops sums the ops in it)
+    for kind, count in model.token_layer_kinds().items():
         window = model.sliding_window if kind == "local" else model.attention_chunk if kind == "chunked" else None
-        windows[window] = windows.get(window, 0) + 1
-    state_layers = sum(model.holds_state(layer) for layer in range(model.n_layers))
+        windows[window] = windows.get(window, 0) + count
+    state_layers = model.n_state_layers
     return AttentionLayout(
         per_token_layer=footprint.bytes_per_token_per_rank // max(1, footprint.n_token_layers),
         pair_flops=(
