@@ -97,30 +97,42 @@ def command_line(case: Case, png: Path) -> list[str]:
     return [sys.executable, "-m", "mha_cli", *args, *(["--force"] if case.plot else [])]
 
 
-def timed(command: list[str], env: dict[str, str]) -> float:
-    """Seconds of one run; a failed run stops the benchmark with its error (a broken case times nothing)."""
+def timed(command: list[str], env: dict[str, str], folder: str) -> float:
+    """Seconds of one run in ``folder`` (not a checkout: ``python -m`` puts the working directory first on the path,
+    before ``PYTHONPATH``); a failed run stops the benchmark with its error (a broken case times nothing)."""
     start = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=folder)
     seconds = time.perf_counter() - start
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(command[2:])} exited {result.returncode}: {result.stderr.strip()[-500:]}")
     return seconds
 
 
+def check_imports_from(checkout: Path, folder: str) -> None:
+    """Stop unless ``python -m mha_cli`` run as the cases run imports ``checkout``'s code (an installed copy, or the
+    working directory, would time the wrong code)."""
+    where = subprocess.run([sys.executable, "-c", "import mha_cli; print(mha_cli.__file__)"], capture_output=True,
+                           text=True, env=environment(checkout), cwd=folder, check=True).stdout.strip()  # fmt: skip
+    if not Path(where).resolve().is_relative_to(checkout.resolve()):
+        raise SystemExit(f"mha_cli comes from {where}, not from {checkout}")
+
+
 def measure(cases: list[Case], checkouts: dict[str, Path], runs: int) -> dict[tuple[str, str], list[float]]:
     """Seconds of each (checkout, case label) run and of the two floors, interleaved round by round."""
     floors = {FLOOR: [sys.executable, str(FLOOR_SCRIPT)], PLOT_FLOOR: [sys.executable, str(FLOOR_SCRIPT), "--plot"]}
     with tempfile.TemporaryDirectory(prefix="mha-speed-") as folder:
+        for checkout in checkouts.values():
+            check_imports_from(checkout, folder)
         jobs = [(("", name), command, environment(ROOT)) for name, command in floors.items()]
         for name, checkout in checkouts.items():
             jobs += [((name, c.label), command_line(c, Path(folder) / f"{name}-{i}.png"), environment(checkout))
                      for i, c in enumerate(cases)]  # fmt: skip
         for _, command, env in jobs:  # warm-up: the bytecode cache written, the files in the page cache
-            timed(command, env)
+            timed(command, env, folder)
         times: dict[tuple[str, str], list[float]] = {key: [] for key, _, _ in jobs}
         for _ in range(runs):
             for key, command, env in jobs:
-                times[key].append(timed(command, env))
+                times[key].append(timed(command, env, folder))
     return times
 
 
