@@ -14,6 +14,7 @@ from pydantic import Field
 
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
+from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
@@ -104,63 +105,97 @@ def plan_serving(
     if isl < 1 or osl < 1 or concurrency < 1:
         raise BadInputError("--isl, --osl and --concurrency must be at least 1")
     try:
-        tp, replicas = resolve_layout(target, tp, pp)
+        resolve_layout(target, tp, pp)
     except LayoutError as exc:
         assert tp is not None  # the default tp always divides
         common = {"isl": isl, "osl": osl, "concurrency": concurrency}
         raise _with_ways(exc, model, target, deployment, profile, ceiling, tp=tp, pp=pp, **common) from None
-    if deployment.expert_parallel and model.moe is None:
-        raise BadInputError(f"--expert-parallel spreads routed experts and {model.name} has none: leave it out")
-    if deployment.expert_parallel and (problem := shared_experts_problem(model, tp, replicas, True)) is not None:
-        raise BadInputError(problem)  # asked for: not quietly priced as copies
-    experts = expert_layout(model, tp, replicas, deployment)
-    if experts is not None and (problem := tp_shard_problem(model, tp, experts)) is not None:
-        raise BadInputError(problem)
-    stage = _largest_stage(model, pp, tp)
-    context = isl + osl
-    kv = kv_footprint(
-        stage, seq_len=context, batch=-(-concurrency // replicas), kv_dtype=deployment.kv_dtype, tp=tp,
-        block_size=deployment.block_size, mla_cache=deployment.mla_cache,
-    )  # fmt: skip
-    one_replica = target.model_copy(update={"n_devices": tp})
-    memory = plan_memory(
-        one_replica, model=stage, kv=kv, weight_dtype=deployment.weight_dtype,
-        deployment=deployment.model_copy(update={"seq_len": context, "tp": tp}), experts=experts,
-    )  # fmt: skip
-    engine = memory.engine
-    if not engine.starts:
-        approximate = "" if model.recurrent is None else " (its weights are approximate: `mha kv` says by how much)"
-        raise BadInputError(f"{engine.name} would not start: {engine.refusal}{approximate}")
-    case = serving_case(model, deployment, memory, isl=isl, osl=osl, concurrency=concurrency, pp=pp,
-                        replicas=replicas, experts=experts)  # fmt: skip
-    prediction = predict_serving(case, profile, ceiling)
-    if model.position_embeddings and context > model.position_embeddings:
-        raise BadInputError(
-            f"--isl + --osl ({context:,}) exceed the {model.position_embeddings:,} learned positions of {model.name}:"
-            " no engine serves past them"
-        )
-    if model.context_length and context > model.context_length:
-        prediction.notes.append(f"isl + osl ({context:,}) exceed the {model.context_length:,} tokens {model.name} was"
-                                " trained for")  # fmt: skip
-    if experts is not None and replicas > 1 and experts.ranks == tp:
-        prediction.notes.append(
-            f"the {replicas} replicas each hold their own copy of the experts (separate servers: the launch line is"
-            " one of them, behind a load balancer)"
-        )
-    if pp > 1:
-        prediction.notes.append(
-            f"pp {pp}: each stage holds {stage.n_layers} layers; the memory plan is the heaviest stage's, counting the"
-            " embedding and LM head on it (the first and last hold them), so it is slightly conservative"
-        )
-    swept = []
-    if sweep:
-        top = max(concurrency, 2 * engine.admitted_per_replica * replicas, 2)
-        points = sorted({concurrency, *(2**k for k in range(top.bit_length()) if 2**k <= top)})
-        swept = [predict_serving(case._replace(concurrency=users), profile, ceiling) for users in points]
-    return ServingPlan(
-        **dict(prediction), model_name=model.name, target_id=target.target.id, engine=engine.name, memory=memory,
-        sweep=swept,
-    )  # fmt: skip
+    layout = LayoutPlans(model, target, deployment, profile, ceiling, isl=isl, osl=osl, tp=tp, pp=pp)
+    return layout.at(concurrency, sweep=sweep)
+
+
+class LayoutPlans:
+    """``plan_serving`` of one layout (tp x pp x replicas) at any number of users: the layout's checks, its heaviest
+    stage and its steps' operations are worked out once, however many loads it is planned at (a search plans each
+    layout at a dozen, ``plan_at_rate`` until its load settles)."""
+
+    def __init__(
+        self, model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profile: DeviceProfile,
+        ceiling: DeviceProfile, *, isl: int, osl: int, tp: int | None = None, pp: int = 1,
+    ) -> None:  # fmt: skip
+        if isl < 1 or osl < 1:
+            raise BadInputError("--isl, --osl and --concurrency must be at least 1")
+        tp, replicas = resolve_layout(target, tp, pp)
+        if deployment.expert_parallel and model.moe is None:
+            raise BadInputError(f"--expert-parallel spreads routed experts and {model.name} has none: leave it out")
+        if deployment.expert_parallel and (problem := shared_experts_problem(model, tp, replicas, True)) is not None:
+            raise BadInputError(problem)  # asked for: not quietly priced as copies
+        experts = expert_layout(model, tp, replicas, deployment)
+        if experts is not None and (problem := tp_shard_problem(model, tp, experts)) is not None:
+            raise BadInputError(problem)
+        self.model, self.target, self.deployment = model, target, deployment
+        self.profile, self.ceiling = profile, ceiling
+        self.isl, self.osl, self.tp, self.pp, self.replicas, self.experts = isl, osl, tp, pp, replicas, experts
+        self.stage = _largest_stage(model, pp, tp)
+        self.one_replica = target.model_copy(update={"n_devices": tp})
+        self.engine_deployment = deployment.model_copy(update={"seq_len": isl + osl, "tp": tp})
+        self._stepper: Stepper | None = None
+        """The steps' operations, counted at the first load and kept for the others (they do not depend on it)."""
+
+    def at(self, concurrency: int, *, sweep: bool = False) -> ServingPlan:
+        """The plan at ``concurrency`` users (``plan_serving``)."""
+        if concurrency < 1:
+            raise BadInputError("--isl, --osl and --concurrency must be at least 1")
+        model, deployment, tp, replicas = self.model, self.deployment, self.tp, self.replicas
+        context = self.isl + self.osl
+        kv = kv_footprint(
+            self.stage, seq_len=context, batch=-(-concurrency // replicas), kv_dtype=deployment.kv_dtype, tp=tp,
+            block_size=deployment.block_size, mla_cache=deployment.mla_cache,
+        )  # fmt: skip
+        memory = plan_memory(
+            self.one_replica, model=self.stage, kv=kv, weight_dtype=deployment.weight_dtype,
+            deployment=self.engine_deployment, experts=self.experts,
+        )  # fmt: skip
+        engine = memory.engine
+        if not engine.starts:
+            approximate = "" if model.recurrent is None else " (its weights are approximate: `mha kv` says by how much)"
+            raise BadInputError(f"{engine.name} would not start: {engine.refusal}{approximate}")
+        case = serving_case(model, deployment, memory, isl=self.isl, osl=self.osl, concurrency=concurrency,
+                            pp=self.pp, replicas=replicas, experts=self.experts)  # fmt: skip
+        if self._stepper is None:
+            self._stepper = Stepper(case, self.profile)
+        prediction = predict_serving(case, self.profile, self.ceiling, stepper=self._stepper)
+        if model.position_embeddings and context > model.position_embeddings:
+            raise BadInputError(
+                f"--isl + --osl ({context:,}) exceed the {model.position_embeddings:,} learned positions of"
+                f" {model.name}: no engine serves past them"
+            )
+        if model.context_length and context > model.context_length:
+            prediction.notes.append(f"isl + osl ({context:,}) exceed the {model.context_length:,} tokens {model.name}"
+                                    " was trained for")  # fmt: skip
+        if self.experts is not None and replicas > 1 and self.experts.ranks == tp:
+            prediction.notes.append(
+                f"the {replicas} replicas each hold their own copy of the experts (separate servers: the launch line"
+                " is one of them, behind a load balancer)"
+            )
+        if self.pp > 1:
+            prediction.notes.append(
+                f"pp {self.pp}: each stage holds {self.stage.n_layers} layers; the memory plan is the heaviest"
+                " stage's, counting the embedding and LM head on it (the first and last hold them), so it is slightly"
+                " conservative"
+            )
+        swept = []
+        if sweep:
+            top = max(concurrency, 2 * engine.admitted_per_replica * replicas, 2)
+            points = sorted({concurrency, *(2**k for k in range(top.bit_length()) if 2**k <= top)})
+            swept = [
+                predict_serving(case._replace(concurrency=users), self.profile, self.ceiling, stepper=self._stepper)
+                for users in points
+            ]
+        return ServingPlan(
+            **dict(prediction), model_name=model.name, target_id=self.target.target.id, engine=engine.name,
+            memory=memory, sweep=swept,
+        )  # fmt: skip
 
 
 def _with_ways(
@@ -203,12 +238,12 @@ def plan_at_rate(
     largest load, marked ``saturated`` (the queue would grow without bound)."""
     if not 0 < rate < 1e9:
         raise BadInputError(f"--rate {rate:g}: give requests per second greater than 0")
-    common = {"isl": isl, "osl": osl, "tp": tp, "pp": pp}
-    first = plan_serving(model, target, deployment, profile, ceiling, concurrency=1, **common)
+    plans = LayoutPlans(model, target, deployment, profile, ceiling, isl=isl, osl=osl, tp=tp, pp=pp)
+    first = plans.at(1)
     engine = first.memory.engine
     keeps_up = sustainable(isl, osl, engine.max_num_batched_tokens)
     full_load = first.deployment.replicas * min(engine.admitted_per_replica, keeps_up)
-    busiest = plan_serving(model, target, deployment, profile, ceiling, concurrency=full_load, **common)
+    busiest = plans.at(full_load)
     capacity = busiest.output_tokens_per_s / osl
     if rate >= capacity:
         note = (
@@ -222,7 +257,7 @@ def plan_at_rate(
         if needed == users:
             break
         users = needed
-        plan = plan_serving(model, target, deployment, profile, ceiling, concurrency=users, **common)
+        plan = plans.at(users)
     plan.notes.append(f"--rate {rate:g} req/s: {users} request(s) in flight (Little's law: rate x e2e)")
     return plan.model_copy(update={"rate_rps": rate})
 

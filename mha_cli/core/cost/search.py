@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from pydantic import Field
 
-from mha_cli.core.cost.plan import ServingPlan, plan_at_rate, plan_serving, simulate_plan
+from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.errors import BadInputError, MhaError
@@ -142,7 +142,8 @@ def _search(
     for (tp, pp), variant in itertools.product(layouts(model, target.n_devices), _variants(model, deployment)):
         label = _label(tp, pp, target.n_devices // (tp * pp), variant)
         try:
-            first = plan_serving(model, target, variant, *profiles, isl=isl, osl=osl, concurrency=1, tp=tp, pp=pp)
+            plans = LayoutPlans(model, target, variant, *profiles, isl=isl, osl=osl, tp=tp, pp=pp)
+            first = plans.at(1)
         except MhaError as exc:  # the engine would not start on this layout
             tried.append(f"{label}: left out ({exc.message})")
             continue
@@ -152,9 +153,7 @@ def _search(
             candidates.append(as_candidate(at_rate, ttft_ms, itl_ms))
             continue
         for users in _points(first, concurrency):
-            plan = first if users == 1 else plan_serving(
-                model, target, variant, *profiles, isl=isl, osl=osl, concurrency=users, tp=tp, pp=pp
-            )  # fmt: skip
+            plan = first if users == 1 else plans.at(users)
             candidates.append(as_candidate(plan, ttft_ms, itl_ms))
     return candidates, tried
 

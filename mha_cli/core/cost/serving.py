@@ -139,8 +139,12 @@ def sustainable(isl: int, osl: int, budget: int) -> int:
     return max(1, (osl * budget + isl) // (isl + osl))
 
 
-def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DeviceProfile) -> ServingPrediction:
-    """``case`` served on ``profile``, with the same figures on ``ceiling`` as bounds (see the module docstring)."""
+def predict_serving(
+    case: ServingCase, profile: DeviceProfile, ceiling: DeviceProfile, *, stepper: Stepper | None = None
+) -> ServingPrediction:
+    """``case`` served on ``profile``, with the same figures on ``ceiling`` as bounds (see the module docstring).
+    ``stepper``: one on ``profile`` for the same model, layout and formats at another load, whose counted operations
+    this prediction reuses (``core.cost.plan.LayoutPlans``)."""
     users = -(-case.concurrency // case.replicas)
     admitted = users if case.admitted_per_replica is None else case.admitted_per_replica
     if admitted < 1:
@@ -160,7 +164,10 @@ def predict_serving(case: ServingCase, profile: DeviceProfile, ceiling: DevicePr
         throughput = in_flight * case.osl / lifetime
         return ttft, itl, e2e, throughput, prefill, chunks, decode
 
-    stepper = Stepper(case, profile)  # the ceiling's figures reuse its operations: they do not depend on the profile
+    if stepper is None:
+        stepper = Stepper(case, profile)
+    assert stepper.profile is profile, "a stepper on another profile"
+    # the ceiling's figures reuse the operations counted for the profile's: they do not depend on it
     ttft, itl, e2e, throughput, prefill, chunks, decode = figures(stepper)
     b_ttft, b_itl, b_e2e, b_throughput, *_ = figures(stepper.on(ceiling))
     r = profile.relative_error
