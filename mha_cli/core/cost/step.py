@@ -73,8 +73,9 @@ def step_time(
     """
     memory = compute = collective = 0.0
     total_bytes = total_flops = kernels = 0.0
+    priced: dict[int, tuple[float, bool]] = {}  # equal pipeline stages hold the same Op objects: each priced once
     for op in ops:
-        seconds, compute_bound = op_seconds(op, profile, tp)
+        seconds, compute_bound = priced.get(id(op)) or priced.setdefault(id(op), op_seconds(op, profile, tp))
         spent = op.count * seconds
         if op.kind in COLLECTIVES:
             collective += spent
