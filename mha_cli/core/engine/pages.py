@@ -19,7 +19,6 @@ The rules, from vLLM V1 (``v1/core/kv_cache_utils.py`` and ``v1/kv_cache_interfa
   layer's blocks for one request (``request_bytes``), and it names the longest length that would fit.
 """
 
-from collections import Counter
 from typing import Literal
 
 from mha_cli.core.record import Record
@@ -56,13 +55,17 @@ class PagedPool(Record):
     max_concurrency: float
 
 
-def layer_kinds_for_vllm(model: ModelSpec) -> tuple[list[tuple[PageKind, int | None]], bool]:
-    """(kind and window of every layer that caches tokens, whether the hybrid allocator keeps kinds apart)."""
-    kinds = [model.layer_kind(i) for i in range(model.n_layers) if model.caches_tokens(i)]
+def layer_kinds_for_vllm(model: ModelSpec) -> tuple[dict[tuple[PageKind, int | None], int], bool]:
+    """(the layers that cache tokens by page kind and window, in the order their first layer comes; whether the
+    hybrid allocator keeps kinds apart)."""
+    kinds = model.token_layer_kinds()
     hybrid = "chunked" not in kinds
-    pages: list[tuple[PageKind, int | None]] = [
-        ("sliding", model.sliding_window) if kind == "local" and hybrid else ("full", None) for kind in kinds
-    ]
+    pages: dict[tuple[PageKind, int | None], int] = {}
+    for kind, count in kinds.items():
+        page: tuple[PageKind, int | None] = (
+            ("sliding", model.sliding_window) if kind == "local" and hybrid else ("full", None)
+        )
+        pages[page] = pages.get(page, 0) + count
     return pages, hybrid
 
 
@@ -82,10 +85,10 @@ def paged_pool(
     max_num_batched_tokens: int,
 ) -> PagedPool:
     """vLLM's blocks, tokens and maximum concurrency for ``available_bytes`` on one rank (see the module rules)."""
-    layers, hybrid = layer_kinds_for_vllm(model)
+    counts, hybrid = layer_kinds_for_vllm(model)
+    n_layers = sum(counts.values())
     page = block_size * bytes_per_token_per_layer
-    counts = Counter(layers)
-    group_size = min(counts.values()) if len(counts) > 1 else len(layers)
+    group_size = min(counts.values()) if len(counts) > 1 else n_layers
     groups: list[KvGroup] = []
     for (kind, window), count in counts.items():
         blocks = _blocks_for(
@@ -95,7 +98,7 @@ def paged_pool(
         for g in range(n_groups):
             in_group = min(group_size, count - g * group_size)
             groups.append(KvGroup(kind=kind, window=window, n_layers=in_group, blocks_per_request=blocks))
-    padding = len(groups) * group_size - len(layers)
+    padding = len(groups) * group_size - n_layers
     blocks = max(0, available_bytes) // (page * group_size) if page and group_size else 0
     per_request = sum(group.blocks_per_request for group in groups)
     return PagedPool(
@@ -118,8 +121,9 @@ def request_bytes(
     layers, _ = layer_kinds_for_vllm(model)
     page = block_size * bytes_per_token_per_layer
     return page * sum(
-        _blocks_for(kind, window, max_model_len=max_model_len, step_tokens=max_num_batched_tokens, block=block_size)
-        for kind, window in layers
+        count
+        * _blocks_for(kind, window, max_model_len=max_model_len, step_tokens=max_num_batched_tokens, block=block_size)
+        for (kind, window), count in layers.items()
     )
 
 
