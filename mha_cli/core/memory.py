@@ -156,10 +156,13 @@ def plan_memory(
     weight_dtype: str,
     deployment: DeploymentSpec | None = None,
     experts: ExpertLayout | None = None,
+    weights_bytes_per_rank: int | None = None,
 ) -> MemoryPlan:
     """Fit ``model``'s weights (one device's share, in ``weight_dtype``) and ``kv`` onto ``target``'s devices under
     the engine ``deployment`` names (vLLM with its defaults when None); an MoE model's routed experts in ``experts``'
-    layout (default: ``expert_layout`` over the target's replicas)."""
+    layout (default: ``expert_layout`` over the target's replicas). ``weights_bytes_per_rank``: the rank's weights
+    when the caller has them (``deployment_rank_bytes`` of the same model, tp, format, deployment and experts: a
+    layout planned at many loads), else counted here."""
     device = target.target
     replicas = target.n_devices // kv.tp
     sequences = -(-kv.batch // replicas)
@@ -180,7 +183,9 @@ def plan_memory(
         if problem is not None:
             raise BadInputError(problem)
     # the rank's shard in its format (tensor by tensor as the checkpoint stores it, when it says), scales included
-    weights = deployment_rank_bytes(model, kv.tp, weight_dtype, deployment, experts=experts)
+    weights = weights_bytes_per_rank
+    if weights is None:
+        weights = deployment_rank_bytes(model, kv.tp, weight_dtype, deployment, experts=experts)
     settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp)
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart

@@ -139,6 +139,8 @@ class LayoutPlans:
         self.stage = _largest_stage(model, pp, tp)
         self.one_replica = target.model_copy(update={"n_devices": tp})
         self.engine_deployment = deployment.model_copy(update={"seq_len": isl + osl, "tp": tp})
+        self._weights: int | None = None
+        """The rank's weight bytes, counted by the first load's memory plan and kept for the others."""
         self._stepper: Stepper | None = None
         """The steps' operations, counted at the first load and kept for the others (they do not depend on it)."""
 
@@ -154,8 +156,9 @@ class LayoutPlans:
         )  # fmt: skip
         memory = plan_memory(
             self.one_replica, model=self.stage, kv=kv, weight_dtype=deployment.weight_dtype,
-            deployment=self.engine_deployment, experts=self.experts,
+            deployment=self.engine_deployment, experts=self.experts, weights_bytes_per_rank=self._weights,
         )  # fmt: skip
+        self._weights = memory.weight_bytes_per_device
         engine = memory.engine
         if not engine.starts:
             approximate = "" if model.recurrent is None else " (its weights are approximate: `mha kv` says by how much)"

@@ -64,12 +64,16 @@ def step_time(
     tp: int = 1,
     execution: Execution = "engine",
     dispatches: int | None = None,
+    host_s: float = 0.0,
+    send_s: float | None = None,
 ) -> StepTime:
     """The time of the step ``ops`` describe on ``profile`` (one rank of ``tp``).
 
     ``execution="eager"`` charges ``dispatches`` operators (counted from the built model) at the profile's dispatch
     overhead and no engine step overhead (on CUDA the host runs ahead of the device, so only the dispatch time the
     device's work does not hide is added); ``"engine"`` charges the ops' kernels and the step overhead.
+    ``host_s``: the engine's host time for the step's sequences, added to the overhead; ``send_s``: the sends
+    between pipeline stages, added to the collectives (None: no pipeline).
     """
     memory = compute = collective = 0.0
     total_bytes = total_flops = kernels = 0.0
@@ -97,8 +101,13 @@ def step_time(
     else:
         counted = kernels
         overhead = kernels * profile.kernel_overhead_s + profile.step_overhead_s
+    seconds = work + overhead
+    if host_s:
+        seconds, overhead = seconds + host_s, overhead + host_s
+    if send_s is not None:
+        seconds, collective = seconds + send_s, collective + send_s
     return StepTime(
-        seconds=work + overhead, memory_s=memory, compute_s=compute,
+        seconds=seconds, memory_s=memory, compute_s=compute,
         collective_s=collective, overhead_s=overhead, bytes=total_bytes, flops=total_flops, kernels=counted,
         bound="compute" if compute > memory else "memory",
     )  # fmt: skip

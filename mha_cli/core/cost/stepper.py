@@ -99,14 +99,9 @@ class Stepper:
 
     def step(self, *shapes: StepShape) -> StepTime:
         case = self.case
-        time = step_time(self.ops(*shapes), self.profile, tp=case.tp)
         host = self.profile.sequence_overhead_s * sum(shape.sequences for shape in shapes)
-        if host:
-            time = time.model_copy(update={"seconds": time.seconds + host, "overhead_s": time.overhead_s + host})
-        if case.pp == 1:
-            return time
-        send = self.send_seconds(sum(shape.tokens for shape in shapes))
-        return time.model_copy(update={"seconds": time.seconds + send, "collective_s": time.collective_s + send})
+        send = None if case.pp == 1 else self.send_seconds(sum(shape.tokens for shape in shapes))
+        return step_time(self.ops(*shapes), self.profile, tp=case.tp, host_s=host, send_s=send)
 
     def layout(self, index: int) -> AttentionLayout:
         """Stage ``index``'s attention and fixed-state layers on one rank (``core.cost.work.attention_layout``)."""

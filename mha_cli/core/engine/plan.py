@@ -123,9 +123,9 @@ def _activation_how(model: ModelSpec, settings: EngineSettings, tp: int) -> str:
     return f"forward over {tokens} tokens (widest layer)"
 
 
-def _ideal_concurrency(model: ModelSpec, kv: KvFootprint, available: int, block: int) -> float:
+def _ideal_concurrency(inputs: "_Inputs", available: int) -> float:
     """Requests of kv.seq_len tokens if each layer held only its own kind's tokens in whole blocks."""
-    per_sequence = _paged(model, kv, block).bytes_per_sequence_per_rank
+    per_sequence = inputs.paged_per_sequence
     return max(0, available) / per_sequence if per_sequence else 0.0
 
 
@@ -173,6 +173,8 @@ class _Inputs(NamedTuple):
     weights: int
     activation: int
     non_torch: int
+    paged_per_sequence: int
+    """One sequence of max_model_len on one rank in whole blocks, each layer holding its own kind's tokens."""
 
     @property
     def per_layer(self) -> int:
@@ -223,7 +225,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
     )  # fmt: skip
     pool = paged_pool(model, available_bytes=available, max_model_len=kv.seq_len, **paging)
     concurrency = pool.max_concurrency
-    ideal = _ideal_concurrency(model, kv, available, settings.block_size)
+    ideal = _ideal_concurrency(inputs, available)
     if kv.n_state_layers:  # the per-sequence state shares the pool: no more requests than its bytes allow
         concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal
     needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
@@ -284,7 +286,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
         )
     per_request = pool.blocks_per_request * pool.page_bytes * (pool.layers_per_group or 0)
     if state_hybrid:  # the concurrency counts every layer's bytes: so does a request
-        per_request = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
+        per_request = inputs.paged_per_sequence
     return _Pool(
         available=available, activation=inputs.activation, budget=budget, blocks=pool.kv_blocks,
         tokens=pool.kv_tokens, concurrency=concurrency, request_bytes=per_request, starts=refusal is None,
@@ -349,7 +351,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
 def _trtllm(inputs: _Inputs) -> _Pool:
     """TensorRT-LLM (PyTorch backend): free_gpu_memory_fraction of what the weights, activations and non-torch
     memory leave; blocks of tokens_per_block; a pool per window size."""
-    model, kv, settings = inputs.model, inputs.kv, inputs.settings
+    settings = inputs.settings
     util = settings.utilisation
     after_peak = inputs.target.device_memory_bytes - inputs.weights - inputs.activation - inputs.non_torch
     available = int(after_peak * util) if after_peak > 0 else after_peak
@@ -360,7 +362,7 @@ def _trtllm(inputs: _Inputs) -> _Pool:
             how=settings.utilisation_source,
         ),
     ]  # fmt: skip
-    per_sequence = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
+    per_sequence = inputs.paged_per_sequence
     blocks, tokens, concurrency = _token_pool(inputs, available, per_sequence)
     starts = available > 0 and concurrency >= 1
     refusal = None if starts else "the KV cache cannot hold one request of max_seq_len: lower it or add GPUs"
@@ -391,7 +393,9 @@ def plan_engine(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp
     )
     cpu = target.vendor == "CPU"
-    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, 0 if cpu else _non_torch(kv.tp))
+    paged = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
+    non_torch = 0 if cpu else _non_torch(kv.tp)
+    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged)
     pool = ENGINES[settings.engine](inputs)
     deficit = max(0, -pool.available)
     pool.budget.append(
@@ -432,7 +436,7 @@ def plan_engine(
         block_size=settings.block_size, kv_blocks=pool.blocks, kv_tokens=pool.tokens, max_model_len=kv.seq_len,
         max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
         max_concurrency=pool.concurrency,
-        ideal_max_concurrency=_ideal_concurrency(model, kv, pool.available, settings.block_size), groups=pool.groups,
+        ideal_max_concurrency=_ideal_concurrency(inputs, pool.available), groups=pool.groups,
         layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers,
         sequences_per_replica=sequences_per_replica, starts=pool.starts, refusal=pool.refusal,
         admitted_per_replica=admitted, fits=pool.starts and admitted >= sequences_per_replica, budget=pool.budget,
