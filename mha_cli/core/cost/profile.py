@@ -20,9 +20,10 @@ measurements, ``core.cost.priors``) or ``calibrated`` (measured on this machine 
 
 import bisect
 import math
+from functools import cached_property
 from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
+from pydantic import ConfigDict, Field, NonNegativeFloat, PositiveFloat, model_validator
 
 from mha_cli.core.record import Record, empty_dict
 
@@ -31,6 +32,8 @@ ProfileKind = Literal["prior", "calibrated", "ceiling"]
 
 class Curve(Record):
     """An achieved rate against an operation's size: log-linear between measured points, flat beyond them."""
+
+    model_config = ConfigDict(frozen=True)  # ``log_sizes`` is kept: a curve is never changed once made
 
     sizes: list[PositiveFloat] = Field(min_length=1)
     """Increasing sizes (bytes, or rows)."""
@@ -45,16 +48,23 @@ class Curve(Record):
             raise ValueError("sizes must increase")
         return self
 
+    @cached_property
+    def log_sizes(self) -> list[float]:
+        """log(size) of each point, taken once: ``at`` is in the price of every operation of every step."""
+        return [math.log(size) for size in self.sizes]
+
     def at(self, size: float) -> float:
         """The rate at ``size``: interpolated in log(size) between the two nearest points."""
-        if size <= self.sizes[0]:
-            return self.rates[0]
-        if size >= self.sizes[-1]:
-            return self.rates[-1]
-        i = bisect.bisect_right(self.sizes, size)
-        lo, hi = self.sizes[i - 1], self.sizes[i]
-        share = (math.log(size) - math.log(lo)) / (math.log(hi) - math.log(lo))
-        return self.rates[i - 1] + share * (self.rates[i] - self.rates[i - 1])
+        sizes, rates = self.sizes, self.rates
+        if size <= sizes[0]:
+            return rates[0]
+        if size >= sizes[-1]:
+            return rates[-1]
+        i = bisect.bisect_right(sizes, size)
+        log_sizes = self.log_sizes
+        lo, hi = log_sizes[i - 1], log_sizes[i]
+        share = (math.log(size) - lo) / (hi - lo)
+        return rates[i - 1] + share * (rates[i] - rates[i - 1])
 
     @property
     def peak(self) -> float:
