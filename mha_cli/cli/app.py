@@ -117,7 +117,9 @@ def _coerce_given_values_only() -> None:
     """Build a parameter's converter only for a value that was given: typer (0.2x) builds a pydantic TypeAdapter for
     every parameter of the invoked command before it looks at the value, and ``mha kv`` has 17 options, nearly all
     left unset (a few ms a run). A single-valued parameter left at None coerces to None (typer's
-    ``RuntimeParam.coerce``), so it needs no adapter; every other value still goes through typer's own."""
+    ``RuntimeParam.coerce``), so it needs no adapter; nor does text given to a plain ``str`` parameter, which typer's
+    adapter returns as it is (``str(value)``: a few ms a value, most of ``mha recommend``'s options); every other value
+    still goes through typer's own."""
     from typer import core
 
     param_class = getattr(core, "_TyperParameter", None)
@@ -131,10 +133,17 @@ def _coerce_given_values_only() -> None:
         def __init__(self, descriptor: Any) -> None:
             self.descriptor = descriptor
             self.built: Any = None
+            self.plain_text = (
+                descriptor.annotation is str
+                and descriptor.parameter_info.parser is None
+                and descriptor.file_annotation is None
+            )
 
         def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
             if value is None and not (param.multiple or param.nargs == -1):
                 return None
+            if self.plain_text and type(value) is str:
+                return value
             if self.built is None:
                 self.built = build(self.descriptor)
             return self.built.coerce(value, param=param, ctx=ctx)
