@@ -1,4 +1,5 @@
-"""The fast commands never import torch (it costs seconds), and their --json runs never import rich.
+"""The fast commands never import torch (it costs seconds), matplotlib or numpy, and their --json runs never import
+rich; nor do a deployment search and a simulated plan (``plan``, ``recommend --ttft-ms``) without ``--plot``.
 
 Each run goes through the console entry point (``python -m mha_cli``), in a fresh interpreter, so
 the lazy command registry is exercised as a user meets it.
@@ -14,7 +15,7 @@ RUN = (
     "from mha_cli.cli.app import main\n"
     "sys.argv = ['mha', *sys.argv[1:]]\n"
     "try:\n    main()\nexcept SystemExit as exit_:\n    assert not exit_.code, exit_.code\n"
-    "print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'rich', 'matplotlib'})))\n"
+    "print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'rich', 'matplotlib', 'numpy'})))\n"
 )
 
 FAST = [
@@ -31,6 +32,13 @@ FAST = [
     ["skill"],
     ["families", "--json"],
 ]
+SEARCHES = [
+    ["plan", "llama-3-70b", "--target", "8xh100", "--concurrency", "64", "--isl", "1024", "--osl", "128"],
+    ["plan", "llama-3-70b", "--target", "8xh100", "--tp", "8", "--concurrency", "64", "--isl", "1024", "--osl", "128"],
+    ["recommend", "--params", "7B", "--seq", "8192", "--target", "a100", "--priority", "inference", "--ttft-ms", "1000",
+     "--itl-ms", "50"],
+]  # fmt: skip
+HEAVY = {"torch", "matplotlib", "numpy"}
 JSON_WITHOUT_RICH = [["kv", "llama-3-8b", "--json"], ["targets", "--json"], ["presets", "--json"], ["schema"],
                      ["families", "--json"]]  # fmt: skip
 
@@ -43,9 +51,19 @@ def heavy_modules(args: list[str]) -> set[str]:
 
 @pytest.mark.parametrize("args", FAST, ids=[" ".join(a) for a in FAST])
 def test_fast_commands_do_not_import_torch(args):
-    assert heavy_modules(args).isdisjoint({"torch", "matplotlib"})
+    assert heavy_modules(args).isdisjoint(HEAVY)
+
+
+@pytest.mark.parametrize("args", SEARCHES, ids=[" ".join(a[:4]) for a in SEARCHES])
+def test_searches_and_simulations_import_no_numerical_library(args):
+    assert heavy_modules(args).isdisjoint(HEAVY)
 
 
 @pytest.mark.parametrize("args", JSON_WITHOUT_RICH, ids=[" ".join(a) for a in JSON_WITHOUT_RICH])
 def test_json_runs_do_not_import_rich(args):
     assert "rich" not in heavy_modules(args)
+
+
+def test_the_check_sees_a_heavy_import(tmp_path):
+    """The control: ``--plot`` draws with matplotlib (and so numpy), and the check above reports both."""
+    assert HEAVY - {"torch"} <= heavy_modules(["kv", "gpt2", "--plot", str(tmp_path / "kv.png")])
