@@ -13,7 +13,7 @@ a before/after table is one run: ``git archive <commit> | tar -x -C /tmp/before`
 Python's bytecode cache is used as on a user's machine: ``PYTHONDONTWRITEBYTECODE`` is removed from the runs'
 environment, so the warm-up run compiles our modules once.
 
-    python benchmarks/command_speed.py [--quick] [--runs 7] [--only plan] [--baseline /tmp/before]
+    python benchmarks/command_speed.py [--quick] [--runs 7] [--only plan ...] [--baseline /tmp/before]
 """
 
 from __future__ import annotations
@@ -118,19 +118,27 @@ def check_imports_from(checkout: Path, folder: str) -> None:
 
 
 def measure(cases: list[Case], checkouts: dict[str, Path], runs: int) -> dict[tuple[str, str], list[float]]:
-    """Seconds of each (checkout, case label) run and of the two floors, interleaved round by round."""
-    floors = {FLOOR: [sys.executable, str(FLOOR_SCRIPT)], PLOT_FLOOR: [sys.executable, str(FLOOR_SCRIPT), "--plot"]}
+    """Seconds of each (checkout, case label) run and of the floors, interleaved: every round runs the floors and
+    then each case on each checkout back to back, the checkouts' order swapped every other round (a load that comes
+    and goes weighs on before and after alike)."""
+    floors = {FLOOR: [sys.executable, str(FLOOR_SCRIPT)]}
+    if any(case.plot for case in cases):
+        floors[PLOT_FLOOR] = [sys.executable, str(FLOOR_SCRIPT), "--plot"]
     with tempfile.TemporaryDirectory(prefix="mha-speed-") as folder:
         for checkout in checkouts.values():
             check_imports_from(checkout, folder)
-        jobs = [(("", name), command, environment(ROOT)) for name, command in floors.items()]
-        for name, checkout in checkouts.items():
-            jobs += [((name, c.label), command_line(c, Path(folder) / f"{name}-{i}.png"), environment(checkout))
-                     for i, c in enumerate(cases)]  # fmt: skip
-        for _, command, env in jobs:  # warm-up: the bytecode cache written, the files in the page cache
+        floor_jobs = [(("", name), command, environment(ROOT)) for name, command in floors.items()]
+        case_jobs = [
+            [((name, case.label), command_line(case, Path(folder) / f"{name}-{i}.png"), environment(checkout))
+             for name, checkout in checkouts.items()]
+            for i, case in enumerate(cases)
+        ]  # fmt: skip
+        every_job = floor_jobs + [job for pair in case_jobs for job in pair]
+        for _, command, env in every_job:  # warm-up: the bytecode cache written, the files in the page cache
             timed(command, env, folder)
-        times: dict[tuple[str, str], list[float]] = {key: [] for key, _, _ in jobs}
-        for _ in range(runs):
+        times: dict[tuple[str, str], list[float]] = {key: [] for key, _, _ in every_job}
+        for round_ in range(runs):
+            jobs = floor_jobs + [job for pair in case_jobs for job in (pair if round_ % 2 == 0 else pair[::-1])]
             for key, command, env in jobs:
                 times[key].append(timed(command, env, folder))
     return times
@@ -147,16 +155,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="timed runs of each command (default 7)")
     parser.add_argument("--quick", action="store_true", help="3 runs each instead of --runs")
-    parser.add_argument("--only", help="only the cases whose label contains this text")
+    parser.add_argument("--only", action="append", help="only the cases whose label contains this text (repeatable)")
     parser.add_argument("--baseline", type=Path, help="another checkout to time in the same rounds (before)")
     args = parser.parse_args()
     runs = 3 if args.quick else args.runs
-    cases = [c for c in CASES if args.only is None or args.only in c.label]
+    cases = [c for c in CASES if args.only is None or any(text in c.label for text in args.only)]
     checkouts = {"after": ROOT} if args.baseline is None else {"before": args.baseline.resolve(), "after": ROOT}
     times = measure(cases, checkouts, runs)
     medians = {key: statistics.median(t) for key, t in times.items()}
-    floor, plot_floor = medians[("", FLOOR)], medians[("", PLOT_FLOOR)]
-    print(f"{runs} interleaved runs each; floor {floor * 1e3:.0f} ms, plot floor {plot_floor * 1e3:.0f} ms (medians)")
+    floor, plot_floor = medians[("", FLOOR)], medians.get(("", PLOT_FLOOR), 0.0)
+    shown_floors = f"floor {floor * 1e3:.0f} ms" + (f", plot floor {plot_floor * 1e3:.0f} ms" if plot_floor else "")
+    print(f"{runs} interleaved runs each; {shown_floors} (medians)")
     before = f"{'before ms':>9} {'after/before':>12} " if args.baseline else ""
     print(f"{'case':42} {before}{'median ms':>9} {'spread':>7} {'x floor':>7} {'target':>15}  ok")
     failed = 0
