@@ -104,7 +104,7 @@ def plan_serving(
     ``sweep``: also at concurrency 1, 2, 4, ... up to twice what the replicas admit (``ServingPlan.sweep``)."""
     if isl < 1 or osl < 1 or concurrency < 1:
         raise BadInputError("--isl, --osl and --concurrency must be at least 1")
-    try:
+    try:  # checked here too: a --tp that does not divide the devices is answered with the ways that do
         resolve_layout(target, tp, pp)
     except LayoutError as exc:
         assert tp is not None  # the default tp always divides

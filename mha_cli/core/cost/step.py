@@ -79,7 +79,9 @@ def step_time(
     total_bytes = total_flops = kernels = 0.0
     priced: dict[int, tuple[float, bool]] = {}  # equal pipeline stages hold the same Op objects: each priced once
     for op in ops:
-        seconds, compute_bound = priced.get(id(op)) or priced.setdefault(id(op), op_seconds(op, profile, tp))
+        if id(op) not in priced:
+            priced[id(op)] = op_seconds(op, profile, tp)
+        seconds, compute_bound = priced[id(op)]
         spent = op.count * seconds
         if op.kind in COLLECTIVES:
             collective += spent
