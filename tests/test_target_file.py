@@ -88,7 +88,9 @@ def test_torch_memory_left_out_is_an_estimate_the_plan_flags(cli, tmp_path, monk
     target = resolve_target("x1.yaml").target
     assert target.torch_memory_gib == 79.2 and not target.device_memory_measured  # 99% of 80
     notes = cli.json("kv", "llama-3-8b", "--target", "x1.yaml")["memory"]["engine"]["notes"]
-    assert any("x1.yaml: no public torch figure" in note for note in notes)
+    assert any(
+        "x1.yaml: its memory as torch reports it is an estimate (not in the target file)" in note for note in notes
+    )
 
 
 def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
