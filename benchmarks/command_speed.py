@@ -2,10 +2,11 @@
 
 Every case runs as a user runs it (``python -m mha_cli ...`` in a fresh interpreter) and so does the floor
 (``benchmarks/command_floor.py``: Python, typer, rich and pydantic imported, one model validated, one rich table
-printed; with ``--plot``, matplotlib drawing two panels as well). The runs are interleaved, one of each per
-round, after one warm-up run each, so a load that comes and goes on a shared machine weighs on all of them alike:
-read the medians' ratios, not the absolute times. Targets (issue 38): ``kv`` and ``recommend`` tables within 1.3x
-of the floor, every other command without torch under 1 s, a deployment search under 2 s.
+printed; with ``--plot``, matplotlib drawing two panels as well). Each case runs right after a run of its floor,
+on each checkout back to back, in rounds, after one warm-up run each, so a load that comes and goes on a shared
+machine weighs on all of them alike: read the medians' ratios, not the absolute times. Targets (issue 38): ``kv``
+and ``recommend`` tables within 1.3x of the floor, every other command without torch under 1 s, a deployment
+search under 2 s.
 
 ``--baseline DIR`` also runs every case on another checkout of the code (``PYTHONPATH=DIR``) in the same rounds, so
 a before/after table is one run: ``git archive <commit> | tar -x -C /tmp/before`` gives one.
@@ -118,29 +119,28 @@ def check_imports_from(checkout: Path, folder: str) -> None:
 
 
 def measure(cases: list[Case], checkouts: dict[str, Path], runs: int) -> dict[tuple[str, str], list[float]]:
-    """Seconds of each (checkout, case label) run and of the floors, interleaved: every round runs the floors and
-    then each case on each checkout back to back, the checkouts' order swapped every other round (a load that comes
-    and goes weighs on before and after alike)."""
-    floors = {FLOOR: [sys.executable, str(FLOOR_SCRIPT)]}
-    if any(case.plot for case in cases):
-        floors[PLOT_FLOOR] = [sys.executable, str(FLOOR_SCRIPT), "--plot"]
+    """Seconds of each (checkout, case label) run and of the floors, interleaved: every round runs each case's floor
+    (the plot floor before a ``--plot`` case) and then the case on each checkout, back to back, the checkouts' order
+    swapped every other round (a load that comes and goes weighs on the floor, before and after alike)."""
+    floors = {FLOOR: [sys.executable, str(FLOOR_SCRIPT)], PLOT_FLOOR: [sys.executable, str(FLOOR_SCRIPT), "--plot"]}
     with tempfile.TemporaryDirectory(prefix="mha-speed-") as folder:
         for checkout in checkouts.values():
             check_imports_from(checkout, folder)
-        floor_jobs = [(("", name), command, environment(ROOT)) for name, command in floors.items()]
+        floor_jobs = {name: (("", name), command, environment(ROOT)) for name, command in floors.items()}
         case_jobs = [
-            [((name, case.label), command_line(case, Path(folder) / f"{name}-{i}.png"), environment(checkout))
-             for name, checkout in checkouts.items()]
+            (floor_jobs[PLOT_FLOOR if case.plot else FLOOR],
+             [((name, case.label), command_line(case, Path(folder) / f"{name}-{i}.png"), environment(checkout))
+              for name, checkout in checkouts.items()])
             for i, case in enumerate(cases)
         ]  # fmt: skip
-        every_job = floor_jobs + [job for pair in case_jobs for job in pair]
+        every_job = list({job[0]: job for floor, pair in case_jobs for job in (floor, *pair)}.values())
         for _, command, env in every_job:  # warm-up: the bytecode cache written, the files in the page cache
             timed(command, env, folder)
         times: dict[tuple[str, str], list[float]] = {key: [] for key, _, _ in every_job}
         for round_ in range(runs):
-            jobs = floor_jobs + [job for pair in case_jobs for job in (pair if round_ % 2 == 0 else pair[::-1])]
-            for key, command, env in jobs:
-                times[key].append(timed(command, env, folder))
+            for floor, pair in case_jobs:
+                for key, command, env in (floor, *(pair if round_ % 2 == 0 else pair[::-1])):
+                    times[key].append(timed(command, env, folder))
     return times
 
 

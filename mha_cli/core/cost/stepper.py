@@ -14,11 +14,13 @@ from mha_cli.core.cost.step import StepTime, op_seconds, step_time
 from mha_cli.core.cost.work import (
     ACTIVATION_BYTES,
     AttentionLayout,
+    LayerWeights,
     Op,
     StepShape,
     absorbed_attention,
     attention_layout,
     forward_ops,
+    layer_weights,
     prefill_shape,
     sequence_ops,
 )
@@ -69,6 +71,7 @@ class Stepper:
         self._same = [next(j for j in range(i + 1) if self.stages[j] == stage) for i, stage in enumerate(self.stages)]
         """Each stage's first equal stage, whose operations it shares."""
         self._layouts: list[AttentionLayout | None] = [None] * len(self.stages)  # each stage's, once priced
+        self._weights: list[LayerWeights | None] = [None] * len(self.stages)
         self._ops: dict[tuple[StepShape, ...], list[Op]] = {}
         """The operations of every step counted so far, by its shapes."""
 
@@ -90,6 +93,7 @@ class Stepper:
                 stage_ops = counted[same] = forward_ops(
                     self.stages[same], *shapes, tp=case.tp, weight_dtype=case.weight_dtype, kv_dtype=case.kv_dtype,
                     mla_cache=case.mla_cache, experts=case.experts, attention=self._layouts[same],
+                    weights=self.layer_weights(same),
                 )  # fmt: skip
                 if self._layouts[same] is None:  # kept once forward_ops (whose checks come first) has priced it
                     self._layouts[same] = self.layout(same)
@@ -102,6 +106,15 @@ class Stepper:
         host = self.profile.sequence_overhead_s * sum(shape.sequences for shape in shapes)
         send = None if case.pp == 1 else self.send_seconds(sum(shape.tokens for shape in shapes))
         return step_time(self.ops(*shapes), self.profile, tp=case.tp, host_s=host, send_s=send)
+
+    def layer_weights(self, index: int) -> LayerWeights:
+        """Stage ``index``'s linear layers on one rank (``core.cost.work.layer_weights``), worked out once."""
+        index = self._same[index]
+        weights = self._weights[index]
+        if weights is None:
+            case = self.case
+            weights = self._weights[index] = layer_weights(self.stages[index], case.tp, case.weight_dtype, case.experts)
+        return weights
 
     def layout(self, index: int) -> AttentionLayout:
         """Stage ``index``'s attention and fixed-state layers on one rank (``core.cost.work.attention_layout``)."""

@@ -142,7 +142,41 @@ def _matmul_kernels(model: ModelSpec, matrix: Matrix) -> float:
     return 0.5 if gated_in else 1.0
 
 
-def _matmul_ops(model: ModelSpec, tp: int, weight_dtype: str, tokens: int, experts: ExpertLayout) -> list[Op]:
+class LayerWeights(NamedTuple):
+    """What one rank's layers hold whatever a step's tokens, worked out once per model, tp, experts and weight format
+    (``layer_ops`` prices a step on it; the inventory behind ``matrices_per_rank`` is the costly part)."""
+
+    experts: ExpertLayout
+    matrices: list[tuple[Matrix, int, float]]
+    """Every linear layer's matrix on the rank, with its weight bytes in the format and its kernels."""
+    local_experts: int
+    """MoE: the routed experts on the rank (0 without MoE)."""
+    n_moe: int
+    """Layers with an MoE MLP."""
+    dense_layers: int
+    """Layers with a dense MLP."""
+
+
+def layer_weights(
+    model: ModelSpec, tp: int, weight_dtype: str = "bf16", experts: ExpertLayout | None = None
+) -> LayerWeights:
+    """``model``'s linear layers on one rank of ``tp`` (``layer_ops``); raises ``BadInputError`` when ``tp`` does not
+    shard the model."""
+    layout = ExpertLayout(tp) if experts is None else experts
+    problem = tp_shard_problem(model, tp, layout)
+    if problem is not None:
+        from mha_cli.core.errors import BadInputError
+
+        raise BadInputError(problem)
+    matrices = [
+        (matrix, _matmul_bytes(weight_dtype, matrix, _covered(weight_dtype, matrix)), _matmul_kernels(model, matrix))
+        for matrix in matrices_per_rank(model, tp, layout)
+    ]
+    local = local_experts(model, layout) if model.moe is not None else 0
+    return LayerWeights(layout, matrices, local, model.n_moe_layers, model.n_dense_mlp_layers)
+
+
+def _matmul_ops(model: ModelSpec, tp: int, tokens: int, weights: LayerWeights) -> list[Op]:
     """Every linear layer's matmul on one rank; routed experts as the expected ones the tokens visit.
 
     The experts see the tokens of every rank sharing them (``experts.ranks / tp`` data-parallel groups, each with
@@ -150,17 +184,16 @@ def _matmul_ops(model: ModelSpec, tp: int, weight_dtype: str, tokens: int, exper
     rows routed to each."""
     ops: list[Op] = []
     touched = here = 0.0
-    group_tokens = tokens * experts.ranks // tp
+    group_tokens = tokens * weights.experts.ranks // tp
     if model.moe is not None:
         touched = experts_touched(model.moe.n_experts, model.moe.n_active_experts, group_tokens)
-        here = touched * local_experts(model, experts) / model.moe.n_experts  # of the touched ones, on this rank
-    for matrix in matrices_per_rank(model, tp, experts):
-        weight = _matmul_bytes(weight_dtype, matrix, _covered(weight_dtype, matrix))
+        here = touched * weights.local_experts / model.moe.n_experts  # of the touched ones, on this rank
+    for matrix, weight, kernels in weights.matrices:
         count, rows, matrices = float(matrix.count), tokens, 1.0
         if matrix.kind == "expert" and model.moe is not None and touched:
             # one grouped matmul per layer (and per gate/up or down): the touched experts' weights, each over its rows
             matrices = here
-            count = matrix.count / local_experts(model, experts)
+            count = matrix.count / weights.local_experts
             rows = max(1, round(group_tokens * model.moe.n_active_experts / touched))
         activations = matrices * rows * (matrix.in_features + matrix.out_features) * ACTIVATION_BYTES
         ops.append(
@@ -171,7 +204,7 @@ def _matmul_ops(model: ModelSpec, tp: int, weight_dtype: str, tokens: int, exper
                 bytes=matrices * weight + activations,
                 flops=2 * matrices * rows * matrix.out_features * matrix.in_features,
                 tokens=rows,
-                kernels=_matmul_kernels(model, matrix),
+                kernels=kernels,
             )
         )
     return ops
@@ -253,6 +286,7 @@ def forward_ops(
     mla_cache: MlaCacheMode = "absorbed",
     experts: ExpertLayout | None = None,
     attention: AttentionLayout | None = None,
+    weights: LayerWeights | None = None,
 ) -> list[Op]:
     """Every operation one rank of ``tp`` runs in one forward step of ``shapes`` (see the module docstring): several
     shapes share the step's matmuls (an engine's chunked prefill carries the running sequences' decodes with it).
@@ -266,11 +300,11 @@ def forward_ops(
     The step's operations come in three parts, which the serving simulator prices apart: ``layer_ops`` (what the
     step's token count sets), ``sequence_ops`` (each shape's attention over its context), ``outside_ops``.
     ``attention``: ``attention_layout(model, tp, kv_dtype, mla_cache)`` when the caller holds it (a prompt's chunks
-    step the same model many times).
+    step the same model many times); ``weights``: ``layer_weights(model, tp, weight_dtype, experts)`` likewise.
     """
     tokens = sum(shape.tokens for shape in shapes)
     logits = sum(shape.logits_tokens for shape in shapes)
-    ops = layer_ops(model, tokens, tp=tp, weight_dtype=weight_dtype, experts=experts)
+    ops = layer_ops(model, tokens, tp=tp, weight_dtype=weight_dtype, experts=experts, weights=weights)
     if attention is None:
         attention = attention_layout(model, tp, kv_dtype, mla_cache)
     for shape in shapes:
@@ -284,19 +318,18 @@ def absorbed_attention(model: ModelSpec, shape: StepShape, mla_cache: MlaCacheMo
 
 
 def layer_ops(
-    model: ModelSpec, tokens: int, *, tp: int = 1, weight_dtype: str = "bf16", experts: ExpertLayout | None = None
-) -> list[Op]:
+    model: ModelSpec, tokens: int, *, tp: int = 1, weight_dtype: str = "bf16", experts: ExpertLayout | None = None,
+    weights: LayerWeights | None = None,
+) -> list[Op]:  # fmt: skip
     """The layers' operations a step of ``tokens`` rows runs whatever their contexts: matmuls, norms and
-    activations, the tp all-reduce and the experts' dispatch."""
-    layout = ExpertLayout(tp) if experts is None else experts
-    problem = tp_shard_problem(model, tp, layout)
-    if problem is not None:
-        from mha_cli.core.errors import BadInputError
-
-        raise BadInputError(problem)
+    activations, the tp all-reduce and the experts' dispatch. ``weights``: ``layer_weights(model, tp, weight_dtype,
+    experts)`` when the caller holds it (a serving run steps the same model at many token counts)."""
+    if weights is None:
+        weights = layer_weights(model, tp, weight_dtype, experts)
+    layout = weights.experts
     d = model.d_model
-    ops = _matmul_ops(model, tp, weight_dtype, tokens, layout)
-    n_moe, dense_layers = model.n_moe_layers, model.n_dense_mlp_layers
+    ops = _matmul_ops(model, tp, tokens, weights)
+    n_moe, dense_layers = weights.n_moe, weights.dense_layers
     mixer_only = model.n_layers - n_moe - dense_layers  # Nemotron-H's lone mixer blocks: one norm (2d), one add (d)
     groups = layout.ranks // tp  # data-parallel groups whose tokens meet at the experts
     d_ff = model.d_ff // tp

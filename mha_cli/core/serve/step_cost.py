@@ -57,8 +57,8 @@ class StepCost:
             case = self.stepper.case
             ops = [
                 op
-                for stage in self.stepper.stages
-                for op in layer_ops(stage, tokens, tp=case.tp, weight_dtype=case.weight_dtype, experts=case.experts)
+                for index, stage in enumerate(self.stepper.stages)
+                for op in layer_ops(stage, tokens, tp=case.tp, weights=self.stepper.layer_weights(index))
             ]
             cached = self._layers[tokens] = self._price(ops) + self.stepper.send_seconds(tokens)
         return cached
