@@ -9,18 +9,16 @@ and torch is not imported.
 
 from __future__ import annotations
 
-import ast
 import inspect
 import sys
-import textwrap
 import types
 import typing
 from collections.abc import Callable
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from mha_cli.core.markdown import cell, markdown_table, read_block, replace_block
+from mha_cli.core.schema_export import attribute_docstrings
 from mha_cli.core.skill_doc import REPO_ROOT
 
 REGENERATE = "python -m mha_cli.cli.docs_gen"
@@ -121,18 +119,8 @@ def options_block(name: str, command: Any) -> str:
 
 
 def attribute_docs(model: type) -> dict[str, str]:
-    """Each field's docstring (the string literal under it) in ``model``'s source, as pydantic would read them."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(model)))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    return {
-        field.target.id: " ".join(after.value.value.split())
-        for field, after in pairwise(body)
-        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and _is_docstring(after)
-    }
-
-
-def _is_docstring(node: ast.stmt) -> bool:
-    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    """Each field's docstring in ``model``'s source, on one line (a table cell)."""
+    return {field: " ".join(doc.split()) for field, doc in attribute_docstrings(model).items()}
 
 
 def json_type(annotation: Any) -> str:

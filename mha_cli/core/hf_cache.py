@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -105,11 +106,11 @@ def find_cached(hf_id: HfId, filename: str = "config.json", cache: Path | None =
     folder = (hub_cache().folder if cache is None else cache) / repo_folder(hf_id.repo)
     revision = hf_id.revision or "main"
     name, shown_revision = one_line(folder.name, 100), one_line(revision, 60)
-    if not _is_folder(folder):
+    if not is_folder(folder):
         return CachedFile(None, None, f"no {name}")
     commit = _ref(folder / "refs" / revision) or revision
     snapshot = folder / "snapshots" / commit
-    if not _is_folder(snapshot):
+    if not is_folder(snapshot):
         cached = sorted(_names(folder / "refs")) or [p.name[:8] for p in _entries(folder / "snapshots")]
         more = f" and {len(cached) - HELD_SHOWN} more" if len(cached) > HELD_SHOWN else ""
         listed = ", ".join(one_line(ref, 40) for ref in cached[:HELD_SHOWN])
@@ -121,11 +122,12 @@ def find_cached(hf_id: HfId, filename: str = "config.json", cache: Path | None =
     return CachedFile(path, commit, "")
 
 
-def _is_folder(path: Path) -> bool:
-    """Whether ``path`` is a folder; False also when it cannot be looked at (a name too long, no permission)."""
+def is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder (through links); False also when it cannot be looked at (a name too long, no
+    permission)."""
     try:
-        return path.is_dir()
-    except OSError:
+        return stat.S_ISDIR(path.stat().st_mode)
+    except (OSError, ValueError):
         return False
 
 

@@ -7,14 +7,13 @@ ever fetched. The source line of each command's output says which was used (``ki
 """
 
 import os
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from mha_cli.core.errors import BadInputError, one_line, quoted_path, shown_path
-from mha_cli.core.hf_cache import HfId, find_cached, hub_cache, parse_hf_id
+from mha_cli.core.hf_cache import HfId, find_cached, hub_cache, is_folder, parse_hf_id
 from mha_cli.core.preset_ids import checkpoint_id, id_for_short_name, preset_for_id, short_names
 from mha_cli.core.presets import checkpoint_weights, find_preset, get_preset, preset_names
 from mha_cli.core.record import Record, empty_list
@@ -107,7 +106,7 @@ def _load_hf_id(hf_id: HfId) -> ModelSource:
 
 def _load_path(path: Path) -> ModelSource:
     """A file, or a model folder (its config.json), that is there."""
-    if _is_folder(path):
+    if is_folder(path):
         config = path / "config.json"
         if not _may_exist(config):
             raise BadInputError(
@@ -223,14 +222,6 @@ def _may_exist(path: Path) -> bool:
     except (OSError, ValueError):
         return True
     return True
-
-
-def _is_folder(path: Path) -> bool:
-    """Whether ``path`` is a folder (through links); False when that cannot be known (``read_mapping`` says why)."""
-    try:
-        return stat.S_ISDIR(path.stat().st_mode)
-    except (OSError, ValueError):
-        return False
 
 
 def _hf_name(path: Path) -> str:
