@@ -169,6 +169,24 @@ def plan(
         ),
     ] = 99.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated lengths and arrivals.")] = 0,
+    shared_prefix: Annotated[
+        int | None,
+        typer.Option(
+            "--shared-prefix",
+            help="Leading tokens of every prompt that all requests share (a system prompt), part of --isl: once the"
+            " first request has computed them the engine's prefix cache serves them, so prefills compute the rest.",
+            show_default=False,
+        ),
+    ] = None,
+    prefix_caching: Annotated[
+        bool | None,
+        typer.Option(
+            "--enable-prefix-caching/--no-enable-prefix-caching",
+            help="The engine's prefix cache (vLLM's flag; SGLang's radix cache, TensorRT-LLM's block reuse): on by"
+            " default in all three.",
+            show_default=False,
+        ),
+    ] = None,
     closed_form: Annotated[
         bool,
         typer.Option(
@@ -203,6 +221,10 @@ def plan(
 
     _count(isl, "isl", MAX_TOKENS), _count(osl, "osl", MAX_TOKENS)
     _check_max_model_len(max_model_len, isl + osl)
+    if shared_prefix is not None and not 0 <= shared_prefix <= isl:
+        raise BadInputError(
+            f"--shared-prefix {shared_prefix:,}: give 0 to --isl ({isl:,}); the prefix is part of the prompt"
+        )
     if concurrency is not None:
         _count(concurrency, "concurrency", MAX_CONCURRENCY)
     check_latency_targets(ttft_ms, itl_ms)
@@ -218,7 +240,8 @@ def plan(
         loaded.deployment, model=loaded.model, seq_len=isl + osl, target=resolved.spec, weight_dtype=weight_dtype,
         kv_dtype=kv_dtype, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-        block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
+        block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib), shared_prefix=shared_prefix,
+        prefix_caching=prefix_caching,
     )  # fmt: skip
     if expert_parallel:
         if loaded.model.moe is None:
@@ -419,6 +442,7 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
         f" ({sim.deployment_output_tokens_per_s / plan.deployment.gpus:,.0f} per GPU); {sim.request_throughput:,.2f}"
         f" req/s per replica over {sim.duration_s:,.1f} s; at most {sim.max_running} running and {sim.max_waiting}"
         f" queued; {sim.preemptions} preemption(s)"
+        + (f"; prefix cache hit rate {sim.prefix_cache_hit_rate:.1%}" if sim.prefix_cache_hit_rate else "")
     )
     if sim.goodput_rps is not None:
         console.print(f"goodput {sim.goodput_rps:,.2f} req/s within the targets (all replicas)")

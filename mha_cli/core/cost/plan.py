@@ -78,12 +78,20 @@ def serving_case(
 ) -> ServingCase:  # fmt: skip
     """What the cost model prices: ``model`` in ``deployment``'s formats on ``memory``'s tp and engine."""
     engine = memory.engine
+    shared = min(deployment.shared_prefix, isl) if deployment.prefix_caching else 0
     return ServingCase(
         model=model, isl=isl, osl=osl, concurrency=concurrency, tp=memory.tp, pp=pp, replicas=replicas,
         admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
-        experts=experts,
+        experts=experts, shared_prefix=shared, cached_prefix=cached_prefix(shared, isl, engine.block_size),
     )  # fmt: skip
+
+
+def cached_prefix(shared_prefix: int, prompt: int, block_size: int) -> int:
+    """Tokens of a ``prompt`` the prefix cache supplies once warm: the shared prefix's whole blocks, at most the
+    prompt's first ``prompt - 1`` tokens in whole blocks (vLLM ``get_computed_blocks``; one token is computed)."""
+    whole = min(shared_prefix, prompt - 1)
+    return whole // block_size * block_size
 
 
 def plan_serving(
@@ -244,7 +252,8 @@ def plan_at_rate(
     plans = LayoutPlans(model, target, deployment, profile, ceiling, isl=isl, osl=osl, tp=tp, pp=pp)
     first = plans.at(1)
     engine = first.memory.engine
-    keeps_up = sustainable(isl, osl, engine.max_num_batched_tokens)
+    shared = min(deployment.shared_prefix, isl) if deployment.prefix_caching else 0
+    keeps_up = sustainable(isl - cached_prefix(shared, isl, engine.block_size), osl, engine.max_num_batched_tokens)
     full_load = first.deployment.replicas * min(engine.admitted_per_replica, keeps_up)
     busiest = plans.at(full_load)
     capacity = busiest.output_tokens_per_s / osl

@@ -363,6 +363,9 @@ def launch_commands(served: ServedModel, plan: ServingPlan, deployment: Deployme
     if deployment.kv_dtype == "fp8":
         vllm += ["--kv-cache-dtype", "fp8"]
         sglang += ["--kv-cache-dtype", "fp8_e4m3"]
+    if not deployment.prefix_caching:  # both engines cache prefixes unless told not to
+        vllm.append("--no-enable-prefix-caching")
+        sglang.append("--disable-radix-cache")
     if served.revision is not None:
         vllm += ["--revision", served.revision]
         sglang += ["--revision", served.revision]

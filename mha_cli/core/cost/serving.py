@@ -117,10 +117,11 @@ def _latencies(case: ServingCase, stepper: Stepper, running: int) -> tuple[float
         prefill = stepper.step(prefill_shape(case.isl, sequences=running)).seconds
         return prefill, decode.seconds, prefill, 1, decode
     riding = [decode_shape(micro - 1, context)] if micro > 1 else []
-    prefill, chunks = chunked_prefill(stepper, case.isl, case.chunk_tokens, riding)
+    computed = case.isl - case.cached_prefix  # a prefix-cache hit is read, not computed
+    prefill, chunks = chunked_prefill(stepper, computed, case.chunk_tokens, riding, start=case.cached_prefix)
     # over one request's osl steps the others' prompts ((running - 1) x isl tokens) share the steps' prefill budget
     room = max(1, case.chunk_tokens - micro)  # decodes are scheduled first
-    others = (running - 1) * case.isl
+    others = (running - 1) * computed
     stalls = min(case.osl, -(-others // room))
     itl = decode.seconds
     if stalls:
@@ -149,7 +150,8 @@ def predict_serving(
     admitted = users if case.admitted_per_replica is None else case.admitted_per_replica
     if admitted < 1:
         raise BadInputError("the engine admits no request of this length on this deployment: see `mha kv` for why")
-    limit = admitted if case.batching == "static" else min(admitted, sustainable(case.isl, case.osl, case.chunk_tokens))
+    computed = case.isl - case.cached_prefix
+    limit = admitted if case.batching == "static" else min(admitted, sustainable(computed, case.osl, case.chunk_tokens))
     running = min(users, limit)  # on the busiest replica, whose steps set the latency
     queued = users - running if case.batching == "continuous" else 0
     in_flight = min(case.concurrency, case.replicas * limit)  # every replica together
@@ -172,6 +174,11 @@ def predict_serving(
     b_ttft, b_itl, b_e2e, b_throughput, *_ = figures(stepper.on(ceiling))
     r = profile.relative_error
     notes = []
+    if case.cached_prefix:
+        notes.append(
+            f"prefix cache: {case.cached_prefix:,} of each {case.isl:,}-token prompt served from the cache once warm"
+            f" (the shared prefix's whole blocks); each prefill computes {computed:,} after reading them"
+        )
     if case.batching == "static" and users > admitted:
         notes.append(f"a static batch of {users} exceeds the {admitted} the engine admits: priced as one batch anyway")
     if queued:

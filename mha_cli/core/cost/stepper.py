@@ -52,6 +52,11 @@ class ServingCase(NamedTuple):
     batching: Batching = "continuous"
     experts: ExpertLayout | None = None
     """MoE: how the routed experts spread (``core.memory.expert_layout``); None: sharded over each replica's tp."""
+    shared_prefix: int = 0
+    """Leading prompt tokens every request shares, when the engine caches prefixes (0: none, or caching off)."""
+    cached_prefix: int = 0
+    """Of each prompt, the tokens the prefix cache supplies once warm: the shared prefix's whole blocks, short of the
+    whole prompt (``core.serve.schedulers``). The closed form computes the rest."""
 
 
 class Stepper:
@@ -156,9 +161,12 @@ SUM_DIRECT = 16
 """``sum_piecewise_linear``: runs this short are summed term by term."""
 
 
-def chunked_prefill(stepper: Stepper, tokens: int, chunk_tokens: int, riding: list[StepShape]) -> tuple[float, int]:
+def chunked_prefill(
+    stepper: Stepper, tokens: int, chunk_tokens: int, riding: list[StepShape], *, start: int = 0
+) -> tuple[float, int]:
     """(seconds, steps) of one prompt of ``tokens`` in chunks of the engine's token budget, each step also running
-    the ``riding`` decodes (which take their share of the budget).
+    the ``riding`` decodes (which take their share of the budget); ``start``: tokens already cached before the first
+    chunk (a prefix-cache hit), which every chunk's attention reads.
 
     Up to ``EXACT_CHUNKS`` chunks, each step is priced in turn. Beyond, the work does not grow with the prompt: the
     full chunks differ only by the context their attention reads (``Stepper.context_seconds``), a piecewise-linear
@@ -171,16 +179,16 @@ def chunked_prefill(stepper: Stepper, tokens: int, chunk_tokens: int, riding: li
         seconds, done, steps = 0.0, 0, 0
         while done < tokens:
             size = min(chunk, tokens - done)
-            seconds += stepper.step(prefill_shape(size, context=done), *riding).seconds
+            seconds += stepper.step(prefill_shape(size, context=start + done), *riding).seconds
             done, steps = done + size, steps + 1
         return seconds, steps
-    first = prefill_shape(chunk, context=0)
+    first = prefill_shape(chunk, context=start)
     fixed = stepper.step(first, *riding).seconds - stepper.context_seconds(first)  # every full chunk's other part
     seconds = full * fixed + sum_piecewise_linear(
-        lambda index: stepper.context_seconds(prefill_shape(chunk, context=index * chunk)), full
+        lambda index: stepper.context_seconds(prefill_shape(chunk, context=start + index * chunk)), full
     )
     if rest:
-        seconds += stepper.step(prefill_shape(rest, context=full * chunk), *riding).seconds
+        seconds += stepper.step(prefill_shape(rest, context=start + full * chunk), *riding).seconds
     return seconds, full + (rest > 0)
 
 

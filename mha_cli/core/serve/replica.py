@@ -102,7 +102,7 @@ def client_workload(
         raise BadInputError(f"--burstiness {client.burstiness:g}: give a gamma shape greater than 0 (1: Poisson)")
     workload = Workload(
         lengths=lengths, rate=None if rate is None else rate / case.replicas, burstiness=client.burstiness,
-        max_concurrency=users, seed=client.seed,
+        max_concurrency=users, seed=client.seed, prefix_len=case.shared_prefix,
     )  # fmt: skip
     return workload, users
 

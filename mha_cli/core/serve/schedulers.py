@@ -23,7 +23,19 @@ token a decode adds) and samples the next token when it reaches the last.
   ``microBatchScheduler.cpp``): in-flight batching, generation requests first, then context requests first come
   first served under ``max_num_tokens``; a request starts only when the pool can hold its whole prompt and output
   beside the running requests' remaining needs, so nothing is ever evicted; context chunking is off by default, so
-  a prompt runs whole in one step (at most ``max_num_tokens``). Pure Python.
+  a prompt runs whole in one step (at most ``max_num_tokens``).
+
+**Prefix caching** (on by default in all three: vLLM V1 ``enable_prefix_caching``, SGLang's radix cache,
+TensorRT-LLM's ``enable_block_reuse``): requests that share their first ``prefix_len`` prompt tokens (a system
+prompt) skip computing the part of it the cache holds. A request admitted with nothing computed starts at its hit:
+the prefix's tokens cached, in whole blocks (a block's hash covers its tokens; a block that runs past the prefix is
+the request's own), and short of its whole prompt (vLLM ``KVCacheManager.get_computed_blocks``: at most
+``num_tokens - 1``, so one token is computed for the logits). vLLM caches a block when it allocates it
+(``allocate_slots`` -> ``cache_blocks``), so a request admitted later in the same step hits what an earlier one is
+computing; SGLang (radix tree insert after a prefill chunk) and TensorRT-LLM (blocks stored after the context step)
+hold them once the step that computed them ends. The pool is priced as if each request held its own copy of the
+prefix's blocks (the engines hold them once, by reference): a simulation with a shared prefix admits at most
+what the engine would. Pure Python.
 """
 
 from collections import deque
@@ -60,6 +72,29 @@ class EngineState:
         self.total_blocks = blocks
         self.preemptions = 0
         self.new_token_ratio = SGLANG_INIT_NEW_TOKEN_RATIO
+        self.prefix_len = 0
+        """Prompt tokens every request shares, when the engine caches prefixes (0: nothing to hit)."""
+        self.prefix_cached = 0
+        """Of them, the tokens whose blocks the cache holds (whole blocks)."""
+        self.cache_at_allocation = False
+        """vLLM: blocks are cached as they are allocated; the others cache them once computed."""
+        self.hit_tokens = 0
+        """Prompt tokens served from the prefix cache over the run (vLLM's "Prefix cache hit rate" numerator)."""
+
+    def start(self, request: int) -> None:
+        """``request`` is admitted: with nothing computed yet, it starts at its prefix-cache hit."""
+        if self.prefix_len and not self.computed[request]:
+            limit = (self.prompts[request] - 1) // self.block_size * self.block_size
+            hit = min(self.prefix_cached, limit)
+            self.computed[request] = hit
+            self.hit_tokens += hit
+
+    def cache_prefix(self, tokens: int) -> None:
+        """A request's first ``tokens`` tokens are computed (or, ``cache_at_allocation``, allocated): the prefix's
+        whole blocks among them enter the cache."""
+        if tokens > self.prefix_cached and self.prefix_len:
+            whole = min(tokens, self.prefix_len) // self.block_size * self.block_size
+            self.prefix_cached = max(self.prefix_cached, whole)
 
     def known(self, request: int) -> int:
         """Tokens the request has: its prompt and what it has generated."""
@@ -76,6 +111,8 @@ class EngineState:
         if more > 0:
             self.free_blocks -= more
             self.held[request] += more
+        if self.cache_at_allocation and tokens > self.prefix_cached:
+            self.cache_prefix(tokens)
         return True
 
     def release(self, request: int) -> None:
@@ -150,6 +187,7 @@ def vllm_admit(state: EngineState, budget: int) -> list[tuple[int, int]]:
     admitted = []
     while state.waiting and budget > 0 and len(state.running) < state.max_seqs:
         request = state.waiting[0]
+        state.start(request)
         tokens = min(state.known(request) - state.computed[request], budget)
         if not state.grow(request, state.computed[request] + tokens):
             break
@@ -178,6 +216,7 @@ def _sglang(state: EngineState) -> Plan:
     room = state.free_blocks * state.block_size - reserved
     while state.waiting and budget > 0 and len(state.running) < state.max_seqs:
         request = state.waiting[0]
+        state.start(request)
         remaining = state.known(request) - state.computed[request]
         need = remaining + min(state.outputs[request] - state.generated[request], SGLANG_CLIP_MAX_NEW_TOKENS)
         if need >= room:
@@ -218,12 +257,13 @@ def _trtllm(state: EngineState) -> Plan:
     while state.waiting and len(state.running) < state.max_seqs:
         request = state.waiting[0]
         whole = state.blocks_for(state.prompts[request] + state.outputs[request])
-        prompt = state.prompts[request]
+        state.start(request)
+        prompt = state.prompts[request] - state.computed[request]
         if prompt > budget or whole > state.free_blocks - reserved:
             break
         state.waiting.popleft()
         state.running.append(request)
-        state.grow(request, prompt)
+        state.grow(request, state.prompts[request])
         reserved += whole - state.held[request]
         chunks.append((request, prompt))
         budget -= prompt

@@ -44,14 +44,17 @@ class EngineLimits(NamedTuple):
     block_size: int
     max_num_batched_tokens: int
     max_num_seqs: int
+    prefix_caching: bool = True
+    """The engine reuses cached prefixes (on by default in vLLM V1, SGLang and TensorRT-LLM's PyTorch backend)."""
 
 
-def engine_limits(engine: "EnginePlan") -> EngineLimits:
+def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> EngineLimits:
     """The scheduler's settings and pool of an engine's memory plan (its pool as the tokens of full-attention
     blocks: the plan's ``kv_tokens``)."""
     return EngineLimits(
         engine=engine.name, kv_blocks=engine.kv_tokens // engine.block_size, block_size=engine.block_size,
         max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
+        prefix_caching=prefix_caching,
     )  # fmt: skip
 
 
@@ -86,6 +89,8 @@ class Simulation(Record):
     max_waiting: int
     saturated: bool = False
     """Open loop: the queue grew through the run (the rate is beyond what the replica serves)."""
+    prefix_cache_hit_rate: float = 0.0
+    """Prompt tokens served from the prefix cache over all prompt tokens (vLLM's "Prefix cache hit rate")."""
     trace: list[TracePoint] = Field(default_factory=empty_list)
 
     def good_requests(self, per_request: "RequestTimes", ttft_ms: float | None, tpot_ms: float | None) -> int:
@@ -153,6 +158,9 @@ class _Run:
             self.prompts, self.outputs, blocks=limits.kv_blocks, block_size=limits.block_size,
             budget=limits.max_num_batched_tokens, max_seqs=limits.max_num_seqs,
         )  # fmt: skip
+        if limits.prefix_caching and workload.prefix_len:
+            self.state.prefix_len = workload.prefix_len
+            self.state.cache_at_allocation = limits.engine == "vllm"
         self.client = _Client(workload, overhead_s)
         count = len(self.prompts)
         self.first, self.last, self.done = [0.0] * count, [0.0] * count, [0.0] * count
@@ -212,6 +220,7 @@ class _Run:
                 ended.append(request)
         for request, tokens in chunks:
             state.computed[request] += tokens
+            state.cache_prefix(state.computed[request])
             if state.computed[request] >= state.known(request) and self.emit(request):
                 ended.append(request)
         return ended
@@ -429,5 +438,5 @@ def simulate(
         request_throughput=len(outputs) / duration, output_tokens_per_s=output_tokens / duration,
         total_tokens_per_s=(output_tokens + sum(run.prompts)) / duration, steps=run.steps,
         preemptions=run.state.preemptions, max_running=run.max_running, max_waiting=run.max_waiting,
-        saturated=saturated, trace=points,
+        saturated=saturated, trace=points, prefix_cache_hit_rate=run.state.hit_tokens / sum(run.prompts),
     ), times  # fmt: skip

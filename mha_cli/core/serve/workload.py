@@ -39,6 +39,9 @@ class Workload(NamedTuple):
     seed: int = 0
     send_times: list[float] | None = None
     """Replayed arrivals (a measured run's), in seconds from the start, instead of draws at ``rate``."""
+    prefix_len: int = 0
+    """Leading prompt tokens every request shares (a system prompt; ``vllm bench serve --random-prefix-len``),
+    part of each prompt's length."""
 
     def arrivals(self) -> list[float]:
         """When each request is ready to send, in seconds from the start (before the concurrency cap)."""

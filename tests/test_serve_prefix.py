@@ -1,0 +1,146 @@
+"""Prefix caching in the serving simulator: requests that share a system prompt skip computing the part of it the
+engine's cache holds (``core.serve.schedulers``). Hand-sized cases with a recording step cost, then the cost model."""
+
+from __future__ import annotations
+
+import pytest
+
+from mha_cli.core.cost.priors import prior_profile
+from mha_cli.core.cost.stepper import ServingCase, Stepper
+from mha_cli.core.presets import get_preset
+from mha_cli.core.serve.simulate import EngineLimits, simulate
+from mha_cli.core.serve.step_cost import StepCost
+from mha_cli.core.serve.workload import Workload
+from mha_cli.core.targets import load_targets
+
+
+class Recording:
+    """A step cost of 1 ms a step that records every prefill chunk as (tokens, context before it)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[list[tuple[int, int]]] = []
+
+    def seconds(self, decodes: int, context: int, chunks: list[tuple[int, int]]) -> float:
+        self.chunks.append(list(chunks))
+        return 1e-3
+
+    def decode_seconds(self, rows: int, context: int) -> float:
+        return 1e-3
+
+
+def limits(engine: str = "vllm", *, block: int = 16, budget: int = 8192, caching: bool = True) -> EngineLimits:
+    return EngineLimits(engine=engine, kv_blocks=10_000, block_size=block, max_num_batched_tokens=budget,
+                        max_num_seqs=64, prefix_caching=caching)  # fmt: skip
+
+
+def prefills(cost: Recording) -> list[tuple[int, int]]:
+    return [chunk for step in cost.chunks for chunk in step]
+
+
+def test_one_user_computes_the_shared_prefix_once():
+    """Three 1,000-token prompts sharing 520 tokens, one at a time, blocks of 16: the first computes all 1,000; each
+    later one starts at 512 (32 whole blocks of the 520) and computes 488 after them."""
+    cost = Recording()
+    run, _ = simulate(Workload([(1000, 2)] * 3, max_concurrency=1, prefix_len=520), limits(), cost)
+    assert prefills(cost) == [(1000, 0), (488, 512), (488, 512)]
+    assert run.prefix_cache_hit_rate == pytest.approx(2 * 512 / 3000)
+
+
+def test_the_hit_stops_short_of_the_whole_prompt():
+    """A prompt that is all prefix still computes its last block: vLLM hits at most num_tokens - 1, in whole blocks."""
+    cost = Recording()
+    simulate(Workload([(512, 2)] * 2, max_concurrency=1, prefix_len=512), limits(), cost)
+    assert prefills(cost) == [(512, 0), (16, 496)]  # 511 tokens may hit: 31 whole blocks
+
+
+def test_vllm_hits_in_the_step_that_computes_the_prefix_sglang_after_it():
+    """Four users at once: vLLM caches a block as it allocates it, so the three admitted after the first in the same
+    step already hit; SGLang's radix cache holds the prefix once the step that computed it ends, so its first batch
+    misses and only later requests hit."""
+    vllm = Recording()
+    simulate(Workload([(1000, 2)] * 8, max_concurrency=4, prefix_len=512), limits("vllm"), vllm)
+    assert vllm.chunks[0] == [(1000, 0), (488, 512), (488, 512), (488, 512)]
+    sglang = Recording()
+    simulate(Workload([(1000, 2)] * 8, max_concurrency=4, prefix_len=512), limits("sglang", block=1), sglang)
+    assert sglang.chunks[0] == [(1000, 0)] * 4
+    assert prefills(sglang)[4:] == [(488, 512)] * 4  # pages of 1 token: the whole prefix
+
+
+def test_trtllm_reuses_whole_blocks_after_the_context_step():
+    cost = Recording()
+    simulate(Workload([(1000, 2)] * 3, max_concurrency=1, prefix_len=520), limits("trtllm", block=32), cost)
+    assert prefills(cost) == [(1000, 0), (488, 512), (488, 512)]
+
+
+def test_without_prefix_caching_or_shared_prefix_nothing_hits():
+    """The controls: the engine's cache switched off, or prompts that share nothing."""
+    for workload, caching in ((Workload([(1000, 2)] * 3, max_concurrency=1, prefix_len=520), False),
+                              (Workload([(1000, 2)] * 3, max_concurrency=1), True)):  # fmt: skip
+        cost = Recording()
+        run, _ = simulate(workload, limits(caching=caching), cost)
+        assert prefills(cost) == [(1000, 0)] * 3 and run.prefix_cache_hit_rate == 0
+
+
+def test_a_preempted_request_hits_again_when_it_comes_back():
+    """A pool too small for every user: preempted requests are recomputed from their hit, not from scratch."""
+    cost = Recording()
+    tight = EngineLimits(engine="vllm", kv_blocks=200, block_size=16, max_num_batched_tokens=8192, max_num_seqs=64)
+    run, _ = simulate(Workload([(1000, 600)] * 6, max_concurrency=3, prefix_len=512), tight, cost)
+    assert run.preemptions > 0
+    assert all(context in (0, 512) or tokens == 1 for tokens, context in prefills(cost) if context < 1000)
+
+
+def test_a_shared_system_prompt_cuts_ttft_on_the_cost_model():
+    """Llama-3-8B on an H100, 8 users of 4,096-token prompts of which 3,584 are a shared system prompt: the mean TTFT
+    falls by over a third (each wave of new requests computes 512 tokens each instead of 4,096, but still reads the
+    cached 3,584); TPOT falls too (less prefill rides along with the decodes), while a decode-only step, which reads
+    the whole context either way, takes the same time: the median ITL stays."""
+    profile = prior_profile(load_targets()["h100-sxm"])
+    case = ServingCase(model=get_preset("llama-3-8b"), isl=4096, osl=128, concurrency=8)
+    runs = {}
+    for prefix in (0, 3584):
+        workload = Workload([(4096, 128)] * 64, max_concurrency=8, prefix_len=prefix)
+        runs[prefix], _ = simulate(workload, limits(budget=8192), StepCost(Stepper(case, profile)))
+    shared, alone = runs[3584], runs[0]
+    assert shared.prefix_cache_hit_rate == pytest.approx(63 * 3584 / (64 * 4096))
+    assert shared.ttft_ms.mean < 0.65 * alone.ttft_ms.mean
+    assert shared.tpot_ms.mean < alone.tpot_ms.mean
+    assert shared.itl_ms.median == pytest.approx(alone.itl_ms.median, rel=0.05)
+
+
+PLAN = ("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "4096", "--osl", "128", "--concurrency", "16")
+
+
+def test_plan_prices_a_shared_system_prompt_and_its_switch(cli):
+    """``mha plan --shared-prefix``: the closed form computes each prompt's uncached part after reading the cached
+    prefix, the simulator reports vLLM's hit rate; ``--no-enable-prefix-caching`` prices the plain prompt again."""
+    alone = cli.json(*PLAN, "--closed-form")
+    shared = cli.json(*PLAN, "--closed-form", "--shared-prefix", "3584")
+    off = cli.json(*PLAN, "--closed-form", "--shared-prefix", "3584", "--no-enable-prefix-caching")
+    assert shared["ttft_ms"] < 0.5 * alone["ttft_ms"]
+    assert off["ttft_ms"] == alone["ttft_ms"] and off["itl_ms"] == alone["itl_ms"]
+    assert any("3,584 of each 4,096-token prompt" in note for note in shared["notes"])
+    simulated = cli.json(*PLAN, "--shared-prefix", "3584", "--num-prompts", "64")["simulated"]
+    assert simulated["prefix_cache_hit_rate"] == pytest.approx(63 * 3584 / (64 * 4096))
+
+
+def test_the_cached_part_is_whole_blocks_and_short_of_the_prompt():
+    from mha_cli.core.cost.plan import cached_prefix
+
+    assert cached_prefix(3584, 4096, 16) == 3584
+    assert cached_prefix(1000, 4096, 16) == 992  # 62 whole blocks of 16
+    assert cached_prefix(4096, 4096, 16) == 4080  # the prompt's last token is computed: its block too
+    assert cached_prefix(4096, 4096, 1) == 4095  # SGLang's pages of one token
+
+
+def test_the_launch_lines_turn_the_cache_off_when_asked(cli):
+    args = ("plan", "llama-3-8b", "--target", "8xh100", "--isl", "1024", "--osl", "128", "--concurrency", "16")
+    launch = cli.json(*args, "--no-enable-prefix-caching", "--closed-form")["launch"]
+    assert launch["vllm"].endswith("--no-enable-prefix-caching") and "--disable-radix-cache" in launch["sglang"]
+    default = cli.json(*args, "--closed-form")["launch"]
+    assert "prefix" not in default["vllm"] and "radix" not in default["sglang"]
+
+
+def test_a_prefix_longer_than_the_prompt_is_refused(cli):
+    result = cli.run(*PLAN, "--shared-prefix", "5000")
+    assert result.exit_code == 2 and "--shared-prefix 5,000" in result.stderr and len(result.stderr.splitlines()) == 1
