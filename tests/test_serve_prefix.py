@@ -144,3 +144,10 @@ def test_the_launch_lines_turn_the_cache_off_when_asked(cli):
 def test_a_prefix_longer_than_the_prompt_is_refused(cli):
     result = cli.run(*PLAN, "--shared-prefix", "5000")
     assert result.exit_code == 2 and "--shared-prefix 5,000" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_a_warm_cache_serves_the_first_request_too():
+    """A benchmark's warm-up requests leave the prefix cached: the first measured request hits it as well."""
+    cost = Recording()
+    simulate(Workload([(1000, 2)] * 2, max_concurrency=1, prefix_len=520, warm_prefix=True), limits(), cost)
+    assert prefills(cost) == [(488, 512), (488, 512)]

@@ -33,21 +33,30 @@ FIGURES = [("ttft_mean", "TTFT mean"), ("ttft_median", "TTFT median"), ("ttft_p9
            ("output_tokens_per_s", "output tok/s")]  # fmt: skip
 
 
-def fit_split(model_name: str, name: str, hold_out: list[str]) -> CalibrationFit:
-    """Fit ``model_name``'s runs with ``hold_out`` (file-name parts) held out (every third when empty)."""
+def served(model_name: str):
+    """(model, target, deployment) of ``model_name``'s server as the manifest records its settings."""
     manifest = json.loads((HERE / "results" / "manifest.json").read_text())
     entry = next(run for run in manifest["runs"] if run["model"] == model_name)
     settings = entry["server_settings"]
-    runs = [run for run in collect([HERE / "results"]) if Path(run.path).stem.startswith(f"{model_name}_")]
     source = load_source(str(ROOT / entry["model_config"]))
-    target = resolve_target("cpu")
     deployment = merge_deployment(
         None, model=source.model, seq_len=settings["max_model_len"], target="cpu",
         max_num_seqs=settings["max_num_seqs"], max_num_batched_tokens=settings["max_num_batched_tokens"],
         block_size=settings["block_size"], kv_cache_memory_bytes=settings["kv_space_gib"] * 2**30,
     )  # fmt: skip
+    return source.model, resolve_target("cpu"), deployment
+
+
+def fit_split(model_name: str, name: str, hold_out: list[str]) -> CalibrationFit:
+    """Fit ``model_name``'s runs without a shared prefix, ``hold_out`` (file-name parts) held out (every third when
+    empty)."""
+    runs = [
+        run for run in collect([HERE / "results"])
+        if Path(run.path).stem.startswith(f"{model_name}_") and "_p" not in Path(run.path).stem  # no shared prefix
+    ]  # fmt: skip
+    model, target, deployment = served(model_name)
     base = nominal_cpu_profile()
-    replay = replay_for(source.model, target, deployment, base, runs, 1)
+    replay = replay_for(model, target, deployment, base, runs, 1)
     return calibrate_from(runs, replay, base, name=f"{model_name}-{name}", hold_out=hold_out)
 
 

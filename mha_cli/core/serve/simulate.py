@@ -161,6 +161,8 @@ class _Run:
         if limits.prefix_caching and workload.prefix_len:
             self.state.prefix_len = workload.prefix_len
             self.state.cache_at_allocation = limits.engine == "vllm"
+            if workload.warm_prefix:
+                self.state.cache_prefix(workload.prefix_len)
         self.client = _Client(workload, overhead_s)
         count = len(self.prompts)
         self.first, self.last, self.done = [0.0] * count, [0.0] * count, [0.0] * count

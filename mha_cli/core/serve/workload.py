@@ -42,6 +42,8 @@ class Workload(NamedTuple):
     prefix_len: int = 0
     """Leading prompt tokens every request shares (a system prompt; ``vllm bench serve --random-prefix-len``),
     part of each prompt's length."""
+    warm_prefix: bool = False
+    """The engine's cache holds the prefix before the first request (a benchmark's warm-up requests computed it)."""
 
     def arrivals(self) -> list[float]:
         """When each request is ready to send, in seconds from the start (before the concurrency cap)."""
