@@ -104,6 +104,19 @@ def plan(
             show_default=False,
         ),
     ] = None,
+    dp: Annotated[
+        int | None,
+        typer.Option(
+            "--dp",
+            "--data-parallel-size",
+            "--dp-size",
+            help="MoE: DP attention over this many data-parallel ranks (SGLang --dp with --enable-dp-attention, vLLM"
+            " --data-parallel-size with --enable-expert-parallel): each rank runs attention for its own requests"
+            " and caches only them, the routed experts whole over all GPUs, reached by all-to-all. Pins one"
+            " deployment: tp = GPUs / (dp x pp) unless --tp is given.",
+            show_default=False,
+        ),
+    ] = None,
     rate: Annotated[
         float | None,
         typer.Option(
@@ -116,6 +129,7 @@ def plan(
         bool,
         typer.Option(
             "--expert-parallel",
+            "--enable-expert-parallel",
             help="MoE: whole experts per GPU (vLLM --enable-expert-parallel) for the deployment --tp/--pp pin;"
             " a search tries both layouts.",
         ),
@@ -190,7 +204,7 @@ def plan(
 ) -> None:
     """Predict TTFT, ITL (time per output token), end-to-end latency and tokens/s of a deployment, or search them.
 
-    With --tp or --pp: one deployment; replicas = devices / (tp x pp), users spread over them; the engine's memory plan caps the requests each runs at once (the rest wait, in TTFT).
+    With --tp, --pp or --dp: one deployment; replicas = devices / (tp x pp), users spread over them; the engine's memory plan caps the requests each runs at once (the rest wait, in TTFT).
 
     Without them: every layout of the target's devices at every load it admits, the Pareto front (tokens/s per GPU against per user), the pick that meets --ttft-ms and --itl-ms with the most tokens/s per GPU, and its launch command.
 
@@ -226,6 +240,9 @@ def plan(
                 f"--expert-parallel spreads routed experts and {loaded.model.name} has none: leave it out"
             )
         deployment = deployment.model_copy(update={"expert_parallel": True})
+    if dp is not None:
+        deployment = deployment.model_copy(update={"expert_parallel": True, "dp_attention": True})
+        tp = dp_attention_tp(loaded.model.name, resolved.n_devices, dp, tp, pp or 1)
     device = resolved.target
     weights = deployment.weight_dtype
     if device.id == "cpu":
@@ -249,7 +266,7 @@ def plan(
     if slo_percentile not in (0, 50, 90, 99):
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
     output = Output(json)
-    if tp is None and pp is None:
+    if tp is None and pp is None:  # --dp has set tp
         from mha_cli.core.cost.search import search_deployments
 
         found = search_deployments(
@@ -304,6 +321,27 @@ def plan(
         write_plan_plot(plot, result, force=force)
         output.wrote(plot)
     output.emit(result, render_plan)
+
+
+def dp_attention_tp(model_name: str, n_devices: int, dp: int, tp: int | None, pp: int) -> int:
+    """The tp of each data-parallel rank under ``--dp``: GPUs / (dp x pp), or ``tp`` when given, checked to use every
+    GPU (one line each way it does not)."""
+    if dp < 1:
+        raise BadInputError(f"--dp {dp}: give 2 or more data-parallel ranks")
+    if tp is None:
+        if n_devices % (dp * pp):
+            divisors = [str(d) for d in range(n_devices, 1, -1) if n_devices % (d * pp) == 0]
+            hint = f" such as {', '.join(divisors[:3])}" if divisors else ""
+            raise BadInputError(
+                f"--dp {dp} must divide the {n_devices} GPU(s) of the target (with --pp {pp}): pick a divisor{hint}"
+            )
+        return n_devices // (dp * pp)
+    if tp * dp * pp != n_devices:
+        raise BadInputError(
+            f"--tp {tp} x --dp {dp} x --pp {pp} must equal the {n_devices} GPU(s) of the target for {model_name}:"
+            " leave out --tp (it follows from --dp)"
+        )
+    return tp
 
 
 def _check_max_model_len(max_model_len: str | None, context: int) -> None:
@@ -452,7 +490,7 @@ def render_search(console: Console, result: SearchResult) -> None:
         d = c.deployment
         mark = "*" if index == result.chosen else ""
         meets = "yes" if c.meets_targets else "no: " + ", ".join(miss.split()[0] for miss in c.misses)
-        ep = " ep" if d.expert_parallel else ""
+        ep = " dpa" if d.dp_attention else " ep" if d.expert_parallel else ""
         table.add_row(mark, f"{d.tp} x {d.pp} x {d.replicas}{ep}", f"{c.concurrency:,}", f"{c.ttft_ms:,.0f}",
                       f"{c.itl_ms:,.1f}", f"{c.output_tokens_per_s_per_gpu:,.0f}", f"{c.tokens_per_s_per_user:,.1f}",
                       escape(meets))  # fmt: skip

@@ -12,6 +12,7 @@ requests only.
 
 from pydantic import NonNegativeInt
 
+from mha_cli.core.dp_attention import dp_attention_experts, dp_attention_problem
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.errors import BadInputError
@@ -84,10 +85,13 @@ class MemoryPlan(Record):
 def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: DeploymentSpec | None) -> ExpertLayout | None:
     """How ``model``'s routed experts spread over the devices (None without MoE): over the tp ranks of each replica,
     or over all tp x replicas ranks when the engine's data-parallel ranks share them (``ENGINES_SHARING_EXPERTS``);
-    whole experts per rank with ``deployment.expert_parallel``."""
+    whole experts per rank with ``deployment.expert_parallel``; whole over all ranks, reached by all-to-all, with
+    ``deployment.dp_attention``."""
     if model.moe is None:
         return None
     deployment = deployment or DeploymentSpec()
+    if deployment.dp_attention and replicas > 1:  # checked by the caller (core.dp_attention.dp_attention_problem)
+        return dp_attention_experts(tp, replicas)
     whole = bool(deployment.expert_parallel)
     shared = replicas > 1 and (deployment.engine or "vllm") in ENGINES_SHARING_EXPERTS
     if shared and shared_experts_problem(model, tp, replicas, whole) is not None:
@@ -108,7 +112,11 @@ def describe_experts(model: ModelSpec, layout: ExpertLayout) -> str:
     assert model.moe is not None
     total = model.moe.n_experts
     if layout.whole:
-        return f"{local_experts(model, layout)} of {total} experts whole (expert parallel over {layout.ranks} ranks)"
+        reached = ", reached by all-to-all" if layout.all_to_all else ""
+        return (
+            f"{local_experts(model, layout)} of {total} experts whole (expert parallel over {layout.ranks} ranks"
+            f"{reached})"
+        )
     if layout.ranks == 1:
         return f"all {total} experts whole"
     return f"all {total} experts at 1/{layout.ranks} of their width (tensor-sharded over {layout.ranks} ranks)"
@@ -167,6 +175,10 @@ def plan_memory(
     replicas = target.n_devices // kv.tp
     sequences = -(-kv.batch // replicas)
     copies_note = None
+    if experts is None and deployment is not None and deployment.dp_attention:  # asked for: refused, never copies
+        problem = dp_attention_problem(model, deployment.engine, kv.tp, replicas)
+        if problem is not None:
+            raise BadInputError(problem)
     if experts is None:
         experts = expert_layout(model, kv.tp, replicas, deployment)
         whole = bool((deployment or DeploymentSpec()).expert_parallel)

@@ -928,6 +928,11 @@ class DeploymentSpec(_Strict):
     expert_parallel: bool | None = None
     """MoE only: whole routed experts per rank (vLLM's ``--enable-expert-parallel``) instead of every expert's width
     split over the ranks that share them (None: off)."""
+    dp_attention: bool | None = None
+    """MoE only: DP attention (``core.dp_attention``; ``mha plan --dp N``): the replicas are data-parallel ranks,
+    each running attention for its own requests with its own KV cache, the routed experts whole over all ranks and
+    reached by all-to-all (SGLang ``--enable-dp-attention``, vLLM ``--data-parallel-size`` with
+    ``--enable-expert-parallel``); implies ``expert_parallel`` (None: off)."""
     kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=1 << 50)] | None = None
     """vLLM: the KV pool per rank in bytes, set rather than derived from the memory utilisation
     (``--kv-cache-memory-bytes``; ``VLLM_CPU_KVCACHE_SPACE`` GiB on its CPU backend); None: derived."""
