@@ -113,8 +113,10 @@ def test_the_search_finds_dp_attention_at_128k_x_32_and_tp_8_queues(cli):
     tp8 = [c for c in found["candidates"] if c["deployment"]["tp"] == 8]
     assert tp8 and all(c["queued_per_replica"] > 0 for c in tp8)  # the control: 9 of 32 at once
     # the checkpoint's fp8 weights with a bf16 cache: no layout holds 32 at once (dp 8: 3 a rank)
-    bf16 = cli.json("plan", V3, *LONG)
+    bf16 = cli.json("plan", V3, *LONG, "--ttft-ms", "120000")
     assert not any(c["queued_per_replica"] == 0 for c in bf16["candidates"])
+    assert bf16["chosen"] is None and bf16["ways_out"][0]["change"] == "--kv-dtype fp8"  # the way to the fit above
+    assert bf16["ways_out"][0]["fits"] is True
 
 
 @pytest.mark.parametrize("flag", ["--dp", "--data-parallel-size", "--dp-size"])

@@ -47,8 +47,10 @@ class Deployment(Record):
     expert_parallel: bool = False
     """MoE: whole experts per rank (vLLM --enable-expert-parallel) rather than each expert's width split."""
     dp_attention: bool = False
-    """MoE: DP attention (``core.dp_attention``): the replicas are data-parallel attention ranks, each caching its own
-    requests, the experts whole over all GPUs and reached by all-to-all."""
+    """MoE: DP attention with expert parallelism (``core.dp_attention``), the engines' DeepSeek recipe: the replicas
+    are data-parallel attention ranks, each caching its own requests, the experts whole over all GPUs and reached by
+    all-to-all. Replicas sharing width-split experts (``expert_ranks`` > tp without it) also run attention apart
+    (SGLang launches them with ``--enable-dp-attention``), their MoE tensor-parallel over all ranks by all-gather."""
 
     def describe(self) -> str:
         """``tp 4 x pp 1 x 2 replica(s) with expert parallelism``, ``tp 1 x pp 1 x 8 replica(s) with DP attention``."""
