@@ -161,3 +161,29 @@ def test_refusals_are_one_line(cli, args, said):
     result = cli.run(*args)
     assert result.exit_code == EXIT_BAD_INPUT
     assert said in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_kv_takes_dp_and_its_ways_out_offer_dp_attention_each_pasted(cli):
+    """128K x 32 on 8 x H200 with the checkpoint's bf16 cache: tp 8 holds 4; DP attention with an fp8 cache holds 32,
+    and the way out saying so is pasted again and fits."""
+    args = ["kv", V3, "--target", "8xh200", "--seq", "128K", "--batch", "32"]
+    report = cli.json(*args)
+    assert report["memory"]["fits"] is False and report["memory"]["max_sequences"] == 4
+    changes = [way["change"] for way in report["ways_out"]]
+    assert "--kv-dtype fp8 --tp 2 --dp 4" in changes  # the fewest ranks that hold 32 (dp 2 holds 18)
+    pasted = cli.json(*args, *shlex.split("--kv-dtype fp8 --tp 2 --dp 4"))
+    assert pasted["memory"]["fits"] is True and pasted["deployment"]["dp"] == 4
+    assert pasted["deployment"]["expert_parallel"] is True and "all-to-all" in pasted["memory"]["experts_per_device"]
+    dp8 = cli.json(*args, "--kv-dtype", "fp8", "--dp", "8")
+    assert dp8["memory"]["max_sequences"] == 48 and dp8["memory"]["kv_bytes_per_device"] == 18_421_383_168
+    assert dp8["memory"]["weight_bytes_per_device"] == 100_840_687_968  # the plan's: same weights, same rules
+    alone = cli.json(*args, "--dp", "8")  # why the fp8 cache is part of the way out: 3 a rank in bf16
+    assert alone["memory"]["fits"] is False and alone["memory"]["max_sequences"] == 24
+
+
+def test_check_and_recommend_never_print_dp_which_they_do_not_take(cli):
+    recommend = cli.json("recommend", "--params", "671B", "--active-params", "37B", "--seq", "128K", "--batch", "32",
+                         "--target", "8xh200", "--variant", "MLA")  # fmt: skip
+    assert recommend["ways_out"] and not any("--dp" in way["change"] for way in recommend["ways_out"])
+    refused = cli.run("kv", V3, "--seq", "128K", "--dp", "8")
+    assert refused.exit_code == EXIT_BAD_INPUT and "add --target" in refused.output

@@ -14,6 +14,7 @@ import typer
 
 from mha_cli.cli.options import (
     BlockSizeOpt,
+    DpOpt,
     EngineOpt,
     ForceOpt,
     ItlOpt,
@@ -104,19 +105,7 @@ def plan(
             show_default=False,
         ),
     ] = None,
-    dp: Annotated[
-        int | None,
-        typer.Option(
-            "--dp",
-            "--data-parallel-size",
-            "--dp-size",
-            help="MoE: DP attention over this many data-parallel ranks (SGLang --dp with --enable-dp-attention, vLLM"
-            " --data-parallel-size with --enable-expert-parallel): each rank runs attention for its own requests"
-            " and caches only them, the routed experts whole over all GPUs, reached by all-to-all. Pins one"
-            " deployment: tp = GPUs / (dp x pp) unless --tp is given.",
-            show_default=False,
-        ),
-    ] = None,
+    dp: DpOpt = None,
     rate: Annotated[
         float | None,
         typer.Option(
@@ -241,8 +230,10 @@ def plan(
             )
         deployment = deployment.model_copy(update={"expert_parallel": True})
     if dp is not None:
-        deployment = deployment.model_copy(update={"expert_parallel": True, "dp_attention": True})
-        tp = dp_attention_tp(loaded.model.name, resolved.n_devices, dp, tp, pp or 1)
+        from mha_cli.core.dp_attention import dp_tp
+
+        tp = dp_tp(dp, tp, resolved.n_devices, pp or 1)
+        deployment = deployment.model_copy(update={"expert_parallel": True, "dp": dp})
     device = resolved.target
     weights = deployment.weight_dtype
     if device.id == "cpu":
@@ -321,27 +312,6 @@ def plan(
         write_plan_plot(plot, result, force=force)
         output.wrote(plot)
     output.emit(result, render_plan)
-
-
-def dp_attention_tp(model_name: str, n_devices: int, dp: int, tp: int | None, pp: int) -> int:
-    """The tp of each data-parallel rank under ``--dp``: GPUs / (dp x pp), or ``tp`` when given, checked to use every
-    GPU (one line each way it does not)."""
-    if dp < 1:
-        raise BadInputError(f"--dp {dp}: give 2 or more data-parallel ranks")
-    if tp is None:
-        if n_devices % (dp * pp):
-            divisors = [str(d) for d in range(n_devices, 1, -1) if n_devices % (d * pp) == 0]
-            hint = f" such as {', '.join(divisors[:3])}" if divisors else ""
-            raise BadInputError(
-                f"--dp {dp} must divide the {n_devices} GPU(s) of the target (with --pp {pp}): pick a divisor{hint}"
-            )
-        return n_devices // (dp * pp)
-    if tp * dp * pp != n_devices:
-        raise BadInputError(
-            f"--tp {tp} x --dp {dp} x --pp {pp} must equal the {n_devices} GPU(s) of the target for {model_name}:"
-            " leave out --tp (it follows from --dp)"
-        )
-    return tp
 
 
 def _check_max_model_len(max_model_len: str | None, context: int) -> None:

@@ -28,6 +28,7 @@ DeepSeek-V3's 4 of 8 groups over 8 devices, 7 x (1 - C(7, 4) / C(8, 4)) = 3.5. A
 
 from math import comb
 
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
 
@@ -35,9 +36,33 @@ DP_ATTENTION_ENGINES = ("vllm", "sglang")
 """Engines that run DP attention with expert parallelism (TensorRT-LLM's replicas here are separate servers)."""
 
 
-def dp_attention_problem(model: ModelSpec, engine: str | None, tp: int, dp: int) -> str | None:
-    """Why ``dp`` data-parallel ranks of tp ``tp`` cannot run ``model``'s attention apart with its experts spread
-    over all of them, or None when they can (one line: what is wrong and what to do)."""
+def dp_tp(dp: int, tp: int | None, n_devices: int, pp: int = 1) -> int:
+    """The tp of each of ``dp`` data-parallel ranks on ``n_devices``: n_devices / (dp x pp), or ``tp`` when given,
+    checked to use every device (``BadInputError``, one line, otherwise)."""
+    if dp < 1:
+        raise BadInputError(f"--dp {dp}: give 2 or more data-parallel ranks")
+    if tp is None:
+        if n_devices % (dp * pp):
+            divisors = [str(d) for d in range(n_devices, 1, -1) if n_devices % (d * pp) == 0]
+            hint = f" such as {', '.join(divisors[:3])}" if divisors else ""
+            pp_note = f" (with --pp {pp})" if pp > 1 else ""
+            raise BadInputError(
+                f"--dp {dp} must divide the {n_devices} GPU(s) of the target{pp_note}: pick a divisor{hint}"
+            )
+        return n_devices // (dp * pp)
+    if tp * dp * pp != n_devices:
+        raise BadInputError(
+            f"--tp {tp} x --dp {dp}{f' x --pp {pp}' if pp > 1 else ''} must equal the {n_devices} GPU(s) of the"
+            " target: leave out --tp (it follows from --dp)"
+        )
+    return tp
+
+
+def dp_attention_problem(model: ModelSpec, engine: str | None, tp: int, dp: int, replicas: int) -> str | None:
+    """Why ``dp`` data-parallel ranks of tp ``tp`` (the layout's ``replicas``) cannot run ``model``'s attention apart
+    with its experts spread over all of them, or None when they can (one line: what is wrong and what to do)."""
+    if dp != replicas:
+        return f"--dp {dp} with tp {tp} leaves {replicas} replica(s): give --dp alone (tp follows from it)"
     if model.moe is None:
         return (
             f"DP attention spreads routed experts over the data-parallel ranks and {model.name} has none (a dense"

@@ -127,7 +127,7 @@ class LayoutPlans:
         if isl < 1 or osl < 1:
             raise BadInputError("--isl, --osl and --concurrency must be at least 1")
         tp, replicas = resolve_layout(target, tp, pp)
-        if deployment.dp_attention and (problem := dp_attention_problem(model, deployment.engine, tp, replicas)):
+        if deployment.dp and (problem := dp_attention_problem(model, deployment.engine, tp, deployment.dp, replicas)):
             raise BadInputError(problem)
         if deployment.expert_parallel and model.moe is None:
             raise BadInputError(f"--expert-parallel spreads routed experts and {model.name} has none: leave it out")
@@ -288,7 +288,9 @@ def simulate_plan(
 ) -> ServingPlan:
     """``plan`` with its serving loop simulated under ``client``'s load (its ``rate_rps`` when it has one)."""
     d = plan.deployment
-    variant = deployment.model_copy(update={"expert_parallel": d.expert_parallel, "dp_attention": d.dp_attention})
+    variant = deployment.model_copy(
+        update={"expert_parallel": d.expert_parallel, "dp": d.replicas if d.dp_attention else None}
+    )
     experts = expert_layout(model, d.tp, d.replicas, variant)
     case = serving_case(model, variant, plan.memory, isl=plan.isl, osl=plan.osl, concurrency=plan.concurrency,
                         pp=d.pp, replicas=d.replicas, experts=experts)  # fmt: skip

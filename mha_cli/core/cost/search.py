@@ -86,16 +86,20 @@ def layouts(model: ModelSpec, n_devices: int) -> list[tuple[int, int]]:
     return found
 
 
+DP_ATTENTION_VARIANT = 1
+"""``_variants``' placeholder ``dp`` for DP attention: the search sets each layout's replicas in its place."""
+
+
 def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSpec]:
     """The deployment as asked, and for an MoE model the other expert layout (expert parallel or not) too, and DP
     attention where the engine runs it (``core.dp_attention``; ``_skipped`` says on which layouts each runs)."""
+    plain = deployment.model_copy(update={"dp": None})
     if model.moe is None:
-        return [deployment]
-    plain = deployment.model_copy(update={"dp_attention": None})
+        return [plain]
     other = plain.model_copy(update={"expert_parallel": not plain.expert_parallel})
     found = [plain, other] if not plain.expert_parallel else [other, plain]
     if (deployment.engine or "vllm") in DP_ATTENTION_ENGINES:
-        found.append(plain.model_copy(update={"expert_parallel": True, "dp_attention": True}))
+        found.append(plain.model_copy(update={"expert_parallel": True, "dp": DP_ATTENTION_VARIANT}))
     return found
 
 
@@ -104,7 +108,7 @@ def _skipped(variant: DeploymentSpec, tp: int, pp: int, n_devices: int) -> bool:
     recipes); where it runs, it stands for whole experts shared by the replicas (the same weights and cache as
     expert parallelism with all-gather, priced with the all-to-all the engines' DP attention recipes use)."""
     dp_layout = pp == 1 and tp < n_devices
-    if variant.dp_attention:
+    if variant.dp:
         return not dp_layout
     engine_runs_it = (variant.engine or "vllm") in DP_ATTENTION_ENGINES
     return bool(variant.expert_parallel) and dp_layout and engine_runs_it
@@ -112,7 +116,7 @@ def _skipped(variant: DeploymentSpec, tp: int, pp: int, n_devices: int) -> bool:
 
 def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec) -> str:
     label = f"tp {tp} x pp {pp} x {replicas} replica(s)"
-    if deployment.dp_attention:
+    if deployment.dp:
         return label + " with DP attention"
     return label + (" with expert parallelism" if deployment.expert_parallel else "")
 
@@ -163,6 +167,8 @@ def _search(
     for (tp, pp), variant in itertools.product(layouts(model, target.n_devices), _variants(model, deployment)):
         if _skipped(variant, tp, pp, target.n_devices):
             continue
+        if variant.dp:  # DP attention: over this layout's replicas
+            variant = variant.model_copy(update={"dp": target.n_devices // (tp * pp)})
         label = _label(tp, pp, target.n_devices // (tp * pp), variant)
         try:
             plans = LayoutPlans(model, target, variant, *profiles, isl=isl, osl=osl, tp=tp, pp=pp)
