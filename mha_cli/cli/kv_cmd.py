@@ -6,6 +6,7 @@ import typer
 
 from mha_cli.cli.options import (
     BlockSizeOpt,
+    DpOpt,
     EngineOpt,
     ForceOpt,
     JsonOpt,
@@ -50,6 +51,7 @@ def kv(
     batch: SourceBatchOpt = None,
     kv_dtype: KvDtypeOpt = None,
     tp: TpOpt = None,
+    dp: DpOpt = None,
     block_size: BlockSizeOpt = None,
     target: TargetOpt = None,
     weight_dtype: WeightDtypeOpt = None,
@@ -73,7 +75,7 @@ def kv(
     loaded = load_source(source)
     deployment = merge_deployment(
         loaded.deployment,
-        model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, block_size=block_size,
+        model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, dp=dp, block_size=block_size,
         target=target, weight_dtype=weight_dtype, mla_cache=mla_cache, state_convention=state_convention,
         engine=engine,
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,

@@ -69,6 +69,19 @@ TpOpt = Annotated[
         show_default=False,
     ),
 ]
+DpOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--dp",
+        "--data-parallel-size",
+        "--dp-size",
+        help="MoE: DP attention over this many data-parallel ranks (SGLang --dp with --enable-dp-attention, vLLM"
+        " --data-parallel-size with --enable-expert-parallel): each rank runs attention for its own requests and"
+        " caches only them, the routed experts whole over all GPUs, reached by all-to-all; tp = GPUs / dp unless"
+        " --tp is given.",
+        show_default=False,
+    ),
+]
 TargetOpt = Annotated[
     str | None,
     typer.Option(

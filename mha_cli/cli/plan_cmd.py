@@ -14,6 +14,7 @@ import typer
 
 from mha_cli.cli.options import (
     BlockSizeOpt,
+    DpOpt,
     EngineOpt,
     ForceOpt,
     ItlOpt,
@@ -104,6 +105,7 @@ def plan(
             show_default=False,
         ),
     ] = None,
+    dp: DpOpt = None,
     rate: Annotated[
         float | None,
         typer.Option(
@@ -116,6 +118,7 @@ def plan(
         bool,
         typer.Option(
             "--expert-parallel",
+            "--enable-expert-parallel",
             help="MoE: whole experts per GPU (vLLM --enable-expert-parallel) for the deployment --tp/--pp pin;"
             " a search tries both layouts.",
         ),
@@ -208,7 +211,7 @@ def plan(
 ) -> None:
     """Predict TTFT, ITL (time per output token), end-to-end latency and tokens/s of a deployment, or search them.
 
-    With --tp or --pp: one deployment; replicas = devices / (tp x pp), users spread over them; the engine's memory plan caps the requests each runs at once (the rest wait, in TTFT).
+    With --tp, --pp or --dp: one deployment; replicas = devices / (tp x pp), users spread over them; the engine's memory plan caps the requests each runs at once (the rest wait, in TTFT).
 
     Without them: every layout of the target's devices at every load it admits, the Pareto front (tokens/s per GPU against per user), the pick that meets --ttft-ms and --itl-ms with the most tokens/s per GPU, and its launch command.
 
@@ -249,6 +252,11 @@ def plan(
                 f"--expert-parallel spreads routed experts and {loaded.model.name} has none: leave it out"
             )
         deployment = deployment.model_copy(update={"expert_parallel": True})
+    if dp is not None:
+        from mha_cli.core.dp_attention import dp_tp
+
+        tp = dp_tp(dp, tp, resolved.n_devices, pp or 1)
+        deployment = deployment.model_copy(update={"expert_parallel": True, "dp": dp})
     device = resolved.target
     weights = deployment.weight_dtype
     if device.id == "cpu":
@@ -272,7 +280,7 @@ def plan(
     if slo_percentile not in (0, 50, 90, 99):
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
     output = Output(json)
-    if tp is None and pp is None:
+    if tp is None and pp is None:  # --dp has set tp
         from mha_cli.core.cost.search import search_deployments
 
         found = search_deployments(
@@ -476,7 +484,7 @@ def render_search(console: Console, result: SearchResult) -> None:
         d = c.deployment
         mark = "*" if index == result.chosen else ""
         meets = "yes" if c.meets_targets else "no: " + ", ".join(miss.split()[0] for miss in c.misses)
-        ep = " ep" if d.expert_parallel else ""
+        ep = " dpa" if d.dp_attention else " ep" if d.expert_parallel else ""
         table.add_row(mark, f"{d.tp} x {d.pp} x {d.replicas}{ep}", f"{c.concurrency:,}", f"{c.ttft_ms:,.0f}",
                       f"{c.itl_ms:,.1f}", f"{c.output_tokens_per_s_per_gpu:,.0f}", f"{c.tokens_per_s_per_user:,.1f}",
                       escape(meets))  # fmt: skip

@@ -9,6 +9,7 @@ no thousands separators.
 import itertools
 from typing import NamedTuple
 
+from mha_cli.core.dp_attention import DP_ATTENTION_ENGINES
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.kv import KvFootprint, footprint_for
@@ -64,10 +65,12 @@ def ways_out(
     kv: KvFootprint,
     total_params: int,
 ) -> list[str]:
-    """What would make ``plan`` fit, most general first; empty when it fits."""
+    """What would make ``plan`` fit, most general first; empty when it fits. Under DP attention (``--dp``) only the
+    ways that keep its ranks: another target or tp would not match the --dp asked."""
     if plan.fits:
         return []
-    devices = devices_that_fit(model, target, deployment, total_params)
+    keeps_ranks = deployment.dp is not None
+    devices = None if keeps_ranks else devices_that_fit(model, target, deployment, total_params)
     ways = []
     if devices:
         # --tp too when the plan's tp was set apart from the device count, or the new target would not change it.
@@ -82,7 +85,7 @@ def ways_out(
             if bytes_per_weight(dtype) < current and per_device < plan.usable_bytes:
                 ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
                 break
-        return ways or [last_resort(model, target, deployment, plan, total_params)]
+        return ways or [_last_way(model, target, deployment, plan, total_params)]
     knob = _engine_knob_that_fits(model, target, deployment, plan, kv)
     if knob:
         ways.append(knob)
@@ -99,17 +102,33 @@ def ways_out(
             <= plan.usable_bytes - plan.weight_bytes_per_device
         )
         ways.append(f"--kv-dtype fp8 ({share:.0%} of this cache{'' if enough else '; not enough on its own'})")
-    split = _smaller_split_that_fits(model, target, deployment, plan)
+    split = None if keeps_ranks else _smaller_split_that_fits(model, target, deployment, plan)
     if split:
         ways.append(split)
     elif (
-        not lighter and not knob and not devices and (pair := _capacity_pair_that_fits(model, target, deployment, plan))
+        not keeps_ranks
+        and not lighter
+        and not knob
+        and not devices
+        and (pair := _capacity_pair_that_fits(model, target, deployment, plan))
     ):
         ways.append(pair)
+    dp_attention = _dp_attention_that_fits(model, target, deployment, plan)
+    if dp_attention:
+        ways.append(dp_attention)
     seq = _longest_context_that_fits(model, target, deployment, plan)
     if 0 < seq < kv.seq_len:
         ways.append(f"--seq {seq} (the context this batch fits)")
-    return ways or [last_resort(model, target, deployment, plan, total_params)]
+    return ways or [_last_way(model, target, deployment, plan, total_params)]
+
+
+def _last_way(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan, total_params: int
+) -> str:
+    """``last_resort``, or under DP attention (whose ranks the other devices' layouts would not keep) why none is."""
+    if deployment.dp is None:
+        return last_resort(model, target, deployment, plan, total_params)
+    return f"none: nothing at --dp {deployment.dp} on {target.spec} fits; leave out --dp for the other layouts' ways"
 
 
 def _plan_with(
@@ -143,6 +162,34 @@ def _smaller_split_that_fits(
                 f"--tp {tp} ({smaller.replicas} data-parallel replicas{shared}: each device caches only its"
                 f" replica's sequences; {counted(smaller.max_sequences, 'sequence')} fit)"
             )
+    return None
+
+
+def _dp_attention_that_fits(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan
+) -> str | None:
+    """``--tp T --dp N``: DP attention (``core.dp_attention``) over the fewest data-parallel ranks at which an MoE
+    model's batch fits, where the engine runs it: each rank caches only its own requests, the experts whole over
+    all devices; with ``--kv-dtype fp8`` when it takes that too (``mha kv`` takes ``--dp``; ``check`` and
+    ``recommend`` leave this way out)."""
+    if model.moe is None or (deployment.engine or "vllm") not in DP_ATTENTION_ENGINES or deployment.dp is not None:
+        return None
+    cache_changes: list[tuple[str, dict[str, object]]] = [("", {})]
+    if storage_format(deployment.kv_dtype).bits > 8:
+        cache_changes.append(("--kv-dtype fp8 ", {"kv_dtype": "fp8"}))
+    for flag, update in cache_changes:
+        for dp in range(2, target.n_devices + 1):
+            if target.n_devices % dp:
+                continue
+            tp = target.n_devices // dp
+            spread = _plan_with(model, target, deployment, tp, dp=dp, expert_parallel=True, **update)
+            if spread is not None and spread.fits:
+                together = "together: DP attention alone is not enough; " if flag else ""
+                return (
+                    f"{flag}--tp {tp} --dp {dp} ({together}DP attention: {dp} ranks of tp {tp}, each caching only its"
+                    f" own requests, the experts whole over all {target.n_devices} GPUs;"
+                    f" {counted(spread.max_sequences, 'sequence')} fit)"
+                )
     return None
 
 
@@ -282,7 +329,10 @@ def _longest_context_that_fits(
 
 def _plan_experts(plan: MemoryPlan, deployment: DeploymentSpec) -> ExpertLayout | None:
     """The routed experts' layout the plan priced (None without MoE)."""
-    return None if plan.expert_ranks is None else ExpertLayout(plan.expert_ranks, bool(deployment.expert_parallel))
+    if plan.expert_ranks is None:
+        return None
+    dp_attention = deployment.dp is not None and plan.expert_ranks > plan.tp
+    return ExpertLayout(plan.expert_ranks, bool(deployment.expert_parallel) or dp_attention, dp_attention)
 
 
 def flag_fit(
@@ -366,12 +416,15 @@ class Priced(NamedTuple):
         return ways_out(self.model, self.target, self.deployment, self.memory, self.kv, self.params.total)
 
 
-def deployment_judge(model: ModelSpec, deployment: DeploymentSpec) -> Judge:
-    """A way out of ``mha kv`` or ``mha check`` as a user pasting it gets it: its flags set on ``deployment`` and the
-    memory plan priced again (``price_deployment``); passes when it fits, else returns the ways out from there."""
+def deployment_judge(
+    model: ModelSpec, deployment: DeploymentSpec, fields: dict[str, tuple[str, type]] | None = None
+) -> Judge:
+    """A way out of ``mha kv`` or ``mha check`` as a user pasting it gets it: its flags (``fields``' names, default
+    ``FLAG_FIELDS``) set on ``deployment`` and the memory plan priced again (``price_deployment``); passes when it
+    fits, else returns the ways out from there."""
 
     def judge(words: list[str]) -> Verdict:
-        changed = deployment.model_copy(update=flag_updates(words))
+        changed = deployment.model_copy(update=flag_updates(words, fields))
         try:
             priced = price_deployment(model, changed)
         except MhaError as exc:
@@ -427,7 +480,7 @@ def price_deployment(model: ModelSpec, deployment: DeploymentSpec, *, unsplit_fa
     """
     target = resolve_target(deployment.target) if deployment.target else None
     try:
-        tp = resolve_tp(deployment.tp, target)
+        tp = resolve_tp(deployment.tp, target, deployment.dp)
     except LayoutError as exc:
         assert target is not None and deployment.tp is not None  # only a --tp the target's devices refuse
         pasted = accepted(lambda words: price_deployment(model, deployment.model_copy(update=flag_updates(words))))

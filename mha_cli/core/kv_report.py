@@ -15,7 +15,7 @@ from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.core.variants import variant_options
-from mha_cli.core.ways import FLAG_FIELDS, WayOut, settle
+from mha_cli.core.ways import KV_FLAGS, WayOut, settle
 
 
 class VariantRow(Record):
@@ -127,7 +127,7 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         weight_bytes=priced.weight_bytes,
         kv=priced.kv,
         memory=priced.memory,
-        ways_out=settle(priced.ways, deployment_judge(model, deployment), FLAG_FIELDS),
+        ways_out=settle(priced.ways, deployment_judge(model, deployment, KV_FLAGS), KV_FLAGS),
         variants=rows,
         latency=None if priced.memory is None else latency_or_none(model, priced.memory, priced.deployment),
     )

@@ -12,6 +12,7 @@ requests only.
 
 from pydantic import NonNegativeInt
 
+from mha_cli.core.dp_attention import dp_attention_experts, dp_attention_problem, dp_tp
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.errors import BadInputError
@@ -84,10 +85,13 @@ class MemoryPlan(Record):
 def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: DeploymentSpec | None) -> ExpertLayout | None:
     """How ``model``'s routed experts spread over the devices (None without MoE): over the tp ranks of each replica,
     or over all tp x replicas ranks when the engine's data-parallel ranks share them (``ENGINES_SHARING_EXPERTS``);
-    whole experts per rank with ``deployment.expert_parallel``."""
+    whole experts per rank with ``deployment.expert_parallel``; whole over all ranks, reached by all-to-all, with
+    ``deployment.dp``."""
     if model.moe is None:
         return None
     deployment = deployment or DeploymentSpec()
+    if deployment.dp and replicas > 1:  # checked by the caller (core.dp_attention.dp_attention_problem)
+        return dp_attention_experts(tp, replicas)
     whole = bool(deployment.expert_parallel)
     shared = replicas > 1 and (deployment.engine or "vllm") in ENGINES_SHARING_EXPERTS
     if shared and shared_experts_problem(model, tp, replicas, whole) is not None:
@@ -108,7 +112,11 @@ def describe_experts(model: ModelSpec, layout: ExpertLayout) -> str:
     assert model.moe is not None
     total = model.moe.n_experts
     if layout.whole:
-        return f"{local_experts(model, layout)} of {total} experts whole (expert parallel over {layout.ranks} ranks)"
+        reached = ", reached by all-to-all" if layout.all_to_all else ""
+        return (
+            f"{local_experts(model, layout)} of {total} experts whole (expert parallel over {layout.ranks} ranks"
+            f"{reached})"
+        )
     if layout.ranks == 1:
         return f"all {total} experts whole"
     return f"all {total} experts at 1/{layout.ranks} of their width (tensor-sharded over {layout.ranks} ranks)"
@@ -119,9 +127,14 @@ class LayoutError(BadInputError):
     that can run the command again names the ways out that pass (``layout_changes``, judged by ``core.ways``)."""
 
 
-def resolve_tp(tp: int | None, target: ResolvedTarget | None) -> int:
-    """The tensor-parallel degree: given, or the target's device count; checked against it (``LayoutError``)."""
+def resolve_tp(tp: int | None, target: ResolvedTarget | None, dp: int | None = None) -> int:
+    """The tensor-parallel degree: given, or the target's device count (over ``dp`` DP attention ranks: its share);
+    checked against it (``LayoutError``)."""
     n_devices = target.n_devices if target else 1
+    if dp is not None:
+        if target is None:
+            raise BadInputError(f"--dp {dp} spreads the model over a target's GPUs: add --target (8xh200, ...)")
+        return dp_tp(dp, tp, n_devices)
     if tp is None:
         return n_devices
     if target is not None and (tp > n_devices or n_devices % tp):
@@ -167,6 +180,10 @@ def plan_memory(
     replicas = target.n_devices // kv.tp
     sequences = -(-kv.batch // replicas)
     copies_note = None
+    if experts is None and deployment is not None and deployment.dp:  # asked for: refused, never priced as copies
+        problem = dp_attention_problem(model, deployment.engine, kv.tp, deployment.dp, replicas)
+        if problem is not None:
+            raise BadInputError(problem)
     if experts is None:
         experts = expert_layout(model, kv.tp, replicas, deployment)
         whole = bool((deployment or DeploymentSpec()).expert_parallel)

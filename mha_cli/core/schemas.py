@@ -11,7 +11,7 @@ field holds a concrete value, and values derived from them are properties, never
 """
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
@@ -928,6 +928,22 @@ class DeploymentSpec(_Strict):
     expert_parallel: bool | None = None
     """MoE only: whole routed experts per rank (vLLM's ``--enable-expert-parallel``) instead of every expert's width
     split over the ranks that share them (None: off)."""
+    dp: Annotated[int, Field(gt=0, le=4096)] | None = None
+    """MoE only: DP attention over ``dp`` data-parallel ranks (``core.dp_attention``; ``--dp N``), each of tp =
+    devices / (dp x pp) devices, running attention for its own requests with its own KV cache, the routed experts
+    whole over all ranks and reached by all-to-all (SGLang ``--dp N --enable-dp-attention``, vLLM
+    ``--data-parallel-size N --enable-expert-parallel``); implies ``expert_parallel`` (None: off)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dp_attention_is_expert_parallel(cls, data: Any) -> Any:
+        """``dp`` sets ``expert_parallel`` (its experts are whole on each rank); an explicit false is refused."""
+        if isinstance(data, dict) and data.get("dp") is not None:
+            if data.get("expert_parallel") is False:
+                raise ValueError("dp (DP attention) spreads whole experts: expert_parallel cannot be false with it")
+            data = {**data, "expert_parallel": True}
+        return data
+
     kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=1 << 50)] | None = None
     """vLLM: the KV pool per rank in bytes, set rather than derived from the memory utilisation
     (``--kv-cache-memory-bytes``; ``VLLM_CPU_KVCACHE_SPACE`` GiB on its CPU backend); None: derived."""

@@ -101,6 +101,10 @@ class ExpertLayout(NamedTuple):
 
     ranks: int
     whole: bool = False
+    all_to_all: bool = False
+    """DP attention (``core.dp_attention``): each data-parallel rank sends its tokens to the ranks holding their
+    experts and takes the results back (all-to-all dispatch and combine, DeepEP), rather than all-gathering every
+    rank's tokens and reduce-scattering the sums (vLLM's default all2all backend)."""
 
 
 def _experts(tp: int, experts: ExpertLayout | None) -> ExpertLayout:

@@ -28,6 +28,9 @@ FLAG_FIELDS: dict[str, tuple[str, type]] = {
     "--max-num-seqs": ("max_num_seqs", int),
 }
 """The deployment field each flag a way out of ``mha kv`` or ``mha check`` names sets."""
+KV_FLAGS: dict[str, tuple[str, type]] = {**FLAG_FIELDS, "--dp": ("dp", int)}
+"""``mha kv``'s: those and DP attention's ``--dp`` (``core.dp_attention``), which ``check`` and ``recommend`` do not
+take."""
 
 MAX_PAIRS_TRIED = 8
 """Pairs judged at most when no single change passes (a judge of ``mha recommend`` or ``mha plan`` runs the

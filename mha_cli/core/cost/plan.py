@@ -15,6 +15,7 @@ from pydantic import Field
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
 from mha_cli.core.cost.stepper import Stepper
+from mha_cli.core.dp_attention import dp_attention_problem
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
@@ -134,6 +135,8 @@ class LayoutPlans:
         if isl < 1 or osl < 1:
             raise BadInputError("--isl, --osl and --concurrency must be at least 1")
         tp, replicas = resolve_layout(target, tp, pp)
+        if deployment.dp and (problem := dp_attention_problem(model, deployment.engine, tp, deployment.dp, replicas)):
+            raise BadInputError(problem)
         if deployment.expert_parallel and model.moe is None:
             raise BadInputError(f"--expert-parallel spreads routed experts and {model.name} has none: leave it out")
         if deployment.expert_parallel and (problem := shared_experts_problem(model, tp, replicas, True)) is not None:
@@ -184,6 +187,12 @@ class LayoutPlans:
         if model.context_length and context > model.context_length:
             prediction.notes.append(f"isl + osl ({context:,}) exceed the {model.context_length:,} tokens {model.name}"
                                     " was trained for")  # fmt: skip
+        if self.experts is not None and self.experts.all_to_all:
+            prediction.notes.append(
+                f"DP attention: each of the {replicas} data-parallel ranks holds the attention weights whole and caches"
+                f" only its own requests (ceil({concurrency} / {replicas}) = {-(-concurrency // replicas)}); the"
+                f" routed experts spread whole over all {self.experts.ranks} GPUs, reached by all-to-all"
+            )
         if self.experts is not None and replicas > 1 and self.experts.ranks == tp:
             prediction.notes.append(
                 f"the {replicas} replicas each hold their own copy of the experts (separate servers: the launch line"
@@ -288,7 +297,9 @@ def simulate_plan(
 ) -> ServingPlan:
     """``plan`` with its serving loop simulated under ``client``'s load (its ``rate_rps`` when it has one)."""
     d = plan.deployment
-    variant = deployment.model_copy(update={"expert_parallel": d.expert_parallel})
+    variant = deployment.model_copy(
+        update={"expert_parallel": d.expert_parallel, "dp": d.replicas if d.dp_attention else None}
+    )
     experts = expert_layout(model, d.tp, d.replicas, variant)
     case = serving_case(model, variant, plan.memory, isl=plan.isl, osl=plan.osl, concurrency=plan.concurrency,
                         pp=d.pp, replicas=d.replicas, experts=experts)  # fmt: skip

@@ -95,6 +95,13 @@ class CollectiveCost(Record):
             return 0.0
         return self.latency_s + 2 * (ranks - 1) / ranks * n_bytes / self.bandwidth_bytes_per_s
 
+    def all_to_all_s(self, n_bytes: float, ranks: int) -> float:
+        """Seconds of one rank sending ``n_bytes`` to the other ranks (an all-to-all's share leaving it; every rank
+        sends as much at once, each over its own link)."""
+        if ranks <= 1:
+            return 0.0
+        return self.latency_s + n_bytes / self.bandwidth_bytes_per_s
+
     def all_gather_s(self, n_bytes: float, ranks: int) -> float:
         """Seconds of a ring all-gather whose result is ``n_bytes``: each rank receives (n - 1) / n of it."""
         if ranks <= 1:

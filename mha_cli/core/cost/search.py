@@ -3,7 +3,9 @@
 The layouts: every tensor-parallel degree tp and pipeline depth pp with tp x pp dividing the devices, tp sharding
 the model (heads and widths) and pp dividing its layers; the rest of the devices are data-parallel replicas. An MoE
 model's replicas share its routed experts under vLLM and SGLang (``core.memory.expert_layout``), and each layout is
-also tried with expert parallelism (whole experts per rank, ``--enable-expert-parallel``). Each
+also tried with expert parallelism (whole experts per rank, ``--enable-expert-parallel``): on a layout with replicas
+(one stage), as DP attention (``core.dp_attention``: each replica caches its own requests, the experts reached by
+all-to-all). Each
 layout whose engine starts is priced (``core.cost.plan``) at the concurrency asked, at the load an arrival ``rate``
 makes (``plan_at_rate``), or at 1, 2, 3, 4, 6, 8, ... users per replica up to what its KV pool admits (the largest batch it runs at once). Every (layout,
 concurrency) point is a candidate; it meets the targets when its TTFT and ITL are within ``--ttft-ms`` and
@@ -25,6 +27,7 @@ from pydantic import Field
 from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.dp_attention import DP_ATTENTION_ENGINES
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -83,16 +86,38 @@ def layouts(model: ModelSpec, n_devices: int) -> list[tuple[int, int]]:
     return found
 
 
+DP_ATTENTION_VARIANT = 1
+"""``_variants``' placeholder ``dp`` for DP attention: the search sets each layout's replicas in its place."""
+
+
 def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSpec]:
-    """The deployment as asked, and for an MoE model the other expert layout (expert parallel or not) too."""
+    """The deployment as asked, and for an MoE model the other expert layout (expert parallel or not) too, and DP
+    attention where the engine runs it (``core.dp_attention``; ``_skipped`` says on which layouts each runs)."""
+    plain = deployment.model_copy(update={"dp": None})
     if model.moe is None:
-        return [deployment]
-    other = deployment.model_copy(update={"expert_parallel": not deployment.expert_parallel})
-    return [deployment, other] if not deployment.expert_parallel else [other, deployment]
+        return [plain]
+    other = plain.model_copy(update={"expert_parallel": not plain.expert_parallel})
+    found = [plain, other] if not plain.expert_parallel else [other, plain]
+    if (deployment.engine or "vllm") in DP_ATTENTION_ENGINES:
+        found.append(plain.model_copy(update={"expert_parallel": True, "dp": DP_ATTENTION_VARIANT}))
+    return found
+
+
+def _skipped(variant: DeploymentSpec, tp: int, pp: int, n_devices: int) -> bool:
+    """Whether the search leaves ``variant`` out on tp x pp: DP attention needs replicas and one stage (the engines'
+    recipes); where it runs, it stands for whole experts shared by the replicas (the same weights and cache as
+    expert parallelism with all-gather, priced with the all-to-all the engines' DP attention recipes use)."""
+    dp_layout = pp == 1 and tp < n_devices
+    if variant.dp:
+        return not dp_layout
+    engine_runs_it = (variant.engine or "vllm") in DP_ATTENTION_ENGINES
+    return bool(variant.expert_parallel) and dp_layout and engine_runs_it
 
 
 def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec) -> str:
     label = f"tp {tp} x pp {pp} x {replicas} replica(s)"
+    if deployment.dp:
+        return label + " with DP attention"
     return label + (" with expert parallelism" if deployment.expert_parallel else "")
 
 
@@ -140,6 +165,10 @@ def _search(
     candidates: list[Candidate] = []
     tried: list[str] = []
     for (tp, pp), variant in itertools.product(layouts(model, target.n_devices), _variants(model, deployment)):
+        if _skipped(variant, tp, pp, target.n_devices):
+            continue
+        if variant.dp:  # DP attention: over this layout's replicas
+            variant = variant.model_copy(update={"dp": target.n_devices // (tp * pp)})
         label = _label(tp, pp, target.n_devices // (tp * pp), variant)
         try:
             plans = LayoutPlans(model, target, variant, *profiles, isl=isl, osl=osl, tp=tp, pp=pp)
@@ -199,10 +228,9 @@ def confirm_by_simulation(
             candidates[index] = as_candidate(plan, ttft_ms, itl_ms)
         return candidates[index].meets_targets
 
-    by_layout: dict[tuple[int, int, int, bool], list[int]] = {}
+    by_layout: dict[tuple[int, int, int, bool, bool], list[int]] = {}
     for i, c in enumerate(candidates):
-        d = c.deployment
-        by_layout.setdefault((d.tp, d.pp, d.replicas, d.expert_parallel), []).append(i)
+        by_layout.setdefault(_layout_key(c), []).append(i)
     passing = [i for i, c in enumerate(candidates) if c.meets_targets]
     ranked = sorted(
         {_layout_key(candidates[i]) for i in passing},
@@ -224,9 +252,9 @@ def confirm_by_simulation(
     return max(found, key=lambda i: candidates[i].output_tokens_per_s_per_gpu) if found else None
 
 
-def _layout_key(candidate: Candidate) -> tuple[int, int, int, bool]:
+def _layout_key(candidate: Candidate) -> tuple[int, int, int, bool, bool]:
     d = candidate.deployment
-    return d.tp, d.pp, d.replicas, d.expert_parallel
+    return d.tp, d.pp, d.replicas, d.expert_parallel, d.dp_attention
 
 
 def _search_share(client: ClientSpec, candidate: Candidate) -> ClientSpec:
@@ -355,6 +383,9 @@ def launch_commands(served: ServedModel, plan: ServingPlan, deployment: Deployme
     if d.expert_parallel:
         vllm.append("--enable-expert-parallel")
         sglang += ["--ep-size", str(d.expert_ranks)]
+    if d.dp_attention:  # the all-to-all priced (core.dp_attention): DeepEP in both engines
+        vllm += ["--all2all-backend", "deepep_low_latency"]
+        sglang += ["--moe-a2a-backend", "deepep"]
     if engine.name == "sglang":  # the fraction priced is SGLang's own mem_fraction_static
         sglang += ["--mem-fraction-static", f"{engine.gpu_memory_utilization:g}"]
     if deployment.weight_dtype == "fp8":  # fp8 asked of a bf16 checkpoint (an fp8-block one says so in its config)

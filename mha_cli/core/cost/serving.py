@@ -46,10 +46,15 @@ class Deployment(Record):
     """MoE: the ranks one layer's routed experts spread over (tp, or tp x replicas when the replicas share them)."""
     expert_parallel: bool = False
     """MoE: whole experts per rank (vLLM --enable-expert-parallel) rather than each expert's width split."""
+    dp_attention: bool = False
+    """MoE: DP attention with expert parallelism (``core.dp_attention``), the engines' DeepSeek recipe: the replicas
+    are data-parallel attention ranks, each caching its own requests, the experts whole over all GPUs and reached by
+    all-to-all. Replicas sharing width-split experts (``expert_ranks`` > tp without it) also run attention apart
+    (SGLang launches them with ``--enable-dp-attention``), their MoE tensor-parallel over all ranks by all-gather."""
 
     def describe(self) -> str:
-        """``tp 4 x pp 1 x 2 replica(s) with expert parallelism``."""
-        ep = " with expert parallelism" if self.expert_parallel else ""
+        """``tp 4 x pp 1 x 2 replica(s) with expert parallelism``, ``tp 1 x pp 1 x 8 replica(s) with DP attention``."""
+        ep = " with DP attention" if self.dp_attention else " with expert parallelism" if self.expert_parallel else ""
         return f"tp {self.tp} x pp {self.pp} x {self.replicas} replica(s){ep}"
 
 
@@ -193,6 +198,7 @@ def predict_serving(
             tp=case.tp, pp=case.pp, replicas=case.replicas, gpus=gpus,
             expert_ranks=None if case.experts is None else case.experts.ranks,
             expert_parallel=case.experts is not None and case.experts.whole,
+            dp_attention=case.experts is not None and case.experts.all_to_all,
         ), batching=case.batching,
         isl=case.isl, osl=case.osl, concurrency=case.concurrency, running_per_replica=running,
         queued_per_replica=queued, ttft_ms=ttft * 1e3, itl_ms=itl * 1e3, e2e_ms=e2e * 1e3,

@@ -42,11 +42,12 @@ def op_seconds(op: Op, profile: DeviceProfile, tp: int) -> tuple[float, bool]:
         if profile.collective is None:
             return 0.0, False
         collective, ranks = profile.collective, op.ranks or tp
-        seconds = (
-            collective.all_reduce_s(op.bytes, ranks)
-            if op.kind == "all_reduce"
-            else collective.all_gather_s(op.bytes, ranks)
-        )
+        if op.kind == "all_reduce":
+            seconds = collective.all_reduce_s(op.bytes, ranks)
+        elif op.kind == "all_to_all":
+            seconds = collective.all_to_all_s(op.bytes, ranks)
+        else:
+            seconds = collective.all_gather_s(op.bytes, ranks)
         return seconds, False
     bandwidth = profile.cache_bandwidth if op.kind == "attention" else profile.weight_bandwidth
     memory = op.bytes / bandwidth.at(op.bytes)

@@ -16,7 +16,8 @@ size (a small matrix does not saturate memory bandwidth) is looked up at the ins
 - **memory**: norms, residual adds, the MLP's activation, rotary, the embedding rows and the sampler's logits:
   bytes only.
 - **all_reduce** (tp > 1): after attention and after the MLP, tokens x d_model activations; **all_gather**: the
-  logits of every rank's vocabulary rows.
+  logits of every rank's vocabulary rows; **all_to_all** (DP attention): an MoE layer's dispatch of the rank's
+  tokens to the devices holding their experts and the combine back (``core.dp_attention.dispatch_bytes`` each).
 
 Ops outside the layers (``outside_layers``: embedding, LM head, sampler, logits gather) run once per step, on one
 pipeline stage.
@@ -28,6 +29,7 @@ count is measured where it matters: ``verify`` counts the operators it dispatche
 
 from typing import Literal, NamedTuple
 
+from mha_cli.core.dp_attention import dispatch_bytes
 from mha_cli.core.kv import kv_footprint, tokens_held
 from mha_cli.core.params import Matrix, matrices_per_rank
 from mha_cli.core.roofline import attention_pair_flops, experts_touched
@@ -36,8 +38,8 @@ from mha_cli.core.tensor_parallel import ExpertLayout, local_experts, tp_shard_p
 from mha_cli.core.weight_bytes import UNQUANTISED_BYTES
 from mha_cli.core.weight_formats import weight_format
 
-OpKind = Literal["matmul", "attention", "memory", "all_reduce", "all_gather"]
-COLLECTIVES = ("all_reduce", "all_gather")
+OpKind = Literal["matmul", "attention", "memory", "all_reduce", "all_gather", "all_to_all"]
+COLLECTIVES = ("all_reduce", "all_gather", "all_to_all")
 
 ACTIVATION_BYTES = 2
 """Activations in bf16 (what the engines run)."""
@@ -364,7 +366,13 @@ def layer_ops(
             Op(name="all-reduce", kind="all_reduce", count=2 * model.n_layers - mixer_only - shared_moe,
                bytes=tokens * d * ACTIVATION_BYTES, flops=0.0, tokens=tokens)
         )  # fmt: skip
-    if shared_moe:  # vLLM's default all2all backend: all-gather the groups' tokens, reduce-scatter the experts' sums
+    if shared_moe and layout.all_to_all:  # DP attention: each rank's tokens to their experts' devices and back
+        ops.append(
+            Op(name="experts' all-to-all dispatch and combine", kind="all_to_all", count=2 * shared_moe,
+               bytes=dispatch_bytes(model, tokens, layout.ranks, ACTIVATION_BYTES), flops=0.0, tokens=tokens,
+               ranks=layout.ranks)
+        )  # fmt: skip
+    elif shared_moe:  # vLLM's default all2all backend: all-gather the groups' tokens, reduce-scatter the experts' sums
         gathered = groups * tokens * d * ACTIVATION_BYTES
         ops.append(
             Op(name="experts' dispatch and combine", kind="all_gather", count=2 * shared_moe, bytes=gathered,

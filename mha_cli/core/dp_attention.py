@@ -1,0 +1,103 @@
+"""DP attention with expert parallelism: how SGLang (``--enable-dp-attention``) and vLLM (``--data-parallel-size``
+with ``--enable-expert-parallel``) run DeepSeek-like MoE models. Pure Python.
+
+With ``dp`` data-parallel ranks of ``tp`` devices each (tp 1 in the engines' recipes):
+
+- attention runs on each rank for its own requests: its weights are whole on every rank (sharded over the rank's
+  tp devices), and each rank's KV cache holds only its own requests, so the requests held at once grow dp-fold;
+- the routed experts spread whole over all tp x dp devices (expert parallelism); an MoE layer sends each token to
+  the devices holding the experts it picks and takes the results back: an all-to-all dispatch and combine
+  (SGLang ``--moe-a2a-backend deepep``; vLLM ``--all2all-backend deepep_low_latency``), no all-reduce;
+- the embedding, the LM head, the dense layers and the shared experts are priced as vLLM holds them: whole on each
+  rank (its data-parallel ranks are tp 1 engines; vLLM ``docs/serving/data_parallel_deployment.md``). SGLang
+  shards the dense MLPs over all ranks instead ("DP for attention, TP for FFN", its server arguments'
+  ``enable_dp_attention``), so for SGLang the plan holds a little more than it does (DeepSeek-V3 in fp8: about
+  1.2 GB a device, its 3 dense layers' MLPs less their 1/8).
+
+Both engines step the data-parallel ranks together (a rank with nothing to run still runs a dummy step), so the
+cost model prices one rank's step at its share of the requests.
+
+Bytes a device sends per MoE layer, each way: ``tokens x d_model x 2 B x remote destinations``, where a token goes
+once to every other device holding at least one of its top-k experts. With experts routed uniformly, a device
+holding E / N of the E experts holds none of a token's k with probability C(E - E / N, k) / C(E, k), so a token
+reaches ``(N - 1) x (1 - C(E - E / N, k) / C(E, k))`` other devices. Top-1 routing gives (N - 1) / N; 256
+experts, top 8, over 8 devices, 4.62. Group-limited routing counts groups for experts (``remote_destinations``):
+DeepSeek-V3's 4 of 8 groups over 8 devices, 7 x (1 - C(7, 4) / C(8, 4)) = 3.5. Activations in bf16 both ways
+(DeepEP's low-latency dispatch can send fp8: then the dispatch is about half this).
+"""
+
+from math import comb
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
+
+DP_ATTENTION_ENGINES = ("vllm", "sglang")
+"""Engines that run DP attention with expert parallelism (TensorRT-LLM's replicas here are separate servers)."""
+
+
+def dp_tp(dp: int, tp: int | None, n_devices: int, pp: int = 1) -> int:
+    """The tp of each of ``dp`` data-parallel ranks on ``n_devices``: n_devices / (dp x pp), or ``tp`` when given,
+    checked to use every device (``BadInputError``, one line, otherwise)."""
+    if dp < 1:
+        raise BadInputError(f"--dp {dp}: give 2 or more data-parallel ranks")
+    if tp is None:
+        if n_devices % (dp * pp):
+            divisors = [str(d) for d in range(n_devices, 1, -1) if n_devices % (d * pp) == 0]
+            hint = f" such as {', '.join(divisors[:3])}" if divisors else ""
+            pp_note = f" (with --pp {pp})" if pp > 1 else ""
+            raise BadInputError(
+                f"--dp {dp} must divide the {n_devices} GPU(s) of the target{pp_note}: pick a divisor{hint}"
+            )
+        return n_devices // (dp * pp)
+    if tp * dp * pp != n_devices:
+        raise BadInputError(
+            f"--tp {tp} x --dp {dp}{f' x --pp {pp}' if pp > 1 else ''} must equal the {n_devices} GPU(s) of the"
+            " target: leave out --tp (it follows from --dp)"
+        )
+    return tp
+
+
+def dp_attention_problem(model: ModelSpec, engine: str | None, tp: int, dp: int, replicas: int) -> str | None:
+    """Why ``dp`` data-parallel ranks of tp ``tp`` (the layout's ``replicas``) cannot run ``model``'s attention apart
+    with its experts spread over all of them, or None when they can (one line: what is wrong and what to do)."""
+    if dp != replicas:
+        return f"--dp {dp} with tp {tp} leaves {replicas} replica(s): give --dp alone (tp follows from it)"
+    if model.moe is None:
+        return (
+            f"DP attention spreads routed experts over the data-parallel ranks and {model.name} has none (a dense"
+            " model): leave out --dp; --tp with fewer devices than the target's makes plain replicas"
+        )
+    if (engine or "vllm") not in DP_ATTENTION_ENGINES:
+        return f"DP attention runs on vLLM and SGLang, not {engine}: use --engine vllm or sglang, or leave out --dp"
+    if dp < 2:
+        return f"--dp {dp}: DP attention needs 2 or more data-parallel ranks (without it: --tp alone)"
+    problem = tp_shard_problem(model, tp, dp_attention_experts(tp, dp))
+    return None if problem is None else f"DP attention over {dp} ranks of tp {tp}: {problem}"
+
+
+def dp_attention_experts(tp: int, dp: int) -> ExpertLayout:
+    """The routed experts under DP attention: whole over all tp x dp devices, reached by all-to-all."""
+    return ExpertLayout(tp * dp, whole=True, all_to_all=True)
+
+
+def remote_destinations(model: ModelSpec, ranks: int) -> float:
+    """Other devices one token's hidden state goes to in an MoE layer (see the module docstring): every device
+    holding at least one of its top-k experts, its own aside, with experts routed uniformly. Group-limited routing
+    (DeepSeek-V3: top 8 of the experts of 4 of 8 groups) whose groups sit whole on the devices counts the groups
+    instead: a token reaches the devices of its ``topk_group`` groups (each chosen group, picked by its best
+    scores, takes some of the token's experts)."""
+    moe = model.moe
+    assert moe is not None
+    units, picked = moe.n_experts, moe.n_active_experts
+    if moe.topk_method != "greedy" and moe.n_group > 1 and moe.n_group % ranks == 0:
+        units, picked = moe.n_group, moe.topk_group
+    elsewhere = units - -(-units // ranks)  # the experts (groups) not on a given device
+    untouched = comb(elsewhere, picked) / comb(units, picked)  # that device holds none of the token's
+    return (ranks - 1) * (1 - untouched)
+
+
+def dispatch_bytes(model: ModelSpec, tokens: int, ranks: int, activation_bytes: int) -> float:
+    """Bytes one device sends to the others to dispatch ``tokens`` tokens to their experts (and, as many, receives
+    back in the combine): tokens x d_model x ``activation_bytes`` x ``remote_destinations``."""
+    return tokens * model.d_model * activation_bytes * remote_destinations(model, ranks)

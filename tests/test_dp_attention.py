@@ -1,0 +1,189 @@
+"""DP attention with expert parallelism (``core.dp_attention``): DeepSeek-V3's weights and cache per GPU at dp 8 by
+hand, the all-to-all bytes of a step, the search finding the layout that holds 128K x 32 on 8 x H200 where tp 8 does
+not, the launch flags of both engines, and the refusals."""
+
+from __future__ import annotations
+
+import shlex
+from math import comb
+
+import pytest
+
+from mha_cli.core.cost.profile import CollectiveCost
+from mha_cli.core.cost.step import op_seconds
+from mha_cli.core.cost.work import decode_shape, forward_ops
+from mha_cli.core.dp_attention import dispatch_bytes, dp_attention_experts, remote_destinations
+from mha_cli.core.errors import EXIT_BAD_INPUT
+from mha_cli.core.params import count_params, params_per_rank
+from mha_cli.core.presets import get_preset
+
+V3 = "tests/fixtures/hf_configs/deepseek-v3.json"
+LONG = ["--target", "8xh200", "--isl", "126976", "--osl", "4096", "--concurrency", "32", "--closed-form"]
+"""128K tokens a request (126,976 in + 4,096 out = 131,072), 32 users, on 8 x H200."""
+
+D_MODEL, MOE_LAYERS, EXPERTS, D_FF_EXPERT = 7168, 58, 256, 2048
+ROUTED = MOE_LAYERS * EXPERTS * 3 * D_MODEL * D_FF_EXPERT
+"""DeepSeek-V3's routed experts: 58 MoE layers x 256 x (gate, up, down) of 7168 x 2048 = 653.9B."""
+MLA_ATTENTION = (
+    D_MODEL * 1536 + 1536 + 1536 * 128 * 192  # q down (a), its norm, q up (b): 128 heads of 128 + 64 rope
+    + D_MODEL * (512 + 64) + 512  # kv down to the latent and the shared rope key, the latent's norm
+    + 512 * 128 * (128 + 128)  # kv up: each head's key (nope part) and value
+    + 128 * 128 * D_MODEL  # o
+)  # fmt: skip
+"""One layer's MLA attention weights, counted from the config's shapes."""
+
+
+def test_each_dp_rank_holds_the_attention_whole_and_an_eighth_of_the_experts():
+    v3 = get_preset("deepseek-v3")
+    per_rank = params_per_rank(v3, 1, experts=dp_attention_experts(1, 8))
+    assert MLA_ATTENTION == 187_107_328
+    by_hand = (
+        2 * 129_280 * D_MODEL  # the embedding and the untied LM head, whole (tp 1 per rank)
+        + 61 * (MLA_ATTENTION + 2 * D_MODEL)  # every layer's attention whole, and its two norms
+        + 3 * 3 * D_MODEL * 18_432  # the 3 dense layers' MLPs, whole
+        + MOE_LAYERS * (EXPERTS * D_MODEL + 3 * D_MODEL * D_FF_EXPERT)  # each MoE layer's router and shared expert
+        + MOE_LAYERS * 32 * 3 * D_MODEL * D_FF_EXPERT  # 32 of its 256 routed experts
+        + D_MODEL  # the final norm
+    )  # fmt: skip
+    assert per_rank == by_hand == 98_856_229_888
+    assert per_rank == count_params(v3).total - ROUTED * 7 // 8  # all but 7 of 8 routed experts
+    assert ROUTED == 653_908_770_816
+
+
+def test_dp_8_caches_its_own_requests_and_fits_where_tp_8_does_not(cli):
+    dp = cli.json("plan", V3, *LONG, "--kv-dtype", "fp8", "--dp", "8")
+    assert dp["deployment"] == {
+        "tp": 1, "pp": 1, "replicas": 8, "gpus": 8, "expert_ranks": 8, "expert_parallel": True, "dp_attention": True
+    }  # fmt: skip
+    memory = dp["memory"]
+    # 32 / 8 = 4 requests per rank, each 131,072 tokens x 61 layers x 576 B (the fp8 latent and rope key)
+    assert memory["kv_bytes_per_device"] == 4 * 131_072 * 61 * 576 == 18_421_383_168
+    assert memory["fits"] is True and dp["queued_per_replica"] == 0
+    assert (
+        memory["experts_per_device"].startswith("32 of 256 experts whole")
+        and "all-to-all" in memory["experts_per_device"]
+    )
+    tp8 = cli.json("plan", V3, *LONG, "--kv-dtype", "fp8", "--tp", "8")  # the control: the latent on every rank
+    assert tp8["memory"]["kv_bytes_per_device"] == 32 * 131_072 * 61 * 576
+    assert tp8["memory"]["fits"] is False and tp8["queued_per_replica"] == 32 - tp8["running_per_replica"] > 0
+    # the weights differ by the attention (and head) held whole against an eighth, the experts alike
+    assert dp["memory"]["weight_bytes_per_device"] > tp8["memory"]["weight_bytes_per_device"]
+
+
+def test_the_all_to_all_bytes_of_a_decode_step_by_hand():
+    v3 = get_preset("deepseek-v3")
+    # DeepSeek-V3 routes to 4 of 8 groups, one group a rank at 8: a token reaches 4 ranks, 3.5 of them others
+    assert remote_destinations(v3, 8) == 7 * (1 - comb(7, 4) / comb(8, 4)) == 3.5
+    ops = forward_ops(v3, decode_shape(4, 131_072), tp=1, weight_dtype="fp8", experts=dp_attention_experts(1, 8))
+    a2a = [op for op in ops if op.kind == "all_to_all"]
+    assert len(a2a) == 1 and a2a[0].count == 2 * MOE_LAYERS and a2a[0].ranks == 8  # dispatch and combine, each layer
+    assert a2a[0].bytes == 4 * D_MODEL * 2 * 3.5 == 200_704  # 4 tokens x 7168 x bf16 x 3.5 other ranks
+    assert not any(op.kind == "all_reduce" for op in ops)  # tp 1: no all-reduce in attention
+    link = CollectiveCost(latency_s=10e-6, bandwidth_bytes_per_s=450e9, link="nvlink")
+    assert link.all_to_all_s(a2a[0].bytes, 8) == pytest.approx(10e-6 + 200_704 / 450e9)
+    # top-1 routing without groups: a token goes to one expert, on another rank (N - 1) / N of the time
+    top1 = get_preset("mixtral-8x7b")
+    top1 = top1.model_copy(update={"moe": top1.moe.model_copy(update={"n_active_experts": 1})})
+    assert dispatch_bytes(top1, 10, 8, 2) == pytest.approx(10 * 4096 * 2 * 7 / 8)
+    # 256 ungrouped experts, top 8: a token reaches 8 x (1 - C(224, 8) / C(256, 8)) devices
+    ungrouped = v3.model_copy(update={"moe": v3.moe.model_copy(update={"n_group": 1, "topk_group": 1})})
+    assert remote_destinations(ungrouped, 8) == pytest.approx(7 * (1 - comb(224, 8) / comb(256, 8)))
+
+
+def test_the_step_prices_the_all_to_all_on_the_link():
+    v3 = get_preset("deepseek-v3")
+    ops = forward_ops(v3, decode_shape(4, 4096), tp=1, experts=dp_attention_experts(1, 8))
+    a2a = next(op for op in ops if op.kind == "all_to_all")
+    from mha_cli.core.cost.priors import prior_profile
+    from mha_cli.core.targets import resolve_target
+
+    profile = prior_profile(resolve_target("8xh200").target)
+    seconds, _ = op_seconds(a2a, profile, 1)
+    assert seconds == pytest.approx(profile.collective.latency_s + a2a.bytes / profile.collective.bandwidth_bytes_per_s)
+
+
+def test_the_search_finds_dp_attention_at_128k_x_32_and_tp_8_queues(cli):
+    found = cli.json("plan", V3, *LONG, "--kv-dtype", "fp8")
+    assert any(
+        line.startswith("tp 1 x pp 1 x 8 replica(s) with DP attention: 6 request(s)") for line in found["layouts"]
+    )
+    dpa = [c for c in found["candidates"] if c["deployment"]["dp_attention"]]
+    holding = [c for c in dpa if c["concurrency"] == 32 and c["queued_per_replica"] == 0 and c["memory"]["fits"]]
+    assert {(c["deployment"]["tp"], c["deployment"]["replicas"]) for c in holding} == {(1, 8), (2, 4)}
+    tp8 = [c for c in found["candidates"] if c["deployment"]["tp"] == 8]
+    assert tp8 and all(c["queued_per_replica"] > 0 for c in tp8)  # the control: 9 of 32 at once
+    # the checkpoint's fp8 weights with a bf16 cache: no layout holds 32 at once (dp 8: 3 a rank)
+    bf16 = cli.json("plan", V3, *LONG, "--ttft-ms", "120000")
+    assert not any(c["queued_per_replica"] == 0 for c in bf16["candidates"])
+    assert bf16["chosen"] is None and bf16["ways_out"][0]["change"] == "--kv-dtype fp8"  # the way to the fit above
+    assert bf16["ways_out"][0]["fits"] is True
+
+
+@pytest.mark.parametrize("flag", ["--dp", "--data-parallel-size", "--dp-size"])
+def test_dp_pins_one_deployment_under_each_engines_name(cli, flag):
+    plan = cli.json("plan", V3, *LONG, "--kv-dtype", "fp8", flag, "4")
+    assert plan["deployment"]["tp"] == 2 and plan["deployment"]["replicas"] == 4 and plan["deployment"]["dp_attention"]
+
+
+def test_the_search_launches_dp_attention_with_each_engines_flags(cli):
+    """Short requests at 1,024 users: the search picks dp 8 (the engines' recipe for DeepSeek at high load)."""
+    found = cli.json("plan", V3, "--target", "8xh200", "--isl", "1024", "--osl", "1024", "--concurrency", "1024",
+                     "--closed-form")  # fmt: skip
+    pick = found["candidates"][found["chosen"]]["deployment"]
+    assert pick["dp_attention"] and (pick["tp"], pick["replicas"]) == (1, 8)
+    vllm, sglang = shlex.split(found["launch"]["vllm"]), shlex.split(found["launch"]["sglang"])
+
+    def value(words: list[str], name: str) -> str:
+        return words[words.index(name) + 1]
+
+    assert value(vllm, "--tensor-parallel-size") == "1" and value(vllm, "--data-parallel-size") == "8"
+    assert "--enable-expert-parallel" in vllm and value(vllm, "--all2all-backend") == "deepep_low_latency"
+    assert value(vllm, "--max-num-seqs") == "128"  # per data-parallel rank: 1,024 / 8
+    assert value(sglang, "--tp-size") == "8" and value(sglang, "--dp-size") == "8" and "--enable-dp-attention" in sglang
+    assert value(sglang, "--ep-size") == "8" and value(sglang, "--moe-a2a-backend") == "deepep"
+    assert value(sglang, "--max-running-requests") == "1024"  # SGLang divides it over its --dp-size
+    plain = cli.json("plan", V3, "--target", "8xh200", "--tp", "8", "--concurrency", "8", "--closed-form")
+    assert not plain["deployment"]["dp_attention"]  # the control: tp 8 holds one replica, no DP attention
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["plan", "llama-3-8b", "--target", "8xh100", "--dp", "8"], "has none (a dense model)"),
+        (["plan", V3, "--target", "8xh200", "--dp", "3"], "--dp 3 must divide the 8 GPU(s)"),
+        (["plan", V3, "--target", "8xh200", "--dp", "1"], "needs 2 or more data-parallel ranks"),
+        (["plan", V3, "--target", "8xh200", "--dp", "8", "--tp", "2"], "must equal the 8 GPU(s)"),
+        (["plan", V3, "--target", "8xh200", "--dp", "8", "--engine", "trtllm"], "runs on vLLM and SGLang"),
+    ],
+    ids=["dense", "not-dividing", "one-rank", "tp-too", "trtllm"],
+)
+def test_refusals_are_one_line(cli, args, said):
+    result = cli.run(*args)
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert said in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_kv_takes_dp_and_its_ways_out_offer_dp_attention_each_pasted(cli):
+    """128K x 32 on 8 x H200 with the checkpoint's bf16 cache: tp 8 holds 4; DP attention with an fp8 cache holds 32,
+    and the way out saying so is pasted again and fits."""
+    args = ["kv", V3, "--target", "8xh200", "--seq", "128K", "--batch", "32"]
+    report = cli.json(*args)
+    assert report["memory"]["fits"] is False and report["memory"]["max_sequences"] == 4
+    changes = [way["change"] for way in report["ways_out"]]
+    assert "--kv-dtype fp8 --tp 2 --dp 4" in changes  # the fewest ranks that hold 32 (dp 2 holds 18)
+    pasted = cli.json(*args, *shlex.split("--kv-dtype fp8 --tp 2 --dp 4"))
+    assert pasted["memory"]["fits"] is True and pasted["deployment"]["dp"] == 4
+    assert pasted["deployment"]["expert_parallel"] is True and "all-to-all" in pasted["memory"]["experts_per_device"]
+    dp8 = cli.json(*args, "--kv-dtype", "fp8", "--dp", "8")
+    assert dp8["memory"]["max_sequences"] == 48 and dp8["memory"]["kv_bytes_per_device"] == 18_421_383_168
+    assert dp8["memory"]["weight_bytes_per_device"] == 100_840_687_968  # the plan's: same weights, same rules
+    alone = cli.json(*args, "--dp", "8")  # why the fp8 cache is part of the way out: 3 a rank in bf16
+    assert alone["memory"]["fits"] is False and alone["memory"]["max_sequences"] == 24
+
+
+def test_check_and_recommend_never_print_dp_which_they_do_not_take(cli):
+    recommend = cli.json("recommend", "--params", "671B", "--active-params", "37B", "--seq", "128K", "--batch", "32",
+                         "--target", "8xh200", "--variant", "MLA")  # fmt: skip
+    assert recommend["ways_out"] and not any("--dp" in way["change"] for way in recommend["ways_out"])
+    refused = cli.run("kv", V3, "--seq", "128K", "--dp", "8")
+    assert refused.exit_code == EXIT_BAD_INPUT and "add --target" in refused.output
