@@ -14,7 +14,7 @@ Runs with the system python3 (stdlib only) and uses the venv that ``run_grid.py`
    the log lines) to ``benchmarks/vllm_cpu/results/startup_families.json``.
 
 Examples:
-    python3 benchmarks/vllm_cpu/startup_families.py                      # every family (~10-20 min)
+    python3 benchmarks/vllm_cpu/startup_families.py                      # every family (~10 min)
     python3 benchmarks/vllm_cpu/startup_families.py --only gemma2 qwen3-next
     python3 benchmarks/vllm_cpu/startup_families.py --dry-run            # print the commands
 """
