@@ -20,6 +20,7 @@ from mha_cli.core.engine.pages import (
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import GIB, resolve_settings
 from mha_cli.core.kv import kv_footprint
+from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
@@ -116,7 +117,7 @@ def test_a_gated_deltanet_hybrid_by_hand():
     assert (plan.block_size, plan.kv_blocks) == (256, GIB // (256 * 1024))
     assert [g.kind for g in plan.groups] == ["full", "state", "state", "state"]
     assert plan.max_concurrency == 4096 / 35 and plan.kv_tokens == int(4096 / 35 * 8192) == row["kv_cache_tokens"]
-    assert any("raises the attention block to 256 tokens (from 128)" in note for note in plan.notes)
+    assert any("raises the attention block to 256 tokens (asked: 128)" in note for note in plan.notes)
     assert not any("not modelled" in line for line in plan.log_lines + plan.notes)
 
 
@@ -158,3 +159,13 @@ def test_the_previous_rules_miss(family):
     assert before.kv_tokens != row["kv_cache_tokens"]
     if model.recurrent is None:  # same blocks, same groups: only the token line changed
         assert paged_pool(model, **paging, rules=VLLM_0_21_RULES).kv_tokens == row["kv_cache_tokens"]
+
+
+def test_an_mla_hybrid_aligns_to_128_tokens():
+    """Kimi-Linear (KDA + MLA; not started here): a KDA state is 32 x 128 x 128 in fp32 + 12,288 conv channels x 3
+    in bf16 = 2,170,880 B; an MLA token 576 x 2 = 1152 B. vLLM aligns an MLA hybrid's block to 128 tokens:
+    128 x ceil(2,170,880 / (128 x 1152)) = 1920 (the plain rule's 32-token alignment would give 1888)."""
+    model = get_preset("kimi-linear-48b-a3b")
+    state = vllm_state_bytes(model, "bf16", tp=1, cpu=True)
+    assert state == 32 * 128 * 128 * 4 + 12_288 * 3 * 2
+    assert vllm_block_size(model, 128, bytes_per_token_per_layer=1152, state_bytes=state, cpu=True) == 1920

@@ -77,7 +77,11 @@ CPU_KERNEL_BLOCK = 32
 CUDA_KERNEL_BLOCK = 16
 """Smallest kernel block of FlashAttention, vLLM's CUDA default backend (``MultipleOf(16)``)."""
 CPU_MLA_BLOCK = 16
-"""The block size vLLM's reference CPU MLA backend forces (``platforms/cpu.py``, 0.32: no AMX on the host)."""
+"""The block size vLLM's reference CPU MLA backend forces (``platforms/cpu.py``, 0.32: no AMX on the host), its
+only kernel block (``CPUMLABackend``)."""
+MLA_HYBRID_ALIGNMENT = 128
+"""An MLA + Mamba hybrid's attention block is a multiple of 128 tokens (``_align_hybrid_block_size``, for the
+TRT-LLM/FlashInfer MLA kernels); not started on this CPU, whose MLA kernel takes 16-token blocks only."""
 
 
 class KvGroup(Record):
@@ -144,13 +148,15 @@ def vllm_block_size(
     model: ModelSpec, block_size: int, *, bytes_per_token_per_layer: int, state_bytes: int, cpu: bool
 ) -> int:
     """The attention block size vLLM 0.21+ settles on from ``block_size`` (module docstring): 16 for MLA on the CPU
-    backend; for a model with a state, raised until one attention page holds the state."""
-    if cpu and model.mla is not None:
-        return CPU_MLA_BLOCK
+    backend; for a model with a state, raised until one attention page holds the state (an MLA hybrid's alignment
+    at least 128, ``_align_hybrid_block_size``)."""
+    mla = model.mla is not None
+    if cpu and mla:
+        block_size = CPU_MLA_BLOCK
     if not state_bytes or not bytes_per_token_per_layer:
         return block_size
-    kernel = CPU_KERNEL_BLOCK if cpu else CUDA_KERNEL_BLOCK
-    alignment = max(kernel, block_size)
+    kernel = (CPU_MLA_BLOCK if mla else CPU_KERNEL_BLOCK) if cpu else CUDA_KERNEL_BLOCK
+    alignment = max(kernel, block_size, MLA_HYBRID_ALIGNMENT if mla else 0)
     needed = alignment * -(-state_bytes // (alignment * bytes_per_token_per_layer))
     needed = kernel * -(-needed // kernel)
     return max(block_size, needed)

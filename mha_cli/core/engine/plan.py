@@ -293,7 +293,12 @@ def _vllm(inputs: _Inputs) -> _Pool:
         notes.append(
             f"{kv.n_state_layers} Mamba/linear-attention layers: one page each per request ({format_bytes(state)} of"
             f" state{', its SSM part in fp32 on the CPU backend' if cpu else ''}, padded to the attention page);"
-            f" vLLM raises the attention block to {block} tokens (from {settings.block_size}) so one page holds it"
+            f" vLLM raises the attention block to {block} tokens (asked: {settings.block_size}) so one page holds it"
+            + (
+                "; its CPU MLA kernel takes 16-token blocks only, so vLLM may refuse to start (not tried here)"
+                if cpu and model.mla is not None
+                else ""
+            )
         )
     elif block != settings.block_size:
         notes.append(f"vLLM's CPU backend runs MLA in blocks of {block} tokens whatever --block-size says")
