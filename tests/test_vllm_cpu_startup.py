@@ -1,0 +1,171 @@
+"""The memory plan against the real vLLM 0.32 on this CPU (``benchmarks/vllm_cpu/results/startup_families.json``,
+written by ``benchmarks/vllm_cpu/startup_families.py``): tiny models of every family it serves, started with a fixed
+KV space; the plan for its CPU backend must print the same "KV cache size: N tokens" and "Maximum concurrency" as
+vLLM did, and settle on the same blocks and groups. No vLLM runs here: the figures are read from the JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mha_cli.core.engine.pages import (
+    VLLM_0_21_RULES,
+    VLLM_V1_RULES,
+    paged_pool,
+    vllm_block_size,
+    vllm_state_bytes,
+)  # fmt: skip
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.settings import GIB, resolve_settings
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.presets import get_preset
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.sources import load_source
+from mha_cli.core.targets import resolve_target
+
+ROOT = Path(__file__).parent.parent
+RECORDED = json.loads((ROOT / "benchmarks" / "vllm_cpu" / "results" / "startup_families.json").read_text())
+STARTED = [row for row in RECORDED["families"] if "kv_cache_tokens" in row]
+CPU = resolve_target("cpu").target
+
+
+def _model(row: dict):
+    return load_source(str(ROOT / row["model_config"])).model
+
+
+def _plan(row: dict):
+    """mha's plan for the family as vLLM was started: target cpu, the same KV space, lengths and step."""
+    model, settings = _model(row), row["settings"]
+    kv = kv_footprint(model, seq_len=settings["max_model_len"], kv_dtype="bf16", tp=1)
+    deployment = DeploymentSpec(
+        target="cpu", seq_len=settings["max_model_len"], tp=1, max_num_seqs=settings["max_num_seqs"],
+        max_num_batched_tokens=settings["max_num_batched_tokens"],
+        kv_cache_memory_bytes=settings["kv_cache_space_gib"] * GIB,
+    )  # fmt: skip
+    return plan_engine(
+        model, kv, CPU, resolve_settings(deployment, CPU, 1), weights_bytes_per_rank=0, sequences_per_replica=1
+    )
+
+
+def test_the_recording_covers_every_family():
+    """Plain, GQA, MoE, MLA, sliding windows (all layers, and mixed with full attention), Gated DeltaNet and
+    Mamba-2 hybrids, each started by vLLM 0.32 with its capacity line read back."""
+    assert RECORDED["versions"]["vllm"] == "0.32.0"
+    models = {row["family"]: _model(row) for row in STARTED}
+    assert len(STARTED) >= 10
+    assert any(m.mla is not None for m in models.values())
+    assert any(m.moe is not None and m.mla is None for m in models.values())
+    assert any(m.n_local_layers == m.n_layers for m in models.values())  # every layer sliding (Mistral)
+    assert any(0 < m.n_local_layers < m.n_layers for m in models.values())  # Gemma 2/3, gpt-oss
+    kinds = {m.recurrent.kind for m in models.values() if m.recurrent is not None}
+    assert {"gated_deltanet", "mamba2"} <= kinds
+    for row in STARTED:
+        assert row["settings"]["enable_prefix_caching"] is False and "startup_probe.py" in row["command"]
+
+
+@pytest.mark.parametrize("row", STARTED, ids=[row["family"] for row in STARTED])
+def test_the_plan_prints_what_vllm_printed(row):
+    plan = _plan(row)
+    assert plan.kv_tokens == row["kv_cache_tokens"]
+    assert f"{plan.max_concurrency:.2f}" == f"{row['max_concurrency']:.2f}"  # the log's two decimals
+    assert plan.log_lines[1:] == [
+        f"CPU KV cache size: {row['kv_cache_tokens']:,} tokens",
+        f"Maximum concurrency for {row['tokens_per_request']:,} tokens per request: {row['max_concurrency']:.2f}x",
+    ]
+    engine = row["engine"]  # what the probe read from the engine after start-up
+    assert plan.max_concurrency == pytest.approx(engine["kv_cache_max_concurrency"], rel=1e-12)
+    assert (plan.block_size, plan.kv_blocks) == (engine["cache_block_size"], engine["num_blocks"])
+    assert len(plan.groups) == len(engine["groups"])
+    assert max(group.n_layers for group in plan.groups) == max(group["layers"] for group in engine["groups"])
+
+
+def _row(family: str) -> dict:
+    return next(row for row in STARTED if row["family"] == family)
+
+
+def test_gemma_2_by_hand():
+    """Gemma 2, 6 layers (3 sliding of 256, 3 full), 2 KV heads of 64 in bf16: a page is 128 x 512 B = 64 KiB;
+    2 groups of 3 layers, so 1 GiB // (3 x 64 KiB) = 5461 blocks. A request of 8192 takes 64 blocks in the full
+    group and ceil(min(255 + 2048, 8192) / 128) + 1 = 19 in the sliding one: 5461 / 83 = 65.80x, and
+    int(65.7952 x 8192) = 538,994 tokens (vLLM 0.21+); V1 printed 5461 // 2 x 128 = 349,440."""
+    row = _row("gemma2")
+    plan = _plan(row)
+    assert (plan.kv_blocks, [g.blocks_per_request for g in plan.groups]) == (5461, [19, 64])
+    assert plan.kv_tokens == int(5461 / 83 * 8192) == 538_994 == row["kv_cache_tokens"]
+
+
+def test_close_counts_make_the_widest_group():
+    """Gemma 2, 7 layers: 4 sliding + 3 full. 4 < 1.5 x 3, so vLLM 0.21+ makes groups of 4 (one slot empty), not of
+    3 (two groups of sliding layers): 1 GiB // (4 x 64 KiB) = 4096 blocks, 19 + 64 per request, 49.35x."""
+    row = _row("gemma2-7-layers")
+    plan = _plan(row)
+    assert (plan.layers_per_group, plan.padding_layers, plan.kv_blocks) == (4, 1, 4096)
+    assert plan.kv_tokens == int(4096 / 83 * 8192) == row["kv_cache_tokens"]
+
+
+def test_a_gated_deltanet_hybrid_by_hand():
+    """Qwen3-Next, 3 Gated DeltaNet layers + 1 full attention layer (2 KV heads of 128: 1 KiB a token). A state:
+    conv (4 x 64 x 2 + 8 x 64 = 1024 channels x 3 columns in bf16 = 6 KiB) + 8 heads x 64 x 64 in fp32 (the CPU
+    backend's SSM dtype) = 137,216 B. The block rises to 128 x ceil(137,216 / (128 x 1024)) = 256 tokens, a page of
+    256 KiB: 4096 blocks, a request takes 8192 / 256 = 32 + one per state layer = 35: 117.03x."""
+    row = _row("qwen3-next")
+    model = _model(row)
+    assert vllm_state_bytes(model, "bf16", tp=1, cpu=True) == 1024 * 3 * 2 + 8 * 64 * 64 * 4 == 137_216
+    plan = _plan(row)
+    assert (plan.block_size, plan.kv_blocks) == (256, GIB // (256 * 1024))
+    assert [g.kind for g in plan.groups] == ["full", "state", "state", "state"]
+    assert plan.max_concurrency == 4096 / 35 and plan.kv_tokens == int(4096 / 35 * 8192) == row["kv_cache_tokens"]
+    assert any("raises the attention block to 256 tokens (asked: 128)" in note for note in plan.notes)
+    assert not any("not modelled" in line for line in plan.log_lines + plan.notes)
+
+
+def test_mla_runs_in_16_token_blocks_on_cpu():
+    """DeepSeek-V2: the latent (128) + RoPE key (32) in bf16 is 320 B a token and layer; in 16-token blocks of 4
+    layers, 1 GiB // 20,480 = 52,428 blocks; a request of 8192 takes 512: 102.40x, 838,848 tokens (at the asked 128
+    the plan said 838,784)."""
+    plan = _plan(_row("deepseek-v2"))
+    assert (plan.block_size, plan.kv_blocks, plan.kv_tokens) == (16, GIB // (16 * 320 * 4), 52_428 * 16)
+    assert any("MLA in blocks of 16 tokens" in note for note in plan.notes)
+
+
+def test_cuda_keeps_its_own_block_rule():
+    """On CUDA the SSM state stays in the model's dtype (8 x 64 x 64 x 2 B) and FlashAttention's kernel block is 16:
+    the Qwen3-Next block rises from 16 to 16 x ceil((6144 + 65,536) / (16 x 1024)) = 80 tokens, not 256."""
+    model = _model(_row("qwen3-next"))
+    state = vllm_state_bytes(model, "bf16", tp=1, cpu=False)
+    assert state == 6144 + 8 * 64 * 64 * 2
+    assert vllm_block_size(model, 16, bytes_per_token_per_layer=1024, state_bytes=state, cpu=False) == 80
+    deepseek = _model(_row("deepseek-v2"))
+    assert vllm_block_size(deepseek, 16, bytes_per_token_per_layer=320, state_bytes=0, cpu=False) == 16
+    assert vllm_block_size(deepseek, 128, bytes_per_token_per_layer=320, state_bytes=0, cpu=True) == 16
+
+
+@pytest.mark.parametrize("family", ["gemma2", "mistral-sliding", "qwen3-next"])
+def test_the_previous_rules_miss(family):
+    """Control: vLLM V1's rules (0.10-0.20: tokens as blocks // groups x block, state layers outside the groups at
+    the asked block size) at the same settings do not give what vLLM 0.32 printed."""
+    row = _row(family)
+    model, settings = _model(row), row["settings"]
+    kv = kv_footprint(model, seq_len=settings["max_model_len"], kv_dtype="bf16", tp=1)
+    paging = dict(
+        available_bytes=settings["kv_cache_space_gib"] * GIB,
+        bytes_per_token_per_layer=kv.bytes_per_token_per_rank // kv.n_token_layers,
+        block_size=128, max_model_len=settings["max_model_len"],
+        max_num_batched_tokens=settings["max_num_batched_tokens"],
+    )  # fmt: skip
+    before = paged_pool(model, **paging, rules=VLLM_V1_RULES)
+    assert before.kv_tokens != row["kv_cache_tokens"]
+    if model.recurrent is None:  # same blocks, same groups: only the token line changed
+        assert paged_pool(model, **paging, rules=VLLM_0_21_RULES).kv_tokens == row["kv_cache_tokens"]
+
+
+def test_an_mla_hybrid_aligns_to_128_tokens():
+    """Kimi-Linear (KDA + MLA; not started here): a KDA state is 32 x 128 x 128 in fp32 + 12,288 conv channels x 3
+    in bf16 = 2,170,880 B; an MLA token 576 x 2 = 1152 B. vLLM aligns an MLA hybrid's block to 128 tokens:
+    128 x ceil(2,170,880 / (128 x 1152)) = 1920 (the plain rule's 32-token alignment would give 1888)."""
+    model = get_preset("kimi-linear-48b-a3b")
+    state = vllm_state_bytes(model, "bf16", tp=1, cpu=True)
+    assert state == 32 * 128 * 128 * 4 + 12_288 * 3 * 2
+    assert vllm_block_size(model, 128, bytes_per_token_per_layer=1152, state_bytes=state, cpu=True) == 1920
