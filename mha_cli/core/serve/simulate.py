@@ -49,10 +49,13 @@ class EngineLimits(NamedTuple):
 
 
 def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> EngineLimits:
-    """The scheduler's settings and pool of an engine's memory plan (its pool as the tokens of full-attention
-    blocks: the plan's ``kv_tokens``)."""
+    """The scheduler's settings and pool of an engine's memory plan, its pool as blocks of one request's tokens:
+    vLLM's blocks over its KV cache groups (a request takes a block in every group for each block of its tokens;
+    priced so for sliding-window groups too, which hold less), the other engines' tokens in blocks."""
+    groups = len(engine.groups)
+    blocks = engine.kv_blocks // groups if groups else engine.kv_tokens // engine.block_size
     return EngineLimits(
-        engine=engine.name, kv_blocks=engine.kv_tokens // engine.block_size, block_size=engine.block_size,
+        engine=engine.name, kv_blocks=blocks, block_size=engine.block_size,
         max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
         prefix_caching=prefix_caching,
     )  # fmt: skip
