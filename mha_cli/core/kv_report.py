@@ -8,6 +8,7 @@ from mha_cli.core.dtypes import storage_format
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.errors import MhaError
 from mha_cli.core.fit import deployment_judge, price_deployment
+from mha_cli.core.header_weights import header_notes
 from mha_cli.core.kv import KvFootprint, comparable_kv_dtype, footprint_for
 from mha_cli.core.memory import MemoryPlan, plan_memory
 from mha_cli.core.params import ParamBreakdown
@@ -38,7 +39,8 @@ class KvReport(Record):
     source_kind: str
     source: str
     assumptions: list[str]
-    """Defaults the importer filled in (HF config.json)."""
+    """Defaults the importer filled in (HF config.json), and where the weights come from when the checkpoint's
+    safetensors headers price them (a total that disagrees with the config's count named)."""
     warnings: list[str]
     """Things a person should know about these numbers (e.g. a context beyond the model's)."""
     model: ModelSpec
@@ -119,7 +121,7 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
     return KvReport(
         source_kind=source.kind,
         source=source.origin,
-        assumptions=source.assumptions,
+        assumptions=[*source.assumptions, *header_notes(model, deployment)],
         warnings=context_notes(model, deployment),
         model=model,
         deployment=priced.deployment,
