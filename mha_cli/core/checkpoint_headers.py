@@ -30,6 +30,7 @@ from pydantic import ConfigDict
 
 from mha_cli.core.errors import BadInputError, one_line, shown_path
 from mha_cli.core.record import Record
+from mha_cli.core.weight_formats import WeightFormatName
 
 MAX_HEADER_BYTES = 100_000_000
 """The longest header read: safetensors' own ``MAX_HEADER_SIZE`` (a longer one is refused as it refuses it)."""
@@ -168,7 +169,8 @@ def _tensor(path: Path, name: str, entry: object, data_bytes: int) -> HeaderTens
 
 
 class CheckpointFiles(NamedTuple):
-    """The safetensors files of a model folder; ``missing``: files its index names that are not there."""
+    """The safetensors files of a model folder; ``missing``: files its index (or its shards' names) say it has that
+    are not there."""
 
     files: list[Path]
     missing: list[str]
@@ -185,11 +187,32 @@ def checkpoint_files(folder: Path) -> CheckpointFiles:
             raise BadInputError(
                 f"{shown_path(index)} has no readable weight_map ({exc.__class__.__name__}): download it again"
             ) from None
-        if any("/" in name or "\\" in name or name.startswith(".") for name in names):
+        if any(Path(name).is_absolute() or ".." in Path(name).parts for name in names):
             raise BadInputError(f"{shown_path(index)} maps tensors to files outside its folder")
         present = [name for name in names if (folder / name).is_file()]
         return CheckpointFiles([folder / name for name in present], [n for n in names if n not in present])
-    return CheckpointFiles(sorted(p for p in folder.glob("*.safetensors") if p.is_file()), [])
+    files = sorted(p for p in folder.glob("*.safetensors") if p.is_file())
+    return CheckpointFiles(files, _missing_shards([p.name for p in files]))
+
+
+_SHARD = re.compile(r"(?P<stem>.*)-(?P<index>\d+)-of-(?P<count>\d+)\.safetensors")
+"""A shard's name, ``model-00001-of-00004.safetensors`` (huggingface_hub's ``split_torch_state_dict_into_shards``)."""
+
+
+def _missing_shards(names: list[str]) -> list[str]:
+    """The shards that names like ``model-00002-of-00004.safetensors`` say exist but that are not among ``names``
+    (a folder without its index, some shards not downloaded)."""
+    missing = []
+    for name in names:
+        shard = _SHARD.fullmatch(name)
+        if shard is None:
+            continue
+        width, count = len(shard["index"]), int(shard["count"])
+        for index in range(1, count + 1):
+            expected = f"{shard['stem']}-{index:0{width}d}-of-{shard['count']}.safetensors"
+            if expected not in names and expected not in missing:
+                missing.append(expected)
+    return missing
 
 
 class HeaderWeights(Record):
@@ -198,7 +221,7 @@ class HeaderWeights(Record):
 
     model_config = ConfigDict(defer_build=True, extra="forbid")
 
-    format: str
+    format: WeightFormatName
     """The weight format they stand for: the checkpoint's, as its config says (bf16 without quantization_config)."""
     files: int
     """Safetensors files read."""

@@ -55,9 +55,8 @@ def read_header_weights(folder: Path, model: ModelSpec, deployment: DeploymentSp
     if found.missing:
         shown = ", ".join(found.missing[:2]) + (f" and {len(found.missing) - 2} more" if len(found.missing) > 2 else "")
         return HeaderRead(None, [
-            f"weights from the config, not the checkpoint headers: {len(found.missing)} of the"
-            f" {len(found.missing) + len(found.files)} files model.safetensors.index.json names are not in"
-            f" {folder.name} ({shown})"
+            f"weights from the config, not the checkpoint headers: {len(found.missing)} of its"
+            f" {len(found.missing) + len(found.files)} safetensors files are not in {folder.name} ({shown})"
         ])  # fmt: skip
     if not found.files:
         return HeaderRead(None, [])
