@@ -343,3 +343,18 @@ def test_an_id_in_the_hugging_face_cache_reads_its_snapshots_headers(cli, tmp_pa
 )
 def test_tensor_kinds_by_hugging_face_names(name, kind):
     assert tensor_kind(name, n_layers=61) == kind
+
+
+def test_mtp_layers_are_counted_by_the_checkpoints_own_numbering():
+    """Nemotron-3-Nano numbers 52 blocks, which mha models as 29 layers: its blocks 29 to 51 are not MTP layers."""
+    from mha_cli.core.header_weights import checkpoint_layers
+    from mha_cli.core.sources import load_source
+    from tests.conftest import reference_hf_config
+
+    path = reference_hf_config("nvidia-nemotron-3-nano-30b-a3b")
+    model = load_source(str(path)).model
+    layers = checkpoint_layers(json.loads(path.read_text()), model)
+    assert (model.n_layers, layers) == (29, 52)
+    assert tensor_kind("backbone.layers.51.mixer.experts.0.up_proj.weight", layers) == "experts"
+    assert tensor_kind("backbone.layers.52.mixer.experts.0.up_proj.weight", layers) == "mtp"
+    assert checkpoint_layers({"text_config": {"num_hidden_layers": 34}}, model) == 34  # Gemma 3's text model

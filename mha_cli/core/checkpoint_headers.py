@@ -23,6 +23,7 @@ engine holds, as is a saved rotary ``inv_freq`` buffer, which engines compute. P
 
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -103,14 +104,21 @@ class HeaderTensor(NamedTuple):
 
 
 def tensor_kind(name: str, n_layers: int) -> str:
-    """The kind of the tensor called ``name`` (``KIND_PATTERNS``, in order) in a model of ``n_layers`` decoder layers;
-    outside a vision tower, a tensor of a layer numbered ``n_layers`` or more is ``mtp``."""
-    for kind, pattern in KIND_PATTERNS:
-        if kind == "mtp" and (layer := _LAYER.search(name)) is not None and int(layer.group(1)) >= n_layers:
-            return kind
-        if pattern.search(name):
-            return kind
-    return "other"
+    """The kind of the tensor called ``name`` (``KIND_PATTERNS``, in order) in a checkpoint of ``n_layers`` decoder
+    layers; outside a vision tower, a tensor of a layer numbered ``n_layers`` or more is ``mtp``."""
+    kind = _kind_by_name(_INDEX.sub("0", name))  # layers and experts alike: a 61-layer, 256-expert model, 20 names
+    if kind != "vision_tower" and (layer := _LAYER.search(name)) is not None and int(layer.group(1)) >= n_layers:
+        return "mtp"
+    return kind
+
+
+_INDEX = re.compile(r"(?<=\.)\d+(?=\.)")
+"""A layer's or an expert's number between dots."""
+
+
+@lru_cache(maxsize=4096)
+def _kind_by_name(name: str) -> str:
+    return next((kind for kind, pattern in KIND_PATTERNS if pattern.search(name)), "other")
 
 
 def _refuse(path: Path, why: str) -> BadInputError:
@@ -148,23 +156,26 @@ def read_header(path: Path) -> list[HeaderTensor]:
 
 def _tensor(path: Path, name: str, entry: object, data_bytes: int) -> HeaderTensor:
     """One header entry, checked: a known dtype, a shape of sizes, a span inside the file that holds the shape."""
-    shown = one_line(name, 80)
+
+    def refuse(what: str) -> BadInputError:
+        return _refuse(path, f"tensor {one_line(name, 80)} {what}")
+
     if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= entry.keys():
-        raise _refuse(path, f"tensor {shown} lacks dtype, shape or data_offsets")
+        raise refuse("lacks dtype, shape or data_offsets")
     dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
     if dtype not in DTYPE_BITS:
-        raise _refuse(path, f"tensor {shown} has dtype {one_line(str(dtype), 20)}, not a safetensors dtype")
+        raise refuse(f"has dtype {one_line(str(dtype), 20)}, not a safetensors dtype")
     if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
-        raise _refuse(path, f"tensor {shown} has shape {one_line(str(shape), 40)}")
+        raise refuse(f"has shape {one_line(str(shape), 40)}")
     if not (
         isinstance(offsets, list) and len(offsets) == 2 and all(type(n) is int for n in offsets)
         and 0 <= offsets[0] <= offsets[1] <= data_bytes
     ):  # fmt: skip
-        raise _refuse(path, f"tensor {shown} has data_offsets {one_line(str(offsets), 40)} outside the file")
+        raise refuse(f"has data_offsets {one_line(str(offsets), 40)} outside the file")
     tensor = HeaderTensor(name, dtype, tuple(shape), offsets[1] - offsets[0])
     needed = -(-tensor.numel * DTYPE_BITS[dtype] // 8)
     if needed != tensor.nbytes:
-        raise _refuse(path, f"tensor {shown} spans {tensor.nbytes:,} bytes where its {dtype} shape needs {needed:,}")
+        raise refuse(f"spans {tensor.nbytes:,} bytes where its {dtype} shape needs {needed:,}")
     return tensor
 
 

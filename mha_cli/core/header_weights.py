@@ -47,10 +47,22 @@ class HeaderRead(NamedTuple):
     notes: list[str]
 
 
-def read_header_weights(folder: Path, model: ModelSpec, deployment: DeploymentSpec | None) -> HeaderRead:
+def checkpoint_layers(config: dict, model: ModelSpec) -> int:
+    """The decoder layers the checkpoint numbers (``num_hidden_layers``, or its text model's): past them a layer is
+    an MTP layer. Not always ``model.n_layers``: Nemotron-H's 52 blocks are 29 layers of mha's."""
+    for section in (config, config.get("text_config"), config.get("llm_config")):
+        if isinstance(section, dict) and type(section.get("num_hidden_layers")) is int:
+            return section["num_hidden_layers"]
+    return model.n_layers
+
+
+def read_header_weights(
+    folder: Path, model: ModelSpec, deployment: DeploymentSpec | None, n_layers: int | None = None
+) -> HeaderRead:
     """``folder``'s checkpoint headers summed, for ``model`` priced in ``deployment``'s weight format (as the
-    checkpoint stores it: its scheme, else its named format, else bf16); nothing without ``*.safetensors`` files,
-    a note when its index names files that are not there."""
+    checkpoint stores it: its scheme, else its named format, else bf16), the checkpoint numbering ``n_layers``
+    decoder layers (default ``model.n_layers``); nothing without ``*.safetensors`` files, a note when some of its
+    files are not there."""
     found = checkpoint_files(folder)
     if found.missing:
         shown = ", ".join(found.missing[:2]) + (f" and {len(found.missing) - 2} more" if len(found.missing) > 2 else "")
@@ -70,7 +82,7 @@ def read_header_weights(folder: Path, model: ModelSpec, deployment: DeploymentSp
         for tensor in read_header(path):
             tensors += 1
             by_dtype[tensor.dtype] = by_dtype.get(tensor.dtype, 0) + tensor.nbytes
-            kind = tensor_kind(tensor.name, model.n_layers)
+            kind = tensor_kind(tensor.name, model.n_layers if n_layers is None else n_layers)
             held = tensor.nbytes
             if cast_bytes is not None and tensor.dtype in FLOAT_DTYPES and kind not in NOT_LOADED:
                 held = tensor.numel * cast_bytes
