@@ -106,7 +106,7 @@ def test_a_bf16_checkpoint_is_its_hand_count_by_dtype_and_kind(cli, tmp_path):
         "mlp": 2 * LAYERS * MLP, "norms": 2 * NORMS,
     }  # fmt: skip
     assert headers["config_by_kind"] == headers["by_kind"]  # the inventory counts this model exactly
-    assert report["weight_bytes"] == BF16_BYTES
+    assert report["weight_bytes"] == BF16_BYTES and report["weights_from"] == "checkpoint headers"
     assert any(a.startswith("weights from 1 checkpoint header: ") for a in report["assumptions"])
 
 
@@ -269,7 +269,7 @@ def test_each_rank_holds_the_inventorys_share_of_the_headers(cli, tmp_path):
     assert memory["weight_bytes_per_device"] == -(-TP2_RANK_BYTES * total // BF16_BYTES) == 123_570
     asked = kv_json(cli, str(folder), "--target", "2xh100", "--tp", "2", "--weight-dtype", "bf16")
     assert asked["memory"]["weights_from"] == "config" and asked["memory"]["weight_bytes_per_device"] == TP2_RANK_BYTES
-    assert asked["deployment"]["checkpoint_headers"] is None
+    assert asked["deployment"]["checkpoint_headers"] is None and asked["weights_from"] == "config"
 
 
 def test_mtp_layers_are_read_and_left_out(cli, tmp_path):
@@ -286,7 +286,7 @@ def test_plan_and_check_price_the_headers_and_say_so(cli, tmp_path):
     folder = str(bf16_folder(tmp_path, VISION))
     result = cli.run("check", folder, "--target", "h100", "--json")  # exit 1: the tiny model's head_dim fails a rule
     checked = json.loads(result.stdout)
-    assert checked["memory"]["weights_from"] == "checkpoint headers"
+    assert checked["memory"]["weights_from"] == checked["weights_from"] == "checkpoint headers"
     assert checked["memory"]["weight_bytes_per_device"] == BF16_BYTES + VISION_BYTES  # 256 rows: no vocab padding
     assert any(a.startswith("weights from 1 checkpoint header") for a in checked["assumptions"])
     planned = cli.json("plan", folder, "--target", "h100", "--tp", "1", "--isl", "128", "--osl", "128",

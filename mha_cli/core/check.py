@@ -29,6 +29,7 @@ from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource, load_source
 from mha_cli.core.tensor_parallel import tp_splits_evenly
 from mha_cli.core.variants import VariantOption, variant_options
+from mha_cli.core.weight_bytes import WeightSource, weights_source
 
 USUAL_HEAD_DIMS = (64, 128, 256)
 
@@ -75,6 +76,13 @@ class CheckResult(Record):
     """Whether warnings fail the check too (``--strict``)."""
     passed: bool
     """False when a hard rule is broken (or, with ``strict``, any warning fired): the exit code is then 1."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def weights_from(self) -> WeightSource:
+        """Where ``weight_bytes`` comes from: ``checkpoint headers`` (the model folder's safetensors headers,
+        ``deployment.checkpoint_headers``) or ``config`` (the weight inventory)."""
+        return weights_source(self.deployment, self.deployment.weight_dtype)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -17,6 +17,7 @@ from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.core.variants import variant_options
 from mha_cli.core.ways import FLAG_FIELDS, WayOut, settle
+from mha_cli.core.weight_bytes import WeightSource, weights_source
 
 
 class VariantRow(Record):
@@ -57,6 +58,13 @@ class KvReport(Record):
     latency: StepLatency | None = None
     """With a target: the cost model's decode step and prefill on its prior, with their bounds (``mha plan`` for
     latency under load)."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def weights_from(self) -> WeightSource:
+        """Where ``weight_bytes`` comes from: ``checkpoint headers`` (the model folder's safetensors headers,
+        ``deployment.checkpoint_headers``) or ``config`` (the weight inventory)."""
+        return weights_source(self.deployment, self.deployment.weight_dtype)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

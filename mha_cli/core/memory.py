@@ -10,8 +10,6 @@ sequences. The sequences that fit are the engine's maximum concurrency (its bloc
 requests only.
 """
 
-from typing import Literal
-
 from pydantic import NonNegativeInt
 
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
@@ -23,7 +21,7 @@ from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
 from mha_cli.core.tensor_parallel import ExpertLayout, local_experts, tp_shard_problem
-from mha_cli.core.weight_bytes import deployment_rank_bytes, stored_headers
+from mha_cli.core.weight_bytes import WeightSource, deployment_rank_bytes, stored_headers, weights_source
 
 ENGINES_SHARING_EXPERTS = ("vllm", "sglang")
 """Engines whose data-parallel ranks of an MoE model share its routed experts (vLLM: "expert layers form a tensor
@@ -56,7 +54,7 @@ class MemoryPlan(Record):
     than the device, before any weight: what is missing for ``usable_bytes`` to reach 0; 0 when nothing is
     (engine.deficit_bytes counts the weights too)."""
     weight_bytes_per_device: int
-    weights_from: Literal["config", "checkpoint headers"] = "config"
+    weights_from: WeightSource = "config"
     """Where ``weight_bytes_per_device`` comes from: the weight inventory counted from the config, or the
     checkpoint's safetensors headers (``core.header_weights``), split by the inventory's per-rank share."""
     sequences_per_replica: int
@@ -219,7 +217,7 @@ def plan_memory(
         tp=kv.tp, replicas=replicas, device_memory_bytes=device.device_memory_bytes,
         vendor_memory_bytes=device.memory_bytes, utilisation=settings.utilisation, usable_bytes=max(0, free_for_kv + weights),
         deficit_bytes=max(0, -(free_for_kv + weights)),
-        weight_bytes_per_device=weights, weights_from="config" if headers is None else "checkpoint headers",
+        weight_bytes_per_device=weights, weights_from=weights_source(deployment, weight_dtype),
         sequences_per_replica=sequences, kv_bytes_per_device=kv_per_device,
         allocated_kv_bytes_per_device=allocated, headroom_bytes=free_for_kv - allocated,
         weights_fit=free_for_kv + engine.activation_peak_bytes >= 0, fits=engine.fits,

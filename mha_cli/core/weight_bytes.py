@@ -10,6 +10,10 @@ which layout a matrix takes is a pricing:
 - a checkpoint's scheme (``core.weight_scheme``, ``rank_checkpoint_bytes``): each matrix by its module's name, so
   layers the config ignores stay bf16 and layers it stores differently are priced differently.
 
+When the model folder holds its checkpoint, either count is scaled to the bytes its safetensors headers hold
+(``core.header_weights``, ``deployment_rank_bytes``): the inventory says how a rank's share splits, the headers how
+much there is.
+
 A fixed-state mixer's weights, which no tensor-parallel layout here splits, are divided evenly over the ranks (as
 ``core.params`` counts them). Pure Python.
 """
@@ -17,7 +21,7 @@ A fixed-state mixer's weights, which no tensor-parallel layout here splits, are 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.inventory import Tensor, tensor_groups, tensors_of
@@ -119,6 +123,15 @@ def stored_headers(deployment: DeploymentSpec | None, weight_dtype: str) -> Head
     if deployment is None or deployment.checkpoint_headers is None:
         return None
     return deployment.checkpoint_headers if deployment.checkpoint_headers.format == weight_dtype else None
+
+
+WeightSource = Literal["config", "checkpoint headers"]
+
+
+def weights_source(deployment: DeploymentSpec | None, weight_dtype: str) -> WeightSource:
+    """What prices the weights of ``deployment`` in ``weight_dtype``: the checkpoint's headers (``stored_headers``)
+    or the weight inventory counted from the config."""
+    return "config" if stored_headers(deployment, weight_dtype) is None else "checkpoint headers"
 
 
 def stored_scheme(deployment: DeploymentSpec | None, weight_dtype: str) -> WeightScheme | None:
