@@ -133,7 +133,7 @@ def test_an_fp8_block_checkpoint_is_its_hand_count(cli, tmp_path):
     tensors: dict[str, torch.Tensor] = {
         "model.embed_tokens.weight": torch.zeros(512, 256, dtype=torch.bfloat16),
         "lm_head.weight": torch.zeros(512, 256, dtype=torch.bfloat16),
-        "model.norm.weight": torch.zeros(256, dtype=torch.bfloat16),
+        "model.norm.weight": torch.zeros(256, dtype=torch.float32),  # held in bf16, as vLLM's parameter is
     }
     for i in range(LAYERS):
         for norm in ("input_layernorm", "post_attention_layernorm"):
@@ -149,9 +149,9 @@ def test_an_fp8_block_checkpoint_is_its_hand_count(cli, tmp_path):
     report = kv_json(cli, str(folder))
     headers = headers_of(report)
     assert headers["format"] == "fp8-block" and headers["by_dtype"] == {
-        "BF16": 2 * 262_144 + norms,
+        "BF16": 2 * 262_144 + norms - 512,
         "F8_E4M3": values,
-        "F32": scales,
+        "F32": scales + 1_024,
     }
     assert headers["by_kind"]["scales"] == scales
     assert headers["total_bytes"] == 2 * 262_144 + values + scales + norms == 1_706_784

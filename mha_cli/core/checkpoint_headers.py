@@ -46,7 +46,8 @@ DTYPE_BITS = {
 """Bits of one element of each safetensors dtype (its ``Dtype`` enum). Packed formats store their own: NVFP4's values
 as U8 (two to a byte), AWQ's as I32 (eight to a word)."""
 FLOAT_DTYPES = frozenset({"F16", "BF16", "F32", "F64"})
-"""Floating dtypes an engine casts to the model's dtype when it loads an unquantised checkpoint."""
+"""Floating dtypes an engine casts to its parameter's dtype on loading (the model's: bf16 for a quantised
+checkpoint's unquantised weights); a quantisation scale keeps the dtype its method creates, the file's."""
 
 KIND_PATTERNS: tuple[tuple[str, "re.Pattern[str]"], ...] = tuple(
     (kind, re.compile(pattern))
@@ -238,8 +239,9 @@ class HeaderWeights(Record):
     """Safetensors files read."""
     tensors: int
     total_bytes: int
-    """What an engine holds of them: every tensor but the ``NOT_LOADED`` kinds', in bytes; an unquantised
-    checkpoint's floating tensors at ``format``'s width (an fp32 file served in bf16 holds 2 B a weight)."""
+    """What an engine holds of them: every tensor but the ``NOT_LOADED`` kinds', in bytes; floating tensors other
+    than scales at the width the engine holds them (``format``'s, bf16 beside a quantised format: an fp32 file served
+    in bf16 holds 2 B a weight, as does a router a quantised checkpoint stores in fp32)."""
     by_dtype: dict[str, int]
     """Bytes of every tensor as the files store it, by safetensors dtype."""
     by_kind: dict[str, int]

@@ -23,7 +23,7 @@ from mha_cli.core.checkpoint_headers import (
 )
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
-from mha_cli.core.weight_bytes import model_bytes_by_kind, stored_headers
+from mha_cli.core.weight_bytes import UNQUANTISED_BYTES, model_bytes_by_kind, stored_headers
 from mha_cli.core.weight_formats import weight_format
 
 INVENTORY_KINDS = {
@@ -74,7 +74,7 @@ def read_header_weights(
         return HeaderRead(None, [])
     fmt = (deployment or DeploymentSpec()).weight_dtype
     served = weight_format(fmt)
-    cast_bytes = int(served.nominal_bits) // 8 if served.scope == "all" else None  # unquantised: cast on loading
+    held_width = int(served.nominal_bits) // 8 if served.scope == "all" else UNQUANTISED_BYTES
     by_dtype: dict[str, int] = {}
     by_kind: dict[str, int] = {}
     tensors = total = 0
@@ -84,8 +84,8 @@ def read_header_weights(
             by_dtype[tensor.dtype] = by_dtype.get(tensor.dtype, 0) + tensor.nbytes
             kind = tensor_kind(tensor.name, model.n_layers if n_layers is None else n_layers)
             held = tensor.nbytes
-            if cast_bytes is not None and tensor.dtype in FLOAT_DTYPES and kind not in NOT_LOADED:
-                held = tensor.numel * cast_bytes
+            if tensor.dtype in FLOAT_DTYPES and kind not in NOT_LOADED and kind != "scales":
+                held = tensor.numel * held_width  # the engine's parameter, whatever the file stores
             by_kind[kind] = by_kind.get(kind, 0) + held
             total += 0 if kind in NOT_LOADED else held
     config_by_kind: dict[str, int] = {}
