@@ -192,6 +192,44 @@ def test_an_nvfp4_checkpoint_is_its_hand_count(cli, tmp_path):
     assert report["weight_bytes"] == 107_760
 
 
+AWQ = {"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+                               "version": "gemm"}}  # fmt: skip
+
+
+def test_an_awq_checkpoint_is_its_hand_count(cli, tmp_path):
+    """AutoAWQ's GEMM layout, written by hand: ``qweight`` I32 (in, out/8), ``qzeros`` I32 (in/128, out/8), ``scales``
+    F16 (in/128, out); the embedding, head and norms in F16."""
+    dims = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 64, "vocab_size": 512}  # fmt: skip
+    folder = model_folder(tmp_path, **dims, **AWQ)
+    linear = {"self_attn.q_proj": (256, 256), "self_attn.k_proj": (128, 256), "self_attn.v_proj": (128, 256),
+              "self_attn.o_proj": (256, 256), "mlp.gate_proj": (512, 256), "mlp.up_proj": (512, 256),
+              "mlp.down_proj": (256, 512)}  # fmt: skip
+    tensors: dict[str, tuple[str, tuple[int, ...]]] = {
+        "model.embed_tokens.weight": ("F16", (512, 256)), "lm_head.weight": ("F16", (512, 256)),
+        "model.norm.weight": ("F16", (256,)),
+    }  # fmt: skip
+    for i in range(LAYERS):
+        for norm in ("input_layernorm", "post_attention_layernorm"):
+            tensors[f"model.layers.{i}.{norm}.weight"] = ("F16", (256,))
+        for module, (out, inp) in linear.items():
+            prefix = f"model.layers.{i}.{module}"
+            tensors |= {f"{prefix}.qweight": ("I32", (inp, out // 8)), f"{prefix}.qzeros": ("I32", (inp // 128, out // 8)),
+                        f"{prefix}.scales": ("F16", (inp // 128, out))}  # fmt: skip
+    write_by_hand(folder / "model.safetensors", tensors)
+    # Per layer, the 7 matrices hold 589,824 weights (256x256 x2, 128x256 x2, 512x256 x3): 294,912 B of int4 values;
+    # per group of 128 inputs and output, a 2 B scale and a 4-bit zero: 4,608 groups x 2.5 B = 11,520 B.
+    values, scales = 294_912 * LAYERS, 11_520 * LAYERS
+    norms = 1_024 * LAYERS + 512
+    report = kv_json(cli, str(folder))
+    headers = headers_of(report)
+    assert headers["format"] == "awq"
+    assert headers["by_dtype"] == {"F16": 2 * 262_144 + norms + 9_216 * LAYERS, "I32": values + 2_304 * LAYERS}
+    assert headers["by_kind"]["scales"] == scales and headers["by_kind"]["attention"] == 98_304 * LAYERS
+    assert headers["total_bytes"] == 2 * 262_144 + values + scales + norms == 1_139_712
+    assert headers["config_bytes"] == headers["total_bytes"] and headers["config_by_kind"] == headers["by_kind"]
+
+
 def test_a_sharded_checkpoint_reads_the_files_its_index_names(cli, tmp_path):
     """Two shards and their index; a consolidated copy beside them (as Mistral's folders hold) is not counted."""
     folder = model_folder(tmp_path)
