@@ -12,11 +12,13 @@ shape) is refused in one line. A tensor's bytes are its ``data_offsets`` span, w
 need (``DTYPE_BITS``; FP4 values two to a byte).
 
 The files of a checkpoint are those its ``model.safetensors.index.json`` maps tensors to (a folder with a
-consolidated copy beside the shards, as Mistral's hold, is counted once), else every ``*.safetensors`` in it.
+consolidated copy beside the shards, as Mistral's hold, is counted once), else every ``*.safetensors`` in it; files
+the index names, or shards their siblings' names count (``model-00002-of-00004.safetensors``), that are not there
+are reported as missing (``core.header_weights`` then prices the weights from the config).
 
 Each tensor is of one kind, by its name in Hugging Face's naming (``KIND_PATTERNS``, one table, the first pattern that
-matches wins): quantisation scales, zero points and group indices are their own kind (``scales``); layers numbered
-past the config's ``num_hidden_layers`` are multi-token-prediction layers (``mtp``), which vLLM loads only for
+matches wins): quantisation scales, zero points and group indices are their own kind (``scales``); decoder layers
+(not a vision tower's) numbered past the config's ``num_hidden_layers`` are multi-token-prediction layers (``mtp``), which vLLM loads only for
 speculative decoding (its DeepSeek, GLM-4.5 and Qwen3-Next loaders skip them), so they are kept out of the total an
 engine holds, as is a saved rotary ``inv_freq`` buffer, which engines compute. Pure Python: json and the file.
 """
