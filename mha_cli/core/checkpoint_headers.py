@@ -51,30 +51,28 @@ FLOAT_DTYPES = frozenset({"F16", "BF16", "F32", "F64"})
 """Floating dtypes an engine casts to its parameter's dtype on loading (the model's: bf16 for a quantised
 checkpoint's unquantised weights); a quantisation scale keeps the dtype its method creates, the file's."""
 
-KIND_PATTERNS: tuple[tuple[str, "re.Pattern[str]"], ...] = tuple(
-    (kind, re.compile(pattern))
-    for kind, pattern in (
-        ("vision_tower", r"(?:^|\.)(?:vision_tower|vision_model|visual|vision_encoder|multi_modal_projector"
-                         r"|mm_projector|image_newline|audio_tower|audio_model|embed_vision|embed_audio)(?:\.|$)"),
-        ("mtp", r"(?:^|\.)mtp(?:[._]|$)"),
-        ("scales", r"(?:_scale|_scale_inv|_scale_2|_global_scale|_zero_point|_g_idx|_shape|_scales|\.scales|\.qzeros"
-                   r"|\.g_idx|\.absmax|\.nested_absmax|\.quant_map|\.nested_quant_map|\.quant_state\.[\w.]+|\.SCB)$"),
-        ("rotary", r"rotary_emb\.inv_freq$"),
-        ("experts", r"\.experts\."),
-        ("shared_experts", r"\.shared_experts?\."),
-        ("router", r"\.(?:gate|router|shared_expert_gate)\.|\.e_score_correction_bias$"),
-        ("mixer", r"(?:^|\.)(?:mamba|linear_attn|short_conv|conv)\.|\.mixer\.(?:in_proj|conv1d|A_log|D|dt_bias"
-                  r"|norm|out_proj)(?:\.|$)|\.(?:A_log|dt_bias)$"),
-        ("norms", r"norm|(?:^|\.)ln_\w*\."),
-        ("attention", r"attn|attention|\.(?:q|k|v|o|qkv|q_a|q_b|kv_a|kv_b)_proj|kv_a_proj_with_mqa|\.sinks$"
-                      r"|\.indexer\."),
-        ("mlp", r"mlp|feed_forward|ffn|\.(?:gate|up|down|gate_up)_proj\.|\.(?:fc1|fc2|c_fc|w1|w2|w3)\."),
-        ("head", r"(?:^|\.)(?:lm_head|output|embed_out)\."),
-        ("embedding", r"embed|(?:^|\.)(?:wte|wpe|tok_embeddings)\."),
-    )
+KIND_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("vision_tower", r"(?:^|\.)(?:vision_tower|vision_model|visual|vision_encoder|multi_modal_projector"
+                     r"|mm_projector|image_newline|audio_tower|audio_model|embed_vision|embed_audio)(?:\.|$)"),
+    ("mtp", r"(?:^|\.)mtp(?:[._]|$)"),
+    ("scales", r"(?:_scale|_scale_inv|_scale_2|_global_scale|_zero_point|_g_idx|_shape|_scales|\.scales|\.qzeros"
+               r"|\.g_idx|\.absmax|\.nested_absmax|\.quant_map|\.nested_quant_map|\.quant_state\.[\w.]+|\.SCB)$"),
+    ("rotary", r"rotary_emb\.inv_freq$"),
+    ("experts", r"\.experts\."),
+    ("shared_experts", r"\.shared_experts?\."),
+    ("router", r"\.(?:gate|router|shared_expert_gate)\.|\.e_score_correction_bias$"),
+    ("mixer", r"(?:^|\.)(?:mamba|linear_attn|short_conv|conv)\.|\.mixer\.(?:in_proj|conv1d|A_log|D|dt_bias"
+              r"|norm|out_proj)(?:\.|$)|\.(?:A_log|dt_bias)$"),
+    ("norms", r"norm|(?:^|\.)ln_\w*\."),
+    ("attention", r"attn|attention|\.(?:q|k|v|o|qkv|q_a|q_b|kv_a|kv_b)_proj|kv_a_proj_with_mqa|\.sinks$"
+                  r"|\.indexer\."),
+    ("mlp", r"mlp|feed_forward|ffn|\.(?:gate|up|down|gate_up)_proj\.|\.(?:fc1|fc2|c_fc|w1|w2|w3)\."),
+    ("head", r"(?:^|\.)(?:lm_head|output|embed_out)\."),
+    ("embedding", r"embed|(?:^|\.)(?:wte|wpe|tok_embeddings)\."),
 )  # fmt: skip
 """Tensor kinds by name, Hugging Face's naming (Llama, DeepSeek, Qwen, Mixtral, gpt-oss, Nemotron-H, GPT-2 and the
-vision-language models' towers); a name none matches is ``other``."""
+vision-language models' towers), as regular expressions searched in the name; a name none matches is ``other``.
+Compiled on first use (``_compiled_kinds``): importing the module, which every command does, compiles none."""
 NOT_LOADED = {
     "mtp": "multi-token-prediction layers (vLLM loads them only with --speculative-config)",
     "rotary": "saved rotary inv_freq buffers (engines compute them)",
@@ -119,9 +117,14 @@ _INDEX = re.compile(r"(?<=\.)\d+(?=\.)")
 """A layer's or an expert's number between dots."""
 
 
+@lru_cache(maxsize=1)
+def _compiled_kinds() -> tuple[tuple[str, "re.Pattern[str]"], ...]:
+    return tuple((kind, re.compile(pattern)) for kind, pattern in KIND_PATTERNS)
+
+
 @lru_cache(maxsize=4096)
 def _kind_by_name(name: str) -> str:
-    return next((kind for kind, pattern in KIND_PATTERNS if pattern.search(name)), "other")
+    return next((kind for kind, pattern in _compiled_kinds() if pattern.search(name)), "other")
 
 
 def _refuse(path: Path, why: str) -> BadInputError:
