@@ -194,7 +194,7 @@ def test_launch_lines_never_name_a_config_files_stem(cli, tmp_path):
     no_weights = launch(cli, str(folder))
     assert no_weights["launch"]["vllm"].startswith(f"vllm serve {PLACEHOLDER} ")
     assert f"{folder} holds no weights" in no_weights["launch_note"]
-    (folder / "model-00001-of-00004.safetensors").write_bytes(b"")
+    (folder / "model-00001-of-00004.safetensors").write_bytes(b"\x02" + bytes(7) + b"{}")  # a header of no tensors
     for typed in (folder, folder / "config.json"):
         with_weights = launch(cli, str(typed))
         assert (

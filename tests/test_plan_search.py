@@ -93,7 +93,8 @@ def test_launch_lines_name_what_an_engine_loads(cli, tmp_path):
     folder = tmp_path / "qwen3-8b"
     folder.mkdir()
     shutil.copy("tests/fixtures/hf_configs/qwen3-8b.json", folder / "config.json")
-    (folder / "model.safetensors").write_bytes(b"")  # weights beside the config (tests/test_model_names.py: without)
+    # weights beside the config (tests/test_model_names.py: without), a header of no tensors
+    (folder / "model.safetensors").write_bytes(b"\x02" + bytes(7) + b"{}")
     launch = cli.json("plan", str(folder / "config.json"), "--target", "h100")["launch"]
     assert launch["vllm"].startswith(f"vllm serve {folder} ")  # the model folder, not its config.json
     trtllm = cli.json("plan", "llama-3-8b", "--target", "2xh100", "--engine", "trtllm")["launch"]

@@ -136,6 +136,9 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
     weights = f"{count_cell(report.params.total)} parameters = {bytes_cell(report.weight_bytes)} in {report.deployment.weight_dtype}"
     if report.deployment.weight_scheme is not None:
         weights += f" ({report.deployment.weight_scheme.method}, tensor by tensor as the checkpoint stores them)"
+    headers = report.deployment.checkpoint_headers
+    if headers is not None and headers.format == report.deployment.weight_dtype:
+        weights += f" (from {headers.files} checkpoint header{'s' if headers.files != 1 else ''})"
     console.print(f"[bold]weights[/bold]  {weights}")
     if report.memory is not None:
         console.print()

@@ -291,9 +291,11 @@ def plan(
         if stand_in:
             found.layouts.append(stand_in)
         from mha_cli.core.deployment import mixer_weights_note
+        from mha_cli.core.header_weights import header_notes
 
         if mixer_weights_note(loaded.model) is not None:
             found.layouts.append(mixer_weights_note(loaded.model))
+        found.layouts += header_notes(loaded.model, deployment)
         if plot is not None:
             from mha_cli.cli.plan_plot import write_pareto_plot
 
@@ -315,9 +317,11 @@ def plan(
     if stand_in:
         result.notes.append(stand_in)
     from mha_cli.core.deployment import mixer_weights_note
+    from mha_cli.core.header_weights import header_notes
 
     if mixer_weights_note(loaded.model) is not None:  # the memory plan's weights, and so what fits beside them
         result.notes.append(mixer_weights_note(loaded.model))
+    result.notes += header_notes(loaded.model, deployment)
     if client is not None:
         from mha_cli.core.cost.plan import simulate_plan
 

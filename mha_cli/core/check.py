@@ -18,6 +18,7 @@ from pydantic import computed_field
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN, context_notes, merge_deployment
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.fit import deployment_judge, flag_fit, price_deployment
+from mha_cli.core.header_weights import header_notes
 from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
@@ -28,6 +29,7 @@ from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource, load_source
 from mha_cli.core.tensor_parallel import tp_splits_evenly
 from mha_cli.core.variants import VariantOption, variant_options
+from mha_cli.core.weight_bytes import WeightSource, weights_source
 
 USUAL_HEAD_DIMS = (64, 128, 256)
 
@@ -41,7 +43,8 @@ class CheckResult(Record):
     source_kind: str
     """``preset``, ``config`` (our config file) or ``hf-config`` (a Hugging Face config.json)."""
     assumptions: list[str]
-    """Defaults the importer assumed for fields a config.json leaves out."""
+    """Defaults the importer assumed for fields a config.json leaves out, and where the weights come from when the
+    checkpoint's safetensors headers price them (a total that disagrees with the config's count named)."""
     model: ModelSpec
     """The design as read (the config file's ``model`` section; ``mha schema`` describes it)."""
     deployment: DeploymentSpec
@@ -73,6 +76,13 @@ class CheckResult(Record):
     """Whether warnings fail the check too (``--strict``)."""
     passed: bool
     """False when a hard rule is broken (or, with ``strict``, any warning fired): the exit code is then 1."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def weights_from(self) -> WeightSource:
+        """Where ``weight_bytes`` comes from: ``checkpoint headers`` (the model folder's safetensors headers,
+        ``deployment.checkpoint_headers``) or ``config`` (the weight inventory)."""
+        return weights_source(self.deployment, self.deployment.weight_dtype)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -131,7 +141,8 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     errors = len(trace.by_severity("hard"))
     warnings = len(trace.by_severity("warning"))
     return CheckResult(
-        source=source.origin, source_kind=source.kind, assumptions=source.assumptions, model=model,
+        source=source.origin, source_kind=source.kind, model=model,
+        assumptions=[*source.assumptions, *header_notes(model, deployment)],
         deployment=priced.deployment, context_from=context_from,
         deployment_warnings=context_notes(model, deployment), explicit_variant=explicit,
         total_params=priced.params.total, weight_bytes=weights, kv=kv, memory=memory, findings=trace.findings,

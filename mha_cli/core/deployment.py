@@ -44,6 +44,7 @@ def merge_deployment(
     fields = base.model_dump(exclude_unset=True) if base is not None else {}
     if overrides.get("weight_dtype") is not None:  # a format asked for prices every weight alike, not as stored
         fields.pop("weight_scheme", None)
+        fields.pop("checkpoint_headers", None)
     fields.update({key: value for key, value in overrides.items() if value is not None})
     if fields.get("engine") is not None:
         fields["engine"] = engine_name(fields["engine"])

@@ -8,6 +8,7 @@ from mha_cli.core.dtypes import storage_format
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.errors import MhaError
 from mha_cli.core.fit import deployment_judge, price_deployment
+from mha_cli.core.header_weights import header_notes
 from mha_cli.core.kv import KvFootprint, comparable_kv_dtype, footprint_for
 from mha_cli.core.memory import MemoryPlan, plan_memory
 from mha_cli.core.params import ParamBreakdown
@@ -16,6 +17,7 @@ from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.core.variants import variant_options
 from mha_cli.core.ways import KV_FLAGS, WayOut, settle
+from mha_cli.core.weight_bytes import WeightSource, weights_source
 
 
 class VariantRow(Record):
@@ -38,7 +40,8 @@ class KvReport(Record):
     source_kind: str
     source: str
     assumptions: list[str]
-    """Defaults the importer filled in (HF config.json)."""
+    """Defaults the importer filled in (HF config.json), and where the weights come from when the checkpoint's
+    safetensors headers price them (a total that disagrees with the config's count named)."""
     warnings: list[str]
     """Things a person should know about these numbers (e.g. a context beyond the model's)."""
     model: ModelSpec
@@ -55,6 +58,13 @@ class KvReport(Record):
     latency: StepLatency | None = None
     """With a target: the cost model's decode step and prefill on its prior, with their bounds (``mha plan`` for
     latency under load)."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def weights_from(self) -> WeightSource:
+        """Where ``weight_bytes`` comes from: ``checkpoint headers`` (the model folder's safetensors headers,
+        ``deployment.checkpoint_headers``) or ``config`` (the weight inventory)."""
+        return weights_source(self.deployment, self.deployment.weight_dtype)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -119,7 +129,7 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
     return KvReport(
         source_kind=source.kind,
         source=source.origin,
-        assumptions=source.assumptions,
+        assumptions=[*source.assumptions, *header_notes(model, deployment)],
         warnings=context_notes(model, deployment),
         model=model,
         deployment=priced.deployment,

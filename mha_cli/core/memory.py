@@ -17,11 +17,12 @@ from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint, kv_footprint
+from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
 from mha_cli.core.tensor_parallel import ExpertLayout, local_experts, tp_shard_problem
-from mha_cli.core.weight_bytes import deployment_rank_bytes
+from mha_cli.core.weight_bytes import WeightSource, deployment_rank_bytes, stored_headers, weights_source
 
 ENGINES_SHARING_EXPERTS = ("vllm", "sglang")
 """Engines whose data-parallel ranks of an MoE model share its routed experts (vLLM: "expert layers form a tensor
@@ -54,6 +55,9 @@ class MemoryPlan(Record):
     than the device, before any weight: what is missing for ``usable_bytes`` to reach 0; 0 when nothing is
     (engine.deficit_bytes counts the weights too)."""
     weight_bytes_per_device: int
+    weights_from: WeightSource = "config"
+    """Where ``weight_bytes_per_device`` comes from: the weight inventory counted from the config, or the
+    checkpoint's safetensors headers (``core.header_weights``), split by the inventory's per-rank share."""
     sequences_per_replica: int
     """ceil(batch / replicas): the sequences one tensor-parallel group serves."""
     kv_bytes_per_device: int
@@ -203,6 +207,11 @@ def plan_memory(
     weights = weights_bytes_per_rank
     if weights is None:
         weights = deployment_rank_bytes(model, kv.tp, weight_dtype, deployment, experts=experts)
+    headers = stored_headers(deployment, weight_dtype)
+    weights_how = None
+    if headers is not None:
+        files = f"{headers.files} checkpoint header{'s' if headers.files != 1 else ''}"
+        weights_how = f"{files}: this rank's share of {format_bytes(headers.total_bytes)} (vocab padded to 64)"
     settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp)
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart
@@ -210,8 +219,9 @@ def plan_memory(
             model, seq_len=kv.seq_len, batch=kv.batch, kv_dtype=kv.kv_dtype, tp=kv.tp, block_size=kv.block_size
         )
     engine = plan_engine(
-        model, engine_kv, device, settings, weights_bytes_per_rank=weights, sequences_per_replica=sequences
-    )
+        model, engine_kv, device, settings, weights_bytes_per_rank=weights, sequences_per_replica=sequences,
+        weights_how=weights_how,
+    )  # fmt: skip
     if engine_kv is not kv:
         engine.notes.append("the engines cache MLA's absorbed latent: --mla-cache naive prices only the torch build")
     if copies_note is not None:
@@ -224,7 +234,8 @@ def plan_memory(
         tp=kv.tp, replicas=replicas, device_memory_bytes=device.device_memory_bytes,
         vendor_memory_bytes=device.memory_bytes, utilisation=settings.utilisation, usable_bytes=max(0, free_for_kv + weights),
         deficit_bytes=max(0, -(free_for_kv + weights)),
-        weight_bytes_per_device=weights, sequences_per_replica=sequences, kv_bytes_per_device=kv_per_device,
+        weight_bytes_per_device=weights, weights_from=weights_source(deployment, weight_dtype),
+        sequences_per_replica=sequences, kv_bytes_per_device=kv_per_device,
         allocated_kv_bytes_per_device=allocated, headroom_bytes=free_for_kv - allocated,
         weights_fit=free_for_kv + engine.activation_peak_bytes >= 0, fits=engine.fits,
         max_sequences=engine.admitted_per_replica * replicas, max_tokens_per_device=engine.kv_tokens,

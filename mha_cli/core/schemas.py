@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
+from mha_cli.core.checkpoint_headers import HeaderWeights
 from mha_cli.core.dtypes import KvDtypeName, normalise_dtype_name
 from mha_cli.core.errors import MhaError
 from mha_cli.core.quantities import parse_token_count
@@ -906,6 +907,9 @@ class DeploymentSpec(_Strict):
     """How the checkpoint stores each linear layer, read from its quantization_config (``core.hf_quantization``):
     priced tensor by tensor while ``weight_dtype`` is the scheme's ``format``. None: every weight ``weight_dtype``
     covers in it."""
+    checkpoint_headers: HeaderWeights | None = None
+    """The checkpoint's weights as its safetensors headers hold them (``core.header_weights``): what prices the
+    weights while ``weight_dtype`` is their ``format``. None: counted from the config."""
     tp: Annotated[int, Field(gt=0, le=4096)] | None = None
     """Tensor-parallel degree; default: the number of devices in ``target`` (1 without one)."""
     block_size: Annotated[int, Field(gt=0, le=1 << 16)] | None = None

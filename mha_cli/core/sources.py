@@ -135,7 +135,8 @@ def _load_file(
             served=from_config(path, data) if served is None else served,
         )  # fmt: skip
         stored = read_checkpoint_weights(_with_modelopt_sidecar(data, path), shown_path(path))
-        return _with_checkpoint_weights(source, stored)
+        source = _with_checkpoint_weights(source, stored)
+        return _with_header_weights(source, path, data) if path.name == "config.json" else source
     if "model" not in data and "d_model" in data:
         data = {"model": data}
     config = parse_config(data, str(path))
@@ -183,6 +184,20 @@ def _with_checkpoint_weights(source: ModelSource, stored: "CheckpointWeights | N
             "assumptions": [*source.assumptions, *notes],
         }
     )
+
+
+def _with_header_weights(source: ModelSource, config: Path, data: dict) -> ModelSource:
+    """``source`` with its checkpoint's safetensors headers (beside ``config``, whose contents are ``data``) pricing
+    its weights, when they are there (``core.header_weights``)."""
+    from mha_cli.core.header_weights import checkpoint_layers, read_header_weights
+
+    layers = checkpoint_layers(data, source.model)
+    read = read_header_weights(config.parent, source.model, source.deployment, layers)
+    update: dict[str, object] = {"assumptions": [*source.assumptions, *read.notes]}
+    if read.weights is not None:
+        base = source.deployment or DeploymentSpec()
+        update["deployment"] = base.model_copy(update={"checkpoint_headers": read.weights})
+    return source.model_copy(update=update)
 
 
 def _with_modelopt_sidecar(data: dict, path: Path) -> dict:

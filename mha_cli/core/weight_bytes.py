@@ -10,6 +10,10 @@ which layout a matrix takes is a pricing:
 - a checkpoint's scheme (``core.weight_scheme``, ``rank_checkpoint_bytes``): each matrix by its module's name, so
   layers the config ignores stay bf16 and layers it stores differently are priced differently.
 
+When the model folder holds its checkpoint, either count is scaled to the bytes its safetensors headers hold
+(``core.header_weights``, ``deployment_rank_bytes``): the inventory says how a rank's share splits, the headers how
+much there is.
+
 A fixed-state mixer's weights, which no tensor-parallel layout here splits, are divided evenly over the ranks (as
 ``core.params`` counts them). Pure Python.
 """
@@ -17,7 +21,7 @@ A fixed-state mixer's weights, which no tensor-parallel layout here splits, are 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.inventory import Tensor, tensor_groups, tensors_of
@@ -27,6 +31,7 @@ from mha_cli.core.tensor_parallel import VOCAB_PADDING, ExpertLayout, tp_shard_p
 from mha_cli.core.weight_formats import MatrixLayout, WeightFormat, weight_format
 
 if TYPE_CHECKING:
+    from mha_cli.core.checkpoint_headers import HeaderWeights
     from mha_cli.core.schemas import DeploymentSpec
     from mha_cli.core.weight_scheme import SchemeMatcher, WeightScheme
 
@@ -100,11 +105,33 @@ def deployment_rank_bytes(
     vocab_padding: int = VOCAB_PADDING, experts: ExpertLayout | None = None,
 ) -> int:  # fmt: skip
     """``rank_checkpoint_bytes`` when ``deployment`` carries the checkpoint's scheme and ``weight_dtype`` is its format
-    (a plan priced as the checkpoint stores it), else ``rank_weight_bytes`` (a format asked for, or tried)."""
+    (a plan priced as the checkpoint stores it), else ``rank_weight_bytes`` (a format asked for, or tried); when it
+    carries the checkpoint's header-read weights for ``weight_dtype``, that count scaled to their total
+    (``HeaderWeights.rank_bytes``: the rank's share of the inventory, of the bytes the headers hold)."""
     scheme = stored_scheme(deployment, weight_dtype)
     if scheme is not None:
-        return rank_checkpoint_bytes(model, tp, scheme, vocab_padding, experts)
-    return rank_weight_bytes(model, tp, weight_dtype, vocab_padding, experts)
+        counted = rank_checkpoint_bytes(model, tp, scheme, vocab_padding, experts)
+    else:
+        counted = rank_weight_bytes(model, tp, weight_dtype, vocab_padding, experts)
+    headers = stored_headers(deployment, weight_dtype)
+    return counted if headers is None else headers.rank_bytes(counted)
+
+
+def stored_headers(deployment: DeploymentSpec | None, weight_dtype: str) -> HeaderWeights | None:
+    """The checkpoint's header-read weights ``deployment`` carries, when ``weight_dtype`` is the format they stand
+    for."""
+    if deployment is None or deployment.checkpoint_headers is None:
+        return None
+    return deployment.checkpoint_headers if deployment.checkpoint_headers.format == weight_dtype else None
+
+
+WeightSource = Literal["config", "checkpoint headers"]
+
+
+def weights_source(deployment: DeploymentSpec | None, weight_dtype: str) -> WeightSource:
+    """What prices the weights of ``deployment`` in ``weight_dtype``: the checkpoint's headers (``stored_headers``)
+    or the weight inventory counted from the config."""
+    return "config" if stored_headers(deployment, weight_dtype) is None else "checkpoint headers"
 
 
 def stored_scheme(deployment: DeploymentSpec | None, weight_dtype: str) -> WeightScheme | None:
@@ -116,8 +143,10 @@ def stored_scheme(deployment: DeploymentSpec | None, weight_dtype: str) -> Weigh
 
 def _rank_bytes(
     model: ModelSpec, tp: int, pricing: _FormatPricing | _SchemePricing, vocab_padding: int,
-    experts: ExpertLayout | None,
+    experts: ExpertLayout | None, by_kind: dict[str, int] | None = None,
 ) -> int:  # fmt: skip
+    """The rank's bytes; with ``by_kind``, also added there by the inventory's kind of each tensor, the bytes of a
+    matrix beyond its values (scales, zero points, group indices) under ``SCALES``."""
     if tp > 1 and tp_shard_problem(model, tp, experts) is not None:
         return -(-_rank_bytes(model, 1, pricing, vocab_padding, None) // tp)
     n_experts = model.moe.n_experts if model.moe is not None else 0
@@ -126,21 +155,41 @@ def _rank_bytes(
         tensors = [t for t in group.tensors if not t.buffer]
         mixer = sum(t.numel for t in tensors if t.kind == "mixer")  # split evenly, as core.params counts it
         matrices = [
-            (module, kind, out, inp, n)
+            (module, kind, out, inp, n, t.kind)
             for t in tensors if t.kind != "mixer"
             for (kind, part, out, inp), count in tensor_matrices(t, model)
             for module, n in _modules(t, part, count)
         ]  # fmt: skip
-        plain = sum(t.numel for t in tensors if t.kind != "mixer" and not any(tensor_matrices(t, model)))
-        rest = (plain + -(-mixer // tp)) * pricing.rest_bytes
+        plain = [t for t in tensors if t.kind != "mixer" and not any(tensor_matrices(t, model))]
+        rest = (sum(t.numel for t in plain) + -(-mixer // tp)) * pricing.rest_bytes
         first = group.places[0]
-        for place in group.places if pricing.by_name else [first]:  # a format reads no names: one place for all
+        places = group.places if pricing.by_name else [first]  # a format reads no names: one place for all
+        repeats = 1 if pricing.by_name else len(group.places)
+        for place in places:
             placed = 0
-            for module, kind, out, inp, n in matrices:
+            for module, kind, out, inp, n, tensor_kind in matrices:
                 stored = pricing.store(_at(module, first, place), kind, n_experts if kind == "expert" else 0)
-                placed += n * (stored.matrix_bytes(out, inp) if stored is not None else out * inp * UNQUANTISED_BYTES)
-            total += (rest + placed) * (1 if pricing.by_name else len(group.places))
+                matrix = stored.matrix_bytes(out, inp) if stored is not None else out * inp * UNQUANTISED_BYTES
+                placed += n * matrix
+                if by_kind is not None:
+                    values = stored.value_bytes(out, inp) if stored is not None else matrix
+                    _add(by_kind, tensor_kind, n * values * repeats)
+                    _add(by_kind, SCALES, n * (matrix - values) * repeats)
+            total += (rest + placed) * repeats
+            if by_kind is not None:
+                for tensor in plain:
+                    _add(by_kind, tensor.kind, tensor.numel * pricing.rest_bytes * repeats)
+                _add(by_kind, "mixer", -(-mixer // tp) * pricing.rest_bytes * repeats)
     return total
+
+
+SCALES = "scales"
+"""``model_bytes_by_kind``'s key for the bytes of quantised matrices beyond their values."""
+
+
+def _add(counts: dict[str, int], key: str, value: int) -> None:
+    if value:
+        counts[key] = counts.get(key, 0) + value
 
 
 def _at(module: str, first: int | None, place: int | None) -> str:
@@ -200,3 +249,16 @@ def deployment_model_bytes(model: ModelSpec, weight_dtype: str, deployment: Depl
 def bytes_per_weight_of(model: ModelSpec, weight_dtype: str) -> float:
     """The model's average bytes per weight in ``weight_dtype`` (bf16 parts and scales included)."""
     return model_weight_bytes(model, weight_dtype) / count_params(model).total
+
+
+def model_bytes_by_kind(model: ModelSpec, weight_dtype: str, deployment: DeploymentSpec | None) -> dict[str, int]:
+    """``deployment_model_bytes`` without the headers, by the inventory's kind of tensor (``TensorKind``), the bytes of
+    quantised matrices beyond their values under ``SCALES``: what a checkpoint's headers are compared with."""
+    counts: dict[str, int] = {}
+    scheme = stored_scheme(deployment, weight_dtype)
+    if scheme is not None:
+        pricing: _FormatPricing | _SchemePricing = _SchemePricing(scheme.matcher())
+    else:
+        pricing = _FormatPricing(weight_format(weight_dtype))
+    _rank_bytes(model, 1, pricing, 1, None, counts)
+    return counts

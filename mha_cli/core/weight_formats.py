@@ -83,6 +83,10 @@ class MatrixLayout(NamedTuple):
         group_index = 4 * in_features if self.group_index else 0
         return values + scales + zeros + group_index + self.extra_bytes
 
+    def value_bytes(self, out_features: int, in_features: int) -> int:
+        """Bytes of the matrix's packed values alone (``matrix_bytes`` less its scales, zeros and indices)."""
+        return -(-out_features * in_features * self.value_bits // 8)
+
 
 class WeightFormat(NamedTuple):
     """One weight format: which weights it covers (the rest stays bf16), its nominal bits per weight and how it
@@ -107,6 +111,12 @@ class WeightFormat(NamedTuple):
             absmax = -(-n // 64)
             return packed4 + absmax + 4 * -(-absmax // 256) + 4 + (16 + 256) * 4
         raise AssertionError(self.name)
+
+    def value_bytes(self, out_features: int, in_features: int) -> int:
+        """Bytes of the matrix's packed values alone (the bitsandbytes formats: 4 bits each)."""
+        if self.layout is not None:
+            return self.layout.value_bytes(out_features, in_features)
+        return -(-out_features * in_features // 2)
 
 
 NVFP4_GROUP = 16

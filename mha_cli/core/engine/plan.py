@@ -186,6 +186,8 @@ class _Inputs(NamedTuple):
     non_torch: int
     paged_per_sequence: int
     """One sequence of max_model_len on one rank in whole blocks, each layer holding its own kind's tokens."""
+    weights_how: str = "this rank's shard (vocab padded to 64)"
+    """Where the weights' figure comes from, for the budget's line."""
 
     @property
     def per_layer(self) -> int:
@@ -198,9 +200,7 @@ class _Inputs(NamedTuple):
         return BudgetLine(label="total device memory", bytes=self.target.device_memory_bytes, how=how)
 
     def weights_line(self) -> BudgetLine:
-        return BudgetLine(
-            label="weights on this rank", bytes=-self.weights, how="this rank's shard (vocab padded to 64)"
-        )
+        return BudgetLine(label="weights on this rank", bytes=-self.weights, how=self.weights_how)
 
     def activation_line(self) -> BudgetLine:
         how = _activation_how(self.model, self.settings, self.kv.tp)
@@ -426,8 +426,10 @@ def plan_engine(
     *,
     weights_bytes_per_rank: int,
     sequences_per_replica: int,
+    weights_how: str | None = None,
 ) -> EnginePlan:
-    """The engine's plan for ``model`` (priced as ``kv``: dtype, tp, max_model_len = kv.seq_len) on ``target``."""
+    """The engine's plan for ``model`` (priced as ``kv``: dtype, tp, max_model_len = kv.seq_len) on ``target``;
+    ``weights_how``: where the weights' figure comes from, when not the weight inventory."""
     activation = profile_peak_bytes(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp
     )
@@ -435,6 +437,8 @@ def plan_engine(
     paged = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
     non_torch = 0 if cpu else _non_torch(kv.tp)
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged)
+    if weights_how is not None:
+        inputs = inputs._replace(weights_how=weights_how)
     pool = ENGINES[settings.engine](inputs)
     deficit = max(0, -pool.available)
     pool.budget.append(
