@@ -19,7 +19,7 @@ PLACEHOLDER = "MODEL_FOLDER_OR_HF_ID"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 """Files a serving engine loads weights from (vLLM's ``auto`` load format: safetensors, else PyTorch files)."""
 
-NamedBy = Literal["hf-id", "preset", "folder", "name_or_path", "placeholder"]
+NamedBy = Literal["hf-id", "preset", "folder", "gguf-file", "name_or_path", "placeholder"]
 
 
 class ServedModel(Record):
@@ -68,6 +68,15 @@ def from_config(config_path: Path, data: dict) -> ServedModel:
     if config_path.name == "config.json":
         return placeholder(f"{folder} holds no weights ({', '.join('*' + s for s in WEIGHT_SUFFIXES)})")
     return placeholder(f"{config_path.name} is a config file, not a checkpoint")
+
+
+def from_gguf(path: Path) -> ServedModel:
+    """A GGUF file: vLLM loads the file itself (``vllm serve ./model.gguf``)."""
+    return ServedModel(
+        model=str(path), named_by="gguf-file",
+        note="vLLM serves a single GGUF file (merge a split one first); add --tokenizer with the base model's Hugging"
+        " Face id, which vLLM recommends over converting the file's own tokenizer",
+    )  # fmt: skip
 
 
 def holds_weights(folder: Path) -> bool:

@@ -18,15 +18,15 @@ from mha_cli.core.preset_ids import checkpoint_id, id_for_short_name, preset_for
 from mha_cli.core.presets import checkpoint_weights, find_preset, get_preset, preset_names
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
-from mha_cli.core.served_model import ServedModel, by_id, by_preset, from_config, placeholder
+from mha_cli.core.served_model import ServedModel, by_id, by_preset, from_config, from_gguf, placeholder
 from mha_cli.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from mha_cli.core.hf_import import ImportedModel
     from mha_cli.core.hf_quantization import CheckpointWeights
 
-SourceKind = Literal["preset", "config", "hf-config", "hf-cache"]
-"""``hf-config``: a config.json (or model folder) given by path; ``hf-cache``: one found by its Hugging Face id."""
+SourceKind = Literal["preset", "config", "hf-config", "hf-cache", "gguf"]
+"""``gguf``: a GGUF file's header; ``hf-config``: a config.json (or model folder) given by path; ``hf-cache``: one found by its Hugging Face id."""
 
 
 def _no_checkpoint() -> ServedModel:
@@ -114,6 +114,8 @@ def _load_path(path: Path) -> ModelSource:
                 " weights) or a config file"
             )
         path = config
+    elif path.suffix.lower() == ".gguf":
+        return _load_gguf(path)
     return _load_file(path, name=_hf_name(path), kind="hf-config", served=None, assumptions=[])
 
 
@@ -143,6 +145,20 @@ def _load_file(
     return ModelSource(
         kind="config", origin=str(path), model=config.model, deployment=config.deployment, notes=config.notes,
         served=placeholder(f"{path.name} is a config file, not a checkpoint") if served is None else served,
+    )  # fmt: skip
+
+
+def _load_gguf(path: Path) -> ModelSource:
+    """A GGUF file: its metadata read as the config.json it was converted from (``core.gguf_import``)."""
+    from mha_cli.core.gguf import read_gguf_header
+    from mha_cli.core.gguf_import import gguf_config
+
+    header = read_gguf_header(path)
+    data, assumptions = gguf_config(header, shown_path(path))
+    imported = _import_untrusted(data, path, path.stem)
+    return ModelSource(
+        kind="gguf", origin=str(path), model=imported.model, assumptions=[*assumptions, *imported.assumptions],
+        served=from_gguf(path),
     )  # fmt: skip
 
 

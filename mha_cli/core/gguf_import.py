@@ -1,0 +1,153 @@
+"""A GGUF file's metadata as the config.json of the same model, so one reader (``core.hf_import``) prices both.
+
+llama.cpp's converter (``convert_hf_to_gguf.py``) writes a config.json's fields as ``{arch}.*`` keys; this module
+maps them back for the architectures listed in ``ARCHITECTURES``. A key under ``{arch}.`` that is not mapped here
+and may change a figure (a sliding window, shared experts, a per-layer head count that varies) is refused by name,
+never ignored. The vocabulary and the tied head come from the tensor table (``token_embd.weight``'s rows; no
+``output.weight``: tied), which is what the weights are. Pure Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.gguf import GgufArray, GgufHeader
+
+
+class GgufArchitecture(NamedTuple):
+    """One GGUF architecture: the config.json it stands for, and the ``{arch}.`` keys it maps to its fields."""
+
+    model_type: str
+    architecture: str
+    fields: dict[str, str]
+    """``{arch}.``-relative key -> config.json field."""
+
+
+_DECODER = {
+    "context_length": "max_position_embeddings", "embedding_length": "hidden_size", "block_count": "num_hidden_layers",
+    "feed_forward_length": "intermediate_size", "attention.head_count": "num_attention_heads",
+    "attention.head_count_kv": "num_key_value_heads", "attention.layer_norm_rms_epsilon": "rms_norm_eps",
+    "rope.freq_base": "rope_theta", "attention.key_length": "head_dim", "vocab_size": "vocab_size",
+}  # fmt: skip
+"""The keys every decoder below writes (``gguf-py`` ``Keys.LLM`` and ``Keys.Attention``)."""
+_MOE = {"expert_count": "num_experts", "expert_used_count": "num_experts_per_tok"}
+
+ARCHITECTURES = {
+    "llama": GgufArchitecture("llama", "LlamaForCausalLM", {**_DECODER, **_MOE}),
+    "qwen2": GgufArchitecture("qwen2", "Qwen2ForCausalLM", _DECODER),
+    "qwen3": GgufArchitecture("qwen3", "Qwen3ForCausalLM", _DECODER),
+    "qwen3moe": GgufArchitecture(
+        "qwen3_moe", "Qwen3MoeForCausalLM",
+        {**_DECODER, **_MOE, "expert_feed_forward_length": "moe_intermediate_size"},
+    ),
+}  # fmt: skip
+"""GGUF ``general.architecture`` -> the config.json it was converted from. A Llama file with experts is Mixtral."""
+
+CHECKED = ("attention.value_length", "rope.dimension_count")
+"""Keys read only to check they say what the mapped fields already imply (head_dim for both)."""
+UNCHANGING = (
+    "rope.scaling.finetuned",
+    "rope.scaling.type",
+    "rope.scaling.factor",
+    "rope.scaling.original_context_length",
+)
+"""Keys that change no byte figure (RoPE scaling changes the positions' angles, not what is cached or stored)."""
+
+
+def gguf_config(header: GgufHeader, origin: str) -> tuple[dict[str, Any], list[str]]:
+    """(config.json fields, assumptions) of the model ``header`` describes; ``BadInputError`` when it cannot. Every
+    architecture mapped is a SwiGLU decoder (llama.cpp's graphs for them have no other MLP)."""
+    arch = header.architecture
+    if arch is None:
+        raise BadInputError(f"{origin}: the GGUF file has no general.architecture: it does not say what model it holds")
+    known = ARCHITECTURES.get(arch)
+    if known is None:
+        raise BadInputError(
+            f"{origin}: GGUF architecture {arch!r} is not one mha reads ({', '.join(sorted(ARCHITECTURES))}): give the"
+            " model's config.json instead (`huggingface-cli download ID config.json`)"
+        )
+    prefix = f"{arch}."
+    own = {key[len(prefix) :]: value for key, value in header.metadata.items() if key.startswith(prefix)}
+    unread = sorted(key for key in own if key not in known.fields and key not in CHECKED + UNCHANGING)
+    if unread:
+        raise BadInputError(
+            f"{origin}: GGUF keys mha does not read and that may change a figure: {', '.join(prefix + k for k in unread)};"
+            " give the model's config.json instead"
+        )
+    config: dict[str, Any] = {
+        "model_type": known.model_type, "architectures": [known.architecture], "hidden_act": "silu",
+    }  # fmt: skip
+    for key, field in known.fields.items():
+        if key in own:
+            config[field] = _scalar(own[key], prefix + key, origin)
+    if known.model_type == "llama":
+        _llama_experts(config)
+    _check_head_dims(config, own, prefix, origin)
+    assumptions = _from_tensors(header, config, origin)
+    name = header.metadata.get("general.name")
+    if isinstance(name, str) and name:
+        assumptions.insert(0, f"GGUF file of {name!r} (architecture {arch}, GGUF v{header.version})")
+    return config, assumptions
+
+
+def _llama_experts(config: dict[str, Any]) -> None:
+    """A Llama file with experts is Mixtral (llama.cpp converts Mixtral to architecture ``llama``)."""
+    experts = config.pop("num_experts", 0)
+    used = config.pop("num_experts_per_tok", 0)
+    if experts:
+        config.update(
+            model_type="mixtral", architectures=["MixtralForCausalLM"], num_local_experts=experts,
+            num_experts_per_tok=used,
+        )  # fmt: skip
+
+
+def _scalar(value: Any, key: str, origin: str) -> Any:
+    """A key's value as one number: a per-layer list must say the same for every layer."""
+    if isinstance(value, GgufArray):
+        raise BadInputError(f"{origin}: {key} is a list of {value.length:,} entries: not a figure mha reads")
+    if isinstance(value, list):
+        if not value or any(entry != value[0] for entry in value):
+            raise BadInputError(f"{origin}: {key} differs between layers ({value[:8]}...): not a model mha reads yet")
+        return value[0]
+    return value
+
+
+def _check_head_dims(config: dict[str, Any], own: dict[str, Any], prefix: str, origin: str) -> None:
+    """Value heads and the rotary span as wide as the key heads, as the mapped decoders have them."""
+    head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    for key in CHECKED:
+        if key in own and _scalar(own[key], prefix + key, origin) != head_dim:
+            raise BadInputError(
+                f"{origin}: {prefix}{key} is {own[key]}, not the key heads' {head_dim}: a model this reader does not map"
+            )
+
+
+def _from_tensors(header: GgufHeader, config: dict[str, Any], origin: str) -> list[str]:
+    """The vocabulary (``token_embd.weight``'s rows) and the tied head (no ``output.weight``), from the table."""
+    tensors = {tensor.name: tensor for tensor in header.tensors}
+    embedding = tensors.get("token_embd.weight")
+    if embedding is None:
+        raise BadInputError(f"{origin}: the GGUF file has no token_embd.weight: not a decoder this reader maps")
+    rows = embedding.shape[0]
+    stated = config.get("vocab_size")
+    if stated is not None and stated != rows:
+        raise BadInputError(f"{origin}: vocab_size says {stated:,} and token_embd.weight has {rows:,} rows")
+    config["vocab_size"] = rows
+    config["tie_word_embeddings"] = "output.weight" not in tensors
+    config["torch_dtype"] = "bfloat16"
+    stored = header.tensor_bytes()
+    return [
+        f"vocabulary {rows:,} (token_embd.weight's rows); head {'tied to the embedding' if config['tie_word_embeddings'] else 'output.weight'}",
+        f"weights stored in the file: {stored:,} bytes over {len(header.tensors)} tensors ({_type_mix(header)})",
+    ]
+
+
+def _type_mix(header: GgufHeader) -> str:
+    """The file's ggml types by share of its bytes, largest first: ``Q4_K 71%, Q6_K 25%, F32 4%``."""
+    by_type: dict[str, int] = {}
+    for tensor in header.tensors:
+        by_type[tensor.ggml_type.name] = by_type.get(tensor.ggml_type.name, 0) + tensor.bytes
+    total = sum(by_type.values()) or 1
+    ranked = sorted(by_type.items(), key=lambda item: -item[1])
+    return ", ".join(f"{name} {100 * size / total:.0f}%" for name, size in ranked)
