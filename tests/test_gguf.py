@@ -54,7 +54,7 @@ def test_llama_3_8b_header_prices_the_published_figures(tmp_path, cli):
     assert kv_footprint(source.model, seq_len=8192).bytes_per_token == LLAMA_3_8B_BF16
     out = cli.json("kv", str(path))
     assert out["bytes_per_token"] == LLAMA_3_8B_BF16 and out["source_kind"] == "gguf"
-    assert any(f"{written.total:,} bytes over 291 tensors" in line for line in out["assumptions"])
+    assert any("Q4_K 60%, Q6_K 40%" in line for line in out["assumptions"])
 
 
 @pytest.mark.parametrize(
@@ -132,3 +132,23 @@ def test_bf16_embedding_bytes_are_two_a_value(tmp_path):
     out.close()
     header = read_gguf_header(path)
     assert [t.bytes for t in header.tensors] == [1000 * 64 * 2, 64 * 256 // 256 * 144]
+
+
+def test_the_plan_holds_the_files_bytes_and_launches_it_with_vllm(tmp_path, cli):
+    """Weights per rank are the file's tensors (its F32 norms held in bf16, as the engine holds them), shared over
+    tp as the weight inventory splits them; the launch line serves the file with vLLM only."""
+    path = tmp_path / "llama3.gguf"
+    written = write_decoder(path, "llama", fixture("llama-3-8b"))
+    written.close()
+    norms = (2 * 32 + 1) * 4096  # two per layer and the final one, F32 in the file
+    held = written.total - norms * 2  # 4 B a value stored, 2 held
+    one = cli.json("kv", str(path), "--target", "h100")
+    assert one["weights_from"] == "checkpoint headers"
+    assert one["memory"]["engine"]["weights_bytes_per_rank"] == held
+    assert any("Q4_K 60%, Q6_K 40%" in line and "as int4" in line for line in one["assumptions"])
+    two = cli.json("kv", str(path), "--target", "2xh100")["memory"]["engine"]["weights_bytes_per_rank"]
+    assert held / 2 < two < held * 0.52  # half of it, and the replicated norms
+    plan = cli.json("plan", str(path), "--target", "2xh100", "--isl", "1024", "--osl", "128", "--concurrency", "8",
+                    "--closed-form")  # fmt: skip
+    assert list(plan["launch"]) == ["vllm"] and plan["launch"]["vllm"].startswith(f"vllm serve {path} ")
+    assert "--tokenizer" in plan["launch_note"]

@@ -9,6 +9,7 @@ never ignored. The vocabulary and the tied head come from the tensor table (``to
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 from mha_cli.core.errors import BadInputError
@@ -136,14 +137,11 @@ def _from_tensors(header: GgufHeader, config: dict[str, Any], origin: str) -> li
     config["vocab_size"] = rows
     config["tie_word_embeddings"] = "output.weight" not in tensors
     config["torch_dtype"] = "bfloat16"
-    stored = header.tensor_bytes()
-    return [
-        f"vocabulary {rows:,} (token_embd.weight's rows); head {'tied to the embedding' if config['tie_word_embeddings'] else 'output.weight'}",
-        f"weights stored in the file: {stored:,} bytes over {len(header.tensors)} tensors ({_type_mix(header)})",
-    ]
+    head = "tied to the embedding" if config["tie_word_embeddings"] else "output.weight"
+    return [f"vocabulary {rows:,} (token_embd.weight's rows); head {head}"]
 
 
-def _type_mix(header: GgufHeader) -> str:
+def type_mix(header: GgufHeader) -> str:
     """The file's ggml types by share of its bytes, largest first: ``Q4_K 71%, Q6_K 25%, F32 4%``."""
     by_type: dict[str, int] = {}
     for tensor in header.tensors:
@@ -151,3 +149,33 @@ def _type_mix(header: GgufHeader) -> str:
     total = sum(by_type.values()) or 1
     ranked = sorted(by_type.items(), key=lambda item: -item[1])
     return ", ".join(f"{name} {100 * size / total:.0f}%" for name, size in ranked)
+
+
+TENSOR_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern))
+    for kind, pattern in (
+        ("embedding", r"^token_embd\."), ("head", r"^output\.weight$"), ("rotary", r"^rope_freqs\."),
+        ("norms", r"_norm\.(?:weight|bias)$"), ("router", r"\.ffn_gate_inp\."), ("experts", r"\.ffn_\w+_exps\."),
+        ("shared_experts", r"\.ffn_\w+_shexp\."), ("mlp", r"\.ffn_(?:gate|up|down)\."), ("attention", r"\.attn_\w+\."),
+    )
+)  # fmt: skip
+"""llama.cpp's tensor names (``gguf-py`` ``TENSOR_NAMES``) as the checkpoint headers' kinds
+(``core.checkpoint_headers.KIND_NAMES``), first match wins."""
+LINEAR_KINDS = ("attention", "mlp", "experts", "shared_experts")
+
+
+def gguf_tensor_kind(name: str) -> str:
+    """The kind of the GGUF tensor called ``name`` (``TENSOR_KINDS``; ``other`` when none matches)."""
+    return next((kind for kind, pattern in TENSOR_KINDS if pattern.search(name)), "other")
+
+
+def nearest_format(header: GgufHeader) -> str:
+    """The named weight format nearest the file's linear layers (bits per value over them): bf16 from 12 bits, int8
+    from 7, else int4. It sets how tensor parallelism shares the bytes and what the cost model reads per value."""
+    values = stored = 0
+    for tensor in header.tensors:
+        if gguf_tensor_kind(tensor.name) in LINEAR_KINDS:
+            values += tensor.values
+            stored += tensor.bytes
+    bits = 8 * stored / values if values else 16.0
+    return "bf16" if bits >= 12 else "int8" if bits >= 7 else "int4"

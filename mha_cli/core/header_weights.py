@@ -9,6 +9,7 @@ bytes there are. ``header_notes`` says so, and names a total that disagrees with
 rounding (``disagrees``) with the kind that differs most. Pure Python.
 """
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -72,31 +73,43 @@ def read_header_weights(
         ])  # fmt: skip
     if not found.files:
         return HeaderRead(None, [])
+    layers = model.n_layers if n_layers is None else n_layers
+    tensors = (
+        (tensor_kind(tensor.name, layers), tensor.dtype, tensor.numel, tensor.nbytes)
+        for path in found.files
+        for tensor in read_header(path)
+    )
+    return HeaderRead(summed_weights(tensors, len(found.files), model, deployment), [])
+
+
+def summed_weights(
+    tensors: Iterable[tuple[str, str, int, int]], files: int, model: ModelSpec, deployment: DeploymentSpec | None
+) -> HeaderWeights:
+    """A checkpoint's tensors, each (kind, stored dtype, values, bytes), summed for ``model`` priced in
+    ``deployment``'s weight format: floating tensors at the width the engine holds them, the ``NOT_LOADED`` kinds
+    apart, beside the config's count by the same kinds."""
     fmt = (deployment or DeploymentSpec()).weight_dtype
     served = weight_format(fmt)
     held_width = int(served.nominal_bits) // 8 if served.scope == "all" else UNQUANTISED_BYTES
     by_dtype: dict[str, int] = {}
     by_kind: dict[str, int] = {}
-    tensors = total = 0
-    for path in found.files:
-        for tensor in read_header(path):
-            tensors += 1
-            by_dtype[tensor.dtype] = by_dtype.get(tensor.dtype, 0) + tensor.nbytes
-            kind = tensor_kind(tensor.name, model.n_layers if n_layers is None else n_layers)
-            held = tensor.nbytes
-            if tensor.dtype in FLOAT_DTYPES and kind not in NOT_LOADED and kind != "scales":
-                held = tensor.numel * held_width  # the engine's parameter, whatever the file stores
-            by_kind[kind] = by_kind.get(kind, 0) + held
-            total += 0 if kind in NOT_LOADED else held
+    count = total = 0
+    for kind, dtype, numel, nbytes in tensors:
+        count += 1
+        by_dtype[dtype] = by_dtype.get(dtype, 0) + nbytes
+        held = nbytes
+        if dtype in FLOAT_DTYPES and kind not in NOT_LOADED and kind != "scales":
+            held = numel * held_width  # the engine's parameter, whatever the file stores
+        by_kind[kind] = by_kind.get(kind, 0) + held
+        total += 0 if kind in NOT_LOADED else held
     config_by_kind: dict[str, int] = {}
-    for kind, count in model_bytes_by_kind(model, fmt, deployment).items():
+    for kind, config_count in model_bytes_by_kind(model, fmt, deployment).items():
         header_kind = INVENTORY_KINDS[kind]
-        config_by_kind[header_kind] = config_by_kind.get(header_kind, 0) + count
-    weights = HeaderWeights(
-        format=fmt, files=len(found.files), tensors=tensors, total_bytes=total, by_dtype=by_dtype, by_kind=by_kind,
+        config_by_kind[header_kind] = config_by_kind.get(header_kind, 0) + config_count
+    return HeaderWeights(
+        format=fmt, files=files, tensors=count, total_bytes=total, by_dtype=by_dtype, by_kind=by_kind,
         config_bytes=sum(config_by_kind.values()), config_by_kind=config_by_kind,
     )  # fmt: skip
-    return HeaderRead(weights, [])
 
 
 def embedding_bytes(model: ModelSpec) -> int:

@@ -151,14 +151,24 @@ def _load_file(
 def _load_gguf(path: Path) -> ModelSource:
     """A GGUF file: its metadata read as the config.json it was converted from (``core.gguf_import``)."""
     from mha_cli.core.gguf import read_gguf_header
-    from mha_cli.core.gguf_import import gguf_config
+    from mha_cli.core.gguf_import import gguf_config, gguf_tensor_kind, nearest_format, type_mix
+    from mha_cli.core.header_weights import summed_weights
 
     header = read_gguf_header(path)
     data, assumptions = gguf_config(header, shown_path(path))
     imported = _import_untrusted(data, path, path.stem)
+    fmt = nearest_format(header)
+    deployment = DeploymentSpec(weight_dtype=fmt)
+    tensors = ((gguf_tensor_kind(t.name), t.ggml_type.name, t.values, t.bytes) for t in header.tensors)
+    weights = summed_weights(tensors, 1, imported.model, deployment)
+    priced = (
+        f"weights as the file stores them ({type_mix(header)}); shared over tensor-parallel ranks and read by the cost"
+        f" model as {fmt}, the named format nearest its linear layers"
+    )
     return ModelSource(
-        kind="gguf", origin=str(path), model=imported.model, assumptions=[*assumptions, *imported.assumptions],
-        served=from_gguf(path),
+        kind="gguf", origin=str(path), model=imported.model,
+        deployment=deployment.model_copy(update={"checkpoint_headers": weights}),
+        assumptions=[*assumptions, *imported.assumptions, priced], served=from_gguf(path),
     )  # fmt: skip
 
 

@@ -400,7 +400,9 @@ def launch_commands(served: ServedModel, plan: ServingPlan, deployment: Deployme
     if served.revision is not None:
         vllm += ["--revision", served.revision]
         sglang += ["--revision", served.revision]
-    launch = {"vllm": shlex.join(vllm), "sglang": shlex.join(sglang)}
+    launch = {"vllm": shlex.join(vllm)}
+    if served.named_by != "gguf-file":  # a GGUF file: vLLM's loader (its launch note says how); SGLang's not priced
+        launch["sglang"] = shlex.join(sglang)
     if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
                   str(context), "--max_batch_size", str(running), "--kv_cache_free_gpu_memory_fraction",
