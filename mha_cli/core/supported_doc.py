@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from mha_cli.core import dtypes, weight_formats
 from mha_cli.core.cost.priors import MIN_GPU_FIGURES, band, fitted_constants
-from mha_cli.core.engine.settings import ENGINE_ALIASES, resolve_settings
+from mha_cli.core.engine.generations import ENGINE_ALIASES
+from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.families.support import family_support
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.markdown import cell, markdown_table

@@ -6,6 +6,7 @@ from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, co
 
 from mha_cli.core.cost.latency import StepLatency
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN
+from mha_cli.core.engine.generations import generation_of
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.engine.settings import engine_name
 from mha_cli.core.errors import BadInputError
@@ -18,6 +19,7 @@ from mha_cli.core.roofline import Roofline
 from mha_cli.core.rules.engine import Finding
 from mha_cli.core.schemas import (
     EngineName,
+    GenerationId,
     KvDtype,
     MhaConfig,
     ModelSpec,
@@ -37,7 +39,7 @@ _OPTION_NAMES = {
     "weight_dtype": "--weight-dtype", "priority": "--priority", "tp": "--tp", "vocab_size": "--vocab",
     "d_model": "--d-model", "variant": "--variant", "active_params": "--active-params", "experts": "--experts",
     "top_k": "--top-k", "shared_experts": "--shared-experts", "dense_layers": "--dense-layers", "engine": "--engine",
-    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "engine_generation": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
     "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
 }  # fmt: skip
 
@@ -80,6 +82,8 @@ class RecommendRequest(Record):
     """MoE: leading layers with a dense MLP (DeepSeek's first_k_dense_replace); default 0."""
     engine: Annotated[EngineName, BeforeValidator(engine_name)] | None = None
     """Serving engine whose memory rules plan the deployment (``DeploymentSpec.engine``)."""
+    engine_generation: GenerationId | None = None
+    """The engine's generation (``--engine vllm@0.10``; ``DeploymentSpec.engine_generation``); None: its latest."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
     max_num_batched_tokens: Annotated[int, Field(gt=0, le=1 << 34)] | None = None
     """The engine step (``DeploymentSpec.max_num_batched_tokens``, bounded alike: a token count)."""
@@ -88,8 +92,12 @@ class RecommendRequest(Record):
     @classmethod
     def parse(cls, **fields: Any) -> "RecommendRequest":
         """Validate ``fields`` (``None`` means the default); every problem is one line naming the option."""
+        given = {key: value for key, value in fields.items() if value is not None}
+        if given.get("engine") is not None and "engine_generation" not in given:  # vllm@0.10: engine and generation
+            chosen = generation_of(given["engine"])
+            given.update(engine=chosen.engine, engine_generation=chosen.id)
         try:
-            return cls.model_validate({key: value for key, value in fields.items() if value is not None})
+            return cls.model_validate(given)
         except ValidationError as exc:
             raise BadInputError(describe_validation_error(exc, _OPTION_NAMES)) from exc
 
