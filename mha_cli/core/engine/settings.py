@@ -15,6 +15,9 @@ MIB = 2**20
 
 VLLM_UTILISATION = 0.90
 """vLLM ``CacheConfig.gpu_memory_utilization`` default (``vllm/config/cache.py``)."""
+TRTLLM_BATCH = 2048
+"""TensorRT-LLM's max_batch_size default, with its max_num_tokens 8192: ``trtllm-build``'s ``BuildConfig`` (0.12-0.x,
+``tensorrt_llm/builder.py``) and the PyTorch backend's ``llmapi`` arguments alike."""
 TRTLLM_FRACTION = 0.90
 """TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction`` default (``kDefaultGpuMemFraction = 0.9F``)."""
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
@@ -209,16 +212,11 @@ def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> Eng
             defaults_note=f"{chosen.label} on {target.torch_memory_gib:g} GiB: chunked prefill {chunked}, CUDA-graph batch {graph_bs}",
         )  # fmt: skip
     tokens = deployment.max_num_batched_tokens or 8192
-    batch = TRTLLM_BATCH[chosen.id]
     return EngineSettings(
         engine=engine, generation=chosen.id, utilisation=util or TRTLLM_FRACTION,
         utilisation_source="--free-gpu-memory-fraction" if util else "TensorRT-LLM's default",
-        max_num_batched_tokens=tokens, max_num_seqs=deployment.max_num_seqs or batch,
+        max_num_batched_tokens=tokens, max_num_seqs=deployment.max_num_seqs or TRTLLM_BATCH,
         block_size=deployment.block_size or chosen.block_size,
-        defaults_note=f"{chosen.label}: max_num_tokens 8192, max_batch_size {batch}, tokens_per_block {chosen.block_size}",
+        defaults_note=f"{chosen.label}: max_num_tokens 8192, max_batch_size {TRTLLM_BATCH},"
+        f" tokens_per_block {chosen.block_size}",
     )  # fmt: skip
-
-
-TRTLLM_BATCH = {"trtllm-cpp": 256, "trtllm-pytorch": 2048}
-"""TensorRT-LLM's max_batch_size default: ``trtllm-build --max_batch_size`` 256 for a C++ engine, the PyTorch
-backend's 2048 (``llmapi`` ``BaseLlmArgs``)."""
