@@ -72,12 +72,19 @@ class Generation(NamedTuple):
     page_size, TRT-LLM's tokens_per_block (64 at ``trtllm-build``, 32 in the PyTorch backend)."""
     data_parallel_flag: bool
     """The server takes ``--data-parallel-size`` (vLLM V1 and later): without it a replica is a server of its own."""
+    differs: str
+    """What sets it apart from its neighbours, in a line (``docs/supported.md``)."""
     source: str
     """Where the budget rule was read: file, function, version."""
 
     def covers(self, version: Version) -> bool:
         """Whether release ``version`` belongs to this generation."""
         return self.first <= version and (self.until is None or version < self.until)
+
+    @property
+    def example(self) -> str:
+        """An ``--engine`` value that picks it: ``vllm@0.8`` (the engine alone for the latest)."""
+        return self.engine if self.until is None else f"{self.engine}@{self.first[0]}.{self.first[1]}"
 
     @property
     def releases(self) -> str:
@@ -94,36 +101,46 @@ GENERATIONS: tuple[Generation, ...] = (
     Generation(
         id="vllm-v0", engine="vllm", first=(0, 1), until=(0, 8), label="vLLM V0 (0.1-0.7)",
         cuda_graph_in_budget=False, hybrid_allocator=False, block_size=16, data_parallel_flag=False,
+        differs="no hybrid allocator (every layer holds every token); a step of max(max_model_len, 2048) tokens"
+        " without chunked prefill; 256 sequences; no --data-parallel-size",
         source="vllm/worker/worker.py Worker.determine_num_available_blocks (0.6-0.7)",
     ),
     Generation(
         id="vllm-v1", engine="vllm", first=(0, 8), until=(0, 21), label="vLLM V1 (0.8-0.20)",
         cuda_graph_in_budget=False, hybrid_allocator=True, block_size=16, data_parallel_flag=True,
+        differs="hybrid allocator; CUDA graphs captured after the pool, out of the (1 - utilisation) headroom",
         source="vllm/v1/worker/gpu_worker.py Worker.determine_available_memory (0.10-0.20)",
     ),
     Generation(
         id="vllm-0.21", engine="vllm", first=(0, 21), until=None, label="vLLM 0.21 and later",
         cuda_graph_in_budget=True, hybrid_allocator=True, block_size=16, data_parallel_flag=True,
+        differs="CUDA-graph memory estimated before the pool and taken from its budget; 16,384 tokens and 1,024"
+        " sequences a step on a GPU of 160 GiB or more",
         source="vllm/v1/worker/gpu_worker.py Worker.determine_available_memory, cudagraph_memory_estimate (0.32)",
     ),
     Generation(
         id="sglang-0.4", engine="sglang", first=(0, 4), until=(0, 5), label="SGLang 0.4",
         cuda_graph_in_budget=False, hybrid_allocator=False, block_size=1, data_parallel_flag=True,
+        differs="mem_fraction_static by tp alone (0.88 at tp 1 to 0.79 at 16); chunked prefill 8192 (2048 under"
+        " 25,000 MiB)",
         source="sglang/srt/server_args.py ServerArgs.__post_init__, model_runner.profile_max_num_token (0.4.x)",
     ),
     Generation(
         id="sglang-0.5", engine="sglang", first=(0, 5), until=None, label="SGLang 0.5 and later",
         cuda_graph_in_budget=False, hybrid_allocator=False, block_size=1, data_parallel_flag=True,
+        differs="mem_fraction_static from the GPU's memory less a reserve for the step, CUDA graphs and tp",
         source="sglang/srt/server_args.py _handle_gpu_memory_settings, model_runner.profile_max_num_token (0.5.3)",
     ),
     Generation(
         id="trtllm-cpp", engine="trtllm", first=(0, 5), until=(1, 0), label="TensorRT-LLM C++ engine (0.5-0.x)",
         cuda_graph_in_budget=False, hybrid_allocator=False, block_size=64, data_parallel_flag=False,
+        differs="blocks of 64 tokens (trtllm-build's tokens_per_block)",
         source="cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp KVCacheManager::calculateMaxNumBlocks (0.x)",
     ),
     Generation(
         id="trtllm-pytorch", engine="trtllm", first=(1, 0), until=None, label="TensorRT-LLM PyTorch backend (1.x)",
         cuda_graph_in_budget=False, hybrid_allocator=False, block_size=32, data_parallel_flag=False,
+        differs="blocks of 32 tokens; the fraction of what is free after a profiling step",
         source="tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator (1.x)",
     ),
 )  # fmt: skip
