@@ -231,8 +231,7 @@ def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
         budget.append(
             BudgetLine(
                 label="CUDA graphs (estimated before the pool)", bytes=-CUDA_GRAPH_ESTIMATE,
-                how="vLLM >= 0.21 profiles the graphs and subtracts them (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1);"
-                " 1 GiB, what the v0.19 logs' captures took",
+                how="vLLM >= 0.21 profiles the graphs before the pool; 1 GiB, what v0.19's captures took",
             )
         )  # fmt: skip
     if settings.kv_cache_bytes is not None:  # the pool set outright: vLLM sizes nothing from the memory left
