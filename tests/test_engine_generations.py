@@ -74,10 +74,13 @@ def test_the_refusal_is_one_line_exit_2(cli):
     assert result.stderr.strip().count("\n") == 0 and "sglang-0.4 0.4, sglang-0.5 0.5 and later" in result.stderr
 
 
-def test_a_config_generation_of_another_engine_is_refused():
+def test_settings_a_generation_lacks_are_refused():
     spec = DeploymentSpec(engine="sglang", engine_generation="vllm-v0")
     with pytest.raises(BadInputError, match="engine generation vllm-v0 is not one of sglang's"):
         resolve_settings(spec, resolve_target("h100").target, 1)
+    v0_pool = DeploymentSpec(engine="vllm", engine_generation="vllm-v0", kv_cache_memory_bytes=10 * GIB)
+    with pytest.raises(BadInputError, match=r"which vLLM V0 \(0.1-0.7\) lacks"):
+        resolve_settings(v0_pool, resolve_target("h100").target, 1)
 
 
 def test_json_names_the_generation(cli):

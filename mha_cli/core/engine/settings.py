@@ -172,6 +172,10 @@ def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> Eng
         raise BadInputError(f"the cpu target is vLLM's CPU backend: {engine} is not modelled there; use --engine vllm")
     if deployment.kv_cache_memory_bytes is not None and engine != "vllm":
         raise BadInputError("--kv-cache-gib sets vLLM's pool (--kv-cache-memory-bytes): use it with --engine vllm")
+    if deployment.kv_cache_memory_bytes is not None and not chosen.hybrid_allocator and target.vendor != "CPU":
+        raise BadInputError(
+            f"--kv-cache-gib sets V1's --kv-cache-memory-bytes, which {chosen.label} lacks: drop it or use --engine vllm"
+        )
     if engine == "vllm":
         tokens, seqs, note = VLLM_STEP_DEFAULTS[chosen.id](target, deployment.seq_len)
         tokens = deployment.max_num_batched_tokens or tokens
