@@ -29,7 +29,8 @@ lists, as data, the rules that set it apart from its neighbours; every rule name
   modelled) of the memory free once the engine (weights and its activation buffers) is loaded; blocks of
   ``tokens_per_block`` 64 (``trtllm-build``'s default);
 - ``trtllm-pytorch`` (1.0 and later): the PyTorch backend's ``KvCacheCreator``, the same fraction of what is free
-  after a profiling step, in blocks of 32 tokens.
+  after a profiling step, in blocks of 32 tokens. Releases 0.17-0.21 ran it on request (``--backend pytorch``): a
+  version picks the C++ engine there, ``--engine trtllm-pytorch`` names the backend.
 Pure Python; no rule here is fitted on the held-out start-up logs (``tests/fixtures/engine_logs.yaml``).
 """
 
