@@ -222,3 +222,14 @@ def test_launch_line_of_vllm_v0_has_no_data_parallel_flag(cli):
     assert "start the vllm line once per replica" in old["launch_note"] and "release of 0.1-0.7" in old["launch_note"]
     latest = cli.json(*args)
     assert "--data-parallel-size" in latest["launch"]["vllm"] and not (latest["launch_note"] or "").count("priced by")
+
+
+def test_a_request_keeps_the_version_it_was_given():
+    """``RecommendRequest(engine="vllm@0.10")`` keeps the generation (not only the engine's name), as ``--engine``."""
+    from mha_cli.core.recommend.result import RecommendRequest
+
+    request = RecommendRequest(params=7_000_000_000, engine="vllm@0.10")
+    assert (request.engine, request.engine_generation) == ("vllm", "vllm-v1")
+    assert RecommendRequest(params=7_000_000_000).engine_generation is None
+    with pytest.raises(BadInputError, match=r"vllm 0\.0 is outside every generation"):
+        RecommendRequest.parse(params="7B", engine="vllm@0.0")

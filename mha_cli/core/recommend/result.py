@@ -2,7 +2,7 @@
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, computed_field
+from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, computed_field, model_validator
 
 from mha_cli.core.cost.latency import StepLatency
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN
@@ -89,15 +89,21 @@ class RecommendRequest(Record):
     """The engine step (``DeploymentSpec.max_num_batched_tokens``, bounded alike: a token count)."""
     max_num_seqs: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_and_generation(cls, fields: Any) -> Any:
+        """``engine="vllm@0.10"`` sets the engine and the generation the version picks (refused as ``--engine``
+        when no generation covers it)."""
+        if isinstance(fields, dict) and fields.get("engine") is not None and fields.get("engine_generation") is None:
+            chosen = generation_of(fields["engine"])
+            fields = {**fields, "engine": chosen.engine, "engine_generation": chosen.id}
+        return fields
+
     @classmethod
     def parse(cls, **fields: Any) -> "RecommendRequest":
         """Validate ``fields`` (``None`` means the default); every problem is one line naming the option."""
-        given = {key: value for key, value in fields.items() if value is not None}
-        if given.get("engine") is not None and "engine_generation" not in given:  # vllm@0.10: engine and generation
-            chosen = generation_of(given["engine"])
-            given.update(engine=chosen.engine, engine_generation=chosen.id)
         try:
-            return cls.model_validate(given)
+            return cls.model_validate({key: value for key, value in fields.items() if value is not None})
         except ValidationError as exc:
             raise BadInputError(describe_validation_error(exc, _OPTION_NAMES)) from exc
 
