@@ -3,7 +3,8 @@
     python benchmarks/vllm_logs.py
 
 For each log: the KV tokens from the log's own available memory (the block arithmetic alone) and from first
-principles (device memory, weights, activation peak, non-torch memory: ``core.engine``), against the log's.
+principles (device memory, weights, activation peak, non-torch memory: ``core.engine``, by the generation of the
+log's engine: V0 or V1), against the log's. ``benchmarks/engine_logs.py`` prices the logs of other versions.
 """
 
 from __future__ import annotations
@@ -52,9 +53,11 @@ def main() -> None:
         target = resolve_target(spec).target
         if entry["total_gpu_memory_gib"] and entry["total_gpu_memory_gib"] != target.torch_memory_gib:
             target = target.model_copy(update={"torch_memory_gib": entry["total_gpu_memory_gib"]})
+        generation = "vllm-v0" if "V0" in str(entry["vllm_version"]) else "vllm-v1"  # the log's engine's rules
         deployment = DeploymentSpec(  # the engine's defaults for this GPU where the log does not state them
             seq_len=entry["max_model_len"], tp=tp, gpu_memory_utilization=entry["gpu_memory_utilization"],
             max_num_batched_tokens=entry["max_num_batched_tokens"], max_num_seqs=entry["max_num_seqs"],
+            engine_generation=generation,
         )  # fmt: skip
         plan = plan_engine(
             model, kv, target, resolve_settings(deployment, target, tp),

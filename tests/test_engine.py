@@ -11,6 +11,7 @@ from mha_cli.core.engine.activation import sampler_peak_bytes
 from mha_cli.core.engine.pages import paged_pool
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import (
+    CUDA_GRAPH_ESTIMATE,
     GIB,
     NON_TORCH_ONE_RANK,
     NON_TORCH_TENSOR_PARALLEL,
@@ -120,14 +121,20 @@ def _plan(engine: str, **deployment):
 
 
 def test_vllm_budget_by_hand():
-    plan = _plan("vllm")
+    """vLLM V1 (0.8-0.20): total x 0.9 - weights - activation peak - non-torch; the latest (0.21 and later) takes the
+    CUDA-graph estimate (1 GiB) from the same budget."""
+    plan = _plan("vllm", engine_generation="vllm-v1")
     activation = 1024 * 128_256 * 16
     assert plan.activation_peak_bytes == activation and plan.non_torch_bytes == NON_TORCH_ONE_RANK
     expected = int(H100.device_memory_bytes * 0.9) - 16 * 10**9 - activation - NON_TORCH_ONE_RANK
     assert plan.available_kv_bytes == expected == sum(line.bytes for line in plan.budget[:-1])
     assert plan.kv_blocks == expected // (16 * 4096 * 32) and plan.kv_tokens == plan.kv_blocks * 16
     assert plan.log_lines[1] == f"GPU KV cache size: {plan.kv_tokens:,} tokens"
-    assert not plan.cuda_graph_in_budget and plan.fits
+    assert not plan.cuda_graph_in_budget and plan.fits and plan.generation == "vllm-v1"
+    latest = _plan("vllm")
+    assert latest.generation == "vllm-0.21" and latest.cuda_graph_in_budget
+    assert latest.available_kv_bytes == expected - CUDA_GRAPH_ESTIMATE == sum(line.bytes for line in latest.budget[:-1])
+    assert latest.budget[-2].label == "CUDA graphs (estimated before the pool)"
 
 
 def test_sglang_budget_by_hand():
@@ -150,7 +157,8 @@ def test_trtllm_budget_by_hand():
 
 
 def test_utilisation_changes_the_budget_and_a_full_one_is_flagged():
-    half, full = _plan("vllm", gpu_memory_utilization=0.5), _plan("vllm", gpu_memory_utilization=0.99)
+    v1 = {"engine_generation": "vllm-v1"}  # up to 0.20 the graphs come out of the (1 - utilisation) headroom
+    half, full = _plan("vllm", gpu_memory_utilization=0.5, **v1), _plan("vllm", gpu_memory_utilization=0.99, **v1)
     assert full.available_kv_bytes - half.available_kv_bytes == int(H100.device_memory_bytes * 0.99) - int(
         H100.device_memory_bytes * 0.5
     )
@@ -203,7 +211,7 @@ def test_bad_engine_options_are_one_line_exit_2(cli, args, message):
 def test_a_pool_without_room_for_one_request_is_vllms_refusal(cli):
     """Llama-3-70B on 2 x H100 at 32K: 1.50 GiB left per rank, one request needs 80 layers x 2,048 blocks x 16 x
     2 KiB = 5.00 GiB; vLLM stops and names the longest length that fits (its pool's 9,856 tokens)."""
-    data = cli.json("kv", "llama-3-70b", "--target", "2xh100", "--seq", "32k")
+    data = cli.json("kv", "llama-3-70b", "--target", "2xh100", "--seq", "32k", "--engine", "vllm@0.20")
     engine = data["engine"]
     assert not engine["starts"] and not engine["fits"] and engine["admitted_per_replica"] == 0
     assert "(5.00 GiB KV cache is needed)" in engine["refusal"]
@@ -273,7 +281,18 @@ def test_naive_mla_is_a_torch_build_the_engines_price_the_latent(cli):
 def test_overheads_not_weights_are_named_and_the_engine_knob_offered(cli):
     """Llama-3-8B on a 4090 at utilisation 0.66: 15.0 GiB of weights fit 15.6 GiB, vLLM's profiling peak and
     non-torch memory do not; raising the utilisation is the way out, not a second GPU alone."""
-    data = cli.json("kv", "llama-3-8b", "--target", "4090", "--gpu-memory-utilization", "0.66", "--seq", "4k")
+    data = cli.json(
+        "kv",
+        "llama-3-8b",
+        "--target",
+        "4090",
+        "--gpu-memory-utilization",
+        "0.66",
+        "--seq",
+        "4k",
+        "--engine",
+        "vllm@0.20",
+    )
     assert data["memory"]["weights_fit"] and not data["engine"]["starts"]
     knob = next(way for way in data["ways_out"] if way["change"] == "--gpu-memory-utilization 0.95")
     assert knob["fits"] and knob["text"].startswith("--gpu-memory-utilization 0.95 (")
@@ -314,7 +333,8 @@ def test_a_deficit_is_named_never_a_negative_figure(cli):
     """GPT-2 on a T4 at utilisation 0.01, by hand: vLLM's share int(15,837,691,904 x 0.01) = 158,376,919 B less the
     weights 248,951,808, the sampler's peak 256 x 50,257 x 16 = 205,852,672 and non-torch 2^28 = 268,435,456 is
     -564,863,017: the engine lacks 564,863,017 B (its deficit), and 315,911,209 B before any weight."""
-    data = cli.json("kv", "gpt2", "--target", "t4", "--gpu-memory-utilization", "0.01")
+    v1 = ("--engine", "vllm@0.20")  # the hand count is V1's budget (no CUDA-graph line)
+    data = cli.json("kv", "gpt2", "--target", "t4", "--gpu-memory-utilization", "0.01", *v1)
     memory, engine = data["memory"], data["engine"]
     assert (engine["available_kv_bytes"], engine["deficit_bytes"]) == (0, 564_863_017)
     assert (memory["usable_bytes"], memory["deficit_bytes"]) == (0, 564_863_017 - 248_951_808)
@@ -327,7 +347,7 @@ def test_a_deficit_is_named_never_a_negative_figure(cli):
     assert engine["log_lines"][0] == "Available KV cache memory: -0.53 GiB"  # vLLM's own words keep its sign
     assert memory["headroom_bytes"] == -564_863_017 - memory["allocated_kv_bytes_per_device"]
     assert _negative_figures(data) == []
-    table = cli.run("kv", "gpt2", "--target", "t4", "--gpu-memory-utilization", "0.01").stdout
+    table = cli.run("kv", "gpt2", "--target", "t4", "--gpu-memory-utilization", "0.01", *v1).stdout
     assert "= deficit (no KV" in table and "564,863,017 │  538.7 MiB" in table and "short by" in table
     assert "= available for" not in table and "headroom" not in table and "-538.7" not in table
     recommend = cli.json("recommend", "--params", "7B", "--target", "t4", "--gpu-memory-utilization", "0.02")

@@ -112,8 +112,9 @@ def test_tokens_from_first_principles_within_3_percent(entry):
     target = resolve_target("h100").target  # every log here ran on an H100 80GB (79.19 GiB, as the logs say)
     assert entry["total_gpu_memory_gib"] == target.torch_memory_gib
     tp = entry["tensor_parallel_size"]
-    deployment = DeploymentSpec(
-        target="h100", seq_len=entry["max_model_len"], tp=tp, gpu_memory_utilization=entry["gpu_memory_utilization"],
+    deployment = DeploymentSpec(  # every log here is vLLM 0.19: the V1 generation's rules
+        target="h100", seq_len=entry["max_model_len"], tp=tp, engine_generation="vllm-v1",
+        gpu_memory_utilization=entry["gpu_memory_utilization"],
         max_num_batched_tokens=entry["max_num_batched_tokens"], max_num_seqs=entry["max_num_seqs"],
     )  # fmt: skip
     plan = plan_engine(

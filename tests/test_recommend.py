@@ -187,7 +187,7 @@ def test_mha_at_long_context_only_when_asked_and_then_priced_with_alternatives()
 
 def test_mla_never_below_1b_unless_asked():
     # Serving-first and a cache that does not fit: the trade-off must skip MLA and take a smaller GQA/MQA.
-    result = rec(500e6, seq=65536, target="rtx-4090", batch=24, priority="inference")
+    result = rec(500e6, seq=65536, target="rtx-4090", batch=24, priority="inference", engine="vllm@0.20")  # V1's
     # GQA-2 holds 18 sequences and MLA is not considered: once MQA (high risk), now a low-risk local:global pattern
     chosen = next(a for a in result.alternatives if a.is_recommended)
     assert chosen.layer_pattern is not None and chosen.quality_risk == "low" and result.fits
@@ -228,15 +228,16 @@ def test_2b_on_8xh100_keeps_the_one_gpu_architecture_with_replicas():
 
 def test_tp_default_is_the_smallest_that_fits_weights_and_batch():
     # vLLM's layout splits the embedding and the LM head by vocabulary too: at tp 2 a rank holds 70.6 GB of the
-    # 72.2 GB vLLM leaves on an H100 (90% of 79.19 GiB less its profiling peak and 2.1 GiB of NCCL memory), room
+    # 72.2 GB vLLM V1 leaves on an H100 (90% of 79.19 GiB less its profiling peak and 2.1 GiB of NCCL memory), room
     # for one 8K sequence per replica (4 replicas). 64 sequences need tp 4 (108 fit over 2 replicas), 128 need
-    # tp 8. The architecture stays the same.
-    one = rec(70e9, target="8xh100")
+    # tp 8. The architecture stays the same. (vLLM >= 0.21 takes 1 GiB more for CUDA graphs: tp 2 no longer fits.)
+    v1 = {"engine": "vllm@0.20"}
+    one = rec(70e9, target="8xh100", **v1)
     assert one.kv.tp == 2 and one.memory is not None and one.memory.replicas == 4 and one.fits
     assert one.memory.weight_bytes_per_device == 70_555_025_408 and one.memory.max_sequences == 4
-    some = rec(70e9, target="8xh100", batch=64)
+    some = rec(70e9, target="8xh100", batch=64, **v1)
     assert some.kv.tp == 4 and some.memory.max_sequences == 108 and shape(some) == shape(one)
-    many = rec(70e9, target="8xh100", batch=128)
+    many = rec(70e9, target="8xh100", batch=128, **v1)
     assert many.kv.tp == 8 and many.fits and shape(many) == shape(one)
 
 

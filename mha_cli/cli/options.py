@@ -115,7 +115,8 @@ EngineOpt = Annotated[
     str | None,
     typer.Option(
         "--engine",
-        help="Serving engine whose memory rules size the KV pool: vllm (default), sglang, trtllm.",
+        help="Serving engine whose memory rules size the KV pool: vllm (default), sglang, trtllm; its latest"
+        " generation modelled, or the one a version picks (vllm@0.10, vllm==0.11.0, sglang@0.4.6, trtllm@0.8).",
         show_default=False,
     ),
 ]

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mha_cli.core.engine.settings import engine_name
+from mha_cli.core.engine.generations import generation_of
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import bf16_notes, resolve_target
@@ -23,7 +23,7 @@ FALLBACK_SEQ_LEN = 8192
 _OPTION_NAMES = {"seq_len": "--seq", "batch": "--batch", "kv_dtype": "--kv-dtype", "weight_dtype": "--weight-dtype",
                  "tp": "--tp", "block_size": "--block-size", "target": "--target", "mla_cache": "--mla-cache",
                  "state_convention": "--state-convention",
-                 "engine": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
+                 "engine": "--engine", "engine_generation": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
                  "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
                  "kv_cache_memory_bytes": "--kv-cache-gib"}  # fmt: skip
 
@@ -46,8 +46,11 @@ def merge_deployment(
         fields.pop("weight_scheme", None)
         fields.pop("checkpoint_headers", None)
     fields.update({key: value for key, value in overrides.items() if value is not None})
-    if fields.get("engine") is not None:
-        fields["engine"] = engine_name(fields["engine"])
+    if overrides.get("engine") is not None:  # --engine names the engine and its generation (vllm@0.10)
+        chosen = generation_of(overrides["engine"])
+        fields["engine"], fields["engine_generation"] = chosen.engine, chosen.id
+    elif fields.get("engine") is not None:
+        fields["engine"] = generation_of(fields["engine"]).engine
     fields.setdefault("seq_len", default_seq_len(model, base))
     try:
         return DeploymentSpec.model_validate(fields)

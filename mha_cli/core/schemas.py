@@ -59,6 +59,8 @@ fp32, the indexer key in the KV dtype)."""
 MlaCacheMode = Literal["absorbed", "naive"]
 EngineName = Literal["vllm", "sglang", "trtllm"]
 """Serving engines whose memory rules ``core.engine`` models."""
+GenerationId = Literal["vllm-v0", "vllm-v1", "vllm-0.21", "sglang-0.4", "sglang-0.5", "trtllm-cpp", "trtllm-pytorch"]
+"""Engine generations whose memory rules differ (``core.engine.generations``)."""
 ScoringFunc = Literal["softmax", "sigmoid"]
 TopkMethod = Literal["greedy", "group_limited_greedy", "noaux_tc", "noaux_logits"]
 RopeScalingType = Literal["linear", "llama3", "yarn"]
@@ -921,6 +923,8 @@ class DeploymentSpec(_Strict):
     transformers' cache classes do (what ``mha verify``'s torch ring holds); see ``StateConvention``."""
     engine: EngineName | None = None
     """Serving engine whose memory rules size the KV pool (``core.engine``); None: vllm."""
+    engine_generation: GenerationId | None = None
+    """The engine's generation (``--engine vllm@0.10``, ``core.engine.generations``); None: its latest modelled."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
     """Share of device memory the engine may use: vLLM's ``gpu_memory_utilization`` (default 0.9), SGLang's
     ``mem_fraction_static`` (default from the GPU's size), TRT-LLM's ``free_gpu_memory_fraction`` (default 0.9,

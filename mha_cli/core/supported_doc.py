@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from mha_cli.core import dtypes, weight_formats
 from mha_cli.core.cost.priors import MIN_GPU_FIGURES, band, fitted_constants
-from mha_cli.core.engine.settings import ENGINE_ALIASES, resolve_settings
+from mha_cli.core.engine.generations import ENGINE_ALIASES, GENERATIONS
+from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.families.support import family_support
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.markdown import cell, markdown_table
@@ -23,8 +24,9 @@ from mha_cli.core.quantities import format_count
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.targets import ALIASES, load_targets
 
-ENGINE_EXAMPLE_TARGETS = ("h100-sxm", "a100-80gb", "rtx-4090")
-"""GPUs on which the engines' defaults are shown: they differ by device memory (and vLLM treats the A100 apart)."""
+ENGINE_EXAMPLE_TARGETS = ("b200", "h100-sxm", "a100-80gb", "rtx-4090")
+"""GPUs on which the engines' defaults are shown: they differ by device memory (vLLM treats the A100 apart, and from
+0.21 gives a GPU of 160 GiB or more a larger step)."""
 
 
 def _aliases_of(name: str, aliases: dict[str, str]) -> str:
@@ -55,17 +57,16 @@ def targets_table() -> str:
 
 
 def engines_table() -> str:
-    """Each engine's names and the defaults it takes on a few GPUs when no option sets them."""
+    """Each engine generation's defaults on a few GPUs when no option sets them."""
     targets = load_targets()
     rows = []
-    for engine in dict.fromkeys(ENGINE_ALIASES.values()):
-        names = ", ".join(f"`{alias}`" for alias, name in ENGINE_ALIASES.items() if name == engine)
+    for generation in GENERATIONS:
         for target_id in ENGINE_EXAMPLE_TARGETS:
-            settings = resolve_settings(DeploymentSpec(engine=engine), targets[target_id], 1)
+            deployment = DeploymentSpec(engine=generation.engine, engine_generation=generation.id)
+            settings = resolve_settings(deployment, targets[target_id], 1)
             rows.append(
                 [
-                    f"`{engine}`",
-                    names,
+                    f"`{generation.id}`",
                     f"`{target_id}`",
                     f"{settings.utilisation:g}",
                     f"{settings.max_num_batched_tokens:,}",
@@ -73,7 +74,26 @@ def engines_table() -> str:
                     str(settings.block_size),
                 ]
             )
-    header = ["engine", "`--engine`", "GPU", "memory share", "tokens per step", "sequences per step", "block tokens"]
+    header = ["generation", "GPU", "memory share", "tokens per step", "sequences per step", "block tokens"]
+    return markdown_table(header, rows)
+
+
+def generations_table() -> str:
+    """Each engine generation: the releases it covers, an ``--engine`` value that picks it, what sets it apart."""
+    rows = []
+    for generation in GENERATIONS:
+        names = ", ".join(f"`{alias}`" for alias, name in ENGINE_ALIASES.items() if name == generation.engine)
+        rows.append(
+            [
+                f"`{generation.id}`",
+                names,
+                generation.releases,
+                f"`{generation.example}`",
+                generation.differs,
+                f"`{generation.source}`",
+            ]
+        )
+    header = ["generation", "engine names", "releases", "`--engine`", "what sets it apart", "read in"]
     return markdown_table(header, rows)
 
 
@@ -148,6 +168,7 @@ def families_table() -> str:
 
 SUPPORTED_BLOCKS: dict[str, Callable[[], str]] = {
     "targets": targets_table,
+    "engine-generations": generations_table,
     "engines": engines_table,
     "kv-formats": kv_formats_table,
     "weight-formats": weight_formats_table,

