@@ -955,12 +955,17 @@ class DeploymentSpec(_Strict):
     kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=1 << 50)] | None = None
     """vLLM: the KV pool per rank in bytes, set rather than derived from the memory utilisation
     (``--kv-cache-memory-bytes``; ``VLLM_CPU_KVCACHE_SPACE`` GiB on its CPU backend); None: derived."""
-    shared_prefix: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] = 0
+    shared_prefix: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] | None = None
     """Serving: leading prompt tokens every request shares (a system prompt), which the engine's prefix cache serves
-    after the first request computes them (``core.serve.schedulers``); part of each prompt's length."""
-    prefix_caching: bool = True
+    after the first request computes them (``core.serve.schedulers``); part of each prompt's length. None: 0."""
+    prefix_caching: bool | None = None
     """Serving: the engine reuses cached prefixes (vLLM V1 ``--enable-prefix-caching``, SGLang's radix cache and
-    TensorRT-LLM's block reuse are on by default); False: ``--no-enable-prefix-caching``."""
+    TensorRT-LLM's block reuse); None: on, every engine's default; False: ``--no-enable-prefix-caching``."""
+
+    @property
+    def cached_prefix_tokens(self) -> int:
+        """The shared prefix the engine's cache can serve: 0 without one or with the cache off."""
+        return (self.shared_prefix or 0) if self.prefix_caching is not False else 0
 
 
 CONFIG_SCHEMA_VERSION = 1

@@ -79,7 +79,7 @@ def serving_case(
 ) -> ServingCase:  # fmt: skip
     """What the cost model prices: ``model`` in ``deployment``'s formats on ``memory``'s tp and engine."""
     engine = memory.engine
-    shared = min(deployment.shared_prefix, isl) if deployment.prefix_caching else 0
+    shared = min(deployment.cached_prefix_tokens, isl)
     return ServingCase(
         model=model, isl=isl, osl=osl, concurrency=concurrency, tp=memory.tp, pp=pp, replicas=replicas,
         admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
@@ -261,7 +261,7 @@ def plan_at_rate(
     plans = LayoutPlans(model, target, deployment, profile, ceiling, isl=isl, osl=osl, tp=tp, pp=pp)
     first = plans.at(1)
     engine = first.memory.engine
-    shared = min(deployment.shared_prefix, isl) if deployment.prefix_caching else 0
+    shared = min(deployment.cached_prefix_tokens, isl)
     keeps_up = sustainable(isl - cached_prefix(shared, isl, engine.block_size), osl, engine.max_num_batched_tokens)
     full_load = first.deployment.replicas * min(engine.admitted_per_replica, keeps_up)
     busiest = plans.at(full_load)

@@ -398,7 +398,7 @@ def launch_commands(served: ServedModel, plan: ServingPlan, deployment: Deployme
     if deployment.kv_dtype == "fp8":
         vllm += ["--kv-cache-dtype", "fp8"]
         sglang += ["--kv-cache-dtype", "fp8_e4m3"]
-    if not deployment.prefix_caching:  # both engines cache prefixes unless told not to
+    if deployment.prefix_caching is False:  # both engines cache prefixes unless told not to
         vllm.append("--no-enable-prefix-caching")
         sglang.append("--disable-radix-cache")
     if served.revision is not None:
