@@ -286,6 +286,7 @@ def fit_generations(rows: list[GenerationRow], default: dict[str, float]) -> dic
         by_vendor: dict[str, list[GenerationRow]] = defaultdict(list)
         for row in fit_rows:
             by_vendor[row.target.vendor.lower()].append(row)
+        entry["fitted_vendors"] = sorted(by_vendor)  # another vendor's GPUs keep the default constants
         if len(by_vendor) > 1 and all(len(part) >= MIN_VENDOR_ROWS for part in by_vendor.values()):
             entry["vendors"] = {
                 vendor: {"constants": fit_generation(part, constants), "gpus": sorted({r.target.id for r in part})}
@@ -298,7 +299,7 @@ def fit_generations(rows: list[GenerationRow], default: dict[str, float]) -> dic
 def constants_for(row: GenerationRow, generations: dict[str, dict[str, Any]], default: dict[str, float]) -> dict:
     """The constants ``generations`` price ``row`` with (``core.cost.priors.generation_prior``'s choice)."""
     entry = generations.get(row.generation)
-    if entry is None:
+    if entry is None or row.target.vendor.lower() not in entry["fitted_vendors"]:
         return default
     family = entry.get("vendors", {}).get(row.target.vendor.lower())
     return family["constants"] if family else entry["constants"]

@@ -196,6 +196,7 @@ def plan(
 
     Times come from the cost model on a device profile: the target's shipped prior, or --profile (a `mha calibrate` measurement).
     """
+    from mha_cli.core.cost.engine_generation import split_engine
     from mha_cli.core.cost.plan import plan_serving
     from mha_cli.core.cost.priors import datasheet_profile, prior_profile
     from mha_cli.core.cost.store import load_profile
@@ -212,6 +213,7 @@ def plan(
         from mha_cli.cli.plot import check_plot_path
 
         check_plot_path(plot, force=force)
+    engine, generation = split_engine(engine)  # `--engine sglang@0.4`: sglang's memory rules, sglang-0.4's step costs
     resolved = resolve_target(target)
     loaded = load_source(source)
     deployment = merge_deployment(
@@ -235,7 +237,11 @@ def plan(
         resolved, ceiling = resolved_cpu(resolved, chosen), chosen.ceiling()
         device = resolved.target
     else:
-        chosen = load_profile(profile, weights) if profile is not None else prior_profile(device, weights)
+        chosen = (
+            load_profile(profile, weights)
+            if profile is not None
+            else prior_profile(device, weights, generation=generation)
+        )
         ceiling = datasheet_profile(device, deployment.weight_dtype)
     stand_in = None
     if device.id == "cpu":

@@ -64,20 +64,27 @@ class GenerationPrior(NamedTuple):
     generation: str
     constants: dict[str, float]
     fitted: bool
-    """False: no measurement of this generation was fitted on; the default constants stand in."""
+    """False: no measurement of this generation on this vendor's GPUs was fitted on; the default constants stand in."""
     source: str
     band: float
     """The relative band: the 80th percentile of the generation's held-out errors (the default band without)."""
 
 
 def generation_prior(generation: str, target: Target) -> GenerationPrior:
-    """The constants of engine ``generation`` (an id of ``core.cost.engine_generation``) on ``target``'s vendor."""
+    """The constants of engine ``generation`` (an id of ``core.cost.engine_generation``) on ``target``'s vendor: its
+    vendor's own where the fit had both vendors, the generation's where it had this one, else the default ones."""
     fitted = fitted_constants().get("generations", {}).get(generation)
     if fitted is None:
         return GenerationPrior(
             generation, fitted_constants()["constants"], False,
             f"no published measurement of {generation} fitted: the default constants (cost_priors.json)",
             band(target.id),
+        )  # fmt: skip
+    if target.vendor.lower() not in fitted["fitted_vendors"]:
+        return GenerationPrior(
+            generation, fitted_constants()["constants"], False,
+            f"{generation} was fitted on {', '.join(fitted['gpus'])} only: the default constants price a"
+            f" {target.vendor} GPU (cost_priors.json)", band(target.id),
         )  # fmt: skip
     family = fitted.get("vendors", {}).get(target.vendor.lower())
     constants = family["constants"] if family else fitted["constants"]
@@ -134,6 +141,13 @@ def prior_profile(
                                   link=link),
         constants={name: f"{value:g}" for name, value in c.items()}, relative_error=error,
     )  # fmt: skip
+
+
+def profile_generation(profile: DeviceProfile) -> str | None:
+    """The engine generation whose constants ``prior_profile`` built ``profile`` with (None: the default ones)."""
+    if profile.kind != "prior":
+        return None
+    return profile.name.partition("@")[2] or None
 
 
 def datasheet_profile(target: Target, weight_dtype: str = "bf16") -> DeviceProfile:
