@@ -14,7 +14,6 @@ import typer
 
 from mha_cli.cli.options import (
     BlockSizeOpt,
-    EngineOpt,
     ForceOpt,
     ItlOpt,
     JsonOpt,
@@ -122,7 +121,17 @@ def plan(
     ] = False,
     ttft_ms: TtftOpt = None,
     itl_ms: ItlOpt = None,
-    engine: EngineOpt = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Serving engine: its memory rules size the KV pool, its generation's step-cost constants (fitted on"
+            " 2025-26 measurements) price the times. vllm, sglang, trtllm (the latest generation), engine@version"
+            " (sglang@0.4, vllm==0.11) or a generation (vllm-v1, trtllm-cpp). Default: vLLM's rules, the default"
+            " constants.",
+            show_default=False,
+        ),
+    ] = None,
     weight_dtype: WeightDtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
     gpu_memory_utilization: UtilisationOpt = None,
