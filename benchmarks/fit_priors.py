@@ -383,7 +383,7 @@ def main_2025(args: argparse.Namespace) -> None:
         shipped["generations"] = generations
         shipped["generations_fitted_on"] = (
             "tests/fixtures/serving_benchmarks_2025.yaml: each generation's `fit` sources (fitted_on), reported on its"
-            " `holdout` sources (held_out); benchmarks/cost_priors_2025.md"
+            " `holdout` sources (held_out); outputs/serving/priors_2025.md"
         )
         PRIORS_FILE.write_text(json.dumps(shipped, indent=1) + "\n")
         print(f"wrote {PRIORS_FILE.relative_to(ROOT)}")
