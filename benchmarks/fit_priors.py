@@ -239,7 +239,7 @@ GENERATION_FITTED = [
 """What a generation refits (its engine's kernels, graphs and scheduler); the PCIe latency has no 2025 row."""
 FIT_FIGURES = ("itl_ms", "tokens_per_s_per_gpu")
 """The figures a generation is fitted on and judged by; TTFT (mostly queueing behind others' prompts) is reported."""
-MIN_VENDOR_ROWS = 10
+MIN_VENDOR_ROWS = 6
 """Fit rows each vendor needs before a generation gets one set of constants per vendor."""
 
 
@@ -269,8 +269,9 @@ def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[s
 
 
 def fit_generations(rows: list[GenerationRow], default: dict[str, float]) -> dict[str, dict[str, Any]]:
-    """Per generation with fit rows: its constants, from ``default``, on its fit sources (then per vendor, from
-    the generation's, where both vendors have ``MIN_VENDOR_ROWS`` fit rows)."""
+    """Per generation with fit rows: its constants, from ``default``, on its fit sources; where both vendors have
+    ``MIN_VENDOR_ROWS`` fit rows, one set per vendor as well, each from ``default`` on that vendor's rows alone (a
+    start from the generation's joint fit drags one vendor toward the other's engine)."""
     fitted: dict[str, dict[str, Any]] = {}
     for generation in sorted({row.generation for row in rows}):
         mine = [row for row in rows if row.generation == generation]
@@ -289,7 +290,7 @@ def fit_generations(rows: list[GenerationRow], default: dict[str, float]) -> dic
         entry["fitted_vendors"] = sorted(by_vendor)  # another vendor's GPUs keep the default constants
         if len(by_vendor) > 1 and all(len(part) >= MIN_VENDOR_ROWS for part in by_vendor.values()):
             entry["vendors"] = {
-                vendor: {"constants": fit_generation(part, constants), "gpus": sorted({r.target.id for r in part})}
+                vendor: {"constants": fit_generation(part, default), "gpus": sorted({r.target.id for r in part})}
                 for vendor, part in sorted(by_vendor.items())
             }
         fitted[generation] = entry

@@ -90,9 +90,12 @@ def test_the_2025_fixture_has_its_sources_and_a_reason_for_every_row_it_cannot_p
 
 
 def test_refitting_vllm_v1_gives_the_stored_constants(fit_priors, rows):
-    default = fitted_constants()["constants"]
+    default, stored = fitted_constants()["constants"], fitted_constants()["generations"]["vllm-v1"]
     fit_rows = [row for row in rows if row.generation == "vllm-v1" and row.split == "fit"]
-    assert fit_priors.fit_generation(fit_rows, default) == fitted_constants()["generations"]["vllm-v1"]["constants"]
+    assert fit_priors.fit_generation(fit_rows, default) == stored["constants"]
+    nvidia = [row for row in fit_rows if row.target.vendor == "NVIDIA"]  # the H100 sweep of vLLM's FP8-KV post
+    assert {row.target.id for row in nvidia} == {"h100-sxm"}
+    assert fit_priors.fit_generation(nvidia, default) == stored["vendors"]["nvidia"]["constants"]
 
 
 def test_the_shipped_constants_give_the_recorded_held_out_errors(fit_priors, rows):
@@ -116,9 +119,10 @@ def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generatio
 
     # (generation, figure): (median error with its own constants, with the default ones), from the --set 2025 report
     expected = {
-        ("sglang-0.5", "itl_ms"): (0.306, 0.426),
-        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.283, 0.695),
+        ("sglang-0.5", "itl_ms"): (0.295, 0.426),
+        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.244, 0.695),
         ("trtllm-pytorch", "tokens_per_s_per_gpu"): (0.211, 0.216),
+        ("vllm-v1", "itl_ms"): (0.117, 0.175),
         ("vllm-v1", "tokens_per_s_per_gpu"): (0.106, 1.122),
     }
     for (generation, figure), (own, control) in expected.items():
@@ -137,11 +141,11 @@ def test_a_generations_profile_uses_its_vendors_constants_where_the_fit_had_them
     assert b200.name == "b200-prior@sglang-0.5" and "sglang-0.5" in b200.source
     assert b200.step_overhead_s == sglang["nvidia"]["constants"]["step_overhead_s"] != default["step_overhead_s"]
     assert mi300x.step_overhead_s == sglang["amd"]["constants"]["step_overhead_s"] != b200.step_overhead_s
-    # vllm-v1 was fitted on MI300X only: an H200 keeps the default constants, an MI300X gets the fitted ones
-    h200 = prior_profile(TARGETS["h200"], generation="vllm-v1")
-    assert h200.step_overhead_s == default["step_overhead_s"] and "mi300x only" in h200.source
-    fitted = generations["vllm-v1"]["constants"]
-    assert prior_profile(TARGETS["mi300x"], generation="vllm-v1").step_overhead_s == fitted["step_overhead_s"]
+    # trtllm-pytorch was fitted on NVIDIA GPUs only: an MI300X keeps the default constants, an H200 gets the fitted ones
+    mi300x_trt = prior_profile(TARGETS["mi300x"], generation="trtllm-pytorch")
+    assert mi300x_trt.step_overhead_s == default["step_overhead_s"] and "only" in mi300x_trt.source
+    fitted = generations["trtllm-pytorch"]["constants"]
+    assert prior_profile(TARGETS["h200"], generation="trtllm-pytorch").step_overhead_s == fitted["step_overhead_s"]
     # no 2025 measurement of SGLang 0.4: the default constants, and the profile says so
     old = prior_profile(TARGETS["h200"], generation="sglang-0.4")
     assert old.step_overhead_s == default["step_overhead_s"] and "no published measurement" in old.source
