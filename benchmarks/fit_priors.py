@@ -16,6 +16,7 @@ row names its engine generation (vllm-v1, sglang-0.5, trtllm-pytorch, ...) and i
 Each generation gets its own constants, fitted from the default ones on its `fit` sources only (and, where its fit
 rows hold GPUs of both vendors, one set per vendor); the report gives the held-out error per generation and GPU for
 mean ITL and output tokens/s per GPU, beside the same rows priced with the default (2023-24) constants as a control.
+``--write`` stores them in ``mha_cli/data/cost_priors_generations.json``.
 A row is priced as ``mha plan`` prices it (``core.cost.plan.LayoutPlans``: the engine's memory plan, the layout).
 """
 
@@ -47,6 +48,7 @@ ROWS_FILE = ROOT / "tests" / "fixtures" / "serving_benchmarks.yaml"
 ROWS_2025_FILE = ROOT / "tests" / "fixtures" / "serving_benchmarks_2025.yaml"
 HF_CONFIGS = ROOT / "tests" / "fixtures" / "hf_configs"
 PRIORS_FILE = ROOT / "mha_cli" / "data" / "cost_priors.json"
+GENERATIONS_FILE = ROOT / "mha_cli" / "data" / "cost_priors_generations.json"
 
 START = {
     "bandwidth_efficiency": 0.86,  # BabelStream copy/triad on H100 SXM 2.90-2.97 of 3.35 TB/s (Azure guide)
@@ -182,16 +184,20 @@ def loss(rows: list[Row], constants: dict[str, float]) -> float:
     return statistics.fmean(abs(math.log(p / m)) for _, _, p, m in errors(rows, constants))
 
 
-def fit(rows: list[Row], start: dict[str, float], rounds: int = 4, names: list[str] = FITTED) -> dict[str, float]:
-    """Coordinate descent: each constant in turn times the step that lowers the loss most, steps shrinking."""
-    best, best_loss = dict(start), loss(rows, start)
+def fit(
+    rows: list[Any], start: dict[str, float], rounds: int = 4, names: list[str] = FITTED, objective: Any = None
+) -> dict[str, float]:
+    """Coordinate descent: each constant of ``names`` in turn times the step that lowers ``objective`` (``loss`` by
+    default) most, steps shrinking."""
+    objective = objective or loss
+    best, best_loss = dict(start), objective(rows, start)
     for step in [2.0, 1.4, 1.15, 1.05][:rounds]:
         for name in names:
             for factor in (step, 1 / step, step**2, 1 / step**2):
                 trial = dict(best)
                 low, high = BOUNDS.get(name, (0.0, math.inf))
                 trial[name] = min(high, max(low, best[name] * factor))
-                trial_loss = loss(rows, trial)
+                trial_loss = objective(rows, trial)
                 if trial_loss < best_loss - 1e-9:
                     best, best_loss = trial, trial_loss
     return best
@@ -255,17 +261,7 @@ def generation_loss(rows: list[GenerationRow], constants: dict[str, float]) -> f
 
 def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[str, float]:
     """``fit``'s coordinate descent on ``generation_loss``, over ``GENERATION_FITTED``."""
-    best, best_loss = dict(start), generation_loss(rows, start)
-    for step in [2.0, 1.4, 1.15, 1.05]:
-        for name in GENERATION_FITTED:
-            for factor in (step, 1 / step, step**2, 1 / step**2):
-                trial = dict(best)
-                low, high = BOUNDS.get(name, (0.0, math.inf))
-                trial[name] = min(high, max(low, best[name] * factor))
-                trial_loss = generation_loss(rows, trial)
-                if trial_loss < best_loss - 1e-9:
-                    best, best_loss = trial, trial_loss
-    return _rounded(best)
+    return _rounded(fit(rows, start, names=GENERATION_FITTED, objective=generation_loss))
 
 
 def fit_generations(rows: list[GenerationRow], default: dict[str, float]) -> dict[str, dict[str, Any]]:
@@ -322,7 +318,7 @@ def generation_report(
     rows: list[GenerationRow], generations: dict[str, dict[str, Any]], default: dict[str, float], *, show_rows: bool
 ) -> dict[str, dict[str, Any]]:
     """Per generation and split: each figure's error with the generation's constants and, as the control, with the
-    default ones; per GPU the same. Printed, and returned for cost_priors.json."""
+    default ones; per GPU the same. Printed, and returned for cost_priors_generations.json."""
     new, old = generation_errors(rows, generations, default), generation_errors(rows, None, default)
     result: dict[str, dict[str, Any]] = {}
     for generation in sorted({row.generation for row in rows}):
@@ -364,10 +360,9 @@ def _print_generation(generation: str, split: str, found: dict[str, Any], part: 
 
 
 def main_2025(args: argparse.Namespace) -> None:
-    """``--set 2025``: fit (or check) the per-generation constants; ``--write`` stores them in cost_priors.json."""
+    """``--set 2025``: fit (or check) the per-generation constants; ``--write`` stores them (``GENERATIONS_FILE``)."""
     rows = load_generation_rows()
-    shipped = json.loads(PRIORS_FILE.read_text())
-    default = shipped["constants"]
+    default = json.loads(PRIORS_FILE.read_text())["constants"]
     if args.fit:
         generations = fit_generations(rows, default)
         for generation, entry in generations.items():
@@ -375,25 +370,30 @@ def main_2025(args: argparse.Namespace) -> None:
             for vendor, family in entry.get("vendors", {}).items():
                 print(f"  {vendor}:", json.dumps(family["constants"]))
     else:
-        generations = shipped.get("generations", {})
+        generations = json.loads(GENERATIONS_FILE.read_text())["generations"]
     result = generation_report(rows, generations, default, show_rows=args.rows)
     if args.write and args.fit:
         for generation, entry in generations.items():
             entry["fit"] = {k: v for k, v in result[generation]["fit"].items() if k != "per_figure"}
             entry["holdout"] = result[generation].get("holdout", {"figures": 0})
-        shipped["generations"] = generations
-        shipped["generations_fitted_on"] = (
-            "tests/fixtures/serving_benchmarks_2025.yaml: each generation's `fit` sources (fitted_on), reported on its"
-            " `holdout` sources (held_out); outputs/serving/priors_2025.md"
-        )
-        PRIORS_FILE.write_text(json.dumps(shipped, indent=1) + "\n")
-        print(f"wrote {PRIORS_FILE.relative_to(ROOT)}")
+        data = {
+            "fitted_on": "tests/fixtures/serving_benchmarks_2025.yaml: each generation's `fit` sources (fitted_on),"
+            " reported on its `holdout` sources (held_out), from the default constants of cost_priors.json;"
+            " outputs/serving/priors_2025.md",
+            "generations": generations,
+        }
+        GENERATIONS_FILE.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {GENERATIONS_FILE.relative_to(ROOT)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true", help="refit the constants on the fit rows")
-    parser.add_argument("--write", action="store_true", help="write the refitted constants to cost_priors.json")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="write the refitted constants (cost_priors.json; with --set 2025, cost_priors_generations.json)",
+    )
     parser.add_argument("--rows", action="store_true", help="print every figure")
     parser.add_argument(
         "--set",
@@ -413,7 +413,7 @@ def main() -> None:
         print("fitted:", json.dumps({k: float(f"{v:.4g}") for k, v in constants.items()}, indent=1))
     result = report(rows, constants, show_rows=args.rows)
     if args.write and constants is not None:
-        data = json.loads(PRIORS_FILE.read_text()) | {  # the generations' constants stay as they are
+        data = {
             "constants": constants,
             "start": START,
             "sources": "benchmarks/cost_priors_sources.md (each start value's public measurement)",

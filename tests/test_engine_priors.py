@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from mha_cli.core.cost.engine_generation import GENERATIONS, split_engine
-from mha_cli.core.cost.priors import fitted_constants, prior_profile
+from mha_cli.core.cost.priors import fitted_constants, generation_fits, prior_profile
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.targets import load_targets
 
@@ -90,7 +90,7 @@ def test_the_2025_fixture_has_its_sources_and_a_reason_for_every_row_it_cannot_p
 
 
 def test_refitting_vllm_v1_gives_the_stored_constants(fit_priors, rows):
-    default, stored = fitted_constants()["constants"], fitted_constants()["generations"]["vllm-v1"]
+    default, stored = fitted_constants()["constants"], generation_fits()["vllm-v1"]
     fit_rows = [row for row in rows if row.generation == "vllm-v1" and row.split == "fit"]
     assert fit_priors.fit_generation(fit_rows, default) == stored["constants"]
     nvidia = [row for row in fit_rows if row.target.vendor == "NVIDIA"]  # the H100 sweep of vLLM's FP8-KV post
@@ -99,7 +99,7 @@ def test_refitting_vllm_v1_gives_the_stored_constants(fit_priors, rows):
 
 
 def test_the_shipped_constants_give_the_recorded_held_out_errors(fit_priors, rows):
-    generations = fitted_constants()["generations"]
+    generations = generation_fits()
     report = fit_priors.generation_report(rows, generations, fitted_constants()["constants"], show_rows=False)
     for generation, entry in generations.items():
         recorded, found = entry["holdout"], report[generation]["holdout"]
@@ -111,7 +111,7 @@ def test_the_shipped_constants_give_the_recorded_held_out_errors(fit_priors, row
 def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generations_own(fit_priors, rows):
     held_out = [row for row in rows if row.split == "holdout"]
     default = fitted_constants()["constants"]
-    new = fit_priors.generation_errors(held_out, fitted_constants()["generations"], default)
+    new = fit_priors.generation_errors(held_out, generation_fits(), default)
     old = fit_priors.generation_errors(held_out, None, default)
 
     def median(found, generation, figure):
@@ -134,7 +134,7 @@ def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generatio
 
 
 def test_a_generations_profile_uses_its_vendors_constants_where_the_fit_had_them():
-    generations, default = fitted_constants()["generations"], fitted_constants()["constants"]
+    generations, default = generation_fits(), fitted_constants()["constants"]
     sglang = generations["sglang-0.5"]["vendors"]
     b200 = prior_profile(TARGETS["b200"], generation="sglang-0.5")
     mi300x = prior_profile(TARGETS["mi300x"], generation="sglang-0.5")
@@ -159,7 +159,7 @@ def test_plan_prices_with_the_named_engines_generation(cli):
     assert plain["profile"]["name"] == "b200-prior"
     assert sglang["profile"]["name"] == "b200-prior@sglang-0.5"
     assert "constants fitted for sglang-0.5" in sglang["profile"]["source"]
-    nvidia = fitted_constants()["generations"]["sglang-0.5"]["vendors"]["nvidia"]["constants"]
+    nvidia = generation_fits()["sglang-0.5"]["vendors"]["nvidia"]["constants"]
     expected = prior_profile(TARGETS["b200"], generation="sglang-0.5")
     assert expected.step_overhead_s == nvidia["step_overhead_s"]
     assert sglang["itl_ms"] != pytest.approx(plain["itl_ms"], rel=0.05)  # the fit moved it

@@ -12,8 +12,8 @@ The constants live in ``mha_cli/data/cost_priors.json``, written by ``benchmarks
 part of the published measurements in ``tests/fixtures/serving_benchmarks.yaml``, its error on the other part
 recorded beside them (``holdout``), and the public measurement each starting value comes from. Pure Python.
 
-Engines move the answer more than GPUs do, so the file also holds constants per engine generation (``generations``:
-vllm-v1, sglang-0.5, trtllm-pytorch, ...), fitted on 2025-26 measurements of that generation
+Engines move the answer more than GPUs do, so ``cost_priors_generations.json`` holds constants per engine generation
+(vllm-v1, sglang-0.5, trtllm-pytorch, ...), fitted on 2025-26 measurements of that generation
 (``tests/fixtures/serving_benchmarks_2025.yaml``), per GPU vendor where the fit had both. A profile built for a
 generation uses them; without a generation, or for one no measurement was fitted on, the default constants price it.
 """
@@ -42,6 +42,15 @@ def fitted_constants() -> dict[str, Any]:
     """The shipped constants (``mha_cli/data/cost_priors.json``): values, sources, and the held-out error."""
     text = resources.files("mha_cli").joinpath("data/cost_priors.json").read_text(encoding="utf-8")
     return from_json(text)  # pydantic's parser, already loaded: the json module would add ~1.5 ms to a start-up
+
+
+@cache
+def generation_fits() -> dict[str, dict[str, Any]]:
+    """Each engine generation's fitted constants (``mha_cli/data/cost_priors_generations.json``, written by
+    ``benchmarks/fit_priors.py --set 2025``): per generation its constants, per vendor where fitted apart, the GPUs
+    and sources fitted on, the sources held out and their errors. Read only when a generation is asked for."""
+    text = resources.files("mha_cli").joinpath("data/cost_priors_generations.json").read_text(encoding="utf-8")
+    return from_json(text)["generations"]
 
 
 MIN_GPU_FIGURES = 5
@@ -73,7 +82,7 @@ class GenerationPrior(NamedTuple):
 def generation_prior(generation: str, target: Target) -> GenerationPrior:
     """The constants of engine ``generation`` (an id of ``core.cost.engine_generation``) on ``target``'s vendor: its
     vendor's own where the fit had both vendors, the generation's where it had this one, else the default ones."""
-    fitted = fitted_constants().get("generations", {}).get(generation)
+    fitted = generation_fits().get(generation)
     if fitted is None:
         return GenerationPrior(
             generation, fitted_constants()["constants"], False,
@@ -91,7 +100,7 @@ def generation_prior(generation: str, target: Target) -> GenerationPrior:
     gpus = ", ".join(family["gpus"] if family else fitted["gpus"])
     held_out = fitted["holdout"]
     error = held_out["p80_abs_error"] if held_out.get("figures") else band(target.id)
-    source = f"constants fitted for {generation} on published measurements on {gpus} (cost_priors.json generations)"
+    source = f"constants fitted for {generation} on published measurements on {gpus} (cost_priors_generations.json)"
     return GenerationPrior(generation, constants, True, source, error)
 
 
