@@ -159,6 +159,9 @@ def test_plan_prices_with_the_named_engines_generation(cli):
     assert plain["profile"]["name"] == "b200-prior"
     assert sglang["profile"]["name"] == "b200-prior@sglang-0.5"
     assert "constants fitted for sglang-0.5" in sglang["profile"]["source"]
+    held_out = generation_fits()["sglang-0.5"]["holdout"]  # the band is the generation's held-out 80th percentile
+    assert sglang["uncertainty"]["relative"] == held_out["p80_abs_error"]
+    assert "cost_priors_generations.json" in sglang["uncertainty"]["how"]
     nvidia = generation_fits()["sglang-0.5"]["vendors"]["nvidia"]["constants"]
     expected = prior_profile(TARGETS["b200"], generation="sglang-0.5")
     assert expected.step_overhead_s == nvidia["step_overhead_s"]

@@ -68,15 +68,12 @@ def band(target_id: str) -> float:
 
 
 class GenerationPrior(NamedTuple):
-    """The constants that price ``generation`` on one vendor's GPUs, and where they come from."""
+    """The constants that price one engine generation on one vendor's GPUs, and where they come from."""
 
-    generation: str
     constants: dict[str, float]
-    fitted: bool
-    """False: no measurement of this generation on this vendor's GPUs was fitted on; the default constants stand in."""
     source: str
     band: float
-    """The relative band: the 80th percentile of the generation's held-out errors (the default band without)."""
+    """The relative band: the 80th percentile of the generation's held-out errors (the GPU's default band without)."""
 
 
 def generation_prior(generation: str, target: Target) -> GenerationPrior:
@@ -85,23 +82,24 @@ def generation_prior(generation: str, target: Target) -> GenerationPrior:
     fitted = generation_fits().get(generation)
     if fitted is None:
         return GenerationPrior(
-            generation, fitted_constants()["constants"], False,
+            fitted_constants()["constants"],
             f"no published measurement of {generation} fitted: the default constants (cost_priors.json)",
             band(target.id),
-        )  # fmt: skip
+        )
     if target.vendor.lower() not in fitted["fitted_vendors"]:
         return GenerationPrior(
-            generation, fitted_constants()["constants"], False,
-            f"{generation} was fitted on {', '.join(fitted['gpus'])} only: the default constants price a"
-            f" {target.vendor} GPU (cost_priors.json)", band(target.id),
-        )  # fmt: skip
+            fitted_constants()["constants"],
+            f"{generation} was fitted on {', '.join(fitted['gpus'])} only: the default constants price"
+            f" {target.vendor} GPUs (cost_priors.json)",
+            band(target.id),
+        )
     family = fitted.get("vendors", {}).get(target.vendor.lower())
     constants = family["constants"] if family else fitted["constants"]
     gpus = ", ".join(family["gpus"] if family else fitted["gpus"])
     held_out = fitted["holdout"]
     error = held_out["p80_abs_error"] if held_out.get("figures") else band(target.id)
     source = f"constants fitted for {generation} on published measurements on {gpus} (cost_priors_generations.json)"
-    return GenerationPrior(generation, constants, True, source, error)
+    return GenerationPrior(constants, source, error)
 
 
 def _link(target: Target) -> tuple[str, float]:
@@ -153,7 +151,8 @@ def prior_profile(
 
 
 def profile_generation(profile: DeviceProfile) -> str | None:
-    """The engine generation whose constants ``prior_profile`` built ``profile`` with (None: the default ones)."""
+    """The engine generation whose constants ``prior_profile`` built ``profile`` with, read from the name it gave it
+    (``h200-prior@sglang-0.5``); None: the default constants, or a measured profile."""
     if profile.kind != "prior":
         return None
     return profile.name.partition("@")[2] or None
