@@ -3,12 +3,21 @@
     python benchmarks/fit_priors.py            # the shipped constants' error, per split and per GPU
     python benchmarks/fit_priors.py --fit      # refit on the `fit` rows, report, and show the constants
     python benchmarks/fit_priors.py --fit --write   # ... and write mha_cli/data/cost_priors.json
+    python benchmarks/fit_priors.py --set 2025 [--fit [--write]] [--rows]   # per engine generation (below)
 
 The rows are ``tests/fixtures/serving_benchmarks.yaml``; each usable row's ``mha`` block says what it is (preset,
 target, tp, formats, static or continuous batching, concurrency, the measured TTFT / ITL / e2e). The fit minimises
 the mean |log(predicted / measured)| over the `fit` rows by coordinate descent over multiplicative steps, starting
 from the public measurements in ``benchmarks/cost_priors_sources.md``; the `holdout` rows never enter it.
 Error per figure: |predicted - measured| / measured; reported as the median and the share within 25%.
+
+``--set 2025``: the 2025-26 measurements of today's engines in ``tests/fixtures/serving_benchmarks_2025.yaml``. Each
+row names its engine generation (vllm-v1, sglang-0.5, trtllm-pytorch, ...) and its source; the split is by source.
+Each generation gets its own constants, fitted from the default ones on its `fit` sources only (and, where its fit
+rows hold GPUs of both vendors, one set per vendor); the report gives the held-out error per generation and GPU for
+mean ITL and output tokens/s per GPU, beside the same rows priced with the default (2023-24) constants as a control.
+``--write`` stores them in ``mha_cli/data/cost_priors_generations.json``.
+A row is priced as ``mha plan`` prices it (``core.cost.plan.LayoutPlans``: the engine's memory plan, the layout).
 """
 
 from __future__ import annotations
@@ -23,8 +32,11 @@ from typing import Any
 
 import yaml
 
+from mha_cli.core.cost.plan import LayoutPlans, serving_case
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.serving import ServingCase, predict_serving
+from mha_cli.core.cost.stepper import Stepper
+from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import plan_memory
 from mha_cli.core.presets import get_preset
@@ -33,7 +45,10 @@ from mha_cli.core.targets import ResolvedTarget, load_targets
 
 ROOT = Path(__file__).parent.parent
 ROWS_FILE = ROOT / "tests" / "fixtures" / "serving_benchmarks.yaml"
+ROWS_2025_FILE = ROOT / "tests" / "fixtures" / "serving_benchmarks_2025.yaml"
+HF_CONFIGS = ROOT / "tests" / "fixtures" / "hf_configs"
 PRIORS_FILE = ROOT / "mha_cli" / "data" / "cost_priors.json"
+GENERATIONS_FILE = ROOT / "mha_cli" / "data" / "cost_priors_generations.json"
 
 START = {
     "bandwidth_efficiency": 0.86,  # BabelStream copy/triad on H100 SXM 2.90-2.97 of 3.35 TB/s (Azure guide)
@@ -95,8 +110,60 @@ def load_rows() -> list[Row]:
     return [Row(i, row) for i, row in enumerate(raw) if row.get("mha", {}).get("use")]
 
 
-def predictions(row: Row, constants: dict[str, float] | None) -> dict[str, float]:
+class GenerationRow:
+    """One usable 2025-26 measurement: its engine generation and source, the case ``mha plan`` would price, and what
+    was measured (``itl_ms``, ``ttft_ms``, ``tokens_per_s_per_gpu``)."""
+
+    def __init__(self, index: int, raw: dict[str, Any]) -> None:
+        mha = raw["mha"]
+        self.index, self.url, self.split = index, raw["url"], mha["split"]
+        self.generation, self.source = mha["generation"], mha["source_id"]
+        self.target = load_targets()[mha["target"]]
+        self.weight_dtype = mha["weight_dtype"]
+        self.measured: dict[str, float] = {k: float(v) for k, v in mha["measured"].items()}
+        if "config" in mha:
+            config = json.loads((HF_CONFIGS / mha["config"]).read_text())
+            model = import_hf_config(config, name=mha["config"].removesuffix(".json")).model
+        else:
+            model = get_preset(mha["preset"])
+        tp, pp = mha["tp"], mha.get("pp", 1)
+        deployment = DeploymentSpec(
+            seq_len=mha["isl"] + mha["osl"], tp=tp, engine=mha["engine"], weight_dtype=self.weight_dtype,
+            kv_dtype=mha["kv_dtype"], gpu_memory_utilization=mha.get("gpu_memory_utilization"),
+        )  # fmt: skip
+        resolved = ResolvedTarget(spec=self.target.id, target=self.target, n_devices=tp * pp)
+        ceiling = datasheet_profile(self.target, self.weight_dtype)
+        layout = LayoutPlans(
+            model, resolved, deployment, ceiling, ceiling, isl=mha["isl"], osl=mha["osl"], tp=tp, pp=pp
+        )
+        memory = layout.at(mha["concurrency"]).memory  # the engine's plan: what it admits, its prefill chunk
+        self.case = serving_case(
+            model, layout.deployment, memory, isl=mha["isl"], osl=mha["osl"], concurrency=mha["concurrency"], pp=pp,
+            replicas=layout.replicas, experts=layout.experts,
+        )  # fmt: skip
+        self.ceiling, self.stepper = ceiling, Stepper(self.case, ceiling)
+        name = mha.get("preset") or mha["config"].removesuffix(".json")
+        self.label = f"{name} {mha['target']} tp{tp}pp{pp} {mha['isl']}/{mha['osl']} x{mha['concurrency']}"
+
+    def predict(self, constants: dict[str, float] | None) -> dict[str, float]:
+        """The measured figures as predicted with ``constants`` (None: the shipped ones of the row's generation)."""
+        profile = prior_profile(self.target, self.weight_dtype, constants, generation=self.generation)
+        result = predict_serving(self.case, profile, self.ceiling, stepper=self.stepper.on(profile))
+        figures = {"ttft_ms": result.ttft_ms, "itl_ms": result.itl_ms,
+                   "tokens_per_s_per_gpu": result.output_tokens_per_s_per_gpu}  # fmt: skip
+        return {key: figures[key] for key in self.measured}
+
+
+def load_generation_rows() -> list[GenerationRow]:
+    """The usable rows of ``serving_benchmarks_2025.yaml`` (those without a ``not_expressible`` reason)."""
+    raw = yaml.safe_load(ROWS_2025_FILE.read_text())
+    return [GenerationRow(i, row) for i, row in enumerate(raw) if row.get("mha", {}).get("use")]
+
+
+def predictions(row: Row | GenerationRow, constants: dict[str, float] | None) -> dict[str, float]:
     """The figures ``row`` measured, as predicted with ``constants`` (None: the shipped ones)."""
+    if isinstance(row, GenerationRow):
+        return row.predict(constants)
     profile = prior_profile(row.target, row.weight_dtype, constants)
     ceiling = datasheet_profile(row.target, row.weight_dtype)
     result = predict_serving(row.case, profile, ceiling)
@@ -117,16 +184,20 @@ def loss(rows: list[Row], constants: dict[str, float]) -> float:
     return statistics.fmean(abs(math.log(p / m)) for _, _, p, m in errors(rows, constants))
 
 
-def fit(rows: list[Row], start: dict[str, float], rounds: int = 4) -> dict[str, float]:
-    """Coordinate descent: each constant in turn times the step that lowers the loss most, steps shrinking."""
-    best, best_loss = dict(start), loss(rows, start)
+def fit(
+    rows: list[Any], start: dict[str, float], rounds: int = 4, names: list[str] = FITTED, objective: Any = None
+) -> dict[str, float]:
+    """Coordinate descent: each constant of ``names`` in turn times the step that lowers ``objective`` (``loss`` by
+    default) most, steps shrinking."""
+    objective = objective or loss
+    best, best_loss = dict(start), objective(rows, start)
     for step in [2.0, 1.4, 1.15, 1.05][:rounds]:
-        for name in FITTED:
+        for name in names:
             for factor in (step, 1 / step, step**2, 1 / step**2):
                 trial = dict(best)
                 low, high = BOUNDS.get(name, (0.0, math.inf))
                 trial[name] = min(high, max(low, best[name] * factor))
-                trial_loss = loss(rows, trial)
+                trial_loss = objective(rows, trial)
                 if trial_loss < best_loss - 1e-9:
                     best, best_loss = trial, trial_loss
     return best
@@ -167,12 +238,173 @@ def report(rows: list[Row], constants: dict[str, float] | None, *, show_rows: bo
     return result
 
 
+GENERATION_FITTED = [
+    "bandwidth_efficiency", "bandwidth_half_bytes", "matmul_efficiency", "matmul_half_rows", "attention_efficiency",
+    "kernel_overhead_s", "step_overhead_s", "all_reduce_latency_nvlink_s",
+]  # fmt: skip
+"""What a generation refits (its engine's kernels, graphs and scheduler); the PCIe latency has no 2025 row."""
+FIT_FIGURES = ("itl_ms", "tokens_per_s_per_gpu")
+"""The figures a generation is fitted on and judged by; TTFT (mostly queueing behind others' prompts) is reported."""
+MIN_VENDOR_ROWS = 6
+"""Fit rows each vendor needs before a generation gets one set of constants per vendor."""
+
+
+def _rounded(constants: dict[str, float]) -> dict[str, float]:
+    return {k: float(f"{v:.4g}") for k, v in constants.items()}  # what the file keeps, and what is reported
+
+
+def generation_loss(rows: list[GenerationRow], constants: dict[str, float]) -> float:
+    """Mean |log(predicted / measured)| over the rows' mean ITL and tokens/s per GPU."""
+    found = [(p, m) for _, key, p, m in errors(rows, constants) if key in FIT_FIGURES]
+    return statistics.fmean(abs(math.log(p / m)) for p, m in found)
+
+
+def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[str, float]:
+    """``fit``'s coordinate descent on ``generation_loss``, over ``GENERATION_FITTED``."""
+    return _rounded(fit(rows, start, names=GENERATION_FITTED, objective=generation_loss))
+
+
+def fit_generations(rows: list[GenerationRow], default: dict[str, float]) -> dict[str, dict[str, Any]]:
+    """Per generation with fit rows: its constants, from ``default``, on its fit sources; where both vendors have
+    ``MIN_VENDOR_ROWS`` fit rows, one set per vendor as well, each from ``default`` on that vendor's rows alone (a
+    start from the generation's joint fit drags one vendor toward the other's engine)."""
+    fitted: dict[str, dict[str, Any]] = {}
+    for generation in sorted({row.generation for row in rows}):
+        mine = [row for row in rows if row.generation == generation]
+        fit_rows = [row for row in mine if row.split == "fit"]
+        if not fit_rows:
+            continue
+        constants = fit_generation(fit_rows, default)
+        entry: dict[str, Any] = {
+            "constants": constants, "gpus": sorted({row.target.id for row in fit_rows}),
+            "fitted_on": sorted({row.source for row in fit_rows}),
+            "held_out": sorted({row.source for row in mine if row.split == "holdout"}),
+        }  # fmt: skip
+        by_vendor: dict[str, list[GenerationRow]] = defaultdict(list)
+        for row in fit_rows:
+            by_vendor[row.target.vendor.lower()].append(row)
+        entry["fitted_vendors"] = sorted(by_vendor)  # another vendor's GPUs keep the default constants
+        if len(by_vendor) > 1 and all(len(part) >= MIN_VENDOR_ROWS for part in by_vendor.values()):
+            entry["vendors"] = {
+                vendor: {"constants": fit_generation(part, default), "gpus": sorted({r.target.id for r in part})}
+                for vendor, part in sorted(by_vendor.items())
+            }
+        fitted[generation] = entry
+    return fitted
+
+
+def constants_for(row: GenerationRow, generations: dict[str, dict[str, Any]], default: dict[str, float]) -> dict:
+    """The constants ``generations`` price ``row`` with (``core.cost.priors.generation_prior``'s choice)."""
+    entry = generations.get(row.generation)
+    if entry is None or row.target.vendor.lower() not in entry["fitted_vendors"]:
+        return default
+    family = entry.get("vendors", {}).get(row.target.vendor.lower())
+    return family["constants"] if family else entry["constants"]
+
+
+def generation_errors(
+    rows: list[GenerationRow], generations: dict[str, dict[str, Any]] | None, default: dict[str, float]
+) -> list[tuple[GenerationRow, str, float, float]]:
+    """(row, figure, predicted, measured) with each row's generation constants (None: the default for all rows)."""
+    out = []
+    for row in rows:
+        constants = default if generations is None else constants_for(row, generations, default)
+        for key, value in row.predict(constants).items():
+            out.append((row, key, value, row.measured[key]))
+    return out
+
+
+def generation_report(
+    rows: list[GenerationRow], generations: dict[str, dict[str, Any]], default: dict[str, float], *, show_rows: bool
+) -> dict[str, dict[str, Any]]:
+    """Per generation and split: each figure's error with the generation's constants and, as the control, with the
+    default ones; per GPU the same. Printed, and returned for cost_priors_generations.json."""
+    new, old = generation_errors(rows, generations, default), generation_errors(rows, None, default)
+    result: dict[str, dict[str, Any]] = {}
+    for generation in sorted({row.generation for row in rows}):
+        result[generation] = {}
+        for split in ("fit", "holdout"):
+            pick = [i for i, e in enumerate(new) if e[0].generation == generation and e[0].split == split]
+            if not pick:
+                continue
+            part, control = [new[i] for i in pick], [old[i] for i in pick]
+            figures = {}
+            for key in sorted({e[1] for e in part}):
+                mine = [e for e in part if e[1] == key]
+                per_gpu = {gpu: summary([e for e in mine if e[0].target.id == gpu])
+                           for gpu in sorted({e[0].target.id for e in mine})}  # fmt: skip
+                figures[key] = summary(mine) | {
+                    "default_constants": summary([e for e in control if e[1] == key]), "per_gpu": per_gpu,
+                }  # fmt: skip
+            judged = [e for e in part if e[1] in FIT_FIGURES]
+            result[generation][split] = summary(judged) | {
+                "rows": len({e[0].index for e in part}), "sources": sorted({e[0].source for e in part}),
+                "per_figure": figures,
+            }  # fmt: skip
+            _print_generation(generation, split, result[generation][split], part if show_rows else [])
+    return result
+
+
+def _print_generation(generation: str, split: str, found: dict[str, Any], part: list) -> None:
+    print(f"\n{generation} {split}: {found['rows']} rows from {len(found['sources'])} source(s)")
+    for key, s in found["per_figure"].items():
+        d = s["default_constants"]
+        print(f"  {key:20} {s['figures']:3} figures  median {s['median_abs_error']:6.1%}  within 25%"
+              f" {s['share_within_25pct']:4.0%}   (default constants: median {d['median_abs_error']:6.1%},"
+              f" within 25% {d['share_within_25pct']:4.0%})")  # fmt: skip
+        for gpu, g in s["per_gpu"].items():
+            print(f"    {gpu:16} {g['figures']:3}  median {g['median_abs_error']:6.1%}"
+                  f"  within 25% {g['share_within_25pct']:4.0%}")  # fmt: skip
+    for row, key, p, m in part:
+        print(f"    #{row.index:3} {row.label:50} {key:20} predicted {p:9.1f}  measured {m:9.1f}  {p / m - 1:+6.0%}")
+
+
+def main_2025(args: argparse.Namespace) -> None:
+    """``--set 2025``: fit (or check) the per-generation constants; ``--write`` stores them (``GENERATIONS_FILE``)."""
+    rows = load_generation_rows()
+    default = json.loads(PRIORS_FILE.read_text())["constants"]
+    if args.fit:
+        generations = fit_generations(rows, default)
+        for generation, entry in generations.items():
+            print(f"{generation}:", json.dumps(entry["constants"]))
+            for vendor, family in entry.get("vendors", {}).items():
+                print(f"  {vendor}:", json.dumps(family["constants"]))
+    else:
+        generations = json.loads(GENERATIONS_FILE.read_text())["generations"]
+    result = generation_report(rows, generations, default, show_rows=args.rows)
+    if args.write and args.fit:
+        for generation, entry in generations.items():
+            entry["fit"] = {k: v for k, v in result[generation]["fit"].items() if k != "per_figure"}
+            entry["holdout"] = result[generation].get("holdout", {"figures": 0})
+        data = {
+            "fitted_on": "tests/fixtures/serving_benchmarks_2025.yaml: each generation's `fit` sources (fitted_on),"
+            " reported on its `holdout` sources (held_out), from the default constants of cost_priors.json;"
+            " outputs/serving/priors_2025.md",
+            "generations": generations,
+        }
+        GENERATIONS_FILE.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {GENERATIONS_FILE.relative_to(ROOT)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true", help="refit the constants on the fit rows")
-    parser.add_argument("--write", action="store_true", help="write the refitted constants to cost_priors.json")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="write the refitted constants (cost_priors.json; with --set 2025, cost_priors_generations.json)",
+    )
     parser.add_argument("--rows", action="store_true", help="print every figure")
+    parser.add_argument(
+        "--set",
+        choices=("2023", "2025"),
+        default="2023",
+        help="2023: the default constants on serving_benchmarks.yaml; 2025: per engine generation",
+    )
     args = parser.parse_args()
+    if args.set == "2025":
+        main_2025(args)
+        return
     rows = load_rows()
     constants = None
     if args.fit:

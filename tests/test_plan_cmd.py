@@ -110,10 +110,12 @@ def test_plan_predicts_what_the_held_out_check_evaluates(cli):
     spec.loader.exec_module(fit_priors)
     row = next(r for r in fit_priors.load_rows() if r.index == 16)  # NIM, Llama-3.3-70B fp8, 2 x H100, 500 / 2000
     expected = fit_priors.predictions(row, None)
+    # NIM 1.8 ran TensorRT-LLM's C++ engine: trtllm-cpp has no 2025 fit, so the default constants the check used
     result = cli.json(
         "plan", "llama-3.1-70b", "--target", "2xh100", "--tp", "2", "--weight-dtype", "fp8", "--isl", "500", "--osl",
-        "2000", "--engine", "trtllm",
+        "2000", "--engine", "trtllm-cpp",
     )  # fmt: skip
+    assert result["profile"]["name"] == "h100-sxm-prior@trtllm-cpp"
     assert result["ttft_ms"] == pytest.approx(expected["ttft_ms"])
     assert result["itl_ms"] == pytest.approx(expected["itl_ms"])
     assert result["itl_ms"] == pytest.approx(row.measured["itl_ms"], rel=0.25)  # 18.91 ms published

@@ -15,7 +15,6 @@ import typer
 from mha_cli.cli.options import (
     BlockSizeOpt,
     DpOpt,
-    EngineOpt,
     ForceOpt,
     ItlOpt,
     JsonOpt,
@@ -125,7 +124,17 @@ def plan(
     ] = False,
     ttft_ms: TtftOpt = None,
     itl_ms: ItlOpt = None,
-    engine: EngineOpt = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Serving engine: its memory rules size the KV pool, its generation's step-cost constants (fitted on"
+            " 2025-26 measurements) price the times. vllm, sglang, trtllm (the latest generation), engine@version"
+            " (sglang@0.4, vllm==0.11) or a generation (vllm-v1, trtllm-cpp). Default: vLLM's rules, the default"
+            " constants.",
+            show_default=False,
+        ),
+    ] = None,
     weight_dtype: WeightDtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
     gpu_memory_utilization: UtilisationOpt = None,
@@ -246,6 +255,8 @@ def plan(
         block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib), shared_prefix=shared_prefix,
         prefix_caching=prefix_caching,
     )  # fmt: skip
+    # `--engine sglang@0.4`: sglang 0.4's memory rules and its step costs; no --engine: the default constants
+    generation = deployment.engine_generation if engine is not None else None
     if expert_parallel:
         if loaded.model.moe is None:
             raise BadInputError(
@@ -266,7 +277,11 @@ def plan(
         resolved, ceiling = resolved_cpu(resolved, chosen), chosen.ceiling()
         device = resolved.target
     else:
-        chosen = load_profile(profile, weights) if profile is not None else prior_profile(device, weights)
+        chosen = (
+            load_profile(profile, weights)
+            if profile is not None
+            else prior_profile(device, weights, generation=generation)
+        )
         ceiling = datasheet_profile(device, deployment.weight_dtype)
     stand_in = None
     if device.id == "cpu":

@@ -11,13 +11,18 @@ into a profile (``core.cost.profile``) with a handful of constants that hold acr
 The constants live in ``mha_cli/data/cost_priors.json``, written by ``benchmarks/fit_priors.py``: a fit on one
 part of the published measurements in ``tests/fixtures/serving_benchmarks.yaml``, its error on the other part
 recorded beside them (``holdout``), and the public measurement each starting value comes from. Pure Python.
+
+Engines move the answer more than GPUs do, so ``cost_priors_generations.json`` holds constants per engine generation
+(vllm-v1, sglang-0.5, trtllm-pytorch, ...), fitted on 2025-26 measurements of that generation
+(``tests/fixtures/serving_benchmarks_2025.yaml``), per GPU vendor where the fit had both. A profile built for a
+generation uses them; without a generation, or for one no measurement was fitted on, the default constants price it.
 """
 
 from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_core import from_json
 
@@ -39,6 +44,15 @@ def fitted_constants() -> dict[str, Any]:
     return from_json(text)  # pydantic's parser, already loaded: the json module would add ~1.5 ms to a start-up
 
 
+@cache
+def generation_fits() -> dict[str, dict[str, Any]]:
+    """Each engine generation's fitted constants (``mha_cli/data/cost_priors_generations.json``, written by
+    ``benchmarks/fit_priors.py --set 2025``): per generation its constants, per vendor where fitted apart, the GPUs
+    and sources fitted on, the sources held out and their errors. Read only when a generation is asked for."""
+    text = resources.files("mha_cli").joinpath("data/cost_priors_generations.json").read_text(encoding="utf-8")
+    return from_json(text)["generations"]
+
+
 MIN_GPU_FIGURES = 5
 """Held-out figures a GPU needs for its own band; with fewer, the band of every held-out figure."""
 
@@ -51,6 +65,41 @@ def band(target_id: str) -> float:
     if own is not None and own["figures"] >= MIN_GPU_FIGURES:
         return own["p80_abs_error"]
     return holdout["p80_abs_error"]
+
+
+class GenerationPrior(NamedTuple):
+    """The constants that price one engine generation on one vendor's GPUs, and where they come from."""
+
+    constants: dict[str, float]
+    source: str
+    band: float
+    """The relative band: the 80th percentile of the generation's held-out errors (the GPU's default band without)."""
+
+
+def generation_prior(generation: str, target: Target) -> GenerationPrior:
+    """The constants of engine ``generation`` (an id of ``core.cost.engine_generation``) on ``target``'s vendor: its
+    vendor's own where the fit had both vendors, the generation's where it had this one, else the default ones."""
+    fitted = generation_fits().get(generation)
+    if fitted is None:
+        return GenerationPrior(
+            fitted_constants()["constants"],
+            f"no published measurement of {generation} fitted: the default constants (cost_priors.json)",
+            band(target.id),
+        )
+    if target.vendor.lower() not in fitted["fitted_vendors"]:
+        return GenerationPrior(
+            fitted_constants()["constants"],
+            f"{generation} was fitted on {', '.join(fitted['gpus'])} only: the default constants price"
+            f" {target.vendor} GPUs (cost_priors.json)",
+            band(target.id),
+        )
+    family = fitted.get("vendors", {}).get(target.vendor.lower())
+    constants = family["constants"] if family else fitted["constants"]
+    gpus = ", ".join(family["gpus"] if family else fitted["gpus"])
+    held_out = fitted["holdout"]
+    error = held_out["p80_abs_error"] if held_out.get("figures") else band(target.id)
+    source = f"constants fitted for {generation} on published measurements on {gpus} (cost_priors_generations.json)"
+    return GenerationPrior(constants, source, error)
 
 
 def _link(target: Target) -> tuple[str, float]:
@@ -68,18 +117,25 @@ def peak_matmul_flops(target: Target, weight_dtype: str) -> float:
     return target.bf16_tflops_dense * 1e12
 
 
-def prior_profile(target: Target, weight_dtype: str = "bf16", constants: dict[str, Any] | None = None) -> DeviceProfile:
-    """The shipped profile of ``target`` (``constants``: the fitted ones by default; the fit passes trial values)."""
-    c = constants or fitted_constants()["constants"]
+def prior_profile(
+    target: Target, weight_dtype: str = "bf16", constants: dict[str, Any] | None = None, generation: str | None = None
+) -> DeviceProfile:
+    """The shipped profile of ``target`` (``constants``: the fitted ones by default; the fit passes trial values;
+    ``generation``: an engine generation's constants instead of the default ones)."""
+    chosen = generation_prior(generation, target) if constants is None and generation is not None else None
+    c = constants or (chosen.constants if chosen else fitted_constants()["constants"])
     bandwidth = target.bandwidth_bytes_per_s * c["bandwidth_efficiency"]
     flops = peak_matmul_flops(target, weight_dtype)
     link, link_bandwidth = _link(target)
     latency = c["all_reduce_latency_nvlink_s"] if link == "nvlink" else c["all_reduce_latency_pcie_s"]
-    error = band(target.id) if constants is None else 0.0
+    error = (chosen.band if chosen else band(target.id)) if constants is None else 0.0
+    name = f"{target.id}-prior@{generation}" if generation else f"{target.id}-prior"
+    source = f"{target.name} datasheet x constants fitted on published serving measurements (cost_priors.json)"
+    if chosen:
+        source = f"{target.name} datasheet x {chosen.source}"
     return DeviceProfile(
-        name=f"{target.id}-prior", kind="prior", device="cuda", device_name=target.name, dtype=weight_dtype,
-        target_id=target.id,
-        source=f"{target.name} datasheet x constants fitted on published serving measurements (cost_priors.json)",
+        name=name, kind="prior", device="cuda", device_name=target.name, dtype=weight_dtype,
+        target_id=target.id, source=source,
         weight_bandwidth=Curve.saturating(bandwidth, c["bandwidth_half_bytes"], BANDWIDTH_SIZES),
         cache_bandwidth=Curve.saturating(bandwidth, c["bandwidth_half_bytes"], BANDWIDTH_SIZES),
         matmul=Curve.saturating(flops * c["matmul_efficiency"], c["matmul_half_rows"], ROW_SIZES),
@@ -92,6 +148,14 @@ def prior_profile(target: Target, weight_dtype: str = "bf16", constants: dict[st
                                   link=link),
         constants={name: f"{value:g}" for name, value in c.items()}, relative_error=error,
     )  # fmt: skip
+
+
+def profile_generation(profile: DeviceProfile) -> str | None:
+    """The engine generation whose constants ``prior_profile`` built ``profile`` with, read from the name it gave it
+    (``h200-prior@sglang-0.5``); None: the default constants, or a measured profile."""
+    if profile.kind != "prior":
+        return None
+    return profile.name.partition("@")[2] or None
 
 
 def datasheet_profile(target: Target, weight_dtype: str = "bf16") -> DeviceProfile:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pydantic import Field
 
 from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, simulate_plan
-from mha_cli.core.cost.priors import datasheet_profile, prior_profile
+from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_generation
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import DP_ATTENTION_ENGINES
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
@@ -316,7 +316,9 @@ def trial_profiles(
     cores) when ``profiles`` are priors, else ``profiles`` (a measured profile stands)."""
     if profiles[0].kind != "prior":
         return profiles
-    return prior_profile(target.target, weight_dtype), datasheet_profile(target.target, weight_dtype)
+    generation = profile_generation(profiles[0])  # an engine generation's constants stay with the search
+    prior = prior_profile(target.target, weight_dtype, generation=generation)
+    return prior, datasheet_profile(target.target, weight_dtype)
 
 
 def found_pick(found: SearchResult) -> str:

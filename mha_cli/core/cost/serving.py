@@ -221,6 +221,11 @@ def _uncertainty_how(profile: DeviceProfile) -> str:
         return f"+/- {profile.relative_error:.0%}: 4 in 5 held-out figures of its benchmark runs fell within it"
     if profile.kind == "calibrated":
         return f"+/- {profile.relative_error:.0%}: the calibration's own fit error on this machine"
+    if "cost_priors_generations.json" in profile.source:  # an engine generation's fitted constants
+        return (
+            f"+/- {profile.relative_error:.0%}: 4 in 5 of this engine generation's held-out published measurements"
+            " fell within it (cost_priors_generations.json); `mha calibrate` on the device narrows it"
+        )
     return (
         f"+/- {profile.relative_error:.0%}: 4 in 5 held-out published measurements fell within it (cost_priors.json;"
         " this GPU's own when it has 5 or more); `mha calibrate` on the device narrows it"

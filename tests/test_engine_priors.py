@@ -1,0 +1,178 @@
+"""Step-cost constants per engine generation (issue 34, item 6): the 2025-26 measurements they are fitted on, the fit
+reproducing what cost_priors.json stores, the profiles they build, and `plan --engine` pricing with them.
+
+- ``--engine`` text to generation: by version boundaries written out here (vLLM V1 from 0.8, 0.21; SGLang 0.5;
+  TensorRT-LLM's PyTorch backend from 1.0).
+- The fit is reproducible: refitting vllm-v1 from the default constants gives the stored constants exactly, and the
+  shipped constants give the held-out errors the file records.
+- Control: the default (2023-24) constants price the held-out 2025-26 rows worse than each generation's own, with
+  the numbers written out.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mha_cli.core.engine.generations import BY_ID as GENERATIONS
+from mha_cli.core.engine.generations import generation_of
+from mha_cli.core.cost.priors import fitted_constants, generation_fits, prior_profile
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.targets import load_targets
+
+ROOT = Path(__file__).parent.parent
+ROWS = yaml.safe_load((ROOT / "tests" / "fixtures" / "serving_benchmarks_2025.yaml").read_text())
+TARGETS = load_targets()
+
+
+@pytest.fixture(scope="module")
+def fit_priors():
+    spec = importlib.util.spec_from_file_location("fit_priors", ROOT / "benchmarks" / "fit_priors.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fit_priors"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def rows(fit_priors):
+    return fit_priors.load_generation_rows()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("sglang", ("sglang", "sglang-0.5")),
+        ("vllm", ("vllm", "vllm-0.21")),
+        ("trtllm", ("trtllm", "trtllm-pytorch")),
+        ("vllm@0.7.3", ("vllm", "vllm-v0")),
+        ("vllm==0.8.0", ("vllm", "vllm-v1")),
+        ("vllm@0.20.2", ("vllm", "vllm-v1")),
+        ("vllm@0.21", ("vllm", "vllm-0.21")),
+        ("sglang@0.4.6.post1", ("sglang", "sglang-0.4")),
+        ("TensorRT-LLM@0.17.0", ("trtllm", "trtllm-cpp")),
+        ("trtllm@v1.0.0rc2", ("trtllm", "trtllm-pytorch")),
+        ("vllm-v1", ("vllm", "vllm-v1")),
+    ],
+)
+def test_engine_text_names_a_generation(text, expected):
+    chosen = generation_of(text)
+    assert (chosen.engine, chosen.id) == expected and chosen.id in GENERATIONS
+
+
+@pytest.mark.parametrize("text", ["vllm@latest", "sglang@0.3.6", "tgi@1.0"])
+def test_an_engine_version_mha_cannot_place_is_refused(text):
+    with pytest.raises(BadInputError):
+        generation_of(text)
+
+
+def test_the_2025_fixture_has_its_sources_and_a_reason_for_every_row_it_cannot_price():
+    assert len(ROWS) >= 100
+    usable = [row for row in ROWS if "mha" in row]
+    assert len(usable) >= 100
+    splits: dict[str, set[str]] = defaultdict(set)
+    for row in ROWS:
+        assert row["source_url"].startswith("https://") and row["engine"] and row["engine_version"]
+        if "mha" not in row:
+            assert row["not_expressible"]  # kept, with why, rather than dropped
+            continue
+        assert row["mha"]["generation"] in GENERATIONS
+        splits[row["mha"]["source_id"]].add(row["mha"]["split"])
+    assert all(len(split) == 1 for split in splits.values())  # the split is by source: no source on both sides
+    assert len(splits) >= 10
+    held_out = {source for source, split in splits.items() if split == {"holdout"}}
+    assert len(held_out) >= 5
+
+
+def test_refitting_vllm_v1_gives_the_stored_constants(fit_priors, rows):
+    default, stored = fitted_constants()["constants"], generation_fits()["vllm-v1"]
+    fit_rows = [row for row in rows if row.generation == "vllm-v1" and row.split == "fit"]
+    assert fit_priors.fit_generation(fit_rows, default) == stored["constants"]
+    nvidia = [row for row in fit_rows if row.target.vendor == "NVIDIA"]  # the H100 sweep of vLLM's FP8-KV post
+    assert {row.target.id for row in nvidia} == {"h100-sxm"}
+    assert fit_priors.fit_generation(nvidia, default) == stored["vendors"]["nvidia"]["constants"]
+
+
+def test_the_shipped_constants_give_the_recorded_held_out_errors(fit_priors, rows):
+    generations = generation_fits()
+    report = fit_priors.generation_report(rows, generations, fitted_constants()["constants"], show_rows=False)
+    for generation, entry in generations.items():
+        recorded, found = entry["holdout"], report[generation]["holdout"]
+        assert found["median_abs_error"] == pytest.approx(recorded["median_abs_error"], abs=1e-4)
+        assert found["share_within_25pct"] == pytest.approx(recorded["share_within_25pct"], abs=1e-4)
+        assert set(found["sources"]).isdisjoint(entry["fitted_on"])  # held-out sources never entered the fit
+
+
+def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generations_own(fit_priors, rows):
+    held_out = [row for row in rows if row.split == "holdout"]
+    default = fitted_constants()["constants"]
+    new = fit_priors.generation_errors(held_out, generation_fits(), default)
+    old = fit_priors.generation_errors(held_out, None, default)
+
+    def median(found, generation, figure):
+        return fit_priors.summary([e for e in found if e[0].generation == generation and e[1] == figure])
+
+    # (generation, figure): (median error with its own constants, with the default ones), from the --set 2025 report
+    expected = {
+        ("sglang-0.5", "itl_ms"): (0.295, 0.426),
+        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.244, 0.695),
+        ("trtllm-pytorch", "tokens_per_s_per_gpu"): (0.211, 0.216),
+        ("vllm-v1", "itl_ms"): (0.117, 0.175),
+        ("vllm-v1", "tokens_per_s_per_gpu"): (0.106, 1.122),
+    }
+    for (generation, figure), (own, control) in expected.items():
+        mine, theirs = median(new, generation, figure), median(old, generation, figure)
+        assert mine["median_abs_error"] == pytest.approx(own, abs=0.001)
+        assert theirs["median_abs_error"] == pytest.approx(control, abs=0.001)
+        assert mine["median_abs_error"] < theirs["median_abs_error"]
+        assert mine["share_within_25pct"] >= theirs["share_within_25pct"]
+
+
+def test_a_generations_profile_uses_its_vendors_constants_where_the_fit_had_them():
+    generations, default = generation_fits(), fitted_constants()["constants"]
+    sglang = generations["sglang-0.5"]["vendors"]
+    b200 = prior_profile(TARGETS["b200"], generation="sglang-0.5")
+    mi300x = prior_profile(TARGETS["mi300x"], generation="sglang-0.5")
+    assert b200.name == "b200-prior@sglang-0.5" and "sglang-0.5" in b200.source
+    assert b200.step_overhead_s == sglang["nvidia"]["constants"]["step_overhead_s"] != default["step_overhead_s"]
+    assert mi300x.step_overhead_s == sglang["amd"]["constants"]["step_overhead_s"] != b200.step_overhead_s
+    # trtllm-pytorch was fitted on NVIDIA GPUs only: an MI300X keeps the default constants, an H200 gets the fitted ones
+    mi300x_trt = prior_profile(TARGETS["mi300x"], generation="trtllm-pytorch")
+    assert mi300x_trt.step_overhead_s == default["step_overhead_s"] and "only" in mi300x_trt.source
+    fitted = generations["trtllm-pytorch"]["constants"]
+    assert prior_profile(TARGETS["h200"], generation="trtllm-pytorch").step_overhead_s == fitted["step_overhead_s"]
+    # no 2025 measurement of SGLang 0.4: the default constants, and the profile says so
+    old = prior_profile(TARGETS["h200"], generation="sglang-0.4")
+    assert old.step_overhead_s == default["step_overhead_s"] and "no published measurement" in old.source
+    assert prior_profile(TARGETS["h200"]).name == "h200-prior"  # no generation named: today's profile
+
+
+def test_plan_prices_with_the_named_engines_generation(cli):
+    common = ("plan", "llama-3.1-8b", "--target", "b200", "--tp", "1", "--isl", "1000", "--osl", "1000")
+    plain = cli.json(*common, "--concurrency", "16")
+    sglang = cli.json(*common, "--concurrency", "16", "--engine", "sglang")
+    assert plain["profile"]["name"] == "b200-prior"
+    assert sglang["profile"]["name"] == "b200-prior@sglang-0.5"
+    assert "constants fitted for sglang-0.5" in sglang["profile"]["source"]
+    held_out = generation_fits()["sglang-0.5"]["holdout"]  # the band is the generation's held-out 80th percentile
+    assert sglang["uncertainty"]["relative"] == held_out["p80_abs_error"]
+    assert "cost_priors_generations.json" in sglang["uncertainty"]["how"]
+    nvidia = generation_fits()["sglang-0.5"]["vendors"]["nvidia"]["constants"]
+    expected = prior_profile(TARGETS["b200"], generation="sglang-0.5")
+    assert expected.step_overhead_s == nvidia["step_overhead_s"]
+    assert sglang["itl_ms"] != pytest.approx(plain["itl_ms"], rel=0.05)  # the fit moved it
+    latest = cli.json(*common, "--concurrency", "16", "--engine", "vllm@0.21")  # no fit of it: today's figure
+    assert latest["itl_ms"] == pytest.approx(plain["itl_ms"]) and latest["profile"]["name"] == "b200-prior@vllm-0.21"
+
+
+def test_plan_refuses_an_engine_version_it_cannot_read_in_one_line(cli):
+    result = cli.run("plan", "llama-3.1-8b", "--target", "b200", "--tp", "1", "--engine", "vllm@newest")
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: --engine vllm@newest: give a release number, such as vllm@0.11"
+    ]
