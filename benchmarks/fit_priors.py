@@ -93,13 +93,19 @@ class Row:
         self.label = f"{mha['preset']} {mha['target']} tp{mha['tp']} {mha['isl']}/{mha['osl']} x{mha['concurrency']}"
 
 
+FITTED_UNDER = {"vllm": "vllm-v1", "sglang": "sglang-0.5", "trtllm": "trtllm-pytorch"}
+"""The memory rules each engine had when the shipped 2023-24 constants were fitted (V1, SGLang 0.5.3, TensorRT-LLM's
+PyTorch backend): their rows keep being priced by them, so the fit reproduces what ``cost_priors.json`` holds."""
+
+
 def _engine_limits(model: Any, target: Any, mha: dict[str, Any]) -> tuple[int, int]:
     """(requests admitted at once, prefill chunk) from the engine's memory plan at isl + osl tokens."""
     engine = next((name for key, name in ENGINES.items() if mha["engine"].lower().startswith(key)), "vllm")
     context = mha["isl"] + mha["osl"]
     kv = kv_footprint(model, seq_len=context, batch=mha["concurrency"], kv_dtype=mha["kv_dtype"], tp=mha["tp"])
+    # the memory rules the shipped constants were fitted under (one per engine, before engine generations)
     deployment = DeploymentSpec(seq_len=context, tp=mha["tp"], engine=engine, weight_dtype=mha["weight_dtype"],
-                                kv_dtype=mha["kv_dtype"])  # fmt: skip
+                                kv_dtype=mha["kv_dtype"], engine_generation=FITTED_UNDER[engine])  # fmt: skip
     resolved = ResolvedTarget(spec=target.id, target=target, n_devices=mha["tp"])
     plan = plan_memory(resolved, model=model, kv=kv, weight_dtype=mha["weight_dtype"], deployment=deployment)
     return max(1, plan.engine.admitted_per_replica), plan.engine.max_num_batched_tokens
@@ -130,6 +136,7 @@ class GenerationRow:
         deployment = DeploymentSpec(
             seq_len=mha["isl"] + mha["osl"], tp=tp, engine=mha["engine"], weight_dtype=self.weight_dtype,
             kv_dtype=mha["kv_dtype"], gpu_memory_utilization=mha.get("gpu_memory_utilization"),
+            engine_generation=self.generation,  # the row's own engine release: its memory rules
         )  # fmt: skip
         resolved = ResolvedTarget(spec=self.target.id, target=self.target, n_devices=tp * pp)
         ceiling = datasheet_profile(self.target, self.weight_dtype)

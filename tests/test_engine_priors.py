@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mha_cli.core.cost.priors import fitted_constants, generation_fits, prior_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import generation_of
-from mha_cli.core.cost.priors import fitted_constants, generation_fits, prior_profile
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.targets import load_targets
 
@@ -174,5 +174,5 @@ def test_plan_refuses_an_engine_version_it_cannot_read_in_one_line(cli):
     result = cli.run("plan", "llama-3.1-8b", "--target", "b200", "--tp", "1", "--engine", "vllm@newest")
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        "error: --engine vllm@newest: give a release number, such as vllm@0.11"
+        "error: engine version 'newest' is not a release number: write it as 0.10 or 0.11.0"
     ]
