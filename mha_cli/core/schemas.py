@@ -450,6 +450,41 @@ class MoESpec(_Strict):
         return self
 
 
+VisionTowerKind = Literal["siglip", "qwen2_5_vl"]
+"""The vision encoders whose weights are listed (``core.vision_tower``): ``siglip`` (Gemma 3's SigLIP ViT and its
+projector), ``qwen2_5_vl`` (Qwen2.5-VL's windowed ViT and patch merger)."""
+
+
+class VisionTowerSpec(_Strict):
+    """A multimodal model's vision encoder and projector: their weights and the largest image vLLM profiles.
+
+    ``core.vision_tower`` lists the tensors; ``core.engine.encoder_profile`` prices vLLM's encoder profiling run."""
+
+    kind: VisionTowerKind
+    d_model: Width
+    """The encoder's width (vision_config's hidden_size)."""
+    n_layers: Annotated[int, Field(gt=0, le=_MAX_LAYERS)]
+    n_heads: Annotated[int, Field(gt=0, le=_MAX_HEADS)]
+    d_ff: Width
+    """The encoder MLP's hidden width (intermediate_size)."""
+    patch_size: Annotated[int, Field(gt=0, le=4096)]
+    """Pixels per side of one patch."""
+    in_channels: Annotated[int, Field(gt=0, le=16)] = 3
+    image_size: Annotated[int, Field(gt=0, le=1 << 16)] | None = None
+    """SigLIP: pixels per side of the (square) input image, which sets its learned positions."""
+    temporal_patch_size: Annotated[int, Field(gt=0, le=64)] = 1
+    """Qwen2.5-VL: frames one patch spans (2: a still image is its frame twice)."""
+    spatial_merge_size: Annotated[int, Field(gt=0, le=64)] = 1
+    """Qwen2.5-VL: patches merged per side into one decoder token (2: 4 patches a token)."""
+    projector_width: Width
+    """Width of the projector's output: the decoder's hidden_size (Qwen2.5-VL's out_hidden_size)."""
+    tokens_per_image: Annotated[int, Field(gt=0, le=_MAX_TOKENS)]
+    """Decoder tokens of the largest image (Gemma 3: mm_tokens_per_image; Qwen2.5-VL: the processor's max_pixels
+    / (patch x merge)^2)."""
+    patches_per_image: Annotated[int, Field(gt=0, le=_MAX_TOKENS)]
+    """Encoder tokens (patches) of that image."""
+
+
 class ModelSpec(_Strict):
     """A decoder-only transformer's geometry: what the KV cache and the parameter count depend on."""
 
@@ -529,6 +564,9 @@ class ModelSpec(_Strict):
     qkv_bias: bool = False
     o_bias: bool = False
     moe: MoESpec | None = None
+    vision: Annotated[VisionTowerSpec | None, Field(exclude_if=_is_none)] = None
+    """A multimodal model's vision encoder and projector (counted in the weights, profiled by vLLM); None: a text
+    model, or a tower ``core.vision_tower`` does not list (named in the import's assumptions)."""
     rope: Annotated[RopeSpec | None, Field(exclude_if=_is_none)] = None
     """Rotary embedding. Left out: theta 10,000, no scaling, for a model without learned positions
     (``position_embeddings`` 0); a model with learned positions has none. See ``rotary``."""

@@ -1,0 +1,173 @@
+"""A multimodal model's vision tower: read from config.json's ``vision_config``, listed tensor by tensor.
+
+Two encoders are read, each with its projector into the decoder, named as transformers 5 names the
+weights and split over tensor-parallel ranks as vLLM splits them (its default ``mm_encoder_tp_mode="weights"``):
+
+- ``siglip`` (Gemma 3, ``Gemma3ForConditionalGeneration``; vLLM ``model_executor/models/siglip.py`` and
+  ``gemma3_mm.py``): a conv patch embedding and learned positions (replicated), ``n_layers`` pre-LN blocks of
+  q/k/v/out projections and a plain fc1/fc2 MLP, all with biases (q, k, v, fc1 split by columns, out and fc2 by
+  rows, their biases replicated), a final LayerNorm; the projector's RMSNorm and its (vision width, text width)
+  matrix, replicated (``Gemma3MultiModalProjector``: a bare ``nn.Parameter``).
+- ``qwen2_5_vl`` (``Qwen2_5_VLForConditionalGeneration``; vLLM ``qwen2_5_vl.py``): a Conv3d patch embedding without
+  bias (replicated), ``n_layers`` blocks of two RMSNorms, a fused qkv and a proj with biases, a gated MLP with
+  biases (qkv, gate, up split by columns, proj and down by rows), and the patch merger: an RMSNorm, then an MLP from
+  ``merge^2`` patches to ``merge^2`` patches' width (split by columns) to the decoder's width (by rows).
+
+A width tp does not divide is rounded up on each rank (Qwen2.5-VL-7B's 3,420-wide MLP over 8 ranks). Other
+multimodal families' towers are not listed: the importer names them among what the weights leave out. Pure Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.schemas import VisionTowerSpec
+
+if TYPE_CHECKING:
+    from mha_cli.core.inventory import Split, Tensor
+
+QWEN2_5_VL_MAX_PIXELS = 12_845_056
+"""Qwen2.5-VL's published ``preprocessor_config.json`` ``max_pixels`` (3,584 x 3,584; the processor's own default
+is lower): vLLM's largest image is the one of the most pixels the processor keeps (``qwen2_vl.py``
+``get_image_size_with_most_features``). It lives outside config.json, so it is assumed."""
+
+_SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+                    "num_attention_heads": 12, "num_channels": 3, "image_size": 224, "patch_size": 16}  # fmt: skip
+"""transformers' ``SiglipVisionConfig`` defaults."""
+_QWEN2_5_VL_DEFAULTS = {"depth": 32, "hidden_size": 3584, "intermediate_size": 3420, "num_heads": 16,
+                        "in_channels": 3, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2,
+                        "out_hidden_size": 3584}  # fmt: skip
+"""transformers' ``Qwen2_5_VLVisionConfig`` defaults."""
+TOWER_FAMILIES = {"gemma3": "siglip", "qwen2_5_vl": "qwen2_5_vl"}
+"""The outer config's ``model_type`` -> the tower ``read_vision_tower`` reads for it."""
+
+
+def vision_tower_listed(config: dict[str, Any]) -> bool:
+    """Whether ``config`` (the outer config.json) has a vision tower of a family listed here."""
+    return str(config.get("model_type")) in TOWER_FAMILIES and isinstance(config.get("vision_config"), dict)
+
+
+def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> tuple[VisionTowerSpec | None, list[str]]:
+    """The tower of a multimodal ``config`` (the outer config.json, ``vision_config`` inside it) whose decoder is
+    ``text_width`` wide, and the defaults assumed; (None, []) for a family whose tower is not listed here."""
+    kind = TOWER_FAMILIES.get(str(config.get("model_type")))
+    vision = config.get("vision_config")
+    if kind is None or not isinstance(vision, dict):
+        return None, []
+    assumed: list[str] = []
+    defaults = _SIGLIP_DEFAULTS if kind == "siglip" else _QWEN2_5_VL_DEFAULTS
+
+    def value(*keys: str) -> int:
+        for key in keys:
+            if vision.get(key) is not None:
+                found = vision[key]
+                if not isinstance(found, int) or isinstance(found, bool) or found <= 0:
+                    raise BadInputError(f"{origin}: vision_config.{key} must be a positive integer, got {found!r}")
+                return found
+        assumed.append(f"vision_config.{keys[0]} absent: {defaults[keys[0]]}, transformers' default")
+        return defaults[keys[0]]
+
+    if kind == "siglip":
+        if vision.get("vision_use_head"):  # Gemma 3's tower has none; vLLM builds none for it
+            raise BadInputError(f"{origin}: vision_config.vision_use_head is set: a SigLIP pooling head is not listed")
+        image, patch = value("image_size"), value("patch_size")
+        tokens = config.get("mm_tokens_per_image") or 256
+        if not config.get("mm_tokens_per_image"):
+            assumed.append("mm_tokens_per_image absent: 256, transformers' Gemma3Config default")
+        spec = VisionTowerSpec(
+            kind=kind, d_model=value("hidden_size"), n_layers=value("num_hidden_layers"),
+            n_heads=value("num_attention_heads"), d_ff=value("intermediate_size"), patch_size=patch,
+            in_channels=value("num_channels"), image_size=image, projector_width=text_width,
+            tokens_per_image=int(tokens), patches_per_image=(image // patch) ** 2,
+        )  # fmt: skip
+    else:
+        patch, merge = value("patch_size"), value("spatial_merge_size")
+        tokens = QWEN2_5_VL_MAX_PIXELS // (patch * merge) ** 2
+        assumed.append(
+            f"vision: the largest image is {QWEN2_5_VL_MAX_PIXELS:,} pixels ({tokens:,} tokens), the max_pixels of"
+            " Qwen2.5-VL's published preprocessor_config.json (not in config.json)"
+        )
+        spec = VisionTowerSpec(
+            kind=kind, d_model=value("hidden_size"), n_layers=value("depth"), n_heads=value("num_heads"),
+            d_ff=value("intermediate_size"), patch_size=patch, in_channels=value("in_channels", "in_chans"),
+            temporal_patch_size=value("temporal_patch_size"), spatial_merge_size=merge,
+            projector_width=value("out_hidden_size"), tokens_per_image=tokens, patches_per_image=tokens * merge**2,
+        )  # fmt: skip
+    return spec, assumed
+
+
+def tower_params(tower: VisionTowerSpec, tp: int = 1) -> int:
+    """Parameters of the tower and its projector one rank of ``tp`` holds."""
+    return sum(t.numel for t in tower_tensors(tower, tp))
+
+
+def tower_tensors(tower: VisionTowerSpec, tp: int = 1) -> list[Tensor]:
+    """Every weight of the tower and its projector as one rank of ``tp`` holds it, transformers' names."""
+    return list(_siglip(tower, tp) if tower.kind == "siglip" else _qwen2_5_vl(tower, tp))
+
+
+def _tensor(name: str, shape: tuple[int, ...], split: Split) -> Tensor:
+    from mha_cli.core.inventory import Tensor  # the inventory imports this module
+
+    return Tensor(name, shape, "vision", split, None)
+
+
+def _shard(width: int, tp: int) -> int:
+    """A column- or row-parallel width on one rank of ``tp``, rounded up."""
+    return -(-width // tp)
+
+
+def _linear(name: str, out: int, inp: int, split: Split, tp: int) -> Iterator[Tensor]:
+    """A biased linear layer: column-parallel splits its rows and bias, row-parallel its inputs (bias whole)."""
+    if split == "column":
+        yield _tensor(f"{name}.weight", (_shard(out, tp), inp), "column")
+        yield _tensor(f"{name}.bias", (_shard(out, tp),), "column")
+    else:
+        yield _tensor(f"{name}.weight", (out, _shard(inp, tp)), "row")
+        yield _tensor(f"{name}.bias", (out,), "replicated")
+
+
+def _layer_norm(name: str, width: int) -> Iterator[Tensor]:
+    yield _tensor(f"{name}.weight", (width,), "replicated")
+    yield _tensor(f"{name}.bias", (width,), "replicated")
+
+
+def _siglip(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
+    d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
+    prefix = "model.vision_tower"
+    yield _tensor(f"{prefix}.embeddings.patch_embedding.weight", (d, tower.in_channels, patch, patch), "replicated")
+    yield _tensor(f"{prefix}.embeddings.patch_embedding.bias", (d,), "replicated")
+    yield _tensor(f"{prefix}.embeddings.position_embedding.weight", (tower.patches_per_image, d), "replicated")
+    for i in range(tower.n_layers):
+        layer = f"{prefix}.encoder.layers.{i}"
+        yield from _layer_norm(f"{layer}.layer_norm1", d)
+        for projection in ("q_proj", "k_proj", "v_proj"):
+            yield from _linear(f"{layer}.self_attn.{projection}", d, d, "column", tp)
+        yield from _linear(f"{layer}.self_attn.out_proj", d, d, "row", tp)
+        yield from _layer_norm(f"{layer}.layer_norm2", d)
+        yield from _linear(f"{layer}.mlp.fc1", f, d, "column", tp)
+        yield from _linear(f"{layer}.mlp.fc2", d, f, "row", tp)
+    yield from _layer_norm(f"{prefix}.post_layernorm", d)
+    yield _tensor("model.multi_modal_projector.mm_input_projection_weight", (d, tower.projector_width), "replicated")
+    yield _tensor("model.multi_modal_projector.mm_soft_emb_norm.weight", (d,), "replicated")
+
+
+def _qwen2_5_vl(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
+    d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
+    kernel = (d, tower.in_channels, tower.temporal_patch_size, patch, patch)
+    yield _tensor("model.visual.patch_embed.proj.weight", kernel, "replicated")
+    for i in range(tower.n_layers):
+        block = f"model.visual.blocks.{i}"
+        yield _tensor(f"{block}.norm1.weight", (d,), "replicated")
+        yield _tensor(f"{block}.norm2.weight", (d,), "replicated")
+        yield from _linear(f"{block}.attn.qkv", 3 * d, d, "column", tp)
+        yield from _linear(f"{block}.attn.proj", d, d, "row", tp)
+        yield from _linear(f"{block}.mlp.gate_proj", f, d, "column", tp)
+        yield from _linear(f"{block}.mlp.up_proj", f, d, "column", tp)
+        yield from _linear(f"{block}.mlp.down_proj", d, f, "row", tp)
+    merged = d * tower.spatial_merge_size**2
+    yield _tensor("model.visual.merger.ln_q.weight", (d,), "replicated")
+    yield from _linear("model.visual.merger.mlp.0", merged, merged, "column", tp)
+    yield from _linear("model.visual.merger.mlp.2", tower.projector_width, merged, "row", tp)
