@@ -10,6 +10,7 @@ from mha_cli.cli.options import (
     ForceOpt,
     JsonOpt,
     KvDtypeOpt,
+    LimitMmOpt,
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
     MlaCacheOpt,
@@ -20,6 +21,7 @@ from mha_cli.cli.options import (
     SourceSeqOpt,
     StateConventionOpt,
     TargetOpt,
+    TextOnlyOpt,
     TpOpt,
     UtilisationOpt,
     WeightDtypeOpt,
@@ -28,6 +30,7 @@ from mha_cli.cli.output import Output
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.kv_report import KvReport, build_kv_report
+from mha_cli.core.mm_limits import mm_limits
 from mha_cli.core.sources import load_source
 
 FailIfNoFitOpt = Annotated[
@@ -59,6 +62,8 @@ def kv(
     gpu_memory_utilization: UtilisationOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     max_num_seqs: MaxNumSeqsOpt = None,
+    limit_mm_per_prompt: LimitMmOpt = None,
+    text_only: TextOnlyOpt = False,
     fail_if_no_fit: FailIfNoFitOpt = False,
     profile: ProfileOpt = None,
     plot: PlotOpt = None,
@@ -77,7 +82,7 @@ def kv(
         target=target, weight_dtype=weight_dtype, mla_cache=mla_cache, state_convention=state_convention,
         engine=engine,
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs,
+        max_num_seqs=max_num_seqs, limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
     )  # fmt: skip
     report = build_kv_report(loaded, deployment)
     if profile is not None:

@@ -969,6 +969,11 @@ class DeploymentSpec(_Strict):
     kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=1 << 50)] | None = None
     """vLLM: the KV pool per rank in bytes, set rather than derived from the memory utilisation
     (``--kv-cache-memory-bytes``; ``VLLM_CPU_KVCACHE_SPACE`` GiB on its CPU backend); None: derived."""
+    limit_mm_per_prompt: dict[str, Annotated[int, Field(ge=0, le=1 << 20)]] | None = None
+    """vLLM's ``--limit-mm-per-prompt``: the most items of each modality (``image``, ``video``) one prompt may hold,
+    which sizes its encoder profiling run; a modality not named: 999 (vLLM's default). Every modality of the
+    model's tower at 0 serves text only (vLLM's ``--language-model-only``): no encoder profiling, and vLLM 0.32 does
+    not load the tower. None: vLLM's defaults."""
 
 
 CONFIG_SCHEMA_VERSION = 1

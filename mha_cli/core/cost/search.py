@@ -17,6 +17,7 @@ Pure Python.
 from __future__ import annotations
 
 import itertools
+import json
 import shlex
 from collections.abc import Callable
 
@@ -366,6 +367,8 @@ def launch_commands(served: ServedModel, plan: ServingPlan, deployment: Deployme
     if served.revision is not None:
         vllm += ["--revision", served.revision]
         sglang += ["--revision", served.revision]
+    if deployment.limit_mm_per_prompt is not None:  # the encoder profiling (and, at 0, the tower) priced
+        vllm += ["--limit-mm-per-prompt", json.dumps(deployment.limit_mm_per_prompt, separators=(",", ":"))]
     launch = {"vllm": shlex.join(vllm), "sglang": shlex.join(sglang)}
     if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",

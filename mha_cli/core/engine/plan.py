@@ -18,6 +18,7 @@ from typing import NamedTuple
 from pydantic import NonNegativeInt
 
 from mha_cli.core.engine.activation import forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
+from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.pages import KvGroup, longest_request, paged_pool, request_bytes
 from mha_cli.core.engine.settings import (
     CUDA_GRAPH_ESTIMATE,
@@ -175,6 +176,8 @@ class _Inputs(NamedTuple):
     non_torch: int
     paged_per_sequence: int
     """One sequence of max_model_len on one rank in whole blocks, each layer holding its own kind's tokens."""
+    encoder: EncoderProfile | None = None
+    """vLLM's encoder profiling of a vision tower (in ``activation``); None: a text model, or text only."""
 
     @property
     def per_layer(self) -> int:
@@ -193,6 +196,8 @@ class _Inputs(NamedTuple):
 
     def activation_line(self) -> BudgetLine:
         how = _activation_how(self.model, self.settings, self.kv.tp)
+        if self.encoder is not None:
+            how = self.encoder.how(how, self.activation)
         return BudgetLine(label="activation peak (profiling)", bytes=-self.activation, how=how)
 
     def non_torch_line(self) -> BudgetLine:
@@ -392,10 +397,17 @@ def plan_engine(
     activation = profile_peak_bytes(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp
     )
+    encoder = None
+    if settings.engine == "vllm":  # a vision tower's encoder run, its outputs kept through the decoder's
+        encoder = encoder_profile(
+            model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
+            max_model_len=kv.seq_len, tp=kv.tp, limits=settings.limit_mm_per_prompt,
+        )  # fmt: skip
+        activation = activation if encoder is None else encoder.peak_bytes(activation)
     cpu = target.vendor == "CPU"
     paged = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
     non_torch = 0 if cpu else _non_torch(kv.tp)
-    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged)
+    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder)
     pool = ENGINES[settings.engine](inputs)
     deficit = max(0, -pool.available)
     pool.budget.append(
