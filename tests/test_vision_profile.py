@@ -1,0 +1,164 @@
+"""vLLM's encoder profiling of a vision tower (``core.engine.encoder_profile``), the options that size it
+(``core.mm_limits``), and a real vLLM start-up log of a vision model reproduced from first principles.
+
+The log is ``tests/fixtures/vllm_logs.yaml`` id 8: google/gemma-3-4b-it on one H100 80GB, vLLM v0.19, from
+https://github.com/llm-d-incubation/llm-d-planner/blob/d3121e059da88662db39a926a3ead964be97359b/accuracy/results/v0.19.0/logs/google-gemma-3-4b-it--h100-80gb--tp1pp1dp1--8192.log
+("weights memory: 8.58GiB", "torch peak memory increase: 3.89GiB", "Available KV cache memory: 62.51 GiB",
+"GPU KV cache size: 468,144 tokens").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mha_cli.core.engine.encoder_profile import encoder_profile, tokens_per_item
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.hf_import import import_hf_config
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.mm_limits import mm_limits, parse_limits
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.targets import resolve_target
+from mha_cli.core.weight_bytes import rank_weight_bytes
+
+GIB = 2**30
+ROOT = Path(__file__).resolve().parents[1]
+GEMMA3 = ROOT / "tests" / "fixtures" / "hf_configs" / "gemma-3-4b-it.json"
+QWEN2_5_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen2.5-vl-7b-instruct.json"
+LOG = next(e for e in yaml.safe_load((ROOT / "tests/fixtures/vllm_logs.yaml").read_text()) if e["id"] == 8)
+
+
+def _model(path: Path):
+    return import_hf_config(json.loads(path.read_text())).model
+
+
+def test_gemma3_profiles_32_images_and_keeps_their_outputs():
+    """8,192 tokens of budget / 256 tokens an image = 32 images of 64 x 64 patches of 14 x 14 pixels."""
+    profile = encoder_profile(_model(GEMMA3), max_num_batched_tokens=8192, max_num_seqs=1024, max_model_len=8192, tp=1)
+    assert profile is not None
+    assert (profile.modality, profile.items, profile.tokens_per_item, profile.budget_tokens) == ("image", 32, 256, 8192)
+    patches = 32 * 64 * 64
+    pixels = patches * 3 * 14 * 14 * 4  # fp32
+    assert profile.patches == patches == 131_072
+    assert profile.forward_bytes == pixels + patches * 2 * (2 * 1152 + 2 * 4304)  # residual x 2, fc1 and its GELU
+    assert profile.kept_bytes == pixels + 32 * 256 * 2560 * 2  # the encoder outputs at the decoder's width
+    sampler = 1024 * 262_208 * 16
+    assert profile.peak_bytes(sampler) == pixels + 32 * 256 * 2560 * 2 + sampler == 4_646_240_256
+    # tp 2 halves the widths the layers split, not the patches, pixels or outputs
+    halved = encoder_profile(_model(GEMMA3), max_num_batched_tokens=8192, max_num_seqs=1024, max_model_len=8192, tp=2)
+    assert halved is not None and halved.forward_bytes == pixels + patches * 2 * (2 * 1152 + 4304)
+
+
+def test_qwen2_5_vl_profiles_its_largest_item():
+    """Its largest image is 16,384 tokens (more than a step's 8,192: the budget grows to one item); a video of the
+    same frames takes two frames per 16,384 tokens, as many as max_model_len holds, at most 14."""
+    model = _model(QWEN2_5_VL)
+    assert tokens_per_item(model.vision, 8192) == {"image": 16_384, "video": 16_384}  # one frame, padded to two
+    assert tokens_per_item(model.vision, 32_768)["video"] == 32_768  # four frames
+    assert tokens_per_item(model.vision, 10**6)["video"] == 7 * 16_384  # fourteen frames, the cap
+    profile = encoder_profile(model, max_num_batched_tokens=8192, max_num_seqs=1024, max_model_len=32_768, tp=1)
+    assert profile is not None and (profile.modality, profile.items, profile.budget_tokens) == ("video", 1, 32_768)
+    assert profile.patches == 32_768 * 4
+    images_only = encoder_profile(
+        model, max_num_batched_tokens=8192, max_num_seqs=1024, max_model_len=32_768, tp=1, limits={"video": 0}
+    )
+    assert images_only is not None and (images_only.modality, images_only.items) == ("image", 1)
+    assert encoder_profile(model, max_num_batched_tokens=8192, max_num_seqs=1024, max_model_len=8192, tp=1,
+                           limits={"image": 0, "video": 0}) is None  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("image=0", {"image": 0}),
+        ("image=2, video=0", {"image": 2, "video": 0}),
+        ('{"image": 3}', {"image": 3}),
+        ('{"image": {"count": 1, "width": 512, "height": 512}}', {"image": 1}),
+    ],
+)
+def test_limits_parse_as_vllm_writes_them(text, expected):
+    assert parse_limits(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("picture=2", "unknown modality"),
+        ("image=-1", "whole number"),
+        ("image", "has no '='"),
+        ("{image: 2}", "not valid JSON"),
+        ('{"image": true}', "whole number"),
+        ("", "names no modality"),
+    ],
+)
+def test_bad_limits_are_refused_in_one_line(text, said):
+    with pytest.raises(BadInputError, match=said):
+        parse_limits(text)
+
+
+def test_text_only_sets_each_modality_of_the_tower_to_zero_and_is_refused_without_one():
+    assert mm_limits(_model(QWEN2_5_VL), None, True) == {"image": 0, "video": 0}
+    assert mm_limits(_model(GEMMA3), None, True) == {"image": 0}
+    with pytest.raises(BadInputError, match="give it or --limit-mm-per-prompt"):
+        mm_limits(_model(GEMMA3), "image=1", True)
+    text_model = _model(GEMMA3).model_copy(update={"vision": None})
+    with pytest.raises(BadInputError, match="lists no vision tower"):
+        mm_limits(text_model, "image=0", False)
+
+
+def _plan(model, limits=None):
+    target = resolve_target("h100").target
+    assert LOG["total_gpu_memory_gib"] == target.torch_memory_gib
+    deployment = DeploymentSpec(
+        target="h100", seq_len=LOG["max_model_len"], tp=1, gpu_memory_utilization=LOG["gpu_memory_utilization"],
+        max_num_batched_tokens=LOG["max_num_batched_tokens"], max_num_seqs=LOG["max_num_seqs"],
+        limit_mm_per_prompt=limits,
+    )  # fmt: skip
+    kv = kv_footprint(model, seq_len=LOG["max_model_len"], kv_dtype="bf16", tp=1)
+    return plan_engine(
+        model, kv, target, resolve_settings(deployment, target, 1),
+        weights_bytes_per_rank=rank_weight_bytes(model, 1, "bf16"), sequences_per_replica=1,
+    )  # fmt: skip
+
+
+def test_the_gemma3_log_is_reproduced_within_1_percent():
+    """With the SigLIP tower (0.78 GiB) and the encoder's kept outputs, the tokens land 0.2% above the log's; the
+    same plan without them (the text decoder alone, mha before the tower was counted) lands 2.0% above: the control
+    that must miss 1%. Two gaps that partly cancel are left as they are: the weights are 0.57 GiB under the log's
+    8.58 GiB (vLLM's RoPE cos/sin caches, 1,048,576 x 256 bf16 for the x8 linear scaling and 131,072 x 256 for the
+    local layers, 0.56 GiB, are not counted) and the activation peak is 0.44 GiB over its 3.89 GiB (the sampler's
+    estimate, 4.0 GiB, already lies above it)."""
+    model = _model(GEMMA3)
+    plan = _plan(model)
+    assert plan.kv_tokens == pytest.approx(LOG["kv_cache_tokens"], rel=0.01)
+    assert plan.max_concurrency == pytest.approx(LOG["max_concurrency"], rel=0.01)
+    assert plan.available_kv_bytes / GIB == pytest.approx(LOG["available_kv_gib"], rel=0.01)
+    assert plan.weights_bytes_per_rank / GIB == pytest.approx(LOG["weights_gib"] - 0.56, abs=0.02)
+    line = next(line for line in plan.budget if line.label == "activation peak (profiling)")
+    assert "plus the encoder's outputs and pixels kept (32 images of 256 tokens" in line.how
+    text_only = _plan(model.model_copy(update={"vision": None}))
+    assert abs(text_only.kv_tokens / LOG["kv_cache_tokens"] - 1) > 0.015
+
+
+def test_text_only_drops_the_profiling_and_the_tower(cli):
+    path = str(GEMMA3)
+    args = ("kv", path, "--target", "h100", "--seq", "8192", "--gpu-memory-utilization", "0.95")
+    served = cli.json(*args)
+    text = cli.json(*args, "--text-only")
+    assert served["params"]["total"] - text["params"]["total"] == 419_816_304  # the SigLIP tower and its projector
+    engine, text_engine = served["memory"]["engine"], text["memory"]["engine"]
+    assert engine["activation_peak_bytes"] - text_engine["activation_peak_bytes"] == 350_224_384  # pixels, outputs
+    assert cli.json(*args, "--limit-mm-per-prompt", "image=0")["memory"]["engine"] == text_engine
+    refused = cli.run("kv", "llama-3-8b", "--target", "h100", "--limit-mm-per-prompt", "image=0")
+    assert refused.exit_code == 2 and "lists no vision tower" in refused.output
+    assert "Traceback" not in refused.output
+
+
+def test_the_launch_line_carries_the_limits(cli):
+    data = cli.json("plan", str(GEMMA3), "--target", "2xh100", "--text-only")
+    assert """--limit-mm-per-prompt '{"image":0}'""" in data["launch"]["vllm"]
