@@ -219,7 +219,10 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         r.assumptions += assumed
         others = [tower for tower in towers if tower != "vision_config"]
         if others:
-            r.assumptions.append(f"weights: {', '.join(others)} not counted (only vision_config's tower is listed)")
+            r.assumptions.append(
+                f"weights: {', '.join(others)} and {'its' if len(others) == 1 else 'their'} projector not counted"
+                " (vision_config's tower is)"
+            )
     if _norm_eps(r) is not None:
         fields["norm_eps"] = _norm_eps(r)
     if fam.read_fields is not None:
