@@ -30,6 +30,7 @@ GIB = 2**30
 ROOT = Path(__file__).resolve().parents[1]
 GEMMA3 = ROOT / "tests" / "fixtures" / "hf_configs" / "gemma-3-4b-it.json"
 QWEN2_5_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen2.5-vl-7b-instruct.json"
+QWEN3_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-8b-instruct.json"
 LOG = next(e for e in yaml.safe_load((ROOT / "tests/fixtures/vllm_logs.yaml").read_text()) if e["id"] == 8)
 
 
@@ -70,6 +71,18 @@ def test_qwen2_5_vl_profiles_its_largest_item():
     assert images_only is not None and (images_only.modality, images_only.items) == ("image", 1)
     assert encoder_profile(model, max_num_batched_tokens=8192, max_num_seqs=1024, max_model_len=8192, tp=1,
                            limits={"image": 0, "video": 0}) is None  # fmt: skip
+
+
+def test_qwen3_vl_profiles_an_image_or_a_two_frame_video():
+    """Its largest image, 4,096 x 4,096 pixels in 32 x 32-pixel tokens, is 16,384 tokens; its video, two frames of
+    12,582,912 pixels, 12,288 whatever max_model_len."""
+    model = _model(QWEN3_VL)
+    assert tokens_per_item(model.vision, 10**6) == {"image": 16_384, "video": 12_288}
+    steps = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024, "max_model_len": 32_768, "tp": 1}
+    image = encoder_profile(model, **steps)
+    assert image is not None and (image.modality, image.items, image.budget_tokens) == ("image", 1, 16_384)
+    video = encoder_profile(model, **steps, limits={"image": 0})
+    assert video is not None and (video.modality, video.items, video.patches) == ("video", 1, 12_288 * 4)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """Vision towers (``core.vision_tower``): hand counts of small towers, their split over tensor-parallel ranks, and
 every tensor's name and shape against transformers' own model built from the same config.json on the meta device
-(Gemma 3's SigLIP and projector, Qwen2.5-VL's ViT and merger). A family whose tower is not listed is named."""
+(Gemma 3's SigLIP and projector, Qwen2.5-VL's ViT and merger, Qwen3-VL's ViT and its DeepStack mergers). A family whose tower is not listed is named."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from mha_cli.core.vision_tower import read_vision_tower, tower_params, tower_ten
 ROOT = Path(__file__).resolve().parents[1]
 GEMMA3 = ROOT / "tests" / "fixtures" / "hf_configs" / "gemma-3-4b-it.json"
 QWEN2_5_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen2.5-vl-7b-instruct.json"
+QWEN3_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-8b-instruct.json"
 SMALL = {"hidden_size": 8, "intermediate_size": 16, "num_attention_heads": 2, "num_heads": 2, "depth": 2,
          "num_hidden_layers": 2, "patch_size": 14, "image_size": 28, "out_hidden_size": 12}  # fmt: skip
 
@@ -52,6 +53,21 @@ def test_qwen2_5_vl_hand_count():
     )
 
 
+def test_qwen3_vl_hand_count():
+    """Qwen2.5-VL's small tower with a biased patch embedding, 4 learned positions, LayerNorms, a plain MLP and one
+    DeepStack merger (its norm over the 4 merged patches)."""
+    vision = {"patch_size": 2, "temporal_patch_size": 2, "spatial_merge_size": 2, "num_position_embeddings": 4,
+              "deepstack_visual_indexes": [1]}  # fmt: skip
+    tower = _tower("qwen3_vl", **vision)
+    patch = 8 * 3 * 2 * 2 * 2 + 8
+    positions = 4 * 8
+    block = 2 * 2 * 8 + (24 * 8 + 24) + (8 * 8 + 8) + (16 * 8 + 16) + (16 * 8 + 8)  # norms, qkv, proj, fc1, fc2
+    merger = 2 * 8 + (32 * 32 + 32) + (12 * 32 + 12)
+    deepstack = 2 * 32 + (32 * 32 + 32) + (12 * 32 + 12)
+    assert tower_params(tower) == patch + positions + 2 * block + merger + deepstack == 4416
+    assert _tower("qwen3_vl_moe", **vision) == tower  # the MoE decoder's tower is the same
+
+
 def test_the_tower_is_counted_in_the_weights_not_in_the_active_ones():
     with_tower = import_hf_config(json.loads(GEMMA3.read_text())).model
     text_only = with_tower.model_copy(update={"vision": None})
@@ -67,13 +83,15 @@ def test_the_tower_is_counted_in_the_weights_not_in_the_active_ones():
     [
         (GEMMA3, "Gemma3ForConditionalGeneration", "Gemma3Config"),
         (QWEN2_5_VL, "Qwen2_5_VLForConditionalGeneration", "Qwen2_5_VLConfig"),
+        (QWEN3_VL, "Qwen3VLForConditionalGeneration", "Qwen3VLConfig"),
     ],
-    ids=["gemma3", "qwen2_5_vl"],
+    ids=["gemma3", "qwen2_5_vl", "qwen3_vl"],
 )
 def test_every_tower_tensor_equals_transformers(path, model_class, config_class):
     """transformers' whole model on the meta device: its tower and projector hold exactly the inventory's tensors,
-    and its parameter count is mha's (Gemma 3 exactly; Qwen2.5-VL less the q/k/v biases of a decoder family mha
-    reads as a plain one, 28 x (3584 + 2 x 512))."""
+    and its parameter count is mha's (Gemma 3 exactly; the Qwen decoders, whose text model_types mha reads as plain
+    Llama-style ones, less Qwen2.5-VL's q/k/v biases, 28 x (3584 + 2 x 512), and Qwen3-VL's q/k norms, 36 x 2 x
+    128)."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     config = json.loads(path.read_text())
@@ -85,8 +103,8 @@ def test_every_tower_tensor_equals_transformers(path, model_class, config_class)
     assert spec.vision is not None
     assert built == {t.name: t.shape for t in tower_tensors(spec.vision)}
     total = sum(p.numel() for p in model.parameters())
-    text_biases = 0 if spec.vision.kind == "siglip" else 28 * (3584 + 2 * 512)
-    assert count_params(spec).total == total - text_biases
+    unread = {"siglip": 0, "qwen2_5_vl": 28 * (3584 + 2 * 512), "qwen3_vl": 36 * 2 * 128}[spec.vision.kind]
+    assert count_params(spec).total == total - unread
 
 
 def test_an_unlisted_tower_is_named():

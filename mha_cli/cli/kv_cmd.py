@@ -137,6 +137,8 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
     console.print()
     console.print(kv_table(report.kv))
     weights = f"{count_cell(report.params.total)} parameters = {bytes_cell(report.weight_bytes)} in {report.deployment.weight_dtype}"
+    if report.params.vision_tower:  # core.vision_tower: the encoder and projector, priced unquantised
+        weights += f" (the vision tower and projector: {count_cell(report.params.vision_tower)}, not quantised)"
     if report.deployment.weight_scheme is not None:
         weights += f" ({report.deployment.weight_scheme.method}, tensor by tensor as the checkpoint stores them)"
     console.print(f"[bold]weights[/bold]  {weights}")

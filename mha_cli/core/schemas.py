@@ -450,9 +450,10 @@ class MoESpec(_Strict):
         return self
 
 
-VisionTowerKind = Literal["siglip", "qwen2_5_vl"]
+VisionTowerKind = Literal["siglip", "qwen2_5_vl", "qwen3_vl"]
 """The vision encoders whose weights are listed (``core.vision_tower``): ``siglip`` (Gemma 3's SigLIP ViT and its
-projector), ``qwen2_5_vl`` (Qwen2.5-VL's windowed ViT and patch merger)."""
+projector), ``qwen2_5_vl`` (Qwen2.5-VL's windowed ViT and patch merger), ``qwen3_vl`` (Qwen3-VL's ViT with learned
+positions, its merger and the DeepStack mergers)."""
 
 
 class VisionTowerSpec(_Strict):
@@ -473,9 +474,16 @@ class VisionTowerSpec(_Strict):
     image_size: Annotated[int, Field(gt=0, le=1 << 16)] | None = None
     """SigLIP: pixels per side of the (square) input image, which sets its learned positions."""
     temporal_patch_size: Annotated[int, Field(gt=0, le=64)] = 1
-    """Qwen2.5-VL: frames one patch spans (2: a still image is its frame twice)."""
+    """Qwen2.5-VL, Qwen3-VL: frames one patch spans (2: a still image is its frame twice)."""
     spatial_merge_size: Annotated[int, Field(gt=0, le=64)] = 1
-    """Qwen2.5-VL: patches merged per side into one decoder token (2: 4 patches a token)."""
+    """Qwen2.5-VL, Qwen3-VL: patches merged per side into one decoder token (2: 4 patches a token)."""
+    positions: Annotated[int, Field(ge=0, le=1 << 24)] = 0
+    """Qwen3-VL: learned position embeddings (num_position_embeddings); 0: none of that kind."""
+    deepstack_mergers: Annotated[int, Field(ge=0, le=256)] = 0
+    """Qwen3-VL: mergers feeding encoder layers' outputs into the decoder (len(deepstack_visual_indexes))."""
+    video_tokens: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    """Qwen3-VL: decoder tokens of the largest video vLLM profiles (two frames of its video processor's largest
+    size); None: the family's own rule (``core.engine.encoder_profile``)."""
     projector_width: Width
     """Width of the projector's output: the decoder's hidden_size (Qwen2.5-VL's out_hidden_size)."""
     tokens_per_image: Annotated[int, Field(gt=0, le=_MAX_TOKENS)]

@@ -12,9 +12,17 @@ weights and split over tensor-parallel ranks as vLLM splits them (its default ``
   bias (replicated), ``n_layers`` blocks of two RMSNorms, a fused qkv and a proj with biases, a gated MLP with
   biases (qkv, gate, up split by columns, proj and down by rows), and the patch merger: an RMSNorm, then an MLP from
   ``merge^2`` patches to ``merge^2`` patches' width (split by columns) to the decoder's width (by rows).
+- ``qwen3_vl`` (Qwen3-VL and Qwen3-VL-MoE, ``Qwen3VLForConditionalGeneration``; vLLM ``qwen3_vl.py``): a Conv3d
+  patch embedding with bias and learned positions (replicated), ``n_layers`` blocks of two LayerNorms, a fused qkv
+  and a proj, a plain linear_fc1/linear_fc2 MLP, all biased (split as Qwen2.5-VL's), the merger (a LayerNorm over one
+  patch, then Qwen2.5-VL's two layers) and one DeepStack merger per ``deepstack_visual_indexes`` entry (its
+  LayerNorm over the ``merge^2`` patches).
 
-A width tp does not divide is rounded up on each rank (Qwen2.5-VL-7B's 3,420-wide MLP over 8 ranks). Other
-multimodal families' towers are not listed: the importer names them among what the weights leave out. Pure Python.
+A width tp does not divide is rounded up on each rank (Qwen2.5-VL-7B's 3,420-wide MLP over 8 ranks). The tower is
+priced unquantised whatever the weight format (``core.weight_bytes`` prices only the decoder's linear layers in a
+format): quantised checkpoints name it in their ignore lists; vLLM's online ``--quantization fp8`` would quantise its
+linear layers too, which is not modelled. It sits with the input side, on the first pipeline stage. Other multimodal
+families' towers are not listed: the importer names them among what the weights leave out. Pure Python.
 """
 
 from __future__ import annotations
@@ -32,6 +40,11 @@ QWEN2_5_VL_MAX_PIXELS = 12_845_056
 """Qwen2.5-VL's published ``preprocessor_config.json`` ``max_pixels`` (3,584 x 3,584; the processor's own default
 is lower): vLLM's largest image is the one of the most pixels the processor keeps (``qwen2_vl.py``
 ``get_image_size_with_most_features``). It lives outside config.json, so it is assumed."""
+QWEN3_VL_MAX_PIXELS = 16_777_216
+"""Qwen3-VL's published ``preprocessor_config.json`` ``size.longest_edge`` (4,096 x 4,096): its largest image."""
+QWEN3_VL_VIDEO_MAX_PIXELS = 25_165_824
+"""Qwen3-VL's published ``video_preprocessor_config.json`` ``size.longest_edge``: vLLM profiles a video of two
+frames of half these pixels each (``qwen3_vl.py`` ``get_max_video_tokens``)."""
 
 _SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
                     "num_attention_heads": 12, "num_channels": 3, "image_size": 224, "patch_size": 16}  # fmt: skip
@@ -40,7 +53,11 @@ _QWEN2_5_VL_DEFAULTS = {"depth": 32, "hidden_size": 3584, "intermediate_size": 3
                         "in_channels": 3, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2,
                         "out_hidden_size": 3584}  # fmt: skip
 """transformers' ``Qwen2_5_VLVisionConfig`` defaults."""
-TOWER_FAMILIES = {"gemma3": "siglip", "qwen2_5_vl": "qwen2_5_vl"}
+_QWEN3_VL_DEFAULTS = {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "num_heads": 16, "in_channels": 3,
+                      "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2, "out_hidden_size": 3584,
+                      "num_position_embeddings": 2304}  # fmt: skip
+"""transformers' ``Qwen3VLVisionConfig`` defaults."""
+TOWER_FAMILIES = {"gemma3": "siglip", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl"}
 """The outer config's ``model_type`` -> the tower ``read_vision_tower`` reads for it."""
 
 
@@ -57,7 +74,7 @@ def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> t
     if kind is None or not isinstance(vision, dict):
         return None, []
     assumed: list[str] = []
-    defaults = _SIGLIP_DEFAULTS if kind == "siglip" else _QWEN2_5_VL_DEFAULTS
+    defaults = {"siglip": _SIGLIP_DEFAULTS, "qwen2_5_vl": _QWEN2_5_VL_DEFAULTS, "qwen3_vl": _QWEN3_VL_DEFAULTS}[kind]
 
     def value(*keys: str) -> int:
         for key in keys:
@@ -84,16 +101,30 @@ def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> t
         )  # fmt: skip
     else:
         patch, merge = value("patch_size"), value("spatial_merge_size")
-        tokens = QWEN2_5_VL_MAX_PIXELS // (patch * merge) ** 2
+        pixels = QWEN2_5_VL_MAX_PIXELS if kind == "qwen2_5_vl" else QWEN3_VL_MAX_PIXELS
+        tokens = pixels // (patch * merge) ** 2
         assumed.append(
-            f"vision: the largest image is {QWEN2_5_VL_MAX_PIXELS:,} pixels ({tokens:,} tokens), the max_pixels of"
-            " Qwen2.5-VL's published preprocessor_config.json (not in config.json)"
+            f"vision: the largest image is {pixels:,} pixels ({tokens:,} tokens), the largest size of the model's"
+            " published preprocessor_config.json (not in config.json)"
         )
+        qwen3 = {}
+        if kind == "qwen3_vl":
+            stacked = vision.get("deepstack_visual_indexes") or []
+            if not isinstance(stacked, list):
+                raise BadInputError(f"{origin}: vision_config.deepstack_visual_indexes must be a list of layers")
+            video = QWEN3_VL_VIDEO_MAX_PIXELS // value("temporal_patch_size") // (patch * merge) ** 2
+            assumed.append(
+                f"vision: the largest video is 2 frames of {QWEN3_VL_VIDEO_MAX_PIXELS // 2:,} pixels ({video:,}"
+                " tokens), from Qwen3-VL's published video_preprocessor_config.json"
+            )
+            qwen3 = {"positions": value("num_position_embeddings"), "deepstack_mergers": len(stacked),
+                     "video_tokens": video}  # fmt: skip
         spec = VisionTowerSpec(
             kind=kind, d_model=value("hidden_size"), n_layers=value("depth"), n_heads=value("num_heads"),
             d_ff=value("intermediate_size"), patch_size=patch, in_channels=value("in_channels", "in_chans"),
             temporal_patch_size=value("temporal_patch_size"), spatial_merge_size=merge,
             projector_width=value("out_hidden_size"), tokens_per_image=tokens, patches_per_image=tokens * merge**2,
+            **qwen3,
         )  # fmt: skip
     return spec, assumed
 
@@ -105,7 +136,8 @@ def tower_params(tower: VisionTowerSpec, tp: int = 1) -> int:
 
 def tower_tensors(tower: VisionTowerSpec, tp: int = 1) -> list[Tensor]:
     """Every weight of the tower and its projector as one rank of ``tp`` holds it, transformers' names."""
-    return list(_siglip(tower, tp) if tower.kind == "siglip" else _qwen2_5_vl(tower, tp))
+    listing = {"siglip": _siglip, "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl}[tower.kind]
+    return list(listing(tower, tp))
 
 
 def _tensor(name: str, shape: tuple[int, ...], split: Split) -> Tensor:
@@ -171,3 +203,26 @@ def _qwen2_5_vl(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
     yield _tensor("model.visual.merger.ln_q.weight", (d,), "replicated")
     yield from _linear("model.visual.merger.mlp.0", merged, merged, "column", tp)
     yield from _linear("model.visual.merger.mlp.2", tower.projector_width, merged, "row", tp)
+
+
+def _qwen3_vl(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
+    d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
+    kernel = (d, tower.in_channels, tower.temporal_patch_size, patch, patch)
+    yield _tensor("model.visual.patch_embed.proj.weight", kernel, "replicated")
+    yield _tensor("model.visual.patch_embed.proj.bias", (d,), "replicated")
+    yield _tensor("model.visual.pos_embed.weight", (tower.positions, d), "replicated")
+    for i in range(tower.n_layers):
+        block = f"model.visual.blocks.{i}"
+        yield from _layer_norm(f"{block}.norm1", d)
+        yield from _layer_norm(f"{block}.norm2", d)
+        yield from _linear(f"{block}.attn.qkv", 3 * d, d, "column", tp)
+        yield from _linear(f"{block}.attn.proj", d, d, "row", tp)
+        yield from _linear(f"{block}.mlp.linear_fc1", f, d, "column", tp)
+        yield from _linear(f"{block}.mlp.linear_fc2", d, f, "row", tp)
+    merged = d * tower.spatial_merge_size**2
+    mergers = [("model.visual.merger", d)]  # its norm over one patch; the DeepStack ones' over the merged patches
+    mergers += [(f"model.visual.deepstack_merger_list.{i}", merged) for i in range(tower.deepstack_mergers)]
+    for name, normed in mergers:
+        yield from _layer_norm(f"{name}.norm", normed)
+        yield from _linear(f"{name}.linear_fc1", merged, merged, "column", tp)
+        yield from _linear(f"{name}.linear_fc2", tower.projector_width, merged, "row", tp)

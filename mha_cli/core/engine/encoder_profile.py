@@ -6,7 +6,8 @@ peak it takes from the KV budget: the encoder over a dummy batch of the modality
 sampler while those outputs (and the dummy inputs, still referenced) stay allocated. The batch:
 
 - tokens per item: Gemma 3's ``mm_tokens_per_image``; Qwen2.5-VL's largest image (``max_pixels``) or video, whose
-  frames (at most 14, padded to pairs) fill ``max_model_len`` (``qwen2_vl.py`` ``get_max_video_tokens``);
+  frames (at most 14, padded to pairs) fill ``max_model_len`` (``qwen2_vl.py`` ``get_max_video_tokens``); Qwen3-VL's
+  largest image or a video of two frames (``qwen3_vl.py``);
 - the encoder budget: max(``max_num_batched_tokens``, the largest item's tokens), vLLM's
   ``compute_mm_encoder_budget`` with ``max_num_encoder_input_tokens`` = ``encoder_cache_size`` =
   ``max_num_batched_tokens`` (``config/scheduler.py``);
@@ -38,7 +39,7 @@ PIXEL_BYTES = 4
 
 def tower_modalities(tower: VisionTowerSpec) -> tuple[str, ...]:
     """The modalities a tower reads (vLLM's ``supported_mm_limits``)."""
-    return ("image", "video") if tower.kind == "qwen2_5_vl" else ("image",)
+    return ("image",) if tower.kind == "siglip" else ("image", "video")
 
 
 def tower_loaded(model: ModelSpec, limits: dict[str, int] | None) -> bool:
@@ -51,7 +52,9 @@ def tower_loaded(model: ModelSpec, limits: dict[str, int] | None) -> bool:
 def tokens_per_item(tower: VisionTowerSpec, max_model_len: int) -> dict[str, int]:
     """Decoder tokens of the largest item of each modality the tower reads."""
     tokens = {"image": tower.tokens_per_image}
-    if tower.kind == "qwen2_5_vl":  # a video of the largest frames: as many as max_model_len holds, 1 to 14
+    if tower.video_tokens is not None:  # Qwen3-VL: two frames of its video processor's largest size
+        tokens["video"] = tower.video_tokens
+    elif tower.kind == "qwen2_5_vl":  # a video of the largest frames: as many as max_model_len holds, 1 to 14
         pair = tower.tokens_per_image  # two frames make one temporal patch of the image's tokens
         frames = 1
         while frames < MAX_FRAMES_PER_VIDEO and -(-(frames + 1) // 2) * pair <= max_model_len:
