@@ -131,7 +131,11 @@ def test_a_multimodal_config_says_which_towers_its_weights_leave_out():
     }
     imported = import_hf_config(config)
     said = [line for line in imported.assumptions if "not counted" in line]
-    assert said == ["weights: audio_config and its projector not counted (vision_config's tower is)"]
+    assert said == [
+        "vision_config.vision_use_head: SigLIP's pooling head not counted (vLLM's Gemma 3 builds none:"
+        " SiglipVisionModel's use_head=False)",  # transformers' default for a vision_config that does not say
+        "weights: audio_config and its projector not counted (vision_config's tower is)",
+    ]
     assert imported.model.vision is not None and imported.model.vision.d_model == 1152  # Gemma 3's tower is read
 
 

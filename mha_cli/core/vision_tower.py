@@ -87,8 +87,11 @@ def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> t
         return defaults[keys[0]]
 
     if kind == "siglip":
-        if vision.get("vision_use_head"):  # Gemma 3's tower has none; vLLM builds none for it
-            raise BadInputError(f"{origin}: vision_config.vision_use_head is set: a SigLIP pooling head is not listed")
+        if vision.get("vision_use_head", True):  # transformers' default builds one; vLLM's Gemma 3 never does
+            assumed.append(
+                "vision_config.vision_use_head: SigLIP's pooling head not counted (vLLM's Gemma 3 builds none:"
+                " SiglipVisionModel's use_head=False)"
+            )
         image, patch = value("image_size"), value("patch_size")
         tokens = config.get("mm_tokens_per_image") or 256
         if not config.get("mm_tokens_per_image"):
