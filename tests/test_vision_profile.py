@@ -2,7 +2,8 @@
 (``core.mm_limits``), and real vLLM start-up logs of vision models reproduced from first principles.
 
 The logs (``tests/fixtures/vision/vllm_logs.yaml``, each with its URL and quoted lines) are Gemma 3 4B, 12B and 27B
-on one H100 80GB under vLLM 0.19 with its default limits, committed by llm-d-planner (PR #205, commit d3121e05).
+on one H100 80GB and Llama-4-Scout on four, under vLLM 0.19 with its default limits, committed by llm-d-planner (PR
+#205, commit d3121e05).
 """
 
 from __future__ import annotations
@@ -142,7 +143,10 @@ ROPE_CACHE_GIB = {"google/gemma-3-4b-it": 0.5625, "google/gemma-3-12b-it": 0.562
 for the global layers and 131,072 x head_dim for the local ones (head_dim 256; 128 for the 27B)."""
 
 
-@pytest.mark.parametrize("log", LOGS, ids=[log["model"].split("/")[1] for log in LOGS])
+GEMMA3_LOGS = [log for log in LOGS if log["model"].startswith("google/gemma-3")]
+
+
+@pytest.mark.parametrize("log", GEMMA3_LOGS, ids=[log["model"].split("/")[1] for log in GEMMA3_LOGS])
 def test_a_real_vision_model_log_is_reproduced_within_1_percent(log):
     """The encoder batch is the log's own line ("budget of 8192 tokens, and profiled with 32 image items"); with the
     SigLIP tower and the encoder's kept outputs the tokens land within 0.5% of the log's. The control: the same plan
@@ -164,6 +168,32 @@ def test_a_real_vision_model_log_is_reproduced_within_1_percent(log):
     assert "plus the encoder's outputs and pixels kept (32 images of 256 tokens" in line.how
     text_only = _plan(model.model_copy(update={"vision": None}), log)
     assert text_only.kv_tokens / log["kv_cache_tokens"] - 1 > 0.015
+
+
+def test_the_llama4_log_misses_only_vllms_rope_cache():
+    """Llama-4-Scout at tp 4 (vLLM 0.19): the encoder batch is the log's ("profiled with 3 image items"), the
+    activation peak within 2% of its 3.19 GiB; the weights are 2.52 GiB under its 53.12 GiB, which is vLLM's RoPE
+    cos/sin cache for max_position_embeddings 10,485,760 x head_dim 128 in bf16 (2.5 GiB, not counted by mha): the
+    tokens land 15% above the log's, and within 1% once that cache is taken from the budget."""
+    log = next(log for log in LOGS if log["model"].startswith("meta-llama/Llama-4"))
+    model = import_hf_config(json.loads((ROOT / log["config"]).read_text())).model
+    steps = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024, "max_model_len": 8192, "tp": 4}
+    profile = encoder_profile(model, **steps)
+    assert profile is not None and (profile.budget_tokens, profile.items) == (8192, log["encoder_items"]) == (8192, 3)
+    target = resolve_target("h100").target
+    deployment = DeploymentSpec(target="h100", seq_len=8192, tp=4, gpu_memory_utilization=0.95)
+    settings = resolve_settings(deployment, target, 4)
+    kv = kv_footprint(model, seq_len=8192, kv_dtype="bf16", tp=4)
+    weights = rank_weight_bytes(model, 4, "bf16")
+    plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=weights, sequences_per_replica=1)
+    assert plan.activation_peak_bytes / GIB == pytest.approx(log["activation_peak_gib"], rel=0.02)
+    rope_cache = 10_485_760 * 128 * 2
+    assert (weights + rope_cache) / GIB == pytest.approx(log["weights_gib"], abs=0.03)
+    assert plan.kv_tokens / log["kv_cache_tokens"] - 1 == pytest.approx(0.153, abs=0.01)  # the gap, as it stands
+    with_cache = plan_engine(
+        model, kv, target, settings, weights_bytes_per_rank=weights + rope_cache, sequences_per_replica=1
+    )
+    assert with_cache.kv_tokens == pytest.approx(log["kv_cache_tokens"], rel=0.01)
 
 
 def test_text_only_drops_the_profiling_and_the_tower(cli):

@@ -1,6 +1,6 @@
 """Vision towers (``core.vision_tower``): hand counts of small towers, their split over tensor-parallel ranks, and
 every tensor's name and shape against transformers' own model built from the same config.json on the meta device
-(Gemma 3's SigLIP and projector, Qwen2.5-VL's ViT and merger, Qwen3-VL's ViT and its DeepStack mergers). A family whose tower is not listed is named."""
+(Gemma 3's SigLIP and projector, Qwen2.5-VL's ViT and merger, Qwen3-VL's ViT and its DeepStack mergers, Llama 4's tiled ViT, adapter and projector). A family whose tower is not listed is named."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GEMMA3 = ROOT / "tests" / "fixtures" / "hf_configs" / "gemma-3-4b-it.json"
 QWEN2_5_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen2.5-vl-7b-instruct.json"
 QWEN3_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-8b-instruct.json"
+LLAMA4 = ROOT / "tests" / "fixtures" / "vision" / "llama-4-scout-17b-16e.json"
 SMALL = {"hidden_size": 8, "intermediate_size": 16, "num_attention_heads": 2, "num_heads": 2, "depth": 2,
          "num_hidden_layers": 2, "patch_size": 14, "image_size": 28, "out_hidden_size": 12}  # fmt: skip
 
@@ -68,6 +69,18 @@ def test_qwen3_vl_hand_count():
     assert _tower("qwen3_vl_moe", **vision) == tower  # the MoE decoder's tower is the same
 
 
+def test_llama4_hand_count():
+    """8 wide, 2 layers, MLP 16, 28-pixel tiles of 14-pixel patches (4 and a class token), an adapter 12 wide out to
+    10, a 12-wide decoder; 16 tiles and the global one of 4 x 0.5^2 = 1 token each."""
+    tower = _tower("llama4", projector_input_dim=12, projector_output_dim=10)
+    embeddings = 8 + 5 * 8 + 8 * 3 * 14 * 14 + 2 * 2 * 8  # class token, positions, unfold (no bias), pre/post norms
+    layer = 4 * (8 * 8 + 8) + (16 * 8 + 16) + (8 * 16 + 8) + 2 * 2 * 8  # q k v o, fc1, fc2, two LayerNorms
+    adapter = 12 * 16 + 10 * 12  # fc1 from the MLP's width, fc2, no biases
+    projector = 12 * 10
+    assert tower_params(tower) == embeddings + 2 * layer + adapter + projector == 6416
+    assert (tower.tokens_per_image, tower.patches_per_image) == (17, 17 * 5)
+
+
 def test_the_tower_is_counted_in_the_weights_not_in_the_active_ones():
     with_tower = import_hf_config(json.loads(GEMMA3.read_text())).model
     text_only = with_tower.model_copy(update={"vision": None})
@@ -84,12 +97,13 @@ def test_the_tower_is_counted_in_the_weights_not_in_the_active_ones():
         (GEMMA3, "Gemma3ForConditionalGeneration", "Gemma3Config"),
         (QWEN2_5_VL, "Qwen2_5_VLForConditionalGeneration", "Qwen2_5_VLConfig"),
         (QWEN3_VL, "Qwen3VLForConditionalGeneration", "Qwen3VLConfig"),
+        (LLAMA4, "Llama4ForConditionalGeneration", "Llama4Config"),
     ],
-    ids=["gemma3", "qwen2_5_vl", "qwen3_vl"],
+    ids=["gemma3", "qwen2_5_vl", "qwen3_vl", "llama4"],
 )
 def test_every_tower_tensor_equals_transformers(path, model_class, config_class):
     """transformers' whole model on the meta device: its tower and projector hold exactly the inventory's tensors,
-    and its parameter count is mha's (Gemma 3 exactly; the Qwen decoders, whose text model_types mha reads as plain
+    and its parameter count is mha's (Gemma 3 and Llama-4-Scout exactly; the Qwen decoders, whose text model_types mha reads as plain
     Llama-style ones, less Qwen2.5-VL's q/k/v biases, 28 x (3584 + 2 x 512), and Qwen3-VL's q/k norms, 36 x 2 x
     128)."""
     torch = pytest.importorskip("torch")
@@ -98,12 +112,13 @@ def test_every_tower_tensor_equals_transformers(path, model_class, config_class)
     spec = import_hf_config(copy.deepcopy(config)).model
     with torch.device("meta"):
         model = getattr(transformers, model_class)(getattr(transformers, config_class)(**copy.deepcopy(config)))
-    tower_prefixes = ("model.vision_tower.", "model.multi_modal_projector.", "model.visual.")
+    tower_prefixes = ("model.vision_tower.", "model.multi_modal_projector.", "model.visual.", "vision_model.",
+                      "multi_modal_projector.")  # fmt: skip
     built = {name: tuple(p.shape) for name, p in model.named_parameters() if name.startswith(tower_prefixes)}
     assert spec.vision is not None
     assert built == {t.name: t.shape for t in tower_tensors(spec.vision)}
     total = sum(p.numel() for p in model.parameters())
-    unread = {"siglip": 0, "qwen2_5_vl": 28 * (3584 + 2 * 512), "qwen3_vl": 36 * 2 * 128}[spec.vision.kind]
+    unread = {"siglip": 0, "qwen2_5_vl": 28 * (3584 + 2 * 512), "qwen3_vl": 36 * 2 * 128, "llama4": 0}[spec.vision.kind]
     assert count_params(spec).total == total - unread
 
 

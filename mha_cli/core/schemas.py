@@ -450,10 +450,11 @@ class MoESpec(_Strict):
         return self
 
 
-VisionTowerKind = Literal["siglip", "qwen2_5_vl", "qwen3_vl"]
+VisionTowerKind = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "llama4"]
 """The vision encoders whose weights are listed (``core.vision_tower``): ``siglip`` (Gemma 3's SigLIP ViT and its
 projector), ``qwen2_5_vl`` (Qwen2.5-VL's windowed ViT and patch merger), ``qwen3_vl`` (Qwen3-VL's ViT with learned
-positions, its merger and the DeepStack mergers)."""
+positions, its merger and the DeepStack mergers), ``llama4`` (Llama 4's tiled ViT, pixel-shuffle adapter and
+projector)."""
 
 
 class VisionTowerSpec(_Strict):
@@ -478,9 +479,14 @@ class VisionTowerSpec(_Strict):
     spatial_merge_size: Annotated[int, Field(gt=0, le=64)] = 1
     """Qwen2.5-VL, Qwen3-VL: patches merged per side into one decoder token (2: 4 patches a token)."""
     positions: Annotated[int, Field(ge=0, le=1 << 24)] = 0
-    """Qwen3-VL: learned position embeddings (num_position_embeddings); 0: none of that kind."""
+    """Qwen3-VL, Llama 4: learned position embeddings (num_position_embeddings; Llama 4's patches of a tile and its
+    class token); 0: none of that kind."""
     deepstack_mergers: Annotated[int, Field(ge=0, le=256)] = 0
     """Qwen3-VL: mergers feeding encoder layers' outputs into the decoder (len(deepstack_visual_indexes))."""
+    adapter_width: Annotated[int, Field(ge=0, le=_MAX_WIDTH)] = 0
+    """Llama 4: the pixel-shuffle adapter's hidden width (projector_input_dim); its output is ``adapter_output``."""
+    adapter_output: Annotated[int, Field(ge=0, le=_MAX_WIDTH)] = 0
+    """Llama 4: the adapter's output width (projector_output_dim), the projector's input."""
     video_tokens: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
     """Qwen3-VL: decoder tokens of the largest video vLLM profiles (two frames of its video processor's largest
     size); None: the family's own rule (``core.engine.encoder_profile``)."""

@@ -17,6 +17,10 @@ weights and split over tensor-parallel ranks as vLLM splits them (its default ``
   and a proj, a plain linear_fc1/linear_fc2 MLP, all biased (split as Qwen2.5-VL's), the merger (a LayerNorm over one
   patch, then Qwen2.5-VL's two layers) and one DeepStack merger per ``deepstack_visual_indexes`` entry (its
   LayerNorm over the ``merge^2`` patches).
+- ``llama4`` (Llama 4 Scout and Maverick, ``Llama4ForConditionalGeneration``; vLLM ``mllama4.py``): an unfold patch
+  embedding without bias (split by columns), a class embedding, learned positions and two LayerNorms (replicated),
+  ``n_layers`` blocks of LayerNorms, biased q/k/v/o and a plain fc1/fc2 MLP (split as SigLIP's), the pixel-shuffle
+  adapter's two unbiased layers (columns, then rows) and the projector to the decoder's width (split by columns).
 
 A width tp does not divide is rounded up on each rank (Qwen2.5-VL-7B's 3,420-wide MLP over 8 ranks). The tower is
 priced unquantised whatever the weight format (``core.weight_bytes`` prices only the decoder's linear layers in a
@@ -27,7 +31,7 @@ families' towers are not listed: the importer names them among what the weights 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
@@ -57,7 +61,15 @@ _QWEN3_VL_DEFAULTS = {"depth": 27, "hidden_size": 1152, "intermediate_size": 430
                       "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2, "out_hidden_size": 3584,
                       "num_position_embeddings": 2304}  # fmt: skip
 """transformers' ``Qwen3VLVisionConfig`` defaults."""
-TOWER_FAMILIES = {"gemma3": "siglip", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl"}
+_LLAMA4_DEFAULTS = {"hidden_size": 768, "num_hidden_layers": 34, "num_attention_heads": 16, "intermediate_size": 5632,
+                    "num_channels": 3, "image_size": 448, "patch_size": 14, "projector_input_dim": 4096,
+                    "projector_output_dim": 4096, "vision_output_dim": 7680}  # fmt: skip
+"""transformers' ``Llama4VisionConfig`` defaults."""
+LLAMA4_MAX_TILES = 16
+"""Llama 4's image processor ``max_patches``: vLLM's largest image is 16 tiles tall and one wide, plus the global
+tile (``mllama4.py`` ``get_image_size_with_most_features``)."""
+TOWER_FAMILIES = {"gemma3": "siglip", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl",
+                  "llama4": "llama4"}  # fmt: skip
 """The outer config's ``model_type`` -> the tower ``read_vision_tower`` reads for it."""
 
 
@@ -74,7 +86,8 @@ def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> t
     if kind is None or not isinstance(vision, dict):
         return None, []
     assumed: list[str] = []
-    defaults = {"siglip": _SIGLIP_DEFAULTS, "qwen2_5_vl": _QWEN2_5_VL_DEFAULTS, "qwen3_vl": _QWEN3_VL_DEFAULTS}[kind]
+    defaults = {"siglip": _SIGLIP_DEFAULTS, "qwen2_5_vl": _QWEN2_5_VL_DEFAULTS, "qwen3_vl": _QWEN3_VL_DEFAULTS,
+                "llama4": _LLAMA4_DEFAULTS}[kind]  # fmt: skip
 
     def value(*keys: str) -> int:
         for key in keys:
@@ -102,6 +115,8 @@ def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> t
             in_channels=value("num_channels"), image_size=image, projector_width=text_width,
             tokens_per_image=int(tokens), patches_per_image=(image // patch) ** 2,
         )  # fmt: skip
+    elif kind == "llama4":
+        spec = _llama4_tower(vision, text_width, value, assumed)
     else:
         patch, merge = value("patch_size"), value("spatial_merge_size")
         pixels = QWEN2_5_VL_MAX_PIXELS if kind == "qwen2_5_vl" else QWEN3_VL_MAX_PIXELS
@@ -132,6 +147,33 @@ def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> t
     return spec, assumed
 
 
+def _llama4_tower(
+    vision: dict[str, Any], text_width: int, value: Callable[..., int], assumed: list[str]
+) -> VisionTowerSpec:
+    """Llama 4's tower: tiles of image_size pixels, each of (image / patch)^2 patches and a class token,
+    pixel-shuffled ``1 / ratio^2`` patches to a decoder token."""
+    if vision.get("multi_modal_projector_bias"):
+        raise BadInputError("vision_config.multi_modal_projector_bias is set: Llama 4's adapter is listed without bias")
+    ratio = vision.get("pixel_shuffle_ratio", 0.5)
+    if ratio not in (0.5, 0.25):
+        raise BadInputError(f"vision_config.pixel_shuffle_ratio {ratio!r}: Llama 4's tower is listed for 0.5 or 0.25")
+    image, patch = value("image_size"), value("patch_size")
+    per_tile = (image // patch) ** 2
+    tiles = LLAMA4_MAX_TILES + 1  # and the global tile
+    tokens = tiles * int(per_tile * ratio**2)
+    assumed.append(
+        f"vision: the largest image is {LLAMA4_MAX_TILES} tiles and the global one ({tokens:,} tokens), Llama 4's"
+        " image processor max_patches (not in config.json)"
+    )
+    return VisionTowerSpec(
+        kind="llama4", d_model=value("hidden_size"), n_layers=value("num_hidden_layers"),
+        n_heads=value("num_attention_heads"), d_ff=value("intermediate_size"), patch_size=patch,
+        in_channels=value("num_channels"), image_size=image, projector_width=text_width, tokens_per_image=tokens,
+        patches_per_image=tiles * (per_tile + 1), adapter_width=value("projector_input_dim"),
+        adapter_output=value("projector_output_dim"), positions=per_tile + 1,
+    )  # fmt: skip
+
+
 def tower_params(tower: VisionTowerSpec, tp: int = 1) -> int:
     """Parameters of the tower and its projector one rank of ``tp`` holds."""
     return sum(t.numel for t in tower_tensors(tower, tp))
@@ -139,7 +181,7 @@ def tower_params(tower: VisionTowerSpec, tp: int = 1) -> int:
 
 def tower_tensors(tower: VisionTowerSpec, tp: int = 1) -> list[Tensor]:
     """Every weight of the tower and its projector as one rank of ``tp`` holds it, transformers' names."""
-    listing = {"siglip": _siglip, "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl}[tower.kind]
+    listing = {"siglip": _siglip, "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl, "llama4": _llama4}[tower.kind]
     return list(listing(tower, tp))
 
 
@@ -229,3 +271,27 @@ def _qwen3_vl(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
         yield from _layer_norm(f"{name}.norm", normed)
         yield from _linear(f"{name}.linear_fc1", merged, merged, "column", tp)
         yield from _linear(f"{name}.linear_fc2", tower.projector_width, merged, "row", tp)
+
+
+def _llama4(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
+    d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
+    prefix = "vision_model"
+    yield _tensor(f"{prefix}.class_embedding", (d,), "replicated")
+    yield _tensor(f"{prefix}.positional_embedding_vlm", (tower.positions, d), "replicated")
+    unfold = (_shard(d, tp), tower.in_channels * patch * patch)
+    yield _tensor(f"{prefix}.patch_embedding.linear.weight", unfold, "column")
+    yield from _layer_norm(f"{prefix}.layernorm_pre", d)
+    yield from _layer_norm(f"{prefix}.layernorm_post", d)
+    for i in range(tower.n_layers):
+        layer = f"{prefix}.model.layers.{i}"
+        for projection in ("q_proj", "k_proj", "v_proj"):
+            yield from _linear(f"{layer}.self_attn.{projection}", d, d, "column", tp)
+        yield from _linear(f"{layer}.self_attn.o_proj", d, d, "row", tp)
+        yield from _linear(f"{layer}.mlp.fc1", f, d, "column", tp)
+        yield from _linear(f"{layer}.mlp.fc2", d, f, "row", tp)
+        yield from _layer_norm(f"{layer}.input_layernorm", d)
+        yield from _layer_norm(f"{layer}.post_attention_layernorm", d)
+    adapter, out = tower.adapter_width, tower.adapter_output
+    yield _tensor(f"{prefix}.vision_adapter.mlp.fc1.weight", (_shard(adapter, tp), f), "column")
+    yield _tensor(f"{prefix}.vision_adapter.mlp.fc2.weight", (out, _shard(adapter, tp)), "row")
+    yield _tensor("multi_modal_projector.linear_1.weight", (_shard(tower.projector_width, tp), out), "column")
