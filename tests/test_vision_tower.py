@@ -12,7 +12,8 @@ import pytest
 
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.params import count_params, params_per_rank
-from mha_cli.core.vision_tower import read_vision_tower, tower_params, tower_tensors
+from mha_cli.core.vision_config import read_vision_tower
+from mha_cli.core.vision_tower import tower_params, tower_tensors
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMMA3 = ROOT / "tests" / "fixtures" / "hf_configs" / "gemma-3-4b-it.json"

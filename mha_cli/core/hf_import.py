@@ -41,7 +41,7 @@ from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import _MAX_LAYERS as MAX_LAYERS  # ModelSpec's bound, checked before lists are built
 from mha_cli.core.schemas import Activation, LayerKind, MlpKind, ModelSpec
 from mha_cli.core.validation import describe_validation_error
-from mha_cli.core.vision_tower import read_vision_tower, vision_tower_listed
+from mha_cli.core.vision_config import read_vision_tower, vision_tower_listed
 
 _GATED_ACTIVATIONS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu"}
 _ACTIVATIONS: dict[str, Activation] = {
