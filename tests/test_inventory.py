@@ -73,8 +73,8 @@ def check_contract(spec: ModelSpec, every_rank: bool = True) -> list[str]:
     problems = []
     for tp in TPS:
         for rank in range(tp) if every_rank else sorted({0, tp - 1}):
-            try:
-                inventory = listed(model_tensors(spec, tp, rank))
+            try:  # the torch decoder builds no vision tower (tests/test_vision_tower.py checks it against transformers)
+                inventory = listed([t for t in model_tensors(spec, tp, rank) if t.kind != "vision"])
             except BadInputError:
                 inventory = None
             built = built_tensors(spec, tp, rank)

@@ -129,10 +129,14 @@ def test_a_multimodal_config_says_which_towers_its_weights_leave_out():
         "audio_config": {"model_type": "whisper", "d_model": 1280},
         "quantization_config": {"quant_method": "fp8"},
     }
-    assumptions = import_hf_config(config).assumptions
-    said = [line for line in assumptions if "not counted" in line]
-    assert said == ["weights: the language model's (text_config) only; vision_config, audio_config and the projectors"
-                    " are not counted"]  # fmt: skip
+    imported = import_hf_config(config)
+    said = [line for line in imported.assumptions if "not counted" in line]
+    assert said == [
+        "vision_config.vision_use_head: SigLIP's pooling head not counted (vLLM's Gemma 3 builds none:"
+        " SiglipVisionModel's use_head=False)",  # transformers' default for a vision_config that does not say
+        "weights: audio_config and its projector not counted (vision_config's tower is)",
+    ]
+    assert imported.model.vision is not None and imported.model.vision.d_model == 1152  # Gemma 3's tower is read
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from mha_cli.cli.options import (
     ForceOpt,
     JsonOpt,
     KvDtypeOpt,
+    LimitMmOpt,
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
     MlaCacheOpt,
@@ -21,6 +22,7 @@ from mha_cli.cli.options import (
     SourceSeqOpt,
     StateConventionOpt,
     TargetOpt,
+    TextOnlyOpt,
     TpOpt,
     UtilisationOpt,
     WeightDtypeOpt,
@@ -29,6 +31,7 @@ from mha_cli.cli.output import Output
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.kv_report import KvReport, build_kv_report
+from mha_cli.core.mm_limits import mm_limits
 from mha_cli.core.sources import load_source
 
 FailIfNoFitOpt = Annotated[
@@ -61,6 +64,8 @@ def kv(
     gpu_memory_utilization: UtilisationOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     max_num_seqs: MaxNumSeqsOpt = None,
+    limit_mm_per_prompt: LimitMmOpt = None,
+    text_only: TextOnlyOpt = False,
     fail_if_no_fit: FailIfNoFitOpt = False,
     profile: ProfileOpt = None,
     plot: PlotOpt = None,
@@ -79,7 +84,7 @@ def kv(
         target=target, weight_dtype=weight_dtype, mla_cache=mla_cache, state_convention=state_convention,
         engine=engine,
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs,
+        max_num_seqs=max_num_seqs, limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
     )  # fmt: skip
     report = build_kv_report(loaded, deployment)
     if profile is not None:
@@ -134,6 +139,8 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
     console.print()
     console.print(kv_table(report.kv))
     weights = f"{count_cell(report.params.total)} parameters = {bytes_cell(report.weight_bytes)} in {report.deployment.weight_dtype}"
+    if report.params.vision_tower:  # core.vision_tower: the encoder and projector, priced unquantised
+        weights += f" (the vision tower and projector: {count_cell(report.params.vision_tower)}, not quantised)"
     if report.deployment.weight_scheme is not None:
         weights += f" ({report.deployment.weight_scheme.method}, tensor by tensor as the checkpoint stores them)"
     headers = report.deployment.checkpoint_headers

@@ -168,6 +168,24 @@ MaxNumSeqsOpt = Annotated[
         "--max-num-seqs", help="Sequences of one engine step. Default: the engine's for this GPU.", show_default=False
     ),
 ]
+LimitMmOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--limit-mm-per-prompt",
+        help="vLLM's --limit-mm-per-prompt: most images or videos per prompt (image=2,video=0 or"
+        " '{\"image\": 2}'); sizes the vision encoder's profiling run. Default: vLLM's 999 each.",
+        show_default=False,
+    ),
+]
+TextOnlyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--text-only",
+        "--language-model-only",
+        help="Serve a multimodal model for text only (every --limit-mm-per-prompt 0): no encoder profiling, and"
+        " vLLM (0.32) does not load the vision tower.",
+    ),
+]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
 PlotOpt = Annotated[
     Path | None,

@@ -20,10 +20,12 @@ from mha_cli.cli.options import (
     JsonOpt,
     KvCacheGibOpt,
     KvDtypeOpt,
+    LimitMmOpt,
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
     ProfileOpt,
     SourceArg,
+    TextOnlyOpt,
     TtftOpt,
     UtilisationOpt,
     WeightDtypeOpt,
@@ -33,6 +35,7 @@ from mha_cli.cli.options import (
 from mha_cli.cli.output import Output
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.mm_limits import mm_limits
 from mha_cli.core.sources import load_source
 
 if TYPE_CHECKING:
@@ -142,6 +145,8 @@ def plan(
     max_num_seqs: MaxNumSeqsOpt = None,
     block_size: BlockSizeOpt = None,
     kv_cache_gib: KvCacheGibOpt = None,
+    limit_mm_per_prompt: LimitMmOpt = None,
+    text_only: TextOnlyOpt = False,
     profile: ProfileOpt = None,
     num_prompts: Annotated[
         int | None,
@@ -253,7 +258,7 @@ def plan(
         kv_dtype=kv_dtype, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib), shared_prefix=shared_prefix,
-        prefix_caching=prefix_caching,
+        prefix_caching=prefix_caching, limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
     )  # fmt: skip
     # `--engine sglang@0.4`: sglang 0.4's memory rules and its step costs; no --engine: the default constants
     generation = deployment.engine_generation if engine is not None else None

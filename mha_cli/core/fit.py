@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from mha_cli.core.dp_attention import DP_ATTENTION_ENGINES
 from mha_cli.core.dtypes import storage_format
+from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import LayoutError, MemoryPlan, layout_changes, plan_memory, resolve_tp
@@ -479,6 +480,8 @@ def price_deployment(model: ModelSpec, deployment: DeploymentSpec, *, unsplit_fa
     at tp 1 instead, without a memory plan (``mha check`` reports the split as a finding).
     """
     target = resolve_target(deployment.target) if deployment.target else None
+    if deployment.engine in (None, "vllm"):  # text only (--limit-mm-per-prompt 0): vLLM leaves the tower out
+        model = as_vllm_loads(model, deployment.limit_mm_per_prompt)
     try:
         tp = resolve_tp(deployment.tp, target, deployment.dp)
     except LayoutError as exc:

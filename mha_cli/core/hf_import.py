@@ -6,7 +6,8 @@ Rules the common calculators get wrong, handled here:
 - MLA fields (``kv_lora_rank``, ``qk_rope_head_dim`` ...) make the model MLA, not MHA;
 - sliding windows: ``layer_types`` when present, else the family's own fields (Qwen2's ``max_window_layers``),
   else ``sliding_window_pattern``, else the family's known cycle (Gemma 2 alternates);
-- multimodal configs (Gemma 3) keep the language model under ``text_config``;
+- multimodal configs (Gemma 3) keep the language model under ``text_config``; their ``vision_config`` tower is read
+  for the families ``core.vision_tower`` lists (Gemma 3, Qwen2.5-VL), named as not counted for the others;
 - layer kinds: chunked local attention (Llama-4), linear-attention and state-space layers with a fixed
   per-sequence state (Qwen3-Next, Jamba, Falcon-H1, Granite-4.0-H, MiniMax, Kimi-Linear), DeepSeek-V3.2's indexer
   key, K/V shared across layers (Gemma-3n).
@@ -40,6 +41,7 @@ from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import _MAX_LAYERS as MAX_LAYERS  # ModelSpec's bound, checked before lists are built
 from mha_cli.core.schemas import Activation, LayerKind, MlpKind, ModelSpec
 from mha_cli.core.validation import describe_validation_error
+from mha_cli.core.vision_config import read_vision_tower, vision_tower_listed
 
 _GATED_ACTIVATIONS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu"}
 _ACTIVATIONS: dict[str, Activation] = {
@@ -73,14 +75,15 @@ def looks_like_hf_config(data: dict[str, Any]) -> bool:
 def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: str = "config.json") -> ImportedModel:
     """Build a ``ModelSpec`` from a parsed config.json (read from ``origin``); ``BadInputError`` if it cannot."""
     towers: list[str] = []
+    outer = config
     unwrapped = isinstance(config.get("text_config"), dict)
     if unwrapped:
         towers = [key for key, value in config.items() if key.endswith("_config") and isinstance(value, dict)]
         towers = [key for key in towers if key not in ("text_config", "quantization_config")]
-        config = {
-            **config["text_config"],
-            "model_type": config["text_config"].get("model_type", config.get("model_type")),
-        }
+        text = config["text_config"]
+        config = {**text, "model_type": text.get("model_type", config.get("model_type"))}
+        if "tie_word_embeddings" not in text and "tie_word_embeddings" in outer:  # Qwen2.5-VL states it outside
+            config["tie_word_embeddings"] = outer["tie_word_embeddings"]
     _refuse_encoder_decoder(config, origin)
     written = str(config.get("model_type") or "unknown")
     known = family(written)
@@ -107,7 +110,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
             " weights its modeling code adds beyond them are not counted)"
         )
 
-    if unwrapped:  # a multimodal model: its language model is priced, and the user is told what is left out
+    if unwrapped and not vision_tower_listed(outer):  # a multimodal model whose towers are not listed: said so
         left_out = ", ".join(towers) if towers else "the rest of the model (its image or audio input)"
         r.assumptions.append(
             f"weights: the language model's (text_config) only; {left_out} and the projectors are not counted"
@@ -211,6 +214,15 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         if local is not None and local != rope and fields.get("sliding_window") is not None:
             fields["rope_local"] = local
     fields.update(_attention_arithmetic(r))
+    if vision_tower_listed(outer):  # Qwen2.5-VL's older files keep the decoder's fields at the top level
+        fields["vision"], assumed = read_vision_tower(outer, d_model, origin)
+        r.assumptions += assumed
+        others = [tower for tower in towers if tower != "vision_config"]
+        if others:
+            r.assumptions.append(
+                f"weights: {', '.join(others)} and {'its' if len(others) == 1 else 'their'} projector not counted"
+                " (vision_config's tower is)"
+            )
     if _norm_eps(r) is not None:
         fields["norm_eps"] = _norm_eps(r)
     if fam.read_fields is not None:

@@ -39,18 +39,20 @@ from mha_cli.core.tensor_parallel import (
     tp_shard_problem,
     vocab_rows_per_rank,
 )
+from mha_cli.core.vision_tower import tower_tensors
 
 Split = Literal["column", "kv_heads", "row", "fused_halves", "expert_column", "vocab", "replicated", "unsharded"]
 TensorKind = Literal[
     "embedding", "position", "token_type", "embedding_norm", "embedding_projection",
     "attention", "attention_gate", "sink", "qk_norm", "latent", "indexer",
     "norm", "mlp", "activation", "router", "moe_norm", "expert", "shared_expert", "mixer",
-    "head", "head_transform",
+    "head", "head_transform", "vision",
 ]  # fmt: skip
 """What a tensor is. ``attention``: q/k/v/o and MLA's projections; ``latent``: MLA's latent norms; ``router``: an
 MoE router and Qwen2-MoE's gate of the shared expert; ``moe_norm``: A.X K1's norm of the MoE block's output;
 ``expert``: the routed experts (one fused tensor per layer); ``shared_expert``: the shared experts, fused into one
-MLP."""
+MLP; ``vision``: a multimodal model's vision encoder and projector (``core.vision_tower``), listed with the input side
+(the torch decoder does not build them)."""
 
 ATTENTION_KINDS = frozenset({"attention", "attention_gate", "sink", "qk_norm", "latent", "indexer"})
 """The kinds of one attention layer's weights (``ParamBreakdown.attention_per_layer``)."""
@@ -181,7 +183,7 @@ def _norm(spec: ModelSpec, name: str, width: int, layer: int | None, kind: Tenso
 
 def _input_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
     """The token embedding (the rank's vocabulary rows), learned positions and token types, the embedding
-    projection (ELECTRA) and the embedding norm (BLOOM, BERT): what a first pipeline stage holds."""
+    projection (ELECTRA), the embedding norm (BLOOM, BERT) and a vision tower: what a first pipeline stage holds."""
     width = spec.embedding_size or spec.d_model
     yield Tensor("model.embed_tokens.weight", (ranks.vocab_rows, width), "embedding", "vocab", None)
     if spec.position_embeddings:
@@ -194,6 +196,8 @@ def _input_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
         yield Tensor("model.embed_project.bias", (spec.d_model,), "embedding_projection", "replicated", None)
     if spec.embedding_norm:
         yield from _norm(spec, "model.embed_norm", width, None, "embedding_norm", weights=True)
+    if spec.vision is not None:  # the vision encoder and projector, on the stage that embeds the prompt
+        yield from tower_tensors(spec.vision, ranks.tp)
 
 
 def _output_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:

@@ -13,6 +13,7 @@ requests only.
 from pydantic import NonNegativeInt
 
 from mha_cli.core.dp_attention import dp_attention_experts, dp_attention_problem, dp_tp
+from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.errors import BadInputError
@@ -181,6 +182,8 @@ def plan_memory(
     when the caller has them (``deployment_rank_bytes`` of the same model, tp, format, deployment and experts: a
     layout planned at many loads), else counted here."""
     device = target.target
+    if deployment is not None and deployment.engine in (None, "vllm"):  # text only: vLLM leaves the tower out
+        model = as_vllm_loads(model, deployment.limit_mm_per_prompt)
     replicas = target.n_devices // kv.tp
     sequences = -(-kv.batch // replicas)
     copies_note = None

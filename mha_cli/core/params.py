@@ -50,6 +50,9 @@ class ParamBreakdown(Record):
     """Layers with a fixed-state mixer: the ``linear`` ones, or every layer when it runs beside attention."""
     expert_params: int = 0
     """One routed expert's weights (gate, up, down and their biases); 0 without MoE."""
+    vision_tower: int = 0
+    """A multimodal model's vision encoder and projector (``core.vision_tower``): in ``total``, not in ``active``
+    (a text token's step does not run them); 0 without one."""
 
     @property
     def attention_total(self) -> int:
@@ -87,6 +90,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
     tables = {"embedding": not model.tied_embeddings, "position": True, "token_type": True}
     lookup_tables = sum(t.numel for t in inputs if tables.get(t.kind, False))
     final_norm = _sum(outputs, ["norm"])
+    vision = _sum(inputs, ["vision"])
     inactive = 0 if model.moe is None else n_moe * (model.moe.n_experts - model.moe.n_active_experts)
     per_expert = expert_weights // model.moe.n_experts if model.moe is not None else 0
     return ParamBreakdown(
@@ -96,15 +100,16 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         norms_per_layer=_sum(layers[-1].tensors, ["norm"]) if layers else 0,
         n_dense_mlp_layers=model.n_dense_mlp_layers,
         n_moe_layers=n_moe,
-        embeddings=_sum(inputs) + _sum(outputs) - final_norm,
+        embeddings=_sum(inputs) - vision + _sum(outputs) - final_norm,
         lookup_tables=lookup_tables,
         final_norm=final_norm,
         total=total,
-        active=total - inactive * per_expert - lookup_tables,
+        active=total - inactive * per_expert - lookup_tables - vision,
         mixer_per_layer=_sum(first(model.holds_state), ["mixer"]),
         n_attention_layers=model.n_layers - model.count_layers("linear"),
         n_mixer_layers=sum(model.holds_state(i) for i in range(model.n_layers)),
         expert_params=per_expert,
+        vision_tower=vision,
     )
 
 

@@ -99,10 +99,10 @@ def params_read(model: ModelSpec, params: ParamBreakdown, tokens: int) -> tuple[
     """(weights a forward pass over ``tokens`` tokens reads, routed experts read per MoE layer or None).
 
     Lookup tables (input embedding, learned positions) give only the rows of these tokens; an MoE
-    layer reads its shared experts and the routed experts its tokens pick.
+    layer reads its shared experts and the routed experts its tokens pick; a vision tower is not read by text tokens.
     """
     lookup_rows = min(tokens, model.vocab_size) * model.d_model if params.lookup_tables else 0
-    dense_read = params.total - params.lookup_tables + min(lookup_rows, params.lookup_tables)
+    dense_read = params.total - params.vision_tower - params.lookup_tables + min(lookup_rows, params.lookup_tables)
     moe = model.moe
     if moe is None or params.n_moe_layers == 0:
         return float(dense_read), None

@@ -453,6 +453,55 @@ class MoESpec(_Strict):
         return self
 
 
+VisionTowerKind = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "llama4"]
+"""The vision encoders whose weights are listed (``core.vision_tower``): ``siglip`` (Gemma 3's SigLIP ViT and its
+projector), ``qwen2_5_vl`` (Qwen2.5-VL's windowed ViT and patch merger), ``qwen3_vl`` (Qwen3-VL's ViT with learned
+positions, its merger and the DeepStack mergers), ``llama4`` (Llama 4's tiled ViT, pixel-shuffle adapter and
+projector)."""
+
+
+class VisionTowerSpec(_Strict):
+    """A multimodal model's vision encoder and projector: their weights and the largest image vLLM profiles.
+
+    ``core.vision_tower`` lists the tensors; ``core.engine.encoder_profile`` prices vLLM's encoder profiling run."""
+
+    kind: VisionTowerKind
+    d_model: Width
+    """The encoder's width (vision_config's hidden_size)."""
+    n_layers: Annotated[int, Field(gt=0, le=_MAX_LAYERS)]
+    n_heads: Annotated[int, Field(gt=0, le=_MAX_HEADS)]
+    d_ff: Width
+    """The encoder MLP's hidden width (intermediate_size)."""
+    patch_size: Annotated[int, Field(gt=0, le=4096)]
+    """Pixels per side of one patch."""
+    in_channels: Annotated[int, Field(gt=0, le=16)] = 3
+    image_size: Annotated[int, Field(gt=0, le=1 << 16)] | None = None
+    """SigLIP: pixels per side of the (square) input image, which sets its learned positions."""
+    temporal_patch_size: Annotated[int, Field(gt=0, le=64)] = 1
+    """Qwen2.5-VL, Qwen3-VL: frames one patch spans (2: a still image is its frame twice)."""
+    spatial_merge_size: Annotated[int, Field(gt=0, le=64)] = 1
+    """Qwen2.5-VL, Qwen3-VL: patches merged per side into one decoder token (2: 4 patches a token)."""
+    positions: Annotated[int, Field(ge=0, le=1 << 24)] = 0
+    """Qwen3-VL, Llama 4: learned position embeddings (num_position_embeddings; Llama 4's patches of a tile and its
+    class token); 0: none of that kind."""
+    deepstack_mergers: Annotated[int, Field(ge=0, le=256)] = 0
+    """Qwen3-VL: mergers feeding encoder layers' outputs into the decoder (len(deepstack_visual_indexes))."""
+    adapter_width: Annotated[int, Field(ge=0, le=_MAX_WIDTH)] = 0
+    """Llama 4: the pixel-shuffle adapter's hidden width (projector_input_dim); its output is ``adapter_output``."""
+    adapter_output: Annotated[int, Field(ge=0, le=_MAX_WIDTH)] = 0
+    """Llama 4: the adapter's output width (projector_output_dim), the projector's input."""
+    video_tokens: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    """Qwen3-VL: decoder tokens of the largest video vLLM profiles (two frames of its video processor's largest
+    size); None: the family's own rule (``core.engine.encoder_profile``)."""
+    projector_width: Width
+    """Width of the projector's output: the decoder's hidden_size (Qwen2.5-VL's out_hidden_size)."""
+    tokens_per_image: Annotated[int, Field(gt=0, le=_MAX_TOKENS)]
+    """Decoder tokens of the largest image (Gemma 3: mm_tokens_per_image; Qwen2.5-VL: the processor's max_pixels
+    / (patch x merge)^2)."""
+    patches_per_image: Annotated[int, Field(gt=0, le=_MAX_TOKENS)]
+    """Encoder tokens (patches) of that image."""
+
+
 class ModelSpec(_Strict):
     """A decoder-only transformer's geometry: what the KV cache and the parameter count depend on."""
 
@@ -532,6 +581,9 @@ class ModelSpec(_Strict):
     qkv_bias: bool = False
     o_bias: bool = False
     moe: MoESpec | None = None
+    vision: Annotated[VisionTowerSpec | None, Field(exclude_if=_is_none)] = None
+    """A multimodal model's vision encoder and projector (counted in the weights, profiled by vLLM); None: a text
+    model, or a tower ``core.vision_tower`` does not list (named in the import's assumptions)."""
     rope: Annotated[RopeSpec | None, Field(exclude_if=_is_none)] = None
     """Rotary embedding. Left out: theta 10,000, no scaling, for a model without learned positions
     (``position_embeddings`` 0); a model with learned positions has none. See ``rotary``."""
@@ -966,6 +1018,11 @@ class DeploymentSpec(_Strict):
     def cached_prefix_tokens(self) -> int:
         """The shared prefix the engine's cache can serve: 0 without one or with the cache off."""
         return (self.shared_prefix or 0) if self.prefix_caching is not False else 0
+    limit_mm_per_prompt: dict[str, Annotated[int, Field(ge=0, le=1 << 20)]] | None = None
+    """vLLM's ``--limit-mm-per-prompt``: the most items of each modality (``image``, ``video``) one prompt may hold,
+    which sizes its encoder profiling run; a modality not named: 999 (vLLM's default). Every modality of the
+    model's tower at 0 serves text only (vLLM's ``--language-model-only``): no encoder profiling, and vLLM 0.32 does
+    not load the tower. None: vLLM's defaults."""
 
 
 CONFIG_SCHEMA_VERSION = 1

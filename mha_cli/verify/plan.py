@@ -179,6 +179,7 @@ def shard_model(model: ModelSpec, tp: int, mla_cache: MlaCacheMode) -> ModelSpec
             raise BadInputError(f"{name} ({width}) must be divisible by tp ({tp}): pick a tp that divides it")
     # Re-validated, so the variant follows the shard's heads: 64 / 8 GQA over 16 ranks is 4 / 1, MQA.
     fields = model.model_dump(exclude={"variant"}) | {"n_heads": n_heads, "n_kv_heads": n_kv, "d_ff": model.d_ff // tp}
+    fields["vision"] = None  # the torch decoder builds no vision tower: the rank's shape is the decoder's
     if tp > 1:  # the rank's rows of the padded vocabulary (embedding and LM head), as nn.vocab_parallel builds them
         fields["vocab_size"] = vocab_rows_per_rank(model.vocab_size, tp, built_vocab_padding(tp))
     if model.moe is not None:

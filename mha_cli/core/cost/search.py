@@ -19,6 +19,7 @@ Pure Python.
 from __future__ import annotations
 
 import itertools
+import json
 import shlex
 from collections.abc import Callable
 
@@ -406,6 +407,8 @@ def launch_commands(served: ServedModel, plan: ServingPlan, deployment: Deployme
     if served.revision is not None:
         vllm += ["--revision", served.revision]
         sglang += ["--revision", served.revision]
+    if deployment.limit_mm_per_prompt is not None:  # the encoder profiling (and, at 0, the tower) priced
+        vllm += ["--limit-mm-per-prompt", json.dumps(deployment.limit_mm_per_prompt, separators=(",", ":"))]
     launch = {"vllm": shlex.join(vllm)}
     if served.named_by != "gguf-file":  # a GGUF file: vLLM's loader (its launch note says how); SGLang's not priced
         launch["sglang"] = shlex.join(sglang)

@@ -23,6 +23,7 @@ from typing import NamedTuple
 from pydantic import NonNegativeInt
 
 from mha_cli.core.engine.activation import forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
+from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
 from mha_cli.core.engine.pages import (
@@ -195,6 +196,8 @@ class _Inputs(NamedTuple):
     non_torch: int
     paged_per_sequence: int
     """One sequence of max_model_len on one rank in whole blocks, each layer holding its own kind's tokens."""
+    encoder: EncoderProfile | None = None
+    """vLLM's encoder profiling of a vision tower (in ``activation``); None: a text model, or text only."""
     weights_how: str = "this rank's shard (vocab padded to 64)"
     """Where the weights' figure comes from, for the budget's line."""
 
@@ -218,6 +221,8 @@ class _Inputs(NamedTuple):
 
     def activation_line(self) -> BudgetLine:
         how = _activation_how(self.model, self.settings, self.kv.tp)
+        if self.encoder is not None:
+            how = self.encoder.how(how, self.activation)
         return BudgetLine(label="activation peak (profiling)", bytes=-self.activation, how=how)
 
     def non_torch_line(self) -> BudgetLine:
@@ -501,10 +506,17 @@ def plan_engine(
     activation = profile_peak_bytes(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp
     )
+    encoder = None
+    if settings.engine == "vllm":  # a vision tower's encoder run, its outputs kept through the decoder's
+        encoder = encoder_profile(
+            model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
+            max_model_len=kv.seq_len, tp=kv.tp, limits=settings.limit_mm_per_prompt,
+        )  # fmt: skip
+        activation = activation if encoder is None else encoder.peak_bytes(activation)
     cpu = target.vendor == "CPU"
     paged = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
     non_torch = 0 if cpu else _non_torch(kv.tp)
-    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged)
+    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder)
     if weights_how is not None:
         inputs = inputs._replace(weights_how=weights_how)
     pool = ENGINES[settings.generation](inputs)

@@ -57,6 +57,8 @@ class EngineSettings(Record):
     """Which of the engine's defaults applied and why (device size, usage context)."""
     kv_cache_bytes: int | None = None
     """vLLM: the KV pool set outright (``--kv-cache-memory-bytes``, ``VLLM_CPU_KVCACHE_SPACE``); None: derived."""
+    limit_mm_per_prompt: dict[str, int] | None = None
+    """vLLM: the most items of each modality per prompt (``--limit-mm-per-prompt``); None: vLLM's 999 each."""
 
 
 VLLM_CPU_BLOCK = 128
@@ -196,7 +198,7 @@ def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> Eng
             utilisation_source="--gpu-memory-utilization" if util else "vLLM's default",
             max_num_batched_tokens=tokens, max_num_seqs=seqs,
             block_size=deployment.block_size or (VLLM_CPU_BLOCK if cpu else chosen.block_size), defaults_note=note,
-            kv_cache_bytes=deployment.kv_cache_memory_bytes,
+            kv_cache_bytes=deployment.kv_cache_memory_bytes, limit_mm_per_prompt=deployment.limit_mm_per_prompt,
         )  # fmt: skip
     if engine == "sglang":
         old = chosen.id == "sglang-0.4"

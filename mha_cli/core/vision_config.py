@@ -1,0 +1,161 @@
+"""A multimodal model's vision tower read from config.json's ``vision_config`` (``core.vision_tower`` lists it).
+
+Gemma 3 (SigLIP), Qwen2.5-VL, Qwen3-VL (and its MoE) and Llama 4: the tower's widths and depth, and the largest
+image (or video) vLLM profiles, which the model's processor files set, outside config.json: their published values
+are assumed and said. A count the config leaves out takes transformers' default, also said. Pure Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.schemas import VisionTowerSpec
+
+QWEN2_5_VL_MAX_PIXELS = 12_845_056
+"""Qwen2.5-VL's published ``preprocessor_config.json`` ``max_pixels`` (3,584 x 3,584; the processor's own default
+is lower): vLLM's largest image is the one of the most pixels the processor keeps (``qwen2_vl.py``
+``get_image_size_with_most_features``). It lives outside config.json, so it is assumed."""
+QWEN3_VL_MAX_PIXELS = 16_777_216
+"""Qwen3-VL's published ``preprocessor_config.json`` ``size.longest_edge`` (4,096 x 4,096): its largest image."""
+QWEN3_VL_VIDEO_MAX_PIXELS = 25_165_824
+"""Qwen3-VL's published ``video_preprocessor_config.json`` ``size.longest_edge``: vLLM profiles a video of two
+frames of half these pixels each (``qwen3_vl.py`` ``get_max_video_tokens``)."""
+
+_SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+                    "num_attention_heads": 12, "num_channels": 3, "image_size": 224, "patch_size": 16}  # fmt: skip
+"""transformers' ``SiglipVisionConfig`` defaults."""
+_QWEN2_5_VL_DEFAULTS = {"depth": 32, "hidden_size": 3584, "intermediate_size": 3420, "num_heads": 16,
+                        "in_channels": 3, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2,
+                        "out_hidden_size": 3584}  # fmt: skip
+"""transformers' ``Qwen2_5_VLVisionConfig`` defaults."""
+_QWEN3_VL_DEFAULTS = {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "num_heads": 16, "in_channels": 3,
+                      "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2, "out_hidden_size": 3584,
+                      "num_position_embeddings": 2304}  # fmt: skip
+"""transformers' ``Qwen3VLVisionConfig`` defaults."""
+_LLAMA4_DEFAULTS = {"hidden_size": 768, "num_hidden_layers": 34, "num_attention_heads": 16, "intermediate_size": 5632,
+                    "num_channels": 3, "image_size": 448, "patch_size": 14, "projector_input_dim": 4096,
+                    "projector_output_dim": 4096}  # fmt: skip
+"""transformers' ``Llama4VisionConfig`` defaults."""
+LLAMA4_MAX_TILES = 16
+"""Llama 4's image processor ``max_patches``: vLLM's largest image is 16 tiles tall and one wide, plus the global
+tile (``mllama4.py`` ``get_image_size_with_most_features``)."""
+TOWER_FAMILIES = {"gemma3": "siglip", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl",
+                  "llama4": "llama4"}  # fmt: skip
+"""The outer config's ``model_type`` -> the tower ``read_vision_tower`` reads for it."""
+
+
+def vision_tower_listed(config: dict[str, Any]) -> bool:
+    """Whether ``config`` (the outer config.json) has a vision tower of a family listed here."""
+    return str(config.get("model_type")) in TOWER_FAMILIES and isinstance(config.get("vision_config"), dict)
+
+
+def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> tuple[VisionTowerSpec | None, list[str]]:
+    """The tower of a multimodal ``config`` (the outer config.json, ``vision_config`` inside it) whose decoder is
+    ``text_width`` wide, and the defaults assumed; (None, []) for a family whose tower is not listed here."""
+    kind = TOWER_FAMILIES.get(str(config.get("model_type")))
+    vision = config.get("vision_config")
+    if kind is None or not isinstance(vision, dict):
+        return None, []
+    assumed: list[str] = []
+    defaults = {"siglip": _SIGLIP_DEFAULTS, "qwen2_5_vl": _QWEN2_5_VL_DEFAULTS, "qwen3_vl": _QWEN3_VL_DEFAULTS,
+                "llama4": _LLAMA4_DEFAULTS}[kind]  # fmt: skip
+
+    def value(*keys: str) -> int:
+        for key in keys:
+            if vision.get(key) is not None:
+                found = vision[key]
+                if not isinstance(found, int) or isinstance(found, bool) or found <= 0:
+                    raise BadInputError(f"{origin}: vision_config.{key} must be a positive integer, got {found!r}")
+                return found
+        assumed.append(f"vision_config.{keys[0]} absent: {defaults[keys[0]]}, transformers' default")
+        return defaults[keys[0]]
+
+    build = {"siglip": _siglip_tower, "llama4": _llama4_tower}.get(kind, _qwen_tower)
+    return build(kind, config, vision, text_width, value, assumed), assumed
+
+
+Value = Callable[..., int]
+"""``read_vision_tower``'s reader of one vision_config count: its first key present, else transformers' default."""
+
+
+def _siglip_tower(
+    kind: str, config: dict[str, Any], vision: dict[str, Any], text_width: int, value: Value, assumed: list[str]
+) -> VisionTowerSpec:
+    """Gemma 3's SigLIP: one image of mm_tokens_per_image decoder tokens from (image / patch)^2 patches."""
+    if vision.get("vision_use_head", True):  # transformers' default builds one; vLLM's Gemma 3 never does
+        assumed.append(
+            "vision_config.vision_use_head: SigLIP's pooling head not counted (vLLM's Gemma 3 builds none:"
+            " SiglipVisionModel's use_head=False)"
+        )
+    image, patch = value("image_size"), value("patch_size")
+    tokens = config.get("mm_tokens_per_image") or 256
+    if not config.get("mm_tokens_per_image"):
+        assumed.append("mm_tokens_per_image absent: 256, transformers' Gemma3Config default")
+    return VisionTowerSpec(
+        kind="siglip", d_model=value("hidden_size"), n_layers=value("num_hidden_layers"),
+        n_heads=value("num_attention_heads"), d_ff=value("intermediate_size"), patch_size=patch,
+        in_channels=value("num_channels"), image_size=image, projector_width=text_width,
+        tokens_per_image=int(tokens), patches_per_image=(image // patch) ** 2,
+    )  # fmt: skip
+
+
+def _qwen_tower(
+    kind: str, config: dict[str, Any], vision: dict[str, Any], text_width: int, value: Value, assumed: list[str]
+) -> VisionTowerSpec:
+    """Qwen2.5-VL's and Qwen3-VL's ViTs: the largest image their published processor keeps, merge^2 patches a
+    token; Qwen3-VL's learned positions, DeepStack mergers and its two-frame video."""
+    patch, merge = value("patch_size"), value("spatial_merge_size")
+    pixels = QWEN2_5_VL_MAX_PIXELS if kind == "qwen2_5_vl" else QWEN3_VL_MAX_PIXELS
+    tokens = pixels // (patch * merge) ** 2
+    assumed.append(
+        f"vision: the largest image is {pixels:,} pixels ({tokens:,} tokens), the largest size of the model's"
+        " published preprocessor_config.json (not in config.json)"
+    )
+    qwen3 = {}
+    if kind == "qwen3_vl":
+        stacked = vision.get("deepstack_visual_indexes") or []
+        if not isinstance(stacked, list):
+            raise BadInputError("vision_config.deepstack_visual_indexes must be a list of layers")
+        video = QWEN3_VL_VIDEO_MAX_PIXELS // value("temporal_patch_size") // (patch * merge) ** 2
+        assumed.append(
+            f"vision: the largest video is 2 frames of {QWEN3_VL_VIDEO_MAX_PIXELS // 2:,} pixels ({video:,}"
+            " tokens), from Qwen3-VL's published video_preprocessor_config.json"
+        )
+        qwen3 = {"positions": value("num_position_embeddings"), "deepstack_mergers": len(stacked),
+                 "video_tokens": video}  # fmt: skip
+    return VisionTowerSpec(
+        kind=kind, d_model=value("hidden_size"), n_layers=value("depth"), n_heads=value("num_heads"),
+        d_ff=value("intermediate_size"), patch_size=patch, in_channels=value("in_channels", "in_chans"),
+        temporal_patch_size=value("temporal_patch_size"), spatial_merge_size=merge,
+        projector_width=value("out_hidden_size"), tokens_per_image=tokens, patches_per_image=tokens * merge**2,
+        **qwen3,
+    )  # fmt: skip
+
+
+def _llama4_tower(
+    kind: str, config: dict[str, Any], vision: dict[str, Any], text_width: int, value: Value, assumed: list[str]
+) -> VisionTowerSpec:
+    """Llama 4's tower: tiles of image_size pixels, each of (image / patch)^2 patches and a class token,
+    pixel-shuffled ``1 / ratio^2`` patches to a decoder token."""
+    if vision.get("multi_modal_projector_bias"):
+        raise BadInputError("vision_config.multi_modal_projector_bias is set: Llama 4's adapter is listed without bias")
+    ratio = vision.get("pixel_shuffle_ratio", 0.5)
+    if ratio not in (0.5, 0.25):
+        raise BadInputError(f"vision_config.pixel_shuffle_ratio {ratio!r}: Llama 4's tower is listed for 0.5 or 0.25")
+    image, patch = value("image_size"), value("patch_size")
+    per_tile = (image // patch) ** 2
+    tiles = LLAMA4_MAX_TILES + 1  # and the global tile
+    tokens = tiles * int(per_tile * ratio**2)
+    assumed.append(
+        f"vision: the largest image is {LLAMA4_MAX_TILES} tiles and the global one ({tokens:,} tokens), Llama 4's"
+        " image processor max_patches (not in config.json)"
+    )
+    return VisionTowerSpec(
+        kind="llama4", d_model=value("hidden_size"), n_layers=value("num_hidden_layers"),
+        n_heads=value("num_attention_heads"), d_ff=value("intermediate_size"), patch_size=patch,
+        in_channels=value("num_channels"), image_size=image, projector_width=text_width, tokens_per_image=tokens,
+        patches_per_image=tiles * (per_tile + 1), adapter_width=value("projector_input_dim"),
+        adapter_output=value("projector_output_dim"), positions=per_tile + 1,
+    )  # fmt: skip

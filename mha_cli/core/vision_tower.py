@@ -1,0 +1,163 @@
+"""A multimodal model's vision tower listed tensor by tensor (``core.vision_config`` reads it from config.json).
+
+Four encoders are listed, each with its projector into the decoder, named as transformers 5 names the weights and
+split over tensor-parallel ranks as vLLM splits them (its default ``mm_encoder_tp_mode="weights"``):
+
+- ``siglip`` (Gemma 3, ``Gemma3ForConditionalGeneration``; vLLM ``model_executor/models/siglip.py`` and
+  ``gemma3_mm.py``): a conv patch embedding and learned positions (replicated), ``n_layers`` pre-LN blocks of
+  q/k/v/out projections and a plain fc1/fc2 MLP, all with biases (q, k, v, fc1 split by columns, out and fc2 by
+  rows, their biases replicated), a final LayerNorm; the projector's RMSNorm and its (vision width, text width)
+  matrix, replicated (``Gemma3MultiModalProjector``: a bare ``nn.Parameter``).
+- ``qwen2_5_vl`` (``Qwen2_5_VLForConditionalGeneration``; vLLM ``qwen2_5_vl.py``): a Conv3d patch embedding without
+  bias (replicated), ``n_layers`` blocks of two RMSNorms, a fused qkv and a proj with biases, a gated MLP with
+  biases (qkv, gate, up split by columns, proj and down by rows), and the patch merger: an RMSNorm, then an MLP from
+  ``merge^2`` patches to ``merge^2`` patches' width (split by columns) to the decoder's width (by rows).
+- ``qwen3_vl`` (Qwen3-VL and Qwen3-VL-MoE, ``Qwen3VLForConditionalGeneration``; vLLM ``qwen3_vl.py``): a Conv3d
+  patch embedding with bias and learned positions (replicated), ``n_layers`` blocks of two LayerNorms, a fused qkv
+  and a proj, a plain linear_fc1/linear_fc2 MLP, all biased (split as Qwen2.5-VL's), the merger (a LayerNorm over one
+  patch, then Qwen2.5-VL's two layers) and one DeepStack merger per ``deepstack_visual_indexes`` entry (its
+  LayerNorm over the ``merge^2`` patches).
+- ``llama4`` (Llama 4 Scout and Maverick, ``Llama4ForConditionalGeneration``; vLLM ``mllama4.py``): an unfold patch
+  embedding without bias (split by columns), a class embedding, learned positions and two LayerNorms (replicated),
+  ``n_layers`` blocks of LayerNorms, biased q/k/v/o and a plain fc1/fc2 MLP (split as SigLIP's), the pixel-shuffle
+  adapter's two unbiased layers (columns, then rows) and the projector to the decoder's width (split by columns).
+
+A width tp does not divide is rounded up on each rank (Qwen2.5-VL-7B's 3,420-wide MLP over 8 ranks). The tower is
+priced unquantised whatever the weight format (``core.weight_bytes`` prices only the decoder's linear layers in a
+format): quantised checkpoints name it in their ignore lists; vLLM's online ``--quantization fp8`` would quantise its
+linear layers too, which is not modelled. It sits with the input side, on the first pipeline stage. Other multimodal
+families' towers are not listed: the importer names them among what the weights leave out. Pure Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from mha_cli.core.schemas import VisionTowerSpec
+
+if TYPE_CHECKING:
+    from mha_cli.core.inventory import Split, Tensor
+
+
+def tower_params(tower: VisionTowerSpec, tp: int = 1) -> int:
+    """Parameters of the tower and its projector one rank of ``tp`` holds."""
+    return sum(t.numel for t in tower_tensors(tower, tp))
+
+
+def tower_tensors(tower: VisionTowerSpec, tp: int = 1) -> list[Tensor]:
+    """Every weight of the tower and its projector as one rank of ``tp`` holds it, transformers' names."""
+    listing = {"siglip": _siglip, "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl, "llama4": _llama4}[tower.kind]
+    return list(listing(tower, tp))
+
+
+def _tensor(name: str, shape: tuple[int, ...], split: Split) -> Tensor:
+    from mha_cli.core.inventory import Tensor  # the inventory imports this module
+
+    return Tensor(name, shape, "vision", split, None)
+
+
+def _shard(width: int, tp: int) -> int:
+    """A column- or row-parallel width on one rank of ``tp``, rounded up."""
+    return -(-width // tp)
+
+
+def _linear(name: str, out: int, inp: int, split: Split, tp: int) -> Iterator[Tensor]:
+    """A biased linear layer: column-parallel splits its rows and bias, row-parallel its inputs (bias whole)."""
+    if split == "column":
+        yield _tensor(f"{name}.weight", (_shard(out, tp), inp), "column")
+        yield _tensor(f"{name}.bias", (_shard(out, tp),), "column")
+    else:
+        yield _tensor(f"{name}.weight", (out, _shard(inp, tp)), "row")
+        yield _tensor(f"{name}.bias", (out,), "replicated")
+
+
+def _layer_norm(name: str, width: int) -> Iterator[Tensor]:
+    yield _tensor(f"{name}.weight", (width,), "replicated")
+    yield _tensor(f"{name}.bias", (width,), "replicated")
+
+
+def _siglip(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
+    d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
+    prefix = "model.vision_tower"
+    yield _tensor(f"{prefix}.embeddings.patch_embedding.weight", (d, tower.in_channels, patch, patch), "replicated")
+    yield _tensor(f"{prefix}.embeddings.patch_embedding.bias", (d,), "replicated")
+    yield _tensor(f"{prefix}.embeddings.position_embedding.weight", (tower.patches_per_image, d), "replicated")
+    for i in range(tower.n_layers):
+        layer = f"{prefix}.encoder.layers.{i}"
+        yield from _layer_norm(f"{layer}.layer_norm1", d)
+        for projection in ("q_proj", "k_proj", "v_proj"):
+            yield from _linear(f"{layer}.self_attn.{projection}", d, d, "column", tp)
+        yield from _linear(f"{layer}.self_attn.out_proj", d, d, "row", tp)
+        yield from _layer_norm(f"{layer}.layer_norm2", d)
+        yield from _linear(f"{layer}.mlp.fc1", f, d, "column", tp)
+        yield from _linear(f"{layer}.mlp.fc2", d, f, "row", tp)
+    yield from _layer_norm(f"{prefix}.post_layernorm", d)
+    yield _tensor("model.multi_modal_projector.mm_input_projection_weight", (d, tower.projector_width), "replicated")
+    yield _tensor("model.multi_modal_projector.mm_soft_emb_norm.weight", (d,), "replicated")
+
+
+def _qwen2_5_vl(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
+    d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
+    kernel = (d, tower.in_channels, tower.temporal_patch_size, patch, patch)
+    yield _tensor("model.visual.patch_embed.proj.weight", kernel, "replicated")
+    for i in range(tower.n_layers):
+        block = f"model.visual.blocks.{i}"
+        yield _tensor(f"{block}.norm1.weight", (d,), "replicated")
+        yield _tensor(f"{block}.norm2.weight", (d,), "replicated")
+        yield from _linear(f"{block}.attn.qkv", 3 * d, d, "column", tp)
+        yield from _linear(f"{block}.attn.proj", d, d, "row", tp)
+        yield from _linear(f"{block}.mlp.gate_proj", f, d, "column", tp)
+        yield from _linear(f"{block}.mlp.up_proj", f, d, "column", tp)
+        yield from _linear(f"{block}.mlp.down_proj", d, f, "row", tp)
+    merged = d * tower.spatial_merge_size**2
+    yield _tensor("model.visual.merger.ln_q.weight", (d,), "replicated")
+    yield from _linear("model.visual.merger.mlp.0", merged, merged, "column", tp)
+    yield from _linear("model.visual.merger.mlp.2", tower.projector_width, merged, "row", tp)
+
+
+def _qwen3_vl(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
+    d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
+    kernel = (d, tower.in_channels, tower.temporal_patch_size, patch, patch)
+    yield _tensor("model.visual.patch_embed.proj.weight", kernel, "replicated")
+    yield _tensor("model.visual.patch_embed.proj.bias", (d,), "replicated")
+    yield _tensor("model.visual.pos_embed.weight", (tower.positions, d), "replicated")
+    for i in range(tower.n_layers):
+        block = f"model.visual.blocks.{i}"
+        yield from _layer_norm(f"{block}.norm1", d)
+        yield from _layer_norm(f"{block}.norm2", d)
+        yield from _linear(f"{block}.attn.qkv", 3 * d, d, "column", tp)
+        yield from _linear(f"{block}.attn.proj", d, d, "row", tp)
+        yield from _linear(f"{block}.mlp.linear_fc1", f, d, "column", tp)
+        yield from _linear(f"{block}.mlp.linear_fc2", d, f, "row", tp)
+    merged = d * tower.spatial_merge_size**2
+    mergers = [("model.visual.merger", d)]  # its norm over one patch; the DeepStack ones' over the merged patches
+    mergers += [(f"model.visual.deepstack_merger_list.{i}", merged) for i in range(tower.deepstack_mergers)]
+    for name, normed in mergers:
+        yield from _layer_norm(f"{name}.norm", normed)
+        yield from _linear(f"{name}.linear_fc1", merged, merged, "column", tp)
+        yield from _linear(f"{name}.linear_fc2", tower.projector_width, merged, "row", tp)
+
+
+def _llama4(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
+    d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
+    prefix = "vision_model"
+    yield _tensor(f"{prefix}.class_embedding", (d,), "replicated")
+    yield _tensor(f"{prefix}.positional_embedding_vlm", (tower.positions, d), "replicated")
+    unfold = (_shard(d, tp), tower.in_channels * patch * patch)
+    yield _tensor(f"{prefix}.patch_embedding.linear.weight", unfold, "column")
+    yield from _layer_norm(f"{prefix}.layernorm_pre", d)
+    yield from _layer_norm(f"{prefix}.layernorm_post", d)
+    for i in range(tower.n_layers):
+        layer = f"{prefix}.model.layers.{i}"
+        for projection in ("q_proj", "k_proj", "v_proj"):
+            yield from _linear(f"{layer}.self_attn.{projection}", d, d, "column", tp)
+        yield from _linear(f"{layer}.self_attn.o_proj", d, d, "row", tp)
+        yield from _linear(f"{layer}.mlp.fc1", f, d, "column", tp)
+        yield from _linear(f"{layer}.mlp.fc2", d, f, "row", tp)
+        yield from _layer_norm(f"{layer}.input_layernorm", d)
+        yield from _layer_norm(f"{layer}.post_attention_layernorm", d)
+    adapter, out = tower.adapter_width, tower.adapter_output
+    yield _tensor(f"{prefix}.vision_adapter.mlp.fc1.weight", (_shard(adapter, tp), f), "column")
+    yield _tensor(f"{prefix}.vision_adapter.mlp.fc2.weight", (out, _shard(adapter, tp)), "row")
+    yield _tensor("multi_modal_projector.linear_1.weight", (_shard(tower.projector_width, tp), out), "column")

@@ -1,0 +1,131 @@
+"""Vision towers (``core.vision_tower``): hand counts of small towers, their split over tensor-parallel ranks, and
+every tensor's name and shape against transformers' own model built from the same config.json on the meta device
+(Gemma 3's SigLIP and projector, Qwen2.5-VL's ViT and merger, Qwen3-VL's ViT and its DeepStack mergers, Llama 4's tiled ViT, adapter and projector). A family whose tower is not listed is named."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from mha_cli.core.hf_import import import_hf_config
+from mha_cli.core.params import count_params, params_per_rank
+from mha_cli.core.vision_config import read_vision_tower
+from mha_cli.core.vision_tower import tower_params, tower_tensors
+
+ROOT = Path(__file__).resolve().parents[1]
+GEMMA3 = ROOT / "tests" / "fixtures" / "hf_configs" / "gemma-3-4b-it.json"
+QWEN2_5_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen2.5-vl-7b-instruct.json"
+QWEN3_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-8b-instruct.json"
+LLAMA4 = ROOT / "tests" / "fixtures" / "vision" / "llama-4-scout-17b-16e.json"
+SMALL = {"hidden_size": 8, "intermediate_size": 16, "num_attention_heads": 2, "num_heads": 2, "depth": 2,
+         "num_hidden_layers": 2, "patch_size": 14, "image_size": 28, "out_hidden_size": 12}  # fmt: skip
+
+
+def _tower(model_type: str, **vision):
+    spec, _ = read_vision_tower({"model_type": model_type, "vision_config": {**SMALL, **vision}}, 12, "test")
+    assert spec is not None
+    return spec
+
+
+def test_siglip_hand_count():
+    """8 wide, 2 layers, MLP 16, 28-pixel images of 14-pixel patches, a 12-wide decoder."""
+    patch = 8 * 3 * 14 * 14 + 8  # conv weight and bias
+    positions = (28 // 14) ** 2 * 8
+    layer = 2 * 8 + 4 * (8 * 8 + 8) + 2 * 8 + (8 * 16 + 16) + (16 * 8 + 8)  # norm, q k v o, norm, fc1, fc2
+    post_norm = 2 * 8
+    projector = 8 * 12 + 8  # mm_input_projection_weight, mm_soft_emb_norm
+    assert tower_params(_tower("gemma3")) == patch + positions + 2 * layer + post_norm + projector == 6064
+    # tp 2: q, k, v, fc1 (weights and biases) and the out and fc2 weights halved; the rest whole
+    split = 2 * (3 * (8 * 8 + 8) + 8 * 8 + (8 * 16 + 16) + 16 * 8)
+    assert tower_params(_tower("gemma3"), 2) == 6064 - split // 2 == 5512
+
+
+def test_qwen2_5_vl_hand_count():
+    """8 wide, 2 blocks, gated MLP 16, 2-pixel patches over 2 frames, 2 x 2 patches merged, a 12-wide decoder."""
+    tower = _tower("qwen2_5_vl", patch_size=2, temporal_patch_size=2, spatial_merge_size=2)
+    patch = 8 * 3 * 2 * 2 * 2  # Conv3d, no bias
+    block = 2 * 8 + (24 * 8 + 24) + (8 * 8 + 8) + 2 * (16 * 8 + 16) + (16 * 8 + 8)  # norms, qkv, proj, gate up down
+    merger = 8 + (32 * 32 + 32) + (12 * 32 + 12)  # ln_q, 4 patches' width to itself, then to the decoder's
+    assert tower_params(tower) == patch + 2 * block + merger == 3108
+    assert (
+        tower.tokens_per_image == 12_845_056 // (2 * 2) ** 2 and tower.patches_per_image == 4 * tower.tokens_per_image
+    )
+
+
+def test_qwen3_vl_hand_count():
+    """Qwen2.5-VL's small tower with a biased patch embedding, 4 learned positions, LayerNorms, a plain MLP and one
+    DeepStack merger (its norm over the 4 merged patches)."""
+    vision = {"patch_size": 2, "temporal_patch_size": 2, "spatial_merge_size": 2, "num_position_embeddings": 4,
+              "deepstack_visual_indexes": [1]}  # fmt: skip
+    tower = _tower("qwen3_vl", **vision)
+    patch = 8 * 3 * 2 * 2 * 2 + 8
+    positions = 4 * 8
+    block = 2 * 2 * 8 + (24 * 8 + 24) + (8 * 8 + 8) + (16 * 8 + 16) + (16 * 8 + 8)  # norms, qkv, proj, fc1, fc2
+    merger = 2 * 8 + (32 * 32 + 32) + (12 * 32 + 12)
+    deepstack = 2 * 32 + (32 * 32 + 32) + (12 * 32 + 12)
+    assert tower_params(tower) == patch + positions + 2 * block + merger + deepstack == 4416
+    assert _tower("qwen3_vl_moe", **vision) == tower  # the MoE decoder's tower is the same
+
+
+def test_llama4_hand_count():
+    """8 wide, 2 layers, MLP 16, 28-pixel tiles of 14-pixel patches (4 and a class token), an adapter 12 wide out to
+    10, a 12-wide decoder; 16 tiles and the global one of 4 x 0.5^2 = 1 token each."""
+    tower = _tower("llama4", projector_input_dim=12, projector_output_dim=10)
+    embeddings = 8 + 5 * 8 + 8 * 3 * 14 * 14 + 2 * 2 * 8  # class token, positions, unfold (no bias), pre/post norms
+    layer = 4 * (8 * 8 + 8) + (16 * 8 + 16) + (8 * 16 + 8) + 2 * 2 * 8  # q k v o, fc1, fc2, two LayerNorms
+    adapter = 12 * 16 + 10 * 12  # fc1 from the MLP's width, fc2, no biases
+    projector = 12 * 10
+    assert tower_params(tower) == embeddings + 2 * layer + adapter + projector == 6416
+    assert (tower.tokens_per_image, tower.patches_per_image) == (17, 17 * 5)
+
+
+def test_the_tower_is_counted_in_the_weights_not_in_the_active_ones():
+    with_tower = import_hf_config(json.loads(GEMMA3.read_text())).model
+    text_only = with_tower.model_copy(update={"vision": None})
+    counts, text = count_params(with_tower), count_params(text_only)
+    assert counts.vision_tower == 419_816_304 == counts.total - text.total
+    assert counts.active == text.active and counts.embeddings == text.embeddings
+    # every rank holds the replicated parts (embeddings, norms, the projector) and its share of the rest
+    assert params_per_rank(with_tower, 2) - params_per_rank(text_only, 2) == tower_params(with_tower.vision, 2)
+
+
+@pytest.mark.parametrize(
+    ("path", "model_class", "config_class"),
+    [
+        (GEMMA3, "Gemma3ForConditionalGeneration", "Gemma3Config"),
+        (QWEN2_5_VL, "Qwen2_5_VLForConditionalGeneration", "Qwen2_5_VLConfig"),
+        (QWEN3_VL, "Qwen3VLForConditionalGeneration", "Qwen3VLConfig"),
+        (LLAMA4, "Llama4ForConditionalGeneration", "Llama4Config"),
+    ],
+    ids=["gemma3", "qwen2_5_vl", "qwen3_vl", "llama4"],
+)
+def test_every_tower_tensor_equals_transformers(path, model_class, config_class):
+    """transformers' whole model on the meta device: its tower and projector hold exactly the inventory's tensors,
+    and its parameter count is mha's (Gemma 3 and Llama-4-Scout exactly; the Qwen decoders, whose text model_types mha reads as plain
+    Llama-style ones, less Qwen2.5-VL's q/k/v biases, 28 x (3584 + 2 x 512), and Qwen3-VL's q/k norms, 36 x 2 x
+    128)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = json.loads(path.read_text())
+    spec = import_hf_config(copy.deepcopy(config)).model
+    with torch.device("meta"):
+        model = getattr(transformers, model_class)(getattr(transformers, config_class)(**copy.deepcopy(config)))
+    tower_prefixes = ("model.vision_tower.", "model.multi_modal_projector.", "model.visual.", "vision_model.",
+                      "multi_modal_projector.")  # fmt: skip
+    built = {name: tuple(p.shape) for name, p in model.named_parameters() if name.startswith(tower_prefixes)}
+    assert spec.vision is not None
+    assert built == {t.name: t.shape for t in tower_tensors(spec.vision)}
+    total = sum(p.numel() for p in model.parameters())
+    unread = {"siglip": 0, "qwen2_5_vl": 28 * (3584 + 2 * 512), "qwen3_vl": 36 * 2 * 128, "llama4": 0}[spec.vision.kind]
+    assert count_params(spec).total == total - unread
+
+
+def test_an_unlisted_tower_is_named():
+    config = {"model_type": "llava", "text_config": {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}, "vision_config": {}}  # fmt: skip
+    imported = import_hf_config(config)
+    assert imported.model.vision is None
+    assert any("vision_config and the projectors are not counted" in line for line in imported.assumptions)
