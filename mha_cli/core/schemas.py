@@ -1018,6 +1018,7 @@ class DeploymentSpec(_Strict):
     def cached_prefix_tokens(self) -> int:
         """The shared prefix the engine's cache can serve: 0 without one or with the cache off."""
         return (self.shared_prefix or 0) if self.prefix_caching is not False else 0
+
     limit_mm_per_prompt: dict[str, Annotated[int, Field(ge=0, le=1 << 20)]] | None = None
     """vLLM's ``--limit-mm-per-prompt``: the most items of each modality (``image``, ``video``) one prompt may hold,
     which sizes its encoder profiling run; a modality not named: 999 (vLLM's default). Every modality of the
