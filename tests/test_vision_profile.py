@@ -129,7 +129,7 @@ def _plan(model, log, limits=None):
     deployment = DeploymentSpec(
         target="h100", seq_len=log["max_model_len"], tp=1, gpu_memory_utilization=log["gpu_memory_utilization"],
         max_num_batched_tokens=log["max_num_batched_tokens"], max_num_seqs=log["max_num_seqs"],
-        limit_mm_per_prompt=limits,
+        limit_mm_per_prompt=limits, engine_generation="vllm-v1",  # the logs' vLLM 0.19
     )  # fmt: skip
     kv = kv_footprint(model, seq_len=log["max_model_len"], kv_dtype="bf16", tp=1)
     return plan_engine(
@@ -181,7 +181,13 @@ def test_the_llama4_log_misses_only_vllms_rope_cache():
     profile = encoder_profile(model, **steps)
     assert profile is not None and (profile.budget_tokens, profile.items) == (8192, log["encoder_items"]) == (8192, 3)
     target = resolve_target("h100").target
-    deployment = DeploymentSpec(target="h100", seq_len=8192, tp=4, gpu_memory_utilization=0.95)
+    deployment = DeploymentSpec(
+        target="h100",
+        seq_len=8192,
+        tp=4,
+        gpu_memory_utilization=0.95,
+        engine_generation="vllm-v1",  # vLLM 0.19
+    )
     settings = resolve_settings(deployment, target, 4)
     kv = kv_footprint(model, seq_len=8192, kv_dtype="bf16", tp=4)
     weights = rank_weight_bytes(model, 4, "bf16")

@@ -33,6 +33,12 @@ FIGURES = [("ttft_mean", "TTFT mean"), ("ttft_median", "TTFT median"), ("ttft_p9
            ("output_tokens_per_s", "output tok/s")]  # fmt: skip
 
 
+def result_files() -> list[Path]:
+    """The runs ``run_grid.py`` recorded in the manifest (the folder holds other results too: start-up figures)."""
+    manifest = json.loads((HERE / "results" / "manifest.json").read_text())
+    return [HERE / "results" / run["file"] for run in manifest["runs"]]
+
+
 def served(model_name: str):
     """(model, target, deployment) of ``model_name``'s server as the manifest records its settings."""
     manifest = json.loads((HERE / "results" / "manifest.json").read_text())
@@ -51,7 +57,7 @@ def fit_split(model_name: str, name: str, hold_out: list[str]) -> CalibrationFit
     """Fit ``model_name``'s runs without a shared prefix, ``hold_out`` (file-name parts) held out (every third when
     empty)."""
     runs = [
-        run for run in collect([HERE / "results"])
+        run for run in collect(result_files())
         if Path(run.path).stem.startswith(f"{model_name}_") and "_p" not in Path(run.path).stem  # no shared prefix
     ]  # fmt: skip
     model, target, deployment = served(model_name)
