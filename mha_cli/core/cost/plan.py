@@ -24,8 +24,10 @@ from mha_cli.core.pipeline import stage_layout, stage_model, stage_params
 from mha_cli.core.record import empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec, SimulatedServing, simulate_deployment
+from mha_cli.core.speculative import drafter_memory_note, drafter_weight_bytes, memory_model
 from mha_cli.core.targets import ResolvedTarget, resolve_target_like
 from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
+from mha_cli.core.weight_bytes import deployment_rank_bytes
 from mha_cli.core.ways import accepted, flag_updates
 
 
@@ -144,6 +146,8 @@ class LayoutPlans:
         experts = expert_layout(model, tp, replicas, deployment)
         if experts is not None and (problem := tp_shard_problem(model, tp, experts)) is not None:
             raise BadInputError(problem)
+        if deployment.speculative is not None and pp > 1:
+            raise BadInputError("speculative decoding is priced without pipeline parallelism here: leave out --pp")
         self.model, self.target, self.deployment = model, target, deployment
         self.profile, self.ceiling = profile, ceiling
         self.isl, self.osl, self.tp, self.pp, self.replicas, self.experts = isl, osl, tp, pp, replicas, experts
@@ -161,14 +165,25 @@ class LayoutPlans:
             raise BadInputError("--isl, --osl and --concurrency must be at least 1")
         model, deployment, tp, replicas = self.model, self.deployment, self.tp, self.replicas
         context = self.isl + self.osl
+        held = self.stage  # the layers whose cache the pool holds: the drafter's too (core.speculative)
+        spec = deployment.speculative
+        if spec is not None:
+            held = memory_model(self.stage, spec, tp, deployment.kv_dtype)
+            if self._weights is None:
+                self._weights = deployment_rank_bytes(
+                    self.stage, tp, deployment.weight_dtype, self.engine_deployment, experts=self.experts
+                ) + drafter_weight_bytes(spec, tp, deployment.weight_dtype)
         kv = kv_footprint(
-            self.stage, seq_len=context, batch=-(-concurrency // replicas), kv_dtype=deployment.kv_dtype, tp=tp,
+            held, seq_len=context, batch=-(-concurrency // replicas), kv_dtype=deployment.kv_dtype, tp=tp,
             block_size=deployment.block_size, mla_cache=deployment.mla_cache,
         )  # fmt: skip
         memory = plan_memory(
-            self.one_replica, model=self.stage, kv=kv, weight_dtype=deployment.weight_dtype,
+            self.one_replica, model=held, kv=kv, weight_dtype=deployment.weight_dtype,
             deployment=self.engine_deployment, experts=self.experts, weights_bytes_per_rank=self._weights,
         )  # fmt: skip
+        if spec is not None:
+            memory.engine.notes.append(drafter_memory_note(spec, self.stage, tp, deployment.weight_dtype,
+                                                           deployment.kv_dtype))  # fmt: skip
         self._weights = memory.weight_bytes_per_device
         engine = memory.engine
         if not engine.starts:
