@@ -28,8 +28,7 @@ from typing import NamedTuple
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.schemas import SpeculativeMethod, SpeculativeSpec
-from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.schemas import ModelSpec, SpeculativeMethod, SpeculativeSpec
 from mha_cli.core.weight_bytes import rank_weight_bytes
 
 METHODS: tuple[SpeculativeMethod, ...] = ("mtp", "eagle", "eagle3", "draft_model")

@@ -27,8 +27,8 @@ from mha_cli.core.serve.replica import ClientSpec, SimulatedServing, simulate_de
 from mha_cli.core.speculative import drafter_memory_note, drafter_weight_bytes, memory_model
 from mha_cli.core.targets import ResolvedTarget, resolve_target_like
 from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
-from mha_cli.core.weight_bytes import deployment_rank_bytes
 from mha_cli.core.ways import accepted, flag_updates
+from mha_cli.core.weight_bytes import deployment_rank_bytes
 
 
 class ServingPlan(ServingPrediction):
