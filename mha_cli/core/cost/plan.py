@@ -87,6 +87,7 @@ def serving_case(
         admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
         experts=experts, shared_prefix=shared, cached_prefix=cached_prefix(shared, isl, engine.block_size),
+        speculative=deployment.speculative,
     )  # fmt: skip
 
 

@@ -1,0 +1,91 @@
+"""A decode step with speculative decoding: k drafted tokens, one verification of k + 1, T tokens out.
+
+One engine step of ``running`` sequences (vLLM V1's ``EagleProposer`` / ``DraftModelProposer`` order):
+
+- verify: the target runs k + 1 tokens per sequence (the last accepted token and the k drafts) over its cache, a
+  prefill-like shape scored by the decode kernels (``StepShape.verify``), logits for every position;
+- draft: the drafter's first pass over the k + 1 verified positions of each sequence, then k - 1 passes of one
+  token each (the MTP/EAGLE layer or the draft model, each with the LM head), inside the same engine step: no
+  second step overhead.
+
+Each sequence gains T tokens a step on average (the acceptance length), so the time per output token is
+(draft + verify) / T. At a small batch the verification costs about what a decode does (both read the weights
+once): T tokens for little more than one step. At a large batch the step is bound by compute and k + 1 tokens per
+sequence cost about k + 1 times a decode's: past the point where (draft + verify) / T exceeds a plain decode step,
+speculative decoding loses. Pure Python.
+"""
+
+from mha_cli.core.cost.step import StepTime
+from mha_cli.core.cost.stepper import Stepper
+from mha_cli.core.cost.work import StepShape, decode_shape
+from mha_cli.core.schemas import SpeculativeSpec
+
+
+def verify_shape(sequences: int, k: int, context: int) -> StepShape:
+    """The target's verification of k drafts: k + 1 tokens for each of ``sequences`` after ``context`` cached ones,
+    logits for each of them."""
+    tokens = k + 1
+    return StepShape(
+        sequences=sequences, new_tokens=tokens, context=context, logits_tokens=sequences * tokens, verify=True
+    )
+
+
+def decode_shapes(stepper: Stepper, sequences: int, context: int) -> list[StepShape]:
+    """What ``sequences`` decodes put in a step: one token each, or k + 1 to verify under speculative decoding."""
+    if sequences < 1:
+        return []
+    spec = stepper.case.speculative
+    if spec is None:
+        return [decode_shape(sequences, context)]
+    return [verify_shape(sequences, spec.num_speculative_tokens, context)]
+
+
+def tokens_per_step(stepper: Stepper) -> float:
+    """Tokens a decoding sequence gains per step: the acceptance length T, or 1."""
+    spec = stepper.case.speculative
+    return 1.0 if spec is None else spec.acceptance_length
+
+
+def draft_stepper(stepper: Stepper) -> Stepper:
+    """The drafter's steps on ``stepper``'s profile and tp (made once, kept on ``stepper``)."""
+    spec = stepper.case.speculative
+    assert spec is not None, "no drafter without speculative decoding"
+    if stepper.draft is None:
+        case = stepper.case._replace(
+            model=spec.drafter, pp=1, speculative=None, weight_dtype=_drafter_format(spec, stepper), experts=None
+        )
+        stepper.draft = Stepper(case, stepper.profile)
+    return stepper.draft
+
+
+def _drafter_format(spec: SpeculativeSpec, stepper: Stepper) -> str:
+    """A draft model runs in bf16 (its own checkpoint); MTP and EAGLE layers in the target's format."""
+    return "bf16" if spec.drafter_is_model else stepper.case.weight_dtype
+
+
+def draft_seconds(stepper: Stepper, sequences: int, context: int) -> float:
+    """The drafter's k passes for ``sequences`` (see the module docstring), without a step overhead of their own."""
+    spec = stepper.case.speculative
+    if spec is None or sequences < 1:
+        return 0.0
+    draft, k = draft_stepper(stepper), spec.num_speculative_tokens
+    profile = stepper.profile
+    own = profile.step_overhead_s + profile.sequence_overhead_s * sequences  # charged once, by the target's step
+    first = draft.step(StepShape(sequences, k + 1, context, sequences)).seconds - own
+    rest = draft.step(decode_shape(sequences, context + k + 1)).seconds - own if k > 1 else 0.0
+    return first + (k - 1) * rest
+
+
+def decode_step(stepper: Stepper, sequences: int, context: int, *chunks: StepShape) -> StepTime:
+    """One engine step of ``sequences`` decodes (and prefill ``chunks`` riding it): a plain decode step, or under
+    speculative decoding the verification with the drafting's seconds added (to ``seconds``, and to ``memory_s`` or
+    ``compute_s`` as the verification is bound)."""
+    step = stepper.step(*chunks, *decode_shapes(stepper, sequences, context))
+    drafting = draft_seconds(stepper, sequences, context)
+    if not drafting:
+        return step
+    update = {"seconds": step.seconds + drafting}
+    update["compute_s" if step.bound == "compute" else "memory_s"] = (
+        step.compute_s if step.bound == "compute" else step.memory_s
+    ) + drafting
+    return step.model_copy(update=update)
