@@ -298,3 +298,46 @@ def drafter_memory_note(spec: SpeculativeSpec, target: ModelSpec, tp: int, weigh
         f" the KV pool (vLLM V1: every attention layer, the drafter's too): priced as {layers} more layer(s) of the"
         " target's"
     )
+
+
+HEADS_PLACEHOLDER = "EAGLE_HEADS_FOLDER_OR_HF_ID"
+"""Stands for EAGLE heads priced without a config of their own: the launch line needs the heads' checkpoint."""
+SGLANG_ALGORITHMS: dict[SpeculativeMethod, str] = {
+    "mtp": "NEXTN", "eagle": "EAGLE", "eagle3": "EAGLE3", "draft_model": "STANDALONE",
+}  # fmt: skip
+"""SGLang's ``--speculative-algorithm`` for each method (``python/sglang/srt/server_args.py`` choices)."""
+
+
+def draft_checkpoint(spec: SpeculativeSpec) -> str | None:
+    """What the launch lines load as the drafter: a preset's Hugging Face id, the name given, the heads'
+    placeholder for EAGLE priced without heads; None for MTP (the target's own checkpoint holds its layers)."""
+    from mha_cli.core.preset_ids import checkpoint_id
+
+    if spec.method == "mtp":
+        return None
+    if spec.draft_model is None:
+        return HEADS_PLACEHOLDER
+    return checkpoint_id(spec.draft_model) or spec.draft_model
+
+
+def vllm_flags(spec: SpeculativeSpec) -> list[str]:
+    """``--speculative-config '{...}'`` as ``vllm serve`` takes it (``config/speculative.py``: method, model,
+    num_speculative_tokens)."""
+    config: dict[str, object] = {"method": spec.method}
+    model = draft_checkpoint(spec)
+    if model is not None:
+        config["model"] = model
+    config["num_speculative_tokens"] = spec.num_speculative_tokens
+    return ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+
+
+def sglang_flags(spec: SpeculativeSpec) -> list[str]:
+    """SGLang's chain of k drafts: ``--speculative-algorithm``, ``--speculative-num-steps k``,
+    ``--speculative-eagle-topk 1``, ``--speculative-num-draft-tokens k + 1`` (and the draft's path)."""
+    k = spec.num_speculative_tokens
+    flags = ["--speculative-algorithm", SGLANG_ALGORITHMS[spec.method], "--speculative-num-steps", str(k),
+             "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(k + 1)]  # fmt: skip
+    model = draft_checkpoint(spec)
+    if model is not None:
+        flags += ["--speculative-draft-model-path", model]
+    return flags

@@ -397,6 +397,11 @@ def launch_commands(served: ServedModel, plan: ServingPlan, deployment: Deployme
     if not deployment.prefix_caching:  # both engines cache prefixes unless told not to
         vllm.append("--no-enable-prefix-caching")
         sglang.append("--disable-radix-cache")
+    if deployment.speculative is not None:  # the drafter priced (core.speculative)
+        from mha_cli.core.speculative import sglang_flags, vllm_flags
+
+        vllm += vllm_flags(deployment.speculative)
+        sglang += sglang_flags(deployment.speculative)
     if served.revision is not None:
         vllm += ["--revision", served.revision]
         sglang += ["--revision", served.revision]
@@ -467,6 +472,12 @@ def _launch_note(served: ServedModel, launch: dict[str, str]) -> str | None:
     if not launch:
         return None
     notes = [served.note] if served.note else []
+    from mha_cli.core.speculative import HEADS_PLACEHOLDER
+
+    if any(HEADS_PLACEHOLDER in line for line in launch.values()):
+        notes.append(f"replace {HEADS_PLACEHOLDER} with the EAGLE heads' folder or Hugging Face id")
+    if "trtllm" in launch and "--speculative-config" in launch["vllm"]:
+        notes.append("trtllm-serve takes speculative decoding in its --extra_llm_api_options file, not written here")
     if served.revision is not None and "trtllm" in launch:
         notes.append(f"trtllm-serve has no --revision: it loads {served.model}'s default branch, not {served.revision}")
     return "; ".join(notes) or None
