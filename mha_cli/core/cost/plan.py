@@ -14,6 +14,7 @@ from pydantic import Field
 
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
+from mha_cli.core.cost.speculative_plan import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dp_attention_problem
 from mha_cli.core.errors import BadInputError
@@ -51,6 +52,8 @@ class ServingPlan(ServingPrediction):
     the closed-form model's quick estimate."""
     simulated_sweep: list[SimulatedServing] = Field(default_factory=empty_list)
     """``--plot`` with the simulation: the same sweep's concurrencies simulated (3 requests a user)."""
+    speculative: SpeculativeComparison | None = None
+    """Speculative decoding asked for: its figures beside plain decoding's (``core.cost.speculative_plan``)."""
 
 
 def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int, int]:
