@@ -913,7 +913,7 @@ class SpeculativeSpec(_Strict):
     """The drafter has its own embedding and LM head (a draft model)."""
     extra_params: Annotated[int, Field(ge=0)] = 0
     """Parameters outside the drafter's decoder layers, whole in bf16 on every rank: MTP's eh_proj (2d x d) and its
-    two norms, EAGLE's fc (2d or 3d x d)."""
+    three norms, EAGLE's fc (2d or 3d x d)."""
 
 
 class DeploymentSpec(_Strict):

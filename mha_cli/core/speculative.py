@@ -5,7 +5,7 @@ The drafter, per ``speculative_config`` method (vLLM's names):
 - ``mtp``: the target's own multi-token-prediction layers (``num_nextn_predict_layers``: DeepSeek-V3/R1, GLM-4.5+,
   Qwen3-Next), each one decoder layer of the model's own kind (DeepSeek-V3's is an MoE layer) plus ``eh_proj``
   (2d x d, a plain ``nn.Linear``: bf16, whole on every rank, vLLM ``model_executor/models/deepseek_mtp.py``) and
-  its ``enorm`` / ``hnorm`` norms; the embedding and LM head are the target's (``_maybe_share_embeddings`` /
+  its ``enorm`` / ``hnorm`` / ``shared_head.norm`` norms; the embedding and LM head are the target's (``_maybe_share_embeddings`` /
   ``_maybe_share_lm_head`` in ``v1/spec_decode/llm_base_proposer.py``). With k above the layers, vLLM runs the
   last layer again.
 - ``eagle`` / ``eagle3``: one decoder layer over the target's hidden size (the draft config's when given) plus
@@ -241,7 +241,7 @@ def build_spec(
     if chosen == "mtp":
         layers = mtp_layers(target, origin, kind)
         drafter, is_model = decoder_layers(target, layers), False
-        extra = 2 * target.d_model * target.d_model + 2 * target.d_model  # eh_proj and enorm / hnorm
+        extra = 2 * target.d_model * target.d_model + 3 * target.d_model  # eh_proj; enorm, hnorm, shared_head.norm
         default_k = layers
     elif chosen in ("eagle", "eagle3"):
         drafter = decoder_layers(target, 1) if draft is None else load_source(draft).model
