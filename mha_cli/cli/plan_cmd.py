@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from mha_cli.core.cost.plan import ServingPlan
     from mha_cli.core.cost.profile import DeviceProfile
     from mha_cli.core.cost.search import SearchResult
-    from mha_cli.core.cost.speculative_plan import SpeculativeComparison
+    from mha_cli.core.cost.speculative import SpeculativeComparison
     from mha_cli.core.schemas import SpeculativeSpec
     from mha_cli.core.serve.replica import ClientSpec, SimulatedServing
     from mha_cli.core.sources import ModelSource

@@ -244,14 +244,15 @@ def build_spec(
         extra = 2 * target.d_model * target.d_model + 3 * target.d_model  # eh_proj; enorm, hnorm, shared_head.norm
         default_k = layers
     elif chosen in ("eagle", "eagle3"):
-        drafter = decoder_layers(target, 1) if draft is None else load_source(draft).model
-        if drafter.moe is not None or drafter.d_model != target.d_model:
-            raise BadInputError(
-                f"{draft}: EAGLE heads are dense layers over the target's width ({target.d_model}); give the heads'"
-                " config.json, or no model to price one layer of the target's shape"
-            )
-        if draft is None and target.moe is not None:
-            drafter = drafter.model_copy(update={"moe": None})
+        if draft is None:  # one dense decoder layer of the target's shape
+            drafter = decoder_layers(target, 1).model_copy(update={"moe": None})
+        else:
+            drafter = load_source(draft).model
+            if drafter.moe is not None or drafter.d_model != target.d_model:
+                raise BadInputError(
+                    f"{draft}: EAGLE heads are dense layers over the target's width ({target.d_model}); give the"
+                    " heads' config.json, or no model to price one layer of the target's shape"
+                )
         is_model = False
         extra = (2 if chosen == "eagle" else 3) * target.d_model * target.d_model
         default_k = 3

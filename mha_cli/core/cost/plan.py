@@ -14,7 +14,7 @@ from pydantic import Field
 
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
-from mha_cli.core.cost.speculative_plan import SpeculativeComparison
+from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dp_attention_problem
 from mha_cli.core.errors import BadInputError

@@ -15,9 +15,12 @@ sequence cost about k + 1 times a decode's: past the point where (draft + verify
 speculative decoding loses. Pure Python.
 """
 
+from pydantic import Field
+
 from mha_cli.core.cost.step import StepTime
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.cost.work import StepShape, decode_shape
+from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import SpeculativeSpec
 
 
@@ -89,3 +92,38 @@ def decode_step(stepper: Stepper, sequences: int, context: int, *chunks: StepSha
         step.compute_s if step.bound == "compute" else step.memory_s
     ) + drafting
     return step.model_copy(update=update)
+
+
+class SpeculativePoint(Record):
+    """One load, with and without speculative decoding."""
+
+    concurrency: int
+    itl_ms: float
+    itl_ms_without: float
+    output_tokens_per_s: float
+    output_tokens_per_s_without: float
+
+
+class SpeculativeComparison(Record):
+    """Speculative decoding's plan beside the plain one, at the plan's load and along a load curve."""
+
+    method: str
+    num_speculative_tokens: int
+    acceptance_length: float
+    """T: tokens per verification step (mean)."""
+    acceptance_source: str
+    drafter_weight_bytes_per_device: int
+    kv_tokens_per_device: int
+    """The KV pool's tokens with the drafter's layers holding their share."""
+    kv_tokens_per_device_without: int
+    itl_ms: float
+    itl_ms_without: float
+    output_tokens_per_s: float
+    output_tokens_per_s_without: float
+    speedup: float
+    """ITL without / ITL with, at the plan's load (above 1: it pays)."""
+    pays: bool
+    """Output tokens/s with it at least those without, at the plan's load."""
+    loses_from: int | None
+    """The first load on the curve at which it loses (tokens/s below plain decoding's); None if none does."""
+    curve: list[SpeculativePoint] = Field(default_factory=empty_list)

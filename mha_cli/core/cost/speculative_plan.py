@@ -10,51 +10,15 @@ pool admits, at which the deployment's output tokens/s with speculative decoding
 Python.
 """
 
-from pydantic import Field
-
+from mha_cli.core.cost.plan import LayoutPlans
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.record import Record, empty_list
+from mha_cli.core.cost.speculative import SpeculativeComparison, SpeculativePoint
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.speculative import drafter_weight_bytes
 from mha_cli.core.targets import ResolvedTarget
 
 MAX_POINTS_USERS = 4096
 """The load curve goes up to this many users at most."""
-
-
-class SpeculativePoint(Record):
-    """One load, with and without speculative decoding."""
-
-    concurrency: int
-    itl_ms: float
-    itl_ms_without: float
-    output_tokens_per_s: float
-    output_tokens_per_s_without: float
-
-
-class SpeculativeComparison(Record):
-    """Speculative decoding's plan beside the plain one, at the plan's load and along a load curve."""
-
-    method: str
-    num_speculative_tokens: int
-    acceptance_length: float
-    """T: tokens per verification step (mean)."""
-    acceptance_source: str
-    drafter_weight_bytes_per_device: int
-    kv_tokens_per_device: int
-    """The KV pool's tokens with the drafter's layers holding their share."""
-    kv_tokens_per_device_without: int
-    itl_ms: float
-    itl_ms_without: float
-    output_tokens_per_s: float
-    output_tokens_per_s_without: float
-    speedup: float
-    """ITL without / ITL with, at the plan's load (above 1: it pays)."""
-    pays: bool
-    """Output tokens/s with it at least those without, at the plan's load."""
-    loses_from: int | None
-    """The first load on the curve at which it loses (tokens/s below plain decoding's); None if none does."""
-    curve: list[SpeculativePoint] = Field(default_factory=empty_list)
 
 
 def compare_speculative(
@@ -71,8 +35,6 @@ def compare_speculative(
     pp: int = 1,
 ) -> SpeculativeComparison:
     """``deployment`` (with its ``speculative``) against the same without it (see the module docstring)."""
-    from mha_cli.core.cost.plan import LayoutPlans
-
     spec = deployment.speculative
     assert spec is not None, "nothing to compare without speculative decoding"
     plain = deployment.model_copy(update={"speculative": None})
