@@ -1,7 +1,9 @@
 """Published speculative-decoding speedups, predicted: each row's setup (model, GPU, engine, method, k, the
 acceptance length T the source measured, the load) through ``mha plan``'s closed form with and without speculative
-decoding, on the shipped GPU priors; and hand counts of the drafters' memory. Nothing here was fitted on these rows:
-every one is held out. Output tokens/s with / without at the row's load is the predicted speedup.
+decoding, on the shipped GPU priors; and hand counts of the drafters' memory. No constant was fitted on these rows;
+one modelling rule was chosen with the two vLLM EAGLE rows in view (each drafter pass pays the profile's step
+overhead: without it those rows came out 1.64x and 1.59x), so they are not held out; the others are. Output
+tokens/s with / without at the row's load is the predicted speedup.
 
     PYTHONPATH=. python benchmarks/speculative_eval.py [--out outputs/serving/speculative.md]
 """
@@ -221,7 +223,10 @@ def main() -> None:
         "Command: `PYTHONPATH=. python benchmarks/speculative_eval.py`. Each row: the source's setup priced by `mha plan`'s"
         " closed form with and without speculative decoding (`--speculative-config`, `--acceptance-length` T as the"
         " source measured it), on the shipped GPU priors; predicted = output tokens/s with / without at the row's"
-        " users. None of these rows was fitted (held out). MT-bench rows are priced at 128 prompt / 256 output tokens.",
+        " users. No constant was fitted on these rows. One rule was chosen with the two vLLM EAGLE rows in view:"
+        " each drafter pass pays the profile's engine step overhead (vLLM's proposer runs each pass as its own"
+        " forward call); without it they came out 1.64x and 1.59x against 1.36x and 1.29x measured, so those two rows"
+        " are not held out; the others are. MT-bench rows are priced at 128 prompt / 256 output tokens.",
         "",
         "| source | model | GPU | engine | method, k | T | users | measured | predicted (tok/s) | predicted ITL ratio |"
         " loses from | notes |",
@@ -230,7 +235,7 @@ def main() -> None:
     for row in ROWS:
         throughput, itl, loses = predict(row)
         measured = "-" if row.measured is None else f"{row.measured:.2f}x"
-        model = Path(row.model).stem
+        model = Path(row.model).stem if row.model.endswith(".json") else row.model
         lines.append(
             f"| [{row.source}]({row.url}) | {model} | {row.target} | {row.engine} | {row.method}, {row.k} |"
             f" {row.acceptance_length:g} | {row.users} | {measured} | {throughput:.2f}x | {itl:.2f}x |"
@@ -255,6 +260,12 @@ def main() -> None:
         "",
         "## Reading it",
         "",
+        "- At batch 1 the held-out rows come within -7% to +13% of the measured speedups (SGLang's EAGLE-3 at T = 4.68"
+        " is the widest: its tree drafts and verifies more than the chain priced). At 32 and 64 users the plan stays"
+        " about 12% above the measured speedups but follows their direction: GLM-4.7-Flash's speedup grows from batch 1"
+        " to 32 in both (the baseline's step grows faster than the speculative step's per token).",
+        "- DeepSeek's 1.8x comes from its own serving (H800s, load not stated); the plan's 1.68x at one user and 1.58x"
+        " at 64 on 8 x H200 are 7% and 12% below it.",
         "- Where the source states T and the load is batch 1 (vLLM EAGLE rows), the plan's speedup is the step"
         " model's: (draft + verify) / T against a decode step.",
         "- SGLang's EAGLE-3 rows draft a tree (topk 4 or 8): more tokens verified per step than a chain of k, which the"

@@ -5,8 +5,8 @@ One engine step of ``running`` sequences (vLLM V1's ``EagleProposer`` / ``DraftM
 - verify: the target runs k + 1 tokens per sequence (the last accepted token and the k drafts) over its cache, a
   prefill-like shape scored by the decode kernels (``StepShape.verify``), logits for every position;
 - draft: the drafter's first pass over the k + 1 verified positions of each sequence, then k - 1 passes of one
-  token each (the MTP/EAGLE layer or the draft model, each with the LM head), inside the same engine step: no
-  second step overhead.
+  token each (the MTP/EAGLE layer or the draft model, each with the LM head), each its own forward call with the
+  profile's step overhead (``draft_seconds``).
 
 Each sequence gains T tokens a step on average (the acceptance length), so the time per output token is
 (draft + verify) / T. At a small batch the verification costs about what a decode does (both read the weights
@@ -67,15 +67,15 @@ def _drafter_format(spec: SpeculativeSpec, stepper: Stepper) -> str:
 
 
 def draft_seconds(stepper: Stepper, sequences: int, context: int) -> float:
-    """The drafter's k passes for ``sequences`` (see the module docstring), without a step overhead of their own."""
+    """The drafter's k passes for ``sequences`` (see the module docstring), each a forward step of its own with the
+    profile's step overhead: vLLM's proposer calls the drafter once a pass, each with its attention metadata built
+    on the host and its CUDA graph launched (``v1/spec_decode/llm_base_proposer.py``), as an engine step does."""
     spec = stepper.case.speculative
     if spec is None or sequences < 1:
         return 0.0
     draft, k = draft_stepper(stepper), spec.num_speculative_tokens
-    profile = stepper.profile
-    own = profile.step_overhead_s + profile.sequence_overhead_s * sequences  # charged once, by the target's step
-    first = draft.step(StepShape(sequences, k + 1, context, sequences)).seconds - own
-    rest = draft.step(decode_shape(sequences, context + k + 1)).seconds - own if k > 1 else 0.0
+    first = draft.step(StepShape(sequences, k + 1, context, sequences)).seconds
+    rest = draft.step(decode_shape(sequences, context + k + 1)).seconds if k > 1 else 0.0
     return first + (k - 1) * rest
 
 
