@@ -332,6 +332,12 @@ def plan(
         )  # fmt: skip
         if stand_in:
             found.layouts.append(stand_in)
+        if speculative is not None:
+            found.layouts.append(
+                f"speculative decoding priced in every candidate: {speculative.method}, k ="
+                f" {speculative.num_speculative_tokens}, T = {speculative.acceptance_length:.2f}"
+                f" ({speculative.acceptance_source}); plan one with --tp to see it beside plain decoding"
+            )
         from mha_cli.core.deployment import mixer_weights_note
 
         if mixer_weights_note(loaded.model) is not None:
