@@ -263,3 +263,14 @@ def test_plan_refuses_speculative_input_in_one_line(cli, args, message):
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_plan_shows_speculative_beside_plain_and_where_it_stops_paying(cli):
+    result = cli.run(
+        "plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "8", "--isl", "1024", "--osl", "256", "--closed-form",
+        "--draft", "llama-3.2-1b", "--num-speculative-tokens", "4", "--acceptance-length", "2.5",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "speculative decoding (draft_model, k = 4, T = 2.50 tokens per target step)" in text
+    assert "it stops paying from" in text and "acceptance length: given (--acceptance-length)" in text

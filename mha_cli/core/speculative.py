@@ -139,7 +139,7 @@ def parse_speculative_config(text: str) -> dict[str, object]:
         ) from None
     if not isinstance(data, dict):
         raise BadInputError('--speculative-config: give a JSON object, e.g. \'{"method": "eagle3", ...}\'')
-    known = {"method", "model", "num_speculative_tokens", "acceptance_length", "draft_tensor_parallel_size"}
+    known = {"method", "model", "num_speculative_tokens", "acceptance_length"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise BadInputError(f"--speculative-config: {', '.join(unknown)} not priced here; keys read: {sorted(known)}")
@@ -166,7 +166,7 @@ def mtp_layers(model: ModelSpec, origin: str, kind: str) -> int:
         data = json.loads(Path(origin).read_text())
         data = data.get("text_config", data)
         count = int(data.get("num_nextn_predict_layers") or 0)
-    elif kind == "preset":
+    else:  # a preset, or our config of one
         count = MTP_LAYERS_BY_PRESET.get(model.name, 0)
     if count < 1:
         raise BadInputError(
@@ -241,7 +241,8 @@ def build_spec(
     if chosen == "mtp":
         layers = mtp_layers(target, origin, kind)
         drafter, is_model = decoder_layers(target, layers), False
-        extra = 2 * target.d_model * target.d_model + 3 * target.d_model  # eh_proj; enorm, hnorm, shared_head.norm
+        # each MTP layer's eh_proj, enorm, hnorm and shared_head.norm
+        extra = layers * (2 * target.d_model * target.d_model + 3 * target.d_model)
         default_k = layers
     elif chosen in ("eagle", "eagle3"):
         if draft is None:  # one dense decoder layer of the target's shape
