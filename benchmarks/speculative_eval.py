@@ -262,7 +262,7 @@ def main() -> None:
         "",
         "- At batch 1 the held-out rows come within -7% to +13% of the measured speedups (SGLang's EAGLE-3 at T = 4.68"
         " is the widest: its tree drafts and verifies more than the chain priced). At 32 and 64 users the plan stays"
-        " about 12% above the measured speedups but follows their direction: GLM-4.7-Flash's speedup grows from batch 1"
+        " 11-12% above the measured speedups but follows their direction: GLM-4.7-Flash's speedup grows from batch 1"
         " to 32 in both (the baseline's step grows faster than the speculative step's per token).",
         "- DeepSeek's 1.8x comes from its own serving (H800s, load not stated); the plan's 1.68x at one user and 1.58x"
         " at 64 on 8 x H200 are 7% and 12% below it.",

@@ -27,7 +27,7 @@ no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
 """
 
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.cost.speculative import decode_shapes, decode_step, tokens_per_step
+from mha_cli.core.cost.speculative import decode_shapes, decode_step, draft_prefill_seconds, tokens_per_step
 from mha_cli.core.cost.step import StepTime
 from mha_cli.core.cost.stepper import Batching, ServingCase, Stepper, chunked_prefill
 from mha_cli.core.cost.work import prefill_shape
@@ -127,6 +127,7 @@ def _latencies(case: ServingCase, stepper: Stepper, running: int) -> tuple[float
     riding = decode_shapes(stepper, micro - 1, context)
     computed = case.isl - case.cached_prefix  # a prefix-cache hit is read, not computed
     prefill, chunks = chunked_prefill(stepper, computed, case.chunk_tokens, riding, start=case.cached_prefix)
+    prefill += draft_prefill_seconds(stepper, computed, case.chunk_tokens, case.cached_prefix)  # 0 without a drafter
     # over one request's osl / T steps the others' prompts ((running - 1) x isl tokens) share the steps' budget
     steps = case.osl / per_step
     room = max(1, case.chunk_tokens - sum(shape.tokens for shape in decode_shapes(stepper, micro, context)))

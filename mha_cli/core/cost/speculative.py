@@ -4,7 +4,8 @@ One engine step of ``running`` sequences (vLLM V1's ``EagleProposer`` / ``DraftM
 
 - verify: the target runs k + 1 tokens per sequence (the last accepted token and the k drafts) over its cache, a
   prefill-like shape scored by the decode kernels (``StepShape.verify``), logits for every position;
-- draft: the drafter's first pass over the k + 1 verified positions of each sequence, then k - 1 passes of one
+- draft: the drafter's first pass over the k + 1 verified positions of each sequence (and over the step's prefill
+  chunks: the drafter caches every prompt too), then k - 1 passes of one
   token each (the MTP/EAGLE layer or the draft model, each with the LM head), each its own forward call with the
   profile's step overhead (``draft_seconds``).
 
@@ -18,7 +19,7 @@ speculative decoding loses. Pure Python.
 from pydantic import Field
 
 from mha_cli.core.cost.step import StepTime
-from mha_cli.core.cost.stepper import Stepper
+from mha_cli.core.cost.stepper import Stepper, chunked_prefill
 from mha_cli.core.cost.work import StepShape, decode_shape
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import SpeculativeSpec
@@ -66,17 +67,28 @@ def _drafter_format(spec: SpeculativeSpec, stepper: Stepper) -> str:
     return "bf16" if spec.drafter_is_model else stepper.case.weight_dtype
 
 
-def draft_seconds(stepper: Stepper, sequences: int, context: int) -> float:
-    """The drafter's k passes for ``sequences`` (see the module docstring), each a forward step of its own with the
-    profile's step overhead: vLLM's proposer calls the drafter once a pass, each with its attention metadata built
-    on the host and its CUDA graph launched (``v1/spec_decode/llm_base_proposer.py``), as an engine step does."""
+def draft_seconds(stepper: Stepper, sequences: int, context: int, *chunks: StepShape) -> float:
+    """The drafter's k passes for ``sequences`` decoding (see the module docstring), each a forward step of its own
+    with the profile's step overhead: vLLM's proposer calls the drafter once a pass, each with its attention metadata
+    built on the host and its CUDA graph launched (``v1/spec_decode/llm_base_proposer.py``), as an engine step does.
+    Its first pass runs over every token the target ran in the step, prefill ``chunks`` too (the drafter keeps its own
+    cache of each prompt)."""
     spec = stepper.case.speculative
-    if spec is None or sequences < 1:
+    if spec is None or (sequences < 1 and not chunks):
         return 0.0
     draft, k = draft_stepper(stepper), spec.num_speculative_tokens
-    first = draft.step(StepShape(sequences, k + 1, context, sequences)).seconds
-    rest = draft.step(decode_shape(sequences, context + k + 1)).seconds if k > 1 else 0.0
+    verified = [StepShape(sequences, k + 1, context, sequences)] if sequences else []
+    first = draft.step(*chunks, *verified).seconds
+    rest = draft.step(decode_shape(sequences, context + k + 1)).seconds if k > 1 and sequences else 0.0
     return first + (k - 1) * rest
+
+
+def draft_prefill_seconds(stepper: Stepper, tokens: int, chunk_tokens: int, start: int) -> float:
+    """The drafter's passes over a prompt of ``tokens`` in chunks of the engine's budget (0 without speculative
+    decoding): what each of the prompt's steps adds (``draft_seconds``' first pass)."""
+    if stepper.case.speculative is None or tokens < 1:
+        return 0.0
+    return chunked_prefill(draft_stepper(stepper), tokens, chunk_tokens, [], start=start)[0]
 
 
 def decode_step(stepper: Stepper, sequences: int, context: int, *chunks: StepShape) -> StepTime:
@@ -84,7 +96,7 @@ def decode_step(stepper: Stepper, sequences: int, context: int, *chunks: StepSha
     speculative decoding the verification with the drafting's seconds added (to ``seconds``, and to ``memory_s`` or
     ``compute_s`` as the verification is bound)."""
     step = stepper.step(*chunks, *decode_shapes(stepper, sequences, context))
-    drafting = draft_seconds(stepper, sequences, context)
+    drafting = draft_seconds(stepper, sequences, context, *chunks)
     if not drafting:
         return step
     update = {"seconds": step.seconds + drafting}

@@ -13,7 +13,7 @@ cache reads and query-key pairs are linear in the contexts; for sliding-window l
 on one side of the window. Pure Python.
 """
 
-from mha_cli.core.cost.speculative import decode_shapes, draft_seconds
+from mha_cli.core.cost.speculative import decode_shapes, draft_seconds, draft_stepper
 from mha_cli.core.cost.step import op_seconds
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.cost.work import (
@@ -45,6 +45,8 @@ class StepCost:
         self.per_decode = 1 if spec is None else spec.num_speculative_tokens + 1
         """Tokens a decoding sequence puts in a step: 1, or k + 1 to verify (``core.cost.speculative``)."""
         self._drafts: dict[tuple[int, int], float] = {}
+        self._draft_cost: StepCost | None = None
+        """The drafter's own step cost (prefill chunks), once needed."""
 
     def _price(self, ops: list[Op]) -> float:
         """Operations' time plus their kernels' fixed cost (``core.cost.step``'s engine execution)."""
@@ -107,15 +109,23 @@ class StepCost:
         ops += outside_ops(self.stepper.stages[0], tokens, decodes * self.per_decode + len(chunks), tp=case.tp,
                            weight_dtype=case.weight_dtype)  # fmt: skip
         host = self.profile.step_overhead_s + self.profile.sequence_overhead_s * (decodes + len(chunks))
-        return self.layers(tokens) + self._price(ops) + host + self.drafting(decodes, decode_context)
+        return self.layers(tokens) + self._price(ops) + host + self.drafting(decodes, decode_context, chunks)
 
-    def drafting(self, decodes: int, context: int) -> float:
-        """The drafter's seconds for ``decodes`` sequences (0 without speculative decoding), memoised every
-        ``CONTEXT_GRID`` tokens of context."""
-        if self.per_decode == 1 or not decodes:
+    def drafting(self, decodes: int, context: int, chunks: list[tuple[int, int]]) -> float:
+        """The drafter's seconds for ``decodes`` sequences (memoised every ``CONTEXT_GRID`` tokens of context) and
+        its pass over the prefill ``chunks`` (priced by the drafter's own ``StepCost``; riding the decodes' first
+        pass, it pays no step overhead of its own then); 0 without speculative decoding."""
+        if self.per_decode == 1:
             return 0.0
-        key = (decodes, context - context % CONTEXT_GRID)
-        cached = self._drafts.get(key)
-        if cached is None:
-            cached = self._drafts[key] = draft_seconds(self.stepper, decodes, key[1])
-        return cached
+        total = 0.0
+        if decodes:
+            key = (decodes, context - context % CONTEXT_GRID)
+            cached = self._drafts.get(key)
+            if cached is None:
+                cached = self._drafts[key] = draft_seconds(self.stepper, decodes, key[1])
+            total += cached
+        if chunks:
+            if self._draft_cost is None:
+                self._draft_cost = StepCost(draft_stepper(self.stepper))
+            total += self._draft_cost.seconds(0, 0, chunks) - (self.profile.step_overhead_s if decodes else 0.0)
+        return total
