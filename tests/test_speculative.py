@@ -15,6 +15,7 @@ from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.speculative import decode_step, verify_shape
 from mha_cli.core.cost.speculative_plan import compare_speculative
 from mha_cli.core.cost.stepper import ServingCase, Stepper
+from mha_cli.core.cost.work import prefill_shape
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.serve.replica import ClientSpec
@@ -274,3 +275,17 @@ def test_plan_shows_speculative_beside_plain_and_where_it_stops_paying(cli):
     text = " ".join(result.output.split())
     assert "speculative decoding (draft_model, k = 4, T = 2.50 tokens per target step)" in text
     assert "it stops paying from" in text and "acceptance length: given (--acceptance-length)" in text
+
+
+def test_the_simulators_step_with_a_prefill_chunk_prices_the_drafter_over_it():
+    model = load_source("llama-3.1-8b").model
+    spec = build_spec(model, origin="", kind="preset", method="eagle3", num_speculative_tokens=3)
+    profile = prior_profile(resolve_target("h100").target, "bf16")
+    stepper = Stepper(_case("llama-3.1-8b", spec, 8), profile)
+    # the closed form's step (verify + draft passes, the first over the chunk too) and the simulator's agree
+    closed = decode_step(stepper, 8, 1504, prefill_shape(512, context=256)).seconds
+    assert StepCost(stepper).seconds(8, 1504, [(512, 256)]) == pytest.approx(closed, rel=0.01)
+    # a prompt alone: the drafter's pass over it comes on top of the target's
+    alone = StepCost(stepper).seconds(0, 0, [(512, 256)])
+    plain = StepCost(Stepper(_case("llama-3.1-8b", None, 8), profile)).seconds(0, 0, [(512, 256)])
+    assert alone > plain

@@ -112,20 +112,19 @@ class StepCost:
         return self.layers(tokens) + self._price(ops) + host + self.drafting(decodes, decode_context, chunks)
 
     def drafting(self, decodes: int, context: int, chunks: list[tuple[int, int]]) -> float:
-        """The drafter's seconds for ``decodes`` sequences (memoised every ``CONTEXT_GRID`` tokens of context) and
-        its pass over the prefill ``chunks`` (priced by the drafter's own ``StepCost``; riding the decodes' first
-        pass, it pays no step overhead of its own then); 0 without speculative decoding."""
-        if self.per_decode == 1:
+        """The drafter's seconds (0 without speculative decoding): ``core.cost.speculative.draft_seconds``, memoised
+        every ``CONTEXT_GRID`` tokens of context for decodes alone; with prefill ``chunks`` its first pass runs over
+        them and the decodes' k + 1 tokens together, priced by the drafter's own ``StepCost``."""
+        if self.per_decode == 1 or (not decodes and not chunks):
             return 0.0
-        total = 0.0
-        if decodes:
+        if not chunks:
             key = (decodes, context - context % CONTEXT_GRID)
             cached = self._drafts.get(key)
             if cached is None:
                 cached = self._drafts[key] = draft_seconds(self.stepper, decodes, key[1])
-            total += cached
-        if chunks:
-            if self._draft_cost is None:
-                self._draft_cost = StepCost(draft_stepper(self.stepper))
-            total += self._draft_cost.seconds(0, 0, chunks) - (self.profile.step_overhead_s if decodes else 0.0)
-        return total
+            return cached
+        if self._draft_cost is None:
+            self._draft_cost = StepCost(draft_stepper(self.stepper))
+        first = self._draft_cost.seconds(0, 0, [(self.per_decode, context)] * decodes + chunks)
+        rest = self._draft_cost.seconds(decodes, context + self.per_decode, []) if decodes else 0.0
+        return first + (self.per_decode - 2) * rest
