@@ -33,6 +33,7 @@ from mha_cli.core.speculative import (
     vllm_flags,
 )
 from mha_cli.core.targets import resolve_target
+from mha_cli.core.tensor_parallel import ExpertLayout
 from tests.conftest import reference_hf_config
 
 D = 7168  # DeepSeek-V3 hidden_size
@@ -71,6 +72,9 @@ def test_deepseek_v3_mtp_layer_weights_and_cache_match_a_hand_count(deepseek):
     # the project's weight model leaves out the router's e_score_correction_bias (256 fp32 = 1,024 B a layer)
     assert _deepseek_mtp_checkpoint_bytes() - counted == 1024
     assert counted == 11_717_510_368  # 10.91 GiB: the hand count above, less that bias
+    # expert parallel over 8 ranks (DP attention's layout): each rank holds 32 of the 256 routed experts whole
+    routed = 2 * _fp8_block(2048, D) + _fp8_block(D, 2048)
+    assert drafter_weight_bytes(spec, 1, "fp8-block", ExpertLayout(8, whole=True)) == counted - 224 * routed
     # the latent: kv_lora_rank + qk_rope_head_dim = 576 values a token, whole on every rank
     assert drafter_kv_bytes_per_token(spec, 1, "bf16") == 576 * 2
     assert drafter_kv_bytes_per_token(spec, 8, "bf16") == 576 * 2

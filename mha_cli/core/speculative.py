@@ -5,9 +5,9 @@ The drafter, per ``speculative_config`` method (vLLM's names):
 - ``mtp``: the target's own multi-token-prediction layers (``num_nextn_predict_layers``: DeepSeek-V3/R1, GLM-4.5+,
   Qwen3-Next), each one decoder layer of the model's own kind (DeepSeek-V3's is an MoE layer) plus ``eh_proj``
   (2d x d, a plain ``nn.Linear``: bf16, whole on every rank, vLLM ``model_executor/models/deepseek_mtp.py``) and
-  its ``enorm`` / ``hnorm`` / ``shared_head.norm`` norms; the embedding and LM head are the target's (``_maybe_share_embeddings`` /
-  ``_maybe_share_lm_head`` in ``v1/spec_decode/llm_base_proposer.py``). With k above the layers, vLLM runs the
-  last layer again.
+  its ``enorm`` / ``hnorm`` / ``shared_head.norm`` norms; the embedding and LM head are the target's
+  (``_maybe_share_embeddings`` / ``_maybe_share_lm_head`` in ``v1/spec_decode/llm_base_proposer.py``). Each draft
+  pass runs one of the layers; with k above the layers, vLLM runs them again.
 - ``eagle`` / ``eagle3``: one decoder layer over the target's hidden size (the draft config's when given) plus
   ``fc`` over 2 (EAGLE) or 3 (EAGLE-3) hidden states; embedding and head shared likewise.
 - ``draft_model``: a model of its own, sharded with the target's tensor-parallel degree
@@ -24,12 +24,15 @@ Pure Python.
 import json
 import math
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import ModelSpec, SpeculativeMethod, SpeculativeSpec
 from mha_cli.core.weight_bytes import rank_weight_bytes
+
+if TYPE_CHECKING:
+    from mha_cli.core.tensor_parallel import ExpertLayout
 
 METHODS: tuple[SpeculativeMethod, ...] = ("mtp", "eagle", "eagle3", "draft_model")
 MTP_ALIASES = ("deepseek_mtp", "glm4_moe_mtp", "qwen3_next_mtp", "mimo_mtp")
@@ -187,15 +190,21 @@ def decoder_layers(model: ModelSpec, n_layers: int) -> ModelSpec:
     return model.model_copy(update=update)
 
 
-def drafter_weight_bytes(spec: SpeculativeSpec, tp: int, weight_dtype: str) -> int:
+def drafter_weight_bytes(
+    spec: SpeculativeSpec, tp: int, weight_dtype: str, experts: "ExpertLayout | None" = None
+) -> int:
     """Bytes of the drafter on one rank of ``tp``: a draft model's own shard (bf16), or the drafter's decoder layers
-    in ``weight_dtype`` (the difference a layer makes to the rank's bytes) plus its whole bf16 ``extra_params``."""
+    in ``weight_dtype`` (the difference a layer makes to the rank's bytes; an MTP layer's routed experts in the
+    target's ``experts`` layout) plus its whole bf16 ``extra_params``."""
     drafter = spec.drafter
     if spec.drafter_is_model:
         return rank_weight_bytes(drafter, tp, "bf16")
+    layout = experts if drafter.moe is not None else None
     more = drafter.model_copy(update={"n_layers": drafter.n_layers + 1})
     one = drafter.model_copy(update={"n_layers": 1})
-    layers = rank_weight_bytes(more, tp, weight_dtype) - rank_weight_bytes(one, tp, weight_dtype)
+    layers = rank_weight_bytes(more, tp, weight_dtype, experts=layout) - rank_weight_bytes(
+        one, tp, weight_dtype, experts=layout
+    )
     return layers + spec.extra_params * EXTRA_DTYPE_BYTES
 
 
@@ -283,9 +292,12 @@ def build_spec(
     )  # fmt: skip
 
 
-def drafter_memory_note(spec: SpeculativeSpec, target: ModelSpec, tp: int, weight_dtype: str, kv_dtype: str) -> str:
+def drafter_memory_note(
+    spec: SpeculativeSpec, target: ModelSpec, tp: int, weight_dtype: str, kv_dtype: str,
+    experts: "ExpertLayout | None" = None,
+) -> str:  # fmt: skip
     """What the memory plan added for the drafter, in words (weights and cache per rank)."""
-    weights = drafter_weight_bytes(spec, tp, weight_dtype)
+    weights = drafter_weight_bytes(spec, tp, weight_dtype, experts)
     per_token = drafter_kv_bytes_per_token(spec, tp, kv_dtype)
     layers = equivalent_layers(spec, target, tp, kv_dtype)
     what = (

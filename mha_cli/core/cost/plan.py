@@ -176,7 +176,7 @@ class LayoutPlans:
             if self._weights is None:
                 self._weights = deployment_rank_bytes(
                     self.stage, tp, deployment.weight_dtype, self.engine_deployment, experts=self.experts
-                ) + drafter_weight_bytes(spec, tp, deployment.weight_dtype)
+                ) + drafter_weight_bytes(spec, tp, deployment.weight_dtype, self.experts)
         kv = kv_footprint(
             held, seq_len=context, batch=-(-concurrency // replicas), kv_dtype=deployment.kv_dtype, tp=tp,
             block_size=deployment.block_size, mla_cache=deployment.mla_cache,
@@ -187,7 +187,7 @@ class LayoutPlans:
         )  # fmt: skip
         if spec is not None:
             memory.engine.notes.append(drafter_memory_note(spec, self.stage, tp, deployment.weight_dtype,
-                                                           deployment.kv_dtype))  # fmt: skip
+                                                           deployment.kv_dtype, self.experts))  # fmt: skip
         self._weights = memory.weight_bytes_per_device
         engine = memory.engine
         if not engine.starts:

@@ -58,7 +58,9 @@ def compare_speculative(
     return SpeculativeComparison(
         method=spec.method, num_speculative_tokens=spec.num_speculative_tokens,
         acceptance_length=spec.acceptance_length, acceptance_source=spec.acceptance_source,
-        drafter_weight_bytes_per_device=drafter_weight_bytes(spec, at.memory.tp, deployment.weight_dtype),
+        drafter_weight_bytes_per_device=drafter_weight_bytes(
+            spec, at.memory.tp, deployment.weight_dtype, with_plans.experts
+        ),
         kv_tokens_per_device=at.memory.max_tokens_per_device,
         kv_tokens_per_device_without=at_without.memory.max_tokens_per_device,
         itl_ms=at.itl_ms, itl_ms_without=at_without.itl_ms, output_tokens_per_s=at.output_tokens_per_s,
