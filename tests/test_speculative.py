@@ -293,3 +293,16 @@ def test_the_simulators_step_with_a_prefill_chunk_prices_the_drafter_over_it():
     alone = StepCost(stepper).seconds(0, 0, [(512, 256)])
     plain = StepCost(Stepper(_case("llama-3.1-8b", None, 8), profile)).seconds(0, 0, [(512, 256)])
     assert alone > plain
+
+
+def test_sglang_gives_the_drafter_a_pool_of_its_own(cli):
+    args = ["plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "256", "--closed-form",
+            "--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 3}']  # fmt: skip
+    sglang = cli.json(*args, "--engine", "sglang")
+    vllm = cli.json(*args)
+    # SGLang sizes the target's pool first: the drafter's tokens do not come out of it; vLLM's pool holds them
+    assert sglang["speculative"]["kv_tokens_per_device"] == sglang["speculative"]["kv_tokens_per_device_without"]
+    assert vllm["speculative"]["kv_tokens_per_device"] < vllm["speculative"]["kv_tokens_per_device_without"]
+    note = next(n for n in sglang["notes"] if n.startswith("speculative decoding"))
+    tokens = sglang["memory"]["engine"]["kv_tokens"] + sglang["memory"]["engine"]["max_num_seqs"] * 7 + 100
+    assert f"a pool of {tokens:,} tokens x 4,096 B" in note  # one layer: 2 x 8 heads x 128 x 2 B

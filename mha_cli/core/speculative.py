@@ -32,6 +32,7 @@ from mha_cli.core.schemas import ModelSpec, SpeculativeMethod, SpeculativeSpec
 from mha_cli.core.weight_bytes import rank_weight_bytes
 
 if TYPE_CHECKING:
+    from mha_cli.core.engine.plan import EnginePlan
     from mha_cli.core.tensor_parallel import ExpertLayout
 
 METHODS: tuple[SpeculativeMethod, ...] = ("mtp", "eagle", "eagle3", "draft_model")
@@ -292,11 +293,26 @@ def build_spec(
     )  # fmt: skip
 
 
+def shares_pool(engine: str | None) -> bool:
+    """Whether ``engine``'s KV pool, sized from the memory left, holds the drafter's weights and cache: vLLM (its
+    profiling run loads both, then every attention layer takes blocks) and, priced alike, TensorRT-LLM; not SGLang
+    (``SGLANG_OWN_POOL``)."""
+    return (engine or "vllm") != "sglang"
+
+
+SGLANG_OWN_POOL = (
+    "SGLang sizes the target's pool first and gives the drafter a pool of its own of the target's tokens plus"
+    " headroom (model_runner.py: draft_runner_cache_size = max_total_num_tokens + max_num_reqs x (steps x topk +"
+    " draft tokens) + 100)"
+)
+
+
 def drafter_memory_note(
     spec: SpeculativeSpec, target: ModelSpec, tp: int, weight_dtype: str, kv_dtype: str,
-    experts: "ExpertLayout | None" = None,
+    experts: "ExpertLayout | None" = None, engine: "EnginePlan | None" = None,
 ) -> str:  # fmt: skip
-    """What the memory plan added for the drafter, in words (weights and cache per rank)."""
+    """What the memory plan holds for the drafter, in words (weights and cache per rank); for SGLang, what comes on
+    top of the target's pool and whether the share its mem_fraction_static keeps out holds it."""
     weights = drafter_weight_bytes(spec, tp, weight_dtype, experts)
     per_token = drafter_kv_bytes_per_token(spec, tp, kv_dtype)
     layers = equivalent_layers(spec, target, tp, kv_dtype)
@@ -306,11 +322,23 @@ def drafter_memory_note(
         else f"{spec.drafter.n_layers} {spec.method.upper()} layer(s) in {weight_dtype} + {spec.extra_params:,}"
         " bf16 parameters whole on each rank (embedding and LM head shared with the target)"
     )
+    head = f"speculative decoding ({spec.method}, k = {spec.num_speculative_tokens}): the drafter, {what}"
+    if engine is not None and not shares_pool(engine.name):
+        k = spec.num_speculative_tokens
+        tokens = engine.kv_tokens + engine.max_num_seqs * (k + k + 1) + 100
+        extra = weights + tokens * per_token
+        outside = int((engine.total_memory_bytes - engine.non_torch_bytes) * (1 - engine.gpu_memory_utilization))
+        verdict = "within" if extra < outside else "beyond"
+        return (
+            f"{head}: {weights / 2**30:.2f} GiB of weights and a pool of {tokens:,} tokens x {per_token:,} B ="
+            f" {tokens * per_token / 2**30:.2f} GiB per rank on top of the target's pool. {SGLANG_OWN_POOL}: together"
+            f" {extra / 2**30:.2f} GiB, {verdict} the {outside / 2**30:.2f} GiB mem_fraction_static keeps out (which"
+            " also holds activations and CUDA graphs); lower --mem-fraction-static if it is not"
+        )
     return (
-        f"speculative decoding ({spec.method}, k = {spec.num_speculative_tokens}): the drafter, {what}, adds"
-        f" {weights / 2**30:.2f} GiB to the weights on this rank; its cache, {per_token:,} B per token per rank, shares"
-        f" the KV pool (vLLM V1: every attention layer, the drafter's too): priced as {layers} more layer(s) of the"
-        " target's"
+        f"{head}, adds {weights / 2**30:.2f} GiB to the weights on this rank; its cache, {per_token:,} B per token per"
+        " rank, shares the KV pool (vLLM V1: every attention layer, the drafter's too): priced as"
+        f" {layers} more layer(s) of the target's"
     )
 
 

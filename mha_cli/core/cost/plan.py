@@ -25,7 +25,7 @@ from mha_cli.core.pipeline import stage_layout, stage_model, stage_params
 from mha_cli.core.record import empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec, SimulatedServing, simulate_deployment
-from mha_cli.core.speculative import drafter_memory_note, drafter_weight_bytes, memory_model
+from mha_cli.core.speculative import drafter_memory_note, drafter_weight_bytes, memory_model, shares_pool
 from mha_cli.core.targets import ResolvedTarget, resolve_target_like
 from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
 from mha_cli.core.ways import accepted, flag_updates
@@ -171,7 +171,8 @@ class LayoutPlans:
         context = self.isl + self.osl
         held = self.stage  # the layers whose cache the pool holds: the drafter's too (core.speculative)
         spec = deployment.speculative
-        if spec is not None:
+        drafter_note = None
+        if spec is not None and shares_pool(deployment.engine):
             held = memory_model(self.stage, spec, tp, deployment.kv_dtype)
             if self._weights is None:
                 self._weights = deployment_rank_bytes(
@@ -186,8 +187,9 @@ class LayoutPlans:
             deployment=self.engine_deployment, experts=self.experts, weights_bytes_per_rank=self._weights,
         )  # fmt: skip
         if spec is not None:
-            memory.engine.notes.append(drafter_memory_note(spec, self.stage, tp, deployment.weight_dtype,
-                                                           deployment.kv_dtype, self.experts))  # fmt: skip
+            drafter_note = drafter_memory_note(spec, self.stage, tp, deployment.weight_dtype, deployment.kv_dtype,
+                                               self.experts, memory.engine)  # fmt: skip
+            memory.engine.notes.append(drafter_note)
         self._weights = memory.weight_bytes_per_device
         engine = memory.engine
         if not engine.starts:
@@ -217,6 +219,8 @@ class LayoutPlans:
                 f"the {replicas} replicas each hold their own copy of the experts (separate servers: the launch line"
                 " is one of them, behind a load balancer)"
             )
+        if drafter_note is not None:
+            prediction.notes.append(drafter_note)
         if self.pp > 1:
             prediction.notes.append(
                 f"pp {self.pp}: each stage holds {self.stage.n_layers} layers; the memory plan is the heaviest"
