@@ -45,7 +45,10 @@ if TYPE_CHECKING:
     from mha_cli.core.cost.plan import ServingPlan
     from mha_cli.core.cost.profile import DeviceProfile
     from mha_cli.core.cost.search import SearchResult
+    from mha_cli.core.cost.speculative import SpeculativeComparison
+    from mha_cli.core.schemas import SpeculativeSpec
     from mha_cli.core.serve.replica import ClientSpec, SimulatedServing
+    from mha_cli.core.sources import ModelSource
     from mha_cli.core.targets import ResolvedTarget
 
 MAX_TOKENS = 1 << 24
@@ -204,6 +207,42 @@ def plan(
             show_default=False,
         ),
     ] = None,
+    speculative_config: Annotated[
+        str | None,
+        typer.Option(
+            "--speculative-config",
+            help='Speculative decoding as vLLM takes it, JSON: \'{"method": "mtp"|"eagle"|"eagle3"|'
+            '"draft_model", "model": DRAFT, "num_speculative_tokens": K}\'. The drafter\'s weights and KV join the'
+            " memory plan; the plan shows ITL and tokens/s with and without it.",
+            show_default=False,
+        ),
+    ] = None,
+    draft: Annotated[
+        str | None,
+        typer.Option(
+            "--draft",
+            help="A draft model (preset, config or Hugging Face id) for speculative decoding (method draft_model).",
+            show_default=False,
+        ),
+    ] = None,
+    num_speculative_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--num-speculative-tokens",
+            help="k: tokens drafted per target step (default: the MTP layers, else 3). Alone: the model's own MTP"
+            " layers.",
+            show_default=False,
+        ),
+    ] = None,
+    acceptance_length: Annotated[
+        float | None,
+        typer.Option(
+            "--acceptance-length",
+            help="T: mean tokens per target step, 1 to k + 1 (vLLM's 'Mean acceptance length'). Default: a published"
+            " figure for the method, named in the output.",
+            show_default=False,
+        ),
+    ] = None,
     closed_form: Annotated[
         bool,
         typer.Option(
@@ -262,6 +301,9 @@ def plan(
     )  # fmt: skip
     # `--engine sglang@0.4`: sglang 0.4's memory rules and its step costs; no --engine: the default constants
     generation = deployment.engine_generation if engine is not None else None
+    speculative = _speculative(loaded, speculative_config, draft, num_speculative_tokens, acceptance_length)
+    if speculative is not None:
+        deployment = deployment.model_copy(update={"speculative": speculative})
     if expert_parallel:
         if loaded.model.moe is None:
             raise BadInputError(
@@ -310,6 +352,12 @@ def plan(
         )  # fmt: skip
         if stand_in:
             found.layouts.append(stand_in)
+        if speculative is not None:
+            found.layouts.append(
+                f"speculative decoding priced in every candidate: {speculative.method}, k ="
+                f" {speculative.num_speculative_tokens}, T = {speculative.acceptance_length:.2f}"
+                f" ({speculative.acceptance_source}); plan one with --tp to see it beside plain decoding"
+            )
         from mha_cli.core.deployment import mixer_weights_note
         from mha_cli.core.header_weights import header_notes
 
@@ -336,6 +384,14 @@ def plan(
         )  # fmt: skip
     if stand_in:
         result.notes.append(stand_in)
+    if speculative is not None:
+        from mha_cli.core.cost.speculative_plan import compare_speculative
+
+        compared = compare_speculative(
+            loaded.model, resolved, deployment, chosen, ceiling, isl=isl, osl=osl, concurrency=result.concurrency,
+            tp=tp, pp=pp or 1,
+        )  # fmt: skip
+        result = result.model_copy(update={"speculative": compared})
     from mha_cli.core.deployment import mixer_weights_note
     from mha_cli.core.header_weights import header_notes
 
@@ -359,6 +415,33 @@ def plan(
         write_plan_plot(plot, result, force=force)
         output.wrote(plot)
     output.emit(result, render_plan)
+
+
+def _speculative(
+    loaded: ModelSource, config: str | None, draft: str | None, k: int | None, acceptance: float | None
+) -> SpeculativeSpec | None:
+    """The speculative decoding asked for (None: none): ``--speculative-config``'s JSON, its values overridden by
+    the simple flags; ``--draft`` alone is a draft model, ``--num-speculative-tokens`` / ``--acceptance-length``
+    alone the model's own MTP layers."""
+    if config is None and draft is None and k is None and acceptance is None:
+        return None
+    from mha_cli.core.speculative import build_spec, parse_speculative_config
+
+    data = {} if config is None else parse_speculative_config(config)
+    method = data.get("method", None if draft or data.get("model") else "mtp")
+    model = draft if draft is not None else data.get("model")
+    if model is not None and not isinstance(model, str):
+        raise BadInputError('--speculative-config: "model" must be a string (a preset, config or Hugging Face id)')
+    k = k if k is not None else data.get("num_speculative_tokens")  # type: ignore[assignment]
+    acceptance = acceptance if acceptance is not None else data.get("acceptance_length")  # type: ignore[assignment]
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
+        raise BadInputError(f"num_speculative_tokens {k!r}: give a whole number of draft tokens")
+    if acceptance is not None and (isinstance(acceptance, bool) or not isinstance(acceptance, int | float)):
+        raise BadInputError(f"acceptance_length {acceptance!r}: give the mean tokens per target step (a number)")
+    return build_spec(
+        loaded.model, origin=loaded.origin, kind=loaded.kind, method=method, draft=model,
+        num_speculative_tokens=k, acceptance_length=None if acceptance is None else float(acceptance),
+    )  # fmt: skip
 
 
 def _check_max_model_len(max_model_len: str | None, context: int) -> None:
@@ -445,9 +528,42 @@ def render_plan(console: Console, result: ServingPlan) -> None:
         f"engine: {engine.kv_tokens:,} KV tokens per device, {engine.admitted_per_replica} request(s) of"
         f" {engine.max_model_len:,} tokens at once per replica"
     )
+    if p.speculative is not None:
+        render_speculative(console, p.speculative, p.concurrency)
     console.print(f"[dim]profile {escape(p.profile.name)} ({p.profile.kind}): {escape(p.uncertainty.how)}[/dim]")
     for note in p.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")
+
+
+def render_speculative(console: Console, spec: SpeculativeComparison, users: int) -> None:
+    """Speculative decoding beside plain decoding (closed form): at the plan's load, and where it stops paying."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(
+        title=f"speculative decoding ({spec.method}, k = {spec.num_speculative_tokens}, T ="
+        f" {spec.acceptance_length:.2f} tokens per target step) against plain decoding, {users} user(s)",
+        title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+    )  # fmt: skip
+    for column in ("", "speculative", "plain"):
+        table.add_column(column, justify="left" if not column else "right")
+    table.add_row("ITL (per output token)", f"{spec.itl_ms:,.2f} ms", f"{spec.itl_ms_without:,.2f} ms")
+    table.add_row(
+        "output tokens/s, all GPUs", f"{spec.output_tokens_per_s:,.0f}", f"{spec.output_tokens_per_s_without:,.0f}"
+    )
+    table.add_row("KV tokens per device", f"{spec.kv_tokens_per_device:,}", f"{spec.kv_tokens_per_device_without:,}")
+    table.add_row("drafter weights per device", f"{spec.drafter_weight_bytes_per_device / 2**30:,.2f} GiB", "")
+    console.print(table)
+    verdict = f"{spec.speedup:.2f}x the per-token speed" + ("" if spec.pays else ", fewer tokens/s: it loses here")
+    top = spec.curve[-1].concurrency if spec.curve else users
+    where = (
+        f"it stops paying from {spec.loses_from:,} users (tokens/s below plain decoding's)"
+        if spec.loses_from is not None
+        else f"it pays at every load up to {top:,} users"
+    )
+    console.print(f"speculative: {verdict}; {where}")
+    console.print(f"[dim]acceptance length: {escape(spec.acceptance_source)}[/dim]")
 
 
 def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan) -> None:
@@ -476,6 +592,11 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
         f" queued; {sim.preemptions} preemption(s)"
         + (f"; prefix cache hit rate {sim.prefix_cache_hit_rate:.1%}" if sim.prefix_cache_hit_rate else "")
     )
+    if plan.speculative is not None:
+        console.print(
+            f"[dim]speculative decoding: ITL is the gap between streamed chunks (about {plan.speculative.acceptance_length:.2f}"
+            " tokens each, as vllm bench serve measures it); TPOT is per token[/dim]"
+        )
     if sim.goodput_rps is not None:
         console.print(f"goodput {sim.goodput_rps:,.2f} req/s within the targets (all replicas)")
     if sim.saturated:

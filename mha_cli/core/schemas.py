@@ -944,6 +944,33 @@ def variant_for_heads(n_heads: int, n_kv_heads: int) -> Variant:
     return "GQA"
 
 
+SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "draft_model"]
+"""How drafts are proposed: the target's own MTP layers (DeepSeek's ``num_nextn_predict_layers``), EAGLE or EAGLE-3
+heads, or a separate draft model (vLLM's ``speculative_config`` methods of those names)."""
+
+
+class SpeculativeSpec(_Strict):
+    """Speculative decoding as priced: the drafter and the acceptance length it reaches."""
+
+    method: SpeculativeMethod
+    num_speculative_tokens: Annotated[int, Field(gt=0, le=32)]
+    """k: tokens the drafter proposes for each target (verification) step."""
+    acceptance_length: Annotated[float, Field(ge=1, le=33)]
+    """T: tokens one verification step emits per sequence on average (accepted drafts + the target's own), 1..k+1."""
+    acceptance_source: str
+    """Where T comes from: the input, or the published figure it defaults to (URL)."""
+    draft_model: str | None = None
+    """The speculative config's ``model``: the draft model or EAGLE heads as named (None for MTP: the target's)."""
+    drafter: ModelSpec
+    """The drafter's layers as priced: MTP and EAGLE, its decoder layers over the target's width (``n_layers`` of
+    them; embedding and LM head shared with the target); a draft model, the whole model."""
+    drafter_is_model: bool = False
+    """The drafter has its own embedding and LM head (a draft model)."""
+    extra_params: Annotated[int, Field(ge=0)] = 0
+    """Parameters outside the drafter's decoder layers, whole in bf16 on every rank: MTP's eh_proj (2d x d) and its
+    three norms, EAGLE's fc (2d or 3d x d)."""
+
+
 class DeploymentSpec(_Strict):
     """How the model is served: where, how many sequences, how long, in which formats."""
 
@@ -1013,17 +1040,19 @@ class DeploymentSpec(_Strict):
     prefix_caching: bool | None = None
     """Serving: the engine reuses cached prefixes (vLLM V1 ``--enable-prefix-caching``, SGLang's radix cache and
     TensorRT-LLM's block reuse); None: on, every engine's default; False: ``--no-enable-prefix-caching``."""
-
-    @property
-    def cached_prefix_tokens(self) -> int:
-        """The shared prefix the engine's cache can serve: 0 without one or with the cache off."""
-        return (self.shared_prefix or 0) if self.prefix_caching is not False else 0
-
     limit_mm_per_prompt: dict[str, Annotated[int, Field(ge=0, le=1 << 20)]] | None = None
     """vLLM's ``--limit-mm-per-prompt``: the most items of each modality (``image``, ``video``) one prompt may hold,
     which sizes its encoder profiling run; a modality not named: 999 (vLLM's default). Every modality of the
     model's tower at 0 serves text only (vLLM's ``--language-model-only``): no encoder profiling, and vLLM 0.32 does
     not load the tower. None: vLLM's defaults."""
+    speculative: SpeculativeSpec | None = None
+    """Serving: speculative decoding (``core.speculative``): the drafter's weights and KV cache in the memory plan,
+    k drafted tokens and one verification step per T tokens in the step (None: off)."""
+
+    @property
+    def cached_prefix_tokens(self) -> int:
+        """The shared prefix the engine's cache can serve: 0 without one or with the cache off."""
+        return (self.shared_prefix or 0) if self.prefix_caching is not False else 0
 
 
 CONFIG_SCHEMA_VERSION = 1

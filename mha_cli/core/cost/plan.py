@@ -14,6 +14,7 @@ from pydantic import Field
 
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
+from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dp_attention_problem
 from mha_cli.core.errors import BadInputError
@@ -24,9 +25,11 @@ from mha_cli.core.pipeline import stage_layout, stage_model, stage_params
 from mha_cli.core.record import empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec, SimulatedServing, simulate_deployment
+from mha_cli.core.speculative import drafter_memory_note, drafter_weight_bytes, memory_model, shares_pool
 from mha_cli.core.targets import ResolvedTarget, resolve_target_like
 from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
 from mha_cli.core.ways import accepted, flag_updates
+from mha_cli.core.weight_bytes import deployment_rank_bytes
 
 
 class ServingPlan(ServingPrediction):
@@ -49,6 +52,8 @@ class ServingPlan(ServingPrediction):
     the closed-form model's quick estimate."""
     simulated_sweep: list[SimulatedServing] = Field(default_factory=empty_list)
     """``--plot`` with the simulation: the same sweep's concurrencies simulated (3 requests a user)."""
+    speculative: SpeculativeComparison | None = None
+    """Speculative decoding asked for: its figures beside plain decoding's (``core.cost.speculative_plan``)."""
 
 
 def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int, int]:
@@ -85,6 +90,7 @@ def serving_case(
         admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
         experts=experts, shared_prefix=shared, cached_prefix=cached_prefix(shared, isl, engine.block_size),
+        speculative=deployment.speculative,
     )  # fmt: skip
 
 
@@ -144,6 +150,8 @@ class LayoutPlans:
         experts = expert_layout(model, tp, replicas, deployment)
         if experts is not None and (problem := tp_shard_problem(model, tp, experts)) is not None:
             raise BadInputError(problem)
+        if deployment.speculative is not None and pp > 1:
+            raise BadInputError("speculative decoding is priced without pipeline parallelism here: leave out --pp")
         self.model, self.target, self.deployment = model, target, deployment
         self.profile, self.ceiling = profile, ceiling
         self.isl, self.osl, self.tp, self.pp, self.replicas, self.experts = isl, osl, tp, pp, replicas, experts
@@ -161,14 +169,27 @@ class LayoutPlans:
             raise BadInputError("--isl, --osl and --concurrency must be at least 1")
         model, deployment, tp, replicas = self.model, self.deployment, self.tp, self.replicas
         context = self.isl + self.osl
+        held = self.stage  # the layers whose cache the pool holds: the drafter's too (core.speculative)
+        spec = deployment.speculative
+        drafter_note = None
+        if spec is not None and shares_pool(deployment.engine):
+            held = memory_model(self.stage, spec, tp, deployment.kv_dtype)
+            if self._weights is None:
+                self._weights = deployment_rank_bytes(
+                    self.stage, tp, deployment.weight_dtype, self.engine_deployment, experts=self.experts
+                ) + drafter_weight_bytes(spec, tp, deployment.weight_dtype, self.experts)
         kv = kv_footprint(
-            self.stage, seq_len=context, batch=-(-concurrency // replicas), kv_dtype=deployment.kv_dtype, tp=tp,
+            held, seq_len=context, batch=-(-concurrency // replicas), kv_dtype=deployment.kv_dtype, tp=tp,
             block_size=deployment.block_size, mla_cache=deployment.mla_cache,
         )  # fmt: skip
         memory = plan_memory(
-            self.one_replica, model=self.stage, kv=kv, weight_dtype=deployment.weight_dtype,
+            self.one_replica, model=held, kv=kv, weight_dtype=deployment.weight_dtype,
             deployment=self.engine_deployment, experts=self.experts, weights_bytes_per_rank=self._weights,
         )  # fmt: skip
+        if spec is not None:
+            drafter_note = drafter_memory_note(spec, self.stage, tp, deployment.weight_dtype, deployment.kv_dtype,
+                                               self.experts, memory.engine)  # fmt: skip
+            memory.engine.notes.append(drafter_note)
         self._weights = memory.weight_bytes_per_device
         engine = memory.engine
         if not engine.starts:
@@ -198,6 +219,8 @@ class LayoutPlans:
                 f"the {replicas} replicas each hold their own copy of the experts (separate servers: the launch line"
                 " is one of them, behind a load balancer)"
             )
+        if drafter_note is not None:
+            prediction.notes.append(drafter_note)
         if self.pp > 1:
             prediction.notes.append(
                 f"pp {self.pp}: each stage holds {self.stage.n_layers} layers; the memory plan is the heaviest"

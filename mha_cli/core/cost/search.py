@@ -404,6 +404,11 @@ def launch_commands(served: ServedModel, plan: ServingPlan, deployment: Deployme
     if deployment.prefix_caching is False:  # both engines cache prefixes unless told not to
         vllm.append("--no-enable-prefix-caching")
         sglang.append("--disable-radix-cache")
+    if deployment.speculative is not None:  # the drafter priced (core.speculative)
+        from mha_cli.core.speculative import sglang_flags, vllm_flags
+
+        vllm += vllm_flags(deployment.speculative)
+        sglang += sglang_flags(deployment.speculative)
     if served.revision is not None:
         vllm += ["--revision", served.revision]
         sglang += ["--revision", served.revision]
@@ -487,6 +492,12 @@ def _launch_note(served: ServedModel, launch: dict[str, str], pick: ServingPlan 
         )
         if not generation.data_parallel_flag and pick.deployment.replicas > 1 and generation.engine == "vllm":
             notes.append(f"{generation.label} has no --data-parallel-size: start the vllm line once per replica")
+    from mha_cli.core.speculative import HEADS_PLACEHOLDER
+
+    if any(HEADS_PLACEHOLDER in line for line in launch.values()):
+        notes.append(f"replace {HEADS_PLACEHOLDER} with the EAGLE heads' folder or Hugging Face id")
+    if "trtllm" in launch and "--speculative-config" in launch["vllm"]:
+        notes.append("trtllm-serve takes speculative decoding in its --extra_llm_api_options file, not written here")
     if served.revision is not None and "trtllm" in launch:
         notes.append(f"trtllm-serve has no --revision: it loads {served.model}'s default branch, not {served.revision}")
     return "; ".join(notes) or None

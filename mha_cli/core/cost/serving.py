@@ -27,9 +27,10 @@ no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
 """
 
 from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.cost.speculative import decode_shapes, decode_step, draft_prefill_seconds, tokens_per_step
 from mha_cli.core.cost.step import StepTime
 from mha_cli.core.cost.stepper import Batching, ServingCase, Stepper, chunked_prefill
-from mha_cli.core.cost.work import decode_shape, prefill_shape
+from mha_cli.core.cost.work import prefill_shape
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 
@@ -117,23 +118,27 @@ def _latencies(case: ServingCase, stepper: Stepper, running: int) -> tuple[float
     """(TTFT without queueing, ITL, own prefill, chunk steps, decode step) in seconds on ``stepper``'s profile."""
     context = case.isl + case.osl // 2
     micro = -(-running // case.pp)
-    decode = stepper.step(decode_shape(micro, context))
+    # a decode step: one token per sequence, or with speculative decoding k drafts and k + 1 verified for T tokens
+    decode = decode_step(stepper, micro, context)
+    per_step = tokens_per_step(stepper)
     if case.batching == "static":
         prefill = stepper.step(prefill_shape(case.isl, sequences=running)).seconds
-        return prefill, decode.seconds, prefill, 1, decode
-    riding = [decode_shape(micro - 1, context)] if micro > 1 else []
+        return prefill, decode.seconds / per_step, prefill, 1, decode
+    riding = decode_shapes(stepper, micro - 1, context)
     computed = case.isl - case.cached_prefix  # a prefix-cache hit is read, not computed
     prefill, chunks = chunked_prefill(stepper, computed, case.chunk_tokens, riding, start=case.cached_prefix)
-    # over one request's osl steps the others' prompts ((running - 1) x isl tokens) share the steps' prefill budget
-    room = max(1, case.chunk_tokens - micro)  # decodes are scheduled first
+    prefill += draft_prefill_seconds(stepper, computed, case.chunk_tokens, case.cached_prefix)  # 0 without a drafter
+    # over one request's osl / T steps the others' prompts ((running - 1) x isl tokens) share the steps' budget
+    steps = case.osl / per_step
+    room = max(1, case.chunk_tokens - sum(shape.tokens for shape in decode_shapes(stepper, micro, context)))
     others = (running - 1) * computed
-    stalls = min(case.osl, -(-others // room))
-    itl = decode.seconds
+    stalls = min(steps, -(-others // room))
+    itl = decode.seconds / per_step
     if stalls:
-        stall = stepper.step(prefill_shape(min(room, others)), decode_shape(micro, context)).seconds
-        itl = ((case.osl - stalls) * decode.seconds + stalls * stall) / case.osl
+        stall = decode_step(stepper, micro, context, prefill_shape(min(room, others))).seconds
+        itl = ((steps - stalls) * decode.seconds + stalls * stall) / case.osl
     # a new prompt waits for the prompts ahead of it: the share of the steps' prompt budget in use, as an M/D/1 queue
-    busy = min(MAX_PREFILL_SHARE, others / (room * case.osl))
+    busy = min(MAX_PREFILL_SHARE, others / (room * steps))
     wait = busy / (2 * (1 - busy)) * prefill
     return prefill + wait + decode.seconds / 2, itl, prefill, chunks, decode
 

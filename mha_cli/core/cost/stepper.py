@@ -25,7 +25,7 @@ from mha_cli.core.cost.work import (
     sequence_ops,
 )
 from mha_cli.core.pipeline import stage_layout, stage_model
-from mha_cli.core.schemas import MlaCacheMode, ModelSpec
+from mha_cli.core.schemas import MlaCacheMode, ModelSpec, SpeculativeSpec
 from mha_cli.core.tensor_parallel import ExpertLayout
 
 Batching = Literal["continuous", "static"]
@@ -57,6 +57,8 @@ class ServingCase(NamedTuple):
     cached_prefix: int = 0
     """Of each prompt, the tokens the prefix cache supplies once warm: the shared prefix's whole blocks, short of the
     whole prompt (``core.serve.schedulers``). The closed form computes the rest."""
+    speculative: SpeculativeSpec | None = None
+    """Speculative decoding (``core.cost.speculative``): each decode step drafts k tokens and verifies k + 1."""
 
 
 class Stepper:
@@ -79,11 +81,14 @@ class Stepper:
         self._weights: list[LayerWeights | None] = [None] * len(self.stages)
         self._ops: dict[tuple[StepShape, ...], list[Op]] = {}
         """The operations of every step counted so far, by its shapes."""
+        self.draft: Stepper | None = None
+        """The drafter's steps on the same profile (``core.cost.speculative.draft_stepper``), once made."""
 
     def on(self, profile: DeviceProfile) -> "Stepper":
         """The same case on ``profile``, sharing the stages, layouts and operations counted so far (and after)."""
         other = copy.copy(self)  # shallow: the stages, the layouts and the operations are the same objects
         other.profile = profile
+        other.draft = None if self.draft is None else self.draft.on(profile)
         return other
 
     def ops(self, *shapes: StepShape) -> list[Op]:

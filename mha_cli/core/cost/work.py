@@ -93,6 +93,9 @@ class StepShape(NamedTuple):
     context: int
     logits_tokens: int
     """Tokens the LM head runs over (default in ``forward_ops``: one per sequence)."""
+    verify: bool = False
+    """A speculative verification: ``new_tokens`` = k + 1 per sequence scored as a decode (MLA's absorbed path, as
+    the engines' decode kernels take a few queries per sequence)."""
 
     @property
     def tokens(self) -> int:
@@ -316,7 +319,7 @@ def forward_ops(
 
 def absorbed_attention(model: ModelSpec, shape: StepShape, mla_cache: MlaCacheMode) -> bool:
     """Whether ``shape``'s attention scores the absorbed MLA latent: decode (one new token) of an absorbed cache."""
-    return model.mla is not None and shape.new_tokens == 1 and mla_cache == "absorbed"
+    return model.mla is not None and (shape.new_tokens == 1 or shape.verify) and mla_cache == "absorbed"
 
 
 def layer_ops(

@@ -13,11 +13,11 @@ cache reads and query-key pairs are linear in the contexts; for sliding-window l
 on one side of the window. Pure Python.
 """
 
+from mha_cli.core.cost.speculative import decode_shapes, draft_seconds, draft_stepper
 from mha_cli.core.cost.step import op_seconds
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.cost.work import (
     Op,
-    decode_shape,
     layer_ops,
     outside_ops,
     prefill_shape,
@@ -41,6 +41,12 @@ class StepCost:
         self.absorbed_mla = case.model.mla is not None and case.mla_cache == "absorbed"
         self._layers: dict[int, float] = {}
         self._decodes: dict[tuple[int, int], float] = {}
+        spec = case.speculative
+        self.per_decode = 1 if spec is None else spec.num_speculative_tokens + 1
+        """Tokens a decoding sequence puts in a step: 1, or k + 1 to verify (``core.cost.speculative``)."""
+        self._drafts: dict[tuple[int, int], float] = {}
+        self._draft_cost: StepCost | None = None
+        """The drafter's own step cost (prefill chunks), once needed."""
 
     def _price(self, ops: list[Op]) -> float:
         """Operations' time plus their kernels' fixed cost (``core.cost.step``'s engine execution)."""
@@ -91,15 +97,34 @@ class StepCost:
     def seconds(self, decodes: int, decode_context: int, chunks: list[tuple[int, int]]) -> float:
         """One step: ``decodes`` sequences' next token each after ``decode_context`` cached tokens (their mean), and
         prefill ``chunks`` of (tokens, tokens cached before the chunk)."""
-        tokens = decodes + sum(size for size, _ in chunks)
+        tokens = decodes * self.per_decode + sum(size for size, _ in chunks)
         ops: list[Op] = []
         for layout in self.layouts:
             if decodes:
-                ops += sequence_ops(layout, decode_shape(decodes, decode_context), self.absorbed_mla)
+                for shape in decode_shapes(self.stepper, decodes, decode_context):
+                    ops += sequence_ops(layout, shape, self.absorbed_mla)
             for size, context in chunks:
                 ops += sequence_ops(layout, prefill_shape(size, context=context), self.absorbed_mla and size == 1)
         case = self.stepper.case
-        ops += outside_ops(self.stepper.stages[0], tokens, decodes + len(chunks), tp=case.tp,
+        ops += outside_ops(self.stepper.stages[0], tokens, decodes * self.per_decode + len(chunks), tp=case.tp,
                            weight_dtype=case.weight_dtype)  # fmt: skip
         host = self.profile.step_overhead_s + self.profile.sequence_overhead_s * (decodes + len(chunks))
-        return self.layers(tokens) + self._price(ops) + host
+        return self.layers(tokens) + self._price(ops) + host + self.drafting(decodes, decode_context, chunks)
+
+    def drafting(self, decodes: int, context: int, chunks: list[tuple[int, int]]) -> float:
+        """The drafter's seconds (0 without speculative decoding): ``core.cost.speculative.draft_seconds``, memoised
+        every ``CONTEXT_GRID`` tokens of context for decodes alone; with prefill ``chunks`` its first pass runs over
+        them and the decodes' k + 1 tokens together, priced by the drafter's own ``StepCost``."""
+        if self.per_decode == 1 or (not decodes and not chunks):
+            return 0.0
+        if not chunks:
+            key = (decodes, context - context % CONTEXT_GRID)
+            cached = self._drafts.get(key)
+            if cached is None:
+                cached = self._drafts[key] = draft_seconds(self.stepper, decodes, key[1])
+            return cached
+        if self._draft_cost is None:
+            self._draft_cost = StepCost(draft_stepper(self.stepper))
+        first = self._draft_cost.seconds(0, 0, [(self.per_decode, context)] * decodes + chunks)
+        rest = self._draft_cost.seconds(decodes, context + self.per_decode, []) if decodes else 0.0
+        return first + (self.per_decode - 2) * rest

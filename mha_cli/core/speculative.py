@@ -1,0 +1,385 @@
+"""Speculative decoding: the drafter, what it adds to a rank's memory, and the acceptance length it reaches.
+
+The drafter, per ``speculative_config`` method (vLLM's names):
+
+- ``mtp``: the target's own multi-token-prediction layers (``num_nextn_predict_layers``: DeepSeek-V3/R1, GLM-4.5+,
+  Qwen3-Next), each one decoder layer of the model's own kind (DeepSeek-V3's is an MoE layer) plus ``eh_proj``
+  (2d x d, a plain ``nn.Linear``: bf16, whole on every rank, vLLM ``model_executor/models/deepseek_mtp.py``) and
+  its ``enorm`` / ``hnorm`` / ``shared_head.norm`` norms; the embedding and LM head are the target's
+  (``_maybe_share_embeddings`` / ``_maybe_share_lm_head`` in ``v1/spec_decode/llm_base_proposer.py``). Each draft
+  pass runs one of the layers; with k above the layers, vLLM runs them again.
+- ``eagle`` / ``eagle3``: one decoder layer over the target's hidden size (the draft config's when given) plus
+  ``fc`` over 2 (EAGLE) or 3 (EAGLE-3) hidden states; embedding and head shared likewise.
+- ``draft_model``: a model of its own, sharded with the target's tensor-parallel degree
+  (``config/speculative.py`` ``_verify_and_get_draft_tp``: draft tp defaults to the target's).
+
+Its KV cache shares the target's pool: vLLM V1 builds the KV cache spec from every attention layer in the config
+(``get_kv_cache_spec`` in ``v1/worker/gpu_model_runner.py``), the drafter's included
+(``llm_base_proposer.py`` ``_draft_attn_layer_names``), so each request holds blocks in the drafter's layers too.
+The memory plan prices them as extra layers of the target's per-layer bytes (``memory_model``): exact when the
+drafter's layers cache what the target's do (MTP, EAGLE over the same heads), rounded up to whole layers otherwise.
+Pure Python.
+"""
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.schemas import ModelSpec, SpeculativeMethod, SpeculativeSpec
+from mha_cli.core.weight_bytes import rank_weight_bytes
+
+if TYPE_CHECKING:
+    from mha_cli.core.engine.plan import EnginePlan
+    from mha_cli.core.tensor_parallel import ExpertLayout
+
+METHODS: tuple[SpeculativeMethod, ...] = ("mtp", "eagle", "eagle3", "draft_model")
+MTP_ALIASES = ("deepseek_mtp", "glm4_moe_mtp", "qwen3_next_mtp", "mimo_mtp")
+"""vLLM's model-specific MTP method names, read as ``mtp``."""
+MAX_SPECULATIVE_TOKENS = 32
+EXTRA_DTYPE_BYTES = 2
+"""eh_proj / fc and their norms: bf16 (plain ``nn.Linear`` in vLLM's drafters, not quantised)."""
+
+MTP_LAYERS_BY_PRESET = {"deepseek-v3": 1, "deepseek-v3.2-exp": 1, "qwen3-next-80b-a3b": 1}
+"""``num_nextn_predict_layers`` of the presets whose checkpoints ship MTP layers (their config.json files)."""
+
+
+class PublishedAcceptance(NamedTuple):
+    """A measured acceptance length: T tokens per verification step at k drafted tokens."""
+
+    k: int
+    length: float
+    what: str
+    url: str
+
+
+PUBLISHED: dict[SpeculativeMethod, tuple[PublishedAcceptance, ...]] = {
+    "mtp": (
+        PublishedAcceptance(
+            1,
+            1.875,
+            "DeepSeek-V3's MTP: second-token acceptance 85-90% (T = 1 + 0.875), 1.8x TPS",
+            "https://arxiv.org/abs/2412.19437",
+        ),
+        PublishedAcceptance(
+            7,
+            3.20,
+            "DeepSeek-V3-0324's original MTP layer reused for k = 7, MT-bench/HumanEval/GSM8K, temperature 0",
+            "https://huggingface.co/nebius/MTP-DeepSeek-V3-0324",
+        ),
+    ),
+    "eagle": (
+        PublishedAcceptance(
+            2,
+            1.89,
+            "EAGLE Llama-3-8B-Instruct in vLLM V1, MT-bench, batch 1",
+            "https://github.com/vllm-project/vllm/pull/16035",
+        ),
+        PublishedAcceptance(
+            4,
+            2.08,
+            "EAGLE Llama-3-8B-Instruct in vLLM V1, MT-bench, batch 1",
+            "https://github.com/vllm-project/vllm/pull/16035",
+        ),
+    ),
+    "eagle3": (
+        PublishedAcceptance(
+            7,
+            3.53,
+            "EAGLE-3 Llama-3.1-8B-Instruct in vLLM, MT-bench, temperature 0",
+            "https://github.com/vllm-project/vllm/issues/26191",
+        ),
+    ),
+    "draft_model": (),
+}
+
+
+def chain_length(rate: float, k: int) -> float:
+    """Mean tokens per verification step when each of k drafts is accepted with ``rate`` given the ones before:
+    1 + rate + ... + rate^k (the first rejection ends the run; the target's own token always comes)."""
+    return sum(rate**i for i in range(k + 1))
+
+
+def rate_for(length: float, k: int) -> float:
+    """The per-position rate whose ``chain_length`` at k is ``length`` (bisection; 0 <= rate <= 1)."""
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if chain_length(middle, k) < length else (low, middle)
+    return (low + high) / 2
+
+
+def default_acceptance(method: SpeculativeMethod, k: int) -> tuple[float, str]:
+    """(T, where it comes from) for ``method`` at ``k``: the published figure at that k, else the nearest one's
+    per-position rate (``rate_for``) carried to k; ``BadInputError`` when none is published."""
+    points = PUBLISHED[method]
+    if not points:
+        raise BadInputError(
+            f"no published acceptance length ships for {method}: give --acceptance-length T (mean tokens per target"
+            " step, from your own run's spec-decode metrics)"
+        )
+    nearest = min(points, key=lambda point: (abs(point.k - k), point.k))
+    if nearest.k == k:
+        return nearest.length, f"{nearest.what} ({nearest.url})"
+    rate = rate_for(nearest.length, nearest.k)
+    length = chain_length(rate, k)
+    return length, (
+        f"{nearest.what}: T = {nearest.length:g} at k = {nearest.k} ({nearest.url}), carried to k = {k} at its"
+        f" per-position acceptance {rate:.3f} (an assumption)"
+    )
+
+
+def parse_speculative_config(text: str) -> dict[str, object]:
+    """vLLM's ``--speculative-config`` JSON: ``method``, ``model``, ``num_speculative_tokens`` (and
+    ``acceptance_length``, ours); one line naming what is wrong otherwise."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInputError(
+            f"--speculative-config is not JSON ({exc.msg} at character {exc.pos}): give e.g."
+            ' \'{"method": "mtp", "num_speculative_tokens": 1}\''
+        ) from None
+    if not isinstance(data, dict):
+        raise BadInputError('--speculative-config: give a JSON object, e.g. \'{"method": "eagle3", ...}\'')
+    known = {"method", "model", "num_speculative_tokens", "acceptance_length"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise BadInputError(f"--speculative-config: {', '.join(unknown)} not priced here; keys read: {sorted(known)}")
+    return data
+
+
+def resolve_method(method: object, model: object) -> SpeculativeMethod:
+    """The method named (vLLM's MTP aliases read as mtp); a draft model when only a model is named."""
+    if method is None:
+        if model is None:
+            raise BadInputError("speculative decoding needs a method or a draft model: give --draft MODEL or a method")
+        return "draft_model"
+    if method in MTP_ALIASES:
+        return "mtp"
+    if method not in METHODS:
+        raise BadInputError(f"speculative method {method!r} is not priced: give one of {', '.join(METHODS)}")
+    return method  # type: ignore[return-value]
+
+
+def mtp_layers(model: ModelSpec, origin: str, kind: str) -> int:
+    """The target's MTP layers: ``num_nextn_predict_layers`` of its config.json (a preset's, from its checkpoint)."""
+    count = 0
+    if kind in ("hf-config", "hf-cache"):
+        data = json.loads(Path(origin).read_text())
+        data = data.get("text_config", data)
+        count = int(data.get("num_nextn_predict_layers") or 0)
+    else:  # a preset, or our config of one
+        count = MTP_LAYERS_BY_PRESET.get(model.name, 0)
+    if count < 1:
+        raise BadInputError(
+            f"{model.name} has no MTP layers (num_nextn_predict_layers is 0 or absent): use method eagle, eagle3 or"
+            " draft_model with --draft MODEL"
+        )
+    return count
+
+
+def decoder_layers(model: ModelSpec, n_layers: int) -> ModelSpec:
+    """``n_layers`` decoder layers of ``model``'s last kind (full attention; MoE when its last layer is): the
+    drafter's layers for MTP and EAGLE over the target's width."""
+    update: dict[str, object] = {"n_layers": n_layers, "layer_pattern": None, "mlp_pattern": None}
+    if model.moe is not None:
+        update["moe"] = model.moe.model_copy(update={"n_dense_layers": 0, "layer_period": 1, "layer_offset": 0})
+    if model.recurrent is not None:
+        update["recurrent"] = None
+    return model.model_copy(update=update)
+
+
+def drafter_weight_bytes(
+    spec: SpeculativeSpec, tp: int, weight_dtype: str, experts: "ExpertLayout | None" = None
+) -> int:
+    """Bytes of the drafter on one rank of ``tp``: a draft model's own shard (bf16), or the drafter's decoder layers
+    in ``weight_dtype`` (the difference a layer makes to the rank's bytes; an MTP layer's routed experts in the
+    target's ``experts`` layout) plus its whole bf16 ``extra_params``."""
+    drafter = spec.drafter
+    if spec.drafter_is_model:
+        return rank_weight_bytes(drafter, tp, "bf16")
+    layout = experts if drafter.moe is not None else None
+    more = drafter.model_copy(update={"n_layers": drafter.n_layers + 1})
+    one = drafter.model_copy(update={"n_layers": 1})
+    layers = rank_weight_bytes(more, tp, weight_dtype, experts=layout) - rank_weight_bytes(
+        one, tp, weight_dtype, experts=layout
+    )
+    return layers + spec.extra_params * EXTRA_DTYPE_BYTES
+
+
+def drafter_kv_bytes_per_token(spec: SpeculativeSpec, tp: int, kv_dtype: str) -> int:
+    """KV bytes one token takes in the drafter's layers on one rank (its attention layers' share of the pool)."""
+    return kv_footprint(spec.drafter, seq_len=1, kv_dtype=kv_dtype, tp=tp).bytes_per_token_per_rank
+
+
+def equivalent_layers(spec: SpeculativeSpec, target: ModelSpec, tp: int, kv_dtype: str) -> int:
+    """Layers of the target's per-token bytes that hold the drafter's cache (rounded up)."""
+    target_kv = kv_footprint(target, seq_len=1, kv_dtype=kv_dtype, tp=tp)
+    per_layer = target_kv.bytes_per_token_per_rank / max(1, target_kv.n_token_layers)
+    return math.ceil(drafter_kv_bytes_per_token(spec, tp, kv_dtype) / per_layer) if per_layer else 0
+
+
+def memory_model(target: ModelSpec, spec: SpeculativeSpec, tp: int, kv_dtype: str) -> ModelSpec:
+    """``target`` with the drafter's cache as extra full-attention layers: the model the memory plan's KV pool
+    divides among requests (weights are priced apart, ``drafter_weight_bytes``)."""
+    extra = equivalent_layers(spec, target, tp, kv_dtype)
+    update: dict[str, object] = {"n_layers": target.n_layers + extra}
+    if target.layer_pattern is not None:
+        update["layer_pattern"] = [*target.layer_pattern, *["global"] * extra]
+    if target.mlp_pattern is not None:
+        update["mlp_pattern"] = [*target.mlp_pattern, *[target.mlp_pattern[-1]] * extra]
+    return target.model_copy(update=update)
+
+
+def build_spec(
+    target: ModelSpec,
+    *,
+    origin: str,
+    kind: str,
+    method: object = None,
+    draft: str | None = None,
+    num_speculative_tokens: int | None = None,
+    acceptance_length: float | None = None,
+) -> SpeculativeSpec:
+    """The speculative decoding ``plan`` prices: the drafter for ``method`` (see the module docstring), k (default:
+    the MTP layers, else 3) and T (given, else ``default_acceptance``), each checked in one line."""
+    from mha_cli.core.sources import load_source
+
+    chosen = resolve_method(method, draft)
+    if chosen == "mtp":
+        layers = mtp_layers(target, origin, kind)
+        drafter, is_model = decoder_layers(target, layers), False
+        # each MTP layer's eh_proj, enorm, hnorm and shared_head.norm
+        extra = layers * (2 * target.d_model * target.d_model + 3 * target.d_model)
+        default_k = layers
+    elif chosen in ("eagle", "eagle3"):
+        if draft is None:  # one dense decoder layer of the target's shape
+            drafter = decoder_layers(target, 1).model_copy(update={"moe": None})
+        else:
+            drafter = load_source(draft).model
+            if drafter.moe is not None or drafter.d_model != target.d_model:
+                raise BadInputError(
+                    f"{draft}: EAGLE heads are dense layers over the target's width ({target.d_model}); give the"
+                    " heads' config.json, or no model to price one layer of the target's shape"
+                )
+        is_model = False
+        extra = (2 if chosen == "eagle" else 3) * target.d_model * target.d_model
+        default_k = 3
+    else:
+        if draft is None:
+            raise BadInputError("method draft_model needs the draft model: give --draft MODEL (a preset, config or id)")
+        drafter, is_model, extra, default_k = load_source(draft).model, True, 0, 3
+        if drafter.vocab_size != target.vocab_size:
+            raise BadInputError(
+                f"draft {drafter.name} has a vocabulary of {drafter.vocab_size:,}, the target {target.vocab_size:,}:"
+                " vLLM needs the same tokenizer; pick a draft of the same family"
+            )
+    k = default_k if num_speculative_tokens is None else num_speculative_tokens
+    if not 1 <= k <= MAX_SPECULATIVE_TOKENS:
+        raise BadInputError(f"--num-speculative-tokens {k}: give 1 to {MAX_SPECULATIVE_TOKENS}")
+    if acceptance_length is None:
+        length, source = default_acceptance(chosen, k)
+    else:
+        if not 1 <= acceptance_length <= k + 1:
+            raise BadInputError(
+                f"--acceptance-length {acceptance_length:g}: give 1 to k + 1 = {k + 1} (mean tokens per target step)"
+            )
+        length, source = acceptance_length, "given (--acceptance-length)"
+    return SpeculativeSpec(
+        method=chosen, num_speculative_tokens=k, acceptance_length=length, acceptance_source=source,
+        draft_model=draft, drafter=drafter, drafter_is_model=is_model, extra_params=extra,
+    )  # fmt: skip
+
+
+def shares_pool(engine: str | None) -> bool:
+    """Whether ``engine``'s KV pool, sized from the memory left, holds the drafter's weights and cache: vLLM (its
+    profiling run loads both, then every attention layer takes blocks) and, priced alike, TensorRT-LLM; not SGLang
+    (``SGLANG_OWN_POOL``)."""
+    return (engine or "vllm") != "sglang"
+
+
+SGLANG_OWN_POOL = (
+    "SGLang sizes the target's pool first and gives the drafter a pool of its own of the target's tokens plus"
+    " headroom (model_runner.py: draft_runner_cache_size = max_total_num_tokens + max_num_reqs x (steps x topk +"
+    " draft tokens) + 100)"
+)
+
+
+def drafter_memory_note(
+    spec: SpeculativeSpec, target: ModelSpec, tp: int, weight_dtype: str, kv_dtype: str,
+    experts: "ExpertLayout | None" = None, engine: "EnginePlan | None" = None,
+) -> str:  # fmt: skip
+    """What the memory plan holds for the drafter, in words (weights and cache per rank); for SGLang, what comes on
+    top of the target's pool and whether the share its mem_fraction_static keeps out holds it."""
+    weights = drafter_weight_bytes(spec, tp, weight_dtype, experts)
+    per_token = drafter_kv_bytes_per_token(spec, tp, kv_dtype)
+    layers = equivalent_layers(spec, target, tp, kv_dtype)
+    what = (
+        f"draft model {spec.drafter.name} ({spec.drafter.n_layers} layers, bf16, sharded over tp {tp})"
+        if spec.drafter_is_model
+        else f"{spec.drafter.n_layers} {spec.method.upper()} layer(s) in {weight_dtype} + {spec.extra_params:,}"
+        " bf16 parameters whole on each rank (embedding and LM head shared with the target)"
+    )
+    head = f"speculative decoding ({spec.method}, k = {spec.num_speculative_tokens}): the drafter, {what}"
+    if engine is not None and not shares_pool(engine.name):
+        k = spec.num_speculative_tokens
+        tokens = engine.kv_tokens + engine.max_num_seqs * (k + k + 1) + 100
+        extra = weights + tokens * per_token
+        outside = int((engine.total_memory_bytes - engine.non_torch_bytes) * (1 - engine.gpu_memory_utilization))
+        verdict = "within" if extra < outside else "beyond"
+        return (
+            f"{head}: {weights / 2**30:.2f} GiB of weights and a pool of {tokens:,} tokens x {per_token:,} B ="
+            f" {tokens * per_token / 2**30:.2f} GiB per rank on top of the target's pool. {SGLANG_OWN_POOL}: together"
+            f" {extra / 2**30:.2f} GiB, {verdict} the {outside / 2**30:.2f} GiB mem_fraction_static keeps out (which"
+            " also holds activations and CUDA graphs); lower --mem-fraction-static if it is not"
+        )
+    return (
+        f"{head}, adds {weights / 2**30:.2f} GiB to the weights on this rank; its cache, {per_token:,} B per token per"
+        " rank, shares the KV pool (vLLM V1: every attention layer, the drafter's too): priced as"
+        f" {layers} more layer(s) of the target's"
+    )
+
+
+HEADS_PLACEHOLDER = "EAGLE_HEADS_FOLDER_OR_HF_ID"
+"""Stands for EAGLE heads priced without a config of their own: the launch line needs the heads' checkpoint."""
+SGLANG_ALGORITHMS: dict[SpeculativeMethod, str] = {
+    "mtp": "NEXTN", "eagle": "EAGLE", "eagle3": "EAGLE3", "draft_model": "STANDALONE",
+}  # fmt: skip
+"""SGLang's ``--speculative-algorithm`` for each method (``python/sglang/srt/server_args.py`` choices)."""
+
+
+def draft_checkpoint(spec: SpeculativeSpec) -> str | None:
+    """What the launch lines load as the drafter: a preset's Hugging Face id, the name given, the heads'
+    placeholder for EAGLE priced without heads; None for MTP (the target's own checkpoint holds its layers)."""
+    from mha_cli.core.preset_ids import checkpoint_id
+
+    if spec.method == "mtp":
+        return None
+    if spec.draft_model is None:
+        return HEADS_PLACEHOLDER
+    return checkpoint_id(spec.draft_model) or spec.draft_model
+
+
+def vllm_flags(spec: SpeculativeSpec) -> list[str]:
+    """``--speculative-config '{...}'`` as ``vllm serve`` takes it (``config/speculative.py``: method, model,
+    num_speculative_tokens)."""
+    config: dict[str, object] = {"method": spec.method}
+    model = draft_checkpoint(spec)
+    if model is not None:
+        config["model"] = model
+    config["num_speculative_tokens"] = spec.num_speculative_tokens
+    return ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+
+
+def sglang_flags(spec: SpeculativeSpec) -> list[str]:
+    """SGLang's chain of k drafts: ``--speculative-algorithm``, ``--speculative-num-steps k``,
+    ``--speculative-eagle-topk 1``, ``--speculative-num-draft-tokens k + 1`` (and the draft's path)."""
+    k = spec.num_speculative_tokens
+    flags = ["--speculative-algorithm", SGLANG_ALGORITHMS[spec.method], "--speculative-num-steps", str(k),
+             "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(k + 1)]  # fmt: skip
+    model = draft_checkpoint(spec)
+    if model is not None:
+        flags += ["--speculative-draft-model-path", model]
+    return flags

@@ -1,0 +1,308 @@
+"""Speculative decoding: the drafter's memory against hand counts of real configs, the acceptance defaults, the step
+(draft + verify over T tokens) in the closed form and the simulator, where it stops paying, the launch lines and
+the CLI's options and refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+
+import pytest
+
+from mha_cli.core.cost.plan import plan_serving, simulate_plan
+from mha_cli.core.cost.priors import datasheet_profile, prior_profile
+from mha_cli.core.cost.speculative import decode_step, verify_shape
+from mha_cli.core.cost.speculative_plan import compare_speculative
+from mha_cli.core.cost.stepper import ServingCase, Stepper
+from mha_cli.core.cost.work import prefill_shape
+from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.serve.replica import ClientSpec
+from mha_cli.core.serve.speculative import chunk_count
+from mha_cli.core.serve.step_cost import StepCost
+from mha_cli.core.sources import load_source
+from mha_cli.core.speculative import (
+    build_spec,
+    chain_length,
+    default_acceptance,
+    drafter_kv_bytes_per_token,
+    drafter_weight_bytes,
+    rate_for,
+    sglang_flags,
+    vllm_flags,
+)
+from mha_cli.core.targets import resolve_target
+from mha_cli.core.tensor_parallel import ExpertLayout
+from tests.conftest import reference_hf_config
+
+D = 7168  # DeepSeek-V3 hidden_size
+
+
+def _fp8_block(out_features: int, in_features: int) -> int:
+    """One fp8 linear of DeepSeek-V3's checkpoint: 1 B a weight + an fp32 scale per 128 x 128 block."""
+    return out_features * in_features + math.ceil(out_features / 128) * math.ceil(in_features / 128) * 4
+
+
+def _deepseek_mtp_checkpoint_bytes() -> int:
+    """model.layers.61 of DeepSeek-V3's checkpoint by hand, less the embedding and head vLLM shares with the target:
+    MLA attention (q_lora 1536, 128 heads of 128 + 64 rope, kv_lora 512, v 128), 256 routed + 1 shared experts of
+    2048, the router (bf16, with its fp32 e_score_correction_bias), the layer's norms; eh_proj (2d x d) and enorm,
+    hnorm, shared_head.norm in bf16."""
+    attention = (
+        _fp8_block(1536, D) + _fp8_block(128 * 192, 1536) + _fp8_block(576, D) + _fp8_block(128 * 256, 512)
+        + _fp8_block(D, 128 * 128) + (1536 + 512) * 2
+    )  # fmt: skip
+    experts = 257 * (2 * _fp8_block(2048, D) + _fp8_block(D, 2048))
+    router = 256 * D * 2 + 256 * 4
+    layer_norms = 2 * D * 2
+    mtp_own = 2 * D * D * 2 + 3 * D * 2
+    return attention + experts + router + layer_norms + mtp_own
+
+
+@pytest.fixture(scope="module")
+def deepseek():
+    return load_source(str(reference_hf_config("deepseek-v3")))
+
+
+def test_deepseek_v3_mtp_layer_weights_and_cache_match_a_hand_count(deepseek):
+    spec = build_spec(deepseek.model, origin=deepseek.origin, kind=deepseek.kind, method="mtp")
+    assert (spec.num_speculative_tokens, spec.drafter.n_layers) == (1, 1)  # num_nextn_predict_layers: 1
+    counted = drafter_weight_bytes(spec, 1, "fp8-block")
+    # the project's weight model leaves out the router's e_score_correction_bias (256 fp32 = 1,024 B a layer)
+    assert _deepseek_mtp_checkpoint_bytes() - counted == 1024
+    assert counted == 11_717_510_368  # 10.91 GiB: the hand count above, less that bias
+    # expert parallel over 8 ranks (DP attention's layout): each rank holds 32 of the 256 routed experts whole
+    routed = 2 * _fp8_block(2048, D) + _fp8_block(D, 2048)
+    assert drafter_weight_bytes(spec, 1, "fp8-block", ExpertLayout(8, whole=True)) == counted - 224 * routed
+    # the latent: kv_lora_rank + qk_rope_head_dim = 576 values a token, whole on every rank
+    assert drafter_kv_bytes_per_token(spec, 1, "bf16") == 576 * 2
+    assert drafter_kv_bytes_per_token(spec, 8, "bf16") == 576 * 2
+    assert drafter_kv_bytes_per_token(spec, 8, "fp8") == 576
+
+
+def test_the_memory_plan_holds_the_mtp_layer_in_weights_and_pool(deepseek):
+    target = resolve_target("8xh200")
+    deployment = merge_deployment(deepseek.deployment, model=deepseek.model, seq_len=2048, target=target.spec)
+    profile, ceiling = prior_profile(target.target, "fp8-block"), datasheet_profile(target.target, "fp8-block")
+    spec = build_spec(deepseek.model, origin=deepseek.origin, kind=deepseek.kind, method="mtp")
+    plain = plan_serving(deepseek.model, target, deployment, profile, ceiling, isl=1024, osl=1024, concurrency=1, tp=8)
+    with_mtp = plan_serving(
+        deepseek.model, target, deployment.model_copy(update={"speculative": spec}), profile, ceiling,
+        isl=1024, osl=1024, concurrency=1, tp=8,
+    )  # fmt: skip
+    added = with_mtp.memory.weight_bytes_per_device - plain.memory.weight_bytes_per_device
+    assert added == drafter_weight_bytes(spec, 8, "fp8-block")
+    # 61 target layers + the MTP layer, 1,152 B a token each (bf16 latent, whole on every rank)
+    assert plain.memory.engine.kv_bytes_per_token_per_rank == 61 * 1152 == 70_272
+    assert with_mtp.memory.engine.kv_bytes_per_token_per_rank == 62 * 1152
+    assert with_mtp.memory.max_tokens_per_device < plain.memory.max_tokens_per_device
+    assert any("MTP layer" in note for note in with_mtp.memory.engine.notes)
+
+
+def test_a_draft_model_is_sharded_with_the_target_and_shares_its_pool():
+    target_model = load_source(str(reference_hf_config("llama-3.1-70b"))).model
+    draft = str(reference_hf_config("llama-3.2-1b"))
+    spec = build_spec(target_model, origin="", kind="hf-config", draft=draft, acceptance_length=2.5)
+    assert spec.method == "draft_model" and spec.drafter_is_model
+    # Llama-3.2-1B by hand: tied 128,256 x 2048 embedding; 16 layers of q/o 2048 x 2048, k/v 2048 x 512 (8 heads of
+    # 64), SwiGLU 3 x 2048 x 8192, two norms; the final norm; bf16
+    layer = 2 * 2048 * 2048 + 2 * 2048 * 512 + 3 * 2048 * 8192 + 2 * 2048
+    assert drafter_weight_bytes(spec, 1, "bf16") == (128_256 * 2048 + 16 * layer + 2048) * 2 == 2_471_628_800
+    # tp 8 (vLLM shards the draft with the target's tp): 1/8 of heads, widths and vocabulary; norms whole
+    layer_tp8 = 2 * 2048 * 256 + 2 * 2048 * 64 + 3 * 2048 * 1024 + 2 * 2048
+    assert drafter_weight_bytes(spec, 8, "bf16") == (128_256 // 8 * 2048 + 16 * layer_tp8 + 2048) * 2
+    # its cache: 16 layers x K and V x 8 heads x 64 x 2 B, one KV head per rank at tp 8
+    assert drafter_kv_bytes_per_token(spec, 1, "bf16") == 16 * 2 * 8 * 64 * 2 == 32_768
+    assert drafter_kv_bytes_per_token(spec, 8, "bf16") == 4096
+    target = resolve_target("8xh100")
+    deployment = merge_deployment(None, model=target_model, seq_len=2048, target=target.spec)
+    profile, ceiling = prior_profile(target.target, "bf16"), datasheet_profile(target.target, "bf16")
+    plan = plan_serving(
+        target_model, target, deployment.model_copy(update={"speculative": spec}), profile, ceiling,
+        isl=1024, osl=1024, concurrency=1, tp=8,
+    )  # fmt: skip
+    # 80 layers x 2 x 1 head x 128 x 2 B on a rank, and the draft's 4,096 B
+    assert plan.memory.engine.kv_bytes_per_token_per_rank == 80 * 512 + 4096
+
+
+def test_acceptance_defaults_come_from_published_figures():
+    assert chain_length(0.875, 1) == 1.875
+    assert rate_for(chain_length(0.7, 5), 5) == pytest.approx(0.7, abs=1e-9)
+    length, source = default_acceptance("mtp", 1)
+    assert length == 1.875 and "arxiv.org/abs/2412.19437" in source
+    length, source = default_acceptance("eagle3", 7)
+    assert length == 3.53 and "vllm/issues/26191" in source
+    length, source = default_acceptance("eagle3", 3)  # carried from k = 7 at its per-position rate
+    rate = rate_for(3.53, 7)
+    assert length == pytest.approx(1 + rate + rate**2 + rate**3) and "an assumption" in source
+    with pytest.raises(BadInputError, match="--acceptance-length"):
+        default_acceptance("draft_model", 4)
+
+
+def _case(model_name: str, spec, users: int, tp: int = 1) -> ServingCase:
+    model = load_source(model_name).model
+    return ServingCase(model=model, isl=1024, osl=256, concurrency=users, tp=tp, speculative=spec)
+
+
+def test_the_step_verifies_k_plus_one_and_drafts_k_and_the_simulator_prices_it_alike():
+    model = load_source("llama-3.1-8b").model
+    spec = build_spec(model, origin="", kind="preset", method="eagle3", num_speculative_tokens=3)
+    profile = prior_profile(resolve_target("h100").target, "bf16")
+    stepper = Stepper(_case("llama-3.1-8b", spec, 8), profile)
+    plain = Stepper(_case("llama-3.1-8b", None, 8), profile)
+    verify = stepper.step(verify_shape(8, 3, 1500))
+    step = decode_step(stepper, 8, 1500)
+    assert verify.seconds < step.seconds  # the drafting comes on top
+    assert step.seconds > decode_step(plain, 8, 1500).seconds  # k + 1 tokens and a drafter cost more than one token
+    # the simulator's step cost is the same sum, priced through its own path
+    assert StepCost(stepper).seconds(8, 1504, []) == pytest.approx(decode_step(stepper, 8, 1504).seconds, rel=1e-6)
+
+
+def _plans(model_name: str, target_name: str, spec_args: dict, users: int, tp: int):
+    loaded = load_source(model_name)
+    target = resolve_target(target_name)
+    deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=2048, target=target.spec)
+    profile = prior_profile(target.target, deployment.weight_dtype)
+    ceiling = datasheet_profile(target.target, deployment.weight_dtype)
+    spec = build_spec(loaded.model, origin=loaded.origin, kind=loaded.kind, **spec_args)
+    with_spec = deployment.model_copy(update={"speculative": spec})
+    common = {"isl": 1024, "osl": 1024, "concurrency": users, "tp": tp}
+    return (
+        plan_serving(loaded.model, target, with_spec, profile, ceiling, **common),
+        plan_serving(loaded.model, target, deployment, profile, ceiling, **common),
+        compare_speculative(loaded.model, target, with_spec, profile, ceiling, **common),
+        (loaded, with_spec, profile, spec),
+    )
+
+
+def test_itl_is_the_step_over_t_and_it_pays_at_batch_one():
+    with_spec, plain, compared, (_, _, _, spec) = _plans("llama-3.1-8b", "h100", {"method": "eagle3"}, 1, 1)
+    assert with_spec.itl_ms == pytest.approx(with_spec.decode_step.seconds * 1e3 / spec.acceptance_length)
+    assert with_spec.itl_ms < plain.itl_ms and compared.pays
+    assert compared.itl_ms == with_spec.itl_ms and compared.itl_ms_without == plain.itl_ms
+
+
+def test_a_draft_model_stops_paying_at_a_large_batch_and_mtp_does_not_at_small_ones():
+    # control: a 1B draft for a 70B target, k = 4 at T = 2.5: at a few users it pays, at hundreds the verification of
+    # 5 tokens per sequence is compute-bound and loses
+    _, _, draft, _ = _plans(
+        "llama-3.1-70b", "8xh100", {"draft": "llama-3.2-1b", "num_speculative_tokens": 4, "acceptance_length": 2.5},
+        1, 8,
+    )  # fmt: skip
+    assert draft.pays and draft.loses_from is not None and 16 < draft.loses_from <= 1024
+    first_loss = next(point for point in draft.curve if point.concurrency == draft.loses_from)
+    assert first_loss.output_tokens_per_s < first_loss.output_tokens_per_s_without
+    # an accepted length of 1 (every draft rejected) loses at once
+    _, _, hopeless, _ = _plans("llama-3.1-8b", "h100", {"method": "eagle3", "acceptance_length": 1.0}, 1, 1)
+    assert not hopeless.pays and hopeless.loses_from == 1
+
+
+def test_the_simulator_emits_t_tokens_a_step_and_measures_itl_per_chunk():
+    assert chunk_count(1, 2.0) == 1 and chunk_count(2, 2.0) == 2 and chunk_count(1024, 2.0) == 513
+    with_spec, _, _, (loaded, deployment, profile, spec) = _plans("llama-3.1-8b", "h100", {"method": "eagle3"}, 1, 1)
+    simulated = simulate_plan(with_spec, loaded.model, deployment, profile, ClientSpec(num_prompts=3)).simulated
+    assert simulated is not None
+    assert simulated.tpot_ms.mean == pytest.approx(with_spec.itl_ms, rel=0.03)
+    # one streamed chunk a step: the gap between chunks is the step, about T tokens' worth
+    assert simulated.itl_ms.median == pytest.approx(simulated.tpot_ms.mean * spec.acceptance_length, rel=0.05)
+    assert simulated.output_tokens_per_s == pytest.approx(1024 * 3 / simulated.duration_s)
+
+
+def test_launch_lines_carry_the_speculative_flags():
+    model = load_source("llama-3.1-70b").model
+    spec = build_spec(model, origin="", kind="preset", draft="llama-3.2-1b", num_speculative_tokens=4,
+                      acceptance_length=2.5)  # fmt: skip
+    flags = vllm_flags(spec)
+    assert flags[0] == "--speculative-config"
+    assert json.loads(flags[1]) == {"method": "draft_model", "model": "meta-llama/Llama-3.2-1B",
+                                    "num_speculative_tokens": 4}  # fmt: skip
+    assert sglang_flags(spec) == [
+        "--speculative-algorithm", "STANDALONE", "--speculative-num-steps", "4", "--speculative-eagle-topk", "1",
+        "--speculative-num-draft-tokens", "5", "--speculative-draft-model-path", "meta-llama/Llama-3.2-1B",
+    ]  # fmt: skip
+    mtp = build_spec(load_source("deepseek-v3").model, origin="", kind="preset", method="deepseek_mtp")
+    assert json.loads(vllm_flags(mtp)[1]) == {"method": "mtp", "num_speculative_tokens": 1}
+    assert sglang_flags(mtp)[:2] == ["--speculative-algorithm", "NEXTN"]
+
+
+def test_plan_search_launch_lines_paste_the_speculative_config(cli):
+    result = cli.json(
+        "plan", "llama-3.1-70b", "--target", "8xh100", "--isl", "1024", "--osl", "256", "--closed-form",
+        "--draft", "llama-3.2-1b", "--num-speculative-tokens", "4", "--acceptance-length", "2.5",
+    )  # fmt: skip
+    vllm = shlex.split(result["launch"]["vllm"])
+    config = json.loads(vllm[vllm.index("--speculative-config") + 1])
+    assert config == {"method": "draft_model", "model": "meta-llama/Llama-3.2-1B", "num_speculative_tokens": 4}
+    sglang = shlex.split(result["launch"]["sglang"])
+    assert sglang[sglang.index("--speculative-algorithm") + 1] == "STANDALONE"
+    assert sglang[sglang.index("--speculative-num-draft-tokens") + 1] == "5"
+
+
+def test_plan_json_puts_speculative_beside_plain(cli):
+    result = cli.json(
+        "plan", "deepseek-v3", "--target", "8xh200", "--tp", "8", "--isl", "1024", "--osl", "1024", "--closed-form",
+        "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}',
+    )  # fmt: skip
+    spec = result["speculative"]
+    assert spec["method"] == "mtp" and spec["acceptance_length"] == 1.875
+    assert spec["itl_ms"] == result["itl_ms"] and spec["itl_ms_without"] > spec["itl_ms"]
+    assert spec["kv_tokens_per_device"] < spec["kv_tokens_per_device_without"]
+    assert [p["concurrency"] for p in spec["curve"]][:3] == [1, 2, 4]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["llama-3.1-8b", "--speculative-config", "{method: mtp}"], "--speculative-config is not JSON"),
+        (["llama-3.1-8b", "--num-speculative-tokens", "2"], "has no MTP layers"),
+        (["llama-3.1-8b", "--speculative-config", '{"method": "ngram"}'], "is not priced"),
+        (["llama-3.1-8b", "--speculative-config", '{"method": "eagle3", "top_k": 2}'], "top_k not priced"),
+        (["llama-3.1-8b", "--draft", "llama-3.2-1b"], "no published acceptance length"),
+        (["llama-3.1-8b", "--draft", "qwen3-0.6b", "--acceptance-length", "2"], "same tokenizer"),
+        (["deepseek-v3", "--num-speculative-tokens", "2", "--acceptance-length", "3.5"], "give 1 to k + 1 = 3"),
+    ],
+)
+def test_plan_refuses_speculative_input_in_one_line(cli, args, message):
+    result = cli.run("plan", *args, "--target", "8xh100", "--closed-form")
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_plan_shows_speculative_beside_plain_and_where_it_stops_paying(cli):
+    result = cli.run(
+        "plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "8", "--isl", "1024", "--osl", "256", "--closed-form",
+        "--draft", "llama-3.2-1b", "--num-speculative-tokens", "4", "--acceptance-length", "2.5",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "speculative decoding (draft_model, k = 4, T = 2.50 tokens per target step)" in text
+    assert "it stops paying from" in text and "acceptance length: given (--acceptance-length)" in text
+
+
+def test_the_simulators_step_with_a_prefill_chunk_prices_the_drafter_over_it():
+    model = load_source("llama-3.1-8b").model
+    spec = build_spec(model, origin="", kind="preset", method="eagle3", num_speculative_tokens=3)
+    profile = prior_profile(resolve_target("h100").target, "bf16")
+    stepper = Stepper(_case("llama-3.1-8b", spec, 8), profile)
+    # the closed form's step (verify + draft passes, the first over the chunk too) and the simulator's agree
+    closed = decode_step(stepper, 8, 1504, prefill_shape(512, context=256)).seconds
+    assert StepCost(stepper).seconds(8, 1504, [(512, 256)]) == pytest.approx(closed, rel=0.01)
+    # a prompt alone: the drafter's pass over it comes on top of the target's
+    alone = StepCost(stepper).seconds(0, 0, [(512, 256)])
+    plain = StepCost(Stepper(_case("llama-3.1-8b", None, 8), profile)).seconds(0, 0, [(512, 256)])
+    assert alone > plain
+
+
+def test_sglang_gives_the_drafter_a_pool_of_its_own(cli):
+    args = ["plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "256", "--closed-form",
+            "--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 3}']  # fmt: skip
+    sglang = cli.json(*args, "--engine", "sglang")
+    vllm = cli.json(*args)
+    # SGLang sizes the target's pool first: the drafter's tokens do not come out of it; vLLM's pool holds them
+    assert sglang["speculative"]["kv_tokens_per_device"] == sglang["speculative"]["kv_tokens_per_device_without"]
+    assert vllm["speculative"]["kv_tokens_per_device"] < vllm["speculative"]["kv_tokens_per_device_without"]
+    note = next(n for n in sglang["notes"] if n.startswith("speculative decoding"))
+    tokens = sglang["memory"]["engine"]["kv_tokens"] + sglang["memory"]["engine"]["max_num_seqs"] * 7 + 100
+    assert f"a pool of {tokens:,} tokens x 4,096 B" in note  # one layer: 2 x 8 heads x 128 x 2 B
