@@ -197,7 +197,8 @@ def _input_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
     if spec.embedding_norm:
         yield from _norm(spec, "model.embed_norm", width, None, "embedding_norm", weights=True)
     if spec.vision is not None:  # the vision encoder and projector, on the stage that embeds the prompt
-        yield from tower_tensors(spec.vision, ranks.tp)
+        for tower in tower_tensors(spec.vision, ranks.tp):
+            yield Tensor(tower.name, tower.shape, "vision", tower.split, None)
 
 
 def _output_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:

@@ -32,12 +32,28 @@ families' towers are not listed: the importer names them among what the weights 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from mha_cli.core.schemas import VisionTowerSpec
 
-if TYPE_CHECKING:
-    from mha_cli.core.inventory import Split, Tensor
+Split = str
+"""One of ``core.inventory.Split`` (the inventory imports this module, so its type is not imported here)."""
+
+
+class TowerTensor(NamedTuple):
+    """One weight of the tower on one rank: transformers' name, its shape there, its tensor-parallel split (the
+    inventory lists it as a tensor of kind ``vision``)."""
+
+    name: str
+    shape: tuple[int, ...]
+    split: Split
+
+    @property
+    def numel(self) -> int:
+        count = 1
+        for size in self.shape:
+            count *= size
+        return count
 
 
 def tower_params(tower: VisionTowerSpec, tp: int = 1) -> int:
@@ -45,16 +61,14 @@ def tower_params(tower: VisionTowerSpec, tp: int = 1) -> int:
     return sum(t.numel for t in tower_tensors(tower, tp))
 
 
-def tower_tensors(tower: VisionTowerSpec, tp: int = 1) -> list[Tensor]:
+def tower_tensors(tower: VisionTowerSpec, tp: int = 1) -> list[TowerTensor]:
     """Every weight of the tower and its projector as one rank of ``tp`` holds it, transformers' names."""
     listing = {"siglip": _siglip, "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl, "llama4": _llama4}[tower.kind]
     return list(listing(tower, tp))
 
 
-def _tensor(name: str, shape: tuple[int, ...], split: Split) -> Tensor:
-    from mha_cli.core.inventory import Tensor  # the inventory imports this module
-
-    return Tensor(name, shape, "vision", split, None)
+def _tensor(name: str, shape: tuple[int, ...], split: Split) -> TowerTensor:
+    return TowerTensor(name, shape, split)
 
 
 def _shard(width: int, tp: int) -> int:
@@ -62,7 +76,7 @@ def _shard(width: int, tp: int) -> int:
     return -(-width // tp)
 
 
-def _linear(name: str, out: int, inp: int, split: Split, tp: int) -> Iterator[Tensor]:
+def _linear(name: str, out: int, inp: int, split: Split, tp: int) -> Iterator[TowerTensor]:
     """A biased linear layer: column-parallel splits its rows and bias, row-parallel its inputs (bias whole)."""
     if split == "column":
         yield _tensor(f"{name}.weight", (_shard(out, tp), inp), "column")
@@ -72,12 +86,12 @@ def _linear(name: str, out: int, inp: int, split: Split, tp: int) -> Iterator[Te
         yield _tensor(f"{name}.bias", (out,), "replicated")
 
 
-def _layer_norm(name: str, width: int) -> Iterator[Tensor]:
+def _layer_norm(name: str, width: int) -> Iterator[TowerTensor]:
     yield _tensor(f"{name}.weight", (width,), "replicated")
     yield _tensor(f"{name}.bias", (width,), "replicated")
 
 
-def _siglip(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
+def _siglip(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
     d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
     prefix = "model.vision_tower"
     yield _tensor(f"{prefix}.embeddings.patch_embedding.weight", (d, tower.in_channels, patch, patch), "replicated")
@@ -97,7 +111,7 @@ def _siglip(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
     yield _tensor("model.multi_modal_projector.mm_soft_emb_norm.weight", (d,), "replicated")
 
 
-def _qwen2_5_vl(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
+def _qwen2_5_vl(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
     d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
     kernel = (d, tower.in_channels, tower.temporal_patch_size, patch, patch)
     yield _tensor("model.visual.patch_embed.proj.weight", kernel, "replicated")
@@ -116,7 +130,7 @@ def _qwen2_5_vl(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
     yield from _linear("model.visual.merger.mlp.2", tower.projector_width, merged, "row", tp)
 
 
-def _qwen3_vl(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
+def _qwen3_vl(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
     d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
     kernel = (d, tower.in_channels, tower.temporal_patch_size, patch, patch)
     yield _tensor("model.visual.patch_embed.proj.weight", kernel, "replicated")
@@ -139,7 +153,7 @@ def _qwen3_vl(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
         yield from _linear(f"{name}.linear_fc2", tower.projector_width, merged, "row", tp)
 
 
-def _llama4(tower: VisionTowerSpec, tp: int) -> Iterator[Tensor]:
+def _llama4(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
     d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
     prefix = "vision_model"
     yield _tensor(f"{prefix}.class_embedding", (d,), "replicated")
