@@ -239,6 +239,8 @@ def kv_footprint(
     convention = state_convention
     per_layer = bytes_per_token_per_layer(model, kv_dtype, mla_cache, convention=convention)
     per_layer_rank = bytes_per_token_per_layer(model, kv_dtype, mla_cache, tp=tp, convention=convention)
+    if model.attention_free:  # no layer caches tokens: no per-token figure (its head fields are placeholders)
+        per_layer = per_layer_rank = 0
     held = {
         "global": tokens_held(seq_len, None, block_size),
         "local": tokens_held(seq_len, model.sliding_window, block_size) if model.sliding_window else None,

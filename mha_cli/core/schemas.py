@@ -870,6 +870,12 @@ class ModelSpec(_Strict):
         return self.n_layers if self.recurrent.on_attention_layers else self.count_layers("linear")
 
     @property
+    def attention_free(self) -> bool:
+        """No layer attends (Mamba, Mamba-2): every layer is ``linear``, so nothing is cached per token and the head
+        fields (``n_heads`` 1, ``head_dim``) are placeholders no figure reads."""
+        return self.count_layers("linear") == self.n_layers
+
+    @property
     def n_local_layers(self) -> int:
         """Layers that cache at most ``sliding_window`` tokens."""
         return self.count_layers("local")
