@@ -1,0 +1,181 @@
+"""Attention-free families (Mamba, Falcon-Mamba, Mamba-2): read from their published config.json, their fixed state
+priced per sequence by hand, their weights equal to transformers' built from the same config, and ``mha verify``
+building them (tiny configs written by transformers' own config classes, ``tests/fixtures/tiny_attention_free``).
+
+The state by hand, per layer, one sequence (vLLM's convention: conv_kernel - 1 conv columns, the recurrent state in
+the model dtype, here bf16, 2 B a value; transformers': conv_kernel columns, the recurrent state in fp32):
+Mamba-1 holds d_inner x d_state recurrent values and a conv over d_inner channels; Mamba-2 heads x head_dim x
+d_state and a conv over d_inner + 2 x groups x d_state channels.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mha_cli.core.errors import EXIT_BAD_INPUT, BadInputError
+from mha_cli.core.hf_import import import_hf_config
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.params import count_params
+from tests.conftest import FIXTURES, reference_hf_config
+
+TINY = FIXTURES / "tiny_attention_free"
+PUBLISHED = ("mamba-2.8b-hf", "falcon-mamba-7b", "mamba-codestral-7b")
+
+STATE_PER_LAYER_VLLM_BF16 = {
+    # (conv_kernel - 1) x conv channels x 2 B + recurrent values x 2 B
+    "mamba-2.8b-hf": 3 * 5120 * 2 + 5120 * 16 * 2,  # d_inner 2 x 2560, d_state 16: 194,560
+    "falcon-mamba-7b": 3 * 8192 * 2 + 8192 * 16 * 2,  # intermediate_size 8192 (not expand 16 x 4096): 311,296
+    "mamba-codestral-7b": 3 * (8192 + 2 * 8 * 128) * 2 + 128 * 64 * 128 * 2,  # 128 heads x 64, 8 groups: 2,158,592
+}
+LAYERS = {"mamba-2.8b-hf": 64, "falcon-mamba-7b": 64, "mamba-codestral-7b": 64}
+TRANSFORMERS_PARAMS = {
+    # transformers 5.24's MambaForCausalLM / FalconMambaForCausalLM / Mamba2ForCausalLM from each config, meta device
+    "mamba-2.8b-hf": 2_768_345_600,
+    "falcon-mamba-7b": 7_272_665_088,
+    "mamba-codestral-7b": 7_285_403_648,  # also Mistral's published "7,285,403,648 parameters" (SOURCES.md)
+}
+
+
+def _published(name: str) -> dict:
+    return json.loads(reference_hf_config(name).read_text())
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_published_config_is_read_attention_free_with_no_tokens_cached(name):
+    model = import_hf_config(_published(name)).model
+    assert model.attention_free and model.n_layers == LAYERS[name]
+    kv = kv_footprint(model, seq_len=32_768, batch=3, kv_dtype="bf16", state_convention="engine")
+    assert kv.n_token_layers == 0 and kv.bytes_per_token == 0 and kv.bytes_per_token_per_layer == 0
+    assert kv.state_bytes_per_layer == STATE_PER_LAYER_VLLM_BF16[name]
+    assert kv.state_bytes_per_seq == LAYERS[name] * STATE_PER_LAYER_VLLM_BF16[name]
+    assert kv.total_bytes == 3 * LAYERS[name] * STATE_PER_LAYER_VLLM_BF16[name]  # the same at any context
+
+
+def test_a_stated_state_dtype_is_read():
+    """vLLM's ``mamba_ssm_cache_dtype`` float32: the recurrent state at 4 B a value, the conv's still at 2 B."""
+    config = _published("mamba-2.8b-hf") | {"mamba_ssm_cache_dtype": "float32"}
+    model = import_hf_config(config).model
+    kv = kv_footprint(model, seq_len=4096, batch=1, kv_dtype="bf16", state_convention="engine")
+    assert kv.state_bytes_per_layer == 3 * 5120 * 2 + 5120 * 16 * 4
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_parameters_equal_the_transformers_count(name):
+    assert count_params(import_hf_config(_published(name)).model).total == TRANSFORMERS_PARAMS[name]
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_mamba_parameters_equal_transformers(name):
+    """The counts above, against transformers' own model built from each published config on the meta device."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = _published(name)
+    fields = {k: v for k, v in config.items() if k not in ("architectures", "model_type")}
+    with torch.device("meta"):
+        theirs = transformers.AutoModelForCausalLM.from_config(
+            transformers.AutoConfig.for_model(config["model_type"], **fields)
+        )
+    assert sum(p.numel() for p in theirs.parameters()) == TRANSFORMERS_PARAMS[name]
+
+
+def test_mamba_2_8b_is_near_its_published_size():
+    """state-spaces/mamba-2.8b: "2.8B" (its name); the count is 2.77B (tied embeddings, no LM head of its own)."""
+    total = count_params(import_hf_config(_published("mamba-2.8b-hf")).model).total
+    assert abs(total - 2.8e9) / 2.8e9 < 0.02
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("attn_layer_indices", [3, 7]), ("hybrid_override_pattern", "MM*M"), ("residual_in_fp32", None)],
+)
+def test_a_field_that_would_change_a_figure_is_still_refused(field, value):
+    """The control: attention layers named by a field no Mamba reader reads are refused by name, never priced as an
+    attention-free stack; a field left unread at any value (``residual_in_fp32``) is not."""
+    config = _published("mamba-2.8b-hf") | {field: value}
+    if value is None:
+        assert import_hf_config(config).model.attention_free
+        return
+    with pytest.raises(BadInputError, match=field):
+        import_hf_config(config)
+
+
+def test_a_mamba2_head_count_is_not_read_as_attention_heads():
+    """Mamba-2's ``num_heads`` (128) and ``head_dim`` (64) size the state, never an attention cache."""
+    model = import_hf_config(_published("mamba-codestral-7b")).model
+    assert model.recurrent is not None and (model.recurrent.n_heads, model.recurrent.head_dim) == (128, 64)
+    assert model.n_heads == 1 and model.mlp_kind(0) == "none"
+
+
+def test_kv_json_and_table_say_there_is_no_per_token_cache(cli):
+    config = str(reference_hf_config("mamba-codestral-7b"))
+    report = cli.json("kv", config, "--seq", "32k", "--target", "h100")
+    assert report["bytes_per_token"] == 0 and report["variants"] == []
+    assert report["state_bytes_per_seq"] == 64 * STATE_PER_LAYER_VLLM_BF16["mamba-codestral-7b"]
+    engine = report["engine"]
+    assert engine["max_concurrency"] == pytest.approx(engine["available_kv_bytes"] / report["state_bytes_per_seq"])
+    text = cli.run("kv", config, "--seq", "32k", "--target", "h100").output
+    assert "attention-free" in text and "no layer caches tokens" in text
+    assert "0 B/token" not in text and "Same shape, other projections" not in text
+    assert "per token, per layer" not in text  # the attention rows are gone, not printed as 0
+
+
+def test_check_judges_no_attention_geometry(cli):
+    report = cli.json("check", str(reference_hf_config("mamba-2.8b-hf")))
+    assert report["passed"] and report["rules_fired"] == []  # MHA061 (head_dim 2560) would fire on the placeholder
+
+
+# verify: the tiny models, built ----------------------------------------------------------------------------------
+
+TINY_STATE_TRANSFORMERS = {
+    # conv_kernel (4) x conv channels x 2 B (bf16) + recurrent values x 4 B (fp32), per layer; 3 layers
+    "tiny-mamba": 4 * 64 * 2 + 64 * 8 * 4,  # hidden 32, expand 2: d_inner 64, d_state 8
+    "tiny-falcon-mamba": 4 * 64 * 2 + 64 * 8 * 4,
+    "tiny-mamba2": 4 * (64 + 2 * 2 * 8) * 2 + 8 * 8 * 8 * 4,  # 8 heads x 8, 2 groups, d_state 8
+}
+
+
+@pytest.mark.parametrize("name", sorted(TINY_STATE_TRANSFORMERS))
+def test_verify_measures_the_state_core_predicts(cli, name):
+    pytest.importorskip("torch")
+    report = cli.json("verify", str(TINY / f"{name}.json"), "--device", "cpu", "--seq", "16", "--layers", "3")
+    assert report["measured_state_bytes"] == report["predicted_state_bytes"] == 3 * TINY_STATE_TRANSFORMERS[name]
+    assert report["measured_cache_bytes"] == report["measured_state_bytes"]  # nothing else is cached
+    assert report["measured_weight_bytes"] == report["predicted_weight_bytes"]
+    assert all(report["checks"].values()) and report["passed"]
+
+
+@pytest.mark.parametrize("name", ["tiny-mamba", "tiny-mamba2"])
+def test_the_built_model_gives_transformers_logits(name):
+    """Our decoder from the tiny config, transformers' weights loaded by name (strictly): the same logits in a
+    prefill and in prefill + cached decode steps."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from mha_cli.nn import build_model
+    from mha_cli.nn.hf_state_dict import load_transformers_state_dict
+
+    config = json.loads((TINY / f"{name}.json").read_text())
+    fields = {k: v for k, v in config.items() if k != "model_type"}
+    hf_config = transformers.AutoConfig.for_model(config["model_type"], **fields)
+    torch.manual_seed(0)
+    theirs = transformers.AutoModelForCausalLM.from_config(hf_config).eval()
+    with torch.no_grad():
+        for param_name, param in theirs.named_parameters():
+            if param_name.endswith("norm.weight") or param_name.endswith("norm_f.weight"):
+                param.add_(0.2 * torch.randn_like(param))
+    ours = build_model(import_hf_config(config).model).eval()
+    load_transformers_state_dict(ours, theirs.state_dict())
+    ids = torch.randint(0, hf_config.vocab_size, (2, 9), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = theirs(input_ids=ids).logits  # (b, s, v)
+        assert (ours(ids) - expected).abs().max() < 1e-4
+        caches = ours.new_cache(batch=2, max_seq=9)
+        steps = [ours(ids[:, :5], caches)] + [ours(ids[:, p : p + 1], caches, start_pos=p) for p in range(5, 9)]
+    assert (torch.cat(steps, dim=1) - expected).abs().max() < 1e-4
+
+
+def test_verify_refuses_a_stack_mixing_mlp_free_and_mlp_layers(cli):
+    """The relaxed refusal still holds where layer sizes by kind would conflate the two (Nemotron-H)."""
+    result = cli.run("verify", str(FIXTURES / "tiny_hybrids" / "tiny-nemotron-h.json"), "--device", "cpu")
+    assert result.exit_code == EXIT_BAD_INPUT and len(result.output.strip().splitlines()) == 1, result.output
