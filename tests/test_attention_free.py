@@ -146,7 +146,7 @@ def test_verify_measures_the_state_core_predicts(cli, name):
     assert all(report["checks"].values()) and report["passed"]
 
 
-@pytest.mark.parametrize("name", ["tiny-mamba", "tiny-mamba2"])
+@pytest.mark.parametrize("name", ["tiny-mamba", "tiny-falcon-mamba", "tiny-mamba2"])
 def test_the_built_model_gives_transformers_logits(name):
     """Our decoder from the tiny config, transformers' weights loaded by name (strictly): the same logits in a
     prefill and in prefill + cached decode steps."""

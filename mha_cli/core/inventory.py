@@ -405,7 +405,7 @@ def _mixer(state: RecurrentSpec, d: int, prefix: str, i: int) -> Iterator[Tensor
         yield vector("A_log", inner, state.state_dim)
         yield vector("D", inner)
         yield from linear("out_proj", d, inner, state.out_proj_bias)
-        if state.output_norm:  # Jamba's dt, B and C norms
+        if state.output_norm and not state.weightless_norms:  # Jamba's dt, B and C norms (Falcon-Mamba's: none)
             yield vector("dt_layernorm.weight", rank)
             yield vector("b_layernorm.weight", state.state_dim)
             yield vector("c_layernorm.weight", state.state_dim)

@@ -318,6 +318,10 @@ class RecurrentSpec(_Strict):
     norm_before_gate: Annotated[bool, Field(exclude_if=_is_false)] = False
     """Mamba-2: its gated norm normalises, then gates by silu(z) (Falcon-H1's ``mamba_norm_before_gate``); false:
     gates, then normalises (Mamba-2's, Granite-4.0-H's). No effect on any size."""
+    weightless_norms: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Mamba-1 with ``output_norm``: its dt, B and C norms carry no weights (Falcon-Mamba), so none is counted."""
+    norm_eps: Annotated[Annotated[float, Field(gt=0)] | None, Field(exclude_if=_is_none)] = None
+    """The epsilon of the mixer's own norms where it is not the model's (Falcon-Mamba's ``mixer_rms_eps``)."""
 
     @model_validator(mode="after")
     def _split_projections_are_gated_deltanets(self) -> "RecurrentSpec":
@@ -329,6 +333,8 @@ class RecurrentSpec(_Strict):
             raise ValueError("a short_conv mixer needs conv_dim and conv_kernel")
         if self.norm_before_gate and self.kind != "mamba2":
             raise ValueError(f"norm_before_gate orders a mamba2 mixer's gated norm, not {self.kind}'s")
+        if self.weightless_norms and not (self.kind == "mamba" and self.output_norm):
+            raise ValueError("weightless_norms are a mamba mixer's dt, B and C norms: set output_norm too")
         return self
 
     @property
