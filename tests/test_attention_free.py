@@ -1,11 +1,13 @@
-"""Attention-free families (Mamba, Falcon-Mamba, Mamba-2): read from their published config.json, their fixed state
+"""Attention-free families (Mamba, Falcon-Mamba, Mamba-2, xLSTM): read from their published config.json, their fixed state
 priced per sequence by hand, their weights equal to transformers' built from the same config, and ``mha verify``
 building them (tiny configs written by transformers' own config classes, ``tests/fixtures/tiny_attention_free``).
 
 The state by hand, per layer, one sequence (vLLM's convention: conv_kernel - 1 conv columns, the recurrent state in
 the model dtype, here bf16, 2 B a value; transformers': conv_kernel columns, the recurrent state in fp32):
 Mamba-1 holds d_inner x d_state recurrent values and a conv over d_inner channels; Mamba-2 heads x head_dim x
-d_state and a conv over d_inner + 2 x groups x d_state channels.
+d_state and a conv over d_inner + 2 x groups x d_state channels. xLSTM's mLSTM holds, per head, its memory C (qk head
+dim x v head dim), normaliser n (qk head dim) and stabiliser m (1), in the activations' dtype (transformers'
+xLSTMCache; no engine serves it), and no conv.
 """
 
 from __future__ import annotations
@@ -179,3 +181,49 @@ def test_verify_refuses_a_stack_mixing_mlp_free_and_mlp_layers(cli):
     """The relaxed refusal still holds where layer sizes by kind would conflate the two (Nemotron-H)."""
     result = cli.run("verify", str(FIXTURES / "tiny_hybrids" / "tiny-nemotron-h.json"), "--device", "cpu")
     assert result.exit_code == EXIT_BAD_INPUT and len(result.output.strip().splitlines()) == 1, result.output
+
+
+# xLSTM: priced, not built ---------------------------------------------------------------------------------------
+
+XLSTM_7B_STATE_PER_LAYER = 8 * (256 * 512 + 256 + 1) * 2  # 8 heads; qk 2048 / 8, v 4096 / 8; bf16: 2,101,264 B
+
+
+def test_xlstm_7b_state_by_hand_and_its_weights_equal_transformers():
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = _published("xlstm-7b")
+    model = import_hf_config(config).model
+    assert model.attention_free and model.n_layers == 32 and model.d_ff == 10_944  # 2.667 x 4096 up to 64s
+    for convention in ("engine", "transformers"):  # kept in the activations' dtype either way
+        kv = kv_footprint(model, seq_len=100_000, batch=2, kv_dtype="bf16", state_convention=convention)
+        assert kv.bytes_per_token == 0 and kv.state_bytes_per_layer == XLSTM_7B_STATE_PER_LAYER
+        assert kv.total_bytes == 2 * 32 * XLSTM_7B_STATE_PER_LAYER
+    kernels = ("chunkwise_kernel",)  # the triton kernel the 7B names: transformers 5.24 accepts its native ones only
+    fields = {k: v for k, v in config.items() if k not in ("architectures", "model_type", *kernels)}
+    with torch.device("meta"):
+        theirs = transformers.xLSTMForCausalLM(transformers.xLSTMConfig(**fields))
+    assert count_params(model).total == sum(p.numel() for p in theirs.parameters()) == 6_865_424_896
+
+
+def test_xlstm_state_equals_the_cache_transformers_allocates():
+    """A tiny xLSTM run by transformers in bf16: the bytes of its xLSTMCache (C, n and m of every block) are the
+    price, for the batch."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.xLSTMConfig(
+        hidden_size=128, embedding_dim=128, num_heads=2, num_hidden_layers=2, num_blocks=2, vocab_size=100
+    )
+    torch.manual_seed(0)
+    theirs = transformers.xLSTMForCausalLM(config).eval().to(torch.bfloat16)
+    with torch.no_grad():
+        cache = theirs(input_ids=torch.randint(0, 100, (3, 5)), use_cache=True).cache
+    allocated = sum(t.numel() * t.element_size() for state in cache.rnn_state.values() for t in state)
+    model = import_hf_config(config.to_dict()).model
+    kv = kv_footprint(model, seq_len=5, batch=3, kv_dtype="bf16", state_convention="transformers")
+    assert kv.total_bytes == allocated == 3 * 2 * (2 * (32 * 64 + 32 + 1)) * 2
+
+
+def test_verify_refuses_the_unbuilt_mlstm_in_one_line(cli):
+    result = cli.run("verify", str(reference_hf_config("xlstm-7b")), "--device", "cpu")
+    assert result.exit_code == EXIT_BAD_INPUT and "linear (mlstm)" in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1

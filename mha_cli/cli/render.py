@@ -94,6 +94,7 @@ def _attention_free_table(model: ModelSpec, table: Table) -> Table:
     shape = f"{state.n_heads} x {state.head_dim} x {state.state_dim}" if state.head_dim > 1 else (
         f"{state.n_heads} channels x {state.state_dim}")  # fmt: skip
     conv = f", conv {state.conv_dim} x {state.conv_kernel}" if state.conv_dim else ""
+    conv += " + n, m per head" if state.kind == "mlstm" else ""
     table.add_row("layers", f"{model.n_layers} {state.kind} layers: state {shape}{conv}")
     return table
 

@@ -366,7 +366,7 @@ def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor
 
 def _mixer(state: RecurrentSpec, d: int, prefix: str, i: int) -> Iterator[Tensor]:
     """A fixed-state mixer's weights as ``nn.mixers`` builds each kind: Gated DeltaNet (Qwen3-Next, Qwen3.5),
-    Mamba-1 and -2, MiniMax's lightning attention, Kimi's KDA, LFM2's short convolution."""
+    Mamba-1 and -2, MiniMax's lightning attention, Kimi's KDA, LFM2's short convolution; xLSTM's mLSTM (not built)."""
 
     def linear(name: str, out: int, inp: int, bias: bool = False) -> Iterator[Tensor]:
         return _linear(f"{prefix}.{name}", out, inp, "mixer", "unsharded", i, bias=bias, bias_split="unsharded")
@@ -439,6 +439,16 @@ def _mixer(state: RecurrentSpec, d: int, prefix: str, i: int) -> Iterator[Tensor
         yield from linear("g_b_proj", width, head)
         yield vector("o_norm.weight", head)
         yield from linear("o_proj", d, width)
+    elif kind == "mlstm":  # xLSTM's mLSTM layer: q, k of qk width, v and the output gate of v width, 2 scalar gates
+        qk_width, v_width = state.n_heads * state.head_dim, state.n_heads * state.state_dim
+        yield from linear("q", qk_width, d)
+        yield from linear("k", qk_width, d)
+        yield from linear("v", v_width, d)
+        yield from linear("ogate_preact", v_width, d)
+        yield from linear("igate_preact", state.n_heads, d, True)
+        yield from linear("fgate_preact", state.n_heads, d, True)
+        yield vector("multihead_norm.weight", v_width)
+        yield from linear("out_proj", d, v_width)
     elif kind == "short_conv":
         bias = state.in_proj_bias
         yield from linear("in_proj", 3 * state.conv_dim, d, bias)

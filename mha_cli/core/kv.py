@@ -154,9 +154,7 @@ def state_bytes_per_layer(
     activation = activation_format(kv_dtype)
     heads = max(1, state.n_heads // tp)
     conv_channels = -(-state.conv_dim // tp)
-    recurrent = heads * recurrent_state_format(state, kv_dtype, convention).vector_bytes(
-        state.head_dim * state.state_dim
-    )
+    recurrent = heads * recurrent_state_format(state, kv_dtype, convention).vector_bytes(state.values_per_head)
     return recurrent + conv_channels * activation.vector_bytes(conv_columns(state, convention))
 
 

@@ -48,7 +48,7 @@ per-token K/V at all but the fixed per-sequence state of ``ModelSpec.recurrent``
 MlpKind = Literal["dense", "moe", "none"]
 """A layer's feed-forward: ``dense`` (``d_ff`` wide), ``moe`` (``ModelSpec.moe``) or ``none``, a layer that only
 mixes tokens (Nemotron-H's Mamba-2 block followed by another mixer block): one norm, no MLP."""
-RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda", "short_conv"]
+RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda", "short_conv", "mlstm"]
 StateDtype = Literal["auto", "fp32", "activation"]
 StateConvention = Literal["engine", "transformers"]
 """Whose allocation a fixed state and an indexer key are priced by: ``engine`` (vLLM's cache: conv_kernel - 1 conv
@@ -275,7 +275,9 @@ class RecurrentSpec(_Strict):
     Gated DeltaNet (Qwen3-Next): value heads x key dim x value dim, conv over q, k, v. Mamba (Jamba): d_inner
     channels x 1 x d_state. Mamba-2 (Falcon-H1, Granite-4.0-H): heads x head dim x d_state, conv over x, B, C.
     Lightning attention (MiniMax): heads x head_dim x head_dim, no conv. KDA (Kimi-Linear): like Gated DeltaNet.
-    Short convolution (LFM2): no recurrent state (``state_dim`` 0), a conv over d_model channels.
+    Short convolution (LFM2): no recurrent state (``state_dim`` 0), a conv over d_model channels. mLSTM (xLSTM):
+    heads x qk head dim x v head dim (its matrix memory C), plus per head its normaliser n (qk head dim values) and
+    stabiliser m (one value), no conv.
     """
 
     kind: RecurrentKind
@@ -338,9 +340,15 @@ class RecurrentSpec(_Strict):
         return self
 
     @property
+    def values_per_head(self) -> int:
+        """Values of one head's recurrent state: head_dim x state_dim (mLSTM: + its n and m, head_dim + 1)."""
+        extra = self.head_dim + 1 if self.kind == "mlstm" else 0
+        return self.head_dim * self.state_dim + extra
+
+    @property
     def recurrent_values(self) -> int:
         """Values of the recurrent state, one layer, one sequence."""
-        return self.n_heads * self.head_dim * self.state_dim
+        return self.n_heads * self.values_per_head
 
     @property
     def conv_values(self) -> int:

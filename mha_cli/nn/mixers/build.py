@@ -51,6 +51,8 @@ def build_mixer(
     (random weights), as layer ``layer`` of ``n_layers`` (lightning attention's decay depends on it);
     ``BadInputError`` for the other kinds. ``projection_scales``: a Mamba-2's fixed factors on its in_proj parts
     (Falcon-H1's ``ssm_multipliers``)."""
+    if spec.kind not in BUILT_KINDS:  # xLSTM's mLSTM: priced, not built
+        raise BadInputError(f"no torch mixer for recurrent kind {spec.kind!r} (built: {', '.join(BUILT_KINDS)})")
     if spec.kind == "lightning":
         state_dtype = None if spec.state_dtype == "activation" else torch.float32
         return LightningAttention(
