@@ -227,3 +227,44 @@ def test_verify_refuses_the_unbuilt_mlstm_in_one_line(cli):
     result = cli.run("verify", str(reference_hf_config("xlstm-7b")), "--device", "cpu")
     assert result.exit_code == EXIT_BAD_INPUT and "linear (mlstm)" in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+# RWKV-4 (transformers' rwkv): priced, not built ------------------------------------------------------------------
+
+
+def _tiny_rwkv(**overrides):
+    transformers = pytest.importorskip("transformers")
+    fields = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, vocab_size=100, context_length=32)
+    return transformers.RwkvConfig(**(fields | overrides))
+
+
+def test_rwkv_weights_and_state_equal_transformers():
+    """Per layer and sequence: numerator, denominator and maximum in fp32 (3 x 64 x 4 B) and the two token shifts
+    in bf16 (2 x 64 x 2 B): 1,024 B, as transformers' RwkvModel returns its state."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = _tiny_rwkv()
+    torch.manual_seed(0)
+    theirs = transformers.RwkvForCausalLM(config).eval().to(torch.bfloat16)
+    with torch.no_grad():
+        state = theirs(input_ids=torch.randint(0, 100, (3, 5)), use_cache=True).state
+    allocated = sum(t.numel() * t.element_size() for t in state)
+    model = import_hf_config(config.to_dict()).model
+    assert model.attention_free and count_params(model).total == sum(p.numel() for p in theirs.parameters())
+    kv = kv_footprint(model, seq_len=5, batch=3, kv_dtype="bf16", state_convention="transformers")
+    assert kv.state_bytes_per_layer == 3 * 64 * 4 + 2 * 64 * 2
+    assert kv.total_bytes == allocated == 3 * 2 * kv.state_bytes_per_layer
+
+
+def test_rwkv_with_a_narrower_time_mix_is_refused():
+    """transformers sizes the state by hidden_size and cannot run it: refused in one line, not priced."""
+    with pytest.raises(BadInputError, match="attention_hidden_size 48 differs from hidden_size 64"):
+        import_hf_config(_tiny_rwkv(attention_hidden_size=48).to_dict())
+
+
+def test_verify_refuses_the_unbuilt_rwkv_in_one_line(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(_tiny_rwkv().to_json_string())
+    result = cli.run("verify", str(path), "--device", "cpu")
+    assert result.exit_code == EXIT_BAD_INPUT and "linear (rwkv)" in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1

@@ -130,7 +130,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     layout = dict(fam.layout)
 
     mlp_free = layout.get("mlp_pattern") == ["none"]
-    d_ff = d_model if mlp_free else _dense_width(r, fam)  # no layer has an MLP: a width the spec needs, unused
+    own_width = fam.dense_width is not None  # RWKV's channel mix, its feed-forward inside the mixer
+    d_ff = d_model if mlp_free and not own_width else _dense_width(r, fam)  # no MLP: a width the spec needs
     if d_ff is None:
         d_ff = r.assume(4 * d_model, f"intermediate_size absent: 4 * hidden_size = {4 * d_model}")
     activation_keys = (*spelled.get("activation", ()), "hidden_act", "hidden_activation", "activation_function")

@@ -139,8 +139,10 @@ def recurrent_state_format(state: RecurrentSpec, kv_dtype: str, convention: Stat
 
 def conv_columns(state: RecurrentSpec, convention: StateConvention) -> int:
     """Inputs a conv channel keeps: the kernel width in transformers' cache, one fewer in vLLM's (the current
-    input is not stored)."""
-    return state.conv_kernel if convention == "transformers" else max(0, state.conv_kernel - 1)
+    input is not stored); RWKV's token shift keeps its last input only, in transformers' state too."""
+    if convention == "transformers" and state.kind != "rwkv":
+        return state.conv_kernel
+    return max(0, state.conv_kernel - 1)
 
 
 def state_bytes_per_layer(

@@ -48,7 +48,7 @@ per-token K/V at all but the fixed per-sequence state of ``ModelSpec.recurrent``
 MlpKind = Literal["dense", "moe", "none"]
 """A layer's feed-forward: ``dense`` (``d_ff`` wide), ``moe`` (``ModelSpec.moe``) or ``none``, a layer that only
 mixes tokens (Nemotron-H's Mamba-2 block followed by another mixer block): one norm, no MLP."""
-RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda", "short_conv", "mlstm"]
+RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda", "short_conv", "mlstm", "rwkv"]
 StateDtype = Literal["auto", "fp32", "activation"]
 StateConvention = Literal["engine", "transformers"]
 """Whose allocation a fixed state and an indexer key are priced by: ``engine`` (vLLM's cache: conv_kernel - 1 conv
@@ -277,7 +277,9 @@ class RecurrentSpec(_Strict):
     Lightning attention (MiniMax): heads x head_dim x head_dim, no conv. KDA (Kimi-Linear): like Gated DeltaNet.
     Short convolution (LFM2): no recurrent state (``state_dim`` 0), a conv over d_model channels. mLSTM (xLSTM):
     heads x qk head dim x v head dim (its matrix memory C), plus per head its normaliser n (qk head dim values) and
-    stabiliser m (one value), no conv.
+    stabiliser m (one value), no conv. RWKV-4 (transformers' ``rwkv``): per channel its numerator, denominator and
+    maximum (``state_dim`` 3, d_model channels x 1), and the last input of its time mix and channel mix (a token
+    shift: ``conv_dim`` 2 x d_model, ``conv_kernel`` 2, this input and the last).
     """
 
     kind: RecurrentKind
