@@ -6,8 +6,8 @@ The state by hand, per layer, one sequence (vLLM's convention: conv_kernel - 1 c
 the model dtype, here bf16, 2 B a value; transformers': conv_kernel columns, the recurrent state in fp32):
 Mamba-1 holds d_inner x d_state recurrent values and a conv over d_inner channels; Mamba-2 heads x head_dim x
 d_state and a conv over d_inner + 2 x groups x d_state channels. xLSTM's mLSTM holds, per head, its memory C (qk head
-dim x v head dim), normaliser n (qk head dim) and stabiliser m (1), in the activations' dtype (transformers'
-xLSTMCache; no engine serves it), and no conv.
+dim x v head dim), normaliser n (qk head dim) and stabiliser m (1), in its inference_state_dtype (no engine serves
+it), and no conv.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def test_verify_refuses_a_stack_mixing_mlp_free_and_mlp_layers(cli):
 
 # xLSTM: priced, not built ---------------------------------------------------------------------------------------
 
-XLSTM_7B_STATE_PER_LAYER = 8 * (256 * 512 + 256 + 1) * 2  # 8 heads; qk 2048 / 8, v 4096 / 8; bf16: 2,101,264 B
+XLSTM_7B_STATE_PER_LAYER = 8 * (256 * 512 + 256 + 1) * 4  # 8 heads; qk 2048 / 8, v 4096 / 8; fp32: 4,202,528 B
 
 
 def test_xlstm_7b_state_by_hand_and_its_weights_equal_transformers():
@@ -194,7 +194,7 @@ def test_xlstm_7b_state_by_hand_and_its_weights_equal_transformers():
     config = _published("xlstm-7b")
     model = import_hf_config(config).model
     assert model.attention_free and model.n_layers == 32 and model.d_ff == 10_944  # 2.667 x 4096 up to 64s
-    for convention in ("engine", "transformers"):  # kept in the activations' dtype either way
+    for convention in ("engine", "transformers"):  # its inference_state_dtype, float32, either way
         kv = kv_footprint(model, seq_len=100_000, batch=2, kv_dtype="bf16", state_convention=convention)
         assert kv.bytes_per_token == 0 and kv.state_bytes_per_layer == XLSTM_7B_STATE_PER_LAYER
         assert kv.total_bytes == 2 * 32 * XLSTM_7B_STATE_PER_LAYER
@@ -207,11 +207,18 @@ def test_xlstm_7b_state_by_hand_and_its_weights_equal_transformers():
 
 def test_xlstm_state_equals_the_cache_transformers_allocates():
     """A tiny xLSTM run by transformers in bf16: the bytes of its xLSTMCache (C, n and m of every block) are the
-    price, for the batch."""
+    price, for the batch. Its native fallback keeps them in the activations' dtype, so the config says bfloat16;
+    at float32 (the default, xLSTM's kernels) the price doubles."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     config = transformers.xLSTMConfig(
-        hidden_size=128, embedding_dim=128, num_heads=2, num_hidden_layers=2, num_blocks=2, vocab_size=100
+        hidden_size=128,
+        embedding_dim=128,
+        num_heads=2,
+        num_hidden_layers=2,
+        num_blocks=2,
+        vocab_size=100,
+        inference_state_dtype="bfloat16",
     )
     torch.manual_seed(0)
     theirs = transformers.xLSTMForCausalLM(config).eval().to(torch.bfloat16)
@@ -221,6 +228,8 @@ def test_xlstm_state_equals_the_cache_transformers_allocates():
     model = import_hf_config(config.to_dict()).model
     kv = kv_footprint(model, seq_len=5, batch=3, kv_dtype="bf16", state_convention="transformers")
     assert kv.total_bytes == allocated == 3 * 2 * (2 * (32 * 64 + 32 + 1)) * 2
+    fp32 = import_hf_config(config.to_dict() | {"inference_state_dtype": "float32"}).model
+    assert kv_footprint(fp32, seq_len=5, batch=3, kv_dtype="bf16").total_bytes == 2 * allocated
 
 
 def test_verify_refuses_the_unbuilt_mlstm_in_one_line(cli):
@@ -268,3 +277,11 @@ def test_verify_refuses_the_unbuilt_rwkv_in_one_line(cli, tmp_path):
     result = cli.run("verify", str(path), "--device", "cpu")
     assert result.exit_code == EXIT_BAD_INPUT and "linear (rwkv)" in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("version", [5, 6, 7])
+def test_newer_rwkv_is_refused_saying_why(version):
+    """RWKV-5/6/7 carry ``num_attention_heads`` (RWKV-6) or none: never priced as a Llama-style decoder."""
+    config = {"model_type": f"rwkv{version}", "hidden_size": 2048, "num_hidden_layers": 24, "vocab_size": 65536}
+    with pytest.raises(BadInputError, match=f"RWKV-{version} runs only as remote code"):
+        import_hf_config(config | {"num_attention_heads": 32, "head_size": 64})

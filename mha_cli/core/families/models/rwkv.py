@@ -7,8 +7,8 @@ numerator, a denominator and a running maximum, in fp32 whatever the model's dty
 channel mix (key to ``intermediate_size``, ReLU squared, value back, a receptance gate) is the block's feed-forward,
 counted with the mixer (``ModelSpec.d_ff`` its width). transformers sizes the state by hidden_size, so a config whose
 ``attention_hidden_size`` differs is refused. RWKV-5, -6 and -7 (remote code, flash-linear-attention) are other
-families that neither transformers nor vLLM implements: their ``model_type`` is no family's. ``rescale_every`` halves
-the activations every few layers at inference: numerics only.
+families that neither transformers nor vLLM implements: refused, saying so (``rwkv5``, ``rwkv6``, ``rwkv7``).
+``rescale_every`` halves the activations every few layers at inference: numerics only.
 """
 
 from __future__ import annotations
@@ -21,6 +21,13 @@ from mha_cli.core.families.models.mamba import every_layer_mixes
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
+
+
+NEWER_RWKV_REFUSAL = (
+    "RWKV-{version} runs only as remote code (neither transformers 5.24 nor vLLM's model registry has it), so mha"
+    " has no reference for its weights or its state; transformers' RWKV-4 (model_type rwkv) is priced"
+)
+"""Why RWKV-5, -6 and -7 configs are refused (their ``Family.refused``)."""
 
 
 def _state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 A block is x + mlstm(norm(x)), then h + ffn(norm(h)) (RMSNorms; ``out_norm`` after the stack when ``add_out_norm``).
 The mLSTM layer projects q and k to ``qk_dim`` (int(hidden_size x qk_dim_factor), as xLSTMLayer builds it), v and
 the output gate to ``v_dim`` (likewise), a scalar input and forget gate per head; its state per head is the matrix
-memory C (qk head dim x v head dim), the normaliser n (qk head dim) and the stabiliser m (1), kept by transformers'
-``xLSTMCache`` in the activations' dtype; there is no convolution. The FFN is SwiGLU (proj_up_gate, proj_up,
+memory C (qk head dim x v head dim), the normaliser n (qk head dim) and the stabiliser m (1), in
+``inference_state_dtype`` (float32 by default, as xLSTM's own kernels keep it; transformers' native fallback, without
+the ``xlstm`` package, keeps its xLSTMCache in the activations' dtype whatever the field says); no convolution. The FFN is SwiGLU (proj_up_gate, proj_up,
 proj_down) of width ffn_proj_factor x hidden_size rounded up to ``ffn_round_up_to_multiple_of``. Its logits are soft
 capped (``output_logit_soft_cap``). ``mha verify`` does not build the mLSTM (no mixer for it).
 """
@@ -39,16 +40,14 @@ def _width(r: ConfigReader, factor_key: str) -> int:
 
 
 def _state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, Any]:
-    """mLSTM: per head a qk_head_dim x v_head_dim memory (+ n and m, ``RecurrentSpec.values_per_head``), no conv;
-    in the activations' dtype, as transformers' xLSTMCache keeps it."""
-    r.assume(
-        None, "xLSTM: no serving engine mha models runs it; its state is priced as transformers' xLSTMCache keeps it"
-    )
+    """mLSTM: per head a qk_head_dim x v_head_dim memory (+ n and m, ``RecurrentSpec.values_per_head``), no conv; in
+    fp32, xLSTMConfig's ``inference_state_dtype`` (a stated one is read by ``core.hf_import``)."""
+    r.assume(None, "xLSTM: no serving engine mha models runs it; its state is priced in its inference_state_dtype")
     heads = r.count("num_heads", "num_heads")
     qk_dim, v_dim = _width(r, "qk_dim_factor"), _width(r, "v_dim_factor")
     return {
         "kind": "mlstm", "n_heads": heads, "head_dim": qk_dim // heads, "state_dim": v_dim // heads,
-        "state_dtype": "activation",
+        "state_dtype": "fp32",
     }  # fmt: skip
 
 
@@ -109,7 +108,6 @@ FAMILY = Family(
                 "return_last_states",
                 "autocast_kernel_dtype",
                 "eps",
-                "inference_state_dtype",
                 "gate_soft_cap",
                 "weight_mode",
                 "max_inference_chunksize",
