@@ -285,3 +285,9 @@ def test_newer_rwkv_is_refused_saying_why(version):
     config = {"model_type": f"rwkv{version}", "hidden_size": 2048, "num_hidden_layers": 24, "vocab_size": 65536}
     with pytest.raises(BadInputError, match=f"RWKV-{version} runs only as remote code"):
         import_hf_config(config | {"num_attention_heads": 32, "head_size": 64})
+
+
+def test_tensor_parallelism_is_refused_naming_the_mixers_not_the_placeholder_heads(cli):
+    result = cli.run("kv", str(reference_hf_config("mamba-codestral-7b")), "--tp", "4")
+    assert result.exit_code == EXIT_BAD_INPUT and "attention-free model's mixers" in result.output, result.output
+    assert "n_heads" not in result.output and len(result.output.strip().splitlines()) == 1

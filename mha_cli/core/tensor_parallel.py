@@ -31,6 +31,12 @@ from typing import NamedTuple
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 
+ATTENTION_FREE_TP = (
+    "tp {tp}: mha does not split an attention-free model's mixers over tensor-parallel ranks (vLLM shards them):"
+    " price it at tp 1, one replica per device"
+)
+"""Why an attention-free model is priced at tp 1 only (its head fields are placeholders; ``ModelSpec.attention_free``)."""
+
 
 def tp_split_problem(n_heads: int, n_kv_heads: int, tp: int) -> str | None:
     """Why ``tp`` ranks cannot split these heads (rule MHA024), or ``None`` when they can: the query heads
@@ -54,6 +60,8 @@ def kv_heads_per_rank(model: ModelSpec, tp: int, mla_cache: MlaCacheMode = "abso
 
     Raises ``BadInputError`` when ``tp`` does not split the heads (``tp_split_problem``).
     """
+    if model.attention_free and tp > 1:
+        raise BadInputError(ATTENTION_FREE_TP.format(tp=tp))
     problem = tp_split_problem(model.n_heads, model.kv_heads, tp)
     if problem is not None:
         raise BadInputError(problem)
@@ -123,6 +131,8 @@ def expert_width_per_rank(model: ModelSpec, layout: ExpertLayout) -> int:
 def tp_shard_problem(model: ModelSpec, tp: int, experts: ExpertLayout | None = None) -> str | None:
     """Why ``tp`` ranks cannot shard ``model`` (heads, MLP or expert widths), or ``None`` when they can; ``experts``:
     how the routed experts spread (default: sharded over the tp ranks)."""
+    if model.attention_free and tp > 1:
+        return ATTENTION_FREE_TP.format(tp=tp)
     problem = tp_split_problem(model.n_heads, model.kv_heads, tp)
     if problem is not None:
         return problem
