@@ -291,3 +291,12 @@ def test_tensor_parallelism_is_refused_naming_the_mixers_not_the_placeholder_hea
     result = cli.run("kv", str(reference_hf_config("mamba-codestral-7b")), "--tp", "4")
     assert result.exit_code == EXIT_BAD_INPUT and "attention-free model's mixers" in result.output, result.output
     assert "n_heads" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_simulated_plan_admits_requests_by_state(cli):
+    """The serving loop's pool is states (vLLM's one block of max_model_len a request), not 0 KV tokens."""
+    config = str(reference_hf_config("mamba-2.8b-hf"))
+    result = cli.run("plan", config, "--target", "h100", "--tp", "1", "--concurrency", "8", "--num-prompts", "16")
+    assert result.exit_code == 0, result.output
+    assert "no KV tokens (attention-free: one fixed state a request)" in " ".join(result.output.split())
+    assert "0 KV tokens" not in result.output

@@ -48,7 +48,13 @@ class EngineLimits(NamedTuple):
 
 def engine_limits(engine: "EnginePlan") -> EngineLimits:
     """The scheduler's settings and pool of an engine's memory plan (its pool as the tokens of full-attention
-    blocks: the plan's ``kv_tokens``)."""
+    blocks: the plan's ``kv_tokens``). An attention-free model's pool holds states, one a request whatever its
+    length: blocks of max_model_len tokens (vLLM's block size for such a model), as many as the pool holds states."""
+    if not engine.kv_bytes_per_token_per_rank:
+        return EngineLimits(
+            engine=engine.name, kv_blocks=int(engine.max_concurrency), block_size=engine.max_model_len,
+            max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
+        )  # fmt: skip
     return EngineLimits(
         engine=engine.name, kv_blocks=engine.kv_tokens // engine.block_size, block_size=engine.block_size,
         max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
