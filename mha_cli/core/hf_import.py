@@ -9,7 +9,9 @@ Rules the common calculators get wrong, handled here:
 - multimodal configs (Gemma 3) keep the language model under ``text_config``;
 - layer kinds: chunked local attention (Llama-4), linear-attention and state-space layers with a fixed
   per-sequence state (Qwen3-Next, Jamba, Falcon-H1, Granite-4.0-H, MiniMax, Kimi-Linear), DeepSeek-V3.2's indexer
-  key, K/V shared across layers (Gemma-3n).
+  key, K/V shared across layers (Gemma-3n);
+- attention-free families (Mamba, Falcon-Mamba, Mamba-2, xLSTM, RWKV-4: ``Family.attention_free``): every layer is
+  the mixer, no attention head count is read (``n_heads`` 1 stands for none) and nothing is cached per token.
 What is particular to a family (how it spells a field, its config class's defaults, its layer kinds and mixer, its
 layout) is in its module of the family registry (``core.families``); this module reads the fields every family
 shares, through the family's record. An unknown ``model_type`` is read as the family its ``architectures`` name, as
