@@ -35,7 +35,8 @@ ATTENTION_FREE_TP = (
     "tp {tp}: mha does not split an attention-free model's mixers over tensor-parallel ranks (vLLM shards them):"
     " price it at tp 1, one replica per device"
 )
-"""Why an attention-free model is priced at tp 1 only (its head fields are placeholders; ``ModelSpec.attention_free``)."""
+"""Why an attention-free model is priced at tp 1 only (its one placeholder head splits over no tp > 1; a hybrid's
+pipeline stage of mixer layers only keeps the model's heads and splits as they do)."""
 
 
 def tp_split_problem(n_heads: int, n_kv_heads: int, tp: int) -> str | None:
@@ -60,11 +61,9 @@ def kv_heads_per_rank(model: ModelSpec, tp: int, mla_cache: MlaCacheMode = "abso
 
     Raises ``BadInputError`` when ``tp`` does not split the heads (``tp_split_problem``).
     """
-    if model.attention_free and tp > 1:
-        raise BadInputError(ATTENTION_FREE_TP.format(tp=tp))
     problem = tp_split_problem(model.n_heads, model.kv_heads, tp)
     if problem is not None:
-        raise BadInputError(problem)
+        raise BadInputError(ATTENTION_FREE_TP.format(tp=tp) if model.attention_free else problem)
     if model.mla is not None and mla_cache == "absorbed":
         return 1
     return max(1, model.kv_heads // tp)
@@ -131,11 +130,9 @@ def expert_width_per_rank(model: ModelSpec, layout: ExpertLayout) -> int:
 def tp_shard_problem(model: ModelSpec, tp: int, experts: ExpertLayout | None = None) -> str | None:
     """Why ``tp`` ranks cannot shard ``model`` (heads, MLP or expert widths), or ``None`` when they can; ``experts``:
     how the routed experts spread (default: sharded over the tp ranks)."""
-    if model.attention_free and tp > 1:
-        return ATTENTION_FREE_TP.format(tp=tp)
     problem = tp_split_problem(model.n_heads, model.kv_heads, tp)
-    if problem is not None:
-        return problem
+    if problem is not None:  # an attention-free model's placeholder head (1) splits over no tp > 1: say why
+        return ATTENTION_FREE_TP.format(tp=tp) if model.attention_free else problem
     layout = _experts(tp, experts)
     widths = {"d_ff": (model.d_ff, tp)}
     if model.moe is not None:
