@@ -21,6 +21,7 @@ def test_every_known_family_has_a_row_and_the_claims_are_consistent(cli):
     assert not rows["gpt2"]["differences"] and not rows["gemma2"]["differences"]  # tanh GELU, soft caps: built
     assert rows["gemma3n"]["differences"]  # AltUp, LAuReL, per-layer embeddings
     assert rows["jamba"]["priced"] == "KV + state (Mamba)" and rows["jamba"]["verify"].startswith("yes")
+    assert rows["mamba"]["priced"] == "state only (Mamba; no KV: attention-free)"
     assert rows["minimax"]["verify"].startswith("yes")  # lightning attention: built
     assert rows["kimi_linear"]["verify"].startswith("yes")  # KDA: built
     assert rows["llama4"]["verify"].startswith("refused")  # chunked attention: not built

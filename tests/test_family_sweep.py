@@ -51,6 +51,7 @@ PRICED = (
     *BERT_DECODERS,
     "glm4_moe_lite", "axk1", "granite_swa", "granitemoe_swa", "flint", "nemotron", "hyperclovax", "hy_v3", "laguna",
     "cohere2_moe", "kolibri1", "vaultgemma", "beam", "phimoe", "apertus",
+    "mamba", "mamba2", "falcon_mamba",  # attention-free: a fixed state, nothing per token
 )  # fmt: skip
 """Families the cache sweep builds and `mha kv` prices exactly (or as the window a serving engine keeps)."""
 REFUSED = {
@@ -80,12 +81,14 @@ EQUAL = (
     # hybrids: Gated DeltaNet, Mamba-1, Mamba-2 (beside attention too), lightning attention, KDA, short convolutions
     "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "jamba", "bamba", "falcon_h1", "granitemoehybrid", "minimax",
     "kimi_linear", "lfm2",
+    # attention-free: Mamba-1 (Falcon-Mamba's weightless norms), Mamba-2
+    "mamba", "falcon_mamba", "mamba2",
 )  # fmt: skip
 """Families whose logits equal transformers' (within 1e-4, prefill and cached decode) with transformers 5.24, each
 through the spec fields its family module sets (``mha_cli/core/families/models``); the features' own tests compare
 them with transformers' modules directly (tests/test_nn_gemma.py, test_nn_post_norm.py, test_classic_families.py,
 test_bert_families.py, test_variant_families.py, test_hybrid_families.py, test_mamba1.py, test_lightning.py,
-test_kda.py)."""
+test_kda.py, test_attention_free.py)."""
 
 
 @functools.cache

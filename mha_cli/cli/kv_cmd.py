@@ -160,8 +160,9 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
             f" {latency.prefill_ms:,.1f} ms (bound {latency.prefill_bound_ms:,.1f}); cost model on {latency.profile}"
             f" (+/- {latency.relative_error:.0%}; `mha plan` for TTFT and ITL under load)"
         )
-    console.print()
-    print_table(console, variants_table(report))
+    if report.variants:  # none for an attention-free model: no K/V heads to project
+        console.print()
+        print_table(console, variants_table(report))
 
 
 def variants_table(report: KvReport) -> "Table":

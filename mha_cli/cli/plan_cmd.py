@@ -524,9 +524,14 @@ def render_plan(console: Console, result: ServingPlan) -> None:
         f"; prefill {p.prefill_ms:.1f} ms in {p.prefill_chunk_steps} chunk step(s)"
     )
     engine = result.memory.engine
+    pool = (
+        f"{engine.kv_tokens:,} KV tokens per device"
+        if engine.kv_bytes_per_token_per_rank
+        else "no KV tokens (attention-free: one fixed state a request)"
+    )
     console.print(
-        f"engine: {engine.kv_tokens:,} KV tokens per device, {engine.admitted_per_replica} request(s) of"
-        f" {engine.max_model_len:,} tokens at once per replica"
+        f"engine: {pool}, {engine.admitted_per_replica} request(s) of {engine.max_model_len:,} tokens at once"
+        " per replica"
     )
     if p.speculative is not None:
         render_speculative(console, p.speculative, p.concurrency)

@@ -37,6 +37,8 @@ def model_table(model: ModelSpec, title: str) -> Table:
     table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
+    if model.attention_free:
+        return _attention_free_table(model, table)
     heads = (
         f"{model.n_heads} query / {model.kv_heads} KV ({model.q_per_kv} per KV head)"
         if model.mla is None
@@ -83,6 +85,20 @@ def model_table(model: ModelSpec, title: str) -> Table:
     return table
 
 
+def _attention_free_table(model: ModelSpec, table: Table) -> Table:
+    """An attention-free model's geometry: no heads, every layer its mixer's fixed state."""
+    state = model.recurrent
+    assert state is not None  # every layer is linear, which ModelSpec requires a recurrent block for
+    table.add_row("variant", "attention-free (no KV heads, nothing cached per token)")
+    table.add_row("d_model x layers", f"{model.d_model} x {model.n_layers}")
+    shape = f"{state.n_heads} x {state.head_dim} x {state.state_dim}" if state.head_dim > 1 else (
+        f"{state.n_heads} channels x {state.state_dim}")  # fmt: skip
+    conv = f", conv {state.conv_dim} x {state.conv_kernel}" if state.conv_dim else ""
+    conv += " + n, m per head" if state.kind == "mlstm" else ""
+    table.add_row("layers", f"{model.n_layers} {state.kind} layers: state {shape}{conv}")
+    return table
+
+
 def kv_table(kv: KvFootprint) -> Table:
     """Per layer, per token, per sequence, per batch; per rank under tensor parallelism."""
     table = Table(title="KV cache", title_justify="left")
@@ -98,8 +114,12 @@ def kv_table(kv: KvFootprint) -> Table:
     indexer = (
         f", {kv.indexer_bytes_per_token_per_layer} of it indexer key" if kv.indexer_bytes_per_token_per_layer else ""
     )
-    row("per token, per layer", kv.bytes_per_token_per_layer, f"{kv.kv_dtype}{mode}{indexer}")
-    row("per token (all layers)", kv.bytes_per_token, f"bytes_per_token: {kv.n_token_layers} layers cache tokens")
+    if kv.n_token_layers:
+        row("per token, per layer", kv.bytes_per_token_per_layer, f"{kv.kv_dtype}{mode}{indexer}")
+        row("per token (all layers)", kv.bytes_per_token, f"bytes_per_token: {kv.n_token_layers} layers cache tokens")
+    else:  # attention-free: no per-token figure at all, rather than a 0 B "cache"
+        table.title = "Cache: fixed state only (no layer caches tokens)"
+        table.add_row("per token", "none", "", "no layer attends: nothing grows with the context")
     spans = []
     global_layers = kv.n_token_layers - kv.n_local_layers - kv.n_chunked_layers
     if global_layers > 0:
@@ -116,7 +136,7 @@ def kv_table(kv: KvFootprint) -> Table:
     if kv.n_state_layers:
         row("fixed state per sequence", kv.state_bytes_per_seq, "state_bytes_per_seq: does not grow with the context")
     row(f"per sequence ({kv.seq_len:,} tokens)", kv.bytes_per_sequence, span)
-    if kv.tp > 1:
+    if kv.tp > 1 and kv.n_token_layers:
         latent = " (latent not sharded)" if kv.mla_cache == "absorbed" else ""
         row(
             "per token, per rank", kv.bytes_per_token_per_rank, f"tp={kv.tp}: {kv.kv_heads_per_rank} KV head(s){latent}"
@@ -147,7 +167,8 @@ def memory_table(plan: MemoryPlan) -> Table:
         style = "bold" if line.label.startswith("=") else None
         table.add_row(line.label, f"{line.bytes:,}", format_bytes(line.bytes), line.how, style=style)
     share = f"{plan.sequences_per_replica} of the batch per replica" if plan.replicas > 1 else "this batch"
-    table.add_row(f"KV cache ({share})", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device), "")
+    cache = "KV cache" if engine.kv_bytes_per_token_per_rank else "fixed state"
+    table.add_row(f"{cache} ({share})", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device), "")
     style = "green" if plan.fits else "bold red"
     if plan.headroom_bytes >= 0:
         headroom = ("headroom", plan.headroom_bytes, "available - this batch")
@@ -164,7 +185,10 @@ def memory_table(plan: MemoryPlan) -> Table:
     blocks = f"{engine.kv_blocks:,} blocks of {engine.block_size}"
     if engine.layers_per_group and len(engine.groups) > 1:
         blocks += f" x {len(engine.groups)} groups of {engine.layers_per_group} layers"
-    table.add_row("KV cache size (tokens)", f"{engine.kv_tokens:,}", "", blocks)
+    if engine.kv_bytes_per_token_per_rank:
+        table.add_row("KV cache size (tokens)", f"{engine.kv_tokens:,}", "", blocks)
+    else:  # attention-free: the pool holds states, not tokens
+        table.add_row("KV cache size (tokens)", "none", "", "no layer caches tokens: requests by state bytes")
     ideal = f"per-layer ideal {engine.ideal_max_concurrency:.2f}x" if len(engine.groups) > 1 else ""
     table.add_row(f"max concurrency at {engine.max_model_len:,} tokens", f"{engine.max_concurrency:.2f}x", "", ideal)
     table.add_row("verdict", verdict_cell(plan), "", "", style=style)

@@ -24,9 +24,14 @@ def render_check(console: Console, result: CheckResult) -> None:
         + (f", target {escape(d.target)}" if d.target else "")
     )
     print_assumptions(console, result.deployment_warnings, title="warning")
+    per_token = (
+        f"KV {result.kv.bytes_per_token:,} B per token"
+        if result.kv.n_token_layers
+        else "no KV cache (attention-free: a fixed state)"
+    )
     console.print(
         f"[bold]size[/bold]  {count_cell(result.total_params)} parameters = {bytes_cell(result.weight_bytes)};"
-        f" KV {result.kv.bytes_per_token:,} B per token, {bytes_cell(result.kv.bytes_per_sequence)} per sequence"
+        f" {per_token}, {bytes_cell(result.kv.bytes_per_sequence)} per sequence"
     )
     if result.engine is not None:
         engine = result.engine

@@ -126,14 +126,15 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     priced = price_deployment(model, deployment, unsplit_fallback=True)  # a broken split: priced unsplit
     kv, memory, weights = priced.kv, priced.memory, priced.weight_bytes
 
-    _check_tp(trace, model, priced.tp_asked)
-    _check_head_dim(trace, model)
-    options = variant_options(model)
-    _check_long_context_mha(trace, model, deployment, kv, options, requested=explicit == "MHA")
-    _check_small_mla(trace, model, priced.params.total)
-    _check_kv_vs_weights(trace, model, deployment, kv, weights, options)
-    _check_group(trace, model)
-    _check_bias(trace, model)
+    if not model.attention_free:  # the attention-geometry rules: an attention-free model has no heads to judge
+        _check_tp(trace, model, priced.tp_asked)
+        _check_head_dim(trace, model)
+        options = variant_options(model)
+        _check_long_context_mha(trace, model, deployment, kv, options, requested=explicit == "MHA")
+        _check_small_mla(trace, model, priced.params.total)
+        _check_kv_vs_weights(trace, model, deployment, kv, weights, options)
+        _check_group(trace, model)
+        _check_bias(trace, model)
     if memory is not None and priced.target is not None:  # rule MHA025 / rule MHA026, with recommend's ways out
         judge = deployment_judge(model, deployment)  # the ways out named: those that fit when pasted
         flag_fit(trace, model, priced.target, priced.deployment, memory, kv, priced.params.total, judge=judge)

@@ -10,7 +10,9 @@ Rules the common calculators get wrong, handled here:
   for the families ``core.vision_tower`` lists (Gemma 3, Qwen2.5-VL), named as not counted for the others;
 - layer kinds: chunked local attention (Llama-4), linear-attention and state-space layers with a fixed
   per-sequence state (Qwen3-Next, Jamba, Falcon-H1, Granite-4.0-H, MiniMax, Kimi-Linear), DeepSeek-V3.2's indexer
-  key, K/V shared across layers (Gemma-3n).
+  key, K/V shared across layers (Gemma-3n);
+- attention-free families (Mamba, Falcon-Mamba, Mamba-2, xLSTM, RWKV-4: ``Family.attention_free``): every layer is
+  the mixer, no attention head count is read (``n_heads`` 1 stands for none) and nothing is cached per token.
 What is particular to a family (how it spells a field, its config class's defaults, its layer kinds and mixer, its
 layout) is in its module of the family registry (``core.families``); this module reads the fields every family
 shares, through the family's record. An unknown ``model_type`` is read as the family its ``architectures`` name, as
@@ -123,13 +125,18 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     n_layers = r.count("layer count", "num_hidden_layers", "n_layer", "num_layers", *spelled.get("layers", ()))
     if n_layers > MAX_LAYERS:  # before any per-layer list is built
         raise BadInputError(f"{origin}: {n_layers:,} layers; a model may have at most {MAX_LAYERS:,}")
-    n_heads = r.count("attention head count", "num_attention_heads", "n_head", *spelled.get("heads", ()))
+    if fam.attention_free:  # Mamba's num_heads, where it has one, counts state-space heads, not attention's
+        n_heads = 1  # no layer attends (every layer_pattern entry is linear): a placeholder no figure reads
+    else:
+        n_heads = r.count("attention head count", "num_attention_heads", "n_head", *spelled.get("heads", ()))
     vocab = r.get("vocab_size")
     if vocab is None:  # a KV figure does not need it: price the cache, say the weights leave the embeddings out
         vocab = r.assume(1, "vocab_size absent: embeddings not counted (weights understated by vocab x hidden_size)")
     layout = dict(fam.layout)
 
-    d_ff = _dense_width(r, fam)
+    mlp_free = layout.get("mlp_pattern") == ["none"]
+    own_width = fam.dense_width is not None  # RWKV's channel mix, its feed-forward inside the mixer
+    d_ff = d_model if mlp_free and not own_width else _dense_width(r, fam)  # no MLP: a width the spec needs
     if d_ff is None:
         d_ff = r.assume(4 * d_model, f"intermediate_size absent: 4 * hidden_size = {4 * d_model}")
     activation_keys = (*spelled.get("activation", ()), "hidden_act", "hidden_activation", "activation_function")
@@ -172,8 +179,10 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if r.get("use_qk_norm") is True and fam.use_qk_norm_is_rmsnorm:
         fields["qk_norm"] = True
 
-    mla = _mla(r)
-    if mla is not None:
+    mla = None if fam.attention_free else _mla(r)
+    if fam.attention_free:
+        fields["n_kv_heads"] = 1  # no attention: nothing read, nothing cached per token
+    elif mla is not None:
         fields["mla"] = mla
         for unused in ("num_key_value_heads", "head_dim", "qk_head_dim"):  # MLA's K and V come from the latent
             r.config.get(unused)
@@ -207,6 +216,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if mlps is not None:
         fields["mlp_pattern"] = _shortest_cycle(mlps)
     no_layer_rotates = fam.layout.get("nope_layers") == "global" and fields.get("sliding_window") is None  # Jamba
+    no_layer_rotates = no_layer_rotates or fam.attention_free
     rope = None if no_layer_rotates else _rope(r, fam)
     if rope is not None:
         fields["rope"] = rope

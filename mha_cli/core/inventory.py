@@ -230,7 +230,7 @@ def _layer(spec: ModelSpec, i: int, ranks: _Ranks) -> Iterator[Tensor]:
         yield from _norm(spec, f"{prefix}.input_layernorm", spec.d_model, i)
     if spec.layer_kind(i) == "linear":
         assert spec.recurrent is not None
-        yield from _mixer(spec.recurrent, spec.d_model, f"{prefix}.self_attn", i)
+        yield from _mixer(spec.recurrent, spec.d_model, f"{prefix}.self_attn", i, ffn_width=spec.d_ff)
     elif spec.mla is not None:
         yield from _mla(spec, f"{prefix}.self_attn", i, ranks)
     else:
@@ -369,9 +369,10 @@ def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor
 # Fixed-state mixers -----------------------------------------------------------------------------------------------
 
 
-def _mixer(state: RecurrentSpec, d: int, prefix: str, i: int) -> Iterator[Tensor]:
+def _mixer(state: RecurrentSpec, d: int, prefix: str, i: int, *, ffn_width: int = 0) -> Iterator[Tensor]:
     """A fixed-state mixer's weights as ``nn.mixers`` builds each kind: Gated DeltaNet (Qwen3-Next, Qwen3.5),
-    Mamba-1 and -2, MiniMax's lightning attention, Kimi's KDA, LFM2's short convolution."""
+    Mamba-1 and -2, MiniMax's lightning attention, Kimi's KDA, LFM2's short convolution; xLSTM's mLSTM and RWKV-4's
+    time and channel mix (not built; ``ffn_width``: the channel mix's, the model's d_ff)."""
 
     def linear(name: str, out: int, inp: int, bias: bool = False) -> Iterator[Tensor]:
         return _linear(f"{prefix}.{name}", out, inp, "mixer", "unsharded", i, bias=bias, bias_split="unsharded")
@@ -410,7 +411,7 @@ def _mixer(state: RecurrentSpec, d: int, prefix: str, i: int) -> Iterator[Tensor
         yield vector("A_log", inner, state.state_dim)
         yield vector("D", inner)
         yield from linear("out_proj", d, inner, state.out_proj_bias)
-        if state.output_norm:  # Jamba's dt, B and C norms
+        if state.output_norm and not state.weightless_norms:  # Jamba's dt, B and C norms (Falcon-Mamba's: none)
             yield vector("dt_layernorm.weight", rank)
             yield vector("b_layernorm.weight", state.state_dim)
             yield vector("c_layernorm.weight", state.state_dim)
@@ -444,6 +445,31 @@ def _mixer(state: RecurrentSpec, d: int, prefix: str, i: int) -> Iterator[Tensor
         yield from linear("g_b_proj", width, head)
         yield vector("o_norm.weight", head)
         yield from linear("o_proj", d, width)
+    elif kind == "rwkv":  # RWKV-4: the time mix (attention), then ln2 and the channel mix (its feed-forward)
+        width = state.n_heads  # channels
+        for name in ("time_decay", "time_first"):
+            yield vector(f"attention.{name}", width)
+        for name in ("key", "value", "receptance"):
+            yield vector(f"attention.time_mix_{name}", 1, 1, d)
+            yield from linear(f"attention.{name}", width, d)
+        yield from linear("attention.output", d, width)
+        yield vector("ln2.weight", d)
+        yield vector("ln2.bias", d)
+        for name in ("key", "receptance"):
+            yield vector(f"feed_forward.time_mix_{name}", 1, 1, d)
+        yield from linear("feed_forward.key", ffn_width, d)
+        yield from linear("feed_forward.receptance", d, d)
+        yield from linear("feed_forward.value", d, ffn_width)
+    elif kind == "mlstm":  # xLSTM's mLSTM layer: q, k of qk width, v and the output gate of v width, 2 scalar gates
+        qk_width, v_width = state.n_heads * state.head_dim, state.n_heads * state.state_dim
+        yield from linear("q", qk_width, d)
+        yield from linear("k", qk_width, d)
+        yield from linear("v", v_width, d)
+        yield from linear("ogate_preact", v_width, d)
+        yield from linear("igate_preact", state.n_heads, d, True)
+        yield from linear("fgate_preact", state.n_heads, d, True)
+        yield vector("multihead_norm.weight", v_width)
+        yield from linear("out_proj", d, v_width)
     elif kind == "short_conv":
         bias = state.in_proj_bias
         yield from linear("in_proj", 3 * state.conv_dim, d, bias)

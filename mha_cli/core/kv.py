@@ -139,8 +139,10 @@ def recurrent_state_format(state: RecurrentSpec, kv_dtype: str, convention: Stat
 
 def conv_columns(state: RecurrentSpec, convention: StateConvention) -> int:
     """Inputs a conv channel keeps: the kernel width in transformers' cache, one fewer in vLLM's (the current
-    input is not stored)."""
-    return state.conv_kernel if convention == "transformers" else max(0, state.conv_kernel - 1)
+    input is not stored); RWKV's token shift keeps its last input only, in transformers' state too."""
+    if convention == "transformers" and state.kind != "rwkv":
+        return state.conv_kernel
+    return max(0, state.conv_kernel - 1)
 
 
 def state_bytes_per_layer(
@@ -154,9 +156,7 @@ def state_bytes_per_layer(
     activation = activation_format(kv_dtype)
     heads = max(1, state.n_heads // tp)
     conv_channels = -(-state.conv_dim // tp)
-    recurrent = heads * recurrent_state_format(state, kv_dtype, convention).vector_bytes(
-        state.head_dim * state.state_dim
-    )
+    recurrent = heads * recurrent_state_format(state, kv_dtype, convention).vector_bytes(state.values_per_head)
     return recurrent + conv_channels * activation.vector_bytes(conv_columns(state, convention))
 
 
@@ -239,6 +239,8 @@ def kv_footprint(
     convention = state_convention
     per_layer = bytes_per_token_per_layer(model, kv_dtype, mla_cache, convention=convention)
     per_layer_rank = bytes_per_token_per_layer(model, kv_dtype, mla_cache, tp=tp, convention=convention)
+    if model.attention_free:  # no layer caches tokens: no per-token figure (its head fields are placeholders)
+        per_layer = per_layer_rank = 0
     held = {
         "global": tokens_held(seq_len, None, block_size),
         "local": tokens_held(seq_len, model.sliding_window, block_size) if model.sliding_window else None,

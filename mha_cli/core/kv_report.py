@@ -98,14 +98,14 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
     target, tp = priced.target, priced.tp
 
     rows: list[VariantRow] = []
-    options = variant_options(model)
+    options = [] if model.attention_free else variant_options(model)  # no K/V to project otherwise
 
     def priced_as(option_model: ModelSpec) -> DeploymentSpec:
         """fp8_ds_mla is an MLA layout: the same shape without MLA is priced in plain fp8."""
         return deployment.model_copy(update={"kv_dtype": comparable_kv_dtype(option_model, deployment.kv_dtype)})
 
     mha_bytes = next(
-        footprint_for(o.model, priced_as(o.model), 1).bytes_per_token for o in options if o.variant == "MHA"
+        (footprint_for(o.model, priced_as(o.model), 1).bytes_per_token for o in options if o.variant == "MHA"), 0
     )
     for option in options:
         try:

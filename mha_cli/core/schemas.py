@@ -49,7 +49,7 @@ per-token K/V at all but the fixed per-sequence state of ``ModelSpec.recurrent``
 MlpKind = Literal["dense", "moe", "none"]
 """A layer's feed-forward: ``dense`` (``d_ff`` wide), ``moe`` (``ModelSpec.moe``) or ``none``, a layer that only
 mixes tokens (Nemotron-H's Mamba-2 block followed by another mixer block): one norm, no MLP."""
-RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda", "short_conv"]
+RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda", "short_conv", "mlstm", "rwkv"]
 StateDtype = Literal["auto", "fp32", "activation"]
 StateConvention = Literal["engine", "transformers"]
 """Whose allocation a fixed state and an indexer key are priced by: ``engine`` (vLLM's cache: conv_kernel - 1 conv
@@ -278,7 +278,11 @@ class RecurrentSpec(_Strict):
     Gated DeltaNet (Qwen3-Next): value heads x key dim x value dim, conv over q, k, v. Mamba (Jamba): d_inner
     channels x 1 x d_state. Mamba-2 (Falcon-H1, Granite-4.0-H): heads x head dim x d_state, conv over x, B, C.
     Lightning attention (MiniMax): heads x head_dim x head_dim, no conv. KDA (Kimi-Linear): like Gated DeltaNet.
-    Short convolution (LFM2): no recurrent state (``state_dim`` 0), a conv over d_model channels.
+    Short convolution (LFM2): no recurrent state (``state_dim`` 0), a conv over d_model channels. mLSTM (xLSTM):
+    heads x qk head dim x v head dim (its matrix memory C), plus per head its normaliser n (qk head dim values) and
+    stabiliser m (one value), no conv. RWKV-4 (transformers' ``rwkv``): per channel its numerator, denominator and
+    maximum (``state_dim`` 3, d_model channels x 1), and the last input of its time mix and channel mix (a token
+    shift: ``conv_dim`` 2 x d_model, ``conv_kernel`` 2, this input and the last).
     """
 
     kind: RecurrentKind
@@ -321,6 +325,10 @@ class RecurrentSpec(_Strict):
     norm_before_gate: Annotated[bool, Field(exclude_if=_is_false)] = False
     """Mamba-2: its gated norm normalises, then gates by silu(z) (Falcon-H1's ``mamba_norm_before_gate``); false:
     gates, then normalises (Mamba-2's, Granite-4.0-H's). No effect on any size."""
+    weightless_norms: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Mamba-1 with ``output_norm``: its dt, B and C norms carry no weights (Falcon-Mamba), so none is counted."""
+    norm_eps: Annotated[Annotated[float, Field(gt=0)] | None, Field(exclude_if=_is_none)] = None
+    """The epsilon of the mixer's own norms where it is not the model's (Falcon-Mamba's ``mixer_rms_eps``)."""
 
     @model_validator(mode="after")
     def _split_projections_are_gated_deltanets(self) -> "RecurrentSpec":
@@ -332,12 +340,20 @@ class RecurrentSpec(_Strict):
             raise ValueError("a short_conv mixer needs conv_dim and conv_kernel")
         if self.norm_before_gate and self.kind != "mamba2":
             raise ValueError(f"norm_before_gate orders a mamba2 mixer's gated norm, not {self.kind}'s")
+        if self.weightless_norms and not (self.kind == "mamba" and self.output_norm):
+            raise ValueError("weightless_norms are a mamba mixer's dt, B and C norms: set output_norm too")
         return self
+
+    @property
+    def values_per_head(self) -> int:
+        """Values of one head's recurrent state: head_dim x state_dim (mLSTM: + its n and m, head_dim + 1)."""
+        extra = self.head_dim + 1 if self.kind == "mlstm" else 0
+        return self.head_dim * self.state_dim + extra
 
     @property
     def recurrent_values(self) -> int:
         """Values of the recurrent state, one layer, one sequence."""
-        return self.n_heads * self.head_dim * self.state_dim
+        return self.n_heads * self.values_per_head
 
     @property
     def conv_values(self) -> int:
@@ -923,6 +939,12 @@ class ModelSpec(_Strict):
         if self.recurrent is None:
             return 0
         return self.n_layers if self.recurrent.on_attention_layers else self.count_layers("linear")
+
+    @property
+    def attention_free(self) -> bool:
+        """No layer attends (Mamba, Mamba-2): every layer is ``linear``, so nothing is cached per token and the head
+        fields (``n_heads`` 1, ``head_dim``) are placeholders no figure reads."""
+        return self.count_layers("linear") == self.n_layers
 
     @property
     def n_local_layers(self) -> int:

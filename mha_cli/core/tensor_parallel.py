@@ -31,6 +31,13 @@ from typing import NamedTuple
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 
+ATTENTION_FREE_TP = (
+    "tp {tp}: mha does not split an attention-free model's mixers over tensor-parallel ranks (vLLM shards them):"
+    " price it at tp 1, one replica per device"
+)
+"""Why an attention-free model is priced at tp 1 only (its one placeholder head splits over no tp > 1; a hybrid's
+pipeline stage of mixer layers only keeps the model's heads and splits as they do)."""
+
 
 def tp_split_problem(n_heads: int, n_kv_heads: int, tp: int) -> str | None:
     """Why ``tp`` ranks cannot split these heads (rule MHA024), or ``None`` when they can: the query heads
@@ -56,7 +63,7 @@ def kv_heads_per_rank(model: ModelSpec, tp: int, mla_cache: MlaCacheMode = "abso
     """
     problem = tp_split_problem(model.n_heads, model.kv_heads, tp)
     if problem is not None:
-        raise BadInputError(problem)
+        raise BadInputError(ATTENTION_FREE_TP.format(tp=tp) if model.attention_free else problem)
     if model.mla is not None and mla_cache == "absorbed":
         return 1
     return max(1, model.kv_heads // tp)
@@ -128,8 +135,8 @@ def tp_shard_problem(model: ModelSpec, tp: int, experts: ExpertLayout | None = N
     """Why ``tp`` ranks cannot shard ``model`` (heads, MLP or expert widths), or ``None`` when they can; ``experts``:
     how the routed experts spread (default: sharded over the tp ranks)."""
     problem = tp_split_problem(model.n_heads, model.kv_heads, tp)
-    if problem is not None:
-        return problem
+    if problem is not None:  # an attention-free model's placeholder head (1) splits over no tp > 1: say why
+        return ATTENTION_FREE_TP.format(tp=tp) if model.attention_free else problem
     layout = _experts(tp, experts)
     widths = {"d_ff": (model.d_ff, tp)}
     if model.moe is not None:

@@ -324,7 +324,8 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
         unbuilt.append("shared K/V")
     if model.mla is not None and model.mla.indexer is not None:
         unbuilt.append("indexer")
-    if not all(model.has_mlp(i) for i in range(model.n_layers)):  # its layer sizes assume an MLP on every layer
+    with_mlp = {model.has_mlp(i) for i in range(model.n_layers)}
+    if len(with_mlp) > 1:  # layer sizes by kind assume all or none have an MLP (Mamba, Mamba-2: none)
         unbuilt.append("MLP-free")
     family = spec_family(model)
     if not unbuilt and family is not None and family.unbuilt is not None:  # Nemotron-H's MLP-only blocks

@@ -374,7 +374,12 @@ def _vllm(inputs: _Inputs) -> _Pool:
         notes.append(f"vLLM's CPU backend runs MLA in blocks of {block} tokens whatever --block-size says")
     if not pool.hybrid_allocator and kv.n_local_layers:
         notes.append("chunked attention turns vLLM's hybrid allocator off: sliding layers are priced as full")
-    if state_hybrid:
+    if model.attention_free:
+        notes.append(
+            "attention-free: no layer caches tokens, so the pool holds fixed states only (one per running request,"
+            " whatever its length); the concurrency is the pool over one request's state bytes"
+        )
+    elif state_hybrid:
         notes.append(
             "vLLM groups Mamba/linear-attention layers with the attention layers and raises the attention block size"
             " to the state's page; neither is modelled: kv_tokens counts the attention layers only (not vLLM's"

@@ -87,6 +87,9 @@ class Family(NamedTuple):
     """Its own derivation of layer kinds from its fields (Qwen2's max_window_layers, Llama-4's no-RoPE interval)."""
     fixed_state: str | None = None
     """The mixer of its layers that keep a fixed per-sequence state (``Mamba-2``, ``Gated DeltaNet``), if any."""
+    attention_free: bool = False
+    """No layer attends (Mamba, Mamba-2, Falcon-Mamba): every layer is its fixed-state mixer, the config has no
+    attention head count, and nothing is cached per token (``ModelSpec.attention_free``)."""
     state: StateReader | None = None
     """Reads that mixer's ``recurrent`` block from the family's own fields."""
     kv_heads: KvHeadsReader | None = None

@@ -43,6 +43,7 @@ ARCHITECTURES: dict[str, str] = {
     "Jais2ForCausalLM": "jais2", "JambaForCausalLM": "jamba", "KimiLinearForCausalLM": "kimi_linear",
     "Kolibri1ForCausalLM": "kolibri1", "LagunaForCausalLM": "laguna", "Lfm2ForCausalLM": "lfm2",
     "LlamaForCausalLM": "llama", "Llama4ForCausalLM": "llama4_text", "MegatronBertForCausalLM": "megatron-bert",
+    "xLSTMForCausalLM": "xlstm", "RwkvForCausalLM": "rwkv", "MambaForCausalLM": "mamba", "Mamba2ForCausalLM": "mamba2", "FalconMambaForCausalLM": "falcon_mamba",
     "MellumForCausalLM": "mellum", "MiMoV2FlashForCausalLM": "mimo_v2_flash", "MiniCPM3ForCausalLM": "minicpm3",
     "MiniMaxForCausalLM": "minimax", "MiniMaxM2ForCausalLM": "minimax_m2", "MinistralForCausalLM": "ministral",
     "Ministral3ForCausalLM": "ministral3", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",

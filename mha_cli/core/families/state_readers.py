@@ -13,10 +13,10 @@ if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
 
 
-STATE_DTYPE_FIELDS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
+STATE_DTYPE_FIELDS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype", "inference_state_dtype")
 """The config.json fields that set the dtype a fixed-state layer's recurrent state is cached in, as vLLM reads
 them (``vllm/model_executor/models/config.py``): Nemotron-H's ``mamba_ssm_cache_dtype`` (NemotronHConfig's own
-field), Qwen3.5's ``mamba_ssm_dtype``. ``tests/test_state_dtype_sweep.py`` checks no config class of the installed
+field), Qwen3.5's ``mamba_ssm_dtype``; and xLSTM's ``inference_state_dtype`` (the state its mLSTM kernels keep). ``tests/test_state_dtype_sweep.py`` checks no config class of the installed
 transformers has another."""
 _FP32 = ("float32", "fp32")
 _SIXTEEN_BIT = ("bfloat16", "bf16", "float16", "fp16", "half")

@@ -47,9 +47,11 @@ class FamilySupport(Record):
     """``yes``, or why ``mha verify`` refuses it."""
 
 
-def _priced(state: str | None) -> str:
+def _priced(state: str | None, attention_free: bool = False) -> str:
     if state is None:
         return "KV"
+    if attention_free:
+        return f"state only ({state}; no KV: attention-free)"
     return f"KV + state ({state}); weights approximate" if state in APPROXIMATE_WEIGHTS else f"KV + state ({state})"
 
 
@@ -63,7 +65,7 @@ def _row(model_type: str, fam: Family) -> FamilySupport:
             equal_to_transformers=None, verify="refused: its configs are refused (`mha kv` says why)",
         )  # fmt: skip
     return FamilySupport(
-        model_type=model_type, priced=_priced(state), built=state is None or state in DECODER_MIXERS,
+        model_type=model_type, priced=_priced(state, fam.attention_free), built=state is None or state in DECODER_MIXERS,
         differences=list(fam.differences), equal_to_transformers=fam.equal_test,
         verify=(f"refused: {unbuilt} (price them with `mha kv`)" if unbuilt is not None
                 else "yes (state measured; one rank, one stage)" if built_state else "yes"),

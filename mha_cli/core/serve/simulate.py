@@ -51,7 +51,15 @@ class EngineLimits(NamedTuple):
 def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> EngineLimits:
     """The scheduler's settings and pool of an engine's memory plan, its pool as blocks of one request's tokens:
     vLLM's blocks over its KV cache groups (a request takes a block in every group for each block of its tokens;
-    priced so for sliding-window groups too, which hold less), the other engines' tokens in blocks."""
+    priced so for sliding-window groups too, which hold less), the other engines' tokens in blocks. An attention-free
+    model's pool holds states, one a request whatever its length: blocks of max_model_len tokens (vLLM's block size
+    for such a model), as many as the pool holds states."""
+    if not engine.kv_bytes_per_token_per_rank:
+        return EngineLimits(
+            engine=engine.name, kv_blocks=int(engine.max_concurrency), block_size=engine.max_model_len,
+            max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
+            prefix_caching=prefix_caching,
+        )  # fmt: skip
     groups = len(engine.groups)
     blocks = engine.kv_blocks // groups if groups else engine.kv_tokens // engine.block_size
     return EngineLimits(

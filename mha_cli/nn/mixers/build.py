@@ -51,13 +51,15 @@ def build_mixer(
     (random weights), as layer ``layer`` of ``n_layers`` (lightning attention's decay depends on it);
     ``BadInputError`` for the other kinds. ``projection_scales``: a Mamba-2's fixed factors on its in_proj parts
     (Falcon-H1's ``ssm_multipliers``)."""
+    if spec.kind not in BUILT_KINDS:  # xLSTM's mLSTM: priced, not built
+        raise BadInputError(f"no torch mixer for recurrent kind {spec.kind!r} (built: {', '.join(BUILT_KINDS)})")
     if spec.kind == "lightning":
         state_dtype = None if spec.state_dtype == "activation" else torch.float32
         return LightningAttention(
             d_model, n_heads=spec.n_heads, head_dim=spec.head_dim, layer=layer, n_layers=n_layers,
             state_dtype=state_dtype, dtype=dtype, device=device,
         )  # fmt: skip
-    factory = {"eps": eps, "dtype": dtype, "device": device}
+    factory = {"eps": eps if spec.norm_eps is None else spec.norm_eps, "dtype": dtype, "device": device}
     if spec.state_dtype == "activation":  # "auto" is transformers' fp32, what these mixers keep
         raise BadInputError(f"a {spec.kind} mixer with an activation-dtype recurrent state is not built (fp32 only)")
     if spec.kind == "gated_deltanet":
@@ -107,7 +109,8 @@ def _kda_head_dim(spec: RecurrentSpec) -> int:
 
 
 def _mamba1(spec: RecurrentSpec, d_model: int, factory: dict) -> Mamba1:
-    """Mamba-1 over d_inner = ``n_heads`` channels of one state vector each; ``output_norm``: Jamba's dt, B, C norms."""
+    """Mamba-1 over d_inner = ``n_heads`` channels of one state vector each; ``output_norm``: Jamba's dt, B, C norms
+    (Falcon-Mamba's without weights: ``weightless_norms``)."""
     if spec.head_dim != 1 or spec.conv_dim != spec.n_heads:
         raise BadInputError(
             f"a mamba mixer keeps one state vector per channel: recurrent.head_dim must be 1 (not {spec.head_dim})"
@@ -116,5 +119,6 @@ def _mamba1(spec: RecurrentSpec, d_model: int, factory: dict) -> Mamba1:
     return Mamba1(
         d_model, d_inner=spec.n_heads, d_state=spec.state_dim, dt_rank=spec.dt_rank or math.ceil(d_model / 16),
         conv_kernel=spec.conv_kernel, conv_bias=spec.has_conv_bias, in_proj_bias=spec.in_proj_bias,
-        out_proj_bias=spec.out_proj_bias, bcdt_norms=spec.output_norm, **factory,
+        out_proj_bias=spec.out_proj_bias, bcdt_norms=spec.output_norm, norm_weights=not spec.weightless_norms,
+        **factory,
     )  # fmt: skip

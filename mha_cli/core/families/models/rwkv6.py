@@ -1,0 +1,13 @@
+"""RWKV-6 (``model_type`` rwkv6: remote code, flash-linear-attention): refused, naming why (see ``rwkv``)."""
+
+from __future__ import annotations
+
+from mha_cli.core.families import Family
+from mha_cli.core.families.models.rwkv import NEWER_RWKV_REFUSAL
+
+FAMILY = Family(
+    model_types=("rwkv6",),
+    config_class="none in transformers 5.24 (remote code)",
+    refused=NEWER_RWKV_REFUSAL.format(version=6),
+    names=("rwkv-6",),
+)
