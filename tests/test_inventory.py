@@ -109,7 +109,12 @@ def test_every_preset_builds_what_the_inventory_lists(name):
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
 def test_every_hf_fixture_builds_what_the_inventory_lists(path):
-    assert check_contract(first_layers(_fixture_spec(path))) == []
+    from mha_cli.nn.mixers.build import BUILT_KINDS
+
+    spec = _fixture_spec(path)
+    if spec.recurrent is not None and spec.recurrent.kind not in BUILT_KINDS:  # xLSTM, RWKV: priced, not built
+        pytest.skip(f"{spec.recurrent.kind} has no torch mixer: tests/test_attention_free.py checks its weights")
+    assert check_contract(first_layers(spec)) == []
 
 
 def _family_sweep():
@@ -212,4 +217,6 @@ def test_quantised_weights_weigh_between_their_bits_and_bf16(fmt):
             except BadInputError:
                 continue
             weighed = rank_weight_bytes(spec, tp, fmt)
+            if spec.attention_free and weighed == rank_weight_bytes(spec, tp, "bf16"):
+                continue  # Mamba: every weight a mixer's, which no named format quantises here (xLSTM's FFN is)
             assert params * bits / 8 * 0.99 < weighed < rank_weight_bytes(spec, tp, "bf16"), (name, tp)
