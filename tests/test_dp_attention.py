@@ -187,3 +187,13 @@ def test_check_and_recommend_never_print_dp_which_they_do_not_take(cli):
     assert recommend["ways_out"] and not any("--dp" in way["change"] for way in recommend["ways_out"])
     refused = cli.run("kv", V3, "--seq", "128K", "--dp", "8")
     assert refused.exit_code == EXIT_BAD_INPUT and "add --target" in refused.output
+
+
+def test_vllm_v0_runs_no_dp_attention(cli):
+    """vLLM before 0.8 has no data parallelism: --dp under it is one line, and its search tries no such layout."""
+    args = ("plan", "deepseek-v3", "--target", "8xh200", "--isl", "1024", "--osl", "128", "--closed-form")
+    result = cli.run(*args, "--dp", "8", "--engine", "vllm@0.7")
+    assert result.exit_code == 2 and "vllm-v0 has no data parallelism" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    searched = cli.json(*args, "--concurrency", "64", "--engine", "vllm@0.7")
+    assert not any(c["deployment"].get("dp_attention") for c in searched["candidates"])

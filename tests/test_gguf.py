@@ -152,3 +152,24 @@ def test_the_plan_holds_the_files_bytes_and_launches_it_with_vllm(tmp_path, cli)
                     "--closed-form")  # fmt: skip
     assert list(plan["launch"]) == ["vllm"] and plan["launch"]["vllm"].startswith(f"vllm serve {path} ")
     assert "--tokenizer" in plan["launch_note"]
+
+
+def test_a_gguf_file_keeps_its_own_format_and_vllm(tmp_path, cli):
+    """Another weight format or engine would price something the file is not: both refused in one line."""
+    path = tmp_path / "m.gguf"
+    write_decoder(path, "llama", {**fixture("llama-3-8b"), "num_hidden_layers": 2}).close()
+    assert "--weight-dtype bf16" in one_line_error(
+        cli.run("kv", str(path), "--target", "h100", "--weight-dtype", "bf16")
+    )
+    assert "--engine trtllm" in one_line_error(cli.run("plan", str(path), "--target", "h100", "--engine", "trtllm"))
+    assert cli.run("kv", str(path), "--target", "h100", "--engine", "vllm@0.20").exit_code == 0
+
+
+def test_a_header_without_a_head_count_is_one_line(tmp_path, cli):
+    path = tmp_path / "partial.gguf"
+    out = HeaderWriter(path, "llama")
+    out.writer.add_embedding_length(64)
+    out.writer.add_block_count(2)
+    out.tensor("token_embd.weight", (256, 64), F32)
+    out.close()
+    assert "llama.attention.head_count" in one_line_error(cli.run("kv", str(path)))

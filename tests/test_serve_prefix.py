@@ -151,3 +151,27 @@ def test_a_warm_cache_serves_the_first_request_too():
     cost = Recording()
     simulate(Workload([(1000, 2)] * 2, max_concurrency=1, prefix_len=520, warm_prefix=True), limits(), cost)
     assert prefills(cost) == [(488, 512), (488, 512)]
+
+
+def test_engines_whose_cache_is_off_by_default_and_models_with_a_state_get_no_hit(cli):
+    """vLLM V0 caches no prefix unless asked (--enable-prefix-caching, which its launch line then carries); a model
+    with a fixed state gets none either (vLLM caches its prefixes only in a Mamba mode not modelled)."""
+    v0 = ("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "4096", "--osl", "128", "--concurrency", "4",
+          "--closed-form", "--engine", "vllm@0.7")  # fmt: skip
+    assert cli.json(*v0, "--shared-prefix", "3584")["ttft_ms"] == cli.json(*v0)["ttft_ms"]
+    asked = cli.json(*v0, "--shared-prefix", "3584", "--enable-prefix-caching")
+    assert asked["ttft_ms"] < cli.json(*v0)["ttft_ms"]
+    search = ("plan", "llama-3-8b", "--target", "2xh100", "--isl", "1024", "--osl", "128", "--concurrency", "8",
+              "--closed-form", "--engine", "vllm@0.7", "--enable-prefix-caching")  # fmt: skip
+    assert "--enable-prefix-caching" in cli.json(*search)["launch"]["vllm"].split()
+    mamba = ("plan", "tests/fixtures/hf_configs/mamba-2.8b-hf.json", "--target", "h100", "--tp", "1", "--isl",
+             "1024", "--osl", "64", "--closed-form")  # fmt: skip
+    assert cli.json(*mamba, "--shared-prefix", "512")["ttft_ms"] == cli.json(*mamba)["ttft_ms"]
+
+
+def test_a_closed_loop_of_fewer_users_than_replicas_counts_only_the_busy_ones(cli):
+    """Four users over eight replicas: four replicas serve, four stand idle."""
+    out = cli.json("plan", "llama-3-8b", "--target", "8xh100", "--tp", "1", "--isl", "512", "--osl", "64",
+                   "--concurrency", "4", "--num-prompts", "16")  # fmt: skip
+    simulated = out["simulated"]
+    assert simulated["deployment_output_tokens_per_s"] == pytest.approx(4 * simulated["output_tokens_per_s"])

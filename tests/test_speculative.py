@@ -306,3 +306,13 @@ def test_sglang_gives_the_drafter_a_pool_of_its_own(cli):
     note = next(n for n in sglang["notes"] if n.startswith("speculative decoding"))
     tokens = sglang["memory"]["engine"]["kv_tokens"] + sglang["memory"]["engine"]["max_num_seqs"] * 7 + 100
     assert f"a pool of {tokens:,} tokens x 4,096 B" in note  # one layer: 2 x 8 heads x 128 x 2 B
+
+
+def test_a_value_given_twice_must_agree(cli):
+    """--num-speculative-tokens and --draft against the same keys of --speculative-config: one line, not a silent pick."""
+    args = ("plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "8", "--closed-form")
+    config = '{"method": "draft_model", "model": "llama-3.2-1b", "num_speculative_tokens": 2}'
+    result = cli.run(*args, "--speculative-config", config, "--num-speculative-tokens", "5")
+    assert result.exit_code == 2 and "disagree" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert cli.run(*args, "--speculative-config", config, "--num-speculative-tokens", "2",
+                   "--acceptance-length", "2").exit_code == 0  # fmt: skip

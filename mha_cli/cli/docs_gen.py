@@ -82,7 +82,7 @@ def option_default(param: Any) -> str:
     if param.required:
         return "required"
     if getattr(param, "is_flag", False):
-        return "on" if default else "off"
+        return "-" if default is None else "on" if default else "off"  # None: an on/off pair left to its help
     if default is None or default == () or default == []:
         return "-"
     if isinstance(default, Path):

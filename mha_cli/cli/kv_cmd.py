@@ -32,7 +32,7 @@ from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.kv_report import KvReport, build_kv_report
 from mha_cli.core.mm_limits import mm_limits
-from mha_cli.core.sources import load_source
+from mha_cli.core.sources import load_source, refuse_gguf_overrides
 
 FailIfNoFitOpt = Annotated[
     bool, typer.Option("--fail-if-no-fit", help=f"Exit {EXIT_CHECK_FAILED} when the batch does not fit the target.")
@@ -78,6 +78,7 @@ def kv(
 
         check_plot_path(plot, force=force)
     loaded = load_source(source)
+    refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
     deployment = merge_deployment(
         loaded.deployment,
         model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, dp=dp, block_size=block_size,

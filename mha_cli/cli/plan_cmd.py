@@ -36,7 +36,7 @@ from mha_cli.cli.output import Output
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.mm_limits import mm_limits
-from mha_cli.core.sources import load_source
+from mha_cli.core.sources import load_source, refuse_gguf_overrides
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -134,8 +134,8 @@ def plan(
         str | None,
         typer.Option(
             "--engine",
-            help="Serving engine: its memory rules size the KV pool, its generation's step-cost constants (fitted on"
-            " 2025-26 measurements) price the times. vllm, sglang, trtllm (the latest generation), engine@version"
+            help="Serving engine: its memory rules size the KV pool, its generation's step-cost constants (where fitted on"
+            " 2025-26 measurements; else the default ones) price the times. vllm, sglang, trtllm (the latest generation), engine@version"
             " (sglang@0.4, vllm==0.11) or a generation (vllm-v1, trtllm-cpp). Default: vLLM's rules, the default"
             " constants.",
             show_default=False,
@@ -202,8 +202,8 @@ def plan(
         bool | None,
         typer.Option(
             "--enable-prefix-caching/--no-enable-prefix-caching",
-            help="The engine's prefix cache (vLLM's flag; SGLang's radix cache, TensorRT-LLM's block reuse): on by"
-            " default in all three.",
+            help="The engine's prefix cache (vLLM's flag; SGLang's radix cache, TensorRT-LLM's block reuse). Default: on,"
+            " off in vLLM V0 and TensorRT-LLM's C++ engine, as each of them defaults.",
             show_default=False,
         ),
     ] = None,
@@ -292,6 +292,7 @@ def plan(
         check_plot_path(plot, force=force)
     resolved = resolve_target(target)
     loaded = load_source(source)
+    refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=isl + osl, target=resolved.spec, weight_dtype=weight_dtype,
         kv_dtype=kv_dtype, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
@@ -428,6 +429,12 @@ def _speculative(
     from mha_cli.core.speculative import build_spec, parse_speculative_config
 
     data = {} if config is None else parse_speculative_config(config)
+    for flag, value, key in (("--draft", draft, "model"), ("--num-speculative-tokens", k, "num_speculative_tokens"),
+                             ("--acceptance-length", acceptance, "acceptance_length")):  # fmt: skip
+        if value is not None and key in data and data[key] != value:
+            raise BadInputError(
+                f"{flag} {value} and --speculative-config's {key} {data[key]!r} disagree: give the value once"
+            )
     method = data.get("method", None if draft or data.get("model") else "mtp")
     model = draft if draft is not None else data.get("model")
     if model is not None and not isinstance(model, str):

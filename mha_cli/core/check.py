@@ -26,7 +26,7 @@ from mha_cli.core.record import Record
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import Finding, Trace
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
-from mha_cli.core.sources import ModelSource, load_source
+from mha_cli.core.sources import ModelSource, load_source, refuse_gguf_overrides
 from mha_cli.core.tensor_parallel import tp_splits_evenly
 from mha_cli.core.variants import VariantOption, variant_options
 from mha_cli.core.weight_bytes import WeightSource, weights_source
@@ -117,6 +117,7 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     """Lint ``source_name`` under its deployment with ``overrides`` (seq_len, target, batch, ...) applied;
     ``strict`` makes warnings fail the check too."""
     source = load_source(source_name)
+    refuse_gguf_overrides(source, weight_dtype=overrides.get("weight_dtype"), engine=overrides.get("engine"))
     seq = overrides.pop("seq_len", None)
     context_from = _stated_context(source, seq)
     deployment = merge_deployment(source.deployment, model=source.model, seq_len=seq, **overrides)

@@ -52,6 +52,11 @@ def merge_deployment(
     elif fields.get("engine") is not None:
         fields["engine"] = generation_of(fields["engine"]).engine
     fields.setdefault("seq_len", default_seq_len(model, base))
+    if fields.get("limit_mm_per_prompt") is not None and fields.get("engine") not in (None, "vllm"):
+        raise BadInputError(
+            f"--limit-mm-per-prompt and --text-only are vLLM's: {fields['engine']} is priced with the tower loaded and"
+            " its default profiling; leave them out, or use --engine vllm"
+        )
     try:
         return DeploymentSpec.model_validate(fields)
     except ValidationError as exc:

@@ -58,7 +58,19 @@ def dp_tp(dp: int, tp: int | None, n_devices: int, pp: int = 1) -> int:
     return tp
 
 
-def dp_attention_problem(model: ModelSpec, engine: str | None, tp: int, dp: int, replicas: int) -> str | None:
+def dp_attention_runs_on(engine: str | None, generation: str | None) -> bool:
+    """Whether ``engine`` (of ``generation``; None: its latest) runs DP attention: vLLM from V1 (V0 has no data
+    parallelism) and SGLang."""
+    from mha_cli.core.engine.generations import BY_ID
+
+    if (engine or "vllm") not in DP_ATTENTION_ENGINES:
+        return False
+    return generation is None or BY_ID[generation].data_parallel_flag
+
+
+def dp_attention_problem(
+    model: ModelSpec, engine: str | None, tp: int, dp: int, replicas: int, generation: str | None = None
+) -> str | None:
     """Why ``dp`` data-parallel ranks of tp ``tp`` (the layout's ``replicas``) cannot run ``model``'s attention apart
     with its experts spread over all of them, or None when they can (one line: what is wrong and what to do)."""
     if dp != replicas:
@@ -70,6 +82,8 @@ def dp_attention_problem(model: ModelSpec, engine: str | None, tp: int, dp: int,
         )
     if (engine or "vllm") not in DP_ATTENTION_ENGINES:
         return f"DP attention runs on vLLM and SGLang, not {engine}: use --engine vllm or sglang, or leave out --dp"
+    if not dp_attention_runs_on(engine, generation):
+        return f"{generation} has no data parallelism, so no DP attention: use vLLM 0.8 or later, or leave out --dp"
     if dp < 2:
         return f"--dp {dp}: DP attention needs 2 or more data-parallel ranks (without it: --tp alone)"
     problem = tp_shard_problem(model, tp, dp_attention_experts(tp, dp))

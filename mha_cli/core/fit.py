@@ -9,7 +9,7 @@ no thousands separators.
 import itertools
 from typing import NamedTuple
 
-from mha_cli.core.dp_attention import DP_ATTENTION_ENGINES
+from mha_cli.core.dp_attention import dp_attention_runs_on
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.errors import BadInputError, MhaError
@@ -173,7 +173,8 @@ def _dp_attention_that_fits(
     model's batch fits, where the engine runs it: each rank caches only its own requests, the experts whole over
     all devices; with ``--kv-dtype fp8`` when it takes that too (``mha kv`` takes ``--dp``; ``check`` and
     ``recommend`` leave this way out)."""
-    if model.moe is None or (deployment.engine or "vllm") not in DP_ATTENTION_ENGINES or deployment.dp is not None:
+    runs = dp_attention_runs_on(deployment.engine, deployment.engine_generation)
+    if model.moe is None or not runs or deployment.dp is not None:
         return None
     cache_changes: list[tuple[str, dict[str, object]]] = [("", {})]
     if storage_format(deployment.kv_dtype).bits > 8:

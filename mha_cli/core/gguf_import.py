@@ -84,6 +84,12 @@ def gguf_config(header: GgufHeader, origin: str) -> tuple[dict[str, Any], list[s
             config[field] = _scalar(own[key], prefix + key, origin)
     if known.model_type == "llama":
         _llama_experts(config)
+    for field in ("hidden_size", "num_hidden_layers", "num_attention_heads"):
+        if not isinstance(config.get(field), int) or config[field] < 1:
+            key = next(k for k, f in known.fields.items() if f == field)
+            raise BadInputError(
+                f"{origin}: {prefix}{key} is missing or not a positive count: a corrupt or partial header"
+            )
     _check_head_dims(config, own, prefix, origin)
     assumptions = _from_tensors(header, config, origin)
     name = header.metadata.get("general.name")
@@ -171,11 +177,11 @@ def gguf_tensor_kind(name: str) -> str:
 
 def nearest_format(header: GgufHeader) -> str:
     """The named weight format nearest the file's linear layers (bits per value over them): bf16 from 12 bits, int8
-    from 7, else int4. It sets how tensor parallelism shares the bytes and what the cost model reads per value."""
+    from 6 (Q6_K's 6.56 is nearer int8's 8.x than int4's 4.x), else int4. It sets how tensor parallelism shares the bytes and what the cost model reads per value."""
     values = stored = 0
     for tensor in header.tensors:
         if gguf_tensor_kind(tensor.name) in LINEAR_KINDS:
             values += tensor.values
             stored += tensor.bytes
     bits = 8 * stored / values if values else 16.0
-    return "bf16" if bits >= 12 else "int8" if bits >= 7 else "int4"
+    return "bf16" if bits >= 12 else "int8" if bits >= 6 else "int4"

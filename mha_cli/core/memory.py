@@ -188,7 +188,9 @@ def plan_memory(
     sequences = -(-kv.batch // replicas)
     copies_note = None
     if experts is None and deployment is not None and deployment.dp:  # asked for: refused, never priced as copies
-        problem = dp_attention_problem(model, deployment.engine, kv.tp, deployment.dp, replicas)
+        problem = dp_attention_problem(
+            model, deployment.engine, kv.tp, deployment.dp, replicas, deployment.engine_generation
+        )
         if problem is not None:
             raise BadInputError(problem)
     if experts is None:

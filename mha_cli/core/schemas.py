@@ -1061,7 +1061,8 @@ class DeploymentSpec(_Strict):
     after the first request computes them (``core.serve.schedulers``); part of each prompt's length. None: 0."""
     prefix_caching: bool | None = None
     """Serving: the engine reuses cached prefixes (vLLM V1 ``--enable-prefix-caching``, SGLang's radix cache and
-    TensorRT-LLM's block reuse); None: on, every engine's default; False: ``--no-enable-prefix-caching``."""
+    TensorRT-LLM's block reuse); None: the engine's default (on, but off in vLLM V0 and TensorRT-LLM's C++ engine);
+    False: ``--no-enable-prefix-caching``."""
     limit_mm_per_prompt: dict[str, Annotated[int, Field(ge=0, le=1 << 20)]] | None = None
     """vLLM's ``--limit-mm-per-prompt``: the most items of each modality (``image``, ``video``) one prompt may hold,
     which sizes its encoder profiling run; a modality not named: 999 (vLLM's default). Every modality of the
@@ -1070,11 +1071,6 @@ class DeploymentSpec(_Strict):
     speculative: SpeculativeSpec | None = None
     """Serving: speculative decoding (``core.speculative``): the drafter's weights and KV cache in the memory plan,
     k drafted tokens and one verification step per T tokens in the step (None: off)."""
-
-    @property
-    def cached_prefix_tokens(self) -> int:
-        """The shared prefix the engine's cache can serve: 0 without one or with the cache off."""
-        return (self.shared_prefix or 0) if self.prefix_caching is not False else 0
 
 
 CONFIG_SCHEMA_VERSION = 1

@@ -172,6 +172,22 @@ def _load_gguf(path: Path) -> ModelSource:
     )  # fmt: skip
 
 
+def refuse_gguf_overrides(source: ModelSource, *, weight_dtype: str | None, engine: str | None) -> None:
+    """A GGUF file is priced as the file stores it and served by vLLM's GGUF loader: another weight format, or
+    another engine, is refused in one line."""
+    if source.kind != "gguf":
+        return
+    if weight_dtype is not None:
+        raise BadInputError(
+            f"--weight-dtype {weight_dtype}: a GGUF file is priced as it stores its weights (and vLLM serves it so);"
+            " leave the option out, or give the model's config.json to price another format"
+        )
+    if engine is not None and not str(engine).strip().lower().startswith("vllm"):
+        raise BadInputError(
+            f"--engine {engine}: a GGUF file is priced for vLLM's GGUF loader; leave --engine out or give --engine vllm"
+        )
+
+
 def _with_checkpoint_format(source: ModelSource, stored_as: str | None) -> ModelSource:
     """``source`` priced in the format its checkpoint stores (``--weight-dtype`` still overrides it)."""
     if stored_as is None:

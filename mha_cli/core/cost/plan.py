@@ -84,7 +84,7 @@ def serving_case(
 ) -> ServingCase:  # fmt: skip
     """What the cost model prices: ``model`` in ``deployment``'s formats on ``memory``'s tp and engine."""
     engine = memory.engine
-    shared = min(deployment.cached_prefix_tokens, isl)
+    shared = min(prefix_served(model, deployment, engine.generation), isl)
     return ServingCase(
         model=model, isl=isl, osl=osl, concurrency=concurrency, tp=memory.tp, pp=pp, replicas=replicas,
         admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
@@ -92,6 +92,26 @@ def serving_case(
         experts=experts, shared_prefix=shared, cached_prefix=cached_prefix(shared, isl, engine.block_size),
         speculative=deployment.speculative,
     )  # fmt: skip
+
+
+PREFIX_CACHING_OFF_BY_DEFAULT = ("vllm-v0", "trtllm-cpp")
+"""Generations whose prefix cache is off unless asked: vLLM V0 (``enable_prefix_caching`` False; V1 turned it on)
+and TensorRT-LLM's C++ engine (``KvCacheConfig.enable_block_reuse`` False; its PyTorch backend turned it on)."""
+
+
+def prefix_caching_on(deployment: DeploymentSpec, generation: str) -> bool:
+    """Whether the engine caches prefixes: as asked, else its generation's default."""
+    if deployment.prefix_caching is not None:
+        return deployment.prefix_caching
+    return generation not in PREFIX_CACHING_OFF_BY_DEFAULT
+
+
+def prefix_served(model: ModelSpec, deployment: DeploymentSpec, generation: str) -> int:
+    """The shared prefix the engine's cache serves: 0 without one, with the cache off, or for a model with a fixed
+    state (vLLM caches such a model's prefixes only in its Mamba ``align`` mode, which is not modelled)."""
+    if model.recurrent is not None or not prefix_caching_on(deployment, generation):
+        return 0
+    return deployment.shared_prefix or 0
 
 
 def cached_prefix(shared_prefix: int, prompt: int, block_size: int) -> int:
@@ -141,7 +161,11 @@ class LayoutPlans:
         if isl < 1 or osl < 1:
             raise BadInputError("--isl, --osl and --concurrency must be at least 1")
         tp, replicas = resolve_layout(target, tp, pp)
-        if deployment.dp and (problem := dp_attention_problem(model, deployment.engine, tp, deployment.dp, replicas)):
+        if deployment.dp and (
+            problem := dp_attention_problem(
+                model, deployment.engine, tp, deployment.dp, replicas, deployment.engine_generation
+            )
+        ):
             raise BadInputError(problem)
         if deployment.expert_parallel and model.moe is None:
             raise BadInputError(f"--expert-parallel spreads routed experts and {model.name} has none: leave it out")
@@ -284,7 +308,7 @@ def plan_at_rate(
     plans = LayoutPlans(model, target, deployment, profile, ceiling, isl=isl, osl=osl, tp=tp, pp=pp)
     first = plans.at(1)
     engine = first.memory.engine
-    shared = min(deployment.cached_prefix_tokens, isl)
+    shared = min(prefix_served(model, deployment, engine.generation), isl)
     keeps_up = sustainable(isl - cached_prefix(shared, isl, engine.block_size), osl, engine.max_num_batched_tokens)
     full_load = first.deployment.replicas * min(engine.admitted_per_replica, keeps_up)
     busiest = plans.at(full_load)

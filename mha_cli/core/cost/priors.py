@@ -77,7 +77,7 @@ class GenerationPrior(NamedTuple):
 
 
 def generation_prior(generation: str, target: Target) -> GenerationPrior:
-    """The constants of engine ``generation`` (an id of ``core.cost.engine_generation``) on ``target``'s vendor: its
+    """The constants of engine ``generation`` (an id of ``core.engine.generations``) on ``target``'s vendor: its
     vendor's own where the fit had both vendors, the generation's where it had this one, else the default ones."""
     fitted = generation_fits().get(generation)
     if fitted is None:

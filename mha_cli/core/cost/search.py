@@ -25,10 +25,10 @@ from collections.abc import Callable
 
 from pydantic import Field
 
-from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, simulate_plan
+from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, prefix_caching_on, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_generation
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.dp_attention import DP_ATTENTION_ENGINES
+from mha_cli.core.dp_attention import dp_attention_runs_on
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
@@ -100,7 +100,7 @@ def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSp
         return [plain]
     other = plain.model_copy(update={"expert_parallel": not plain.expert_parallel})
     found = [plain, other] if not plain.expert_parallel else [other, plain]
-    if (deployment.engine or "vllm") in DP_ATTENTION_ENGINES:
+    if dp_attention_runs_on(deployment.engine, deployment.engine_generation):
         found.append(plain.model_copy(update={"expert_parallel": True, "dp": DP_ATTENTION_VARIANT}))
     return found
 
@@ -112,7 +112,7 @@ def _skipped(variant: DeploymentSpec, tp: int, pp: int, n_devices: int) -> bool:
     dp_layout = pp == 1 and tp < n_devices
     if variant.dp:
         return not dp_layout
-    engine_runs_it = (variant.engine or "vllm") in DP_ATTENTION_ENGINES
+    engine_runs_it = dp_attention_runs_on(variant.engine, variant.engine_generation)
     return bool(variant.expert_parallel) and dp_layout and engine_runs_it
 
 
@@ -401,8 +401,11 @@ def launch_commands(served: ServedModel, plan: ServingPlan, deployment: Deployme
     if deployment.kv_dtype == "fp8":
         vllm += ["--kv-cache-dtype", "fp8"]
         sglang += ["--kv-cache-dtype", "fp8_e4m3"]
-    if deployment.prefix_caching is False:  # both engines cache prefixes unless told not to
-        vllm.append("--no-enable-prefix-caching")
+    caching = prefix_caching_on(deployment, engine.generation)
+    vllm_generation = engine.generation if engine.name == "vllm" else "vllm-0.21"
+    if caching != prefix_caching_on(deployment.model_copy(update={"prefix_caching": None}), vllm_generation):
+        vllm.append("--enable-prefix-caching" if caching else "--no-enable-prefix-caching")  # against its default
+    if not caching:
         sglang.append("--disable-radix-cache")
     if deployment.speculative is not None:  # the drafter priced (core.speculative)
         from mha_cli.core.speculative import sglang_flags, vllm_flags

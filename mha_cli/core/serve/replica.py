@@ -51,7 +51,8 @@ class SimulatedServing(Simulation):
     """Closed loop: the busiest replica's users; None for an open loop."""
     rate_per_replica: float | None
     deployment_output_tokens_per_s: float
-    """The replica's output tokens/s x the replicas."""
+    """The replica's output tokens/s x the replicas at work (a closed loop of fewer users than replicas leaves the rest
+    idle)."""
     slo_percentile: float
     """Where targets are read: 0 the mean, else the percentile."""
     goodput_rps: float | None = None
@@ -141,6 +142,8 @@ def simulate_deployment(
 
         prompts, outputs = [p for p, _ in workload.lengths], [o for _, o in workload.lengths]
         run, times = per_token(run, times, outputs, prompts)
+    # replicas at work: every one under an open loop; a closed loop of fewer users than replicas leaves some idle
+    busy = case.replicas if users is None else min(case.replicas, case.concurrency)
     misses = [f"rate {rate:g} req/s > what it serves (the queue grows)"] if run.saturated else []
     label = "mean" if slo_percentile == 0 else f"p{slo_percentile:g}"
     if ttft_ms is not None and run.ttft_ms.at(slo_percentile) > ttft_ms:
@@ -151,9 +154,9 @@ def simulate_deployment(
         misses.append(f"{label} itl {per_token.at(slo_percentile):,.1f} ms > {itl_ms:g} ms")
     goodput = None
     if ttft_ms is not None or itl_ms is not None:
-        goodput = run.good_requests(times, ttft_ms, itl_ms) / run.duration_s * case.replicas
+        goodput = run.good_requests(times, ttft_ms, itl_ms) / run.duration_s * busy
     return SimulatedServing(
         **dict(run), replicas=case.replicas, users_per_replica=users,
-        rate_per_replica=workload.rate, deployment_output_tokens_per_s=run.output_tokens_per_s * case.replicas,
+        rate_per_replica=workload.rate, deployment_output_tokens_per_s=run.output_tokens_per_s * busy,
         slo_percentile=slo_percentile, goodput_rps=goodput, misses=misses,
     )  # fmt: skip
