@@ -78,6 +78,10 @@ def sweep_one(model_type: str) -> Row:
     except MhaError as exc:
         return Row(model_type, "refused", reference, detail=exc.message[:160])
     counted = count_params(imported.model).total
+    if imported.model.vision is not None:  # AutoModelForCausalLM builds the text model: its tower is not in the count
+        from mha_cli.core.vision_tower import tower_params
+
+        counted -= tower_params(imported.model.vision)
     if counted == reference:
         return Row(model_type, "exact", reference, counted)
     gap = f"{counted - reference:+,} ({(counted - reference) / reference:+.2%})"

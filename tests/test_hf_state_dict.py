@@ -34,7 +34,7 @@ EQUAL = (
     "gpt2", "gpt-sw3", "phi3", "falcon", "starcoder2", "gpt_neo", "minimax_m2", "minimax", "jamba",
     "gpt_neox", "gpt_neox_japanese", "gptj", "codegen", "phi", "persimmon", "gpt_bigcode", "opt", "biogpt",
     "openai-gpt", "ctrl", "bloom", "mpt", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "bamba", "falcon_h1",
-    "granitemoehybrid",
+    "granitemoehybrid", "mamba", "mamba2", "falcon_mamba",
     "lfm2",
     "gpt_oss", "ernie4_5_moe", "flint", "glm", "glm4", "kolibri1", "vaultgemma", "hy_v3",
     "hyperclovax",

@@ -31,7 +31,7 @@ from typing import Literal, NamedTuple
 
 from mha_cli.core.dp_attention import dispatch_bytes
 from mha_cli.core.kv import kv_footprint, tokens_held
-from mha_cli.core.params import Matrix, matrices_per_rank
+from mha_cli.core.params import Matrix, count_params, matrices_per_rank
 from mha_cli.core.roofline import attention_pair_flops, experts_touched
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.core.tensor_parallel import ExpertLayout, local_experts, tp_shard_problem, vocab_rows_per_rank
@@ -57,6 +57,8 @@ MLP_BLOCK_KERNELS = 2
 """Fused residual add + norm, the activation (the matmuls count one each)."""
 MIXER_ONLY_KERNELS = 1
 """A layer without an MLP (Nemotron-H's lone mixer block): its fused residual add + norm."""
+MIXER_PROJECTION_KERNELS = 2
+"""A fixed-state mixer's input and output projections (its scan and convolution are the state's kernels)."""
 MOE_ROUTING_KERNELS = 7
 """Router top-k, token sort and alignment, the fused experts' two grouped matmuls, the weighted sum."""
 OUTSIDE_LAYER_KERNELS = 6
@@ -160,6 +162,11 @@ class LayerWeights(NamedTuple):
     """Layers with an MoE MLP."""
     dense_layers: int
     """Layers with a dense MLP."""
+    mixer_layers: int = 0
+    """Layers with a fixed-state mixer (Mamba, linear attention): their projections are no linear layer above."""
+    mixer_params: float = 0.0
+    """One mixer layer's weights on the rank: no tensor-parallel layout here splits them, so an even share of them
+    (``core.params``' count), read at 2 bytes a weight (``core.weight_bytes`` prices them so)."""
 
 
 def layer_weights(
@@ -178,7 +185,11 @@ def layer_weights(
         for matrix in matrices_per_rank(model, tp, layout)
     ]
     local = local_experts(model, layout) if model.moe is not None else 0
-    return LayerWeights(layout, matrices, local, model.n_moe_layers, model.n_dense_mlp_layers)
+    mixers = count_params(model) if model.recurrent is not None else None
+    return LayerWeights(
+        layout, matrices, local, model.n_moe_layers, model.n_dense_mlp_layers,
+        mixers.n_mixer_layers if mixers else 0, mixers.mixer_per_layer / tp if mixers else 0.0,
+    )  # fmt: skip
 
 
 def _matmul_ops(model: ModelSpec, tp: int, tokens: int, weights: LayerWeights) -> list[Op]:
@@ -362,6 +373,12 @@ def layer_ops(
                bytes=elementwise + tokens * ACTIVATION_BYTES * (activation * expert_width + model.moe.n_experts),
                flops=2.0 * tokens * d * model.moe.n_experts, tokens=tokens,
                kernels=MLP_BLOCK_KERNELS + MOE_ROUTING_KERNELS)
+        )  # fmt: skip
+    if weights.mixer_layers and weights.mixer_params:  # each token through the mixer's projections (their weights read)
+        ops.append(
+            Op(name="mixer projections", kind="matmul", count=weights.mixer_layers,
+               bytes=weights.mixer_params * UNQUANTISED_BYTES, flops=2.0 * tokens * weights.mixer_params,
+               tokens=tokens, kernels=MIXER_PROJECTION_KERNELS)
         )  # fmt: skip
     shared_moe = n_moe if groups > 1 else 0  # MoE layers whose experts the groups share: gather and scatter instead
     if tp > 1:
