@@ -300,3 +300,13 @@ def test_a_simulated_plan_admits_requests_by_state(cli):
     assert result.exit_code == 0, result.output
     assert "no KV tokens (attention-free: one fixed state a request)" in " ".join(result.output.split())
     assert "0 KV tokens" not in result.output
+
+
+def test_a_mixer_no_engine_serves_gets_no_launch_line(cli):
+    """xLSTM is priced, but vLLM, SGLang and TensorRT-LLM have no such model: the search names no line to paste (a
+    Mamba model, which vLLM serves, keeps its lines)."""
+    args = ("--target", "2xh100", "--closed-form", "--isl", "1024", "--osl", "128", "--concurrency", "4")
+    xlstm = cli.json("plan", "tests/fixtures/hf_configs/xlstm-7b.json", *args)
+    assert xlstm["chosen"] is not None and xlstm["launch"] == {} and "no launch line" in xlstm["launch_note"]
+    mamba = cli.json("plan", "tests/fixtures/hf_configs/mamba-2.8b-hf.json", *args)
+    assert mamba["launch"]["vllm"].startswith("vllm serve ")

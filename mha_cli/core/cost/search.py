@@ -473,13 +473,28 @@ def search_deployments(
         judge = _plan_judge(model, served, target, deployment, profiles, options, client, slo_percentile)
         changes = search_changes(target, deployment, shorter_prompt(isl))
         ways_out = settle(changes, judge, PLAN_FLAGS, goal="meets the targets")
-    launch = {} if chosen is None else launch_commands(served, candidates[chosen], deployment)
+    unserved = unserved_mixer(model)
+    launch = {} if chosen is None or unserved else launch_commands(served, candidates[chosen], deployment)
     return SearchResult(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, layouts=tried,
         candidates=candidates, pareto=pareto_front(candidates), chosen=chosen, nearest_miss=nearest,
         ways_out=ways_out, launch=launch,
-        launch_note=_launch_note(served, launch, None if chosen is None else candidates[chosen]),
+        launch_note=(
+            f"no launch line: no engine mha models serves {unserved} layers (vLLM, SGLang and TensorRT-LLM have no"
+            " such model); the plan prices the memory and the steps as if one did"
+            if unserved and chosen is not None
+            else _launch_note(served, launch, None if chosen is None else candidates[chosen])
+        ),
     )  # fmt: skip
+
+
+UNSERVED_MIXERS = {"mlstm": "xLSTM", "rwkv": "RWKV"}
+"""Fixed-state mixers mha prices that no engine it models serves (transformers runs them; vLLM has no such model)."""
+
+
+def unserved_mixer(model: ModelSpec) -> str | None:
+    """The name of ``model``'s mixer when no engine mha models serves it; None otherwise."""
+    return None if model.recurrent is None else UNSERVED_MIXERS.get(model.recurrent.kind)
 
 
 def _launch_note(served: ServedModel, launch: dict[str, str], pick: ServingPlan | None = None) -> str | None:
