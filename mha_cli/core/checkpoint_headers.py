@@ -24,6 +24,7 @@ engine holds, as is a saved rotary ``inv_freq`` buffer, which engines compute. P
 """
 
 import json
+import math
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -98,10 +99,7 @@ class HeaderTensor(NamedTuple):
 
     @property
     def numel(self) -> int:
-        count = 1
-        for size in self.shape:
-            count *= size
-        return count
+        return math.prod(self.shape)
 
 
 def tensor_kind(name: str, n_layers: int) -> str:

@@ -12,6 +12,7 @@ read up to the end of its tensor table only, in chunks, never more than ``MAX_HE
 
 from __future__ import annotations
 
+import math
 import struct
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -86,10 +87,7 @@ class GgufTensor(NamedTuple):
 
     @property
     def values(self) -> int:
-        count = 1
-        for size in self.shape:
-            count *= size
-        return count
+        return math.prod(self.shape)
 
 
 class GgufHeader(NamedTuple):
@@ -225,9 +223,7 @@ def _tensor(reader: _Reader, path: str) -> GgufTensor:
             f"{path}: tensor {one_line(name, 60)} is stored as ggml type {type_id}, which mha does not know: its bytes"
             " cannot be priced"
         )
-    values = 1
-    for size in dims:
-        values *= size
+    values = math.prod(dims)
     if dims and dims[0] % ggml_type.block:
         raise BadInputError(
             f"{path}: tensor {one_line(name, 60)} has rows of {dims[0]} values, not whole {ggml_type.name} blocks of"

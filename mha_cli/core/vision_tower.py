@@ -31,6 +31,7 @@ families' towers are not listed: the importer names them among what the weights 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -50,10 +51,7 @@ class TowerTensor(NamedTuple):
 
     @property
     def numel(self) -> int:
-        count = 1
-        for size in self.shape:
-            count *= size
-        return count
+        return math.prod(self.shape)
 
 
 def tower_params(tower: VisionTowerSpec, tp: int = 1) -> int:
