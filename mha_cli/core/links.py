@@ -1,0 +1,112 @@
+"""Links between devices, nodes and host memory: the bandwidth a transfer gets, one direction, per device.
+
+Three links price everything that leaves a device's own memory:
+
+- **scale-up** (inside a node): NVLink, Infinity Fabric or PCIe between the devices of one node, from the target
+  table's ``interconnect_gbs`` (total bidirectional: half of it each way);
+- **scale-out** (between nodes): the network card each GPU has in the reference servers of its generation (DGX A100:
+  one 200 Gb/s HDR InfiniBand port per GPU; DGX H100/H200/B200: one 400 Gb/s NDR port per GPU; B300/GB300: one
+  800 Gb/s ConnectX-8 port per GPU), or any link of ``LINKS`` named with ``--inter-node-link``;
+- **host** (device to the CPU's memory): the PCIe generation of the part, or NVLink-C2C on Grace superchips. KV
+  offload to host memory moves over it.
+
+Figures are the signalling rates of the standards (PCIe: 16 lanes at 16/32/64 GT/s after encoding; InfiniBand and
+Ethernet: the port's line rate), one direction, in GB/s (10^9 B/s). What a transfer reaches is a share of it, as for
+memory bandwidth; that share is the cost model's, not this table's. Pure Python.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from mha_cli.core.errors import BadInputError, shown
+
+
+class Link(NamedTuple):
+    """One kind of link, with its bandwidth per device and direction."""
+
+    id: str
+    name: str
+    gbs: float
+    """Bandwidth one direction, per device, in GB/s (10^9 B/s)."""
+    latency_s: float
+    """One message's start-up time (s): the order of magnitude the standard's implementations publish."""
+    source: str
+
+
+_PCIE_SOURCE = "PCI-SIG specifications: 16 GT/s (4.0), 32 GT/s (5.0), 64 GT/s (6.0) per lane, x16, one direction"
+_IB_SOURCE = "InfiniBand Trade Association roadmap (https://www.infinibandta.org/infiniband-roadmap/): port line rates"
+LINKS: dict[str, Link] = {
+    link.id: link
+    for link in (
+        Link("pcie4", "PCIe 4.0 x16", 31.5, 2e-6, _PCIE_SOURCE),
+        Link("pcie5", "PCIe 5.0 x16", 63.0, 2e-6, _PCIE_SOURCE),
+        Link("pcie6", "PCIe 6.0 x16", 121.0, 2e-6, _PCIE_SOURCE),
+        Link(
+            "nvlink-c2c", "NVLink-C2C (Grace to Hopper/Blackwell)", 450.0, 1e-6,
+            "NVIDIA GH200/GB200 datasheets: NVLink-C2C 900 GB/s bidirectional",
+        ),
+        Link("ib-hdr", "InfiniBand HDR, 200 Gb/s", 25.0, 5e-6, _IB_SOURCE),
+        Link("ib-ndr", "InfiniBand NDR, 400 Gb/s", 50.0, 5e-6, _IB_SOURCE),
+        Link("ib-xdr", "InfiniBand XDR, 800 Gb/s", 100.0, 5e-6, _IB_SOURCE),
+        Link("roce-100", "RoCE, 100 GbE", 12.5, 10e-6, "IEEE 802.3 Ethernet line rates"),
+        Link("roce-200", "RoCE, 200 GbE", 25.0, 10e-6, "IEEE 802.3 Ethernet line rates"),
+        Link("roce-400", "RoCE, 400 GbE", 50.0, 10e-6, "IEEE 802.3 Ethernet line rates"),
+        Link("roce-800", "RoCE, 800 GbE", 100.0, 10e-6, "IEEE 802.3 Ethernet line rates"),
+    )
+}  # fmt: skip
+"""Every link a user may name, by id."""
+
+_DGX_A100 = "NVIDIA DGX A100 user guide: 8 x ConnectX-6 HDR 200 Gb/s, one per GPU; GPUs on PCIe 4.0"
+_DGX_H100 = "NVIDIA DGX H100/H200 user guide: 8 x ConnectX-7 NDR 400 Gb/s, one per GPU; GPUs on PCIe 5.0"
+_DGX_B200 = "NVIDIA DGX B200 user guide: 8 x ConnectX-7 400 Gb/s, one per GPU; GPUs on PCIe 5.0"
+_B300 = "NVIDIA HGX B300 / GB300 NVL72 datasheets: ConnectX-8 SuperNIC 800 Gb/s per GPU"
+_MI300 = "AMD Instinct MI300X platform: 8 x 400 Gb/s NICs (one per GPU) on PCIe 5.0"
+NODE_LINKS: dict[str, tuple[str, str, str]] = {
+    "a100-40gb": ("pcie4", "ib-hdr", _DGX_A100),
+    "a100-80gb": ("pcie4", "ib-hdr", _DGX_A100),
+    "a100-40gb-pcie": ("pcie4", "ib-hdr", _DGX_A100),
+    "a100-80gb-pcie": ("pcie4", "ib-hdr", _DGX_A100),
+    "h100-sxm": ("pcie5", "ib-ndr", _DGX_H100),
+    "h100-pcie": ("pcie5", "ib-ndr", _DGX_H100),
+    "h100-nvl": ("pcie5", "ib-ndr", _DGX_H100),
+    "h200": ("pcie5", "ib-ndr", _DGX_H100),
+    "h20": ("pcie5", "ib-ndr", _DGX_H100),
+    "h800": ("pcie5", "ib-ndr", _DGX_H100),
+    "b200": ("pcie5", "ib-ndr", _DGX_B200),
+    "gb200": ("nvlink-c2c", "ib-ndr", "NVIDIA GB200 NVL72 datasheet: NVLink-C2C to Grace; ConnectX-7 400 Gb/s per GPU"),
+    "b300": ("pcie6", "ib-xdr", _B300),
+    "gb300": ("nvlink-c2c", "ib-xdr", _B300),
+    "mi300x": ("pcie5", "roce-400", _MI300),
+    "mi325x": ("pcie5", "roce-400", _MI300),
+    "mi355x": ("pcie5", "roce-400", "AMD Instinct MI355X platform: 400 Gb/s Pollara NICs, one per GPU; PCIe 5.0"),
+}
+"""Target id -> (host link, scale-out link, source): the reference server of each data-centre part."""
+DEFAULT_HOST_LINK = "pcie4"
+"""The host link of a part the table does not name (workstation and older cards): PCIe 4.0 x16."""
+DEFAULT_SCALE_OUT_LINK = "roce-100"
+"""The link between nodes of a part the table does not name: one 100 GbE port per device."""
+
+
+def link(link_id: str) -> Link:
+    """The link named ``link_id`` (``ib-ndr``, ``pcie5``...), or one line naming the ones there are."""
+    key = link_id.strip().lower()
+    if key not in LINKS:
+        raise BadInputError(f"unknown link {shown(link_id)}: one of {', '.join(LINKS)}")
+    return LINKS[key]
+
+
+def host_link(target_id: str) -> Link:
+    """The link between one device of ``target_id`` and its host's memory."""
+    return LINKS[NODE_LINKS.get(target_id, (DEFAULT_HOST_LINK, "", ""))[0]]
+
+
+def scale_out_link(target_id: str) -> Link:
+    """The default link between nodes, per device of ``target_id`` (its reference server's network card)."""
+    return LINKS[NODE_LINKS.get(target_id, ("", DEFAULT_SCALE_OUT_LINK, ""))[1]]
+
+
+def scale_up_gbs(interconnect_gbs: float | None) -> float:
+    """One direction of a target's device-to-device link in GB/s (``interconnect_gbs`` is both directions), or the
+    host link's PCIe 4.0 rate where the row states none."""
+    return interconnect_gbs / 2 if interconnect_gbs else LINKS[DEFAULT_HOST_LINK].gbs
