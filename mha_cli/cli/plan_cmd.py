@@ -259,6 +259,24 @@ def plan(
             show_default=False,
         ),
     ] = None,
+    disaggregated: Annotated[
+        bool,
+        typer.Option(
+            "--disaggregated",
+            help="Prefill and decode on separate GPUs: search (prefill workers x tp) and (decode workers x tp) within"
+            " the target's GPUs, price the KV transfer between them, and compare with aggregated serving on the same"
+            " GPUs; launch lines for vLLM's NixlConnector and SGLang's PD disaggregation.",
+        ),
+    ] = False,
+    kv_link: Annotated[
+        str | None,
+        typer.Option(
+            "--kv-link",
+            help="With --disaggregated: the link the KV cache moves over (ib-ndr, roce-400, pcie5, ...). Default: the"
+            " scale-up link (NVLink) inside a node, the scale-out link across nodes.",
+            show_default=False,
+        ),
+    ] = None,
     force: ForceOpt = False,
     json: JsonOpt = False,
 ) -> None:
@@ -284,6 +302,9 @@ def plan(
     if concurrency is not None:
         _count(concurrency, "concurrency", MAX_CONCURRENCY)
     check_latency_targets(ttft_ms, itl_ms)
+    _check_disaggregated(disaggregated, kv_link, tp=tp, pp=pp, dp=dp, concurrency=concurrency,
+                         expert_parallel=expert_parallel, plot=plot,
+                         speculative=speculative_config or draft or num_speculative_tokens or acceptance_length)  # fmt: skip
     if rate is not None and concurrency is not None:
         raise BadInputError("give --concurrency (users) or --rate (requests per second), not both")
     if plot is not None:
@@ -343,6 +364,18 @@ def plan(
     if slo_percentile not in (0, 50, 90, 99):
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
     output = Output(json)
+    if disaggregated:
+        from mha_cli.cli.render_disaggregated import render_disaggregated
+        from mha_cli.core.cost.disaggregated_launch import disaggregated_with_launch
+
+        found = disaggregated_with_launch(
+            loaded.model, loaded.served, resolved, deployment, (chosen, ceiling), isl=isl, osl=osl,
+            ttft_ms=ttft_ms, itl_ms=itl_ms, rate=rate, link_id=kv_link,
+        )  # fmt: skip
+        if stand_in:
+            found.notes.append(stand_in)
+        output.emit(found, render_disaggregated)
+        return
     if tp is None and pp is None:  # --dp has set tp
         from mha_cli.core.cost.search import search_deployments
 
@@ -416,6 +449,28 @@ def plan(
         write_plan_plot(plot, result, force=force)
         output.wrote(plot)
     output.emit(result, render_plan)
+
+
+def _check_disaggregated(
+    disaggregated: bool, kv_link: str | None, *, tp: int | None, pp: int | None, dp: int | None,
+    concurrency: int | None, expert_parallel: bool, plot: Path | None, speculative: object,
+) -> None:  # fmt: skip
+    """One line for an option --disaggregated does not price, or --kv-link without it."""
+    if not disaggregated:
+        if kv_link is not None:
+            raise BadInputError(
+                "--kv-link prices the KV transfer of --disaggregated: add --disaggregated or leave it out"
+            )
+        return
+    given = [flag for flag, value in (("--tp", tp), ("--pp", pp), ("--dp", dp), ("--concurrency", concurrency),
+                                      ("--plot", plot)) if value is not None]  # fmt: skip
+    given += ["--expert-parallel"] if expert_parallel else []
+    given += ["speculative decoding"] if speculative else []
+    if given:
+        raise BadInputError(
+            f"--disaggregated searches each pool's tp at its goodput (or --rate) and prices plain tensor-parallel"
+            f" workers: leave out {', '.join(given)}"
+        )
 
 
 def _speculative(

@@ -1,0 +1,73 @@
+"""``mha plan --disaggregated``'s table: the workers, the best splits, the aggregated plan beside them, the verdict
+and the launch lines (the JSON is the same ``DisaggregatedPlan``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mha_cli.core.cost.disaggregated import DisaggregatedPlan
+
+SPLITS_SHOWN = 8
+"""Splits the table shows (the JSON holds every one)."""
+
+
+def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    targets = [f"TTFT <= {plan.ttft_ms:g} ms"] if plan.ttft_ms is not None else []
+    targets += [f"ITL <= {plan.itl_ms:g} ms"] if plan.itl_ms is not None else []
+    load = f"{plan.rate_rps:g} req/s" if plan.rate_rps is not None else "each split at its goodput"
+    console.print(
+        f"[bold]{escape(plan.model_name)}[/bold] on {escape(plan.target)}, disaggregated: {plan.isl:,} in /"
+        f" {plan.osl:,} out; {plan.engine}; targets: {', '.join(targets) or 'none'}; load: {load}"
+    )
+    workers = Table(title="one worker of each tp", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
+    for column in ("tp", "prefill ms", "prompts/s", "decode admits", "decode req/s max", "within ITL", "step ms"):
+        workers.add_column(column, justify="right")
+    decode = {w.tp: w for w in plan.decode}
+    for p in plan.prefill:
+        d = decode[p.tp]
+        workers.add_row(str(p.tp), f"{p.prompt_ms:,.1f}", f"{p.capacity_rps:,.2f}", f"{d.admitted:,}",
+                        f"{d.capacity_rps:,.2f}", f"{d.goodput_rps:,.2f}", f"{d.step_ms:,.1f}")  # fmt: skip
+    console.print(workers)
+    splits = Table(
+        title="splits, best first (P: prefill workers x tp, D: decode workers x tp)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+    )
+    for column in ("", "P", "D", "GPUs", "req/s", "limit", "TTFT ms", "KV ms", "ITL ms", "tok/s/GPU", "meets"):
+        splits.add_column(column, justify="left" if column in ("", "limit", "meets") else "right")
+    for index, s in enumerate(plan.splits[:SPLITS_SHOWN]):
+        meets = "yes" if s.meets_targets else "no: " + ", ".join(miss.split()[0] for miss in s.misses)
+        splits.add_row("*" if index == plan.chosen else "", f"{s.prefill_workers}xtp{s.prefill_tp}",
+                       f"{s.decode_workers}xtp{s.decode_tp}", str(s.gpus), f"{s.rate_rps:,.2f}", s.bottleneck,
+                       f"{s.ttft_ms:,.0f}", f"{s.transfer_ms:,.2f}", f"{s.itl_ms:,.1f}",
+                       f"{s.output_tokens_per_s_per_gpu:,.0f}", escape(meets))  # fmt: skip
+    console.print(splits)
+    if plan.balance:
+        console.print(f"balance: {escape(plan.balance)}")
+    aggregated = Table(title="aggregated on the same GPUs", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
+    for column in ("", "tp x replicas", "req/s per replica", "TTFT ms", "ITL ms", "tok/s/GPU", "meets"):
+        aggregated.add_column(column, justify="left" if column in ("", "meets") else "right")
+    for index, a in enumerate(plan.aggregated):
+        aggregated.add_row("*" if index == plan.aggregated_chosen else "", f"{a.tp} x {a.replicas}",
+                           f"{a.rate_rps:,.2f}", f"{a.ttft_ms:,.0f}", f"{a.itl_ms:,.1f}",
+                           f"{a.output_tokens_per_s_per_gpu:,.0f}", "yes" if a.meets_targets else "no")  # fmt: skip
+    console.print(aggregated)
+    console.print(
+        f"[bold]{'neither wins' if plan.winner == 'neither' else plan.winner + ' wins'}[/bold]: {escape(plan.verdict)}"
+    )
+    for engine, lines in plan.launch.items():
+        console.print(f"  {engine}:")
+        for line in lines.splitlines():
+            console.print(f"    {escape(line)}")
+    if plan.launch_note:
+        console.print(f"  [dim]note: {escape(plan.launch_note)}[/dim]")
+    for note in plan.notes:
+        console.print(f"[dim]note: {escape(note)}[/dim]")
