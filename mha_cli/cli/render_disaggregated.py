@@ -61,7 +61,7 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
                            f"{a.output_tokens_per_s_per_gpu:,.0f}", "yes" if a.meets_targets else "no")  # fmt: skip
     console.print(aggregated)
     console.print(
-        f"[bold]{'neither wins' if plan.winner == 'neither' else plan.winner + ' wins'}[/bold]: {escape(plan.verdict)}"
+        f"[bold]{plan.winner if plan.winner in ('tie', 'neither') else plan.winner + ' wins'}[/bold]: {escape(plan.verdict)}"
     )
     for engine, lines in plan.launch.items():
         console.print(f"  {engine}:")

@@ -49,6 +49,8 @@ from mha_cli.core.tensor_parallel import tp_shard_problem
 
 MAX_LOAD = 0.9
 """The share of a pool's (or a replica's) capacity it is loaded to at most: an M/D/1 queue at 0.9 waits 4.5 services."""
+TIE = 0.01
+"""Tokens/s per GPU this close (relative) are a tie: at one --rate, splits and replicas often use the same GPUs."""
 BISECTIONS = 30
 """Halvings of the aggregated goodput search (2^-30 of the capacity)."""
 
@@ -166,7 +168,7 @@ class DisaggregatedPlan(Record):
     """The pick's balance of prefill to decode workers, in words."""
     aggregated: list[AggregatedLayout]
     aggregated_chosen: int | None
-    winner: Literal["disaggregated", "aggregated", "neither"]
+    winner: Literal["disaggregated", "aggregated", "tie", "neither"]
     verdict: str
     """Which wins, by how much, and why."""
     launch: dict[str, str] = Field(default_factory=dict)
@@ -355,7 +357,7 @@ def plan_disaggregated(
     rates = split_rates(prefill_rps, {tp: d.goodput_rps for tp, d in decode.items()}, target.n_devices)
     targets = (ttft_ms, itl_ms)
     splits = [_priced(s, prefill, workers, transfers, rate, targets, osl) for s in rates]
-    splits.sort(key=lambda s: (-s.meets_targets, -s.output_tokens_per_s_per_gpu, s.ttft_ms))
+    splits.sort(key=lambda s: (-s.meets_targets, -s.output_tokens_per_s_per_gpu, -s.goodput_rps, s.ttft_ms))
     chosen = 0 if splits and splits[0].meets_targets else None
     aggregated = [
         _aggregated(model, target, deployment, profiles, tp, isl=isl, osl=osl, rate=rate, targets=targets)
@@ -470,7 +472,7 @@ def _balance(pick: Split, prefill_rps: Mapping[tuple[int, int], float], decode: 
 
 def _verdict(
     pick: Split | None, aggregated: AggregatedLayout | None, transfers: Mapping[tuple[int, int], KvTransfer]
-) -> tuple[Literal["disaggregated", "aggregated", "neither"], str]:
+) -> tuple[Literal["disaggregated", "aggregated", "tie", "neither"], str]:
     if pick is None and aggregated is None:
         return "neither", "neither a disaggregated split nor an aggregated replica meets the targets here"
     if pick is None:
@@ -490,6 +492,8 @@ def _verdict(
         f" ({disagg / agg:.2f}x); ITL {pick.itl_ms:.1f} ms against {aggregated.itl_ms:.1f} ms, TTFT"
         f" {pick.ttft_ms:,.0f} ms (KV transfer {transfer:.2f} ms of it) against {aggregated.ttft_ms:,.0f} ms"
     )
+    if abs(disagg - agg) <= TIE * agg:
+        return "tie", f"{figures}: the same GPUs serve the load either way (within {TIE:.0%})"
     if disagg > agg:
         return "disaggregated", (
             f"{figures}: the decode pool's steps carry no prefill chunks, and each pool runs its own tp"

@@ -1,0 +1,203 @@
+"""Disaggregated prefill and decode (``core.cost.kv_transfer``, ``core.cost.disaggregated``, its launch lines and
+``mha plan --disaggregated``): hand counts, the DistServe blog's balance arithmetic, a control where disaggregation
+must lose and one where it must win, and every bad combination refused in one line."""
+
+import json
+import re
+import shlex
+
+import pytest
+from typer.testing import CliRunner
+
+from mha_cli.cli.app import app
+from mha_cli.core.cost.disaggregated import (
+    MAX_LOAD,
+    best_split,
+    mdl_wait,
+    plan_disaggregated,
+    prefill_goodput,
+    split_rates,
+)
+from mha_cli.core.cost.kv_transfer import SCALE_UP_LATENCY_S, kv_link, kv_transfer, scale_up_link
+from mha_cli.core.cost.priors import datasheet_profile, prior_profile
+from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.links import link
+from mha_cli.core.sources import load_source
+from mha_cli.core.targets import resolve_target
+
+runner = CliRunner()
+LLAMA_70B_BYTES_PER_TOKEN = 327_680  # 80 layers x 2 (K, V) x 8 KV heads x 128 head_dim x 2 B (bf16)
+PROMPT = 4096
+
+
+def _per_rank(tp: int) -> int:
+    model = load_source("llama-3.1-70b").model
+    return kv_footprint(model, seq_len=PROMPT, tp=tp).bytes_per_sequence_per_rank
+
+
+def test_llama_70b_prompt_over_ndr_by_hand():
+    # 4,096 tokens x 327,680 B = 1,342,177,280 B; one NDR port, 50 GB/s one way, 5 us start-up
+    moved = kv_transfer(_per_rank(1), prefill_tp=1, decode_tp=1, over=link("ib-ndr"))
+    assert moved.bytes == 4096 * LLAMA_70B_BYTES_PER_TOKEN == 1_342_177_280
+    assert moved.seconds == pytest.approx(5e-6 + 1_342_177_280 / 50e9)  # 26.85 ms
+    assert moved.seconds * 1e3 == pytest.approx(26.8485, abs=1e-3)
+
+
+def test_llama_70b_prompt_over_nvlink_by_hand():
+    # H100 SXM: NVLink 900 GB/s both directions (hardware_targets.csv) -> 450 GB/s one way
+    nvlink = scale_up_link(resolve_target("8xh100"))
+    assert nvlink.gbs == 450
+    moved = kv_transfer(_per_rank(1), prefill_tp=1, decode_tp=1, over=nvlink)
+    assert moved.seconds == pytest.approx(SCALE_UP_LATENCY_S + 1_342_177_280 / 450e9)  # 2.98 ms
+
+
+def test_transfer_follows_the_decode_tp_layout():
+    # tp 8: 8 KV heads / 8 = 1 head a rank, 1/8 of the bytes each, 8 links at once: 1/8 of the time
+    moved = kv_transfer(_per_rank(8), prefill_tp=8, decode_tp=8, over=link("ib-ndr"))
+    assert moved.bytes == 1_342_177_280 and moved.links == 8
+    assert moved.seconds == pytest.approx(5e-6 + 1_342_177_280 / (8 * 50e9))
+    # tp 16 > 8 KV heads: each rank holds a replicated head, so twice the model's bytes move
+    assert kv_transfer(_per_rank(16), prefill_tp=4, decode_tp=16, over=link("ib-ndr")).bytes == 2 * 1_342_177_280
+    # a prefill worker of tp 2 sends over its 2 links whatever the decode tp
+    assert kv_transfer(_per_rank(8), prefill_tp=2, decode_tp=8, over=link("ib-ndr")).links == 2
+
+
+def test_the_link_by_placement_and_by_name():
+    target = resolve_target("8xh100")
+    assert kv_link(target, 8).id == "scale-up"  # both pools in the one node
+    assert kv_link(target, 8, "roce-400").gbs == 50
+    with pytest.raises(BadInputError, match="unknown link"):
+        kv_link(target, 8, "carrier-pigeon")
+
+
+def test_distserve_blog_balance_by_hand():
+    # https://hao-ai-lab.github.io/blogs/distserve/ : a prefill worker 5.6 req/s, a decode worker 10 req/s, 3 GPUs:
+    # 1P1D min(5.6, 10) / 2 = 2.8; 2P1D min(11.2, 10) / 3 = 3.33; 1P2D min(5.6, 20) / 3 = 1.87 req/s per GPU
+    rates = split_rates({(1, 1): 5.6}, {1: 10.0}, 3)
+    per_gpu = {(s.prefill_workers, s.decode_workers): s.rate_rps / s.gpus for s in rates}
+    assert per_gpu == pytest.approx({(1, 1): 2.8, (2, 1): 10 / 3, (1, 2): 5.6 / 3})
+    chosen = rates[best_split(rates)]
+    assert (chosen.prefill_workers, chosen.decode_workers, chosen.bottleneck) == (2, 1, "decode")
+
+
+def test_split_rates_stay_within_the_gpus():
+    rates = split_rates({(2, 4): 1.0, (4, 4): 2.0}, {4: 3.0}, 8)
+    # (2, 4): 1 or 2 prefill workers of 2 GPUs beside 1 decode worker of 4; (4, 4): 1 + 1
+    assert sorted((s.prefill_tp, s.prefill_workers, s.decode_workers) for s in rates) == [(2, 1, 1), (2, 2, 1),
+                                                                                           (4, 1, 1)]  # fmt: skip
+    assert all(s.gpus <= 8 for s in rates)
+
+
+def test_prefill_goodput_by_hand():
+    # capacity 10 req/s, TTFT 0.2 s, 0.1 s fixed: the wait may be 0.1 s = rho / (2 (1 - rho)) / 10 -> rho = 2/3
+    assert prefill_goodput(10.0, 0.1, 0.2) == pytest.approx(10 * 2 / 3)
+    assert mdl_wait(2 / 3, 10.0) == pytest.approx(0.1)
+    assert prefill_goodput(10.0, 0.25, 0.2) == 0.0  # the fixed part alone misses
+    assert prefill_goodput(10.0, 0.1, None) == pytest.approx(MAX_LOAD * 10)
+    assert prefill_goodput(10.0, 0.0, 100.0) == pytest.approx(MAX_LOAD * 10)  # capped
+
+
+def _plan(model: str, target: str, isl: int, osl: int, **options):
+    loaded, resolved = load_source(model), resolve_target(target)
+    deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=isl + osl, target=resolved.spec)
+    profiles = (prior_profile(resolved.target, "bf16"), datasheet_profile(resolved.target, "bf16"))
+    return plan_disaggregated(loaded.model, resolved, deployment, profiles, isl=isl, osl=osl, **options)
+
+
+def test_control_tiny_prompts_disaggregation_loses():
+    # 16-token prompts: a prefill GPU has almost nothing to do, so a split serves about half an aggregated pair's
+    plan = _plan("llama-3.1-8b", "2xh100", 16, 512)
+    pick, best = plan.splits[plan.chosen], plan.aggregated[plan.aggregated_chosen]
+    assert plan.winner == "aggregated"
+    assert pick.output_tokens_per_s_per_gpu < 0.6 * best.output_tokens_per_s_per_gpu
+    assert pick.bottleneck == "decode"
+
+
+def test_long_prompts_tight_itl_disaggregation_wins():
+    # 4,096-token prompts under a 12 ms ITL: aggregated decodes stall behind prefill chunks, a decode pool does not
+    plan = _plan("llama-3.1-8b", "4xh100", 4096, 256, itl_ms=12)
+    pick, best = plan.splits[plan.chosen], plan.aggregated[plan.aggregated_chosen]
+    assert plan.winner == "disaggregated"
+    assert pick.output_tokens_per_s_per_gpu > 1.3 * best.output_tokens_per_s_per_gpu
+    assert pick.itl_ms <= 12 and best.itl_ms <= 12
+    # the split's ITL is its decode worker's step at its batch, no prefill among them
+    decoder = next(d for d in plan.decode if d.tp == pick.decode_tp)
+    assert pick.decode_batch <= decoder.goodput_batch
+
+
+def test_decode_worker_admits_what_the_aggregated_memory_plan_does():
+    # a decode worker of tp 1 is the engine `mha plan --tp 1` sizes: the same KV pool
+    from mha_cli.core.cost.plan import plan_serving
+
+    loaded, resolved = load_source("llama-3.1-8b"), resolve_target("1xh100")
+    deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=4352, target=resolved.spec)
+    profiles = (prior_profile(resolved.target, "bf16"), datasheet_profile(resolved.target, "bf16"))
+    single = plan_serving(loaded.model, resolved, deployment, *profiles, isl=4096, osl=256, concurrency=1, tp=1)
+    plan = _plan("llama-3.1-8b", "2xh100", 4096, 256)
+    assert next(d for d in plan.decode if d.tp == 1).admitted == single.memory.engine.admitted_per_replica
+
+
+def test_rate_prices_every_split_at_it():
+    plan = _plan("llama-3.1-8b", "4xh100", 4096, 256, ttft_ms=1000, itl_ms=15, rate=6)
+    assert all(s.rate_rps == 6 for s in plan.splits)
+    pick = plan.splits[plan.chosen]
+    assert pick.goodput_rps >= 6 and pick.output_tokens_per_s_per_gpu == pytest.approx(6 * 256 / pick.gpus)
+    too_much = _plan("llama-3.1-8b", "2xh100", 4096, 256, rate=1000)
+    assert too_much.chosen is None and too_much.winner == "neither"
+
+
+VLLM_FLAGS = {"--port", "--tensor-parallel-size", "--max-model-len", "--gpu-memory-utilization", "--max-num-seqs",
+              "--kv-transfer-config", "--quantization", "--kv-cache-dtype", "--revision"}  # fmt: skip
+VLLM_PROXY_FLAGS = {"--port", "--prefiller-hosts", "--prefiller-ports", "--decoder-hosts", "--decoder-ports"}
+SGLANG_FLAGS = {"--model-path", "--disaggregation-mode", "--disaggregation-transfer-backend",
+                "--disaggregation-bootstrap-port", "--tp-size", "--base-gpu-id", "--port", "--context-length",
+                "--max-running-requests", "--mem-fraction-static", "--quantization", "--kv-cache-dtype", "--revision"}  # fmt: skip
+ROUTER_FLAGS = {"--pd-disaggregation", "--prefill", "--decode", "--host", "--port"}
+
+
+def _flags(line: str) -> set[str]:
+    return {word for word in shlex.split(line) if word.startswith("--")}
+
+
+def test_cli_launch_lines_name_every_worker_with_real_flags():
+    result = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--isl", "4096",
+                                 "--osl", "256", "--itl-ms", "12", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    pick = plan["splits"][plan["chosen"]]
+    workers = pick["prefill_workers"] + pick["decode_workers"]
+    vllm, sglang = plan["launch"]["vllm"].splitlines(), plan["launch"]["sglang"].splitlines()
+    assert len(vllm) == len(sglang) == workers + 1  # every worker and the proxy / router
+    for line in vllm[:-1]:
+        words = shlex.split(line)
+        assert words[words.index("--kv-transfer-config") + 1] == '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+        assert re.match(r"CUDA_VISIBLE_DEVICES=[0-9,]+ VLLM_NIXL_SIDE_CHANNEL_PORT=56\d\d vllm serve ", line)
+        assert _flags(line) <= VLLM_FLAGS
+    assert vllm[-1].startswith("python tests/v1/kv_connector/nixl_integration/toy_proxy_server.py")
+    assert _flags(vllm[-1]) <= VLLM_PROXY_FLAGS
+    modes = [shlex.split(line)[shlex.split(line).index("--disaggregation-mode") + 1] for line in sglang[:-1]]
+    assert modes == ["prefill"] * pick["prefill_workers"] + ["decode"] * pick["decode_workers"]
+    assert all(
+        _flags(line) <= SGLANG_FLAGS and "--disaggregation-transfer-backend nixl" in line for line in sglang[:-1]
+    )
+    assert sglang[-1].startswith("python -m sglang_router.launch_router --pd-disaggregation --prefill http://")
+    assert _flags(sglang[-1]) <= ROUTER_FLAGS
+    assert {"splits", "aggregated", "winner", "verdict", "transfers", "balance"} <= plan.keys()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target", "1xh100", "--disaggregated"], "needs 2 or more GPUs"),
+        (["--target", "8xh100", "--disaggregated", "--tp", "2"], "leave out --tp"),
+        (["--target", "8xh100", "--disaggregated", "--concurrency", "8"], "leave out --concurrency"),
+        (["--target", "8xh100", "--kv-link", "ib-ndr"], "add --disaggregated"),
+        (["--target", "8xh100", "--disaggregated", "--kv-link", "carrier-pigeon"], "unknown link"),
+    ],
+)
+def test_cli_bad_combinations_one_line(args, message):
+    result = runner.invoke(app, ["plan", "llama-3.1-8b", *args])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
