@@ -100,6 +100,16 @@ class AggregatedLayout(Record):
     meets_targets: bool
 
 
+class Pairing(Record):
+    """A prefill worker of ``prefill_tp`` feeding decode workers of ``decode_tp``."""
+
+    prefill_tp: int
+    decode_tp: int
+    transfer: KvTransfer
+    prefill_goodput_rps: float
+    """One prefill worker's requests/s within --ttft-ms, its TTFT holding this transfer and the first decode step."""
+
+
 class SplitRates(NamedTuple):
     """A split's workers and the requests/s it serves: min(prefill pool, decode pool)."""
 
@@ -159,8 +169,8 @@ class DisaggregatedPlan(Record):
     """The memory fraction the workers' KV pools were sized with (their launch lines')."""
     prefill: list[PrefillWorker]
     decode: list[DecodeWorker]
-    transfers: list[KvTransfer]
-    """One per (prefill tp, decode tp) searched, in ``split_transfer`` order."""
+    pairings: list[Pairing]
+    """One per (prefill tp, decode tp) searched: the KV transfer between them and a prefill worker's goodput."""
     splits: list[Split]
     """Every split, by output tokens/s per GPU, best first."""
     chosen: int | None
@@ -372,7 +382,9 @@ def plan_disaggregated(
     return DisaggregatedPlan(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, rate_rps=rate,
         engine=engine.name, gpu_memory_utilization=engine.gpu_memory_utilization,
-        prefill=list(prefill.values()), decode=list(decode.values()), transfers=list(transfers.values()),
+        prefill=list(prefill.values()), decode=list(decode.values()),
+        pairings=[Pairing(prefill_tp=p, decode_tp=d, transfer=t, prefill_goodput_rps=prefill_rps[p, d])
+                  for (p, d), t in transfers.items()],
         splits=splits, chosen=chosen, balance=None if pick is None else _balance(pick, prefill_rps, decode),
         aggregated=aggregated, aggregated_chosen=aggregated_chosen, winner=winner, verdict=verdict, notes=notes,
     )  # fmt: skip
