@@ -37,10 +37,14 @@ def predict(row: dict) -> DisaggregatedPlan:
                               ttft_ms=row.get("ttft_ms"), itl_ms=row.get("itl_ms"))  # fmt: skip
 
 
-def figures(plan: DisaggregatedPlan) -> dict[str, float | str]:
-    """The predicted counterparts of the published figures (tp 1 workers where the page's are tp 1)."""
+def figures(plan: DisaggregatedPlan, aggregated_tp: int | None = None) -> dict[str, float | str]:
+    """The predicted counterparts of the published figures: tp 1 workers (the page's), the aggregated replica of
+    ``aggregated_tp`` GPUs when the page names one (else the tool's best), the tool's pick."""
     pick = plan.splits[plan.chosen] if plan.chosen is not None else None
-    best = plan.aggregated[plan.aggregated_chosen] if plan.aggregated_chosen is not None else None
+    if aggregated_tp is not None:
+        best = next((a for a in plan.aggregated if a.tp == aggregated_tp and a.meets_targets), None)
+    else:
+        best = plan.aggregated[plan.aggregated_chosen] if plan.aggregated_chosen is not None else None
     found: dict[str, float | str] = {}
     tp1 = next((p for p in plan.pairings if p.prefill_tp == 1 and p.decode_tp == 1), None)
     if tp1 is not None:
@@ -74,7 +78,7 @@ def report(rows: list[dict]) -> str:
     ]
     for row in rows:
         plan = predict(row)
-        found = figures(plan)
+        found = figures(plan, row.get("aggregated_tp"))
         lines += [f"## {row['id']}", "", f"Source: [{row['source']}]({row['url']}); {row['system']}.", "",
                   f"{row['gpus']} x {row['target']}, {row['isl']} in / {row['osl']} out, weights {row.get('weight_dtype', 'bf16')},"
                   f" targets: TTFT {row.get('ttft_ms', '-')} ms, ITL {row.get('itl_ms', '-')} ms.", ""]  # fmt: skip
@@ -88,7 +92,8 @@ def report(rows: list[dict]) -> str:
                 else "-"
             )
             lines.append(f"| {key} | {_cell(published)} | {_cell(predicted)} | {error} |")
-        lines += ["", f"Verdict: {plan.winner}: {plan.verdict}.", ""]
+        lines += ["", f"`mha plan --disaggregated`'s own verdict (its best aggregated layout): {plan.winner}: {plan.verdict}.",
+                  ""]  # fmt: skip
     return "\n".join(lines)
 
 

@@ -10,14 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mha_cli.cli.app import app
-from mha_cli.core.cost.disaggregated import (
-    MAX_LOAD,
-    best_split,
-    mdl_wait,
-    plan_disaggregated,
-    prefill_goodput,
-    split_rates,
-)
+from mha_cli.core.cost.disaggregated import best_split, plan_disaggregated, split_rates
+from mha_cli.core.cost.goodput import MAX_LOAD, mdl_wait, prefill_goodput
 from mha_cli.core.cost.kv_transfer import SCALE_UP_LATENCY_S, kv_link, kv_transfer, scale_up_link
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.deployment import merge_deployment
@@ -193,6 +187,8 @@ def test_cli_launch_lines_name_every_worker_with_real_flags():
         (["--target", "1xh100", "--disaggregated"], "needs 2 or more GPUs"),
         (["--target", "8xh100", "--disaggregated", "--tp", "2"], "leave out --tp"),
         (["--target", "8xh100", "--disaggregated", "--concurrency", "8"], "leave out --concurrency"),
+        (["--target", "8xh100", "--disaggregated", "--num-prompts", "64"], "leave out --num-prompts"),
+        (["--target", "8xh100", "--disaggregated", "--slo-percentile", "90"], "leave out --slo-percentile"),
         (["--target", "8xh100", "--kv-link", "ib-ndr"], "add --disaggregated"),
         (["--target", "8xh100", "--disaggregated", "--kv-link", "carrier-pigeon"], "unknown link"),
     ],
@@ -214,6 +210,6 @@ def test_distserve_row_picks_the_published_split():
     rows = yaml.safe_load(bench.FIXTURE.read_text(encoding="utf-8"))
     row = next(r for r in rows if r["id"] == "distserve-blog-13b")
     assert row["published"]["disaggregated_rps_per_gpu"] == pytest.approx(10 / 3, abs=0.05)  # the page's arithmetic
-    found = bench.figures(bench.predict(row))
+    found = bench.figures(bench.predict(row), row["aggregated_tp"])
     assert found["split"].startswith(row["published"]["split"])
     assert found["ratio"] > 1  # disaggregation wins there, as published

@@ -302,8 +302,11 @@ def plan(
     if concurrency is not None:
         _count(concurrency, "concurrency", MAX_CONCURRENCY)
     check_latency_targets(ttft_ms, itl_ms)
+    simulated = {"--num-prompts": num_prompts, "--lengths-file": lengths_file,
+                 "--random-range-ratio": random_range_ratio or None, "--slo-percentile": None if slo_percentile == 99 else slo_percentile,
+                 "--burstiness": None if burstiness == 1 else burstiness, "--seed": seed or None}  # fmt: skip
     _check_disaggregated(disaggregated, kv_link, tp=tp, pp=pp, dp=dp, concurrency=concurrency,
-                         expert_parallel=expert_parallel, plot=plot,
+                         expert_parallel=expert_parallel, plot=plot, simulated=simulated,
                          speculative=speculative_config or draft or num_speculative_tokens or acceptance_length)  # fmt: skip
     if rate is not None and concurrency is not None:
         raise BadInputError("give --concurrency (users) or --rate (requests per second), not both")
@@ -454,8 +457,10 @@ def plan(
 def _check_disaggregated(
     disaggregated: bool, kv_link: str | None, *, tp: int | None, pp: int | None, dp: int | None,
     concurrency: int | None, expert_parallel: bool, plot: Path | None, speculative: object,
+    simulated: dict[str, object],
 ) -> None:  # fmt: skip
-    """One line for an option --disaggregated does not price, or --kv-link without it."""
+    """One line for an option --disaggregated does not price (its plan is closed form: the simulated loop's options do
+    not apply), or --kv-link without it."""
     if not disaggregated:
         if kv_link is not None:
             raise BadInputError(
@@ -466,10 +471,11 @@ def _check_disaggregated(
                                       ("--plot", plot)) if value is not None]  # fmt: skip
     given += ["--expert-parallel"] if expert_parallel else []
     given += ["speculative decoding"] if speculative else []
+    given += [flag for flag, value in simulated.items() if value is not None]
     if given:
         raise BadInputError(
-            f"--disaggregated searches each pool's tp at its goodput (or --rate) and prices plain tensor-parallel"
-            f" workers: leave out {', '.join(given)}"
+            f"--disaggregated searches each pool's tp at its goodput (or --rate) in the closed form, plain"
+            f" tensor-parallel workers: leave out {', '.join(given)}"
         )
 
 

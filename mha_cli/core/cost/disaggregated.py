@@ -3,101 +3,46 @@ best aggregated plan on the same GPUs.
 
 The pipeline, one stage a function:
 
-1. **workers** (``price_workers``): for each tensor-parallel degree whose engine starts on ``tp`` devices, one
-   worker's memory plan (``core.cost.plan.LayoutPlans``: its KV pool, chunk budget, what it admits) and its steps on
-   the device profile (``core.cost.stepper``). A *prefill worker* runs prompts only: one prompt alone takes its
-   chunked prefill; its capacity is the prompts one step holds (budget // prompt, at most ``max_num_seqs``) over
-   that step's time. A *decode worker* holds the cache and runs decode steps at its batch b (at most what its pool
-   admits) at the mean context isl + osl / 2, no prefill chunks among them: ITL = step(b), and it serves
-   b / (osl x step(b)) requests/s.
+1. **workers** (``core.cost.disaggregated_workers``): for each tensor-parallel degree whose engine starts on ``tp``
+   devices, a prefill worker's capacity and one prompt's prefill, a decode worker's steps at its batch (no prefill
+   chunks among them: ITL = step(b)) and what its pool admits.
 2. **transfer** (``core.cost.kv_transfer``): each request's cache, as the decode ranks hold it, over the link.
 3. **goodput** per worker, the most requests/s it serves within the targets: a decode worker at the largest batch
    whose step is within ``--itl-ms``; a prefill worker at the load whose TTFT = queue + prefill + transfer + the
    decode worker's first step (vLLM's decode worker computes the first token again, in one step) is within
-   ``--ttft-ms``, its queue an M/D/1 queue (wait = rho / (2 (1 - rho)) / capacity). Every pool is loaded to at most
-   ``MAX_LOAD`` of its capacity (without targets: that load), as a queue at full load never drains.
+   ``--ttft-ms``, its queue an M/D/1 queue (``core.cost.goodput``). Every pool is loaded to at most ``MAX_LOAD`` of
+   its capacity (without targets: that load), as a queue at full load never drains.
 4. **splits** (``split_rates``): every (prefill workers x prefill tp) + (decode workers x decode tp) within the
    GPUs; a split serves min(prefill pool, decode pool) requests/s. The balance: prefill : decode workers =
    decode worker rate : prefill worker rate.
 5. **pick**: the most output tokens/s per GPU (load x osl / GPUs) that meets the targets, at ``--rate`` when given
    (the fewest GPUs that serve it), else at each split's goodput.
-6. **aggregated** on the same footing: each tp's replica at the most requests/s its closed-form plan
-   (``plan_at_rate``, prefill chunks stalling decodes) serves within the targets; replicas on the same GPUs.
+6. **aggregated** on the same footing (``core.cost.goodput.aggregated_layout``): each tp's replica at the most
+   requests/s its closed-form plan (``plan_at_rate``, prefill chunks stalling decodes) serves within the targets.
 
 Closed form throughout (no simulated loop). Pure Python.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
 from pydantic import Field
 
+from mha_cli.core.cost.disaggregated_workers import DecodeWorker, PrefillWorker, WorkerSteps, worker_tps
+from mha_cli.core.cost.goodput import MAX_LOAD, AggregatedLayout, aggregated_layout, mdl_wait, prefill_goodput
 from mha_cli.core.cost.kv_transfer import KvTransfer, kv_link, kv_transfer
-from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, serving_case
+from mha_cli.core.cost.plan import LayoutPlans
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.cost.stepper import Stepper, chunked_prefill
-from mha_cli.core.cost.work import decode_shape, prefill_shape
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
-from mha_cli.core.tensor_parallel import tp_shard_problem
 
-MAX_LOAD = 0.9
-"""The share of a pool's (or a replica's) capacity it is loaded to at most: an M/D/1 queue at 0.9 waits 4.5 services."""
 TIE = 0.01
 """Tokens/s per GPU this close (relative) are a tie: at one --rate, splits and replicas often use the same GPUs."""
-BISECTIONS = 30
-"""Halvings of the aggregated goodput search (2^-30 of the capacity)."""
-
-
-class PrefillWorker(Record):
-    """One prefill worker of ``tp`` GPUs."""
-
-    tp: int
-    prompt_ms: float
-    """One prompt alone: its chunked prefill."""
-    prompts_per_step: int
-    """Prompts one step runs at full load: the chunk budget // the prompt, at most max_num_seqs (1 if it is chunked)."""
-    capacity_rps: float
-    """Prompts/s at full load: prompts_per_step / that step's time."""
-    chunk_tokens: int
-
-
-class DecodeWorker(Record):
-    """One decode worker of ``tp`` GPUs: it holds the cache."""
-
-    tp: int
-    admitted: int
-    """Requests of isl + osl tokens its KV pool (and max_num_seqs) admits at once."""
-    capacity_rps: float
-    """At ``admitted`` running: admitted / (osl x step)."""
-    goodput_batch: int
-    """The largest batch whose step is within --itl-ms (0: not even one), at most the MAX_LOAD share of capacity."""
-    goodput_rps: float
-    step_ms: float
-    """The decode step at ``goodput_batch`` (the ITL it serves at)."""
-
-
-class AggregatedLayout(Record):
-    """One aggregated replica of ``tp`` GPUs (prefill and decode together, chunked prefill), on the same footing."""
-
-    tp: int
-    replicas: int
-    """Replicas priced: all the target's GPUs, or as many as --rate needs."""
-    capacity_rps: float
-    goodput_rps: float
-    """Per replica: the most requests/s it serves within the targets (at most MAX_LOAD x capacity)."""
-    rate_rps: float
-    """Per replica, the load priced."""
-    ttft_ms: float
-    itl_ms: float
-    output_tokens_per_s_per_gpu: float
-    meets_targets: bool
 
 
 class Pairing(Record):
@@ -216,100 +161,6 @@ def best_split(splits: list[SplitRates]) -> int | None:
     return max(serving, key=lambda i: (splits[i].rate_rps / splits[i].gpus, splits[i].rate_rps))
 
 
-def mdl_wait(load: float, capacity_rps: float) -> float:
-    """An M/D/1 queue's mean wait (s) at ``load`` (rho, < 1) with service 1 / ``capacity_rps``."""
-    return load / (2 * (1 - load)) / capacity_rps
-
-
-def prefill_goodput(capacity_rps: float, fixed_s: float, ttft_s: float | None) -> float:
-    """One prefill worker's requests/s within ``ttft_s``, when a request's TTFT is its M/D/1 wait + ``fixed_s``
-    (its prefill, transfer and first decode step): rho / (2 (1 - rho)) / c <= ttft - fixed gives
-    rho <= 2 x c / (1 + 2 x c) with x = ttft - fixed; at most MAX_LOAD."""
-    if ttft_s is None:
-        return MAX_LOAD * capacity_rps
-    slack = ttft_s - fixed_s
-    if slack <= 0:
-        return 0.0
-    load = 2 * slack * capacity_rps / (1 + 2 * slack * capacity_rps)
-    return min(load, MAX_LOAD) * capacity_rps
-
-
-class _Worker:
-    """One worker's engine plan and steps on ``tp`` devices (both roles share them: the same launch line but for
-    the connector)."""
-
-    def __init__(self, plans: LayoutPlans, deployment: DeploymentSpec, profile: DeviceProfile, isl: int, osl: int):
-        first = plans.at(1)
-        self.engine = first.memory.engine
-        case = serving_case(plans.model, deployment, first.memory, isl=isl, osl=osl, concurrency=1, pp=1, replicas=1,
-                            experts=plans.experts)  # fmt: skip
-        self.case, self.tp, self.isl, self.osl = case, plans.tp, isl, osl
-        self.stepper = Stepper(case, profile)
-        self._steps: dict[int, float] = {}
-
-    def decode_step(self, batch: int) -> float:
-        """One decode step of ``batch`` sequences at the mean context (s)."""
-        if batch not in self._steps:
-            context = self.isl + self.osl // 2
-            self._steps[batch] = self.stepper.step(decode_shape(batch, context)).seconds
-        return self._steps[batch]
-
-    def decode_rps(self, batch: int) -> float:
-        return batch / (self.osl * self.decode_step(batch))
-
-    def batch_at(self, rps: float) -> int:
-        """The fewest running requests that serve ``rps`` (Little's law: b = rps x osl x step(b)), at most admitted."""
-        low, high = 1, self.engine.admitted_per_replica
-        if self.decode_rps(high) < rps:
-            return high
-        while low < high:
-            middle = (low + high) // 2
-            low, high = (middle + 1, high) if self.decode_rps(middle) < rps else (low, middle)
-        return low
-
-    def largest_batch_within(self, itl_s: float | None) -> int:
-        """The largest batch whose step is within ``itl_s`` (all it admits without a target; 0 if not one)."""
-        admitted = self.engine.admitted_per_replica
-        if itl_s is None or self.decode_step(admitted) <= itl_s:
-            return admitted
-        if self.decode_step(1) > itl_s:
-            return 0
-        low, high = 1, admitted  # step(low) within, step(high) not
-        while high - low > 1:
-            middle = (low + high) // 2
-            low, high = (middle, high) if self.decode_step(middle) <= itl_s else (low, middle)
-        return low
-
-    def prefill(self) -> PrefillWorker:
-        case, engine = self.case, self.engine
-        budget = engine.max_num_batched_tokens
-        computed = case.isl - case.cached_prefix
-        alone, _ = chunked_prefill(self.stepper, computed, budget, [], start=case.cached_prefix)
-        per_step = max(1, min(budget // computed, engine.max_num_seqs)) if computed <= budget else 1
-        full = alone
-        if per_step > 1:
-            full = self.stepper.step(prefill_shape(computed, sequences=per_step, context=case.cached_prefix)).seconds
-        return PrefillWorker(tp=self.tp, prompt_ms=alone * 1e3, prompts_per_step=per_step,
-                             capacity_rps=per_step / full, chunk_tokens=budget)  # fmt: skip
-
-    def decode(self, itl_s: float | None) -> DecodeWorker:
-        admitted = self.engine.admitted_per_replica
-        capacity = self.decode_rps(admitted)
-        batch = self.largest_batch_within(itl_s)
-        if batch and self.decode_rps(batch) > MAX_LOAD * capacity:
-            batch = self.batch_at(MAX_LOAD * capacity)
-        goodput = min(self.decode_rps(batch), MAX_LOAD * capacity) if batch else 0.0
-        return DecodeWorker(tp=self.tp, admitted=admitted, capacity_rps=capacity, goodput_batch=batch,
-                            goodput_rps=goodput, step_ms=self.decode_step(max(batch, 1)) * 1e3)  # fmt: skip
-
-
-def worker_tps(model: ModelSpec, n_devices: int) -> list[int]:
-    """Tensor-parallel degrees a worker may take: those dividing the devices that shard the model."""
-    return [tp for tp in range(1, n_devices) if n_devices % tp == 0 and tp_shard_problem(model, tp) is None] + (
-        [n_devices] if tp_shard_problem(model, n_devices) is None else []
-    )
-
-
 def plan_disaggregated(
     model: ModelSpec,
     target: ResolvedTarget,
@@ -341,12 +192,12 @@ def plan_disaggregated(
     ttft_s = None if ttft_ms is None else ttft_ms / 1e3
     itl_s = None if itl_ms is None else itl_ms / 1e3
     notes: list[str] = []
-    workers: dict[int, _Worker] = {}
+    workers: dict[int, WorkerSteps] = {}
     for tp in worker_tps(model, target.n_devices):
         one = target.model_copy(update={"n_devices": tp, "spec": f"{tp}x{target.target.id}"})
         try:
             plans = LayoutPlans(model, one, deployment, *profiles, isl=isl, osl=osl, tp=tp)
-            workers[tp] = _Worker(plans, deployment, profiles[0], isl, osl)
+            workers[tp] = WorkerSteps(plans, deployment, profiles[0], isl, osl)
         except MhaError as exc:
             notes.append(f"tp {tp}: no worker ({exc.message})")
     if not workers:
@@ -370,7 +221,7 @@ def plan_disaggregated(
     splits.sort(key=lambda s: (-s.meets_targets, -s.output_tokens_per_s_per_gpu, -s.goodput_rps, s.ttft_ms))
     chosen = 0 if splits and splits[0].meets_targets else None
     aggregated = [
-        _aggregated(model, target, deployment, profiles, tp, isl=isl, osl=osl, rate=rate, targets=targets)
+        aggregated_layout(model, target, deployment, profiles, tp, isl=isl, osl=osl, rate=rate, targets=targets)
         for tp in workers
     ]
     aggregated = [layout for layout in aggregated if layout is not None]
@@ -391,7 +242,7 @@ def plan_disaggregated(
 
 
 def _priced(
-    s: SplitRates, prefill: Mapping[int, PrefillWorker], workers: Mapping[int, _Worker],
+    s: SplitRates, prefill: Mapping[int, PrefillWorker], workers: Mapping[int, WorkerSteps],
     transfers: Mapping[tuple[int, int], KvTransfer], rate: float | None, targets: tuple[float | None, float | None],
     osl: int,
 ) -> Split:  # fmt: skip
@@ -422,52 +273,6 @@ def _priced(
         ttft_ms=ttft * 1e3, queue_ms=queue * 1e3, prefill_ms=worker.prompt_ms, transfer_ms=transfer * 1e3,
         itl_ms=step * 1e3, decode_batch=batch, output_tokens_per_s_per_gpu=load * osl / s.gpus,
         meets_targets=not misses and load > 0, misses=misses if load > 0 else ["serves nothing within the targets"],
-    )  # fmt: skip
-
-
-def _aggregated(
-    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profiles: tuple[DeviceProfile, DeviceProfile],
-    tp: int, *, isl: int, osl: int, rate: float | None, targets: tuple[float | None, float | None],
-) -> AggregatedLayout | None:  # fmt: skip
-    """One aggregated replica of ``tp`` GPUs at the most requests/s within the targets (bisection over
-    ``plan_at_rate``), its replicas filling the target (or as many as ``rate`` needs)."""
-    one = target.model_copy(update={"n_devices": tp, "spec": f"{tp}x{target.target.id}"})
-    ttft_ms, itl_ms = targets
-
-    def at(rps: float) -> ServingPlan:
-        return plan_at_rate(model, one, deployment, *profiles, isl=isl, osl=osl, rate=rps, tp=tp)
-
-    def meets(rps: float) -> bool:
-        plan = at(rps)
-        return (
-            not plan.saturated
-            and (ttft_ms is None or plan.ttft_ms <= ttft_ms)
-            and (itl_ms is None or plan.itl_ms <= itl_ms)
-        )
-
-    try:
-        capacity = at(1e8).output_tokens_per_s / osl
-    except MhaError:
-        return None
-    top = MAX_LOAD * capacity
-    if meets(top):
-        goodput = top
-    else:
-        low, high = 0.0, top
-        for _ in range(BISECTIONS):
-            middle = (low + high) / 2
-            low, high = (middle, high) if meets(middle) else (low, middle)
-        goodput = low
-    replicas = target.n_devices // tp
-    if rate is not None and goodput > 0:
-        replicas = max(1, min(replicas, math.ceil(rate / goodput * (1 - 1e-9))))
-    per_replica = goodput if rate is None else rate / replicas
-    plan = at(max(per_replica, 1e-9))
-    ok = goodput > 0 and (rate is None or per_replica <= goodput * (1 + 1e-9))
-    return AggregatedLayout(
-        tp=tp, replicas=replicas, capacity_rps=capacity, goodput_rps=goodput, rate_rps=per_replica,
-        ttft_ms=plan.ttft_ms, itl_ms=plan.itl_ms, output_tokens_per_s_per_gpu=per_replica * osl / tp if ok else 0.0,
-        meets_targets=ok,
     )  # fmt: skip
 
 
@@ -529,7 +334,8 @@ def _notes(
 ) -> list[str]:
     notes = [
         f"times on profile {profile.name} ({profile.kind}); closed form, not simulated: queues as M/D/1, each pool"
-        f" loaded to at most {MAX_LOAD:.0%} of its capacity",
+        f" loaded to at most {MAX_LOAD:.0%} of its capacity; --ttft-ms and --itl-ms are read against these means (no"
+        " percentiles)",
         "TTFT = prefill queue + the prompt's prefill + the KV transfer + one decode step on the decode worker (vLLM's"
         " NixlConnector decode worker computes the first token again); ITL = the decode worker's step, no prefill"
         " chunks among its decodes",
