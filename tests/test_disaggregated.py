@@ -60,10 +60,10 @@ def test_transfer_follows_the_decode_tp_layout():
 
 def test_the_link_by_placement_and_by_name():
     target = resolve_target("8xh100")
-    assert kv_link(target, 8).id == "scale-up"  # both pools in the one node
-    assert kv_link(target, 8, "roce-400").gbs == 50
+    assert kv_link(target).id == "scale-up"  # both pools in the one node
+    assert kv_link(target, "roce-400").gbs == 50
     with pytest.raises(BadInputError, match="unknown link"):
-        kv_link(target, 8, "carrier-pigeon")
+        kv_link(target, "carrier-pigeon")
 
 
 def test_distserve_blog_balance_by_hand():
@@ -213,3 +213,34 @@ def test_distserve_row_picks_the_published_split():
     found = bench.figures(bench.predict(row), row["aggregated_tp"])
     assert found["split"].startswith(row["published"]["split"])
     assert found["ratio"] > 1  # disaggregation wins there, as published
+
+
+def test_workers_never_straddle_a_node():
+    from mha_cli.core.cost.disaggregated_launch import placements
+
+    # 2 nodes of 8: five tp-2 prefill workers fill node 0 (4 of them) and start node 1; a tp-8 decode worker no
+    # longer fits beside them, so that split is left out, while three tp-2 workers and a tp-8 one fit
+    assert placements([2, 2, 2, 2, 2, 8], 8) == [(0, 0), (0, 2), (0, 4), (0, 6), (1, 0), (2, 0)]
+    rates = split_rates({(2, 8): 1.0}, {8: 1.0}, 16, 8)
+    assert max(s.prefill_workers for s in rates) == 4
+    assert all(s.decode_workers == 1 for s in rates)
+
+
+def test_launch_lines_across_nodes_name_each_node():
+    from mha_cli.core.cost.disaggregated_launch import disaggregated_launch
+
+    loaded = load_source("llama-3.1-8b")
+    plan = _plan("llama-3.1-8b", "4xh100", 4096, 256, itl_ms=12)
+    across = plan.model_copy(update={"devices_per_node": 2})  # as if 2 nodes of 2
+    pick = across.splits[across.chosen]
+    deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=4352, target="4xh100")
+    lines = disaggregated_launch(across, pick, loaded.served, deployment, utilisation=0.9)
+    gpus = [
+        int(g)
+        for line in lines["vllm"].splitlines()[:-1]
+        for g in re.findall(r"CUDA_VISIBLE_DEVICES=([0-9,]+)", line)[0].split(",")
+    ]
+    assert max(gpus) < 2  # GPU indices within a node
+    assert pick.gpus == 4  # 2 prefill + 2 decode workers of tp 1: two nodes
+    assert "NODE1_IP" in lines["vllm"] and "VLLM_NIXL_SIDE_CHANNEL_HOST=NODE1_IP" in lines["vllm"]
+    assert "http://NODE1_IP:" in lines["sglang"]

@@ -110,6 +110,8 @@ class DisaggregatedPlan(Record):
     rate_rps: float | None
     """--rate asked (requests/s); None: each split at its goodput."""
     engine: str
+    devices_per_node: int
+    """GPUs a node holds: a worker never straddles two (the launch lines place them)."""
     gpu_memory_utilization: float
     """The memory fraction the workers' KV pools were sized with (their launch lines')."""
     prefill: list[PrefillWorker]
@@ -132,11 +134,27 @@ class DisaggregatedPlan(Record):
     notes: list[str] = Field(default_factory=empty_list)
 
 
+def placements(tps: list[int], devices_per_node: int) -> list[tuple[int, int]]:
+    """(node, first GPU in that node) of workers of ``tps`` GPUs laid out in order, none straddling two nodes."""
+    found, node, used = [], 0, 0
+    for tp in tps:
+        if used + tp > devices_per_node:
+            node, used = node + 1, 0
+        found.append((node, used))
+        used += tp
+    return found
+
+
 def split_rates(
-    prefill_rps: Mapping[tuple[int, int], float], decode_rps: Mapping[int, float], n_devices: int
+    prefill_rps: Mapping[tuple[int, int], float],
+    decode_rps: Mapping[int, float],
+    n_devices: int,
+    devices_per_node: int | None = None,
 ) -> list[SplitRates]:
-    """Every split within ``n_devices``: ``prefill_rps[(prefill tp, decode tp)]`` is one prefill worker's requests/s
-    (its TTFT holds the transfer to that decode tp), ``decode_rps[decode tp]`` one decode worker's."""
+    """Every split within ``n_devices`` (its workers placed whole in nodes of ``devices_per_node``, default one
+    node): ``prefill_rps[(prefill tp, decode tp)]`` is one prefill worker's requests/s (its TTFT holds the transfer
+    to that decode tp), ``decode_rps[decode tp]`` one decode worker's."""
+    per_node = devices_per_node or n_devices
     found = []
     for (prefill_tp, decode_tp), per_prefill in prefill_rps.items():
         per_decode = decode_rps.get(decode_tp)
@@ -144,6 +162,9 @@ def split_rates(
             continue
         for n_prefill in range(1, (n_devices - decode_tp) // prefill_tp + 1):
             for n_decode in range(1, (n_devices - n_prefill * prefill_tp) // decode_tp + 1):
+                tps = [prefill_tp] * n_prefill + [decode_tp] * n_decode
+                if placements(tps, per_node)[-1][0] >= n_devices // per_node:
+                    continue  # the workers do not fit whole in the nodes
                 pool_prefill, pool_decode = n_prefill * per_prefill, n_decode * per_decode
                 found.append(SplitRates(
                     prefill_tp, n_prefill, decode_tp, n_decode, n_prefill * prefill_tp + n_decode * decode_tp,
@@ -193,7 +214,8 @@ def plan_disaggregated(
     itl_s = None if itl_ms is None else itl_ms / 1e3
     notes: list[str] = []
     workers: dict[int, WorkerSteps] = {}
-    for tp in worker_tps(model, target.n_devices):
+    per_node = target.n_devices // getattr(target, "n_nodes", 1)  # multi-node targets (2x8xh100) carry their nodes
+    for tp in worker_tps(model, per_node):
         one = target.model_copy(update={"n_devices": tp, "spec": f"{tp}x{target.target.id}"})
         try:
             plans = LayoutPlans(model, one, deployment, *profiles, isl=isl, osl=osl, tp=tp)
@@ -210,12 +232,12 @@ def plan_disaggregated(
     for tp_p, tp_d in ((p, d) for p in workers for d in workers if p + d <= target.n_devices):
         per_rank = kv_footprint(model, seq_len=isl, kv_dtype=deployment.kv_dtype, tp=tp_d,
                                 mla_cache=deployment.mla_cache).bytes_per_sequence_per_rank  # fmt: skip
-        over = kv_link(target, tp_p + tp_d, link_id)
+        over = kv_link(target, link_id)
         transfers[tp_p, tp_d] = kv_transfer(per_rank, prefill_tp=tp_p, decode_tp=tp_d, over=over)
         first_step = workers[tp_d].decode_step(max(1, decode[tp_d].goodput_batch))
         fixed = prefill[tp_p].prompt_ms / 1e3 + transfers[tp_p, tp_d].seconds + first_step
         prefill_rps[tp_p, tp_d] = prefill_goodput(prefill[tp_p].capacity_rps, fixed, ttft_s)
-    rates = split_rates(prefill_rps, {tp: d.goodput_rps for tp, d in decode.items()}, target.n_devices)
+    rates = split_rates(prefill_rps, {tp: d.goodput_rps for tp, d in decode.items()}, target.n_devices, per_node)
     targets = (ttft_ms, itl_ms)
     splits = [_priced(s, prefill, workers, transfers, rate, targets, osl) for s in rates]
     splits.sort(key=lambda s: (-s.meets_targets, -s.output_tokens_per_s_per_gpu, -s.goodput_rps, s.ttft_ms))
@@ -232,7 +254,7 @@ def plan_disaggregated(
     notes += _notes(transfers, pick, profiles[0], link_id)
     return DisaggregatedPlan(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, rate_rps=rate,
-        engine=engine.name, gpu_memory_utilization=engine.gpu_memory_utilization,
+        engine=engine.name, devices_per_node=per_node, gpu_memory_utilization=engine.gpu_memory_utilization,
         prefill=list(prefill.values()), decode=list(decode.values()),
         pairings=[Pairing(prefill_tp=p, decode_tp=d, transfer=t, prefill_goodput_rps=prefill_rps[p, d])
                   for (p, d), t in transfers.items()],
@@ -343,6 +365,6 @@ def _notes(
     if pick is not None:
         notes.append(f"KV transfer: {transfers[pick.prefill_tp, pick.decode_tp].how}")
     if link_id is None:
-        notes.append("the link: the scale-up link inside one node, the scale-out link across nodes (--kv-link names"
-                     " another)")  # fmt: skip
+        notes.append("the link: the scale-up link on one node; on several, the scale-out link for every transfer (a"
+                     " split whose pools share a node is priced as if they did not); --kv-link names another")  # fmt: skip
     return notes

@@ -12,7 +12,8 @@ each worker a ``sglang.launch_server`` with ``--disaggregation-mode prefill|deco
 ``--disaggregation-bootstrap-port``; the router ``python -m sglang_router.launch_router --pd-disaggregation
 --prefill URL BOOTSTRAP_PORT ... --decode URL ...``.
 
-Workers sit on consecutive GPUs of one node: prefill workers first. Pure Python.
+Workers sit on consecutive GPUs, prefill workers first, none straddling two nodes; on several nodes each line names
+its node's address as ``NODEk_IP`` (to replace). Pure Python.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from mha_cli.core.cost.disaggregated import DisaggregatedPlan, Split, plan_disaggregated
+from mha_cli.core.cost.disaggregated import DisaggregatedPlan, Split, placements, plan_disaggregated
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.served_model import ServedModel
@@ -38,6 +39,11 @@ SGLANG_BOOTSTRAP_PORT = 8998
 
 def _gpus(first: int, tp: int) -> str:
     return ",".join(str(gpu) for gpu in range(first, first + tp))
+
+
+def _host(node: int, nodes: int, local: str) -> str:
+    """``local`` on a one-node deployment, else a placeholder for node ``node``'s address."""
+    return local if nodes == 1 else f"NODE{node}_IP"
 
 
 def _format_flags(deployment: DeploymentSpec, served: ServedModel, *, sglang: bool) -> list[str]:
@@ -64,15 +70,19 @@ def disaggregated_launch(
     roles = [("prefill", i, split.prefill_tp) for i in range(split.prefill_workers)]
     roles += [("decode", i, split.decode_tp) for i in range(split.decode_workers)]
     vllm_lines, sglang_lines = [], []
-    prefill_urls, decode_urls, prefill_ports, decode_ports = [], [], [], []
-    first = 0
-    for role, index, tp in roles:
+    prefill_urls, decode_urls, prefill_ports, decode_ports, prefill_hosts, decode_hosts = [], [], [], [], [], []
+    placed = placements([tp for _, _, tp in roles], plan.devices_per_node)
+    nodes = 1 + max(node for node, _ in placed)
+    for (role, index, tp), (node, first) in zip(roles, placed, strict=True):
         is_prefill = role == "prefill"
+        (prefill_hosts if is_prefill else decode_hosts).append(_host(node, nodes, "localhost"))
+        side_host = [] if nodes == 1 else [f"VLLM_NIXL_SIDE_CHANNEL_HOST={_host(node, nodes, '')}"]
         port = (VLLM_PREFILL_PORT if is_prefill else VLLM_DECODE_PORT) + index
         (prefill_ports if is_prefill else decode_ports).append(str(port))
         running = [] if is_prefill else ["--max-num-seqs", running_cap]
         vllm_lines.append(shlex.join([
-            f"CUDA_VISIBLE_DEVICES={_gpus(first, tp)}", f"VLLM_NIXL_SIDE_CHANNEL_PORT={NIXL_SIDE_CHANNEL_PORT + first}",
+            f"CUDA_VISIBLE_DEVICES={_gpus(first, tp)}", *side_host,
+            f"VLLM_NIXL_SIDE_CHANNEL_PORT={NIXL_SIDE_CHANNEL_PORT + first}",
             "vllm", "serve", model, "--port", str(port), "--tensor-parallel-size", str(tp), "--max-model-len", context,
             "--gpu-memory-utilization", f"{utilisation:g}", *running, *_format_flags(deployment, served, sglang=False),
             "--kv-transfer-config", NIXL_CONFIG,
@@ -82,21 +92,21 @@ def disaggregated_launch(
         if is_prefill:
             bootstrap = str(SGLANG_BOOTSTRAP_PORT + index)
             mode += ["--disaggregation-bootstrap-port", bootstrap]
-            prefill_urls += ["--prefill", f"http://127.0.0.1:{sglang_port}", bootstrap]
+            prefill_urls += ["--prefill", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}", bootstrap]
         else:
             mode += ["--max-running-requests", running_cap]
-            decode_urls += ["--decode", f"http://127.0.0.1:{sglang_port}"]
+            decode_urls += ["--decode", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}"]
         sglang_lines.append(shlex.join([
             "python", "-m", "sglang.launch_server", "--model-path", model, *mode, "--tp-size", str(tp),
+            *([] if nodes == 1 else ["--host", _host(node, nodes, "")]),
             "--base-gpu-id", str(first), "--port", str(sglang_port), "--context-length", context,
             *(["--mem-fraction-static", f"{utilisation:g}"] if plan.engine == "sglang" else []),
             *_format_flags(deployment, served, sglang=True),
         ]))  # fmt: skip
-        first += tp
     vllm_lines.append(shlex.join([
         "python", VLLM_PROXY, "--port", str(VLLM_PROXY_PORT), "--prefiller-hosts",
-        *["localhost"] * len(prefill_ports), "--prefiller-ports", *prefill_ports, "--decoder-hosts",
-        *["localhost"] * len(decode_ports), "--decoder-ports", *decode_ports,
+        *prefill_hosts, "--prefiller-ports", *prefill_ports, "--decoder-hosts", *decode_hosts, "--decoder-ports",
+        *decode_ports,
     ]))  # fmt: skip
     sglang_lines.append(shlex.join([
         "python", "-m", "sglang_router.launch_router", "--pd-disaggregation", *prefill_urls, *decode_urls,
@@ -106,9 +116,9 @@ def disaggregated_launch(
 
 
 LAUNCH_NOTE = (
-    f"one command a line, all on one node (prefill workers on the first GPUs); vLLM's proxy {VLLM_PROXY} is in its"
-    " source tree (run it from a checkout) and both engines need NIXL installed (pip install nixl); across nodes set"
-    " VLLM_NIXL_SIDE_CHANNEL_HOST and the hosts in place of localhost / 127.0.0.1"
+    f"one command a line, each on its node (prefill workers on the first GPUs; NODEk_IP: node k's address, run the"
+    f" line there); vLLM's proxy {VLLM_PROXY} is in its source tree (run it from a checkout) and both engines need"
+    " NIXL installed (pip install nixl)"
 )
 
 

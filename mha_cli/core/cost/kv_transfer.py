@@ -7,8 +7,8 @@ sliding-window layers their window; a fixed state its size) times the decode ran
 
     seconds = latency + bytes / (links x bandwidth per link)
 
-The link: the scale-up link (NVLink, from the target's ``interconnect_gbs``) when both pools sit in one node, the
-scale-out link (``core.links``: InfiniBand NDR per H100, ...) when they span nodes, or the one ``--kv-link`` names.
+The link: the scale-up link (NVLink, from the target's ``interconnect_gbs``) on a one-node target, the scale-out link
+(``core.links``: InfiniBand NDR per H100, ...) on several nodes, or the one ``--kv-link`` names.
 Figures are the links' line rates, one direction: a floor, as NIXL and Mooncake reach a share of them. Pure Python.
 """
 
@@ -49,14 +49,12 @@ def scale_up_link(target: ResolvedTarget) -> Link:
     return Link("scale-up", f"{device.name} scale-up link", gbs, SCALE_UP_LATENCY_S, source)
 
 
-def kv_link(target: ResolvedTarget, gpus: int, named: str | None = None) -> Link:
-    """The link a deployment of ``gpus`` devices moves its KV cache over: ``named`` (a ``core.links`` id) when given,
-    else the scale-up link when the ``gpus`` fit in one node of ``target``, else the scale-out link."""
+def kv_link(target: ResolvedTarget, named: str | None = None) -> Link:
+    """The link KV caches move over on ``target``: ``named`` (a ``core.links`` id) when given, else the scale-up link
+    on one node, the scale-out link on several (conservative for workers that share a node)."""
     if named is not None:
         return link(named)
-    nodes = getattr(target, "n_nodes", 1)  # multi-node targets (2x8xh100) carry their nodes
-    per_node = target.n_devices // max(1, nodes)
-    if gpus <= per_node:
+    if getattr(target, "n_nodes", 1) == 1:  # multi-node targets (2x8xh100) carry their nodes
         return scale_up_link(target)
     inter_node = getattr(target, "inter_node_link", None)
     return link(inter_node) if inter_node else scale_out_link(target.target.id)
