@@ -244,3 +244,13 @@ def test_launch_lines_across_nodes_name_each_node():
     assert pick.gpus == 4  # 2 prefill + 2 decode workers of tp 1: two nodes
     assert "NODE1_IP" in lines["vllm"] and "VLLM_NIXL_SIDE_CHANNEL_HOST=NODE1_IP" in lines["vllm"]
     assert "http://NODE1_IP:" in lines["sglang"]
+
+
+def test_hybrid_models_pair_workers_of_one_tp():
+    # vLLM's NixlConnector compatibility matrix: hybrid SSM models need P TP == D TP
+    plan = _plan("tests/fixtures/hf_configs/jamba-mini-1.5.json", "8xh100", 2048, 256)
+    assert plan.pairings and all(p.prefill_tp == p.decode_tp for p in plan.pairings)
+    dense = _plan("llama-3.1-8b", "8xh100", 2048, 256)  # a dense model pairs different tps too
+    assert any(p.prefill_tp != p.decode_tp for p in dense.pairings)
+    assert all(s.prefill_tp == s.decode_tp for s in plan.splits)
+    assert any("same tp only" in note for note in plan.notes)

@@ -145,6 +145,18 @@ def placements(tps: list[int], devices_per_node: int) -> list[tuple[int, int]]:
     return found
 
 
+NIXL_MATRIX = "https://docs.vllm.ai/en/latest/features/nixl_connector_compatibility.html"
+HYBRID_SAME_TP = (
+    "a model with fixed-state (Mamba / linear-attention) layers pairs prefill and decode workers of the same tp only:"
+    f" vLLM's NixlConnector does not yet transfer their state between different tps ({NIXL_MATRIX})"
+)
+
+
+def has_fixed_state(model: ModelSpec) -> bool:
+    """Whether ``model`` keeps a fixed state per sequence in some layer (Mamba, linear attention, xLSTM...)."""
+    return model.recurrent is not None or model.n_state_layers > 0
+
+
 def split_rates(
     prefill_rps: Mapping[tuple[int, int], float],
     decode_rps: Mapping[int, float],
@@ -229,7 +241,11 @@ def plan_disaggregated(
     decode = {tp: w.decode(itl_s) for tp, w in workers.items()}
     transfers: dict[tuple[int, int], KvTransfer] = {}
     prefill_rps: dict[tuple[int, int], float] = {}
-    for tp_p, tp_d in ((p, d) for p in workers for d in workers if p + d <= target.n_devices):
+    same_tp = has_fixed_state(model)
+    if same_tp:
+        notes.append(HYBRID_SAME_TP)
+    pairs = [(p, d) for p in workers for d in workers if p + d <= target.n_devices and (p == d or not same_tp)]
+    for tp_p, tp_d in pairs:
         per_rank = kv_footprint(model, seq_len=isl, kv_dtype=deployment.kv_dtype, tp=tp_d,
                                 mla_cache=deployment.mla_cache).bytes_per_sequence_per_rank  # fmt: skip
         over = kv_link(target, link_id)
