@@ -97,6 +97,7 @@ def _plan(model: str, target: str, isl: int, osl: int, **options):
     loaded, resolved = load_source(model), resolve_target(target)
     deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=isl + osl, target=resolved.spec)
     profiles = (prior_profile(resolved.target, "bf16"), datasheet_profile(resolved.target, "bf16"))
+    options.setdefault("simulate", None)  # the closed form alone: the simulated loop has its own tests
     return plan_disaggregated(loaded.model, resolved, deployment, profiles, isl=isl, osl=osl, **options)
 
 
@@ -254,3 +255,50 @@ def test_hybrid_models_pair_workers_of_one_tp():
     assert any(p.prefill_tp != p.decode_tp for p in dense.pairings)
     assert all(s.prefill_tp == s.decode_tp for s in plan.splits)
     assert any("same tp only" in note for note in plan.notes)
+
+
+def _times(prefill_s: float, step_s: float, *, per_step: int = 1, admitted: int = 1000, transfer_s: float = 0.005):
+    from mha_cli.core.serve.disaggregated import PoolTimes
+
+    return PoolTimes(lambda m: prefill_s, per_step, lambda b: step_s, admitted, transfer_s)
+
+
+def test_simulated_split_without_queues_by_hand():
+    from mha_cli.core.serve.disaggregated import simulate_split
+
+    # one request every 100 s: nothing waits; TTFT = prefill 0.1 + transfer 0.005 + the first decode step 0.01
+    run = simulate_split(_times(0.1, 0.01), prefill_workers=1, decode_workers=1, rate=0.01, osl=11, requests=50)
+    assert run.ttft_ms.mean == pytest.approx(115.0) and run.ttft_ms.p99 == pytest.approx(115.0)
+    assert run.tpot_ms.median == pytest.approx(10.0)  # 10 steps of 10 ms after the first token
+    assert run.max_running == 1
+
+
+def test_simulated_prefill_queue_matches_the_md1_wait():
+    from mha_cli.core.serve.disaggregated import simulate_split
+
+    # Poisson at 5 req/s into a 0.1 s server: rho 0.5, Pollaczek-Khinchine mean wait 0.5 / (2 x 0.5) x 0.1 = 50 ms,
+    # the closed form's mdl_wait; the decode step (1 ms) adds at most one step of waiting
+    run = simulate_split(_times(0.1, 0.001), prefill_workers=1, decode_workers=1, rate=5.0, osl=2, requests=20_000)
+    expected = 1e3 * (mdl_wait(0.5, 10.0) + 0.1 + 0.005 + 0.001)
+    assert mdl_wait(0.5, 10.0) == pytest.approx(0.05)
+    assert run.ttft_ms.mean == pytest.approx(expected, rel=0.05)
+    # a control: the same arrivals into a server twice as slow wait far longer (rho 1: the queue grows)
+    slow = simulate_split(_times(0.2, 0.001), prefill_workers=1, decode_workers=1, rate=5.0, osl=2, requests=20_000)
+    assert slow.ttft_ms.mean > 10 * run.ttft_ms.mean
+
+
+def test_a_decode_worker_admits_no_more_than_its_pool():
+    from mha_cli.core.serve.disaggregated import simulate_split
+
+    run = simulate_split(_times(0.001, 0.01, per_step=8, admitted=4), prefill_workers=2, decode_workers=1, rate=200.0,
+                         osl=20, requests=200)  # fmt: skip
+    assert run.max_running == 4
+
+
+def test_the_pick_is_simulated_at_its_load():
+    plan = _plan("llama-3.1-8b", "2xh100", 1024, 128, itl_ms=15, simulate=300)
+    pick = plan.splits[plan.chosen]
+    assert plan.simulated is not None and plan.simulated.requests == 300
+    assert plan.simulated.rate_rps == pytest.approx(pick.rate_rps)
+    # its decode steps are the closed form's: TPOT near the ITL priced (the batch drifts about its mean)
+    assert plan.simulated.tpot_ms.median == pytest.approx(pick.itl_ms, rel=0.15)

@@ -373,7 +373,7 @@ def plan(
 
         found = disaggregated_with_launch(
             loaded.model, loaded.served, resolved, deployment, (chosen, ceiling), isl=isl, osl=osl,
-            ttft_ms=ttft_ms, itl_ms=itl_ms, rate=rate, link_id=kv_link,
+            ttft_ms=ttft_ms, itl_ms=itl_ms, rate=rate, link_id=kv_link, simulate=None if closed_form else 1000,
         )  # fmt: skip
         if stand_in:
             found.notes.append(stand_in)

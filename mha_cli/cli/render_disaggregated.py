@@ -52,6 +52,13 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
     console.print(splits)
     if plan.balance:
         console.print(f"balance: {escape(plan.balance)}")
+    if plan.simulated is not None:
+        sim = plan.simulated
+        console.print(
+            f"simulated pick ({sim.requests:,} requests, Poisson at {sim.rate_rps:.3g} req/s): TTFT mean"
+            f" {sim.ttft_ms.mean:,.0f} / p90 {sim.ttft_ms.p90:,.0f} / p99 {sim.ttft_ms.p99:,.0f} ms; TPOT mean"
+            f" {sim.tpot_ms.mean:,.1f} / p90 {sim.tpot_ms.p90:,.1f} / p99 {sim.tpot_ms.p99:,.1f} ms"
+        )
     aggregated = Table(title="aggregated on the same GPUs", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
     for column in ("", "tp x replicas", "req/s per replica", "TTFT ms", "ITL ms", "tok/s/GPU", "meets"):
         aggregated.add_column(column, justify="left" if column in ("", "meets") else "right")

@@ -39,6 +39,7 @@ from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.serve.disaggregated import PoolTimes, SimulatedSplit, simulate_split
 from mha_cli.core.targets import ResolvedTarget
 
 TIE = 0.01
@@ -128,6 +129,8 @@ class DisaggregatedPlan(Record):
     winner: Literal["disaggregated", "aggregated", "tie", "neither"]
     verdict: str
     """Which wins, by how much, and why."""
+    simulated: SimulatedSplit | None = None
+    """The pick at its load in the simulated loop (``core.serve.disaggregated``): TTFT and TPOT percentiles."""
     launch: dict[str, str] = Field(default_factory=dict)
     """The pick's launch lines: ``vllm`` (every worker and the proxy) and ``sglang`` (every worker and the router)."""
     launch_note: str | None = None
@@ -150,6 +153,17 @@ HYBRID_SAME_TP = (
     "a model with fixed-state (Mamba / linear-attention) layers pairs prefill and decode workers of the same tp only:"
     f" vLLM's NixlConnector does not yet transfer their state between different tps ({NIXL_MATRIX})"
 )
+
+
+SIMULATED_REQUESTS = 1000
+"""Requests the pick's simulated run sends (Poisson at its load)."""
+
+
+def pool_times(prefill: WorkerSteps, decode: WorkerSteps, transfer_s: float) -> PoolTimes:
+    """A split's step times as the simulated loop takes them."""
+    return PoolTimes(prefill_seconds=prefill.prefill_seconds, prompts_per_step=prefill.prompts_per_step,
+                     decode_seconds=decode.decode_step, admitted=decode.engine.admitted_per_replica,
+                     transfer_s=transfer_s)  # fmt: skip
 
 
 def has_fixed_state(model: ModelSpec) -> bool:
@@ -206,9 +220,11 @@ def plan_disaggregated(
     itl_ms: float | None = None,
     rate: float | None = None,
     link_id: str | None = None,
+    simulate: int | None = SIMULATED_REQUESTS,
 ) -> DisaggregatedPlan:
     """Search the disaggregated deployments of ``model`` on ``target`` and compare the best with aggregated serving
-    (see the module docstring). ``link_id``: the ``core.links`` id to move KV over (default: by placement)."""
+    (see the module docstring). ``link_id``: the ``core.links`` id to move KV over (default: by placement);
+    ``simulate``: requests to run the pick's simulated loop with at its load (None: none)."""
     if target.n_devices < 2:
         raise BadInputError(
             f"--disaggregated needs 2 or more GPUs (one prefill and one decode worker); {target.spec} has"
@@ -266,6 +282,12 @@ def plan_disaggregated(
     meeting = [i for i, layout in enumerate(aggregated) if layout.meets_targets]
     aggregated_chosen = max(meeting, key=lambda i: aggregated[i].output_tokens_per_s_per_gpu) if meeting else None
     pick = None if chosen is None else splits[chosen]
+    simulated = None
+    if pick is not None and simulate:
+        times = pool_times(workers[pick.prefill_tp], workers[pick.decode_tp],
+                           transfers[pick.prefill_tp, pick.decode_tp].seconds)  # fmt: skip
+        simulated = simulate_split(times, prefill_workers=pick.prefill_workers, decode_workers=pick.decode_workers,
+                                   rate=pick.rate_rps, osl=osl, requests=simulate)  # fmt: skip
     winner, verdict = _verdict(pick, None if aggregated_chosen is None else aggregated[aggregated_chosen], transfers)
     notes += _notes(transfers, pick, profiles[0], link_id)
     return DisaggregatedPlan(
@@ -276,6 +298,7 @@ def plan_disaggregated(
                   for (p, d), t in transfers.items()],
         splits=splits, chosen=chosen, balance=None if pick is None else _balance(pick, prefill_rps, decode),
         aggregated=aggregated, aggregated_chosen=aggregated_chosen, winner=winner, verdict=verdict, notes=notes,
+        simulated=simulated,
     )  # fmt: skip
 
 

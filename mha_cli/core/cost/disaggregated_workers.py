@@ -65,6 +65,7 @@ class WorkerSteps:
         self.case, self.tp, self.isl, self.osl = case, plans.tp, isl, osl
         self.stepper = Stepper(case, profile)
         self._steps: dict[int, float] = {}
+        self._prefills: dict[int, float] = {}
 
     def decode_step(self, batch: int) -> float:
         """One decode step of ``batch`` sequences at the mean context (s)."""
@@ -99,17 +100,31 @@ class WorkerSteps:
             low, high = (middle, high) if self.decode_step(middle) <= itl_s else (low, middle)
         return low
 
+    @property
+    def prompts_per_step(self) -> int:
+        """Prompts one prefill step holds: the chunk budget // the prompt, at most max_num_seqs (1 when chunked)."""
+        budget, computed = self.engine.max_num_batched_tokens, self.case.isl - self.case.cached_prefix
+        return max(1, min(budget // computed, self.engine.max_num_seqs)) if computed <= budget else 1
+
+    def prefill_seconds(self, prompts: int) -> float:
+        """One prefill step of ``prompts`` prompts together (at most ``prompts_per_step``), or one prompt's chunked
+        prefill (s)."""
+        if prompts not in self._prefills:
+            case, budget = self.case, self.engine.max_num_batched_tokens
+            computed = case.isl - case.cached_prefix
+            if prompts == 1:
+                seconds, _ = chunked_prefill(self.stepper, computed, budget, [], start=case.cached_prefix)
+            else:
+                shape = prefill_shape(computed, sequences=prompts, context=case.cached_prefix)
+                seconds = self.stepper.step(shape).seconds
+            self._prefills[prompts] = seconds
+        return self._prefills[prompts]
+
     def prefill(self) -> PrefillWorker:
-        case, engine = self.case, self.engine
-        budget = engine.max_num_batched_tokens
-        computed = case.isl - case.cached_prefix
-        alone, _ = chunked_prefill(self.stepper, computed, budget, [], start=case.cached_prefix)
-        per_step = max(1, min(budget // computed, engine.max_num_seqs)) if computed <= budget else 1
-        full = alone
-        if per_step > 1:
-            full = self.stepper.step(prefill_shape(computed, sequences=per_step, context=case.cached_prefix)).seconds
-        return PrefillWorker(tp=self.tp, prompt_ms=alone * 1e3, prompts_per_step=per_step,
-                             capacity_rps=per_step / full, chunk_tokens=budget)  # fmt: skip
+        per_step = self.prompts_per_step
+        return PrefillWorker(tp=self.tp, prompt_ms=self.prefill_seconds(1) * 1e3, prompts_per_step=per_step,
+                             capacity_rps=per_step / self.prefill_seconds(per_step),
+                             chunk_tokens=self.engine.max_num_batched_tokens)  # fmt: skip
 
     def decode(self, itl_s: float | None) -> DecodeWorker:
         admitted = self.engine.admitted_per_replica
