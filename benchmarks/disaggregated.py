@@ -3,7 +3,10 @@
 
 For each row: one prefill and one decode worker's goodput (requests/s within the row's targets), the aggregated
 replica's and the best split's goodput per GPU, their ratio, and the split picked, with the relative error of each
-figure the page publishes.
+figure the page publishes. Two predictions: the closed form (targets read against means), and, for a row whose
+targets are percentiles (``slo_percentile``), the simulated loops judged at that percentile: the disaggregated one
+(``core.serve.disaggregated``, 1,000 Poisson requests a run) and the aggregated one (``core.serve``), each rate
+found by bisection.
 
     PYTHONPATH=. python benchmarks/disaggregated.py [--out outputs/serving/disaggregated.md]
 """
@@ -11,29 +14,103 @@ figure the page publishes.
 from __future__ import annotations
 
 import argparse
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
 
-from mha_cli.core.cost.disaggregated import DisaggregatedPlan, plan_disaggregated
+from mha_cli.core.cost.disaggregated import DisaggregatedPlan, plan_disaggregated, pool_times, worker_steps
+from mha_cli.core.cost.plan import plan_at_rate, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
+from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.serve.disaggregated import simulate_split
+from mha_cli.core.serve.replica import ClientSpec
 from mha_cli.core.sources import load_source
-from mha_cli.core.targets import resolve_target
+from mha_cli.core.targets import ResolvedTarget, resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "disaggregated_published.yaml"
 
 
-def predict(row: dict) -> DisaggregatedPlan:
-    """The row's deployment searched by ``plan_disaggregated`` on the target's prior profile."""
+SIMULATED = 1000
+"""Requests a simulated run sends."""
+AMPLE = 64
+"""Workers of the other pool when one worker's goodput is simulated alone (so that the other pool never binds)."""
+HALVINGS = 14
+
+
+def _setup(row: dict) -> tuple[ModelSpec, ResolvedTarget, DeploymentSpec, tuple[DeviceProfile, DeviceProfile]]:
     loaded = load_source(str(ROOT / row["model"]) if row["model"].endswith(".json") else row["model"])
     target = resolve_target(f"{row['gpus']}x{row['target']}")
     weights = row.get("weight_dtype", "bf16")
     deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=row["isl"] + row["osl"],
                                   target=target.spec, weight_dtype=weights)  # fmt: skip
     profiles = (prior_profile(target.target, weights), datasheet_profile(target.target, weights))
-    return plan_disaggregated(loaded.model, target, deployment, profiles, isl=row["isl"], osl=row["osl"],
+    return loaded.model, target, deployment, profiles
+
+
+def _largest_rate(meets: Callable[[float], bool], high: float) -> float:
+    """The largest rate in (0, high] that ``meets`` passes (bisection; 0 when none)."""
+    low = 0.0
+    for _ in range(HALVINGS):
+        middle = (low + high) / 2
+        low, high = (middle, high) if meets(middle) else (low, middle)
+    return low
+
+
+def simulated_figures(row: dict, plan: DisaggregatedPlan) -> dict[str, float]:
+    """The row's goodputs judged at its percentile in the simulated loops: one prefill worker (TTFT only, decode
+    ample), one decode worker (TPOT only, prefill ample), the published split, and the aggregated replica of
+    ``aggregated_tp`` GPUs."""
+    model, target, deployment, profiles = _setup(row)
+    q, ttft, tpot = row["slo_percentile"], row["ttft_ms"], row["itl_ms"]
+    worker = worker_steps(model, target, deployment, profiles, 1, isl=row["isl"], osl=row["osl"])
+    pairing = next(p for p in plan.pairings if p.prefill_tp == 1 and p.decode_tp == 1)
+    times = pool_times(worker, worker, pairing.transfer.seconds)
+
+    def split_meets(prefill: int, decode: int, judge_ttft: bool, judge_tpot: bool) -> Callable[[float], bool]:
+        def meets(rate: float) -> bool:
+            run = simulate_split(times, prefill_workers=prefill, decode_workers=decode, rate=rate, osl=row["osl"],
+                                 requests=SIMULATED)  # fmt: skip
+            return (not judge_ttft or run.ttft_ms.at(q) <= ttft) and (not judge_tpot or run.tpot_ms.at(q) <= tpot)
+
+        return meets
+
+    prefill_cap = next(p.capacity_rps for p in plan.prefill if p.tp == 1)
+    decode_cap = next(d.capacity_rps for d in plan.decode if d.tp == 1)
+    found = {
+        "prefill_worker_rps": _largest_rate(split_meets(1, AMPLE, True, False), prefill_cap),
+        "decode_worker_rps": _largest_rate(split_meets(AMPLE, 1, False, True), decode_cap),
+    }
+    workers = re.fullmatch(r"(\d+)P(\d+)D", row["published"]["split"])
+    if workers:
+        n_prefill, n_decode = int(workers.group(1)), int(workers.group(2))
+        high = min(n_prefill * prefill_cap, n_decode * decode_cap)
+        found["disaggregated_rps_per_gpu"] = _largest_rate(split_meets(n_prefill, n_decode, True, True), high) / (
+            n_prefill + n_decode
+        )
+    tp = row.get("aggregated_tp", 1)
+    one = target.model_copy(update={"n_devices": tp, "spec": f"{tp}x{target.target.id}"})
+    capacity = next(a.capacity_rps for a in plan.aggregated if a.tp == tp)
+
+    def aggregated_meets(rate: float) -> bool:
+        at = plan_at_rate(model, one, deployment, *profiles, isl=row["isl"], osl=row["osl"], rate=rate, tp=tp)
+        run = simulate_plan(at, model, deployment, profiles[0], ClientSpec(num_prompts=SIMULATED)).simulated
+        return not run.saturated and run.ttft_ms.at(q) <= ttft and run.tpot_ms.at(q) <= tpot
+
+    found["aggregated_rps_per_gpu"] = _largest_rate(aggregated_meets, capacity) / tp
+    if "disaggregated_rps_per_gpu" in found and found["aggregated_rps_per_gpu"] > 0:
+        found["ratio"] = found["disaggregated_rps_per_gpu"] / found["aggregated_rps_per_gpu"]
+    return found
+
+
+def predict(row: dict) -> DisaggregatedPlan:
+    """The row's deployment searched by ``plan_disaggregated`` on the target's prior profile."""
+    model, target, deployment, profiles = _setup(row)
+    return plan_disaggregated(model, target, deployment, profiles, isl=row["isl"], osl=row["osl"],
                               ttft_ms=row.get("ttft_ms"), itl_ms=row.get("itl_ms"))  # fmt: skip
 
 
@@ -61,6 +138,13 @@ def figures(plan: DisaggregatedPlan, aggregated_tp: int | None = None) -> dict[s
     return found
 
 
+def _error(predicted: float | str | None, published: float | str) -> str:
+    """predicted / published - 1 for numbers, else '-'."""
+    if isinstance(predicted, float) and isinstance(published, int | float):
+        return f"{predicted / published - 1:+.0%}"
+    return "-"
+
+
 def _cell(value: float | str | None) -> str:
     if value is None:
         return "-"
@@ -72,8 +156,11 @@ def report(rows: list[dict]) -> str:
         "# Disaggregated prefill/decode: published against predicted",
         "",
         "Generated by `PYTHONPATH=. python benchmarks/disaggregated.py` from `tests/fixtures/disaggregated_published.yaml`",
-        "(closed form of `mha plan --disaggregated` on the shipped GPU priors; nothing here was fitted). Error = predicted /",
-        "published - 1. Goodput: requests/s within the row's TTFT / ITL targets.",
+        "on the shipped GPU priors; nothing here was fitted. Error = predicted / published - 1. Goodput: requests/s within",
+        "the row's TTFT / ITL (TPOT) targets. *Closed form*: `mha plan --disaggregated`, targets read against means.",
+        f"*Simulated pNN*: the simulated loops ({SIMULATED:,} Poisson requests a run, each rate by bisection) judged at",
+        "the page's percentile: disaggregated (`core.serve.disaggregated`; one worker's goodput with the other pool",
+        "ample) and aggregated (`core.serve`, the replica the page compares with).",
         "",
     ]
     for row in rows:
@@ -83,15 +170,16 @@ def report(rows: list[dict]) -> str:
                   f"{row['gpus']} x {row['target']}, {row['isl']} in / {row['osl']} out, weights {row.get('weight_dtype', 'bf16')},"
                   f" targets: TTFT {row.get('ttft_ms', '-')} ms, ITL {row.get('itl_ms', '-')} ms.", ""]  # fmt: skip
         lines += [f"Assumed: {'; '.join(row['assumed'])}.", ""]
-        lines += ["| figure | published | predicted | error |", "| --- | ---: | ---: | ---: |"]
+        simulated = simulated_figures(row, plan) if "slo_percentile" in row else {}
+        label = f"simulated p{row['slo_percentile']:g}" if simulated else None
+        lines += ["| figure | published | closed form | error |" + (f" {label} | error |" if label else ""),
+                  "| --- | ---: | ---: | ---: |" + (" ---: | ---: |" if label else "")]  # fmt: skip
         for key, published in row["published"].items():
-            predicted = found.get(key)
-            error = (
-                f"{predicted / published - 1:+.0%}"
-                if isinstance(predicted, float) and isinstance(published, int | float)
-                else "-"
-            )
-            lines.append(f"| {key} | {_cell(published)} | {_cell(predicted)} | {error} |")
+            cells = [_cell(published)]
+            for source in (found, simulated) if label else (found,):
+                predicted = source.get(key)
+                cells += [_cell(predicted), _error(predicted, published)]
+            lines.append(f"| {key} | " + " | ".join(cells) + " |")
         lines += ["", f"`mha plan --disaggregated`'s own verdict (its best aggregated layout): {plan.winner}: {plan.verdict}.",
                   ""]  # fmt: skip
     return "\n".join(lines)

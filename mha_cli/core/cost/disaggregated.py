@@ -159,6 +159,16 @@ SIMULATED_REQUESTS = 1000
 """Requests the pick's simulated run sends (Poisson at its load)."""
 
 
+def worker_steps(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profiles: tuple[DeviceProfile, DeviceProfile],
+    tp: int, *, isl: int, osl: int,
+) -> WorkerSteps:  # fmt: skip
+    """One worker of ``tp`` of ``target``'s devices: its engine plan (refused in one line when it would not start)."""
+    one = target.model_copy(update={"n_devices": tp, "spec": f"{tp}x{target.target.id}"})
+    plans = LayoutPlans(model, one, deployment, *profiles, isl=isl, osl=osl, tp=tp)
+    return WorkerSteps(plans, deployment, profiles[0], isl, osl)
+
+
 def pool_times(prefill: WorkerSteps, decode: WorkerSteps, transfer_s: float) -> PoolTimes:
     """A split's step times as the simulated loop takes them."""
     return PoolTimes(prefill_seconds=prefill.prefill_seconds, prompts_per_step=prefill.prompts_per_step,
@@ -244,10 +254,8 @@ def plan_disaggregated(
     workers: dict[int, WorkerSteps] = {}
     per_node = target.n_devices // getattr(target, "n_nodes", 1)  # multi-node targets (2x8xh100) carry their nodes
     for tp in worker_tps(model, per_node):
-        one = target.model_copy(update={"n_devices": tp, "spec": f"{tp}x{target.target.id}"})
         try:
-            plans = LayoutPlans(model, one, deployment, *profiles, isl=isl, osl=osl, tp=tp)
-            workers[tp] = WorkerSteps(plans, deployment, profiles[0], isl, osl)
+            workers[tp] = worker_steps(model, target, deployment, profiles, tp, isl=isl, osl=osl)
         except MhaError as exc:
             notes.append(f"tp {tp}: no worker ({exc.message})")
     if not workers:
