@@ -20,7 +20,9 @@ The pipeline, one stage a function:
 6. **aggregated** on the same footing (``core.cost.goodput.aggregated_layout``): each tp's replica at the most
    requests/s its closed-form plan (``plan_at_rate``, prefill chunks stalling decodes) serves within the targets.
 
-Closed form throughout (no simulated loop). Pure Python.
+7. **simulated**: the pick's loop at its load (``core.serve.disaggregated``), for its percentiles.
+
+The search is closed form. Pure Python.
 """
 
 from __future__ import annotations
@@ -402,9 +404,9 @@ def _notes(
     transfers: Mapping[tuple[int, int], KvTransfer], pick: Split | None, profile: DeviceProfile, link_id: str | None
 ) -> list[str]:
     notes = [
-        f"times on profile {profile.name} ({profile.kind}); closed form, not simulated: queues as M/D/1, each pool"
-        f" loaded to at most {MAX_LOAD:.0%} of its capacity; --ttft-ms and --itl-ms are read against these means (no"
-        " percentiles)",
+        f"times on profile {profile.name} ({profile.kind}); the search is closed form: queues as M/D/1, each pool"
+        f" loaded to at most {MAX_LOAD:.0%} of its capacity; --ttft-ms and --itl-ms are read against its means (the"
+        " pick's simulated percentiles are shown beside them)",
         "TTFT = prefill queue + the prompt's prefill + the KV transfer + one decode step on the decode worker (vLLM's"
         " NixlConnector decode worker computes the first token again); ITL = the decode worker's step, no prefill"
         " chunks among its decodes",
