@@ -116,10 +116,10 @@ def disaggregated_launch(
 
 
 LAUNCH_NOTE = (
-    f"one command a line, each on its node (prefill workers on the first GPUs; NODEk_IP: node k's address, run the"
-    f" line there); vLLM's proxy {VLLM_PROXY} is in its source tree (run it from a checkout) and both engines need"
-    " NIXL installed (pip install nixl)"
+    f"one command a line, prefill workers on the first GPUs; vLLM's proxy {VLLM_PROXY} is in its source tree (run it"
+    " from a checkout) and both engines need NIXL installed (pip install nixl)"
 )
+NODES_NOTE = "the workers span nodes: run each line on its node; NODEk_IP stands for node k's address"
 
 
 def disaggregated_with_launch(
@@ -138,5 +138,6 @@ def disaggregated_with_launch(
         return plan.model_copy(update={"launch_note": note})
     split = plan.splits[plan.chosen]
     launch = disaggregated_launch(plan, split, served, deployment, utilisation=plan.gpu_memory_utilization)
-    note = "; ".join([LAUNCH_NOTE, *([served.note] if served.note else [])])
+    nodes = [NODES_NOTE] if "NODE1_IP" in launch["vllm"] else []
+    note = "; ".join([LAUNCH_NOTE, *nodes, *([served.note] if served.note else [])])
     return plan.model_copy(update={"launch": launch, "launch_note": note})
