@@ -302,3 +302,12 @@ def test_the_pick_is_simulated_at_its_load():
     assert plan.simulated.rate_rps == pytest.approx(pick.rate_rps)
     # its decode steps are the closed form's: TPOT near the ITL priced (the batch drifts about its mean)
     assert plan.simulated.tpot_ms.median == pytest.approx(pick.itl_ms, rel=0.15)
+
+
+def test_cli_table_shows_the_splits_the_verdict_and_the_lines():
+    result = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "2xh100", "--disaggregated", "--isl", "16",
+                                 "--osl", "512", "--closed-form"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "aggregated wins" in text and "balance:" in text and "simulated pick" not in text  # --closed-form
+    assert "--kv-transfer-config" in text and "sglang_router.launch_router" in text
