@@ -3,6 +3,7 @@
 must lose and one where it must win, and every bad combination refused in one line."""
 
 import json
+import math
 import re
 import shlex
 
@@ -139,6 +140,13 @@ def test_rate_prices_every_split_at_it():
     assert all(s.rate_rps == 6 for s in plan.splits)
     pick = plan.splits[plan.chosen]
     assert pick.goodput_rps >= 6 and pick.output_tokens_per_s_per_gpu == pytest.approx(6 * 256 / pick.gpus)
+    # the workers the offered load needs: ceil(6 / a prefill worker's goodput), ceil(6 / a decode worker's)
+    per_prefill = next(p.prefill_goodput_rps for p in plan.pairings if (p.prefill_tp, p.decode_tp) == (1, 1))
+    per_decode = next(d.goodput_rps for d in plan.decode if d.tp == 1)
+    assert (pick.prefill_tp, pick.decode_tp) == (1, 1)  # an 8B model: one GPU a worker
+    assert f"= {math.ceil(6 / per_prefill)} prefill and" in plan.balance
+    assert f"= {math.ceil(6 / per_decode)} decode worker(s)" in plan.balance
+    assert (pick.prefill_workers, pick.decode_workers) == (math.ceil(6 / per_prefill), math.ceil(6 / per_decode))
     too_much = _plan("llama-3.1-8b", "2xh100", 4096, 256, rate=1000)
     assert too_much.chosen is None and too_much.winner == "neither"
 

@@ -27,6 +27,7 @@ The search is closed form. Pure Python.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
@@ -306,7 +307,7 @@ def plan_disaggregated(
         prefill=list(prefill.values()), decode=list(decode.values()),
         pairings=[Pairing(prefill_tp=p, decode_tp=d, transfer=t, prefill_goodput_rps=prefill_rps[p, d])
                   for (p, d), t in transfers.items()],
-        splits=splits, chosen=chosen, balance=None if pick is None else _balance(pick, prefill_rps, decode),
+        splits=splits, chosen=chosen, balance=None if pick is None else _balance(pick, prefill_rps, decode, rate),
         aggregated=aggregated, aggregated_chosen=aggregated_chosen, winner=winner, verdict=verdict, notes=notes,
         simulated=simulated,
     )  # fmt: skip
@@ -347,14 +348,22 @@ def _priced(
     )  # fmt: skip
 
 
-def _balance(pick: Split, prefill_rps: Mapping[tuple[int, int], float], decode: Mapping[int, DecodeWorker]) -> str:
+def _balance(
+    pick: Split, prefill_rps: Mapping[tuple[int, int], float], decode: Mapping[int, DecodeWorker], rate: float | None
+) -> str:
     per_prefill = prefill_rps[pick.prefill_tp, pick.decode_tp]
     per_decode = decode[pick.decode_tp].goodput_rps
+    offered = (
+        f"; at {rate:g} req/s: ceil({rate:g} / {per_prefill:.3g}) = {math.ceil(rate / per_prefill)} prefill and"
+        f" ceil({rate:g} / {per_decode:.3g}) = {math.ceil(rate / per_decode)} decode worker(s)"
+        if rate is not None
+        else ""
+    )
     return (
         f"one prefill worker (tp {pick.prefill_tp}) serves {per_prefill:.3g} req/s within the targets, one decode"
         f" worker (tp {pick.decode_tp}) {per_decode:.3g}: {per_decode / per_prefill:.2f} prefill worker(s) per decode"
         f" worker balance them; the pick runs {pick.prefill_workers} : {pick.decode_workers}, its {pick.bottleneck}"
-        f" pool the limit ({pick.goodput_rps:.3g} req/s)"
+        f" pool the limit ({pick.goodput_rps:.3g} req/s){offered}"
     )
 
 
