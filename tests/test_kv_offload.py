@@ -106,3 +106,70 @@ def test_host_block_bytes_match_the_vllm_blog(row):
         assert predicted == 2.25 and row["new_mib"] == 1.97
         return
     assert predicted == pytest.approx(row["new_mib"], abs=0.006)  # the post rounds to 2 decimals
+
+
+PLAN = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "8192", "--osl", "256", "--concurrency",
+        "32", "--shared-prefix", "4096", "--closed-form")  # fmt: skip
+
+
+def test_the_gpu_pool_not_the_limit_offload_buys_nothing(cli):
+    """The control: 20 prefixes of 4,096 tokens (81,920) fit the GPU pool's spare blocks (435,040 tokens less 32 x
+    8,448 running = 164,704): every prefix stays on the GPU and the host tier changes no figure."""
+    without = cli.json(*PLAN, "--shared-prefixes", "20")
+    with_host = cli.json(*PLAN, "--shared-prefixes", "20", "--kv-offload-gib", "128")
+    assert with_host["offload"]["regime"] == without["offload"]["regime"] == "gpu"
+    assert with_host["offload"]["gpu_spare_tokens"] == 435_040 - 32 * 8448 == 164_704
+    for key in ("ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s"):
+        assert with_host[key] == without[key]
+    assert any("the host tier buys nothing" in note for note in with_host["notes"])
+
+
+def test_pool_limited_the_host_tier_serves_the_prefixes(cli):
+    """200 prefixes (819,200 tokens) outgrow the GPU's 164,704 spare: without a host tier every prefix is recomputed
+    (LRU over a cycle); with 128 GiB (1,048,576 tokens) each is loaded back: TTFT = the cached prefill + 4,096 x
+    131,072 B / (63 GB/s x 50/63) = + 10.74 ms. The TTFT it reports without the host equals the plan without it."""
+    recomputed = cli.json(*PLAN, "--shared-prefixes", "200")
+    cached = cli.json(*PLAN, "--shared-prefixes", "1")  # one prefix: the GPU cache serves it, no load
+    host = cli.json(*PLAN, "--shared-prefixes", "200", "--kv-offload-gib", "128")
+    assert recomputed["offload"]["regime"] == "recomputed" and cached["offload"] is None  # the plain prefix cache
+    offload = host["offload"]
+    assert offload["regime"] == "host" and offload["host"]["host_tokens"] == 1_048_576
+    assert offload["load_ms"] == pytest.approx(4096 * 131_072 / 50e9 * 1e3) == pytest.approx(10.74, abs=0.01)
+    assert host["ttft_ms"] == pytest.approx(cached["ttft_ms"] + offload["load_ms"])
+    assert offload["ttft_ms_without_host"] == pytest.approx(recomputed["ttft_ms"])
+    assert host["ttft_ms"] < recomputed["ttft_ms"]  # it helps here
+    assert host["itl_ms"] == cached["itl_ms"] < recomputed["itl_ms"]  # less prefill riding the decodes
+
+
+def test_a_load_slower_than_recompute_hurts(cli):
+    """Llama-2-7B (MHA, 524,288 B a token) on a B200: a 512-token prefix loads in 512 x 524,288 / 50e9 = 5.37 ms over
+    PCIe 5, longer than the B200 takes to compute it: the plan says the tier hurts."""
+    result = cli.json("plan", "llama-2-7b", "--target", "b200", "--tp", "1", "--isl", "1024", "--osl", "64",
+                      "--concurrency", "64", "--shared-prefix", "512", "--shared-prefixes", "2000",
+                      "--kv-offload-gib", "600", "--closed-form")  # fmt: skip
+    offload = result["offload"]
+    assert offload["regime"] == "host" and offload["load_ms"] == pytest.approx(512 * 524_288 / 50e9 * 1e3)
+    assert offload["ttft_ms_with_host"] > offload["ttft_ms_without_host"]
+    assert any("it hurts" in note for note in result["notes"])
+
+
+def test_cli_refusals(cli):
+    for args, words in (
+        (("--engine", "vllm@0.7", "--kv-offload-gib", "8"), "vLLM V0 has no KV offload"),
+        (("--kv-offload-gib", "0"), "--kv-offload-gib 0"),
+        (("--engine", "sglang", "--kv-offload-gib", "4"), "must be larger than the device pool"),
+    ):
+        result = cli.run(*PLAN, *args)
+        assert result.exit_code == 2 and words in result.stderr and len(result.stderr.splitlines()) == 1, args
+    result = cli.run("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--shared-prefixes", "4")
+    assert result.exit_code == 2 and "give --shared-prefix too" in result.stderr
+
+
+def test_the_launch_lines_carry_each_engines_flags(cli):
+    """A search's pick at tp 2: vLLM's size sums the 2 GPUs of an engine (2 x 64 = 128 GiB), SGLang's is per rank
+    in whole GB (64 GiB = 68.7 GB: 68)."""
+    result = cli.json("plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "8192", "--osl", "256",
+                      "--concurrency", "64", "--shared-prefix", "4096", "--kv-offload-gib", "64", "--closed-form")  # fmt: skip
+    tp = result["candidates"][result["chosen"]]["deployment"]["tp"]
+    assert result["launch"]["vllm"].endswith(f"--kv-offloading-size {64 * tp} --kv-offloading-backend native")
+    assert result["launch"]["sglang"].endswith("--enable-hierarchical-cache --hicache-size 68")

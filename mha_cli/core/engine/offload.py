@@ -167,6 +167,22 @@ def offload_rule(generation: str) -> OffloadRule:
     return rule
 
 
+def offload_flags(engine: str, asked_bytes_per_rank: int, workers: int) -> list[str]:
+    """The launch options of a host pool of ``asked_bytes_per_rank`` per rank in ``engine`` (vllm, sglang, trtllm),
+    ``workers`` = tp x pp of one engine (vLLM's size counts them together; SGLang's is per rank in whole GB;
+    TensorRT-LLM's is a line of its LLM API options file, bytes per rank)."""
+    if engine == "vllm":
+        return [
+            "--kv-offloading-size",
+            f"{asked_bytes_per_rank * workers / GIB:g}",
+            "--kv-offloading-backend",
+            "native",
+        ]
+    if engine == "sglang":
+        return ["--enable-hierarchical-cache", "--hicache-size", str(asked_bytes_per_rank // 10**9)]
+    return [f"kv_cache_config: {{host_cache_size: {asked_bytes_per_rank}}}"]
+
+
 def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
@@ -191,7 +207,6 @@ def host_pool(
         chunk = _round_up(block_bytes * workers, PAGE_BYTES)
         blocks = int(total_gib * GIB) // chunk
         tokens, allocated = blocks * block, blocks * chunk // workers
-        flags = ["--kv-offloading-size", f"{total_gib:g}", "--kv-offloading-backend", "native"]
         if workers > 1:
             notes.append(
                 f"vLLM's --kv-offloading-size counts the {workers} workers of an engine together: {total_gib:g} GiB"
@@ -217,7 +232,6 @@ def host_pool(
                 f" device pool ({engine.kv_tokens:,} tokens: 'The host memory should be larger than the device"
                 " memory'); give a larger --kv-offload-gib"
             )
-        flags = ["--enable-hierarchical-cache", "--hicache-size", str(gigabytes)]
         notes.append(
             f"SGLang takes --hicache-size in whole GB: {gigabytes} GB of the {asked_bytes_per_rank / GIB:g} GiB"
         )
@@ -225,7 +239,6 @@ def host_pool(
         block_bytes = block * per_token
         blocks = asked_bytes_per_rank // block_bytes
         tokens, allocated = blocks * block, blocks * block_bytes
-        flags = [f"kv_cache_config: {{host_cache_size: {asked_bytes_per_rank}}}"]
     if rule.needs_prefix_cache and not prefix_caching:
         notes.append(
             f"{engine.name}'s host tier keeps what its prefix cache would, and the cache is off: it holds nothing"
@@ -240,5 +253,5 @@ def host_pool(
         generation=engine.generation, asked_bytes_per_rank=asked_bytes_per_rank, bytes_per_token=per_token,
         block_tokens=block, host_blocks=blocks, host_tokens=tokens, host_bytes_per_rank=allocated,
         gpu_tokens=engine.kv_tokens, link=link.id, link_gbs=link.gbs, load_gbs=link.gbs * HOST_DMA_SHARE,
-        flags=flags, holds=rule.holds, needs_prefix_cache=rule.needs_prefix_cache, notes=notes,
+        flags=offload_flags(engine.name, asked_bytes_per_rank, workers), holds=rule.holds, needs_prefix_cache=rule.needs_prefix_cache, notes=notes,
     )  # fmt: skip
