@@ -173,3 +173,16 @@ def test_the_launch_lines_carry_each_engines_flags(cli):
     tp = result["candidates"][result["chosen"]]["deployment"]["tp"]
     assert result["launch"]["vllm"].endswith(f"--kv-offloading-size {64 * tp} --kv-offloading-backend native")
     assert result["launch"]["sglang"].endswith("--enable-hierarchical-cache --hicache-size 68")
+
+
+def test_the_simulated_loop_loads_from_the_host_where_the_pool_is_the_limit(cli):
+    """The same pool-limited workload simulated: 400 requests cycling through 200 prefixes; the first round of 200
+    computes everything, the second finds each prefix on the host (200 x 4,096 of 400 x 8,192 prompt tokens = 25%);
+    without the host tier nothing is found (LRU over the cycle) and TTFT is higher."""
+    args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "8192", "--osl", "256", "--concurrency",
+            "32", "--shared-prefix", "4096", "--shared-prefixes", "200", "--num-prompts", "400")  # fmt: skip
+    host = cli.json(*args, "--kv-offload-gib", "128")["simulated"]
+    plain = cli.json(*args)["simulated"]
+    assert plain["prefix_cache_hit_rate"] == plain["host_hit_rate"] == 0
+    assert host["host_hit_rate"] == host["prefix_cache_hit_rate"] == pytest.approx(200 * 4096 / (400 * 8192))
+    assert host["ttft_ms"]["mean"] < plain["ttft_ms"]["mean"]

@@ -653,6 +653,7 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
         f" req/s per replica over {sim.duration_s:,.1f} s; at most {sim.max_running} running and {sim.max_waiting}"
         f" queued; {sim.preemptions} preemption(s)"
         + (f"; prefix cache hit rate {sim.prefix_cache_hit_rate:.1%}" if sim.prefix_cache_hit_rate else "")
+        + (f" ({sim.host_hit_rate:.1%} of prompt tokens loaded from the host)" if sim.host_hit_rate else "")
     )
     if plan.speculative is not None:
         console.print(

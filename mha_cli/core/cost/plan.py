@@ -376,9 +376,10 @@ def simulate_plan(
     experts = expert_layout(model, d.tp, d.replicas, variant)
     case = serving_case(model, variant, plan.memory, isl=plan.isl, osl=plan.osl, concurrency=plan.concurrency,
                         pp=d.pp, replicas=d.replicas, experts=experts)  # fmt: skip
+    caching = prefix_caching_on(variant, plan.memory.engine.generation) and model.recurrent is None
     simulated = simulate_deployment(
         case, profile, plan.memory.engine, client, rate=plan.rate_rps, ttft_ms=ttft_ms, itl_ms=itl_ms,
-        slo_percentile=slo_percentile, trace=trace,
+        slo_percentile=slo_percentile, trace=trace, offload=plan.offload, prefix_caching=caching,
     )  # fmt: skip
     swept = []
     if plan.sweep and plan.rate_rps is None:  # the plot's points, each a short run of 3 requests a user
