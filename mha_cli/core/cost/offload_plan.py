@@ -115,13 +115,11 @@ def regime_note(plan: OffloadPlan) -> str:
 
 def offload_tiers(
     model: ModelSpec, deployment: DeploymentSpec, engine: EnginePlan, *, users: int, isl: int, osl: int,
-    workers: int, target_id: str,
+    workers: int, target_id: str, caching: bool, prefix_tokens: int,
 ) -> OffloadPlan:  # fmt: skip
     """The host pool (if asked) and the regime of ``users`` requests per replica cycling through the deployment's
-    shared prefixes on ``engine``'s pool (see the module docstring), before the load is priced."""
-    from mha_cli.core.cost.plan import cached_prefix, prefix_caching_on
-
-    caching = prefix_caching_on(deployment, engine.generation) and model.recurrent is None
+    shared prefixes, ``prefix_tokens`` each as the caches hold them (whole blocks), on ``engine``'s pool (see the
+    module docstring), before the load is priced; ``caching``: the engine's GPU prefix cache is on."""
     host = None
     if deployment.kv_offload_bytes:
         host = host_pool(
@@ -129,8 +127,7 @@ def offload_tiers(
             prefix_caching=caching,
         )  # fmt: skip
     host_active = host is not None and model.recurrent is None and (caching or not host.needs_prefix_cache)
-    shared = min(deployment.shared_prefix or 0, isl) if caching or host_active else 0
-    prefix = cached_prefix(shared, isl, engine.block_size) if shared else 0
+    prefix = prefix_tokens if caching or host_active else 0
     prefixes = deployment.shared_prefixes or 1
     running = min(users, engine.admitted_per_replica)
     spare = max(0, engine.kv_tokens - running * (isl + osl)) if caching else 0

@@ -285,9 +285,12 @@ class LayoutPlans:
             return None
         from mha_cli.core.cost.offload_plan import offload_tiers
 
+        caching = prefix_caching_on(deployment, engine.generation) and self.model.recurrent is None
+        shared = min(deployment.shared_prefix or 0, self.isl)
         return offload_tiers(
             self.model, deployment, engine, users=-(-concurrency // self.replicas), isl=self.isl, osl=self.osl,
-            workers=self.tp * self.pp, target_id=self.target.target.id,
+            workers=self.tp * self.pp, target_id=self.target.target.id, caching=caching,
+            prefix_tokens=cached_prefix(shared, self.isl, engine.block_size) if shared else 0,
         )  # fmt: skip
 
 
