@@ -269,14 +269,22 @@ class LayoutPlans:
         if sweep:
             top = max(concurrency, 2 * engine.admitted_per_replica * replicas, 2)
             points = sorted({concurrency, *(2**k for k in range(top.bit_length()) if 2**k <= top)})
-            swept = [
-                predict_serving(case._replace(concurrency=users), self.profile, self.ceiling, stepper=self._stepper)
-                for users in points
-            ]
+            swept = [self._point(case, engine, users) for users in points]
         return ServingPlan(
             **dict(prediction), model_name=model.name, target_id=self.target.target.id, engine=engine.name,
             memory=memory, sweep=swept, offload=offload,
         )  # fmt: skip
+
+    def _point(self, case: ServingCase, engine: EnginePlan, users: int) -> ServingPrediction:
+        """The closed form at ``users`` for the ``--plot`` sweep, the prefix tiers settled at that load."""
+        offload = self._offload(engine, users)
+        if offload is not None:
+            case = case._replace(cached_prefix=offload.served_tokens)
+        case = case._replace(concurrency=users)
+        point = predict_serving(case, self.profile, self.ceiling, stepper=self._stepper)
+        if offload is not None:
+            priced_offload(offload, point, case, self.profile, self.ceiling, self._stepper)
+        return point
 
     def _offload(self, engine: EnginePlan, concurrency: int) -> OffloadPlan | None:
         """The prefix tiers at ``concurrency`` users (None without ``--kv-offload-gib`` or ``--shared-prefixes``)."""

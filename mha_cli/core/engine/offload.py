@@ -253,5 +253,6 @@ def host_pool(
         generation=engine.generation, asked_bytes_per_rank=asked_bytes_per_rank, bytes_per_token=per_token,
         block_tokens=block, host_blocks=blocks, host_tokens=tokens, host_bytes_per_rank=allocated,
         gpu_tokens=engine.kv_tokens, link=link.id, link_gbs=link.gbs, load_gbs=link.gbs * HOST_DMA_SHARE,
-        flags=offload_flags(engine.name, asked_bytes_per_rank, workers), holds=rule.holds, needs_prefix_cache=rule.needs_prefix_cache, notes=notes,
+        flags=offload_flags(engine.name, asked_bytes_per_rank, workers), holds=rule.holds,
+        needs_prefix_cache=rule.needs_prefix_cache, notes=notes,
     )  # fmt: skip
