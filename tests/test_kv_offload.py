@@ -205,3 +205,17 @@ def test_the_published_offload_benefits_are_predicted():
     assert overlapped == pytest.approx(PUBLISHED["concurrent_throughput"]["speedup_at_full_hits"], rel=0.1)
     assert series < 0.8 * overlapped
     assert rows[2].split("|")[5].strip() == "1.0"
+
+
+def test_vllm_keeps_an_mla_latent_once_for_every_rank():
+    """DeepSeek-V2-Lite's latent (27 layers x 576 x 2 B = 31,104 B a token) is whole on each of 2 ranks; a block of 16
+    is 497,664 B, 499,712 B in whole 4 KiB pages. Replicated (vLLM 0.32's MLA layout at tp > 1), the 2 x 8 GiB hold
+    chunks of one copy: 2^34 // 499,712 = 34,379 blocks; a copy a rank would hold about half of that."""
+    engine = engine_plan(tp=2, model="deepseek-v2-lite")
+    assert engine.kv_bytes_per_token_per_rank == 31_104
+    common = {"asked_bytes_per_rank": 8 * GIB, "workers": 2, "target_id": "h100-sxm", "prefix_caching": True}
+    replicated = host_pool(engine, replicated=True, **common)
+    per_rank = host_pool(engine, **common)
+    assert replicated.host_blocks == 2**34 // 499_712 == 34_379
+    assert per_rank.host_blocks == 2**34 // (2 * 497_664) == 17_260  # 995,328 B: 243 whole pages already
+    assert replicated.host_tokens == 34_379 * 16 and per_rank.host_blocks < replicated.host_blocks

