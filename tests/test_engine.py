@@ -121,12 +121,14 @@ def _plan(engine: str, **deployment):
 
 
 def test_vllm_budget_by_hand():
-    """vLLM V1 (0.8-0.20): total x 0.9 - weights - activation peak - non-torch; the latest (0.21 and later) takes the
-    CUDA-graph estimate (1 GiB) from the same budget."""
+    """vLLM V1 (0.8-0.20): total x 0.9 - weights - RoPE cos/sin cache (Llama 3's 8,192 positions x 128 x 2 B) -
+    activation peak - non-torch; the latest (0.21 and later) takes the CUDA-graph estimate (1 GiB) from the same
+    budget."""
     plan = _plan("vllm", engine_generation="vllm-v1")
     activation = 1024 * 128_256 * 16
     assert plan.activation_peak_bytes == activation and plan.non_torch_bytes == NON_TORCH_ONE_RANK
-    expected = int(H100.device_memory_bytes * 0.9) - 16 * 10**9 - activation - NON_TORCH_ONE_RANK
+    rope = 8_192 * 128 * 2
+    expected = int(H100.device_memory_bytes * 0.9) - 16 * 10**9 - rope - activation - NON_TORCH_ONE_RANK
     assert plan.available_kv_bytes == expected == sum(line.bytes for line in plan.budget[:-1])
     assert plan.kv_blocks == expected // (16 * 4096 * 32) and plan.kv_tokens == plan.kv_blocks * 16
     assert plan.log_lines[1] == f"GPU KV cache size: {plan.kv_tokens:,} tokens"

@@ -2,8 +2,8 @@
 
 Each generation of an engine (``core.engine.generations``) is priced by the rules below with what sets it apart:
 
-- vLLM (default; V1, 0.10-0.20): available = total x gpu_memory_utilization - weights on the rank - the
-  profiling run's activation peak - the non-torch memory it grew by (``v1/worker/gpu_worker.py``
+- vLLM (default; V1, 0.10-0.20): available = total x gpu_memory_utilization - weights on the rank - the RoPE
+  cos/sin cache loaded with them (``core.engine.rope_cache``) - the profiling run's activation peak - the non-torch memory it grew by (``v1/worker/gpu_worker.py``
   ``determine_available_memory``). CUDA graphs are captured after the pool is allocated and come out of the
   (1 - utilisation) headroom; from v0.21 vLLM estimates them before the pool and subtracts them too
   (``vllm-0.21``). The pool is counted in blocks (``core.engine.pages``); every rank of a tensor-parallel group
@@ -36,6 +36,7 @@ from mha_cli.core.engine.pages import (
     vllm_block_size,
     vllm_state_bytes,
 )  # fmt: skip
+from mha_cli.core.engine.rope_cache import rope_cache_bytes, rope_cache_how
 from mha_cli.core.engine.settings import (
     CUDA_GRAPH_ESTIMATE,
     GIB,
@@ -231,16 +232,20 @@ class _Inputs(NamedTuple):
 
 
 def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
-    """vLLM's KV budget on one rank, every generation's: total x utilisation - weights - activation peak -
-    non-torch memory, less the CUDA-graph estimate from 0.21 (``Generation.cuda_graph_in_budget``)."""
+    """vLLM's KV budget on one rank, every generation's: total x utilisation - weights - the RoPE cos/sin cache
+    loaded with them (``core.engine.rope_cache``) - activation peak - non-torch memory, less the CUDA-graph estimate
+    from 0.21 (``Generation.cuda_graph_in_budget``)."""
     settings = inputs.settings
     total, util = inputs.target.device_memory_bytes, settings.utilisation
     usable = int(total * util)
-    available = usable - inputs.weights - inputs.activation - inputs.non_torch
+    rope = rope_cache_bytes(inputs.model)
+    available = usable - inputs.weights - rope - inputs.activation - inputs.non_torch
     budget = [
         inputs.device_line(),
         BudgetLine(label=f"kept out (utilisation {util:g})", bytes=usable - total, how=settings.utilisation_source),
-        inputs.weights_line(), inputs.activation_line(), inputs.non_torch_line(),
+        inputs.weights_line(),
+        BudgetLine(label="RoPE cos/sin cache", bytes=-rope, how=rope_cache_how(inputs.model)),
+        inputs.activation_line(), inputs.non_torch_line(),
     ]  # fmt: skip
     if inputs.generation.cuda_graph_in_budget and inputs.target.vendor != "CPU":
         available -= CUDA_GRAPH_ESTIMATE
