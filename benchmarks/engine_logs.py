@@ -254,8 +254,10 @@ NOTES = """## Notes
 
 - The new group's misses share one cause its own figures show: vLLM 0.11's profiling peak is 4.76-7.38 GiB where the
   vllm-v1 rule (16 B per logit of the sampler's dummy run, read on vLLM 0.19 logs) gives 1.96-3.07, about 2.4 times
-  less on all four models. That is a candidate rule for a release split inside vllm-v1, to be read in 0.11's sampler
-  and tested on logs other than these; it was not made here, so that this group stays held out.
+  less on all four models. Its source was not established: 0.11's sampler sorts the whole vocabulary in PyTorch for
+  top-k/top-p unless FlashInfer's sampler is on (`v1/sample/ops/topk_topp_sampler.py`), where 0.19 sends batches of
+  8 rows or more to a Triton kernel, but the image these runs used may well have had FlashInfer. A release split of
+  the activation rule inside vllm-v1 is the candidate; it was not made here, so that this group stays held out.
 - vLLM's RoPE cos/sin cache is now a budget line (``core.engine.rope_cache``): Llama-4-Scout's 2.5 GiB (the v0.19
   log, tests/test_vision_profile.py) and Gemma 3's 0.56 GiB; a few MiB on the models of this table.
 - Not modelled, no source-backed size found: vLLM >= 0.21's CUDA-graph estimate is measured at start-up (first
