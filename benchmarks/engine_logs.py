@@ -258,8 +258,9 @@ NOTES = """## Notes
   top-k/top-p unless FlashInfer's sampler is on (`v1/sample/ops/topk_topp_sampler.py`), where 0.19 sends batches of
   8 rows or more to a Triton kernel, but the image these runs used may well have had FlashInfer. A release split of
   the activation rule inside vllm-v1 is the candidate; it was not made here, so that this group stays held out.
-- vLLM's RoPE cos/sin cache is now a budget line (``core.engine.rope_cache``): Llama-4-Scout's 2.5 GiB (the v0.19
-  log, tests/test_vision_profile.py) and Gemma 3's 0.56 GiB; a few MiB on the models of this table.
+- The RoPE cos/sin cache is now a budget line (``core.engine.rope_cache``): vLLM's in the model's dtype,
+  Llama-4-Scout's 2.5 GiB (the v0.19 log, tests/test_vision_profile.py) and Gemma 3's 0.56 GiB; SGLang's in fp32
+  (128 MiB a rank for log 203, +0.7% -> -0.0%); a few MiB on the other models of this table.
 - Not modelled, no source-backed size found: vLLM >= 0.21's CUDA-graph estimate is measured at start-up (first
   capture plus one increment per further graph, ``profile_cudagraph_memory``), priced at a fixed 1 GiB; TensorRT-LLM
   C++ runtime and decoder buffers; NCCL's buffers at tp > 1 away from NVLink."""

@@ -141,12 +141,13 @@ def test_vllm_budget_by_hand():
 
 def test_sglang_budget_by_hand():
     """mem_fraction_static on an H100 (79.19 GiB = 81,090 MiB): reserve 512 + 1.5 x 8192 + 2 x 256 + 1024 / 8
-    = 13,440 MiB; tokens = (free x fraction - weights) // bytes per token, pages of one token."""
+    = 13,440 MiB; tokens = (free x fraction - weights - the fp32 RoPE table, 8,192 x 128 x 4 B) // bytes per token,
+    pages of one token."""
     mib = H100.device_memory_bytes / 2**20
     assert sglang_default_fraction(H100, 1, 8192, 256) == round((mib - 13_440) / mib, 3)
     plan = _plan("sglang")
     free = H100.device_memory_bytes - NON_TORCH_ONE_RANK
-    assert plan.available_kv_bytes == int(free * plan.gpu_memory_utilization) - 16 * 10**9
+    assert plan.available_kv_bytes == int(free * plan.gpu_memory_utilization) - 16 * 10**9 - 8_192 * 128 * 4
     assert plan.kv_tokens == plan.available_kv_bytes // 131_072 and plan.block_size == 1
 
 

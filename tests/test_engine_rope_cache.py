@@ -1,6 +1,6 @@
-"""vLLM's RoPE cos/sin cache (``core.engine.rope_cache``): each table's bytes by hand from config.json, and the
-budget line that takes it from the KV pool. The tables are vLLM's ``cos_sin_cache`` buffers: (positions,
-rotary_dim), cast to the model's dtype (2 B), one per distinct RoPE, on every rank."""
+"""The RoPE cos/sin cache (``core.engine.rope_cache``): each table's bytes by hand from config.json, and the budget
+line that takes it from the KV pool. The tables are vLLM's ``cos_sin_cache`` buffers: (positions, rotary_dim), cast
+to the model's dtype (2 B), one per distinct RoPE, on every rank; SGLang's are the same tables kept in fp32 (4 B)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mha_cli.core.engine.plan import plan_engine
-from mha_cli.core.engine.rope_cache import rope_cache_bytes, rope_tables
+from mha_cli.core.engine.rope_cache import SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_tables
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import DeploymentSpec, RopeScaling
@@ -75,3 +75,26 @@ def test_the_vllm_budget_takes_it_on_every_rank_and_the_control_loses_it():
         sequences_per_replica=1,
     )  # fmt: skip
     assert without.available_kv_bytes - plan.available_kv_bytes == 10_485_760 * 128 * 2
+
+
+def test_sglang_keeps_the_table_in_fp32():
+    """Qwen3-235B-A22B at tp 4 with SGLang 0.4 (vLLM #21348's SGLang run, --mem-fraction-static 0.93): the table is
+    262,144 positions x 128 x 4 B = 128 MiB on each rank, twice vLLM's bf16 one; the pool is exactly that much smaller
+    than the control's without it, 2,788 tokens of 48,128 B (94 layers x 1 KV head x 128 x 2 x 2 B) fewer."""
+    model, target = _model("qwen3-235b-a22b-instruct-2507"), resolve_target("h100").target
+    assert rope_cache_bytes(model, SGLANG_BYTES_PER_VALUE) == 262_144 * 128 * 4 == 2 * rope_cache_bytes(model)
+    kv = kv_footprint(model, seq_len=40_960, tp=4)
+    spec = DeploymentSpec(
+        seq_len=40_960, tp=4, engine="sglang", engine_generation="sglang-0.4", gpu_memory_utilization=0.93
+    )
+    settings = resolve_settings(spec, target, 4)
+    plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=55 * GIB, sequences_per_replica=1)
+    line = next(line for line in plan.budget if line.label == "RoPE cos/sin cache")
+    assert line.bytes == -262_144 * 128 * 4 and "SGLang" in line.how
+    control = plan_engine(
+        model.model_copy(update={"context_length": None}), kv, target, settings, weights_bytes_per_rank=55 * GIB,
+        sequences_per_replica=1,
+    )  # fmt: skip
+    assert control.available_kv_bytes - plan.available_kv_bytes == 262_144 * 128 * 4
+    assert kv.bytes_per_token_per_rank == 94 * 128 * 2 * 2
+    assert control.kv_tokens - plan.kv_tokens in (2_788, 2_789)  # 134,217,728 / 48,128 = 2,788.8, floors either side
