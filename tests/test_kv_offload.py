@@ -113,19 +113,19 @@ PLAN = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "8192"
 
 
 def test_the_gpu_pool_not_the_limit_offload_buys_nothing(cli):
-    """The control: 20 prefixes of 4,096 tokens (81,920) fit the GPU pool's spare blocks (435,040 tokens less 32 x
-    8,448 running = 164,704): every prefix stays on the GPU and the host tier changes no figure."""
+    """The control: 20 prefixes of 4,096 tokens (81,920) fit the GPU pool's spare blocks (434,784 tokens, after the 32 MiB RoPE table, less 32 x
+    8,448 running = 164,448): every prefix stays on the GPU and the host tier changes no figure."""
     without = cli.json(*PLAN, "--shared-prefixes", "20")
     with_host = cli.json(*PLAN, "--shared-prefixes", "20", "--kv-offload-gib", "128")
     assert with_host["offload"]["regime"] == without["offload"]["regime"] == "gpu"
-    assert with_host["offload"]["gpu_spare_tokens"] == 435_040 - 32 * 8448 == 164_704
+    assert with_host["offload"]["gpu_spare_tokens"] == 434_784 - 32 * 8448 == 164_448
     for key in ("ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s"):
         assert with_host[key] == without[key]
     assert any("the host tier buys nothing" in note for note in with_host["notes"])
 
 
 def test_pool_limited_the_host_tier_serves_the_prefixes(cli):
-    """200 prefixes (819,200 tokens) outgrow the GPU's 164,704 spare: without a host tier every prefix is recomputed
+    """200 prefixes (819,200 tokens) outgrow the GPU's 164,448 spare: without a host tier every prefix is recomputed
     (LRU over a cycle); with 128 GiB (1,048,576 tokens) each is loaded back: TTFT = the cached prefill + 4,096 x
     131,072 B / (63 GB/s x 50/63) = + 10.74 ms. The TTFT it reports without the host equals the plan without it."""
     recomputed = cli.json(*PLAN, "--shared-prefixes", "200")
