@@ -6,7 +6,7 @@ reproducing what cost_priors.json stores, the profiles they build, and `plan --e
 - The fit is reproducible: refitting vllm-v1 from the default constants gives the stored constants exactly, and the
   shipped constants give the held-out errors the file records.
 - Control: the default (2023-24) constants price the held-out 2025-26 rows worse than each generation's own, with
-  the numbers written out.
+  the numbers written out, but where they win (named, and why).
 """
 
 from __future__ import annotations
@@ -119,18 +119,24 @@ def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generatio
 
     # (generation, figure): (median error with its own constants, with the default ones), from the --set 2025 report
     expected = {
-        ("sglang-0.5", "itl_ms"): (0.297, 0.426),
-        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.278, 0.661),
-        ("trtllm-pytorch", "tokens_per_s_per_gpu"): (0.211, 0.216),
-        ("vllm-v1", "itl_ms"): (0.117, 0.175),
-        ("vllm-v1", "tokens_per_s_per_gpu"): (0.106, 1.122),
+        ("sglang-0.5", "itl_ms"): (0.304, 0.404),
+        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.300, 0.575),
+        ("trtllm-pytorch", "tokens_per_s_per_gpu"): (0.206, 0.215),
+        ("vllm-v1", "itl_ms"): (0.150, 0.078),
+        ("vllm-v1", "tokens_per_s_per_gpu"): (0.093, 1.107),
     }
+    # where the control wins, the report says why (outputs/serving/priors_2025.md): vllm-v1's NVIDIA constants were
+    # fitted on six H100 ITL points and miss the held-out B200 ones
+    control_wins = {("vllm-v1", "itl_ms")}
     for (generation, figure), (own, control) in expected.items():
         mine, theirs = median(new, generation, figure), median(old, generation, figure)
         assert mine["median_abs_error"] == pytest.approx(own, abs=0.001)
         assert theirs["median_abs_error"] == pytest.approx(control, abs=0.001)
-        assert mine["median_abs_error"] < theirs["median_abs_error"]
-        assert mine["share_within_25pct"] >= theirs["share_within_25pct"]
+        if (generation, figure) in control_wins:
+            assert mine["median_abs_error"] > theirs["median_abs_error"]
+        else:
+            assert mine["median_abs_error"] < theirs["median_abs_error"]
+            assert mine["share_within_25pct"] >= theirs["share_within_25pct"]
 
 
 def test_a_generations_profile_uses_its_vendors_constants_where_the_fit_had_them():
