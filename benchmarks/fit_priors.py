@@ -17,7 +17,9 @@ Each generation gets its own constants, fitted from the default ones on its `fit
 rows hold GPUs of both vendors, one set per vendor); the report gives the held-out error per generation and GPU for
 mean ITL and output tokens/s per GPU, beside the same rows priced with the default (2023-24) constants as a control.
 ``--write`` stores them in ``mha_cli/data/cost_priors_generations.json``.
-A row is priced as ``mha plan`` prices it (``core.cost.plan.LayoutPlans``: the engine's memory plan, the layout).
+A row is priced as ``mha plan`` prices it (``core.cost.plan.LayoutPlans``: the engine's memory plan, the layout),
+with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, the experts spread over all) and
+speculative decoding (``speculative``: method, k and the acceptance length the run printed) where the row states them.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import plan_memory
 from mha_cli.core.presets import get_preset
-from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.schemas import DeploymentSpec, SpeculativeSpec
+from mha_cli.core.speculative import build_spec
 from mha_cli.core.targets import ResolvedTarget, load_targets
 
 ROOT = Path(__file__).parent.parent
@@ -128,17 +131,20 @@ class GenerationRow:
         self.weight_dtype = mha["weight_dtype"]
         self.measured: dict[str, float] = {k: float(v) for k, v in mha["measured"].items()}
         if "config" in mha:
-            config = json.loads((HF_CONFIGS / mha["config"]).read_text())
-            model = import_hf_config(config, name=mha["config"].removesuffix(".json")).model
+            path = HF_CONFIGS / mha["config"]
+            model = import_hf_config(json.loads(path.read_text()), name=mha["config"].removesuffix(".json")).model
+            origin, kind = str(path), "hf-config"
         else:
             model = get_preset(mha["preset"])
-        tp, pp = mha["tp"], mha.get("pp", 1)
+            origin, kind = mha["preset"], "preset"
+        tp, pp, dp = mha["tp"], mha.get("pp", 1), mha.get("dp")
         deployment = DeploymentSpec(
             seq_len=mha["isl"] + mha["osl"], tp=tp, engine=mha["engine"], weight_dtype=self.weight_dtype,
             kv_dtype=mha["kv_dtype"], gpu_memory_utilization=mha.get("gpu_memory_utilization"),
             engine_generation=self.generation,  # the row's own engine release: its memory rules
+            dp=dp, speculative=_speculative(model, origin, kind, mha.get("speculative")),
         )  # fmt: skip
-        resolved = ResolvedTarget(spec=self.target.id, target=self.target, n_devices=tp * pp)
+        resolved = ResolvedTarget(spec=self.target.id, target=self.target, n_devices=tp * pp * (dp or 1))
         ceiling = datasheet_profile(self.target, self.weight_dtype)
         layout = LayoutPlans(
             model, resolved, deployment, ceiling, ceiling, isl=mha["isl"], osl=mha["osl"], tp=tp, pp=pp
@@ -150,7 +156,8 @@ class GenerationRow:
         )  # fmt: skip
         self.ceiling, self.stepper = ceiling, Stepper(self.case, ceiling)
         name = mha.get("preset") or mha["config"].removesuffix(".json")
-        self.label = f"{name} {mha['target']} tp{tp}pp{pp} {mha['isl']}/{mha['osl']} x{mha['concurrency']}"
+        layout = f"tp{tp}pp{pp}" + (f"dp{dp}" if dp else "") + (" spec" if "speculative" in mha else "")
+        self.label = f"{name} {mha['target']} {layout} {mha['isl']}/{mha['osl']} x{mha['concurrency']}"
 
     def predict(self, constants: dict[str, float] | None) -> dict[str, float]:
         """The measured figures as predicted with ``constants`` (None: the shipped ones of the row's generation)."""
@@ -159,6 +166,17 @@ class GenerationRow:
         figures = {"ttft_ms": result.ttft_ms, "itl_ms": result.itl_ms,
                    "tokens_per_s_per_gpu": result.output_tokens_per_s_per_gpu}  # fmt: skip
         return {key: figures[key] for key in self.measured}
+
+
+def _speculative(model: Any, origin: str, kind: str, stated: dict[str, Any] | None) -> SpeculativeSpec | None:
+    """The row's speculative decoding as ``mha plan`` prices it: its method, the k drafted tokens and the acceptance
+    length its benchmark printed (``speculative``: ``method``, ``k``, ``acceptance_length``); None without."""
+    if stated is None:
+        return None
+    return build_spec(
+        model, origin=origin, kind=kind, method=stated["method"], num_speculative_tokens=stated["k"],
+        acceptance_length=stated["acceptance_length"],
+    )  # fmt: skip
 
 
 def load_generation_rows() -> list[GenerationRow]:

@@ -214,8 +214,11 @@ def test_profiles_with_impossible_figures_are_refused():
     [
         ("gemma-2-9b", 1, 1, 300_007, 1000, 3, "bf16", "prior"),  # windows of 4,096 fill at chunk 4, riding decodes
         ("gpt-oss-20b", 1, 1, 50_000, 100, 0, "bf16", "prior"),  # windows of 128, MoE
-        ("deepseek-v2-lite", 1, 1, 3_000, 1, 0, "bf16", "prior"),  # 1-token chunks: absorbed MLA, memory-bound
-        ("llama-3-8b", 2, 2, 3_001, 3, 2, "fp8", "prior"),  # pipeline stages, on the bandwidth curve's bend
+        # 1-token chunks on the ceiling: on a prior their attention (16 and 4 rows: the heads sharing a KV head) is
+        # memory-bound on the bandwidth curve's log-linear stretches, which bend everywhere, so no run is a line
+        # and the sum takes one call per chunk; the ceiling's flat bandwidth keeps a bend (memory to compute)
+        ("deepseek-v2-lite", 1, 1, 3_000, 1, 0, "bf16", "ceiling"),  # absorbed MLA
+        ("llama-3-8b", 2, 2, 3_001, 3, 2, "fp8", "ceiling"),  # pipeline stages, riding decodes
         ("qwen3-next-80b-a3b", 2, 1, 3_000_000, 8192, 0, "bf16", "ceiling"),  # fixed-state layers beside attention
     ],
     ids=["windows", "moe-window-128", "mla-one-token", "pp2-tiny-chunks", "linear-attention"],
@@ -264,3 +267,37 @@ def test_piecewise_linear_sums_are_exact_across_bends_jumps_and_curves():
         every = math.fsum(value(index) for index in range(400_000))
         assert sum_piecewise_linear(value, 400_000) == pytest.approx(every, rel=1e-9, abs=1e-9)
     assert sum_piecewise_linear(bent, 0) == 0.0 and sum_piecewise_linear(bent, 1) == bent(0)
+
+
+def test_attention_rows_are_query_tokens_times_the_query_heads_sharing_a_kv_head():
+    def rows(name, shape, tp=1):
+        return [op.tokens for op in forward_ops(get_preset(name), shape, tp=tp) if op.kind == "attention"]
+
+    # DeepSeek-V3: 128 heads; absorbed decode, every head on the rank reads the one latent
+    assert rows("deepseek-v3", decode_shape(1, 4095)) == [1 * 128]
+    assert rows("deepseek-v3", decode_shape(4, 4095), tp=8) == [4 * 128 // 8]
+    assert rows("deepseek-v3", prefill_shape(512)) == [512]  # a prefill decompresses: each head its own K and V
+    # Llama-3.1-70B: 64 query heads, 8 KV heads; at tp 16 a rank has 4 query heads and one replicated KV head
+    assert rows("llama-3.1-70b", decode_shape(2, 1000)) == [2 * 64 // 8]
+    assert rows("llama-3.1-70b", decode_shape(2, 1000), tp=16) == [2 * 64 // 16]
+    assert rows("gpt2", decode_shape(3, 100)) == [3]  # MHA: 12 query heads, 12 KV heads
+
+
+def test_mla_decode_at_tp_1_is_priced_at_the_rows_its_kernel_computes():
+    from mha_cli.core.cost.step import op_seconds
+
+    profile = prior_profile(TARGETS["h200"])
+    ops = forward_ops(get_preset("deepseek-v3"), decode_shape(1, 4095))
+    attention = next(op for op in ops if op.kind == "attention")
+    seconds, _ = op_seconds(attention, profile, 1)
+    # one sequence, 4096 latents of 576 bf16 values read + 1 written: 4097 x 1152 B; 128 heads x 4096 keys
+    # x 2 x (2 x 512 + 64) FLOPs = 1.14 GFLOP, at the rate of 128 rows
+    assert attention.bytes == 4097 * 576 * 2
+    assert attention.flops == 4096 * 128 * 2 * (2 * 512 + 64)
+    memory = attention.bytes / profile.cache_bandwidth.at(attention.bytes)
+    compute = attention.flops / profile.attention_flops.at(128)
+    assert seconds == pytest.approx(max(memory, compute))
+    assert seconds < 3 * memory  # near the ridge point, as FlashMLA's decode is
+    # the control: the same op read at one row (the query tokens alone) is compute-bound and far slower
+    one_row, one_row_compute = op_seconds(attention._replace(tokens=1), profile, 1)
+    assert one_row_compute and one_row > 20 * seconds

@@ -198,6 +198,7 @@ def test_cli_launch_lines_name_every_worker_with_real_flags():
         (["--target", "8xh100", "--disaggregated", "--concurrency", "8"], "leave out --concurrency"),
         (["--target", "8xh100", "--disaggregated", "--num-prompts", "64"], "leave out --num-prompts"),
         (["--target", "8xh100", "--disaggregated", "--slo-percentile", "90"], "leave out --slo-percentile"),
+        (["--target", "8xh100", "--disaggregated", "--kv-offload-gib", "64"], "leave out --kv-offload-gib"),
         (["--target", "8xh100", "--kv-link", "ib-ndr"], "add --disaggregated"),
         (["--target", "8xh100", "--disaggregated", "--kv-link", "carrier-pigeon"], "unknown link"),
     ],

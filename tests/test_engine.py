@@ -121,12 +121,14 @@ def _plan(engine: str, **deployment):
 
 
 def test_vllm_budget_by_hand():
-    """vLLM V1 (0.8-0.20): total x 0.9 - weights - activation peak - non-torch; the latest (0.21 and later) takes the
-    CUDA-graph estimate (1 GiB) from the same budget."""
+    """vLLM V1 (0.8-0.20): total x 0.9 - weights - RoPE cos/sin cache (Llama 3's 8,192 positions x 128 x 2 B) -
+    activation peak - non-torch; the latest (0.21 and later) takes the CUDA-graph estimate (1 GiB) from the same
+    budget."""
     plan = _plan("vllm", engine_generation="vllm-v1")
     activation = 1024 * 128_256 * 16
     assert plan.activation_peak_bytes == activation and plan.non_torch_bytes == NON_TORCH_ONE_RANK
-    expected = int(H100.device_memory_bytes * 0.9) - 16 * 10**9 - activation - NON_TORCH_ONE_RANK
+    rope = 8_192 * 128 * 2
+    expected = int(H100.device_memory_bytes * 0.9) - 16 * 10**9 - rope - activation - NON_TORCH_ONE_RANK
     assert plan.available_kv_bytes == expected == sum(line.bytes for line in plan.budget[:-1])
     assert plan.kv_blocks == expected // (16 * 4096 * 32) and plan.kv_tokens == plan.kv_blocks * 16
     assert plan.log_lines[1] == f"GPU KV cache size: {plan.kv_tokens:,} tokens"
@@ -139,12 +141,13 @@ def test_vllm_budget_by_hand():
 
 def test_sglang_budget_by_hand():
     """mem_fraction_static on an H100 (79.19 GiB = 81,090 MiB): reserve 512 + 1.5 x 8192 + 2 x 256 + 1024 / 8
-    = 13,440 MiB; tokens = (free x fraction - weights) // bytes per token, pages of one token."""
+    = 13,440 MiB; tokens = (free x fraction - weights - the fp32 RoPE table, 8,192 x 128 x 4 B) // bytes per token,
+    pages of one token."""
     mib = H100.device_memory_bytes / 2**20
     assert sglang_default_fraction(H100, 1, 8192, 256) == round((mib - 13_440) / mib, 3)
     plan = _plan("sglang")
     free = H100.device_memory_bytes - NON_TORCH_ONE_RANK
-    assert plan.available_kv_bytes == int(free * plan.gpu_memory_utilization) - 16 * 10**9
+    assert plan.available_kv_bytes == int(free * plan.gpu_memory_utilization) - 16 * 10**9 - 8_192 * 128 * 4
     assert plan.kv_tokens == plan.available_kv_bytes // 131_072 and plan.block_size == 1
 
 

@@ -6,7 +6,7 @@ reproducing what cost_priors.json stores, the profiles they build, and `plan --e
 - The fit is reproducible: refitting vllm-v1 from the default constants gives the stored constants exactly, and the
   shipped constants give the held-out errors the file records.
 - Control: the default (2023-24) constants price the held-out 2025-26 rows worse than each generation's own, with
-  the numbers written out.
+  the numbers written out, but for two figures where they win (named, and why).
 """
 
 from __future__ import annotations
@@ -98,6 +98,22 @@ def test_refitting_vllm_v1_gives_the_stored_constants(fit_priors, rows):
     assert fit_priors.fit_generation(nvidia, default) == stored["vendors"]["nvidia"]["constants"]
 
 
+def test_rows_with_dp_attention_or_speculative_decoding_are_priced_as_they_state(rows):
+    # SGLang's --tp 8 --ep 8 --dp 8 --enable-dp-attention: 8 attention ranks of one GPU, experts whole over all 8
+    dp = [row for row in rows if row.case.experts is not None and row.case.experts.all_to_all]
+    assert sorted(row.index for row in dp) == [16, 27]
+    assert all((row.case.tp, row.case.replicas, row.case.experts.ranks) == (1, 8, 8) for row in dp)
+    # EAGLE over DeepSeek's NextN layer, 3 steps, and the "Accept length: 2.46" its bench_serving printed
+    spec = [row for row in rows if row.case.speculative is not None]
+    assert [row.index for row in spec] == [26]
+    stated = spec[0].case.speculative
+    assert (stated.method, stated.num_speculative_tokens, stated.acceptance_length) == ("mtp", 3, 2.46)
+    # TensorRT-LLM's Llama 4 Scout table: only its one-GPU rows (B200, GB200 at TP1), all held out
+    scout = [row for row in rows if row.source == "trtllm-perf-overview/Llama 4 Scout"]
+    assert len(scout) == 20 and {row.split for row in scout} == {"holdout"}
+    assert {(row.target.id, row.case.tp, row.case.replicas) for row in scout} == {("b200", 1, 1), ("gb200", 1, 1)}
+
+
 def test_the_shipped_constants_give_the_recorded_held_out_errors(fit_priors, rows):
     generations = generation_fits()
     report = fit_priors.generation_report(rows, generations, fitted_constants()["constants"], show_rows=False)
@@ -119,18 +135,25 @@ def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generatio
 
     # (generation, figure): (median error with its own constants, with the default ones), from the --set 2025 report
     expected = {
-        ("sglang-0.5", "itl_ms"): (0.297, 0.426),
-        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.278, 0.661),
-        ("trtllm-pytorch", "tokens_per_s_per_gpu"): (0.211, 0.216),
-        ("vllm-v1", "itl_ms"): (0.117, 0.175),
-        ("vllm-v1", "tokens_per_s_per_gpu"): (0.106, 1.122),
+        ("sglang-0.5", "itl_ms"): (0.198, 0.404),
+        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.264, 0.575),
+        ("trtllm-pytorch", "tokens_per_s_per_gpu"): (0.223, 0.131),
+        ("vllm-v1", "itl_ms"): (0.150, 0.078),
+        ("vllm-v1", "tokens_per_s_per_gpu"): (0.093, 1.107),
     }
+    # where the control wins, the report says why (outputs/serving/priors_2025.md): trtllm-pytorch was fitted on
+    # dense Llama tables and its held-out MoE table (Llama 4 Scout) prices better on the default constants;
+    # vllm-v1's NVIDIA constants were fitted on six H100 ITL points and miss the held-out B200 ones
+    control_wins = {("trtllm-pytorch", "tokens_per_s_per_gpu"), ("vllm-v1", "itl_ms")}
     for (generation, figure), (own, control) in expected.items():
         mine, theirs = median(new, generation, figure), median(old, generation, figure)
         assert mine["median_abs_error"] == pytest.approx(own, abs=0.001)
         assert theirs["median_abs_error"] == pytest.approx(control, abs=0.001)
-        assert mine["median_abs_error"] < theirs["median_abs_error"]
-        assert mine["share_within_25pct"] >= theirs["share_within_25pct"]
+        if (generation, figure) in control_wins:
+            assert mine["median_abs_error"] > theirs["median_abs_error"]
+        else:
+            assert mine["median_abs_error"] < theirs["median_abs_error"]
+            assert mine["share_within_25pct"] >= theirs["share_within_25pct"]
 
 
 def test_a_generations_profile_uses_its_vendors_constants_where_the_fit_had_them():

@@ -198,6 +198,26 @@ def plan(
             show_default=False,
         ),
     ] = None,
+    shared_prefixes: Annotated[
+        int | None,
+        typer.Option(
+            "--shared-prefixes",
+            help="How many different prefixes of --shared-prefix tokens the requests cycle through (conversations,"
+            " documents). Once they outgrow the GPU pool's spare blocks the prefix cache keeps none of them; a host"
+            " tier (--kv-offload-gib) may. Default 1.",
+            show_default=False,
+        ),
+    ] = None,
+    kv_offload_gib: Annotated[
+        float | None,
+        typer.Option(
+            "--kv-offload-gib",
+            help="Host memory per GPU for the engine's KV offload tier, in GiB: vLLM --kv-offloading-size (its"
+            " figure sums the tp x pp GPUs), SGLang --enable-hierarchical-cache --hicache-size, TensorRT-LLM"
+            " host_cache_size. It keeps prefixes the GPU pool evicts; a hit is loaded back over the host link.",
+            show_default=False,
+        ),
+    ] = None,
     prefix_caching: Annotated[
         bool | None,
         typer.Option(
@@ -299,12 +319,14 @@ def plan(
         raise BadInputError(
             f"--shared-prefix {shared_prefix:,}: give 0 to --isl ({isl:,}); the prefix is part of the prompt"
         )
+    offload_bytes = _offload_bytes(kv_offload_gib, shared_prefixes, shared_prefix)
     if concurrency is not None:
         _count(concurrency, "concurrency", MAX_CONCURRENCY)
     check_latency_targets(ttft_ms, itl_ms)
     simulated = {"--num-prompts": num_prompts, "--lengths-file": lengths_file,
                  "--random-range-ratio": random_range_ratio or None, "--slo-percentile": None if slo_percentile == 99 else slo_percentile,
-                 "--burstiness": None if burstiness == 1 else burstiness, "--seed": seed or None}  # fmt: skip
+                 "--burstiness": None if burstiness == 1 else burstiness, "--seed": seed or None,
+                 "--shared-prefixes": shared_prefixes, "--kv-offload-gib": kv_offload_gib}  # fmt: skip
     _check_disaggregated(disaggregated, kv_link, tp=tp, pp=pp, dp=dp, concurrency=concurrency,
                          expert_parallel=expert_parallel, plot=plot, simulated=simulated,
                          speculative=speculative_config or draft or num_speculative_tokens or acceptance_length)  # fmt: skip
@@ -323,7 +345,13 @@ def plan(
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib), shared_prefix=shared_prefix,
         prefix_caching=prefix_caching, limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
+        kv_offload_bytes=offload_bytes, shared_prefixes=shared_prefixes,
     )  # fmt: skip
+    if offload_bytes is not None:  # a generation without KV offload: one line before anything is priced
+        from mha_cli.core.engine.generations import generation
+        from mha_cli.core.engine.offload import offload_rule
+
+        offload_rule(generation(deployment.engine_generation, deployment.engine).id)
     # `--engine sglang@0.4`: sglang 0.4's memory rules and its step costs; no --engine: the default constants
     generation = deployment.engine_generation if engine is not None else None
     speculative = _speculative(loaded, speculative_config, draft, num_speculative_tokens, acceptance_length)
@@ -512,6 +540,22 @@ def _speculative(
     )  # fmt: skip
 
 
+MAX_OFFLOAD_GIB = 1 << 20
+
+
+def _offload_bytes(gib: float | None, prefixes: int | None, shared_prefix: int | None) -> int | None:
+    """``--kv-offload-gib`` in bytes (None: not asked), ``--shared-prefixes`` checked beside it: one line each."""
+    if prefixes is not None:
+        _count(prefixes, "shared-prefixes", MAX_CONCURRENCY)
+        if not shared_prefix:
+            raise BadInputError("--shared-prefixes counts prefixes of --shared-prefix tokens: give --shared-prefix too")
+    if gib is None:
+        return None
+    if not 0 < gib <= MAX_OFFLOAD_GIB:
+        raise BadInputError(f"--kv-offload-gib {gib:g}: give host memory per GPU in GiB, above 0 and at most 1 PiB")
+    return int(gib * 2**30)
+
+
 def _check_max_model_len(max_model_len: str | None, context: int) -> None:
     """Refuse a --max-model-len other than --isl + --osl: the one context plan sizes the engine and its launch for."""
     from mha_cli.core.quantities import parse_token_count
@@ -601,6 +645,13 @@ def render_plan(console: Console, result: ServingPlan) -> None:
         f"engine: {pool}, {engine.admitted_per_replica} request(s) of {engine.max_model_len:,} tokens at once"
         " per replica"
     )
+    host = None if p.offload is None else p.offload.host
+    if host is not None:
+        console.print(
+            f"host pool: {host.host_tokens:,} KV tokens per device ({host.host_bytes_per_rank / 2**30:,.1f} GiB in"
+            f" {host.host_blocks:,} blocks of {host.block_tokens}), beside the GPU's {host.gpu_tokens:,};"
+            f" {escape(' '.join(host.flags))}"
+        )
     if p.speculative is not None:
         render_speculative(console, p.speculative, p.concurrency)
     console.print(f"[dim]profile {escape(p.profile.name)} ({p.profile.kind}): {escape(p.uncertainty.how)}[/dim]")
@@ -664,6 +715,7 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
         f" req/s per replica over {sim.duration_s:,.1f} s; at most {sim.max_running} running and {sim.max_waiting}"
         f" queued; {sim.preemptions} preemption(s)"
         + (f"; prefix cache hit rate {sim.prefix_cache_hit_rate:.1%}" if sim.prefix_cache_hit_rate else "")
+        + (f" ({sim.host_hit_rate:.1%} of prompt tokens loaded from the host)" if sim.host_hit_rate else "")
     )
     if plan.speculative is not None:
         console.print(

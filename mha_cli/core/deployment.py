@@ -25,7 +25,8 @@ _OPTION_NAMES = {"seq_len": "--seq", "batch": "--batch", "kv_dtype": "--kv-dtype
                  "state_convention": "--state-convention",
                  "engine": "--engine", "engine_generation": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
                  "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
-                 "kv_cache_memory_bytes": "--kv-cache-gib", "limit_mm_per_prompt": "--limit-mm-per-prompt"}  # fmt: skip
+                 "kv_cache_memory_bytes": "--kv-cache-gib", "limit_mm_per_prompt": "--limit-mm-per-prompt",
+                 "kv_offload_bytes": "--kv-offload-gib", "shared_prefixes": "--shared-prefixes"}  # fmt: skip
 
 
 def default_seq_len(model: ModelSpec | None, base: DeploymentSpec | None = None) -> int:

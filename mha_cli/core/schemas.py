@@ -1063,6 +1063,12 @@ class DeploymentSpec(_Strict):
     """Serving: the engine reuses cached prefixes (vLLM V1 ``--enable-prefix-caching``, SGLang's radix cache and
     TensorRT-LLM's block reuse); None: the engine's default (on, but off in vLLM V0 and TensorRT-LLM's C++ engine);
     False: ``--no-enable-prefix-caching``."""
+    shared_prefixes: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
+    """Serving: how many different shared prefixes of ``shared_prefix`` tokens the requests cycle through
+    (conversations, documents; ``core.cost.offload_plan``); None: 1, one system prompt for all."""
+    kv_offload_bytes: Annotated[int, Field(gt=0, le=1 << 50)] | None = None
+    """Serving: host memory per rank for the engine's KV offload tier (``core.engine.offload``; ``--kv-offload-gib``),
+    in bytes; None: no offload."""
     limit_mm_per_prompt: dict[str, Annotated[int, Field(ge=0, le=1 << 20)]] | None = None
     """vLLM's ``--limit-mm-per-prompt``: the most items of each modality (``image``, ``video``) one prompt may hold,
     which sizes its encoder profiling run; a modality not named: 999 (vLLM's default). Every modality of the

@@ -12,11 +12,13 @@ import math
 
 from pydantic import Field
 
+from mha_cli.core.cost.offload_plan import OffloadPlan, priced_offload
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
 from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dp_attention_problem
+from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
@@ -54,6 +56,9 @@ class ServingPlan(ServingPrediction):
     """``--plot`` with the simulation: the same sweep's concurrencies simulated (3 requests a user)."""
     speculative: SpeculativeComparison | None = None
     """Speculative decoding asked for: its figures beside plain decoding's (``core.cost.speculative_plan``)."""
+    offload: OffloadPlan | None = None
+    """KV offload asked for (``--kv-offload-gib``) or several shared prefixes (``--shared-prefixes``): the host pool
+    and the regime the workload is in (``core.cost.offload_plan``)."""
 
 
 def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int, int]:
@@ -80,16 +85,21 @@ def _largest_stage(model: ModelSpec, pp: int, tp: int) -> ModelSpec:
 
 def serving_case(
     model: ModelSpec, deployment: DeploymentSpec, memory: MemoryPlan, *, isl: int, osl: int, concurrency: int,
-    pp: int, replicas: int, experts: ExpertLayout | None,
+    pp: int, replicas: int, experts: ExpertLayout | None, cached: int | None = None,
 ) -> ServingCase:  # fmt: skip
-    """What the cost model prices: ``model`` in ``deployment``'s formats on ``memory``'s tp and engine."""
+    """What the cost model prices: ``model`` in ``deployment``'s formats on ``memory``'s tp and engine; ``cached``:
+    the prompt tokens a cache tier serves when ``core.cost.offload_plan`` has settled it (else the shared prefix's
+    whole blocks)."""
     engine = memory.engine
     shared = min(prefix_served(model, deployment, engine.generation), isl)
+    if deployment.kv_offload_bytes and engine.name == "vllm" and model.recurrent is None:
+        shared = min(deployment.shared_prefix or 0, isl)  # vLLM's host tier holds prefixes with the GPU cache off
     return ServingCase(
         model=model, isl=isl, osl=osl, concurrency=concurrency, tp=memory.tp, pp=pp, replicas=replicas,
         admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
-        experts=experts, shared_prefix=shared, cached_prefix=cached_prefix(shared, isl, engine.block_size),
+        experts=experts, shared_prefix=shared,
+        cached_prefix=cached_prefix(shared, isl, engine.block_size) if cached is None else cached,
         speculative=deployment.speculative,
     )  # fmt: skip
 
@@ -219,11 +229,15 @@ class LayoutPlans:
         if not engine.starts:
             approximate = "" if model.recurrent is None else " (its weights are approximate: `mha kv` says by how much)"
             raise BadInputError(f"{engine.name} would not start: {engine.refusal}{approximate}")
+        offload = self._offload(engine, concurrency)
         case = serving_case(model, deployment, memory, isl=self.isl, osl=self.osl, concurrency=concurrency,
-                            pp=self.pp, replicas=replicas, experts=self.experts)  # fmt: skip
+                            pp=self.pp, replicas=replicas, experts=self.experts,
+                            cached=None if offload is None else offload.served_tokens)  # fmt: skip
         if self._stepper is None:
             self._stepper = Stepper(case, self.profile)
         prediction = predict_serving(case, self.profile, self.ceiling, stepper=self._stepper)
+        if offload is not None:
+            offload = priced_offload(offload, prediction, case, self.profile, self.ceiling, self._stepper)
         if model.position_embeddings and context > model.position_embeddings:
             raise BadInputError(
                 f"--isl + --osl ({context:,}) exceed the {model.position_embeddings:,} learned positions of"
@@ -255,13 +269,37 @@ class LayoutPlans:
         if sweep:
             top = max(concurrency, 2 * engine.admitted_per_replica * replicas, 2)
             points = sorted({concurrency, *(2**k for k in range(top.bit_length()) if 2**k <= top)})
-            swept = [
-                predict_serving(case._replace(concurrency=users), self.profile, self.ceiling, stepper=self._stepper)
-                for users in points
-            ]
+            swept = [self._point(case, engine, users) for users in points]
         return ServingPlan(
             **dict(prediction), model_name=model.name, target_id=self.target.target.id, engine=engine.name,
-            memory=memory, sweep=swept,
+            memory=memory, sweep=swept, offload=offload,
+        )  # fmt: skip
+
+    def _point(self, case: ServingCase, engine: EnginePlan, users: int) -> ServingPrediction:
+        """The closed form at ``users`` for the ``--plot`` sweep, the prefix tiers settled at that load."""
+        offload = self._offload(engine, users)
+        if offload is not None:
+            case = case._replace(cached_prefix=offload.served_tokens)
+        case = case._replace(concurrency=users)
+        point = predict_serving(case, self.profile, self.ceiling, stepper=self._stepper)
+        if offload is not None:
+            priced_offload(offload, point, case, self.profile, self.ceiling, self._stepper)
+        return point
+
+    def _offload(self, engine: EnginePlan, concurrency: int) -> OffloadPlan | None:
+        """The prefix tiers at ``concurrency`` users (None without ``--kv-offload-gib`` or ``--shared-prefixes``)."""
+        deployment = self.deployment
+        if not deployment.kv_offload_bytes and (deployment.shared_prefixes or 1) == 1:
+            return None
+        from mha_cli.core.cost.offload_plan import offload_tiers
+
+        caching = prefix_caching_on(deployment, engine.generation) and self.model.recurrent is None
+        shared = min(deployment.shared_prefix or 0, self.isl)
+        return offload_tiers(
+            self.model, deployment, engine, users=-(-concurrency // self.replicas), isl=self.isl, osl=self.osl,
+            workers=self.tp * self.pp, target_id=self.target.target.id, caching=caching,
+            prefix_tokens=cached_prefix(shared, self.isl, engine.block_size) if shared else 0,
+            replicated=self.model.mla is not None and self.tp > 1 and self.pp == 1 and engine.generation == "vllm-0.21",
         )  # fmt: skip
 
 
@@ -350,9 +388,10 @@ def simulate_plan(
     experts = expert_layout(model, d.tp, d.replicas, variant)
     case = serving_case(model, variant, plan.memory, isl=plan.isl, osl=plan.osl, concurrency=plan.concurrency,
                         pp=d.pp, replicas=d.replicas, experts=experts)  # fmt: skip
+    caching = prefix_caching_on(variant, plan.memory.engine.generation) and model.recurrent is None
     simulated = simulate_deployment(
         case, profile, plan.memory.engine, client, rate=plan.rate_rps, ttft_ms=ttft_ms, itl_ms=itl_ms,
-        slo_percentile=slo_percentile, trace=trace,
+        slo_percentile=slo_percentile, trace=trace, offload=plan.offload, prefix_caching=caching,
     )  # fmt: skip
     swept = []
     if plan.sweep and plan.rate_rps is None:  # the plot's points, each a short run of 3 requests a user

@@ -6,7 +6,8 @@ A profile holds, for one device and dtype:
   moves (a 1 MiB matrix does not saturate HBM; a 100 MiB one nearly does);
 - ``cache_bandwidth``: the same for an attention kernel reading its cache;
 - ``matmul``: FLOP/s against the matmul's rows (tokens): low for a handful of rows, near the dense peak for
-  thousands; ``attention_flops``: the same for attention against its queries;
+  thousands; ``attention_flops``: the same for attention against its rows (query tokens x query heads per KV
+  head, ``core.cost.work.attention_rows``);
 - ``kernel_overhead_s``: the fixed cost of one kernel in a serving engine (decode under CUDA graphs), and
   ``dispatch_overhead_s``: the cost of one operator dispatched eagerly by torch (what ``verify`` runs);
 - ``step_overhead_s``: the engine's fixed cost per step (scheduling, input preparation, sampling bookkeeping), and

@@ -412,6 +412,11 @@ def launch_commands(served: ServedModel, plan: ServingPlan, deployment: Deployme
 
         vllm += vllm_flags(deployment.speculative)
         sglang += sglang_flags(deployment.speculative)
+    if deployment.kv_offload_bytes:  # the host tier priced (core.engine.offload): each engine's own flags
+        from mha_cli.core.engine.offload import offload_flags
+
+        vllm += offload_flags("vllm", deployment.kv_offload_bytes, d.tp * d.pp)
+        sglang += offload_flags("sglang", deployment.kv_offload_bytes, d.tp * d.pp)
     if served.revision is not None:
         vllm += ["--revision", served.revision]
         sglang += ["--revision", served.revision]
@@ -516,6 +521,9 @@ def _launch_note(served: ServedModel, launch: dict[str, str], pick: ServingPlan 
         notes.append(f"replace {HEADS_PLACEHOLDER} with the EAGLE heads' folder or Hugging Face id")
     if "trtllm" in launch and "--speculative-config" in launch["vllm"]:
         notes.append("trtllm-serve takes speculative decoding in its --extra_llm_api_options file, not written here")
+    if "trtllm" in launch and "--kv-offloading-size" in launch["vllm"] and pick is not None and pick.offload:
+        host = pick.offload.host
+        notes.append(f"trtllm-serve takes the host pool in its --extra_llm_api_options file: {host.flags[0]}")
     if served.revision is not None and "trtllm" in launch:
         notes.append(f"trtllm-serve has no --revision: it loads {served.model}'s default branch, not {served.revision}")
     return "; ".join(notes) or None

@@ -37,7 +37,9 @@ class StepTime(Record):
 
 
 def op_seconds(op: Op, profile: DeviceProfile, tp: int) -> tuple[float, bool]:
-    """(one instance's time without fixed costs, whether compute bounds it)."""
+    """(one instance's time without fixed costs, whether compute bounds it). Bandwidth is read at the instance's
+    bytes, FLOP/s at its rows (``Op.tokens``: a matmul's M; an attention kernel's query tokens x the query heads
+    sharing one KV head, ``core.cost.work.attention_rows``)."""
     if op.kind in COLLECTIVES:
         if profile.collective is None:
             return 0.0, False

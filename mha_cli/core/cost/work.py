@@ -11,7 +11,8 @@ size (a small matrix does not saturate memory bandwidth) is looked up at the ins
   kernel's: its bytes the touched experts' together), each expert over its share of the tokens. The LM head runs
   over ``logits_tokens`` tokens (an engine: the last of each sequence; ``verify``: every position).
 - **attention**: the cache every attention layer reads (``core.kv``: each layer its own tokens, windows applied)
-  plus the new tokens' K/V it writes; query-key pairs x ``attention_pair_flops``. A linear-attention or state-space
+  plus the new tokens' K/V it writes; query-key pairs x ``attention_pair_flops``; its rows (where its rate is read)
+  the query tokens x the query heads sharing one KV head (``attention_rows``). A linear-attention or state-space
   layer reads and writes its fixed state instead.
 - **memory**: norms, residual adds, the MLP's activation, rotary, the embedding rows and the sampler's logits:
   bytes only.
@@ -77,7 +78,8 @@ class Op(NamedTuple):
     """Bytes read and written."""
     flops: float
     tokens: int
-    """Rows one instance computes: the matmul's M, the attention's queries."""
+    """Rows one instance computes, the size its FLOP/s curve is read at: the matmul's M; for attention, the query
+    rows the kernel packs against each KV head (``attention_rows``)."""
     kernels: float = 1.0
     """Kernels one instance launches in a fused engine (a fraction where several instances share one kernel)."""
     outside_layers: bool = False
@@ -233,6 +235,10 @@ class AttentionLayout(NamedTuple):
     """Cache bytes of one token in one token-caching layer on the rank."""
     pair_flops: tuple[float, float]
     """FLOPs of one query-key pair on the rank: (decompressed, absorbed MLA latent)."""
+    queries_per_kv: tuple[int, int]
+    """Query heads on the rank that read one KV head: (decompressed, absorbed MLA latent). GQA: the group on the rank
+    (MHA 1, MQA all the rank's heads); MLA decompressed: 1 (each head its own K and V); absorbed: every head on the
+    rank (one latent shared by all)."""
     windows: dict[int | None, int]
     """Token-caching layers by the tokens they see (None: the whole context)."""
     kernels: int
@@ -244,7 +250,8 @@ class AttentionLayout(NamedTuple):
 def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCacheMode) -> AttentionLayout:
     """``model``'s attention and state layers on one rank of ``tp`` (``sequence_ops`` prices a step on it)."""
     footprint = kv_footprint(model, seq_len=1, kv_dtype=kv_dtype, tp=tp, mla_cache=mla_cache)
-    heads_share = max(1, model.n_heads // tp) / model.n_heads
+    heads_here = max(1, model.n_heads // tp)
+    heads_share = heads_here / model.n_heads
     windows: dict[int | None, int] = {}  # in the order of their first layer (sequence_ops sums the ops in it)
     for kind, count in model.token_layer_kinds().items():
         window = model.sliding_window if kind == "local" else model.attention_chunk if kind == "chunked" else None
@@ -256,6 +263,7 @@ def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCac
             attention_pair_flops(model, absorbed=False) * heads_share,
             attention_pair_flops(model, absorbed=True) * heads_share,
         ),
+        queries_per_kv=(queries_per_kv_head(model, tp, heads_here), heads_here),
         windows=windows,
         kernels=ATTENTION_BLOCK_KERNELS + (MLA_EXTRA_KERNELS if model.mla is not None else 0),
         state_layers=state_layers,
@@ -263,11 +271,31 @@ def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCac
     )  # fmt: skip
 
 
+def queries_per_kv_head(model: ModelSpec, tp: int, heads_here: int) -> int:
+    """Query heads on one rank of ``tp`` that share one KV head, attending to decompressed (per-head) K and V: the
+    GQA group on the rank (MHA 1, MQA ``heads_here``; a KV head replicated when tp > n_kv_heads serves only the
+    rank's queries); 1 for MLA (its decompressed heads each have their own K and V)."""
+    if model.mla is not None or model.attention_free:
+        return 1
+    return max(1, heads_here // max(1, model.kv_heads // tp))
+
+
+def attention_rows(layout: AttentionLayout, shape: StepShape, absorbed: bool) -> int:
+    """Rows the attention kernel computes for ``shape``: its query tokens x the query heads that share one KV head
+    on the rank. FlashAttention's GQA packing and FlashMLA pack those heads into the row (M) dimension of the score
+    matmul, so MLA's absorbed decode at one token scores as many rows as the rank has heads (128 at tp 1 for
+    DeepSeek-V3), not one; this is the size the attention FLOP/s curve (``DeviceProfile.attention_flops``) is read
+    at, as a matmul's rate is read at its M."""
+    return shape.tokens * layout.queries_per_kv[absorbed]
+
+
 def sequence_ops(layout: AttentionLayout, shape: StepShape, absorbed: bool) -> list[Op]:
-    """The cache each attention layer reads (and writes) for ``shape`` and the pairs it scores; fixed-state layers'
-    state. ``absorbed``: MLA scores the latent (decode), else the decompressed heads."""
+    """The cache each attention layer reads (and writes) for ``shape`` and the pairs it scores (its rate read at
+    ``attention_rows``); fixed-state layers' state. ``absorbed``: MLA scores the latent (decode), else the
+    decompressed heads."""
     ops: list[Op] = []
     per_token_layer, pair_flops = layout.per_token_layer, layout.pair_flops[absorbed]
+    rows = attention_rows(layout, shape, absorbed)
     end = shape.context + shape.new_tokens
     for window, n_layers in layout.windows.items():
         held = tokens_held(end, window)
@@ -280,7 +308,7 @@ def sequence_ops(layout: AttentionLayout, shape: StepShape, absorbed: bool) -> l
                 count=n_layers,
                 bytes=cache,
                 flops=pairs * pair_flops,
-                tokens=shape.tokens,
+                tokens=rows,
                 kernels=layout.kernels,
             )
         )

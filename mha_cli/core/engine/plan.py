@@ -2,15 +2,16 @@
 
 Each generation of an engine (``core.engine.generations``) is priced by the rules below with what sets it apart:
 
-- vLLM (default; V1, 0.10-0.20): available = total x gpu_memory_utilization - weights on the rank - the
-  profiling run's activation peak - the non-torch memory it grew by (``v1/worker/gpu_worker.py``
+- vLLM (default; V1, 0.10-0.20): available = total x gpu_memory_utilization - weights on the rank - the RoPE
+  cos/sin cache loaded with them (``core.engine.rope_cache``) - the profiling run's activation peak - the non-torch memory it grew by (``v1/worker/gpu_worker.py``
   ``determine_available_memory``). CUDA graphs are captured after the pool is allocated and come out of the
   (1 - utilisation) headroom; from v0.21 vLLM estimates them before the pool and subtracts them too
   (``vllm-0.21``). The pool is counted in blocks (``core.engine.pages``); every rank of a tensor-parallel group
   holds the same layers and heads here, so the smallest rank's pool, which vLLM keeps, is any rank's. V0
   (``vllm-v0``) has the same budget and no hybrid allocator: blocks hold every layer's tokens.
-- SGLang (0.5.3, ``model_runner.profile_max_num_token``): tokens = (free after the weights - free before them x
-  (1 - mem_fraction_static)) // bytes per token, free before = total - non-torch; activations come out of the
+- SGLang (0.5.3, ``model_runner.profile_max_num_token``): tokens = (free after the weights and the fp32 RoPE tables
+  loaded with them - free before them x (1 - mem_fraction_static)) // bytes per token, free before = total -
+  non-torch; activations come out of the
   (1 - mem_fraction_static) share. Pages of ``page_size`` tokens (1 by default).
 - TensorRT-LLM (PyTorch backend, ``KvCacheCreator``): KV memory = (total - peak of weights, activations and
   non-torch) x free_gpu_memory_fraction; tokens in blocks of ``tokens_per_block`` (32). Its C++ engine
@@ -36,6 +37,7 @@ from mha_cli.core.engine.pages import (
     vllm_block_size,
     vllm_state_bytes,
 )  # fmt: skip
+from mha_cli.core.engine.rope_cache import SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_cache_how
 from mha_cli.core.engine.settings import (
     CUDA_GRAPH_ESTIMATE,
     GIB,
@@ -231,16 +233,20 @@ class _Inputs(NamedTuple):
 
 
 def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
-    """vLLM's KV budget on one rank, every generation's: total x utilisation - weights - activation peak -
-    non-torch memory, less the CUDA-graph estimate from 0.21 (``Generation.cuda_graph_in_budget``)."""
+    """vLLM's KV budget on one rank, every generation's: total x utilisation - weights - the RoPE cos/sin cache
+    loaded with them (``core.engine.rope_cache``) - activation peak - non-torch memory, less the CUDA-graph estimate
+    from 0.21 (``Generation.cuda_graph_in_budget``)."""
     settings = inputs.settings
     total, util = inputs.target.device_memory_bytes, settings.utilisation
     usable = int(total * util)
-    available = usable - inputs.weights - inputs.activation - inputs.non_torch
+    rope = rope_cache_bytes(inputs.model)
+    available = usable - inputs.weights - rope - inputs.activation - inputs.non_torch
     budget = [
         inputs.device_line(),
         BudgetLine(label=f"kept out (utilisation {util:g})", bytes=usable - total, how=settings.utilisation_source),
-        inputs.weights_line(), inputs.activation_line(), inputs.non_torch_line(),
+        inputs.weights_line(),
+        BudgetLine(label="RoPE cos/sin cache", bytes=-rope, how=rope_cache_how(inputs.model)),
+        inputs.activation_line(), inputs.non_torch_line(),
     ]  # fmt: skip
     if inputs.generation.cuda_graph_in_budget and inputs.target.vendor != "CPU":
         available -= CUDA_GRAPH_ESTIMATE
@@ -423,7 +429,8 @@ def _sglang(inputs: _Inputs) -> _Pool:
     kv, settings = inputs.kv, inputs.settings
     util = settings.utilisation
     free_before = inputs.target.device_memory_bytes - inputs.non_torch
-    available = int(free_before * util) - inputs.weights
+    rope = rope_cache_bytes(inputs.model, SGLANG_BYTES_PER_VALUE)
+    available = int(free_before * util) - inputs.weights - rope
     budget = [
         inputs.device_line(), inputs.non_torch_line(),
         BudgetLine(
@@ -431,6 +438,10 @@ def _sglang(inputs: _Inputs) -> _Pool:
             how=f"{settings.utilisation_source}; activations and CUDA graphs live here",
         ),
         inputs.weights_line(),
+        BudgetLine(
+            label="RoPE cos/sin cache", bytes=-rope,
+            how=rope_cache_how(inputs.model, "SGLang", SGLANG_BYTES_PER_VALUE) + " (fp32 on CUDA)",
+        ),
     ]  # fmt: skip
     paged_tokens = -(-kv.seq_len // settings.block_size) * settings.block_size
     per_sequence = paged_tokens * kv.bytes_per_token_per_rank + kv.state_bytes_per_seq_per_rank

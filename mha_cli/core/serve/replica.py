@@ -12,10 +12,11 @@ from pydantic import Field
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import empty_list
-from mha_cli.core.serve.simulate import Simulation, engine_limits, simulate
+from mha_cli.core.serve.simulate import EngineLimits, Simulation, engine_limits, simulate
 from mha_cli.core.serve.workload import Workload, drawn_lengths
 
 if TYPE_CHECKING:
+    from mha_cli.core.cost.offload_plan import OffloadPlan
     from mha_cli.core.cost.profile import DeviceProfile
     from mha_cli.core.cost.stepper import ServingCase
     from mha_cli.core.engine.plan import EnginePlan
@@ -76,7 +77,7 @@ def steps_per_request(case: "ServingCase", engine: "EnginePlan", users: int | No
 
 
 def client_workload(
-    case: "ServingCase", client: ClientSpec, rate: float | None, engine: "EnginePlan"
+    case: "ServingCase", client: ClientSpec, rate: float | None, engine: "EnginePlan", prefix_groups: int = 1
 ) -> tuple[Workload, int | None]:
     """The busiest replica's share of the client's load: (its workload, its users or None in an open loop). The
     default count of requests is cut to what ``MAX_SIMULATED_STEPS`` allows (one wave of users at least); a count
@@ -103,7 +104,7 @@ def client_workload(
         raise BadInputError(f"--burstiness {client.burstiness:g}: give a gamma shape greater than 0 (1: Poisson)")
     workload = Workload(
         lengths=lengths, rate=None if rate is None else rate / case.replicas, burstiness=client.burstiness,
-        max_concurrency=users, seed=client.seed, prefix_len=case.shared_prefix,
+        max_concurrency=users, seed=client.seed, prefix_len=case.shared_prefix, prefix_groups=prefix_groups,
     )  # fmt: skip
     return workload, users
 
@@ -119,22 +120,28 @@ def simulate_deployment(
     itl_ms: float | None = None,
     slo_percentile: float = DEFAULT_SLO_PERCENTILE,
     trace: bool = False,
+    offload: "OffloadPlan | None" = None,
+    prefix_caching: bool = True,
 ) -> SimulatedServing:
     """``case`` served on ``profile`` by ``engine``'s scheduler and pool, under ``client``'s load (see the module
-    docstring); targets read at ``slo_percentile``."""
+    docstring); targets read at ``slo_percentile``. ``offload``: several shared prefixes and the host tier
+    (``core.serve.offload``), with the GPU's prefix cache on or not (``prefix_caching``)."""
     from mha_cli.core.cost.stepper import Stepper
     from mha_cli.core.serve.step_cost import StepCost
 
     if slo_percentile not in SLO_PERCENTILES:
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
-    workload, users = client_workload(case, client, rate, engine)
+    workload, users = client_workload(case, client, rate, engine, 1 if offload is None else offload.shared_prefixes)
+    limits = engine_limits(engine)
+    if offload is not None:
+        limits = offload_limits(limits, offload, prefix_caching)
     stepped = workload
     if case.speculative is not None:  # outputs counted in steps of T tokens (core.serve.speculative)
         from mha_cli.core.serve.speculative import step_lengths
 
         stepped = step_lengths(workload, case.speculative.acceptance_length)
     run, times = simulate(
-        stepped, engine_limits(engine), StepCost(Stepper(case, profile)),
+        stepped, limits, StepCost(Stepper(case, profile)),
         request_overhead_s=profile.request_overhead_s, trace=trace,
     )  # fmt: skip
     if case.speculative is not None:
@@ -159,4 +166,18 @@ def simulate_deployment(
         **dict(run), replicas=case.replicas, users_per_replica=users,
         rate_per_replica=workload.rate, deployment_output_tokens_per_s=run.output_tokens_per_s * busy,
         slo_percentile=slo_percentile, goodput_rps=goodput, misses=misses,
+    )  # fmt: skip
+
+
+def offload_limits(limits: EngineLimits, offload: "OffloadPlan", prefix_caching: bool) -> EngineLimits:
+    """``limits`` with the GPU's prefix cache as the engine has it and the host tier, where it holds anything (an
+    engine whose host tier keeps what its prefix cache would gets none with the cache off)."""
+    host = offload.host
+    active = host is not None and (prefix_caching or not host.needs_prefix_cache)
+    if not active:
+        return limits._replace(prefix_caching=prefix_caching)
+    assert host is not None
+    return limits._replace(
+        prefix_caching=prefix_caching, host_blocks=host.host_tokens // limits.block_size,
+        load_s_per_token=host.bytes_per_token / (host.load_gbs * 1e9),
     )  # fmt: skip

@@ -41,6 +41,8 @@ what the engine would. Pure Python.
 from collections import deque
 from typing import Literal
 
+from mha_cli.core.serve.offload import PrefixTiers
+
 EngineKind = Literal["vllm", "sglang", "trtllm"]
 
 SGLANG_CLIP_MAX_NEW_TOKENS = 4096
@@ -80,18 +82,31 @@ class EngineState:
         """vLLM: blocks are cached as they are allocated; the others cache them once computed."""
         self.hit_tokens = 0
         """Prompt tokens served from the prefix cache over the run (vLLM's "Prefix cache hit rate" numerator)."""
+        self.tiers: PrefixTiers | None = None
+        """Several prefixes, or a host tier (``core.serve.offload``): they decide the hits instead of the one shared
+        prefix above."""
 
     def start(self, request: int) -> None:
         """``request`` is admitted: with nothing computed yet, it starts at its prefix-cache hit."""
         if self.prefix_len and not self.computed[request]:
             limit = (self.prompts[request] - 1) // self.block_size * self.block_size
-            hit = min(self.prefix_cached, limit)
+            if self.tiers is not None:
+                hit = self.tiers.lookup(request, limit, self.free_blocks)
+            else:
+                hit = min(self.prefix_cached, limit)
             self.computed[request] = hit
             self.hit_tokens += hit
 
-    def cache_prefix(self, tokens: int) -> None:
-        """A request's first ``tokens`` tokens are computed (or, ``cache_at_allocation``, allocated): the prefix's
+    def take_load(self) -> float:
+        """Seconds the next step waits for prefixes loaded back from the host tier (0 without one)."""
+        return 0.0 if self.tiers is None else self.tiers.take_load()
+
+    def cache_prefix(self, tokens: int, request: int = 0) -> None:
+        """``request``'s first ``tokens`` tokens are computed (or, ``cache_at_allocation``, allocated): the prefix's
         whole blocks among them enter the cache."""
+        if self.tiers is not None:
+            self.tiers.store(request, tokens)
+            return
         if tokens > self.prefix_cached and self.prefix_len:
             whole = min(tokens, self.prefix_len) // self.block_size * self.block_size
             self.prefix_cached = max(self.prefix_cached, whole)
@@ -112,7 +127,7 @@ class EngineState:
             self.free_blocks -= more
             self.held[request] += more
         if self.cache_at_allocation and tokens > self.prefix_cached:
-            self.cache_prefix(tokens)
+            self.cache_prefix(tokens, request)
         return True
 
     def release(self, request: int) -> None:

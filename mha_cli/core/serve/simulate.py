@@ -24,6 +24,7 @@ from pydantic import Field
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.serve.cohort import Cohort
+from mha_cli.core.serve.offload import PrefixTiers
 from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule, vllm_admit
 from mha_cli.core.serve.stats import LatencyStats, summarise, summarise_weighted
 from mha_cli.core.serve.step_cost import StepCost
@@ -46,6 +47,10 @@ class EngineLimits(NamedTuple):
     max_num_seqs: int
     prefix_caching: bool = True
     """The engine reuses cached prefixes (on by default in vLLM V1, SGLang and TensorRT-LLM's PyTorch backend)."""
+    host_blocks: int = 0
+    """KV offload: the host pool in blocks of ``block_size`` (``core.serve.offload``); 0: none."""
+    load_s_per_token: float = 0.0
+    """KV offload: seconds one token takes to load back from the host."""
 
 
 def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> EngineLimits:
@@ -102,6 +107,8 @@ class Simulation(Record):
     """Open loop: the queue grew through the run (the rate is beyond what the replica serves)."""
     prefix_cache_hit_rate: float = 0.0
     """Prompt tokens served from the prefix cache over all prompt tokens (vLLM's "Prefix cache hit rate")."""
+    host_hit_rate: float = 0.0
+    """Of the prompt tokens, those loaded back from the host tier (KV offload; in ``prefix_cache_hit_rate`` too)."""
     trace: list[TracePoint] = Field(default_factory=empty_list)
 
     def good_requests(self, per_request: "RequestTimes", ttft_ms: float | None, tpot_ms: float | None) -> int:
@@ -169,11 +176,19 @@ class _Run:
             self.prompts, self.outputs, blocks=limits.kv_blocks, block_size=limits.block_size,
             budget=limits.max_num_batched_tokens, max_seqs=limits.max_num_seqs,
         )  # fmt: skip
-        if limits.prefix_caching and workload.prefix_len:
+        tiered = workload.prefix_groups > 1 or limits.host_blocks > 0
+        if workload.prefix_len and (limits.prefix_caching or limits.host_blocks):
             self.state.prefix_len = workload.prefix_len
             self.state.cache_at_allocation = limits.engine == "vllm"
+            if tiered:
+                self.state.tiers = PrefixTiers(
+                    prefix_len=workload.prefix_len, groups=workload.prefix_groups, block_size=limits.block_size,
+                    host_blocks=limits.host_blocks, load_s_per_token=limits.load_s_per_token,
+                    gpu_caching=limits.prefix_caching,
+                )  # fmt: skip
             if workload.warm_prefix:
-                self.state.cache_prefix(workload.prefix_len)
+                for request in range(workload.prefix_groups if tiered else 1):
+                    self.state.cache_prefix(workload.prefix_len, request)
         self.client = _Client(workload, overhead_s)
         count = len(self.prompts)
         self.first, self.last, self.done = [0.0] * count, [0.0] * count, [0.0] * count
@@ -217,7 +232,8 @@ class _Run:
         """Run one step of ``decodes`` and prefill ``chunks``; the requests it ended."""
         state = self.state
         context = sum(state.computed[r] for r in decodes) // len(decodes) if decodes else 0
-        self.now += self.cost.seconds(len(decodes), context, [(tokens, state.computed[r]) for r, tokens in chunks])
+        chunk_shapes = [(tokens, state.computed[r]) for r, tokens in chunks]
+        self.now += self.cost.seconds(len(decodes), context, chunk_shapes) + state.take_load()
         self.steps += 1
         ended = []
         now, computed, generated, outputs, last, gaps = (
@@ -233,7 +249,7 @@ class _Run:
                 ended.append(request)
         for request, tokens in chunks:
             state.computed[request] += tokens
-            state.cache_prefix(state.computed[request])
+            state.cache_prefix(state.computed[request], request)
             if state.computed[request] >= state.known(request) and self.emit(request):
                 ended.append(request)
         return ended
@@ -300,6 +316,7 @@ class _Run:
         rows = len(cohort) + len(decodes)
         context = (cohort.context_sum() + sum(computed[r] for r, _ in decodes)) // rows if rows else 0
         seconds = self.cost.seconds(rows, context, chunks) if chunks else self.cost.decode_seconds(rows, context)
+        seconds += state.take_load()
         self.now += seconds
         self.steps += 1
         if len(cohort):
@@ -452,4 +469,5 @@ def simulate(
         total_tokens_per_s=(output_tokens + sum(run.prompts)) / duration, steps=run.steps,
         preemptions=run.state.preemptions, max_running=run.max_running, max_waiting=run.max_waiting,
         saturated=saturated, trace=points, prefix_cache_hit_rate=run.state.hit_tokens / sum(run.prompts),
+        host_hit_rate=0.0 if run.state.tiers is None else run.state.tiers.host_hit_tokens / sum(run.prompts),
     ), times  # fmt: skip

@@ -42,6 +42,9 @@ class Workload(NamedTuple):
     prefix_len: int = 0
     """Leading prompt tokens every request shares (a system prompt; ``vllm bench serve --random-prefix-len``),
     part of each prompt's length."""
+    prefix_groups: int = 1
+    """How many different prefixes of ``prefix_len`` tokens the requests carry: request i carries prefix i mod K
+    (``core.serve.offload``)."""
     warm_prefix: bool = False
     """The engine's cache holds the prefix before the first request (a benchmark's warm-up requests computed it)."""
 

@@ -1,0 +1,165 @@
+"""Which tier serves a request's shared prefix, and what the host tier changes in TTFT (the closed form).
+
+Requests cycle through ``shared_prefixes`` different prefixes of ``shared_prefix`` tokens each (conversations coming
+back, documents asked about again): the working set is their whole blocks, K x prefix tokens. The engine's prefix
+cache keeps them in the GPU pool's spare blocks (the pool less what the running requests hold, each priced with its
+own copy as ``core.serve.schedulers`` prices it); a request cycling through K prefixes under LRU finds its own only
+if all K fit (a cyclic sweep larger than an LRU cache evicts each entry just before it is asked for again). So:
+
+- **GPU pool not the limit** (working set <= spare): every prefix hit in the GPU; the host tier buys nothing.
+- **pool-limited, the host holds them** (working set <= host tokens): each prefix comes back from the host: its
+  prefill computes the rest of the prompt, and the load, tokens x bytes per token / (host link x
+  ``HOST_DMA_SHARE``), is added to TTFT (vLLM loads before it schedules the request, SGLang before the batch).
+  It *helps* when the load is shorter than computing the prefix, and *hurts* when longer (short prefixes, a fast
+  GPU, a slow link): the engines load a hit whatever it costs.
+- **pool-limited, the host too small** (or no host tier): every prefix recomputed.
+
+The simulator (``core.serve.offload``) replays the same tiers request by request. Pure Python.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from mha_cli.core.engine.offload import HostPool, host_pool
+from mha_cli.core.record import Record
+
+if TYPE_CHECKING:
+    from mha_cli.core.cost.profile import DeviceProfile
+    from mha_cli.core.cost.serving import ServingPrediction
+    from mha_cli.core.cost.stepper import ServingCase, Stepper
+    from mha_cli.core.engine.plan import EnginePlan
+    from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+
+Regime = Literal["gpu", "host", "recomputed"]
+
+
+class OffloadPlan(Record):
+    """The host tier of a plan and the regime its workload is in (``mha plan --kv-offload-gib``)."""
+
+    host: HostPool | None
+    """The host pool of one rank (None: no offload asked; the regime is still said for --shared-prefixes)."""
+    shared_prefixes: int
+    prefix_tokens: int
+    """One prefix's tokens the caches hold (whole blocks)."""
+    working_set_tokens: int
+    """Every prefix's cached tokens together (shared_prefixes x prefix_tokens)."""
+    gpu_spare_tokens: int
+    """The GPU pool's tokens not held by the running requests: where the prefix cache lives."""
+    regime: Regime
+    """Where a request's prefix comes from: the GPU's prefix cache, the host tier, or nowhere (recomputed)."""
+    load_ms: float = 0.0
+    """Host regime: one prefix's load back to the GPU, in TTFT."""
+    ttft_ms_with_host: float | None = None
+    """Host regime: the plan's TTFT, the prefix loaded from the host."""
+    ttft_ms_without_host: float | None = None
+    """Host regime: the TTFT if the prefix were recomputed instead (what the plan gives without the host tier)."""
+    note: str = ""
+
+    @property
+    def served_tokens(self) -> int:
+        """Prompt tokens a cache tier serves each request (0 when recomputed)."""
+        return 0 if self.regime == "recomputed" else self.prefix_tokens
+
+    @property
+    def helps(self) -> bool | None:
+        """Host regime: whether loading beats recomputing the prefix (None in the other regimes)."""
+        if self.ttft_ms_with_host is None or self.ttft_ms_without_host is None:
+            return None
+        return self.ttft_ms_with_host < self.ttft_ms_without_host
+
+
+def prefix_regime(
+    *, prefix_tokens: int, prefixes: int, gpu_spare_tokens: int, host: HostPool | None, host_active: bool
+) -> Regime:
+    """Where a prefix is served from (see the module docstring): ``gpu``, ``host`` or ``recomputed``."""
+    working = prefixes * prefix_tokens
+    if working <= gpu_spare_tokens:
+        return "gpu"
+    if host is not None and host_active and working <= host.host_tokens:
+        return "host"
+    return "recomputed"
+
+
+def regime_note(plan: OffloadPlan) -> str:
+    """One line saying which regime a plan is in and what the host tier does there."""
+    working, spare = plan.working_set_tokens, plan.gpu_spare_tokens
+    sizes = (
+        f"{plan.shared_prefixes:,} prefix(es) of {plan.prefix_tokens:,} tokens = {working:,} tokens against"
+        f" {spare:,} spare in the GPU pool"
+    )
+    if plan.regime == "gpu":
+        tail = ": the host tier buys nothing (the GPU pool is not the limit)" if plan.host is not None else ""
+        return f"prefix cache: {sizes}: every prefix stays on the GPU{tail}"
+    if plan.regime == "recomputed":
+        where = f" and the host pool's {plan.host.host_tokens:,}" if plan.host is not None else " (no host tier asked)"
+        return (
+            f"prefix cache: {sizes}{where}: requests cycling through them find none cached (LRU), every prefix is"
+            " recomputed"
+        )
+    assert plan.host is not None
+    if plan.ttft_ms_without_host is None or plan.ttft_ms_with_host is None:
+        verdict = "load not priced yet"
+    else:
+        verdict = (
+            f"it {'helps' if plan.helps else 'hurts'}: TTFT {plan.ttft_ms_with_host:,.1f} ms, against"
+            f" {plan.ttft_ms_without_host:,.1f} ms with the prefix recomputed"
+            + ("" if plan.helps else " (the engine loads a hit whatever it costs)")
+        )
+    return (
+        f"pool-limited: {sizes}; the host pool ({plan.host.host_tokens:,} tokens) holds them: each comes back over"
+        f" {plan.host.link} in {plan.load_ms:,.2f} ms ({plan.prefix_tokens:,} x {plan.host.bytes_per_token:,} B at"
+        f" {plan.host.load_gbs:.0f} GB/s), in TTFT; {verdict}"
+    )
+
+
+def offload_tiers(
+    model: ModelSpec, deployment: DeploymentSpec, engine: EnginePlan, *, users: int, isl: int, osl: int,
+    workers: int, target_id: str, caching: bool, prefix_tokens: int, replicated: bool = False,
+) -> OffloadPlan:  # fmt: skip
+    """The host pool (if asked) and the regime of ``users`` requests per replica cycling through the deployment's
+    shared prefixes, ``prefix_tokens`` each as the caches hold them (whole blocks), on ``engine``'s pool (see the
+    module docstring), before the load is priced; ``caching``: the engine's GPU prefix cache is on."""
+    host = None
+    if deployment.kv_offload_bytes:
+        host = host_pool(
+            engine, asked_bytes_per_rank=deployment.kv_offload_bytes, workers=workers, target_id=target_id,
+            prefix_caching=caching, replicated=replicated,
+        )  # fmt: skip
+    host_active = host is not None and model.recurrent is None and (caching or not host.needs_prefix_cache)
+    prefix = prefix_tokens if caching or host_active else 0
+    prefixes = deployment.shared_prefixes or 1
+    running = min(users, engine.admitted_per_replica)
+    spare = max(0, engine.kv_tokens - running * (isl + osl)) if caching else 0
+    regime = prefix_regime(
+        prefix_tokens=prefix, prefixes=prefixes, gpu_spare_tokens=spare, host=host, host_active=host_active
+    )
+    plan = OffloadPlan(
+        host=host, shared_prefixes=prefixes, prefix_tokens=prefix, working_set_tokens=prefixes * prefix,
+        gpu_spare_tokens=spare, regime=regime if prefix else "recomputed",
+    )  # fmt: skip
+    return plan.model_copy(update={"note": regime_note(plan)})
+
+
+def priced_offload(
+    plan: OffloadPlan, prediction: ServingPrediction, case: ServingCase, profile: DeviceProfile,
+    ceiling: DeviceProfile, stepper: Stepper,
+) -> OffloadPlan:  # fmt: skip
+    """``plan`` with its load priced: in the host regime each request's TTFT (and end to end) gains the prefix's load,
+    and the TTFT it would have with the prefix recomputed is kept beside it. ``prediction`` gets the note."""
+    from mha_cli.core.cost.serving import predict_serving
+
+    if plan.regime == "host" and plan.host is not None:
+        load_ms = plan.host.load_seconds(plan.prefix_tokens) * 1e3
+        prediction.ttft_ms += load_ms
+        prediction.e2e_ms += load_ms
+        recomputed = predict_serving(case._replace(cached_prefix=0), profile, ceiling, stepper=stepper)
+        plan = plan.model_copy(
+            update={"load_ms": load_ms, "ttft_ms_with_host": prediction.ttft_ms,
+                    "ttft_ms_without_host": recomputed.ttft_ms}
+        )  # fmt: skip
+        plan = plan.model_copy(update={"note": regime_note(plan)})
+    prediction.notes.append(plan.note)
+    if plan.host is not None:
+        prediction.notes += plan.host.notes
+    return plan

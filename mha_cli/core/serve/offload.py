@@ -1,0 +1,101 @@
+"""Prefix cache tiers in the serving simulator: several shared prefixes, the GPU pool's spare blocks as the first
+tier and the host pool (KV offload) as the second.
+
+Request i of the workload carries prefix i mod K (K conversations or documents coming back in turn). The tiers are
+both LRU over whole prefixes, each holding a prefix's whole blocks:
+
+- **GPU**: a prefix is cached in the blocks the running requests leave free (each running request is priced with
+  its own copy, as ``core.serve.schedulers`` prices one shared prefix), so when a request looks its prefix up the
+  least recently used prefixes beyond the free blocks are gone (evicted to make room for running requests).
+  Without GPU prefix caching nothing is kept here (vLLM's host tier still works).
+- **host**: every prefix a request computes is stored there too (vLLM's write-through of every full block, SGLang's
+  write-through backup of radix nodes; TensorRT-LLM's eviction into its secondary pool holds the same set), up to
+  the host pool's blocks, least recently used out first.
+
+A request that finds its prefix on the GPU starts after it (as with one shared prefix); found on the host, it
+starts after it too and its step pays the load, tokens x bytes per token / the load rate, as time the engine waits
+(SGLang loads before the batch; vLLM loads asynchronously while other requests run, so this overstates the wait of
+the others). A preempted request looks its prefix up again when it comes back; the rest of its KV (what vLLM 0.14+
+also keeps on the host) is recomputed: not modelled. Pure Python.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+
+class PrefixTiers:
+    """The GPU and host tiers of K shared prefixes (module docstring); tokens are whole blocks."""
+
+    def __init__(
+        self, *, prefix_len: int, groups: int, block_size: int, host_blocks: int, load_s_per_token: float,
+        gpu_caching: bool,
+    ) -> None:  # fmt: skip
+        self.prefix_len, self.groups, self.block_size = prefix_len, groups, block_size
+        self.host_capacity = host_blocks * block_size
+        """Tokens the host pool holds."""
+        self.load_s_per_token = load_s_per_token
+        self.gpu_caching = gpu_caching
+        self.gpu: OrderedDict[int, int] = OrderedDict()
+        """Prefix -> its tokens cached in the GPU pool, least recently used first."""
+        self.host: OrderedDict[int, int] = OrderedDict()
+        """Prefix -> its tokens held in the host pool, least recently used first."""
+        self.gpu_tokens = self.host_tokens = 0
+        """What each tier holds, in tokens."""
+        self.host_hit_tokens = 0
+        """Prompt tokens loaded back from the host over the run."""
+        self.pending_load_s = 0.0
+        """Load time the next step waits for (hits found since the last step)."""
+
+    def prefix_of(self, request: int) -> int:
+        """The prefix request ``request`` carries: i mod K."""
+        return request % self.groups
+
+    def _whole(self, tokens: int) -> int:
+        return min(tokens, self.prefix_len) // self.block_size * self.block_size
+
+    def lookup(self, request: int, limit: int, free_blocks: int) -> int:
+        """The tokens of ``request``'s prefix a tier serves (at most ``limit``), the GPU's first; a host hit's load is
+        added to ``pending_load_s`` and the prefix is back on the GPU. ``free_blocks``: the pool's blocks not held
+        by running requests, where the GPU tier lives."""
+        prefix = self.prefix_of(request)
+        room = free_blocks * self.block_size
+        while self.gpu and self.gpu_tokens > room:  # the least recently used make room for running requests
+            self.gpu_tokens -= self.gpu.popitem(last=False)[1]
+        if prefix in self.gpu:
+            self.gpu.move_to_end(prefix)
+            return min(self.gpu[prefix], limit)
+        if prefix in self.host:
+            self.host.move_to_end(prefix)
+            hit = min(self.host[prefix], limit)
+            self.host_hit_tokens += hit
+            self.pending_load_s += hit * self.load_s_per_token
+            if self.gpu_caching:
+                self._put(self.gpu, prefix, hit, "gpu_tokens")
+            return hit
+        return 0
+
+    def store(self, request: int, tokens: int) -> None:
+        """``request`` has its first ``tokens`` tokens computed (or allocated, in vLLM): its prefix's whole blocks among
+        them enter the GPU tier (when the engine caches prefixes) and the host tier."""
+        whole = self._whole(tokens)
+        if not whole:
+            return
+        prefix = self.prefix_of(request)
+        if self.gpu_caching and whole > self.gpu.get(prefix, 0):
+            self._put(self.gpu, prefix, whole, "gpu_tokens")
+        if self.host_capacity and whole > self.host.get(prefix, 0):
+            self._put(self.host, prefix, whole, "host_tokens")
+            while self.host_tokens > self.host_capacity:
+                self.host_tokens -= self.host.popitem(last=False)[1]
+
+    def _put(self, tier: OrderedDict[int, int], prefix: int, tokens: int, total: str) -> None:
+        """``prefix`` holds ``tokens`` in ``tier``, most recently used; ``total`` names the tier's running sum."""
+        setattr(self, total, getattr(self, total) - tier.get(prefix, 0) + tokens)
+        tier[prefix] = tokens
+        tier.move_to_end(prefix)
+
+    def take_load(self) -> float:
+        """The load time the step about to run waits for; cleared."""
+        seconds, self.pending_load_s = self.pending_load_s, 0.0
+        return seconds
