@@ -11,7 +11,10 @@ second. Rows whose notes say UNCERTAIN are kept and flagged: the uncertainty is 
 
 A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``4090``), a YAML file describing a device
 the table lacks (``my-gpu.yaml``, ``core.target_file``), or any of them with a device count in front (``8xh100``,
-``4xmy-gpu.yaml``); ``cpu`` is this machine (``this_cpu``).
+``4xmy-gpu.yaml``); ``cpu`` is this machine (``this_cpu``). Several nodes: ``2x8xh100`` (nodes x devices per node x
+part). A count above the part's node (``core.links.node_devices``: 8 in an HGX/DGX or MI300X server, 72 in an
+NVL72 rack) without a node count is read as whole nodes (``16xh100`` = 2 nodes of 8, said in ``node_note``) and
+refused when it is not a whole number of them (``12xh100``: write ``2x6xh100``), as a cluster is bought in nodes.
 """
 
 import csv
@@ -118,13 +121,26 @@ class Target(Record):
 
 
 class ResolvedTarget(Record):
-    """A target spec resolved to a row, with the device count and what the alias meant."""
+    """A target spec resolved to a row, with the device count, the nodes they sit in and what the alias meant."""
 
     spec: str
     target: Target
     n_devices: int = 1
+    """Every device of the target, over all its nodes."""
     alias_note: str | None = None
     """Set when an alias was expanded, e.g. "a100 -> a100-80gb (NVIDIA A100 80GB SXM4)"."""
+    n_nodes: int = 1
+    """Nodes the devices sit in, ``devices_per_node`` each: devices of one node talk over the scale-up link (NVLink),
+    of two nodes over the scale-out link (``core.links``)."""
+    node_note: str | None = None
+    """Set when a device count was read as several nodes (``16xh100`` -> 2 nodes of 8) or a node is larger than the
+    part's reference server."""
+    inter_node_link: str | None = None
+    """A ``core.links.LINKS`` id between nodes (``--inter-node-link``); None: the part's reference network card."""
+
+    @property
+    def devices_per_node(self) -> int:
+        return self.n_devices // self.n_nodes
 
 
 def _optional_float(text: str) -> float | None:
@@ -184,16 +200,53 @@ def resolve_target(spec: str) -> ResolvedTarget:
         return _file_target(spec, text)
     if len(spec) > MAX_TARGET_CHARS:
         raise BadInputError(f"target {shown(spec)} is too long: give an id or alias, e.g. a100 or 8xh100")
-    n_devices = 1
-    match = _MULTI.fullmatch(text)
-    if match:
-        n_devices, text = _device_count(match, spec), match.group(2)
+    counts = []  # nodes x devices per node (two counts), or devices (one)
+    while len(counts) < 2 and (match := _MULTI.fullmatch(text)):
+        counts.append(_device_count(match, spec))
+        text = match.group(2)
     if text.strip().lower() == CPU_TARGET_ID:
-        if n_devices != 1:
+        if counts and counts != [1]:
             raise BadInputError(f"{shown(spec)}: the cpu target is this one machine; give --target cpu")
         return ResolvedTarget(spec=spec, target=this_cpu())
     target, note = _lookup(text)
-    return ResolvedTarget(spec=spec, target=target, n_devices=n_devices, alias_note=note)
+    return _with_nodes(ResolvedTarget(spec=spec, target=target, alias_note=note), counts)
+
+
+def _with_nodes(resolved: ResolvedTarget, counts: list[int]) -> ResolvedTarget:
+    """``resolved`` with its devices and nodes from the counts in front of its spec (none, ``[devices]`` or
+    ``[nodes, devices per node]``), read against the part's node (``core.links.node_devices``)."""
+    from mha_cli.core.links import node_devices
+
+    spec, part = resolved.spec, resolved.target.id
+    node = node_devices(part)
+    if len(counts) == 2:
+        n_nodes, per_node = counts
+        if n_nodes * per_node > MAX_DEVICES:
+            raise BadInputError(f"device count in {shown(spec)} must be between 1 and {MAX_DEVICES:,}")
+        note = None
+        if per_node > node:
+            note = (
+                f"{per_node} {part} per node: more than its reference server holds ({node}); priced as one"
+                " scale-up domain of that size"
+            )
+        return resolved.model_copy(update={"n_devices": n_nodes * per_node, "n_nodes": n_nodes, "node_note": note})
+    n_devices = counts[0] if counts else 1
+    if n_devices <= node:
+        return resolved.model_copy(update={"n_devices": n_devices})
+    if n_devices % node:
+        raise BadInputError(
+            f"{shown(spec)}: {n_devices} {part} are more than one node ({node} devices) and not whole nodes of"
+            f" {node}: give nodes x devices per node, e.g. {_node_form(n_devices, node, part)}"
+        )
+    n_nodes = n_devices // node
+    note = f"{n_devices}x{part} read as {n_nodes} nodes of {node} ({n_nodes}x{node}x{part}); its reference server holds {node}"
+    return resolved.model_copy(update={"n_devices": n_devices, "n_nodes": n_nodes, "node_note": note})
+
+
+def _node_form(n_devices: int, node: int, part: str) -> str:
+    """``2x6xh100-sxm``: ``n_devices`` in the fewest nodes of at most ``node`` devices each, equal ones."""
+    nodes = next(k for k in range(-(-n_devices // node), n_devices + 1) if n_devices % k == 0)
+    return f"{nodes}x{n_devices // nodes}x{part}"
 
 
 def _device_count(match: re.Match[str], spec: str) -> int:
@@ -218,7 +271,7 @@ def _file_target(spec: str, text: str) -> ResolvedTarget:
     if match and not os.path.isfile(text):
         path, n_devices = match.group(2).strip(), _device_count(match, spec)
     target = Target(**read_target_file(path).target_fields(path))
-    return ResolvedTarget(spec=spec, target=target, n_devices=n_devices)
+    return _with_nodes(ResolvedTarget(spec=spec, target=target), [n_devices])
 
 
 def resolve_target_like(spec: str, current: ResolvedTarget) -> ResolvedTarget:
