@@ -490,6 +490,8 @@ def resolved_cpu(resolved: ResolvedTarget, profile: DeviceProfile) -> ResolvedTa
 
 def render_plan(console: Console, result: ServingPlan) -> None:
     from rich import box
+
+    from mha_cli.core.quantities import format_bytes
     from rich.markup import escape
     from rich.table import Table
 
@@ -540,6 +542,11 @@ def render_plan(console: Console, result: ServingPlan) -> None:
         f"engine: {pool}, {engine.admitted_per_replica} request(s) of {engine.max_model_len:,} tokens at once"
         " per replica"
     )
+    for stage in p.stages:  # pipeline stages: each one's weights and pool on one of its GPUs
+        console.print(
+            f"  {escape(stage.describe())}: weights {format_bytes(stage.weight_bytes_per_device)} per GPU,"
+            f" {stage.kv_tokens_per_device:,} KV tokens, {stage.admitted_per_replica} request(s) at once"
+        )
     if p.speculative is not None:
         render_speculative(console, p.speculative, p.concurrency)
     console.print(f"[dim]profile {escape(p.profile.name)} ({p.profile.kind}): {escape(p.uncertainty.how)}[/dim]")

@@ -13,8 +13,9 @@ A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``409
 the table lacks (``my-gpu.yaml``, ``core.target_file``), or any of them with a device count in front (``8xh100``,
 ``4xmy-gpu.yaml``); ``cpu`` is this machine (``this_cpu``). Several nodes: ``2x8xh100`` (nodes x devices per node x
 part). A count above the part's node (``core.links.node_devices``: 8 in an HGX/DGX or MI300X server, 72 in an
-NVL72 rack) without a node count is read as whole nodes (``16xh100`` = 2 nodes of 8, said in ``node_note``) and
-refused when it is not a whole number of them (``12xh100``: write ``2x6xh100``), as a cluster is bought in nodes.
+NVL72 rack) without a node count is read as full nodes of it in order, the last holding the rest (``16xh100``: 2
+nodes of 8; ``12xh100``: 8 and 4), said in ``node_note``, as aiconfigurator reads a GPU count against its system's
+GPUs per node.
 """
 
 import csv
@@ -129,9 +130,10 @@ class ResolvedTarget(Record):
     """Every device of the target, over all its nodes."""
     alias_note: str | None = None
     """Set when an alias was expanded, e.g. "a100 -> a100-80gb (NVIDIA A100 80GB SXM4)"."""
-    n_nodes: int = 1
-    """Nodes the devices sit in, ``devices_per_node`` each: devices of one node talk over the scale-up link (NVLink),
-    of two nodes over the scale-out link (``core.links``)."""
+    node_size: int | None = None
+    """Devices one node holds, filled in order (the last may hold fewer: ``12xh100`` is 8 + 4); None: one node holds
+    them all. Devices of one node talk over the scale-up link (NVLink), of two nodes over the scale-out link
+    (``core.links``)."""
     node_note: str | None = None
     """Set when a device count was read as several nodes (``16xh100`` -> 2 nodes of 8) or a node is larger than the
     part's reference server."""
@@ -140,7 +142,12 @@ class ResolvedTarget(Record):
 
     @property
     def devices_per_node(self) -> int:
-        return self.n_devices // self.n_nodes
+        """Devices one node holds (all of them on one node)."""
+        return self.node_size or self.n_devices
+
+    @property
+    def n_nodes(self) -> int:
+        return -(-self.n_devices // self.devices_per_node)
 
 
 def _optional_float(text: str) -> float | None:
@@ -229,24 +236,16 @@ def _with_nodes(resolved: ResolvedTarget, counts: list[int]) -> ResolvedTarget:
                 f"{per_node} {part} per node: more than its reference server holds ({node}); priced as one"
                 " scale-up domain of that size"
             )
-        return resolved.model_copy(update={"n_devices": n_nodes * per_node, "n_nodes": n_nodes, "node_note": note})
+        size = per_node if n_nodes > 1 else None
+        return resolved.model_copy(update={"n_devices": n_nodes * per_node, "node_size": size, "node_note": note})
     n_devices = counts[0] if counts else 1
     if n_devices <= node:
         return resolved.model_copy(update={"n_devices": n_devices})
-    if n_devices % node:
-        raise BadInputError(
-            f"{shown(spec)}: {n_devices} {part} are more than one node ({node} devices) and not whole nodes of"
-            f" {node}: give nodes x devices per node, e.g. {_node_form(n_devices, node, part)}"
-        )
-    n_nodes = n_devices // node
-    note = f"{n_devices}x{part} read as {n_nodes} nodes of {node} ({n_nodes}x{node}x{part}); its reference server holds {node}"
-    return resolved.model_copy(update={"n_devices": n_devices, "n_nodes": n_nodes, "node_note": note})
-
-
-def _node_form(n_devices: int, node: int, part: str) -> str:
-    """``2x6xh100-sxm``: ``n_devices`` in the fewest nodes of at most ``node`` devices each, equal ones."""
-    nodes = next(k for k in range(-(-n_devices // node), n_devices + 1) if n_devices % k == 0)
-    return f"{nodes}x{n_devices // nodes}x{part}"
+    whole, rest = divmod(n_devices, node)
+    nodes = f"{whole} node{'s' if whole > 1 else ''} of {node}"
+    nodes += f" and one of {rest}" if rest else f" ({whole}x{node}x{part})"
+    note = f"{n_devices}x{part} read as {nodes}, as its reference server holds {node}: write NODESxDEVICESx{part} for others"
+    return resolved.model_copy(update={"n_devices": n_devices, "node_size": node, "node_note": note})
 
 
 def _device_count(match: re.Match[str], spec: str) -> int:

@@ -76,11 +76,14 @@ class SearchResult(Record):
     """What to replace or check in the launch lines (a placeholder for the model, a name the user did not type)."""
 
 
-def layouts(model: ModelSpec, n_devices: int) -> list[tuple[int, int]]:
-    """(tp, pp) pairs with tp x pp dividing the devices, tp sharding the model, pp dividing its layers."""
+def layouts(model: ModelSpec, n_devices: int, devices_per_node: int | None = None) -> list[tuple[int, int]]:
+    """(tp, pp) pairs with tp x pp dividing the devices, tp sharding the model, pp dividing its layers; on several
+    nodes of ``devices_per_node``, tp dividing a node's devices (a tensor-parallel group never spans nodes: its
+    all-reduces would run on the scale-out link; ask for one with --tp)."""
     found = []
+    per_node = devices_per_node or n_devices
     for tp in range(1, n_devices + 1):
-        if n_devices % tp or tp_shard_problem(model, tp) is not None:
+        if n_devices % tp or per_node % tp or tp_shard_problem(model, tp) is not None:
             continue
         for pp in range(1, n_devices // tp + 1):
             if (n_devices // tp) % pp == 0 and model.n_layers % pp == 0:
@@ -166,7 +169,9 @@ def _search(
 ) -> tuple[list[Candidate], list[str]]:  # fmt: skip
     candidates: list[Candidate] = []
     tried: list[str] = []
-    for (tp, pp), variant in itertools.product(layouts(model, target.n_devices), _variants(model, deployment)):
+    for (tp, pp), variant in itertools.product(
+        layouts(model, target.n_devices, target.devices_per_node), _variants(model, deployment)
+    ):
         if _skipped(variant, tp, pp, target.n_devices):
             continue
         if variant.dp:  # DP attention: over this layout's replicas
@@ -301,8 +306,20 @@ def search_changes(target: ResolvedTarget, deployment: DeploymentSpec, shorter: 
         changes.append("--weight-dtype fp8")
     if deployment.kv_dtype != "fp8":
         changes.append("--kv-dtype fp8")
-    changes.append(f"--target {2 * target.n_devices}x{target.target.id}")
+    changes.append(f"--target {twice_the_devices(target)}")
     return changes + ([shorter] if shorter else [])
+
+
+def twice_the_devices(target: ResolvedTarget) -> str:
+    """``target`` with twice its devices: ``16xh100-sxm`` of ``8xh100`` within a node, else twice the nodes
+    (``4x8xh100-sxm`` of ``2x8xh100``, ``2x8xh100-sxm`` of ``8xh100``)."""
+    from mha_cli.core.links import node_devices
+
+    part = target.target.id
+    one_node = target.n_nodes == 1 and 2 * target.n_devices <= node_devices(part)
+    if one_node or target.n_devices % target.devices_per_node:  # a part-filled node: read in nodes again
+        return f"{2 * target.n_devices}x{part}"
+    return f"{2 * target.n_nodes}x{target.devices_per_node}x{part}"
 
 
 def shorter_prompt(isl: int) -> str | None:
