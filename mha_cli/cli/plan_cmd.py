@@ -490,10 +490,10 @@ def resolved_cpu(resolved: ResolvedTarget, profile: DeviceProfile) -> ResolvedTa
 
 def render_plan(console: Console, result: ServingPlan) -> None:
     from rich import box
-
-    from mha_cli.core.quantities import format_bytes
     from rich.markup import escape
     from rich.table import Table
+
+    from mha_cli.core.quantities import format_bytes
 
     p = result
     d = p.deployment
