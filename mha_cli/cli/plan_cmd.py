@@ -72,6 +72,16 @@ def plan(
             help="Hardware: an id or alias, a target file (my-gpu.yaml), or N x one (8xh100, 4xmy-gpu.yaml).",
         ),
     ],
+    inter_node_link: Annotated[
+        str | None,
+        typer.Option(
+            "--inter-node-link",
+            help="The link between nodes of a multi-node target (2x8xh100): ib-hdr, ib-ndr, ib-xdr, roce-100,"
+            " roce-200, roce-400, roce-800 (docs/how-numbers-are-computed.md lists them). Default: the part's reference network"
+            " card, one per GPU (InfiniBand NDR for H100).",
+            show_default=False,
+        ),
+    ] = None,
     isl: Annotated[int, typer.Option("--isl", help="Prompt tokens per request.")] = 1024,
     osl: Annotated[int, typer.Option("--osl", help="Output tokens per request.")] = 256,
     max_model_len: Annotated[
@@ -290,7 +300,7 @@ def plan(
         from mha_cli.cli.plot import check_plot_path
 
         check_plot_path(plot, force=force)
-    resolved = resolve_target(target)
+    resolved = with_inter_node_link(resolve_target(target), inter_node_link)
     loaded = load_source(source)
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
     deployment = merge_deployment(
@@ -478,6 +488,22 @@ def _client(
     lengths = None if lengths_file is None else read_lengths(lengths_file)
     return ClientSpec(num_prompts=num_prompts, range_ratio=range_ratio, burstiness=burstiness, lengths=lengths,
                       seed=seed)  # fmt: skip
+
+
+def with_inter_node_link(resolved: ResolvedTarget, link_id: str | None) -> ResolvedTarget:
+    """``resolved`` with ``--inter-node-link`` (a ``core.links`` id) between its nodes; refused on one node, where it
+    would price nothing."""
+    if link_id is None:
+        return resolved
+    from mha_cli.core.links import network_link
+
+    chosen = network_link(link_id)
+    if resolved.n_nodes == 1:
+        raise BadInputError(
+            f"--inter-node-link {chosen.id}: {resolved.spec} is one node, so nothing crosses it; give nodes x devices"
+            f" per node (2x{resolved.n_devices}x{resolved.target.id})"
+        )
+    return resolved.model_copy(update={"inter_node_link": chosen.id})
 
 
 def resolved_cpu(resolved: ResolvedTarget, profile: DeviceProfile) -> ResolvedTarget:

@@ -112,6 +112,20 @@ def link(link_id: str) -> Link:
     return LINKS[key]
 
 
+NETWORK_LINKS = tuple(link_id for link_id in LINKS if link_id.startswith(("ib-", "roce-")))
+"""The links that join nodes (``--inter-node-link``): InfiniBand and RoCE ports."""
+
+
+def network_link(link_id: str) -> Link:
+    """The network link named ``link_id`` (``NETWORK_LINKS``), or one line naming them."""
+    key = link_id.strip().lower()
+    if key not in NETWORK_LINKS:
+        raise BadInputError(
+            f"--inter-node-link {shown(link_id)}: give a network link, one of {', '.join(NETWORK_LINKS)}"
+        )
+    return LINKS[key]
+
+
 def host_link(target_id: str) -> Link:
     """The link between one device of ``target_id`` and its host's memory."""
     return LINKS[NODE_LINKS.get(target_id, (DEFAULT_HOST_LINK, "", ""))[0]]

@@ -277,6 +277,8 @@ def resolve_target_like(spec: str, current: ResolvedTarget) -> ResolvedTarget:
     """``spec`` resolved (a way out's ``--target 2xh100-sxm``), keeping ``current``'s row when it names the same
     device (a cpu target carries its measured rates)."""
     resolved = resolve_target(spec)
+    if current.inter_node_link and resolved.n_nodes > 1:  # --inter-node-link stays with a way out's nodes
+        resolved = resolved.model_copy(update={"inter_node_link": current.inter_node_link})
     return (
         resolved.model_copy(update={"target": current.target}) if resolved.target.id == current.target.id else resolved
     )

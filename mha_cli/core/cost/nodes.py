@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from mha_cli.core.cost.profile import CollectiveCost, DeviceProfile
 from mha_cli.core.cost.work import COLLECTIVES, Op
 from mha_cli.core.links import Link
+from mha_cli.core.record import Record
 
 if TYPE_CHECKING:
     from mha_cli.core.targets import ResolvedTarget
@@ -163,14 +164,28 @@ def node_placement(target: "ResolvedTarget") -> NodePlacement | None:
     return NodePlacement(target.devices_per_node, chosen)
 
 
-def placement_of(devices_per_node: int | None, link_id: str | None) -> NodePlacement | None:
-    """The placement a served deployment recorded (``Deployment.devices_per_node`` and ``inter_node_link``); None on
-    one node."""
-    if devices_per_node is None or link_id is None:
-        return None
-    from mha_cli.core.links import link
+class NodeSpan(Record):
+    """The nodes a served deployment spans (``ServingPlan.nodes``): what prices its collectives between them."""
 
-    return NodePlacement(devices_per_node, link(link_id))
+    nodes: int
+    devices_per_node: int
+    """GPUs one node holds, filled in order (the last may hold fewer)."""
+    inter_node_link: str
+    """The link between nodes: a ``core.links.LINKS`` id."""
+
+    @property
+    def placement(self) -> NodePlacement:
+        from mha_cli.core.links import link
+
+        return NodePlacement(self.devices_per_node, link(self.inter_node_link))
+
+
+def node_span(placement: NodePlacement | None, n_devices: int) -> NodeSpan | None:
+    """``placement`` as the plan records it (None on one node)."""
+    if placement is None:
+        return None
+    per_node = placement.devices_per_node
+    return NodeSpan(nodes=-(-n_devices // per_node), devices_per_node=per_node, inter_node_link=placement.link.id)
 
 
 def node_notes(placement: NodePlacement, spans: CollectiveSpans, tp: int, pp: int, n_devices: int) -> list[str]:

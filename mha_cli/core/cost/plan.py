@@ -12,7 +12,7 @@ import math
 
 from pydantic import Field
 
-from mha_cli.core.cost.nodes import NodePlacement, node_notes, node_placement, placement_of
+from mha_cli.core.cost.nodes import NodePlacement, NodeSpan, node_notes, node_placement, node_span
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
 from mha_cli.core.cost.speculative import SpeculativeComparison
@@ -55,6 +55,8 @@ class ServingPlan(ServingPrediction):
     """``--plot`` with the simulation: the same sweep's concurrencies simulated (3 requests a user)."""
     speculative: SpeculativeComparison | None = None
     """Speculative decoding asked for: its figures beside plain decoding's (``core.cost.speculative_plan``)."""
+    nodes: NodeSpan | None = None
+    """Over several nodes: how many, the GPUs of each and the link between them (None: one node)."""
     stages: list[StageMemory] = Field(default_factory=empty_list)
     """Under pipeline parallelism, each stage's weights and KV pool on one of its devices; ``memory`` is the one
     that admits the fewest requests."""
@@ -302,7 +304,7 @@ class LayoutPlans:
             ]
         return ServingPlan(
             **dict(prediction), model_name=model.name, target_id=self.target.target.id, engine=engine.name,
-            memory=memory, sweep=swept, stages=self.stages,
+            memory=memory, sweep=swept, stages=self.stages, nodes=node_span(self.nodes, self.target.n_devices),
         )  # fmt: skip
 
 
@@ -391,7 +393,7 @@ def simulate_plan(
     experts = expert_layout(model, d.tp, d.replicas, variant)
     case = serving_case(model, variant, plan.memory, isl=plan.isl, osl=plan.osl, concurrency=plan.concurrency,
                         pp=d.pp, replicas=d.replicas, experts=experts,
-                        nodes=placement_of(d.devices_per_node, d.inter_node_link))  # fmt: skip
+                        nodes=None if plan.nodes is None else plan.nodes.placement)  # fmt: skip
     simulated = simulate_deployment(
         case, profile, plan.memory.engine, client, rate=plan.rate_rps, ttft_ms=ttft_ms, itl_ms=itl_ms,
         slo_percentile=slo_percentile, trace=trace,

@@ -53,18 +53,10 @@ class Deployment(Record):
     all-to-all. Replicas sharing width-split experts (``expert_ranks`` > tp without it) also run attention apart
     (SGLang launches them with ``--enable-dp-attention``), their MoE tensor-parallel over all ranks by all-gather."""
 
-    nodes: int = 1
-    """Nodes the GPUs sit in (``core.cost.nodes``): collectives and sends between them go over ``inter_node_link``."""
-    devices_per_node: int | None = None
-    """GPUs one node holds, filled in order (on more than one node)."""
-    inter_node_link: str | None = None
-    """The link between nodes (a ``core.links`` id), on more than one node."""
-
     def describe(self) -> str:
         """``tp 4 x pp 1 x 2 replica(s) with expert parallelism``, ``tp 1 x pp 1 x 8 replica(s) with DP attention``."""
         ep = " with DP attention" if self.dp_attention else " with expert parallelism" if self.expert_parallel else ""
-        nodes = f" over {self.nodes} nodes" if self.nodes > 1 else ""
-        return f"tp {self.tp} x pp {self.pp} x {self.replicas} replica(s){ep}{nodes}"
+        return f"tp {self.tp} x pp {self.pp} x {self.replicas} replica(s){ep}"
 
 
 class ServingBounds(Record):
@@ -212,9 +204,6 @@ def predict_serving(
             expert_ranks=None if case.experts is None else case.experts.ranks,
             expert_parallel=case.experts is not None and case.experts.whole,
             dp_attention=case.experts is not None and case.experts.all_to_all,
-            nodes=1 if case.nodes is None else -(-gpus // case.nodes.devices_per_node),
-            devices_per_node=None if case.nodes is None else case.nodes.devices_per_node,
-            inter_node_link=None if case.nodes is None else case.nodes.link.id,
         ), batching=case.batching,
         isl=case.isl, osl=case.osl, concurrency=case.concurrency, running_per_replica=running,
         queued_per_replica=queued, ttft_ms=ttft * 1e3, itl_ms=itl * 1e3, e2e_ms=e2e * 1e3,
