@@ -361,6 +361,8 @@ def plan(
             concurrency=concurrency, ttft_ms=ttft_ms, itl_ms=itl_ms, rate=rate, client=client,
             slo_percentile=slo_percentile,
         )  # fmt: skip
+        if resolved.node_note:
+            found.layouts.append(resolved.node_note)
         if stand_in:
             found.layouts.append(stand_in)
         if speculative is not None:
@@ -393,6 +395,8 @@ def plan(
             loaded.model, resolved, deployment, chosen, ceiling, isl=isl, osl=osl, concurrency=concurrency or 1,
             tp=tp, pp=pp or 1, sweep=plot is not None,
         )  # fmt: skip
+    if resolved.node_note:
+        result.notes.append(resolved.node_note)
     if stand_in:
         result.notes.append(stand_in)
     if speculative is not None:
