@@ -186,3 +186,17 @@ def test_experts_shared_over_nodes_launch_one_data_parallel_group(cli):
     assert _flags(launch["vllm_workers"]) - _flags(launch["vllm"]) <= VLLM_0_32_FLAGS
     assert _flags(launch["sglang"]) >= SGLANG_FLAGS
     assert "--node-rank NODE_RANK" in launch["sglang_workers"]
+
+
+def test_a_part_filled_last_node_runs_fewer_replicas_and_says_so():
+    """12 x H100 = 8 + 4, tp 4: two replicas on node 0, one on node 1; shared experts there get no line (vLLM's
+    --data-parallel-size-local is one figure for every node)."""
+    from mha_cli.core.cost.launch_nodes import node_shape, sglang_lines, vllm_lines
+
+    shape = node_shape(2, 8, 4, 1, 3, None)
+    assert (shape.replicas_per_node, shape.last_node_replicas) == (2, 1)
+    vllm = vllm_lines(["vllm", "serve", "m", "--data-parallel-size", "3"], shape, "vllm-0.21")
+    assert vllm.head[-2:] == ["--data-parallel-size", "2"] and "--data-parallel-size 1 on the last node" in vllm.note
+    assert "--dp-size 1 on the last node" in sglang_lines(["python", "--dp-size", "3"], shape).note
+    shared = vllm_lines(["vllm", "--data-parallel-size", "3"], node_shape(2, 8, 4, 1, 3, 12), "vllm-0.21")
+    assert shared.head == [] and "not full" in shared.note

@@ -21,6 +21,10 @@ Each line is written once for the head (node 0) and, where the others differ, on
 
 from typing import NamedTuple
 
+SPANNING_SHARED = (
+    "no launch line: replicas that each span nodes and share the routed experts (pipeline stages across nodes with"
+    " data parallelism over them) are priced, but neither engine's multi-node recipe for them is written here"
+)
 HEAD_IP = "HEAD_IP"
 """Placeholder: node 0's address, as the other nodes reach it."""
 NODE_RANK = "NODE_RANK"
@@ -49,10 +53,19 @@ class NodeShape(NamedTuple):
     replicas: int
     shared: bool
     """The replicas share the routed experts (one data-parallel group over the nodes)."""
+    replica_devices: int = 1
+    """tp x pp: the devices of one replica."""
 
     @property
     def replicas_per_node(self) -> int:
-        return max(1, self.replicas // self.nodes)
+        """Replicas a full node holds."""
+        return max(1, self.devices_per_node // self.replica_devices)
+
+    @property
+    def last_node_replicas(self) -> int | None:
+        """Replicas the last node holds when it is not full (``12xh100``: 8 + 4), else None."""
+        rest = self.replicas % self.replicas_per_node if self.replica_nodes == 1 else 0
+        return rest or None
 
 
 def node_shape(
@@ -61,7 +74,7 @@ def node_shape(
     """``NodeShape`` of tp x pp x replicas over ``nodes`` of ``devices_per_node``."""
     replica_nodes = -(-(tp * pp) // devices_per_node)
     shared = expert_ranks is not None and expert_ranks > tp
-    return NodeShape(nodes, devices_per_node, replica_nodes, replicas, shared)
+    return NodeShape(nodes, devices_per_node, replica_nodes, replicas, shared, tp * pp)
 
 
 class NodeLines(NamedTuple):
@@ -70,6 +83,14 @@ class NodeLines(NamedTuple):
     head: list[str]
     others: list[str] | None
     note: str | None
+
+
+def _every_node(shape: NodeShape, dp_flag: str) -> str:
+    """Where a line every node runs goes: each node, the last one's replicas when it is not full."""
+    where = f"the same line on each of the {shape.nodes} nodes, a load balancer in front"
+    if shape.last_node_replicas is not None:
+        where += f" ({dp_flag} {shape.last_node_replicas} on the last node, which is not full)"
+    return where
 
 
 def _others(nodes: int) -> str:
@@ -85,11 +106,12 @@ def _replace(words: list[str], flag: str, value: str) -> list[str]:
     return [*words, flag, value]
 
 
-def vllm_lines(vllm: list[str], shape: NodeShape, generation: str) -> NodeLines | None:
-    """``vllm`` (one node's ``vllm serve`` words) over ``shape``'s nodes; None where no multi-node line is written
-    (replicas sharing experts under vLLM V0, which has no data parallelism, or over replicas that span nodes)."""
+def vllm_lines(vllm: list[str], shape: NodeShape, generation: str) -> NodeLines:
+    """``vllm`` (one node's ``vllm serve`` words) over ``shape``'s nodes; no line (``NodeLines.head`` empty, the note
+    says why) for replicas sharing experts under vLLM V0 (no data parallelism), over replicas that span nodes, or
+    over a last node that is not full."""
     if shape.replica_nodes > 1 and shape.shared:
-        return None
+        return NodeLines([], None, SPANNING_SHARED)
     if shape.replica_nodes > 1:
         group = f" (one group of {shape.replica_nodes} nodes per replica, each with its own HEAD_IP)"
         many = group if shape.replicas > 1 else ""
@@ -110,7 +132,9 @@ def vllm_lines(vllm: list[str], shape: NodeShape, generation: str) -> NodeLines 
         return NodeLines(head, others, note)
     if shape.shared:
         if "--data-parallel-size" not in vllm:
-            return None
+            return NodeLines([], None, "no launch line: this vLLM generation has no data parallelism to share experts")
+        if shape.last_node_replicas is not None:  # vLLM's --data-parallel-size-local is one figure for every node
+            return NodeLines([], None, "no launch line: the last node is not full (give whole nodes: NODESxDEVICES)")
         local = str(shape.replicas_per_node)
         dp = ["--data-parallel-size-local", local, "--data-parallel-address", HEAD_IP,
               "--data-parallel-rpc-port", VLLM_DP_RPC_PORT]  # fmt: skip
@@ -124,14 +148,14 @@ def vllm_lines(vllm: list[str], shape: NodeShape, generation: str) -> NodeLines 
     line = (
         _replace(vllm, "--data-parallel-size", str(shape.replicas_per_node)) if "--data-parallel-size" in vllm else vllm
     )
-    return NodeLines(line, None, f"vllm: the same line on each of the {shape.nodes} nodes, a load balancer in front")
+    return NodeLines(line, None, f"vllm: {_every_node(shape, '--data-parallel-size')}")
 
 
-def sglang_lines(sglang: list[str], shape: NodeShape) -> NodeLines | None:
-    """``sglang`` (one node's ``sglang.launch_server`` words) over ``shape``'s nodes; None over replicas that span
-    nodes and share the experts (not written)."""
+def sglang_lines(sglang: list[str], shape: NodeShape) -> NodeLines:
+    """``sglang`` (one node's ``sglang.launch_server`` words) over ``shape``'s nodes; no line over replicas that span
+    nodes and share the experts (the note says so)."""
     if shape.replica_nodes > 1 and shape.shared:
-        return None
+        return NodeLines([], None, SPANNING_SHARED)
     if shape.replica_nodes > 1 or shape.shared:
         span = shape.replica_nodes if shape.replica_nodes > 1 else shape.nodes
         line = _replace(sglang, "--dp-size", "1") if shape.replica_nodes > 1 else sglang
@@ -142,13 +166,7 @@ def sglang_lines(sglang: list[str], shape: NodeShape) -> NodeLines | None:
             f"sglang: the sglang line on node 0, sglang_workers on {_others(span)}{many}",
         )  # fmt: skip
     line = _replace(sglang, "--dp-size", str(shape.replicas_per_node))
-    return NodeLines(line, None, f"sglang: the same line on each of the {shape.nodes} nodes, a load balancer in front")
-
-
-NOT_WRITTEN = (
-    "no launch line: replicas that each span nodes and share the routed experts (pipeline stages across nodes with"
-    " data parallelism over them) are priced, but neither engine's multi-node recipe for them is written here"
-)
+    return NodeLines(line, None, f"sglang: {_every_node(shape, '--dp-size')}")
 
 
 def node_launch(
@@ -168,8 +186,8 @@ def node_launch(
             notes.append(f"{engine}: its multi-node launch (under mpirun) is not written; the line is one node's")
             out[engine] = words
             continue
-        if found is None:
-            notes.append(f"{engine}: {NOT_WRITTEN}")
+        if not found.head:
+            notes.append(f"{engine}: {found.note}")
             continue
         out[engine] = found.head
         if found.others is not None:
