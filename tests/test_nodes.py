@@ -31,7 +31,7 @@ def test_a_count_above_a_node_is_read_as_whole_nodes_and_says_so():
     assert resolve_target("8xh100").node_note is None and resolve_target("2x8xh100").node_note is None
 
 
-@pytest.mark.parametrize("spec", ["2x8x", "0x8xh100", "2x0xh100", "2x4000xh100"])
+@pytest.mark.parametrize("spec", ["2x8x", "8x", "2x2x8xh100", "0x8xh100", "2x0xh100", "2x4000xh100"])
 def test_bad_node_specs_are_one_line_exit_2(cli, spec):
     result = cli.run("plan", "llama-3-8b", "--target", spec, "--tp", "1", "--closed-form")
     assert result.exit_code == EXIT_BAD_INPUT and result.stderr.count("\n") == 1, result.output

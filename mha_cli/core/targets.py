@@ -67,6 +67,8 @@ MAX_DEVICES = 4096
 """The most devices a target spec may name (``4096xh100``)."""
 
 _MULTI = re.compile(r"([0-9]+)\s*[x*]\s*(\S.*)", re.IGNORECASE | re.DOTALL)
+_COUNT_ONLY = re.compile(r"[0-9]+\s*[x*]\s*", re.IGNORECASE)
+"""A count with no device after it (``8x`` of ``2x8x``)."""
 
 
 class Target(Record):
@@ -211,6 +213,10 @@ def resolve_target(spec: str) -> ResolvedTarget:
     while len(counts) < 2 and (match := _MULTI.fullmatch(text)):
         counts.append(_device_count(match, spec))
         text = match.group(2)
+    if _COUNT_ONLY.fullmatch(text) or (len(counts) == 2 and _MULTI.fullmatch(text)):
+        raise BadInputError(
+            f"target {shown(spec)}: give at most nodes x devices per node, then the device: 8xh100 or 2x8xh100"
+        )
     if text.strip().lower() == CPU_TARGET_ID:
         if counts and counts != [1]:
             raise BadInputError(f"{shown(spec)}: the cpu target is this one machine; give --target cpu")
