@@ -200,3 +200,11 @@ def test_a_part_filled_last_node_runs_fewer_replicas_and_says_so():
     assert "--dp-size 1 on the last node" in sglang_lines(["python", "--dp-size", "3"], shape).note
     shared = vllm_lines(["vllm", "--data-parallel-size", "3"], node_shape(2, 8, 4, 1, 3, 12), "vllm-0.21")
     assert shared.head == [] and "not full" in shared.note
+
+
+def test_kv_names_the_nodes_and_a_tp_that_spans_them(cli):
+    notes = cli.json("kv", "llama-3-70b", "--target", "16xh100")["memory"]["engine"]["notes"]
+    assert any("read as 2 nodes of 8" in note for note in notes)
+    assert any("tp 16 spans nodes of 8" in note for note in notes)
+    inside = cli.json("kv", "llama-3-70b", "--target", "16xh100", "--tp", "8")["memory"]["engine"]["notes"]
+    assert not any("spans nodes" in note for note in inside)  # the control: tp 8 stays in a node
