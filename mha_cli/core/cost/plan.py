@@ -180,7 +180,7 @@ class LayoutPlans:
         self.profile, self.ceiling = profile, ceiling
         self.isl, self.osl, self.tp, self.pp, self.replicas, self.experts = isl, osl, tp, pp, replicas, experts
         self.nodes = node_placement(target)
-        self.one_replica = target.model_copy(update={"n_devices": tp, "node_size": None})
+        self.one_replica = target.model_copy(update={"n_devices": tp, "node_size": None, "node_note": None})
         self.engine_deployment = deployment.model_copy(update={"seq_len": isl + osl, "tp": tp})
         self._weights: int | None = None
         """The rank's weight bytes, counted by the first load's memory plan and kept for the others."""
@@ -190,6 +190,7 @@ class LayoutPlans:
         """The layers whose rank's memory sets what a replica admits: the model, or its limiting pipeline stage."""
         self.stages: list[StageMemory] = []
         """Under pipeline parallelism, every stage's memory (``stage_memories``); the limiting one is ``stage``."""
+        self.limiting: StageMemory | None = None
         if pp > 1:
             self.stages = self.stage_memories()
             limiting = min(self.stages, key=lambda m: (m.admitted_per_replica, m.kv_tokens_per_device,
@@ -288,7 +289,7 @@ class LayoutPlans:
             prediction.notes.append(drafter_note)
         if self.nodes is not None and self._stepper.spans is not None:
             prediction.notes += node_notes(self.nodes, self._stepper.spans, tp, self.pp, self.target.n_devices)
-        if self.pp > 1:
+        if self.limiting is not None:
             prediction.notes.append(
                 f"pp {self.pp}: the memory plan is that of {self.limiting.describe()}, the stage whose KV pool admits"
                 f" the fewest requests ({self.limiting.admitted_per_replica}; `stages` lists each stage's weights and"
