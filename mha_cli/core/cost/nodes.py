@@ -19,6 +19,7 @@ and each collective crossing it pays the profile's collective latency plus the l
 """
 
 import math
+from collections import Counter
 from typing import TYPE_CHECKING, NamedTuple
 
 from mha_cli.core.cost.profile import CollectiveCost, DeviceProfile
@@ -66,11 +67,9 @@ def off_node_share(groups: list[list[int]], devices_per_node: int) -> float:
     """The largest share of a rank's peers in its group that sit on other nodes (0: every group inside a node)."""
     worst = 0.0
     for group in groups:
-        if len(group) < 2 or len(nodes_of(group, devices_per_node)) == 1:
-            continue
-        for rank in group:
-            here = sum(1 for peer in group if peer // devices_per_node == rank // devices_per_node)
-            worst = max(worst, (len(group) - here) / (len(group) - 1))
+        here = Counter(rank // devices_per_node for rank in group)  # the group's ranks on each node
+        if len(group) > 1 and len(here) > 1:
+            worst = max(worst, (len(group) - min(here.values())) / (len(group) - 1))
     return worst
 
 
