@@ -72,6 +72,16 @@ def plan(
             help="Hardware: an id or alias, a target file (my-gpu.yaml), or N x one (8xh100, 4xmy-gpu.yaml).",
         ),
     ],
+    inter_node_link: Annotated[
+        str | None,
+        typer.Option(
+            "--inter-node-link",
+            help="The link between nodes of a multi-node target (2x8xh100): ib-hdr, ib-ndr, ib-xdr, roce-100,"
+            " roce-200, roce-400, roce-800 (docs/how-numbers-are-computed.md lists them). Default: the part's reference network"
+            " card, one per GPU (InfiniBand NDR for H100).",
+            show_default=False,
+        ),
+    ] = None,
     isl: Annotated[int, typer.Option("--isl", help="Prompt tokens per request.")] = 1024,
     osl: Annotated[int, typer.Option("--osl", help="Output tokens per request.")] = 256,
     max_model_len: Annotated[
@@ -336,7 +346,7 @@ def plan(
         from mha_cli.cli.plot import check_plot_path
 
         check_plot_path(plot, force=force)
-    resolved = resolve_target(target)
+    resolved = with_inter_node_link(resolve_target(target), inter_node_link)
     loaded = load_source(source)
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
     deployment = merge_deployment(
@@ -415,6 +425,8 @@ def plan(
             concurrency=concurrency, ttft_ms=ttft_ms, itl_ms=itl_ms, rate=rate, client=client,
             slo_percentile=slo_percentile,
         )  # fmt: skip
+        if resolved.node_note:
+            found.layouts.append(resolved.node_note)
         if stand_in:
             found.layouts.append(stand_in)
         if speculative is not None:
@@ -447,6 +459,8 @@ def plan(
             loaded.model, resolved, deployment, chosen, ceiling, isl=isl, osl=osl, concurrency=concurrency or 1,
             tp=tp, pp=pp or 1, sweep=plot is not None,
         )  # fmt: skip
+    if resolved.node_note:
+        result.notes.append(resolved.node_note)
     if stand_in:
         result.notes.append(stand_in)
     if speculative is not None:
@@ -585,6 +599,22 @@ def _client(
                       seed=seed)  # fmt: skip
 
 
+def with_inter_node_link(resolved: ResolvedTarget, link_id: str | None) -> ResolvedTarget:
+    """``resolved`` with ``--inter-node-link`` (a ``core.links`` id) between its nodes; refused on one node, where it
+    would price nothing."""
+    if link_id is None:
+        return resolved
+    from mha_cli.core.links import network_link
+
+    chosen = network_link(link_id)
+    if resolved.n_nodes == 1:
+        raise BadInputError(
+            f"--inter-node-link {chosen.id}: {resolved.spec} is one node, so nothing crosses it; give nodes x devices"
+            f" per node (2x{resolved.n_devices}x{resolved.target.id})"
+        )
+    return resolved.model_copy(update={"inter_node_link": chosen.id})
+
+
 def resolved_cpu(resolved: ResolvedTarget, profile: DeviceProfile) -> ResolvedTarget:
     """The cpu target with its roofline rates from ``profile`` (its peaks)."""
     from mha_cli.core.targets import this_cpu
@@ -597,6 +627,8 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     from rich import box
     from rich.markup import escape
     from rich.table import Table
+
+    from mha_cli.core.quantities import format_bytes
 
     p = result
     d = p.deployment
@@ -651,6 +683,11 @@ def render_plan(console: Console, result: ServingPlan) -> None:
             f"host pool: {host.host_tokens:,} KV tokens per device ({host.host_bytes_per_rank / 2**30:,.1f} GiB in"
             f" {host.host_blocks:,} blocks of {host.block_tokens}), beside the GPU's {host.gpu_tokens:,};"
             f" {escape(' '.join(host.flags))}"
+        )
+    for stage in p.stages:  # pipeline stages: each one's weights and pool on one of its GPUs
+        console.print(
+            f"  {escape(stage.describe())}: weights {format_bytes(stage.weight_bytes_per_device)} per GPU,"
+            f" {stage.kv_tokens_per_device:,} KV tokens, {stage.admitted_per_replica} request(s) at once"
         )
     if p.speculative is not None:
         render_speculative(console, p.speculative, p.concurrency)

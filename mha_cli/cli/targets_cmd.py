@@ -96,12 +96,20 @@ def render_one(console: "Console", result: TargetList) -> None:
     resolved, t = result.resolved, result.resolved.target
     if resolved.alias_note:
         console.print(f"[dim]{resolved.alias_note}[/dim]")
+    if resolved.node_note:
+        console.print(f"[dim]{resolved.node_note}[/dim]")
     for field, value in t.model_dump().items():
         console.print(f"[bold]{field}[/bold]: {value}")
     if resolved.n_devices > 1:
         n = resolved.n_devices
         console.print(f"[bold]{n} devices[/bold]: {n * t.memory_gb:g} GB, {n * t.memory_bandwidth_gbs:g} GB/s,"
                       f" {n * t.bf16_tflops_dense:g} dense bf16 TFLOP/s in all")  # fmt: skip
+    if resolved.n_nodes > 1:
+        from mha_cli.core.links import scale_out_link
+
+        link = scale_out_link(t.id)
+        console.print(f"[bold]{resolved.n_nodes} nodes[/bold] of {resolved.devices_per_node}, joined by {link.name}"
+                      f" ({link.gbs:g} GB/s per GPU each way; {link.source})")  # fmt: skip
 
 
 def register(registry: "CommandRegistry") -> None:

@@ -88,11 +88,41 @@ DEFAULT_SCALE_OUT_LINK = "roce-100"
 """The link between nodes of a part the table does not name: one 100 GbE port per device."""
 
 
+NODE_DEVICES: dict[str, int] = {
+    "gb200": 72, "gb300": 72,  # NVIDIA GB200/GB300 NVL72: 72 GPUs in one NVLink domain
+    "tpu-v4": 4096, "tpu-v5e": 256, "tpu-v5p": 8960, "tpu-v6e": 256,  # Google Cloud TPU docs: chips per pod on ICI
+    "jetson-orin": 1,  # a module: one device, no device-to-device link
+}  # fmt: skip
+"""Target id -> devices one scale-up domain (a node) holds where it is not ``DEFAULT_NODE_DEVICES``."""
+DEFAULT_NODE_DEVICES = 8
+"""Devices in one node of every other part: the 8 GPUs of an HGX/DGX or MI300X platform server, or of an 8-card PCIe
+server (NVIDIA DGX user guides; AMD Instinct platform)."""
+
+
+def node_devices(target_id: str) -> int:
+    """Devices one node of ``target_id`` holds: what its scale-up link joins (``NODE_DEVICES``, else 8)."""
+    return NODE_DEVICES.get(target_id, DEFAULT_NODE_DEVICES)
+
+
 def link(link_id: str) -> Link:
     """The link named ``link_id`` (``ib-ndr``, ``pcie5``...), or one line naming the ones there are."""
     key = link_id.strip().lower()
     if key not in LINKS:
         raise BadInputError(f"unknown link {shown(link_id)}: one of {', '.join(LINKS)}")
+    return LINKS[key]
+
+
+NETWORK_LINKS = tuple(link_id for link_id in LINKS if link_id.startswith(("ib-", "roce-")))
+"""The links that join nodes (``--inter-node-link``): InfiniBand and RoCE ports."""
+
+
+def network_link(link_id: str) -> Link:
+    """The network link named ``link_id`` (``NETWORK_LINKS``), or one line naming them."""
+    key = link_id.strip().lower()
+    if key not in NETWORK_LINKS:
+        raise BadInputError(
+            f"--inter-node-link {shown(link_id)}: give a network link, one of {', '.join(NETWORK_LINKS)}"
+        )
     return LINKS[key]
 
 

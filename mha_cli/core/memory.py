@@ -231,6 +231,14 @@ def plan_memory(
         engine.notes.append("the engines cache MLA's absorbed latent: --mla-cache naive prices only the torch build")
     if copies_note is not None:
         engine.notes.append(copies_note)
+    if target.node_note is not None:
+        engine.notes.append(target.node_note)
+    if kv.tp > target.devices_per_node:  # memory alone here: `mha plan` prices the all-reduces on the network
+        engine.notes.append(
+            f"tp {kv.tp} spans nodes of {target.devices_per_node}: the memory per device stands, but every all-reduce"
+            " crosses the network, which a latency here does not price (it assumes one NVLink domain); `mha plan`"
+            " prices it. tp within a node and pipeline stages across nodes is the usual layout"
+        )
     free_for_kv = engine.available_kv_bytes - engine.deficit_bytes  # signed: the budget's sum
     kv_per_device = sequences * kv.bytes_per_sequence_per_rank
     allocated = sequences * engine.kv_bytes_per_request

@@ -9,12 +9,17 @@ device's ranks do (``core.tensor_parallel``). ``verify --pp`` builds and measure
 (``mha_cli.nn.pipeline``).
 """
 
+from typing import TYPE_CHECKING
+
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.inventory import tensor_groups
 from mha_cli.core.params import group_params
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.tensor_parallel import built_vocab_padding
+
+if TYPE_CHECKING:
+    from mha_cli.core.weight_bytes import Sides
 
 
 class StageLayout(Record):
@@ -97,3 +102,35 @@ def stage_params(model: ModelSpec, layout: StageLayout, tp: int = 1) -> int:
         if model.tied_embeddings and not layout.embedding:  # the tied head's copy of the embedding
             held += next(t.numel for t in inputs.tensors if t.kind == "embedding")
     return held
+
+
+def stage_sides(model: ModelSpec, layout: StageLayout) -> "Sides":
+    """What stage ``layout`` holds outside its layers (``core.weight_bytes.Sides``): the embedding on the first, the
+    final norm and head on the last, a tied head's copy of the embedding on a last stage that is not the first."""
+    from mha_cli.core.weight_bytes import Sides
+
+    tied_copy = model.tied_embeddings and layout.head and not layout.embedding
+    return Sides(embedding=layout.embedding, head=layout.head, tied_copy=tied_copy)
+
+
+class StageMemory(Record):
+    """One pipeline stage's memory on one of its devices: what it holds and what its KV pool admits."""
+
+    stage: int
+    first_layer: int
+    n_layers: int
+    embedding: bool
+    """It holds the token embedding (the first stage)."""
+    head: bool
+    """It holds the final norm and LM head (the last stage)."""
+    weight_bytes_per_device: int
+    kv_tokens_per_device: int
+    """Tokens its KV pool holds (each of its layers' cache)."""
+    admitted_per_replica: int
+    """Requests of the plan's context its pool admits at once."""
+
+    def describe(self) -> str:
+        """``stage 1 (layers 63-125, final norm and LM head)``."""
+        held = [what for what, on in (("embedding", self.embedding), ("final norm and LM head", self.head)) if on]
+        last = self.first_layer + self.n_layers - 1
+        return f"stage {self.stage} (layers {self.first_layer}-{last}" + "".join(f", {part}" for part in held) + ")"

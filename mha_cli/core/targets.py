@@ -11,7 +11,11 @@ second. Rows whose notes say UNCERTAIN are kept and flagged: the uncertainty is 
 
 A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``4090``), a YAML file describing a device
 the table lacks (``my-gpu.yaml``, ``core.target_file``), or any of them with a device count in front (``8xh100``,
-``4xmy-gpu.yaml``); ``cpu`` is this machine (``this_cpu``).
+``4xmy-gpu.yaml``); ``cpu`` is this machine (``this_cpu``). Several nodes: ``2x8xh100`` (nodes x devices per node x
+part). A count above the part's node (``core.links.node_devices``: 8 in an HGX/DGX or MI300X server, 72 in an
+NVL72 rack) without a node count is read as full nodes of it in order, the last holding the rest (``16xh100``: 2
+nodes of 8; ``12xh100``: 8 and 4), said in ``node_note``, as aiconfigurator reads a GPU count against its system's
+GPUs per node.
 """
 
 import csv
@@ -63,6 +67,8 @@ MAX_DEVICES = 4096
 """The most devices a target spec may name (``4096xh100``)."""
 
 _MULTI = re.compile(r"([0-9]+)\s*[x*]\s*(\S.*)", re.IGNORECASE | re.DOTALL)
+_COUNT_ONLY = re.compile(r"[0-9]+\s*[x*]\s*", re.IGNORECASE)
+"""A count with no device after it (``8x`` of ``2x8x``)."""
 
 
 class Target(Record):
@@ -118,13 +124,32 @@ class Target(Record):
 
 
 class ResolvedTarget(Record):
-    """A target spec resolved to a row, with the device count and what the alias meant."""
+    """A target spec resolved to a row, with the device count, the nodes they sit in and what the alias meant."""
 
     spec: str
     target: Target
     n_devices: int = 1
+    """Every device of the target, over all its nodes."""
     alias_note: str | None = None
     """Set when an alias was expanded, e.g. "a100 -> a100-80gb (NVIDIA A100 80GB SXM4)"."""
+    node_size: int | None = None
+    """Devices one node holds, filled in order (the last may hold fewer: ``12xh100`` is 8 + 4); None: one node holds
+    them all. Devices of one node talk over the scale-up link (NVLink), of two nodes over the scale-out link
+    (``core.links``)."""
+    node_note: str | None = None
+    """Set when a device count was read as several nodes (``16xh100`` -> 2 nodes of 8) or a node is larger than the
+    part's reference server."""
+    inter_node_link: str | None = None
+    """A ``core.links.LINKS`` id between nodes (``--inter-node-link``); None: the part's reference network card."""
+
+    @property
+    def devices_per_node(self) -> int:
+        """Devices one node holds (all of them on one node)."""
+        return self.node_size or self.n_devices
+
+    @property
+    def n_nodes(self) -> int:
+        return -(-self.n_devices // self.devices_per_node)
 
 
 def _optional_float(text: str) -> float | None:
@@ -184,16 +209,49 @@ def resolve_target(spec: str) -> ResolvedTarget:
         return _file_target(spec, text)
     if len(spec) > MAX_TARGET_CHARS:
         raise BadInputError(f"target {shown(spec)} is too long: give an id or alias, e.g. a100 or 8xh100")
-    n_devices = 1
-    match = _MULTI.fullmatch(text)
-    if match:
-        n_devices, text = _device_count(match, spec), match.group(2)
+    counts = []  # nodes x devices per node (two counts), or devices (one)
+    while len(counts) < 2 and (match := _MULTI.fullmatch(text)):
+        counts.append(_device_count(match, spec))
+        text = match.group(2)
+    if _COUNT_ONLY.fullmatch(text) or (len(counts) == 2 and _MULTI.fullmatch(text)):
+        raise BadInputError(
+            f"target {shown(spec)}: give at most nodes x devices per node, then the device: 8xh100 or 2x8xh100"
+        )
     if text.strip().lower() == CPU_TARGET_ID:
-        if n_devices != 1:
+        if counts and counts != [1]:
             raise BadInputError(f"{shown(spec)}: the cpu target is this one machine; give --target cpu")
         return ResolvedTarget(spec=spec, target=this_cpu())
     target, note = _lookup(text)
-    return ResolvedTarget(spec=spec, target=target, n_devices=n_devices, alias_note=note)
+    return _with_nodes(ResolvedTarget(spec=spec, target=target, alias_note=note), counts)
+
+
+def _with_nodes(resolved: ResolvedTarget, counts: list[int]) -> ResolvedTarget:
+    """``resolved`` with its devices and nodes from the counts in front of its spec (none, ``[devices]`` or
+    ``[nodes, devices per node]``), read against the part's node (``core.links.node_devices``)."""
+    from mha_cli.core.links import node_devices
+
+    spec, part = resolved.spec, resolved.target.id
+    node = node_devices(part)
+    if len(counts) == 2:
+        n_nodes, per_node = counts
+        if n_nodes * per_node > MAX_DEVICES:
+            raise BadInputError(f"device count in {shown(spec)} must be between 1 and {MAX_DEVICES:,}")
+        note = None
+        if per_node > node:
+            note = (
+                f"{per_node} {part} per node: more than its reference server holds ({node}); priced as one"
+                " scale-up domain of that size"
+            )
+        size = per_node if n_nodes > 1 else None
+        return resolved.model_copy(update={"n_devices": n_nodes * per_node, "node_size": size, "node_note": note})
+    n_devices = counts[0] if counts else 1
+    if n_devices <= node:
+        return resolved.model_copy(update={"n_devices": n_devices})
+    whole, rest = divmod(n_devices, node)
+    nodes = f"{whole} node{'s' if whole > 1 else ''} of {node}"
+    nodes += f" and one of {rest}" if rest else f" ({whole}x{node}x{part})"
+    note = f"{n_devices}x{part} read as {nodes}, as its reference server holds {node}: write NODESxDEVICESx{part} for others"
+    return resolved.model_copy(update={"n_devices": n_devices, "node_size": node, "node_note": note})
 
 
 def _device_count(match: re.Match[str], spec: str) -> int:
@@ -218,13 +276,15 @@ def _file_target(spec: str, text: str) -> ResolvedTarget:
     if match and not os.path.isfile(text):
         path, n_devices = match.group(2).strip(), _device_count(match, spec)
     target = Target(**read_target_file(path).target_fields(path))
-    return ResolvedTarget(spec=spec, target=target, n_devices=n_devices)
+    return _with_nodes(ResolvedTarget(spec=spec, target=target), [n_devices])
 
 
 def resolve_target_like(spec: str, current: ResolvedTarget) -> ResolvedTarget:
     """``spec`` resolved (a way out's ``--target 2xh100-sxm``), keeping ``current``'s row when it names the same
     device (a cpu target carries its measured rates)."""
     resolved = resolve_target(spec)
+    if current.inter_node_link and resolved.n_nodes > 1:  # --inter-node-link stays with a way out's nodes
+        resolved = resolved.model_copy(update={"inter_node_link": current.inter_node_link})
     return (
         resolved.model_copy(update={"target": current.target}) if resolved.target.id == current.target.id else resolved
     )

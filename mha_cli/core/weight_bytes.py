@@ -39,6 +39,21 @@ UNQUANTISED_BYTES = 2
 """bf16: what quantised checkpoints keep their embeddings, head, norms and routers in."""
 
 
+class Sides(NamedTuple):
+    """What a rank holds outside the layers: a pipeline stage's share (``core.pipeline``)."""
+
+    embedding: bool = True
+    """The input side: token embedding, learned positions, embedding norm, a vision tower (the first stage)."""
+    head: bool = True
+    """The output side: final norm, LM head (the last stage)."""
+    tied_copy: bool = False
+    """A copy of a tied head's embedding rows on a last stage that is not the first, as vLLM loads it."""
+
+
+BOTH_SIDES = Sides()
+"""The whole model on the rank's layers: both sides (no pipeline)."""
+
+
 class _FormatPricing(NamedTuple):
     """A named format: the matrices of its scope in it, by kind alone."""
 
@@ -75,7 +90,7 @@ class _SchemePricing(NamedTuple):
 
 def rank_weight_bytes(
     model: ModelSpec, tp: int, weight_dtype: str, vocab_padding: int = VOCAB_PADDING,
-    experts: ExpertLayout | None = None,
+    experts: ExpertLayout | None = None, sides: Sides = BOTH_SIDES,
 ) -> int:  # fmt: skip
     """Bytes of the weights one rank of ``tp`` holds in ``weight_dtype``, scales and zero points included; the routed
     experts in ``experts``' layout (default: sharded over the tp ranks).
@@ -88,31 +103,32 @@ def rank_weight_bytes(
             f"--weight-dtype {fmt.name} quantises routed experts and {model.name} has none: use mxfp4-linear for MXFP4"
             " on every linear layer (AMD Quark), or fp8, nvfp4, int4 or awq"
         )
-    return _rank_bytes(model, tp, _FormatPricing(fmt), vocab_padding, experts)
+    return _rank_bytes(model, tp, _FormatPricing(fmt), vocab_padding, experts, sides=sides)
 
 
 def rank_checkpoint_bytes(
     model: ModelSpec, tp: int, scheme: WeightScheme, vocab_padding: int = VOCAB_PADDING,
-    experts: ExpertLayout | None = None,
+    experts: ExpertLayout | None = None, sides: Sides = BOTH_SIDES,
 ) -> int:  # fmt: skip
     """Bytes of the weights one rank of ``tp`` holds as the checkpoint stores them (``scheme``, read from its
     quantization_config): each linear layer's matrix in the layout its rule gives, the rest in bf16."""
-    return _rank_bytes(model, tp, _SchemePricing(scheme.matcher()), vocab_padding, experts)
+    return _rank_bytes(model, tp, _SchemePricing(scheme.matcher()), vocab_padding, experts, sides=sides)
 
 
 def deployment_rank_bytes(
     model: ModelSpec, tp: int, weight_dtype: str, deployment: DeploymentSpec | None,
-    vocab_padding: int = VOCAB_PADDING, experts: ExpertLayout | None = None,
+    vocab_padding: int = VOCAB_PADDING, experts: ExpertLayout | None = None, sides: Sides = BOTH_SIDES,
 ) -> int:  # fmt: skip
     """``rank_checkpoint_bytes`` when ``deployment`` carries the checkpoint's scheme and ``weight_dtype`` is its format
     (a plan priced as the checkpoint stores it), else ``rank_weight_bytes`` (a format asked for, or tried); when it
     carries the checkpoint's header-read weights for ``weight_dtype``, that count scaled to their total
-    (``HeaderWeights.rank_bytes``: the rank's share of the inventory, of the bytes the headers hold)."""
+    (``HeaderWeights.rank_bytes``: the rank's share of the inventory, of the bytes the headers hold). ``sides``: what a
+    pipeline stage holds of the embedding and the head (``Sides``)."""
     scheme = stored_scheme(deployment, weight_dtype)
     if scheme is not None:
-        counted = rank_checkpoint_bytes(model, tp, scheme, vocab_padding, experts)
+        counted = rank_checkpoint_bytes(model, tp, scheme, vocab_padding, experts, sides)
     else:
-        counted = rank_weight_bytes(model, tp, weight_dtype, vocab_padding, experts)
+        counted = rank_weight_bytes(model, tp, weight_dtype, vocab_padding, experts, sides)
     headers = stored_headers(deployment, weight_dtype)
     return counted if headers is None else headers.rank_bytes(counted)
 
@@ -143,15 +159,22 @@ def stored_scheme(deployment: DeploymentSpec | None, weight_dtype: str) -> Weigh
 
 def _rank_bytes(
     model: ModelSpec, tp: int, pricing: _FormatPricing | _SchemePricing, vocab_padding: int,
-    experts: ExpertLayout | None, by_kind: dict[str, int] | None = None,
+    experts: ExpertLayout | None, by_kind: dict[str, int] | None = None, sides: Sides = BOTH_SIDES,
 ) -> int:  # fmt: skip
     """The rank's bytes; with ``by_kind``, also added there by the inventory's kind of each tensor, the bytes of a
-    matrix beyond its values (scales, zero points, group indices) under ``SCALES``."""
+    matrix beyond its values (scales, zero points, group indices) under ``SCALES``; ``sides``: what it holds outside
+    the layers."""
     if tp > 1 and tp_shard_problem(model, tp, experts) is not None:
-        return -(-_rank_bytes(model, 1, pricing, vocab_padding, None) // tp)
+        return -(-_rank_bytes(model, 1, pricing, vocab_padding, None, sides=sides) // tp)
     n_experts = model.moe.n_experts if model.moe is not None else 0
     total = 0
-    for group in tensor_groups(model, tp, vocab_padding=vocab_padding, experts=experts):
+    groups = tensor_groups(model, tp, vocab_padding=vocab_padding, experts=experts)
+    if sides.tied_copy and model.tied_embeddings:
+        embedding = next(t for t in groups[0].tensors if t.kind == "embedding")
+        total += embedding.numel * pricing.rest_bytes
+    held = [group for i, group in enumerate(groups) if (i, sides.embedding) != (0, False)]
+    held = held if sides.head else held[:-1]
+    for group in held:
         tensors = [t for t in group.tensors if not t.buffer]
         mixer = sum(t.numel for t in tensors if t.kind == "mixer")  # split evenly, as core.params counts it
         matrices = [

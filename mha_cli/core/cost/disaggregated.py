@@ -255,7 +255,7 @@ def plan_disaggregated(
     itl_s = None if itl_ms is None else itl_ms / 1e3
     notes: list[str] = []
     workers: dict[int, WorkerSteps] = {}
-    per_node = target.n_devices // getattr(target, "n_nodes", 1)  # multi-node targets (2x8xh100) carry their nodes
+    per_node = target.devices_per_node  # no worker spans nodes (2x8xh100: 8)
     for tp in worker_tps(model, per_node):
         try:
             workers[tp] = worker_steps(model, target, deployment, profiles, tp, isl=isl, osl=osl)

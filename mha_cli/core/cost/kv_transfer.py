@@ -54,10 +54,9 @@ def kv_link(target: ResolvedTarget, named: str | None = None) -> Link:
     on one node, the scale-out link on several (conservative for workers that share a node)."""
     if named is not None:
         return link(named)
-    if getattr(target, "n_nodes", 1) == 1:  # multi-node targets (2x8xh100) carry their nodes
+    if target.n_nodes == 1:
         return scale_up_link(target)
-    inter_node = getattr(target, "inter_node_link", None)
-    return link(inter_node) if inter_node else scale_out_link(target.target.id)
+    return link(target.inter_node_link) if target.inter_node_link else scale_out_link(target.target.id)
 
 
 def kv_transfer(bytes_per_rank: int, *, prefill_tp: int, decode_tp: int, over: Link) -> KvTransfer:

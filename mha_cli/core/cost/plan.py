@@ -12,6 +12,7 @@ import math
 
 from pydantic import Field
 
+from mha_cli.core.cost.nodes import NodePlacement, NodeSpan, node_notes, node_placement, node_span
 from mha_cli.core.cost.offload_plan import OffloadPlan, priced_offload
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
@@ -23,7 +24,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import LayoutError, MemoryPlan, expert_layout, plan_memory, shared_experts_problem
-from mha_cli.core.pipeline import stage_layout, stage_model, stage_params
+from mha_cli.core.pipeline import StageMemory, stage_layout, stage_model, stage_sides
 from mha_cli.core.record import empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec, SimulatedServing, simulate_deployment
@@ -59,14 +60,21 @@ class ServingPlan(ServingPrediction):
     offload: OffloadPlan | None = None
     """KV offload asked for (``--kv-offload-gib``) or several shared prefixes (``--shared-prefixes``): the host pool
     and the regime the workload is in (``core.cost.offload_plan``)."""
+    nodes: NodeSpan | None = None
+    """Over several nodes: how many, the GPUs of each and the link between them (None: one node)."""
+    stages: list[StageMemory] = Field(default_factory=empty_list)
+    """Under pipeline parallelism, each stage's weights and KV pool on one of its devices; ``memory`` is the one
+    that admits the fewest requests."""
 
 
 def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int, int]:
-    """(tp, replicas): tp defaults to the devices pp leaves; tp x pp must divide the target's devices."""
+    """(tp, replicas): tp defaults to the devices pp leaves (on several nodes, at most a node's: ``math.gcd`` of the
+    two); tp x pp must divide the target's devices."""
     devices = target.n_devices
     if pp < 1 or devices % pp:
         raise BadInputError(f"pp ({pp}) must divide the {devices} device(s) of {target.spec!r}")
-    tp = devices // pp if tp is None else tp
+    if tp is None:  # on several nodes, kept inside one: its largest divisor that also divides the stage's devices
+        tp = devices // pp if target.n_nodes == 1 else math.gcd(devices // pp, target.devices_per_node)
     if tp < 1:
         raise BadInputError(f"--tp {tp}: give 1 or more")
     if devices % (tp * pp):
@@ -74,22 +82,14 @@ def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int
     return tp, devices // (tp * pp)
 
 
-def _largest_stage(model: ModelSpec, pp: int, tp: int) -> ModelSpec:
-    """The layers of the pipeline stage holding the most weights (core.pipeline's layout): the one whose memory
-    sets what a replica admits."""
-    if pp == 1:
-        return model
-    layouts = [stage_layout(model, pp, s) for s in range(pp)]
-    return stage_model(model, max(layouts, key=lambda layout: stage_params(model, layout, tp)))
-
-
 def serving_case(
     model: ModelSpec, deployment: DeploymentSpec, memory: MemoryPlan, *, isl: int, osl: int, concurrency: int,
     pp: int, replicas: int, experts: ExpertLayout | None, cached: int | None = None,
+    nodes: NodePlacement | None = None,
 ) -> ServingCase:  # fmt: skip
     """What the cost model prices: ``model`` in ``deployment``'s formats on ``memory``'s tp and engine; ``cached``:
     the prompt tokens a cache tier serves when ``core.cost.offload_plan`` has settled it (else the shared prefix's
-    whole blocks)."""
+    whole blocks); ``nodes``: over several nodes."""
     engine = memory.engine
     shared = min(prefix_served(model, deployment, engine.generation), isl)
     if deployment.kv_offload_bytes and engine.name == "vllm" and model.recurrent is None:
@@ -100,7 +100,7 @@ def serving_case(
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
         experts=experts, shared_prefix=shared,
         cached_prefix=cached_prefix(shared, isl, engine.block_size) if cached is None else cached,
-        speculative=deployment.speculative,
+        speculative=deployment.speculative, nodes=nodes,
     )  # fmt: skip
 
 
@@ -189,13 +189,55 @@ class LayoutPlans:
         self.model, self.target, self.deployment = model, target, deployment
         self.profile, self.ceiling = profile, ceiling
         self.isl, self.osl, self.tp, self.pp, self.replicas, self.experts = isl, osl, tp, pp, replicas, experts
-        self.stage = _largest_stage(model, pp, tp)
-        self.one_replica = target.model_copy(update={"n_devices": tp})
+        self.nodes = node_placement(target)
+        self.one_replica = target.model_copy(update={"n_devices": tp, "node_size": None, "node_note": None})
         self.engine_deployment = deployment.model_copy(update={"seq_len": isl + osl, "tp": tp})
         self._weights: int | None = None
         """The rank's weight bytes, counted by the first load's memory plan and kept for the others."""
         self._stepper: Stepper | None = None
         """The steps' operations, counted at the first load and kept for the others (they do not depend on it)."""
+        self.stage = model
+        """The layers whose rank's memory sets what a replica admits: the model, or its limiting pipeline stage."""
+        self.stages: list[StageMemory] = []
+        """Under pipeline parallelism, every stage's memory (``stage_memories``); the limiting one is ``stage``."""
+        self.limiting: StageMemory | None = None
+        if pp > 1:
+            self.stages = self.stage_memories()
+            limiting = min(self.stages, key=lambda m: (m.admitted_per_replica, m.kv_tokens_per_device,
+                                                       -m.weight_bytes_per_device))  # fmt: skip
+            self.stage = stage_model(model, stage_layout(model, pp, limiting.stage))
+            self._weights = limiting.weight_bytes_per_device
+            self.limiting = limiting
+
+    def stage_memories(self) -> list[StageMemory]:
+        """Each pipeline stage's memory plan on one of its devices: its own layers' weights and cache, the embedding on
+        the first, the final norm and LM head on the last (``core.pipeline``), at the plan's context."""
+        model, deployment, tp = self.model, self.deployment, self.tp
+        found: list[StageMemory] = []
+        seen: list[tuple[tuple[bool, bool, ModelSpec], StageMemory]] = []
+        for s in range(self.pp):
+            layout = stage_layout(model, self.pp, s)
+            layers = stage_model(model, layout)
+            key = (layout.embedding, layout.head, layers)
+            same = next((memory for other, memory in seen if other == key), None)
+            if same is None:
+                weights = deployment_rank_bytes(
+                    layers, tp, deployment.weight_dtype, self.engine_deployment, experts=self.experts,
+                    sides=stage_sides(model, layout),
+                )  # fmt: skip
+                kv = kv_footprint(layers, seq_len=self.isl + self.osl, batch=1, kv_dtype=deployment.kv_dtype, tp=tp,
+                                  block_size=deployment.block_size, mla_cache=deployment.mla_cache)  # fmt: skip
+                memory = plan_memory(self.one_replica, model=layers, kv=kv, weight_dtype=deployment.weight_dtype,
+                                     deployment=self.engine_deployment, experts=self.experts,
+                                     weights_bytes_per_rank=weights)  # fmt: skip
+                same = StageMemory(
+                    stage=s, first_layer=layout.first_layer, n_layers=layout.n_layers, embedding=layout.embedding,
+                    head=layout.head, weight_bytes_per_device=weights, kv_tokens_per_device=memory.engine.kv_tokens,
+                    admitted_per_replica=memory.engine.admitted_per_replica,
+                )  # fmt: skip
+                seen.append((key, same))
+            found.append(same.model_copy(update={"stage": s, "first_layer": layout.first_layer}))
+        return found
 
     def at(self, concurrency: int, *, sweep: bool = False) -> ServingPlan:
         """The plan at ``concurrency`` users (``plan_serving``)."""
@@ -231,7 +273,7 @@ class LayoutPlans:
             raise BadInputError(f"{engine.name} would not start: {engine.refusal}{approximate}")
         offload = self._offload(engine, concurrency)
         case = serving_case(model, deployment, memory, isl=self.isl, osl=self.osl, concurrency=concurrency,
-                            pp=self.pp, replicas=replicas, experts=self.experts,
+                            pp=self.pp, replicas=replicas, experts=self.experts, nodes=self.nodes,
                             cached=None if offload is None else offload.served_tokens)  # fmt: skip
         if self._stepper is None:
             self._stepper = Stepper(case, self.profile)
@@ -259,11 +301,13 @@ class LayoutPlans:
             )
         if drafter_note is not None:
             prediction.notes.append(drafter_note)
-        if self.pp > 1:
+        if self.nodes is not None and self._stepper.spans is not None:
+            prediction.notes += node_notes(self.nodes, self._stepper.spans, tp, self.pp, self.target.n_devices)
+        if self.limiting is not None:
             prediction.notes.append(
-                f"pp {self.pp}: each stage holds {self.stage.n_layers} layers; the memory plan is the heaviest"
-                " stage's, counting the embedding and LM head on it (the first and last hold them), so it is slightly"
-                " conservative"
+                f"pp {self.pp}: the memory plan is that of {self.limiting.describe()}, the stage whose KV pool admits"
+                f" the fewest requests ({self.limiting.admitted_per_replica}; `stages` lists each stage's weights and"
+                " pool): the first stage holds the embedding, the last the final norm and LM head"
             )
         swept = []
         if sweep:
@@ -272,7 +316,8 @@ class LayoutPlans:
             swept = [self._point(case, engine, users) for users in points]
         return ServingPlan(
             **dict(prediction), model_name=model.name, target_id=self.target.target.id, engine=engine.name,
-            memory=memory, sweep=swept, offload=offload,
+            memory=memory, sweep=swept, offload=offload, stages=self.stages,
+            nodes=node_span(self.nodes, self.target.n_devices),
         )  # fmt: skip
 
     def _point(self, case: ServingCase, engine: EnginePlan, users: int) -> ServingPrediction:
@@ -387,7 +432,8 @@ def simulate_plan(
     )
     experts = expert_layout(model, d.tp, d.replicas, variant)
     case = serving_case(model, variant, plan.memory, isl=plan.isl, osl=plan.osl, concurrency=plan.concurrency,
-                        pp=d.pp, replicas=d.replicas, experts=experts)  # fmt: skip
+                        pp=d.pp, replicas=d.replicas, experts=experts,
+                        nodes=None if plan.nodes is None else plan.nodes.placement)  # fmt: skip
     caching = prefix_caching_on(variant, plan.memory.engine.generation) and model.recurrent is None
     simulated = simulate_deployment(
         case, profile, plan.memory.engine, client, rate=plan.rate_rps, ttft_ms=ttft_ms, itl_ms=itl_ms,

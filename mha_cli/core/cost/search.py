@@ -76,11 +76,14 @@ class SearchResult(Record):
     """What to replace or check in the launch lines (a placeholder for the model, a name the user did not type)."""
 
 
-def layouts(model: ModelSpec, n_devices: int) -> list[tuple[int, int]]:
-    """(tp, pp) pairs with tp x pp dividing the devices, tp sharding the model, pp dividing its layers."""
+def layouts(model: ModelSpec, n_devices: int, devices_per_node: int | None = None) -> list[tuple[int, int]]:
+    """(tp, pp) pairs with tp x pp dividing the devices, tp sharding the model, pp dividing its layers; on several
+    nodes of ``devices_per_node``, tp dividing a node's devices (a tensor-parallel group never spans nodes: its
+    all-reduces would run on the scale-out link; ask for one with --tp)."""
     found = []
+    per_node = devices_per_node or n_devices
     for tp in range(1, n_devices + 1):
-        if n_devices % tp or tp_shard_problem(model, tp) is not None:
+        if n_devices % tp or per_node % tp or tp_shard_problem(model, tp) is not None:
             continue
         for pp in range(1, n_devices // tp + 1):
             if (n_devices // tp) % pp == 0 and model.n_layers % pp == 0:
@@ -166,7 +169,9 @@ def _search(
 ) -> tuple[list[Candidate], list[str]]:  # fmt: skip
     candidates: list[Candidate] = []
     tried: list[str] = []
-    for (tp, pp), variant in itertools.product(layouts(model, target.n_devices), _variants(model, deployment)):
+    for (tp, pp), variant in itertools.product(
+        layouts(model, target.n_devices, target.devices_per_node), _variants(model, deployment)
+    ):
         if _skipped(variant, tp, pp, target.n_devices):
             continue
         if variant.dp:  # DP attention: over this layout's replicas
@@ -301,8 +306,20 @@ def search_changes(target: ResolvedTarget, deployment: DeploymentSpec, shorter: 
         changes.append("--weight-dtype fp8")
     if deployment.kv_dtype != "fp8":
         changes.append("--kv-dtype fp8")
-    changes.append(f"--target {2 * target.n_devices}x{target.target.id}")
+    changes.append(f"--target {twice_the_devices(target)}")
     return changes + ([shorter] if shorter else [])
+
+
+def twice_the_devices(target: ResolvedTarget) -> str:
+    """``target`` with twice its devices: ``16xh100-sxm`` of ``8xh100`` within a node, else twice the nodes
+    (``4x8xh100-sxm`` of ``2x8xh100``, ``2x8xh100-sxm`` of ``8xh100``)."""
+    from mha_cli.core.links import node_devices
+
+    part = target.target.id
+    one_node = target.n_nodes == 1 and 2 * target.n_devices <= node_devices(part)
+    if one_node or target.n_devices % target.devices_per_node:  # a part-filled node: read in nodes again
+        return f"{2 * target.n_devices}x{part}"
+    return f"{2 * target.n_nodes}x{target.devices_per_node}x{part}"
 
 
 def shorter_prompt(isl: int) -> str | None:
@@ -359,11 +376,15 @@ def _plan_judge(
     return judge
 
 
-def launch_commands(served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec) -> dict[str, str]:
+def launch_commands(
+    served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec
+) -> tuple[dict[str, str], list[str]]:
     """The pick as ``vllm serve`` and SGLang's ``launch_server`` command lines (and ``trtllm-serve`` when its memory
     rules were the ones priced: one server per replica, an fp8 cache set in its ``--extra_llm_api_options`` file),
     serving ``served`` (at its ``--revision``: vLLM and SGLang take one, trtllm-serve does not). The priced engine's
-    line takes its generation's flags: vLLM V0 has no ``--data-parallel-size`` (one server per replica)."""
+    line takes its generation's flags: vLLM V0 has no ``--data-parallel-size`` (one server per replica). Over several
+    nodes, each engine's multi-node lines (``core.cost.launch_nodes``: ``vllm_workers`` for the other nodes where
+    they differ). Returns the lines and the notes saying where each runs."""
     d, engine = plan.deployment, plan.memory.engine
     generation = GENERATIONS[engine.generation]
     model_id = served.model
@@ -422,17 +443,23 @@ def launch_commands(served: ServedModel, plan: ServingPlan, deployment: Deployme
         sglang += ["--revision", served.revision]
     if deployment.limit_mm_per_prompt is not None:  # the encoder profiling (and, at 0, the tower) priced
         vllm += ["--limit-mm-per-prompt", json.dumps(deployment.limit_mm_per_prompt, separators=(",", ":"))]
-    launch = {"vllm": shlex.join(vllm)}
+    lines = {"vllm": vllm}
     if served.named_by != "gguf-file":  # a GGUF file: vLLM's loader (its launch note says how); SGLang's not priced
-        launch["sglang"] = shlex.join(sglang)
+        lines["sglang"] = sglang
     if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
                   str(context), "--max_batch_size", str(running), "--kv_cache_free_gpu_memory_fraction",
                   f"{engine.gpu_memory_utilization:g}"]  # fmt: skip
         if d.expert_parallel:
             trtllm += ["--ep_size", str(d.expert_ranks)]
-        launch["trtllm"] = shlex.join(trtllm)
-    return launch
+        lines["trtllm"] = trtllm
+    notes: list[str] = []
+    if plan.nodes is not None:  # several nodes: each engine's own multi-node flags (core.cost.launch_nodes)
+        from mha_cli.core.cost.launch_nodes import node_launch, node_shape
+
+        shape = node_shape(plan.nodes.nodes, plan.nodes.devices_per_node, d.tp, d.pp, d.replicas, d.expert_ranks)
+        lines, notes = node_launch(lines, shape, vllm_generation)
+    return {engine: shlex.join(words) for engine, words in lines.items()}, notes
 
 
 def search_deployments(
@@ -479,7 +506,9 @@ def search_deployments(
         changes = search_changes(target, deployment, shorter_prompt(isl))
         ways_out = settle(changes, judge, PLAN_FLAGS, goal="meets the targets")
     unserved = unserved_mixer(model)
-    launch = {} if chosen is None or unserved else launch_commands(served, candidates[chosen], deployment)
+    launch, node_notes = (
+        ({}, []) if chosen is None or unserved else launch_commands(served, candidates[chosen], deployment)
+    )
     return SearchResult(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, layouts=tried,
         candidates=candidates, pareto=pareto_front(candidates), chosen=chosen, nearest_miss=nearest,
@@ -488,7 +517,7 @@ def search_deployments(
             f"no launch line: no engine mha models serves {unserved} layers (vLLM, SGLang and TensorRT-LLM have no"
             " such model); the plan prices the memory and the steps as if one did"
             if unserved and chosen is not None
-            else _launch_note(served, launch, None if chosen is None else candidates[chosen])
+            else _launch_note(served, launch, None if chosen is None else candidates[chosen], node_notes)
         ),
     )  # fmt: skip
 
@@ -502,11 +531,13 @@ def unserved_mixer(model: ModelSpec) -> str | None:
     return None if model.recurrent is None else UNSERVED_MIXERS.get(model.recurrent.kind)
 
 
-def _launch_note(served: ServedModel, launch: dict[str, str], pick: ServingPlan | None = None) -> str | None:
+def _launch_note(
+    served: ServedModel, launch: dict[str, str], pick: ServingPlan | None = None, node_notes: list[str] | None = None
+) -> str | None:
     """``served``'s note, that trtllm-serve loads the default revision, and the engine generation the pick was priced
     by when it is not the latest (run that release), for launch lines that were written."""
     if not launch:
-        return None
+        return "; ".join(node_notes or []) or None
     notes = [served.note] if served.note else []
     generation = GENERATIONS[pick.memory.engine.generation] if pick is not None else None
     if generation is not None and generation.until is not None:
@@ -519,13 +550,14 @@ def _launch_note(served: ServedModel, launch: dict[str, str], pick: ServingPlan 
 
     if any(HEADS_PLACEHOLDER in line for line in launch.values()):
         notes.append(f"replace {HEADS_PLACEHOLDER} with the EAGLE heads' folder or Hugging Face id")
-    if "trtllm" in launch and "--speculative-config" in launch["vllm"]:
+    if "trtllm" in launch and "--speculative-config" in launch.get("vllm", ""):
         notes.append("trtllm-serve takes speculative decoding in its --extra_llm_api_options file, not written here")
     if "trtllm" in launch and "--kv-offloading-size" in launch["vllm"] and pick is not None and pick.offload:
         host = pick.offload.host
         notes.append(f"trtllm-serve takes the host pool in its --extra_llm_api_options file: {host.flags[0]}")
     if served.revision is not None and "trtllm" in launch:
         notes.append(f"trtllm-serve has no --revision: it loads {served.model}'s default branch, not {served.revision}")
+    notes += node_notes or []
     return "; ".join(notes) or None
 
 

@@ -11,7 +11,7 @@ costs add because they are serial on the device's stream. Pure Python.
 
 from typing import Literal
 
-from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.cost.profile import CollectiveCost, DeviceProfile
 from mha_cli.core.cost.work import COLLECTIVES, Op
 from mha_cli.core.record import Record
 
@@ -36,14 +36,19 @@ class StepTime(Record):
     bound: Literal["memory", "compute"]
 
 
-def op_seconds(op: Op, profile: DeviceProfile, tp: int) -> tuple[float, bool]:
+def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCost | None = None) -> tuple[float, bool]:
     """(one instance's time without fixed costs, whether compute bounds it). Bandwidth is read at the instance's
     bytes, FLOP/s at its rows (``Op.tokens``: a matmul's M; an attention kernel's query tokens x the query heads
-    sharing one KV head, ``core.cost.work.attention_rows``)."""
+    sharing one KV head, ``core.cost.work.attention_rows``); ``scale_out``: the link between nodes, which prices a
+    collective whose group spans them (``Op.off_node``, ``core.cost.nodes``)."""
     if op.kind in COLLECTIVES:
         if profile.collective is None:
             return 0.0, False
         collective, ranks = profile.collective, op.ranks or tp
+        if op.off_node and scale_out is not None:
+            from mha_cli.core.cost.nodes import off_node_seconds
+
+            return off_node_seconds(op, collective, scale_out, ranks), False
         if op.kind == "all_reduce":
             seconds = collective.all_reduce_s(op.bytes, ranks)
         elif op.kind == "all_to_all":
@@ -69,6 +74,7 @@ def step_time(
     dispatches: int | None = None,
     host_s: float = 0.0,
     send_s: float | None = None,
+    scale_out: CollectiveCost | None = None,
 ) -> StepTime:
     """The time of the step ``ops`` describe on ``profile`` (one rank of ``tp``).
 
@@ -76,14 +82,15 @@ def step_time(
     overhead and no engine step overhead (on CUDA the host runs ahead of the device, so only the dispatch time the
     device's work does not hide is added); ``"engine"`` charges the ops' kernels and the step overhead.
     ``host_s``: the engine's host time for the step's sequences, added to the overhead; ``send_s``: the sends
-    between pipeline stages, added to the collectives (None: no pipeline).
+    between pipeline stages, added to the collectives (None: no pipeline); ``scale_out``: the link between nodes
+    (``op_seconds``).
     """
     memory = compute = collective = 0.0
     total_bytes = total_flops = kernels = 0.0
     priced: dict[int, tuple[float, bool]] = {}  # equal pipeline stages hold the same Op objects: each priced once
     for op in ops:
         if id(op) not in priced:
-            priced[id(op)] = op_seconds(op, profile, tp)
+            priced[id(op)] = op_seconds(op, profile, tp, scale_out)
         seconds, compute_bound = priced[id(op)]
         spent = op.count * seconds
         if op.kind in COLLECTIVES:

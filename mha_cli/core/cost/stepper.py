@@ -7,9 +7,9 @@ Pure Python.
 
 import copy
 from collections.abc import Callable
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.cost.profile import CollectiveCost, DeviceProfile
 from mha_cli.core.cost.step import StepTime, op_seconds, step_time
 from mha_cli.core.cost.work import (
     ACTIVATION_BYTES,
@@ -27,6 +27,9 @@ from mha_cli.core.cost.work import (
 from mha_cli.core.pipeline import stage_layout, stage_model
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec, SpeculativeSpec
 from mha_cli.core.tensor_parallel import ExpertLayout
+
+if TYPE_CHECKING:
+    from mha_cli.core.cost.nodes import CollectiveSpans, NodePlacement
 
 Batching = Literal["continuous", "static"]
 
@@ -59,6 +62,8 @@ class ServingCase(NamedTuple):
     whole prompt (``core.serve.schedulers``). The closed form computes the rest."""
     speculative: SpeculativeSpec | None = None
     """Speculative decoding (``core.cost.speculative``): each decode step drafts k tokens and verifies k + 1."""
+    nodes: "NodePlacement | None" = None
+    """Several nodes (``core.cost.nodes``): how many devices each holds and the link between them; None: one node."""
 
 
 class Stepper:
@@ -83,11 +88,21 @@ class Stepper:
         """The operations of every step counted so far, by its shapes."""
         self.draft: Stepper | None = None
         """The drafter's steps on the same profile (``core.cost.speculative.draft_stepper``), once made."""
+        self.spans: CollectiveSpans | None = None
+        """Which collectives and pipeline sends leave a node (``core.cost.nodes``); None on one node."""
+        if case.nodes is not None:
+            from mha_cli.core.cost.nodes import collective_spans
+
+            expert_ranks = None if case.experts is None else case.experts.ranks
+            self.spans = collective_spans(case.nodes, case.tp, case.pp, case.replicas, expert_ranks)
+        self.scale_out = _scale_out(case, profile)
+        """The link between nodes on ``profile``, as a collective's cost (None on one node)."""
 
     def on(self, profile: DeviceProfile) -> "Stepper":
         """The same case on ``profile``, sharing the stages, layouts and operations counted so far (and after)."""
         other = copy.copy(self)  # shallow: the stages, the layouts and the operations are the same objects
         other.profile = profile
+        other.scale_out = _scale_out(self.case, profile)
         other.draft = None if self.draft is None else self.draft.on(profile)
         return other
 
@@ -107,6 +122,7 @@ class Stepper:
                 )  # fmt: skip
                 if self._layouts[same] is None:  # kept once forward_ops (whose checks come first) has priced it
                     self._layouts[same] = self.layout(same)
+                stage_ops = counted[same] = self.placed(stage_ops)
             ops += [op for op in stage_ops if index == 0 or not op.outside_layers]  # embedding, head, sampler once
         self._ops[shapes] = ops
         return ops
@@ -115,7 +131,17 @@ class Stepper:
         case = self.case
         host = self.profile.sequence_overhead_s * sum(shape.sequences for shape in shapes)
         send = None if case.pp == 1 else self.send_seconds(sum(shape.tokens for shape in shapes))
-        return step_time(self.ops(*shapes), self.profile, tp=case.tp, host_s=host, send_s=send)
+        return step_time(
+            self.ops(*shapes), self.profile, tp=case.tp, host_s=host, send_s=send, scale_out=self.scale_out
+        )
+
+    def placed(self, ops: list[Op]) -> list[Op]:
+        """``ops`` with the collectives that leave a node marked (``core.cost.nodes.placed``); as they are on one."""
+        if self.spans is None:
+            return ops
+        from mha_cli.core.cost.nodes import placed
+
+        return placed(ops, self.spans, self.case.tp)
 
     def layer_weights(self, index: int) -> LayerWeights:
         """Stage ``index``'s linear layers on one rank (``core.cost.work.layer_weights``), worked out once."""
@@ -143,19 +169,33 @@ class Stepper:
         absorbed = absorbed_attention(case.model, shape, case.mla_cache)
         for index in range(len(self.stages)):
             for op in sequence_ops(self.layout(index), shape, absorbed):
-                total += op.count * op_seconds(op, self.profile, case.tp)[0]
+                total += op.count * op_seconds(op, self.profile, case.tp, self.scale_out)[0]
         return total
 
     def send_seconds(self, tokens: int) -> float:
         """The sends between pipeline stages of a step of ``tokens`` rows: one latency and the activations once at
-        each of the pp - 1 boundaries (0 without pipeline parallelism or a link)."""
+        each of the pp - 1 boundaries (0 without pipeline parallelism or a link), on the scale-out link at the boundaries
+        between nodes."""
         collective = self.profile.collective
         if self.case.pp == 1 or collective is None:
             return 0.0
-        return (self.case.pp - 1) * (
-            collective.latency_s
-            + tokens * self.case.model.d_model * ACTIVATION_BYTES / collective.bandwidth_bytes_per_s
-        )
+        sent = tokens * self.case.model.d_model * ACTIVATION_BYTES
+        crossing = 0 if self.spans is None or self.scale_out is None else self.spans.crossing
+        seconds = (self.case.pp - 1 - crossing) * (collective.latency_s + sent / collective.bandwidth_bytes_per_s)
+        if crossing:  # the boundaries between nodes: over the scale-out link
+            assert self.scale_out is not None
+            seconds += crossing * (self.scale_out.latency_s + sent / self.scale_out.bandwidth_bytes_per_s)
+        return seconds
+
+
+def _scale_out(case: ServingCase, profile: DeviceProfile) -> CollectiveCost | None:
+    """``case``'s link between nodes on ``profile`` (``core.cost.nodes.scale_out_cost``); None on one node."""
+    if case.nodes is None:
+        return None
+    from mha_cli.core.cost.nodes import scale_out_cost
+    from mha_cli.core.cost.priors import fitted_constants
+
+    return scale_out_cost(profile, case.nodes.link, fitted_constants()["constants"]["link_efficiency"])
 
 
 EXACT_CHUNKS = 256

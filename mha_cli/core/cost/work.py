@@ -86,6 +86,9 @@ class Op(NamedTuple):
     """Embedding, LM head, sampler, logits gather: once per step, whatever the pipeline stages."""
     ranks: int | None = None
     """A collective's ranks (None: the tp group); the experts' dispatch runs over every rank sharing them."""
+    off_node: float = 0.0
+    """A collective's share of peers on other nodes (``core.cost.nodes``): 0 inside a node, priced on the scale-up
+    link; above it, on the scale-out link."""
 
 
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).

@@ -52,8 +52,8 @@ class StepCost:
         """Operations' time plus their kernels' fixed cost (``core.cost.step``'s engine execution)."""
         kernel = self.profile.kernel_overhead_s
         total = 0.0
-        for op in ops:
-            seconds, _ = op_seconds(op, self.profile, self.tp)
+        for op in self.stepper.placed(ops):
+            seconds, _ = op_seconds(op, self.profile, self.tp, self.stepper.scale_out)
             total += op.count * (seconds + op.kernels * kernel)
         return total
 

@@ -1,0 +1,210 @@
+"""Many nodes: ``2x8xh100`` targets, collectives and pipeline sends priced on the link their group spans, each
+pipeline stage's memory against hand counts, the search keeping tp inside a node, and multi-node launch lines."""
+
+import shlex
+
+import pytest
+
+from mha_cli.core.cost.nodes import NodePlacement, expert_groups, off_node_share, tp_groups
+from mha_cli.core.cost.priors import fitted_constants, prior_profile
+from mha_cli.core.cost.search import layouts
+from mha_cli.core.cost.stepper import ServingCase, Stepper
+from mha_cli.core.errors import EXIT_BAD_INPUT
+from mha_cli.core.links import LINKS
+from mha_cli.core.presets import get_preset
+from mha_cli.core.targets import resolve_target
+
+
+@pytest.mark.parametrize(
+    ("spec", "devices", "nodes", "per_node"),
+    [("2x8xh100", 16, 2, 8), ("16xh100", 16, 2, 8), ("12xh100", 12, 2, 8), ("8xh100", 8, 1, 8), ("h100", 1, 1, 1),
+     ("72xgb300", 72, 1, 72), ("2x72xgb200", 144, 2, 72), ("4x4xa100", 16, 4, 4)],
+)  # fmt: skip
+def test_node_specs_resolve_to_devices_and_nodes(spec, devices, nodes, per_node):
+    resolved = resolve_target(spec)
+    assert (resolved.n_devices, resolved.n_nodes, resolved.devices_per_node) == (devices, nodes, per_node)
+
+
+def test_a_count_above_a_node_is_read_as_whole_nodes_and_says_so():
+    assert "read as 2 nodes of 8 (2x8xh100-sxm)" in resolve_target("16xh100").node_note
+    assert "1 node of 8 and one of 4" in resolve_target("12xh100").node_note  # filled in order: 8 + 4
+    assert resolve_target("8xh100").node_note is None and resolve_target("2x8xh100").node_note is None
+
+
+@pytest.mark.parametrize("spec", ["2x8x", "8x", "2x2x8xh100", "0x8xh100", "2x0xh100", "2x4000xh100"])
+def test_bad_node_specs_are_one_line_exit_2(cli, spec):
+    result = cli.run("plan", "llama-3-8b", "--target", spec, "--tp", "1", "--closed-form")
+    assert result.exit_code == EXIT_BAD_INPUT and result.stderr.count("\n") == 1, result.output
+
+
+def test_inter_node_link_is_refused_on_one_node_and_for_a_non_network_link(cli):
+    one = cli.run("plan", "llama-3-8b", "--target", "8xh100", "--tp", "8", "--inter-node-link", "ib-ndr")
+    assert one.exit_code == EXIT_BAD_INPUT and "is one node" in one.stderr and one.stderr.count("\n") == 1
+    pcie = cli.run("plan", "llama-3-8b", "--target", "2x8xh100", "--tp", "8", "--inter-node-link", "pcie5")
+    assert pcie.exit_code == EXIT_BAD_INPUT and "give a network link" in pcie.stderr
+
+
+def test_groups_that_span_nodes_by_hand():
+    # tp 8 on nodes of 8: every group inside a node; tp 16 on 2 nodes of 8: each rank has 8 of 15 peers away
+    assert off_node_share(tp_groups(8, 2, 1), 8) == 0.0
+    assert off_node_share(tp_groups(16, 1, 1), 8) == pytest.approx(8 / 15)
+    # DeepSeek's DP attention over 2 x 8: the experts' group is all 16 ranks, 8 of each rank's 15 peers off its node
+    assert off_node_share(expert_groups(1, 1, 16, 16), 8) == pytest.approx(8 / 15)
+    assert off_node_share(expert_groups(1, 1, 8, 8), 8) == 0.0  # the control: one node
+
+
+def test_the_stage_send_crosses_the_inter_node_link_by_hand():
+    """Llama-3.1-405B tp 8 x pp 2 on 2 x 8 H100: the boundary between the stages is the boundary between the nodes.
+    A step of T tokens sends T x 16,384 x 2 B once; over InfiniBand NDR (50 GB/s per GPU each way,
+    https://www.infinibandta.org/infiniband-roadmap/) at the prior's link efficiency 0.7: 35e9 B/s, after the
+    prior's collective latency (NVLink's fitted 30.59 us) plus the link's 5 us start-up."""
+    model, h100 = get_preset("llama-3.1-405b"), resolve_target("h100").target
+    profile = prior_profile(h100)
+    constants = fitted_constants()["constants"]
+    assert (constants["link_efficiency"], constants["all_reduce_latency_nvlink_s"]) == (0.7, 3.059e-05)
+    placement = NodePlacement(8, LINKS["ib-ndr"])
+    case = ServingCase(model=model, isl=1024, osl=256, concurrency=1, tp=8, pp=2, nodes=placement)
+    for tokens in (1, 4096):
+        sent = tokens * 16_384 * 2
+        across = 3.059e-05 + 5e-06 + sent / (50e9 * 0.7)
+        assert Stepper(case, profile).send_seconds(tokens) == pytest.approx(across, rel=1e-12)
+        # the control: the same stages in one 16-GPU NVLink domain send over NVLink (900 GB/s both ways) and win
+        inside = 3.059e-05 + sent / (450e9 * 0.7)
+        assert Stepper(case._replace(nodes=None), profile).send_seconds(tokens) == pytest.approx(inside, rel=1e-12)
+        assert across > inside
+
+
+def test_pipeline_stages_differ_by_the_embedding_and_the_head(cli):
+    """Llama-3.1-405B, tp 8 x pp 2 on 2 x 8 H100, bf16, per GPU by hand (d 16,384, 8 KV heads of 128, d_ff 53,248,
+    vocab 128,256 = 2,004 x 64, so no padding; 63 layers a stage):
+    a layer: q and o 16,384^2 / 8 = 33,554,432 each, k and v 16,384 x 1,024 / 8 = 2,097,152 each, MLP
+    3 x 16,384 x 53,248 / 8 = 327,155,712, two norms 32,768: 398,491,648 weights, x 63 x 2 B = 50,209,947,648 B;
+    the embedding (or the head): 128,256 / 8 x 16,384 x 2 B = 525,336,576 B; the final norm 32,768 B.
+    Stage 0 = 50,735,284,224 B; stage 1 = 50,735,316,992 B: the plan is stage 1's, and says so."""
+    plan = cli.json("plan", "llama-3.1-405b", "--target", "2x8xh100", "--tp", "8", "--pp", "2", "--closed-form")
+    layers, side = 50_209_947_648, 525_336_576
+    stages = plan["stages"]
+    assert [(s["first_layer"], s["n_layers"], s["embedding"], s["head"]) for s in stages] == [
+        (0, 63, True, False), (63, 63, False, True)
+    ]  # fmt: skip
+    assert stages[0]["weight_bytes_per_device"] == layers + side
+    assert stages[1]["weight_bytes_per_device"] == layers + side + 32_768
+    assert plan["memory"]["weight_bytes_per_device"] == layers + side + 32_768  # the limiting stage's
+    assert plan["memory"]["engine"]["kv_tokens"] == min(s["kv_tokens_per_device"] for s in stages)
+    assert any("stage 1 (layers 63-125, final norm and LM head)" in note for note in plan["notes"])
+    assert plan["nodes"] == {"nodes": 2, "devices_per_node": 8, "inter_node_link": "ib-ndr"}
+    assert any("1 of the 1 pipeline boundaries cross nodes" in note for note in plan["notes"])
+
+
+def test_a_tied_head_is_a_copy_of_the_embedding_on_the_last_stage(cli):
+    """Llama-3.2-1B (tied), tp 1 x pp 2, bf16, by hand: a layer 2 x 2,048^2 + 2 x 2,048 x 512 + 3 x 2,048 x 8,192
+    + 2 x 2,048 = 60,821,504 weights; 8 a stage: 973,144,064 B; the embedding 128,256 x 2,048 x 2 B = 525,336,576 B.
+    Stage 0 holds it, stage 1 a copy (as vLLM loads a tied head on a last stage) and the final norm (4,096 B)."""
+    plan = cli.json("plan", "llama-3.2-1b", "--target", "2xh100", "--tp", "1", "--pp", "2", "--closed-form")
+    weights = [s["weight_bytes_per_device"] for s in plan["stages"]]
+    assert weights == [973_144_064 + 525_336_576, 973_144_064 + 525_336_576 + 4_096]
+    assert plan["nodes"] is None  # one node: nothing over a network
+
+
+def test_the_search_keeps_tp_inside_a_node():
+    model = get_preset("llama-3.1-405b")
+    assert max(tp for tp, _ in layouts(model, 16, 8)) == 8
+    assert (16, 1) in layouts(model, 16)  # the control: one 16-device domain offers tp 16
+
+
+def test_a_tp_group_across_nodes_is_priced_on_the_network_and_said(cli):
+    """--tp 16 asked on 2 x 8: every all-reduce crosses InfiniBand; the same layout in one 16-GPU NVLink domain
+    (1x16xh100) spends less on collectives."""
+    args = ("plan", "llama-3.1-405b", "--tp", "16", "--closed-form")
+    across = cli.json(*args, "--target", "2x8xh100")
+    inside = cli.json(*args, "--target", "1x16xh100")
+    assert across["decode_step"]["collective_s"] > 1.2 * inside["decode_step"]["collective_s"]
+    assert any("--tp 16 spans nodes" in note for note in across["notes"])
+    assert inside["nodes"] is None
+
+
+def test_the_inter_node_link_moves_the_send(cli):
+    """RoCE 100 GbE (12.5 GB/s) against InfiniBand NDR (50 GB/s) under the same pipeline: a slower prefill."""
+    args = ("plan", "llama-3.1-405b", "--target", "2x8xh100", "--tp", "8", "--pp", "2", "--closed-form")
+    args += ("--isl", "8192")
+    ndr, roce = cli.json(*args), cli.json(*args, "--inter-node-link", "roce-100")
+    assert roce["nodes"]["inter_node_link"] == "roce-100"
+    assert roce["prefill_ms"] > ndr["prefill_ms"]
+
+
+VLLM_0_32_FLAGS = {
+    "--distributed-executor-backend", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless",
+    "--data-parallel-size", "--data-parallel-size-local", "--data-parallel-address", "--data-parallel-rpc-port",
+    "--data-parallel-start-rank",
+}  # fmt: skip
+"""vLLM 0.32's ``vllm serve`` multi-node flags as ``EngineArgs.add_cli_args`` registers them
+(``vllm/engine/arg_utils.py``; ``--headless`` in ``vllm/entrypoints/cli/serve.py``)."""
+SGLANG_FLAGS = {"--nnodes", "--node-rank", "--dist-init-addr"}
+"""SGLang's ``ServerArgs`` multi-node fields (``nnodes``, ``node_rank``, ``dist_init_addr``) as flags."""
+
+
+def _flags(line: str) -> set[str]:
+    return {word for word in shlex.split(line) if word.startswith("--")}
+
+
+def test_pipeline_across_nodes_launches_with_each_engines_multi_node_flags(cli):
+    found = cli.json("plan", "llama-3.1-405b", "--target", "2x8xh100", "--closed-form")
+    pick = found["candidates"][found["chosen"]]["deployment"]
+    assert (pick["tp"], pick["pp"]) == (8, 2)  # 405B in bf16 needs both nodes: tp stays in one
+    launch = found["launch"]
+    assert set(launch) == {"vllm", "vllm_workers", "sglang", "sglang_workers"}
+    head, worker = shlex.split(launch["vllm"]), shlex.split(launch["vllm_workers"])
+    assert head[head.index("--nnodes") + 1] == "2" and head[head.index("--node-rank") + 1] == "0"
+    assert worker[worker.index("--node-rank") + 1] == "NODE_RANK" and "--headless" in worker
+    assert "--headless" not in head and head[head.index("--distributed-executor-backend") + 1] == "mp"
+    new = (_flags(launch["vllm"]) | _flags(launch["vllm_workers"])) - _flags(launch["vllm"].split(" --distributed")[0])
+    assert new <= VLLM_0_32_FLAGS
+    assert {"--nnodes", "--node-rank", "--dist-init-addr"} <= _flags(launch["sglang"])
+    assert "--node-rank NODE_RANK" in launch["sglang_workers"]
+    assert "HEAD_IP with node 0's address" in found["launch_note"]
+
+
+def test_older_vllm_launches_over_ray(cli):
+    found = cli.json("plan", "llama-3.1-405b", "--target", "2x8xh100", "--engine", "vllm@0.10", "--closed-form")
+    assert found["launch"]["vllm"].endswith("--distributed-executor-backend ray")
+    assert found["launch"]["vllm_workers"] == "ray start --address HEAD_IP:6379 --block"
+    assert "ray start --head --port 6379" in found["launch_note"]
+
+
+def test_experts_shared_over_nodes_launch_one_data_parallel_group(cli):
+    found = cli.json("plan", "deepseek-v3", "--target", "2x8xh200", "--tp", "1", "--dp", "16", "--closed-form")
+    assert found["nodes"]["nodes"] == 2
+    assert any("53% of each rank's dispatch goes over ib-ndr" in note for note in found["notes"])  # 8 / 15 by hand
+    search = cli.json("plan", "deepseek-v3", "--target", "2x8xh200", "--closed-form", "--concurrency", "64")
+    pick = search["candidates"][search["chosen"]]["deployment"]
+    launch = search["launch"]
+    assert pick["expert_ranks"] == 16  # shared over both nodes: one group, the worker node headless from rank 8
+    worker = shlex.split(launch["vllm_workers"])
+    assert worker[worker.index("--data-parallel-size-local") + 1] == str(16 // pick["tp"] // 2)
+    assert "--data-parallel-start-rank" in worker and "--headless" in worker
+    assert "--data-parallel-start-rank" not in launch["vllm"]  # the head runs vLLM's internal load balancer
+    assert _flags(launch["vllm_workers"]) - _flags(launch["vllm"]) <= VLLM_0_32_FLAGS
+    assert _flags(launch["sglang"]) >= SGLANG_FLAGS
+    assert "--node-rank NODE_RANK" in launch["sglang_workers"]
+
+
+def test_a_part_filled_last_node_runs_fewer_replicas_and_says_so():
+    """12 x H100 = 8 + 4, tp 4: two replicas on node 0, one on node 1; shared experts there get no line (vLLM's
+    --data-parallel-size-local is one figure for every node)."""
+    from mha_cli.core.cost.launch_nodes import node_shape, sglang_lines, vllm_lines
+
+    shape = node_shape(2, 8, 4, 1, 3, None)
+    assert (shape.replicas_per_node, shape.last_node_replicas) == (2, 1)
+    vllm = vllm_lines(["vllm", "serve", "m", "--data-parallel-size", "3"], shape, "vllm-0.21")
+    assert vllm.head[-2:] == ["--data-parallel-size", "2"] and "--data-parallel-size 1 on the last node" in vllm.note
+    assert "--dp-size 1 on the last node" in sglang_lines(["python", "--dp-size", "3"], shape).note
+    shared = vllm_lines(["vllm", "--data-parallel-size", "3"], node_shape(2, 8, 4, 1, 3, 12), "vllm-0.21")
+    assert shared.head == [] and "not full" in shared.note
+
+
+def test_kv_names_the_nodes_and_a_tp_that_spans_them(cli):
+    notes = cli.json("kv", "llama-3-70b", "--target", "16xh100")["memory"]["engine"]["notes"]
+    assert any("read as 2 nodes of 8" in note for note in notes)
+    assert any("tp 16 spans nodes of 8" in note for note in notes)
+    inside = cli.json("kv", "llama-3-70b", "--target", "16xh100", "--tp", "8")["memory"]["engine"]["notes"]
+    assert not any("spans nodes" in note for note in inside)  # the control: tp 8 stays in a node
