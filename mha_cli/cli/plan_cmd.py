@@ -8,7 +8,7 @@ start). Pure Python: torch is never imported.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, get_args
 
 import typer
 
@@ -23,6 +23,7 @@ from mha_cli.cli.options import (
     LimitMmOpt,
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
+    MoeA2aOpt,
     ProfileOpt,
     SourceArg,
     TextOnlyOpt,
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from mha_cli.core.cost.profile import DeviceProfile
     from mha_cli.core.cost.search import SearchResult
     from mha_cli.core.cost.speculative import SpeculativeComparison
-    from mha_cli.core.schemas import SpeculativeSpec
+    from mha_cli.core.schemas import ModelSpec, MoeA2aBackend, SpeculativeSpec
     from mha_cli.core.serve.replica import ClientSpec, SimulatedServing
     from mha_cli.core.sources import ModelSource
     from mha_cli.core.targets import ResolvedTarget
@@ -121,6 +122,7 @@ def plan(
         ),
     ] = None,
     dp: DpOpt = None,
+    moe_a2a_backend: MoeA2aOpt = None,
     rate: Annotated[
         float | None,
         typer.Option(
@@ -336,7 +338,8 @@ def plan(
     simulated = {"--num-prompts": num_prompts, "--lengths-file": lengths_file,
                  "--random-range-ratio": random_range_ratio or None, "--slo-percentile": None if slo_percentile == 99 else slo_percentile,
                  "--burstiness": None if burstiness == 1 else burstiness, "--seed": seed or None,
-                 "--shared-prefixes": shared_prefixes, "--kv-offload-gib": kv_offload_gib}  # fmt: skip
+                 "--shared-prefixes": shared_prefixes, "--kv-offload-gib": kv_offload_gib,
+                 "--moe-a2a-backend": moe_a2a_backend}  # fmt: skip
     _check_disaggregated(disaggregated, kv_link, tp=tp, pp=pp, dp=dp, concurrency=concurrency,
                          expert_parallel=expert_parallel, plot=plot, simulated=simulated,
                          speculative=speculative_config or draft or num_speculative_tokens or acceptance_length)  # fmt: skip
@@ -378,6 +381,10 @@ def plan(
 
         tp = dp_tp(dp, tp, resolved.n_devices, pp or 1)
         deployment = deployment.model_copy(update={"expert_parallel": True, "dp": dp})
+    if moe_a2a_backend is not None:
+        deployment = deployment.model_copy(
+            update={"moe_a2a_backend": _a2a_backend(moe_a2a_backend, loaded.model, dp=dp, pinned=tp or pp)}
+        )
     device = resolved.target
     weights = deployment.weight_dtype
     if device.id == "cpu":
@@ -494,6 +501,22 @@ def plan(
         write_plan_plot(plot, result, force=force)
         output.wrote(plot)
     output.emit(result, render_plan)
+
+
+def _a2a_backend(value: str, model: ModelSpec, *, dp: int | None, pinned: int | None) -> MoeA2aBackend:
+    """``--moe-a2a-backend`` checked: a backend name, for an MoE model, with DP attention priced (``--dp``, or a
+    search, whose DP attention candidates take it)."""
+    from mha_cli.core.schemas import MoeA2aBackend
+
+    if value not in get_args(MoeA2aBackend):
+        raise BadInputError(f"--moe-a2a-backend {value!r}: give none (the engines' default) or deepep")
+    if model.moe is None:
+        raise BadInputError(f"--moe-a2a-backend reaches routed experts and {model.name} has none: leave it out")
+    if dp is None and pinned:
+        raise BadInputError(
+            "--moe-a2a-backend is how DP attention reaches the experts: add --dp, or leave out --tp and --pp to search"
+        )
+    return value  # type: ignore[return-value]  # one of get_args(MoeA2aBackend), checked above
 
 
 def _check_disaggregated(

@@ -12,7 +12,7 @@ requests only.
 
 from pydantic import NonNegativeInt
 
-from mha_cli.core.dp_attention import dp_attention_experts, dp_attention_problem, dp_tp
+from mha_cli.core.dp_attention import a2a_backend_of, dp_attention_experts, dp_attention_problem, dp_tp
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
@@ -90,13 +90,14 @@ class MemoryPlan(Record):
 def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: DeploymentSpec | None) -> ExpertLayout | None:
     """How ``model``'s routed experts spread over the devices (None without MoE): over the tp ranks of each replica,
     or over all tp x replicas ranks when the engine's data-parallel ranks share them (``ENGINES_SHARING_EXPERTS``);
-    whole experts per rank with ``deployment.expert_parallel``; whole over all ranks, reached by all-to-all, with
-    ``deployment.dp``."""
+    whole experts per rank with ``deployment.expert_parallel``; whole over all ranks with ``deployment.dp``, reached
+    by the dispatch its ``moe_a2a_backend`` names (None: the engine's default)."""
     if model.moe is None:
         return None
     deployment = deployment or DeploymentSpec()
     if deployment.dp and replicas > 1:  # checked by the caller (core.dp_attention.dp_attention_problem)
-        return dp_attention_experts(tp, replicas)
+        backend = a2a_backend_of(deployment.moe_a2a_backend, deployment.engine, deployment.engine_generation)
+        return dp_attention_experts(tp, replicas, backend)
     whole = bool(deployment.expert_parallel)
     shared = replicas > 1 and (deployment.engine or "vllm") in ENGINES_SHARING_EXPERTS
     if shared and shared_experts_problem(model, tp, replicas, whole) is not None:
@@ -117,7 +118,9 @@ def describe_experts(model: ModelSpec, layout: ExpertLayout) -> str:
     assert model.moe is not None
     total = model.moe.n_experts
     if layout.whole:
-        reached = ", reached by all-to-all" if layout.all_to_all else ""
+        reached = ""
+        if layout.dp_attention:
+            reached = ", reached by all-to-all" if layout.deepep else ", reached by all-gather and reduce-scatter"
         return (
             f"{local_experts(model, layout)} of {total} experts whole (expert parallel over {layout.ranks} ranks"
             f"{reached})"

@@ -18,7 +18,7 @@ from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
 from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
-from mha_cli.core.dp_attention import dp_attention_problem
+from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, lockstep_note
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.fit import with_layout_ways
@@ -288,12 +288,13 @@ class LayoutPlans:
         if model.context_length and context > model.context_length:
             prediction.notes.append(f"isl + osl ({context:,}) exceed the {model.context_length:,} tokens {model.name}"
                                     " was trained for")  # fmt: skip
-        if self.experts is not None and self.experts.all_to_all:
+        if self.experts is not None and self.experts.dp_attention:
             prediction.notes.append(
                 f"DP attention: each of the {replicas} data-parallel ranks holds the attention weights whole and caches"
                 f" only its own requests (ceil({concurrency} / {replicas}) = {-(-concurrency // replicas)}); the"
-                f" routed experts spread whole over all {self.experts.ranks} GPUs, reached by all-to-all"
+                f" routed experts spread whole over all {self.experts.ranks} GPUs, {dispatch_note(self.experts)}"
             )
+            prediction.notes.append(lockstep_note(replicas, concurrency, self.osl))
         if self.experts is not None and replicas > 1 and self.experts.ranks == tp:
             prediction.notes.append(
                 f"the {replicas} replicas each hold their own copy of the experts (separate servers: the launch line"

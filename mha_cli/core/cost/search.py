@@ -5,7 +5,7 @@ the model (heads and widths) and pp dividing its layers; the rest of the devices
 model's replicas share its routed experts under vLLM and SGLang (``core.memory.expert_layout``), and each layout is
 also tried with expert parallelism (whole experts per rank, ``--enable-expert-parallel``): on a layout with replicas
 (one stage), as DP attention (``core.dp_attention``: each replica caches its own requests, the experts reached by
-all-to-all). Each
+the engine's default gather and scatter, or DeepEP's all-to-all with ``--moe-a2a-backend deepep``). Each
 layout whose engine starts is priced (``core.cost.plan``) at the concurrency asked, at the load an arrival ``rate``
 makes (``plan_at_rate``), or at 1, 2, 3, 4, 6, 8, ... users per replica up to what its KV pool admits (the largest batch it runs at once). Every (layout,
 concurrency) point is a candidate; it meets the targets when its TTFT and ITL are within ``--ttft-ms`` and
@@ -111,7 +111,7 @@ def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSp
 def _skipped(variant: DeploymentSpec, tp: int, pp: int, n_devices: int) -> bool:
     """Whether the search leaves ``variant`` out on tp x pp: DP attention needs replicas and one stage (the engines'
     recipes); where it runs, it stands for whole experts shared by the replicas (the same weights and cache as
-    expert parallelism with all-gather, priced with the all-to-all the engines' DP attention recipes use)."""
+    expert parallelism with all-gather, priced with the dispatch ``moe_a2a_backend`` names)."""
     dp_layout = pp == 1 and tp < n_devices
     if variant.dp:
         return not dp_layout
@@ -411,8 +411,8 @@ def launch_commands(
     if d.expert_parallel:
         vllm.append("--enable-expert-parallel")
         sglang += ["--ep-size", str(d.expert_ranks)]
-    if d.dp_attention:  # the all-to-all priced (core.dp_attention): DeepEP in both engines
-        vllm += ["--all2all-backend", "deepep_low_latency"]
+    if d.dp_attention and d.moe_a2a_backend == "deepep":  # the dispatch priced (core.dp_attention): DeepEP's
+        vllm += ["--all2all-backend", "deepep_low_latency"]  # (without: each engine's default gather and scatter)
         sglang += ["--moe-a2a-backend", "deepep"]
     if engine.name == "sglang":  # the fraction priced is SGLang's own mem_fraction_static
         sglang += ["--mem-fraction-static", f"{engine.gpu_memory_utilization:g}"]

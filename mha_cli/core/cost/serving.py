@@ -33,6 +33,7 @@ from mha_cli.core.cost.stepper import Batching, ServingCase, Stepper, chunked_pr
 from mha_cli.core.cost.work import prefill_shape
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
+from mha_cli.core.schemas import MoeA2aBackend
 
 MAX_PREFILL_SHARE = 0.9
 """The share of steps busy with prefills the TTFT queue is priced at, at most (at 1 a queue never drains)."""
@@ -52,10 +53,20 @@ class Deployment(Record):
     are data-parallel attention ranks, each caching its own requests, the experts whole over all GPUs and reached by
     all-to-all. Replicas sharing width-split experts (``expert_ranks`` > tp without it) also run attention apart
     (SGLang launches them with ``--enable-dp-attention``), their MoE tensor-parallel over all ranks by all-gather."""
+    moe_a2a_backend: MoeA2aBackend | None = None
+    """DP attention: how the ranks' tokens reach the experts (``none``: gathered to all and reduce-scattered back;
+    ``deepep``: DeepEP's all-to-all); None without DP attention."""
 
     def describe(self) -> str:
         """``tp 4 x pp 1 x 2 replica(s) with expert parallelism``, ``tp 1 x pp 1 x 8 replica(s) with DP attention``."""
-        ep = " with DP attention" if self.dp_attention else " with expert parallelism" if self.expert_parallel else ""
+        deepep = " (DeepEP)" if self.moe_a2a_backend == "deepep" else ""
+        ep = (
+            f" with DP attention{deepep}"
+            if self.dp_attention
+            else " with expert parallelism"
+            if self.expert_parallel
+            else ""
+        )
         return f"tp {self.tp} x pp {self.pp} x {self.replicas} replica(s){ep}"
 
 
@@ -203,7 +214,8 @@ def predict_serving(
             tp=case.tp, pp=case.pp, replicas=case.replicas, gpus=gpus,
             expert_ranks=None if case.experts is None else case.experts.ranks,
             expert_parallel=case.experts is not None and case.experts.whole,
-            dp_attention=case.experts is not None and case.experts.all_to_all,
+            dp_attention=case.experts is not None and case.experts.dp_attention,
+            moe_a2a_backend=case.experts.a2a_backend if case.experts is not None and case.experts.dp_attention else None,
         ), batching=case.batching,
         isl=case.isl, osl=case.osl, concurrency=case.concurrency, running_per_replica=running,
         queued_per_replica=queued, ttft_ms=ttft * 1e3, itl_ms=itl * 1e3, e2e_ms=e2e * 1e3,
