@@ -203,6 +203,11 @@ def test_deepep_asked_is_priced_and_launched_with_each_engines_flag(cli):
     vllm, sglang = shlex.split(found["launch"]["vllm"]), shlex.split(found["launch"]["sglang"])
     assert vllm[vllm.index("--all2all-backend") + 1] == "deepep_low_latency"
     assert sglang[sglang.index("--moe-a2a-backend") + 1] == "deepep"
+    assert "VLLM_ALL2ALL_BACKEND" not in (found["launch_note"] or "")  # vLLM 0.21 and later: the flag alone
+    older = cli.json("plan", V3, "--target", "8xh200", "--isl", "1024", "--osl", "1024", "--concurrency", "1024",
+                     "--closed-form", "--moe-a2a-backend", "deepep", "--engine", "vllm@0.10")  # fmt: skip
+    assert older["candidates"][older["chosen"]]["deployment"]["moe_a2a_backend"] == "deepep"
+    assert "VLLM_ALL2ALL_BACKEND=deepep_low_latency" in older["launch_note"]  # before --all2all-backend (0.11.1)
     pinned = cli.json("plan", V3, "--target", "8xh200", "--dp", "8", "--concurrency", "256", "--closed-form",
                       "--moe-a2a-backend", "deepep")  # fmt: skip
     default = cli.json("plan", V3, "--target", "8xh200", "--dp", "8", "--concurrency", "256", "--closed-form")

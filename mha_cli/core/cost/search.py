@@ -454,6 +454,11 @@ def launch_commands(
             trtllm += ["--ep_size", str(d.expert_ranks)]
         lines["trtllm"] = trtllm
     notes: list[str] = []
+    if d.dp_attention and d.moe_a2a_backend == "deepep" and vllm_generation == "vllm-v1":
+        notes.append(
+            "vLLM before 0.11.1 takes DeepEP from the environment, VLLM_ALL2ALL_BACKEND=deepep_low_latency, not"
+            " --all2all-backend (vllm-project/vllm#26732; the variable was later removed, #33535)"
+        )
     if plan.nodes is not None:  # several nodes: each engine's own multi-node flags (core.cost.launch_nodes)
         from mha_cli.core.cost.launch_nodes import node_launch, node_shape
 
