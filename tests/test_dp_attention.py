@@ -148,6 +148,18 @@ def test_deepep_beats_the_gather_where_the_bytes_count(batch, deepep_saves_at_le
     assert saved < 0.01 if batch == 1 else saved < 0.5  # never more than the halved bytes
 
 
+def test_over_two_nodes_the_gather_runs_at_the_network_rate_and_deepep_wins(cli):
+    """dp 16 over 2 x 8 x H200, 64 sequences a rank: the gather is a ring over both nodes, so each of its 2 x 58
+    collectives moves 15/16 of 16 x 64 tokens x 7168 x 2 B = 13.76 MB through every GPU's 50 GB/s InfiniBand NDR port
+    (the line rate: a floor); DeepEP sends only the tokens' off-node share over it (53%, the note)."""
+    args = ("plan", V3, "--target", "2x8xh200", "--tp", "1", "--dp", "16", "--concurrency", "1024", "--closed-form")
+    gather, deepep = cli.json(*args), cli.json(*args, "--moe-a2a-backend", "deepep")
+    per_op_floor = 15 / 16 * 16 * 64 * D_MODEL * 2 / 50e9  # 0.275 ms at the line rate
+    assert gather["decode_step"]["collective_s"] >= 2 * MOE_LAYERS * per_op_floor
+    assert deepep["decode_step"]["collective_s"] < gather["decode_step"]["collective_s"] / 3
+    assert deepep["itl_ms"] < gather["itl_ms"] / 2
+
+
 def test_the_search_finds_dp_attention_at_128k_x_32_and_tp_8_queues(cli):
     found = cli.json("plan", V3, *LONG, "--kv-dtype", "fp8")
     assert any(
