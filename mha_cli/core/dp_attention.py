@@ -109,14 +109,23 @@ def dp_attention_problem(
     return None if problem is None else f"DP attention over {dp} ranks of tp {tp}: {problem}"
 
 
+A2A_DEFAULTS: dict[GenerationId, MoeA2aBackend] = {
+    "vllm-v1": "none",  # VLLM_ALL2ALL_BACKEND ("naive", then "allgather_reducescatter"); the flag from 0.11.1
+    "vllm-0.21": "none",  # --all2all-backend allgather_reducescatter (vllm/config/parallel.py, ParallelConfig)
+    "sglang-0.4": "none",  # --enable-deepep-moe off
+    "sglang-0.5": "none",  # --moe-a2a-backend none (python/sglang/srt/server_args.py)
+}
+"""How each generation that runs DP attention reaches the experts unless told: none uses DeepEP by default (it is an
+extra package, used when asked). vLLM's first ``naive`` backend combines by an all-reduce (up to twice the
+reduce-scatter's bytes): priced as the gather and scatter all the same."""
+
+
 def default_a2a_backend(engine: EngineName | None, generation: GenerationId | None = None) -> MoeA2aBackend:
-    """How ``engine`` (of ``generation``) reaches DP attention's experts unless told: ``none`` in every generation
-    modelled. SGLang 0.4 and 0.5: ``--moe-a2a-backend`` defaults to ``none`` (0.4: ``--enable-deepep-moe`` off);
-    vLLM V1: ``--all2all-backend allgather_reducescatter`` (before ``--all2all-backend``, ``VLLM_ALL2ALL_BACKEND``
-    ``naive``, a broadcast of every rank's tokens, priced alike); DeepEP is an extra package either engine uses only
-    when asked."""
-    del engine, generation  # the same default everywhere: the argument names what it depends on
-    return "none"
+    """How ``engine`` (of ``generation``; None: its latest) reaches DP attention's experts unless told
+    (``A2A_DEFAULTS``)."""
+    from mha_cli.core.engine.generations import generation as resolve
+
+    return A2A_DEFAULTS.get(resolve(generation, engine).id, "none")
 
 
 def a2a_backend_of(
@@ -151,14 +160,6 @@ def dispatch_bytes(model: ModelSpec, tokens: int, ranks: int, activation_bytes: 
     """Bytes one device sends to the others to dispatch ``tokens`` tokens to their experts (and, as many, receives
     back in the combine): tokens x d_model x ``activation_bytes`` x ``remote_destinations``."""
     return tokens * model.d_model * activation_bytes * remote_destinations(model, ranks)
-
-
-def gather_scatter_bytes(model: ModelSpec, tokens: int, ranks: int, groups: int, activation_bytes: int) -> float:
-    """Bytes one device receives in the all-gather of an MoE layer's tokens (and, as many, sends in the
-    reduce-scatter of the experts' sums) when ``groups`` data-parallel groups of ``tokens`` tokens each share the
-    experts over ``ranks`` devices: a ring moves (N - 1) / N of the gathered ``groups x tokens x d_model`` buffer
-    through each of its N ranks."""
-    return (ranks - 1) / ranks * groups * tokens * model.d_model * activation_bytes
 
 
 def dispatch_note(layout: ExpertLayout) -> str:

@@ -59,14 +59,9 @@ class Deployment(Record):
 
     def describe(self) -> str:
         """``tp 4 x pp 1 x 2 replica(s) with expert parallelism``, ``tp 1 x pp 1 x 8 replica(s) with DP attention``."""
-        deepep = " (DeepEP)" if self.moe_a2a_backend == "deepep" else ""
-        ep = (
-            f" with DP attention{deepep}"
-            if self.dp_attention
-            else " with expert parallelism"
-            if self.expert_parallel
-            else ""
-        )
+        ep = " with expert parallelism" if self.expert_parallel else ""
+        if self.dp_attention:
+            ep = " with DP attention" + (" (DeepEP)" if self.moe_a2a_backend == "deepep" else "")
         return f"tp {self.tp} x pp {self.pp} x {self.replicas} replica(s){ep}"
 
 

@@ -18,8 +18,8 @@ size (a small matrix does not saturate memory bandwidth) is looked up at the ins
   bytes only.
 - **all_reduce** (tp > 1): after attention and after the MLP, tokens x d_model activations; **all_gather**: the
   logits of every rank's vocabulary rows, and (replicas sharing the experts, DP attention without DeepEP) an MoE
-  layer's gather of every group's tokens and reduce-scatter of the sums (``core.dp_attention.gather_scatter_bytes``
-  each); **all_to_all** (DP attention with DeepEP): an MoE layer's dispatch of the rank's tokens to the devices
+  layer's gather of every group's tokens and reduce-scatter of the sums (the gathered buffer each, of which a ring
+  moves (N - 1) / N through each rank: ``core.dp_attention``); **all_to_all** (DP attention with DeepEP): an MoE layer's dispatch of the rank's tokens to the devices
   holding their experts and the combine back (``core.dp_attention.dispatch_bytes`` each).
 
 Ops outside the layers (``outside_layers``: embedding, LM head, sampler, logits gather) run once per step, on one
