@@ -165,7 +165,10 @@ def dispatch_bytes(model: ModelSpec, tokens: int, ranks: int, activation_bytes: 
 def dispatch_note(layout: ExpertLayout) -> str:
     """How DP attention's tokens reach the experts of ``layout``, in words, with the flag that chose it."""
     if layout.deepep:
-        return "reached by DeepEP's all-to-all (--moe-a2a-backend deepep): each token sent to its experts' GPUs"
+        return (
+            "reached by DeepEP's all-to-all (--moe-a2a-backend deepep): each token sent to its experts' GPUs; DeepEP's"
+            " own buffers (vLLM: VLLM_DEEPEP_BUFFER_SIZE_MB, 1,024 MB by default) are not in the memory plan"
+        )
     return (
         "reached by all-gather and reduce-scatter (--moe-a2a-backend none, the engines' default: every rank's tokens"
         " gathered to all before each MoE layer, the sums scattered back; --moe-a2a-backend deepep prices DeepEP)"
