@@ -68,7 +68,7 @@ def simulated_figures(row: dict, plan: DisaggregatedPlan) -> dict[str, float]:
     model, target, deployment, profiles = _setup(row)
     q, ttft, tpot = row["slo_percentile"], row["ttft_ms"], row["itl_ms"]
     worker = worker_steps(model, target, deployment, profiles, 1, isl=row["isl"], osl=row["osl"])
-    pairing = next(p for p in plan.pairings if p.prefill_tp == 1 and p.decode_tp == 1)
+    pairing = next(p for p in plan.pairings if (p.prefill_tp, p.prefill_dp, p.decode_tp, p.decode_dp) == (1, 1, 1, 1))
     times = pool_times(worker, worker, pairing.transfer.seconds)
 
     def split_meets(prefill: int, decode: int, judge_ttft: bool, judge_tpot: bool) -> Callable[[float], bool]:
@@ -79,8 +79,8 @@ def simulated_figures(row: dict, plan: DisaggregatedPlan) -> dict[str, float]:
 
         return meets
 
-    prefill_cap = next(p.capacity_rps for p in plan.prefill if p.tp == 1)
-    decode_cap = next(d.capacity_rps for d in plan.decode if d.tp == 1)
+    prefill_cap = next(p.capacity_rps for p in plan.prefill if (p.tp, p.dp) == (1, 1))
+    decode_cap = next(d.capacity_rps for d in plan.decode if (d.tp, d.dp) == (1, 1))
     found = {
         "prefill_worker_rps": _largest_rate(split_meets(1, AMPLE, True, False), prefill_cap),
         "decode_worker_rps": _largest_rate(split_meets(AMPLE, 1, False, True), decode_cap),
@@ -94,7 +94,7 @@ def simulated_figures(row: dict, plan: DisaggregatedPlan) -> dict[str, float]:
         )
     tp = row.get("aggregated_tp", 1)
     one = target.model_copy(update={"n_devices": tp, "spec": f"{tp}x{target.target.id}"})
-    capacity = next(a.capacity_rps for a in plan.aggregated if a.tp == tp)
+    capacity = next(a.capacity_rps for a in plan.aggregated if (a.tp, a.dp) == (tp, 1))
 
     def aggregated_meets(rate: float) -> bool:
         at = plan_at_rate(model, one, deployment, *profiles, isl=row["isl"], osl=row["osl"], rate=rate, tp=tp)
@@ -119,16 +119,17 @@ def figures(plan: DisaggregatedPlan, aggregated_tp: int | None = None) -> dict[s
     ``aggregated_tp`` GPUs when the page names one (else the tool's best), the tool's pick."""
     pick = plan.splits[plan.chosen] if plan.chosen is not None else None
     if aggregated_tp is not None:
-        best = next((a for a in plan.aggregated if a.tp == aggregated_tp and a.meets_targets), None)
+        best = next((a for a in plan.aggregated if (a.tp, a.dp) == (aggregated_tp, 1) and a.meets_targets), None)
     else:
         best = plan.aggregated[plan.aggregated_chosen] if plan.aggregated_chosen is not None else None
     found: dict[str, float | str] = {}
-    tp1 = next((p for p in plan.pairings if p.prefill_tp == 1 and p.decode_tp == 1), None)
+    tp1 = next((p for p in plan.pairings if (p.prefill_tp, p.prefill_dp, p.decode_tp, p.decode_dp) == (1, 1, 1, 1)),
+               None)  # fmt: skip
     if tp1 is not None:
         found["prefill_worker_rps"] = tp1.prefill_goodput_rps
-        found["decode_worker_rps"] = next(d.goodput_rps for d in plan.decode if d.tp == 1)
+        found["decode_worker_rps"] = next(d.goodput_rps for d in plan.decode if (d.tp, d.dp) == (1, 1))
     if best is not None:
-        found["aggregated_rps_per_gpu"] = best.goodput_rps / best.tp
+        found["aggregated_rps_per_gpu"] = best.goodput_rps / best.gpus
     if pick is not None:
         found["disaggregated_rps_per_gpu"] = pick.goodput_rps / pick.gpus
         found["split"] = (f"{pick.prefill_workers}P{pick.decode_workers}D (prefill tp {pick.prefill_tp}, decode tp"
