@@ -59,12 +59,16 @@ def worker_layouts(
 ) -> list[WorkerLayout]:
     """Every layout searched on ``n_devices`` in nodes of ``devices_per_node``: tensor-parallel workers of each size
     that shards the model's heads, then (MoE models, on an engine that runs it) DP attention workers of 2 or more
-    tp-1 ranks whose experts spread over them."""
+    tp-1 ranks over which the routed experts divide evenly (SGLang places n_experts / ep_size on each rank; other
+    sizes need EPLB's redundant experts, ``--ep-num-redundant-experts``, which are not priced)."""
     sizes = worker_sizes(n_devices, devices_per_node)
     found = [WorkerLayout(size) for size in sizes if tp_shard_problem(model, size) is None]
+    if model.moe is None:
+        return found
     for size in sizes:
-        if size > 1 and dp_attention_problem(model, deployment.engine, 1, size, size,
-                                             deployment.engine_generation) is None:  # fmt: skip
+        if size > 1 and model.moe.n_experts % size == 0 and dp_attention_problem(
+            model, deployment.engine, 1, size, size, deployment.engine_generation
+        ) is None:  # fmt: skip
             found.append(WorkerLayout(1, size))
     return found
 
