@@ -197,3 +197,24 @@ def test_launch_lines_of_a_tp_worker_over_nodes(four_nodes):
     sglang = [shlex.split(line) for line in lines["sglang"].splitlines()]
     assert _value(sglang[0], "--tp-size") == "16" and "--enable-dp-attention" not in sglang[0]
     assert _value(sglang[1], "--node-rank") == "1" and _value(sglang[1], "--dist-init-addr") == "NODE0_IP:50000"
+
+
+def _closed_form(*args: str) -> dict:
+    result = runner.invoke(app, ["plan", "deepseek-v3", *args, "--disaggregated", "--closed-form", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_deepseek_on_two_h200_nodes_one_dp_worker_a_node_wins_only_under_an_itl_target():
+    # 141 GB H200s hold DeepSeek-V3 in one node: a dp8 prefill worker on node 0, a dp8 decode worker on node 1, the
+    # latent crossing InfiniBand NDR (2.816 ms by hand above)
+    tight = _closed_form("--target", "2x8xh200", "--isl", "2000", "--osl", "100", "--itl-ms", "50")
+    pick = tight["splits"][tight["chosen"]]
+    assert (pick["prefill_dp"], pick["decode_dp"], pick["gpus"]) == (8, 8, 16)
+    assert pick["transfer_ms"] == pytest.approx((5e-6 + 140_544_000 / 50e9) * 1e3)
+    assert "--host NODE1_IP --disaggregation-mode decode" in tight["launch"]["sglang"]
+    # under a 50 ms ITL the aggregated replicas' decodes stall behind prefill chunks: the split wins ...
+    assert tight["winner"] == "disaggregated"
+    # ... and without a target (control) the aggregated replicas keep every GPU busy and win
+    loose = _closed_form("--target", "2x8xh200", "--isl", "2000", "--osl", "100")
+    assert loose["winner"] == "aggregated"
