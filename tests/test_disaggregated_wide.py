@@ -218,3 +218,27 @@ def test_deepseek_on_two_h200_nodes_one_dp_worker_a_node_wins_only_under_an_itl_
     # ... and without a target (control) the aggregated replicas keep every GPU busy and win
     loose = _closed_form("--target", "2x8xh200", "--isl", "2000", "--osl", "100")
     assert loose["winner"] == "aggregated"
+
+
+def test_the_simulated_loop_runs_each_dp_rank_as_a_worker():
+    from mha_cli.core.cost.disaggregated import plan_disaggregated
+
+    model, target, deployment, profiles = _deepseek("2x8xh200")
+    plan = plan_disaggregated(model, target, deployment, profiles, isl=2000, osl=100, itl_ms=50, simulate=400)
+    pick = plan.splits[plan.chosen]
+    # 8 ranks a worker, each its own queue and batch: its decode steps are the closed form's (the batch drifts about
+    # its mean); were the 8 ranks' load run through one rank's pool, its batch (and step) would not keep up
+    assert plan.simulated is not None and plan.simulated.rate_rps == pytest.approx(pick.rate_rps)
+    assert plan.simulated.tpot_ms.median == pytest.approx(pick.itl_ms, rel=0.15)
+    decoder = next(d for d in plan.decode if (d.tp, d.dp) == (pick.decode_tp, pick.decode_dp))
+    assert plan.simulated.max_running <= decoder.admitted  # one rank's pool
+    # control: the same load through one rank of each worker (the ranks not counted) cannot keep up
+    from mha_cli.core.cost.disaggregated import pool_times
+    from mha_cli.core.serve.disaggregated import simulate_split
+
+    prefill = worker_steps(model, target, deployment, profiles, pick.prefill, isl=2000, osl=100)
+    decode = worker_steps(model, target, deployment, profiles, pick.decode, isl=2000, osl=100)
+    times = pool_times(prefill, decode, pick.transfer_ms / 1e3)
+    one_rank = simulate_split(times, prefill_workers=pick.prefill_workers, decode_workers=pick.decode_workers,
+                              rate=pick.rate_rps, osl=100, requests=400)  # fmt: skip
+    assert one_rank.ttft_ms.median > 5 * plan.simulated.ttft_ms.median
