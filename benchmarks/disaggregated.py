@@ -5,8 +5,8 @@ For each row: one prefill and one decode worker's goodput (requests/s within the
 replica's and the best split's goodput per GPU, their ratio, and the split picked, with the relative error of each
 figure the page publishes. A ``kind: worker`` row (wide expert parallelism, one pool measured alone) prices the page's
 own worker layout over its nodes at the page's load: a prefill worker's input tokens/s per node at full load, a
-decode worker's output tokens/s per node at the page's batch. Two predictions: the closed form (targets read against means), and, for a row whose
-targets are percentiles (``slo_percentile``), the simulated loops judged at that percentile: the disaggregated one
+decode worker's output tokens/s per node at the page's batch. Two predictions: the closed form (targets read
+against means), and, for a row whose targets are percentiles (``slo_percentile``), the simulated loops judged at that percentile: the disaggregated one
 (``core.serve.disaggregated``, 1,000 Poisson requests a run) and the aggregated one (``core.serve``), each rate
 found by bisection.
 
@@ -177,8 +177,8 @@ def figures(plan: DisaggregatedPlan, aggregated_tp: int | None = None) -> dict[s
         found["aggregated_rps_per_gpu"] = best.goodput_rps / best.gpus
     if pick is not None:
         found["disaggregated_rps_per_gpu"] = pick.goodput_rps / pick.gpus
-        found["split"] = (f"{pick.prefill_workers}P{pick.decode_workers}D (prefill {pick.prefill.label.replace('tp', 'tp ')},"
-                          f" decode {pick.decode.label.replace('tp', 'tp ')})")  # fmt: skip
+        prefill, decode = (layout.label.replace("tp", "tp ") for layout in (pick.prefill, pick.decode))
+        found["split"] = f"{pick.prefill_workers}P{pick.decode_workers}D (prefill {prefill}, decode {decode})"
     if pick is not None and best is not None:
         found["ratio"] = pick.output_tokens_per_s_per_gpu / best.output_tokens_per_s_per_gpu
     return found

@@ -170,8 +170,10 @@ def test_launch_lines_of_dp_workers_over_nodes(four_nodes):
     # SGLang: every GPU in --tp-size, the attention ranks in --dp-size, one line per node of each worker
     modes = [(_value(w, "--disaggregation-mode"), _value(w, "--node-rank"), _value(w, "--dist-init-addr"),
               _value(w, "--deepep-mode")) for w in sglang[:-1]]  # fmt: skip
-    assert modes == [("prefill", "0", "NODE0_IP:50000", "normal"), ("prefill", "1", "NODE0_IP:50000", "normal"),
-                     ("decode", "0", "NODE2_IP:50000", "low_latency"), ("decode", "1", "NODE2_IP:50000", "low_latency")]  # fmt: skip
+    assert modes == [
+        ("prefill", "0", "NODE0_IP:50000", "normal"), ("prefill", "1", "NODE0_IP:50000", "normal"),
+        ("decode", "0", "NODE2_IP:50000", "low_latency"), ("decode", "1", "NODE2_IP:50000", "low_latency"),
+    ]  # fmt: skip
     assert all(_value(w, "--tp-size") == _value(w, "--dp-size") == "16" for w in sglang[:-1])
     # SGLang's --max-running-requests counts all 16 ranks', vLLM's --max-num-seqs each rank's
     assert int(_value(sglang[2], "--max-running-requests")) == 16 * int(_value(decode_head, "--max-num-seqs"))

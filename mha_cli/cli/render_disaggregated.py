@@ -51,8 +51,9 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
                           min_width=_widest(plan) if column in ("P", "D") else None)  # fmt: skip
     for index, s in enumerate(plan.splits[:SPLITS_SHOWN]):
         meets = "yes" if s.meets_targets else "no: " + ", ".join(miss.split()[0] for miss in s.misses)
-        splits.add_row("*" if index == plan.chosen else "", f"{s.prefill_workers}x{_label(s.prefill_tp, s.prefill_dp)}",
-                       f"{s.decode_workers}x{_label(s.decode_tp, s.decode_dp)}", str(s.gpus), f"{s.rate_rps:,.2f}", s.bottleneck,
+        prefill, decode = _label(s.prefill_tp, s.prefill_dp), _label(s.decode_tp, s.decode_dp)
+        splits.add_row("*" if index == plan.chosen else "", f"{s.prefill_workers}x{prefill}",
+                       f"{s.decode_workers}x{decode}", str(s.gpus), f"{s.rate_rps:,.2f}", s.bottleneck,
                        f"{s.ttft_ms:,.0f}", f"{s.transfer_ms:,.2f}", f"{s.itl_ms:,.1f}",
                        f"{s.output_tokens_per_s_per_gpu:,.0f}", escape(meets))  # fmt: skip
     console.print(splits)

@@ -12,11 +12,12 @@ The pipeline, one stage a function:
 3. **goodput** per worker, the most requests/s it serves within the targets: a decode worker at the largest batch
    whose step is within ``--itl-ms``; a prefill worker at the load whose TTFT = queue + prefill + transfer + the
    decode worker's first step (vLLM's decode worker computes the first token again, in one step) is within
-   ``--ttft-ms``, its queue an M/D/1 queue (``core.cost.goodput``; under DP attention one queue per rank). Every pool is loaded to at most ``MAX_LOAD`` of
-   its capacity (without targets: that load), as a queue at full load never drains.
+   ``--ttft-ms``, its queue an M/D/1 queue (``core.cost.goodput``; under DP attention one queue per rank). Every
+   pool is loaded to at most ``MAX_LOAD`` of its capacity (without targets: that load), as a queue at full load
+   never drains.
 4. **splits** (``split_rates``): every (prefill workers x their GPUs) + (decode workers x theirs) within the
-   GPUs, placed in the nodes (``placements``); a split serves min(prefill pool, decode pool) requests/s. The balance: prefill : decode workers =
-   decode worker rate : prefill worker rate.
+   GPUs, placed in the nodes (``placements``); a split serves min(prefill pool, decode pool) requests/s. The
+   balance: prefill : decode workers = decode worker rate : prefill worker rate.
 5. **pick**: the most output tokens/s per GPU (load x osl / GPUs) that meets the targets, at ``--rate`` when given
    (the fewest GPUs that serve it), else at each split's goodput.
 6. **aggregated** on the same footing (``core.cost.goodput.aggregated_layout``): each tp's replica at the most
@@ -385,7 +386,8 @@ def _priced(
         misses.append(f"rate {rate:g} req/s > its goodput {s.rate_rps:.3g} req/s")
     return Split(
         prefill_tp=s.prefill_tp, prefill_workers=s.prefill_workers, decode_tp=s.decode_tp,
-        decode_workers=s.decode_workers, prefill_dp=s.prefill_dp, decode_dp=s.decode_dp, gpus=s.gpus, goodput_rps=s.rate_rps, bottleneck=s.bottleneck,
+        decode_workers=s.decode_workers, prefill_dp=s.prefill_dp, decode_dp=s.decode_dp, gpus=s.gpus,
+        goodput_rps=s.rate_rps, bottleneck=s.bottleneck,
         prefill_pool_rps=s.prefill_pool_rps, decode_pool_rps=s.decode_pool_rps, rate_rps=load,
         ttft_ms=ttft * 1e3, queue_ms=queue * 1e3, prefill_ms=worker.prompt_ms, transfer_ms=transfer * 1e3,
         itl_ms=step * 1e3, decode_batch=batch, output_tokens_per_s_per_gpu=load * osl / s.gpus,
@@ -445,9 +447,9 @@ def _balance(
     )
     return (
         f"one prefill worker ({_described(pick.prefill)}) serves {per_prefill:.3g} req/s within the targets, one"
-        f" decode worker ({_described(pick.decode)}) {per_decode:.3g}: {per_decode / per_prefill:.2f} prefill worker(s) per decode"
-        f" worker balance them; the pick runs {pick.prefill_workers} : {pick.decode_workers}, its {pick.bottleneck}"
-        f" pool the limit ({pick.goodput_rps:.3g} req/s){offered}"
+        f" decode worker ({_described(pick.decode)}) {per_decode:.3g}: {per_decode / per_prefill:.2f} prefill"
+        f" worker(s) per decode worker balance them; the pick runs {pick.prefill_workers} : {pick.decode_workers},"
+        f" its {pick.bottleneck} pool the limit ({pick.goodput_rps:.3g} req/s){offered}"
     )
 
 
@@ -461,7 +463,8 @@ def _verdict(
     if pick is None:
         assert aggregated is not None
         return "aggregated", (
-            f"aggregated ({aggregated.layout} x {aggregated.replicas}) meets the targets and no disaggregated split does"
+            f"aggregated ({aggregated.layout} x {aggregated.replicas}) meets the targets and no disaggregated split"
+            " does"
         )
     if aggregated is None:
         return "disaggregated", (

@@ -72,8 +72,9 @@ def _parallel_flags(layout: WorkerLayout, role: str, *, sglang: bool) -> list[st
         return ["--tp-size" if sglang else "--tensor-parallel-size", str(layout.tp)]
     if sglang:  # SGLang counts every GPU in --tp-size, the attention ranks in --dp-size
         gpus = str(layout.gpus)
+        mode = "normal" if role == "prefill" else "low_latency"
         return ["--tp-size", gpus, "--dp-size", str(layout.dp), "--enable-dp-attention", "--ep-size", gpus,
-                "--moe-a2a-backend", "deepep", "--deepep-mode", "normal" if role == "prefill" else "low_latency"]  # fmt: skip
+                "--moe-a2a-backend", "deepep", "--deepep-mode", mode]  # fmt: skip
     backend = "deepep_high_throughput" if role == "prefill" else "deepep_low_latency"
     return ["--tensor-parallel-size", str(layout.tp), "--data-parallel-size", str(layout.dp),
             "--enable-expert-parallel", "--all2all-backend", backend]  # fmt: skip
