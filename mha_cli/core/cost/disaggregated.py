@@ -299,9 +299,11 @@ def plan_disaggregated(
             refused.setdefault(exc.message, []).append(layout.label)
     notes = [f"{', '.join(labels)}: no worker ({why})" for why, labels in refused.items()]
     if not workers:
+        nodes = f"NODESx{per_node}x{target.target.id}"
+        more = f"more nodes ({nodes})" if target.n_nodes > 1 else f"more GPUs, or several nodes ({nodes})"
         raise BadInputError(
             f"no worker of {model.name} starts on {target.spec} (workers of up to {_largest_worker(target)} GPUs,"
-            f" the other pool beside them): {'; '.join(notes)}"
+            f" the other pool beside them): {'; '.join(notes)}; give {more}: a worker may span whole nodes"
         )
     engine = next(iter(workers.values())).engine
     prefill = {layout: w.prefill() for layout, w in workers.items()}
