@@ -27,7 +27,7 @@ from mha_cli.core.cost.disaggregated_layouts import WorkerLayout
 from mha_cli.core.cost.plan import plan_at_rate, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.cost.work import decode_shape
+from mha_cli.core.cost.work import decode_shape, prefill_shape
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.disaggregated import simulate_split
@@ -65,8 +65,8 @@ def _worker_setup(row: dict) -> tuple[ModelSpec, ResolvedTarget, DeploymentSpec,
     loaded = load_source(row["model"])
     target = resolve_target(f"{row['nodes']}x{DEVICES_PER_NODE}x{row['target']}")
     deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=row["isl"] + row["osl"],
-                                  target=target.spec, weight_dtype=row.get("weight_dtype"),
-                                  engine=row.get("engine"))  # fmt: skip
+                                  target=target.spec, weight_dtype=row.get("weight_dtype"), engine=row.get("engine"),
+                                  max_num_batched_tokens=row.get("tokens_per_step"))  # fmt: skip
     weights, generation = deployment.weight_dtype, deployment.engine_generation
     profiles = (prior_profile(target.target, weights, generation=generation), datasheet_profile(target.target, weights))
     return loaded.model, target, deployment, profiles
@@ -89,6 +89,9 @@ def worker_figures(row: dict) -> dict[str, float | str]:
         found["input_tokens_per_s_per_node"] = (
             layout.dp * per_step * row["isl"] / worker.prefill_seconds(per_step) / row["nodes"]
         )
+        if per_step > 1:  # one step of whole prompts: where its time goes
+            step = worker.stepper.step(prefill_shape(row["isl"], sequences=per_step))
+            found["step_ms"], found["step_collectives_ms"] = step.seconds * 1e3, step.collective_s * 1e3
     else:
         step = worker.stepper.step(decode_shape(row["batch"], row["context"]))
         found["step_ms"] = step.seconds * 1e3
@@ -211,9 +214,11 @@ def report(rows: list[dict]) -> str:
         "*Wide expert parallelism* (`kind: worker` rows): one pool's worker as the page ran it (DP attention over its",
         "GPUs, the experts spread over them, several nodes), priced alone at the page's load. mha prices the experts'",
         "all-to-all in bf16 without overlap (`core.dp_attention`), while the page's DeepEP sends fp8 in its low-latency",
-        "mode and overlaps it with compute (two-batch overlap): the decode step's collectives are its largest part. Left",
-        "out: vLLM's 'Large Scale Serving: DeepSeek @ 2.2k tok/s/H200 with Wide-EP' (https://blog.vllm.ai/2025/12/17/",
-        "large-scale-serving.html) states no prompt or output length and no layout in its text (its figures are images).",
+        "(decode) mode, overlaps it with compute (two-batch overlap) and, in its normal (prefill) mode, sends a token",
+        "over the network once a node (then over NVLink), where mha sends each remote GPU its copy: the all-to-all is",
+        "most of each predicted step (`step_collectives_ms` of `step_ms`). Left out: vLLM's 'Large Scale Serving: DeepSeek @ 2.2k tok/s/H200",
+        "with Wide-EP' (https://blog.vllm.ai/2025/12/17/large-scale-serving.html) states no prompt or output length and",
+        "no layout in its text (its figures are images).",
         "",
     ]
     for row in rows:
