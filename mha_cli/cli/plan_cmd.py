@@ -295,9 +295,10 @@ def plan(
         bool,
         typer.Option(
             "--disaggregated",
-            help="Prefill and decode on separate GPUs: search (prefill workers x tp) and (decode workers x tp) within"
-            " the target's GPUs, price the KV transfer between them, and compare with aggregated serving on the same"
-            " GPUs; launch lines for vLLM's NixlConnector and SGLang's PD disaggregation.",
+            help="Prefill and decode on separate GPUs: search (prefill workers x layout) and (decode workers x layout)"
+            " within the target's GPUs (tp workers, and for MoE models DP attention with the experts spread; a worker"
+            " inside a node or over whole nodes), price the KV transfer between them, and compare with aggregated"
+            " serving on the same GPUs; launch lines for vLLM's NixlConnector and SGLang's PD disaggregation.",
         ),
     ] = False,
     kv_link: Annotated[
@@ -539,8 +540,8 @@ def _check_disaggregated(
     given += [flag for flag, value in simulated.items() if value is not None]
     if given:
         raise BadInputError(
-            f"--disaggregated searches each pool's tp at its goodput (or --rate) in the closed form, plain"
-            f" tensor-parallel workers: leave out {', '.join(given)}"
+            f"--disaggregated searches each pool's worker layout (tp, or DP attention with expert parallelism) at its"
+            f" goodput (or --rate) in the closed form: leave out {', '.join(given)}"
         )
 
 
