@@ -197,8 +197,9 @@ def worker_steps(
     (refused in one line when it would not start)."""
     layout = as_layout(worker)
     one = target.model_copy(update={"n_devices": layout.gpus, "spec": f"{layout.gpus}x{target.target.id}"})
-    if layout.dp > 1:  # DP attention: whole experts over every GPU (core.dp_attention)
-        deployment = deployment.model_copy(update={"dp": layout.dp, "expert_parallel": True})
+    if layout.dp > 1:  # DP attention: whole experts over every GPU, reached by DeepEP as the launch lines say
+        update = {"dp": layout.dp, "expert_parallel": True, "moe_a2a_backend": "deepep"}
+        deployment = deployment.model_copy(update=update)
     plans = LayoutPlans(model, one, deployment, *profiles, isl=isl, osl=osl, tp=layout.tp)
     return WorkerSteps(plans, deployment, profiles[0], isl, osl)
 

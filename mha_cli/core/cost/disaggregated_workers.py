@@ -81,7 +81,7 @@ class WorkerSteps:
         first = plans.at(1)
         self.engine = first.memory.engine
         self.weight_bytes_per_gpu = first.memory.weight_bytes_per_device
-        self.dp = plans.replicas if plans.experts is not None and plans.experts.all_to_all else 1
+        self.dp = plans.replicas if plans.experts is not None and plans.experts.dp_attention else 1
         self.nodes = plans.target.n_nodes
         case = serving_case(plans.model, deployment, first.memory, isl=isl, osl=osl, concurrency=1, pp=1,
                             replicas=self.dp, experts=plans.experts, nodes=plans.nodes)  # fmt: skip
