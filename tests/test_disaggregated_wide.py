@@ -244,3 +244,11 @@ def test_the_simulated_loop_runs_each_dp_rank_as_a_worker():
     one_rank = simulate_split(times, prefill_workers=pick.prefill_workers, decode_workers=pick.decode_workers,
                               rate=pick.rate_rps, osl=100, requests=400)  # fmt: skip
     assert one_rank.ttft_ms.median > 5 * plan.simulated.ttft_ms.median
+
+
+def test_dp_workers_are_priced_with_the_dispatch_their_lines_run(cli):
+    """The launch lines of a DP worker run DeepEP (--moe-a2a-backend deepep, --all2all-backend deepep_*): the plan
+    prices that dispatch, not the engines' default gather and scatter (core.dp_attention), and says so."""
+    found = cli.json("plan", "deepseek-v3", "--target", "2x8xh200", "--disaggregated", "--itl-ms", "50")
+    dispatch = [note for note in found["notes"] if "DP attention over" in note]
+    assert dispatch and all("all-to-all (DeepEP" in note for note in dispatch)

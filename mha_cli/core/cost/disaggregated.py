@@ -426,11 +426,13 @@ def _layout_notes(pick: Split, workers: Mapping[WorkerLayout, WorkerSteps]) -> l
     notes = []
     for role, layout in (("prefill", pick.prefill), ("decode", pick.decode)):
         if layout.dp > 1:
+            experts = workers[layout].case.experts
+            reached = "all-to-all (DeepEP" if experts is not None and experts.deepep else "all-gather and scatter ("
             notes.append(
                 f"each {role} worker runs DP attention over {layout.dp} ranks of tp {layout.tp}: the attention weights"
                 f" whole on each rank, each rank caching and queueing only its own requests (the worker serves"
                 f" {layout.dp} x one rank), the routed experts spread whole over its {layout.gpus} GPUs and reached by"
-                " all-to-all (DeepEP; core.dp_attention); the simulated loop runs each rank as a worker of its own"
+                f" {reached}; core.dp_attention); the simulated loop runs each rank as a worker of its own"
             )
         notes += [f"{role} worker: {note}" for note in workers[layout].node_notes]
     return notes
