@@ -236,9 +236,11 @@ def test_gemma3_layer_flags_in_the_header_are_read(tmp_path):
     path = tmp_path / "flags.gguf"
     written = write_decoder(path, "gemma3", config, tied=True, token_list=False)
     written.writer.add_sliding_window_pattern([True, False, True, False])
+    written.writer.add_rope_freq_base_swa(20_000.0)  # the local layers' RoPE base, where a converter writes it
     written.close()
     model = load_source(str(path)).model
     assert kv_footprint(model, seq_len=8192).total_bytes == (2 * 1024 + 2 * 8192) * 2 * 8 * 256 * 2
+    assert model.rope_local.theta == 20_000.0
 
 
 @pytest.mark.parametrize(

@@ -81,7 +81,8 @@ ARCHITECTURES = {
     ),
     "gemma3": GgufArchitecture(
         "gemma3_text", "Gemma3ForCausalLM",
-        {**_DECODER, "attention.sliding_window": "sliding_window", "final_logit_softcapping": "final_logit_softcapping"},
+        {**_DECODER, "attention.sliding_window": "sliding_window", "final_logit_softcapping": "final_logit_softcapping",
+         "rope.freq_base_swa": "rope_local_base_freq"},
         activation="gelu_pytorch_tanh", required=_GEMMA_REQUIRED, finish=gguf_families.gemma3,
         reads=("attention.sliding_window_pattern",),
     ),
