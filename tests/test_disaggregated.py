@@ -236,6 +236,16 @@ def test_workers_never_straddle_a_node():
     assert all(s.decode_workers == 1 for s in rates)
 
 
+def test_a_part_filled_last_node_holds_the_workers_that_fit_it():
+    # 12 x H100 is 8 + 4: a tp-8 prefill worker fills node 0 and a tp-4 decode worker node 1's 4 GPUs (8 + 4 = 12);
+    # one tp-4 prefill worker and two tp-4 decode workers sit at GPUs 0-3, 4-7 and node 1's 0-3 (12)
+    found = {(s.prefill_tp, s.prefill_workers, s.decode_tp, s.decode_workers)
+             for s in split_rates({(8, 4): 1.0, (4, 4): 1.0}, {4: 1.0}, 12, 8)}  # fmt: skip
+    assert {(8, 1, 4, 1), (4, 1, 4, 2), (4, 2, 4, 1)} <= found
+    # the control: a tp-8 worker never lands on the 4-GPU node (prefill tp 4 on node 0, decode tp 8 after it)
+    assert not split_rates({(4, 8): 1.0}, {8: 1.0}, 12, 8)
+
+
 def test_launch_lines_across_nodes_name_each_node():
     from mha_cli.core.cost.disaggregated_launch import disaggregated_launch
 

@@ -39,7 +39,7 @@ from pydantic import Field
 from mha_cli.core.cost.disaggregated_layouts import (
     WorkerLayout,
     as_layout,
-    nodes_used,
+    devices_reached,
     worker_layouts,
     worker_sizes,
 )
@@ -227,7 +227,6 @@ def split_rates(
     holds the transfer to that decode layout), ``decode_rps[decode layout]`` one decode worker's; a bare int is a
     tensor-parallel worker of that many GPUs."""
     per_node = devices_per_node or n_devices
-    nodes = n_devices // per_node
     found = []
     for (prefill_key, decode_key), per_prefill in prefill_rps.items():
         per_decode = decode_rps.get(decode_key)
@@ -236,8 +235,8 @@ def split_rates(
         prefill, decode = as_layout(prefill_key), as_layout(decode_key)
         for n_prefill in range(1, (n_devices - decode.gpus) // prefill.gpus + 1):
             for n_decode in range(1, (n_devices - n_prefill * prefill.gpus) // decode.gpus + 1):
-                if nodes_used([prefill.gpus] * n_prefill + [decode.gpus] * n_decode, per_node) > nodes:
-                    continue  # the workers do not fit in the nodes
+                if devices_reached([prefill.gpus] * n_prefill + [decode.gpus] * n_decode, per_node) > n_devices:
+                    continue  # the workers do not fit in the nodes (a part-filled last node holds fewer)
                 pool_prefill, pool_decode = n_prefill * per_prefill, n_decode * per_decode
                 found.append(SplitRates(
                     prefill.tp, n_prefill, decode.tp, n_decode, n_prefill * prefill.gpus + n_decode * decode.gpus,
