@@ -152,11 +152,13 @@ def test_rate_prices_every_split_at_it():
 
 
 VLLM_FLAGS = {"--port", "--tensor-parallel-size", "--max-model-len", "--gpu-memory-utilization", "--max-num-seqs",
-              "--kv-transfer-config", "--quantization", "--kv-cache-dtype", "--revision"}  # fmt: skip
+              "--max-num-batched-tokens", "--kv-transfer-config", "--quantization", "--kv-cache-dtype", "--revision",
+              "--enable-prefix-caching", "--no-enable-prefix-caching"}  # fmt: skip
 VLLM_PROXY_FLAGS = {"--port", "--prefiller-hosts", "--prefiller-ports", "--decoder-hosts", "--decoder-ports"}
 SGLANG_FLAGS = {"--model-path", "--disaggregation-mode", "--disaggregation-transfer-backend",
                 "--disaggregation-bootstrap-port", "--tp-size", "--base-gpu-id", "--port", "--context-length",
-                "--max-running-requests", "--mem-fraction-static", "--quantization", "--kv-cache-dtype", "--revision"}  # fmt: skip
+                "--max-running-requests", "--mem-fraction-static", "--quantization", "--kv-cache-dtype", "--revision",
+                "--chunked-prefill-size", "--disable-radix-cache"}  # fmt: skip
 ROUTER_FLAGS = {"--pd-disaggregation", "--prefill", "--decode", "--host", "--port"}
 
 
@@ -188,6 +190,23 @@ def test_cli_launch_lines_name_every_worker_with_real_flags():
     assert sglang[-1].startswith("python -m sglang_router.launch_router --pd-disaggregation --prefill http://")
     assert _flags(sglang[-1]) <= ROUTER_FLAGS
     assert {"splits", "aggregated", "winner", "verdict", "pairings", "balance"} <= plan.keys()
+
+
+def test_launch_lines_carry_the_budget_and_the_cache_the_workers_were_priced_with():
+    # --max-num-batched-tokens 2048 sizes each prefill step (2 prompts of 1,024 a step); the lines must say so, and
+    # --no-enable-prefix-caching likewise (vLLM V1's default is on, SGLang's radix cache too)
+    result = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--closed-form",
+                                 "--max-num-batched-tokens", "2048", "--no-enable-prefix-caching", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    assert {worker["chunk_tokens"] for worker in plan["prefill"]} == {2048}
+    assert all(worker["prompts_per_step"] == 2 for worker in plan["prefill"])  # 2,048 // 1,024
+    for line in plan["launch"]["vllm"].splitlines()[:-1]:
+        words = shlex.split(line)
+        assert words[words.index("--max-num-batched-tokens") + 1] == "2048" and "--no-enable-prefix-caching" in words
+    for line in plan["launch"]["sglang"].splitlines()[:-1]:
+        words = shlex.split(line)
+        assert words[words.index("--chunked-prefill-size") + 1] == "2048" and "--disable-radix-cache" in words
 
 
 @pytest.mark.parametrize(
