@@ -342,6 +342,18 @@ def test_the_pick_is_simulated_at_its_load():
     assert plan.simulated.tpot_ms.median == pytest.approx(pick.itl_ms, rel=0.15)
 
 
+def test_cli_splits_table_never_cuts_a_figure():
+    """gpt-oss-20b on 8 x H100: tokens/s per GPU of five digits; at 80 columns the table once printed "12,0…"."""
+    args = ["plan", "gpt-oss-20b", "--target", "8xh100", "--disaggregated", "--closed-form"]
+    table, found = runner.invoke(app, args), json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert table.exit_code == 0, table.output
+    rows = [line.split() for line in table.output.splitlines() if "xtp" in line and "CUDA" not in line]
+    for split, row in zip(found["splits"][:8], rows, strict=True):
+        assert f"{split['prefill_workers']}xtp{split['prefill_tp']}" in row and f"{split['rate_rps']:,.2f}" in row
+        assert f"{split['output_tokens_per_s_per_gpu']:,.0f}" in row and f"{split['itl_ms']:,.1f}" in row
+        assert not any("…" in word for word in row)
+
+
 def test_cli_table_shows_the_splits_the_verdict_and_the_lines():
     result = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "2xh100", "--disaggregated", "--isl", "16",
                                  "--osl", "512", "--closed-form"])  # fmt: skip
