@@ -285,6 +285,15 @@ def test_launch_lines_across_nodes_name_each_node():
     assert "http://NODE1_IP:" in lines["sglang"]
 
 
+def test_no_split_that_fits_is_said_not_called_a_miss():
+    """DeepSeek-V3 (fp8, about 640 GiB of weights) starts only on 8 H200s (tp 8 or dp 8): a prefill and a decode worker need 16
+    GPUs, so 8 x H200 holds no split; the verdict says none fits rather than that none meets the targets."""
+    plan = _plan("deepseek-v3", "8xh200", 1024, 256)
+    assert {d.gpus for d in plan.decode} == {8} and plan.splits == [] and plan.chosen is None  # tp 8, dp 8
+    assert plan.winner == "aggregated" and "no disaggregated split fits on these GPUs" in plan.verdict
+    assert any("a prefill and a decode worker need 16 GPUs" in note for note in plan.notes)
+
+
 def test_hybrid_models_pair_workers_of_one_tp():
     # vLLM's NixlConnector compatibility matrix: hybrid SSM models need P TP == D TP
     plan = _plan("tests/fixtures/hf_configs/jamba-mini-1.5.json", "8xh100", 2048, 256)
@@ -347,9 +356,11 @@ def test_cli_splits_table_never_cuts_a_figure():
     args = ["plan", "gpt-oss-20b", "--target", "8xh100", "--disaggregated", "--closed-form"]
     table, found = runner.invoke(app, args), json.loads(runner.invoke(app, [*args, "--json"]).output)
     assert table.exit_code == 0, table.output
-    rows = [line.split() for line in table.output.splitlines() if "xtp" in line and "CUDA" not in line]
+    rows = [
+        line.split() for line in table.output.splitlines() if ("xtp" in line or "xdp" in line) and "CUDA" not in line
+    ]
     for split, row in zip(found["splits"][:8], rows, strict=True):
-        assert f"{split['prefill_workers']}xtp{split['prefill_tp']}" in row and f"{split['rate_rps']:,.2f}" in row
+        assert str(split["gpus"]) in row and f"{split['rate_rps']:,.2f}" in row
         assert f"{split['output_tokens_per_s_per_gpu']:,.0f}" in row and f"{split['itl_ms']:,.1f}" in row
         assert not any("…" in word for word in row)
 

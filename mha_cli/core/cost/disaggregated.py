@@ -324,6 +324,12 @@ def plan_disaggregated(
         prefill_rps[p, d] = p.dp * prefill_goodput(prefill[p].capacity_rps / p.dp, fixed, ttft_s)
     rates = split_rates(prefill_rps, {layout: d.goodput_rps for layout, d in decode.items()}, target.n_devices,
                         per_node)  # fmt: skip
+    if not rates:  # every pairing needs more GPUs than the target has (or its nodes hold)
+        smallest = min(layout.gpus for layout in workers)
+        notes.append(
+            f"no split fits: the smallest worker that starts takes {smallest} GPUs, so a prefill and a decode worker"
+            f" need {2 * smallest} GPUs in nodes of {per_node}; {target.spec} has {target.n_devices}"
+        )
     targets = (ttft_ms, itl_ms)
     splits = [_priced(s, prefill, workers, transfers, rate, targets, osl) for s in rates]
     splits.sort(key=lambda s: (-s.meets_targets, -s.output_tokens_per_s_per_gpu, -s.goodput_rps, s.ttft_ms))
@@ -345,7 +351,8 @@ def plan_disaggregated(
         simulated = simulate_split(times, prefill_workers=pick.prefill_workers * pick.prefill_dp,
                                    decode_workers=pick.decode_workers * pick.decode_dp, rate=pick.rate_rps, osl=osl,
                                    requests=simulate)  # fmt: skip
-    winner, verdict = _verdict(pick, None if aggregated_chosen is None else aggregated[aggregated_chosen], transfers)
+    best = None if aggregated_chosen is None else aggregated[aggregated_chosen]
+    winner, verdict = _verdict(pick, best, transfers, fits=bool(rates))
     notes += _notes(transfers, pick, profiles[0], link_id)
     if pick is not None:
         notes += _layout_notes(pick, workers)
@@ -459,14 +466,17 @@ def _verdict(
     pick: Split | None,
     aggregated: AggregatedLayout | None,
     transfers: Mapping[tuple[WorkerLayout, WorkerLayout], KvTransfer],
+    *,
+    fits: bool = True,
 ) -> tuple[Literal["disaggregated", "aggregated", "tie", "neither"], str]:
+    """Which wins and why; ``fits``: some split fits on the GPUs at all (else the text says none does)."""
     if pick is None and aggregated is None:
         return "neither", "neither a disaggregated split nor an aggregated replica meets the targets here"
     if pick is None:
         assert aggregated is not None
         return "aggregated", (
             f"aggregated ({aggregated.layout} x {aggregated.replicas}) meets the targets and no disaggregated split"
-            " does"
+            + (" does" if fits else " fits on these GPUs")
         )
     if aggregated is None:
         return "disaggregated", (
