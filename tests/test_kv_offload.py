@@ -106,6 +106,22 @@ def test_no_shared_prefix_says_why_nothing_is_cached(cli):
     assert "fixed-state layers" in hybrid["offload"]["note"] and "0 tokens" not in hybrid["offload"]["note"]
 
 
+def test_the_plot_sweep_simulates_the_same_prefix_tiers(cli, tmp_path):
+    """5,000 prefixes and no host tier: request i carries prefix i mod 5,000, so a run of at most 1,536 requests (the
+    sweep's largest, 3 a user at 512 users) never meets a prefix twice: every simulated point's hit rate is 0, as the
+    plan's own run's is (the sweep once ran one shared prefix: 94-97% hits). Control: one prefix, hit in every point."""
+    args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--shared-prefix", "1000", "--concurrency", "8",
+            "--num-prompts", "64", "--plot", str(tmp_path / "p.png"), "--force")  # fmt: skip
+    many = cli.json(*args, "--shared-prefixes", "5000")
+    assert (
+        many["simulated"]["prefix_cache_hit_rate"] == 0.0
+        and max(p["requests"] for p in many["simulated_sweep"]) <= 5000
+    )
+    assert [point["prefix_cache_hit_rate"] for point in many["simulated_sweep"]] == [0.0] * len(many["simulated_sweep"])
+    one = cli.json(*args)
+    assert all(point["prefix_cache_hit_rate"] > 0.9 for point in one["simulated_sweep"])
+
+
 @pytest.mark.parametrize("row", PUBLISHED["block_sizes"], ids=lambda row: row["model"])
 def test_host_block_bytes_match_the_vllm_blog(row):
     """The host layout's block (one block of every layer on a rank) against the blog's "new block size" table;

@@ -446,7 +446,8 @@ def simulate_plan(
             share = client._replace(num_prompts=None, prompts_per_user=SWEEP_PROMPTS_PER_USER,
                                     min_prompts=SWEEP_MIN_PROMPTS)  # fmt: skip
             point_case = case._replace(concurrency=point.concurrency)
-            run = simulate_deployment(point_case, profile, plan.memory.engine, share, slo_percentile=slo_percentile)
+            run = simulate_deployment(point_case, profile, plan.memory.engine, share, slo_percentile=slo_percentile,
+                                      offload=plan.offload, prefix_caching=caching)  # fmt: skip
             swept.append(run)
     return plan.model_copy(update={"simulated": simulated, "simulated_sweep": swept})
 
