@@ -208,11 +208,14 @@ def test_the_simulated_loop_loads_from_the_host_where_the_pool_is_the_limit(cli)
     without the host tier nothing is found (LRU over the cycle) and TTFT is higher."""
     args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "8192", "--osl", "256", "--concurrency",
             "32", "--shared-prefix", "4096", "--shared-prefixes", "200", "--num-prompts", "400")  # fmt: skip
-    host = cli.json(*args, "--kv-offload-gib", "128")["simulated"]
-    plain = cli.json(*args)["simulated"]
+    planned = cli.json(*args, "--kv-offload-gib", "128")
+    host, plain = planned["simulated"], cli.json(*args)["simulated"]
     assert plain["prefix_cache_hit_rate"] == plain["host_hit_rate"] == 0
     assert host["host_hit_rate"] == host["prefix_cache_hit_rate"] == pytest.approx(200 * 4096 / (400 * 8192))
     assert host["ttft_ms"]["mean"] < plain["ttft_ms"]["mean"]
+    # the closed form prices every request warm (regime host); the notes say the run's first 200 are cold: 50% at most
+    assert planned["offload"]["regime"] == "host"
+    assert any("the first 200 find theirs in no cache (cold), so at most 50%" in note for note in planned["notes"])
 
 
 def test_the_published_offload_benefits_are_predicted():

@@ -449,7 +449,16 @@ def simulate_plan(
             run = simulate_deployment(point_case, profile, plan.memory.engine, share, slo_percentile=slo_percentile,
                                       offload=plan.offload, prefix_caching=caching)  # fmt: skip
             swept.append(run)
-    return plan.model_copy(update={"simulated": simulated, "simulated_sweep": swept})
+    notes = plan.notes
+    groups = 1 if plan.offload is None else plan.offload.shared_prefixes
+    if groups > 1 and plan.offload is not None and plan.offload.regime != "recomputed":
+        cold = min(simulated.requests, groups)  # request i carries prefix i mod K: the first K meet theirs cold
+        notes = [*notes, (
+            f"the simulated run's {simulated.requests:,} requests cycle through {groups:,} prefixes: the first {cold:,}"
+            f" find theirs in no cache (cold), so at most {(simulated.requests - cold) / simulated.requests:.0%} of"
+            f" them hit where the closed form prices every one warm; --num-prompts {10 * groups:,} nears that"
+        )]  # fmt: skip
+    return plan.model_copy(update={"simulated": simulated, "simulated_sweep": swept, "notes": notes})
 
 
 SWEEP_PROMPTS_PER_USER = 3
