@@ -219,6 +219,7 @@ def test_launch_lines_carry_the_budget_and_the_cache_the_workers_were_priced_wit
         (["--target", "8xh100", "--disaggregated", "--slo-percentile", "90"], "leave out --slo-percentile"),
         (["--target", "8xh100", "--disaggregated", "--kv-offload-gib", "64"], "leave out --kv-offload-gib"),
         (["--target", "8xh100", "--kv-link", "ib-ndr"], "add --disaggregated"),
+        (["--target", "2xh100", "--disaggregated", "--engine", "vllm@0.7"], "vLLM V0 lacks"),
         (["--target", "8xh100", "--disaggregated", "--kv-link", "carrier-pigeon"], "unknown link"),
     ],
 )

@@ -306,6 +306,11 @@ def plan_disaggregated(
             f" the other pool beside them): {'; '.join(notes)}; give {more}: a worker may span whole nodes"
         )
     engine = next(iter(workers.values())).engine
+    if engine.generation == "vllm-v0":  # its launch lines would name a connector V0 does not have
+        raise BadInputError(
+            "--disaggregated launches vLLM's NixlConnector, a V1 KV connector that vLLM V0 lacks: use --engine vllm"
+            " (or sglang)"
+        )
     prefill = {layout: w.prefill() for layout, w in workers.items()}
     decode = {layout: w.decode(itl_s) for layout, w in workers.items()}
     transfers: dict[tuple[WorkerLayout, WorkerLayout], KvTransfer] = {}
