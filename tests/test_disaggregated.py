@@ -295,6 +295,14 @@ def test_no_split_that_fits_is_said_not_called_a_miss():
     assert any("a prefill and a decode worker need 16 GPUs" in note for note in plan.notes)
 
 
+def test_a_context_past_the_trained_one_is_said():
+    """Llama-3.1-8B was trained for 131,072 tokens: 131,072 + 256 is past it, and vLLM refuses such a --max-model-len
+    (the aggregated plan says so too); the control at 1,024 + 256 says nothing."""
+    long = _plan("llama-3.1-8b", "2xh100", 131_072, 256)
+    assert any("(131,328) exceed the 131,072 tokens" in note for note in long.notes)
+    assert not any("trained for" in note for note in _plan("llama-3.1-8b", "2xh100", 1024, 256).notes)
+
+
 def test_hybrid_models_pair_workers_of_one_tp():
     # vLLM's NixlConnector compatibility matrix: hybrid SSM models need P TP == D TP
     plan = _plan("tests/fixtures/hf_configs/jamba-mini-1.5.json", "8xh100", 2048, 256)

@@ -298,6 +298,11 @@ def plan_disaggregated(
         except MhaError as exc:
             refused.setdefault(exc.message, []).append(layout.label)
     notes = [f"{', '.join(labels)}: no worker ({why})" for why, labels in refused.items()]
+    if model.context_length and isl + osl > model.context_length:  # as `mha plan --tp` says it
+        notes.append(
+            f"isl + osl ({isl + osl:,}) exceed the {model.context_length:,} tokens {model.name} was trained for: vLLM"
+            " refuses the launch lines' --max-model-len above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+        )
     if not workers:
         nodes = f"NODESx{per_node}x{target.target.id}"
         more = f"more nodes ({nodes})" if target.n_nodes > 1 else f"more GPUs, or several nodes ({nodes})"
