@@ -237,6 +237,18 @@ def test_the_published_offload_benefits_are_predicted():
     assert rows[2].split("|")[5].strip() == "1.0"
 
 
+def test_an_mla_latent_is_kept_once_only_where_the_tp_group_shares_a_host(cli):
+    """DeepSeek-V3 at tp 8 on one H200 node: one copy for the 8 ranks (vLLM 0.32's replicated layout, one node);
+    at tp 16 over 2 nodes of 8 each host keeps its ranks' own copies: a block of 16 x 70,272 B = 1,124,352 B, x 16
+    ranks = 17,989,632 B (whole 4 KiB pages already) per chunk, so 16 x 64 GiB // that = 61,119 blocks."""
+    args = ("plan", "deepseek-v3", "--kv-offload-gib", "64", "--closed-form")
+    one = cli.json(*args, "--target", "8xh200", "--tp", "8")["offload"]["host"]
+    two = cli.json(*args, "--target", "2x8xh200", "--tp", "16")["offload"]["host"]
+    assert any("one copy of the latent" in note for note in one["notes"])
+    assert not any("one copy of the latent" in note for note in two["notes"])
+    assert two["host_blocks"] == 16 * 64 * GIB // (16 * 16 * 70_272) == 61_119
+
+
 def test_vllm_keeps_an_mla_latent_once_for_every_rank():
     """DeepSeek-V2-Lite's latent (27 layers x 576 x 2 B = 31,104 B a token) is whole on each of 2 ranks; a block of 16
     is 497,664 B, 499,712 B in whole 4 KiB pages. Replicated (vLLM 0.32's MLA layout at tp > 1), the 2 x 8 GiB hold

@@ -345,7 +345,8 @@ class LayoutPlans:
             self.model, deployment, engine, users=-(-concurrency // self.replicas), isl=self.isl, osl=self.osl,
             workers=self.tp * self.pp, target_id=self.target.target.id, caching=caching,
             prefix_tokens=cached_prefix(shared, self.isl, engine.block_size) if shared else 0,
-            replicated=self.model.mla is not None and self.tp > 1 and self.pp == 1 and engine.generation == "vllm-0.21",
+            replicated=self.model.mla is not None and 1 < self.tp <= self.target.devices_per_node and self.pp == 1
+            and engine.generation == "vllm-0.21",  # one copy in one host's memory: the tp group inside a node
         )  # fmt: skip
 
 
