@@ -190,6 +190,10 @@ def test_cli_refusals(cli):
         assert result.exit_code == 2 and words in result.stderr and len(result.stderr.splitlines()) == 1, args
     result = cli.run("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--shared-prefixes", "4")
     assert result.exit_code == 2 and "give --shared-prefix too" in result.stderr
+    # vLLM's CPU backend refuses its offload (get_worker: CUDA-alike and XPU only); the cpu target's cache is host's
+    cpu = cli.run("plan", "llama-3.2-1b", "--target", "cpu", "--tp", "1", "--kv-cache-gib", "4", "--kv-offload-gib",
+                  "10", "--profile", "h100-sxm-prior", "--closed-form")  # fmt: skip
+    assert cpu.exit_code == 2 and "CUDA and XPU GPUs only" in cpu.stderr and len(cpu.stderr.splitlines()) == 1
 
 
 def test_the_launch_lines_carry_each_engines_flags(cli):
