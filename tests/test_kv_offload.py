@@ -80,7 +80,8 @@ def test_refusals_are_one_line():
         host_pool(engine_plan("vllm@0.7"), asked_bytes_per_rank=GIB, workers=1, target_id="h100-sxm",
                   prefix_caching=True)  # fmt: skip
     sglang = engine_plan("sglang")
-    with pytest.raises(BadInputError, match="must be larger than the device pool"):  # 5 GB: 38,148 tokens
+    # 5 GB: 5e9 // 131,072 + 1 = 38,147 tokens
+    with pytest.raises(BadInputError, match="must be larger than the device pool"):
         host_pool(sglang, asked_bytes_per_rank=5 * GIB, workers=1, target_id="h100-sxm", prefix_caching=True)
     with pytest.raises(BadInputError, match="whole GB"):
         host_pool(sglang, asked_bytes_per_rank=GIB // 2, workers=1, target_id="h100-sxm", prefix_caching=True)
