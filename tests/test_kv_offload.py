@@ -105,6 +105,9 @@ def test_no_shared_prefix_says_why_nothing_is_cached(cli):
     hybrid = cli.json("plan", "tests/fixtures/hf_configs/jamba-mini-1.5.json", "--target", "2xh100", "--tp", "2",
                       "--shared-prefix", "512", "--kv-offload-gib", "100", "--closed-form")  # fmt: skip
     assert "fixed-state layers" in hybrid["offload"]["note"] and "0 tokens" not in hybrid["offload"]["note"]
+    off = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--shared-prefix", "512",
+                   "--shared-prefixes", "8", "--no-enable-prefix-caching", "--closed-form")  # fmt: skip
+    assert off["offload"]["note"].startswith("prefix cache: the prefix cache is off, so")  # no host tier to name
 
 
 def test_the_plot_sweep_simulates_the_same_prefix_tiers(cli, tmp_path):

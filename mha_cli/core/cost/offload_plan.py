@@ -153,7 +153,7 @@ def _nothing_cached(
     elif not prefix_tokens:
         why = f"the shared prefix ({deployment.shared_prefix:,} tokens) fills no whole block of {engine.block_size}"
     else:
-        why = "the prefix cache is off, and this engine's host tier keeps only what it would"
+        why = "the prefix cache is off" + (", and this engine's host tier keeps only what it would" if has_host else "")
     tail = ": the host tier serves no hit" if has_host else ""
     return f"prefix cache: {why}, so every prompt is computed in full{tail}"
 
