@@ -136,14 +136,14 @@ def test_deepseek_on_four_h100_nodes_starts_with_dp_workers_over_two_nodes(four_
 
 
 VLLM_FLAGS = {"--port", "--tensor-parallel-size", "--data-parallel-size", "--enable-expert-parallel",
-              "--all2all-backend", "--max-model-len", "--gpu-memory-utilization", "--max-num-seqs",
+              "--all2all-backend", "--max-model-len", "--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens",
               "--kv-transfer-config", "--data-parallel-size-local", "--data-parallel-address",
               "--data-parallel-rpc-port", "--data-parallel-start-rank", "--headless", "--distributed-executor-backend",
               "--nnodes", "--node-rank", "--master-addr", "--master-port"}  # fmt: skip
 SGLANG_FLAGS = {"--model-path", "--host", "--disaggregation-mode", "--disaggregation-transfer-backend",
                 "--disaggregation-bootstrap-port", "--max-running-requests", "--tp-size", "--dp-size",
                 "--enable-dp-attention", "--ep-size", "--moe-a2a-backend", "--deepep-mode", "--base-gpu-id", "--port",
-                "--context-length", "--nnodes", "--dist-init-addr", "--node-rank"}  # fmt: skip
+                "--context-length", "--chunked-prefill-size", "--nnodes", "--dist-init-addr", "--node-rank"}  # fmt: skip
 
 
 def _value(words: list[str], flag: str) -> str:

@@ -202,6 +202,19 @@ def test_a_part_filled_last_node_runs_fewer_replicas_and_says_so():
     assert shared.head == [] and "not full" in shared.note
 
 
+def test_a_replica_straddling_two_nodes_unevenly_gets_no_line():
+    """Qwen3-8B tp 2 x pp 3 x 4 replicas on 3 x 8 (36 layers, 3 stages): replica 1 sits on GPUs 6-11, 2 on node 0 and
+    4 on node 1; the same line on each node would run one 6-GPU replica a node (3, not 4). 12 GPUs a replica on
+    8 + 4 likewise (vLLM and SGLang split a replica evenly over --nnodes). Controls: 4 a node, 16 over 2 nodes."""
+    from mha_cli.core.cost.launch_nodes import STRADDLING, node_shape, sglang_lines, vllm_lines
+
+    for shape in (node_shape(3, 8, 2, 3, 4, None), node_shape(2, 8, 4, 3, 1, None)):
+        assert shape.straddles
+        assert vllm_lines(["vllm", "serve", "m"], shape, "vllm-0.21") == ([], None, STRADDLING)
+        assert sglang_lines(["python", "--dp-size", "1"], shape) == ([], None, STRADDLING)
+    assert not node_shape(2, 8, 4, 1, 4, None).straddles and not node_shape(2, 8, 8, 2, 1, None).straddles
+
+
 def test_kv_names_the_nodes_and_a_tp_that_spans_them(cli):
     notes = cli.json("kv", "llama-3-70b", "--target", "16xh100")["memory"]["engine"]["notes"]
     assert any("read as 2 nodes of 8" in note for note in notes)

@@ -366,6 +366,11 @@ def plan(
         from mha_cli.core.engine.offload import offload_rule
 
         offload_rule(generation(deployment.engine_generation, deployment.engine).id)
+        if resolved.target.vendor == "CPU":  # vLLM's get_worker: "CPU Offloading is currently only supported on
+            raise BadInputError(  # CUDA-alike and XPU GPUs" (core.engine.offload)
+                "--kv-offload-gib: a CPU target's KV cache is in host memory already, and vLLM's offload runs on"
+                " CUDA and XPU GPUs only: leave it out"
+            )
     # `--engine sglang@0.4`: sglang 0.4's memory rules and its step costs; no --engine: the default constants
     generation = deployment.engine_generation if engine is not None else None
     speculative = _speculative(loaded, speculative_config, draft, num_speculative_tokens, acceptance_length)

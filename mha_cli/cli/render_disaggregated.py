@@ -45,6 +45,8 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
         title_justify="left",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
+        collapse_padding=True,  # eleven columns in 80 characters: no figure cut to "12,0…"
+        show_edge=False,
     )
     for column in ("", "P", "D", "GPUs", "req/s", "limit", "TTFT ms", "KV ms", "ITL ms", "tok/s/GPU", "meets"):
         splits.add_column(column, justify="left" if column in ("", "limit", "meets") else "right",

@@ -39,7 +39,7 @@ from pydantic import Field
 from mha_cli.core.cost.disaggregated_layouts import (
     WorkerLayout,
     as_layout,
-    nodes_used,
+    devices_reached,
     worker_layouts,
     worker_sizes,
 )
@@ -227,7 +227,6 @@ def split_rates(
     holds the transfer to that decode layout), ``decode_rps[decode layout]`` one decode worker's; a bare int is a
     tensor-parallel worker of that many GPUs."""
     per_node = devices_per_node or n_devices
-    nodes = n_devices // per_node
     found = []
     for (prefill_key, decode_key), per_prefill in prefill_rps.items():
         per_decode = decode_rps.get(decode_key)
@@ -236,8 +235,8 @@ def split_rates(
         prefill, decode = as_layout(prefill_key), as_layout(decode_key)
         for n_prefill in range(1, (n_devices - decode.gpus) // prefill.gpus + 1):
             for n_decode in range(1, (n_devices - n_prefill * prefill.gpus) // decode.gpus + 1):
-                if nodes_used([prefill.gpus] * n_prefill + [decode.gpus] * n_decode, per_node) > nodes:
-                    continue  # the workers do not fit in the nodes
+                if devices_reached([prefill.gpus] * n_prefill + [decode.gpus] * n_decode, per_node) > n_devices:
+                    continue  # the workers do not fit in the nodes (a part-filled last node holds fewer)
                 pool_prefill, pool_decode = n_prefill * per_prefill, n_decode * per_decode
                 found.append(SplitRates(
                     prefill.tp, n_prefill, decode.tp, n_decode, n_prefill * prefill.gpus + n_decode * decode.gpus,
@@ -299,6 +298,11 @@ def plan_disaggregated(
         except MhaError as exc:
             refused.setdefault(exc.message, []).append(layout.label)
     notes = [f"{', '.join(labels)}: no worker ({why})" for why, labels in refused.items()]
+    if model.context_length and isl + osl > model.context_length:  # as `mha plan --tp` says it
+        notes.append(
+            f"isl + osl ({isl + osl:,}) exceed the {model.context_length:,} tokens {model.name} was trained for: vLLM"
+            " refuses the launch lines' --max-model-len above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+        )
     if not workers:
         nodes = f"NODESx{per_node}x{target.target.id}"
         more = f"more nodes ({nodes})" if target.n_nodes > 1 else f"more GPUs, or several nodes ({nodes})"
@@ -307,6 +311,11 @@ def plan_disaggregated(
             f" the other pool beside them): {'; '.join(notes)}; give {more}: a worker may span whole nodes"
         )
     engine = next(iter(workers.values())).engine
+    if engine.generation == "vllm-v0":  # its launch lines would name a connector V0 does not have
+        raise BadInputError(
+            "--disaggregated launches vLLM's NixlConnector, a V1 KV connector that vLLM V0 lacks: use --engine vllm"
+            " (or sglang)"
+        )
     prefill = {layout: w.prefill() for layout, w in workers.items()}
     decode = {layout: w.decode(itl_s) for layout, w in workers.items()}
     transfers: dict[tuple[WorkerLayout, WorkerLayout], KvTransfer] = {}
@@ -325,6 +334,12 @@ def plan_disaggregated(
         prefill_rps[p, d] = p.dp * prefill_goodput(prefill[p].capacity_rps / p.dp, fixed, ttft_s)
     rates = split_rates(prefill_rps, {layout: d.goodput_rps for layout, d in decode.items()}, target.n_devices,
                         per_node)  # fmt: skip
+    if not rates:  # every pairing needs more GPUs than the target has (or its nodes hold)
+        smallest = min(layout.gpus for layout in workers)
+        notes.append(
+            f"no split fits: the smallest worker that starts takes {smallest} GPUs, so a prefill and a decode worker"
+            f" need {2 * smallest} GPUs in nodes of {per_node}; {target.spec} has {target.n_devices}"
+        )
     targets = (ttft_ms, itl_ms)
     splits = [_priced(s, prefill, workers, transfers, rate, targets, osl) for s in rates]
     splits.sort(key=lambda s: (-s.meets_targets, -s.output_tokens_per_s_per_gpu, -s.goodput_rps, s.ttft_ms))
@@ -346,7 +361,8 @@ def plan_disaggregated(
         simulated = simulate_split(times, prefill_workers=pick.prefill_workers * pick.prefill_dp,
                                    decode_workers=pick.decode_workers * pick.decode_dp, rate=pick.rate_rps, osl=osl,
                                    requests=simulate)  # fmt: skip
-    winner, verdict = _verdict(pick, None if aggregated_chosen is None else aggregated[aggregated_chosen], transfers)
+    best = None if aggregated_chosen is None else aggregated[aggregated_chosen]
+    winner, verdict = _verdict(pick, best, transfers, fits=bool(rates))
     notes += _notes(transfers, pick, profiles[0], link_id)
     if pick is not None:
         notes += _layout_notes(pick, workers)
@@ -462,14 +478,17 @@ def _verdict(
     pick: Split | None,
     aggregated: AggregatedLayout | None,
     transfers: Mapping[tuple[WorkerLayout, WorkerLayout], KvTransfer],
+    *,
+    fits: bool = True,
 ) -> tuple[Literal["disaggregated", "aggregated", "tie", "neither"], str]:
+    """Which wins and why; ``fits``: some split fits on the GPUs at all (else the text says none does)."""
     if pick is None and aggregated is None:
         return "neither", "neither a disaggregated split nor an aggregated replica meets the targets here"
     if pick is None:
         assert aggregated is not None
         return "aggregated", (
             f"aggregated ({aggregated.layout} x {aggregated.replicas}) meets the targets and no disaggregated split"
-            " does"
+            + (" does" if fits else " fits on these GPUs")
         )
     if aggregated is None:
         return "disaggregated", (

@@ -103,6 +103,11 @@ def _per_node(
 
 def _format_flags(deployment: DeploymentSpec, served: ServedModel, *, sglang: bool) -> list[str]:
     flags = []
+    if deployment.prefix_caching is not None:  # asked outright: the workers were priced with it
+        if sglang:
+            flags += [] if deployment.prefix_caching else ["--disable-radix-cache"]
+        else:
+            flags += ["--enable-prefix-caching" if deployment.prefix_caching else "--no-enable-prefix-caching"]
     if deployment.weight_dtype == "fp8":
         flags += ["--quantization", "fp8"]
     if deployment.kv_dtype == "fp8":
@@ -122,6 +127,8 @@ def disaggregated_launch(
     model = served.model
     # a decode worker runs at most the batch whose step meets --itl-ms (all it admits without one)
     running_cap = str(max(1, next(d.goodput_batch for d in plan.decode if d.tp == split.decode_tp)))
+    # each worker's step budget as priced (the engine's for the GPU, or --max-num-batched-tokens): one DP rank's
+    budget = {(worker.tp, worker.dp): str(worker.chunk_tokens) for worker in plan.prefill}
     roles = [("prefill", i, split.prefill) for i in range(split.prefill_workers)]
     roles += [("decode", i, split.decode) for i in range(split.decode_workers)]
     vllm, sglang = [], []
@@ -137,9 +144,11 @@ def disaggregated_launch(
         (prefill_ports if is_prefill else decode_ports).append(str(port))
         # vLLM's --max-num-seqs is each data-parallel rank's; SGLang's --max-running-requests all its ranks'
         running = [] if is_prefill else ["--max-num-seqs", running_cap]
+        step = budget[layout.tp, layout.dp]
         words = ["vllm", "serve", model, "--port", str(port), *_parallel_flags(layout, role, sglang=False),
                  "--max-model-len", context, "--gpu-memory-utilization", f"{utilisation:g}", *running,
-                 *_format_flags(deployment, served, sglang=False), "--kv-transfer-config", NIXL_CONFIG]  # fmt: skip
+                 "--max-num-batched-tokens", step, *_format_flags(deployment, served, sglang=False),
+                 "--kv-transfer-config", NIXL_CONFIG]  # fmt: skip
         for rank, line in enumerate(_per_node(words, layout, node, per_node, sglang=False)):
             side_host = [] if nodes == 1 else [f"VLLM_NIXL_SIDE_CHANNEL_HOST={_host(node + rank, nodes, '')}"]
             env = [f"CUDA_VISIBLE_DEVICES={_gpus(first, on_node)}", *side_host,
@@ -156,7 +165,7 @@ def disaggregated_launch(
             decode_urls += ["--decode", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}"]
         words = ["python", "-m", "sglang.launch_server", "--model-path", model, *mode,
                  *_parallel_flags(layout, role, sglang=True), "--base-gpu-id", str(first), "--port", str(sglang_port),
-                 "--context-length", context,
+                 "--context-length", context, *(["--chunked-prefill-size", step] if layout.dp == 1 else []),
                  *(["--mem-fraction-static", f"{utilisation:g}"] if plan.engine == "sglang" else []),
                  *_format_flags(deployment, served, sglang=True)]  # fmt: skip
         for rank, line in enumerate(_per_node(words, layout, node, per_node, sglang=True)):

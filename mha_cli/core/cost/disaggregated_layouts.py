@@ -91,6 +91,18 @@ def placements(workers: list[int], devices_per_node: int) -> list[tuple[int, int
     return found
 
 
+def devices_reached(workers: list[int], devices_per_node: int) -> int:
+    """Devices up to the end of the last of ``workers`` placed in order (``placements``): at most the target's, or
+    they do not fit (a part-filled last node, ``12xh100``'s 8 + 4, holds only what fits in its 4)."""
+    if not workers:
+        return 0
+    node, first = placements(workers, devices_per_node)[-1]
+    last = workers[-1]
+    return node * devices_per_node + (
+        first + last if last <= devices_per_node else -(-last // devices_per_node) * devices_per_node
+    )
+
+
 def nodes_used(workers: list[int], devices_per_node: int) -> int:
     """Nodes the workers of ``workers`` GPUs take, placed in order (``placements``)."""
     if not workers:

@@ -21,6 +21,10 @@ Each line is written once for the head (node 0) and, where the others differ, on
 
 from typing import NamedTuple
 
+STRADDLING = (
+    "no launch line: a replica of tp x pp GPUs straddles two nodes unevenly (placed in fill order), which neither"
+    " engine's multi-node launch runs; a layout whose replica divides a node, or fills whole nodes, has one"
+)
 SPANNING_SHARED = (
     "no launch line: replicas that each span nodes and share the routed experts (pipeline stages across nodes with"
     " data parallelism over them) are priced, but neither engine's multi-node recipe for them is written here"
@@ -60,6 +64,14 @@ class NodeShape(NamedTuple):
     def replicas_per_node(self) -> int:
         """Replicas a full node holds."""
         return max(1, self.devices_per_node // self.replica_devices)
+
+    @property
+    def straddles(self) -> bool:
+        """A replica's GPUs are not whole nodes nor a share of one that the node divides (tp x pp = 6 on nodes of 8,
+        or 12 over 8 + 4): some replica straddles a node boundary unevenly, which neither engine launches."""
+        if self.replica_nodes == 1:
+            return self.devices_per_node % self.replica_devices != 0
+        return self.replica_devices % self.devices_per_node != 0
 
     @property
     def last_node_replicas(self) -> int | None:
@@ -110,6 +122,8 @@ def vllm_lines(vllm: list[str], shape: NodeShape, generation: str) -> NodeLines:
     """``vllm`` (one node's ``vllm serve`` words) over ``shape``'s nodes; no line (``NodeLines.head`` empty, the note
     says why) for replicas sharing experts under vLLM V0 (no data parallelism), over replicas that span nodes, or
     over a last node that is not full."""
+    if shape.straddles:
+        return NodeLines([], None, STRADDLING)
     if shape.replica_nodes > 1 and shape.shared:
         return NodeLines([], None, SPANNING_SHARED)
     if shape.replica_nodes > 1:
@@ -153,7 +167,9 @@ def vllm_lines(vllm: list[str], shape: NodeShape, generation: str) -> NodeLines:
 
 def sglang_lines(sglang: list[str], shape: NodeShape) -> NodeLines:
     """``sglang`` (one node's ``sglang.launch_server`` words) over ``shape``'s nodes; no line over replicas that span
-    nodes and share the experts (the note says so)."""
+    nodes and share the experts, or straddle two unevenly (the note says so)."""
+    if shape.straddles:
+        return NodeLines([], None, STRADDLING)
     if shape.replica_nodes > 1 and shape.shared:
         return NodeLines([], None, SPANNING_SHARED)
     if shape.replica_nodes > 1 or shape.shared:

@@ -345,7 +345,8 @@ class LayoutPlans:
             self.model, deployment, engine, users=-(-concurrency // self.replicas), isl=self.isl, osl=self.osl,
             workers=self.tp * self.pp, target_id=self.target.target.id, caching=caching,
             prefix_tokens=cached_prefix(shared, self.isl, engine.block_size) if shared else 0,
-            replicated=self.model.mla is not None and self.tp > 1 and self.pp == 1 and engine.generation == "vllm-0.21",
+            replicated=self.model.mla is not None and 1 < self.tp <= self.target.devices_per_node and self.pp == 1
+            and engine.generation == "vllm-0.21",  # one copy in one host's memory: the tp group inside a node
         )  # fmt: skip
 
 
@@ -446,9 +447,19 @@ def simulate_plan(
             share = client._replace(num_prompts=None, prompts_per_user=SWEEP_PROMPTS_PER_USER,
                                     min_prompts=SWEEP_MIN_PROMPTS)  # fmt: skip
             point_case = case._replace(concurrency=point.concurrency)
-            run = simulate_deployment(point_case, profile, plan.memory.engine, share, slo_percentile=slo_percentile)
+            run = simulate_deployment(point_case, profile, plan.memory.engine, share, slo_percentile=slo_percentile,
+                                      offload=plan.offload, prefix_caching=caching)  # fmt: skip
             swept.append(run)
-    return plan.model_copy(update={"simulated": simulated, "simulated_sweep": swept})
+    notes = plan.notes
+    groups = 1 if plan.offload is None else plan.offload.shared_prefixes
+    if groups > 1 and plan.offload is not None and plan.offload.regime != "recomputed":
+        cold = min(simulated.requests, groups)  # request i carries prefix i mod K: the first K meet theirs cold
+        notes = [*notes, (
+            f"the simulated run's {simulated.requests:,} requests cycle through {groups:,} prefixes: the first {cold:,}"
+            f" find theirs in no cache (cold), so at most {(simulated.requests - cold) / simulated.requests:.0%} of"
+            f" them hit where the closed form prices every one warm; --num-prompts {10 * groups:,} nears that"
+        )]  # fmt: skip
+    return plan.model_copy(update={"simulated": simulated, "simulated_sweep": swept, "notes": notes})
 
 
 SWEEP_PROMPTS_PER_USER = 3
