@@ -220,7 +220,9 @@ def plan_memory(
     if headers is not None:
         files = f"{headers.files} checkpoint header{'s' if headers.files != 1 else ''}"
         weights_how = f"{files}: this rank's share of {format_bytes(headers.total_bytes)} (vocab padded to 64)"
-    settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp)
+    # SGLang runs DP attention wherever its replicas share the experts (the launch line's --enable-dp-attention)
+    dp_ranks = experts.ranks // kv.tp if experts is not None and experts.ranks > kv.tp else 1
+    settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp, dp_attention_ranks=dp_ranks)
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart
         engine_kv = kv_footprint(
