@@ -221,3 +221,15 @@ def test_kv_names_the_nodes_and_a_tp_that_spans_them(cli):
     assert any("tp 16 spans nodes of 8" in note for note in notes)
     inside = cli.json("kv", "llama-3-70b", "--target", "16xh100", "--tp", "8")["memory"]["engine"]["notes"]
     assert not any("spans nodes" in note for note in inside)  # the control: tp 8 stays in a node
+
+
+def test_recommend_shows_a_tp_that_spans_nodes_in_its_short_report(cli):
+    """400B on 2 x 8 H100: 747 GiB of bf16 weights need all 16 GPUs, tp 16 over two nodes of 8. The short report (not
+    only --json's engine notes) warns; the control, 8B on 8 GPUs, stays in a node and is not warned."""
+    report = cli.run("recommend", "--params", "400B", "--target", "2x8xh100")
+    assert report.exit_code == 0, report.output
+    assert "warning: tp 16 spans nodes of 8" in " ".join(report.output.split())
+    found = cli.json("recommend", "--params", "400B", "--target", "2x8xh100")
+    assert found["memory"]["tp"] == 16 and any("tp 16 spans nodes of 8" in w for w in found["warnings"])
+    inside = cli.run("recommend", "--params", "8B", "--target", "8xh100")
+    assert inside.exit_code == 0 and "spans nodes" not in inside.output
