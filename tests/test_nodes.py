@@ -164,8 +164,11 @@ def test_pipeline_across_nodes_launches_with_each_engines_multi_node_flags(cli):
     assert "HEAD_IP with node 0's address" in found["launch_note"]
 
 
-def test_older_vllm_launches_over_ray(cli):
-    found = cli.json("plan", "llama-3.1-405b", "--target", "2x8xh100", "--engine", "vllm@0.10", "--closed-form")
+@pytest.mark.parametrize("engine", ["vllm@0.10", "vllm@0.15"])
+def test_older_vllm_launches_over_ray(cli, engine):
+    """The V1 generation (0.8-0.20) launches over Ray, 0.15 too though it takes mp's --nnodes (0.11+,
+    vllm-project/vllm#23691): one generation, one line that starts on all its releases (docs/commands/plan.md)."""
+    found = cli.json("plan", "llama-3.1-405b", "--target", "2x8xh100", "--engine", engine, "--closed-form")
     assert found["launch"]["vllm"].endswith("--distributed-executor-backend ray")
     assert found["launch"]["vllm_workers"] == "ray start --address HEAD_IP:6379 --block"
     assert "ray start --head --port 6379" in found["launch_note"]
