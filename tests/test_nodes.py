@@ -44,6 +44,18 @@ def test_inter_node_link_is_refused_on_one_node_and_for_a_non_network_link(cli):
     assert pcie.exit_code == EXIT_BAD_INPUT and "give a network link" in pcie.stderr
 
 
+@pytest.mark.parametrize(("target", "suggested"), [("h100", "2x8xh100-sxm"), ("4xa100-80gb", "2x8xa100-80gb")])
+def test_inter_node_link_on_one_node_suggests_two_whole_nodes_that_run(cli, target, suggested):
+    """One GPU or a part node: the way out is two nodes of the part's reference server (8 GPUs), not 2 x 1; pasted,
+    it plans on the link asked."""
+    one = cli.run("plan", "llama-3-8b", "--target", target, "--inter-node-link", "ib-ndr", "--closed-form")
+    assert one.exit_code == EXIT_BAD_INPUT and one.stderr.strip().endswith(f"(--target {suggested})"), one.output
+    assert "2x1x" not in one.stderr
+    pasted = cli.json("plan", "llama-3-8b", "--target", suggested, "--inter-node-link", "ib-ndr", "--tp", "8",
+                      "--closed-form")  # fmt: skip
+    assert pasted["nodes"]["nodes"] == 2 and pasted["nodes"]["inter_node_link"] == "ib-ndr"
+
+
 def test_groups_that_span_nodes_by_hand():
     # tp 8 on nodes of 8: every group inside a node; tp 16 on 2 nodes of 8: each rank has 8 of 15 peers away
     assert off_node_share(tp_groups(8, 2, 1), 8) == 0.0
