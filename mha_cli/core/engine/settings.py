@@ -240,6 +240,8 @@ def resolve_settings(
                 f" {step} tokens a step (server_args _handle_data_parallelism, since sgl-project/sglang#4390 of March"
                 " 2025; the schedule_conservativeness x 0.3 it also sets is not priced)"
             )
+            if old:  # the generation spans the change
+                note += "; 0.4 releases before that PR forced dp to tp and halved the chunk instead"
         return EngineSettings(
             engine=engine, generation=chosen.id, utilisation=fraction,
             utilisation_source="--mem-fraction-static" if util else f"{chosen.label}'s default for this GPU and tp",
