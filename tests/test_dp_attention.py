@@ -177,6 +177,18 @@ def test_the_search_finds_dp_attention_at_128k_x_32_and_tp_8_queues(cli):
     assert bf16["ways_out"][0]["fits"] is True
 
 
+def test_sglang_prices_each_dp_rank_at_its_share_of_the_chunked_prefill(cli):
+    """SGLang under DP attention runs chunked_prefill_size // dp_size a rank (``_handle_data_parallelism``): its
+    H200 default 8192 over 8 ranks is 1024 tokens a step; with --chunked-prefill-size 4096, 512."""
+    plan = cli.json("plan", V3, "--target", "8xh200", "--dp", "8", "--engine", "sglang", "--closed-form")
+    assert plan["memory"]["engine"]["max_num_batched_tokens"] == 1024  # 8192 // 8
+    given = cli.json("plan", V3, "--target", "8xh200", "--dp", "8", "--engine", "sglang", "--closed-form",
+                     "--chunked-prefill-size", "4096")  # fmt: skip
+    assert given["memory"]["engine"]["max_num_batched_tokens"] == 512  # 4096 // 8
+    tp8 = cli.json("plan", V3, "--target", "8xh200", "--tp", "8", "--engine", "sglang", "--closed-form")
+    assert tp8["memory"]["engine"]["max_num_batched_tokens"] == 8192  # the control: no DP attention, undivided
+
+
 @pytest.mark.parametrize("flag", ["--dp", "--data-parallel-size", "--dp-size"])
 def test_dp_pins_one_deployment_under_each_engines_name(cli, flag):
     plan = cli.json("plan", V3, *LONG, "--kv-dtype", "fp8", flag, "4")
@@ -201,6 +213,8 @@ def test_the_search_launches_dp_attention_with_each_engines_flags(cli):
     assert value(sglang, "--tp-size") == "8" and value(sglang, "--dp-size") == "8" and "--enable-dp-attention" in sglang
     assert value(sglang, "--ep-size") == "8" and "--moe-a2a-backend" not in sglang
     assert value(sglang, "--max-running-requests") == "1024"  # SGLang divides it over its --dp-size
+    # and its --chunked-prefill-size too: vLLM's 8192 a rank priced (H200) is 8 x 8192 on SGLang's line
+    assert value(vllm, "--max-num-batched-tokens") == "8192" and value(sglang, "--chunked-prefill-size") == "65536"
     plain = cli.json("plan", V3, "--target", "8xh200", "--tp", "8", "--concurrency", "8", "--closed-form")
     assert not plain["deployment"]["dp_attention"]  # the control: tp 8 holds one replica, no DP attention
 

@@ -75,6 +75,18 @@ def test_load_time_over_pcie5_by_hand():
     )
 
 
+def test_nvlink_c2c_loads_at_the_datasheet_rate_and_says_so():
+    """GB200's host link is NVLink-C2C, 450 GB/s one way: the PCIe 5.0 copy share (50/63) is not carried over to it
+    (no published host-to-device measurement used), so the same prefix loads in 536,870,912 B / 450e9 = 1.19 ms and
+    the plan names the upper bound. The control: H100 SXM's PCIe 5.0 keeps its measured share, without the note."""
+    c2c = host_pool(engine_plan(), asked_bytes_per_rank=64 * GIB, workers=1, target_id="gb200", prefix_caching=True)
+    assert (c2c.link, c2c.link_gbs, c2c.load_gbs) == ("nvlink-c2c", 450.0, 450.0)
+    assert c2c.load_seconds(4096) == pytest.approx(536_870_912 / 450e9) == pytest.approx(1.193e-3, 1e-3)
+    assert any("upper bound" in note and "NVLink-C2C" in note for note in c2c.notes)
+    pcie = host_pool(engine_plan(), asked_bytes_per_rank=64 * GIB, workers=1, target_id="h100-sxm", prefix_caching=True)
+    assert pcie.load_gbs == pytest.approx(50.0) and not any("NVLink-C2C" in note for note in pcie.notes)
+
+
 def test_refusals_are_one_line():
     with pytest.raises(BadInputError, match="vLLM V0 has no KV offload"):
         host_pool(engine_plan("vllm@0.7"), asked_bytes_per_rank=GIB, workers=1, target_id="h100-sxm",

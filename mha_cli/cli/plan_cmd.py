@@ -633,13 +633,14 @@ def with_inter_node_link(resolved: ResolvedTarget, link_id: str | None) -> Resol
     would price nothing."""
     if link_id is None:
         return resolved
-    from mha_cli.core.links import network_link
+    from mha_cli.core.links import network_link, node_devices
 
     chosen = network_link(link_id)
-    if resolved.n_nodes == 1:
+    if resolved.n_nodes == 1:  # the way out: two whole nodes of the part's reference server (8 H100s each)
+        part = resolved.target.id
         raise BadInputError(
             f"--inter-node-link {chosen.id}: {resolved.spec} is one node, so nothing crosses it; give nodes x devices"
-            f" per node (2x{resolved.n_devices}x{resolved.target.id})"
+            f" per node (--target 2x{node_devices(part)}x{part})"
         )
     return resolved.model_copy(update={"inter_node_link": chosen.id})
 

@@ -169,6 +169,18 @@ def layout_changes(target: ResolvedTarget, tp: int, pp: int = 1) -> list[str]:
     return changes
 
 
+def tp_spans_nodes_note(tp: int, target: ResolvedTarget) -> str | None:
+    """The warning that ``tp`` ranks cross ``target``'s nodes (memory alone is priced where it is printed: ``mha
+    plan`` prices the all-reduces on the network), or None when they fit in one node."""
+    if tp <= target.devices_per_node:
+        return None
+    return (
+        f"tp {tp} spans nodes of {target.devices_per_node}: the memory per device stands, but every all-reduce"
+        " crosses the network, which a latency here does not price (it assumes one NVLink domain); `mha plan`"
+        " prices it. tp within a node and pipeline stages across nodes is the usual layout"
+    )
+
+
 def plan_memory(
     target: ResolvedTarget,
     *,
@@ -220,7 +232,9 @@ def plan_memory(
     if headers is not None:
         files = f"{headers.files} checkpoint header{'s' if headers.files != 1 else ''}"
         weights_how = f"{files}: this rank's share of {format_bytes(headers.total_bytes)} (vocab padded to 64)"
-    settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp)
+    # SGLang runs DP attention wherever its replicas share the experts (the launch line's --enable-dp-attention)
+    dp_ranks = experts.ranks // kv.tp if experts is not None and experts.ranks > kv.tp else 1
+    settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp, dp_attention_ranks=dp_ranks)
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart
         engine_kv = kv_footprint(
@@ -236,12 +250,9 @@ def plan_memory(
         engine.notes.append(copies_note)
     if target.node_note is not None:
         engine.notes.append(target.node_note)
-    if kv.tp > target.devices_per_node:  # memory alone here: `mha plan` prices the all-reduces on the network
-        engine.notes.append(
-            f"tp {kv.tp} spans nodes of {target.devices_per_node}: the memory per device stands, but every all-reduce"
-            " crosses the network, which a latency here does not price (it assumes one NVLink domain); `mha plan`"
-            " prices it. tp within a node and pipeline stages across nodes is the usual layout"
-        )
+    spans = tp_spans_nodes_note(kv.tp, target)
+    if spans is not None:
+        engine.notes.append(spans)
     free_for_kv = engine.available_kv_bytes - engine.deficit_bytes  # signed: the budget's sum
     kv_per_device = sequences * kv.bytes_per_sequence_per_rank
     allocated = sequences * engine.kv_bytes_per_request

@@ -128,6 +128,7 @@ def disaggregated_launch(
     # a decode worker runs at most the batch whose step meets --itl-ms (all it admits without one)
     running_cap = str(max(1, next(d.goodput_batch for d in plan.decode if d.tp == split.decode_tp)))
     # each worker's step budget as priced (the engine's for the GPU, or --max-num-batched-tokens): one DP rank's
+    # (SGLang's --chunked-prefill-size is all its DP-attention ranks': each takes it // --dp-size)
     budget = {(worker.tp, worker.dp): str(worker.chunk_tokens) for worker in plan.prefill}
     roles = [("prefill", i, split.prefill) for i in range(split.prefill_workers)]
     roles += [("decode", i, split.decode) for i in range(split.decode_workers)]
@@ -165,7 +166,7 @@ def disaggregated_launch(
             decode_urls += ["--decode", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}"]
         words = ["python", "-m", "sglang.launch_server", "--model-path", model, *mode,
                  *_parallel_flags(layout, role, sglang=True), "--base-gpu-id", str(first), "--port", str(sglang_port),
-                 "--context-length", context, *(["--chunked-prefill-size", step] if layout.dp == 1 else []),
+                 "--context-length", context, "--chunked-prefill-size", str(int(step) * layout.dp),
                  *(["--mem-fraction-static", f"{utilisation:g}"] if plan.engine == "sglang" else []),
                  *_format_flags(deployment, served, sglang=True)]  # fmt: skip
         for rank, line in enumerate(_per_node(words, layout, node, per_node, sglang=True)):

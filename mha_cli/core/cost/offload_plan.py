@@ -9,7 +9,7 @@ if all K fit (a cyclic sweep larger than an LRU cache evicts each entry just bef
 - **GPU pool not the limit** (working set <= spare): every prefix hit in the GPU; the host tier buys nothing.
 - **pool-limited, the host holds them** (working set <= host tokens): each prefix comes back from the host: its
   prefill computes the rest of the prompt, and the load, tokens x bytes per token / (host link x
-  ``HOST_DMA_SHARE``), is added to TTFT (vLLM loads before it schedules the request, SGLang before the batch).
+  ``host_load_share``), is added to TTFT (vLLM loads before it schedules the request, SGLang before the batch).
   It *helps* when the load is shorter than computing the prefix, and *hurts* when longer (short prefixes, a fast
   GPU, a slow link): the engines load a hit whatever it costs.
 - **pool-limited, the host too small** (or no host tier): every prefix recomputed.

@@ -403,9 +403,12 @@ def launch_commands(
     # SGLang counts every rank of the shared experts in --tp-size, its replicas as data-parallel attention
     # (and, then, --max-running-requests over all of them: its tp worker divides it by --dp-size)
     sglang_tp, sglang_running = (d.expert_ranks, running * d.replicas) if shared else (d.tp, running)
+    # and its --chunked-prefill-size too: under DP attention each rank takes it // --dp-size
+    # (core.engine.settings.sglang_dp_attention_chunk), so the line asks dp times the rank's budget priced
+    sglang_chunk = str(engine.max_num_batched_tokens * dp) if shared else budget
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(sglang_tp),
               "--pp-size", str(d.pp), "--dp-size", str(dp), "--context-length", str(context),
-              "--max-running-requests", str(sglang_running), "--chunked-prefill-size", budget]  # fmt: skip
+              "--max-running-requests", str(sglang_running), "--chunked-prefill-size", sglang_chunk]  # fmt: skip
     if shared:
         sglang.append("--enable-dp-attention")
     if d.expert_parallel:
