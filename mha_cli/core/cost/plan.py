@@ -166,7 +166,7 @@ class LayoutPlans:
 
     def __init__(
         self, model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profile: DeviceProfile,
-        ceiling: DeviceProfile, *, isl: int, osl: int, tp: int | None = None, pp: int = 1,
+        ceiling: DeviceProfile | None, *, isl: int, osl: int, tp: int | None = None, pp: int = 1,
     ) -> None:  # fmt: skip
         if isl < 1 or osl < 1:
             raise BadInputError("--isl, --osl and --concurrency must be at least 1")
@@ -375,7 +375,7 @@ def plan_at_rate(
     target: ResolvedTarget,
     deployment: DeploymentSpec,
     profile: DeviceProfile,
-    ceiling: DeviceProfile,
+    ceiling: DeviceProfile | None,
     *,
     isl: int,
     osl: int,
