@@ -10,6 +10,8 @@ sequences. The sequences that fit are the engine's maximum concurrency (its bloc
 requests only.
 """
 
+from typing import Any
+
 from pydantic import NonNegativeInt
 
 from mha_cli.core.dp_attention import a2a_backend_of, dp_attention_experts, dp_attention_problem, dp_tp
@@ -254,18 +256,35 @@ def plan_memory(
     if spans is not None:
         engine.notes.append(spans)
     free_for_kv = engine.available_kv_bytes - engine.deficit_bytes  # signed: the budget's sum
-    kv_per_device = sequences * kv.bytes_per_sequence_per_rank
-    allocated = sequences * engine.kv_bytes_per_request
     return MemoryPlan(
         target_id=device.id, target_name=device.name, alias_note=target.alias_note, n_devices=target.n_devices,
         tp=kv.tp, replicas=replicas, device_memory_bytes=device.device_memory_bytes,
         vendor_memory_bytes=device.memory_bytes, utilisation=settings.utilisation, usable_bytes=max(0, free_for_kv + weights),
         deficit_bytes=max(0, -(free_for_kv + weights)),
         weight_bytes_per_device=weights, weights_from=weights_source(deployment, weight_dtype),
-        sequences_per_replica=sequences, kv_bytes_per_device=kv_per_device,
-        allocated_kv_bytes_per_device=allocated, headroom_bytes=free_for_kv - allocated,
-        weights_fit=free_for_kv + engine.activation_peak_bytes >= 0, fits=engine.fits,
+        weights_fit=free_for_kv + engine.activation_peak_bytes >= 0,
         max_sequences=engine.admitted_per_replica * replicas, max_tokens_per_device=engine.kv_tokens,
         expert_ranks=None if experts is None else experts.ranks,
         experts_per_device=None if experts is None else describe_experts(model, experts), engine=engine,
+        **_load_fields(engine, kv, sequences),
     )  # fmt: skip
+
+
+def _load_fields(engine: EnginePlan, kv: KvFootprint, sequences: int) -> dict[str, Any]:
+    """A memory plan's fields that its load sets (``sequences`` per replica, each of ``kv``): the rest do not see it."""
+    allocated = sequences * engine.kv_bytes_per_request
+    return {
+        "sequences_per_replica": sequences, "kv_bytes_per_device": sequences * kv.bytes_per_sequence_per_rank,
+        "allocated_kv_bytes_per_device": allocated,
+        "headroom_bytes": engine.available_kv_bytes - engine.deficit_bytes - allocated, "fits": engine.fits,
+    }  # fmt: skip
+
+
+def at_load(plan: MemoryPlan, kv: KvFootprint) -> MemoryPlan:
+    """``plan_memory``'s plan for ``kv`` (the same model, layout, formats and engine as ``plan``'s, another batch) from
+    ``plan``: the engine's plan does not depend on the batch but for the sequences it is asked to hold (a layout
+    planned at many loads plans its memory once). Its notes are a copy: a caller may add to them."""
+    replicas = plan.n_devices // kv.tp
+    sequences = -(-kv.batch // replicas)
+    engine = plan.engine.at_load(sequences)
+    return plan.model_copy(update={"engine": engine, **_load_fields(engine, kv, sequences)})

@@ -23,7 +23,7 @@ from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.memory import LayoutError, MemoryPlan, expert_layout, plan_memory, shared_experts_problem
+from mha_cli.core.memory import LayoutError, MemoryPlan, at_load, expert_layout, plan_memory, shared_experts_problem
 from mha_cli.core.pipeline import StageMemory, stage_layout, stage_model, stage_sides
 from mha_cli.core.record import empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -166,7 +166,7 @@ class LayoutPlans:
 
     def __init__(
         self, model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profile: DeviceProfile,
-        ceiling: DeviceProfile, *, isl: int, osl: int, tp: int | None = None, pp: int = 1,
+        ceiling: DeviceProfile | None, *, isl: int, osl: int, tp: int | None = None, pp: int = 1,
     ) -> None:  # fmt: skip
         if isl < 1 or osl < 1:
             raise BadInputError("--isl, --osl and --concurrency must be at least 1")
@@ -196,6 +196,8 @@ class LayoutPlans:
         """The rank's weight bytes, counted by the first load's memory plan and kept for the others."""
         self._stepper: Stepper | None = None
         """The steps' operations, counted at the first load and kept for the others (they do not depend on it)."""
+        self._memory: MemoryPlan | None = None
+        """The memory plan at the first load, which every load's is made from (``core.memory.at_load``)."""
         self.stage = model
         """The layers whose rank's memory sets what a replica admits: the model, or its limiting pipeline stage."""
         self.stages: list[StageMemory] = []
@@ -258,10 +260,12 @@ class LayoutPlans:
             held, seq_len=context, batch=-(-concurrency // replicas), kv_dtype=deployment.kv_dtype, tp=tp,
             block_size=deployment.block_size, mla_cache=deployment.mla_cache,
         )  # fmt: skip
-        memory = plan_memory(
-            self.one_replica, model=held, kv=kv, weight_dtype=deployment.weight_dtype,
-            deployment=self.engine_deployment, experts=self.experts, weights_bytes_per_rank=self._weights,
-        )  # fmt: skip
+        if self._memory is None:
+            self._memory = plan_memory(
+                self.one_replica, model=held, kv=kv, weight_dtype=deployment.weight_dtype,
+                deployment=self.engine_deployment, experts=self.experts, weights_bytes_per_rank=self._weights,
+            )  # fmt: skip
+        memory = at_load(self._memory, kv)  # a copy at this load, its notes its own
         if spec is not None:
             drafter_note = drafter_memory_note(spec, self.stage, tp, deployment.weight_dtype, deployment.kv_dtype,
                                                self.experts, memory.engine)  # fmt: skip
@@ -376,7 +380,7 @@ def plan_at_rate(
     target: ResolvedTarget,
     deployment: DeploymentSpec,
     profile: DeviceProfile,
-    ceiling: DeviceProfile,
+    ceiling: DeviceProfile | None,
     *,
     isl: int,
     osl: int,

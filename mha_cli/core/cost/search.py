@@ -163,7 +163,8 @@ def _points(plan: ServingPlan, concurrency: int | None) -> list[int]:
 
 
 def _search(
-    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profiles: tuple[DeviceProfile, DeviceProfile],
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec,
+    profiles: tuple[DeviceProfile, DeviceProfile | None],
     *, isl: int, osl: int, concurrency: int | None, ttft_ms: float | None, itl_ms: float | None,
     rate: float | None = None,
 ) -> tuple[list[Candidate], list[str]]:  # fmt: skip
@@ -365,7 +366,7 @@ def _plan_judge(
             trial = deployment.model_copy(update={**updates, "target": trial_target.spec})
             found = search_deployments(
                 model, served, trial_target, trial, trial_profiles(trial_target, trial.weight_dtype, profiles),
-                **{**options, "isl": isl}, client=client, slo_percentile=slo_percentile, ways=no_ways,
+                **{**options, "isl": isl}, client=client, slo_percentile=slo_percentile, ways=no_ways, bounds=False,
             )  # type: ignore[arg-type]  # fmt: skip
         except MhaError as exc:
             return Verdict(False, f"refused: {exc.message}", None, [])
@@ -486,15 +487,18 @@ def search_deployments(
     client: ClientSpec | None = None,
     slo_percentile: float = 99.0,
     ways: Callable[[], list[WayOut]] | None = None,
+    bounds: bool = True,
 ) -> SearchResult:
     """Search ``target``'s deployments of ``model`` (see the module docstring); ``profiles`` = (profile, ceiling);
     ``client``: confirm the pick in the simulated serving loop (``confirm_by_simulation``); ``ways``: the ways out
-    when nothing is picked (default: ``mha plan``'s, each searched again; ``no_ways`` in those searches)."""
+    when nothing is picked (default: ``mha plan``'s, each searched again; ``no_ways`` in those searches);
+    ``bounds``: False leaves out the candidates' figures on the ceiling (``bounds`` None), which nothing the search
+    picks by reads: a search run only to judge a way out, whose rows are never shown, does not price them."""
     for name, value in (("--ttft-ms", ttft_ms), ("--itl-ms", itl_ms)):
         if value is not None and not value > 0:
             raise BadInputError(f"{name} must be greater than 0 (got {value:g})")
     options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "rate": rate}
-    candidates, tried = _search(model, target, deployment, profiles, **options)
+    candidates, tried = _search(model, target, deployment, profiles if bounds else (profiles[0], None), **options)
     if not candidates:
         raise BadInputError(
             f"no deployment of {model.name} on {target.spec} starts: {'; '.join(tried) or 'no layout shards it'}"

@@ -114,7 +114,8 @@ class ServingPrediction(Record):
     prefill_chunk_steps: int
     prefill_ms: float
     """The request's own prefill steps (with the running decodes they carry)."""
-    bounds: ServingBounds
+    bounds: ServingBounds | None
+    """The same figures on the profile's ceiling; None only in a search run to judge a way out (never shown)."""
     profile: ProfileRef
     uncertainty: Uncertainty
     notes: list[str]
@@ -157,11 +158,12 @@ def sustainable(isl: int, osl: int, budget: int) -> int:
 
 
 def predict_serving(
-    case: ServingCase, profile: DeviceProfile, ceiling: DeviceProfile, *, stepper: Stepper | None = None
+    case: ServingCase, profile: DeviceProfile, ceiling: DeviceProfile | None, *, stepper: Stepper | None = None
 ) -> ServingPrediction:
-    """``case`` served on ``profile``, with the same figures on ``ceiling`` as bounds (see the module docstring).
-    ``stepper``: one on ``profile`` for the same model, layout and formats at another load, whose counted operations
-    this prediction reuses (``core.cost.plan.LayoutPlans``)."""
+    """``case`` served on ``profile``, with the same figures on ``ceiling`` as bounds (see the module docstring;
+    ``ceiling`` None: no bounds, for a search that only judges a way out). ``stepper``: one on ``profile`` for the
+    same model, layout and formats at another load, whose counted operations this prediction reuses
+    (``core.cost.plan.LayoutPlans``)."""
     users = -(-case.concurrency // case.replicas)
     admitted = users if case.admitted_per_replica is None else case.admitted_per_replica
     if admitted < 1:
@@ -187,7 +189,12 @@ def predict_serving(
     assert stepper.profile is profile, "a stepper on another profile"
     # the ceiling's figures reuse the operations counted for the profile's: they do not depend on it
     ttft, itl, e2e, throughput, prefill, chunks, decode = figures(stepper)
-    b_ttft, b_itl, b_e2e, b_throughput, *_ = figures(stepper.on(ceiling))
+    bounds = None
+    if ceiling is not None:
+        b_ttft, b_itl, b_e2e, b_throughput, *_ = figures(stepper.on(ceiling))
+        bounds = ServingBounds(
+            ttft_ms=b_ttft * 1e3, itl_ms=b_itl * 1e3, e2e_ms=b_e2e * 1e3, output_tokens_per_s=b_throughput
+        )
     r = profile.relative_error
     notes = []
     if case.cached_prefix:
@@ -216,8 +223,7 @@ def predict_serving(
         queued_per_replica=queued, ttft_ms=ttft * 1e3, itl_ms=itl * 1e3, e2e_ms=e2e * 1e3,
         output_tokens_per_s=throughput, output_tokens_per_s_per_gpu=throughput / gpus, tokens_per_s_per_user=1 / itl,
         decode_step=decode, prefill_chunk_steps=chunks, prefill_ms=prefill * 1e3,
-        bounds=ServingBounds(ttft_ms=b_ttft * 1e3, itl_ms=b_itl * 1e3, e2e_ms=b_e2e * 1e3,
-                             output_tokens_per_s=b_throughput),
+        bounds=bounds,
         profile=ProfileRef(name=profile.name, kind=profile.kind, source=profile.source),
         uncertainty=Uncertainty(
             relative=r, ttft_ms=(ttft * 1e3 / (1 + r), ttft * 1e3 * (1 + r)),
