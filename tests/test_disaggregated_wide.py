@@ -201,6 +201,27 @@ def test_launch_lines_of_a_tp_worker_over_nodes(four_nodes):
     assert _value(sglang[1], "--node-rank") == "1" and _value(sglang[1], "--dist-init-addr") == "NODE0_IP:50000"
 
 
+def test_a_decode_line_caps_its_running_batch_at_its_own_layout(four_nodes):
+    from mha_cli.core.cost.disaggregated import DisaggregatedPlan
+    from mha_cli.core.cost.disaggregated_launch import disaggregated_launch
+
+    loaded = load_source("deepseek-v3")
+    plan = DisaggregatedPlan.model_validate(four_nodes)
+    split = plan.splits[plan.chosen]
+    assert (split.decode_tp, split.decode_dp) == (1, 16)
+    dp16 = next(d for d in plan.decode if (d.tp, d.dp) == (1, 16))
+    # a tp1 worker (tp 1 as well, dp 1) listed first with another goodput, as on a model one GPU holds
+    # (DeepSeek-V2-Lite on 8xh100 --itl-ms 30: tp1 822 requests, dp4 707): the line must not read its cap
+    tp1 = dp16.model_copy(update={"dp": 1, "gpus": 1, "goodput_batch": dp16.goodput_batch + 100})
+    plan = plan.model_copy(update={"decode": [tp1, *plan.decode]})
+    deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=2100, target="4x8xh100")
+    lines = disaggregated_launch(plan, split, loaded.served, deployment, utilisation=0.9)
+    decode_head = shlex.split(lines["vllm"].splitlines()[2])
+    assert _value(decode_head, "--max-num-seqs") == str(dp16.goodput_batch)
+    sglang_decode = shlex.split(lines["sglang"].splitlines()[2])
+    assert _value(sglang_decode, "--max-running-requests") == str(16 * dp16.goodput_batch)
+
+
 def _closed_form(*args: str) -> dict:
     result = runner.invoke(app, ["plan", "deepseek-v3", *args, "--disaggregated", "--closed-form", "--json"])
     assert result.exit_code == 0, result.output

@@ -126,7 +126,9 @@ def disaggregated_launch(
     context = str(plan.isl + plan.osl)
     model = served.model
     # a decode worker runs at most the batch whose step meets --itl-ms (all it admits without one)
-    running_cap = str(max(1, next(d.goodput_batch for d in plan.decode if d.tp == split.decode_tp)))
+    running_cap = str(
+        max(1, next(d.goodput_batch for d in plan.decode if (d.tp, d.dp) == (split.decode_tp, split.decode_dp)))
+    )
     # each worker's step budget as priced (the engine's for the GPU, or --max-num-batched-tokens): one DP rank's
     # (SGLang's --chunked-prefill-size is all its DP-attention ranks': each takes it // --dp-size)
     budget = {(worker.tp, worker.dp): str(worker.chunk_tokens) for worker in plan.prefill}
