@@ -188,7 +188,7 @@ def disaggregated_launch(
 
 LAUNCH_NOTE = (
     f"one command a line, prefill workers on the first GPUs; vLLM's proxy {VLLM_PROXY} is in its source tree (run it"
-    " from a checkout) and both engines need NIXL installed (pip install nixl)"
+    " from a checkout) and {engines} NIXL installed (pip install nixl)"
 )
 NODES_NOTE = (
     "the workers span nodes: run each line on its node (a worker over several nodes has one line per node, its first"
@@ -212,6 +212,9 @@ def disaggregated_with_launch(
         return plan.model_copy(update={"launch_note": note})
     split = plan.splits[plan.chosen]
     launch = disaggregated_launch(plan, split, served, deployment, utilisation=plan.gpu_memory_utilization)
+    if served.named_by == "gguf-file":  # vLLM's GGUF loader, as the aggregated lines: SGLang's is not priced
+        launch = {"vllm": launch["vllm"]}
     nodes = [NODES_NOTE] if "NODE1_IP" in launch["vllm"] else []
-    note = "; ".join([LAUNCH_NOTE, *nodes, *([served.note] if served.note else [])])
+    engines = "both engines need" if "sglang" in launch else "vLLM needs"
+    note = "; ".join([LAUNCH_NOTE.format(engines=engines), *nodes, *([served.note] if served.note else [])])
     return plan.model_copy(update={"launch": launch, "launch_note": note})
