@@ -222,6 +222,19 @@ def test_a_decode_line_caps_its_running_batch_at_its_own_layout(four_nodes):
     assert _value(sglang_decode, "--max-running-requests") == str(16 * dp16.goodput_batch)
 
 
+def test_dp_worker_lines_for_vllm_before_0_11_1_name_its_environment_variable(four_nodes):
+    """vLLM 0.10 (generation vllm-v1) has no --all2all-backend: the note names VLLM_ALL2ALL_BACKEND, as the
+    aggregated plan's does; the control, the latest vLLM (the fixture's), takes the flag and needs no such note."""
+    result = runner.invoke(app, ["plan", "deepseek-v3", "--target", "4x8xh100", "--disaggregated", "--isl", "2000",
+                                 "--osl", "100", "--closed-form", "--json", "--engine", "vllm@0.10"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    older = json.loads(result.output)
+    pick = older["splits"][older["chosen"]]
+    assert pick["prefill_dp"] > 1 and "--all2all-backend deepep_high_throughput" in older["launch"]["vllm"]
+    assert "VLLM_ALL2ALL_BACKEND=deepep_high_throughput on the prefill lines" in older["launch_note"]
+    assert "VLLM_ALL2ALL_BACKEND" not in four_nodes["launch_note"]
+
+
 def _closed_form(*args: str) -> dict:
     result = runner.invoke(app, ["plan", "deepseek-v3", *args, "--disaggregated", "--closed-form", "--json"])
     assert result.exit_code == 0, result.output

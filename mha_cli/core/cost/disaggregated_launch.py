@@ -196,6 +196,20 @@ NODES_NOTE = (
 )
 
 
+OLD_VLLM_DEEPEP = (
+    "vLLM before 0.11.1 takes DeepEP from the environment, not --all2all-backend: VLLM_ALL2ALL_BACKEND="
+    "deepep_high_throughput on the prefill lines, deepep_low_latency on the decode lines (vllm-project/vllm#26732)"
+)
+
+
+def _vllm_generation(deployment: DeploymentSpec) -> str:
+    """The vLLM generation the lines are for: the one priced, or the latest when another engine was."""
+    from mha_cli.core.engine.generations import LATEST, generation
+
+    priced = generation(deployment.engine_generation, deployment.engine)
+    return priced.id if priced.engine == "vllm" else LATEST["vllm"].id
+
+
 def disaggregated_with_launch(
     model: ModelSpec, served: ServedModel, target: ResolvedTarget, deployment: DeploymentSpec,
     profiles: tuple[DeviceProfile, DeviceProfile], **options: object,
@@ -216,5 +230,7 @@ def disaggregated_with_launch(
         launch = {"vllm": launch["vllm"]}
     nodes = [NODES_NOTE] if "NODE1_IP" in launch["vllm"] else []
     engines = "both engines need" if "sglang" in launch else "vLLM needs"
-    note = "; ".join([LAUNCH_NOTE.format(engines=engines), *nodes, *([served.note] if served.note else [])])
+    dp_workers = split.prefill_dp > 1 or split.decode_dp > 1
+    old_vllm = [OLD_VLLM_DEEPEP] if dp_workers and _vllm_generation(deployment) == "vllm-v1" else []
+    note = "; ".join([LAUNCH_NOTE.format(engines=engines), *nodes, *old_vllm, *([served.note] if served.note else [])])
     return plan.model_copy(update={"launch": launch, "launch_note": note})
