@@ -42,6 +42,7 @@ from mha_cli.core.cost.launch_nodes import (
     vllm_lines,
 )
 from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.dp_attention import sglang_deepep_flags
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.served_model import ServedModel
 from mha_cli.core.targets import ResolvedTarget
@@ -65,16 +66,16 @@ def _host(node: int, nodes: int, local: str) -> str:
     return local if nodes == 1 else f"NODE{node}_IP"
 
 
-def _parallel_flags(layout: WorkerLayout, role: str, *, sglang: bool) -> list[str]:
+def _parallel_flags(layout: WorkerLayout, role: str, *, sglang: bool, generation_id: str | None = None) -> list[str]:
     """A worker's parallelism flags: tp alone, or DP attention with the experts spread by DeepEP (prefill: its
-    throughput kernels; decode: its low-latency ones)."""
+    throughput kernels; decode: its low-latency ones), in the words of SGLang's ``generation_id`` (None: latest)."""
     if layout.dp == 1:
         return ["--tp-size" if sglang else "--tensor-parallel-size", str(layout.tp)]
     if sglang:  # SGLang counts every GPU in --tp-size, the attention ranks in --dp-size
         gpus = str(layout.gpus)
         mode = "normal" if role == "prefill" else "low_latency"
         return ["--tp-size", gpus, "--dp-size", str(layout.dp), "--enable-dp-attention", "--ep-size", gpus,
-                "--moe-a2a-backend", "deepep", "--deepep-mode", mode]  # fmt: skip
+                *sglang_deepep_flags(generation_id), "--deepep-mode", mode]  # fmt: skip
     backend = "deepep_high_throughput" if role == "prefill" else "deepep_low_latency"
     return ["--tensor-parallel-size", str(layout.tp), "--data-parallel-size", str(layout.dp),
             "--enable-expert-parallel", "--all2all-backend", backend]  # fmt: skip
@@ -125,6 +126,7 @@ def disaggregated_launch(
     the largest batch whose step meets --itl-ms."""
     context = str(plan.isl + plan.osl)
     model = served.model
+    sglang_generation = deployment.engine_generation if deployment.engine == "sglang" else None
     # a decode worker runs at most the batch whose step meets --itl-ms (all it admits without one)
     running_cap = str(
         max(1, next(d.goodput_batch for d in plan.decode if (d.tp, d.dp) == (split.decode_tp, split.decode_dp)))
@@ -167,7 +169,7 @@ def disaggregated_launch(
             mode += ["--max-running-requests", str(int(running_cap) * layout.dp)]
             decode_urls += ["--decode", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}"]
         words = ["python", "-m", "sglang.launch_server", "--model-path", model, *mode,
-                 *_parallel_flags(layout, role, sglang=True), "--base-gpu-id", str(first), "--port", str(sglang_port),
+                 *_parallel_flags(layout, role, sglang=True, generation_id=sglang_generation), "--base-gpu-id", str(first), "--port", str(sglang_port),
                  "--context-length", context, "--chunked-prefill-size", str(int(step) * layout.dp),
                  *(["--mem-fraction-static", f"{utilisation:g}"] if plan.engine == "sglang" else []),
                  *_format_flags(deployment, served, sglang=True)]  # fmt: skip
