@@ -292,6 +292,27 @@ def test_the_simulated_loop_runs_each_dp_rank_as_a_worker():
     assert one_rank.ttft_ms.median > 5 * plan.simulated.ttft_ms.median
 
 
+def test_the_aggregated_dp_replicas_are_priced_with_the_workers_dispatch():
+    """The aggregated plan beside the split prices its DP attention replicas with DeepEP, as the DP workers are:
+    otherwise the comparison credits disaggregation with DeepEP's saving (DeepSeek-V3 on 4x8xh100 without targets:
+    "disaggregated wins 2.49x" with the gather over the network, aggregated 0.86x with DeepEP on both sides).
+    Control: the same replica priced with the engines' default gather is slower."""
+    from mha_cli.core.cost.goodput import aggregated_layout
+
+    model, target, deployment, profiles = _deepseek("4x8xh100")
+    options = {"isl": 2000, "osl": 100, "rate": None, "targets": (None, None), "dp": 16}
+    priced = aggregated_layout(model, target, deployment, profiles, 1, **options)
+    deepep = aggregated_layout(model, target, deployment.model_copy(update={"moe_a2a_backend": "deepep"}), profiles,
+                               1, **options)  # fmt: skip
+    assert priced == deepep
+    gather = deployment.model_copy(update={"dp": 16, "expert_parallel": True, "moe_a2a_backend": "none"})
+    from mha_cli.core.cost.plan import plan_at_rate
+
+    one = target.model_copy(update={"n_devices": 16, "spec": "16xh100-sxm"})
+    at_gather = plan_at_rate(model, one, gather, *profiles, isl=2000, osl=100, rate=priced.rate_rps, tp=1)
+    assert at_gather.itl_ms > 1.2 * priced.itl_ms
+
+
 def test_dp_workers_are_priced_with_the_dispatch_their_lines_run(cli):
     """The launch lines of a DP worker run DeepEP (--moe-a2a-backend deepep, --all2all-backend deepep_*): the plan
     prices that dispatch, not the engines' default gather and scatter (core.dp_attention), and says so."""
