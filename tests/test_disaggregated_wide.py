@@ -201,6 +201,52 @@ def test_launch_lines_of_a_tp_worker_over_nodes(four_nodes):
     assert _value(sglang[1], "--node-rank") == "1" and _value(sglang[1], "--dist-init-addr") == "NODE0_IP:50000"
 
 
+def test_a_decode_line_caps_its_running_batch_at_its_own_layout(four_nodes):
+    from mha_cli.core.cost.disaggregated import DisaggregatedPlan
+    from mha_cli.core.cost.disaggregated_launch import disaggregated_launch
+
+    loaded = load_source("deepseek-v3")
+    plan = DisaggregatedPlan.model_validate(four_nodes)
+    split = plan.splits[plan.chosen]
+    assert (split.decode_tp, split.decode_dp) == (1, 16)
+    dp16 = next(d for d in plan.decode if (d.tp, d.dp) == (1, 16))
+    # a tp1 worker (tp 1 as well, dp 1) listed first with another goodput, as on a model one GPU holds
+    # (DeepSeek-V2-Lite on 8xh100 --itl-ms 30: tp1 822 requests, dp4 707): the line must not read its cap
+    tp1 = dp16.model_copy(update={"dp": 1, "gpus": 1, "goodput_batch": dp16.goodput_batch + 100})
+    plan = plan.model_copy(update={"decode": [tp1, *plan.decode]})
+    deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=2100, target="4x8xh100")
+    lines = disaggregated_launch(plan, split, loaded.served, deployment, utilisation=0.9)
+    decode_head = shlex.split(lines["vllm"].splitlines()[2])
+    assert _value(decode_head, "--max-num-seqs") == str(dp16.goodput_batch)
+    sglang_decode = shlex.split(lines["sglang"].splitlines()[2])
+    assert _value(sglang_decode, "--max-running-requests") == str(16 * dp16.goodput_batch)
+
+
+def test_dp_worker_lines_for_vllm_before_0_11_1_name_its_environment_variable(four_nodes):
+    """vLLM 0.10 (generation vllm-v1) has no --all2all-backend: the note names VLLM_ALL2ALL_BACKEND, as the
+    aggregated plan's does; the control, the latest vLLM (the fixture's), takes the flag and needs no such note."""
+    result = runner.invoke(app, ["plan", "deepseek-v3", "--target", "4x8xh100", "--disaggregated", "--isl", "2000",
+                                 "--osl", "100", "--closed-form", "--json", "--engine", "vllm@0.10"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    older = json.loads(result.output)
+    pick = older["splits"][older["chosen"]]
+    assert pick["prefill_dp"] > 1 and "--all2all-backend deepep_high_throughput" in older["launch"]["vllm"]
+    assert "VLLM_ALL2ALL_BACKEND=deepep_high_throughput on the prefill lines" in older["launch_note"]
+    assert "VLLM_ALL2ALL_BACKEND" not in four_nodes["launch_note"]
+
+
+def test_dp_worker_lines_for_sglang_0_4_name_enable_deepep_moe(four_nodes):
+    """SGLang 0.4's DeepEP flag is --enable-deepep-moe (no --moe-a2a-backend before 0.4.10); the control, the
+    fixture's lines for the latest SGLang, --moe-a2a-backend deepep."""
+    result = runner.invoke(app, ["plan", "deepseek-v3", "--target", "4x8xh100", "--disaggregated", "--isl", "2000",
+                                 "--osl", "100", "--closed-form", "--json", "--engine", "sglang@0.4"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    for line in json.loads(result.output)["launch"]["sglang"].splitlines()[:-1]:
+        words = shlex.split(line)
+        assert "--enable-deepep-moe" in words and "--moe-a2a-backend" not in words
+    assert _value(shlex.split(four_nodes["launch"]["sglang"].splitlines()[0]), "--moe-a2a-backend") == "deepep"
+
+
 def _closed_form(*args: str) -> dict:
     result = runner.invoke(app, ["plan", "deepseek-v3", *args, "--disaggregated", "--closed-form", "--json"])
     assert result.exit_code == 0, result.output
@@ -244,6 +290,27 @@ def test_the_simulated_loop_runs_each_dp_rank_as_a_worker():
     one_rank = simulate_split(times, prefill_workers=pick.prefill_workers, decode_workers=pick.decode_workers,
                               rate=pick.rate_rps, osl=100, requests=400)  # fmt: skip
     assert one_rank.ttft_ms.median > 5 * plan.simulated.ttft_ms.median
+
+
+def test_the_aggregated_dp_replicas_are_priced_with_the_workers_dispatch():
+    """The aggregated plan beside the split prices its DP attention replicas with DeepEP, as the DP workers are:
+    otherwise the comparison credits disaggregation with DeepEP's saving (DeepSeek-V3 on 4x8xh100 without targets:
+    "disaggregated wins 2.49x" with the gather over the network, aggregated 0.86x with DeepEP on both sides).
+    Control: the same replica priced with the engines' default gather is slower."""
+    from mha_cli.core.cost.goodput import aggregated_layout
+
+    model, target, deployment, profiles = _deepseek("4x8xh100")
+    options = {"isl": 2000, "osl": 100, "rate": None, "targets": (None, None), "dp": 16}
+    priced = aggregated_layout(model, target, deployment, profiles, 1, **options)
+    deepep = aggregated_layout(model, target, deployment.model_copy(update={"moe_a2a_backend": "deepep"}), profiles,
+                               1, **options)  # fmt: skip
+    assert priced == deepep
+    gather = deployment.model_copy(update={"dp": 16, "expert_parallel": True, "moe_a2a_backend": "none"})
+    from mha_cli.core.cost.plan import plan_at_rate
+
+    one = target.model_copy(update={"n_devices": 16, "spec": "16xh100-sxm"})
+    at_gather = plan_at_rate(model, one, gather, *profiles, isl=2000, osl=100, rate=priced.rate_rps, tp=1)
+    assert at_gather.itl_ms > 1.2 * priced.itl_ms
 
 
 def test_dp_workers_are_priced_with_the_dispatch_their_lines_run(cli):

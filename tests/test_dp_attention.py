@@ -219,6 +219,18 @@ def test_the_search_launches_dp_attention_with_each_engines_flags(cli):
     assert not plain["deployment"]["dp_attention"]  # the control: tp 8 holds one replica, no DP attention
 
 
+def test_sglang_0_4_takes_deepep_as_enable_deepep_moe(cli):
+    """SGLang 0.4 names DeepEP --enable-deepep-moe (--moe-a2a-backend came in 0.4.10, the old flag deprecated for
+    it): a --engine sglang@0.4 line says so; the control, the latest SGLang, --moe-a2a-backend deepep."""
+    args = ("plan", V3, "--target", "8xh200", "--concurrency", "1024", "--closed-form", "--moe-a2a-backend", "deepep")
+    for engine, flag, not_flag in (("sglang@0.4", "--enable-deepep-moe", "--moe-a2a-backend"),
+                                   ("sglang", "--moe-a2a-backend", "--enable-deepep-moe")):  # fmt: skip
+        found = cli.json(*args, "--engine", engine)
+        assert found["candidates"][found["chosen"]]["deployment"]["moe_a2a_backend"] == "deepep"
+        sglang = shlex.split(found["launch"]["sglang"])
+        assert flag in sglang and not_flag not in sglang, engine
+
+
 def test_deepep_asked_is_priced_and_launched_with_each_engines_flag(cli):
     """--moe-a2a-backend deepep: the search's DP attention candidates priced with DeepEP's all-to-all and launched with
     SGLang's --moe-a2a-backend deepep and vLLM's --all2all-backend deepep_low_latency."""

@@ -163,6 +163,18 @@ def test_the_plan_holds_the_files_bytes_and_launches_it_with_vllm(tmp_path, cli)
     assert "--tokenizer" in plan["launch_note"]
 
 
+def test_a_disaggregated_plan_launches_a_gguf_file_with_vllm_only(tmp_path, cli):
+    """The disaggregated lines, like the aggregated ones, serve the file with vLLM's GGUF loader alone: SGLang was
+    not priced for it (control: the same model from its config.json gets both engines' lines)."""
+    path = tmp_path / "llama3.gguf"
+    write_decoder(path, "llama", fixture("llama-3-8b"), token_list=False).close()
+    args = ("--target", "2xh100", "--isl", "1024", "--osl", "128", "--disaggregated", "--closed-form")
+    plan = cli.json("plan", str(path), *args)
+    assert list(plan["launch"]) == ["vllm"] and f"vllm serve {path} " in plan["launch"]["vllm"]
+    assert "both engines" not in plan["launch_note"] and "--tokenizer" in plan["launch_note"]
+    assert list(cli.json("plan", str(reference_hf_config("llama-3-8b")), *args)["launch"]) == ["vllm", "sglang"]
+
+
 def test_a_gguf_file_keeps_its_own_format_and_vllm(tmp_path, cli):
     """Another weight format or engine would price something the file is not: both refused in one line."""
     path = tmp_path / "m.gguf"

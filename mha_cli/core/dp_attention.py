@@ -135,6 +135,13 @@ def a2a_backend_of(
     return backend if backend is not None else default_a2a_backend(engine, generation)
 
 
+def sglang_deepep_flags(generation_id: str | None) -> list[str]:
+    """SGLang's words for DeepEP in ``generation_id`` (None: the latest): ``--moe-a2a-backend deepep`` from 0.5 (0.4.10 made it the
+    name, ``--enable-deepep-moe`` deprecated: sglang-project/sglang ``server_args.py``); ``--enable-deepep-moe`` in
+    0.4, whose releases before 0.4.10 have no ``--moe-a2a-backend``."""
+    return ["--enable-deepep-moe"] if generation_id == "sglang-0.4" else ["--moe-a2a-backend", "deepep"]
+
+
 def dp_attention_experts(tp: int, dp: int, a2a_backend: MoeA2aBackend = "none") -> ExpertLayout:
     """The routed experts under DP attention: whole over all tp x dp devices, reached by ``a2a_backend``."""
     return ExpertLayout(tp * dp, whole=True, dp_attention=True, a2a_backend=a2a_backend)

@@ -42,6 +42,7 @@ from mha_cli.core.cost.launch_nodes import (
     vllm_lines,
 )
 from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.dp_attention import sglang_deepep_flags
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.served_model import ServedModel
 from mha_cli.core.targets import ResolvedTarget
@@ -65,16 +66,16 @@ def _host(node: int, nodes: int, local: str) -> str:
     return local if nodes == 1 else f"NODE{node}_IP"
 
 
-def _parallel_flags(layout: WorkerLayout, role: str, *, sglang: bool) -> list[str]:
+def _parallel_flags(layout: WorkerLayout, role: str, *, sglang: bool, generation_id: str | None = None) -> list[str]:
     """A worker's parallelism flags: tp alone, or DP attention with the experts spread by DeepEP (prefill: its
-    throughput kernels; decode: its low-latency ones)."""
+    throughput kernels; decode: its low-latency ones), in the words of SGLang's ``generation_id`` (None: latest)."""
     if layout.dp == 1:
         return ["--tp-size" if sglang else "--tensor-parallel-size", str(layout.tp)]
     if sglang:  # SGLang counts every GPU in --tp-size, the attention ranks in --dp-size
         gpus = str(layout.gpus)
         mode = "normal" if role == "prefill" else "low_latency"
         return ["--tp-size", gpus, "--dp-size", str(layout.dp), "--enable-dp-attention", "--ep-size", gpus,
-                "--moe-a2a-backend", "deepep", "--deepep-mode", mode]  # fmt: skip
+                *sglang_deepep_flags(generation_id), "--deepep-mode", mode]  # fmt: skip
     backend = "deepep_high_throughput" if role == "prefill" else "deepep_low_latency"
     return ["--tensor-parallel-size", str(layout.tp), "--data-parallel-size", str(layout.dp),
             "--enable-expert-parallel", "--all2all-backend", backend]  # fmt: skip
@@ -125,8 +126,11 @@ def disaggregated_launch(
     the largest batch whose step meets --itl-ms."""
     context = str(plan.isl + plan.osl)
     model = served.model
+    sglang_generation = deployment.engine_generation if deployment.engine == "sglang" else None
     # a decode worker runs at most the batch whose step meets --itl-ms (all it admits without one)
-    running_cap = str(max(1, next(d.goodput_batch for d in plan.decode if d.tp == split.decode_tp)))
+    running_cap = str(
+        max(1, next(d.goodput_batch for d in plan.decode if (d.tp, d.dp) == (split.decode_tp, split.decode_dp)))
+    )
     # each worker's step budget as priced (the engine's for the GPU, or --max-num-batched-tokens): one DP rank's
     # (SGLang's --chunked-prefill-size is all its DP-attention ranks': each takes it // --dp-size)
     budget = {(worker.tp, worker.dp): str(worker.chunk_tokens) for worker in plan.prefill}
@@ -165,7 +169,7 @@ def disaggregated_launch(
             mode += ["--max-running-requests", str(int(running_cap) * layout.dp)]
             decode_urls += ["--decode", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}"]
         words = ["python", "-m", "sglang.launch_server", "--model-path", model, *mode,
-                 *_parallel_flags(layout, role, sglang=True), "--base-gpu-id", str(first), "--port", str(sglang_port),
+                 *_parallel_flags(layout, role, sglang=True, generation_id=sglang_generation), "--base-gpu-id", str(first), "--port", str(sglang_port),
                  "--context-length", context, "--chunked-prefill-size", str(int(step) * layout.dp),
                  *(["--mem-fraction-static", f"{utilisation:g}"] if plan.engine == "sglang" else []),
                  *_format_flags(deployment, served, sglang=True)]  # fmt: skip
@@ -186,12 +190,26 @@ def disaggregated_launch(
 
 LAUNCH_NOTE = (
     f"one command a line, prefill workers on the first GPUs; vLLM's proxy {VLLM_PROXY} is in its source tree (run it"
-    " from a checkout) and both engines need NIXL installed (pip install nixl)"
+    " from a checkout) and {engines} NIXL installed (pip install nixl)"
 )
 NODES_NOTE = (
     "the workers span nodes: run each line on its node (a worker over several nodes has one line per node, its first"
     " node the head; vLLM's multi-node flags are those of vLLM 0.11 and later); NODEk_IP stands for node k's address"
 )
+
+
+OLD_VLLM_DEEPEP = (
+    "vLLM before 0.11.1 takes DeepEP from the environment, not --all2all-backend: VLLM_ALL2ALL_BACKEND="
+    "deepep_high_throughput on the prefill lines, deepep_low_latency on the decode lines (vllm-project/vllm#26732)"
+)
+
+
+def _vllm_generation(deployment: DeploymentSpec) -> str:
+    """The vLLM generation the lines are for: the one priced, or the latest when another engine was."""
+    from mha_cli.core.engine.generations import LATEST, generation
+
+    priced = generation(deployment.engine_generation, deployment.engine)
+    return priced.id if priced.engine == "vllm" else LATEST["vllm"].id
 
 
 def disaggregated_with_launch(
@@ -210,6 +228,11 @@ def disaggregated_with_launch(
         return plan.model_copy(update={"launch_note": note})
     split = plan.splits[plan.chosen]
     launch = disaggregated_launch(plan, split, served, deployment, utilisation=plan.gpu_memory_utilization)
+    if served.named_by == "gguf-file":  # vLLM's GGUF loader, as the aggregated lines: SGLang's is not priced
+        launch = {"vllm": launch["vllm"]}
     nodes = [NODES_NOTE] if "NODE1_IP" in launch["vllm"] else []
-    note = "; ".join([LAUNCH_NOTE, *nodes, *([served.note] if served.note else [])])
+    engines = "both engines need" if "sglang" in launch else "vLLM needs"
+    dp_workers = split.prefill_dp > 1 or split.decode_dp > 1
+    old_vllm = [OLD_VLLM_DEEPEP] if dp_workers and _vllm_generation(deployment) == "vllm-v1" else []
+    note = "; ".join([LAUNCH_NOTE.format(engines=engines), *nodes, *old_vllm, *([served.note] if served.note else [])])
     return plan.model_copy(update={"launch": launch, "launch_note": note})

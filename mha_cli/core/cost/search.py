@@ -28,7 +28,7 @@ from pydantic import Field
 from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, prefix_caching_on, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_generation
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.dp_attention import dp_attention_runs_on
+from mha_cli.core.dp_attention import dp_attention_runs_on, sglang_deepep_flags
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
@@ -417,7 +417,7 @@ def launch_commands(
         sglang += ["--ep-size", str(d.expert_ranks)]
     if d.dp_attention and d.moe_a2a_backend == "deepep":  # the dispatch priced (core.dp_attention): DeepEP's
         vllm += ["--all2all-backend", "deepep_low_latency"]  # (without: each engine's default gather and scatter)
-        sglang += ["--moe-a2a-backend", "deepep"]
+        sglang += sglang_deepep_flags(engine.generation if engine.name == "sglang" else None)
     if engine.name == "sglang":  # the fraction priced is SGLang's own mem_fraction_static
         sglang += ["--mem-fraction-static", f"{engine.gpu_memory_utilization:g}"]
     if deployment.weight_dtype == "fp8":  # fp8 asked of a bf16 checkpoint (an fp8-block one says so in its config)
