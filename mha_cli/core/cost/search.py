@@ -220,8 +220,8 @@ def confirm_by_simulation(
     """The pick, judged in the simulated serving loop. The closed form misses the burst of a closed loop (every user
     at once), so at high load it passes points whose simulated percentiles fail. For the ``layouts_tried`` layouts
     with the most tokens/s per GPU among the points that meet the targets in the closed form, the largest
-    concurrency whose simulated run meets them is found by bisection (latency grows with the users); the pick is the
-    best of those by tokens/s per GPU. Each simulated candidate keeps its run and its misses. None when none meets
+    concurrency whose simulated run meets them is found by bisection (latency grows with the users), and the layout's
+    best simulated point up to it by tokens/s per GPU; the pick is the best of those. Each simulated candidate keeps its run and its misses. None when none meets
     them."""
 
     def simulated(index: int) -> bool:
@@ -255,8 +255,10 @@ def confirm_by_simulation(
         while high - low > 1:
             middle = (low + high) // 2
             low, high = (middle, high) if simulated(points[middle]) else (low, middle)
-        if low >= 0:
-            found.append(points[low])
+        if low >= 0:  # the layout's best among its simulated points that meet (at most points[low]'s users: with no
+            # target every point meets, and the most users need not be the most tokens/s per GPU)
+            met = [i for i in points[: low + 1] if candidates[i].simulated is not None and candidates[i].meets_targets]
+            found.append(max(met, key=lambda i: candidates[i].output_tokens_per_s_per_gpu))
     return max(found, key=lambda i: candidates[i].output_tokens_per_s_per_gpu) if found else None
 
 
