@@ -21,6 +21,7 @@ from mha_cli.core.kv import kv_footprint
 from mha_cli.core.links import link
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
+from tests.conftest import reference_hf_config
 
 runner = CliRunner()
 LLAMA_70B_BYTES_PER_TOKEN = 327_680  # 80 layers x 2 (K, V) x 8 KV heads x 128 head_dim x 2 B (bf16)
@@ -381,3 +382,13 @@ def test_cli_table_shows_the_splits_the_verdict_and_the_lines():
     text = " ".join(result.output.split())
     assert "aggregated wins" in text and "balance:" in text and "simulated pick" not in text  # --closed-form
     assert "--kv-transfer-config" in text and "sglang_router.launch_router" in text
+
+
+def test_no_split_fits_says_so_instead_of_an_empty_table(cli):
+    """Qwen3-235B-A22B on 12 H100 (nodes of 8 + 4): one tp8 worker starts, two need 16 GPUs, so no split fits; the
+    report says so in a line rather than printing the splits table's header alone."""
+    result = cli.run(
+        "plan", str(reference_hf_config("qwen3-235b-a22b-instruct-2507")), "--target", "12xh100", "--disaggregated"
+    )
+    assert result.exit_code == 0, result.output
+    assert "splits: none fits these GPUs" in result.output and "splits, best first" not in result.output

@@ -58,7 +58,10 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
                        f"{s.decode_workers}x{decode}", str(s.gpus), f"{s.rate_rps:,.2f}", s.bottleneck,
                        f"{s.ttft_ms:,.0f}", f"{s.transfer_ms:,.2f}", f"{s.itl_ms:,.1f}",
                        f"{s.output_tokens_per_s_per_gpu:,.0f}", escape(meets))  # fmt: skip
-    console.print(splits)
+    if plan.splits:
+        console.print(splits)
+    else:  # the verdict and the notes say why: no prefill and decode pair fits the GPUs
+        console.print("splits: none fits these GPUs (the verdict says why)")
     if plan.balance:
         console.print(f"balance: {escape(plan.balance)}")
     if plan.simulated is not None:
