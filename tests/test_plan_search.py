@@ -168,3 +168,13 @@ def test_without_targets_the_pick_is_the_best_simulated_point_not_the_most_users
     simulated = [c for c in candidates if c["simulated"] is not None and c["meets_targets"]]
     assert candidates[chosen]["output_tokens_per_s_per_gpu"] == max(c["output_tokens_per_s_per_gpu"] for c in simulated)
     assert chosen in found["pareto"]
+
+
+def test_expert_parallel_over_one_rank_is_listed_once(cli):
+    """Qwen3-VL-30B-A3B (MoE) on one H100: expert parallel over one rank is the plain layout, tried once (it used to
+    repeat every row as 'with expert parallelism'); on two H100 the experts sit on two ranks and both are tried."""
+    vision = "tests/fixtures/vision/qwen3-vl-30b-a3b-instruct.json"
+    one = cli.json("plan", vision, "--target", "h100")
+    assert one["layouts"] == ["tp 1 x pp 1 x 1 replica(s): 79 request(s) at once per replica"]
+    two = cli.json("plan", vision, "--target", "2xh100", "--closed-form")
+    assert any("expert parallel" in layout for layout in two["layouts"])

@@ -119,6 +119,19 @@ def _skipped(variant: DeploymentSpec, tp: int, pp: int, n_devices: int) -> bool:
     return bool(variant.expert_parallel) and dp_layout and engine_runs_it
 
 
+def _same_as_asked(
+    model: ModelSpec, variant: DeploymentSpec, asked: DeploymentSpec, tp: int, pp: int, target: ResolvedTarget
+) -> bool:
+    """Whether ``variant`` flips expert parallelism where the experts sit on one rank (tp 1, not shared by replicas):
+    the same layout as the one asked, listed once."""
+    if variant.dp or bool(variant.expert_parallel) == bool(asked.expert_parallel):
+        return False
+    from mha_cli.core.memory import expert_layout
+
+    experts = expert_layout(model, tp, target.n_devices // (tp * pp), variant)
+    return experts is not None and experts.ranks == 1
+
+
 def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec) -> str:
     label = f"tp {tp} x pp {pp} x {replicas} replica(s)"
     if deployment.dp:
@@ -173,7 +186,7 @@ def _search(
     for (tp, pp), variant in itertools.product(
         layouts(model, target.n_devices, target.devices_per_node), _variants(model, deployment)
     ):
-        if _skipped(variant, tp, pp, target.n_devices):
+        if _skipped(variant, tp, pp, target.n_devices) or _same_as_asked(model, variant, deployment, tp, pp, target):
             continue
         if variant.dp:  # DP attention: over this layout's replicas
             variant = variant.model_copy(update={"dp": target.n_devices // (tp * pp)})
