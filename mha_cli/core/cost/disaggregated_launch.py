@@ -138,6 +138,12 @@ def disaggregated_with_launch(
         return plan.model_copy(update={"launch_note": note})
     split = plan.splits[plan.chosen]
     launch = disaggregated_launch(plan, split, served, deployment, utilisation=plan.gpu_memory_utilization)
-    nodes = [NODES_NOTE] if "NODE1_IP" in launch["vllm"] else []
-    note = "; ".join([LAUNCH_NOTE, *nodes, *([served.note] if served.note else [])])
+    # each engine's lines in the forms of the release meant (core.engine.launch_forms), left out where it has none
+    from mha_cli.core.engine.generations import generation
+    from mha_cli.core.engine.launch_forms import fit_commands, releases_for
+
+    priced = generation(deployment.engine_generation, deployment.engine)
+    launch, left_out = fit_commands(launch, releases_for(priced, deployment.engine_version))
+    nodes = [NODES_NOTE] if "NODE1_IP" in launch.get("vllm", launch.get("sglang", "")) else []
+    note = "; ".join([LAUNCH_NOTE, *nodes, *([served.note] if served.note else []), *left_out])
     return plan.model_copy(update={"launch": launch, "launch_note": note})
