@@ -189,3 +189,16 @@ def test_disaggregated_lines_check_against_the_table(engine):
     assert (left_out is None) == (set(plan.launch) == {"vllm", "sglang"}), plan.launch_note
     if left_out is not None:
         assert f"no {left_out} line" in str(plan.launch_note)
+
+
+def test_the_release_typed_is_kept_on_the_deployment():
+    """``--engine vllm@0.10.2`` keeps 0.10.2 beside the generation; a minor alone, as typed; an engine alone or a
+    generation id, none (the latest meant); another --engine over a config's drops the config's release."""
+    typed = merge_deployment(None, engine="vllm@v0.10.2")
+    assert (typed.engine_generation, typed.engine_version) == ("vllm-v1", "0.10.2")
+    assert merge_deployment(None, engine="sglang==0.4.6.post1").engine_version == "0.4.6.post1"
+    assert merge_deployment(None, engine="vllm@0.10").engine_version == "0.10"
+    assert merge_deployment(None, engine="vllm").engine_version is None
+    assert merge_deployment(None, engine="vllm-v1").engine_version is None
+    assert merge_deployment(typed, engine="sglang").engine_version is None
+    assert merge_deployment(typed).engine_version == "0.10.2"  # a config's release stays when --engine is not given
