@@ -11,7 +11,8 @@ the table lists for that engine, whether the release's Python sources have it:
   declared with ``argparse.BooleanOptionalAction`` (vLLM 0.7 and later: every boolean engine argument from its
   dataclass config, 0.8 and later);
 - a flag with a value: the flag, and the value as a string literal anywhere in the package (``"fp8_e4m3"``);
-  ``--limit-mm-per-prompt json``: the flag built from its dataclass field (vLLM's dict arguments parse JSON); a
+  ``--limit-mm-per-prompt json``: the flag built from its dataclass field (vLLM's dict arguments parse JSON),
+  ``key=value``: its ``nullable_kvs`` parser; a
   ``--speculative-config`` method: the method named in ``SpeculativeConfig``'s module, ``draft_model`` V1's own
   proposer (``v1/spec_decode/draft_model.py``, from 0.34 a speculator registered under its name: 0.8-0.10 ran draft models on the V0 engine, 0.11-0.14 not at all);
 - a variable ``VLLM_X``: ``"VLLM_X"`` in ``vllm/envs.py``; the commands: the console script (``vllm serve``) or
@@ -89,6 +90,8 @@ class Sources:
             return True
         if value == "json":
             return self.json_parsed(flag)
+        if value == "key=value":  # vLLM's image=N,video=M limits
+            return "nullable_kvs" in self.files.get("vllm/engine/arg_utils.py", "")
         if value == "method=draft_model":  # V1's own draft-model proposer (V0's ran it until V0 went, in 0.11)
             registry = self.files.get("vllm/v1/worker/gpu/spec_decode/speculator_config.py", "")
             return "vllm/v1/spec_decode/draft_model.py" in self.files or '"draft_model": ' in registry

@@ -79,6 +79,13 @@ def test_older_forms_are_written_where_the_release_has_them():
     )
 
 
+def test_multimodal_limits_take_the_key_value_form_before_json():
+    line = shlex.split('vllm serve m --limit-mm-per-prompt \'{"image":2,"video":0}\'')
+    assert fit_line("vllm", release_key("0.8.5"), line).words == line  # JSON read from 0.8.5 on
+    assert fit_line("vllm", release_key("0.6.0"), line).words == [*line[:3], "--limit-mm-per-prompt", "image=2,video=0"]
+    assert fit_line("vllm", release_key("0.5.4"), line).words is None  # no --limit-mm-per-prompt read before 0.5.5
+
+
 def test_a_default_flag_the_release_lacks_is_left_out_and_anything_else_leaves_no_line():
     one = shlex.split("python -m sglang.launch_server --model-path m --tp-size 2 --pp-size 1 --dp-size 2")
     assert fit_line("sglang", release_key("0.4.3"), one).words == [*one[:7], "--dp-size", "2"]

@@ -92,6 +92,7 @@ SPANS: tuple[Span, ...] = (
     Span("vllm", "--no-enable-prefix-caching", "0.7.0", None, f"{VLLM_ARGS} (BooleanOptionalAction)"),
     Span("vllm", "--limit-mm-per-prompt", "0.5.5", None, VLLM_ARGS),
     Span("vllm", "--limit-mm-per-prompt json", "0.8.5", None, f"{VLLM_ARGS} (before: image=N,video=M only)"),
+    Span("vllm", "--limit-mm-per-prompt key=value", "0.5.5", "0.9.2", f"{WHEELS} (arg_utils.py nullable_kvs)"),
     # --- vLLM: parallelism ---
     Span("vllm", "--data-parallel-size", "0.8.3", None, VLLM_DP),
     Span("vllm", "--enable-expert-parallel", "0.8.0", None, VLLM_ARGS),
@@ -201,8 +202,8 @@ def value_word(flag: str, value: str) -> str:
     for a JSON value (its tracked key), ``--limit-mm-per-prompt json`` for vLLM's JSON limits."""
     if flag in JSON_KEYS and value.startswith("{"):
         return f"{flag} {JSON_KEYS[flag]}={json.loads(value).get(JSON_KEYS[flag])}"
-    if flag == "--limit-mm-per-prompt" and value.startswith("{"):
-        return f"{flag} json"
+    if flag == "--limit-mm-per-prompt":
+        return f"{flag} json" if value.startswith("{") else f"{flag} key=value"
     return f"{flag} {value}"
 
 

@@ -2,9 +2,10 @@
 
 The launch lines are written in the newest form; ``fit_line`` rewrites one for the release meant:
 
-- an older form where the release has one (``OLDER_FORMS``): vLLM's ``--all2all-backend X`` as the variable
+- an older form where the release has one (``_older_form``): vLLM's ``--all2all-backend X`` as the variable
   ``VLLM_ALL2ALL_BACKEND=X`` (0.9.1 to 0.11.0), SGLang's ``--moe-a2a-backend deepep`` as ``--enable-deepep-moe``
-  (0.4.4.post2 to 0.4.10), ``vllm serve MODEL`` as ``python -m vllm.entrypoints.openai.api_server --model MODEL``;
+  (0.4.4.post2 to 0.4.10.post1), ``vllm serve MODEL`` as ``python -m vllm.entrypoints.openai.api_server --model
+  MODEL`` (before 0.5.2), vLLM's JSON ``--limit-mm-per-prompt`` as ``image=N,video=M`` (before 0.8.5);
 - a flag set to the engine's default that the release lacks is left out (``--pp-size 1`` before SGLang had
   pipeline parallelism);
 - anything else the release lacks leaves no line: ``Fitted.words`` is None and ``Fitted.note`` says which word,
@@ -15,6 +16,7 @@ Pure Python.
 
 from __future__ import annotations
 
+import json
 import shlex
 from typing import NamedTuple
 
@@ -75,6 +77,10 @@ def _older_form(engine: str, release: Release, words: list[str], word: str) -> l
         if has(engine, release, api_server) and has(engine, release, "--model"):
             at = words.index("serve")
             return [*words[: at - 1], *api_server.split(), "--model", *words[at + 1 :]]
+    if engine == "vllm" and word == "--limit-mm-per-prompt json" and has(engine, release, "--limit-mm-per-prompt"):
+        at = words.index("--limit-mm-per-prompt")  # the older key=value form: image=2,video=0
+        limits = ",".join(f"{key}={count}" for key, count in json.loads(words[at + 1]).items())
+        return [*words[: at + 1], limits, *words[at + 2 :]]
     default = DEFAULTS.get(engine, {}).get(word)
     if default is not None and _value_after(words, word) == default:
         return _without(words, word, True)
