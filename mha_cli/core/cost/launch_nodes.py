@@ -4,7 +4,7 @@ Three shapes, from the plan's layout (``ServingPlan.nodes``):
 
 - **a replica spans nodes** (tp x pp more than a node holds: pipeline stages across nodes): vLLM's multiprocessing
   backend over nodes, ``--distributed-executor-backend mp --nnodes K --node-rank R --master-addr --master-port``, the
-  other nodes ``--headless`` (vLLM >= 0.11, ``ParallelConfig.nnodes``; older generations start a Ray cluster and
+  other nodes ``--headless`` (vLLM >= 0.11.1, ``ParallelConfig.nnodes``; older generations start a Ray cluster and
   ``--distributed-executor-backend ray`` on the head, https://docs.vllm.ai/en/stable/serving/parallelism_scaling.html);
   SGLang ``--nnodes K --node-rank R --dist-init-addr HEAD:PORT`` (``ServerArgs``). Several replicas: one such group of
   K nodes each, behind a load balancer;
@@ -40,7 +40,7 @@ SGLANG_DIST_PORT = "50000"
 RAY_PORT = "6379"
 """Ray's default head port (``ray start --head``)."""
 MP_GENERATIONS = ("vllm-0.21",)
-"""vLLM generations whose releases all take ``--nnodes`` with the mp backend (0.11 and later); older ones use Ray."""
+"""vLLM generations whose releases all take ``--nnodes`` with the mp backend (0.11.1 and later, read in the wheels: ``core.engine.flags``); older ones use Ray."""
 
 
 class NodeShape(NamedTuple):
