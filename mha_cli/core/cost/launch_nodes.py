@@ -40,7 +40,8 @@ SGLANG_DIST_PORT = "50000"
 RAY_PORT = "6379"
 """Ray's default head port (``ray start --head``)."""
 MP_GENERATIONS = ("vllm-0.21",)
-"""vLLM generations whose releases all take ``--nnodes`` with the mp backend (0.11.1 and later, read in the wheels: ``core.engine.flags``); older ones use Ray."""
+"""vLLM generations whose releases all take ``--nnodes`` with the mp backend (0.11.1 and later, as read in the wheels:
+``core.engine.flags``); older ones use Ray."""
 
 
 class NodeShape(NamedTuple):
