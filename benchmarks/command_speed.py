@@ -14,13 +14,17 @@ a before/after table is one run: ``git archive <commit> | tar -x -C /tmp/before`
 Python's bytecode cache is used as on a user's machine: ``PYTHONDONTWRITEBYTECODE`` is removed from the runs'
 environment, so the warm-up run compiles our modules once.
 
-    python benchmarks/command_speed.py [--quick] [--runs 7] [--only plan ...] [--baseline /tmp/before]
+``--markdown FILE`` also writes the table as Markdown, headed by the command line, the load averages before and
+after the run and the floors (``outputs/speed/``).
+
+    python benchmarks/command_speed.py [--quick] [--runs 7] [--only plan ...] [--baseline /tmp/before] [--markdown F]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -157,7 +161,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="3 runs each instead of --runs")
     parser.add_argument("--only", action="append", help="only the cases whose label contains this text (repeatable)")
     parser.add_argument("--baseline", type=Path, help="another checkout to time in the same rounds (before)")
+    parser.add_argument("--markdown", type=Path, help="also write the table to this Markdown file")
     args = parser.parse_args()
+    load_before = os.getloadavg()
     runs = 3 if args.quick else args.runs
     cases = [c for c in CASES if args.only is None or any(text in c.label for text in args.only)]
     checkouts = {"after": ROOT} if args.baseline is None else {"before": args.baseline.resolve(), "after": ROOT}
@@ -169,20 +175,42 @@ def main() -> int:
     before = f"{'before ms':>9} {'after/before':>12} " if args.baseline else ""
     print(f"{'case':42} {before}{'median ms':>9} {'spread':>7} {'x floor':>7} {'target':>15}  ok")
     failed = 0
+    rows = []
     for case in cases:
         runs_after = times[("after", case.label)]
         median, spread = medians[("after", case.label)], max(runs_after) - min(runs_after)
         own_floor = plot_floor if case.plot else floor
         target, ok = verdict(case, median, floor)
         failed += not ok
-        shown = ""
+        shown, was = "", None
         if args.baseline:
             was = medians[("before", case.label)]
             shown = f"{was * 1e3:9.0f} {median / was:12.2f} "
         print(f"{case.label:42} {shown}{median * 1e3:9.0f} {spread * 1e3:7.0f} {median / own_floor:7.2f}"
               f" {target:>15}  {'yes' if ok else 'NO'}")  # fmt: skip
+        rows.append((case, was, median, spread, median / own_floor, target, ok))
     print("x floor: the median over the floor's (a --plot case's over the plot floor's)")
+    if args.markdown:
+        loads = (load_before, os.getloadavg())
+        args.markdown.write_text(markdown(rows, runs, shown_floors, loads, args.baseline is not None))
     return 1 if failed else 0
+
+
+def markdown(rows: list, runs: int, floors: str, loads: tuple, baseline: bool) -> str:
+    """The table as Markdown, headed by the command that made it and the machine's load around the run."""
+    command = shlex.join(["python", "benchmarks/command_speed.py", *sys.argv[1:]])
+    load = " to ".join(", ".join(f"{x:.1f}" for x in pair) for pair in loads)
+    lines = [
+        f"    {command}", "",
+        f"{runs} interleaved runs each (medians); {floors}. Load averages (1, 5, 15 min) {load}.", "",
+        "| case | " + ("before ms | after / before | " if baseline else "") + "ms | spread ms | x floor | target | met |",
+        "| --- | " + ("---: | ---: | " if baseline else "") + "---: | ---: | ---: | --- | --- |",
+    ]  # fmt: skip
+    for case, was, median, spread, ratio, target, ok in rows:
+        before = f"{was * 1e3:,.0f} | {median / was:.2f} | " if baseline else ""
+        lines.append(f"| `{case.label}` | {before}{median * 1e3:,.0f} | {spread * 1e3:,.0f} | {ratio:.2f} | {target} |"
+                     f" {'yes' if ok else 'no'} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 
 For each row: one prefill and one decode worker's goodput (requests/s within the row's targets), the aggregated
 replica's and the best split's goodput per GPU, their ratio, and the split picked, with the relative error of each
-figure the page publishes. Two predictions: the closed form (targets read against means), and, for a row whose
-targets are percentiles (``slo_percentile``), the simulated loops judged at that percentile: the disaggregated one
+figure the page publishes. A ``kind: worker`` row (wide expert parallelism, one pool measured alone) prices the page's
+own worker layout over its nodes at the page's load: a prefill worker's input tokens/s per node at full load, a
+decode worker's output tokens/s per node at the page's batch. Two predictions: the closed form (targets read
+against means), and, for a row whose targets are percentiles (``slo_percentile``), the simulated loops judged at that percentile: the disaggregated one
 (``core.serve.disaggregated``, 1,000 Poisson requests a run) and the aggregated one (``core.serve``), each rate
 found by bisection.
 
@@ -21,9 +23,11 @@ from pathlib import Path
 import yaml
 
 from mha_cli.core.cost.disaggregated import DisaggregatedPlan, plan_disaggregated, pool_times, worker_steps
+from mha_cli.core.cost.disaggregated_layouts import WorkerLayout
 from mha_cli.core.cost.plan import plan_at_rate, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.cost.work import decode_shape, prefill_shape
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.disaggregated import simulate_split
@@ -52,6 +56,50 @@ def _setup(row: dict) -> tuple[ModelSpec, ResolvedTarget, DeploymentSpec, tuple[
     return loaded.model, target, deployment, profiles
 
 
+DEVICES_PER_NODE = 8
+"""GPUs a node of a ``kind: worker`` row holds (the pages' 8 x H100 nodes)."""
+
+
+def _worker_setup(row: dict) -> tuple[ModelSpec, ResolvedTarget, DeploymentSpec, tuple[DeviceProfile, DeviceProfile]]:
+    """A ``kind: worker`` row's model, its nodes as the target, its engine and formats, the engine's prior profile."""
+    loaded = load_source(row["model"])
+    target = resolve_target(f"{row['nodes']}x{DEVICES_PER_NODE}x{row['target']}")
+    deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=row["isl"] + row["osl"],
+                                  target=target.spec, weight_dtype=row.get("weight_dtype"), engine=row.get("engine"),
+                                  max_num_batched_tokens=row.get("tokens_per_step"))  # fmt: skip
+    weights, generation = deployment.weight_dtype, deployment.engine_generation
+    profiles = (prior_profile(target.target, weights, generation=generation), datasheet_profile(target.target, weights))
+    return loaded.model, target, deployment, profiles
+
+
+def worker_figures(row: dict) -> dict[str, float | str]:
+    """A ``kind: worker`` row predicted: its worker (DP attention over ``layout`` GPUs, the experts over them) on its
+    nodes; prefill: input tokens/s per node at full load (every rank a step of the prompts its chunk budget holds);
+    decode: output tokens/s per node at ``batch`` on every rank and a ``context``-token cache."""
+    model, target, deployment, profiles = _worker_setup(row)
+    layout = WorkerLayout(1, row["layout"])
+    worker = worker_steps(model, target, deployment, profiles, layout, isl=row["isl"], osl=row["osl"])
+    found: dict[str, float | str] = {
+        "weights_gb_per_gpu": worker.weight_bytes_per_gpu / 1e9,
+        "admitted_per_gpu": worker.engine.admitted_per_replica,
+    }
+    if row["role"] == "prefill":
+        per_step = worker.prompts_per_step
+        found["prompts_per_step_per_gpu"] = per_step
+        found["input_tokens_per_s_per_node"] = (
+            layout.dp * per_step * row["isl"] / worker.prefill_seconds(per_step) / row["nodes"]
+        )
+        if per_step > 1:  # one step of whole prompts: where its time goes
+            step = worker.stepper.step(prefill_shape(row["isl"], sequences=per_step))
+            found["step_ms"], found["step_collectives_ms"] = step.seconds * 1e3, step.collective_s * 1e3
+    else:
+        step = worker.stepper.step(decode_shape(row["batch"], row["context"]))
+        found["step_ms"] = step.seconds * 1e3
+        found["step_collectives_ms"] = step.collective_s * 1e3
+        found["output_tokens_per_s_per_node"] = layout.dp * row["batch"] / step.seconds / row["nodes"]
+    return found
+
+
 def _largest_rate(meets: Callable[[float], bool], high: float) -> float:
     """The largest rate in (0, high] that ``meets`` passes (bisection; 0 when none)."""
     low = 0.0
@@ -68,7 +116,7 @@ def simulated_figures(row: dict, plan: DisaggregatedPlan) -> dict[str, float]:
     model, target, deployment, profiles = _setup(row)
     q, ttft, tpot = row["slo_percentile"], row["ttft_ms"], row["itl_ms"]
     worker = worker_steps(model, target, deployment, profiles, 1, isl=row["isl"], osl=row["osl"])
-    pairing = next(p for p in plan.pairings if p.prefill_tp == 1 and p.decode_tp == 1)
+    pairing = next(p for p in plan.pairings if (p.prefill_tp, p.prefill_dp, p.decode_tp, p.decode_dp) == (1, 1, 1, 1))
     times = pool_times(worker, worker, pairing.transfer.seconds)
 
     def split_meets(prefill: int, decode: int, judge_ttft: bool, judge_tpot: bool) -> Callable[[float], bool]:
@@ -79,8 +127,8 @@ def simulated_figures(row: dict, plan: DisaggregatedPlan) -> dict[str, float]:
 
         return meets
 
-    prefill_cap = next(p.capacity_rps for p in plan.prefill if p.tp == 1)
-    decode_cap = next(d.capacity_rps for d in plan.decode if d.tp == 1)
+    prefill_cap = next(p.capacity_rps for p in plan.prefill if (p.tp, p.dp) == (1, 1))
+    decode_cap = next(d.capacity_rps for d in plan.decode if (d.tp, d.dp) == (1, 1))
     found = {
         "prefill_worker_rps": _largest_rate(split_meets(1, AMPLE, True, False), prefill_cap),
         "decode_worker_rps": _largest_rate(split_meets(AMPLE, 1, False, True), decode_cap),
@@ -94,7 +142,7 @@ def simulated_figures(row: dict, plan: DisaggregatedPlan) -> dict[str, float]:
         )
     tp = row.get("aggregated_tp", 1)
     one = target.model_copy(update={"n_devices": tp, "spec": f"{tp}x{target.target.id}"})
-    capacity = next(a.capacity_rps for a in plan.aggregated if a.tp == tp)
+    capacity = next(a.capacity_rps for a in plan.aggregated if (a.tp, a.dp) == (tp, 1))
 
     def aggregated_meets(rate: float) -> bool:
         at = plan_at_rate(model, one, deployment, *profiles, isl=row["isl"], osl=row["osl"], rate=rate, tp=tp)
@@ -119,20 +167,21 @@ def figures(plan: DisaggregatedPlan, aggregated_tp: int | None = None) -> dict[s
     ``aggregated_tp`` GPUs when the page names one (else the tool's best), the tool's pick."""
     pick = plan.splits[plan.chosen] if plan.chosen is not None else None
     if aggregated_tp is not None:
-        best = next((a for a in plan.aggregated if a.tp == aggregated_tp and a.meets_targets), None)
+        best = next((a for a in plan.aggregated if (a.tp, a.dp) == (aggregated_tp, 1) and a.meets_targets), None)
     else:
         best = plan.aggregated[plan.aggregated_chosen] if plan.aggregated_chosen is not None else None
     found: dict[str, float | str] = {}
-    tp1 = next((p for p in plan.pairings if p.prefill_tp == 1 and p.decode_tp == 1), None)
+    tp1 = next((p for p in plan.pairings if (p.prefill_tp, p.prefill_dp, p.decode_tp, p.decode_dp) == (1, 1, 1, 1)),
+               None)  # fmt: skip
     if tp1 is not None:
         found["prefill_worker_rps"] = tp1.prefill_goodput_rps
-        found["decode_worker_rps"] = next(d.goodput_rps for d in plan.decode if d.tp == 1)
+        found["decode_worker_rps"] = next(d.goodput_rps for d in plan.decode if (d.tp, d.dp) == (1, 1))
     if best is not None:
-        found["aggregated_rps_per_gpu"] = best.goodput_rps / best.tp
+        found["aggregated_rps_per_gpu"] = best.goodput_rps / best.gpus
     if pick is not None:
         found["disaggregated_rps_per_gpu"] = pick.goodput_rps / pick.gpus
-        found["split"] = (f"{pick.prefill_workers}P{pick.decode_workers}D (prefill tp {pick.prefill_tp}, decode tp"
-                          f" {pick.decode_tp})")  # fmt: skip
+        prefill, decode = (layout.label.replace("tp", "tp ") for layout in (pick.prefill, pick.decode))
+        found["split"] = f"{pick.prefill_workers}P{pick.decode_workers}D (prefill {prefill}, decode {decode})"
     if pick is not None and best is not None:
         found["ratio"] = pick.output_tokens_per_s_per_gpu / best.output_tokens_per_s_per_gpu
     return found
@@ -162,8 +211,20 @@ def report(rows: list[dict]) -> str:
         "the page's percentile: disaggregated (`core.serve.disaggregated`; one worker's goodput with the other pool",
         "ample) and aggregated (`core.serve`, the replica the page compares with).",
         "",
+        "*Wide expert parallelism* (`kind: worker` rows): one pool's worker as the page ran it (DP attention over its",
+        "GPUs, the experts spread over them, several nodes), priced alone at the page's load. mha prices the experts'",
+        "all-to-all in bf16 without overlap (`core.dp_attention`), while the page's DeepEP sends fp8 in its low-latency",
+        "(decode) mode, overlaps it with compute (two-batch overlap) and, in its normal (prefill) mode, sends a token",
+        "over the network once a node (then over NVLink), where mha sends each remote GPU its copy: the all-to-all is",
+        "most of each predicted step (`step_collectives_ms` of `step_ms`). Left out: vLLM's 'Large Scale Serving: DeepSeek @ 2.2k tok/s/H200",
+        "with Wide-EP' (https://blog.vllm.ai/2025/12/17/large-scale-serving.html) states no prompt or output length and",
+        "no layout in its text (its figures are images).",
+        "",
     ]
     for row in rows:
+        if row.get("kind") == "worker":
+            lines += _worker_section(row)
+            continue
         plan = predict(row)
         found = figures(plan, row.get("aggregated_tp"))
         lines += [f"## {row['id']}", "", f"Source: [{row['source']}]({row['url']}); {row['system']}.", "",
@@ -183,6 +244,21 @@ def report(rows: list[dict]) -> str:
         lines += ["", f"`mha plan --disaggregated`'s own verdict (its best aggregated layout): {plan.winner}: {plan.verdict}.",
                   ""]  # fmt: skip
     return "\n".join(lines)
+
+
+def _worker_section(row: dict) -> list[str]:
+    found = worker_figures(row)
+    lines = [f"## {row['id']}", "", f"Source: [{row['source']}]({row['url']}); {row['system']}.", "",
+             f"One {row['role']} worker: DP attention over {row['layout']} x {row['target']} ({row['nodes']} nodes of"
+             f" {DEVICES_PER_NODE}), the experts over all of them; {row['isl']} in / {row['osl']} out, weights"
+             f" {row['weight_dtype']}, engine {row['engine']}"
+             + (f"; {row['batch']} running a GPU at a {row['context']:,}-token cache." if row["role"] == "decode" else "."),
+             "", f"Assumed: {'; '.join(row['assumed'])}.", "", "| figure | published | predicted | error |",
+             "| --- | ---: | ---: | ---: |"]  # fmt: skip
+    for key, published in row["published"].items():
+        lines.append(f"| {key} | {_cell(published)} | {_cell(found.get(key))} | {_error(found.get(key), published)} |")
+    shown = ", ".join(f"{key} {_cell(value)}" for key, value in found.items() if key not in row["published"])
+    return [*lines, "", f"Beside it (predicted, nothing published): {shown}.", ""]
 
 
 def main() -> None:

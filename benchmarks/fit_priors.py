@@ -18,8 +18,9 @@ rows hold GPUs of both vendors, one set per vendor); the report gives the held-o
 mean ITL and output tokens/s per GPU, beside the same rows priced with the default (2023-24) constants as a control.
 ``--write`` stores them in ``mha_cli/data/cost_priors_generations.json``.
 A row is priced as ``mha plan`` prices it (``core.cost.plan.LayoutPlans``: the engine's memory plan, the layout),
-with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, the experts spread over all) and
-speculative decoding (``speculative``: method, k and the acceptance length the run printed) where the row states them.
+with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, the experts spread over all, reached
+by the dispatch the row's launch line names: ``launch_a2a_backend``) and speculative decoding (``speculative``:
+method, k and the acceptance length the run printed) where the row states them.
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ class GenerationRow:
             kv_dtype=mha["kv_dtype"], gpu_memory_utilization=mha.get("gpu_memory_utilization"),
             engine_generation=self.generation,  # the row's own engine release: its memory rules
             dp=dp, speculative=_speculative(model, origin, kind, mha.get("speculative")),
+            moe_a2a_backend=launch_a2a_backend(raw) if dp else None,
         )  # fmt: skip
         resolved = ResolvedTarget(spec=self.target.id, target=self.target, n_devices=tp * pp * (dp or 1))
         ceiling = datasheet_profile(self.target, self.weight_dtype)
@@ -166,6 +168,22 @@ class GenerationRow:
         figures = {"ttft_ms": result.ttft_ms, "itl_ms": result.itl_ms,
                    "tokens_per_s_per_gpu": result.output_tokens_per_s_per_gpu}  # fmt: skip
         return {key: figures[key] for key in self.measured}
+
+
+DEEPEP_FLAGS = ("--moe-a2a-backend deepep", "--enable-deepep-moe", "--all2all-backend deepep", "ALL2ALL_BACKEND=deepep")
+"""How a launch asks for DeepEP: SGLang 0.5's ``--moe-a2a-backend``, SGLang 0.4's ``--enable-deepep-moe``, vLLM's
+``--all2all-backend`` and its older ``VLLM_ALL2ALL_BACKEND`` variable."""
+
+
+def launch_a2a_backend(raw: dict[str, Any]) -> str:
+    """How a DP attention row's engine reached the experts, read from what the row records: its ``mha`` block's
+    ``moe_a2a_backend`` where stated, else its launch line (``notes``' ``server:`` command): ``deepep`` when it asks
+    for DeepEP, else ``none`` (both engines' default: gather and scatter, ``core.dp_attention``)."""
+    stated = raw["mha"].get("moe_a2a_backend")
+    if stated is not None:
+        return stated
+    launch = " ".join(str(raw.get("notes", "")).split())  # the YAML folds long lines
+    return "deepep" if any(flag in launch for flag in DEEPEP_FLAGS) else "none"
 
 
 def _speculative(model: Any, origin: str, kind: str, stated: dict[str, Any] | None) -> SpeculativeSpec | None:

@@ -287,6 +287,17 @@ def test_newer_rwkv_is_refused_saying_why(version):
         import_hf_config(config | {"num_attention_heads": 32, "head_size": 64})
 
 
+def test_the_rwkv7_refusal_says_why_and_what_is_priced_instead(cli, tmp_path):
+    """One line, exit 2: no engine serves it (vLLM's registry has no RWKV), and RWKV-4 is what mha prices."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "rwkv7", "architectures": ["RWKV7ForCausalLM"], "hidden_size": 2048,
+                                "num_hidden_layers": 24, "head_dim": 64, "vocab_size": 65536}))  # fmt: skip
+    result = cli.run("kv", str(path))
+    assert result.exit_code == EXIT_BAD_INPUT and len(result.output.strip().splitlines()) == 1, result.output
+    line = " ".join(result.output.split())
+    assert "'rwkv7'" in line and "vLLM's model registry" in line and "RWKV-4, model_type rwkv" in line
+
+
 def test_tensor_parallelism_is_refused_naming_the_mixers_not_the_placeholder_heads(cli):
     result = cli.run("kv", str(reference_hf_config("mamba-codestral-7b")), "--tp", "4")
     assert result.exit_code == EXIT_BAD_INPUT and "attention-free model's mixers" in result.output, result.output

@@ -396,3 +396,40 @@ def test_mtp_layers_are_counted_by_the_checkpoints_own_numbering():
     assert tensor_kind("backbone.layers.51.mixer.experts.0.up_proj.weight", layers) == "experts"
     assert tensor_kind("backbone.layers.52.mixer.experts.0.up_proj.weight", layers) == "mtp"
     assert checkpoint_layers({"text_config": {"num_hidden_layers": 34}}, model) == 34  # Gemma 3's text model
+
+
+def test_a_vision_model_s_headers_count_its_tower_as_the_config_does(cli, tmp_path):
+    """A Qwen2.5-VL folder (tiny widths): transformers' state dict on the meta device written as a header-only
+    checkpoint; the tower's tensors are the headers' vision kind and equal the config's tower count (a folder with a
+    tower once ended in an internal error)."""
+    transformers = pytest.importorskip("transformers")
+    text = {
+        "model_type": "qwen2_5_vl_text",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 256,
+        "rope_theta": 1e6,
+        "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+        "max_position_embeddings": 2048,
+    }
+    vision = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 64,
+              "fullatt_block_indexes": [1], "window_size": 112, "patch_size": 14, "spatial_merge_size": 2,
+              "temporal_patch_size": 2, "in_channels": 3}  # fmt: skip
+    config = {"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+              "text_config": text, "vision_config": vision, "tie_word_embeddings": False}  # fmt: skip
+    with torch.device("meta"):
+        built = transformers.Qwen2_5_VLForConditionalGeneration(
+            transformers.Qwen2_5_VLConfig(**json.loads(json.dumps(config)))
+        )
+    shapes = {name: tuple(p.shape) for name, p in built.named_parameters()}
+    folder = tmp_path / "qwen2.5-vl-tiny"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    write_by_hand(folder / "model.safetensors", {name: ("BF16", shape) for name, shape in shapes.items()})
+    headers = headers_of(kv_json(cli, str(folder)))
+    tower = sum(p.numel() for name, p in built.named_parameters() if name.startswith("model.visual."))
+    assert headers["total_bytes"] == 2 * sum(p.numel() for p in built.parameters())
+    assert headers["by_kind"]["vision_tower"] == headers["config_by_kind"]["vision_tower"] == 2 * tower

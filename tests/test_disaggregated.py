@@ -21,6 +21,7 @@ from mha_cli.core.kv import kv_footprint
 from mha_cli.core.links import link
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
+from tests.conftest import reference_hf_config
 
 runner = CliRunner()
 LLAMA_70B_BYTES_PER_TOKEN = 327_680  # 80 layers x 2 (K, V) x 8 KV heads x 128 head_dim x 2 B (bf16)
@@ -152,11 +153,13 @@ def test_rate_prices_every_split_at_it():
 
 
 VLLM_FLAGS = {"--port", "--tensor-parallel-size", "--max-model-len", "--gpu-memory-utilization", "--max-num-seqs",
-              "--kv-transfer-config", "--quantization", "--kv-cache-dtype", "--revision"}  # fmt: skip
+              "--max-num-batched-tokens", "--kv-transfer-config", "--quantization", "--kv-cache-dtype", "--revision",
+              "--enable-prefix-caching", "--no-enable-prefix-caching"}  # fmt: skip
 VLLM_PROXY_FLAGS = {"--port", "--prefiller-hosts", "--prefiller-ports", "--decoder-hosts", "--decoder-ports"}
 SGLANG_FLAGS = {"--model-path", "--disaggregation-mode", "--disaggregation-transfer-backend",
                 "--disaggregation-bootstrap-port", "--tp-size", "--base-gpu-id", "--port", "--context-length",
-                "--max-running-requests", "--mem-fraction-static", "--quantization", "--kv-cache-dtype", "--revision"}  # fmt: skip
+                "--max-running-requests", "--mem-fraction-static", "--quantization", "--kv-cache-dtype", "--revision",
+                "--chunked-prefill-size", "--disable-radix-cache"}  # fmt: skip
 ROUTER_FLAGS = {"--pd-disaggregation", "--prefill", "--decode", "--host", "--port"}
 
 
@@ -190,6 +193,23 @@ def test_cli_launch_lines_name_every_worker_with_real_flags():
     assert {"splits", "aggregated", "winner", "verdict", "pairings", "balance"} <= plan.keys()
 
 
+def test_launch_lines_carry_the_budget_and_the_cache_the_workers_were_priced_with():
+    # --max-num-batched-tokens 2048 sizes each prefill step (2 prompts of 1,024 a step); the lines must say so, and
+    # --no-enable-prefix-caching likewise (vLLM V1's default is on, SGLang's radix cache too)
+    result = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--closed-form",
+                                 "--max-num-batched-tokens", "2048", "--no-enable-prefix-caching", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    assert {worker["chunk_tokens"] for worker in plan["prefill"]} == {2048}
+    assert all(worker["prompts_per_step"] == 2 for worker in plan["prefill"])  # 2,048 // 1,024
+    for line in plan["launch"]["vllm"].splitlines()[:-1]:
+        words = shlex.split(line)
+        assert words[words.index("--max-num-batched-tokens") + 1] == "2048" and "--no-enable-prefix-caching" in words
+    for line in plan["launch"]["sglang"].splitlines()[:-1]:
+        words = shlex.split(line)
+        assert words[words.index("--chunked-prefill-size") + 1] == "2048" and "--disable-radix-cache" in words
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -200,6 +220,7 @@ def test_cli_launch_lines_name_every_worker_with_real_flags():
         (["--target", "8xh100", "--disaggregated", "--slo-percentile", "90"], "leave out --slo-percentile"),
         (["--target", "8xh100", "--disaggregated", "--kv-offload-gib", "64"], "leave out --kv-offload-gib"),
         (["--target", "8xh100", "--kv-link", "ib-ndr"], "add --disaggregated"),
+        (["--target", "2xh100", "--disaggregated", "--engine", "vllm@0.7"], "vLLM V0 lacks"),
         (["--target", "8xh100", "--disaggregated", "--kv-link", "carrier-pigeon"], "unknown link"),
     ],
 )
@@ -236,6 +257,16 @@ def test_workers_never_straddle_a_node():
     assert all(s.decode_workers == 1 for s in rates)
 
 
+def test_a_part_filled_last_node_holds_the_workers_that_fit_it():
+    # 12 x H100 is 8 + 4: a tp-8 prefill worker fills node 0 and a tp-4 decode worker node 1's 4 GPUs (8 + 4 = 12);
+    # one tp-4 prefill worker and two tp-4 decode workers sit at GPUs 0-3, 4-7 and node 1's 0-3 (12)
+    found = {(s.prefill_tp, s.prefill_workers, s.decode_tp, s.decode_workers)
+             for s in split_rates({(8, 4): 1.0, (4, 4): 1.0}, {4: 1.0}, 12, 8)}  # fmt: skip
+    assert {(8, 1, 4, 1), (4, 1, 4, 2), (4, 2, 4, 1)} <= found
+    # the control: a tp-8 worker never lands on the 4-GPU node (prefill tp 4 on node 0, decode tp 8 after it)
+    assert not split_rates({(4, 8): 1.0}, {8: 1.0}, 12, 8)
+
+
 def test_launch_lines_across_nodes_name_each_node():
     from mha_cli.core.cost.disaggregated_launch import disaggregated_launch
 
@@ -254,6 +285,23 @@ def test_launch_lines_across_nodes_name_each_node():
     assert pick.gpus == 4  # 2 prefill + 2 decode workers of tp 1: two nodes
     assert "NODE1_IP" in lines["vllm"] and "VLLM_NIXL_SIDE_CHANNEL_HOST=NODE1_IP" in lines["vllm"]
     assert "http://NODE1_IP:" in lines["sglang"]
+
+
+def test_no_split_that_fits_is_said_not_called_a_miss():
+    """DeepSeek-V3 (fp8, about 640 GiB of weights) starts only on 8 H200s (tp 8 or dp 8): a prefill and a decode worker need 16
+    GPUs, so 8 x H200 holds no split; the verdict says none fits rather than that none meets the targets."""
+    plan = _plan("deepseek-v3", "8xh200", 1024, 256)
+    assert {d.gpus for d in plan.decode} == {8} and plan.splits == [] and plan.chosen is None  # tp 8, dp 8
+    assert plan.winner == "aggregated" and "no disaggregated split fits on these GPUs" in plan.verdict
+    assert any("a prefill and a decode worker need 16 GPUs" in note for note in plan.notes)
+
+
+def test_a_context_past_the_trained_one_is_said():
+    """Llama-3.1-8B was trained for 131,072 tokens: 131,072 + 256 is past it, and vLLM refuses such a --max-model-len
+    (the aggregated plan says so too); the control at 1,024 + 256 says nothing."""
+    long = _plan("llama-3.1-8b", "2xh100", 131_072, 256)
+    assert any("(131,328) exceed the 131,072 tokens" in note for note in long.notes)
+    assert not any("trained for" in note for note in _plan("llama-3.1-8b", "2xh100", 1024, 256).notes)
 
 
 def test_hybrid_models_pair_workers_of_one_tp():
@@ -313,6 +361,20 @@ def test_the_pick_is_simulated_at_its_load():
     assert plan.simulated.tpot_ms.median == pytest.approx(pick.itl_ms, rel=0.15)
 
 
+def test_cli_splits_table_never_cuts_a_figure():
+    """gpt-oss-20b on 8 x H100: tokens/s per GPU of five digits; at 80 columns the table once printed "12,0…"."""
+    args = ["plan", "gpt-oss-20b", "--target", "8xh100", "--disaggregated", "--closed-form"]
+    table, found = runner.invoke(app, args), json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert table.exit_code == 0, table.output
+    rows = [
+        line.split() for line in table.output.splitlines() if ("xtp" in line or "xdp" in line) and "CUDA" not in line
+    ]
+    for split, row in zip(found["splits"][:8], rows, strict=True):
+        assert str(split["gpus"]) in row and f"{split['rate_rps']:,.2f}" in row
+        assert f"{split['output_tokens_per_s_per_gpu']:,.0f}" in row and f"{split['itl_ms']:,.1f}" in row
+        assert not any("…" in word for word in row)
+
+
 def test_cli_table_shows_the_splits_the_verdict_and_the_lines():
     result = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "2xh100", "--disaggregated", "--isl", "16",
                                  "--osl", "512", "--closed-form"])  # fmt: skip
@@ -320,3 +382,13 @@ def test_cli_table_shows_the_splits_the_verdict_and_the_lines():
     text = " ".join(result.output.split())
     assert "aggregated wins" in text and "balance:" in text and "simulated pick" not in text  # --closed-form
     assert "--kv-transfer-config" in text and "sglang_router.launch_router" in text
+
+
+def test_no_split_fits_says_so_instead_of_an_empty_table(cli):
+    """Qwen3-235B-A22B on 12 H100 (nodes of 8 + 4): one tp8 worker starts, two need 16 GPUs, so no split fits; the
+    report says so in a line rather than printing the splits table's header alone."""
+    result = cli.run(
+        "plan", str(reference_hf_config("qwen3-235b-a22b-instruct-2507")), "--target", "12xh100", "--disaggregated"
+    )
+    assert result.exit_code == 0, result.output
+    assert "splits: none fits these GPUs" in result.output and "splits, best first" not in result.output

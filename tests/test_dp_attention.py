@@ -1,6 +1,7 @@
 """DP attention with expert parallelism (``core.dp_attention``): DeepSeek-V3's weights and cache per GPU at dp 8 by
-hand, the all-to-all bytes of a step, the search finding the layout that holds 128K x 32 on 8 x H200 where tp 8 does
-not, the launch flags of both engines, and the refusals."""
+hand, the bytes of a step's gather and scatter (the engines' default) and of DeepEP's all-to-all, the search finding
+the layout that holds 128K x 32 on 8 x H200 where tp 8 does not, the launch flags of both engines, and the
+refusals."""
 
 from __future__ import annotations
 
@@ -10,9 +11,14 @@ from math import comb
 import pytest
 
 from mha_cli.core.cost.profile import CollectiveCost
-from mha_cli.core.cost.step import op_seconds
+from mha_cli.core.cost.step import op_seconds, step_time
 from mha_cli.core.cost.work import decode_shape, forward_ops
-from mha_cli.core.dp_attention import dispatch_bytes, dp_attention_experts, remote_destinations
+from mha_cli.core.dp_attention import (
+    default_a2a_backend,
+    dispatch_bytes,
+    dp_attention_experts,
+    remote_destinations,
+)
 from mha_cli.core.errors import EXIT_BAD_INPUT
 from mha_cli.core.params import count_params, params_per_rank
 from mha_cli.core.presets import get_preset
@@ -53,7 +59,8 @@ def test_each_dp_rank_holds_the_attention_whole_and_an_eighth_of_the_experts():
 def test_dp_8_caches_its_own_requests_and_fits_where_tp_8_does_not(cli):
     dp = cli.json("plan", V3, *LONG, "--kv-dtype", "fp8", "--dp", "8")
     assert dp["deployment"] == {
-        "tp": 1, "pp": 1, "replicas": 8, "gpus": 8, "expert_ranks": 8, "expert_parallel": True, "dp_attention": True
+        "tp": 1, "pp": 1, "replicas": 8, "gpus": 8, "expert_ranks": 8, "expert_parallel": True, "dp_attention": True,
+        "moe_a2a_backend": "none",  # no --moe-a2a-backend: the engines' default gather and scatter
     }  # fmt: skip
     memory = dp["memory"]
     # 32 / 8 = 4 requests per rank, each 131,072 tokens x 61 layers x 576 B (the fp8 latent and rope key)
@@ -61,7 +68,7 @@ def test_dp_8_caches_its_own_requests_and_fits_where_tp_8_does_not(cli):
     assert memory["fits"] is True and dp["queued_per_replica"] == 0
     assert (
         memory["experts_per_device"].startswith("32 of 256 experts whole")
-        and "all-to-all" in memory["experts_per_device"]
+        and "all-gather and reduce-scatter" in memory["experts_per_device"]
     )
     tp8 = cli.json("plan", V3, *LONG, "--kv-dtype", "fp8", "--tp", "8")  # the control: the latent on every rank
     assert tp8["memory"]["kv_bytes_per_device"] == 32 * 131_072 * 61 * 576
@@ -74,7 +81,8 @@ def test_the_all_to_all_bytes_of_a_decode_step_by_hand():
     v3 = get_preset("deepseek-v3")
     # DeepSeek-V3 routes to 4 of 8 groups, one group a rank at 8: a token reaches 4 ranks, 3.5 of them others
     assert remote_destinations(v3, 8) == 7 * (1 - comb(7, 4) / comb(8, 4)) == 3.5
-    ops = forward_ops(v3, decode_shape(4, 131_072), tp=1, weight_dtype="fp8", experts=dp_attention_experts(1, 8))
+    deepep = dp_attention_experts(1, 8, "deepep")
+    ops = forward_ops(v3, decode_shape(4, 131_072), tp=1, weight_dtype="fp8", experts=deepep)
     a2a = [op for op in ops if op.kind == "all_to_all"]
     assert len(a2a) == 1 and a2a[0].count == 2 * MOE_LAYERS and a2a[0].ranks == 8  # dispatch and combine, each layer
     assert a2a[0].bytes == 4 * D_MODEL * 2 * 3.5 == 200_704  # 4 tokens x 7168 x bf16 x 3.5 other ranks
@@ -92,7 +100,7 @@ def test_the_all_to_all_bytes_of_a_decode_step_by_hand():
 
 def test_the_step_prices_the_all_to_all_on_the_link():
     v3 = get_preset("deepseek-v3")
-    ops = forward_ops(v3, decode_shape(4, 4096), tp=1, experts=dp_attention_experts(1, 8))
+    ops = forward_ops(v3, decode_shape(4, 4096), tp=1, experts=dp_attention_experts(1, 8, "deepep"))
     a2a = next(op for op in ops if op.kind == "all_to_all")
     from mha_cli.core.cost.priors import prior_profile
     from mha_cli.core.targets import resolve_target
@@ -100,6 +108,56 @@ def test_the_step_prices_the_all_to_all_on_the_link():
     profile = prior_profile(resolve_target("8xh200").target)
     seconds, _ = op_seconds(a2a, profile, 1)
     assert seconds == pytest.approx(profile.collective.latency_s + a2a.bytes / profile.collective.bandwidth_bytes_per_s)
+
+
+def test_the_gather_and_scatter_bytes_of_a_decode_step_by_hand():
+    """The engines' default (no DeepEP): every rank's tokens all-gathered to all 8 before each MoE layer, the experts'
+    sums reduce-scattered back; whatever the routing, a rank receives its 7 peers' tokens and sends them their sums."""
+    v3 = get_preset("deepseek-v3")
+    assert {default_a2a_backend(engine) for engine in ("sglang", "vllm")} == {"none"}  # the latest generations
+    assert {default_a2a_backend(None, old) for old in ("sglang-0.4", "vllm-v1")} == {"none"}
+    ops = forward_ops(v3, decode_shape(4, 4096), tp=1, weight_dtype="fp8", experts=dp_attention_experts(1, 8))
+    assert not any(op.kind in ("all_to_all", "all_reduce") for op in ops)
+    gather = [op for op in ops if op.name == "experts' gather and reduce-scatter"]
+    assert len(gather) == 1 and gather[0].count == 2 * MOE_LAYERS and gather[0].ranks == 8  # gather and scatter
+    assert gather[0].bytes == 8 * 4 * D_MODEL * 2 == 458_752  # the gathered buffer: 8 ranks x 4 tokens x 7168 x bf16
+    per_rank = 7 * 4 * D_MODEL * 2  # 4 tokens x 7168 x 2 B from each of 7 peers (and the sums back to them)
+    assert per_rank == 401_408 == gather[0].bytes * 7 / 8  # a ring moves 7/8 of the buffer through each rank
+    link = CollectiveCost(latency_s=10e-6, bandwidth_bytes_per_s=450e9, link="nvlink")
+    assert link.all_gather_s(gather[0].bytes, 8) == pytest.approx(10e-6 + 401_408 / 450e9)
+    # DeepEP sends each token to its 3.5 other ranks: half the gather's 7 (dispatch_bytes: 4 x 7168 x 2 x 3.5)
+    assert dispatch_bytes(v3, 4, 8, 2) == per_rank / 2
+
+
+@pytest.mark.parametrize(("batch", "deepep_saves_at_least"), [(1, 0.0), (256, 0.15)])
+def test_deepep_beats_the_gather_where_the_bytes_count(batch, deepep_saves_at_least):
+    """The control: on 8 x H200's prior, DeepEP's all-to-all moves half the gather's bytes, so at 256 sequences a
+    rank its decode step's collectives take clearly less time (the bytes dominate); at one sequence both are the two
+    collectives' latency per layer, within 1% (this model gives DeepEP no fixed cost of its own, so it never loses)."""
+    from mha_cli.core.cost.priors import prior_profile
+    from mha_cli.core.targets import resolve_target
+
+    v3, profile = get_preset("deepseek-v3"), prior_profile(resolve_target("8xh200").target, "fp8")
+    times = {}
+    for backend in ("none", "deepep"):
+        ops = forward_ops(v3, decode_shape(batch, 4096), tp=1, weight_dtype="fp8",
+                          experts=dp_attention_experts(1, 8, backend))  # fmt: skip
+        times[backend] = step_time(ops, profile).collective_s
+    saved = 1 - times["deepep"] / times["none"]
+    assert deepep_saves_at_least <= saved
+    assert saved < 0.01 if batch == 1 else saved < 0.5  # never more than the halved bytes
+
+
+def test_over_two_nodes_the_gather_runs_at_the_network_rate_and_deepep_wins(cli):
+    """dp 16 over 2 x 8 x H200, 64 sequences a rank: the gather is a ring over both nodes, so each of its 2 x 58
+    collectives moves 15/16 of 16 x 64 tokens x 7168 x 2 B = 13.76 MB through every GPU's 50 GB/s InfiniBand NDR port
+    (the line rate: a floor); DeepEP sends only the tokens' off-node share over it (53%, the note)."""
+    args = ("plan", V3, "--target", "2x8xh200", "--tp", "1", "--dp", "16", "--concurrency", "1024", "--closed-form")
+    gather, deepep = cli.json(*args), cli.json(*args, "--moe-a2a-backend", "deepep")
+    per_op_floor = 15 / 16 * 16 * 64 * D_MODEL * 2 / 50e9  # 0.275 ms at the line rate
+    assert gather["decode_step"]["collective_s"] >= 2 * MOE_LAYERS * per_op_floor
+    assert deepep["decode_step"]["collective_s"] < gather["decode_step"]["collective_s"] / 3
+    assert deepep["itl_ms"] < gather["itl_ms"] / 2
 
 
 def test_the_search_finds_dp_attention_at_128k_x_32_and_tp_8_queues(cli):
@@ -117,6 +175,18 @@ def test_the_search_finds_dp_attention_at_128k_x_32_and_tp_8_queues(cli):
     assert not any(c["queued_per_replica"] == 0 for c in bf16["candidates"])
     assert bf16["chosen"] is None and bf16["ways_out"][0]["change"] == "--kv-dtype fp8"  # the way to the fit above
     assert bf16["ways_out"][0]["fits"] is True
+
+
+def test_sglang_prices_each_dp_rank_at_its_share_of_the_chunked_prefill(cli):
+    """SGLang under DP attention runs chunked_prefill_size // dp_size a rank (``_handle_data_parallelism``): its
+    H200 default 8192 over 8 ranks is 1024 tokens a step; with --chunked-prefill-size 4096, 512."""
+    plan = cli.json("plan", V3, "--target", "8xh200", "--dp", "8", "--engine", "sglang", "--closed-form")
+    assert plan["memory"]["engine"]["max_num_batched_tokens"] == 1024  # 8192 // 8
+    given = cli.json("plan", V3, "--target", "8xh200", "--dp", "8", "--engine", "sglang", "--closed-form",
+                     "--chunked-prefill-size", "4096")  # fmt: skip
+    assert given["memory"]["engine"]["max_num_batched_tokens"] == 512  # 4096 // 8
+    tp8 = cli.json("plan", V3, "--target", "8xh200", "--tp", "8", "--engine", "sglang", "--closed-form")
+    assert tp8["memory"]["engine"]["max_num_batched_tokens"] == 8192  # the control: no DP attention, undivided
 
 
 @pytest.mark.parametrize("flag", ["--dp", "--data-parallel-size", "--dp-size"])
@@ -137,25 +207,67 @@ def test_the_search_launches_dp_attention_with_each_engines_flags(cli):
         return words[words.index(name) + 1]
 
     assert value(vllm, "--tensor-parallel-size") == "1" and value(vllm, "--data-parallel-size") == "8"
-    assert "--enable-expert-parallel" in vllm and value(vllm, "--all2all-backend") == "deepep_low_latency"
+    # priced with the engines' default gather and scatter: no DeepEP flag (each engine's default dispatch)
+    assert "--enable-expert-parallel" in vllm and "--all2all-backend" not in vllm
     assert value(vllm, "--max-num-seqs") == "128"  # per data-parallel rank: 1,024 / 8
     assert value(sglang, "--tp-size") == "8" and value(sglang, "--dp-size") == "8" and "--enable-dp-attention" in sglang
-    assert value(sglang, "--ep-size") == "8" and value(sglang, "--moe-a2a-backend") == "deepep"
+    assert value(sglang, "--ep-size") == "8" and "--moe-a2a-backend" not in sglang
     assert value(sglang, "--max-running-requests") == "1024"  # SGLang divides it over its --dp-size
+    # and its --chunked-prefill-size too: vLLM's 8192 a rank priced (H200) is 8 x 8192 on SGLang's line
+    assert value(vllm, "--max-num-batched-tokens") == "8192" and value(sglang, "--chunked-prefill-size") == "65536"
     plain = cli.json("plan", V3, "--target", "8xh200", "--tp", "8", "--concurrency", "8", "--closed-form")
     assert not plain["deployment"]["dp_attention"]  # the control: tp 8 holds one replica, no DP attention
+
+
+def test_sglang_0_4_takes_deepep_as_enable_deepep_moe(cli):
+    """SGLang 0.4 names DeepEP --enable-deepep-moe (--moe-a2a-backend came in 0.4.10, the old flag deprecated for
+    it): a --engine sglang@0.4 line says so; the control, the latest SGLang, --moe-a2a-backend deepep."""
+    args = ("plan", V3, "--target", "8xh200", "--concurrency", "1024", "--closed-form", "--moe-a2a-backend", "deepep")
+    for engine, flag, not_flag in (("sglang@0.4", "--enable-deepep-moe", "--moe-a2a-backend"),
+                                   ("sglang", "--moe-a2a-backend", "--enable-deepep-moe")):  # fmt: skip
+        found = cli.json(*args, "--engine", engine)
+        assert found["candidates"][found["chosen"]]["deployment"]["moe_a2a_backend"] == "deepep"
+        sglang = shlex.split(found["launch"]["sglang"])
+        assert flag in sglang and not_flag not in sglang, engine
+
+
+def test_deepep_asked_is_priced_and_launched_with_each_engines_flag(cli):
+    """--moe-a2a-backend deepep: the search's DP attention candidates priced with DeepEP's all-to-all and launched with
+    SGLang's --moe-a2a-backend deepep and vLLM's --all2all-backend deepep_low_latency."""
+    found = cli.json("plan", V3, "--target", "8xh200", "--isl", "1024", "--osl", "1024", "--concurrency", "1024",
+                     "--closed-form", "--moe-a2a-backend", "deepep")  # fmt: skip
+    pick = found["candidates"][found["chosen"]]["deployment"]
+    assert pick["dp_attention"] and pick["moe_a2a_backend"] == "deepep"
+    vllm, sglang = shlex.split(found["launch"]["vllm"]), shlex.split(found["launch"]["sglang"])
+    assert vllm[vllm.index("--all2all-backend") + 1] == "deepep_low_latency"
+    assert sglang[sglang.index("--moe-a2a-backend") + 1] == "deepep"
+    assert "VLLM_ALL2ALL_BACKEND" not in (found["launch_note"] or "")  # vLLM 0.21 and later: the flag alone
+    older = cli.json("plan", V3, "--target", "8xh200", "--isl", "1024", "--osl", "1024", "--concurrency", "1024",
+                     "--closed-form", "--moe-a2a-backend", "deepep", "--engine", "vllm@0.10")  # fmt: skip
+    assert older["candidates"][older["chosen"]]["deployment"]["moe_a2a_backend"] == "deepep"
+    assert "VLLM_ALL2ALL_BACKEND=deepep_low_latency" in older["launch_note"]  # before --all2all-backend (0.11.1)
+    pinned = cli.json("plan", V3, "--target", "8xh200", "--dp", "8", "--concurrency", "256", "--closed-form",
+                      "--moe-a2a-backend", "deepep")  # fmt: skip
+    default = cli.json("plan", V3, "--target", "8xh200", "--dp", "8", "--concurrency", "256", "--closed-form")
+    assert pinned["deployment"]["moe_a2a_backend"] == "deepep" and default["deployment"]["moe_a2a_backend"] == "none"
+    assert pinned["decode_step"]["collective_s"] < default["decode_step"]["collective_s"]  # half the bytes
+    assert any("DeepEP's all-to-all" in note for note in pinned["notes"])
+    assert any("all-gather and reduce-scatter" in note for note in default["notes"])
 
 
 @pytest.mark.parametrize(
     ("args", "said"),
     [
         (["plan", "llama-3-8b", "--target", "8xh100", "--dp", "8"], "has none (a dense model)"),
+        (["plan", V3, "--target", "8xh200", "--tp", "8", "--moe-a2a-backend", "deepep"], "add --dp"),
+        (["plan", V3, "--target", "8xh200", "--dp", "8", "--moe-a2a-backend", "nccl"], "give none"),
+        (["plan", "llama-3-8b", "--target", "8xh100", "--moe-a2a-backend", "deepep"], "has none: leave it out"),
         (["plan", V3, "--target", "8xh200", "--dp", "3"], "--dp 3 must divide the 8 GPU(s)"),
         (["plan", V3, "--target", "8xh200", "--dp", "1"], "needs 2 or more data-parallel ranks"),
         (["plan", V3, "--target", "8xh200", "--dp", "8", "--tp", "2"], "must equal the 8 GPU(s)"),
         (["plan", V3, "--target", "8xh200", "--dp", "8", "--engine", "trtllm"], "runs on vLLM and SGLang"),
     ],
-    ids=["dense", "not-dividing", "one-rank", "tp-too", "trtllm"],
+    ids=["dense", "a2a-without-dp", "a2a-unknown", "a2a-dense", "not-dividing", "one-rank", "tp-too", "trtllm"],
 )
 def test_refusals_are_one_line(cli, args, said):
     result = cli.run(*args)
@@ -173,7 +285,8 @@ def test_kv_takes_dp_and_its_ways_out_offer_dp_attention_each_pasted(cli):
     assert "--kv-dtype fp8 --tp 2 --dp 4" in changes  # the fewest ranks that hold 32 (dp 2 holds 18)
     pasted = cli.json(*args, *shlex.split("--kv-dtype fp8 --tp 2 --dp 4"))
     assert pasted["memory"]["fits"] is True and pasted["deployment"]["dp"] == 4
-    assert pasted["deployment"]["expert_parallel"] is True and "all-to-all" in pasted["memory"]["experts_per_device"]
+    experts = pasted["memory"]["experts_per_device"]
+    assert pasted["deployment"]["expert_parallel"] is True and "all-gather and reduce-scatter" in experts
     dp8 = cli.json(*args, "--kv-dtype", "fp8", "--dp", "8")
     assert dp8["memory"]["max_sequences"] == 48 and dp8["memory"]["kv_bytes_per_device"] == 18_421_383_168
     assert dp8["memory"]["weight_bytes_per_device"] == 100_840_687_968  # the plan's: same weights, same rules

@@ -151,6 +151,26 @@ def test_sglang_budget_by_hand():
     assert plan.kv_tokens == plan.available_kv_bytes // 131_072 and plan.block_size == 1
 
 
+def test_sglang_dp_attention_gives_each_rank_its_share_of_the_chunk():
+    """SGLang's ``_handle_data_parallelism`` (server_args.py, 0.5.x; sgl-project/sglang#4390): under DP attention
+    chunked_prefill_size // dp_size, after ``_handle_gpu_memory_settings`` sized the fraction on the whole 8192.
+    H200 (139.8 GiB, under 160): default 8192 at tp 1; over 8 ranks 8192 // 8 = 1024; --chunked-prefill-size 1000
+    over 3 ranks: 1000 // 3 = 333."""
+    h200 = resolve_target("h200").target
+    sglang = DeploymentSpec(engine="sglang")
+    alone = resolve_settings(sglang, h200, 1)
+    ranks = resolve_settings(sglang, h200, 1, dp_attention_ranks=8)
+    assert (alone.max_num_batched_tokens, ranks.max_num_batched_tokens) == (8192, 1024)
+    assert ranks.utilisation == alone.utilisation == sglang_default_fraction(h200, 1, 8192, 256)
+    assert "8192 // 8 = 1024" in ranks.defaults_note
+    given = DeploymentSpec(engine="sglang", max_num_batched_tokens=1000)
+    assert resolve_settings(given, h200, 1, dp_attention_ranks=3).max_num_batched_tokens == 333
+    # the control: vLLM's --max-num-batched-tokens is each data-parallel rank's already, never divided
+    assert resolve_settings(DeploymentSpec(), h200, 1, dp_attention_ranks=8).max_num_batched_tokens == 8192
+    with pytest.raises(BadInputError, match="leaves none"):
+        resolve_settings(DeploymentSpec(engine="sglang", max_num_batched_tokens=4), h200, 1, dp_attention_ranks=8)
+
+
 def test_trtllm_budget_by_hand():
     """free_gpu_memory_fraction 0.9 of what is left after weights, activations and non-torch; blocks of 32."""
     plan = _plan("trtllm")

@@ -104,7 +104,7 @@ DEPLOYMENTS = {
                                                           "prefix_caching": False}),
     "prefix-on": ("llama-3-8b", "h100", {"tp": 1}, {"prefix_caching": True}),
     "ep": ("deepseek-v2-lite", "4xh100", {"tp": 1}, {"expert_parallel": True}),
-    "dp-attention": ("deepseek-v3", "8xh200", {"tp": 1}, {"dp": 8, "weight_dtype": "fp8"}),
+    "dp-attention": ("deepseek-v3", "8xh200", {"tp": 1}, {"dp": 8, "weight_dtype": "fp8", "moe_a2a_backend": "deepep"}),
     "mtp": ("deepseek-v3", "8xh200", {"tp": 8}, {"weight_dtype": "fp8", "speculative": "mtp"}),
     "eagle3": ("llama-3-8b", "h100", {"tp": 1}, {"speculative": "eagle3"}),
     "offload": ("llama-3-8b", "h100", {"tp": 1}, {"kv_offload_bytes": 200 * 2**30}),

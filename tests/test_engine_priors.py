@@ -100,9 +100,11 @@ def test_refitting_vllm_v1_gives_the_stored_constants(fit_priors, rows):
 
 def test_rows_with_dp_attention_or_speculative_decoding_are_priced_as_they_state(rows):
     # SGLang's --tp 8 --ep 8 --dp 8 --enable-dp-attention: 8 attention ranks of one GPU, experts whole over all 8
-    dp = [row for row in rows if row.case.experts is not None and row.case.experts.all_to_all]
+    dp = [row for row in rows if row.case.experts is not None and row.case.experts.dp_attention]
     assert sorted(row.index for row in dp) == [16, 27]
     assert all((row.case.tp, row.case.replicas, row.case.experts.ranks) == (1, 8, 8) for row in dp)
+    # their launches name no --moe-a2a-backend: SGLang's default gather and scatter, read from the launch line
+    assert {row.case.experts.a2a_backend for row in dp} == {"none"}
     # EAGLE over DeepSeek's NextN layer, 3 steps, and the "Accept length: 2.46" its bench_serving printed
     spec = [row for row in rows if row.case.speculative is not None]
     assert [row.index for row in spec] == [26]
@@ -112,6 +114,23 @@ def test_rows_with_dp_attention_or_speculative_decoding_are_priced_as_they_state
     scout = [row for row in rows if row.source == "trtllm-perf-overview/Llama 4 Scout"]
     assert len(scout) == 20 and {row.split for row in scout} == {"holdout"}
     assert {(row.target.id, row.case.tp, row.case.replicas) for row in scout} == {("b200", 1, 1), ("gb200", 1, 1)}
+
+
+@pytest.mark.parametrize(
+    ("notes", "stated", "expected"),
+    [
+        ("server: sglang serve --tp 8 --ep 8 --dp 8 --enable-dp-attention --host 0.0.0.0", None, "none"),
+        ("server: sglang serve --tp 8 --dp 8 --enable-dp-attention --moe-a2a-backend\n    deepep", None, "deepep"),
+        ("server: python3 -m sglang.launch_server --enable-dp-attention --enable-deepep-moe", None, "deepep"),
+        ("server: vllm serve --data-parallel-size 8 --all2all-backend deepep_low_latency", None, "deepep"),
+        ("server: VLLM_ALL2ALL_BACKEND=deepep_high_throughput vllm serve --data-parallel-size 8", None, "deepep"),
+        ("server: sglang serve --tp 8 --dp 8 --enable-dp-attention", "deepep", "deepep"),  # the row's own word wins
+    ],
+    ids=["sglang-default", "sglang-0.5-folded", "sglang-0.4", "vllm-flag", "vllm-env", "stated"],
+)
+def test_a_rows_dispatch_is_read_from_its_launch_line(fit_priors, notes, stated, expected):
+    mha = {} if stated is None else {"moe_a2a_backend": stated}
+    assert fit_priors.launch_a2a_backend({"notes": notes, "mha": mha}) == expected
 
 
 def test_the_shipped_constants_give_the_recorded_held_out_errors(fit_priors, rows):

@@ -63,7 +63,7 @@ def test_shared_experts_gather_every_groups_tokens_and_read_only_their_own():
     own = forward_ops(mixtral, shape, tp=2)
     assert forward_ops(mixtral, shape, tp=2, experts=ExpertLayout(2)) == own  # the default layout, spelled out
     shared = forward_ops(mixtral, shape, tp=2, experts=ExpertLayout(8, whole=True))
-    dispatch = [op for op in shared if op.name == "experts' dispatch and combine"]
+    dispatch = [op for op in shared if op.name == "experts' gather and reduce-scatter"]
     assert len(dispatch) == 1 and dispatch[0].count == 2 * 32 and dispatch[0].ranks == 8
     assert dispatch[0].bytes == 4 * 16 * 4096 * 2  # the 4 groups' tokens, d_model wide, bf16
     reduce = next(op for op in shared if op.kind == "all_reduce")

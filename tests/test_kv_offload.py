@@ -75,12 +75,25 @@ def test_load_time_over_pcie5_by_hand():
     )
 
 
+def test_nvlink_c2c_loads_at_the_datasheet_rate_and_says_so():
+    """GB200's host link is NVLink-C2C, 450 GB/s one way: the PCIe 5.0 copy share (50/63) is not carried over to it
+    (no published host-to-device measurement used), so the same prefix loads in 536,870,912 B / 450e9 = 1.19 ms and
+    the plan names the upper bound. The control: H100 SXM's PCIe 5.0 keeps its measured share, without the note."""
+    c2c = host_pool(engine_plan(), asked_bytes_per_rank=64 * GIB, workers=1, target_id="gb200", prefix_caching=True)
+    assert (c2c.link, c2c.link_gbs, c2c.load_gbs) == ("nvlink-c2c", 450.0, 450.0)
+    assert c2c.load_seconds(4096) == pytest.approx(536_870_912 / 450e9) == pytest.approx(1.193e-3, 1e-3)
+    assert any("upper bound" in note and "NVLink-C2C" in note for note in c2c.notes)
+    pcie = host_pool(engine_plan(), asked_bytes_per_rank=64 * GIB, workers=1, target_id="h100-sxm", prefix_caching=True)
+    assert pcie.load_gbs == pytest.approx(50.0) and not any("NVLink-C2C" in note for note in pcie.notes)
+
+
 def test_refusals_are_one_line():
     with pytest.raises(BadInputError, match="vLLM V0 has no KV offload"):
         host_pool(engine_plan("vllm@0.7"), asked_bytes_per_rank=GIB, workers=1, target_id="h100-sxm",
                   prefix_caching=True)  # fmt: skip
     sglang = engine_plan("sglang")
-    with pytest.raises(BadInputError, match="must be larger than the device pool"):  # 5 GB: 38,148 tokens
+    # 5 GB: 5e9 // 131,072 + 1 = 38,147 tokens
+    with pytest.raises(BadInputError, match="must be larger than the device pool"):
         host_pool(sglang, asked_bytes_per_rank=5 * GIB, workers=1, target_id="h100-sxm", prefix_caching=True)
     with pytest.raises(BadInputError, match="whole GB"):
         host_pool(sglang, asked_bytes_per_rank=GIB // 2, workers=1, target_id="h100-sxm", prefix_caching=True)
@@ -93,6 +106,36 @@ def test_host_tier_without_the_prefix_cache_is_named():
     assert any("holds nothing" in note for note in pool.notes)
     vllm = host_pool(engine_plan(), asked_bytes_per_rank=GIB, workers=1, target_id="h100-sxm", prefix_caching=False)
     assert not any("holds nothing" in note for note in vllm.notes)  # vLLM's needs no GPU prefix cache
+
+
+def test_no_shared_prefix_says_why_nothing_is_cached(cli):
+    """--kv-offload-gib without --shared-prefix: no prompt shares a prefix, so the note says that, not "1 prefix(es)
+    of 0 tokens ... every prefix is recomputed"; a hybrid (fixed-state) model names its own reason."""
+    plain = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--kv-offload-gib", "10", "--closed-form")
+    assert plain["offload"]["regime"] == "recomputed" and plain["offload"]["working_set_tokens"] == 0
+    assert "no --shared-prefix" in plain["offload"]["note"] and "0 tokens" not in plain["offload"]["note"]
+    hybrid = cli.json("plan", "tests/fixtures/hf_configs/jamba-mini-1.5.json", "--target", "2xh100", "--tp", "2",
+                      "--shared-prefix", "512", "--kv-offload-gib", "100", "--closed-form")  # fmt: skip
+    assert "fixed-state layers" in hybrid["offload"]["note"] and "0 tokens" not in hybrid["offload"]["note"]
+    off = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--shared-prefix", "512",
+                   "--shared-prefixes", "8", "--no-enable-prefix-caching", "--closed-form")  # fmt: skip
+    assert off["offload"]["note"].startswith("prefix cache: the prefix cache is off, so")  # no host tier to name
+
+
+def test_the_plot_sweep_simulates_the_same_prefix_tiers(cli, tmp_path):
+    """5,000 prefixes and no host tier: request i carries prefix i mod 5,000, so a run of at most 1,536 requests (the
+    sweep's largest, 3 a user at 512 users) never meets a prefix twice: every simulated point's hit rate is 0, as the
+    plan's own run's is (the sweep once ran one shared prefix: 94-97% hits). Control: one prefix, hit in every point."""
+    args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--shared-prefix", "1000", "--concurrency", "8",
+            "--num-prompts", "64", "--plot", str(tmp_path / "p.png"), "--force")  # fmt: skip
+    many = cli.json(*args, "--shared-prefixes", "5000")
+    assert (
+        many["simulated"]["prefix_cache_hit_rate"] == 0.0
+        and max(p["requests"] for p in many["simulated_sweep"]) <= 5000
+    )
+    assert [point["prefix_cache_hit_rate"] for point in many["simulated_sweep"]] == [0.0] * len(many["simulated_sweep"])
+    one = cli.json(*args)
+    assert all(point["prefix_cache_hit_rate"] > 0.9 for point in one["simulated_sweep"])
 
 
 @pytest.mark.parametrize("row", PUBLISHED["block_sizes"], ids=lambda row: row["model"])
@@ -163,6 +206,10 @@ def test_cli_refusals(cli):
         assert result.exit_code == 2 and words in result.stderr and len(result.stderr.splitlines()) == 1, args
     result = cli.run("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--shared-prefixes", "4")
     assert result.exit_code == 2 and "give --shared-prefix too" in result.stderr
+    # vLLM's CPU backend refuses its offload (get_worker: CUDA-alike and XPU only); the cpu target's cache is host's
+    cpu = cli.run("plan", "llama-3.2-1b", "--target", "cpu", "--tp", "1", "--kv-cache-gib", "4", "--kv-offload-gib",
+                  "10", "--profile", "h100-sxm-prior", "--closed-form")  # fmt: skip
+    assert cpu.exit_code == 2 and "CUDA and XPU GPUs only" in cpu.stderr and len(cpu.stderr.splitlines()) == 1
 
 
 def test_the_launch_lines_carry_each_engines_flags(cli):
@@ -181,11 +228,14 @@ def test_the_simulated_loop_loads_from_the_host_where_the_pool_is_the_limit(cli)
     without the host tier nothing is found (LRU over the cycle) and TTFT is higher."""
     args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "8192", "--osl", "256", "--concurrency",
             "32", "--shared-prefix", "4096", "--shared-prefixes", "200", "--num-prompts", "400")  # fmt: skip
-    host = cli.json(*args, "--kv-offload-gib", "128")["simulated"]
-    plain = cli.json(*args)["simulated"]
+    planned = cli.json(*args, "--kv-offload-gib", "128")
+    host, plain = planned["simulated"], cli.json(*args)["simulated"]
     assert plain["prefix_cache_hit_rate"] == plain["host_hit_rate"] == 0
     assert host["host_hit_rate"] == host["prefix_cache_hit_rate"] == pytest.approx(200 * 4096 / (400 * 8192))
     assert host["ttft_ms"]["mean"] < plain["ttft_ms"]["mean"]
+    # the closed form prices every request warm (regime host); the notes say the run's first 200 are cold: 50% at most
+    assert planned["offload"]["regime"] == "host"
+    assert any("the first 200 find theirs in no cache (cold), so at most 50%" in note for note in planned["notes"])
 
 
 def test_the_published_offload_benefits_are_predicted():
@@ -205,6 +255,18 @@ def test_the_published_offload_benefits_are_predicted():
     assert overlapped == pytest.approx(PUBLISHED["concurrent_throughput"]["speedup_at_full_hits"], rel=0.1)
     assert series < 0.8 * overlapped
     assert rows[2].split("|")[5].strip() == "1.0"
+
+
+def test_an_mla_latent_is_kept_once_only_where_the_tp_group_shares_a_host(cli):
+    """DeepSeek-V3 at tp 8 on one H200 node: one copy for the 8 ranks (vLLM 0.32's replicated layout, one node);
+    at tp 16 over 2 nodes of 8 each host keeps its ranks' own copies: a block of 16 x 70,272 B = 1,124,352 B, x 16
+    ranks = 17,989,632 B (whole 4 KiB pages already) per chunk, so 16 x 64 GiB // that = 61,119 blocks."""
+    args = ("plan", "deepseek-v3", "--kv-offload-gib", "64", "--closed-form")
+    one = cli.json(*args, "--target", "8xh200", "--tp", "8")["offload"]["host"]
+    two = cli.json(*args, "--target", "2x8xh200", "--tp", "16")["offload"]["host"]
+    assert any("one copy of the latent" in note for note in one["notes"])
+    assert not any("one copy of the latent" in note for note in two["notes"])
+    assert two["host_blocks"] == 16 * 64 * GIB // (16 * 16 * 70_272) == 61_119
 
 
 def test_vllm_keeps_an_mla_latent_once_for_every_rank():

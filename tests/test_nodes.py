@@ -44,6 +44,18 @@ def test_inter_node_link_is_refused_on_one_node_and_for_a_non_network_link(cli):
     assert pcie.exit_code == EXIT_BAD_INPUT and "give a network link" in pcie.stderr
 
 
+@pytest.mark.parametrize(("target", "suggested"), [("h100", "2x8xh100-sxm"), ("4xa100-80gb", "2x8xa100-80gb")])
+def test_inter_node_link_on_one_node_suggests_two_whole_nodes_that_run(cli, target, suggested):
+    """One GPU or a part node: the way out is two nodes of the part's reference server (8 GPUs), not 2 x 1; pasted,
+    it plans on the link asked."""
+    one = cli.run("plan", "llama-3-8b", "--target", target, "--inter-node-link", "ib-ndr", "--closed-form")
+    assert one.exit_code == EXIT_BAD_INPUT and one.stderr.strip().endswith(f"(--target {suggested})"), one.output
+    assert "2x1x" not in one.stderr
+    pasted = cli.json("plan", "llama-3-8b", "--target", suggested, "--inter-node-link", "ib-ndr", "--tp", "8",
+                      "--closed-form")  # fmt: skip
+    assert pasted["nodes"]["nodes"] == 2 and pasted["nodes"]["inter_node_link"] == "ib-ndr"
+
+
 def test_groups_that_span_nodes_by_hand():
     # tp 8 on nodes of 8: every group inside a node; tp 16 on 2 nodes of 8: each rank has 8 of 15 peers away
     assert off_node_share(tp_groups(8, 2, 1), 8) == 0.0
@@ -164,8 +176,11 @@ def test_pipeline_across_nodes_launches_with_each_engines_multi_node_flags(cli):
     assert "HEAD_IP with node 0's address" in found["launch_note"]
 
 
-def test_older_vllm_launches_over_ray(cli):
-    found = cli.json("plan", "llama-3.1-405b", "--target", "2x8xh100", "--engine", "vllm@0.10", "--closed-form")
+@pytest.mark.parametrize("engine", ["vllm@0.10", "vllm@0.15"])
+def test_older_vllm_launches_over_ray(cli, engine):
+    """The V1 generation (0.8-0.20) launches over Ray, 0.15 too though it takes mp's --nnodes (0.11+,
+    vllm-project/vllm#23691): one generation, one line that starts on all its releases (docs/commands/plan.md)."""
+    found = cli.json("plan", "llama-3.1-405b", "--target", "2x8xh100", "--engine", engine, "--closed-form")
     assert found["launch"]["vllm"].endswith("--distributed-executor-backend ray")
     assert found["launch"]["vllm_workers"] == "ray start --address HEAD_IP:6379 --block"
     assert "ray start --head --port 6379" in found["launch_note"]
@@ -202,9 +217,34 @@ def test_a_part_filled_last_node_runs_fewer_replicas_and_says_so():
     assert shared.head == [] and "not full" in shared.note
 
 
+def test_a_replica_straddling_two_nodes_unevenly_gets_no_line():
+    """Qwen3-8B tp 2 x pp 3 x 4 replicas on 3 x 8 (36 layers, 3 stages): replica 1 sits on GPUs 6-11, 2 on node 0 and
+    4 on node 1; the same line on each node would run one 6-GPU replica a node (3, not 4). 12 GPUs a replica on
+    8 + 4 likewise (vLLM and SGLang split a replica evenly over --nnodes). Controls: 4 a node, 16 over 2 nodes."""
+    from mha_cli.core.cost.launch_nodes import STRADDLING, node_shape, sglang_lines, vllm_lines
+
+    for shape in (node_shape(3, 8, 2, 3, 4, None), node_shape(2, 8, 4, 3, 1, None)):
+        assert shape.straddles
+        assert vllm_lines(["vllm", "serve", "m"], shape, "vllm-0.21") == ([], None, STRADDLING)
+        assert sglang_lines(["python", "--dp-size", "1"], shape) == ([], None, STRADDLING)
+    assert not node_shape(2, 8, 4, 1, 4, None).straddles and not node_shape(2, 8, 8, 2, 1, None).straddles
+
+
 def test_kv_names_the_nodes_and_a_tp_that_spans_them(cli):
     notes = cli.json("kv", "llama-3-70b", "--target", "16xh100")["memory"]["engine"]["notes"]
     assert any("read as 2 nodes of 8" in note for note in notes)
     assert any("tp 16 spans nodes of 8" in note for note in notes)
     inside = cli.json("kv", "llama-3-70b", "--target", "16xh100", "--tp", "8")["memory"]["engine"]["notes"]
     assert not any("spans nodes" in note for note in inside)  # the control: tp 8 stays in a node
+
+
+def test_recommend_shows_a_tp_that_spans_nodes_in_its_short_report(cli):
+    """400B on 2 x 8 H100: 747 GiB of bf16 weights need all 16 GPUs, tp 16 over two nodes of 8. The short report (not
+    only --json's engine notes) warns; the control, 8B on 8 GPUs, stays in a node and is not warned."""
+    report = cli.run("recommend", "--params", "400B", "--target", "2x8xh100")
+    assert report.exit_code == 0, report.output
+    assert "warning: tp 16 spans nodes of 8" in " ".join(report.output.split())
+    found = cli.json("recommend", "--params", "400B", "--target", "2x8xh100")
+    assert found["memory"]["tp"] == 16 and any("tp 16 spans nodes of 8" in w for w in found["warnings"])
+    inside = cli.run("recommend", "--params", "8B", "--target", "8xh100")
+    assert inside.exit_code == 0 and "spans nodes" not in inside.output

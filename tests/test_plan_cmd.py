@@ -28,6 +28,7 @@ def test_plan_json_has_the_documented_keys_and_obeys_its_bounds(cli):
         "expert_ranks": None,
         "expert_parallel": False,
         "dp_attention": False,
+        "moe_a2a_backend": None,
     }
     assert result["profile"]["name"] == "h100-sxm-prior" and result["profile"]["kind"] == "prior"
     for key in ("ttft_ms", "itl_ms", "e2e_ms"):
@@ -49,6 +50,7 @@ def test_replicas_split_the_users_and_multiply_the_throughput(cli):
         "expert_ranks": None,
         "expert_parallel": False,
         "dp_attention": False,
+        "moe_a2a_backend": None,
     }
     assert two["itl_ms"] == pytest.approx(one["itl_ms"])
     assert two["output_tokens_per_s"] == pytest.approx(2 * one["output_tokens_per_s"])
@@ -66,6 +68,7 @@ def test_pipeline_stages_add_sends_and_keep_the_bound(cli):
         "expert_ranks": None,
         "expert_parallel": False,
         "dp_attention": False,
+        "moe_a2a_backend": None,
     }
     assert pp["itl_ms"] >= pp["bounds"]["itl_ms"]
     assert pp["itl_ms"] > tp["itl_ms"]  # at one user, stages run in turn: no overlap to win, sends to pay

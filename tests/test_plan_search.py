@@ -157,3 +157,14 @@ def test_a_pipeline_that_does_not_fit_is_refused_before_it_starts(tmp_path, monk
     deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=256)
     with pytest.raises(OutOfMemoryError, match="the fp32 check"):
         pipeline_plan.make_pp_job(loaded, deployment, pp=2, device_type="cpu")
+
+
+def test_without_targets_the_pick_is_the_best_simulated_point_not_the_most_users(cli):
+    """With no target every point meets, so the bisection reaches a layout's largest load; the pick is still the
+    simulated point with the most tokens/s per GPU (DeepSeek-V3 with DeepEP on 2 x 8 H200: 12,288 users beat
+    12,736), and it sits on the Pareto front."""
+    found = cli.json("plan", "deepseek-v3", "--target", "2x8xh200", "--moe-a2a-backend", "deepep")
+    candidates, chosen = found["candidates"], found["chosen"]
+    simulated = [c for c in candidates if c["simulated"] is not None and c["meets_targets"]]
+    assert candidates[chosen]["output_tokens_per_s_per_gpu"] == max(c["output_tokens_per_s_per_gpu"] for c in simulated)
+    assert chosen in found["pareto"]

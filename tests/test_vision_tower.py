@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GEMMA3 = ROOT / "tests" / "fixtures" / "hf_configs" / "gemma-3-4b-it.json"
 QWEN2_5_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen2.5-vl-7b-instruct.json"
 QWEN3_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-8b-instruct.json"
+QWEN3_VL_MOE = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-30b-a3b-instruct.json"
 LLAMA4 = ROOT / "tests" / "fixtures" / "vision" / "llama-4-scout-17b-16e.json"
 SMALL = {"hidden_size": 8, "intermediate_size": 16, "num_attention_heads": 2, "num_heads": 2, "depth": 2,
          "num_hidden_layers": 2, "patch_size": 14, "image_size": 28, "out_hidden_size": 12}  # fmt: skip
@@ -98,15 +99,16 @@ def test_the_tower_is_counted_in_the_weights_not_in_the_active_ones():
         (GEMMA3, "Gemma3ForConditionalGeneration", "Gemma3Config"),
         (QWEN2_5_VL, "Qwen2_5_VLForConditionalGeneration", "Qwen2_5_VLConfig"),
         (QWEN3_VL, "Qwen3VLForConditionalGeneration", "Qwen3VLConfig"),
+        (QWEN3_VL_MOE, "Qwen3VLMoeForConditionalGeneration", "Qwen3VLMoeConfig"),
         (LLAMA4, "Llama4ForConditionalGeneration", "Llama4Config"),
     ],
-    ids=["gemma3", "qwen2_5_vl", "qwen3_vl", "llama4"],
+    ids=["gemma3", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llama4"],
 )
 def test_every_tower_tensor_equals_transformers(path, model_class, config_class):
     """transformers' whole model on the meta device: its tower and projector hold exactly the inventory's tensors,
-    and its parameter count is mha's (Gemma 3 and Llama-4-Scout exactly; the Qwen decoders, whose text model_types mha reads as plain
-    Llama-style ones, less Qwen2.5-VL's q/k/v biases, 28 x (3584 + 2 x 512), and Qwen3-VL's q/k norms, 36 x 2 x
-    128)."""
+    and its parameter count is mha's exactly: the Qwen decoders' text families included, with Qwen2.5-VL's q/k/v
+    biases, 28 x (3584 + 2 x 512) = 129,024, and Qwen3-VL's q/k norms, 36 x 2 x 128 = 9,216, which a Llama-style
+    reading of their text model_types left out (``test_the_qwen_vl_decoders_are_read_as_their_families``)."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     config = json.loads(path.read_text())
@@ -119,8 +121,7 @@ def test_every_tower_tensor_equals_transformers(path, model_class, config_class)
     assert spec.vision is not None
     assert built == {t.name: t.shape for t in tower_tensors(spec.vision)}
     total = sum(p.numel() for p in model.parameters())
-    unread = {"siglip": 0, "qwen2_5_vl": 28 * (3584 + 2 * 512), "qwen3_vl": 36 * 2 * 128, "llama4": 0}[spec.vision.kind]
-    assert count_params(spec).total == total - unread
+    assert count_params(spec).total == total
 
 
 def test_an_unlisted_tower_is_named():

@@ -77,8 +77,20 @@ DpOpt = Annotated[
         "--dp-size",
         help="MoE: DP attention over this many data-parallel ranks (SGLang --dp with --enable-dp-attention, vLLM"
         " --data-parallel-size with --enable-expert-parallel): each rank runs attention for its own requests and"
-        " caches only them, the routed experts whole over all GPUs, reached by all-to-all; tp = GPUs / dp unless"
-        " --tp is given.",
+        " caches only them, the routed experts whole over all GPUs, every rank's tokens gathered to them (the"
+        " engines' default; plan's --moe-a2a-backend deepep: DeepEP's all-to-all); tp = GPUs / dp unless --tp is"
+        " given.",
+        show_default=False,
+    ),
+]
+MoeA2aOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--moe-a2a-backend",
+        help="MoE, DP attention: how each rank's tokens reach the experts. none (the engines' default: every rank's"
+        " tokens all-gathered to all before each MoE layer, the sums reduce-scattered back; vLLM's"
+        " allgather_reducescatter) or deepep (DeepEP's all-to-all: each token sent only to its experts' GPUs; SGLang"
+        " --moe-a2a-backend deepep, vLLM --all2all-backend deepep_low_latency).",
         show_default=False,
     ),
 ]

@@ -8,7 +8,7 @@ start). Pure Python: torch is never imported.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, get_args
 
 import typer
 
@@ -23,6 +23,7 @@ from mha_cli.cli.options import (
     LimitMmOpt,
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
+    MoeA2aOpt,
     ProfileOpt,
     SourceArg,
     TextOnlyOpt,
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from mha_cli.core.cost.profile import DeviceProfile
     from mha_cli.core.cost.search import SearchResult
     from mha_cli.core.cost.speculative import SpeculativeComparison
-    from mha_cli.core.schemas import SpeculativeSpec
+    from mha_cli.core.schemas import ModelSpec, MoeA2aBackend, SpeculativeSpec
     from mha_cli.core.serve.replica import ClientSpec, SimulatedServing
     from mha_cli.core.sources import ModelSource
     from mha_cli.core.targets import ResolvedTarget
@@ -121,6 +122,7 @@ def plan(
         ),
     ] = None,
     dp: DpOpt = None,
+    moe_a2a_backend: MoeA2aOpt = None,
     rate: Annotated[
         float | None,
         typer.Option(
@@ -294,9 +296,10 @@ def plan(
         bool,
         typer.Option(
             "--disaggregated",
-            help="Prefill and decode on separate GPUs: search (prefill workers x tp) and (decode workers x tp) within"
-            " the target's GPUs, price the KV transfer between them, and compare with aggregated serving on the same"
-            " GPUs; launch lines for vLLM's NixlConnector and SGLang's PD disaggregation.",
+            help="Prefill and decode on separate GPUs: search (prefill workers x layout) and (decode workers x layout)"
+            " within the target's GPUs (tp workers, and for MoE models DP attention with the experts spread; a worker"
+            " inside a node or over whole nodes), price the KV transfer between them, and compare with aggregated"
+            " serving on the same GPUs; launch lines for vLLM's NixlConnector and SGLang's PD disaggregation.",
         ),
     ] = False,
     kv_link: Annotated[
@@ -337,7 +340,8 @@ def plan(
     simulated = {"--num-prompts": num_prompts, "--lengths-file": lengths_file,
                  "--random-range-ratio": random_range_ratio or None, "--slo-percentile": None if slo_percentile == 99 else slo_percentile,
                  "--burstiness": None if burstiness == 1 else burstiness, "--seed": seed or None,
-                 "--shared-prefixes": shared_prefixes, "--kv-offload-gib": kv_offload_gib}  # fmt: skip
+                 "--shared-prefixes": shared_prefixes, "--kv-offload-gib": kv_offload_gib,
+                 "--moe-a2a-backend": moe_a2a_backend}  # fmt: skip
     _check_disaggregated(disaggregated, kv_link, tp=tp, pp=pp, dp=dp, concurrency=concurrency,
                          expert_parallel=expert_parallel, plot=plot, simulated=simulated,
                          speculative=speculative_config or draft or num_speculative_tokens or acceptance_length)  # fmt: skip
@@ -363,6 +367,11 @@ def plan(
         from mha_cli.core.engine.offload import offload_rule
 
         offload_rule(generation(deployment.engine_generation, deployment.engine).id)
+        if resolved.target.vendor == "CPU":  # vLLM's get_worker: "CPU Offloading is currently only supported on
+            raise BadInputError(  # CUDA-alike and XPU GPUs" (core.engine.offload)
+                "--kv-offload-gib: a CPU target's KV cache is in host memory already, and vLLM's offload runs on"
+                " CUDA and XPU GPUs only: leave it out"
+            )
     # `--engine sglang@0.4`: sglang 0.4's memory rules and its step costs; no --engine: the default constants
     generation = deployment.engine_generation if engine is not None else None
     speculative = _speculative(loaded, speculative_config, draft, num_speculative_tokens, acceptance_length)
@@ -379,6 +388,10 @@ def plan(
 
         tp = dp_tp(dp, tp, resolved.n_devices, pp or 1)
         deployment = deployment.model_copy(update={"expert_parallel": True, "dp": dp})
+    if moe_a2a_backend is not None:
+        deployment = deployment.model_copy(
+            update={"moe_a2a_backend": _a2a_backend(moe_a2a_backend, loaded.model, dp=dp, pinned=tp or pp)}
+        )
     device = resolved.target
     weights = deployment.weight_dtype
     if device.id == "cpu":
@@ -497,6 +510,22 @@ def plan(
     output.emit(result, render_plan)
 
 
+def _a2a_backend(value: str, model: ModelSpec, *, dp: int | None, pinned: int | None) -> MoeA2aBackend:
+    """``--moe-a2a-backend`` checked: a backend name, for an MoE model, with DP attention priced (``--dp``, or a
+    search, whose DP attention candidates take it)."""
+    from mha_cli.core.schemas import MoeA2aBackend
+
+    if value not in get_args(MoeA2aBackend):
+        raise BadInputError(f"--moe-a2a-backend {value!r}: give none (the engines' default) or deepep")
+    if model.moe is None:
+        raise BadInputError(f"--moe-a2a-backend reaches routed experts and {model.name} has none: leave it out")
+    if dp is None and pinned:
+        raise BadInputError(
+            "--moe-a2a-backend is how DP attention reaches the experts: add --dp, or leave out --tp and --pp to search"
+        )
+    return value  # type: ignore[return-value]  # one of get_args(MoeA2aBackend), checked above
+
+
 def _check_disaggregated(
     disaggregated: bool, kv_link: str | None, *, tp: int | None, pp: int | None, dp: int | None,
     concurrency: int | None, expert_parallel: bool, plot: Path | None, speculative: object,
@@ -517,8 +546,8 @@ def _check_disaggregated(
     given += [flag for flag, value in simulated.items() if value is not None]
     if given:
         raise BadInputError(
-            f"--disaggregated searches each pool's tp at its goodput (or --rate) in the closed form, plain"
-            f" tensor-parallel workers: leave out {', '.join(given)}"
+            f"--disaggregated searches each pool's worker layout (tp, or DP attention with expert parallelism) at its"
+            f" goodput (or --rate) in the closed form: leave out {', '.join(given)}"
         )
 
 
@@ -605,13 +634,14 @@ def with_inter_node_link(resolved: ResolvedTarget, link_id: str | None) -> Resol
     would price nothing."""
     if link_id is None:
         return resolved
-    from mha_cli.core.links import network_link
+    from mha_cli.core.links import network_link, node_devices
 
     chosen = network_link(link_id)
-    if resolved.n_nodes == 1:
+    if resolved.n_nodes == 1:  # the way out: two whole nodes of the part's reference server (8 H100s each)
+        part = resolved.target.id
         raise BadInputError(
             f"--inter-node-link {chosen.id}: {resolved.spec} is one node, so nothing crosses it; give nodes x devices"
-            f" per node (2x{resolved.n_devices}x{resolved.target.id})"
+            f" per node (--target 2x{node_devices(part)}x{part})"
         )
     return resolved.model_copy(update={"inter_node_link": chosen.id})
 

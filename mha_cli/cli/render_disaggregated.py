@@ -26,30 +26,42 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
         f"[bold]{escape(plan.model_name)}[/bold] on {escape(plan.target)}, disaggregated: {plan.isl:,} in /"
         f" {plan.osl:,} out; {plan.engine}; targets: {', '.join(targets) or 'none'}; load: {load}"
     )
-    workers = Table(title="one worker of each tp", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
-    for column in ("tp", "prefill ms", "prompts/s", "decode admits", "decode req/s max", "within ITL", "step ms"):
+    workers = Table(
+        title="one worker of each layout (tpN: tensor-parallel; dpN: DP attention over N GPUs, experts spread)",
+        title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+    )  # fmt: skip
+    for column in ("layout", "GPUs", "prefill ms", "prompts/s", "decode admits", "decode req/s max", "within ITL",
+                   "step ms"):  # fmt: skip
         workers.add_column(column, justify="right")
-    decode = {w.tp: w for w in plan.decode}
+    decode = {(w.tp, w.dp): w for w in plan.decode}
     for p in plan.prefill:
-        d = decode[p.tp]
-        workers.add_row(str(p.tp), f"{p.prompt_ms:,.1f}", f"{p.capacity_rps:,.2f}", f"{d.admitted:,}",
+        d = decode[p.tp, p.dp]
+        admits = f"{d.admitted:,}" if d.dp == 1 else f"{d.dp} x {d.admitted:,}"
+        workers.add_row(_label(p.tp, p.dp), str(p.gpus), f"{p.prompt_ms:,.1f}", f"{p.capacity_rps:,.2f}", admits,
                         f"{d.capacity_rps:,.2f}", f"{d.goodput_rps:,.2f}", f"{d.step_ms:,.1f}")  # fmt: skip
     console.print(workers)
     splits = Table(
-        title="splits, best first (P: prefill workers x tp, D: decode workers x tp)",
+        title="splits, best first (P: prefill workers x layout, D: decode workers x layout)",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
+        collapse_padding=True,  # eleven columns in 80 characters: no figure cut to "12,0…"
+        show_edge=False,
     )
     for column in ("", "P", "D", "GPUs", "req/s", "limit", "TTFT ms", "KV ms", "ITL ms", "tok/s/GPU", "meets"):
-        splits.add_column(column, justify="left" if column in ("", "limit", "meets") else "right")
+        splits.add_column(column, justify="left" if column in ("", "limit", "meets") else "right",
+                          min_width=_widest(plan) if column in ("P", "D") else None)  # fmt: skip
     for index, s in enumerate(plan.splits[:SPLITS_SHOWN]):
         meets = "yes" if s.meets_targets else "no: " + ", ".join(miss.split()[0] for miss in s.misses)
-        splits.add_row("*" if index == plan.chosen else "", f"{s.prefill_workers}xtp{s.prefill_tp}",
-                       f"{s.decode_workers}xtp{s.decode_tp}", str(s.gpus), f"{s.rate_rps:,.2f}", s.bottleneck,
+        prefill, decode = _label(s.prefill_tp, s.prefill_dp), _label(s.decode_tp, s.decode_dp)
+        splits.add_row("*" if index == plan.chosen else "", f"{s.prefill_workers}x{prefill}",
+                       f"{s.decode_workers}x{decode}", str(s.gpus), f"{s.rate_rps:,.2f}", s.bottleneck,
                        f"{s.ttft_ms:,.0f}", f"{s.transfer_ms:,.2f}", f"{s.itl_ms:,.1f}",
                        f"{s.output_tokens_per_s_per_gpu:,.0f}", escape(meets))  # fmt: skip
-    console.print(splits)
+    if plan.splits:
+        console.print(splits)
+    else:  # the verdict and the notes say why: no prefill and decode pair fits the GPUs
+        console.print("splits: none fits these GPUs (the verdict says why)")
     if plan.balance:
         console.print(f"balance: {escape(plan.balance)}")
     if plan.simulated is not None:
@@ -60,10 +72,10 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
             f" {sim.tpot_ms.mean:,.1f} / p90 {sim.tpot_ms.p90:,.1f} / p99 {sim.tpot_ms.p99:,.1f} ms"
         )
     aggregated = Table(title="aggregated on the same GPUs", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
-    for column in ("", "tp x replicas", "req/s per replica", "TTFT ms", "ITL ms", "tok/s/GPU", "meets"):
+    for column in ("", "layout x replicas", "req/s per replica", "TTFT ms", "ITL ms", "tok/s/GPU", "meets"):
         aggregated.add_column(column, justify="left" if column in ("", "meets") else "right")
     for index, a in enumerate(plan.aggregated):
-        aggregated.add_row("*" if index == plan.aggregated_chosen else "", f"{a.tp} x {a.replicas}",
+        aggregated.add_row("*" if index == plan.aggregated_chosen else "", f"{_label(a.tp, a.dp)} x {a.replicas}",
                            f"{a.rate_rps:,.2f}", f"{a.ttft_ms:,.0f}", f"{a.itl_ms:,.1f}",
                            f"{a.output_tokens_per_s_per_gpu:,.0f}", "yes" if a.meets_targets else "no")  # fmt: skip
     console.print(aggregated)
@@ -78,3 +90,17 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
         console.print(f"  [dim]note: {escape(plan.launch_note)}[/dim]")
     for note in plan.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")
+
+
+def _label(tp: int, dp: int) -> str:
+    """``tp8`` or ``dp16`` (``core.cost.disaggregated_layouts.WorkerLayout.label``)."""
+    from mha_cli.core.cost.disaggregated_layouts import WorkerLayout
+
+    return WorkerLayout(tp, dp).label
+
+
+def _widest(plan: DisaggregatedPlan) -> int:
+    """The widest P or D cell (``2xdp16``) of the splits shown, so that it is never cut."""
+    cells = [f"{s.prefill_workers}x{_label(s.prefill_tp, s.prefill_dp)}" for s in plan.splits[:SPLITS_SHOWN]]
+    cells += [f"{s.decode_workers}x{_label(s.decode_tp, s.decode_dp)}" for s in plan.splits[:SPLITS_SHOWN]]
+    return max(map(len, cells), default=1)

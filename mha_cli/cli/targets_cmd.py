@@ -105,11 +105,11 @@ def render_one(console: "Console", result: TargetList) -> None:
         console.print(f"[bold]{n} devices[/bold]: {n * t.memory_gb:g} GB, {n * t.memory_bandwidth_gbs:g} GB/s,"
                       f" {n * t.bf16_tflops_dense:g} dense bf16 TFLOP/s in all")  # fmt: skip
     if resolved.n_nodes > 1:
-        from mha_cli.core.links import scale_out_link
+        from mha_cli.core.links import scale_out_basis, scale_out_link
 
         link = scale_out_link(t.id)
         console.print(f"[bold]{resolved.n_nodes} nodes[/bold] of {resolved.devices_per_node}, joined by {link.name}"
-                      f" ({link.gbs:g} GB/s per GPU each way; {link.source})")  # fmt: skip
+                      f" ({link.gbs:g} GB/s per GPU each way; {scale_out_basis(t.id)}; {link.source})")  # fmt: skip
 
 
 def register(registry: "CommandRegistry") -> None:

@@ -5,9 +5,9 @@ With ``dp`` data-parallel ranks of ``tp`` devices each (tp 1 in the engines' rec
 
 - attention runs on each rank for its own requests: its weights are whole on every rank (sharded over the rank's
   tp devices), and each rank's KV cache holds only its own requests, so the requests held at once grow dp-fold;
-- the routed experts spread whole over all tp x dp devices (expert parallelism); an MoE layer sends each token to
-  the devices holding the experts it picks and takes the results back: an all-to-all dispatch and combine
-  (SGLang ``--moe-a2a-backend deepep``; vLLM ``--all2all-backend deepep_low_latency``), no all-reduce;
+- the routed experts spread whole over all tp x dp devices (expert parallelism); how an MoE layer's tokens reach
+  them is the deployment's ``moe_a2a_backend`` (below): gathered to every device (the engines' default) or sent
+  to the devices holding the experts each picks (DeepEP), no all-reduce either way;
 - the embedding, the LM head, the dense layers and the shared experts are priced as vLLM holds them: whole on each
   rank (its data-parallel ranks are tp 1 engines; vLLM ``docs/serving/data_parallel_deployment.md``). SGLang
   shards the dense MLPs over all ranks instead ("DP for attention, TP for FFN", its server arguments'
@@ -17,19 +17,38 @@ With ``dp`` data-parallel ranks of ``tp`` devices each (tp 1 in the engines' rec
 Both engines step the data-parallel ranks together (a rank with nothing to run still runs a dummy step), so the
 cost model prices one rank's step at its share of the requests.
 
+**Gather and scatter** (``none``: SGLang's default ``--moe-a2a-backend none``, vLLM's default ``--all2all-backend
+allgather_reducescatter``). Before an MoE layer every rank's tokens are all-gathered to all the ranks sharing the
+experts; each computes its experts over all of them; the experts' partial sums are reduce-scattered back, each rank
+keeping its own tokens' (SGLang ``layers/dp_attention.py``: ``_dp_gather_via_all_gather`` and
+``dp_reduce_scatter_tensor``; vLLM ``AgRsAll2AllManager``). SGLang pads every rank to the largest rank's tokens under
+CUDA graphs (``DpPaddingMode.MAX_LEN``), and the cost model prices each rank at the same share of the requests, so
+one rank's gathered buffer is ``dp x tokens`` rows. A ring all-gather and a ring reduce-scatter each move
+``(N - 1) / N`` of that buffer through every one of the N ranks: ``(dp - 1) x tokens x d_model x 2 B`` at tp 1 (a
+rank receives the other ranks' tokens in the gather and sends them their sums in the scatter), whatever the
+routing.
+
+**DeepEP** (``deepep``: SGLang ``--moe-a2a-backend deepep``, vLLM ``--all2all-backend deepep_low_latency``).
 Bytes a device sends per MoE layer, each way: ``tokens x d_model x 2 B x remote destinations``, where a token goes
 once to every other device holding at least one of its top-k experts. With experts routed uniformly, a device
 holding E / N of the E experts holds none of a token's k with probability C(E - E / N, k) / C(E, k), so a token
 reaches ``(N - 1) x (1 - C(E - E / N, k) / C(E, k))`` other devices. Top-1 routing gives (N - 1) / N; 256
 experts, top 8, over 8 devices, 4.62. Group-limited routing counts groups for experts (``remote_destinations``):
 DeepSeek-V3's 4 of 8 groups over 8 devices, 7 x (1 - C(7, 4) / C(8, 4)) = 3.5. Activations in bf16 both ways
-(DeepEP's low-latency dispatch can send fp8: then the dispatch is about half this).
+(DeepEP's low-latency dispatch can send fp8: then the dispatch is about half this). Against the gather's
+``dp - 1`` = 7 a token, DeepEP sends DeepSeek-V3's tokens 3.5 times at dp 8, half the bytes at any batch: it wins
+wherever the bytes count (large batches) and costs as many collective launches, so at a handful of tokens (where
+the latency of the two collectives dominates) the two are about even.
+
+Not priced here: SGLang also gathers the dense layers' tokens and runs those MLPs tensor-parallel over all ranks
+(its ``moe_dense_tp_size`` default), and shards the shared experts over all ranks without DeepEP; the plan holds
+them whole on each rank, as vLLM does (DeepSeek-V3: 3 dense layers of 61).
 """
 
 from math import comb
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.schemas import EngineName, GenerationId, ModelSpec, MoeA2aBackend
 from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
 
 DP_ATTENTION_ENGINES = ("vllm", "sglang")
@@ -90,9 +109,42 @@ def dp_attention_problem(
     return None if problem is None else f"DP attention over {dp} ranks of tp {tp}: {problem}"
 
 
-def dp_attention_experts(tp: int, dp: int) -> ExpertLayout:
-    """The routed experts under DP attention: whole over all tp x dp devices, reached by all-to-all."""
-    return ExpertLayout(tp * dp, whole=True, all_to_all=True)
+A2A_DEFAULTS: dict[GenerationId, MoeA2aBackend] = {
+    "vllm-v1": "none",  # VLLM_ALL2ALL_BACKEND ("naive", then "allgather_reducescatter"); the flag from 0.11.1
+    "vllm-0.21": "none",  # --all2all-backend allgather_reducescatter (vllm/config/parallel.py, ParallelConfig)
+    "sglang-0.4": "none",  # --enable-deepep-moe off
+    "sglang-0.5": "none",  # --moe-a2a-backend none (python/sglang/srt/server_args.py)
+}
+"""How each generation that runs DP attention reaches the experts unless told: none uses DeepEP by default (it is an
+extra package, used when asked). vLLM's first ``naive`` backend combines by an all-reduce (up to twice the
+reduce-scatter's bytes): priced as the gather and scatter all the same."""
+
+
+def default_a2a_backend(engine: EngineName | None, generation: GenerationId | None = None) -> MoeA2aBackend:
+    """How ``engine`` (of ``generation``; None: its latest) reaches DP attention's experts unless told
+    (``A2A_DEFAULTS``)."""
+    from mha_cli.core.engine.generations import generation as resolve
+
+    return A2A_DEFAULTS.get(resolve(generation, engine).id, "none")
+
+
+def a2a_backend_of(
+    backend: MoeA2aBackend | None, engine: EngineName | None, generation: GenerationId | None
+) -> MoeA2aBackend:
+    """``backend`` as asked, else the engine's default (``default_a2a_backend``)."""
+    return backend if backend is not None else default_a2a_backend(engine, generation)
+
+
+def sglang_deepep_flags(generation_id: str | None) -> list[str]:
+    """SGLang's words for DeepEP in ``generation_id`` (None: the latest): ``--moe-a2a-backend deepep`` from 0.5 (0.4.10 made it the
+    name, ``--enable-deepep-moe`` deprecated: sglang-project/sglang ``server_args.py``); ``--enable-deepep-moe`` in
+    0.4, whose releases before 0.4.10 have no ``--moe-a2a-backend``."""
+    return ["--enable-deepep-moe"] if generation_id == "sglang-0.4" else ["--moe-a2a-backend", "deepep"]
+
+
+def dp_attention_experts(tp: int, dp: int, a2a_backend: MoeA2aBackend = "none") -> ExpertLayout:
+    """The routed experts under DP attention: whole over all tp x dp devices, reached by ``a2a_backend``."""
+    return ExpertLayout(tp * dp, whole=True, dp_attention=True, a2a_backend=a2a_backend)
 
 
 def remote_destinations(model: ModelSpec, ranks: int) -> float:
@@ -115,3 +167,30 @@ def dispatch_bytes(model: ModelSpec, tokens: int, ranks: int, activation_bytes: 
     """Bytes one device sends to the others to dispatch ``tokens`` tokens to their experts (and, as many, receives
     back in the combine): tokens x d_model x ``activation_bytes`` x ``remote_destinations``."""
     return tokens * model.d_model * activation_bytes * remote_destinations(model, ranks)
+
+
+def dispatch_note(layout: ExpertLayout) -> str:
+    """How DP attention's tokens reach the experts of ``layout``, in words, with the flag that chose it."""
+    if layout.deepep:
+        return (
+            "reached by DeepEP's all-to-all (--moe-a2a-backend deepep): each token sent to its experts' GPUs; DeepEP's"
+            " own buffers (vLLM: VLLM_DEEPEP_BUFFER_SIZE_MB, 1,024 MB by default) are not in the memory plan"
+        )
+    return (
+        "reached by all-gather and reduce-scatter (--moe-a2a-backend none, the engines' default: every rank's tokens"
+        " gathered to all before each MoE layer, the sums scattered back; --moe-a2a-backend deepep prices DeepEP)"
+    )
+
+
+def lockstep_note(dp: int, users: int, osl: int) -> str:
+    """What DP attention's pricing simplifies, in words. The ranks step together, and the cost model prices them in
+    the same phase (one rank's step at its share, every rank's tokens as many as its own: their prefills in the same
+    steps); in the engine each rank's prefills fall in steps of their own and hold every rank's decodes there.
+    ``users`` closed-loop users of ``osl`` output tokens each start a new request about every ``osl`` steps:
+    ``users / osl`` prefills a step over all ranks, ``1 / dp`` of them on one."""
+    everywhere, here = users / osl, users / osl / dp
+    return (
+        f"priced as if the {dp} ranks' prefills fell in the same steps: in the engine each falls in a step of its own"
+        f" and holds every rank's decodes for it ({users} users of {osl} output tokens start about {everywhere:.2g}"
+        f" prefill(s) a step over all ranks, {here:.2g} on one), so the measured ITL can sit above this plan's"
+    )

@@ -9,7 +9,7 @@ no thousands separators.
 import itertools
 from typing import NamedTuple
 
-from mha_cli.core.dp_attention import dp_attention_runs_on
+from mha_cli.core.dp_attention import a2a_backend_of, dp_attention_runs_on
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.errors import BadInputError, MhaError
@@ -334,7 +334,8 @@ def _plan_experts(plan: MemoryPlan, deployment: DeploymentSpec) -> ExpertLayout 
     if plan.expert_ranks is None:
         return None
     dp_attention = deployment.dp is not None and plan.expert_ranks > plan.tp
-    return ExpertLayout(plan.expert_ranks, bool(deployment.expert_parallel) or dp_attention, dp_attention)
+    backend = a2a_backend_of(deployment.moe_a2a_backend, deployment.engine, deployment.engine_generation)
+    return ExpertLayout(plan.expert_ranks, bool(deployment.expert_parallel) or dp_attention, dp_attention, backend)
 
 
 def flag_fit(

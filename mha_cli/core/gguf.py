@@ -136,7 +136,7 @@ class _Reader:
         self.need(size)
         (value,) = struct.unpack_from(fmt, self.data, self.at)
         self.at += size
-        return value
+        return shortest_float32(value) if fmt == "<f" else value
 
     def string(self) -> str:
         length = self.scalar("<Q")
@@ -175,6 +175,17 @@ class _Reader:
             self.at += size
         else:
             raise BadInputError(f"{shown_path(self.path)}: a GGUF array of type {element}: a corrupt header")
+
+
+def shortest_float32(value: float) -> float:
+    """The shortest decimal that is the same float32 (``2.827``, not the 2.8269999027... a double widens it to): the
+    value the converter was given, which the config.json of the same model states."""
+    stored = struct.pack("<f", value)
+    for digits in range(1, 10):  # 9 significant digits always round-trip a float32
+        short = float(f"{value:.{digits}g}")
+        if struct.pack("<f", short) == stored:
+            return short
+    return value
 
 
 def read_gguf_header(path: Path) -> GgufHeader:

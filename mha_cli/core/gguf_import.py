@@ -10,10 +10,20 @@ never ignored. The vocabulary and the tied head come from the tensor table (``to
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from mha_cli.core import gguf_families
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.gguf import GgufArray, GgufHeader
+from mha_cli.core.gguf import GgufHeader
+from mha_cli.core.gguf_families import one_value, required_value
+
+CHECKED = ("attention.value_length", "rope.dimension_count")
+"""Keys read only to check they say what the mapped fields already imply (head_dim for both)."""
+
+Finish = Callable[[dict[str, Any], dict[str, Any], str, str], list[str]]
+"""(config so far, ``{arch}.``-relative keys, prefix, origin) -> assumptions: an architecture's own reading of keys
+that are not one config field each (``core.gguf_families``)."""
 
 
 class GgufArchitecture(NamedTuple):
@@ -23,6 +33,16 @@ class GgufArchitecture(NamedTuple):
     architecture: str
     fields: dict[str, str]
     """``{arch}.``-relative key -> config.json field."""
+    activation: str = "silu"
+    """The gated MLP's activation its llama.cpp graph runs (GeGLU's tanh GELU for Gemma)."""
+    required: dict[str, str] | None = None
+    """Keys refused by name when missing (the figure they set has no default), each with what it sets."""
+    checked: tuple[str, ...] = CHECKED
+    """Keys checked to equal the key heads' width."""
+    finish: Finish | None = None
+    """Reads the keys ``fields`` does not map one to one (DeepSeek's MLA widths, Gemma 3's layer pattern)."""
+    reads: tuple[str, ...] = ()
+    """Keys ``finish`` reads (not refused as unmapped)."""
 
 
 _DECODER = {
@@ -33,6 +53,16 @@ _DECODER = {
 }  # fmt: skip
 """The keys every decoder below writes (``gguf-py`` ``Keys.LLM`` and ``Keys.Attention``)."""
 _MOE = {"expert_count": "num_experts", "expert_used_count": "num_experts_per_tok"}
+_GEMMA_REQUIRED = {"attention.key_length": "the heads' width, not hidden_size / heads for Gemma"}
+_DEEPSEEK2 = {
+    **{key: field for key, field in _DECODER.items() if key not in ("attention.head_count_kv", "attention.key_length")},
+    "leading_dense_block_count": "first_k_dense_replace", "attention.q_lora_rank": "q_lora_rank",
+    "expert_feed_forward_length": "moe_intermediate_size", "expert_count": "n_routed_experts",
+    "expert_used_count": "num_experts_per_tok", "expert_shared_count": "n_shared_experts",
+    "expert_weights_scale": "routed_scaling_factor", "expert_weights_norm": "norm_topk_prob",
+    "expert_group_count": "n_group", "expert_group_used_count": "topk_group",
+}  # fmt: skip
+"""DeepSeek-V2/V3's keys that are one config field each; the MLA widths and the router are ``gguf_families``'."""
 
 ARCHITECTURES = {
     "llama": GgufArchitecture("llama", "LlamaForCausalLM", {**_DECODER, **_MOE}),
@@ -42,23 +72,45 @@ ARCHITECTURES = {
         "qwen3_moe", "Qwen3MoeForCausalLM",
         {**_DECODER, **_MOE, "expert_feed_forward_length": "moe_intermediate_size"},
     ),
+    "gemma2": GgufArchitecture(
+        "gemma2", "Gemma2ForCausalLM",
+        {**_DECODER, "attention.sliding_window": "sliding_window", "attn_logit_softcapping": "attn_logit_softcapping",
+         "final_logit_softcapping": "final_logit_softcapping"},
+        activation="gelu_pytorch_tanh",
+        required={**_GEMMA_REQUIRED, "attention.sliding_window": "the window of every other layer"},
+    ),
+    "gemma3": GgufArchitecture(
+        "gemma3_text", "Gemma3ForCausalLM",
+        {**_DECODER, "attention.sliding_window": "sliding_window", "final_logit_softcapping": "final_logit_softcapping",
+         "rope.freq_base_swa": "rope_local_base_freq"},
+        activation="gelu_pytorch_tanh", required=_GEMMA_REQUIRED, finish=gguf_families.gemma3,
+        reads=("attention.sliding_window_pattern",),
+    ),
+    "deepseek2": GgufArchitecture(
+        "deepseek_v2", "DeepseekV2ForCausalLM", _DEEPSEEK2, checked=(), finish=gguf_families.deepseek2,
+        reads=("attention.kv_lora_rank", "rope.dimension_count", "attention.key_length", "attention.value_length",
+               "attention.key_length_mla", "attention.value_length_mla", "attention.head_count_kv",
+               "expert_gating_func"),
+    ),
 }  # fmt: skip
-"""GGUF ``general.architecture`` -> the config.json it was converted from. A Llama file with experts is Mixtral."""
+"""GGUF ``general.architecture`` -> the config.json it was converted from. A Llama file with experts is Mixtral;
+a ``deepseek2`` file with a sigmoid router is DeepSeek-V3 (Kimi-K2 too), ``gguf_families.deepseek2``."""
 
-CHECKED = ("attention.value_length", "rope.dimension_count")
-"""Keys read only to check they say what the mapped fields already imply (head_dim for both)."""
 UNCHANGING = (
     "rope.scaling.finetuned",
     "rope.scaling.type",
     "rope.scaling.factor",
     "rope.scaling.original_context_length",
+    "rope.scaling.yarn_log_multiplier",
+    "rope.scaling.yarn_beta_fast",
+    "rope.scaling.yarn_beta_slow",
 )
 """Keys that change no byte figure (RoPE scaling changes the positions' angles, not what is cached or stored)."""
 
 
 def gguf_config(header: GgufHeader, origin: str) -> tuple[dict[str, Any], list[str]]:
     """(config.json fields, assumptions) of the model ``header`` describes; ``BadInputError`` when it cannot. Every
-    architecture mapped is a SwiGLU decoder (llama.cpp's graphs for them have no other MLP)."""
+    architecture mapped is a gated-MLP decoder (llama.cpp's graphs for them have no other MLP)."""
     arch = header.architecture
     if arch is None:
         raise BadInputError(f"{origin}: the GGUF file has no general.architecture: it does not say what model it holds")
@@ -70,18 +122,21 @@ def gguf_config(header: GgufHeader, origin: str) -> tuple[dict[str, Any], list[s
         )
     prefix = f"{arch}."
     own = {key[len(prefix) :]: value for key, value in header.metadata.items() if key.startswith(prefix)}
-    unread = sorted(key for key in own if key not in known.fields and key not in CHECKED + UNCHANGING)
+    understood = (*known.fields, *known.checked, *known.reads, *UNCHANGING)
+    unread = sorted(key for key in own if key not in understood)
     if unread:
         raise BadInputError(
             f"{origin}: GGUF keys mha does not read and that may change a figure: {', '.join(prefix + k for k in unread)};"
             " give the model's config.json instead"
         )
+    for key, what in (known.required or {}).items():
+        required_value(own, key, prefix, origin, what)
     config: dict[str, Any] = {
-        "model_type": known.model_type, "architectures": [known.architecture], "hidden_act": "silu",
+        "model_type": known.model_type, "architectures": [known.architecture], "hidden_act": known.activation,
     }  # fmt: skip
     for key, field in known.fields.items():
         if key in own:
-            config[field] = _scalar(own[key], prefix + key, origin)
+            config[field] = one_value(own[key], prefix + key, origin)
     if known.model_type == "llama":
         _llama_experts(config)
     for field in ("hidden_size", "num_hidden_layers", "num_attention_heads"):
@@ -90,8 +145,9 @@ def gguf_config(header: GgufHeader, origin: str) -> tuple[dict[str, Any], list[s
             raise BadInputError(
                 f"{origin}: {prefix}{key} is missing or not a positive count: a corrupt or partial header"
             )
-    _check_head_dims(config, own, prefix, origin)
-    assumptions = _from_tensors(header, config, origin)
+    _check_head_dims(config, own, known.checked, prefix, origin)
+    assumptions = known.finish(config, own, prefix, origin) if known.finish is not None else []
+    assumptions = [*_from_tensors(header, config, origin), *assumptions]
     name = header.metadata.get("general.name")
     if isinstance(name, str) and name:
         assumptions.insert(0, f"GGUF file of {name!r} (architecture {arch}, GGUF v{header.version})")
@@ -109,22 +165,13 @@ def _llama_experts(config: dict[str, Any]) -> None:
         )  # fmt: skip
 
 
-def _scalar(value: Any, key: str, origin: str) -> Any:
-    """A key's value as one number: a per-layer list must say the same for every layer."""
-    if isinstance(value, GgufArray):
-        raise BadInputError(f"{origin}: {key} is a list of {value.length:,} entries: not a figure mha reads")
-    if isinstance(value, list):
-        if not value or any(entry != value[0] for entry in value):
-            raise BadInputError(f"{origin}: {key} differs between layers ({value[:8]}...): not a model mha reads yet")
-        return value[0]
-    return value
-
-
-def _check_head_dims(config: dict[str, Any], own: dict[str, Any], prefix: str, origin: str) -> None:
+def _check_head_dims(
+    config: dict[str, Any], own: dict[str, Any], checked: tuple[str, ...], prefix: str, origin: str
+) -> None:
     """Value heads and the rotary span as wide as the key heads, as the mapped decoders have them."""
     head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
-    for key in CHECKED:
-        if key in own and _scalar(own[key], prefix + key, origin) != head_dim:
+    for key in checked:
+        if key in own and one_value(own[key], prefix + key, origin) != head_dim:
             raise BadInputError(
                 f"{origin}: {prefix}{key} is {own[key]}, not the key heads' {head_dim}: a model this reader does not map"
             )
@@ -161,7 +208,7 @@ TENSOR_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern))
     for kind, pattern in (
         ("embedding", r"^token_embd\."), ("head", r"^output\.weight$"), ("rotary", r"^rope_freqs\."),
-        ("norms", r"_norm\.(?:weight|bias)$"), ("router", r"\.ffn_gate_inp\."), ("experts", r"\.ffn_\w+_exps\."),
+        ("norms", r"_norm\.(?:weight|bias)$"), ("router", r"\.(?:ffn_gate_inp|exp_probs_b)\."), ("experts", r"\.ffn_\w+_exps\."),
         ("shared_experts", r"\.ffn_\w+_shexp\."), ("mlp", r"\.ffn_(?:gate|up|down)\."), ("attention", r"\.attn_\w+\."),
     )
 )  # fmt: skip

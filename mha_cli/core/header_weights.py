@@ -32,7 +32,7 @@ INVENTORY_KINDS = {
     "embedding_norm": "norms", "attention": "attention", "attention_gate": "attention", "sink": "attention",
     "indexer": "attention", "qk_norm": "norms", "latent": "norms", "norm": "norms", "moe_norm": "norms",
     "mlp": "mlp", "activation": "mlp", "router": "router", "expert": "experts", "shared_expert": "shared_experts",
-    "mixer": "mixer", "head": "head", "head_transform": "head", "scales": "scales",
+    "mixer": "mixer", "head": "head", "head_transform": "head", "scales": "scales", "vision": "vision_tower",
 }  # fmt: skip
 """The weight inventory's kinds of tensor (``core.inventory.TensorKind``, and ``weight_bytes.SCALES``) as the
 headers' kinds (``checkpoint_headers.KIND_PATTERNS``)."""

@@ -6,7 +6,8 @@ Three links price everything that leaves a device's own memory:
   table's ``interconnect_gbs`` (total bidirectional: half of it each way);
 - **scale-out** (between nodes): the network card each GPU has in the reference servers of its generation (DGX A100:
   one 200 Gb/s HDR InfiniBand port per GPU; DGX H100/H200/B200: one 400 Gb/s NDR port per GPU; B300/GB300: one
-  800 Gb/s ConnectX-8 port per GPU), or any link of ``LINKS`` named with ``--inter-node-link``;
+  800 Gb/s ConnectX-8 port per GPU; PCIe cards, in no reference server, are assumed to have the same port per GPU
+  and ``scale_out_basis`` says so), or any link of ``LINKS`` named with ``--inter-node-link``;
 - **host** (device to the CPU's memory): the PCIe generation of the part, or NVLink-C2C on Grace superchips. KV
   offload to host memory moves over it.
 
@@ -62,14 +63,29 @@ _DGX_H100 = "NVIDIA DGX H100/H200 user guide: 8 x ConnectX-7 NDR 400 Gb/s, one p
 _DGX_B200 = "NVIDIA DGX B200 user guide: 8 x ConnectX-7 400 Gb/s, one per GPU; GPUs on PCIe 5.0"
 _B300 = "NVIDIA HGX B300 / GB300 NVL72 datasheets: ConnectX-8 SuperNIC 800 Gb/s per GPU"
 _MI300 = "AMD Instinct MI300X platform: 8 x 400 Gb/s NICs (one per GPU) on PCIe 5.0"
+ASSUMED = "assumed"
+"""How a source whose network figure no reference server fixes begins (``scale_out_basis``)."""
+_PCIE_SERVERS = (
+    " port per GPU, as in the DGX of its generation; PCIe servers differ (NVIDIA's Enterprise RA 'PCIe Optimized"
+    " 2-8-5' server has 5 network adapters for 8 GPUs, https://docs.nvidia.com/ai-enterprise/reference-architecture/"
+    "latest/compute-node-hardware.html): give --inter-node-link for yours"
+)
+_A100_PCIE = (
+    f"{ASSUMED}, a PCIe card in no reference server: the card on PCIe 4.0 x16 (NVIDIA A100 PCIe product brief);"
+    f" one HDR 200 Gb/s{_PCIE_SERVERS}"
+)
+_H100_PCIE = (
+    f"{ASSUMED}, a PCIe card in no reference server: the card on PCIe 5.0 x16 (NVIDIA H100 PCIe / H100 NVL product"
+    f" briefs); one NDR 400 Gb/s{_PCIE_SERVERS}"
+)
 NODE_LINKS: dict[str, tuple[str, str, str]] = {
     "a100-40gb": ("pcie4", "ib-hdr", _DGX_A100),
     "a100-80gb": ("pcie4", "ib-hdr", _DGX_A100),
-    "a100-40gb-pcie": ("pcie4", "ib-hdr", _DGX_A100),
-    "a100-80gb-pcie": ("pcie4", "ib-hdr", _DGX_A100),
+    "a100-40gb-pcie": ("pcie4", "ib-hdr", _A100_PCIE),
+    "a100-80gb-pcie": ("pcie4", "ib-hdr", _A100_PCIE),
     "h100-sxm": ("pcie5", "ib-ndr", _DGX_H100),
-    "h100-pcie": ("pcie5", "ib-ndr", _DGX_H100),
-    "h100-nvl": ("pcie5", "ib-ndr", _DGX_H100),
+    "h100-pcie": ("pcie5", "ib-ndr", _H100_PCIE),
+    "h100-nvl": ("pcie5", "ib-ndr", _H100_PCIE),
     "h200": ("pcie5", "ib-ndr", _DGX_H100),
     "h20": ("pcie5", "ib-ndr", _DGX_H100),
     "h800": ("pcie5", "ib-ndr", _DGX_H100),
@@ -134,6 +150,14 @@ def host_link(target_id: str) -> Link:
 def scale_out_link(target_id: str) -> Link:
     """The default link between nodes, per device of ``target_id`` (its reference server's network card)."""
     return LINKS[NODE_LINKS.get(target_id, ("", DEFAULT_SCALE_OUT_LINK, ""))[1]]
+
+
+def scale_out_basis(target_id: str) -> str:
+    """Why ``scale_out_link`` picks its link for ``target_id``: the reference server's guide, or, where none fixes it
+    (PCIe cards, parts the table does not name), an assumption that says so (``ASSUMED``)."""
+    if target_id in NODE_LINKS:
+        return NODE_LINKS[target_id][2]
+    return f"{ASSUMED}: no reference server for this part, one 100 GbE port per GPU; give --inter-node-link for yours"
 
 
 def scale_up_gbs(interconnect_gbs: float | None) -> float:

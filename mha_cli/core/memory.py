@@ -10,9 +10,11 @@ sequences. The sequences that fit are the engine's maximum concurrency (its bloc
 requests only.
 """
 
+from typing import Any
+
 from pydantic import NonNegativeInt
 
-from mha_cli.core.dp_attention import dp_attention_experts, dp_attention_problem, dp_tp
+from mha_cli.core.dp_attention import a2a_backend_of, dp_attention_experts, dp_attention_problem, dp_tp
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
@@ -90,13 +92,14 @@ class MemoryPlan(Record):
 def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: DeploymentSpec | None) -> ExpertLayout | None:
     """How ``model``'s routed experts spread over the devices (None without MoE): over the tp ranks of each replica,
     or over all tp x replicas ranks when the engine's data-parallel ranks share them (``ENGINES_SHARING_EXPERTS``);
-    whole experts per rank with ``deployment.expert_parallel``; whole over all ranks, reached by all-to-all, with
-    ``deployment.dp``."""
+    whole experts per rank with ``deployment.expert_parallel``; whole over all ranks with ``deployment.dp``, reached
+    by the dispatch its ``moe_a2a_backend`` names (None: the engine's default)."""
     if model.moe is None:
         return None
     deployment = deployment or DeploymentSpec()
     if deployment.dp and replicas > 1:  # checked by the caller (core.dp_attention.dp_attention_problem)
-        return dp_attention_experts(tp, replicas)
+        backend = a2a_backend_of(deployment.moe_a2a_backend, deployment.engine, deployment.engine_generation)
+        return dp_attention_experts(tp, replicas, backend)
     whole = bool(deployment.expert_parallel)
     shared = replicas > 1 and (deployment.engine or "vllm") in ENGINES_SHARING_EXPERTS
     if shared and shared_experts_problem(model, tp, replicas, whole) is not None:
@@ -117,7 +120,9 @@ def describe_experts(model: ModelSpec, layout: ExpertLayout) -> str:
     assert model.moe is not None
     total = model.moe.n_experts
     if layout.whole:
-        reached = ", reached by all-to-all" if layout.all_to_all else ""
+        reached = ""
+        if layout.dp_attention:
+            reached = ", reached by all-to-all" if layout.deepep else ", reached by all-gather and reduce-scatter"
         return (
             f"{local_experts(model, layout)} of {total} experts whole (expert parallel over {layout.ranks} ranks"
             f"{reached})"
@@ -164,6 +169,18 @@ def layout_changes(target: ResolvedTarget, tp: int, pp: int = 1) -> list[str]:
         smaller = [t for t in range(min(tp - 1, per_stage), 0, -1) if per_stage % t == 0]
         changes += [f"--tp {t}" for t in smaller[:SMALLER_TPS_TRIED]]
     return changes
+
+
+def tp_spans_nodes_note(tp: int, target: ResolvedTarget) -> str | None:
+    """The warning that ``tp`` ranks cross ``target``'s nodes (memory alone is priced where it is printed: ``mha
+    plan`` prices the all-reduces on the network), or None when they fit in one node."""
+    if tp <= target.devices_per_node:
+        return None
+    return (
+        f"tp {tp} spans nodes of {target.devices_per_node}: the memory per device stands, but every all-reduce"
+        " crosses the network, which a latency here does not price (it assumes one NVLink domain); `mha plan`"
+        " prices it. tp within a node and pipeline stages across nodes is the usual layout"
+    )
 
 
 def plan_memory(
@@ -217,7 +234,9 @@ def plan_memory(
     if headers is not None:
         files = f"{headers.files} checkpoint header{'s' if headers.files != 1 else ''}"
         weights_how = f"{files}: this rank's share of {format_bytes(headers.total_bytes)} (vocab padded to 64)"
-    settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp)
+    # SGLang runs DP attention wherever its replicas share the experts (the launch line's --enable-dp-attention)
+    dp_ranks = experts.ranks // kv.tp if experts is not None and experts.ranks > kv.tp else 1
+    settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp, dp_attention_ranks=dp_ranks)
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart
         engine_kv = kv_footprint(
@@ -233,25 +252,39 @@ def plan_memory(
         engine.notes.append(copies_note)
     if target.node_note is not None:
         engine.notes.append(target.node_note)
-    if kv.tp > target.devices_per_node:  # memory alone here: `mha plan` prices the all-reduces on the network
-        engine.notes.append(
-            f"tp {kv.tp} spans nodes of {target.devices_per_node}: the memory per device stands, but every all-reduce"
-            " crosses the network, which a latency here does not price (it assumes one NVLink domain); `mha plan`"
-            " prices it. tp within a node and pipeline stages across nodes is the usual layout"
-        )
+    spans = tp_spans_nodes_note(kv.tp, target)
+    if spans is not None:
+        engine.notes.append(spans)
     free_for_kv = engine.available_kv_bytes - engine.deficit_bytes  # signed: the budget's sum
-    kv_per_device = sequences * kv.bytes_per_sequence_per_rank
-    allocated = sequences * engine.kv_bytes_per_request
     return MemoryPlan(
         target_id=device.id, target_name=device.name, alias_note=target.alias_note, n_devices=target.n_devices,
         tp=kv.tp, replicas=replicas, device_memory_bytes=device.device_memory_bytes,
         vendor_memory_bytes=device.memory_bytes, utilisation=settings.utilisation, usable_bytes=max(0, free_for_kv + weights),
         deficit_bytes=max(0, -(free_for_kv + weights)),
         weight_bytes_per_device=weights, weights_from=weights_source(deployment, weight_dtype),
-        sequences_per_replica=sequences, kv_bytes_per_device=kv_per_device,
-        allocated_kv_bytes_per_device=allocated, headroom_bytes=free_for_kv - allocated,
-        weights_fit=free_for_kv + engine.activation_peak_bytes >= 0, fits=engine.fits,
+        weights_fit=free_for_kv + engine.activation_peak_bytes >= 0,
         max_sequences=engine.admitted_per_replica * replicas, max_tokens_per_device=engine.kv_tokens,
         expert_ranks=None if experts is None else experts.ranks,
         experts_per_device=None if experts is None else describe_experts(model, experts), engine=engine,
+        **_load_fields(engine, kv, sequences),
     )  # fmt: skip
+
+
+def _load_fields(engine: EnginePlan, kv: KvFootprint, sequences: int) -> dict[str, Any]:
+    """A memory plan's fields that its load sets (``sequences`` per replica, each of ``kv``): the rest do not see it."""
+    allocated = sequences * engine.kv_bytes_per_request
+    return {
+        "sequences_per_replica": sequences, "kv_bytes_per_device": sequences * kv.bytes_per_sequence_per_rank,
+        "allocated_kv_bytes_per_device": allocated,
+        "headroom_bytes": engine.available_kv_bytes - engine.deficit_bytes - allocated, "fits": engine.fits,
+    }  # fmt: skip
+
+
+def at_load(plan: MemoryPlan, kv: KvFootprint) -> MemoryPlan:
+    """``plan_memory``'s plan for ``kv`` (the same model, layout, formats and engine as ``plan``'s, another batch) from
+    ``plan``: the engine's plan does not depend on the batch but for the sequences it is asked to hold (a layout
+    planned at many loads plans its memory once). Its notes are a copy: a caller may add to them."""
+    replicas = plan.n_devices // kv.tp
+    sequences = -(-kv.batch // replicas)
+    engine = plan.engine.at_load(sequences)
+    return plan.model_copy(update={"engine": engine, **_load_fields(engine, kv, sequences)})

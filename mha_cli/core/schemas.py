@@ -57,6 +57,11 @@ columns, a recurrent state of unnamed dtype in the model's, KDA's in fp32, DeepS
 4-byte scale per 128 values) or ``transformers`` (its cache classes: conv_kernel columns, the recurrent state in
 fp32, the indexer key in the KV dtype)."""
 MlaCacheMode = Literal["absorbed", "naive"]
+MoeA2aBackend = Literal["none", "deepep"]
+"""How DP attention's tokens reach the routed experts (``core.dp_attention``), named after SGLang's
+``--moe-a2a-backend``: ``none`` gathers every data-parallel rank's tokens to all ranks and reduce-scatters the
+experts' sums (SGLang's default; vLLM's default ``--all2all-backend allgather_reducescatter``), ``deepep`` sends each
+token only to the devices holding its experts and back (DeepEP's all-to-all)."""
 EngineName = Literal["vllm", "sglang", "trtllm"]
 """Serving engines whose memory rules ``core.engine`` models."""
 GenerationId = Literal["vllm-v0", "vllm-v1", "vllm-0.21", "sglang-0.4", "sglang-0.5", "trtllm-cpp", "trtllm-pytorch"]
@@ -1047,6 +1052,10 @@ class DeploymentSpec(_Strict):
     devices / (dp x pp) devices, running attention for its own requests with its own KV cache, the routed experts
     whole over all ranks and reached by all-to-all (SGLang ``--dp N --enable-dp-attention``, vLLM
     ``--data-parallel-size N --enable-expert-parallel``); implies ``expert_parallel`` (None: off)."""
+    moe_a2a_backend: MoeA2aBackend | None = None
+    """DP attention: how each rank's tokens reach the experts (``MoeA2aBackend``; ``--moe-a2a-backend``), read where
+    DP attention is priced (``dp``, or a search's DP attention candidates); None: the engine's default, ``none`` in
+    every generation modelled (``core.dp_attention.default_a2a_backend``)."""
 
     @model_validator(mode="before")
     @classmethod

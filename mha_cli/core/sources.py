@@ -73,7 +73,9 @@ def load_source(source: str) -> ModelSource:
 
 def _preset(typed: str, name: str, served: ServedModel, assumption: str | None = None) -> ModelSource:
     """Preset ``name`` as ``typed`` (a name, a short name or an id), priced in its checkpoint's format."""
-    source = ModelSource(
+    # constructed, not validated: every part is valid already (the preset and ``served`` are validated models), and
+    # a command that never prints the source does not build its validator (``mha kv``'s start, core.record)
+    source = ModelSource.model_construct(
         kind="preset", origin=typed, model=get_preset(name).model_copy(deep=True), served=served,
         assumptions=[] if assumption is None else [assumption],
     )  # fmt: skip

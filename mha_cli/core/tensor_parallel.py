@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.schemas import MlaCacheMode, ModelSpec
+from mha_cli.core.schemas import MlaCacheMode, ModelSpec, MoeA2aBackend
 
 ATTENTION_FREE_TP = (
     "tp {tp}: mha does not split an attention-free model's mixers over tensor-parallel ranks (vLLM shards them):"
@@ -108,10 +108,18 @@ class ExpertLayout(NamedTuple):
 
     ranks: int
     whole: bool = False
-    all_to_all: bool = False
-    """DP attention (``core.dp_attention``): each data-parallel rank sends its tokens to the ranks holding their
-    experts and takes the results back (all-to-all dispatch and combine, DeepEP), rather than all-gathering every
-    rank's tokens and reduce-scattering the sums (vLLM's default all2all backend)."""
+    dp_attention: bool = False
+    """DP attention (``core.dp_attention``): the ranks sharing the experts are data-parallel attention ranks, each
+    running its own requests' tokens through the MoE layers by the dispatch ``a2a_backend`` names."""
+    a2a_backend: MoeA2aBackend = "none"
+    """DP attention: ``deepep``, each rank sends its tokens to the ranks holding their experts and takes the results
+    back (all-to-all dispatch and combine); ``none``, every rank's tokens are all-gathered to all and the experts'
+    sums reduce-scattered back (the engines' default, and how replicas sharing experts without DP attention run)."""
+
+    @property
+    def deepep(self) -> bool:
+        """DP attention reaching the experts by DeepEP's all-to-all."""
+        return self.dp_attention and self.a2a_backend == "deepep"
 
 
 def _experts(tp: int, experts: ExpertLayout | None) -> ExpertLayout:

@@ -3,18 +3,21 @@ best aggregated plan on the same GPUs.
 
 The pipeline, one stage a function:
 
-1. **workers** (``core.cost.disaggregated_workers``): for each tensor-parallel degree whose engine starts on ``tp``
-   devices, a prefill worker's capacity and one prompt's prefill, a decode worker's steps at its batch (no prefill
-   chunks among them: ITL = step(b)) and what its pool admits.
-2. **transfer** (``core.cost.kv_transfer``): each request's cache, as the decode ranks hold it, over the link.
+1. **workers** (``core.cost.disaggregated_workers``): for each layout (``core.cost.disaggregated_layouts``: tp
+   GPUs, or DP attention over dp ranks with the experts spread over them; inside a node or over whole nodes) whose
+   engine starts, a prefill worker's capacity and one prompt's prefill, a decode worker's steps at its batch (no
+   prefill chunks among them: ITL = step(b)) and what its pool admits.
+2. **transfer** (``core.cost.kv_transfer``): each request's cache, as the decode ranks hold it, over the link
+   (under DP attention a request lives on one data-parallel rank: its tp GPUs send and receive it).
 3. **goodput** per worker, the most requests/s it serves within the targets: a decode worker at the largest batch
    whose step is within ``--itl-ms``; a prefill worker at the load whose TTFT = queue + prefill + transfer + the
    decode worker's first step (vLLM's decode worker computes the first token again, in one step) is within
-   ``--ttft-ms``, its queue an M/D/1 queue (``core.cost.goodput``). Every pool is loaded to at most ``MAX_LOAD`` of
-   its capacity (without targets: that load), as a queue at full load never drains.
-4. **splits** (``split_rates``): every (prefill workers x prefill tp) + (decode workers x decode tp) within the
-   GPUs; a split serves min(prefill pool, decode pool) requests/s. The balance: prefill : decode workers =
-   decode worker rate : prefill worker rate.
+   ``--ttft-ms``, its queue an M/D/1 queue (``core.cost.goodput``; under DP attention one queue per rank). Every
+   pool is loaded to at most ``MAX_LOAD`` of its capacity (without targets: that load), as a queue at full load
+   never drains.
+4. **splits** (``split_rates``): every (prefill workers x their GPUs) + (decode workers x theirs) within the
+   GPUs, placed in the nodes (``placements``); a split serves min(prefill pool, decode pool) requests/s. The
+   balance: prefill : decode workers = decode worker rate : prefill worker rate.
 5. **pick**: the most output tokens/s per GPU (load x osl / GPUs) that meets the targets, at ``--rate`` when given
    (the fewest GPUs that serve it), else at each split's goodput.
 6. **aggregated** on the same footing (``core.cost.goodput.aggregated_layout``): each tp's replica at the most
@@ -33,7 +36,14 @@ from typing import Literal, NamedTuple
 
 from pydantic import Field
 
-from mha_cli.core.cost.disaggregated_workers import DecodeWorker, PrefillWorker, WorkerSteps, worker_tps
+from mha_cli.core.cost.disaggregated_layouts import (
+    WorkerLayout,
+    as_layout,
+    devices_reached,
+    worker_layouts,
+    worker_sizes,
+)
+from mha_cli.core.cost.disaggregated_workers import DecodeWorker, PrefillWorker, WorkerSteps
 from mha_cli.core.cost.goodput import MAX_LOAD, AggregatedLayout, aggregated_layout, mdl_wait, prefill_goodput
 from mha_cli.core.cost.kv_transfer import KvTransfer, kv_link, kv_transfer
 from mha_cli.core.cost.plan import LayoutPlans
@@ -50,10 +60,14 @@ TIE = 0.01
 
 
 class Pairing(Record):
-    """A prefill worker of ``prefill_tp`` feeding decode workers of ``decode_tp``."""
+    """A prefill worker of ``prefill_tp`` x ``prefill_dp`` GPUs feeding decode workers of ``decode_tp`` x
+    ``decode_dp``."""
 
     prefill_tp: int
     decode_tp: int
+    prefill_dp: int
+    """DP attention ranks of the prefill worker (1: tensor-parallel)."""
+    decode_dp: int
     transfer: KvTransfer
     prefill_goodput_rps: float
     """One prefill worker's requests/s within --ttft-ms, its TTFT holding this transfer and the first decode step."""
@@ -71,15 +85,29 @@ class SplitRates(NamedTuple):
     bottleneck: Literal["prefill", "decode"]
     prefill_pool_rps: float
     decode_pool_rps: float
+    prefill_dp: int = 1
+    decode_dp: int = 1
+
+    @property
+    def prefill(self) -> WorkerLayout:
+        return WorkerLayout(self.prefill_tp, self.prefill_dp)
+
+    @property
+    def decode(self) -> WorkerLayout:
+        return WorkerLayout(self.decode_tp, self.decode_dp)
 
 
 class Split(Record):
     """One disaggregated deployment, priced at a load."""
 
     prefill_tp: int
+    """GPUs of each data-parallel rank of a prefill worker (the whole worker when ``prefill_dp`` is 1)."""
     prefill_workers: int
     decode_tp: int
     decode_workers: int
+    prefill_dp: int
+    """DP attention ranks of each prefill worker (1: tensor-parallel)."""
+    decode_dp: int
     gpus: int
     goodput_rps: float
     """The most requests/s it serves within the targets: min(prefill pool, decode pool)."""
@@ -101,6 +129,14 @@ class Split(Record):
     meets_targets: bool
     misses: list[str] = Field(default_factory=empty_list)
 
+    @property
+    def prefill(self) -> WorkerLayout:
+        return WorkerLayout(self.prefill_tp, self.prefill_dp)
+
+    @property
+    def decode(self) -> WorkerLayout:
+        return WorkerLayout(self.decode_tp, self.decode_dp)
+
 
 class DisaggregatedPlan(Record):
     """The search, its pick, the aggregated plan beside it and which wins (docs/commands/plan.md lists the keys)."""
@@ -115,13 +151,15 @@ class DisaggregatedPlan(Record):
     """--rate asked (requests/s); None: each split at its goodput."""
     engine: str
     devices_per_node: int
-    """GPUs a node holds: a worker never straddles two (the launch lines place them)."""
+    """GPUs a node holds: a worker that fits one never straddles two, a larger one takes whole nodes (the launch
+    lines place them)."""
     gpu_memory_utilization: float
     """The memory fraction the workers' KV pools were sized with (their launch lines')."""
     prefill: list[PrefillWorker]
     decode: list[DecodeWorker]
     pairings: list[Pairing]
-    """One per (prefill tp, decode tp) searched: the KV transfer between them and a prefill worker's goodput."""
+    """One per (prefill layout, decode layout) searched: the KV transfer between them and a prefill worker's
+    goodput."""
     splits: list[Split]
     """Every split, by output tokens/s per GPU, best first."""
     chosen: int | None
@@ -140,17 +178,6 @@ class DisaggregatedPlan(Record):
     notes: list[str] = Field(default_factory=empty_list)
 
 
-def placements(tps: list[int], devices_per_node: int) -> list[tuple[int, int]]:
-    """(node, first GPU in that node) of workers of ``tps`` GPUs laid out in order, none straddling two nodes."""
-    found, node, used = [], 0, 0
-    for tp in tps:
-        if used + tp > devices_per_node:
-            node, used = node + 1, 0
-        found.append((node, used))
-        used += tp
-    return found
-
-
 NIXL_MATRIX = "https://docs.vllm.ai/en/latest/features/nixl_connector_compatibility.html"
 HYBRID_SAME_TP = (
     "a model with fixed-state (Mamba / linear-attention) layers pairs prefill and decode workers of the same tp only:"
@@ -164,11 +191,16 @@ SIMULATED_REQUESTS = 1000
 
 def worker_steps(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profiles: tuple[DeviceProfile, DeviceProfile],
-    tp: int, *, isl: int, osl: int,
+    worker: int | WorkerLayout, *, isl: int, osl: int,
 ) -> WorkerSteps:  # fmt: skip
-    """One worker of ``tp`` of ``target``'s devices: its engine plan (refused in one line when it would not start)."""
-    one = target.model_copy(update={"n_devices": tp, "spec": f"{tp}x{target.target.id}"})
-    plans = LayoutPlans(model, one, deployment, *profiles, isl=isl, osl=osl, tp=tp)
+    """One worker of ``worker``'s layout (an int: tp GPUs) on ``target``'s devices, in its nodes: its engine plan
+    (refused in one line when it would not start)."""
+    layout = as_layout(worker)
+    one = target.model_copy(update={"n_devices": layout.gpus, "spec": f"{layout.gpus}x{target.target.id}"})
+    if layout.dp > 1:  # DP attention: whole experts over every GPU, reached by DeepEP as the launch lines say
+        update = {"dp": layout.dp, "expert_parallel": True, "moe_a2a_backend": "deepep"}
+        deployment = deployment.model_copy(update=update)
+    plans = LayoutPlans(model, one, deployment, *profiles, isl=isl, osl=osl, tp=layout.tp)
     return WorkerSteps(plans, deployment, profiles[0], isl, osl)
 
 
@@ -185,30 +217,31 @@ def has_fixed_state(model: ModelSpec) -> bool:
 
 
 def split_rates(
-    prefill_rps: Mapping[tuple[int, int], float],
-    decode_rps: Mapping[int, float],
+    prefill_rps: Mapping[tuple[int | WorkerLayout, int | WorkerLayout], float],
+    decode_rps: Mapping[int | WorkerLayout, float],
     n_devices: int,
     devices_per_node: int | None = None,
 ) -> list[SplitRates]:
-    """Every split within ``n_devices`` (its workers placed whole in nodes of ``devices_per_node``, default one
-    node): ``prefill_rps[(prefill tp, decode tp)]`` is one prefill worker's requests/s (its TTFT holds the transfer
-    to that decode tp), ``decode_rps[decode tp]`` one decode worker's."""
+    """Every split within ``n_devices`` (its workers placed in nodes of ``devices_per_node``, default one node, by
+    ``placements``): ``prefill_rps[(prefill layout, decode layout)]`` is one prefill worker's requests/s (its TTFT
+    holds the transfer to that decode layout), ``decode_rps[decode layout]`` one decode worker's; a bare int is a
+    tensor-parallel worker of that many GPUs."""
     per_node = devices_per_node or n_devices
     found = []
-    for (prefill_tp, decode_tp), per_prefill in prefill_rps.items():
-        per_decode = decode_rps.get(decode_tp)
+    for (prefill_key, decode_key), per_prefill in prefill_rps.items():
+        per_decode = decode_rps.get(decode_key)
         if per_decode is None:
             continue
-        for n_prefill in range(1, (n_devices - decode_tp) // prefill_tp + 1):
-            for n_decode in range(1, (n_devices - n_prefill * prefill_tp) // decode_tp + 1):
-                tps = [prefill_tp] * n_prefill + [decode_tp] * n_decode
-                if placements(tps, per_node)[-1][0] >= n_devices // per_node:
-                    continue  # the workers do not fit whole in the nodes
+        prefill, decode = as_layout(prefill_key), as_layout(decode_key)
+        for n_prefill in range(1, (n_devices - decode.gpus) // prefill.gpus + 1):
+            for n_decode in range(1, (n_devices - n_prefill * prefill.gpus) // decode.gpus + 1):
+                if devices_reached([prefill.gpus] * n_prefill + [decode.gpus] * n_decode, per_node) > n_devices:
+                    continue  # the workers do not fit in the nodes (a part-filled last node holds fewer)
                 pool_prefill, pool_decode = n_prefill * per_prefill, n_decode * per_decode
                 found.append(SplitRates(
-                    prefill_tp, n_prefill, decode_tp, n_decode, n_prefill * prefill_tp + n_decode * decode_tp,
+                    prefill.tp, n_prefill, decode.tp, n_decode, n_prefill * prefill.gpus + n_decode * decode.gpus,
                     min(pool_prefill, pool_decode), "prefill" if pool_prefill < pool_decode else "decode",
-                    pool_prefill, pool_decode,
+                    pool_prefill, pool_decode, prefill.dp, decode.dp,
                 ))  # fmt: skip
     return found
 
@@ -250,44 +283,72 @@ def plan_disaggregated(
     if deployment.speculative is not None:
         raise BadInputError("--disaggregated prices plain decoding: leave out speculative decoding")
     if deployment.dp or deployment.expert_parallel:
-        raise BadInputError("--disaggregated prices tensor-parallel workers: leave out --dp and --expert-parallel")
+        raise BadInputError(
+            "--disaggregated searches its workers' layouts (tensor-parallel, and DP attention with expert parallelism"
+            " for an MoE model): leave out --dp and --expert-parallel"
+        )
     ttft_s = None if ttft_ms is None else ttft_ms / 1e3
     itl_s = None if itl_ms is None else itl_ms / 1e3
-    notes: list[str] = []
-    workers: dict[int, WorkerSteps] = {}
-    per_node = target.devices_per_node  # no worker spans nodes (2x8xh100: 8)
-    for tp in worker_tps(model, per_node):
+    workers: dict[WorkerLayout, WorkerSteps] = {}
+    refused: dict[str, list[str]] = {}  # why a layout's engine would not start -> those layouts
+    per_node = target.devices_per_node  # 2x8xh100: 8; a worker of more GPUs takes whole nodes
+    for layout in worker_layouts(model, deployment, target.n_devices, per_node):
         try:
-            workers[tp] = worker_steps(model, target, deployment, profiles, tp, isl=isl, osl=osl)
+            workers[layout] = worker_steps(model, target, deployment, profiles, layout, isl=isl, osl=osl)
         except MhaError as exc:
-            notes.append(f"tp {tp}: no worker ({exc.message})")
+            refused.setdefault(exc.message, []).append(layout.label)
+    notes = [f"{', '.join(labels)}: no worker ({why})" for why, labels in refused.items()]
+    if model.context_length and isl + osl > model.context_length:  # as `mha plan --tp` says it
+        notes.append(
+            f"isl + osl ({isl + osl:,}) exceed the {model.context_length:,} tokens {model.name} was trained for: vLLM"
+            " refuses the launch lines' --max-model-len above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+        )
     if not workers:
-        raise BadInputError(f"no worker of {model.name} starts on {target.spec}: {'; '.join(notes)}")
+        nodes = f"NODESx{per_node}x{target.target.id}"
+        more = f"more nodes ({nodes})" if target.n_nodes > 1 else f"more GPUs, or several nodes ({nodes})"
+        raise BadInputError(
+            f"no worker of {model.name} starts on {target.spec} (workers of up to {_largest_worker(target)} GPUs,"
+            f" the other pool beside them): {'; '.join(notes)}; give {more}: a worker may span whole nodes"
+        )
     engine = next(iter(workers.values())).engine
-    prefill = {tp: w.prefill() for tp, w in workers.items()}
-    decode = {tp: w.decode(itl_s) for tp, w in workers.items()}
-    transfers: dict[tuple[int, int], KvTransfer] = {}
-    prefill_rps: dict[tuple[int, int], float] = {}
+    if engine.generation == "vllm-v0":  # its launch lines would name a connector V0 does not have
+        raise BadInputError(
+            "--disaggregated launches vLLM's NixlConnector, a V1 KV connector that vLLM V0 lacks: use --engine vllm"
+            " (or sglang)"
+        )
+    prefill = {layout: w.prefill() for layout, w in workers.items()}
+    decode = {layout: w.decode(itl_s) for layout, w in workers.items()}
+    transfers: dict[tuple[WorkerLayout, WorkerLayout], KvTransfer] = {}
+    prefill_rps: dict[tuple[WorkerLayout, WorkerLayout], float] = {}
     same_tp = has_fixed_state(model)
     if same_tp:
         notes.append(HYBRID_SAME_TP)
-    pairs = [(p, d) for p in workers for d in workers if p + d <= target.n_devices and (p == d or not same_tp)]
-    for tp_p, tp_d in pairs:
-        per_rank = kv_footprint(model, seq_len=isl, kv_dtype=deployment.kv_dtype, tp=tp_d,
-                                mla_cache=deployment.mla_cache).bytes_per_sequence_per_rank  # fmt: skip
-        over = kv_link(target, link_id)
-        transfers[tp_p, tp_d] = kv_transfer(per_rank, prefill_tp=tp_p, decode_tp=tp_d, over=over)
-        first_step = workers[tp_d].decode_step(max(1, decode[tp_d].goodput_batch))
-        fixed = prefill[tp_p].prompt_ms / 1e3 + transfers[tp_p, tp_d].seconds + first_step
-        prefill_rps[tp_p, tp_d] = prefill_goodput(prefill[tp_p].capacity_rps, fixed, ttft_s)
-    rates = split_rates(prefill_rps, {tp: d.goodput_rps for tp, d in decode.items()}, target.n_devices, per_node)
+    pairs = [
+        (p, d) for p in workers for d in workers if p.gpus + d.gpus <= target.n_devices and (p == d or not same_tp)
+    ]
+    for p, d in pairs:
+        transfers[p, d] = request_transfer(model, deployment, target, p, d, isl=isl, link_id=link_id)
+        first_step = workers[d].decode_step(max(1, decode[d].goodput_batch))
+        fixed = prefill[p].prompt_ms / 1e3 + transfers[p, d].seconds + first_step
+        # under DP attention each rank queues its own prompts: dp M/D/1 queues of a rank's capacity each
+        prefill_rps[p, d] = p.dp * prefill_goodput(prefill[p].capacity_rps / p.dp, fixed, ttft_s)
+    rates = split_rates(prefill_rps, {layout: d.goodput_rps for layout, d in decode.items()}, target.n_devices,
+                        per_node)  # fmt: skip
+    if not rates:  # every pairing needs more GPUs than the target has (or its nodes hold)
+        smallest = min(layout.gpus for layout in workers)
+        notes.append(
+            f"no split fits: the smallest worker that starts takes {smallest} GPUs, so a prefill and a decode worker"
+            f" need {2 * smallest} GPUs in nodes of {per_node}; {target.spec} has {target.n_devices}"
+        )
     targets = (ttft_ms, itl_ms)
     splits = [_priced(s, prefill, workers, transfers, rate, targets, osl) for s in rates]
     splits.sort(key=lambda s: (-s.meets_targets, -s.output_tokens_per_s_per_gpu, -s.goodput_rps, s.ttft_ms))
     chosen = 0 if splits and splits[0].meets_targets else None
     aggregated = [
-        aggregated_layout(model, target, deployment, profiles, tp, isl=isl, osl=osl, rate=rate, targets=targets)
-        for tp in workers
+        aggregated_layout(
+            model, target, deployment, profiles, layout.tp, isl=isl, osl=osl, rate=rate, targets=targets, dp=layout.dp
+        )
+        for layout in workers
     ]
     aggregated = [layout for layout in aggregated if layout is not None]
     meeting = [i for i, layout in enumerate(aggregated) if layout.meets_targets]
@@ -295,18 +356,22 @@ def plan_disaggregated(
     pick = None if chosen is None else splits[chosen]
     simulated = None
     if pick is not None and simulate:
-        times = pool_times(workers[pick.prefill_tp], workers[pick.decode_tp],
-                           transfers[pick.prefill_tp, pick.decode_tp].seconds)  # fmt: skip
-        simulated = simulate_split(times, prefill_workers=pick.prefill_workers, decode_workers=pick.decode_workers,
-                                   rate=pick.rate_rps, osl=osl, requests=simulate)  # fmt: skip
-    winner, verdict = _verdict(pick, None if aggregated_chosen is None else aggregated[aggregated_chosen], transfers)
+        times = pool_times(workers[pick.prefill], workers[pick.decode], transfers[pick.prefill, pick.decode].seconds)
+        # each DP attention rank runs its own requests: the loop takes every rank as a worker of its own
+        simulated = simulate_split(times, prefill_workers=pick.prefill_workers * pick.prefill_dp,
+                                   decode_workers=pick.decode_workers * pick.decode_dp, rate=pick.rate_rps, osl=osl,
+                                   requests=simulate)  # fmt: skip
+    best = None if aggregated_chosen is None else aggregated[aggregated_chosen]
+    winner, verdict = _verdict(pick, best, transfers, fits=bool(rates))
     notes += _notes(transfers, pick, profiles[0], link_id)
+    if pick is not None:
+        notes += _layout_notes(pick, workers)
     return DisaggregatedPlan(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, rate_rps=rate,
         engine=engine.name, devices_per_node=per_node, gpu_memory_utilization=engine.gpu_memory_utilization,
         prefill=list(prefill.values()), decode=list(decode.values()),
-        pairings=[Pairing(prefill_tp=p, decode_tp=d, transfer=t, prefill_goodput_rps=prefill_rps[p, d])
-                  for (p, d), t in transfers.items()],
+        pairings=[Pairing(prefill_tp=p.tp, decode_tp=d.tp, prefill_dp=p.dp, decode_dp=d.dp, transfer=t,
+                          prefill_goodput_rps=prefill_rps[p, d]) for (p, d), t in transfers.items()],
         splits=splits, chosen=chosen, balance=None if pick is None else _balance(pick, prefill_rps, decode, rate),
         aggregated=aggregated, aggregated_chosen=aggregated_chosen, winner=winner, verdict=verdict, notes=notes,
         simulated=simulated,
@@ -314,22 +379,22 @@ def plan_disaggregated(
 
 
 def _priced(
-    s: SplitRates, prefill: Mapping[int, PrefillWorker], workers: Mapping[int, WorkerSteps],
-    transfers: Mapping[tuple[int, int], KvTransfer], rate: float | None, targets: tuple[float | None, float | None],
-    osl: int,
+    s: SplitRates, prefill: Mapping[WorkerLayout, PrefillWorker], workers: Mapping[WorkerLayout, WorkerSteps],
+    transfers: Mapping[tuple[WorkerLayout, WorkerLayout], KvTransfer], rate: float | None,
+    targets: tuple[float | None, float | None], osl: int,
 ) -> Split:  # fmt: skip
     """``s`` at ``rate`` (its goodput without one): TTFT and ITL from its pools, whether it meets the targets."""
     load = s.rate_rps if rate is None else rate
-    worker, decoder = prefill[s.prefill_tp], workers[s.decode_tp]
+    worker, decoder = prefill[s.prefill], workers[s.decode]
     misses = []
     rho = load / (s.prefill_workers * worker.capacity_rps)
     per_decoder = load / s.decode_workers
     if rho >= 1 or per_decoder > decoder.decode_rps(decoder.engine.admitted_per_replica):
         misses.append(f"rate {load:g} req/s > what it serves")
-    queue = mdl_wait(min(rho, MAX_LOAD), worker.capacity_rps)
+    queue = mdl_wait(min(rho, MAX_LOAD), worker.capacity_rps / s.prefill_dp)  # each rank's own queue
     batch = decoder.batch_at(per_decoder)
     step = decoder.decode_step(batch)
-    transfer = transfers[s.prefill_tp, s.decode_tp].seconds
+    transfer = transfers[s.prefill, s.decode].seconds
     ttft = queue + worker.prompt_ms / 1e3 + transfer + step
     ttft_ms, itl_ms = targets
     if ttft_ms is not None and ttft * 1e3 > ttft_ms * (1 + 1e-9):
@@ -340,7 +405,8 @@ def _priced(
         misses.append(f"rate {rate:g} req/s > its goodput {s.rate_rps:.3g} req/s")
     return Split(
         prefill_tp=s.prefill_tp, prefill_workers=s.prefill_workers, decode_tp=s.decode_tp,
-        decode_workers=s.decode_workers, gpus=s.gpus, goodput_rps=s.rate_rps, bottleneck=s.bottleneck,
+        decode_workers=s.decode_workers, prefill_dp=s.prefill_dp, decode_dp=s.decode_dp, gpus=s.gpus,
+        goodput_rps=s.rate_rps, bottleneck=s.bottleneck,
         prefill_pool_rps=s.prefill_pool_rps, decode_pool_rps=s.decode_pool_rps, rate_rps=load,
         ttft_ms=ttft * 1e3, queue_ms=queue * 1e3, prefill_ms=worker.prompt_ms, transfer_ms=transfer * 1e3,
         itl_ms=step * 1e3, decode_batch=batch, output_tokens_per_s_per_gpu=load * osl / s.gpus,
@@ -348,11 +414,52 @@ def _priced(
     )  # fmt: skip
 
 
+def request_transfer(
+    model: ModelSpec, deployment: DeploymentSpec, target: ResolvedTarget, prefill: WorkerLayout, decode: WorkerLayout,
+    *, isl: int, link_id: str | None,
+) -> KvTransfer:  # fmt: skip
+    """One request's cache from a ``prefill`` worker to a ``decode`` worker: as the decode worker's ranks hold it (its
+    tp, within the one data-parallel rank that runs the request under DP attention), over ``link_id`` (default: by
+    placement)."""
+    per_rank = kv_footprint(model, seq_len=isl, kv_dtype=deployment.kv_dtype, tp=decode.tp,
+                            mla_cache=deployment.mla_cache).bytes_per_sequence_per_rank  # fmt: skip
+    return kv_transfer(per_rank, prefill_tp=prefill.tp, decode_tp=decode.tp, over=kv_link(target, link_id))
+
+
+def _largest_worker(target: ResolvedTarget) -> int:
+    return max(worker_sizes(target.n_devices, target.devices_per_node))
+
+
+def _described(layout: WorkerLayout) -> str:
+    """``tp 8`` or ``DP attention over 16 ranks of tp 1, experts over 16 GPUs``."""
+    if layout.dp == 1:
+        return f"tp {layout.tp}"
+    return f"DP attention over {layout.dp} ranks of tp {layout.tp}, experts over {layout.gpus} GPUs"
+
+
+def _layout_notes(pick: Split, workers: Mapping[WorkerLayout, WorkerSteps]) -> list[str]:
+    """What the pick's workers' layouts priced: DP attention, and collectives between nodes."""
+    notes = []
+    for role, layout in (("prefill", pick.prefill), ("decode", pick.decode)):
+        if layout.dp > 1:
+            experts = workers[layout].case.experts
+            reached = "all-to-all (DeepEP" if experts is not None and experts.deepep else "all-gather and scatter ("
+            notes.append(
+                f"each {role} worker runs DP attention over {layout.dp} ranks of tp {layout.tp}: the attention weights"
+                f" whole on each rank, each rank caching and queueing only its own requests (the worker serves"
+                f" {layout.dp} x one rank), the routed experts spread whole over its {layout.gpus} GPUs and reached by"
+                f" {reached}; core.dp_attention); the simulated loop runs each rank as a worker of its own"
+            )
+        notes += [f"{role} worker: {note}" for note in workers[layout].node_notes]
+    return notes
+
+
 def _balance(
-    pick: Split, prefill_rps: Mapping[tuple[int, int], float], decode: Mapping[int, DecodeWorker], rate: float | None
-) -> str:
-    per_prefill = prefill_rps[pick.prefill_tp, pick.decode_tp]
-    per_decode = decode[pick.decode_tp].goodput_rps
+    pick: Split, prefill_rps: Mapping[tuple[WorkerLayout, WorkerLayout], float],
+    decode: Mapping[WorkerLayout, DecodeWorker], rate: float | None,
+) -> str:  # fmt: skip
+    per_prefill = prefill_rps[pick.prefill, pick.decode]
+    per_decode = decode[pick.decode].goodput_rps
     offered = (
         f"; at {rate:g} req/s: ceil({rate:g} / {per_prefill:.3g}) = {math.ceil(rate / per_prefill)} prefill and"
         f" ceil({rate:g} / {per_decode:.3g}) = {math.ceil(rate / per_decode)} decode worker(s)"
@@ -360,22 +467,28 @@ def _balance(
         else ""
     )
     return (
-        f"one prefill worker (tp {pick.prefill_tp}) serves {per_prefill:.3g} req/s within the targets, one decode"
-        f" worker (tp {pick.decode_tp}) {per_decode:.3g}: {per_decode / per_prefill:.2f} prefill worker(s) per decode"
-        f" worker balance them; the pick runs {pick.prefill_workers} : {pick.decode_workers}, its {pick.bottleneck}"
-        f" pool the limit ({pick.goodput_rps:.3g} req/s){offered}"
+        f"one prefill worker ({_described(pick.prefill)}) serves {per_prefill:.3g} req/s within the targets, one"
+        f" decode worker ({_described(pick.decode)}) {per_decode:.3g}: {per_decode / per_prefill:.2f} prefill"
+        f" worker(s) per decode worker balance them; the pick runs {pick.prefill_workers} : {pick.decode_workers},"
+        f" its {pick.bottleneck} pool the limit ({pick.goodput_rps:.3g} req/s){offered}"
     )
 
 
 def _verdict(
-    pick: Split | None, aggregated: AggregatedLayout | None, transfers: Mapping[tuple[int, int], KvTransfer]
+    pick: Split | None,
+    aggregated: AggregatedLayout | None,
+    transfers: Mapping[tuple[WorkerLayout, WorkerLayout], KvTransfer],
+    *,
+    fits: bool = True,
 ) -> tuple[Literal["disaggregated", "aggregated", "tie", "neither"], str]:
+    """Which wins and why; ``fits``: some split fits on the GPUs at all (else the text says none does)."""
     if pick is None and aggregated is None:
         return "neither", "neither a disaggregated split nor an aggregated replica meets the targets here"
     if pick is None:
         assert aggregated is not None
         return "aggregated", (
-            f"aggregated (tp {aggregated.tp} x {aggregated.replicas}) meets the targets and no disaggregated split does"
+            f"aggregated ({aggregated.layout} x {aggregated.replicas}) meets the targets and no disaggregated split"
+            + (" does" if fits else " fits on these GPUs")
         )
     if aggregated is None:
         return "disaggregated", (
@@ -383,7 +496,7 @@ def _verdict(
             " aggregated replica does: its prefill chunks stall the decodes"
         )
     disagg, agg = pick.output_tokens_per_s_per_gpu, aggregated.output_tokens_per_s_per_gpu
-    transfer = transfers[pick.prefill_tp, pick.decode_tp].seconds * 1e3
+    transfer = transfers[pick.prefill, pick.decode].seconds * 1e3
     figures = (
         f"disaggregated {disagg:,.0f} against aggregated {agg:,.0f} output tokens/s per GPU within the targets"
         f" ({disagg / agg:.2f}x); ITL {pick.itl_ms:.1f} ms against {aggregated.itl_ms:.1f} ms, TTFT"
@@ -393,8 +506,8 @@ def _verdict(
         return "tie", f"{figures}: the same GPUs serve the load either way (within {TIE:.0%})"
     if disagg > agg:
         return "disaggregated", (
-            f"{figures}: the decode pool's steps carry no prefill chunks, and each pool runs its own tp"
-            f" (prefill {pick.prefill_tp}, decode {pick.decode_tp})"
+            f"{figures}: the decode pool's steps carry no prefill chunks, and each pool runs its own layout"
+            f" (prefill {_described(pick.prefill)}, decode {_described(pick.decode)})"
         )
     larger = max(pick.prefill_pool_rps, pick.decode_pool_rps)
     idle = 1 - pick.goodput_rps / larger
@@ -410,7 +523,10 @@ def _other(pool: str) -> str:
 
 
 def _notes(
-    transfers: Mapping[tuple[int, int], KvTransfer], pick: Split | None, profile: DeviceProfile, link_id: str | None
+    transfers: Mapping[tuple[WorkerLayout, WorkerLayout], KvTransfer],
+    pick: Split | None,
+    profile: DeviceProfile,
+    link_id: str | None,
 ) -> list[str]:
     notes = [
         f"times on profile {profile.name} ({profile.kind}); the search is closed form: queues as M/D/1, each pool"
@@ -421,7 +537,7 @@ def _notes(
         " chunks among its decodes",
     ]
     if pick is not None:
-        notes.append(f"KV transfer: {transfers[pick.prefill_tp, pick.decode_tp].how}")
+        notes.append(f"KV transfer: {transfers[pick.prefill, pick.decode].how}")
     if link_id is None:
         notes.append("the link: the scale-up link on one node; on several, the scale-out link for every transfer (a"
                      " split whose pools share a node is priced as if they did not); --kv-link names another")  # fmt: skip

@@ -12,8 +12,17 @@ each worker a ``sglang.launch_server`` with ``--disaggregation-mode prefill|deco
 ``--disaggregation-bootstrap-port``; the router ``python -m sglang_router.launch_router --pd-disaggregation
 --prefill URL BOOTSTRAP_PORT ... --decode URL ...``.
 
-Workers sit on consecutive GPUs, prefill workers first, none straddling two nodes; on several nodes each line names
-its node's address as ``NODEk_IP`` (to replace). Pure Python.
+Workers of DP attention with expert parallelism (``core.cost.disaggregated_layouts``): vLLM ``--data-parallel-size
+N --enable-expert-parallel --all2all-backend deepep_high_throughput`` (prefill) or ``deepep_low_latency`` (decode),
+https://docs.vllm.ai/en/stable/serving/expert_parallel_deployment.html; SGLang ``--tp-size N --dp-size N
+--enable-dp-attention --ep-size N --moe-a2a-backend deepep --deepep-mode normal`` (prefill) or ``low_latency``
+(decode), as the LMSYS large-scale EP deployment runs them (https://lmsys.org/blog/2025-05-05-large-scale-ep/).
+
+Workers sit on consecutive GPUs, prefill workers first: one that fits a node never straddles two, a larger one takes
+whole nodes and has one line per node (``core.cost.launch_nodes``' multi-node flags: vLLM ``--nnodes --node-rank
+--master-addr`` for tp, ``--data-parallel-size-local --data-parallel-address --data-parallel-start-rank
+--headless`` for data parallelism; SGLang ``--nnodes --node-rank --dist-init-addr``), its node 0 the head. On
+several nodes each line names its node's address as ``NODEk_IP`` (to replace). Pure Python.
 """
 
 from __future__ import annotations
@@ -21,8 +30,19 @@ from __future__ import annotations
 import json
 import shlex
 
-from mha_cli.core.cost.disaggregated import DisaggregatedPlan, Split, placements, plan_disaggregated
+from mha_cli.core.cost.disaggregated import DisaggregatedPlan, Split, plan_disaggregated
+from mha_cli.core.cost.disaggregated_layouts import WorkerLayout, placements
+from mha_cli.core.cost.launch_nodes import (
+    HEAD_IP,
+    MP_GENERATIONS,
+    NODE_RANK,
+    START_RANK,
+    node_shape,
+    sglang_lines,
+    vllm_lines,
+)
 from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.dp_attention import sglang_deepep_flags
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.served_model import ServedModel
 from mha_cli.core.targets import ResolvedTarget
@@ -46,8 +66,49 @@ def _host(node: int, nodes: int, local: str) -> str:
     return local if nodes == 1 else f"NODE{node}_IP"
 
 
+def _parallel_flags(layout: WorkerLayout, role: str, *, sglang: bool, generation_id: str | None = None) -> list[str]:
+    """A worker's parallelism flags: tp alone, or DP attention with the experts spread by DeepEP (prefill: its
+    throughput kernels; decode: its low-latency ones), in the words of SGLang's ``generation_id`` (None: latest)."""
+    if layout.dp == 1:
+        return ["--tp-size" if sglang else "--tensor-parallel-size", str(layout.tp)]
+    if sglang:  # SGLang counts every GPU in --tp-size, the attention ranks in --dp-size
+        gpus = str(layout.gpus)
+        mode = "normal" if role == "prefill" else "low_latency"
+        return ["--tp-size", gpus, "--dp-size", str(layout.dp), "--enable-dp-attention", "--ep-size", gpus,
+                *sglang_deepep_flags(generation_id), "--deepep-mode", mode]  # fmt: skip
+    backend = "deepep_high_throughput" if role == "prefill" else "deepep_low_latency"
+    return ["--tensor-parallel-size", str(layout.tp), "--data-parallel-size", str(layout.dp),
+            "--enable-expert-parallel", "--all2all-backend", backend]  # fmt: skip
+
+
+def _per_node(
+    words: list[str], layout: WorkerLayout, node: int, devices_per_node: int, *, sglang: bool
+) -> list[list[str]]:
+    """``words`` (a worker's line) as one line per node of a worker spanning nodes from ``node`` on
+    (``core.cost.launch_nodes``' multi-node lines, their placeholders filled: the head is the worker's first node);
+    the one line of a worker inside a node."""
+    span = -(-layout.gpus // devices_per_node)
+    if span == 1:
+        return [words]
+    expert_ranks = layout.gpus if layout.dp > 1 else None
+    shape = node_shape(span, devices_per_node, layout.tp, 1, layout.dp, expert_ranks)
+    lines = sglang_lines(words, shape) if sglang else vllm_lines(words, shape, MP_GENERATIONS[0])
+    assert lines.head, lines.note  # a worker's layout is one the multi-node lines write (tp, or DP of tp 1)
+    found = []
+    for rank in range(span):
+        line = lines.head if rank == 0 or lines.others is None else lines.others
+        filled = {HEAD_IP: f"NODE{node}_IP", NODE_RANK: str(rank), START_RANK: str(rank * shape.replicas_per_node)}
+        found.append([filled.get(word, word).replace(f"{HEAD_IP}:", f"NODE{node}_IP:") for word in line])
+    return found
+
+
 def _format_flags(deployment: DeploymentSpec, served: ServedModel, *, sglang: bool) -> list[str]:
     flags = []
+    if deployment.prefix_caching is not None:  # asked outright: the workers were priced with it
+        if sglang:
+            flags += [] if deployment.prefix_caching else ["--disable-radix-cache"]
+        else:
+            flags += ["--enable-prefix-caching" if deployment.prefix_caching else "--no-enable-prefix-caching"]
     if deployment.weight_dtype == "fp8":
         flags += ["--quantization", "fp8"]
     if deployment.kv_dtype == "fp8":
@@ -65,28 +126,39 @@ def disaggregated_launch(
     the largest batch whose step meets --itl-ms."""
     context = str(plan.isl + plan.osl)
     model = served.model
+    sglang_generation = deployment.engine_generation if deployment.engine == "sglang" else None
     # a decode worker runs at most the batch whose step meets --itl-ms (all it admits without one)
-    running_cap = str(max(1, next(d.goodput_batch for d in plan.decode if d.tp == split.decode_tp)))
-    roles = [("prefill", i, split.prefill_tp) for i in range(split.prefill_workers)]
-    roles += [("decode", i, split.decode_tp) for i in range(split.decode_workers)]
-    vllm_lines, sglang_lines = [], []
+    running_cap = str(
+        max(1, next(d.goodput_batch for d in plan.decode if (d.tp, d.dp) == (split.decode_tp, split.decode_dp)))
+    )
+    # each worker's step budget as priced (the engine's for the GPU, or --max-num-batched-tokens): one DP rank's
+    # (SGLang's --chunked-prefill-size is all its DP-attention ranks': each takes it // --dp-size)
+    budget = {(worker.tp, worker.dp): str(worker.chunk_tokens) for worker in plan.prefill}
+    roles = [("prefill", i, split.prefill) for i in range(split.prefill_workers)]
+    roles += [("decode", i, split.decode) for i in range(split.decode_workers)]
+    vllm, sglang = [], []
     prefill_urls, decode_urls, prefill_ports, decode_ports, prefill_hosts, decode_hosts = [], [], [], [], [], []
-    placed = placements([tp for _, _, tp in roles], plan.devices_per_node)
-    nodes = 1 + max(node for node, _ in placed)
-    for (role, index, tp), (node, first) in zip(roles, placed, strict=True):
+    per_node = plan.devices_per_node
+    placed = placements([layout.gpus for _, _, layout in roles], per_node)
+    nodes = max(node + -(-layout.gpus // per_node) for (node, _), (_, _, layout) in zip(placed, roles, strict=True))
+    for (role, index, layout), (node, first) in zip(roles, placed, strict=True):
         is_prefill = role == "prefill"
+        on_node = min(layout.gpus, per_node)  # the worker's GPUs on each of its nodes
         (prefill_hosts if is_prefill else decode_hosts).append(_host(node, nodes, "localhost"))
-        side_host = [] if nodes == 1 else [f"VLLM_NIXL_SIDE_CHANNEL_HOST={_host(node, nodes, '')}"]
         port = (VLLM_PREFILL_PORT if is_prefill else VLLM_DECODE_PORT) + index
         (prefill_ports if is_prefill else decode_ports).append(str(port))
+        # vLLM's --max-num-seqs is each data-parallel rank's; SGLang's --max-running-requests all its ranks'
         running = [] if is_prefill else ["--max-num-seqs", running_cap]
-        vllm_lines.append(shlex.join([
-            f"CUDA_VISIBLE_DEVICES={_gpus(first, tp)}", *side_host,
-            f"VLLM_NIXL_SIDE_CHANNEL_PORT={NIXL_SIDE_CHANNEL_PORT + first}",
-            "vllm", "serve", model, "--port", str(port), "--tensor-parallel-size", str(tp), "--max-model-len", context,
-            "--gpu-memory-utilization", f"{utilisation:g}", *running, *_format_flags(deployment, served, sglang=False),
-            "--kv-transfer-config", NIXL_CONFIG,
-        ]))  # fmt: skip
+        step = budget[layout.tp, layout.dp]
+        words = ["vllm", "serve", model, "--port", str(port), *_parallel_flags(layout, role, sglang=False),
+                 "--max-model-len", context, "--gpu-memory-utilization", f"{utilisation:g}", *running,
+                 "--max-num-batched-tokens", step, *_format_flags(deployment, served, sglang=False),
+                 "--kv-transfer-config", NIXL_CONFIG]  # fmt: skip
+        for rank, line in enumerate(_per_node(words, layout, node, per_node, sglang=False)):
+            side_host = [] if nodes == 1 else [f"VLLM_NIXL_SIDE_CHANNEL_HOST={_host(node + rank, nodes, '')}"]
+            env = [f"CUDA_VISIBLE_DEVICES={_gpus(first, on_node)}", *side_host,
+                   f"VLLM_NIXL_SIDE_CHANNEL_PORT={NIXL_SIDE_CHANNEL_PORT + first}"]  # fmt: skip
+            vllm.append(shlex.join([*env, *line]))
         sglang_port = (SGLANG_PREFILL_PORT if is_prefill else SGLANG_DECODE_PORT) + index
         mode = ["--disaggregation-mode", role, "--disaggregation-transfer-backend", "nixl"]
         if is_prefill:
@@ -94,32 +166,50 @@ def disaggregated_launch(
             mode += ["--disaggregation-bootstrap-port", bootstrap]
             prefill_urls += ["--prefill", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}", bootstrap]
         else:
-            mode += ["--max-running-requests", running_cap]
+            mode += ["--max-running-requests", str(int(running_cap) * layout.dp)]
             decode_urls += ["--decode", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}"]
-        sglang_lines.append(shlex.join([
-            "python", "-m", "sglang.launch_server", "--model-path", model, *mode, "--tp-size", str(tp),
-            *([] if nodes == 1 else ["--host", _host(node, nodes, "")]),
-            "--base-gpu-id", str(first), "--port", str(sglang_port), "--context-length", context,
-            *(["--mem-fraction-static", f"{utilisation:g}"] if plan.engine == "sglang" else []),
-            *_format_flags(deployment, served, sglang=True),
-        ]))  # fmt: skip
-    vllm_lines.append(shlex.join([
+        words = ["python", "-m", "sglang.launch_server", "--model-path", model, *mode,
+                 *_parallel_flags(layout, role, sglang=True, generation_id=sglang_generation), "--base-gpu-id", str(first), "--port", str(sglang_port),
+                 "--context-length", context, "--chunked-prefill-size", str(int(step) * layout.dp),
+                 *(["--mem-fraction-static", f"{utilisation:g}"] if plan.engine == "sglang" else []),
+                 *_format_flags(deployment, served, sglang=True)]  # fmt: skip
+        for rank, line in enumerate(_per_node(words, layout, node, per_node, sglang=True)):
+            host = [] if nodes == 1 else ["--host", _host(node + rank, nodes, "")]
+            sglang.append(shlex.join([*line[:5], *host, *line[5:]]))
+    vllm.append(shlex.join([
         "python", VLLM_PROXY, "--port", str(VLLM_PROXY_PORT), "--prefiller-hosts",
         *prefill_hosts, "--prefiller-ports", *prefill_ports, "--decoder-hosts", *decode_hosts, "--decoder-ports",
         *decode_ports,
     ]))  # fmt: skip
-    sglang_lines.append(shlex.join([
+    sglang.append(shlex.join([
         "python", "-m", "sglang_router.launch_router", "--pd-disaggregation", *prefill_urls, *decode_urls,
         "--host", "0.0.0.0", "--port", str(SGLANG_ROUTER_PORT),
     ]))  # fmt: skip
-    return {"vllm": "\n".join(vllm_lines), "sglang": "\n".join(sglang_lines)}
+    return {"vllm": "\n".join(vllm), "sglang": "\n".join(sglang)}
 
 
 LAUNCH_NOTE = (
     f"one command a line, prefill workers on the first GPUs; vLLM's proxy {VLLM_PROXY} is in its source tree (run it"
-    " from a checkout) and both engines need NIXL installed (pip install nixl)"
+    " from a checkout) and {engines} NIXL installed (pip install nixl)"
 )
-NODES_NOTE = "the workers span nodes: run each line on its node; NODEk_IP stands for node k's address"
+NODES_NOTE = (
+    "the workers span nodes: run each line on its node (a worker over several nodes has one line per node, its first"
+    " node the head; vLLM's multi-node flags are those of vLLM 0.11 and later); NODEk_IP stands for node k's address"
+)
+
+
+OLD_VLLM_DEEPEP = (
+    "vLLM before 0.11.1 takes DeepEP from the environment, not --all2all-backend: VLLM_ALL2ALL_BACKEND="
+    "deepep_high_throughput on the prefill lines, deepep_low_latency on the decode lines (vllm-project/vllm#26732)"
+)
+
+
+def _vllm_generation(deployment: DeploymentSpec) -> str:
+    """The vLLM generation the lines are for: the one priced, or the latest when another engine was."""
+    from mha_cli.core.engine.generations import LATEST, generation
+
+    priced = generation(deployment.engine_generation, deployment.engine)
+    return priced.id if priced.engine == "vllm" else LATEST["vllm"].id
 
 
 def disaggregated_with_launch(
@@ -138,12 +228,21 @@ def disaggregated_with_launch(
         return plan.model_copy(update={"launch_note": note})
     split = plan.splits[plan.chosen]
     launch = disaggregated_launch(plan, split, served, deployment, utilisation=plan.gpu_memory_utilization)
+    if served.named_by == "gguf-file":  # vLLM's GGUF loader, as the aggregated lines: SGLang's is not priced
+        launch = {"vllm": launch["vllm"]}
     # each engine's lines in the forms of the release meant (core.engine.launch_forms), left out where it has none
     from mha_cli.core.engine.generations import generation
     from mha_cli.core.engine.launch_forms import fit_commands, releases_for
 
     priced = generation(deployment.engine_generation, deployment.engine)
     launch, left_out = fit_commands(launch, releases_for(priced, deployment.engine_version))
-    nodes = [NODES_NOTE] if "NODE1_IP" in launch.get("vllm", launch.get("sglang", "")) else []
-    note = "; ".join([LAUNCH_NOTE, *nodes, *([served.note] if served.note else []), *left_out])
+    nodes = [NODES_NOTE] if any("NODE1_IP" in text for text in launch.values()) else []
+    engines = "both engines need" if "sglang" in launch and "vllm" in launch else "vLLM needs"
+    engines = "SGLang needs" if "vllm" not in launch else engines
+    dp_workers = split.prefill_dp > 1 or split.decode_dp > 1
+    old_vllm = [OLD_VLLM_DEEPEP] if dp_workers and _vllm_generation(deployment) == "vllm-v1" else []
+    old_vllm = old_vllm if "vllm" in launch else []
+    note = "; ".join(
+        [LAUNCH_NOTE.format(engines=engines), *nodes, *old_vllm, *([served.note] if served.note else []), *left_out]
+    )
     return plan.model_copy(update={"launch": launch, "launch_note": note})

@@ -23,9 +23,11 @@ BISECTIONS = 30
 
 
 class AggregatedLayout(Record):
-    """One aggregated replica of ``tp`` GPUs (prefill and decode together, chunked prefill), on the same footing."""
+    """One aggregated replica of tp x dp GPUs (prefill and decode together, chunked prefill), on the same footing."""
 
     tp: int
+    dp: int = 1
+    """DP attention ranks sharing the experts (1: a tensor-parallel replica)."""
     replicas: int
     """Replicas priced: all the target's GPUs, or as many as --rate needs."""
     capacity_rps: float
@@ -37,6 +39,16 @@ class AggregatedLayout(Record):
     itl_ms: float
     output_tokens_per_s_per_gpu: float
     meets_targets: bool
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one replica."""
+        return self.tp * self.dp
+
+    @property
+    def layout(self) -> str:
+        """``tp 8`` or ``dp 16`` (DP attention ranks of tp 1)."""
+        return f"tp {self.tp}" if self.dp == 1 else f"dp {self.dp}" + (f" x tp {self.tp}" if self.tp > 1 else "")
 
 
 def mdl_wait(load: float, capacity_rps: float) -> float:
@@ -59,11 +71,15 @@ def prefill_goodput(capacity_rps: float, fixed_s: float, ttft_s: float | None) -
 
 def aggregated_layout(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profiles: tuple[DeviceProfile, DeviceProfile],
-    tp: int, *, isl: int, osl: int, rate: float | None, targets: tuple[float | None, float | None],
+    tp: int, *, isl: int, osl: int, rate: float | None, targets: tuple[float | None, float | None], dp: int = 1,
 ) -> AggregatedLayout | None:  # fmt: skip
-    """One aggregated replica of ``tp`` GPUs at the most requests/s within the targets (bisection over
-    ``plan_at_rate``), its replicas filling the target (or as many as ``rate`` needs)."""
-    one = target.model_copy(update={"n_devices": tp, "spec": f"{tp}x{target.target.id}"})
+    """One aggregated replica of ``tp`` GPUs (or ``dp`` > 1 DP attention ranks of tp GPUs, the experts spread over
+    them) at the most requests/s within the targets (bisection over ``plan_at_rate``), its replicas filling the
+    target (or as many as ``rate`` needs)."""
+    gpus = tp * dp
+    one = target.model_copy(update={"n_devices": gpus, "spec": f"{gpus}x{target.target.id}"})
+    if dp > 1:  # the dispatch the disaggregated DP workers are priced with (DeepEP), so the two compare alike
+        deployment = deployment.model_copy(update={"dp": dp, "expert_parallel": True, "moe_a2a_backend": "deepep"})
     ttft_ms, itl_ms = targets
 
     def at(rps: float) -> ServingPlan:
@@ -90,14 +106,14 @@ def aggregated_layout(
             middle = (low + high) / 2
             low, high = (middle, high) if meets(middle) else (low, middle)
         goodput = low
-    replicas = target.n_devices // tp
+    replicas = target.n_devices // gpus
     if rate is not None and goodput > 0:
         replicas = max(1, min(replicas, math.ceil(rate / goodput * (1 - 1e-9))))
     per_replica = goodput if rate is None else rate / replicas
     plan = at(max(per_replica, 1e-9))
     ok = goodput > 0 and (rate is None or per_replica <= goodput * (1 + 1e-9))
     return AggregatedLayout(
-        tp=tp, replicas=replicas, capacity_rps=capacity, goodput_rps=goodput, rate_rps=per_replica,
-        ttft_ms=plan.ttft_ms, itl_ms=plan.itl_ms, output_tokens_per_s_per_gpu=per_replica * osl / tp if ok else 0.0,
+        tp=tp, dp=dp, replicas=replicas, capacity_rps=capacity, goodput_rps=goodput, rate_rps=per_replica,
+        ttft_ms=plan.ttft_ms, itl_ms=plan.itl_ms, output_tokens_per_s_per_gpu=per_replica * osl / gpus if ok else 0.0,
         meets_targets=ok,
     )  # fmt: skip

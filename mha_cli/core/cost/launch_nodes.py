@@ -4,8 +4,10 @@ Three shapes, from the plan's layout (``ServingPlan.nodes``):
 
 - **a replica spans nodes** (tp x pp more than a node holds: pipeline stages across nodes): vLLM's multiprocessing
   backend over nodes, ``--distributed-executor-backend mp --nnodes K --node-rank R --master-addr --master-port``, the
-  other nodes ``--headless`` (vLLM >= 0.11.1, ``ParallelConfig.nnodes``; older generations start a Ray cluster and
-  ``--distributed-executor-backend ray`` on the head, https://docs.vllm.ai/en/stable/serving/parallelism_scaling.html);
+  other nodes ``--headless`` (``ParallelConfig.nnodes``, vllm-project/vllm#23691; first read in vLLM 0.11.1's wheel,
+  ``core.engine.flags``), written for the generations in ``MP_GENERATIONS``; the V1 generation (0.8-0.20), whose first releases lack it, starts a Ray cluster
+  and ``--distributed-executor-backend ray`` on the head, which every release of it runs
+  (https://docs.vllm.ai/en/stable/serving/parallelism_scaling.html);
   SGLang ``--nnodes K --node-rank R --dist-init-addr HEAD:PORT`` (``ServerArgs``). Several replicas: one such group of
   K nodes each, behind a load balancer;
 - **replicas sharing the experts across nodes** (expert parallelism, DP attention): one data-parallel group over
@@ -21,6 +23,10 @@ Each line is written once for the head (node 0) and, where the others differ, on
 
 from typing import NamedTuple
 
+STRADDLING = (
+    "no launch line: a replica of tp x pp GPUs straddles two nodes unevenly (placed in fill order), which neither"
+    " engine's multi-node launch runs; a layout whose replica divides a node, or fills whole nodes, has one"
+)
 SPANNING_SHARED = (
     "no launch line: replicas that each span nodes and share the routed experts (pipeline stages across nodes with"
     " data parallelism over them) are priced, but neither engine's multi-node recipe for them is written here"
@@ -40,8 +46,8 @@ SGLANG_DIST_PORT = "50000"
 RAY_PORT = "6379"
 """Ray's default head port (``ray start --head``)."""
 MP_GENERATIONS = ("vllm-0.21",)
-"""vLLM generations whose releases all take ``--nnodes`` with the mp backend (0.11.1 and later, as read in the wheels:
-``core.engine.flags``); older ones use Ray."""
+"""vLLM generations whose releases all take ``--nnodes`` with the mp backend (vllm-project/vllm#23691, first read in
+0.11.1): vllm-0.21 only. V1 (0.8-0.20) gets Ray lines, which run on 0.8-0.10 too, though 0.11-0.20 would also take mp."""
 
 
 class NodeShape(NamedTuple):
@@ -61,6 +67,14 @@ class NodeShape(NamedTuple):
     def replicas_per_node(self) -> int:
         """Replicas a full node holds."""
         return max(1, self.devices_per_node // self.replica_devices)
+
+    @property
+    def straddles(self) -> bool:
+        """A replica's GPUs are not whole nodes nor a share of one that the node divides (tp x pp = 6 on nodes of 8,
+        or 12 over 8 + 4): some replica straddles a node boundary unevenly, which neither engine launches."""
+        if self.replica_nodes == 1:
+            return self.devices_per_node % self.replica_devices != 0
+        return self.replica_devices % self.devices_per_node != 0
 
     @property
     def last_node_replicas(self) -> int | None:
@@ -111,6 +125,8 @@ def vllm_lines(vllm: list[str], shape: NodeShape, generation: str) -> NodeLines:
     """``vllm`` (one node's ``vllm serve`` words) over ``shape``'s nodes; no line (``NodeLines.head`` empty, the note
     says why) for replicas sharing experts under vLLM V0 (no data parallelism), over replicas that span nodes, or
     over a last node that is not full."""
+    if shape.straddles:
+        return NodeLines([], None, STRADDLING)
     if shape.replica_nodes > 1 and shape.shared:
         return NodeLines([], None, SPANNING_SHARED)
     if shape.replica_nodes > 1:
@@ -154,7 +170,9 @@ def vllm_lines(vllm: list[str], shape: NodeShape, generation: str) -> NodeLines:
 
 def sglang_lines(sglang: list[str], shape: NodeShape) -> NodeLines:
     """``sglang`` (one node's ``sglang.launch_server`` words) over ``shape``'s nodes; no line over replicas that span
-    nodes and share the experts (the note says so)."""
+    nodes and share the experts, or straddle two unevenly (the note says so)."""
+    if shape.straddles:
+        return NodeLines([], None, STRADDLING)
     if shape.replica_nodes > 1 and shape.shared:
         return NodeLines([], None, SPANNING_SHARED)
     if shape.replica_nodes > 1 or shape.shared:

@@ -38,6 +38,9 @@ class NodePlacement(NamedTuple):
     devices_per_node: int
     link: Link
     """The scale-out link between two nodes, per device."""
+    basis: str = ""
+    """Why this link: ``--inter-node-link``, or the part's reference server (``core.links.scale_out_basis``, which
+    says when it is an assumption); empty where the plan does not know."""
 
 
 def nodes_of(ranks: list[int], devices_per_node: int) -> set[int]:
@@ -157,10 +160,12 @@ def node_placement(target: "ResolvedTarget") -> NodePlacement | None:
     ``core.links.scale_out_link``); None on one node."""
     if target.n_nodes == 1:
         return None
-    from mha_cli.core.links import link, scale_out_link
+    from mha_cli.core.links import link, scale_out_basis, scale_out_link
 
-    chosen = link(target.inter_node_link) if target.inter_node_link else scale_out_link(target.target.id)
-    return NodePlacement(target.devices_per_node, chosen)
+    if target.inter_node_link:
+        return NodePlacement(target.devices_per_node, link(target.inter_node_link), "--inter-node-link")
+    part = target.target.id
+    return NodePlacement(target.devices_per_node, scale_out_link(part), scale_out_basis(part))
 
 
 class NodeSpan(Record):
@@ -192,7 +197,7 @@ def node_notes(placement: NodePlacement, spans: CollectiveSpans, tp: int, pp: in
     link, per_node = placement.link, placement.devices_per_node
     notes = [
         f"{-(-n_devices // per_node)} nodes of {per_node}: between nodes {link.name}, {link.gbs:g} GB/s per GPU each"
-        f" way ({link.source}); inside a node the scale-up link"
+        f" way ({f'{placement.basis}; ' if placement.basis else ''}{link.source}); inside a node the scale-up link"
     ]
     if spans.tp_share:
         notes.append(

@@ -9,7 +9,7 @@ if all K fit (a cyclic sweep larger than an LRU cache evicts each entry just bef
 - **GPU pool not the limit** (working set <= spare): every prefix hit in the GPU; the host tier buys nothing.
 - **pool-limited, the host holds them** (working set <= host tokens): each prefix comes back from the host: its
   prefill computes the rest of the prompt, and the load, tokens x bytes per token / (host link x
-  ``HOST_DMA_SHARE``), is added to TTFT (vLLM loads before it schedules the request, SGLang before the batch).
+  ``host_load_share``), is added to TTFT (vLLM loads before it schedules the request, SGLang before the batch).
   It *helps* when the load is shorter than computing the prefix, and *hurts* when longer (short prefixes, a fast
   GPU, a slow link): the engines load a hit whatever it costs.
 - **pool-limited, the host too small** (or no host tier): every prefix recomputed.
@@ -138,7 +138,24 @@ def offload_tiers(
         host=host, shared_prefixes=prefixes, prefix_tokens=prefix, working_set_tokens=prefixes * prefix,
         gpu_spare_tokens=spare, regime=regime if prefix else "recomputed",
     )  # fmt: skip
-    return plan.model_copy(update={"note": regime_note(plan)})
+    note = regime_note(plan) if prefix else _nothing_cached(model, deployment, engine, prefix_tokens, host is not None)
+    return plan.model_copy(update={"note": note})
+
+
+def _nothing_cached(
+    model: ModelSpec, deployment: DeploymentSpec, engine: EnginePlan, prefix_tokens: int, has_host: bool
+) -> str:
+    """Why no tier serves a prefix (the regime is ``recomputed`` with no prefix to cache), in one line."""
+    if not deployment.shared_prefix:
+        why = "no --shared-prefix: the prompts share no prefix"
+    elif model.recurrent is not None:
+        why = "a model with fixed-state layers: its prefixes are not cached (vLLM's Mamba align mode is not modelled)"
+    elif not prefix_tokens:
+        why = f"the shared prefix ({deployment.shared_prefix:,} tokens) fills no whole block of {engine.block_size}"
+    else:
+        why = "the prefix cache is off" + (", and this engine's host tier keeps only what it would" if has_host else "")
+    tail = ": the host tier serves no hit" if has_host else ""
+    return f"prefix cache: {why}, so every prompt is computed in full{tail}"
 
 
 def priced_offload(

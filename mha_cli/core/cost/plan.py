@@ -18,12 +18,12 @@ from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
 from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
-from mha_cli.core.dp_attention import dp_attention_problem
+from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, lockstep_note
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.memory import LayoutError, MemoryPlan, expert_layout, plan_memory, shared_experts_problem
+from mha_cli.core.memory import LayoutError, MemoryPlan, at_load, expert_layout, plan_memory, shared_experts_problem
 from mha_cli.core.pipeline import StageMemory, stage_layout, stage_model, stage_sides
 from mha_cli.core.record import empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -166,7 +166,7 @@ class LayoutPlans:
 
     def __init__(
         self, model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profile: DeviceProfile,
-        ceiling: DeviceProfile, *, isl: int, osl: int, tp: int | None = None, pp: int = 1,
+        ceiling: DeviceProfile | None, *, isl: int, osl: int, tp: int | None = None, pp: int = 1,
     ) -> None:  # fmt: skip
         if isl < 1 or osl < 1:
             raise BadInputError("--isl, --osl and --concurrency must be at least 1")
@@ -196,6 +196,8 @@ class LayoutPlans:
         """The rank's weight bytes, counted by the first load's memory plan and kept for the others."""
         self._stepper: Stepper | None = None
         """The steps' operations, counted at the first load and kept for the others (they do not depend on it)."""
+        self._memory: MemoryPlan | None = None
+        """The memory plan at the first load, which every load's is made from (``core.memory.at_load``)."""
         self.stage = model
         """The layers whose rank's memory sets what a replica admits: the model, or its limiting pipeline stage."""
         self.stages: list[StageMemory] = []
@@ -258,10 +260,12 @@ class LayoutPlans:
             held, seq_len=context, batch=-(-concurrency // replicas), kv_dtype=deployment.kv_dtype, tp=tp,
             block_size=deployment.block_size, mla_cache=deployment.mla_cache,
         )  # fmt: skip
-        memory = plan_memory(
-            self.one_replica, model=held, kv=kv, weight_dtype=deployment.weight_dtype,
-            deployment=self.engine_deployment, experts=self.experts, weights_bytes_per_rank=self._weights,
-        )  # fmt: skip
+        if self._memory is None:
+            self._memory = plan_memory(
+                self.one_replica, model=held, kv=kv, weight_dtype=deployment.weight_dtype,
+                deployment=self.engine_deployment, experts=self.experts, weights_bytes_per_rank=self._weights,
+            )  # fmt: skip
+        memory = at_load(self._memory, kv)  # a copy at this load, its notes its own
         if spec is not None:
             drafter_note = drafter_memory_note(spec, self.stage, tp, deployment.weight_dtype, deployment.kv_dtype,
                                                self.experts, memory.engine)  # fmt: skip
@@ -288,12 +292,13 @@ class LayoutPlans:
         if model.context_length and context > model.context_length:
             prediction.notes.append(f"isl + osl ({context:,}) exceed the {model.context_length:,} tokens {model.name}"
                                     " was trained for")  # fmt: skip
-        if self.experts is not None and self.experts.all_to_all:
+        if self.experts is not None and self.experts.dp_attention:
             prediction.notes.append(
                 f"DP attention: each of the {replicas} data-parallel ranks holds the attention weights whole and caches"
                 f" only its own requests (ceil({concurrency} / {replicas}) = {-(-concurrency // replicas)}); the"
-                f" routed experts spread whole over all {self.experts.ranks} GPUs, reached by all-to-all"
+                f" routed experts spread whole over all {self.experts.ranks} GPUs, {dispatch_note(self.experts)}"
             )
+            prediction.notes.append(lockstep_note(replicas, concurrency, self.osl))
         if self.experts is not None and replicas > 1 and self.experts.ranks == tp:
             prediction.notes.append(
                 f"the {replicas} replicas each hold their own copy of the experts (separate servers: the launch line"
@@ -344,7 +349,8 @@ class LayoutPlans:
             self.model, deployment, engine, users=-(-concurrency // self.replicas), isl=self.isl, osl=self.osl,
             workers=self.tp * self.pp, target_id=self.target.target.id, caching=caching,
             prefix_tokens=cached_prefix(shared, self.isl, engine.block_size) if shared else 0,
-            replicated=self.model.mla is not None and self.tp > 1 and self.pp == 1 and engine.generation == "vllm-0.21",
+            replicated=self.model.mla is not None and 1 < self.tp <= self.target.devices_per_node and self.pp == 1
+            and engine.generation == "vllm-0.21",  # one copy in one host's memory: the tp group inside a node
         )  # fmt: skip
 
 
@@ -374,7 +380,7 @@ def plan_at_rate(
     target: ResolvedTarget,
     deployment: DeploymentSpec,
     profile: DeviceProfile,
-    ceiling: DeviceProfile,
+    ceiling: DeviceProfile | None,
     *,
     isl: int,
     osl: int,
@@ -445,9 +451,19 @@ def simulate_plan(
             share = client._replace(num_prompts=None, prompts_per_user=SWEEP_PROMPTS_PER_USER,
                                     min_prompts=SWEEP_MIN_PROMPTS)  # fmt: skip
             point_case = case._replace(concurrency=point.concurrency)
-            run = simulate_deployment(point_case, profile, plan.memory.engine, share, slo_percentile=slo_percentile)
+            run = simulate_deployment(point_case, profile, plan.memory.engine, share, slo_percentile=slo_percentile,
+                                      offload=plan.offload, prefix_caching=caching)  # fmt: skip
             swept.append(run)
-    return plan.model_copy(update={"simulated": simulated, "simulated_sweep": swept})
+    notes = plan.notes
+    groups = 1 if plan.offload is None else plan.offload.shared_prefixes
+    if groups > 1 and plan.offload is not None and plan.offload.regime != "recomputed":
+        cold = min(simulated.requests, groups)  # request i carries prefix i mod K: the first K meet theirs cold
+        notes = [*notes, (
+            f"the simulated run's {simulated.requests:,} requests cycle through {groups:,} prefixes: the first {cold:,}"
+            f" find theirs in no cache (cold), so at most {(simulated.requests - cold) / simulated.requests:.0%} of"
+            f" them hit where the closed form prices every one warm; --num-prompts {10 * groups:,} nears that"
+        )]  # fmt: skip
+    return plan.model_copy(update={"simulated": simulated, "simulated_sweep": swept, "notes": notes})
 
 
 SWEEP_PROMPTS_PER_USER = 3

@@ -5,7 +5,7 @@ the model (heads and widths) and pp dividing its layers; the rest of the devices
 model's replicas share its routed experts under vLLM and SGLang (``core.memory.expert_layout``), and each layout is
 also tried with expert parallelism (whole experts per rank, ``--enable-expert-parallel``): on a layout with replicas
 (one stage), as DP attention (``core.dp_attention``: each replica caches its own requests, the experts reached by
-all-to-all). Each
+the engine's default gather and scatter, or DeepEP's all-to-all with ``--moe-a2a-backend deepep``). Each
 layout whose engine starts is priced (``core.cost.plan``) at the concurrency asked, at the load an arrival ``rate``
 makes (``plan_at_rate``), or at 1, 2, 3, 4, 6, 8, ... users per replica up to what its KV pool admits (the largest batch it runs at once). Every (layout,
 concurrency) point is a candidate; it meets the targets when its TTFT and ITL are within ``--ttft-ms`` and
@@ -28,7 +28,7 @@ from pydantic import Field
 from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, prefix_caching_on, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_generation
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.dp_attention import dp_attention_runs_on
+from mha_cli.core.dp_attention import dp_attention_runs_on, sglang_deepep_flags
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
 from mha_cli.core.errors import BadInputError, MhaError
@@ -112,7 +112,7 @@ def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSp
 def _skipped(variant: DeploymentSpec, tp: int, pp: int, n_devices: int) -> bool:
     """Whether the search leaves ``variant`` out on tp x pp: DP attention needs replicas and one stage (the engines'
     recipes); where it runs, it stands for whole experts shared by the replicas (the same weights and cache as
-    expert parallelism with all-gather, priced with the all-to-all the engines' DP attention recipes use)."""
+    expert parallelism with all-gather, priced with the dispatch ``moe_a2a_backend`` names)."""
     dp_layout = pp == 1 and tp < n_devices
     if variant.dp:
         return not dp_layout
@@ -164,7 +164,8 @@ def _points(plan: ServingPlan, concurrency: int | None) -> list[int]:
 
 
 def _search(
-    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profiles: tuple[DeviceProfile, DeviceProfile],
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec,
+    profiles: tuple[DeviceProfile, DeviceProfile | None],
     *, isl: int, osl: int, concurrency: int | None, ttft_ms: float | None, itl_ms: float | None,
     rate: float | None = None,
 ) -> tuple[list[Candidate], list[str]]:  # fmt: skip
@@ -220,8 +221,8 @@ def confirm_by_simulation(
     """The pick, judged in the simulated serving loop. The closed form misses the burst of a closed loop (every user
     at once), so at high load it passes points whose simulated percentiles fail. For the ``layouts_tried`` layouts
     with the most tokens/s per GPU among the points that meet the targets in the closed form, the largest
-    concurrency whose simulated run meets them is found by bisection (latency grows with the users); the pick is the
-    best of those by tokens/s per GPU. Each simulated candidate keeps its run and its misses. None when none meets
+    concurrency whose simulated run meets them is found by bisection (latency grows with the users), and the layout's
+    best simulated point up to it by tokens/s per GPU; the pick is the best of those. Each simulated candidate keeps its run and its misses. None when none meets
     them."""
 
     def simulated(index: int) -> bool:
@@ -255,8 +256,10 @@ def confirm_by_simulation(
         while high - low > 1:
             middle = (low + high) // 2
             low, high = (middle, high) if simulated(points[middle]) else (low, middle)
-        if low >= 0:
-            found.append(points[low])
+        if low >= 0:  # the layout's best among its simulated points that meet (at most points[low]'s users: with no
+            # target every point meets, and the most users need not be the most tokens/s per GPU)
+            met = [i for i in points[: low + 1] if candidates[i].simulated is not None and candidates[i].meets_targets]
+            found.append(max(met, key=lambda i: candidates[i].output_tokens_per_s_per_gpu))
     return max(found, key=lambda i: candidates[i].output_tokens_per_s_per_gpu) if found else None
 
 
@@ -366,7 +369,7 @@ def _plan_judge(
             trial = deployment.model_copy(update={**updates, "target": trial_target.spec})
             found = search_deployments(
                 model, served, trial_target, trial, trial_profiles(trial_target, trial.weight_dtype, profiles),
-                **{**options, "isl": isl}, client=client, slo_percentile=slo_percentile, ways=no_ways,
+                **{**options, "isl": isl}, client=client, slo_percentile=slo_percentile, ways=no_ways, bounds=False,
             )  # type: ignore[arg-type]  # fmt: skip
         except MhaError as exc:
             return Verdict(False, f"refused: {exc.message}", None, [])
@@ -404,17 +407,20 @@ def launch_commands(
     # SGLang counts every rank of the shared experts in --tp-size, its replicas as data-parallel attention
     # (and, then, --max-running-requests over all of them: its tp worker divides it by --dp-size)
     sglang_tp, sglang_running = (d.expert_ranks, running * d.replicas) if shared else (d.tp, running)
+    # and its --chunked-prefill-size too: under DP attention each rank takes it // --dp-size
+    # (core.engine.settings.sglang_dp_attention_chunk), so the line asks dp times the rank's budget priced
+    sglang_chunk = str(engine.max_num_batched_tokens * dp) if shared else budget
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(sglang_tp),
               "--pp-size", str(d.pp), "--dp-size", str(dp), "--context-length", str(context),
-              "--max-running-requests", str(sglang_running), "--chunked-prefill-size", budget]  # fmt: skip
+              "--max-running-requests", str(sglang_running), "--chunked-prefill-size", sglang_chunk]  # fmt: skip
     if shared:
         sglang.append("--enable-dp-attention")
     if d.expert_parallel:
         vllm.append("--enable-expert-parallel")
         sglang += ["--ep-size", str(d.expert_ranks)]
-    if d.dp_attention:  # the all-to-all priced (core.dp_attention): DeepEP in both engines
-        vllm += ["--all2all-backend", "deepep_low_latency"]
-        sglang += ["--moe-a2a-backend", "deepep"]
+    if d.dp_attention and d.moe_a2a_backend == "deepep":  # the dispatch priced (core.dp_attention): DeepEP's
+        vllm += ["--all2all-backend", "deepep_low_latency"]  # (without: each engine's default gather and scatter)
+        sglang += sglang_deepep_flags(engine.generation if engine.name == "sglang" else None)
     if engine.name == "sglang":  # the fraction priced is SGLang's own mem_fraction_static
         sglang += ["--mem-fraction-static", f"{engine.gpu_memory_utilization:g}"]
     if deployment.weight_dtype == "fp8":  # fp8 asked of a bf16 checkpoint (an fp8-block one says so in its config)
@@ -455,6 +461,11 @@ def launch_commands(
             trtllm += ["--ep_size", str(d.expert_ranks)]
         lines["trtllm"] = trtllm
     notes: list[str] = []
+    if d.dp_attention and d.moe_a2a_backend == "deepep" and vllm_generation == "vllm-v1":
+        notes.append(
+            "vLLM before 0.11.1 takes DeepEP from the environment, VLLM_ALL2ALL_BACKEND=deepep_low_latency, not"
+            " --all2all-backend (vllm-project/vllm#26732; the variable was later removed, #33535)"
+        )
     if plan.nodes is not None:  # several nodes: each engine's own multi-node flags (core.cost.launch_nodes)
         from mha_cli.core.cost.launch_nodes import node_launch, node_shape
 
@@ -506,15 +517,18 @@ def search_deployments(
     client: ClientSpec | None = None,
     slo_percentile: float = 99.0,
     ways: Callable[[], list[WayOut]] | None = None,
+    bounds: bool = True,
 ) -> SearchResult:
     """Search ``target``'s deployments of ``model`` (see the module docstring); ``profiles`` = (profile, ceiling);
     ``client``: confirm the pick in the simulated serving loop (``confirm_by_simulation``); ``ways``: the ways out
-    when nothing is picked (default: ``mha plan``'s, each searched again; ``no_ways`` in those searches)."""
+    when nothing is picked (default: ``mha plan``'s, each searched again; ``no_ways`` in those searches);
+    ``bounds``: False leaves out the candidates' figures on the ceiling (``bounds`` None), which nothing the search
+    picks by reads: a search run only to judge a way out, whose rows are never shown, does not price them."""
     for name, value in (("--ttft-ms", ttft_ms), ("--itl-ms", itl_ms)):
         if value is not None and not value > 0:
             raise BadInputError(f"{name} must be greater than 0 (got {value:g})")
     options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "rate": rate}
-    candidates, tried = _search(model, target, deployment, profiles, **options)
+    candidates, tried = _search(model, target, deployment, profiles if bounds else (profiles[0], None), **options)
     if not candidates:
         raise BadInputError(
             f"no deployment of {model.name} on {target.spec} starts: {'; '.join(tried) or 'no layout shards it'}"

@@ -33,6 +33,7 @@ from mha_cli.core.cost.stepper import Batching, ServingCase, Stepper, chunked_pr
 from mha_cli.core.cost.work import prefill_shape
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
+from mha_cli.core.schemas import MoeA2aBackend
 
 MAX_PREFILL_SHARE = 0.9
 """The share of steps busy with prefills the TTFT queue is priced at, at most (at 1 a queue never drains)."""
@@ -52,10 +53,15 @@ class Deployment(Record):
     are data-parallel attention ranks, each caching its own requests, the experts whole over all GPUs and reached by
     all-to-all. Replicas sharing width-split experts (``expert_ranks`` > tp without it) also run attention apart
     (SGLang launches them with ``--enable-dp-attention``), their MoE tensor-parallel over all ranks by all-gather."""
+    moe_a2a_backend: MoeA2aBackend | None = None
+    """DP attention: how the ranks' tokens reach the experts (``none``: gathered to all and reduce-scattered back;
+    ``deepep``: DeepEP's all-to-all); None without DP attention."""
 
     def describe(self) -> str:
         """``tp 4 x pp 1 x 2 replica(s) with expert parallelism``, ``tp 1 x pp 1 x 8 replica(s) with DP attention``."""
-        ep = " with DP attention" if self.dp_attention else " with expert parallelism" if self.expert_parallel else ""
+        ep = " with expert parallelism" if self.expert_parallel else ""
+        if self.dp_attention:
+            ep = " with DP attention" + (" (DeepEP)" if self.moe_a2a_backend == "deepep" else "")
         return f"tp {self.tp} x pp {self.pp} x {self.replicas} replica(s){ep}"
 
 
@@ -108,7 +114,8 @@ class ServingPrediction(Record):
     prefill_chunk_steps: int
     prefill_ms: float
     """The request's own prefill steps (with the running decodes they carry)."""
-    bounds: ServingBounds
+    bounds: ServingBounds | None
+    """The same figures on the profile's ceiling; None only in a search run to judge a way out (never shown)."""
     profile: ProfileRef
     uncertainty: Uncertainty
     notes: list[str]
@@ -151,11 +158,12 @@ def sustainable(isl: int, osl: int, budget: int) -> int:
 
 
 def predict_serving(
-    case: ServingCase, profile: DeviceProfile, ceiling: DeviceProfile, *, stepper: Stepper | None = None
+    case: ServingCase, profile: DeviceProfile, ceiling: DeviceProfile | None, *, stepper: Stepper | None = None
 ) -> ServingPrediction:
-    """``case`` served on ``profile``, with the same figures on ``ceiling`` as bounds (see the module docstring).
-    ``stepper``: one on ``profile`` for the same model, layout and formats at another load, whose counted operations
-    this prediction reuses (``core.cost.plan.LayoutPlans``)."""
+    """``case`` served on ``profile``, with the same figures on ``ceiling`` as bounds (see the module docstring;
+    ``ceiling`` None: no bounds, for a search that only judges a way out). ``stepper``: one on ``profile`` for the
+    same model, layout and formats at another load, whose counted operations this prediction reuses
+    (``core.cost.plan.LayoutPlans``)."""
     users = -(-case.concurrency // case.replicas)
     admitted = users if case.admitted_per_replica is None else case.admitted_per_replica
     if admitted < 1:
@@ -181,7 +189,12 @@ def predict_serving(
     assert stepper.profile is profile, "a stepper on another profile"
     # the ceiling's figures reuse the operations counted for the profile's: they do not depend on it
     ttft, itl, e2e, throughput, prefill, chunks, decode = figures(stepper)
-    b_ttft, b_itl, b_e2e, b_throughput, *_ = figures(stepper.on(ceiling))
+    bounds = None
+    if ceiling is not None:
+        b_ttft, b_itl, b_e2e, b_throughput, *_ = figures(stepper.on(ceiling))
+        bounds = ServingBounds(
+            ttft_ms=b_ttft * 1e3, itl_ms=b_itl * 1e3, e2e_ms=b_e2e * 1e3, output_tokens_per_s=b_throughput
+        )
     r = profile.relative_error
     notes = []
     if case.cached_prefix:
@@ -203,14 +216,14 @@ def predict_serving(
             tp=case.tp, pp=case.pp, replicas=case.replicas, gpus=gpus,
             expert_ranks=None if case.experts is None else case.experts.ranks,
             expert_parallel=case.experts is not None and case.experts.whole,
-            dp_attention=case.experts is not None and case.experts.all_to_all,
+            dp_attention=case.experts is not None and case.experts.dp_attention,
+            moe_a2a_backend=case.experts.a2a_backend if case.experts is not None and case.experts.dp_attention else None,
         ), batching=case.batching,
         isl=case.isl, osl=case.osl, concurrency=case.concurrency, running_per_replica=running,
         queued_per_replica=queued, ttft_ms=ttft * 1e3, itl_ms=itl * 1e3, e2e_ms=e2e * 1e3,
         output_tokens_per_s=throughput, output_tokens_per_s_per_gpu=throughput / gpus, tokens_per_s_per_user=1 / itl,
         decode_step=decode, prefill_chunk_steps=chunks, prefill_ms=prefill * 1e3,
-        bounds=ServingBounds(ttft_ms=b_ttft * 1e3, itl_ms=b_itl * 1e3, e2e_ms=b_e2e * 1e3,
-                             output_tokens_per_s=b_throughput),
+        bounds=bounds,
         profile=ProfileRef(name=profile.name, kind=profile.kind, source=profile.source),
         uncertainty=Uncertainty(
             relative=r, ttft_ms=(ttft * 1e3 / (1 + r), ttft * 1e3 * (1 + r)),

@@ -65,6 +65,18 @@ def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCos
     return max(memory, compute), compute > memory
 
 
+def op_totals(ops: list[Op]) -> tuple[float, float, float]:
+    """(bytes, FLOPs, kernels) of the step ``ops`` describe: what its time is reported with, the same on every
+    profile (``step_time``'s ``totals``, for a caller that times the same operations on several)."""
+    total_bytes = total_flops = kernels = 0.0
+    for op in ops:
+        count = op.count
+        total_bytes += count * op.bytes
+        total_flops += count * op.flops
+        kernels += count * op.kernels
+    return total_bytes, total_flops, kernels
+
+
 def step_time(
     ops: list[Op],
     profile: DeviceProfile,
@@ -75,6 +87,8 @@ def step_time(
     host_s: float = 0.0,
     send_s: float | None = None,
     scale_out: CollectiveCost | None = None,
+    priced: dict[Op, tuple[float, bool]] | None = None,
+    totals: tuple[float, float, float] | None = None,
 ) -> StepTime:
     """The time of the step ``ops`` describe on ``profile`` (one rank of ``tp``).
 
@@ -83,25 +97,26 @@ def step_time(
     device's work does not hide is added); ``"engine"`` charges the ops' kernels and the step overhead.
     ``host_s``: the engine's host time for the step's sequences, added to the overhead; ``send_s``: the sends
     between pipeline stages, added to the collectives (None: no pipeline); ``scale_out``: the link between nodes
-    (``op_seconds``).
+    (``op_seconds``). ``priced``: ``op_seconds`` of operations already priced on this ``profile``, ``tp`` and
+    ``scale_out``, by operation, which this call reads and adds to (a caller that times many steps on one profile
+    keeps one: the same operation recurs from step to step); None: a fresh one. ``totals``: ``op_totals(ops)``,
+    when the caller has it.
     """
     memory = compute = collective = 0.0
-    total_bytes = total_flops = kernels = 0.0
-    priced: dict[int, tuple[float, bool]] = {}  # equal pipeline stages hold the same Op objects: each priced once
+    if priced is None:
+        priced = {}  # equal pipeline stages hold equal operations: each priced once
     for op in ops:
-        if id(op) not in priced:
-            priced[id(op)] = op_seconds(op, profile, tp, scale_out)
-        seconds, compute_bound = priced[id(op)]
-        spent = op.count * seconds
+        found = priced.get(op)
+        if found is None:
+            found = priced[op] = op_seconds(op, profile, tp, scale_out)
+        spent = op.count * found[0]
         if op.kind in COLLECTIVES:
             collective += spent
-        elif compute_bound:
+        elif found[1]:
             compute += spent
         else:
             memory += spent
-        total_bytes += op.count * op.bytes
-        total_flops += op.count * op.flops
-        kernels += op.count * op.kernels
+    total_bytes, total_flops, kernels = op_totals(ops) if totals is None else totals
     work = memory + compute + collective
     if execution == "eager":
         counted = kernels if dispatches is None else dispatches

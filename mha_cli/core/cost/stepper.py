@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from mha_cli.core.cost.profile import CollectiveCost, DeviceProfile
-from mha_cli.core.cost.step import StepTime, op_seconds, step_time
+from mha_cli.core.cost.step import StepTime, op_seconds, op_totals, step_time
 from mha_cli.core.cost.work import (
     ACTIVATION_BYTES,
     AttentionLayout,
@@ -86,6 +86,8 @@ class Stepper:
         self._weights: list[LayerWeights | None] = [None] * len(self.stages)
         self._ops: dict[tuple[StepShape, ...], list[Op]] = {}
         """The operations of every step counted so far, by its shapes."""
+        self._totals: dict[tuple[StepShape, ...], tuple[float, float, float]] = {}
+        """Their bytes, FLOPs and kernels (``core.cost.step.op_totals``), by the step's shapes."""
         self.draft: Stepper | None = None
         """The drafter's steps on the same profile (``core.cost.speculative.draft_stepper``), once made."""
         self.spans: CollectiveSpans | None = None
@@ -97,13 +99,25 @@ class Stepper:
             self.spans = collective_spans(case.nodes, case.tp, case.pp, case.replicas, expert_ranks)
         self.scale_out = _scale_out(case, profile)
         """The link between nodes on ``profile``, as a collective's cost (None on one node)."""
+        self._priced: dict[Op, tuple[float, bool]] = {}
+        """``op_seconds`` of each operation priced so far on ``profile`` and ``scale_out`` (``step_time``'s ``priced``)."""
+        self._on: list[Stepper] = [self]
+        """The steppers of this case on each profile asked of ``on`` so far (shared by them all)."""
 
     def on(self, profile: DeviceProfile) -> "Stepper":
-        """The same case on ``profile``, sharing the stages, layouts and operations counted so far (and after)."""
+        """The same case on ``profile``, sharing the stages, layouts and operations counted so far (and after); the
+        same stepper each time it is asked for the same profile object, so its priced operations are kept."""
+        for made in self._on:
+            if made.profile is profile:
+                if made.draft is None and self.draft is not None:
+                    made.draft = self.draft.on(profile)
+                return made
         other = copy.copy(self)  # shallow: the stages, the layouts and the operations are the same objects
         other.profile = profile
         other.scale_out = _scale_out(self.case, profile)
+        other._priced = {}  # prices on another profile
         other.draft = None if self.draft is None else self.draft.on(profile)
+        self._on.append(other)
         return other
 
     def ops(self, *shapes: StepShape) -> list[Op]:
@@ -131,9 +145,14 @@ class Stepper:
         case = self.case
         host = self.profile.sequence_overhead_s * sum(shape.sequences for shape in shapes)
         send = None if case.pp == 1 else self.send_seconds(sum(shape.tokens for shape in shapes))
+        ops = self.ops(*shapes)
+        totals = self._totals.get(shapes)
+        if totals is None:
+            totals = self._totals[shapes] = op_totals(ops)
         return step_time(
-            self.ops(*shapes), self.profile, tp=case.tp, host_s=host, send_s=send, scale_out=self.scale_out
-        )
+            ops, self.profile, tp=case.tp, host_s=host, send_s=send, scale_out=self.scale_out,
+            priced=self._priced, totals=totals,
+        )  # fmt: skip
 
     def placed(self, ops: list[Op]) -> list[Op]:
         """``ops`` with the collectives that leave a node marked (``core.cost.nodes.placed``); as they are on one."""
@@ -169,7 +188,10 @@ class Stepper:
         absorbed = absorbed_attention(case.model, shape, case.mla_cache)
         for index in range(len(self.stages)):
             for op in sequence_ops(self.layout(index), shape, absorbed):
-                total += op.count * op_seconds(op, self.profile, case.tp, self.scale_out)[0]
+                found = self._priced.get(op)
+                if found is None:
+                    found = self._priced[op] = op_seconds(op, self.profile, case.tp, self.scale_out)
+                total += op.count * found[0]
         return total
 
     def send_seconds(self, tokens: int) -> float:

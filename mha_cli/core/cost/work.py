@@ -17,8 +17,10 @@ size (a small matrix does not saturate memory bandwidth) is looked up at the ins
 - **memory**: norms, residual adds, the MLP's activation, rotary, the embedding rows and the sampler's logits:
   bytes only.
 - **all_reduce** (tp > 1): after attention and after the MLP, tokens x d_model activations; **all_gather**: the
-  logits of every rank's vocabulary rows; **all_to_all** (DP attention): an MoE layer's dispatch of the rank's
-  tokens to the devices holding their experts and the combine back (``core.dp_attention.dispatch_bytes`` each).
+  logits of every rank's vocabulary rows, and (replicas sharing the experts, DP attention without DeepEP) an MoE
+  layer's gather of every group's tokens and reduce-scatter of the sums (the gathered buffer each, of which a ring
+  moves (N - 1) / N through each rank: ``core.dp_attention``); **all_to_all** (DP attention with DeepEP): an MoE layer's dispatch of the rank's tokens to the devices
+  holding their experts and the combine back (``core.dp_attention.dispatch_bytes`` each).
 
 Ops outside the layers (``outside_layers``: embedding, LM head, sampler, logits gather) run once per step, on one
 pipeline stage.
@@ -417,16 +419,17 @@ def layer_ops(
             Op(name="all-reduce", kind="all_reduce", count=2 * model.n_layers - mixer_only - shared_moe,
                bytes=tokens * d * ACTIVATION_BYTES, flops=0.0, tokens=tokens)
         )  # fmt: skip
-    if shared_moe and layout.all_to_all:  # DP attention: each rank's tokens to their experts' devices and back
+    if shared_moe and layout.deepep:  # DP attention with DeepEP: each rank's tokens to their experts' devices and back
         ops.append(
             Op(name="experts' all-to-all dispatch and combine", kind="all_to_all", count=2 * shared_moe,
                bytes=dispatch_bytes(model, tokens, layout.ranks, ACTIVATION_BYTES), flops=0.0, tokens=tokens,
                ranks=layout.ranks)
         )  # fmt: skip
-    elif shared_moe:  # vLLM's default all2all backend: all-gather the groups' tokens, reduce-scatter the experts' sums
+    elif shared_moe:  # the engines' default: all-gather the groups' tokens, reduce-scatter the experts' sums
+        # (core.dp_attention: a ring moves (N - 1) / N of the gathered buffer through each rank, as all_gather_s prices)
         gathered = groups * tokens * d * ACTIVATION_BYTES
         ops.append(
-            Op(name="experts' dispatch and combine", kind="all_gather", count=2 * shared_moe, bytes=gathered,
+            Op(name="experts' gather and reduce-scatter", kind="all_gather", count=2 * shared_moe, bytes=gathered,
                flops=0.0, tokens=groups * tokens, ranks=layout.ranks)
         )  # fmt: skip
     return ops

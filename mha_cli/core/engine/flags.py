@@ -103,6 +103,9 @@ SPANS: tuple[Span, ...] = (
          f"{WHEELS}; https://github.com/vllm-project/vllm/pull/26732 (merged 2025-10-13)"),
     Span("vllm", "--all2all-backend deepep_low_latency", "0.11.1", None,
          f"{WHEELS}; https://github.com/vllm-project/vllm/pull/26732"),
+    Span("vllm", "VLLM_ALL2ALL_BACKEND deepep_high_throughput", "0.9.1", "0.15.0", f"{WHEELS} (vllm/envs.py)"),
+    Span("vllm", "--all2all-backend deepep_high_throughput", "0.11.1", None,
+         f"{WHEELS}; https://github.com/vllm-project/vllm/pull/26732"),
     Span("vllm", "--distributed-executor-backend", "0.4.3", None, f"{VLLM_ARGS} (before: --worker-use-ray)"),
     Span("vllm", "--distributed-executor-backend ray", "0.4.3", None, VLLM_ARGS),
     Span("vllm", "--distributed-executor-backend mp", "0.4.3", None, VLLM_ARGS),
@@ -144,6 +147,7 @@ SPANS: tuple[Span, ...] = (
          f"{WHEELS}; https://github.com/sgl-project/sglang/pull/4232 (deprecated for --moe-a2a-backend deepep from"
          " 0.4.10.post2)"),
     Span("sglang", "--moe-a2a-backend", "0.4.10.post2", None, SGLANG_ARGS),
+    Span("sglang", "--deepep-mode", "0.4.4.post4", None, SGLANG_ARGS),
     Span("sglang", "--moe-a2a-backend deepep", "0.4.10.post2", None, SGLANG_ARGS),
     *(Span("sglang", word, "0.4.1.post4", None, SGLANG_ARGS) for word in (
         "--speculative-algorithm", "--speculative-algorithm EAGLE", "--speculative-num-steps",

@@ -56,7 +56,21 @@ HOST_DMA_SHARE = 50 / 63
 """The share of a PCIe 5.0 x16 link's 63 GB/s one host-to-device copy reaches: about 50 GB/s, the vLLM blog's
 measurement of DMA (``cudaMemcpyAsync``) and of a copy kernel alike on an H100, one direction, blocks of 2 MB
 (https://blog.vllm.ai/2025/12/29/offloading-connector.html, "for single-direction both can get up to about 50GB/s").
-Applied to every host link."""
+Applied to the PCIe host links (``host_load_share``)."""
+
+
+def host_load_share(link: Link) -> float:
+    """The share of ``link``'s rate a host-to-device load is priced at: ``HOST_DMA_SHARE`` on PCIe, where it was
+    measured; 1 on NVLink-C2C (GB200, GB300), for which no public host-to-device copy measurement was found: a load
+    there is priced at the datasheet's 450 GB/s one way, an upper bound (``C2C_NOTE`` says so in the plan)."""
+    return HOST_DMA_SHARE if link.id.startswith("pcie") else 1.0
+
+
+C2C_NOTE = (
+    "the host link is NVLink-C2C: loads are priced at its datasheet 450 GB/s one way, an upper bound (the 50 of 63"
+    " GB/s a copy reaches on PCIe 5.0 is not applied, and no public GH200/GB200 host-to-device copy measurement is"
+    " used)"
+)
 
 
 class OffloadRule(NamedTuple):
@@ -142,9 +156,9 @@ class HostPool(Record):
     link: str
     """The host link (``core.links``): the part's PCIe generation or NVLink-C2C."""
     link_gbs: float
-    """Its rate one direction (GB/s), before ``HOST_DMA_SHARE``."""
+    """Its rate one direction (GB/s), before ``host_load_share``."""
     load_gbs: float
-    """What a host-to-device load is priced at (GB/s): the link's rate x ``HOST_DMA_SHARE``."""
+    """What a host-to-device load is priced at (GB/s): the link's rate x ``host_load_share`` (50/63 on PCIe)."""
     flags: list[str]
     """The engine's launch options for this pool (TensorRT-LLM: a line of its LLM API options file)."""
     holds: str
@@ -260,6 +274,8 @@ def host_pool(
             " (turn --enable-prefix-caching on)"
         )
     link: Link = host_link(target_id)
+    if host_load_share(link) == 1.0:
+        notes.append(C2C_NOTE)
     notes.append(
         f"host memory is not checked: the plan assumes each rank's host has {allocated / GIB:.1f} GiB free for the"
         " pool (pinned), beside the weights' loading and the OS"
@@ -267,7 +283,7 @@ def host_pool(
     return HostPool(
         generation=engine.generation, asked_bytes_per_rank=asked_bytes_per_rank, bytes_per_token=per_token,
         block_tokens=block, host_blocks=blocks, host_tokens=tokens, host_bytes_per_rank=allocated,
-        gpu_tokens=engine.kv_tokens, link=link.id, link_gbs=link.gbs, load_gbs=link.gbs * HOST_DMA_SHARE,
+        gpu_tokens=engine.kv_tokens, link=link.id, link_gbs=link.gbs, load_gbs=link.gbs * host_load_share(link),
         flags=offload_flags(engine.name, asked_bytes_per_rank, workers), holds=rule.holds,
         needs_prefix_cache=rule.needs_prefix_cache, notes=notes,
     )  # fmt: skip

@@ -124,6 +124,21 @@ class EnginePlan(Record):
     """What the engine's start-up log would say."""
     notes: list[str]
 
+    def at_load(self, sequences_per_replica: int) -> "EnginePlan":
+        """This plan asked to hold ``sequences_per_replica`` instead: nothing else the engine allocates depends on
+        the load (``core.memory.at_load``). Its notes are a copy: a caller may add to them."""
+        return self.model_copy(
+            update={
+                "sequences_per_replica": sequences_per_replica, "notes": list(self.notes),
+                "fits": _fits(self.starts, self.admitted_per_replica, sequences_per_replica),
+            }
+        )  # fmt: skip
+
+
+def _fits(starts: bool, admitted: int, sequences: int) -> bool:
+    """The engine starts and runs the replica's ``sequences`` at once."""
+    return starts and admitted >= sequences
+
 
 KV_FORMATS = {"vllm": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"), "sglang": ("fp32", "fp16", "bf16", "fp8"),
               "trtllm": ("fp32", "fp16", "bf16", "fp8", "int8")}  # fmt: skip
@@ -579,6 +594,6 @@ def plan_engine(
         ideal_max_concurrency=_ideal_concurrency(inputs, pool.available), groups=pool.groups,
         layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers,
         sequences_per_replica=sequences_per_replica, starts=pool.starts, refusal=pool.refusal,
-        admitted_per_replica=admitted, fits=pool.starts and admitted >= sequences_per_replica, budget=pool.budget,
+        admitted_per_replica=admitted, fits=_fits(pool.starts, admitted, sequences_per_replica), budget=pool.budget,
         log_lines=pool.log_lines, notes=notes,
     )  # fmt: skip

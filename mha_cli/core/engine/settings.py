@@ -153,6 +153,21 @@ def _sglang_step_defaults(target: Target, tp: int) -> tuple[int, int]:
     return 16384, 512
 
 
+def sglang_dp_attention_chunk(chunked: int, dp: int) -> int:
+    """Each data-parallel rank's chunked prefill (tokens) when SGLang runs DP attention over ``dp`` ranks:
+    ``chunked_prefill_size // dp_size`` (``server_args.py`` ``_handle_data_parallelism``, 0.5.x, also multiplying
+    ``schedule_conservativeness`` by 0.3; from sgl-project/sglang#4390, merged 2025-03-13: earlier 0.4 releases
+    forced dp to tp and halved the size instead). ``_handle_gpu_memory_settings`` runs first, so the default
+    ``mem_fraction_static`` is sized on the undivided figure. Refused when nothing is left to a rank."""
+    step = chunked // dp
+    if step < 1:
+        raise BadInputError(
+            f"SGLang's DP attention gives each of its {dp} ranks --chunked-prefill-size // {dp} tokens, and {chunked}"
+            f" leaves none: give --chunked-prefill-size {dp} or more"
+        )
+    return step
+
+
 def deployment_generation(deployment: DeploymentSpec) -> Generation:
     """The generation a deployment is priced by: its ``engine_generation``, else its engine's latest; refused when
     the two name different engines."""
@@ -165,8 +180,12 @@ def deployment_generation(deployment: DeploymentSpec) -> Generation:
     return chosen
 
 
-def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> EngineSettings:
-    """The deployment's engine knobs, the engine's (generation's) defaults where unset."""
+def resolve_settings(
+    deployment: DeploymentSpec, target: Target, tp: int, *, dp_attention_ranks: int = 1
+) -> EngineSettings:
+    """The deployment's engine knobs, the engine's (generation's) defaults where unset. ``dp_attention_ranks``: the
+    data-parallel ranks SGLang runs DP attention over (its step budget is then one rank's,
+    ``sglang_dp_attention_chunk``); 1 without DP attention."""
     chosen = deployment_generation(deployment)
     engine = chosen.engine
     util = deployment.gpu_memory_utilization
@@ -210,12 +229,24 @@ def resolve_settings(deployment: DeploymentSpec, target: Target, tp: int) -> Eng
                 f"SGLang's reserve for a {chunked}-token chunked prefill leaves nothing of {target.torch_memory_gib:g} GiB:"
                 " give --mem-fraction-static or a smaller --chunked-prefill-size"
             )
+        note = (
+            f"{chosen.label} on {target.torch_memory_gib:g} GiB: chunked prefill {chunked}, CUDA-graph batch {graph_bs}"
+        )
+        step = chunked
+        if dp_attention_ranks > 1:
+            step = sglang_dp_attention_chunk(chunked, dp_attention_ranks)
+            note += (
+                f"; DP attention over {dp_attention_ranks} ranks gives each {chunked} // {dp_attention_ranks} ="
+                f" {step} tokens a step (server_args _handle_data_parallelism, since sgl-project/sglang#4390 of March"
+                " 2025; the schedule_conservativeness x 0.3 it also sets is not priced)"
+            )
+            if old:  # the generation spans the change
+                note += "; 0.4 releases before that PR forced dp to tp and halved the chunk instead"
         return EngineSettings(
             engine=engine, generation=chosen.id, utilisation=fraction,
             utilisation_source="--mem-fraction-static" if util else f"{chosen.label}'s default for this GPU and tp",
-            max_num_batched_tokens=chunked, max_num_seqs=deployment.max_num_seqs or graph_bs,
-            block_size=deployment.block_size or chosen.block_size,
-            defaults_note=f"{chosen.label} on {target.torch_memory_gib:g} GiB: chunked prefill {chunked}, CUDA-graph batch {graph_bs}",
+            max_num_batched_tokens=step, max_num_seqs=deployment.max_num_seqs or graph_bs,
+            block_size=deployment.block_size or chosen.block_size, defaults_note=note,
         )  # fmt: skip
     tokens = deployment.max_num_batched_tokens or 8192
     return EngineSettings(

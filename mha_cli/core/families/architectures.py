@@ -66,6 +66,9 @@ ARCHITECTURES: dict[str, str] = {
     "IQuestCoderForCausalLM": "iquestcoder", "ExaoneForCausalLM": "exaone", "ExaoneMoEForCausalLM": "exaone_moe",
     "RWForCausalLM": "falcon", "MPTForCausalLM": "mpt", "StableLMEpochForCausalLM": "stablelm",
     "PhiMoEForCausalLM": "phimoe", "MiniMaxText01ForCausalLM": "minimax", "MiniMaxM1ForCausalLM": "minimax",
+    # multimodal wrappers whose text_config is a registered family (vLLM serves each under this class)
+    "Qwen2VLForConditionalGeneration": "qwen2_vl", "Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
+    "Qwen3VLForConditionalGeneration": "qwen3_vl", "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
 }  # fmt: skip
 """Architecture class -> the ``model_type`` of the registered family that reads its configs."""
 

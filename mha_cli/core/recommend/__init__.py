@@ -21,7 +21,7 @@ from mha_cli.core.cost.latency import latency_or_none
 from mha_cli.core.errors import MhaError
 from mha_cli.core.fit import flag_fit, with_layout_ways
 from mha_cli.core.kv import KvFootprint
-from mha_cli.core.memory import LayoutError, MemoryPlan
+from mha_cli.core.memory import LayoutError, MemoryPlan, tp_spans_nodes_note
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.recommend.context import Context
@@ -114,6 +114,16 @@ def _context(request: RecommendRequest) -> Context:
         raise with_layout_ways(exc, resolve_target(request.target), request.tp, judge) from None
 
 
+def _warnings(ctx: Context, request: RecommendRequest, tp: int) -> list[str]:
+    """What the short report prints above the design: bf16 on a target without it, tp spanning the target's nodes
+    (also among the memory plan's notes, which only --explain and --json show)."""
+    if ctx.target is None:
+        return []
+    found = bf16_notes(ctx.target.target, weight_dtype=request.weight_dtype, kv_dtype=request.kv_dtype)
+    spans = tp_spans_nodes_note(tp, ctx.target)
+    return found if spans is None else [*found, spans]
+
+
 def summarise(model: ModelSpec, total: int, active: int) -> ModelSummary:
     mla, moe = model.mla, model.moe
     return ModelSummary(
@@ -204,9 +214,7 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None, pric
         latency=latency,
         fits=memory.fits if memory else None,
         ways_out=ways_out,
-        warnings=bf16_notes(ctx.target.target, weight_dtype=request.weight_dtype, kv_dtype=request.kv_dtype)
-        if ctx.target
-        else [],
+        warnings=_warnings(ctx, request, chosen.tp),
         init=init,
         qkv_bias=False,
         o_bias=False,

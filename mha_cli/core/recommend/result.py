@@ -239,7 +239,7 @@ class RecommendResult(Record):
     """When the plan does not fit: the changes that make it fit, each run through the recommender again before it
     is kept (``core.ways.settle``; pairs when no single change does), or one ``none: ...`` entry."""
     warnings: list[str] = Field(default_factory=empty_list)
-    """Warnings about the plan outside the rules: a bf16 plan on a target without bf16 (V100, T4)."""
+    """Warnings about the plan outside the rules: a bf16 plan on a target without bf16 (V100, T4), tp spanning nodes."""
     """What would make a plan that does not fit fit (flags as the options parse them)."""
     init: InitPlan
     qkv_bias: bool

@@ -82,6 +82,9 @@ class EngineState:
         """vLLM: blocks are cached as they are allocated; the others cache them once computed."""
         self.hit_tokens = 0
         """Prompt tokens served from the prefix cache over the run (vLLM's "Prefix cache hit rate" numerator)."""
+        self.queried_tokens = 0
+        """Prompt tokens looked up in the cache over the run, a preempted request's again when it restarts (the
+        rate's denominator, as vLLM counts its queries)."""
         self.tiers: PrefixTiers | None = None
         """Several prefixes, or a host tier (``core.serve.offload``): they decide the hits instead of the one shared
         prefix above."""
@@ -96,6 +99,7 @@ class EngineState:
                 hit = min(self.prefix_cached, limit)
             self.computed[request] = hit
             self.hit_tokens += hit
+            self.queried_tokens += self.prompts[request]
 
     def take_load(self) -> float:
         """Seconds the next step waits for prefixes loaded back from the host tier (0 without one)."""

@@ -461,6 +461,7 @@ def simulate(
     if len(points) > MAX_TRACE_POINTS:
         points = points[:: -(-len(points) // MAX_TRACE_POINTS)]
     output_tokens = sum(outputs)
+    queried = run.state.queried_tokens or sum(run.prompts)  # lookups, a preempted request's again (<= 100% hits)
     return Simulation(
         engine=limits.engine, requests=len(outputs), duration_s=duration,
         ttft_ms=summarise(times.ttft), tpot_ms=summarise([t for t, o in zip(times.tpot, outputs, strict=True) if o > 1]),
@@ -468,6 +469,6 @@ def simulate(
         request_throughput=len(outputs) / duration, output_tokens_per_s=output_tokens / duration,
         total_tokens_per_s=(output_tokens + sum(run.prompts)) / duration, steps=run.steps,
         preemptions=run.state.preemptions, max_running=run.max_running, max_waiting=run.max_waiting,
-        saturated=saturated, trace=points, prefix_cache_hit_rate=run.state.hit_tokens / sum(run.prompts),
-        host_hit_rate=0.0 if run.state.tiers is None else run.state.tiers.host_hit_tokens / sum(run.prompts),
+        saturated=saturated, trace=points, prefix_cache_hit_rate=run.state.hit_tokens / queried,
+        host_hit_rate=0.0 if run.state.tiers is None else run.state.tiers.host_hit_tokens / queried,
     ), times  # fmt: skip

@@ -24,10 +24,12 @@ if TYPE_CHECKING:
 
 
 NEWER_RWKV_REFUSAL = (
-    "RWKV-{version} runs only as remote code (neither transformers 5.24 nor vLLM's model registry has it), so mha"
-    " has no reference for its weights or its state; transformers' RWKV-4 (model_type rwkv) is priced"
+    "RWKV-{version} runs only as remote code: neither transformers 5.24 nor vLLM's model registry has it, so no engine"
+    " mha models serves it and nothing checks its weights or state (mha prices transformers' RWKV-4, model_type rwkv)"
 )
-"""Why RWKV-5, -6 and -7 configs are refused (their ``Family.refused``)."""
+"""Why RWKV-5, -6 and -7 configs are refused (their ``Family.refused``): vLLM's registry
+(``vllm/model_executor/models/registry.py``, ``_TEXT_GENERATION_MODELS``) has no RWKV class of any version, and the
+issue's bar is "none refused that vLLM serves"."""
 
 
 def _state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,52 @@
+"""The config zoo at full size against transformers (benchmarks/zoo_sweep.py): every published config.json in
+tests/fixtures/hf_configs and tests/fixtures/vision weighed as transformers builds it on the meta device, none
+silently different, none refused. The control: Qwen2.5-VL's decoder read without its q/k/v biases is caught."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from tests.benchmark_modules import load_benchmark
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+zoo_sweep = load_benchmark("zoo_sweep")
+
+SAID = {
+    "gemma-3n-e4b": "per-layer embeddings",  # Gemma-3n's per-layer embedding table, its family's note
+    "llama-4-scout-17b-16e": "(text_config) only",  # the hf_configs copy has no vision_config: its tower is named, left out
+}
+"""Files whose count differs from transformers' and whose `mha kv` output says what it leaves out."""
+
+
+@pytest.mark.parametrize("path", zoo_sweep.zoo_files(), ids=lambda path: f"{path.parent.name}/{path.stem}")
+def test_every_zoo_config_weighs_what_transformers_builds(path):
+    row = zoo_sweep.sweep_one(path)
+    if path.parent.name == "hf_configs" and path.stem in SAID:
+        assert row.verdict == "different, said" and SAID[path.stem] in row.detail, row
+    else:
+        assert row.verdict == "exact", row
+
+
+def test_the_zoo_is_the_issue_s_forty_and_more():
+    assert len(zoo_sweep.zoo_files()) >= 40
+
+
+def test_a_decoder_read_without_its_biases_is_a_silent_difference(monkeypatch):
+    import mha_cli.core.families.models.qwen2_5_vl as qwen2_5_vl
+    from mha_cli.core.families import family
+
+    path = next(p for p in zoo_sweep.zoo_files() if p.stem == "qwen2.5-vl-7b-instruct")
+    monkeypatch.setattr(qwen2_5_vl, "FAMILY", qwen2_5_vl.FAMILY._replace(layout={}))
+    family.cache_clear()
+    try:
+        row = zoo_sweep.sweep_one(path)
+    finally:
+        monkeypatch.undo()
+        family.cache_clear()
+    assert row.verdict == "different, unsaid" and row.reference - row.counted == 28 * (3584 + 2 * 512), row
