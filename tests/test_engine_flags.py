@@ -209,3 +209,29 @@ def test_the_release_typed_is_kept_on_the_deployment():
     assert merge_deployment(None, engine="vllm-v1").engine_version is None
     assert merge_deployment(typed, engine="sglang").engine_version is None
     assert merge_deployment(typed).engine_version == "0.10.2"  # a config's release stays when --engine is not given
+
+
+@pytest.mark.parametrize("engine", ["vllm", "vllm@0.10.2", "vllm@0.11.1", "sglang@0.4.6", "sglang@0.4.3"])
+def test_disaggregated_deepep_workers_check_against_the_table(engine):
+    """DeepSeek-V3's data-parallel workers over two nodes with DeepEP: vLLM 0.10.2 takes the backend as a variable
+    (deepep_high_throughput on a prefill line), 0.11.1 as --all2all-backend; SGLang 0.4.3 has no DeepEP at all."""
+    from mha_cli.core.cost.disaggregated_launch import disaggregated_with_launch
+
+    model, target = get_preset("deepseek-v3"), resolve_target("2x8xh200")
+    deployment = merge_deployment(None, model=model, engine=engine, target=target.spec, weight_dtype="fp8",
+                                  moe_a2a_backend="deepep")  # fmt: skip
+    profiles = (prior_profile(target.target, "fp8"), datasheet_profile(target.target))
+    plan = disaggregated_with_launch(model, by_preset("org/deepseek-v3"), target, deployment, profiles, isl=2000,
+                                     osl=500, rate=20.0, simulate=None)  # fmt: skip
+    meant = release_meant(generation(deployment.engine_generation, deployment.engine), deployment.engine_version)
+    checked = 0
+    for name, text in plan.launch.items():
+        for line in text.splitlines():
+            if "launch_server" in line or " serve " in line:
+                release = meant if name == deployment.engine else LATEST_RELEASE
+                assert line_problems(name, release, shlex.split(line)) == [], line
+                checked += 1
+    assert checked >= 2
+    vllm = plan.launch.get("vllm", "")
+    assert ("VLLM_ALL2ALL_BACKEND=deepep_high_throughput " in vllm) == (engine == "vllm@0.10.2")
+    assert ("sglang" in plan.launch) == (engine != "sglang@0.4.3")
