@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mha_cli.core.engine.generations import generation_of
+from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import bf16_notes, resolve_target
@@ -23,7 +23,7 @@ FALLBACK_SEQ_LEN = 8192
 _OPTION_NAMES = {"seq_len": "--seq", "batch": "--batch", "kv_dtype": "--kv-dtype", "weight_dtype": "--weight-dtype",
                  "tp": "--tp", "block_size": "--block-size", "target": "--target", "mla_cache": "--mla-cache",
                  "state_convention": "--state-convention",
-                 "engine": "--engine", "engine_generation": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
+                 "engine": "--engine", "engine_generation": "--engine", "engine_version": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
                  "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
                  "kv_cache_memory_bytes": "--kv-cache-gib", "limit_mm_per_prompt": "--limit-mm-per-prompt",
                  "kv_offload_bytes": "--kv-offload-gib", "shared_prefixes": "--shared-prefixes"}  # fmt: skip
@@ -50,6 +50,9 @@ def merge_deployment(
     if overrides.get("engine") is not None:  # --engine names the engine and its generation (vllm@0.10)
         chosen = generation_of(overrides["engine"])
         fields["engine"], fields["engine_generation"] = chosen.engine, chosen.id
+        fields.pop("engine_version", None)  # the release typed, kept for the launch lines (core.engine.flags)
+        if typed_release(overrides["engine"]) is not None:
+            fields["engine_version"] = typed_release(overrides["engine"])
     elif fields.get("engine") is not None:
         fields["engine"] = generation_of(fields["engine"]).engine
     fields.setdefault("seq_len", default_seq_len(model, base))

@@ -66,6 +66,8 @@ EngineName = Literal["vllm", "sglang", "trtllm"]
 """Serving engines whose memory rules ``core.engine`` models."""
 GenerationId = Literal["vllm-v0", "vllm-v1", "vllm-0.21", "sglang-0.4", "sglang-0.5", "trtllm-cpp", "trtllm-pytorch"]
 """Engine generations whose memory rules differ (``core.engine.generations``)."""
+EngineVersion = Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?(\.post\d+|\.\d+|rc\d+)?$")]
+"""A release as PyPI names it: ``0.10``, ``0.10.2``, ``0.4.6.post1``, ``0.10.1.1``, ``1.0.0rc4``."""
 ScoringFunc = Literal["softmax", "sigmoid"]
 TopkMethod = Literal["greedy", "group_limited_greedy", "noaux_tc", "noaux_logits"]
 RopeScalingType = Literal["linear", "llama3", "yarn"]
@@ -1031,6 +1033,9 @@ class DeploymentSpec(_Strict):
     """Serving engine whose memory rules size the KV pool (``core.engine``); None: vllm."""
     engine_generation: GenerationId | None = None
     """The engine's generation (``--engine vllm@0.10``, ``core.engine.generations``); None: its latest modelled."""
+    engine_version: EngineVersion | None = None
+    """The release the user typed (``--engine vllm@0.10.2`` -> ``0.10.2``), which the launch lines are written for
+    (``core.engine.flags``); None: the latest release of ``engine_generation``."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
     """Share of device memory the engine may use: vLLM's ``gpu_memory_utilization`` (default 0.9), SGLang's
     ``mem_fraction_static`` (default from the GPU's size), TRT-LLM's ``free_gpu_memory_fraction`` (default 0.9,

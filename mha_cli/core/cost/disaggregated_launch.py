@@ -230,9 +230,19 @@ def disaggregated_with_launch(
     launch = disaggregated_launch(plan, split, served, deployment, utilisation=plan.gpu_memory_utilization)
     if served.named_by == "gguf-file":  # vLLM's GGUF loader, as the aggregated lines: SGLang's is not priced
         launch = {"vllm": launch["vllm"]}
-    nodes = [NODES_NOTE] if "NODE1_IP" in launch["vllm"] else []
-    engines = "both engines need" if "sglang" in launch else "vLLM needs"
+    # each engine's lines in the forms of the release meant (core.engine.launch_forms), left out where it has none
+    from mha_cli.core.engine.generations import generation
+    from mha_cli.core.engine.launch_forms import fit_commands, releases_for
+
+    priced = generation(deployment.engine_generation, deployment.engine)
+    launch, left_out = fit_commands(launch, releases_for(priced, deployment.engine_version))
+    nodes = [NODES_NOTE] if any("NODE1_IP" in text for text in launch.values()) else []
+    engines = "both engines need" if "sglang" in launch and "vllm" in launch else "vLLM needs"
+    engines = "SGLang needs" if "vllm" not in launch else engines
     dp_workers = split.prefill_dp > 1 or split.decode_dp > 1
     old_vllm = [OLD_VLLM_DEEPEP] if dp_workers and _vllm_generation(deployment) == "vllm-v1" else []
-    note = "; ".join([LAUNCH_NOTE.format(engines=engines), *nodes, *old_vllm, *([served.note] if served.note else [])])
+    old_vllm = old_vllm if "vllm" in launch else []
+    note = "; ".join(
+        [LAUNCH_NOTE.format(engines=engines), *nodes, *old_vllm, *([served.note] if served.note else []), *left_out]
+    )
     return plan.model_copy(update={"launch": launch, "launch_note": note})

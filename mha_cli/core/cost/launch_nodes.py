@@ -4,8 +4,8 @@ Three shapes, from the plan's layout (``ServingPlan.nodes``):
 
 - **a replica spans nodes** (tp x pp more than a node holds: pipeline stages across nodes): vLLM's multiprocessing
   backend over nodes, ``--distributed-executor-backend mp --nnodes K --node-rank R --master-addr --master-port``, the
-  other nodes ``--headless`` (``ParallelConfig.nnodes``, from vLLM 0.11: vllm-project/vllm#23691), written for the
-  generations in ``MP_GENERATIONS``; the V1 generation (0.8-0.20), whose first releases lack it, starts a Ray cluster
+  other nodes ``--headless`` (``ParallelConfig.nnodes``, vllm-project/vllm#23691; first read in vLLM 0.11.1's wheel,
+  ``core.engine.flags``), written for the generations in ``MP_GENERATIONS``; the V1 generation (0.8-0.20), whose first releases lack it, starts a Ray cluster
   and ``--distributed-executor-backend ray`` on the head, which every release of it runs
   (https://docs.vllm.ai/en/stable/serving/parallelism_scaling.html);
   SGLang ``--nnodes K --node-rank R --dist-init-addr HEAD:PORT`` (``ServerArgs``). Several replicas: one such group of
@@ -46,8 +46,8 @@ SGLANG_DIST_PORT = "50000"
 RAY_PORT = "6379"
 """Ray's default head port (``ray start --head``)."""
 MP_GENERATIONS = ("vllm-0.21",)
-"""vLLM generations whose releases all take ``--nnodes`` with the mp backend (it came in 0.11, vllm-project/vllm#23691):
-vllm-0.21 only. V1 (0.8-0.20) gets Ray lines, which run on 0.8-0.10 too, though 0.11-0.20 would also take mp."""
+"""vLLM generations whose releases all take ``--nnodes`` with the mp backend (vllm-project/vllm#23691, first read in
+0.11.1): vllm-0.21 only. V1 (0.8-0.20) gets Ray lines, which run on 0.8-0.10 too, though 0.11-0.20 would also take mp."""
 
 
 class NodeShape(NamedTuple):

@@ -30,6 +30,7 @@ from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_g
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import dp_attention_runs_on, sglang_deepep_flags
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
+from mha_cli.core.engine.generations import Generation
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -483,7 +484,34 @@ def launch_commands(
 
         shape = node_shape(plan.nodes.nodes, plan.nodes.devices_per_node, d.tp, d.pp, d.replicas, d.expert_ranks)
         lines, notes = node_launch(lines, shape, vllm_generation)
-    return {engine: shlex.join(words) for engine, words in lines.items()}, notes
+    fitted, release_notes = release_lines(lines, generation, deployment.engine_version)
+    left_out = [engine for engine in lines if engine not in fitted]  # its node notes go with it
+    notes = [note for note in notes if not any(note.startswith(f"{engine}: ") for engine in left_out)]
+    return {engine: shlex.join(words) for engine, words in fitted.items()}, [*release_notes, *notes]
+
+
+def release_lines(
+    lines: dict[str, list[str]], generation: Generation, typed: str | None
+) -> tuple[dict[str, list[str]], list[str]]:
+    """``lines`` in the forms of the releases meant (``core.engine.launch_forms``): the priced engine's the one typed
+    (``--engine vllm@0.10.2``) or its generation's latest, the other engines' their latest; with the notes saying
+    which release a line is for when it is not the latest, and why a line the release cannot run was left out."""
+    from mha_cli.core.engine.flags import format_release
+    from mha_cli.core.engine.launch_forms import fit_lines, releases_for
+
+    releases = releases_for(generation, typed)
+    meant = releases[generation.engine]
+    fitted, notes = fit_lines(lines, releases)
+    if generation.engine in fitted and (typed is not None or generation.until is not None):
+        written = format_release(meant)
+        if typed is None:
+            tail = f" (the latest of {generation.label})"
+        elif written.endswith(".x"):
+            tail = f" (its latest patch: give the exact release, as {generation.engine}@{written[:-1]}N, to check its flags)"
+        else:
+            tail = ""
+        notes.insert(0, f"the {generation.engine} line is written for {generation.engine} {written}{tail}")
+    return fitted, notes
 
 
 def search_deployments(

@@ -203,6 +203,21 @@ def generation_of(engine_text: str | None) -> Generation:
     )
 
 
+_RELEASE = re.compile(r"v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+|\.\d+|rc\d+)?)", re.IGNORECASE)
+
+
+def typed_release(engine_text: str | None) -> str | None:
+    """The release ``--engine`` names, as PyPI writes it (``vllm@v0.10.2`` -> ``0.10.2``, ``sglang==0.4.6.post1``);
+    None for an engine alone, a generation id, or a version too loose to name a release (``0.10.x``: the
+    generation is kept, its latest release meant)."""
+    if engine_text is None:
+        return None
+    text = str(engine_text).strip()
+    _, separator, version_text = text.partition("@") if "@" in text else text.partition("==")
+    match = _RELEASE.fullmatch(version_text.strip()) if separator else None
+    return None if match is None else match.group(1).lower()
+
+
 def generation(generation_id: GenerationId | None, engine: EngineName | None = None) -> Generation:
     """The generation of that id; None: ``engine``'s latest (vLLM's without an engine)."""
     if generation_id is not None:

