@@ -223,14 +223,16 @@ def test_a_decode_line_caps_its_running_batch_at_its_own_layout(four_nodes):
 
 
 def test_dp_worker_lines_for_vllm_before_0_11_1_name_its_environment_variable(four_nodes):
-    """vLLM 0.10 (generation vllm-v1) has no --all2all-backend: the note names VLLM_ALL2ALL_BACKEND, as the
+    """vLLM 0.10 (generation vllm-v1) has no --all2all-backend: the line sets VLLM_ALL2ALL_BACKEND and the note names it, as the
     aggregated plan's does; the control, the latest vLLM (the fixture's), takes the flag and needs no such note."""
     result = runner.invoke(app, ["plan", "deepseek-v3", "--target", "4x8xh100", "--disaggregated", "--isl", "2000",
                                  "--osl", "100", "--closed-form", "--json", "--engine", "vllm@0.10"])  # fmt: skip
     assert result.exit_code == 0, result.output
     older = json.loads(result.output)
     pick = older["splits"][older["chosen"]]
-    assert pick["prefill_dp"] > 1 and "--all2all-backend deepep_high_throughput" in older["launch"]["vllm"]
+    vllm = older["launch"]["vllm"]  # the line in 0.10's form (core.engine.launch_forms): the variable, not the flag
+    assert pick["prefill_dp"] > 1 and "VLLM_ALL2ALL_BACKEND=deepep_high_throughput " in vllm
+    assert "--all2all-backend" not in vllm
     assert "VLLM_ALL2ALL_BACKEND=deepep_high_throughput on the prefill lines" in older["launch_note"]
     assert "VLLM_ALL2ALL_BACKEND" not in four_nodes["launch_note"]
 
