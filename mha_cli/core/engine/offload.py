@@ -91,6 +91,16 @@ class OffloadRule(NamedTuple):
     """What differs between the releases of the generation."""
 
 
+_SGLANG_RULE = OffloadRule(
+    flag="--hicache-size", scope="per rank", needs_prefix_cache=True,
+    holds="radix-cache prefixes evicted from the GPU pool (write-through backup), loaded back on a hit",
+    source="sglang srt/mem_cache/memory_pool_host.py HostKVCache (0.5.x)",
+)  # fmt: skip
+_TRTLLM_RULE = OffloadRule(
+    flag="kv_cache_config.host_cache_size", scope="per rank", needs_prefix_cache=True,
+    holds="reusable blocks evicted from the GPU pool (secondary pool), copied back when reused",
+    source="TensorRT-LLM KvCacheConfig.host_cache_size (bytes per rank)",
+)  # fmt: skip
 _VLLM_HOLDS = (
     "every full block a request computes (write-through), so prefixes evicted from the GPU pool and, since 0.14,"
     " a preempted request's blocks; a hit is loaded back by DMA while other requests run"
@@ -111,27 +121,12 @@ OFFLOAD_RULES: dict[str, OffloadRule] = {
         flag="--kv-offloading-size", scope="summed over an engine's workers (tp x pp)", needs_prefix_cache=False,
         holds=_VLLM_HOLDS, source="vLLM 0.32 config/cache.py, v1/kv_offload/cpu/spec.py CPUOffloadingSpec",
     ),
-    "sglang-0.4": OffloadRule(
-        flag="--hicache-size", scope="per rank", needs_prefix_cache=True,
-        holds="radix-cache prefixes evicted from the GPU pool (write-through backup), loaded back on a hit",
-        source="sglang srt/mem_cache/memory_pool_host.py HostKVCache (0.5.x)",
+    "sglang-0.4": _SGLANG_RULE._replace(
         note="SGLang 0.4: HiCache came during 0.4.x (--enable-hierarchical-cache); earlier 0.4 releases lack it",
     ),
-    "sglang-0.5": OffloadRule(
-        flag="--hicache-size", scope="per rank", needs_prefix_cache=True,
-        holds="radix-cache prefixes evicted from the GPU pool (write-through backup), loaded back on a hit",
-        source="sglang srt/mem_cache/memory_pool_host.py HostKVCache (0.5.x)",
-    ),
-    "trtllm-cpp": OffloadRule(
-        flag="kv_cache_config.host_cache_size", scope="per rank", needs_prefix_cache=True,
-        holds="reusable blocks evicted from the GPU pool (secondary pool), copied back when reused",
-        source="TensorRT-LLM KvCacheConfig.host_cache_size (bytes per rank)",
-    ),
-    "trtllm-pytorch": OffloadRule(
-        flag="kv_cache_config.host_cache_size", scope="per rank", needs_prefix_cache=True,
-        holds="reusable blocks evicted from the GPU pool (secondary pool), copied back when reused",
-        source="TensorRT-LLM KvCacheConfig.host_cache_size (bytes per rank)",
-    ),
+    "sglang-0.5": _SGLANG_RULE,
+    "trtllm-cpp": _TRTLLM_RULE,
+    "trtllm-pytorch": _TRTLLM_RULE,
 }  # fmt: skip
 """Each engine generation's host KV pool (the module docstring gives what each was read in)."""
 
