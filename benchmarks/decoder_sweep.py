@@ -97,7 +97,7 @@ def sweep_one(model_type: str, built: Built | None = None) -> Row:
         names = [f"missing {k}" for k in result.missing_keys[:2]] + [f"extra {k}" for k in result.unexpected_keys[:2]]
         return Row(model_type, "does not load", detail="; ".join(names)[:160])
     try:
-        prefill, decode = _errors(reference, ours, spec.vocab_size)
+        prefill, decode = _errors(reference, ours, spec.embeddings.vocab_size)
     except Exception as exc:  # our decoder failed on a model it built and loaded: a bug of ours
         return Row(model_type, "crashes", detail=f"{type(exc).__name__}: {str(exc)[:140]}")
     if prefill < TOLERANCE and decode < TOLERANCE:

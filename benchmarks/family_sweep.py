@@ -190,11 +190,11 @@ def _priced(config_dict: dict, model_type: str, *, view: str = "engine") -> int:
     model = import_hf_config(config_dict, name=model_type).model
     update: dict = {}
     if view == "window - 1":
-        if model.sliding_window is not None:
-            update["sliding_window"] = max(1, model.sliding_window - 1)
-        if model.attention_chunk is not None:
-            update["attention_chunk"] = max(1, model.attention_chunk - 1)
-    elif view == "unwindowed" and model.sliding_window is not None:
+        if model.layers.sliding_window is not None:
+            update["sliding_window"] = max(1, model.layers.sliding_window - 1)
+        if model.layers.attention_chunk is not None:
+            update["attention_chunk"] = max(1, model.layers.attention_chunk - 1)
+    elif view == "unwindowed" and model.layers.sliding_window is not None:
         update = {"sliding_window": None, "layer_pattern": None}
     model = model.model_copy(update=update)
     return kv_footprint(

@@ -95,7 +95,7 @@ class PublicDesign:
 
     @property
     def is_moe(self) -> bool:
-        return self.spec.moe is not None
+        return self.spec.block.moe is not None
 
 
 def load_designs(path: Path = FIXTURE) -> list[PublicDesign]:
@@ -127,7 +127,7 @@ def request_for(design: PublicDesign) -> dict:
         "params": params.total,
         "seq_len": design.context,
         "target": target,
-        "vocab_size": design.spec.vocab_size,
+        "vocab_size": design.spec.embeddings.vocab_size,
     }
     if design.is_moe and "active_params" in RecommendRequest.model_fields:
         fields.update(active_params=params.active)
@@ -155,28 +155,42 @@ def compare(design: PublicDesign) -> Row:
     fields = request_for(design)
     asked = f"{mine.total / 1e9:.2f}B" + (f"/A{mine.active / 1e9:.2f}B" if "active_params" in fields else "")
     asked += f" {design.context // 1024}K {fields['target']}"
-    public_heads = f"MLA{spec.mla.latent_dim}" if spec.mla else f"{spec.n_heads}/{spec.kv_heads}"
-    public_hd = spec.mla.v_head_dim if spec.mla else spec.dim_per_head
+    public_heads = (
+        f"MLA{spec.attention.mla.latent_dim}"
+        if spec.attention.mla
+        else f"{spec.attention.n_heads}/{spec.attention.n_kv_heads}"
+    )
+    public_hd = spec.attention.mla.v_head_dim if spec.attention.mla else spec.attention.head_dim
     public = _shape(spec.d_model, spec.n_layers, public_heads, public_hd)
     try:
         result = recommend(RecommendRequest.parse(**fields))
     except MhaError as exc:
         return Row(design.name, design.is_moe, asked, public, "refused", dict.fromkeys(CHECKS, False), exc.message)
     got_model = result.config.model
-    got_heads = f"MLA{got_model.mla.latent_dim}" if got_model.mla else f"{got_model.n_heads}/{got_model.kv_heads}"
-    got_hd = got_model.mla.v_head_dim if got_model.mla else got_model.dim_per_head
+    got_heads = (
+        f"MLA{got_model.attention.mla.latent_dim}"
+        if got_model.attention.mla
+        else f"{got_model.attention.n_heads}/{got_model.attention.n_kv_heads}"
+    )
+    got_hd = got_model.attention.mla.v_head_dim if got_model.attention.mla else got_model.attention.head_dim
     got = _shape(got_model.d_model, got_model.n_layers, got_heads, got_hd)
-    if got_model.moe is not None:
-        got += f" E{got_model.moe.n_experts}k{got_model.moe.n_active_experts}"
-    public_kv = spec.mla.latent_dim if spec.mla else 2 * spec.kv_heads * spec.dim_per_head
-    got_kv = got_model.mla.latent_dim if got_model.mla else 2 * got_model.kv_heads * got_model.dim_per_head
+    if got_model.block.moe is not None:
+        got += f" E{got_model.block.moe.n_experts}k{got_model.block.moe.n_active_experts}"
+    public_kv = (
+        spec.attention.mla.latent_dim if spec.attention.mla else 2 * spec.attention.n_kv_heads * spec.attention.head_dim
+    )
+    got_kv = (
+        got_model.attention.mla.latent_dim
+        if got_model.attention.mla
+        else 2 * got_model.attention.n_kv_heads * got_model.attention.head_dim
+    )
     got_params = count_params(got_model)
     hits: dict[str, bool | None] = {
         "head_dim": got_hd == public_hd,
         "kv_heads": (
             1 / BANDS["kv"] <= got_kv / public_kv <= BANDS["kv"]
-            if spec.mla or got_model.mla
-            else 1 / BANDS["kv"] <= got_model.kv_heads / spec.kv_heads <= BANDS["kv"]
+            if spec.attention.mla or got_model.attention.mla
+            else 1 / BANDS["kv"] <= got_model.attention.n_kv_heads / spec.attention.n_kv_heads <= BANDS["kv"]
         ),
         "width": abs(got_model.d_model - spec.d_model) <= BANDS["width"] * spec.d_model,
         "depth": abs(got_model.n_layers - spec.n_layers) <= BANDS["depth"] * spec.n_layers,
@@ -189,9 +203,9 @@ def compare(design: PublicDesign) -> Row:
 
 def _pattern(spec: ModelSpec) -> tuple[int, int] | None:
     """(local, global) layers of a window pattern's period, None when every layer is global."""
-    if spec.sliding_window is None or not spec.layer_pattern:
+    if spec.layers.sliding_window is None or not spec.layers.pattern:
         return None
-    return spec.layer_pattern.count("local"), spec.layer_pattern.count("global")
+    return spec.layers.pattern.count("local"), spec.layers.pattern.count("global")
 
 
 def windows_hit(design: PublicDesign, fields: dict) -> bool | None:
@@ -205,11 +219,11 @@ def windows_hit(design: PublicDesign, fields: dict) -> bool | None:
         got = recommend(RecommendRequest.parse(**fields, priority="inference")).config.model
     except MhaError:
         return False
-    if _pattern(got) is None or got.sliding_window is None or spec.sliding_window is None:
+    if _pattern(got) is None or got.layers.sliding_window is None or spec.layers.sliding_window is None:
         return False
     (lo, gl), (got_lo, got_gl) = _pattern(spec), _pattern(got)
     same_ratio = lo * got_gl == got_lo * gl
-    return same_ratio and 1 / BANDS["kv"] <= got.sliding_window / spec.sliding_window <= BANDS["kv"]
+    return same_ratio and 1 / BANDS["kv"] <= got.layers.sliding_window / spec.layers.sliding_window <= BANDS["kv"]
 
 
 def hit_rates(rows: list[Row]) -> dict[str, tuple[int, int]]:

@@ -107,7 +107,7 @@ def test_a_mamba2_head_count_is_not_read_as_attention_heads():
     """Mamba-2's ``num_heads`` (128) and ``head_dim`` (64) size the state, never an attention cache."""
     model = import_hf_config(_published("mamba-codestral-7b")).model
     assert model.recurrent is not None and (model.recurrent.n_heads, model.recurrent.head_dim) == (128, 64)
-    assert model.n_heads == 1 and model.mlp_kind(0) == "none"
+    assert model.attention.n_heads == 1 and model.mlp_kind(0) == "none"
 
 
 def test_kv_json_and_table_say_there_is_no_per_token_cache(cli):
@@ -193,7 +193,7 @@ def test_xlstm_7b_state_by_hand_and_its_weights_equal_transformers():
     transformers = pytest.importorskip("transformers")
     config = _published("xlstm-7b")
     model = import_hf_config(config).model
-    assert model.attention_free and model.n_layers == 32 and model.d_ff == 10_944  # 2.667 x 4096 up to 64s
+    assert model.attention_free and model.n_layers == 32 and model.block.d_ff == 10_944  # 2.667 x 4096 up to 64s
     for convention in ("engine", "transformers"):  # its inference_state_dtype, float32, either way
         kv = kv_footprint(model, seq_len=100_000, batch=2, kv_dtype="bf16", state_convention=convention)
         assert kv.bytes_per_token == 0 and kv.state_bytes_per_layer == XLSTM_7B_STATE_PER_LAYER

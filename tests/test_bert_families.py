@@ -72,7 +72,7 @@ def test_an_untied_head_says_its_unused_second_bias_is_not_counted():
 
 def test_roberta_positions_start_past_the_padding_row():
     spec = import_hf_config(_config("roberta").to_dict()).model
-    assert (spec.position_offset, spec.position_embeddings, spec.context_length) == (2, 40, 38)
+    assert (spec.embeddings.position_offset, spec.embeddings.positions, spec.context_length) == (2, 40, 38)
 
 
 def _perturbed(model):
@@ -154,10 +154,10 @@ def test_an_older_modernbert_decoder_config_reads_as_its_config_class_derives_it
     older = {k: v for k, v in config.to_dict().items() if k not in ("layer_types", "sliding_window", "rope_parameters")}
     older.update(local_attention=16, global_attn_every_n_layers=3, global_rope_theta=160000.0, local_rope_theta=1e4)
     spec = import_hf_config(older).model
-    assert (spec.sliding_window, spec.layer_pattern, spec.rope, spec.rope_local) == (
-        current.sliding_window, current.layer_pattern, current.rope, current.rope_local,
+    assert (spec.layers.sliding_window, spec.layers.pattern, spec.attention.rope, spec.attention.rope_local) == (
+        current.layers.sliding_window, current.layers.pattern, current.attention.rope, current.attention.rope_local,
     )  # fmt: skip
-    assert (spec.sliding_window, spec.layer_pattern) == (8, ["global", "local", "local"])
+    assert (spec.layers.sliding_window, spec.layers.pattern) == (8, ["global", "local", "local"])
 
 
 @pytest.mark.parametrize("model_type", ["bert", "electra", "rembert", "modernbert-decoder"])

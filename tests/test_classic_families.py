@@ -130,7 +130,7 @@ def test_opt_350m_post_ln_blocks_give_transformers_logits():
         max_position_embeddings=32, word_embed_proj_dim=48, do_layer_norm_before=False,
     )  # fmt: skip
     reference, ours = _loaded(config)
-    assert ours.spec.norm_placement == "post_residual" and not ours.spec.final_norm
+    assert ours.spec.block.norm_placement == "post_residual" and not ours.spec.embeddings.final_norm
     ids = torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
         torch.testing.assert_close(ours(ids), reference(input_ids=ids).logits, atol=1e-4, rtol=0)
@@ -172,7 +172,7 @@ def test_falcons_two_norm_blocks_give_transformers_logits_and_weights(arch):
         vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, alibi=False, **arch
     )
     reference, ours = _loaded(config)
-    assert ours.spec.n_norms_per_layer == 2
+    assert ours.spec.block.n_norms == 2
     assert count_params(ours.spec).total == sum(p.numel() for p in reference.parameters())
     ids = torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
@@ -187,7 +187,7 @@ def test_phis_qk_layernorms_give_transformers_logits_and_weights():
         qk_layernorm=True,
     )  # fmt: skip
     reference, ours = _loaded(config)
-    assert ours.spec.qk_norm_type == "layernorm"
+    assert ours.spec.attention.qk_norm_type == "layernorm"
     assert count_params(ours.spec).total == sum(p.numel() for p in reference.parameters())
     ids = torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
@@ -242,7 +242,7 @@ def test_an_older_pythia_config_reads_its_rotary_pct_and_base_and_counts_pythia_
         "vocab_size": 50304, "tie_word_embeddings": False, "max_position_embeddings": 2048, "hidden_act": "gelu",
     }  # fmt: skip
     imported = import_hf_config(config)
-    assert imported.model.rope.partial_rotary_factor == 0.25 and imported.model.parallel_residual
+    assert imported.model.attention.rope.partial_rotary_factor == 0.25 and imported.model.block.parallel_residual
     assert not any(note.startswith("rope_theta absent") for note in imported.assumptions)
     assert count_params(imported.model).total == 70_426_624
 

@@ -20,6 +20,7 @@ from mha_cli.core.dp_attention import (
     remote_destinations,
 )
 from mha_cli.core.errors import EXIT_BAD_INPUT
+from mha_cli.core.model_edit import copy_with
 from mha_cli.core.params import count_params, params_per_rank
 from mha_cli.core.presets import get_preset
 
@@ -91,10 +92,10 @@ def test_the_all_to_all_bytes_of_a_decode_step_by_hand():
     assert link.all_to_all_s(a2a[0].bytes, 8) == pytest.approx(10e-6 + 200_704 / 450e9)
     # top-1 routing without groups: a token goes to one expert, on another rank (N - 1) / N of the time
     top1 = get_preset("mixtral-8x7b")
-    top1 = top1.model_copy(update={"moe": top1.moe.model_copy(update={"n_active_experts": 1})})
+    top1 = copy_with(top1, {"block.moe": top1.block.moe.model_copy(update={"n_active_experts": 1})})
     assert dispatch_bytes(top1, 10, 8, 2) == pytest.approx(10 * 4096 * 2 * 7 / 8)
     # 256 ungrouped experts, top 8: a token reaches 8 x (1 - C(224, 8) / C(256, 8)) devices
-    ungrouped = v3.model_copy(update={"moe": v3.moe.model_copy(update={"n_group": 1, "topk_group": 1})})
+    ungrouped = copy_with(v3, {"block.moe": v3.block.moe.model_copy(update={"n_group": 1, "topk_group": 1})})
     assert remote_destinations(ungrouped, 8) == pytest.approx(7 * (1 - comb(224, 8) / comb(256, 8)))
 
 

@@ -74,7 +74,7 @@ def test_gemma_3_groups_pad_the_sliding_layers():
     slots) and 1 full; tokens are blocks // 7 x 16; a request needs 512 blocks per full group and
     ceil(min(1023 + 8192, 8192) / 16) + 1 = 513 per sliding group."""
     model = get_preset("gemma-3-27b")
-    assert (model.n_global_layers, model.n_local_layers, model.sliding_window) == (10, 52, 1024)
+    assert (model.n_global_layers, model.n_local_layers, model.layers.sliding_window) == (10, 52, 1024)
     result = pool("gemma-3-27b", 20 * GIB)
     assert (len(result.groups), result.layers_per_group, result.padding_layers) == (7, 10, 8)
     per_layer = 2 * 16 * 128 * 2  # K and V, 16 KV heads of 128, bf16

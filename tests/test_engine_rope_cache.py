@@ -12,6 +12,7 @@ from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.rope_cache import SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_tables
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
+from mha_cli.core.model_edit import copy_with
 from mha_cli.core.schemas import DeploymentSpec, RopeScaling
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
@@ -50,9 +51,9 @@ def test_yarn_rows_are_the_original_context_times_the_factor():
     """YaRN precomputes original_max_position_embeddings x factor rows (``YaRNScalingRotaryEmbedding``): a
     Qwen3-8B with factor 4 over 32,768 holds 131,072 x 128 x 2 B = 32 MiB, whatever max_position_embeddings says."""
     model = _model("qwen3-8b")
-    assert model.rope is not None
+    assert model.attention.rope is not None
     scaling = RopeScaling(type="yarn", factor=4.0, original_max_position_embeddings=32_768)
-    scaled = model.model_copy(update={"rope": model.rope.model_copy(update={"scaling": scaling})})
+    scaled = copy_with(model, {"attention.rope": model.attention.rope.model_copy(update={"scaling": scaling})})
     assert rope_tables(scaled) == [(131_072, 128)] and rope_cache_bytes(scaled) == 32 * 2**20
 
 

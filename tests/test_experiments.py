@@ -120,7 +120,7 @@ def test_experiment_lm_parameters_match_count_params_with_and_without_attention(
     model = build_lm(spec)
     assert n_parameters(model) == count_params(spec).total == expected_parameters(spec)
     logits = model(torch.zeros(2, 5, dtype=torch.long))
-    assert logits.shape == (2, 5, spec.vocab_size)
+    assert logits.shape == (2, 5, spec.embeddings.vocab_size)
     bare = build_lm(spec, attention=False)
     assert n_parameters(bare) == expected_parameters(spec, attention=False) < n_parameters(model)
 

@@ -6,6 +6,7 @@ import pytest
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import known_model_types
+from mha_cli.core.model_migration import flat_path, read_path
 from mha_cli.core.presets import get_preset
 from mha_cli.verify.plan import refuse_unbuilt_layers
 
@@ -71,8 +72,13 @@ def test_a_config_is_read_through_its_family_module():
     from mha_cli.core.hf_import import import_hf_config
 
     mpt = import_hf_config({"model_type": "mpt", "d_model": 64, "n_layers": 3, "n_heads": 4, "expansion_ratio": 2})
-    assert (mpt.model.n_layers, mpt.model.d_ff, mpt.model.norm, mpt.model.family) == (3, 128, "layernorm", "mpt")
-    assert mpt.model.tied_embeddings  # MptConfig ties by default
+    assert (mpt.model.n_layers, mpt.model.block.d_ff, mpt.model.block.norm, mpt.model.family) == (
+        3,
+        128,
+        "layernorm",
+        "mpt",
+    )
+    assert mpt.model.embeddings.tied  # MptConfig ties by default
     neo = import_hf_config(
         {
             "model_type": "gpt_neo",
@@ -84,8 +90,8 @@ def test_a_config_is_read_through_its_family_module():
             "window_size": 8,
         }
     )
-    assert neo.model.position_embeddings == 32 and neo.model.rope is None and neo.model.rotary is None
-    assert neo.model.layer_pattern == ["global", "local"] and neo.model.sliding_window == 8
+    assert neo.model.embeddings.positions == 32 and neo.model.attention.rope is None and neo.model.rotary is None
+    assert neo.model.layers.pattern == ["global", "local"] and neo.model.layers.sliding_window == 8
     unknown = import_hf_config(
         {"model_type": "somebody_new", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
     )
@@ -99,7 +105,7 @@ def test_a_preset_takes_its_layout_and_omissions_from_its_family(name):
 
     spec = get_preset(name)
     fam = family(spec.family)
-    assert all(getattr(spec, key) == value for key, value in fam.layout.items())
+    assert all(read_path(spec, flat_path(key)) == value for key, value in fam.layout.items())
     assert omitted_details(spec) == list(fam.differences)
     renamed = spec.model_copy(update={"family": None})  # no family field: the name still finds it
     assert omitted_details(renamed) == list(fam.differences)

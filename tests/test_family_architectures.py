@@ -110,7 +110,7 @@ def test_minimax_m2_s_attention_list_of_ones_is_read_as_softmax_on_every_layer(n
     checkpoint lists 228,703,644,928 values: less 13,880,064 fp8 block scales, less 62 x 256 correction biases."""
     config = _config(name)
     model = import_hf_config(config).model
-    assert model.layer_pattern is None and model.recurrent is None
+    assert model.layers.pattern is None and model.recurrent is None
     weights = count_params(model).total
     assert weights == 228_703_644_928 - 13_880_064 - 62 * 256 == 228_689_748_992
     assert weights == _transformers_count("minimax_m2", config)

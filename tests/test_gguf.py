@@ -72,7 +72,7 @@ def test_a_header_reads_as_the_config_it_was_converted_from(tmp_path, arch, name
         assert (
             kv_footprint(from_gguf, seq_len=seq).bytes_per_token == kv_footprint(from_json, seq_len=seq).bytes_per_token
         )
-    assert (from_gguf.moe is None) == (experts == 0)
+    assert (from_gguf.block.moe is None) == (experts == 0)
 
 
 def test_a_llama_file_with_experts_is_mixtral(tmp_path):
@@ -80,7 +80,7 @@ def test_a_llama_file_with_experts_is_mixtral(tmp_path):
     path = tmp_path / "mixtral.gguf"
     write_decoder(path, "llama", config, experts=8).close()
     model = load_source(str(path)).model
-    assert model.family == "mixtral" and model.moe.n_experts == 8 and model.moe.n_active_experts == 2
+    assert model.family == "mixtral" and model.block.moe.n_experts == 8 and model.block.moe.n_active_experts == 2
 
 
 def test_a_key_that_may_change_a_figure_is_refused_by_name(tmp_path, cli):
@@ -223,8 +223,8 @@ def test_gemma2_header_reads_as_its_config(tmp_path):
     write_decoder(path, "gemma2", config, tied=True, token_list=False).close()
     from_gguf, from_json = _same_model_both_ways(path, config)
     _assert_priced_alike(from_gguf, from_json)
-    assert from_gguf.family == "gemma2" and from_gguf.sliding_window == 4096
-    assert (from_gguf.attn_logit_softcap, from_gguf.final_logit_softcap) == (50.0, 30.0)
+    assert from_gguf.family == "gemma2" and from_gguf.layers.sliding_window == 4096
+    assert (from_gguf.attention.logit_softcap, from_gguf.embeddings.final_logit_softcap) == (50.0, 30.0)
     # 42 layers alternating 4,096-token windows and global ones; 8 KV heads of 256, K and V, bf16
     per_layer = 2 * 8 * 256 * 2
     assert kv_footprint(from_gguf, seq_len=8192).total_bytes == (21 * 4096 + 21 * 8192) * per_layer
@@ -236,7 +236,7 @@ def test_gemma3_header_reads_as_its_config_with_five_local_layers_to_one_global(
     write_decoder(path, "gemma3", config, tied=True, token_list=False).close()
     from_gguf, from_json = _same_model_both_ways(path, config)
     _assert_priced_alike(from_gguf, from_json)
-    assert from_gguf.family == "gemma3_text" and from_gguf.qk_norm and from_gguf.sliding_window == 1024
+    assert from_gguf.family == "gemma3_text" and from_gguf.attention.qk_norm and from_gguf.layers.sliding_window == 1024
     # 48 layers: 40 hold a 1,024-token window, 8 every token; 8 KV heads of 256, K and V, bf16
     assert kv_footprint(from_gguf, seq_len=8192).total_bytes == (40 * 1024 + 8 * 8192) * 2 * 8 * 256 * 2
     assert any("mmproj" in line for line in load_source(str(path)).assumptions)
@@ -252,7 +252,7 @@ def test_gemma3_layer_flags_in_the_header_are_read(tmp_path):
     written.close()
     model = load_source(str(path)).model
     assert kv_footprint(model, seq_len=8192).total_bytes == (2 * 1024 + 2 * 8192) * 2 * 8 * 256 * 2
-    assert model.rope_local.theta == 20_000.0
+    assert model.attention.rope_local.theta == 20_000.0
 
 
 @pytest.mark.parametrize(
@@ -268,7 +268,11 @@ def test_a_deepseek2_header_reads_as_its_config(tmp_path, name, family, latent):
     write_mla_decoder(path, config).close()
     from_gguf, from_json = _same_model_both_ways(path, config)
     _assert_priced_alike(from_gguf, from_json)
-    assert from_gguf.family == family and from_gguf.mla == from_json.model.mla and from_gguf.moe == from_json.model.moe
+    assert (
+        from_gguf.family == family
+        and from_gguf.attention.mla == from_json.model.attention.mla
+        and from_gguf.block.moe == from_json.model.block.moe
+    )
     assert kv_footprint(from_gguf, seq_len=1).bytes_per_token == config["num_hidden_layers"] * latent * 2
 
 

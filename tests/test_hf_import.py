@@ -7,6 +7,7 @@ import pytest
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint
+from mha_cli.core.model_migration import flat_path, read_path
 from mha_cli.core.params import count_params
 from mha_cli.core.presets import get_preset
 from tests.conftest import reference_hf_config
@@ -44,7 +45,7 @@ def test_import_equals_preset(name):
     geometry = ("d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "variant", "mla", "sliding_window",
                 "vocab_size", "d_ff", "tied_embeddings", "moe")  # fmt: skip
     for field in geometry:
-        assert getattr(imported, field) == getattr(preset, field), field
+        assert read_path(imported, flat_path(field)) == read_path(preset, flat_path(field)), field
     assert [imported.layer_kind(i) for i in range(imported.n_layers)] == [
         preset.layer_kind(i) for i in range(preset.n_layers)
     ]
@@ -52,7 +53,7 @@ def test_import_equals_preset(name):
     arithmetic = ("activation", "norm_weight_offset", "scale_embeddings", "attn_scale", "attn_logit_softcap",
                   "final_logit_softcap", "rope_local")  # fmt: skip
     for field in arithmetic:
-        assert getattr(imported, field) == getattr(preset, field), field
+        assert read_path(imported, flat_path(field)) == read_path(preset, flat_path(field)), field
 
 
 @pytest.mark.parametrize(
@@ -65,9 +66,9 @@ def test_shared_reference_files_give_published_kv(name, expected):
 
 def test_explicit_head_dim_wins():
     qwen = import_hf_config(load("qwen3-0.6b")).model  # hidden 1024 / 16 heads = 64, config says 128
-    assert qwen.head_dim == 128
+    assert qwen.attention.head_dim == 128
     nemo = import_hf_config(load("mistral-nemo-12b")).model  # 5120 / 32 = 160, config says 128
-    assert nemo.head_dim == 128
+    assert nemo.attention.head_dim == 128
 
 
 def test_gemma2_even_layers_slide():
@@ -78,16 +79,16 @@ def test_gemma2_even_layers_slide():
 
 def test_layer_types_list_is_read():
     oss = import_hf_config(load("gpt-oss-20b")).model
-    assert (oss.sliding_window, oss.n_local_layers, oss.n_global_layers) == (128, 12, 12)
+    assert (oss.layers.sliding_window, oss.n_local_layers, oss.n_global_layers) == (128, 12, 12)
 
 
 def test_use_sliding_window_false_disables_the_window():
-    assert import_hf_config(load("qwen2.5-7b")).model.sliding_window is None
+    assert import_hf_config(load("qwen2.5-7b")).model.layers.sliding_window is None
 
 
 def test_falcon_multi_query_is_mqa():
     falcon = import_hf_config(load("falcon-7b")).model
-    assert (falcon.variant, falcon.n_kv_heads) == ("MQA", 1)
+    assert (falcon.attention.variant, falcon.attention.n_kv_heads) == ("MQA", 1)
 
 
 def test_gemma3_text_config_and_pattern_field():
@@ -110,7 +111,7 @@ def test_unknown_family_with_standard_fields_works_and_says_so():
     config = {"model_type": "brand_new", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 16,
               "num_key_value_heads": 4, "intermediate_size": 4096, "vocab_size": 1000}  # fmt: skip
     imported = import_hf_config(config)
-    assert imported.model.variant == "GQA"
+    assert imported.model.attention.variant == "GQA"
     assert any("not a known family" in note for note in imported.assumptions)
 
 
@@ -160,7 +161,7 @@ def test_unknown_family_assumes_the_transformers_tying_default():
 def test_falcon_without_multi_query_uses_the_falcon_default():
     config = {k: v for k, v in load("falcon-7b").items() if k != "multi_query"}
     imported = import_hf_config(config)
-    assert imported.model.n_kv_heads == 1
+    assert imported.model.attention.n_kv_heads == 1
     assert any("multi_query absent" in note for note in imported.assumptions)
 
 
@@ -171,7 +172,7 @@ def test_qwen2_moe_shared_expert_has_its_own_width():
               "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4,
               "vocab_size": 151936, "tie_word_embeddings": False}  # fmt: skip
     model = import_hf_config(config).model
-    assert (model.moe.n_shared_experts, model.moe.d_ff_shared) == (1, 5632)
+    assert (model.block.moe.n_shared_experts, model.block.moe.d_ff_shared) == (1, 5632)
     assert count_params(model).total / 1e9 == pytest.approx(14.3, rel=0.01)
 
 

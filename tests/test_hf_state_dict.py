@@ -115,7 +115,7 @@ def test_llama4_routed_and_shared_experts_compute_transformers_experts():
     theirs, mine = reference.model.layers[0].feed_forward, ours.model.layers[0].mlp
     x = torch.randn(5, ours.spec.d_model, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        for e in range(ours.spec.moe.n_experts):
+        for e in range(ours.spec.block.moe.n_experts):
             gate, up = (x @ theirs.experts.gate_up_proj[e]).chunk(2, dim=-1)  # (5, f) each
             expected = (torch.nn.functional.silu(gate) * up) @ theirs.experts.down_proj[e]  # (5, d)
             got = mine.experts(x, torch.ones(5, 1), torch.full((5, 1), e))  # (5, d)

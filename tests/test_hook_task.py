@@ -54,9 +54,14 @@ def test_7b_config_copy_keeps_its_heads_and_narrows_them():
     design = load_source(str(REPO / "outputs" / "configs" / "7b-8k-a100.yaml")).model
     copy = scaled_copy(design, 2, DEFAULT_SIZE)
     spec = copy.spec
-    assert (spec.n_layers, spec.n_heads, spec.kv_heads, spec.variant) == (2, 32, 8, "GQA")
-    assert spec.head_dim == 256 // 32  # the query-width cap of 256 over 32 heads
-    assert (spec.d_model, spec.vocab_size, spec.d_ff) == (64, 48, 128)
+    assert (spec.n_layers, spec.attention.n_heads, spec.attention.n_kv_heads, spec.attention.variant) == (
+        2,
+        32,
+        8,
+        "GQA",
+    )
+    assert spec.attention.head_dim == 256 // 32  # the query-width cap of 256 over 32 heads
+    assert (spec.d_model, spec.embeddings.vocab_size, spec.block.d_ff) == (64, 48, 128)
     assert spec.rotary == design.rotary  # the same position scheme (RoPE, theta 10,000)
     assert "head_dim: 128 -> 8" in " ".join(copy.changes)
     assert scaled_copy(design, 1, DEFAULT_SIZE).spec.n_layers == 1
@@ -65,15 +70,15 @@ def test_7b_config_copy_keeps_its_heads_and_narrows_them():
 def test_head_width_is_kept_when_it_fits():
     design = ModelSpec(d_model=64, n_layers=4, n_heads=4, n_kv_heads=1, head_dim=16, vocab_size=100, d_ff=128)
     copy = scaled_copy(design, 2, DEFAULT_SIZE)
-    assert (copy.spec.head_dim, copy.spec.variant, copy.spec.d_model) == (16, "MQA", 64)
+    assert (copy.spec.attention.head_dim, copy.spec.attention.variant, copy.spec.d_model) == (16, "MQA", 64)
     assert "head_dim: 16 kept" in copy.changes
 
 
 def test_mla_copy_scales_widths_and_ranks_by_one_factor_and_moe_becomes_dense():
     design = load_source("deepseek-v2-lite").model
     copy = scaled_copy(design, 2, DEFAULT_SIZE)
-    mla = copy.spec.mla
-    assert copy.spec.variant == "MLA" and copy.spec.n_heads == 16 and copy.spec.moe is None
+    mla = copy.spec.attention.mla
+    assert copy.spec.attention.variant == "MLA" and copy.spec.attention.n_heads == 16 and copy.spec.block.moe is None
     # target q/k width 256 / 16 heads = 16 = 192 x 1/12: rope 64/12 -> 5 -> at least 8, nope 16 - 8, value 128/12 -> 11
     assert (mla.qk_nope_head_dim, mla.qk_rope_head_dim, mla.v_head_dim) == (8, 8, 11)
     assert mla.kv_lora_rank == round(512 / 12)
@@ -82,10 +87,10 @@ def test_mla_copy_scales_widths_and_ranks_by_one_factor_and_moe_becomes_dense():
 
 def test_mla_with_many_heads_stops_at_the_floors():
     copy = scaled_copy(load_source("deepseek-v3").model, 2, DEFAULT_SIZE).spec
-    mla = copy.mla
+    mla = copy.attention.mla
     # 128 heads: 256 / 128 = 2 values a head, below every floor: rope 8, nope 8, value 8, latent 32, q latent 1536/24
     assert (mla.qk_rope_head_dim, mla.qk_nope_head_dim, mla.v_head_dim, mla.kv_lora_rank) == (8, 8, 8, 32)
-    assert mla.q_lora_rank == 64 and copy.n_heads == 128
+    assert mla.q_lora_rank == 64 and copy.attention.n_heads == 128
 
 
 def test_a_short_sliding_window_is_widened_to_the_task_and_the_pattern_cut_to_the_layers():
@@ -94,7 +99,7 @@ def test_a_short_sliding_window_is_widened_to_the_task_and_the_pattern_cut_to_th
         layer_pattern=["local", "local", "global"],
     )  # fmt: skip
     copy = scaled_copy(design, 2, DEFAULT_SIZE)
-    assert copy.spec.sliding_window == DEFAULT_SIZE.seq_len and copy.spec.layer_pattern == ["local", "local"]
+    assert copy.spec.layers.sliding_window == DEFAULT_SIZE.seq_len and copy.spec.layers.pattern == ["local", "local"]
     assert any("sliding window: 16 -> 32" in change for change in copy.changes)
 
 
@@ -120,6 +125,10 @@ def test_rope_scaling_is_dropped_in_the_copy_and_said():
     steps, control 35%); without it, 97.6% at 650 steps, control 23% (the 32-token task is inside any context)."""
     design = load_source("gpt-oss-20b").model
     copy = scaled_copy(design, 2, DEFAULT_SIZE)
-    assert design.rope is not None and design.rope.scaling is not None
-    assert copy.spec.rope is not None and copy.spec.rope.scaling is None and copy.spec.rope.theta == design.rope.theta
+    assert design.attention.rope is not None and design.attention.rope.scaling is not None
+    assert (
+        copy.spec.attention.rope is not None
+        and copy.spec.attention.rope.scaling is None
+        and copy.spec.attention.rope.theta == design.attention.rope.theta
+    )
     assert any("RoPE yarn scaling dropped" in change for change in copy.changes)

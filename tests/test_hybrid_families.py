@@ -22,6 +22,7 @@ from transformers.models.qwen3_next.modeling_qwen3_next import (  # noqa: E402
 )
 
 from mha_cli.core.hf_import import import_hf_config  # noqa: E402
+from mha_cli.core.model_edit import copy_with  # noqa: E402
 from mha_cli.core.params import attention_params, count_params  # noqa: E402
 from mha_cli.nn.attention import Attention  # noqa: E402
 from mha_cli.nn.mixers import MixerState, build_mixer  # noqa: E402
@@ -57,8 +58,8 @@ def test_qwen3_next_gated_attention_equals_transformers(bias):
     config = _qwen3_next_config(attention_bias=bias)
     reference = _randomised(Qwen3NextAttention(config, layer_idx=3))
     spec = import_hf_config(config.to_dict()).model
-    assert spec.attn_output_gate and spec.layer_kind(3) == "global"
-    ours = build_layer_attention(spec, 3, rope=RotaryEmbedding(spec.rotary, spec.dim_per_head))
+    assert spec.attention.output_gate and spec.layer_kind(3) == "global"
+    ours = build_layer_attention(spec, 3, rope=RotaryEmbedding(spec.rotary, spec.attention.head_dim))
     ours.load_state_dict(reference.state_dict(), strict=True)  # q_proj (2 n_h h_d, d): queries and gates, by name
     x = torch.randn(2, 7, config.hidden_size, generator=torch.Generator().manual_seed(1))  # (b, s, d)
     positions = torch.arange(7)[None].expand(2, -1)  # (b, s)
@@ -74,7 +75,7 @@ def test_without_its_gate_the_attention_differs():
     config = _qwen3_next_config()
     reference = _randomised(Qwen3NextAttention(config, layer_idx=3))
     spec = import_hf_config(config.to_dict()).model
-    ours = build_layer_attention(spec, 3, rope=RotaryEmbedding(spec.rotary, spec.dim_per_head))
+    ours = build_layer_attention(spec, 3, rope=RotaryEmbedding(spec.rotary, spec.attention.head_dim))
     ours.load_state_dict(reference.state_dict())
     x = torch.randn(1, 5, config.hidden_size)
     with torch.no_grad():
@@ -87,8 +88,8 @@ def test_without_its_gate_the_attention_differs():
 def test_the_output_gate_is_counted_as_transformers_builds_it():
     config = _qwen3_next_config()
     spec = import_hf_config(config.to_dict()).model
-    gate = spec.d_model * spec.n_heads * spec.dim_per_head  # a second q_proj's worth of rows
-    assert attention_params(spec) - attention_params(spec.model_copy(update={"attn_output_gate": False})) == gate
+    gate = spec.d_model * spec.attention.n_heads * spec.attention.head_dim  # a second q_proj's worth of rows
+    assert attention_params(spec) - attention_params(copy_with(spec, {"attention.output_gate": False})) == gate
     layer = Qwen3NextAttention(config, layer_idx=3)
     assert attention_params(spec) == sum(p.numel() for p in layer.parameters())
     with torch.device("meta"):
@@ -110,7 +111,7 @@ def test_qwen3_5_split_gated_deltanet_equals_transformers():
     reference = _randomised(Qwen3_5GatedDeltaNet(config, layer_idx=0))
     spec = import_hf_config(config.to_dict()).model
     assert spec.recurrent.split_projections
-    ours = build_mixer(spec.recurrent, spec.d_model, eps=spec.norm_eps)
+    ours = build_mixer(spec.recurrent, spec.d_model, eps=spec.block.norm_eps)
     ours.load_state_dict(reference.state_dict(), strict=True)  # in_proj_qkv, in_proj_z, in_proj_b, in_proj_a
     x = torch.randn(2, 6, config.hidden_size, generator=torch.Generator().manual_seed(2))  # (b, s, d)
     with torch.no_grad():
@@ -184,7 +185,7 @@ def test_falcon_h1_with_its_multipliers_gives_transformers_logits(fields):
 
     config, reference = _falcon_h1(**fields)
     spec = import_hf_config(config.to_dict()).model
-    assert spec.multipliers is not None and spec.logit_scale == pytest.approx(0.039)
+    assert spec.block.multipliers is not None and spec.embeddings.logit_scale == pytest.approx(0.039)
     ours = build_model(spec, dtype=torch.float32).eval()
     load_transformers_state_dict(ours, reference.state_dict())  # strict: every name and shape
     ids = torch.randint(0, 128, (2, 8), generator=torch.Generator().manual_seed(3))
@@ -203,7 +204,8 @@ def test_falcon_h1_without_its_multipliers_differs():
     from mha_cli.nn.hf_state_dict import load_transformers_state_dict
 
     config, reference = _falcon_h1(**FALCON_H1_MULTIPLIERS)
-    spec = import_hf_config(config.to_dict()).model.model_copy(update={"multipliers": None, "logit_scale": 1.0})
+    spec = import_hf_config(config.to_dict()).model
+    spec = copy_with(spec, {"block.multipliers": None, "embeddings.logit_scale": 1.0})
     ours = build_model(spec, dtype=torch.float32).eval()
     load_transformers_state_dict(ours, reference.state_dict())
     ids = torch.randint(0, 128, (1, 6))

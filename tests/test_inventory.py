@@ -93,8 +93,8 @@ def check_contract(spec: ModelSpec, every_rank: bool = True) -> list[str]:
 def _torch_builds_only_one_rank(spec: ModelSpec) -> bool:
     """The splits ``build_model`` leaves to one rank: fixed-state mixers, a q/k norm over the whole projection,
     embeddings narrower than d_model."""
-    whole_norm = spec.qk_norm and spec.qk_norm_span == "projection"
-    return spec.recurrent is not None or whole_norm or spec.embedding_size is not None
+    whole_norm = spec.attention.qk_norm and spec.attention.qk_norm_span == "projection"
+    return spec.recurrent is not None or whole_norm or spec.embeddings.width is not None
 
 
 def first_layers(spec: ModelSpec, n: int = 12) -> ModelSpec:

@@ -271,7 +271,7 @@ def test_presets_price_like_their_published_config(name):
         assert (ours.bytes_per_token, ours.state_bytes_per_seq, ours.bytes_per_sequence) == (
             theirs.bytes_per_token, theirs.state_bytes_per_seq, theirs.bytes_per_sequence,
         )  # fmt: skip
-    assert (preset.d_model, preset.n_layers, preset.n_heads, preset.kv_heads) == (
+    assert (preset.d_model, preset.n_layers, preset.attention.n_heads, preset.attention.n_kv_heads) == (
         fixture.d_model, fixture.n_layers, fixture.n_heads, fixture.kv_heads,
     )  # fmt: skip
 

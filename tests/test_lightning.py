@@ -120,9 +120,9 @@ def test_the_importer_reads_both_spellings_of_the_residual_factors():
     remote["attn_type_list"] = [0, 1, 0, 0]
     del remote["layer_types"]
     old = import_hf_config(remote).model
-    assert theirs.normed_residual.mlp == (1.0, 0.5) and theirs.normed_residual.attention == (1.0, 1.0)
-    assert old.normed_residual.mlp == (ALPHA, 1.0) and old.normed_residual.attention == (1.0, 2.0)
-    assert theirs.masked_window is None and old.layer_pattern == theirs.layer_pattern
+    assert theirs.block.normed_residual.mlp == (1.0, 0.5) and theirs.block.normed_residual.attention == (1.0, 1.0)
+    assert old.block.normed_residual.mlp == (ALPHA, 1.0) and old.block.normed_residual.attention == (1.0, 2.0)
+    assert theirs.attention.masked_window is None and old.layers.pattern == theirs.layers.pattern
     with pytest.raises(BadInputError, match="mlp_alpha_factor must be a positive number"):
         import_hf_config({"model_type": "minimax", **TINY, "mlp_alpha_factor": "big"})
 
@@ -131,7 +131,9 @@ def test_the_new_fields_are_left_out_of_a_spec_that_does_not_set_them():
     dumped = ModelSpec(name="llama-ish", d_model=64, n_layers=2, n_heads=4, vocab_size=256, d_ff=128).model_dump()
     assert "normed_residual" not in dumped and "masked_window" not in dumped
     spec = import_hf_config({"model_type": "minimax", **TINY, "sliding_window": 5}).model
-    assert spec.masked_window == 5 and spec.sliding_window is None  # the mask's window, not the cache's
+    assert (
+        spec.attention.masked_window == 5 and spec.layers.sliding_window is None
+    )  # the mask's window, not the cache's
     assert ModelSpec.model_validate(spec.model_dump()) == spec
 
 

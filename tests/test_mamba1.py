@@ -142,7 +142,7 @@ def test_chunked_prefill_equals_one_prefill():
 def test_the_state_is_what_kv_prices_for_jamba(dtype, kv_dtype):
     """conv d_inner x kernel in the activation dtype + d_inner x d_state in fp32, byte for byte."""
     model = import_hf_config(json.loads(JAMBA.read_text())).model
-    mixer = build_mixer(model.recurrent, model.d_model, eps=model.norm_eps)
+    mixer = build_mixer(model.recurrent, model.d_model, eps=model.block.norm_eps)
     state = mixer.new_state(3, dtype=dtype)
     assert tuple(state.recurrent.shape) == (3, 128, 1, 16) and state.recurrent.dtype == torch.float32
     priced = state_bytes_per_layer(model, kv_dtype, convention="transformers")

@@ -129,8 +129,13 @@ def test_a_checkpoint_whose_config_differs_from_the_presets_is_not_listed():
     """google/gemma-2-9b-it's config.json has the geometry of gemma-2-9b but another attention scale: priced as the
     preset, verify would build the wrong model."""
     it, base = cli_free_import("gemma-2-9b-it"), get_preset("gemma-2-9b")
-    assert (it.d_model, it.n_layers, it.kv_heads, it.head_dim) == (base.d_model, base.n_layers, base.kv_heads, 256)
-    assert it.attn_scale == 224**-0.5 and base.attn_scale == 256**-0.5
+    assert (it.d_model, it.n_layers, it.attention.n_kv_heads, it.attention.head_dim) == (
+        base.d_model,
+        base.n_layers,
+        base.attention.n_kv_heads,
+        256,
+    )
+    assert it.attention.scale == 224**-0.5 and base.attention.scale == 256**-0.5
     assert preset_for_id("google/gemma-2-9b-it") is None and preset_for_id("google/gemma-2-9b") == "gemma-2-9b"
 
 
@@ -138,7 +143,7 @@ def test_the_new_llama_31_8b_preset_is_its_published_config():
     preset = get_preset("llama-3.1-8b")
     imported = cli_free_import("llama-3.1-8b")
     assert preset.context_length == imported.context_length == 131072
-    assert preset.rope == imported.rope and preset.rope.scaling.factor == 8.0
+    assert preset.attention.rope == imported.attention.rope and preset.attention.rope.scaling.factor == 8.0
 
 
 def cli_free_import(name: str):

@@ -16,6 +16,8 @@ import torch
 import transformers
 
 from mha_cli.core.hf_import import import_hf_config
+from mha_cli.core.model_edit import copy_with
+from mha_cli.core.model_migration import flat_path, read_path
 from mha_cli.core.params import count_params
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.nn import build_model
@@ -88,7 +90,7 @@ def errors(ours: torch.nn.Module, reference: torch.nn.Module, chunks: list[int])
 def test_gemma_logits_equal_transformers(family: str, chunks: list[int]) -> None:
     reference, config = reference_model(family)
     spec = import_hf_config(config).model
-    assert spec.norm_weight_offset == 1.0 and spec.scale_embeddings and spec.activation == "gelu_tanh"
+    assert spec.block.norm_weight_offset == 1.0 and spec.embeddings.scaled and spec.block.activation == "gelu_tanh"
     ours = loaded(spec, reference)
     assert ours.omitted == []
     prefill, decode = errors(ours, reference, chunks)
@@ -114,8 +116,8 @@ MATTERS = [("gemma2", field) for field in OFF if field != "rope_local"] + [
 def test_each_piece_of_arithmetic_matters(family: str, field: str) -> None:
     reference, config = reference_model(family)
     spec = import_hf_config(config).model
-    assert getattr(spec, field) != OFF[field]
-    prefill, _ = errors(loaded(spec.model_copy(update={field: OFF[field]}), reference), reference, [SEQ_LEN])
+    assert read_path(spec, flat_path(field)) != OFF[field]
+    prefill, _ = errors(loaded(copy_with(spec, {flat_path(field): OFF[field]}), reference), reference, [SEQ_LEN])
     assert prefill > 100 * TOLERANCE, f"{field} off: {prefill:.1e}"
 
 
@@ -123,20 +125,24 @@ def test_gemma3_reads_its_layers_rope_and_drops_an_attention_cap_it_does_not_app
     _, config = reference_model("gemma3_text")
     imported = import_hf_config(config | {"attn_logit_softcapping": 50.0})
     spec = imported.model
-    assert spec.rope is not None and spec.rope_local is not None
-    assert (spec.rope.theta, spec.rope.scaling.type, spec.rope_local.theta) == (1e4, "linear", 10.0)
-    assert spec.rope_local.scaling is None and spec.attn_logit_softcap is None
+    assert spec.attention.rope is not None and spec.attention.rope_local is not None
+    assert (spec.attention.rope.theta, spec.attention.rope.scaling.type, spec.attention.rope_local.theta) == (
+        1e4,
+        "linear",
+        10.0,
+    )
+    assert spec.attention.rope_local.scaling is None and spec.attention.logit_softcap is None
     assert any("attn_logit_softcapping: not applied" in note for note in imported.assumptions)
     older = {k: v for k, v in config.items() if k != "rope_parameters"} | {"rope_theta": 1e6}  # transformers 4
-    assert import_hf_config(older | {"rope_local_base_freq": 5.0}).model.rope_local.theta == 5.0
-    assert import_hf_config(older).model.rope_local.theta == 10_000.0  # Gemma3TextConfig's default
+    assert import_hf_config(older | {"rope_local_base_freq": 5.0}).model.attention.rope_local.theta == 5.0
+    assert import_hf_config(older).model.attention.rope_local.theta == 10_000.0  # Gemma3TextConfig's default
 
 
 def test_the_arithmetic_adds_no_weight() -> None:
     for family in CASES:
         reference, config = reference_model(family)
         spec = import_hf_config(config).model
-        plain = spec.model_copy(update=OFF)
+        plain = copy_with(spec, {flat_path(key): value for key, value in OFF.items()})
         assert count_params(spec).total == count_params(plain).total == sum(p.numel() for p in reference.parameters())
 
 
@@ -147,7 +153,7 @@ def test_a_fresh_offset_norm_is_the_identity() -> None:
     ours = build_model(spec).eval()
     assert all(float(p.detach().abs().max()) == 0 for n, p in ours.named_parameters() if n.endswith("norm.weight"))
     torch.manual_seed(0)
-    plain = build_model(spec.model_copy(update={"norm_weight_offset": 0.0})).eval()
+    plain = build_model(copy_with(spec, {"block.norm_weight_offset": 0.0})).eval()
     with torch.no_grad():
         torch.testing.assert_close(ours(tokens()), plain(tokens()))
 

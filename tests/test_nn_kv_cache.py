@@ -35,7 +35,7 @@ def test_tiny_cache_bytes_equal_the_calculator(variant: str, mla_mode: str, kv_d
 @pytest.mark.parametrize("name", preset_names())
 def test_every_preset_cache_bytes_equal_the_calculator(name: str, kv_dtype: str) -> None:
     model = get_preset(name)
-    for mode in ("absorbed", "naive") if model.mla else ("absorbed",):
+    for mode in ("absorbed", "naive") if model.attention.mla else ("absorbed",):
         layer = build_attention(model, mla_mode=mode, device="meta")  # shapes only, no memory
         cache = layer.new_cache(batch=2, max_seq=64, dtype=kv_dtype, device="meta")
         indexer = indexer_key_bytes(model, kv_dtype)  # DeepSeek-V3.2's indexer key is priced, not built in torch

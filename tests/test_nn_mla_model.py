@@ -85,7 +85,7 @@ def max_errors(config: dict[str, Any], class_name: str, mode: str) -> tuple[floa
         caches = ours.new_cache(batch=2, max_seq=SEQ_LEN)
         steps = [ours(ids[:, :PREFILL], caches, start_pos=0)]
         steps += [ours(ids[:, pos : pos + 1], caches, start_pos=pos) for pos in range(PREFILL, SEQ_LEN)]
-    if spec.mla is not None and mode == "absorbed":
+    if spec.attention.mla is not None and mode == "absorbed":
         assert all(isinstance(cache, LatentCache) for cache in caches)  # the cache stayed the latent
     decoded = torch.cat(steps, dim=1)  # (b, s, v)
     return (prefill - expected).abs().max().item(), (decoded - expected).abs().max().item()
@@ -128,11 +128,17 @@ def test_a_broken_yarn_softmax_scale_is_caught() -> None:
 
 def test_rope_interleave_and_yarn_are_read_from_config_json() -> None:
     spec = import_hf_config(DEEPSEEK_V3).model
-    assert spec.mla is not None and spec.mla.rope_interleave  # absent: transformers' DeepseekV3 default, True
-    assert spec.rope is not None and spec.rope.scaling is not None
-    assert (spec.rope.scaling.type, spec.rope.scaling.factor, spec.rope.scaling.mscale_all_dim) == ("yarn", 40.0, 1.0)
+    assert (
+        spec.attention.mla is not None and spec.attention.mla.rope_interleave
+    )  # absent: transformers' DeepseekV3 default, True
+    assert spec.attention.rope is not None and spec.attention.rope.scaling is not None
+    assert (
+        spec.attention.rope.scaling.type,
+        spec.attention.rope.scaling.factor,
+        spec.attention.rope.scaling.mscale_all_dim,
+    ) == ("yarn", 40.0, 1.0)
     half = import_hf_config(DEEPSEEK_V3_HALF).model
-    assert half.mla is not None and not half.mla.rope_interleave
+    assert half.attention.mla is not None and not half.attention.mla.rope_interleave
 
 
 if __name__ == "__main__":  # the equality table: python -m tests.test_nn_mla_model

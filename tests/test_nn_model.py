@@ -16,6 +16,7 @@ import torch
 import transformers  # the reference (dev extra); a missing install fails here rather than skipping
 
 from mha_cli.core.hf_import import import_hf_config
+from mha_cli.core.model_edit import copy_with
 from mha_cli.nn import build_model
 
 TOLERANCE = 1e-4
@@ -138,7 +139,9 @@ def test_rope_scaling_matters_for_the_llama3_case() -> None:
     config, class_name = CASES["llama-3"]
     reference = reference_model(config, class_name)
     spec = import_hf_config(config).model
-    unscaled = build_model(spec.model_copy(update={"rope": spec.rope.model_copy(update={"scaling": None})}))
+    unscaled = build_model(
+        copy_with(spec, {"attention.rope": spec.attention.rope.model_copy(update={"scaling": None})})
+    )
     unscaled.load_state_dict(reference.state_dict(), strict=True)
     with torch.no_grad():
         error = (unscaled.eval()(tokens()) - reference(tokens()).logits).abs().max().item()
@@ -158,8 +161,8 @@ def test_window_matters(family: str) -> None:
     config, class_name = CASES[family]
     reference = reference_model(config, class_name)
     spec = import_hf_config(config).model
-    assert spec.sliding_window is not None
-    unwindowed = build_model(spec.model_copy(update={"sliding_window": None, "layer_pattern": None}))
+    assert spec.layers.sliding_window is not None
+    unwindowed = build_model(copy_with(spec, {"layers.sliding_window": None, "layers.pattern": None}))
     unwindowed.load_state_dict(reference.state_dict(), strict=True)
     with torch.no_grad():
         error = (unwindowed.eval()(tokens()) - reference(tokens()).logits).abs().max().item()
@@ -170,7 +173,7 @@ def test_local_layers_cache_only_their_window() -> None:
     """qwen3-local-global: layer 0 (local, window 3) holds 3 slots, layer 1 (global) the whole max_seq."""
     config, _ = CASES["qwen3-local-global"]
     spec = import_hf_config(config).model
-    assert spec.layer_pattern == ["local", "global"]
+    assert spec.layers.pattern == ["local", "global"]
     caches = build_model(spec).new_cache(batch=2, max_seq=SEQ_LEN)
     per_token = 2 * 2 * 32 * 4  # K and V, 2 KV heads, head_dim 32, fp32 bytes
     assert [cache.nbytes for cache in caches] == [2 * 3 * per_token, 2 * SEQ_LEN * per_token]

@@ -38,7 +38,7 @@ def our_rope(params: dict) -> RopeSpec:
     """The same parameters through our importer (config.json's transformers-5 ``rope_parameters`` layout)."""
     config = dict(model_type="llama", hidden_size=64, num_hidden_layers=1, num_attention_heads=2, head_dim=HEAD_DIM,
                   vocab_size=8, intermediate_size=8, max_position_embeddings=128 * 32, rope_parameters=params)  # fmt: skip
-    rope = import_hf_config(config).model.rope
+    rope = import_hf_config(config).model.attention.rope
     assert rope is not None
     return rope
 
@@ -96,31 +96,31 @@ def test_cos_sin_carry_the_attention_factor() -> None:
 )  # fmt: skip
 def test_published_configs_import_their_rope(fixture: str, theta: float, scaling: dict | None, eps: float) -> None:
     spec = import_hf_config(json.loads(reference_hf_config(fixture).read_text())).model
-    assert spec.rope is not None and spec.rope.theta == theta
-    assert spec.norm_eps == eps
+    assert spec.attention.rope is not None and spec.attention.rope.theta == theta
+    assert spec.block.norm_eps == eps
     if scaling is None:
-        assert spec.rope.scaling is None
+        assert spec.attention.rope.scaling is None
     else:
-        assert spec.rope.scaling is not None
-        assert spec.rope.scaling.model_dump(include=set(scaling)) == scaling
+        assert spec.attention.rope.scaling is not None
+        assert spec.attention.rope.scaling.model_dump(include=set(scaling)) == scaling
 
 
 def test_learned_positions_have_no_rope() -> None:
     spec = import_hf_config(json.loads(reference_hf_config("gpt2").read_text())).model
-    assert spec.rope is None and spec.rotary is None
+    assert spec.attention.rope is None and spec.rotary is None
 
 
 def test_unknown_scaling_is_an_assumption_not_an_error() -> None:
     config = dict(model_type="phi3", hidden_size=64, num_hidden_layers=1, num_attention_heads=2, vocab_size=8,
                   rope_theta=10000.0, rope_scaling=dict(type="longrope", short_factor=[1.0], long_factor=[1.0]))  # fmt: skip
     imported = import_hf_config(config)
-    assert imported.model.rope is not None and imported.model.rope.scaling is None
+    assert imported.model.attention.rope is not None and imported.model.attention.rope.scaling is None
     assert any("longrope" in note for note in imported.assumptions)
 
 
 def test_new_fields_are_optional_and_not_written_at_their_defaults() -> None:
     spec = ModelSpec(d_model=64, n_layers=1, n_heads=4, vocab_size=8, d_ff=8)
-    assert spec.rotary == RopeSpec() and spec.norm_eps == 1e-5
+    assert spec.rotary == RopeSpec() and spec.block.norm_eps == 1e-5
     assert "rope" not in spec.model_dump() and "norm_eps" not in spec.model_dump()
     with pytest.raises(ValidationError, match="original_max_position_embeddings"):
         RopeSpec(scaling=dict(type="yarn", factor=4.0))
@@ -169,9 +169,9 @@ def test_rope_parameters_per_layer_type_give_each_kind_its_own() -> None:
                   rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
                                    "full_attention": dict(rope_type="linear", rope_theta=1e6, factor=8.0)})  # fmt: skip
     imported = import_hf_config(config)
-    rope = imported.model.rope
+    rope = imported.model.attention.rope
     assert rope is not None and rope.theta == 1e6
     assert rope.scaling is not None and (rope.scaling.type, rope.scaling.factor) == ("linear", 8.0)
-    local = imported.model.rope_local
+    local = imported.model.attention.rope_local
     assert local is not None and (local.theta, local.scaling) == (10000.0, None)
     assert not any("full_attention" in note for note in imported.assumptions)

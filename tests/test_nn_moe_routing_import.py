@@ -10,7 +10,7 @@ from tests.conftest import reference_hf_config
 
 
 def _moe(config: dict):
-    return import_hf_config(config).model.moe
+    return import_hf_config(config).model.block.moe
 
 
 def test_deepseek_v3_config_json_routes_by_sigmoid_in_groups() -> None:
@@ -44,7 +44,7 @@ def test_mixtral_always_renormalises() -> None:
 
 def test_qwen_dense_layers_lead_repeat_or_are_listed_layer_by_layer() -> None:
     leading = import_hf_config({**BASE, "model_type": "qwen3_moe", "num_hidden_layers": 4, "mlp_only_layers": [0, 1]})
-    assert leading.model.moe.n_dense_layers == 2 and leading.model.n_moe_layers == 2
+    assert leading.model.block.moe.n_dense_layers == 2 and leading.model.n_moe_layers == 2
     assert not any("follow no period" in note for note in leading.assumptions)
     every_other = import_hf_config(
         {**BASE, "model_type": "qwen2_moe", "num_hidden_layers": 4, "decoder_sparse_step": 2}

@@ -56,7 +56,7 @@ def _stages(spec: ModelSpec, pp: int) -> list:
 def test_chained_stages_are_the_whole_decoder(name, pp):
     spec = SPECS[name]
     whole, stages = _whole(spec), _stages(spec, pp)
-    ids = torch.randint(0, spec.vocab_size, (2, 12), generator=torch.Generator().manual_seed(0))  # (b, s)
+    ids = torch.randint(0, spec.embeddings.vocab_size, (2, 12), generator=torch.Generator().manual_seed(0))  # (b, s)
     with torch.inference_mode():
         caches = whole.new_cache(2, 16)
         stage_caches = [stage.new_cache(2, 16) for stage in stages]
@@ -85,7 +85,9 @@ def test_each_stage_holds_the_layouts_weights_and_its_layers_cache(name):
         expected = kv_footprint(stage_model(spec, layout), seq_len=16, batch=2, kv_dtype="fp32").total_bytes
         assert sum(cache.nbytes for cache in stage.new_cache(2, 16, dtype=torch.float32)) == expected
     whole = sum(p.numel() for p in build_model(spec, device="meta").parameters())
-    copy = spec.vocab_size * spec.d_model if spec.tied_embeddings else 0  # a tied head's copy on the last stage
+    copy = (
+        spec.embeddings.vocab_size * spec.d_model if spec.embeddings.tied else 0
+    )  # a tied head's copy on the last stage
     assert sum(stage_params(spec, stage_layout(spec, pp, s)) for s in range(pp)) == whole + copy
 
 

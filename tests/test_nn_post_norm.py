@@ -23,6 +23,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from mha_cli.core.hf_import import import_hf_config  # noqa: E402
+from mha_cli.core.model_edit import copy_with  # noqa: E402
+from mha_cli.core.model_migration import flat_path  # noqa: E402
 from mha_cli.core.params import count_params  # noqa: E402
 from mha_cli.nn import build_model  # noqa: E402
 from mha_cli.nn.hf_state_dict import load_transformers_state_dict  # noqa: E402
@@ -107,11 +109,11 @@ def test_same_logits_as_transformers(case: str) -> None:
 
 def test_the_features_are_read_from_the_families():
     specs = {t: import_hf_config(transformers.AutoConfig.for_model(**c).to_dict()).model for t, c in CASES.items()}
-    assert specs["olmo2"].norm_placement == "post" and specs["olmo2"].qk_norm_span == "projection"
-    assert specs["exaone4"].norm_placement == "post" and specs["exaone4"].qk_norm_span == "head"
-    assert specs["exaone4"].nope_layers == "global" and specs["olmo3"].nope_layers == "none"
-    assert specs["olmoe"].norm_placement == "pre" and specs["olmoe"].qkv_clip == 0.5
-    glm, minimax = specs["glm4_moe"].moe, specs["minimax_m2"].moe
+    assert specs["olmo2"].block.norm_placement == "post" and specs["olmo2"].attention.qk_norm_span == "projection"
+    assert specs["exaone4"].block.norm_placement == "post" and specs["exaone4"].attention.qk_norm_span == "head"
+    assert specs["exaone4"].attention.nope_layers == "global" and specs["olmo3"].attention.nope_layers == "none"
+    assert specs["olmoe"].block.norm_placement == "pre" and specs["olmoe"].attention.qkv_clip == 0.5
+    glm, minimax = specs["glm4_moe"].block.moe, specs["minimax_m2"].block.moe
     assert (glm.scoring_func, glm.topk_method, glm.n_group, glm.routed_scaling_factor) == (
         "sigmoid",
         "noaux_tc",
@@ -121,9 +123,9 @@ def test_the_features_are_read_from_the_families():
     assert (minimax.scoring_func, minimax.topk_method, minimax.norm_topk_prob) == ("sigmoid", "noaux_tc", True)
     assert specs["minimax_m2"].rotary.partial_rotary_factor == 0.5  # rotary_dim 8 of head_dim 16
     dumped = specs["olmo2"].model_dump()
-    assert dumped["norm_placement"] == "post" and "norm_placement" not in specs["olmoe"].model_dump()
-    assert specs["cohere2"].nope_layers == "global" and not specs["cohere"].norm_bias
-    assert specs["cohere2-scaled"].logit_scale == 0.5 and specs["cohere2"].rotary.interleaved
+    assert dumped["block"]["norm_placement"] == "post" and "norm_placement" not in specs["olmoe"].model_dump()["block"]
+    assert specs["cohere2"].attention.nope_layers == "global" and not specs["cohere"].block.norm_bias
+    assert specs["cohere2-scaled"].embeddings.logit_scale == 0.5 and specs["cohere2"].rotary.interleaved
     new = {"norm_placement", "qk_norm_span", "nope_layers", "qkv_clip", "norm_bias", "logit_scale"}
     assert not new & set(import_hf_config(TINY).model.model_dump())  # a Llama spec written out as before
 
@@ -140,7 +142,9 @@ def test_each_feature_matters(case: str) -> None:
         "cohere2": {"nope_layers": "none"},
         "cohere2-scaled": {"logit_scale": 1.0},
     }[case]
-    other = build_model(spec.model_copy(update=undone), dtype=torch.float32).eval()
+    other = build_model(
+        copy_with(spec, {flat_path(key): value for key, value in undone.items()}), dtype=torch.float32
+    ).eval()
     result = load_transformers_state_dict(other, reference.state_dict(), strict=False)
     assert not result.missing_keys
     assert _errors(reference, other)[0] > 1e-3
@@ -150,7 +154,7 @@ def test_a_whole_projection_qk_norm_is_refused_under_tensor_parallelism():
     spec = import_hf_config(transformers.AutoConfig.for_model(**CASES["olmo2"]).to_dict()).model
     with pytest.raises(ValueError, match="whole projection"):
         build_model(spec, tp_rank=0, tp_size=2, device="meta")
-    per_head = spec.model_copy(update={"qk_norm_span": "head"})
+    per_head = copy_with(spec, {"attention.qk_norm_span": "head"})
     build_model(per_head, tp_rank=0, tp_size=2, device="meta")  # per-head norms shard with their heads
 
 
@@ -165,6 +169,6 @@ def test_post_norms_need_two_norms_a_block_and_a_projection_span_needs_qk_norm()
     with pytest.raises(ValidationError, match="needs qk_norm"):
         ModelSpec(**base, qk_norm_span="projection")
     spec = ModelSpec(**base, qk_norm=True, qk_norm_span="projection", n_kv_heads=2)
-    assert count_params(spec).total - count_params(spec.model_copy(update={"qk_norm_span": "head"})).total == 2 * (
+    assert count_params(spec).total - count_params(copy_with(spec, {"attention.qk_norm_span": "head"})).total == 2 * (
         (4 + 2) * 16 - 2 * 16
     )

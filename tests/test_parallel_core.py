@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.model_edit import copy_with
 from mha_cli.core.params import count_params, params_per_rank, weight_params_per_device
 from mha_cli.core.presets import get_preset, preset_names
 from mha_cli.core.schemas import MLASpec, ModelSpec, MoESpec
@@ -29,7 +30,7 @@ def test_gqa_tp4_replicates_kv_heads():
 
 
 def test_biases_split_with_their_columns_and_o_bias_replicated():
-    model = GQA.model_copy(update={"qkv_bias": True, "o_bias": True, "mlp_bias": True})
+    model = copy_with(GQA, {"attention.qkv_bias": True, "attention.o_bias": True, "block.mlp_bias": True})
     weights = params_per_rank(GQA, 2)
     biases = 2 * ((4 * 8 + 2 * 8) + 64 + (2 * 128 + 64))  # q,k,v split; o whole; gate/up split, down whole
     assert params_per_rank(model, 2) == weights + biases
@@ -47,7 +48,7 @@ def test_mla_replicates_the_latent_projections():
 
 def test_moe_splits_every_expert_and_replicates_the_router():
     moe = MoESpec(n_experts=4, n_active_experts=2, n_shared_experts=1, d_ff_expert=32, shared_expert_gate=True)
-    model = GQA.model_copy(update={"n_layers": 1, "moe": moe})
+    model = copy_with(GQA, {"n_layers": 1, "block.moe": moe})
     attention = 64 * 4 * 8 + 2 * 64 * 8 + 4 * 8 * 64
     experts = 4 * 3 * 64 * 16 + 3 * 64 * 16  # 4 routed + 1 shared, each at width 32 / 2
     router = 64 * 4 + 64  # router + shared-expert gate, replicated
@@ -61,7 +62,7 @@ def test_tp1_is_the_whole_model(name):
 
 
 def test_split_parts_add_up_to_the_whole_model():
-    unpadded = GQA.model_copy(update={"vocab_size": 1024})  # a multiple of 64: padding adds nothing
+    unpadded = copy_with(GQA, {"embeddings.vocab_size": 1024})  # a multiple of 64: padding adds nothing
     whole = count_params(unpadded).total
     replicated = 64 + 2 * 2 * 64  # final norm, the layers' norms
     assert 2 * params_per_rank(unpadded, 2) - replicated == whole
@@ -105,7 +106,7 @@ def test_llama_3_70b_at_tp8_weights_per_rank_by_hand():
 
 def test_refuses_a_tp_that_does_not_divide():
     assert "n_heads (8) must be divisible by tp (3)" in tp_shard_problem(GQA, 3)
-    assert "d_ff (100)" in tp_shard_problem(GQA.model_copy(update={"d_ff": 100}), 8)
+    assert "d_ff (100)" in tp_shard_problem(copy_with(GQA, {"block.d_ff": 100}), 8)
     with pytest.raises(BadInputError, match="tp \\(8\\) must be a multiple"):
         params_per_rank(ModelSpec(d_model=48, n_layers=1, n_heads=24, n_kv_heads=3, vocab_size=10, d_ff=48), 8)
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from mha_cli.core.model_edit import copy_with
 from mha_cli.core.params import count_params
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import ModelSpec
@@ -49,7 +50,7 @@ def test_dense_active_count_leaves_out_only_the_lookup_tables():
 
 def test_gqa_shrinks_only_k_and_v():
     llama = get_preset("llama-3-8b")
-    mha = llama.model_copy(update={"n_kv_heads": 32})
+    mha = copy_with(llama, {"attention.n_kv_heads": 32})
     saved = count_params(mha).attention_per_layer - count_params(llama).attention_per_layer
     assert saved == 2 * 4096 * (32 - 8) * 128
 
@@ -68,7 +69,9 @@ def test_moe_on_every_other_layer_counts_and_builds_what_it_says():
     built = build_model(spec, device="meta")
     assert sum(p.numel() for p in built.parameters()) == count_params(spec).total
     assert [hasattr(layer.mlp, "experts") for layer in built.model.layers] == [False, True, False, True]
-    every_layer = spec.model_copy(update={"moe": spec.moe.model_copy(update={"layer_period": 1, "layer_offset": 0})})
+    every_layer = copy_with(
+        spec, {"block.moe": spec.block.moe.model_copy(update={"layer_period": 1, "layer_offset": 0})}
+    )
     assert count_params(every_layer).total - count_params(spec).total == 2 * (
         4 * 3 * 64 * 32 + 4 * 64 - 3 * 64 * 96
     )  # two dense MLPs become MoE: 4 experts of 3 x 64 x 32 and a 64 x 4 router, less a 3 x 64 x 96 MLP

@@ -82,10 +82,10 @@ def test_qwen3_vl_moe_routes_as_its_modeling_code():
     """128 experts, 8 per token, no shared expert, on every layer (decoder_sparse_step 1, no mlp_only_layers); the
     router renormalises the top 8 whatever norm_topk_prob says (Qwen3VLMoeTextTopKRouter)."""
     text = _text_config(QWEN3_VL_30B_A3B)
-    moe = import_hf_config(copy.deepcopy(text)).model.moe
+    moe = import_hf_config(copy.deepcopy(text)).model.block.moe
     assert (moe.n_experts, moe.n_active_experts, moe.n_shared_experts, moe.d_ff_expert) == (128, 8, 0, 768)
     assert moe.n_dense_layers == 0 and moe.norm_topk_prob
-    assert import_hf_config({**text, "norm_topk_prob": False}).model.moe.norm_topk_prob
+    assert import_hf_config({**text, "norm_topk_prob": False}).model.block.moe.norm_topk_prob
 
 
 @pytest.mark.parametrize("model_type", ["qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text"])
@@ -108,7 +108,7 @@ def test_an_older_qwen2_5_vl_file_with_the_decoder_at_the_top_reads_the_same_dec
     newer = import_hf_config(config).model
     assert (older.family, newer.family) == ("qwen2_5_vl", "qwen2_5_vl_text")  # one family, two model_types
     assert older.model_copy(update={"family": newer.family, "source": newer.source}) == newer
-    assert older.qkv_bias
+    assert older.attention.qkv_bias
 
 
 def test_a_qwen2_5_vl_window_needs_use_sliding_window_as_in_transformers():
@@ -117,6 +117,6 @@ def test_a_qwen2_5_vl_window_needs_use_sliding_window_as_in_transformers():
     text.pop("use_sliding_window")
     text.pop("layer_types")
     text.update(sliding_window=4096, max_window_layers=14)
-    assert import_hf_config(copy.deepcopy(text)).model.sliding_window is None
+    assert import_hf_config(copy.deepcopy(text)).model.layers.sliding_window is None
     windowed = import_hf_config({**text, "use_sliding_window": True}).model
-    assert windowed.sliding_window == 4096  # layers 14 to 27 slide, as Qwen2's max_window_layers
+    assert windowed.layers.sliding_window == 4096  # layers 14 to 27 slide, as Qwen2's max_window_layers

@@ -21,7 +21,7 @@ def test_8b_at_8k_on_h100_is_llama_3_8b():
     result = rec(8e9, target="h100")
     assert shape(result) == (4096, 32, 32, 8, 128, "GQA")
     llama = get_preset("llama-3-8b")
-    assert result.model.d_ff == llama.d_ff == 14336
+    assert result.model.d_ff == llama.block.d_ff == 14336
     assert result.model.total_params == count_params(llama).total == 8_030_261_248
     assert result.kv.bytes_per_token == 131_072  # the published Llama-3-8B figure
 
@@ -301,7 +301,7 @@ def test_alternatives_show_gqa_at_every_group_size_and_mla_by_its_latent():
 
 
 def test_mla_rank_follows_deepseek_proportions():
-    mla = rec(8e9, variant="MLA").config.model.mla
+    mla = rec(8e9, variant="MLA").config.model.attention.mla
     assert mla is not None
     assert (mla.kv_lora_rank, mla.qk_rope_head_dim, mla.qk_nope_head_dim, mla.q_lora_rank) == (512, 64, 128, 1536)
     assert rec(8e9, variant="MLA").kv.bytes_per_token_per_layer == 576 * 2
@@ -369,7 +369,7 @@ def test_a_width_outside_the_schema_is_one_line_not_a_validation_error():
     # refused with the request, before any shape is tried (a width of 10^20 searched its heads' divisors for ever)
     with pytest.raises(BadInputError, match=r"^--d-model: must be at most 1,048,576 \(got 2000000\)$"):
         RecommendRequest.parse(params=7_000_000_000, d_model=2_000_000)
-    with pytest.raises(BadInputError, match="d_model 1048576: d_ff: must be at most 1,048,576"):
+    with pytest.raises(BadInputError, match="d_model 1048576: block.d_ff: must be at most 1,048,576"):
         rec(7e9, d_model=1 << 20)  # within the bound, the built design's own bounds still apply
 
 

@@ -38,7 +38,7 @@ def test_out_writes_a_config_that_kv_reads(cli, tmp_path):
     text = out.read_text()
     assert text.startswith("# written by: mha recommend --params 7B --seq 8192 --target a100 --out ")
     config = parse_config(yaml.safe_load(text), str(out))
-    assert (config.model.d_model, config.model.n_kv_heads, config.deployment.target) == (4096, 8, "a100")
+    assert (config.model.d_model, config.model.attention.n_kv_heads, config.deployment.target) == (4096, 8, "a100")
     kv = cli.json("kv", str(out))
     rec = cli.json("recommend", "--params", "7B", "--seq", "8192", "--target", "a100")
     assert kv["bytes_per_token"] == rec["kv"]["bytes_per_token"]
@@ -242,7 +242,7 @@ def test_report_is_not_cut_at_80_columns(args):
 def test_an_mla_config_is_described_by_its_latent(cli, tmp_path):
     out = tmp_path / "mla.yaml"
     assert cli.run("recommend", "--params", "8B", "--variant", "MLA", "--out", str(out)).exit_code == 0
-    model = yaml.safe_load(out.read_text())["model"]
+    model = yaml.safe_load(out.read_text())["model"]["attention"]
     assert "n_kv_heads" not in model and "head_dim" not in model
     assert (model["mla"]["kv_lora_rank"], model["mla"]["qk_rope_head_dim"]) == (512, 64)
     assert cli.json("kv", str(out))["bytes_per_token"] == 32 * 576 * 2  # read back: latent + RoPE key, bf16

@@ -17,7 +17,7 @@ def test_30b_a3b_spends_both_budgets_and_counts_by_hand():
     result = rec(params="30B", active_params="3B")
     m, spec = result.model, result.config.model
     assert abs(m.total_params - 30e9) <= 0.05 * 30e9 and abs(m.active_params - 3e9) <= 0.05 * 3e9
-    assert (m.experts, m.top_k) == (spec.moe.n_experts, spec.moe.n_active_experts) and m.top_k == 8
+    assert (m.experts, m.top_k) == (spec.block.moe.n_experts, spec.block.moe.n_active_experts) and m.top_k == 8
     # MHA007: a count expert parallelism divides, experts fine-grained (within 1.5x of 3 x d_model / k: 768 at 2048)
     assert m.experts in (32, 64, 128, 160, 256, 384, 512) and m.experts % 32 == 0
     assert 1 / 1.5 <= m.d_ff_expert / (3 * m.d_model / 8) <= 1.5
@@ -52,7 +52,9 @@ def test_a_denser_moe_keeps_the_dense_shape():
 def test_shared_experts_and_dense_layers_are_counted_by_hand():
     result = rec(params="100B", active_params="10B", shared_experts=1, dense_layers=2)
     m, spec = result.model, result.config.model
-    assert (m.shared_experts, m.dense_layers) == (1, 2) == (spec.moe.n_shared_experts, spec.moe.n_dense_layers)
+    assert (
+        (m.shared_experts, m.dense_layers) == (1, 2) == (spec.block.moe.n_shared_experts, spec.block.moe.n_dense_layers)
+    )
     assert abs(m.total_params - 100e9) <= 0.05 * 100e9 and abs(m.active_params - 10e9) <= 0.05 * 10e9
     d, layers, e, f = m.d_model, m.n_layers, m.experts, m.d_ff_expert
     attention = d * m.n_heads * m.head_dim * 2 + 2 * d * m.n_kv_heads * m.head_dim + 2 * m.head_dim
@@ -127,7 +129,7 @@ def test_out_config_carries_the_moe_block_and_kv_reads_it(cli, tmp_path):
     assert "--active-params 3B" in text.splitlines()[0]
     config = parse_config(yaml.safe_load(text), str(out))
     data = cli.json("recommend", "--params", "30B", "--active-params", "3B")
-    assert config.model.moe is not None and config.model.moe.n_experts == data["model"]["experts"]
+    assert config.model.block.moe is not None and config.model.block.moe.n_experts == data["model"]["experts"]
     kv = cli.json("kv", str(out))
     assert kv["bytes_per_token"] == data["kv"]["bytes_per_token"]
     assert cli.run("recommend", "--params", "3B", "--active-params", "30B").exit_code == EXIT_BAD_INPUT

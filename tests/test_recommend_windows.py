@@ -100,7 +100,7 @@ def test_verify_measures_the_local_layers_ring(cli, tmp_path):
                    str(config)).exit_code == 0  # fmt: skip
     import yaml
 
-    assert yaml.safe_load(config.read_text())["model"]["sliding_window"] == 1024
+    assert yaml.safe_load(config.read_text())["model"]["layers"]["sliding_window"] == 1024
     report = cli.json("verify", str(config), "--device", "cpu", "--seq", "2048", "--layers", "6")
     assert report["checks"]["cache_bytes_match"] is True  # 5 local layers hold 1,024 tokens, the 6th all 2,048
 

@@ -117,7 +117,7 @@ def test_chunked_layers_attend_within_their_chunk_llama_4_scout():
     from mha_cli.core.roofline import attended_tokens, causal_pairs
 
     scout = get_preset("llama-4-scout")
-    assert (scout.n_global_layers, scout.count_layers("chunked"), scout.attention_chunk) == (12, 36, 8192)
+    assert (scout.n_global_layers, scout.count_layers("chunked"), scout.layers.attention_chunk) == (12, 36, 8192)
     assert attended_tokens(scout, 131072) == 12 * 131072 + 36 * 8192
     assert causal_pairs(scout, 131072) == 12 * (131072 * 131073 // 2) + 36 * 16 * (8192 * 8193 // 2)
     assert causal_pairs(scout, 10000) == 12 * (10000 * 10001 // 2) + 36 * (8192 * 8193 // 2 + 1808 * 1809 // 2)

@@ -20,19 +20,24 @@ def error_text(**overrides) -> str:
 
 def test_defaults_resolve_to_mha_with_derived_head_dim():
     model = make()
-    assert (model.variant, model.n_kv_heads, model.head_dim, model.q_per_kv) == ("MHA", 8, 64, 1)
+    assert (
+        model.attention.variant,
+        model.attention.n_kv_heads,
+        model.attention.head_dim,
+        model.attention.q_per_kv,
+    ) == ("MHA", 8, 64, 1)
 
 
 def test_variant_is_inferred_from_head_counts():
-    assert make(n_kv_heads=2).variant == "GQA"
-    assert make(n_kv_heads=1).variant == "MQA"
-    assert make(variant="mqa").n_kv_heads == 1
+    assert make(n_kv_heads=2).attention.variant == "GQA"
+    assert make(n_kv_heads=1).attention.variant == "MQA"
+    assert make(variant="mqa").attention.n_kv_heads == 1
 
 
 def test_explicit_head_dim_wins_over_d_model_over_heads():
     model = make(head_dim=128)
-    assert model.head_dim == 128
-    assert model.attention_width == 1024 != model.d_model
+    assert model.attention.head_dim == 128
+    assert model.attention.width == 1024 != model.d_model
 
 
 def test_indivisible_heads_quote_the_values():
@@ -50,7 +55,12 @@ def test_variant_that_contradicts_heads_is_rejected():
 
 def test_mla_resolves_head_dim_and_kv_heads():
     model = make(mla=dict(kv_lora_rank=64, qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32))
-    assert (model.variant, model.head_dim, model.n_kv_heads, model.mla.latent_dim) == ("MLA", 48, 8, 80)
+    assert (
+        model.attention.variant,
+        model.attention.head_dim,
+        model.attention.n_kv_heads,
+        model.attention.mla.latent_dim,
+    ) == ("MLA", 48, 8, 80)
     assert "needs an mla block" in error_text(variant="MLA")
 
 
@@ -94,15 +104,15 @@ def test_config_round_trips_through_json():
 def test_any_divisible_geometry_validates_and_is_consistent(n_kv, group, head_dim):
     model = ModelSpec(d_model=1024, n_layers=2, n_heads=n_kv * group, n_kv_heads=n_kv, head_dim=head_dim,
                       vocab_size=100, d_ff=100)  # fmt: skip
-    assert model.q_per_kv * model.kv_heads == model.n_heads
-    assert model.variant == ("MHA" if group == 1 else "MQA" if n_kv == 1 else "GQA")
+    assert model.attention.q_per_kv * model.attention.n_kv_heads == model.attention.n_heads
+    assert model.attention.variant == ("MHA" if group == 1 else "MQA" if n_kv == 1 else "GQA")
 
 
 @given(n_heads=st.integers(min_value=2, max_value=64), n_kv=st.integers(min_value=1, max_value=64))
 def test_indivisible_geometry_always_fails_cleanly(n_heads, n_kv):
     fields = dict(d_model=64 * n_heads, n_layers=1, n_heads=n_heads, n_kv_heads=n_kv, vocab_size=10, d_ff=10)
     if n_kv <= n_heads and n_heads % n_kv == 0:
-        assert ModelSpec(**fields).kv_heads == n_kv
+        assert ModelSpec(**fields).attention.n_kv_heads == n_kv
     else:
         with pytest.raises(ValidationError):
             ModelSpec(**fields)
@@ -144,7 +154,7 @@ def test_token_layer_kinds_match_a_layer_by_layer_count_for_every_preset_and_pip
         preset = get_preset(name)
         models = [preset]
         for pp in (2, 3, 4, 8):
-            if preset.n_layers % pp == 0 and preset.n_kv_shared_layers is None:
+            if preset.n_layers % pp == 0 and preset.layers.n_kv_shared_layers is None:
                 models += [stage_model(preset, stage_layout(preset, pp, s)) for s in range(pp)]
         for model in models:
             by_layer: dict[str, int] = {}

@@ -98,13 +98,13 @@ def test_bias_switches_of_a_family_are_read_and_counted_as_transformers_builds_t
     with torch.device("meta"):
         reference = sum(p.numel() for p in transformers.AutoModelForCausalLM.from_config(config).parameters())
     spec = import_hf_config(config.to_dict()).model
-    assert spec.qkv_bias and count_params(spec).total == reference
+    assert spec.attention.qkv_bias and count_params(spec).total == reference
 
 
 def test_mlp_bias_is_read_and_counted():
     base = import_hf_config({**LLAMA_COPY, "model_type": "llama"}).model
     biased = import_hf_config({**LLAMA_COPY, "model_type": "llama", "mlp_bias": True}).model
-    assert biased.mlp_bias and not base.mlp_bias
+    assert biased.block.mlp_bias and not base.block.mlp_bias
     # three projections a layer: gate and up (d_ff each), down (d_model)
     assert count_params(biased).total - count_params(base).total == 32 * (2 * 14336 + 4096)
 
@@ -158,5 +158,5 @@ def test_an_unknown_mla_family_is_not_refused_for_the_head_fields_mla_does_not_u
         "qk_nope_head_dim": 128, "v_head_dim": 128, "q_lora_rank": 1536, "head_dim": 64,
     }  # fmt: skip
     model = import_hf_config(config).model
-    assert model.mla is not None
+    assert model.attention.mla is not None
     assert kv_footprint(model, seq_len=1, batch=1, kv_dtype="bf16").total_bytes == 32 * (512 + 64) * 2

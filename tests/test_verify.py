@@ -469,7 +469,12 @@ def test_a_shard_with_replicated_kv_heads_is_an_mqa_shape():
     from mha_cli.verify.plan import shard_model
 
     shard = shard_model(get_preset("llama-3-70b"), 16, "absorbed")
-    assert (shard.n_heads, shard.n_kv_heads, shard.head_dim, shard.variant) == (4, 1, 128, "MQA")
-    assert shard.d_ff == 28672 // 16
+    assert (shard.attention.n_heads, shard.attention.n_kv_heads, shard.attention.head_dim, shard.attention.variant) == (
+        4,
+        1,
+        128,
+        "MQA",
+    )
+    assert shard.block.d_ff == 28672 // 16
     plan = make_plan(get_preset("llama-3-70b"), DeploymentSpec(seq_len=1024, tp=16), device_type="cpu", layers=1)
     assert plan.predicted_cache_bytes == 1024 * 2 * 1 * 128 * 2  # one layer, one KV head, K and V, bf16

@@ -55,8 +55,8 @@ def test_the_recording_covers_every_family():
     assert RECORDED["versions"]["vllm"] == "0.32.0"
     models = {row["family"]: _model(row) for row in STARTED}
     assert len(STARTED) >= 10
-    assert any(m.mla is not None for m in models.values())
-    assert any(m.moe is not None and m.mla is None for m in models.values())
+    assert any(m.attention.mla is not None for m in models.values())
+    assert any(m.block.moe is not None and m.attention.mla is None for m in models.values())
     assert any(m.n_local_layers == m.n_layers for m in models.values())  # every layer sliding (Mistral)
     assert any(0 < m.n_local_layers < m.n_layers for m in models.values())  # Gemma 2/3, gpt-oss
     kinds = {m.recurrent.kind for m in models.values() if m.recurrent is not None}

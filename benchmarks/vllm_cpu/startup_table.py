@@ -57,12 +57,12 @@ def before(model: ModelSpec, kv: KvFootprint, plan: EnginePlan, row: dict) -> tu
 def _shape(model: ModelSpec) -> str:
     kinds = [f"{model.n_global_layers} full"] if model.n_global_layers else []
     if model.n_local_layers:
-        kinds.append(f"{model.n_local_layers} sliding ({model.sliding_window})")
+        kinds.append(f"{model.n_local_layers} sliding ({model.layers.sliding_window})")
     if model.recurrent is not None:
         kinds.append(f"{model.n_state_layers} {model.recurrent.kind}")
-    if model.mla is not None:
+    if model.attention.mla is not None:
         kinds.append("MLA")
-    if model.moe is not None:
+    if model.block.moe is not None:
         kinds.append("MoE")
     return ", ".join(kinds)
 

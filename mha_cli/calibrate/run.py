@@ -73,7 +73,7 @@ def check_profile(profile: DeviceProfile, device: torch.device, dtype: torch.dty
     """The held-out decoder's decode step and prefill, measured and predicted."""
     model = build_model(CHECK_MODEL, dtype=dtype, device=device)
     caches = model.new_cache(1, CHECK_CONTEXT + 1, dtype=dtype)
-    prompt = torch.randint(CHECK_MODEL.vocab_size, (1, CHECK_PROMPT), device=device)  # (1, p)
+    prompt = torch.randint(CHECK_MODEL.embeddings.vocab_size, (1, CHECK_PROMPT), device=device)  # (1, p)
     token = prompt[:, -1:]  # (1, 1)
     rows = []
     phases: list[tuple[str, Callable[[], object], StepShape]] = [

@@ -378,7 +378,7 @@ def plan(
     if speculative is not None:
         deployment = deployment.model_copy(update={"speculative": speculative})
     if expert_parallel:
-        if loaded.model.moe is None:
+        if loaded.model.block.moe is None:
             raise BadInputError(
                 f"--expert-parallel spreads routed experts and {loaded.model.name} has none: leave it out"
             )
@@ -517,7 +517,7 @@ def _a2a_backend(value: str, model: ModelSpec, *, dp: int | None, pinned: int | 
 
     if value not in get_args(MoeA2aBackend):
         raise BadInputError(f"--moe-a2a-backend {value!r}: give none (the engines' default) or deepep")
-    if model.moe is None:
+    if model.block.moe is None:
         raise BadInputError(f"--moe-a2a-backend reaches routed experts and {model.name} has none: leave it out")
     if dp is None and pinned:
         raise BadInputError(

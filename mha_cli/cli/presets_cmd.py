@@ -76,16 +76,16 @@ def render_presets(console: Console, result: PresetList) -> None:
     rows = []
     for row in result.presets:
         m = row.model
-        window = f"{m.sliding_window:,} ({m.n_local_layers}/{m.n_layers})" if m.sliding_window else "-"
+        window = f"{m.layers.sliding_window:,} ({m.n_local_layers}/{m.n_layers})" if m.layers.sliding_window else "-"
         cells = {
-            "variant": m.variant or "",
+            "variant": m.attention.variant or "",
             "params": format_count(row.total_params),
             "d_model": str(m.d_model),
             "layers": str(m.n_layers),
-            "heads / KV": f"{m.n_heads}/{m.kv_heads}"
-            if m.mla is None
-            else f"{m.n_heads}/-",  # MLA: no KV heads, a latent
-            "head_dim": str(m.head_dim),
+            "heads / KV": f"{m.attention.n_heads}/{m.attention.n_kv_heads}"
+            if m.attention.mla is None
+            else f"{m.attention.n_heads}/-",  # MLA: no KV heads, a latent
+            "head_dim": str(m.attention.head_dim),
             "window": window,
             "KV B / token": f"{row.bf16_bytes_per_token:,}",
             "state": format_bytes(row.bf16_state_bytes_per_seq) if row.bf16_state_bytes_per_seq else "-",

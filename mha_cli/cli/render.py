@@ -40,46 +40,48 @@ def model_table(model: ModelSpec, title: str) -> Table:
     if model.attention_free:
         return _attention_free_table(model, table)
     heads = (
-        f"{model.n_heads} query / {model.kv_heads} KV ({model.q_per_kv} per KV head)"
-        if model.mla is None
-        else f"{model.n_heads} query; no KV heads: one shared latent (below)"
+        f"{model.attention.n_heads} query / {model.attention.n_kv_heads} KV ({model.attention.q_per_kv} per KV head)"
+        if model.attention.mla is None
+        else f"{model.attention.n_heads} query; no KV heads: one shared latent (below)"
     )
-    derived = model.d_model // model.n_heads if model.d_model % model.n_heads == 0 else None
+    derived = model.d_model // model.attention.n_heads if model.d_model % model.attention.n_heads == 0 else None
     head_note = (
-        "" if derived == model.head_dim else f"  (explicit; d_model / n_heads = {model.d_model / model.n_heads:g})"
+        ""
+        if derived == model.attention.head_dim
+        else f"  (explicit; d_model / n_heads = {model.d_model / model.attention.n_heads:g})"
     )
-    table.add_row("variant", model.variant or "")
+    table.add_row("variant", model.attention.variant or "")
     table.add_row("d_model x layers", f"{model.d_model} x {model.n_layers}")
     table.add_row("heads", heads)
-    table.add_row("head_dim", f"{model.head_dim}{head_note}")
-    if model.mla is not None:
-        mla = model.mla
+    table.add_row("head_dim", f"{model.attention.head_dim}{head_note}")
+    if model.attention.mla is not None:
+        mla = model.attention.mla
         table.add_row(
             "MLA",
             f"latent {mla.kv_lora_rank} + RoPE key {mla.qk_rope_head_dim}; per head: nope "
             f"{mla.qk_nope_head_dim}, v {mla.v_head_dim}; q latent {mla.q_lora_rank or 'none'}",
         )
     spans = [f"{model.n_global_layers} global"]
-    if model.sliding_window:
-        spans.append(f"{model.n_local_layers} local (window {model.sliding_window:,})")
-    if model.attention_chunk:
-        spans.append(f"{model.count_layers('chunked')} chunked (chunk {model.attention_chunk:,})")
+    if model.layers.sliding_window:
+        spans.append(f"{model.n_local_layers} local (window {model.layers.sliding_window:,})")
+    if model.layers.attention_chunk:
+        spans.append(f"{model.count_layers('chunked')} chunked (chunk {model.layers.attention_chunk:,})")
     if model.recurrent is not None:
         state = model.recurrent
         where = "beside attention in every layer" if state.on_attention_layers else "layers"
         spans.append(f"{model.count_layers('linear')} {state.kind} {where}" if not state.on_attention_layers
                      else f"{state.kind} {where}")  # fmt: skip
-    if model.n_kv_shared_layers:
-        spans.append(f"last {model.n_kv_shared_layers} share earlier K/V")
+    if model.layers.n_kv_shared_layers:
+        spans.append(f"last {model.layers.n_kv_shared_layers} share earlier K/V")
     if len(spans) > 1:
         table.add_row("layers", ", ".join(spans))
-    if model.moe is not None:
-        moe = model.moe
+    if model.block.moe is not None:
+        moe = model.block.moe
         table.add_row(
             "MoE",
             f"{moe.n_experts} experts, {moe.n_active_experts} active"
             f" + {moe.n_shared_experts} shared, width {moe.d_ff_expert}"
-            + (f"; first {moe.n_dense_layers} layers dense (d_ff {model.d_ff})" if moe.n_dense_layers else "")
+            + (f"; first {moe.n_dense_layers} layers dense (d_ff {model.block.d_ff})" if moe.n_dense_layers else "")
             + (f"; MoE on {model.n_moe_layers} of {model.n_layers} layers" if moe.layer_period > 1 else ""),
         )
     return table

@@ -155,30 +155,34 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
 
 def _check_tp(trace: Trace, model: ModelSpec, tp: int) -> None:
     """MHA024: heads split evenly over the tensor-parallel ranks."""
-    if tp_splits_evenly(model.n_heads, model.kv_heads, tp):
+    if tp_splits_evenly(model.attention.n_heads, model.attention.n_kv_heads, tp):
         return
     trace.fire(
         "MHA024",
-        f"tp {tp} does not split n_heads {model.n_heads} / n_kv_heads {model.kv_heads} evenly:"
+        f"tp {tp} does not split n_heads {model.attention.n_heads} / n_kv_heads {model.attention.n_kv_heads} evenly:"
         " use a tp that divides n_heads and divides or is a multiple of n_kv_heads",
         tp=tp,
-        n_heads=model.n_heads,
-        n_kv_heads=model.kv_heads,
+        n_heads=model.attention.n_heads,
+        n_kv_heads=model.attention.n_kv_heads,
     )
 
 
 def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
     """MHA090 (hard) and MHA061 (warning)."""
-    widths = [model.dim_per_head] if model.mla is None else [model.mla.qk_head_dim, model.mla.v_head_dim]
+    widths = (
+        [model.attention.head_dim]
+        if model.attention.mla is None
+        else [model.attention.mla.qk_head_dim, model.attention.mla.v_head_dim]
+    )
     smallest = min(widths)
     if smallest < C.HEAD_DIM_FLOOR:
         trace.fire(
             "MHA090",
-            f"head_dim {smallest} < {C.HEAD_DIM_FLOOR}: use fewer, wider heads (e.g. {model.attention_width // 64}"
+            f"head_dim {smallest} < {C.HEAD_DIM_FLOOR}: use fewer, wider heads (e.g. {model.attention.width // 64}"
             " heads of 64)",
             head_dim=smallest,
         )
-    elif model.mla is None and (smallest not in USUAL_HEAD_DIMS or smallest > C.HEAD_DIM_CEILING):
+    elif model.attention.mla is None and (smallest not in USUAL_HEAD_DIMS or smallest > C.HEAD_DIM_CEILING):
         trace.fire("MHA061", f"head_dim {smallest} is not 64, 128 or 256", head_dim=smallest)
 
 
@@ -200,8 +204,8 @@ def _check_long_context_mha(
     request for MHA has asked for it: the same priced finding, as a warning."""
     seq = deployment.seq_len
     if not (
-        model.variant == "MHA"
-        and model.n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS
+        model.attention.variant == "MHA"
+        and model.attention.n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS
         and kv.n_global_layers > 0
         and kv.tokens_held_global > C.MHA_LONG_CONTEXT_TOKENS
     ):
@@ -214,9 +218,9 @@ def _check_long_context_mha(
     kept = f"; kept: the file records `{C.EXPLICIT_VARIANT_NOTE}MHA`" if requested else ""
     trace.fire(
         "MHA091",
-        f"MHA with {model.n_heads} heads at {seq:,} tokens caches {format_bytes(own)} per sequence{offer}{kept}",
+        f"MHA with {model.attention.n_heads} heads at {seq:,} tokens caches {format_bytes(own)} per sequence{offer}{kept}",
         severity="warning" if requested else None,
-        n_heads=model.n_heads,
+        n_heads=model.attention.n_heads,
         seq_len=seq,
         bytes_per_sequence=own,
         requested=requested,
@@ -225,7 +229,7 @@ def _check_long_context_mha(
 
 def _check_small_mla(trace: Trace, model: ModelSpec, total: int) -> None:
     """MHA092: MLA under 1B; the file states MLA, which counts as asking for it: a warning."""
-    if model.mla is not None and total < C.MLA_MIN_PARAMS:
+    if model.attention.mla is not None and total < C.MLA_MIN_PARAMS:
         trace.fire(
             "MHA092",
             f"MLA at {format_count(total)} parameters (< {C.MLA_MIN_PARAMS / 1e9:g}B): allowed because the file asks"
@@ -248,10 +252,10 @@ def _check_kv_vs_weights(
         return
     offers = []
     gqa = _option(options, "GQA")
-    if gqa is not None and model.mla is None and gqa.n_kv_heads < model.kv_heads:
+    if gqa is not None and model.attention.mla is None and gqa.n_kv_heads < model.attention.n_kv_heads:
         offers.append(gqa)
     mla = _option(options, "MLA")
-    if mla is not None and model.mla is None:
+    if mla is not None and model.attention.mla is None:
         offers.append(mla)
     priced = [f"{o.label} {format_bytes(footprint_for(o.model, deployment, 1).bytes_per_sequence)}" for o in offers]
     offer = f" (same shape: {', '.join(priced)})" if priced else ""
@@ -266,20 +270,20 @@ def _check_kv_vs_weights(
 
 def _check_group(trace: Trace, model: ModelSpec) -> None:
     """MHA062: GQA groups wider than 8."""
-    if model.variant == "GQA" and model.q_per_kv > C.MAX_QUALITY_GROUP:
+    if model.attention.variant == "GQA" and model.attention.q_per_kv > C.MAX_QUALITY_GROUP:
         trace.fire(
             "MHA062",
-            f"{model.q_per_kv} query heads per KV head (> {C.MAX_QUALITY_GROUP})",
-            q_per_kv=model.q_per_kv,
+            f"{model.attention.q_per_kv} query heads per KV head (> {C.MAX_QUALITY_GROUP})",
+            q_per_kv=model.attention.q_per_kv,
         )
 
 
 def _check_bias(trace: Trace, model: ModelSpec) -> None:
     """MHA063: projection biases."""
-    if model.qkv_bias or model.o_bias:
+    if model.attention.qkv_bias or model.attention.o_bias:
         trace.fire(
             "MHA063",
-            f"projection biases: qkv {model.qkv_bias}, o {model.o_bias}",
-            qkv_bias=model.qkv_bias,
-            o_bias=model.o_bias,
+            f"projection biases: qkv {model.attention.qkv_bias}, o {model.attention.o_bias}",
+            qkv_bias=model.attention.qkv_bias,
+            o_bias=model.attention.o_bias,
         )

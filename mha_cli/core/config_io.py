@@ -187,9 +187,9 @@ def _applicable(config: MhaConfig) -> dict:
     MLA's cache mode outside MLA, the state convention without a fixed state or an indexer key."""
     data = config.model_dump(mode="json", exclude_none=True)
     model = config.model
-    if model.mla is None:
+    if model.attention.mla is None:
         data["deployment"].pop("mla_cache", None)
-    if model.recurrent is None and (model.mla is None or model.mla.indexer is None):
+    if model.recurrent is None and (model.attention.mla is None or model.attention.mla.indexer is None):
         data["deployment"].pop("state_convention", None)
     return data
 
@@ -198,9 +198,9 @@ def config_to_yaml(config: MhaConfig, header: str | None = None) -> str:
     """The config as YAML, fields in schema order, ``None`` fields (and MLA's cache mode for other
     variants; for MLA, the n_kv_heads and head_dim the schema derives from the latent) left out."""
     data = _applicable(config)
-    if config.model.mla is not None:  # one latent: no per-head KV count or width to state (derived on reading)
-        data["model"].pop("n_kv_heads", None)
-        data["model"].pop("head_dim", None)
+    if config.model.attention.mla is not None:  # one latent: no per-head KV count or width (derived on reading)
+        data["model"]["attention"].pop("n_kv_heads", None)
+        data["model"]["attention"].pop("head_dim", None)
     import yaml
 
     body = yaml.safe_dump(data, sort_keys=False, width=100)

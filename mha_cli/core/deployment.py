@@ -83,8 +83,8 @@ def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
         notes.append(
             f"seq_len {deployment.seq_len:,} exceeds the {model.context_length:,} tokens {model.name} was trained for"
         )
-    if model.mla is None and "mla_cache" in deployment.model_fields_set:
-        notes.append(f"mla_cache {deployment.mla_cache} ignored: {model.name} is {model.variant}, not MLA")
+    if model.attention.mla is None and "mla_cache" in deployment.model_fields_set:
+        notes.append(f"mla_cache {deployment.mla_cache} ignored: {model.name} is {model.attention.variant}, not MLA")
     if deployment.target:
         target = resolve_target(deployment.target).target
         notes += bf16_notes(target, weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype)
@@ -117,7 +117,7 @@ def state_convention_note(model: ModelSpec, deployment: DeploymentSpec) -> str |
             if engine
             else "fixed state as transformers' cache holds it (conv_kernel conv columns; the recurrent state in fp32)"
         )
-    if model.mla is not None and model.mla.indexer is not None:
+    if model.attention.mla is not None and model.attention.mla.indexer is not None:
         parts.append(
             "indexer key in fp8 with a 4-byte scale per 128 values (vLLM, SGLang)"
             if engine

@@ -94,7 +94,7 @@ def dp_attention_problem(
     with its experts spread over all of them, or None when they can (one line: what is wrong and what to do)."""
     if dp != replicas:
         return f"--dp {dp} with tp {tp} leaves {replicas} replica(s): give --dp alone (tp follows from it)"
-    if model.moe is None:
+    if model.block.moe is None:
         return (
             f"DP attention spreads routed experts over the data-parallel ranks and {model.name} has none (a dense"
             " model): leave out --dp; --tp with fewer devices than the target's makes plain replicas"
@@ -153,7 +153,7 @@ def remote_destinations(model: ModelSpec, ranks: int) -> float:
     (DeepSeek-V3: top 8 of the experts of 4 of 8 groups) whose groups sit whole on the devices counts the groups
     instead: a token reaches the devices of its ``topk_group`` groups (each chosen group, picked by its best
     scores, takes some of the token's experts)."""
-    moe = model.moe
+    moe = model.block.moe
     assert moe is not None
     units, picked = moe.n_experts, moe.n_active_experts
     if moe.topk_method != "greedy" and moe.n_group > 1 and moe.n_group % ranks == 0:

@@ -39,7 +39,9 @@ def group_sizes(model: ModelSpec) -> list[int]:
     divisor of the query heads (24 devices split 96 heads; only the powers of two would skip it). Which of these
     split the KV heads too is for ``footprint_for`` to say."""
     powers = {2**k for k in range(1, MAX_DEVICES_TRIED.bit_length())}
-    divisors = {d for d in range(2, min(model.n_heads, MAX_DEVICES_TRIED) + 1) if model.n_heads % d == 0}
+    divisors = {
+        d for d in range(2, min(model.attention.n_heads, MAX_DEVICES_TRIED) + 1) if model.attention.n_heads % d == 0
+    }
     return sorted(d for d in powers | divisors if d <= MAX_DEVICES_TRIED)
 
 
@@ -174,7 +176,7 @@ def _dp_attention_that_fits(
     all devices; with ``--kv-dtype fp8`` when it takes that too (``mha kv`` takes ``--dp``; ``check`` and
     ``recommend`` leave this way out)."""
     runs = dp_attention_runs_on(deployment.engine, deployment.engine_generation)
-    if model.moe is None or not runs or deployment.dp is not None:
+    if model.block.moe is None or not runs or deployment.dp is not None:
         return None
     cache_changes: list[tuple[str, dict[str, object]]] = [("", {})]
     if storage_format(deployment.kv_dtype).bits > 8:
@@ -275,7 +277,7 @@ def last_resort(
         largest = devices
         break
     if not largest:
-        return f"none: no group of up to {MAX_DEVICES_TRIED:,} devices splits the {model.n_heads} heads"
+        return f"none: no group of up to {MAX_DEVICES_TRIED:,} devices splits the {model.attention.n_heads} heads"
     group = resolve_target(f"{largest}x{target.target.id}")
     tp_flag = f" --tp {largest}" if plan.tp != plan.n_devices else ""
     for dtype in dtypes:
@@ -306,7 +308,7 @@ def last_resort(
     if big.deficit_bytes:  # nothing is usable: the engine's reserves alone exceed what it is given
         why = f"has no room for any weight: the engine's own reserves exceed its share by {format_bytes(big.deficit_bytes)}"
     return (
-        f"none: even {largest} x {target.target.id} (the largest group that splits the {model.n_heads} heads)"
+        f"none: even {largest} x {target.target.id} (the largest group that splits the {model.attention.n_heads} heads)"
         f" {why}; choose a larger device or a smaller model"
     )
 

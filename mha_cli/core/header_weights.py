@@ -114,7 +114,7 @@ def summed_weights(
 
 def embedding_bytes(model: ModelSpec) -> int:
     """One embedding's bytes in bf16 (vocabulary x width x 2): the other yardstick of a rounding."""
-    return model.vocab_size * (model.embedding_size or model.d_model) * 2
+    return model.embeddings.vocab_size * (model.embeddings.width or model.d_model) * 2
 
 
 def disagrees(weights: HeaderWeights, model: ModelSpec) -> bool:

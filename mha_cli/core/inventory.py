@@ -161,9 +161,18 @@ def _ranks(spec: ModelSpec, tp: int, rank: int, vocab_padding: int | None, exper
         raise BadInputError(problem)
     padding = built_vocab_padding(tp) if vocab_padding is None else vocab_padding
     layout = ExpertLayout(tp) if experts is None else experts
-    kv_heads = kv_heads_per_rank(spec, tp, mla_cache="decompressed") if spec.mla is None else spec.n_heads // tp
+    kv_heads = (
+        kv_heads_per_rank(spec, tp, mla_cache="decompressed")
+        if spec.attention.mla is None
+        else spec.attention.n_heads // tp
+    )
     return _Ranks(
-        tp, spec.n_heads // tp, kv_heads, spec.d_ff // tp, layout, vocab_rows_per_rank(spec.vocab_size, tp, padding)
+        tp,
+        spec.attention.n_heads // tp,
+        kv_heads,
+        spec.block.d_ff // tp,
+        layout,
+        vocab_rows_per_rank(spec.embeddings.vocab_size, tp, padding),
     )
 
 
@@ -174,27 +183,27 @@ def _norm(spec: ModelSpec, name: str, width: int, layer: int | None, kind: Tenso
           weights: bool | None = None) -> Iterator[Tensor]:  # fmt: skip
     """A norm of the model's kind over ``width`` values: an RMSNorm's weight; a LayerNorm's weight and, with
     ``norm_bias``, bias; nothing for a norm without weights (OLMo's)."""
-    if not (spec.norm_weights if weights is None else weights):
+    if not (spec.block.norm_weights if weights is None else weights):
         return
     yield Tensor(f"{name}.weight", (width,), kind, "replicated", layer)
-    if spec.norm == "layernorm" and spec.norm_bias:
+    if spec.block.norm == "layernorm" and spec.block.norm_bias:
         yield Tensor(f"{name}.bias", (width,), kind, "replicated", layer)
 
 
 def _input_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
     """The token embedding (the rank's vocabulary rows), learned positions and token types, the embedding
     projection (ELECTRA), the embedding norm (BLOOM, BERT) and a vision tower: what a first pipeline stage holds."""
-    width = spec.embedding_size or spec.d_model
+    width = spec.embeddings.width or spec.d_model
     yield Tensor("model.embed_tokens.weight", (ranks.vocab_rows, width), "embedding", "vocab", None)
-    if spec.position_embeddings:
-        yield Tensor("model.embed_positions.weight", (spec.position_embeddings, width), "position", "replicated", None)
-    if spec.token_type_embeddings:
-        types = (spec.token_type_embeddings, width)
+    if spec.embeddings.positions:
+        yield Tensor("model.embed_positions.weight", (spec.embeddings.positions, width), "position", "replicated", None)
+    if spec.embeddings.token_types:
+        types = (spec.embeddings.token_types, width)
         yield Tensor("model.embed_token_types.weight", types, "token_type", "replicated", None)
-    if spec.embedding_size is not None:
+    if spec.embeddings.width is not None:
         yield Tensor("model.embed_project.weight", (spec.d_model, width), "embedding_projection", "replicated", None)
         yield Tensor("model.embed_project.bias", (spec.d_model,), "embedding_projection", "replicated", None)
-    if spec.embedding_norm:
+    if spec.embeddings.normed:
         yield from _norm(spec, "model.embed_norm", width, None, "embedding_norm", weights=True)
     if spec.vision is not None:  # the vision encoder and projector, on the stage that embeds the prompt
         for tower in tower_tensors(spec.vision, ranks.tp):
@@ -204,16 +213,16 @@ def _input_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
 def _output_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
     """The final norm, the LM head (the rank's vocabulary rows; a bias of its own when tied, CTRL's) and BERT's
     head transform: what a last pipeline stage holds."""
-    if spec.final_norm:
+    if spec.embeddings.final_norm:
         yield from _norm(spec, "model.norm", spec.d_model, None)
-    head_width = spec.lm_head_size or spec.embedding_size or spec.d_model
-    if not spec.tied_embeddings:
+    head_width = spec.embeddings.lm_head_size or spec.embeddings.width or spec.d_model
+    if not spec.embeddings.tied:
         yield Tensor("lm_head.weight", (ranks.vocab_rows, head_width), "head", "vocab", None)
-    if spec.lm_head_bias:
+    if spec.embeddings.lm_head_bias:
         yield Tensor("lm_head.bias", (ranks.vocab_rows,), "head", "vocab", None)
-    if spec.lm_head_transform is not None:
+    if spec.embeddings.lm_head_transform is not None:
         yield Tensor("head_transform.dense.weight", (head_width, spec.d_model), "head_transform", "replicated", None)
-        if spec.lm_head_transform_bias:
+        if spec.embeddings.lm_head_transform_bias:
             yield Tensor("head_transform.dense.bias", (head_width,), "head_transform", "replicated", None)
         yield from _norm(spec, "head_transform.norm", head_width, None, "head_transform", weights=True)
 
@@ -225,13 +234,13 @@ def _layer(spec: ModelSpec, i: int, ranks: _Ranks) -> Iterator[Tensor]:
     """Layer ``i``'s norms, attention (or fixed-state mixer), a mixer beside attention, and MLP or MoE (neither, nor
     the norm before them, on a layer without a feed-forward)."""
     prefix = f"model.layers.{i}"
-    post_norms = spec.norm_placement == "post"  # OLMo 2: no input norm, each sublayer's output normed
-    if not post_norms and (i > 0 or spec.first_input_norm):
+    post_norms = spec.block.norm_placement == "post"  # OLMo 2: no input norm, each sublayer's output normed
+    if not post_norms and (i > 0 or spec.block.first_input_norm):
         yield from _norm(spec, f"{prefix}.input_layernorm", spec.d_model, i)
     if spec.layer_kind(i) == "linear":
         assert spec.recurrent is not None
-        yield from _mixer(spec.recurrent, spec.d_model, f"{prefix}.self_attn", i, ffn_width=spec.d_ff)
-    elif spec.mla is not None:
+        yield from _mixer(spec.recurrent, spec.d_model, f"{prefix}.self_attn", i, ffn_width=spec.block.d_ff)
+    elif spec.attention.mla is not None:
         yield from _mla(spec, f"{prefix}.self_attn", i, ranks)
     else:
         yield from _attention(spec, f"{prefix}.self_attn", i, ranks)
@@ -239,17 +248,17 @@ def _layer(spec: ModelSpec, i: int, ranks: _Ranks) -> Iterator[Tensor]:
         yield from _mixer(spec.recurrent, spec.d_model, f"{prefix}.mixer", i)  # Falcon-H1: beside attention
     if not spec.has_mlp(i):  # Nemotron-H's mixer-only block: its one norm, its mixer
         return
-    if spec.n_norms_per_layer >= 2:
+    if spec.block.n_norms >= 2:
         yield from _norm(spec, f"{prefix}.post_attention_layernorm", spec.d_model, i)
-    if spec.n_norms_per_layer == 4:
+    if spec.block.n_norms == 4:
         yield from _norm(spec, f"{prefix}.pre_feedforward_layernorm", spec.d_model, i)
-    if post_norms or spec.n_norms_per_layer == 4:
+    if post_norms or spec.block.n_norms == 4:
         yield from _norm(spec, f"{prefix}.post_feedforward_layernorm", spec.d_model, i)
     if spec.mlp_kind(i) == "moe":
         yield from _moe(spec, f"{prefix}.mlp", i, ranks)
     else:
-        yield from _mlp(spec, f"{prefix}.mlp", i, ranks.d_ff, spec.mlp == "gated", spec.mlp_bias, "mlp")
-        if spec.activation == "xielu":  # Apertus: the activation's own two weights
+        yield from _mlp(spec, f"{prefix}.mlp", i, ranks.d_ff, spec.block.mlp == "gated", spec.block.mlp_bias, "mlp")
+        if spec.block.activation == "xielu":  # Apertus: the activation's own two weights
             for part in ("alpha_p", "alpha_n"):
                 yield Tensor(f"{prefix}.mlp.act_fn.{part}", (1,), "activation", "replicated", i)
             for constant in ("beta", "eps"):
@@ -269,51 +278,59 @@ def _linear(name: str, out: int, inp: int, kind: TensorKind, split: Split, layer
 def _attention(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor]:
     """q (with Qwen3-Next's gate, each head's query then its gate), k, v by KV heads, o by rows; q/k norms per head
     (replicated) or over the projection; gpt-oss's sinks and Laguna's gate by query heads."""
-    d, h = spec.d_model, spec.dim_per_head
+    d, h = spec.d_model, spec.attention.head_dim
     q_width = ranks.heads * h
-    q_out = 2 * q_width if spec.attn_output_gate else q_width
-    bias = spec.qkv_bias
+    q_out = 2 * q_width if spec.attention.output_gate else q_width
+    bias = spec.attention.qkv_bias
     yield from _linear(f"{prefix}.q_proj", q_out, d, "attention", "column", i, bias=bias)
     yield from _linear(f"{prefix}.k_proj", ranks.kv_heads * h, d, "attention", "kv_heads", i, bias=bias)
     yield from _linear(f"{prefix}.v_proj", ranks.kv_heads * h, d, "attention", "kv_heads", i, bias=bias)
-    o_bias = spec.o_bias or (spec.last_o_bias and i == spec.n_layers - 1)  # GPT-NeoX-Japanese: the last layer's
+    o_bias = spec.attention.o_bias or (
+        spec.attention.last_o_bias and i == spec.n_layers - 1
+    )  # GPT-NeoX-Japanese: the last layer's
     yield from _linear(f"{prefix}.o_proj", d, q_width, "attention", "row", i, bias=o_bias)
-    if spec.qk_norm:
-        if spec.qk_norm_type == "layernorm":  # Persimmon: per-head LayerNorms, weight and bias
+    if spec.attention.qk_norm:
+        if spec.attention.qk_norm_type == "layernorm":  # Persimmon: per-head LayerNorms, weight and bias
             for norm in ("q_norm", "k_norm"):
                 yield Tensor(f"{prefix}.{norm}.weight", (h,), "qk_norm", "replicated", i)
                 yield Tensor(f"{prefix}.{norm}.bias", (h,), "qk_norm", "replicated", i)
-        elif spec.qk_norm_span == "projection":  # OLMo 2: over the whole projection (tp 1 only in torch)
-            yield Tensor(f"{prefix}.q_norm.weight", (spec.n_heads * h,), "qk_norm", "replicated", i)
-            yield Tensor(f"{prefix}.k_norm.weight", (spec.kv_heads * h,), "qk_norm", "replicated", i)
+        elif spec.attention.qk_norm_span == "projection":  # OLMo 2: over the whole projection (tp 1 only in torch)
+            yield Tensor(f"{prefix}.q_norm.weight", (spec.attention.n_heads * h,), "qk_norm", "replicated", i)
+            yield Tensor(f"{prefix}.k_norm.weight", (spec.attention.n_kv_heads * h,), "qk_norm", "replicated", i)
         else:
             yield Tensor(f"{prefix}.q_norm.weight", (h,), "qk_norm", "replicated", i)
             yield Tensor(f"{prefix}.k_norm.weight", (h,), "qk_norm", "replicated", i)
-    if spec.attn_sinks:  # one logit per query head
+    if spec.attention.sinks:  # one logit per query head
         yield Tensor(f"{prefix}.sinks", (ranks.heads,), "sink", "column", i)
-    if spec.attn_softplus_gate is not None:  # Laguna's g_proj: a gate per head or per element of each head
-        gate_width = ranks.heads if spec.attn_softplus_gate == "head" else q_width
+    if spec.attention.softplus_gate is not None:  # Laguna's g_proj: a gate per head or per element of each head
+        gate_width = ranks.heads if spec.attention.softplus_gate == "head" else q_width
         yield from _linear(f"{prefix}.g_proj", gate_width, d, "attention_gate", "column", i)
 
 
 def _mla(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor]:
     """MLA: the down projections and latent norms whole on every rank, the up projections and o by heads, and
     DeepSeek-V3.2's indexer (replicated: every rank scores every key)."""
-    mla, d = spec.mla, spec.d_model
+    mla, d = spec.attention.mla, spec.d_model
     assert mla is not None
     q_out = ranks.heads * mla.qk_head_dim
     if mla.q_lora_rank is None:
         yield from _linear(f"{prefix}.q_proj", q_out, d, "attention", "column", i)
     else:
-        yield from _linear(f"{prefix}.q_a_proj", mla.q_lora_rank, d, "attention", "replicated", i, bias=spec.qkv_bias)
+        yield from _linear(
+            f"{prefix}.q_a_proj", mla.q_lora_rank, d, "attention", "replicated", i, bias=spec.attention.qkv_bias
+        )
         yield Tensor(f"{prefix}.q_a_layernorm.weight", (mla.q_lora_rank,), "latent", "replicated", i)
         yield from _linear(f"{prefix}.q_b_proj", q_out, mla.q_lora_rank, "attention", "column", i)
     kv_down = mla.kv_lora_rank + mla.qk_rope_head_dim
-    yield from _linear(f"{prefix}.kv_a_proj_with_mqa", kv_down, d, "attention", "replicated", i, bias=spec.qkv_bias)
+    yield from _linear(
+        f"{prefix}.kv_a_proj_with_mqa", kv_down, d, "attention", "replicated", i, bias=spec.attention.qkv_bias
+    )
     yield Tensor(f"{prefix}.kv_a_layernorm.weight", (mla.kv_lora_rank,), "latent", "replicated", i)
     kv_up = ranks.heads * (mla.qk_nope_head_dim + mla.v_head_dim)
     yield from _linear(f"{prefix}.kv_b_proj", kv_up, mla.kv_lora_rank, "attention", "column", i)
-    yield from _linear(f"{prefix}.o_proj", d, ranks.heads * mla.v_head_dim, "attention", "row", i, bias=spec.o_bias)
+    yield from _linear(
+        f"{prefix}.o_proj", d, ranks.heads * mla.v_head_dim, "attention", "row", i, bias=spec.attention.o_bias
+    )
     indexer = mla.indexer
     if indexer is not None and indexer.index_n_heads is not None:
         width, heads = indexer.index_head_dim, indexer.index_n_heads
@@ -339,7 +356,7 @@ def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor
     """The router (replicated, with gpt-oss's bias), the routed experts fused (E, 2f, d) (plain experts: (E, f, d))
     and (E, d, f) in the rank's layout, the shared experts as one MLP n_shared x d_ff_shared wide (by columns), of
     the model's MLP kind, Qwen2-MoE's gate of the shared expert and A.X K1's output norm (replicated)."""
-    moe, d = spec.moe, spec.d_model
+    moe, d = spec.block.moe, spec.d_model
     assert moe is not None
     if moe.output_norm:
         yield Tensor(f"{prefix}.post_mlp_layernorm.weight", (d,), "moe_norm", "replicated", i)
@@ -349,7 +366,7 @@ def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor
     if moe.topk_method in BIASED_CHOICE:  # DeepSeek-V3's correction bias on the choice of experts
         yield Tensor(f"{prefix}.gate.e_score_correction_bias", (moe.n_experts,), "router", "replicated", i, True)
     n_local, width = local_experts(spec, ranks.experts), expert_width_per_rank(spec, ranks.experts)
-    gated = spec.mlp == "gated"
+    gated = spec.block.mlp == "gated"
     inputs: Split = "replicated" if ranks.experts.whole else "fused_halves" if gated else "expert_column"
     rows: Split = "replicated" if ranks.experts.whole else "row"
     up = "gate_up_proj" if gated else "up_proj"

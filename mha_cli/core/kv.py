@@ -42,10 +42,10 @@ def check_kv_dtype_fits(model: ModelSpec, kv_dtype: str, mla_cache: MlaCacheMode
     """``fp8_ds_mla`` is the absorbed MLA latent's layout: refuse it, in one line, for anything else."""
     if storage_format(kv_dtype).name != FP8_DS_MLA:
         return
-    if model.mla is None:
+    if model.attention.mla is None:
         raise BadInputError(
             f"kv dtype fp8_ds_mla is DeepSeek's sparse-MLA cache layout and needs an MLA model;"
-            f" {model.name} is {model.variant}: use --kv-dtype fp8 (plain fp8, 1 B per value)"
+            f" {model.name} is {model.attention.variant}: use --kv-dtype fp8 (plain fp8, 1 B per value)"
         )
     if mla_cache != "absorbed":
         raise BadInputError("kv dtype fp8_ds_mla stores the absorbed MLA latent: drop --mla-cache naive or use fp8")
@@ -54,7 +54,7 @@ def check_kv_dtype_fits(model: ModelSpec, kv_dtype: str, mla_cache: MlaCacheMode
 def comparable_kv_dtype(model: ModelSpec, kv_dtype: str) -> str:
     """The KV format to price ``model`` in when comparing it under ``kv_dtype``: plain fp8 stands in for
     ``fp8_ds_mla`` on a model without MLA (the same shape under MHA/GQA/MQA)."""
-    if model.mla is None and storage_format(kv_dtype).name == FP8_DS_MLA:
+    if model.attention.mla is None and storage_format(kv_dtype).name == FP8_DS_MLA:
         return "fp8"
     return kv_dtype
 
@@ -67,16 +67,16 @@ def _ds_mla_fp8_bytes(n_values: int) -> int:
 def vector_bytes_per_kv_head(model: ModelSpec, kv_dtype: str) -> int:
     """Bytes one KV head caches per token: its key and value vectors (standard attention)."""
     fmt = storage_format(kv_dtype)
-    return 2 * fmt.vector_bytes(model.dim_per_head)
+    return 2 * fmt.vector_bytes(model.attention.head_dim)
 
 
 def mla_latent_bytes(model: ModelSpec, kv_dtype: str) -> int:
     """Bytes of one token's absorbed MLA cache entry in one layer (latent + RoPE key), indexer key excluded."""
-    assert model.mla is not None
+    assert model.attention.mla is not None
     fmt = storage_format(kv_dtype)
     if fmt.name == FP8_DS_MLA:  # fp8 latent with its scales, RoPE key in bf16
-        return _ds_mla_fp8_bytes(model.mla.kv_lora_rank) + 2 * model.mla.qk_rope_head_dim
-    return fmt.vector_bytes(model.mla.latent_dim)
+        return _ds_mla_fp8_bytes(model.attention.mla.kv_lora_rank) + 2 * model.attention.mla.qk_rope_head_dim
+    return fmt.vector_bytes(model.attention.mla.latent_dim)
 
 
 def indexer_key_bytes(model: ModelSpec, kv_dtype: str, convention: StateConvention = "engine") -> int:
@@ -84,9 +84,9 @@ def indexer_key_bytes(model: ModelSpec, kv_dtype: str, convention: StateConventi
 
     ``engine``: fp8 with a 4-byte scale per 128 values whatever the KV dtype (132 B for DeepSeek's 128);
     ``transformers``: the KV dtype (and ``fp8_ds_mla``'s fp8 with its scales)."""
-    if model.mla is None or model.mla.indexer is None:
+    if model.attention.mla is None or model.attention.mla.indexer is None:
         return 0
-    width = model.mla.indexer.index_head_dim
+    width = model.attention.mla.indexer.index_head_dim
     fmt = storage_format(kv_dtype)
     if convention == "engine" or fmt.name == FP8_DS_MLA:
         return _ds_mla_fp8_bytes(width)
@@ -95,9 +95,9 @@ def indexer_key_bytes(model: ModelSpec, kv_dtype: str, convention: StateConventi
 
 def mla_naive_head_bytes(model: ModelSpec, kv_dtype: str) -> int:
     """Bytes one head caches per token when MLA's K/V are decompressed (naive mode)."""
-    assert model.mla is not None
+    assert model.attention.mla is not None
     fmt = storage_format(kv_dtype)
-    return fmt.vector_bytes(model.mla.qk_head_dim) + fmt.vector_bytes(model.mla.v_head_dim)
+    return fmt.vector_bytes(model.attention.mla.qk_head_dim) + fmt.vector_bytes(model.attention.mla.v_head_dim)
 
 
 def bytes_per_token_per_layer(
@@ -112,7 +112,7 @@ def bytes_per_token_per_layer(
     an indexer key included (held as ``convention`` says)."""
     check_kv_dtype_fits(model, kv_dtype, mla_cache)
     heads = kv_heads_per_rank(model, tp, mla_cache)
-    if model.mla is not None:
+    if model.attention.mla is not None:
         indexer = indexer_key_bytes(model, kv_dtype, convention)
         if mla_cache == "absorbed":
             return mla_latent_bytes(model, kv_dtype) + indexer
@@ -243,8 +243,10 @@ def kv_footprint(
         per_layer = per_layer_rank = 0
     held = {
         "global": tokens_held(seq_len, None, block_size),
-        "local": tokens_held(seq_len, model.sliding_window, block_size) if model.sliding_window else None,
-        "chunked": tokens_held(seq_len, model.attention_chunk, block_size) if model.attention_chunk else None,
+        "local": tokens_held(seq_len, model.layers.sliding_window, block_size) if model.layers.sliding_window else None,
+        "chunked": tokens_held(seq_len, model.layers.attention_chunk, block_size)
+        if model.layers.attention_chunk
+        else None,
     }
     token_layers = model.token_layer_kinds()
     n_token_layers = sum(token_layers.values())
@@ -257,7 +259,7 @@ def kv_footprint(
     attention_layers = model.n_layers - model.count_layers("linear")
     return KvFootprint(
         kv_dtype=storage_format(kv_dtype).name,
-        mla_cache=mla_cache if model.mla is not None else None,
+        mla_cache=mla_cache if model.attention.mla is not None else None,
         state_convention=convention if _has_state_or_indexer(model) else None,
         seq_len=seq_len,
         batch=batch,
@@ -275,8 +277,8 @@ def kv_footprint(
         n_shared_kv_layers=attention_layers - n_token_layers,
         n_token_layers=n_token_layers,
         n_state_layers=n_state,
-        sliding_window=model.sliding_window,
-        attention_chunk=model.attention_chunk,
+        sliding_window=model.layers.sliding_window,
+        attention_chunk=model.layers.attention_chunk,
         tokens_held_global=held["global"],
         tokens_held_local=held["local"],
         tokens_held_chunked=held["chunked"],
@@ -301,4 +303,4 @@ def footprint_for(model: ModelSpec, deployment: DeploymentSpec, tp: int) -> KvFo
 
 
 def _has_state_or_indexer(model: ModelSpec) -> bool:
-    return model.recurrent is not None or (model.mla is not None and model.mla.indexer is not None)
+    return model.recurrent is not None or (model.attention.mla is not None and model.attention.mla.indexer is not None)

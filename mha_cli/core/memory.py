@@ -94,7 +94,7 @@ def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: Deployme
     or over all tp x replicas ranks when the engine's data-parallel ranks share them (``ENGINES_SHARING_EXPERTS``);
     whole experts per rank with ``deployment.expert_parallel``; whole over all ranks with ``deployment.dp``, reached
     by the dispatch its ``moe_a2a_backend`` names (None: the engine's default)."""
-    if model.moe is None:
+    if model.block.moe is None:
         return None
     deployment = deployment or DeploymentSpec()
     if deployment.dp and replicas > 1:  # checked by the caller (core.dp_attention.dp_attention_problem)
@@ -110,15 +110,15 @@ def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: Deployme
 def shared_experts_problem(model: ModelSpec, tp: int, replicas: int, whole: bool) -> str | None:
     """Why ``replicas`` of tp ``tp`` cannot share ``model``'s routed experts (vLLM would refuse the
     ``--data-parallel-size``), or None when they can."""
-    if model.moe is None or replicas == 1:
+    if model.block.moe is None or replicas == 1:
         return None
     return tp_shard_problem(model, tp, ExpertLayout(tp * replicas, whole=whole))
 
 
 def describe_experts(model: ModelSpec, layout: ExpertLayout) -> str:
     """``16 of 128 experts whole (expert parallel over 8 ranks)`` or ``all 128 experts at 1/8 of their width``."""
-    assert model.moe is not None
-    total = model.moe.n_experts
+    assert model.block.moe is not None
+    total = model.block.moe.n_experts
     if layout.whole:
         reached = ""
         if layout.dp_attention:

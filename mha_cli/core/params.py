@@ -87,12 +87,12 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
     moe_layer = first(model.is_moe_layer)
     expert_weights = _sum(moe_layer, ["expert"])
     n_moe = model.n_moe_layers
-    tables = {"embedding": not model.tied_embeddings, "position": True, "token_type": True}
+    tables = {"embedding": not model.embeddings.tied, "position": True, "token_type": True}
     lookup_tables = sum(t.numel for t in inputs if tables.get(t.kind, False))
     final_norm = _sum(outputs, ["norm"])
     vision = _sum(inputs, ["vision"])
-    inactive = 0 if model.moe is None else n_moe * (model.moe.n_experts - model.moe.n_active_experts)
-    per_expert = expert_weights // model.moe.n_experts if model.moe is not None else 0
+    inactive = 0 if model.block.moe is None else n_moe * (model.block.moe.n_experts - model.block.moe.n_active_experts)
+    per_expert = expert_weights // model.block.moe.n_experts if model.block.moe is not None else 0
     return ParamBreakdown(
         attention_per_layer=_sum(attending or first(lambda i: model.layer_kind(i) != "linear"), ATTENTION_KINDS),
         mlp_dense_per_layer=_sum(first(lambda i: model.mlp_kind(i) == "dense"), ["mlp", "activation"]),
@@ -189,8 +189,8 @@ def tensor_matrices(tensor: Tensor, model: ModelSpec) -> Iterable[tuple[tuple[Ma
         return
     out, inp = tensor.shape
     if tensor.kind == "shared_expert":  # one MLP n_shared x d_ff_shared wide: n_shared matrices
-        assert model.moe is not None
-        shared = model.moe.n_shared_experts
+        assert model.block.moe is not None
+        shared = model.block.moe.n_shared_experts
         out, inp = (out // shared, inp) if part != "down_proj" else (out, inp // shared)
         yield (kind, part, out, inp), shared
         return

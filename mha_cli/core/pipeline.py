@@ -41,7 +41,7 @@ def pp_problem(model: ModelSpec, pp: int) -> str | None:
         return f"pp must be at least 1 (got {pp})"
     if model.n_layers % pp:
         return f"pp {pp} does not divide the {model.n_layers} layers of {model.name}: pick a divisor"
-    if model.n_kv_shared_layers is not None and pp > 1:
+    if model.layers.n_kv_shared_layers is not None and pp > 1:
         return f"{model.name}'s layers share earlier layers' K/V (Gemma-3n): its stages are not independent"
     return None
 
@@ -63,18 +63,26 @@ def stage_layout(model: ModelSpec, pp: int, stage: int) -> StageLayout:
 def layers_model(model: ModelSpec, first: int, n_layers: int) -> ModelSpec:
     """Layers [first, first + n_layers) of ``model`` as a model of their own: layer i is the original's layer
     first + i (its attention kind and whether its MLP is dense, MoE or none); embedding and head as the original's."""
-    update: dict[str, object] = {"n_layers": n_layers}
-    if first > 0 and not model.first_input_norm:  # only the model's own first layer lacks its input norm
-        update["first_input_norm"] = True
-    if model.layer_pattern:
-        update["layer_pattern"] = [model.layer_kind(first + i) for i in range(n_layers)]
-    if model.mlp_pattern:
-        update["mlp_pattern"] = [model.mlp_kind(first + i) for i in range(n_layers)]
-    if model.moe is not None:
-        dense = max(0, min(n_layers, model.moe.n_dense_layers - first))  # the original's dense layers lead
-        offset = (model.moe.layer_offset - first) % model.moe.layer_period  # the period, counted from ``first``
-        update["moe"] = model.moe.model_copy(update={"n_dense_layers": dense, "layer_offset": offset})
-    return model.model_copy(update=update)
+    block: dict[str, object] = {}
+    if first > 0 and not model.block.first_input_norm:  # only the model's own first layer lacks its input norm
+        block["first_input_norm"] = True
+    moe = model.block.moe
+    if moe is not None:
+        dense = max(0, min(n_layers, moe.n_dense_layers - first))  # the original's dense layers lead
+        offset = (moe.layer_offset - first) % moe.layer_period  # the period, counted from ``first``
+        block["moe"] = moe.model_copy(update={"n_dense_layers": dense, "layer_offset": offset})
+    layers: dict[str, object] = {}
+    if model.layers.pattern:
+        layers["pattern"] = [model.layer_kind(first + i) for i in range(n_layers)]
+    if model.layers.mlp_pattern:
+        layers["mlp_pattern"] = [model.mlp_kind(first + i) for i in range(n_layers)]
+    return model.model_copy(
+        update={
+            "n_layers": n_layers,
+            "layers": model.layers.model_copy(update=layers),
+            "block": model.block.model_copy(update=block),
+        }
+    )
 
 
 def first_moe_layer(model: ModelSpec) -> int:
@@ -99,7 +107,7 @@ def stage_params(model: ModelSpec, layout: StageLayout, tp: int = 1) -> int:
         held += group_params(inputs)
     if layout.head:  # the final norm, the untied head and its bias, BERT's head transform
         held += group_params(outputs)
-        if model.tied_embeddings and not layout.embedding:  # the tied head's copy of the embedding
+        if model.embeddings.tied and not layout.embedding:  # the tied head's copy of the embedding
             held += next(t.numel for t in inputs.tensors if t.kind == "embedding")
     return held
 
@@ -109,7 +117,7 @@ def stage_sides(model: ModelSpec, layout: StageLayout) -> "Sides":
     final norm and head on the last, a tied head's copy of the embedding on a last stage that is not the first."""
     from mha_cli.core.weight_bytes import Sides
 
-    tied_copy = model.tied_embeddings and layout.head and not layout.embedding
+    tied_copy = model.embeddings.tied and layout.head and not layout.embedding
     return Sides(embedding=layout.embedding, head=layout.head, tied_copy=tied_copy)
 
 

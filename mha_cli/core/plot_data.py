@@ -120,7 +120,7 @@ def kv_curve(model: ModelSpec, deployment: DeploymentSpec, tp: int, contexts: li
     memory = price_deployment(model, deployment.model_copy(update={"tp": tp})).memory
     sequences = memory.sequences_per_replica if memory is not None else deployment.batch
     footprints = [footprint_for(model, deployment.model_copy(update={"seq_len": seq}), tp) for seq in contexts]
-    heads = None if model.mla is not None else footprints[0].kv_heads_per_rank
+    heads = None if model.attention.mla is not None else footprints[0].kv_heads_per_rank
     return Series("", contexts, [sequences * kv.bytes_per_sequence_per_rank for kv in footprints], tp=tp,
                   kv_heads_per_rank=heads)  # fmt: skip
 

@@ -69,24 +69,28 @@ def attention_pair_flops(model: ModelSpec, *, absorbed: bool = False) -> int:
     Standard and naive MLA: scores over the qk width, weighted sum over the v width. Absorbed MLA
     (``absorbed=True``): scores over latent + RoPE key, weighted sum over the latent.
     """
-    if model.mla is not None:
-        mla = model.mla
+    if model.attention.mla is not None:
+        mla = model.attention.mla
         if absorbed:
-            return 2 * model.n_heads * (2 * mla.kv_lora_rank + mla.qk_rope_head_dim)
-        return 2 * model.n_heads * (mla.qk_head_dim + mla.v_head_dim)
-    return 2 * model.n_heads * 2 * model.dim_per_head
+            return 2 * model.attention.n_heads * (2 * mla.kv_lora_rank + mla.qk_rope_head_dim)
+        return 2 * model.attention.n_heads * (mla.qk_head_dim + mla.v_head_dim)
+    return 2 * model.attention.n_heads * 2 * model.attention.head_dim
 
 
 def causal_pairs(model: ModelSpec, seq_len: int) -> int:
     """Query-key pairs a causal prefill of ``seq_len`` tokens computes, over all layers."""
     full = seq_len * (seq_len + 1) // 2
-    window = model.sliding_window
+    window = model.layers.sliding_window
     # A local layer's query i sees min(i + 1, window) keys.
     local = full if window is None or window >= seq_len else window * (window + 1) // 2 + (seq_len - window) * window
     chunked = 0
-    if model.attention_chunk is not None:  # query i sees the keys of its own chunk up to itself: (i mod chunk) + 1
-        whole, rest = divmod(seq_len, model.attention_chunk)
-        chunked = whole * model.attention_chunk * (model.attention_chunk + 1) // 2 + rest * (rest + 1) // 2
+    if (
+        model.layers.attention_chunk is not None
+    ):  # query i sees the keys of its own chunk up to itself: (i mod chunk) + 1
+        whole, rest = divmod(seq_len, model.layers.attention_chunk)
+        chunked = (
+            whole * model.layers.attention_chunk * (model.layers.attention_chunk + 1) // 2 + rest * (rest + 1) // 2
+        )
     return model.n_global_layers * full + model.n_local_layers * local + model.count_layers("chunked") * chunked
 
 
@@ -101,9 +105,9 @@ def params_read(model: ModelSpec, params: ParamBreakdown, tokens: int) -> tuple[
     Lookup tables (input embedding, learned positions) give only the rows of these tokens; an MoE
     layer reads its shared experts and the routed experts its tokens pick; a vision tower is not read by text tokens.
     """
-    lookup_rows = min(tokens, model.vocab_size) * model.d_model if params.lookup_tables else 0
+    lookup_rows = min(tokens, model.embeddings.vocab_size) * model.d_model if params.lookup_tables else 0
     dense_read = params.total - params.vision_tower - params.lookup_tables + min(lookup_rows, params.lookup_tables)
-    moe = model.moe
+    moe = model.block.moe
     if moe is None or params.n_moe_layers == 0:
         return float(dense_read), None
     per_expert = params.expert_params
@@ -115,8 +119,10 @@ def params_read(model: ModelSpec, params: ParamBreakdown, tokens: int) -> tuple[
 def attended_tokens(model: ModelSpec, seq_len: int) -> int:
     """Cached tokens one new token attends to, over all layers: windows and chunks applied, no paging padding.
     Linear-attention and state-space layers attend to no cached token (their fixed state is in the bytes read)."""
-    local = tokens_held(seq_len, model.sliding_window) if model.sliding_window else 0
-    chunked = tokens_held(seq_len, model.attention_chunk) if model.attention_chunk else 0  # as core.kv holds them
+    local = tokens_held(seq_len, model.layers.sliding_window) if model.layers.sliding_window else 0
+    chunked = (
+        tokens_held(seq_len, model.layers.attention_chunk) if model.layers.attention_chunk else 0
+    )  # as core.kv holds them
     return model.n_global_layers * seq_len + model.n_local_layers * local + model.count_layers("chunked") * chunked
 
 

@@ -10,14 +10,16 @@ Fields left out of a spec are resolved once, at validation: ``n_kv_heads`` from 
 field holds a concrete value, and values derived from them are properties, never stored twice.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from typing_extensions import Self
 
 from mha_cli.core.checkpoint_headers import HeaderWeights
 from mha_cli.core.dtypes import KvDtypeName, normalise_dtype_name
 from mha_cli.core.errors import MhaError
+from mha_cli.core.model_migration import nest_flat_fields
 from mha_cli.core.quantities import parse_token_count
 from mha_cli.core.record import empty_list
 from mha_cli.core.weight_formats import WeightFormatName, normalise_weight_format
@@ -139,6 +141,14 @@ WeightDtype = Annotated[WeightFormatName, BeforeValidator(_weight_format)]
 class _Strict(BaseModel):
     # strict: a boolean or a string ("64") is not a count; fields that parse text (seq_len "8k") do so first
     model_config = ConfigDict(extra="forbid", defer_build=True, strict=True)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update``'s fields replaced (not validated, as pydantic's); a key that is no field of this
+        model is refused, where pydantic would set an attribute nothing reads."""
+        unknown = sorted(set(update or ()) - set(type(self).model_fields))
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field {', '.join(unknown)}")
+        return super().model_copy(update=update, deep=deep)
 
 
 class MLAIndexerSpec(_Strict):
@@ -525,8 +535,368 @@ class VisionTowerSpec(_Strict):
     """Encoder tokens (patches) of that image."""
 
 
+MODEL_WIDTH_KEY = "__model_width__"
+"""The key under which a ``ModelSpec`` hands its d_model to its attention part, whose left-out head_dim derives
+from it (never part of a file)."""
+
+
+def check_head_counts(n_heads: int, n_kv_heads: int) -> None:
+    """Refuse K/V heads that no query heads can share evenly: more K/V heads than query heads, or not a divisor."""
+    if n_kv_heads > n_heads:
+        raise ValueError(f"n_kv_heads ({n_kv_heads}) must not exceed n_heads ({n_heads})")
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_heads ({n_heads}) must be divisible by n_kv_heads ({n_kv_heads})")
+
+
+class AttentionSpec(_Strict):
+    """One attention layer: its heads, its projections' extras and the arithmetic of its scores.
+
+    In a ``ModelSpec`` the head fields left out are derived once, from the model's width (``resolve_attention``):
+    ``head_dim`` d_model / n_heads, ``n_kv_heads`` from the variant, ``variant`` from the head counts and ``mla``."""
+
+    n_heads: Annotated[int, Field(gt=0, le=_MAX_HEADS)]
+    """Query heads per layer."""
+    n_kv_heads: Annotated[int, Field(gt=0, le=_MAX_HEADS)]
+    """Key/value heads per layer; in a ``ModelSpec`` left out: n_heads (MHA), 1 for MQA, n_heads for MLA."""
+    head_dim: Annotated[int, Field(gt=0, le=_MAX_HEAD_DIM)]
+    """Width of one head; in a ``ModelSpec`` left out: d_model / n_heads (MLA: qk_nope + qk_rope). An explicit value
+    wins (Gemma, Qwen3)."""
+    variant: Annotated[Variant, BeforeValidator(upper_variant)]
+    """MHA, GQA, MQA or MLA; in a ``ModelSpec`` left out: inferred from the head counts (and ``mla``)."""
+    mla: MLASpec | None = None
+    qkv_bias: bool = False
+    o_bias: bool = False
+    last_o_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Whether the last layer's attention output projection has a bias, d_model values, when ``o_bias`` gives the
+    others none (GPT-NeoX-Japanese's ``dense_bias``)."""
+    qk_norm: bool = False
+    """RMSNorms on queries and keys (Qwen3, Gemma 3), after the projections, before RoPE (see ``qk_norm_span``)."""
+    qk_norm_span: Annotated[QkNormSpan, Field(exclude_if=_is_default("head"))] = "head"
+    """What ``qk_norm`` normalises over: ``head``, each head (2 * head_dim weights a layer); ``projection``, the whole
+    q and k projections (OLMo 2, OLMoE: (n_heads + n_kv_heads) * head_dim weights a layer)."""
+    qk_norm_type: Annotated[NormType, Field(exclude_if=_is_default("rmsnorm"))] = "rmsnorm"
+    """The kind of the per-head ``qk_norm``: an RMSNorm (Qwen3), or a LayerNorm with weight and bias (Persimmon)."""
+    output_gate: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Whether q_proj also emits a gate per query value, whose sigmoid multiplies the attention output before o_proj
+    (Qwen3-Next, Qwen3.5: q_proj twice as wide, each head's query then its gate); d_model x n_heads x head_dim more
+    weights a layer, nothing more cached."""
+    softplus_gate: Annotated[SoftplusGate | None, Field(exclude_if=_is_none)] = None
+    """Laguna's attention output gate: softplus(g_proj(x)) multiplies the attention's output before o_proj, one
+    factor per ``head`` (d_model x n_heads weights a layer) or per ``element`` (d_model x n_heads x head_dim)."""
+    sinks: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """A learned logit per query head joins every attention softmax, its weight then dropped (gpt-oss's,
+    Granite-SWA's and Flint's ``self_attn.sinks``: n_heads weights a layer); not with MLA."""
+    qkv_clip: Annotated[Annotated[float, Field(gt=0)] | None, Field(exclude_if=_is_none)] = None
+    """Queries, keys and values clamped to [-qkv_clip, qkv_clip] after the projections and q/k norms (OLMoE's
+    ``clip_qkv``); None: no clamp."""
+    scale: Annotated[_Factor | None, Field(exclude_if=_is_none)] = None
+    """Factor on the query-key products before the softmax; None: head_dim^-0.5. Gemma 2/3:
+    query_pre_attn_scalar^-0.5 (256: 0.0625); GPT-Neo: 1 (unscaled). Not MLA's, which keeps its own."""
+    logit_softcap: Annotated[_Factor | None, Field(exclude_if=_is_none)] = None
+    """Attention scores soft-capped to (-cap, cap) as cap * tanh(score / cap) after the scale, before the mask
+    and softmax (Gemma 2's attn_logit_softcapping: 50); None: uncapped. The capped scores are computed explicitly
+    (SDPA cannot cap), in query chunks of bounded size."""
+    masked_window: Annotated[Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None, Field(exclude_if=_is_none)] = None
+    """A window the ``global`` layers' attention mask applies while their cache keeps every token (transformers'
+    MiniMax with a ``sliding_window``: its full-attention layers are masked to it, its cache is not windowed);
+    None: global layers see every cached token. Changes no size."""
+    rope: Annotated[RopeSpec | None, Field(exclude_if=_is_none)] = None
+    """Rotary embedding. Left out: theta 10,000, no scaling, for a model without other positions (learned,
+    sinusoidal, ALiBi); a model with those has none. See ``ModelSpec.rotary``."""
+    rope_local: Annotated[RopeSpec | None, Field(exclude_if=_is_none)] = None
+    """The rotary embedding of ``local`` (sliding-window) layers where it differs from ``rope``, the global
+    layers' (Gemma 3: theta 10,000 unscaled locally, 1,000,000 globally, config.json's rope_parameters per layer
+    type or rope_local_base_freq); None: every layer rotates by ``rope``."""
+    nope_layers: Annotated[NopeLayers, Field(exclude_if=_is_default("none"))] = "none"
+    """Layers without RoPE: ``none``; ``global``, the global layers of a model with local ones (EXAONE 4) or with
+    linear ones (Kimi-Linear's MLA layers: their rope part is cached but never rotated)."""
+    alibi: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """ALiBi position biases (BLOOM, MPT): head h adds slope_h x key position to its scores, no RoPE, no learned
+    positions (``mha_cli.nn.alibi``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive(cls, data: Any) -> Any:
+        """The head fields left out, derived (``resolve_attention``) from the model width a ``ModelSpec`` passes in;
+        a problem is refused here, so the model's other fields are still checked and named."""
+        if not isinstance(data, dict):
+            return data
+        fields = {key: value for key, value in data.items() if key != MODEL_WIDTH_KEY}
+        return resolve_attention(fields, data.get(MODEL_WIDTH_KEY))
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "AttentionSpec":
+        if self.mla is not None:
+            self._check_mla(self.mla)
+        else:
+            self._check_heads()
+        if self.qk_norm_span == "projection" and not self.qk_norm:
+            raise ValueError("qk_norm_span projection needs qk_norm")
+        if self.qk_norm_type == "layernorm" and (not self.qk_norm or self.qk_norm_span != "head"):
+            raise ValueError("qk_norm_type layernorm is a per-head q/k norm: it needs qk_norm, span head")
+        return self
+
+    def _check_mla(self, mla: MLASpec) -> None:
+        if self.variant != "MLA":
+            raise ValueError(f"variant is {self.variant} but an mla block is given: set variant to MLA or drop mla")
+        if self.n_kv_heads != self.n_heads:
+            raise ValueError(
+                f"MLA decompresses one K/V per query head: n_kv_heads ({self.n_kv_heads}) must equal n_heads ({self.n_heads})"
+            )
+        if self.head_dim != mla.qk_head_dim:
+            raise ValueError(
+                f"MLA head_dim ({self.head_dim}) must equal qk_nope_head_dim + qk_rope_head_dim ({mla.qk_head_dim})"
+            )
+        unsupported = {
+            "output_gate": self.output_gate, "softplus_gate": self.softplus_gate is not None, "sinks": self.sinks,
+            "qk_norm_span projection": self.qk_norm_span == "projection", "alibi": self.alibi,
+        }  # fmt: skip
+        for name, on in unsupported.items():
+            if on:
+                raise ValueError(f"{name} is for MHA/GQA/MQA attention, not MLA")
+
+    def _check_heads(self) -> None:
+        if self.variant == "MLA":
+            raise ValueError("variant MLA needs an mla block with at least kv_lora_rank")
+        check_head_counts(self.n_heads, self.n_kv_heads)
+        implied = variant_for_heads(self.n_heads, self.n_kv_heads)
+        if self.variant != implied and not (self.n_heads == 1 and self.variant in ("MHA", "MQA")):
+            raise ValueError(
+                f"variant {self.variant} does not match n_heads ({self.n_heads}) and n_kv_heads ({self.n_kv_heads}),"
+                f" which make it {implied}"
+            )
+
+    @property
+    def q_per_kv(self) -> int:
+        """Query heads that share one KV head (GQA group size; n_heads for MQA, 1 for MHA)."""
+        return self.n_heads // self.n_kv_heads
+
+    @property
+    def width(self) -> int:
+        """n_heads * head_dim: width of the concatenated heads (may differ from d_model)."""
+        return self.n_heads * self.head_dim
+
+
+def _positive_int(value: object) -> int | None:
+    """``value`` when it is a positive int (not a bool), else None: a raw field the part's validation will judge."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _mla_head_dim(mla: object) -> int | None:
+    """qk_nope_head_dim + qk_rope_head_dim of an ``mla`` block given as a model or a raw dict (its defaults filled);
+    None when a raw value is not a count (the block's own validation reports it)."""
+    if isinstance(mla, MLASpec):
+        return mla.qk_head_dim
+    if not isinstance(mla, dict):
+        return None
+    parts = [mla.get(name, MLASpec.model_fields[name].default) for name in ("qk_nope_head_dim", "qk_rope_head_dim")]
+    if any(not isinstance(part, int) or isinstance(part, bool) for part in parts):
+        return None
+    return sum(parts)
+
+
+def resolve_attention(attention: dict[str, Any], d_model: object) -> dict[str, Any]:
+    """``attention`` (a raw part) with the head fields it leaves out derived, the one place they are: ``head_dim``
+    from ``d_model`` (MLA: its qk widths), ``n_kv_heads`` from the variant (MLA: n_heads), ``variant`` from the head
+    counts. Raw values that are not counts are left for the part's validation to name."""
+    derived = ("n_kv_heads", "head_dim", "variant")  # None, as an old file may say: left out
+    out = {key: value for key, value in attention.items() if not (key in derived and value is None)}
+    variant = upper_variant(out.get("variant"))
+    n_heads = _positive_int(out.get("n_heads"))
+    if out.get("mla") is not None:
+        if variant not in (None, "MLA"):
+            raise ValueError(f"variant is {variant} but an mla block is given: set variant to MLA or drop mla")
+        qk_head_dim = _mla_head_dim(out["mla"])
+        if qk_head_dim is not None and qk_head_dim > _MAX_HEAD_DIM:
+            raise ValueError(
+                f"MLA head width qk_nope_head_dim + qk_rope_head_dim ({qk_head_dim:,}) must be at most 16,384"
+            )
+        out.setdefault("variant", "MLA")
+        if n_heads is not None:
+            out.setdefault("n_kv_heads", n_heads)
+        if qk_head_dim is not None:
+            out.setdefault("head_dim", qk_head_dim)
+        return out
+    if variant == "MLA":
+        raise ValueError("variant MLA needs an mla block with at least kv_lora_rank")
+    if n_heads is None:
+        return out
+    width = _positive_int(d_model)
+    if out.get("head_dim") is None and width is not None:
+        if width % n_heads:
+            raise ValueError(f"d_model ({width}) is not divisible by n_heads ({n_heads}): set head_dim explicitly")
+        if width // n_heads > _MAX_HEAD_DIM:  # the bound an explicit head_dim has, for a derived one
+            raise ValueError(
+                f"d_model / n_heads = {width // n_heads:,} exceeds the widest head ({_MAX_HEAD_DIM:,}):"
+                " use more heads or a narrower explicit head_dim"
+            )
+        out["head_dim"] = width // n_heads
+    if out.get("n_kv_heads") is None:
+        if variant == "GQA":
+            raise ValueError("variant GQA needs n_kv_heads (a divisor of n_heads between 1 and n_heads)")
+        out["n_kv_heads"] = 1 if variant == "MQA" else n_heads
+    n_kv_heads = _positive_int(out["n_kv_heads"])
+    if out.get("variant") is None and n_kv_heads is not None:
+        check_head_counts(n_heads, n_kv_heads)
+        out["variant"] = variant_for_heads(n_heads, n_kv_heads)
+    return out
+
+
+class LayerPatternSpec(_Strict):
+    """Which kind of mixer and feed-forward each layer has, and how far back a local or chunked layer sees."""
+
+    pattern: list[LayerKind] | None = Field(default=None, min_length=1, max_length=_MAX_LAYERS)
+    """Kinds of layers, repeated cyclically from layer 0: ["local", "global"] alternates (Gemma 2).
+    Without it, a model with a sliding window uses it on every layer (Mistral-7B-v0.1), one with an
+    ``attention_chunk`` chunks every layer, any other attends globally everywhere."""
+    mlp_pattern: Annotated[
+        Annotated[list[MlpKind], Field(min_length=1, max_length=_MAX_LAYERS)] | None, Field(exclude_if=_is_none)
+    ] = None
+    """Each layer's feed-forward, repeated cyclically from layer 0 as ``pattern`` is, where no period of
+    ``block.moe``'s describes it (Nemotron-H: MoE after most mixers, none after a Mamba-2 block that an attention
+    block follows); None: MoE on the layers ``block.moe`` says, dense on the others."""
+    sliding_window: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    """Tokens a local (sliding-window) layer attends to and caches."""
+    attention_chunk: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    """Tokens per chunk of a ``chunked`` layer (Llama-4's attention_chunk_size): it caches at most one chunk."""
+    n_kv_shared_layers: Annotated[int, Field(gt=0, le=_MAX_LAYERS)] | None = None
+    """The last N layers reuse the K/V of earlier layers and cache nothing (Gemma-3n's num_kv_shared_layers);
+    ``None``: every attention layer caches its own."""
+
+    @model_validator(mode="after")
+    def _kinds_described(self) -> "LayerPatternSpec":
+        if self.pattern and "local" in self.pattern and self.sliding_window is None:
+            raise ValueError("pattern has local layers but sliding_window is not set")
+        if self.pattern and "chunked" in self.pattern and self.attention_chunk is None:
+            raise ValueError("pattern has chunked layers but attention_chunk is not set")
+        return self
+
+
+class BlockSpec(_Strict):
+    """One decoder block around its mixer: the norms and where they sit, the residual, the MLP or MoE."""
+
+    d_ff: Width
+    """MLP hidden width (dense layers)."""
+    mlp: MlpType = "gated"
+    """gated (SwiGLU, GeGLU): gate, up, down, 3 * d_model * d_ff; plain (GELU): up, down, 2 * d_model * d_ff. The
+    routed and shared experts of an MoE layer are MLPs of the same kind (Nemotron-H's are plain)."""
+    mlp_bias: bool = False
+    activation: Annotated[Activation | None, Field(exclude_if=_is_none)] = None
+    """The dense MLP's nonlinearity (on the gate of a gated MLP, on the hidden layer of a plain one; MoE experts
+    keep SiLU); None: the kind's own, SiLU for gated (SwiGLU), exact GELU for plain. Gemma: gelu_tanh (GeGLU);
+    GPT-2, GPT-Neo, StarCoder2: gelu_tanh; OPT, CTRL: relu; Persimmon: relu2 (squared ReLU)."""
+    moe: MoESpec | None = None
+    norm: NormType = "rmsnorm"
+    norm_bias: Annotated[bool, Field(exclude_if=_is_default(True))] = True
+    """Whether a ``layernorm`` has a bias (Cohere's have none); an RMSNorm never has one."""
+    norm_weights: Annotated[bool, Field(exclude_if=_is_default(True))] = True
+    """Whether the norms carry weights: false for OLMo's non-parametric LayerNorm (neither weight nor bias)."""
+    n_norms: Annotated[int, Field(ge=0, le=8)] = 2
+    """Norms of width d_model in each block: 2 pre-norm (Llama), 4 with post-norms (Gemma 2/3), 1 parallel (Falcon)."""
+    norm_placement: Annotated[NormPlacement, Field(exclude_if=_is_default("pre"))] = "pre"
+    """Of a two-norm block: ``pre`` normalises each sublayer's input (Llama), ``post`` its output inside the residual
+    (OLMo 2's post_attention_layernorm and post_feedforward_layernorm, no input norm); the same weights either way."""
+    norm_eps: Annotated[float, Field(gt=0, lt=1, exclude_if=_is_default_eps)] = DEFAULT_NORM_EPS
+    """Epsilon of every RMSNorm / LayerNorm (rms_norm_eps, layer_norm_epsilon); Qwen, Gemma, DeepSeek: 1e-6."""
+    norm_weight_offset: Annotated[float, Field(ge=-1, le=1, exclude_if=_is_zero)] = 0.0
+    """Added to every RMSNorm weight (the q/k norms' too) before it multiplies: Gemma's norms multiply by
+    (1 + weight), 1.0, their stored weights the offset from identity (a fresh norm's weights 1 - offset). With an
+    offset the product is taken in float32 before the cast back (Gemma's order); 0: Llama's weight as stored. A
+    LayerNorm's weight takes it too (Nemotron's LayerNorm1P: 1 + weight, its bias as stored)."""
+    first_input_norm: Annotated[bool, Field(exclude_if=_is_default(True))] = True
+    """Whether the first layer norms its attention input (ModernBERT's decoder: not, its embeddings are normed):
+    false, that layer has one norm fewer."""
+    parallel_residual: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Of a two-norm block: attention and MLP both read the block's input, each through its own norm, and their
+    outputs are added to it, x + attn(norm1(x)) + mlp(norm2(x)) (GPT-NeoX's use_parallel_residual)."""
+    normed_residual: Annotated[NormedResidual | None, Field(exclude_if=_is_none)] = None
+    """MiniMax's scaled residual around normed inputs (a two-norm pre-norm block); None: Llama's
+    x + sublayer(norm(x))."""
+    multipliers: Annotated[Multipliers | None, Field(exclude_if=_is_none)] = None
+    """Fixed factors on embeddings, attention, mixer, MLP and residual branches (``Multipliers``: Falcon-H1's,
+    Granite-4.0-H's); None: none. Built in pre-norm blocks of two norms. Arithmetic only: no weight, no size."""
+
+    @model_validator(mode="after")
+    def _layout_consistent(self) -> "BlockSpec":
+        two_pre = self.n_norms == 2 and self.norm_placement == "pre"
+        if self.norm_placement != "pre" and self.n_norms != 2:
+            raise ValueError(f"norm_placement {self.norm_placement} places two norms a block, not {self.n_norms}")
+        if self.normed_residual is not None and not two_pre:
+            raise ValueError("normed_residual scales the residual of a two-norm pre-norm block")
+        if self.parallel_residual and not two_pre:
+            raise ValueError("parallel_residual is a block of two pre-norms (a one-norm block is parallel already)")
+        if not self.first_input_norm and not two_pre:
+            raise ValueError("first_input_norm false drops the input norm of a two-norm pre-norm block")
+        if not self.norm_weights and (self.norm != "layernorm" or self.norm_bias or self.norm_weight_offset):
+            raise ValueError("norm_weights false is OLMo's LayerNorm without weight or bias: norm layernorm, no bias")
+        return self
+
+    @property
+    def is_two_norm_pre(self) -> bool:
+        """A block of two pre-norms (Llama's): the layout the residual variants and ``mlp_pattern``'s none build on."""
+        return self.n_norms == 2 and self.norm_placement == "pre"
+
+
+class EmbeddingSpec(_Strict):
+    """The model's two ends: the token (and position) tables below the first layer; the final norm and the LM head
+    above the last."""
+
+    vocab_size: Annotated[int, Field(gt=0, le=_MAX_VOCAB)]
+    tied: bool = False
+    """Whether the output head shares the input embedding matrix."""
+    positions: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] = 0
+    """Learned absolute positions, rows of the position table (GPT-2: 1024); 0 for RoPE models."""
+    position_offset: Annotated[int, Field(ge=0, le=16, exclude_if=_is_zero)] = 0
+    """Rows of the learned position table before position 0's (OPT, BioGPT: 2); ``positions`` counts every row."""
+    sinusoidal: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Fixed sinusoidal position embeddings added to the token embeddings (CTRL's, ``mha_cli.nn.sinusoidal``): no
+    weights, no RoPE."""
+    token_types: Annotated[int, Field(ge=0, le=1024, exclude_if=_is_zero)] = 0
+    """Rows of a token-type table (BERT's ``type_vocab_size``) whose row 0 is added to every token's embedding (a
+    causal LM passes no token types); 0: none."""
+    scaled: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Whether the token embeddings are multiplied by sqrt(d_model) (Gemma), the factor first cast to the
+    activations' dtype (as transformers does: 55.43 is 55.5 in bf16)."""
+    width: Annotated[Annotated[int, Field(gt=0, le=1 << 20)] | None, Field(exclude_if=_is_none)] = None
+    """The width of the embedding tables (tokens, positions, token types, the embedding norm), which a linear with
+    bias projects to d_model (ELECTRA's ``embedding_size`` where it differs from hidden_size, RemBERT's
+    ``input_embedding_size``); the head reads at this width behind ``lm_head_transform``; None: d_model, no
+    projection."""
+    normed: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """A norm of the model's kind on the token embeddings before the first layer (BLOOM's
+    word_embeddings_layernorm): one more d_model-wide norm."""
+    final_norm: Annotated[bool, Field(exclude_if=_is_default(True))] = True
+    """Whether a norm follows the last layer (a post-LN model's last layer ends in one: GPT-1 has no other)."""
+    lm_head_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Whether the LM head has a bias, vocab_size values (GPT-J, CodeGen, Phi; CTRL's beside its tied matrix)."""
+    lm_head_transform: Annotated[Activation | None, Field(exclude_if=_is_none)] = None
+    """A transform before the LM head: a linear with bias (d_model -> the embedding width), this activation and a
+    norm of the model's kind (BERT's ``cls.predictions.transform``, RoBERTa's ``lm_head.dense``/``layer_norm``);
+    None: none."""
+    lm_head_transform_bias: Annotated[bool, Field(exclude_if=_is_default(True))] = True
+    """Whether ``lm_head_transform``'s linear has a bias (ModernBERT's decoder: ``classifier_bias``, none)."""
+    lm_head_size: Annotated[Annotated[int, Field(gt=0, le=1 << 20)] | None, Field(exclude_if=_is_none)] = None
+    """The width ``lm_head_transform`` maps to and the untied LM head reads, when not the embedding width (RemBERT's
+    ``output_embedding_size``); None: the embedding width."""
+    final_logit_softcap: Annotated[_Factor | None, Field(exclude_if=_is_none)] = None
+    """Output logits soft-capped as cap * tanh(logit / cap) (Gemma 2's final_logit_softcapping: 30); None:
+    uncapped."""
+    logit_scale: Annotated[float, Field(gt=0, exclude_if=_is_default(1.0))] = 1.0
+    """The final logits multiplied by it (Cohere's logit_scale); 1: unscaled."""
+
+    @model_validator(mode="after")
+    def _ends_consistent(self) -> "EmbeddingSpec":
+        if self.position_offset and self.position_offset >= self.positions:
+            raise ValueError(f"position_offset ({self.position_offset}) needs a learned position table longer than it")
+        if self.lm_head_size is not None and (self.lm_head_transform is None or self.tied):
+            raise ValueError("lm_head_size is the width of an untied head behind lm_head_transform")
+        return self
+
+
 class ModelSpec(_Strict):
-    """A decoder-only transformer's geometry: what the KV cache and the parameter count depend on."""
+    """A decoder-only transformer's geometry: what the KV cache and the parameter count depend on, in parts.
+
+    A file written before the parts (every field at the top level) is read by ``core.model_migration``."""
 
     name: str = "custom"
     source: str | None = None
@@ -537,355 +907,102 @@ class ModelSpec(_Strict):
     d_model: Width
     """Residual stream width (hidden_size)."""
     n_layers: Annotated[int, Field(gt=0, le=_MAX_LAYERS)]
-    n_heads: Annotated[int, Field(gt=0, le=_MAX_HEADS)]
-    """Query heads per layer."""
-    n_kv_heads: Annotated[int, Field(gt=0, le=_MAX_HEADS)] | None = None
-    """Key/value heads per layer; default: n_heads (MHA), 1 for MQA, n_heads for MLA."""
-    head_dim: Annotated[int, Field(gt=0, le=_MAX_HEAD_DIM)] | None = None
-    """Width of one head; default d_model / n_heads. An explicit value wins (Gemma, Qwen3)."""
-    variant: Annotated[Variant, BeforeValidator(upper_variant)] | None = None
-    """MHA, GQA, MQA or MLA; inferred from the head counts (and ``mla``) when left out."""
-    mla: MLASpec | None = None
-    sliding_window: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
-    """Tokens a local (sliding-window) layer attends to and caches."""
-    layer_pattern: list[LayerKind] | None = Field(default=None, min_length=1, max_length=_MAX_LAYERS)
-    """Kinds of layers, repeated cyclically from layer 0: ["local", "global"] alternates (Gemma 2).
-    Without it, a model with a sliding window uses it on every layer (Mistral-7B-v0.1), one with an
-    ``attention_chunk`` chunks every layer, any other attends globally everywhere."""
-    attention_chunk: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
-    """Tokens per chunk of a ``chunked`` layer (Llama-4's attention_chunk_size): it caches at most one chunk."""
+    context_length: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    """Context the model was trained for (config.json's max_position_embeddings), if known."""
+    attention: AttentionSpec
+    """The attention of every attending layer: heads, projections, scores, positions."""
+    layers: LayerPatternSpec = LayerPatternSpec()
+    """Which kind each layer is (global, local, chunked, linear; its feed-forward) and the local layers' reach."""
+    block: BlockSpec
+    """The block around each layer's mixer: norms, residual, MLP or MoE."""
+    embeddings: EmbeddingSpec
+    """The token tables, the final norm and the LM head."""
     recurrent: RecurrentSpec | None = None
     """The fixed-state mixer of ``linear`` layers (and of every layer when ``on_attention_layers``)."""
-    n_kv_shared_layers: Annotated[int, Field(gt=0, le=_MAX_LAYERS)] | None = None
-    """The last N layers reuse the K/V of earlier layers and cache nothing (Gemma-3n's num_kv_shared_layers);
-    ``None``: every attention layer caches its own."""
-    vocab_size: Annotated[int, Field(gt=0, le=_MAX_VOCAB)]
-    d_ff: Width
-    """MLP hidden width (dense layers)."""
-    mlp: MlpType = "gated"
-    """gated (SwiGLU, GeGLU): gate, up, down, 3 * d_model * d_ff; plain (GELU): up, down, 2 * d_model * d_ff. The
-    routed and shared experts of an MoE layer are MLPs of the same kind (Nemotron-H's are plain)."""
-    mlp_pattern: Annotated[
-        Annotated[list[MlpKind], Field(min_length=1, max_length=_MAX_LAYERS)] | None, Field(exclude_if=_is_none)
-    ] = None
-    """Each layer's feed-forward, repeated cyclically from layer 0 as ``layer_pattern`` is, where no period of
-    ``moe``'s describes it (Nemotron-H: MoE after most mixers, none after a Mamba-2 block that an attention block
-    follows); None: MoE on the layers ``moe`` says, dense on the others."""
-    mlp_bias: bool = False
-    norm: NormType = "rmsnorm"
-    norm_bias: Annotated[bool, Field(exclude_if=_is_default(True))] = True
-    """Whether a ``layernorm`` has a bias (Cohere's have none); an RMSNorm never has one."""
-    norm_weights: Annotated[bool, Field(exclude_if=_is_default(True))] = True
-    """Whether the norms carry weights: false for OLMo's non-parametric LayerNorm (neither weight nor bias)."""
-    n_norms_per_layer: Annotated[int, Field(ge=0, le=8)] = 2
-    """Norms of width d_model in each block: 2 pre-norm (Llama), 4 with post-norms (Gemma 2/3), 1 parallel (Falcon)."""
-    norm_placement: Annotated[NormPlacement, Field(exclude_if=_is_default("pre"))] = "pre"
-    """Of a two-norm block: ``pre`` normalises each sublayer's input (Llama), ``post`` its output inside the residual
-    (OLMo 2's post_attention_layernorm and post_feedforward_layernorm, no input norm); the same weights either way."""
-    qk_norm: bool = False
-    """RMSNorms on queries and keys (Qwen3, Gemma 3), after the projections, before RoPE (see ``qk_norm_span``)."""
-    qk_norm_span: Annotated[QkNormSpan, Field(exclude_if=_is_default("head"))] = "head"
-    """What ``qk_norm`` normalises over: ``head``, each head (2 * head_dim weights a layer); ``projection``, the whole
-    q and k projections (OLMo 2, OLMoE: (n_heads + n_kv_heads) * head_dim weights a layer)."""
-    attn_output_gate: Annotated[bool, Field(exclude_if=_is_false)] = False
-    """Whether q_proj also emits a gate per query value, whose sigmoid multiplies the attention output before o_proj
-    (Qwen3-Next, Qwen3.5: q_proj twice as wide, each head's query then its gate); d_model x n_heads x head_dim more
-    weights a layer, nothing more cached."""
-    qkv_clip: Annotated[Annotated[float, Field(gt=0)] | None, Field(exclude_if=_is_none)] = None
-    """Queries, keys and values clamped to [-qkv_clip, qkv_clip] after the projections and q/k norms (OLMoE's
-    ``clip_qkv``); None: no clamp."""
-    nope_layers: Annotated[NopeLayers, Field(exclude_if=_is_default("none"))] = "none"
-    """Layers without RoPE: ``none``; ``global``, the global layers of a model with local ones (EXAONE 4) or with
-    linear ones (Kimi-Linear's MLA layers: their rope part is cached but never rotated)."""
-    tied_embeddings: bool = False
-    """Whether the output head shares the input embedding matrix."""
-    position_embeddings: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] = 0
-    """Learned absolute positions (GPT-2: 1024); 0 for RoPE models."""
-    qkv_bias: bool = False
-    o_bias: bool = False
-    moe: MoESpec | None = None
     vision: Annotated[VisionTowerSpec | None, Field(exclude_if=_is_none)] = None
     """A multimodal model's vision encoder and projector (counted in the weights, profiled by vLLM); None: a text
     model, or a tower ``core.vision_tower`` does not list (named in the import's assumptions)."""
-    rope: Annotated[RopeSpec | None, Field(exclude_if=_is_none)] = None
-    """Rotary embedding. Left out: theta 10,000, no scaling, for a model without learned positions
-    (``position_embeddings`` 0); a model with learned positions has none. See ``rotary``."""
-    norm_eps: Annotated[float, Field(gt=0, lt=1, exclude_if=_is_default_eps)] = DEFAULT_NORM_EPS
-    """Epsilon of every RMSNorm / LayerNorm (rms_norm_eps, layer_norm_epsilon); Qwen, Gemma, DeepSeek: 1e-6."""
-    logit_scale: Annotated[float, Field(gt=0, exclude_if=_is_default(1.0))] = 1.0
-    """The final logits multiplied by it (Cohere's logit_scale); 1: unscaled."""
-    context_length: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
-    """Context the model was trained for (config.json's max_position_embeddings), if known."""
 
-    # Arithmetic that adds no weight and changes no size: what the built decoder computes (``nn.build_model``).
-    multipliers: Annotated[Multipliers | None, Field(exclude_if=_is_none)] = None
-    """Fixed factors on embeddings, attention, mixer, MLP and residual branches (``Multipliers``: Falcon-H1's,
-    Granite-4.0-H's); None: none. Built in pre-norm blocks of two norms."""
-    activation: Annotated[Activation | None, Field(exclude_if=_is_none)] = None
-    """The dense MLP's nonlinearity (on the gate of a gated MLP, on the hidden layer of a plain one; MoE experts
-    keep SiLU); None: the kind's own, SiLU for gated (SwiGLU), exact GELU for plain. Gemma: gelu_tanh (GeGLU);
-    GPT-2, GPT-Neo, StarCoder2: gelu_tanh; OPT, CTRL: relu; Persimmon: relu2 (squared ReLU)."""
-    norm_weight_offset: Annotated[float, Field(ge=-1, le=1, exclude_if=_is_zero)] = 0.0
-    """Added to every RMSNorm weight (the q/k norms' too) before it multiplies: Gemma's norms multiply by
-    (1 + weight), 1.0, their stored weights the offset from identity (a fresh norm's weights 1 - offset). With an
-    offset the product is taken in float32 before the cast back (Gemma's order); 0: Llama's weight as stored. A
-    LayerNorm's weight takes it too (Nemotron's LayerNorm1P: 1 + weight, its bias as stored)."""
-    scale_embeddings: Annotated[bool, Field(exclude_if=_is_false)] = False
-    """Whether the token embeddings are multiplied by sqrt(d_model) (Gemma), the factor first cast to the
-    activations' dtype (as transformers does: 55.43 is 55.5 in bf16)."""
-    attn_scale: Annotated[_Factor | None, Field(exclude_if=_is_none)] = None
-    """Factor on the query-key products before the softmax; None: head_dim^-0.5. Gemma 2/3:
-    query_pre_attn_scalar^-0.5 (256: 0.0625); GPT-Neo: 1 (unscaled). Not MLA's, which keeps its own."""
-    attn_logit_softcap: Annotated[_Factor | None, Field(exclude_if=_is_none)] = None
-    """Attention scores soft-capped to (-cap, cap) as cap * tanh(score / cap) after the scale, before the mask
-    and softmax (Gemma 2's attn_logit_softcapping: 50); None: uncapped. The capped scores are computed explicitly
-    (SDPA cannot cap), in query chunks of bounded size."""
-    attn_softplus_gate: Annotated[SoftplusGate | None, Field(exclude_if=_is_none)] = None
-    """Laguna's attention output gate: softplus(g_proj(x)) multiplies the attention's output before o_proj, one
-    factor per ``head`` (d_model x n_heads weights a layer) or per ``element`` (d_model x n_heads x head_dim)."""
-    attn_sinks: Annotated[bool, Field(exclude_if=_is_false)] = False
-    """A learned logit per query head joins every attention softmax, its weight then dropped (gpt-oss's,
-    Granite-SWA's and Flint's ``self_attn.sinks``: n_heads weights a layer); not with MLA."""
-    final_logit_softcap: Annotated[_Factor | None, Field(exclude_if=_is_none)] = None
-    """Output logits soft-capped as cap * tanh(logit / cap) (Gemma 2's final_logit_softcapping: 30); None:
-    uncapped."""
-    rope_local: Annotated[RopeSpec | None, Field(exclude_if=_is_none)] = None
-    """The rotary embedding of ``local`` (sliding-window) layers where it differs from ``rope``, the global
-    layers' (Gemma 3: theta 10,000 unscaled locally, 1,000,000 globally, config.json's rope_parameters per layer
-    type or rope_local_base_freq); None: every layer rotates by ``rope``."""
-    normed_residual: Annotated[NormedResidual | None, Field(exclude_if=_is_none)] = None
-    """MiniMax's scaled residual around normed inputs (a two-norm pre-norm block); None: Llama's
-    x + sublayer(norm(x))."""
-    masked_window: Annotated[Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None, Field(exclude_if=_is_none)] = None
-    """A window the ``global`` layers' attention mask applies while their cache keeps every token (transformers'
-    MiniMax with a ``sliding_window``: its full-attention layers are masked to it, its cache is not windowed);
-    None: global layers see every cached token. Changes no size."""
-
-    # The classic GPT-style decoders' arithmetic (GPT-NeoX, GPT-J, Phi, OPT, BLOOM, MPT): all off by default.
-    parallel_residual: Annotated[bool, Field(exclude_if=_is_false)] = False
-    """Of a two-norm block: attention and MLP both read the block's input, each through its own norm, and their
-    outputs are added to it, x + attn(norm1(x)) + mlp(norm2(x)) (GPT-NeoX's use_parallel_residual)."""
-    alibi: Annotated[bool, Field(exclude_if=_is_false)] = False
-    """ALiBi position biases (BLOOM, MPT): head h adds slope_h x key position to its scores, no RoPE, no learned
-    positions (``mha_cli.nn.alibi``)."""
-    embedding_norm: Annotated[bool, Field(exclude_if=_is_false)] = False
-    """A norm of the model's kind on the token embeddings before the first layer (BLOOM's
-    word_embeddings_layernorm): one more d_model-wide norm."""
-    position_offset: Annotated[int, Field(ge=0, le=16, exclude_if=_is_zero)] = 0
-    """Rows of the learned position table before position 0's (OPT, BioGPT: 2); ``position_embeddings`` counts
-    every row."""
-    lm_head_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
-    """Whether the LM head has a bias, vocab_size values (GPT-J, CodeGen, Phi; CTRL's beside its tied matrix)."""
-    sinusoidal_positions: Annotated[bool, Field(exclude_if=_is_false)] = False
-    """Fixed sinusoidal position embeddings added to the token embeddings (CTRL's, ``mha_cli.nn.sinusoidal``): no
-    weights, no RoPE."""
-    last_o_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
-    """Whether the last layer's attention output projection has a bias, d_model values, when ``o_bias`` gives the
-    others none (GPT-NeoX-Japanese's ``dense_bias``)."""
-    final_norm: Annotated[bool, Field(exclude_if=_is_default(True))] = True
-    """Whether a norm follows the last layer (a post-LN model's last layer ends in one: GPT-1 has no other)."""
-    qk_norm_type: Annotated[NormType, Field(exclude_if=_is_default("rmsnorm"))] = "rmsnorm"
-    """The kind of the per-head ``qk_norm``: an RMSNorm (Qwen3), or a LayerNorm with weight and bias (Persimmon)."""
-
-    # BERT-style encoders run as causal LMs (BERT, RoBERTa, ELECTRA...): all off by default.
-    token_type_embeddings: Annotated[int, Field(ge=0, le=1024, exclude_if=_is_zero)] = 0
-    """Rows of a token-type table (BERT's ``type_vocab_size``) whose row 0 is added to every token's embedding (a
-    causal LM passes no token types); 0: none."""
-    embedding_size: Annotated[Annotated[int, Field(gt=0, le=1 << 20)] | None, Field(exclude_if=_is_none)] = None
-    """The width of the embedding tables (tokens, positions, token types, the embedding norm), which a linear with
-    bias projects to d_model (ELECTRA's ``embedding_size`` where it differs from hidden_size, RemBERT's
-    ``input_embedding_size``); the head reads at this width behind ``lm_head_transform``; None: d_model, no
-    projection."""
-    lm_head_transform_bias: Annotated[bool, Field(exclude_if=_is_default(True))] = True
-    """Whether ``lm_head_transform``'s linear has a bias (ModernBERT's decoder: ``classifier_bias``, none)."""
-    first_input_norm: Annotated[bool, Field(exclude_if=_is_default(True))] = True
-    """Whether the first layer norms its attention input (ModernBERT's decoder: not, its embeddings are normed):
-    false, that layer has one norm fewer."""
-    lm_head_size: Annotated[Annotated[int, Field(gt=0, le=1 << 20)] | None, Field(exclude_if=_is_none)] = None
-    """The width ``lm_head_transform`` maps to and the untied LM head reads, when not the embedding width (RemBERT's
-    ``output_embedding_size``); None: the embedding width."""
-    lm_head_transform: Annotated[Activation | None, Field(exclude_if=_is_none)] = None
-    """A transform before the LM head: a linear with bias (d_model -> the embedding width), this activation and a
-    norm of the model's kind (BERT's ``cls.predictions.transform``, RoBERTa's ``lm_head.dense``/``layer_norm``);
-    None: none."""
+    @model_validator(mode="before")
+    @classmethod
+    def _from_parts(cls, data: Any) -> Any:
+        """The flat (pre-parts) form moved into its parts, then the attention's left-out head fields derived."""
+        if not isinstance(data, dict):
+            return data
+        data = nest_flat_fields(data)
+        attention = data.get("attention")
+        if isinstance(attention, dict) and "d_model" in data:  # the width its head_dim derives from
+            data = {**data, "attention": {**attention, MODEL_WIDTH_KEY: data["d_model"]}}
+        return data
 
     @model_validator(mode="after")
-    def _resolve_and_check(self) -> "ModelSpec":
-        if self.mla is not None and self.variant not in (None, "MLA"):
-            raise ValueError(f"variant is {self.variant} but an mla block is given: set variant to MLA or drop mla")
-        if self.variant == "MLA" and self.mla is None:
-            raise ValueError("variant MLA needs an mla block with at least kv_lora_rank")
-        if self.mla is not None:
-            self._resolve_mla()
-        else:
-            self._resolve_heads()
+    def _parts_agree(self) -> "ModelSpec":
         self._check_layer_pattern()
         self._check_mlp_pattern()
-        if not self.norm_weights and (self.norm != "layernorm" or self.norm_bias or self.norm_weight_offset):
-            raise ValueError("norm_weights false is OLMo's LayerNorm without weight or bias: norm layernorm, no bias")
-        if self.rope_local is not None and self.rotary is None:
-            raise ValueError("rope_local is the RoPE of local layers, but this model has learned positions")
-        self._check_block()
-        return self
-
-    def _check_block(self) -> None:
-        if self.norm_placement != "pre" and self.n_norms_per_layer != 2:
+        attention, embeddings = self.attention, self.embeddings
+        if attention.rope_local is not None and self.rotary is None:
             raise ValueError(
-                f"norm_placement {self.norm_placement} places two norms a block, not {self.n_norms_per_layer}"
+                "attention.rope_local is the RoPE of local layers, but this model has other positions (learned, sinusoidal, ALiBi)"
             )
-        if self.normed_residual is not None and (self.n_norms_per_layer != 2 or self.norm_placement != "pre"):
-            raise ValueError("normed_residual scales the residual of a two-norm pre-norm block")
-        if self.qk_norm_span == "projection" and not self.qk_norm:
-            raise ValueError("qk_norm_span projection needs qk_norm")
-        if self.attn_output_gate and self.mla is not None:
-            raise ValueError("attn_output_gate is for MHA/GQA/MQA attention, not MLA")
-        if self.attn_softplus_gate is not None and self.mla is not None:
-            raise ValueError("attn_softplus_gate is for MHA/GQA/MQA attention, not MLA")
-        if self.attn_sinks and self.mla is not None:
-            raise ValueError("attn_sinks are for MHA/GQA/MQA attention, not MLA")
-        if self.qk_norm_span == "projection" and self.mla is not None:
-            raise ValueError("qk_norm_span projection is for MHA/GQA/MQA attention, not MLA")
-        self._check_classic()
-
-    def _check_classic(self) -> None:
-        if self.parallel_residual and (self.n_norms_per_layer != 2 or self.norm_placement != "pre"):
-            raise ValueError("parallel_residual is a block of two pre-norms (a one-norm block is parallel already)")
-        if self.alibi and self.mla is not None:
-            raise ValueError("alibi positions are for MHA/GQA/MQA attention, not MLA")
-        if self.position_offset and self.position_offset >= self.position_embeddings:
-            raise ValueError(f"position_offset ({self.position_offset}) needs a learned position table longer than it")
-        positions = [self.alibi, bool(self.position_embeddings), self.sinusoidal_positions, self.rope is not None]
+        positions = [attention.alibi, bool(embeddings.positions), embeddings.sinusoidal, attention.rope is not None]
         if sum(positions) > 1:
             raise ValueError("alibi, learned, sinusoidal and rotary positions exclude one another")
-        if self.qk_norm_type == "layernorm" and (not self.qk_norm or self.qk_norm_span != "head"):
-            raise ValueError("qk_norm_type layernorm is a per-head q/k norm: it needs qk_norm, span head")
-        if self.embedding_size not in (None, self.d_model) and self.lm_head_transform is None:
-            raise ValueError("embedding_size other than d_model needs lm_head_transform (the head reads at that width)")
-        if not self.first_input_norm and (self.n_norms_per_layer != 2 or self.norm_placement != "pre"):
-            raise ValueError("first_input_norm false drops the input norm of a two-norm pre-norm block")
-        if self.lm_head_size is not None and (self.lm_head_transform is None or self.tied_embeddings):
-            raise ValueError("lm_head_size is the width of an untied head behind lm_head_transform")
-
-    def _resolve_mla(self) -> None:
-        assert self.mla is not None
-        self.variant = "MLA"
-        if self.n_kv_heads not in (None, self.n_heads):
+        if embeddings.width not in (None, self.d_model) and embeddings.lm_head_transform is None:
             raise ValueError(
-                f"MLA decompresses one K/V per query head: n_kv_heads ({self.n_kv_heads}) must equal n_heads ({self.n_heads})"
+                "embeddings.width other than d_model needs embeddings.lm_head_transform (the head reads at that width)"
             )
-        self.n_kv_heads = self.n_heads
-        if self.mla.qk_head_dim > _MAX_HEAD_DIM:  # head_dim's own bound, checked before head_dim is set from it
-            raise ValueError(
-                f"MLA head width qk_nope_head_dim + qk_rope_head_dim ({self.mla.qk_head_dim:,}) must be at most 16,384"
-            )
-        if self.head_dim not in (None, self.mla.qk_head_dim):
-            raise ValueError(
-                f"MLA head_dim ({self.head_dim}) must equal qk_nope_head_dim + qk_rope_head_dim ({self.mla.qk_head_dim})"
-            )
-        self.head_dim = self.mla.qk_head_dim
-
-    def _resolve_heads(self) -> None:
-        if self.head_dim is None:
-            if self.d_model % self.n_heads:
-                raise ValueError(
-                    f"d_model ({self.d_model}) is not divisible by n_heads ({self.n_heads}): set head_dim explicitly"
-                )
-            if self.d_model // self.n_heads > _MAX_HEAD_DIM:  # the bound an explicit head_dim has, for a derived one
-                raise ValueError(
-                    f"d_model / n_heads = {self.d_model // self.n_heads:,} exceeds the widest head ({_MAX_HEAD_DIM:,}):"
-                    " use more heads or a narrower explicit head_dim"
-                )
-            self.head_dim = self.d_model // self.n_heads
-        if self.n_kv_heads is None:
-            if self.variant == "GQA":
-                raise ValueError("variant GQA needs n_kv_heads (a divisor of n_heads between 1 and n_heads)")
-            self.n_kv_heads = 1 if self.variant == "MQA" else self.n_heads
-        if self.n_kv_heads > self.n_heads:
-            raise ValueError(f"n_kv_heads ({self.n_kv_heads}) must not exceed n_heads ({self.n_heads})")
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.n_kv_heads})")
-        implied = variant_for_heads(self.n_heads, self.n_kv_heads)
-        if self.variant is None:
-            self.variant = implied
-        elif self.variant != implied and not (self.n_heads == 1 and self.variant in ("MHA", "MQA")):
-            raise ValueError(
-                f"variant {self.variant} does not match n_heads ({self.n_heads}) and n_kv_heads ({self.n_kv_heads}),"
-                f" which make it {implied}"
-            )
+        return self
 
     def _check_layer_pattern(self) -> None:
-        if self.layer_pattern and "local" in self.layer_pattern and self.sliding_window is None:
-            raise ValueError("layer_pattern has local layers but sliding_window is not set")
-        if self.layer_pattern and "chunked" in self.layer_pattern and self.attention_chunk is None:
-            raise ValueError("layer_pattern has chunked layers but attention_chunk is not set")
-        if self.layer_pattern and "linear" in self.layer_pattern and self.recurrent is None:
-            raise ValueError("layer_pattern has linear layers but no recurrent block describes their state")
-        if (self.n_kv_shared_layers or 0) >= self.n_layers:
+        layers = self.layers
+        if layers.pattern and "linear" in layers.pattern and self.recurrent is None:
+            raise ValueError("layers.pattern has linear layers but no recurrent block describes their state")
+        if (layers.n_kv_shared_layers or 0) >= self.n_layers:
             raise ValueError(
-                f"n_kv_shared_layers ({self.n_kv_shared_layers}) must be below n_layers ({self.n_layers}):"
+                f"n_kv_shared_layers ({layers.n_kv_shared_layers}) must be below n_layers ({self.n_layers}):"
                 " some layer must store the K/V the others share"
             )
-        if self.layer_pattern and len(self.layer_pattern) > self.n_layers:
+        if layers.pattern and len(layers.pattern) > self.n_layers:
             raise ValueError(
-                f"layer_pattern has {len(self.layer_pattern)} entries but the model has {self.n_layers} layers"
+                f"layers.pattern has {len(layers.pattern)} entries but the model has {self.n_layers} layers"
             )
 
     def _check_mlp_pattern(self) -> None:
-        pattern = self.mlp_pattern
+        pattern = self.layers.mlp_pattern
         if not pattern:
             return
         if len(pattern) > self.n_layers:
             raise ValueError(f"mlp_pattern has {len(pattern)} entries but the model has {self.n_layers} layers")
-        if ("moe" in pattern) != (self.moe is not None):
+        moe = self.block.moe
+        if ("moe" in pattern) != (moe is not None):
             raise ValueError("mlp_pattern lists moe layers exactly when an moe block describes them")
-        moe = self.moe
         if moe is not None and (moe.n_dense_layers or moe.layer_period != 1 or moe.layer_offset):
             raise ValueError(
                 "mlp_pattern says which layers are MoE: drop moe's n_dense_layers, layer_period, layer_offset"
             )
-        simple = self.n_norms_per_layer == 2 and self.norm_placement == "pre" and not self.parallel_residual
-        if "none" in pattern and not (simple and self.normed_residual is None):
+        block = self.block
+        simple = block.is_two_norm_pre and not block.parallel_residual and block.normed_residual is None
+        if "none" in pattern and not simple:
             raise ValueError("a layer without an MLP is a two-norm pre-norm block that drops its MLP and second norm")
 
     # Derived values -------------------------------------------------------------------------
 
     @property
-    def kv_heads(self) -> int:
-        """``n_kv_heads`` as a plain int (always set after validation)."""
-        assert self.n_kv_heads is not None
-        return self.n_kv_heads
-
-    @property
-    def dim_per_head(self) -> int:
-        """``head_dim`` as a plain int (always set after validation)."""
-        assert self.head_dim is not None
-        return self.head_dim
-
-    @property
-    def q_per_kv(self) -> int:
-        """Query heads that share one KV head (GQA group size; n_heads for MQA, 1 for MHA)."""
-        return self.n_heads // self.kv_heads
-
-    @property
-    def attention_width(self) -> int:
-        """n_heads * head_dim: width of the concatenated heads (may differ from d_model)."""
-        return self.n_heads * self.dim_per_head
-
-    @property
     def rotary(self) -> RopeSpec | None:
-        """The RoPE the model applies: ``rope``, else the default for a model without learned positions."""
-        if self.rope is not None:
-            return self.rope
-        return None if self.position_embeddings or self.alibi or self.sinusoidal_positions else RopeSpec()
+        """The RoPE the model applies: ``attention.rope``, else the default for a model without other positions."""
+        attention, embeddings = self.attention, self.embeddings
+        if attention.rope is not None:
+            return attention.rope
+        return None if embeddings.positions or attention.alibi or embeddings.sinusoidal else RopeSpec()
 
     def layer_kind(self, layer: int) -> LayerKind:
         """The kind of layer ``layer`` (0-based): the pattern's entry, else local with a sliding window,
         chunked with an attention chunk, global otherwise."""
-        if self.layer_pattern:
-            return self.layer_pattern[layer % len(self.layer_pattern)]
-        if self.sliding_window is not None:
+        if self.layers.pattern:
+            return self.layers.pattern[layer % len(self.layers.pattern)]
+        if self.layers.sliding_window is not None:
             return "local"
-        if self.attention_chunk is not None:
+        if self.layers.attention_chunk is not None:
             return "chunked"
         return "global"
 
@@ -893,28 +1010,28 @@ class ModelSpec(_Strict):
         """Layers of ``kind`` among the first ``among_first`` layers (default: all): whole repeats of the pattern,
         then its first ``layers % len`` entries."""
         layers = self.n_layers if among_first is None else among_first
-        if not self.layer_pattern:
+        if not self.layers.pattern:
             return layers if self.layer_kind(0) == kind else 0
-        repeats, rest = divmod(layers, len(self.layer_pattern))
-        return repeats * self.layer_pattern.count(kind) + self.layer_pattern[:rest].count(kind)
+        repeats, rest = divmod(layers, len(self.layers.pattern))
+        return repeats * self.layers.pattern.count(kind) + self.layers.pattern[:rest].count(kind)
 
     def token_layer_kinds(self) -> dict[LayerKind, int]:
         """The layers that cache tokens (``caches_tokens``) by kind, counted without visiting each layer; the kinds in
         the order their first layer comes."""
-        caching = self.n_layers - (self.n_kv_shared_layers or 0)  # the shared layers are the last ones
-        kinds = self.layer_pattern[:caching] if self.layer_pattern else [self.layer_kind(0)]
+        caching = self.n_layers - (self.layers.n_kv_shared_layers or 0)  # the shared layers are the last ones
+        kinds = self.layers.pattern[:caching] if self.layers.pattern else [self.layer_kind(0)]
         return {kind: self.count_layers(kind, caching) for kind in dict.fromkeys(kinds) if kind != "linear"}
 
     def caches_tokens(self, layer: int) -> bool:
         """Whether layer ``layer`` stores per-token K/V of its own (not a linear layer, not a KV-sharing one)."""
-        return self.layer_kind(layer) != "linear" and layer < self.n_layers - (self.n_kv_shared_layers or 0)
+        return self.layer_kind(layer) != "linear" and layer < self.n_layers - (self.layers.n_kv_shared_layers or 0)
 
     def mlp_kind(self, layer: int) -> MlpKind:
         """The feed-forward of layer ``layer`` (0-based): ``mlp_pattern``'s entry, else MoE where ``moe`` says
         (``MoESpec.is_moe_layer``), dense elsewhere."""
-        if self.mlp_pattern:
-            return self.mlp_pattern[layer % len(self.mlp_pattern)]
-        return "moe" if self.moe is not None and self.moe.is_moe_layer(layer) else "dense"
+        if self.layers.mlp_pattern:
+            return self.layers.mlp_pattern[layer % len(self.layers.mlp_pattern)]
+        return "moe" if self.block.moe is not None and self.block.moe.is_moe_layer(layer) else "dense"
 
     def is_moe_layer(self, layer: int) -> bool:
         """Whether layer ``layer`` has an MoE MLP; False without ``moe``."""
@@ -927,7 +1044,7 @@ class ModelSpec(_Strict):
     @property
     def n_moe_layers(self) -> int:
         """Layers with an MoE MLP."""
-        return sum(self.is_moe_layer(i) for i in range(self.n_layers)) if self.moe is not None else 0
+        return sum(self.is_moe_layer(i) for i in range(self.n_layers)) if self.block.moe is not None else 0
 
     @property
     def n_dense_mlp_layers(self) -> int:
@@ -1093,13 +1210,16 @@ class DeploymentSpec(_Strict):
     k drafted tokens and one verification step per T tokens in the step (None: off)."""
 
 
-CONFIG_SCHEMA_VERSION = 1
+CONFIG_SCHEMA_VERSION = 2
+"""2: the model in parts (``attention``, ``layers``, ``block``, ``embeddings``); 1: every model field at the top
+level, still read (``core.model_migration``)."""
 
 
 class MhaConfig(_Strict):
     """The config file ``mha recommend --out`` writes and ``mha verify`` reads (YAML or JSON)."""
 
-    schema_version: Literal[1] = CONFIG_SCHEMA_VERSION
+    schema_version: Literal[1, 2] = CONFIG_SCHEMA_VERSION
+    """The layout the file was written in (``CONFIG_SCHEMA_VERSION``); a file of version 1 is read as ever."""
     model: ModelSpec
     deployment: DeploymentSpec = Field(default_factory=DeploymentSpec)
     notes: list[str] = Field(default_factory=empty_list)

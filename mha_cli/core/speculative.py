@@ -183,12 +183,12 @@ def mtp_layers(model: ModelSpec, origin: str, kind: str) -> int:
 def decoder_layers(model: ModelSpec, n_layers: int) -> ModelSpec:
     """``n_layers`` decoder layers of ``model``'s last kind (full attention; MoE when its last layer is): the
     drafter's layers for MTP and EAGLE over the target's width."""
-    update: dict[str, object] = {"n_layers": n_layers, "layer_pattern": None, "mlp_pattern": None}
-    if model.moe is not None:
-        update["moe"] = model.moe.model_copy(update={"n_dense_layers": 0, "layer_period": 1, "layer_offset": 0})
-    if model.recurrent is not None:
-        update["recurrent"] = None
-    return model.model_copy(update=update)
+    moe = model.block.moe
+    if moe is not None:
+        moe = moe.model_copy(update={"n_dense_layers": 0, "layer_period": 1, "layer_offset": 0})
+    layers = model.layers.model_copy(update={"pattern": None, "mlp_pattern": None})
+    block = model.block.model_copy(update={"moe": moe})
+    return model.model_copy(update={"n_layers": n_layers, "layers": layers, "block": block, "recurrent": None})
 
 
 def drafter_weight_bytes(
@@ -200,7 +200,7 @@ def drafter_weight_bytes(
     drafter = spec.drafter
     if spec.drafter_is_model:
         return rank_weight_bytes(drafter, tp, "bf16")
-    layout = experts if drafter.moe is not None else None
+    layout = experts if drafter.block.moe is not None else None
     more = drafter.model_copy(update={"n_layers": drafter.n_layers + 1})
     one = drafter.model_copy(update={"n_layers": 1})
     layers = rank_weight_bytes(more, tp, weight_dtype, experts=layout) - rank_weight_bytes(
@@ -225,12 +225,14 @@ def memory_model(target: ModelSpec, spec: SpeculativeSpec, tp: int, kv_dtype: st
     """``target`` with the drafter's cache as extra full-attention layers: the model the memory plan's KV pool
     divides among requests (weights are priced apart, ``drafter_weight_bytes``)."""
     extra = equivalent_layers(spec, target, tp, kv_dtype)
-    update: dict[str, object] = {"n_layers": target.n_layers + extra}
-    if target.layer_pattern is not None:
-        update["layer_pattern"] = [*target.layer_pattern, *["global"] * extra]
-    if target.mlp_pattern is not None:
-        update["mlp_pattern"] = [*target.mlp_pattern, *[target.mlp_pattern[-1]] * extra]
-    return target.model_copy(update=update)
+    pattern, mlp_pattern = target.layers.pattern, target.layers.mlp_pattern
+    layers = target.layers.model_copy(
+        update={
+            "pattern": None if pattern is None else [*pattern, *["global"] * extra],
+            "mlp_pattern": None if mlp_pattern is None else [*mlp_pattern, *[mlp_pattern[-1]] * extra],
+        }
+    )
+    return target.model_copy(update={"n_layers": target.n_layers + extra, "layers": layers})
 
 
 def build_spec(
@@ -256,10 +258,11 @@ def build_spec(
         default_k = layers
     elif chosen in ("eagle", "eagle3"):
         if draft is None:  # one dense decoder layer of the target's shape
-            drafter = decoder_layers(target, 1).model_copy(update={"moe": None})
+            one = decoder_layers(target, 1)
+            drafter = one.model_copy(update={"block": one.block.model_copy(update={"moe": None})})
         else:
             drafter = load_source(draft).model
-            if drafter.moe is not None or drafter.d_model != target.d_model:
+            if drafter.block.moe is not None or drafter.d_model != target.d_model:
                 raise BadInputError(
                     f"{draft}: EAGLE heads are dense layers over the target's width ({target.d_model}); give the"
                     " heads' config.json, or no model to price one layer of the target's shape"
@@ -271,9 +274,9 @@ def build_spec(
         if draft is None:
             raise BadInputError("method draft_model needs the draft model: give --draft MODEL (a preset, config or id)")
         drafter, is_model, extra, default_k = load_source(draft).model, True, 0, 3
-        if drafter.vocab_size != target.vocab_size:
+        if drafter.embeddings.vocab_size != target.embeddings.vocab_size:
             raise BadInputError(
-                f"draft {drafter.name} has a vocabulary of {drafter.vocab_size:,}, the target {target.vocab_size:,}:"
+                f"draft {drafter.name} has a vocabulary of {drafter.embeddings.vocab_size:,}, the target {target.embeddings.vocab_size:,}:"
                 " vLLM needs the same tokenizer; pick a draft of the same family"
             )
     k = default_k if num_speculative_tokens is None else num_speculative_tokens

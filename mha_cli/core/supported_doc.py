@@ -135,12 +135,16 @@ def presets_table() -> str:
     for name in preset_names():
         model = get_preset(name)
         kv = kv_footprint(model, seq_len=1)
-        heads = f"{model.n_heads}/{model.n_kv_heads}" if model.n_kv_heads is not None else f"{model.n_heads}/latent"
+        heads = (
+            f"{model.attention.n_heads}/{model.attention.n_kv_heads}"
+            if model.attention.n_kv_heads is not None
+            else f"{model.attention.n_heads}/latent"
+        )
         rows.append(
             [
                 f"`{name}`",
                 f"`{model.family}`",
-                model.variant,
+                model.attention.variant,
                 format_count(count_params(model).total),
                 f"{model.d_model} x {model.n_layers}",
                 heads,

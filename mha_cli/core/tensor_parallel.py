@@ -61,12 +61,12 @@ def kv_heads_per_rank(model: ModelSpec, tp: int, mla_cache: MlaCacheMode = "abso
 
     Raises ``BadInputError`` when ``tp`` does not split the heads (``tp_split_problem``).
     """
-    problem = tp_split_problem(model.n_heads, model.kv_heads, tp)
+    problem = tp_split_problem(model.attention.n_heads, model.attention.n_kv_heads, tp)
     if problem is not None:
         raise BadInputError(ATTENTION_FREE_TP.format(tp=tp) if model.attention_free else problem)
-    if model.mla is not None and mla_cache == "absorbed":
+    if model.attention.mla is not None and mla_cache == "absorbed":
         return 1
-    return max(1, model.kv_heads // tp)
+    return max(1, model.attention.n_kv_heads // tp)
 
 
 def kv_head_range(n_kv_heads: int, rank: int, tp: int) -> tuple[int, int]:
@@ -129,35 +129,33 @@ def _experts(tp: int, experts: ExpertLayout | None) -> ExpertLayout:
 def local_experts(model: ModelSpec, layout: ExpertLayout) -> int:
     """Routed experts of one MoE layer on one rank (the heaviest when ``ranks`` does not divide them): all of them,
     each at its share of the width, or ceil(n_experts / ranks) whole ones."""
-    assert model.moe is not None
-    return -(-model.moe.n_experts // layout.ranks) if layout.whole else model.moe.n_experts
+    assert model.block.moe is not None
+    return -(-model.block.moe.n_experts // layout.ranks) if layout.whole else model.block.moe.n_experts
 
 
 def expert_width_per_rank(model: ModelSpec, layout: ExpertLayout) -> int:
     """The width of one routed expert on one rank: whole, or d_ff_expert / ranks."""
-    assert model.moe is not None
-    return model.moe.d_ff_expert if layout.whole else model.moe.d_ff_expert // layout.ranks
+    assert model.block.moe is not None
+    return model.block.moe.d_ff_expert if layout.whole else model.block.moe.d_ff_expert // layout.ranks
 
 
 def tp_shard_problem(model: ModelSpec, tp: int, experts: ExpertLayout | None = None) -> str | None:
     """Why ``tp`` ranks cannot shard ``model`` (heads, MLP or expert widths), or ``None`` when they can; ``experts``:
     how the routed experts spread (default: sharded over the tp ranks)."""
-    problem = tp_split_problem(model.n_heads, model.kv_heads, tp)
+    problem = tp_split_problem(model.attention.n_heads, model.attention.n_kv_heads, tp)
     if problem is not None:  # an attention-free model's placeholder head (1) splits over no tp > 1: say why
         return ATTENTION_FREE_TP.format(tp=tp) if model.attention_free else problem
     layout = _experts(tp, experts)
-    widths = {"d_ff": (model.d_ff, tp)}
-    if model.moe is not None:
+    widths = {"d_ff": (model.block.d_ff, tp)}
+    if model.block.moe is not None:
         if layout.ranks % tp:
             return f"the experts' ranks ({layout.ranks}) must be a multiple of tp ({tp})"
-        if layout.whole and layout.ranks > model.moe.n_experts:
-            return (
-                f"expert parallelism over {layout.ranks} ranks needs at least as many experts ({model.moe.n_experts})"
-            )
+        if layout.whole and layout.ranks > model.block.moe.n_experts:
+            return f"expert parallelism over {layout.ranks} ranks needs at least as many experts ({model.block.moe.n_experts})"
         if not layout.whole:
-            widths["d_ff_expert"] = (model.moe.d_ff_expert, layout.ranks)
-        if model.moe.n_shared_experts:
-            widths["d_ff_shared"] = (model.moe.d_ff_shared or model.moe.d_ff_expert, tp)
+            widths["d_ff_expert"] = (model.block.moe.d_ff_expert, layout.ranks)
+        if model.block.moe.n_shared_experts:
+            widths["d_ff_shared"] = (model.block.moe.d_ff_shared or model.block.moe.d_ff_expert, tp)
     for what, (width, ranks) in widths.items():
         if width % ranks and ranks == tp:
             return f"{what} ({width}) must be divisible by tp ({ranks}): pick a tp that divides it"

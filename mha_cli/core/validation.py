@@ -77,6 +77,25 @@ def _phrase(error: Any) -> str:
     return one_line(str(error["msg"]).removeprefix("Value error, "))
 
 
+DERIVED_FROM_HEADS = ("n_kv_heads", "head_dim", "variant")
+"""An attention part's fields a model spec derives from its ``n_heads`` (``schemas.resolve_attention``)."""
+
+
+def _without_derived_misses(errors: list[Any]) -> list[Any]:
+    """``errors`` less the "missing" ones of derived head fields beside a refused field of the same part or a
+    refused ``d_model`` (an ``n_heads`` of "4" leaves ``head_dim`` underived): the refusal of their source says it."""
+    refused = [tuple(error["loc"]) for error in errors if error["type"] != "missing"]
+    refused_parts = {loc[:-1] for loc in refused} | {
+        loc[:-1] + ("attention",) for loc in refused if loc[-1:] == ("d_model",)
+    }
+
+    def underived(error: Any) -> bool:
+        *part, name = error["loc"]
+        return error["type"] == "missing" and name in DERIVED_FROM_HEADS and tuple(part) in refused_parts
+
+    return [error for error in errors if not underived(error)]
+
+
 def describe_validation_error(exc: ValidationError, option_names: Mapping[str, str] | None = None) -> str:
     """``"model.n_heads: n_heads (32) must be divisible by n_kv_heads (5)"``, one item per field, '; '-joined.
 
@@ -84,7 +103,7 @@ def describe_validation_error(exc: ValidationError, option_names: Mapping[str, s
     line names what the person typed: ``"--seq: must be greater than 0 (got 0)"``.
     """
     parts = []
-    errors = exc.errors(include_url=False)
+    errors = _without_derived_misses(exc.errors(include_url=False))
     for error in errors[:MAX_FIELDS_DESCRIBED]:
         path = _field_path(error["loc"])
         message = _phrase(error)

@@ -23,9 +23,16 @@ class VariantOption(Record):
 def _without_mla(model: ModelSpec) -> dict:
     """The model's fields for MHA/GQA/MQA at its shape. For an MLA model the per-head width is
     qk_nope_head_dim (DeepSeek-V2's d_h, against which its paper prices MHA: 2 * n_h * d_h * l)."""
-    fields = model.model_dump(exclude={"mla", "variant", "n_kv_heads"})
-    fields["head_dim"] = model.mla.qk_nope_head_dim if model.mla is not None else model.dim_per_head
+    fields = model.model_dump(exclude={"attention": {"mla", "variant", "n_kv_heads"}})
+    mla = model.attention.mla
+    fields["attention"]["head_dim"] = mla.qk_nope_head_dim if mla is not None else model.attention.head_dim
     return fields
+
+
+def _with_attention(fields: dict, **changes: object) -> dict:
+    """``fields`` (a dumped spec) with its attention part's ``changes`` set; a change to None leaves it out."""
+    attention = {**fields["attention"], **changes}
+    return {**fields, "attention": {key: value for key, value in attention.items() if value is not None}}
 
 
 def gqa_kv_heads_choices(n_heads: int, tp: int = 1) -> list[int]:
@@ -79,35 +86,39 @@ def variant_options(model: ModelSpec) -> list[VariantOption]:
             return
         options.append(
             VariantOption(
-                label=label, variant=variant, n_kv_heads=spec.kv_heads, model=spec, is_current=current, note=note
+                label=label,
+                variant=variant,
+                n_kv_heads=spec.attention.n_kv_heads,
+                model=spec,
+                is_current=current,
+                note=note,
             )
         )
 
-    own_gqa = model.variant == "GQA"
-    add("MHA", "MHA", {**base, "n_kv_heads": model.n_heads}, model.variant == "MHA")
-    gqa_heads = model.kv_heads if own_gqa else default_gqa_kv_heads(model.n_heads)
+    own_gqa = model.attention.variant == "GQA"
+    add("MHA", "MHA", _with_attention(base, n_kv_heads=model.attention.n_heads), model.attention.variant == "MHA")
+    gqa_heads = model.attention.n_kv_heads if own_gqa else default_gqa_kv_heads(model.attention.n_heads)
     if gqa_heads is not None:
         add(
             f"GQA-{gqa_heads}",
             "GQA",
-            {**base, "n_kv_heads": gqa_heads},
+            _with_attention(base, n_kv_heads=gqa_heads),
             own_gqa,
-            f"{model.n_heads // gqa_heads} query heads per KV head",
+            f"{model.attention.n_heads // gqa_heads} query heads per KV head",
         )
-    if model.n_heads > 1:
-        add("MQA", "MQA", {**base, "n_kv_heads": 1}, model.variant == "MQA")
-    if model.mla is not None:
+    if model.attention.n_heads > 1:
+        add("MQA", "MQA", _with_attention(base, n_kv_heads=1), model.attention.variant == "MQA")
+    if model.attention.mla is not None:
         add(
             "MLA",
             "MLA",
             model.model_dump(),
             True,
-            f"latent {model.mla.kv_lora_rank} + RoPE {model.mla.qk_rope_head_dim}",
+            f"latent {model.attention.mla.kv_lora_rank} + RoPE {model.attention.mla.qk_rope_head_dim}",
         )
     else:
-        mla = mla_for_shape(model.dim_per_head, model.d_model)
-        fields = {**base, "mla": mla}
-        fields.pop("head_dim")
+        mla = mla_for_shape(model.attention.head_dim, model.d_model)
+        fields = _with_attention(base, mla=mla, head_dim=None)
         add(
             "MLA",
             "MLA",

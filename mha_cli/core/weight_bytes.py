@@ -98,7 +98,7 @@ def rank_weight_bytes(
     A ``tp`` that does not shard the model (heads or widths it does not divide) is priced as the whole model's
     bytes split evenly, rounded up, as ``weight_params_per_device`` counts it."""
     fmt = weight_format(weight_dtype)
-    if fmt.scope == "experts" and model.moe is None:
+    if fmt.scope == "experts" and model.block.moe is None:
         raise BadInputError(
             f"--weight-dtype {fmt.name} quantises routed experts and {model.name} has none: use mxfp4-linear for MXFP4"
             " on every linear layer (AMD Quark), or fp8, nvfp4, int4 or awq"
@@ -166,10 +166,10 @@ def _rank_bytes(
     the layers."""
     if tp > 1 and tp_shard_problem(model, tp, experts) is not None:
         return -(-_rank_bytes(model, 1, pricing, vocab_padding, None, sides=sides) // tp)
-    n_experts = model.moe.n_experts if model.moe is not None else 0
+    n_experts = model.block.moe.n_experts if model.block.moe is not None else 0
     total = 0
     groups = tensor_groups(model, tp, vocab_padding=vocab_padding, experts=experts)
-    if sides.tied_copy and model.tied_embeddings:
+    if sides.tied_copy and model.embeddings.tied:
         embedding = next(t for t in groups[0].tensors if t.kind == "embedding")
         total += embedding.numel * pricing.rest_bytes
     held = [group for i, group in enumerate(groups) if (i, sides.embedding) != (0, False)]
@@ -239,7 +239,7 @@ def _modules(tensor: Tensor, part: str, count: int) -> Iterator[tuple[str, int]]
 def model_modules(model: ModelSpec) -> Iterator[str]:
     """Every module name of the checkpoint as mha names it (one device): each weight's module, and each routed expert
     one by one (``model.layers.N.mlp.experts.E.gate_proj``). What a scheme's patterns are checked against."""
-    n_experts = model.moe.n_experts if model.moe is not None else 0
+    n_experts = model.block.moe.n_experts if model.block.moe is not None else 0
     for place in [None, *range(model.n_layers), -1]:
         seen: set[str] = set()
         for tensor in tensors_of(model, place, vocab_padding=1):

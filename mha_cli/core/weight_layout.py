@@ -95,6 +95,6 @@ class WeightLayout(NamedTuple):
 def part_sizes(sizes: SplitSizes, spec: ModelSpec) -> tuple[int, ...]:
     """The parts' sizes along the split dimension, in storage order (``qkv_per_kv_group``: each part's total)."""
     if sizes == "gate_up":
-        return spec.d_ff, spec.d_ff
-    q, kv = spec.n_heads * spec.dim_per_head, spec.kv_heads * spec.dim_per_head
+        return spec.block.d_ff, spec.block.d_ff
+    q, kv = spec.attention.n_heads * spec.attention.head_dim, spec.attention.n_kv_heads * spec.attention.head_dim
     return q, kv, kv

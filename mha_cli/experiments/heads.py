@@ -220,7 +220,7 @@ def train_job(job: HeadsJob) -> HeadsRun:
         )
         return HeadsRun(
             n_heads=job.n_heads,
-            head_dim=spec.dim_per_head if attention else None,
+            head_dim=spec.attention.head_dim if attention else None,
             seed=job.seed,
             n_parameters=n_parameters(model),
             train_curve=block_means(losses),

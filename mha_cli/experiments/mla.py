@@ -180,7 +180,7 @@ def train_job(job: MlaJob) -> MlaRun:
             difference = cached_decode_difference(model, inputs[:1].to(device), caches)
     return MlaRun(
         kind=job.kind,
-        kv_lora_rank=job.spec.mla.kv_lora_rank if job.spec.mla is not None else None,
+        kv_lora_rank=job.spec.attention.mla.kv_lora_rank if job.spec.attention.mla is not None else None,
         seed=job.seed,
         params_measured=n_parameters(model),
         kv_bytes_measured=cache_nbytes(caches),
@@ -223,7 +223,7 @@ def build_rows(settings: MlaSettings, jobs: list[MlaJob], runs: list[MlaRun]) ->
         bits = seed_spread([run.validation_bits for run in model_runs])
         deltas = seed_spread([run.validation_bits - base for run, base in zip(model_runs, baseline_bits, strict=True)])
         differences = [run.decode_max_abs_diff for run in model_runs if run.decode_max_abs_diff is not None]
-        rank = spec.mla.kv_lora_rank if spec.mla is not None else None
+        rank = spec.attention.mla.kv_lora_rank if spec.attention.mla is not None else None
         rows.append(
             MlaRow(
                 label=row_label(job),
@@ -251,14 +251,18 @@ def row_label(job: MlaJob) -> str:
         return "MHA (baseline)"
     if job.kind == "no-attention":
         return "no attention (control)"
-    assert job.spec.mla is not None
-    rank = job.spec.mla.kv_lora_rank
+    assert job.spec.attention.mla is not None
+    rank = job.spec.attention.mla.kv_lora_rank
     return f"MLA r={rank}" + (" (rule MHA030)" if rank == job.settings.rule_rank else "")
 
 
 def cache_values(spec: ModelSpec) -> int:
     """Values cached per token per layer: MLA's latent + RoPE key, or 2 x KV heads x head width."""
-    return spec.mla.latent_dim if spec.mla is not None else 2 * spec.kv_heads * spec.dim_per_head
+    return (
+        spec.attention.mla.latent_dim
+        if spec.attention.mla is not None
+        else 2 * spec.attention.n_kv_heads * spec.attention.head_dim
+    )
 
 
 def limit_verdict(deltas: SeedSpread, limit: float) -> Verdict:

@@ -167,7 +167,7 @@ def measure_variant(settings: MqaSettings, spec: ModelSpec, device: torch.device
     """(spec, model parameters, one attention module's parameters, cache bytes after a prefill of N tokens)."""
     model = build_lm(spec, device=device).eval()
     caches = model.new_cache(settings.batch, settings.seq_len, dtype=settings.kv_dtype)
-    tokens = torch.randint(0, spec.vocab_size, (settings.batch, settings.seq_len), device=device)  # (b, N)
+    tokens = torch.randint(0, spec.embeddings.vocab_size, (settings.batch, settings.seq_len), device=device)  # (b, N)
     model(tokens, caches, start_pos=0)  # the prefill writes all N positions of every layer's cache
     return spec, n_parameters(model), n_parameters(model.model.layers[0].self_attn), cache_nbytes(caches)
 
@@ -180,8 +180,8 @@ def build_rows(settings: MqaSettings, measured: list[tuple[ModelSpec, int, int, 
         naive = kv_footprint(gqa_ignored, seq_len=settings.seq_len, batch=settings.batch, kv_dtype=settings.kv_dtype)
         rows.append(
             MqaRow(
-                variant=spec.variant or "MHA",
-                n_kv_heads=spec.kv_heads,
+                variant=spec.attention.variant or "MHA",
+                n_kv_heads=spec.attention.n_kv_heads,
                 params_measured=params,
                 params_computed=count_params(spec).total,
                 attention_params_measured=attention,

@@ -43,55 +43,60 @@ def scaled_copy(design: ModelSpec, layers: int, size: HookSize) -> ScaledCopy:
     fields = design.model_dump()
     changes = [f"layers: {design.n_layers} -> {layers} (the hook's depth)"]
     fields.update(name=f"{design.name} (hook copy)", n_layers=layers)
-    fields["vocab_size"] = size.vocab_size
-    changes.append(f"vocab_size: {design.vocab_size:,} -> {size.vocab_size} (the induction task's tokens)")
+    fields["embeddings"]["vocab_size"] = size.vocab_size
+    changes.append(f"vocab_size: {design.embeddings.vocab_size:,} -> {size.vocab_size} (the induction task's tokens)")
     d_model = min(design.d_model, size.d_model)
     fields["d_model"] = d_model
     if d_model != design.d_model:
         changes.append(f"d_model: {design.d_model:,} -> {d_model} (residual width for a {size.seq_len}-token task)")
     changes += _scale_mlp(design, fields, size)
-    changes += _scale_mla(design, fields, size) if design.mla is not None else _scale_heads(design, fields, size)
+    changes += (
+        _scale_mla(design, fields, size) if design.attention.mla is not None else _scale_heads(design, fields, size)
+    )
     changes += _fit_positions(design, fields, layers, size)
     return ScaledCopy(spec=ModelSpec.model_validate(fields), changes=changes)
 
 
 def _scale_mlp(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> list[str]:
-    if design.moe is not None:
-        moe = design.moe
-        fields.update(moe=None, d_ff=size.d_ff)
+    if design.block.moe is not None:
+        moe = design.block.moe
+        fields["block"].update(moe=None, d_ff=size.d_ff)
         return [
             f"MLP: mixture of {moe.n_experts} experts ({moe.n_active_experts} active) -> one dense MLP of width"
             f" {size.d_ff} (routing plays no part in induction)"
         ]
-    d_ff = min(design.d_ff, size.d_ff)
-    fields["d_ff"] = d_ff
-    return [] if d_ff == design.d_ff else [f"d_ff: {design.d_ff:,} -> {d_ff}"]
+    d_ff = min(design.block.d_ff, size.d_ff)
+    fields["block"]["d_ff"] = d_ff
+    return [] if d_ff == design.block.d_ff else [f"d_ff: {design.block.d_ff:,} -> {d_ff}"]
 
 
 def _width_reason(design: ModelSpec, size: HookSize, floor: int) -> str:
     return (
-        f"{design.n_heads} heads x head width capped at {size.max_query_width} values, each head at least {floor}"
+        f"{design.attention.n_heads} heads x head width capped at {size.max_query_width} values, each head at least {floor}"
         " wide, so the copy trains in minutes on a CPU"
     )
 
 
 def _scale_heads(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> list[str]:
     """MHA/GQA/MQA: same head counts, head_dim down to the cap (a multiple of 8, at least ``min_head_dim``)."""
-    cap = max(size.min_head_dim, size.max_query_width // design.n_heads // 8 * 8)
-    head_dim = min(design.dim_per_head, cap)
-    fields["head_dim"] = head_dim
-    kept = f"heads kept: {design.n_heads} query, {design.kv_heads} KV ({design.variant}, {design.q_per_kv} per KV head)"
-    if head_dim == design.dim_per_head:
+    cap = max(size.min_head_dim, size.max_query_width // design.attention.n_heads // 8 * 8)
+    head_dim = min(design.attention.head_dim, cap)
+    fields["attention"]["head_dim"] = head_dim
+    kept = f"heads kept: {design.attention.n_heads} query, {design.attention.n_kv_heads} KV ({design.attention.variant}, {design.attention.q_per_kv} per KV head)"
+    if head_dim == design.attention.head_dim:
         return [kept, f"head_dim: {head_dim} kept"]
-    return [kept, f"head_dim: {design.dim_per_head} -> {head_dim} ({_width_reason(design, size, size.min_head_dim)})"]
+    return [
+        kept,
+        f"head_dim: {design.attention.head_dim} -> {head_dim} ({_width_reason(design, size, size.min_head_dim)})",
+    ]
 
 
 def _scale_mla(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> list[str]:
     """MLA: nope, rope and value widths and the latent ranks shrink by one factor, to the query-width cap."""
-    assert design.mla is not None
-    mla = design.mla
-    target = max(size.min_head_dim, size.max_query_width // design.n_heads // 2 * 2)
-    kept = f"heads kept: {design.n_heads} query heads over one shared latent (MLA)"
+    assert design.attention.mla is not None
+    mla = design.attention.mla
+    target = max(size.min_head_dim, size.max_query_width // design.attention.n_heads // 2 * 2)
+    kept = f"heads kept: {design.attention.n_heads} query heads over one shared latent (MLA)"
     if mla.qk_head_dim <= target:
         return [kept, f"MLA widths kept (q/k head width {mla.qk_head_dim})"]
     factor = target / mla.qk_head_dim
@@ -102,15 +107,15 @@ def _scale_mla(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> lis
     q_rank = None
     if mla.q_lora_rank is not None:
         q_rank = min(mla.q_lora_rank, max(size.min_latent_rank, round(mla.q_lora_rank * factor)))
-    fields["mla"] = {
-        **fields["mla"],
+    fields["attention"]["mla"] = {
+        **fields["attention"]["mla"],
         "qk_nope_head_dim": nope,
         "qk_rope_head_dim": rope,
         "v_head_dim": value,
         "kv_lora_rank": rank,
         "q_lora_rank": q_rank,
     }
-    fields["head_dim"] = nope + rope
+    fields["attention"]["head_dim"] = nope + rope
     changes = [
         kept,
         f"MLA q/k head width: {mla.qk_nope_head_dim} nope + {mla.qk_rope_head_dim} rope -> {nope} nope + {rope} rope,"
@@ -126,29 +131,31 @@ def _scale_mla(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> lis
 def _fit_positions(design: ModelSpec, fields: dict[str, Any], layers: int, size: HookSize) -> list[str]:
     """Learned positions cover the task; sliding windows kept (widened only if they would hide the first copy)."""
     changes = []
-    if design.rope is not None and design.rope.scaling is not None:
+    if design.attention.rope is not None and design.attention.rope.scaling is not None:
         # Context extension (YaRN, llama3, linear) matters past the pre-training context, far beyond the task; on
         # heads this narrow YaRN's frequencies and attention factor kept gpt-oss-20b's copy from learning at all.
-        fields["rope"] = design.rope.model_copy(update={"scaling": None})
+        fields["attention"]["rope"] = design.attention.rope.model_copy(update={"scaling": None})
         changes.append(
-            f"RoPE {design.rope.scaling.type} scaling dropped (theta {design.rope.theta:g} kept): it acts beyond the"
+            f"RoPE {design.attention.rope.scaling.type} scaling dropped (theta {design.attention.rope.theta:g} kept): it acts beyond the"
             f" pre-training context, not on {size.seq_len}-token sequences"
         )
-    if design.position_embeddings:
-        fields["position_embeddings"] = size.seq_len + design.position_offset  # OPT's 2 rows before position 0
-        changes.append(f"learned positions: {design.position_embeddings:,} -> {size.seq_len} (the task's length)")
-    if design.layer_pattern:  # the copy's layers are the design's first ones, of the same kinds
-        fields["layer_pattern"] = [design.layer_kind(i) for i in range(layers)]
-    if design.sliding_window is not None:
-        if design.sliding_window < size.seq_len:
-            fields["sliding_window"] = size.seq_len
+    if design.embeddings.positions:
+        fields["embeddings"]["positions"] = (
+            size.seq_len + design.embeddings.position_offset
+        )  # OPT's 2 rows before position 0
+        changes.append(f"learned positions: {design.embeddings.positions:,} -> {size.seq_len} (the task's length)")
+    if design.layers.pattern:  # the copy's layers are the design's first ones, of the same kinds
+        fields["layers"]["pattern"] = [design.layer_kind(i) for i in range(layers)]
+    if design.layers.sliding_window is not None:
+        if design.layers.sliding_window < size.seq_len:
+            fields["layers"]["sliding_window"] = size.seq_len
             changes.append(
-                f"sliding window: {design.sliding_window} -> {size.seq_len} tokens (a shorter window would hide the"
+                f"sliding window: {design.layers.sliding_window} -> {size.seq_len} tokens (a shorter window would hide the"
                 " segment's first occurrence, which induction must read)"
             )
         else:
             changes.append(
-                f"sliding window of {design.sliding_window:,} tokens kept (no effect on {size.seq_len}-token sequences)"
+                f"sliding window of {design.layers.sliding_window:,} tokens kept (no effect on {size.seq_len}-token sequences)"
             )
     return changes
 

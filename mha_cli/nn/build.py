@@ -21,15 +21,15 @@ def build_attention(
     Uses d_model, n_heads, n_kv_heads, head_dim, qkv_bias, o_bias and the mla block; sliding windows
     and per-head q/k norms are not modelled (they do not change the cache of a full-length layer).
     """
-    if model.mla is not None:
+    if model.attention.mla is not None:
         return build_mla(model, mla_mode=mla_mode, dtype=dtype, device=device)  # with the spec's RoPE
     return Attention(
         model.d_model,
-        model.n_heads,
-        model.kv_heads,
-        model.dim_per_head,
-        bias=model.qkv_bias,
-        o_bias=model.o_bias,
+        model.attention.n_heads,
+        model.attention.n_kv_heads,
+        model.attention.head_dim,
+        bias=model.attention.qkv_bias,
+        o_bias=model.attention.o_bias,
         dtype=dtype,
         device=device,
     )

@@ -21,12 +21,12 @@ class HeadTransform(nn.Module):
 
     def __init__(self, spec: ModelSpec, **factory: Any) -> None:
         super().__init__()
-        if spec.lm_head_transform is None:
+        if spec.embeddings.lm_head_transform is None:
             raise ValueError("HeadTransform needs spec.lm_head_transform")
-        width = spec.lm_head_size or spec.embedding_size or spec.d_model
-        self.dense = nn.Linear(spec.d_model, width, bias=spec.lm_head_transform_bias, **factory)
-        self.act = ACTIVATIONS[spec.lm_head_transform]
-        self.norm = make_norm(spec.norm, width, spec.norm_eps, bias=spec.norm_bias, **factory)
+        width = spec.embeddings.lm_head_size or spec.embeddings.width or spec.d_model
+        self.dense = nn.Linear(spec.d_model, width, bias=spec.embeddings.lm_head_transform_bias, **factory)
+        self.act = ACTIVATIONS[spec.embeddings.lm_head_transform]
+        self.norm = make_norm(spec.block.norm, width, spec.block.norm_eps, bias=spec.block.norm_bias, **factory)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.norm(self.act(self.dense(x)))  # (b, s, e)

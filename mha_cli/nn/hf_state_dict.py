@@ -98,7 +98,7 @@ def _split(
         if split.sizes == "qkv_per_kv_group":
             parts = _split_kv_groups(tensor, split.dim, spec)
         elif split.sizes == "qvk_per_4_shards":
-            if spec.kv_heads != spec.n_heads or total % 12:
+            if spec.attention.n_kv_heads != spec.attention.n_heads or total % 12:
                 raise ValueError(f"{name}: 4 shards of q, v, k need MHA and a width divisible by 12, not {total}")
             parts = _split_shards(tensor, split.dim, 4)
         else:
@@ -110,7 +110,11 @@ def _split(
 def _split_kv_groups(tensor: torch.Tensor, dim: int, spec: ModelSpec) -> tuple[torch.Tensor, ...]:
     """q, k, v out of n_kv groups, each (q_per_kv query heads, 1 key head, 1 value head) of head_dim entries."""
     dim %= tensor.ndim
-    n_kv, q_per_kv, h_d = spec.kv_heads, spec.n_heads // spec.kv_heads, spec.dim_per_head
+    n_kv, q_per_kv, h_d = (
+        spec.attention.n_kv_heads,
+        spec.attention.n_heads // spec.attention.n_kv_heads,
+        spec.attention.head_dim,
+    )
     grouped = tensor.unflatten(dim, (n_kv, q_per_kv + 2, h_d))  # ..., n_kv, q_per_kv + 2, h_d, ...
     q = grouped.narrow(dim + 1, 0, q_per_kv)  # ..., n_kv, q_per_kv, h_d, ...
     k = grouped.narrow(dim + 1, q_per_kv, 1)  # ..., n_kv, 1, h_d, ...

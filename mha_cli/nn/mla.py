@@ -245,16 +245,16 @@ def build_mla(
 ) -> MLAttention:
     """The MLA layer of an MLA ``spec``, rank ``tp_rank``'s heads (contiguous block of n_heads / tp); ``rotate``
     False: no RoPE on its rope part (NoPE)."""
-    if spec.mla is None:
+    if spec.attention.mla is None:
         raise ValueError(f"{spec.name} has no mla block")
-    if spec.n_heads % tp_size:
-        raise ValueError(f"n_heads ({spec.n_heads}) must be divisible by tp ({tp_size}) to split MLA heads")
+    if spec.attention.n_heads % tp_size:
+        raise ValueError(f"n_heads ({spec.attention.n_heads}) must be divisible by tp ({tp_size}) to split MLA heads")
     if not 0 <= tp_rank < tp_size:
         raise ValueError(f"tp_rank ({tp_rank}) must be in [0, {tp_size})")
-    mla = spec.mla
+    mla = spec.attention.mla
     return MLAttention(
         spec.d_model,
-        spec.n_heads // tp_size,
+        spec.attention.n_heads // tp_size,
         mla.kv_lora_rank,
         mla.qk_nope_head_dim,
         mla.qk_rope_head_dim,
@@ -264,8 +264,8 @@ def build_mla(
         rope=spec.rotary or RopeSpec(),
         rope_interleave=mla.rope_interleave,
         rotate=rotate,
-        bias=spec.qkv_bias,
-        o_bias=spec.o_bias,
+        bias=spec.attention.qkv_bias,
+        o_bias=spec.attention.o_bias,
         indexer=mla.indexer,
         dtype=dtype,
         device=device,

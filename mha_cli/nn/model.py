@@ -6,19 +6,19 @@ the Llama family (``model.embed_tokens.weight``, ``model.layers.0.self_attn.q_pr
 ``lm_head.weight``), so a ``LlamaForCausalLM`` / ``MistralForCausalLM`` / ``Qwen2ForCausalLM`` /
 ``Qwen3ForCausalLM`` state dict loads strictly and gives the same logits.
 
-Arithmetic the spec states beyond geometry (Gemma's, adding no weight): ``scale_embeddings`` multiplies the token
-embeddings by sqrt(d_model); ``norm_weight_offset`` offsets every RMSNorm weight (1 + weight); ``activation`` picks
-the MLP's nonlinearity; ``attn_scale`` and ``attn_logit_softcap`` the softmax scale and soft cap of the attention
-scores; ``final_logit_softcap`` caps the logits; ``rope_local`` rotates the local layers by their own RoPE.
+Arithmetic the spec states beyond geometry (Gemma's, adding no weight): ``embeddings.scaled`` multiplies the token
+embeddings by sqrt(d_model); ``block.norm_weight_offset`` offsets every RMSNorm weight (1 + weight); ``block.activation`` picks
+the MLP's nonlinearity; ``attention.scale`` and ``attention.logit_softcap`` the softmax scale and soft cap of the attention
+scores; ``embeddings.final_logit_softcap`` caps the logits; ``attention.rope_local`` rotates the local layers by their own RoPE.
 
-Blocks by ``spec.n_norms_per_layer``: 2, pre-norm (Llama); 4, pre- and post-norm around attention
+Blocks by ``spec.block.n_norms``: 2, pre-norm (Llama); 4, pre- and post-norm around attention
 and MLP (Gemma 2/3: ``pre_feedforward_layernorm``, ``post_feedforward_layernorm``); 1, attention and
-MLP in parallel from one norm (Falcon-7B); 2 with ``spec.parallel_residual``, attention and MLP in parallel, each
-from its own norm of the block's input (GPT-NeoX). A two-norm block with ``spec.norm_placement`` ``post``
+MLP in parallel from one norm (Falcon-7B); 2 with ``spec.block.parallel_residual``, attention and MLP in parallel, each
+from its own norm of the block's input (GPT-NeoX). A two-norm block with ``spec.block.norm_placement`` ``post``
 normalises each sublayer's output inside the residual instead (OLMo 2: ``post_attention_layernorm``,
 ``post_feedforward_layernorm``, no input norm); with ``post_residual``, the residual stream after each add (GPT-1: ``input_layernorm`` after
-attention, ``post_attention_layernorm`` after the MLP; ``spec.final_norm`` false: no norm after the last layer);
-with ``spec.normed_residual`` each residual is the sublayer's normed input, scaled (MiniMax).
+attention, ``post_attention_layernorm`` after the MLP; ``spec.embeddings.final_norm`` false: no norm after the last layer);
+with ``spec.block.normed_residual`` each residual is the sublayer's normed input, scaled (MiniMax).
 
 Tensor parallelism (Megatron layout, see the contract): with ``tp_size > 1`` only rank ``tp_rank``'s
 shard is allocated: its query heads, its KV heads (one replicated head when tp > n_kv_heads), its
@@ -73,12 +73,12 @@ INIT_STD = 0.02
 
 def local_heads(spec: ModelSpec, tp_rank: int, tp_size: int) -> tuple[int, int]:
     """(query heads, KV heads) rank ``tp_rank`` of ``tp_size`` holds; KV heads replicate when tp > n_kv."""
-    problem = tp_split_problem(spec.n_heads, spec.kv_heads, tp_size)
+    problem = tp_split_problem(spec.attention.n_heads, spec.attention.n_kv_heads, tp_size)
     if problem is not None:
         raise ValueError(problem)
     if not 0 <= tp_rank < tp_size:
         raise ValueError(f"tp_rank ({tp_rank}) must be in [0, {tp_size})")
-    return spec.n_heads // tp_size, kv_heads_per_rank(spec, tp_size)
+    return spec.attention.n_heads // tp_size, kv_heads_per_rank(spec, tp_size)
 
 
 def build_layer_attention(
@@ -100,50 +100,55 @@ def build_layer_attention(
         if tp_size != 1:
             raise ValueError(f"a {spec.recurrent.kind} mixer is built on one rank only, not split over tp {tp_size}")
         return build_mixer(
-            spec.recurrent, spec.d_model, eps=spec.norm_eps, layer=layer, n_layers=spec.n_layers, dtype=dtype,
+            spec.recurrent, spec.d_model, eps=spec.block.norm_eps, layer=layer, n_layers=spec.n_layers, dtype=dtype,
             device=device,
         )  # fmt: skip
-    nope = spec.nope_layers == "global" and spec.layer_kind(layer) == "global"  # EXAONE 4, Kimi-Linear's MLA
-    if spec.mla is not None:
+    nope = spec.attention.nope_layers == "global" and spec.layer_kind(layer) == "global"  # EXAONE 4, Kimi-Linear's MLA
+    if spec.attention.mla is not None:
         return build_mla(
             spec, mla_mode=mla_mode, rotate=not nope, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device
         )
-    if spec.norm_weight_offset and spec.qk_norm and spec.norm != "rmsnorm":
+    if spec.block.norm_weight_offset and spec.attention.qk_norm and spec.block.norm != "rmsnorm":
         raise ValueError("q/k norms with a weight offset are RMSNorms")
     n_heads, n_kv_heads = local_heads(spec, tp_rank, tp_size)
-    if spec.qk_norm and spec.qk_norm_span == "projection" and tp_size > 1:
+    if spec.attention.qk_norm and spec.attention.qk_norm_span == "projection" and tp_size > 1:
         raise ValueError(
             f"a q/k norm over the whole projection needs every rank's heads (a cross-rank reduction): tp {tp_size}"
             " is not built for it, only tp 1"
         )
-    window = spec.sliding_window if spec.layer_kind(layer) == "local" else None
-    mask_window = spec.masked_window if spec.layer_kind(layer) == "global" else None
+    window = spec.layers.sliding_window if spec.layer_kind(layer) == "local" else None
+    mask_window = spec.attention.masked_window if spec.layer_kind(layer) == "global" else None
     if nope:
         rope = None  # EXAONE 4: no RoPE on its full-attention layers
-    slopes = alibi_slopes(spec.n_heads)[tp_rank * n_heads : (tp_rank + 1) * n_heads] if spec.alibi else None
+    slopes = (
+        alibi_slopes(spec.attention.n_heads)[tp_rank * n_heads : (tp_rank + 1) * n_heads]
+        if spec.attention.alibi
+        else None
+    )
     return Attention(
         spec.d_model,
         n_heads,
         n_kv_heads,
-        spec.dim_per_head,
-        bias=spec.qkv_bias,
-        o_bias=spec.o_bias or (spec.last_o_bias and layer == spec.n_layers - 1),  # GPT-NeoX-Japanese: the last
+        spec.attention.head_dim,
+        bias=spec.attention.qkv_bias,
+        o_bias=spec.attention.o_bias
+        or (spec.attention.last_o_bias and layer == spec.n_layers - 1),  # GPT-NeoX-Japanese: the last
         rope=rope,
-        qk_norm=spec.qk_norm,
-        qk_norm_span=spec.qk_norm_span,
-        qk_norm_type=spec.qk_norm_type,
-        qkv_clip=spec.qkv_clip,
-        output_gate=spec.attn_output_gate,
-        key_scale=1.0 if spec.multipliers is None else spec.multipliers.key,
-        norm_eps=spec.norm_eps,
-        norm_offset=spec.norm_weight_offset,
+        qk_norm=spec.attention.qk_norm,
+        qk_norm_span=spec.attention.qk_norm_span,
+        qk_norm_type=spec.attention.qk_norm_type,
+        qkv_clip=spec.attention.qkv_clip,
+        output_gate=spec.attention.output_gate,
+        key_scale=1.0 if spec.block.multipliers is None else spec.block.multipliers.key,
+        norm_eps=spec.block.norm_eps,
+        norm_offset=spec.block.norm_weight_offset,
         window=window,
         mask_window=mask_window,
-        scale=spec.attn_scale,
-        softcap=spec.attn_logit_softcap,
+        scale=spec.attention.scale,
+        softcap=spec.attention.logit_softcap,
         alibi_slopes=slopes,
-        sinks=spec.attn_sinks,
-        softplus_gate=spec.attn_softplus_gate,
+        sinks=spec.attention.sinks,
+        softplus_gate=spec.attention.softplus_gate,
         dtype=dtype,
         device=device,
     )
@@ -165,16 +170,16 @@ def build_layer_mlp(
         return None
     if kind == "moe":
         return build_moe(spec, tp_rank=tp_rank, tp_size=tp_size, dtype=dtype, device=device)
-    if spec.d_ff % tp_size:
-        raise ValueError(f"d_ff ({spec.d_ff}) must be divisible by tp ({tp_size}) to split the MLP")
-    scales = {} if spec.multipliers is None else {"gate_scale": spec.multipliers.mlp_gate,
-                                                  "down_scale": spec.multipliers.mlp_down}  # fmt: skip
+    if spec.block.d_ff % tp_size:
+        raise ValueError(f"d_ff ({spec.block.d_ff}) must be divisible by tp ({tp_size}) to split the MLP")
+    scales = {} if spec.block.multipliers is None else {"gate_scale": spec.block.multipliers.mlp_gate,
+                                                  "down_scale": spec.block.multipliers.mlp_down}  # fmt: skip
     return MLP(
         spec.d_model,
-        spec.d_ff // tp_size,
-        gated=spec.mlp == "gated",
-        bias=spec.mlp_bias,
-        activation=spec.activation,
+        spec.block.d_ff // tp_size,
+        gated=spec.block.mlp == "gated",
+        bias=spec.block.mlp_bias,
+        activation=spec.block.activation,
         **scales,
         dtype=dtype,
         device=device,
@@ -182,7 +187,7 @@ def build_layer_mlp(
 
 
 class DecoderLayer(nn.Module):
-    """One block; the norms present depend on ``spec.n_norms_per_layer`` (see the module docstring). ``mixer``: a
+    """One block; the norms present depend on ``spec.block.n_norms`` (see the module docstring). ``mixer``: a
     fixed-state mixer beside the attention (Falcon-H1, ``nn.parallel_mixer``), reading the same normed input.
     ``mlp`` None: a pre-norm block that only mixes tokens, x + attn(norm(x)) (Nemotron-H's lone mixer block)."""
 
@@ -196,21 +201,21 @@ class DecoderLayer(nn.Module):
         **factory: Any,
     ) -> None:
         super().__init__()
-        if spec.n_norms_per_layer not in (1, 2, 4):
-            raise ValueError(f"build_model builds blocks with 1, 2 or 4 norms, not {spec.n_norms_per_layer}")
-        self.n_norms = spec.n_norms_per_layer
-        self.post_norms = spec.norm_placement == "post"  # OLMo 2: each sublayer's output normed, no input norm
-        self.parallel = spec.parallel_residual  # GPT-NeoX: x + attn(norm1(x)) + mlp(norm2(x))
-        self.post_residual = spec.norm_placement == "post_residual"  # GPT-1: norm(x + attn(x)), norm(h + mlp(h))
+        if spec.block.n_norms not in (1, 2, 4):
+            raise ValueError(f"build_model builds blocks with 1, 2 or 4 norms, not {spec.block.n_norms}")
+        self.n_norms = spec.block.n_norms
+        self.post_norms = spec.block.norm_placement == "post"  # OLMo 2: each sublayer's output normed, no input norm
+        self.parallel = spec.block.parallel_residual  # GPT-NeoX: x + attn(norm1(x)) + mlp(norm2(x))
+        self.post_residual = spec.block.norm_placement == "post_residual"  # GPT-1: norm(x + attn(x)), norm(h + mlp(h))
 
         def norm() -> nn.Module:
             return make_norm(
-                spec.norm,
+                spec.block.norm,
                 spec.d_model,
-                spec.norm_eps,
-                offset=spec.norm_weight_offset,
-                bias=spec.norm_bias,
-                weights=spec.norm_weights,
+                spec.block.norm_eps,
+                offset=spec.block.norm_weight_offset,
+                bias=spec.block.norm_bias,
+                weights=spec.block.norm_weights,
                 **factory,
             )
 
@@ -220,7 +225,7 @@ class DecoderLayer(nn.Module):
         if mixer is not None:
             self.mixer = mixer
         self.has_mixer = mixer is not None
-        self.multipliers = spec.multipliers
+        self.multipliers = spec.block.multipliers
         if (self.has_mixer or self.multipliers is not None) and (self.n_norms != 2 or self.post_norms):
             raise ValueError("a mixer beside attention, or multipliers, are built in a pre-norm block of two norms")
         if self.n_norms >= 2 and mlp is not None:
@@ -237,7 +242,7 @@ class DecoderLayer(nn.Module):
         self._mlp_takes_reduce = mlp is not None and _takes_reduce(mlp)
         self.is_mixer = hasattr(self_attn, "new_state")
         """A fixed-state mixer (``forward(x, state)``, ``new_state``) in place of attention."""
-        self.residual_scales = residual_scales(spec.normed_residual, linear=self.is_mixer)
+        self.residual_scales = residual_scales(spec.block.normed_residual, linear=self.is_mixer)
         """MiniMax's ((alpha, beta) after attention, after the MLP) around normed inputs; None: Llama's residual."""
 
     def forward(
@@ -351,29 +356,36 @@ class DecoderBody(nn.Module):
         self, spec: ModelSpec, layers: list[DecoderLayer], *, tp_rank: int = 0, tp_size: int = 1, **factory: Any
     ) -> None:
         super().__init__()
-        width = spec.embedding_size or spec.d_model  # ELECTRA's, RemBERT's tables: projected to d_model
-        if tp_size > 1 and spec.embedding_size is not None:
+        width = spec.embeddings.width or spec.d_model  # ELECTRA's, RemBERT's tables: projected to d_model
+        if tp_size > 1 and spec.embeddings.width is not None:
             raise ValueError(f"embedding_size {width} (projected to d_model) is built on one rank, not {tp_size}")
         self.embed_tokens = (
-            nn.Embedding(spec.vocab_size, width, **factory)
+            nn.Embedding(spec.embeddings.vocab_size, width, **factory)
             if tp_size == 1
-            else VocabParallelEmbedding(spec.vocab_size, spec.d_model, tp_rank=tp_rank, tp_size=tp_size, **factory)
+            else VocabParallelEmbedding(
+                spec.embeddings.vocab_size, spec.d_model, tp_rank=tp_rank, tp_size=tp_size, **factory
+            )
         )
-        if spec.position_embeddings:
-            self.embed_positions = nn.Embedding(spec.position_embeddings, width, **factory)
-        if spec.token_type_embeddings:  # BERT's token-type table: row 0 added to every token
-            self.embed_token_types = nn.Embedding(spec.token_type_embeddings, width, **factory)
-        if spec.embedding_size is not None:
+        if spec.embeddings.positions:
+            self.embed_positions = nn.Embedding(spec.embeddings.positions, width, **factory)
+        if spec.embeddings.token_types:  # BERT's token-type table: row 0 added to every token
+            self.embed_token_types = nn.Embedding(spec.embeddings.token_types, width, **factory)
+        if spec.embeddings.width is not None:
             self.embed_project = nn.Linear(width, spec.d_model, **factory)
         self.layers = nn.ModuleList(layers)
-        if spec.final_norm:
+        if spec.embeddings.final_norm:
             self.norm = make_norm(
-                spec.norm, spec.d_model, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias,
-                weights=spec.norm_weights, **factory,
+                spec.block.norm, spec.d_model, spec.block.norm_eps, offset=spec.block.norm_weight_offset, bias=spec.block.norm_bias,
+                weights=spec.block.norm_weights, **factory,
             )  # fmt: skip
-        if spec.embedding_norm:  # BLOOM's word_embeddings_layernorm, BERT's embeddings.LayerNorm
+        if spec.embeddings.normed:  # BLOOM's word_embeddings_layernorm, BERT's embeddings.LayerNorm
             self.embed_norm = make_norm(
-                spec.norm, width, spec.norm_eps, offset=spec.norm_weight_offset, bias=spec.norm_bias, **factory
+                spec.block.norm,
+                width,
+                spec.block.norm_eps,
+                offset=spec.block.norm_weight_offset,
+                bias=spec.block.norm_bias,
+                **factory,
             )
 
 
@@ -400,17 +412,19 @@ class DecoderLM(nn.Module):
         super().__init__()
         self.spec = spec
         self.model = body
-        if not spec.tied_embeddings:  # the embedding's row count: the whole vocabulary, or the rank's block of it
+        if not spec.embeddings.tied:  # the embedding's row count: the whole vocabulary, or the rank's block of it
             rows = body.embed_tokens.num_embeddings
-            width = spec.lm_head_size or spec.embedding_size or spec.d_model  # behind BERT's head transform
-            self.lm_head = nn.Linear(width, rows, bias=spec.lm_head_bias, **factory)
-        elif spec.lm_head_bias:  # CTRL: the tied matrix, a bias of the head's own
+            width = (
+                spec.embeddings.lm_head_size or spec.embeddings.width or spec.d_model
+            )  # behind BERT's head transform
+            self.lm_head = nn.Linear(width, rows, bias=spec.embeddings.lm_head_bias, **factory)
+        elif spec.embeddings.lm_head_bias:  # CTRL: the tied matrix, a bias of the head's own
             self.lm_head = HeadBias(body.embed_tokens.num_embeddings, **factory)
-        if spec.lm_head_transform is not None:  # BERT's cls.predictions.transform
+        if spec.embeddings.lm_head_transform is not None:  # BERT's cls.predictions.transform
             self.head_transform = HeadTransform(spec, **factory)
         self.rope = rope
         self.rope_local = rope_local
-        """The RoPE of the layers whose attention rotates by it (``spec.rope_local``), else None."""
+        """The RoPE of the layers whose attention rotates by it (``spec.attention.rope_local``), else None."""
         self._rotates_locally = [
             rope_local is not None and getattr(layer.self_attn, "rope", None) is rope_local for layer in body.layers
         ]
@@ -436,7 +450,7 @@ class DecoderLM(nn.Module):
 
     def _drop_tied_head(self, state_dict: dict[str, Any], prefix: str, *_: Any) -> None:
         """transformers lists a tied head under ``lm_head.weight`` too; here the embedding is the head."""
-        if self.spec.tied_embeddings:
+        if self.spec.embeddings.tied:
             state_dict.pop(prefix + "lm_head.weight", None)
 
     def forward(
@@ -465,12 +479,12 @@ class DecoderLM(nn.Module):
         s = input_ids.shape[1]
         embed = self.model.embed_tokens
         x = embed(input_ids, self.all_reduce) if self.tp_size > 1 else embed(input_ids)  # (b, s, d)
-        if self.spec.scale_embeddings:  # the factor in the activations' dtype first, as transformers casts it
+        if self.spec.embeddings.scaled:  # the factor in the activations' dtype first, as transformers casts it
             x = x * torch.tensor(self.spec.d_model**0.5, dtype=x.dtype)  # (b, s, d)
-        if self.spec.multipliers is not None and self.spec.multipliers.embedding != 1.0:
-            x = x * self.spec.multipliers.embedding  # Falcon-H1's embedding_multiplier
+        if self.spec.block.multipliers is not None and self.spec.block.multipliers.embedding != 1.0:
+            x = x * self.spec.block.multipliers.embedding  # Falcon-H1's embedding_multiplier
         if hasattr(self.model, "embed_positions"):
-            offset = self.spec.position_offset  # OPT, BioGPT: 2
+            offset = self.spec.embeddings.position_offset  # OPT, BioGPT: 2
             if start_pos + s + offset > self.model.embed_positions.num_embeddings:
                 raise ValueError(
                     f"positions up to {start_pos + s} exceed the"
@@ -480,14 +494,14 @@ class DecoderLM(nn.Module):
             if padding is not None:
                 positions = padding.positions  # (b, s)
             x = x + self.model.embed_positions(positions + offset)  # (b, s, d)
-        if self.spec.sinusoidal_positions:  # CTRL
+        if self.spec.embeddings.sinusoidal:  # CTRL
             positions = torch.arange(start_pos, start_pos + s, device=input_ids.device)  # (s,)
             if padding is not None:
                 positions = padding.positions  # (b, s)
             x = x + sinusoidal_positions(positions, self.spec.d_model).to(x.dtype)  # (b, s, d)
-        if self.spec.token_type_embeddings:  # BERT: every token of token type 0
+        if self.spec.embeddings.token_types:  # BERT: every token of token type 0
             x = x + self.model.embed_token_types.weight[0]  # (b, s, e)
-        if self.spec.embedding_norm:
+        if self.spec.embeddings.normed:
             x = self.model.embed_norm(x)  # (b, s, e)
         if hasattr(self.model, "embed_project"):  # ELECTRA, RemBERT: embedding width e -> d_model
             x = self.model.embed_project(x)  # (b, s, d)
@@ -514,26 +528,26 @@ class DecoderLM(nn.Module):
 
     def project(self, x: torch.Tensor) -> torch.Tensor:
         """Final norm and LM head: hidden states (b, s, d) -> logits (b, s, v)."""
-        if self.spec.final_norm:
+        if self.spec.embeddings.final_norm:
             x = self.model.norm(x)  # (b, s, d)
-        if self.spec.lm_head_transform is not None:
+        if self.spec.embeddings.lm_head_transform is not None:
             x = self.head_transform(x)  # (b, s, e)
-        head = self.model.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight  # (v, d) or (R, d)
-        head_bias = self.lm_head.bias if self.spec.lm_head_bias else None  # (v,) or (R,): GPT-J's, Phi's
+        head = self.model.embed_tokens.weight if self.spec.embeddings.tied else self.lm_head.weight  # (v, d) or (R, d)
+        head_bias = self.lm_head.bias if self.spec.embeddings.lm_head_bias else None  # (v,) or (R,): GPT-J's, Phi's
         logits = F.linear(x, head, head_bias)  # (b, s, v), or (b, s, R): the rank's block of the padded vocabulary
-        if self.spec.logit_scale != 1.0:
-            logits = logits * self.spec.logit_scale  # Cohere's logit_scale
+        if self.spec.embeddings.logit_scale != 1.0:
+            logits = logits * self.spec.embeddings.logit_scale  # Cohere's logit_scale
         if self.tp_size > 1:
             first_row = self.tp_rank * head.shape[0]
             logits = gather_logits(
                 logits,
                 first_row=first_row,
-                vocab_size=self.spec.vocab_size,
+                vocab_size=self.spec.embeddings.vocab_size,
                 tp_size=self.tp_size,
                 reduce=self.all_reduce,
             )  # (b, s, v)
-        if self.spec.final_logit_softcap is not None:
-            logits = soft_cap(logits, self.spec.final_logit_softcap)  # (b, s, v)
+        if self.spec.embeddings.final_logit_softcap is not None:
+            logits = soft_cap(logits, self.spec.embeddings.final_logit_softcap)  # (b, s, v)
         return logits
 
     def new_cache(self, batch: int, max_seq: int, dtype: torch.dtype | str | None = None) -> list[Any]:
@@ -576,10 +590,12 @@ def build_model(
     target = torch.device(device) if device is not None else torch.device("cpu")
     factory: dict[str, Any] = {"dtype": dtype, "device": "meta"}  # allocate once, below, without default init
     rotary = spec.rotary
-    rope = None if rotary is None or spec.mla is not None else RotaryEmbedding(rotary, spec.dim_per_head)
+    rope = (
+        None if rotary is None or spec.attention.mla is not None else RotaryEmbedding(rotary, spec.attention.head_dim)
+    )
     rope_local = None
-    if rope is not None and spec.rope_local is not None and spec.n_local_layers:
-        rope_local = RotaryEmbedding(spec.rope_local, spec.dim_per_head)
+    if rope is not None and spec.attention.rope_local is not None and spec.n_local_layers:
+        rope_local = RotaryEmbedding(spec.attention.rope_local, spec.attention.head_dim)
 
     def layer_rope(i: int) -> RotaryEmbedding | None:
         return rope_local if rope_local is not None and spec.layer_kind(i) == "local" else rope
@@ -596,7 +612,7 @@ def build_model(
         )
         for i in range(n_built)
     ]
-    if not spec.first_input_norm:  # ModernBERT's decoder: its first layer reads the normed embeddings as they are
+    if not spec.block.first_input_norm:  # ModernBERT's decoder: its first layer reads the normed embeddings as they are
         layers[0].input_layernorm = nn.Identity()
     model = DecoderLM(
         spec,

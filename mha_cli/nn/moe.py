@@ -336,14 +336,14 @@ def build_moe(
 ) -> MoE:
     """The MoE MLP of a MoE layer of ``spec``, rank ``tp_rank``'s slice of every expert: SwiGLU experts, or plain
     ones with the spec's activation when its ``mlp`` is plain (Nemotron-H's squared ReLU)."""
-    if spec.moe is None:
+    if spec.block.moe is None:
         raise ValueError(f"{spec.name} has no moe block")
     if not 0 <= tp_rank < tp_size:
         raise ValueError(f"tp_rank ({tp_rank}) must be in [0, {tp_size})")
-    gated = spec.mlp == "gated"
-    if not gated and (spec.moe.swiglu_limit is not None or spec.activation == "xielu"):
+    gated = spec.block.mlp == "gated"
+    if not gated and (spec.block.moe.swiglu_limit is not None or spec.block.activation == "xielu"):
         raise ValueError(f"{spec.name}: plain experts take a plain activation, not a clamped SwiGLU or xIELU")
     return MoE(
-        spec.d_model, spec.moe, tp_size=tp_size, norm_eps=spec.norm_eps, gated=gated,
-        activation=None if gated else spec.activation, dtype=dtype, device=device,
+        spec.d_model, spec.block.moe, tp_size=tp_size, norm_eps=spec.block.norm_eps, gated=gated,
+        activation=None if gated else spec.block.activation, dtype=dtype, device=device,
     )  # fmt: skip

@@ -47,8 +47,8 @@ def build_parallel_mixer(
     assert spec.recurrent is not None
     if tp_size != 1:
         raise ValueError(f"a {spec.recurrent.kind} mixer is built on one rank only, not split over tp {tp_size}")
-    scales = None if spec.multipliers is None else spec.multipliers.ssm_projection
+    scales = None if spec.block.multipliers is None else spec.block.multipliers.ssm_projection
     scales = None if scales is None or all(f == 1.0 for f in scales) else scales
     return build_mixer(
-        spec.recurrent, spec.d_model, eps=spec.norm_eps, dtype=dtype, device=device, projection_scales=scales
+        spec.recurrent, spec.d_model, eps=spec.block.norm_eps, dtype=dtype, device=device, projection_scales=scales
     )

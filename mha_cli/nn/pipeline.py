@@ -32,7 +32,7 @@ class PipelineStage(nn.Module):
         self.layout = layout
         body = decoder.model
         if not layout.embedding:
-            if not (layout.head and decoder.spec.tied_embeddings):  # a tied head keeps the embedding as its matrix
+            if not (layout.head and decoder.spec.embeddings.tied):  # a tied head keeps the embedding as its matrix
                 del body.embed_tokens
             for table in ("embed_positions", "embed_norm", "embed_token_types", "embed_project"):  # BLOOM's, BERT's
                 if hasattr(body, table):

@@ -121,18 +121,18 @@ def run_probe(
                 param.normal_(0.0, d_model**-0.5)
         _, weights = layer.forward_with_weights(embed(tokens, d_model, seed))  # (1, n_h, N, N)
     weights = weights[0]  # (n_h, N, N)
-    q_per_kv = spec.q_per_kv
+    q_per_kv = spec.attention.q_per_kv
     return ProbeResult(
         sentence=sentence,
         tokens=tokens,
-        variant=str(spec.variant),
+        variant=str(spec.attention.variant),
         d_model=d_model,
-        n_heads=spec.n_heads,
-        n_kv_heads=spec.kv_heads,
-        head_dim=spec.dim_per_head,
-        mla_kv_lora_rank=None if spec.mla is None else spec.mla.kv_lora_rank,
-        mla_rope_dim=None if spec.mla is None else spec.mla.qk_rope_head_dim,
+        n_heads=spec.attention.n_heads,
+        n_kv_heads=spec.attention.n_kv_heads,
+        head_dim=spec.attention.head_dim,
+        mla_kv_lora_rank=None if spec.attention.mla is None else spec.attention.mla.kv_lora_rank,
+        mla_rope_dim=None if spec.attention.mla is None else spec.attention.mla.qk_rope_head_dim,
         seed=seed,
         heads=[[[round(float(w), 6) for w in row] for row in head] for head in weights],
-        summaries=[summarise(weights[h], h, h // q_per_kv) for h in range(spec.n_heads)],
+        summaries=[summarise(weights[h], h, h // q_per_kv) for h in range(spec.attention.n_heads)],
     )

@@ -63,10 +63,10 @@ def shard_tensor(name: str, tensor: torch.Tensor, spec: ModelSpec, tp_rank: int,
         return tensor.clone()
     split = tensor_split(name, spec, tp_size)
     if split == "vocab":
-        part = vocab_block(tensor, spec.vocab_size, tp_rank, tp_size)  # (R, ...)
+        part = vocab_block(tensor, spec.embeddings.vocab_size, tp_rank, tp_size)  # (R, ...)
     elif split == "kv_heads":
-        head_dim = spec.dim_per_head
-        first, last = kv_head_range(spec.kv_heads, tp_rank, tp_size)
+        head_dim = spec.attention.head_dim
+        first, last = kv_head_range(spec.attention.n_kv_heads, tp_rank, tp_size)
         part = tensor.narrow(0, first * head_dim, (last - first) * head_dim)  # (kv_r * h_d, ...)
     elif split == "column":
         part = _block(tensor, 0, tp_rank, tp_size, name)  # (out / tp, ...)

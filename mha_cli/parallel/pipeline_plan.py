@@ -28,7 +28,7 @@ MAX_PP = 64
 def _check_layers(model: ModelSpec, pp: int, built: int) -> int:
     """Layers of the check: one of each kind (a full local/global pattern, the dense layers and one MoE layer),
     at least one per stage, rounded up to a multiple of pp, at most the layers built."""
-    kinds = max(1, len(model.layer_pattern or []), first_moe_layer(model) + 1)
+    kinds = max(1, len(model.layers.pattern or []), first_moe_layer(model) + 1)
     return min(built, pp * -(-kinds // pp))
 
 

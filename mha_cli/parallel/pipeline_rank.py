@@ -153,7 +153,7 @@ def _check(job: PpJob, pipe: _Pipe) -> torch.Tensor | None:
 
 def _check_tokens(job: PpJob, device: torch.device) -> torch.Tensor:
     generator = torch.Generator().manual_seed(job.seed)
-    ids = torch.randint(0, job.model.vocab_size, (job.deployment.batch, PP_CHECK_PREFILL + PP_CHECK_DECODE),
+    ids = torch.randint(0, job.model.embeddings.vocab_size, (job.deployment.batch, PP_CHECK_PREFILL + PP_CHECK_DECODE),
                         generator=generator)  # fmt: skip
     return ids.to(device)  # (b, s)
 
@@ -204,7 +204,7 @@ def run_stage(job: PpJob, rank: int, device: torch.device, on_stage: Callable[[s
     caches = stage.new_cache(batch, seq, dtype=dtype)
 
     on_stage("prefill")
-    prompt = torch.randint(job.model.vocab_size, (batch, job.prefill_tokens), device=device)  # (b, p)
+    prompt = torch.randint(job.model.embeddings.vocab_size, (batch, job.prefill_tokens), device=device)  # (b, p)
     prefill_computes, prefill_walls = [], []
     for rep in range(1 + job.reps):
         start = time.perf_counter()

@@ -60,7 +60,7 @@ def check_layers(plan: VerifyPlan) -> int:
     """Layers the tp-vs-one-device check builds: at least 2, enough for one of each layer kind (a full
     local/global pattern, the dense layers before the first MoE one), at most the layers measured."""
     model = plan.model
-    wanted = max(2, len(model.layer_pattern or []), (first_moe_layer(model) + 1) if model.moe else 0)
+    wanted = max(2, len(model.layers.pattern or []), (first_moe_layer(model) + 1) if model.block.moe else 0)
     return min(plan.n_layers_built, wanted)
 
 

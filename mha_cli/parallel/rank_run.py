@@ -100,7 +100,9 @@ def check_tokens(job: TpJob, device: torch.device) -> torch.Tensor:
     """The same seeded token ids on every rank: (b, check prefill + check decode)."""
     generator = torch.Generator().manual_seed(job.seed)
     length = job.check_prefill_tokens + job.check_decode_tokens
-    ids = torch.randint(0, job.plan.model.vocab_size, (job.plan.deployment.batch, length), generator=generator)
+    ids = torch.randint(
+        0, job.plan.model.embeddings.vocab_size, (job.plan.deployment.batch, length), generator=generator
+    )
     return ids.to(device)  # (b, s)
 
 
@@ -254,11 +256,11 @@ def _notes(job: TpJob) -> list[str]:
         f" seed-derived weights over a {job.check_prefill_tokens}-token prefill and {job.check_decode_tokens} decode"
         " steps; logits compared",
     ]
-    if model.mla is not None:
+    if model.attention.mla is not None:
         notes.append("MLA: the latent and its down projections are replicated; every rank caches the whole latent")
-    elif tp > model.kv_heads:
+    elif tp > model.attention.n_kv_heads:
         notes.append(
-            f"tp ({tp}) > n_kv_heads ({model.kv_heads}): each KV head is replicated on {tp // model.kv_heads} ranks"
+            f"tp ({tp}) > n_kv_heads ({model.attention.n_kv_heads}): each KV head is replicated on {tp // model.attention.n_kv_heads} ranks"
         )
     if job.plan.device_type == "cpu":
         notes.append("CPU: the all-reduce runs over gloo between processes on one host, not over NVLink/NCCL")

@@ -32,6 +32,7 @@ from mha_cli.core.dtypes import BUILDABLE, storage_format
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.kv import KvFootprint, footprint_for, recurrent_state_format
 from mha_cli.core.memory import resolve_tp
+from mha_cli.core.model_edit import with_fields
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record, empty_list
@@ -167,24 +168,26 @@ def shard_model(model: ModelSpec, tp: int, mla_cache: MlaCacheMode) -> ModelSpec
     Raises ``BadInputError`` when tp does not split the heads or an MLP width evenly.
     """
     kv_per_rank = kv_heads_per_rank(model, tp, mla_cache)  # raises BadInputError when tp does not split the heads
-    n_heads = model.n_heads // tp
-    n_kv = n_heads if model.mla is not None else kv_per_rank
-    widths = {"d_ff": model.d_ff}
-    if model.moe is not None:
-        widths["d_ff_expert"] = model.moe.d_ff_expert
-        if model.moe.d_ff_shared is not None:
-            widths["d_ff_shared"] = model.moe.d_ff_shared
+    n_heads = model.attention.n_heads // tp
+    n_kv = n_heads if model.attention.mla is not None else kv_per_rank
+    widths = {"d_ff": model.block.d_ff}
+    if model.block.moe is not None:
+        widths["d_ff_expert"] = model.block.moe.d_ff_expert
+        if model.block.moe.d_ff_shared is not None:
+            widths["d_ff_shared"] = model.block.moe.d_ff_shared
     for name, width in widths.items():
         if width % tp:
             raise BadInputError(f"{name} ({width}) must be divisible by tp ({tp}): pick a tp that divides it")
     # Re-validated, so the variant follows the shard's heads: 64 / 8 GQA over 16 ranks is 4 / 1, MQA.
-    fields = model.model_dump(exclude={"variant"}) | {"n_heads": n_heads, "n_kv_heads": n_kv, "d_ff": model.d_ff // tp}
-    fields["vision"] = None  # the torch decoder builds no vision tower: the rank's shape is the decoder's
+    changes: dict[str, object] = {"attention.n_heads": n_heads, "attention.n_kv_heads": n_kv}
+    changes["block.d_ff"] = model.block.d_ff // tp
+    changes["vision"] = None  # the torch decoder builds no vision tower: the rank's shape is the decoder's
     if tp > 1:  # the rank's rows of the padded vocabulary (embedding and LM head), as nn.vocab_parallel builds them
-        fields["vocab_size"] = vocab_rows_per_rank(model.vocab_size, tp, built_vocab_padding(tp))
-    if model.moe is not None:
-        fields["moe"] = fields["moe"] | {name: width // tp for name, width in widths.items() if name != "d_ff"}
-    return ModelSpec.model_validate(fields)
+        changes["embeddings.vocab_size"] = vocab_rows_per_rank(model.embeddings.vocab_size, tp, built_vocab_padding(tp))
+    for name, width in widths.items():
+        if name != "d_ff":
+            changes[f"block.moe.{name}"] = width // tp
+    return with_fields(model, changes, derive=["attention.variant"])
 
 
 def layer_kinds(model: ModelSpec, n_layers: int) -> list[LayerKind]:
@@ -199,9 +202,10 @@ def weight_kind(model: ModelSpec, layer: int) -> WeightKind:
 
 def first_layers(model: ModelSpec, n_layers: int) -> ModelSpec:
     """The model cut to its first ``n_layers`` layers, each keeping its kind (global or local, dense or MoE)."""
-    pattern = layer_kinds(model, n_layers) if model.layer_pattern else None
-    mlps = [model.mlp_kind(i) for i in range(n_layers)] if model.mlp_pattern else None
-    return model.model_copy(update={"n_layers": n_layers, "layer_pattern": pattern, "mlp_pattern": mlps})
+    pattern = layer_kinds(model, n_layers) if model.layers.pattern else None
+    mlps = [model.mlp_kind(i) for i in range(n_layers)] if model.layers.mlp_pattern else None
+    layers = model.layers.model_copy(update={"pattern": pattern, "mlp_pattern": mlps})
+    return model.model_copy(update={"n_layers": n_layers, "layers": layers})
 
 
 def stack_weight_bytes(rank_shape: ModelSpec, n_layers: int, value_bytes: int) -> int:
@@ -214,7 +218,7 @@ def layer_weight_bytes(rank_shape: ModelSpec, value_bytes: int) -> dict[str, int
     params = count_params(rank_shape)
     shared = params.attention_per_layer + params.norms_per_layer
     sizes = {"dense": (shared + params.mlp_dense_per_layer) * value_bytes}
-    if rank_shape.moe is not None:
+    if rank_shape.block.moe is not None:
         sizes["moe"] = (shared + params.mlp_moe_per_layer) * value_bytes
     return sizes
 
@@ -234,29 +238,29 @@ def workspace_bytes(
     runs out of memory is still exit 3 (``run_verify`` turns the allocator's error into it).
     """
     shape = rank_shape
-    if shape.mla is not None:
-        mla = shape.mla
-        q_width = shape.n_heads * (mla.qk_head_dim + mla.kv_lora_rank + mla.qk_rope_head_dim)
-        kv_width = shape.n_heads * (mla.qk_head_dim + mla.v_head_dim) + mla.latent_dim
-        q_per_kv = shape.n_heads
+    if shape.attention.mla is not None:
+        mla = shape.attention.mla
+        q_width = shape.attention.n_heads * (mla.qk_head_dim + mla.kv_lora_rank + mla.qk_rope_head_dim)
+        kv_width = shape.attention.n_heads * (mla.qk_head_dim + mla.v_head_dim) + mla.latent_dim
+        q_per_kv = shape.attention.n_heads
         repeated_kv = 0
     else:
-        q_width = shape.n_heads * shape.dim_per_head
-        kv_width = 2 * shape.kv_heads * shape.dim_per_head
-        q_per_kv = shape.q_per_kv
-        repeated_kv = 2 * shape.n_heads * shape.dim_per_head * context if q_per_kv > 1 else 0
-    hidden_per_mlp = 3 if shape.mlp == "gated" else 1
-    mlp_width = hidden_per_mlp * shape.d_ff
-    if shape.moe is not None:
-        moe = shape.moe
+        q_width = shape.attention.n_heads * shape.attention.head_dim
+        kv_width = 2 * shape.attention.n_kv_heads * shape.attention.head_dim
+        q_per_kv = shape.attention.q_per_kv
+        repeated_kv = 2 * shape.attention.n_heads * shape.attention.head_dim * context if q_per_kv > 1 else 0
+    hidden_per_mlp = 3 if shape.block.mlp == "gated" else 1
+    mlp_width = hidden_per_mlp * shape.block.d_ff
+    if shape.block.moe is not None:
+        moe = shape.block.moe
         experts = moe.n_active_experts * moe.d_ff_expert + moe.n_shared_experts * (moe.d_ff_shared or moe.d_ff_expert)
         mlp_width = max(mlp_width, hidden_per_mlp * experts + moe.n_experts)
     tokens = batch * prefill_tokens
     layer = tokens * (2 * shape.d_model + 2 * q_width + kv_width + mlp_width) * value_bytes
     mask = q_per_kv * prefill_tokens * context if q_per_kv > 1 else prefill_tokens * context  # bool
-    logits = tokens * shape.vocab_size * (value_bytes + 4)
+    logits = tokens * shape.embeddings.vocab_size * (value_bytes + 4)
     if tp > 1:  # rank_shape.vocab_size is the rank's rows; the gather fills tp times as many
-        logits += tokens * shape.vocab_size * tp * value_bytes
+        logits += tokens * shape.embeddings.vocab_size * tp * value_bytes
     return 2 * layer + batch * repeated_kv * value_bytes + mask + logits
 
 
@@ -320,9 +324,9 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
         unbuilt[unbuilt.index("linear")] = f"linear ({recurrent.kind})"
     if recurrent is not None and recurrent.on_attention_layers and recurrent.kind != "mamba2":  # Falcon-H1's
         unbuilt.append(f"{recurrent.kind} beside attention")
-    if model.n_kv_shared_layers:
+    if model.layers.n_kv_shared_layers:
         unbuilt.append("shared K/V")
-    if model.mla is not None and model.mla.indexer is not None:
+    if model.attention.mla is not None and model.attention.mla.indexer is not None:
         unbuilt.append("indexer")
     with_mlp = {model.has_mlp(i) for i in range(model.n_layers)}
     if len(with_mlp) > 1:  # layer sizes by kind assume all or none have an MLP (Mamba, Mamba-2: none)
@@ -393,12 +397,12 @@ def make_plan(
     dtype = deployment.kv_dtype
     value_bytes = storage_format(dtype).bits // 8
     tp = deployment_tp_degree(deployment)
-    mla_cache = deployment.mla_cache if model.mla is not None else None
+    mla_cache = deployment.mla_cache if model.attention.mla is not None else None
     seq, batch = deployment.seq_len, deployment.batch
     notes = []
-    if model.mla is None and "mla_cache" in deployment.model_fields_set:
+    if model.attention.mla is None and "mla_cache" in deployment.model_fields_set:
         notes.append(
-            f"--mla-cache {deployment.mla_cache} ignored: {model.name} is {model.variant}, not MLA; its cache is"
+            f"--mla-cache {deployment.mla_cache} ignored: {model.name} is {model.attention.variant}, not MLA; its cache is"
             " per-head K/V either way"
         )
     if model.recurrent is not None and deployment.state_convention == "engine":

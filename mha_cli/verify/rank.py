@@ -90,7 +90,7 @@ def measure_rank(
     on_stage("numerics")
     with record_sdpa_backends() as numerics_backends:
         numerics = check_cached_decode(
-            model, vocab_size=plan.model.vocab_size, dtype=dtype, device=device, tolerance=tolerance
+            model, vocab_size=plan.model.embeddings.vocab_size, dtype=dtype, device=device, tolerance=tolerance
         )
 
     allocator = None
@@ -123,7 +123,7 @@ def _time_prefill(
     (b, 1), operators one prefill dispatches)."""
     generator = torch.Generator(device="cpu").manual_seed(0)
     shape = (plan.deployment.batch, plan.prefill_tokens)
-    prompt = torch.randint(plan.model.vocab_size, shape, generator=generator).to(device)  # (b, p)
+    prompt = torch.randint(plan.model.embeddings.vocab_size, shape, generator=generator).to(device)  # (b, p)
 
     def prefill_step() -> torch.Tensor:
         return model(prompt, caches, 0)  # (b, p, vocab)

@@ -130,7 +130,7 @@ def build_report(
     rank_note = f", rank {rank.tp_rank} of {plan.tp}" if plan.tp > 1 else ""
     prediction = None if profile[0] is None else predict_stack(plan, rank, profile[0], single_process=single_process)
     return VerifyReport(
-        source=loaded.origin, source_kind=loaded.kind, model_name=plan.model.name, variant=plan.model.variant or "",
+        source=loaded.origin, source_kind=loaded.kind, model_name=plan.model.name, variant=plan.model.attention.variant or "",
         mla_cache=plan.mla_cache, device=str(device), device_name=device_name(device), torch_version=torch.__version__,
         dtype=plan.dtype, seq_len=deployment.seq_len, batch=batch, tp=plan.tp,
         ranks_measured=[r.tp_rank for r in ranks], n_layers_model=n_model, n_layers_built=n_built,
@@ -264,8 +264,8 @@ def _notes(plan: VerifyPlan, rank: RankResult, per_rank: ScopeFigures) -> list[s
         notes.append(f"family {mixer_weights_note(plan.model)}")
     if plan.tp > 1:
         notes.append(
-            f"tp={plan.tp}: the stack is rank {rank.tp_rank}'s shard ({plan.rank_shape.n_heads} query heads,"
-            f" {plan.rank_shape.kv_heads} KV heads, d_ff {plan.rank_shape.d_ff}); run in one process, the"
+            f"tp={plan.tp}: the stack is rank {rank.tp_rank}'s shard ({plan.rank_shape.attention.n_heads} query heads,"
+            f" {plan.rank_shape.attention.n_kv_heads} KV heads, d_ff {plan.rank_shape.block.d_ff}); run in one process, the"
             " all-reduces are identities"
         )
     if per_rank.extrapolated:

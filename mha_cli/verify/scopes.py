@@ -54,7 +54,7 @@ def _predicted_layer_cache(plan: VerifyPlan, kind: str) -> int:
         return batch * state_bytes_per_layer(
             plan.model, plan.deployment.kv_dtype, tp=plan.tp, convention="transformers"
         )
-    window = plan.model.sliding_window if kind == "local" else None
+    window = plan.model.layers.sliding_window if kind == "local" else None
     return batch * tokens_held(plan.deployment.seq_len, window) * token_bytes_per_layer(plan)
 
 

@@ -63,10 +63,10 @@ def worker_layouts(
     sizes need EPLB's redundant experts, ``--ep-num-redundant-experts``, which are not priced)."""
     sizes = worker_sizes(n_devices, devices_per_node)
     found = [WorkerLayout(size) for size in sizes if tp_shard_problem(model, size) is None]
-    if model.moe is None:
+    if model.block.moe is None:
         return found
     for size in sizes:
-        if size > 1 and model.moe.n_experts % size == 0 and dp_attention_problem(
+        if size > 1 and model.block.moe.n_experts % size == 0 and dp_attention_problem(
             model, deployment.engine, 1, size, size, deployment.engine_generation
         ) is None:  # fmt: skip
             found.append(WorkerLayout(1, size))

@@ -177,7 +177,7 @@ class LayoutPlans:
             )
         ):
             raise BadInputError(problem)
-        if deployment.expert_parallel and model.moe is None:
+        if deployment.expert_parallel and model.block.moe is None:
             raise BadInputError(f"--expert-parallel spreads routed experts and {model.name} has none: leave it out")
         if deployment.expert_parallel and (problem := shared_experts_problem(model, tp, replicas, True)) is not None:
             raise BadInputError(problem)  # asked for: not quietly priced as copies
@@ -284,9 +284,9 @@ class LayoutPlans:
         prediction = predict_serving(case, self.profile, self.ceiling, stepper=self._stepper)
         if offload is not None:
             offload = priced_offload(offload, prediction, case, self.profile, self.ceiling, self._stepper)
-        if model.position_embeddings and context > model.position_embeddings:
+        if model.embeddings.positions and context > model.embeddings.positions:
             raise BadInputError(
-                f"--isl + --osl ({context:,}) exceed the {model.position_embeddings:,} learned positions of"
+                f"--isl + --osl ({context:,}) exceed the {model.embeddings.positions:,} learned positions of"
                 f" {model.name}: no engine serves past them"
             )
         if model.context_length and context > model.context_length:
@@ -349,7 +349,7 @@ class LayoutPlans:
             self.model, deployment, engine, users=-(-concurrency // self.replicas), isl=self.isl, osl=self.osl,
             workers=self.tp * self.pp, target_id=self.target.target.id, caching=caching,
             prefix_tokens=cached_prefix(shared, self.isl, engine.block_size) if shared else 0,
-            replicated=self.model.mla is not None and 1 < self.tp <= self.target.devices_per_node and self.pp == 1
+            replicated=self.model.attention.mla is not None and 1 < self.tp <= self.target.devices_per_node and self.pp == 1
             and engine.generation == "vllm-0.21",  # one copy in one host's memory: the tp group inside a node
         )  # fmt: skip
 

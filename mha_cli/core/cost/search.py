@@ -100,7 +100,7 @@ def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSp
     """The deployment as asked, and for an MoE model the other expert layout (expert parallel or not) too, and DP
     attention where the engine runs it (``core.dp_attention``; ``_skipped`` says on which layouts each runs)."""
     plain = deployment.model_copy(update={"dp": None})
-    if model.moe is None:
+    if model.block.moe is None:
         return [plain]
     other = plain.model_copy(update={"expert_parallel": not plain.expert_parallel})
     found = [plain, other] if not plain.expert_parallel else [other, plain]

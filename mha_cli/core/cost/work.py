@@ -150,9 +150,9 @@ def _matmul_kernels(model: ModelSpec, matrix: Matrix) -> float:
     up in one (half each), routed experts inside the fused-MoE kernels (``MOE_ROUTING_KERNELS``)."""
     if matrix.kind == "expert":
         return 0.0
-    if model.mla is None and matrix.part == "kv":  # k and v: inside q's fused projection
+    if model.attention.mla is None and matrix.part == "kv":  # k and v: inside q's fused projection
         return 0.0
-    gated_in = model.mlp == "gated" and matrix.kind == "mlp" and matrix.in_features == model.d_model
+    gated_in = model.block.mlp == "gated" and matrix.kind == "mlp" and matrix.in_features == model.d_model
     return 0.5 if gated_in else 1.0
 
 
@@ -191,7 +191,7 @@ def layer_weights(
         (matrix, _matmul_bytes(weight_dtype, matrix, _covered(weight_dtype, matrix)), _matmul_kernels(model, matrix))
         for matrix in matrices_per_rank(model, tp, layout)
     ]
-    local = local_experts(model, layout) if model.moe is not None else 0
+    local = local_experts(model, layout) if model.block.moe is not None else 0
     mixers = count_params(model) if model.recurrent is not None else None
     return LayerWeights(
         layout, matrices, local, model.n_moe_layers, model.n_dense_mlp_layers,
@@ -208,16 +208,16 @@ def _matmul_ops(model: ModelSpec, tp: int, tokens: int, weights: LayerWeights) -
     ops: list[Op] = []
     touched = here = 0.0
     group_tokens = tokens * weights.experts.ranks // tp
-    if model.moe is not None:
-        touched = experts_touched(model.moe.n_experts, model.moe.n_active_experts, group_tokens)
-        here = touched * weights.local_experts / model.moe.n_experts  # of the touched ones, on this rank
+    if model.block.moe is not None:
+        touched = experts_touched(model.block.moe.n_experts, model.block.moe.n_active_experts, group_tokens)
+        here = touched * weights.local_experts / model.block.moe.n_experts  # of the touched ones, on this rank
     for matrix, weight, kernels in weights.matrices:
         count, rows, matrices = float(matrix.count), tokens, 1.0
-        if matrix.kind == "expert" and model.moe is not None and touched:
+        if matrix.kind == "expert" and model.block.moe is not None and touched:
             # one grouped matmul per layer (and per gate/up or down): the touched experts' weights, each over its rows
             matrices = here
             count = matrix.count / weights.local_experts
-            rows = max(1, round(group_tokens * model.moe.n_active_experts / touched))
+            rows = max(1, round(group_tokens * model.block.moe.n_active_experts / touched))
         activations = matrices * rows * (matrix.in_features + matrix.out_features) * ACTIVATION_BYTES
         ops.append(
             Op(
@@ -255,11 +255,17 @@ class AttentionLayout(NamedTuple):
 def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCacheMode) -> AttentionLayout:
     """``model``'s attention and state layers on one rank of ``tp`` (``sequence_ops`` prices a step on it)."""
     footprint = kv_footprint(model, seq_len=1, kv_dtype=kv_dtype, tp=tp, mla_cache=mla_cache)
-    heads_here = max(1, model.n_heads // tp)
-    heads_share = heads_here / model.n_heads
+    heads_here = max(1, model.attention.n_heads // tp)
+    heads_share = heads_here / model.attention.n_heads
     windows: dict[int | None, int] = {}  # in the order of their first layer (sequence_ops sums the ops in it)
     for kind, count in model.token_layer_kinds().items():
-        window = model.sliding_window if kind == "local" else model.attention_chunk if kind == "chunked" else None
+        window = (
+            model.layers.sliding_window
+            if kind == "local"
+            else model.layers.attention_chunk
+            if kind == "chunked"
+            else None
+        )
         windows[window] = windows.get(window, 0) + count
     state_layers = model.n_state_layers
     return AttentionLayout(
@@ -270,7 +276,7 @@ def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCac
         ),
         queries_per_kv=(queries_per_kv_head(model, tp, heads_here), heads_here),
         windows=windows,
-        kernels=ATTENTION_BLOCK_KERNELS + (MLA_EXTRA_KERNELS if model.mla is not None else 0),
+        kernels=ATTENTION_BLOCK_KERNELS + (MLA_EXTRA_KERNELS if model.attention.mla is not None else 0),
         state_layers=state_layers,
         state_bytes=footprint.state_bytes_per_seq_per_rank / state_layers if state_layers else 0.0,
     )  # fmt: skip
@@ -280,9 +286,9 @@ def queries_per_kv_head(model: ModelSpec, tp: int, heads_here: int) -> int:
     """Query heads on one rank of ``tp`` that share one KV head, attending to decompressed (per-head) K and V: the
     GQA group on the rank (MHA 1, MQA ``heads_here``; a KV head replicated when tp > n_kv_heads serves only the
     rank's queries); 1 for MLA (its decompressed heads each have their own K and V)."""
-    if model.mla is not None or model.attention_free:
+    if model.attention.mla is not None or model.attention_free:
         return 1
-    return max(1, heads_here // max(1, model.kv_heads // tp))
+    return max(1, heads_here // max(1, model.attention.n_kv_heads // tp))
 
 
 def attention_rows(layout: AttentionLayout, shape: StepShape, absorbed: bool) -> int:
@@ -363,7 +369,7 @@ def forward_ops(
 
 def absorbed_attention(model: ModelSpec, shape: StepShape, mla_cache: MlaCacheMode) -> bool:
     """Whether ``shape``'s attention scores the absorbed MLA latent: decode (one new token) of an absorbed cache."""
-    return model.mla is not None and (shape.new_tokens == 1 or shape.verify) and mla_cache == "absorbed"
+    return model.attention.mla is not None and (shape.new_tokens == 1 or shape.verify) and mla_cache == "absorbed"
 
 
 def layer_ops(
@@ -381,11 +387,11 @@ def layer_ops(
     n_moe, dense_layers = weights.n_moe, weights.dense_layers
     mixer_only = model.n_layers - n_moe - dense_layers  # Nemotron-H's lone mixer blocks: one norm (2d), one add (d)
     groups = layout.ranks // tp  # data-parallel groups whose tokens meet at the experts
-    d_ff = model.d_ff // tp
+    d_ff = model.block.d_ff // tp
     # the activation reads gate and up and writes their product (gated: 3 x width), or reads and writes (plain: 2)
-    activation = 3 if model.mlp == "gated" else 2
+    activation = 3 if model.block.mlp == "gated" else 2
     # per layer: norms and residual adds over d_model, the activation over the MLP's width
-    elementwise = tokens * ACTIVATION_BYTES * (model.n_norms_per_layer * 2 * d + 2 * d)
+    elementwise = tokens * ACTIVATION_BYTES * (model.block.n_norms * 2 * d + 2 * d)
     if dense_layers:
         ops.append(
             Op(name="norms, residuals, activation", kind="memory", count=dense_layers,
@@ -398,13 +404,13 @@ def layer_ops(
                flops=0.0, tokens=tokens, kernels=MIXER_ONLY_KERNELS)
         )  # fmt: skip
     if n_moe:
-        assert model.moe is not None
+        assert model.block.moe is not None
         # this rank's share of the routed rows' activations: the groups' tokens over the ranks sharing the experts
-        expert_width = model.moe.n_active_experts * model.moe.d_ff_expert * groups // layout.ranks
+        expert_width = model.block.moe.n_active_experts * model.block.moe.d_ff_expert * groups // layout.ranks
         ops.append(
             Op(name="norms, residuals, routing", kind="memory", count=n_moe,
-               bytes=elementwise + tokens * ACTIVATION_BYTES * (activation * expert_width + model.moe.n_experts),
-               flops=2.0 * tokens * d * model.moe.n_experts, tokens=tokens,
+               bytes=elementwise + tokens * ACTIVATION_BYTES * (activation * expert_width + model.block.moe.n_experts),
+               flops=2.0 * tokens * d * model.block.moe.n_experts, tokens=tokens,
                kernels=MLP_BLOCK_KERNELS + MOE_ROUTING_KERNELS)
         )  # fmt: skip
     if weights.mixer_layers and weights.mixer_params:  # each token through the mixer's projections (their weights read)
@@ -439,7 +445,7 @@ def outside_ops(model: ModelSpec, tokens: int, logits: int, *, tp: int = 1, weig
     """What a step runs once outside the layers (``Op.outside_layers``): the embedding and final norm over
     ``tokens`` rows, the LM head, sampler and logits gather over ``logits`` rows."""
     d = model.d_model
-    vocab_rows = vocab_rows_per_rank(model.vocab_size, tp)
+    vocab_rows = vocab_rows_per_rank(model.embeddings.vocab_size, tp)
     fmt = weight_format(weight_dtype)  # quantised checkpoints keep the head in bf16; fp32/fp16/bf16 store it alike
     head_bytes = vocab_rows * d * (int(fmt.nominal_bits) // 8 if fmt.scope == "all" else UNQUANTISED_BYTES)
     ops = [
@@ -447,7 +453,7 @@ def outside_ops(model: ModelSpec, tokens: int, logits: int, *, tp: int = 1, weig
            bytes=head_bytes + logits * (d + vocab_rows) * ACTIVATION_BYTES, flops=2.0 * logits * vocab_rows * d,
            tokens=logits, outside_layers=True),
         Op(name="embedding, final norm, sampler", kind="memory", count=1,
-           bytes=tokens * d * ACTIVATION_BYTES * 3 + SAMPLER_PASSES * logits * model.vocab_size * LOGIT_BYTES,
+           bytes=tokens * d * ACTIVATION_BYTES * 3 + SAMPLER_PASSES * logits * model.embeddings.vocab_size * LOGIT_BYTES,
            flops=0.0, tokens=tokens, kernels=OUTSIDE_LAYER_KERNELS, outside_layers=True),
     ]  # fmt: skip
     if tp > 1:

@@ -26,17 +26,17 @@ ACTIVATION_BYTES = 2
 def sampler_peak_bytes(model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int) -> int:
     """Bytes the sampler's dummy run allocates: one row of logits per dummy request."""
     rows = min(max_num_batched_tokens, max_num_seqs)
-    return rows * model.vocab_size * SAMPLER_BYTES_PER_LOGIT
+    return rows * model.embeddings.vocab_size * SAMPLER_BYTES_PER_LOGIT
 
 
 def forward_peak_bytes(model: ModelSpec, *, tokens: int, tp: int) -> int:
     """Bytes of the widest layer's live tensors in a forward pass over ``tokens`` tokens on one rank."""
-    widths = [3 * model.d_ff // tp]
-    if model.moe is not None:
-        widths.append(model.moe.n_active_experts * (3 * model.moe.d_ff_expert // tp + model.d_model))
-    heads = model.n_heads // tp
-    kv_heads = max(1, model.kv_heads // tp)
-    widths.append((heads + 2 * kv_heads) * model.dim_per_head)
+    widths = [3 * model.block.d_ff // tp]
+    if model.block.moe is not None:
+        widths.append(model.block.moe.n_active_experts * (3 * model.block.moe.d_ff_expert // tp + model.d_model))
+    heads = model.attention.n_heads // tp
+    kv_heads = max(1, model.attention.n_kv_heads // tp)
+    widths.append((heads + 2 * kv_heads) * model.attention.head_dim)
     return tokens * ACTIVATION_BYTES * (2 * model.d_model + max(widths))
 
 

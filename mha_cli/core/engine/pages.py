@@ -125,7 +125,7 @@ def layer_kinds_for_vllm(
     pages: dict[tuple[PageKind, int | None], int] = {}
     for kind, count in kinds.items():
         page: tuple[PageKind, int | None] = (
-            ("sliding", model.sliding_window) if kind == "local" and hybrid else ("full", None)
+            ("sliding", model.layers.sliding_window) if kind == "local" and hybrid else ("full", None)
         )
         pages[page] = pages.get(page, 0) + count
     if rules.state_groups and model.n_state_layers:
@@ -150,7 +150,7 @@ def vllm_block_size(
     """The attention block size vLLM 0.21+ settles on from ``block_size`` (module docstring): 16 for MLA on the CPU
     backend; for a model with a state, raised until one attention page holds the state (an MLA hybrid's alignment
     at least 128, ``_align_hybrid_block_size``)."""
-    mla = model.mla is not None
+    mla = model.attention.mla is not None
     if cpu and mla:
         block_size = CPU_MLA_BLOCK
     if not state_bytes or not bytes_per_token_per_layer:

@@ -155,7 +155,7 @@ def _activation_how(model: ModelSpec, settings: EngineSettings, tp: int) -> str:
     tokens, rows = settings.max_num_batched_tokens, min(settings.max_num_seqs, settings.max_num_batched_tokens)
     sampler = sampler_peak_bytes(model, max_num_batched_tokens=tokens, max_num_seqs=rows)
     if sampler >= forward_peak_bytes(model, tokens=tokens, tp=tp):
-        return f"sampler: {rows} rows x {model.vocab_size:,} logits x 16 B"
+        return f"sampler: {rows} rows x {model.embeddings.vocab_size:,} logits x 16 B"
     return f"forward over {tokens} tokens (widest layer)"
 
 
@@ -387,7 +387,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f" vLLM raises the attention block to {block} tokens (asked: {settings.block_size}) so one page holds it"
             + (
                 "; its CPU MLA kernel takes 16-token blocks only, so vLLM may refuse to start (not tried here)"
-                if cpu and model.mla is not None
+                if cpu and model.attention.mla is not None
                 else ""
             )
         )
@@ -478,7 +478,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
     per_half = (tokens + settings.block_size) * kv.bytes_per_token_per_rank // 2 / GIB  # K or V, with its padding slots
     allocated = (
         f"KV Cache is allocated. #tokens: {tokens}, KV size: {2 * per_half:.2f} GB"
-        if inputs.model.mla is not None
+        if inputs.model.attention.mla is not None
         else f"KV Cache is allocated. #tokens: {tokens}, K size: {per_half:.2f} GB, V size: {per_half:.2f} GB"
     )
     return _Pool(
@@ -575,7 +575,7 @@ def plan_engine(
             f"{LOG_NAMES[settings.engine]} has no {kv.kv_dtype} KV cache (it offers {', '.join(KV_FORMATS[settings.engine])}):"
             f" these figures are that format's bytes, not a deployment it runs"
         )
-    padded = padded_vocab(model.vocab_size)
+    padded = padded_vocab(model.embeddings.vocab_size)
     if kv.tp > 1 and padded % kv.tp:
         notes.append(f"vLLM requires tp to divide the padded vocabulary ({padded:,}): it refuses tp {kv.tp}")
     if pool.starts and int(pool.concurrency) > settings.max_num_seqs:

@@ -42,9 +42,9 @@ def _positions(rope: RopeSpec, max_position: int) -> int:
 
 
 def _rotary_dim(model: ModelSpec, rope: RopeSpec) -> int:
-    if model.mla is not None:
-        return model.mla.qk_rope_head_dim
-    return int(model.dim_per_head * rope.partial_rotary_factor)
+    if model.attention.mla is not None:
+        return model.attention.mla.qk_rope_head_dim
+    return int(model.attention.head_dim * rope.partial_rotary_factor)
 
 
 def rope_tables(model: ModelSpec) -> list[tuple[int, int]]:
@@ -52,7 +52,11 @@ def rope_tables(model: ModelSpec) -> list[tuple[int, int]]:
     rope = model.rotary
     if rope is None or model.context_length is None:
         return []
-    distinct = [rope] if model.rope_local is None or model.rope_local == rope else [rope, model.rope_local]
+    distinct = (
+        [rope]
+        if model.attention.rope_local is None or model.attention.rope_local == rope
+        else [rope, model.attention.rope_local]
+    )
     return [(_positions(each, model.context_length), _rotary_dim(model, each)) for each in distinct]
 
 

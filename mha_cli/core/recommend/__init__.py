@@ -125,15 +125,15 @@ def _warnings(ctx: Context, request: RecommendRequest, tp: int) -> list[str]:
 
 
 def summarise(model: ModelSpec, total: int, active: int) -> ModelSummary:
-    mla, moe = model.mla, model.moe
+    mla, moe = model.attention.mla, model.block.moe
     return ModelSummary(
-        d_model=model.d_model, n_layers=model.n_layers, n_heads=model.n_heads,
-        n_kv_heads=None if mla else model.kv_heads, head_dim=None if mla else model.dim_per_head,
-        variant=model.variant or "GQA", total_params=total, active_params=active, d_ff=model.d_ff,
-        vocab_size=model.vocab_size, tied_embeddings=model.tied_embeddings,
+        d_model=model.d_model, n_layers=model.n_layers, n_heads=model.attention.n_heads,
+        n_kv_heads=None if mla else model.attention.n_kv_heads, head_dim=None if mla else model.attention.head_dim,
+        variant=model.attention.variant or "GQA", total_params=total, active_params=active, d_ff=model.block.d_ff,
+        vocab_size=model.embeddings.vocab_size, tied_embeddings=model.embeddings.tied,
         kv_lora_rank=mla.kv_lora_rank if mla else None, qk_rope_head_dim=mla.qk_rope_head_dim if mla else None,
         layer_types=layer_types(model),
-        sliding_window=model.sliding_window,
+        sliding_window=model.layers.sliding_window,
         experts=moe.n_experts if moe else None, top_k=moe.n_active_experts if moe else None,
         d_ff_expert=moe.d_ff_expert if moe else None,
         shared_experts=moe.n_shared_experts if moe else None, dense_layers=moe.n_dense_layers if moe else None,
@@ -151,14 +151,14 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None, pric
     shape = choose_shape(ctx, vocab, tied, moe)
     chosen, rows = trade_off(ctx, shape)
     model = chosen.model
-    if model.mla is not None:
+    if model.attention.mla is not None:
         ctx.trace.fire(
             "MHA030",
-            f"latent {model.mla.kv_lora_rank} + RoPE key {model.mla.qk_rope_head_dim} ="
-            f" {model.mla.latent_dim} values per token per layer",
-            kv_lora_rank=model.mla.kv_lora_rank,
-            qk_rope_head_dim=model.mla.qk_rope_head_dim,
-            q_lora_rank=model.mla.q_lora_rank,
+            f"latent {model.attention.mla.kv_lora_rank} + RoPE key {model.attention.mla.qk_rope_head_dim} ="
+            f" {model.attention.mla.latent_dim} values per token per layer",
+            kv_lora_rank=model.attention.mla.kv_lora_rank,
+            qk_rope_head_dim=model.attention.mla.qk_rope_head_dim,
+            q_lora_rank=model.attention.mla.q_lora_rank,
         )
 
     params = count_params(model)
@@ -181,9 +181,9 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None, pric
         task="induction",
         pattern="A B ... A -> B",
         n_layers=2,
-        n_heads=model.n_heads,
-        n_kv_heads=None if model.mla else model.kv_heads,
-        head_dim=None if model.mla else model.dim_per_head,
+        n_heads=model.attention.n_heads,
+        n_kv_heads=None if model.attention.mla else model.attention.n_kv_heads,
+        head_dim=None if model.attention.mla else model.attention.head_dim,
         variant=chosen.variant,
         accuracy_threshold=C.TEST_ACCURACY,
         how="train a 2-layer copy of this attention on random token sequences with a repeated segment; "

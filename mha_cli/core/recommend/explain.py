@@ -25,9 +25,9 @@ def alternatives(ctx: Context, rows: list[Option]) -> list[Alternative]:
         notes = []
         if o.excluded in ("MHA091", "MHA092"):
             notes.append(f"only if asked ({o.excluded})")
-        if o.model.mla is None and o.tp > o.model.kv_heads:
+        if o.model.attention.mla is None and o.tp > o.model.attention.n_kv_heads:
             notes.append(f"KV heads replicated over tp {o.tp}")
-        mla = o.model.mla
+        mla = o.model.attention.mla
         out.append(
             Alternative(
                 label=o.label, variant=o.variant, n_kv_heads=o.n_kv_heads,
@@ -56,20 +56,20 @@ def variant_reason(
         fit = f"; {counted(plan.max_sequences, 'sequence')} of this length {verb} beside the weights on {r.target}"
     elif plan is not None:
         fit = f"; the weights alone do not fit one device of {r.target}"
-    if model.variant == "MHA":
+    if model.attention.variant == "MHA":
         return _mha_reason(ctx, model, per_seq, rows) + fit + "."
     mha = next((a for a in rows if a.variant == "MHA" and a.layer_pattern is None), None)
     what = {
-        "GQA": f"GQA-{model.kv_heads} ({model.q_per_kv} query heads per KV head, quality risk"
-        f" {RISK_LABELS[quality_risk('GQA', model.q_per_kv)[0]]})",
-        "MQA": f"MQA (one shared KV head, quality risk {RISK_LABELS[quality_risk('MQA', model.q_per_kv)[0]]})",
-        "MLA": f"MLA (a {model.mla.latent_dim if model.mla else 0}-value latent per token per layer, more FLOPs)",
-    }[model.variant or "GQA"]
+        "GQA": f"GQA-{model.attention.n_kv_heads} ({model.attention.q_per_kv} query heads per KV head, quality risk"
+        f" {RISK_LABELS[quality_risk('GQA', model.attention.q_per_kv)[0]]})",
+        "MQA": f"MQA (one shared KV head, quality risk {RISK_LABELS[quality_risk('MQA', model.attention.q_per_kv)[0]]})",
+        "MLA": f"MLA (a {model.attention.mla.latent_dim if model.attention.mla else 0}-value latent per token per layer, more FLOPs)",
+    }[model.attention.variant or "GQA"]
     asked = " (asked for with --variant)" if r.variant is not None else ""
-    if model.layer_pattern and model.sliding_window:
-        local = model.layer_pattern.count("local")
+    if model.layers.pattern and model.layers.sliding_window:
+        local = model.layers.pattern.count("local")
         what += (
-            f" with {local} local layers of {model.sliding_window:,} tokens per global one ({model.n_local_layers} of"
+            f" with {local} local layers of {model.layers.sliding_window:,} tokens per global one ({model.n_local_layers} of"
             f" {model.n_layers} layers cache at most the window: MHA028, --priority inference at long context)"
         )
     if mha is None:  # no depth at this width spends the budget with MHA: nothing to price against
@@ -87,17 +87,17 @@ def _mha_reason(ctx: Context, model: ModelSpec, per_seq: str, rows: list[Alterna
     r = ctx.request
     if r.variant == "MHA":
         why = "asked for with --variant MHA"
-    elif model.n_heads <= C.FEW_HEADS:
-        why = f"{model.n_heads} heads, too few for sharing K/V to save much"
-    elif not gqa_kv_heads_choices(model.n_heads):
-        why = f"{model.n_heads} heads have no GQA divisor"
+    elif model.attention.n_heads <= C.FEW_HEADS:
+        why = f"{model.attention.n_heads} heads, too few for sharing K/V to save much"
+    elif not gqa_kv_heads_choices(model.attention.n_heads):
+        why = f"{model.attention.n_heads} heads have no GQA divisor"
     else:
         why = "priority training at short context keeps the reference quality"
     gqa = [a for a in rows if a.variant == "GQA" and (a.n_kv_heads or 0) <= C.BALANCED_KV_HEADS]
     cheaper = sorted(gqa, key=lambda a: -(a.n_kv_heads or 0))[:1] + [a for a in rows if a.variant == "MLA"]
     prices = [f"{format_bytes(a.bytes_per_sequence)} with {a.label}" for a in cheaper]
     priced = f"; the same shape would cache {', '.join(prices)} (see the alternatives)" if prices else ""
-    return f"MHA ({why}): {model.n_heads} KV heads cache {per_seq} per {r.seq_len:,}-token sequence{priced}"
+    return f"MHA ({why}): {model.attention.n_heads} KV heads cache {per_seq} per {r.seq_len:,}-token sequence{priced}"
 
 
 def init_plan(ctx: Context, model: ModelSpec) -> InitPlan:
@@ -108,16 +108,16 @@ def init_plan(ctx: Context, model: ModelSpec) -> InitPlan:
         return math.sqrt(2.0 / (fan_in + fan_out))
 
     depth = 1 / math.sqrt(2 * model.n_layers)
-    if model.mla is not None:
-        mla = model.mla
+    if model.attention.mla is not None:
+        mla = model.attention.mla
         std = {
-            "q": xavier(d, model.n_heads * mla.qk_head_dim),
+            "q": xavier(d, model.attention.n_heads * mla.qk_head_dim),
             "kv_down": xavier(d, mla.latent_dim),
-            "kv_up": xavier(mla.kv_lora_rank, model.n_heads * (mla.qk_nope_head_dim + mla.v_head_dim)),
-            "o": xavier(model.n_heads * mla.v_head_dim, d) * depth,
+            "kv_up": xavier(mla.kv_lora_rank, model.attention.n_heads * (mla.qk_nope_head_dim + mla.v_head_dim)),
+            "o": xavier(model.attention.n_heads * mla.v_head_dim, d) * depth,
         }
     else:
-        q_width, kv_width = model.attention_width, model.kv_heads * model.dim_per_head
+        q_width, kv_width = model.attention.width, model.attention.n_kv_heads * model.attention.head_dim
         std = {
             "q": xavier(d, q_width),
             "k": xavier(d, kv_width),

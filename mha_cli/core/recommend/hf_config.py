@@ -34,69 +34,82 @@ def layer_types(model: ModelSpec) -> list[str]:
 
 def hf_config(model: ModelSpec, *, max_position_embeddings: int) -> dict[str, Any]:
     """The ``config.json`` dict for ``model``; refuses a spec no supported architecture holds exactly."""
-    if model.qkv_bias or model.o_bias or model.mlp_bias or model.norm != "rmsnorm" or model.mlp != "gated":
+    if (
+        model.attention.qkv_bias
+        or model.attention.o_bias
+        or model.block.mlp_bias
+        or model.block.norm != "rmsnorm"
+        or model.block.mlp != "gated"
+    ):
         raise BadInputError("--format hf writes Llama-style designs only (RMSNorm, SwiGLU, no biases)")
-    if model.position_embeddings:
+    if model.embeddings.positions:
         raise BadInputError("--format hf does not write learned positions")
-    positions = model.alibi or model.sinusoidal_positions
-    gpt_style = model.parallel_residual or model.embedding_norm or model.lm_head_bias or model.last_o_bias
-    if positions or gpt_style or not model.final_norm or model.norm_placement == "post_residual":
+    positions = model.attention.alibi or model.embeddings.sinusoidal
+    gpt_style = (
+        model.block.parallel_residual
+        or model.embeddings.normed
+        or model.embeddings.lm_head_bias
+        or model.attention.last_o_bias
+    )
+    if positions or gpt_style or not model.embeddings.final_norm or model.block.norm_placement == "post_residual":
         raise BadInputError("--format hf does not write ALiBi, sinusoidal positions or GPT-style blocks and heads")
-    windowed = model.sliding_window is not None
-    if windowed and (model.mla is not None or model.moe is not None or model.attention_chunk is not None):
+    windowed = model.layers.sliding_window is not None
+    if windowed and (
+        model.attention.mla is not None or model.block.moe is not None or model.layers.attention_chunk is not None
+    ):
         raise BadInputError("--format hf writes sliding windows for dense MHA/GQA/MQA designs only (ministral)")
     common: dict[str, Any] = {
         "hidden_size": model.d_model,
         "num_hidden_layers": model.n_layers,
-        "num_attention_heads": model.n_heads,
-        "vocab_size": model.vocab_size,
+        "num_attention_heads": model.attention.n_heads,
+        "vocab_size": model.embeddings.vocab_size,
         "max_position_embeddings": max_position_embeddings,
         "rms_norm_eps": RMS_NORM_EPS,
         "rope_parameters": {"rope_type": "default", "rope_theta": ROPE_THETA},
-        "tie_word_embeddings": model.tied_embeddings,
+        "tie_word_embeddings": model.embeddings.tied,
         "hidden_act": "silu",
         "attention_bias": False,
         "dtype": "bfloat16",
     }
-    if model.mla is not None:
+    if model.attention.mla is not None:
         return _deepseek_v3(model, common)
-    common.update(num_key_value_heads=model.kv_heads, head_dim=model.dim_per_head)
-    if model.moe is not None:
+    common.update(num_key_value_heads=model.attention.n_kv_heads, head_dim=model.attention.head_dim)
+    if model.block.moe is not None:
         return _qwen3_moe(model, common)
-    if model.qk_norm:
+    if model.attention.qk_norm:
         raise BadInputError("--format hf: a dense design with QK-norm has no llama equivalent")
     if windowed:
         return {
             "architectures": ["MinistralForCausalLM"],
             "model_type": "ministral",
             **common,
-            "intermediate_size": model.d_ff,
-            "sliding_window": model.sliding_window,
+            "intermediate_size": model.block.d_ff,
+            "sliding_window": model.layers.sliding_window,
             "layer_types": layer_types(model),
         }
     return {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
         **common,
-        "intermediate_size": model.d_ff,
+        "intermediate_size": model.block.d_ff,
         "mlp_bias": False,
     }
 
 
 def _qwen3_moe(model: ModelSpec, common: dict[str, Any]) -> dict[str, Any]:
-    moe = model.moe
+    moe = model.block.moe
     assert moe is not None
     if moe.n_shared_experts:
         raise BadInputError(
             "--format hf: qwen3_moe has no shared experts: drop --shared-experts, or write our config (--format mha)"
         )
-    if not model.qk_norm:
+    if not model.attention.qk_norm:
         raise BadInputError("--format hf: qwen3_moe has QK-norm on every layer")
     return {
         "architectures": ["Qwen3MoeForCausalLM"],
         "model_type": "qwen3_moe",
         **common,
-        "intermediate_size": model.d_ff,
+        "intermediate_size": model.block.d_ff,
         "moe_intermediate_size": moe.d_ff_expert,
         "num_experts": moe.n_experts,
         "num_experts_per_tok": moe.n_active_experts,
@@ -107,13 +120,13 @@ def _qwen3_moe(model: ModelSpec, common: dict[str, Any]) -> dict[str, Any]:
 
 
 def _deepseek_v3(model: ModelSpec, common: dict[str, Any]) -> dict[str, Any]:
-    mla, moe = model.mla, model.moe
+    mla, moe = model.attention.mla, model.block.moe
     assert mla is not None
     experts = {
         "n_routed_experts": moe.n_experts if moe else 1,
         "num_experts_per_tok": moe.n_active_experts if moe else 1,
         "n_shared_experts": moe.n_shared_experts if moe else 0,
-        "moe_intermediate_size": moe.d_ff_expert if moe else model.d_ff,
+        "moe_intermediate_size": moe.d_ff_expert if moe else model.block.d_ff,
         "first_k_dense_replace": moe.n_dense_layers if moe else model.n_layers,
         "n_group": 1,
         "topk_group": 1,
@@ -124,8 +137,8 @@ def _deepseek_v3(model: ModelSpec, common: dict[str, Any]) -> dict[str, Any]:
         "architectures": ["DeepseekV3ForCausalLM"],
         "model_type": "deepseek_v3",
         **common,
-        "num_key_value_heads": model.n_heads,
-        "intermediate_size": model.d_ff,
+        "num_key_value_heads": model.attention.n_heads,
+        "intermediate_size": model.block.d_ff,
         "kv_lora_rank": mla.kv_lora_rank,
         "q_lora_rank": mla.q_lora_rank,
         "qk_rope_head_dim": mla.qk_rope_head_dim,

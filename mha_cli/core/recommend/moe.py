@@ -157,8 +157,8 @@ def solve_moe(budget: MoeBudget, make_with: Callable[[dict], ModelMaker]) -> Mod
 
 def is_coarse(model: ModelSpec, budget: MoeBudget) -> bool:
     """MHA007: experts more than COARSE_EXPERT_SPREAD x off the rule's width (3 x d_model / k), wider or narrower."""
-    assert model.moe is not None
-    miss = abs(math.log(model.moe.d_ff_expert / budget.expert_width(model.d_model)))
+    assert model.block.moe is not None
+    miss = abs(math.log(model.block.moe.d_ff_expert / budget.expert_width(model.d_model)))
     return miss > math.log(C.COARSE_EXPERT_SPREAD)
 
 
@@ -191,9 +191,9 @@ def _friendly_count(budget: MoeBudget, make_with: Callable[[dict], ModelMaker], 
         if count <= budget.top_k:
             continue
         model = _with_count(budget, make_with, count)
-        if model is None or model.moe is None:
+        if model is None or model.block.moe is None:
             continue
-        miss = abs(math.log(model.moe.d_ff_expert / rule_width))
+        miss = abs(math.log(model.block.moe.d_ff_expert / rule_width))
         scored.append((miss > spread, count % C.EP_WIDE_DIVISOR != 0, miss, count, model))
     return min(scored, key=lambda row: row[:4])[-1] if scored else None
 

@@ -71,9 +71,9 @@ class Option(NamedTuple):
     @property
     def cache_values(self) -> int:
         """Values cached per token per layer: 2 x KV heads x head_dim, or the MLA latent + RoPE key."""
-        if self.model.mla is not None:
-            return self.model.mla.latent_dim
-        return 2 * self.model.kv_heads * self.model.dim_per_head
+        if self.model.attention.mla is not None:
+            return self.model.attention.mla.latent_dim
+        return 2 * self.model.attention.n_kv_heads * self.model.attention.head_dim
 
     @property
     def fits(self) -> bool | None:
@@ -95,7 +95,9 @@ def smallest_tp(ctx: Context, model: ModelSpec) -> tuple[int, str, KvFootprint, 
         return _priced(ctx, model, 1, "no target: one device")
     devices = ctx.target.n_devices
     splits = [
-        t for t in range(1, devices + 1) if devices % t == 0 and tp_splits_evenly(model.n_heads, model.kv_heads, t)
+        t
+        for t in range(1, devices + 1)
+        if devices % t == 0 and tp_splits_evenly(model.attention.n_heads, model.attention.n_kv_heads, t)
     ]
     for tp in splits:
         kv = ctx.footprint(model, tp)
@@ -142,7 +144,9 @@ def candidates(ctx: Context, shape: Shape) -> list[Option]:
 def windowed(model: ModelSpec, local: int, global_: int, window: int) -> ModelSpec:
     """``model`` with ``local`` sliding-window layers of ``window`` tokens before each ``global_`` global ones."""
     pattern = ["local"] * local + ["global"] * global_
-    return model.model_copy(update={"sliding_window": window, "layer_pattern": pattern})
+    return model.model_copy(
+        update={"layers": model.layers.model_copy(update={"sliding_window": window, "pattern": pattern})}
+    )
 
 
 def pattern_label(local: int, global_: int, window: int) -> str:
@@ -159,7 +163,7 @@ def window_options(ctx: Context, base: Option) -> list[Option]:
     """MHA028: ``base``'s attention with each local:global pattern whose window is shorter than the context, priced
     at the same depth (windows change no weight) and its attention's risk; none for MLA, MoE or short contexts."""
     r = ctx.request
-    if base.model.mla is not None or base.model.moe is not None or r.seq_len < C.WINDOW_MIN_CONTEXT:
+    if base.model.attention.mla is not None or base.model.block.moe is not None or r.seq_len < C.WINDOW_MIN_CONTEXT:
         return []
     excluded = "" if long_inference(ctx) else "MHA028: under --priority inference"
     options = []
@@ -425,11 +429,11 @@ def _record_tp(ctx: Context, chosen: Option) -> None:
     placed = f"tp {tp} ({why})"
     if replicas > 1:
         placed += f"; {counted(replicas, 'data-parallel replica')} over the {devices} devices"
-    if model.mla is not None:
+    if model.attention.mla is not None:
         placed += "; the MLA latent is not sharded: every rank holds it whole"
-    elif tp > model.kv_heads:
+    elif tp > model.attention.n_kv_heads:
         placed += (
-            f"; tp {tp} > {model.kv_heads} KV heads: each KV head is replicated on {tp // model.kv_heads} ranks"
+            f"; tp {tp} > {model.attention.n_kv_heads} KV heads: each KV head is replicated on {tp // model.attention.n_kv_heads} ranks"
             f" (its cache counted on each)"
         )
     if r.tp is None and ctx.target is not None and devices > 1:

@@ -105,7 +105,7 @@ def query_width_multiple(moe: MoeBudget | None, variant: Variant | None) -> int:
 
 def _coarse_experts(model: ModelSpec, moe: MoeBudget | None) -> bool:
     """MHA007: experts more than COARSE_EXPERT_SPREAD x off the rule's width (``--experts`` as given never are)."""
-    if moe is None or moe.experts is not None or model.moe is None:
+    if moe is None or moe.experts is not None or model.block.moe is None:
         return False
     return is_coarse(model, moe)
 
@@ -113,9 +113,9 @@ def _coarse_experts(model: ModelSpec, moe: MoeBudget | None) -> bool:
 def _odd_experts(model: ModelSpec, moe: MoeBudget | None) -> bool:
     """MHA007: an MoE design whose routed-expert count is not one expert parallelism divides (``--experts`` as
     given never is)."""
-    if moe is None or moe.experts is not None or model.moe is None:
+    if moe is None or moe.experts is not None or model.block.moe is None:
         return False
-    return model.moe.n_experts not in C.EP_FRIENDLY_EXPERTS
+    return model.block.moe.n_experts not in C.EP_FRIENDLY_EXPERTS
 
 
 def _fixed_width(
@@ -216,25 +216,29 @@ def _record(
     if frame.small:
         ctx.trace.fire(
             "MHA012",
-            f"a dense budget below {format_count(C.SMALL_MODEL_PARAMS)}: SwiGLU d_ff {model.d_ff} = 8/3 x {d_model}, GQA"
+            f"a dense budget below {format_count(C.SMALL_MODEL_PARAMS)}: SwiGLU d_ff {model.block.d_ff} = 8/3 x {d_model}, GQA"
             f" with about {C.SMALL_MODEL_GROUP} query heads per KV head",
-            d_ff=model.d_ff,
+            d_ff=model.block.d_ff,
         )
-    elif model.moe is None:  # an MoE design's MLP is its experts (MHA007)
-        ctx.trace.fire("MHA003", f"SwiGLU d_ff {model.d_ff} = {C.FFN_MULTIPLIER} x {d_model}", d_ff=model.d_ff)
+    elif model.block.moe is None:  # an MoE design's MLP is its experts (MHA007)
+        ctx.trace.fire(
+            "MHA003", f"SwiGLU d_ff {model.block.d_ff} = {C.FFN_MULTIPLIER} x {d_model}", d_ff=model.block.d_ff
+        )
     ctx.trace.fire("MHA010", f"head_dim {frame.head_dim} at width {d_model}", head_dim=frame.head_dim)
     multiple = frame.query_width_multiple
     wider = f"{multiple} x " if multiple > 1 else ""
     ctx.trace.fire("MHA011", f"{frame.n_heads} heads = {wider}{d_model} / {frame.head_dim}", n_heads=frame.n_heads)
-    if moe is not None and model.moe is not None:
-        block = model.moe
+    if moe is not None and model.block.moe is not None:
+        block = model.block.moe
         how_many = (
             "--experts" if moe.experts is not None
             else "a count expert parallelism divides" if block.n_experts in C.EP_FRIENDLY_EXPERTS
             else "the number that fills the total"
         )  # fmt: skip
         extras = f" + {block.n_shared_experts} shared" if block.n_shared_experts else ""
-        extras += f", the first {block.n_dense_layers} layers dense (d_ff {model.d_ff})" if block.n_dense_layers else ""
+        extras += (
+            f", the first {block.n_dense_layers} layers dense (d_ff {model.block.d_ff})" if block.n_dense_layers else ""
+        )
         ctx.trace.fire(
             "MHA007",
             f"{block.n_experts} experts ({how_many}) of d_ff {block.d_ff_expert}, top-{block.n_active_experts}"

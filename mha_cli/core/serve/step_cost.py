@@ -38,7 +38,7 @@ class StepCost:
         case = stepper.case
         self.stepper, self.profile, self.tp = stepper, stepper.profile, case.tp
         self.layouts = [stepper.layout(index) for index in range(len(stepper.stages))]
-        self.absorbed_mla = case.model.mla is not None and case.mla_cache == "absorbed"
+        self.absorbed_mla = case.model.attention.mla is not None and case.mla_cache == "absorbed"
         self._layers: dict[int, float] = {}
         self._decodes: dict[tuple[int, int], float] = {}
         spec = case.speculative
