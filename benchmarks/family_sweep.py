@@ -195,8 +195,8 @@ def _priced(config_dict: dict, model_type: str, *, view: str = "engine") -> int:
         if model.layers.attention_chunk is not None:
             update["attention_chunk"] = max(1, model.layers.attention_chunk - 1)
     elif view == "unwindowed" and model.layers.sliding_window is not None:
-        update = {"sliding_window": None, "layer_pattern": None}
-    model = model.model_copy(update=update)
+        update = {"sliding_window": None, "pattern": None}
+    model = model.model_copy(update={"layers": model.layers.model_copy(update=update)})
     return kv_footprint(
         model, seq_len=PROMPT, batch=BATCH, kv_dtype="fp32", state_convention="transformers"
     ).total_bytes

@@ -97,7 +97,7 @@ def test_older_families_spelling_counts_their_own_way_are_priced(cli, tmp_path, 
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     data = cli.json("kv", str(path), "--seq", "1024")
-    assert (data["model"]["n_kv_heads"], data["model"]["n_layers"]) == (kv_heads, layers)
+    assert (data["model"]["attention"]["n_kv_heads"], data["model"]["n_layers"]) == (kv_heads, layers)
     assert data["kv"]["bytes_per_token"] == layers * per_token_per_layer
 
 

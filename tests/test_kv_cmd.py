@@ -21,7 +21,7 @@ def test_kv_json_has_the_stable_fields(cli):
 def test_kv_reads_hf_config_files(cli):
     data = cli.json("kv", str(reference_hf_config("deepseek-v3")))
     assert data["bytes_per_token"] == 70_272
-    assert data["model"]["variant"] == "MLA"
+    assert data["model"]["attention"]["variant"] == "MLA"
     assert data["kv"]["mla_cache"] == "absorbed"
     naive = cli.json("kv", str(reference_hf_config("deepseek-v3")), "--mla-cache", "naive")
     assert naive["bytes_per_token"] == 61 * 128 * 320 * 2
@@ -120,7 +120,7 @@ def test_targets_and_presets_list_as_json(cli):
     assert any(t["id"] == "h200" and t["memory_gb"] == 141 for t in targets)
     presets = {row["model"]["name"]: row for row in cli.json("presets")["presets"]}
     assert len(presets) >= 15
-    assert {p["model"]["variant"] for p in presets.values()} == {"MHA", "GQA", "MQA", "MLA"}
+    assert {p["model"]["attention"]["variant"] for p in presets.values()} == {"MHA", "GQA", "MQA", "MLA"}
     assert presets["llama-3-8b"]["bf16_bytes_per_token"] == 131_072
 
 
@@ -164,8 +164,8 @@ def test_replicas_share_the_batch(cli):
 
 def test_schema_fields_carry_their_docstrings(cli):
     document = cli.json("schema")
-    model = document["$defs"]["ModelSpec"]["properties"]
-    assert model["head_dim"]["description"].startswith("Width of one head")
+    attention = document["$defs"]["AttentionSpec"]["properties"]
+    assert attention["head_dim"]["description"].startswith("Width of one head")
     assert document["$defs"]["DeploymentSpec"]["properties"]["seq_len"]["anyOf"][1]["type"] == "string"
     assert "description" in document["$defs"]["MLASpec"]["properties"]["kv_lora_rank"]
 

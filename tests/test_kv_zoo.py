@@ -272,7 +272,7 @@ def test_presets_price_like_their_published_config(name):
             theirs.bytes_per_token, theirs.state_bytes_per_seq, theirs.bytes_per_sequence,
         )  # fmt: skip
     assert (preset.d_model, preset.n_layers, preset.attention.n_heads, preset.attention.n_kv_heads) == (
-        fixture.d_model, fixture.n_layers, fixture.n_heads, fixture.kv_heads,
+        fixture.d_model, fixture.n_layers, fixture.attention.n_heads, fixture.attention.n_kv_heads,
     )  # fmt: skip
 
 

@@ -369,7 +369,7 @@ def test_a_width_outside_the_schema_is_one_line_not_a_validation_error():
     # refused with the request, before any shape is tried (a width of 10^20 searched its heads' divisors for ever)
     with pytest.raises(BadInputError, match=r"^--d-model: must be at most 1,048,576 \(got 2000000\)$"):
         RecommendRequest.parse(params=7_000_000_000, d_model=2_000_000)
-    with pytest.raises(BadInputError, match="d_model 1048576: block.d_ff: must be at most 1,048,576"):
+    with pytest.raises(BadInputError, match=r"d_model 1048576: block\.d_ff: must be at most 1,048,576"):
         rec(7e9, d_model=1 << 20)  # within the bound, the built design's own bounds still apply
 
 

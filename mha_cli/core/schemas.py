@@ -252,17 +252,26 @@ class RopeSpec(_Strict):
     (x_i, x_(i + r/2)), Llama's (false). No effect on any size."""
 
 
+def _list_as_tuple(value: object) -> object:
+    """A pair read from JSON or YAML arrives as a list: the tuple it stands for (strict validation wants one)."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+_Pair = Annotated[tuple[_Factor, _Factor], BeforeValidator(_list_as_tuple)]
+"""(alpha, beta), as written or as read back from a file."""
+
+
 class NormedResidual(_Strict):
     """MiniMax's block: each sublayer's residual is its normed input, not the block's, and both terms are scaled:
     h = norm(x); x' = alpha * h + beta * sublayer(h), for the attention (or linear-attention) and the MLP sublayer
     alike (transformers' ``*_alpha_factor`` / ``*_beta_factor``, the remote code's ``layernorm_*_alpha`` / ``_beta``
     with ``postnorm``). Pairs are (alpha, beta). No weight, no size."""
 
-    attention: tuple[_Factor, _Factor] = (1.0, 1.0)
+    attention: _Pair = (1.0, 1.0)
     """After a softmax-attention sublayer (``full_attn_alpha_factor``, ``full_attn_beta_factor``)."""
-    linear: tuple[_Factor, _Factor] = (1.0, 1.0)
+    linear: _Pair = (1.0, 1.0)
     """After a fixed-state (lightning) sublayer (``linear_attn_alpha_factor``, ``linear_attn_beta_factor``)."""
-    mlp: tuple[_Factor, _Factor] = (1.0, 1.0)
+    mlp: _Pair = (1.0, 1.0)
     """After the MLP / MoE (``mlp_alpha_factor``, ``mlp_beta_factor``)."""
 
 
@@ -911,7 +920,9 @@ class ModelSpec(_Strict):
     """Context the model was trained for (config.json's max_position_embeddings), if known."""
     attention: AttentionSpec
     """The attention of every attending layer: heads, projections, scores, positions."""
-    layers: LayerPatternSpec = LayerPatternSpec()
+    layers: Annotated[LayerPatternSpec, Field(exclude_if=lambda layers: layers == LayerPatternSpec())] = (
+        LayerPatternSpec()
+    )
     """Which kind each layer is (global, local, chunked, linear; its feed-forward) and the local layers' reach."""
     block: BlockSpec
     """The block around each layer's mixer: norms, residual, MLP or MoE."""

@@ -86,12 +86,16 @@ def _without_derived_misses(errors: list[Any]) -> list[Any]:
     refused ``d_model`` (an ``n_heads`` of "4" leaves ``head_dim`` underived): the refusal of their source says it."""
     refused = [tuple(error["loc"]) for error in errors if error["type"] != "missing"]
     refused_parts = {loc[:-1] for loc in refused} | {
-        loc[:-1] + ("attention",) for loc in refused if loc[-1:] == ("d_model",)
+        (*loc[:-1], "attention") for loc in refused if loc[-1:] == ("d_model",)
     }
 
     def underived(error: Any) -> bool:
-        *part, name = error["loc"]
-        return error["type"] == "missing" and name in DERIVED_FROM_HEADS and tuple(part) in refused_parts
+        loc = tuple(error["loc"])
+        return (
+            error["type"] == "missing"
+            and loc[-1:] in {(name,) for name in DERIVED_FROM_HEADS}
+            and (loc[:-1] in refused_parts)
+        )
 
     return [error for error in errors if not underived(error)]
 

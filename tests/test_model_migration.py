@@ -1,0 +1,92 @@
+"""ModelSpec in parts: a spec written before the parts (flat, config schema 1) reads as the same model, every flat
+field has one place, and the parts derive what they leave out once."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from mha_cli.core.config_io import parse_config, read_mapping
+from mha_cli.core.model_migration import FLAT_FIELDS, PARTS, flat_path, nest_flat_fields, read_path
+from mha_cli.core.presets import get_preset, preset_names
+from mha_cli.core.schemas import AttentionSpec, ModelSpec
+
+V1_CONFIGS = Path(__file__).parent / "fixtures" / "configs_v1"
+OUTPUTS = Path(__file__).parent.parent / "outputs" / "configs"
+
+
+@pytest.mark.parametrize("name", sorted(path.stem for path in V1_CONFIGS.glob("*.yaml")))
+def test_a_schema_1_file_reads_as_the_model_its_command_writes_today(name):
+    """The examples as ``mha recommend`` wrote them before the parts (flat model, schema_version 1; kept verbatim
+    from git) read as the same config as the files it writes now (nested, schema_version 2)."""
+    old = parse_config(read_mapping(V1_CONFIGS / f"{name}.yaml"), name)
+    new = parse_config(read_mapping(OUTPUTS / f"{name}.yaml"), name)
+    assert old.schema_version == 1 and new.schema_version == 2
+    assert old.model == new.model and old.deployment == new.deployment
+
+
+def test_a_flat_spec_and_its_nested_dump_are_one_model():
+    """Flat in, nested out, nested back in: the same spec, for every preset (their data is written flat)."""
+    for name in preset_names():
+        spec = get_preset(name)
+        assert ModelSpec.model_validate(spec.model_dump()) == spec, name
+        assert ModelSpec.model_validate(yaml.safe_load(yaml.safe_dump(spec.model_dump(mode="json")))) == spec, name
+
+
+def test_every_flat_field_has_one_place_and_every_part_field_one_flat_name():
+    places = list(FLAT_FIELDS.values())
+    assert len(places) == len(set(places))  # no two old names map to one field
+    for flat, (part, name) in FLAT_FIELDS.items():
+        assert part in PARTS and name in ModelSpec.model_fields[part].annotation.model_fields, flat
+    part_fields = {(part, name) for part in PARTS for name in ModelSpec.model_fields[part].annotation.model_fields}
+    assert part_fields == set(places)  # a part field no old file could name would be a field the migration drops
+    assert set(ModelSpec.model_fields) & set(FLAT_FIELDS) == set()  # no name lives in both forms
+
+
+def test_llama_3_8b_flat_names_land_where_the_parts_say():
+    spec = ModelSpec(d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=128256, d_ff=14336,
+                     tied_embeddings=False, sliding_window=None, attn_sinks=False)  # fmt: skip
+    assert (spec.attention.n_heads, spec.attention.n_kv_heads, spec.attention.head_dim) == (32, 8, 128)
+    assert (spec.attention.variant, spec.attention.q_per_kv, spec.attention.width) == ("GQA", 4, 4096)
+    assert (spec.block.d_ff, spec.embeddings.vocab_size, spec.embeddings.tied) == (14336, 128256, False)
+    assert read_path(spec, flat_path("tied_embeddings")) is False and flat_path("d_model") == "d_model"
+
+
+def test_one_name_per_concept():
+    """The twins are gone: ``kv_heads``/``dim_per_head`` were ``n_kv_heads``/``head_dim`` made ints; the parts hold
+    ints from validation on."""
+    spec = get_preset("deepseek-v3")
+    for twin in ("kv_heads", "dim_per_head", "n_heads", "head_dim", "vocab_size", "moe", "mla"):
+        assert not hasattr(spec, twin), twin
+    assert (spec.attention.n_kv_heads, spec.attention.head_dim, spec.attention.variant) == (128, 192, "MLA")
+    for name in ("n_kv_heads", "head_dim", "variant"):
+        assert AttentionSpec.model_fields[name].is_required()  # a standalone part states them
+
+
+def test_a_field_given_both_ways_is_refused_not_chosen():
+    with pytest.raises(ValueError, match="n_heads is given twice"):
+        nest_flat_fields({"n_heads": 8, "attention": {"n_heads": 16}})
+    with pytest.raises(ValidationError, match="given twice"):
+        ModelSpec.model_validate({"d_model": 64, "n_layers": 1, "n_heads": 4, "attention": {"n_heads": 8},
+                                  "vocab_size": 10, "d_ff": 8})  # fmt: skip
+
+
+def test_the_head_defaults_are_derived_in_one_place():
+    """head_dim from d_model, n_kv_heads from the variant, the variant from the counts; MLA's from its widths."""
+    base = {"d_model": 96, "n_layers": 1, "vocab_size": 10, "d_ff": 8}
+    mqa = ModelSpec(**base, n_heads=6, variant="mqa")
+    assert (mqa.attention.head_dim, mqa.attention.n_kv_heads, mqa.attention.variant) == (16, 1, "MQA")
+    mla = ModelSpec(**base, n_heads=6, mla={"kv_lora_rank": 32, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16})
+    assert (mla.attention.head_dim, mla.attention.n_kv_heads, mla.attention.variant) == (24, 6, "MLA")
+    with pytest.raises(ValidationError, match=r"d_model \(96\) is not divisible by n_heads \(5\)"):
+        ModelSpec(**base, n_heads=5)
+    with pytest.raises(ValidationError, match="variant GQA needs n_kv_heads"):
+        ModelSpec(**base, n_heads=6, variant="GQA")
+
+
+def test_a_copy_refuses_a_field_the_model_does_not_have():
+    """``model_copy(update=...)`` with an old flat name would set an attribute nothing reads: refused."""
+    spec = get_preset("llama-3-8b")
+    with pytest.raises(TypeError, match="ModelSpec has no field sliding_window"):
+        spec.model_copy(update={"sliding_window": 4096})
