@@ -144,7 +144,7 @@ def main() -> None:
         " (each with its URL). Error = predicted / measured - 1; sim = the simulated serving loop, cf = the"
         " closed-form model, both on the shipped priors (the default step constants) with the front end of the"
         " engine generation each page's release belongs to (`mha_cli/core/engine/front_end.py`: vllm-v1 45 ms cited,"
-        " sglang-0.5 fitted on its cookbook fit rows, none for trtllm)"
+        " sglang-0.5 6.9 ms cited, none for trtllm)"
         + (
             f" plus, as a what-if, {args.sequence_overhead_us:g} us per sequence a step and {args.request_overhead_ms or 0:g} ms"
             " a request (chosen on these rows: not held out)"

@@ -7,9 +7,10 @@ it is in a step's time. The simulator (``core.serve.simulate``) already queues a
 progress, and the closed form (``core.cost.serving``) adds half a decode step for it; this term is the rest: one
 fixed time a request, added to every TTFT (``DeviceProfile.request_overhead_s`` of a generation's prior).
 
-Each value is cited from a public measurement (its URL) or fitted by ``benchmarks/fit_priors.py --set 2025
---front-end`` on the lone-request rows (one user) of the generation's `fit` sources only, the step constants held
-at their shipped values; a generation with neither has none (0). Pure Python.
+Each value is cited from a public measurement of the front end alone (its URL); a generation without one has none
+(0). None is fitted: ``benchmarks/fit_priors.py --set 2025 --front-end`` prints what a fit on a generation's
+one-user fit rows would give, a diagnostic only, since such a fit absorbs whatever the step model misprices in those
+rows' prefill (``outputs/serving/priors_2025.md``). Pure Python.
 """
 
 from typing import NamedTuple
@@ -23,10 +24,10 @@ class FrontEnd(NamedTuple):
     seconds: float
     """Added to every request's TTFT (seconds)."""
     source: str
-    """Cited (URL) or fitted (on which rows), in a line."""
+    """Where the value comes from, in a line: the measurement cited and its URL."""
 
 
-NO_MEASUREMENT = "no published lone-request TTFT of this generation fitted or cited: none priced"
+NO_MEASUREMENT = "no published measurement of this generation's front end cited: none priced"
 
 FRONT_ENDS: dict[GenerationId, FrontEnd] = {
     "vllm-v1": FrontEnd(
@@ -36,9 +37,11 @@ FRONT_ENDS: dict[GenerationId, FrontEnd] = {
         " https://github.com/ai-dynamo/aiconfigurator/pull/1166",
     ),
     "sglang-0.5": FrontEnd(
-        0.112,
-        "fitted on the 12 one-user rows of sglang-0.5's fit sources in tests/fixtures/serving_benchmarks_2025.yaml"
-        " (mean |log(predicted / measured)| of mean TTFT, step constants as shipped); the held-out sources unused",
+        0.0069,
+        "cited: a lone request's median TTFT 9.54 ms over a 2.632 ms forward, SGLang with a CPU mock device"
+        " (tt-sglang-plugin, TSU=380: each forward busy-waits 1/380 s), vllm bench serve, 128-token prompts,"
+        " 4 prompts at concurrency 1: 9.54 - 2.632 = 6.9 ms;"
+        " https://github.com/tenstorrent/tt-inference-server/issues/3560",
     ),
 }  # fmt: skip
 """The generations with a value; every other one has none (``front_end``)."""
