@@ -113,29 +113,56 @@ def test_the_check_sees_the_simulator_and_the_search_when_a_plan_runs_them():
 
 _COLLECTOR_AT_EXIT = """
 import atexit, gc, sys
-atexit.register(lambda: print(gc.isenabled(), gc.get_freeze_count(), len(gc.get_objects()), file=sys.stderr))
+atexit.register(lambda: print(gc.isenabled(), gc.get_threshold()[0], gc.get_freeze_count(), len(gc.get_objects()),
+                              file=sys.stderr))
 sys.argv = ["mha", *sys.argv[1:]]
 from mha_cli.__main__ import main
 main()
 """
+_DEPENDENCIES_OBJECTS = """
+import gc
+gc.disable()
+before = len(gc.get_objects())
+import pydantic, rich.console, rich.table, typer
+pydantic.BaseModel  # pydantic imports its models' machinery on first use
+print(len(gc.get_objects()) - before)
+"""
+
+
+def _last_line_words(code: str, *args: str) -> list[str]:
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return (result.stderr or result.stdout).strip().splitlines()[-1].split()
 
 
 @pytest.mark.parametrize("args", [["kv", "llama-3-8b", "--json"], ["recommend", "--params", "7B", "--target", "a100"]])
-def test_the_console_entry_freezes_what_start_up_made_and_collects_the_rest(args):
-    """``mha_cli.cli.collector``: the console entry pauses the cycle collector for start-up and freezes its objects
-    (typer's, rich's, pydantic's, our modules and classes), so neither the start-up's collections nor the one at
-    exit traverse them; the collector runs again for the command's own work."""
-    result = subprocess.run([sys.executable, "-c", _COLLECTOR_AT_EXIT, *args], capture_output=True, text=True,
-                            timeout=60)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
-    enabled, frozen, tracked = result.stderr.strip().splitlines()[-1].split()
-    assert enabled == "True"
-    assert int(frozen) > 3 * int(tracked) > 0  # start-up made most of what lives at exit; the command's own are few
+def test_the_console_entry_keeps_the_collector_off_what_lives_until_exit(args):
+    """``mha_cli.cli.collector``: the console entry's run ends with the collector on, its young generation
+    ``YOUNG_OBJECTS``, and every object frozen (start-up's at ``resume``, the command's at ``finish``): more of them
+    than importing the dependencies alone makes, and none left for the exit's collection to traverse."""
+    from mha_cli.cli.collector import YOUNG_OBJECTS
+
+    enabled, young, frozen, tracked = _last_line_words(_COLLECTOR_AT_EXIT, *args)
+    dependencies = int(_last_line_words(_DEPENDENCIES_OBJECTS)[0])
+    assert (enabled, int(young), int(tracked)) == ("True", YOUNG_OBJECTS, 0)
+    assert int(frozen) > dependencies > 10_000
+
+
+def test_resume_freezes_start_up_only_after_the_console_entry_paused():
+    """Without ``pause`` (an in-process run) ``resume`` and ``finish`` change nothing; after it, ``resume`` freezes and
+    turns the collector back on with the larger young generation."""
+    code = ("import gc\nfrom mha_cli.cli import collector\n"
+            "collector.resume(); collector.finish()\nstate = [gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()[0]]\n"
+            "collector.pause()\nstate.append(gc.isenabled())\nmade = [{} for _ in range(100)]\ncollector.resume()\n"
+            "print(*state, gc.isenabled(), gc.get_freeze_count() >= 100, gc.get_threshold()[0])")  # fmt: skip
+    from mha_cli.cli.collector import YOUNG_OBJECTS
+
+    assert _last_line_words(code) == ["True", "0", "700", "False", "True", "True", str(YOUNG_OBJECTS)]
 
 
 def test_an_in_process_run_keeps_the_collector_as_it_finds_it():
     """Tests and library users call ``app.main`` without the console entry's pause: nothing is frozen."""
     code = ("import gc, sys\nfrom mha_cli.cli.app import main\nsys.argv = ['mha', 'kv', 'llama-3-8b', '--json']\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\nprint(gc.isenabled(), gc.get_freeze_count(), file=sys.stderr)")  # fmt: skip
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.stderr.strip().splitlines()[-1].split() == ["True", "0"]
+            "try:\n    main()\nexcept SystemExit:\n    pass\nprint(gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()[0],"
+            " file=sys.stderr)")  # fmt: skip
+    assert _last_line_words(code) == ["True", "0", "700"]
