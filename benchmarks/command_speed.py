@@ -169,8 +169,9 @@ def main() -> int:
     checkouts = {"after": ROOT} if args.baseline is None else {"before": args.baseline.resolve(), "after": ROOT}
     times = measure(cases, checkouts, runs)
     medians = {key: statistics.median(t) for key, t in times.items()}
-    floor, plot_floor = medians[("", FLOOR)], medians.get(("", PLOT_FLOOR), 0.0)
-    shown_floors = f"floor {floor * 1e3:.0f} ms" + (f", plot floor {plot_floor * 1e3:.0f} ms" if plot_floor else "")
+    floor, plot_floor = medians.get(("", FLOOR), 0.0), medians.get(("", PLOT_FLOOR), 0.0)  # --only: maybe one
+    shown_floors = ", ".join(f"{name} {value * 1e3:.0f} ms" for name, value in (("floor", floor), ("plot floor", plot_floor))
+                             if value)  # fmt: skip
     print(f"{runs} interleaved runs each; {shown_floors} (medians)")
     before = f"{'before ms':>9} {'after/before':>12} " if args.baseline else ""
     print(f"{'case':42} {before}{'median ms':>9} {'spread':>7} {'x floor':>7} {'target':>15}  ok")

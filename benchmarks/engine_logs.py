@@ -43,8 +43,9 @@ WITHIN = 0.05
 WHY: dict[int, str] = {
     202: 'per-token: vLLM 0.9-0.10 logs "GPU KV cache size" once per worker before it keeps the smallest rank\'s'
     " blocks (`get_kv_cache_config`, `unify_kv_cache_configs`, 0.10.1.1), so the quoted tokens (8.02 GiB of blocks)"
-    " and 8.11 GiB may be two ranks'. Plan: no source-backed cause; it leaves 11.68 GiB a rank, the log 8.11, with an"
-    " LMCache connector (not modelled) and no weights or activation line",
+    " and 8.11 GiB may be two ranks'. Plan: +45.7% until 0.10's sampler sort was priced (`core.engine.sampler`,"
+    " 1,024 rows x 151,936 logits x 38 B); the +5.9% left has no source-backed cause (an LMCache connector, not"
+    " modelled; no weights or activation line in the log)",
     206: "no source-backed rule yet: the C++ runtime logs 2.66 GB of runtime buffers and 5.76 GB for the decoder, sized"
     " by trtllm-build's max_batch_size 2048 and max_num_tokens 8192, before the pool; the plan has no decoder line",
     18: "no source-backed cause: the log's activation peak is 0.94 GiB against 0.38 estimated (GPTQ-Marlin buffers not"
@@ -56,21 +57,18 @@ WHY: dict[int, str] = {
     " charges 0.84 (sampler 0.58, non-torch constant 0.25)",
     103: "no source-backed cause: the plan charges 2.1 GiB non-torch at tp > 1 (read on 0.19's NVLink H100 logs); this"
     " run has custom all-reduce off (no P2P, the log says) and its figures leave 0.64 GiB for activation and non-torch."
-    " 0.10.1.1 snapshots memory before NCCL starts (`init_device`), so NCCL is charged; no source read sizes it",
+    " 0.10.1.1 snapshots memory before NCCL starts (`init_device`), so NCCL is charged; no source read sizes it."
+    " Its log is not stored to read its sampler line: 0.10's default (PyTorch sort, 38 B a logit) is priced, where"
+    " 104, the same pods, printed FlashInfer's (14 B): -16.8% with the 16 B rule, -23.4% now",
     104: "no source-backed cause: as 103 (custom all-reduce off); the log's figures leave 0.62 GiB for activation and"
     " non-torch against the plan's 2.69",
-    105: "no source-backed cause: as 103, across two nodes; the log's figures leave 1.55 GiB against the plan's 2.69",
+    105: "its log prints the PyTorch-native sampler fallback, priced at 256 rows x 152,064 logits x 38 B = 1.38 GiB"
+    " of the 1.55 GiB its figures leave for activation and non-torch; the plan's 2.1 GiB non-torch constant at tp > 1"
+    " (0.19's NVLink H100 logs; custom all-reduce off here, across two nodes) is what overshoots",
     106: "no source-backed cause: the excerpt shows no command line (utilisation 0.9 assumed) nor memory line; the"
     " plan's pool is 24.35 GiB where the log's tokens take 19.37",
     110: "no source-backed cause: the GPU is not named (an H100 assumed); at utilisation 0.98 the pool is 6.74 GiB, so"
     " the plan's 0.95 GiB surplus is 14%",
-    301: "no source-backed cause: the doc's activation is 7.38 GiB against 3.07 estimated (1,024 rows x 201,088 logits"
-    " x 16 B) and its weights 13.47 GiB against 12.82 (vLLM's mxfp4 layout on Hopper, an open finding)",
-    303: "no source-backed cause: the doc's activation is 4.76 GiB against 1.96 estimated, its non-torch 0.13 against"
-    " 0.25",
-    306: "no source-backed cause: the doc's activation is 5.64 GiB against 2.32 estimated, on a 4.45 GiB pool",
-    307: "no source-backed cause: activation 5.64 GiB against 2.32 estimated, non-torch 0.54 against the 2.1 GiB tp > 1"
-    " constant; the two partly cancel",
 }
 """Why a log misses (the plan outside 5%, or the per-token rule): the engine's source where it names a cause, else
 "no source-backed cause" and what the log itself shows. Written after pricing, never used to change a rule."""
@@ -80,6 +78,17 @@ VLLM_LOG_GENERATIONS = {18: "vllm-v0", 19: "vllm-v0", 20: "vllm-v0", 101: "vllm-
                         109: "vllm-v0", 110: "vllm-v1"}  # fmt: skip
 """vllm_logs.yaml's logs that are not vLLM 0.19, by the engine their ``vllm_version`` field names (110 ran V1 on
 0.7 with VLLM_USE_V1=1: V1's rules, though 0.7 is V0's release by default)."""
+
+
+VLLM_LOG_RELEASES = {101: "0.10.1.1", 102: "0.10.1.1", 103: "0.10.1.1", 104: "0.10.1.1", 105: "0.10.1.1", 106: "0.8",
+                     110: "0.7"}  # fmt: skip
+"""vllm_logs.yaml's V1 logs' releases, from their ``vllm_version`` field (the 'vLLM API server version' line; 106 by
+its line numbers, 0.8.4-0.8.5; 110 a 0.7 main build). The release picks the sampler path (``core.engine.sampler``)."""
+
+VLLM_LOG_SAMPLERS = {101: "flashinfer", 102: "flashinfer", 104: "flashinfer", 105: "torch-sort"}
+"""The sampler line each log prints (``topk_topp_sampler.py``): 'Using FlashInfer for top-p & top-k sampling' (101,
+102, 104) or 'FlashInfer is not available. Falling back to the PyTorch-native implementation' (105, both ranks).
+103's stored log is not available to read: the release's default stands."""
 
 
 def _vllm_log_target(gpu: str) -> str:
@@ -111,6 +120,7 @@ def _from_vllm_logs() -> list[dict[str, Any]]:
                 "max_num_batched_tokens": entry["max_num_batched_tokens"], "max_num_seqs": entry["max_num_seqs"],
                 "utilisation": entry["gpu_memory_utilization"], "available_kv_gib": entry["available_kv_gib"],
                 "kv_tokens": tokens or None, "kv_bytes": None, "pipeline": entry["pipeline_parallel_size"],
+                "version": VLLM_LOG_RELEASES.get(entry["id"]), "sampler": VLLM_LOG_SAMPLERS.get(entry["id"]),
             }
         )  # fmt: skip
     return rows
@@ -176,6 +186,7 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
         engine_generation=generation or log["generation"],
         gpu_memory_utilization=log["utilisation"], max_num_batched_tokens=log["max_num_batched_tokens"],
         max_num_seqs=log["max_num_seqs"], block_size=log.get("block_size"), kv_dtype=log["kv_dtype"],
+        engine_version=log.get("version") if log["engine"] == "vllm" else None, vllm_sampler=log.get("sampler"),
     )  # fmt: skip
     return plan_engine(
         source.model, kv, target, resolve_settings(deployment, target, tp),
@@ -252,12 +263,13 @@ def _median(values: list[float]) -> float:
 
 NOTES = """## Notes
 
-- The new group's misses share one cause its own figures show: vLLM 0.11's profiling peak is 4.76-7.38 GiB where the
-  vllm-v1 rule (16 B per logit of the sampler's dummy run, read on vLLM 0.19 logs) gives 1.96-3.07, about 2.4 times
-  less on all four models. Its source was not established: 0.11's sampler sorts the whole vocabulary in PyTorch for
-  top-k/top-p unless FlashInfer's sampler is on (`v1/sample/ops/topk_topp_sampler.py`), where 0.19 sends batches of
-  8 rows or more to a Triton kernel, but the image these runs used may well have had FlashInfer. A release split of
-  the activation rule inside vllm-v1 is the candidate; it was not made here, so that this group stays held out.
+- The new group's misses shared one cause its own figures show: vLLM 0.11's profiling peak is 4.76-7.38 GiB, 38.9 B
+  per logit of the dummy sampler's 1,024 rows on all four models. vLLM 0.8-0.16's default CUDA sampler sorts the
+  whole vocabulary in PyTorch (`v1/sample/ops/topk_topp_sampler.py`: FlashInfer only when importable in 0.8-0.11.0,
+  which `pip install vllm` does not make it, opt-in from 0.11.1; Triton from 0.17), and that sort holds 38 B a bf16
+  logit at its peak (`core.engine.sampler`, read in the wheels and PyTorch's `SortStable.cu`). Priced by release, the
+  group lands 7 of 7 within 5% (3 before); nothing was fitted on it. Logs that print their sampler line are priced
+  on it (101, 102, 104 FlashInfer; 105 PyTorch).
 - The RoPE cos/sin cache is now a budget line (``core.engine.rope_cache``): vLLM's in the model's dtype,
   Llama-4-Scout's 2.5 GiB (the v0.19 log, tests/test_vision_profile.py) and Gemma 3's 0.56 GiB; SGLang's in fp32
   (128 MiB a rank for log 203, +0.7% -> -0.0%); a few MiB on the other models of this table.

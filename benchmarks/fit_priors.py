@@ -4,6 +4,7 @@
     python benchmarks/fit_priors.py --fit      # refit on the `fit` rows, report, and show the constants
     python benchmarks/fit_priors.py --fit --write   # ... and write mha_cli/data/cost_priors.json
     python benchmarks/fit_priors.py --set 2025 [--fit [--write]] [--rows]   # per engine generation (below)
+    python benchmarks/fit_priors.py --set 2025 --front-end   # diagnostic: a front end fitted on one-user fit rows
 
 The rows are ``tests/fixtures/serving_benchmarks.yaml``; each usable row's ``mha`` block says what it is (preset,
 target, tp, formats, static or continuous batching, concurrency, the measured TTFT / ITL / e2e). The fit minimises
@@ -39,6 +40,7 @@ from mha_cli.core.cost.plan import LayoutPlans, serving_case
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.serving import ServingCase, predict_serving
 from mha_cli.core.cost.stepper import Stepper
+from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import plan_memory
@@ -402,9 +404,72 @@ def _print_generation(generation: str, split: str, found: dict[str, Any], part: 
         print(f"    #{row.index:3} {row.label:50} {key:20} predicted {p:9.1f}  measured {m:9.1f}  {p / m - 1:+6.0%}")
 
 
+LONE_USERS = 1
+"""The concurrency of the rows the front end is fitted on: a lone request, no queue ahead of it."""
+FRONT_END_GRID_S = [step * 1e-4 for step in range(10_001)]
+"""Front-end times tried (0 to 1 s in 0.1 ms steps)."""
+
+
+def lone_fit_rows(rows: list[GenerationRow], generation: str) -> list[GenerationRow]:
+    """``generation``'s rows of its `fit` sources at one user with a measured mean TTFT: what its front end is
+    fitted on (``fit_front_end``); the held-out sources never."""
+    return [
+        row for row in rows
+        if row.generation == generation and row.split == "fit" and row.case.concurrency == LONE_USERS
+        and "ttft_ms" in row.measured
+    ]  # fmt: skip
+
+
+def ttft_without_front_end_ms(row: GenerationRow) -> float:
+    """``row``'s mean TTFT (ms) as shipped, less its generation's shipped front end: a lone request's closed-form
+    TTFT is its prefill, half a decode step and the front end."""
+    return row.predict(None)["ttft_ms"] - front_end(row.generation).seconds * 1e3
+
+
+def fit_front_end(rows: list[GenerationRow], generation: str) -> float | None:
+    """The front-end time (seconds, 3 significant figures) minimising the mean |log(predicted / measured)| of mean
+    TTFT over ``generation``'s lone fit rows (``lone_fit_rows``), its step constants as shipped; None without such
+    rows. A diagnostic, not shipped: the fit takes in whatever the steps misprice in those rows' TTFT."""
+    lone = lone_fit_rows(rows, generation)
+    if not lone:
+        return None
+    pairs = [(ttft_without_front_end_ms(row), row.measured["ttft_ms"]) for row in lone]
+
+    def cost(seconds: float) -> float:
+        return statistics.fmean(abs(math.log((base + seconds * 1e3) / measured)) for base, measured in pairs)
+
+    return float(f"{min(FRONT_END_GRID_S, key=cost):.3g}")
+
+
+def main_front_end(rows: list[GenerationRow]) -> None:
+    """``--front-end``: a diagnostic: what a front end fitted on each generation's lone fit rows would be, beside
+    the cited one shipped (``core.engine.front_end``), and each row's TTFT without a front end against its
+    measurement (what such a fit would take in)."""
+    for generation in sorted({row.generation for row in rows}):
+        fitted = fit_front_end(rows, generation)
+        shipped = front_end(generation)
+        if fitted is None:
+            print(
+                f"{generation}: no one-user fit row with a TTFT; shipped {shipped.seconds * 1e3:g} ms ({shipped.source})"
+            )
+            continue
+        lone = lone_fit_rows(rows, generation)
+        print(f"{generation}: a fit on its {len(lone)} one-user fit rows would give {fitted * 1e3:g} ms (not shipped);"
+              f" shipped {shipped.seconds * 1e3:g} ms ({shipped.source})")  # fmt: skip
+        for row in lone:
+            base, measured = ttft_without_front_end_ms(row), row.measured["ttft_ms"]
+            print(f"    #{row.index:3} {row.label:50} TTFT measured {measured:8.1f} ms, steps alone {base:8.1f} ms,"
+                  f" gap {measured - base:8.1f} ms")  # fmt: skip
+
+
 def main_2025(args: argparse.Namespace) -> None:
-    """``--set 2025``: fit (or check) the per-generation constants; ``--write`` stores them (``GENERATIONS_FILE``)."""
+    """``--set 2025``: fit (or check) the per-generation constants; ``--write`` stores them (``GENERATIONS_FILE``);
+    ``--write`` without ``--fit`` records the shipped constants' errors again (after a change outside the constants,
+    such as a generation's front end), the constants kept."""
     rows = load_generation_rows()
+    if args.front_end:
+        main_front_end(rows)
+        return
     default = json.loads(PRIORS_FILE.read_text())["constants"]
     if args.fit:
         generations = fit_generations(rows, default)
@@ -415,7 +480,7 @@ def main_2025(args: argparse.Namespace) -> None:
     else:
         generations = json.loads(GENERATIONS_FILE.read_text())["generations"]
     result = generation_report(rows, generations, default, show_rows=args.rows)
-    if args.write and args.fit:
+    if args.write:
         for generation, entry in generations.items():
             entry["fit"] = {k: v for k, v in result[generation]["fit"].items() if k != "per_figure"}
             entry["holdout"] = result[generation].get("holdout", {"figures": 0})
@@ -435,9 +500,16 @@ def main() -> None:
     parser.add_argument(
         "--write",
         action="store_true",
-        help="write the refitted constants (cost_priors.json; with --set 2025, cost_priors_generations.json)",
+        help="write the refitted constants (cost_priors.json; with --set 2025, cost_priors_generations.json; with"
+        " --set 2025 and no --fit, the shipped constants' errors only)",
     )
     parser.add_argument("--rows", action="store_true", help="print every figure")
+    parser.add_argument(
+        "--front-end",
+        action="store_true",
+        help="with --set 2025, a diagnostic: what a front end fitted on each generation's one-user fit rows would be"
+        " (not shipped: core.engine.front_end cites measurements)",
+    )
     parser.add_argument(
         "--set",
         choices=("2023", "2025"),

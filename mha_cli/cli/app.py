@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from mha_cli import __version__
+from mha_cli.cli import collector
 from mha_cli.cli.output import discard_stdout, print_error
 from mha_cli.cli.signals import unwinding_signals
 from mha_cli.core.errors import (
@@ -218,6 +219,7 @@ def main() -> None:
     argv = sys.argv[1:] or ["--help"]
     command = _invoked_command(argv)
     app = build_app([command] if command else None)
+    collector.resume()  # start-up is over (paused by the console entry, mha_cli.__main__)
     try:
         code = app(args=argv, prog_name="mha", standalone_mode=False)
     except typer.TyperException as exc:

@@ -697,6 +697,12 @@ def render_plan(console: Console, result: ServingPlan) -> None:
         f"decode step {step.seconds * 1e3:.2f} ms: memory {step.memory_s * 1e3:.2f}, compute {step.compute_s * 1e3:.2f},"
         f" collectives {step.collective_s * 1e3:.2f}, fixed {step.overhead_s * 1e3:.2f} ({step.kernels:.0f} kernels)"
         f"; prefill {p.prefill_ms:.1f} ms in {p.prefill_chunk_steps} chunk step(s)"
+        + (
+            f"; front end {p.front_end_ms:.1f} ms a request ({p.front_end_ms / p.ttft_ms:.0%} of the TTFT: API"
+            " server, process hops, the first token's way back)"
+            if p.front_end_ms
+            else ""
+        )
     )
     engine = result.memory.engine
     pool = (

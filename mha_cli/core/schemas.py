@@ -1164,6 +1164,9 @@ class DeploymentSpec(_Strict):
     engine_version: EngineVersion | None = None
     """The release the user typed (``--engine vllm@0.10.2`` -> ``0.10.2``), which the launch lines are written for
     (``core.engine.flags``); None: the latest release of ``engine_generation``."""
+    vllm_sampler: Literal["torch-sort", "flashinfer", "triton"] | None = None
+    """vLLM: the top-k/top-p sampler its profiling run exercises (``core.engine.sampler``), as its log names it
+    (``Using FlashInfer for top-p & top-k sampling``); None: the release's default."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
     """Share of device memory the engine may use: vLLM's ``gpu_memory_utilization`` (default 0.9), SGLang's
     ``mem_fraction_static`` (default from the GPU's size), TRT-LLM's ``free_gpu_memory_fraction`` (default 0.9,

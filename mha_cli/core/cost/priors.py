@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 from pydantic_core import from_json
 
 from mha_cli.core.cost.profile import CollectiveCost, Curve, DeviceProfile
+from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.targets import Target
 
 BANDWIDTH_SIZES = [float(4**k) for k in range(6, 19)]
@@ -121,7 +122,8 @@ def prior_profile(
     target: Target, weight_dtype: str = "bf16", constants: dict[str, Any] | None = None, generation: str | None = None
 ) -> DeviceProfile:
     """The shipped profile of ``target`` (``constants``: the fitted ones by default; the fit passes trial values;
-    ``generation``: an engine generation's constants instead of the default ones)."""
+    ``generation``: an engine generation's constants instead of the default ones, and its front end's time in every
+    TTFT, ``core.engine.front_end``)."""
     chosen = generation_prior(generation, target) if constants is None and generation is not None else None
     c = constants or (chosen.constants if chosen else fitted_constants()["constants"])
     bandwidth = target.bandwidth_bytes_per_s * c["bandwidth_efficiency"]
@@ -143,11 +145,20 @@ def prior_profile(
             target.bf16_tflops_dense * 1e12 * c["attention_efficiency"], c["matmul_half_rows"], ROW_SIZES
         ),
         kernel_overhead_s=c["kernel_overhead_s"], dispatch_overhead_s=c["dispatch_overhead_s"],
-        step_overhead_s=c["step_overhead_s"],
+        step_overhead_s=c["step_overhead_s"], request_overhead_s=front_end(generation).seconds,
         collective=CollectiveCost(latency_s=latency, bandwidth_bytes_per_s=link_bandwidth * c["link_efficiency"],
                                   link=link),
-        constants={name: f"{value:g}" for name, value in c.items()}, relative_error=error,
+        constants={name: f"{value:g}" for name, value in c.items()} | _front_end_constant(generation),
+        relative_error=error,
     )  # fmt: skip
+
+
+def _front_end_constant(generation: str | None) -> dict[str, str]:
+    """The generation's front end as a profile constant, with its source; none without a generation."""
+    if generation is None:
+        return {}
+    chosen = front_end(generation)
+    return {"request_overhead_s": f"{chosen.seconds:g} ({chosen.source})"}
 
 
 def profile_generation(profile: DeviceProfile) -> str | None:

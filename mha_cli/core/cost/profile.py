@@ -139,7 +139,8 @@ class DeviceProfile(Record):
     streaming each one's token): 0 in the priors (inside their step overhead); ``mha calibrate --from`` fits it."""
     request_overhead_s: NonNegativeFloat = 0.0
     """A served request's fixed cost outside the engine's steps: from the client's send to the engine's queue (HTTP,
-    tokenising), in every TTFT. 0 in the priors; ``mha calibrate --from`` fits it from benchmark results."""
+    tokenising) and the first token's way back, in every TTFT. An engine generation's prior holds its front end
+    (``core.engine.front_end``), the default prior none; ``mha calibrate --from`` fits it from benchmark results."""
     created: str | None = None
 
     def ceiling(self) -> "DeviceProfile":

@@ -16,8 +16,10 @@ Continuous batching (vLLM, SGLang, TRT-LLM's in-flight batching), per replica:
   ITL = ((osl - m) x decode + m x full step) / osl. Running is also capped at what that budget keeps up with
   (``sustainable``): past it, users wait for a slot.
 - TTFT = the request's own chunk steps + its wait behind other prompts (the share of the steps' prompt budget
-  the others' prompts use, (running - 1) x isl / (osl x (budget - running)), as an M/D/1 queue) + half a decode step (it arrives mid-step) + its wait for a slot ((users - running) / running
-  request lifetimes); e2e = TTFT + (osl - 1) x ITL.
+  the others' prompts use, (running - 1) x isl / (osl x (budget - running)), as an M/D/1 queue) + half a decode step (it arrives mid-step) + the front end (the request's
+  path outside the steps: API server, process hops, the first token's way back; the profile's
+  ``request_overhead_s``, an engine generation's ``core.engine.front_end``) + its wait for a slot ((users -
+  running) / running request lifetimes); e2e = TTFT + (osl - 1) x ITL.
 - Throughput: the requests in flight over all replicas (at most concurrency) x osl tokens per request lifetime;
   tokens/s per user = 1 / ITL. Latency is the busiest replica's (ceil(users / replicas) of them).
 
@@ -114,6 +116,9 @@ class ServingPrediction(Record):
     prefill_chunk_steps: int
     prefill_ms: float
     """The request's own prefill steps (with the running decodes they carry)."""
+    front_end_ms: float = 0.0
+    """The request's path outside the engine's steps (API server, process hops, the first token's way back), in
+    ``ttft_ms`` (the profile's ``request_overhead_s``; 0 for a static batch, which no server runs)."""
     bounds: ServingBounds | None
     """The same figures on the profile's ceiling; None only in a search run to judge a way out (never shown)."""
     profile: ProfileRef
@@ -147,7 +152,8 @@ def _latencies(case: ServingCase, stepper: Stepper, running: int) -> tuple[float
     # a new prompt waits for the prompts ahead of it: the share of the steps' prompt budget in use, as an M/D/1 queue
     busy = min(MAX_PREFILL_SHARE, others / (room * steps))
     wait = busy / (2 * (1 - busy)) * prefill
-    return prefill + wait + decode.seconds / 2, itl, prefill, chunks, decode
+    front_end = stepper.profile.request_overhead_s
+    return prefill + wait + decode.seconds / 2 + front_end, itl, prefill, chunks, decode
 
 
 def sustainable(isl: int, osl: int, budget: int) -> int:
@@ -223,6 +229,7 @@ def predict_serving(
         queued_per_replica=queued, ttft_ms=ttft * 1e3, itl_ms=itl * 1e3, e2e_ms=e2e * 1e3,
         output_tokens_per_s=throughput, output_tokens_per_s_per_gpu=throughput / gpus, tokens_per_s_per_user=1 / itl,
         decode_step=decode, prefill_chunk_steps=chunks, prefill_ms=prefill * 1e3,
+        front_end_ms=0.0 if case.batching == "static" else profile.request_overhead_s * 1e3,
         bounds=bounds,
         profile=ProfileRef(name=profile.name, kind=profile.kind, source=profile.source),
         uncertainty=Uncertainty(

@@ -4,9 +4,10 @@ vLLM (``v1/worker/gpu_model_runner.py`` ``profile_run``) runs one forward pass o
 tokens split into min(tokens, ``max_num_seqs``) requests, then its sampler over the last token of each request,
 and subtracts the torch peak of the two from the budget. What we count, per rank:
 
-- the sampler: rows x vocabulary x 16 B, the logits in fp32 (4 B), their sorted copy (4 B) and the int64 sort
-  indices (8 B) of the top-k/top-p path the dummy run exercises. Against the published v0.19 logs (Llama, Qwen,
-  Gemma, Phi, gpt-oss; ``tests/fixtures/vllm_logs.yaml``) this is 0-7% above the reported peak;
+- the sampler: rows x vocabulary x the bytes per logit of the top-k/top-p path the dummy run exercises
+  (``core.engine.sampler``): 16 B on the Triton path of 0.17 and later (fp32 logits, their sorted copy, int64 sort
+  indices; against the published v0.19 logs, Llama, Qwen, Gemma, Phi, gpt-oss in ``tests/fixtures/vllm_logs.yaml``,
+  0-7% above the reported peak), 38 B where 0.8-0.16 sort the vocabulary in PyTorch, 14 B on FlashInfer's;
 - the forward pass: the largest layer's live tensors, the residual stream and its normed copy (2 x d_model) plus
   the widest intermediate: a gated MLP's gate/up output and its activation (3 x d_ff / tp), an MoE layer's for the
   top-k experts of every token, or q/k/v. It is the smaller of the two except with small vocabularies, and an
@@ -16,17 +17,18 @@ Every value is in the model's activation dtype (2 B), logits in fp32.
 
 from __future__ import annotations
 
+from mha_cli.core.engine.sampler import SamplerPath, bytes_per_logit
 from mha_cli.core.schemas import ModelSpec
 
-SAMPLER_BYTES_PER_LOGIT = 16
-"""fp32 logits + fp32 sorted logits + int64 sort indices (vLLM's sampler dummy run with top-k and top-p)."""
 ACTIVATION_BYTES = 2
 
 
-def sampler_peak_bytes(model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int) -> int:
-    """Bytes the sampler's dummy run allocates: one row of logits per dummy request."""
+def sampler_peak_bytes(
+    model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int, sampler: SamplerPath = "triton"
+) -> int:
+    """Bytes the sampler's dummy run allocates on ``sampler``'s path: one row of logits per dummy request."""
     rows = min(max_num_batched_tokens, max_num_seqs)
-    return rows * model.embeddings.vocab_size * SAMPLER_BYTES_PER_LOGIT
+    return rows * model.embeddings.vocab_size * bytes_per_logit(sampler, rows, ACTIVATION_BYTES)
 
 
 def forward_peak_bytes(model: ModelSpec, *, tokens: int, tp: int) -> int:
@@ -40,9 +42,13 @@ def forward_peak_bytes(model: ModelSpec, *, tokens: int, tp: int) -> int:
     return tokens * ACTIVATION_BYTES * (2 * model.d_model + max(widths))
 
 
-def profile_peak_bytes(model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int, tp: int) -> int:
+def profile_peak_bytes(
+    model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int, tp: int, sampler: SamplerPath = "triton"
+) -> int:
     """The activation peak vLLM's profiling run reports: the larger of the forward pass and the sampler."""
     return max(
         forward_peak_bytes(model, tokens=max_num_batched_tokens, tp=tp),
-        sampler_peak_bytes(model, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs),
+        sampler_peak_bytes(
+            model, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, sampler=sampler
+        ),
     )

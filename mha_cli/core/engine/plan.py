@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from pydantic import NonNegativeInt
 
-from mha_cli.core.engine.activation import forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
+from mha_cli.core.engine.activation import ACTIVATION_BYTES, forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
@@ -38,6 +38,7 @@ from mha_cli.core.engine.pages import (
     vllm_state_bytes,
 )  # fmt: skip
 from mha_cli.core.engine.rope_cache import SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_cache_how
+from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import (
     CUDA_GRAPH_ESTIMATE,
     GIB,
@@ -153,9 +154,10 @@ def _non_torch(tp: int) -> int:
 def _activation_how(model: ModelSpec, settings: EngineSettings, tp: int) -> str:
     """Which of the profiling run's two peaks the activation line is (``core.engine.activation``)."""
     tokens, rows = settings.max_num_batched_tokens, min(settings.max_num_seqs, settings.max_num_batched_tokens)
-    sampler = sampler_peak_bytes(model, max_num_batched_tokens=tokens, max_num_seqs=rows)
+    sampler = sampler_peak_bytes(model, max_num_batched_tokens=tokens, max_num_seqs=rows, sampler=settings.sampler)
     if sampler >= forward_peak_bytes(model, tokens=tokens, tp=tp):
-        return f"sampler: {rows} rows x {model.embeddings.vocab_size:,} logits x 16 B"
+        per_logit = bytes_per_logit(settings.sampler, rows, ACTIVATION_BYTES)
+        return f"sampler ({settings.sampler}): {rows} rows x {model.embeddings.vocab_size:,} logits x {per_logit} B"
     return f"forward over {tokens} tokens (widest layer)"
 
 
@@ -535,8 +537,9 @@ def plan_engine(
     """The engine's plan for ``model`` (priced as ``kv``: dtype, tp, max_model_len = kv.seq_len) on ``target``;
     ``weights_how``: where the weights' figure comes from, when not the weight inventory."""
     activation = profile_peak_bytes(
-        model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp
-    )
+        model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp,
+        sampler=settings.sampler,
+    )  # fmt: skip
     encoder = None
     if settings.engine == "vllm":  # a vision tower's encoder run, its outputs kept through the decoder's
         encoder = encoder_profile(

@@ -5,6 +5,7 @@ logs it comes from. Pure Python.
 """
 
 from mha_cli.core.engine.generations import Generation, generation, generation_of
+from mha_cli.core.engine.sampler import SamplerPath, default_sampler
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, EngineName, GenerationId
@@ -59,6 +60,8 @@ class EngineSettings(Record):
     """vLLM: the KV pool set outright (``--kv-cache-memory-bytes``, ``VLLM_CPU_KVCACHE_SPACE``); None: derived."""
     limit_mm_per_prompt: dict[str, int] | None = None
     """vLLM: the most items of each modality per prompt (``--limit-mm-per-prompt``); None: vLLM's 999 each."""
+    sampler: SamplerPath = "triton"
+    """vLLM: the top-k/top-p path of its profiling run's dummy sampler (``core.engine.sampler``)."""
 
 
 VLLM_CPU_BLOCK = 128
@@ -218,6 +221,7 @@ def resolve_settings(
             max_num_batched_tokens=tokens, max_num_seqs=seqs,
             block_size=deployment.block_size or (VLLM_CPU_BLOCK if cpu else chosen.block_size), defaults_note=note,
             kv_cache_bytes=deployment.kv_cache_memory_bytes, limit_mm_per_prompt=deployment.limit_mm_per_prompt,
+            sampler=deployment.vllm_sampler or default_sampler(chosen.id, deployment.engine_version),
         )  # fmt: skip
     if engine == "sglang":
         old = chosen.id == "sglang-0.4"

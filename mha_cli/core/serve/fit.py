@@ -215,7 +215,7 @@ def closed_form(run: MeasuredRun, replay: Replay, profile: DeviceProfile) -> dic
     case = replay.case._replace(isl=mean_in, osl=mean_out, concurrency=users)
     predicted = predict_serving(case, profile, profile.ceiling())
     return {
-        "ttft_mean": predicted.ttft_ms + profile.request_overhead_s * 1e3, "tpot_mean": predicted.itl_ms,
+        "ttft_mean": predicted.ttft_ms, "tpot_mean": predicted.itl_ms,  # the request's overhead is in ttft_ms
         "output_tokens_per_s": predicted.output_tokens_per_s,
     }  # fmt: skip
 

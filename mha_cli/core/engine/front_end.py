@@ -1,0 +1,55 @@
+"""The front end: what a served request spends outside the engine's steps, per engine generation, in its TTFT.
+
+Between a benchmark client's send and the engine's queue a request crosses the API server (HTTP, the chat template,
+tokenising) and a process hop (vLLM V1's front end to its engine core over ZMQ; SGLang's tokenizer manager to its
+scheduler); its first token comes back through detokenising and streaming (SGLang's detokenizer process). None of
+it is in a step's time. The simulator (``core.serve.simulate``) already queues an arrival behind the step in
+progress, and the closed form (``core.cost.serving``) adds half a decode step for it; this term is the rest: one
+fixed time a request, added to every TTFT (``DeviceProfile.request_overhead_s`` of a generation's prior).
+
+Each value is cited from a public measurement of the front end alone (its URL); a generation without one has none
+(0). None is fitted: ``benchmarks/fit_priors.py --set 2025 --front-end`` prints what a fit on a generation's
+one-user fit rows would give, a diagnostic only, since such a fit absorbs whatever the step model misprices in those
+rows' prefill (``outputs/serving/priors_2025.md``). Pure Python.
+"""
+
+from typing import NamedTuple
+
+from mha_cli.core.schemas import GenerationId
+
+
+class FrontEnd(NamedTuple):
+    """One generation's front-end time and where it comes from."""
+
+    seconds: float
+    """Added to every request's TTFT (seconds)."""
+    source: str
+    """Where the value comes from, in a line: the measurement cited and its URL."""
+
+
+NO_MEASUREMENT = "no published measurement of this generation's front end cited: none priced"
+
+FRONT_ENDS: dict[GenerationId, FrontEnd] = {
+    "vllm-v1": FrontEnd(
+        0.045,
+        "cited: a lone request's TTFT above its prefill kernels' time, vLLM 0.18.0 on H200 SXM, 9,000-token prompts:"
+        " +41, +45, +52 ms for Qwen3-0.6B, -8B, -14B (the middle one taken);"
+        " https://github.com/ai-dynamo/aiconfigurator/pull/1166",
+    ),
+    "sglang-0.5": FrontEnd(
+        0.0069,
+        "cited: a lone request's median TTFT 9.54 ms over a 2.632 ms forward, SGLang with a CPU mock device"
+        " (tt-sglang-plugin, TSU=380: each forward busy-waits 1/380 s), vllm bench serve, 128-token prompts,"
+        " 4 prompts at concurrency 1: 9.54 - 2.632 = 6.9 ms;"
+        " https://github.com/tenstorrent/tt-inference-server/issues/3560",
+    ),
+}  # fmt: skip
+"""The generations with a value; every other one has none (``front_end``)."""
+
+
+def front_end(generation: str | None) -> FrontEnd:
+    """The front-end time of ``generation`` (an id of ``core.engine.generations``); None or a generation without
+    evidence: 0 seconds, and why."""
+    if generation is None:
+        return FrontEnd(0.0, "no engine generation: the default constants, fitted with TTFT in their loss, carry it")
+    return FRONT_ENDS.get(generation, FrontEnd(0.0, NO_MEASUREMENT))  # type: ignore[call-overload]

@@ -1,0 +1,91 @@
+"""vLLM V1's dummy-sampler peak by release and sampler path (``core.engine.sampler``): bytes counted by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mha_cli.core.engine.activation import profile_peak_bytes
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.sampler import bytes_per_logit, default_sampler
+from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.sources import load_source
+from mha_cli.core.targets import resolve_target
+from mha_cli.core.weight_bytes import rank_weight_bytes
+
+ROOT = Path(__file__).parent.parent
+GIB = 2**30
+LLM_D = (
+    "https://github.com/llm-d/llm-d-benchmark/blob/4f4d44943c39b76b28e30dfa1fb0dfaf1ee894b5/config_explorer/"
+    "empirical-vllm-memory-results.md"
+)
+
+
+def _llama_8b_plan(**deployment):
+    model = load_source(str(ROOT / "tests/fixtures/hf_configs/llama-3.1-8b.json")).model
+    target = resolve_target("h100-sxm").target
+    spec = DeploymentSpec(seq_len=16_000, tp=1, engine="vllm", engine_generation="vllm-v1", **deployment)
+    settings = resolve_settings(spec, target, 1)
+    kv = kv_footprint(model, seq_len=16_000, kv_dtype="bf16", tp=1)
+    plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=rank_weight_bytes(model, 1, "bf16"),
+                       sequences_per_replica=1)  # fmt: skip
+    return model, settings, plan
+
+
+def test_torch_sort_holds_38_bytes_a_bf16_logit_from_128_rows():
+    """bf16 logits 2 + fp32 copy 4 + sorted values 4 + int64 indices 8 + int64 source indices 8 + CUB's alternate
+    keys 4 and values 8 = 38; under 128 rows two int2 pair buffers (8 + 8) and sorted keys (4) replace the source
+    indices: 50; one row: 30. FlashInfer: 2 + 4 + masked 4 + probabilities 4 = 14; the Triton rule stays 16."""
+    assert bytes_per_logit("torch-sort", 1024) == 2 + 4 + 4 + 8 + 8 + 4 + 8 == 38
+    assert bytes_per_logit("torch-sort", 128) == 38
+    assert bytes_per_logit("torch-sort", 127) == 2 + 4 + 4 + 8 + 8 + 8 + 4 + 4 + 8 == 50
+    assert bytes_per_logit("torch-sort", 1) == 2 + 4 + 4 + 8 + 4 + 8 == 30
+    assert bytes_per_logit("flashinfer", 1024) == 2 + 4 + 4 + 4 == 14
+    assert bytes_per_logit("triton", 1024) == 16
+
+
+@pytest.mark.parametrize(
+    ("generation", "release", "path"),
+    [("vllm-v1", "0.8", "torch-sort"), ("vllm-v1", "0.10.1.1", "torch-sort"), ("vllm-v1", "0.11.0", "torch-sort"),
+     ("vllm-v1", "0.16.0", "torch-sort"), ("vllm-v1", "0.17.0", "triton"), ("vllm-v1", "0.19.0", "triton"),
+     ("vllm-v1", None, "triton"), ("vllm-v1", "0.7", "triton"), ("vllm-0.21", "0.21.0", "triton"),
+     ("vllm-v0", "0.6", "triton")],
+)  # fmt: skip
+def test_the_release_picks_the_sampler(generation, release, path):
+    """0.8-0.16 sort in PyTorch by default; 0.17 and later send 8 rows or more to Triton; no release: the latest."""
+    assert default_sampler(generation, release) == path
+
+
+def test_llama_8b_on_vllm_0_11_defaults_by_hand():
+    """Llama-3.1-8B on an H100 at vllm serve 0.11's defaults (8,192 tokens, 1,024 sequences): 1,024 rows x 128,256
+    logits x 38 B = 4,990,697,472 B = 4.648 GiB, 2.4% under the 4.76 GiB llm-d measured on vLLM 0.11.0 (LLM_D, run 5;
+    the forward pass's hidden states, 72 MiB, stay live through the sampler and are not counted). The 16 B rule gave
+    1.96 GiB, 59% under."""
+    model, settings, plan = _llama_8b_plan(engine_version="0.11.0")
+    assert (settings.max_num_batched_tokens, settings.max_num_seqs, settings.sampler) == (8192, 1024, "torch-sort")
+    expected = 1024 * 128_256 * 38
+    assert expected == 4_990_697_472
+    assert profile_peak_bytes(model, max_num_batched_tokens=8192, max_num_seqs=1024, tp=1, sampler="torch-sort") == (
+        expected
+    )
+    assert plan.activation_peak_bytes == expected
+    assert abs(expected / (4.76 * GIB) - 1) < 0.03
+    assert 1024 * 128_256 * 16 / (4.76 * GIB) < 0.45  # the control: the 16 B rule is far off on 0.11
+
+
+def test_the_v019_rule_does_not_move():
+    """No release, or any 0.17-0.20 release, keeps the 16 B Triton rule the v0.19 logs were read on."""
+    _, _, latest = _llama_8b_plan()
+    _, _, typed = _llama_8b_plan(engine_version="0.19.0")
+    assert latest.activation_peak_bytes == typed.activation_peak_bytes == 1024 * 128_256 * 16
+    assert latest.kv_tokens == typed.kv_tokens
+
+
+def test_a_log_that_names_flashinfer_is_priced_on_it():
+    """``vllm_sampler`` overrides the release's default: FlashInfer's 14 B on 0.11."""
+    _, settings, plan = _llama_8b_plan(engine_version="0.11.0", vllm_sampler="flashinfer")
+    assert settings.sampler == "flashinfer"
+    assert plan.activation_peak_bytes == 1024 * 128_256 * 14

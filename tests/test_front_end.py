@@ -1,0 +1,141 @@
+"""The front end a served request pays outside the engine's steps (``core.engine.front_end``), per engine
+generation: its cited value where one is published, a lone request's TTFT in the simulator and in the closed form,
+and the diagnostic fit on sglang-0.5's one-user fit rows (not shipped), which reads those rows only."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from mha_cli.core.cost.priors import prior_profile
+from mha_cli.core.engine.front_end import FRONT_ENDS, front_end
+from mha_cli.core.engine.generations import GENERATIONS
+from mha_cli.core.serve.simulate import EngineLimits, simulate
+from mha_cli.core.serve.workload import Workload
+from mha_cli.core.targets import load_targets
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_S = {"vllm-v1": 0.045, "sglang-0.5": (9.54 - 2.632) * 1e-3}
+"""vllm-v1: aiconfigurator#1166's +45 ms (Qwen3-8B, vLLM 0.18, H200); sglang-0.5: tt-inference-server#3560's mock
+device, a lone request's median TTFT 9.54 ms less its 2.632 ms forward (1000 / TSU 380), to 2 significant figures."""
+DIAGNOSTIC_FIT_S = 0.112
+"""What a front end fitted on sglang-0.5's 12 one-user fit rows gives (``fit_priors.py --set 2025 --front-end``):
+not shipped, since it takes in the steps' mispricing of those rows' prefill (outputs/serving/priors_2025.md)."""
+
+
+@pytest.mark.parametrize("generation", [g.id for g in GENERATIONS])
+def test_each_generation_prices_its_front_end_in_its_prior(generation):
+    expected = float(f"{SHIPPED_S.get(generation, 0.0):.2g}")
+    assert front_end(generation).seconds == expected
+    profile = prior_profile(load_targets()["h100-sxm"], "bf16", generation=generation)
+    assert profile.request_overhead_s == expected
+    assert profile.constants["request_overhead_s"].startswith(f"{expected:g} (")  # its source beside it
+    assert profile.ceiling().request_overhead_s == 0.0  # the roofline bound has no fixed costs
+
+
+def test_only_generations_with_evidence_have_one_and_each_says_where_it_comes_from():
+    assert set(FRONT_ENDS) == set(SHIPPED_S)
+    assert FRONT_ENDS["vllm-v1"].source.endswith("https://github.com/ai-dynamo/aiconfigurator/pull/1166")
+    assert FRONT_ENDS["sglang-0.5"].source.endswith("https://github.com/tenstorrent/tt-inference-server/issues/3560")
+    assert all(entry.source.startswith("cited: ") for entry in FRONT_ENDS.values())  # none fitted
+    assert prior_profile(load_targets()["h100-sxm"], "bf16").request_overhead_s == 0.0  # the default constants
+
+
+class FixedSteps:
+    """A step cost by hand: 10 ms a step with a prefill chunk, 2 ms a decode-only step."""
+
+    def seconds(self, decodes: int, decode_context: int, chunks: list[tuple[int, int]]) -> float:
+        return 0.010 if chunks else 0.002
+
+    def decode_seconds(self, rows: int, context: int) -> float:
+        return 0.002
+
+    def drafting(self, decodes: int, context: int, chunks: list[tuple[int, int]]) -> float:
+        return 0.0
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_lone_requests_simulated_ttft_is_its_prefill_step_plus_the_front_end(engine):
+    # one user, requests of 8 prompt and 3 output tokens: each reaches an idle engine 45 ms after it is sent,
+    # its prompt runs in one 10 ms step whose end gives its first token; two 2 ms decodes give the rest
+    workload = Workload(lengths=[(8, 3)] * 3, max_concurrency=1)
+    limits = EngineLimits(engine=engine, kv_blocks=64, block_size=16, max_num_batched_tokens=2048, max_num_seqs=8)
+    run, times = simulate(workload, limits, FixedSteps(), request_overhead_s=0.045)  # type: ignore[arg-type]
+    assert times.ttft == pytest.approx([0.055] * 3)
+    assert times.e2e == pytest.approx([0.059] * 3)
+    assert run.duration_s == pytest.approx(3 * 0.059)  # closed loop: the next is sent as one ends
+
+
+def test_the_closed_forms_lone_ttft_carries_the_front_end_and_its_throughput_pays_it():
+    from mha_cli.core.cost.priors import datasheet_profile
+    from mha_cli.core.cost.serving import predict_serving
+    from mha_cli.core.cost.stepper import ServingCase
+    from mha_cli.core.presets import get_preset
+
+    target = load_targets()["h100-sxm"]
+    case = ServingCase(model=get_preset("llama-3-8b"), isl=256, osl=128, concurrency=1, tp=1, admitted_per_replica=8)
+    with_front = prior_profile(target, "bf16", generation="vllm-v1")
+    without = with_front.model_copy(update={"request_overhead_s": 0.0})
+    ceiling = datasheet_profile(target, "bf16")
+    a, b = predict_serving(case, with_front, ceiling), predict_serving(case, without, ceiling)
+    assert a.ttft_ms - b.ttft_ms == pytest.approx(45.0)
+    assert a.front_end_ms == 45.0 and b.front_end_ms == 0.0
+    assert a.itl_ms == b.itl_ms
+    lifetime_a, lifetime_b = a.ttft_ms + 127 * a.itl_ms, b.ttft_ms + 127 * b.itl_ms
+    assert a.output_tokens_per_s == pytest.approx(128 / lifetime_a * 1e3)
+    assert b.output_tokens_per_s == pytest.approx(128 / lifetime_b * 1e3)
+    assert a.bounds.ttft_ms == b.bounds.ttft_ms  # the roofline has no front end
+
+
+@pytest.fixture(scope="module")
+def fit_priors():
+    spec = importlib.util.spec_from_file_location("fit_priors", ROOT / "benchmarks" / "fit_priors.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fit_priors"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def sglang_rows(fit_priors):
+    return [row for row in fit_priors.load_generation_rows() if row.generation == "sglang-0.5"]
+
+
+def test_a_front_end_fitted_on_sglangs_twelve_one_user_fit_rows_is_112_ms_not_shipped(fit_priors, sglang_rows):
+    lone = fit_priors.lone_fit_rows(sglang_rows, "sglang-0.5")
+    assert len(lone) == 12
+    assert all(row.split == "fit" and row.case.concurrency == 1 for row in lone)
+    assert fit_priors.fit_front_end(sglang_rows, "sglang-0.5") == DIAGNOSTIC_FIT_S
+    assert front_end("sglang-0.5").seconds < DIAGNOSTIC_FIT_S / 10  # the cited front end, not the fit
+    # the fit is independent of the shipped value: the steps-alone TTFT is the prediction less the shipped front end
+    gaps = [row.measured["ttft_ms"] - fit_priors.ttft_without_front_end_ms(row) for row in lone]
+    assert min(gaps) < 0 < 4000 < max(gaps)  # Llama 3.1 70B at 4k tokens priced slower; Llama 4 Scout's 4.2 s
+
+
+def test_the_front_end_fit_never_reads_a_held_out_row(fit_priors, sglang_rows):
+    held_out = [row for row in sglang_rows if row.split == "holdout" and "ttft_ms" in row.measured]
+    assert len(held_out) == 24
+    saved = [dict(row.measured) for row in held_out]
+    try:
+        for row in held_out:  # held-out TTFTs 100 times larger: a fit that read them would move
+            row.measured["ttft_ms"] *= 100
+        assert fit_priors.fit_front_end(sglang_rows, "sglang-0.5") == DIAGNOSTIC_FIT_S
+    finally:
+        for row, measured in zip(held_out, saved, strict=True):
+            row.measured = measured
+    assert fit_priors.fit_front_end(sglang_rows, "vllm-v1") is None  # no one-user TTFT row of its own
+
+
+def test_plan_prints_and_reports_the_front_end_of_the_named_engines_generation(cli):
+    common = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "233", "--osl", "221",
+              "--concurrency", "1", "--closed-form")  # fmt: skip
+    vllm = cli.json(*common, "--engine", "vllm@0.11")
+    plain = cli.json(*common)
+    assert vllm["front_end_ms"] == 45.0 and plain["front_end_ms"] == 0.0
+    assert vllm["ttft_ms"] == pytest.approx(vllm["prefill_ms"] + vllm["decode_step"]["seconds"] * 1e3 / 2 + 45.0)
+    text = cli.run(*common, "--engine", "vllm@0.11").stdout
+    share = 45.0 / vllm["ttft_ms"]
+    assert f"front end 45.0 ms a request ({share:.0%} of the TTFT" in " ".join(text.split())
