@@ -12,7 +12,10 @@ import itertools
 import textwrap
 from typing import Any
 
-from mha_cli.core.schemas import DeploymentSpec, MhaConfig, MLASpec, ModelSpec, MoESpec, RopeScaling, RopeSpec
+from pydantic import BaseModel
+
+from mha_cli.core import schemas
+from mha_cli.core.schemas import MhaConfig
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -35,8 +38,11 @@ def config_json_schema() -> dict[str, Any]:
     schema = MhaConfig.model_json_schema()
     schema["$schema"] = JSON_SCHEMA_DIALECT
     schema["title"] = "mha config file"
-    for cls in (MhaConfig, ModelSpec, DeploymentSpec, MLASpec, MoESpec, RopeSpec, RopeScaling):
-        node = schema if cls is MhaConfig else schema["$defs"][cls.__name__]
+    for name, node in [("MhaConfig", schema), *schema.get("$defs", {}).items()]:
+        cls = getattr(schemas, name, None)  # every model of the file is defined in core.schemas
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or "properties" not in node:
+            continue
         for field, doc in attribute_docstrings(cls).items():
-            node["properties"][field].setdefault("description", doc)
+            if field in node["properties"]:
+                node["properties"][field].setdefault("description", doc)
     return schema

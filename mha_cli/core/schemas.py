@@ -573,8 +573,11 @@ class AttentionSpec(_Strict):
     variant: Annotated[Variant, BeforeValidator(upper_variant)]
     """MHA, GQA, MQA or MLA; in a ``ModelSpec`` left out: inferred from the head counts (and ``mla``)."""
     mla: MLASpec | None = None
+    """Multi-head latent attention's compressed K/V (DeepSeek-V2/V3); None: K and V projected per KV head."""
     qkv_bias: bool = False
+    """Whether q_proj, k_proj and v_proj have biases (Qwen2)."""
     o_bias: bool = False
+    """Whether o_proj has a bias."""
     last_o_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
     """Whether the last layer's attention output projection has a bias, d_model values, when ``o_bias`` gives the
     others none (GPT-NeoX-Japanese's ``dense_bias``)."""
@@ -790,12 +793,15 @@ class BlockSpec(_Strict):
     """gated (SwiGLU, GeGLU): gate, up, down, 3 * d_model * d_ff; plain (GELU): up, down, 2 * d_model * d_ff. The
     routed and shared experts of an MoE layer are MLPs of the same kind (Nemotron-H's are plain)."""
     mlp_bias: bool = False
+    """Whether the dense MLP's projections have biases."""
     activation: Annotated[Activation | None, Field(exclude_if=_is_none)] = None
     """The dense MLP's nonlinearity (on the gate of a gated MLP, on the hidden layer of a plain one; MoE experts
     keep SiLU); None: the kind's own, SiLU for gated (SwiGLU), exact GELU for plain. Gemma: gelu_tanh (GeGLU);
     GPT-2, GPT-Neo, StarCoder2: gelu_tanh; OPT, CTRL: relu; Persimmon: relu2 (squared ReLU)."""
     moe: MoESpec | None = None
+    """The mixture-of-experts MLP of the layers ``moe.is_moe_layer`` (or ``layers.mlp_pattern``) names; None: dense."""
     norm: NormType = "rmsnorm"
+    """The kind of every norm of width d_model: RMSNorm (Llama) or LayerNorm (GPT-2)."""
     norm_bias: Annotated[bool, Field(exclude_if=_is_default(True))] = True
     """Whether a ``layernorm`` has a bias (Cohere's have none); an RMSNorm never has one."""
     norm_weights: Annotated[bool, Field(exclude_if=_is_default(True))] = True
@@ -851,6 +857,7 @@ class EmbeddingSpec(_Strict):
     above the last."""
 
     vocab_size: Annotated[int, Field(gt=0, le=_MAX_VOCAB)]
+    """Rows of the token embedding and of the LM head."""
     tied: bool = False
     """Whether the output head shares the input embedding matrix."""
     positions: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] = 0
@@ -908,6 +915,7 @@ class ModelSpec(_Strict):
     A file written before the parts (every field at the top level) is read by ``core.model_migration``."""
 
     name: str = "custom"
+    """What the model is called in the output (a preset's name, a config's ``_name_or_path``)."""
     source: str | None = None
     """Where the numbers come from (a paper, a config.json, the recommender)."""
     family: Annotated[str, Field(max_length=64)] | None = None
@@ -916,6 +924,7 @@ class ModelSpec(_Strict):
     d_model: Width
     """Residual stream width (hidden_size)."""
     n_layers: Annotated[int, Field(gt=0, le=_MAX_LAYERS)]
+    """Decoder layers (num_hidden_layers)."""
     context_length: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
     """Context the model was trained for (config.json's max_position_embeddings), if known."""
     attention: AttentionSpec
