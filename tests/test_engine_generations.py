@@ -208,9 +208,13 @@ def test_trtllm_cpp_blocks_of_64_and_its_log():
 
 
 def test_every_held_out_log_names_the_generation_its_version_picks():
+    """Each log quotes its figures and names where they are: a public URL, or the search index's id of a file whose
+    repository the index does not expose (the 4xx group); a log mha can express names the generation it picks."""
     for log in LOGS.values():
-        assert log["url"].startswith("https://github.com/") and log["quote"], log["id"]
-        assert generation_of(f"{log['engine']}@{log['version']}").id == log["generation"], log["id"]
+        source = str(log["url"])
+        assert (source.startswith("https://") or source.startswith("search index id ")) and log["quote"], log["id"]
+        if not log.get("not_expressible"):
+            assert generation_of(f"{log['engine']}@{log['version']}").id == log["generation"], log["id"]
 
 
 def test_launch_line_of_vllm_v0_has_no_data_parallel_flag(cli):
