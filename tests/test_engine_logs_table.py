@@ -6,14 +6,16 @@ stand, per group, so that a rule change that moves them has to say so here.
   (vLLM #10511, available memory but no token count) is now compared on its memory, +3.8%. The sampler by release
   (``core.engine.sampler``) brought 101 in (-5.0% -> -3.6%, FlashInfer's 14 B as its log prints) and 202 near
   (+45.7% -> +5.9%, 0.10's PyTorch sort), and moved 103 (-16.8% -> -23.4%, its sampler line unread) and 105
-  (-10.1% -> -17.3%, the PyTorch sort its log prints, against the 2.1 GiB tp > 1 non-torch constant).
+  (-10.1% -> -17.3%, the PyTorch sort its log prints, against the 2.1 GiB tp > 1 non-torch constant). The
+  non-torch rule by part (``core.engine.non_torch``: 2.1 GiB at tp > 1 on Hopper/Blackwell only) brought 104 and 105
+  in (-6.2% -> -0.4%, -17.3% -> -0.5%) and 103 nearer (-23.4% -> -8.0%): 10 of 18.
 - ``new`` (collected after the RoPE rule was committed): within 5% on 3 of 7 as the rules stood, every miss over;
   7 of 7 once vLLM 0.8-0.16's PyTorch sort of the vocabulary (38 B a logit, read in the source, not fitted) is
   priced for their release, 0.11.0: the worst Qwen3-32B at tp 1 went from +72.1% to +0.5% of a 4.45 GiB pool.
 - ``new-2`` (ids 401-411, collected after the sampler rule was committed; no rule changed since): the per-token rule
-  exact on 6 of 7, the whole plan within 5% on 4 of 8 priced, 3 logs not expressible. Pinned here as measured, so
-  that a rule written after seeing these logs has to say what it moves (the group is the held-out number only
-  until then).
+  exact on 6 of 7, the whole plan within 5% on 4 of 8 priced as the rules stood, 3 logs not expressible. The
+  non-torch rule by part, written with 405 and 406 in view (so they are no longer held out for it), moved 405
+  (-19.9% -> -7.1%) and 406 (-17.7% -> -0.3%): 5 of 8.
 """
 
 from __future__ import annotations
@@ -37,13 +39,13 @@ def table():
 
 def test_counts_per_group(table):
     module, rows = table
-    assert module.counts(rows, "seen") == {"logs": 18, "rule_checked": 13, "rule_exact": 12, "priced": 18, "within": 8}
+    assert module.counts(rows, "seen") == {"logs": 18, "rule_checked": 13, "rule_exact": 12, "priced": 18, "within": 10}
     assert module.counts(rows, "new") == {"logs": 7, "rule_checked": 0, "rule_exact": 0, "priced": 7, "within": 7}
-    assert module.counts(rows, "new-2") == {"logs": 8, "rule_checked": 7, "rule_exact": 6, "priced": 8, "within": 4}
+    assert module.counts(rows, "new-2") == {"logs": 8, "rule_checked": 7, "rule_exact": 6, "priced": 8, "within": 5}
 
 
 def test_second_new_group_errors(table):
-    """Each log of the 4xx group against the plan as the rules stood when it was collected; its basis (tokens, or
+    """Each log of the 4xx group against the plan (405 and 406 since the non-torch rule by part); its basis (tokens, or
     the available memory where the log prints no token count)."""
     _, rows = table
     new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-2"}
@@ -53,8 +55,8 @@ def test_second_new_group_errors(table):
         402: -0.023,
         403: -0.007,
         404: -0.041,
-        405: -0.199,
-        406: -0.177,
+        405: -0.071,
+        406: -0.003,
         407: 0.028,
         408: 0.187,
     }

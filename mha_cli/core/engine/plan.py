@@ -27,6 +27,7 @@ from mha_cli.core.engine.activation import ACTIVATION_BYTES, forward_peak_bytes,
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
+from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
 from mha_cli.core.engine.pages import (
     VLLM_0_21_RULES,
     VLLM_V1_RULES,
@@ -42,8 +43,6 @@ from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import (
     CUDA_GRAPH_ESTIMATE,
     GIB,
-    NON_TORCH_ONE_RANK,
-    NON_TORCH_TENSOR_PARALLEL,
     EngineSettings,
 )  # fmt: skip
 from mha_cli.core.kv import KvFootprint, kv_footprint
@@ -147,10 +146,6 @@ KV_FORMATS = {"vllm": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"), "sglang": (
 LOG_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
-def _non_torch(tp: int) -> int:
-    return NON_TORCH_TENSOR_PARALLEL if tp > 1 else NON_TORCH_ONE_RANK
-
-
 def _activation_how(model: ModelSpec, settings: EngineSettings, tp: int) -> str:
     """Which of the profiling run's two peaks the activation line is (``core.engine.activation``)."""
     tokens, rows = settings.max_num_batched_tokens, min(settings.max_num_seqs, settings.max_num_batched_tokens)
@@ -245,7 +240,7 @@ class _Inputs(NamedTuple):
         return BudgetLine(label="activation peak (profiling)", bytes=-self.activation, how=how)
 
     def non_torch_line(self) -> BudgetLine:
-        how = f"measured in vLLM's logs, tp {'> 1' if self.kv.tp > 1 else '1'} (CUDA context, NCCL)"
+        how = non_torch_how(self.kv.tp, self.target)
         return BudgetLine(label="non-torch memory", bytes=-self.non_torch, how=how)
 
 
@@ -549,7 +544,7 @@ def plan_engine(
         activation = activation if encoder is None else encoder.peak_bytes(activation)
     cpu = target.vendor == "CPU"
     paged = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
-    non_torch = 0 if cpu else _non_torch(kv.tp)
+    non_torch = 0 if cpu else non_torch_bytes(kv.tp, target)
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder)
     if weights_how is not None:
         inputs = inputs._replace(weights_how=weights_how)

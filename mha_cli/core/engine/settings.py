@@ -24,13 +24,6 @@ TRTLLM_FRACTION = 0.90
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
 """Block sizes vLLM's ``--block-size`` accepts on CUDA."""
 
-NON_TORCH_ONE_RANK = round(0.25 * GIB)
-"""vLLM's "non-torch forward increase memory" on one GPU: 0.24-0.26 GiB in every published v0.19 log of one
-rank (H100, Llama/Qwen/Gemma/Phi/DeepSeek; ``tests/fixtures/vllm_logs.yaml``): CUDA context growth, cuBLAS
-workspaces."""
-NON_TORCH_TENSOR_PARALLEL = round(2.1 * GIB)
-"""The same at tp > 1: 2.06-2.21 GiB in the published v0.19 logs at tp 2 and 4 (NCCL and custom all-reduce
-buffers). vLLM 0.11 takes its memory snapshot after NCCL starts and so charges less of it."""
 CUDA_GRAPH_ESTIMATE = 1 * GIB
 """CUDA-graph memory of vLLM's default capture sizes: 0.65-1.66 GiB in the published v0.19 logs ("Graph capturing
 finished ... took X GiB"). Up to v0.20 it is taken after the KV pool, from the (1 - utilisation) headroom."""

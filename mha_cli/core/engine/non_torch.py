@@ -1,0 +1,62 @@
+"""vLLM's "non-torch forward increase memory" at tp > 1: what its profiling window adds outside torch's allocator.
+
+vLLM 0.19 takes its start-up snapshot after NCCL starts (``v1/worker/gpu_worker.py`` ``init_device``: "Initialize
+the distributed environment BEFORE taking memory snapshot") and charges what non-torch memory grows from there to the
+end of the profiling run (``utils/mem_utils.py`` ``memory_profiling``). At tp > 1 three things that grow there exist
+only on Hopper and Blackwell datacenter parts (compute capability 9.0 and the 10.x family):
+
+- the FlashInfer all-reduce + RMSNorm fusion, which vLLM 0.19 turns on for tp > 1 only on those parts
+  (``config/vllm.py`` ``enable_allreduce_rms_fusion``: ``is_device_capability_family(100)`` or
+  ``is_device_capability(90)``). Its workspace is made while the profiling run compiles the model: three cudaMalloc
+  IPC buffers (flashinfer-python 0.6.6, which 0.19 pins, ``comm/trtllm_ar.py``
+  ``trtllm_create_ipc_workspace_for_all_reduce_fusion``), exchanged with ``dist.all_gather_object`` over the TP
+  device group (``comm/cuda_ipc.py`` ``create_shared_buffer``), whose torch NCCL communicator that call creates;
+- NCCL's NVLink SHARP buffers: NCCL 2.27.5 (``src/transport/nvls.cc``) sets NVLS up only with multicast support
+  (NVSwitch, Hopper on) and more than two GPUs, 16 channels x 2 x 128 KiB x 8 steps = 32 MiB per NVLS head;
+- nothing of the kind on Ampere, Ada or PCIe parts: there the window holds NCCL's lazily connected P2P/SHM ring and
+  tree buffers only (NCCL_BUFFSIZE 4 MiB, LL128 4.7 MiB and LL 0.5 MiB a connection, ``src/init.cc``, in host memory over SHM).
+
+The sources name the parts but do not add up to the 2.1 GiB the v0.19 H100 logs print (tp 2 with a 0.5 GiB fusion
+workspace and tp 4 with a 0.03 GiB one both print 2.07-2.21 GiB), so the figure on Hopper/Blackwell stays the logs'
+measurement; elsewhere the one-rank figure is charged, which the PCIe logs' own breakdowns bear out (vLLM 0.10 on
+eight L40S prints 0.21 GiB with NCCL's start-up inside its window). Pure Python.
+"""
+
+from mha_cli.core.targets import Target
+
+GIB = 2**30
+
+NON_TORCH_ONE_RANK = round(0.25 * GIB)
+"""vLLM's "non-torch forward increase memory" on one GPU: 0.24-0.26 GiB in every published v0.19 log of one
+rank (H100, Llama/Qwen/Gemma/Phi/DeepSeek; ``tests/fixtures/vllm_logs.yaml``): CUDA context growth, cuBLAS
+workspaces."""
+NON_TORCH_TENSOR_PARALLEL = round(2.1 * GIB)
+"""The same at tp > 1 on Hopper/Blackwell: 2.06-2.21 GiB in the published v0.19 H100 logs at tp 2 and 4 (the
+all-reduce fusion workspace and the NCCL communicator it creates, NVLS buffers at tp > 2)."""
+
+FUSED_ALLREDUCE_PARTS = ("h100", "h200", "h20", "h800", "gh200", "b200", "gb200", "b300", "gb300")
+"""Target ids (or their prefix) of compute capability 9.0 (Hopper) and the 10.x family (Blackwell datacenter): the
+parts on which vLLM 0.19 enables the FlashInfer all-reduce fusion. RTX 50xx and RTX PRO Blackwell are 12.0: not in."""
+
+
+def fused_allreduce_part(target: Target) -> bool:
+    """The target is an NVIDIA Hopper or Blackwell datacenter part (``FUSED_ALLREDUCE_PARTS``)."""
+    return target.vendor == "NVIDIA" and any(
+        target.id == part or target.id.startswith(f"{part}-") for part in FUSED_ALLREDUCE_PARTS
+    )
+
+
+def non_torch_bytes(tp: int, target: Target) -> int:
+    """Bytes of non-torch memory vLLM charges each rank of ``tp`` on ``target``."""
+    if tp > 1 and fused_allreduce_part(target):
+        return NON_TORCH_TENSOR_PARALLEL
+    return NON_TORCH_ONE_RANK
+
+
+def non_torch_how(tp: int, target: Target) -> str:
+    """Where ``non_torch_bytes`` comes from, for the budget's line."""
+    if tp == 1:
+        return "measured in vLLM's logs, tp 1 (CUDA context, cuBLAS)"
+    if fused_allreduce_part(target):
+        return "measured in vLLM 0.19's H100 logs, tp > 1 (all-reduce fusion workspace, NCCL, NVLS)"
+    return f"{target.id}: no all-reduce fusion or NVLS at tp > 1 (vLLM, NCCL source): the one-rank figure"

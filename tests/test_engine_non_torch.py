@@ -1,0 +1,52 @@
+"""Non-torch memory at tp > 1 by part (``core.engine.non_torch``): bytes by hand, and the KV budget they move."""
+
+from mha_cli.core.engine.non_torch import fused_allreduce_part, non_torch_bytes, non_torch_how
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.presets import get_preset
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.targets import resolve_target
+
+GIB = 2**30
+
+
+def _target(name: str):
+    return resolve_target(name).target
+
+
+def test_nvswitch_hopper_at_tp_4_pays_the_measured_2_1_gib():
+    # 2.1 GiB = 2,254,857,830.4 B, rounded: the figure vLLM 0.19's H100 logs print at tp 2 and 4 (2.07-2.21)
+    assert non_torch_bytes(4, _target("h100-sxm")) == 2_254_857_830
+    assert non_torch_bytes(8, _target("b200")) == 2_254_857_830
+    assert "H100 logs" in non_torch_how(4, _target("h100-sxm"))
+
+
+def test_pcie_ada_at_tp_2_pays_the_one_rank_quarter_gib():
+    # 0.25 GiB = 268,435,456 B: no FlashInfer all-reduce fusion (capability 8.9) and no NVLS (no NVSwitch)
+    assert non_torch_bytes(2, _target("l4")) == 268_435_456
+    assert non_torch_bytes(8, _target("l40s")) == 268_435_456
+    assert non_torch_bytes(2, _target("a100-80gb")) == 268_435_456
+    assert "no all-reduce fusion" in non_torch_how(2, _target("l4"))
+
+
+def test_one_rank_is_the_same_everywhere():
+    assert non_torch_bytes(1, _target("h100-sxm")) == non_torch_bytes(1, _target("l4")) == 268_435_456
+
+
+def test_hopper_and_blackwell_datacenter_parts_only():
+    assert all(fused_allreduce_part(_target(t)) for t in ("h100-sxm", "h100-pcie", "h200", "h20", "b300", "gb200"))
+    # RTX 50xx and RTX PRO Blackwell are capability 12.0: vLLM 0.19 leaves the fusion off there
+    assert not any(fused_allreduce_part(_target(t)) for t in ("rtx-5090", "rtx-pro-6000-ws", "l40s", "a100-80gb"))
+    assert not fused_allreduce_part(_target("mi300x"))
+
+
+def test_the_pool_gains_what_the_pcie_rule_stops_charging():
+    model = get_preset("llama-3-8b")
+    kv = kv_footprint(model, seq_len=8192, tp=2)
+    l40s = _target("l40s")
+    settings = resolve_settings(DeploymentSpec(), l40s, 2)
+    plan = plan_engine(model, kv, l40s, settings, weights_bytes_per_rank=8 * 10**9, sequences_per_replica=1)
+    assert plan.non_torch_bytes == 268_435_456
+    line = next(line for line in plan.budget if line.label == "non-torch memory")
+    assert line.bytes == -268_435_456
