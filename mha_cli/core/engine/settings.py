@@ -246,11 +246,17 @@ def resolve_settings(
             block_size=deployment.block_size or chosen.block_size, defaults_note=note,
         )  # fmt: skip
     tokens = deployment.max_num_batched_tokens or 8192
+    batch = deployment.max_num_seqs or TRTLLM_BATCH
+    block = deployment.block_size or chosen.block_size
+
+    def said(value: int, given: object) -> str:
+        return f"{value}" if given else f"{value} (default)"
+
     return EngineSettings(
         engine=engine, generation=chosen.id, utilisation=util or TRTLLM_FRACTION,
         utilisation_source="--free-gpu-memory-fraction" if util else "TensorRT-LLM's default",
-        max_num_batched_tokens=tokens, max_num_seqs=deployment.max_num_seqs or TRTLLM_BATCH,
-        block_size=deployment.block_size or chosen.block_size,
-        defaults_note=f"{chosen.label}: max_num_tokens 8192, max_batch_size {TRTLLM_BATCH},"
-        f" tokens_per_block {chosen.block_size}",
+        max_num_batched_tokens=tokens, max_num_seqs=batch, block_size=block,
+        defaults_note=f"{chosen.label}: max_num_tokens {said(tokens, deployment.max_num_batched_tokens)},"
+        f" max_batch_size {said(batch, deployment.max_num_seqs)},"
+        f" tokens_per_block {said(block, deployment.block_size)}",
     )  # fmt: skip
