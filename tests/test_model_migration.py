@@ -40,7 +40,8 @@ def test_every_flat_field_has_one_place_and_every_part_field_one_flat_name():
     for flat, (part, name) in FLAT_FIELDS.items():
         assert part in PARTS and name in ModelSpec.model_fields[part].annotation.model_fields, flat
     part_fields = {(part, name) for part in PARTS for name in ModelSpec.model_fields[part].annotation.model_fields}
-    assert part_fields == set(places)  # a part field no old file could name would be a field the migration drops
+    assert set(places) <= part_fields  # the old names are frozen at version 1's; a new field needs none
+    assert len(FLAT_FIELDS) == 59  # version 1's 67 fields less the 8 that stayed at the top level
     assert set(ModelSpec.model_fields) & set(FLAT_FIELDS) == set()  # no name lives in both forms
 
 
@@ -61,7 +62,7 @@ def test_one_name_per_concept():
         assert not hasattr(spec, twin), twin
     assert (spec.attention.n_kv_heads, spec.attention.head_dim, spec.attention.variant) == (128, 192, "MLA")
     for name in ("n_kv_heads", "head_dim", "variant"):
-        assert AttentionSpec.model_fields[name].is_required()  # a standalone part states them
+        assert AttentionSpec.model_fields[name].is_required()  # derived only from what the part is given
 
 
 def test_a_field_given_both_ways_is_refused_not_chosen():
@@ -90,3 +91,26 @@ def test_a_copy_refuses_a_field_the_model_does_not_have():
     spec = get_preset("llama-3-8b")
     with pytest.raises(TypeError, match="ModelSpec has no field sliding_window"):
         spec.model_copy(update={"sliding_window": 4096})
+
+
+def test_the_exported_schema_accepts_the_files_mha_writes(tmp_path):
+    """What ``recommend --out`` writes (an MLA config leaves out n_kv_heads and head_dim) has every required key of
+    the schema ``mha schema`` prints and no key it does not describe; the schema is version 2's."""
+    from mha_cli.core.config_io import config_to_yaml
+    from mha_cli.core.schema_export import config_json_schema
+    from mha_cli.core.schemas import MhaConfig
+
+    schema = config_json_schema()
+    assert schema["properties"]["schema_version"]["const"] == 2
+    defs = schema["$defs"]
+    parts = {"attention": "AttentionSpec", "block": "BlockSpec", "embeddings": "EmbeddingSpec"}
+    for preset in ("deepseek-v3", "llama-3-8b", "gemma-2-9b"):
+        written = yaml.safe_load(config_to_yaml(MhaConfig(model=get_preset(preset))))["model"]
+        assert set(defs["ModelSpec"]["required"]) <= set(written) <= set(defs["ModelSpec"]["properties"]), preset
+        for part, name in parts.items():
+            keys = set(written[part])
+            assert set(defs[name].get("required", [])) <= keys <= set(defs[name]["properties"]), (preset, part)
+    assert (
+        "head_dim"
+        not in yaml.safe_load(config_to_yaml(MhaConfig(model=get_preset("deepseek-v3"))))["model"]["attention"]
+    )

@@ -198,6 +198,8 @@ def config_to_yaml(config: MhaConfig, header: str | None = None) -> str:
     """The config as YAML, fields in schema order, ``None`` fields (and MLA's cache mode for other
     variants; for MLA, the n_kv_heads and head_dim the schema derives from the latent) left out."""
     data = _applicable(config)
+    if not data["model"].get("layers"):  # every layer global and dense-or-MoE by the block: nothing to say
+        data["model"].pop("layers", None)
     if config.model.attention.mla is not None:  # one latent: no per-head KV count or width (derived on reading)
         data["model"]["attention"].pop("n_kv_heads", None)
         data["model"]["attention"].pop("head_dim", None)

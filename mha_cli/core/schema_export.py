@@ -33,13 +33,29 @@ def attribute_docstrings(cls: type) -> dict[str, str]:
     return docs
 
 
+def _derived_fields_optional(schema: dict[str, Any]) -> None:
+    """The attention fields a spec derives when they are left out (``schemas.resolve_attention``) are optional in
+    a file, as ``mha`` reads it; and the schema describes the layout ``mha`` writes, version 2 (a version-1 file,
+    flat, is read by the migration, not described here)."""
+    attention = schema["$defs"]["AttentionSpec"]
+    derived = {"n_kv_heads", "head_dim", "variant"}
+    attention["required"] = [name for name in attention.get("required", []) if name not in derived]
+    schema["properties"]["schema_version"] = {
+        "const": schemas.CONFIG_SCHEMA_VERSION,
+        "default": schemas.CONFIG_SCHEMA_VERSION,
+        "description": "The layout this schema describes: the model in parts. mha also reads version 1 (every model"
+        " field at the top level), which this schema does not describe.",
+    }
+
+
 def config_json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of ``MhaConfig`` with field descriptions."""
     schema = MhaConfig.model_json_schema()
     schema["$schema"] = JSON_SCHEMA_DIALECT
     schema["title"] = "mha config file"
+    _derived_fields_optional(schema)
     for name, node in [("MhaConfig", schema), *schema.get("$defs", {}).items()]:
-        cls = getattr(schemas, name, None)  # every model of the file is defined in core.schemas
+        cls = getattr(schemas, name, None)  # the models core.schemas defines; others (SchemeRule) keep pydantic's
         if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or "properties" not in node:
             continue
         for field, doc in attribute_docstrings(cls).items():

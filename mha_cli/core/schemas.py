@@ -49,7 +49,7 @@ LayerKind = Literal["global", "local", "chunked", "linear"]
 ``sliding_window`` tokens, ``chunked`` the tokens of its current ``attention_chunk`` (Llama-4), ``linear`` no
 per-token K/V at all but the fixed per-sequence state of ``ModelSpec.recurrent`` (Gated DeltaNet, Mamba)."""
 MlpKind = Literal["dense", "moe", "none"]
-"""A layer's feed-forward: ``dense`` (``d_ff`` wide), ``moe`` (``ModelSpec.moe``) or ``none``, a layer that only
+"""A layer's feed-forward: ``dense`` (``d_ff`` wide), ``moe`` (``ModelSpec.block.moe``) or ``none``, a layer that only
 mixes tokens (Nemotron-H's Mamba-2 block followed by another mixer block): one norm, no MLP."""
 RecurrentKind = Literal["gated_deltanet", "mamba", "mamba2", "lightning", "kda", "short_conv", "mlstm", "rwkv"]
 StateDtype = Literal["auto", "fp32", "activation"]
@@ -929,9 +929,7 @@ class ModelSpec(_Strict):
     """Context the model was trained for (config.json's max_position_embeddings), if known."""
     attention: AttentionSpec
     """The attention of every attending layer: heads, projections, scores, positions."""
-    layers: Annotated[LayerPatternSpec, Field(exclude_if=lambda layers: layers == LayerPatternSpec())] = (
-        LayerPatternSpec()
-    )
+    layers: LayerPatternSpec = LayerPatternSpec()
     """Which kind each layer is (global, local, chunked, linear; its feed-forward) and the local layers' reach."""
     block: BlockSpec
     """The block around each layer's mixer: norms, residual, MLP or MoE."""
@@ -1206,6 +1204,12 @@ class DeploymentSpec(_Strict):
                 raise ValueError("dp (DP attention) spreads whole experts: expert_parallel cannot be false with it")
             data = {**data, "expert_parallel": True}
         return data
+
+    @model_validator(mode="after")
+    def _vllm_sampler_is_vllms(self) -> "DeploymentSpec":
+        if self.vllm_sampler is not None and self.engine not in (None, "vllm"):
+            raise ValueError(f"vllm_sampler is vLLM's profiling sampler: {self.engine} has none; drop it")
+        return self
 
     kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=1 << 50)] | None = None
     """vLLM: the KV pool per rank in bytes, set rather than derived from the memory utilisation

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.schemas import ModelSpec, SpeculativeMethod, SpeculativeSpec
+from mha_cli.core.schemas import LayerPatternSpec, ModelSpec, SpeculativeMethod, SpeculativeSpec
 from mha_cli.core.weight_bytes import rank_weight_bytes
 
 if TYPE_CHECKING:
@@ -186,9 +186,12 @@ def decoder_layers(model: ModelSpec, n_layers: int) -> ModelSpec:
     moe = model.block.moe
     if moe is not None:
         moe = moe.model_copy(update={"n_dense_layers": 0, "layer_period": 1, "layer_offset": 0})
-    layers = model.layers.model_copy(update={"pattern": None, "mlp_pattern": None})
     block = model.block.model_copy(update={"moe": moe})
-    return model.model_copy(update={"n_layers": n_layers, "layers": layers, "block": block, "recurrent": None})
+    # full attention: no pattern, window, chunk or shared K/V (a one-layer drafter of Gemma-3n's 15 shared layers
+    # would cache a negative count)
+    return model.model_copy(
+        update={"n_layers": n_layers, "layers": LayerPatternSpec(), "block": block, "recurrent": None}
+    )
 
 
 def drafter_weight_bytes(
@@ -225,14 +228,16 @@ def memory_model(target: ModelSpec, spec: SpeculativeSpec, tp: int, kv_dtype: st
     """``target`` with the drafter's cache as extra full-attention layers: the model the memory plan's KV pool
     divides among requests (weights are priced apart, ``drafter_weight_bytes``)."""
     extra = equivalent_layers(spec, target, tp, kv_dtype)
-    pattern, mlp_pattern = target.layers.pattern, target.layers.mlp_pattern
-    layers = target.layers.model_copy(
-        update={
-            "pattern": None if pattern is None else [*pattern, *["global"] * extra],
-            "mlp_pattern": None if mlp_pattern is None else [*mlp_pattern, *[mlp_pattern[-1]] * extra],
-        }
-    )
-    return target.model_copy(update={"n_layers": target.n_layers + extra, "layers": layers})
+    layers = target.layers
+    if extra == 0:
+        return target
+    # The extra layers go first, each kind of the target's listed after them, so a repeating pattern keeps its
+    # counts and the K/V-sharing layers stay the last ones.
+    kinds = [target.layer_kind(i) for i in range(target.n_layers)]
+    update: dict[str, object] = {"pattern": None if set(kinds) == {"global"} else [*["global"] * extra, *kinds]}
+    if layers.mlp_pattern is not None:
+        update["mlp_pattern"] = [*["dense"] * extra, *[target.mlp_kind(i) for i in range(target.n_layers)]]
+    return target.model_copy(update={"n_layers": target.n_layers + extra, "layers": layers.model_copy(update=update)})
 
 
 def build_spec(

@@ -82,19 +82,23 @@ DERIVED_FROM_HEADS = ("n_kv_heads", "head_dim", "variant")
 
 
 def _without_derived_misses(errors: list[Any]) -> list[Any]:
-    """``errors`` less the "missing" ones of derived head fields beside a refused field of the same part or a
-    refused ``d_model`` (an ``n_heads`` of "4" leaves ``head_dim`` underived): the refusal of their source says it."""
-    refused = [tuple(error["loc"]) for error in errors if error["type"] != "missing"]
-    refused_parts = {loc[:-1] for loc in refused} | {
-        (*loc[:-1], "attention") for loc in refused if loc[-1:] == ("d_model",)
+    """``errors`` less the "missing" ones of an attention part's derived fields (``DERIVED_FROM_HEADS``) when what
+    they derive from is itself at fault: another error inside that attention part (an ``n_heads`` of "4" or left
+    out, a bad ``mla`` width), or the model's ``d_model`` refused or missing. The error of their source says it."""
+    faults = [tuple(error["loc"]) for error in errors]
+    blamed = {
+        loc[: loc.index("attention") + 1] for loc in faults if "attention" in loc and loc[-1] not in DERIVED_FROM_HEADS
     }
+    blamed |= {(*loc[:-1], "attention") for loc in faults if loc[-1:] == ("d_model",)}
 
     def underived(error: Any) -> bool:
         loc = tuple(error["loc"])
         return (
             error["type"] == "missing"
-            and loc[-1:] in {(name,) for name in DERIVED_FROM_HEADS}
-            and (loc[:-1] in refused_parts)
+            and len(loc) >= 2
+            and loc[-2] == "attention"
+            and loc[-1] in DERIVED_FROM_HEADS
+            and loc[:-1] in blamed
         )
 
     return [error for error in errors if not underived(error)]

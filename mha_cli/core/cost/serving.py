@@ -229,7 +229,7 @@ def predict_serving(
         queued_per_replica=queued, ttft_ms=ttft * 1e3, itl_ms=itl * 1e3, e2e_ms=e2e * 1e3,
         output_tokens_per_s=throughput, output_tokens_per_s_per_gpu=throughput / gpus, tokens_per_s_per_user=1 / itl,
         decode_step=decode, prefill_chunk_steps=chunks, prefill_ms=prefill * 1e3,
-        front_end_ms=0.0 if case.batching == "static" else profile.request_overhead_s * 1e3,
+        front_end_ms=0.0 if case.batching == "static" else round(profile.request_overhead_s * 1e3, 3),
         bounds=bounds,
         profile=ProfileRef(name=profile.name, kind=profile.kind, source=profile.source),
         uncertainty=Uncertainty(

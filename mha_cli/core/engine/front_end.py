@@ -7,8 +7,10 @@ it is in a step's time. The simulator (``core.serve.simulate``) already queues a
 progress, and the closed form (``core.cost.serving``) adds half a decode step for it; this term is the rest: one
 fixed time a request, added to every TTFT (``DeviceProfile.request_overhead_s`` of a generation's prior).
 
-Each value is cited from a public measurement of the front end alone (its URL); a generation without one has none
-(0). None is fitted: ``benchmarks/fit_priors.py --set 2025 --front-end`` prints what a fit on a generation's
+Each value is cited from a public measurement of a lone request's TTFT beyond its step time (its URL): SGLang's on
+a mock device (the front end alone), vLLM V1's above its prefill kernels (front end and the CPU dispatch of the
+prefill, which that source puts at about 1.4 ms a layer); a generation without one has none (0), vLLM 0.21 and later
+included: no measurement of them was found, so ``vllm@0.20`` and ``vllm@0.21`` differ by this term. None is fitted: ``benchmarks/fit_priors.py --set 2025 --front-end`` prints what a fit on a generation's
 one-user fit rows would give, a diagnostic only, since such a fit absorbs whatever the step model misprices in those
 rows' prefill (``outputs/serving/priors_2025.md``). Pure Python.
 """
@@ -33,7 +35,9 @@ FRONT_ENDS: dict[GenerationId, FrontEnd] = {
     "vllm-v1": FrontEnd(
         0.045,
         "cited: a lone request's TTFT above its prefill kernels' time, vLLM 0.18.0 on H200 SXM, 9,000-token prompts:"
-        " +41, +45, +52 ms for Qwen3-0.6B, -8B, -14B (the middle one taken);"
+        " +41, +45, +52 ms for Qwen3-0.6B, -8B, -14B (28, 32, 40 layers; the middle one taken). The source reads it"
+        " as vLLM's CPU-side dispatch of a prefill, about 1.4 ms a layer, priced here as one fixed time (the"
+        " profile does not know the model's depth);"
         " https://github.com/ai-dynamo/aiconfigurator/pull/1166",
     ),
     "sglang-0.5": FrontEnd(

@@ -207,14 +207,14 @@ _RELEASE = re.compile(r"v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+|\.\d+|rc\d+)?)", re.IG
 
 
 def typed_release(engine_text: str | None) -> str | None:
-    """The release ``--engine`` names, as PyPI writes it (``vllm@v0.10.2`` -> ``0.10.2``, ``sglang==0.4.6.post1``);
-    None for an engine alone, a generation id, or a version too loose to name a release (``0.10.x``: the
-    generation is kept, its latest release meant)."""
+    """The release ``--engine`` names, as PyPI writes it (``vllm@v0.10.2`` -> ``0.10.2``, ``sglang==0.4.6.post1``;
+    ``vllm@0.10.x`` -> ``0.10``, the release line); None for an engine alone or a generation id."""
     if engine_text is None:
         return None
     text = str(engine_text).strip()
     _, separator, version_text = text.partition("@") if "@" in text else text.partition("==")
-    match = _RELEASE.fullmatch(version_text.strip()) if separator else None
+    version_text = re.sub(r"\.x$", "", version_text.strip(), flags=re.IGNORECASE)  # 0.10.x: the 0.10 line
+    match = _RELEASE.fullmatch(version_text) if separator else None
     return None if match is None else match.group(1).lower()
 
 

@@ -13,7 +13,7 @@ only on Hopper and Blackwell datacenter parts (compute capability 9.0 and the 10
   device group (``comm/cuda_ipc.py`` ``create_shared_buffer``), whose torch NCCL communicator that call creates;
 - NCCL's NVLink SHARP buffers: NCCL 2.27.5 (``src/transport/nvls.cc``) sets NVLS up only with multicast support
   (NVSwitch, Hopper on) and more than two GPUs, 16 channels x 2 x 128 KiB x 8 steps = 32 MiB per NVLS head;
-- nothing of the kind on Ampere, Ada or PCIe parts: there the window holds NCCL's lazily connected P2P/SHM ring and
+- nothing of the kind on Ampere, Ada or other parts (the H100 PCIe is Hopper: in): there the window holds NCCL's lazily connected P2P/SHM ring and
   tree buffers only (NCCL_BUFFSIZE 4 MiB, LL128 4.7 MiB and LL 0.5 MiB a connection, ``src/init.cc``, in host memory over SHM).
 
 The sources name the parts but do not add up to the 2.1 GiB the v0.19 H100 logs print (tp 2 with a 0.5 GiB fusion
@@ -21,6 +21,8 @@ workspace and tp 4 with a 0.03 GiB one both print 2.07-2.21 GiB), so the figure 
 measurement; elsewhere the one-rank figure is charged, which the PCIe logs' own breakdowns bear out (vLLM 0.10 on
 eight L40S prints 0.21 GiB with NCCL's start-up inside its window). Pure Python.
 """
+
+import re
 
 from mha_cli.core.targets import Target
 
@@ -40,10 +42,12 @@ parts on which vLLM 0.19 enables the FlashInfer all-reduce fusion. RTX 50xx and 
 
 
 def fused_allreduce_part(target: Target) -> bool:
-    """The target is an NVIDIA Hopper or Blackwell datacenter part (``FUSED_ALLREDUCE_PARTS``)."""
-    return target.vendor == "NVIDIA" and any(
-        target.id == part or target.id.startswith(f"{part}-") for part in FUSED_ALLREDUCE_PARTS
-    )
+    """The target is an NVIDIA Hopper or Blackwell datacenter part (``FUSED_ALLREDUCE_PARTS``), by its id (a row of
+    the table) or a word of its name (a target file, ``--target my-gpu.yaml``: "NVIDIA H100 SXM5 80GB")."""
+    if target.vendor != "NVIDIA":
+        return False
+    words = set(re.split(r"[^a-z0-9]+", target.name.lower()))
+    return any(target.id == part or target.id.startswith(f"{part}-") or part in words for part in FUSED_ALLREDUCE_PARTS)
 
 
 def non_torch_bytes(tp: int, target: Target) -> int:
