@@ -239,3 +239,12 @@ def test_a_request_keeps_the_version_it_was_given():
     assert RecommendRequest(params=7_000_000_000).engine_generation is None
     with pytest.raises(BadInputError, match=r"vllm 0\.0 is outside every generation"):
         RecommendRequest.parse(params="7B", engine="vllm@0.0")
+
+
+def test_a_release_line_names_its_minor_release():
+    """``vllm@0.10.x`` is the 0.10 line, priced as 0.10 (not the generation's latest, 0.20)."""
+    from mha_cli.core.engine.generations import typed_release
+
+    assert [typed_release(text) for text in ("vllm@0.10.x", "vllm@0.10", "vllm@v0.10.2", "vllm", "vllm-v1")] == [
+        "0.10", "0.10", "0.10.2", None, None,
+    ]  # fmt: skip

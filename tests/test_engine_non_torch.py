@@ -6,7 +6,7 @@ from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec
-from mha_cli.core.targets import resolve_target
+from mha_cli.core.targets import load_targets, resolve_target
 
 GIB = 2**30
 
@@ -50,3 +50,12 @@ def test_the_pool_gains_what_the_pcie_rule_stops_charging():
     assert plan.non_torch_bytes == 268_435_456
     line = next(line for line in plan.budget if line.label == "non-torch memory")
     assert line.bytes == -268_435_456
+
+
+def test_a_target_file_is_judged_by_its_name():
+    """A target file copying the H100 row (``--target h100.yaml``, named "NVIDIA H100 SXM5 80GB") is a Hopper part;
+    one named for an Ada card is not."""
+    h100 = load_targets()["h100-sxm"]
+    copied = h100.model_copy(update={"id": "h100.yaml"})
+    ada = h100.model_copy(update={"id": "gpu.yaml", "name": "NVIDIA L40S 48GB"})
+    assert fused_allreduce_part(copied) and not fused_allreduce_part(ada)

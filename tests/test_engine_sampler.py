@@ -89,3 +89,13 @@ def test_a_log_that_names_flashinfer_is_priced_on_it():
     _, settings, plan = _llama_8b_plan(engine_version="0.11.0", vllm_sampler="flashinfer")
     assert settings.sampler == "flashinfer"
     assert plan.activation_peak_bytes == 1024 * 128_256 * 14
+
+
+def test_the_sampler_override_is_vllms_only():
+    from pydantic import ValidationError
+
+    from mha_cli.core.schemas import DeploymentSpec
+
+    assert DeploymentSpec(engine="vllm", vllm_sampler="flashinfer").vllm_sampler == "flashinfer"
+    with pytest.raises(ValidationError, match="sglang has none"):
+        DeploymentSpec(engine="sglang", vllm_sampler="torch-sort")

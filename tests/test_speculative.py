@@ -28,6 +28,8 @@ from mha_cli.core.speculative import (
     default_acceptance,
     drafter_kv_bytes_per_token,
     drafter_weight_bytes,
+    equivalent_layers,
+    memory_model,
     rate_for,
     sglang_flags,
     vllm_flags,
@@ -316,3 +318,32 @@ def test_a_value_given_twice_must_agree(cli):
     assert result.exit_code == 2 and "disagree" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert cli.run(*args, "--speculative-config", config, "--num-speculative-tokens", "2",
                    "--acceptance-length", "2").exit_code == 0  # fmt: skip
+
+
+def test_an_eagle_drafter_is_full_attention_whatever_the_targets_layers():
+    """EAGLE's default drafter is one full-attention layer: no window, chunk or shared K/V carried over from the
+    target (Gemma-3n's 15 shared layers made a one-layer drafter cache -14 layers and plan exit 70)."""
+    from mha_cli.core.presets import get_preset
+    from mha_cli.core.speculative import decoder_layers
+
+    for name in ("gemma-3n-e4b", "gemma-2-9b", "mistral-7b-v0.1", "llama-4-scout"):
+        drafter = decoder_layers(get_preset(name), 1)
+        assert drafter.token_layer_kinds() == {"global": 1}, name
+
+
+def test_the_drafters_cache_layers_keep_the_targets_layer_counts():
+    """Gemma 2 (42 layers, local and global alternating) with 2 more full-attention layers: 21 local, 23 global (the
+    pattern appended to, not repeated, gave 11 and 33)."""
+    from mha_cli.core.presets import get_preset
+
+    target = get_preset("gemma-2-9b")
+    spec = build_spec(target, origin="gemma-2-9b", kind="preset", method="eagle")
+    extra = equivalent_layers(spec, target, 1, "bf16")
+    model = memory_model(target, spec, 1, "bf16")
+    assert (model.n_local_layers, model.n_global_layers) == (21, 21 + extra)
+
+
+def test_gemma_3n_with_eagle_plans(cli):
+    data = cli.json("plan", "gemma-3n-e4b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "128",
+                    "--concurrency", "4", "--speculative-config", '{"method": "eagle"}')  # fmt: skip
+    assert 0 < data["speculative"]["kv_tokens_per_device"] < data["speculative"]["kv_tokens_per_device_without"]
