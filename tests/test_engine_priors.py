@@ -11,8 +11,6 @@ reproducing what cost_priors.json stores, the profiles they build, and `plan --e
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import generation_of
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.targets import load_targets
+from tests.benchmark_modules import load_benchmark
 
 ROOT = Path(__file__).parent.parent
 ROWS = yaml.safe_load((ROOT / "tests" / "fixtures" / "serving_benchmarks_2025.yaml").read_text())
@@ -32,11 +31,7 @@ TARGETS = load_targets()
 
 @pytest.fixture(scope="module")
 def fit_priors():
-    spec = importlib.util.spec_from_file_location("fit_priors", ROOT / "benchmarks" / "fit_priors.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fit_priors"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("fit_priors")
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,6 @@ and the diagnostic fit on sglang-0.5's one-user fit rows (not shipped), which re
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from mha_cli.core.engine.generations import GENERATIONS
 from mha_cli.core.serve.simulate import EngineLimits, simulate
 from mha_cli.core.serve.workload import Workload
 from mha_cli.core.targets import load_targets
+from tests.benchmark_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_S = {"vllm-v1": 0.045, "sglang-0.5": (9.54 - 2.632) * 1e-3}
@@ -92,11 +91,7 @@ def test_the_closed_forms_lone_ttft_carries_the_front_end_and_its_throughput_pay
 
 @pytest.fixture(scope="module")
 def fit_priors():
-    spec = importlib.util.spec_from_file_location("fit_priors", ROOT / "benchmarks" / "fit_priors.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fit_priors"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("fit_priors")
 
 
 @pytest.fixture(scope="module")
