@@ -715,9 +715,7 @@ def resolve_attention(attention: dict[str, Any], d_model: object) -> dict[str, A
     out = {key: value for key, value in attention.items() if not (key in derived and value is None)}
     variant = upper_variant(out.get("variant"))
     n_heads = _positive_int(out.get("n_heads"))
-    if out.get("mla") is not None:
-        if variant not in (None, "MLA"):
-            raise ValueError(f"variant is {variant} but an mla block is given: set variant to MLA or drop mla")
+    if out.get("mla") is not None:  # a variant other than MLA beside it is refused by the part's own check
         qk_head_dim = _mla_head_dim(out["mla"])
         if qk_head_dim is not None and qk_head_dim > _MAX_HEAD_DIM:
             raise ValueError(
@@ -729,8 +727,6 @@ def resolve_attention(attention: dict[str, Any], d_model: object) -> dict[str, A
         if qk_head_dim is not None:
             out.setdefault("head_dim", qk_head_dim)
         return out
-    if variant == "MLA":
-        raise ValueError("variant MLA needs an mla block with at least kv_lora_rank")
     if n_heads is None:
         return out
     width = _positive_int(d_model)
@@ -748,8 +744,7 @@ def resolve_attention(attention: dict[str, Any], d_model: object) -> dict[str, A
             raise ValueError("variant GQA needs n_kv_heads (a divisor of n_heads between 1 and n_heads)")
         out["n_kv_heads"] = 1 if variant == "MQA" else n_heads
     n_kv_heads = _positive_int(out["n_kv_heads"])
-    if out.get("variant") is None and n_kv_heads is not None:
-        check_head_counts(n_heads, n_kv_heads)
+    if out.get("variant") is None and n_kv_heads is not None:  # counts that cannot be shared: the part refuses
         out["variant"] = variant_for_heads(n_heads, n_kv_heads)
     return out
 
