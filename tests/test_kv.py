@@ -4,6 +4,7 @@ import pytest
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import bytes_per_token_per_layer, kv_footprint, tokens_held
+from mha_cli.core.model_migration import PARTS, flat_name
 from mha_cli.core.presets import PRESET_DATA, get_preset, preset_names
 from mha_cli.core.tensor_parallel import kv_heads_per_rank
 
@@ -64,12 +65,21 @@ def hand_count_bf16_sequence_bytes(fields: dict, seq_len: int, convention: str =
     return total
 
 
+def flat_preset(name: str) -> dict:
+    """The preset's own data as written (before its family's layout), its parts' fields under their flat names."""
+    data = dict(PRESET_DATA[name])
+    for part in PARTS:
+        for field, value in data.pop(part, {}).items():
+            data[flat_name(part, field)] = value
+    return data
+
+
 @pytest.mark.parametrize("name", preset_names())
 @pytest.mark.parametrize("convention", ["engine", "transformers"])
 def test_every_preset_matches_a_hand_count(name, convention):
     for seq in (4096, 20000):  # 20,000 tokens pass Llama-4's 8,192-token chunk too
         footprint = kv_footprint(get_preset(name), seq_len=seq, batch=3, state_convention=convention)
-        expected = hand_count_bf16_sequence_bytes(PRESET_DATA[name], seq, convention)
+        expected = hand_count_bf16_sequence_bytes(flat_preset(name), seq, convention)
         assert footprint.bytes_per_sequence == expected
         assert footprint.total_bytes == 3 * expected
 
@@ -78,7 +88,7 @@ def test_the_two_conventions_differ_only_where_a_state_or_an_indexer_is():
     """A control: the conventions must disagree on every hybrid with a conv or an untyped state and on DeepSeek-V3.2,
     and agree everywhere else."""
     for name in preset_names():
-        fields = PRESET_DATA[name]
+        fields = flat_preset(name)
         engine = kv_footprint(get_preset(name), seq_len=4096).bytes_per_sequence
         transformers = kv_footprint(get_preset(name), seq_len=4096, state_convention="transformers").bytes_per_sequence
         state = fields.get("recurrent") or {}

@@ -27,7 +27,8 @@ def test_a_schema_1_file_reads_as_the_model_its_command_writes_today(name):
 
 
 def test_a_flat_spec_and_its_nested_dump_are_one_model():
-    """Flat in, nested out, nested back in: the same spec, for every preset (their data is written flat)."""
+    """Nested out, nested back in, through YAML too: the same spec, for every preset (each its family's flat layout
+    under its own nested data)."""
     for name in preset_names():
         spec = get_preset(name)
         assert ModelSpec.model_validate(spec.model_dump()) == spec, name

@@ -4,7 +4,9 @@ Until December 2026 a model spec (a config file's ``model:``, a preset, an impor
 level: ``n_heads: 32``, ``sliding_window: 4096``, ``tied_embeddings: true``. Each now lives in one part of the
 model (``attention``, ``layers``, ``block``, ``embeddings``), under a name the part makes shorter where its prefix
 repeated the part's (``attn_sinks`` is ``attention.sinks``). ``nest_flat_fields`` moves a flat spec's fields into
-their parts, so an old file reads as it always did; a spec written now is nested (``mha`` writes only that form).
+their parts, so an old file reads as it always did; a spec written now is nested (``mha`` writes only that form, and
+the presets are written so). The family registry's layouts and the HF and GGUF importers still build their field
+dicts in the flat form, which this map reads.
 """
 
 from typing import Any
