@@ -51,7 +51,7 @@ def test_schema_errors_name_every_field(tmp_path):
     with pytest.raises(BadInputError) as info:
         parse_config({"model": {"d_model": 64, "n_layers": 0, "n_heads": 3}}, "c.yaml")
     text = str(info.value)
-    assert "model.n_layers" in text and "model.embeddings.vocab_size: missing" in text and "\n" not in text
+    assert "model.n_layers" in text and "model.vocab_size: missing" in text and "\n" not in text
 
 
 def current_umask() -> int:
@@ -80,7 +80,7 @@ def test_validation_messages_are_plain_words_with_the_value():
     text = str(info.value)
     assert "model.d_model: must be greater than 0 (got 0)" in text
     assert "model.n_layers: must be a whole number (got 'x')" in text
-    assert "model.block.mlp: must be one of 'gated' or 'plain' (got 'relu')" in text
+    assert "model.mlp: must be one of 'gated' or 'plain' (got 'relu')" in text
 
 
 def alias_bomb(levels: int = 9, fan_out: int = 9) -> str:

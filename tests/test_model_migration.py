@@ -8,6 +8,7 @@ import yaml
 from pydantic import ValidationError
 
 from mha_cli.core.config_io import parse_config, read_mapping
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.model_migration import FLAT_FIELDS, PARTS, flat_path, nest_flat_fields, read_path
 from mha_cli.core.presets import get_preset, preset_names
 from mha_cli.core.schemas import AttentionSpec, ModelSpec
@@ -115,3 +116,16 @@ def test_the_exported_schema_accepts_the_files_mha_writes(tmp_path):
         "head_dim"
         not in yaml.safe_load(config_to_yaml(MhaConfig(model=get_preset("deepseek-v3"))))["model"]["attention"]
     )
+
+
+def test_an_error_names_the_field_as_the_file_writes_it():
+    """A flat (schema 1) file's error names its flat field; a nested file's, the part's path."""
+    flat = {"d_model": 64, "n_layers": 2, "n_heads": "4", "vocab_size": 10, "d_ff": 8, "moe": {"n_experts": True}}
+    with pytest.raises(BadInputError) as info:
+        parse_config({"model": flat}, "old.yaml")
+    assert "model.n_heads: must be a whole number (got '4')" in str(info.value)
+    assert "model.moe.n_experts: must be a whole number (got True)" in str(info.value)
+    nested = {"d_model": 64, "n_layers": 2, "attention": {"n_heads": "4"}, "block": {"d_ff": 8},
+              "embeddings": {"vocab_size": 10}}  # fmt: skip
+    with pytest.raises(BadInputError, match=r"model\.attention\.n_heads: must be a whole number"):
+        parse_config({"model": nested}, "new.yaml")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mha_cli.core.errors import BadInputError, OutputError, one_line, os_reason, shown_path
+from mha_cli.core.model_migration import FLAT_FIELDS, flat_name
 from mha_cli.core.schemas import MhaConfig
 from mha_cli.core.validation import describe_validation_error
 
@@ -179,7 +181,25 @@ def parse_config(data: dict[str, Any], origin: str) -> MhaConfig:
     try:
         return MhaConfig.model_validate(data)
     except ValidationError as exc:
-        raise BadInputError(f"{origin}: {describe_validation_error(exc)}") from exc
+        described = describe_validation_error(exc)
+        model = data.get("model")
+        if isinstance(model, dict) and any(key in FLAT_FIELDS for key in model):
+            described = as_flat_paths(described)
+        raise BadInputError(f"{origin}: {described}") from exc
+
+
+PLACES = set(FLAT_FIELDS.values())
+
+
+def as_flat_paths(described: str) -> str:
+    """An error of a file whose model is written flat (schema 1), its part fields named as the file names them
+    (``model.attention.n_heads`` -> ``model.n_heads``, ``model.block.moe.n_experts`` -> ``model.moe.n_experts``)."""
+
+    def flat(match: re.Match[str]) -> str:
+        name = flat_name(match.group(1), match.group(2)) if (match.group(1), match.group(2)) in PLACES else None
+        return f"model.{name}" if name else match.group(0)
+
+    return re.sub(r"model\.(attention|layers|block|embeddings)\.(\w+)", flat, described)
 
 
 def _applicable(config: MhaConfig) -> dict:
