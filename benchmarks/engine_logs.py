@@ -46,8 +46,12 @@ WHY: dict[int, str] = {
     202: 'per-token: vLLM 0.9-0.10 logs "GPU KV cache size" once per worker before it keeps the smallest rank\'s'
     " blocks (`get_kv_cache_config`, `unify_kv_cache_configs`, 0.10.1.1), so the quoted tokens (8.02 GiB of blocks)"
     " and 8.11 GiB may be two ranks'. Plan: +45.7% until 0.10's sampler sort was priced (`core.engine.sampler`,"
-    " 1,024 rows x 151,936 logits x 38 B); the +5.9% left has no source-backed cause (an LMCache connector, not"
-    " modelled; no weights or activation line in the log)",
+    " 1,024 rows x 151,936 logits x 38 B), +5.9% while vLLM 0.19's 2.1 GiB of non-torch memory was charged, +29.0%"
+    " with the one-rank 0.25 GiB once the all-reduce fusion was dated to 0.17 (`core.engine.non_torch`). The 1.85"
+    " GiB a rank that moved is NCCL's start-up, which 0.8-0.10 measure inside the profiling window (`gpu_worker.py`"
+    " `init_device` takes the snapshot before `init_worker_distributed_environment`; 0.11 swapped them): on four"
+    " NVSwitch H100s its P2P, NVLS and custom all-reduce buffers, of no size the sources or a 0.8-0.10 Hopper log"
+    " give, so not priced; also an LMCache connector, not modelled, and no weights or activation line in the log",
     206: "no source-backed rule yet: the C++ runtime logs 2.66 GB of runtime buffers and 5.76 GB for the decoder, sized"
     " by trtllm-build's max_batch_size 2048 and max_num_tokens 8192, before the pool; the plan has no decoder line",
     18: "no source-backed cause: the log's activation peak is 0.94 GiB against 0.38 estimated (GPTQ-Marlin buffers not"
@@ -308,6 +312,13 @@ NOTES = """## Notes
   evidence for it. The held-out count of this group is 5 of 8 within 5% now, 4 of 8 as the rules stood.
   Remaining misses: the fixed 1 GiB CUDA-graph estimate of vLLM >= 0.21 (401 -7.3%, 405 -7.1%, where the 0.2x logs
   print 0.48-0.66 GiB) and TensorRT-LLM's C++ runtime buffers and decoder (408, +18.7%, as 206), unmodelled.
+- The all-reduce fusion is a default only from vLLM 0.17 (vllm-project/vllm#34299; 0.17-0.18 on capability 9.0
+  and 10.0, 0.19 the 10.x family, #37755; 0.11 declares `enable_fi_allreduce_fusion: bool = False`, 0.12-0.16 set
+  `fuse_allreduce_rms: False` at every level), so `core.engine.non_torch` charges the 2.1 GiB by release and older
+  releases the one-rank 0.25 GiB (the release typed, else the generation's last: vllm-v1's 0.20 keeps it).
+  Changed, before -> after: 302 -4.2% -> +1.6%, 307 -3.9% -> +1.4% (held out until now: the rule was dated with
+  them in view; they print 0.54-0.55 GiB, 0.3 above the one-rank figure, cause not found), 202 +5.9% -> +29.0%
+  (seen: 0.10 measures NCCL's start-up inside its window, of no known size on Hopper). vLLM 0.19's logs unchanged.
 - The new group's misses shared one cause its own figures show: vLLM 0.11's profiling peak is 4.76-7.38 GiB, 38.9 B
   per logit of the dummy sampler's 1,024 rows on all four models. vLLM 0.8-0.16's default CUDA sampler sorts the
   whole vocabulary in PyTorch (`v1/sample/ops/topk_topp_sampler.py`: FlashInfer only when importable in 0.8-0.11.0,
@@ -325,7 +336,8 @@ NOTES = """## Notes
 GROUPS = {
     "seen": "Logs seen while the rules were written (none fitted on; the table of the previous sessions)",
     "new": "Group 301-307: collected held out, priced with today's rules (3 of 7 within 5% as the rules stood when"
-    " they were collected; the sampler rule was then read from vLLM's source with these misses in view)",
+    " they were collected; the sampler rule was then read from vLLM's source with these misses in view, and the"
+    " non-torch rule dated by release with 302 and 307 in view)",
     "new-2": "Group 401 and up: collected after the sampler rule was committed, priced with today's rules (4 of 8 within"
     " 5% as the rules stood; the non-torch rule was then read with 405 and 406 in view)",
 }

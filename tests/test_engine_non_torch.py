@@ -1,5 +1,7 @@
-"""Non-torch memory at tp > 1 by part (``core.engine.non_torch``): bytes by hand, and the KV budget they move."""
+"""Non-torch memory at tp > 1 by part and vLLM release (``core.engine.non_torch``): bytes by hand, and the KV budget
+they move."""
 
+from mha_cli.core.engine.generations import BY_ID
 from mha_cli.core.engine.non_torch import fused_allreduce_part, non_torch_bytes, non_torch_how
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
@@ -59,3 +61,66 @@ def test_a_target_file_is_judged_by_its_name():
     copied = h100.model_copy(update={"id": "h100.yaml"})
     ada = h100.model_copy(update={"id": "gpu.yaml", "name": "NVIDIA L40S 48GB"})
     assert fused_allreduce_part(copied) and not fused_allreduce_part(ada)
+
+
+def test_the_fusion_is_a_default_from_vllm_0_17():
+    """vLLM 0.11-0.16 leave the all-reduce fusion off at every level (``enable_fi_allreduce_fusion: bool = False``,
+    ``fuse_allreduce_rms: False``); 0.17 turns it on at O2 on capability 9.0 and 10.0 (vllm-project/vllm#34299)."""
+    h100 = _target("h100-sxm")
+    assert non_torch_bytes(2, h100, (0, 10)) == 268_435_456
+    assert non_torch_bytes(2, h100, (0, 11)) == 268_435_456
+    assert non_torch_bytes(4, h100, (0, 16)) == 268_435_456
+    assert non_torch_bytes(2, h100, (0, 17)) == 2_254_857_830
+    assert non_torch_bytes(2, h100, (0, 19)) == 2_254_857_830
+    assert non_torch_bytes(2, h100, (0, 32)) == 2_254_857_830
+    assert "vLLM 0.11 leaves the all-reduce fusion off on h100-sxm" in non_torch_how(2, h100, (0, 11))
+
+
+def test_b300_joins_in_vllm_0_19():
+    """0.17-0.18 test ``is_device_capability(100)``, exactly 10.0; 0.19 the 10.x family (vllm-project/vllm#37755)."""
+    b200, b300 = _target("b200"), _target("b300")
+    assert non_torch_bytes(2, b200, (0, 17)) == 2_254_857_830
+    assert non_torch_bytes(2, b300, (0, 17)) == non_torch_bytes(2, b300, (0, 18)) == 268_435_456
+    assert non_torch_bytes(2, b300, (0, 19)) == 2_254_857_830
+    assert not fused_allreduce_part(_target("l40s"), (0, 19))
+
+
+def _h100_tp2_plan(**deployment):
+    model = get_preset("llama-3-8b")
+    kv = kv_footprint(model, seq_len=8192, tp=2)
+    h100 = _target("h100-sxm")
+    settings = resolve_settings(DeploymentSpec(**deployment), h100, 2)
+    return plan_engine(model, kv, h100, settings, weights_bytes_per_rank=8 * 10**9, sequences_per_replica=1)
+
+
+def test_the_plan_takes_the_typed_release_else_the_generations_last():
+    """``--engine vllm@0.11.0`` pays the one-rank figure on two H100s; ``vllm-v1`` alone is its last release, 0.20
+    (fused); ``vllm-v0`` is 0.7 (none)."""
+    typed = _h100_tp2_plan(engine="vllm", engine_generation="vllm-v1", engine_version="0.11.0")
+    assert typed.non_torch_bytes == 268_435_456
+    line = next(line for line in typed.budget if line.label == "non-torch memory")
+    assert line.bytes == -268_435_456 and "vLLM 0.11" in line.how
+    assert _h100_tp2_plan(engine="vllm", engine_generation="vllm-v1", engine_version="0.17.1").non_torch_bytes == (
+        2_254_857_830
+    )
+    assert _h100_tp2_plan(engine="vllm", engine_generation="vllm-v1").non_torch_bytes == 2_254_857_830
+    assert _h100_tp2_plan(engine="vllm", engine_generation="vllm-v0").non_torch_bytes == 268_435_456
+    assert _h100_tp2_plan().non_torch_bytes == 2_254_857_830  # the latest vLLM
+    # with the sampler held (0.11 sorts in PyTorch, 0.17 in Triton), the pool gains the bytes no longer charged
+    older, newer = (
+        _h100_tp2_plan(engine="vllm", engine_generation="vllm-v1", engine_version=release, vllm_sampler="triton")
+        for release in ("0.16.0", "0.17.0")
+    )
+    assert older.available_kv_bytes - newer.available_kv_bytes == 2_254_857_830 - 268_435_456
+
+
+def test_a_release_outside_the_generation_is_not_its_own():
+    """A release typed for another generation (the log table's control column) leaves the generation's last."""
+    assert _h100_tp2_plan(engine="vllm", engine_generation="vllm-0.21", engine_version="0.11.0").non_torch_bytes == (
+        2_254_857_830
+    )
+
+
+def test_a_generations_last_release():
+    assert BY_ID["vllm-v0"].last == (0, 7) and BY_ID["vllm-v1"].last == (0, 20)
+    assert BY_ID["vllm-0.21"].last is None and BY_ID["trtllm-cpp"].last is None

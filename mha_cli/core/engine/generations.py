@@ -92,6 +92,14 @@ class Generation(NamedTuple):
         return self.engine if self.until is None else f"{self.engine}@{self.first[0]}.{self.first[1]}"
 
     @property
+    def last(self) -> Version | None:
+        """The last release covered, ``until`` less one minor (0.20 for ``vllm-v1``); None: open-ended, or ``until``
+        is a major's first release (1.0)."""
+        if self.until is None or not self.until[1]:
+            return None
+        return self.until[0], self.until[1] - 1
+
+    @property
     def releases(self) -> str:
         """The releases covered, as a person writes them: ``0.8-0.20``, ``0.21 and later``."""
         first = f"{self.first[0]}.{self.first[1]}"

@@ -19,11 +19,22 @@ only on Hopper and Blackwell datacenter parts (compute capability 9.0 and the 10
 The sources name the parts but do not add up to the 2.1 GiB the v0.19 H100 logs print (tp 2 with a 0.5 GiB fusion
 workspace and tp 4 with a 0.03 GiB one both print 2.07-2.21 GiB), so the figure on Hopper/Blackwell stays the logs'
 measurement; elsewhere the one-rank figure is charged, which the PCIe logs' own breakdowns bear out (vLLM 0.10 on
-eight L40S prints 0.21 GiB with NCCL's start-up inside its window). Pure Python.
+eight L40S prints 0.21 GiB with NCCL's start-up inside its window).
+
+The fusion is a default only from vLLM 0.17 (read in the wheels' ``config/vllm.py`` and ``config/compilation.py``):
+0.10.1.1-0.11.x declare ``PassConfig.enable_fi_allreduce_fusion: bool = False``; 0.12-0.16 set
+``fuse_allreduce_rms: False`` at every optimisation level; 0.17.0 sets it to ``enable_allreduce_rms_fusion`` at O2
+(the default level) and O3 (vllm-project/vllm#34299, "enabled AR+rms fusion by default", as #34392 of 2026-02-12
+says), on capability 9.0 or exactly 10.0 (``is_device_capability(100)``); 0.19.0 widens it to the 10.x family, B300
+and GB300 (``is_device_capability_family(100)``, vllm-project/vllm#37755). Before its release a part pays the one-rank
+figure: vLLM 0.11's H100 logs at tp 2 print 0.54-0.55 GiB (llm-d's tests/fixtures/engine_logs.yaml ids 302 and 307),
+0.3 GiB above it with no source-backed cause found, and no log of 0.8-0.10 on Hopper at tp > 1 prints its figure.
+Pure Python.
 """
 
 import re
 
+from mha_cli.core.engine.generations import Version
 from mha_cli.core.targets import Target
 
 GIB = 2**30
@@ -36,31 +47,50 @@ NON_TORCH_TENSOR_PARALLEL = round(2.1 * GIB)
 """The same at tp > 1 on Hopper/Blackwell: 2.06-2.21 GiB in the published v0.19 H100 logs at tp 2 and 4 (the
 all-reduce fusion workspace and the NCCL communicator it creates, NVLS buffers at tp > 2)."""
 
-FUSED_ALLREDUCE_PARTS = ("h100", "h200", "h20", "h800", "gh200", "b200", "gb200", "b300", "gb300")
-"""Target ids (or their prefix) of compute capability 9.0 (Hopper) and the 10.x family (Blackwell datacenter): the
-parts on which vLLM 0.19 enables the FlashInfer all-reduce fusion. RTX 50xx and RTX PRO Blackwell are 12.0: not in."""
+FUSION_DEFAULT_FROM: Version = (0, 17)
+"""The first vLLM release that turns the all-reduce fusion on by default (vllm-project/vllm#34299, in 0.17.0)."""
+FUSION_FAMILY_100_FROM: Version = (0, 19)
+"""The first vLLM release that turns it on across the 10.x family, not 10.0 alone (vllm-project/vllm#37755)."""
+
+FUSED_ALLREDUCE_PARTS = ("h100", "h200", "h20", "h800", "gh200", "b200", "gb200")
+"""Target ids (or their prefix) of compute capability 9.0 (Hopper) and 10.0 (B200, GB200): the parts on which vLLM
+0.17 and later enable the FlashInfer all-reduce fusion. RTX 50xx and RTX PRO Blackwell are 12.0: not in."""
+FAMILY_100_PARTS = ("b300", "gb300")
+"""Capability 10.3 (Blackwell Ultra): in from vLLM 0.19 (``FUSION_FAMILY_100_FROM``)."""
 
 
-def fused_allreduce_part(target: Target) -> bool:
-    """The target is an NVIDIA Hopper or Blackwell datacenter part (``FUSED_ALLREDUCE_PARTS``), by its id (a row of
-    the table) or a word of its name (a target file, ``--target my-gpu.yaml``: "NVIDIA H100 SXM5 80GB")."""
-    if target.vendor != "NVIDIA":
-        return False
+def _named(target: Target, parts: tuple[str, ...]) -> bool:
+    """The target is one of ``parts``, by its id (a row of the table) or a word of its name (a target file)."""
     words = set(re.split(r"[^a-z0-9]+", target.name.lower()))
-    return any(target.id == part or target.id.startswith(f"{part}-") or part in words for part in FUSED_ALLREDUCE_PARTS)
+    return any(target.id == part or target.id.startswith(f"{part}-") or part in words for part in parts)
 
 
-def non_torch_bytes(tp: int, target: Target) -> int:
-    """Bytes of non-torch memory vLLM charges each rank of ``tp`` on ``target``."""
-    if tp > 1 and fused_allreduce_part(target):
+def fused_allreduce_part(target: Target, release: Version | None = None) -> bool:
+    """vLLM ``release`` (None: the latest) turns the all-reduce fusion on by default on ``target``: an NVIDIA Hopper
+    or Blackwell datacenter part (``FUSED_ALLREDUCE_PARTS``, and ``FAMILY_100_PARTS`` from 0.19), from 0.17 on. By
+    the target's id or a word of its name (a target file, ``--target my-gpu.yaml``: "NVIDIA H100 SXM5 80GB")."""
+    if target.vendor != "NVIDIA" or (release is not None and release < FUSION_DEFAULT_FROM):
+        return False
+    family = release is None or release >= FUSION_FAMILY_100_FROM
+    return _named(target, FUSED_ALLREDUCE_PARTS + (FAMILY_100_PARTS if family else ()))
+
+
+def non_torch_bytes(tp: int, target: Target, release: Version | None = None) -> int:
+    """Bytes of non-torch memory vLLM ``release`` (None: the latest) charges each rank of ``tp`` on ``target``."""
+    if tp > 1 and fused_allreduce_part(target, release):
         return NON_TORCH_TENSOR_PARALLEL
     return NON_TORCH_ONE_RANK
 
 
-def non_torch_how(tp: int, target: Target) -> str:
+def non_torch_how(tp: int, target: Target, release: Version | None = None) -> str:
     """Where ``non_torch_bytes`` comes from, for the budget's line."""
     if tp == 1:
         return "measured in vLLM's logs, tp 1 (CUDA context, cuBLAS)"
-    if fused_allreduce_part(target):
+    if fused_allreduce_part(target, release):
         return "measured in vLLM 0.19's H100 logs, tp > 1 (all-reduce fusion workspace, NCCL, NVLS)"
+    if release is not None and fused_allreduce_part(target):
+        return (
+            f"vLLM {release[0]}.{release[1]} leaves the all-reduce fusion off on {target.id} (a default from 0.17,"
+            " 0.19 for B300): the one-rank figure"
+        )
     return f"{target.id}: no all-reduce fusion or NVLS at tp > 1 (vLLM, NCCL source): the one-rank figure"

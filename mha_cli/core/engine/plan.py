@@ -240,7 +240,7 @@ class _Inputs(NamedTuple):
         return BudgetLine(label="activation peak (profiling)", bytes=-self.activation, how=how)
 
     def non_torch_line(self) -> BudgetLine:
-        how = non_torch_how(self.kv.tp, self.target)
+        how = non_torch_how(self.kv.tp, self.target, self.settings.release)
         return BudgetLine(label="non-torch memory", bytes=-self.non_torch, how=how)
 
 
@@ -544,7 +544,7 @@ def plan_engine(
         activation = activation if encoder is None else encoder.peak_bytes(activation)
     cpu = target.vendor == "CPU"
     paged = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
-    non_torch = 0 if cpu else non_torch_bytes(kv.tp, target)
+    non_torch = 0 if cpu else non_torch_bytes(kv.tp, target, settings.release)
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder)
     if weights_how is not None:
         inputs = inputs._replace(weights_how=weights_how)

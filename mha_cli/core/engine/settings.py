@@ -4,7 +4,7 @@ Every default is the engine's (read in its source, version named) and every meas
 logs it comes from. Pure Python.
 """
 
-from mha_cli.core.engine.generations import Generation, generation, generation_of
+from mha_cli.core.engine.generations import Generation, Version, generation, generation_of, parse_version
 from mha_cli.core.engine.sampler import SamplerPath, default_sampler
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
@@ -55,6 +55,17 @@ class EngineSettings(Record):
     """vLLM: the most items of each modality per prompt (``--limit-mm-per-prompt``); None: vLLM's 999 each."""
     sampler: SamplerPath = "triton"
     """vLLM: the top-k/top-p path of its profiling run's dummy sampler (``core.engine.sampler``)."""
+    release: Version | None = None
+    """vLLM: the release whose defaults apply (``_release_in_force``): the one typed, else the generation's last;
+    None: the latest (and every other engine)."""
+
+
+def _release_in_force(chosen: Generation, typed: str | None) -> Version | None:
+    """The release whose defaults apply: the one typed (``--engine vllm@0.11``) when ``chosen`` covers it, else the
+    generation's last (None: the latest generation, open-ended)."""
+    if typed and chosen.covers(parse_version(typed)):
+        return parse_version(typed)
+    return chosen.last
 
 
 VLLM_CPU_BLOCK = 128
@@ -215,6 +226,7 @@ def resolve_settings(
             block_size=deployment.block_size or (VLLM_CPU_BLOCK if cpu else chosen.block_size), defaults_note=note,
             kv_cache_bytes=deployment.kv_cache_memory_bytes, limit_mm_per_prompt=deployment.limit_mm_per_prompt,
             sampler=deployment.vllm_sampler or default_sampler(chosen.id, deployment.engine_version),
+            release=_release_in_force(chosen, deployment.engine_version),
         )  # fmt: skip
     if engine == "sglang":
         old = chosen.id == "sglang-0.4"
