@@ -54,8 +54,6 @@ WHY: dict[int, str] = {
     " give, so not priced; also an LMCache connector, not modelled, and no weights or activation line in the log",
     206: "no source-backed rule yet: the C++ runtime logs 2.66 GB of runtime buffers and 5.76 GB for the decoder, sized"
     " by trtllm-build's max_batch_size 2048 and max_num_tokens 8192, before the pool; the plan has no decoder line",
-    18: "no source-backed cause: the log's activation peak is 0.94 GiB against 0.38 estimated (GPTQ-Marlin buffers not"
-    " modelled); at utilisation 0.15 the 0.55 GiB gap is a quarter of the pool",
     19: "no source-backed cause: the log's activation (17.06 - 14.99 GiB) is 0.16 GiB above the widest-layer estimate"
     " and its non-torch memory 0.35 GiB against the 0.25 constant: 0.27 GiB of a 3.81 GiB pool",
     20: "no source-backed cause: as 19, activation 2.99 GiB against 2.77 estimated, non-torch 0.35 against 0.25",
@@ -102,9 +100,10 @@ VLLM_LOG_GENERATIONS = {18: "vllm-v0", 19: "vllm-v0", 20: "vllm-v0", 101: "vllm-
 
 
 VLLM_LOG_RELEASES = {101: "0.10.1.1", 102: "0.10.1.1", 103: "0.10.1.1", 104: "0.10.1.1", 105: "0.10.1.1", 106: "0.8",
-                     110: "0.7"}  # fmt: skip
-"""vllm_logs.yaml's V1 logs' releases, from their ``vllm_version`` field (the 'vLLM API server version' line; 106 by
-its line numbers, 0.8.4-0.8.5; 110 a 0.7 main build). The release picks the sampler path (``core.engine.sampler``)."""
+                     110: "0.7", 18: "0.6", 19: "0.6", 20: "0.6", 107: "0.6", 108: "0.6", 109: "0.2"}  # fmt: skip
+"""vllm_logs.yaml's releases, from their ``vllm_version`` field (the 'vLLM API server version' line; 106 by its line
+numbers, 0.8.4-0.8.5; 110 a 0.7 main build; the V0 logs by their format: 18-20, 107, 108 the 0.6.4-0.6.5 worker, 109
+PR #2031's 0.2.x). The release picks the sampler path (``core.engine.sampler``)."""
 
 VLLM_LOG_SAMPLERS = {101: "flashinfer", 102: "flashinfer", 104: "flashinfer", 105: "torch-sort"}
 """The sampler line each log prints (``topk_topp_sampler.py``): 'Using FlashInfer for top-p & top-k sampling' (101,

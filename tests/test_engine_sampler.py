@@ -52,7 +52,7 @@ def test_torch_sort_holds_38_bytes_a_bf16_logit_from_128_rows():
     [("vllm-v1", "0.8", "torch-sort"), ("vllm-v1", "0.10.1.1", "torch-sort"), ("vllm-v1", "0.11.0", "torch-sort"),
      ("vllm-v1", "0.16.0", "torch-sort"), ("vllm-v1", "0.17.0", "triton"), ("vllm-v1", "0.19.0", "triton"),
      ("vllm-v1", None, "triton"), ("vllm-v1", "0.7", "triton"), ("vllm-0.21", "0.21.0", "triton"),
-     ("vllm-v0", "0.6", "triton")],
+     ("vllm-v0", "0.6", "v0-sort")],
 )  # fmt: skip
 def test_the_release_picks_the_sampler(generation, release, path):
     """0.8-0.16 sort in PyTorch by default; 0.17 and later send 8 rows or more to Triton; no release: the latest."""
@@ -99,3 +99,44 @@ def test_the_sampler_override_is_vllms_only():
     assert DeploymentSpec(engine="vllm", vllm_sampler="flashinfer").vllm_sampler == "flashinfer"
     with pytest.raises(ValidationError, match="sglang has none"):
         DeploymentSpec(engine="sglang", vllm_sampler="torch-sort")
+
+
+def test_v0_paths_by_hand():
+    """V0's ``_apply_top_k_top_p`` (module docstring), bf16 logits. 0.6.2 and later: the sort as on V1 (38 B from 128
+    rows, 50 under), and one row's re-sort: 2 + fp32 copy 4 + sorted 4 + indices 8 + top-k mask 1 + softmax 4 +
+    cumsum 4 + top-p mask 1 + scattered 4 = 32 (above its sort's 30). 0.5.5-0.6.1: the same masks, then an int64
+    inverse permutation 8 and the gathered logits 4: 40. Before 0.5.5, no fp32 copy and bf16 keys: sort 2 + 2 + 8 +
+    source indices 8 + CUB's 2 + 8 = 30 from 128 rows; re-sort 2 + 2 + 8 + 1 + 2 + 2 + 1 + 8 + 2 = 28."""
+    assert bytes_per_logit("v0-sort", 256) == 38
+    assert bytes_per_logit("v0-sort", 127) == 50
+    assert bytes_per_logit("v0-sort", 1) == 2 + 4 + 4 + 8 + 1 + 4 + 4 + 1 + 4 == 32
+    assert bytes_per_logit("v0-sort-gather", 256) == 2 + 4 + 4 + 8 + 1 + 4 + 4 + 1 + 8 + 4 == 40
+    assert bytes_per_logit("v0-sort-gather", 127) == 50
+    assert bytes_per_logit("v0-sort-model-dtype", 256) == 2 + 2 + 8 + 8 + 2 + 8 == 30
+    assert bytes_per_logit("v0-sort-model-dtype", 1) == 2 + 2 + 8 + 1 + 2 + 2 + 1 + 8 + 2 == 28
+    assert bytes_per_logit("v0-sort-model-dtype", 127, logits_dtype_bytes=4) == 4 + 4 + 8 + 16 + 4 + 4 + 8 == 48
+
+
+@pytest.mark.parametrize(
+    ("release", "path"),
+    [("0.2.7", "v0-sort-model-dtype"), ("0.4.0", "v0-sort-model-dtype"), ("0.5.4", "v0-sort-model-dtype"),
+     ("0.5.5", "v0-sort-gather"), ("0.5", "v0-sort-gather"), ("0.6.1.post2", "v0-sort-gather"),
+     ("0.6.2", "v0-sort"), ("v0.6.4.post1", "v0-sort"), ("0.7.3", "v0-sort"), ("0.10.2", "v0-sort"),
+     (None, "v0-sort")],
+)  # fmt: skip
+def test_the_v0_release_picks_its_sort(release, path):
+    """fp32 logits from 0.5.5 (``logits.to(torch.float)``), one ``scatter_`` re-sort from 0.6.2 (PR #8619); a release
+    without its patch is its minor's last (0.5 is 0.5.5); no release: V0's latest (0.10)."""
+    assert default_sampler("vllm-v0", release) == path
+
+
+def test_phi_4_v0_log_by_hand():
+    """vllm_logs.yaml id 18 (a 0.6.4-0.6.5 V0 log, seen, not held out): Phi-4 at V0's defaults (256 sequences, 2,048
+    tokens): 256 rows x 100,352 logits x 38 B = 976,224,256 B = 0.909 GiB, 3.3% under the 0.94 GiB activation peak
+    the log prints; the 16 B rule gave 0.38 GiB (the forward pass, larger than its 0.38 GiB sampler)."""
+    model = load_source(str(ROOT / "tests/fixtures/hf_configs/phi-4.json")).model
+    assert model.embeddings.vocab_size == 100_352
+    peak = profile_peak_bytes(model, max_num_batched_tokens=2048, max_num_seqs=256, tp=1, sampler="v0-sort")
+    assert peak == 256 * 100_352 * 38 == 976_224_256
+    assert abs(peak / (0.94 * GIB) - 1) < 0.04
+    assert profile_peak_bytes(model, max_num_batched_tokens=2048, max_num_seqs=256, tp=1) < 0.45 * GIB

@@ -7,7 +7,8 @@ and subtracts the torch peak of the two from the budget. What we count, per rank
 - the sampler: rows x vocabulary x the bytes per logit of the top-k/top-p path the dummy run exercises
   (``core.engine.sampler``): 16 B on the Triton path of 0.17 and later (fp32 logits, their sorted copy, int64 sort
   indices; against the published v0.19 logs, Llama, Qwen, Gemma, Phi, gpt-oss in ``tests/fixtures/vllm_logs.yaml``,
-  0-7% above the reported peak), 38 B where 0.8-0.16 sort the vocabulary in PyTorch, 14 B on FlashInfer's;
+  0-7% above the reported peak), 38 B where 0.8-0.16 sort the vocabulary in PyTorch, 14 B on FlashInfer's,
+  and V0's own sorts (30-40 B, by release);
 - the forward pass: the largest layer's live tensors, the residual stream and its normed copy (2 x d_model) plus
   the widest intermediate: a gated MLP's gate/up output and its activation (3 x d_ff / tp), an MoE layer's for the
   top-k experts of every token, or q/k/v. It is the smaller of the two except with small vocabularies, and an
