@@ -249,3 +249,9 @@ def test_a_release_line_names_its_minor_release():
     assert [typed_release(text) for text in ("vllm@0.10.x", "vllm@0.10", "vllm@v0.10.2", "vllm", "vllm-v1")] == [
         "0.10", "0.10", "0.10.2", None, None,
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", ["vllm@0.10-foo", "vllm@0.10.x.y", "vllm@0.10abc", "vllm@0.10.1.dev3"])
+def test_a_version_that_is_no_release_is_refused_not_priced_as_another(text):
+    with pytest.raises(BadInputError, match="is not a release number"):
+        generation_of(text)

@@ -347,3 +347,11 @@ def test_gemma_3n_with_eagle_plans(cli):
     data = cli.json("plan", "gemma-3n-e4b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "128",
                     "--concurrency", "4", "--speculative-config", '{"method": "eagle"}')  # fmt: skip
     assert 0 < data["speculative"]["kv_tokens_per_device"] < data["speculative"]["kv_tokens_per_device_without"]
+
+
+def test_an_eagle_drafter_of_an_mxfp4_expert_model_is_priced_in_bf16(cli):
+    """gpt-oss's mxfp4 is a format of its routed experts; the default EAGLE drafter is one dense layer, so its
+    weights are bf16 (the plan was refused: "mxfp4 quantises routed experts and gpt-oss-20b has none")."""
+    data = cli.json("plan", "gpt-oss-20b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "128",
+                    "--concurrency", "4", "--speculative-config", '{"method": "eagle"}')  # fmt: skip
+    assert data["speculative"]["drafter_weight_bytes_per_device"] > 0

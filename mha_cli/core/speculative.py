@@ -30,6 +30,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import LayerPatternSpec, ModelSpec, SpeculativeMethod, SpeculativeSpec
 from mha_cli.core.weight_bytes import rank_weight_bytes
+from mha_cli.core.weight_formats import weight_format
 
 if TYPE_CHECKING:
     from mha_cli.core.engine.plan import EnginePlan
@@ -204,6 +205,8 @@ def drafter_weight_bytes(
     if spec.drafter_is_model:
         return rank_weight_bytes(drafter, tp, "bf16")
     layout = experts if drafter.block.moe is not None else None
+    if drafter.block.moe is None and weight_format(weight_dtype).scope == "experts":
+        weight_dtype = "bf16"  # a format of the routed experts only (gpt-oss's mxfp4) leaves a dense layer in bf16
     more = drafter.model_copy(update={"n_layers": drafter.n_layers + 1})
     one = drafter.model_copy(update={"n_layers": 1})
     layers = rank_weight_bytes(more, tp, weight_dtype, experts=layout) - rank_weight_bytes(

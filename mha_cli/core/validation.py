@@ -87,7 +87,9 @@ def _without_derived_misses(errors: list[Any]) -> list[Any]:
     out, a bad ``mla`` width), or the model's ``d_model`` refused or missing. The error of their source says it."""
     faults = [tuple(error["loc"]) for error in errors]
     blamed = {
-        loc[: loc.index("attention") + 1] for loc in faults if "attention" in loc and loc[-1] not in DERIVED_FROM_HEADS
+        tuple(error["loc"])[: tuple(error["loc"]).index("attention") + 1]
+        for error in errors
+        if "attention" in error["loc"] and (error["type"] != "missing" or error["loc"][-1] not in DERIVED_FROM_HEADS)
     }
     blamed |= {(*loc[:-1], "attention") for loc in faults if loc[-1:] == ("d_model",)}
 

@@ -162,7 +162,8 @@ BY_ID: dict[str, Generation] = {generation.id: generation for generation in GENE
 LATEST: dict[EngineName, Generation] = {g.engine: g for g in GENERATIONS if g.until is None}
 """The generation ``--engine vllm`` (no version) means: the latest modelled."""
 
-_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:[.\-+a-z0-9]*)", re.IGNORECASE)
+_VERSION = re.compile(r"v?(\d+)\.(\d+)", re.IGNORECASE)
+"""A release's major and minor, at its start (``parse_version`` checks the whole against ``_RELEASE``)."""
 
 
 def _engine(word: str, text: str) -> EngineName:
@@ -182,10 +183,13 @@ def ranges(engine: EngineName) -> str:
 
 
 def parse_version(text: str) -> Version:
-    """``0.10``, ``v0.11.0``, ``0.4.6.post1``, ``1.0.0rc4`` as (major, minor); refused when it is none of those."""
-    match = _VERSION.fullmatch(text.strip())
-    if match is None:
+    """``0.10``, ``0.10.x``, ``v0.11.0``, ``0.4.6.post1``, ``1.0.0rc4`` as (major, minor); refused when it is none of
+    those (``0.10-foo`` is not priced as some release of 0.10)."""
+    line = re.sub(r"\.x$", "", text.strip(), flags=re.IGNORECASE)
+    if _RELEASE.fullmatch(line) is None:
         raise BadInputError(f"engine version {text!r} is not a release number: write it as 0.10 or 0.11.0")
+    match = _VERSION.match(line)
+    assert match is not None  # a release is major.minor first
     return int(match.group(1)), int(match.group(2))
 
 
