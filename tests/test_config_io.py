@@ -210,3 +210,11 @@ def test_values_under_the_bound_are_read_whole(tmp_path):
     path = tmp_path / "notes.yaml"
     path.write_text("notes: [" + ",".join(["1"] * 999_990) + "]\n")
     assert len(read_mapping(path)["notes"]) == 999_990
+
+
+def test_an_exponent_without_a_dot_is_a_float_as_in_json(tmp_path):
+    """``norm_eps: 1e-6`` (config.json's ``1e-06`` copied over) is the float YAML 1.2 and JSON say, not the string
+    PyYAML's YAML 1.1 makes of it; with a dot it always was one."""
+    path = tmp_path / "eps.yaml"
+    path.write_text("a: 1e-6\nb: 1.0e-6\nc: -2E+3\nd: 1e\ne: '1e-6'\n")
+    assert read_mapping(path) == {"a": 1e-6, "b": 1e-6, "c": -2000.0, "d": "1e", "e": "1e-6"}

@@ -90,7 +90,7 @@ def _parse_json(text: str, where: str) -> Any:
 def _parse_yaml(text: str, where: str) -> Any:
     import yaml  # here, not at import: preset and --json runs never pay for it
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a large file in a fraction of the time
+    loader = _exponent_floats(yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: a large file fast
     try:
         _count_yaml_values(yaml, yaml.parse(text, Loader=loader), where)  # stops at the bound, before building
         return yaml.load(text, Loader=loader)  # a safe loader (C or pure Python)
@@ -103,6 +103,21 @@ def _parse_yaml(text: str, where: str) -> Any:
         raise BadInputError(f"{where}: nested too deeply to be a config file") from None
     except (ValueError, OverflowError, TypeError) as exc:  # a bad date (2001-13-01), `!!int abc`, 4,301 digits
         raise BadInputError(f"{where}: {_unreadable_value(exc)}") from None
+
+
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+"""A number with an exponent and no dot, ``1e-6``: a float in YAML 1.2 and JSON, a string to PyYAML (YAML 1.1)."""
+
+
+def _exponent_floats(yaml: Any, base: type) -> type:
+    """``base``, a safe loader, reading ``1e-6`` as the float it is (config.json's ``rms_norm_eps: 1e-06`` copied
+    into a config file would otherwise be refused as a string)."""
+
+    class Loader(base):  # type: ignore[valid-type, misc]
+        pass
+
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
+    return Loader
 
 
 def _count_yaml_values(yaml: Any, events: Any, where: str) -> None:
