@@ -20,9 +20,9 @@ from mha_cli.core.dp_attention import (
     remote_destinations,
 )
 from mha_cli.core.errors import EXIT_BAD_INPUT
-from mha_cli.core.model_edit import copy_with
 from mha_cli.core.params import count_params, params_per_rank
 from mha_cli.core.presets import get_preset
+from tests.spec_paths import copy_with
 
 V3 = "tests/fixtures/hf_configs/deepseek-v3.json"
 LONG = ["--target", "8xh200", "--isl", "126976", "--osl", "4096", "--concurrency", "32", "--closed-form"]

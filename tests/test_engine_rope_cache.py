@@ -12,10 +12,10 @@ from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.rope_cache import SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_tables
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.model_edit import copy_with
 from mha_cli.core.schemas import DeploymentSpec, RopeScaling
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
+from tests.spec_paths import copy_with
 
 CONFIGS = Path(__file__).parent / "fixtures" / "hf_configs"
 GIB = 2**30

@@ -6,9 +6,9 @@ import pytest
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import known_model_types
-from mha_cli.core.model_migration import flat_path, read_path
 from mha_cli.core.presets import get_preset
 from mha_cli.verify.plan import refuse_unbuilt_layers
+from tests.spec_paths import flat_path, read_path
 
 
 def test_every_known_family_has_a_row_and_the_claims_are_consistent(cli):

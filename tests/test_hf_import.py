@@ -7,10 +7,10 @@ import pytest
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.model_migration import flat_path, read_path
 from mha_cli.core.params import count_params
 from mha_cli.core.presets import get_preset
 from tests.conftest import reference_hf_config
+from tests.spec_paths import flat_path, read_path
 
 # config.json file -> the preset describing the same model.
 SAME_MODEL = {

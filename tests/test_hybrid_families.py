@@ -22,12 +22,12 @@ from transformers.models.qwen3_next.modeling_qwen3_next import (  # noqa: E402
 )
 
 from mha_cli.core.hf_import import import_hf_config  # noqa: E402
-from mha_cli.core.model_edit import copy_with  # noqa: E402
 from mha_cli.core.params import attention_params, count_params  # noqa: E402
 from mha_cli.nn.attention import Attention  # noqa: E402
 from mha_cli.nn.mixers import MixerState, build_mixer  # noqa: E402
 from mha_cli.nn.model import build_layer_attention  # noqa: E402
 from mha_cli.nn.rope import RotaryEmbedding  # noqa: E402
+from tests.spec_paths import copy_with  # noqa: E402
 
 ATOL = 1e-5
 

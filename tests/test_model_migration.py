@@ -9,9 +9,10 @@ from pydantic import ValidationError
 
 from mha_cli.core.config_io import parse_config, read_mapping
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.model_migration import FLAT_FIELDS, PARTS, flat_path, nest_flat_fields, read_path
+from mha_cli.core.model_migration import FLAT_FIELDS, PARTS, nest_flat_fields
 from mha_cli.core.presets import get_preset, preset_names
 from mha_cli.core.schemas import AttentionSpec, ModelSpec
+from tests.spec_paths import flat_path, read_path
 
 V1_CONFIGS = Path(__file__).parent / "fixtures" / "configs_v1"
 OUTPUTS = Path(__file__).parent.parent / "outputs" / "configs"

@@ -16,11 +16,10 @@ import torch
 import transformers
 
 from mha_cli.core.hf_import import import_hf_config
-from mha_cli.core.model_edit import copy_with
-from mha_cli.core.model_migration import flat_path, read_path
 from mha_cli.core.params import count_params
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.nn import build_model
+from tests.spec_paths import copy_with, flat_path, read_path
 from tests.tp_threads import run_ranks
 
 TOLERANCE = 1e-4

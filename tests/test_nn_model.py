@@ -16,8 +16,8 @@ import torch
 import transformers  # the reference (dev extra); a missing install fails here rather than skipping
 
 from mha_cli.core.hf_import import import_hf_config
-from mha_cli.core.model_edit import copy_with
 from mha_cli.nn import build_model
+from tests.spec_paths import copy_with
 
 TOLERANCE = 1e-4
 SEQ_LEN = 12

@@ -23,11 +23,10 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from mha_cli.core.hf_import import import_hf_config  # noqa: E402
-from mha_cli.core.model_edit import copy_with  # noqa: E402
-from mha_cli.core.model_migration import flat_path  # noqa: E402
 from mha_cli.core.params import count_params  # noqa: E402
 from mha_cli.nn import build_model  # noqa: E402
 from mha_cli.nn.hf_state_dict import load_transformers_state_dict  # noqa: E402
+from tests.spec_paths import copy_with, flat_path  # noqa: E402
 
 TOLERANCE = 1e-4
 SEQ_LEN, PREFILL = 12, 5

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.model_edit import copy_with
 from mha_cli.core.params import count_params, params_per_rank, weight_params_per_device
 from mha_cli.core.presets import get_preset, preset_names
 from mha_cli.core.schemas import MLASpec, ModelSpec, MoESpec
 from mha_cli.core.tensor_parallel import padded_vocab, tp_shard_problem, vocab_rows_per_rank
+from tests.spec_paths import copy_with
 
 GQA = ModelSpec(d_model=64, n_layers=2, n_heads=8, n_kv_heads=2, head_dim=8, vocab_size=1000, d_ff=256)
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from mha_cli.core.model_edit import copy_with
 from mha_cli.core.params import count_params
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import ModelSpec
+from tests.spec_paths import copy_with
 
 PUBLISHED_TOTALS = {
     "gpt2": 124_439_808,

@@ -28,22 +28,3 @@ def _part(fields: dict[str, Any], parts: list[str]) -> dict[str, Any]:
             raise KeyError(f"{'.'.join(parts)} is no part of this spec (at {part})")
         fields = inner
     return fields
-
-
-def copy_with(model: ModelSpec, changes: Mapping[str, Any]) -> ModelSpec:
-    """``model`` with ``changes`` set at their paths (``"block.moe"``, ``"attention.rope"``), copied part by part
-    and not validated again: for a change that derives nothing (a flag, a bias, a nested block replaced whole)."""
-    by_part: dict[str, dict[str, Any]] = {}
-    top: dict[str, Any] = {}
-    for path, value in changes.items():
-        part, _, name = path.partition(".")
-        if name:
-            by_part.setdefault(part, {})[name] = value
-        else:
-            top[part] = value
-    for part, fields in by_part.items():
-        inner = getattr(model, part)
-        if any("." in name for name in fields):
-            raise KeyError(f"{part}: copy_with sets a part's own fields; replace a nested block whole")
-        top[part] = inner.model_copy(update=fields)
-    return model.model_copy(update=top)

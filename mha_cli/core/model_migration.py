@@ -108,19 +108,3 @@ def flat_name(part: str, name: str) -> str:
         if place == (part, name):
             return flat
     raise KeyError(f"{part}.{name} has no flat name")
-
-
-def flat_path(flat: str) -> str:
-    """The dotted path of an old flat field (``tied_embeddings`` -> ``embeddings.tied``); a field that stayed at the
-    top level (``d_model``) is its own path."""
-    if flat in FLAT_FIELDS:
-        part, name = FLAT_FIELDS[flat]
-        return f"{part}.{name}"
-    return flat
-
-
-def read_path(model: Any, path: str) -> Any:
-    """The value at a dotted ``path`` of a spec (``"attention.n_heads"``)."""
-    for name in path.split("."):
-        model = getattr(model, name)
-    return model

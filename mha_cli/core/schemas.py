@@ -549,14 +549,6 @@ MODEL_WIDTH_KEY = "__model_width__"
 from it (never part of a file)."""
 
 
-def check_head_counts(n_heads: int, n_kv_heads: int) -> None:
-    """Refuse K/V heads that no query heads can share evenly: more K/V heads than query heads, or not a divisor."""
-    if n_kv_heads > n_heads:
-        raise ValueError(f"n_kv_heads ({n_kv_heads}) must not exceed n_heads ({n_heads})")
-    if n_heads % n_kv_heads:
-        raise ValueError(f"n_heads ({n_heads}) must be divisible by n_kv_heads ({n_kv_heads})")
-
-
 class AttentionSpec(_Strict):
     """One attention layer: its heads, its projections' extras and the arithmetic of its scores.
 
@@ -670,7 +662,10 @@ class AttentionSpec(_Strict):
     def _check_heads(self) -> None:
         if self.variant == "MLA":
             raise ValueError("variant MLA needs an mla block with at least kv_lora_rank")
-        check_head_counts(self.n_heads, self.n_kv_heads)
+        if self.n_kv_heads > self.n_heads:
+            raise ValueError(f"n_kv_heads ({self.n_kv_heads}) must not exceed n_heads ({self.n_heads})")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.n_kv_heads})")
         implied = variant_for_heads(self.n_heads, self.n_kv_heads)
         if self.variant != implied and not (self.n_heads == 1 and self.variant in ("MHA", "MQA")):
             raise ValueError(
