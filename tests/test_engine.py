@@ -178,6 +178,28 @@ def test_trtllm_budget_by_hand():
     assert plan.kv_tokens == plan.available_kv_bytes // 131_072 // 32 * 32
 
 
+def test_trtllm_cpp_budget_by_hand():
+    """The C++ runtime (trtllm-cpp): before the pool, the execution context (forward over max_num_tokens 8192:
+    8192 x 2 B x (2 x 4096 + 3 x 14336)), runtime buffers (2048 x 128,256 x 4 B logits + 2 x 2048 x 8192 x 4 B cache
+    indirection) and decoder (2048 x 128,256 x 20 B) at trtllm-build's max_batch_size 2048; then 0.9 of what is left."""
+    plan = _plan("trtllm", engine_generation="trtllm-cpp")
+    activation = 8192 * 2 * (2 * 4096 + 3 * 14_336)
+    runtime, decoder = 2048 * 128_256 * 4 + 2 * 2048 * 8192 * 4, 2048 * 128_256 * 20
+    assert plan.activation_peak_bytes == activation
+    lines = {line.label: line.bytes for line in plan.budget}
+    assert lines["runtime buffers (C++ runtime)"] == -runtime and lines["decoder (C++ runtime)"] == -decoder
+    left = H100.device_memory_bytes - 16 * 10**9 - activation - NON_TORCH_ONE_RANK - runtime - decoder
+    assert plan.available_kv_bytes == int(left * 0.9)
+    assert plan.log_lines[:2] == [
+        f"[MemUsageChange] Allocated {runtime / 2**30:.2f} GB GPU memory for runtime buffers.",
+        f"[MemUsageChange] Allocated {decoder / 2**30:.2f} GB GPU memory for decoder.",
+    ]
+    # the control: a smaller engine batch leaves the pool more; the PyTorch backend has no such lines
+    small = _plan("trtllm", engine_generation="trtllm-cpp", max_num_seqs=64)
+    assert small.available_kv_bytes > plan.available_kv_bytes
+    assert "decoder (C++ runtime)" not in {line.label for line in _plan("trtllm").budget}
+
+
 def test_utilisation_changes_the_budget_and_a_full_one_is_flagged():
     v1 = {"engine_generation": "vllm-v1"}  # up to 0.20 the graphs come out of the (1 - utilisation) headroom
     half, full = _plan("vllm", gpu_memory_utilization=0.5, **v1), _plan("vllm", gpu_memory_utilization=0.99, **v1)

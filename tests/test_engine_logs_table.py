@@ -45,7 +45,7 @@ def test_counts_per_group(table):
     module, rows = table
     assert module.counts(rows, "seen") == {"logs": 18, "rule_checked": 13, "rule_exact": 12, "priced": 18, "within": 11}
     assert module.counts(rows, "new") == {"logs": 7, "rule_checked": 0, "rule_exact": 0, "priced": 7, "within": 7}
-    assert module.counts(rows, "new-2") == {"logs": 8, "rule_checked": 7, "rule_exact": 6, "priced": 8, "within": 5}
+    assert module.counts(rows, "new-2") == {"logs": 8, "rule_checked": 7, "rule_exact": 6, "priced": 8, "within": 6}
 
 
 def test_second_new_group_errors(table):
@@ -62,7 +62,7 @@ def test_second_new_group_errors(table):
         405: -0.071,
         406: -0.003,
         407: 0.028,
-        408: 0.187,
+        408: -0.040,  # +0.187 until the C++ runtime buffers and decoder (core.engine.trtllm_buffers)
     }
     assert [log_id for log_id, row in new.items() if row.basis == "KV memory"] == [407]
     assert [log_id for log_id, row in new.items() if row.rule_hit is False] == [406]

@@ -15,7 +15,8 @@ Each generation of an engine (``core.engine.generations``) is priced by the rule
   (1 - mem_fraction_static) share. Pages of ``page_size`` tokens (1 by default).
 - TensorRT-LLM (PyTorch backend, ``KvCacheCreator``): KV memory = (total - peak of weights, activations and
   non-torch) x free_gpu_memory_fraction; tokens in blocks of ``tokens_per_block`` (32). Its C++ engine
-  (``trtllm-cpp``) takes the same fraction of what is free once the engine is loaded, in blocks of 64.
+  (``trtllm-cpp``) takes the same fraction of what is free once the engine is loaded, its execution context (the
+  forward estimate), runtime buffers and decoder allocated (``core.engine.trtllm_buffers``), in blocks of 64.
 """
 
 from collections.abc import Callable
@@ -45,6 +46,7 @@ from mha_cli.core.engine.settings import (
     GIB,
     EngineSettings,
 )  # fmt: skip
+from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
@@ -234,6 +236,10 @@ class _Inputs(NamedTuple):
         return BudgetLine(label="weights on this rank", bytes=-self.weights, how=self.weights_how)
 
     def activation_line(self) -> BudgetLine:
+        if self.settings.generation == "trtllm-cpp":
+            tokens = self.settings.max_num_batched_tokens
+            how = f"execution context: estimated as a forward over max_num_tokens {tokens} (widest layer)"
+            return BudgetLine(label="activations (execution context)", bytes=-self.activation, how=how)
         how = _activation_how(self.model, self.settings, self.kv.tp)
         if self.encoder is not None:
             how = self.encoder.how(how, self.activation)
@@ -485,15 +491,31 @@ def _sglang(inputs: _Inputs) -> _Pool:
     )  # fmt: skip
 
 
+def _trtllm_cpp_buffers(inputs: _Inputs) -> TrtllmBuffers:
+    """The C++ runtime's runtime buffers and decoder, sized by the engine's max_batch_size, vocabulary, max_seq_len."""
+    return trtllm_buffers(
+        max_batch_size=inputs.settings.max_num_seqs, vocab_size=inputs.model.embeddings.vocab_size,
+        max_seq_len=inputs.kv.seq_len, tp=inputs.kv.tp,
+    )  # fmt: skip
+
+
 def _trtllm(inputs: _Inputs) -> _Pool:
     """TensorRT-LLM (PyTorch backend; its C++ engine alike, in blocks of 64): free_gpu_memory_fraction of what the
-    weights, activations and non-torch memory leave; blocks of tokens_per_block; a pool per window size."""
+    weights, activations and non-torch memory leave, and on the C++ engine its runtime buffers and decoder
+    (``core.engine.trtllm_buffers``); blocks of tokens_per_block."""
     settings = inputs.settings
     util = settings.utilisation
-    after_peak = inputs.target.device_memory_bytes - inputs.weights - inputs.activation - inputs.non_torch
+    buffers = _trtllm_cpp_buffers(inputs) if settings.generation == "trtllm-cpp" else None
+    before_pool = [inputs.device_line(), inputs.weights_line(), inputs.activation_line(), inputs.non_torch_line()]
+    if buffers is not None:
+        before_pool += [
+            BudgetLine(label="runtime buffers (C++ runtime)", bytes=-buffers.runtime_bytes, how=buffers.runtime_how()),
+            BudgetLine(label="decoder (C++ runtime)", bytes=-buffers.decoder_bytes, how=buffers.decoder_how()),
+        ]  # fmt: skip
+    after_peak = sum(line.bytes for line in before_pool)
     available = int(after_peak * util) if after_peak > 0 else after_peak
     budget = [
-        inputs.device_line(), inputs.weights_line(), inputs.activation_line(), inputs.non_torch_line(),
+        *before_pool,
         BudgetLine(
             label=f"kept out (free fraction {util:g})", bytes=available - after_peak,
             how=settings.utilisation_source,
@@ -506,10 +528,18 @@ def _trtllm(inputs: _Inputs) -> _Pool:
     allocated = (
         f"[MemUsageChange] Allocated {max(0, available) / GIB:.2f} GiB for max tokens in paged KV cache ({tokens})."
     )
+    log_lines = [*(buffers.log_lines() if buffers is not None else []), refusal or allocated]
+    notes = []
+    if buffers is not None:
+        notes.append(
+            f"TensorRT-LLM's C++ runtime sizes its runtime buffers and decoder by the engine's max_batch_size"
+            f" ({buffers.max_batch_size}) x vocabulary ({buffers.vocab_padded:,}), whatever the load: a smaller"
+            " trtllm-build --max_batch_size (--max-num-seqs here) leaves the KV pool more"
+        )
     return _Pool(
         available=available, activation=inputs.activation, budget=budget, blocks=blocks, tokens=tokens,
         concurrency=concurrency, request_bytes=per_sequence, starts=starts, refusal=refusal,
-        log_lines=[refusal] if refusal else [allocated], groups=[], layers_per_group=None, padding_layers=0, notes=[],
+        log_lines=log_lines, groups=[], layers_per_group=None, padding_layers=0, notes=notes,
         block_size=settings.block_size,
     )  # fmt: skip
 
@@ -535,6 +565,8 @@ def plan_engine(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp,
         sampler=settings.sampler,
     )  # fmt: skip
+    if settings.generation == "trtllm-cpp":  # no profiling run: the engine's forward; its sampler is the decoder line
+        activation = forward_peak_bytes(model, tokens=settings.max_num_batched_tokens, tp=kv.tp)
     encoder = None
     if settings.engine == "vllm":  # a vision tower's encoder run, its outputs kept through the decoder's
         encoder = encoder_profile(

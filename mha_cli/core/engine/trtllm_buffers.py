@@ -1,0 +1,113 @@
+"""What TensorRT-LLM's C++ runtime (``trtllm-cpp``, 0.5-0.21) allocates before it sizes the KV pool. Pure Python.
+
+``TrtGptModelInflightBatching``'s constructor (``cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp``,
+as stored in the search index for the 0.17-0.21 open batch manager; 0.14's log prints the same two lines) runs, in
+order: ``createRuntimeContexts`` (TensorRT's execution context: the engine's activations), ``createBuffers`` (logged
+"Allocated X GB GPU memory for runtime buffers"), ``createDecoder`` ("... for decoder"), then
+``createKvCacheManager``, whose ``calculateMaxNumBlocks`` takes ``free_gpu_memory_fraction`` of the memory still
+free. Both logged figures are sized by trtllm-build's ``max_batch_size`` (2048 by default), the vocabulary and the
+engine's ``max_seq_len``, not by the load. What is priced, per rank, with ``beam`` = trtllm-build's
+``max_beam_width`` (1 by default) and ``vocab_padded`` = ``ModelConfig::getVocabSizePadded`` (the vocabulary rounded
+up to a multiple of the tensor-parallel size; every rank decodes the whole vocabulary):
+
+Runtime buffers (``createBuffers``):
+- the logits of one step, ``RuntimeBuffers::setMaxBufferSizes`` (numLogits = max_batch_size x beam) then
+  ``reshape`` (``logits`` [numLogits, vocab_padded] in the engine's logits dtype: fp32, the ``--logits_dtype``
+  default of the examples' ``convert_checkpoint.py`` / ``build.py``);
+- the beam-search cache indirection, ``DecoderBuffers::DecoderBuffers`` (``batch_manager/decoderBuffers.cpp``):
+  ``cacheIndirectionInput`` and ``cacheIndirectionOutput``, each [max_batch_size, beam, max_attention_window] int32,
+  allocated whatever the beam width; the window is the engine's max_seq_len.
+
+Decoder (``createDecoder``: ``GptDecoderBatched`` -> ``DynamicDecodeLayer``, in top-k/top-p mode for beam 1), per
+logit of [max_batch_size x beam, vocab_padded]:
+- ``PenaltyLayer::allocateBuffer`` (``cpp/tensorrt_llm/layers/penaltyLayer.cpp``): ``mRuntimeLogitsDevice``, one
+  logit in the decoder's dtype (the logits dtype, fp32);
+- ``PenaltyLayer::allocateWorkspace``: the occurrence-penalty workspace, one int32 (a decoding mode other than
+  Auto allocates it at construction; the batch manager resolves Auto to TopKTopP before it builds the decoder);
+- the top-p sampling workspace, ``getTopPWorkspaceSizes`` (``cpp/tensorrt_llm/kernels/samplingTopPKernels.cu``):
+  the sorted probabilities (logits dtype), the sorted token ids and the unsorted ids (int32 each).
+
+Not priced, and why: the CUB radix sort's own temporary storage in the top-p workspace (sized by CUB at run time,
+not by TensorRT-LLM's code), the decoder's per-slot output tensors ([max_batch_size, beam, max_seq_len] ids, log
+probabilities; not read here), the execution context (TensorRT's planner: ``core.engine.activation``'s forward
+estimate stands in for it). 0.14's log of Qwen2.5-0.5B at 2,048 sequences (``tests/fixtures/engine_logs.yaml`` 206)
+prints 2.66 GiB of runtime buffers and 5.76 GiB for the decoder against 1.66 and 5.80 here.
+"""
+
+from typing import NamedTuple
+
+from mha_cli.core.quantities import format_bytes
+
+LOGITS_BYTES = 4
+"""The engine's logits dtype: fp32 (``--logits_dtype`` default float32 in the examples' checkpoint converters)."""
+INT32_BYTES = 4
+TRTLLM_BEAM = 1
+"""trtllm-build's ``--max_beam_width`` default."""
+DECODER_BYTES_PER_LOGIT = LOGITS_BYTES + INT32_BYTES + LOGITS_BYTES + 2 * INT32_BYTES
+"""PenaltyLayer's runtime logits and occurrence workspace, top-p's sorted probabilities, sorted ids and ids: 20 B."""
+
+
+def vocab_size_padded(vocab_size: int, tp: int) -> int:
+    """``ModelConfig::getVocabSizePadded(worldSize)``: the vocabulary rounded up to a multiple of ``tp``."""
+    return -(-vocab_size // tp) * tp
+
+
+class TrtllmBuffers(NamedTuple):
+    """The C++ runtime's two allocations before the KV pool on one rank, in bytes, and the sizes that set them."""
+
+    max_batch_size: int
+    beam: int
+    vocab_padded: int
+    max_attention_window: int
+    """Tokens: the engine's max_seq_len."""
+
+    @property
+    def logits_rows(self) -> int:
+        """Rows of logits a step holds: one per sequence and beam."""
+        return self.max_batch_size * self.beam
+
+    @property
+    def step_logits_bytes(self) -> int:
+        """``RuntimeBuffers``' logits: rows x vocab_padded x fp32."""
+        return self.logits_rows * self.vocab_padded * LOGITS_BYTES
+
+    @property
+    def cache_indirection_bytes(self) -> int:
+        """``DecoderBuffers``' cache indirection, input and output: 2 x rows x window x int32."""
+        return 2 * self.logits_rows * self.max_attention_window * INT32_BYTES
+
+    @property
+    def runtime_bytes(self) -> int:
+        """What ``createBuffers`` allocates ("GPU memory for runtime buffers"), as far as priced."""
+        return self.step_logits_bytes + self.cache_indirection_bytes
+
+    @property
+    def decoder_bytes(self) -> int:
+        """What ``createDecoder`` allocates ("GPU memory for decoder"), as far as priced: 20 B per logit."""
+        return self.logits_rows * self.vocab_padded * DECODER_BYTES_PER_LOGIT
+
+    def runtime_how(self) -> str:
+        return (
+            f"logits {self.max_batch_size} seqs x {self.beam} beam x {self.vocab_padded:,} x {LOGITS_BYTES} B"
+            f" ({format_bytes(self.step_logits_bytes)}) + cache indirection 2 x {self.logits_rows} x"
+            f" {self.max_attention_window:,} tokens x {INT32_BYTES} B ({format_bytes(self.cache_indirection_bytes)});"
+            " RuntimeBuffers, DecoderBuffers"
+        )
+
+    def decoder_how(self) -> str:
+        return (
+            f"{self.max_batch_size} seqs x {self.beam} beam x {self.vocab_padded:,} logits x"
+            f" {DECODER_BYTES_PER_LOGIT} B (penalty logits and workspace, top-p sort buffers); DynamicDecodeLayer"
+        )
+
+    def log_lines(self) -> list[str]:
+        """The two lines the runtime prints (``MemoryCounters::bytesToString``: "GB" is 1024^3 bytes)."""
+        return [
+            f"[MemUsageChange] Allocated {self.runtime_bytes / 2**30:.2f} GB GPU memory for runtime buffers.",
+            f"[MemUsageChange] Allocated {self.decoder_bytes / 2**30:.2f} GB GPU memory for decoder.",
+        ]
+
+
+def trtllm_buffers(*, max_batch_size: int, vocab_size: int, max_seq_len: int, tp: int) -> TrtllmBuffers:
+    """The C++ runtime's buffers for an engine built for ``max_batch_size`` sequences of ``max_seq_len`` tokens."""
+    return TrtllmBuffers(max_batch_size, TRTLLM_BEAM, vocab_size_padded(vocab_size, tp), max_seq_len)
