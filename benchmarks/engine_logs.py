@@ -308,10 +308,11 @@ NOTES = """## Notes
   changed since: the per-token rule exact on 5 of 5 that print memory and tokens (TensorRT-LLM 1.2.1's PyTorch
   backend, vLLM 0.19.1, three SGLang K sizes), the whole plan within 5% on 5 of 6: 501 -4.1%, 502 +1.5%, 503 -0.0%,
   508 +3.8%, 509 +0.3%, and 510 +12.6% (an RTX 5080 whose launch command is not shown: its figures imply a
-  fraction near 0.82 where SGLang 0.4's default is 0.88). Six logs found are not expressible (504-507, 511, 512):
-  four models with no config here (QwQ-32B; Qwen3.6-35B-A3B and Qwen3.6-27B, hybrid Gated DeltaNet models run with
-  MTP; Qwen3-4B-Instruct-2507), an Apple-silicon GPU under vllm-metal, a GPU not named. None of the priced six is
-  vLLM >= 0.21: the 0.21+ logs found (0.22, 0.23, 0.27) all ran models or devices mha cannot express.
+  fraction near 0.82 where SGLang 0.4's default is 0.88). Seven logs found are not expressible (504-507, 511-513):
+  five models with no config here (QwQ-32B; Qwen3.6-35B-A3B and Qwen3.6-27B, hybrid Gated DeltaNet models run with
+  MTP; Qwen3-4B-Instruct-2507; Qwen2.5-Omni-7B int4), an Apple-silicon GPU under vllm-metal, a GPU not named. None of
+  the priced six is vLLM >= 0.21: the 0.21+ logs found (0.21, 0.22, 0.23, 0.27) all ran models or devices mha cannot
+  express.
 - The second new group (401-411), priced as the rules stood: the per-token rule exact on 6 of 7 (406: vLLM 0.10
   prints one rank's tokens and another's memory, as 202), the whole plan within 5% on 4 of 8. Three logs are not
   expressible (an RTX 4080, Qwen3-1.7B, Gemma 4). No SGLang log was found for this group.
