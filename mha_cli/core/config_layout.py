@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import BadInputError, one_line, shown
 from mha_cli.core.model_migration import FLAT_FIELDS, PARTS, flat_name, nest_flat_fields
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.suggest import close_names
@@ -36,11 +36,13 @@ def checked_layout(data: dict[str, Any], origin: str) -> tuple[dict[str, Any], i
 
     A flat model comes back nested in its parts and its ``schema_version`` set to 1 (the file's own, or the one its
     layout implies), so a version-1 file that omits every flat field still names them as missing. The layout is
-    None when the model is not a mapping or the version is not 1 or 2: validation names that. Refusals are
-    ``BadInputError`` (exit 2)."""
+    None when the model is not a mapping: validation names that. Refusals are ``BadInputError`` (exit 2).
+    """
     model, version = data.get("model"), data.get("schema_version")
     stated = version if type(version) is int and version in (FLAT, IN_PARTS) else None
-    if not isinstance(model, dict) or (version is not None and stated is None):
+    if "schema_version" in data and stated is None:  # not true or 2.0, which pydantic's Literal takes for 1 and 2
+        raise BadInputError(f"{origin}: schema_version: must be 1 or 2 (got {_shown(version)})")
+    if not isinstance(model, dict):
         return data, None
     flat = [key for key in model if key in FLAT_FIELDS]
     parts = [key for key in model if key in PARTS]
@@ -75,6 +77,10 @@ def checked_layout(data: dict[str, Any], origin: str) -> tuple[dict[str, Any], i
             "model": nest_flat_fields({**{part: {} for part in PARTS}, **model}),
         }, FLAT
     return data, IN_PARTS
+
+
+def _shown(value: Any) -> str:
+    return shown(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else one_line(repr(value), 40)
 
 
 def _kind(value: Any) -> str:
