@@ -196,3 +196,16 @@ def test_a_file_without_schema_version_reads_in_the_layout_it_writes():
     nested = parse_config(yaml.safe_load(f"model: {PARTS_MODEL}"), "nested.yaml")
     assert (flat.schema_version, nested.schema_version) == (1, 2)
     assert flat.model == nested.model
+
+
+def test_a_bare_model_file_keeps_its_schema_version_at_the_top(cli, tmp_path):
+    """A file holding only the model (``d_model`` at the top, no ``model:``) may state its version beside it: read as
+    the file's, not refused as an unknown model field; its layout is checked against it."""
+    from mha_cli.core.errors import EXIT_BAD_INPUT
+
+    path = tmp_path / "bare.yaml"
+    path.write_text(f"schema_version: 2\n{yaml.safe_dump(yaml.safe_load(PARTS_MODEL))}")
+    assert cli.json("kv", str(path), "--seq", "64")["model"]["attention"]["n_heads"] == 4
+    path.write_text(f"schema_version: 1\n{yaml.safe_dump(yaml.safe_load(PARTS_MODEL))}")
+    result = cli.run("kv", str(path), "--seq", "64")
+    assert result.exit_code == EXIT_BAD_INPUT and "schema_version 1 writes every model field" in result.stderr
