@@ -47,6 +47,20 @@ def test_malformed_files_fail_with_one_line(tmp_path, name, text, message):
     assert "\n" not in str(info.value)
 
 
+def test_a_key_given_twice_in_one_yaml_mapping_is_refused_not_settled_for_the_last(tmp_path):
+    """PyYAML keeps the last of two equal keys (``d_model: 4096`` then ``d_model: 2048`` read as 2048); YAML says keys
+    are unique, so the file is refused at the second. A merge key's fields may still be overridden."""
+    path = tmp_path / "c.yaml"
+    path.write_text("model:\n  d_model: 4096\n  n_layers: 2\n  d_model: 2048\n")
+    with pytest.raises(BadInputError) as info:
+        read_mapping(path)
+    assert str(info.value) == (
+        f"{path}: malformed YAML at line 4, column 3: key 'd_model' given twice (first at line 2): keep one"
+    )
+    path.write_text("base: &b {batch: 2, seq_len: 64}\ndeployment: {<<: *b, batch: 1}\n")
+    assert read_mapping(path)["deployment"] == {"batch": 1, "seq_len": 64}
+
+
 def test_schema_errors_name_every_field(tmp_path):
     with pytest.raises(BadInputError) as info:
         parse_config({"model": {"d_model": 64, "n_layers": 0, "n_heads": 3}}, "c.yaml")

@@ -130,3 +130,82 @@ def test_an_error_names_the_field_as_the_file_writes_it():
               "embeddings": {"vocab_size": 10}}  # fmt: skip
     with pytest.raises(BadInputError, match=r"model\.attention\.n_heads: must be a whole number"):
         parse_config({"model": nested}, "new.yaml")
+
+
+PARTS_MODEL = "{d_model: 64, n_layers: 2, attention: {n_heads: 4}, block: {d_ff: 8}, embeddings: {vocab_size: 10}}"
+FLAT_MODEL = "{d_model: 64, n_layers: 2, n_heads: 4, d_ff: 8, vocab_size: 10}"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (f"schema_version: 2\nmodel: {FLAT_MODEL}\n",
+         "model: schema_version 2 writes the model in parts, but this file writes n_heads, d_ff and vocab_size at the"
+         " top level as schema_version 1 did: move each into its part (n_heads -> attention.n_heads) or set"
+         " schema_version: 1 (every field at the top level)"),
+        (f"schema_version: 1\nmodel: {PARTS_MODEL}\n",
+         "model: schema_version 1 writes every model field at the top level, but this file writes the attention,"
+         " block and embeddings parts of schema_version 2: set schema_version: 2"),
+        ("model: {d_model: 64, n_layers: 2, n_heads: 4, block: {d_ff: 8}, vocab_size: 10}\n",
+         "model: mixes the two layouts, n_heads and vocab_size at the top level (schema_version 1) beside the block"
+         " part (schema_version 2): move each into its part (n_heads -> attention.n_heads) and set schema_version: 2"),
+        ("model: {attention: 5, d_model: 64, n_layers: 2, n_heads: 4, d_ff: 8, vocab_size: 10}\n",
+         "model.attention: must be a mapping of the attention part's fields (got 5); beside flat fields (n_heads, d_ff"
+         " and vocab_size), leave the part out"),
+        ("model: {d_model: 64, n_layers: 2, attention: [4], block: {d_ff: 8}, embeddings: {vocab_size: 10}}\n",
+         "model.attention: must be a mapping of the attention part's fields (got a list)"),
+        ("schema_version: 2\nmodel: {d_model: 64, n_layers: 2, attention: {n_heads: 4, kv_heads: 2},"
+         " layers: {layer_pattern: [global]}, block: {d_ff: 8}, embeddings: {vocab_size: 10, tied_embeddings: true}}\n",
+         "model.attention.kv_heads: unknown field; did you mean attention.n_kv_heads?; model.layers.layer_pattern:"
+         " unknown field; did you mean layers.pattern? (layer_pattern is its schema_version 1 name);"
+         " model.embeddings.tied_embeddings: unknown field; did you mean embeddings.tied? (tied_embeddings is its"
+         " schema_version 1 name)"),
+        ("model: {d_model: 64, n_layers: 2, attention: {n_heads: 4}, block: {d_ff: 8, sliding_window: 16},"
+         " embeddings: {vocab_size: 10}}\n",
+         "model.block.sliding_window: unknown field; did you mean layers.sliding_window? (sliding_window is its"
+         " schema_version 1 name)"),
+        (f"schema_version: 1\nmodel: {FLAT_MODEL[:-1]}, n_kv_heads: 3}}\n",
+         "model: n_heads (4) must be divisible by n_kv_heads (3)"),
+        (f"schema_version: 1\nmodel: {FLAT_MODEL[:-1]}, layer_pattern: [local, global]}}\n",
+         "model: layer_pattern has local layers but sliding_window is not set"),
+        (f"model: {FLAT_MODEL[:-1]}, embedding_size: 32}}\n",
+         "model: embedding_size other than d_model needs lm_head_transform (the head reads at that width)"),
+        ("schema_version: 1\nmodel: {d_model: 64, n_layers: 2}\n",
+         "model.n_heads: missing (required); model.d_ff: missing (required); model.vocab_size: missing (required)"),
+        (f"schema_version: 2.0\nmodel: {FLAT_MODEL}\n", "schema_version: must be 1 or 2 (got 2.0)"),
+        (f"schema_version: true\nmodel: {FLAT_MODEL}\n", "schema_version: must be 1 or 2 (got True)"),
+    ],
+    ids=["v2-flat", "v1-parts", "mixed", "scalar-part", "list-part", "old-names-in-parts", "wrong-part",
+         "flat-cross-field", "flat-part-error", "flat-model-error", "v1-empty", "version-float", "version-bool"],
+)  # fmt: skip
+def test_a_layout_error_is_one_line_naming_the_fields_as_written(cli, tmp_path, text, message):
+    """The layout a file writes must agree with its schema_version; an error names each field as the file writes
+    it and, for an old name or a misplaced field, where it belongs. One line on stderr, exit 2."""
+    from mha_cli.core.errors import EXIT_BAD_INPUT
+
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    result = cli.run("check", str(path))
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert result.stderr.strip().splitlines() == [f"error: {path}: {message}"]
+
+
+def test_a_file_without_schema_version_reads_in_the_layout_it_writes():
+    """Flat: version 1 (as every file before the parts); in parts: version 2. The same model either way."""
+    flat = parse_config(yaml.safe_load(f"model: {FLAT_MODEL}"), "flat.yaml")
+    nested = parse_config(yaml.safe_load(f"model: {PARTS_MODEL}"), "nested.yaml")
+    assert (flat.schema_version, nested.schema_version) == (1, 2)
+    assert flat.model == nested.model
+
+
+def test_a_bare_model_file_keeps_its_schema_version_at_the_top(cli, tmp_path):
+    """A file holding only the model (``d_model`` at the top, no ``model:``) may state its version beside it: read as
+    the file's, not refused as an unknown model field; its layout is checked against it."""
+    from mha_cli.core.errors import EXIT_BAD_INPUT
+
+    path = tmp_path / "bare.yaml"
+    path.write_text(f"schema_version: 2\n{yaml.safe_dump(yaml.safe_load(PARTS_MODEL))}")
+    assert cli.json("kv", str(path), "--seq", "64")["model"]["attention"]["n_heads"] == 4
+    path.write_text(f"schema_version: 1\n{yaml.safe_dump(yaml.safe_load(PARTS_MODEL))}")
+    result = cli.run("kv", str(path), "--seq", "64")
+    assert result.exit_code == EXIT_BAD_INPUT and "schema_version 1 writes every model field" in result.stderr

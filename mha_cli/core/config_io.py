@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mha_cli.core.config_layout import FLAT, as_flat_paths, checked_layout, unknown_field_hint
 from mha_cli.core.errors import BadInputError, OutputError, one_line, os_reason, shown_path
-from mha_cli.core.model_migration import FLAT_FIELDS, flat_name
 from mha_cli.core.schemas import MhaConfig
 from mha_cli.core.validation import describe_validation_error
 
@@ -90,7 +90,7 @@ def _parse_json(text: str, where: str) -> Any:
 def _parse_yaml(text: str, where: str) -> Any:
     import yaml  # here, not at import: preset and --json runs never pay for it
 
-    loader = _exponent_floats(yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: a large file fast
+    loader = _config_loader(yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: a large file fast
     try:
         _count_yaml_values(yaml, yaml.parse(text, Loader=loader), where)  # stops at the bound, before building
         return yaml.load(text, Loader=loader)  # a safe loader (C or pure Python)
@@ -109,15 +109,38 @@ _EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0
 """A number with an exponent and no dot, ``1e-6``: a float in YAML 1.2 and JSON, a string to PyYAML (YAML 1.1)."""
 
 
-def _exponent_floats(yaml: Any, base: type) -> type:
+def _config_loader(yaml: Any, base: type) -> type:
     """``base``, a safe loader, reading ``1e-6`` as the float it is (config.json's ``rms_norm_eps: 1e-06`` copied
-    into a config file would otherwise be refused as a string)."""
+    into a config file would otherwise be refused as a string) and refusing a key a mapping gives twice, which
+    PyYAML would silently settle for the last (YAML 1.2, 3.2.1.1: "the keys of a mapping must be unique")."""
 
     class Loader(base):  # type: ignore[valid-type, misc]
-        pass
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            _refuse_duplicate_keys(self, yaml, node)
+            return super().construct_mapping(node, deep=deep)
 
     Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
     return Loader
+
+
+def _refuse_duplicate_keys(loader: Any, yaml: Any, node: Any) -> None:
+    """A ``ConstructorError`` at the second of two equal keys written in one mapping; a key a merge (``<<: *base``)
+    brings in may be overridden, as YAML's merge key allows."""
+    if not isinstance(node, yaml.MappingNode):
+        return
+    seen: dict[Any, Any] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+            continue
+        key = loader.construct_object(key_node)
+        try:
+            first = seen.setdefault(key, key_node.start_mark)
+        except TypeError:  # an unhashable key: the constructor refuses it
+            continue
+        if first is not key_node.start_mark:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} given twice (first at line {first.line + 1}): keep one", key_node.start_mark
+            )
 
 
 def _count_yaml_values(yaml: Any, events: Any, where: str) -> None:
@@ -192,29 +215,17 @@ def _check_value_count(data: Any, where: str) -> None:
 
 
 def parse_config(data: dict[str, Any], origin: str) -> MhaConfig:
-    """Validate a mapping as our config file; errors name the file and every bad field."""
+    """Validate a mapping as our config file; errors name the file and every bad field as the file writes it.
+
+    The model's layout must agree with the file's ``schema_version`` (``core.config_layout``)."""
+    data, layout = checked_layout(data, origin)
     try:
         return MhaConfig.model_validate(data)
     except ValidationError as exc:
-        described = describe_validation_error(exc)
-        model = data.get("model")
-        if isinstance(model, dict) and any(key in FLAT_FIELDS for key in model):
+        described = describe_validation_error(exc, unknown_hint=unknown_field_hint(layout))
+        if layout == FLAT:
             described = as_flat_paths(described)
         raise BadInputError(f"{origin}: {described}") from exc
-
-
-PLACES = set(FLAT_FIELDS.values())
-
-
-def as_flat_paths(described: str) -> str:
-    """An error of a file whose model is written flat (schema 1), its part fields named as the file names them
-    (``model.attention.n_heads`` -> ``model.n_heads``, ``model.block.moe.n_experts`` -> ``model.moe.n_experts``)."""
-
-    def flat(match: re.Match[str]) -> str:
-        name = flat_name(match.group(1), match.group(2)) if (match.group(1), match.group(2)) in PLACES else None
-        return f"model.{name}" if name else match.group(0)
-
-    return re.sub(r"model\.(attention|layers|block|embeddings)\.(\w+)", flat, described)
 
 
 def _applicable(config: MhaConfig) -> dict:

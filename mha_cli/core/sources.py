@@ -141,8 +141,11 @@ def _load_file(
         stored = read_checkpoint_weights(_with_modelopt_sidecar(data, path), shown_path(path))
         source = _with_checkpoint_weights(source, stored)
         return _with_header_weights(source, path, data) if path.name == "config.json" else source
-    if "model" not in data and "d_model" in data:
-        data = {"model": data}
+    if "model" not in data and "d_model" in data:  # a bare model spec; its schema_version, if any, is the file's
+        wrapped = {"model": dict(data)}
+        if "schema_version" in data:
+            wrapped["schema_version"] = wrapped["model"].pop("schema_version")
+        data = wrapped
     config = parse_config(data, str(path))
     return ModelSource(
         kind="config", origin=str(path), model=config.model, deployment=config.deployment, notes=config.notes,

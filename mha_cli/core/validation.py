@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -51,11 +51,16 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return ".".join(parts)
 
 
-def _phrase(error: Any) -> str:
+UnknownFieldHint = Callable[[tuple[Any, ...]], str | None]
+"""Where an unknown field at a location probably belongs (``"did you mean attention.n_kv_heads?"``), or None."""
+
+
+def _phrase(error: Any, unknown_hint: UnknownFieldHint | None = None) -> str:
     """What is wrong with one field, in plain words, quoting the value that was given."""
     kind, ctx, given = error["type"], error.get("ctx") or {}, error.get("input")
     if kind == "extra_forbidden":
-        return "unknown field (check its spelling; `mha schema` lists the fields)"
+        hint = unknown_hint(tuple(error["loc"])) if unknown_hint else None
+        return f"unknown field; {hint}" if hint else "unknown field (check its spelling; `mha schema` lists the fields)"
     if kind == "missing":
         return "missing (required)"
     if kind == "greater_than":
@@ -106,17 +111,20 @@ def _without_derived_misses(errors: list[Any]) -> list[Any]:
     return [error for error in errors if not underived(error)]
 
 
-def describe_validation_error(exc: ValidationError, option_names: Mapping[str, str] | None = None) -> str:
+def describe_validation_error(
+    exc: ValidationError, option_names: Mapping[str, str] | None = None, unknown_hint: UnknownFieldHint | None = None
+) -> str:
     """``"model.n_heads: n_heads (32) must be divisible by n_kv_heads (5)"``, one item per field, '; '-joined.
 
     ``option_names`` renames fields to the command-line options that set them (``{"seq_len": "--seq"}``), so the
-    line names what the person typed: ``"--seq: must be greater than 0 (got 0)"``.
+    line names what the person typed: ``"--seq: must be greater than 0 (got 0)"``. ``unknown_hint`` says where
+    an unknown field belongs.
     """
     parts = []
     errors = _without_derived_misses(exc.errors(include_url=False))
     for error in errors[:MAX_FIELDS_DESCRIBED]:
         path = _field_path(error["loc"])
-        message = _phrase(error)
+        message = _phrase(error, unknown_hint)
         parts.append(f"{path}: {message}" if path else message)
     if len(errors) > MAX_FIELDS_DESCRIBED:
         parts.append(f"and {len(errors) - MAX_FIELDS_DESCRIBED:,} more")
