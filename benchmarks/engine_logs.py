@@ -78,14 +78,13 @@ WHY: dict[int, str] = {
     " plan's pool is 24.35 GiB where the log's tokens take 19.37",
     110: "no source-backed cause: the GPU is not named (an H100 assumed); at utilisation 0.98 the pool is 6.74 GiB, so"
     " the plan's 0.95 GiB surplus is 14%",
-    401: "no source-backed cause: the log leaves 0.99 GiB (0.9 x 44.53 - 27.52 weights - 11.57) for activation,"
-    " non-torch and the CUDA-graph estimate; the plan charges 1.83 (sampler 0.58, non-torch 0.25, graphs 1.0). The"
-    " 1 GiB is a fixed price of an estimate vLLM >= 0.21 measures at start-up (other 0.2x logs print 0.48-0.66 GiB:"
-    " 201, and 409's notebook); the vllm-v1 control, with no graph line, lands +1.4%",
+    401: "-7.3% while the CUDA-graph estimate was a fixed 1 GiB; -4.3% with it derived (`core.engine.cuda_graphs`:"
+    " 0.66 GiB for 40 layers, 86 graphs). The log leaves 0.99 GiB (0.9 x 44.53 - 27.52 weights - 11.57) for"
+    " activation, non-torch and the graphs; the plan charges 1.49 (sampler 0.58, non-torch 0.25, graphs 0.66)",
     405: "-19.9% with the 2.1 GiB tp > 1 constant, -7.1% with an L4's one-rank figure (`core.engine.non_torch`: Ada"
     " has no all-reduce fusion or NVLS). The rest has no source-backed cause: the log leaves 0.82 GiB (0.9 x 22.06 -"
-    " the plan's 4.65 GiB of weights - 14.38) for activation, non-torch and CUDA graphs; the plan charges the fixed"
-    " 1 GiB CUDA-graph estimate of vLLM >= 0.21 among them (the vllm-v1 control, with no graph line, lands -0.1%)",
+    " the plan's 4.65 GiB of weights - 14.38) for activation, non-torch and CUDA graphs: -7.1% with the fixed 1 GiB"
+    " graph price, -4.5% with the estimate derived (`core.engine.cuda_graphs`)",
     510: "no source-backed cause: the launch command is not shown, so SGLang's default fraction is priced (0.88 at tp 1,"
     " sglang-0.4's rule, the line its date puts it in). The log's own figures imply a fraction of about 0.82: 13.91"
     " GiB free after the weights less the 11.14 GiB pool leaves 2.77 GiB, 1 - 2.77 / 15.78 GiB. Either the user set"

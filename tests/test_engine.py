@@ -12,7 +12,6 @@ from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, NON_TORCH_TENSOR_P
 from mha_cli.core.engine.pages import paged_pool
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import (
-    CUDA_GRAPH_ESTIMATE,
     GIB,
     engine_name,
     resolve_settings,
@@ -121,8 +120,7 @@ def _plan(engine: str, **deployment):
 
 def test_vllm_budget_by_hand():
     """vLLM V1 (0.8-0.20): total x 0.9 - weights - RoPE cos/sin cache (Llama 3's 8,192 positions x 128 x 2 B) -
-    activation peak - non-torch; the latest (0.21 and later) takes the CUDA-graph estimate (1 GiB) from the same
-    budget."""
+    activation peak - non-torch; the latest (0.21 and later) takes the CUDA-graph estimate from the same budget."""
     plan = _plan("vllm", engine_generation="vllm-v1")
     activation = 1024 * 128_256 * 16
     assert plan.activation_peak_bytes == activation and plan.non_torch_bytes == NON_TORCH_ONE_RANK
@@ -134,7 +132,11 @@ def test_vllm_budget_by_hand():
     assert not plan.cuda_graph_in_budget and plan.fits and plan.generation == "vllm-v1"
     latest = _plan("vllm")
     assert latest.generation == "vllm-0.21" and latest.cuda_graph_in_budget
-    assert latest.available_kv_bytes == expected - CUDA_GRAPH_ESTIMATE == sum(line.bytes for line in latest.budget[:-1])
+    # the estimate (core.engine.cuda_graphs): 51 piecewise + 51 full graphs up to 512 tokens at 1,024 sequences; the
+    # forward at 512 tokens, 512 x 2 B x (2 x 4,096 + 3 x 14,336), then 100 graphs x 32 layers x 191,267 B
+    graphs = 512 * 2 * (2 * 4096 + 3 * 14336) + 100 * 32 * 191_267
+    assert latest.cuda_graph_bytes == graphs == 664_483_200
+    assert latest.available_kv_bytes == expected - graphs == sum(line.bytes for line in latest.budget[:-1])
     assert latest.budget[-2].label == "CUDA graphs (estimated before the pool)"
 
 

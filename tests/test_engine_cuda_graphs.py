@@ -1,0 +1,104 @@
+"""vLLM >= 0.21's CUDA-graph estimate (``core.engine.cuda_graphs``): capture sizes and graph counts as vLLM 0.32's
+source sets them, and the estimate counted by hand."""
+
+from mha_cli.core.engine.cuda_graphs import (
+    MIN_PER_GRAPH,
+    PER_LAYER_GRAPH_BYTES,
+    capture_sizes,
+    cuda_graph_estimate,
+)  # fmt: skip
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.presets import get_preset
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.sources import load_source
+from mha_cli.core.targets import resolve_target
+
+GIB = 2**30
+H100 = resolve_target("h100").target
+
+
+def test_default_capture_sizes():
+    """``_set_cudagraph_sizes``: 1, 2, 4, multiples of 8 below 256, of 16 from 256, up to min(2 x max_num_seqs, 512)
+    and max_num_batched_tokens; the step's and the decode batch's sizes added when they fit."""
+    sizes = capture_sizes(256, 2048)
+    assert sizes == [1, 2, 4, *range(8, 256, 8), *range(256, 513, 16)] and len(sizes) == 3 + 31 + 17 == 51
+    assert capture_sizes(1024, 8192) == sizes  # 1,024 sequences do not fit under 512: not added
+    assert capture_sizes(8, 8192) == [1, 2, 4, 8, 16]  # 2 x 8 sequences
+    assert capture_sizes(100, 100) == [1, 2, 4, *range(8, 100, 8), 100]  # the step of 100 tokens added
+    assert capture_sizes(5, 8192) == [1, 2, 4, 5, 8]  # the decode batch of 5 added
+    blackwell = capture_sizes(1024, 16384, largest_default=1024)
+    assert blackwell[-1] == 1024 and len(blackwell) == 3 + 31 + 49
+
+
+def test_per_layer_bytes_read_off_log_409():
+    """Log 409 (engine_logs.yaml, not priced there): Qwen2.5-7B, 28 layers, 0.48 GiB at vllm serve's small-GPU
+    defaults (256 sequences): (0.48 GiB - the forward at 512 tokens) / (84 further graphs x 28 layers). The preset
+    gives it back within the log's rounding."""
+    first = 512 * 2 * (2 * 3584 + 3 * 18944)
+    assert PER_LAYER_GRAPH_BYTES == (round(0.48 * GIB) - first) // (84 * 28) == 191_267
+    target = resolve_target("rtx-a5000").target
+    estimate = cuda_graph_estimate(
+        get_preset("qwen2.5-7b"), target, tp=1, max_num_seqs=256, max_num_batched_tokens=2048
+    )
+    assert estimate.first_capture_bytes == first and (estimate.piecewise_graphs, estimate.full_graphs) == (51, 35)
+    assert abs(estimate.bytes / GIB - 0.48) < 0.005
+
+
+def test_small_model_by_hand_on_an_h100():
+    """Qwen3-0.6B (28 layers, d_model 1,024, d_ff 3,072) at an H100's defaults (8,192 tokens, 1,024 sequences): 51
+    sizes up to 512, every one a FULL decode size too (all <= 1,024): first capture 512 x 2 B x (2 x 1,024 + 3 x
+    3,072) = 11,534,336 B, then (50 + 50) graphs x 28 x 191,267 B = 535,547,600 B."""
+    model = load_source("tests/fixtures/hf_configs/qwen3-0.6b.json").model
+    estimate = cuda_graph_estimate(model, H100, tp=1, max_num_seqs=1024, max_num_batched_tokens=8192)
+    assert (estimate.piecewise_graphs, estimate.full_graphs, estimate.largest_size) == (51, 51, 512)
+    assert estimate.first_capture_bytes == 11_534_336 and estimate.per_graph_bytes == 28 * 191_267
+    assert estimate.bytes == 11_534_336 + 100 * 28 * 191_267 == 547_081_936
+
+
+def test_tensor_parallel_shards_the_first_capture_only():
+    """At tp 2 each rank's graph pool holds half the MLP's width; the graphs (one per layer per size) are as many."""
+    model = load_source("tests/fixtures/hf_configs/qwen3-0.6b.json").model
+    one = cuda_graph_estimate(model, H100, tp=1, max_num_seqs=256, max_num_batched_tokens=2048)
+    two = cuda_graph_estimate(model, H100, tp=2, max_num_seqs=256, max_num_batched_tokens=2048)
+    assert two.first_capture_bytes == 512 * 2 * (2 * 1024 + 3 * 3072 // 2)
+    assert one.bytes - two.bytes == one.first_capture_bytes - two.first_capture_bytes > 0
+
+
+def test_a_shallow_model_pays_the_1_mib_floor():
+    """``profile_cudagraph_memory`` counts at least 1 MiB a graph: 2 layers x 191,267 B is under it."""
+    model = load_source("tests/fixtures/hf_configs/qwen3-0.6b.json").model.model_copy(update={"n_layers": 2})
+    estimate = cuda_graph_estimate(model, H100, tp=1, max_num_seqs=8, max_num_batched_tokens=8192)
+    assert estimate.per_graph_bytes == MIN_PER_GRAPH
+    assert estimate.bytes == estimate.first_capture_bytes + (5 - 1 + 4 - 1) * MIN_PER_GRAPH
+
+
+def test_data_center_blackwell_captures_up_to_1024():
+    """On a device of capability 10.x the default ceiling is 1,024 (``is_device_capability_family(100)``): a B200 at
+    its defaults (16,384 tokens, 1,024 sequences) captures 83 sizes, each also a FULL decode size."""
+    model = load_source("tests/fixtures/hf_configs/qwen3-0.6b.json").model
+    estimate = cuda_graph_estimate(
+        model, resolve_target("b200").target, tp=1, max_num_seqs=1024, max_num_batched_tokens=16384
+    )
+    assert (estimate.largest_size, estimate.piecewise_graphs, estimate.full_graphs) == (1024, 83, 83)
+
+
+def _plan(target_id: str, generation: str | None = None):
+    model = get_preset("qwen2.5-7b")
+    target = resolve_target(target_id).target
+    kv = kv_footprint(model, seq_len=4096)
+    settings = resolve_settings(DeploymentSpec(engine="vllm", engine_generation=generation), target, 1)
+    return plan_engine(model, kv, target, settings, weights_bytes_per_rank=2 * GIB, sequences_per_replica=1)
+
+
+def test_no_graphs_on_a_cpu_and_the_fixed_price_before_021():
+    """vLLM's CPU backend captures no CUDA graphs: no estimate, no budget line; 0.8-0.20 keep the fixed 1 GiB
+    outside the budget."""
+    cpu = _plan("cpu")
+    assert cpu.cuda_graph_bytes == 0 and cpu.cuda_graph_estimate is None and not cpu.cuda_graph_in_budget
+    assert not any(line.label.startswith("CUDA graphs") for line in cpu.budget)
+    older = _plan("h100", "vllm-v1")
+    assert older.cuda_graph_bytes == GIB and older.cuda_graph_estimate is None
+    latest = _plan("h100")
+    assert latest.cuda_graph_estimate is not None and latest.cuda_graph_bytes == latest.cuda_graph_estimate.bytes
