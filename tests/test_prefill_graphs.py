@@ -11,6 +11,7 @@ from mha_cli.core.cost.stepper import ServingCase, Stepper, chunked_prefill
 from mha_cli.core.cost.work import decode_shape, prefill_shape
 from mha_cli.core.engine.prefill_graphs import GRAPHLESS_PREFILL
 from mha_cli.core.presets import get_preset
+from mha_cli.core.serve.step_cost import StepCost
 from mha_cli.core.targets import load_targets
 from tests.benchmark_modules import load_benchmark
 
@@ -78,3 +79,13 @@ def test_the_launch_time_refits_from_the_lone_fit_rows_alone_to_the_stored_value
     held_out = [row for row in rows if row.split == "holdout" and row.case.concurrency == 1]
     with pytest.raises(AssertionError, match="held-out"):  # a held-out row never enters the fit
         fit_priors.fit_prefill_launch(held_out, steps_only)
+
+
+def test_the_simulators_step_cost_prices_the_same_launches(profiles):
+    graphless, _ = profiles
+    stepper = Stepper(ServingCase(model=get_preset(MODEL), isl=1, osl=1, concurrency=1), graphless)
+    cost = StepCost(stepper)
+    for decodes, chunks in ((0, [(100, 0)]), (4, [(300, 200)]), (0, [(2000, 0)])):
+        shapes = [prefill_shape(n, context=c) for n, c in chunks] + ([decode_shape(decodes, 100)] if decodes else [])
+        assert cost.seconds(decodes, 100, chunks) == pytest.approx(stepper.step(*shapes).seconds, rel=0.005)
+    assert cost.seconds(4, 100, []) == pytest.approx(stepper.step(decode_shape(4, 100)).seconds, rel=1e-6)
