@@ -10,6 +10,8 @@ A profile holds, for one device and dtype:
   head, ``core.cost.work.attention_rows``);
 - ``kernel_overhead_s``: the fixed cost of one kernel in a serving engine (decode under CUDA graphs), and
   ``dispatch_overhead_s``: the cost of one operator dispatched eagerly by torch (what ``verify`` runs);
+  ``prefill_dispatch_overhead_s``: the host's launch time per kernel of a prompt step in an engine whose prefill runs
+  outside CUDA graphs (``core.engine.prefill_graphs``);
 - ``step_overhead_s``: the engine's fixed cost per step (scheduling, input preparation, sampling bookkeeping), and
   ``sequence_overhead_s`` its host cost per sequence in the step; ``request_overhead_s``: a request's cost outside
   the steps (HTTP, tokenising), in its TTFT;
