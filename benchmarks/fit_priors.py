@@ -4,6 +4,7 @@
     python benchmarks/fit_priors.py --fit      # refit on the `fit` rows, report, and show the constants
     python benchmarks/fit_priors.py --fit --write   # ... and write mha_cli/data/cost_priors.json
     python benchmarks/fit_priors.py --set 2025 [--fit [--write]] [--rows]   # per engine generation (below)
+    python benchmarks/fit_priors.py --set 2025 --prefill [--write]   # only the prefill launch time, on fit TTFT
     python benchmarks/fit_priors.py --set 2025 --front-end   # diagnostic: a front end fitted on one-user fit rows
 
 The rows are ``tests/fixtures/serving_benchmarks.yaml``; each usable row's ``mha`` block says what it is (preset,
@@ -41,6 +42,7 @@ from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.serving import ServingCase, predict_serving
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.engine.front_end import front_end
+from mha_cli.core.engine.prefill_graphs import GRAPHLESS_PREFILL
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import plan_memory
@@ -304,9 +306,39 @@ def generation_loss(rows: list[GenerationRow], constants: dict[str, float]) -> f
     return statistics.fmean(abs(math.log(p / m)) for p, m in found)
 
 
+PREFILL_FITTED = ["prefill_dispatch_overhead_s"]
+"""What a generation whose prefill runs outside CUDA graphs (``core.engine.prefill_graphs``) fits on TTFT alone."""
+
+
+def ttft_loss(rows: list[GenerationRow], constants: dict[str, float]) -> float:
+    """Mean |log(predicted / measured)| over the rows' mean TTFT."""
+    found = [(p, m) for _, key, p, m in errors(rows, constants) if key == "ttft_ms"]
+    return statistics.fmean(abs(math.log(p / m)) for p, m in found)
+
+
 def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[str, float]:
-    """``fit``'s coordinate descent on ``generation_loss``, over ``GENERATION_FITTED``."""
-    return _rounded(fit(rows, start, names=GENERATION_FITTED, objective=generation_loss))
+    """``fit``'s coordinate descent on ``generation_loss``, over ``GENERATION_FITTED``; then, for a generation whose
+    prefill runs outside CUDA graphs, its host launch time per prefill kernel on the rows' TTFT alone
+    (``fit_prefill_launch``), the step constants kept."""
+    constants = _rounded(fit(rows, start, names=GENERATION_FITTED, objective=generation_loss))
+    return fit_prefill_launch(rows, constants)
+
+
+def fit_prefill_launch(rows: list[GenerationRow], constants: dict[str, float]) -> dict[str, float]:
+    """``constants`` with ``prefill_dispatch_overhead_s`` fitted on the mean TTFT of ``rows`` at one user (fit rows
+    only: the caller passes no held-out row), from ``dispatch_overhead_s``. A lone request's TTFT is its prefill, half
+    a decode step and the front end; with more users it holds the wait behind the others' prompts too (the closed
+    form's queue, which a burst of arrivals at the run's start exceeds), which this constant must not absorb; unchanged for a generation whose prefill is graphed
+    or rows without a TTFT."""
+    timed = [
+        row for row in rows
+        if "ttft_ms" in row.measured and row.generation in GRAPHLESS_PREFILL and row.case.concurrency == LONE_USERS
+    ]  # fmt: skip
+    if not timed:
+        return constants
+    assert all(row.split == "fit" for row in timed), "a held-out row in a fit"
+    start = {"prefill_dispatch_overhead_s": constants["dispatch_overhead_s"]} | constants
+    return _rounded(fit(timed, start, names=PREFILL_FITTED, objective=ttft_loss))
 
 
 def fit_generations(rows: list[GenerationRow], default: dict[str, float]) -> dict[str, dict[str, Any]]:
@@ -336,6 +368,17 @@ def fit_generations(rows: list[GenerationRow], default: dict[str, float]) -> dic
             }
         fitted[generation] = entry
     return fitted
+
+
+def refit_prefill_launch(rows: list[GenerationRow], generations: dict[str, dict[str, Any]]) -> None:
+    """``--prefill``: in place, each graphless-prefill generation's ``prefill_dispatch_overhead_s`` (and each vendor's
+    where fitted apart) fitted on its fit rows' TTFT (``fit_prefill_launch``), its shipped step constants kept."""
+    for generation, entry in generations.items():
+        fit_rows = [row for row in rows if row.generation == generation and row.split == "fit"]
+        entry["constants"] = fit_prefill_launch(fit_rows, entry["constants"])
+        for vendor, family in entry.get("vendors", {}).items():
+            part = [row for row in fit_rows if row.target.vendor.lower() == vendor]
+            family["constants"] = fit_prefill_launch(part, family["constants"])
 
 
 def constants_for(row: GenerationRow, generations: dict[str, dict[str, Any]], default: dict[str, float]) -> dict:
@@ -479,6 +522,16 @@ def main_2025(args: argparse.Namespace) -> None:
                 print(f"  {vendor}:", json.dumps(family["constants"]))
     else:
         generations = json.loads(GENERATIONS_FILE.read_text())["generations"]
+        if args.prefill:
+            refit_prefill_launch(rows, generations)
+            for generation, entry in generations.items():
+                found = {"": entry["constants"]} | {
+                    f" {v}": f["constants"] for v, f in entry.get("vendors", {}).items()
+                }
+                for vendor, constants in found.items():
+                    if "prefill_dispatch_overhead_s" in constants:
+                        print(f"{generation}{vendor}: prefill_dispatch_overhead_s"
+                              f" {constants['prefill_dispatch_overhead_s']:.4g} s")  # fmt: skip
     result = generation_report(rows, generations, default, show_rows=args.rows)
     if args.write:
         for generation, entry in generations.items():
@@ -509,6 +562,12 @@ def main() -> None:
         action="store_true",
         help="with --set 2025, a diagnostic: what a front end fitted on each generation's one-user fit rows would be"
         " (not shipped: core.engine.front_end cites measurements)",
+    )
+    parser.add_argument(
+        "--prefill",
+        action="store_true",
+        help="with --set 2025 and no --fit: fit only each graphless-prefill generation's launch time per prefill"
+        " kernel on its fit rows' TTFT, the shipped step constants kept (core.engine.prefill_graphs)",
     )
     parser.add_argument(
         "--set",

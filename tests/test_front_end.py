@@ -20,9 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_S = {"vllm-v1": 0.045, "sglang-0.5": (9.54 - 2.632) * 1e-3}
 """vllm-v1: aiconfigurator#1166's +45 ms (Qwen3-8B, vLLM 0.18, H200); sglang-0.5: tt-inference-server#3560's mock
 device, a lone request's median TTFT 9.54 ms less its 2.632 ms forward (1000 / TSU 380), to 2 significant figures."""
-DIAGNOSTIC_FIT_S = 0.112
+DIAGNOSTIC_FIT_S = 0.0201
 """What a front end fitted on sglang-0.5's 12 one-user fit rows gives (``fit_priors.py --set 2025 --front-end``):
-not shipped, since it takes in the steps' mispricing of those rows' prefill (outputs/serving/priors_2025.md)."""
+not shipped, since it takes in the steps' mispricing of those rows' prefill (outputs/serving/priors_2025.md). 112 ms
+before SGLang's prefill was priced with its kernels launched from the host (``core.engine.prefill_graphs``)."""
 
 
 @pytest.mark.parametrize("generation", [g.id for g in GENERATIONS])
@@ -99,12 +100,12 @@ def sglang_rows(fit_priors):
     return [row for row in fit_priors.load_generation_rows() if row.generation == "sglang-0.5"]
 
 
-def test_a_front_end_fitted_on_sglangs_twelve_one_user_fit_rows_is_112_ms_not_shipped(fit_priors, sglang_rows):
+def test_a_front_end_fitted_on_sglangs_twelve_one_user_fit_rows_is_not_shipped(fit_priors, sglang_rows):
     lone = fit_priors.lone_fit_rows(sglang_rows, "sglang-0.5")
     assert len(lone) == 12
     assert all(row.split == "fit" and row.case.concurrency == 1 for row in lone)
     assert fit_priors.fit_front_end(sglang_rows, "sglang-0.5") == DIAGNOSTIC_FIT_S
-    assert front_end("sglang-0.5").seconds < DIAGNOSTIC_FIT_S / 10  # the cited front end, not the fit
+    assert front_end("sglang-0.5").seconds < DIAGNOSTIC_FIT_S / 2  # the cited front end, not the fit
     # the fit is independent of the shipped value: the steps-alone TTFT is the prediction less the shipped front end
     gaps = [row.measured["ttft_ms"] - fit_priors.ttft_without_front_end_ms(row) for row in lone]
     assert min(gaps) < 0 < 4000 < max(gaps)  # Llama 3.1 70B at 4k tokens priced slower; Llama 4 Scout's 4.2 s

@@ -28,6 +28,7 @@ from pydantic_core import from_json
 
 from mha_cli.core.cost.profile import CollectiveCost, Curve, DeviceProfile
 from mha_cli.core.engine.front_end import front_end
+from mha_cli.core.engine.prefill_graphs import prefill_launch_s
 from mha_cli.core.targets import Target
 
 BANDWIDTH_SIZES = [float(4**k) for k in range(6, 19)]
@@ -146,6 +147,7 @@ def prior_profile(
         ),
         kernel_overhead_s=c["kernel_overhead_s"], dispatch_overhead_s=c["dispatch_overhead_s"],
         step_overhead_s=c["step_overhead_s"], request_overhead_s=front_end(generation).seconds,
+        prefill_dispatch_overhead_s=prefill_launch_s(generation, c),
         collective=CollectiveCost(latency_s=latency, bandwidth_bytes_per_s=link_bandwidth * c["link_efficiency"],
                                   link=link),
         constants={name: f"{value:g}" for name, value in c.items()} | _front_end_constant(generation),

@@ -10,6 +10,8 @@ A profile holds, for one device and dtype:
   head, ``core.cost.work.attention_rows``);
 - ``kernel_overhead_s``: the fixed cost of one kernel in a serving engine (decode under CUDA graphs), and
   ``dispatch_overhead_s``: the cost of one operator dispatched eagerly by torch (what ``verify`` runs);
+  ``prefill_dispatch_overhead_s``: the host's launch time per kernel of a prompt step in an engine whose prefill runs
+  outside CUDA graphs (``core.engine.prefill_graphs``);
 - ``step_overhead_s``: the engine's fixed cost per step (scheduling, input preparation, sampling bookkeeping), and
   ``sequence_overhead_s`` its host cost per sequence in the step; ``request_overhead_s``: a request's cost outside
   the steps (HTTP, tokenising), in its TTFT;
@@ -137,6 +139,10 @@ class DeviceProfile(Record):
     sequence_overhead_s: NonNegativeFloat = 0.0
     """An engine step's host cost per sequence it runs (scheduling, input preparation, sampling, detokenising and
     streaming each one's token): 0 in the priors (inside their step overhead); ``mha calibrate --from`` fits it."""
+    prefill_dispatch_overhead_s: NonNegativeFloat = 0.0
+    """The host's launch time per kernel of a step that holds a prompt chunk, in an engine whose prefill runs outside
+    CUDA graphs (``core.engine.prefill_graphs``): the device waits where the launches outrun its work. 0: graphed,
+    or not priced (the default prior)."""
     request_overhead_s: NonNegativeFloat = 0.0
     """A served request's fixed cost outside the engine's steps: from the client's send to the engine's queue (HTTP,
     tokenising) and the first token's way back, in every TTFT. An engine generation's prior holds its front end
@@ -155,6 +161,6 @@ class DeviceProfile(Record):
                 "cache_bandwidth": Curve.flat(self.cache_bandwidth.peak), "matmul": Curve.flat(self.matmul.peak),
                 "attention_flops": Curve.flat(self.attention_flops.peak), "kernel_overhead_s": 0.0,
                 "dispatch_overhead_s": 0.0, "step_overhead_s": 0.0, "collective": collective, "request_overhead_s": 0.0,
-                "sequence_overhead_s": 0.0,
+                "sequence_overhead_s": 0.0, "prefill_dispatch_overhead_s": 0.0,
             }
         )  # fmt: skip

@@ -89,6 +89,7 @@ def step_time(
     scale_out: CollectiveCost | None = None,
     priced: dict[Op, tuple[float, bool]] | None = None,
     totals: tuple[float, float, float] | None = None,
+    launch_s: float = 0.0,
 ) -> StepTime:
     """The time of the step ``ops`` describe on ``profile`` (one rank of ``tp``).
 
@@ -127,7 +128,8 @@ def step_time(
             )
     else:
         counted = kernels
-        overhead = kernels * profile.kernel_overhead_s + profile.step_overhead_s
+        fixed = kernels * profile.kernel_overhead_s
+        overhead = fixed + max(0.0, launch_s - work - fixed) + profile.step_overhead_s
     seconds = work + overhead
     if host_s:
         seconds, overhead = seconds + host_s, overhead + host_s

@@ -149,9 +149,12 @@ class Stepper:
         totals = self._totals.get(shapes)
         if totals is None:
             totals = self._totals[shapes] = op_totals(ops)
+        launch = 0.0
+        if self.profile.prefill_dispatch_overhead_s and any(is_prompt_chunk(shape) for shape in shapes):
+            launch = totals[2] * self.profile.prefill_dispatch_overhead_s  # every kernel launched by the host
         return step_time(
             ops, self.profile, tp=case.tp, host_s=host, send_s=send, scale_out=self.scale_out,
-            priced=self._priced, totals=totals,
+            priced=self._priced, totals=totals, launch_s=launch,
         )  # fmt: skip
 
     def placed(self, ops: list[Op]) -> list[Op]:
@@ -208,6 +211,12 @@ class Stepper:
             assert self.scale_out is not None
             seconds += crossing * (self.scale_out.latency_s + sent / self.scale_out.bandwidth_bytes_per_s)
         return seconds
+
+
+def is_prompt_chunk(shape: StepShape) -> bool:
+    """Whether ``shape`` computes prompt tokens (a prefill chunk): several new tokens a sequence, not a speculative
+    verification (which engines run as a decode, under their CUDA graphs)."""
+    return shape.new_tokens > 1 and not shape.verify
 
 
 def _scale_out(case: ServingCase, profile: DeviceProfile) -> CollectiveCost | None:

@@ -40,6 +40,8 @@ class StepCost:
         self.layouts = [stepper.layout(index) for index in range(len(stepper.stages))]
         self.absorbed_mla = case.model.attention.mla is not None and case.mla_cache == "absorbed"
         self._layers: dict[int, float] = {}
+        self._layer_kernels: dict[int, float] = {}
+        """Every stage's layer kernels at a token count priced by ``_layers_at`` (for a prefill's host launches)."""
         self._decodes: dict[tuple[int, int], float] = {}
         spec = case.speculative
         self.per_decode = 1 if spec is None else spec.num_speculative_tokens + 1
@@ -67,7 +69,17 @@ class StepCost:
                 for op in layer_ops(stage, tokens, tp=case.tp, weights=self.stepper.layer_weights(index))
             ]
             cached = self._layers[tokens] = self._price(ops) + self.stepper.send_seconds(tokens)
+            self._layer_kernels[tokens] = sum(op.count * op.kernels for op in ops)
         return cached
+
+    def layer_kernels(self, tokens: int) -> float:
+        """Every stage's layer kernels at ``tokens`` rows: at the grid point ``layers`` prices from (a step's kernel
+        count does not follow its rows, but for the experts an MoE step touches)."""
+        if tokens > EXACT_TOKENS:
+            spacing = max(1, (1 << (tokens.bit_length() - 1)) // GRID_PER_OCTAVE)
+            tokens -= tokens % spacing
+        self._layers_at(tokens)
+        return self._layer_kernels[tokens]
 
     def layers(self, tokens: int) -> float:
         """Seconds of every stage's layer operations (and the sends between stages) at ``tokens`` rows."""
@@ -109,7 +121,12 @@ class StepCost:
         ops += outside_ops(self.stepper.stages[0], tokens, decodes * self.per_decode + len(chunks), tp=case.tp,
                            weight_dtype=case.weight_dtype)  # fmt: skip
         host = self.profile.step_overhead_s + self.profile.sequence_overhead_s * (decodes + len(chunks))
-        return self.layers(tokens) + self._price(ops) + host + self.drafting(decodes, decode_context, chunks)
+        device = self.layers(tokens) + self._price(ops)
+        launch = self.profile.prefill_dispatch_overhead_s
+        if chunks and launch:  # a prompt step outside CUDA graphs waits for the host's launches (Stepper.step)
+            kernels = self.layer_kernels(tokens) + sum(op.count * op.kernels for op in self.stepper.placed(ops))
+            device = max(device, kernels * launch)
+        return device + host + self.drafting(decodes, decode_context, chunks)
 
     def drafting(self, decodes: int, context: int, chunks: list[tuple[int, int]]) -> float:
         """The drafter's seconds (0 without speculative decoding): ``core.cost.speculative.draft_seconds``, memoised
