@@ -304,9 +304,10 @@ def _median(values: list[float]) -> float:
 
 NOTES = """## Notes
 
-- The third new group (501-512), collected after the rules of commit f14e450 stood and priced with them, no rule
-  changed since: the per-token rule exact on 5 of 5 that print memory and tokens (TensorRT-LLM 1.2.1's PyTorch
-  backend, vLLM 0.19.1, three SGLang K sizes), the whole plan within 5% on 5 of 6: 501 -4.1%, 502 +1.5%, 503 -0.0%,
+- The third new group (501-512), collected after the rules of commit f14e450 stood and priced with them: the
+  per-token rule exact on 5 of 5 that print memory and tokens (TensorRT-LLM 1.2.1's PyTorch backend, vLLM 0.19.1,
+  three SGLang K sizes), the whole plan within 5% on 5 of 6: 501 +1.7% (-4.1% until the PyTorch backend's activation
+  line became its profiling run, `core.engine.trtllm_profile`, read in its source, not fitted), 502 +1.5%, 503 -0.0%,
   508 +3.8%, 509 +0.3%, and 510 +12.6% (an RTX 5080 whose launch command is not shown: its figures imply a
   fraction near 0.82 where SGLang 0.4's default is 0.88). Seven logs found are not expressible (504-507, 511-513):
   five models with no config here (QwQ-32B; Qwen3.6-35B-A3B and Qwen3.6-27B, hybrid Gated DeltaNet models run with

@@ -173,11 +173,17 @@ def test_sglang_dp_attention_gives_each_rank_its_share_of_the_chunk():
 
 
 def test_trtllm_budget_by_hand():
-    """free_gpu_memory_fraction 0.9 of what is left after weights, activations and non-torch; blocks of 32."""
+    """free_gpu_memory_fraction 0.9 of what is left after weights, activations and non-torch; blocks of 32. The
+    activations are the dummy requests' run (KvCacheCreator): 8,191 + 1 prompt tokens, a forward over 8192 tokens
+    (8192 x 2 B x (2 x 4096 + 3 x 14336)), above their 2 rows of logits (2 x 128,256 x 6 B)."""
     plan = _plan("trtllm")
-    left = H100.device_memory_bytes - 16 * 10**9 - plan.activation_peak_bytes - NON_TORCH_ONE_RANK
+    activation = 8192 * 2 * (2 * 4096 + 3 * 14_336)
+    assert plan.activation_peak_bytes == activation
+    left = H100.device_memory_bytes - 16 * 10**9 - activation - NON_TORCH_ONE_RANK
     assert plan.available_kv_bytes == int(left * 0.9)
     assert plan.kv_tokens == plan.available_kv_bytes // 131_072 // 32 * 32
+    # the control: vLLM's sampler over max_batch_size rows (2048 x 128,256 x 16 B), charged before, is not
+    assert plan.activation_peak_bytes < 2048 * 128_256 * 16
 
 
 def test_trtllm_cpp_budget_by_hand():

@@ -118,11 +118,13 @@ def test_v0_logs_on_v0s_own_sort(table):
 def test_third_new_group(table):
     """The 5xx group as the rules of f14e450 price it: each log's error, the per-token rule on the five that print
     memory and tokens (TensorRT-LLM 1.2.1's PyTorch backend in blocks of 32; vLLM 0.19.1 in blocks of 16; SGLang's
-    K size of tokens + 1), and the logs mha cannot express listed with their reason, never priced."""
+    K size of tokens + 1), and the logs mha cannot express listed with their reason, never priced. 501 (the PyTorch
+    backend) was -4.1% while its activation line was vLLM's sampler over 2048 rows; +1.7% as its profiling run
+    (core.engine.trtllm_profile)."""
     module, rows = table
     new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-3"}
     errors = {log_id: round(row.error, 3) for log_id, row in new.items()}
-    assert errors == {501: -0.041, 502: 0.015, 503: -0.0, 508: 0.038, 509: 0.003, 510: 0.126}
+    assert errors == {501: 0.017, 502: 0.015, 503: -0.0, 508: 0.038, 509: 0.003, 510: 0.126}
     assert [log_id for log_id, row in new.items() if row.rule_hit] == [501, 503, 508, 509, 510]
     assert new[502].rule_hit is None  # no memory figure printed
     assert [log["id"] for log in module.unexpressed_logs("new-3")] == [504, 505, 506, 507, 511, 512, 513]

@@ -15,7 +15,9 @@ Each generation of an engine (``core.engine.generations``) is priced by the rule
   non-torch; activations come out of the
   (1 - mem_fraction_static) share. Pages of ``page_size`` tokens (1 by default).
 - TensorRT-LLM (PyTorch backend, ``KvCacheCreator``): KV memory = (total - peak of weights, activations and
-  non-torch) x free_gpu_memory_fraction; tokens in blocks of ``tokens_per_block`` (32). Its C++ engine
+  non-torch) x free_gpu_memory_fraction; the activations those of its dummy requests' run, a forward over
+  max_num_tokens and one logit row a request (``core.engine.trtllm_profile``); tokens in blocks of
+  ``tokens_per_block`` (32). Its C++ engine
   (``trtllm-cpp``) takes the same fraction of what is free once the engine is loaded, its execution context (the
   forward estimate), runtime buffers and decoder allocated (``core.engine.trtllm_buffers``), in blocks of 64.
 """
@@ -49,6 +51,7 @@ from mha_cli.core.engine.settings import (
     EngineSettings,
 )  # fmt: skip
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
+from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
@@ -163,6 +166,14 @@ def _activation_how(model: ModelSpec, settings: EngineSettings, tp: int) -> str:
     return f"forward over {tokens} tokens (widest layer)"
 
 
+def _pytorch_profile(model: ModelSpec, kv: KvFootprint, settings: EngineSettings) -> TrtllmProfile:
+    """TensorRT-LLM's PyTorch backend's profiling run for requests of ``kv.seq_len`` (``core.engine.trtllm_profile``)."""
+    return trtllm_profile(
+        model, max_num_tokens=settings.max_num_batched_tokens, max_seq_len=kv.seq_len,
+        max_batch_size=settings.max_num_seqs, tp=kv.tp,
+    )  # fmt: skip
+
+
 def _ideal_concurrency(inputs: "_Inputs", available: int) -> float:
     """Requests of kv.seq_len tokens if each layer held only its own kind's tokens in whole blocks."""
     per_sequence = inputs.paged_per_sequence
@@ -254,6 +265,9 @@ class _Inputs(NamedTuple):
             tokens = self.settings.max_num_batched_tokens
             how = f"execution context: estimated as a forward over max_num_tokens {tokens} (widest layer)"
             return BudgetLine(label="activations (execution context)", bytes=-self.activation, how=how)
+        if self.settings.generation == "trtllm-pytorch":
+            how = _pytorch_profile(self.model, self.kv, self.settings).how()
+            return BudgetLine(label="activation peak (profiling)", bytes=-self.activation, how=how)
         how = _activation_how(self.model, self.settings, self.kv.tp)
         if self.encoder is not None:
             how = self.encoder.how(how, self.activation)
@@ -513,8 +527,8 @@ def _trtllm_cpp_buffers(inputs: _Inputs) -> TrtllmBuffers:
 
 
 def _trtllm(inputs: _Inputs) -> _Pool:
-    """TensorRT-LLM (PyTorch backend; its C++ engine alike, in blocks of 64): free_gpu_memory_fraction of what the
-    weights, activations and non-torch memory leave, and on the C++ engine its runtime buffers and decoder
+    """TensorRT-LLM (PyTorch backend, its activations the profiling run's; its C++ engine alike, in blocks of 64):
+    free_gpu_memory_fraction of what the weights, activations and non-torch memory leave, and on the C++ engine its runtime buffers and decoder
     (``core.engine.trtllm_buffers``); blocks of tokens_per_block."""
     settings = inputs.settings
     util = settings.utilisation
@@ -549,6 +563,12 @@ def _trtllm(inputs: _Inputs) -> _Pool:
             f" ({buffers.max_batch_size}) x vocabulary ({buffers.vocab_padded:,}), whatever the load: a smaller"
             " trtllm-build --max_batch_size (--max-num-seqs here) leaves the KV pool more"
         )
+    if settings.generation == "trtllm-pytorch":
+        notes.append(
+            "TensorRT-LLM's PyTorch backend captures its CUDA graphs before it measures the peak (PyExecutor's warm-up):"
+            " their pool is inside the budget, not priced here (no size in the source); the recapture after the pool"
+            " comes out of the (1 - fraction) headroom"
+        )
     return _Pool(
         available=available, activation=inputs.activation, budget=budget, blocks=blocks, tokens=tokens,
         concurrency=concurrency, request_bytes=per_sequence, starts=starts, refusal=refusal,
@@ -580,6 +600,8 @@ def plan_engine(
     )  # fmt: skip
     if settings.generation == "trtllm-cpp":  # no profiling run: the engine's forward; its sampler is the decoder line
         activation = forward_peak_bytes(model, tokens=settings.max_num_batched_tokens, tp=kv.tp)
+    elif settings.generation == "trtllm-pytorch":  # its dummy requests: a forward and a handful of logit rows
+        activation = _pytorch_profile(model, kv, settings).peak_bytes
     encoder = None
     if settings.engine == "vllm":  # a vision tower's encoder run, its outputs kept through the decoder's
         encoder = encoder_profile(
