@@ -86,7 +86,8 @@ class EnginePlan(Record):
     cuda_graph_in_budget: bool
     cuda_graph_estimate: CudaGraphEstimate | None = None
     """How ``cuda_graph_bytes`` was derived where vLLM >= 0.21 estimates it (``core.engine.cuda_graphs``); None: the
-    fixed price of an engine that takes its graphs outside the budget, or a CPU."""
+    fixed price of an engine that takes its graphs outside the budget, or a CPU. With the pool set outright
+    (``kv_cache_bytes``) vLLM skips the estimate and captures them after the pool: derived, not in the budget."""
     available_kv_bytes: NonNegativeInt
     """What the engine gives the KV pool on one rank ("Available KV cache memory"); never negative: 0 when the
     weights and the engine's reserves take all the device gives it or more (``deficit_bytes`` says how much more;
@@ -634,7 +635,7 @@ def plan_engine(
         name=settings.engine, generation=settings.generation, total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
         weights_bytes_per_rank=weights_bytes_per_rank, activation_peak_bytes=pool.activation,
         non_torch_bytes=inputs.non_torch, cuda_graph_bytes=inputs.graph_bytes,
-        cuda_graph_in_budget=graphs is not None, cuda_graph_estimate=graphs,
+        cuda_graph_in_budget=graphs is not None and settings.kv_cache_bytes is None, cuda_graph_estimate=graphs,
         available_kv_bytes=pool.available + deficit, deficit_bytes=deficit,
         kv_bytes_per_token_per_rank=kv.bytes_per_token_per_rank,
         kv_bytes_per_request=pool.request_bytes,
