@@ -125,3 +125,22 @@ def test_a_pool_set_outright_leaves_the_graphs_outside_the_budget(cli, tmp_path)
     assert shown.exit_code == 0, shown.output
     outside = next(line for line in shown.stdout.splitlines() if "CUDA graphs (outside)" in line)
     assert "vLLM skips its estimate when the pool is set" in outside
+
+
+def test_a_full_utilisation_note_names_only_what_needs_the_headroom():
+    """At utilisation 0.999 (81 MiB left on an H100) 0.21's graphs are already in the budget: the note names the CUDA
+    context alone; 0.8-0.20 still take them from the headroom. vLLM's CPU backend has neither graphs nor a CUDA
+    context: no note, and nothing about --enforce-eager."""
+    model = get_preset("qwen2.5-7b")
+    kv = kv_footprint(model, seq_len=4096)
+
+    def notes(target, generation=None):
+        deployment = DeploymentSpec(engine="vllm", engine_generation=generation, gpu_memory_utilization=0.999)
+        settings = resolve_settings(deployment, target, 1)
+        plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=2 * GIB, sequences_per_replica=1)
+        return [note for note in plan.notes if "outside the budget" in note]
+
+    latest, older = notes(H100), notes(H100, "vllm-v1")
+    assert len(latest) == 1 and "CUDA context needs it" in latest[0] and "CUDA graphs" not in latest[0]
+    assert len(older) == 1 and "CUDA graphs (about 1.0 GiB)" in older[0] and "--enforce-eager" in older[0]
+    assert notes(resolve_target("cpu").target) == notes(resolve_target("cpu").target, "vllm-v1") == []

@@ -430,12 +430,14 @@ def _vllm(inputs: _Inputs) -> _Pool:
         )
     headroom = total - usable
     graphs_outside = 0 if inputs.generation.cuda_graph_in_budget else CUDA_GRAPH_ESTIMATE
-    if headroom < graphs_outside + NON_TORCH_ONE_RANK:
-        notes.append(
-            f"gpu_memory_utilization {util:g} leaves {format_bytes(headroom)} outside the budget; CUDA graphs"
-            f" (about {format_bytes(inputs.graph_bytes)}) and the CUDA context need it: lower it or run with"
+    if not cpu and headroom < graphs_outside + NON_TORCH_ONE_RANK:  # a CPU has neither graphs nor a CUDA context
+        needs = (
+            f"CUDA graphs (about {format_bytes(graphs_outside)}) and the CUDA context need it: lower it or run with"
             " --enforce-eager"
+            if graphs_outside
+            else "the CUDA context needs it (the graphs are in the budget): lower it"
         )
+        notes.append(f"gpu_memory_utilization {util:g} leaves {format_bytes(headroom)} outside the budget; {needs}")
     per_request = pool.blocks_per_request * pool.page_bytes * (pool.layers_per_group or 0)
     if kv.n_state_layers and not priced_state:  # the concurrency counts every layer's bytes: so does a request
         per_request = inputs.paged_per_sequence
