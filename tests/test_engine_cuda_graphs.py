@@ -1,6 +1,7 @@
 """vLLM >= 0.21's CUDA-graph estimate (``core.engine.cuda_graphs``): capture sizes and graph counts as vLLM 0.32's
 source sets them, and the estimate counted by hand."""
 
+from mha_cli.cli.app import app
 from mha_cli.core.engine.cuda_graphs import (
     MIN_PER_GRAPH,
     PER_LAYER_GRAPH_BYTES,
@@ -102,3 +103,44 @@ def test_no_graphs_on_a_cpu_and_the_fixed_price_before_021():
     assert older.cuda_graph_bytes == GIB and older.cuda_graph_estimate is None
     latest = _plan("h100")
     assert latest.cuda_graph_estimate is not None and latest.cuda_graph_bytes == latest.cuda_graph_estimate.bytes
+
+
+def test_a_pool_set_outright_leaves_the_graphs_outside_the_budget(cli, tmp_path):
+    """vLLM 0.32's ``determine_available_memory`` returns ``kv_cache_memory_bytes`` before it calls
+    ``profile_cudagraph_memory``: with --kv-cache-gib the graphs are captured after the pool, outside any budget.
+    The estimate still says how much they take; the table shows it as the line outside."""
+    model = get_preset("qwen2.5-7b")
+    kv = kv_footprint(model, seq_len=4096)
+    settings = resolve_settings(DeploymentSpec(engine="vllm", kv_cache_memory_bytes=20 * GIB), H100, 1)
+    plan = plan_engine(model, kv, H100, settings, weights_bytes_per_rank=2 * GIB, sequences_per_replica=1)
+    assert plan.generation == "vllm-0.21" and plan.available_kv_bytes == 20 * GIB
+    assert not plan.cuda_graph_in_budget and not any(line.label.startswith("CUDA graphs") for line in plan.budget)
+    assert plan.cuda_graph_estimate is not None and plan.cuda_graph_bytes == plan.cuda_graph_estimate.bytes
+    config = tmp_path / "pool-set.yaml"
+    config.write_text(
+        "model: {d_model: 512, n_layers: 8, attention: {n_heads: 8}, block: {d_ff: 1536}, embeddings: {vocab_size:"
+        " 1000}}\ndeployment: {target: h100, engine: vllm, kv_cache_memory_bytes: 4294967296}\n"
+    )
+    shown = cli.runner.invoke(app, ["kv", str(config)], env={"COLUMNS": "250"})  # the "from" column unwrapped
+    assert shown.exit_code == 0, shown.output
+    outside = next(line for line in shown.stdout.splitlines() if "CUDA graphs (outside)" in line)
+    assert "vLLM skips its estimate when the pool is set" in outside
+
+
+def test_a_full_utilisation_note_names_only_what_needs_the_headroom():
+    """At utilisation 0.999 (81 MiB left on an H100) 0.21's graphs are already in the budget: the note names the CUDA
+    context alone; 0.8-0.20 still take them from the headroom. vLLM's CPU backend has neither graphs nor a CUDA
+    context: no note, and nothing about --enforce-eager."""
+    model = get_preset("qwen2.5-7b")
+    kv = kv_footprint(model, seq_len=4096)
+
+    def notes(target, generation=None):
+        deployment = DeploymentSpec(engine="vllm", engine_generation=generation, gpu_memory_utilization=0.999)
+        settings = resolve_settings(deployment, target, 1)
+        plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=2 * GIB, sequences_per_replica=1)
+        return [note for note in plan.notes if "outside the budget" in note]
+
+    latest, older = notes(H100), notes(H100, "vllm-v1")
+    assert len(latest) == 1 and "CUDA context needs it" in latest[0] and "CUDA graphs" not in latest[0]
+    assert len(older) == 1 and "CUDA graphs (about 1.0 GiB)" in older[0] and "--enforce-eager" in older[0]
+    assert notes(resolve_target("cpu").target) == notes(resolve_target("cpu").target, "vllm-v1") == []

@@ -162,8 +162,7 @@ FLAT_MODEL = "{d_model: 64, n_layers: 2, n_heads: 4, d_ff: 8, vocab_size: 10}"
          " schema_version 1 name)"),
         ("model: {d_model: 64, n_layers: 2, attention: {n_heads: 4}, block: {d_ff: 8, sliding_window: 16},"
          " embeddings: {vocab_size: 10}}\n",
-         "model.block.sliding_window: unknown field; did you mean layers.sliding_window? (sliding_window is its"
-         " schema_version 1 name)"),
+         "model.block.sliding_window: unknown field; did you mean layers.sliding_window?"),
         (f"schema_version: 1\nmodel: {FLAT_MODEL[:-1]}, n_kv_heads: 3}}\n",
          "model: n_heads (4) must be divisible by n_kv_heads (3)"),
         (f"schema_version: 1\nmodel: {FLAT_MODEL[:-1]}, layer_pattern: [local, global]}}\n",
@@ -209,3 +208,15 @@ def test_a_bare_model_file_keeps_its_schema_version_at_the_top(cli, tmp_path):
     path.write_text(f"schema_version: 1\n{yaml.safe_dump(yaml.safe_load(PARTS_MODEL))}")
     result = cli.run("kv", str(path), "--seq", "64")
     assert result.exit_code == EXIT_BAD_INPUT and "schema_version 1 writes every model field" in result.stderr
+
+
+def test_a_part_field_in_the_wrong_part_names_no_old_name_when_it_kept_its_name():
+    """``n_kv_heads`` is ``attention.n_kv_heads`` in both layouts: written under ``block`` the hint names its part,
+    and says nothing of a schema_version 1 name; ``attn_sinks`` (``attention.sinks`` now) is one."""
+    from mha_cli.core.config_layout import IN_PARTS, unknown_field_hint
+
+    hint = unknown_field_hint(IN_PARTS)
+    assert hint(("model", "block", "n_kv_heads")) == "did you mean attention.n_kv_heads?"
+    assert hint(("model", "block", "attn_sinks")) == (
+        "did you mean attention.sinks? (attn_sinks is its schema_version 1 name)"
+    )

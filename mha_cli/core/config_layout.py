@@ -130,7 +130,8 @@ def unknown_field_hint(layout: int | None) -> Callable[[tuple[Any, ...]], str | 
 def _in_part_hint(part: str, key: str) -> str | None:
     if key in FLAT_FIELDS and FLAT_FIELDS[key] != (part, key):
         place = ".".join(FLAT_FIELDS[key])
-        return f"did you mean {place}? ({key} is its schema_version 1 name)"
+        renamed = FLAT_FIELDS[key][1] != key  # n_kv_heads kept its name; attn_sinks is attention.sinks now
+        return f"did you mean {place}?" + (f" ({key} is its schema_version 1 name)" if renamed else "")
     elsewhere = [f"{other}.{key}" for other in PARTS if other != part and key in part_fields(other)]
     if elsewhere:
         return f"did you mean {' or '.join(elsewhere)}?"

@@ -89,7 +89,8 @@ class EnginePlan(Record):
     cuda_graph_in_budget: bool
     cuda_graph_estimate: CudaGraphEstimate | None = None
     """How ``cuda_graph_bytes`` was derived where vLLM >= 0.21 estimates it (``core.engine.cuda_graphs``); None: the
-    fixed price of an engine that takes its graphs outside the budget, or a CPU."""
+    fixed price of an engine that takes its graphs outside the budget, or a CPU. With the pool set outright
+    (``kv_cache_bytes``) vLLM skips the estimate and captures them after the pool: derived, not in the budget."""
     available_kv_bytes: NonNegativeInt
     """What the engine gives the KV pool on one rank ("Available KV cache memory"); never negative: 0 when the
     weights and the engine's reserves take all the device gives it or more (``deficit_bytes`` says how much more;
@@ -443,12 +444,14 @@ def _vllm(inputs: _Inputs) -> _Pool:
         )
     headroom = total - usable
     graphs_outside = 0 if inputs.generation.cuda_graph_in_budget else CUDA_GRAPH_ESTIMATE
-    if headroom < graphs_outside + NON_TORCH_ONE_RANK:
-        notes.append(
-            f"gpu_memory_utilization {util:g} leaves {format_bytes(headroom)} outside the budget; CUDA graphs"
-            f" (about {format_bytes(inputs.graph_bytes)}) and the CUDA context need it: lower it or run with"
+    if not cpu and headroom < graphs_outside + NON_TORCH_ONE_RANK:  # a CPU has neither graphs nor a CUDA context
+        needs = (
+            f"CUDA graphs (about {format_bytes(graphs_outside)}) and the CUDA context need it: lower it or run with"
             " --enforce-eager"
+            if graphs_outside
+            else "the CUDA context needs it (the graphs are in the budget): lower it"
         )
+        notes.append(f"gpu_memory_utilization {util:g} leaves {format_bytes(headroom)} outside the budget; {needs}")
     per_request = pool.blocks_per_request * pool.page_bytes * (pool.layers_per_group or 0)
     if kv.n_state_layers and not priced_state:  # the concurrency counts every layer's bytes: so does a request
         per_request = inputs.paged_per_sequence
@@ -656,7 +659,7 @@ def plan_engine(
         name=settings.engine, generation=settings.generation, total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
         weights_bytes_per_rank=weights_bytes_per_rank, activation_peak_bytes=pool.activation,
         non_torch_bytes=inputs.non_torch, cuda_graph_bytes=inputs.graph_bytes,
-        cuda_graph_in_budget=graphs is not None, cuda_graph_estimate=graphs,
+        cuda_graph_in_budget=graphs is not None and settings.kv_cache_bytes is None, cuda_graph_estimate=graphs,
         available_kv_bytes=pool.available + deficit, deficit_bytes=deficit,
         kv_bytes_per_token_per_rank=kv.bytes_per_token_per_rank,
         kv_bytes_per_request=pool.request_bytes,
