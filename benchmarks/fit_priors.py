@@ -42,7 +42,7 @@ from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.serving import ServingCase, predict_serving
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.engine.front_end import front_end
-from mha_cli.core.engine.prefill_graphs import GRAPHLESS_PREFILL
+from mha_cli.core.engine.prefill_graphs import graphless_prefill
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import plan_memory
@@ -132,6 +132,8 @@ class GenerationRow:
         mha = raw["mha"]
         self.index, self.url, self.split = index, raw["url"], mha["split"]
         self.generation, self.source = mha["generation"], mha["source_id"]
+        self.release = str(raw.get("engine_version") or "") or None
+        """The engine release the row ran (``0.5.10.post1``): dates a graphed prefill (``core.engine.prefill_graphs``)."""
         self.target = load_targets()[mha["target"]]
         self.weight_dtype = mha["weight_dtype"]
         self.measured: dict[str, float] = {k: float(v) for k, v in mha["measured"].items()}
@@ -167,7 +169,9 @@ class GenerationRow:
 
     def predict(self, constants: dict[str, float] | None) -> dict[str, float]:
         """The measured figures as predicted with ``constants`` (None: the shipped ones of the row's generation)."""
-        profile = prior_profile(self.target, self.weight_dtype, constants, generation=self.generation)
+        profile = prior_profile(
+            self.target, self.weight_dtype, constants, generation=self.generation, release=self.release
+        )
         result = predict_serving(self.case, profile, self.ceiling, stepper=self.stepper.on(profile))
         figures = {"ttft_ms": result.ttft_ms, "itl_ms": result.itl_ms,
                    "tokens_per_s_per_gpu": result.output_tokens_per_s_per_gpu}  # fmt: skip
@@ -332,12 +336,13 @@ def fit_prefill_launch(rows: list[GenerationRow], constants: dict[str, float]) -
     or rows without a TTFT."""
     timed = [
         row for row in rows
-        if "ttft_ms" in row.measured and row.generation in GRAPHLESS_PREFILL and row.case.concurrency == LONE_USERS
+        if "ttft_ms" in row.measured and row.case.concurrency == LONE_USERS
+        and graphless_prefill(row.generation, row.release, row.target.vendor)
     ]  # fmt: skip
     if not timed:
         return constants
     assert all(row.split == "fit" for row in timed), "a held-out row in a fit"
-    start = {"prefill_dispatch_overhead_s": constants["dispatch_overhead_s"]} | constants
+    start = constants | {"prefill_dispatch_overhead_s": constants["dispatch_overhead_s"]}  # a refit starts anew
     return _rounded(fit(timed, start, names=PREFILL_FITTED, objective=ttft_loss))
 
 

@@ -149,9 +149,9 @@ def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generatio
 
     # (generation, figure): (median error with its own constants, with the default ones), from the --set 2025 report
     expected = {
-        ("sglang-0.5", "itl_ms"): (0.200, 0.404),  # its prefill launched from the host stalls decodes a little longer
-        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.252, 0.573),  # its 6.9 ms front end and prefill launches in each
-        ("sglang-0.5", "ttft_ms"): (0.286, 0.812),  # the prefill launch time fitted on lone fit rows' TTFT
+        ("sglang-0.5", "itl_ms"): (0.198, 0.404),  # its prefill launched from the host stalls decodes a little longer
+        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.257, 0.573),  # its 6.9 ms front end and prefill launches in each
+        ("sglang-0.5", "ttft_ms"): (0.376, 0.812),  # eager operators x a time fitted on lone fit rows' TTFT
         ("trtllm-pytorch", "tokens_per_s_per_gpu"): (
             0.253,
             0.144,

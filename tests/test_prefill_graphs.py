@@ -1,6 +1,7 @@
 """A prefill outside CUDA graphs (``core.engine.prefill_graphs``): SGLang's prompt steps wait for the host to launch
-their kernels one by one, counted by hand on the cost model's own step; decode steps, other engines and the default
-constants are untouched; the launch time per kernel is fitted on sglang-0.5's one-user fit rows' TTFT alone."""
+the operators its model code runs one by one (``core.engine.sglang_eager_ops``, counted by hand here from the
+source lines it cites); decode steps, other engines and the default constants are untouched; the time per operator
+is fitted on sglang-0.5's one-user fit rows' TTFT alone; from SGLang 0.5.10 on NVIDIA the prefill runs in graphs."""
 
 from __future__ import annotations
 
@@ -9,13 +10,17 @@ import pytest
 from mha_cli.core.cost.priors import generation_fits, prior_profile
 from mha_cli.core.cost.stepper import ServingCase, Stepper, chunked_prefill
 from mha_cli.core.cost.work import decode_shape, prefill_shape
-from mha_cli.core.engine.prefill_graphs import GRAPHLESS_PREFILL
+from mha_cli.core.engine.prefill_graphs import GRAPHLESS_PREFILL, graphless_prefill
+from mha_cli.core.engine.sglang_eager_ops import forward_ops
 from mha_cli.core.presets import get_preset
 from mha_cli.core.serve.step_cost import StepCost
 from mha_cli.core.targets import load_targets
 from tests.benchmark_modules import load_benchmark
 
 MODEL = "llama-2-7b"
+LLAMA_2_7B_OPS = 32 * (2 + 5 + 3) + 7
+"""Per layer: 2 norms, qkv + rope + KV store + attention + o_proj, gate_up + act + down; then the embedding, final
+norm, LM head, logits gather and 3 sampler operators once (the module's cited lines)."""
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +31,35 @@ def profiles():
 
 
 def by_hand(graphed_step, profile) -> float:
-    """One step's time with its kernels launched by the host: max(device work + kernels' fixed costs, kernels x the
-    launch time) + the step overhead, from the same step priced under graphs."""
+    """One step's time with its operators launched by the host: max(device work + kernels' fixed costs, eager
+    operators x the time per operator) + the step overhead, from the same step priced under graphs."""
     work = graphed_step.memory_s + graphed_step.compute_s + graphed_step.collective_s
     fixed = graphed_step.kernels * profile.kernel_overhead_s
-    return max(work + fixed, graphed_step.kernels * profile.prefill_dispatch_overhead_s) + profile.step_overhead_s
+    return max(work + fixed, LLAMA_2_7B_OPS * profile.prefill_dispatch_overhead_s) + profile.step_overhead_s
+
+
+def test_eager_operators_counted_by_hand_for_a_dense_a_qk_norm_and_an_mla_moe_model():
+    assert forward_ops(get_preset(MODEL), 1, "bf16") == LLAMA_2_7B_OPS == 327
+    # Qwen3-8B: 36 layers, the dense layer's 10 + q_norm and k_norm
+    assert forward_ops(get_preset("qwen3-8b"), 1, "bf16") == 36 * (2 + 5 + 2 + 3) + 7 == 439
+    # DeepSeek-V3, fp8 blocks, tp 8: 3 dense layers of 2 norms + 11 MLA + 3 MLP + 2 all-reduces + 6 input quants
+    # (q_a/kv_a, q_b, kv_b, o, gate_up, down), 58 MoE layers of 2 + 11 + 7 routed + 4 shared + 2 + 6
+    assert forward_ops(get_preset("deepseek-v3"), 8, "fp8-block") == 3 * 24 + 58 * 32 + 7 == 1935
+    assert forward_ops(get_preset(MODEL), 2, "bf16") == LLAMA_2_7B_OPS + 32 * 2  # 2 all-reduces a layer
+
+
+def test_sglang_0_5_10_graphs_its_prefill_on_nvidia_only():
+    assert graphless_prefill("sglang-0.5", "0.5.9", "NVIDIA")
+    assert not graphless_prefill("sglang-0.5", "0.5.10.post1", "NVIDIA")
+    assert not graphless_prefill("sglang-0.5", "0.6.0", "NVIDIA")
+    assert graphless_prefill("sglang-0.5", "0.5.10", "AMD")  # server_args.py 0.5.10: is_hip() turns it off
+    assert graphless_prefill("sglang-0.5", None, "NVIDIA")  # the generation alone: priced as 0.5.0-0.5.9
+    assert graphless_prefill("sglang-0.5", "947927bdb", "NVIDIA")  # a commit: not read, eager
+    assert not graphless_prefill("vllm-v1", "0.5.3", "NVIDIA")
+    h100 = load_targets()["h100-sxm"]
+    graphed = prior_profile(h100, "bf16", generation="sglang-0.5", release="0.5.10")
+    assert graphed.prefill_dispatch_overhead_s == 0.0
+    assert prior_profile(h100, "bf16", generation="sglang-0.5", release="0.5.9").prefill_dispatch_overhead_s > 0
 
 
 def test_sglang_05_uses_its_fitted_launch_time_and_other_profiles_none(profiles):
@@ -51,7 +80,7 @@ def test_a_prompt_step_waits_for_its_launches_and_a_decode_step_does_not(profile
     shape = prefill_shape(100)
     under_graphs, launched = Stepper(case, graphed).step(shape), Stepper(case, graphless).step(shape)
     assert launched.seconds == pytest.approx(by_hand(under_graphs, graphless))
-    # 100 tokens of a 7B model: about a millisecond of device work, some hundreds of kernels at ~0.1 ms each
+    # 100 tokens of a 7B model: about a millisecond of device work, 327 operators at ~0.1 ms each
     assert launched.seconds > 2 * under_graphs.seconds
     decode = decode_shape(4, 100)
     assert Stepper(case, graphless).step(decode).seconds == Stepper(case, graphed).step(decode).seconds

@@ -404,7 +404,7 @@ def plan(
         chosen = (
             load_profile(profile, weights)
             if profile is not None
-            else prior_profile(device, weights, generation=generation)
+            else prior_profile(device, weights, generation=generation, release=deployment.engine_version)
         )
         ceiling = datasheet_profile(device, deployment.weight_dtype)
     stand_in = None

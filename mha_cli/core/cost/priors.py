@@ -120,11 +120,16 @@ def peak_matmul_flops(target: Target, weight_dtype: str) -> float:
 
 
 def prior_profile(
-    target: Target, weight_dtype: str = "bf16", constants: dict[str, Any] | None = None, generation: str | None = None
+    target: Target,
+    weight_dtype: str = "bf16",
+    constants: dict[str, Any] | None = None,
+    generation: str | None = None,
+    release: str | None = None,
 ) -> DeviceProfile:
     """The shipped profile of ``target`` (``constants``: the fitted ones by default; the fit passes trial values;
     ``generation``: an engine generation's constants instead of the default ones, and its front end's time in every
-    TTFT, ``core.engine.front_end``)."""
+    TTFT, ``core.engine.front_end``; ``release``: the engine release typed, which dates whether its prefill runs in
+    CUDA graphs, ``core.engine.prefill_graphs``)."""
     chosen = generation_prior(generation, target) if constants is None and generation is not None else None
     c = constants or (chosen.constants if chosen else fitted_constants()["constants"])
     bandwidth = target.bandwidth_bytes_per_s * c["bandwidth_efficiency"]
@@ -147,7 +152,7 @@ def prior_profile(
         ),
         kernel_overhead_s=c["kernel_overhead_s"], dispatch_overhead_s=c["dispatch_overhead_s"],
         step_overhead_s=c["step_overhead_s"], request_overhead_s=front_end(generation).seconds,
-        prefill_dispatch_overhead_s=prefill_launch_s(generation, c),
+        prefill_dispatch_overhead_s=prefill_launch_s(generation, c, release, target.vendor),
         collective=CollectiveCost(latency_s=latency, bandwidth_bytes_per_s=link_bandwidth * c["link_efficiency"],
                                   link=link),
         constants={name: f"{value:g}" for name, value in c.items()} | _front_end_constant(generation),

@@ -101,6 +101,8 @@ class Stepper:
         """The link between nodes on ``profile``, as a collective's cost (None on one node)."""
         self._priced: dict[Op, tuple[float, bool]] = {}
         """``op_seconds`` of each operation priced so far on ``profile`` and ``scale_out`` (``step_time``'s ``priced``)."""
+        self._eager_ops: int | None = None
+        """``eager_ops``, once counted."""
         self._on: list[Stepper] = [self]
         """The steppers of this case on each profile asked of ``on`` so far (shared by them all)."""
 
@@ -151,11 +153,24 @@ class Stepper:
             totals = self._totals[shapes] = op_totals(ops)
         launch = 0.0
         if self.profile.prefill_dispatch_overhead_s and any(is_prompt_chunk(shape) for shape in shapes):
-            launch = totals[2] * self.profile.prefill_dispatch_overhead_s  # every kernel launched by the host
+            launch = self.eager_ops() * self.profile.prefill_dispatch_overhead_s  # every operator launched by the host
         return step_time(
             ops, self.profile, tp=case.tp, host_s=host, send_s=send, scale_out=self.scale_out,
             priced=self._priced, totals=totals, launch_s=launch,
         )  # fmt: skip
+
+    def eager_ops(self) -> int:
+        """Operators one prefill forward of every stage launches from the host when it runs eagerly, as SGLang's
+        model code does (``core.engine.sglang_eager_ops``): the embedding, head and sampler once."""
+        if self._eager_ops is None:
+            from mha_cli.core.engine.sglang_eager_ops import forward_ops as eager_forward_ops
+
+            case = self.case
+            self._eager_ops = sum(
+                eager_forward_ops(stage, case.tp, case.weight_dtype, outside=index == 0)
+                for index, stage in enumerate(self.stages)
+            )
+        return self._eager_ops
 
     def placed(self, ops: list[Op]) -> list[Op]:
         """``ops`` with the collectives that leave a node marked (``core.cost.nodes.placed``); as they are on one."""

@@ -124,8 +124,7 @@ class StepCost:
         device = self.layers(tokens) + self._price(ops)
         launch = self.profile.prefill_dispatch_overhead_s
         if chunks and launch:  # a prompt step outside CUDA graphs waits for the host's launches (Stepper.step)
-            kernels = self.layer_kernels(tokens) + sum(op.count * op.kernels for op in self.stepper.placed(ops))
-            device = max(device, kernels * launch)
+            device = max(device, self.stepper.eager_ops() * launch)
         return device + host + self.drafting(decodes, decode_context, chunks)
 
     def drafting(self, decodes: int, context: int, chunks: list[tuple[int, int]]) -> float:
