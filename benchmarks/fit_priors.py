@@ -4,6 +4,7 @@
     python benchmarks/fit_priors.py --fit      # refit on the `fit` rows, report, and show the constants
     python benchmarks/fit_priors.py --fit --write   # ... and write mha_cli/data/cost_priors.json
     python benchmarks/fit_priors.py --set 2025 [--fit [--write]] [--rows]   # per engine generation (below)
+    python benchmarks/fit_priors.py --set 2025 --fit --generation trtllm-pytorch --write   # refit one generation
     python benchmarks/fit_priors.py --set 2025 --prefill [--write]   # only the prefill launch time, on fit TTFT
     python benchmarks/fit_priors.py --set 2025 --front-end   # diagnostic: a front end fitted on one-user fit rows
 
@@ -515,12 +516,21 @@ def main_2025(args: argparse.Namespace) -> None:
     ``--write`` without ``--fit`` records the shipped constants' errors again (after a change outside the constants,
     such as a generation's front end), the constants kept."""
     rows = load_generation_rows()
+    if args.generation:
+        if args.generation not in {row.generation for row in rows if row.split == "fit"}:
+            raise SystemExit(f"--generation {args.generation}: no fit rows of that generation")
+        if not args.fit:
+            raise SystemExit("--generation needs --fit")
     if args.front_end:
         main_front_end(rows)
         return
     default = json.loads(PRIORS_FILE.read_text())["constants"]
     if args.fit:
-        generations = fit_generations(rows, default)
+        chosen = [row for row in rows if args.generation in (None, row.generation)]
+        generations = fit_generations(chosen, default)
+        if args.generation:  # only this generation refitted; the others keep their shipped constants
+            shipped = json.loads(GENERATIONS_FILE.read_text())["generations"]
+            generations = shipped | {args.generation: generations[args.generation]}
         for generation, entry in generations.items():
             print(f"{generation}:", json.dumps(entry["constants"]))
             for vendor, family in entry.get("vendors", {}).items():
@@ -573,6 +583,10 @@ def main() -> None:
         action="store_true",
         help="with --set 2025 and no --fit: fit only each graphless-prefill generation's launch time per prefill"
         " kernel on its fit rows' TTFT, the shipped step constants kept (core.engine.prefill_graphs)",
+    )
+    parser.add_argument(
+        "--generation",
+        help="with --set 2025 --fit: refit this generation only (its fit rows), the others' shipped constants kept",
     )
     parser.add_argument(
         "--set",
