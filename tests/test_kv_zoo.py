@@ -31,6 +31,12 @@ HAND_COUNTS = {
         12 * 2 * 2 * 256 * BF16,
         36 * (32 * 128 * 128 * FP32 + (2 * 16 * 128 + 32 * 128) * 4 * BF16),
     ),
+    # Qwen3.6-27B (qwen3_5 text config): 16 gated-attention layers (4 KV heads x 256); 48 Gated DeltaNet layers:
+    # fp32 state 48 v-heads x 128 x 128, bf16 conv over q, k, v (2 * 16 * 128 + 48 * 128 channels) x kernel 4.
+    "qwen3.6-27b": (
+        16 * 2 * 4 * 256 * BF16,
+        48 * (48 * 128 * 128 * FP32 + (2 * 16 * 128 + 48 * 128) * 4 * BF16),
+    ),
     # 4 attention layers (8 KV heads x 128); 28 Mamba layers: d_inner 8192 x d_state 16 fp32 + 8192 x 4 conv.
     "jamba-mini-1.5": (4 * 2 * 8 * 128 * BF16, 28 * (8192 * 16 * FP32 + 8192 * 4 * BF16)),
     # 44 layers, each attention (2 KV heads x 128) beside Mamba-2 (24 heads x 128 x 256, conv 3072 + 2 * 256).
@@ -59,6 +65,10 @@ ENGINE_COUNTS = {
     "qwen3-next-80b-a3b": (
         12 * 2 * 2 * 256 * BF16,
         36 * (32 * 128 * 128 * BF16 + (2 * 16 * 128 + 32 * 128) * 3 * BF16),
+    ),
+    "qwen3.6-27b": (  # its config types the recurrent state: mamba_ssm_dtype float32
+        16 * 2 * 4 * 256 * BF16,
+        48 * (48 * 128 * 128 * FP32 + (2 * 16 * 128 + 48 * 128) * 3 * BF16),
     ),
     "jamba-mini-1.5": (4 * 2 * 8 * 128 * BF16, 28 * (8192 * 16 * BF16 + 8192 * 3 * BF16)),
     "falcon-h1-7b": (44 * 2 * 2 * 128 * BF16, 44 * (24 * 128 * 256 * BF16 + (3072 + 2 * 256) * 3 * BF16)),
