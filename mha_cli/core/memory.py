@@ -242,9 +242,10 @@ def plan_memory(
         engine_kv = kv_footprint(
             model, seq_len=kv.seq_len, batch=kv.batch, kv_dtype=kv.kv_dtype, tp=kv.tp, block_size=kv.block_size
         )
+    speculative = None if deployment is None else deployment.speculative
     engine = plan_engine(
         model, engine_kv, device, settings, weights_bytes_per_rank=weights, sequences_per_replica=sequences,
-        weights_how=weights_how,
+        weights_how=weights_how, speculative_tokens=0 if speculative is None else speculative.num_speculative_tokens,
     )  # fmt: skip
     if engine_kv is not kv:
         engine.notes.append("the engines cache MLA's absorbed latent: --mla-cache naive prices only the torch build")

@@ -28,7 +28,13 @@ from typing import NamedTuple
 from pydantic import NonNegativeInt
 
 from mha_cli.core.engine.activation import ACTIVATION_BYTES, forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
-from mha_cli.core.engine.cuda_graphs import CudaGraphEstimate, cuda_graph_estimate
+from mha_cli.core.engine.cuda_graphs import (
+    DRAFTER_GRAPHS_NOTE,
+    NO_GRAPHS_NOTE,
+    CudaGraphEstimate,
+    captures_cuda_graphs,
+    cuda_graph_estimate,
+)
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
@@ -238,10 +244,15 @@ class _Inputs(NamedTuple):
 
     @property
     def graph_bytes(self) -> int:
-        """The CUDA-graph memory the plan reports: the estimate where derived, 0 on a CPU, else the fixed price."""
+        """The CUDA-graph memory the plan reports: the estimate where derived, 0 on a CPU or where vLLM >= 0.21
+        profiles no graphs (``captures_cuda_graphs``), else the fixed price."""
         if self.graphs is not None:
             return self.graphs.bytes
-        return 0 if self.target.vendor == "CPU" else CUDA_GRAPH_ESTIMATE
+        if self.target.vendor == "CPU" or (
+            self.generation.cuda_graph_in_budget and not captures_cuda_graphs(self.target)
+        ):
+            return 0
+        return CUDA_GRAPH_ESTIMATE
 
     @property
     def generation(self) -> Generation:
@@ -594,9 +605,11 @@ def plan_engine(
     weights_bytes_per_rank: int,
     sequences_per_replica: int,
     weights_how: str | None = None,
+    speculative_tokens: int = 0,
 ) -> EnginePlan:
     """The engine's plan for ``model`` (priced as ``kv``: dtype, tp, max_model_len = kv.seq_len) on ``target``;
-    ``weights_how``: where the weights' figure comes from, when not the weight inventory."""
+    ``weights_how``: where the weights' figure comes from, when not the weight inventory; ``speculative_tokens``: k
+    of speculative decoding (its decode steps verify 1 + k tokens a request)."""
     activation = profile_peak_bytes(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp,
         sampler=settings.sampler,
@@ -616,10 +629,10 @@ def plan_engine(
     paged = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
     non_torch = 0 if cpu else non_torch_bytes(kv.tp, target, settings.release)
     graphs = None
-    if GENERATIONS[settings.generation].cuda_graph_in_budget and not cpu:
+    if GENERATIONS[settings.generation].cuda_graph_in_budget and captures_cuda_graphs(target):
         graphs = cuda_graph_estimate(
             model, target, tp=kv.tp, max_num_seqs=settings.max_num_seqs,
-            max_num_batched_tokens=settings.max_num_batched_tokens,
+            max_num_batched_tokens=settings.max_num_batched_tokens, speculative_tokens=speculative_tokens,
         )  # fmt: skip
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder,
                      graphs=graphs)  # fmt: skip
@@ -643,6 +656,10 @@ def plan_engine(
         )
     elif target.vendor not in ("NVIDIA", "AMD", "CPU"):
         notes.append(f"{target.id}: the engines' GPU rules applied to a {target.vendor} device; read them as a sketch")
+    if GENERATIONS[settings.generation].cuda_graph_in_budget and graphs is None and not cpu:
+        notes.append(NO_GRAPHS_NOTE.format(vendor=target.vendor))
+    if graphs is not None and speculative_tokens:
+        notes.append(DRAFTER_GRAPHS_NOTE)
     if not target.device_memory_measured:
         notes.append(f"{target.id}: its memory as torch reports it is an {target.torch_memory_source}")
     if kv.kv_dtype not in KV_FORMATS[settings.engine]:
