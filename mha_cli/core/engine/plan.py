@@ -59,6 +59,7 @@ from mha_cli.core.engine.settings import (
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.kv import KvFootprint, kv_footprint
+from mha_cli.core.pipeline import StageLayout
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import EngineName, GenerationId, ModelSpec
@@ -241,6 +242,10 @@ class _Inputs(NamedTuple):
     """Where the weights' figure comes from, for the budget's line."""
     graphs: CudaGraphEstimate | None = None
     """vLLM >= 0.21's CUDA-graph estimate, taken from the budget (``core.engine.cuda_graphs``); None: not taken."""
+    stage: StageLayout | None = None
+    """The pipeline stage this rank holds (None: no pipeline parallelism)."""
+    speculative_tokens: int = 0
+    """Draft tokens a decode step verifies (speculative decoding's k)."""
 
     @property
     def graph_bytes(self) -> int:
@@ -533,10 +538,15 @@ def _sglang(inputs: _Inputs) -> _Pool:
 
 
 def _trtllm_cpp_buffers(inputs: _Inputs) -> TrtllmBuffers:
-    """The C++ runtime's runtime buffers and decoder, sized by the engine's max_batch_size, vocabulary, max_seq_len."""
+    """The C++ runtime's runtime buffers and decoder, sized by the engine's max_batch_size, vocabulary, max_seq_len,
+    its pipeline stages (this rank's stage: ``inputs.stage``) and the draft tokens a step verifies."""
+    stage = inputs.stage
     return trtllm_buffers(
         max_batch_size=inputs.settings.max_num_seqs, vocab_size=inputs.model.embeddings.vocab_size,
-        max_seq_len=inputs.kv.seq_len, tp=inputs.kv.tp,
+        max_seq_len=inputs.kv.seq_len, tp=inputs.kv.tp, pp=1 if stage is None else stage.pp,
+        last_stage=stage is None or stage.head, draft_tokens=inputs.speculative_tokens,
+        max_num_tokens=inputs.settings.max_num_batched_tokens, hidden_size=inputs.model.d_model,
+        dtype_bytes=ACTIVATION_BYTES,
     )  # fmt: skip
 
 
@@ -606,10 +616,12 @@ def plan_engine(
     sequences_per_replica: int,
     weights_how: str | None = None,
     speculative_tokens: int = 0,
+    stage: StageLayout | None = None,
 ) -> EnginePlan:
     """The engine's plan for ``model`` (priced as ``kv``: dtype, tp, max_model_len = kv.seq_len) on ``target``;
     ``weights_how``: where the weights' figure comes from, when not the weight inventory; ``speculative_tokens``: k
-    of speculative decoding (its decode steps verify 1 + k tokens a request)."""
+    of speculative decoding (its decode steps verify 1 + k tokens a request); ``stage``: the pipeline stage this
+    rank holds, where pp > 1."""
     activation = profile_peak_bytes(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp,
         sampler=settings.sampler,
@@ -635,7 +647,7 @@ def plan_engine(
             max_num_batched_tokens=settings.max_num_batched_tokens, speculative_tokens=speculative_tokens,
         )  # fmt: skip
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder,
-                     graphs=graphs)  # fmt: skip
+                     graphs=graphs, stage=stage, speculative_tokens=speculative_tokens)  # fmt: skip
     if weights_how is not None:
         inputs = inputs._replace(weights_how=weights_how)
     pool = ENGINES[settings.generation](inputs)
