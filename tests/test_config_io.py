@@ -36,6 +36,8 @@ def test_existing_file_is_not_overwritten_without_force(tmp_path):
         ("bad.json", '{"model": ', "malformed JSON at line 1"),
         ("list.yaml", "- 1\n- 2\n", "expected a mapping"),
         ("empty.yaml", "", "found empty"),
+        ("int.yaml", "5\n", "found an integer$"),
+        ("text.json", '"model"', "found a string$"),
         ("unsafe.yaml", "model: !!python/object/apply:os.system ['echo hi']", "malformed YAML"),
     ],
 )

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mha_cli.core.config_layout import FLAT, as_flat_paths, checked_layout, unknown_field_hint
-from mha_cli.core.errors import BadInputError, OutputError, one_line, os_reason, shown_path
+from mha_cli.core.errors import BadInputError, OutputError, one_line, os_reason, shown_path, value_kind
 from mha_cli.core.schemas import MhaConfig
 from mha_cli.core.validation import describe_validation_error
 
@@ -54,7 +54,7 @@ def read_mapping_noting_duplicates(path: Path) -> tuple[dict[str, Any], str | No
     else:
         data = _parse_yaml(text, where)
     if not isinstance(data, dict):
-        kind = "empty" if data is None else f"a {type(data).__name__}"
+        kind = "empty" if data is None else value_kind(data)
         raise BadInputError(f"{where}: expected a mapping of fields at the top level, found {kind}")
     _check_value_count(data, where)
     return data, duplicate
