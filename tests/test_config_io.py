@@ -36,6 +36,8 @@ def test_existing_file_is_not_overwritten_without_force(tmp_path):
         ("bad.json", '{"model": ', "malformed JSON at line 1"),
         ("list.yaml", "- 1\n- 2\n", "expected a mapping"),
         ("empty.yaml", "", "found empty"),
+        ("int.yaml", "5\n", "found an integer$"),
+        ("text.json", '"model"', "found a string$"),
         ("unsafe.yaml", "model: !!python/object/apply:os.system ['echo hi']", "malformed YAML"),
     ],
 )
@@ -59,6 +61,27 @@ def test_a_key_given_twice_in_one_yaml_mapping_is_refused_not_settled_for_the_la
     )
     path.write_text("base: &b {batch: 2, seq_len: 64}\ndeployment: {<<: *b, batch: 1}\n")
     assert read_mapping(path)["deployment"] == {"batch": 1, "seq_len": 64}
+
+
+def test_a_key_given_twice_in_our_json_config_is_refused_as_in_yaml(cli, tmp_path):
+    """mha's own JSON config: a key an object gives twice is refused in one line with the YAML refusal's exit code
+    (2), not settled for the last; a Hugging Face config.json keeps the last, as transformers' ``json.load`` does."""
+    body = '{"model": {"d_model": 4096, "n_layers": 2, "d_model": 2048, "n_heads": 32, "vocab_size": 1000}}'
+    ours, yaml_twin = tmp_path / "c.json", tmp_path / "c.yaml"
+    ours.write_text(body)
+    yaml_twin.write_text("model:\n  d_model: 4096\n  n_layers: 2\n  d_model: 2048\n")
+    with pytest.raises(BadInputError) as info:
+        read_mapping(ours)
+    assert str(info.value) == f"{ours}: malformed JSON: key 'd_model' given twice in one object: keep one"
+    refused, yaml_refused = cli.run("kv", str(ours)), cli.run("kv", str(yaml_twin))
+    assert refused.exit_code == yaml_refused.exit_code == 2
+    assert "key 'd_model' given twice in one object" in refused.output and "Traceback" not in refused.output
+    hf = tmp_path / "config.json"
+    hf.write_text(
+        '{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 32,'
+        ' "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256, "hidden_size": 2048}'
+    )
+    assert cli.json("kv", str(hf))["model"]["d_model"] == 2048
 
 
 def test_schema_errors_name_every_field(tmp_path):

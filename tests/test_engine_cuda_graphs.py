@@ -1,12 +1,15 @@
 """vLLM >= 0.21's CUDA-graph estimate (``core.engine.cuda_graphs``): capture sizes and graph counts as vLLM 0.32's
 source sets them, and the estimate counted by hand."""
 
+import pytest
+
 from mha_cli.cli.app import app
 from mha_cli.core.engine.cuda_graphs import (
     MIN_PER_GRAPH,
     PER_LAYER_GRAPH_BYTES,
     capture_sizes,
     cuda_graph_estimate,
+    full_decode_sizes,
 )  # fmt: skip
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
@@ -83,6 +86,92 @@ def test_data_center_blackwell_captures_up_to_1024():
         model, resolve_target("b200").target, tp=1, max_num_seqs=1024, max_num_batched_tokens=16384
     )
     assert (estimate.largest_size, estimate.piecewise_graphs, estimate.full_graphs) == (1024, 83, 83)
+
+
+def test_speculative_decoding_widens_the_capture_sizes():
+    """``_set_cudagraph_sizes`` with k speculative tokens: a decode request is q = 1 + k tokens, the ceiling
+    min(2 x q x max_num_seqs, 512), and q x n appended for the request counts n (1, 2, 4, the 8- and 16-steps, up
+    to max_num_seqs) that fit under it. 16 sequences at k = 3: 128 tokens (32 without), 19 sizes (7 without)."""
+    plain = capture_sizes(16, 8192)
+    assert plain == [1, 2, 4, 8, 16, 24, 32]
+    widened = capture_sizes(16, 8192, query_len=4)
+    assert widened == [1, 2, 4, *range(8, 129, 8)] and len(widened) == 19  # q x n (4, 8, 16, 32, 64): on the grid
+    # 256 sequences at k = 2 (q = 3): the 512 ceiling holds; 3 x (1, 2, 4, 88, 104, ..., 168) are off the grid
+    sizes = capture_sizes(256, 8192, query_len=3)
+    assert sizes[-1] == 512 and {3, 6, 12, 264, 312, 360, 408, 456, 504} <= set(sizes)
+    assert len(sizes) == 51 + 9 and 510 not in sizes  # 3 x 170 is not a request count of the grid
+
+
+def test_speculative_decoding_rounds_the_full_decode_graphs_to_q():
+    """V2's ``ModelCudaGraphManager._init_candidates``: each capture size rounded up to a multiple of q, kept up to
+    q x max_num_seqs and the largest size; the duplicates are one graph. 16 sequences at q = 4: 4, 8, 16, ..., 64."""
+    assert full_decode_sizes(capture_sizes(16, 8192), 16) == [1, 2, 4, 8, 16]
+    assert full_decode_sizes(capture_sizes(16, 8192, query_len=4), 16, 4) == [4, *range(8, 65, 8)]
+    model = load_source("tests/fixtures/hf_configs/qwen3-0.6b.json").model
+    plain = cuda_graph_estimate(model, H100, tp=1, max_num_seqs=16, max_num_batched_tokens=8192)
+    spec = cuda_graph_estimate(model, H100, tp=1, max_num_seqs=16, max_num_batched_tokens=8192, speculative_tokens=3)
+    assert (plain.largest_size, plain.piecewise_graphs, plain.full_graphs) == (32, 7, 5)
+    assert (spec.largest_size, spec.piecewise_graphs, spec.full_graphs, spec.query_len) == (128, 19, 9, 4)
+    assert spec.bytes == 128 * 2 * (2 * 1024 + 3 * 3072) + (18 + 8) * 28 * PER_LAYER_GRAPH_BYTES
+    assert "decode steps of 4 tokens a request" in spec.how
+
+
+def test_the_plan_prices_the_speculative_graphs_and_says_the_drafters_are_not():
+    """``mha plan --speculative-config`` reaches the graph estimate through the deployment (``plan_memory``): k = 3
+    on an H100 at vLLM's defaults gives decode graphs of 4 tokens a request, and a note that the drafter's graphs
+    are not priced."""
+    from mha_cli.core.memory import plan_memory
+    from mha_cli.core.speculative import build_spec
+
+    source = load_source("tests/fixtures/hf_configs/qwen3-0.6b.json")
+    target = resolve_target("h100")
+    kv = kv_footprint(source.model, seq_len=4096)
+    spec = build_spec(source.model, origin=source.origin, kind=source.kind, method="eagle", num_speculative_tokens=3)
+    deployment = DeploymentSpec(engine="vllm")
+    plain = plan_memory(target, model=source.model, kv=kv, weight_dtype="bf16", deployment=deployment).engine
+    with_spec = plan_memory(
+        target, model=source.model, kv=kv, weight_dtype="bf16",
+        deployment=deployment.model_copy(update={"speculative": spec}),
+    ).engine  # fmt: skip
+    assert plain.cuda_graph_estimate.query_len == 1 and with_spec.cuda_graph_estimate.query_len == 4
+    # 1,024 sequences: the same 51 sizes (4 x n is on the grid), but 1, 2 and 4 round to one FULL graph of 4 tokens
+    assert (plain.cuda_graph_estimate.full_graphs, with_spec.cuda_graph_estimate.full_graphs) == (51, 49)
+    assert plain.cuda_graph_bytes - with_spec.cuda_graph_bytes == 2 * 28 * PER_LAYER_GRAPH_BYTES
+    assert any("drafter's own graphs" in note for note in with_spec.notes)
+    assert not any("drafter's own graphs" in note for note in plain.notes)
+
+
+@pytest.mark.parametrize("target_id", ["tpu-v5e", "m4-max", "gaudi3"])
+def test_no_graph_estimate_where_vllm_profiles_none(target_id):
+    """vLLM 0.32's ``determine_available_memory`` profiles CUDA graphs only where ``is_cuda_alike() or is_xpu()``:
+    on a TPU, an Apple GPU or a Gaudi (HPU) no graph line, no graph bytes, and a note saying why."""
+    plan = _plan(target_id)
+    assert plan.cuda_graph_estimate is None and plan.cuda_graph_bytes == 0
+    assert not any(line.label.startswith("CUDA graphs") for line in plan.budget)
+    assert any("profiles CUDA-graph memory only on CUDA, ROCm and Intel XPU" in note for note in plan.notes)
+    assert _plan("mi300x").cuda_graph_estimate is not None  # ROCm: cuda-alike
+
+
+def test_a_target_file_with_capability_10_captures_up_to_1024(tmp_path):
+    """The 1,024 ceiling follows the device's compute capability (``is_device_capability_family(100)``), not the
+    table's ids: a target file describing a B200 (capability 10.0) gets it, one leaving it out 512."""
+    body = (
+        "name: My B200\nvendor: NVIDIA\nmemory_gb: 180\nmemory_bandwidth_gbs: 8000\nbf16_tflops_dense: 2250\n"
+        "source: NVIDIA B200 datasheet\n"
+    )
+    with_capability, without = tmp_path / "my-b200.yaml", tmp_path / "plain.yaml"
+    with_capability.write_text(body + "compute_capability: 10.0\n")
+    without.write_text(body)
+    model = load_source("tests/fixtures/hf_configs/qwen3-0.6b.json").model
+
+    def largest(path) -> int:
+        target = resolve_target(str(path)).target
+        return cuda_graph_estimate(model, target, tp=1, max_num_seqs=1024, max_num_batched_tokens=16384).largest_size
+
+    assert resolve_target(str(with_capability)).target.compute_capability == 10.0
+    assert (largest(with_capability), largest(without)) == (1024, 512)
+    assert resolve_target("b300").target.compute_capability == 10.3 and largest("b300") == 1024
+    assert resolve_target("rtx-5090").target.compute_capability == 12.0 and largest("rtx-5090") == 512
 
 
 def _plan(target_id: str, generation: str | None = None):

@@ -172,10 +172,17 @@ FLAT_MODEL = "{d_model: 64, n_layers: 2, n_heads: 4, d_ff: 8, vocab_size: 10}"
         ("schema_version: 1\nmodel: {d_model: 64, n_layers: 2}\n",
          "model.n_heads: missing (required); model.d_ff: missing (required); model.vocab_size: missing (required)"),
         (f"schema_version: 2.0\nmodel: {FLAT_MODEL}\n", "schema_version: must be 1 or 2 (got 2.0)"),
-        (f"schema_version: true\nmodel: {FLAT_MODEL}\n", "schema_version: must be 1 or 2 (got True)"),
+        (f"schema_version: true\nmodel: {FLAT_MODEL}\n", "schema_version: must be 1 or 2 (got true)"),
+        (f"schema_version: null\nmodel: {FLAT_MODEL}\n", "schema_version: must be 1 or 2 (got null)"),
+        ("model: {d_model: 64, n_layers: 2, attention: 'gqa', block: {d_ff: 8}, embeddings: {vocab_size: 10}}\n",
+         "model.attention: must be a mapping of the attention part's fields (got a string)"),
+        ("model: {d_model: 4096, n_layers: 2, attention: {kv_heads: 8, n_heads: 32, variant: gqa},"
+         " block: {d_ff: 14336}, embeddings: {vocab_size: 1000}}\n",
+         "model.attention.kv_heads: unknown field; did you mean attention.n_kv_heads?"),
     ],
     ids=["v2-flat", "v1-parts", "mixed", "scalar-part", "list-part", "old-names-in-parts", "wrong-part",
-         "flat-cross-field", "flat-part-error", "flat-model-error", "v1-empty", "version-float", "version-bool"],
+         "flat-cross-field", "flat-part-error", "flat-model-error", "v1-empty", "version-float", "version-bool",
+         "version-null", "string-part", "misspelt-field-before-gqa-check"],
 )  # fmt: skip
 def test_a_layout_error_is_one_line_naming_the_fields_as_written(cli, tmp_path, text, message):
     """The layout a file writes must agree with its schema_version; an error names each field as the file writes

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mha_cli.core.config_layout import FLAT, as_flat_paths, checked_layout, unknown_field_hint
-from mha_cli.core.errors import BadInputError, OutputError, one_line, os_reason, shown_path
+from mha_cli.core.errors import BadInputError, OutputError, one_line, os_reason, shown_path, value_kind
 from mha_cli.core.schemas import MhaConfig
 from mha_cli.core.validation import describe_validation_error
 
@@ -28,19 +28,36 @@ holds a few thousand; an alias bomb (nested anchors, each used many times) holds
 
 
 def read_mapping(path: Path) -> dict[str, Any]:
-    """Parse a YAML or JSON file whose top level is a mapping (a UTF-8 byte-order mark is allowed).
+    """Parse one of mha's own YAML or JSON files whose top level is a mapping (a UTF-8 byte-order mark is allowed);
+    a key an object gives twice is refused in JSON as in YAML (``read_mapping_noting_duplicates``).
 
     Bounded before any work: the file's size (``MAX_CONFIG_BYTES``), then its values with aliases expanded
     (``MAX_CONFIG_VALUES``, counted without expanding them). Every failure is a ``BadInputError``.
     """
+    data, duplicate = read_mapping_noting_duplicates(path)
+    if duplicate is not None:
+        raise BadInputError(duplicate)
+    return data
+
+
+def read_mapping_noting_duplicates(path: Path) -> tuple[dict[str, Any], str | None]:
+    """``read_mapping``'s mapping and, for a JSON file, the line refusing its first key given twice in one object
+    (None: none). JSON keeps the last (Python's ``json``, as transformers reads a config.json): the caller decides
+    whether a duplicate is an error (mha's own files) or not (Hugging Face's). YAML refuses one while parsing."""
     where = shown_path(path)
     text = _read_text(path, where)
-    data = _parse_json(text, where) if path.suffix.lower() == ".json" else _parse_yaml(text, where)
+    duplicate = None
+    if path.suffix.lower() == ".json":
+        data, twice = _parse_json(text, where)
+        if twice is not None:
+            duplicate = f"{where}: malformed JSON: key {twice!r} given twice in one object: keep one"
+    else:
+        data = _parse_yaml(text, where)
     if not isinstance(data, dict):
-        kind = "empty" if data is None else f"a {type(data).__name__}"
+        kind = "empty" if data is None else value_kind(data)
         raise BadInputError(f"{where}: expected a mapping of fields at the top level, found {kind}")
     _check_value_count(data, where)
-    return data
+    return data, duplicate
 
 
 def _read_text(path: Path, where: str) -> str:
@@ -74,11 +91,22 @@ def read_text_bounded(path: Path, where: str, *, limit: int, what: str) -> str:
         raise BadInputError(f"{where}: not UTF-8 text (byte {exc.start:,} cannot be decoded)") from None
 
 
-def _parse_json(text: str, where: str) -> Any:
+def _parse_json(text: str, where: str) -> tuple[Any, str | None]:
+    """The document and the first key an object gives twice (None: none); the last value of a repeated key kept."""
     import json  # here, not at the top: the commands that read no JSON config never import it
 
+    repeated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in items:
+            if key in obj and not repeated:
+                repeated.append(key)
+            obj[key] = value
+        return obj
+
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=pairs), (repeated[0] if repeated else None)
     except json.JSONDecodeError as exc:
         raise BadInputError(f"{where}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except RecursionError:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mha_cli.core.errors import BadInputError, one_line, shown
+from mha_cli.core.errors import BadInputError, one_line, shown, value_kind
 from mha_cli.core.model_migration import FLAT_FIELDS, PARTS, flat_name, nest_flat_fields
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.suggest import close_names
@@ -80,15 +80,18 @@ def checked_layout(data: dict[str, Any], origin: str) -> tuple[dict[str, Any], i
 
 
 def _shown(value: Any) -> str:
-    return shown(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else one_line(repr(value), 40)
+    """``value`` as the file writes it: a string quoted, a number as is, ``null``, ``true`` / ``false``."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    return shown(value) if isinstance(value, (str, int)) else one_line(repr(value), 40)
 
 
 def _kind(value: Any) -> str:
     if value is None:
         return "nothing"
-    if isinstance(value, list):
-        return "a list"
-    return repr(value) if isinstance(value, (int, float)) else f"a {type(value).__name__}"
+    if isinstance(value, (bool, int, float)):
+        return _shown(value) if isinstance(value, bool) else repr(value)
+    return value_kind(value)
 
 
 def _flat_beside(flat: list[str]) -> str:

@@ -79,6 +79,18 @@ def shown(value: object, limit: int = SHOWN_PREFIX) -> str:
     return f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
+KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list",
+              dict: "a mapping"}  # fmt: skip
+"""What a parsed YAML or JSON value is, in the file's words (``value_kind``)."""
+
+
+def value_kind(value: object) -> str:
+    """What ``value`` is, as a YAML or JSON file writes it, with its article: ``an integer``, ``a string``, ``null``."""
+    if value is None:
+        return "null"
+    return KIND_NAMES.get(type(value), f"a {type(value).__name__}")
+
+
 def one_line(text: str, limit: int = 200) -> str:
     """``text`` unquoted, with control characters escaped (one line) and cut after ``limit`` characters."""
     cut = text[:limit]

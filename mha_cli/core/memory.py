@@ -20,6 +20,7 @@ from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint, kv_footprint
+from mha_cli.core.pipeline import StageLayout
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -192,12 +193,14 @@ def plan_memory(
     deployment: DeploymentSpec | None = None,
     experts: ExpertLayout | None = None,
     weights_bytes_per_rank: int | None = None,
+    stage: StageLayout | None = None,
 ) -> MemoryPlan:
     """Fit ``model``'s weights (one device's share, in ``weight_dtype``) and ``kv`` onto ``target``'s devices under
     the engine ``deployment`` names (vLLM with its defaults when None); an MoE model's routed experts in ``experts``'
     layout (default: ``expert_layout`` over the target's replicas). ``weights_bytes_per_rank``: the rank's weights
     when the caller has them (``deployment_rank_bytes`` of the same model, tp, format, deployment and experts: a
-    layout planned at many loads), else counted here."""
+    layout planned at many loads), else counted here. ``stage``: the pipeline stage ``model`` is (its layers), where
+    the engine sizes buffers by it."""
     device = target.target
     if deployment is not None and deployment.engine in (None, "vllm"):  # text only: vLLM leaves the tower out
         model = as_vllm_loads(model, deployment.limit_mm_per_prompt)
@@ -242,9 +245,11 @@ def plan_memory(
         engine_kv = kv_footprint(
             model, seq_len=kv.seq_len, batch=kv.batch, kv_dtype=kv.kv_dtype, tp=kv.tp, block_size=kv.block_size
         )
+    speculative = None if deployment is None else deployment.speculative
     engine = plan_engine(
         model, engine_kv, device, settings, weights_bytes_per_rank=weights, sequences_per_replica=sequences,
-        weights_how=weights_how,
+        weights_how=weights_how, speculative_tokens=0 if speculative is None else speculative.num_speculative_tokens,
+        stage=stage,
     )  # fmt: skip
     if engine_kv is not kv:
         engine.notes.append("the engines cache MLA's absorbed latent: --mla-cache naive prices only the torch build")

@@ -626,7 +626,12 @@ class AttentionSpec(_Strict):
         if not isinstance(data, dict):
             return data
         fields = {key: value for key, value in data.items() if key != MODEL_WIDTH_KEY}
-        return resolve_attention(fields, data.get(MODEL_WIDTH_KEY))
+        try:
+            return resolve_attention(fields, data.get(MODEL_WIDTH_KEY))
+        except ValueError:
+            if set(fields) - set(cls.model_fields):  # a misspelt field (kv_heads): named first, with its hint
+                return fields
+            raise
 
     @model_validator(mode="after")
     def _consistent(self) -> "AttentionSpec":

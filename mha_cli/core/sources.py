@@ -127,12 +127,12 @@ def _load_file(
     """A Hugging Face config.json (``kind``, the model called ``name``) or our config file at ``path``; ``served``
     None: from the file (``served_model.from_config``)."""
     # The file readers are imported here: a preset (the common case, and every `--json` test run) never pays for them.
-    from mha_cli.core.config_io import parse_config, read_mapping
+    from mha_cli.core.config_io import parse_config, read_mapping_noting_duplicates
     from mha_cli.core.hf_import import looks_like_hf_config
     from mha_cli.core.hf_quantization import read_checkpoint_weights
 
-    data = read_mapping(path)  # says why a path that is there cannot be read
-    if looks_like_hf_config(data):
+    data, duplicate = read_mapping_noting_duplicates(path)  # says why a path that is there cannot be read
+    if looks_like_hf_config(data):  # a key given twice: the last, as transformers' json.load keeps it
         imported = _import_untrusted(data, path, name)
         source = ModelSource(
             kind=kind, origin=str(path), model=imported.model, assumptions=[*assumptions, *imported.assumptions],
@@ -146,6 +146,8 @@ def _load_file(
         if "schema_version" in data:
             wrapped["schema_version"] = wrapped["model"].pop("schema_version")
         data = wrapped
+    if duplicate is not None:  # our own format: a key given twice is refused, in JSON as in YAML
+        raise BadInputError(duplicate)
     config = parse_config(data, str(path))
     return ModelSource(
         kind="config", origin=str(path), model=config.model, deployment=config.deployment, notes=config.notes,
@@ -253,9 +255,9 @@ def _with_modelopt_sidecar(data: dict, path: Path) -> dict:
     sidecar = path.parent / "hf_quant_config.json"
     if "quantization_config" in data or not sidecar.is_file():
         return data
-    from mha_cli.core.config_io import read_mapping
+    from mha_cli.core.config_io import read_mapping_noting_duplicates
 
-    return {**data, "quantization_config": read_mapping(sidecar)}
+    return {**data, "quantization_config": read_mapping_noting_duplicates(sidecar)[0]}  # Hugging Face's: the last
 
 
 def _import_untrusted(data: dict, path: Path, name: str) -> "ImportedModel":

@@ -51,6 +51,9 @@ class TargetFile(Record):
     torch_memory_gib: float | None = Field(default=None, gt=0, le=1e6)
     """Memory as torch sees it, in GiB: ``torch.cuda.mem_get_info()[1] / 2**30`` (an H100 80GB: 79.19). Plans use
     it. Left out: 99% of ``memory_gb``, an estimate the output flags."""
+    compute_capability: float | None = Field(default=None, ge=1, le=99)
+    """An NVIDIA GPU's CUDA compute capability, major.minor (an H100: 9.0, a B200: 10.0;
+    https://developer.nvidia.com/cuda-gpus). vLLM's defaults follow it (10.x: CUDA graphs up to 1,024 tokens)."""
     source: str = Field(min_length=1, max_length=2000)
     """Where the figures come from: a datasheet's title or URL."""
     notes: str = Field(default="", max_length=4000)
@@ -73,7 +76,7 @@ class TargetFile(Record):
             memory_bandwidth_gbs=self.memory_bandwidth_gbs, bf16_tflops_dense=self.bf16_tflops_dense,
             bf16_native=self.bf16_native, fp8_tflops_dense=self.fp8_tflops_dense,
             fp8_native=self.fp8_tflops_dense is not None, fp4_tflops_dense=self.fp4_tflops_dense,
-            interconnect_gbs=self.interconnect_gbs, source=f"{target_id}: {self.source}", notes=self.notes,
+            interconnect_gbs=self.interconnect_gbs, compute_capability=self.compute_capability, source=f"{target_id}: {self.source}", notes=self.notes,
             torch_memory_gib=self.torch_memory_gib if measured else round(HBM_VISIBLE * self.memory_gb, 2),
             torch_memory_source=f"{target_id}: torch_memory_gib" if measured else (
                 "estimate (not in the target file): 99% of memory_gb as GiB, as HBM GPUs read (H100 79.19 of 80);"

@@ -97,6 +97,10 @@ class Target(Record):
     """Device memory as torch reports it (``torch.cuda.mem_get_info()[1]``) and vLLM logs it, in GiB (2^30 B)."""
     torch_memory_source: str
     """The public measurement the figure comes from, or ``estimate (...)`` with the rule used."""
+    compute_capability: float | None = None
+    """NVIDIA's CUDA compute capability (major.minor: an H100 9.0, a B200 10.0), as
+    https://developer.nvidia.com/cuda-gpus lists it; None for other vendors. vLLM picks defaults by it
+    (``core.engine.cuda_graphs``)."""
 
     @property
     def memory_bytes(self) -> int:
@@ -178,6 +182,7 @@ def load_targets() -> dict[str, Target]:
             notes=row["notes"],
             torch_memory_gib=float(row["torch_memory_gib"]),
             torch_memory_source=row["torch_memory_source"],
+            compute_capability=_optional_float(row["compute_capability"]),
         )
     return targets
 

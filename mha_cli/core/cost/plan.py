@@ -24,7 +24,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import LayoutError, MemoryPlan, at_load, expert_layout, plan_memory, shared_experts_problem
-from mha_cli.core.pipeline import StageMemory, stage_layout, stage_model, stage_sides
+from mha_cli.core.pipeline import StageLayout, StageMemory, stage_layout, stage_model, stage_sides
 from mha_cli.core.record import empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec, SimulatedServing, simulate_deployment
@@ -203,11 +203,14 @@ class LayoutPlans:
         self.stages: list[StageMemory] = []
         """Under pipeline parallelism, every stage's memory (``stage_memories``); the limiting one is ``stage``."""
         self.limiting: StageMemory | None = None
+        self.stage_layout: StageLayout | None = None
+        """The limiting stage's layout (None: no pipeline parallelism)."""
         if pp > 1:
             self.stages = self.stage_memories()
             limiting = min(self.stages, key=lambda m: (m.admitted_per_replica, m.kv_tokens_per_device,
                                                        -m.weight_bytes_per_device))  # fmt: skip
-            self.stage = stage_model(model, stage_layout(model, pp, limiting.stage))
+            self.stage_layout = stage_layout(model, pp, limiting.stage)
+            self.stage = stage_model(model, self.stage_layout)
             self._weights = limiting.weight_bytes_per_device
             self.limiting = limiting
 
@@ -231,7 +234,7 @@ class LayoutPlans:
                                   block_size=deployment.block_size, mla_cache=deployment.mla_cache)  # fmt: skip
                 memory = plan_memory(self.one_replica, model=layers, kv=kv, weight_dtype=deployment.weight_dtype,
                                      deployment=self.engine_deployment, experts=self.experts,
-                                     weights_bytes_per_rank=weights)  # fmt: skip
+                                     weights_bytes_per_rank=weights, stage=layout)  # fmt: skip
                 same = StageMemory(
                     stage=s, first_layer=layout.first_layer, n_layers=layout.n_layers, embedding=layout.embedding,
                     head=layout.head, weight_bytes_per_device=weights, kv_tokens_per_device=memory.engine.kv_tokens,
@@ -264,6 +267,7 @@ class LayoutPlans:
             self._memory = plan_memory(
                 self.one_replica, model=held, kv=kv, weight_dtype=deployment.weight_dtype,
                 deployment=self.engine_deployment, experts=self.experts, weights_bytes_per_rank=self._weights,
+                stage=self.stage_layout,
             )  # fmt: skip
         memory = at_load(self._memory, kv)  # a copy at this load, its notes its own
         if spec is not None:

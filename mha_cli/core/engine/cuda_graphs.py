@@ -8,13 +8,19 @@ batch and takes, in free device memory, the first capture and the second's incre
 is the largest first capture (the modes share one pool) + the sum over modes of (graphs - 1) x that increment.
 What this module prices, rule by rule:
 
-- capture sizes (``config/vllm.py`` ``VllmConfig._set_cudagraph_sizes``): the largest is min(2 x max_num_seqs,
-  512; 1,024 on a data-center Blackwell, device capability 10.x) and at most max_num_batched_tokens; the sizes are
-  1, 2, 4, the multiples of 8 below 256 and of 16 from 256, up to it, plus max_num_batched_tokens and max_num_seqs
-  when they fit (no speculative decoding: one token a decode request);
-- graphs (``v1/cudagraph_dispatcher.py`` ``initialize_cudagraph_keys``, ``cudagraph_mode`` FULL_AND_PIECEWISE,
-  the default, ``config/compilation.py``): one PIECEWISE graph a capture size, and one FULL decode graph a size of
-  at most max_num_seqs;
+- capture sizes (``config/vllm.py`` ``VllmConfig._set_cudagraph_sizes``): a decode request is q =
+  ``uniform_decode_query_len`` = 1 + k tokens (k speculative tokens); the largest size is min(2 x q x max_num_seqs,
+  512; 1,024 on a device of compute capability 10.x, ``is_device_capability_family(100)``) and at most
+  max_num_batched_tokens; the sizes are 1, 2, 4, the multiples of 8 below 256 and of 16 from 256, up to it, plus
+  max_num_batched_tokens when it fits, plus the uniform decode sizes that fit: max_num_seqs when q is 1, else q x n
+  for n in the same 1, 2, 4, 8-, 16-step grid of request counts up to min(max_num_seqs, 512 or 1,024) and
+  max_num_seqs itself;
+- graphs (``cudagraph_mode`` FULL_AND_PIECEWISE, the default, ``config/compilation.py``): one PIECEWISE graph a
+  capture size, and one FULL decode graph a distinct size rounded up to a multiple of q, kept where it is at most
+  q x max_num_seqs and the largest size (0.32's default model runner, V2, ``VllmConfig.use_v2_model_runner``:
+  ``v1/worker/gpu/cudagraph_utils.py`` ``ModelCudaGraphManager._init_candidates``; at q = 1 the same as the V1
+  runner's ``v1/cudagraph_dispatcher.py`` ``initialize_cudagraph_keys``: the sizes of at most max_num_seqs). A
+  drafter's own graphs (V2's speculator managers) are measured into vLLM's estimate but not priced here;
 - the first capture: the graph pool's intermediate buffers at the largest size, the forward's widest layer's live
   tensors over that many tokens (``core.engine.activation.forward_peak_bytes``; the FULL graphs' largest is never
   wider, and its attention workspaces are not counted);
@@ -40,9 +46,22 @@ DEFAULT_LARGEST = 512
 """``_set_cudagraph_sizes``'s default ceiling on the largest capture size (``default_max_graph_size``)."""
 BLACKWELL_LARGEST = 1024
 """The same on a device of capability 10.x (``current_platform.is_device_capability_family(100)``)."""
-DATA_CENTER_BLACKWELL = frozenset({"b200", "gb200", "b300", "gb300"})
-"""The targets of compute capability 10.x (B200, GB200: 10.0; B300, GB300: 10.3); the RTX 50 and RTX PRO parts
-are 12.x."""
+BLACKWELL_MAJOR = 10
+"""``is_device_capability_family(100)``: capability.to_int() // 10 == 10, any 10.x (``platforms/interface.py``, 0.32):
+B200, GB200 (10.0), B300, GB300 (10.3); the RTX 50 and RTX PRO parts are 12.x (``Target.compute_capability``)."""
+GRAPH_VENDORS = frozenset({"NVIDIA", "AMD"})
+"""Vendors whose GPUs vLLM 0.32 profiles CUDA graphs on: ``v1/worker/gpu_worker.py`` ``determine_available_memory``
+calls ``profile_cudagraph_memory`` only where ``current_platform.is_cuda_alike() or current_platform.is_xpu()``
+(CUDA, ROCm, Intel's XPU GPUs). The targets' Intel parts are Gaudi (HPU, the vllm-gaudi plugin), not XPU; TPUs,
+Apple GPUs and CPUs are none of these."""
+NO_GRAPHS_NOTE = (
+    "vLLM profiles CUDA-graph memory only on CUDA, ROCm and Intel XPU devices (gpu_worker.determine_available_memory,"
+    " 0.32): no graph line for a {vendor} device"
+)
+DRAFTER_GRAPHS_NOTE = (
+    "speculative decoding: the target's CUDA graphs are priced at decode steps of 1 + k tokens a request; the"
+    " drafter's own graphs (vLLM 0.32's speculator graph managers, measured into its estimate) are not priced"
+)
 MIN_PER_GRAPH = MIB
 """``profile_cudagraph_memory``'s floor on the measured increment of one graph ("at least 1 MiB per graph")."""
 
@@ -66,6 +85,8 @@ class CudaGraphEstimate(Record):
     """The estimate, as vLLM's "Estimated CUDA graph memory: X GiB total"."""
     largest_size: int
     """Tokens of the largest captured batch (``max_cudagraph_capture_size``)."""
+    query_len: int = 1
+    """Tokens a decode request puts in a step (``uniform_decode_query_len``): 1 + the speculative tokens."""
     piecewise_graphs: int
     full_graphs: int
     first_capture_bytes: int
@@ -77,40 +98,90 @@ class CudaGraphEstimate(Record):
     def how(self) -> str:
         """The derivation in a line, for the memory plan."""
         further = self.piecewise_graphs + self.full_graphs - 2
+        decode = f" (decode steps of {self.query_len} tokens a request)" if self.query_len > 1 else ""
         return (
             f"vLLM >= 0.21 profiles the graphs before the pool: {self.piecewise_graphs} piecewise + {self.full_graphs}"
-            f" full graphs up to {self.largest_size} tokens; first capture {self.first_capture_bytes / MIB:.1f} MiB"
+            f" full graphs{decode} up to {self.largest_size} tokens; first capture {self.first_capture_bytes / MIB:.1f} MiB"
             f" (forward at {self.largest_size} tokens) + {further} x {self.per_graph_bytes / MIB:.2f} MiB"
             " (per graph, per layer as log 409's)"
         )
 
 
+def _grid(largest: int) -> list[int]:
+    """1, 2, 4, the multiples of 8 below 256 and of 16 from 256, up to ``largest`` (``_set_cudagraph_sizes``)."""
+    return (
+        [size for size in (1, 2, 4) if size <= largest]
+        + [*range(8, min(largest + 1, 256), 8)]
+        + [*range(256, largest + 1, 16)]
+    )
+
+
+def _decode_sizes(max_num_seqs: int, query_len: int, ceiling: int, largest_default: int) -> list[int]:
+    """The uniform decode sizes ``_set_cudagraph_sizes`` appends before the token cap (``ceiling``: its largest)."""
+    if query_len == 1:
+        return [max_num_seqs] if max_num_seqs <= ceiling else []
+    requests = min(max_num_seqs, largest_default)  # request_counts: at most the default number of requests
+    counts = {*_grid(requests), requests}
+    return sorted(n * query_len for n in counts if n * query_len <= ceiling)
+
+
 def capture_sizes(
-    max_num_seqs: int, max_num_batched_tokens: int, *, largest_default: int = DEFAULT_LARGEST
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+    *,
+    largest_default: int = DEFAULT_LARGEST,
+    query_len: int = 1,
 ) -> list[int]:
-    """vLLM's default CUDA-graph capture sizes in tokens, ascending (``_set_cudagraph_sizes``, 0.32)."""
-    largest = min(max_num_seqs * 2, largest_default, max_num_batched_tokens)
-    sizes = [size for size in (1, 2, 4) if size <= largest]
-    sizes += range(8, min(largest + 1, 256), 8)
-    sizes += range(256, largest + 1, 16)
+    """vLLM's default CUDA-graph capture sizes in tokens, ascending (``_set_cudagraph_sizes``, 0.32); ``query_len``:
+    ``uniform_decode_query_len``, 1 + the speculative tokens."""
+    ceiling = min(max_num_seqs * query_len * 2, largest_default)
+    decode = _decode_sizes(max_num_seqs, query_len, ceiling, largest_default)
+    largest = min(max_num_batched_tokens, ceiling)
+    sizes = _grid(largest)
     if max_num_batched_tokens <= largest:
         sizes.append(max_num_batched_tokens)
-    if max_num_seqs <= largest_default and max_num_seqs <= max_num_batched_tokens:
-        sizes.append(max_num_seqs)  # the uniform decode size (one token a request)
+    sizes += [size for size in decode if size <= max_num_batched_tokens]
     return sorted(set(sizes))
 
 
+def full_decode_sizes(sizes: list[int], max_num_seqs: int, query_len: int = 1) -> list[int]:
+    """The FULL decode graphs' sizes: each capture size rounded up to a multiple of ``query_len``, kept at most
+    ``query_len`` x max_num_seqs and the largest capture size (V2 ``ModelCudaGraphManager._init_candidates``)."""
+    rounded = {-(-size // query_len) * query_len for size in sizes}
+    return sorted(size for size in rounded if size <= min(query_len * max_num_seqs, sizes[-1]))
+
+
+def largest_default_for(target: Target) -> int:
+    """``default_max_graph_size``: 1,024 on a device of compute capability 10.x, else 512."""
+    capability = target.compute_capability
+    return BLACKWELL_LARGEST if capability is not None and int(capability) == BLACKWELL_MAJOR else DEFAULT_LARGEST
+
+
+def captures_cuda_graphs(target: Target) -> bool:
+    """Whether vLLM profiles CUDA-graph memory on ``target`` (``GRAPH_VENDORS``)."""
+    return target.vendor in GRAPH_VENDORS
+
+
 def cuda_graph_estimate(
-    model: ModelSpec, target: Target, *, tp: int, max_num_seqs: int, max_num_batched_tokens: int
+    model: ModelSpec,
+    target: Target,
+    *,
+    tp: int,
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+    speculative_tokens: int = 0,
 ) -> CudaGraphEstimate:
-    """vLLM's CUDA-graph estimate on one rank of ``target`` at the default FULL_AND_PIECEWISE mode."""
-    largest_default = BLACKWELL_LARGEST if target.id in DATA_CENTER_BLACKWELL else DEFAULT_LARGEST
-    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, largest_default=largest_default)
-    full = sum(1 for size in sizes if size <= max_num_seqs)
+    """vLLM's CUDA-graph estimate on one rank of ``target`` at the default FULL_AND_PIECEWISE mode;
+    ``speculative_tokens``: k of ``--speculative-config`` (a decode step verifies 1 + k tokens a request)."""
+    query_len = 1 + speculative_tokens
+    sizes = capture_sizes(
+        max_num_seqs, max_num_batched_tokens, largest_default=largest_default_for(target), query_len=query_len
+    )
+    full = len(full_decode_sizes(sizes, max_num_seqs, query_len))
     first = forward_peak_bytes(model, tokens=sizes[-1], tp=tp)
     per_graph = max(model.n_layers * PER_LAYER_GRAPH_BYTES, MIN_PER_GRAPH)
     further = len(sizes) - 1 + max(full - 1, 0)
     return CudaGraphEstimate(
-        bytes=first + further * per_graph, largest_size=sizes[-1], piecewise_graphs=len(sizes), full_graphs=full,
-        first_capture_bytes=first, per_graph_bytes=per_graph,
+        bytes=first + further * per_graph, largest_size=sizes[-1], query_len=query_len, piecewise_graphs=len(sizes),
+        full_graphs=full, first_capture_bytes=first, per_graph_bytes=per_graph,
     )  # fmt: skip

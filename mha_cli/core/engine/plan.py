@@ -28,7 +28,13 @@ from typing import NamedTuple
 from pydantic import NonNegativeInt
 
 from mha_cli.core.engine.activation import ACTIVATION_BYTES, forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
-from mha_cli.core.engine.cuda_graphs import CudaGraphEstimate, cuda_graph_estimate
+from mha_cli.core.engine.cuda_graphs import (
+    DRAFTER_GRAPHS_NOTE,
+    NO_GRAPHS_NOTE,
+    CudaGraphEstimate,
+    captures_cuda_graphs,
+    cuda_graph_estimate,
+)
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
@@ -53,6 +59,7 @@ from mha_cli.core.engine.settings import (
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.kv import KvFootprint, kv_footprint
+from mha_cli.core.pipeline import StageLayout
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import EngineName, GenerationId, ModelSpec
@@ -235,13 +242,22 @@ class _Inputs(NamedTuple):
     """Where the weights' figure comes from, for the budget's line."""
     graphs: CudaGraphEstimate | None = None
     """vLLM >= 0.21's CUDA-graph estimate, taken from the budget (``core.engine.cuda_graphs``); None: not taken."""
+    stage: StageLayout | None = None
+    """The pipeline stage this rank holds (None: no pipeline parallelism)."""
+    speculative_tokens: int = 0
+    """Draft tokens a decode step verifies (speculative decoding's k)."""
 
     @property
     def graph_bytes(self) -> int:
-        """The CUDA-graph memory the plan reports: the estimate where derived, 0 on a CPU, else the fixed price."""
+        """The CUDA-graph memory the plan reports: the estimate where derived, 0 on a CPU or where vLLM >= 0.21
+        profiles no graphs (``captures_cuda_graphs``), else the fixed price."""
         if self.graphs is not None:
             return self.graphs.bytes
-        return 0 if self.target.vendor == "CPU" else CUDA_GRAPH_ESTIMATE
+        if self.target.vendor == "CPU" or (
+            self.generation.cuda_graph_in_budget and not captures_cuda_graphs(self.target)
+        ):
+            return 0
+        return CUDA_GRAPH_ESTIMATE
 
     @property
     def generation(self) -> Generation:
@@ -522,10 +538,15 @@ def _sglang(inputs: _Inputs) -> _Pool:
 
 
 def _trtllm_cpp_buffers(inputs: _Inputs) -> TrtllmBuffers:
-    """The C++ runtime's runtime buffers and decoder, sized by the engine's max_batch_size, vocabulary, max_seq_len."""
+    """The C++ runtime's runtime buffers and decoder, sized by the engine's max_batch_size, vocabulary, max_seq_len,
+    its pipeline stages (this rank's stage: ``inputs.stage``) and the draft tokens a step verifies."""
+    stage = inputs.stage
     return trtllm_buffers(
         max_batch_size=inputs.settings.max_num_seqs, vocab_size=inputs.model.embeddings.vocab_size,
-        max_seq_len=inputs.kv.seq_len, tp=inputs.kv.tp,
+        max_seq_len=inputs.kv.seq_len, tp=inputs.kv.tp, pp=1 if stage is None else stage.pp,
+        last_stage=stage is None or stage.head, draft_tokens=inputs.speculative_tokens,
+        max_num_tokens=inputs.settings.max_num_batched_tokens, hidden_size=inputs.model.d_model,
+        dtype_bytes=ACTIVATION_BYTES,
     )  # fmt: skip
 
 
@@ -594,9 +615,13 @@ def plan_engine(
     weights_bytes_per_rank: int,
     sequences_per_replica: int,
     weights_how: str | None = None,
+    speculative_tokens: int = 0,
+    stage: StageLayout | None = None,
 ) -> EnginePlan:
     """The engine's plan for ``model`` (priced as ``kv``: dtype, tp, max_model_len = kv.seq_len) on ``target``;
-    ``weights_how``: where the weights' figure comes from, when not the weight inventory."""
+    ``weights_how``: where the weights' figure comes from, when not the weight inventory; ``speculative_tokens``: k
+    of speculative decoding (its decode steps verify 1 + k tokens a request); ``stage``: the pipeline stage this
+    rank holds, where pp > 1."""
     activation = profile_peak_bytes(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp,
         sampler=settings.sampler,
@@ -616,13 +641,13 @@ def plan_engine(
     paged = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
     non_torch = 0 if cpu else non_torch_bytes(kv.tp, target, settings.release)
     graphs = None
-    if GENERATIONS[settings.generation].cuda_graph_in_budget and not cpu:
+    if GENERATIONS[settings.generation].cuda_graph_in_budget and captures_cuda_graphs(target):
         graphs = cuda_graph_estimate(
             model, target, tp=kv.tp, max_num_seqs=settings.max_num_seqs,
-            max_num_batched_tokens=settings.max_num_batched_tokens,
+            max_num_batched_tokens=settings.max_num_batched_tokens, speculative_tokens=speculative_tokens,
         )  # fmt: skip
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder,
-                     graphs=graphs)  # fmt: skip
+                     graphs=graphs, stage=stage, speculative_tokens=speculative_tokens)  # fmt: skip
     if weights_how is not None:
         inputs = inputs._replace(weights_how=weights_how)
     pool = ENGINES[settings.generation](inputs)
@@ -643,6 +668,10 @@ def plan_engine(
         )
     elif target.vendor not in ("NVIDIA", "AMD", "CPU"):
         notes.append(f"{target.id}: the engines' GPU rules applied to a {target.vendor} device; read them as a sketch")
+    if GENERATIONS[settings.generation].cuda_graph_in_budget and graphs is None and not cpu:
+        notes.append(NO_GRAPHS_NOTE.format(vendor=target.vendor))
+    if graphs is not None and speculative_tokens:
+        notes.append(DRAFTER_GRAPHS_NOTE)
     if not target.device_memory_measured:
         notes.append(f"{target.id}: its memory as torch reports it is an {target.torch_memory_source}")
     if kv.kv_dtype not in KV_FORMATS[settings.engine]:
