@@ -11,6 +11,7 @@ from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.targets import CPU_TARGET_ID
 
 
 def print_table(console: Console, table: Table) -> None:
@@ -195,10 +196,13 @@ def memory_table(plan: MemoryPlan) -> Table:
     table.add_row("verdict", verdict_cell(plan), "", "", style=style)
     across = f" (all {plan.replicas} replicas)" if plan.replicas > 1 else ""
     table.add_row(f"max sequences at this length{across}", f"{plan.max_sequences:,}", "", "run at once; more queue")
-    table.caption = (
-        f"device memory as torch reports it ({plan.device_memory_bytes / 2**30:.2f} GiB; the datasheet's"
-        f" {plan.vendor_memory_bytes / 1e9:g} GB = 10^9 B); GiB = 2^30 B"
-    )
+    if plan.target_id == CPU_TARGET_ID:  # this machine's memory: no torch figure, no datasheet
+        table.caption = f"memory as /proc/meminfo reports it ({plan.device_memory_bytes / 2**30:.2f} GiB); GiB = 2^30 B"
+    else:
+        table.caption = (
+            f"device memory as torch reports it ({plan.device_memory_bytes / 2**30:.2f} GiB; the datasheet's"
+            f" {plan.vendor_memory_bytes / 1e9:g} GB = 10^9 B); GiB = 2^30 B"
+        )
     return table
 
 
