@@ -626,7 +626,12 @@ class AttentionSpec(_Strict):
         if not isinstance(data, dict):
             return data
         fields = {key: value for key, value in data.items() if key != MODEL_WIDTH_KEY}
-        return resolve_attention(fields, data.get(MODEL_WIDTH_KEY))
+        try:
+            return resolve_attention(fields, data.get(MODEL_WIDTH_KEY))
+        except ValueError:
+            if set(fields) - set(cls.model_fields):  # an unknown field (n_kv_headz) may be the one meant: its
+                return fields  # error names it, and the misses it causes are dropped (validation.py)
+            raise
 
     @model_validator(mode="after")
     def _consistent(self) -> "AttentionSpec":
