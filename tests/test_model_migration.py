@@ -171,6 +171,12 @@ FLAT_MODEL = "{d_model: 64, n_layers: 2, n_heads: 4, d_ff: 8, vocab_size: 10}"
          "model: embedding_size other than d_model needs lm_head_transform (the head reads at that width)"),
         ("schema_version: 1\nmodel: {d_model: 64, n_layers: 2}\n",
          "model.n_heads: missing (required); model.d_ff: missing (required); model.vocab_size: missing (required)"),
+        ("model: {d_model: 64, n_layers: 2, attention: {n_heads: 4, variant: GQA, num_key_value_heads: 2},"
+         " block: {d_ff: 8}, embeddings: {vocab_size: 10}}\n",
+         "model.attention.num_key_value_heads: unknown field; did you mean attention.n_kv_heads?"),
+        ("model: {d_model: 64, n_layers: 2, attention: {n_heads: 4, variant: GQA}, block: {d_ff: 8},"
+         " embeddings: {vocab_size: 10}}\n",
+         "model.attention: variant GQA needs n_kv_heads (a divisor of n_heads between 1 and n_heads)"),
         (f"schema_version: 2.0\nmodel: {FLAT_MODEL}\n", "schema_version: must be 1 or 2 (got 2.0)"),
         (f"schema_version: true\nmodel: {FLAT_MODEL}\n", "schema_version: must be 1 or 2 (got true)"),
         (f"schema_version: null\nmodel: {FLAT_MODEL}\n", "schema_version: must be 1 or 2 (got null)"),
@@ -181,8 +187,8 @@ FLAT_MODEL = "{d_model: 64, n_layers: 2, n_heads: 4, d_ff: 8, vocab_size: 10}"
          "model.attention.kv_heads: unknown field; did you mean attention.n_kv_heads?"),
     ],
     ids=["v2-flat", "v1-parts", "mixed", "scalar-part", "list-part", "old-names-in-parts", "wrong-part",
-         "flat-cross-field", "flat-part-error", "flat-model-error", "v1-empty", "version-float", "version-bool",
-         "version-null", "string-part", "misspelt-field-before-gqa-check"],
+         "flat-cross-field", "flat-part-error", "flat-model-error", "v1-empty", "gqa-old-kv-name", "gqa-no-kv",
+         "version-float", "version-bool", "version-null", "string-part", "misspelt-field-before-gqa-check"],
 )  # fmt: skip
 def test_a_layout_error_is_one_line_naming_the_fields_as_written(cli, tmp_path, text, message):
     """The layout a file writes must agree with its schema_version; an error names each field as the file writes

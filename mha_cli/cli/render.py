@@ -11,6 +11,7 @@ from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.targets import CPU_TARGET_ID
 
 
 def print_table(console: Console, table: Table) -> None:
@@ -171,11 +172,18 @@ def memory_table(plan: MemoryPlan) -> Table:
     share = f"{plan.sequences_per_replica} of the batch per replica" if plan.replicas > 1 else "this batch"
     cache = "KV cache" if engine.kv_bytes_per_token_per_rank else "fixed state"
     table.add_row(f"{cache} ({share})", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device), "")
+    batch = "this batch"
+    allocated = plan.allocated_kv_bytes_per_device
+    if allocated != plan.kv_bytes_per_device:  # whole blocks in every group, state pages: what headroom is against
+        batch = "as allocated"
+        table.add_row(
+            "  as allocated", f"{allocated:,}", format_bytes(allocated), f"whole blocks of {engine.block_size}"
+        )
     style = "green" if plan.fits else "bold red"
     if plan.headroom_bytes >= 0:
-        headroom = ("headroom", plan.headroom_bytes, "available - this batch")
+        headroom = ("headroom", plan.headroom_bytes, f"available - {batch}")
     else:  # a shortfall is named as one, its figure positive (headroom_bytes keeps the sign)
-        short = "this batch + the deficit" if engine.deficit_bytes else "this batch - available"
+        short = f"{batch} + the deficit" if engine.deficit_bytes else f"{batch} - available"
         headroom = ("short by", -plan.headroom_bytes, short)
     label, shown, how = headroom
     table.add_row(label, f"{shown:,}", format_bytes(shown), how, style=style)
@@ -195,10 +203,13 @@ def memory_table(plan: MemoryPlan) -> Table:
     table.add_row("verdict", verdict_cell(plan), "", "", style=style)
     across = f" (all {plan.replicas} replicas)" if plan.replicas > 1 else ""
     table.add_row(f"max sequences at this length{across}", f"{plan.max_sequences:,}", "", "run at once; more queue")
-    table.caption = (
-        f"device memory as torch reports it ({plan.device_memory_bytes / 2**30:.2f} GiB; the datasheet's"
-        f" {plan.vendor_memory_bytes / 1e9:g} GB = 10^9 B); GiB = 2^30 B"
-    )
+    if plan.target_id == CPU_TARGET_ID:  # this machine's memory: no torch figure, no datasheet
+        table.caption = f"memory as /proc/meminfo reports it ({plan.device_memory_bytes / 2**30:.2f} GiB); GiB = 2^30 B"
+    else:
+        table.caption = (
+            f"device memory as torch reports it ({plan.device_memory_bytes / 2**30:.2f} GiB; the datasheet's"
+            f" {plan.vendor_memory_bytes / 1e9:g} GB = 10^9 B); GiB = 2^30 B"
+        )
     return table
 
 

@@ -629,8 +629,8 @@ class AttentionSpec(_Strict):
         try:
             return resolve_attention(fields, data.get(MODEL_WIDTH_KEY))
         except ValueError:
-            if set(fields) - set(cls.model_fields):  # a misspelt field (kv_heads): named first, with its hint
-                return fields
+            if set(fields) - set(cls.model_fields):  # an unknown field (n_kv_headz) may be the one meant: its
+                return fields  # error names it, and the misses it causes are dropped (validation.py)
             raise
 
     @model_validator(mode="after")

@@ -48,6 +48,7 @@ from mha_cli.core.cost.goodput import MAX_LOAD, AggregatedLayout, aggregated_lay
 from mha_cli.core.cost.kv_transfer import KvTransfer, kv_link, kv_transfer
 from mha_cli.core.cost.plan import LayoutPlans
 from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.record import Record, empty_list
@@ -287,6 +288,7 @@ def plan_disaggregated(
             "--disaggregated searches its workers' layouts (tensor-parallel, and DP attention with expert parallelism"
             " for an MoE model): leave out --dp and --expert-parallel"
         )
+    check_engine_runs_on(deployment_generation(deployment).engine, target.target)
     ttft_s = None if ttft_ms is None else ttft_ms / 1e3
     itl_s = None if itl_ms is None else itl_ms / 1e3
     workers: dict[WorkerLayout, WorkerSteps] = {}

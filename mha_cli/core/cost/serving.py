@@ -163,6 +163,18 @@ def sustainable(isl: int, osl: int, budget: int) -> int:
     return max(1, (osl * budget + isl) // (isl + osl))
 
 
+def eager_prefill_note(operators: int, seconds_per_operator: float) -> str:
+    """Why a prompt step costs what it does on an engine whose prefill runs outside CUDA graphs
+    (``core.engine.prefill_graphs``): ``operators`` launched one by one at ``seconds_per_operator`` each."""
+    floor_ms = operators * seconds_per_operator * 1e3
+    return (
+        f"prefill runs eagerly: {operators:,} operators launched from the host at {seconds_per_operator * 1e6:.1f} us"
+        f" each, so a prompt step takes at least {floor_ms:.1f} ms; SGLang captures prefill in piecewise CUDA graphs"
+        " by default only from 0.5.10 on NVIDIA GPUs (--engine sglang@0.5.10; --engine sglang without a release is"
+        " priced as 0.5.0-0.5.9 run)"
+    )
+
+
 def predict_serving(
     case: ServingCase, profile: DeviceProfile, ceiling: DeviceProfile | None, *, stepper: Stepper | None = None
 ) -> ServingPrediction:
@@ -208,6 +220,8 @@ def predict_serving(
             f"prefix cache: {case.cached_prefix:,} of each {case.isl:,}-token prompt served from the cache once warm"
             f" (the shared prefix's whole blocks); each prefill computes {computed:,} after reading them"
         )
+    if profile.prefill_dispatch_overhead_s:
+        notes.append(eager_prefill_note(stepper.eager_ops(), profile.prefill_dispatch_overhead_s))
     if case.batching == "static" and users > admitted:
         notes.append(f"a static batch of {users} exceeds the {admitted} the engine admits: priced as one batch anyway")
     if queued:

@@ -270,6 +270,9 @@ class _Inputs(NamedTuple):
         return self.kv.bytes_per_token_per_rank // self.kv.n_token_layers if self.kv.n_token_layers else 0
 
     def device_line(self) -> BudgetLine:
+        if self.target.vendor == "CPU":  # this machine: no torch total, no datasheet
+            how = f"{self.target.torch_memory_gib:.2f} GiB, {self.target.torch_memory_source}"
+            return BudgetLine(label="total device memory", bytes=self.target.device_memory_bytes, how=how)
         measured = "a public measurement" if self.target.device_memory_measured else "an estimate"
         how = f"torch's total, {self.target.torch_memory_gib:.2f} GiB ({measured})"
         return BudgetLine(label="total device memory", bytes=self.target.device_memory_bytes, how=how)
@@ -291,6 +294,8 @@ class _Inputs(NamedTuple):
         return BudgetLine(label="activation peak (profiling)", bytes=-self.activation, how=how)
 
     def non_torch_line(self) -> BudgetLine:
+        if self.target.vendor == "CPU":
+            return BudgetLine(label="non-torch memory", bytes=-self.non_torch, how="none on a CPU (no CUDA context)")
         how = non_torch_how(self.kv.tp, self.target, self.settings.release)
         return BudgetLine(label="non-torch memory", bytes=-self.non_torch, how=how)
 

@@ -21,6 +21,10 @@ TRTLLM_BATCH = 2048
 ``tensorrt_llm/builder.py``) and the PyTorch backend's ``llmapi`` arguments alike."""
 TRTLLM_FRACTION = 0.90
 """TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction`` default (``kDefaultGpuMemFraction = 0.9F``)."""
+TRTLLM_VENDOR = "NVIDIA"
+"""TensorRT-LLM runs on NVIDIA GPUs only ("TensorRT LLM supports the full spectrum of NVIDIA GPU architectures",
+https://nvidia.github.io/TensorRT-LLM/supported-hardware.html; the 0.13-0.19 support matrices name NVIDIA parts
+alone): other vendors' targets are refused for --engine trtllm."""
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
 """Block sizes vLLM's ``--block-size`` accepts on CUDA."""
 
@@ -187,6 +191,17 @@ def deployment_generation(deployment: DeploymentSpec) -> Generation:
     return chosen
 
 
+def check_engine_runs_on(engine: EngineName, target: Target) -> None:
+    """Refuse in one line an engine that does not run on ``target``: the cpu target is vLLM's CPU backend alone;
+    TensorRT-LLM runs on NVIDIA GPUs alone (``TRTLLM_VENDOR``)."""
+    if target.vendor == "CPU" and engine != "vllm":
+        raise BadInputError(f"the cpu target is vLLM's CPU backend: {engine} is not modelled there; use --engine vllm")
+    if engine == "trtllm" and target.vendor != TRTLLM_VENDOR:
+        raise BadInputError(
+            f"TensorRT-LLM runs on NVIDIA GPUs only; {target.id} is {target.vendor}'s: use --engine vllm or sglang"
+        )
+
+
 def resolve_settings(
     deployment: DeploymentSpec, target: Target, tp: int, *, dp_attention_ranks: int = 1
 ) -> EngineSettings:
@@ -196,8 +211,7 @@ def resolve_settings(
     chosen = deployment_generation(deployment)
     engine = chosen.engine
     util = deployment.gpu_memory_utilization
-    if target.vendor == "CPU" and engine != "vllm":
-        raise BadInputError(f"the cpu target is vLLM's CPU backend: {engine} is not modelled there; use --engine vllm")
+    check_engine_runs_on(engine, target)
     if deployment.kv_cache_memory_bytes is not None and engine != "vllm":
         raise BadInputError("--kv-cache-gib sets vLLM's pool (--kv-cache-memory-bytes): use it with --engine vllm")
     if deployment.kv_cache_memory_bytes is not None and not chosen.hybrid_allocator and target.vendor != "CPU":

@@ -1,0 +1,29 @@
+"""A plan on an SGLang release whose prefill runs eagerly says so and by how much (``core.cost.serving``'s
+``eager_prefill_note``): the reason its TTFT exceeds the same plan on 0.5.10, whose prefill runs in piecewise CUDA
+graphs (``core.engine.prefill_graphs``)."""
+
+import re
+
+PLAN = ("plan", "qwen3-8b", "--target", "h100", "--tp", "1", "--closed-form")
+
+
+def _eager_notes(result: dict) -> list[str]:
+    return [note for note in result["notes"] if note.startswith("prefill runs eagerly")]
+
+
+def test_the_eager_release_names_its_host_launches_and_the_graphed_one_does_not(cli):
+    eager = cli.json(*PLAN, "--engine", "sglang@0.5.3")
+    graphed = cli.json(*PLAN, "--engine", "sglang@0.5.10")
+    assert eager["ttft_ms"] > graphed["ttft_ms"]
+    (note,) = _eager_notes(eager)
+    ops, us, floor = re.search(
+        r"([\d,]+) operators launched from the host at ([\d.]+) us each.* ([\d.]+) ms", note
+    ).groups()
+    assert abs(int(ops.replace(",", "")) * float(us) / 1e3 - float(floor)) < 0.1
+    assert float(floor) <= eager["ttft_ms"] - eager["front_end_ms"]  # the prompt step is at least the launches
+    assert "0.5.10" in note
+    assert _eager_notes(graphed) == [] and _eager_notes(cli.json(*PLAN, "--engine", "vllm")) == []
+
+
+def test_sglang_without_a_release_is_priced_eager_and_says_so(cli):
+    assert _eager_notes(cli.json(*PLAN, "--engine", "sglang"))
