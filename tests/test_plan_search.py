@@ -101,6 +101,17 @@ def test_launch_lines_name_what_an_engine_loads(cli, tmp_path):
     assert trtllm["trtllm"].startswith("trtllm-serve meta-llama/Meta-Llama-3-8B --tp_size 1")
 
 
+def test_the_priced_fraction_goes_on_the_priced_engines_line_only(cli):
+    """SGLang's mem_fraction_static (0.834 on an H100 at tp 1, 0.5.3) sizes SGLang's pool; written as vLLM's
+    --gpu-memory-utilization it would size another. Priced with SGLang, the vLLM line leaves vLLM's default; priced
+    with vLLM, the SGLang line leaves SGLang's."""
+    sglang = cli.json("plan", "qwen3-8b", "--target", "2xh100", "--engine", "sglang@0.5.3", "--closed-form")["launch"]
+    assert "--mem-fraction-static 0.834" in sglang["sglang"]
+    assert "--gpu-memory-utilization" not in sglang["vllm"]
+    vllm = cli.json("plan", "qwen3-8b", "--target", "2xh100", "--closed-form")["launch"]
+    assert "--gpu-memory-utilization 0.9 " in vllm["vllm"] and "--mem-fraction-static" not in vllm["sglang"]
+
+
 def test_recommend_searches_deployments_for_its_design(cli, tmp_path):
     out = tmp_path / "design" / "config.json"
     out.parent.mkdir()

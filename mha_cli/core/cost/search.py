@@ -413,10 +413,11 @@ def launch_commands(
     running = max(1, plan.running_per_replica)
     budget = str(engine.max_num_batched_tokens)
     vllm_dp = [] if engine.name == "vllm" and not generation.data_parallel_flag else ["--data-parallel-size", str(dp)]
+    # the fraction priced goes on the priced engine's line only (SGLang's mem_fraction_static sizes another pool)
+    vllm_fraction = ["--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"] if engine.name == "vllm" else []
     vllm = ["vllm", "serve", model_id, "--tensor-parallel-size", str(d.tp), "--pipeline-parallel-size", str(d.pp),
-            *vllm_dp, "--max-model-len", str(context), "--gpu-memory-utilization",
-            f"{engine.gpu_memory_utilization:g}", "--max-num-seqs", str(running), "--max-num-batched-tokens",
-            budget]  # fmt: skip
+            *vllm_dp, "--max-model-len", str(context), *vllm_fraction, "--max-num-seqs", str(running),
+            "--max-num-batched-tokens", budget]  # fmt: skip
     shared = d.expert_ranks is not None and d.expert_ranks > d.tp  # MoE replicas sharing the experts
     # SGLang counts every rank of the shared experts in --tp-size, its replicas as data-parallel attention
     # (and, then, --max-running-requests over all of them: its tp worker divides it by --dp-size)
