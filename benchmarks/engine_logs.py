@@ -83,11 +83,14 @@ WHY: dict[int, str] = {
     " the plan's 0.95 GiB surplus is 14%",
     401: "-7.3% while the CUDA-graph estimate was a fixed 1 GiB; -4.3% with it derived (`core.engine.cuda_graphs`:"
     " 0.66 GiB for 40 layers, 86 graphs). The log leaves 0.99 GiB (0.9 x 44.53 - 27.52 weights - 11.57) for"
-    " activation, non-torch and the graphs; the plan charges 1.49 (sampler 0.58, non-torch 0.25, graphs 0.66)",
+    " activation, non-torch and the graphs; the plan charged 1.49 (sampler 0.58, non-torch 0.25, graphs 0.66); -1.4%"
+    " once 0.28's Model Runner V2 was read to sample its dummy rows greedily (`core.engine.model_runner`: the"
+    " forward's 0.24 GiB is the activation line)",
     405: "-19.9% with the 2.1 GiB tp > 1 constant, -7.1% with an L4's one-rank figure (`core.engine.non_torch`: Ada"
     " has no all-reduce fusion or NVLS). The rest has no source-backed cause: the log leaves 0.82 GiB (0.9 x 22.06 -"
     " the plan's 4.65 GiB of weights - 14.38) for activation, non-torch and CUDA graphs: -7.1% with the fixed 1 GiB"
-    " graph price, -4.5% with the estimate derived (`core.engine.cuda_graphs`)",
+    " graph price, -4.5% with the estimate derived (`core.engine.cuda_graphs`), -1.4% once 0.28's Model Runner V2"
+    " was read to sample its dummy rows greedily (`core.engine.model_runner`)",
     510: "no source-backed cause: the launch command is not shown, so SGLang's default fraction is priced (0.88 at tp 1,"
     " sglang-0.4's rule, the line its date puts it in). The log's own figures imply a fraction of about 0.82: 13.91"
     " GiB free after the weights less the 11.14 GiB pool leaves 2.77 GiB, 1 - 2.77 / 15.78 GiB. Either the user set"
@@ -111,11 +114,15 @@ WHY: dict[int, str] = {
     " runtime buffers 1.14 against 0.61 (as 206: 0.12's batch manager was closed source), the execution context 0.91"
     " GiB against 0.63, the engine 6.07 GiB (6214 MiB) against 6.52 of weights, and about 3 GiB the log does not"
     " itemise. The plan's pool is 67.96 GiB against 62.99, its tokens fewer only by the per-token difference",
-    605: "no source-backed cause: the log leaves 1.66 GiB (0.426 x 95.01 - 30.59 weights - 8.22) for activation,"
-    " non-torch memory and the CUDA-graph estimate; the plan charges 3.77: vLLM >= 0.17's Triton sampler over 1,024"
-    " dummy rows (1,024 x 151,936 logits x 16 B, 2.32 GiB, `core.engine.sampler`), 51 piecewise + 51 full graphs"
-    " (1.19 GiB, `core.engine.cuda_graphs`), the one-rank non-torch 0.25 (an sm_120 part, `core.engine.non_torch`)."
-    " The log prints neither its sampler path nor its graph estimate, so which of them is smaller is not shown",
+    605: "-24.6% with the 16 B Triton sampler rule read on v0.19 logs; the sampler was then read in vLLM's source with"
+    " this log in view (no longer held out for that rule): 0.27.1 profiles a dense Qwen3 on Model Runner V2"
+    " (`config/vllm.py` `use_v2_model_runner`; the log's 'Model loading took' line is `v1/worker/gpu/model_runner.py`'s),"
+    " whose dummy run samples greedily on the bf16 logits (1,024 x 151,936 x 2 B = 0.29 GiB, `core.engine.sampler`,"
+    " `core.engine.model_runner`), so the forward's 0.74 GiB is the activation line: -5.4%. The rest has no"
+    " source-backed cause priced here: the log leaves 1.66 GiB (0.426 x 95.01 - 30.59 weights - 8.22) for activation,"
+    " non-torch memory and the CUDA-graph estimate; the plan charges 2.19 (forward 0.74, 51 piecewise + 51 full graphs"
+    " 1.19 by `core.engine.cuda_graphs`, non-torch 0.25, RoPE 0.01). 0.27.1's V2 runner returns 0 from"
+    " `profile_cudagraph_memory` (0.32's estimates the graphs), which `core.engine.cuda_graphs` does not yet model",
     406: "per-token: as 202, vLLM 0.10 logs the tokens of one rank and the memory of another (the quoted 10.65 GiB is"
     " TP3's; 238,208 tokens are 14,888 blocks of 94 layers x 8,192 B, 10.68 GiB). Plan: the log's own breakdown"
     " (weights 27.72, activation 1.4, non-torch 0.21 GiB) matches the plan's weights (27.65), its PyTorch-sort"
@@ -330,6 +337,17 @@ def _median(values: list[float]) -> float:
 
 NOTES = """## Notes
 
+- The 0.17+ sampler read in vLLM's source (0.17.0-0.32.0 wheels) with 605 in view, replacing the 16 B a logit read
+  on the v0.19 logs (`core.engine.sampler`, `core.engine.model_runner`): 0.17-0.20's Triton path holds 14 B a bf16
+  logit (the kernel masks the fp32 copy in place; then the softmax and the exponential draws); 0.21+ take FlashInfer
+  on CUDA by default (14 B); Model Runner V2, the default for Qwen3/Llama/Mistral from 0.24, every dense model from
+  0.25 and every model from 0.29, samples its dummy rows greedily (6 B to 0.26, 2 B from 0.27). Before -> after:
+  201 +2.6% -> +3.7%, 401 -4.3% -> -1.4%, 402 -1.2% -> -0.0%, 404 -0.4% -> +3.4%, 405 -4.5% -> -1.4%, 407 +2.8% ->
+  +3.1% (memory), 503 -0.0% -> +0.4%, 601 +2.8% -> +4.4%, 602 -0.6% -> -0.2%, 604 +1.0% -> +3.9%, 605 -24.6% ->
+  -5.4%, 110 +14.0% -> +17.6%; the other vllm-v1 rows do not move (their releases sort in PyTorch). The v0.19 logs
+  of `benchmarks/vllm_logs.py` move 0.2-0.7 points up (Llama-4-Scout +3.6% -> +5.9%): they print 15.0-15.9 B a
+  logit, and the two terms the source names but the plan leaves out, the kernel's scratch (one row per SM) and the
+  forward's hidden states kept through the sampler, come to about 1 B of it.
 - The fourth held-out group (logs7: 601-614), collected after the rules of commit 82846c8 stood and priced with
   them, no rule changed: the per-token rule exact on 4 of 5 that print memory and tokens, the whole plan within 5% on
   4 of 6. Four are vLLM >= 0.21 logs: 601 +2.8% (Qwen2.5-7B on an RTX 4090, 0.24.0), 602 -0.6% (Qwen2.5-0.5B, same
@@ -411,13 +429,14 @@ GROUPS = {
     " they were collected; the sampler rule was then read from vLLM's source with these misses in view, and the"
     " non-torch rule dated by release with 302 and 307 in view)",
     "new-2": "Group 401 and up: collected after the sampler rule was committed, priced with today's rules (4 of 8 within"
-    " 5% as the rules stood; the non-torch rule was then read with 405 and 406 in view)",
+    " 5% as the rules stood; the non-torch rule was then read with 405 and 406 in view, the 0.17+ sampler with 605)",
     "new-3": "Group 501 and up: collected after the rules of commit f14e450 stood, priced with today's rules (5 of 6"
     " within 5% as the rules stood); a second pass (504 with its config found, 514-522) collected after commit"
     " 186e02a's rules (only the trtllm-cpp runtime buffers added), priced with them: 2 of 4 within 5%",
     "new-4": "Group 601 and up (logs7): collected after the rules of commit 82846c8 stood (vLLM >= 0.21's CUDA-graph"
     " estimate derived, the TensorRT-LLM C++ runtime buffers and PyTorch-backend profiling run), priced with them, no"
-    " rule changed: 4 of 6 within 5%",
+    " rule changed: 4 of 6 within 5%; the 0.17+ sampler was then read in vLLM's source with 605 in view (-24.6% ->"
+    " -5.4%), so 605 is no longer held out for it",
 }
 
 

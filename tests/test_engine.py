@@ -106,8 +106,10 @@ def test_vllm_step_defaults_follow_the_device():
 
 
 def test_sampler_peak_by_hand():
+    """The Triton path (0.17-0.20): bf16 logits 2 + fp32 copy 4 + probabilities 4 + exponential draws 4 (16 B before
+    it was read in the source)."""
     assert sampler_peak_bytes(get_preset("llama-3-8b"), max_num_batched_tokens=8192, max_num_seqs=1024) == (
-        1024 * 128_256 * 16
+        1024 * 128_256 * 14
     )
 
 
@@ -120,9 +122,11 @@ def _plan(engine: str, **deployment):
 
 def test_vllm_budget_by_hand():
     """vLLM V1 (0.8-0.20): total x 0.9 - weights - RoPE cos/sin cache (Llama 3's 8,192 positions x 128 x 2 B) -
-    activation peak - non-torch; the latest (0.21 and later) takes the CUDA-graph estimate from the same budget."""
+    activation peak - non-torch; the latest (0.21 and later) takes the CUDA-graph estimate from the same budget, and
+    its Model Runner V2 samples the dummy rows greedily (1,024 x 128,256 x 2 B, under the forward's 8,192 x 2 B x
+    (2 x 4,096 + 3 x 14,336)), so its activation line is the forward's."""
     plan = _plan("vllm", engine_generation="vllm-v1")
-    activation = 1024 * 128_256 * 16
+    activation = 1024 * 128_256 * 14  # the Triton path (16 B before it was read in vLLM's source)
     assert plan.activation_peak_bytes == activation and plan.non_torch_bytes == NON_TORCH_ONE_RANK
     rope = 8_192 * 128 * 2
     expected = int(H100.device_memory_bytes * 0.9) - 16 * 10**9 - rope - activation - NON_TORCH_ONE_RANK
@@ -136,7 +140,13 @@ def test_vllm_budget_by_hand():
     # forward at 512 tokens, 512 x 2 B x (2 x 4,096 + 3 x 14,336), then 100 graphs x 32 layers x 191,267 B
     graphs = 512 * 2 * (2 * 4096 + 3 * 14336) + 100 * 32 * 191_267
     assert latest.cuda_graph_bytes == graphs == 664_483_200
-    assert latest.available_kv_bytes == expected - graphs == sum(line.bytes for line in latest.budget[:-1])
+    forward = 8192 * 2 * (2 * 4096 + 3 * 14336)
+    assert latest.activation_peak_bytes == forward == 838_860_800 > 1024 * 128_256 * 2
+    assert (
+        latest.available_kv_bytes
+        == expected + activation - forward - graphs
+        == sum(line.bytes for line in latest.budget[:-1])
+    )
     assert latest.budget[-2].label == "CUDA graphs (estimated before the pool)"
 
 
@@ -261,14 +271,15 @@ def test_bad_engine_options_are_one_line_exit_2(cli, args, message):
 
 
 def test_a_pool_without_room_for_one_request_is_vllms_refusal(cli):
-    """Llama-3-70B on 2 x H100 at 32K: 1.50 GiB left per rank, one request needs 80 layers x 2,048 blocks x 16 x
-    2 KiB = 5.00 GiB; vLLM stops and names the longest length that fits (its pool's 9,856 tokens)."""
+    """Llama-3-70B on 2 x H100 at 32K: 1.75 GiB left per rank (1.50 with the 16 B Triton sampler rule), one request
+    needs 80 layers x 2,048 blocks x 16 x 2 KiB = 5.00 GiB; vLLM stops and names the longest length that fits (its
+    pool's tokens)."""
     data = cli.json("kv", "llama-3-70b", "--target", "2xh100", "--seq", "32k", "--engine", "vllm@0.20")
     engine = data["engine"]
     assert not engine["starts"] and not engine["fits"] and engine["admitted_per_replica"] == 0
     assert "(5.00 GiB KV cache is needed)" in engine["refusal"]
     assert f"the estimated maximum model length is {engine['kv_tokens']}." in engine["refusal"]
-    assert engine["log_lines"] == ["Available KV cache memory: 1.50 GiB", engine["refusal"]]
+    assert engine["log_lines"] == ["Available KV cache memory: 1.75 GiB", engine["refusal"]]
     starved = cli.json("kv", "mistral-7b-v0.1", "--target", "t4", "--seq", "8k")["engine"]
     assert starved["available_kv_bytes"] == 0 < starved["deficit_bytes"]
     assert "No available memory for the cache blocks" in starved["refusal"]
@@ -384,25 +395,26 @@ def _negative_figures(value, path=""):
 
 def test_a_deficit_is_named_never_a_negative_figure(cli):
     """GPT-2 on a T4 at utilisation 0.01, by hand: vLLM's share int(15,837,691,904 x 0.01) = 158,376,919 B less the
-    weights 248,951,808, the sampler's peak 256 x 50,257 x 16 = 205,852,672 and non-torch 2^28 = 268,435,456 is
-    -564,863,017: the engine lacks 564,863,017 B (its deficit), and 315,911,209 B before any weight."""
+    weights 248,951,808, the sampler's peak 256 x 50,257 x 14 = 180,121,088 (0.20's Triton path) and non-torch
+    2^28 = 268,435,456 is -539,131,433: the engine lacks 539,131,433 B (its deficit), and 290,179,625 B before any
+    weight (564,863,017 and 315,911,209 with the 16 B Triton rule)."""
     v1 = ("--engine", "vllm@0.20")  # the hand count is V1's budget (no CUDA-graph line)
     data = cli.json("kv", "gpt2", "--target", "t4", "--gpu-memory-utilization", "0.01", *v1)
     memory, engine = data["memory"], data["engine"]
-    assert (engine["available_kv_bytes"], engine["deficit_bytes"]) == (0, 564_863_017)
-    assert (memory["usable_bytes"], memory["deficit_bytes"]) == (0, 564_863_017 - 248_951_808)
-    assert sum(line["bytes"] for line in engine["budget"][:-1]) == -564_863_017  # the lines stay signed
+    assert (engine["available_kv_bytes"], engine["deficit_bytes"]) == (0, 539_131_433)
+    assert (memory["usable_bytes"], memory["deficit_bytes"]) == (0, 539_131_433 - 248_951_808)
+    assert sum(line["bytes"] for line in engine["budget"][:-1]) == -539_131_433  # the lines stay signed
     assert engine["budget"][-1] == {
-        "label": "= deficit (no KV cache)", "bytes": 564_863_017,
+        "label": "= deficit (no KV cache)", "bytes": 539_131_433,
         "how": "what the lines above take beyond the total (deficit_bytes)",
     }  # fmt: skip
     assert not engine["starts"] and "No available memory for the cache blocks" in engine["refusal"]
-    assert engine["log_lines"][0] == "Available KV cache memory: -0.53 GiB"  # vLLM's own words keep its sign
-    assert memory["headroom_bytes"] == -564_863_017 - memory["allocated_kv_bytes_per_device"]
+    assert engine["log_lines"][0] == "Available KV cache memory: -0.50 GiB"  # vLLM's own words keep its sign
+    assert memory["headroom_bytes"] == -539_131_433 - memory["allocated_kv_bytes_per_device"]
     assert _negative_figures(data) == []
     table = cli.run("kv", "gpt2", "--target", "t4", "--gpu-memory-utilization", "0.01", *v1).stdout
-    assert "= deficit (no KV" in table and "564,863,017 │  538.7 MiB" in table and "short by" in table
-    assert "= available for" not in table and "headroom" not in table and "-538.7" not in table
+    assert "= deficit (no KV" in table and "539,131,433 │  514.2 MiB" in table and "short by" in table
+    assert "= available for" not in table and "headroom" not in table and "-514.2" not in table
     recommend = cli.json("recommend", "--params", "7B", "--target", "t4", "--gpu-memory-utilization", "0.02")
     assert recommend["memory"]["usable_bytes"] == 0 < recommend["memory"]["deficit_bytes"]
     assert _negative_figures(recommend) == []

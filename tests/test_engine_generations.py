@@ -118,15 +118,18 @@ def test_vllm_021_takes_the_cuda_graph_estimate_from_the_budget():
     """Qwen3-8B on an RTX A5000, vLLM 0.21.0 (LMCache #3430). The log's own 6.37 GiB (6.365-6.375) in pages of 16
     tokens x 36 layers x 4,096 B = 2,359,296 B holds 2,896-2,901 blocks: its 46,368 tokens (2,898 blocks) are
     among them. By hand from the device: int(25,522,843,156 x 0.9764) - 2 x 8,190,735,360 weights - the RoPE
-    cos/sin cache of 40,960 positions x 128 x 2 B - the sampler's 256 x 151,936 x 16 B - 2^28 non-torch - the CUDA
+    cos/sin cache of 40,960 positions x 128 x 2 B - the sampler's 256 x 151,936 x 14 B (0.21's FlashInfer default,
+    ``core.engine.sampler``; the 0.21.0 V1 runner, Model Runner V2 not yet a default) - 2^28 non-torch - the CUDA
     graphs (``core.engine.cuda_graphs``: 256 sequences, so 51 piecewise and 35 full graphs up to 512 tokens; first
     capture 512 x 2 B x (2 x 4,096 + 3 x 12,288) = 46,137,344 B, then 84 graphs x 36 layers x 191,267 B: 624,528,752
-    B, 0.58 GiB where the log prints 0.52) = 7,013,253,513 B: 2,972 blocks, 47,552 tokens, 2.6% over the log (4.0%
-    under with the fixed 1 GiB). V1's rule (no graph line) gives 51,792, 11.7% over: it misses what 0.21 gets."""
+    B, 0.58 GiB where the log prints 0.52) = 7,091,044,745 B: 3,005 blocks, 48,080 tokens, 3.7% over the log (2.6%
+    with the 16 B Triton rule, 4.0% under with the fixed 1 GiB). V1's rule (no graph line) gives 52,320, 12.8% over:
+    it misses what 0.21 gets."""
     log = LOGS[201]
     assert (round(6.365 * GIB) // 2_359_296 * 16, round(6.375 * GIB) // 2_359_296 * 16) == (46_336, 46_416)
     assert 46_336 <= log["kv_tokens"] == 2_898 * 16 <= 46_416
-    plan = _plan(log)
+    plan = _plan(log, engine_version=log["version"])
+    assert plan.activation_peak_bytes == 256 * 151_936 * 14
     rope = 40_960 * 128 * 2
     graphs = 512 * 2 * (2 * 4_096 + 3 * 12_288) + (51 - 1 + 35 - 1) * 36 * 191_267
     assert plan.cuda_graph_bytes == graphs == 624_528_752 and plan.cuda_graph_in_budget
@@ -134,12 +137,12 @@ def test_vllm_021_takes_the_cuda_graph_estimate_from_the_budget():
     assert abs(graphs / GIB - log["cuda_graph_estimate_gib"]) < 0.07  # the log's own 0.52 GiB: 0.06 under
     line = next(line for line in plan.budget if line.label.startswith("CUDA graphs"))
     assert line.bytes == -graphs and "51 piecewise + 35 full graphs up to 512 tokens" in line.how
-    expected = int(25_522_843_156 * 0.9764) - 2 * 8_190_735_360 - rope - 256 * 151_936 * 16 - 2**28 - graphs
-    assert plan.available_kv_bytes == expected == 7_013_253_513
-    assert plan.kv_tokens == expected // 2_359_296 * 16 == 47_552
+    expected = int(25_522_843_156 * 0.9764) - 2 * 8_190_735_360 - rope - 256 * 151_936 * 14 - 2**28 - graphs
+    assert plan.available_kv_bytes == expected == 7_091_044_745  # 7,013,253,513 with the 16 B Triton rule
+    assert plan.kv_tokens == expected // 2_359_296 * 16 == 48_080  # 47,552 with it
     assert abs(plan.kv_tokens / log["kv_tokens"] - 1) < 0.05
-    older = _plan(log, "vllm-v1")
-    assert older.available_kv_bytes == expected + graphs and older.kv_tokens == 51_792
+    older = _plan(log, "vllm-v1")  # 0.20's Triton path: 14 B too
+    assert older.available_kv_bytes == expected + graphs and older.kv_tokens == 52_320  # 51,792 with the 16 B rule
     assert older.kv_tokens / log["kv_tokens"] - 1 > 0.05  # the control: V1's budget overshoots the 0.21 log
     assert older.cuda_graph_estimate is None and not older.cuda_graph_in_budget
 
@@ -172,7 +175,8 @@ def test_vllm_v0_prices_sliding_layers_as_full():
     """Gemma-2-9B at 32K with the same step (2,048 tokens, 256 sequences): V0's block manager gives its 21 sliding
     layers as many tokens as the 21 global ones, a request 32,768 x 42 x 8 x 256 x 2 x 2 B; V1's hybrid allocator
     keeps the sliding ones to their window (4,096) and a step, so more requests fit. V0's budget is smaller by its
-    sampler's sort: 256 rows x 256,000 logits x (38 - 16) B (``core.engine.sampler``)."""
+    sampler's sort: 256 rows x 256,000 logits x (38 - 14) B against V1 0.20's Triton path (``core.engine.sampler``;
+    38 - 16 with the 16 B Triton rule)."""
     model, target = get_preset("gemma-2-9b"), resolve_target("h100").target
     kv = kv_footprint(model, seq_len=32_768)
     step = {"seq_len": 32_768, "max_num_batched_tokens": 2_048, "max_num_seqs": 256}
@@ -184,7 +188,7 @@ def test_vllm_v0_prices_sliding_layers_as_full():
         for generation in ("vllm-v0", "vllm-v1")
     }  # fmt: skip
     v0, v1 = plans["vllm-v0"], plans["vllm-v1"]
-    assert v1.available_kv_bytes - v0.available_kv_bytes == 256 * 256_000 * (38 - 16)
+    assert v1.available_kv_bytes - v0.available_kv_bytes == 256 * 256_000 * (38 - 14)
     assert v0.kv_blocks == v0.available_kv_bytes // (16 * 42 * 8 * 256 * 2 * 2) and v0.kv_tokens == v0.kv_blocks * 16
     assert v0.kv_bytes_per_request == 32_768 * 42 * 8 * 256 * 2 * 2
     assert v1.max_concurrency > 1.5 * v0.max_concurrency

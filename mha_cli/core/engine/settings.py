@@ -5,7 +5,7 @@ logs it comes from. Pure Python.
 """
 
 from mha_cli.core.engine.generations import Generation, Version, generation, generation_of, parse_version
-from mha_cli.core.engine.sampler import SamplerPath, default_sampler
+from mha_cli.core.engine.sampler import SamplerPath, default_sampler, runs_flashinfer
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, EngineName, GenerationId
@@ -239,7 +239,10 @@ def resolve_settings(
             max_num_batched_tokens=tokens, max_num_seqs=seqs,
             block_size=deployment.block_size or (VLLM_CPU_BLOCK if cpu else chosen.block_size), defaults_note=note,
             kv_cache_bytes=deployment.kv_cache_memory_bytes, limit_mm_per_prompt=deployment.limit_mm_per_prompt,
-            sampler=deployment.vllm_sampler or default_sampler(chosen.id, deployment.engine_version),
+            sampler=deployment.vllm_sampler or default_sampler(
+                chosen.id, deployment.engine_version,
+                flashinfer_capable=runs_flashinfer(target.vendor, target.compute_capability),
+            ),
             release=_release_in_force(chosen, deployment.engine_version),
         )  # fmt: skip
     if engine == "sglang":

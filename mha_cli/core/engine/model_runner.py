@@ -1,0 +1,72 @@
+"""Which of vLLM's two GPU model runners profiles a model, by release: the V1 runner or Model Runner V2.
+
+``VllmConfig.use_v2_model_runner`` (``config/vllm.py``) picks ``v1/worker/gpu/model_runner.py`` (V2) over
+``v1/worker/gpu_model_runner.py`` (V1) when ``VLLM_USE_V2_MODEL_RUNNER`` is unset; its default, read in the wheels:
+
+- 0.21 and before: never (the variable defaults to False, ``envs.py``);
+- 0.22-0.23: ``Qwen3ForCausalLM`` (0.23 adds ``LlamaForCausalLM`` and ``MistralForCausalLM``), dense and
+  unquantized. Not modelled here: the plan does not know whether the checkpoint is quantized;
+- 0.24: the architectures of ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`` (Qwen3, Llama, Mistral, DeepSeek-V2,
+  Qwen2-MoE, GraniteMoE), whatever else;
+- 0.25-0.28: every dense (non-MoE) model and the listed MoE architectures (DeepSeek-V2, Qwen2-MoE, GraniteMoE),
+  except hybrid (recurrent) and attention-free ones (0.27 lets a listed hybrid through; none is modelled);
+- 0.29 and later (read in 0.29.0-0.32.0): every model, on CUDA.
+
+A vision model's class (``...ForConditionalGeneration``) is in no list before 0.29. In every release the runner
+falls back to V1 for features the plan does not model (speculative methods, sequence parallelism, dual batch
+overlap: ``_get_v2_model_runner_unsupported_features``). On ROCm 0.29+ keeps V1 for DeepSeek-V3.2/V4 only.
+"""
+
+from __future__ import annotations
+
+from mha_cli.core.engine.generations import Version
+from mha_cli.core.engine.sampler import SamplerPath
+from mha_cli.core.families.architectures import ARCHITECTURES
+from mha_cli.core.schemas import ModelSpec
+
+V2_DEFAULT_FROM: Version = (0, 24)
+"""The first release modelled whose V2 runner is the default for some model (0.22-0.23: see the module docstring)."""
+DENSE_FROM: Version = (0, 25)
+"""The first release that defaults every dense, non-hybrid model to the V2 runner."""
+EVERY_MODEL_FROM: Version = (0, 29)
+"""The first release that defaults every model to the V2 runner."""
+V2_GREEDY_FROM: Version = (0, 27)
+"""The first release whose V2 sampler leaves the dummy run's logits in their dtype (``core.engine.sampler``)."""
+LISTED_0_24 = (
+    "Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",
+    "GraniteMoeForCausalLM",
+)  # fmt: skip
+"""0.24's ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``."""
+LISTED_MOE = ("DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM")
+"""The MoE architectures 0.25-0.28 list (0.26+ also list Inkling, LongCat-Flash-Ngram, Kimi-K3, no family here)."""
+
+
+def _families(architectures: tuple[str, ...]) -> set[str]:
+    """The families (``model_type``) of ``architectures``, as ``core.families.architectures`` maps them."""
+    return {ARCHITECTURES[name] for name in architectures if name in ARCHITECTURES}
+
+
+def _listed(model: ModelSpec, architectures: tuple[str, ...]) -> bool:
+    """Whether ``model``'s causal-LM class is one of ``architectures`` (a vision model's is not)."""
+    return model.vision is None and model.family in _families(architectures)
+
+
+def runs_v2_model_runner(release: Version | None, model: ModelSpec) -> bool:
+    """Whether vLLM ``release`` (None: the latest read, 0.32) profiles ``model`` on Model Runner V2 on CUDA."""
+    if release is not None and release < V2_DEFAULT_FROM:
+        return False
+    if release is None or release >= EVERY_MODEL_FROM:
+        return True
+    if release < DENSE_FROM:
+        return _listed(model, LISTED_0_24)
+    if model.recurrent is not None:
+        return False
+    return model.block.moe is None or _listed(model, LISTED_MOE)
+
+
+def profiling_sampler(sampler: SamplerPath, release: Version | None, model: ModelSpec) -> SamplerPath:
+    """The path vLLM ``release``'s dummy sampler run takes for ``model`` on CUDA: ``sampler`` (the V1 runner's) unless
+    Model Runner V2 profiles it, whose dummy run samples greedily (``core.engine.sampler``)."""
+    if not runs_v2_model_runner(release, model):
+        return sampler
+    return "v2-greedy" if release is None or release >= V2_GREEDY_FROM else "v2-fp32-copy"

@@ -1,0 +1,77 @@
+"""Which vLLM model runner profiles a model, by release (``core.engine.model_runner``), and its dummy sampler's peak."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mha_cli.core.engine.model_runner import profiling_sampler, runs_v2_model_runner
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.sources import load_source
+from mha_cli.core.targets import resolve_target
+from mha_cli.core.weight_bytes import rank_weight_bytes
+
+ROOT = Path(__file__).parent.parent
+CONFIGS = ROOT / "tests/fixtures/hf_configs"
+LOGS = {log["id"]: log for log in yaml.safe_load((ROOT / "tests/fixtures/engine_logs.yaml").read_text())}
+
+
+def _model(name: str):
+    return load_source(str(CONFIGS / name)).model
+
+
+@pytest.mark.parametrize(
+    ("config", "runs"),
+    [
+        # dense Qwen3 (listed from 0.22), dense Qwen2 (not listed: V2 from 0.25), Qwen3-MoE (not listed: V2 from
+        # 0.29), DeepSeek-V2 (a listed MoE from 0.24), Jamba (hybrid: V2 from 0.29)
+        ("qwen3-32b.json", {(0, 21): False, (0, 23): False, (0, 24): True, (0, 27): True, (0, 29): True}),
+        ("qwen2.5-7b.json", {(0, 21): False, (0, 24): False, (0, 25): True, (0, 28): True, (0, 32): True}),
+        ("qwen3-235b-a22b-instruct-2507.json", {(0, 24): False, (0, 28): False, (0, 29): True}),
+        ("deepseek-v2-lite.json", {(0, 21): False, (0, 24): True, (0, 26): True, (0, 29): True}),
+        ("jamba-mini-1.5.json", {(0, 24): False, (0, 27): False, (0, 29): True}),
+    ],
+)
+def test_the_release_and_model_pick_the_runner(config, runs):
+    """``VllmConfig.use_v2_model_runner`` (``config/vllm.py``) by release, read in the 0.21.0-0.32.0 wheels."""
+    model = _model(config)
+    assert {release: runs_v2_model_runner(release, model) for release in runs} == runs
+    assert runs_v2_model_runner(None, model)  # the latest read, 0.32: every model
+
+
+def test_v2_runs_the_dummy_sampler_greedily():
+    """0.22-0.26 copy the logits to fp32 first (2 + 4 B); 0.27 and later leave them untouched (2 B); the V1 runner
+    keeps the release's path."""
+    qwen3 = _model("qwen3-32b.json")
+    assert profiling_sampler("flashinfer", (0, 24), qwen3) == "v2-fp32-copy"
+    assert profiling_sampler("flashinfer", (0, 27), qwen3) == profiling_sampler("triton", None, qwen3) == "v2-greedy"
+    assert profiling_sampler("flashinfer", (0, 21), qwen3) == "flashinfer"
+    assert profiling_sampler("flashinfer", (0, 24), _model("qwen2.5-7b.json")) == "flashinfer"
+
+
+def test_log_605_by_hand():
+    """engine_logs.yaml 605 (vLLM 0.27.1, Qwen3-32B at tp 2 on RTX PRO 6000 Server cards; the log's "Model loading
+    took" line is ``v1/worker/gpu/model_runner.py``'s, Model Runner V2's). Its dummy sampler holds 1,024 x 151,936
+    x 2 B = 0.29 GiB, under the forward's 8,192 x 2 B x (2 x 5,120 + 3 x 25,600 / 2) = 0.74 GiB, so the activation
+    line is the forward's; the 16 B Triton rule charged 2.32 GiB."""
+    log = LOGS[605]
+    model = _model("qwen3-32b.json")
+    target = resolve_target(log["target"]).target
+    spec = DeploymentSpec(
+        seq_len=log["max_model_len"], tp=2, engine="vllm", engine_version=log["version"],
+        gpu_memory_utilization=log["utilisation"], kv_dtype="bf16",
+    )  # fmt: skip
+    settings = resolve_settings(spec, target, 2)
+    assert (settings.generation, settings.sampler, settings.release) == ("vllm-0.21", "flashinfer", (0, 27))
+    kv = kv_footprint(model, seq_len=log["max_model_len"], kv_dtype="bf16", tp=2)
+    plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=rank_weight_bytes(model, 2, "bf16"),
+                       sequences_per_replica=1)  # fmt: skip
+    forward = 8192 * 2 * (2 * 5120 + 3 * 25_600 // 2)
+    assert plan.activation_peak_bytes == forward == 796_917_760 > 1024 * 151_936 * 2
+    activation = next(line for line in plan.budget if line.label.startswith("activation"))
+    assert "forward over 8192 tokens" in activation.how
