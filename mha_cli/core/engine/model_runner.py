@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from mha_cli.core.engine.generations import Version
 from mha_cli.core.engine.sampler import SamplerPath
-from mha_cli.core.families.architectures import ARCHITECTURES
 from mha_cli.core.schemas import ModelSpec
 
 V2_DEFAULT_FROM: Version = (0, 24)
@@ -43,6 +42,8 @@ LISTED_MOE = ("DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCaus
 
 def _families(architectures: tuple[str, ...]) -> set[str]:
     """The families (``model_type``) of ``architectures``, as ``core.families.architectures`` maps them."""
+    from mha_cli.core.families.architectures import ARCHITECTURES  # only 0.24-0.28 need it: kept off the default
+
     return {ARCHITECTURES[name] for name in architectures if name in ARCHITECTURES}
 
 
