@@ -38,6 +38,9 @@ stand, per group, so that a rule change that moves them has to say so here.
   token), the plan within 5% on 4 of 6 (601 +2.8%, 602 -0.6%, 604 +1.0%, vLLM 0.24 on an RTX 4090 and an RTX 5090;
   614 -1.2%, vLLM 0.15.1 on an A100 40GB; 603 -5.6%; 605 -24.6%, Qwen3-32B at tp 2 on RTX PRO 6000 Server cards
   capped at utilisation 0.426), 8 logs not expressible.
+- ``new-5`` (ids 701-707, logs8: collected after the rules of commit ffdb05b stood, priced with them, no rule
+  changed): one expressible log, 701 (Qwen3.5-4B on an RTX 4090 D, vLLM 0.23.0): the per-token rule exact, the plan
+  +16.0% (0 of 1 within 5%); 6 logs not expressible.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-2") == {"logs": 8, "rule_checked": 7, "rule_exact": 6, "priced": 8, "within": 8}
     assert module.counts(rows, "new-3") == {"logs": 10, "rule_checked": 9, "rule_exact": 9, "priced": 10, "within": 7}
     assert module.counts(rows, "new-4") == {"logs": 6, "rule_checked": 5, "rule_exact": 4, "priced": 6, "within": 4}
+    assert module.counts(rows, "new-5") == {"logs": 1, "rule_checked": 1, "rule_exact": 1, "priced": 1, "within": 0}
 
 
 def test_second_new_group_errors(table):
@@ -169,3 +173,32 @@ def test_fourth_new_group(table):
     assert [log["id"] for log in unexpressed] == [606, 607, 608, 609, 610, 611, 612, 613]
     assert all(log["not_expressible"] for log in unexpressed)
     assert not {row.log["id"] for row in rows} & {606, 607, 608, 609, 610, 611, 612, 613}
+
+
+def test_fifth_new_group(table):
+    """The 7xx group (logs8) as the rules of ffdb05b price it. 701, a hybrid Qwen3.5 model on vLLM 0.23: the per-token
+    check prices it with the plan's 0.21+ page rules (three state groups, attention blocks of 528 tokens), which give
+    the log's 235,706 tokens (633 blocks x 4,096 / 11 blocks a request); the V1 engine's pool arithmetic, without
+    state groups, would give 334,384-334,720. The logs mha cannot express are listed with their reason, never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-5"}
+    assert sorted(new) == [701]
+    assert new[701].rule_hit is True
+    assert module.per_token_tokens(new[701].log) == [235706, 235706]
+    assert new[701].basis == "tokens"
+    assert new[701].plan_tokens == 273314
+    assert round(new[701].error, 3) == 0.160
+    unexpressed = module.unexpressed_logs("new-5")
+    assert [log["id"] for log in unexpressed] == [702, 703, 704, 705, 706, 707]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {702, 703, 704, 705, 706, 707}
+
+
+def test_hybrid_per_token_rule_by_generation(table):
+    """The per-token check uses the page rules of the log's generation: for a vLLM 0.21+ hybrid log it raises the
+    attention block and pools the state in groups of its own, as ``core.engine.plan`` does; for V1 it does not."""
+    module, rows = table
+    log = next(row.log for row in rows if row.log["id"] == 701)
+    as_v1 = dict(log, generation="vllm-v1")
+    assert module.per_token_tokens(as_v1) != module.per_token_tokens(log)
+    assert module._page_rules(as_v1, None, None, 4096, 16) == {"block_size": 16}
