@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mha_cli.core.engine.model_runner import profiling_sampler, runs_v2_model_runner
+from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
@@ -75,3 +75,29 @@ def test_log_605_by_hand():
     assert plan.activation_peak_bytes == forward == 796_917_760 > 1024 * 151_936 * 2
     activation = next(line for line in plan.budget if line.label.startswith("activation"))
     assert "forward over 8192 tokens" in activation.how
+    # 0.27.1's V2 ``profile_cudagraph_memory`` returns 0: no graph line; the pool is the budget less weights, RoPE,
+    # activation and non-torch memory, and the 51 + 51 graphs (1.19 GiB) are captured after it
+    assert not plan.cuda_graph_in_budget and not any(line.label.startswith("CUDA graphs") for line in plan.budget)
+    graphs = plan.cuda_graph_estimate
+    assert graphs is not None and not graphs.before_pool
+    assert (graphs.piecewise_graphs, graphs.full_graphs, round(graphs.bytes / 2**30, 2)) == (51, 51, 1.19)
+    usable = int(target.device_memory_bytes * log["utilisation"])
+    rope = next(line for line in plan.budget if line.label.startswith("RoPE")).bytes
+    assert plan.available_kv_bytes == usable - plan.weights_bytes_per_rank + rope - forward - plan.non_torch_bytes
+
+
+@pytest.mark.parametrize(
+    ("config", "estimates"),
+    [
+        # Qwen3 runs V2 from 0.24 (no estimate to 0.28), Qwen2 from 0.25, an unlisted MoE only from 0.29: the V1
+        # runner estimates from 0.21 whatever the release
+        ("qwen3-32b.json", {(0, 21): True, (0, 23): True, (0, 24): False, (0, 28): False, (0, 29): True, None: True}),
+        ("qwen2.5-7b.json", {(0, 24): True, (0, 25): False, (0, 28): False, (0, 29): True, (0, 32): True}),
+        ("qwen3-235b-a22b-instruct-2507.json", {(0, 24): True, (0, 27): True, (0, 28): True, (0, 29): True}),
+    ],
+)
+def test_v2_estimates_its_cuda_graphs_from_029(config, estimates):
+    """``profile_cudagraph_memory`` of ``v1/worker/gpu/model_runner.py`` is ``return 0`` in the 0.22.0-0.28.0 wheels
+    and calls ``cudagraph_utils.profile_cudagraph_memory`` in 0.29.0-0.32.0; the V1 runner's estimates from 0.21."""
+    model = _model(config)
+    assert {release: estimates_cuda_graphs(release, model) for release in estimates} == estimates

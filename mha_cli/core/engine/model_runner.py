@@ -15,6 +15,13 @@
 A vision model's class (``...ForConditionalGeneration``) is in no list before 0.29. In every release the runner
 falls back to V1 for features the plan does not model (speculative methods, sequence parallelism, dual batch
 overlap: ``_get_v2_model_runner_unsupported_features``). On ROCm 0.29+ keeps V1 for DeepSeek-V3.2/V4 only.
+
+The runner also decides whether the KV budget sets CUDA-graph memory aside (``v1/worker/gpu_worker.py``
+``determine_available_memory`` subtracts ``model_runner.profile_cudagraph_memory()``): the V1 runner estimates it
+from 0.21; V2's ``profile_cudagraph_memory`` (``v1/worker/gpu/model_runner.py``) is ``return 0`` in 0.22.0-0.28.0
+("It is TBD whether we keep this API or not"), and from 0.29.0 (read in 0.29.0-0.32.0) calls
+``v1/worker/gpu/cudagraph_utils.py`` ``profile_cudagraph_memory``, which captures the graphs in a throwaway pool.
+Where it returns 0 the graphs are captured after the pool, out of the (1 - utilisation) headroom.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ DENSE_FROM: Version = (0, 25)
 """The first release that defaults every dense, non-hybrid model to the V2 runner."""
 EVERY_MODEL_FROM: Version = (0, 29)
 """The first release that defaults every model to the V2 runner."""
+V2_ESTIMATES_GRAPHS_FROM: Version = (0, 29)
+"""The first release whose V2 runner estimates its CUDA graphs before the pool (0.22-0.28 return 0)."""
 V2_GREEDY_FROM: Version = (0, 27)
 """The first release whose V2 sampler leaves the dummy run's logits in their dtype (``core.engine.sampler``)."""
 LISTED_0_24 = (
@@ -70,3 +79,11 @@ def profiling_sampler(sampler: SamplerPath, release: Version | None, model: Mode
     if not runs_v2_model_runner(release, model):
         return sampler
     return "v2-greedy" if release is None or release >= V2_GREEDY_FROM else "v2-fp32-copy"
+
+
+def estimates_cuda_graphs(release: Version | None, model: ModelSpec) -> bool:
+    """Whether vLLM ``release`` (>= 0.21; None: the latest read, 0.32) sets ``model``'s CUDA-graph memory aside in
+    the KV budget: the V1 runner always, Model Runner V2 from 0.29 (see the module docstring)."""
+    if not runs_v2_model_runner(release, model):
+        return True
+    return release is None or release >= V2_ESTIMATES_GRAPHS_FROM
