@@ -267,6 +267,7 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
         gpu_memory_utilization=log["utilisation"], max_num_batched_tokens=log["max_num_batched_tokens"],
         max_num_seqs=log["max_num_seqs"], block_size=log.get("block_size"), kv_dtype=log["kv_dtype"],
         engine_version=log.get("version") if log["engine"] == "vllm" else None, vllm_sampler=log.get("sampler"),
+        weight_dtype=weights,
     )  # fmt: skip
     return plan_engine(
         source.model, kv, target, resolve_settings(deployment, target, tp),

@@ -30,7 +30,7 @@ def _model(name: str):
     [
         # dense Qwen3 (listed from 0.22), dense Qwen2 (not listed: V2 from 0.25), Qwen3-MoE (not listed: V2 from
         # 0.29), DeepSeek-V2 (a listed MoE from 0.24), Jamba (hybrid: V2 from 0.29)
-        ("qwen3-32b.json", {(0, 21): False, (0, 23): False, (0, 24): True, (0, 27): True, (0, 29): True}),
+        ("qwen3-32b.json", {(0, 21): False, (0, 22): True, (0, 23): True, (0, 24): True, (0, 27): True, (0, 29): True}),
         ("qwen2.5-7b.json", {(0, 21): False, (0, 24): False, (0, 25): True, (0, 28): True, (0, 32): True}),
         ("qwen3-235b-a22b-instruct-2507.json", {(0, 24): False, (0, 28): False, (0, 29): True}),
         ("deepseek-v2-lite.json", {(0, 21): False, (0, 24): True, (0, 26): True, (0, 29): True}),
@@ -42,6 +42,24 @@ def test_the_release_and_model_pick_the_runner(config, runs):
     model = _model(config)
     assert {release: runs_v2_model_runner(release, model) for release in runs} == runs
     assert runs_v2_model_runner(None, model)  # the latest read, 0.32: every model
+
+
+def test_022_and_023_keep_a_quantized_checkpoint_on_v1():
+    """0.22-0.23's ``_is_default_v2_model_runner_model``: a listed architecture, ``not model_config.is_moe and not
+    model_config.is_quantized``; 0.22 lists Qwen3 alone, 0.23 adds Llama and Mistral; 0.24 drops the quantization
+    test. A quantized Qwen3 stays on the V1 runner, which estimates its graphs (``config/vllm.py``, 0.22.0-0.24.0)."""
+    qwen3, llama = _model("qwen3-32b.json"), _model("llama-3.1-8b.json")
+    assert [runs_v2_model_runner((0, 22), qwen3, quantized) for quantized in (False, True)] == [True, False]
+    assert [runs_v2_model_runner((0, 23), qwen3, quantized) for quantized in (False, True)] == [True, False]
+    assert runs_v2_model_runner((0, 24), qwen3, quantized=True)
+    assert [runs_v2_model_runner(release, llama) for release in ((0, 22), (0, 23))] == [False, True]
+    assert not estimates_cuda_graphs((0, 22), qwen3) and estimates_cuda_graphs((0, 22), qwen3, quantized=True)
+    assert profiling_sampler("flashinfer", (0, 23), qwen3, quantized=True) == "flashinfer"
+    assert profiling_sampler("flashinfer", (0, 23), qwen3) == "v2-fp32-copy"
+    spec = DeploymentSpec(engine="vllm", engine_version="0.23.0", weight_dtype="awq")
+    target = resolve_target("h100").target
+    assert resolve_settings(spec, target, 1).quantized_checkpoint
+    assert not resolve_settings(spec.model_copy(update={"weight_dtype": "bf16"}), target, 1).quantized_checkpoint
 
 
 def test_v2_runs_the_dummy_sampler_greedily():
@@ -89,9 +107,9 @@ def test_log_605_by_hand():
 @pytest.mark.parametrize(
     ("config", "estimates"),
     [
-        # Qwen3 runs V2 from 0.24 (no estimate to 0.28), Qwen2 from 0.25, an unlisted MoE only from 0.29: the V1
+        # Qwen3 runs V2 from 0.22 (no estimate to 0.28), Qwen2 from 0.25, an unlisted MoE only from 0.29: the V1
         # runner estimates from 0.21 whatever the release
-        ("qwen3-32b.json", {(0, 21): True, (0, 23): True, (0, 24): False, (0, 28): False, (0, 29): True, None: True}),
+        ("qwen3-32b.json", {(0, 21): True, (0, 22): False, (0, 24): False, (0, 28): False, (0, 29): True, None: True}),
         ("qwen2.5-7b.json", {(0, 24): True, (0, 25): False, (0, 28): False, (0, 29): True, (0, 32): True}),
         ("qwen3-235b-a22b-instruct-2507.json", {(0, 24): True, (0, 27): True, (0, 28): True, (0, 29): True}),
     ],

@@ -641,7 +641,8 @@ def plan_engine(
     of speculative decoding (its decode steps verify 1 + k tokens a request); ``stage``: the pipeline stage this
     rank holds, where pp > 1."""
     if settings.engine == "vllm" and target.vendor != "CPU":  # Model Runner V2's dummy run samples greedily
-        settings = settings.model_copy(update={"sampler": profiling_sampler(settings.sampler, settings.release, model)})
+        sampler = profiling_sampler(settings.sampler, settings.release, model, settings.quantized_checkpoint)
+        settings = settings.model_copy(update={"sampler": sampler})
     activation = profile_peak_bytes(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp,
         sampler=settings.sampler,
@@ -665,7 +666,7 @@ def plan_engine(
         graphs = cuda_graph_estimate(
             model, target, tp=kv.tp, max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens, speculative_tokens=speculative_tokens,
-            before_pool=estimates_cuda_graphs(settings.release, model),
+            before_pool=estimates_cuda_graphs(settings.release, model, settings.quantized_checkpoint),
         )  # fmt: skip
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder,
                      graphs=graphs, stage=stage, speculative_tokens=speculative_tokens)  # fmt: skip
