@@ -93,12 +93,27 @@ WHY: dict[int, str] = {
     " 0.66 GiB for 40 layers, 86 graphs). The log leaves 0.99 GiB (0.9 x 44.53 - 27.52 weights - 11.57) for"
     " activation, non-torch and the graphs; the plan charged 1.49 (sampler 0.58, non-torch 0.25, graphs 0.66); -1.4%"
     " once 0.28's Model Runner V2 was read to sample its dummy rows greedily (`core.engine.model_runner`: the"
-    " forward's 0.24 GiB is the activation line)",
+    " forward's 0.24 GiB is the activation line); +4.3% once 0.22-0.28's V2 runner was read to estimate no CUDA"
+    " graphs (`core.engine.model_runner.estimates_cuda_graphs`, read with 605 in view): the plan now charges 0.50"
+    " (forward 0.24, non-torch 0.25, RoPE 0.01) of the 0.99; V2's penalty buffers (see 605: 0.15 GiB at 256"
+    " sequences) would give +3.0%",
     405: "-19.9% with the 2.1 GiB tp > 1 constant, -7.1% with an L4's one-rank figure (`core.engine.non_torch`: Ada"
     " has no all-reduce fusion or NVLS). The rest has no source-backed cause: the log leaves 0.82 GiB (0.9 x 22.06 -"
     " the plan's 4.65 GiB of weights - 14.38) for activation, non-torch and CUDA graphs: -7.1% with the fixed 1 GiB"
     " graph price, -4.5% with the estimate derived (`core.engine.cuda_graphs`), -1.4% once 0.28's Model Runner V2"
-    " was read to sample its dummy rows greedily (`core.engine.model_runner`)",
+    " was read to sample its dummy rows greedily (`core.engine.model_runner`), +3.0% once 0.22-0.28's V2 runner was"
+    " read to estimate no CUDA graphs (`core.engine.model_runner.estimates_cuda_graphs`, with 605 in view)",
+    404: "+3.4% while the plan charged 0.28's Model Runner V2 0.66 GiB of CUDA graphs in the budget; 0.22-0.28's V2"
+    " runner estimates none (`v1/worker/gpu/model_runner.py` `profile_cudagraph_memory` returns 0, read with 605 in"
+    " view): +10.6%. The rest has no source-backed cause priced: the post prints only the pool (9.10 GiB, where the"
+    " plan has 10.06) and says a second server on the next L4 sometimes profiled 10.33 GiB. V2's penalty buffers,"
+    " which the source names but the plan leaves out (see 605: 0.15 GiB at 256 sequences), would give +9.0%",
+    604: "+3.9% while the plan charged 0.24's Model Runner V2 (a listed Qwen3) 0.58 GiB of CUDA graphs in the"
+    " budget; 0.22-0.28's V2 runner estimates none (`v1/worker/gpu/model_runner.py` `profile_cudagraph_memory` returns"
+    " 0, read with 605 in view): +8.7%. The rest has no source-backed cause priced: the log's later start of the same"
+    " server (its STEP 3) reports 95,936 tokens, 0.95 GiB more, which it puts down to the CUDA-graph compile cache;"
+    " the plan's 96,784 is +0.9% of that start. V2's penalty buffers (see 605: 0.15 GiB at 256 sequences) would give"
+    " +7.5%",
     510: "no source-backed cause: the launch command is not shown, so SGLang's default fraction is priced (0.88 at tp 1,"
     " sglang-0.4's rule, the line its date puts it in). The log's own figures imply a fraction of about 0.82: 13.91"
     " GiB free after the weights less the 11.14 GiB pool leaves 2.77 GiB, 1 - 2.77 / 15.78 GiB. Either the user set"
@@ -126,11 +141,16 @@ WHY: dict[int, str] = {
     " this log in view (no longer held out for that rule): 0.27.1 profiles a dense Qwen3 on Model Runner V2"
     " (`config/vllm.py` `use_v2_model_runner`; the log's 'Model loading took' line is `v1/worker/gpu/model_runner.py`'s),"
     " whose dummy run samples greedily on the bf16 logits (1,024 x 151,936 x 2 B = 0.29 GiB, `core.engine.sampler`,"
-    " `core.engine.model_runner`), so the forward's 0.74 GiB is the activation line: -5.4%. The rest has no"
-    " source-backed cause priced here: the log leaves 1.66 GiB (0.426 x 95.01 - 30.59 weights - 8.22) for activation,"
-    " non-torch memory and the CUDA-graph estimate; the plan charges 2.19 (forward 0.74, 51 piecewise + 51 full graphs"
-    " 1.19 by `core.engine.cuda_graphs`, non-torch 0.25, RoPE 0.01). 0.27.1's V2 runner returns 0 from"
-    " `profile_cudagraph_memory` (0.32's estimates the graphs), which `core.engine.cuda_graphs` does not yet model",
+    " `core.engine.model_runner`), so the forward's 0.74 GiB is the activation line: -5.4%. The CUDA graphs were"
+    " then read by release with this log in view (no longer held out for that rule either): Model Runner V2's"
+    " `profile_cudagraph_memory` (`v1/worker/gpu/model_runner.py`) returns 0 in 0.22-0.28 and measures the graphs"
+    " from 0.29 (`core.engine.model_runner.estimates_cuda_graphs`), so 0.27.1 sets none aside and the plan's 51"
+    " piecewise + 51 full graphs (1.19 GiB) leave the budget: +9.1%. The log leaves 1.66 GiB (0.426 x 95.01 - 30.59"
+    " weights - 8.22) for activation and non-torch memory; the plan charges 1.00 (forward 0.74, non-torch 0.25, RoPE"
+    " 0.01). Source-named, not priced: V2's `PenaltiesState` (`v1/worker/gpu/sample/penalties.py`, 0.22-0.32)"
+    " allocates `output_bin_counts`, max_num_seqs x vocab int32 (1,024 x 151,936 x 4 B = 0.58 GiB), and a bit mask"
+    " (0.02 GiB) at `load_model`, after the weights' profiler and inside 0.27.1's `memory_profiling` total: with them"
+    " +1.8%",
     406: "per-token: as 202, vLLM 0.10 logs the tokens of one rank and the memory of another (the quoted 10.65 GiB is"
     " TP3's; 238,208 tokens are 14,888 blocks of 94 layers x 8,192 B, 10.68 GiB). Plan: the log's own breakdown"
     " (weights 27.72, activation 1.4, non-torch 0.21 GiB) matches the plan's weights (27.65), its PyTorch-sort"
@@ -267,6 +287,7 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
         gpu_memory_utilization=log["utilisation"], max_num_batched_tokens=log["max_num_batched_tokens"],
         max_num_seqs=log["max_num_seqs"], block_size=log.get("block_size"), kv_dtype=log["kv_dtype"],
         engine_version=log.get("version") if log["engine"] == "vllm" else None, vllm_sampler=log.get("sampler"),
+        weight_dtype=weights,
     )  # fmt: skip
     return plan_engine(
         source.model, kv, target, resolve_settings(deployment, target, tp),
@@ -356,6 +377,15 @@ def _median(values: list[float]) -> float:
 
 
 NOTES = """## Notes
+
+- Model Runner V2's CUDA graphs read by release (0.22.0-0.32.0 wheels) with 605 in view: its
+  `profile_cudagraph_memory` returns 0 in 0.22-0.28 and measures the graphs from 0.29, so where V2 profiles a model
+  before 0.29 the graphs are captured after the pool (`core.engine.model_runner.estimates_cuda_graphs`). Before ->
+  after, the vLLM >= 0.21 rows: 201, 601, 602 (the V1 runner) unchanged; 401 -1.4% -> +4.3%, 402 -0.0% -> +2.2%, 403
+  +2.4% -> +2.5%, 404 +3.4% -> +10.6%, 405 -1.4% -> +3.0% (0.28), 604 +3.9% -> +8.7% (0.24, Qwen3 listed), 605 -5.4%
+  -> +9.1% (0.27.1). Every V2 log now lands above its tokens: V2 holds memory the plan leaves out (its penalty
+  buffers, max_num_seqs x vocab x 4 B, see 605's why). The notebook of log 409 (0.26, V2) agrees: its 0.48 GiB of
+  graphs are outside its budget (14.39 = 5.29 + 1.04 + 0.06 + 8.0).
 
 - The fifth held-out group (logs8: 701-707), collected after the rules of commit ffdb05b stood and priced with them,
   no rule changed: one log of seven is expressible. 701 (Qwen3.5-4B, the hybrid Gated DeltaNet + gated attention
@@ -468,7 +498,7 @@ GROUPS = {
     "new-4": "Group 601 and up (logs7): collected after the rules of commit 82846c8 stood (vLLM >= 0.21's CUDA-graph"
     " estimate derived, the TensorRT-LLM C++ runtime buffers and PyTorch-backend profiling run), priced with them, no"
     " rule changed: 4 of 6 within 5%; the 0.17+ sampler was then read in vLLM's source with 605 in view (-24.6% ->"
-    " -5.4%), so 605 is no longer held out for it",
+    " -5.4%), so 605 is no longer held out for it, nor for the V2 runner's CUDA graphs by release",
     "new-5": "Group 701 and up (logs8): collected after the rules of commit ffdb05b stood (the vLLM 0.17+ dummy"
     " sampler derived, SGLang's eager prefill, TensorRT-LLM refused off NVIDIA, with the CUDA-graph estimate and"
     " TensorRT-LLM rules before them), priced with them, no rule changed: 0 of 1 within 5%, 6 logs not expressible",

@@ -233,3 +233,59 @@ def test_a_full_utilisation_note_names_only_what_needs_the_headroom():
     assert len(latest) == 1 and "CUDA context needs it" in latest[0] and "CUDA graphs" not in latest[0]
     assert len(older) == 1 and "CUDA graphs (about 1.0 GiB)" in older[0] and "--enforce-eager" in older[0]
     assert notes(resolve_target("cpu").target) == notes(resolve_target("cpu").target, "vllm-v1") == []
+
+
+def _qwen3_plan(version: str | None, config: str = "qwen3-8b.json", utilisation: float | None = None):
+    """Qwen3-8B (or ``config``) at 4,096 tokens on an H100 under vLLM ``version`` (None: the latest read, 0.32)."""
+    model = load_source(f"tests/fixtures/hf_configs/{config}").model
+    kv = kv_footprint(model, seq_len=4096)
+    deployment = DeploymentSpec(engine="vllm", engine_version=version, gpu_memory_utilization=utilisation)
+    settings = resolve_settings(deployment, H100, 1)
+    return plan_engine(model, kv, H100, settings, weights_bytes_per_rank=16 * GIB, sequences_per_replica=1)
+
+
+@pytest.mark.parametrize(("version", "in_budget"), [("0.21.0", True), ("0.24.0", False), ("0.27.1", False),
+                                                    ("0.28.0", False), ("0.29.0", True), (None, True)])  # fmt: skip
+def test_model_runner_v2_sets_no_graphs_aside_before_029(version, in_budget):
+    """A dense Qwen3 runs on Model Runner V2 from 0.24 (``core.engine.model_runner``), whose
+    ``profile_cudagraph_memory`` returns 0 in 0.22-0.28 and measures the graphs from 0.29: before 0.29 no graph line
+    in the budget, the pool larger by exactly the same graphs, which stay the plan's figure (taken after the pool)."""
+    plan = _qwen3_plan(version)
+    graphs = plan.cuda_graph_estimate
+    assert graphs is not None and plan.cuda_graph_bytes == graphs.bytes > 0
+    assert plan.cuda_graph_in_budget == graphs.before_pool == in_budget
+    lines = [line for line in plan.budget if line.label.startswith("CUDA graphs")]
+    assert [line.bytes for line in lines] == ([-graphs.bytes] if in_budget else [])
+    assert plan.available_kv_bytes == sum(line.bytes for line in plan.budget[:-1])
+    said = [note for note in plan.notes if "Model Runner V2 (vLLM 0.22-0.28) estimates no" in note]
+    assert len(said) == (0 if in_budget else 1)
+    if not in_budget:  # the same plan at 0.29 differs by the graph line only (same sampler path, 2 B a logit)
+        at_029 = _qwen3_plan("0.29.0")
+        if version in ("0.27.1", "0.28.0"):
+            assert plan.available_kv_bytes - at_029.available_kv_bytes == graphs.bytes == at_029.cuda_graph_bytes
+
+
+def test_the_v1_runner_still_estimates_at_027():
+    """Qwen3-235B-A22B (an unlisted MoE) stays on the V1 runner until 0.29, whose estimate 0.21+ subtract: its graph
+    line is in 0.27's budget."""
+    plan = _qwen3_plan("0.27.1", "qwen3-235b-a22b-instruct-2507.json")
+    assert plan.cuda_graph_in_budget and plan.cuda_graph_estimate is not None
+    assert plan.cuda_graph_estimate.before_pool
+    assert any(line.label == "CUDA graphs (estimated before the pool)" for line in plan.budget)
+
+
+def test_v2_graphs_outside_are_shown_and_weighed_against_the_headroom(cli, tmp_path):
+    """0.27's V2 graphs come out of the (1 - utilisation) headroom: the table shows them as the line outside, and a
+    utilisation that leaves less than them and the CUDA context is said so."""
+    tight = _qwen3_plan("0.27.1", utilisation=0.995)
+    note = next(note for note in tight.notes if "outside the budget" in note)
+    assert "CUDA graphs (about" in note and "--enforce-eager" in note
+    config = tmp_path / "v2.yaml"
+    config.write_text(
+        "model: {d_model: 512, n_layers: 8, attention: {n_heads: 8}, block: {d_ff: 1536}, embeddings: {vocab_size:"
+        " 1000}}\ndeployment: {target: h100}\n"
+    )
+    shown = cli.runner.invoke(app, ["kv", str(config), "--engine", "vllm@0.27.1"], env={"COLUMNS": "250"})
+    assert shown.exit_code == 0, shown.output
+    outside = next(line for line in shown.stdout.splitlines() if "CUDA graphs (outside)" in line)
+    assert "Model Runner V2 < 0.29 estimates none" in outside

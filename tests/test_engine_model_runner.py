@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mha_cli.core.engine.model_runner import profiling_sampler, runs_v2_model_runner
+from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
@@ -30,7 +30,7 @@ def _model(name: str):
     [
         # dense Qwen3 (listed from 0.22), dense Qwen2 (not listed: V2 from 0.25), Qwen3-MoE (not listed: V2 from
         # 0.29), DeepSeek-V2 (a listed MoE from 0.24), Jamba (hybrid: V2 from 0.29)
-        ("qwen3-32b.json", {(0, 21): False, (0, 23): False, (0, 24): True, (0, 27): True, (0, 29): True}),
+        ("qwen3-32b.json", {(0, 21): False, (0, 22): True, (0, 23): True, (0, 24): True, (0, 27): True, (0, 29): True}),
         ("qwen2.5-7b.json", {(0, 21): False, (0, 24): False, (0, 25): True, (0, 28): True, (0, 32): True}),
         ("qwen3-235b-a22b-instruct-2507.json", {(0, 24): False, (0, 28): False, (0, 29): True}),
         ("deepseek-v2-lite.json", {(0, 21): False, (0, 24): True, (0, 26): True, (0, 29): True}),
@@ -42,6 +42,24 @@ def test_the_release_and_model_pick_the_runner(config, runs):
     model = _model(config)
     assert {release: runs_v2_model_runner(release, model) for release in runs} == runs
     assert runs_v2_model_runner(None, model)  # the latest read, 0.32: every model
+
+
+def test_022_and_023_keep_a_quantized_checkpoint_on_v1():
+    """0.22-0.23's ``_is_default_v2_model_runner_model``: a listed architecture, ``not model_config.is_moe and not
+    model_config.is_quantized``; 0.22 lists Qwen3 alone, 0.23 adds Llama and Mistral; 0.24 drops the quantization
+    test. A quantized Qwen3 stays on the V1 runner, which estimates its graphs (``config/vllm.py``, 0.22.0-0.24.0)."""
+    qwen3, llama = _model("qwen3-32b.json"), _model("llama-3.1-8b.json")
+    assert [runs_v2_model_runner((0, 22), qwen3, quantized) for quantized in (False, True)] == [True, False]
+    assert [runs_v2_model_runner((0, 23), qwen3, quantized) for quantized in (False, True)] == [True, False]
+    assert runs_v2_model_runner((0, 24), qwen3, quantized=True)
+    assert [runs_v2_model_runner(release, llama) for release in ((0, 22), (0, 23))] == [False, True]
+    assert not estimates_cuda_graphs((0, 22), qwen3) and estimates_cuda_graphs((0, 22), qwen3, quantized=True)
+    assert profiling_sampler("flashinfer", (0, 23), qwen3, quantized=True) == "flashinfer"
+    assert profiling_sampler("flashinfer", (0, 23), qwen3) == "v2-fp32-copy"
+    spec = DeploymentSpec(engine="vllm", engine_version="0.23.0", weight_dtype="awq")
+    target = resolve_target("h100").target
+    assert resolve_settings(spec, target, 1).quantized_checkpoint
+    assert not resolve_settings(spec.model_copy(update={"weight_dtype": "bf16"}), target, 1).quantized_checkpoint
 
 
 def test_v2_runs_the_dummy_sampler_greedily():
@@ -75,3 +93,29 @@ def test_log_605_by_hand():
     assert plan.activation_peak_bytes == forward == 796_917_760 > 1024 * 151_936 * 2
     activation = next(line for line in plan.budget if line.label.startswith("activation"))
     assert "forward over 8192 tokens" in activation.how
+    # 0.27.1's V2 ``profile_cudagraph_memory`` returns 0: no graph line; the pool is the budget less weights, RoPE,
+    # activation and non-torch memory, and the 51 + 51 graphs (1.19 GiB) are captured after it
+    assert not plan.cuda_graph_in_budget and not any(line.label.startswith("CUDA graphs") for line in plan.budget)
+    graphs = plan.cuda_graph_estimate
+    assert graphs is not None and not graphs.before_pool
+    assert (graphs.piecewise_graphs, graphs.full_graphs, round(graphs.bytes / 2**30, 2)) == (51, 51, 1.19)
+    usable = int(target.device_memory_bytes * log["utilisation"])
+    rope = next(line for line in plan.budget if line.label.startswith("RoPE")).bytes
+    assert plan.available_kv_bytes == usable - plan.weights_bytes_per_rank + rope - forward - plan.non_torch_bytes
+
+
+@pytest.mark.parametrize(
+    ("config", "estimates"),
+    [
+        # Qwen3 runs V2 from 0.22 (no estimate to 0.28), Qwen2 from 0.25, an unlisted MoE only from 0.29: the V1
+        # runner estimates from 0.21 whatever the release
+        ("qwen3-32b.json", {(0, 21): True, (0, 22): False, (0, 24): False, (0, 28): False, (0, 29): True, None: True}),
+        ("qwen2.5-7b.json", {(0, 24): True, (0, 25): False, (0, 28): False, (0, 29): True, (0, 32): True}),
+        ("qwen3-235b-a22b-instruct-2507.json", {(0, 24): True, (0, 27): True, (0, 28): True, (0, 29): True}),
+    ],
+)
+def test_v2_estimates_its_cuda_graphs_from_029(config, estimates):
+    """``profile_cudagraph_memory`` of ``v1/worker/gpu/model_runner.py`` is ``return 0`` in the 0.22.0-0.28.0 wheels
+    and calls ``cudagraph_utils.profile_cudagraph_memory`` in 0.29.0-0.32.0; the V1 runner's estimates from 0.21."""
+    model = _model(config)
+    assert {release: estimates_cuda_graphs(release, model) for release in estimates} == estimates

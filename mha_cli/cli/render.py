@@ -189,7 +189,14 @@ def memory_table(plan: MemoryPlan) -> Table:
     table.add_row(label, f"{shown:,}", format_bytes(shown), how, style=style)
     if engine.name == "vllm" and engine.cuda_graph_bytes and not engine.cuda_graph_in_budget:  # 0.21: a budget line
         graphs = engine.cuda_graph_bytes
-        why = "vLLM < 0.21" if engine.cuda_graph_estimate is None else "vLLM skips its estimate when the pool is set"
+        estimate = engine.cuda_graph_estimate
+        why = (
+            "vLLM < 0.21"
+            if estimate is None
+            else "Model Runner V2 < 0.29 estimates none"
+            if not estimate.before_pool
+            else "vLLM skips its estimate when the pool is set"
+        )
         table.add_row("CUDA graphs (outside)", f"{graphs:,}", format_bytes(graphs), f"taken after the pool ({why})")
     blocks = f"{engine.kv_blocks:,} blocks of {engine.block_size}"
     if engine.layers_per_group and len(engine.groups) > 1:

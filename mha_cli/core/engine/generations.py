@@ -14,7 +14,9 @@ lists, as data, the rules that set it apart from its neighbours; every rule name
   weights - activation peak - non-torch; CUDA graphs come out of the (1 - utilisation) headroom;
 - ``vllm-0.21`` (0.21 and later): the same, less the CUDA-graph memory estimated before the pool
   (``gpu_model_runner.py`` ``profile_cudagraph_memory``, applied while ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``
-  is on, its default since 0.21; read in the installed vLLM 0.32's ``determine_available_memory``). 0.32 counts the
+  is on, its default since 0.21; read in the installed vLLM 0.32's ``determine_available_memory``); none where Model
+  Runner V2 profiles the model before 0.29, whose ``profile_cudagraph_memory`` returns 0
+  (``core.engine.model_runner.estimates_cuda_graphs``). 0.32 counts the
   rest as the free memory consumed since start-up plus the profiling run's transient peak (``utils/mem_utils.py``
   ``memory_profiling``): the same weights, activation and non-torch lines, measured another way, so kept. The
   estimate itself is measured at start-up (first capture plus one graph's increment per further graph): priced

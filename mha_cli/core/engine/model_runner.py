@@ -5,7 +5,10 @@
 
 - 0.21 and before: never (the variable defaults to False, ``envs.py``);
 - 0.22-0.23: ``Qwen3ForCausalLM`` (0.23 adds ``LlamaForCausalLM`` and ``MistralForCausalLM``), dense and
-  unquantized. Not modelled here: the plan does not know whether the checkpoint is quantized;
+  unquantized (``not model_config.is_moe and not model_config.is_quantized``; ``is_quantized``: the checkpoint's
+  config carries a ``quantization_config``, ``config/model.py``, 0.22.0). The plan reads that from its weight format
+  (``EngineSettings.quantized_checkpoint``); an online ``--quantization`` of a bf16 checkpoint, which leaves the
+  config without one, is not told apart;
 - 0.24: the architectures of ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`` (Qwen3, Llama, Mistral, DeepSeek-V2,
   Qwen2-MoE, GraniteMoE), whatever else;
 - 0.25-0.28: every dense (non-MoE) model and the listed MoE architectures (DeepSeek-V2, Qwen2-MoE, GraniteMoE),
@@ -15,6 +18,13 @@
 A vision model's class (``...ForConditionalGeneration``) is in no list before 0.29. In every release the runner
 falls back to V1 for features the plan does not model (speculative methods, sequence parallelism, dual batch
 overlap: ``_get_v2_model_runner_unsupported_features``). On ROCm 0.29+ keeps V1 for DeepSeek-V3.2/V4 only.
+
+The runner also decides whether the KV budget sets CUDA-graph memory aside (``v1/worker/gpu_worker.py``
+``determine_available_memory`` subtracts ``model_runner.profile_cudagraph_memory()``): the V1 runner estimates it
+from 0.21; V2's ``profile_cudagraph_memory`` (``v1/worker/gpu/model_runner.py``) is ``return 0`` in 0.22.0-0.28.0
+("It is TBD whether we keep this API or not"), and from 0.29.0 (read in 0.29.0-0.32.0) calls
+``v1/worker/gpu/cudagraph_utils.py`` ``profile_cudagraph_memory``, which captures the graphs in a throwaway pool.
+Where it returns 0 the graphs are captured after the pool, out of the (1 - utilisation) headroom.
 """
 
 from __future__ import annotations
@@ -23,14 +33,22 @@ from mha_cli.core.engine.generations import Version
 from mha_cli.core.engine.sampler import SamplerPath
 from mha_cli.core.schemas import ModelSpec
 
+V2_FIRST: Version = (0, 22)
+"""The first release whose V2 runner is the default for some model (dense, unquantized, listed)."""
 V2_DEFAULT_FROM: Version = (0, 24)
-"""The first release modelled whose V2 runner is the default for some model (0.22-0.23: see the module docstring)."""
+"""The first release whose V2 runner is the default for a quantized or MoE model (a listed one)."""
 DENSE_FROM: Version = (0, 25)
 """The first release that defaults every dense, non-hybrid model to the V2 runner."""
 EVERY_MODEL_FROM: Version = (0, 29)
 """The first release that defaults every model to the V2 runner."""
+V2_ESTIMATES_GRAPHS_FROM: Version = (0, 29)
+"""The first release whose V2 runner estimates its CUDA graphs before the pool (0.22-0.28 return 0)."""
 V2_GREEDY_FROM: Version = (0, 27)
 """The first release whose V2 sampler leaves the dummy run's logits in their dtype (``core.engine.sampler``)."""
+LISTED_0_22 = ("Qwen3ForCausalLM",)
+"""0.22's ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``."""
+LISTED_0_23 = ("Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM")
+"""0.23's ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``."""
 LISTED_0_24 = (
     "Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",
     "GraniteMoeForCausalLM",
@@ -52,10 +70,14 @@ def _listed(model: ModelSpec, architectures: tuple[str, ...]) -> bool:
     return model.vision is None and model.family in _families(architectures)
 
 
-def runs_v2_model_runner(release: Version | None, model: ModelSpec) -> bool:
-    """Whether vLLM ``release`` (None: the latest read, 0.32) profiles ``model`` on Model Runner V2 on CUDA."""
-    if release is not None and release < V2_DEFAULT_FROM:
+def runs_v2_model_runner(release: Version | None, model: ModelSpec, quantized: bool = False) -> bool:
+    """Whether vLLM ``release`` (None: the latest read, 0.32) profiles ``model`` on Model Runner V2 on CUDA;
+    ``quantized``: the checkpoint carries a quantization_config (which 0.22-0.23 keep on the V1 runner)."""
+    if release is not None and release < V2_FIRST:
         return False
+    if release is not None and release < V2_DEFAULT_FROM:
+        listed = LISTED_0_22 if release < (0, 23) else LISTED_0_23
+        return _listed(model, listed) and model.block.moe is None and not quantized
     if release is None or release >= EVERY_MODEL_FROM:
         return True
     if release < DENSE_FROM:
@@ -65,9 +87,19 @@ def runs_v2_model_runner(release: Version | None, model: ModelSpec) -> bool:
     return model.block.moe is None or _listed(model, LISTED_MOE)
 
 
-def profiling_sampler(sampler: SamplerPath, release: Version | None, model: ModelSpec) -> SamplerPath:
+def profiling_sampler(
+    sampler: SamplerPath, release: Version | None, model: ModelSpec, quantized: bool = False
+) -> SamplerPath:
     """The path vLLM ``release``'s dummy sampler run takes for ``model`` on CUDA: ``sampler`` (the V1 runner's) unless
     Model Runner V2 profiles it, whose dummy run samples greedily (``core.engine.sampler``)."""
-    if not runs_v2_model_runner(release, model):
+    if not runs_v2_model_runner(release, model, quantized):
         return sampler
     return "v2-greedy" if release is None or release >= V2_GREEDY_FROM else "v2-fp32-copy"
+
+
+def estimates_cuda_graphs(release: Version | None, model: ModelSpec, quantized: bool = False) -> bool:
+    """Whether vLLM ``release`` (>= 0.21; None: the latest read, 0.32) sets ``model``'s CUDA-graph memory aside in
+    the KV budget: the V1 runner always, Model Runner V2 from 0.29 (see the module docstring)."""
+    if not runs_v2_model_runner(release, model, quantized):
+        return True
+    return release is None or release >= V2_ESTIMATES_GRAPHS_FROM

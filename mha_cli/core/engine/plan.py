@@ -6,7 +6,9 @@ Each generation of an engine (``core.engine.generations``) is priced by the rule
   cos/sin cache loaded with them (``core.engine.rope_cache``) - the profiling run's activation peak - the non-torch memory it grew by (``v1/worker/gpu_worker.py``
   ``determine_available_memory``). CUDA graphs are captured after the pool is allocated and come out of the
   (1 - utilisation) headroom; from v0.21 vLLM estimates them before the pool and subtracts them too
-  (``vllm-0.21``; the estimate derived in ``core.engine.cuda_graphs``, none on a CPU). The pool is counted in
+  (``vllm-0.21``; the estimate derived in ``core.engine.cuda_graphs``, none on a CPU), except where Model Runner V2
+  profiles the model before 0.29, which estimates none (``core.engine.model_runner.estimates_cuda_graphs``). The
+  pool is counted in
   blocks (``core.engine.pages``); every rank of a tensor-parallel group holds the same layers and heads here, so
   the smallest rank's pool, which vLLM keeps, is any rank's. V0
   (``vllm-v0``) has the same budget and no hybrid allocator: blocks hold every layer's tokens.
@@ -31,6 +33,7 @@ from mha_cli.core.engine.activation import ACTIVATION_BYTES, forward_peak_bytes,
 from mha_cli.core.engine.cuda_graphs import (
     DRAFTER_GRAPHS_NOTE,
     NO_GRAPHS_NOTE,
+    V2_NO_ESTIMATE_NOTE,
     CudaGraphEstimate,
     captures_cuda_graphs,
     cuda_graph_estimate,
@@ -38,7 +41,7 @@ from mha_cli.core.engine.cuda_graphs import (
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
-from mha_cli.core.engine.model_runner import profiling_sampler
+from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
 from mha_cli.core.engine.pages import (
     VLLM_0_21_RULES,
@@ -242,11 +245,20 @@ class _Inputs(NamedTuple):
     weights_how: str = "this rank's shard (vocab padded to 64)"
     """Where the weights' figure comes from, for the budget's line."""
     graphs: CudaGraphEstimate | None = None
-    """vLLM >= 0.21's CUDA-graph estimate, taken from the budget (``core.engine.cuda_graphs``); None: not taken."""
+    """vLLM >= 0.21's CUDA graphs (``core.engine.cuda_graphs``), taken from the budget where ``graphs.before_pool``;
+    None: not derived."""
     stage: StageLayout | None = None
     """The pipeline stage this rank holds (None: no pipeline parallelism)."""
     speculative_tokens: int = 0
     """Draft tokens a decode step verifies (speculative decoding's k)."""
+
+    @property
+    def graphs_outside_bytes(self) -> int:
+        """CUDA graphs captured after the pool, out of the (1 - utilisation) headroom: the fixed price before vLLM
+        0.21, the derived graphs where the model runner estimates none (Model Runner V2 before 0.29), else 0."""
+        if not self.generation.cuda_graph_in_budget:
+            return CUDA_GRAPH_ESTIMATE
+        return self.graphs.bytes if self.graphs is not None and not self.graphs.before_pool else 0
 
     @property
     def graph_bytes(self) -> int:
@@ -317,7 +329,7 @@ def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
         BudgetLine(label="RoPE cos/sin cache", bytes=-rope, how=rope_cache_how(inputs.model)),
         inputs.activation_line(), inputs.non_torch_line(),
     ]  # fmt: skip
-    if inputs.graphs is not None:
+    if inputs.graphs is not None and inputs.graphs.before_pool:
         available -= inputs.graphs.bytes
         budget.append(
             BudgetLine(
@@ -465,7 +477,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
             " (max_position_embeddings) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
         )
     headroom = total - usable
-    graphs_outside = 0 if inputs.generation.cuda_graph_in_budget else CUDA_GRAPH_ESTIMATE
+    graphs_outside = inputs.graphs_outside_bytes
     if not cpu and headroom < graphs_outside + NON_TORCH_ONE_RANK:  # a CPU has neither graphs nor a CUDA context
         needs = (
             f"CUDA graphs (about {format_bytes(graphs_outside)}) and the CUDA context need it: lower it or run with"
@@ -629,7 +641,8 @@ def plan_engine(
     of speculative decoding (its decode steps verify 1 + k tokens a request); ``stage``: the pipeline stage this
     rank holds, where pp > 1."""
     if settings.engine == "vllm" and target.vendor != "CPU":  # Model Runner V2's dummy run samples greedily
-        settings = settings.model_copy(update={"sampler": profiling_sampler(settings.sampler, settings.release, model)})
+        sampler = profiling_sampler(settings.sampler, settings.release, model, settings.quantized_checkpoint)
+        settings = settings.model_copy(update={"sampler": sampler})
     activation = profile_peak_bytes(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp,
         sampler=settings.sampler,
@@ -653,6 +666,7 @@ def plan_engine(
         graphs = cuda_graph_estimate(
             model, target, tp=kv.tp, max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens, speculative_tokens=speculative_tokens,
+            before_pool=estimates_cuda_graphs(settings.release, model, settings.quantized_checkpoint),
         )  # fmt: skip
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder,
                      graphs=graphs, stage=stage, speculative_tokens=speculative_tokens)  # fmt: skip
@@ -678,6 +692,8 @@ def plan_engine(
         notes.append(f"{target.id}: the engines' GPU rules applied to a {target.vendor} device; read them as a sketch")
     if GENERATIONS[settings.generation].cuda_graph_in_budget and graphs is None and not cpu:
         notes.append(NO_GRAPHS_NOTE.format(vendor=target.vendor))
+    if graphs is not None and not graphs.before_pool:
+        notes.append(V2_NO_ESTIMATE_NOTE.format(graphs=format_bytes(graphs.bytes)))
     if graphs is not None and speculative_tokens:
         notes.append(DRAFTER_GRAPHS_NOTE)
     if not target.device_memory_measured:
@@ -696,7 +712,8 @@ def plan_engine(
         name=settings.engine, generation=settings.generation, total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
         weights_bytes_per_rank=weights_bytes_per_rank, activation_peak_bytes=pool.activation,
         non_torch_bytes=inputs.non_torch, cuda_graph_bytes=inputs.graph_bytes,
-        cuda_graph_in_budget=graphs is not None and settings.kv_cache_bytes is None, cuda_graph_estimate=graphs,
+        cuda_graph_in_budget=graphs is not None and graphs.before_pool and settings.kv_cache_bytes is None,
+        cuda_graph_estimate=graphs,
         available_kv_bytes=pool.available + deficit, deficit_bytes=deficit,
         kv_bytes_per_token_per_rank=kv.bytes_per_token_per_rank,
         kv_bytes_per_request=pool.request_bytes,

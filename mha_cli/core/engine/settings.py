@@ -59,6 +59,10 @@ class EngineSettings(Record):
     """vLLM: the most items of each modality per prompt (``--limit-mm-per-prompt``); None: vLLM's 999 each."""
     sampler: SamplerPath = "triton"
     """vLLM: the top-k/top-p path of its profiling run's dummy sampler (``core.engine.sampler``)."""
+    quantized_checkpoint: bool = False
+    """vLLM: the checkpoint carries a quantization_config (``ModelConfig.is_quantized``, which keeps 0.22-0.23 on the
+    V1 model runner: ``core.engine.model_runner``): the deployment's weight format is not fp32, fp16 or bf16, or a
+    scheme read from the checkpoint."""
     release: Version | None = None
     """vLLM: the release whose defaults apply (``_release_in_force``): the one typed, else the generation's last;
     None: the latest (and every other engine)."""
@@ -72,6 +76,8 @@ def _release_in_force(chosen: Generation, typed: str | None) -> Version | None:
     return chosen.last
 
 
+UNQUANTIZED = ("fp32", "fp16", "bf16")
+"""Weight formats a checkpoint holds without a quantization_config."""
 VLLM_CPU_BLOCK = 128
 """vLLM's block size on its CPU backend when none is given (``platforms/cpu.py``, 0.32; 16 for MLA)."""
 
@@ -244,6 +250,7 @@ def resolve_settings(
                 flashinfer_capable=runs_flashinfer(target.vendor, target.compute_capability),
             ),
             release=_release_in_force(chosen, deployment.engine_version),
+            quantized_checkpoint=deployment.weight_dtype not in UNQUANTIZED or deployment.weight_scheme is not None,
         )  # fmt: skip
     if engine == "sglang":
         old = chosen.id == "sglang-0.4"
