@@ -95,25 +95,30 @@ WHY: dict[int, str] = {
     " once 0.28's Model Runner V2 was read to sample its dummy rows greedily (`core.engine.model_runner`: the"
     " forward's 0.24 GiB is the activation line); +4.3% once 0.22-0.28's V2 runner was read to estimate no CUDA"
     " graphs (`core.engine.model_runner.estimates_cuda_graphs`, read with 605 in view): the plan now charges 0.50"
-    " (forward 0.24, non-torch 0.25, RoPE 0.01) of the 0.99; V2's penalty buffers (see 605: 0.15 GiB at 256"
-    " sequences) would give +3.0%",
+    " (forward 0.24, non-torch 0.25, RoPE 0.01) of the 0.99; +3.0% once V2's persistent sampler tables were read"
+    " with 401-405, 604 and 605 in view (`core.engine.v2_sampler_state`: 256 x 165,914 int32 ="
+    " 0.16 GiB, which 0.28's `memory_profiling` counts)",
     405: "-19.9% with the 2.1 GiB tp > 1 constant, -7.1% with an L4's one-rank figure (`core.engine.non_torch`: Ada"
     " has no all-reduce fusion or NVLS). The rest has no source-backed cause: the log leaves 0.82 GiB (0.9 x 22.06 -"
     " the plan's 4.65 GiB of weights - 14.38) for activation, non-torch and CUDA graphs: -7.1% with the fixed 1 GiB"
     " graph price, -4.5% with the estimate derived (`core.engine.cuda_graphs`), -1.4% once 0.28's Model Runner V2"
     " was read to sample its dummy rows greedily (`core.engine.model_runner`), +3.0% once 0.22-0.28's V2 runner was"
-    " read to estimate no CUDA graphs (`core.engine.model_runner.estimates_cuda_graphs`, with 605 in view)",
+    " read to estimate no CUDA graphs (`core.engine.model_runner.estimates_cuda_graphs`, with 605 in view), +1.9% once"
+    " V2's persistent sampler tables were read with it in view (`core.engine.v2_sampler_state`)",
     404: "+3.4% while the plan charged 0.28's Model Runner V2 0.66 GiB of CUDA graphs in the budget; 0.22-0.28's V2"
     " runner estimates none (`v1/worker/gpu/model_runner.py` `profile_cudagraph_memory` returns 0, read with 605 in"
     " view): +10.6%. The rest has no source-backed cause priced: the post prints only the pool (9.10 GiB, where the"
-    " plan has 10.06) and says a second server on the next L4 sometimes profiled 10.33 GiB. V2's penalty buffers,"
-    " which the source names but the plan leaves out (see 605: 0.15 GiB at 256 sequences), would give +9.0%",
+    " plan has 10.06) and says a second server on the next L4 sometimes profiled 10.33 GiB. V2's persistent sampler"
+    " tables, read with this log in view (`core.engine.v2_sampler_state`: 0.16 GiB at 256 sequences, counted by 0.28's"
+    " `memory_profiling`), give +8.9%",
     604: "+3.9% while the plan charged 0.24's Model Runner V2 (a listed Qwen3) 0.58 GiB of CUDA graphs in the"
     " budget; 0.22-0.28's V2 runner estimates none (`v1/worker/gpu/model_runner.py` `profile_cudagraph_memory` returns"
     " 0, read with 605 in view): +8.7%. The rest has no source-backed cause priced: the log's later start of the same"
     " server (its STEP 3) reports 95,936 tokens, 0.95 GiB more, which it puts down to the CUDA-graph compile cache;"
-    " the plan's 96,784 is +0.9% of that start. V2's penalty buffers (see 605: 0.15 GiB at 256 sequences) would give"
-    " +7.5%",
+    " the plan's 96,784 is +0.9% of that start. V2's persistent sampler tables, read with this log in view, do not"
+    " move it: 0.24's `memory_profiling` (non-torch + torch peak increase + weights) does not count a torch buffer"
+    " allocated outside the weights' profiler, so they come out of the headroom (`core.engine.v2_sampler_state`,"
+    " counted from 0.27)",
     510: "no source-backed cause: the launch command is not shown, so SGLang's default fraction is priced (0.88 at tp 1,"
     " sglang-0.4's rule, the line its date puts it in). The log's own figures imply a fraction of about 0.82: 13.91"
     " GiB free after the weights less the 11.14 GiB pool leaves 2.77 GiB, 1 - 2.77 / 15.78 GiB. Either the user set"
@@ -147,10 +152,11 @@ WHY: dict[int, str] = {
     " from 0.29 (`core.engine.model_runner.estimates_cuda_graphs`), so 0.27.1 sets none aside and the plan's 51"
     " piecewise + 51 full graphs (1.19 GiB) leave the budget: +9.1%. The log leaves 1.66 GiB (0.426 x 95.01 - 30.59"
     " weights - 8.22) for activation and non-torch memory; the plan charges 1.00 (forward 0.74, non-torch 0.25, RoPE"
-    " 0.01). Source-named, not priced: V2's `PenaltiesState` (`v1/worker/gpu/sample/penalties.py`, 0.22-0.32)"
-    " allocates `output_bin_counts`, max_num_seqs x vocab int32 (1,024 x 151,936 x 4 B = 0.58 GiB), and a bit mask"
-    " (0.02 GiB) at `load_model`, after the weights' profiler and inside 0.27.1's `memory_profiling` total: with them"
-    " +1.8%",
+    " 0.01). V2's persistent sampler tables were then read with this log in view (no longer held out for them):"
+    " `PenaltiesState` (`v1/worker/gpu/sample/penalties.py`) allocates `output_bin_counts`, max_num_seqs x vocab int32"
+    " (1,024 x 151,936 x 4 B = 0.58 GiB), and a bit mask, with the grammar bitmask, logit bias, bad words and logprob"
+    " ids 0.63 GiB, at `load_model`, after the weights' profiler and inside 0.27.1's `memory_profiling` total"
+    " (`core.engine.v2_sampler_state`): +1.4%",
     406: "per-token: as 202, vLLM 0.10 logs the tokens of one rank and the memory of another (the quoted 10.65 GiB is"
     " TP3's; 238,208 tokens are 14,888 blocks of 94 layers x 8,192 B, 10.68 GiB). Plan: the log's own breakdown"
     " (weights 27.72, activation 1.4, non-torch 0.21 GiB) matches the plan's weights (27.65), its PyTorch-sort"
@@ -386,6 +392,16 @@ NOTES = """## Notes
   -> +9.1% (0.27.1). Every V2 log now lands above its tokens: V2 holds memory the plan leaves out (its penalty
   buffers, max_num_seqs x vocab x 4 B, see 605's why). The notebook of log 409 (0.26, V2) agrees: its 0.48 GiB of
   graphs are outside its budget (14.39 = 5.29 + 1.04 + 0.06 + 8.0).
+
+- Model Runner V2's persistent sampler tables read by release (0.22.0-0.32.0 wheels) with 401-405, 604 and 605 in
+  view, so none of them is held out for this rule: penalty counts (max_num_seqs x vocab int32) and bit mask, the
+  grammar bitmask, logit bias, bad words and logprob ids, allocated before the profiling run; 0.27's
+  `memory_profiling` counts the free-memory drop since the worker's first snapshot, so from 0.27 they come out of
+  the pool (`core.engine.v2_sampler_state`); 0.22-0.26 count only non-torch + the run's torch peak increase +
+  weights, so there they come out of the headroom. Before -> after: 201, 601, 602 (the V1 runner) and 604 (0.24)
+  unchanged; 401 +4.3% -> +3.0%, 402 +2.2% -> +1.7%, 403 +2.5% -> +2.5%, 404 +10.6% -> +8.9%, 405 +3.0% -> +1.9%
+  (0.28), 605 +9.1% -> +1.4% (0.27.1). The control columns that price an older log by vllm-0.21 (its latest
+  release, 0.32: V2, counted) move down by the same tables.
 
 - The fifth held-out group (logs8: 701-707), collected after the rules of commit ffdb05b stood and priced with them,
   no rule changed: one log of seven is expressible. 701 (Qwen3.5-4B, the hybrid Gated DeltaNet + gated attention

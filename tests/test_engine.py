@@ -142,9 +142,13 @@ def test_vllm_budget_by_hand():
     assert latest.cuda_graph_bytes == graphs == 664_483_200
     forward = 8192 * 2 * (2 * 4096 + 3 * 14336)
     assert latest.activation_peak_bytes == forward == 838_860_800 > 1024 * 128_256 * 2
+    # and V2's persistent sampler tables, counted from 0.27 (core.engine.v2_sampler_state): 1,024 x (128,256
+    # penalty counts + 4,008 mask words + 4,009 grammar-bitmask words + 4,481 logit-bias, bad-word, logprob ids) x 4 B
+    sampler = 1024 * (128_256 + 4008 + 4009 + 4481) * 4
+    assert sampler == 576_528_384
     assert (
         latest.available_kv_bytes
-        == expected + activation - forward - graphs
+        == expected + activation - forward - graphs - sampler
         == sum(line.bytes for line in latest.budget[:-1])
     )
     assert latest.budget[-2].label == "CUDA graphs (estimated before the pool)"

@@ -7,8 +7,9 @@ Each generation of an engine (``core.engine.generations``) is priced by the rule
   ``determine_available_memory``). CUDA graphs are captured after the pool is allocated and come out of the
   (1 - utilisation) headroom; from v0.21 vLLM estimates them before the pool and subtracts them too
   (``vllm-0.21``; the estimate derived in ``core.engine.cuda_graphs``, none on a CPU), except where Model Runner V2
-  profiles the model before 0.29, which estimates none (``core.engine.model_runner.estimates_cuda_graphs``). The
-  pool is counted in
+  profiles the model before 0.29, which estimates none (``core.engine.model_runner.estimates_cuda_graphs``). From
+  0.27, where Model Runner V2 profiles the model, its persistent sampler tables (penalty counts, max_num_seqs x
+  vocab x 4 B, ...) come out of the budget too (``core.engine.v2_sampler_state``). The pool is counted in
   blocks (``core.engine.pages``); every rank of a tensor-parallel group holds the same layers and heads here, so
   the smallest rank's pool, which vLLM keeps, is any rank's. V0
   (``vllm-v0``) has the same budget and no hybrid allocator: blocks hold every layer's tokens.
@@ -41,7 +42,7 @@ from mha_cli.core.engine.cuda_graphs import (
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
-from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler
+from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
 from mha_cli.core.engine.pages import (
     VLLM_0_21_RULES,
@@ -62,6 +63,7 @@ from mha_cli.core.engine.settings import (
 )  # fmt: skip
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
+from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.pipeline import StageLayout
 from mha_cli.core.quantities import format_bytes
@@ -251,6 +253,9 @@ class _Inputs(NamedTuple):
     """The pipeline stage this rank holds (None: no pipeline parallelism)."""
     speculative_tokens: int = 0
     """Draft tokens a decode step verifies (speculative decoding's k)."""
+    sampler_state: SamplerState | None = None
+    """Model Runner V2's persistent sampler tables where the KV budget pays for them (``core.engine.v2_sampler_state``);
+    None: another runner or engine, an earlier stage, or a release that leaves them to the headroom."""
 
     @property
     def graphs_outside_bytes(self) -> int:
@@ -329,6 +334,14 @@ def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
         BudgetLine(label="RoPE cos/sin cache", bytes=-rope, how=rope_cache_how(inputs.model)),
         inputs.activation_line(), inputs.non_torch_line(),
     ]  # fmt: skip
+    if inputs.sampler_state is not None:
+        available -= inputs.sampler_state.bytes
+        budget.append(
+            BudgetLine(
+                label="sampler state (Model Runner V2)", bytes=-inputs.sampler_state.bytes,
+                how=inputs.sampler_state.how(),
+            )
+        )  # fmt: skip
     if inputs.graphs is not None and inputs.graphs.before_pool:
         available -= inputs.graphs.bytes
         budget.append(
@@ -619,6 +632,18 @@ def _trtllm(inputs: _Inputs) -> _Pool:
     )  # fmt: skip
 
 
+def _v2_sampler_state(
+    model: ModelSpec, target: Target, settings: EngineSettings, stage: StageLayout | None, speculative_tokens: int
+) -> SamplerState | None:
+    """Model Runner V2's persistent sampler tables on this rank (``core.engine.v2_sampler_state``); None where vLLM
+    profiles on another runner (the V1 runner, a CPU) or this rank is not on the last pipeline stage."""
+    if settings.engine != "vllm" or target.vendor == "CPU" or (stage is not None and not stage.head):
+        return None
+    if not runs_v2_model_runner(settings.release, model, settings.quantized_checkpoint):
+        return None
+    return SamplerState(settings.max_num_seqs, model.embeddings.vocab_size, speculative_tokens)
+
+
 ENGINES = {"vllm-v0": _vllm_v0, "vllm-v1": _vllm, "vllm-0.21": _vllm, "sglang-0.4": _sglang, "sglang-0.5": _sglang,
            "trtllm-cpp": _trtllm, "trtllm-pytorch": _trtllm}  # fmt: skip
 """Each generation's rules (``core.engine.generations`` says what differs; the functions read it from the inputs)."""
@@ -668,8 +693,11 @@ def plan_engine(
             max_num_batched_tokens=settings.max_num_batched_tokens, speculative_tokens=speculative_tokens,
             before_pool=estimates_cuda_graphs(settings.release, model, settings.quantized_checkpoint),
         )  # fmt: skip
+    sampler_state = _v2_sampler_state(model, target, settings, stage, speculative_tokens)
+    counted = sampler_state is not None and counts_sampler_state(settings.release)
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder,
-                     graphs=graphs, stage=stage, speculative_tokens=speculative_tokens)  # fmt: skip
+                     graphs=graphs, stage=stage, speculative_tokens=speculative_tokens,
+                     sampler_state=sampler_state if counted else None)  # fmt: skip
     if weights_how is not None:
         inputs = inputs._replace(weights_how=weights_how)
     pool = ENGINES[settings.generation](inputs)
@@ -696,6 +724,11 @@ def plan_engine(
         notes.append(V2_NO_ESTIMATE_NOTE.format(graphs=format_bytes(graphs.bytes)))
     if graphs is not None and speculative_tokens:
         notes.append(DRAFTER_GRAPHS_NOTE)
+    if sampler_state is not None and not counted:
+        notes.append(
+            f"Model Runner V2's sampler tables ({format_bytes(sampler_state.bytes)}) are allocated outside this"
+            " release's memory measurement (counted from vLLM 0.27): they come out of the (1 - utilisation) headroom"
+        )
     if not target.device_memory_measured:
         notes.append(f"{target.id}: its memory as torch reports it is an {target.torch_memory_source}")
     if kv.kv_dtype not in KV_FORMATS[settings.engine]:
