@@ -124,3 +124,39 @@ def test_v2_estimates_its_cuda_graphs_from_029(config, estimates):
     and calls ``cudagraph_utils.profile_cudagraph_memory`` in 0.29.0-0.32.0; the V1 runner's estimates from 0.21."""
     model = _model(config)
     assert {release: estimates_cuda_graphs(release, model) for release in estimates} == estimates
+
+
+def test_a_draft_model_or_eagle3_at_pp_keeps_v1_before_0_30():
+    """``_get_v2_model_runner_unsupported_features`` (``config/vllm.py``, read in 0.22.0, 0.24.0, 0.27.1, 0.28.0,
+    0.29.0): V2 speculates only with eagle, eagle3, mtp (and dflash, dspark), and not eagle3 with pp > 1; otherwise
+    ``use_v2_model_runner`` falls back to V1, whose graphs are estimated and whose dummy run keeps its sampler. 0.32.0
+    lists neither limit."""
+    qwen3 = _model("qwen3-32b.json")
+    assert not runs_v2_model_runner((0, 27, 1), qwen3, speculative="draft_model")
+    assert not runs_v2_model_runner((0, 29), qwen3, speculative="eagle3", pp=2)
+    assert runs_v2_model_runner((0, 29), qwen3, speculative="eagle3")
+    assert runs_v2_model_runner((0, 27), qwen3, speculative="mtp", pp=2)
+    assert runs_v2_model_runner(None, qwen3, speculative="draft_model")
+    assert runs_v2_model_runner((0, 32), qwen3, speculative="eagle3", pp=2)
+    assert estimates_cuda_graphs((0, 24), qwen3, speculative="draft_model")
+    assert not estimates_cuda_graphs((0, 24), qwen3, speculative="eagle")
+    assert profiling_sampler("flashinfer", (0, 27), qwen3, speculative="draft_model") == "flashinfer"
+
+
+def test_the_engine_plan_reads_the_speculative_method():
+    """The plan for a draft model on vLLM 0.27 is the V1 runner's: graphs in the budget, no V2 sampler tables."""
+    model = _model("qwen3-32b.json")
+    target = resolve_target("h100").target
+    settings = resolve_settings(DeploymentSpec(engine="vllm", engine_version="0.27.1"), target, 1)
+    kv = kv_footprint(model, seq_len=4096, batch=1, kv_dtype="bf16", tp=1)
+    weights = rank_weight_bytes(model, 1, "fp8")
+    plans = {
+        method: plan_engine(
+            model, kv, target, settings, weights_bytes_per_rank=weights, sequences_per_replica=1,
+            speculative_tokens=2, speculative_method=method,
+        )
+        for method in ("eagle", "draft_model")
+    }  # fmt: skip
+    assert not plans["eagle"].cuda_graph_in_budget and plans["draft_model"].cuda_graph_in_budget
+    labels = {method: " ".join(line.label for line in plan.budget) for method, plan in plans.items()}
+    assert "sampler" in labels["eagle"].lower() and "sampler" not in labels["draft_model"].lower()

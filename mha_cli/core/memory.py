@@ -249,7 +249,7 @@ def plan_memory(
     engine = plan_engine(
         model, engine_kv, device, settings, weights_bytes_per_rank=weights, sequences_per_replica=sequences,
         weights_how=weights_how, speculative_tokens=0 if speculative is None else speculative.num_speculative_tokens,
-        stage=stage,
+        speculative_method=None if speculative is None else speculative.method, stage=stage,
     )  # fmt: skip
     if engine_kv is not kv:
         engine.notes.append("the engines cache MLA's absorbed latent: --mla-cache naive prices only the torch build")

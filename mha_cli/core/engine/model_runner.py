@@ -16,8 +16,12 @@
 - 0.29 and later (read in 0.29.0-0.32.0): every model, on CUDA.
 
 A vision model's class (``...ForConditionalGeneration``) is in no list before 0.29. In every release the runner
-falls back to V1 for features the plan does not model (speculative methods, sequence parallelism, dual batch
-overlap: ``_get_v2_model_runner_unsupported_features``). On ROCm 0.29+ keeps V1 for DeepSeek-V3.2/V4 only.
+falls back to V1 for features it lacks (``_get_v2_model_runner_unsupported_features``); of those the plan models
+speculative decoding: 0.22.0-0.29.0 (read in 0.22.0, 0.24.0, 0.27.1, 0.28.0, 0.29.0) speculate on V2 only with
+``eagle``, ``eagle3`` and ``mtp`` (dflash, dspark: not priced here), and not ``eagle3`` with pipeline parallelism
+("EAGLE3 with pipeline parallelism"), so a ``draft_model`` drafter keeps V1; 0.32.0 lists neither (only suffix,
+medusa, mlp_speculator, custom_class). 0.30-0.31 are not read: priced as 0.32. Sequence parallelism and dual batch
+overlap are not modelled. On ROCm 0.29+ keeps V1 for DeepSeek-V3.2/V4 only.
 
 The runner also decides whether the KV budget sets CUDA-graph memory aside (``v1/worker/gpu_worker.py``
 ``determine_available_memory`` subtracts ``model_runner.profile_cudagraph_memory()``): the V1 runner estimates it
@@ -56,6 +60,18 @@ LISTED_0_24 = (
 """0.24's ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``."""
 LISTED_MOE = ("DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM")
 """The MoE architectures 0.25-0.28 list (0.26+ also list Inkling, LongCat-Flash-Ngram, Kimi-K3, no family here)."""
+V2_SPECULATIVE_METHODS = ("eagle", "eagle3", "mtp")
+"""The priced speculative methods 0.22-0.29's V2 runner runs (``_get_v2_model_runner_unsupported_features``)."""
+V2_ANY_DRAFTER_FROM: Version = (0, 30)
+"""The first release after 0.29.0, the last read that sends a draft model (or EAGLE-3 at pp > 1) to V1."""
+
+
+def speculation_keeps_v1(release: Version | None, method: str | None, pp: int = 1) -> bool:
+    """Whether speculative decoding by ``method`` (None: none) at ``pp`` stages keeps vLLM ``release`` on the V1
+    runner: 0.22-0.29 run only eagle, eagle3 and mtp on V2, eagle3 without pipeline parallelism."""
+    if method is None or release is None or release >= V2_ANY_DRAFTER_FROM:
+        return False
+    return method not in V2_SPECULATIVE_METHODS or (method == "eagle3" and pp > 1)
 
 
 def _families(architectures: tuple[str, ...]) -> set[str]:
@@ -70,10 +86,15 @@ def _listed(model: ModelSpec, architectures: tuple[str, ...]) -> bool:
     return model.vision is None and model.family in _families(architectures)
 
 
-def runs_v2_model_runner(release: Version | None, model: ModelSpec, quantized: bool = False) -> bool:
+def runs_v2_model_runner(
+    release: Version | None, model: ModelSpec, quantized: bool = False, *, speculative: str | None = None, pp: int = 1
+) -> bool:
     """Whether vLLM ``release`` (None: the latest read, 0.32) profiles ``model`` on Model Runner V2 on CUDA;
-    ``quantized``: the checkpoint carries a quantization_config (which 0.22-0.23 keep on the V1 runner)."""
+    ``quantized``: the checkpoint carries a quantization_config (which 0.22-0.23 keep on the V1 runner);
+    ``speculative``: the speculative method, if any, at ``pp`` pipeline stages (``speculation_keeps_v1``)."""
     if release is not None and release < V2_FIRST:
+        return False
+    if speculation_keeps_v1(release, speculative, pp):
         return False
     if release is not None and release < V2_DEFAULT_FROM:
         listed = LISTED_0_22 if release < (0, 23) else LISTED_0_23
@@ -88,18 +109,28 @@ def runs_v2_model_runner(release: Version | None, model: ModelSpec, quantized: b
 
 
 def profiling_sampler(
-    sampler: SamplerPath, release: Version | None, model: ModelSpec, quantized: bool = False
+    sampler: SamplerPath,
+    release: Version | None,
+    model: ModelSpec,
+    quantized: bool = False,
+    *,
+    speculative: str | None = None,
+    pp: int = 1,
 ) -> SamplerPath:
     """The path vLLM ``release``'s dummy sampler run takes for ``model`` on CUDA: ``sampler`` (the V1 runner's) unless
-    Model Runner V2 profiles it, whose dummy run samples greedily (``core.engine.sampler``)."""
-    if not runs_v2_model_runner(release, model, quantized):
+    Model Runner V2 profiles it, whose dummy run samples greedily (``core.engine.sampler``); ``speculative``,
+    ``pp``: as ``runs_v2_model_runner``'s."""
+    if not runs_v2_model_runner(release, model, quantized, speculative=speculative, pp=pp):
         return sampler
     return "v2-greedy" if release is None or release >= V2_GREEDY_FROM else "v2-fp32-copy"
 
 
-def estimates_cuda_graphs(release: Version | None, model: ModelSpec, quantized: bool = False) -> bool:
+def estimates_cuda_graphs(
+    release: Version | None, model: ModelSpec, quantized: bool = False, *, speculative: str | None = None, pp: int = 1
+) -> bool:
     """Whether vLLM ``release`` (>= 0.21; None: the latest read, 0.32) sets ``model``'s CUDA-graph memory aside in
-    the KV budget: the V1 runner always, Model Runner V2 from 0.29 (see the module docstring)."""
-    if not runs_v2_model_runner(release, model, quantized):
+    the KV budget: the V1 runner always, Model Runner V2 from 0.29 (see the module docstring); ``speculative``,
+    ``pp``: as ``runs_v2_model_runner``'s."""
+    if not runs_v2_model_runner(release, model, quantized, speculative=speculative, pp=pp):
         return True
     return release is None or release >= V2_ESTIMATES_GRAPHS_FROM

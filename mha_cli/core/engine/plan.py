@@ -633,13 +633,21 @@ def _trtllm(inputs: _Inputs) -> _Pool:
 
 
 def _v2_sampler_state(
-    model: ModelSpec, target: Target, settings: EngineSettings, stage: StageLayout | None, speculative_tokens: int
+    model: ModelSpec,
+    target: Target,
+    settings: EngineSettings,
+    stage: StageLayout | None,
+    speculative_tokens: int,
+    speculative_method: str | None,
 ) -> SamplerState | None:
     """Model Runner V2's persistent sampler tables on this rank (``core.engine.v2_sampler_state``); None where vLLM
     profiles on another runner (the V1 runner, a CPU) or this rank is not on the last pipeline stage."""
     if settings.engine != "vllm" or target.vendor == "CPU" or (stage is not None and not stage.head):
         return None
-    if not runs_v2_model_runner(settings.release, model, settings.quantized_checkpoint):
+    pp = 1 if stage is None else stage.pp
+    if not runs_v2_model_runner(
+        settings.release, model, settings.quantized_checkpoint, speculative=speculative_method, pp=pp
+    ):
         return None
     return SamplerState(settings.max_num_seqs, model.embeddings.vocab_size, speculative_tokens)
 
@@ -659,14 +667,19 @@ def plan_engine(
     sequences_per_replica: int,
     weights_how: str | None = None,
     speculative_tokens: int = 0,
+    speculative_method: str | None = None,
     stage: StageLayout | None = None,
 ) -> EnginePlan:
     """The engine's plan for ``model`` (priced as ``kv``: dtype, tp, max_model_len = kv.seq_len) on ``target``;
     ``weights_how``: where the weights' figure comes from, when not the weight inventory; ``speculative_tokens``: k
-    of speculative decoding (its decode steps verify 1 + k tokens a request); ``stage``: the pipeline stage this
+    of speculative decoding (its decode steps verify 1 + k tokens a request), by ``speculative_method``
+    (which decides vLLM's model runner in 0.22-0.29, ``core.engine.model_runner``); ``stage``: the pipeline stage this
     rank holds, where pp > 1."""
+    v2_knobs = {"speculative": speculative_method, "pp": 1 if stage is None else stage.pp}
     if settings.engine == "vllm" and target.vendor != "CPU":  # Model Runner V2's dummy run samples greedily
-        sampler = profiling_sampler(settings.sampler, settings.release, model, settings.quantized_checkpoint)
+        sampler = profiling_sampler(
+            settings.sampler, settings.release, model, settings.quantized_checkpoint, **v2_knobs
+        )
         settings = settings.model_copy(update={"sampler": sampler})
     activation = profile_peak_bytes(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp,
@@ -691,9 +704,9 @@ def plan_engine(
         graphs = cuda_graph_estimate(
             model, target, tp=kv.tp, max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens, speculative_tokens=speculative_tokens,
-            before_pool=estimates_cuda_graphs(settings.release, model, settings.quantized_checkpoint),
+            before_pool=estimates_cuda_graphs(settings.release, model, settings.quantized_checkpoint, **v2_knobs),
         )  # fmt: skip
-    sampler_state = _v2_sampler_state(model, target, settings, stage, speculative_tokens)
+    sampler_state = _v2_sampler_state(model, target, settings, stage, speculative_tokens, speculative_method)
     counted = sampler_state is not None and counts_sampler_state(settings.release)
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder,
                      graphs=graphs, stage=stage, speculative_tokens=speculative_tokens,
