@@ -4,7 +4,9 @@
 
 For each log: the KV tokens from the log's own available memory (the block arithmetic alone) and from first
 principles (device memory, weights, activation peak, non-torch memory: ``core.engine``, by the generation of the
-log's engine: V0 or V1), against the log's. ``benchmarks/engine_logs.py`` prices the logs of other versions.
+log's engine: V0 or V1), against the log's. The logs that are not vLLM 0.19 are priced from first principles by
+``benchmarks/engine_logs.py``'s route (by their release and the sampler line they print), so the two tables give one
+figure per log; they are marked ``*``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+from engine_logs import VLLM_LOG_GENERATIONS, _from_vllm_logs, whole_plan
 
 from mha_cli.core.engine.pages import paged_pool
 from mha_cli.core.engine.plan import plan_engine
@@ -28,6 +31,7 @@ ROOT = Path(__file__).parent.parent
 
 def main() -> None:
     logs = yaml.safe_load((ROOT / "tests" / "fixtures" / "vllm_logs.yaml").read_text())
+    by_release = {row["id"]: row for row in _from_vllm_logs()}
     print(f"{'id':>3} {'model':34} {'tp':>2} {'reported':>10} {'from log':>10} {'first pr.':>10} {'error':>7}  weights")
     for entry in logs:
         reported = entry["kv_cache_tokens"] or (entry["gpu_blocks"] or 0) * 16
@@ -59,14 +63,18 @@ def main() -> None:
             max_num_batched_tokens=entry["max_num_batched_tokens"], max_num_seqs=entry["max_num_seqs"],
             engine_generation=generation,
         )  # fmt: skip
-        plan = plan_engine(
-            model, kv, target, resolve_settings(deployment, target, tp),
-            weights_bytes_per_rank=rank_weight_bytes(model, tp, weights), sequences_per_replica=1,
-        )  # fmt: skip
+        if entry["id"] in VLLM_LOG_GENERATIONS:  # engine_logs.py's route: by release and printed sampler
+            plan = whole_plan(by_release[entry["id"]])
+        else:
+            plan = plan_engine(
+                model, kv, target, resolve_settings(deployment, target, tp),
+                weights_bytes_per_rank=rank_weight_bytes(model, tp, weights), sequences_per_replica=1,
+            )  # fmt: skip
         error = plan.kv_tokens / reported - 1
+        mark = "*" if entry["id"] in VLLM_LOG_GENERATIONS else " "
         print(
             f"{entry['id']:>3} {entry['model'][:34]:34} {tp:>2} {reported:>10,} {from_log:>10,} {plan.kv_tokens:>10,}"
-            f" {error:>+7.1%}  {weights} {plan.weights_bytes_per_rank / GIB:.2f} / {entry['weights_gib']} GiB"
+            f"{mark}{error:>+7.1%}  {weights} {plan.weights_bytes_per_rank / GIB:.2f} / {entry['weights_gib']} GiB"
         )
 
 
