@@ -10,9 +10,12 @@ from mha_cli.core.engine.cuda_graphs import (
     capture_sizes,
     cuda_graph_estimate,
     full_decode_sizes,
+    v1_full_decode_sizes,
+    v1_spec_decode_sizes,
 )  # fmt: skip
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec
@@ -289,3 +292,34 @@ def test_v2_graphs_outside_are_shown_and_weighed_against_the_headroom(cli, tmp_p
     assert shown.exit_code == 0, shown.output
     outside = next(line for line in shown.stdout.splitlines() if "CUDA graphs (outside)" in line)
     assert "Model Runner V2 < 0.29 estimates none" in outside
+
+
+def test_the_v1_runner_rounds_its_capture_sizes_to_q():
+    """V1's ``adjust_cudagraph_sizes_for_spec_decode`` (0.21-0.32), counted by hand. 16 sequences at k = 2 (q = 3):
+    the sizes are 1, 2, 4, 8, 16, 24, ..., 96 and 3, 6, 12 (18); rounded up to 3 and kept up to 96: 3, 6, 9, 12, 18,
+    24, 33, 42, 48, 57, 66, 72, 81, 90, 96 (15 PIECEWISE graphs); FULL from 3 to 48: 3 ... 48 (9), which V2 reaches
+    by rounding its 18 sizes instead. At 256 sequences the largest, 512, rounds to 513 and drops: 504 is the last."""
+    sizes = capture_sizes(16, 8192, query_len=3)
+    assert len(sizes) == 18
+    v1 = v1_spec_decode_sizes(sizes, 3)
+    assert v1 == [3, 6, 9, 12, 18, 24, 33, 42, 48, 57, 66, 72, 81, 90, 96]
+    assert v1_full_decode_sizes(v1, 16, 3) == [3, 6, 9, 12, 18, 24, 33, 42, 48] == full_decode_sizes(sizes, 16, 3)
+    assert v1_spec_decode_sizes(sizes, 1) == sizes
+    assert v1_spec_decode_sizes(capture_sizes(256, 8192, query_len=3), 3)[-1] == 504
+    model = load_source("tests/fixtures/hf_configs/qwen3-0.6b.json").model
+    knobs = {"tp": 1, "max_num_seqs": 16, "max_num_batched_tokens": 8192, "speculative_tokens": 2}
+    v2_graphs = cuda_graph_estimate(model, H100, **knobs)
+    v1_graphs = cuda_graph_estimate(model, H100, **knobs, v1_runner=True)
+    assert (v2_graphs.piecewise_graphs, v2_graphs.full_graphs) == (18, 9)
+    assert (v1_graphs.largest_size, v1_graphs.piecewise_graphs, v1_graphs.full_graphs) == (96, 15, 9)
+    assert v1_graphs.bytes == v2_graphs.bytes - 3 * v1_graphs.per_graph_bytes
+    big = {**knobs, "max_num_seqs": 256}
+    assert cuda_graph_estimate(model, H100, **big, v1_runner=True).largest_size == 504
+    assert cuda_graph_estimate(model, H100, **big).largest_size == 512
+
+
+def test_the_v1_runner_refuses_a_decode_step_past_its_largest_size():
+    """vLLM raises "No valid cudagraph sizes after rounding": one line, not a traceback."""
+    with pytest.raises(BadInputError, match="multiple of 9"):
+        v1_spec_decode_sizes([1, 2, 4, 8], 9)
+    assert v1_spec_decode_sizes([1, 2, 4, 5], 5) == [5]

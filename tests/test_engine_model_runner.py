@@ -160,3 +160,37 @@ def test_the_engine_plan_reads_the_speculative_method():
     assert not plans["eagle"].cuda_graph_in_budget and plans["draft_model"].cuda_graph_in_budget
     labels = {method: " ".join(line.label for line in plan.budget) for method, plan in plans.items()}
     assert "sampler" in labels["eagle"].lower() and "sampler" not in labels["draft_model"].lower()
+
+
+def test_rocm_keeps_deepseek_v32_and_glm_dsa_on_v1_in_0_29_to_0_31():
+    """``ROCM_DEFAULT_MRV1_ARCHITECTURES`` (``config/vllm.py``): DeepSeek-V3.2 (and V4) on ROCm stay on the V1 runner in
+    0.29, GLM-5's ``GlmMoeDsaForCausalLM`` too in 0.30-0.31; 0.32.0 has no list, and 0.22-0.28 check no platform for
+    any family here (0.27 drops Kimi-K3, 0.28 DeepSeek-V4 on ROCm: neither is one)."""
+    v32 = _model("deepseek-v3.2-exp.json")
+    glm_dsa = v32.model_copy(update={"family": "glm_moe_dsa"})
+    qwen3 = _model("qwen3-8b.json")
+    on_rocm = {release: runs_v2_model_runner(release, v32, rocm=True) for release in ((0, 29), (0, 31), (0, 32), None)}
+    assert on_rocm == {(0, 29): False, (0, 31): False, (0, 32): True, None: True}
+    assert [runs_v2_model_runner((0, 29), glm_dsa, rocm=True), runs_v2_model_runner((0, 30), glm_dsa, rocm=True)] == [
+        True, False,
+    ]  # fmt: skip
+    assert runs_v2_model_runner((0, 29), v32) and runs_v2_model_runner((0, 30), glm_dsa)  # CUDA: every model
+    for release in ((0, 22), (0, 24), (0, 27), (0, 28), (0, 29), (0, 31), None):
+        assert runs_v2_model_runner(release, qwen3, rocm=True) == runs_v2_model_runner(release, qwen3)
+    assert estimates_cuda_graphs((0, 29), v32, rocm=True) and profiling_sampler("triton", (0, 30), v32, rocm=True) == (
+        "triton"
+    )
+
+
+def test_an_amd_plan_reads_the_rocm_default():
+    """On an MI300X, vLLM 0.29 profiles DeepSeek-V3.2 on the V1 runner: no V2 sampler tables; on an H100, V2's."""
+    model = _model("deepseek-v3.2-exp.json")
+    kv = kv_footprint(model, seq_len=4096, batch=1, kv_dtype="bf16", tp=8)
+    plans = {}
+    for name in ("mi300x", "h100"):
+        target = resolve_target(name).target
+        settings = resolve_settings(DeploymentSpec(engine="vllm", engine_version="0.29.0", tp=8), target, 8)
+        plans[name] = plan_engine(model, kv, target, settings, weights_bytes_per_rank=rank_weight_bytes(model, 8, "fp8"),
+                                  sequences_per_replica=1)  # fmt: skip
+    labels = {name: " ".join(line.label for line in plan.budget).lower() for name, plan in plans.items()}
+    assert "sampler" not in labels["mi300x"] and "sampler" in labels["h100"]

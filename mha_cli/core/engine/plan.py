@@ -646,8 +646,9 @@ def _v2_sampler_state(
         return None
     pp = 1 if stage is None else stage.pp
     if not runs_v2_model_runner(
-        settings.release, model, settings.quantized_checkpoint, speculative=speculative_method, pp=pp
-    ):
+        settings.release, model, settings.quantized_checkpoint, speculative=speculative_method, pp=pp,
+        rocm=target.vendor == "AMD",
+    ):  # fmt: skip
         return None
     return SamplerState(settings.max_num_seqs, model.embeddings.vocab_size, speculative_tokens)
 
@@ -675,7 +676,11 @@ def plan_engine(
     of speculative decoding (its decode steps verify 1 + k tokens a request), by ``speculative_method``
     (which decides vLLM's model runner in 0.22-0.29, ``core.engine.model_runner``); ``stage``: the pipeline stage this
     rank holds, where pp > 1."""
-    v2_knobs = {"speculative": speculative_method, "pp": 1 if stage is None else stage.pp}
+    v2_knobs = {
+        "speculative": speculative_method,
+        "pp": 1 if stage is None else stage.pp,
+        "rocm": target.vendor == "AMD",
+    }
     if settings.engine == "vllm" and target.vendor != "CPU":  # Model Runner V2's dummy run samples greedily
         sampler = profiling_sampler(
             settings.sampler, settings.release, model, settings.quantized_checkpoint, **v2_knobs
@@ -705,6 +710,7 @@ def plan_engine(
             model, target, tp=kv.tp, max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens, speculative_tokens=speculative_tokens,
             before_pool=estimates_cuda_graphs(settings.release, model, settings.quantized_checkpoint, **v2_knobs),
+            v1_runner=not runs_v2_model_runner(settings.release, model, settings.quantized_checkpoint, **v2_knobs),
         )  # fmt: skip
     sampler_state = _v2_sampler_state(model, target, settings, stage, speculative_tokens, speculative_method)
     counted = sampler_state is not None and counts_sampler_state(settings.release)

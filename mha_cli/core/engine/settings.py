@@ -247,7 +247,7 @@ def resolve_settings(
             kv_cache_bytes=deployment.kv_cache_memory_bytes, limit_mm_per_prompt=deployment.limit_mm_per_prompt,
             sampler=deployment.vllm_sampler or default_sampler(
                 chosen.id, deployment.engine_version,
-                flashinfer_capable=runs_flashinfer(target.vendor, target.compute_capability),
+                flashinfer_capable=runs_flashinfer(target.vendor, target.compute_capability), cpu=cpu,
             ),
             release=_release_in_force(chosen, deployment.engine_version),
             quantized_checkpoint=deployment.weight_dtype not in UNQUANTIZED or deployment.weight_scheme is not None,
