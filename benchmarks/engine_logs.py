@@ -57,12 +57,13 @@ WHY: dict[int, str] = {
     " LLM_CLASS 8192 below 70 GiB), non-torch (0.25) and RoPE (0.03). Priced with vllm serve's 2,048-token chunk the"
     " forward is 0.20 GiB and the plan +4.9%; the note's script (its spawn guard, LLM.generate's priority list) is"
     " the LLM class. The card runs under WSL2, whose memory outside the process (515: 0.61 GiB) the note does not size",
-    701: "the log's figures leave 11.08 GiB before the pool (0.9 x 23.65 - 10.21) against the plan's 9.46: 0.78 GiB"
-    " is the vision tower, in the log's weights (8.61 GiB) and left out of the plan's (7.83 GiB: mha's Qwen3.5 importer"
-    " counts text_config only, as `mha kv` says); the other 0.85 GiB (2.47 GiB for activation, graphs and non-torch"
-    " against 1.62) has no source-backed cause read here: the excerpt prints no CUDA-graph estimate, and vLLM's"
-    " profiling run of a multimodal model's encoder (702's log of the same architecture prints its 16,384-token"
-    " encoder budget) is priced only for the vision towers mha reads (`core.engine.encoder_profile`)",
+    701: "+16.0% while mha's Qwen3.5 importer read text_config only (plan 9.46 GiB before the pool against the log's"
+    " 11.08 = 0.9 x 23.65 - 10.21). Then, with this log in view: the vision tower counted (`core.vision_config`, as"
+    " transformers 5.24's Qwen3_5VisionModel builds it: Qwen3-VL's tower without DeepStack mergers; 333,514,240"
+    " parameters, 0.62 GiB; vLLM 0.32 `qwen3_5.py` builds it as Qwen3_VisionTransformer) and vLLM's encoder profiling"
+    " of its largest image priced (`core.engine.encoder_profile`: 1 image of 16,384 tokens, 65,536 patches, 1.63 GiB"
+    " above the decoder's 0.83): +2.1%. Left: the log's weights are 8.61 GiB against the plan's 8.46 (0.15 GiB no"
+    " source read here names); activation, graphs, non-torch and RoPE cache 2.42 GiB against the log's 2.47",
     202: 'per-token: vLLM 0.9-0.10 logs "GPU KV cache size" once per worker before it keeps the smallest rank\'s'
     " blocks (`get_kv_cache_config`, `unify_kv_cache_configs`, 0.10.1.1), so the quoted tokens (8.02 GiB of blocks)"
     " and 8.11 GiB may be two ranks'. Plan: +45.7% until 0.10's sampler sort was priced (`core.engine.sampler`,"
@@ -401,6 +402,13 @@ NOTES = """## Notes
   card, Qwen2.5-32B on "an A100 80GB or H100"). Other logs found repeat earlier ones: the root-level
   vllm-7B-2gpuA10080GB-same-node.log of dennislee22/vLLM-benchmarking is log 103's (12.02 GiB, 450,192 tokens), a
   FastAPI Qwen3.5-4B vLLM 0.22.0 run is 519's series (GPU not named), and a TensorRT-LLM RTX 5090 page repeats 408.
+- Qwen3.5 / Qwen3.6's vision tower read from `vision_config` with 701 in view (so 701 is not held out for it): the
+  tower transformers 5.24 builds (`Qwen3_5VisionModel`: Qwen3-VL's patch embedding, learned positions, LayerNorm
+  blocks and merger, its DeepStack mergers deleted), which vLLM 0.32 `qwen3_5.py` builds as `Qwen3_VisionTransformer`
+  and profiles through Qwen3-VL's processing info (the largest image 16,384 tokens). Its weights equal
+  transformers' model on the meta device (qwen3.5-4b 333,514,240, qwen3.6-27b 460,730,096: `tests/test_zoo_weights.py`
+  now exact for both). Before -> after: 701 +16.0% -> +2.1% (weights 7.83 -> 8.46 GiB against the log's 8.61; the
+  profiling peak 0.83 -> 1.63 GiB, the encoder's run above the decoder's); no other log moves.
 
 - Model Runner V2's CUDA graphs read by release (0.22.0-0.32.0 wheels) with 605 in view: its
   `profile_cudagraph_memory` returns 0 in 0.22-0.28 and measures the graphs from 0.29, so where V2 profiles a model
@@ -535,7 +543,9 @@ GROUPS = {
     " -5.4%), so 605 is no longer held out for it, nor for the V2 runner's CUDA graphs by release",
     "new-5": "Group 701 and up (logs8): collected after the rules of commit ffdb05b stood (the vLLM 0.17+ dummy"
     " sampler derived, SGLang's eager prefill, TensorRT-LLM refused off NVIDIA, with the CUDA-graph estimate and"
-    " TensorRT-LLM rules before them), priced with them, no rule changed: 0 of 1 within 5%, 6 logs not expressible",
+    " TensorRT-LLM rules before them), priced with them, no rule changed: 0 of 1 within 5%, 6 logs not expressible;"
+    " Qwen3.5's vision tower was then counted and its encoder profiling priced with 701 in view (+16.0% -> +2.1%), so"
+    " 701 is no longer held out for that rule",
     "new-6": "Group 801 and up (logs9): collected after the rules of commit f0ae8fa stood (Model Runner V2's CUDA graphs"
     " and sampler tables by release, the V1-runner drafters of 0.22-0.29, with every rule of the earlier groups),"
     " priced with them, no rule changed: 0 of 1 within 5% (801, -8.2%), 7 logs not expressible",

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GEMMA3 = ROOT / "tests" / "fixtures" / "hf_configs" / "gemma-3-4b-it.json"
 QWEN2_5_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen2.5-vl-7b-instruct.json"
 QWEN3_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-8b-instruct.json"
+QWEN3_5 = ROOT / "tests" / "fixtures" / "hf_configs" / "qwen3.5-4b.json"
 LOGS = yaml.safe_load((ROOT / "tests" / "fixtures" / "vision" / "vllm_logs.yaml").read_text())
 
 
@@ -82,6 +83,19 @@ def test_qwen3_vl_profiles_an_image_or_a_two_frame_video():
     assert image is not None and (image.modality, image.items, image.budget_tokens) == ("image", 1, 16_384)
     video = encoder_profile(model, **steps, limits={"image": 0})
     assert video is not None and (video.modality, video.items, video.patches) == ("video", 1, 12_288 * 4)
+
+
+def test_qwen3_5_profiles_qwen3_vl_s_largest_image_through_its_own_tower():
+    """Qwen3.5-4B's processor is Qwen3-VL's (16,384-token image, 12,288-token video); its tower is 1,024 wide with
+    a 4,096-wide MLP: one image of 65,536 patches, fp32 pixels of 3 x 2 x 16 x 16, the residual, its normed copy and
+    fc1 with its GELU in bf16."""
+    model = _model(QWEN3_5)
+    assert tokens_per_item(model.vision, 4096) == {"image": 16_384, "video": 12_288}
+    profile = encoder_profile(model, max_num_batched_tokens=2048, max_num_seqs=256, max_model_len=4096, tp=1)
+    assert profile is not None and (profile.modality, profile.items, profile.budget_tokens) == ("image", 1, 16_384)
+    pixels = 65_536 * 3 * 2 * 16 * 16 * 4
+    assert profile.forward_bytes == pixels + 65_536 * 2 * (2 * 1024 + 2 * 4096) == 1_744_830_464
+    assert profile.kept_bytes == pixels + 16_384 * 2560 * 2
 
 
 @pytest.mark.parametrize(

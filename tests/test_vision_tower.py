@@ -1,6 +1,8 @@
 """Vision towers (``core.vision_tower``): hand counts of small towers, their split over tensor-parallel ranks, and
 every tensor's name and shape against transformers' own model built from the same config.json on the meta device
-(Gemma 3's SigLIP and projector, Qwen2.5-VL's ViT and merger, Qwen3-VL's ViT and its DeepStack mergers, Llama 4's tiled ViT, adapter and projector). A family whose tower is not listed is named."""
+(Gemma 3's SigLIP and projector, Qwen2.5-VL's ViT and merger, Qwen3-VL's ViT and its DeepStack mergers, Qwen3.5's
+and Qwen3.6's ViT without them, Llama 4's tiled ViT, adapter and projector). A family whose tower is not listed is
+named."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ QWEN2_5_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen2.5-vl-7b-instruct.js
 QWEN3_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-8b-instruct.json"
 QWEN3_VL_MOE = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-30b-a3b-instruct.json"
 LLAMA4 = ROOT / "tests" / "fixtures" / "vision" / "llama-4-scout-17b-16e.json"
+QWEN3_5 = ROOT / "tests" / "fixtures" / "hf_configs" / "qwen3.5-4b.json"
+QWEN3_6 = ROOT / "tests" / "fixtures" / "hf_configs" / "qwen3.6-27b.json"
 SMALL = {"hidden_size": 8, "intermediate_size": 16, "num_attention_heads": 2, "num_heads": 2, "depth": 2,
          "num_hidden_layers": 2, "patch_size": 14, "image_size": 28, "out_hidden_size": 12}  # fmt: skip
 
@@ -71,6 +75,40 @@ def test_qwen3_vl_hand_count():
     assert _tower("qwen3_vl_moe", **vision) == tower  # the MoE decoder's tower is the same
 
 
+def test_qwen3_5_hand_count_has_no_deepstack_mergers():
+    """Qwen3.5's tower is Qwen3-VL's without DeepStack mergers, even where its vision_config lists some layers
+    (transformers' Qwen3_5VisionModel deletes the list), which is said; the MoE decoder's tower is the same."""
+    vision = {"patch_size": 2, "temporal_patch_size": 2, "spatial_merge_size": 2, "num_position_embeddings": 4}
+    qwen3_vl = _tower("qwen3_vl", **vision)
+    tower = _tower("qwen3_5", **vision, deepstack_visual_indexes=[1])
+    assert tower == qwen3_vl and tower.deepstack_mergers == 0
+    assert tower_params(tower) == 4416 - (2 * 32 + (32 * 32 + 32) + (12 * 32 + 12)) == 2900  # less the one merger
+    assert _tower("qwen3_5_moe", **vision) == tower
+    _, assumed = read_vision_tower({"model_type": "qwen3_5", "vision_config": {**SMALL, "deepstack_visual_indexes": [1]}},
+                                   12, "test")  # fmt: skip
+    assert any("deepstack_visual_indexes [1] not counted" in line for line in assumed)
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_5", "qwen3_5_moe"])
+def test_a_small_qwen3_5_tower_equals_transformers_own(model_type):
+    """transformers' own Qwen3.5 (and Qwen3.5-MoE) vision model, built from a small vision config with random
+    weights: its tensors are the inventory's, names and shapes, with the DeepStack layers it is given ignored."""
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    vision = {"depth": 2, "hidden_size": 8, "intermediate_size": 16, "num_heads": 2, "out_hidden_size": 12,
+              "patch_size": 2, "temporal_patch_size": 2, "spatial_merge_size": 2, "num_position_embeddings": 4,
+              "deepstack_visual_indexes": [1]}  # fmt: skip
+    prefix = "Qwen3_5Moe" if model_type == "qwen3_5_moe" else "Qwen3_5"
+    modeling = getattr(transformers.models, model_type)
+    config = getattr(transformers, f"{prefix}VisionConfig")(**vision)
+    model = getattr(getattr(modeling, f"modeling_{model_type}"), f"{prefix}VisionModel")(config)
+    built = {f"model.visual.{name}": tuple(p.shape) for name, p in model.named_parameters()}
+    spec, _ = read_vision_tower({"model_type": model_type, "vision_config": vision}, 12, "test")
+    assert spec is not None
+    assert built == {t.name: t.shape for t in tower_tensors(spec)}
+    assert sum(p.numel() for p in model.parameters()) == tower_params(spec) == 2900
+
+
 def test_llama4_hand_count():
     """8 wide, 2 layers, MLP 16, 28-pixel tiles of 14-pixel patches (4 and a class token), an adapter 12 wide out to
     10, a 12-wide decoder; 16 tiles and the global one of 4 x 0.5^2 = 1 token each."""
@@ -101,8 +139,10 @@ def test_the_tower_is_counted_in_the_weights_not_in_the_active_ones():
         (QWEN3_VL, "Qwen3VLForConditionalGeneration", "Qwen3VLConfig"),
         (QWEN3_VL_MOE, "Qwen3VLMoeForConditionalGeneration", "Qwen3VLMoeConfig"),
         (LLAMA4, "Llama4ForConditionalGeneration", "Llama4Config"),
+        (QWEN3_5, "Qwen3_5ForConditionalGeneration", "Qwen3_5Config"),
+        (QWEN3_6, "Qwen3_5ForConditionalGeneration", "Qwen3_5Config"),
     ],
-    ids=["gemma3", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llama4"],
+    ids=["gemma3", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llama4", "qwen3_5", "qwen3_6"],
 )
 def test_every_tower_tensor_equals_transformers(path, model_class, config_class):
     """transformers' whole model on the meta device: its tower and projector hold exactly the inventory's tensors,

@@ -20,8 +20,6 @@ zoo_sweep = load_benchmark("zoo_sweep")
 SAID = {
     "gemma-3n-e4b": "per-layer embeddings",  # Gemma-3n's per-layer embedding table, its family's note
     "llama-4-scout-17b-16e": "(text_config) only",  # the hf_configs copy has no vision_config: its tower is named, left out
-    "qwen3.6-27b": "(text_config) only",  # Qwen3.5/3.6's vision tower is not one mha counts: named, left out (-1.7%)
-    "qwen3.5-4b": "(text_config) only",  # the same tower, -7.3% of a 4.5B model
 }
 """Files whose count differs from transformers' and whose `mha kv` output says what it leaves out."""
 

@@ -7,7 +7,7 @@ Rules the common calculators get wrong, handled here:
 - sliding windows: ``layer_types`` when present, else the family's own fields (Qwen2's ``max_window_layers``),
   else ``sliding_window_pattern``, else the family's known cycle (Gemma 2 alternates);
 - multimodal configs (Gemma 3) keep the language model under ``text_config``; their ``vision_config`` tower is read
-  for the families ``core.vision_tower`` lists (Gemma 3, Qwen2.5-VL), named as not counted for the others;
+  for the families ``core.vision_tower`` lists (Gemma 3, Qwen2.5-VL, Qwen3-VL, Qwen3.5/3.6, Llama 4), named as not counted for the others;
 - layer kinds: chunked local attention (Llama-4), linear-attention and state-space layers with a fixed
   per-sequence state (Qwen3-Next, Jamba, Falcon-H1, Granite-4.0-H, MiniMax, Kimi-Linear), DeepSeek-V3.2's indexer
   key, K/V shared across layers (Gemma-3n);

@@ -498,8 +498,8 @@ class MoESpec(_Strict):
 VisionTowerKind = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "llama4"]
 """The vision encoders whose weights are listed (``core.vision_tower``): ``siglip`` (Gemma 3's SigLIP ViT and its
 projector), ``qwen2_5_vl`` (Qwen2.5-VL's windowed ViT and patch merger), ``qwen3_vl`` (Qwen3-VL's ViT with learned
-positions, its merger and the DeepStack mergers), ``llama4`` (Llama 4's tiled ViT, pixel-shuffle adapter and
-projector)."""
+positions, its merger and the DeepStack mergers; Qwen3.5's and Qwen3.6's, without DeepStack), ``llama4`` (Llama 4's
+tiled ViT, pixel-shuffle adapter and projector)."""
 
 
 class VisionTowerSpec(_Strict):
@@ -527,7 +527,7 @@ class VisionTowerSpec(_Strict):
     """Qwen3-VL, Llama 4: learned position embeddings (num_position_embeddings; Llama 4's patches of a tile and its
     class token); 0: none of that kind."""
     deepstack_mergers: Annotated[int, Field(ge=0, le=256)] = 0
-    """Qwen3-VL: mergers feeding encoder layers' outputs into the decoder (len(deepstack_visual_indexes))."""
+    """Qwen3-VL: mergers feeding encoder layers' outputs into the decoder (len(deepstack_visual_indexes)); Qwen3.5: 0."""
     adapter_width: Annotated[int, Field(ge=0, le=_MAX_WIDTH)] = 0
     """Llama 4: the pixel-shuffle adapter's hidden width (projector_input_dim); its output is ``adapter_output``."""
     adapter_output: Annotated[int, Field(ge=0, le=_MAX_WIDTH)] = 0

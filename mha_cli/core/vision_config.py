@@ -1,6 +1,7 @@
 """A multimodal model's vision tower read from config.json's ``vision_config`` (``core.vision_tower`` lists it).
 
-Gemma 3 (SigLIP), Qwen2.5-VL, Qwen3-VL (and its MoE) and Llama 4: the tower's widths and depth, and the largest
+Gemma 3 (SigLIP), Qwen2.5-VL, Qwen3-VL (and its MoE), Qwen3.5 / Qwen3.6 (dense and MoE: Qwen3-VL's tower without
+DeepStack mergers) and Llama 4: the tower's widths and depth, and the largest
 image (or video) vLLM profiles, which the model's processor files set, outside config.json: their published values
 are assumed and said. A count the config leaves out takes transformers' default, also said. Pure Python.
 """
@@ -18,10 +19,14 @@ QWEN2_5_VL_MAX_PIXELS = 12_845_056
 is lower): vLLM's largest image is the one of the most pixels the processor keeps (``qwen2_vl.py``
 ``get_image_size_with_most_features``). It lives outside config.json, so it is assumed."""
 QWEN3_VL_MAX_PIXELS = 16_777_216
-"""Qwen3-VL's published ``preprocessor_config.json`` ``size.longest_edge`` (4,096 x 4,096): its largest image."""
+"""Qwen3-VL's published ``preprocessor_config.json`` ``size.longest_edge`` (4,096 x 4,096): its largest image.
+Qwen3.5's processor is Qwen3-VL's (vLLM 0.32 ``qwen3_5.py``: ``Qwen3_5ProcessingInfo(Qwen3VLProcessingInfo)``) and
+its published files ship the same sizes (a ~16 MP ``longest_edge``: ml-explore/mlx-swift-lm PR #398, measured on
+Qwen3.6-27B; the 16,384-token encoder budget of engine log 702, a Qwen3.5-9B start-up, agrees)."""
 QWEN3_VL_VIDEO_MAX_PIXELS = 25_165_824
-"""Qwen3-VL's published ``video_preprocessor_config.json`` ``size.longest_edge``: vLLM profiles a video of two
-frames of half these pixels each (``qwen3_vl.py`` ``get_max_video_tokens``)."""
+"""Qwen3-VL's published ``video_preprocessor_config.json`` ``size.longest_edge`` (Qwen3.5-4B's too: a public copy
+of that file, search index id 58496177140): vLLM profiles a video of two frames of half these pixels each
+(``qwen3_vl.py`` ``get_max_video_tokens``)."""
 
 _SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
                     "num_attention_heads": 12, "num_channels": 3, "image_size": 224, "patch_size": 16}  # fmt: skip
@@ -42,8 +47,11 @@ LLAMA4_MAX_TILES = 16
 """Llama 4's image processor ``max_patches``: vLLM's largest image is 16 tiles tall and one wide, plus the global
 tile (``mllama4.py`` ``get_image_size_with_most_features``)."""
 TOWER_FAMILIES = {"gemma3": "siglip", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl",
-                  "llama4": "llama4"}  # fmt: skip
+                  "qwen3_5": "qwen3_vl", "qwen3_5_moe": "qwen3_vl", "llama4": "llama4"}  # fmt: skip
 """The outer config's ``model_type`` -> the tower ``read_vision_tower`` reads for it."""
+NO_DEEPSTACK = ("qwen3_5", "qwen3_5_moe")
+"""Qwen3.5 / Qwen3.6: Qwen3-VL's tower whose DeepStack mergers transformers never builds (5.24
+``Qwen3_5VisionModel.__init__`` deletes ``deepstack_merger_list``; ``Qwen3_5VisionConfig`` drops the field)."""
 
 
 def vision_tower_listed(config: dict[str, Any]) -> bool:
@@ -115,13 +123,11 @@ def _qwen_tower(
     )
     qwen3 = {}
     if kind == "qwen3_vl":
-        stacked = vision.get("deepstack_visual_indexes") or []
-        if not isinstance(stacked, list):
-            raise BadInputError("vision_config.deepstack_visual_indexes must be a list of layers")
+        stacked = _deepstack_layers(str(config.get("model_type")), vision, assumed)
         video = QWEN3_VL_VIDEO_MAX_PIXELS // value("temporal_patch_size") // (patch * merge) ** 2
         assumed.append(
             f"vision: the largest video is 2 frames of {QWEN3_VL_VIDEO_MAX_PIXELS // 2:,} pixels ({video:,}"
-            " tokens), from Qwen3-VL's published video_preprocessor_config.json"
+            " tokens), from the model's published video_preprocessor_config.json (Qwen3-VL's size)"
         )
         qwen3 = {"positions": value("num_position_embeddings"), "deepstack_mergers": len(stacked),
                  "video_tokens": video}  # fmt: skip
@@ -132,6 +138,20 @@ def _qwen_tower(
         projector_width=value("out_hidden_size"), tokens_per_image=tokens, patches_per_image=tokens * merge**2,
         **qwen3,
     )  # fmt: skip
+
+
+def _deepstack_layers(model_type: str, vision: dict[str, Any], assumed: list[str]) -> list[Any]:
+    """The encoder layers whose outputs a DeepStack merger feeds to the decoder: none for Qwen3.5 / Qwen3.6,
+    whatever the config lists (said when it lists some)."""
+    stacked = vision.get("deepstack_visual_indexes") or []
+    if not isinstance(stacked, list):
+        raise BadInputError("vision_config.deepstack_visual_indexes must be a list of layers")
+    if model_type in NO_DEEPSTACK and stacked:
+        assumed.append(
+            f"vision_config.deepstack_visual_indexes {stacked} not counted: transformers' Qwen3.5 tower builds no"
+            " DeepStack mergers (vLLM 0.32's Qwen3_VisionTransformer would build them)"
+        )
+    return [] if model_type in NO_DEEPSTACK else stacked
 
 
 def _llama4_tower(

@@ -12,7 +12,9 @@ split over tensor-parallel ranks as vLLM splits them (its default ``mm_encoder_t
   bias (replicated), ``n_layers`` blocks of two RMSNorms, a fused qkv and a proj with biases, a gated MLP with
   biases (qkv, gate, up split by columns, proj and down by rows), and the patch merger: an RMSNorm, then an MLP from
   ``merge^2`` patches to ``merge^2`` patches' width (split by columns) to the decoder's width (by rows).
-- ``qwen3_vl`` (Qwen3-VL and Qwen3-VL-MoE, ``Qwen3VLForConditionalGeneration``; vLLM ``qwen3_vl.py``): a Conv3d
+- ``qwen3_vl`` (Qwen3-VL and Qwen3-VL-MoE, ``Qwen3VLForConditionalGeneration``; vLLM ``qwen3_vl.py``; and
+  Qwen3.5 / Qwen3.6, dense and MoE, ``Qwen3_5ForConditionalGeneration``, whose tower transformers 5.24 builds as
+  Qwen3-VL's without DeepStack mergers and vLLM 0.32 ``qwen3_5.py`` as ``Qwen3_VisionTransformer``): a Conv3d
   patch embedding with bias and learned positions (replicated), ``n_layers`` blocks of two LayerNorms, a fused qkv
   and a proj, a plain linear_fc1/linear_fc2 MLP, all biased (split as Qwen2.5-VL's), the merger (a LayerNorm over one
   patch, then Qwen2.5-VL's two layers) and one DeepStack merger per ``deepstack_visual_indexes`` entry (its
