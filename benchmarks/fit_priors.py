@@ -43,7 +43,7 @@ from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.serving import ServingCase, predict_serving
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.engine.front_end import front_end
-from mha_cli.core.engine.prefill_graphs import graphless_prefill
+from mha_cli.core.engine.prefill_graphs import UNDATED_MEASUREMENT, graphed_release, graphs_off
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import plan_memory
@@ -134,7 +134,10 @@ class GenerationRow:
         self.index, self.url, self.split = index, raw["url"], mha["split"]
         self.generation, self.source = mha["generation"], mha["source_id"]
         self.release = str(raw.get("engine_version") or "") or None
-        """The engine release the row ran (``0.5.10.post1``): dates a graphed prefill (``core.engine.prefill_graphs``)."""
+        """The engine release the row ran (``0.5.10.post1``): dates a graphed prefill (``core.engine.prefill_graphs``);
+        an SGLang row naming none is priced as ``UNDATED_MEASUREMENT`` (eager), the meaning it was fitted with."""
+        if self.release is None and str(mha["generation"]).startswith("sglang"):
+            self.release = UNDATED_MEASUREMENT
         self.target = load_targets()[mha["target"]]
         self.weight_dtype = mha["weight_dtype"]
         self.measured: dict[str, float] = {k: float(v) for k, v in mha["measured"].items()}
@@ -338,13 +341,22 @@ def fit_prefill_launch(rows: list[GenerationRow], constants: dict[str, float]) -
     timed = [
         row for row in rows
         if "ttft_ms" in row.measured and row.case.concurrency == LONE_USERS
-        and graphless_prefill(row.generation, row.release, row.target.vendor)
+        and _eager_prefill(row)
     ]  # fmt: skip
     if not timed:
         return constants
     assert all(row.split == "fit" for row in timed), "a held-out row in a fit"
     start = constants | {"prefill_dispatch_overhead_s": constants["dispatch_overhead_s"]}  # a refit starts anew
     return _rounded(fit(timed, start, names=PREFILL_FITTED, objective=ttft_loss))
+
+
+def _eager_prefill(row: GenerationRow) -> bool:
+    """Whether every prompt step of ``row`` runs outside CUDA graphs (``core.engine.prefill_graphs``): an SGLang
+    release without piecewise prefill graphs, or one whose ``graphs_off`` turns them off for the row's case."""
+    if not row.generation.startswith("sglang"):
+        return False
+    release = graphed_release(row.generation, row.release, row.target.vendor)
+    return release is None or graphs_off(row.case, release) is not None
 
 
 def fit_generations(rows: list[GenerationRow], default: dict[str, float]) -> dict[str, dict[str, Any]]:

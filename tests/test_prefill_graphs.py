@@ -10,7 +10,7 @@ import pytest
 from mha_cli.core.cost.priors import generation_fits, prior_profile
 from mha_cli.core.cost.stepper import ServingCase, Stepper, chunked_prefill
 from mha_cli.core.cost.work import decode_shape, prefill_shape
-from mha_cli.core.engine.prefill_graphs import GRAPHLESS_PREFILL, graphless_prefill
+from mha_cli.core.engine.prefill_graphs import GRAPHLESS_PREFILL, LATEST_READ, graphed_release, graphless_prefill
 from mha_cli.core.engine.sglang_eager_ops import forward_ops
 from mha_cli.core.presets import get_preset
 from mha_cli.core.serve.step_cost import StepCost
@@ -26,7 +26,7 @@ norm, LM head, logits gather and 3 sampler operators once (the module's cited li
 @pytest.fixture(scope="module")
 def profiles():
     """(SGLang 0.5's prior on H100, the same with its prefill launched from graphs)."""
-    graphless = prior_profile(load_targets()["h100-sxm"], "bf16", generation="sglang-0.5")
+    graphless = prior_profile(load_targets()["h100-sxm"], "bf16", generation="sglang-0.5", release="0.5.9")
     return graphless, graphless.model_copy(update={"prefill_dispatch_overhead_s": 0.0})
 
 
@@ -53,13 +53,16 @@ def test_sglang_0_5_10_graphs_its_prefill_on_nvidia_only():
     assert not graphless_prefill("sglang-0.5", "0.5.10.post1", "NVIDIA")
     assert not graphless_prefill("sglang-0.5", "0.6.0", "NVIDIA")
     assert graphless_prefill("sglang-0.5", "0.5.10", "AMD")  # server_args.py 0.5.10: is_hip() turns it off
-    assert graphless_prefill("sglang-0.5", None, "NVIDIA")  # the generation alone: priced as 0.5.0-0.5.9
+    assert graphed_release("sglang-0.5", None, "NVIDIA") == LATEST_READ  # the generation alone: the latest read
+    assert graphless_prefill("sglang-0.4", None, "NVIDIA")  # SGLang 0.4 never graphs prefill
     assert graphless_prefill("sglang-0.5", "947927bdb", "NVIDIA")  # a commit: not read, eager
     assert not graphless_prefill("vllm-v1", "0.5.3", "NVIDIA")
     h100 = load_targets()["h100-sxm"]
     graphed = prior_profile(h100, "bf16", generation="sglang-0.5", release="0.5.10")
-    assert graphed.prefill_dispatch_overhead_s == 0.0
-    assert prior_profile(h100, "bf16", generation="sglang-0.5", release="0.5.9").prefill_dispatch_overhead_s > 0
+    eager = prior_profile(h100, "bf16", generation="sglang-0.5", release="0.5.9")
+    assert (graphed.prefill_graphs, eager.prefill_graphs) == ("0.5.10", None)
+    # the rate is kept for the steps a graphed release still runs eagerly (core.engine.prefill_graphs.graphs_off)
+    assert graphed.prefill_dispatch_overhead_s == eager.prefill_dispatch_overhead_s > 0
 
 
 def test_sglang_05_uses_its_fitted_launch_time_and_other_profiles_none(profiles):

@@ -25,5 +25,8 @@ def test_the_eager_release_names_its_host_launches_and_the_graphed_one_does_not(
     assert _eager_notes(graphed) == [] and _eager_notes(cli.json(*PLAN, "--engine", "vllm")) == []
 
 
-def test_sglang_without_a_release_is_priced_eager_and_says_so(cli):
-    assert _eager_notes(cli.json(*PLAN, "--engine", "sglang"))
+def test_sglang_without_a_release_is_priced_as_the_latest_release_read_and_says_so(cli):
+    plain, latest = cli.json(*PLAN, "--engine", "sglang"), cli.json(*PLAN, "--engine", "sglang@0.5.11")
+    assert _eager_notes(plain) == [] and plain["ttft_ms"] == latest["ttft_ms"]
+    assert plain["ttft_ms"] < cli.json(*PLAN, "--engine", "sglang@0.5.9")["ttft_ms"]
+    assert any("as SGLang 0.5.11 captures them" in note for note in plain["notes"])

@@ -100,7 +100,7 @@ def serving_case(
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
         experts=experts, shared_prefix=shared,
         cached_prefix=cached_prefix(shared, isl, engine.block_size) if cached is None else cached,
-        speculative=deployment.speculative, nodes=nodes,
+        speculative=deployment.speculative, nodes=nodes, host_kv_cache=bool(deployment.kv_offload_bytes),
     )  # fmt: skip
 
 

@@ -28,7 +28,7 @@ from pydantic_core import from_json
 
 from mha_cli.core.cost.profile import CollectiveCost, Curve, DeviceProfile
 from mha_cli.core.engine.front_end import front_end
-from mha_cli.core.engine.prefill_graphs import prefill_launch_s
+from mha_cli.core.engine.prefill_graphs import graphed_release, prefill_launch_s
 from mha_cli.core.targets import Target
 
 BANDWIDTH_SIZES = [float(4**k) for k in range(6, 19)]
@@ -129,7 +129,7 @@ def prior_profile(
     """The shipped profile of ``target`` (``constants``: the fitted ones by default; the fit passes trial values;
     ``generation``: an engine generation's constants instead of the default ones, and its front end's time in every
     TTFT, ``core.engine.front_end``; ``release``: the engine release typed, which dates whether its prefill runs in
-    CUDA graphs, ``core.engine.prefill_graphs``)."""
+    CUDA graphs, ``core.engine.prefill_graphs``; None: the latest read)."""
     chosen = generation_prior(generation, target) if constants is None and generation is not None else None
     c = constants or (chosen.constants if chosen else fitted_constants()["constants"])
     bandwidth = target.bandwidth_bytes_per_s * c["bandwidth_efficiency"]
@@ -152,7 +152,8 @@ def prior_profile(
         ),
         kernel_overhead_s=c["kernel_overhead_s"], dispatch_overhead_s=c["dispatch_overhead_s"],
         step_overhead_s=c["step_overhead_s"], request_overhead_s=front_end(generation).seconds,
-        prefill_dispatch_overhead_s=prefill_launch_s(generation, c, release, target.vendor),
+        prefill_dispatch_overhead_s=prefill_launch_s(generation, c),
+        prefill_graphs=graphed_release(generation, release, target.vendor),
         collective=CollectiveCost(latency_s=latency, bandwidth_bytes_per_s=link_bandwidth * c["link_efficiency"],
                                   link=link),
         constants={name: f"{value:g}" for name, value in c.items()} | _front_end_constant(generation),

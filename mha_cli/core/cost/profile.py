@@ -140,9 +140,12 @@ class DeviceProfile(Record):
     """An engine step's host cost per sequence it runs (scheduling, input preparation, sampling, detokenising and
     streaming each one's token): 0 in the priors (inside their step overhead); ``mha calibrate --from`` fits it."""
     prefill_dispatch_overhead_s: NonNegativeFloat = 0.0
-    """The host's launch time per kernel of a step that holds a prompt chunk, in an engine whose prefill runs outside
-    CUDA graphs (``core.engine.prefill_graphs``): the device waits where the launches outrun its work. 0: graphed,
-    or not priced (the default prior)."""
+    """The host's launch time per kernel of a step that holds a prompt chunk, in an engine whose prefill can run
+    outside CUDA graphs (``core.engine.prefill_graphs``): the device waits where the launches outrun its work. 0:
+    graphed always, or not priced (the default prior)."""
+    prefill_graphs: str | None = None
+    """The SGLang release whose piecewise CUDA graphs run prompt steps (``core.engine.prefill_graphs.graphs_off``
+    and ``graph_tokens`` say which do); None: every prompt step pays ``prefill_dispatch_overhead_s``."""
     request_overhead_s: NonNegativeFloat = 0.0
     """A served request's fixed cost outside the engine's steps: from the client's send to the engine's queue (HTTP,
     tokenising) and the first token's way back, in every TTFT. An engine generation's prior holds its front end

@@ -163,16 +163,44 @@ def sustainable(isl: int, osl: int, budget: int) -> int:
     return max(1, (osl * budget + isl) // (isl + osl))
 
 
-def eager_prefill_note(operators: int, seconds_per_operator: float) -> str:
+def eager_prefill_note(operators: int, seconds_per_operator: float, why: str) -> str:
     """Why a prompt step costs what it does on an engine whose prefill runs outside CUDA graphs
-    (``core.engine.prefill_graphs``): ``operators`` launched one by one at ``seconds_per_operator`` each."""
+    (``core.engine.prefill_graphs``): ``operators`` launched one by one at ``seconds_per_operator`` each, ``why``."""
     floor_ms = operators * seconds_per_operator * 1e3
     return (
         f"prefill runs eagerly: {operators:,} operators launched from the host at {seconds_per_operator * 1e6:.1f} us"
-        f" each, so a prompt step takes at least {floor_ms:.1f} ms; SGLang captures prefill in piecewise CUDA graphs"
-        " by default only from 0.5.10 on NVIDIA GPUs (--engine sglang@0.5.10; --engine sglang without a release is"
-        " priced as 0.5.0-0.5.9 run)"
+        f" each, so a prompt step takes at least {floor_ms:.1f} ms; {why}"
     )
+
+
+def prefill_graph_notes(stepper: Stepper) -> list[str]:
+    """How the prompt steps of ``stepper``'s case run on an SGLang profile (``core.engine.prefill_graphs``): eagerly,
+    and why, or in the piecewise CUDA graphs of the release that priced them, and which steps do not; none
+    elsewhere."""
+    from mha_cli.core.engine.prefill_graphs import LATEST_READ, graph_tokens
+
+    profile, case = stepper.profile, stepper.case
+    rate, release = profile.prefill_dispatch_overhead_s, profile.prefill_graphs
+    if not rate:
+        return []
+    if release is None:
+        why = (
+            "SGLang captures prefill in piecewise CUDA graphs by default only from 0.5.10 on NVIDIA GPUs"
+            f" (--engine sglang@0.5.10; --engine sglang without a release is priced as {LATEST_READ} runs)"
+        )
+        return [eager_prefill_note(stepper.eager_ops(), rate, why)]
+    off = stepper.graphs_off()
+    if off is not None:
+        return [eager_prefill_note(stepper.eager_ops(), rate, off)]
+    limit = graph_tokens(case)
+    note = f"prefill runs in piecewise CUDA graphs, as SGLang {release} captures them (core.engine.prefill_graphs)"
+    largest = case.isl * case.concurrency if case.batching == "static" else case.chunk_tokens
+    if largest > limit:
+        note += (
+            f"; a prompt step over {limit:,} tokens (piecewise_cuda_graph_max_tokens, 2048 for an MLA model) runs"
+            f" eagerly: {stepper.eager_ops():,} operators launched from the host at {rate * 1e6:.1f} us each"
+        )
+    return [note]
 
 
 def predict_serving(
@@ -220,8 +248,7 @@ def predict_serving(
             f"prefix cache: {case.cached_prefix:,} of each {case.isl:,}-token prompt served from the cache once warm"
             f" (the shared prefix's whole blocks); each prefill computes {computed:,} after reading them"
         )
-    if profile.prefill_dispatch_overhead_s:
-        notes.append(eager_prefill_note(stepper.eager_ops(), profile.prefill_dispatch_overhead_s))
+    notes += prefill_graph_notes(stepper)
     if case.batching == "static" and users > admitted:
         notes.append(f"a static batch of {users} exceeds the {admitted} the engine admits: priced as one batch anyway")
     if queued:

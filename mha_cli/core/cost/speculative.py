@@ -59,8 +59,9 @@ def draft_stepper(stepper: Stepper) -> Stepper:
         model = spec.drafter if spec.drafter_is_model else spec.drafter.model_copy(update={"n_layers": 1})
         experts = stepper.case.experts if spec.method == "mtp" else None
         case = stepper.case._replace(
-            model=model, pp=1, speculative=None, weight_dtype=_drafter_format(spec, stepper), experts=experts
-        )
+            model=model, pp=1, speculative=None, weight_dtype=_drafter_format(spec, stepper), experts=experts,
+            drafts_for=spec.method,
+        )  # fmt: skip
         stepper.draft = Stepper(case, stepper.profile)
     return stepper.draft
 

@@ -64,6 +64,10 @@ class ServingCase(NamedTuple):
     """Speculative decoding (``core.cost.speculative``): each decode step drafts k tokens and verifies k + 1."""
     nodes: "NodePlacement | None" = None
     """Several nodes (``core.cost.nodes``): how many devices each holds and the link between them; None: one node."""
+    host_kv_cache: bool = False
+    """A host tier behind the KV cache (``--kv-offload-gib``; SGLang's hierarchical cache)."""
+    drafts_for: str | None = None
+    """A drafter's own case (``core.cost.speculative.draft_stepper``): the speculative method it drafts for."""
 
 
 class Stepper:
@@ -151,13 +155,32 @@ class Stepper:
         totals = self._totals.get(shapes)
         if totals is None:
             totals = self._totals[shapes] = op_totals(ops)
-        launch = 0.0
-        if self.profile.prefill_dispatch_overhead_s and any(is_prompt_chunk(shape) for shape in shapes):
-            launch = self.eager_ops() * self.profile.prefill_dispatch_overhead_s  # every operator launched by the host
+        prompt = sum(shape.tokens for shape in shapes if is_prompt_chunk(shape))
+        launch = self.eager_ops() * self.prompt_launch_s(prompt) if prompt else 0.0  # each operator from the host
         return step_time(
             ops, self.profile, tp=case.tp, host_s=host, send_s=send, scale_out=self.scale_out,
             priced=self._priced, totals=totals, launch_s=launch,
         )  # fmt: skip
+
+    def prompt_launch_s(self, prompt_tokens: int) -> float:
+        """The host's seconds per operator of a step holding ``prompt_tokens`` prompt tokens (0: the step runs in
+        CUDA graphs): the profile's ``prefill_dispatch_overhead_s`` unless its SGLang release graphs the prompt
+        (``core.engine.prefill_graphs``: no ``graphs_off`` reason, at most ``graph_tokens``)."""
+        rate = self.profile.prefill_dispatch_overhead_s
+        if not rate or self.profile.prefill_graphs is None:
+            return rate
+        from mha_cli.core.engine.prefill_graphs import graph_tokens
+
+        return rate if self.graphs_off() is not None or prompt_tokens > graph_tokens(self.case) else 0.0
+
+    def graphs_off(self) -> str | None:
+        """Why the profile's SGLang release runs every prompt step of this case eagerly (``core.engine.prefill_graphs
+        .graphs_off``); None: graphed up to its token limit, or no such release."""
+        if self.profile.prefill_graphs is None:
+            return None
+        from mha_cli.core.engine.prefill_graphs import graphs_off
+
+        return graphs_off(self.case, self.profile.prefill_graphs)
 
     def eager_ops(self) -> int:
         """Operators one prefill forward of every stage launches from the host when it runs eagerly, as SGLang's

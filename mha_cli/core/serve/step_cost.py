@@ -122,8 +122,8 @@ class StepCost:
                            weight_dtype=case.weight_dtype)  # fmt: skip
         host = self.profile.step_overhead_s + self.profile.sequence_overhead_s * (decodes + len(chunks))
         device = self.layers(tokens) + self._price(ops)
-        launch = self.profile.prefill_dispatch_overhead_s
-        if chunks and launch:  # a prompt step outside CUDA graphs waits for the host's launches (Stepper.step)
+        launch = self.stepper.prompt_launch_s(sum(size for size, _ in chunks)) if chunks else 0.0
+        if launch:  # a prompt step outside CUDA graphs waits for the host's launches (Stepper.step)
             device = max(device, self.stepper.eager_ops() * launch)
         return device + host + self.drafting(decodes, decode_context, chunks)
 
