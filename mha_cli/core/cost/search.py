@@ -465,6 +465,11 @@ def launch_commands(
         sglang += ["--revision", served.revision]
     if deployment.limit_mm_per_prompt is not None:  # the encoder profiling (and, at 0, the tower) priced
         vllm += ["--limit-mm-per-prompt", json.dumps(deployment.limit_mm_per_prompt, separators=(",", ":"))]
+    from mha_cli.core.cost.launch_pool import pool_words
+
+    pool = pool_words(deployment, cpu=plan.target_id == "cpu", trtllm=engine.name == "trtllm")
+    vllm = [*pool.vllm_variables, *vllm, *pool.vllm]
+    sglang += pool.sglang
     lines = {"vllm": vllm}
     if served.named_by != "gguf-file":  # a GGUF file: vLLM's loader (its launch note says how); SGLang's not priced
         lines["sglang"] = sglang
@@ -489,6 +494,8 @@ def launch_commands(
     fitted, release_notes = release_lines(lines, generation, deployment.engine_version)
     left_out = [engine for engine in lines if engine not in fitted]  # its node notes go with it
     notes = [note for note in notes if not any(note.startswith(f"{engine}: ") for engine in left_out)]
+    notes += [note for note in pool.notes if not any(f"{engine} line" in note or f"{engine}-serve" in note
+                                                     for engine in lines if engine not in fitted)]  # fmt: skip
     return {engine: shlex.join(words) for engine, words in fitted.items()}, [*release_notes, *notes]
 
 
