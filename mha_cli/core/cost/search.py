@@ -22,6 +22,7 @@ import itertools
 import json
 import shlex
 from collections.abc import Callable
+from typing import Annotated
 
 from pydantic import Field
 
@@ -76,6 +77,9 @@ class SearchResult(Record):
     pick."""
     launch_note: str | None = None
     """What to replace or check in the launch lines (a placeholder for the model, a name the user did not type)."""
+    priced_as_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
+    whose rules priced it (``core.engine.generations.NEWEST_READ``); absent otherwise."""
 
 
 def layouts(model: ModelSpec, n_devices: int, devices_per_node: int | None = None) -> list[tuple[int, int]]:
