@@ -41,7 +41,7 @@ from mha_cli.core.cost.launch_nodes import (
     sglang_lines,
     vllm_lines,
 )
-from mha_cli.core.cost.launch_pool import pool_words
+from mha_cli.core.cost.launch_settings import format_notes, notes_for, pool_words
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import sglang_deepep_flags
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -114,7 +114,7 @@ def _format_flags(deployment: DeploymentSpec, served: ServedModel, *, sglang: bo
         flags += ["--quantization", "fp8"]
     if deployment.kv_dtype == "fp8":
         flags += ["--kv-cache-dtype", "fp8_e4m3" if sglang else "fp8"]
-    pool = pool_words(deployment, cpu=False, trtllm=False)  # the pool and block size priced (core.cost.launch_pool)
+    pool = pool_words(deployment, cpu=False, trtllm=False)  # the pool and block size priced (core.cost.launch_settings)
     flags += pool.sglang if sglang else pool.vllm
     if served.revision is not None:
         flags += ["--revision", served.revision]
@@ -252,7 +252,10 @@ def disaggregated_with_launch(
             *old_vllm,
             *([served.note] if served.note else []),
             *left_out,
-            *(note for note in pool_words(deployment, cpu=False, trtllm=False).notes if "sglang" in launch),
+            *notes_for(
+                [*pool_words(deployment, cpu=False, trtllm=False).notes, *format_notes(deployment, list(launch))],
+                list(launch),
+            ),
         ]
     )
     return plan.model_copy(update={"launch": launch, "launch_note": note})

@@ -469,7 +469,7 @@ def launch_commands(
         sglang += ["--revision", served.revision]
     if deployment.limit_mm_per_prompt is not None:  # the encoder profiling (and, at 0, the tower) priced
         vllm += ["--limit-mm-per-prompt", json.dumps(deployment.limit_mm_per_prompt, separators=(",", ":"))]
-    from mha_cli.core.cost.launch_pool import pool_words
+    from mha_cli.core.cost.launch_settings import format_notes, notes_for, pool_words, trtllm_words
 
     pool = pool_words(deployment, cpu=plan.target_id == "cpu", trtllm=engine.name == "trtllm")
     vllm = [*pool.vllm_variables, *vllm, *pool.vllm]
@@ -483,7 +483,10 @@ def launch_commands(
                   f"{engine.gpu_memory_utilization:g}"]  # fmt: skip
         if d.expert_parallel:
             trtllm += ["--ep_size", str(d.expert_ranks)]
-        lines["trtllm"] = trtllm
+        trtllm_step, trtllm_notes = trtllm_words(deployment, engine.max_num_batched_tokens)
+        lines["trtllm"] = [*trtllm, *trtllm_step]
+        pool = pool._replace(notes=[*pool.notes, *trtllm_notes])
+    pool = pool._replace(notes=[*pool.notes, *format_notes(deployment, list(lines))])
     notes: list[str] = []
     if d.dp_attention and d.moe_a2a_backend == "deepep" and vllm_generation == "vllm-v1":
         notes.append(
@@ -498,8 +501,7 @@ def launch_commands(
     fitted, release_notes = release_lines(lines, generation, deployment.engine_version)
     left_out = [engine for engine in lines if engine not in fitted]  # its node notes go with it
     notes = [note for note in notes if not any(note.startswith(f"{engine}: ") for engine in left_out)]
-    notes += [note for note in pool.notes if not any(f"{engine} line" in note or f"{engine}-serve" in note
-                                                     for engine in lines if engine not in fitted)]  # fmt: skip
+    notes += notes_for(pool.notes, list(fitted))
     return {engine: shlex.join(words) for engine, words in fitted.items()}, [*release_notes, *notes]
 
 

@@ -186,7 +186,7 @@ SPANS: tuple[Span, ...] = (
     # --- TensorRT-LLM: trtllm-serve (its wheels are not read: the release documentation) ---
     *(Span("trtllm", word, "0.18.2", None, TRTLLM_0_18) for word in (
         "trtllm-serve", "--tp_size", "--pp_size", "--max_seq_len", "--max_batch_size",
-        "--kv_cache_free_gpu_memory_fraction",
+        "--kv_cache_free_gpu_memory_fraction", "--max_num_tokens",
     )),
     Span("trtllm", "--ep_size", "0.19.0rc0", None, TRTLLM_0_19),
 )  # fmt: skip

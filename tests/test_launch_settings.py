@@ -1,4 +1,4 @@
-"""The pool and block size a plan priced are on its launch lines (``core.cost.launch_pool``), or a note says why not.
+"""The pool and block size a plan priced are on its launch lines (``core.cost.launch_settings``), or a note says why not.
 
 Bytes by hand: 20 GiB = 20 x 2**30 = 21,474,836,480 B (vLLM's --kv-cache-memory-bytes is per GPU, in bytes)."""
 
@@ -63,3 +63,21 @@ def test_disaggregated_workers_carry_the_block_size(cli, engine):
     flag = "--block-size" if engine == "vllm" else "--page-size"
     servers = found["launch"][engine].splitlines()[:-1]  # the last line: the proxy or router
     assert servers and all(value(line, flag) == "32" for line in servers)
+
+
+def test_trtllm_takes_the_step_budget_on_its_line_and_the_cache_format_in_a_note(cli):
+    found = cli.json(*SEARCH, "--engine", "trtllm", "--max-num-batched-tokens", "4096", "--kv-dtype", "fp8")
+    assert value(found["launch"]["trtllm"], "--max_num_tokens") == "4096"
+    assert "kv_cache_config.dtype: fp8" in found["launch_note"]
+    plain = cli.json(*SEARCH, "--engine", "trtllm")  # trtllm-serve's own default (8,192) priced: nothing to add
+    assert "--max_num_tokens" not in plain["launch"]["trtllm"] and plain["launch_note"] is None
+
+
+def test_a_format_a_line_cannot_write_is_a_note(cli):
+    int8 = cli.json(*SEARCH, "--engine", "trtllm", "--kv-dtype", "int8")  # TensorRT-LLM's; vLLM and SGLang lack it
+    assert "vLLM has no int8 cache" in int8["launch_note"] and "SGLang has no int8 cache" in int8["launch_note"]
+    int4 = cli.json(*SEARCH, "--weight-dtype", "int4")  # no flag turns a bf16 checkpoint into int4 weights
+    assert "need a checkpoint stored in int4" in int4["launch_note"]
+    assert all("int4" not in line for line in int4["launch"].values())
+    fp8 = cli.json(*SEARCH, "--weight-dtype", "fp8")  # --quantization fp8 does: no note
+    assert value(fp8["launch"]["vllm"], "--quantization") == "fp8" and fp8["launch_note"] is None
