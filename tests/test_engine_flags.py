@@ -39,8 +39,8 @@ def test_the_table_agrees_with_every_release_read():
     presence = json.loads(PRESENCE.read_text())
     read = 0
     for span in SPANS:
-        if span.engine not in presence:
-            continue  # TensorRT-LLM: its wheels are not read (sources in the table)
+        if span.engine not in presence or not span.read_in_wheels:
+            continue  # TensorRT-LLM, and a word read in one release only: not in the wheels (sources in the table)
         for release, words in presence[span.engine].items():
             assert span.has(release_key(release)) == (span.word in words), (span.engine, span.word, release)
             read += 1

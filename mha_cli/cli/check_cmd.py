@@ -15,6 +15,7 @@ from mha_cli.cli.options import (
     BlockSizeOpt,
     EngineOpt,
     JsonOpt,
+    KvCacheGibOpt,
     KvDtypeOpt,
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
@@ -24,6 +25,7 @@ from mha_cli.cli.options import (
     TpOpt,
     UtilisationOpt,
     WeightDtypeOpt,
+    kv_cache_bytes,
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.core.check import CheckResult, check_design
@@ -50,6 +52,7 @@ def check(
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     max_num_seqs: MaxNumSeqsOpt = None,
     block_size: BlockSizeOpt = None,
+    kv_cache_gib: KvCacheGibOpt = None,
     strict: StrictOpt = False,
     json: JsonOpt = False,
 ) -> None:
@@ -57,7 +60,8 @@ def check(
     result = check_design(
         source, seq_len=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype, tp=tp,
         engine=engine, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs, block_size=block_size, strict=strict,
+        max_num_seqs=max_num_seqs, block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
+        strict=strict,
     )  # fmt: skip
     Output(json).emit(result, render_check)
     if not result.passed:

@@ -10,6 +10,7 @@ from mha_cli.cli.options import (
     EngineOpt,
     ForceOpt,
     JsonOpt,
+    KvCacheGibOpt,
     KvDtypeOpt,
     LimitMmOpt,
     MaxBatchedTokensOpt,
@@ -26,6 +27,7 @@ from mha_cli.cli.options import (
     TpOpt,
     UtilisationOpt,
     WeightDtypeOpt,
+    kv_cache_bytes,
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.core.deployment import merge_deployment
@@ -64,6 +66,7 @@ def kv(
     gpu_memory_utilization: UtilisationOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     max_num_seqs: MaxNumSeqsOpt = None,
+    kv_cache_gib: KvCacheGibOpt = None,
     limit_mm_per_prompt: LimitMmOpt = None,
     text_only: TextOnlyOpt = False,
     fail_if_no_fit: FailIfNoFitOpt = False,
@@ -85,7 +88,8 @@ def kv(
         target=target, weight_dtype=weight_dtype, mla_cache=mla_cache, state_convention=state_convention,
         engine=engine,
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs, limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
+        max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
+        limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
     )  # fmt: skip
     report = build_kv_report(loaded, deployment)
     if profile is not None:

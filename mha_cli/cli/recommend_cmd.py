@@ -18,6 +18,7 @@ from mha_cli.cli.options import (
     ForceOpt,
     ItlOpt,
     JsonOpt,
+    KvCacheGibOpt,
     KvDtypeOpt,
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
@@ -29,6 +30,7 @@ from mha_cli.cli.options import (
     UtilisationOpt,
     WeightDtypeOpt,
     check_latency_targets,
+    kv_cache_bytes,
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.core.config_io import config_text, write_text_atomic
@@ -157,6 +159,7 @@ def recommend_command(
     gpu_memory_utilization: UtilisationOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     max_num_seqs: MaxNumSeqsOpt = None,
+    kv_cache_gib: KvCacheGibOpt = None,
     out: OutOpt = None,
     format: FormatOpt = "mha",
     force: ForceOpt = False,
@@ -192,7 +195,7 @@ def recommend_command(
         priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant, active_params=active_params,
         experts=experts, top_k=top_k, shared_experts=shared_experts, dense_layers=dense_layers, engine=engine,
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs,
+        max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
     )  # fmt: skip
     result = recommend(request, config_path=str(out) if out is not None and format == "mha" else None)
     if profile is not None:
@@ -223,7 +226,7 @@ def recommend_command(
                 priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant,
                 active_params=active_params, experts=experts, top_k=top_k, shared_experts=shared_experts,
                 dense_layers=dense_layers, engine=engine, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
-                max_num_seqs=max_num_seqs, out=out,
+                max_num_seqs=max_num_seqs, kv_cache_gib=kv_cache_gib, out=out,
             )  # fmt: skip
             write_text_atomic(out, config_text(result.config, out, header=header), force=force)
         output.wrote(out)
@@ -265,6 +268,7 @@ def build_request(
     gpu_memory_utilization: float | None = None,
     max_num_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
+    kv_cache_memory_bytes: int | None = None,
 ) -> RecommendRequest:
     """The request from the options; ``RecommendRequest.parse`` rejects a bad value with one line."""
     return RecommendRequest.parse(
@@ -272,7 +276,7 @@ def build_request(
         priority=priority, tp=tp, vocab_size=vocab, d_model=d_model, variant=variant, active_params=active_params,
         experts=experts, top_k=top_k, shared_experts=shared_experts, dense_layers=dense_layers, engine=engine,
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs,
+        max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_memory_bytes,
     )  # fmt: skip
 
 

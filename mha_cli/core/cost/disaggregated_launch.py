@@ -41,6 +41,7 @@ from mha_cli.core.cost.launch_nodes import (
     sglang_lines,
     vllm_lines,
 )
+from mha_cli.core.cost.launch_settings import format_notes, notes_for, pool_words
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import sglang_deepep_flags
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -113,6 +114,8 @@ def _format_flags(deployment: DeploymentSpec, served: ServedModel, *, sglang: bo
         flags += ["--quantization", "fp8"]
     if deployment.kv_dtype == "fp8":
         flags += ["--kv-cache-dtype", "fp8_e4m3" if sglang else "fp8"]
+    pool = pool_words(deployment, cpu=False, trtllm=False)  # the pool and block size priced (core.cost.launch_settings)
+    flags += pool.sglang if sglang else pool.vllm
     if served.revision is not None:
         flags += ["--revision", served.revision]
     return flags
@@ -243,6 +246,16 @@ def disaggregated_with_launch(
     old_vllm = [OLD_VLLM_DEEPEP] if dp_workers and _vllm_generation(deployment) == "vllm-v1" else []
     old_vllm = old_vllm if "vllm" in launch else []
     note = "; ".join(
-        [LAUNCH_NOTE.format(engines=engines), *nodes, *old_vllm, *([served.note] if served.note else []), *left_out]
+        [
+            LAUNCH_NOTE.format(engines=engines),
+            *nodes,
+            *old_vllm,
+            *([served.note] if served.note else []),
+            *left_out,
+            *notes_for(
+                [*pool_words(deployment, cpu=False, trtllm=False).notes, *format_notes(deployment, list(launch))],
+                list(launch),
+            ),
+        ]
     )
     return plan.model_copy(update={"launch": launch, "launch_note": note})

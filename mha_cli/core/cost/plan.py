@@ -9,6 +9,7 @@ throughput on the profile (a shipped prior for the target, or ``mha calibrate``'
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 from pydantic import Field
 
@@ -48,6 +49,9 @@ class ServingPlan(ServingPrediction):
     """The same deployment at other concurrencies (``--plot``): powers of two up to twice what the engine admits."""
     rate_rps: float | None = None
     """``--rate``: the arrival rate asked (requests/s); ``concurrency`` is then the requests in flight it makes."""
+    priced_as_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
+    whose rules priced it (``core.engine.generations.NEWEST_READ``); absent otherwise."""
     saturated: bool = False
     """``--rate`` beyond what the deployment serves at its largest load: requests pile up without bound."""
     simulated: SimulatedServing | None = None

@@ -22,6 +22,7 @@ import itertools
 import json
 import shlex
 from collections.abc import Callable
+from typing import Annotated
 
 from pydantic import Field
 
@@ -76,6 +77,9 @@ class SearchResult(Record):
     pick."""
     launch_note: str | None = None
     """What to replace or check in the launch lines (a placeholder for the model, a name the user did not type)."""
+    priced_as_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
+    whose rules priced it (``core.engine.generations.NEWEST_READ``); absent otherwise."""
 
 
 def layouts(model: ModelSpec, n_devices: int, devices_per_node: int | None = None) -> list[tuple[int, int]]:
@@ -465,6 +469,11 @@ def launch_commands(
         sglang += ["--revision", served.revision]
     if deployment.limit_mm_per_prompt is not None:  # the encoder profiling (and, at 0, the tower) priced
         vllm += ["--limit-mm-per-prompt", json.dumps(deployment.limit_mm_per_prompt, separators=(",", ":"))]
+    from mha_cli.core.cost.launch_settings import format_notes, notes_for, pool_words, trtllm_words
+
+    pool = pool_words(deployment, cpu=plan.target_id == "cpu", trtllm=engine.name == "trtllm")
+    vllm = [*pool.vllm_variables, *vllm, *pool.vllm]
+    sglang += pool.sglang
     lines = {"vllm": vllm}
     if served.named_by != "gguf-file":  # a GGUF file: vLLM's loader (its launch note says how); SGLang's not priced
         lines["sglang"] = sglang
@@ -474,7 +483,10 @@ def launch_commands(
                   f"{engine.gpu_memory_utilization:g}"]  # fmt: skip
         if d.expert_parallel:
             trtllm += ["--ep_size", str(d.expert_ranks)]
-        lines["trtllm"] = trtllm
+        trtllm_step, trtllm_notes = trtllm_words(deployment, engine.max_num_batched_tokens)
+        lines["trtllm"] = [*trtllm, *trtllm_step]
+        pool = pool._replace(notes=[*pool.notes, *trtllm_notes])
+    pool = pool._replace(notes=[*pool.notes, *format_notes(deployment, list(lines))])
     notes: list[str] = []
     if d.dp_attention and d.moe_a2a_backend == "deepep" and vllm_generation == "vllm-v1":
         notes.append(
@@ -489,6 +501,7 @@ def launch_commands(
     fitted, release_notes = release_lines(lines, generation, deployment.engine_version)
     left_out = [engine for engine in lines if engine not in fitted]  # its node notes go with it
     notes = [note for note in notes if not any(note.startswith(f"{engine}: ") for engine in left_out)]
+    notes += notes_for(pool.notes, list(fitted))
     return {engine: shlex.join(words) for engine, words in fitted.items()}, [*release_notes, *notes]
 
 

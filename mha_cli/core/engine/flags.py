@@ -60,6 +60,11 @@ class Span(NamedTuple):
     last: str | None
     source: str
 
+    @property
+    def read_in_wheels(self) -> bool:
+        """Whether ``benchmarks/engine_flag_history.py`` read the word in every release's wheel (else: ``source``)."""
+        return WHEELS in self.source
+
     def has(self, release: Release) -> bool:
         """Whether ``release`` has the word."""
         return release_key(self.first) <= release and (self.last is None or release <= release_key(self.last))
@@ -72,6 +77,18 @@ VLLM_NODES = f"{WHEELS}; https://docs.vllm.ai/en/stable/serving/parallelism_scal
 VLLM_NIXL = f"{WHEELS}; https://docs.vllm.ai/en/stable/features/nixl_connector_usage.html"
 SGLANG_ARGS = f"{WHEELS}; https://docs.sglang.io/advanced_features/server_arguments.html"
 SGLANG_PD = f"{WHEELS}; https://docs.sglang.io/advanced_features/pd_disaggregation.html"
+UNCHECKED = "earlier releases not checked; not read in wheels"
+"""The source of a word read in one release's source or documentation only: ``first`` is that release."""
+VLLM_CACHE = (
+    "vLLM 0.32's CacheConfig.kv_cache_memory_bytes, which gpu_worker.determine_available_memory returns"
+    f" (tests/test_engine_cuda_graphs.py); https://docs.vllm.ai/en/stable/api/vllm/config/cache/ ({UNCHECKED})"
+)
+VLLM_CPU_POOL = f"vllm/envs.py, as benchmarks/vllm_cpu ran vLLM 0.32 on the CPU with it ({UNCHECKED})"
+VLLM_0_5_3 = f"https://docs.vllm.ai/en/v0.5.3/models/engine_args.html ({UNCHECKED})"
+SGLANG_PAGE = (
+    "ServerArgs.page_size; https://docs.sglang.io/advanced_features/server_arguments.html (read for the latest"
+    f" release read in wheels, 0.5.23; {UNCHECKED})"
+)
 TRTLLM_0_18 = "https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html (not read in wheels)"
 TRTLLM_0_19 = "https://nvidia.github.io/TensorRT-LLM/0.19.0rc0/commands/trtllm-serve.html (not read in wheels)"
 
@@ -87,6 +104,9 @@ SPANS: tuple[Span, ...] = (
     )),
     Span("vllm", "--quantization fp8", "0.4.1", None, VLLM_ARGS),
     Span("vllm", "--kv-cache-dtype", "0.3.0", None, VLLM_ARGS),
+    Span("vllm", "--block-size", "0.5.3", None, VLLM_0_5_3),
+    Span("vllm", "--kv-cache-memory-bytes", "0.32.0", None, VLLM_CACHE),
+    Span("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.32.0", None, VLLM_CPU_POOL),
     Span("vllm", "--kv-cache-dtype fp8", "0.4.1", None, f"{VLLM_ARGS} (0.3.0-0.4.0: fp8_e5m2 only)"),
     Span("vllm", "--enable-prefix-caching", "0.4.0", None, VLLM_ARGS),
     Span("vllm", "--no-enable-prefix-caching", "0.7.0", None, f"{VLLM_ARGS} (BooleanOptionalAction)"),
@@ -140,6 +160,7 @@ SPANS: tuple[Span, ...] = (
         "--disable-radix-cache", "--revision", "--nnodes", "--node-rank", "--dist-init-addr", "--enable-dp-attention",
         "--base-gpu-id", "--host", "--port",
     )),
+    Span("sglang", "--page-size", "0.5.23", None, SGLANG_PAGE),
     Span("sglang", "--kv-cache-dtype fp8_e4m3", "0.4.1.post6", None, f"{SGLANG_ARGS} (before: fp8_e5m2 only)"),
     Span("sglang", "--ep-size", "0.4.0.post1", None, SGLANG_ARGS),
     Span("sglang", "--pp-size", "0.4.6.post2", None, f"{WHEELS}; https://github.com/sgl-project/sglang/pull/5724"),
@@ -165,7 +186,7 @@ SPANS: tuple[Span, ...] = (
     # --- TensorRT-LLM: trtllm-serve (its wheels are not read: the release documentation) ---
     *(Span("trtllm", word, "0.18.2", None, TRTLLM_0_18) for word in (
         "trtllm-serve", "--tp_size", "--pp_size", "--max_seq_len", "--max_batch_size",
-        "--kv_cache_free_gpu_memory_fraction",
+        "--kv_cache_free_gpu_memory_fraction", "--max_num_tokens",
     )),
     Span("trtllm", "--ep_size", "0.19.0rc0", None, TRTLLM_0_19),
 )  # fmt: skip

@@ -41,6 +41,7 @@ _OPTION_NAMES = {
     "top_k": "--top-k", "shared_experts": "--shared-experts", "dense_layers": "--dense-layers", "engine": "--engine",
     "engine_generation": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
     "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
+    "kv_cache_memory_bytes": "--kv-cache-gib",
 }  # fmt: skip
 
 
@@ -88,6 +89,8 @@ class RecommendRequest(Record):
     max_num_batched_tokens: Annotated[int, Field(gt=0, le=1 << 34)] | None = None
     """The engine step (``DeploymentSpec.max_num_batched_tokens``, bounded alike: a token count)."""
     max_num_seqs: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
+    kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=1 << 50)] | None = None
+    """vLLM's pool set outright, per rank in bytes (``--kv-cache-gib``; ``DeploymentSpec.kv_cache_memory_bytes``)."""
 
     @model_validator(mode="before")
     @classmethod

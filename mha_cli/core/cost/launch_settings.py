@@ -1,0 +1,133 @@
+"""Settings a plan priced that the base launch lines leave out, in each engine's own words, or a note where an engine
+has none (a line that would not reproduce the plan is never passed off as one that does).
+
+The pool and block size (``mha plan --kv-cache-gib``, ``--block-size``):
+
+- vLLM: ``--kv-cache-memory-bytes`` (per GPU, in bytes; ``CacheConfig.kv_cache_memory_bytes``,
+  https://docs.vllm.ai/en/stable/api/vllm/config/cache/) on a GPU; on its CPU backend the pool is the variable
+  ``VLLM_CPU_KVCACHE_SPACE`` in whole GiB (``vllm/envs.py``, as ``benchmarks/vllm_cpu`` runs it).
+  ``--block-size`` (``CacheConfig.block_size``).
+- SGLang: ``--page-size`` (``ServerArgs.page_size``,
+  https://docs.sglang.io/advanced_features/server_arguments.html). It has no pool size in bytes: its
+  ``--max-total-tokens`` only caps the pool ``--mem-fraction-static`` sizes, so a pool set outright is a note.
+- TensorRT-LLM: ``trtllm-serve`` has no flag for either; ``tokens_per_block`` and ``max_tokens`` are
+  ``KvCacheConfig`` fields of its ``--extra_llm_api_options`` file
+  (https://nvidia.github.io/TensorRT-LLM/1.3.0rc27/llm-api/reference/KvCacheConfig.html), not written here: a note.
+
+The step budget and the formats (``trtllm_words``, ``format_notes``):
+
+- TensorRT-LLM: ``--max-num-batched-tokens`` is trtllm-serve's ``--max_num_tokens``
+  (https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html); its KV cache format is
+  ``kv_cache_config.dtype`` in the options file (``KvCacheConfig.dtype``, as TensorRT-LLM's own example sets
+  ``dtype: fp8``, https://nvidia.github.io/TensorRT-LLM/1.3.0rc11/examples/deepseek_r1_reasoning_parser.html): a note.
+- A KV format an engine does not offer (``core.engine.plan.KV_FORMATS``: int8 in vLLM and SGLang) leaves that
+  engine's line on its default cache: a note.
+- A weight format asked of an unquantized checkpoint other than fp8 (which ``--quantization fp8`` sets): the lines
+  load the checkpoint as stored, so a note says the format priced needs a checkpoint stored in it.
+
+Pure Python.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from mha_cli.core.engine.settings import VLLM_BLOCK_SIZES
+from mha_cli.core.schemas import DeploymentSpec
+
+GIB = 2**30
+CPU_POOL_VARIABLE = "VLLM_CPU_KVCACHE_SPACE"
+
+
+class PoolWords(NamedTuple):
+    """What each engine's line takes for the pool priced, and the notes for what no flag says."""
+
+    vllm_variables: list[str]
+    """``NAME=value`` words before the vLLM command (its CPU backend's pool)."""
+    vllm: list[str]
+    sglang: list[str]
+    notes: list[str]
+
+
+def pool_words(deployment: DeploymentSpec, *, cpu: bool, trtllm: bool) -> PoolWords:
+    """``deployment``'s pool set outright (``kv_cache_memory_bytes``, per rank) and block size, as each engine's
+    words; ``cpu``: vLLM's CPU backend; ``trtllm``: a trtllm-serve line is written too."""
+    variables: list[str] = []
+    vllm: list[str] = []
+    sglang: list[str] = []
+    notes: list[str] = []
+    pool = deployment.kv_cache_memory_bytes
+    if pool is not None and cpu:
+        if pool % GIB == 0:
+            variables.append(f"{CPU_POOL_VARIABLE}={pool // GIB}")
+        else:
+            notes.append(
+                f"vLLM's CPU backend takes its pool in whole GiB ({CPU_POOL_VARIABLE}): {pool / GIB:g} GiB is not one;"
+                " give --kv-cache-gib a whole number to launch the pool priced"
+            )
+    elif pool is not None:
+        vllm += ["--kv-cache-memory-bytes", str(pool)]
+    if pool is not None:
+        notes.append(
+            "the sglang line does not set the pool priced: SGLang sizes it from --mem-fraction-static and has no size"
+            " in bytes (--max-total-tokens only caps it)"
+        )
+    block = deployment.block_size
+    if block is not None and (cpu or block in VLLM_BLOCK_SIZES):
+        vllm += ["--block-size", str(block)]
+    elif block is not None:
+        notes.append(
+            f"the vllm line keeps its default block: vLLM on CUDA offers --block-size {VLLM_BLOCK_SIZES}, not {block}"
+        )
+    if block is not None:
+        sglang += ["--page-size", str(block)]
+        if trtllm:
+            notes.append(
+                f"trtllm-serve has no block-size flag: set kv_cache_config.tokens_per_block: {block}"
+                " in its --extra_llm_api_options file"
+            )
+    return PoolWords(variables, vllm, sglang, notes)
+
+
+ON_THE_FLY = ("fp32", "fp16", "bf16", "fp8")
+"""Weight formats a line gets from an unquantized checkpoint: as stored, or fp8 by ``--quantization fp8``."""
+KV_FLAG_FORMATS = {"vllm": ("bf16", "fp16", "fp32", "fp8"), "sglang": ("bf16", "fp16", "fp32", "fp8")}
+"""KV formats the vLLM and SGLang lines write (the model's dtype, or ``--kv-cache-dtype fp8``)."""
+
+
+def trtllm_words(deployment: DeploymentSpec, step_tokens: int) -> tuple[list[str], list[str]]:
+    """trtllm-serve's words for the step budget priced (``step_tokens``, when ``--max-num-batched-tokens`` was given)
+    and the notes for its KV format (set in its options file, not on the line)."""
+    words = [] if deployment.max_num_batched_tokens is None else ["--max_num_tokens", str(step_tokens)]
+    notes = []
+    if deployment.kv_dtype not in ("fp32", "fp16", "bf16"):
+        notes.append(
+            f"trtllm-serve takes the KV cache format in its --extra_llm_api_options file: set kv_cache_config.dtype:"
+            f" {deployment.kv_dtype}"
+        )
+    return words, notes
+
+
+def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
+    """Notes for the formats priced that the ``engines``' lines (``vllm``, ``sglang``) cannot write."""
+    names = {"vllm": "vLLM", "sglang": "SGLang"}
+    notes = [
+        f"the {engine} line runs its default KV cache: {names[engine]} has no {deployment.kv_dtype} cache"
+        for engine in engines
+        if engine in KV_FLAG_FORMATS and deployment.kv_dtype not in KV_FLAG_FORMATS[engine]
+    ]
+    asked = deployment.weight_dtype
+    if asked not in ON_THE_FLY and deployment.weight_scheme is None and deployment.checkpoint_headers is None:
+        notes.append(
+            f"the lines load the checkpoint as stored: the {asked} weights priced need a checkpoint stored in {asked}"
+            " (point the lines at one)"
+        )
+    return notes
+
+
+def notes_for(
+    notes: list[str], written: list[str], engines: tuple[str, ...] = ("vllm", "sglang", "trtllm")
+) -> list[str]:
+    """``notes`` less those about an engine whose line was not written (``the sglang line ...``, ``trtllm-serve``)."""
+    gone = [engine for engine in engines if engine not in written]
+    return [note for note in notes if not any(f"{e} line" in note or f"{e}-serve" in note for e in gone)]

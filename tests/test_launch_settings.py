@@ -1,0 +1,83 @@
+"""The pool and block size a plan priced are on its launch lines (``core.cost.launch_settings``), or a note says why not.
+
+Bytes by hand: 20 GiB = 20 x 2**30 = 21,474,836,480 B (vLLM's --kv-cache-memory-bytes is per GPU, in bytes)."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+SEARCH = ("plan", "llama-3.1-8b", "--target", "h100", "--closed-form")
+CPU = ("plan", "llama-3.2-1b", "--target", "cpu", "--profile", "h100-sxm-prior", "--closed-form")
+
+
+def value(line: str, flag: str) -> str | None:
+    words = shlex.split(line)
+    return words[words.index(flag) + 1] if flag in words else None
+
+
+def test_the_pool_and_block_size_priced_are_on_the_lines(cli):
+    found = cli.json(*SEARCH, "--kv-cache-gib", "20", "--block-size", "32")
+    pick = found["candidates"][found["chosen"]]["memory"]["engine"]
+    assert pick["available_kv_bytes"] == 21_474_836_480 and pick["block_size"] == 32  # what was priced
+    assert value(found["launch"]["vllm"], "--kv-cache-memory-bytes") == "21474836480"
+    assert value(found["launch"]["vllm"], "--block-size") == "32"
+    assert value(found["launch"]["sglang"], "--page-size") == "32"
+    assert "--kv-cache-memory-bytes" not in found["launch"]["sglang"]
+    assert "the sglang line does not set the pool priced" in found["launch_note"]
+
+
+def test_without_them_the_lines_keep_the_engines_defaults(cli):
+    found = cli.json(*SEARCH)
+    for flag in ("--kv-cache-memory-bytes", "--block-size", "--page-size"):
+        assert all(flag not in line for line in found["launch"].values())
+    assert "pool priced" not in (found["launch_note"] or "")
+
+
+def test_vllms_cpu_backend_takes_the_pool_in_whole_gib(cli):
+    whole = cli.json(*CPU, "--kv-cache-gib", "4")
+    assert shlex.split(whole["launch"]["vllm"])[0] == "VLLM_CPU_KVCACHE_SPACE=4"
+    assert "--kv-cache-memory-bytes" not in whole["launch"]["vllm"]
+    part = cli.json(*CPU, "--kv-cache-gib", "2.5")
+    assert "VLLM_CPU_KVCACHE_SPACE" not in part["launch"]["vllm"]
+    assert "takes its pool in whole GiB" in part["launch_note"]
+
+
+def test_trtllm_serve_has_no_block_flag_and_a_note_says_where_it_goes(cli):
+    found = cli.json(*SEARCH, "--engine", "trtllm", "--block-size", "64")
+    assert "64" not in shlex.split(found["launch"]["trtllm"])
+    assert "kv_cache_config.tokens_per_block: 64" in found["launch_note"]
+
+
+def test_a_release_without_the_flag_gets_no_line_and_a_note(cli):
+    found = cli.json(*SEARCH, "--engine", "vllm@0.10.2", "--kv-cache-gib", "20")
+    assert "vllm" not in found["launch"]
+    assert "vLLM 0.10.2 has no --kv-cache-memory-bytes" in found["launch_note"]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_disaggregated_workers_carry_the_block_size(cli, engine):
+    found = cli.json("plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--closed-form",
+                     "--block-size", "32")  # fmt: skip
+    flag = "--block-size" if engine == "vllm" else "--page-size"
+    servers = found["launch"][engine].splitlines()[:-1]  # the last line: the proxy or router
+    assert servers and all(value(line, flag) == "32" for line in servers)
+
+
+def test_trtllm_takes_the_step_budget_on_its_line_and_the_cache_format_in_a_note(cli):
+    found = cli.json(*SEARCH, "--engine", "trtllm", "--max-num-batched-tokens", "4096", "--kv-dtype", "fp8")
+    assert value(found["launch"]["trtllm"], "--max_num_tokens") == "4096"
+    assert "kv_cache_config.dtype: fp8" in found["launch_note"]
+    plain = cli.json(*SEARCH, "--engine", "trtllm")  # trtllm-serve's own default (8,192) priced: nothing to add
+    assert "--max_num_tokens" not in plain["launch"]["trtllm"] and plain["launch_note"] is None
+
+
+def test_a_format_a_line_cannot_write_is_a_note(cli):
+    int8 = cli.json(*SEARCH, "--engine", "trtllm", "--kv-dtype", "int8")  # TensorRT-LLM's; vLLM and SGLang lack it
+    assert "vLLM has no int8 cache" in int8["launch_note"] and "SGLang has no int8 cache" in int8["launch_note"]
+    int4 = cli.json(*SEARCH, "--weight-dtype", "int4")  # no flag turns a bf16 checkpoint into int4 weights
+    assert "need a checkpoint stored in int4" in int4["launch_note"]
+    assert all("int4" not in line for line in int4["launch"].values())
+    fp8 = cli.json(*SEARCH, "--weight-dtype", "fp8")  # --quantization fp8 does: no note
+    assert value(fp8["launch"]["vllm"], "--quantization") == "fp8" and fp8["launch_note"] is None

@@ -1,0 +1,59 @@
+"""Hints name options the command has (every command that prices vLLM's CPU pool takes --kv-cache-gib), and a
+release past the newest read is priced as that one, said in a notice line and ``priced_as_release``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mha_cli.cli.app import app
+from mha_cli.core.engine.generations import NEWEST_READ
+
+CPU_HINT = "--kv-cache-gib (VLLM_CPU_KVCACHE_SPACE) sets it exactly"
+
+
+PRICING_THE_POOL = {
+    "kv": ["kv", "llama-3.2-1b", "--target", "cpu"],
+    "check": ["check", "llama-3.2-1b", "--target", "cpu"],
+    "recommend": ["recommend", "--params", "1b", "--target", "cpu"],
+    "plan": ["plan", "llama-3.2-1b", "--target", "cpu", "--tp", "1", "--profile", "h100-sxm-prior", "--closed-form"],
+}
+"""Every command that prices vLLM's CPU pool, and so may print the hint."""
+
+
+@pytest.mark.parametrize("command", sorted(PRICING_THE_POOL))
+def test_the_cpu_pool_hint_names_an_option_the_command_has(cli, command):
+    args = PRICING_THE_POOL[command]
+    shown = cli.runner.invoke(app, [*args, "--json"])
+    assert shown.exit_code in (0, 1), shown.output  # check: 1 on a failed rule, the hint printed all the same
+    assert CPU_HINT in shown.stdout
+    help_text = cli.runner.invoke(app, [command, "--help"], env={"COLUMNS": "250"}).stdout
+    assert "--kv-cache-gib" in help_text
+    sized = cli.runner.invoke(app, [*args, "--kv-cache-gib", "4", "--json"])
+    assert sized.exit_code in (0, 1), sized.output
+    assert CPU_HINT not in sized.stdout and "4294967296" in sized.stdout  # 4 x 2**30 B, the pool set
+
+
+@pytest.mark.parametrize(
+    ("engine", "newest"), [("vllm@0.99", "vllm"), ("sglang@0.9", "sglang"), ("trtllm@9.0", "trtllm")]
+)
+@pytest.mark.parametrize("mode", ["search", "tp"])
+def test_a_release_past_the_newest_read_is_said_and_named(cli, engine, newest, mode):
+    args = ["plan", "llama-3.1-8b", "--target", "h100", "--engine", engine, "--closed-form"]
+    args += ["--tp", "1"] if mode == "tp" else []
+    release = NEWEST_READ[newest].release  # type: ignore[index]
+    shown = cli.runner.invoke(app, [*args, "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["priced_as_release"] == release
+    said = [line for line in shown.stderr.splitlines() if "is newer than the newest release read" in line]
+    assert len(said) == 1 and f"priced with {release}'s rules" in said[0]
+    human = cli.runner.invoke(app, args)
+    assert human.exit_code == 0 and f"priced with {release}'s rules" in human.stderr
+
+
+def test_a_release_read_gets_no_such_note(cli):
+    shown = cli.runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "h100", "--engine", "vllm@0.32.0",
+                                    "--closed-form", "--json"])  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    assert "priced_as_release" not in json.loads(shown.stdout) and "newer than" not in shown.stderr
