@@ -85,9 +85,9 @@ WHY: dict[int, str] = {
     101: "no source-backed cause: the log's figures leave 0.53 GiB for activation and non-torch together, the plan"
     " charges 0.84 (sampler 0.58, non-torch constant 0.25)",
     103: "-23.4% while 2.1 GiB of non-torch memory was charged at tp > 1 (read on 0.19's H100 logs), -8.0% with"
-    " the one-rank 0.25 GiB an A100 gets (`core.engine.non_torch`: no all-reduce fusion or NVLS before Hopper). The"
-    " rest has no source-backed cause: its log is not stored to read its sampler line; 0.10's default (PyTorch sort,"
-    " 38 B a logit) is priced, where 104, the same pods, printed FlashInfer's (14 B)",
+    " the one-rank 0.25 GiB an A100 gets (`core.engine.non_torch`: no all-reduce fusion or NVLS before Hopper) and"
+    " 0.10's default sampler (PyTorch sort, 38 B a logit); its full log, found later (the repository's root-level"
+    " vllm-7B-2gpuA10080GB-same-node.log: the same 12.02 GiB and 450,192 tokens), prints FlashInfer's (14 B)",
     104: "-6.2% with the 2.1 GiB tp > 1 constant, -0.4% with an A100's one-rank figure (`core.engine.non_torch`);"
     " the log's figures leave 0.62 GiB for activation and non-torch",
     105: "its log prints the PyTorch-native sampler fallback, priced at 256 rows x 152,064 logits x 38 B = 1.38 GiB"
@@ -187,10 +187,11 @@ VLLM_LOG_RELEASES = {101: "0.10.1.1", 102: "0.10.1.1", 103: "0.10.1.1", 104: "0.
 numbers, 0.8.4-0.8.5; 110 a 0.7 main build; the V0 logs by their format: 18-20, 107, 108 the 0.6.4-0.6.5 worker, 109
 PR #2031's 0.2.x). The release picks the sampler path (``core.engine.sampler``)."""
 
-VLLM_LOG_SAMPLERS = {101: "flashinfer", 102: "flashinfer", 104: "flashinfer", 105: "torch-sort"}
+VLLM_LOG_SAMPLERS = {101: "flashinfer", 102: "flashinfer", 103: "flashinfer", 104: "flashinfer", 105: "torch-sort"}
 """The sampler line each log prints (``topk_topp_sampler.py``): 'Using FlashInfer for top-p & top-k sampling' (101,
-102, 104) or 'FlashInfer is not available. Falling back to the PyTorch-native implementation' (105, both ranks).
-103's stored log is not available to read: the release's default stands."""
+102, 104; 103 in the repository's root-level copy of its run, https://github.com/dennislee22/vLLM-benchmarking/blob/
+c1eadb81928e8f42f3f27ab564177a90d586670a/vllm-7B-2gpuA10080GB-same-node.log, whose 12.02 GiB and 450,192 tokens are
+103's) or 'FlashInfer is not available. Falling back to the PyTorch-native implementation' (105, both ranks)."""
 
 
 def _vllm_log_target(gpu: str) -> str:
