@@ -447,3 +447,15 @@ def test_the_models_say_pool_and_usable_are_never_negative():
                           (MemoryPlan, ("usable_bytes", "deficit_bytes"))):  # fmt: skip
         properties = model.model_json_schema()["properties"]
         assert all(properties[name]["minimum"] == 0 for name in fields)
+
+
+def test_vllm_note_says_which_step_settings_were_given():
+    """The note names the values priced: a setting given is not called vllm serve's default (log 801's 8,192)."""
+    h100 = resolve_target("h100").target
+    default = resolve_settings(DeploymentSpec(engine="vllm"), h100, 1)
+    assert default.defaults_note.startswith("max_num_batched_tokens 8192, max_num_seqs 1024: vllm serve's defaults")
+    given = resolve_settings(DeploymentSpec(engine="vllm", max_num_batched_tokens=4096), h100, 1)
+    assert given.defaults_note == (
+        "max_num_batched_tokens 4096, max_num_seqs 1024 (default); (default) = vllm serve's defaults on a GPU of"
+        " >= 70 GiB"
+    )

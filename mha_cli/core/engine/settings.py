@@ -239,6 +239,12 @@ def resolve_settings(
                 f" use one of {', '.join(map(str, VLLM_BLOCK_SIZES))}"
             )
         seqs = min(deployment.max_num_seqs or seqs, tokens)
+        if deployment.max_num_batched_tokens is not None or deployment.max_num_seqs is not None:
+            unset = note.split(": ", 1)[1]  # the defaults' reason, for the setting not given
+            note = (
+                f"max_num_batched_tokens {tokens}{'' if deployment.max_num_batched_tokens else ' (default)'},"
+                f" max_num_seqs {seqs}{'' if deployment.max_num_seqs else ' (default)'}; (default) = {unset}"
+            )
         return EngineSettings(
             engine=engine, generation=chosen.id, utilisation=util or VLLM_UTILISATION,
             utilisation_source="--gpu-memory-utilization" if util else "vLLM's default",
