@@ -8,7 +8,7 @@ from tests.conftest import REPO
 
 TODAYS_GPUS = [
     "l20", "l40", "h20", "h800", "b300", "gb300", "rtx-5080", "rtx-a4000", "rtx-a5000", "rtx-2000-ada", "rtx-4000-ada",
-    "rtx-5000-ada", "rtx-pro-6000-srv", "rtx-pro-6000-ws", "mi355x",
+    "rtx-5000-ada", "rtx-pro-6000-srv", "rtx-pro-6000-ws", "gb10", "mi355x",
 ]  # fmt: skip
 FIGURES = ("memory_gb", "memory_bandwidth_gbs", "bf16_tflops_dense", "fp8_tflops_dense", "interconnect_gbs")
 
@@ -80,6 +80,8 @@ def test_uncertain_rows_are_flagged():
         ("rtx-a5000", 24, 768, 222.2 / 2, None, None, 112.5),
         # GeForce RTX 5080: 1,801 AI TOPS FP4 sparse; FP8 a quarter of dense FP4 (FP32 accumulate), BF16 an eighth
         ("rtx-5080", 16, 960, 112.6, 225.1, 1801 / 2, None),
+        # DGX Spark's GB10: 1 PFLOP FP4 sparse; FP8 and BF16 unpublished, derived as a half and a quarter of dense FP4
+        ("gb10", 128, 273, 1000 / 2 / 4, 1000 / 2 / 2, 1000 / 2, None),
     ],
 )  # fmt: skip
 def test_todays_gpus_carry_their_datasheet_figures(
@@ -101,10 +103,12 @@ def test_every_new_gpu_says_where_its_figures_come_from_and_flags_derived_comput
         assert t.fp8_native == (t.fp8_tflops_dense is not None), target_id
         assert t.fp4_tflops_dense is None or t.fp4_tflops_dense > (t.fp8_tflops_dense or 0), target_id
     # no vendor datasheet (h20, l20), or a figure derived from another part's (b300's fp4, the 5080, the server card)
-    assert {t.id for t in targets.values() if t.uncertain} >= {"h20", "l20", "b300", "rtx-5080", "rtx-pro-6000-srv"}
+    uncertain = {"h20", "l20", "b300", "rtx-5080", "rtx-pro-6000-srv", "gb10"}
+    assert {t.id for t in targets.values() if t.uncertain} >= uncertain
     assert not targets["l40"].uncertain and not targets["mi355x"].uncertain
     # fp4 only on chips that have it: Blackwell and CDNA4
-    fp4 = {"b200", "gb200", "b300", "gb300", "rtx-5090", "rtx-5080", "rtx-pro-6000-srv", "rtx-pro-6000-ws", "mi355x"}
+    fp4 = {"b200", "gb200", "b300", "gb300", "rtx-5090", "rtx-5080", "rtx-pro-6000-srv", "rtx-pro-6000-ws", "gb10"}
+    fp4 |= {"mi355x"}
     assert {t.id for t in targets.values() if t.fp4_tflops_dense} == fp4
 
 

@@ -108,6 +108,7 @@ NODE_DEVICES: dict[str, int] = {
     "gb200": 72, "gb300": 72,  # NVIDIA GB200/GB300 NVL72: 72 GPUs in one NVLink domain
     "tpu-v4": 4096, "tpu-v5e": 256, "tpu-v5p": 8960, "tpu-v6e": 256,  # Google Cloud TPU docs: chips per pod on ICI
     "jetson-orin": 1,  # a module: one device, no device-to-device link
+    "gb10": 1,  # a DGX Spark: one GPU a box; two boxes join over ConnectX-7 200 GbE (NVIDIA DGX Spark spec)
 }  # fmt: skip
 """Target id -> devices one scale-up domain (a node) holds where it is not ``DEFAULT_NODE_DEVICES``."""
 DEFAULT_NODE_DEVICES = 8

@@ -54,6 +54,7 @@ ALIASES: dict[str, str] = {
     "rtx-pro-6000-server": "rtx-pro-6000-srv",
     "rtx-pro-6000-workstation": "rtx-pro-6000-ws",
     "orin": "jetson-orin",
+    "dgx-spark": "gb10",
     "gaudi": "gaudi3",
     "tpu-v5": "tpu-v5p",
     "trillium": "tpu-v6e",

@@ -71,6 +71,7 @@ from mha_cli.core.record import Record
 from mha_cli.core.schemas import EngineName, GenerationId, ModelSpec
 from mha_cli.core.targets import Target
 from mha_cli.core.tensor_parallel import padded_vocab
+from mha_cli.core.unified_memory import unified_memory_notes
 
 
 class BudgetLine(Record):
@@ -750,6 +751,7 @@ def plan_engine(
         )
     if not target.device_memory_measured:
         notes.append(f"{target.id}: its memory as torch reports it is an {target.torch_memory_source}")
+    notes.extend(unified_memory_notes(target, settings.engine, settings.utilisation))
     if kv.kv_dtype not in KV_FORMATS[settings.engine]:
         notes.append(
             f"{LOG_NAMES[settings.engine]} has no {kv.kv_dtype} KV cache (it offers {', '.join(KV_FORMATS[settings.engine])}):"
