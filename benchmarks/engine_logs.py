@@ -393,6 +393,13 @@ def _median(values: list[float]) -> float:
 
 NOTES = """## Notes
 
+- GB10 (DGX Spark) is a target (`gb10`, alias `dgx-spark`; gb10 session), its unified memory priced as vLLM 0.32
+  reads it (`core.unified_memory`: the budget is utilisation x torch's total less what the instance consumes; the host
+  has only to leave that request available at start-up, an assumption the plan states). Its torch total, 119.70 GiB,
+  is the one log 705 prints (log 613: 119.63), so those logs are in view for it, not held out. None of the five
+  GB10 logs (522, 607, 613, 705, 808) becomes expressible: each still lacks its published config.json here
+  (nvidia/Qwen3.6-27B-NVFP4, Qwen3.6-35B-A3B NVFP4, Qwen3.8-27B, gpt-oss-120b, TheBloke's Mistral-7B-Instruct-v0.2
+  GPTQ; none found verbatim), and 522's excerpt gives no max_model_len or utilisation.
 - The sixth held-out group (logs9: 801-808), collected after the rules of commit f0ae8fa stood and priced with them,
   no rule changed: one log of seven is expressible. 801 (Llama-3.1-8B on an RTX 3090 under WSL2, vLLM 0.25.0, the
   offline LLM class at utilisation 0.85 and length 2,048) prints its tokens only, so the per-token rule is not

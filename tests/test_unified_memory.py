@@ -11,7 +11,7 @@ from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec
-from mha_cli.core.targets import load_targets, resolve_target
+from mha_cli.core.targets import load_targets, match_target, resolve_target
 from mha_cli.core.unified_memory import host_allowance_bytes, is_integrated, unified_memory_notes
 
 GB10 = load_targets()["gb10"]
@@ -30,6 +30,7 @@ def test_gb10_carries_nvidias_figures_and_flags_the_derived_ones():
     assert resolve_target("dgx-spark").target.id == "gb10"
     assert resolve_target("dgx-spark").alias_note == "dgx-spark -> gb10 (NVIDIA GB10 Grace Blackwell (DGX Spark))"
     assert resolve_target("2xgb10").n_nodes == 2  # one GPU a box: two boxes are two nodes
+    assert match_target("NVIDIA GB10").id == "gb10"  # the device name torch gives on a DGX Spark
 
 
 def test_only_integrated_gpus_are_flagged():
