@@ -711,6 +711,7 @@ def plan_engine(
             max_num_batched_tokens=settings.max_num_batched_tokens, speculative_tokens=speculative_tokens,
             before_pool=estimates_cuda_graphs(settings.release, model, settings.quantized_checkpoint, **v2_knobs),
             v1_runner=not runs_v2_model_runner(settings.release, model, settings.quantized_checkpoint, **v2_knobs),
+            release=settings.release,
         )  # fmt: skip
     sampler_state = _v2_sampler_state(model, target, settings, stage, speculative_tokens, speculative_method)
     counted = sampler_state is not None and counts_sampler_state(settings.release)
