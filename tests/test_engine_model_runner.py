@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mha_cli.core.engine.generations import vllm_memory_rules_note
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
@@ -228,3 +229,20 @@ def test_an_amd_plan_reads_the_rocm_default():
                                   sequences_per_replica=1)  # fmt: skip
     labels = {name: " ".join(line.label for line in plan.budget).lower() for name, plan in plans.items()}
     assert "sampler" not in labels["mi300x"] and "sampler" in labels["h100"]
+
+
+def test_a_release_past_0_32_says_it_is_priced_with_0_32s_memory_rules():
+    """0.33.0's V2 ``_dummy_sampler_run`` adds a warmup-parameter pass (read in the ``vllm==0.33.0`` wheel), a memory
+    rule mha does not price: a plan for 0.33 or 0.34 says 0.32's rules priced it; 0.32 and no release say nothing."""
+    assert [vllm_memory_rules_note(release) for release in ((0, 32), (0, 30), None)] == [None, None, None]
+    assert "priced with 0.32's memory rules" in vllm_memory_rules_note((0, 34))
+    model = _model("qwen3-8b.json")
+    target = resolve_target("h100").target
+    kv = kv_footprint(model, seq_len=4096, batch=1, kv_dtype="bf16", tp=1)
+    notes = {}
+    for release in ("0.32.0", "0.33.0"):
+        settings = resolve_settings(DeploymentSpec(engine="vllm", engine_version=release), target, 1)
+        plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=rank_weight_bytes(model, 1, "bf16"),
+                           sequences_per_replica=1)  # fmt: skip
+        notes[release] = " ".join(plan.notes)
+    assert "memory rules" not in notes["0.32.0"] and "vLLM 0.33 is priced with 0.32's memory rules" in notes["0.33.0"]
