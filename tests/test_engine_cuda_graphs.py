@@ -327,7 +327,7 @@ def test_the_v1_runner_refuses_a_decode_step_past_its_largest_size():
 
 
 def test_capture_sizes_by_release():
-    """``_set_cudagraph_sizes`` (``config/vllm.py``) by release, read in the 0.21.0-0.34.0 wheels: max_num_seqs is a
+    """``_set_cudagraph_sizes`` (``config/vllm.py``) by release, read in the 0.21.0-0.33.0 wheels: max_num_seqs is a
     size at q = 1 from 0.31 (``elif max_num_seqs <= max_cudagraph_capture_size``; 0.29.0 and 0.30.0 append decode
     sizes at q > 1 only); the q x n decode sizes from 0.29 (0.21-0.28 have no ``uniform_decode_sizes``); the 1,024
     ceiling on a 10.x device from 0.28. At 100 sequences, q = 1: the ceiling is 2 x 100 = 200 tokens, 1, 2, 4 and

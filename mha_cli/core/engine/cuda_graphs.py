@@ -25,8 +25,9 @@ buffers"), V2's first FULL sample is one more increment than V1 counts: one grap
   max_num_batched_tokens when it fits, plus the uniform decode sizes that fit: from 0.29, q x n for q > 1, n in the
   same 1, 2, 4, 8-, 16-step grid of request counts up to min(max_num_seqs, 512 or 1,024) and max_num_seqs itself;
   from 0.31, max_num_seqs when q is 1 (``elif max_num_seqs <= max_cudagraph_capture_size``, absent in 0.29.0 and
-  0.30.0). Read by release in the 0.21.0-0.34.0 wheels: 0.21-0.27 have neither decode sizes nor the 1,024 ceiling;
-  0.31.0's sequence-parallel filter (``update_sizes_for_sequence_parallelism``) is not modelled;
+  0.30.0). Read by release in the 0.21.0-0.33.0 wheels (0.34.0 reworks the dynamic-speculation tiers, not read):
+  0.21-0.27 have neither decode sizes nor the 1,024 ceiling; 0.31.0's sequence-parallel filter
+  (``update_sizes_for_sequence_parallelism``) is not modelled;
 - graphs (``cudagraph_mode`` FULL_AND_PIECEWISE, the default, ``config/compilation.py``): one PIECEWISE graph a
   capture size, and FULL decode graphs by runner. Model Runner V2 (0.32's default, ``VllmConfig.use_v2_model_runner``;
   ``v1/worker/gpu/cudagraph_utils.py`` ``ModelCudaGraphManager._init_candidates``): one a distinct capture size
@@ -78,8 +79,8 @@ B200, GB200 (10.0), B300, GB300 (10.3); the RTX 50 and RTX PRO parts are 12.x (`
 GRAPH_VENDORS = frozenset({"NVIDIA", "AMD"})
 """Vendors whose GPUs vLLM 0.32 profiles CUDA graphs on: ``v1/worker/gpu_worker.py`` ``determine_available_memory``
 calls ``profile_cudagraph_memory`` only where ``current_platform.is_cuda_alike() or current_platform.is_xpu()``
-(CUDA, ROCm, Intel's XPU GPUs; XPU from 0.31, 0.29-0.30 "XPU stays excluded"). The targets' Intel parts are Gaudi (HPU, the vllm-gaudi plugin), not XPU; TPUs,
-Apple GPUs and CPUs are none of these."""
+(CUDA, ROCm, Intel's XPU GPUs; XPU from 0.31, 0.29-0.30 "XPU stays excluded"). The targets' Intel parts are Gaudi
+(HPU, the vllm-gaudi plugin), not XPU; TPUs, Apple GPUs and CPUs are none of these."""
 NO_GRAPHS_NOTE = (
     "vLLM profiles CUDA-graph memory only on CUDA, ROCm and Intel XPU devices (gpu_worker.determine_available_memory,"
     " 0.32): no graph line for a {vendor} device"

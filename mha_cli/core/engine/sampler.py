@@ -30,8 +30,9 @@ it adds is the activation line of ``determine_available_memory``. The paths, rea
   (it asserts float32 and returns its input); per logit then: the model-dtype logits, their fp32 copy, the
   softmax ``forward_native`` takes (4 B) and ``random_sample``'s exponential draws (``torch.empty_like(probs)``,
   4 B; ``probs.div_(q)`` is in place): 14 B with bf16 logits (read in the wheels of 0.17.0, 0.18.0, 0.19.0,
-  0.20.0, 0.21.0, 0.30.0, 0.32.0). Not counted: the kernel's scratch, ``min(next_power_of_2(min(rows, SMs)), SMs)`` rows of fp32
-  logits (``_TRITON_BUFFER_CACHE``), at most one row per SM (132 on an H100 SXM: 3.7% over 1,024 rows of 14 B);
+  0.20.0, 0.21.0, 0.30.0, 0.32.0). Not counted: the kernel's scratch, ``min(next_power_of_2(min(rows, SMs)), SMs)``
+  rows of fp32 logits (``_TRITON_BUFFER_CACHE``), at most one row per SM (132 on an H100 SXM: 3.7% over 1,024 rows
+  of 14 B);
 - from 0.21 FlashInfer is the CUDA default (``VLLM_USE_FLASHINFER_SAMPLER`` defaults to True; ``__init__`` takes
   ``forward_cuda`` on compute capability 7.5-12.1, ``FlashInferBackend.supports_compute_capability``; from 0.31
   ``flashinfer_sampler_supported`` also refuses a GPU of 16 SMs or fewer, not modelled: no target here has an SM
