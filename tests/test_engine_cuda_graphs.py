@@ -10,6 +10,7 @@ from mha_cli.core.engine.cuda_graphs import (
     capture_sizes,
     cuda_graph_estimate,
     full_decode_sizes,
+    largest_default_for,
     v1_full_decode_sizes,
     v1_spec_decode_sizes,
 )  # fmt: skip
@@ -323,3 +324,28 @@ def test_the_v1_runner_refuses_a_decode_step_past_its_largest_size():
     with pytest.raises(BadInputError, match="multiple of 9"):
         v1_spec_decode_sizes([1, 2, 4, 8], 9)
     assert v1_spec_decode_sizes([1, 2, 4, 5], 5) == [5]
+
+
+def test_capture_sizes_by_release():
+    """``_set_cudagraph_sizes`` (``config/vllm.py``) by release, read in the 0.21.0-0.33.0 wheels: max_num_seqs is a
+    size at q = 1 from 0.31 (``elif max_num_seqs <= max_cudagraph_capture_size``; 0.29.0 and 0.30.0 append decode
+    sizes at q > 1 only); the q x n decode sizes from 0.29 (0.21-0.28 have no ``uniform_decode_sizes``); the 1,024
+    ceiling on a 10.x device from 0.28. At 100 sequences, q = 1: the ceiling is 2 x 100 = 200 tokens, 1, 2, 4 and
+    8-200 by 8 (28 sizes); 0.31 adds 100 (29), one more PIECEWISE and one more FULL graph (V2: sizes up to 100)."""
+    grid_200 = [1, 2, 4, *range(8, 201, 8)]
+    assert capture_sizes(100, 8192, release=(0, 30)) == grid_200 and len(grid_200) == 28
+    assert capture_sizes(100, 8192, release=(0, 31)) == capture_sizes(100, 8192) == sorted([*grid_200, 100])
+    # q = 3 at 16 sequences: ceiling 96; 0.29+ add 3 x (1, 2, 4, 8, 16) = 3, 6, 12, 24, 48: 3, 6 are off the grid
+    grid_96 = [1, 2, 4, *range(8, 97, 8)]
+    assert capture_sizes(16, 8192, query_len=3, release=(0, 28)) == grid_96
+    assert capture_sizes(16, 8192, query_len=3, release=(0, 29)) == sorted({*grid_96, 3, 6, 12, 24, 48})
+    b200 = resolve_target("b200").target
+    assert [largest_default_for(b200, release) for release in ((0, 27), (0, 28), None)] == [512, 1024, 1024]
+    model = load_source("tests/fixtures/hf_configs/qwen3-0.6b.json").model
+    at = {
+        release: cuda_graph_estimate(model, H100, tp=1, max_num_seqs=100, max_num_batched_tokens=8192, release=release)
+        for release in ((0, 30), (0, 31))
+    }
+    assert (at[(0, 30)].piecewise_graphs, at[(0, 30)].full_graphs) == (28, 15)  # 1, 2, 4, 8-96 of at most 100
+    assert (at[(0, 31)].piecewise_graphs, at[(0, 31)].full_graphs) == (29, 16)  # and 100
+    assert at[(0, 31)].bytes - at[(0, 30)].bytes == 2 * at[(0, 30)].per_graph_bytes

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mha_cli.core.engine.generations import vllm_memory_rules_note
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
@@ -130,7 +131,7 @@ def test_a_draft_model_or_eagle3_at_pp_keeps_v1_before_0_30():
     """``_get_v2_model_runner_unsupported_features`` (``config/vllm.py``, read in 0.22.0, 0.24.0, 0.27.1, 0.28.0,
     0.29.0): V2 speculates only with eagle, eagle3, mtp (and dflash, dspark), and not eagle3 with pp > 1; otherwise
     ``use_v2_model_runner`` falls back to V1, whose graphs are estimated and whose dummy run keeps its sampler. 0.32.0
-    lists neither limit."""
+    lists neither limit (0.30-0.31: ``test_speculation_by_release_0_29_to_0_32``)."""
     qwen3 = _model("qwen3-32b.json")
     assert not runs_v2_model_runner((0, 27, 1), qwen3, speculative="draft_model")
     assert not runs_v2_model_runner((0, 29), qwen3, speculative="eagle3", pp=2)
@@ -141,6 +142,40 @@ def test_a_draft_model_or_eagle3_at_pp_keeps_v1_before_0_30():
     assert estimates_cuda_graphs((0, 24), qwen3, speculative="draft_model")
     assert not estimates_cuda_graphs((0, 24), qwen3, speculative="eagle")
     assert profiling_sampler("flashinfer", (0, 27), qwen3, speculative="draft_model") == "flashinfer"
+
+
+@pytest.mark.parametrize(
+    ("release", "draft_model_v2", "eagle3_pp_v2"),
+    [((0, 29), False, False), ((0, 30), False, True), ((0, 31), True, True), ((0, 32), True, True)],
+)
+def test_speculation_by_release_0_29_to_0_32(release, draft_model_v2, eagle3_pp_v2):
+    """``_get_v2_model_runner_unsupported_features`` by release (``config/vllm.py``): 0.29.0 keeps eagle3 at pp > 1
+    and any method but eagle, eagle3, mtp (dflash, dspark) on V1; 0.30.0 lists ngram, ngram_gpu, draft_model,
+    suffix, medusa, mlp_speculator, custom_class (no pp limit); 0.31.0 drops draft_model; 0.32.0 drops ngram."""
+    qwen3 = _model("qwen3-32b.json")
+    assert runs_v2_model_runner(release, qwen3, speculative="draft_model") is draft_model_v2
+    assert runs_v2_model_runner(release, qwen3, speculative="eagle3", pp=2) is eagle3_pp_v2
+    assert runs_v2_model_runner(release, qwen3, speculative="mtp", pp=2)
+    expected = "v2-greedy" if draft_model_v2 else "flashinfer"
+    assert profiling_sampler("flashinfer", release, qwen3, speculative="draft_model") == expected
+
+
+def test_a_draft_model_plan_on_0_30_is_v1s_and_on_0_31_v2s():
+    """vLLM 0.30 profiles a draft_model drafter on the V1 runner (no V2 sampler tables, FlashInfer's dummy run,
+    graphs at V1's sizes); 0.31 on Model Runner V2 (its sampler tables in the budget)."""
+    model = _model("qwen3-32b.json")
+    target = resolve_target("h100").target
+    kv = kv_footprint(model, seq_len=4096, batch=1, kv_dtype="bf16", tp=1)
+    labels = {}
+    for release in ("0.30.0", "0.31.0"):
+        settings = resolve_settings(DeploymentSpec(engine="vllm", engine_version=release), target, 1)
+        plan = plan_engine(
+            model, kv, target, settings, weights_bytes_per_rank=rank_weight_bytes(model, 1, "fp8"),
+            sequences_per_replica=1, speculative_tokens=2, speculative_method="draft_model",
+        )  # fmt: skip
+        assert plan.cuda_graph_in_budget
+        labels[release] = " ".join(line.label for line in plan.budget).lower()
+    assert "sampler" not in labels["0.30.0"] and "sampler" in labels["0.31.0"]
 
 
 def test_the_engine_plan_reads_the_speculative_method():
@@ -194,3 +229,20 @@ def test_an_amd_plan_reads_the_rocm_default():
                                   sequences_per_replica=1)  # fmt: skip
     labels = {name: " ".join(line.label for line in plan.budget).lower() for name, plan in plans.items()}
     assert "sampler" not in labels["mi300x"] and "sampler" in labels["h100"]
+
+
+def test_a_release_past_0_32_says_it_is_priced_with_0_32s_memory_rules():
+    """0.33.0's V2 ``_dummy_sampler_run`` adds a warmup-parameter pass (read in the ``vllm==0.33.0`` wheel), a memory
+    rule mha does not price: a plan for 0.33 or 0.34 says 0.32's rules priced it; 0.32 and no release say nothing."""
+    assert [vllm_memory_rules_note(release) for release in ((0, 32), (0, 30), None)] == [None, None, None]
+    assert "priced with 0.32's memory rules" in vllm_memory_rules_note((0, 34))
+    model = _model("qwen3-8b.json")
+    target = resolve_target("h100").target
+    kv = kv_footprint(model, seq_len=4096, batch=1, kv_dtype="bf16", tp=1)
+    notes = {}
+    for release in ("0.32.0", "0.33.0"):
+        settings = resolve_settings(DeploymentSpec(engine="vllm", engine_version=release), target, 1)
+        plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=rank_weight_bytes(model, 1, "bf16"),
+                           sequences_per_replica=1)  # fmt: skip
+        notes[release] = " ".join(plan.notes)
+    assert "memory rules" not in notes["0.32.0"] and "vLLM 0.33 is priced with 0.32's memory rules" in notes["0.33.0"]

@@ -85,7 +85,42 @@ def test_flashinfer_needs_cuda_from_compute_capability_7_5():
     v100 = resolve_settings(DeploymentSpec(engine="vllm"), resolve_target("v100-32gb").target, 1)
     mi300x = resolve_settings(DeploymentSpec(engine="vllm"), resolve_target("mi300x").target, 1)
     h100 = resolve_settings(DeploymentSpec(engine="vllm"), resolve_target("h100").target, 1)
-    assert (v100.sampler, mi300x.sampler, h100.sampler) == ("triton", "triton", "flashinfer")
+    assert (v100.sampler, mi300x.sampler, h100.sampler) == ("triton-any-rows", "triton-any-rows", "flashinfer")
+    old_v100 = resolve_settings(
+        DeploymentSpec(engine="vllm", engine_version="0.29.0"), resolve_target("v100-32gb").target, 1
+    )
+    assert old_v100.sampler == "triton"
+
+
+@pytest.mark.parametrize(
+    ("release", "path"),
+    [("0.21.0", "triton"), ("0.27.1", "triton"), ("0.29.0", "triton"), ("0.30.0", "triton-any-rows"),
+     ("0.31.0", "triton-any-rows"), ("0.32.0", "triton-any-rows"), (None, "triton-any-rows")],
+)  # fmt: skip
+def test_the_triton_row_threshold_is_gone_from_0_30(release, path):
+    """``apply_top_k_top_p`` in 0.17.0-0.29.0 sends ``logits.shape[0] >= 8`` rows to Triton, fewer to the PyTorch
+    sort; 0.30.0, 0.31.0 and 0.32.0 send every row count to Triton where ``HAS_TRITON`` (``topk_topp_sampler.py``).
+    No release: the latest read (0.32)."""
+    assert default_sampler("vllm-0.21", release, flashinfer_capable=False) == path
+    typed = DeploymentSpec(engine="vllm", engine_version=release, vllm_sampler="triton")
+    assert resolve_settings(typed, resolve_target("h100").target, 1).sampler == path
+
+
+def test_triton_at_1_and_7_rows_by_release_by_hand():
+    """Counted by hand over bf16 logits. 0.29 (``triton``): 7 rows take the PyTorch sort under 128 rows: the bf16
+    logits 2 + fp32 copy 4 + sorted values 4 + indices 8 + two (index, segment) pair buffers 8 + 8 + sorted keys 4 +
+    CUB's alternates 4 + 8 = 50 B; one row sorts alone: 2 + 4 + 4 + 8 + 4 + 8 = 30 B. 0.30 (``triton-any-rows``): the
+    kernel masks the fp32 copy in place at any row count: 2 + 4 + softmax 4 + exponential draws 4 = 14 B at 1 and 7
+    rows. Over 128,256 logits at 7 rows: 44,889,600 B (0.29) -> 12,569,088 B (0.30)."""
+    assert [bytes_per_logit("triton", rows) for rows in (1, 7)] == [30, 50]
+    assert [bytes_per_logit("triton-any-rows", rows) for rows in (1, 7)] == [14, 14]
+    assert bytes_per_logit("triton-any-rows", 1024) == bytes_per_logit("triton", 1024) == 14
+    model = load_source(str(ROOT / "tests/fixtures/hf_configs/llama-3.1-8b.json")).model
+    peaks = [
+        sampler_peak_bytes(model, max_num_batched_tokens=8192, max_num_seqs=7, sampler=path)
+        for path in ("triton", "triton-any-rows")
+    ]
+    assert peaks == [7 * 128_256 * 50, 7 * 128_256 * 14] == [44_889_600, 12_569_088]
 
 
 def test_llama_8b_on_vllm_0_11_defaults_by_hand():

