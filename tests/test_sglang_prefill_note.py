@@ -30,3 +30,14 @@ def test_sglang_without_a_release_is_priced_as_the_latest_release_read_and_says_
     assert _eager_notes(plain) == [] and plain["ttft_ms"] == latest["ttft_ms"]
     assert plain["ttft_ms"] < cli.json(*PLAN, "--engine", "sglang@0.5.9")["ttft_ms"]
     assert any("as SGLang 0.5.11 captures them" in note for note in plain["notes"])
+
+
+def test_an_amd_gpu_is_told_the_device_turns_the_graphs_off_not_to_type_0_5_10(cli):
+    """SGLang 0.5.11 ``_handle_piecewise_cuda_graph``: ``is_hip()`` turns the graphs off whatever the release, so the
+    eager note on an MI300X names that and does not send the user to ``--engine sglang@0.5.10`` (eager there too)."""
+    amd = cli.json("plan", "qwen3-8b", "--target", "mi300x", "--tp", "1", "--closed-form", "--engine", "sglang@0.5.11")
+    (note,) = _eager_notes(amd)
+    assert "is_hip()" in note and "(--engine sglang@0.5.10;" not in note
+    same_on_0_5_10 = cli.json("plan", "qwen3-8b", "--target", "mi300x", "--tp", "1", "--closed-form", "--engine",
+                              "sglang@0.5.10")  # fmt: skip
+    assert same_on_0_5_10["ttft_ms"] == amd["ttft_ms"]

@@ -97,10 +97,15 @@ KV_FLAG_FORMATS = {"vllm": ("bf16", "fp16", "fp32", "fp8"), "sglang": ("bf16", "
 
 def trtllm_words(deployment: DeploymentSpec, step_tokens: int) -> tuple[list[str], list[str]]:
     """trtllm-serve's words for the step budget priced (``step_tokens``, when ``--max-num-batched-tokens`` was given)
-    and the notes for its KV format (set in its options file, not on the line)."""
+    and the notes for its KV format (set in its options file, not on the line; a format TensorRT-LLM does not offer,
+    ``core.engine.plan.KV_FORMATS``, is not written there)."""
+    from mha_cli.core.engine.plan import KV_FORMATS
+
     words = [] if deployment.max_num_batched_tokens is None else ["--max_num_tokens", str(step_tokens)]
     notes = []
-    if deployment.kv_dtype not in ("fp32", "fp16", "bf16"):
+    if deployment.kv_dtype not in KV_FORMATS["trtllm"]:
+        notes.append(f"the trtllm line runs its default KV cache: TensorRT-LLM has no {deployment.kv_dtype} cache")
+    elif deployment.kv_dtype not in ("fp32", "fp16", "bf16"):
         notes.append(
             f"trtllm-serve takes the KV cache format in its --extra_llm_api_options file: set kv_cache_config.dtype:"
             f" {deployment.kv_dtype}"

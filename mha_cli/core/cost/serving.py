@@ -185,8 +185,9 @@ def prefill_graph_notes(stepper: Stepper) -> list[str]:
         return []
     if release is None:
         why = (
-            "SGLang captures prefill in piecewise CUDA graphs by default only from 0.5.10 on NVIDIA GPUs"
-            f" (--engine sglang@0.5.10; --engine sglang without a release is priced as {LATEST_READ} runs)"
+            "SGLang captures prefill in piecewise CUDA graphs by default only from 0.5.10 and only on NVIDIA GPUs"
+            " (server_args.py _handle_piecewise_cuda_graph turns them off under is_hip(), on AMD); on an NVIDIA GPU"
+            f" --engine sglang@0.5.10 or later has them, and --engine sglang is priced as {LATEST_READ} runs"
         )
         return [eager_prefill_note(stepper.eager_ops(), rate, why)]
     off = stepper.graphs_off()

