@@ -459,3 +459,14 @@ def test_vllm_note_says_which_step_settings_were_given():
         "max_num_batched_tokens 4096, max_num_seqs 1024 (default); (default) = vllm serve's defaults on a GPU of"
         " >= 70 GiB"
     )
+
+
+def test_a_set_pool_larger_than_the_gpu_less_the_weights_does_not_start():
+    """``--kv-cache-gib`` bypasses utilisation, so vLLM allocates it whole beside the weights (16 GB here), the RoPE
+    cache (8,192 x 128 x 2 B) and non-torch memory: a byte more than the device's remainder is out of memory."""
+    room = H100.device_memory_bytes - 16 * 10**9 - 8_192 * 128 * 2 - NON_TORCH_ONE_RANK
+    fits = _plan("vllm", kv_cache_memory_bytes=room)
+    assert fits.starts and fits.available_kv_bytes == room
+    over = _plan("vllm", kv_cache_memory_bytes=room + 1)
+    assert not over.starts
+    assert over.refusal.startswith("out of memory: the KV cache set") and "give --kv-cache-gib" in over.refusal

@@ -361,6 +361,25 @@ def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
     return available, budget
 
 
+def _set_pool_overflow(inputs: _Inputs) -> str | None:
+    """Why a pool set outright (``--kv-cache-gib``) cannot be allocated: vLLM allocates it whole beside the weights,
+    the RoPE cache and the non-torch memory, utilisation unused (``kv_cache_memory_bytes``), so a pool over the
+    device's memory less those fails with the allocator's out-of-memory error; None where it fits."""
+    pool = inputs.settings.kv_cache_bytes
+    if pool is None:
+        return None
+    held = inputs.weights + rope_cache_bytes(inputs.model) + inputs.non_torch
+    room = inputs.target.device_memory_bytes - held
+    if pool <= room:
+        return None
+    device = "the CPU's memory" if inputs.target.vendor == "CPU" else "the GPU"
+    return (
+        f"out of memory: the KV cache set ({pool / GIB:.2f} GiB) does not fit beside the weights, RoPE cache and"
+        f" non-torch memory ({held / GIB:.2f} GiB) in {device}'s {inputs.target.device_memory_bytes / GIB:.2f} GiB:"
+        f" give --kv-cache-gib {max(room, 0) / GIB:.2f} or less"
+    )
+
+
 def _vllm_refusal(available: int, needed: int, longest: Callable[[], int], seq_len: int) -> str | None:
     """vLLM's start-up error when the pool holds nothing, or less than one request of max_model_len."""
     if available <= 0:
@@ -429,7 +448,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
     if kv.n_state_layers and not priced_state:  # the state shares the pool: no more requests than its bytes allow
         concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal
     needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
-    refusal = _vllm_refusal(
+    refusal = _set_pool_overflow(inputs) or _vllm_refusal(
         available, needed, lambda: longest_request(model, available_bytes=available, max_model_len=kv.seq_len, **paging),
         kv.seq_len,
     )  # fmt: skip
