@@ -81,3 +81,14 @@ def test_a_format_a_line_cannot_write_is_a_note(cli):
     assert all("int4" not in line for line in int4["launch"].values())
     fp8 = cli.json(*SEARCH, "--weight-dtype", "fp8")  # --quantization fp8 does: no note
     assert value(fp8["launch"]["vllm"], "--quantization") == "fp8" and fp8["launch_note"] is None
+
+
+def test_fp8_weights_asked_of_a_bf16_checkpoint_need_an_fp8_checkpoint_for_trtllm_serve(cli):
+    # vLLM and SGLang quantise on loading (--quantization fp8); TensorRT-LLM runs pre-quantised checkpoints only
+    found = cli.json(*SEARCH, "--engine", "trtllm", "--weight-dtype", "fp8")
+    assert value(found["launch"]["vllm"], "--quantization") == "fp8"
+    assert "fp8" not in shlex.split(found["launch"]["trtllm"])
+    assert "the trtllm line loads the checkpoint as stored" in found["launch_note"]
+    assert "vllm line loads" not in found["launch_note"] and "sglang line loads" not in found["launch_note"]
+    plain = cli.json(*SEARCH, "--engine", "trtllm")  # bf16 priced, bf16 stored: nothing to say
+    assert plain["launch_note"] is None
