@@ -113,6 +113,20 @@ def trtllm_words(deployment: DeploymentSpec, step_tokens: int) -> tuple[list[str
     return words, notes
 
 
+def trtllm_replicas_note(replicas: int, gpus_per_replica: int) -> str:
+    """How to run the ``replicas`` the plan priced with trtllm-serve, which has no data-parallel flag (its options:
+    ``--tp_size``, ``--pp_size``, https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html): one
+    server per replica, each on its own ``gpus_per_replica`` consecutive GPUs."""
+    groups = [
+        ",".join(str(replica * gpus_per_replica + gpu) for gpu in range(gpus_per_replica))
+        for replica in range(replicas)
+    ]
+    return (
+        f"run the trtllm line once per replica ({replicas} servers), each on its own GPUs (CUDA_VISIBLE_DEVICES="
+        f"{', '.join(groups)}) and port, behind a load balancer: trtllm-serve has no data-parallel flag"
+    )
+
+
 def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
     """Notes for the formats priced that the ``engines``' lines (``vllm``, ``sglang``, ``trtllm``) cannot write."""
     names = {"vllm": "vLLM", "sglang": "SGLang"}
