@@ -94,3 +94,24 @@ def test_a_kv_format_trtllm_lacks_is_not_written_into_its_options_file(cli):
     int4 = cli.json(*SEARCH, "--engine", "trtllm", "--kv-dtype", "int4")
     assert "kv_cache_config.dtype: int4" not in int4["launch_note"]
     assert "the trtllm line runs its default KV cache: TensorRT-LLM has no int4 cache" in int4["launch_note"]
+
+
+def test_fp8_weights_asked_of_a_bf16_checkpoint_need_an_fp8_checkpoint_for_trtllm_serve(cli):
+    # vLLM and SGLang quantise on loading (--quantization fp8); TensorRT-LLM runs pre-quantised checkpoints only
+    found = cli.json(*SEARCH, "--engine", "trtllm", "--weight-dtype", "fp8")
+    assert value(found["launch"]["vllm"], "--quantization") == "fp8"
+    assert "fp8" not in shlex.split(found["launch"]["trtllm"])
+    assert "the trtllm line loads the checkpoint as stored" in found["launch_note"]
+    assert "vllm line loads" not in found["launch_note"] and "sglang line loads" not in found["launch_note"]
+    plain = cli.json(*SEARCH, "--engine", "trtllm")  # bf16 priced, bf16 stored: nothing to say
+    assert plain["launch_note"] is None
+
+
+def test_trtllm_serve_has_no_data_parallel_flag_so_a_note_says_to_run_one_server_per_replica(cli):
+    found = cli.json("plan", "llama-3.1-8b", "--target", "4xh100", "--engine", "trtllm", "--closed-form")
+    pick = found["candidates"][found["chosen"]]["deployment"]
+    assert pick["tp"] * pick["pp"] == 1 and pick["replicas"] == 4  # one GPU a replica: four servers
+    assert "run the trtllm line once per replica (4 servers)" in found["launch_note"]
+    assert "CUDA_VISIBLE_DEVICES=0, 1, 2, 3" in found["launch_note"]
+    one = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--engine", "trtllm", "--closed-form")
+    assert one["launch_note"] is None  # one replica: the line is the whole deployment

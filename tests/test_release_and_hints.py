@@ -57,3 +57,16 @@ def test_a_release_read_gets_no_such_note(cli):
                                     "--closed-form", "--json"])  # fmt: skip
     assert shown.exit_code == 0, shown.output
     assert "priced_as_release" not in json.loads(shown.stdout) and "newer than" not in shown.stderr
+
+
+@pytest.mark.parametrize("command", ["kv", "check", "recommend"])
+def test_kv_check_and_recommend_say_too_that_a_later_release_was_priced_as_the_newest_read(cli, command):
+    args = ["kv", "llama-3.1-8b"] if command == "kv" else ["check", "llama-3.1-8b"]
+    args = ["recommend", "--params", "1b"] if command == "recommend" else args
+    release = NEWEST_READ["sglang"].release
+    shown = cli.runner.invoke(app, [*args, "--target", "h100", "--engine", "sglang@0.9", "--json"])
+    assert shown.exit_code in (0, 1), shown.output  # check: 1 on a failed rule, the notice all the same
+    said = [line for line in shown.stderr.splitlines() if "is newer than the newest release read" in line]
+    assert len(said) == 1 and f"priced with {release}'s rules" in said[0]
+    read = cli.runner.invoke(app, [*args, "--target", "h100", "--engine", f"sglang@{release}", "--json"])
+    assert "newer than" not in read.stderr

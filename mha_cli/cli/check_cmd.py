@@ -28,6 +28,7 @@ from mha_cli.cli.options import (
     kv_cache_bytes,
 )  # fmt: skip
 from mha_cli.cli.output import Output
+from mha_cli.cli.release_notice import notice_past_newest_read
 from mha_cli.core.check import CheckResult, check_design
 from mha_cli.core.errors import EXIT_CHECK_FAILED
 
@@ -63,7 +64,9 @@ def check(
         max_num_seqs=max_num_seqs, block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
         strict=strict,
     )  # fmt: skip
-    Output(json).emit(result, render_check)
+    output = Output(json)
+    notice_past_newest_read(result.deployment.engine, result.deployment.engine_version, output)
+    output.emit(result, render_check)
     if not result.passed:
         raise typer.Exit(code=EXIT_CHECK_FAILED)
 

@@ -30,6 +30,7 @@ from mha_cli.cli.options import (
     kv_cache_bytes,
 )  # fmt: skip
 from mha_cli.cli.output import Output
+from mha_cli.cli.release_notice import notice_past_newest_read
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.kv_report import KvReport, build_kv_report
@@ -105,6 +106,7 @@ def kv(
         out.wrote(plot)
     if report.memory and report.memory.alias_note:
         out.notice(f"target {report.memory.alias_note}")
+    notice_past_newest_read(report.deployment.engine, report.deployment.engine_version, out)
     out.emit(report, render_kv_report)
     if fail_if_no_fit and report.memory is not None and not report.memory.fits:
         raise typer.Exit(code=EXIT_CHECK_FAILED)

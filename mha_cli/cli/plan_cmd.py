@@ -34,6 +34,7 @@ from mha_cli.cli.options import (
     kv_cache_bytes,
 )  # fmt: skip
 from mha_cli.cli.output import Output
+from mha_cli.cli.release_notice import notice_past_newest_read
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.mm_limits import mm_limits
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from mha_cli.core.cost.profile import DeviceProfile
     from mha_cli.core.cost.search import SearchResult
     from mha_cli.core.cost.speculative import SpeculativeComparison
-    from mha_cli.core.schemas import DeploymentSpec, ModelSpec, MoeA2aBackend, SpeculativeSpec
+    from mha_cli.core.schemas import ModelSpec, MoeA2aBackend, SpeculativeSpec
     from mha_cli.core.serve.replica import ClientSpec, SimulatedServing
     from mha_cli.core.sources import ModelSource
     from mha_cli.core.targets import ResolvedTarget
@@ -419,7 +420,7 @@ def plan(
     if slo_percentile not in (0, 50, 90, 99):
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
     output = Output(json)
-    past_read = _past_newest_read(deployment, output)
+    past_read = notice_past_newest_read(deployment.engine, deployment.engine_version, output)
     if disaggregated:
         from mha_cli.cli.render_disaggregated import render_disaggregated
         from mha_cli.core.cost.disaggregated_launch import disaggregated_with_launch
@@ -511,18 +512,6 @@ def plan(
         write_plan_plot(plot, result, force=force)
         output.wrote(plot)
     output.emit(result, render_plan)
-
-
-def _past_newest_read(deployment: DeploymentSpec, output: Output) -> str | None:
-    """The newest release read when the one typed is later (``--engine vllm@0.99``), said in one notice line."""
-    from mha_cli.core.engine.generations import past_newest_read, past_newest_read_note
-
-    engine = deployment.engine or "vllm"
-    newest = past_newest_read(engine, deployment.engine_version)
-    if newest is None or deployment.engine_version is None:
-        return None
-    output.notice(past_newest_read_note(engine, deployment.engine_version, newest))
-    return newest.release
 
 
 def _a2a_backend(value: str, model: ModelSpec, *, dp: int | None, pinned: int | None) -> MoeA2aBackend:

@@ -23,7 +23,10 @@ The step budget and the formats (``trtllm_words``, ``format_notes``):
 - A KV format an engine does not offer (``core.engine.plan.KV_FORMATS``: int8 in vLLM and SGLang) leaves that
   engine's line on its default cache: a note.
 - A weight format asked of an unquantized checkpoint other than fp8 (which ``--quantization fp8`` sets): the lines
-  load the checkpoint as stored, so a note says the format priced needs a checkpoint stored in it.
+  load the checkpoint as stored, so a note says the format priced needs a checkpoint stored in it. fp8 too for the
+  trtllm-serve line: TensorRT-LLM runs checkpoints pre-quantised by Model Optimizer and quantises none on loading
+  (https://nvidia.github.io/TensorRT-LLM/1.0.0/features/quantization.html, "Running Pre-quantized Models";
+  trtllm-serve has no quantization flag, https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html).
 
 Pure Python.
 """
@@ -91,6 +94,8 @@ def pool_words(deployment: DeploymentSpec, *, cpu: bool, trtllm: bool) -> PoolWo
 
 ON_THE_FLY = ("fp32", "fp16", "bf16", "fp8")
 """Weight formats a line gets from an unquantized checkpoint: as stored, or fp8 by ``--quantization fp8``."""
+STORED_AS_IS = ("fp32", "fp16", "bf16")
+"""Weight formats the trtllm-serve line gets from an unquantized checkpoint: it has no ``--quantization``."""
 KV_FLAG_FORMATS = {"vllm": ("bf16", "fp16", "fp32", "fp8"), "sglang": ("bf16", "fp16", "fp32", "fp8")}
 """KV formats the vLLM and SGLang lines write (the model's dtype, or ``--kv-cache-dtype fp8``)."""
 
@@ -113,8 +118,22 @@ def trtllm_words(deployment: DeploymentSpec, step_tokens: int) -> tuple[list[str
     return words, notes
 
 
+def trtllm_replicas_note(replicas: int, gpus_per_replica: int) -> str:
+    """How to run the ``replicas`` the plan priced with trtllm-serve, which has no data-parallel flag (its options:
+    ``--tp_size``, ``--pp_size``, https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html): one
+    server per replica, each on its own ``gpus_per_replica`` consecutive GPUs."""
+    groups = [
+        ",".join(str(replica * gpus_per_replica + gpu) for gpu in range(gpus_per_replica))
+        for replica in range(replicas)
+    ]
+    return (
+        f"run the trtllm line once per replica ({replicas} servers), each on its own GPUs (CUDA_VISIBLE_DEVICES="
+        f"{', '.join(groups)}) and port, behind a load balancer: trtllm-serve has no data-parallel flag"
+    )
+
+
 def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
-    """Notes for the formats priced that the ``engines``' lines (``vllm``, ``sglang``) cannot write."""
+    """Notes for the formats priced that the ``engines``' lines (``vllm``, ``sglang``, ``trtllm``) cannot write."""
     names = {"vllm": "vLLM", "sglang": "SGLang"}
     notes = [
         f"the {engine} line runs its default KV cache: {names[engine]} has no {deployment.kv_dtype} cache"
@@ -122,10 +141,16 @@ def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
         if engine in KV_FLAG_FORMATS and deployment.kv_dtype not in KV_FLAG_FORMATS[engine]
     ]
     asked = deployment.weight_dtype
-    if asked not in ON_THE_FLY and deployment.weight_scheme is None and deployment.checkpoint_headers is None:
+    stored = deployment.weight_scheme is not None or deployment.checkpoint_headers is not None
+    if asked not in ON_THE_FLY and not stored:
         notes.append(
             f"the lines load the checkpoint as stored: the {asked} weights priced need a checkpoint stored in {asked}"
             " (point the lines at one)"
+        )
+    elif asked not in STORED_AS_IS and not stored and "trtllm" in engines:
+        notes.append(
+            f"the trtllm line loads the checkpoint as stored (TensorRT-LLM quantises no weights on loading): the"
+            f" {asked} weights priced need a checkpoint Model Optimizer stored in {asked} (point the line at one)"
         )
     return notes
 

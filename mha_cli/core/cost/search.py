@@ -469,7 +469,13 @@ def launch_commands(
         sglang += ["--revision", served.revision]
     if deployment.limit_mm_per_prompt is not None:  # the encoder profiling (and, at 0, the tower) priced
         vllm += ["--limit-mm-per-prompt", json.dumps(deployment.limit_mm_per_prompt, separators=(",", ":"))]
-    from mha_cli.core.cost.launch_settings import format_notes, notes_for, pool_words, trtllm_words
+    from mha_cli.core.cost.launch_settings import (
+        format_notes,
+        notes_for,
+        pool_words,
+        trtllm_replicas_note,
+        trtllm_words,
+    )
 
     pool = pool_words(deployment, cpu=plan.target_id == "cpu", trtllm=engine.name == "trtllm")
     vllm = [*pool.vllm_variables, *vllm, *pool.vllm]
@@ -485,6 +491,8 @@ def launch_commands(
             trtllm += ["--ep_size", str(d.expert_ranks)]
         trtllm_step, trtllm_notes = trtllm_words(deployment, engine.max_num_batched_tokens)
         lines["trtllm"] = [*trtllm, *trtllm_step]
+        if d.replicas > 1 and plan.nodes is None:  # several nodes: core.cost.launch_nodes says what its line is
+            trtllm_notes.append(trtllm_replicas_note(d.replicas, d.tp * d.pp))
         pool = pool._replace(notes=[*pool.notes, *trtllm_notes])
     pool = pool._replace(notes=[*pool.notes, *format_notes(deployment, list(lines))])
     notes: list[str] = []
