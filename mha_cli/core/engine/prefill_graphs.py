@@ -37,10 +37,21 @@ TensorRT-LLM's PyTorch backend runs its own; neither is priced this way. Pure Py
 """
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from mha_cli.core.cost.stepper import ServingCase
+
+class PrefillCase(Protocol):
+    """What the graph rules read of a serving case (``core.cost.stepper.ServingCase`` has it; named here, not
+    imported, so that the engine rules do not import the cost model that imports them)."""
+
+    model: Any
+    speculative: Any
+    experts: Any
+    pp: int
+    tp: int
+    host_kv_cache: bool
+    drafts_for: Any
+    chunk_tokens: int
 
 GRAPHLESS_PREFILL: dict[str, str] = {
     "sglang-0.4": "SGLang graphs decode batches only (forward_batch_info.py ForwardMode.is_cuda_graph)",
@@ -119,7 +130,7 @@ def prefill_launch_s(generation: str | None, constants: dict[str, float]) -> flo
     return constants.get("prefill_dispatch_overhead_s", constants["dispatch_overhead_s"])
 
 
-def graphs_off(case: "ServingCase", release: str) -> str | None:
+def graphs_off(case: PrefillCase, release: str) -> str | None:
     """Why SGLang ``release`` (0.5.10 or later, NVIDIA) runs every prefill step of ``case`` eagerly, in one line
     naming where that was read; None: its prompt steps up to ``graph_tokens`` run in piecewise CUDA graphs."""
     where = f"SGLang {release} server_args.py _handle_piecewise_cuda_graph"
@@ -154,7 +165,7 @@ def graphs_off(case: "ServingCase", release: str) -> str | None:
     return None
 
 
-def graph_tokens(case: "ServingCase") -> int:
+def graph_tokens(case: PrefillCase) -> int:
     """The most prompt tokens one step runs in SGLang's piecewise CUDA graphs (``piecewise_cuda_graph_runner.py``
     ``can_run``): ``piecewise_cuda_graph_max_tokens``, the chunked prefill size, 2048 for an MLA model."""
     mla = case.model.attention.mla is not None
