@@ -14,7 +14,7 @@ from mha_cli.core.cost.plan import plan_serving
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.search import launch_commands
 from mha_cli.core.deployment import merge_deployment
-from mha_cli.core.engine.flags import LATEST, SPANS, line_problems, release_key, release_meant
+from mha_cli.core.engine.flags import FIRST_READS, LATEST, SPANS, line_problems, release_key, release_meant
 from mha_cli.core.engine.generations import generation
 from mha_cli.core.engine.launch_forms import fit_line
 from mha_cli.core.errors import BadInputError
@@ -45,6 +45,24 @@ def test_the_table_agrees_with_every_release_read():
             assert span.has(release_key(release)) == (span.word in words), (span.engine, span.word, release)
             read += 1
     assert len(presence["vllm"]) >= 40 and len(presence["sglang"]) >= 90 and read > 5_000
+
+
+def test_the_words_added_later_agree_with_the_releases_read_around_their_first():
+    """The words read after presence.json (``FIRST_READS``: vLLM --block-size 0.2.0, --kv-cache-memory-bytes 0.10.2,
+    VLLM_CPU_KVCACHE_SPACE 0.4.1; SGLang --page-size 0.4.4): in every release read at or after their first, in none
+    read before it."""
+    reads = json.loads((PRESENCE.parent / "first_reads.json").read_text())
+    later = [span for span in SPANS if FIRST_READS in span.source]
+    assert {(span.engine, span.word, span.first) for span in later} == {
+        ("vllm", "--block-size", "0.2.0"), ("vllm", "--kv-cache-memory-bytes", "0.10.2"),
+        ("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.4.1"), ("sglang", "--page-size", "0.4.4"),
+    }  # fmt: skip
+    for span in later:
+        releases = reads[span.engine]
+        earlier = [r for r in releases if release_key(r) < release_key(span.first)]
+        assert span.first in releases and (earlier or span.first == "0.2.0")  # 0.2.0: the oldest vLLM the table reads
+        for release, words in releases.items():
+            assert span.has(release_key(release)) == (span.word in words), (span.engine, span.word, release)
 
 
 def test_a_made_up_flag_and_a_flag_before_its_release_fail_the_check():

@@ -32,7 +32,7 @@ from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import dp_attention_runs_on, sglang_deepep_flags
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation, past_newest_read
-from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation
+from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, resolve_settings
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -569,6 +569,7 @@ def search_deployments(
         if value is not None and not value > 0:
             raise BadInputError(f"{name} must be greater than 0 (got {value:g})")
     check_engine_runs_on(deployment_generation(deployment).engine, target.target)
+    resolve_settings(deployment, target.target, 1)  # a setting no layout takes (--kv-cache-gib on 0.10.1): one line
     options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "rate": rate}
     candidates, tried = _search(model, target, deployment, profiles if bounds else (profiles[0], None), **options)
     if not candidates:
