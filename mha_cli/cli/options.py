@@ -137,7 +137,8 @@ KvCacheGibOpt = Annotated[
     typer.Option(
         "--kv-cache-gib",
         help="vLLM: the KV pool per GPU (or on the CPU) in GiB, set outright as --kv-cache-memory-bytes or"
-        " VLLM_CPU_KVCACHE_SPACE sets it, instead of derived from the memory utilisation.",
+        " VLLM_CPU_KVCACHE_SPACE sets it, instead of derived from the memory utilisation (vLLM 0.10.2 or later;"
+        " its CPU backend 0.4.1 or later).",
         show_default=False,
     ),
 ]

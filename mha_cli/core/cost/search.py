@@ -31,8 +31,8 @@ from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_g
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import dp_attention_runs_on, sglang_deepep_flags
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
-from mha_cli.core.engine.generations import Generation
-from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation
+from mha_cli.core.engine.generations import Generation, past_newest_read
+from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, resolve_settings
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -406,7 +406,10 @@ def launch_commands(
     serving ``served`` (at its ``--revision``: vLLM and SGLang take one, trtllm-serve does not). The priced engine's
     line takes its generation's flags: vLLM V0 has no ``--data-parallel-size`` (one server per replica). Over several
     nodes, each engine's multi-node lines (``core.cost.launch_nodes``: ``vllm_workers`` for the other nodes where
-    they differ). Returns the lines and the notes saying where each runs."""
+    they differ). The priced engine's line caps the requests at the max_num_seqs its pool was priced at (vLLM's
+    profiling run samples that many rows, its CUDA graphs are captured up to it, the simulated scheduler runs at most
+    that many: a line with another cap would start another pool); the other engines' lines, whose pools were not
+    priced, at the running count. Returns the lines and the notes saying where each runs."""
     d, engine = plan.deployment, plan.memory.engine
     generation = GENERATIONS[engine.generation]
     model_id = served.model
@@ -415,17 +418,18 @@ def launch_commands(
     copies = d.expert_ranks is not None and d.expert_ranks == d.tp and d.replicas > 1
     dp = 1 if copies else d.replicas
     running = max(1, plan.running_per_replica)
+    seqs = {name: engine.max_num_seqs if name == engine.name else running for name in ("vllm", "sglang", "trtllm")}
     budget = str(engine.max_num_batched_tokens)
     vllm_dp = [] if engine.name == "vllm" and not generation.data_parallel_flag else ["--data-parallel-size", str(dp)]
     # the fraction priced goes on the priced engine's line only (SGLang's mem_fraction_static sizes another pool)
     vllm_fraction = ["--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"] if engine.name == "vllm" else []
     vllm = ["vllm", "serve", model_id, "--tensor-parallel-size", str(d.tp), "--pipeline-parallel-size", str(d.pp),
-            *vllm_dp, "--max-model-len", str(context), *vllm_fraction, "--max-num-seqs", str(running),
+            *vllm_dp, "--max-model-len", str(context), *vllm_fraction, "--max-num-seqs", str(seqs["vllm"]),
             "--max-num-batched-tokens", budget]  # fmt: skip
     shared = d.expert_ranks is not None and d.expert_ranks > d.tp  # MoE replicas sharing the experts
     # SGLang counts every rank of the shared experts in --tp-size, its replicas as data-parallel attention
     # (and, then, --max-running-requests over all of them: its tp worker divides it by --dp-size)
-    sglang_tp, sglang_running = (d.expert_ranks, running * d.replicas) if shared else (d.tp, running)
+    sglang_tp, sglang_running = (d.expert_ranks, seqs["sglang"] * d.replicas) if shared else (d.tp, seqs["sglang"])
     # and its --chunked-prefill-size too: under DP attention each rank takes it // --dp-size
     # (core.engine.settings.sglang_dp_attention_chunk), so the line asks dp times the rank's budget priced
     sglang_chunk = str(engine.max_num_batched_tokens * dp) if shared else budget
@@ -485,7 +489,7 @@ def launch_commands(
         lines["sglang"] = sglang
     if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
-                  str(context), "--max_batch_size", str(running), "--kv_cache_free_gpu_memory_fraction",
+                  str(context), "--max_batch_size", str(seqs["trtllm"]), "--kv_cache_free_gpu_memory_fraction",
                   f"{engine.gpu_memory_utilization:g}"]  # fmt: skip
         if d.expert_parallel:
             trtllm += ["--ep_size", str(d.expert_ranks)]
@@ -505,7 +509,8 @@ def launch_commands(
         from mha_cli.core.cost.launch_nodes import node_launch, node_shape
 
         shape = node_shape(plan.nodes.nodes, plan.nodes.devices_per_node, d.tp, d.pp, d.replicas, d.expert_ranks)
-        lines, notes = node_launch(lines, shape, vllm_generation)
+        lines, node_notes = node_launch(lines, shape, vllm_generation)
+        notes += node_notes
     fitted, release_notes = release_lines(lines, generation, deployment.engine_version)
     left_out = [engine for engine in lines if engine not in fitted]  # its node notes go with it
     notes = [note for note in notes if not any(note.startswith(f"{engine}: ") for engine in left_out)]
@@ -518,7 +523,9 @@ def release_lines(
 ) -> tuple[dict[str, list[str]], list[str]]:
     """``lines`` in the forms of the releases meant (``core.engine.launch_forms``): the priced engine's the one typed
     (``--engine vllm@0.10.2``) or its generation's latest, the other engines' their latest; with the notes saying
-    which release a line is for when it is not the latest, and why a line the release cannot run was left out."""
+    which release a line is for when it is not the latest (past the newest release read,
+    ``core.engine.generations.NEWEST_READ``: that its flags are that release's), and why a line the release cannot
+    run was left out."""
     from mha_cli.core.engine.flags import format_release
     from mha_cli.core.engine.launch_forms import fit_lines, releases_for
 
@@ -527,8 +534,14 @@ def release_lines(
     fitted, notes = fit_lines(lines, releases)
     if generation.engine in fitted and (typed is not None or generation.until is not None):
         written = format_release(meant)
+        newest = past_newest_read(generation.engine, typed)
         if typed is None:
             tail = f" (the latest of {generation.label})"
+        elif newest is not None:  # no release past it was read: an exact patch checks nothing more
+            tail = (
+                f" with the flags of {newest.release}, the newest release read: flags {written} added, renamed or"
+                " removed are not known here"
+            )
         elif written.endswith(".x"):
             tail = f" (its latest patch: give the exact release, as {generation.engine}@{written[:-1]}N, to check its flags)"
         else:
@@ -564,6 +577,7 @@ def search_deployments(
         if value is not None and not value > 0:
             raise BadInputError(f"{name} must be greater than 0 (got {value:g})")
     check_engine_runs_on(deployment_generation(deployment).engine, target.target)
+    resolve_settings(deployment, target.target, 1)  # a setting no layout takes (--kv-cache-gib on 0.10.1): one line
     options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "rate": rate}
     candidates, tried = _search(model, target, deployment, profiles if bounds else (profiles[0], None), **options)
     if not candidates:

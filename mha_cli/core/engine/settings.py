@@ -208,6 +208,24 @@ def check_engine_runs_on(engine: EngineName, target: Target) -> None:
         )
 
 
+def _check_pool_setting(chosen: Generation, typed: str | None, *, cpu: bool) -> None:
+    """Refuse ``--kv-cache-gib`` in one line for a vLLM release without the setting its launch line writes for it
+    (``core.engine.flags``): ``--kv-cache-memory-bytes`` on a GPU (first in 0.10.2), ``VLLM_CPU_KVCACHE_SPACE`` on
+    its CPU backend (first in 0.4.1); the release is the one typed, else the generation's latest."""
+    from mha_cli.core.engine.flags import format_release, has, release_meant, span
+
+    word = "VLLM_CPU_KVCACHE_SPACE" if cpu else "--kv-cache-memory-bytes"
+    release = release_meant(chosen, typed)
+    if has("vllm", release, word):
+        return
+    first = span("vllm", word).first
+    lacking = chosen.label if typed is None else f"vLLM {format_release(release)}"
+    raise BadInputError(
+        f"--kv-cache-gib sets vLLM's {word} (first in {first}), which {lacking} lacks: drop it or use"
+        f" --engine vllm@{first} or later"
+    )
+
+
 def resolve_settings(
     deployment: DeploymentSpec, target: Target, tp: int, *, dp_attention_ranks: int = 1
 ) -> EngineSettings:
@@ -220,10 +238,8 @@ def resolve_settings(
     check_engine_runs_on(engine, target)
     if deployment.kv_cache_memory_bytes is not None and engine != "vllm":
         raise BadInputError("--kv-cache-gib sets vLLM's pool (--kv-cache-memory-bytes): use it with --engine vllm")
-    if deployment.kv_cache_memory_bytes is not None and not chosen.hybrid_allocator and target.vendor != "CPU":
-        raise BadInputError(
-            f"--kv-cache-gib sets V1's --kv-cache-memory-bytes, which {chosen.label} lacks: drop it or use --engine vllm"
-        )
+    if deployment.kv_cache_memory_bytes is not None:
+        _check_pool_setting(chosen, deployment.engine_version, cpu=target.vendor == "CPU")
     if engine == "vllm":
         tokens, seqs, note = VLLM_STEP_DEFAULTS[chosen.id](target, deployment.seq_len)
         tokens = deployment.max_num_batched_tokens or tokens

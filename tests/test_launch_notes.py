@@ -1,0 +1,31 @@
+"""The search's launch notes: those gathered before the multi-node lines are kept, and a release past the newest one
+read says whose flags its line was checked against (``core.cost.search.launch_commands``, ``release_lines``)."""
+
+from __future__ import annotations
+
+V3 = "deepseek-v3"
+DEEPEP_NOTE = "vLLM before 0.11.1 takes DeepEP from the environment"
+
+
+def test_a_multi_node_pick_keeps_the_deepep_note(cli):
+    """DP attention with DeepEP over 2 x 8 H200 priced by vLLM V1: the note on its variable (before 0.11.1) stays
+    beside the node notes; the control, one node, has it too."""
+    args = ("plan", V3, "--isl", "1024", "--osl", "1024", "--closed-form", "--moe-a2a-backend", "deepep",
+            "--engine", "vllm@0.12")  # fmt: skip
+    found = cli.json(*args, "--target", "2x8xh200", "--concurrency", "2048")
+    pick = found["candidates"][found["chosen"]]
+    assert pick["nodes"]["nodes"] == 2 and pick["deployment"]["moe_a2a_backend"] == "deepep"
+    assert "vllm_workers on node 1" in found["launch_note"]  # the node notes
+    assert DEEPEP_NOTE in found["launch_note"]
+    one_node = cli.json(*args, "--target", "8xh200", "--concurrency", "1024")
+    assert one_node["candidates"][one_node["chosen"]]["nodes"] is None and DEEPEP_NOTE in one_node["launch_note"]
+
+
+def test_a_release_past_the_newest_read_says_its_flags_are_the_newest_reads(cli):
+    args = ("plan", "llama-3.1-8b", "--target", "h100", "--closed-form", "--engine")
+    for typed in ("vllm@0.99", "vllm@0.99.1"):
+        note = cli.json(*args, typed)["launch_note"]
+        assert "with the flags of 0.34.0, the newest release read" in note
+        assert "give the exact release" not in note  # no release past 0.34.0 was read: an exact one checks no more
+    read = cli.json(*args, "vllm@0.12")["launch_note"]  # the control: a release read, its patch not given
+    assert "give the exact release, as vllm@0.12.N, to check its flags" in read and "newest release read" not in read

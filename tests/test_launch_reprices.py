@@ -1,0 +1,72 @@
+"""A search's launch line reproduces the pool it prints: the priced engine's line, its settings read back off the
+line and priced again (``resolve_settings`` then ``plan_engine``, nothing launched), holds the same KV tokens.
+
+On an H100 vLLM's profiling run samples max_num_seqs rows (1,024 by default), so a line capping the requests at the
+346 a llama-3.1-8b replica runs would start a pool 3,344 tokens larger than the one priced."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.presets import get_preset
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.targets import resolve_target
+
+SEARCH = ("plan", "llama-3.1-8b", "--target", "h100", "--closed-form")
+FLAGS = {  # (tensor parallel, context, requests, step budget, memory fraction) in each engine's words
+    "vllm": ("--tensor-parallel-size", "--max-model-len", "--max-num-seqs", "--max-num-batched-tokens",
+             "--gpu-memory-utilization"),
+    "sglang": ("--tp-size", "--context-length", "--max-running-requests", "--chunked-prefill-size",
+               "--mem-fraction-static"),
+    "trtllm": ("--tp_size", "--max_seq_len", "--max_batch_size", "--max_num_tokens",
+               "--kv_cache_free_gpu_memory_fraction"),
+}  # fmt: skip
+
+
+def _value(words: list[str], flag: str) -> str | None:
+    return words[words.index(flag) + 1] if flag in words else None
+
+
+def _repriced(engine: str, line: str, weights_bytes_per_rank: int):
+    """The engine plan of the settings ``line`` sets (the engine's defaults for those it leaves out)."""
+    words = shlex.split(line)
+    tp, context, requests, step, fraction = (_value(words, flag) for flag in FLAGS[engine])
+    deployment = DeploymentSpec(
+        engine=engine, max_num_seqs=int(requests), max_num_batched_tokens=None if step is None else int(step),
+        gpu_memory_utilization=None if fraction is None else float(fraction),
+    )  # fmt: skip
+    target = resolve_target("h100").target
+    settings = resolve_settings(deployment, target, int(tp))
+    kv = kv_footprint(get_preset("llama-3.1-8b"), seq_len=int(context), batch=1, tp=int(tp))
+    return plan_engine(
+        get_preset("llama-3.1-8b"), kv, target, settings, weights_bytes_per_rank=weights_bytes_per_rank,
+        sequences_per_replica=1,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_the_priced_engines_line_starts_the_pool_priced(cli, engine):
+    found = cli.json(*SEARCH, "--engine", engine)
+    priced = found["candidates"][found["chosen"]]["memory"]["engine"]
+    again = _repriced(engine, found["launch"][engine], priced["weights_bytes_per_rank"])
+    assert again.max_num_seqs == priced["max_num_seqs"]
+    assert again.kv_tokens == priced["kv_tokens"] and again.kv_blocks == priced["kv_blocks"]
+
+
+def test_the_vllm_line_carries_the_max_num_seqs_priced_not_the_running_count(cli):
+    """vLLM's H100 default, 1,024 (``_set_default_args``), was priced; 346 requests of 1,280 tokens run at once."""
+    found = cli.json(*SEARCH)
+    pick = found["candidates"][found["chosen"]]
+    assert pick["memory"]["engine"]["max_num_seqs"] == 1024 and pick["running_per_replica"] == 346
+    assert _value(shlex.split(found["launch"]["vllm"]), "--max-num-seqs") == "1024"
+    # the unpriced SGLang line caps its requests at the running count (its own pool was not priced)
+    assert _value(shlex.split(found["launch"]["sglang"]), "--max-running-requests") == "346"
+    # the control: the running count on the vLLM line prices another pool (a smaller sampler peak, more tokens)
+    running = found["launch"]["vllm"].replace("--max-num-seqs 1024", "--max-num-seqs 346")
+    other = _repriced("vllm", running, pick["memory"]["engine"]["weights_bytes_per_rank"])
+    assert other.kv_tokens - pick["memory"]["engine"]["kv_tokens"] == 3344
