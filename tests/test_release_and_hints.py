@@ -8,7 +8,7 @@ import json
 import pytest
 
 from mha_cli.cli.app import app
-from mha_cli.core.engine.generations import NEWEST_READ
+from mha_cli.core.engine.releases_read import NEWEST_READ
 
 CPU_HINT = "--kv-cache-gib (VLLM_CPU_KVCACHE_SPACE) sets it exactly"
 
@@ -47,9 +47,11 @@ def test_a_release_past_the_newest_read_is_said_and_named(cli, engine, newest, m
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["priced_as_release"] == release
     said = [line for line in shown.stderr.splitlines() if "is newer than the newest release read" in line]
-    assert len(said) == 1 and f"priced with {release}'s rules" in said[0]
+    assert len(said) == 1 and f"its launch flags are priced as {release}'s" in said[0]
+    rules = NEWEST_READ[newest].rules  # type: ignore[index]
+    assert (f"its memory and step rules those of {rules}" if rules != release else "its rules too") in said[0]
     human = cli.runner.invoke(app, args)
-    assert human.exit_code == 0 and f"priced with {release}'s rules" in human.stderr
+    assert human.exit_code == 0 and f"its launch flags are priced as {release}'s" in human.stderr
 
 
 def test_a_release_read_gets_no_such_note(cli):
@@ -67,6 +69,6 @@ def test_kv_check_and_recommend_say_too_that_a_later_release_was_priced_as_the_n
     shown = cli.runner.invoke(app, [*args, "--target", "h100", "--engine", "sglang@0.9", "--json"])
     assert shown.exit_code in (0, 1), shown.output  # check: 1 on a failed rule, the notice all the same
     said = [line for line in shown.stderr.splitlines() if "is newer than the newest release read" in line]
-    assert len(said) == 1 and f"priced with {release}'s rules" in said[0]
+    assert len(said) == 1 and f"its launch flags are priced as {release}'s" in said[0]
     read = cli.runner.invoke(app, [*args, "--target", "h100", "--engine", f"sglang@{release}", "--json"])
     assert "newer than" not in read.stderr

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 def notice_past_newest_read(engine: EngineName | None, typed: str | None, output: Output) -> str | None:
     """The newest release of ``engine`` (None: vLLM) read when ``typed``, the release ``--engine`` named, is later,
     said in one notice line on stderr; else None."""
-    from mha_cli.core.engine.generations import past_newest_read, past_newest_read_note
+    from mha_cli.core.engine.releases_read import past_newest_read, past_newest_read_note
 
     engine = engine or "vllm"
     newest = past_newest_read(engine, typed)

@@ -51,7 +51,7 @@ class ServingPlan(ServingPrediction):
     """``--rate``: the arrival rate asked (requests/s); ``concurrency`` is then the requests in flight it makes."""
     priced_as_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
-    whose rules priced it (``core.engine.generations.NEWEST_READ``); absent otherwise."""
+    whose rules priced it (``core.engine.releases_read.NEWEST_READ``); absent otherwise."""
     saturated: bool = False
     """``--rate`` beyond what the deployment serves at its largest load: requests pile up without bound."""
     simulated: SimulatedServing | None = None

@@ -31,7 +31,8 @@ from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_g
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import dp_attention_runs_on, sglang_deepep_flags
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
-from mha_cli.core.engine.generations import Generation, past_newest_read
+from mha_cli.core.engine.generations import Generation
+from mha_cli.core.engine.releases_read import past_newest_read
 from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, resolve_settings
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
@@ -79,7 +80,7 @@ class SearchResult(Record):
     """What to replace or check in the launch lines (a placeholder for the model, a name the user did not type)."""
     priced_as_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
-    whose rules priced it (``core.engine.generations.NEWEST_READ``); absent otherwise."""
+    whose rules priced it (``core.engine.releases_read.NEWEST_READ``); absent otherwise."""
 
 
 def layouts(model: ModelSpec, n_devices: int, devices_per_node: int | None = None) -> list[tuple[int, int]]:
@@ -524,7 +525,7 @@ def release_lines(
     """``lines`` in the forms of the releases meant (``core.engine.launch_forms``): the priced engine's the one typed
     (``--engine vllm@0.10.2``) or its generation's latest, the other engines' their latest; with the notes saying
     which release a line is for when it is not the latest (past the newest release read,
-    ``core.engine.generations.NEWEST_READ``: that its flags are that release's), and why a line the release cannot
+    ``core.engine.releases_read.NEWEST_READ``: that its flags are that release's), and why a line the release cannot
     run was left out."""
     from mha_cli.core.engine.flags import format_release
     from mha_cli.core.engine.launch_forms import fit_lines, releases_for

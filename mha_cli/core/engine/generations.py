@@ -239,21 +239,6 @@ def generation(generation_id: GenerationId | None, engine: EngineName | None = N
     return LATEST[engine or "vllm"]
 
 
-class NewestRead(NamedTuple):
-    """The newest release of an engine whose source mha read, and where: a later release is priced by its rules."""
-
-    release: str
-    source: str
-
-
-NEWEST_READ: dict[EngineName, NewestRead] = {
-    "vllm": NewestRead("0.34.0", "its argument parsers, every minor release to 0.34.0 (outputs/engine_flags/presence.json)"),
-    "sglang": NewestRead("0.5.23", "its server arguments, every 0.4.x and 0.5.x release to 0.5.23 (presence.json)"),
-    "trtllm": NewestRead("1.2", "tensorrt_llm/_torch/pyexecutor/_util.py of the 1.1-1.2 line (core.engine.trtllm_profile)"),
-}  # fmt: skip
-"""Per engine, the newest release read; the generations' rules and the flags table stop there."""
-
-
 VLLM_MEMORY_RULES_READ: Version = (0, 32)
 """The newest vLLM release whose memory code (model runners, dummy sampler, CUDA-graph estimate, sampler tables) mha
 read; a later one is priced with its rules. 0.33.0 changes one (read in the ``vllm==0.33.0`` wheel): Model Runner V2's
@@ -271,27 +256,4 @@ def vllm_memory_rules_note(release: Version | None) -> str | None:
         f"vLLM {'.'.join(map(str, release))} is priced with {read}'s memory rules (the newest whose memory code was"
         f" read): 0.33's Model Runner V2 samples its dummy run a second time with warmup parameters (fp32 logits,"
         " top-k/top-p, penalties, logprobs), a peak not priced"
-    )
-
-
-def past_newest_read(engine: EngineName, typed: str | None) -> NewestRead | None:
-    """The newest release read when ``typed`` (``--engine vllm@0.99``'s ``0.99``) is a later one; else None."""
-    from mha_cli.core.engine.flags import LATEST as PAST_EVERY  # flags imports this module
-    from mha_cli.core.engine.flags import release_key
-
-    if typed is None:
-        return None
-    newest = NEWEST_READ[engine]
-    key, read = release_key(typed), release_key(newest.release)
-    if key[2] == PAST_EVERY:  # a minor alone (0.34): newer only when the minor is
-        key = (key[0], key[1], -1, 0) if key[:2] == read[:2] else key
-    return newest if key > read else None
-
-
-def past_newest_read_note(engine: EngineName, typed: str, newest: NewestRead) -> str:
-    """The one line saying a release past the newest read was priced with that release's rules."""
-    names = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-    return (
-        f"{names[engine]} {typed} is newer than the newest release read ({newest.release}: {newest.source}):"
-        f" priced with {newest.release}'s rules"
     )

@@ -53,6 +53,7 @@ class PrefillCase(Protocol):
     drafts_for: Any
     chunk_tokens: int
 
+
 GRAPHLESS_PREFILL: dict[str, str] = {
     "sglang-0.4": "SGLang graphs decode batches only (forward_batch_info.py ForwardMode.is_cuda_graph)",
     "sglang-0.5": "SGLang graphs decode batches only (forward_batch_info.py ForwardMode.is_cuda_graph) before 0.5.10;"

@@ -1,0 +1,61 @@
+"""The newest release of each engine whose source mha read, and the one line a later release typed
+(``--engine vllm@0.99``) gets: its launch flags are priced as those of the newest release whose argument parsers were
+read, its memory and step rules as those of the newest release whose memory code was read. Pure Python."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from mha_cli.core.engine.flags import LATEST as PAST_EVERY
+from mha_cli.core.engine.flags import release_key
+from mha_cli.core.engine.generations import VLLM_MEMORY_RULES_READ
+from mha_cli.core.engine.prefill_graphs import LATEST_READ as SGLANG_GRAPHS_READ
+from mha_cli.core.schemas import EngineName
+
+
+class NewestRead(NamedTuple):
+    """The newest release of an engine read: its flags (``release``, where: ``source``) and its rules."""
+
+    release: str
+    source: str
+    rules: str
+    """The newest release whose memory and step rules were read (a later one is priced with them)."""
+
+
+NEWEST_READ: dict[EngineName, NewestRead] = {
+    "vllm": NewestRead(
+        "0.34.0", "its argument parsers, every minor release to 0.34.0 (outputs/engine_flags/presence.json)",
+        ".".join(map(str, VLLM_MEMORY_RULES_READ)),
+    ),
+    "sglang": NewestRead(
+        "0.5.23", "its server arguments, every 0.4.x and 0.5.x release to 0.5.23 (presence.json)", SGLANG_GRAPHS_READ
+    ),
+    "trtllm": NewestRead(
+        "1.2", "tensorrt_llm/_torch/pyexecutor/_util.py of the 1.1-1.2 line (core.engine.trtllm_profile)", "1.2"
+    ),
+}  # fmt: skip
+"""Per engine, the newest release read: the flags table stops at ``release``, the memory and step rules at
+``rules`` (vLLM: ``generations.VLLM_MEMORY_RULES_READ``; SGLang: its piecewise prefill graphs,
+``prefill_graphs.LATEST_READ``)."""
+
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+
+
+def past_newest_read(engine: EngineName, typed: str | None) -> NewestRead | None:
+    """The newest release read when ``typed`` (``--engine vllm@0.99``'s ``0.99``) is a later one; else None."""
+    if typed is None:
+        return None
+    newest = NEWEST_READ[engine]
+    key, read = release_key(typed), release_key(newest.release)
+    if key[2] == PAST_EVERY:  # a minor alone (0.34): newer only when the minor is
+        key = (key[0], key[1], -1, 0) if key[:2] == read[:2] else key
+    return newest if key > read else None
+
+
+def past_newest_read_note(engine: EngineName, typed: str, newest: NewestRead) -> str:
+    """The one line saying which releases' flags and rules priced a release past the newest read."""
+    rules = "its rules too" if newest.rules == newest.release else f"its memory and step rules those of {newest.rules}"
+    return (
+        f"{ENGINE_NAMES[engine]} {typed} is newer than the newest release read: its launch flags are priced as"
+        f" {newest.release}'s ({newest.source}), {rules}"
+    )
