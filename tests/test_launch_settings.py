@@ -118,3 +118,11 @@ def test_trtllm_serve_has_no_data_parallel_flag_so_a_note_says_to_run_one_server
     assert "CUDA_VISIBLE_DEVICES=0, 1, 2, 3" in found["launch_note"]
     one = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--engine", "trtllm", "--closed-form")
     assert one["launch_note"] is None  # one replica: the line is the whole deployment
+
+
+def test_the_cpu_gets_no_sglang_line(cli):
+    """SGLang is not modelled on the CPU (``--engine sglang --target cpu`` is refused), so no line of it is printed
+    there, nor a note about what such a line lacks; a GPU plan keeps it (the control)."""
+    found = cli.json(*CPU, "--kv-cache-gib", "4")
+    assert list(found["launch"]) == ["vllm"] and "sglang" not in (found["launch_note"] or "")
+    assert "sglang" in cli.json(*SEARCH)["launch"]

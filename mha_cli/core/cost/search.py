@@ -486,7 +486,8 @@ def launch_commands(
     vllm = [*pool.vllm_variables, *vllm, *pool.vllm]
     sglang += pool.sglang
     lines = {"vllm": vllm}
-    if served.named_by != "gguf-file":  # a GGUF file: vLLM's loader (its launch note says how); SGLang's not priced
+    # a GGUF file: vLLM's loader (its launch note says how), SGLang's not priced; the CPU: SGLang's not modelled there
+    if served.named_by != "gguf-file" and plan.target_id != "cpu":
         lines["sglang"] = sglang
     if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
