@@ -26,10 +26,10 @@ def test_the_eager_release_names_its_host_launches_and_the_graphed_one_does_not(
 
 
 def test_sglang_without_a_release_is_priced_as_the_latest_release_read_and_says_so(cli):
-    plain, latest = cli.json(*PLAN, "--engine", "sglang"), cli.json(*PLAN, "--engine", "sglang@0.5.11")
+    plain, latest = cli.json(*PLAN, "--engine", "sglang"), cli.json(*PLAN, "--engine", "sglang@0.5.23")
     assert _eager_notes(plain) == [] and plain["ttft_ms"] == latest["ttft_ms"]
     assert plain["ttft_ms"] < cli.json(*PLAN, "--engine", "sglang@0.5.9")["ttft_ms"]
-    assert any("as SGLang 0.5.11 captures them" in note for note in plain["notes"])
+    assert any("breakable CUDA graphs, as SGLang 0.5.23 captures them" in note for note in plain["notes"])
 
 
 def test_an_amd_gpu_is_told_the_device_turns_the_graphs_off_not_to_type_0_5_10(cli):

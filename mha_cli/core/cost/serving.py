@@ -177,7 +177,7 @@ def prefill_graph_notes(stepper: Stepper) -> list[str]:
     """How the prompt steps of ``stepper``'s case run on an SGLang profile (``core.engine.prefill_graphs``): eagerly,
     and why, or in the piecewise CUDA graphs of the release that priced them, and which steps do not; none
     elsewhere."""
-    from mha_cli.core.engine.prefill_graphs import LATEST_READ, graph_tokens
+    from mha_cli.core.engine.prefill_graphs import LATEST_READ, graph_kind, graph_tokens
 
     profile, case = stepper.profile, stepper.case
     rate, release = profile.prefill_dispatch_overhead_s, profile.prefill_graphs
@@ -193,12 +193,13 @@ def prefill_graph_notes(stepper: Stepper) -> list[str]:
     off = stepper.graphs_off()
     if off is not None:
         return [eager_prefill_note(stepper.eager_ops(), rate, off)]
-    limit = graph_tokens(case)
-    note = f"prefill runs in piecewise CUDA graphs, as SGLang {release} captures them (core.engine.prefill_graphs)"
+    limit = graph_tokens(case, release)
+    kind = graph_kind(release)
+    note = f"prefill runs in {kind} CUDA graphs, as SGLang {release} captures them (core.engine.prefill_graphs)"
     largest = case.isl * case.concurrency if case.batching == "static" else case.chunk_tokens
     if largest > limit:
         note += (
-            f"; a prompt step over {limit:,} tokens (piecewise_cuda_graph_max_tokens, 2048 for an MLA model) runs"
+            f"; a prompt step over {limit:,} tokens (the prefill graphs' token limit, core.engine.prefill_graphs) runs"
             f" eagerly: {stepper.eager_ops():,} operators launched from the host at {rate * 1e6:.1f} us each"
         )
     return [note]

@@ -171,7 +171,8 @@ class Stepper:
             return rate
         from mha_cli.core.engine.prefill_graphs import graph_tokens
 
-        return rate if self.graphs_off() is not None or prompt_tokens > graph_tokens(self.case) else 0.0
+        limit = graph_tokens(self.case, self.profile.prefill_graphs)
+        return rate if self.graphs_off() is not None or prompt_tokens > limit else 0.0
 
     def graphs_off(self) -> str | None:
         """Why the profile's SGLang release runs every prompt step of this case eagerly (``core.engine.prefill_graphs
@@ -179,8 +180,10 @@ class Stepper:
         if self.profile.prefill_graphs is None:
             return None
         from mha_cli.core.engine.prefill_graphs import graphs_off
+        from mha_cli.core.targets import load_targets
 
-        return graphs_off(self.case, self.profile.prefill_graphs)
+        target = load_targets().get(self.profile.target_id or "")
+        return graphs_off(self.case, self.profile.prefill_graphs, target.compute_capability if target else None)
 
     def eager_ops(self) -> int:
         """Operators one prefill forward of every stage launches from the host when it runs eagerly, as SGLang's

@@ -9,7 +9,7 @@ from typing import NamedTuple
 from mha_cli.core.engine.flags import LATEST as PAST_EVERY
 from mha_cli.core.engine.flags import release_key
 from mha_cli.core.engine.generations import VLLM_MEMORY_RULES_READ
-from mha_cli.core.engine.prefill_graphs import LATEST_READ as SGLANG_GRAPHS_READ
+from mha_cli.core.engine.prefill_graphs import LATEST_READ as SGLANG_READ
 from mha_cli.core.schemas import EngineName
 
 
@@ -28,15 +28,16 @@ NEWEST_READ: dict[EngineName, NewestRead] = {
         ".".join(map(str, VLLM_MEMORY_RULES_READ)),
     ),
     "sglang": NewestRead(
-        "0.5.23", "its server arguments, every 0.4.x and 0.5.x release to 0.5.23 (presence.json)", SGLANG_GRAPHS_READ
+        SGLANG_READ, f"its server arguments, every 0.4.x and 0.5.x release to {SGLANG_READ} (presence.json)",
+        SGLANG_READ,
     ),
     "trtllm": NewestRead(
         "1.2", "tensorrt_llm/_torch/pyexecutor/_util.py of the 1.1-1.2 line (core.engine.trtllm_profile)", "1.2"
     ),
 }  # fmt: skip
 """Per engine, the newest release read: the flags table stops at ``release``, the memory and step rules at
-``rules`` (vLLM: ``generations.VLLM_MEMORY_RULES_READ``; SGLang: its piecewise prefill graphs,
-``prefill_graphs.LATEST_READ``)."""
+``rules`` (vLLM: ``generations.VLLM_MEMORY_RULES_READ``; SGLang: one release for both, ``prefill_graphs.LATEST_READ``,
+whose prefill graphs and step defaults were read in the same wheels)."""
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
