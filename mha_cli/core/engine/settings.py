@@ -155,14 +155,31 @@ def sglang_default_fraction(target: Target, tp: int, chunked_prefill: int, cuda_
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
-def _sglang_step_defaults(target: Target, tp: int) -> tuple[int, int]:
-    """SGLang's (chunked_prefill_size, cuda_graph_max_bs) by GPU memory (``server_args``, 0.5.3)."""
+SGLANG_MID_TIER: tuple[tuple[tuple[int, int, int], tuple[int, int, int]], ...] = (
+    ((0, 5, 20), (4096, 48, 160)),
+    ((0, 5, 5), (2048, 24, 80)),
+)
+"""SGLang's (chunked_prefill_size, cuda_graph_max_bs at tp < 4, at tp >= 4) on a GPU of 20-35 GiB, by the first
+release that sets them, newest first: 0.5.20's ``arg_groups/memory_hook.py`` ``handle_gpu_memory_settings`` (4096,
+48, 160: "32GB Blackwell (RTX 5090) can hold decode cuda graphs well past bs=24"); 0.5.5-0.5.19's ``server_args.py``
+``_handle_gpu_memory_settings`` (2048, 24, 80); 0.5.3-0.5.4 and a release not read: (2048, 16, 80)."""
+
+
+def _sglang_step_defaults(target: Target, tp: int, release: str | None = None) -> tuple[int, int]:
+    """SGLang's (chunked_prefill_size, cuda_graph_max_bs) by GPU memory (``server_args``, 0.5.3) for ``release``
+    (None: the newest read, ``prefill_graphs.LATEST_READ``); a GPU of 20-35 GiB by ``SGLANG_MID_TIER``."""
+    from mha_cli.core.engine.prefill_graphs import LATEST_READ, release_triple
+
     gib = target.device_memory_bytes / GIB
     small_tp = tp < 4
     if gib < 20:
         return 2048, 8
     if gib < 35:
-        return 2048, 16 if small_tp else 80
+        triple = release_triple(release or LATEST_READ)
+        chunked, small, large = next(
+            (tier for since, tier in SGLANG_MID_TIER if triple is not None and triple >= since), (2048, 16, 80)
+        )
+        return chunked, small if small_tp else large
     if gib < 60:
         return 4096, 32 if small_tp else 160
     if gib < 160:
@@ -277,7 +294,10 @@ def resolve_settings(
         )  # fmt: skip
     if engine == "sglang":
         old = chosen.id == "sglang-0.4"
-        chunked, graph_bs = (_sglang_04_step_defaults if old else _sglang_step_defaults)(target, tp)
+        if old:
+            chunked, graph_bs = _sglang_04_step_defaults(target, tp)
+        else:
+            chunked, graph_bs = _sglang_step_defaults(target, tp, deployment.engine_version)
         chunked = deployment.max_num_batched_tokens or chunked
         fraction = util or (sglang_04_fraction(tp) if old else sglang_default_fraction(target, tp, chunked, graph_bs))
         if fraction <= 0:
