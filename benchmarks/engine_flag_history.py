@@ -20,6 +20,9 @@ the table lists for that engine, whether the release's Python sources have it:
   ``executor/cpu_executor.py``); the commands: the console script (``vllm serve``) or the module file
   (``python -m sglang.launch_server``).
 
+A flag SGLang declares only to refuse it (``action=DeprecatedAction``: ``--enable-ep-moe`` in 0.5.3-0.5.4) counts as
+absent: the release stops at it.
+
 Writes ``{engine: {release: [words present]}}`` and prints each word's first and last release seen, and where the
 table disagrees. TensorRT-LLM is not read (its wheels are not on PyPI for most releases).
 """
@@ -57,9 +60,16 @@ class Sources:
 
     def flag(self, flag: str) -> bool:
         """``flag`` declared: its string, or (SGLang 0.5.14 and later) a ``ServerArgs`` field annotated ``A[...]``
-        (in ``server_args.py``, from 0.5.20 in ``arg_groups/fields/``), whose flag is its name with dashes."""
+        (in ``server_args.py``, from 0.5.20 in ``arg_groups/fields/``), whose flag is its name with dashes; not one
+        declared only to refuse it (SGLang 0.5.3-0.5.4's ``action=DeprecatedAction``, which raises ValueError)."""
         field = flag.removeprefix("--").replace("-", "_")
+        if self.refused(flag):
+            return False
         return self.literal(flag) or re.search(rf"^\s+{field}: A\[", self.server_fields, re.M) is not None
+
+    def refused(self, flag: str) -> bool:
+        """``flag`` declared with SGLang's ``DeprecatedAction`` (0.5.3 on), whose ``__call__`` raises ValueError."""
+        return re.search(rf"""["']{re.escape(flag)}["'],\s*action=DeprecatedAction""", self.server_fields) is not None
 
     def boolean_optional(self, flag: str) -> bool:
         """``flag`` declared with BooleanOptionalAction, or vLLM's dataclass booleans (``get_kwargs``)."""

@@ -49,13 +49,14 @@ def test_the_table_agrees_with_every_release_read():
 
 def test_the_words_added_later_agree_with_the_releases_read_around_their_first():
     """The words read after presence.json (``FIRST_READS``: vLLM --block-size 0.2.0, --kv-cache-memory-bytes 0.10.2,
-    VLLM_CPU_KVCACHE_SPACE 0.4.1; SGLang --page-size 0.4.4): in every release read at or after their first, in none
-    read before it."""
+    VLLM_CPU_KVCACHE_SPACE 0.4.1; SGLang --page-size 0.4.4, --enable-ep-moe 0.4.0.post1 to 0.5.2, refused from 0.5.3):
+    in every release read in their span, in none read outside it."""
     reads = json.loads((PRESENCE.parent / "first_reads.json").read_text())
     later = [span for span in SPANS if FIRST_READS in span.source]
     assert {(span.engine, span.word, span.first) for span in later} == {
         ("vllm", "--block-size", "0.2.0"), ("vllm", "--kv-cache-memory-bytes", "0.10.2"),
         ("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.4.1"), ("sglang", "--page-size", "0.4.4"),
+        ("sglang", "--enable-ep-moe", "0.4.0.post1"),
     }  # fmt: skip
     for span in later:
         releases = reads[span.engine]
@@ -95,6 +96,42 @@ def test_older_forms_are_written_where_the_release_has_them():
     assert fit_line("vllm", release_key("0.4.2"), shlex.split("vllm serve m --max-model-len 9")).words == shlex.split(
         "python -m vllm.entrypoints.openai.api_server --model m --max-model-len 9"
     )
+
+
+def test_sglang_before_ep_size_alone_takes_enable_ep_moe_beside_it():
+    """SGLang 0.4.0.post1 to 0.4.10.post1 run the experts expert-parallel only under --enable-ep-moe (its
+    __post_init__ sets ep_size = tp_size); 0.4.10.post2 on follow --ep-size alone, 0.5.3 refuses --enable-ep-moe.
+    DeepEP's --enable-deepep-moe sets the size itself; an --ep-size other than --tp-size cannot be run before."""
+    line = shlex.split("python -m sglang.launch_server --model-path m --tp-size 8 --enable-dp-attention --ep-size 8")
+    with_flag = [*line, "--enable-ep-moe"]
+    for release in ("0.4.0.post1", "0.4.6", "0.4.9.post3", "0.4.10.post1"):
+        assert fit_line("sglang", release_key(release), line).words == with_flag, release
+        assert line_problems("sglang", release_key(release), with_flag) == [], release
+    for release in ("0.4.10.post2", "0.5.2", "0.5.23"):
+        assert fit_line("sglang", release_key(release), line).words == line, release
+    assert fit_line("sglang", LATEST_RELEASE, line).words == line
+    assert any(
+        "'--enable-ep-moe' is not in 0.5.3" in p for p in line_problems("sglang", release_key("0.5.3"), with_flag)
+    )
+    assert fit_line("sglang", release_key("0.4.0"), line).words is None  # no --ep-size before 0.4.0.post1
+    deepep = [*line, "--moe-a2a-backend", "deepep"]
+    assert fit_line("sglang", release_key("0.4.6"), deepep).words == [*line, "--enable-deepep-moe"]
+    followed = [*line[:-1], "2", "--mem-fraction-static", "0.8"]  # the flag goes after --ep-size's value
+    unequal = fit_line("sglang", release_key("0.4.6"), followed)
+    assert unequal.words is None and "runs --ep-size 2 only as --tp-size" in str(unequal.note)
+    assert fit_line("sglang", release_key("0.4.10.post2"), followed).words == followed
+    mid = [*line, "--mem-fraction-static", "0.8"]
+    assert fit_line("sglang", release_key("0.4.6"), mid).words == [*line, "--enable-ep-moe", *mid[-2:]]
+    one = [*line[:-1], "1"]
+    assert fit_line("sglang", release_key("0.4.6"), one).words == one
+
+
+def test_the_plans_sglang_line_asks_for_expert_parallelism_in_its_release():
+    """DeepSeek-V2-Lite with experts split (the grid's ``ep``): SGLang 0.4.6's line carries --enable-ep-moe, 0.5.2's
+    and the latest's not (--ep-size alone there)."""
+    assert "--enable-ep-moe" in _lines("sglang@0.4.6", "ep")[1][0]["sglang"]
+    assert "--enable-ep-moe" not in _lines("sglang@0.5.2", "ep")[1][0]["sglang"]
+    assert "--enable-ep-moe" not in _lines("sglang", "ep")[1][0]["sglang"]
 
 
 def test_multimodal_limits_take_the_key_value_form_before_json():

@@ -100,6 +100,11 @@ SGLANG_PAGE = (
     f"{FIRST_READS}: 0.4.4's server_args.py (ServerArgs.page_size), 0.4.3.post4 lacks it;"
     " https://docs.sglang.io/advanced_features/server_arguments.html"
 )
+SGLANG_EP_MOE = (
+    f"{FIRST_READS}: 0.4.0.post1's server_args.py (enable_ep_moe sets ep_size = tp_size; models/deepseek_v2.py,"
+    " mixtral.py: EPMoE if enable_ep_moe else FusedMoE), 0.4.0 lacks it; 0.5.3-0.5.4 declare it as DeprecatedAction,"
+    " which raises ValueError, 0.5.4.post1 has none"
+)
 TRTLLM_0_18 = "https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html (not read in wheels)"
 TRTLLM_0_19 = "https://nvidia.github.io/TensorRT-LLM/0.19.0rc0/commands/trtllm-serve.html (not read in wheels)"
 
@@ -174,6 +179,7 @@ SPANS: tuple[Span, ...] = (
     Span("sglang", "--page-size", "0.4.4", None, SGLANG_PAGE),
     Span("sglang", "--kv-cache-dtype fp8_e4m3", "0.4.1.post6", None, f"{SGLANG_ARGS} (before: fp8_e5m2 only)"),
     Span("sglang", "--ep-size", "0.4.0.post1", None, SGLANG_ARGS),
+    Span("sglang", "--enable-ep-moe", "0.4.0.post1", "0.5.2", SGLANG_EP_MOE),
     Span("sglang", "--pp-size", "0.4.6.post2", None, f"{WHEELS}; https://github.com/sgl-project/sglang/pull/5724"),
     Span("sglang", "--enable-deepep-moe", "0.4.4.post2", "0.5.4",
          f"{WHEELS}; https://github.com/sgl-project/sglang/pull/4232 (deprecated for --moe-a2a-backend deepep from"

@@ -6,6 +6,8 @@ The launch lines are written in the newest form; ``fit_line`` rewrites one for t
   ``VLLM_ALL2ALL_BACKEND=X`` (0.9.1 to 0.11.0), SGLang's ``--moe-a2a-backend deepep`` as ``--enable-deepep-moe``
   (0.4.4.post2 to 0.4.10.post1), ``vllm serve MODEL`` as ``python -m vllm.entrypoints.openai.api_server --model
   MODEL`` (before 0.5.2), vLLM's JSON ``--limit-mm-per-prompt`` as ``image=N,video=M`` (before 0.8.5);
+- a word an older release needs beside one it has (``_companions``): SGLang's ``--enable-ep-moe`` beside
+  ``--ep-size`` before ``SGLANG_EP_SIZE_ALONE``, whose MoE layers run expert-parallel only under it;
 - a flag set to the engine's default that the release lacks is left out (``--pp-size 1`` before SGLang had
   pipeline parallelism);
 - anything else the release lacks leaves no line: ``Fitted.words`` is None and ``Fitted.note`` says which word,
@@ -27,6 +29,7 @@ from mha_cli.core.engine.flags import (
     format_release,
     has,
     line_words,
+    release_key,
     release_meant,
     span,
 )
@@ -37,6 +40,15 @@ DEFAULTS: dict[str, dict[str, str]] = {
     "sglang": {"--pp-size": "1", "--dp-size": "1"},
 }
 """Flags whose value here is the engine's own default: a release without the flag runs the same without it."""
+
+SGLANG_EP_SIZE_ALONE = "0.4.10.post2"
+"""The first SGLang release whose MoE layer follows ``--ep-size`` alone: its ``layers/moe/ep_moe/layer.py``
+``get_moe_impl_class`` returns EPMoE when ``get_moe_expert_parallel_world_size() > 1``. 0.4.0.post1 to 0.4.10.post1
+pick EPMoE only under ``enable_ep_moe`` (``EPMoE if global_server_args_dict["enable_ep_moe"] else FusedMoE`` in the
+models, ``get_moe_impl_class`` from 0.4.9), whose ``ServerArgs.__post_init__`` sets ``ep_size = tp_size``; nothing
+else reads ``ep_size`` there, so ``--ep-size`` alone runs the experts tensor-parallel. Read in the wheels of
+0.4.0.post1, 0.4.3, 0.4.6, 0.4.9, 0.4.9.post3, 0.4.10, 0.4.10.post1 and 0.4.10.post2
+(``outputs/engine_flags/first_reads.json``: ``benchmarks/engine_flag_sources.py``)."""
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 LATEST_RELEASE: Release = (LATEST, 0, 0, 0)
@@ -87,12 +99,30 @@ def _older_form(engine: str, release: Release, words: list[str], word: str) -> l
     return None
 
 
+def _companions(engine: str, release: Release, words: list[str]) -> Fitted:
+    """``words`` with what ``release`` needs beside a word it has: SGLang before ``SGLANG_EP_SIZE_ALONE`` takes
+    ``--ep-size N`` (N > 1) as expert parallelism only with ``--enable-ep-moe``, which sets the size to
+    ``--tp-size`` (a line whose sizes differ cannot be run there); DeepEP's ``--enable-deepep-moe`` sets it itself
+    (0.4.x ``ServerArgs.__post_init__``) and picks DeepEPMoE before EPMoE."""
+    if engine != "sglang" or "--ep-size" not in words or "--enable-deepep-moe" in words or "--enable-ep-moe" in words:
+        return Fitted(words)
+    experts = _value_after(words, "--ep-size")
+    if experts in (None, "1") or release >= release_key(SGLANG_EP_SIZE_ALONE):
+        return Fitted(words)
+    name = f"SGLang {format_release(release)}"
+    if "--tp-size" not in words or _value_after(words, "--tp-size") != experts:
+        why = f"its --enable-ep-moe sets the expert ranks to --tp-size; --ep-size alone from {SGLANG_EP_SIZE_ALONE}"
+        return Fitted(None, f"no sglang line: {name} runs --ep-size {experts} only as --tp-size ({why})")
+    at = words.index("--ep-size") + 2
+    return Fitted([*words[:at], "--enable-ep-moe", *words[at:]])
+
+
 def fit_line(engine: str, release: Release, words: list[str]) -> Fitted:
     """``engine``'s server line ``words`` as ``release`` takes it (see the module docstring)."""
     for _ in range(len(words) + 1):  # each pass settles one word
         missing = next((word for word in line_words(engine, words).checked if not has(engine, release, word)), None)
         if missing is None:
-            return Fitted(words)
+            return _companions(engine, release, words)
         older = _older_form(engine, release, words, missing)
         if older is None:
             entry = span(engine, missing)
