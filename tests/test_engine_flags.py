@@ -14,7 +14,15 @@ from mha_cli.core.cost.plan import plan_serving
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.search import launch_commands
 from mha_cli.core.deployment import merge_deployment
-from mha_cli.core.engine.flags import FIRST_READS, LATEST, SPANS, line_problems, release_key, release_meant
+from mha_cli.core.engine.flags import (
+    FIRST_READS,
+    LATEST,
+    SPANS,
+    format_release,
+    line_problems,
+    release_key,
+    release_meant,
+)
 from mha_cli.core.engine.generations import generation
 from mha_cli.core.engine.launch_forms import fit_line
 from mha_cli.core.errors import BadInputError
@@ -31,6 +39,19 @@ def test_release_numbers_compare_as_pypi_orders_them():
     assert release_key("0.4.4") < release_key("0.4.4.post1") < release_key("0.4.5") < release_key("0.4")
     assert release_key("0.10.1") < release_key("0.10.1.1") < release_key("0.10.2") and release_key("v0.11.0")
     assert release_key("0.5.0rc0") < release_key("0.5.0") and release_key("0.10") == (0, 10, LATEST, 0)
+
+
+def test_a_release_is_shown_as_written():
+    """vLLM's 0.10.1.1 and the .postN form share a key (they sort alike) but each is shown as typed; a minor alone as
+    its latest patch; a key built here, not read from text, in the .postN form."""
+    assert release_key("0.10.1.1") == release_key("0.10.1.post1") and release_key("0.10.1.1") > release_key("0.10.1")
+    assert format_release(release_key("0.10.1.1")) == "0.10.1.1"
+    assert format_release(release_key("0.10.1.post1")) == "0.10.1.post1"
+    assert format_release(release_key("v0.10.2")) == "0.10.2" and format_release(release_key("1.0.0rc4")) == "1.0.0rc4"
+    assert format_release(release_key("0.10")) == "0.10.x" and format_release((0, 10, 1, 1)) == "0.10.1.post1"
+    assert {release_key("0.10.1.1"): 1}[(0, 10, 1, 1)] == 1  # hashed as the plain key
+    _, notes = _lines("vllm@0.10.1.1", "prefix-on")[1]
+    assert "the vllm line is written for vllm 0.10.1.1" in notes and "post1" not in str(notes)
 
 
 def test_the_table_agrees_with_every_release_read():

@@ -59,6 +59,8 @@ def test_a_release_without_the_flag_is_refused_and_its_first_gets_the_line(cli):
     assert "--kv-cache-memory-bytes (first in 0.10.2), which vLLM 0.10.1 lacks" in refused.output
     found = cli.json(*SEARCH, "--engine", "vllm@0.10.2", "--kv-cache-gib", "20")
     assert value(found["launch"]["vllm"], "--kv-cache-memory-bytes") == "21474836480"
+    typed = cli.run(*SEARCH, "--engine", "vllm@0.10.1.1", "--kv-cache-gib", "20")  # shown as typed, not .post1
+    assert typed.exit_code == 2 and "which vLLM 0.10.1.1 lacks" in typed.output
     cpu = cli.run(*CPU, "--engine", "vllm@0.4.0", "--kv-cache-gib", "4")  # its CPU backend came in 0.4.1
     assert cpu.exit_code == 2 and "VLLM_CPU_KVCACHE_SPACE (first in 0.4.1), which vLLM 0.4.0 lacks" in cpu.output
 

@@ -41,16 +41,30 @@ LATEST = 1 << 20
 _RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.post(\d+)|\.(\d+)|rc(\d+))?", re.IGNORECASE)
 
 
+class WrittenRelease(tuple):
+    """A release's key that keeps the number as it was written, to show it so: it compares and hashes as the plain
+    key, so ``0.10.1.1`` (vLLM's) and ``0.10.1.post1`` (SGLang's form) share a key but each is shown as written."""
+
+    written: str
+
+    def __new__(cls, key: Release, written: str) -> WrittenRelease:
+        made = super().__new__(cls, key)
+        made.written = written
+        return made
+
+
 def release_key(text: str) -> Release:
-    """``0.10.2`` as (0, 10, 2, 0); ``0.10`` as (0, 10, LATEST, 0); a pre-release before its release."""
+    """``0.10.2`` as (0, 10, 2, 0); ``0.10`` as (0, 10, LATEST, 0); a pre-release before its release. The number as
+    written (less a leading ``v``) goes with it, for ``format_release``."""
     match = _RELEASE.fullmatch(text.strip())
     if match is None:
         raise ValueError(f"not a release number: {text!r}")
     major, minor, patch, post, fourth, candidate = match.groups()
+    written = text.strip().removeprefix("v").removeprefix("V")
     if patch is None:
-        return int(major), int(minor), LATEST, 0
+        return WrittenRelease((int(major), int(minor), LATEST, 0), written)  # type: ignore[return-value]
     extra = int(post or fourth or 0) if candidate is None else int(candidate) - 100
-    return int(major), int(minor), int(patch), extra
+    return WrittenRelease((int(major), int(minor), int(patch), extra), written)  # type: ignore[return-value]
 
 
 class Span(NamedTuple):
@@ -309,8 +323,11 @@ def describe(entry: Span) -> str:
 
 
 def format_release(release: Release) -> str:
-    """``0.10.2``, ``0.10.x`` for a minor's latest patch, ``the latest release`` past every number."""
+    """``0.10.2``, ``0.10.x`` for a minor's latest patch, ``the latest release`` past every number; a release read
+    from text (``release_key``) as it was written (``0.10.1.1`` stays ``0.10.1.1``, not ``0.10.1.post1``)."""
     major, minor, patch, extra = release
+    if isinstance(release, WrittenRelease) and patch < LATEST:
+        return release.written
     if major >= LATEST:
         return "the latest release"
     if minor >= LATEST:
