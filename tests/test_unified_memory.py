@@ -28,7 +28,7 @@ def test_gb10_carries_nvidias_figures_and_flags_the_derived_ones():
     assert t.uncertain and "sparse" in t.notes and "nvidia.com" in t.source
     assert t.torch_memory_gib == 119.70 and t.device_memory_measured  # the torch total a DGX Spark's log prints
     assert resolve_target("dgx-spark").target.id == "gb10"
-    assert resolve_target("dgx-spark").alias_note == "dgx-spark -> gb10 (NVIDIA GB10 Grace Blackwell (DGX Spark))"
+    assert resolve_target("dgx-spark").alias_note == "dgx-spark -> gb10 (NVIDIA GB10 (DGX Spark))"
     assert resolve_target("2xgb10").n_nodes == 2  # one GPU a box: two boxes are two nodes
     assert match_target("NVIDIA GB10").id == "gb10"  # the device name torch gives on a DGX Spark
 
