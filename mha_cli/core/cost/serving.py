@@ -12,7 +12,8 @@ Continuous batching (vLLM, SGLang, TRT-LLM's in-flight batching), per replica:
   parallelism the running sequences form ``pp`` micro-batches; a token crosses every stage in turn and each
   stage boundary costs a send.
 - A step runs the running sequences' decodes first, then prompt tokens up to ``max_num_batched_tokens``. Over one
-  request's ``osl`` steps the other running requests' prompts ((running - 1) x isl tokens) fill m of those steps:
+  request's ``osl`` steps the other running requests' prompts ((running - 1) x isl tokens, whole prompts side by
+  side, each its own sequence: ``others_prompts``) fill m of those steps:
   ITL = ((osl - m) x decode + m x full step) / osl. Running is also capped at what that budget keeps up with
   (``sustainable``): past it, users wait for a slot.
 - TTFT = the request's own chunk steps + its wait behind other prompts (the share of the steps' prompt budget
@@ -32,7 +33,7 @@ from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.speculative import decode_shapes, decode_step, draft_prefill_seconds, tokens_per_step
 from mha_cli.core.cost.step import StepTime
 from mha_cli.core.cost.stepper import Batching, ServingCase, Stepper, chunked_prefill
-from mha_cli.core.cost.work import prefill_shape
+from mha_cli.core.cost.work import StepShape, prefill_shape
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import MoeA2aBackend
@@ -147,13 +148,29 @@ def _latencies(case: ServingCase, stepper: Stepper, running: int) -> tuple[float
     stalls = min(steps, -(-others // room))
     itl = decode.seconds / per_step
     if stalls:
-        stall = decode_step(stepper, micro, context, prefill_shape(min(room, others))).seconds
+        stall = decode_step(stepper, micro, context, *others_prompts(min(room, others), computed, case.cached_prefix))
+        stall = stall.seconds
         itl = ((steps - stalls) * decode.seconds + stalls * stall) / case.osl
     # a new prompt waits for the prompts ahead of it: the share of the steps' prompt budget in use, as an M/D/1 queue
     busy = min(MAX_PREFILL_SHARE, others / (room * steps))
     wait = busy / (2 * (1 - busy)) * prefill
     front_end = stepper.profile.request_overhead_s
     return prefill + wait + decode.seconds / 2 + front_end, itl, prefill, chunks, decode
+
+
+def others_prompts(tokens: int, prompt: int, cached: int = 0) -> list[StepShape]:
+    """The other requests' prompt tokens one step computes beside the decodes: ``tokens`` of them (at most the
+    step's budget left), as whole prompts of ``prompt`` tokens each after the ``cached`` prefix, each its own
+    sequence, and the rest a chunk of the next prompt. vLLM V1's scheduler admits waiting requests one after
+    another while the step's token budget lasts, each its own sequence (``vllm/v1/core/sched/scheduler.py``,
+    ``Scheduler.schedule``; ``core.serve.schedulers.vllm_admit``), as SGLang's ``PrefillAdder`` and TensorRT-LLM's
+    micro-batch scheduler fill a step with context requests: a step's prompts are not one sequence of ``tokens``
+    tokens, whose attention would pair every token with all before it across prompts."""
+    whole, rest = divmod(tokens, prompt)
+    shapes = [prefill_shape(prompt, sequences=whole, context=cached)] if whole else []
+    if rest:
+        shapes.append(prefill_shape(rest, context=cached))
+    return shapes
 
 
 def sustainable(isl: int, osl: int, budget: int) -> int:
