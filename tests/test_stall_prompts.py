@@ -50,3 +50,29 @@ def test_the_itl_prices_the_prompt_steps_as_whole_prompts():
     decode = stepper.step(decode_shape(64, context)).seconds
     stall = stepper.step(prefill_shape(2048, sequences=7), prefill_shape(1984), decode_shape(64, context)).seconds
     assert result.itl_ms == pytest.approx(((256 - 8) * decode + 8 * stall) / 256 * 1e3)
+
+
+def test_under_pipeline_parallelism_the_prompts_share_every_micro_batchs_steps():
+    # pp 2: 64 users run as 2 micro-batches of 32, each step scheduled with its own 16,384-token budget (the
+    # engines' pipeline loops, core.cost.serving.micro_batch_steps); 32 decodes leave 16,352 tokens a step, so the
+    # 63 others' 129,024 prompt tokens fill 8 micro-batch steps (7 whole prompts and 2,016 tokens each) of the
+    # 2 x 256 that run over one request's 256 steps: 4 of its 256 steps' worth
+    model, target = get_preset("llama-3-8b"), load_targets()["h100-sxm"]
+    case = ServingCase(model, 2048, 256, 64, pp=2, admitted_per_replica=64, chunk_tokens=16_384)
+    profile = prior_profile(target)
+    result = predict_serving(case, profile, datasheet_profile(target))
+    stepper = Stepper(case, profile)
+    context = 2048 + 128
+    decode = stepper.step(decode_shape(32, context)).seconds
+    stall = stepper.step(prefill_shape(2048, sequences=7), prefill_shape(2016), decode_shape(32, context)).seconds
+    assert result.itl_ms == pytest.approx(((256 - 4) * decode + 4 * stall) / 256 * 1e3)
+
+
+def test_pipeline_stages_keep_up_with_more_users_prompts():
+    # what a 16,384-token budget keeps up with at 2,048 in / 256 out: (256 x 16,384 + 2,048) // 2,304 = 1,821
+    # requests; with 2 micro-batches in flight, twice the budget a request step: (256 x 32,768 + 2,048) // 2,304
+    model, target = get_preset("llama-3-8b"), load_targets()["h100-sxm"]
+    profile, ceiling = prior_profile(target), datasheet_profile(target)
+    for pp, running in ((1, 1821), (2, 3641)):
+        case = ServingCase(model, 2048, 256, 4000, pp=pp, admitted_per_replica=4000, chunk_tokens=16_384)
+        assert predict_serving(case, profile, ceiling).running_per_replica == running
