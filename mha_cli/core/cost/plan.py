@@ -16,7 +16,13 @@ from pydantic import Field
 from mha_cli.core.cost.nodes import NodePlacement, NodeSpan, node_notes, node_placement, node_span
 from mha_cli.core.cost.offload_plan import OffloadPlan, priced_offload
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.cost.serving import ServingCase, ServingPrediction, predict_serving, sustainable
+from mha_cli.core.cost.serving import (
+    ServingCase,
+    ServingPrediction,
+    micro_batch_steps,
+    predict_serving,
+    sustainable,
+)
 from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, lockstep_note
@@ -406,7 +412,8 @@ def plan_at_rate(
     first = plans.at(1)
     engine = first.memory.engine
     shared = min(prefix_served(model, deployment, engine.generation), isl)
-    keeps_up = sustainable(isl - cached_prefix(shared, isl, engine.block_size), osl, engine.max_num_batched_tokens)
+    budget = engine.max_num_batched_tokens * micro_batch_steps(pp)
+    keeps_up = sustainable(isl - cached_prefix(shared, isl, engine.block_size), osl, budget)
     full_load = first.deployment.replicas * min(engine.admitted_per_replica, keeps_up)
     busiest = plans.at(full_load)
     capacity = busiest.output_tokens_per_s / osl

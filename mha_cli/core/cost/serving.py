@@ -12,9 +12,11 @@ Continuous batching (vLLM, SGLang, TRT-LLM's in-flight batching), per replica:
   parallelism the running sequences form ``pp`` micro-batches; a token crosses every stage in turn and each
   stage boundary costs a send.
 - A step runs the running sequences' decodes first, then prompt tokens up to ``max_num_batched_tokens``. Over one
-  request's ``osl`` steps the other running requests' prompts ((running - 1) x isl tokens) fill m of those steps:
-  ITL = ((osl - m) x decode + m x full step) / osl. Running is also capped at what that budget keeps up with
-  (``sustainable``): past it, users wait for a slot.
+  request's ``osl`` steps the other running requests' prompts ((running - 1) x isl tokens, whole prompts side by
+  side, each its own sequence: ``others_prompts``) fill m of those steps:
+  ITL = ((osl - m) x decode + m x full step) / osl. Under pipeline parallelism every micro-batch in flight is its
+  own step with its own budget, so the prompts share pp x osl steps (``micro_batch_steps``). Running is also capped
+  at what that budget keeps up with (``sustainable``): past it, users wait for a slot.
 - TTFT = the request's own chunk steps + its wait behind other prompts (the share of the steps' prompt budget
   the others' prompts use, (running - 1) x isl / (osl x (budget - running)), as an M/D/1 queue) + half a decode step (it arrives mid-step) + the front end (the request's
   path outside the steps: API server, process hops, the first token's way back; the profile's
@@ -32,7 +34,7 @@ from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.speculative import decode_shapes, decode_step, draft_prefill_seconds, tokens_per_step
 from mha_cli.core.cost.step import StepTime
 from mha_cli.core.cost.stepper import Batching, ServingCase, Stepper, chunked_prefill
-from mha_cli.core.cost.work import prefill_shape
+from mha_cli.core.cost.work import StepShape, prefill_shape
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import MoeA2aBackend
@@ -140,20 +142,49 @@ def _latencies(case: ServingCase, stepper: Stepper, running: int) -> tuple[float
     computed = case.isl - case.cached_prefix  # a prefix-cache hit is read, not computed
     prefill, chunks = chunked_prefill(stepper, computed, case.chunk_tokens, riding, start=case.cached_prefix)
     prefill += draft_prefill_seconds(stepper, computed, case.chunk_tokens, case.cached_prefix)  # 0 without a drafter
-    # over one request's osl / T steps the others' prompts ((running - 1) x isl tokens) share the steps' budget
+    # over one request's osl / T steps the others' prompts ((running - 1) x isl tokens) share the steps' budget:
+    # the steps of all pp micro-batches in flight, each scheduled with its own budget (``micro_batch_steps``)
     steps = case.osl / per_step
     room = max(1, case.chunk_tokens - sum(shape.tokens for shape in decode_shapes(stepper, micro, context)))
     others = (running - 1) * computed
-    stalls = min(steps, -(-others // room))
+    stalls = min(steps, -(-others // room) / micro_batch_steps(case.pp))
     itl = decode.seconds / per_step
     if stalls:
-        stall = decode_step(stepper, micro, context, prefill_shape(min(room, others))).seconds
+        stall = decode_step(stepper, micro, context, *others_prompts(min(room, others), computed, case.cached_prefix))
+        stall = stall.seconds
         itl = ((steps - stalls) * decode.seconds + stalls * stall) / case.osl
     # a new prompt waits for the prompts ahead of it: the share of the steps' prompt budget in use, as an M/D/1 queue
-    busy = min(MAX_PREFILL_SHARE, others / (room * steps))
+    busy = min(MAX_PREFILL_SHARE, others / (room * steps * micro_batch_steps(case.pp)))
     wait = busy / (2 * (1 - busy)) * prefill
     front_end = stepper.profile.request_overhead_s
     return prefill + wait + decode.seconds / 2 + front_end, itl, prefill, chunks, decode
+
+
+def others_prompts(tokens: int, prompt: int, cached: int = 0) -> list[StepShape]:
+    """The other requests' prompt tokens one step computes beside the decodes: ``tokens`` of them (at most the
+    step's budget left), as whole prompts of ``prompt`` tokens each after the ``cached`` prefix, each its own
+    sequence, and the rest a chunk of the next prompt. vLLM V1's scheduler admits waiting requests one after
+    another while the step's token budget lasts, each its own sequence (``vllm/v1/core/sched/scheduler.py``,
+    ``Scheduler.schedule``; ``core.serve.schedulers.vllm_admit``), as SGLang's ``PrefillAdder`` and TensorRT-LLM's
+    micro-batch scheduler fill a step with context requests: a step's prompts are not one sequence of ``tokens``
+    tokens, whose attention would pair every token with all before it across prompts."""
+    whole, rest = divmod(tokens, prompt)
+    shapes = [prefill_shape(prompt, sequences=whole, context=cached)] if whole else []
+    if rest:
+        shapes.append(prefill_shape(rest, context=cached))
+    return shapes
+
+
+def micro_batch_steps(pp: int) -> int:
+    """Engine steps, each scheduled with its own token budget, that run while one micro-batch's request takes one
+    step, under ``pp`` pipeline stages: every stage works on a different micro-batch, so pp batches are in flight.
+    Read in each engine's pipeline loop: TensorRT-LLM's PyTorch backend (``_torch/pyexecutor/py_executor.py``,
+    ``PyExecutor._executor_loop_pp``: ``_schedule()`` for each ``microbatch_id`` in turn, mod
+    ``num_micro_batches``), vLLM V1 (``v1/engine/core.py``, ``EngineCore.step_with_batch_queue``: a new
+    ``scheduler.schedule()`` while earlier batches run, up to ``batch_queue_size``) and SGLang
+    (``managers/scheduler_pp_mixin.py``, ``event_loop_pp``: ``get_next_batch_to_run()`` for each of ``pp_size``
+    micro-batches). The other requests' prompts therefore share pp x osl steps' budgets over one request's life."""
+    return pp
 
 
 def sustainable(isl: int, osl: int, budget: int) -> int:
@@ -217,7 +248,8 @@ def predict_serving(
     if admitted < 1:
         raise BadInputError("the engine admits no request of this length on this deployment: see `mha kv` for why")
     computed = case.isl - case.cached_prefix
-    limit = admitted if case.batching == "static" else min(admitted, sustainable(computed, case.osl, case.chunk_tokens))
+    budget = case.chunk_tokens * micro_batch_steps(case.pp)  # prompt tokens a request step, all micro-batches
+    limit = admitted if case.batching == "static" else min(admitted, sustainable(computed, case.osl, budget))
     running = min(users, limit)  # on the busiest replica, whose steps set the latency
     queued = users - running if case.batching == "continuous" else 0
     in_flight = min(case.concurrency, case.replicas * limit)  # every replica together
