@@ -212,3 +212,17 @@ def test_the_front_shows_the_verdict_that_kept_a_faster_point_from_the_pick(cli)
             assert row[10:] != ["yes"], row
     assert any(row[10:] == ["no:", "p99", "ttft", "at", "16"] for row in rows)
     assert "tp 4 x pp 1 x 2 replica(s) at 16 users missed p99 ttft 1,062 ms > 1000 ms in the simulated loop" in shown
+
+
+def test_the_docs_give_the_simulated_request_counts_the_code_runs():
+    """docs/commands/plan.md (and --num-prompts' help it is generated from) says how many requests a simulated run
+    sends: the default, the search's confirming runs, and the cut to the simulator's step budget."""
+    from pathlib import Path
+
+    from mha_cli.core.cost.search import SEARCH_MIN_PROMPTS, SEARCH_PROMPTS_PER_USER
+    from mha_cli.core.serve.replica import DEFAULT_PROMPTS_PER_USER, MAX_SIMULATED_STEPS, MIN_DEFAULT_PROMPTS
+
+    docs = " ".join((Path(__file__).parent.parent / "docs" / "commands" / "plan.md").read_text().split())
+    assert f"Default: {DEFAULT_PROMPTS_PER_USER} per user, {MIN_DEFAULT_PROMPTS} to 10,000" in docs
+    assert f"cut to what {MAX_SIMULATED_STEPS:,} simulated engine steps allow" in docs
+    assert f"the search's confirming runs: {SEARCH_PROMPTS_PER_USER} per user, at least {SEARCH_MIN_PROMPTS}" in docs

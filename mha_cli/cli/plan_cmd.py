@@ -170,7 +170,8 @@ def plan(
         typer.Option(
             "--num-prompts",
             help="Requests the simulated benchmark sends (vllm bench serve's --num-prompts). Default: 10 per user,"
-            " 200 to 10,000.",
+            " 200 to 10,000, cut to what 200,000 simulated engine steps allow (one per user at least); the search's"
+            " confirming runs: 3 per user, at least 32, cut alike. The output says the count run.",
             show_default=False,
         ),
     ] = None,
