@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from mha_cli.cli.app import app
 from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from mha_cli.core.fit import price_deployment
 from mha_cli.core.schemas import DeploymentSpec
@@ -238,3 +239,15 @@ def test_kv_on_this_cpu_prices_memory_and_no_latency_without_a_profile(cli, tmp_
     monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))  # no calibrated profile
     report = cli.json("kv", "llama-3-8b", "--target", "cpu")
     assert report["memory"]["target_id"] == "cpu" and report["latency"] is None
+
+
+def test_the_batch_total_says_replicas_split_it(cli):
+    # DP attention over 8 ranks: total_bytes is the whole batch of 32 (docs/commands/kv.md), a device holds 4 of it.
+    args = ["kv", str(reference_hf_config("deepseek-v3")), "--target", "8xb300", "--seq", "128k", "--batch", "32"]
+    args += ["--dp", "8", "--engine", "sglang"]
+    data = cli.json(*args)
+    assert data["total_bytes"] == 8 * data["memory"]["kv_bytes_per_device"]
+    shown = " ".join(cli.runner.invoke(app, args, env={"COLUMNS": "250"}).stdout.split())
+    assert "total_bytes: all 8 replicas' sequences; a device holds 4 of them (memory plan)" in shown
+    assert "the batch's cache on one rank" not in shown
+    assert "total: the whole batch's cache on one tp rank" in shown

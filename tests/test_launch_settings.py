@@ -8,6 +8,8 @@ import shlex
 
 import pytest
 
+from tests.conftest import reference_hf_config
+
 SEARCH = ("plan", "llama-3.1-8b", "--target", "h100", "--closed-form")
 CPU = ("plan", "llama-3.2-1b", "--target", "cpu", "--profile", "h100-sxm-prior", "--closed-form")
 
@@ -90,6 +92,18 @@ def test_a_format_a_line_cannot_write_is_a_note(cli):
     assert all("int4" not in line for line in int4["launch"].values())
     fp8 = cli.json(*SEARCH, "--weight-dtype", "fp8")  # --quantization fp8 does: no note
     assert value(fp8["launch"]["vllm"], "--quantization") == "fp8" and fp8["launch_note"] is None
+
+
+@pytest.mark.parametrize(("model", "stored"), [("gpt-oss-20b", "mxfp4"), ("deepseek-v3", "fp8-block")])
+def test_a_checkpoint_stored_in_the_format_priced_needs_no_note(cli, model, stored):
+    """The format came from the checkpoint's own quantization_config: the lines load it as priced; another format
+    asked of the same checkpoint still gets the note."""
+    config = str(reference_hf_config(model))
+    own = cli.json("plan", config, "--target", "8xh200", "--closed-form")
+    assert "need a checkpoint stored in" not in (own["launch_note"] or "")
+    assert cli.json("kv", config)["deployment"]["checkpoint_format"] == stored  # from its quantization_config
+    other = cli.json("plan", config, "--target", "8xh200", "--closed-form", "--weight-dtype", "nvfp4")
+    assert "the nvfp4 weights priced need a checkpoint stored in nvfp4" in other["launch_note"]
 
 
 def test_a_kv_format_trtllm_lacks_is_not_written_into_its_options_file(cli):

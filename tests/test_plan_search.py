@@ -3,6 +3,7 @@ ways out when nothing meets the targets, and the launch line."""
 
 from __future__ import annotations
 
+from mha_cli.cli.app import app
 from mha_cli.core.cost.search import layouts
 from mha_cli.core.presets import get_preset
 
@@ -191,3 +192,37 @@ def test_expert_parallel_over_one_rank_is_listed_once(cli):
     assert one["layouts"] == ["tp 1 x pp 1 x 1 replica(s): 84 request(s) at once per replica"]
     two = cli.json("plan", vision, "--target", "2xh100", "--closed-form")
     assert any("expert parallel" in layout for layout in two["layouts"])
+
+
+def test_the_front_shows_the_verdict_that_kept_a_faster_point_from_the_pick(cli):
+    """llama-3.1-70b on 8xb300: the pick (tp 2 x 4 at 16 users) is off the front; the faster front points the closed
+    form passes are either above a simulated miss of their layout (tp 4 x 2 at 16 users: p99 TTFT over 1000 ms) or in
+    a layout the search never simulated. No faster front row says a bare "yes", and the pick's line names the run."""
+    args = ["plan", "llama-3.1-70b", "--target", "8xb300", "--isl", "4096", "--osl", "512", "--ttft-ms", "1000"]
+    args += ["--itl-ms", "40"]
+    found = cli.json(*args)
+    pick = found["candidates"][found["chosen"]]
+    faster = [found["candidates"][i] for i in found["pareto"] if found["candidates"][i]["output_tokens_per_s_per_gpu"]
+              > pick["output_tokens_per_s_per_gpu"]]  # fmt: skip
+    assert any(c["meets_targets"] for c in faster)  # the closed form's verdict, what the table showed as "yes"
+    shown = cli.runner.invoke(app, args, env={"COLUMNS": "250"}).stdout
+    rows = [line.split() for line in shown.splitlines() if line.strip()[:1].isdigit() and " x " in line]
+    for row in rows:  # tp x pp x dp users TTFT ITL tok/s/GPU tok/s/user meets...
+        if int(row[8].replace(",", "")) > round(pick["output_tokens_per_s_per_gpu"]):
+            assert row[10:] != ["yes"], row
+    assert any(row[10:] == ["no:", "p99", "ttft", "at", "16"] for row in rows)
+    assert "tp 4 x pp 1 x 2 replica(s) at 16 users missed p99 ttft 1,062 ms > 1000 ms in the simulated loop" in shown
+
+
+def test_the_docs_give_the_simulated_request_counts_the_code_runs():
+    """docs/commands/plan.md (and --num-prompts' help it is generated from) says how many requests a simulated run
+    sends: the default, the search's confirming runs, and the cut to the simulator's step budget."""
+    from pathlib import Path
+
+    from mha_cli.core.cost.search import SEARCH_MIN_PROMPTS, SEARCH_PROMPTS_PER_USER
+    from mha_cli.core.serve.replica import DEFAULT_PROMPTS_PER_USER, MAX_SIMULATED_STEPS, MIN_DEFAULT_PROMPTS
+
+    docs = " ".join((Path(__file__).parent.parent / "docs" / "commands" / "plan.md").read_text().split())
+    assert f"Default: {DEFAULT_PROMPTS_PER_USER} per user, {MIN_DEFAULT_PROMPTS} to 10,000" in docs
+    assert f"cut to what {MAX_SIMULATED_STEPS:,} simulated engine steps allow" in docs
+    assert f"the search's confirming runs: {SEARCH_PROMPTS_PER_USER} per user, at least {SEARCH_MIN_PROMPTS}" in docs

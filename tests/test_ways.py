@@ -90,7 +90,7 @@ def test_a_refused_tp_names_only_targets_and_tps_that_are_accepted(cli, args):
     line = refused.output.strip()
     assert "must divide the 1 device(s)" in line and "3xh100" not in line
     changes = re.search(r"use e\.g\. (.+)$", line).group(1).split(" or ")  # type: ignore[union-attr]
-    assert changes == ["--target 4xh100-sxm --tp 4", "--tp 1"]
+    assert changes == ["--tp 1", "--target 4xh100-sxm --tp 4"]  # the same target first
     for change in changes:
         assert_names_options(change, args[0])
         pasted = cli.run(*paste(args, change), "--json")
@@ -217,6 +217,19 @@ def test_pairs_are_each_failed_change_with_the_ways_from_where_it_leads_and_boun
     assert settle([], judge, {"--a"}) == []  # nothing to get out of
 
 
+@pytest.mark.parametrize(("tp", "expected"), [("16", ["--tp 8", "--target 16xh100-sxm"]), ("3", ["--tp 4", "--tp 2"])])
+def test_a_refused_tp_names_a_tp_on_the_same_target_first(cli, tp, expected):
+    """llama-3.1-70b on 8 x H100: the simplest fix keeps the target (a tp that divides its 8 devices and the 64
+    heads), then what was asked on a target that holds it; each named change runs when pasted."""
+    args = ["kv", "llama-3.1-70b", "--target", "8xh100", "--tp", tp]
+    refused = cli.run(*args)
+    assert refused.exit_code == EXIT_BAD_INPUT
+    changes = re.search(r"use e\.g\. (.+)$", refused.output.strip()).group(1).split(" or ")  # type: ignore[union-attr]
+    assert changes == expected
+    for change in changes:
+        assert cli.run(*paste(args, change), "--json").exit_code == 0, change
+
+
 def test_the_generators_none_line_is_kept_whole_and_a_refusal_nothing_fixes_says_so():
     told = "none: even 8 x t4 has no room for any weight: the engine's own reserves exceed its share (by 1 GiB)"
     [way] = settle([told], lambda words: Verdict(True, "never asked", None, []), FLAG_FIELDS)
@@ -224,6 +237,6 @@ def test_the_generators_none_line_is_kept_whole_and_a_refusal_nothing_fixes_says
     refused = LayoutError("tp (3) must divide the 1 device(s) of target 'h100'")
     error = with_layout_ways(refused, resolve_target("h100"), 3, lambda words: Verdict(False, "no", None, []))
     assert error.message == (
-        "tp (3) must divide the 1 device(s) of target 'h100'; none: tried --target 3xh100-sxm,"
-        " --target 4xh100-sxm --tp 4, --tp 1 alone; none is accepted"
+        "tp (3) must divide the 1 device(s) of target 'h100'; none: tried --tp 1, --target 3xh100-sxm,"
+        " --target 4xh100-sxm --tp 4 alone; none is accepted"
     )

@@ -144,7 +144,11 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
     print_assumptions(console, report.assumptions)
     print_assumptions(console, report.warnings, title="warning")
     console.print()
-    console.print(kv_table(report.kv))
+    memory = report.memory
+    if memory is None:
+        console.print(kv_table(report.kv))
+    else:
+        console.print(kv_table(report.kv, memory.replicas, memory.sequences_per_replica))
     weights = f"{count_cell(report.params.total)} parameters = {bytes_cell(report.weight_bytes)} in {report.deployment.weight_dtype}"
     if report.params.vision_tower:  # core.vision_tower: the encoder and projector, priced unquantised
         weights += f" (the vision tower and projector: {count_cell(report.params.vision_tower)}, not quantised)"
@@ -195,7 +199,10 @@ def variants_table(report: KvReport) -> "Table":
             cells.append(f"{row.max_sequences:,}")
         cells.append(row.note)
         table.add_row(*cells, style="bold" if row.is_current else None)
-    table.caption = "* this model; B / token: bytes per token; total: the batch's cache on one rank (total_bytes)"
+    table.caption = (
+        "* this model; B / token: bytes per token; total: the whole batch's cache on one tp rank"
+        " (total_bytes; under replicas or --dp a device holds its share: the memory plan)"
+    )
     return table
 
 

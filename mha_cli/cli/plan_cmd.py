@@ -170,7 +170,8 @@ def plan(
         typer.Option(
             "--num-prompts",
             help="Requests the simulated benchmark sends (vllm bench serve's --num-prompts). Default: 10 per user,"
-            " 200 to 10,000.",
+            " 200 to 10,000, cut to what 200,000 simulated engine steps allow (one per user at least); the search's"
+            " confirming runs: 3 per user, at least 32, cut alike. The output says the count run.",
             show_default=False,
         ),
     ] = None,
@@ -808,6 +809,53 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
         console.print(f"[red]misses: {miss}[/red]")
 
 
+def _miss_name(miss: str) -> str:
+    """``ttft`` of ``ttft 812 ms > 500 ms``, ``p99 ttft`` of the simulated ``p99 ttft 1,062 ms > 1000 ms``."""
+    words = miss.split()
+    return " ".join(words[:2]) if len(words) > 1 and words[1] in ("ttft", "itl") else words[0]
+
+
+def _meets_cell(result: SearchResult, index: int, simulating: bool) -> str:
+    """The front table's verdict: the simulated loop's where it ruled the point out, else the candidate's own (a
+    closed-form pass the search did not simulate said so when it simulated others: ``simulating``)."""
+    c = result.candidates[index]
+    ruled = result.simulated_miss(index)
+    if ruled is not None and ruled != index:
+        run = result.candidates[ruled]
+        return f"no: {', '.join(_miss_name(miss) for miss in run.misses)} at {run.concurrency:,}"
+    if not c.meets_targets:
+        return "no: " + ", ".join(_miss_name(miss) for miss in c.misses)
+    return "yes, not simulated" if simulating and c.simulated is None else "yes"
+
+
+def _off_the_front(result: SearchResult, chosen: int) -> str:
+    """Why the pick is off the front, point by point faster than it: a closed-form miss, a simulated run that ruled
+    the point out (named), or a closed-form pass in a layout the search did not simulate (named)."""
+    pick = result.candidates[chosen].output_tokens_per_s_per_gpu
+    faster = [i for i in result.pareto if result.candidates[i].output_tokens_per_s_per_gpu > pick]
+    reasons = []
+    if any(not result.candidates[i].meets_targets for i in faster):
+        reasons.append("a faster point misses a target")
+    for ruled in sorted({ruled for i in faster if (ruled := result.simulated_miss(i)) is not None and ruled != i}):
+        run = result.candidates[ruled]
+        reasons.append(
+            f"{run.deployment.describe()} at {run.concurrency:,} users missed {'; '.join(run.misses)} in the simulated"
+            " loop, so its faster points with more users do too"
+        )
+    unsimulated = {
+        result.candidates[i].deployment.describe(): None
+        for i in faster
+        if result.candidates[i].meets_targets and result.candidates[i].simulated is None
+        and result.simulated_miss(i) is None
+    }  # fmt: skip
+    if unsimulated:
+        reasons.append(
+            f"{' and '.join(unsimulated)} meet the targets in the closed form but were not simulated (the search"
+            " simulates only the layouts whose closed-form points meeting them have the most tokens/s per GPU)"
+        )
+    return "; ".join(reasons)
+
+
 def render_search(console: Console, result: SearchResult) -> None:
     from rich import box
     from rich.markup import escape
@@ -827,19 +875,27 @@ def render_search(console: Console, result: SearchResult) -> None:
     table = Table(title="Pareto front (tokens/s per GPU against per user)", title_justify="left", box=box.SIMPLE_HEAD)
     for column in ("", "tp x pp x dp", "users", "TTFT ms", "ITL ms", "tok/s/GPU", "tok/s/user", "meets"):
         table.add_column(column, justify="left" if column in ("", "tp x pp x dp", "meets") else "right")
+    simulating = any(c.simulated is not None for c in result.candidates)
     for index in result.pareto:
         c = result.candidates[index]
         d = c.deployment
         mark = "*" if index == result.chosen else ""
-        meets = "yes" if c.meets_targets else "no: " + ", ".join(miss.split()[0] for miss in c.misses)
+        meets = _meets_cell(result, index, simulating)
         ep = " dpa" if d.dp_attention else " ep" if d.expert_parallel else ""
         table.add_row(mark, f"{d.tp} x {d.pp} x {d.replicas}{ep}", f"{c.concurrency:,}", f"{c.ttft_ms:,.0f}",
                       f"{c.itl_ms:,.1f}", f"{c.output_tokens_per_s_per_gpu:,.0f}", f"{c.tokens_per_s_per_user:,.1f}",
                       escape(meets))  # fmt: skip
+    if simulating:
+        table.caption = (
+            "meets: the simulated loop's verdict where it ran, else the closed form's; 'at N': the layout's simulated"
+            " run at N users, fewer than this point's, missed (more users wait longer)"
+        )
     console.print(table)
     if result.chosen is not None:
         c = result.candidates[result.chosen]
-        chosen_front = "" if result.chosen in result.pareto else " (not on the front: a faster point misses a target)"
+        chosen_front = (
+            "" if result.chosen in result.pareto else f" (not on the front: {_off_the_front(result, result.chosen)})"
+        )
         console.print(
             f"[bold]pick[/bold] (*): {c.deployment.describe()} at {c.concurrency:,} users: {c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU{chosen_front}"
         )

@@ -102,8 +102,10 @@ def _attention_free_table(model: ModelSpec, table: Table) -> Table:
     return table
 
 
-def kv_table(kv: KvFootprint) -> Table:
-    """Per layer, per token, per sequence, per batch; per rank under tensor parallelism."""
+def kv_table(kv: KvFootprint, replicas: int = 1, sequences_per_replica: int | None = None) -> Table:
+    """Per layer, per token, per sequence, per batch; per rank under tensor parallelism. ``total_bytes`` is the whole
+    batch at one tp rank's share of each sequence: with ``replicas`` > 1 the row says a device holds only
+    ``sequences_per_replica`` of it."""
     table = Table(title="KV cache", title_justify="left")
     table.add_column("scope")
     table.add_column("bytes", justify="right")
@@ -145,8 +147,13 @@ def kv_table(kv: KvFootprint) -> Table:
             "per token, per rank", kv.bytes_per_token_per_rank, f"tp={kv.tp}: {kv.kv_heads_per_rank} KV head(s){latent}"
         )
         row("per sequence, per rank", kv.bytes_per_sequence_per_rank, "")
-    scope = f"batch of {kv.batch}" + (", per rank" if kv.tp > 1 else "")
-    row(scope, kv.total_bytes, "total_bytes", style="bold")
+    scope = f"batch of {kv.batch}" + (", per tp rank" if kv.tp > 1 else "")
+    split = (
+        f": all {replicas} replicas' sequences; a device holds {sequences_per_replica} of them (memory plan)"
+        if replicas > 1
+        else ""
+    )
+    row(scope, kv.total_bytes, f"total_bytes{split}", style="bold")
     return table
 
 

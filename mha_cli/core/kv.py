@@ -218,7 +218,8 @@ class KvFootprint(Record):
     the fixed state."""
     bytes_per_sequence_per_rank: int
     total_bytes: int
-    """seq_len x batch on one rank, K/V and fixed state: windows, paging and per-rank division applied."""
+    """seq_len x batch on one tp rank (the whole batch; replicas split it: ``MemoryPlan.kv_bytes_per_device``), K/V
+    and fixed state: windows, paging and per-rank division applied."""
     total_bytes_all_ranks: int
     """total_bytes summed over the tp ranks (replicated heads counted on every rank)."""
 

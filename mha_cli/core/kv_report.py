@@ -87,7 +87,8 @@ class KvReport(Record):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def total_bytes(self) -> int:
-        """seq x batch on one rank, K/V and fixed state: windows, paging and per-rank division applied."""
+        """seq x batch on one tp rank (the whole batch; under replicas a device holds ``memory.kv_bytes_per_device``),
+        K/V and fixed state: windows, paging and per-rank division applied."""
         return self.kv.total_bytes
 
 

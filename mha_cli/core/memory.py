@@ -158,18 +158,20 @@ SMALLER_TPS_TRIED = 2
 
 
 def layout_changes(target: ResolvedTarget, tp: int, pp: int = 1) -> list[str]:
-    """What may make ``tp`` x ``pp`` fit ``target``, most like what was asked first: a target of that many devices,
-    one of the next power of two (tp 3 does not split 32 heads, 4 does), the largest smaller tps that divide the
-    devices. Unchecked: a caller keeps those that pass (``core.ways.settle``)."""
+    """What may make ``tp`` x ``pp`` fit ``target``, simplest first: on the same target the tps on either side of the
+    one asked that divide its devices (the next power of two, as tp 4 for a tp 3 that does not split 32 heads, and the
+    largest smaller divisor), then a target of that many devices, one of the next power of two, and the next smaller
+    tp. Unchecked: a caller keeps those that pass (``core.ways.settle``)."""
     device = target.target.id
     larger = 1 << tp.bit_length()  # the next power of two above tp
-    regroup = f"--tp {larger}" if larger * pp == target.n_devices else f"--target {larger * pp}x{device} --tp {larger}"
-    changes = [f"--target {tp * pp}x{device}", regroup]
+    nearest: list[int] = []
+    rest: list[int] = []
     if target.n_devices % pp == 0:
         per_stage = target.n_devices // pp
-        smaller = [t for t in range(min(tp - 1, per_stage), 0, -1) if per_stage % t == 0]
-        changes += [f"--tp {t}" for t in smaller[:SMALLER_TPS_TRIED]]
-    return changes
+        smaller = [t for t in range(min(tp - 1, per_stage), 0, -1) if per_stage % t == 0][:SMALLER_TPS_TRIED]
+        nearest, rest = ([larger] if per_stage % larger == 0 else []) + smaller[:1], smaller[1:]
+    other_targets = [f"--target {tp * pp}x{device}", f"--target {larger * pp}x{device} --tp {larger}"]
+    return [f"--tp {t}" for t in nearest] + other_targets + [f"--tp {t}" for t in rest]
 
 
 def tp_spans_nodes_note(tp: int, target: ResolvedTarget) -> str | None:

@@ -1147,6 +1147,9 @@ class DeploymentSpec(_Strict):
     """How the checkpoint stores each linear layer, read from its quantization_config (``core.hf_quantization``):
     priced tensor by tensor while ``weight_dtype`` is the scheme's ``format``. None: every weight ``weight_dtype``
     covers in it."""
+    checkpoint_format: WeightDtype | None = None
+    """The format the checkpoint's own quantization_config stores its weights in (``core.hf_quantization``), kept
+    when ``--weight-dtype`` prices another: a launch line loading the checkpoint as stored gets it. None: not read."""
     checkpoint_headers: HeaderWeights | None = None
     """The checkpoint's weights as its safetensors headers hold them (``core.header_weights``): what prices the
     weights while ``weight_dtype`` is their ``format``. None: counted from the config."""

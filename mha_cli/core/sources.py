@@ -201,7 +201,7 @@ def _with_checkpoint_format(source: ModelSource, stored_as: str | None) -> Model
         return source
     return source.model_copy(
         update={
-            "deployment": DeploymentSpec(weight_dtype=stored_as),
+            "deployment": DeploymentSpec(weight_dtype=stored_as, checkpoint_format=stored_as),
             "assumptions": [
                 *source.assumptions,
                 f"weights as the checkpoint stores them: {stored_as} (quantization_config)",
@@ -229,7 +229,9 @@ def _with_checkpoint_weights(source: ModelSource, stored: "CheckpointWeights | N
         )
     return source.model_copy(
         update={
-            "deployment": DeploymentSpec(weight_dtype=scheme.format, weight_scheme=scheme),
+            "deployment": DeploymentSpec(
+                weight_dtype=scheme.format, weight_scheme=scheme, checkpoint_format=scheme.format
+            ),
             "assumptions": [*source.assumptions, *notes],
         }
     )

@@ -22,7 +22,7 @@ The step budget and the formats (``trtllm_words``, ``format_notes``):
   ``dtype: fp8``, https://nvidia.github.io/TensorRT-LLM/1.3.0rc11/examples/deepseek_r1_reasoning_parser.html): a note.
 - A KV format an engine does not offer (``core.engine.plan.KV_FORMATS``: int8 in vLLM and SGLang) leaves that
   engine's line on its default cache: a note.
-- A weight format asked of an unquantized checkpoint other than fp8 (which ``--quantization fp8`` sets): the lines
+- A weight format asked of a checkpoint not stored in it (``DeploymentSpec.checkpoint_format``) other than fp8 (which ``--quantization fp8`` sets): the lines
   load the checkpoint as stored, so a note says the format priced needs a checkpoint stored in it. fp8 too for the
   trtllm-serve line: TensorRT-LLM runs checkpoints pre-quantised by Model Optimizer and quantises none on loading
   (https://nvidia.github.io/TensorRT-LLM/1.0.0/features/quantization.html, "Running Pre-quantized Models";
@@ -141,7 +141,11 @@ def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
         if engine in KV_FLAG_FORMATS and deployment.kv_dtype not in KV_FLAG_FORMATS[engine]
     ]
     asked = deployment.weight_dtype
-    stored = deployment.weight_scheme is not None or deployment.checkpoint_headers is not None
+    stored = (
+        deployment.weight_scheme is not None
+        or deployment.checkpoint_headers is not None
+        or asked == deployment.checkpoint_format  # the checkpoint's own quantization_config stores it so
+    )
     if asked not in ON_THE_FLY and not stored:
         notes.append(
             f"the lines load the checkpoint as stored: the {asked} weights priced need a checkpoint stored in {asked}"

@@ -82,6 +82,21 @@ class SearchResult(Record):
     """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
     whose rules priced it (``core.engine.releases_read.NEWEST_READ``); absent otherwise."""
 
+    def simulated_miss(self, index: int) -> int | None:
+        """The simulated run that rules candidate ``index`` out: its own when the simulated loop missed the targets
+        there, else, for a point the closed form passes, its layout's run at the fewest users, no more than its own,
+        that missed them (``confirm_by_simulation`` bisects on latency growing with the users and never runs the
+        points above a miss). None when no simulated run rules it out."""
+        c = self.candidates[index]
+        if c.simulated is not None or not c.meets_targets:
+            return index if c.simulated is not None and not c.meets_targets else None
+        missed = [
+            i for i, o in enumerate(self.candidates)
+            if o.simulated is not None and not o.meets_targets and _layout_key(o) == _layout_key(c)
+            and o.concurrency <= c.concurrency
+        ]  # fmt: skip
+        return min(missed, key=lambda i: self.candidates[i].concurrency) if missed else None
+
 
 def layouts(model: ModelSpec, n_devices: int, devices_per_node: int | None = None) -> list[tuple[int, int]]:
     """(tp, pp) pairs with tp x pp dividing the devices, tp sharding the model, pp dividing its layers; on several
