@@ -126,9 +126,10 @@ def trtllm_replicas_note(replicas: int, gpus_per_replica: int) -> str:
         ",".join(str(replica * gpus_per_replica + gpu) for gpu in range(gpus_per_replica))
         for replica in range(replicas)
     ]
+    devices = "; ".join(f"server {index + 1}: CUDA_VISIBLE_DEVICES={group}" for index, group in enumerate(groups))
     return (
-        f"run the trtllm line once per replica ({replicas} servers), each on its own GPUs (CUDA_VISIBLE_DEVICES="
-        f"{', '.join(groups)}) and port, behind a load balancer: trtllm-serve has no data-parallel flag"
+        f"run the trtllm line once per replica ({replicas} servers), each on its own GPUs ({devices}) and port,"
+        " behind a load balancer: trtllm-serve has no data-parallel flag"
     )
 
 
