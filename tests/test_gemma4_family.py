@@ -32,23 +32,34 @@ def _kv(cli, tmp_path, config: dict):
     return cli.run("kv", str(path), "--seq", "1024", "--json")
 
 
-def test_gemma4_s_model_types_and_architectures_name_the_family():
+def test_gemma4_s_model_types_and_architectures_name_its_refused_families():
     assert family("gemma4") is family("gemma4_text") is not None
-    assert family("gemma4").refused is not None
-    for architecture in ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM"):
-        assert family_of_architectures([architecture]).family is family("gemma4")
+    assert family("gemma4_unified") is family("gemma4_unified_text") is not None
+    assert family("gemma4").refused is not None and family("gemma4_unified").refused is not None
+    for architecture, model_type in [
+        ("Gemma4ForConditionalGeneration", "gemma4"), ("Gemma4ForCausalLM", "gemma4"),
+        ("Gemma4UnifiedForConditionalGeneration", "gemma4_unified"), ("Gemma4UnifiedForCausalLM", "gemma4_unified"),
+    ]:  # fmt: skip
+        assert family_of_architectures([architecture]).family is family(model_type)
 
 
-@pytest.mark.parametrize("wrapped", [False, True], ids=["text_config", "multimodal wrapper"])
-def test_a_gemma4_config_is_refused_naming_its_per_kind_head_geometry(cli, tmp_path, wrapped):
-    config = TEXT_31B
-    if wrapped:
-        vision = {"model_type": "gemma4_vision", "hidden_size": 1152, "num_hidden_layers": 27}
-        config = {"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"]}
-        config |= {"text_config": TEXT_31B, "vision_config": vision}
+def _wrapped(model_type: str, text: dict) -> dict:
+    """A multimodal (or drafter) config.json around ``text`` as its text_config."""
+    vision = {"model_type": "gemma4_vision", "hidden_size": 1152, "num_hidden_layers": 27}
+    return {"model_type": model_type, "text_config": text, "vision_config": vision}
+
+
+@pytest.mark.parametrize(
+    ("config", "read_as"),
+    [(TEXT_31B, "gemma4_text"), (_wrapped("gemma4", TEXT_31B), "gemma4_text"),
+     (_wrapped("gemma4_assistant", TEXT_31B), "gemma4_text"),
+     ({**TEXT_31B, "model_type": "gemma4_unified_text"}, "gemma4_unified_text")],
+    ids=["text_config", "multimodal wrapper", "assistant wrapper", "unified"],
+)  # fmt: skip
+def test_a_gemma4_config_is_refused_naming_its_per_kind_head_geometry(cli, tmp_path, config, read_as):
     result = _kv(cli, tmp_path, config)
     assert result.exit_code == 2, result.output
-    assert "model_type 'gemma4_text': its full_attention layers cache K/V at their own head width" in result.stderr
+    assert f"model_type '{read_as}': its full_attention layers cache K/V at their own head width" in result.stderr
     assert "num_global_key_value_heads" in result.stderr and "per-kind head geometry" in result.stderr
     assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
 

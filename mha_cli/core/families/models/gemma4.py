@@ -11,11 +11,16 @@ either would be wrong (gemma-4-31B in bf16: 50 sliding layers x 16 x 256 x 2 x 2
 
 from mha_cli.core.families import Family
 
+PER_KIND_HEAD_GEOMETRY = (
+    "its full_attention layers cache K/V at their own head width (global_head_dim) and, with attention_k_eq_v,"
+    " their own KV head count (num_global_key_value_heads) (transformers' {config} per_layer_config), a per-kind"
+    " head geometry mha does not price"
+)
+"""The refusal of the Gemma 4 families, ``config`` their transformers config class."""
+
 FAMILY = Family(
     model_types=("gemma4", "gemma4_text"),
     config_class="Gemma4TextConfig (transformers 5.24)",
     names=("gemma4", "gemma-4"),
-    refused="its full_attention layers cache K/V at their own head width (global_head_dim) and, with"
-    " attention_k_eq_v, their own KV head count (num_global_key_value_heads) (transformers' Gemma4TextConfig"
-    " per_layer_config), a per-kind head geometry mha does not price",
+    refused=PER_KIND_HEAD_GEOMETRY.format(config="Gemma4TextConfig"),
 )
