@@ -1,6 +1,7 @@
 """Gemma 4 is a registered family that ``mha kv`` refuses by name (exit 2, one line): its full-attention layers cache
 K/V at their own head width and KV head count, which one ``AttentionSpec`` cannot hold. The refusal's premise is
-checked against what transformers really allocates, so a release that drops the per-kind geometry fails here."""
+checked against what transformers really allocates, so a release that drops the per-kind geometry fails here; the
+gemma-4-31B cache and weights are pinned by hand, against transformers, for the pricing that lifts the refusal."""
 
 from __future__ import annotations
 
@@ -112,3 +113,21 @@ def test_transformers_caches_gemma4_s_full_layers_at_their_own_geometry():
     values_per_token = sum(2 * geometry[kind][0] * geometry[kind][1] for kind in config.layer_types[:4])
     allocated = sum(torch.Size(k).numel() + torch.Size(v).numel() for k, v in (h for h in held if h is not None))
     assert allocated == 2 * 12 * values_per_token == 3_072  # 2 x 12 tokens x (2 x 2 x 8 x 2 + 2 x 1 x 16 x 2)
+
+
+def test_gemma4_31b_text_weights_by_hand_equal_transformers_meta_build():
+    """The weights a pricing of Gemma 4 has to count, by hand: full layers' q/o at 512 wide heads, their k at 4 KV
+    heads of 512 and no v_proj (attention_k_eq_v: V is K), q and k norms one head wide (v_norm has no weight)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    d, ff, heads, vocab = 5376, 21504, 32, 262144
+    sliding, full = 50, 10
+    attention = sliding * (2 * d * heads * 256 + 2 * d * 16 * 256) + full * (2 * d * heads * 512 + d * 4 * 512)
+    head_norms = sliding * 2 * 256 + full * 2 * 512
+    by_hand = vocab * d + 60 * (3 * d * ff + 4 * d) + attention + head_norms + d  # tied head, final norm
+    assert by_hand == 30_697_345_280
+    fields = {k: v for k, v in TEXT_31B.items() if k != "model_type"}
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        model = transformers.Gemma4ForCausalLM(transformers.Gemma4TextConfig(**fields))
+    assert sum(p.numel() for p in model.parameters()) == by_hand
