@@ -17,6 +17,7 @@ from mha_cli.core.engine.settings import (
     resolve_settings,
     sglang_default_fraction,
 )  # fmt: skip
+from mha_cli.core.engine.sglang_reserve import Reserve
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.presets import get_preset
@@ -176,7 +177,10 @@ def test_sglang_dp_attention_gives_each_rank_its_share_of_the_chunk():
     alone = resolve_settings(sglang, h200, 1)
     ranks = resolve_settings(sglang, h200, 1, dp_attention_ranks=8)
     assert (alone.max_num_batched_tokens, ranks.max_num_batched_tokens) == (8192, 1024)
-    assert ranks.utilisation == alone.utilisation == sglang_default_fraction(h200, 1, 8192, 256)
+    # DP attention's own reserve, graph batch x dp x 3 MiB, under the floor (core.engine.sglang_reserve)
+    dp_reserve = Reserve(under_floor_mib=256 * 8 * 3)
+    assert ranks.utilisation == sglang_default_fraction(h200, 1, 8192, 256, reserve=dp_reserve) < alone.utilisation
+    assert alone.utilisation == sglang_default_fraction(h200, 1, 8192, 256)
     assert "8192 // 8 = 1024" in ranks.defaults_note
     given = DeploymentSpec(engine="sglang", max_num_batched_tokens=1000)
     assert resolve_settings(given, h200, 1, dp_attention_ranks=3).max_num_batched_tokens == 333

@@ -18,6 +18,7 @@ from mha_cli.core.dp_attention import a2a_backend_of, dp_attention_experts, dp_a
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.pipeline import StageLayout
@@ -241,7 +242,12 @@ def plan_memory(
         weights_how = f"{files}: this rank's share of {format_bytes(headers.total_bytes)} (vocab padded to 64)"
     # SGLang runs DP attention wherever its replicas share the experts (the launch line's --enable-dp-attention)
     dp_ranks = experts.ranks // kv.tp if experts is not None and experts.ranks > kv.tp else 1
-    settings = resolve_settings(deployment or DeploymentSpec(), device, kv.tp, dp_attention_ranks=dp_ranks)
+    chosen = deployment or DeploymentSpec()
+    serving = SglangServing(
+        model, pp=1 if stage is None else stage.pp, experts=experts, speculative=chosen.speculative,
+        host_kv_cache=bool(chosen.kv_offload_bytes),
+    )  # fmt: skip
+    settings = resolve_settings(chosen, device, kv.tp, dp_attention_ranks=dp_ranks, serving=serving)
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart
         engine_kv = kv_footprint(

@@ -6,6 +6,7 @@ logs it comes from. Pure Python.
 
 from mha_cli.core.engine.generations import Generation, Version, generation, generation_of, parse_version
 from mha_cli.core.engine.sampler import SamplerPath, default_sampler, in_release, runs_flashinfer
+from mha_cli.core.engine.sglang_reserve import NO_RESERVE, Reserve, SglangServing, sglang_reserve, vlm_factor
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, EngineName, GenerationId
@@ -143,16 +144,49 @@ def _sglang_04_step_defaults(target: Target, tp: int) -> tuple[int, int]:
     return (2048, 8) if target.device_memory_bytes < 25_000 * MIB else (8192, 160)
 
 
-def sglang_default_fraction(target: Target, tp: int, chunked_prefill: int, cuda_graph_bs: int) -> float:
-    """SGLang's ``mem_fraction_static`` default (``server_args._handle_gpu_memory_settings``, 0.5.3): the share
-    of the GPU's MiB left after a reserve of 512 MiB + 1.5 x max(chunked prefill, 2048) + 2 x the CUDA-graph
-    batch + tp / 8 x 1024 MiB, at least 10 GiB on a GPU over 60 GiB, rounded to 3 decimals. SGLang reads the GPU's
-    MiB from nvidia-smi, 0.3-0.6 GiB above torch's total used here: the fraction can differ in the third decimal."""
+def sglang_default_fraction(
+    target: Target, tp: int, chunked_prefill: int, cuda_graph_bs: int, *, pp: int = 1, reserve: Reserve = NO_RESERVE
+) -> float:
+    """SGLang's ``mem_fraction_static`` default (``server_args._handle_gpu_memory_settings``, 0.5.3-0.5.18;
+    ``arg_groups/memory_hook.py`` ``handle_gpu_memory_settings`` 0.5.19-0.5.23): the share of the GPU's MiB left
+    after a reserve of 512 MiB + 1.5 x max(chunked prefill, 2048) + 2 x the CUDA-graph batch + tp x pp / 8 x 1024 MiB
+    + ``reserve``'s part under the floor (``core.engine.sglang_reserve``), at least 10 GiB on a GPU over 60 GiB, then
+    + its part above the floor, rounded to 3 decimals. SGLang reads the GPU's MiB from nvidia-smi, 0.3-0.6 GiB above
+    torch's total used here: the fraction can differ in the third decimal."""
     gpu_mib = target.device_memory_bytes / MIB
-    reserved = 512 + max(chunked_prefill, 2048) * 1.5 + cuda_graph_bs * 2 + tp / 8 * 1024
+    reserved = 512 + max(chunked_prefill, 2048) * 1.5 + cuda_graph_bs * 2 + tp * pp / 8 * 1024
+    reserved += reserve.under_floor_mib
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    return round((gpu_mib - reserved) / gpu_mib, 3)
+    return round((gpu_mib - reserved - reserve.over_floor_mib) / gpu_mib, 3)
+
+
+def sglang_fraction(
+    target: Target,
+    tp: int,
+    chunked: int,
+    graph_bs: int,
+    generation: str,
+    release: str | None,
+    dp: int,
+    serving: SglangServing | None,
+) -> tuple[float, str]:
+    """SGLang 0.5 ``release``'s default fraction for ``serving`` (None: no model known) on ``target``, and the note
+    naming the reserves beyond the base one (``core.engine.sglang_reserve``), "" where none applies."""
+    reserve = sglang_reserve(
+        serving, generation, release, target.vendor, tp=tp, chunk=chunked, graph_bs=graph_bs, dp=dp
+    )
+    pp = 1 if serving is None else serving.pp
+    fraction = sglang_default_fraction(target, tp, chunked, graph_bs, pp=pp, reserve=reserve)
+    parts = list(reserve.parts)
+    if pp > 1:
+        parts.insert(0, f"pp {pp} in tp x pp / 8 x 1,024 MiB")
+    vision = None if serving is None else serving.model.vision
+    if vision is not None:
+        factor = vlm_factor(vision)
+        fraction *= factor
+        parts.append(f"x {factor:.3f} for the vision tower (adjust_mem_fraction_for_vlm)")
+    return fraction, "" if not parts else f"; mem_fraction_static beyond its base reserve: {', '.join(parts)}"
 
 
 SGLANG_MID_TIER: tuple[tuple[tuple[int, int, int], tuple[int, int, int]], ...] = (
@@ -244,11 +278,18 @@ def _check_pool_setting(chosen: Generation, typed: str | None, *, cpu: bool) -> 
 
 
 def resolve_settings(
-    deployment: DeploymentSpec, target: Target, tp: int, *, dp_attention_ranks: int = 1
+    deployment: DeploymentSpec,
+    target: Target,
+    tp: int,
+    *,
+    dp_attention_ranks: int = 1,
+    serving: SglangServing | None = None,
 ) -> EngineSettings:
     """The deployment's engine knobs, the engine's (generation's) defaults where unset. ``dp_attention_ranks``: the
     data-parallel ranks SGLang runs DP attention over (its step budget is then one rank's,
-    ``sglang_dp_attention_chunk``); 1 without DP attention."""
+    ``sglang_dp_attention_chunk``; its default fraction keeps a reserve for them); 1 without DP attention.
+    ``serving``: what SGLang 0.5's default fraction reads of the model and layout (``sglang_fraction``); None: the
+    base reserve and the DP-attention one alone (a table of defaults with no model)."""  # fmt: skip
     chosen = deployment_generation(deployment)
     engine = chosen.engine
     util = deployment.gpu_memory_utilization
@@ -299,7 +340,15 @@ def resolve_settings(
         else:
             chunked, graph_bs = _sglang_step_defaults(target, tp, deployment.engine_version)
         chunked = deployment.max_num_batched_tokens or chunked
-        fraction = util or (sglang_04_fraction(tp) if old else sglang_default_fraction(target, tp, chunked, graph_bs))
+        reserve_note = ""
+        if util:
+            fraction = util
+        elif old:
+            fraction = sglang_04_fraction(tp)
+        else:
+            fraction, reserve_note = sglang_fraction(
+                target, tp, chunked, graph_bs, chosen.id, deployment.engine_version, dp_attention_ranks, serving
+            )
         if fraction <= 0:
             raise BadInputError(
                 f"SGLang's reserve for a {chunked}-token chunked prefill leaves nothing of {target.torch_memory_gib:g} GiB:"
@@ -307,6 +356,7 @@ def resolve_settings(
             )
         note = (
             f"{chosen.label} on {target.torch_memory_gib:g} GiB: chunked prefill {chunked}, CUDA-graph batch {graph_bs}"
+            f"{reserve_note}"
         )
         step = chunked
         if dp_attention_ranks > 1:
