@@ -177,9 +177,15 @@ def test_sglang_dp_attention_gives_each_rank_its_share_of_the_chunk():
     alone = resolve_settings(sglang, h200, 1)
     ranks = resolve_settings(sglang, h200, 1, dp_attention_ranks=8)
     assert (alone.max_num_batched_tokens, ranks.max_num_batched_tokens) == (8192, 1024)
-    # DP attention's own reserve, graph batch x dp x 3 MiB, under the floor (core.engine.sglang_reserve)
-    dp_reserve = Reserve(under_floor_mib=256 * 8 * 3)
-    assert ranks.utilisation == sglang_default_fraction(h200, 1, 8192, 256, reserve=dp_reserve) < alone.utilisation
+    # SGLang's --tp-size is every GPU, 8: its tp >= 4 graph batch, 512, and DP attention's own reserve, graph batch
+    # x dp x 4.5 MiB above a batch of 300, under the floor (core.engine.sglang_reserve): 512 + 1.5 x 8192 + 2 x 512
+    # + 8 / 8 x 1024 + 512 x 8 x 4.5 = 33,280 MiB
+    dp_reserve = Reserve(under_floor_mib=512 * 8 * 4.5)
+    assert ranks.utilisation == sglang_default_fraction(h200, 8, 8192, 512, reserve=dp_reserve) < alone.utilisation
+    assert ranks.utilisation == round(
+        (h200.device_memory_bytes / 2**20 - 33_280) / (h200.device_memory_bytes / 2**20), 3
+    )
+    assert "--tp-size 8" in ranks.defaults_note and ranks.max_num_seqs == 512
     assert alone.utilisation == sglang_default_fraction(h200, 1, 8192, 256)
     assert "8192 // 8 = 1024" in ranks.defaults_note
     given = DeploymentSpec(engine="sglang", max_num_batched_tokens=1000)

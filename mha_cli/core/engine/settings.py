@@ -335,28 +335,32 @@ def resolve_settings(
         )  # fmt: skip
     if engine == "sglang":
         old = chosen.id == "sglang-0.4"
+        # SGLang's --tp-size under DP attention counts every GPU of the replica (its _handle_data_parallelism asserts
+        # tp_size % dp_size == 0): its step defaults and fraction read that size, not one rank's tp
+        server_tp = tp * dp_attention_ranks
         if old:
-            chunked, graph_bs = _sglang_04_step_defaults(target, tp)
+            chunked, graph_bs = _sglang_04_step_defaults(target, server_tp)
         else:
-            chunked, graph_bs = _sglang_step_defaults(target, tp, deployment.engine_version)
+            chunked, graph_bs = _sglang_step_defaults(target, server_tp, deployment.engine_version)
         chunked = deployment.max_num_batched_tokens or chunked
         reserve_note = ""
         if util:
             fraction = util
         elif old:
-            fraction = sglang_04_fraction(tp)
+            fraction = sglang_04_fraction(server_tp)
         else:
             fraction, reserve_note = sglang_fraction(
-                target, tp, chunked, graph_bs, chosen.id, deployment.engine_version, dp_attention_ranks, serving
+                target, server_tp, chunked, graph_bs, chosen.id, deployment.engine_version, dp_attention_ranks, serving
             )
         if fraction <= 0:
             raise BadInputError(
                 f"SGLang's reserve for a {chunked}-token chunked prefill leaves nothing of {target.torch_memory_gib:g} GiB:"
                 " give --mem-fraction-static or a smaller --chunked-prefill-size"
             )
+        size = f" at --tp-size {server_tp} (every GPU of the replica)" if dp_attention_ranks > 1 else ""
         note = (
-            f"{chosen.label} on {target.torch_memory_gib:g} GiB: chunked prefill {chunked}, CUDA-graph batch {graph_bs}"
-            f"{reserve_note}"
+            f"{chosen.label} on {target.torch_memory_gib:g} GiB{size}: chunked prefill {chunked}, CUDA-graph batch"
+            f" {graph_bs}{reserve_note}"
         )
         step = chunked
         if dp_attention_ranks > 1:
