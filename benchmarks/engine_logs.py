@@ -40,6 +40,7 @@ from mha_cli.core.engine.generations import BY_ID
 from mha_cli.core.engine.pages import VLLM_0_21_RULES, paged_pool, vllm_block_size, vllm_state_bytes
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
@@ -130,7 +131,8 @@ WHY: dict[int, str] = {
     510: "no source-backed cause: the launch command is not shown, so SGLang's default fraction is priced (0.88 at tp 1,"
     " sglang-0.4's rule, the line its date puts it in). The log's own figures imply a fraction of about 0.82: 13.91"
     " GiB free after the weights less the 11.14 GiB pool leaves 2.77 GiB, 1 - 2.77 / 15.78 GiB. Either the user set"
-    " it or this build already sized the fraction by the GPU, as sglang-0.5's rule does (that control lands -2.9%);"
+    " it or this build already sized the fraction by the GPU, as sglang-0.5's rule does (that control lands -5.8%,"
+    " -2.9% before 0.5.23's prefill-graph reserve);"
     " neither is shown",
     504: "no source-backed cause: SGLang sizes the pool from its own figures (the K + V of the 46,611 tokens, 2.84 GiB, is"
     " 6.09 GiB free after the weights less 0.15 x the 21.63 GiB free when they began). The plan starts from the L4's"
@@ -305,7 +307,7 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
         weight_dtype=weights,
     )  # fmt: skip
     return plan_engine(
-        source.model, kv, target, resolve_settings(deployment, target, tp),
+        source.model, kv, target, resolve_settings(deployment, target, tp, serving=SglangServing(source.model)),
         weights_bytes_per_rank=rank_weight_bytes(source.model, tp, weights), sequences_per_replica=1,
     )  # fmt: skip
 
@@ -393,6 +395,12 @@ def _median(values: list[float]) -> float:
 
 NOTES = """## Notes
 
+- SGLang 0.5's default fraction prices the reserves its `_handle_gpu_memory_settings` keeps beyond the base one, read
+  by release in the 0.5.3-0.5.23 wheels with no log's figures in view (`core.engine.sglang_reserve`: prefill graphs
+  from 0.5.10, the drafter to 0.5.13, DP attention, pp, DeepEP, a vision tower). No priced plan moves: 508 sets its
+  fraction and the other SGLang logs are sglang-0.4, whose fraction is by tp alone. The sglang-0.5 control moves where
+  0.5.23 captures prefill graphs: 510 -2.9% -> -5.8% (42 capture sizes x 8 MiB of an RTX 5080's 15.78 GiB), 514
+  -6.0% -> -6.7% (58 x 8 MiB of an H100's).
 - GB10 (DGX Spark) is a target (`gb10`, alias `dgx-spark`; gb10 session), its unified memory priced as vLLM 0.32
   reads it (`core.unified_memory`: the budget is utilisation x torch's total less what the instance consumes; the host
   has only to leave that request available at start-up, an assumption the plan states). Its torch total, 119.70 GiB,
