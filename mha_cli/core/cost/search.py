@@ -259,8 +259,10 @@ def confirm_by_simulation(
     point up to it by tokens/s per GPU. The first ``layouts_tried`` layouts are always run; after them the next is
     run while its best closed-form point has more tokens/s per GPU than the best confirmed so far (or none is
     confirmed yet): the closed form is what a simulated point's tokens/s per GPU is ranked by, so a layout stopped at
-    can hold no point that beats the pick, nor can any after it (at most every layout is run). The pick is the best
-    of the confirmed points. Each simulated candidate keeps its run and its misses. None when none meets them."""
+    can hold no point that beats the pick, nor can any after it (at most every layout is run). Such a later layout
+    bisects only its points that would beat the best confirmed, the fewest users first: one run settles it where that
+    point misses. The pick is the best of the confirmed points. Each simulated candidate keeps its run and its
+    misses. None when none meets them."""
 
     def simulated(index: int) -> bool:
         if candidates[index].simulated is None:
@@ -291,7 +293,13 @@ def confirm_by_simulation(
         points = sorted(
             (i for i in by_layout[key] if candidates[i].meets_targets), key=lambda i: candidates[i].concurrency
         )
-        low, high = -1, len(points)  # points[low] meets in the simulation (or none), points[high] does not
+        low = -1  # points[low] meets in the simulation (or none), points[high] does not
+        if rank >= layouts_tried and confirmed is not None:  # only its points that could beat the pick, the fewest
+            points = [i for i in points if candidates[i].output_tokens_per_s_per_gpu > confirmed]  # users first:
+            if not simulated(points[0]):  # where that one misses, so do the others (more users wait longer)
+                continue
+            low = 0
+        high = len(points)
         while high - low > 1:
             middle = (low + high) // 2
             low, high = (middle, high) if simulated(points[middle]) else (low, middle)
