@@ -260,8 +260,8 @@ def confirm_by_simulation(
     run while its best closed-form point has more tokens/s per GPU than the best confirmed so far (or none is
     confirmed yet): the closed form is what a simulated point's tokens/s per GPU is ranked by, so a layout stopped at
     can hold no point that beats the pick, nor can any after it (at most every layout is run). Such a later layout
-    bisects only its points that would beat the best confirmed, the fewest users first: one run settles it where that
-    point misses. The pick is the best of the confirmed points. Each simulated candidate keeps its run and its
+    bisects only its points that would beat the best confirmed (all its passes while none is), the fewest users
+    first: one run settles it where that point misses. The pick is the best of the confirmed points. Each simulated candidate keeps its run and its
     misses. None when none meets them."""
 
     def simulated(index: int) -> bool:
@@ -294,9 +294,10 @@ def confirm_by_simulation(
             (i for i in by_layout[key] if candidates[i].meets_targets), key=lambda i: candidates[i].concurrency
         )
         low = -1  # points[low] meets in the simulation (or none), points[high] does not
-        if rank >= layouts_tried and confirmed is not None:  # only its points that could beat the pick, the fewest
-            points = [i for i in points if candidates[i].output_tokens_per_s_per_gpu > confirmed]  # users first:
-            if not simulated(points[0]):  # where that one misses, so do the others (more users wait longer)
+        if rank >= layouts_tried:  # only its points that could beat the pick (every pass while none is confirmed),
+            if confirmed is not None:  # the fewest users first: where that one misses, so do the others
+                points = [i for i in points if candidates[i].output_tokens_per_s_per_gpu > confirmed]
+            if not simulated(points[0]):
                 continue
             low = 0
         high = len(points)
@@ -306,7 +307,8 @@ def confirm_by_simulation(
         if low >= 0:  # the layout's best among its simulated points that meet (at most points[low]'s users: with no
             # target every point meets, and the most users need not be the most tokens/s per GPU)
             met = [i for i in points[: low + 1] if candidates[i].simulated is not None and candidates[i].meets_targets]
-            found.append(max(met, key=lambda i: candidates[i].output_tokens_per_s_per_gpu))
+            found += [max(met, key=lambda i: candidates[i].output_tokens_per_s_per_gpu)] if met else []  # none: each
+            # run was past the step budget (the closed form's verdict kept)
     return max(found, key=lambda i: candidates[i].output_tokens_per_s_per_gpu) if found else None
 
 
