@@ -851,7 +851,8 @@ def _off_the_front(result: SearchResult, chosen: int) -> str:
     if unsimulated:
         reasons.append(
             f"{' and '.join(unsimulated)} meet the targets in the closed form but were not simulated (the search"
-            " simulates only the layouts whose closed-form points meeting them have the most tokens/s per GPU)"
+            " bisects each layout's users, skipping those below a simulated pass; a run past the simulator's step"
+            " budget keeps the closed form's verdict)"
         )
     return "; ".join(reasons)
 

@@ -239,8 +239,8 @@ def as_candidate(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None)
 
 
 SIMULATED_LAYOUTS = 2
-"""Layouts the search confirms in the simulated loop: those whose best closed-form point has the most tokens/s per
-GPU."""
+"""Layouts the search confirms in the simulated loop at least: those whose best closed-form point meeting the targets
+has the most tokens/s per GPU (``confirm_by_simulation`` goes on to the next while one could beat the pick)."""
 SEARCH_PROMPTS_PER_USER = 3
 """A search's simulated runs send 3 requests a user (at least 32, at most what the step budget allows): the first
 burst and the steady state after it, at a fraction of a single plan's run."""
@@ -253,11 +253,16 @@ def confirm_by_simulation(
     layouts_tried: int = SIMULATED_LAYOUTS,
 ) -> int | None:  # fmt: skip
     """The pick, judged in the simulated serving loop. The closed form misses the burst of a closed loop (every user
-    at once), so at high load it passes points whose simulated percentiles fail. For the ``layouts_tried`` layouts
-    with the most tokens/s per GPU among the points that meet the targets in the closed form, the largest
-    concurrency whose simulated run meets them is found by bisection (latency grows with the users), and the layout's
-    best simulated point up to it by tokens/s per GPU; the pick is the best of those. Each simulated candidate keeps its run and its misses. None when none meets
-    them."""
+    at once), so at high load it passes points whose simulated percentiles fail. The layouts are taken in the order
+    of their best closed-form point meeting the targets (tokens/s per GPU); in each, the largest concurrency whose
+    simulated run meets them is found by bisection (latency grows with the users), and the layout's best simulated
+    point up to it by tokens/s per GPU. The first ``layouts_tried`` layouts are always run; after them the next is
+    run while its best closed-form point has more tokens/s per GPU than the best confirmed so far (or none is
+    confirmed yet): the closed form is what a simulated point's tokens/s per GPU is ranked by, so a layout stopped at
+    can hold no point that beats the pick, nor can any after it (at most every layout is run). Such a later layout
+    bisects only its points that would beat the best confirmed (all its passes while none is), the fewest users
+    first: one run settles it where that point misses. The pick is the best of the confirmed points. Each simulated candidate keeps its run and its
+    misses. None when none meets them."""
 
     def simulated(index: int) -> bool:
         if candidates[index].simulated is None:
@@ -274,26 +279,36 @@ def confirm_by_simulation(
     by_layout: dict[tuple[int, int, int, bool, bool], list[int]] = {}
     for i, c in enumerate(candidates):
         by_layout.setdefault(_layout_key(c), []).append(i)
-    passing = [i for i, c in enumerate(candidates) if c.meets_targets]
-    ranked = sorted(
-        {_layout_key(candidates[i]) for i in passing},
-        key=lambda key: (
-            -max(candidates[i].output_tokens_per_s_per_gpu for i in passing if _layout_key(candidates[i]) == key)
-        ),
-    )
-    found = []
-    for key in ranked[:layouts_tried]:
+    best_passing: dict[tuple[int, int, int, bool, bool], float] = {}  # each layout's best closed-form pass
+    for c in candidates:
+        if c.meets_targets:
+            key = _layout_key(c)
+            best_passing[key] = max(best_passing.get(key, 0.0), c.output_tokens_per_s_per_gpu)
+    ranked = sorted(best_passing, key=lambda key: -best_passing[key])
+    found: list[int] = []
+    for rank, key in enumerate(ranked):
+        confirmed = max((candidates[i].output_tokens_per_s_per_gpu for i in found), default=None)
+        if rank >= layouts_tried and confirmed is not None and best_passing[key] <= confirmed:
+            break  # ranked by that figure: no later layout beats the pick either
         points = sorted(
             (i for i in by_layout[key] if candidates[i].meets_targets), key=lambda i: candidates[i].concurrency
         )
-        low, high = -1, len(points)  # points[low] meets in the simulation (or none), points[high] does not
+        low = -1  # points[low] meets in the simulation (or none), points[high] does not
+        if rank >= layouts_tried:  # only its points that could beat the pick (every pass while none is confirmed),
+            if confirmed is not None:  # the fewest users first: where that one misses, so do the others
+                points = [i for i in points if candidates[i].output_tokens_per_s_per_gpu > confirmed]
+            if not simulated(points[0]):
+                continue
+            low = 0
+        high = len(points)
         while high - low > 1:
             middle = (low + high) // 2
             low, high = (middle, high) if simulated(points[middle]) else (low, middle)
         if low >= 0:  # the layout's best among its simulated points that meet (at most points[low]'s users: with no
             # target every point meets, and the most users need not be the most tokens/s per GPU)
             met = [i for i in points[: low + 1] if candidates[i].simulated is not None and candidates[i].meets_targets]
-            found.append(max(met, key=lambda i: candidates[i].output_tokens_per_s_per_gpu))
+            found += [max(met, key=lambda i: candidates[i].output_tokens_per_s_per_gpu)] if met else []  # none: each
+            # run was past the step budget (the closed form's verdict kept)
     return max(found, key=lambda i: candidates[i].output_tokens_per_s_per_gpu) if found else None
 
 
