@@ -17,7 +17,8 @@ files are read, from the zip, and the wheel is deleted. What a release's registr
   (``_TRANSFORMERS_BACKEND_MODELS``) and ``_PREVIOUSLY_SUPPORTED_MODELS`` (removed: MiniMax-Text-01 after 0.23.0)
   are not generating models a config names.
 - SGLang: the classes each top-level module of ``sglang/srt/models/`` names in ``EntryClass`` (a class or a list),
-  as ``models/registry.py`` ``import_model_classes`` registers them by ``__name__``.
+  as ``models/registry.py`` ``import_model_classes`` registers them by ``__name__`` (from 0.1.10; before it
+  ``managers/router/model_runner.py`` names its three models in an if-chain, and those releases are not read).
 
 The architectures followed are ``mha_cli.core.engine.architectures_served.FOLLOWED``: every name
 ``core.families.architectures`` maps and the multimodal classes mha's vision models are served as. Writes, per
@@ -117,9 +118,10 @@ def registry(engine: str, path: Path) -> set[str]:
                 if n.startswith("sglang/srt/models/") and n.endswith(".py") and n.count("/") == 3
             ]  # fmt: skip
         files = {name: archive.read(name).decode("utf-8-sig", errors="replace") for name in members}
-    if not files:
-        raise RuntimeError("no registry file in the wheel")
-    return vllm_architectures(files) if engine == "vllm" else sglang_architectures(files)
+    found = (vllm_architectures(files) if engine == "vllm" else sglang_architectures(files)) if files else set()
+    if not found:  # SGLang before 0.1.10 picks its three models in an if-chain of model_runner.py, not read
+        raise RuntimeError("no registry of the forms read")
+    return found
 
 
 def spans(presence: dict[str, set[str]]) -> dict[str, dict[str, object]]:

@@ -3,7 +3,7 @@
 An engine loads a model by the class its config's ``architectures`` names, looked up in its model registry (vLLM
 ``vllm/model_executor/models/registry.py``, SGLang the ``EntryClass`` of ``sglang/srt/models/*.py``). Which
 releases' registries have each architecture was read in the wheels of every release on PyPI (vLLM 0.1.4 on, SGLang
-0.1.3 on) by ``benchmarks/engine_architectures.py``, into ``outputs/engine_flags/architectures.json`` and its copy
+0.1.10 on) by ``benchmarks/engine_architectures.py``, into ``outputs/engine_flags/architectures.json`` and its copy
 ``mha_cli/data/engine_architectures.json``: per architecture, the first release read that has it and the later
 releases read that lack it (vLLM drops some: ``_PREVIOUSLY_SUPPORTED_MODELS``). Rules:
 
@@ -14,7 +14,8 @@ releases read that lack it (vLLM drops some: ``_PREVIOUSLY_SUPPORTED_MODELS``). 
   or after the last that had one ("last in");
 - a release not read (between two releases read, or a minor alone: ``0.17``, its newest release read) is
   answered as the newest release read at or before it: conservative for a first (a release between the last read
-  without it and the first read with it is refused), lenient for a drop;
+  without it and the first read with it is refused), lenient for a drop; one before the oldest release read
+  (vLLM 0.1.0-0.1.3, no wheel; SGLang before 0.1.10, no registry of the form read) is not checked;
 - an architecture no release read has (mha reads families an engine never served) gets a note, not a refusal;
 - the Transformers-backend fallback (``TransformersForCausalLM``, which both engines try for an architecture not
   registered) is not counted: mha prices each engine's own implementation; vLLM's architectures registered by name
@@ -114,9 +115,8 @@ def support(engine: str, typed: str, names: tuple[str, ...]) -> Lacking | NeverR
         return NeverRead(names[0], f"{read[0]} to {read[-1]}")
     key = release_key(typed)
     answered_by = [release for release in read if release_key(release) <= key]  # a release not read: the one before
-    at = answered_by[-1] if answered_by else None
-    if at is not None and any(_has(span, at) for span in spans.values()):
-        return None
+    if not answered_by or any(_has(span, answered_by[-1]) for span in spans.values()):
+        return None  # before the oldest release read: not known
     later = sorted((release_key(span["first"]), name, span["first"]) for name, span in spans.items()
                    if release_key(span["first"]) > key)  # fmt: skip
     if later:
