@@ -28,7 +28,7 @@ from mha_cli.cli.options import (
     kv_cache_bytes,
 )  # fmt: skip
 from mha_cli.cli.output import Output
-from mha_cli.cli.release_notice import notice_past_newest_read
+from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
 from mha_cli.core.check import CheckResult, check_design
 from mha_cli.core.errors import EXIT_CHECK_FAILED
 
@@ -65,6 +65,7 @@ def check(
         strict=strict,
     )  # fmt: skip
     output = Output(json)
+    refuse_release_without_model(result.deployment.engine, result.deployment.engine_version, result.model, output)
     notice_past_newest_read(result.deployment.engine, result.deployment.engine_version, output)
     output.emit(result, render_check)
     if not result.passed:

@@ -30,7 +30,7 @@ from mha_cli.cli.options import (
     kv_cache_bytes,
 )  # fmt: skip
 from mha_cli.cli.output import Output
-from mha_cli.cli.release_notice import notice_past_newest_read
+from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.kv_report import KvReport, build_kv_report
@@ -92,10 +92,11 @@ def kv(
         max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
         limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
     )  # fmt: skip
+    out = Output(json)
+    refuse_release_without_model(deployment.engine, deployment.engine_version, loaded.model, out)
     report = build_kv_report(loaded, deployment)
     if profile is not None:
         report = with_profile(report, report.model, report.deployment, profile)
-    out = Output(json)
     if plot is not None:
         from mha_cli.cli.plot import invoked_command, write_plot
         from mha_cli.core.plot_data import kv_against_context, memory_against_batch

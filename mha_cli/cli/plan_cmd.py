@@ -34,7 +34,7 @@ from mha_cli.cli.options import (
     kv_cache_bytes,
 )  # fmt: skip
 from mha_cli.cli.output import Output
-from mha_cli.cli.release_notice import notice_past_newest_read
+from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.mm_limits import mm_limits
@@ -421,6 +421,7 @@ def plan(
     if slo_percentile not in (0, 50, 90, 99):
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
     output = Output(json)
+    refuse_release_without_model(deployment.engine, deployment.engine_version, loaded.model, output)
     past_read = notice_past_newest_read(deployment.engine, deployment.engine_version, output)
     if disaggregated:
         from mha_cli.cli.render_disaggregated import render_disaggregated

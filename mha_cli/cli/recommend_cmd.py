@@ -33,7 +33,7 @@ from mha_cli.cli.options import (
     kv_cache_bytes,
 )  # fmt: skip
 from mha_cli.cli.output import Output
-from mha_cli.cli.release_notice import notice_past_newest_read
+from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
 from mha_cli.core.config_io import config_text, write_text_atomic
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.recommend import RecommendRequest, RecommendResult, recommend
@@ -215,6 +215,10 @@ def recommend_command(
 
         result = result.model_copy(update={"deployment_search": search_design(result, served, ttft_ms, itl_ms)})
     output = Output(json)
+    from mha_cli.core.engine.generations import typed_release
+
+    typed = typed_release(engine)
+    refuse_release_without_model(result.config.deployment.engine, typed, result.config.model, output, designed=True)
     if out is not None:
         if format == "hf":
             import json as json_module  # only for --format hf
@@ -242,9 +246,7 @@ def recommend_command(
         output.wrote(plot)
     if result.memory is not None and result.memory.alias_note:  # after the write: no notice before an error
         output.notice(f"target {result.memory.alias_note}")
-    from mha_cli.core.engine.generations import typed_release
-
-    notice_past_newest_read(result.config.deployment.engine, typed_release(engine), output)
+    notice_past_newest_read(result.config.deployment.engine, typed, output)
     output.emit(result, functools.partial(render_recommendation, explain=explain))
     if fail_if_no_fit and result.fits is False:
         raise typer.Exit(code=EXIT_CHECK_FAILED)

@@ -1,0 +1,133 @@
+"""Whether a vLLM or SGLang release typed (``--engine vllm@0.5.0``) ships a model file for the model priced.
+
+An engine loads a model by the class its config's ``architectures`` names, looked up in its model registry (vLLM
+``vllm/model_executor/models/registry.py``, SGLang the ``EntryClass`` of ``sglang/srt/models/*.py``). Which
+releases' registries have each architecture was read in the wheels of every release on PyPI (vLLM 0.1.4 on, SGLang
+0.1.10 on) by ``benchmarks/engine_architectures.py``, into ``outputs/engine_flags/architectures.json`` and its copy
+``mha_cli/data/engine_architectures.json``: per architecture, the first release read that has it and the later
+releases read that lack it (vLLM drops some: ``_PREVIOUSLY_SUPPORTED_MODELS``). Rules:
+
+- a model is served as one of the architectures its family's ``model_type`` s are named by
+  (``core.families.architectures.ARCHITECTURES``; a text model as any of them: the config's own is not kept), a
+  model with a vision tower as its multimodal class (``ForConditionalGeneration``: the family's, or ``WRAPPERS``);
+- a release typed whose registry has none of them is refused: before the first release that has one ("first in"),
+  or after the last that had one ("last in");
+- a release not read (between two releases read, or a minor alone: ``0.17``, its newest release read) is
+  answered as the newest release read at or before it: conservative for a first (a release between the last read
+  without it and the first read with it is refused), lenient for a drop; one before the oldest release read
+  (vLLM 0.1.0-0.1.3, no wheel; SGLang before 0.1.10, no registry of the form read) is not checked;
+- an architecture no release read has (mha reads families an engine never served) gets a note, not a refusal;
+- the Transformers-backend fallback (``TransformersForCausalLM``, which both engines try for an architecture not
+  registered) is not counted: mha prices each engine's own implementation; vLLM's architectures registered by name
+  to that backend (``_TRANSFORMERS_SUPPORTED_MODELS``) are.
+
+Only a release typed is checked (``--engine vllm`` alone: the newest, as before), and the table is read then.
+Pure Python.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING, NamedTuple
+
+from mha_cli.core.families.architectures import ARCHITECTURES
+
+if TYPE_CHECKING:
+    from mha_cli.core.schemas import ModelSpec
+
+WRAPPERS: dict[str, str] = {
+    "qwen3_5": "Qwen3_5ForConditionalGeneration", "qwen3_5_moe": "Qwen3_5MoeForConditionalGeneration",
+    "llama4": "Llama4ForConditionalGeneration",
+}  # fmt: skip
+"""Multimodal classes ``ARCHITECTURES`` does not name, by the ``model_type`` of their config (the classes
+``core.vision_tower`` lists the towers of: vLLM ``qwen3_5.py``, ``mllama4.py``)."""
+
+FOLLOWED: frozenset[str] = frozenset(ARCHITECTURES) | frozenset(WRAPPERS.values())
+"""Every architecture a model mha reads is served as: what ``benchmarks/engine_architectures.py`` follows."""
+
+ENGINES_READ = ("vllm", "sglang")
+MULTIMODAL = "ForConditionalGeneration"
+
+
+class Lacking(NamedTuple):
+    """A release typed whose registry has none of the model's architectures."""
+
+    architecture: str
+    release: str
+    """The first release read that has it (``later``), or the last one that had it (not ``later``)."""
+    later: bool
+    """Whether a later release has it (else: it was dropped)."""
+
+
+class NeverRead(NamedTuple):
+    """No release read of the engine has any of the model's architectures."""
+
+    architecture: str
+    releases: str
+    """The releases read, as ``0.1.4 to 0.34.0``."""
+
+
+def served_as(model: ModelSpec) -> tuple[str, ...]:
+    """The architectures ``model`` may be served as (empty: no registered family)."""
+    from mha_cli.core.families import family
+
+    found = family(model.family) if model.family else None
+    if found is None:
+        return ()
+    names = [name for name, model_type in ARCHITECTURES.items() if model_type in found.model_types]
+    names += [WRAPPERS[t] for t in found.model_types if t in WRAPPERS]
+    if model.vision is not None:
+        return tuple(name for name in names if name.endswith(MULTIMODAL))
+    return tuple(names)
+
+
+def designed_as(model: ModelSpec) -> tuple[str, ...]:
+    """The architecture a design of ``mha recommend`` is written as (``core.recommend.hf_config``: Llama,
+    Ministral, Qwen3-MoE or DeepSeek-V3); empty where it writes none (shared experts)."""
+    from mha_cli.core.errors import BadInputError
+    from mha_cli.core.recommend.hf_config import hf_config
+
+    try:
+        return tuple(hf_config(model, max_position_embeddings=1)["architectures"])
+    except BadInputError:
+        return ()
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict[str, dict]:
+    text = resources.files("mha_cli").joinpath("data/engine_architectures.json").read_text(encoding="utf-8")
+    return json.loads(text)["engines"]
+
+
+def support(engine: str, typed: str, names: tuple[str, ...]) -> Lacking | NeverRead | None:
+    """Why release ``typed`` of ``engine`` can load none of the architectures ``names`` (``served_as``), or that no
+    release read can; None: it can, or nothing is known (an engine not read, TensorRT-LLM; no names)."""
+    from mha_cli.core.engine.flags import release_key
+
+    if engine not in ENGINES_READ or not names:
+        return None
+    table = _table()[engine]
+    read: list[str] = table["releases_read"]
+    spans = {name: table["architectures"][name] for name in names if table["architectures"].get(name, {}).get("first")}
+    if not spans:
+        return NeverRead(names[0], f"{read[0]} to {read[-1]}")
+    key = release_key(typed)
+    answered_by = [release for release in read if release_key(release) <= key]  # a release not read: the one before
+    if not answered_by or any(_has(span, answered_by[-1]) for span in spans.values()):
+        return None  # before the oldest release read: not known
+    later = sorted((release_key(span["first"]), name, span["first"]) for name, span in spans.items()
+                   if release_key(span["first"]) > key)  # fmt: skip
+    if later:
+        return Lacking(later[0][1], later[0][2], later=True)
+    dropped = sorted((release_key(last), name, last) for name, span in spans.items()
+                     for last in [r for r in answered_by if _has(span, r)][-1:])  # fmt: skip
+    return Lacking(dropped[-1][1], dropped[-1][2], later=False)
+
+
+def _has(span: dict, release: str) -> bool:
+    """Whether the registry of ``release`` (a release read) has the architecture of ``span``."""
+    from mha_cli.core.engine.flags import release_key
+
+    return release_key(release) >= release_key(span["first"]) and release not in span.get("lacking", ())
