@@ -128,12 +128,11 @@ WHY: dict[int, str] = {
     " move it: 0.24's `memory_profiling` (non-torch + torch peak increase + weights) does not count a torch buffer"
     " allocated outside the weights' profiler, so they come out of the headroom (`core.engine.v2_sampler_state`,"
     " counted from 0.27)",
-    510: "no source-backed cause: the launch command is not shown, so SGLang's default fraction is priced (0.88 at tp 1,"
-    " sglang-0.4's rule, the line its date puts it in). The log's own figures imply a fraction of about 0.82: 13.91"
-    " GiB free after the weights less the 11.14 GiB pool leaves 2.77 GiB, 1 - 2.77 / 15.78 GiB. Either the user set"
-    " it or this build already sized the fraction by the GPU, as sglang-0.5's rule does (that control lands -5.8%,"
-    " -2.9% before 0.5.23's prefill-graph reserve);"
-    " neither is shown",
+    510: "+12.6% while every sglang-0.4 release was priced with 0.4.0-0.4.7's fraction by tp (0.88 at tp 1). The log"
+    " is 0.4.10 and shows no launch command; its own figures imply a fraction of about 0.82 (13.91 GiB free after the"
+    " weights less the 11.14 GiB pool leaves 2.77 GiB, 1 - 2.77 / 15.78 GiB). Then, with this log in view: 0.4.8-0.5.2"
+    " reserve (2.8 + tp x pp / 10) GiB under 35 GiB (`core.engine.sglang_tiered`, server_args.py read in ten wheels),"
+    " 0.818 here: +3.6%",
     504: "no source-backed cause: SGLang sizes the pool from its own figures (the K + V of the 46,611 tokens, 2.84 GiB, is"
     " 6.09 GiB free after the weights less 0.15 x the 21.63 GiB free when they began). The plan starts from the L4's"
     " estimated 22.06 GiB (no public torch figure): 21.81 GiB free after its non-torch 0.25, where the log has 21.76"
@@ -303,7 +302,7 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
         engine_generation=generation or log["generation"],
         gpu_memory_utilization=log["utilisation"], max_num_batched_tokens=log["max_num_batched_tokens"],
         max_num_seqs=log["max_num_seqs"], block_size=log.get("block_size"), kv_dtype=log["kv_dtype"],
-        engine_version=log.get("version") if log["engine"] == "vllm" else None, vllm_sampler=log.get("sampler"),
+        engine_version=log.get("version") if log["engine"] in ("vllm", "sglang") else None, vllm_sampler=log.get("sampler"),
         weight_dtype=weights,
     )  # fmt: skip
     return plan_engine(
@@ -425,6 +424,14 @@ NOTES = """## Notes
   transformers' model on the meta device (qwen3.5-4b 333,514,240, qwen3.6-27b 460,730,096: `tests/test_zoo_weights.py`
   now exact for both). Before -> after: 701 +16.0% -> +2.1% (weights 7.83 -> 8.46 GiB against the log's 8.61; the
   profiling peak 0.83 -> 1.63 GiB, the encoder's run above the decoder's); no other log moves.
+
+- SGLang 0.4.8-0.5.2's default fraction read in the wheels (0.4.8, 0.4.9, 0.4.9.post3, 0.4.10, 0.4.10.post1,
+  0.4.10.post2, 0.5.1, 0.5.1.post1, 0.5.1.post3, 0.5.2; 0.4.7 still by tp, 0.5.3 the reserve formula) after a
+  reviewer found 0.5.1 priced with 0.5.3's formula, and with 510 in view: a flat reserve by GPU tier, + 2 GiB for
+  speculative decoding (6 for a draft model from 0.5.2), + 4 GiB for DP attention (`core.engine.sglang_tiered`).
+  SGLang logs are now priced at the release they print (they were priced as their generation's newest). Before ->
+  after: 510 (0.4.10, RTX 5080) +12.6% -> +3.6%; no other log moves (203, 508, 509, 515, 504 set their fraction;
+  514 is 0.4.4).
 
 - Model Runner V2's CUDA graphs read by release (0.22.0-0.32.0 wheels) with 605 in view: its
   `profile_cudagraph_memory` returns 0 in 0.22-0.28 and measures the graphs from 0.29, so where V2 profiles a model
@@ -552,7 +559,8 @@ GROUPS = {
     " 5% as the rules stood; the non-torch rule was then read with 405 and 406 in view, the 0.17+ sampler with 605)",
     "new-3": "Group 501 and up: collected after the rules of commit f14e450 stood, priced with today's rules (5 of 6"
     " within 5% as the rules stood); a second pass (504 with its config found, 514-522) collected after commit"
-    " 186e02a's rules (only the trtllm-cpp runtime buffers added), priced with them: 2 of 4 within 5%",
+    " 186e02a's rules (only the trtllm-cpp runtime buffers added), priced with them: 2 of 4 within 5%; SGLang"
+    " 0.4.8-0.5.2's tiered reserve was then read with 510 in view (+12.6% -> +3.6%), so 510 is no longer held out for it",
     "new-4": "Group 601 and up (logs7): collected after the rules of commit 82846c8 stood (vLLM >= 0.21's CUDA-graph"
     " estimate derived, the TensorRT-LLM C++ runtime buffers and PyTorch-backend profiling run), priced with them, no"
     " rule changed: 4 of 6 within 5%; the 0.17+ sampler was then read in vLLM's source with 605 in view (-24.6% ->"

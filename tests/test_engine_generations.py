@@ -84,15 +84,18 @@ def test_settings_a_generation_lacks_are_refused():
 
 
 def test_json_names_the_generation(cli):
-    """kv, check and recommend name the generation that priced the figures; SGLang 0.4's fraction is its tp-1
-    default, 0.88, where 0.5 derives 0.829 from an H100's memory (0.834 less 0.5.23's 58 prefill capture sizes x 8
-    MiB: core.engine.sglang_reserve)."""
+    """kv, check and recommend name the generation that priced the figures; SGLang 0.4.0-0.4.7's fraction is its
+    tp-1 default, 0.88; 0.4 alone means its newest, 0.4.10.post2, whose H100 tier reserves 10 GiB of 81,090 MiB
+    (0.874: core.engine.sglang_tiered); 0.5 derives 0.829 from an H100's memory (0.834 less 0.5.23's 58 prefill
+    capture sizes x 8 MiB: core.engine.sglang_reserve)."""
     assert cli.json("kv", "llama-3-8b", "--target", "h100")["engine"]["generation"] == "vllm-0.21"
     assert (
         cli.json("kv", "llama-3-8b", "--target", "h100", "--engine", "vllm@0.10")["engine"]["generation"] == "vllm-v1"
     )
-    check = cli.json("check", "llama-3-8b", "--target", "h100", "--engine", "sglang@0.4")["engine"]
+    check = cli.json("check", "llama-3-8b", "--target", "h100", "--engine", "sglang@0.4.6")["engine"]
     assert (check["generation"], check["gpu_memory_utilization"]) == ("sglang-0.4", 0.88)
+    newest = cli.json("check", "llama-3-8b", "--target", "h100", "--engine", "sglang@0.4")["engine"]
+    assert (newest["generation"], newest["gpu_memory_utilization"]) == ("sglang-0.4", 0.874)
     latest = cli.json("check", "llama-3-8b", "--target", "h100", "--engine", "sglang")["engine"]
     assert (latest["generation"], latest["gpu_memory_utilization"]) == ("sglang-0.5", 0.829)
     recommend = cli.json("recommend", "--params", "8B", "--target", "h100", "--engine", "trtllm@0.8")

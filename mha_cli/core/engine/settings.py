@@ -130,8 +130,8 @@ VLLM_STEP_DEFAULTS = {
 
 
 def sglang_04_fraction(tp: int) -> float:
-    """SGLang 0.4's ``mem_fraction_static`` default (``server_args.py`` ``ServerArgs.__post_init__``, 0.4.x): by the
-    tensor-parallel size alone, whatever the GPU."""
+    """SGLang 0.4.0-0.4.7's ``mem_fraction_static`` default (``server_args.py`` ``ServerArgs.__post_init__``): by the
+    tensor-parallel size alone, whatever the GPU (0.4.8-0.5.2: ``core.engine.sglang_tiered``)."""
     for at_least, fraction in ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87)):
         if tp >= at_least:
             return fraction
@@ -139,8 +139,8 @@ def sglang_04_fraction(tp: int) -> float:
 
 
 def _sglang_04_step_defaults(target: Target, tp: int) -> tuple[int, int]:
-    """SGLang 0.4's (chunked_prefill_size, cuda_graph_max_bs): 2048 and 8 on a GPU under 25,000 MiB, else 8192 and
-    160 (``server_args.py``, 0.4.x)."""
+    """SGLang 0.4.0-0.4.7's (chunked_prefill_size, cuda_graph_max_bs): 2048 and 8 on a GPU under 25,000 MiB, else
+    8192 and 160 (``server_args.py``; 0.4.8-0.5.2: ``core.engine.sglang_tiered``)."""
     return (2048, 8) if target.device_memory_bytes < 25_000 * MIB else (8192, 160)
 
 
@@ -338,7 +338,12 @@ def resolve_settings(
         # SGLang's --tp-size under DP attention counts every GPU of the replica (its _handle_data_parallelism asserts
         # tp_size % dp_size == 0): its step defaults and fraction read that size, not one rank's tp
         server_tp = tp * dp_attention_ranks
-        if old:
+        from mha_cli.core.engine.sglang_tiered import tiered_era, tiered_fraction, tiered_step_defaults
+
+        tiered = tiered_era(deployment.engine_version, chosen.id)
+        if tiered:
+            chunked, graph_bs = tiered_step_defaults(target, server_tp)
+        elif old:
             chunked, graph_bs = _sglang_04_step_defaults(target, server_tp)
         else:
             chunked, graph_bs = _sglang_step_defaults(target, server_tp, deployment.engine_version)
@@ -346,6 +351,10 @@ def resolve_settings(
         reserve_note = ""
         if util:
             fraction = util
+        elif tiered:
+            fraction, reserve_note = tiered_fraction(
+                target, server_tp, deployment.engine_version, dp_attention=dp_attention_ranks > 1, serving=serving
+            )
         elif old:
             fraction = sglang_04_fraction(server_tp)
         else:
