@@ -10,7 +10,7 @@ import pytest
 from mha_cli.core.cost.priors import generation_fits, prior_profile
 from mha_cli.core.cost.stepper import ServingCase, Stepper, chunked_prefill
 from mha_cli.core.cost.work import decode_shape, prefill_shape
-from mha_cli.core.engine.prefill_graphs import GRAPHLESS_PREFILL, LATEST_READ, graphed_release, graphless_prefill
+from mha_cli.core.engine.prefill_graphs import GRAPHLESS_PREFILL, LATEST_READ, graphed_release
 from mha_cli.core.engine.sglang_eager_ops import forward_ops
 from mha_cli.core.presets import get_preset
 from mha_cli.core.serve.step_cost import StepCost
@@ -49,14 +49,14 @@ def test_eager_operators_counted_by_hand_for_a_dense_a_qk_norm_and_an_mla_moe_mo
 
 
 def test_sglang_0_5_10_graphs_its_prefill_on_nvidia_only():
-    assert graphless_prefill("sglang-0.5", "0.5.9", "NVIDIA")
-    assert not graphless_prefill("sglang-0.5", "0.5.10.post1", "NVIDIA")
-    assert not graphless_prefill("sglang-0.5", "0.6.0", "NVIDIA")
-    assert graphless_prefill("sglang-0.5", "0.5.10", "AMD")  # server_args.py 0.5.10: is_hip() turns it off
+    assert graphed_release("sglang-0.5", "0.5.9", "NVIDIA") is None
+    assert graphed_release("sglang-0.5", "0.5.10.post1", "NVIDIA") == "0.5.10.post1"
+    assert graphed_release("sglang-0.5", "0.6.0", "NVIDIA") == "0.6.0"
+    assert graphed_release("sglang-0.5", "0.5.10", "AMD") is None  # server_args.py 0.5.10: is_hip() turns it off
     assert graphed_release("sglang-0.5", None, "NVIDIA") == LATEST_READ  # the generation alone: the latest read
-    assert graphless_prefill("sglang-0.4", None, "NVIDIA")  # SGLang 0.4 never graphs prefill
-    assert graphless_prefill("sglang-0.5", "947927bdb", "NVIDIA")  # a commit: not read, eager
-    assert not graphless_prefill("vllm-v1", "0.5.3", "NVIDIA")
+    assert graphed_release("sglang-0.4", None, "NVIDIA") is None  # SGLang 0.4 never graphs prefill
+    assert graphed_release("sglang-0.5", "947927bdb", "NVIDIA") is None  # a commit: not read, eager
+    assert "vllm-v1" not in GRAPHLESS_PREFILL  # vLLM graphs its prefill: no eager launch term
     h100 = load_targets()["h100-sxm"]
     graphed = prior_profile(h100, "bf16", generation="sglang-0.5", release="0.5.10")
     eager = prior_profile(h100, "bf16", generation="sglang-0.5", release="0.5.9")

@@ -159,12 +159,6 @@ def graphed_release(generation: str | None, release: str | None = None, vendor: 
     return release if triple is not None and triple >= PIECEWISE_PREFILL_FROM else None
 
 
-def graphless_prefill(generation: str | None, release: str | None = None, vendor: str | None = None) -> bool:
-    """Whether every prefill step of ``generation`` (``release`` on a ``vendor`` GPU) runs eagerly, whatever the
-    deployment: an SGLang generation with no piecewise prefill graphs (``graphed_release`` None)."""
-    return generation in GRAPHLESS_PREFILL and graphed_release(generation, release, vendor) is None
-
-
 def prefill_launch_s(generation: str | None, constants: dict[str, float]) -> float:
     """The host's time per eagerly launched operator of a prefill step (seconds) for ``generation`` with
     ``constants``: the fitted ``prefill_dispatch_overhead_s`` where the constants hold one, else their
