@@ -125,7 +125,8 @@ def test_vllm_budget_by_hand():
     """vLLM V1 (0.8-0.20): total x 0.9 - weights - RoPE cos/sin cache (Llama 3's 8,192 positions x 128 x 2 B) -
     activation peak - non-torch; the latest (0.21 and later) takes the CUDA-graph estimate from the same budget, and
     its Model Runner V2 samples the dummy rows greedily (1,024 x 128,256 x 2 B, under the forward's 8,192 x 2 B x
-    (2 x 4,096 + 3 x 14,336)), so its activation line is the forward's."""
+    (2 x 4,096 + 3 x 14,336)), then, from 0.33 (the latest read), again with warmup parameters through FlashInfer
+    (1,024 x 128,256 x 14 B), so its activation line is that pass's."""
     plan = _plan("vllm", engine_generation="vllm-v1")
     activation = 1024 * 128_256 * 14  # the Triton path (16 B before it was read in vLLM's source)
     assert plan.activation_peak_bytes == activation and plan.non_torch_bytes == NON_TORCH_ONE_RANK
@@ -142,14 +143,15 @@ def test_vllm_budget_by_hand():
     graphs = 512 * 2 * (2 * 4096 + 3 * 14336) + 100 * 32 * 191_267
     assert latest.cuda_graph_bytes == graphs == 664_483_200
     forward = 8192 * 2 * (2 * 4096 + 3 * 14336)
-    assert latest.activation_peak_bytes == forward == 838_860_800 > 1024 * 128_256 * 2
+    warmup_pass = 1024 * 128_256 * (2 + 4 + 4 + 4)  # bf16 logits, fp32 copy, masked logits, probabilities
+    assert latest.activation_peak_bytes == warmup_pass == 1_838_678_016 > forward == 838_860_800
     # and V2's persistent sampler tables, counted from 0.27 (core.engine.v2_sampler_state): 1,024 x (128,256
     # penalty counts + 4,008 mask words + 4,009 grammar-bitmask words + 4,481 logit-bias, bad-word, logprob ids) x 4 B
     sampler = 1024 * (128_256 + 4008 + 4009 + 4481) * 4
     assert sampler == 576_528_384
     assert (
         latest.available_kv_bytes
-        == expected + activation - forward - graphs - sampler
+        == expected + activation - warmup_pass - graphs - sampler
         == sum(line.bytes for line in latest.budget[:-1])
     )
     assert latest.budget[-2].label == "CUDA graphs (estimated before the pool)"

@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mha_cli.core.engine.activation import sampler_peak_bytes
 from mha_cli.core.engine.generations import vllm_memory_rules_note
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import DeploymentSpec
@@ -68,7 +70,7 @@ def test_v2_runs_the_dummy_sampler_greedily():
     keeps the release's path."""
     qwen3 = _model("qwen3-32b.json")
     assert profiling_sampler("flashinfer", (0, 24), qwen3) == "v2-fp32-copy"
-    assert profiling_sampler("flashinfer", (0, 27), qwen3) == profiling_sampler("triton", None, qwen3) == "v2-greedy"
+    assert profiling_sampler("flashinfer", (0, 27), qwen3) == profiling_sampler("triton", (0, 32), qwen3) == "v2-greedy"
     assert profiling_sampler("flashinfer", (0, 21), qwen3) == "flashinfer"
     assert profiling_sampler("flashinfer", (0, 24), _model("qwen2.5-7b.json")) == "flashinfer"
 
@@ -231,18 +233,49 @@ def test_an_amd_plan_reads_the_rocm_default():
     assert "sampler" not in labels["mi300x"] and "sampler" in labels["h100"]
 
 
-def test_a_release_past_0_32_says_it_is_priced_with_0_32s_memory_rules():
-    """0.33.0's V2 ``_dummy_sampler_run`` adds a warmup-parameter pass (read in the ``vllm==0.33.0`` wheel), a memory
-    rule mha does not price: a plan for 0.33 or 0.34 says 0.32's rules priced it; 0.32 and no release say nothing."""
-    assert [vllm_memory_rules_note(release) for release in ((0, 32), (0, 30), None)] == [None, None, None]
-    assert "priced with 0.32's memory rules" in vllm_memory_rules_note((0, 34))
-    model = _model("qwen3-8b.json")
+def test_0_33_samples_the_dummy_run_a_second_time_with_warmup_parameters():
+    """0.33.0's V2 ``_dummy_sampler_run`` (read in the 0.33.0 and 0.34.0 wheels) samples the logits again with
+    ``for_sampler_warmup()``: an fp32 copy, then FlashInfer's masked logits and softmax where the GPU runs FlashInfer
+    (2 + 4 + 4 + 4 = 14 B a bf16 logit), the Triton in-place mask elsewhere (2 + 4 = 6 B); no release typed is the
+    latest read, 0.33."""
+    qwen3 = _model("qwen3-32b.json")
+    assert profiling_sampler("flashinfer", (0, 32), qwen3) == "v2-greedy"
+    assert profiling_sampler("flashinfer", (0, 33), qwen3) == profiling_sampler("flashinfer", None, qwen3)
+    assert profiling_sampler("flashinfer", (0, 33), qwen3) == "v2-flashinfer"
+    assert profiling_sampler("triton-any-rows", (0, 34), qwen3, rocm=True) == "v2-triton"
+    assert [bytes_per_logit(path, 1_024) for path in ("v2-greedy", "v2-flashinfer", "v2-triton")] == [
+        2, 14, 6,
+    ]  # fmt: skip
     target = resolve_target("h100").target
+    model = _model("qwen3-8b.json")
     kv = kv_footprint(model, seq_len=4096, batch=1, kv_dtype="bf16", tp=1)
-    notes = {}
+    peaks = {}
     for release in ("0.32.0", "0.33.0"):
         settings = resolve_settings(DeploymentSpec(engine="vllm", engine_version=release), target, 1)
         plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=rank_weight_bytes(model, 1, "bf16"),
                            sequences_per_replica=1)  # fmt: skip
+        peaks[release] = plan.activation_peak_bytes
+    rows = min(plan.max_num_seqs, plan.max_num_batched_tokens)  # 1,024 dummy requests on an H100
+    warmup = sampler_peak_bytes(
+        model, max_num_batched_tokens=plan.max_num_batched_tokens, max_num_seqs=plan.max_num_seqs,
+        sampler="v2-flashinfer",
+    )  # fmt: skip
+    assert (rows, warmup) == (1_024, 1_024 * 151_936 * 14)
+    assert peaks["0.33.0"] == warmup > peaks["0.32.0"]
+
+
+def test_a_release_past_0_33_says_it_is_priced_with_0_33s_memory_rules():
+    """A plan for a release after the newest whose memory code was read (0.33) says 0.33's rules priced it; 0.33,
+    0.32 and no release say nothing."""
+    assert [vllm_memory_rules_note(release) for release in ((0, 33), (0, 32), None)] == [None, None, None]
+    assert "priced with 0.33's memory rules" in vllm_memory_rules_note((0, 34))
+    model = _model("qwen3-8b.json")
+    target = resolve_target("h100").target
+    kv = kv_footprint(model, seq_len=4096, batch=1, kv_dtype="bf16", tp=1)
+    notes = {}
+    for release in ("0.33.0", "0.34.0"):
+        settings = resolve_settings(DeploymentSpec(engine="vllm", engine_version=release), target, 1)
+        plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=rank_weight_bytes(model, 1, "bf16"),
+                           sequences_per_replica=1)  # fmt: skip
         notes[release] = " ".join(plan.notes)
-    assert "memory rules" not in notes["0.32.0"] and "vLLM 0.33 is priced with 0.32's memory rules" in notes["0.33.0"]
+    assert "memory rules" not in notes["0.33.0"] and "vLLM 0.34 is priced with 0.33's memory rules" in notes["0.34.0"]

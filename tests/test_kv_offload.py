@@ -156,15 +156,15 @@ PLAN = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "8192"
 
 
 def test_the_gpu_pool_not_the_limit_offload_buys_nothing(cli):
-    """The control: 20 prefixes of 4,096 tokens (81,920) fit the GPU pool's spare blocks (443,136 tokens, after the
-    32 MiB RoPE table, vLLM 0.21+'s derived CUDA-graph estimate, the forward's activation peak, Model Runner V2's
-    greedy dummy sampler being smaller, and V2's persistent sampler tables; less 32 x 8,448 running = 172,800;
-    447,536 and 177,200 before those tables, 437,904 and 167,568 with the 16 B Triton sampler rule): every prefix
-    stays on the GPU and the host tier changes no figure."""
+    """The control: 20 prefixes of 4,096 tokens (81,920) fit the GPU pool's spare blocks (435,504 tokens, after the
+    32 MiB RoPE table, vLLM 0.21+'s derived CUDA-graph estimate, the activation peak of 0.33's second dummy sampler
+    pass, 1,024 x 128,256 x 14 B, and V2's persistent sampler tables; less 32 x 8,448 running = 165,168; 443,136 and
+    172,800 with 0.27-0.32's greedy pass under the forward's peak): every prefix stays on the GPU and the host tier
+    changes no figure."""
     without = cli.json(*PLAN, "--shared-prefixes", "20")
     with_host = cli.json(*PLAN, "--shared-prefixes", "20", "--kv-offload-gib", "128")
     assert with_host["offload"]["regime"] == without["offload"]["regime"] == "gpu"
-    assert with_host["offload"]["gpu_spare_tokens"] == 443_136 - 32 * 8448 == 172_800
+    assert with_host["offload"]["gpu_spare_tokens"] == 435_504 - 32 * 8448 == 165_168
     for key in ("ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s"):
         assert with_host[key] == without[key]
     assert any("the host tier buys nothing" in note for note in with_host["notes"])

@@ -2,7 +2,8 @@
 line and priced again (``resolve_settings`` then ``plan_engine``, nothing launched), holds the same KV tokens.
 
 On an H100 vLLM's profiling run samples max_num_seqs rows (1,024 by default), so a line capping the requests at the
-346 a llama-3.1-8b replica runs would start a pool 3,344 tokens larger than the one priced."""
+340 a llama-3.1-8b replica runs would start a pool 10,992 tokens larger than the one priced (0.33's second dummy
+sampler pass, 14 B a logit over 1,024 rows, is the profiling peak; over 340 rows the forward is)."""
 
 from __future__ import annotations
 
@@ -59,14 +60,14 @@ def test_the_priced_engines_line_starts_the_pool_priced(cli, engine):
 
 
 def test_the_vllm_line_carries_the_max_num_seqs_priced_not_the_running_count(cli):
-    """vLLM's H100 default, 1,024 (``_set_default_args``), was priced; 346 requests of 1,280 tokens run at once."""
+    """vLLM's H100 default, 1,024 (``_set_default_args``), was priced; 340 requests of 1,280 tokens run at once."""
     found = cli.json(*SEARCH)
     pick = found["candidates"][found["chosen"]]
-    assert pick["memory"]["engine"]["max_num_seqs"] == 1024 and pick["running_per_replica"] == 346
+    assert pick["memory"]["engine"]["max_num_seqs"] == 1024 and pick["running_per_replica"] == 340
     assert _value(shlex.split(found["launch"]["vllm"]), "--max-num-seqs") == "1024"
     # the unpriced SGLang line caps its requests at the running count (its own pool was not priced)
-    assert _value(shlex.split(found["launch"]["sglang"]), "--max-running-requests") == "346"
+    assert _value(shlex.split(found["launch"]["sglang"]), "--max-running-requests") == "340"
     # the control: the running count on the vLLM line prices another pool (a smaller sampler peak, more tokens)
-    running = found["launch"]["vllm"].replace("--max-num-seqs 1024", "--max-num-seqs 346")
+    running = found["launch"]["vllm"].replace("--max-num-seqs 1024", "--max-num-seqs 340")
     other = _repriced("vllm", running, pick["memory"]["engine"]["weights_bytes_per_rank"])
-    assert other.kv_tokens - pick["memory"]["engine"]["kv_tokens"] == 3344
+    assert other.kv_tokens - pick["memory"]["engine"]["kv_tokens"] == 10_992

@@ -182,7 +182,7 @@ def capture_sizes(
     query_len: int = 1,
     release: Version | None = None,
 ) -> list[int]:
-    """vLLM ``release``'s (None: the latest read, 0.32) default CUDA-graph capture sizes in tokens, ascending
+    """vLLM ``release``'s (None: the latest read, 0.33) default CUDA-graph capture sizes in tokens, ascending
     (``_set_cudagraph_sizes``); ``query_len``: ``uniform_decode_query_len``, 1 + the speculative tokens."""
     ceiling = min(max_num_seqs * query_len * 2, largest_default)
     decode = _decode_sizes(max_num_seqs, query_len, ceiling, largest_default, release)

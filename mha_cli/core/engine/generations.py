@@ -239,12 +239,12 @@ def generation(generation_id: GenerationId | None, engine: EngineName | None = N
     return LATEST[engine or "vllm"]
 
 
-VLLM_MEMORY_RULES_READ: Version = (0, 32)
+VLLM_MEMORY_RULES_READ: Version = (0, 33)
 """The newest vLLM release whose memory code (model runners, dummy sampler, CUDA-graph estimate, sampler tables) mha
-read; a later one is priced with its rules. 0.33.0 changes one (read in the ``vllm==0.33.0`` wheel): Model Runner V2's
-``_dummy_sampler_run`` samples a second time with ``SamplingParams.for_sampler_warmup()`` (top-k 50, top-p 0.9,
-penalties, logit bias, logprobs), so its profiled peak pays for the fp32 logits pipeline; 0.34.0 drops the V1 runner
-(``v1/worker/gpu_model_runner.py``). Neither is priced."""
+read; a later one is priced with its rules. 0.33.0 (the ``vllm==0.33.0`` wheel) changes one rule of 0.32's: Model
+Runner V2's ``_dummy_sampler_run`` samples a second time with warmup parameters (``core.engine.sampler``, priced).
+0.34.0 drops the V1 runner (``v1/worker/gpu_model_runner.py``), which 0.32-0.33 keep for nothing priced here, and
+reworks the CUDA-graph capture tiers of dynamic speculation (not read)."""
 
 
 def vllm_memory_rules_note(release: Version | None) -> str | None:
@@ -254,6 +254,6 @@ def vllm_memory_rules_note(release: Version | None) -> str | None:
     read = ".".join(map(str, VLLM_MEMORY_RULES_READ))
     return (
         f"vLLM {'.'.join(map(str, release))} is priced with {read}'s memory rules (the newest whose memory code was"
-        f" read): 0.33's Model Runner V2 samples its dummy run a second time with warmup parameters (fp32 logits,"
-        " top-k/top-p, penalties, logprobs), a peak not priced"
+        f" read); what changed after it is not priced (0.34 reworks the CUDA-graph capture tiers of dynamic"
+        " speculation, not read)"
     )

@@ -13,7 +13,7 @@
   Qwen2-MoE, GraniteMoE), whatever else;
 - 0.25-0.28: every dense (non-MoE) model and the listed MoE architectures (DeepSeek-V2, Qwen2-MoE, GraniteMoE),
   except hybrid (recurrent) and attention-free ones (0.27 lets a listed hybrid through; none is modelled);
-- 0.29 and later (read in 0.29.0-0.32.0): every model, on CUDA.
+- 0.29 and later (read in 0.29.0-0.33.0): every model, on CUDA.
 
 A vision model's class (``...ForConditionalGeneration``) is in no list before 0.29. In every release the runner
 falls back to V1 for features it lacks (``_get_v2_model_runner_unsupported_features``); of those the plan models
@@ -66,6 +66,8 @@ V2_ESTIMATES_GRAPHS_FROM: Version = (0, 29)
 """The first release whose V2 runner estimates its CUDA graphs before the pool (0.22-0.28 return 0)."""
 V2_GREEDY_FROM: Version = (0, 27)
 """The first release whose V2 sampler leaves the dummy run's logits in their dtype (``core.engine.sampler``)."""
+V2_WARMUP_PASS_FROM: Version = (0, 33)
+"""The first release whose V2 dummy run samples a second time with warmup parameters (``core.engine.sampler``)."""
 LISTED_0_22 = ("Qwen3ForCausalLM",)
 """0.22's ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``."""
 LISTED_0_23 = ("Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM")
@@ -129,7 +131,7 @@ def runs_v2_model_runner(
     pp: int = 1,
     rocm: bool = False,
 ) -> bool:
-    """Whether vLLM ``release`` (None: the latest read, 0.32) profiles ``model`` on Model Runner V2 on CUDA, or on
+    """Whether vLLM ``release`` (None: the latest read, 0.33) profiles ``model`` on Model Runner V2 on CUDA, or on
     ROCm (``rocm``, ``rocm_keeps_v1``); ``quantized``: the checkpoint carries a quantization_config (which 0.22-0.23
     keep on the V1 runner); ``speculative``: the speculative method, if any, at ``pp`` pipeline stages
     (``speculation_keeps_v1``)."""
@@ -159,12 +161,15 @@ def profiling_sampler(
     pp: int = 1,
     rocm: bool = False,
 ) -> SamplerPath:
-    """The path vLLM ``release``'s dummy sampler run takes for ``model`` on CUDA: ``sampler`` (the V1 runner's) unless
-    Model Runner V2 profiles it, whose dummy run samples greedily (``core.engine.sampler``); ``speculative``,
-    ``pp``, ``rocm``: as ``runs_v2_model_runner``'s."""
+    """The path vLLM ``release``'s (None: the latest read) dummy sampler run takes for ``model`` on a GPU: ``sampler``
+    (the V1 runner's) unless Model Runner V2 profiles it, whose dummy run samples greedily, and from 0.33 a second
+    time with warmup parameters, through FlashInfer where the V1 runner's ``sampler`` would be FlashInfer's
+    (``core.engine.sampler``); ``speculative``, ``pp``, ``rocm``: as ``runs_v2_model_runner``'s."""
     if not runs_v2_model_runner(release, model, quantized, speculative=speculative, pp=pp, rocm=rocm):
         return sampler
-    return "v2-greedy" if release is None or release >= V2_GREEDY_FROM else "v2-fp32-copy"
+    if release is None or release >= V2_WARMUP_PASS_FROM:
+        return "v2-flashinfer" if sampler == "flashinfer" else "v2-triton"
+    return "v2-greedy" if release >= V2_GREEDY_FROM else "v2-fp32-copy"
 
 
 def estimates_cuda_graphs(
@@ -176,7 +181,7 @@ def estimates_cuda_graphs(
     pp: int = 1,
     rocm: bool = False,
 ) -> bool:
-    """Whether vLLM ``release`` (>= 0.21; None: the latest read, 0.32) sets ``model``'s CUDA-graph memory aside in
+    """Whether vLLM ``release`` (>= 0.21; None: the latest read, 0.33) sets ``model``'s CUDA-graph memory aside in
     the KV budget: the V1 runner always, Model Runner V2 from 0.29 (see the module docstring); ``speculative``,
     ``pp``, ``rocm``: as ``runs_v2_model_runner``'s."""
     if not runs_v2_model_runner(release, model, quantized, speculative=speculative, pp=pp, rocm=rocm):

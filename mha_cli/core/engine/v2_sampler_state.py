@@ -52,7 +52,7 @@ LOGPROB_IDS_PER_ROW = 128
 
 
 def counts_sampler_state(release: Version | None) -> bool:
-    """Whether vLLM ``release`` (None: the latest read, 0.32) takes V2's sampler state from the KV budget."""
+    """Whether vLLM ``release`` (None: the latest read, 0.33) takes V2's sampler state from the KV budget."""
     return release is None or release >= COUNTED_FROM
 
 
