@@ -311,3 +311,17 @@ def test_disaggregated_deepep_workers_check_against_the_table(engine):
     vllm = plan.launch.get("vllm", "")
     assert ("VLLM_ALL2ALL_BACKEND=deepep_high_throughput " in vllm) == (engine == "vllm@0.10.2")
     assert ("sglang" in plan.launch) == (engine != "sglang@0.4.3")
+
+
+def test_sglang_takes_enable_deepep_moe_only_before_it_refuses_it():
+    """SGLang 0.5.3 and 0.5.4 declare --enable-deepep-moe with ``action=DeprecatedAction``, whose ``__call__``
+    raises ValueError (``server_args.py``; 0.5.2's still stores True and sets ``moe_a2a_backend = "deepep"``), 0.5.5
+    drops it: a line with it is refused from 0.5.3, and a release with --moe-a2a-backend is never written the old
+    flag."""
+    line = shlex.split("python -m sglang.launch_server --model-path m --tp-size 8 --enable-deepep-moe")
+    assert line_problems("sglang", release_key("0.5.2"), line) == []
+    for release in ("0.5.3", "0.5.4", "0.5.5"):
+        assert any("--enable-deepep-moe" in p for p in line_problems("sglang", release_key(release), line)), release
+    new = shlex.split("python -m sglang.launch_server --model-path m --tp-size 8 --moe-a2a-backend deepep")
+    for release in ("0.4.10.post2", "0.5.0", "0.5.2", "0.5.3", "0.5.23"):
+        assert fit_line("sglang", release_key(release), new).words == new, release

@@ -195,9 +195,9 @@ SPANS: tuple[Span, ...] = (
     Span("sglang", "--ep-size", "0.4.0.post1", None, SGLANG_ARGS),
     Span("sglang", "--enable-ep-moe", "0.4.0.post1", "0.5.2", SGLANG_EP_MOE),
     Span("sglang", "--pp-size", "0.4.6.post2", None, f"{WHEELS}; https://github.com/sgl-project/sglang/pull/5724"),
-    Span("sglang", "--enable-deepep-moe", "0.4.4.post2", "0.5.4",
+    Span("sglang", "--enable-deepep-moe", "0.4.4.post2", "0.5.2",
          f"{WHEELS}; https://github.com/sgl-project/sglang/pull/4232 (deprecated for --moe-a2a-backend deepep from"
-         " 0.4.10.post2)"),
+         " 0.4.10.post2; 0.5.3-0.5.4 refuse it: action=DeprecatedAction raises ValueError; gone in 0.5.5)"),
     Span("sglang", "--moe-a2a-backend", "0.4.10.post2", None, SGLANG_ARGS),
     Span("sglang", "--deepep-mode", "0.4.4.post4", None, SGLANG_ARGS),
     Span("sglang", "--moe-a2a-backend deepep", "0.4.10.post2", None, SGLANG_ARGS),
