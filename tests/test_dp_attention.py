@@ -216,9 +216,11 @@ def test_the_search_launches_dp_attention_with_each_engines_flags(cli):
         found["candidates"][found["chosen"]]["memory"]["engine"]["max_num_seqs"]
     )
     assert value(vllm, "--max-num-seqs") == "1024"
-    assert value(sglang, "--tp-size") == "8" and value(sglang, "--dp-size") == "8" and "--enable-dp-attention" in sglang
+    # one server of 8 attention ranks: SGLang 0.5.22 on name them --attn-dp-size, --dp-size counting replicas (1)
+    assert value(sglang, "--tp-size") == "8" and value(sglang, "--attn-dp-size") == "8"
+    assert value(sglang, "--dp-size") == "1" and "--enable-dp-attention" not in sglang
     assert value(sglang, "--ep-size") == "8" and "--moe-a2a-backend" not in sglang
-    assert value(sglang, "--max-running-requests") == "1024"  # SGLang divides it over its --dp-size
+    assert value(sglang, "--max-running-requests") == "1024"  # SGLang divides it over its attention ranks
     # and its --chunked-prefill-size too: vLLM's 8192 a rank priced (H200) is 8 x 8192 on SGLang's line
     assert value(vllm, "--max-num-batched-tokens") == "8192" and value(sglang, "--chunked-prefill-size") == "65536"
     plain = cli.json("plan", V3, "--target", "8xh200", "--tp", "8", "--concurrency", "8", "--closed-form")
@@ -316,3 +318,10 @@ def test_vllm_v0_runs_no_dp_attention(cli):
     assert len(result.stderr.strip().splitlines()) == 1
     searched = cli.json(*args, "--concurrency", "64", "--engine", "vllm@0.7")
     assert not any(c["deployment"].get("dp_attention") for c in searched["candidates"])
+
+
+def test_sglangs_attn_dp_size_names_the_same_ranks_as_dp(cli):
+    """SGLang 0.5.22's --attn-dp-size (its replacement for --dp-size N --enable-dp-attention) is --dp's alias."""
+    args = ("plan", V3, "--target", "8xh200", "--concurrency", "64", "--closed-form", "--engine", "sglang")
+    named = cli.json(*args, "--attn-dp-size", "8")["deployment"]
+    assert named == cli.json(*args, "--dp", "8")["deployment"] and named["dp_attention"] and named["replicas"] == 8

@@ -464,11 +464,12 @@ def launch_commands(
     # and its --chunked-prefill-size too: under DP attention each rank takes it // --dp-size
     # (core.engine.settings.sglang_dp_attention_chunk), so the line asks dp times the rank's budget priced
     sglang_chunk = str(engine.max_num_batched_tokens * dp) if shared else budget
+    # one server of DP attention is one replica of dp attention ranks (--attn-dp-size, SGLang 0.5.22 on; launch_forms
+    # writes --dp-size N --enable-dp-attention for a release before)
+    dp_words = ["--dp-size", "1", "--attn-dp-size", str(dp)] if shared else ["--dp-size", str(dp)]
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(sglang_tp),
-              "--pp-size", str(d.pp), "--dp-size", str(dp), "--context-length", str(context),
+              "--pp-size", str(d.pp), *dp_words, "--context-length", str(context),
               "--max-running-requests", str(sglang_running), "--chunked-prefill-size", sglang_chunk]  # fmt: skip
-    if shared:
-        sglang.append("--enable-dp-attention")
     if d.expert_parallel:
         vllm.append("--enable-expert-parallel")
         sglang += ["--ep-size", str(d.expert_ranks)]
