@@ -353,7 +353,7 @@ def resolve_settings(
         )  # fmt: skip
     if engine == "sglang":
         old = chosen.id == "sglang-0.4"
-        # SGLang's --tp-size under DP attention counts every GPU of the replica (its _handle_data_parallelism asserts
+        # SGLang's --tp-size under DP attention counts every GPU of the server (its _handle_data_parallelism asserts
         # tp_size % dp_size == 0): its step defaults and fraction read that size, not one rank's tp
         server_tp = tp * dp_attention_ranks
         from mha_cli.core.engine.sglang_tiered import tiered_era, tiered_fraction, tiered_step_defaults
@@ -387,7 +387,11 @@ def resolve_settings(
                 f"SGLang's reserve for a {chunked}-token chunked prefill leaves nothing of {target.torch_memory_gib:g} GiB:"
                 " give --mem-fraction-static or a smaller --chunked-prefill-size"
             )
-        size = f" at --tp-size {server_tp} (every GPU of the replica)" if dp_attention_ranks > 1 else ""
+        size = (
+            f" at --tp-size {server_tp} (every GPU of the server: its DP-attention ranks x tp)"
+            if dp_attention_ranks > 1
+            else ""
+        )
         note = (
             f"{chosen.label} on {target.torch_memory_gib:g} GiB{size}: chunked prefill {chunked}, CUDA-graph batch"
             f" {graph_bs}{reserve_note}"
