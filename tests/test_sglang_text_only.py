@@ -41,3 +41,12 @@ def test_text_only_under_sglang_says_what_the_release_does(cli, engine, why):
     line = " ".join(result.output.split())
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert why in line and "adjust_mem_fraction_for_vlm" in line and "use --engine vllm" in line, line
+
+
+def test_a_limit_above_zero_under_sglang_keeps_its_own_refusal(cli):
+    """--limit-mm-per-prompt image=2 is no text-only launch: the line says the option is vLLM's."""
+    args = ("plan", GEMMA3, "--target", "h100", "--engine", "sglang", "--limit-mm-per-prompt", "image=2")
+    result = cli.run(*args, "--closed-form")
+    line = " ".join(result.output.split())
+    assert result.exit_code == 2 and "--limit-mm-per-prompt and --text-only are vLLM's" in line
+    assert "language-model-only" not in line

@@ -56,7 +56,8 @@ def merge_deployment(
     elif fields.get("engine") is not None:
         fields["engine"] = generation_of(fields["engine"]).engine
     fields.setdefault("seq_len", default_seq_len(model, base))
-    if fields.get("limit_mm_per_prompt") is not None and fields.get("engine") == "sglang":
+    limits = fields.get("limit_mm_per_prompt")
+    if limits is not None and not any(limits.values()) and fields.get("engine") == "sglang":  # text only
         from mha_cli.core.engine.architectures_served import served_as
         from mha_cli.core.engine.sglang_text_only import text_only_refusal
 
