@@ -142,7 +142,7 @@ VLLM_FLAGS = {"--port", "--tensor-parallel-size", "--data-parallel-size", "--ena
               "--nnodes", "--node-rank", "--master-addr", "--master-port"}  # fmt: skip
 SGLANG_FLAGS = {"--model-path", "--host", "--disaggregation-mode", "--disaggregation-transfer-backend",
                 "--disaggregation-bootstrap-port", "--max-running-requests", "--tp-size", "--dp-size",
-                "--enable-dp-attention", "--ep-size", "--moe-a2a-backend", "--deepep-mode", "--base-gpu-id", "--port",
+                "--attn-dp-size", "--ep-size", "--moe-a2a-backend", "--deepep-mode", "--base-gpu-id", "--port",
                 "--context-length", "--chunked-prefill-size", "--nnodes", "--dist-init-addr", "--node-rank"}  # fmt: skip
 
 
@@ -167,14 +167,16 @@ def test_launch_lines_of_dp_workers_over_nodes(four_nodes):
     assert _value(prefill_node1, "--data-parallel-address") == "NODE0_IP"
     assert "VLLM_NIXL_SIDE_CHANNEL_HOST=NODE1_IP" in prefill_node1
     assert _value(decode_head, "--data-parallel-address") == "NODE2_IP"  # the decode worker's own head node
-    # SGLang: every GPU in --tp-size, the attention ranks in --dp-size, one line per node of each worker
+    # SGLang: every GPU in --tp-size, the attention ranks in --attn-dp-size (one replica: --dp-size 1, SGLang 0.5.22
+    # on), one line per node of each worker
     modes = [(_value(w, "--disaggregation-mode"), _value(w, "--node-rank"), _value(w, "--dist-init-addr"),
               _value(w, "--deepep-mode")) for w in sglang[:-1]]  # fmt: skip
     assert modes == [
         ("prefill", "0", "NODE0_IP:50000", "normal"), ("prefill", "1", "NODE0_IP:50000", "normal"),
         ("decode", "0", "NODE2_IP:50000", "low_latency"), ("decode", "1", "NODE2_IP:50000", "low_latency"),
     ]  # fmt: skip
-    assert all(_value(w, "--tp-size") == _value(w, "--dp-size") == "16" for w in sglang[:-1])
+    assert all(_value(w, "--tp-size") == _value(w, "--attn-dp-size") == "16" for w in sglang[:-1])
+    assert all(_value(w, "--dp-size") == "1" for w in sglang[:-1])
     # SGLang's --max-running-requests counts all 16 ranks', vLLM's --max-num-seqs each rank's
     assert int(_value(sglang[2], "--max-running-requests")) == 16 * int(_value(decode_head, "--max-num-seqs"))
     router = sglang[-1]

@@ -164,7 +164,10 @@ def test_over_two_nodes_the_gather_runs_at_the_network_rate_and_deepep_wins(cli)
 def test_the_search_finds_dp_attention_at_128k_x_32_and_tp_8_queues(cli):
     found = cli.json("plan", V3, *LONG, "--kv-dtype", "fp8")
     assert any(
-        line.startswith("tp 1 x pp 1 x 8 replica(s) with DP attention: 6 request(s)") for line in found["layouts"]
+        line.startswith(
+            "one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1: 6 request(s) at once per attention rank"
+        )
+        for line in found["layouts"]
     )
     dpa = [c for c in found["candidates"] if c["deployment"]["dp_attention"]]
     holding = [c for c in dpa if c["concurrency"] == 32 and c["queued_per_replica"] == 0 and c["memory"]["fits"]]
@@ -216,9 +219,11 @@ def test_the_search_launches_dp_attention_with_each_engines_flags(cli):
         found["candidates"][found["chosen"]]["memory"]["engine"]["max_num_seqs"]
     )
     assert value(vllm, "--max-num-seqs") == "1024"
-    assert value(sglang, "--tp-size") == "8" and value(sglang, "--dp-size") == "8" and "--enable-dp-attention" in sglang
+    # one server of 8 attention ranks: SGLang 0.5.22 on name them --attn-dp-size, --dp-size counting replicas (1)
+    assert value(sglang, "--tp-size") == "8" and value(sglang, "--attn-dp-size") == "8"
+    assert value(sglang, "--dp-size") == "1" and "--enable-dp-attention" not in sglang
     assert value(sglang, "--ep-size") == "8" and "--moe-a2a-backend" not in sglang
-    assert value(sglang, "--max-running-requests") == "1024"  # SGLang divides it over its --dp-size
+    assert value(sglang, "--max-running-requests") == "1024"  # SGLang divides it over its attention ranks
     # and its --chunked-prefill-size too: vLLM's 8192 a rank priced (H200) is 8 x 8192 on SGLang's line
     assert value(vllm, "--max-num-batched-tokens") == "8192" and value(sglang, "--chunked-prefill-size") == "65536"
     plain = cli.json("plan", V3, "--target", "8xh200", "--tp", "8", "--concurrency", "8", "--closed-form")
@@ -316,3 +321,34 @@ def test_vllm_v0_runs_no_dp_attention(cli):
     assert len(result.stderr.strip().splitlines()) == 1
     searched = cli.json(*args, "--concurrency", "64", "--engine", "vllm@0.7")
     assert not any(c["deployment"].get("dp_attention") for c in searched["candidates"])
+
+
+def test_sglangs_attn_dp_size_names_the_same_ranks_as_dp(cli):
+    """SGLang 0.5.22's --attn-dp-size (its replacement for --dp-size N --enable-dp-attention) is --dp's alias."""
+    args = ("plan", V3, "--target", "8xh200", "--concurrency", "64", "--closed-form", "--engine", "sglang")
+    named = cli.json(*args, "--attn-dp-size", "8")["deployment"]
+    assert named == cli.json(*args, "--dp", "8")["deployment"] and named["dp_attention"] and named["replicas"] == 8
+
+
+def test_the_header_says_one_server_of_attention_ranks(cli):
+    """``--tp-size 8 --attn-dp-size 8`` is one SGLang server of 8 GPUs with 8 attention ranks, not 8 replicas."""
+    args = ("plan", V3, "--target", "8xh200", "--engine", "sglang", "--dp", "8", "--concurrency", "64", "--closed-form")
+    result = cli.run(*args)
+    assert result.exit_code == 0, result.output
+    header = " ".join(result.output.split("\n")[:2]).replace("\n", " ")
+    assert "one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1" in " ".join(header.split())
+    assert "replica" not in header and "8 running per attention rank" in " ".join(header.split())
+    found = cli.json(*args)
+    assert (found["deployment"]["replicas"], found["deployment"]["gpus"]) == (8, 8)  # the JSON keeps its keys
+
+
+def test_kvs_memory_plan_says_one_server_of_attention_ranks(cli):
+    """``mha kv --dp 8``: the memory plan's title and rows name one server's 8 DP-attention ranks, not replicas; the
+    control, --tp 2 on 8 GPUs of a dense model, keeps its 4 replicas."""
+    result = cli.run("kv", V3, "--target", "8xh200", "--engine", "sglang", "--dp", "8")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "one server of 8 GPUs, 8 DP-attention ranks of tp 1" in text and "tp 1 x 8 replicas" not in text
+    assert "(every GPU of the server" in text
+    dense = cli.run("kv", "llama-3-8b", "--target", "8xh100", "--tp", "2")
+    assert "tp 2 x 4 replicas" in " ".join(dense.output.split()) and "DP-attention" not in dense.output

@@ -482,3 +482,27 @@ def test_a_set_pool_larger_than_the_gpu_less_the_weights_does_not_start():
     over = _plan("vllm", kv_cache_memory_bytes=room + 1)
     assert not over.starts
     assert over.refusal.startswith("out of memory: the KV cache set") and "give --kv-cache-gib" in over.refusal
+
+
+def test_sglang_caps_its_decode_graph_batch_at_max_running_requests_from_0_5_22():
+    """SGLang 0.5.22 and 0.5.23 cap the default cuda_graph_max_bs at --max-running-requests before sizing the
+    fraction's reserve (``arg_groups/memory_hook.py`` ``handle_gpu_memory_settings``); 0.5.21 reserves 2 x 256 MiB on
+    an H100 whatever the cap. H100 at tp 1: 8192 chunk, graph batch 256, or 8 under --max-num-seqs 8."""
+    capped = resolve_settings(DeploymentSpec(engine="sglang", engine_version="0.5.22", max_num_seqs=8), H100, 1)
+    newest = resolve_settings(DeploymentSpec(engine="sglang", max_num_seqs=8), H100, 1)
+    older = resolve_settings(DeploymentSpec(engine="sglang", engine_version="0.5.21", max_num_seqs=8), H100, 1)
+    unset = resolve_settings(DeploymentSpec(engine="sglang", engine_version="0.5.22"), H100, 1)
+    assert "CUDA-graph batch 8" in capped.defaults_note and "CUDA-graph batch 256" in older.defaults_note
+    assert "CUDA-graph batch 256" in unset.defaults_note and newest.utilisation == capped.utilisation
+    # the reserve is 2 x 248 MiB smaller: the fraction rises by 496 MiB of the GPU's, within the rounding
+    mib = H100.device_memory_bytes / 2**20
+    assert capped.utilisation - older.utilisation == pytest.approx(496 / mib, abs=0.0011) and capped.max_num_seqs == 8
+    # a cap above the default batch changes nothing
+    wide = resolve_settings(DeploymentSpec(engine="sglang", engine_version="0.5.23", max_num_seqs=1000), H100, 1)
+    assert "CUDA-graph batch 256" in wide.defaults_note
+    # under DP attention the server's --max-running-requests is every rank's: 64 x 8 = 512 caps nothing on an H200
+    h200 = resolve_target("h200").target
+    ranks = resolve_settings(DeploymentSpec(engine="sglang", max_num_seqs=64), h200, 1, dp_attention_ranks=8)
+    assert "CUDA-graph batch 512" in ranks.defaults_note
+    few = resolve_settings(DeploymentSpec(engine="sglang", max_num_seqs=16), h200, 1, dp_attention_ranks=8)
+    assert "CUDA-graph batch 128" in few.defaults_note and "DP attention 128 x 8 x 3" in few.defaults_note

@@ -77,7 +77,7 @@ def test_the_words_added_later_agree_with_the_releases_read_around_their_first()
     assert {(span.engine, span.word, span.first) for span in later} == {
         ("vllm", "--block-size", "0.2.0"), ("vllm", "--kv-cache-memory-bytes", "0.10.2"),
         ("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.4.1"), ("sglang", "--page-size", "0.4.4"),
-        ("sglang", "--enable-ep-moe", "0.4.0.post1"),
+        ("sglang", "--enable-ep-moe", "0.4.0.post1"), ("sglang", "--attn-dp-size", "0.5.22"),
     }  # fmt: skip
     for span in later:
         releases = reads[span.engine]
@@ -241,6 +241,12 @@ def test_the_lines_take_each_releases_form_for_dp_attention():
     lines, notes = _lines("vllm@0.8.0", "dp-attention")[1]  # --data-parallel-size came in 0.8.3
     assert "vllm" not in lines and any("vLLM 0.8.0 has no --data-parallel-size" in n for n in notes)
     assert "--enable-deepep-moe" in _lines("sglang@0.4.6", "dp-attention")[1][0]["sglang"]
+    # SGLang 0.5.22 deprecates --dp-size N --enable-dp-attention for --attn-dp-size N: each release its own form
+    for release, new in (("0.5.21", False), ("0.5.22", True), ("0.5.23", True), ("0.5.2", False)):
+        words = shlex.split(_lines(f"sglang@{release}", "dp-attention")[1][0]["sglang"])
+        assert ("--attn-dp-size" in words) is new and ("--enable-dp-attention" in words) is not new, release
+        ranks = words[words.index("--attn-dp-size" if new else "--dp-size") + 1]
+        assert ranks == "8" and words[words.index("--dp-size") + 1] == ("1" if new else "8"), release
     lines, notes = _lines("sglang@0.4.0", "dp-attention")[1]
     assert "sglang" not in lines and "vllm" in lines and any("SGLang 0.4.0 has no" in n for n in notes)
 
@@ -311,3 +317,34 @@ def test_disaggregated_deepep_workers_check_against_the_table(engine):
     vllm = plan.launch.get("vllm", "")
     assert ("VLLM_ALL2ALL_BACKEND=deepep_high_throughput " in vllm) == (engine == "vllm@0.10.2")
     assert ("sglang" in plan.launch) == (engine != "sglang@0.4.3")
+
+
+def test_sglang_takes_enable_deepep_moe_only_before_it_refuses_it():
+    """SGLang 0.5.3 and 0.5.4 declare --enable-deepep-moe with ``action=DeprecatedAction``, whose ``__call__``
+    raises ValueError (``server_args.py``; 0.5.2's still stores True and sets ``moe_a2a_backend = "deepep"``), 0.5.5
+    drops it: a line with it is refused from 0.5.3, and a release with --moe-a2a-backend is never written the old
+    flag."""
+    line = shlex.split("python -m sglang.launch_server --model-path m --tp-size 8 --enable-deepep-moe")
+    assert line_problems("sglang", release_key("0.5.2"), line) == []
+    for release in ("0.5.3", "0.5.4", "0.5.5"):
+        assert any("--enable-deepep-moe" in p for p in line_problems("sglang", release_key(release), line)), release
+    new = shlex.split("python -m sglang.launch_server --model-path m --tp-size 8 --moe-a2a-backend deepep")
+    for release in ("0.4.10.post2", "0.5.0", "0.5.2", "0.5.3", "0.5.23"):
+        assert fit_line("sglang", release_key(release), new).words == new, release
+
+
+def test_sglang_attention_ranks_take_the_old_form_before_0_5_22():
+    """``--dp-size 1 --attn-dp-size N`` (SGLang 0.5.22 on: ``arg_groups/fields/parallel.py``) is ``--dp-size N
+    --enable-dp-attention`` before (``parallel_hook.handle_deprecated_dp_attention`` maps the one to the other), with
+    or without a --dp-size on the line."""
+    line = shlex.split(
+        "python -m sglang.launch_server --model-path m --tp-size 8 --dp-size 1 --attn-dp-size 8 --port 1"
+    )
+    assert fit_line("sglang", release_key("0.5.22"), line).words == line
+    old = "python -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention --port 1"
+    assert fit_line("sglang", release_key("0.5.21"), line).words == shlex.split(old)
+    bare = shlex.split("python -m sglang.launch_server --model-path m --tp-size 8 --attn-dp-size 4 --port 1")
+    assert fit_line("sglang", release_key("0.4.6"), bare).words == shlex.split(
+        "python -m sglang.launch_server --model-path m --tp-size 8 --dp-size 4 --enable-dp-attention --port 1"
+    )
+    assert any("'--attn-dp-size' is not in 0.5.21" in p for p in line_problems("sglang", release_key("0.5.21"), line))

@@ -94,7 +94,7 @@ def test_the_search_tries_expert_parallelism_and_launches_it(cli, engine):
     vllm, sglang = result["launch"]["vllm"], result["launch"]["sglang"]
     assert ("--enable-expert-parallel" in vllm) == pick["expert_parallel"]
     if pick["replicas"] > 1:  # SGLang counts every rank sharing the experts in --tp-size
-        assert f"--tp-size {pick['tp'] * pick['replicas']}" in sglang and "--enable-dp-attention" in sglang
+        assert f"--tp-size {pick['tp'] * pick['replicas']}" in sglang and f"--attn-dp-size {pick['replicas']}" in sglang
     if pick["expert_parallel"]:
         assert f"--ep-size {pick['expert_ranks']}" in sglang
 

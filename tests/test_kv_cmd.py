@@ -248,6 +248,6 @@ def test_the_batch_total_says_replicas_split_it(cli):
     data = cli.json(*args)
     assert data["total_bytes"] == 8 * data["memory"]["kv_bytes_per_device"]
     shown = " ".join(cli.runner.invoke(app, args, env={"COLUMNS": "250"}).stdout.split())
-    assert "total_bytes: all 8 replicas' sequences; a device holds 4 of them (memory plan)" in shown
+    assert "total_bytes: all 8 attention ranks' sequences; a device holds 4 of them (memory plan)" in shown
     assert "the batch's cache on one rank" not in shown
     assert "total: the whole batch's cache on one tp rank" in shown

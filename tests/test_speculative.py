@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -355,3 +356,27 @@ def test_an_eagle_drafter_of_an_mxfp4_expert_model_is_priced_in_bf16(cli):
     data = cli.json("plan", "gpt-oss-20b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "128",
                     "--concurrency", "4", "--speculative-config", '{"method": "eagle"}')  # fmt: skip
     assert data["speculative"]["drafter_weight_bytes_per_device"] > 0
+
+
+def test_a_draft_model_that_cannot_be_read_says_it_is_the_drafter(cli, tmp_path):
+    """A drafter ``model`` that is a file but no model config (weights, a README) said "malformed YAML" of the file
+    alone; it now says the draft model could not be read and how to name it, in one line, exit 2; a name that is
+    nothing says it is the drafter's."""
+    target = str(Path(__file__).parent / "fixtures" / "hf_configs" / "llama-3.1-8b.json")
+    readme = tmp_path / "README.md"
+    readme.write_text("a: b: c\n")
+    args = ("plan", target, "--target", "h100", "--closed-form", "--acceptance-length", "2")
+    lines = {}
+    for model in (str(readme), "no-such-draft-model"):
+        config = json.dumps({"method": "draft_model", "model": model, "num_speculative_tokens": 4})
+        result = cli.run(*args, "--speculative-config", config)
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        lines[model] = " ".join(result.output.split())
+    assert lines[str(readme)].startswith(
+        f"error: the draft model {readme} (--draft, or --speculative-config's model) is a file mha cannot read as a"
+        " model config (malformed YAML at line 1, column 5): give the drafter's config.json, its model folder"
+    )
+    assert lines["no-such-draft-model"].startswith(
+        "error: the draft model (--draft, or --speculative-config's model): 'no-such-draft-model' is neither"
+    )
+    assert " ".join(cli.run(*args, "--draft", str(readme)).output.split()) == lines[str(readme)]

@@ -75,7 +75,9 @@ DpOpt = Annotated[
         "--dp",
         "--data-parallel-size",
         "--dp-size",
-        help="MoE: DP attention over this many data-parallel ranks (SGLang --dp with --enable-dp-attention, vLLM"
+        "--attn-dp-size",
+        help="MoE: DP attention over this many data-parallel ranks (SGLang --attn-dp-size, before 0.5.22 --dp with"
+        " --enable-dp-attention; vLLM"
         " --data-parallel-size with --enable-expert-parallel): each rank runs attention for its own requests and"
         " caches only them, the routed experts whole over all GPUs, every rank's tokens gathered to them (the"
         " engines' default; plan's --moe-a2a-backend deepep: DeepEP's all-to-all); tp = GPUs / dp unless --tp is"

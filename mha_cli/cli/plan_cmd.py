@@ -665,6 +665,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from mha_cli.core.cost.serving import share_word
     from mha_cli.core.quantities import format_bytes
 
     p = result
@@ -672,7 +673,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     console.print(
         f"[bold]{escape(result.model_name)}[/bold] on {d.gpus} x {escape(result.target_id)}: {d.describe()};"
         f" {result.engine}; {p.isl:,} in / {p.osl:,} out, {p.concurrency} user(s)"
-        f" ({p.running_per_replica} running per replica)"
+        f" ({p.running_per_replica} running per {share_word(d.dp_attention)})"
     )
     if result.memory.experts_per_device is not None:
         console.print(f"experts: each device holds {escape(result.memory.experts_per_device)}")
@@ -718,7 +719,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     )
     console.print(
         f"engine: {pool}, {engine.admitted_per_replica} request(s) of {engine.max_model_len:,} tokens at once"
-        " per replica"
+        f" per {share_word(p.deployment.dp_attention)}"
     )
     host = None if p.offload is None else p.offload.host
     if host is not None:

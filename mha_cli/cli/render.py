@@ -102,7 +102,14 @@ def _attention_free_table(model: ModelSpec, table: Table) -> Table:
     return table
 
 
-def kv_table(kv: KvFootprint, replicas: int = 1, sequences_per_replica: int | None = None) -> Table:
+def _shares(dp_attention: bool) -> str:
+    """What a layout's replicas are called: one server's DP-attention ranks, or replicas."""
+    return "attention ranks" if dp_attention else "replicas"
+
+
+def kv_table(
+    kv: KvFootprint, replicas: int = 1, sequences_per_replica: int | None = None, *, dp_attention: bool = False
+) -> Table:
     """Per layer, per token, per sequence, per batch; per rank under tensor parallelism. ``total_bytes`` is the whole
     batch at one tp rank's share of each sequence: with ``replicas`` > 1 the row says a device holds only
     ``sequences_per_replica`` of it."""
@@ -149,7 +156,8 @@ def kv_table(kv: KvFootprint, replicas: int = 1, sequences_per_replica: int | No
         row("per sequence, per rank", kv.bytes_per_sequence_per_rank, "")
     scope = f"batch of {kv.batch}" + (", per tp rank" if kv.tp > 1 else "")
     split = (
-        f": all {replicas} replicas' sequences; a device holds {sequences_per_replica} of them (memory plan)"
+        f": all {replicas} {_shares(dp_attention)}' sequences; a device holds {sequences_per_replica} of them"
+        " (memory plan)"
         if replicas > 1
         else ""
     )
@@ -162,7 +170,9 @@ def memory_table(plan: MemoryPlan) -> Table:
     engine = plan.engine
     devices = f"{plan.n_devices} x " if plan.n_devices > 1 else ""
     layout = ""
-    if plan.n_devices > 1:
+    if plan.dp_attention:
+        layout = f": one server of {plan.n_devices} GPUs, {plan.replicas} DP-attention ranks of tp {plan.tp}"
+    elif plan.n_devices > 1:
         layout = f": tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
     if plan.expert_ranks is not None and plan.expert_ranks > 1:  # which experts the weights line counts
         layout += f"; each device holds {plan.experts_per_device}"
@@ -176,7 +186,8 @@ def memory_table(plan: MemoryPlan) -> Table:
     for line in engine.budget:
         style = "bold" if line.label.startswith("=") else None
         table.add_row(line.label, f"{line.bytes:,}", format_bytes(line.bytes), line.how, style=style)
-    share = f"{plan.sequences_per_replica} of the batch per replica" if plan.replicas > 1 else "this batch"
+    unit = _shares(plan.dp_attention)[:-1]
+    share = f"{plan.sequences_per_replica} of the batch per {unit}" if plan.replicas > 1 else "this batch"
     cache = "KV cache" if engine.kv_bytes_per_token_per_rank else "fixed state"
     table.add_row(f"{cache} ({share})", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device), "")
     batch = "this batch"
@@ -215,7 +226,7 @@ def memory_table(plan: MemoryPlan) -> Table:
     ideal = f"per-layer ideal {engine.ideal_max_concurrency:.2f}x" if len(engine.groups) > 1 else ""
     table.add_row(f"max concurrency at {engine.max_model_len:,} tokens", f"{engine.max_concurrency:.2f}x", "", ideal)
     table.add_row("verdict", verdict_cell(plan), "", "", style=style)
-    across = f" (all {plan.replicas} replicas)" if plan.replicas > 1 else ""
+    across = f" (all {plan.replicas} {_shares(plan.dp_attention)})" if plan.replicas > 1 else ""
     table.add_row(f"max sequences at this length{across}", f"{plan.max_sequences:,}", "", "run at once; more queue")
     if plan.target_id == CPU_TARGET_ID:  # this machine's memory: no torch figure, no datasheet
         table.caption = f"memory as /proc/meminfo reports it ({plan.device_memory_bytes / 2**30:.2f} GiB); GiB = 2^30 B"

@@ -56,6 +56,13 @@ def merge_deployment(
     elif fields.get("engine") is not None:
         fields["engine"] = generation_of(fields["engine"]).engine
     fields.setdefault("seq_len", default_seq_len(model, base))
+    limits = fields.get("limit_mm_per_prompt")
+    if limits is not None and not any(limits.values()) and fields.get("engine") == "sglang":  # text only
+        from mha_cli.core.engine.architectures_served import served_as
+        from mha_cli.core.engine.sglang_text_only import text_only_refusal
+
+        architectures = () if model is None else served_as(model)
+        raise BadInputError(text_only_refusal(fields.get("engine_version"), architectures))
     if fields.get("limit_mm_per_prompt") is not None and fields.get("engine") not in (None, "vllm"):
         raise BadInputError(
             f"--limit-mm-per-prompt and --text-only are vLLM's: {fields['engine']} is priced with the tower loaded and"

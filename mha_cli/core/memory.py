@@ -90,6 +90,12 @@ class MemoryPlan(Record):
     """MoE: what one device holds of each MoE layer's routed experts, in words."""
     engine: EnginePlan
 
+    @property
+    def dp_attention(self) -> bool:
+        """The replicas share the experts: one server whose replicas are its DP-attention ranks (SGLang
+        ``--attn-dp-size``, vLLM ``--data-parallel-size``), not separate servers."""
+        return self.replicas > 1 and self.expert_ranks is not None and self.expert_ranks > self.tp
+
 
 def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: DeploymentSpec | None) -> ExpertLayout | None:
     """How ``model``'s routed experts spread over the devices (None without MoE): over the tp ranks of each replica,

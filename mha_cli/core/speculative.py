@@ -243,6 +243,26 @@ def memory_model(target: ModelSpec, spec: SpeculativeSpec, tp: int, kv_dtype: st
     return target.model_copy(update={"n_layers": target.n_layers + extra, "layers": layers.model_copy(update=update)})
 
 
+def drafter_model(draft: str) -> ModelSpec:
+    """The drafter named by ``--draft`` or ``--speculative-config``'s ``model``: a preset, a config file, a model
+    folder or a cached Hugging Face id; one line saying it is the drafter that could not be found or read, and how
+    to name it, otherwise (a file that is no model config, say weights or a README, fails as malformed YAML)."""
+    from mha_cli.core.sources import load_source
+
+    try:
+        return load_source(draft).model
+    except BadInputError as exc:
+        if Path(draft).expanduser().is_file():
+            head, _, rest = exc.message.partition(": ")
+            reason = (rest if Path(draft).name in head else exc.message).split(":")[0]
+            raise BadInputError(
+                f"the draft model {draft} (--draft, or --speculative-config's model) is a file mha cannot read as a"
+                f" model config ({reason}): give the drafter's config.json, its model folder, a preset or a Hugging"
+                " Face id (org/name)"
+            ) from None
+        raise BadInputError(f"the draft model (--draft, or --speculative-config's model): {exc.message}") from None
+
+
 def build_spec(
     target: ModelSpec,
     *,
@@ -255,8 +275,6 @@ def build_spec(
 ) -> SpeculativeSpec:
     """The speculative decoding ``plan`` prices: the drafter for ``method`` (see the module docstring), k (default:
     the MTP layers, else 3) and T (given, else ``default_acceptance``), each checked in one line."""
-    from mha_cli.core.sources import load_source
-
     chosen = resolve_method(method, draft)
     if chosen == "mtp":
         layers = mtp_layers(target, origin, kind)
@@ -269,7 +287,7 @@ def build_spec(
             one = decoder_layers(target, 1)
             drafter = one.model_copy(update={"block": one.block.model_copy(update={"moe": None})})
         else:
-            drafter = load_source(draft).model
+            drafter = drafter_model(draft)
             if drafter.block.moe is not None or drafter.d_model != target.d_model:
                 raise BadInputError(
                     f"{draft}: EAGLE heads are dense layers over the target's width ({target.d_model}); give the"
@@ -281,7 +299,7 @@ def build_spec(
     else:
         if draft is None:
             raise BadInputError("method draft_model needs the draft model: give --draft MODEL (a preset, config or id)")
-        drafter, is_model, extra, default_k = load_source(draft).model, True, 0, 3
+        drafter, is_model, extra, default_k = drafter_model(draft), True, 0, 3
         if drafter.embeddings.vocab_size != target.embeddings.vocab_size:
             raise BadInputError(
                 f"draft {drafter.name} has a vocabulary of {drafter.embeddings.vocab_size:,}, the target {target.embeddings.vocab_size:,}:"

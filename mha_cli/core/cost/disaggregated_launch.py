@@ -14,8 +14,8 @@ each worker a ``sglang.launch_server`` with ``--disaggregation-mode prefill|deco
 
 Workers of DP attention with expert parallelism (``core.cost.disaggregated_layouts``): vLLM ``--data-parallel-size
 N --enable-expert-parallel --all2all-backend deepep_high_throughput`` (prefill) or ``deepep_low_latency`` (decode),
-https://docs.vllm.ai/en/stable/serving/expert_parallel_deployment.html; SGLang ``--tp-size N --dp-size N
---enable-dp-attention --ep-size N --moe-a2a-backend deepep --deepep-mode normal`` (prefill) or ``low_latency``
+https://docs.vllm.ai/en/stable/serving/expert_parallel_deployment.html; SGLang ``--tp-size N --attn-dp-size N
+(before 0.5.22: --dp-size N --enable-dp-attention) --ep-size N --moe-a2a-backend deepep --deepep-mode normal`` (prefill) or ``low_latency``
 (decode), as the LMSYS large-scale EP deployment runs them (https://lmsys.org/blog/2025-05-05-large-scale-ep/).
 
 Workers sit on consecutive GPUs, prefill workers first: one that fits a node never straddles two, a larger one takes
@@ -72,10 +72,10 @@ def _parallel_flags(layout: WorkerLayout, role: str, *, sglang: bool, generation
     throughput kernels; decode: its low-latency ones), in the words of SGLang's ``generation_id`` (None: latest)."""
     if layout.dp == 1:
         return ["--tp-size" if sglang else "--tensor-parallel-size", str(layout.tp)]
-    if sglang:  # SGLang counts every GPU in --tp-size, the attention ranks in --dp-size
+    if sglang:  # SGLang counts every GPU in --tp-size, the attention ranks in --attn-dp-size (launch_forms: older)
         gpus = str(layout.gpus)
         mode = "normal" if role == "prefill" else "low_latency"
-        return ["--tp-size", gpus, "--dp-size", str(layout.dp), "--enable-dp-attention", "--ep-size", gpus,
+        return ["--tp-size", gpus, "--dp-size", "1", "--attn-dp-size", str(layout.dp), "--ep-size", gpus,
                 *sglang_deepep_flags(generation_id), "--deepep-mode", mode]  # fmt: skip
     backend = "deepep_high_throughput" if role == "prefill" else "deepep_low_latency"
     return ["--tensor-parallel-size", str(layout.tp), "--data-parallel-size", str(layout.dp),

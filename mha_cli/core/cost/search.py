@@ -29,6 +29,7 @@ from pydantic import Field
 from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, prefix_caching_on, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_generation
 from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.cost.serving import layout_words, share_word
 from mha_cli.core.dp_attention import dp_attention_runs_on, sglang_deepep_flags
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
@@ -155,10 +156,8 @@ def _same_as_asked(
 
 
 def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec) -> str:
-    label = f"tp {tp} x pp {pp} x {replicas} replica(s)"
-    if deployment.dp:
-        return label + " with DP attention"
-    return label + (" with expert parallelism" if deployment.expert_parallel else "")
+    dp_attention = bool(deployment.dp)
+    return layout_words(tp, pp, replicas, dp_attention=dp_attention, expert_parallel=bool(deployment.expert_parallel))
 
 
 def _misses(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None) -> list[str]:
@@ -219,7 +218,8 @@ def _search(
         except MhaError as exc:  # the engine would not start on this layout
             tried.append(f"{label}: left out ({exc.message})")
             continue
-        tried.append(f"{label}: {first.memory.engine.admitted_per_replica} request(s) at once per replica")
+        share = share_word(bool(variant.dp))
+        tried.append(f"{label}: {first.memory.engine.admitted_per_replica} request(s) at once per {share}")
         if rate is not None:  # open-loop arrivals: the load the rate makes on this layout
             at_rate = plan_at_rate(model, target, variant, *profiles, isl=isl, osl=osl, rate=rate, tp=tp, pp=pp)
             candidates.append(as_candidate(at_rate, ttft_ms, itl_ms))
@@ -464,11 +464,12 @@ def launch_commands(
     # and its --chunked-prefill-size too: under DP attention each rank takes it // --dp-size
     # (core.engine.settings.sglang_dp_attention_chunk), so the line asks dp times the rank's budget priced
     sglang_chunk = str(engine.max_num_batched_tokens * dp) if shared else budget
+    # one server of DP attention is one replica of dp attention ranks (--attn-dp-size, SGLang 0.5.22 on; launch_forms
+    # writes --dp-size N --enable-dp-attention for a release before)
+    dp_words = ["--dp-size", "1", "--attn-dp-size", str(dp)] if shared else ["--dp-size", str(dp)]
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(sglang_tp),
-              "--pp-size", str(d.pp), "--dp-size", str(dp), "--context-length", str(context),
+              "--pp-size", str(d.pp), *dp_words, "--context-length", str(context),
               "--max-running-requests", str(sglang_running), "--chunked-prefill-size", sglang_chunk]  # fmt: skip
-    if shared:
-        sglang.append("--enable-dp-attention")
     if d.expert_parallel:
         vllm.append("--enable-expert-parallel")
         sglang += ["--ep-size", str(d.expert_ranks)]

@@ -43,6 +43,21 @@ MAX_PREFILL_SHARE = 0.9
 """The share of steps busy with prefills the TTFT queue is priced at, at most (at 1 a queue never drains)."""
 
 
+def layout_words(tp: int, pp: int, replicas: int, *, dp_attention: bool, expert_parallel: bool = False) -> str:
+    """A layout in words: ``tp 4 x pp 1 x 2 replica(s) with expert parallelism``; DP attention is one server whose
+    replicas are its attention ranks (SGLang ``--tp-size 8 --attn-dp-size 8``, vLLM ``--data-parallel-size 8``):
+    ``one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1``."""
+    if dp_attention:
+        return f"one server of {tp * pp * replicas} GPUs, {replicas} DP-attention ranks of tp {tp} x pp {pp}"
+    ep = " with expert parallelism" if expert_parallel else ""
+    return f"tp {tp} x pp {pp} x {replicas} replica(s){ep}"
+
+
+def share_word(dp_attention: bool) -> str:
+    """What one of a layout's replicas is called: a DP-attention rank, or a replica."""
+    return "attention rank" if dp_attention else "replica"
+
+
 class Deployment(Record):
     tp: int
     pp: int
@@ -62,11 +77,12 @@ class Deployment(Record):
     ``deepep``: DeepEP's all-to-all); None without DP attention."""
 
     def describe(self) -> str:
-        """``tp 4 x pp 1 x 2 replica(s) with expert parallelism``, ``tp 1 x pp 1 x 8 replica(s) with DP attention``."""
-        ep = " with expert parallelism" if self.expert_parallel else ""
-        if self.dp_attention:
-            ep = " with DP attention" + (" (DeepEP)" if self.moe_a2a_backend == "deepep" else "")
-        return f"tp {self.tp} x pp {self.pp} x {self.replicas} replica(s){ep}"
+        """``tp 4 x pp 1 x 2 replica(s) with expert parallelism``, ``one server of 8 GPUs, 8 DP-attention ranks of tp
+        1 x pp 1 (DeepEP)`` (``layout_words``)."""
+        words = layout_words(
+            self.tp, self.pp, self.replicas, dp_attention=self.dp_attention, expert_parallel=self.expert_parallel
+        )
+        return words + (" (DeepEP)" if self.dp_attention and self.moe_a2a_backend == "deepep" else "")
 
 
 class ServingBounds(Record):

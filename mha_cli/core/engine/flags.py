@@ -114,6 +114,11 @@ SGLANG_PAGE = (
     f"{FIRST_READS}: 0.4.4's server_args.py (ServerArgs.page_size), 0.4.3.post4 lacks it;"
     " https://docs.sglang.io/advanced_features/server_arguments.html"
 )
+SGLANG_ATTN_DP = (
+    f"{FIRST_READS}: 0.5.22's arg_groups/fields/parallel.py (ServerArgs.attn_dp_size), 0.5.21 lacks it (attn_dp_size"
+    " a Derived field, no flag); 0.5.22 on declare --enable-dp-attention with DeprecatedStoreTrueAction (server_args.py:"
+    " it warns, and parallel_hook.handle_deprecated_dp_attention turns --dp-size N into --attn-dp-size N, --dp-size 1)"
+)
 SGLANG_EP_MOE = (
     f"{FIRST_READS}: 0.4.0.post1's server_args.py (enable_ep_moe sets ep_size = tp_size; models/deepseek_v2.py,"
     " mixtral.py: EPMoE if enable_ep_moe else FusedMoE), 0.4.0 lacks it; 0.5.3-0.5.4 declare it as DeprecatedAction,"
@@ -191,13 +196,14 @@ SPANS: tuple[Span, ...] = (
         "--base-gpu-id", "--host", "--port",
     )),
     Span("sglang", "--page-size", "0.4.4", None, SGLANG_PAGE),
+    Span("sglang", "--attn-dp-size", "0.5.22", None, SGLANG_ATTN_DP),
     Span("sglang", "--kv-cache-dtype fp8_e4m3", "0.4.1.post6", None, f"{SGLANG_ARGS} (before: fp8_e5m2 only)"),
     Span("sglang", "--ep-size", "0.4.0.post1", None, SGLANG_ARGS),
     Span("sglang", "--enable-ep-moe", "0.4.0.post1", "0.5.2", SGLANG_EP_MOE),
     Span("sglang", "--pp-size", "0.4.6.post2", None, f"{WHEELS}; https://github.com/sgl-project/sglang/pull/5724"),
-    Span("sglang", "--enable-deepep-moe", "0.4.4.post2", "0.5.4",
+    Span("sglang", "--enable-deepep-moe", "0.4.4.post2", "0.5.2",
          f"{WHEELS}; https://github.com/sgl-project/sglang/pull/4232 (deprecated for --moe-a2a-backend deepep from"
-         " 0.4.10.post2)"),
+         " 0.4.10.post2; 0.5.3-0.5.4 refuse it: action=DeprecatedAction raises ValueError; gone in 0.5.5)"),
     Span("sglang", "--moe-a2a-backend", "0.4.10.post2", None, SGLANG_ARGS),
     Span("sglang", "--deepep-mode", "0.4.4.post4", None, SGLANG_ARGS),
     Span("sglang", "--moe-a2a-backend deepep", "0.4.10.post2", None, SGLANG_ARGS),

@@ -4,7 +4,8 @@ The launch lines are written in the newest form; ``fit_line`` rewrites one for t
 
 - an older form where the release has one (``_older_form``): vLLM's ``--all2all-backend X`` as the variable
   ``VLLM_ALL2ALL_BACKEND=X`` (0.9.1 to 0.11.0), SGLang's ``--moe-a2a-backend deepep`` as ``--enable-deepep-moe``
-  (0.4.4.post2 to 0.4.10.post1), ``vllm serve MODEL`` as ``python -m vllm.entrypoints.openai.api_server --model
+  (0.4.4.post2 to 0.4.10.post1), SGLang's ``--dp-size 1 --attn-dp-size N`` as ``--dp-size N --enable-dp-attention``
+  (before 0.5.22, which deprecates the latter), ``vllm serve MODEL`` as ``python -m vllm.entrypoints.openai.api_server --model
   MODEL`` (before 0.5.2), vLLM's JSON ``--limit-mm-per-prompt`` as ``image=N,video=M`` (before 0.8.5);
 - a word an older release needs beside one it has (``_companions``): SGLang's ``--enable-ep-moe`` beside
   ``--ep-size`` before ``SGLANG_EP_SIZE_ALONE``, whose MoE layers run expert-parallel only under it;
@@ -73,6 +74,18 @@ def _without(words: list[str], flag: str, takes_value: bool) -> list[str]:
     return [*words[:at], *words[at + 1 + int(takes_value) :]]
 
 
+def _dp_attention_older_form(words: list[str]) -> list[str]:
+    """SGLang's ``--attn-dp-size N`` (0.5.22 on) in the form before it: ``--dp-size N --enable-dp-attention``
+    (``parallel_hook.handle_deprecated_dp_attention`` reads the one as the other)."""
+    at = words.index("--attn-dp-size")
+    ranks = words[at + 1]
+    older = [*words[:at], "--enable-dp-attention", *words[at + 2 :]]
+    if "--dp-size" not in older:
+        return [*older[:at], "--dp-size", ranks, *older[at:]]
+    size = older.index("--dp-size") + 1
+    return [*older[:size], ranks, *older[size + 1 :]]
+
+
 def _older_form(engine: str, release: Release, words: list[str], word: str) -> list[str] | None:
     """``words`` with ``word`` (which ``release`` lacks) in the release's older form, or None when it has none."""
     if engine == "vllm" and word in ("--all2all-backend", "--all2all-backend deepep_low_latency"):
@@ -84,6 +97,8 @@ def _older_form(engine: str, release: Release, words: list[str], word: str) -> l
     if deepep and _value_after(words, word.split()[0]) == "deepep" and has(engine, release, "--enable-deepep-moe"):
         at = words.index("--moe-a2a-backend")
         return [*words[:at], "--enable-deepep-moe", *words[at + 2 :]]
+    if engine == "sglang" and word == "--attn-dp-size" and has(engine, release, "--enable-dp-attention"):
+        return _dp_attention_older_form(words)
     if engine == "vllm" and word == "vllm serve":
         api_server = "python -m vllm.entrypoints.openai.api_server"
         if has(engine, release, api_server) and has(engine, release, "--model"):

@@ -221,6 +221,24 @@ def _sglang_step_defaults(target: Target, tp: int, release: str | None = None) -
     return 16384, 512
 
 
+SGLANG_GRAPH_CAPPED_FROM = (0, 5, 22)
+"""The first SGLang release whose default decode ``cuda_graph_max_bs`` is capped at ``--max-running-requests``
+before the fraction's reserve is sized (``arg_groups/memory_hook.py`` ``handle_gpu_memory_settings``, 0.5.22 and
+0.5.23: ``decode_max_bs_is_default and max_bs > max_running_requests``); 0.5.3-0.5.21 (read in every wheel) reserve
+for the device's default batch whatever the cap."""
+
+
+def sglang_graph_batch(graph_bs: int, max_running: int | None, release: str | None) -> int:
+    """SGLang ``release`` (None: the newest read)'s decode CUDA-graph batch: its device default ``graph_bs``, capped at
+    ``max_running`` requests from ``SGLANG_GRAPH_CAPPED_FROM``; a commit or a dev build: uncapped."""
+    from mha_cli.core.engine.prefill_graphs import LATEST_READ, release_triple
+
+    triple = release_triple(release or LATEST_READ)
+    if max_running is None or triple is None or triple < SGLANG_GRAPH_CAPPED_FROM:
+        return graph_bs
+    return min(graph_bs, max_running)
+
+
 def sglang_dp_attention_chunk(chunked: int, dp: int) -> int:
     """Each data-parallel rank's chunked prefill (tokens) when SGLang runs DP attention over ``dp`` ranks:
     ``chunked_prefill_size // dp_size`` (``server_args.py`` ``_handle_data_parallelism``, 0.5.x, also multiplying
@@ -335,7 +353,7 @@ def resolve_settings(
         )  # fmt: skip
     if engine == "sglang":
         old = chosen.id == "sglang-0.4"
-        # SGLang's --tp-size under DP attention counts every GPU of the replica (its _handle_data_parallelism asserts
+        # SGLang's --tp-size under DP attention counts every GPU of the server (its _handle_data_parallelism asserts
         # tp_size % dp_size == 0): its step defaults and fraction read that size, not one rank's tp
         server_tp = tp * dp_attention_ranks
         from mha_cli.core.engine.sglang_tiered import tiered_era, tiered_fraction, tiered_step_defaults
@@ -347,6 +365,9 @@ def resolve_settings(
             chunked, graph_bs = _sglang_04_step_defaults(target, server_tp)
         else:
             chunked, graph_bs = _sglang_step_defaults(target, server_tp, deployment.engine_version)
+            # the line's --max-running-requests counts every DP-attention rank's (core.cost.search.launch_commands)
+            running = None if deployment.max_num_seqs is None else deployment.max_num_seqs * dp_attention_ranks
+            graph_bs = sglang_graph_batch(graph_bs, running, deployment.engine_version)
         chunked = deployment.max_num_batched_tokens or chunked
         reserve_note = ""
         if util:
@@ -366,7 +387,11 @@ def resolve_settings(
                 f"SGLang's reserve for a {chunked}-token chunked prefill leaves nothing of {target.torch_memory_gib:g} GiB:"
                 " give --mem-fraction-static or a smaller --chunked-prefill-size"
             )
-        size = f" at --tp-size {server_tp} (every GPU of the replica)" if dp_attention_ranks > 1 else ""
+        size = (
+            f" at --tp-size {server_tp} (every GPU of the server: its DP-attention ranks x tp)"
+            if dp_attention_ranks > 1
+            else ""
+        )
         note = (
             f"{chosen.label} on {target.torch_memory_gib:g} GiB{size}: chunked prefill {chunked}, CUDA-graph batch"
             f" {graph_bs}{reserve_note}"
