@@ -21,8 +21,15 @@ releases read that lack it (vLLM drops some: ``_PREVIOUSLY_SUPPORTED_MODELS``). 
   registered) is not counted: mha prices each engine's own implementation; vLLM's architectures registered by name
   to that backend (``_TRANSFORMERS_SUPPORTED_MODELS``) are.
 
-Only a release typed is checked (``--engine vllm`` alone: the newest, as before), and the table is read then.
-Pure Python.
+- a Ministral config (local:global windows in ``layer_types``) is also served as ``MistralForCausalLM``, the
+  class ``mha recommend --format hf`` writes such a design as (the ``architectures`` Ministral-8B's config names):
+  vLLM loads it with ``models/llama.py``, whose attention reads ``layer_types`` from 0.10.1 (0.10.0 reads only
+  ``interleaved_sliding_window``; read in the vLLM 0.10.0, 0.10.1 and 0.34.0 wheels), so that class counts from
+  0.10.1 for it; SGLang's ``models/llama.py`` (``MistralForCausalLM`` subclasses it) has no sliding window
+  (read in the SGLang 0.5.10.post1 wheel), so no SGLang release serves its windows (``WINDOWS_FROM``).
+
+The release checked is the one the plan prices (``release_priced``): the release typed, else the newest release
+read of the generation named (``--engine vllm``: the newest release read, ``vllm-v1``: 0.20.2). Pure Python.
 """
 
 from __future__ import annotations
@@ -43,6 +50,15 @@ WRAPPERS: dict[str, str] = {
 }  # fmt: skip
 """Multimodal classes ``ARCHITECTURES`` does not name, by the ``model_type`` of their config (the classes
 ``core.vision_tower`` lists the towers of: vLLM ``qwen3_5.py``, ``mllama4.py``)."""
+
+WINDOWED_AS = "MistralForCausalLM"
+"""The class a Ministral design (local:global windows in ``layer_types``) is written and served as."""
+WINDOWED = f"{WINDOWED_AS} with per-layer windows (layer_types)"
+"""``WINDOWED_AS`` serving such a design: what ``served_as`` and ``designed_as`` name for it."""
+WINDOWS_FROM: dict[str, str | None] = {"vllm": "0.10.1", "sglang": None}
+"""The first release whose ``WINDOWED_AS`` implementation reads ``layer_types`` (None: none read does): vLLM
+``model_executor/models/llama.py`` ``LlamaAttention.__init__`` (0.10.1 wheel on); SGLang ``srt/models/llama.py``
+(0.5.10.post1 wheel: no sliding window)."""
 
 FOLLOWED: frozenset[str] = frozenset(ARCHITECTURES) | frozenset(WRAPPERS.values())
 """Every architecture a model mha reads is served as: what ``benchmarks/engine_architectures.py`` follows."""
@@ -78,6 +94,8 @@ def served_as(model: ModelSpec) -> tuple[str, ...]:
         return ()
     names = [name for name, model_type in ARCHITECTURES.items() if model_type in found.model_types]
     names += [WRAPPERS[t] for t in found.model_types if t in WRAPPERS]
+    if model.family == "ministral":
+        names.append(WINDOWED)
     if model.vision is not None:
         return tuple(name for name in names if name.endswith(MULTIMODAL))
     return tuple(names)
@@ -85,14 +103,44 @@ def served_as(model: ModelSpec) -> tuple[str, ...]:
 
 def designed_as(model: ModelSpec) -> tuple[str, ...]:
     """The architecture a design of ``mha recommend`` is written as (``core.recommend.hf_config``: Llama,
-    Ministral, Qwen3-MoE or DeepSeek-V3); empty where it writes none (shared experts)."""
+    Mistral with windows (``WINDOWED``), Qwen3-MoE or DeepSeek-V3); empty where it writes none (shared experts)."""
     from mha_cli.core.errors import BadInputError
     from mha_cli.core.recommend.hf_config import hf_config
 
     try:
-        return tuple(hf_config(model, max_position_embeddings=1)["architectures"])
+        config = hf_config(model, max_position_embeddings=1)
     except BadInputError:
         return ()
+    return (WINDOWED,) if "layer_types" in config else tuple(config["architectures"])
+
+
+def release_priced(engine: str, typed: str | None, generation_id: str | None) -> str | None:
+    """The release whose registry ``support`` checks: ``typed``, else the newest release read that generation
+    ``generation_id`` (None: the engine's latest) covers; None for an engine not read."""
+    from mha_cli.core.engine.flags import release_key
+    from mha_cli.core.engine.generations import generation
+
+    if typed is not None or engine not in ENGINES_READ:
+        return typed
+    covering = generation(generation_id, engine)  # type: ignore[arg-type]
+    read = [r for r in _table()[engine]["releases_read"] if covering.covers(release_key(r)[:2])]
+    return read[-1] if read else None
+
+
+def loaded_by(names: tuple[str, ...], but: str) -> str | None:
+    """The ``--engine`` of another engine read than ``but`` whose release loads one of ``names``: the engine alone
+    where its newest release read does, else ``engine@release`` of the newest that does; None where none does."""
+    for engine in ENGINES_READ:
+        if engine == but:
+            continue
+        table = _table()[engine]
+        having = [r for r in table["releases_read"] for name in names if _has(_span(engine, name), r)]
+        if having:
+            from mha_cli.core.engine.flags import release_key
+
+            newest = max(having, key=release_key)
+            return engine if newest == table["releases_read"][-1] else f"{engine}@{newest}"
+    return None
 
 
 @lru_cache(maxsize=1)
@@ -110,7 +158,7 @@ def support(engine: str, typed: str, names: tuple[str, ...]) -> Lacking | NeverR
         return None
     table = _table()[engine]
     read: list[str] = table["releases_read"]
-    spans = {name: table["architectures"][name] for name in names if table["architectures"].get(name, {}).get("first")}
+    spans = {name: span for name in names if (span := _span(engine, name)).get("first")}
     if not spans:
         return NeverRead(names[0], f"{read[0]} to {read[-1]}")
     key = release_key(typed)
@@ -126,8 +174,17 @@ def support(engine: str, typed: str, names: tuple[str, ...]) -> Lacking | NeverR
     return Lacking(dropped[-1][1], dropped[-1][2], later=False)
 
 
+def _span(engine: str, name: str) -> dict:
+    """The releases read of ``engine`` that have ``name``: the table's, ``WINDOWS_FROM`` for ``WINDOWED``."""
+    if name == WINDOWED:
+        return {"first": WINDOWS_FROM[engine]}
+    return _table()[engine]["architectures"].get(name, {})
+
+
 def _has(span: dict, release: str) -> bool:
     """Whether the registry of ``release`` (a release read) has the architecture of ``span``."""
     from mha_cli.core.engine.flags import release_key
 
+    if not span.get("first"):
+        return False
     return release_key(release) >= release_key(span["first"]) and release not in span.get("lacking", ())
