@@ -1,4 +1,4 @@
-"""Whether a vLLM or SGLang release typed (``--engine vllm@0.5.0``) ships a model file for the model priced.
+"""Whether the vLLM or SGLang release a plan prices ships a model file for the model priced.
 
 An engine loads a model by the class its config's ``architectures`` names, looked up in its model registry (vLLM
 ``vllm/model_executor/models/registry.py``, SGLang the ``EntryClass`` of ``sglang/srt/models/*.py``). Which
@@ -10,26 +10,29 @@ releases read that lack it (vLLM drops some: ``_PREVIOUSLY_SUPPORTED_MODELS``). 
 - a model is served as one of the architectures its family's ``model_type`` s are named by
   (``core.families.architectures.ARCHITECTURES``; a text model as any of them: the config's own is not kept), a
   model with a vision tower as its multimodal class (``ForConditionalGeneration``: the family's, or ``WRAPPERS``);
-- a release typed whose registry has none of them is refused: before the first release that has one ("first in"),
+- a release whose registry has none of them is refused: before the first release that has one ("first in"),
   or after the last that had one ("last in");
 - a release not read (between two releases read, or a minor alone: ``0.17``, its newest release read) is
   answered as the newest release read at or before it: conservative for a first (a release between the last read
   without it and the first read with it is refused), lenient for a drop; one before the oldest release read
   (vLLM 0.1.0-0.1.3, no wheel; SGLang before 0.1.10, no registry of the form read) is not checked;
-- an architecture no release read has (mha reads families an engine never served) gets a note, not a refusal;
+- an architecture no release read of the engine has (mha reads families an engine never served: SGLang never
+  registered Falcon, Bloom, Jamba, Nemotron or SmolLM3) is refused too, naming the other engine's release that has
+  it (``loaded_by``), where one does;
 - the Transformers-backend fallback (``TransformersForCausalLM``, which both engines try for an architecture not
   registered) is not counted: mha prices each engine's own implementation; vLLM's architectures registered by name
-  to that backend (``_TRANSFORMERS_SUPPORTED_MODELS``) are.
-
+  to that backend (``_TRANSFORMERS_SUPPORTED_MODELS``) are;
 - a Ministral config (local:global windows in ``layer_types``) is also served as ``MistralForCausalLM``, the
-  class ``mha recommend --format hf`` writes such a design as (the ``architectures`` Ministral-8B's config names):
+  class ``mha recommend --format hf`` writes such a design as (``core.recommend.hf_config``):
   vLLM loads it with ``models/llama.py``, whose attention reads ``layer_types`` from 0.10.1 (0.10.0 reads only
   ``interleaved_sliding_window``; read in the vLLM 0.10.0, 0.10.1 and 0.34.0 wheels), so that class counts from
   0.10.1 for it; SGLang's ``models/llama.py`` (``MistralForCausalLM`` subclasses it) has no sliding window
   (read in the SGLang 0.5.10.post1 wheel), so no SGLang release serves its windows (``WINDOWS_FROM``).
 
 The release checked is the one the plan prices (``release_priced``): the release typed, else the newest release
-read of the generation named (``--engine vllm``: the newest release read, ``vllm-v1``: 0.20.2). Pure Python.
+read of the generation named (``--engine vllm``: the newest release read, ``vllm-v1``: 0.20.2); without
+``--engine``, vLLM's newest (``cli.release_notice``: a notice there, not a refusal). TensorRT-LLM is not checked: its
+PyTorch backend's registry (``register_auto_model``) is not read. Pure Python.
 """
 
 from __future__ import annotations
