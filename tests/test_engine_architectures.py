@@ -1,5 +1,6 @@
-"""A release typed that cannot load the model is refused (core.engine.architectures_served): pairs read in the wheels
-by benchmarks/engine_architectures.py, the CLI's one line, the untyped engine left alone."""
+"""The release priced that cannot load the model is refused (core.engine.architectures_served): pairs read in the
+wheels by benchmarks/engine_architectures.py, the CLI's one line, at a release typed and at the newest release read
+that --engine vllm (no release) prices; a notice without --engine."""
 
 from __future__ import annotations
 
@@ -9,8 +10,15 @@ from pathlib import Path
 import pytest
 
 from mha_cli.cli.app import app
-from mha_cli.core.engine import architectures_served
-from mha_cli.core.engine.architectures_served import Lacking, NeverRead, served_as, support
+from mha_cli.core.engine.architectures_served import (
+    WINDOWED,
+    Lacking,
+    NeverRead,
+    designed_as,
+    release_priced,
+    served_as,
+    support,
+)
 from mha_cli.core.hf_import import import_hf_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +81,7 @@ def test_a_release_after_vllm_dropped_the_architecture_is_refused_the_last_accep
     assert isinstance(dropped, Lacking) and not dropped.later and dropped.release == "0.23.0"
 
 
-def test_an_architecture_no_release_read_has_gets_a_note_not_a_refusal():
+def test_an_architecture_no_release_read_has_is_never_read():
     xlstm = served_as(model("xlstm-7b.json"))
     assert TABLE["vllm"]["architectures"]["xLSTMForCausalLM"]["first"] is None
     found = support("vllm", "0.10.0", xlstm)
@@ -102,7 +110,8 @@ def test_the_commands_refuse_in_one_line(cli, args, release):
     engine, typed = release.split("@")
     name, first = ("vLLM", "0.17.0") if engine == "vllm" else ("SGLang", "0.5.9")
     assert shown.stderr.strip().splitlines() == [
-        f"error: {name} {typed} has no Qwen3_5ForConditionalGeneration (first in {first}): give a later release"
+        f"error: {name} {typed} has no Qwen3_5ForConditionalGeneration (first in {first}): give --engine"
+        f" {engine}@{first} or later, a release that loads it"
     ]
 
 
@@ -112,25 +121,119 @@ def test_recommend_refuses_a_release_before_its_designs_architecture(cli, tmp_pa
                                     "--target", "h100", "--engine", "vllm@0.2.0", "--out", str(out)])  # fmt: skip
     assert shown.exit_code == 2, shown.output
     first = TABLE["vllm"]["architectures"]["Qwen3MoeForCausalLM"]["first"]
-    assert shown.stderr == f"error: vLLM 0.2.0 has no Qwen3MoeForCausalLM (first in {first}): give a later release\n"
+    assert shown.stderr == (
+        f"error: vLLM 0.2.0 has no Qwen3MoeForCausalLM (first in {first}): give --engine vllm@{first} or later, a"
+        " release that loads it\n"
+    )
     assert not out.exists()  # refused before anything is written
     dense = cli.runner.invoke(app, ["recommend", "--params", "8b", "--target", "h100", "--engine", "vllm@0.2.0"])
     assert dense.exit_code == 0, dense.output  # a Llama design: in every release read
 
 
-def test_the_first_release_and_the_untyped_engine_price_it(cli, monkeypatch):
+def test_the_first_release_and_the_untyped_engine_price_it(cli):
     assert cli.runner.invoke(app, ["kv", QWEN35, "--target", "l40s", "--engine", "vllm@0.17.0"]).exit_code == 0
-    architectures_served._table.cache_clear()
     shown = cli.runner.invoke(app, ["kv", QWEN35, "--target", "l40s", "--engine", "vllm", "--json"])
     assert shown.exit_code == 0 and "has no" not in shown.stderr
-    assert architectures_served._table.cache_info().currsize == 0  # not read without a release typed
 
 
-def test_a_note_when_no_release_read_has_it(cli):
-    shown = cli.runner.invoke(app, ["kv", str(FIXTURES / "xlstm-7b.json"), "--target", "h100", "--engine",
-                                    "vllm@0.10.0", "--json"])  # fmt: skip
+def test_the_release_priced_is_the_typed_one_else_the_newest_read_of_the_generation():
+    assert release_priced("vllm", "0.5.0", None) == "0.5.0"
+    assert release_priced("vllm", None, None) == TABLE["vllm"]["releases_read"][-1] == "0.34.0"
+    assert release_priced("vllm", None, "vllm-v1") == "0.20.2"  # vLLM V1 is 0.8-0.20
+    assert release_priced("vllm", None, "vllm-v0") == "0.7.3"
+    assert release_priced("sglang", None, None) == TABLE["sglang"]["releases_read"][-1] == "0.5.23"
+    assert release_priced("sglang", None, "sglang-0.4") == "0.4.10.post2"
+    assert release_priced("trtllm", None, None) is None  # no TensorRT-LLM registry read
+
+
+MINIMAX = str(FIXTURES / "minimax-text-01.json")
+
+
+def test_the_engine_alone_is_checked_at_the_newest_release_read(cli):
+    assert TABLE["vllm"]["architectures"]["MiniMaxText01ForCausalLM"]["lacking"][-1] == "0.34.0"
+    for command in (["kv", MINIMAX], ["check", MINIMAX], ["plan", MINIMAX, "--closed-form"]):
+        shown = cli.runner.invoke(app, [*command, "--target", "h100", "--engine", "vllm"])
+        assert shown.exit_code == 2, shown.output
+        assert shown.stdout == "" and shown.stderr == (
+            "error: vLLM 0.34.0 (the newest release read, which --engine vllm prices) has no MiniMaxText01ForCausalLM"
+            " (last in 0.23.0): give --engine vllm@0.23.0 or earlier, a release that loads it\n"
+        )
+    assert cli.runner.invoke(app, ["kv", MINIMAX, "--target", "h100", "--engine", "vllm@0.23.0"]).exit_code == 0
+    assert cli.runner.invoke(app, ["kv", MINIMAX, "--target", "h100", "--engine", "vllm-v1"]).exit_code == 0
+
+
+def test_without_engine_the_newest_vllm_is_checked_in_a_notice(cli):
+    shown = cli.runner.invoke(app, ["kv", MINIMAX, "--target", "h100", "--json"])
     assert shown.exit_code == 0, shown.output
-    assert "vLLM's model registry has no xLSTMForCausalLM in any release read" in shown.stderr
+    assert (
+        "vLLM 0.34.0, which mha prices without --engine, has no MiniMaxText01ForCausalLM (last in 0.23.0): priced as"
+        " mha reads the family; give --engine vllm@0.23.0 or earlier" in shown.stderr
+    )
+    quiet = cli.runner.invoke(app, ["kv", QWEN35, "--target", "l40s", "--json"])
+    assert quiet.exit_code == 0 and "has no" not in quiet.stderr
+
+
+def test_an_architecture_no_release_read_has_is_refused_naming_the_engine_that_loads_it(cli):
+    xlstm = cli.runner.invoke(
+        app, ["kv", str(FIXTURES / "xlstm-7b.json"), "--target", "h100", "--engine", "vllm@0.10.0"]
+    )
+    assert xlstm.exit_code == 2
+    assert xlstm.stderr == (
+        "error: vLLM 0.10.0 has no xLSTMForCausalLM, nor does any release read (0.1.4 to 0.34.0): no vLLM or SGLang"
+        " release read loads it: leave out --engine to price the family anyway\n"
+    )
+    assert cli.runner.invoke(app, ["kv", str(FIXTURES / "xlstm-7b.json"), "--target", "h100"]).exit_code == 0
+
+
+# SGLang never registered these (EntryClass of sglang/srt/models/*.py, every release read; checked by hand in the
+# 0.5.10.post1 wheel: falcon_h1.py's FalconH1ForCausalLM and nemotron_h.py's NemotronHForCausalLM only), vLLM does
+SGLANG_NEVER = [
+    ("falcon-7b.json", "FalconForCausalLM", "vllm"),
+    ("jamba-mini-1.5.json", "JambaForCausalLM", "vllm"),
+    ("smollm3-3b.json", "SmolLM3ForCausalLM", "vllm"),
+    ("minimax-text-01.json", "MiniMaxForCausalLM", "vllm@0.23.0"),
+]
+
+
+@pytest.mark.parametrize(("fixture", "architecture", "give"), SGLANG_NEVER)
+def test_sglang_refuses_the_families_it_never_registered(cli, fixture, architecture, give):
+    names = served_as(model(fixture))
+    assert all(TABLE["sglang"]["architectures"][name]["first"] is None for name in names)
+    assert support("sglang", "0.5.23", names) == NeverRead(architecture, "0.1.10 to 0.5.23")
+    shown = cli.runner.invoke(app, ["kv", str(FIXTURES / fixture), "--target", "h100", "--engine", "sglang"])
+    assert shown.exit_code == 2
+    assert shown.stderr == (
+        f"error: SGLang 0.5.23 (the newest release read, which --engine sglang prices) has no {architecture}, nor"
+        f" does any release read (0.1.10 to 0.5.23): give --engine {give}, a release that loads it\n"
+    )
+
+
+def test_sglang_loads_bloom_and_nemotron_in_no_release_read_nemotron_h_from_0_5_3_post1():
+    sglang = TABLE["sglang"]["architectures"]
+    assert sglang["BloomForCausalLM"]["first"] is None and sglang["NemotronForCausalLM"]["first"] is None
+    assert sglang["NemotronHForCausalLM"]["first"] == "0.5.3.post1"
+    nemotron_h = served_as(model("nvidia-nemotron-3-nano-30b-a3b.json"))
+    assert support("sglang", "0.5.3", nemotron_h) == Lacking("NemotronHForCausalLM", "0.5.3.post1", later=True)
+    assert support("sglang", "0.5.23", nemotron_h) is None
+
+
+def test_a_windowed_design_is_served_by_vllm_from_0_10_1_by_no_sglang_release():
+    from mha_cli.core.hf_import import import_hf_config
+    from mha_cli.core.recommend.hf_config import hf_config
+
+    windowed = model("llama-3.1-8b.json")
+    windowed = windowed.model_copy(update={"layers": windowed.layers.model_copy(
+        update={"sliding_window": 1024, "pattern": ["local"] * 5 + ["global"]})})  # fmt: skip
+    assert designed_as(windowed) == (WINDOWED,)
+    written = hf_config(windowed, max_position_embeddings=8192)
+    assert written["architectures"] == ["MistralForCausalLM"] and written["model_type"] == "ministral"
+    assert support("vllm", "0.10.0", (WINDOWED,)) == Lacking(WINDOWED, "0.10.1", later=True)
+    assert support("vllm", "0.10.1", (WINDOWED,)) is None
+    assert isinstance(support("sglang", "0.5.23", (WINDOWED,)), NeverRead)
+    read_back = served_as(import_hf_config(written).model)
+    assert WINDOWED in read_back and "MistralForCausalLM" not in read_back  # not Mistral's uniform window rule
+    mistral = served_as(model("mistral-7b-v0.1.json"))  # a window on every layer: MistralForCausalLM's own rule
+    assert mistral == ("MistralForCausalLM",) and support("vllm", "0.2.0", mistral) is None
 
 
 # vLLM's own record of the last minor release of each model it dropped: registry.py _PREVIOUSLY_SUPPORTED_MODELS,

@@ -116,3 +116,19 @@ def test_when_nothing_fits_the_pick_is_what_the_engine_admits_most_of(cli):
     assert chosen["quality_risk"] == "low"
     batch = next(w for w in data["ways_out"] if w["change"].startswith("--batch"))
     assert batch["change"] == "--batch 184" and batch["fits"]
+
+
+def test_the_hf_config_names_the_class_vllm_loads_it_as(cli, tmp_path):
+    """No vLLM or SGLang release read registers MinistralForCausalLM (outputs/engine_flags/architectures.json): the
+    written config names MistralForCausalLM, whose vLLM llama.py reads layer_types from 0.10.1."""
+    args = ["recommend", "--params", "300M", "--seq", "65536", "--priority", "inference"]
+    hf = tmp_path / "config.json"
+    assert cli.run(*args, "--engine", "vllm", "--out", str(hf), "--format", "hf").exit_code == 0
+    assert json.loads(hf.read_text())["architectures"] == ["MistralForCausalLM"]
+    assert cli.run("kv", str(hf), "--target", "h100", "--engine", "vllm@0.10.1").exit_code == 0
+    for command in (["kv", str(hf)], ["plan", str(hf), "--closed-form"]):
+        assert cli.run(*command, "--target", "h100", "--engine", "vllm").exit_code == 0
+        early = cli.run(*command, "--target", "h100", "--engine", "vllm@0.10.0")
+        assert early.exit_code == 2 and "(first in 0.10.1): give --engine vllm@0.10.1 or later" in early.stderr
+    refused = cli.run(*args, "--engine", "vllm@0.10.0", "--out", str(tmp_path / "early.json"), "--format", "hf")
+    assert refused.exit_code == 2 and not (tmp_path / "early.json").exists()

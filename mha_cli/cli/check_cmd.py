@@ -65,7 +65,10 @@ def check(
         strict=strict,
     )  # fmt: skip
     output = Output(json)
-    refuse_release_without_model(result.deployment.engine, result.deployment.engine_version, result.model, output)
+    deployment = result.deployment
+    refuse_release_without_model(
+        deployment.engine, deployment.engine_version, result.model, output, generation_id=deployment.engine_generation
+    )
     notice_past_newest_read(result.deployment.engine, result.deployment.engine_version, output)
     output.emit(result, render_check)
     if not result.passed:

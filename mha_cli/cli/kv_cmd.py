@@ -93,7 +93,9 @@ def kv(
         limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
     )  # fmt: skip
     out = Output(json)
-    refuse_release_without_model(deployment.engine, deployment.engine_version, loaded.model, out)
+    refuse_release_without_model(
+        deployment.engine, deployment.engine_version, loaded.model, out, generation_id=deployment.engine_generation
+    )
     report = build_kv_report(loaded, deployment)
     if profile is not None:
         report = with_profile(report, report.model, report.deployment, profile)

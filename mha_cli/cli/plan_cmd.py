@@ -421,7 +421,9 @@ def plan(
     if slo_percentile not in (0, 50, 90, 99):
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
     output = Output(json)
-    refuse_release_without_model(deployment.engine, deployment.engine_version, loaded.model, output)
+    refuse_release_without_model(
+        deployment.engine, deployment.engine_version, loaded.model, output, generation_id=deployment.engine_generation
+    )
     past_read = notice_past_newest_read(deployment.engine, deployment.engine_version, output)
     if disaggregated:
         from mha_cli.cli.render_disaggregated import render_disaggregated

@@ -218,7 +218,10 @@ def recommend_command(
     from mha_cli.core.engine.generations import typed_release
 
     typed = typed_release(engine)
-    refuse_release_without_model(result.config.deployment.engine, typed, result.config.model, output, designed=True)
+    deployment = result.config.deployment
+    refuse_release_without_model(
+        deployment.engine, typed, result.config.model, output, generation_id=deployment.engine_generation, designed=True
+    )
     if out is not None:
         if format == "hf":
             import json as json_module  # only for --format hf

@@ -1,5 +1,5 @@
 """The notice that a release typed past the newest mha read (``--engine vllm@0.99``) was priced as that one, and
-the refusal of a release typed before the first that ships the model's architecture."""
+the refusal of the release priced (typed, or the newest read of the generation named) when it cannot load the model."""
 
 from __future__ import annotations
 
@@ -24,27 +24,52 @@ def notice_past_newest_read(engine: EngineName | None, typed: str | None, output
 
 
 def refuse_release_without_model(
-    engine: EngineName | None, typed: str | None, model: ModelSpec, output: Output, *, designed: bool = False
+    engine: EngineName | None,
+    typed: str | None,
+    model: ModelSpec,
+    output: Output,
+    *,
+    generation_id: str | None = None,
+    designed: bool = False,
 ) -> None:
-    """Refuse (exit 2) a release typed (``--engine vllm@0.5.0``) of ``engine`` (None: vLLM) whose model registry has
-    none of ``model``'s architectures (``designed``: the one ``mha recommend`` writes it as); a notice when no
-    release read has one (``core.engine.architectures_served``). Nothing is read when no release is typed."""
-    if typed is None:
-        return
-    from mha_cli.core.engine.architectures_served import Lacking, designed_as, served_as, support
+    """Refuse (exit 2) when the release of ``engine`` the plan prices cannot load ``model``: its model registry has
+    none of the model's architectures (``designed``: the one ``mha recommend`` writes it as), in that release or in
+    any release read (``core.engine.architectures_served``). The release priced is ``typed`` (``--engine
+    vllm@0.5.0``), else the newest release read of generation ``generation_id`` (``--engine vllm``: the latest).
+    Without ``--engine`` (``engine`` None) vLLM's newest is priced, and its lack is a notice, not a refusal."""
+    from mha_cli.core.engine.architectures_served import (
+        Lacking,
+        designed_as,
+        loaded_by,
+        release_priced,
+        served_as,
+        support,
+    )
     from mha_cli.core.engine.releases_read import ENGINE_NAMES
     from mha_cli.core.errors import BadInputError
 
+    named = engine is not None
     engine = engine or "vllm"
-    found = support(engine, typed, designed_as(model) if designed else served_as(model))
+    release = release_priced(engine, typed, generation_id)
+    names = designed_as(model) if designed else served_as(model)
+    found = support(engine, release, names) if release is not None else None
+    if found is None:
+        return
     name = ENGINE_NAMES[engine]
+    priced = release if typed is not None else f"{release} (the newest release read, which --engine {engine} prices)"
+    if not named:
+        priced = f"{release}, which mha prices without --engine,"
     if isinstance(found, Lacking):
-        when, give = ("first", "a later") if found.later else ("last", "an earlier")
-        raise BadInputError(
-            f"{name} {typed} has no {found.architecture} ({when} in {found.release}): give {give} release"
-        )
-    if found is not None:
-        output.notice(
-            f"{name}'s model registry has no {found.architecture} in any release read ({found.releases}): priced as"
-            f" mha reads the family; {name} {typed} may not load it"
-        )
+        when, side = ("first", "or later") if found.later else ("last", "or earlier")
+        line = f"{name} {priced} has no {found.architecture} ({when} in {found.release})"
+        fix = f"give --engine {engine}@{found.release} {side}, a release that loads it"
+    else:
+        line = f"{name} {priced} has no {found.architecture}, nor does any release read ({found.releases})"
+        other = loaded_by(names, but=engine)
+        fix = (
+            f"give --engine {other}, a release that loads it" if other is not None
+            else "no vLLM or SGLang release read loads it" + (": leave out --engine to price the family anyway" if named else "")
+        )  # fmt: skip
+    if named:
+        raise BadInputError(f"{line}: {fix}")
+    output.notice(f"{line}: priced as mha reads the family; {fix}")

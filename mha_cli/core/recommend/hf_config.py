@@ -5,7 +5,10 @@ The model type is the transformers architecture that holds the design exactly, s
 
 - MHA, GQA, MQA, dense: ``llama`` (RMSNorm, SwiGLU, RoPE, no biases, as the recommender designs); with a
   local:global window pattern (MHA028), ``ministral``: Llama's layers with transformers' ``layer_types`` and
-  ``sliding_window``;
+  ``sliding_window``, whose ``architectures`` names ``MistralForCausalLM``: transformers builds the model by
+  ``model_type`` (``MinistralForCausalLM``), vLLM by ``architectures``, and no vLLM or SGLang release read registers
+  ``MinistralForCausalLM`` (``outputs/engine_flags/architectures.json``) while vLLM's ``MistralForCausalLM``
+  (``models/llama.py``) reads ``layer_types`` from 0.10.1 (``core.engine.architectures_served.WINDOWS_FROM``);
 - MoE with MHA/GQA/MQA: ``qwen3_moe`` (softmax top-k routing, QK-norm, which the recommender adds to its MoE
   designs for that reason; dense first layers as ``mlp_only_layers``; no shared experts, which are refused);
 - MLA, dense or MoE: ``deepseek_v3`` (a dense MLA design sets ``first_k_dense_replace`` to every layer).
@@ -80,7 +83,7 @@ def hf_config(model: ModelSpec, *, max_position_embeddings: int) -> dict[str, An
         raise BadInputError("--format hf: a dense design with QK-norm has no llama equivalent")
     if windowed:
         return {
-            "architectures": ["MinistralForCausalLM"],
+            "architectures": ["MistralForCausalLM"],  # what vLLM loads it as (module docstring)
             "model_type": "ministral",
             **common,
             "intermediate_size": model.block.d_ff,
