@@ -174,8 +174,25 @@ def test_transformers_caches_gemma4_s_full_layers_at_their_own_geometry():
     allocated = sum(torch.Size(k).numel() + torch.Size(v).numel() for k, v in (h for h in held if h is not None))
     assert allocated == 2 * 12 * values_per_token == 3_072  # 2 x 12 tokens x (2 x 2 x 8 x 2 + 2 x 1 x 16 x 2)
     assert next(model.parameters()).dtype == torch.float32
-    kv = kv_footprint(_imported(TINY), seq_len=12, batch=2, kv_dtype="fp32")
-    assert kv.total_bytes == allocated * 4 and kv.n_shared_kv_layers == 2  # mha's figure, the cache allocated
+    saved = json.loads(json.dumps(config.to_dict()))  # as save_pretrained writes it: per_layer_config, no global_*
+    assert "per_layer_config" in saved and "global_head_dim" not in saved
+    for read in (_imported(TINY), import_hf_config(saved).model):
+        kv = kv_footprint(read, seq_len=12, batch=2, kv_dtype="fp32")
+        assert kv.total_bytes == allocated * 4 and kv.n_shared_kv_layers == 2  # mha's figure, the cache allocated
+
+
+def test_a_per_layer_config_that_is_not_one_override_of_the_full_layers_is_refused(cli, tmp_path):
+    """transformers' per_layer_config may override any layer; mha reads it only as Gemma 4 builds it."""
+    overrides = {str(i): {"head_dim": 512, "num_key_value_heads": 4} for i in range(5, 60, 6)}
+    path = tmp_path / "config.json"
+    fields = {k: v for k, v in TEXT_31B.items() if k not in ("global_head_dim", "num_global_key_value_heads")}
+    path.write_text(json.dumps({**fields, "per_layer_config": overrides}))
+    assert json.loads(cli.run("kv", str(path), "--json").stdout)["kv"]["bytes_per_token"] == 901_120
+    path.write_text(json.dumps({**fields, "per_layer_config": {**overrides, "0": {"head_dim": 512}}}))
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2, result.output
+    assert "per_layer_config must override head_dim and/or num_key_value_heads alike" in result.stderr
+    assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_mha_s_tiny_gemma4_cache_by_hand():

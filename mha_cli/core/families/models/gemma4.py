@@ -35,17 +35,50 @@ def _global_geometry(r: ConfigReader, fields: dict[str, Any]) -> None:
             f"{r.origin}: use_bidirectional_attention 'all' (every token attends both ways, the window halved) is not"
             " priced: give a causal Gemma 4 config (null or 'vision')"
         )
+    k_eq_v = bool(r.config.get("attention_k_eq_v"))
+    fields["global_k_eq_v"] = k_eq_v
+    if r.config.get("per_layer_config"):  # a config transformers saved: the overrides themselves, which win
+        fields.update(_per_layer_overrides(r, fields))
+        return _shared_kv(r, fields)
     if r.config.get("global_head_dim") is not None:
         fields["global_head_dim"] = r.count("global_head_dim", "global_head_dim")
     else:
         fields["global_head_dim"] = r.assume(GLOBAL_HEAD_DIM, f"global_head_dim absent: {GLOBAL_HEAD_DIM}, the default")
-    k_eq_v = bool(r.config.get("attention_k_eq_v"))
-    global_kv_heads = r.config.get("num_global_key_value_heads")
-    if k_eq_v and global_kv_heads is not None:
+    if k_eq_v and r.config.get("num_global_key_value_heads") is not None:
         fields["global_n_kv_heads"] = r.count("num_global_key_value_heads", "num_global_key_value_heads")
-    fields["global_k_eq_v"] = k_eq_v
+    _shared_kv(r, fields)
+
+
+def _shared_kv(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """The last ``num_kv_shared_layers`` layers reuse earlier layers' K/V and cache nothing (as Gemma-3n's)."""
     if r.config.get("num_kv_shared_layers"):
         fields["n_kv_shared_layers"] = r.count("num_kv_shared_layers", "num_kv_shared_layers")
+
+
+def _per_layer_overrides(r: ConfigReader, fields: dict[str, Any]) -> dict[str, int]:
+    """``per_layer_config`` (what ``Gemma4TextConfig.to_dict`` writes in place of global_head_dim and
+    num_global_key_value_heads) as the global layers' geometry: one override of head_dim and/or num_key_value_heads
+    on exactly the full_attention layers; anything else is refused in one line."""
+    overrides = r.config["per_layer_config"]
+    layer_types = r.config.get("layer_types") or []
+    full = {i for i, kind in enumerate(layer_types) if kind == "full_attention"}
+    problem = f"{r.origin}: per_layer_config must override head_dim and/or num_key_value_heads alike on exactly the"
+    problem += " full_attention layers of layer_types (as Gemma4TextConfig builds it); this one does not"
+    if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
+        raise BadInputError(problem)
+    layers = {int(key) for key in overrides if str(key).isdigit()}
+    kinds = {tuple(sorted(v.items())) for v in overrides.values()}
+    if layers != full or len(layers) != len(overrides) or len(kinds) != 1:
+        raise BadInputError(problem)
+    override = overrides[next(iter(overrides))]
+    if set(override) - {"head_dim", "num_key_value_heads"} or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in override.values()
+    ):
+        raise BadInputError(problem)
+    return {
+        "global_head_dim": override.get("head_dim", fields.get("head_dim")),
+        **({"global_n_kv_heads": override["num_key_value_heads"]} if "num_key_value_heads" in override else {}),
+    }
 
 
 FAMILY = Family(
@@ -77,7 +110,7 @@ FAMILY = Family(
     unbuilt="per-kind head geometry",
     uncounted="weights understated where set: Gemma 4's per-layer embeddings (vocab_size_per_layer_input x"
     " num_hidden_layers x hidden_size_per_layer_input, with their projections) are not counted; the cache is exact",
-    reads=frozenset({"global_head_dim", "num_global_key_value_heads", "attention_k_eq_v", "num_kv_shared_layers"}),
+    reads=frozenset({"per_layer_config"}),
     left_unread={
         "use_bidirectional_attention": ANY_VALUE,
         "vocab_size_per_layer_input": ANY_VALUE,
