@@ -81,6 +81,21 @@ def _per_layer_overrides(r: ConfigReader, fields: dict[str, Any]) -> dict[str, i
     }
 
 
+MOE_FIELDS = ("num_experts", "top_k_experts", "moe_intermediate_size")
+"""Gemma 4's MoE block's fields (transformers 5.24), used only under enable_moe_block."""
+
+
+def _without_unused_moe(config: dict[str, Any], origin: str) -> dict[str, Any]:
+    """Gemma 4's MoE block (enable_moe_block: 26B-A4B's experts beside a dense MLP) is refused in one line; without it,
+    its MoE fields are unused and left out (the standard reader would read num_experts as experts)."""
+    if config.get("enable_moe_block"):
+        raise BadInputError(
+            f"{origin}: Gemma 4's MoE block (enable_moe_block: routed experts beside the dense MLP) is not priced;"
+            " a dense Gemma 4 is"
+        )
+    return {key: value for key, value in config.items() if key not in MOE_FIELDS}
+
+
 FAMILY = Family(
     model_types=("gemma4", "gemma4_text"),
     config_class="Gemma4TextConfig (transformers 5.24)",
@@ -102,6 +117,7 @@ FAMILY = Family(
     local_cycle=("local",) * 5 + ("global",),
     local_cycle_note="layer pattern: Gemma 4 runs 5 sliding : 1 full (Gemma4TextConfig's default layer_types)",
     read_fields=_global_geometry,
+    config_view=_without_unused_moe,
     names=("gemma4", "gemma-4"),
     differences=(
         "Gemma 4's full-attention layers have their own head width and KV heads (global_head_dim,"
@@ -115,10 +131,7 @@ FAMILY = Family(
         "use_bidirectional_attention": ANY_VALUE,
         "vocab_size_per_layer_input": ANY_VALUE,
         "hidden_size_per_layer_input": ANY_VALUE,
-        "enable_moe_block": False,
+        "enable_moe_block": ANY_VALUE,  # on: refused by config_view
         "use_double_wide_mlp": False,
-        "num_experts": None,
-        "top_k_experts": None,
-        "moe_intermediate_size": None,
     },
 )
