@@ -1,7 +1,7 @@
-"""Gemma 4 is a registered family that ``mha kv`` refuses by name (exit 2, one line): its full-attention layers cache
-K/V at their own head width and KV head count, which one ``AttentionSpec`` cannot hold. The refusal's premise is
-checked against what transformers really allocates, so a release that drops the per-kind geometry fails here; the
-gemma-4-31B cache and weights are pinned by hand, against transformers, for the pricing that lifts the refusal."""
+"""Gemma 4 is priced by ``mha kv`` per layer kind: its full-attention layers cache K/V at their own head width and
+KV head count (``AttentionSpec.global_head_dim``, ``global_n_kv_heads``). The figures are checked against what
+transformers really allocates (a tiny prefill's cache), gemma-4-31B's cache and weights by hand; the engine plan,
+which sizes pages of one geometry, refuses it in one line."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ import pytest
 
 from mha_cli.core.families import family
 from mha_cli.core.families.architectures import family_of_architectures
+from mha_cli.core.hf_import import import_hf_config
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.params import count_params
 
 LAYER_TYPES_31B = (["sliding_attention"] * 5 + ["full_attention"]) * 10
 TEXT_31B = {
@@ -27,16 +30,17 @@ heads of 256 on sliding layers, 4 of 512 (global_head_dim) with attention_k_eq_v
 BF16 = 2
 
 
-def _kv(cli, tmp_path, config: dict):
+def _kv(cli, tmp_path, config: dict, *options: str) -> dict:
+    """``mha kv --json`` of ``config`` written as a config.json."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    return cli.run("kv", str(path), "--seq", "1024", "--json")
+    return cli.json("kv", str(path), *options)
 
 
-def test_gemma4_s_model_types_and_architectures_name_its_refused_families():
+def test_gemma4_s_model_types_and_architectures_name_its_families():
     assert family("gemma4") is family("gemma4_text") is not None
     assert family("gemma4_unified") is family("gemma4_unified_text") is not None
-    assert family("gemma4").refused is not None and family("gemma4_unified").refused is not None
+    assert family("gemma4").refused is None and family("gemma4_unified").refused is None
     for architecture, model_type in [
         ("Gemma4ForConditionalGeneration", "gemma4"), ("Gemma4ForCausalLM", "gemma4"),
         ("Gemma4UnifiedForConditionalGeneration", "gemma4_unified"), ("Gemma4UnifiedForCausalLM", "gemma4_unified"),
@@ -51,18 +55,79 @@ def _wrapped(model_type: str, text: dict) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("config", "read_as"),
-    [(TEXT_31B, "gemma4_text"), (_wrapped("gemma4", TEXT_31B), "gemma4_text"),
-     (_wrapped("gemma4_assistant", TEXT_31B), "gemma4_text"),
-     ({**TEXT_31B, "model_type": "gemma4_unified_text"}, "gemma4_unified_text")],
+    "config",
+    [TEXT_31B, _wrapped("gemma4", TEXT_31B), _wrapped("gemma4_assistant", TEXT_31B),
+     {**TEXT_31B, "model_type": "gemma4_unified_text"}],
     ids=["text_config", "multimodal wrapper", "assistant wrapper", "unified"],
 )  # fmt: skip
-def test_a_gemma4_config_is_refused_naming_its_per_kind_head_geometry(cli, tmp_path, config, read_as):
-    result = _kv(cli, tmp_path, config)
+def test_a_gemma4_config_is_priced_per_layer_kind(cli, tmp_path, config):
+    """gemma-4-31B, bf16, by hand: a sliding layer 16 x 256 x 2 (K, V) x 2 B, a full layer 4 x 512 x 2 x 2 B; at 8,192
+    tokens the 50 sliding layers hold their 1,024-token window, the 10 full layers every token."""
+    kv = _kv(cli, tmp_path, config, "--seq", "8192", "--batch", "2")["kv"]
+    assert kv["bytes_per_token_per_layer"] == 16 * 256 * 2 * BF16 == 16_384
+    assert kv["global_bytes_per_token_per_layer"] == 4 * 512 * 2 * BF16 == 8_192
+    assert kv["bytes_per_token"] == 50 * 16_384 + 10 * 8_192 == 901_120
+    assert (kv["n_global_layers"], kv["n_local_layers"], kv["sliding_window"]) == (10, 50, 1024)
+    per_sequence = 10 * 8192 * 8_192 + 50 * 1024 * 16_384
+    assert kv["bytes_per_sequence"] == per_sequence == 1_509_949_440
+    assert kv["total_bytes"] == 2 * per_sequence
+
+
+@pytest.mark.parametrize(
+    ("tp", "local_heads", "global_heads"), [(1, 16, 4), (2, 8, 2), (4, 4, 1), (8, 2, 1), (16, 1, 1)]
+)
+def test_gemma4_s_global_kv_heads_split_then_replicate_over_tp(cli, tmp_path, tp, local_heads, global_heads):
+    """Each rank holds n_kv / tp heads of each kind, one replicated head once tp exceeds them (the global layers'
+    4 from tp 4 on), as vLLM's Gemma4Attention does (max(1, total_num_kv_heads // tp_size))."""
+    kv = _kv(cli, tmp_path, TEXT_31B, "--tp", str(tp))["kv"]
+    assert kv["kv_heads_per_rank"] == local_heads
+    assert kv["global_kv_heads_per_rank"] == global_heads
+    assert kv["bytes_per_token_per_rank"] == 50 * local_heads * 256 * 2 * BF16 + 10 * global_heads * 512 * 2 * BF16
+
+
+def test_a_tp_that_cannot_replicate_the_global_kv_heads_is_refused_naming_them(cli, tmp_path):
+    config = {**TEXT_31B, "num_attention_heads": 24, "num_key_value_heads": 8, "num_global_key_value_heads": 3}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = cli.run("kv", str(path), "--tp", "8")
     assert result.exit_code == 2, result.output
-    assert f"model_type '{read_as}': its full_attention layers cache K/V at their own head width" in result.stderr
-    assert "num_global_key_value_heads" in result.stderr and "per-kind head geometry" in result.stderr
+    assert "global layers: tp (8) must be a multiple of global_n_kv_heads (3)" in result.stderr
     assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_without_attention_k_eq_v_the_full_layers_keep_the_sliding_kv_heads(cli, tmp_path):
+    """transformers overrides num_key_value_heads on full layers only under attention_k_eq_v; head_dim always."""
+    kv = _kv(cli, tmp_path, {**TEXT_31B, "attention_k_eq_v": False})["kv"]
+    assert kv["global_bytes_per_token_per_layer"] == 16 * 512 * 2 * BF16
+    assert kv["bytes_per_token"] == 50 * 16_384 + 10 * 32_768
+
+
+@pytest.mark.parametrize("command", [("kv", "--target", "h100"), ("check", "--target", "h100"),
+                                     ("plan", "--target", "8xh100")], ids=["kv", "check", "plan"])  # fmt: skip
+def test_the_engine_plan_refuses_gemma4_in_one_line_pointing_at_mha_kv(cli, tmp_path, command):
+    """vLLM unifies the two page sizes by block size (kv_cache_utils.unify_kv_cache_spec_page_size), a pool mha's
+    memory plan does not size: refused rather than a wrong pool."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TEXT_31B))
+    result = cli.run(command[0], str(path), *command[1:])
+    assert result.exit_code == 2, result.output
+    assert "its global layers cache 4 KV heads of 512 against 16 of 256 elsewhere" in result.stderr
+    assert "priced by `mha kv` without --target" in result.stderr
+    assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
+
+
+TINY = {
+    "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 6, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 8, "global_head_dim": 16, "num_global_key_value_heads": 1,
+    "attention_k_eq_v": True, "num_kv_shared_layers": 2, "sliding_window": 16, "hidden_size_per_layer_input": 4,
+    "vocab_size_per_layer_input": 64, "layer_types": ["sliding_attention", "full_attention"] * 3,
+}  # fmt: skip
+"""A tiny Gemma 4: full layers 1 KV head of 16 (attention_k_eq_v), sliding 2 of 8, the last two layers sharing K/V."""
+
+
+def _imported(fields: dict):
+    """``fields`` as a gemma4_text config.json, read by mha."""
+    return import_hf_config({"model_type": "gemma4_text", **fields}).model
 
 
 def _per_kind(config) -> dict[str, tuple[int, int]]:
@@ -91,12 +156,7 @@ def test_transformers_caches_gemma4_s_full_layers_at_their_own_geometry():
     sharing layers nothing: the per-kind sum a pricing of Gemma 4 has to reproduce."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    config = transformers.Gemma4TextConfig(
-        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=6, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=8, global_head_dim=16, num_global_key_value_heads=1, attention_k_eq_v=True,
-        num_kv_shared_layers=2, sliding_window=16, hidden_size_per_layer_input=4, vocab_size_per_layer_input=64,
-        layer_types=["sliding_attention", "full_attention"] * 3,
-    )  # fmt: skip
+    config = transformers.Gemma4TextConfig(**TINY)
     torch.manual_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -113,6 +173,33 @@ def test_transformers_caches_gemma4_s_full_layers_at_their_own_geometry():
     values_per_token = sum(2 * geometry[kind][0] * geometry[kind][1] for kind in config.layer_types[:4])
     allocated = sum(torch.Size(k).numel() + torch.Size(v).numel() for k, v in (h for h in held if h is not None))
     assert allocated == 2 * 12 * values_per_token == 3_072  # 2 x 12 tokens x (2 x 2 x 8 x 2 + 2 x 1 x 16 x 2)
+    assert next(model.parameters()).dtype == torch.float32
+    saved = json.loads(json.dumps(config.to_dict()))  # as save_pretrained writes it: per_layer_config, no global_*
+    assert "per_layer_config" in saved and "global_head_dim" not in saved
+    for read in (_imported(TINY), import_hf_config(saved).model):
+        kv = kv_footprint(read, seq_len=12, batch=2, kv_dtype="fp32")
+        assert kv.total_bytes == allocated * 4 and kv.n_shared_kv_layers == 2  # mha's figure, the cache allocated
+
+
+def test_a_per_layer_config_that_is_not_one_override_of_the_full_layers_is_refused(cli, tmp_path):
+    """transformers' per_layer_config may override any layer; mha reads it only as Gemma 4 builds it."""
+    overrides = {str(i): {"head_dim": 512, "num_key_value_heads": 4} for i in range(5, 60, 6)}
+    path = tmp_path / "config.json"
+    fields = {k: v for k, v in TEXT_31B.items() if k not in ("global_head_dim", "num_global_key_value_heads")}
+    path.write_text(json.dumps({**fields, "per_layer_config": overrides}))
+    assert json.loads(cli.run("kv", str(path), "--json").stdout)["kv"]["bytes_per_token"] == 901_120
+    path.write_text(json.dumps({**fields, "per_layer_config": {**overrides, "0": {"head_dim": 512}}}))
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2, result.output
+    assert "per_layer_config must override head_dim and/or num_key_value_heads alike" in result.stderr
+    assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_mha_s_tiny_gemma4_cache_by_hand():
+    """Without transformers: the tiny model's 2 sliding (2 x 8) and 2 full (1 x 16) caching layers, fp32."""
+    kv = kv_footprint(_imported(TINY), seq_len=12, batch=2, kv_dtype="fp32")
+    assert kv.bytes_per_token == 2 * (2 * 2 * 8 * 4) + 2 * (2 * 1 * 16 * 4) == 512
+    assert kv.total_bytes == 2 * 12 * 512 == 12_288
 
 
 def test_gemma4_31b_text_weights_by_hand_equal_transformers_meta_build():
@@ -131,3 +218,16 @@ def test_gemma4_31b_text_weights_by_hand_equal_transformers_meta_build():
         warnings.simplefilter("ignore")
         model = transformers.Gemma4ForCausalLM(transformers.Gemma4TextConfig(**fields))
     assert sum(p.numel() for p in model.parameters()) == by_hand
+    assert count_params(_imported(fields)).total == by_hand  # mha's count, each kind's heads, no v_proj on full layers
+
+
+def test_gemma4_s_moe_block_is_refused_in_one_line_and_its_unused_fields_ignored(cli, tmp_path):
+    """26B-A4B's experts beside the dense MLP are not priced; a dense config's null MoE fields change nothing."""
+    moe = {"enable_moe_block": True, "num_experts": 128, "top_k_experts": 8, "moe_intermediate_size": 704}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**TEXT_31B, **moe}))
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2, result.output
+    assert "Gemma 4's MoE block (enable_moe_block" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    unused = {"num_experts": None, "top_k_experts": None, "moe_intermediate_size": None}
+    assert _kv(cli, tmp_path, {**TEXT_31B, **unused})["kv"]["bytes_per_token"] == 901_120

@@ -36,6 +36,7 @@ from mha_cli.cli.options import (
 from mha_cli.cli.output import Output
 from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
 from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.mm_limits import mm_limits
 from mha_cli.core.sources import load_source, refuse_gguf_overrides
@@ -356,6 +357,7 @@ def plan(
     resolved = with_inter_node_link(resolve_target(target), inter_node_link)
     loaded = load_source(source)
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
+    refuse_per_kind_pages(loaded.model)  # one line, not one per layout the search would leave out
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=isl + osl, target=resolved.spec, weight_dtype=weight_dtype,
         kv_dtype=kv_dtype, engine=engine, gpu_memory_utilization=gpu_memory_utilization,

@@ -55,6 +55,13 @@ def model_table(model: ModelSpec, title: str) -> Table:
     table.add_row("d_model x layers", f"{model.d_model} x {model.n_layers}")
     table.add_row("heads", heads)
     table.add_row("head_dim", f"{model.attention.head_dim}{head_note}")
+    if model.attention.per_kind_geometry:  # Gemma 4's full-attention layers
+        attention = model.attention
+        v_note = "; V is K's projection (no v_proj)" if attention.global_k_eq_v else ""
+        table.add_row(
+            "global layers",
+            f"{attention.kv_heads_of('global')} KV heads of {attention.head_dim_of('global')}{v_note}",
+        )
     if model.attention.mla is not None:
         mla = model.attention.mla
         table.add_row(
@@ -127,7 +134,11 @@ def kv_table(
         f", {kv.indexer_bytes_per_token_per_layer} of it indexer key" if kv.indexer_bytes_per_token_per_layer else ""
     )
     if kv.n_token_layers:
-        row("per token, per layer", kv.bytes_per_token_per_layer, f"{kv.kv_dtype}{mode}{indexer}")
+        if kv.global_bytes_per_token_per_layer is None:
+            row("per token, per layer", kv.bytes_per_token_per_layer, f"{kv.kv_dtype}{mode}{indexer}")
+        else:  # Gemma 4: the global layers' own KV heads and head width
+            row("per token, per local layer", kv.bytes_per_token_per_layer, kv.kv_dtype)
+            row("per token, per global layer", kv.global_bytes_per_token_per_layer, f"{kv.kv_dtype}, own head geometry")
         row("per token (all layers)", kv.bytes_per_token, f"bytes_per_token: {kv.n_token_layers} layers cache tokens")
     else:  # attention-free: no per-token figure at all, rather than a 0 B "cache"
         table.title = "Cache: fixed state only (no layer caches tokens)"
@@ -151,7 +162,10 @@ def kv_table(
     if kv.tp > 1 and kv.n_token_layers:
         latent = " (latent not sharded)" if kv.mla_cache == "absorbed" else ""
         row(
-            "per token, per rank", kv.bytes_per_token_per_rank, f"tp={kv.tp}: {kv.kv_heads_per_rank} KV head(s){latent}"
+            "per token, per rank",
+            kv.bytes_per_token_per_rank,
+            f"tp={kv.tp}: {kv.kv_heads_per_rank} KV head(s){latent}"
+            + ("" if kv.global_kv_heads_per_rank is None else f", {kv.global_kv_heads_per_rank} in a global layer"),
         )
         row("per sequence, per rank", kv.bytes_per_sequence_per_rank, "")
     scope = f"batch of {kv.batch}" + (", per tp rank" if kv.tp > 1 else "")

@@ -123,11 +123,13 @@ def tensor_groups(
 ) -> list[Group]:  # fmt: skip
     """``model_tensors`` without the per-layer copies, for counting: each distinct layer layout listed once, with
     the layers that have it (a layer's tensors depend only on whether it is a mixer layer, its feed-forward (dense,
-    MoE or none), whether it is the first (its input norm) or the last (GPT-NeoX-Japanese's o bias))."""
+    MoE or none), whether it is the first (its input norm) or the last (GPT-NeoX-Japanese's o bias), and whether it
+    is a global layer with its own head geometry (Gemma 4's))."""
     ranks = _ranks(spec, tp, rank, vocab_padding, experts)
-    layouts: dict[tuple[bool, str, bool, bool], Group] = {}
+    layouts: dict[tuple[bool, str, bool, bool, bool], Group] = {}
     for i in range(spec.n_layers):
-        layout = (spec.layer_kind(i) == "linear", spec.mlp_kind(i), i == 0, i == spec.n_layers - 1)
+        own_geometry = spec.attention.per_kind_geometry and spec.layer_kind(i) == "global"
+        layout = (spec.layer_kind(i) == "linear", spec.mlp_kind(i), i == 0, i == spec.n_layers - 1, own_geometry)
         if layout not in layouts:
             layouts[layout] = Group(list(_layer(spec, i, ranks)), [])
         layouts[layout].places.append(i)
@@ -277,14 +279,18 @@ def _linear(name: str, out: int, inp: int, kind: TensorKind, split: Split, layer
 
 def _attention(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor]:
     """q (with Qwen3-Next's gate, each head's query then its gate), k, v by KV heads, o by rows; q/k norms per head
-    (replicated) or over the projection; gpt-oss's sinks and Laguna's gate by query heads."""
-    d, h = spec.d_model, spec.attention.head_dim
+    (replicated) or over the projection; gpt-oss's sinks and Laguna's gate by query heads. A global layer with its
+    own head geometry (Gemma 4) has its heads' width and KV heads, and no v_proj under ``global_k_eq_v``."""
+    kind = spec.layer_kind(i)
+    d, h = spec.d_model, spec.attention.head_dim_of(kind)
+    kv_heads = ranks.kv_heads if kind != "global" else kv_heads_per_rank(spec, ranks.tp, "decompressed", kind)
     q_width = ranks.heads * h
     q_out = 2 * q_width if spec.attention.output_gate else q_width
     bias = spec.attention.qkv_bias
     yield from _linear(f"{prefix}.q_proj", q_out, d, "attention", "column", i, bias=bias)
-    yield from _linear(f"{prefix}.k_proj", ranks.kv_heads * h, d, "attention", "kv_heads", i, bias=bias)
-    yield from _linear(f"{prefix}.v_proj", ranks.kv_heads * h, d, "attention", "kv_heads", i, bias=bias)
+    yield from _linear(f"{prefix}.k_proj", kv_heads * h, d, "attention", "kv_heads", i, bias=bias)
+    if not (spec.attention.global_k_eq_v and kind == "global"):
+        yield from _linear(f"{prefix}.v_proj", kv_heads * h, d, "attention", "kv_heads", i, bias=bias)
     o_bias = spec.attention.o_bias or (
         spec.attention.last_o_bias and i == spec.n_layers - 1
     )  # GPT-NeoX-Japanese: the last layer's
@@ -296,7 +302,7 @@ def _attention(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[
                 yield Tensor(f"{prefix}.{norm}.bias", (h,), "qk_norm", "replicated", i)
         elif spec.attention.qk_norm_span == "projection":  # OLMo 2: over the whole projection (tp 1 only in torch)
             yield Tensor(f"{prefix}.q_norm.weight", (spec.attention.n_heads * h,), "qk_norm", "replicated", i)
-            yield Tensor(f"{prefix}.k_norm.weight", (spec.attention.n_kv_heads * h,), "qk_norm", "replicated", i)
+            yield Tensor(f"{prefix}.k_norm.weight", (spec.attention.kv_heads_of(kind) * h,), "qk_norm", "replicated", i)
         else:
             yield Tensor(f"{prefix}.q_norm.weight", (h,), "qk_norm", "replicated", i)
             yield Tensor(f"{prefix}.k_norm.weight", (h,), "qk_norm", "replicated", i)

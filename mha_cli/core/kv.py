@@ -18,6 +18,9 @@ cache rounds each layer's tokens up to whole blocks. Linear-attention and state-
 Mamba, lightning attention, KDA) hold instead a fixed state per sequence, whatever its length
 (``RecurrentSpec``): reported apart (``state_bytes_per_seq``) and added into every per-sequence figure.
 
+A model whose global layers have their own KV heads and head width (Gemma 4: ``AttentionSpec.global_n_kv_heads``,
+``global_head_dim``) prices each layer at its kind's (``bytes_per_token_per_layer``'s ``kind``).
+
 Under tensor parallelism each rank holds n_kv_heads / tp heads, at least one (replicated when tp > n_kv_heads);
 an MLA latent (and an indexer key) is not sharded, every rank holds all of it. A fixed state splits by its
 heads like KV heads (replicated when tp exceeds them), its conv channels evenly over the ranks.
@@ -28,10 +31,14 @@ the recurrent state in the model's dtype unless the config names one, KDA's in f
 columns, the recurrent state in fp32), which is what ``mha verify`` measures in torch.
 """
 
+from typing import Annotated
+
+from pydantic import Field
+
 from mha_cli.core.dtypes import DS_MLA_SCALE_BYTES, DS_MLA_SCALE_GROUP, FP8_DS_MLA, StorageFormat, storage_format
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
-from mha_cli.core.schemas import DeploymentSpec, MlaCacheMode, ModelSpec, RecurrentSpec, StateConvention
+from mha_cli.core.schemas import DeploymentSpec, LayerKind, MlaCacheMode, ModelSpec, RecurrentSpec, StateConvention
 from mha_cli.core.tensor_parallel import kv_heads_per_rank
 
 ACTIVATION_FORMATS = ("fp32", "fp16", "bf16")
@@ -64,10 +71,11 @@ def _ds_mla_fp8_bytes(n_values: int) -> int:
     return n_values + DS_MLA_SCALE_BYTES * -(-n_values // DS_MLA_SCALE_GROUP)
 
 
-def vector_bytes_per_kv_head(model: ModelSpec, kv_dtype: str) -> int:
-    """Bytes one KV head caches per token: its key and value vectors (standard attention)."""
+def vector_bytes_per_kv_head(model: ModelSpec, kv_dtype: str, kind: LayerKind | None = None) -> int:
+    """Bytes one KV head of a layer of ``kind`` (None: the default geometry) caches per token: its key and value
+    vectors (standard attention), at that kind's head width (``AttentionSpec.head_dim_of``)."""
     fmt = storage_format(kv_dtype)
-    return 2 * fmt.vector_bytes(model.attention.head_dim)
+    return 2 * fmt.vector_bytes(model.attention.head_dim_of(kind))
 
 
 def mla_latent_bytes(model: ModelSpec, kv_dtype: str) -> int:
@@ -107,17 +115,19 @@ def bytes_per_token_per_layer(
     *,
     tp: int = 1,
     convention: StateConvention = "engine",
+    kind: LayerKind | None = None,
 ) -> int:
-    """Bytes one layer that caches tokens holds for one token on one rank (tp=1: the whole model's layer),
-    an indexer key included (held as ``convention`` says)."""
+    """Bytes one layer of ``kind`` that caches tokens holds for one token on one rank (tp=1: the whole model's
+    layer), an indexer key included (held as ``convention`` says); ``kind`` None: the model's default geometry, every
+    layer's but the global ones of a model whose global layers have their own (Gemma 4)."""
     check_kv_dtype_fits(model, kv_dtype, mla_cache)
-    heads = kv_heads_per_rank(model, tp, mla_cache)
+    heads = kv_heads_per_rank(model, tp, mla_cache, kind)
     if model.attention.mla is not None:
         indexer = indexer_key_bytes(model, kv_dtype, convention)
         if mla_cache == "absorbed":
             return mla_latent_bytes(model, kv_dtype) + indexer
         return heads * mla_naive_head_bytes(model, kv_dtype) + indexer
-    return heads * vector_bytes_per_kv_head(model, kv_dtype)
+    return heads * vector_bytes_per_kv_head(model, kv_dtype, kind)
 
 
 def activation_format(kv_dtype: str) -> StorageFormat:
@@ -182,7 +192,13 @@ class KvFootprint(Record):
     block_size: int | None
     kv_heads_per_rank: int
     bytes_per_token_per_layer: int
-    """One layer that caches tokens, one token, the whole model (all ranks' heads once), indexer key included."""
+    """One layer that caches tokens, one token, the whole model (all ranks' heads once), indexer key included; a
+    model whose global layers have their own geometry (Gemma 4): one of its other layers."""
+    global_kv_heads_per_rank: Annotated[int | None, Field(exclude_if=lambda v: v is None)] = None
+    """KV heads one rank holds in a global layer, where global layers have their own (Gemma 4); None: the same."""
+    global_bytes_per_token_per_layer: Annotated[int | None, Field(exclude_if=lambda v: v is None)] = None
+    """One global layer, one token, the whole model, where global layers have their own KV heads or head width
+    (Gemma 4's num_global_key_value_heads, global_head_dim); None: ``bytes_per_token_per_layer``."""
     indexer_bytes_per_token_per_layer: int
     """Of which DeepSeek-V3.2's lightning-indexer key (0 without an indexer)."""
     bytes_per_token: int
@@ -238,10 +254,15 @@ def kv_footprint(
     """Every KV-cache figure for ``model`` at ``seq_len`` x ``batch``: each layer priced by its kind (a fixed state
     and an indexer key as ``state_convention`` allocates them)."""
     convention = state_convention
-    per_layer = bytes_per_token_per_layer(model, kv_dtype, mla_cache, convention=convention)
-    per_layer_rank = bytes_per_token_per_layer(model, kv_dtype, mla_cache, tp=tp, convention=convention)
+    token_layers = model.token_layer_kinds()
+    per_kind = {kind: bytes_per_token_per_layer(model, kv_dtype, mla_cache, convention=convention, kind=kind)
+                for kind in (*token_layers, None)}  # fmt: skip
+    per_kind_rank = {kind: bytes_per_token_per_layer(model, kv_dtype, mla_cache, tp=tp, convention=convention,
+                                                     kind=kind) for kind in (*token_layers, None)}  # fmt: skip
     if model.attention_free:  # no layer caches tokens: no per-token figure (its head fields are placeholders)
-        per_layer = per_layer_rank = 0
+        per_kind = per_kind_rank = dict.fromkeys(per_kind, 0)
+    per_layer = per_kind[None]
+    per_kind_geometry = model.attention.per_kind_geometry and "global" in token_layers
     held = {
         "global": tokens_held(seq_len, None, block_size),
         "local": tokens_held(seq_len, model.layers.sliding_window, block_size) if model.layers.sliding_window else None,
@@ -249,14 +270,16 @@ def kv_footprint(
         if model.layers.attention_chunk
         else None,
     }
-    token_layers = model.token_layer_kinds()
     n_token_layers = sum(token_layers.values())
-    tokens_all_layers = sum((held[kind] or 0) * count for kind, count in token_layers.items())
+    token_bytes = sum(per_kind[kind] * count for kind, count in token_layers.items())
+    token_bytes_rank = sum(per_kind_rank[kind] * count for kind, count in token_layers.items())
+    held_bytes = sum((held[kind] or 0) * count * per_kind[kind] for kind, count in token_layers.items())
+    held_bytes_rank = sum((held[kind] or 0) * count * per_kind_rank[kind] for kind, count in token_layers.items())
     n_state = model.n_state_layers
     state_per_layer = state_bytes_per_layer(model, kv_dtype, convention=convention)
     state_rank = n_state * state_bytes_per_layer(model, kv_dtype, tp=tp, convention=convention)
-    per_sequence = tokens_all_layers * per_layer + n_state * state_per_layer
-    per_sequence_rank = tokens_all_layers * per_layer_rank + state_rank
+    per_sequence = held_bytes + n_state * state_per_layer
+    per_sequence_rank = held_bytes_rank + state_rank
     attention_layers = model.n_layers - model.count_layers("linear")
     return KvFootprint(
         kv_dtype=storage_format(kv_dtype).name,
@@ -268,9 +291,11 @@ def kv_footprint(
         block_size=block_size,
         kv_heads_per_rank=kv_heads_per_rank(model, tp, mla_cache),
         bytes_per_token_per_layer=per_layer,
+        global_kv_heads_per_rank=kv_heads_per_rank(model, tp, mla_cache, "global") if per_kind_geometry else None,
+        global_bytes_per_token_per_layer=per_kind["global"] if per_kind_geometry else None,
         indexer_bytes_per_token_per_layer=indexer_key_bytes(model, kv_dtype, convention),
-        bytes_per_token=n_token_layers * per_layer,
-        bytes_per_token_per_rank=n_token_layers * per_layer_rank,
+        bytes_per_token=token_bytes,
+        bytes_per_token_per_rank=token_bytes_rank,
         n_global_layers=model.n_global_layers,
         n_local_layers=model.n_local_layers,
         n_chunked_layers=model.count_layers("chunked"),

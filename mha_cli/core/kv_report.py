@@ -99,7 +99,8 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
     target, tp = priced.target, priced.tp
 
     rows: list[VariantRow] = []
-    options = [] if model.attention_free else variant_options(model)  # no K/V to project otherwise
+    # no K/V to project, or (Gemma 4) two head geometries one KV head count cannot restate
+    options = [] if model.attention_free or model.attention.per_kind_geometry else variant_options(model)
 
     def priced_as(option_model: ModelSpec) -> DeploymentSpec:
         """fp8_ds_mla is an MLA layout: the same shape without MLA is priced in plain fp8."""

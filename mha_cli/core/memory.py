@@ -16,6 +16,7 @@ from pydantic import NonNegativeInt
 
 from mha_cli.core.dp_attention import a2a_backend_of, dp_attention_experts, dp_attention_problem, dp_tp
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
+from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_reserve import SglangServing
@@ -210,6 +211,7 @@ def plan_memory(
     when the caller has them (``deployment_rank_bytes`` of the same model, tp, format, deployment and experts: a
     layout planned at many loads), else counted here. ``stage``: the pipeline stage ``model`` is (its layers), where
     the engine sizes buffers by it."""
+    refuse_per_kind_pages(model)
     device = target.target
     if deployment is not None and deployment.engine in (None, "vllm"):  # text only: vLLM leaves the tower out
         model = as_vllm_loads(model, deployment.limit_mm_per_prompt)

@@ -564,6 +564,15 @@ class AttentionSpec(_Strict):
     wins (Gemma, Qwen3)."""
     variant: Annotated[Variant, BeforeValidator(upper_variant)]
     """MHA, GQA, MQA or MLA; in a ``ModelSpec`` left out: inferred from the head counts (and ``mla``)."""
+    global_n_kv_heads: Annotated[Annotated[int, Field(gt=0, le=_MAX_HEADS)] | None, Field(exclude_if=_is_none)] = None
+    """KV heads of the ``global`` layers where they differ from ``n_kv_heads`` (Gemma 4's
+    num_global_key_value_heads under attention_k_eq_v); None: ``n_kv_heads`` on every layer."""
+    global_head_dim: Annotated[Annotated[int, Field(gt=0, le=_MAX_HEAD_DIM)] | None, Field(exclude_if=_is_none)] = None
+    """Head width of the ``global`` layers' queries, keys and values where it differs from ``head_dim`` (Gemma 4's
+    global_head_dim); None: ``head_dim`` on every layer."""
+    global_k_eq_v: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """The ``global`` layers have no v_proj: their values are the key projection (Gemma 4's attention_k_eq_v); K and
+    V are still both cached, so it changes weights, not the cache."""
     mla: MLASpec | None = None
     """Multi-head latent attention's compressed K/V (DeepSeek-V2/V3); None: K and V projected per KV head."""
     qkv_bias: bool = False
@@ -639,6 +648,7 @@ class AttentionSpec(_Strict):
             self._check_mla(self.mla)
         else:
             self._check_heads()
+            self._check_global_heads()
         if self.qk_norm_span == "projection" and not self.qk_norm:
             raise ValueError("qk_norm_span projection needs qk_norm")
         if self.qk_norm_type == "layernorm" and (not self.qk_norm or self.qk_norm_span != "head"):
@@ -657,7 +667,8 @@ class AttentionSpec(_Strict):
                 f"MLA head_dim ({self.head_dim}) must equal qk_nope_head_dim + qk_rope_head_dim ({mla.qk_head_dim})"
             )
         unsupported = {
-            "output_gate": self.output_gate, "softplus_gate": self.softplus_gate is not None, "sinks": self.sinks,
+            "global_n_kv_heads": self.global_n_kv_heads is not None, "global_head_dim": self.global_head_dim is not None,
+            "global_k_eq_v": self.global_k_eq_v, "output_gate": self.output_gate, "softplus_gate": self.softplus_gate is not None, "sinks": self.sinks,
             "qk_norm_span projection": self.qk_norm_span == "projection", "alibi": self.alibi,
         }  # fmt: skip
         for name, on in unsupported.items():
@@ -677,6 +688,24 @@ class AttentionSpec(_Strict):
                 f"variant {self.variant} does not match n_heads ({self.n_heads}) and n_kv_heads ({self.n_kv_heads}),"
                 f" which make it {implied}"
             )
+
+    def _check_global_heads(self) -> None:
+        kv_heads = self.global_n_kv_heads
+        if kv_heads is not None and (kv_heads > self.n_heads or self.n_heads % kv_heads):
+            raise ValueError(f"global_n_kv_heads ({kv_heads}) must divide n_heads ({self.n_heads}) and not exceed it")
+
+    @property
+    def per_kind_geometry(self) -> bool:
+        """Whether the ``global`` layers cache at other KV heads or another head width than the others."""
+        return self.kv_heads_of("global") != self.n_kv_heads or self.head_dim_of("global") != self.head_dim
+
+    def kv_heads_of(self, kind: LayerKind | None) -> int:
+        """KV heads of a layer of ``kind`` (None: the model's default, every layer but a per-kind global one's)."""
+        return (self.global_n_kv_heads or self.n_kv_heads) if kind == "global" else self.n_kv_heads
+
+    def head_dim_of(self, kind: LayerKind | None) -> int:
+        """Head width of a layer of ``kind`` (None: the model's default, every layer but a per-kind global one's)."""
+        return (self.global_head_dim or self.head_dim) if kind == "global" else self.head_dim
 
     @property
     def q_per_kv(self) -> int:

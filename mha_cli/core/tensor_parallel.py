@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.schemas import MlaCacheMode, ModelSpec, MoeA2aBackend
+from mha_cli.core.schemas import LayerKind, MlaCacheMode, ModelSpec, MoeA2aBackend
 
 ATTENTION_FREE_TP = (
     "tp {tp}: mha does not split an attention-free model's mixers over tensor-parallel ranks (vLLM shards them):"
@@ -56,17 +56,34 @@ def tp_splits_evenly(n_heads: int, n_kv_heads: int, tp: int) -> bool:
     return tp_split_problem(n_heads, n_kv_heads, tp) is None
 
 
-def kv_heads_per_rank(model: ModelSpec, tp: int, mla_cache: MlaCacheMode = "absorbed") -> int:
-    """KV heads one tensor-parallel rank holds; for absorbed MLA, 1 (the whole latent).
+def heads_split_problem(model: ModelSpec, tp: int) -> str | None:
+    """Why ``tp`` ranks cannot split ``model``'s heads (``tp_split_problem``), its global layers' own KV heads
+    included (Gemma 4's, ``AttentionSpec.kv_heads_of``), or ``None`` when they can."""
+    attention = model.attention
+    problem = tp_split_problem(attention.n_heads, attention.n_kv_heads, tp)
+    if problem is not None:  # an attention-free model's placeholder head (1) splits over no tp > 1: say why
+        return ATTENTION_FREE_TP.format(tp=tp) if model.attention_free else problem
+    if attention.kv_heads_of("global") != attention.n_kv_heads:
+        problem = tp_split_problem(attention.n_heads, attention.kv_heads_of("global"), tp)
+        return None if problem is None else f"global layers: {problem.replace('n_kv_heads', 'global_n_kv_heads')}"
+    return None
 
-    Raises ``BadInputError`` when ``tp`` does not split the heads (``tp_split_problem``).
+
+def kv_heads_per_rank(
+    model: ModelSpec, tp: int, mla_cache: MlaCacheMode = "absorbed", kind: LayerKind | None = None
+) -> int:
+    """KV heads one tensor-parallel rank holds in a layer of ``kind`` (None: the model's default geometry; Gemma 4's
+    global layers have their own KV heads, ``AttentionSpec.kv_heads_of``); for absorbed MLA, 1 (the whole latent).
+
+    Raises ``BadInputError`` when ``tp`` does not split the heads of every kind (``tp_split_problem``).
     """
-    problem = tp_split_problem(model.attention.n_heads, model.attention.n_kv_heads, tp)
+    attention = model.attention
+    problem = heads_split_problem(model, tp)
     if problem is not None:
-        raise BadInputError(ATTENTION_FREE_TP.format(tp=tp) if model.attention_free else problem)
-    if model.attention.mla is not None and mla_cache == "absorbed":
+        raise BadInputError(problem)
+    if attention.mla is not None and mla_cache == "absorbed":
         return 1
-    return max(1, model.attention.n_kv_heads // tp)
+    return max(1, attention.kv_heads_of(kind) // tp)
 
 
 def kv_head_range(n_kv_heads: int, rank: int, tp: int) -> tuple[int, int]:
@@ -142,9 +159,9 @@ def expert_width_per_rank(model: ModelSpec, layout: ExpertLayout) -> int:
 def tp_shard_problem(model: ModelSpec, tp: int, experts: ExpertLayout | None = None) -> str | None:
     """Why ``tp`` ranks cannot shard ``model`` (heads, MLP or expert widths), or ``None`` when they can; ``experts``:
     how the routed experts spread (default: sharded over the tp ranks)."""
-    problem = tp_split_problem(model.attention.n_heads, model.attention.n_kv_heads, tp)
-    if problem is not None:  # an attention-free model's placeholder head (1) splits over no tp > 1: say why
-        return ATTENTION_FREE_TP.format(tp=tp) if model.attention_free else problem
+    problem = heads_split_problem(model, tp)
+    if problem is not None:
+        return problem
     layout = _experts(tp, experts)
     widths = {"d_ff": (model.block.d_ff, tp)}
     if model.block.moe is not None:

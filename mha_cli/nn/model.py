@@ -587,6 +587,8 @@ def build_model(
         raise ValueError(f"n_layers ({n_built}) must be between 1 and the spec's {spec.n_layers}")
     if tp_size < 1:
         raise ValueError(f"tp_size ({tp_size}) must be at least 1")
+    if spec.attention.per_kind_geometry:  # one head geometry per layer is built (verify.plan refuses it first)
+        raise ValueError(f"{spec.name}: global layers at their own KV heads or head width (Gemma 4) are not built")
     target = torch.device(device) if device is not None else torch.device("cpu")
     factory: dict[str, Any] = {"dtype": dtype, "device": "meta"}  # allocate once, below, without default init
     rotary = spec.rotary

@@ -1,26 +1,137 @@
-"""Gemma 4: its full-attention layers have their own head width and KV head count; refused.
+"""Gemma 4: Gemma 3's layout, 5 sliding : 1 full layers, its full-attention layers at their own head geometry.
 
 transformers 5.24, ``models/gemma4``: ``Gemma4TextConfig.__post_init__`` gives every ``full_attention`` layer a
 ``per_layer_config`` override of ``head_dim`` (``global_head_dim``, 512 by default, against the sliding layers'
 256) and, where ``attention_k_eq_v`` is set, of ``num_key_value_heads`` (``num_global_key_value_heads``: 4 in
 gemma-4-31B, against its sliding layers' 16); ``Gemma4TextAttention.__init__`` sizes each layer's q/k/v/o and its
-cache from that override. One ``AttentionSpec`` per model cannot hold two head geometries, so a figure priced from
-either would be wrong (gemma-4-31B in bf16: 50 sliding layers x 16 x 256 x 2 x 2 B plus 10 full layers x 4 x 512 x
-2 x 2 B = 901,120 B per token; at 16 x 256 everywhere, 983,040). The family is registered to say so by name.
+cache from that override, and under ``attention_k_eq_v`` has no v_proj on those layers (V is the key projection,
+cached as its own tensor all the same). vLLM's ``models/gemma4.py`` (``Gemma4Attention``) builds each layer at the
+same per-layer KV heads and head width, replicating KV heads when tp exceeds them. Read here as
+``AttentionSpec.global_n_kv_heads``, ``global_head_dim`` and ``global_k_eq_v``: gemma-4-31B in bf16 caches 50 x 16 x
+256 x 2 x 2 B + 10 x 4 x 512 x 2 x 2 B = 901,120 B per token below its window.
 """
 
-from mha_cli.core.families import Family
+from __future__ import annotations
 
-PER_KIND_HEAD_GEOMETRY = (
-    "its full_attention layers cache K/V at their own head width (global_head_dim) and, with attention_k_eq_v,"
-    " their own KV head count (num_global_key_value_heads) (transformers' {config} per_layer_config), a per-kind"
-    " head geometry mha does not price"
-)
-"""The refusal of the Gemma 4 families, ``config`` their transformers config class."""
+from typing import TYPE_CHECKING, Any
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.families import ANY_VALUE, Family
+from mha_cli.core.families.models.gemma import GEMMA_LAYOUT
+
+if TYPE_CHECKING:
+    from mha_cli.core.config_reader import ConfigReader
+
+GLOBAL_HEAD_DIM = 512
+"""``Gemma4TextConfig.__post_init__``'s ``global_head_dim`` when a config leaves it out (transformers 5.24)."""
+
+
+def _global_geometry(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """The full-attention layers' head width and, under attention_k_eq_v, KV heads (``per_layer_config`` as
+    ``Gemma4TextConfig.__post_init__`` builds it); the last ``num_kv_shared_layers`` layers cache nothing (as
+    Gemma-3n's); bidirectional attention over every token (a window halved, no causal mask) is refused."""
+    if r.config.get("use_bidirectional_attention") == "all":
+        raise BadInputError(
+            f"{r.origin}: use_bidirectional_attention 'all' (every token attends both ways, the window halved) is not"
+            " priced: give a causal Gemma 4 config (null or 'vision')"
+        )
+    k_eq_v = bool(r.config.get("attention_k_eq_v"))
+    fields["global_k_eq_v"] = k_eq_v
+    if r.config.get("per_layer_config"):  # a config transformers saved: the overrides themselves, which win
+        fields.update(_per_layer_overrides(r, fields))
+        return _shared_kv(r, fields)
+    if r.config.get("global_head_dim") is not None:
+        fields["global_head_dim"] = r.count("global_head_dim", "global_head_dim")
+    else:
+        fields["global_head_dim"] = r.assume(GLOBAL_HEAD_DIM, f"global_head_dim absent: {GLOBAL_HEAD_DIM}, the default")
+    if k_eq_v and r.config.get("num_global_key_value_heads") is not None:
+        fields["global_n_kv_heads"] = r.count("num_global_key_value_heads", "num_global_key_value_heads")
+    _shared_kv(r, fields)
+
+
+def _shared_kv(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """The last ``num_kv_shared_layers`` layers reuse earlier layers' K/V and cache nothing (as Gemma-3n's)."""
+    if r.config.get("num_kv_shared_layers"):
+        fields["n_kv_shared_layers"] = r.count("num_kv_shared_layers", "num_kv_shared_layers")
+
+
+def _per_layer_overrides(r: ConfigReader, fields: dict[str, Any]) -> dict[str, int]:
+    """``per_layer_config`` (what ``Gemma4TextConfig.to_dict`` writes in place of global_head_dim and
+    num_global_key_value_heads) as the global layers' geometry: one override of head_dim and/or num_key_value_heads
+    on exactly the full_attention layers; anything else is refused in one line."""
+    overrides = r.config["per_layer_config"]
+    layer_types = r.config.get("layer_types") or []
+    full = {i for i, kind in enumerate(layer_types) if kind == "full_attention"}
+    problem = f"{r.origin}: per_layer_config must override head_dim and/or num_key_value_heads alike on exactly the"
+    problem += " full_attention layers of layer_types (as Gemma4TextConfig builds it); this one does not"
+    if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
+        raise BadInputError(problem)
+    layers = {int(key) for key in overrides if str(key).isdigit()}
+    kinds = {tuple(sorted(v.items())) for v in overrides.values()}
+    if layers != full or len(layers) != len(overrides) or len(kinds) != 1:
+        raise BadInputError(problem)
+    override = overrides[next(iter(overrides))]
+    if set(override) - {"head_dim", "num_key_value_heads"} or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in override.values()
+    ):
+        raise BadInputError(problem)
+    return {
+        "global_head_dim": override.get("head_dim", fields.get("head_dim")),
+        **({"global_n_kv_heads": override["num_key_value_heads"]} if "num_key_value_heads" in override else {}),
+    }
+
+
+MOE_FIELDS = ("num_experts", "top_k_experts", "moe_intermediate_size")
+"""Gemma 4's MoE block's fields (transformers 5.24), used only under enable_moe_block."""
+
+
+def _without_unused_moe(config: dict[str, Any], origin: str) -> dict[str, Any]:
+    """Gemma 4's MoE block (enable_moe_block: 26B-A4B's experts beside a dense MLP) is refused in one line; without it,
+    its MoE fields are unused and left out (the standard reader would read num_experts as experts)."""
+    if config.get("enable_moe_block"):
+        raise BadInputError(
+            f"{origin}: Gemma 4's MoE block (enable_moe_block: routed experts beside the dense MLP) is not priced;"
+            " a dense Gemma 4 is"
+        )
+    return {key: value for key, value in config.items() if key not in MOE_FIELDS}
+
 
 FAMILY = Family(
     model_types=("gemma4", "gemma4_text"),
     config_class="Gemma4TextConfig (transformers 5.24)",
+    defaults={
+        "vocab_size": 262144,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 30,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "sliding_window": 512,
+        "max_position_embeddings": 131072,
+        "hidden_activation": "gelu_pytorch_tanh",
+    },
+    spellings={"activation": ("hidden_activation",)},
+    layout={**GEMMA_LAYOUT, "n_norms_per_layer": 4, "qk_norm": True},
+    tied_by_default=True,
+    local_cycle=("local",) * 5 + ("global",),
+    local_cycle_note="layer pattern: Gemma 4 runs 5 sliding : 1 full (Gemma4TextConfig's default layer_types)",
+    read_fields=_global_geometry,
+    config_view=_without_unused_moe,
     names=("gemma4", "gemma-4"),
-    refused=PER_KIND_HEAD_GEOMETRY.format(config="Gemma4TextConfig"),
+    differences=(
+        "Gemma 4's full-attention layers have their own head width and KV heads (global_head_dim,"
+        " num_global_key_value_heads); the decoder builds one geometry",
+    ),
+    unbuilt="per-kind head geometry",
+    uncounted="weights understated where set: Gemma 4's per-layer embeddings (vocab_size_per_layer_input x"
+    " num_hidden_layers x hidden_size_per_layer_input, with their projections) are not counted; the cache is exact",
+    reads=frozenset({"per_layer_config"}),
+    left_unread={
+        "use_bidirectional_attention": ANY_VALUE,
+        "vocab_size_per_layer_input": ANY_VALUE,
+        "hidden_size_per_layer_input": ANY_VALUE,
+        "enable_moe_block": ANY_VALUE,  # on: refused by config_view
+        "use_double_wide_mlp": False,
+    },
 )
