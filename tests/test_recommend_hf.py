@@ -66,3 +66,14 @@ def test_hf_format_refuses_shared_experts_qwen3_moe_cannot_hold(cli, tmp_path):
     args = ("--params", "30B", "--active-params", "3B", "--shared-experts", "1", "--out", str(out), "--format", "hf")
     result = cli.run("recommend", *args)
     assert result.exit_code == 2 and "no shared experts" in result.stderr and not out.exists()
+
+
+@pytest.mark.parametrize(("args", "model_type"), CASES, ids=[" ".join(a) for a, _ in CASES])
+def test_hf_format_states_the_rope_base_for_transformers_4_too(cli, tmp_path, args, model_type):
+    """transformers 4.x (what vLLM runs on: ``transformers >= 4.56.0, < 5``) reads the RoPE base from the top-level
+    ``rope_theta`` only, defaulting to 10,000; transformers 5 reads ``rope_parameters``. Both must say the design's."""
+    out = tmp_path / "config.json"
+    assert cli.run("recommend", *args, "--seq", "8k", "--out", str(out), "--format", "hf").exit_code == 0
+    written = json.loads(out.read_text())
+    assert written["rope_theta"] == written["rope_parameters"]["rope_theta"] == 500_000.0
+    assert transformers.AutoConfig.from_pretrained(tmp_path).rope_parameters["rope_theta"] == 500_000.0
