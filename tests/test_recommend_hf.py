@@ -66,3 +66,27 @@ def test_hf_format_refuses_shared_experts_qwen3_moe_cannot_hold(cli, tmp_path):
     args = ("--params", "30B", "--active-params", "3B", "--shared-experts", "1", "--out", str(out), "--format", "hf")
     result = cli.run("recommend", *args)
     assert result.exit_code == 2 and "no shared experts" in result.stderr and not out.exists()
+
+
+@pytest.mark.parametrize(("args", "model_type"), CASES, ids=[" ".join(a) for a, _ in CASES])
+def test_hf_format_states_the_rope_base_for_transformers_4_too(cli, tmp_path, args, model_type):
+    """transformers 4.x (what vLLM runs on: ``transformers >= 4.56.0, < 5``) reads the RoPE base from the top-level
+    ``rope_theta`` only, defaulting to 10,000; transformers 5 reads ``rope_parameters``. Both must say the design's."""
+    out = tmp_path / "config.json"
+    assert cli.run("recommend", *args, "--seq", "8k", "--out", str(out), "--format", "hf").exit_code == 0
+    written = json.loads(out.read_text())
+    assert written["rope_theta"] == written["rope_parameters"]["rope_theta"] == 500_000.0
+    assert transformers.AutoConfig.from_pretrained(tmp_path).rope_parameters["rope_theta"] == 500_000.0
+
+
+def test_mha_reads_its_own_hf_file_rope_base_in_both_layouts(cli, tmp_path):
+    """The file's two statements of the RoPE base are both read: no 'not read: rope_theta'; one that disagrees with
+    rope_parameters is named (rope_parameters' is the one transformers 5 and mha use)."""
+    out = tmp_path / "config.json"
+    assert cli.run("recommend", "--params", "1B", "--seq", "8k", "--out", str(out), "--format", "hf").exit_code == 0
+    assert not [a for a in cli.json("kv", str(out))["assumptions"] if "rope_theta" in a]
+    written = json.loads(out.read_text())
+    out.write_text(json.dumps({**written, "rope_theta": 10_000.0}))
+    data = cli.json("kv", str(out))
+    assert [a for a in data["assumptions"] if a.startswith("rope_theta 10000.0 beside rope_parameters' 500000.0")]
+    assert data["model"]["attention"]["rope"]["theta"] == 500_000.0

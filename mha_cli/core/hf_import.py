@@ -509,8 +509,13 @@ def _rope_parameters(r: ConfigReader) -> dict[str, Any]:
     if isinstance(r.get("rope_scaling"), dict):
         merged = {**r.get("rope_scaling"), **merged}
     for key in ("rope_theta", "partial_rotary_factor"):
-        if merged.get(key) is None and r.get(key) is not None:
-            merged[key] = r.get(key)
+        legacy = r.get(key)  # read in either layout: a file may state it in both (mha recommend --format hf does)
+        if legacy is None:
+            continue
+        if merged.get(key) is None:
+            merged[key] = legacy
+        elif legacy != merged[key]:
+            r.assumptions.append(f"{key} {legacy} beside rope_parameters' {merged[key]}: the latter is read")
     return merged
 
 

@@ -28,6 +28,11 @@ TRANSFORMERS_LAYER_TYPES = {"global": "full_attention", "local": "sliding_attent
 """Our layer kinds as transformers' ``layer_types`` name them (the recommender designs no chunked or linear ones)."""
 ROPE_THETA = 500_000.0
 """Llama 3's RoPE base: a long-context-ready default for a new design."""
+LEGACY_ROPE_KEY = "rope_theta"
+"""transformers 4.x's key for the RoPE base (``LlamaConfig.__init__(..., rope_theta=10000.0, rope_scaling=None)``,
+e.g. transformers 4.44.2's ``configuration_llama.py``); it does not read transformers 5's ``rope_parameters``, so
+without this key it builds RoPE at 10,000. vLLM from 0.12 requires ``transformers >= 4.56.0, < 5``. transformers 5
+reads ``rope_parameters`` and accepts this key beside it, so the file states the base in both."""
 
 
 def layer_types(model: ModelSpec) -> list[str]:
@@ -69,6 +74,7 @@ def hf_config(model: ModelSpec, *, max_position_embeddings: int) -> dict[str, An
         "max_position_embeddings": max_position_embeddings,
         "rms_norm_eps": RMS_NORM_EPS,
         "rope_parameters": {"rope_type": "default", "rope_theta": ROPE_THETA},
+        LEGACY_ROPE_KEY: ROPE_THETA,
         "tie_word_embeddings": model.embeddings.tied,
         "hidden_act": "silu",
         "attention_bias": False,
