@@ -233,6 +233,16 @@ def test_an_amd_plan_reads_the_rocm_default():
     assert "sampler" not in labels["mi300x"] and "sampler" in labels["h100"]
 
 
+def _qwen3_8b_on_h100(release: str):
+    """Qwen3-8B's vLLM ``release`` plan on one H100 at 4,096 tokens, the engine's defaults."""
+    model = _model("qwen3-8b.json")
+    target = resolve_target("h100").target
+    kv = kv_footprint(model, seq_len=4096, batch=1, kv_dtype="bf16", tp=1)
+    settings = resolve_settings(DeploymentSpec(engine="vllm", engine_version=release), target, 1)
+    return plan_engine(model, kv, target, settings, weights_bytes_per_rank=rank_weight_bytes(model, 1, "bf16"),
+                       sequences_per_replica=1)  # fmt: skip
+
+
 def test_0_33_samples_the_dummy_run_a_second_time_with_warmup_parameters():
     """0.33.0's V2 ``_dummy_sampler_run`` (read in the 0.33.0 and 0.34.0 wheels) samples the logits again with
     ``for_sampler_warmup()``: an fp32 copy, then FlashInfer's masked logits and softmax where the GPU runs FlashInfer
@@ -246,15 +256,9 @@ def test_0_33_samples_the_dummy_run_a_second_time_with_warmup_parameters():
     assert [bytes_per_logit(path, 1_024) for path in ("v2-greedy", "v2-flashinfer", "v2-triton")] == [
         2, 14, 6,
     ]  # fmt: skip
-    target = resolve_target("h100").target
     model = _model("qwen3-8b.json")
-    kv = kv_footprint(model, seq_len=4096, batch=1, kv_dtype="bf16", tp=1)
-    peaks = {}
-    for release in ("0.32.0", "0.33.0"):
-        settings = resolve_settings(DeploymentSpec(engine="vllm", engine_version=release), target, 1)
-        plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=rank_weight_bytes(model, 1, "bf16"),
-                           sequences_per_replica=1)  # fmt: skip
-        peaks[release] = plan.activation_peak_bytes
+    peaks = {release: _qwen3_8b_on_h100(release).activation_peak_bytes for release in ("0.32.0", "0.33.0")}
+    plan = _qwen3_8b_on_h100("0.33.0")
     rows = min(plan.max_num_seqs, plan.max_num_batched_tokens)  # 1,024 dummy requests on an H100
     warmup = sampler_peak_bytes(
         model, max_num_batched_tokens=plan.max_num_batched_tokens, max_num_seqs=plan.max_num_seqs,
@@ -269,13 +273,5 @@ def test_a_release_past_0_33_says_it_is_priced_with_0_33s_memory_rules():
     0.32 and no release say nothing."""
     assert [vllm_memory_rules_note(release) for release in ((0, 33), (0, 32), None)] == [None, None, None]
     assert "priced with 0.33's memory rules" in vllm_memory_rules_note((0, 34))
-    model = _model("qwen3-8b.json")
-    target = resolve_target("h100").target
-    kv = kv_footprint(model, seq_len=4096, batch=1, kv_dtype="bf16", tp=1)
-    notes = {}
-    for release in ("0.33.0", "0.34.0"):
-        settings = resolve_settings(DeploymentSpec(engine="vllm", engine_version=release), target, 1)
-        plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=rank_weight_bytes(model, 1, "bf16"),
-                           sequences_per_replica=1)  # fmt: skip
-        notes[release] = " ".join(plan.notes)
+    notes = {release: " ".join(_qwen3_8b_on_h100(release).notes) for release in ("0.33.0", "0.34.0")}
     assert "memory rules" not in notes["0.33.0"] and "vLLM 0.34 is priced with 0.33's memory rules" in notes["0.34.0"]
