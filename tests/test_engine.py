@@ -338,13 +338,15 @@ def test_a_device_count_that_does_not_split_the_heads_offers_replicas(cli):
 
 
 def test_a_model_of_state_layers_only_is_counted_by_its_state(cli, tmp_path):
-    """No layer caches tokens: every engine admits as many requests as the fixed states fit (the control: the
-    attention-only count would be 0)."""
+    """No layer caches tokens: every engine that serves it admits as many requests as the fixed states fit (the
+    control: the attention-only count would be 0). SGLang never registered Jamba's class, so it refuses it."""
     model = get_preset("jamba-mini-1.5").model_dump(mode="json", exclude={"attention": {"variant"}})
     model["layers"]["pattern"], model["block"]["moe"] = ["linear"], None
     path = tmp_path / "mamba.json"
     path.write_text(json.dumps({"model": model}))
-    for engine in ("vllm", "sglang", "trtllm"):
+    refused = cli.run("kv", str(path), "--target", "h100", "--engine", "sglang", "--seq", "8k")
+    assert refused.exit_code == 2 and "has no JambaForCausalLM" in refused.stderr
+    for engine in ("vllm", "trtllm"):
         data = cli.json("kv", str(path), "--target", "h100", "--engine", engine, "--seq", "8k")
         state = data["kv"]["state_bytes_per_seq_per_rank"]
         assert data["kv"]["n_token_layers"] == 0 and state > 0

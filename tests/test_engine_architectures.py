@@ -254,3 +254,12 @@ def test_the_releases_read_without_an_architecture_agree_with_vllms_own_record(a
     minor = tuple(map(int, last.split(".")[:2]))
     later = [release for release in read if tuple(map(int, release.split(".")[:2])) > minor]
     assert lacking == later  # the record names a minor: every release read of a later minor lacks it, none before
+
+
+def test_an_architecture_the_table_did_not_follow_is_not_refused():
+    """Gemma 4's classes were registered after the table was read (vLLM 0.34.0's ``models/registry.py`` has
+    ``Gemma4ForConditionalGeneration``): absent from the table means not known, not never registered."""
+    from mha_cli.core.engine.architectures_served import support
+
+    assert support("vllm", "0.34.0", ("Gemma4ForConditionalGeneration",)) is None
+    assert support("sglang", "0.5.23", ("FalconForCausalLM",)) is not None  # followed, never registered: refused

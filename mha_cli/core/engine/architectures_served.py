@@ -154,12 +154,15 @@ def _table() -> dict[str, dict]:
 
 def support(engine: str, typed: str, names: tuple[str, ...]) -> Lacking | NeverRead | None:
     """Why release ``typed`` of ``engine`` can load none of the architectures ``names`` (``served_as``), or that no
-    release read can; None: it can, or nothing is known (an engine not read, TensorRT-LLM; no names)."""
+    release read can; None: it can, or nothing is known (an engine not read, TensorRT-LLM; no names; names the
+    table did not follow when it was read, such as a family registered after it)."""
     from mha_cli.core.engine.flags import release_key
 
     if engine not in ENGINES_READ or not names:
         return None
     table = _table()[engine]
+    if not any(name == WINDOWED or name in table["architectures"] for name in names):
+        return None
     read: list[str] = table["releases_read"]
     spans = {name: span for name in names if (span := _span(engine, name)).get("first")}
     if not spans:
