@@ -54,6 +54,9 @@ REFERENCE_SPELLINGS = {
     "minimax-text-01": lambda c: {**c, "layer_types": [_MINIMAX_KINDS[flag] for flag in c["attn_type_list"]]},
     # xLSTM-7B names a Triton kernel transformers 5.24's config class does not list; the kernel holds no weights
     "xlstm-7b": lambda c: {key: value for key, value in c.items() if key != "chunkwise_kernel"},
+    # Kimi-K2.5's remote-code wrapper (kimi_k25, no transformers class) holds a DeepSeek-V3 text model; mha weighs
+    # that text_config only, and says so ("the language model's (text_config) only")
+    "kimi-k2.5": lambda c: {**c["text_config"], "architectures": None},
 }
 """The same model in the spelling transformers' config class reads, for the files written for other code."""
 

@@ -17,8 +17,9 @@ EXAMPLE = REPO / "examples" / "targets" / "my-gpu.yaml"
 H100 = {
     "name": "NVIDIA H100 SXM5 80GB", "vendor": "NVIDIA", "memory_gb": 80, "memory_bandwidth_gbs": 3350,
     "bf16_tflops_dense": 989.4, "fp8_tflops_dense": 1978.9, "interconnect_gbs": 900, "torch_memory_gib": 79.19,
-    "source": "NVIDIA H100 datasheet",
+    "compute_capability": 9.0, "source": "NVIDIA H100 datasheet",
 }  # fmt: skip
+"""The h100-sxm row's figures; its compute capability too, which decides vLLM's sampler (FlashInfer from 7.5)."""
 BAND = {"relative_error", "relative", "uncertainty", "how"}
 """The prior's band: h100-sxm has one of its own, fitted on its published measurements; a file's device has the band
 of all of them."""
