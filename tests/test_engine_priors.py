@@ -114,6 +114,47 @@ def test_rows_with_dp_attention_or_speculative_decoding_are_priced_as_they_state
     assert {(row.target.id, row.case.tp, row.case.replicas) for row in scout} == {("b200", 1, 1), ("gb200", 1, 1)}
 
 
+def test_trtllm_moe_tables_over_several_gpus_stay_unpriced_with_the_pages_gaps():
+    """perf-overview.md at 00f3768 runs MoE tables with ``--ep $ep_size`` and states no table's value, and its MoE
+    llm_options.yml nests ``enable_attention_dp`` under ``cuda_graph_config`` (refused by the LLM API): Llama 4
+    Scout over 4 or 8 GPUs (33 rows; its 20 one-GPU rows are priced) and Qwen3-235B-A22B at TP8 (27) keep that reason.
+    """
+    moe = [
+        row
+        for row in ROWS
+        if row["source"].endswith(("Llama 4 Scout table", "Qwen3-235B-A22B table")) and row["n_gpus"] > 1
+    ]
+    assert len(moe) == 33 + 27
+    for row in moe:
+        assert "mha" not in row
+        assert "$ep_size" in row["not_expressible"] and "cuda_graph_config" in row["not_expressible"]
+
+
+def test_the_qwen3_235b_config_at_hand_has_qwen3_235b_a22bs_geometry():
+    """The 2507 file the Qwen3-235B-A22B rows' reason points to, against the original model's geometry as
+    zyzshishui/slime ``scripts/models/qwen3-235B-A22B.sh`` (a2938638) writes it: 94 layers, 64 heads, 4 query
+    groups, kv channels 128, hidden 4096, ffn 12288, moe ffn 1536, top 8 of 128 experts, vocab 151936, untied."""
+    config = yaml.safe_load(
+        (ROOT / "tests" / "fixtures" / "hf_configs" / "qwen3-235b-a22b-instruct-2507.json").read_text()
+    )
+    geometry = (
+        config["num_hidden_layers"],
+        config["num_attention_heads"],
+        config["num_key_value_heads"],
+        config["head_dim"],
+        config["hidden_size"],
+        config["intermediate_size"],
+        config["moe_intermediate_size"],
+        config["num_experts_per_tok"],
+        config["num_experts"],
+        config["vocab_size"],
+        config["tie_word_embeddings"],
+        config["mlp_only_layers"],
+        config["decoder_sparse_step"],
+    )
+    assert geometry == (94, 64, 4, 128, 4096, 12288, 1536, 8, 128, 151936, False, [], 1)
+
+
 @pytest.mark.parametrize(
     ("notes", "stated", "expected"),
     [
