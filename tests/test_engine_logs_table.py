@@ -52,6 +52,12 @@ stand, per group, so that a rule change that moves them has to say so here.
 - ``new-6`` (ids 801-808, logs9: collected after the rules of commit f0ae8fa stood, priced with them, no rule
   changed): one expressible log, 801 (Llama-3.1-8B on an RTX 3090, vLLM 0.25.0, the offline LLM class): no memory
   figure, so the per-token rule is not checked; the plan -8.2% (0 of 1 within 5%); 7 logs not expressible.
+- ``new-5`` again: 705 (gpt-oss-120b, TensorRT-LLM 1.1.0rc3 on a DGX Spark), collected by logs8, priced by logs10 with
+  commit 532981e's rules once gpt-oss-120b's config was found: the per-token rule exact, the plan +775.0% (the log's
+  49.28 GiB used outside torch on unified memory, which the plan assumes to be nothing): 2 of 2 exact, 1 of 2 within.
+- ``new-7`` (ids 901-905, logs10: collected after the rules of commit 532981e stood, priced with them, no rule
+  changed): the per-token rule exact on 2 of 2, the plan within 5% on 2 of 2 (902 +3.8%, TensorRT-LLM 0.20.0's
+  PyTorch backend on an H100 PCIe; 903 -0.7%, vLLM 0.9.2 on an A100 40GB); 3 logs not expressible.
 """
 
 from __future__ import annotations
@@ -81,8 +87,10 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-3") == {"logs": 10, "rule_checked": 9, "rule_exact": 9, "priced": 10, "within": 8}
     assert module.counts(rows, "new-4") == {"logs": 6, "rule_checked": 5, "rule_exact": 4, "priced": 6, "within": 4}
     # new-5: 701 within 5% since the Qwen3.5 vision tower was read with it in view (0 of 1 as the rules stood)
-    assert module.counts(rows, "new-5") == {"logs": 1, "rule_checked": 1, "rule_exact": 1, "priced": 1, "within": 1}
+    # and 705, priced by logs10 once its config was found: +775.0%
+    assert module.counts(rows, "new-5") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 1}
     assert module.counts(rows, "new-6") == {"logs": 1, "rule_checked": 0, "rule_exact": 0, "priced": 1, "within": 0}
+    assert module.counts(rows, "new-7") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
 
 
 def test_second_new_group_errors(table):
@@ -203,16 +211,49 @@ def test_fifth_new_group(table):
     their reason, never priced."""
     module, rows = table
     new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-5"}
-    assert sorted(new) == [701]
+    assert sorted(new) == [701, 705]
     assert new[701].rule_hit is True
     assert module.per_token_tokens(new[701].log) == [235706, 235706]
     assert new[701].basis == "tokens"
     assert new[701].plan_tokens == 240546  # 273,314 (+16.0%) before Qwen3.5's vision tower was counted and profiled
     assert round(new[701].error, 3) == 0.021
     unexpressed = module.unexpressed_logs("new-5")
-    assert [log["id"] for log in unexpressed] == [702, 703, 704, 705, 706, 707]
+    assert [log["id"] for log in unexpressed] == [702, 703, 704, 706, 707]
     assert all(log["not_expressible"] for log in unexpressed)
-    assert not {row.log["id"] for row in rows} & {702, 703, 704, 705, 706, 707}
+    assert not {row.log["id"] for row in rows} & {702, 703, 704, 706, 707}
+
+
+def test_gpt_oss_120b_on_a_dgx_spark(table):
+    """705 (logs8's, priced by logs10 once gpt-oss-120b's config was found; no rule changed): TensorRT-LLM 1.1.0rc3's
+    PyTorch backend prints 'kv size is 73728', and its 5.95 GiB in blocks of 32 give the 86,720 tokens it allocates.
+    The plan's pool is 52.10 GiB where the log's is 5.95: the log counts 49.28 GiB used outside torch while it
+    profiles, the host's share of the GB10's unified memory, which ``core.unified_memory`` assumes to be nothing."""
+    module, rows = table
+    row = next(row for row in rows if row.log["id"] == 705)
+    assert row.rule_hit is True
+    assert module.per_token_tokens(row.log) == [86560, 86720]
+    assert row.basis == "tokens"
+    assert row.plan_tokens == 758784
+    assert round(row.error, 2) == 7.75
+    assert "49.28 GiB used outside torch" in module.WHY[705]
+
+
+def test_seventh_new_group(table):
+    """The 9xx group (logs10) as the rules of 532981e price it: 902, TensorRT-LLM 0.20.0's PyTorch backend (FP8
+    Llama-3.1-8B, FP8 KV, free fraction 0.8, blocks of 32 on an H100 PCIe), and 903, vLLM 0.9.2 at its defaults on an
+    A100 40GB (Qwen3-8B, the PyTorch sort its log prints): each log's error, the per-token rule on both, and the logs
+    mha cannot express listed with their reason, never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-7"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {902: 0.038, 903: -0.007}
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {902: 893312, 903: 135136}
+    assert all(row.rule_hit and row.basis == "tokens" for row in new.values())
+    assert module.per_token_tokens(new[902].log) == [860224, 860384]  # 52.51 GiB / 65,536 B, in blocks of 32
+    assert module.per_token_tokens(new[903].log) == [136048, 136128]  # 18.69 GiB / 147,456 B, in blocks of 16
+    unexpressed = module.unexpressed_logs("new-7")
+    assert [log["id"] for log in unexpressed] == [901, 904, 905]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {901, 904, 905}
 
 
 def test_sixth_new_group(table):
