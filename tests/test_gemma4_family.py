@@ -1,7 +1,7 @@
 """Gemma 4 is priced by ``mha kv`` per layer kind: its full-attention layers cache K/V at their own head width and
 KV head count (``AttentionSpec.global_head_dim``, ``global_n_kv_heads``). The figures are checked against what
-transformers really allocates (a tiny prefill's cache), gemma-4-31B's cache and weights by hand; the engine plan,
-which sizes pages of one geometry, refuses it in one line."""
+transformers really allocates (a tiny prefill's cache), gemma-4-31B's cache and weights by hand; the engine plan
+sizes vLLM's pool as its page unification does (tests/test_engine_unified_pages.py), other engines refuse it."""
 
 from __future__ import annotations
 
@@ -102,17 +102,19 @@ def test_without_attention_k_eq_v_the_full_layers_keep_the_sliding_kv_heads(cli,
     assert kv["bytes_per_token"] == 50 * 16_384 + 10 * 32_768
 
 
-@pytest.mark.parametrize("command", [("kv", "--target", "h100"), ("check", "--target", "h100"),
-                                     ("plan", "--target", "8xh100")], ids=["kv", "check", "plan"])  # fmt: skip
-def test_the_engine_plan_refuses_gemma4_in_one_line_pointing_at_mha_kv(cli, tmp_path, command):
-    """vLLM unifies the two page sizes by block size (kv_cache_utils.unify_kv_cache_spec_page_size), a pool mha's
-    memory plan does not size: refused rather than a wrong pool."""
+@pytest.mark.parametrize("command", [("kv", "--target", "h100", "--engine", "sglang"),
+                                     ("check", "--target", "h100", "--engine", "trtllm"),
+                                     ("plan", "--target", "8xh100", "--engine", "sglang")],
+                         ids=["kv", "check", "plan"])  # fmt: skip
+def test_engines_whose_pools_for_two_page_sizes_were_not_read_refuse_gemma4_in_one_line(cli, tmp_path, command):
+    """vLLM's unification (unify_kv_cache_spec_page_size) is modelled; SGLang's and TensorRT-LLM's pools for two head
+    geometries were not read: refused rather than a wrong pool."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(TEXT_31B))
     result = cli.run(command[0], str(path), *command[1:])
     assert result.exit_code == 2, result.output
     assert "its global layers cache 4 KV heads of 512 against 16 of 256 elsewhere" in result.stderr
-    assert "priced by `mha kv` without --target" in result.stderr
+    assert "plan it with --engine vllm" in result.stderr
     assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
 
 

@@ -357,7 +357,6 @@ def plan(
     resolved = with_inter_node_link(resolve_target(target), inter_node_link)
     loaded = load_source(source)
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
-    refuse_per_kind_pages(loaded.model)  # one line, not one per layout the search would leave out
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=isl + osl, target=resolved.spec, weight_dtype=weight_dtype,
         kv_dtype=kv_dtype, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
@@ -366,8 +365,11 @@ def plan(
         prefix_caching=prefix_caching, limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
         kv_offload_bytes=offload_bytes, shared_prefixes=shared_prefixes,
     )  # fmt: skip
+    from mha_cli.core.engine.generations import generation
+
+    # one line, not one per layout the search would leave out
+    refuse_per_kind_pages(loaded.model, generation(deployment.engine_generation, deployment.engine).id)
     if offload_bytes is not None:  # a generation without KV offload: one line before anything is priced
-        from mha_cli.core.engine.generations import generation
         from mha_cli.core.engine.offload import offload_rule
 
         offload_rule(generation(deployment.engine_generation, deployment.engine).id)

@@ -211,7 +211,6 @@ def plan_memory(
     when the caller has them (``deployment_rank_bytes`` of the same model, tp, format, deployment and experts: a
     layout planned at many loads), else counted here. ``stage``: the pipeline stage ``model`` is (its layers), where
     the engine sizes buffers by it."""
-    refuse_per_kind_pages(model)
     device = target.target
     if deployment is not None and deployment.engine in (None, "vllm"):  # text only: vLLM leaves the tower out
         model = as_vllm_loads(model, deployment.limit_mm_per_prompt)
@@ -256,6 +255,7 @@ def plan_memory(
         host_kv_cache=bool(chosen.kv_offload_bytes),
     )  # fmt: skip
     settings = resolve_settings(chosen, device, kv.tp, dp_attention_ranks=dp_ranks, serving=serving)
+    refuse_per_kind_pages(model, settings.generation)
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart
         engine_kv = kv_footprint(

