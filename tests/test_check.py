@@ -102,7 +102,9 @@ def test_cli_exit_codes(cli, tmp_path):
     assert cli.run("check", "gpt2", "--seq", "8k").exit_code == 0
     strict = cli.run("check", "gpt2", "--seq", "8k", "--strict")
     assert strict.exit_code == EXIT_CHECK_FAILED
-    assert strict.stdout.strip().splitlines()[-1] == "FAILED (--strict): 0 hard-rule violations, 1 warning"
+    assert (
+        strict.stdout.strip().splitlines()[-1] == "FAILED (--strict): 0 hard-rule violations, 2 warnings"
+    )  # MHA060 + past 1,024
     missing = cli.run("check", str(tmp_path / "nope.yaml"))
     assert missing.exit_code == EXIT_BAD_INPUT and "Traceback" not in missing.output
 
@@ -135,9 +137,23 @@ def test_check_judges_at_the_context_kv_prices(cli, source):
 
 def test_strict_fails_on_warnings_in_the_json_too():
     lenient, strict = check_design("gpt2", seq_len="8k"), check_design("gpt2", seq_len="8k", strict=True)
-    assert (lenient.errors, lenient.warnings, lenient.passed) == (0, 1, True)
+    assert len(lenient.deployment_warnings) == 1  # 8,192 tokens past GPT-2's 1,024: counted with the rule's warning
+    assert (lenient.errors, lenient.warnings, lenient.passed) == (0, 2, True)
     assert (strict.strict, strict.passed) == (True, False)
     assert check_design("llama-3-8b", strict=True).passed  # no warnings: strict passes
+
+
+def test_a_context_beyond_the_trained_one_is_counted_as_the_warning_it_prints(cli):
+    result = cli.run("check", "llama-2-7b", "--seq", "8k")  # no rule fires; Llama 2 was trained for 4,096 tokens
+    assert "warning: seq_len 8,192 exceeds the 4,096 tokens" in result.output
+    assert "passed: 0 hard-rule violations, 1 warning" in result.output and result.exit_code == 0
+    report = cli.json("check", "llama-2-7b", "--seq", "8k")
+    assert (report["findings"], report["warnings"], report["passed"]) == ([], 1, True)
+    strict = cli.run("check", "llama-2-7b", "--seq", "8k", "--strict")
+    assert (
+        strict.exit_code == EXIT_CHECK_FAILED
+        and "FAILED (--strict): 0 hard-rule violations, 1 warning" in strict.output
+    )
 
 
 def test_mha060_prices_mla_at_deepseek_proportions():

@@ -223,7 +223,8 @@ def test_the_search_launches_dp_attention_with_each_engines_flags(cli):
     assert value(sglang, "--tp-size") == "8" and value(sglang, "--attn-dp-size") == "8"
     assert value(sglang, "--dp-size") == "1" and "--enable-dp-attention" not in sglang
     assert value(sglang, "--ep-size") == "8" and "--moe-a2a-backend" not in sglang
-    assert value(sglang, "--max-running-requests") == "1024"  # SGLang divides it over its attention ranks
+    # the same cap per rank on SGLang's line: it divides --max-running-requests over its 8 attention ranks
+    assert value(sglang, "--max-running-requests") == str(8 * 1024)
     # and its --chunked-prefill-size too: vLLM's 8192 a rank priced (H200) is 8 x 8192 on SGLang's line
     assert value(vllm, "--max-num-batched-tokens") == "8192" and value(sglang, "--chunked-prefill-size") == "65536"
     plain = cli.json("plan", V3, "--target", "8xh200", "--tp", "8", "--concurrency", "8", "--closed-form")

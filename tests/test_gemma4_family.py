@@ -233,3 +233,26 @@ def test_gemma4_s_moe_block_is_refused_in_one_line_and_its_unused_fields_ignored
     assert "Gemma 4's MoE block (enable_moe_block" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     unused = {"num_experts": None, "top_k_experts": None, "moe_intermediate_size": None}
     assert _kv(cli, tmp_path, {**TEXT_31B, **unused})["kv"]["bytes_per_token"] == 901_120
+
+
+STATED_ROPE = {
+    "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+    "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1_000_000.0},
+}
+"""gemma-4's config.json states its RoPE per layer kind (Gemma4TextConfig's default_rope_params, transformers 5.24)."""
+
+
+@pytest.mark.parametrize("stated", [False, True], ids=["left out", "stated"])
+def test_gemma4_s_rope_bases_are_its_config_class_s_per_layer_kind(cli, tmp_path, stated):
+    """Left out, Gemma4TextConfig fills rope_parameters per kind (full layers 1,000,000, a quarter rotating; sliding
+    10,000): never 'rope_theta absent: 10,000'; stated, no assumed base at all."""
+    config = {**TEXT_31B, "rope_parameters": STATED_ROPE} if stated else TEXT_31B
+    data = _kv(cli, tmp_path, config)
+    attention, assumed = data["model"]["attention"], data["assumptions"]
+    assert (attention["rope"]["theta"], attention["rope"]["partial_rotary_factor"]) == (1_000_000.0, 0.25)
+    assert attention["rope_local"]["theta"] == 10_000.0
+    assert not [a for a in assumed if "rope_theta absent" in a or "unscaled" in a]
+    filled = [a for a in assumed if a.startswith("rope_parameters absent")]
+    assert len(filled) == (0 if stated else 1)
+    assert stated or ("'rope_theta': 1000000.0" in filled[0] and "Gemma4TextConfig (transformers 5.24)" in filled[0])
+    assert [a for a in assumed if a.startswith("rope_type 'proportional' is not modelled")]

@@ -17,6 +17,7 @@ from mha_cli.core.kv import kv_footprint
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.targets import resolve_target
+from tests.conftest import REPO
 
 SEARCH = ("plan", "llama-3.1-8b", "--target", "h100", "--closed-form")
 FLAGS = {  # (tensor parallel, context, requests, step budget, memory fraction) in each engine's words
@@ -65,9 +66,43 @@ def test_the_vllm_line_carries_the_max_num_seqs_priced_not_the_running_count(cli
     pick = found["candidates"][found["chosen"]]
     assert pick["memory"]["engine"]["max_num_seqs"] == 1024 and pick["running_per_replica"] == 340
     assert _value(shlex.split(found["launch"]["vllm"]), "--max-num-seqs") == "1024"
-    # the unpriced SGLang line caps its requests at the running count (its own pool was not priced)
-    assert _value(shlex.split(found["launch"]["sglang"]), "--max-running-requests") == "340"
+    # the unpriced SGLang line takes the same cap (the one the plan's scheduler ran at), not the running count
+    assert _value(shlex.split(found["launch"]["sglang"]), "--max-running-requests") == "1024"
     # the control: the running count on the vLLM line prices another pool (a smaller sampler peak, more tokens)
     running = found["launch"]["vllm"].replace("--max-num-seqs 1024", "--max-num-seqs 340")
     other = _repriced("vllm", running, pick["memory"]["engine"]["weights_bytes_per_rank"])
     assert other.kv_tokens - pick["memory"]["engine"]["kv_tokens"] == 10_992
+
+
+QWEN3_32B_PP = ("plan", str(REPO / "tests" / "fixtures" / "hf_configs" / "qwen3-32b.json"), "--target", "2xh100",
+                "--engine", "vllm@0.11.0", "--closed-form")  # fmt: skip
+"""A pick (tp 1 x pp 2 at 128 users) whose vLLM pool is priced at the H100 default of 1,024 sequences."""
+
+
+def _caps(found: dict) -> dict[str, str | None]:
+    """Each engine line's cap on the requests it runs."""
+    flags = {engine: names[2] for engine, names in FLAGS.items()}
+    return {engine: _value(shlex.split(line), flags[engine]) for engine, line in found["launch"].items()}
+
+
+def test_every_line_caps_the_requests_at_the_max_num_seqs_priced(cli):
+    """One pick, one cap: vLLM's line starts the pool priced at 1,024 sequences, and SGLang's line no longer writes
+    the 128 users the point runs (a cap the plan never priced); asking for 128 prices 128 and every line writes it."""
+    found = cli.json(*QWEN3_32B_PP)
+    pick = found["candidates"][found["chosen"]]
+    priced = pick["memory"]["engine"]["max_num_seqs"]
+    assert (priced, pick["concurrency"]) == (1024, 128)
+    assert _caps(found) == {"vllm": "1024", "sglang": "1024"}
+    asked = cli.json(*QWEN3_32B_PP, "--max-num-seqs", "128")
+    assert asked["candidates"][asked["chosen"]]["memory"]["engine"]["max_num_seqs"] == 128
+    assert _caps(asked) == {"vllm": "128", "sglang": "128"}
+
+
+def test_vllms_line_keeps_its_cap_within_its_step_budget(cli):
+    """TensorRT-LLM priced at its 2,048 batch: vLLM refuses a max_num_seqs above max_num_batched_tokens
+    (SchedulerConfig._verify_args), so its line takes at most the step budget."""
+    found = cli.json(*SEARCH, "--engine", "trtllm", "--max-num-batched-tokens", "1024")
+    priced = found["candidates"][found["chosen"]]["memory"]["engine"]
+    assert priced["max_num_seqs"] > 1024
+    caps = _caps(found)
+    assert caps["vllm"] == "1024" and caps["sglang"] == caps["trtllm"] == str(priced["max_num_seqs"])

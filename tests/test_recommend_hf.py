@@ -90,3 +90,17 @@ def test_mha_reads_its_own_hf_file_rope_base_in_both_layouts(cli, tmp_path):
     data = cli.json("kv", str(out))
     assert [a for a in data["assumptions"] if a.startswith("rope_theta 10000.0 beside rope_parameters' 500000.0")]
     assert data["model"]["attention"]["rope"]["theta"] == 500_000.0
+
+
+@pytest.mark.parametrize(("args", "model_type"), CASES, ids=[" ".join(a) for a, _ in CASES])
+def test_mha_reads_every_field_of_its_own_hf_file(cli, tmp_path, args, model_type):
+    """The round trip is clean: `mha kv` of the written config.json reads every field, no 'not read: ...' line. A
+    DeepSeek-V3 design states its (absent) MTP layers as DeepSeek-V3's config.json does, num_nextn_predict_layers:
+    the field vLLM's speculative config reads (its hf_config_override, deepseek_mtp's n_predict)."""
+    out = tmp_path / "config.json"
+    assert cli.run("recommend", *args, "--seq", "8k", "--out", str(out), "--format", "hf").exit_code == 0
+    assert [a for a in cli.json("kv", str(out))["assumptions"] if "not read" in a] == []
+    written = json.loads(out.read_text())
+    assert "num_mtp_layers" not in written
+    if model_type == "deepseek_v3":
+        assert written["num_nextn_predict_layers"] == 0  # the design has none (count_params counts none)

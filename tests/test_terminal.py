@@ -143,6 +143,9 @@ def test_tables_fit_80_columns_without_cutting(narrow, args):
 def test_captions_are_printed_at_the_terminal_width(narrow):
     out = narrow.run("kv", "llama-3-8b", "--target", "a100").stdout
     # the memory table's caption is one paragraph, not squeezed into the table's width
-    caption = "device memory as torch reports it (79.14 GiB; the datasheet's 80 GB = 10^9 B); GiB = 2^30 B"
+    caption = (
+        "device memory as torch reports it (79.14 GiB of the datasheet's 80 GB: DRAM is sized in binary GB,"
+        " 80 x 2^30 B); GiB = 2^30 B"
+    )
     assert caption in " ".join(out.split())
     assert any(line.startswith("* this model; B / token") for line in out.splitlines())

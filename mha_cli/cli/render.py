@@ -245,9 +245,10 @@ def memory_table(plan: MemoryPlan) -> Table:
     if plan.target_id == CPU_TARGET_ID:  # this machine's memory: no torch figure, no datasheet
         table.caption = f"memory as /proc/meminfo reports it ({plan.device_memory_bytes / 2**30:.2f} GiB); GiB = 2^30 B"
     else:
+        gb = plan.vendor_memory_bytes / 2**30
         table.caption = (
-            f"device memory as torch reports it ({plan.device_memory_bytes / 2**30:.2f} GiB; the datasheet's"
-            f" {plan.vendor_memory_bytes / 1e9:g} GB = 10^9 B); GiB = 2^30 B"
+            f"device memory as torch reports it ({plan.device_memory_bytes / 2**30:.2f} GiB of the datasheet's"
+            f" {gb:g} GB: DRAM is sized in binary GB, {gb:g} x 2^30 B); GiB = 2^30 B"
         )
     return table
 

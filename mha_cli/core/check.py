@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import computed_field
 
-from mha_cli.core.deployment import FALLBACK_SEQ_LEN, context_notes, merge_deployment
+from mha_cli.core.deployment import FALLBACK_SEQ_LEN, deployment_warnings, merge_deployment, state_convention_note
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.fit import deployment_judge, flag_fit, price_deployment
 from mha_cli.core.header_weights import header_notes
@@ -43,8 +43,9 @@ class CheckResult(Record):
     source_kind: str
     """``preset``, ``config`` (our config file) or ``hf-config`` (a Hugging Face config.json)."""
     assumptions: list[str]
-    """Defaults the importer assumed for fields a config.json leaves out, and where the weights come from when the
-    checkpoint's safetensors headers price them (a total that disagrees with the config's count named)."""
+    """Defaults the importer assumed for fields a config.json leaves out, where the weights come from when the
+    checkpoint's safetensors headers price them (a total that disagrees with the config's count named), and the
+    allocation a fixed state or an indexer key is priced by."""
     model: ModelSpec
     """The design as read (the config file's ``model`` section; ``mha schema`` describes it)."""
     deployment: DeploymentSpec
@@ -53,7 +54,7 @@ class CheckResult(Record):
     """Where the context length the rules used came from."""
     deployment_warnings: list[str]
     """Warnings outside the rules, as ``mha kv`` prints them: a context beyond the trained one, a bf16 plan on a
-    target without bf16 (``deployment.context_notes``)."""
+    target without bf16 (``deployment.deployment_warnings``); counted in ``warnings``."""
     explicit_variant: str | None
     """The variant the config file's notes say was asked for explicitly (``explicit: variant X``), if any."""
     total_params: int
@@ -71,7 +72,7 @@ class CheckResult(Record):
     errors: int
     """Findings of severity hard."""
     warnings: int
-    """Findings of severity warning."""
+    """Findings of severity warning plus ``deployment_warnings``: every warning the report prints."""
     strict: bool
     """Whether warnings fail the check too (``--strict``)."""
     passed: bool
@@ -141,12 +142,14 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
         flag_fit(trace, model, priced.target, priced.deployment, memory, kv, priced.params.total, judge=judge)
 
     errors = len(trace.by_severity("hard"))
-    warnings = len(trace.by_severity("warning"))
+    outside_rules = deployment_warnings(model, deployment)
+    warnings = len(trace.by_severity("warning")) + len(outside_rules)
+    convention = state_convention_note(model, deployment)
     return CheckResult(
         source=source.origin, source_kind=source.kind, model=model,
-        assumptions=[*source.assumptions, *header_notes(model, deployment)],
+        assumptions=[*source.assumptions, *header_notes(model, deployment), *([convention] if convention else [])],
         deployment=priced.deployment, context_from=context_from,
-        deployment_warnings=context_notes(model, deployment), explicit_variant=explicit,
+        deployment_warnings=outside_rules, explicit_variant=explicit,
         total_params=priced.params.total, weight_bytes=weights, kv=kv, memory=memory, findings=trace.findings,
         rules_fired=trace.ids, errors=errors, warnings=warnings, strict=strict,
         passed=errors == 0 and not (strict and warnings),

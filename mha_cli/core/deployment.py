@@ -83,8 +83,15 @@ def for_local_ranks(base: DeploymentSpec | None, tp: int | None) -> DeploymentSp
 
 
 def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
-    """Warnings about the deployment (``mha kv`` and ``mha check``): a context longer than the model was trained for,
-    an MLA-only setting on a model without MLA, a bf16 plan on a target without bf16."""
+    """``mha kv``'s warnings: ``deployment_warnings`` and the allocation a fixed state is priced by."""
+    convention = state_convention_note(model, deployment)
+    return deployment_warnings(model, deployment) + ([] if convention is None else [convention])
+
+
+def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
+    """Warnings about the deployment (``mha kv`` and ``mha check``, which counts them): a context longer than the
+    model was trained for, an MLA-only setting on a model without MLA, a bf16 plan on a target without bf16, weights
+    the parameter count leaves out."""
     notes = []
     if model.context_length and deployment.seq_len > model.context_length:
         notes.append(
@@ -100,9 +107,6 @@ def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
     uncounted = family_weights_note(model)
     if uncounted is not None:
         notes.append(uncounted)
-    convention = state_convention_note(model, deployment)
-    if convention is not None:
-        notes.append(convention)
     return notes
 
 

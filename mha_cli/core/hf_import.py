@@ -559,6 +559,12 @@ def _rope_block(r: ConfigReader, fam: Family, params: dict[str, Any]) -> dict[st
     kind = params.get("rope_type", params.get("type"))
     if kind in (None, "default"):
         return rope
+    if kind == "proportional":  # transformers 5.24 modeling_rope_utils._compute_proportional_rope_parameters
+        r.assumptions.append(
+            "rope_type 'proportional' is not modelled: its rotating frequencies are theta^(-2i / head_dim), read as"
+            " theta^(-2i / rotated width); no size depends on them"
+        )
+        return rope
     if kind not in ("linear", "llama3", "yarn"):
         r.assumptions.append(f"rope_scaling type {kind!r} is not modelled: unscaled RoPE frequencies")
         return rope

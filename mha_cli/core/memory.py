@@ -49,7 +49,7 @@ class MemoryPlan(Record):
     device_memory_bytes: int
     """One device as torch reports it (``torch.cuda.mem_get_info`` total)."""
     vendor_memory_bytes: int
-    """The same device as its datasheet states it (decimal GB)."""
+    """The same device as its datasheet states it (``Target.memory_gb``: GB of memory are 2^30 B)."""
     utilisation: float
     """The engine's share of device memory (vLLM gpu_memory_utilization, ...)."""
     usable_bytes: NonNegativeInt

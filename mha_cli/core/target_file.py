@@ -35,7 +35,8 @@ class TargetFile(Record):
     """``NVIDIA`` or ``AMD``: the engines' GPU memory rules and the fitted priors apply as to those vendors' GPUs;
     any other vendor is priced with them too, and the output says it is a sketch."""
     memory_gb: float = Field(gt=0, le=1e6)
-    """Device memory in decimal GB as the vendor states it (an H100: 80)."""
+    """Device memory in GB as the vendor states it (an H100: 80); GB of memory are binary, 2^30 B, as the rows of
+    ``mha targets`` read theirs (torch sees 79.19 GiB of an H100's 80)."""
     memory_bandwidth_gbs: float = Field(gt=0, le=1e7)
     """Peak memory bandwidth in GB/s (an H100 SXM: 3350)."""
     bf16_tflops_dense: float = Field(gt=0, le=1e7)

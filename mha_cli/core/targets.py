@@ -4,8 +4,9 @@ The data is ``mha_cli/data/hardware_targets.csv``: the project's sourced referen
 (B300, GB300, MI355X, H20, H800, L20, L40, RTX PRO 6000 Blackwell, RTX Ada and Ampere workstation cards, RTX 5080)
 sourced the same way (dense TFLOPs: vendors' sparse figures halved; an fp4 column where the chip has fp4; a notes
 column per row). Memory is
-given twice: as the vendor states it, in decimal GB (10^9 bytes: an H100 "80 GB"), and as torch and the
-serving engines see it (``torch.cuda.mem_get_info`` total, in GiB: an H100 80GB shows 79.19 GiB), each row
+given twice: as the vendor states it, in GB that are binary as memory sizes are (an H100's "80 GB" is 80 GiB of
+HBM: torch's 79.19 GiB is 85.0 x 10^9 B, more than a decimal 80 GB), and as torch and the serving engines see it
+(``torch.cuda.mem_get_info`` total, in GiB: an H100 80GB shows 79.19 GiB), each row
 with the public measurement it comes from, or, where none was found, an estimate that says so. Plans use the
 second. Rows whose notes say UNCERTAIN are kept and flagged: the uncertainty is in the compute column.
 
@@ -79,7 +80,8 @@ class Target(Record):
     name: str
     vendor: str
     memory_gb: float
-    """Device memory in decimal GB as the vendor states it."""
+    """Device memory in GB as the vendor states it; a memory's GB is binary, 2^30 B (an H100's 80 GB is 80 GiB of
+    HBM, of which torch sees 79.19 GiB: what the driver reserves, and on GDDR with ECC on, ECC's share, is gone)."""
     memory_bandwidth_gbs: float
     """Peak memory bandwidth in GB/s (10^9 bytes per second)."""
     bf16_tflops_dense: float
@@ -105,8 +107,8 @@ class Target(Record):
 
     @property
     def memory_bytes(self) -> int:
-        """The vendor's figure in bytes (decimal GB)."""
-        return round(self.memory_gb * 10**9)
+        """The vendor's figure in bytes (its GB are 2^30 B: ``memory_gb``)."""
+        return round(self.memory_gb * 2**30)
 
     @property
     def device_memory_bytes(self) -> int:
@@ -348,7 +350,7 @@ def this_cpu(bandwidth_gbs: float | None = None, tflops: float | None = None) ->
     measured = bandwidth_gbs is not None and tflops is not None
     return Target(
         id=CPU_TARGET_ID, name=f"this machine's CPU ({cpu_name()}, {os.cpu_count() or 1} cores)", vendor="CPU",
-        memory_gb=total / 1e9, memory_bandwidth_gbs=bandwidth_gbs or NOMINAL_CPU_BANDWIDTH_GBS,
+        memory_gb=total / 2**30, memory_bandwidth_gbs=bandwidth_gbs or NOMINAL_CPU_BANDWIDTH_GBS,
         bf16_tflops_dense=tflops or NOMINAL_CPU_TFLOPS, fp8_tflops_dense=None, fp8_native=False, interconnect_gbs=None,
         source="this machine: /proc/meminfo; rates from its profile",
         notes="" if measured else "nominal rates: no profile of this machine yet (`mha calibrate --device cpu`)",

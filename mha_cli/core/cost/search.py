@@ -437,10 +437,12 @@ def launch_commands(
     serving ``served`` (at its ``--revision``: vLLM and SGLang take one, trtllm-serve does not). The priced engine's
     line takes its generation's flags: vLLM V0 has no ``--data-parallel-size`` (one server per replica). Over several
     nodes, each engine's multi-node lines (``core.cost.launch_nodes``: ``vllm_workers`` for the other nodes where
-    they differ). The priced engine's line caps the requests at the max_num_seqs its pool was priced at (vLLM's
-    profiling run samples that many rows, its CUDA graphs are captured up to it, the simulated scheduler runs at most
-    that many: a line with another cap would start another pool); the other engines' lines, whose pools were not
-    priced, at the running count. Returns the lines and the notes saying where each runs."""
+    they differ). Every line caps the requests at the one max_num_seqs the plan priced: the priced engine's pool was
+    sized at it (vLLM's profiling run samples that many rows, its CUDA graphs are captured up to it: a line with
+    another cap would start another pool) and the closed form and the simulated scheduler run at most that many; the
+    point's users are the load, not a setting (``mha plan --max-num-seqs N`` prices a cap of N, and every line writes
+    it). vLLM's line takes at most its step budget (vLLM refuses a max_num_seqs above max_num_batched_tokens:
+    ``SchedulerConfig._verify_args``). Returns the lines and the notes saying where each runs."""
     d, engine = plan.deployment, plan.memory.engine
     generation = GENERATIONS[engine.generation]
     model_id = served.model
@@ -448,8 +450,8 @@ def launch_commands(
     # MoE replicas that cannot share the experts run as separate servers: one line per replica, no data parallel
     copies = d.expert_ranks is not None and d.expert_ranks == d.tp and d.replicas > 1
     dp = 1 if copies else d.replicas
-    running = max(1, plan.running_per_replica)
-    seqs = {name: engine.max_num_seqs if name == engine.name else running for name in ("vllm", "sglang", "trtllm")}
+    seqs = {"vllm": min(engine.max_num_seqs, engine.max_num_batched_tokens), "sglang": engine.max_num_seqs,
+            "trtllm": engine.max_num_seqs}  # fmt: skip
     budget = str(engine.max_num_batched_tokens)
     vllm_dp = [] if engine.name == "vllm" and not generation.data_parallel_flag else ["--data-parallel-size", str(dp)]
     # the fraction priced goes on the priced engine's line only (SGLang's mem_fraction_static sizes another pool)

@@ -153,6 +153,8 @@ def _deepseek_v3(model: ModelSpec, common: dict[str, Any]) -> dict[str, Any]:
         "qk_rope_head_dim": mla.qk_rope_head_dim,
         "qk_nope_head_dim": mla.qk_nope_head_dim,
         "v_head_dim": mla.v_head_dim,
-        "num_mtp_layers": 0,
+        # no multi-token-prediction layers, in DeepSeek-V3's own field (its config.json: 1), which vLLM's
+        # speculative config reads (hf_config_override: deepseek_mtp's n_predict)
+        "num_nextn_predict_layers": 0,
         **experts,
     }

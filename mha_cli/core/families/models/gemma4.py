@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 
 GLOBAL_HEAD_DIM = 512
 """``Gemma4TextConfig.__post_init__``'s ``global_head_dim`` when a config leaves it out (transformers 5.24)."""
+ROPE_PARAMETERS = {
+    "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+    "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1_000_000.0},
+}
+"""``Gemma4TextConfig.__post_init__``'s ``default_rope_params`` when a config leaves ``rope_parameters`` out
+(transformers 5.24; ``Gemma4UnifiedTextConfig`` the same): a RoPE base per layer kind, not one 10,000."""
 
 
 def _global_geometry(r: ConfigReader, fields: dict[str, Any]) -> None:
@@ -110,6 +116,7 @@ FAMILY = Family(
         "sliding_window": 512,
         "max_position_embeddings": 131072,
         "hidden_activation": "gelu_pytorch_tanh",
+        "rope_parameters": ROPE_PARAMETERS,
     },
     spellings={"activation": ("hidden_activation",)},
     layout={**GEMMA_LAYOUT, "n_norms_per_layer": 4, "qk_norm": True},
