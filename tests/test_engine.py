@@ -44,7 +44,7 @@ def pool(name: str, available: int, *, seq: int = 8192, step: int = 8192, tp: in
 
 def test_device_memory_is_what_torch_reports():
     """Published torch/vLLM totals (OOM messages, device properties, start-up logs), each with its source."""
-    assert H100.device_memory_bytes == round(79.19 * GIB) and H100.memory_bytes == 80 * 10**9
+    assert H100.device_memory_bytes == round(79.19 * GIB) and H100.memory_bytes == 80 * 2**30
     published = {"h100-sxm": 79.19, "a100-40gb": 39.39, "rtx-4090": 23.65, "h200": 139.80, "t4": 14.75, "b200": 178.35}
     targets = load_targets()
     assert {name: targets[name].torch_memory_gib for name in published} == published
