@@ -29,3 +29,17 @@ def test_a_release_past_the_newest_read_says_its_flags_are_the_newest_reads(cli)
         assert "give the exact release" not in note  # no release past 0.34.0 was read: an exact one checks no more
     read = cli.json(*args, "vllm@0.12")["launch_note"]  # the control: a release read, its patch not given
     assert "give the exact release, as vllm@0.12.N, to check its flags" in read and "newest release read" not in read
+
+
+def test_an_engine_that_never_registered_the_model_gets_no_line(cli):
+    """SGLang registered no Falcon class in any release read (0.1.10 to 0.5.23): a vLLM plan of falcon-7b writes no
+    SGLang line that would not start, and says why; the control, llama-3.1-8b, keeps it."""
+    args = ("--target", "h100", "--isl", "1024", "--osl", "256", "--closed-form")
+    falcon = cli.json("plan", "tests/fixtures/hf_configs/falcon-7b.json", *args)
+    assert set(falcon["launch"]) == {"vllm"}
+    assert (
+        "sglang: no line: no SGLang release read (0.1.10 to 0.5.23) registers FalconForCausalLM"
+        in (falcon["launch_note"])
+    )
+    llama = cli.json("plan", "llama-3.1-8b", *args)
+    assert set(llama["launch"]) == {"vllm", "sglang"} and "no line" not in (llama["launch_note"] or "")

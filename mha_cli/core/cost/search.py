@@ -430,7 +430,7 @@ def _plan_judge(
 
 
 def launch_commands(
-    served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec
+    served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec, model: ModelSpec | None = None
 ) -> tuple[dict[str, str], list[str]]:
     """The pick as ``vllm serve`` and SGLang's ``launch_server`` command lines (and ``trtllm-serve`` when its memory
     rules were the ones priced: one server per replica, an fp8 cache set in its ``--extra_llm_api_options`` file),
@@ -442,7 +442,9 @@ def launch_commands(
     another cap would start another pool) and the closed form and the simulated scheduler run at most that many; the
     point's users are the load, not a setting (``mha plan --max-num-seqs N`` prices a cap of N, and every line writes
     it). vLLM's line takes at most its step budget (vLLM refuses a max_num_seqs above max_num_batched_tokens:
-    ``SchedulerConfig._verify_args``). Returns the lines and the notes saying where each runs."""
+    ``SchedulerConfig._verify_args``). An engine not priced whose newest release read cannot load ``model``'s
+    architecture (``core.engine.architectures_served``) gets no line, and a note why. Returns the lines and the notes
+    saying where each runs."""
     d, engine = plan.deployment, plan.memory.engine
     generation = GENERATIONS[engine.generation]
     model_id = served.model
@@ -522,6 +524,14 @@ def launch_commands(
     # a GGUF file: vLLM's loader (its launch note says how), SGLang's not priced; the CPU: SGLang's not modelled there
     if served.named_by != "gguf-file" and plan.target_id != "cpu":
         lines["sglang"] = sglang
+    unloadable = {}
+    if model is not None:  # an engine not priced that cannot load the model: no line that would not start
+        from mha_cli.core.engine.architectures_served import lacking_elsewhere, served_as
+
+        unloadable = {
+            name: why for name, why in lacking_elsewhere(served_as(model), engine.name).items() if name in lines
+        }
+        lines = {name: words for name, words in lines.items() if name not in unloadable}
     if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
                   str(context), "--max_batch_size", str(seqs["trtllm"]), "--kv_cache_free_gpu_memory_fraction",
@@ -550,6 +560,7 @@ def launch_commands(
     left_out = [engine for engine in lines if engine not in fitted]  # its node notes go with it
     notes = [note for note in notes if not any(note.startswith(f"{engine}: ") for engine in left_out)]
     notes += notes_for(pool.notes, list(fitted))
+    notes += [f"{name}: no line: {why}" for name, why in unloadable.items()]
     return {engine: shlex.join(words) for engine, words in fitted.items()}, [*release_notes, *notes]
 
 
@@ -635,7 +646,7 @@ def search_deployments(
         ways_out = settle(changes, judge, PLAN_FLAGS, goal="meets the targets")
     unserved = unserved_mixer(model)
     launch, node_notes = (
-        ({}, []) if chosen is None or unserved else launch_commands(served, candidates[chosen], deployment)
+        ({}, []) if chosen is None or unserved else launch_commands(served, candidates[chosen], deployment, model)
     )
     return SearchResult(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, layouts=tried,

@@ -146,6 +146,24 @@ def loaded_by(names: tuple[str, ...], but: str) -> str | None:
     return None
 
 
+def lacking_elsewhere(names: tuple[str, ...], priced: str) -> dict[str, str]:
+    """The engines read other than ``priced`` whose newest release read loads none of ``names`` (``served_as``),
+    each with why, in words: their launch lines, written for that release, would not start."""
+    from mha_cli.core.engine.releases_read import ENGINE_NAMES
+
+    out: dict[str, str] = {}
+    for engine in ENGINES_READ:
+        if engine == priced:
+            continue
+        newest = _table()[engine]["releases_read"][-1]
+        found = support(engine, newest, names)
+        if isinstance(found, Lacking):
+            out[engine] = f"{ENGINE_NAMES[engine]} {newest} has no {found.architecture} (last in {found.release})"
+        elif found is not None:
+            out[engine] = f"no {ENGINE_NAMES[engine]} release read ({found.releases}) registers {found.architecture}"
+    return out
+
+
 @lru_cache(maxsize=1)
 def _table() -> dict[str, dict]:
     text = resources.files("mha_cli").joinpath("data/engine_architectures.json").read_text(encoding="utf-8")
