@@ -277,7 +277,10 @@ def test_deepep_asked_is_priced_and_launched_with_each_engines_flag(cli):
         (["plan", V3, "--target", "8xh200", "--dp", "3"], "--dp 3 must divide the 8 GPU(s)"),
         (["plan", V3, "--target", "8xh200", "--dp", "1"], "needs 2 or more data-parallel ranks"),
         (["plan", V3, "--target", "8xh200", "--dp", "8", "--tp", "2"], "must equal the 8 GPU(s)"),
-        (["plan", V3, "--target", "8xh200", "--dp", "8", "--engine", "trtllm"], "runs on vLLM and SGLang"),
+        (
+            ["plan", V3, "--target", "8xh200", "--dp", "8", "--engine", "trtllm"],
+            "enable_attention_dp, an --extra_llm_api_options key, is not priced",
+        ),
     ],
     ids=["dense", "a2a-without-dp", "a2a-unknown", "a2a-dense", "not-dividing", "one-rank", "tp-too", "trtllm"],
 )

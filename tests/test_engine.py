@@ -508,3 +508,21 @@ def test_sglang_caps_its_decode_graph_batch_at_max_running_requests_from_0_5_22(
     assert "CUDA-graph batch 512" in ranks.defaults_note
     few = resolve_settings(DeploymentSpec(engine="sglang", max_num_seqs=16), h200, 1, dp_attention_ranks=8)
     assert "CUDA-graph batch 128" in few.defaults_note and "DP attention 128 x 8 x 3" in few.defaults_note
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_weights_over_the_device_fail_at_load_not_at_the_pool(cli, engine):
+    """DeepSeek-V3's fp8 checkpoint at tp 1 on an H200: 626.9 GiB of weights on a 139.80 GiB device. The engine
+    fails allocating the parameters (torch's out-of-memory error) before it sizes a KV pool, so it logs no pool
+    figure and the fix is more GPUs, not a shorter max_seq_len; weights that fit keep the engine's own message."""
+    config = "tests/fixtures/hf_configs/deepseek-v3.json"
+    args = ("kv", config, "--target", "h200", "--seq", "8k", "--engine", engine)
+    engine_plan = cli.json(*args)["engine"]
+    assert not engine_plan["starts"] and not engine_plan["fits"]
+    assert engine_plan["refusal"].startswith("torch.OutOfMemoryError: CUDA out of memory while loading the weights")
+    assert "(this rank's 626.92 GiB exceed the device's 139.80 GiB)" in engine_plan["refusal"]
+    assert engine_plan["log_lines"] == [engine_plan["refusal"]]
+    if engine == "trtllm":  # NVIDIA only: refused on an AMD target
+        return
+    amd = cli.json("kv", config, "--target", "mi300x", "--seq", "8k", "--engine", engine)["engine"]
+    assert amd["refusal"].startswith("torch.OutOfMemoryError: HIP out of memory")

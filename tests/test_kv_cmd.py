@@ -251,3 +251,18 @@ def test_the_batch_total_says_replicas_split_it(cli):
     assert "total_bytes: all 8 attention ranks' sequences; a device holds 4 of them (memory plan)" in shown
     assert "the batch's cache on one rank" not in shown
     assert "total: the whole batch's cache on one tp rank" in shown
+
+
+def test_a_weight_format_asked_over_the_checkpoints_says_so(cli):
+    """DeepSeek-V3's config stores fp8-block weights; --quantization modelopt_fp4 (vLLM's name for NVFP4) prices
+    nvfp4 instead, so a warning says the figure is not the checkpoint's (the assumption line names what it stores).
+    Without the flag, or asking what it stores, nothing is said."""
+    config = "tests/fixtures/hf_configs/deepseek-v3.json"
+    asked = cli.json("kv", config, "--quantization", "modelopt_fp4")
+    assert asked["deployment"]["weight_dtype"] == "nvfp4"
+    assert (
+        "weights priced in nvfp4 (--weight-dtype), not as the checkpoint stores them (fp8-block): serving them so"
+        " needs a checkpoint stored in nvfp4"
+    ) in asked["warnings"]
+    for args in ((), ("--weight-dtype", "fp8-block")):
+        assert not any("--weight-dtype" in warning for warning in cli.json("kv", config, *args)["warnings"])

@@ -99,6 +99,12 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
         )
     if model.attention.mla is None and "mla_cache" in deployment.model_fields_set:
         notes.append(f"mla_cache {deployment.mla_cache} ignored: {model.name} is {model.attention.variant}, not MLA")
+    stored = deployment.checkpoint_format
+    if stored is not None and deployment.weight_dtype != stored:
+        notes.append(
+            f"weights priced in {deployment.weight_dtype} (--weight-dtype), not as the checkpoint stores them ({stored}):"
+            f" serving them so needs a checkpoint stored in {deployment.weight_dtype}"
+        )
     if deployment.target:
         target = resolve_target(deployment.target).target
         notes += bf16_notes(target, weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype)

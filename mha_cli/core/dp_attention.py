@@ -100,7 +100,10 @@ def dp_attention_problem(
             " model): leave out --dp; --tp with fewer devices than the target's makes plain replicas"
         )
     if (engine or "vllm") not in DP_ATTENTION_ENGINES:
-        return f"DP attention runs on vLLM and SGLang, not {engine}: use --engine vllm or sglang, or leave out --dp"
+        return (  # TensorRT-LLM has it too: NVIDIA/TensorRT-LLM docs/source/features/parallel-strategy.md
+            f"mha prices DP attention for vLLM and SGLang only, not {engine} (TensorRT-LLM's enable_attention_dp, an"
+            " --extra_llm_api_options key, is not priced): use --engine vllm or sglang, or leave out --dp"
+        )
     if not dp_attention_runs_on(engine, generation):
         return f"{generation} has no data parallelism, so no DP attention: use vLLM 0.8 or later, or leave out --dp"
     if dp < 2:

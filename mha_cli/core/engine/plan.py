@@ -381,6 +381,23 @@ def _set_pool_overflow(inputs: _Inputs) -> str | None:
     )
 
 
+def _weights_overflow(target: Target, weights_bytes_per_rank: int) -> str | None:
+    """Why a rank whose weights alone exceed its device's memory cannot start: every engine here (vLLM, SGLang,
+    TensorRT-LLM's PyTorch backend) allocates the parameters on the device before it measures anything (vLLM's
+    ``vllm/model_executor/model_loader/base_loader.py`` ``BaseModelLoader.load_model``, as read in 2026, builds the
+    model under ``with target_device``),
+    so torch's allocator fails while loading them, before any KV-pool message; None where the weights fit."""
+    total = target.device_memory_bytes
+    if target.vendor == "CPU" or weights_bytes_per_rank <= total:
+        return None
+    backend = "HIP" if target.vendor == "AMD" else "CUDA"
+    return (
+        f"torch.OutOfMemoryError: {backend} out of memory while loading the weights (this rank's"
+        f" {weights_bytes_per_rank / GIB:.2f} GiB exceed the device's {total / GIB:.2f} GiB): add GPUs (tp, pp, dp)"
+        " or a smaller weight format"
+    )
+
+
 def _vllm_refusal(available: int, needed: int, longest: Callable[[], int], seq_len: int) -> str | None:
     """vLLM's start-up error when the pool holds nothing, or less than one request of max_model_len."""
     if available <= 0:
@@ -755,6 +772,9 @@ def plan_engine(
     if weights_how is not None:
         inputs = inputs._replace(weights_how=weights_how)
     pool = ENGINES[settings.generation](inputs)
+    load_failure = _weights_overflow(target, weights_bytes_per_rank)
+    if load_failure is not None:  # the engine never reaches its KV profiling: no pool message is logged
+        pool = pool._replace(starts=False, refusal=load_failure, log_lines=[load_failure])
     deficit = max(0, -pool.available)
     pool.budget.append(
         BudgetLine(label="= deficit (no KV cache)", bytes=deficit,
