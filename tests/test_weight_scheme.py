@@ -364,3 +364,22 @@ def test_a_config_file_keeps_the_scheme(tmp_path):
     again = DeploymentSpec.model_validate_json(deployment.model_dump_json())
     assert again.weight_scheme == scheme
     assert DeploymentSpec.model_validate(deployment.model_dump()).weight_scheme == scheme
+
+
+def test_a_step_reads_each_matrix_as_the_checkpoint_stores_it():
+    """The cost model's decode step reads Kimi-K2.5's matrices as stored: at tp 8 a routed expert's down projection
+    7168 x 256 on each rank in int4 with a bf16 scale per 32 inputs and its weight_shape (917,504 + 114,688 + 16 B),
+    its MLA o_proj 7168 x 1024 in bf16 (14,680,064 B); the checkpoint's format named alone (int4, group 128, on every
+    linear layer) would read o_proj at a quarter of that."""
+    from mha_cli.core.cost.work import layer_weights
+
+    source = load_source(str(KIMI_K25))
+    assert source.deployment is not None
+    scheme = source.deployment.weight_scheme
+    stored = {(m.kind, m.part, m.out_features, m.in_features): b
+              for m, b, _ in layer_weights(source.model, 8, "int4", scheme=scheme).matrices}  # fmt: skip
+    named = {(m.kind, m.part, m.out_features, m.in_features): b
+             for m, b, _ in layer_weights(source.model, 8, "int4").matrices}  # fmt: skip
+    assert stored[("expert", "down_proj", 7168, 256)] == 7168 * 256 // 2 + 2 * 7168 * 256 // 32 + 16 == 1_032_208
+    assert stored[("attention", "o_proj", 7168, 1024)] == 7168 * 1024 * 2
+    assert named[("attention", "o_proj", 7168, 1024)] < stored[("attention", "o_proj", 7168, 1024)] / 3
