@@ -383,3 +383,18 @@ def test_a_step_reads_each_matrix_as_the_checkpoint_stores_it():
     assert stored[("expert", "down_proj", 7168, 256)] == 7168 * 256 // 2 + 2 * 7168 * 256 // 32 + 16 == 1_032_208
     assert stored[("attention", "o_proj", 7168, 1024)] == 7168 * 1024 * 2
     assert named[("attention", "o_proj", 7168, 1024)] < stored[("attention", "o_proj", 7168, 1024)] / 3
+
+
+def test_mha_plan_serves_kimi_k2_5_on_eight_h200_as_stored(cli):
+    """The cookbook's launch (8 x H200, --tp 8, SGLang): each rank holds the int4 checkpoint's share, 76.2 GB, and the
+    engine starts; priced in bf16 (the control) each rank would need 258.5 GB, more than an H200 holds."""
+    plan = cli.json(
+        "plan", str(KIMI_K25), "--target", "8xh200", "--tp", "8", "--engine", "sglang@0.5.6",
+        "--concurrency", "16", "--isl", "496", "--osl", "510",
+    )  # fmt: skip
+    model = load_source(str(KIMI_K25)).model
+    scheme = load_source(str(KIMI_K25)).deployment.weight_scheme  # type: ignore[union-attr]
+    engine = plan["memory"]["engine"]
+    assert engine["weights_bytes_per_rank"] == rank_checkpoint_bytes(model, 8, scheme) == 76_183_607_296
+    assert engine["starts"]
+    assert rank_weight_bytes(model, 8, "bf16") == 258_508_896_256 > 141 * 10**9
