@@ -20,7 +20,8 @@ Each generation gets its own constants, fitted from the default ones on its `fit
 rows hold GPUs of both vendors, one set per vendor); the report gives the held-out error per generation and GPU for
 mean ITL and output tokens/s per GPU, beside the same rows priced with the default (2023-24) constants as a control.
 ``--write`` stores them in ``mha_cli/data/cost_priors_generations.json``.
-A row is priced as ``mha plan`` prices it (``core.cost.plan.LayoutPlans``: the engine's memory plan, the layout),
+A row is priced as ``mha plan`` prices it (``core.cost.plan.LayoutPlans``: the engine's memory plan, the layout;
+a config whose quantization_config is a scheme, tensor by tensor: ``checkpoint_scheme``),
 with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, the experts spread over all, reached
 by the dispatch the row's launch line names: ``launch_a2a_backend``) and speculative decoding (``speculative``:
 method, k and the acceptance length the run printed) where the row states them.
@@ -45,12 +46,14 @@ from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.engine.prefill_graphs import UNDATED_MEASUREMENT, graphed_release, graphs_off
 from mha_cli.core.hf_import import import_hf_config
+from mha_cli.core.hf_quantization import read_checkpoint_weights
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import plan_memory
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec, SpeculativeSpec
 from mha_cli.core.speculative import build_spec
 from mha_cli.core.targets import ResolvedTarget, load_targets
+from mha_cli.core.weight_scheme import WeightScheme
 
 ROOT = Path(__file__).parent.parent
 ROWS_FILE = ROOT / "tests" / "fixtures" / "serving_benchmarks.yaml"
@@ -141,16 +144,20 @@ class GenerationRow:
         self.target = load_targets()[mha["target"]]
         self.weight_dtype = mha["weight_dtype"]
         self.measured: dict[str, float] = {k: float(v) for k, v in mha["measured"].items()}
+        scheme = None
         if "config" in mha:
             path = HF_CONFIGS / mha["config"]
-            model = import_hf_config(json.loads(path.read_text()), name=mha["config"].removesuffix(".json")).model
+            config = json.loads(path.read_text())
+            model = import_hf_config(config, name=mha["config"].removesuffix(".json")).model
             origin, kind = str(path), "hf-config"
+            scheme = checkpoint_scheme(config, mha["config"], self.weight_dtype)
         else:
             model = get_preset(mha["preset"])
             origin, kind = mha["preset"], "preset"
         tp, pp, dp = mha["tp"], mha.get("pp", 1), mha.get("dp")
         deployment = DeploymentSpec(
             seq_len=mha["isl"] + mha["osl"], tp=tp, engine=mha["engine"], weight_dtype=self.weight_dtype,
+            weight_scheme=scheme, checkpoint_format=scheme.format if scheme else None,
             kv_dtype=mha["kv_dtype"], gpu_memory_utilization=mha.get("gpu_memory_utilization"),
             engine_generation=self.generation,  # the row's own engine release: its memory rules
             dp=dp, speculative=_speculative(model, origin, kind, mha.get("speculative")),
@@ -180,6 +187,14 @@ class GenerationRow:
         figures = {"ttft_ms": result.ttft_ms, "itl_ms": result.itl_ms,
                    "tokens_per_s_per_gpu": result.output_tokens_per_s_per_gpu}  # fmt: skip
         return {key: figures[key] for key in self.measured}
+
+
+def checkpoint_scheme(config: dict[str, Any], origin: str, weight_dtype: str) -> WeightScheme | None:
+    """The scheme the checkpoint's quantization_config prices its weights by, tensor by tensor, when the row's
+    ``weight_dtype`` is that scheme's format (as ``mha plan`` prices a config.json: ``core.sources``); else None."""
+    stored = read_checkpoint_weights(config, origin)
+    scheme = stored.scheme if stored is not None else None
+    return scheme if scheme is not None and scheme.format == weight_dtype else None
 
 
 DEEPEP_FLAGS = ("--moe-a2a-backend deepep", "--enable-deepep-moe", "--all2all-backend deepep", "ALL2ALL_BACKEND=deepep")

@@ -108,6 +108,91 @@ def test_experts_only_checkpoint():
     )
 
 
+KIMI_K25 = Path("tests/fixtures/hf_configs/kimi-k2.5.json")
+
+
+def test_a_wrapper_s_text_config_quantization_config_prices_kimi_k2_5_as_stored():
+    """moonshotai/Kimi-K2.5 keeps its compressed-tensors config in text_config only (vLLM 0.32.0 get_quant_config
+    reads it there when the wrapper has none). One routed expert by hand: gate and up 2048 x 7168, down 7168 x 2048,
+    each int4 packed 8 to an int32 (7,340,032 B), a bf16 scale per 32 inputs of each row (917,504 B) and the int64
+    (2,) weight_shape vLLM allocates (16 B); attention, shared experts, the dense MLP, router and head stay bf16."""
+    source = load_source(str(KIMI_K25))
+    assert source.deployment is not None and source.deployment.weight_dtype == "int4"
+    scheme = source.deployment.weight_scheme
+    assert scheme is not None and scheme.method == "compressed-tensors"
+    rule = scheme.rule_for("model.layers.5.mlp.experts.7.down_proj")
+    assert rule is not None and rule.description == "int4 symmetric, group 32, bf16 scales"
+    one_expert = 3 * (2048 * 7168 // 2 + 2048 * 7168 // 32 * 2 + 16)
+    assert one_expert == 24_772_656
+    assert sum(rule.layout.matrix_bytes(o, i) for o, i in ((2048, 7168), (2048, 7168), (7168, 2048))) == one_expert
+    for kept in ("model.layers.5.self_attn.kv_b_proj", "model.layers.5.mlp.shared_experts.up_proj",
+                 "model.layers.0.mlp.down_proj", "lm_head"):  # fmt: skip
+        assert scheme.rule_for(kept) is None
+
+
+def test_kimi_k2_5_weights_against_the_checkpoint_s_tensor_listing():
+    """The whole text model against a transformers 5.7.0 dump of moonshotai/Kimi-K2.5's 64 safetensors files (index
+    id 62530201892, "张量累计大小 554.27 GB", GiB: 595,148,192,736 B with the 400M-parameter vision tower and
+    projector): its language_model tensors, shape by shape, are 594,205,904,896 B. mha prices the experts'
+    weight_shape as vLLM allocates it, int64 (compressed_tensors_wNa16.py create_weights), not int32 as stored
+    (+8 B x 3 x 23,040 experts), and leaves out the fp32 e_score_correction_bias (-4 B x 384 x 60)."""
+    experts = 60 * 384
+    listing = (
+        2 * 163840 * 7168 * 2  # embed_tokens and lm_head, bf16
+        + (61 * (7168 * 2 + 512 + 1536) + 7168) * 2  # norms
+        + 61 * (576 * 7168 + 16384 * 512 + 7168 * 8192 + 1536 * 7168 + 12288 * 1536) * 2  # MLA projections
+        + 3 * 18432 * 7168 * 2  # layer 0's dense MLP
+        + experts * (7168 * 256 + 2 * 2048 * 896) * 4  # weight_packed, int32
+        + experts * (7168 * 64 + 2 * 2048 * 224) * 2  # weight_scale, bf16
+        + experts * 3 * 2 * 4  # weight_shape, int32 (2,)
+        + experts * 4  # mlp.gate.e_score_correction_bias, fp32
+        + 60 * 384 * 7168 * 2  # router (mlp.gate.weight), bf16
+        + 60 * 3 * 2048 * 7168 * 2  # shared experts, bf16
+    )
+    assert listing == 594_205_904_896
+    source = load_source(str(KIMI_K25))
+    assert source.deployment is not None and source.deployment.weight_scheme is not None
+    priced = rank_checkpoint_bytes(source.model, 1, source.deployment.weight_scheme, vocab_padding=1)
+    assert priced == listing + experts * 3 * 8 - experts * 4 == 594_206_365_696
+    assert priced < rank_weight_bytes(source.model, 1, "bf16", vocab_padding=1) / 3  # the bf16 price it replaces
+
+
+def test_without_the_nested_config_kimi_k2_5_is_bf16(tmp_path):
+    """The control: the same file less text_config.quantization_config is priced in bf16 (2.05 TB)."""
+    config = json.loads(KIMI_K25.read_text())
+    del config["text_config"]["quantization_config"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    source = load_source(str(path))
+    assert source.deployment is None or source.deployment.weight_scheme is None
+    assert rank_weight_bytes(source.model, 1, "bf16", vocab_padding=1) == 2_052_816_418_816
+
+
+def test_an_outer_and_a_nested_config_that_agree_are_read_once():
+    quant = w4a16()
+    wrapped = {"model_type": "wrapper", "text_config": LLAMA3 | {"quantization_config": quant}}
+    both = read_checkpoint_weights(wrapped | {"quantization_config": quant}, "config.json")
+    nested = read_checkpoint_weights(wrapped, "config.json")
+    assert both is not None and nested is not None and both.scheme == nested.scheme
+    assert nested.format == "int4"
+
+
+def test_an_outer_and_a_nested_config_that_differ_are_refused_in_one_line(cli, tmp_path):
+    path = tmp_path / "config.json"
+    wrapped = {"model_type": "wrapper", "text_config": LLAMA3 | {"quantization_config": w4a16()}}
+    path.write_text(json.dumps(wrapped | {"quantization_config": w4a16(group_size=64)}))
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2
+    assert "quantization_config and text_config.quantization_config differ" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_a_nested_config_mha_cannot_price_names_where_it_was_read(tmp_path):
+    wrapped = {"model_type": "wrapper", "text_config": LLAMA3 | {"quantization_config": {"quant_method": "hqq"}}}
+    with pytest.raises(BadInputError, match=r"config.json \(text_config.quantization_config\): quantization_config"):
+        read_checkpoint_weights(wrapped, "config.json")
+
+
 # Matching --------------------------------------------------------------------------------------------------------
 
 
@@ -279,3 +364,37 @@ def test_a_config_file_keeps_the_scheme(tmp_path):
     again = DeploymentSpec.model_validate_json(deployment.model_dump_json())
     assert again.weight_scheme == scheme
     assert DeploymentSpec.model_validate(deployment.model_dump()).weight_scheme == scheme
+
+
+def test_a_step_reads_each_matrix_as_the_checkpoint_stores_it():
+    """The cost model's decode step reads Kimi-K2.5's matrices as stored: at tp 8 a routed expert's down projection
+    7168 x 256 on each rank in int4 with a bf16 scale per 32 inputs and its weight_shape (917,504 + 114,688 + 16 B),
+    its MLA o_proj 7168 x 1024 in bf16 (14,680,064 B); the checkpoint's format named alone (int4, group 128, on every
+    linear layer) would read o_proj at a quarter of that."""
+    from mha_cli.core.cost.work import layer_weights
+
+    source = load_source(str(KIMI_K25))
+    assert source.deployment is not None
+    scheme = source.deployment.weight_scheme
+    stored = {(m.kind, m.part, m.out_features, m.in_features): b
+              for m, b, _ in layer_weights(source.model, 8, "int4", scheme=scheme).matrices}  # fmt: skip
+    named = {(m.kind, m.part, m.out_features, m.in_features): b
+             for m, b, _ in layer_weights(source.model, 8, "int4").matrices}  # fmt: skip
+    assert stored[("expert", "down_proj", 7168, 256)] == 7168 * 256 // 2 + 2 * 7168 * 256 // 32 + 16 == 1_032_208
+    assert stored[("attention", "o_proj", 7168, 1024)] == 7168 * 1024 * 2
+    assert named[("attention", "o_proj", 7168, 1024)] < stored[("attention", "o_proj", 7168, 1024)] / 3
+
+
+def test_mha_plan_serves_kimi_k2_5_on_eight_h200_as_stored(cli):
+    """The cookbook's launch (8 x H200, --tp 8, SGLang): each rank holds the int4 checkpoint's share, 76.2 GB, and the
+    engine starts; priced in bf16 (the control) each rank would need 258.5 GB, more than an H200 holds."""
+    plan = cli.json(
+        "plan", str(KIMI_K25), "--target", "8xh200", "--tp", "8", "--engine", "sglang@0.5.6",
+        "--concurrency", "16", "--isl", "496", "--osl", "510",
+    )  # fmt: skip
+    model = load_source(str(KIMI_K25)).model
+    scheme = load_source(str(KIMI_K25)).deployment.weight_scheme  # type: ignore[union-attr]
+    engine = plan["memory"]["engine"]
+    assert engine["weights_bytes_per_rank"] == rank_checkpoint_bytes(model, 8, scheme) == 76_183_607_296
+    assert engine["starts"]
+    assert rank_weight_bytes(model, 8, "bf16") == 258_508_896_256 > 141 * 10**9

@@ -25,6 +25,13 @@ tensors vLLM allocates for it (``create_weights`` of each scheme, vLLM ``model_e
   rule of a module is its ``layer_quant_config`` pattern, else its ``layer_type_quant_config``, else the
   ``global_quant_config``; ``exclude`` keeps modules in bf16.
 
+Where it is read: the config's own ``quantization_config``, else its text model's (``text_config``), which a
+multimodal wrapper may carry instead (Kimi-K2.5's int4 experts), as vLLM 0.32.0 reads it
+(``model_executor/model_loader/weight_utils.py`` ``get_quant_config``: "some vision model may keep
+quantization_config in their text_config"; ``transformers_utils/model_arch_config_convertor.py``
+``get_quantization_config``, the same order). vLLM takes the outer one when both are there; two that differ are
+refused here instead, since which one the checkpoint's tensors follow cannot be told from the config.
+
 Anything else is refused in one line naming the field, so no plan prices a quantised checkpoint as bf16 without
 saying so. ``--weight-dtype`` still overrides the format read here (and prices every weight alike).
 
@@ -81,10 +88,12 @@ def checkpoint_weight_format(config: dict[str, Any], origin: str) -> str | None:
 
 def read_checkpoint_weights(config: dict[str, Any], origin: str) -> CheckpointWeights | None:
     """How the checkpoint whose config.json is ``config`` stores its weights; None without ``quantization_config``.
-    A ModelOpt ``hf_quant_config.json`` given as the quantization_config (``{"quantization": {...}}``) is read too."""
-    quant = config.get("quantization_config")
+    A ModelOpt ``hf_quant_config.json`` given as the quantization_config (``{"quantization": {...}}``) is read too,
+    and a wrapper's ``text_config.quantization_config`` when it has none of its own (``quantization_config``)."""
+    quant, where = quantization_config(config, origin)
     if quant is None:
         return None
+    origin = origin if where == "quantization_config" else f"{origin} ({where})"
     if not isinstance(quant, dict):
         raise _refuse(origin, f"of type {type(quant).__name__}")
     method = str(quant.get("quant_method", "")).lower()
@@ -107,6 +116,23 @@ def read_checkpoint_weights(config: dict[str, Any], origin: str) -> CheckpointWe
         scheme = readers[method](quant, origin)
         return None if scheme is None else CheckpointWeights(scheme.format, scheme)
     raise _refuse(origin, f"quant_method {method or '(none)'!r}")
+
+
+def quantization_config(config: dict[str, Any], origin: str) -> tuple[Any, str]:
+    """The quantization_config of the checkpoint whose config.json is ``config`` and the field it was read from:
+    its own, else its text model's (``text_config.quantization_config``), as vLLM's ``get_quant_config`` looks
+    (0.32.0); (None, ...) without either. Both there and different: refused in one line."""
+    outer = config.get("quantization_config")
+    text = config.get("text_config")
+    inner = text.get("quantization_config") if isinstance(text, dict) else None
+    if outer is not None and inner is not None and outer != inner:
+        raise BadInputError(
+            f"{origin}: quantization_config and text_config.quantization_config differ, so which one the weights"
+            " follow is not known: keep the one the checkpoint was saved with in a copy of the file"
+        )
+    if outer is None and inner is not None:
+        return inner, "text_config.quantization_config"
+    return outer, "quantization_config"
 
 
 def _int4_group_128(config: dict[str, Any], origin: str, method: str) -> None:

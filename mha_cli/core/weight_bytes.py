@@ -115,6 +115,20 @@ def rank_checkpoint_bytes(
     return _rank_bytes(model, tp, _SchemePricing(scheme.matcher()), vocab_padding, experts, sides=sides)
 
 
+MatrixKey = tuple[str, str, int, int]
+"""A linear layer's matrices as ``core.params.matrices_per_rank`` groups them: kind, projection, out, in."""
+
+
+def checkpoint_matrix_bytes(
+    model: ModelSpec, tp: int, scheme: WeightScheme, experts: ExpertLayout | None = None
+) -> dict[MatrixKey, int]:
+    """The bytes one rank of ``tp`` holds of each group of alike linear-layer matrices (``MatrixKey``, summed over the
+    layers), as the checkpoint stores them (``scheme``): what a step reads of each, module by module."""
+    found: dict[MatrixKey, int] = {}
+    _rank_bytes(model, tp, _SchemePricing(scheme.matcher()), VOCAB_PADDING, experts, by_matrix=found)
+    return found
+
+
 def deployment_rank_bytes(
     model: ModelSpec, tp: int, weight_dtype: str, deployment: DeploymentSpec | None,
     vocab_padding: int = VOCAB_PADDING, experts: ExpertLayout | None = None, sides: Sides = BOTH_SIDES,
@@ -160,10 +174,11 @@ def stored_scheme(deployment: DeploymentSpec | None, weight_dtype: str) -> Weigh
 def _rank_bytes(
     model: ModelSpec, tp: int, pricing: _FormatPricing | _SchemePricing, vocab_padding: int,
     experts: ExpertLayout | None, by_kind: dict[str, int] | None = None, sides: Sides = BOTH_SIDES,
+    by_matrix: dict[MatrixKey, int] | None = None,
 ) -> int:  # fmt: skip
     """The rank's bytes; with ``by_kind``, also added there by the inventory's kind of each tensor, the bytes of a
-    matrix beyond its values (scales, zero points, group indices) under ``SCALES``; ``sides``: what it holds outside
-    the layers."""
+    matrix beyond its values (scales, zero points, group indices) under ``SCALES``; with ``by_matrix``, each linear
+    layer's bytes added there under its ``MatrixKey``; ``sides``: what it holds outside the layers."""
     if tp > 1 and tp_shard_problem(model, tp, experts) is not None:
         return -(-_rank_bytes(model, 1, pricing, vocab_padding, None, sides=sides) // tp)
     n_experts = model.block.moe.n_experts if model.block.moe is not None else 0
@@ -178,7 +193,7 @@ def _rank_bytes(
         tensors = [t for t in group.tensors if not t.buffer]
         mixer = sum(t.numel for t in tensors if t.kind == "mixer")  # split evenly, as core.params counts it
         matrices = [
-            (module, kind, out, inp, n, t.kind)
+            (module, kind, part, out, inp, n, t.kind)
             for t in tensors if t.kind != "mixer"
             for (kind, part, out, inp), count in tensor_matrices(t, model)
             for module, n in _modules(t, part, count)
@@ -190,10 +205,13 @@ def _rank_bytes(
         repeats = 1 if pricing.by_name else len(group.places)
         for place in places:
             placed = 0
-            for module, kind, out, inp, n, tensor_kind in matrices:
+            for module, kind, part, out, inp, n, tensor_kind in matrices:
                 stored = pricing.store(_at(module, first, place), kind, n_experts if kind == "expert" else 0)
                 matrix = stored.matrix_bytes(out, inp) if stored is not None else out * inp * UNQUANTISED_BYTES
                 placed += n * matrix
+                if by_matrix is not None:
+                    key = (kind, part, out, inp)
+                    by_matrix[key] = by_matrix.get(key, 0) + n * matrix * repeats
                 if by_kind is not None:
                     values = stored.value_bytes(out, inp) if stored is not None else matrix
                     _add(by_kind, tensor_kind, n * values * repeats)

@@ -39,7 +39,7 @@ from mha_cli.core.speculative import drafter_memory_note, drafter_weight_bytes, 
 from mha_cli.core.targets import ResolvedTarget, resolve_target_like
 from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
 from mha_cli.core.ways import accepted, flag_updates
-from mha_cli.core.weight_bytes import deployment_rank_bytes
+from mha_cli.core.weight_bytes import deployment_rank_bytes, stored_scheme
 
 
 class ServingPlan(ServingPrediction):
@@ -107,8 +107,8 @@ def serving_case(
     return ServingCase(
         model=model, isl=isl, osl=osl, concurrency=concurrency, tp=memory.tp, pp=pp, replicas=replicas,
         admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
-        weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
-        experts=experts, shared_prefix=shared,
+        weight_dtype=deployment.weight_dtype, weight_scheme=stored_scheme(deployment, deployment.weight_dtype),
+        kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache, experts=experts, shared_prefix=shared,
         cached_prefix=cached_prefix(shared, isl, engine.block_size) if cached is None else cached,
         speculative=deployment.speculative, nodes=nodes, host_kv_cache=bool(deployment.kv_offload_bytes),
     )  # fmt: skip

@@ -30,6 +30,7 @@ from mha_cli.core.tensor_parallel import ExpertLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.cost.nodes import CollectiveSpans, NodePlacement
+    from mha_cli.core.weight_scheme import WeightScheme
 
 Batching = Literal["continuous", "static"]
 
@@ -50,6 +51,9 @@ class ServingCase(NamedTuple):
     chunk_tokens: int = 8192
     """The engine's max_num_batched_tokens: the largest prefill chunk."""
     weight_dtype: str = "bf16"
+    weight_scheme: "WeightScheme | None" = None
+    """The checkpoint's scheme when the weights are priced as it stores them (``core.weight_scheme``): each linear
+    layer in its rule's layout; None: every one in ``weight_dtype``."""
     kv_dtype: str = "bf16"
     mla_cache: MlaCacheMode = "absorbed"
     batching: Batching = "continuous"
@@ -212,7 +216,9 @@ class Stepper:
         weights = self._weights[index]
         if weights is None:
             case = self.case
-            weights = self._weights[index] = layer_weights(self.stages[index], case.tp, case.weight_dtype, case.experts)
+            weights = self._weights[index] = layer_weights(
+                self.stages[index], case.tp, case.weight_dtype, case.experts, case.weight_scheme
+            )
         return weights
 
     def layout(self, index: int) -> AttentionLayout:

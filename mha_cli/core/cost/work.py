@@ -30,7 +30,7 @@ group, rotary and cache write, one attention kernel, the activation; an eager im
 count is measured where it matters: ``verify`` counts the operators it dispatches). Pure Python.
 """
 
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from mha_cli.core.dp_attention import dispatch_bytes
 from mha_cli.core.kv import kv_footprint, tokens_held
@@ -38,8 +38,11 @@ from mha_cli.core.params import Matrix, count_params, matrices_per_rank
 from mha_cli.core.roofline import attention_pair_flops, experts_touched
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.core.tensor_parallel import ExpertLayout, local_experts, tp_shard_problem, vocab_rows_per_rank
-from mha_cli.core.weight_bytes import UNQUANTISED_BYTES
+from mha_cli.core.weight_bytes import UNQUANTISED_BYTES, MatrixKey, checkpoint_matrix_bytes
 from mha_cli.core.weight_formats import weight_format
+
+if TYPE_CHECKING:
+    from mha_cli.core.weight_scheme import WeightScheme
 
 OpKind = Literal["matmul", "attention", "memory", "all_reduce", "all_gather", "all_to_all"]
 COLLECTIVES = ("all_reduce", "all_gather", "all_to_all")
@@ -140,6 +143,13 @@ def _matmul_bytes(weight_dtype: str, matrix: Matrix, quantised: bool) -> int:
     return matrix.out_features * matrix.in_features * UNQUANTISED_BYTES
 
 
+def _stored_bytes(stored: dict[MatrixKey, int], matrix: Matrix) -> int:
+    """One of ``matrix``'s instances as the checkpoint stores them (their mean: an ignored layer may differ); 0 when
+    ``stored`` does not price it."""
+    total = stored.get((matrix.kind, matrix.part, matrix.out_features, matrix.in_features), 0)
+    return -(-total // matrix.count)
+
+
 def _covered(weight_dtype: str, matrix: Matrix) -> bool:
     scope = weight_format(weight_dtype).scope
     return scope in ("all", "linear") or (scope == "experts" and matrix.kind == "expert")
@@ -177,20 +187,24 @@ class LayerWeights(NamedTuple):
 
 
 def layer_weights(
-    model: ModelSpec, tp: int, weight_dtype: str = "bf16", experts: ExpertLayout | None = None
-) -> LayerWeights:
-    """``model``'s linear layers on one rank of ``tp`` (``layer_ops``); raises ``BadInputError`` when ``tp`` does not
-    shard the model."""
+    model: ModelSpec, tp: int, weight_dtype: str = "bf16", experts: ExpertLayout | None = None,
+    scheme: "WeightScheme | None" = None,
+) -> LayerWeights:  # fmt: skip
+    """``model``'s linear layers on one rank of ``tp`` (``layer_ops``), each matrix in ``weight_dtype``, or as the
+    checkpoint's ``scheme`` stores it module by module (int4 experts beside bf16 attention: the mean over the alike
+    matrices of the layers); raises ``BadInputError`` when ``tp`` does not shard the model."""
     layout = ExpertLayout(tp) if experts is None else experts
     problem = tp_shard_problem(model, tp, layout)
     if problem is not None:
         from mha_cli.core.errors import BadInputError
 
         raise BadInputError(problem)
+    stored = checkpoint_matrix_bytes(model, tp, scheme, layout) if scheme is not None else {}
     matrices = [
-        (matrix, _matmul_bytes(weight_dtype, matrix, _covered(weight_dtype, matrix)), _matmul_kernels(model, matrix))
+        (matrix, _stored_bytes(stored, matrix) or _matmul_bytes(weight_dtype, matrix, _covered(weight_dtype, matrix)),
+         _matmul_kernels(model, matrix))
         for matrix in matrices_per_rank(model, tp, layout)
-    ]
+    ]  # fmt: skip
     local = local_experts(model, layout) if model.block.moe is not None else 0
     mixers = count_params(model) if model.recurrent is not None else None
     return LayerWeights(
