@@ -112,9 +112,14 @@ def _land(run: "_Run", batch: Batch) -> list[int]:
     """The engine takes ``batch``'s output now: each request it ran to its last known token samples one. The
     requests it ended."""
     state, ended = run.state, []
-    for request in batch.decodes:
-        state.busy.discard(request)
-        if run.emit(request):
+    now, busy, generated, outputs, last, gaps = run.now, state.busy, state.generated, run.outputs, run.last, run.gaps
+    for request in batch.decodes:  # ``_Run.emit`` for a decode (its first token came with its prompt), inlined
+        busy.discard(request)
+        generated[request] += 1
+        gap = now - last[request]
+        gaps[gap] = gaps.get(gap, 0) + 1
+        last[request] = now
+        if generated[request] >= outputs[request]:
             ended.append(request)
     for request, reached in batch.chunks:
         state.cache_prefix(reached, request)
