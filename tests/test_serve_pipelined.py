@@ -95,3 +95,18 @@ def test_plans_pipeline_pick_is_confirmed_by_its_own_simulation(cli):
     assert pick["deployment"]["pp"] == 2
     simulated = pick["simulated"]["deployment_output_tokens_per_s"] / pick["deployment"]["gpus"]
     assert 0.8 * pick["output_tokens_per_s_per_gpu"] <= simulated <= 1.05 * pick["output_tokens_per_s_per_gpu"]
+
+
+@pytest.mark.parametrize(("model", "tp", "pp"), [("llama-3-8b", 1, 2), ("llama-3-8b", 1, 4), ("gemma-2-9b", 2, 2)])
+def test_a_batchs_stages_and_host_add_up_to_its_serial_step(model, tp, pp):
+    """``StepCost.stage_seconds`` splits ``seconds`` without losing or adding anything (no eager prompt launch floor
+    on this profile): the host's part plus every stage's equals the serial step; the last stage, with the LM head
+    and sampler, is the slowest of equal stages."""
+    profile = prior_profile(load_targets()["h100-sxm"])
+    cost = StepCost(Stepper(ServingCase(get_preset(model), isl=1, osl=1, concurrency=1, tp=tp, pp=pp), profile))
+    for decodes, context, chunks in [(8, 1000, []), (5, 3000, [(700, 300), (37, 20)]), (64, 2047, [(8128, 0)])]:
+        host, stages = cost.stage_seconds(decodes, context, chunks)
+        assert len(stages) == pp
+        assert host + sum(stages) == pytest.approx(cost.seconds(decodes, context, chunks), rel=1e-9)
+        assert stages[-1] == max(stages)
+    assert cost.decode_stages(16, 640) == cost.stage_seconds(16, 640, [])  # on the context grid: exact
