@@ -65,6 +65,18 @@ def test_a_request_is_in_one_batch_at_a_time_and_vllms_burst_fills_the_first():
     assert run.steps == 8
 
 
+def test_sglang_keeps_a_request_in_the_micro_batch_that_ran_its_prompt():
+    """SGLang (``event_loop_pp``: each micro-batch its own running batch) with four users of 16-token prompts, one
+    prompt a batch, prefill first: prompts 0 and 2 run in micro-batch 0's prefill batches, 1 and 3 in micro-batch 1's
+    (TTFT 9, 13, 18, 22 ms: host 1 ms, 4 ms a sequence a stage). Then each micro-batch decodes its own two: micro-batch
+    0 sent at 19 ms, stage 0 19-27, stage 1 27-35; micro-batch 1 sent at 23, stage 0 27-35, stage 1 35-43; and every
+    17 ms after (1 + 8 + 8): tokens at 35, 52, 69 for requests 0 and 2, 43, 60, 77 for 1 and 3."""
+    run, times = simulate(Workload(lengths=[(16, 4)] * 4, max_concurrency=4), _limits("sglang"), _SequenceCost())
+    assert times.ttft == pytest.approx([9e-3, 13e-3, 18e-3, 22e-3], abs=1e-12)
+    assert times.e2e == pytest.approx([69e-3, 77e-3, 69e-3, 77e-3], abs=1e-12)
+    assert run.duration_s == pytest.approx(77e-3)
+
+
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_the_closed_form_and_the_loop_agree_on_steady_decode_under_pipeline_parallelism(engine):
     """llama-3-8b on an H100 at pp 2, 16 users of 512 in / 1,024 out, a budget of 8 prompts a batch: the loop's two

@@ -12,10 +12,14 @@ Read in the engines' source:
   we have already scheduled all prompt tokens but they are not finished yet") until its token comes back, while a
   prompt's next chunk can go in the next batch.
 - **SGLang** 0.5.5 (``srt/managers/scheduler_pp_mixin.py``, ``event_loop_pp``): ``pp_size`` micro-batches, each its
-  own running batch; the loop schedules micro-batch k (``get_next_batch_to_run``), runs it, then receives and
-  processes the output of micro-batch k + 1, the oldest in flight, which is scheduled next: the same order.
-- **TensorRT-LLM** (``_torch/pyexecutor/py_executor.py``, ``PyExecutor._executor_loop_pp``): a micro-batch
-  scheduled for each ``microbatch_id`` in turn, its requests out of the scheduler until its outputs return.
+  own running batch (``running_mbs``); the loop schedules micro-batch k (``get_next_batch_to_run``), runs it, then
+  receives and processes the output of micro-batch k + 1, the oldest in flight, which it schedules next. A request
+  stays in the micro-batch whose prefill batch ran its prompt's last chunk (``scheduler.py``,
+  ``get_next_batch_to_run``: a micro-batch's last prefill batch is merged into its own running batch) and decodes
+  only in that micro-batch's turn (``MicroBatches``); the chunked request is the scheduler's one, whichever turn.
+- **TensorRT-LLM**: a micro-batch scheduled for each ``microbatch_id`` in turn (``_torch/pyexecutor/py_executor.py``,
+  ``PyExecutor._executor_loop_pp``, as ``core.cost.serving.micro_batch_steps`` reads it); not read further here, it
+  is run as vLLM's is (a request free once its batch's output is back).
 
 The timing: the engine's host part of a batch (its step overhead and per-sequence overhead) runs on the engine's
 thread, one batch after another; then the batch goes through the stages in order, each stage running one batch at a
@@ -41,6 +45,8 @@ class Batch(NamedTuple):
     decodes: list[int]
     chunks: list[tuple[int, int]]
     done: float
+    micro_batch: int = 0
+    """SGLang: the micro-batch it is (0 elsewhere)."""
 
 
 class StageClock:
@@ -58,24 +64,47 @@ class StageClock:
         return at
 
 
+class MicroBatches:
+    """SGLang's micro-batches (see the module docstring): which one each request decodes in, and whose turn it is."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth, self.turn = depth, 0
+        self.home: dict[int, int] = {}
+        """Request -> the micro-batch it joined (its prompt's last chunk ran in that one's prefill batch)."""
+
+    def others(self, running: list[int]) -> set[int]:
+        """The running requests of the other micro-batches (a request still in its prompt's chunks belongs to none)."""
+        turn, home = self.turn, self.home
+        return {r for r in running if home.get(r, turn) != turn}
+
+
 def run_pipelined(run: "_Run", keep_trace: bool) -> None:
     """``run`` to its end with up to pp batches in flight (see the module docstring)."""
     state, cost, engine = run.state, run.cost, run.limits.engine
     depth = cost.pp
     clock = StageClock(depth)
     flight: deque[Batch] = deque()
+    micro = MicroBatches(depth) if engine == "sglang" else None
     run.client.send(run.now)
     while run.finished < len(run.prompts):
         run.admit()
         if len(flight) < depth and (state.running or state.waiting):
-            decodes, chunks = schedule(engine, state)
+            decodes, chunks = _schedule_turn(run, micro)
             if decodes or chunks:
-                flight.append(_launch(run, clock, decodes, chunks))
-                if len(flight) < depth and flight[0].done > run.now:
-                    continue  # the queue is not full: schedule another batch before waiting on the oldest
+                flight.append(_launch(run, clock, decodes, chunks, 0 if micro is None else micro.turn))
+                if micro is not None:
+                    for request, reached in flight[-1].chunks:
+                        if reached >= state.known(request):
+                            micro.home[request] = micro.turn
+            if micro is not None:
+                micro.turn = (micro.turn + 1) % depth
+            if (decodes or chunks) and len(flight) < depth and flight[0].done > run.now:
+                continue  # the queue is not full: schedule another batch before waiting on the oldest
         if flight:
             batch = flight.popleft()
             run.now = max(run.now, batch.done)
+            if micro is not None:
+                micro.turn = batch.micro_batch  # its output processed, it is scheduled next
             run.after_step(_land(run, batch), keep_trace)
             continue
         run.idle_until_next_event(
@@ -83,7 +112,23 @@ def run_pipelined(run: "_Run", keep_trace: bool) -> None:
         )
 
 
-def _launch(run: "_Run", clock: StageClock, decodes: list[int], chunks: list[tuple[int, int]]) -> Batch:
+def _schedule_turn(run: "_Run", micro: MicroBatches | None) -> tuple[list[int], list[tuple[int, int]]]:
+    """The engine's scheduler on the requests free to run: not in a batch in flight, and under SGLang of the
+    micro-batch whose turn it is."""
+    state = run.state
+    if micro is None:
+        return schedule(run.limits.engine, state)
+    hidden = micro.others(state.running) - state.busy
+    state.busy |= hidden
+    try:
+        return schedule(run.limits.engine, state)
+    finally:
+        state.busy -= hidden
+
+
+def _launch(
+    run: "_Run", clock: StageClock, decodes: list[int], chunks: list[tuple[int, int]], micro_batch: int
+) -> Batch:
     """Send one scheduled batch: the host's part on the engine's thread, then the stages; its requests' tokens
     counted as computed (vLLM's ``_update_after_schedule``), and those now waiting for a sample marked busy."""
     state = run.state
@@ -105,7 +150,7 @@ def _launch(run: "_Run", clock: StageClock, decodes: list[int], chunks: list[tup
         reached.append((request, computed[request]))
         if computed[request] >= state.known(request):
             state.busy.add(request)
-    return Batch(decodes, reached, clock.run(run.now, stages))
+    return Batch(decodes, reached, clock.run(run.now, stages), micro_batch)
 
 
 def _land(run: "_Run", batch: Batch) -> list[int]:
