@@ -32,7 +32,7 @@ b / pp decodes each, a request's token comes every host + all stages' time of b 
 from collections import deque
 from typing import TYPE_CHECKING, NamedTuple
 
-from mha_cli.core.serve.schedulers import schedule
+from mha_cli.core.serve.schedulers import EngineState, schedule
 
 if TYPE_CHECKING:
     from mha_cli.core.serve.simulate import _Run
@@ -72,10 +72,17 @@ class MicroBatches:
         self.home: dict[int, int] = {}
         """Request -> the micro-batch it joined (its prompt's last chunk ran in that one's prefill batch)."""
 
-    def others(self, running: list[int]) -> set[int]:
-        """The running requests of the other micro-batches (a request still in its prompt's chunks belongs to none)."""
-        turn, home = self.turn, self.home
-        return {r for r in running if home.get(r, turn) != turn}
+    def others(self, state: EngineState) -> set[int]:
+        """The running requests of the other micro-batches (a request still in its prompt's chunks is in none)."""
+        turn, home, computed, prompts = self.turn, self.home, state.computed, state.prompts
+        return {r for r in state.running if home.get(r, turn) != turn and computed[r] >= prompts[r]}
+
+    def sent(self, batch: Batch, state: EngineState) -> None:
+        """``batch`` went in this turn: the requests whose prompt it ends join this micro-batch; the next turn."""
+        for request, reached in batch.chunks:
+            if reached >= state.known(request):
+                self.home[request] = batch.micro_batch
+        self.turn = (self.turn + 1) % self.depth
 
 
 def run_pipelined(run: "_Run", keep_trace: bool) -> None:
@@ -90,15 +97,12 @@ def run_pipelined(run: "_Run", keep_trace: bool) -> None:
         run.admit()
         if len(flight) < depth and (state.running or state.waiting):
             decodes, chunks = _schedule_turn(run, micro)
-            if decodes or chunks:
+            sent = bool(decodes or chunks)
+            if sent:
                 flight.append(_launch(run, clock, decodes, chunks, 0 if micro is None else micro.turn))
-                if micro is not None:
-                    for request, reached in flight[-1].chunks:
-                        if reached >= state.known(request):
-                            micro.home[request] = micro.turn
-            if micro is not None:
-                micro.turn = (micro.turn + 1) % depth
-            if (decodes or chunks) and len(flight) < depth and flight[0].done > run.now:
+            if micro is not None:  # SGLang's loop moves on to the next micro-batch, run or not
+                micro.sent(flight[-1] if sent else Batch([], [], run.now, micro.turn), state)
+            if sent and len(flight) < depth and flight[0].done > run.now:
                 continue  # the queue is not full: schedule another batch before waiting on the oldest
         if flight:
             batch = flight.popleft()
@@ -118,7 +122,7 @@ def _schedule_turn(run: "_Run", micro: MicroBatches | None) -> tuple[list[int], 
     state = run.state
     if micro is None:
         return schedule(run.limits.engine, state)
-    hidden = micro.others(state.running) - state.busy
+    hidden = micro.others(state) - state.busy
     state.busy |= hidden
     try:
         return schedule(run.limits.engine, state)
