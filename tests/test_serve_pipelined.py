@@ -11,6 +11,7 @@ from mha_cli.core.cost.priors import prior_profile
 from mha_cli.core.cost.serving import predict_serving
 from mha_cli.core.cost.stepper import ServingCase, Stepper
 from mha_cli.core.presets import get_preset
+from mha_cli.core.serve.schedulers import EngineState
 from mha_cli.core.serve.simulate import EngineLimits, simulate
 from mha_cli.core.serve.step_cost import StepCost
 from mha_cli.core.serve.workload import Workload
@@ -122,3 +123,28 @@ def test_a_batchs_stages_and_host_add_up_to_its_serial_step(model, tp, pp):
         assert host + sum(stages) == pytest.approx(cost.seconds(decodes, context, chunks), rel=1e-9)
         assert stages[-1] == max(stages)
     assert cost.decode_stages(16, 640) == cost.stage_seconds(16, 640, [])  # on the context grid: exact
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_pool_too_small_preempts_only_requests_out_of_flight_and_every_request_ends(engine, monkeypatch):
+    """pp 2 with a pool of 1,500 blocks for 64 users of ~700 + 120 tokens: the schedulers preempt (vLLM) or retract
+    (SGLang) requests, never one whose token is in flight (``EngineState.busy``), and every request still gets all
+    its tokens: each ends after its first token, once."""
+    from mha_cli.core.serve.workload import drawn_lengths
+
+    profile = prior_profile(load_targets()["h100-sxm"])
+    cost = StepCost(Stepper(ServingCase(get_preset("llama-3-8b"), isl=1, osl=1, concurrency=1, pp=2), profile))
+    workload = Workload(lengths=drawn_lengths(700, 120, 300, range_ratio=0.5, seed=4), max_concurrency=64)
+    limits = EngineLimits(engine, kv_blocks=1_500, block_size=16, max_num_batched_tokens=2048, max_num_seqs=48)
+    preempt, in_flight = EngineState.preempt_last, []
+
+    def watched(state: EngineState) -> int:
+        victim = preempt(state)
+        in_flight.append(victim in state.busy)
+        return victim
+
+    monkeypatch.setattr(EngineState, "preempt_last", watched)
+    run, times = simulate(workload, limits, cost)
+    assert run.preemptions > 0 and run.requests == 300
+    assert len(in_flight) == run.preemptions and not any(in_flight)
+    assert all(0 < ttft <= e2e for ttft, e2e in zip(times.ttft, times.e2e, strict=True))
