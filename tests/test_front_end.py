@@ -48,6 +48,8 @@ def test_only_generations_with_evidence_have_one_and_each_says_where_it_comes_fr
 class FixedSteps:
     """A step cost by hand: 10 ms a step with a prefill chunk, 2 ms a decode-only step."""
 
+    pp = 1  # one pipeline stage: the serial loop (core.serve.pipelined runs pp > 1)
+
     def seconds(self, decodes: int, decode_context: int, chunks: list[tuple[int, int]]) -> float:
         return 0.010 if chunks else 0.002
 

@@ -12,6 +12,8 @@ from mha_cli.core.serve.workload import Workload
 class Recording:
     """1 ms a step; records every prefill chunk as (tokens, context before it)."""
 
+    pp = 1  # one pipeline stage: the serial loop (core.serve.pipelined runs pp > 1)
+
     def __init__(self) -> None:
         self.chunks: list[tuple[int, int]] = []
 

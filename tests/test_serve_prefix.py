@@ -17,6 +17,8 @@ from mha_cli.core.targets import load_targets
 class Recording:
     """A step cost of 1 ms a step that records every prefill chunk as (tokens, context before it)."""
 
+    pp = 1  # one pipeline stage: the serial loop (core.serve.pipelined runs pp > 1)
+
     def __init__(self) -> None:
         self.chunks: list[list[tuple[int, int]]] = []
 

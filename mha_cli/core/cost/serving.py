@@ -10,7 +10,11 @@ Continuous batching (vLLM, SGLang, TRT-LLM's in-flight batching), per replica:
   (``core.engine``); the rest queue.
 - A decode step runs one token for each running sequence at the mean context isl + osl / 2. Under pipeline
   parallelism the running sequences form ``pp`` micro-batches; a token crosses every stage in turn and each
-  stage boundary costs a send.
+  stage boundary costs a send. Two approximations (the simulated loop, ``core.serve.pipelined``, has neither): the
+  micro-batches are even (vLLM's scheduler fills a batch up to its budget, so a burst of short prompts can leave
+  the others empty: vllm-project/vllm#39165), and a micro-batch's next token waits one pass through every stage,
+  not pp passes of the slowest stage (the last, which adds the LM head, when pp - 1 heads outlast the step
+  overhead).
 - A step runs the running sequences' decodes first, then prompt tokens up to ``max_num_batched_tokens``. Over one
   request's ``osl`` steps the other running requests' prompts ((running - 1) x isl tokens, whole prompts side by
   side, each its own sequence: ``others_prompts``) fill m of those steps:

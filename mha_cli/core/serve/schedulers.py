@@ -70,6 +70,9 @@ class EngineState:
         """Blocks each request holds."""
         self.waiting: deque[int] = deque()
         self.running: list[int] = []
+        self.busy: set[int] = set()
+        """Running requests waiting for the token of a batch still in flight (pipeline parallelism,
+        ``core.serve.pipelined``): no scheduler computes them again, nor preempts them, until it comes back."""
         self.free_blocks, self.block_size, self.budget, self.max_seqs = blocks, block_size, budget, max_seqs
         self.total_blocks = blocks
         self.preemptions = 0
@@ -144,8 +147,13 @@ class EngineState:
         self.new_token_ratio = max(SGLANG_MIN_NEW_TOKEN_RATIO, self.new_token_ratio - steps * step)
 
     def preempt_last(self) -> int:
-        """Preempt the last admitted running request by recompute: its blocks freed, to the front of the queue."""
-        victim = self.running.pop()
+        """Preempt the last admitted running request by recompute (of those not ``busy``): its blocks freed, to the
+        front of the queue."""
+        if self.busy:
+            victim = next(r for r in reversed(self.running) if r not in self.busy)
+            self.running.remove(victim)
+        else:
+            victim = self.running.pop()
         self.release(victim)
         self.computed[victim] = 0
         self.waiting.appendleft(victim)
@@ -173,8 +181,12 @@ def _vllm(state: EngineState) -> Plan:
     preempted = False
     index = 0
     computed, prompts, generated, size = state.computed, state.prompts, state.generated, state.block_size
+    busy = state.busy
     while index < len(state.running) and budget > 0:
         request = state.running[index]
+        if request in busy:
+            index += 1
+            continue
         done = computed[request]
         tokens = min(prompts[request] + generated[request] - done, budget)
         if tokens == 1 and done >= prompts[request] and done % size:  # a decode inside its last block: no block
@@ -222,6 +234,8 @@ def _sglang(state: EngineState) -> Plan:
     budget = state.budget
     # an unfinished chunked prefill goes on first
     for request in state.running:
+        if request in state.busy:
+            continue
         remaining = state.known(request) - state.computed[request]
         if remaining > 1 or state.computed[request] < state.prompts[request]:
             tokens = min(remaining, budget)
@@ -252,8 +266,8 @@ def _sglang(state: EngineState) -> Plan:
         return [], chunks
     decodes: list[int] = []
     for request in list(state.running):
-        if request not in state.running:
-            continue  # retracted below
+        if request not in state.running or request in state.busy:
+            continue  # retracted below, or its last token still in flight
         while not state.grow(request, state.computed[request] + 1):
             victim = state.preempt_last()
             state.new_token_ratio = SGLANG_INIT_NEW_TOKEN_RATIO
@@ -267,7 +281,7 @@ def _sglang(state: EngineState) -> Plan:
 
 def _trtllm(state: EngineState) -> Plan:
     budget = state.budget
-    decodes = list(state.running)  # their blocks were reserved whole at admission
+    decodes = [r for r in state.running if r not in state.busy]  # their blocks were reserved whole at admission
     for request in decodes:
         state.grow(request, state.computed[request] + 1)
     budget -= len(decodes)

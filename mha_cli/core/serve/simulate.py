@@ -351,6 +351,11 @@ class _Run:
         self.client.send(self.now)
 
     def run(self, keep_trace: bool, skip_repeated_steps: bool) -> None:
+        if self.cost.pp > 1:  # up to pp batches in flight (core.serve.pipelined)
+            from mha_cli.core.serve.pipelined import run_pipelined
+
+            run_pipelined(self, keep_trace)
+            return
         state, engine = self.state, self.limits.engine
         by_cohort = skip_repeated_steps and engine == "vllm"
         self.client.send(self.now)

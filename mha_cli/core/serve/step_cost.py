@@ -8,6 +8,10 @@ decode-only steps memoised every 32 tokens of context and interpolated,
 operations). The sum equals ``Stepper.step`` on the same shapes (tested), but for the grid's interpolation (within 0.5%: the
 experts an MoE step touches bend most between two grid points).
 
+Under pipeline parallelism ``stage_seconds`` splits a step into the host's part and each stage's (its layers, the
+send to the next stage; the embedding, head and sampler on the last), for ``core.serve.pipelined``'s loop, which runs
+up to pp batches at once; ``seconds`` is one batch through every stage in turn.
+
 The decodes of a step are priced as one group at their mean context: exact for full attention, where a step's
 cache reads and query-key pairs are linear in the contexts; for sliding-window layers it assumes the contexts lie
 on one side of the window. Pure Python.
@@ -43,6 +47,10 @@ class StepCost:
         self._layer_kernels: dict[int, float] = {}
         """Every stage's layer kernels at a token count priced by ``_layers_at`` (for a prefill's host launches)."""
         self._decodes: dict[tuple[int, int], float] = {}
+        self.pp = case.pp
+        self._stage_layers: dict[int, tuple[float, ...]] = {}
+        """Each stage's layer operations and its send to the next, by token count (pipeline parallelism)."""
+        self._decode_stages: dict[tuple[int, int], tuple[float, list[float]]] = {}
         spec = case.speculative
         self.per_decode = 1 if spec is None else spec.num_speculative_tokens + 1
         """Tokens a decoding sequence puts in a step: 1, or k + 1 to verify (``core.cost.speculative``)."""
@@ -91,6 +99,77 @@ class StepCost:
             return self._layers_at(tokens)
         below, above = self._layers_at(low), self._layers_at(low + spacing)
         return below + (above - below) * (tokens - low) / spacing
+
+    def _stage_layers_at(self, tokens: int) -> tuple[float, ...]:
+        cached = self._stage_layers.get(tokens)
+        if cached is None:
+            case, stages = self.stepper.case, self.stepper.stages
+            boundary = self.stepper.send_seconds(tokens) / max(1, len(stages) - 1)
+            cached = self._stage_layers[tokens] = tuple(
+                self._price(layer_ops(stage, tokens, tp=case.tp, weights=self.stepper.layer_weights(index)))
+                + (boundary if index < len(stages) - 1 else 0.0)
+                for index, stage in enumerate(stages)
+            )
+        return cached
+
+    def stage_layers(self, tokens: int) -> tuple[float, ...]:
+        """``layers`` stage by stage: each stage's layer operations and its send to the next stage (the sends of
+        ``Stepper.send_seconds`` shared evenly over the pp - 1 boundaries), on the same grid."""
+        if tokens <= EXACT_TOKENS:
+            return self._stage_layers_at(tokens)
+        spacing = max(1, (1 << (tokens.bit_length() - 1)) // GRID_PER_OCTAVE)
+        low = tokens - tokens % spacing
+        if low == tokens:
+            return self._stage_layers_at(tokens)
+        below, above = self._stage_layers_at(low), self._stage_layers_at(low + spacing)
+        share = (tokens - low) / spacing
+        return tuple(b + (a - b) * share for b, a in zip(below, above, strict=True))
+
+    def stage_seconds(
+        self, decodes: int, decode_context: int, chunks: list[tuple[int, int]]
+    ) -> tuple[float, list[float]]:
+        """One batch of ``seconds``' arguments split as a pipeline runs it: (the host's seconds: the engine's step and
+        per-sequence overhead, each stage's device seconds). A stage's: its layers and its send to the next stage
+        (``stage_layers``), its attention over the batch's contexts; the last stage's also the embedding, LM head and
+        sampler (``outside_ops``, priced once as ``Stepper`` counts them) and the drafter. An eager prompt step's host
+        launch floor is shared evenly over the stages (each launches its own layers' operators). Their sum and the host's
+        equal ``seconds``, but for the launch floor taken stage by stage."""
+        tokens = decodes * self.per_decode + sum(size for size, _ in chunks)
+        stages = list(self.stage_layers(tokens))
+        for index, layout in enumerate(self.layouts):
+            ops: list[Op] = []
+            if decodes:
+                for shape in decode_shapes(self.stepper, decodes, decode_context):
+                    ops += sequence_ops(layout, shape, self.absorbed_mla)
+            for size, context in chunks:
+                ops += sequence_ops(layout, prefill_shape(size, context=context), self.absorbed_mla and size == 1)
+            stages[index] += self._price(ops)
+        case = self.stepper.case
+        stages[-1] += self._price(outside_ops(self.stepper.stages[0], tokens, decodes * self.per_decode + len(chunks),
+                                              tp=case.tp, weight_dtype=case.weight_dtype))  # fmt: skip
+        launch = self.stepper.prompt_launch_s(sum(size for size, _ in chunks)) if chunks else 0.0
+        if launch:
+            floor = self.stepper.eager_ops() * launch / len(stages)
+            stages = [max(seconds, floor) for seconds in stages]
+        stages[-1] += self.drafting(decodes, decode_context, chunks)
+        host = self.profile.step_overhead_s + self.profile.sequence_overhead_s * (decodes + len(chunks))
+        return host, stages
+
+    def decode_stages(self, rows: int, context: int) -> tuple[float, list[float]]:
+        """``stage_seconds(rows, context, [])``, memoised at every ``CONTEXT_GRID``-th context and interpolated
+        between them (as ``decode_seconds``)."""
+        low = context - context % CONTEXT_GRID
+        below = self._decode_stages.get((rows, low))
+        if below is None:
+            below = self._decode_stages[(rows, low)] = self.stage_seconds(rows, low, [])
+        if low == context:
+            return below
+        above = self._decode_stages.get((rows, low + CONTEXT_GRID))
+        if above is None:
+            above = self._decode_stages[(rows, low + CONTEXT_GRID)] = self.stage_seconds(rows, low + CONTEXT_GRID, [])
+        share = (context - low) / CONTEXT_GRID
+        stages = [b + (a - b) * share for b, a in zip(below[1], above[1], strict=True)]
+        return below[0] + (above[0] - below[0]) * share, stages
 
     def decode_seconds(self, rows: int, context: int) -> float:
         """``seconds(rows, context, [])``, memoised at every ``CONTEXT_GRID``-th context and interpolated between

@@ -1,0 +1,179 @@
+"""The serving loop under pipeline parallelism: up to pp batches in flight, one on each stage, as the engines run
+them.
+
+Read in the engines' source:
+
+- **vLLM V1** 0.11.0 (``vllm/v1/engine/core.py``, ``EngineCore.step_with_batch_queue``; the batch queue's size is
+  the executor's ``max_concurrent_batches``, ``pipeline_parallel_size`` in ``v1/executor/multiproc_executor.py``):
+  while the queue is not full the engine schedules a new batch and sends it without waiting; once it is full, or
+  nothing more can be scheduled, it blocks on the oldest batch and updates the scheduler from its output. The
+  scheduler advances a request's computed tokens when it schedules them (``Scheduler._update_after_schedule``), so
+  a request whose batch is in flight has nothing left to compute and is skipped (``Scheduler.schedule``: "PP>1 and
+  we have already scheduled all prompt tokens but they are not finished yet") until its token comes back, while a
+  prompt's next chunk can go in the next batch.
+- **SGLang** 0.5.5 (``srt/managers/scheduler_pp_mixin.py``, ``event_loop_pp``): ``pp_size`` micro-batches, each its
+  own running batch (``running_mbs``); the loop schedules micro-batch k (``get_next_batch_to_run``), runs it, then
+  receives and processes the output of micro-batch k + 1, the oldest in flight, which it schedules next. A request
+  stays in the micro-batch whose prefill batch ran its prompt's last chunk (``scheduler.py``,
+  ``get_next_batch_to_run``: a micro-batch's last prefill batch is merged into its own running batch) and decodes
+  only in that micro-batch's turn (``MicroBatches``); the chunked request is the scheduler's one, whichever turn.
+- **TensorRT-LLM**: a micro-batch scheduled for each ``microbatch_id`` in turn (``_torch/pyexecutor/py_executor.py``,
+  ``PyExecutor._executor_loop_pp``, as ``core.cost.serving.micro_batch_steps`` reads it); not read further here, it
+  is run as vLLM's is (a request free once its batch's output is back).
+
+The timing: the engine's host part of a batch (its step overhead and per-sequence overhead) runs on the engine's
+thread, one batch after another; then the batch goes through the stages in order, each stage running one batch at a
+time in the order they came (``StepCost.stage_seconds``: a stage's layers, its send to the next stage). The tokens a
+batch samples arrive when the engine takes its output (at its end at the earliest). With pp balanced batches of
+b / pp decodes each, a request's token comes every host + all stages' time of b / pp rows: the closed form's step
+(``core.cost.serving``). Pure Python.
+"""
+
+from collections import deque
+from typing import TYPE_CHECKING, NamedTuple
+
+from mha_cli.core.serve.schedulers import EngineState, schedule
+
+if TYPE_CHECKING:
+    from mha_cli.core.serve.simulate import _Run
+
+
+class Batch(NamedTuple):
+    """One batch in flight: its decodes, its prefill chunks ((request, its tokens computed once the chunk is)) and
+    when its last stage ends it."""
+
+    decodes: list[int]
+    chunks: list[tuple[int, int]]
+    done: float
+    micro_batch: int = 0
+    """SGLang: the micro-batch it is (0 elsewhere)."""
+
+
+class StageClock:
+    """When each pipeline stage is next free: batches go through the stages in order, one at a time on each."""
+
+    def __init__(self, stages: int) -> None:
+        self.free = [0.0] * stages
+
+    def run(self, start: float, seconds: list[float]) -> float:
+        """A batch sent at ``start`` that takes ``seconds`` on each stage: when its last stage ends it."""
+        free, at = self.free, start
+        for stage, spent in enumerate(seconds):
+            at = max(at, free[stage]) + spent
+            free[stage] = at
+        return at
+
+
+class MicroBatches:
+    """SGLang's micro-batches (see the module docstring): which one each request decodes in, and whose turn it is."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth, self.turn = depth, 0
+        self.home: dict[int, int] = {}
+        """Request -> the micro-batch it joined (its prompt's last chunk ran in that one's prefill batch)."""
+
+    def others(self, state: EngineState) -> set[int]:
+        """The running requests of the other micro-batches (a request still in its prompt's chunks is in none)."""
+        turn, home, computed, prompts = self.turn, self.home, state.computed, state.prompts
+        return {r for r in state.running if home.get(r, turn) != turn and computed[r] >= prompts[r]}
+
+    def sent(self, batch: Batch, state: EngineState) -> None:
+        """``batch`` went in this turn: the requests whose prompt it ends join this micro-batch; the next turn."""
+        for request, reached in batch.chunks:
+            if reached >= state.known(request):
+                self.home[request] = batch.micro_batch
+        self.turn = (self.turn + 1) % self.depth
+
+
+def run_pipelined(run: "_Run", keep_trace: bool) -> None:
+    """``run`` to its end with up to pp batches in flight (see the module docstring)."""
+    state, cost, engine = run.state, run.cost, run.limits.engine
+    depth = cost.pp
+    clock = StageClock(depth)
+    flight: deque[Batch] = deque()
+    micro = MicroBatches(depth) if engine == "sglang" else None
+    run.client.send(run.now)
+    while run.finished < len(run.prompts):
+        run.admit()
+        if len(flight) < depth and (state.running or state.waiting):
+            decodes, chunks = _schedule_turn(run, micro)
+            sent = bool(decodes or chunks)
+            if sent:
+                flight.append(_launch(run, clock, decodes, chunks, 0 if micro is None else micro.turn))
+            if micro is not None:  # SGLang's loop moves on to the next micro-batch, run or not
+                micro.sent(flight[-1] if sent else Batch([], [], run.now, micro.turn), state)
+            if sent and len(flight) < depth and flight[0].done > run.now:
+                continue  # the queue is not full: schedule another batch before waiting on the oldest
+        if flight:
+            batch = flight.popleft()
+            run.now = max(run.now, batch.done)
+            if micro is not None:
+                micro.turn = batch.micro_batch  # its output processed, it is scheduled next
+            run.after_step(_land(run, batch), keep_trace)
+            continue
+        run.idle_until_next_event(
+            f"{engine} admits none of the waiting requests into an empty pool: give it more KV memory"
+        )
+
+
+def _schedule_turn(run: "_Run", micro: MicroBatches | None) -> tuple[list[int], list[tuple[int, int]]]:
+    """The engine's scheduler on the requests free to run: not in a batch in flight, and under SGLang of the
+    micro-batch whose turn it is."""
+    state = run.state
+    if micro is None:
+        return schedule(run.limits.engine, state)
+    hidden = micro.others(state) - state.busy
+    state.busy |= hidden
+    try:
+        return schedule(run.limits.engine, state)
+    finally:
+        state.busy -= hidden
+
+
+def _launch(
+    run: "_Run", clock: StageClock, decodes: list[int], chunks: list[tuple[int, int]], micro_batch: int
+) -> Batch:
+    """Send one scheduled batch: the host's part on the engine's thread, then the stages; its requests' tokens
+    counted as computed (vLLM's ``_update_after_schedule``), and those now waiting for a sample marked busy."""
+    state = run.state
+    computed = state.computed
+    context = sum(computed[r] for r in decodes) // len(decodes) if decodes else 0
+    shapes = [(tokens, computed[r]) for r, tokens in chunks]
+    if decodes and not chunks:
+        host, stages = run.cost.decode_stages(len(decodes), context)
+    else:
+        host, stages = run.cost.stage_seconds(len(decodes), context, shapes)
+    run.now += host + state.take_load()
+    run.steps += 1
+    for request in decodes:
+        computed[request] += 1
+        state.busy.add(request)
+    reached = []
+    for request, tokens in chunks:
+        computed[request] += tokens
+        reached.append((request, computed[request]))
+        if computed[request] >= state.known(request):
+            state.busy.add(request)
+    return Batch(decodes, reached, clock.run(run.now, stages), micro_batch)
+
+
+def _land(run: "_Run", batch: Batch) -> list[int]:
+    """The engine takes ``batch``'s output now: each request it ran to its last known token samples one. The
+    requests it ended."""
+    state, ended = run.state, []
+    now, busy, generated, outputs, last, gaps = run.now, state.busy, state.generated, run.outputs, run.last, run.gaps
+    for request in batch.decodes:  # ``_Run.emit`` for a decode (its first token came with its prompt), inlined
+        busy.discard(request)
+        generated[request] += 1
+        gap = now - last[request]
+        gaps[gap] = gaps.get(gap, 0) + 1
+        last[request] = now
+        if generated[request] >= outputs[request]:
+            ended.append(request)
+    for request, reached in batch.chunks:
+        state.cache_prefix(reached, request)
+        if reached >= state.known(request) and request in state.busy:  # a prompt's last chunk samples
+            state.busy.discard(request)
+            if run.emit(request):
+                ended.append(request)
+    return ended
