@@ -17,6 +17,9 @@ cache reads and query-key pairs are linear in the contexts; for sliding-window l
 on one side of the window. Pure Python.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from mha_cli.core.cost.speculative import decode_shapes, draft_seconds, draft_stepper
 from mha_cli.core.cost.step import op_seconds
 from mha_cli.core.cost.stepper import Stepper
@@ -91,14 +94,12 @@ class StepCost:
 
     def layers(self, tokens: int) -> float:
         """Seconds of every stage's layer operations (and the sends between stages) at ``tokens`` rows."""
-        if tokens <= EXACT_TOKENS:
+        around = _token_grid(tokens)
+        if around is None:
             return self._layers_at(tokens)
-        spacing = max(1, (1 << (tokens.bit_length() - 1)) // GRID_PER_OCTAVE)
-        low = tokens - tokens % spacing
-        if low == tokens:
-            return self._layers_at(tokens)
-        below, above = self._layers_at(low), self._layers_at(low + spacing)
-        return below + (above - below) * (tokens - low) / spacing
+        low, high, share = around
+        below, above = self._layers_at(low), self._layers_at(high)
+        return below + (above - below) * share
 
     def _stage_layers_at(self, tokens: int) -> tuple[float, ...]:
         cached = self._stage_layers.get(tokens)
@@ -115,14 +116,11 @@ class StepCost:
     def stage_layers(self, tokens: int) -> tuple[float, ...]:
         """``layers`` stage by stage: each stage's layer operations and its send to the next stage (the sends of
         ``Stepper.send_seconds`` shared evenly over the pp - 1 boundaries), on the same grid."""
-        if tokens <= EXACT_TOKENS:
+        around = _token_grid(tokens)
+        if around is None:
             return self._stage_layers_at(tokens)
-        spacing = max(1, (1 << (tokens.bit_length() - 1)) // GRID_PER_OCTAVE)
-        low = tokens - tokens % spacing
-        if low == tokens:
-            return self._stage_layers_at(tokens)
-        below, above = self._stage_layers_at(low), self._stage_layers_at(low + spacing)
-        share = (tokens - low) / spacing
+        low, high, share = around
+        below, above = self._stage_layers_at(low), self._stage_layers_at(high)
         return tuple(b + (a - b) * share for b, a in zip(below, above, strict=True))
 
     def stage_seconds(
@@ -158,32 +156,23 @@ class StepCost:
     def decode_stages(self, rows: int, context: int) -> tuple[float, list[float]]:
         """``stage_seconds(rows, context, [])``, memoised at every ``CONTEXT_GRID``-th context and interpolated
         between them (as ``decode_seconds``)."""
-        low = context - context % CONTEXT_GRID
-        below = self._decode_stages.get((rows, low))
-        if below is None:
-            below = self._decode_stages[(rows, low)] = self.stage_seconds(rows, low, [])
-        if low == context:
-            return below
-        above = self._decode_stages.get((rows, low + CONTEXT_GRID))
+        below, above, share = _on_grid(self._decode_stages, rows, context, self._stages_of_decodes)
         if above is None:
-            above = self._decode_stages[(rows, low + CONTEXT_GRID)] = self.stage_seconds(rows, low + CONTEXT_GRID, [])
-        share = (context - low) / CONTEXT_GRID
+            return below
         stages = [b + (a - b) * share for b, a in zip(below[1], above[1], strict=True)]
         return below[0] + (above[0] - below[0]) * share, stages
 
     def decode_seconds(self, rows: int, context: int) -> float:
         """``seconds(rows, context, [])``, memoised at every ``CONTEXT_GRID``-th context and interpolated between
         them (a decode step's time is linear in the context between two such points, but for the rate curves)."""
-        low = context - context % CONTEXT_GRID
-        below = self._decodes.get((rows, low))
-        if below is None:
-            below = self._decodes[(rows, low)] = self.seconds(rows, low, [])
-        if low == context:
-            return below
-        above = self._decodes.get((rows, low + CONTEXT_GRID))
-        if above is None:
-            above = self._decodes[(rows, low + CONTEXT_GRID)] = self.seconds(rows, low + CONTEXT_GRID, [])
-        return below + (above - below) * (context - low) / CONTEXT_GRID
+        below, above, share = _on_grid(self._decodes, rows, context, self._seconds_of_decodes)
+        return below if above is None else below + (above - below) * share
+
+    def _stages_of_decodes(self, rows: int, context: int) -> tuple[float, list[float]]:
+        return self.stage_seconds(rows, context, [])
+
+    def _seconds_of_decodes(self, rows: int, context: int) -> float:
+        return self.seconds(rows, context, [])
 
     def seconds(self, decodes: int, decode_context: int, chunks: list[tuple[int, int]]) -> float:
         """One step: ``decodes`` sequences' next token each after ``decode_context`` cached tokens (their mean), and
@@ -223,3 +212,28 @@ class StepCost:
         first = self._draft_cost.seconds(0, 0, [(self.per_decode, context)] * decodes + chunks)
         rest = self._draft_cost.seconds(decodes, context + self.per_decode, []) if decodes else 0.0
         return first + (self.per_decode - 2) * rest
+
+
+def _on_grid(memo: dict, rows: int, context: int, price: Callable[[int, int], Any]) -> tuple[Any, Any, float]:
+    """``price(rows, c)`` at the ``CONTEXT_GRID`` points around ``context``, each priced once into ``memo``: (the
+    point at or below, the point above or None when ``context`` is on the grid, ``context``'s share of the way)."""
+    low = context - context % CONTEXT_GRID
+    below = memo.get((rows, low))
+    if below is None:
+        below = memo[(rows, low)] = price(rows, low)
+    if low == context:
+        return below, None, 0.0
+    above = memo.get((rows, low + CONTEXT_GRID))
+    if above is None:
+        above = memo[(rows, low + CONTEXT_GRID)] = price(rows, low + CONTEXT_GRID)
+    return below, above, (context - low) / CONTEXT_GRID
+
+
+def _token_grid(tokens: int) -> tuple[int, int, float] | None:
+    """The grid points around ``tokens`` rows (``GRID_PER_OCTAVE`` a power of two above ``EXACT_TOKENS``) and
+    ``tokens``' share of the way between them; None where ``tokens`` is priced exactly (small, or on the grid)."""
+    if tokens <= EXACT_TOKENS:
+        return None
+    spacing = max(1, (1 << (tokens.bit_length() - 1)) // GRID_PER_OCTAVE)
+    low = tokens - tokens % spacing
+    return None if low == tokens else (low, low + spacing, (tokens - low) / spacing)
