@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mha_cli.core.engine.architectures_served import served_as
 from mha_cli.core.engine.mla_blocks import sglang_mla_page, vllm_mla_block
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.targets import load_targets
@@ -22,6 +23,7 @@ def _model(name: str):
 
 
 V3, V32, LLAMA = _model("deepseek-v3"), _model("deepseek-v3.2-exp"), _model("llama-3.1-8b")
+GLM5 = _model("glm-5")
 
 
 def _vllm(release, target: str, *, model=V3, asked=None, kv="bf16"):
@@ -93,11 +95,13 @@ def test_a_changed_mla_block_with_a_non_matching_nope_dim_falls_to_cutlass():
         (LATEST, "h200", V3, None, None),  # Hopper's default MLA backend keeps page 1
         ((0, 5, 2, 0), "h200", V32, None, None),
         ((0, 5, 3, 0), "h200", V32, 1, 64),  # NSA: 64 whatever is given
+        ((0, 5, 5, 0), "h200", GLM5, None, None),  # is_deepseek_nsa lists GLM-5 in 0.5.9, not 0.5.5
+        ((0, 5, 9, 0), "h200", GLM5, None, 64),
         (LATEST, "b200", LLAMA, None, None),
     ],
 )
 def test_sglang_mla_page_by_release_and_gpu(release, target, model, asked, size):
-    forced = sglang_mla_page(model, TARGETS[target], release, asked=asked, deepseek_v3=model is V3)
+    forced = sglang_mla_page(model, TARGETS[target], release, asked=asked, architectures=served_as(model))
     assert (None if forced is None else forced.size) == size
 
 

@@ -37,7 +37,8 @@ SGLang, ``sglang/srt/server_args.py`` (read in 0.4.3, 0.4.6, 0.4.9, 0.5.2, 0.5.3
 - ``DeepseekV3ForCausalLM`` (not DeepSeek NSA) on a 10.x GPU with no attention backend named: trtllm_mla from 0.5.4
   (``_handle_model_specific_adjustments``, absent in 0.5.3), whose page is 64 unless 32 or 64 is given ("TensorRT-LLM
   MLA only supports page_size of 32 or 64"); on Hopper SGLang's default MLA backend keeps the page (1).
-- DeepSeek NSA (V3.2) on CUDA from 0.5.3: page 64, whatever is given ("Setting page size to 64 for DeepSeek NSA").
+- DeepSeek NSA (V3.2; GLM-5 from 0.5.9: ``NSA_ARCHITECTURES``) on CUDA from 0.5.3: page 64, whatever is given
+  ("Setting page size to 64 for DeepSeek NSA").
 
 Not modelled: a backend named by the user (``VLLM_ATTENTION_BACKEND``, ``--attention-backend``), AMD's ROCm rules,
 Mamba hybrids with MLA (their block is raised by ``pages.vllm_block_size``). Pure Python.
@@ -51,6 +52,8 @@ from mha_cli.core.targets import Target
 
 Release = tuple[int, int, int, int]
 """(major, minor, patch, post), as ``core.engine.flags`` orders releases."""
+LATER: Release = (1 << 21, 0, 0, 0)
+"""After every release, even ``flags.LATEST``: an architecture no release read lists."""
 
 
 def flashinfer_mla_nope_dims(release: Release) -> tuple[int, ...]:
@@ -131,19 +134,29 @@ def vllm_mla_block(
     return _vllm_preferred(release, capability, kv_dtype, mla.qk_nope_head_dim, sparse)
 
 
+NSA_ARCHITECTURES: dict[str, Release] = {
+    "DeepseekV3ForCausalLM": (0, 5, 3, 0), "DeepseekV32ForCausalLM": (0, 5, 3, 0),
+    "GlmMoeDsaForCausalLM": (0, 5, 9, 0),
+}  # fmt: skip
+"""SGLang's ``is_deepseek_nsa`` architectures (with ``index_topk``), by the first release read that lists them
+(``sglang/srt/configs/model_config.py``: GLM-5's absent in 0.5.4 and 0.5.5, present in 0.5.9; 0.5.6-0.5.8 unread)."""
+
+
 def sglang_mla_page(
-    model: ModelSpec, target: Target, release: Release, *, asked: int | None, deepseek_v3: bool
+    model: ModelSpec, target: Target, release: Release, *, asked: int | None, architectures: tuple[str, ...]
 ) -> MlaBlock | None:
-    """The page SGLang ``release`` runs MLA ``model`` in on ``target`` when it is not ``asked`` (or 1); None: it
-    keeps that. ``deepseek_v3``: the model is served as ``DeepseekV3ForCausalLM``."""
+    """The page SGLang ``release`` runs MLA ``model`` (served as one of ``architectures``) in on ``target`` when it
+    is not ``asked`` (or 1); None: it keeps that."""
     mla = model.attention.mla
     capability = target.compute_capability
     if mla is None or target.vendor != "NVIDIA" or capability is None:
         return None
     if mla.indexer is not None:
-        if release >= (0, 5, 3, 0) and asked != 64:
+        nsa = any(release >= NSA_ARCHITECTURES.get(name, LATER) for name in architectures)
+        if nsa and asked != 64:
             return MlaBlock(64, "nsa (DeepSeek NSA)", f"{_SGLANG} (0.5.3+)")
         return None
+    deepseek_v3 = "DeepseekV3ForCausalLM" in architectures
     if deepseek_v3 and int(capability) == 10 and release >= (0, 5, 4, 0) and asked not in (32, 64):
         return MlaBlock(64, "trtllm_mla", f"{_SGLANG} (0.5.4+)")
     return None
@@ -166,8 +179,7 @@ def settle_mla_block(
     if settings.engine == "vllm":
         forced = vllm_mla_block(model, target, release, asked=asked, kv_dtype=kv_dtype)
     else:
-        deepseek_v3 = "DeepseekV3ForCausalLM" in served_as(model)
-        forced = sglang_mla_page(model, target, release, asked=asked, deepseek_v3=deepseek_v3)
+        forced = sglang_mla_page(model, target, release, asked=asked, architectures=served_as(model))
     if forced is None or forced.size == settings.block_size:
         return settings, None
     engine = "vLLM" if settings.engine == "vllm" else "SGLang"
