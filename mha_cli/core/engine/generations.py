@@ -76,7 +76,8 @@ class Generation(NamedTuple):
     holds every token in the same blocks (V0's block manager; SGLang and TensorRT-LLM are priced their own way)."""
     block_size: int
     """Tokens per KV block when none is given: vLLM's block_size on CUDA (``platforms/cuda.py``), SGLang's
-    page_size, TRT-LLM's tokens_per_block (64 at ``trtllm-build``, 32 in the PyTorch backend)."""
+    page_size, TRT-LLM's tokens_per_block (64 at ``trtllm-build``, 32 in the PyTorch backend); an MLA model's is
+    the one its attention backend forces (``core.engine.mla_blocks``)."""
     data_parallel_flag: bool
     """The server takes ``--data-parallel-size`` (vLLM V1 and later): without it a replica is a server of its own."""
     differs: str

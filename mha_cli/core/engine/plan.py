@@ -42,6 +42,7 @@ from mha_cli.core.engine.cuda_graphs import (
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation, vllm_memory_rules_note
+from mha_cli.core.engine.mla_blocks import settle_mla_block
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
 from mha_cli.core.engine.pages import (
@@ -727,6 +728,7 @@ def plan_engine(
     of speculative decoding (its decode steps verify 1 + k tokens a request), by ``speculative_method``
     (which decides vLLM's model runner in 0.22-0.29, ``core.engine.model_runner``); ``stage``: the pipeline stage this
     rank holds, where pp > 1."""
+    settings, block_note = settle_mla_block(model, target, settings, kv.kv_dtype)
     v2_knobs = {
         "speculative": speculative_method,
         "pp": 1 if stage is None else stage.pp,
@@ -783,7 +785,7 @@ def plan_engine(
         else BudgetLine(label="= available for KV cache", bytes=pool.available, how="the sum of the lines above")
     )  # fmt: skip
     admitted = min(int(pool.concurrency), settings.max_num_seqs) if pool.starts else 0
-    notes = [settings.defaults_note, *pool.notes]
+    notes = [settings.defaults_note, *([block_note] if block_note else []), *pool.notes]
     if cpu and settings.kv_cache_bytes is None:
         notes.append(
             "vLLM's CPU backend sizes its pool as gpu_memory_utilization x memory less the worker's resident memory:"

@@ -67,6 +67,11 @@ class EngineSettings(Record):
     release: Version | None = None
     """vLLM: the release whose defaults apply (``_release_in_force``): the one typed, else the generation's last;
     None: the latest (and every other engine)."""
+    block_size_given: bool = False
+    """``block_size`` is the user's (``--block-size``), not the engine's default: vLLM 0.18+ keeps it for MLA
+    (``core.engine.mla_blocks``)."""
+    engine_version: str | None = None
+    """The release as typed (``--engine vllm@0.10.2``); None: the generation's latest."""
 
 
 def _release_in_force(chosen: Generation, typed: str | None) -> Version | None:
@@ -348,7 +353,8 @@ def resolve_settings(
                 chosen.id, deployment.engine_version,
                 flashinfer_capable=runs_flashinfer(target.vendor, target.compute_capability), cpu=cpu,
             ),
-            release=release,
+            release=release, block_size_given=deployment.block_size is not None,
+            engine_version=deployment.engine_version,
             quantized_checkpoint=deployment.weight_dtype not in UNQUANTIZED or deployment.weight_scheme is not None,
         )  # fmt: skip
     if engine == "sglang":
@@ -411,6 +417,7 @@ def resolve_settings(
             utilisation_source="--mem-fraction-static" if util else f"{chosen.label}'s default for this GPU and tp",
             max_num_batched_tokens=step, max_num_seqs=deployment.max_num_seqs or graph_bs,
             block_size=deployment.block_size or chosen.block_size, defaults_note=note,
+            block_size_given=deployment.block_size is not None, engine_version=deployment.engine_version,
         )  # fmt: skip
     tokens = deployment.max_num_batched_tokens or 8192
     batch = deployment.max_num_seqs or TRTLLM_BATCH
