@@ -31,6 +31,7 @@ The search is closed form. Pure Python.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
@@ -298,7 +299,9 @@ def plan_disaggregated(
         try:
             workers[layout] = worker_steps(model, target, deployment, profiles, layout, isl=isl, osl=osl)
         except MhaError as exc:
-            refused.setdefault(exc.message, []).append(layout.label)
+            # the weights' overflow names each layout's own bytes a rank: one reason for every layout it stops
+            why = re.sub(r"this rank's [\d,.]+ GiB exceed", "a rank's weights exceed", exc.message)
+            refused.setdefault(why, []).append(layout.label)
     notes = [f"{', '.join(labels)}: no worker ({why})" for why, labels in refused.items()]
     if model.context_length and isl + osl > model.context_length:  # as `mha plan --tp` says it
         notes.append(
