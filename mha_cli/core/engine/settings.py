@@ -67,6 +67,9 @@ class EngineSettings(Record):
     release: Version | None = None
     """vLLM: the release whose defaults apply (``_release_in_force``): the one typed, else the generation's last;
     None: the latest (and every other engine)."""
+    sglang_release: str | None = None
+    """SGLang: the release typed (``--engine sglang@0.5.15``); None: the newest read (``prefill_graphs.LATEST_READ``)
+    or another engine."""
 
 
 def _release_in_force(chosen: Generation, typed: str | None) -> Version | None:
@@ -411,6 +414,7 @@ def resolve_settings(
             utilisation_source="--mem-fraction-static" if util else f"{chosen.label}'s default for this GPU and tp",
             max_num_batched_tokens=step, max_num_seqs=deployment.max_num_seqs or graph_bs,
             block_size=deployment.block_size or chosen.block_size, defaults_note=note,
+            sglang_release=deployment.engine_version,
         )  # fmt: skip
     tokens = deployment.max_num_batched_tokens or 8192
     batch = deployment.max_num_seqs or TRTLLM_BATCH
