@@ -16,7 +16,9 @@ Each generation of an engine (``core.engine.generations``) is priced by the rule
 - SGLang (0.5.3, ``model_runner.profile_max_num_token``): tokens = (free after the weights and the fp32 RoPE tables
   loaded with them - free before them x (1 - mem_fraction_static)) // bytes per token, free before = total -
   non-torch; activations come out of the
-  (1 - mem_fraction_static) share. Pages of ``page_size`` tokens (1 by default).
+  (1 - mem_fraction_static) share. Pages of ``page_size`` tokens (1 by default). A hybrid Gated DeltaNet model's
+  recurrent states have a pool of their own, taken first, which also caps the running requests
+  (``core.engine.sglang_state_pool``).
 - TensorRT-LLM (PyTorch backend, ``KvCacheCreator``): KV memory = (total - peak of weights, activations and
   non-torch) x free_gpu_memory_fraction; the activations those of its dummy requests' run, a forward over
   max_num_tokens and one logit row a request (``core.engine.trtllm_profile``); tokens in blocks of
