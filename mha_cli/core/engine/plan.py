@@ -16,7 +16,9 @@ Each generation of an engine (``core.engine.generations``) is priced by the rule
 - SGLang (0.5.3, ``model_runner.profile_max_num_token``): tokens = (free after the weights and the fp32 RoPE tables
   loaded with them - free before them x (1 - mem_fraction_static)) // bytes per token, free before = total -
   non-torch; activations come out of the
-  (1 - mem_fraction_static) share. Pages of ``page_size`` tokens (1 by default).
+  (1 - mem_fraction_static) share. Pages of ``page_size`` tokens (1 by default). A hybrid Gated DeltaNet model's
+  recurrent states have a pool of their own, taken first, which also caps the running requests
+  (``core.engine.sglang_state_pool``).
 - TensorRT-LLM (PyTorch backend, ``KvCacheCreator``): KV memory = (total - peak of weights, activations and
   non-torch) x free_gpu_memory_fraction; the activations those of its dummy requests' run, a forward over
   max_num_tokens and one logit row a request (``core.engine.trtllm_profile``); tokens in blocks of
@@ -63,6 +65,7 @@ from mha_cli.core.engine.settings import (
     GIB,
     EngineSettings,
 )  # fmt: skip
+from mha_cli.core.engine.sglang_state_pool import StatePool, priced_here, state_pool
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
@@ -592,8 +595,27 @@ def _sglang(inputs: _Inputs) -> _Pool:
     ]  # fmt: skip
     paged_tokens = -(-kv.seq_len // settings.block_size) * settings.block_size
     per_sequence = paged_tokens * kv.bytes_per_token_per_rank + kv.state_bytes_per_seq_per_rank
+    states = _sglang_state_pool(inputs, available) if available > 0 else None  # none where the weights take all
+    state_refusal = None
+    if states is not None:  # the state has a pool of its own: the KV pool is what it leaves
+        budget.append(BudgetLine(label="recurrent-state pool (Mamba cache)", bytes=-states.state_bytes,
+                                 how=states.how()))  # fmt: skip
+        available = states.kv_bytes
+        per_sequence = paged_tokens * kv.bytes_per_token_per_rank
+        state_refusal = states.refusal()
     blocks, tokens, concurrency = _token_pool(inputs, available, per_sequence)
     notes = []
+    if states is not None:
+        notes.append(
+            f"SGLang {states.release}'s state pool lets at most {states.running_cap} requests run at once:"
+            f" {states.slots:,} slots // {states.slots_per_request} a request (init_memory_pool's max_num_reqs); the"
+            f" KV pool alone holds {concurrency:.1f}; speculative decoding's intermediate states are not priced"
+        )
+        concurrency = min(concurrency, states.running_cap)
+    elif kv.n_state_layers and available > 0:
+        notes.append(
+            "SGLang's state pool for this architecture is not priced: its fixed states are counted in the KV pool"
+        )
     if kv.n_local_layers:
         notes.append(
             "SGLang prices sliding-window layers as full here (its hybrid SWA pool is off for Gemma 2/3, gpt-oss)"
@@ -607,17 +629,31 @@ def _sglang(inputs: _Inputs) -> _Pool:
         )
     starts = available > 0 and concurrency >= 1
     refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+    if state_refusal is not None:
+        refusal = state_refusal
     per_half = (tokens + settings.block_size) * kv.bytes_per_token_per_rank // 2 / GIB  # K or V, with its padding slots
     allocated = (
         f"KV Cache is allocated. #tokens: {tokens}, KV size: {2 * per_half:.2f} GB"
         if inputs.model.attention.mla is not None
         else f"KV Cache is allocated. #tokens: {tokens}, K size: {per_half:.2f} GB, V size: {per_half:.2f} GB"
     )
+    log_lines = [refusal] if refusal else [allocated]
+    if states is not None and starts:  # the state pool is allocated once the KV pool's size is settled
+        log_lines.insert(0, states.log_line())
     return _Pool(
         available=available, activation=0, budget=budget, blocks=blocks, tokens=tokens, concurrency=concurrency,
-        request_bytes=per_sequence, starts=starts, refusal=refusal, log_lines=[refusal] if refusal else [allocated],
+        request_bytes=per_sequence, starts=starts, refusal=refusal, log_lines=log_lines,
         groups=[], layers_per_group=None, padding_layers=0, notes=notes, block_size=inputs.settings.block_size,
     )  # fmt: skip
+
+
+def _sglang_state_pool(inputs: _Inputs, rest: int) -> StatePool | None:
+    """SGLang 0.5's state pool for a hybrid Gated DeltaNet model on this rank (``core.engine.sglang_state_pool``);
+    None: another model or generation."""
+    model, kv = inputs.model, inputs.kv
+    if inputs.settings.generation != "sglang-0.5" or not kv.n_state_layers or not priced_here(model):
+        return None
+    return state_pool(model, rest, tp=kv.tp, state_layers=kv.n_state_layers, release=inputs.settings.engine_version)
 
 
 def _trtllm_cpp_buffers(inputs: _Inputs) -> TrtllmBuffers:

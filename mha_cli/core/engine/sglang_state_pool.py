@@ -1,0 +1,182 @@
+"""SGLang's pools for a hybrid Gated DeltaNet model (Qwen3-Next, Qwen3.5/3.6), by release: the recurrent-state
+("Mamba cache") slots, the full-attention KV pool beside them, and the running requests the slots allow.
+
+Read in the wheels' ``model_executor/model_runner.py`` (0.5.2-0.5.6), ``model_executor/model_runner_kv_cache_mixin.py``
+(0.5.7-0.5.15) and ``mem_cache/kv_cache_configurator.py`` (0.5.16-0.5.23), ``handle_max_mamba_cache`` and the
+``max_num_reqs`` step of ``init_memory_pool`` (``_resolve_max_num_reqs``/``resolve_max_num_reqs`` from 0.5.10), with
+``rest`` = what ``mem_fraction_static`` leaves after the weights (``plan._sglang``'s available bytes):
+
+- 0.5.2-0.5.3 (``is_hybrid_gdn``: radix cache off): 512 state slots (``max_mamba_cache_size``, none set), taken from
+  ``rest``; at most 512 requests run.
+- 0.5.4 on: the state gets ``rest x r / (1 + r)``, r = ``--mamba-full-memory-ratio`` (0.9 in every release read),
+  ``slots = that // per_request``; the KV pool is ``rest - slots x per_request``; the running requests are capped at
+  ``slots // s``, s the state slots one request may hold (``MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO`` 3, plus 2
+  ping-pong slots where ``extra_buffer`` runs with the overlap scheduler: ``_calculate_mamba_ratio``).
+- 0.5.14 on: ``--mamba-radix-cache-strategy auto`` resolves to ``extra_buffer`` for these architectures with the
+  default overlap scheduler and Triton linear attention (``server_args.py`` ``_handle_mamba_radix_cache``, 0.5.14;
+  ``arg_groups/overrides.py`` ``_mamba_radix_cache_resolution`` from 0.5.15): s = 5; 0.5.4-0.5.13 resolve it to
+  ``no_buffer`` (``_handle_missing_default_values``): s = 3.
+- 0.5.17 on: the pool's padding slot is paid from the state's share: ``slots = (share - per_request) //
+  per_request``, ``slots + 1`` taken from ``rest`` (0.5.4-0.5.16 allocate it beyond the budget).
+
+One request's state on one rank (``configs/mamba_utils.py`` ``mamba_cache_per_req``, ``Mamba2StateShape.create``):
+per linear-attention layer, the conv state (conv channels / tp) x (kernel - 1) in bf16 (``SGLANG_MAMBA_CONV_DTYPE``)
+plus the recurrent state (value heads / tp) x value dim x key dim in the config's ``mamba_ssm_dtype``, else fp32
+(``mamba2_state_dtype``; 0.5.2-0.5.9: ``--mamba-ssm-dtype``, default float32). Key-head groups that tp does not
+divide are padded to tp (``extra_groups_for_head_shards``).
+
+Not priced: speculative decoding's intermediate states (``handle_max_mamba_cache``'s joint solve), a
+``--max-running-requests`` or ``--max-mamba-cache-size`` given, ``--disable-radix-cache`` (s = 1), other hybrids
+(Mamba-2, KDA, short conv: their radix-cache strategy is set per architecture and release). Pure Python.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from mha_cli.core.engine.prefill_graphs import LATEST_READ, release_triple
+from mha_cli.core.schemas import ModelSpec
+
+GIB = 2**30
+
+GDN_ARCHITECTURES = frozenset({"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})  # fmt: skip
+"""The hybrid GDN architectures whose state pool is priced here: ``is_hybrid_gdn`` (0.5.2-0.5.3, Qwen3-Next), and
+from 0.5.14 both ``_MAMBA_RADIX_CACHE_ARCHS`` and ``_MAMBA_EXTRA_BUFFER_ARCHS`` (``arg_groups/overrides.py``)."""
+
+MAMBA_FULL_MEMORY_RATIO = 0.9
+"""``--mamba-full-memory-ratio``'s default, state bytes to full-attention KV bytes (0.5.4-0.5.23)."""
+FIXED_SLOTS = 512
+"""0.5.2-0.5.3: the state slots of a hybrid GDN model without ``--max-running-requests``."""
+SPLIT_FROM = (0, 5, 4)
+"""The first release splitting ``rest`` by ``mamba_full_memory_ratio`` (``handle_max_mamba_cache``)."""
+EXTRA_BUFFER_FROM = (0, 5, 14)
+"""The first release whose ``auto`` radix-cache strategy is ``extra_buffer`` for these architectures."""
+PADDING_SLOT_FROM = (0, 5, 17)
+"""The first release paying the state pool's padding slot from the state's share."""
+SLOTS_NO_BUFFER = 3
+"""``MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO``: state slots per running request under ``no_buffer``."""
+SLOTS_EXTRA_BUFFER = 5
+"""3 + ``MAMBA_CACHE_V2_ADDITIONAL_RATIO_OVERLAP`` (2 ping-pong slots with the overlap scheduler)."""
+
+
+class StatePool(NamedTuple):
+    """SGLang's state pool on one rank and what it leaves the KV pool."""
+
+    release: str
+    """The release whose rules priced it."""
+    conv_bytes: int
+    """One state slot's conv states (every linear-attention layer of one request) on one rank, bytes."""
+    ssm_bytes: int
+    """One state slot's recurrent (SSM) states on one rank, bytes."""
+    slots: int
+    """``max_mamba_cache_size``: state slots, the padding slot not counted."""
+    state_bytes: int
+    """Bytes the state pool takes from ``rest``."""
+    slots_per_request: int
+    """State slots one running request may hold (``_calculate_mamba_ratio``; 1 in 0.5.2-0.5.3)."""
+    kv_bytes: int
+    """What is left for the full-attention KV pool (bytes; negative: nothing)."""
+
+    @property
+    def per_request(self) -> int:
+        """Bytes of one state slot on one rank (SGLang's ``mamba_cache_per_req``)."""
+        return self.conv_bytes + self.ssm_bytes
+
+    @property
+    def running_cap(self) -> int:
+        """Requests the state pool lets run at once: ``slots // slots_per_request``."""
+        return max(0, self.slots) // self.slots_per_request
+
+    def how(self) -> str:
+        """The budget line's explanation."""
+        rule = (
+            f"{FIXED_SLOTS} slots (0.5.2-0.5.3, radix cache off)"
+            if self.slots_per_request == 1
+            else f"mamba_full_memory_ratio {MAMBA_FULL_MEMORY_RATIO}: {MAMBA_FULL_MEMORY_RATIO}/"
+            f"{1 + MAMBA_FULL_MEMORY_RATIO:g} of what the fraction leaves"
+        )
+        padding = " + 1 padding slot" if _triple(self.release) >= PADDING_SLOT_FROM else ""
+        return (
+            f"SGLang {self.release}'s Mamba cache: {self.slots:,} slots{padding} x {self.per_request / 2**20:.1f} MiB"
+            f" ({rule})"
+        )
+
+    def log_line(self) -> str:
+        """``Mamba Cache is allocated...`` as SGLang logs it (``memory_pool.py``; its tensors hold slots + 1)."""
+        held = self.slots + 1
+        return (
+            f"Mamba Cache is allocated. max_mamba_cache_size: {self.slots}, conv_state size:"
+            f" {held * self.conv_bytes / GIB:.2f}GB, ssm_state size: {held * self.ssm_bytes / GIB:.2f}GB"
+        )
+
+    def refusal(self) -> str | None:
+        """SGLang's start-up error where the state pool holds no slot, or too few for one request (the messages of
+        0.5.13 on; earlier releases start and serve nothing); None where a request can run."""
+        if self.slots <= 0:
+            return (
+                "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed"
+                f" max_mamba_cache_size={self.slots}"
+            )
+        if self.running_cap <= 0:
+            return (
+                "RuntimeError: Hybrid (mamba/linear-attention) state cache is too small to serve any requests."
+                f" max_mamba_cache_size={self.slots}, mamba_ratio={self.slots_per_request}"
+            )
+        return None
+
+
+def _triple(release: str) -> tuple[int, int, int]:
+    """The release as a triple; a commit or dev build: the newest read."""
+    return release_triple(release) or release_triple(LATEST_READ) or (0, 0, 0)
+
+
+def priced_here(model: ModelSpec) -> bool:
+    """Whether SGLang's state pool for ``model`` is priced here: a Gated DeltaNet hybrid served as one of
+    ``GDN_ARCHITECTURES``."""
+    from mha_cli.core.engine.architectures_served import served_as
+
+    state = model.recurrent
+    if state is None or state.kind != "gated_deltanet":
+        return False
+    return bool(GDN_ARCHITECTURES.intersection(served_as(model)))
+
+
+def state_parts_per_layer(model: ModelSpec, tp: int) -> tuple[int, int]:
+    """(conv, recurrent) bytes one linear-attention layer holds for one request on one rank, as SGLang allocates
+    them (module docstring); ``model.recurrent`` must be a Gated DeltaNet."""
+    state = model.recurrent
+    assert state is not None and state.kind == "gated_deltanet"
+    value_heads, key_dim, value_dim = state.n_heads, state.head_dim, state.state_dim
+    key_heads = (state.conv_dim - value_heads * value_dim) // (2 * key_dim)
+    if key_heads % tp:  # extra_groups_for_head_shards
+        key_heads += tp - key_heads
+    conv_channels = -(-(value_heads * value_dim + 2 * key_heads * key_dim) // tp)
+    conv = conv_channels * max(0, state.conv_kernel - 1) * 2  # bf16
+    ssm_bytes = 2 if state.state_dtype == "activation" else 4  # the config's mamba_ssm_dtype, else float32
+    recurrent = -(-value_heads // tp) * value_dim * key_dim * ssm_bytes
+    return conv, recurrent
+
+
+def state_pool(model: ModelSpec, rest: int, *, tp: int, state_layers: int, release: str | None) -> StatePool:
+    """SGLang ``release``'s (None: the newest read) state pool on one rank, from ``rest`` bytes (what the fraction
+    leaves after the weights), for ``state_layers`` linear-attention layers on the rank."""
+    release = release or LATEST_READ
+    triple = _triple(release)
+    conv, recurrent = state_parts_per_layer(model, tp)
+    per_request = (conv + recurrent) * state_layers
+    if triple < SPLIT_FROM:
+        slots, ratio = FIXED_SLOTS, 1
+        state = slots * per_request
+    else:
+        share = max(0, rest) * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
+        if triple >= PADDING_SLOT_FROM:
+            slots = int((share - per_request) // per_request)
+            state = (slots + 1) * per_request
+        else:
+            slots = int(share // per_request)
+            state = slots * per_request
+        ratio = SLOTS_EXTRA_BUFFER if triple >= EXTRA_BUFFER_FROM else SLOTS_NO_BUFFER
+    return StatePool(
+        release=release, conv_bytes=conv * state_layers, ssm_bytes=recurrent * state_layers, slots=slots,
+        state_bytes=state, slots_per_request=ratio, kv_bytes=rest - state,
+    )  # fmt: skip

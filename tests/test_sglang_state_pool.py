@@ -1,0 +1,114 @@
+"""SGLang's pools for a hybrid Gated DeltaNet model (``core.engine.sglang_state_pool``, read in the 0.5.2-0.5.23
+wheels): one request's state by hand, the state slots and the KV pool they leave at one release, the running-request
+cap on each side of the releases that changed it, and the memory plan that carries them.
+
+Qwen3.6-27B (``hf_configs/qwen3.6-27b.json``): 48 Gated DeltaNet layers, 16 key heads and 48 value heads of 128,
+conv kernel 4, ``mamba_ssm_dtype`` float32. One layer, one request, tp 1: conv (2 x 16 x 128 + 48 x 128 = 10,240
+channels) x 3 columns x 2 B = 61,440 B; recurrent 48 x 128 x 128 x 4 B = 3,145,728 B; the whole model 48 x
+3,207,168 = 153,944,064 B (146.8 MiB)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.engine.sglang_state_pool import priced_here, state_parts_per_layer, state_pool
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.sources import load_source
+from mha_cli.core.targets import load_targets
+
+QWEN36 = load_source("tests/fixtures/hf_configs/qwen3.6-27b.json").model
+QWEN3_NEXT = load_source("tests/fixtures/hf_configs/qwen3-next-80b-a3b.json").model
+PER_REQUEST = 153_944_064
+REST = 100 * 2**30  # what the fraction leaves after the weights, for the pool-level checks
+
+
+def test_one_requests_state_by_hand():
+    assert state_parts_per_layer(QWEN36, 1) == (61_440, 3_145_728)
+    assert state_parts_per_layer(QWEN36, 2) == (30_720, 1_572_864)  # channels and value heads split over tp
+    # Qwen3-Next (16 key heads, 32 value heads, no mamba_ssm_dtype: float32) at tp 32: the 16 key-head groups are
+    # padded to 32 (extra_groups_for_head_shards), 32 x 128 + 2 x 32 x 128 = 12,288 channels / 32 = 384
+    assert state_parts_per_layer(QWEN3_NEXT, 32) == (384 * 3 * 2, 1 * 128 * 128 * 4)
+    assert state_pool(QWEN36, REST, tp=1, state_layers=48, release="0.5.15").per_request == PER_REQUEST
+
+
+def test_the_state_takes_nine_nineteenths_of_what_is_left():
+    """0.5.15: share = 100 GiB x 0.9 / 1.9 = 50,861,454,821 B; 330 slots of 153,944,064 B; KV pool the rest."""
+    pool = state_pool(QWEN36, REST, tp=1, state_layers=48, release="0.5.15")
+    assert pool.slots == 330 and pool.state_bytes == 330 * PER_REQUEST == 50_801_541_120
+    assert pool.kv_bytes == REST - 50_801_541_120 == 56_572_641_280
+    assert (pool.slots_per_request, pool.running_cap) == (5, 66)  # extra_buffer with the overlap scheduler: 3 + 2
+
+
+@pytest.mark.parametrize(
+    ("release", "slots", "state_slots", "per_request", "cap"),
+    [
+        ("0.5.3", 512, 512, 1, 512),  # is_hybrid_gdn: radix cache off, 512 slots whatever the memory
+        ("0.5.4", 330, 330, 3, 110),  # the ratio split, no_buffer: 3 slots a request
+        ("0.5.13", 330, 330, 3, 110),
+        ("0.5.14", 330, 330, 5, 66),  # auto -> extra_buffer: 5
+        ("0.5.16", 330, 330, 5, 66),
+        ("0.5.17", 329, 330, 5, 65),  # the padding slot paid from the share
+        ("0.5.23", 329, 330, 5, 65),
+        (None, 329, 330, 5, 65),  # no release: the newest read
+    ],
+)
+def test_each_release_before_and_after_its_change(release, slots, state_slots, per_request, cap):
+    pool = state_pool(QWEN36, REST, tp=1, state_layers=48, release=release)
+    assert (pool.slots, pool.state_bytes, pool.slots_per_request, pool.running_cap) == (
+        slots, state_slots * PER_REQUEST, per_request, cap,
+    )  # fmt: skip
+
+
+def test_too_little_memory_for_one_slot_is_refused():
+    pool = state_pool(QWEN36, 2 * PER_REQUEST, tp=1, state_layers=48, release="0.5.15")
+    assert pool.slots == 0 and pool.refusal().startswith("RuntimeError: Not enough GPU memory for hybrid")
+    pool = state_pool(QWEN36, 9 * PER_REQUEST, tp=1, state_layers=48, release="0.5.15")  # 4 slots, 5 a request
+    assert pool.slots == 4 and "too small to serve any requests" in pool.refusal()
+    assert state_pool(QWEN36, REST, tp=1, state_layers=48, release="0.5.15").refusal() is None
+
+
+def _plan(model, release: str | None, weights: int, *, engine_generation: str | None = None):
+    h200 = load_targets()["h200"]
+    kv = kv_footprint(model, seq_len=9216, kv_dtype="bf16")
+    deployment = DeploymentSpec(engine="sglang", engine_version=release, gpu_memory_utilization=0.8,
+                                engine_generation=engine_generation)  # fmt: skip
+    settings = resolve_settings(deployment, h200, 1)
+    return h200, plan_engine(model, kv, h200, settings, weights_bytes_per_rank=weights, sequences_per_replica=1024)
+
+
+def test_the_plan_prices_the_state_pool_and_caps_the_running_requests():
+    """Qwen3.6-27B on an H200 at mem_fraction_static 0.8, 50 GiB of weights, 9,216-token requests, SGLang 0.5.16:
+    rest = (139.80 GiB - 256 MiB) x 0.8 - 50 GiB - 64 MiB of RoPE tables (262,144 x 64 x 4 B); 203 slots
+    (9/19 of rest over 153,944,064 B); 203 // 5 = 40 requests, under the KV pool's 57.7 (16 attention layers x 4 KV
+    heads x 256 x 2 x 2 B = 65,536 B a token; 532,038 tokens)."""
+    h200, plan = _plan(QWEN36, "0.5.16", 50 * 2**30)
+    rest = int((h200.device_memory_bytes - NON_TORCH_ONE_RANK) * 0.8) - 50 * 2**30 - 262_144 * 64 * 4
+    slots = int(rest * 0.9 / 1.9 // PER_REQUEST)
+    assert slots == 203
+    state_line = next(line for line in plan.budget if line.label == "recurrent-state pool (Mamba cache)")
+    assert state_line.bytes == -slots * PER_REQUEST
+    assert plan.available_kv_bytes == rest - slots * PER_REQUEST == sum(line.bytes for line in plan.budget[:-1])
+    assert plan.kv_tokens == plan.available_kv_bytes // 65_536 == 532_038
+    assert plan.kv_bytes_per_request == 9216 * 65_536  # the state is not in the KV pool
+    assert plan.kv_tokens / 9216 > 40 and plan.max_concurrency == 40 and plan.admitted_per_replica == 40
+    assert plan.log_lines[0].startswith("Mamba Cache is allocated. max_mamba_cache_size: 203, conv_state size: 0.56GB")
+    assert plan.log_lines[1].startswith("KV Cache is allocated.")
+    # 0.5.13 (no_buffer: 3 slots a request): 67 by the state, so the KV pool's 57.7 bind
+    _, older = _plan(QWEN36, "0.5.13", 50 * 2**30)
+    assert older.available_kv_bytes == plan.available_kv_bytes and older.max_concurrency == plan.kv_tokens / 9216
+
+
+def test_controls_keep_the_shared_pool():
+    """A model of no state layers, and sglang-0.4 (no hybrid GDN model), price no state pool; before this rule the
+    state was counted per request inside the KV pool, which admitted about twice as many here."""
+    _, plan = _plan(QWEN36, None, 50 * 2**30, engine_generation="sglang-0.4")
+    assert not any(line.label.startswith("recurrent-state") for line in plan.budget)
+    assert plan.kv_bytes_per_request == 9216 * 65_536 + 48 * 3_207_168  # the old, shared pricing
+    assert plan.max_concurrency > 2 * 40
+    assert priced_here(QWEN36) and priced_here(QWEN3_NEXT)
+    kimi = load_source("tests/fixtures/hf_configs/kimi-linear-48b-a3b.json").model
+    assert not priced_here(kimi)  # KDA: its strategy is set per architecture and release, not read here
