@@ -24,7 +24,9 @@ A row is priced as ``mha plan`` prices it (``core.cost.plan.LayoutPlans``: the e
 a config whose quantization_config is a scheme, tensor by tensor: ``checkpoint_scheme``),
 with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, the experts spread over all, reached
 by the dispatch the row's launch line names: ``launch_a2a_backend``) and speculative decoding (``speculative``:
-method, k and the acceptance length the run printed) where the row states them.
+method, k and the acceptance length the run printed) where the row states them. A row stating its benchmark client
+(``client``: prompts, length spread) has its mean TTFT read off that client's run simulated, as ``mha plan`` reports
+it (a burst at request rate inf queues the first wave's prompts, which the closed form's steady state leaves out).
 """
 
 from __future__ import annotations
