@@ -24,7 +24,9 @@ A row is priced as ``mha plan`` prices it (``core.cost.plan.LayoutPlans``: the e
 a config whose quantization_config is a scheme, tensor by tensor: ``checkpoint_scheme``),
 with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, the experts spread over all, reached
 by the dispatch the row's launch line names: ``launch_a2a_backend``) and speculative decoding (``speculative``:
-method, k and the acceptance length the run printed) where the row states them.
+method, k and the acceptance length the run printed) where the row states them. A row stating its benchmark client
+(``client``: prompts, length spread) has its mean TTFT read off that client's run simulated, as ``mha plan`` reports
+it (a burst at request rate inf queues the first wave's prompts, which the closed form's steady state leaves out).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import plan_memory
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec, SpeculativeSpec
+from mha_cli.core.serve.replica import ClientSpec, simulate_deployment
 from mha_cli.core.speculative import build_spec
 from mha_cli.core.targets import ResolvedTarget, load_targets
 from mha_cli.core.weight_scheme import WeightScheme
@@ -174,19 +177,38 @@ class GenerationRow:
             replicas=layout.replicas, experts=layout.experts,
         )  # fmt: skip
         self.ceiling, self.stepper = ceiling, Stepper(self.case, ceiling)
+        self.engine = memory.engine
+        stated = mha.get("client")
+        self.client = None if stated is None else ClientSpec(stated["num_prompts"], stated["range_ratio"])
+        """The benchmark client's run (``client``: its prompts and length spread), where the row states it: its mean
+        TTFT is read off that run simulated (``simulated_ttft_ms``), not the closed form's steady state."""
         name = mha.get("preset") or mha["config"].removesuffix(".json")
         layout = f"tp{tp}pp{pp}" + (f"dp{dp}" if dp else "") + (" spec" if "speculative" in mha else "")
         self.label = f"{name} {mha['target']} {layout} {mha['isl']}/{mha['osl']} x{mha['concurrency']}"
 
-    def predict(self, constants: dict[str, float] | None) -> dict[str, float]:
-        """The measured figures as predicted with ``constants`` (None: the shipped ones of the row's generation)."""
+    def predict(self, constants: dict[str, float] | None, keys: tuple[str, ...] | None = None) -> dict[str, float]:
+        """The measured figures (those of ``keys`` only, where given) as predicted with ``constants`` (None: the
+        shipped ones of the row's generation); a row stating its client has its TTFT simulated."""
         profile = prior_profile(
             self.target, self.weight_dtype, constants, generation=self.generation, release=self.release
         )
         result = predict_serving(self.case, profile, self.ceiling, stepper=self.stepper.on(profile))
         figures = {"ttft_ms": result.ttft_ms, "itl_ms": result.itl_ms,
                    "tokens_per_s_per_gpu": result.output_tokens_per_s_per_gpu}  # fmt: skip
-        return {key: figures[key] for key in self.measured}
+        wanted = [key for key in self.measured if keys is None or key in keys]
+        if "ttft_ms" in wanted and self.client is not None:
+            figures["ttft_ms"] = self.simulated_ttft_ms(profile)
+        return {key: figures[key] for key in wanted}
+
+    def simulated_ttft_ms(self, profile: Any) -> float:
+        """The mean TTFT (ms) of the row's benchmark run on ``profile``: its ``client`` simulated through the engine's
+        scheduler (``core.serve.replica.simulate_deployment``), as ``mha plan`` reports it. ``vllm bench serve`` at
+        ``--request-rate inf --max-concurrency N`` sends N requests at t = 0 and the next as one ends, timing each
+        from its send after the semaphore (``vllm/benchmarks/serve.py``, ``get_request``, ``limited_request_func``;
+        InferenceX's ``utils/bench_serving/benchmark_serving.py`` is the same loop): the first wave's prompts queue
+        behind one another for the step's token budget, which the closed form's steady-state wait leaves out."""
+        run = simulate_deployment(self.case, profile, self.engine, self.client)
+        return run.ttft_ms.mean
 
 
 def checkpoint_scheme(config: dict[str, Any], origin: str, weight_dtype: str) -> WeightScheme | None:
@@ -230,10 +252,13 @@ def load_generation_rows() -> list[GenerationRow]:
     return [GenerationRow(i, row) for i, row in enumerate(raw) if row.get("mha", {}).get("use")]
 
 
-def predictions(row: Row | GenerationRow, constants: dict[str, float] | None) -> dict[str, float]:
-    """The figures ``row`` measured, as predicted with ``constants`` (None: the shipped ones)."""
+def predictions(
+    row: Row | GenerationRow, constants: dict[str, float] | None, keys: tuple[str, ...] | None = None
+) -> dict[str, float]:
+    """The figures ``row`` measured (a generation row's of ``keys`` only, where given), as predicted with
+    ``constants`` (None: the shipped ones)."""
     if isinstance(row, GenerationRow):
-        return row.predict(constants)
+        return row.predict(constants, keys)
     profile = prior_profile(row.target, row.weight_dtype, constants)
     ceiling = datasheet_profile(row.target, row.weight_dtype)
     result = predict_serving(row.case, profile, ceiling)
@@ -241,11 +266,13 @@ def predictions(row: Row | GenerationRow, constants: dict[str, float] | None) ->
     return {key: figures[key] for key in row.measured}
 
 
-def errors(rows: list[Row], constants: dict[str, float] | None) -> list[tuple[Row, str, float, float]]:
-    """(row, figure, predicted, measured) for every measured figure."""
+def errors(
+    rows: list[Row], constants: dict[str, float] | None, keys: tuple[str, ...] | None = None
+) -> list[tuple[Row, str, float, float]]:
+    """(row, figure, predicted, measured) for every measured figure (a generation row's of ``keys`` only)."""
     out = []
     for row in rows:
-        for key, value in predictions(row, constants).items():
+        for key, value in predictions(row, constants, keys).items():
             out.append((row, key, value, row.measured[key]))
     return out
 
@@ -325,7 +352,7 @@ def _rounded(constants: dict[str, float]) -> dict[str, float]:
 
 def generation_loss(rows: list[GenerationRow], constants: dict[str, float]) -> float:
     """Mean |log(predicted / measured)| over the rows' mean ITL and tokens/s per GPU."""
-    found = [(p, m) for _, key, p, m in errors(rows, constants) if key in FIT_FIGURES]
+    found = [(p, m) for _, _, p, m in errors(rows, constants, FIT_FIGURES)]
     return statistics.fmean(abs(math.log(p / m)) for p, m in found)
 
 
@@ -335,7 +362,7 @@ PREFILL_FITTED = ["prefill_dispatch_overhead_s"]
 
 def ttft_loss(rows: list[GenerationRow], constants: dict[str, float]) -> float:
     """Mean |log(predicted / measured)| over the rows' mean TTFT."""
-    found = [(p, m) for _, key, p, m in errors(rows, constants) if key == "ttft_ms"]
+    found = [(p, m) for _, _, p, m in errors(rows, constants, ("ttft_ms",))]
     return statistics.fmean(abs(math.log(p / m)) for p, m in found)
 
 
