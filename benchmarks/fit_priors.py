@@ -7,6 +7,7 @@
     python benchmarks/fit_priors.py --set 2025 --fit --generation trtllm-pytorch --write   # refit one generation
     python benchmarks/fit_priors.py --set 2025 --prefill [--write]   # only the prefill launch time, on fit TTFT
     python benchmarks/fit_priors.py --set 2025 --front-end   # diagnostic: a front end fitted on one-user fit rows
+    python benchmarks/fit_priors.py --set 2025 --newest-rules   # every row by its generation's newest rules read
 
 The rows are ``tests/fixtures/serving_benchmarks.yaml``; each usable row's ``mha`` block says what it is (preset,
 target, tp, formats, static or continuous batching, concurrency, the measured TTFT / ITL / e2e). The fit minimises
@@ -20,7 +21,9 @@ Each generation gets its own constants, fitted from the default ones on its `fit
 rows hold GPUs of both vendors, one set per vendor); the report gives the held-out error per generation and GPU for
 mean ITL and output tokens/s per GPU, beside the same rows priced with the default (2023-24) constants as a control.
 ``--write`` stores them in ``mha_cli/data/cost_priors_generations.json``.
-A row is priced as ``mha plan`` prices it (``core.cost.plan.LayoutPlans``: the engine's memory plan, the layout;
+A row is priced as ``mha plan --engine ENGINE@RELEASE`` prices it, RELEASE the one its ``engine_version`` names
+(``row_release``; a row naming none, such as a commit, by its generation's newest rules read, listed in the output)
+(``core.cost.plan.LayoutPlans``: the engine's memory plan, the layout;
 a config whose quantization_config is a scheme, tensor by tensor: ``checkpoint_scheme``),
 with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, the experts spread over all, reached
 by the dispatch the row's launch line names: ``launch_a2a_backend``) and speculative decoding (``speculative``:
