@@ -7,6 +7,7 @@
     python benchmarks/fit_priors.py --set 2025 --fit --generation trtllm-pytorch --write   # refit one generation
     python benchmarks/fit_priors.py --set 2025 --prefill [--write]   # only the prefill launch time, on fit TTFT
     python benchmarks/fit_priors.py --set 2025 --front-end   # diagnostic: a front end fitted on one-user fit rows
+    python benchmarks/fit_priors.py --set 2025 --newest-rules   # every row by its generation's newest rules read
 
 The rows are ``tests/fixtures/serving_benchmarks.yaml``; each usable row's ``mha`` block says what it is (preset,
 target, tp, formats, static or continuous batching, concurrency, the measured TTFT / ITL / e2e). The fit minimises
@@ -20,7 +21,9 @@ Each generation gets its own constants, fitted from the default ones on its `fit
 rows hold GPUs of both vendors, one set per vendor); the report gives the held-out error per generation and GPU for
 mean ITL and output tokens/s per GPU, beside the same rows priced with the default (2023-24) constants as a control.
 ``--write`` stores them in ``mha_cli/data/cost_priors_generations.json``.
-A row is priced as ``mha plan`` prices it (``core.cost.plan.LayoutPlans``: the engine's memory plan, the layout;
+A row is priced as ``mha plan --engine ENGINE@RELEASE`` prices it, RELEASE the one its ``engine_version`` names
+(``row_release``; a row naming none, such as a commit, by its generation's newest rules read, listed in the output)
+(``core.cost.plan.LayoutPlans``: the engine's memory plan, the layout;
 a config whose quantization_config is a scheme, tensor by tensor: ``checkpoint_scheme``),
 with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, the experts spread over all, reached
 by the dispatch the row's launch line names: ``launch_a2a_backend``) and speculative decoding (``speculative``:
@@ -46,6 +49,7 @@ from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.serving import ServingCase, predict_serving
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.engine.front_end import front_end
+from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.engine.prefill_graphs import UNDATED_MEASUREMENT, graphed_release, graphs_off
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.hf_quantization import read_checkpoint_weights
@@ -131,19 +135,45 @@ def load_rows() -> list[Row]:
     return [Row(i, row) for i, row in enumerate(raw) if row.get("mha", {}).get("use")]
 
 
+def row_release(engine: str, generation: str, text: str) -> str | None:
+    """The release a row's ``engine_version`` text names, as ``mha plan --engine ENGINE@RELEASE`` reads one
+    (``core.engine.generations.typed_release``): its first word where the rest is only a note in brackets
+    (``'1.0 (PyTorch backend; ...)'`` -> ``1.0``, ``'0.9.1 (rocm/vllm:...)'`` -> ``0.9.1``, ``v0.15.1`` -> ``0.15.1``).
+    None where it names none: a commit, a branch, a dev build (``0.0.0.dev1+g93fca0bbc``), a floor (``0.5.8+``), no
+    text; such a row keeps its generation's newest rules. A release outside the row's generation is refused."""
+    head, _, rest = text.strip().partition(" ")
+    if rest.strip() and not rest.strip().startswith("("):
+        return None
+    release = typed_release(f"{engine}@{head}") if head else None
+    if release is not None and generation_of(f"{engine}@{release}").id != generation:
+        raise SystemExit(f"engine_version {text!r} is not a release of {generation}: fix the row")
+    return release
+
+
 class GenerationRow:
     """One usable 2025-26 measurement: its engine generation and source, the case ``mha plan`` would price, and what
     was measured (``itl_ms``, ``ttft_ms``, ``tokens_per_s_per_gpu``)."""
 
-    def __init__(self, index: int, raw: dict[str, Any]) -> None:
+    def __init__(self, index: int, raw: dict[str, Any], *, by_release: bool = True) -> None:
         mha = raw["mha"]
         self.index, self.url, self.split = index, raw["url"], mha["split"]
         self.generation, self.source = mha["generation"], mha["source_id"]
-        self.release = str(raw.get("engine_version") or "") or None
-        """The engine release the row ran (``0.5.10.post1``): dates a graphed prefill (``core.engine.prefill_graphs``);
-        an SGLang row naming none is priced as ``UNDATED_MEASUREMENT`` (eager), the meaning it was fitted with."""
+        self.engine_version = str(raw.get("engine_version") or "")
+        """The row's own words for the release it ran (``'0.9.1 (rocm/vllm:...)'``, ``commit 947927bdb``)."""
+        self.release = row_release(mha["engine"], self.generation, self.engine_version)
+        """The release that ran (``0.5.10.post1``), None where the text names none (``row_release``): its memory
+        rules (``DeploymentSpec.engine_version``) and, for SGLang, whether its prefill runs in graphs."""
+        self.graph_release = self.release
+        """What dates a graphed prefill (``core.engine.prefill_graphs``): an SGLang row naming no release is priced
+        as ``UNDATED_MEASUREMENT`` (eager), the meaning it was fitted with."""
         if self.release is None and str(mha["generation"]).startswith("sglang"):
-            self.release = UNDATED_MEASUREMENT
+            self.graph_release = UNDATED_MEASUREMENT
+        memory_release = self.release if by_release else None
+        self.priced_as = (
+            f"{mha['engine']}@{memory_release}" if memory_release else f"{self.generation}'s newest rules read"
+        )
+        """What priced the row's memory plan: its release as ``mha plan --engine sglang@0.5.8`` takes it, else its
+        generation's newest rules (no release named, or ``by_release`` off)."""
         self.target = load_targets()[mha["target"]]
         self.weight_dtype = mha["weight_dtype"]
         self.measured: dict[str, float] = {k: float(v) for k, v in mha["measured"].items()}
@@ -162,7 +192,7 @@ class GenerationRow:
             seq_len=mha["isl"] + mha["osl"], tp=tp, engine=mha["engine"], weight_dtype=self.weight_dtype,
             weight_scheme=scheme, checkpoint_format=scheme.format if scheme else None,
             kv_dtype=mha["kv_dtype"], gpu_memory_utilization=mha.get("gpu_memory_utilization"),
-            engine_generation=self.generation,  # the row's own engine release: its memory rules
+            engine_generation=self.generation, engine_version=memory_release,  # the release's memory rules
             dp=dp, speculative=_speculative(model, origin, kind, mha.get("speculative")),
             moe_a2a_backend=launch_a2a_backend(raw) if dp else None,
         )  # fmt: skip
@@ -172,6 +202,8 @@ class GenerationRow:
             model, resolved, deployment, ceiling, ceiling, isl=mha["isl"], osl=mha["osl"], tp=tp, pp=pp
         )
         memory = layout.at(mha["concurrency"]).memory  # the engine's plan: what it admits, its prefill chunk
+        self.engine_plan = memory.engine
+        """What the engine allocates on one rank as the release priced (``core.engine.plan.EnginePlan``)."""
         self.case = serving_case(
             model, layout.deployment, memory, isl=mha["isl"], osl=mha["osl"], concurrency=mha["concurrency"], pp=pp,
             replicas=layout.replicas, experts=layout.experts,
@@ -190,7 +222,7 @@ class GenerationRow:
         """The measured figures (those of ``keys`` only, where given) as predicted with ``constants`` (None: the
         shipped ones of the row's generation); a row stating its client has its TTFT simulated."""
         profile = prior_profile(
-            self.target, self.weight_dtype, constants, generation=self.generation, release=self.release
+            self.target, self.weight_dtype, constants, generation=self.generation, release=self.graph_release
         )
         result = predict_serving(self.case, profile, self.ceiling, stepper=self.stepper.on(profile))
         figures = {"ttft_ms": result.ttft_ms, "itl_ms": result.itl_ms,
@@ -246,10 +278,24 @@ def _speculative(model: Any, origin: str, kind: str, stated: dict[str, Any] | No
     )  # fmt: skip
 
 
-def load_generation_rows() -> list[GenerationRow]:
-    """The usable rows of ``serving_benchmarks_2025.yaml`` (those without a ``not_expressible`` reason)."""
+def load_generation_rows(*, by_release: bool = True) -> list[GenerationRow]:
+    """The usable rows of ``serving_benchmarks_2025.yaml`` (those without a ``not_expressible`` reason), each priced
+    by the release it names (``by_release`` False: by its generation's newest rules, as before rows named theirs)."""
     raw = yaml.safe_load(ROWS_2025_FILE.read_text())
-    return [GenerationRow(i, row) for i, row in enumerate(raw) if row.get("mha", {}).get("use")]
+    return [GenerationRow(i, row, by_release=by_release) for i, row in enumerate(raw) if row.get("mha", {}).get("use")]
+
+
+def print_releases(rows: list[GenerationRow]) -> None:
+    """Per generation, the releases that price its rows (and how many each), and every row naming none."""
+    for generation in sorted({row.generation for row in rows}):
+        mine = [row for row in rows if row.generation == generation]
+        counts: dict[str, int] = defaultdict(int)
+        for row in mine:
+            counts[row.priced_as] += 1
+        print(f"{generation} rows priced by: " + ", ".join(f"{name} x{n}" for name, n in sorted(counts.items())))
+        for row in mine:
+            if row.release is None:
+                print(f"    #{row.index:3} names no release ({row.engine_version!r}): {row.priced_as}")
 
 
 def predictions(
@@ -504,7 +550,8 @@ def _print_generation(generation: str, split: str, found: dict[str, Any], part: 
             print(f"    {gpu:16} {g['figures']:3}  median {g['median_abs_error']:6.1%}"
                   f"  within 25% {g['share_within_25pct']:4.0%}")  # fmt: skip
     for row, key, p, m in part:
-        print(f"    #{row.index:3} {row.label:50} {key:20} predicted {p:9.1f}  measured {m:9.1f}  {p / m - 1:+6.0%}")
+        print(f"    #{row.index:3} {row.label:50} {key:20} predicted {p:9.1f}  measured {m:9.1f}  {p / m - 1:+6.0%}"
+              f"  {row.priced_as}")  # fmt: skip
 
 
 LONE_USERS = 1
@@ -569,7 +616,8 @@ def main_2025(args: argparse.Namespace) -> None:
     """``--set 2025``: fit (or check) the per-generation constants; ``--write`` stores them (``GENERATIONS_FILE``);
     ``--write`` without ``--fit`` records the shipped constants' errors again (after a change outside the constants,
     such as a generation's front end), the constants kept."""
-    rows = load_generation_rows()
+    rows = load_generation_rows(by_release=not args.newest_rules)
+    print_releases(rows)
     if args.generation:
         if args.generation not in {row.generation for row in rows if row.split == "fit"}:
             raise SystemExit(f"--generation {args.generation}: no fit rows of that generation")
@@ -641,6 +689,12 @@ def main() -> None:
     parser.add_argument(
         "--generation",
         help="with --set 2025 --fit: refit this generation only (its fit rows), the others' shipped constants kept",
+    )
+    parser.add_argument(
+        "--newest-rules",
+        action="store_true",
+        help="with --set 2025: price every row by its generation's newest rules read, not the release it names (how"
+        " rows were priced before they passed their release)",
     )
     parser.add_argument(
         "--set",

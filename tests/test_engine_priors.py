@@ -84,9 +84,16 @@ def test_the_2025_fixture_has_its_sources_and_a_reason_for_every_row_it_cannot_p
     assert len(held_out) >= 5
 
 
-def test_refitting_vllm_v1_gives_the_stored_constants(fit_priors, rows):
+@pytest.fixture(scope="module")
+def rows_as_fitted(fit_priors):
+    """The rows as the shipped constants were fitted: each by its generation's newest rules, not its own release
+    (``--newest-rules``); a refit on rows priced by their release is the lead's to ship (priors_2025.md, rowrelease)."""
+    return fit_priors.load_generation_rows(by_release=False)
+
+
+def test_refitting_vllm_v1_gives_the_stored_constants(fit_priors, rows_as_fitted):
     default, stored = fitted_constants()["constants"], generation_fits()["vllm-v1"]
-    fit_rows = [row for row in rows if row.generation == "vllm-v1" and row.split == "fit"]
+    fit_rows = [row for row in rows_as_fitted if row.generation == "vllm-v1" and row.split == "fit"]
     assert fit_priors.fit_generation(fit_rows, default) == stored["constants"]
     # the H100 sweep of vLLM's FP8-KV post and Vultr's B200 Nemotron-3-Nano table (H100 alone before that table)
     nvidia = [row for row in fit_rows if row.target.vendor == "NVIDIA"]
@@ -94,6 +101,51 @@ def test_refitting_vllm_v1_gives_the_stored_constants(fit_priors, rows):
     assert fit_priors.fit_generation(nvidia, default) == stored["vendors"]["nvidia"]["constants"]
     amd = [row for row in fit_rows if row.target.vendor == "AMD"]  # three of AMD's docker releases
     assert fit_priors.fit_generation(amd, default) == stored["vendors"]["amd"]["constants"]
+
+
+@pytest.mark.parametrize(
+    ("engine", "generation", "text", "expected"),
+    [
+        ("trtllm", "trtllm-pytorch", '1.0 (PyTorch backend; the page: "NEW for v1.0")', "1.0"),
+        ("sglang", "sglang-0.5", "0.5.6.post2", "0.5.6.post2"),
+        ("vllm", "vllm-v1", "v0.15.1", "0.15.1"),
+        ("vllm", "vllm-v1", "0.9.1 (rocm/vllm:rocm6.4.1_vllm_0.9.1_20250715)", "0.9.1"),
+        ("vllm", "vllm-v1", '0.19.1 (the post: "after (v0.19.1)")', "0.19.1"),
+        ("sglang", "sglang-0.5", "commit 947927bdb", None),  # not a release: the generation's newest rules
+        ("sglang", "sglang-0.5", "0.5.8+", None),  # a floor, not the release that ran
+        ("sglang", "sglang-0.5", "0.0.0.dev1+g93fca0bbc", None),
+        ("vllm", "vllm-v1", "main branch", None),
+        ("vllm", "vllm-v1", "not stated on the page", None),
+        ("vllm", "vllm-v1", "", None),
+    ],
+)
+def test_a_rows_engine_version_text_names_the_release_mha_plan_takes(fit_priors, engine, generation, text, expected):
+    assert fit_priors.row_release(engine, generation, text) == expected
+
+
+def test_a_release_outside_the_rows_generation_is_refused(fit_priors):
+    with pytest.raises(SystemExit, match="not a release of vllm-v1"):
+        fit_priors.row_release("vllm", "vllm-v1", "0.21.0")
+
+
+def test_an_sglang_row_is_priced_by_its_own_releases_memory_rules(rows, rows_as_fitted):
+    """Row 159 (Qwen3-235B-A22B-Instruct-2507, 8 x B200, SGLang 0.5.6): 0.5.6 runs its prefill eagerly, so its default
+    mem_fraction_static keeps no reserve for prefill CUDA graphs; 0.5.23 (the newest read, what the row was priced by
+    before) keeps 8 MiB per capture size (core.engine.sglang_reserve). By hand, B200 at 182,630.4 MiB (torch's total),
+    chunked prefill 16,384, decode graph batch 512, tp 8: 512 + 1.5 x 16,384 + 2 x 512 + 8 / 8 x 1,024 = 27,136 MiB;
+    capture sizes up to 16,384 tokens: 8 (4-32) + 14 (48-256) + 8 (288-512) + 8 (576-1,024) + 12 (1,280-4,096) + 24
+    (4,608-16,384) = 74, x 8 MiB = 592 MiB."""
+    mine = next(row for row in rows if row.index == 159)
+    before = next(row for row in rows_as_fitted if row.index == 159)
+    assert (mine.release, mine.priced_as) == ("0.5.6", "sglang@0.5.6")
+    assert before.priced_as == "sglang-0.5's newest rules read"
+    gpu_mib = 182_630.4
+    assert mine.engine_plan.total_memory_bytes / 2**20 == pytest.approx(gpu_mib, abs=0.05)
+    assert mine.engine_plan.gpu_memory_utilization == round((gpu_mib - 27_136) / gpu_mib, 3) == 0.851
+    assert before.engine_plan.gpu_memory_utilization == round((gpu_mib - 27_136 - 74 * 8) / gpu_mib, 3) == 0.848
+    assert mine.engine_plan.kv_tokens > before.engine_plan.kv_tokens  # the larger fraction holds more tokens
+    # the prefill is dated by the same release as before: eager in both (prefill_graphs.PIECEWISE_PREFILL_FROM)
+    assert mine.graph_release == before.graph_release == "0.5.6"
 
 
 def test_rows_with_dp_attention_or_speculative_decoding_are_priced_as_they_state(rows):
