@@ -291,13 +291,19 @@ def test_refusals_are_one_line(cli, args, said):
 
 
 def test_kv_takes_dp_and_its_ways_out_offer_dp_attention_each_pasted(cli):
-    """128K x 32 on 8 x H200 with the checkpoint's bf16 cache: tp 8 holds 4; DP attention with an fp8 cache holds 32,
-    and the way out saying so is pasted again and fits."""
+    """128K x 32 on 8 x H200 with the checkpoint's bf16 cache: tp 8 holds 4; 4 ranks of tp 2 sharing the experts
+    with an fp8 cache hold 32. mha's --tp 2 on 8 GPUs is that layout (vLLM -tp 2 -dp 4, not a server of tp 2 holding
+    every expert): the way out names the ranks and their flags, once (not again as --tp 2 --dp 4), and the explicit
+    DP-attention form pasted fits too."""
     args = ["kv", V3, "--target", "8xh200", "--seq", "128K", "--batch", "32"]
     report = cli.json(*args)
     assert report["memory"]["fits"] is False and report["memory"]["max_sequences"] == 4
     changes = [way["change"] for way in report["ways_out"]]
-    assert "--kv-dtype fp8 --tp 2 --dp 4" in changes  # the fewest ranks that hold 32 (dp 2 holds 18)
+    pair = next(way for way in report["ways_out"] if way["change"] == "--kv-dtype fp8 --tp 2")
+    assert "4 DP-attention ranks of tp 2" in pair["text"]
+    assert "vllm serve --tensor-parallel-size 2 --data-parallel-size 4" in pair["text"]
+    assert "--kv-dtype fp8 --tp 2 --dp 4" not in changes  # the same 4 ranks of tp 2, named once
+    assert cli.json(*args, "--kv-dtype", "fp8", "--tp", "2")["memory"]["fits"] is True
     pasted = cli.json(*args, *shlex.split("--kv-dtype fp8 --tp 2 --dp 4"))
     assert pasted["memory"]["fits"] is True and pasted["deployment"]["dp"] == 4
     experts = pasted["memory"]["experts_per_device"]
@@ -307,6 +313,14 @@ def test_kv_takes_dp_and_its_ways_out_offer_dp_attention_each_pasted(cli):
     assert dp8["memory"]["weight_bytes_per_device"] == 100_840_687_968  # the plan's: same weights, same rules
     alone = cli.json(*args, "--dp", "8")  # why the fp8 cache is part of the way out: 3 a rank in bf16
     assert alone["memory"]["fits"] is False and alone["memory"]["max_sequences"] == 24
+
+
+def test_check_names_the_dp_attention_ranks_a_smaller_tp_of_an_moe_model_runs(cli):
+    """``check``'s --tp 2 way out on 8 GPUs is 4 ranks sharing the experts: said so, with the flags that run it."""
+    report = cli.json("check", V3, "--target", "8xh200", "--seq", "128K", "--batch", "32")
+    said = next(finding["message"] for finding in report["findings"] if finding["id"] == "MHA026")
+    assert "--kv-dtype fp8 --tp 2 (together: one alone is not enough; 4 DP-attention ranks of tp 2" in said
+    assert "--data-parallel-size 4" in said
 
 
 def test_check_and_recommend_never_print_dp_which_they_do_not_take(cli):
