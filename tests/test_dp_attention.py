@@ -370,3 +370,18 @@ def test_kvs_memory_plan_says_one_server_of_attention_ranks(cli):
     assert "(every GPU of the server" in text
     dense = cli.run("kv", "llama-3-8b", "--target", "8xh100", "--tp", "2")
     assert "tp 2 x 4 replicas" in " ".join(dense.output.split()) and "DP-attention" not in dense.output
+
+
+def test_replicas_sharing_the_experts_are_one_server_of_attention_ranks_not_replicas(cli):
+    """vLLM runs DeepSeek-V3 on 8 x H200 at tp 1 as one server, ``--data-parallel-size 8``, its experts split over
+    all 8 ranks (docs/serving/data_parallel_deployment.md): not 8 replicas each holding the 627 GiB of weights."""
+    found = cli.json("plan", V3, "--target", "8xh200", "--closed-form")
+    assert not any(layout.startswith("tp 1 x pp 1 x 8 replica(s)") for layout in found["layouts"])
+    assert any(
+        layout.startswith(
+            "one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1, the experts split by width over all 8 ranks:"
+        )
+        and layout.endswith("per attention rank")
+        for layout in found["layouts"]
+    )
+    assert "tp 8 x pp 1 x 1 replica(s): " in "\n".join(found["layouts"])  # one tp group is one replica still

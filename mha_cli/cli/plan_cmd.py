@@ -679,7 +679,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     console.print(
         f"[bold]{escape(result.model_name)}[/bold] on {d.gpus} x {escape(result.target_id)}: {d.describe()};"
         f" {result.engine}; {p.isl:,} in / {p.osl:,} out, {p.concurrency} user(s)"
-        f" ({p.running_per_replica} running per {share_word(d.dp_attention)})"
+        f" ({p.running_per_replica} running per {share_word(d.dp_attention or d.shares_experts)})"
     )
     if result.memory.experts_per_device is not None:
         console.print(f"experts: each device holds {escape(result.memory.experts_per_device)}")
@@ -725,7 +725,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     )
     console.print(
         f"engine: {pool}, {engine.admitted_per_replica} request(s) of {engine.max_model_len:,} tokens at once"
-        f" per {share_word(p.deployment.dp_attention)}"
+        f" per {share_word(p.deployment.dp_attention or p.deployment.shares_experts)}"
     )
     host = None if p.offload is None else p.offload.host
     if host is not None:

@@ -155,9 +155,19 @@ def _same_as_asked(
     return experts is not None and experts.ranks == 1
 
 
-def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec) -> str:
-    dp_attention = bool(deployment.dp)
-    return layout_words(tp, pp, replicas, dp_attention=dp_attention, expert_parallel=bool(deployment.expert_parallel))
+def _shares_experts(model: ModelSpec, tp: int, replicas: int, deployment: DeploymentSpec) -> bool:
+    """Whether the layout's replicas share ``model``'s routed experts (``core.memory.expert_layout``)."""
+    from mha_cli.core.memory import expert_layout
+
+    experts = expert_layout(model, tp, replicas, deployment)
+    return experts is not None and experts.ranks > tp
+
+
+def _label(model: ModelSpec, tp: int, pp: int, replicas: int, deployment: DeploymentSpec) -> str:
+    return layout_words(
+        tp, pp, replicas, dp_attention=bool(deployment.dp), expert_parallel=bool(deployment.expert_parallel),
+        shared_experts=_shares_experts(model, tp, replicas, deployment),
+    )  # fmt: skip
 
 
 def _misses(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None) -> list[str]:
@@ -211,14 +221,15 @@ def _search(
             continue
         if variant.dp:  # DP attention: over this layout's replicas
             variant = variant.model_copy(update={"dp": target.n_devices // (tp * pp)})
-        label = _label(tp, pp, target.n_devices // (tp * pp), variant)
+        replicas = target.n_devices // (tp * pp)
+        label = _label(model, tp, pp, replicas, variant)
         try:
             plans = LayoutPlans(model, target, variant, *profiles, isl=isl, osl=osl, tp=tp, pp=pp)
             first = plans.at(1)
         except MhaError as exc:  # the engine would not start on this layout
             tried.append(f"{label}: left out ({exc.message})")
             continue
-        share = share_word(bool(variant.dp))
+        share = share_word(bool(variant.dp) or _shares_experts(model, tp, replicas, variant))
         tried.append(f"{label}: {first.memory.engine.admitted_per_replica} request(s) at once per {share}")
         if rate is not None:  # open-loop arrivals: the load the rate makes on this layout
             at_rate = plan_at_rate(model, target, variant, *profiles, isl=isl, osl=osl, rate=rate, tp=tp, pp=pp)
