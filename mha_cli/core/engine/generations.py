@@ -210,6 +210,9 @@ def generation_of(engine_text: str | None) -> Generation:
     version = parse_version(version_text)
     for generation in GENERATIONS:
         if generation.engine == engine and generation.covers(version):
+            from mha_cli.core.engine.release_series import refuse_release_past_its_series
+
+            refuse_release_past_its_series(engine, typed_release(text) or version_text)
             return generation
     raise BadInputError(
         f"{engine} {version[0]}.{version[1]} is outside every generation modelled ({ranges(engine)}):"
