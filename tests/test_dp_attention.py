@@ -385,3 +385,21 @@ def test_replicas_sharing_the_experts_are_one_server_of_attention_ranks_not_repl
         for layout in found["layouts"]
     )
     assert "tp 8 x pp 1 x 1 replica(s): " in "\n".join(found["layouts"])  # one tp group is one replica still
+
+
+@pytest.mark.parametrize("chunk", [None, "500"])
+def test_an_sglang_plans_vllm_line_runs_the_same_ranks_cap_and_prefill(cli, chunk):
+    """Priced on SGLang 0.4.6, a DP-attention rank's budget is its share of --chunked-prefill-size (8192 // 8 = 1,024;
+    500 // 4 = 125), prefill tokens alone: SGLang decodes in steps of their own (--enable-mixed-chunk is off). The vLLM
+    line keeps the rank's cap of requests the plan priced (it used to clamp it to that chunk: 125) and takes one step
+    budget for both, the chunk plus a decode token for each of them."""
+    args = ["plan", V3, "--target", "8xh200", "--engine", "sglang@0.4.6", "--isl", "1024", "--osl", "1024",
+            "--closed-form", *(["--max-num-batched-tokens", chunk] if chunk else [])]  # fmt: skip
+    found = cli.json(*args)
+    pick = found["candidates"][found["chosen"]]
+    engine = pick["memory"]["engine"]
+    vllm = shlex.split(found["launch"]["vllm"])
+    assert pick["deployment"]["dp_attention"] and engine["max_num_seqs"] == 160
+    assert vllm[vllm.index("--max-num-seqs") + 1] == "160"
+    step = int(vllm[vllm.index("--max-num-batched-tokens") + 1])
+    assert step == engine["max_num_batched_tokens"] + 160 == (1_184 if chunk is None else 285)
