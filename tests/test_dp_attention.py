@@ -403,3 +403,10 @@ def test_an_sglang_plans_vllm_line_runs_the_same_ranks_cap_and_prefill(cli, chun
     assert vllm[vllm.index("--max-num-seqs") + 1] == "160"
     step = int(vllm[vllm.index("--max-num-batched-tokens") + 1])
     assert step == engine["max_num_batched_tokens"] + 160 == (1_184 if chunk is None else 285)
+
+
+def test_the_simulated_loop_of_dp_attention_counts_attention_ranks_not_replicas(cli):
+    result = cli.run("plan", V3, "--target", "8xh200", "--dp", "8", "--isl", "1024", "--osl", "1024")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0 and "busiest of 8 attention rank(s)" in said
+    assert "over all attention ranks" in said and "replica" not in said.split("simulated serving loop")[1][:400]
