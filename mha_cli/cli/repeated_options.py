@@ -24,7 +24,8 @@ def refuse_repeated_options() -> None:
             before = state.opts[self.dest]
             now = value if self.action == "store" else self.const
             if before != now:
-                names = "/".join(self._long_opts + self._short_opts)
+                option = self.obj  # the command's option: every spelling of it, a flag's --no- form too
+                names = "/".join([*option.opts, *option.secondary_opts])
                 raise BadOptionUsage(
                     self.dest,
                     f"{names} given twice with different values ({_shown(before)}, then {_shown(now)}): give it once",
