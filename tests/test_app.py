@@ -21,12 +21,22 @@ def run_mha(*args: str) -> subprocess.CompletedProcess:
         (["kv", "llama-3-8b", "--batch", "x"], "Invalid value for '--batch'"),
         (["kv", "llama-3-8b", "--bogus"], "No such option: --bogus"),
         (["nosuch"], "No such command"),
+        # one option twice with two values (an alias of it the second time): click would keep the last silently
+        (["kv", "deepseek-v3", "--target", "8xh20", "--max-model-len", "131072", "--seq", "4096"],
+         "--seq/--max-model-len given twice with different values (131072, then 4096): give it once"),
+        (["kv", "llama-3-8b", "--target", "h100", "--target", "8xh200"],
+         "--target given twice with different values (h100, then 8xh200)"),
     ],
-)
+)  # fmt: skip
 def test_usage_errors_are_one_line_exit_2(args, message):
     result = run_mha(*args)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr and result.stdout == ""
+
+
+def test_one_option_given_twice_with_the_same_value_is_accepted():
+    result = run_mha("kv", "llama-3-8b", "--seq", "4096", "--max-model-len", "4096", "--json", "--json")
+    assert result.returncode == 0 and json.loads(result.stdout)["kv"]["seq_len"] == 4096
 
 
 def test_version():

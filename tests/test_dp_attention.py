@@ -291,13 +291,19 @@ def test_refusals_are_one_line(cli, args, said):
 
 
 def test_kv_takes_dp_and_its_ways_out_offer_dp_attention_each_pasted(cli):
-    """128K x 32 on 8 x H200 with the checkpoint's bf16 cache: tp 8 holds 4; DP attention with an fp8 cache holds 32,
-    and the way out saying so is pasted again and fits."""
+    """128K x 32 on 8 x H200 with the checkpoint's bf16 cache: tp 8 holds 4; 4 ranks of tp 2 sharing the experts
+    with an fp8 cache hold 32. mha's --tp 2 on 8 GPUs is that layout (vLLM -tp 2 -dp 4, not a server of tp 2 holding
+    every expert): the way out names the ranks and their flags, once (not again as --tp 2 --dp 4), and the explicit
+    DP-attention form pasted fits too."""
     args = ["kv", V3, "--target", "8xh200", "--seq", "128K", "--batch", "32"]
     report = cli.json(*args)
     assert report["memory"]["fits"] is False and report["memory"]["max_sequences"] == 4
     changes = [way["change"] for way in report["ways_out"]]
-    assert "--kv-dtype fp8 --tp 2 --dp 4" in changes  # the fewest ranks that hold 32 (dp 2 holds 18)
+    pair = next(way for way in report["ways_out"] if way["change"] == "--kv-dtype fp8 --tp 2")
+    assert "4 DP-attention ranks of tp 2" in pair["text"]
+    assert "vllm serve --tensor-parallel-size 2 --data-parallel-size 4" in pair["text"]
+    assert "--kv-dtype fp8 --tp 2 --dp 4" not in changes  # the same 4 ranks of tp 2, named once
+    assert cli.json(*args, "--kv-dtype", "fp8", "--tp", "2")["memory"]["fits"] is True
     pasted = cli.json(*args, *shlex.split("--kv-dtype fp8 --tp 2 --dp 4"))
     assert pasted["memory"]["fits"] is True and pasted["deployment"]["dp"] == 4
     experts = pasted["memory"]["experts_per_device"]
@@ -307,6 +313,14 @@ def test_kv_takes_dp_and_its_ways_out_offer_dp_attention_each_pasted(cli):
     assert dp8["memory"]["weight_bytes_per_device"] == 100_840_687_968  # the plan's: same weights, same rules
     alone = cli.json(*args, "--dp", "8")  # why the fp8 cache is part of the way out: 3 a rank in bf16
     assert alone["memory"]["fits"] is False and alone["memory"]["max_sequences"] == 24
+
+
+def test_check_names_the_dp_attention_ranks_a_smaller_tp_of_an_moe_model_runs(cli):
+    """``check``'s --tp 2 way out on 8 GPUs is 4 ranks sharing the experts: said so, with the flags that run it."""
+    report = cli.json("check", V3, "--target", "8xh200", "--seq", "128K", "--batch", "32")
+    said = next(finding["message"] for finding in report["findings"] if finding["id"] == "MHA026")
+    assert "--kv-dtype fp8 --tp 2 (together: one alone is not enough; 4 DP-attention ranks of tp 2" in said
+    assert "--data-parallel-size 4" in said
 
 
 def test_check_and_recommend_never_print_dp_which_they_do_not_take(cli):
@@ -356,3 +370,43 @@ def test_kvs_memory_plan_says_one_server_of_attention_ranks(cli):
     assert "(every GPU of the server" in text
     dense = cli.run("kv", "llama-3-8b", "--target", "8xh100", "--tp", "2")
     assert "tp 2 x 4 replicas" in " ".join(dense.output.split()) and "DP-attention" not in dense.output
+
+
+def test_replicas_sharing_the_experts_are_one_server_of_attention_ranks_not_replicas(cli):
+    """vLLM runs DeepSeek-V3 on 8 x H200 at tp 1 as one server, ``--data-parallel-size 8``, its experts split over
+    all 8 ranks (docs/serving/data_parallel_deployment.md): not 8 replicas each holding the 627 GiB of weights."""
+    found = cli.json("plan", V3, "--target", "8xh200", "--closed-form")
+    assert not any(layout.startswith("tp 1 x pp 1 x 8 replica(s)") for layout in found["layouts"])
+    assert any(
+        layout.startswith(
+            "one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1, the experts split by width over all 8 ranks:"
+        )
+        and layout.endswith("per attention rank")
+        for layout in found["layouts"]
+    )
+    assert "tp 8 x pp 1 x 1 replica(s): " in "\n".join(found["layouts"])  # one tp group is one replica still
+
+
+@pytest.mark.parametrize("chunk", [None, "500"])
+def test_an_sglang_plans_vllm_line_runs_the_same_ranks_cap_and_prefill(cli, chunk):
+    """Priced on SGLang 0.4.6, a DP-attention rank's budget is its share of --chunked-prefill-size (8192 // 8 = 1,024;
+    500 // 4 = 125), prefill tokens alone: SGLang decodes in steps of their own (--enable-mixed-chunk is off). The vLLM
+    line keeps the rank's cap of requests the plan priced (it used to clamp it to that chunk: 125) and takes one step
+    budget for both, the chunk plus a decode token for each of them."""
+    args = ["plan", V3, "--target", "8xh200", "--engine", "sglang@0.4.6", "--isl", "1024", "--osl", "1024",
+            "--closed-form", *(["--max-num-batched-tokens", chunk] if chunk else [])]  # fmt: skip
+    found = cli.json(*args)
+    pick = found["candidates"][found["chosen"]]
+    engine = pick["memory"]["engine"]
+    vllm = shlex.split(found["launch"]["vllm"])
+    assert pick["deployment"]["dp_attention"] and engine["max_num_seqs"] == 160
+    assert vllm[vllm.index("--max-num-seqs") + 1] == "160"
+    step = int(vllm[vllm.index("--max-num-batched-tokens") + 1])
+    assert step == engine["max_num_batched_tokens"] + 160 == (1_184 if chunk is None else 285)
+
+
+def test_the_simulated_loop_of_dp_attention_counts_attention_ranks_not_replicas(cli):
+    result = cli.run("plan", V3, "--target", "8xh200", "--dp", "8", "--isl", "1024", "--osl", "1024")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0 and "busiest of 8 attention rank(s)" in said
+    assert "over all attention ranks" in said and "replica" not in said.split("simulated serving loop")[1][:400]

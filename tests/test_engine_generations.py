@@ -276,3 +276,46 @@ def test_a_release_line_names_its_minor_release():
 def test_a_version_that_is_no_release_is_refused_not_priced_as_another(text):
     with pytest.raises(BadInputError, match="is not a release number"):
         generation_of(text)
+
+
+@pytest.mark.parametrize(
+    ("engine", "said"),
+    [
+        ("trtllm@0.99", "TensorRT-LLM 0.99 was never released: its 0.x series ended at 0.21.0"),
+        ("trtllm@0.22.0", "TensorRT-LLM 0.22.0 was never released: its 0.x series ended at 0.21.0"),
+        ("trtllm@0.21.5", "TensorRT-LLM 0.21.5 was never released: the 0.21 series ended at 0.21.0"),
+        ("vllm@0.10.9", "vLLM 0.10.9 was never released: the 0.10 series ended at 0.10.2"),
+        ("sglang@0.4.99", "SGLang 0.4.99 was never released: the 0.4 series ended at 0.4.10.post2"),
+    ],
+)
+def test_a_release_inside_a_series_that_ended_is_refused(cli, engine, said):
+    """PyPI's histories: TensorRT-LLM 0.x ended at 0.21.0 (1.0.0 followed); vLLM 0.10 at 0.10.2, SGLang 0.4 at
+    0.4.10.post2 (the releases read, data/engine_architectures.json)."""
+    result = cli.run("kv", "llama-3-8b", "--target", "h100", "--engine", engine)
+    assert result.exit_code == 2 and said in result.stderr and result.stderr.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("engine", ["trtllm@0.21.0", "trtllm@1.0.1", "vllm@0.10", "vllm@0.10.1.1", "sglang@0.5.99"])
+def test_real_releases_a_series_alone_and_one_past_the_newest_read_are_kept(cli, engine):
+    assert cli.run("kv", "llama-3-8b", "--target", "h100", "--engine", engine).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("engine", "step", "said"),
+    [
+        ("vllm@0.1.0", 2560, "2560, max_num_seqs 256: vLLM 0.1's EngineArgs defaults"),
+        ("vllm@0.5.2", 131_072, "(max(max_model_len, 2048))"),
+        ("vllm@0.5.3", 512, "(chunked prefill, on above 32K context from 0.5.3; 512 a step in 0.5.3-0.6.4)"),
+        ("vllm@0.7", 2048, "(chunked prefill, on above 32K context from 0.5.3; 2048 a step from 0.6.5)"),
+        ("vllm-v0", 2048, "(chunked prefill, on above 32K context from 0.5.3; 2048 a step from 0.6.5)"),
+    ],
+)
+def test_vllm_v0_step_defaults_by_the_release_that_set_them(engine, step, said):
+    """Read in the sdists: 0.1.0's EngineArgs.max_num_batched_tokens 2560; 0.2.0-0.5.2's SchedulerConfig
+    max(max_model_len, 2048), no chunked prefill by default; 0.5.3's EngineArgs.create_engine_config turns it on
+    above 32,768 tokens of context (vllm-project/vllm#6666), at 512 tokens a step to 0.6.4, 2048 from 0.6.5."""
+    from mha_cli.core.deployment import merge_deployment
+
+    spec = merge_deployment(None, seq_len=131_072, engine=engine)
+    settings = resolve_settings(spec, resolve_target("h100").target, 1)
+    assert settings.max_num_batched_tokens == step and said in settings.defaults_note

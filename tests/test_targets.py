@@ -120,3 +120,16 @@ def test_every_new_gpu_says_where_its_figures_come_from_and_flags_derived_comput
 def test_todays_gpus_resolve_with_aliases_and_device_counts(spec, target_id, count):
     resolved = resolve_target(spec)
     assert (resolved.target.id, resolved.n_devices) == (target_id, count)
+
+
+@pytest.mark.parametrize(
+    ("target_id", "gib", "nvidia_smi_mib"),
+    # was 285.12 (b300) and 276.21 (gb300): estimates at 99% of the vendor's GB, some 17 GiB over what a B300 gives
+    [("b300", 267.69, 275040), ("gb300", 276.50, 284208)],
+)
+def test_blackwell_ultra_torch_totals_are_measured_and_trail_nvidia_smi(target_id, gib, nvidia_smi_mib):
+    """torch's total (``torch.cuda.mem_get_info``) as read on real parts, a little under what nvidia-smi lists for the
+    same part, as for H100 (81559 MiB, 79.19 GiB) and B200 (183359 MiB, 178.35 GiB)."""
+    target = load_targets()[target_id]
+    assert target.torch_memory_gib == gib and target.device_memory_measured
+    assert 0.4 < nvidia_smi_mib / 1024 - gib < 1.2

@@ -160,7 +160,7 @@ def test_a_generated_way_that_does_not_fit_is_not_printed(cli, monkeypatch):
         return [*generator(*given, **named), "--batch 100000 (a way that cannot fit)"]
 
     monkeypatch.setattr(fit, "ways_out", with_a_bad_one)
-    assert not cli.json(*args, "--batch", "100000")["memory"]["fits"]  # pasted, it does not fit
+    assert not cli.json(*paste(args, "--batch 100000"))["memory"]["fits"]  # pasted, it does not fit
     assert cli.json(*args)["ways_out"] == honest  # so it is filtered out
     assert "100000" not in cli.run(*args).stdout
 

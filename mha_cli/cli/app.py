@@ -18,6 +18,7 @@ import typer
 from mha_cli import __version__
 from mha_cli.cli import collector
 from mha_cli.cli.output import discard_stdout, print_error
+from mha_cli.cli.repeated_options import refuse_repeated_options
 from mha_cli.cli.signals import unwinding_signals
 from mha_cli.core.errors import (
     EXIT_BROKEN_PIPE,
@@ -162,6 +163,7 @@ def build_app(commands: list[str] | None = None) -> typer.Typer:
     """The typer app with ``commands`` (default: all) registered."""
     _hide_flag_types()
     _coerce_given_values_only()
+    refuse_repeated_options()
     app = typer.Typer(
         name="mha",
         help="Configure transformer attention (MHA, GQA, MQA, MLA) and price its KV cache.",

@@ -679,7 +679,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     console.print(
         f"[bold]{escape(result.model_name)}[/bold] on {d.gpus} x {escape(result.target_id)}: {d.describe()};"
         f" {result.engine}; {p.isl:,} in / {p.osl:,} out, {p.concurrency} user(s)"
-        f" ({p.running_per_replica} running per {share_word(d.dp_attention)})"
+        f" ({p.running_per_replica} running per {share_word(d.dp_attention or d.shares_experts)})"
     )
     if result.memory.experts_per_device is not None:
         console.print(f"experts: each device holds {escape(result.memory.experts_per_device)}")
@@ -725,7 +725,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     )
     console.print(
         f"engine: {pool}, {engine.admitted_per_replica} request(s) of {engine.max_model_len:,} tokens at once"
-        f" per {share_word(p.deployment.dp_attention)}"
+        f" per {share_word(p.deployment.dp_attention or p.deployment.shares_experts)}"
     )
     host = None if p.offload is None else p.offload.host
     if host is not None:
@@ -782,12 +782,15 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
     from rich import box
     from rich.table import Table
 
+    from mha_cli.core.cost.serving import share_word
+
+    share = share_word(plan.deployment.dp_attention or plan.deployment.shares_experts)  # one server's ranks
     load = (
         f"{sim.users_per_replica} user(s) in a closed loop" if sim.users_per_replica is not None
         else f"{sim.rate_per_replica:g} req/s arriving"
     )  # fmt: skip
     table = Table(
-        title=f"simulated serving loop ({sim.engine} scheduler; busiest of {sim.replicas} replica(s): {load},"
+        title=f"simulated serving loop ({sim.engine} scheduler; busiest of {sim.replicas} {share}(s): {load},"
         f" {sim.requests:,} requests)",
         title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
     )  # fmt: skip
@@ -797,9 +800,9 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
         table.add_row(label, *(f"{value:,.1f}" for value in (stats.mean, stats.median, stats.p90, stats.p99)))
     console.print(table)
     console.print(
-        f"output {sim.deployment_output_tokens_per_s:,.0f} tokens/s over all replicas"
+        f"output {sim.deployment_output_tokens_per_s:,.0f} tokens/s over all {share}s"
         f" ({sim.deployment_output_tokens_per_s / plan.deployment.gpus:,.0f} per GPU); {sim.request_throughput:,.2f}"
-        f" req/s per replica over {sim.duration_s:,.1f} s; at most {sim.max_running} running and {sim.max_waiting}"
+        f" req/s per {share} over {sim.duration_s:,.1f} s; at most {sim.max_running} running and {sim.max_waiting}"
         f" queued; {sim.preemptions} preemption(s)"
         + (f"; prefix cache hit rate {sim.prefix_cache_hit_rate:.1%}" if sim.prefix_cache_hit_rate else "")
         + (f" ({sim.host_hit_rate:.1%} of prompt tokens loaded from the host)" if sim.host_hit_rate else "")

@@ -106,19 +106,16 @@ def ways_out(
         )
         ways.append(f"--kv-dtype fp8 ({share:.0%} of this cache{'' if enough else '; not enough on its own'})")
     split = None if keeps_ranks else _smaller_split_that_fits(model, target, deployment, plan)
-    if split:
-        ways.append(split)
-    elif (
-        not keeps_ranks
-        and not lighter
-        and not knob
-        and not devices
-        and (pair := _capacity_pair_that_fits(model, target, deployment, plan))
-    ):
-        ways.append(pair)
+    pair = None
+    if not (split or keeps_ranks or lighter or knob or devices):
+        pair = _capacity_pair_that_fits(model, target, deployment, plan)
+    for way in (split, pair):
+        if way:
+            ways.append(way.text)
+    named = {way.ranks for way in (split, pair) if way and way.ranks}
     dp_attention = _dp_attention_that_fits(model, target, deployment, plan)
-    if dp_attention:
-        ways.append(dp_attention)
+    if dp_attention and dp_attention.ranks not in named:  # the same ranks are named once
+        ways.append(dp_attention.text)
     seq = _longest_context_that_fits(model, target, deployment, plan)
     if 0 < seq < kv.seq_len:
         ways.append(f"--seq {seq} (the context this batch fits)")
@@ -151,26 +148,58 @@ def _smaller_tps(target: ResolvedTarget, plan: MemoryPlan) -> list[int]:
     return [tp for tp in range(plan.tp - 1, 0, -1) if target.n_devices % tp == 0]
 
 
+class RankedWay(NamedTuple):
+    """A way out that changes the layout, and the DP-attention ranks it runs (None: separate replicas)."""
+
+    text: str
+    ranks: tuple[int, int, str] | None
+    """(tp of a rank, ranks, cache format) when the data-parallel ranks share an MoE model's experts."""
+
+
+def shared_ranks_words(plan: MemoryPlan, engine: str | None) -> str | None:
+    """``4 DP-attention ranks of tp 2 sharing the experts in one server, run as vllm serve --tensor-parallel-size 2
+    --data-parallel-size 4`` when ``plan``'s replicas share the experts (``MemoryPlan.dp_attention``), else None:
+    not ``--tp 2`` alone, which a reader would run as one server of tp 2 holding every expert. The flags are the
+    engine's own (vLLM: "expert layers form a tensor parallel group of size DP x TP",
+    docs/serving/data_parallel_deployment.md; SGLang counts every rank in --tp-size, server_args.py
+    ``enable_dp_attention``)."""
+    if not plan.dp_attention:
+        return None
+    ranks, tp = plan.replicas, plan.tp
+    if engine == "sglang":
+        flags = f"sglang.launch_server --tp-size {tp * ranks} --dp-size {ranks} --enable-dp-attention"
+    else:
+        flags = f"vllm serve --tensor-parallel-size {tp} --data-parallel-size {ranks}"
+    return f"{ranks} DP-attention ranks of tp {tp} sharing the experts in one server, run as {flags}"
+
+
 def _smaller_split_that_fits(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan
-) -> str | None:
+) -> RankedWay | None:
     """``--tp T``: the largest smaller tp at which the batch fits, the other devices data-parallel replicas that
     each cache only their own sequences (where tp replicates the cache: MLA's latent, KV heads fewer than tp; an
-    MoE model's replicas keep sharing the experts)."""
+    MoE model's replicas keep sharing the experts: DP-attention ranks of one server, ``shared_ranks_words``)."""
     for tp in _smaller_tps(target, plan):
         smaller = _plan_with(model, target, deployment, tp)
         if smaller is not None and smaller.fits:
-            shared = " that share the experts" if smaller.expert_ranks and smaller.expert_ranks > tp else ""
-            return (
-                f"--tp {tp} ({smaller.replicas} data-parallel replicas{shared}: each device caches only its"
-                f" replica's sequences; {counted(smaller.max_sequences, 'sequence')} fit)"
+            layout = shared_ranks_words(smaller, deployment.engine) or f"{smaller.replicas} data-parallel replicas"
+            return RankedWay(
+                f"--tp {tp} ({layout}; each device caches only its"
+                f" {'rank' if smaller.dp_attention else 'replica'}'s sequences;"
+                f" {counted(smaller.max_sequences, 'sequence')} fit)",
+                _ranks(smaller, deployment.kv_dtype),
             )
     return None
 
 
+def _ranks(plan: MemoryPlan, kv_dtype: str) -> tuple[int, int, str] | None:
+    """``RankedWay.ranks`` of ``plan`` with its cache in ``kv_dtype``."""
+    return (plan.tp, plan.replicas, kv_dtype) if plan.dp_attention else None
+
+
 def _dp_attention_that_fits(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan
-) -> str | None:
+) -> RankedWay | None:
     """``--tp T --dp N``: DP attention (``core.dp_attention``) over the fewest data-parallel ranks at which an MoE
     model's batch fits, where the engine runs it: each rank caches only its own requests, the experts whole over
     all devices; with ``--kv-dtype fp8`` when it takes that too (``mha kv`` takes ``--dp``; ``check`` and
@@ -189,19 +218,21 @@ def _dp_attention_that_fits(
             spread = _plan_with(model, target, deployment, tp, dp=dp, expert_parallel=True, **update)
             if spread is not None and spread.fits:
                 together = "together: DP attention alone is not enough; " if flag else ""
-                return (
+                return RankedWay(
                     f"{flag}--tp {tp} --dp {dp} ({together}DP attention: {dp} ranks of tp {tp}, each caching only its"
                     f" own requests, the experts whole over all {target.n_devices} GPUs;"
-                    f" {counted(spread.max_sequences, 'sequence')} fit)"
+                    f" {counted(spread.max_sequences, 'sequence')} fit)",
+                    (tp, dp, str(update.get("kv_dtype", deployment.kv_dtype))),
                 )
     return None
 
 
 def _capacity_pair_that_fits(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan
-) -> str | None:
+) -> RankedWay | None:
     """Two changes of capacity together (an fp8 cache, fp8 weights where the device has fp8, a smaller tp) when
-    none alone fits the batch: the first pair that does."""
+    none alone fits the batch: the first pair that does (a smaller tp of an MoE model named as the DP-attention
+    ranks it runs, ``shared_ranks_words``)."""
     changes: list[tuple[str, dict[str, object]]] = []
     if storage_format(deployment.kv_dtype).bits > 8:
         changes.append(("--kv-dtype fp8", {"kv_dtype": "fp8"}))
@@ -215,7 +246,12 @@ def _capacity_pair_that_fits(
         tp = int(update.pop("tp", plan.tp))  # type: ignore[call-overload]
         together = _plan_with(model, target, deployment, tp, **update)
         if together is not None and together.fits:
-            return f"{flag_a} {flag_b} (together: one alone is not enough; {counted(together.max_sequences, 'sequence')} fit)"
+            layout = shared_ranks_words(together, deployment.engine)
+            return RankedWay(
+                f"{flag_a} {flag_b} (together: one alone is not enough;{f' {layout};' if layout else ''}"
+                f" {counted(together.max_sequences, 'sequence')} fit)",
+                _ranks(together, str(update.get("kv_dtype", deployment.kv_dtype))),
+            )
     return None
 
 

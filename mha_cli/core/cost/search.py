@@ -155,9 +155,19 @@ def _same_as_asked(
     return experts is not None and experts.ranks == 1
 
 
-def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec) -> str:
-    dp_attention = bool(deployment.dp)
-    return layout_words(tp, pp, replicas, dp_attention=dp_attention, expert_parallel=bool(deployment.expert_parallel))
+def _shares_experts(model: ModelSpec, tp: int, replicas: int, deployment: DeploymentSpec) -> bool:
+    """Whether the layout's replicas share ``model``'s routed experts (``core.memory.expert_layout``)."""
+    from mha_cli.core.memory import expert_layout
+
+    experts = expert_layout(model, tp, replicas, deployment)
+    return experts is not None and experts.ranks > tp
+
+
+def _label(model: ModelSpec, tp: int, pp: int, replicas: int, deployment: DeploymentSpec) -> str:
+    return layout_words(
+        tp, pp, replicas, dp_attention=bool(deployment.dp), expert_parallel=bool(deployment.expert_parallel),
+        shared_experts=_shares_experts(model, tp, replicas, deployment),
+    )  # fmt: skip
 
 
 def _misses(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None) -> list[str]:
@@ -211,14 +221,15 @@ def _search(
             continue
         if variant.dp:  # DP attention: over this layout's replicas
             variant = variant.model_copy(update={"dp": target.n_devices // (tp * pp)})
-        label = _label(tp, pp, target.n_devices // (tp * pp), variant)
+        replicas = target.n_devices // (tp * pp)
+        label = _label(model, tp, pp, replicas, variant)
         try:
             plans = LayoutPlans(model, target, variant, *profiles, isl=isl, osl=osl, tp=tp, pp=pp)
             first = plans.at(1)
         except MhaError as exc:  # the engine would not start on this layout
             tried.append(f"{label}: left out ({exc.message})")
             continue
-        share = share_word(bool(variant.dp))
+        share = share_word(bool(variant.dp) or _shares_experts(model, tp, replicas, variant))
         tried.append(f"{label}: {first.memory.engine.admitted_per_replica} request(s) at once per {share}")
         if rate is not None:  # open-loop arrivals: the load the rate makes on this layout
             at_rate = plan_at_rate(model, target, variant, *profiles, isl=isl, osl=osl, rate=rate, tp=tp, pp=pp)
@@ -429,6 +440,18 @@ def _plan_judge(
     return judge
 
 
+def sglang_step_as_vllm(chunk: int, cap: int) -> tuple[int, str]:
+    """vLLM's ``--max-num-seqs`` and ``--max-num-batched-tokens`` for the step an SGLang plan priced: the same cap of
+    requests a rank, and a budget of the prefill chunk plus one decode token for each of them. SGLang's
+    ``chunked_prefill_size`` (a rank's share under DP attention) bounds the prefill tokens of a step alone
+    (``schedule_policy.PrefillAdder``'s ``rem_chunk_tokens``) and its decodes run as a batch of their own (a step
+    mixes them only with ``--enable-mixed-chunk``, off by default); vLLM's scheduler takes one token budget for both
+    (``v1/core/sched/scheduler.py`` ``schedule``: ``token_budget = max_num_batched_tokens``, running requests
+    first) and refuses a cap above it (``SchedulerConfig``), so the chunk alone would either cap the requests below
+    the plan's or starve its prefill."""
+    return cap, str(chunk + cap)
+
+
 def launch_commands(
     served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec, model: ModelSpec | None = None
 ) -> tuple[dict[str, str], list[str]]:
@@ -442,7 +465,8 @@ def launch_commands(
     another cap would start another pool) and the closed form and the simulated scheduler run at most that many; the
     point's users are the load, not a setting (``mha plan --max-num-seqs N`` prices a cap of N, and every line writes
     it). vLLM's line takes at most its step budget (vLLM refuses a max_num_seqs above max_num_batched_tokens:
-    ``SchedulerConfig._verify_args``). An engine not priced whose newest release read cannot load ``model``'s
+    ``SchedulerConfig._verify_args``); priced on SGLang, whose budget counts prefill tokens alone, vLLM's line takes
+    that budget plus the cap (``sglang_step_as_vllm``). An engine not priced whose newest release read cannot load ``model``'s
     architecture (``core.engine.architectures_served``) gets no line, and a note why. Returns the lines and the notes
     saying where each runs."""
     d, engine = plan.deployment, plan.memory.engine
@@ -455,12 +479,15 @@ def launch_commands(
     seqs = {"vllm": min(engine.max_num_seqs, engine.max_num_batched_tokens), "sglang": engine.max_num_seqs,
             "trtllm": engine.max_num_seqs}  # fmt: skip
     budget = str(engine.max_num_batched_tokens)
+    vllm_budget = budget
+    if engine.name == "sglang":  # SGLang's budget (a rank's chunk under DP attention) counts prefill tokens alone
+        seqs["vllm"], vllm_budget = sglang_step_as_vllm(engine.max_num_batched_tokens, engine.max_num_seqs)
     vllm_dp = [] if engine.name == "vllm" and not generation.data_parallel_flag else ["--data-parallel-size", str(dp)]
     # the fraction priced goes on the priced engine's line only (SGLang's mem_fraction_static sizes another pool)
     vllm_fraction = ["--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"] if engine.name == "vllm" else []
     vllm = ["vllm", "serve", model_id, "--tensor-parallel-size", str(d.tp), "--pipeline-parallel-size", str(d.pp),
             *vllm_dp, "--max-model-len", str(context), *vllm_fraction, "--max-num-seqs", str(seqs["vllm"]),
-            "--max-num-batched-tokens", budget]  # fmt: skip
+            "--max-num-batched-tokens", vllm_budget]  # fmt: skip
     shared = d.expert_ranks is not None and d.expert_ranks > d.tp  # MoE replicas sharing the experts
     # SGLang counts every rank of the shared experts in --tp-size, its replicas as data-parallel attention
     # (and, then, --max-running-requests over all of them: its tp worker divides it by --dp-size)

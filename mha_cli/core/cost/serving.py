@@ -47,12 +47,21 @@ MAX_PREFILL_SHARE = 0.9
 """The share of steps busy with prefills the TTFT queue is priced at, at most (at 1 a queue never drains)."""
 
 
-def layout_words(tp: int, pp: int, replicas: int, *, dp_attention: bool, expert_parallel: bool = False) -> str:
+def layout_words(
+    tp: int, pp: int, replicas: int, *, dp_attention: bool, expert_parallel: bool = False, shared_experts: bool = False
+) -> str:
     """A layout in words: ``tp 4 x pp 1 x 2 replica(s) with expert parallelism``; DP attention is one server whose
     replicas are its attention ranks (SGLang ``--tp-size 8 --attn-dp-size 8``, vLLM ``--data-parallel-size 8``):
-    ``one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1``."""
-    if dp_attention:
-        return f"one server of {tp * pp * replicas} GPUs, {replicas} DP-attention ranks of tp {tp} x pp {pp}"
+    ``one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1``. Replicas that share an MoE model's experts
+    (``shared_experts``) are such ranks too, not servers each holding every expert (vLLM ``--data-parallel-size 8``
+    without ``--enable-expert-parallel``: "expert layers form a tensor parallel group of size DP x TP",
+    docs/serving/data_parallel_deployment.md): ``..., the experts split by width over all 8 ranks``."""
+    if dp_attention or (shared_experts and replicas > 1):
+        words = f"one server of {tp * pp * replicas} GPUs, {replicas} DP-attention ranks of tp {tp} x pp {pp}"
+        if not dp_attention:
+            how = "whole" if expert_parallel else "split by width"
+            words += f", the experts {how} over all {tp * replicas} ranks"
+        return words
     ep = " with expert parallelism" if expert_parallel else ""
     return f"tp {tp} x pp {pp} x {replicas} replica(s){ep}"
 
@@ -80,12 +89,18 @@ class Deployment(Record):
     """DP attention: how the ranks' tokens reach the experts (``none``: gathered to all and reduce-scattered back;
     ``deepep``: DeepEP's all-to-all); None without DP attention."""
 
+    @property
+    def shares_experts(self) -> bool:
+        """MoE replicas that share the routed experts (``expert_ranks`` > tp): one server's attention ranks."""
+        return self.replicas > 1 and self.expert_ranks is not None and self.expert_ranks > self.tp
+
     def describe(self) -> str:
         """``tp 4 x pp 1 x 2 replica(s) with expert parallelism``, ``one server of 8 GPUs, 8 DP-attention ranks of tp
         1 x pp 1 (DeepEP)`` (``layout_words``)."""
         words = layout_words(
-            self.tp, self.pp, self.replicas, dp_attention=self.dp_attention, expert_parallel=self.expert_parallel
-        )
+            self.tp, self.pp, self.replicas, dp_attention=self.dp_attention, expert_parallel=self.expert_parallel,
+            shared_experts=self.shares_experts,
+        )  # fmt: skip
         return words + (" (DeepEP)" if self.dp_attention and self.moe_a2a_backend == "deepep" else "")
 
 

@@ -170,6 +170,11 @@ def _table() -> dict[str, dict]:
     return json.loads(text)["engines"]
 
 
+def releases_read(engine: str) -> list[str]:
+    """Every release of ``engine`` (vLLM, SGLang) whose model registry was read, oldest first; empty for another."""
+    return list(_table().get(engine, {}).get("releases_read", []))
+
+
 def support(engine: str, typed: str, names: tuple[str, ...]) -> Lacking | NeverRead | None:
     """Why release ``typed`` of ``engine`` can load none of the architectures ``names`` (``served_as``), or that no
     release read can; None: it can, or nothing is known (an engine not read, TensorRT-LLM; no names; names the

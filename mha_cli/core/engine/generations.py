@@ -9,7 +9,8 @@ lists, as data, the rules that set it apart from its neighbours; every rule name
   memory), as V1 does; its block manager gives every layer the same blocks (no hybrid allocator: a sliding
   layer holds as many tokens as a full one), CUDA graphs are captured after the pool, and its step default
   (``config.py`` ``SchedulerConfig.__post_init__``, 0.6-0.7) is max(max_model_len, 2048) tokens without chunked
-  prefill (the default up to 32K tokens of context, ``engine/arg_utils.py``), 2048 with it, 256 sequences;
+  prefill (the default up to 32K tokens of context, ``engine/arg_utils.py``), 2048 with it, 256 sequences; dated
+  by release in ``core.engine.settings._vllm_v0_step_defaults`` (chunked prefill above 32K from 0.5.3 only);
 - ``vllm-v1`` (0.8-0.20): ``v1/worker/gpu_worker.py`` ``determine_available_memory``: total x utilisation -
   weights - activation peak - non-torch; CUDA graphs come out of the (1 - utilisation) headroom;
 - ``vllm-0.21`` (0.21 and later): the same, less the CUDA-graph memory estimated before the pool
@@ -211,6 +212,9 @@ def generation_of(engine_text: str | None) -> Generation:
     version = parse_version(version_text)
     for generation in GENERATIONS:
         if generation.engine == engine and generation.covers(version):
+            from mha_cli.core.engine.release_series import refuse_release_past_its_series
+
+            refuse_release_past_its_series(engine, typed_release(text) or version_text)
             return generation
     raise BadInputError(
         f"{engine} {version[0]}.{version[1]} is outside every generation modelled ({ranges(engine)}):"

@@ -100,15 +100,36 @@ def _vllm_step_defaults(target: Target) -> tuple[int, int, str]:
     return 2048, 256, "max_num_batched_tokens 2048, max_num_seqs 256: vllm serve's defaults on an A100 or a smaller GPU"
 
 
-def _vllm_v0_step_defaults(target: Target, max_model_len: int) -> tuple[int, int, str]:
-    """vLLM V0's defaults (``config.py`` ``SchedulerConfig.__post_init__``, 0.6-0.7): without chunked prefill a
-    step holds a whole prompt, max(max_model_len, 2048) tokens; chunked prefill is on by default above 32K tokens of
-    context (``engine/arg_utils.py``) and then 2048 tokens; 256 sequences on any device."""
-    if max_model_len > 32 * 1024:
+V0_CHUNKED_BY_DEFAULT = (0, 5, 3, 0)
+"""The first vLLM whose ``EngineArgs.create_engine_config`` turns chunked prefill on when max_model_len > 32768 and
+it is not set (vllm-project/vllm#6666, in the 0.5.3 sdist's ``engine/arg_utils.py``; 0.5.2's default is off)."""
+V0_CHUNK_2048 = (0, 6, 5, 0)
+"""The first vLLM whose ``SchedulerConfig`` takes 2048 tokens a step under chunked prefill (0.6.5's ``config.py``;
+0.5.3-0.6.4 take 512, "the values that have the best balance between ITL and TTFT on A100")."""
+V0_STEP_FROM_CONTEXT = (0, 2, 0, 0)
+"""The first vLLM whose step default follows the context, max(max_model_len, 2048) (0.2.0's ``config.py``
+``SchedulerConfig``); 0.1.x takes ``EngineArgs.max_num_batched_tokens`` 2560 (0.1.0's ``engine/arg_utils.py``)."""
+
+
+def _vllm_v0_step_defaults(target: Target, max_model_len: int, release: str | None = None) -> tuple[int, int, str]:
+    """vLLM V0's defaults by ``release`` (None: the generation's last, 0.7): 256 sequences on any device; a step of
+    2560 tokens in 0.1.x, else max(max_model_len, 2048) without chunked prefill (``config.py``
+    ``SchedulerConfig``); chunked prefill on by default above 32K tokens of context from 0.5.3
+    (``engine/arg_utils.py``), then 512 tokens a step, 2048 from 0.6.5. Read in the 0.1.0, 0.2.0, 0.5.2, 0.5.3,
+    0.6.4 and 0.6.5 sdists."""
+    from mha_cli.core.engine.flags import release_key
+
+    key = None if release is None else tuple(release_key(release))
+    if key is not None and key < V0_STEP_FROM_CONTEXT:
+        return 2560, 256, "max_num_batched_tokens 2560, max_num_seqs 256: vLLM 0.1's EngineArgs defaults"
+    if max_model_len > 32 * 1024 and (key is None or key >= V0_CHUNKED_BY_DEFAULT):
+        tokens = 2048 if key is None or key >= V0_CHUNK_2048 else 512
+        since = "from 0.6.5" if tokens == 2048 else "in 0.5.3-0.6.4"
         return (
-            2048,
+            tokens,
             256,
-            "max_num_batched_tokens 2048 (chunked prefill, on above 32K context), max_num_seqs 256: vLLM V0",
+            f"max_num_batched_tokens {tokens} (chunked prefill, on above 32K context from 0.5.3; {tokens} a step"
+            f" {since}), max_num_seqs 256: vLLM V0",
         )
     tokens = max(max_model_len, 2048)
     return tokens, 256, f"max_num_batched_tokens {tokens} (max(max_model_len, 2048)), max_num_seqs 256: vLLM V0"
@@ -128,10 +149,11 @@ def _vllm_latest_step_defaults(target: Target, max_model_len: int) -> tuple[int,
 
 VLLM_STEP_DEFAULTS = {
     "vllm-v0": _vllm_v0_step_defaults,
-    "vllm-v1": lambda target, max_model_len: _vllm_step_defaults(target),
-    "vllm-0.21": _vllm_latest_step_defaults,
+    "vllm-v1": lambda target, max_model_len, release=None: _vllm_step_defaults(target),
+    "vllm-0.21": lambda target, max_model_len, release=None: _vllm_latest_step_defaults(target, max_model_len),
 }
-"""(max_num_batched_tokens, max_num_seqs, note) by vLLM generation, from the device and max_model_len."""
+"""(max_num_batched_tokens, max_num_seqs, note) by vLLM generation, from the device, max_model_len and the release
+typed (None: the generation's last)."""
 
 
 def sglang_04_fraction(tp: int) -> float:
@@ -322,7 +344,7 @@ def resolve_settings(
     if deployment.kv_cache_memory_bytes is not None:
         _check_pool_setting(chosen, deployment.engine_version, cpu=target.vendor == "CPU")
     if engine == "vllm":
-        tokens, seqs, note = VLLM_STEP_DEFAULTS[chosen.id](target, deployment.seq_len)
+        tokens, seqs, note = VLLM_STEP_DEFAULTS[chosen.id](target, deployment.seq_len, deployment.engine_version)
         tokens = deployment.max_num_batched_tokens or tokens
         if deployment.max_num_seqs is not None and deployment.max_num_seqs > tokens:
             raise BadInputError(
