@@ -8,13 +8,18 @@ from typing import Any
 
 
 def refuse_repeated_options() -> None:
-    """Patch the option parser typer runs (its vendored click, ``typer._click.parser._Option.process``, typer 0.2x)
+    """Patch the option parser typer runs (its vendored click, ``typer._click.parser._Option.process``, typer 0.2x;
+    click's own ``click.parser.Option`` before it: no patch where neither is found)
     so that a single-valued option or flag set twice to different values is a usage error: one line, exit 2
     (``mha_cli.cli.app.main``)."""
-    from typer._click import parser
-    from typer._click.exceptions import BadOptionUsage
+    try:  # typer 0.2x runs its own copy of click; earlier typers run click itself
+        from typer._click import parser
+        from typer._click.exceptions import BadOptionUsage
+    except ImportError:
+        from click import parser
+        from click.exceptions import BadOptionUsage
 
-    option_class = getattr(parser, "_Option", None)
+    option_class = getattr(parser, "_Option", None) or getattr(parser, "Option", None)
     if option_class is None or getattr(option_class.process, "refuses_repeats", False):
         return
     store = option_class.process
