@@ -34,7 +34,9 @@ FAMILY = Family(
     routing_fixed=SIGMOID_NOAUX,
     read_fields=qkv_biases_only,
     names=("glm-4.5", "glm4-moe", "glm-4-moe"),
-    differences=("GLM-4.5's multi-token-prediction layers (num_nextn_predict_layers; not counted by count_params either)",),
+    differences=(
+        "GLM-4.5's multi-token-prediction layers (num_nextn_predict_layers; not counted by count_params either)",
+    ),
     equal_test="tests/test_family_sweep.py (the decoder sweep: glm4_moe)",
     left_unread={"num_nextn_predict_layers": ANY_VALUE},
 )
