@@ -187,7 +187,7 @@ def test_sglang_dp_attention_gives_each_rank_its_share_of_the_chunk():
     assert ranks.utilisation == round(
         (h200.device_memory_bytes / 2**20 - 33_280) / (h200.device_memory_bytes / 2**20), 3
     )
-    assert "--tp-size 8" in ranks.defaults_note and ranks.max_num_seqs == 512
+    assert "--tp-size 8" in ranks.defaults_note and ranks.cuda_graph_bs == 512
     assert alone.utilisation == sglang_default_fraction(h200, 1, 8192, 256)
     assert "8192 // 8 = 1024" in ranks.defaults_note
     given = DeploymentSpec(engine="sglang", max_num_batched_tokens=1000)

@@ -19,12 +19,12 @@ def _settings(engine: str):
 
 def test_a_24_gib_gpu_gets_a_4096_token_chunk_from_0_5_20_and_2048_before():
     newer, older, plain = _settings("sglang@0.5.20"), _settings("sglang@0.5.19"), _settings("sglang")
-    assert (newer.max_num_batched_tokens, newer.max_num_seqs) == (4096, 48)
-    assert (older.max_num_batched_tokens, older.max_num_seqs) == (2048, 24)
-    assert (_settings("sglang@0.5.4").max_num_batched_tokens, _settings("sglang@0.5.4").max_num_seqs) == (2048, 16)
-    assert (plain.max_num_batched_tokens, plain.max_num_seqs) == (4096, 48)  # the newest read, 0.5.23
+    assert (newer.max_num_batched_tokens, newer.cuda_graph_bs) == (4096, 48)
+    assert (older.max_num_batched_tokens, older.cuda_graph_bs) == (2048, 24)
+    assert (_settings("sglang@0.5.4").max_num_batched_tokens, _settings("sglang@0.5.4").cuda_graph_bs) == (2048, 16)
+    assert (plain.max_num_batched_tokens, plain.cuda_graph_bs) == (4096, 48)  # the newest read, 0.5.23
     assert newer.utilisation == sglang_default_fraction(L4, 1, 4096, 48) < older.utilisation
     four = resolve_settings(DeploymentSpec(engine="sglang"), L4, 4)
-    assert (four.max_num_batched_tokens, four.max_num_seqs) == (4096, 160)  # tp >= 4
+    assert (four.max_num_batched_tokens, four.cuda_graph_bs) == (4096, 160)  # tp >= 4
     h100 = resolve_settings(DeploymentSpec(engine="sglang"), load_targets()["h100-sxm"], 1)
-    assert (h100.max_num_batched_tokens, h100.max_num_seqs) == (8192, 256)  # other tiers unchanged
+    assert (h100.max_num_batched_tokens, h100.cuda_graph_bs) == (8192, 256)  # other tiers unchanged

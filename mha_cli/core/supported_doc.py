@@ -14,7 +14,7 @@ from collections.abc import Callable
 from mha_cli.core import dtypes, weight_formats
 from mha_cli.core.cost.priors import MIN_GPU_FIGURES, band, fitted_constants
 from mha_cli.core.engine.generations import ENGINE_ALIASES, GENERATIONS
-from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.engine.settings import EngineSettings, resolve_settings
 from mha_cli.core.families.support import family_support
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.markdown import cell, markdown_table
@@ -70,12 +70,19 @@ def engines_table() -> str:
                     f"`{target_id}`",
                     f"{settings.utilisation:g}",
                     f"{settings.max_num_batched_tokens:,}",
-                    f"{settings.max_num_seqs:,}",
+                    _sequences(settings),
                     str(settings.block_size),
                 ]
             )
     header = ["generation", "GPU", "memory share", "tokens per step", "sequences per step", "block tokens"]
     return markdown_table(header, rows)
+
+
+def _sequences(settings: EngineSettings) -> str:
+    """The running-request cap; SGLang's default is set by its pool (``core.engine.sglang_running``): its ceiling."""
+    if settings.engine == "sglang" and settings.running_requested is None:
+        return f"at most {settings.max_num_seqs:,} (by its pool)"
+    return f"{settings.max_num_seqs:,}"
 
 
 def generations_table() -> str:

@@ -65,6 +65,7 @@ from mha_cli.core.engine.settings import (
     GIB,
     EngineSettings,
 )  # fmt: skip
+from mha_cli.core.engine.sglang_running import RunningLimit, running_limit, running_release
 from mha_cli.core.engine.sglang_state_pool import StatePool, priced_here, state_pool
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
@@ -656,6 +657,13 @@ def _sglang_state_pool(inputs: _Inputs, rest: int) -> StatePool | None:
     return state_pool(model, rest, tp=kv.tp, state_layers=kv.n_state_layers, release=inputs.settings.engine_version)
 
 
+def _sglang_running(settings: EngineSettings, tokens: int, context: int) -> RunningLimit:
+    """SGLang's ``max_running_requests`` on a rank of ``tokens`` KV tokens at ``context`` tokens a request
+    (``core.engine.sglang_running``)."""
+    triple = running_release(settings.engine_version, settings.generation)
+    return running_limit(settings.running_requested, tokens, context, triple)
+
+
 def _trtllm_cpp_buffers(inputs: _Inputs) -> TrtllmBuffers:
     """The C++ runtime's runtime buffers and decoder, sized by the engine's max_batch_size, vocabulary, max_seq_len,
     its pipeline stages (this rank's stage: ``inputs.stage``) and the draft tokens a step verifies."""
@@ -775,8 +783,10 @@ def plan_engine(
             settings.sampler, settings.release, model, settings.quantized_checkpoint, **v2_knobs
         )
         settings = settings.model_copy(update={"sampler": sampler})
+    # SGLang's decode batch for the activation estimate: its CUDA-graph batch, within the running cap before the pool
+    rows = min(settings.max_num_seqs, settings.cuda_graph_bs or settings.max_num_seqs)
     activation = profile_peak_bytes(
-        model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs, tp=kv.tp,
+        model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=rows, tp=kv.tp,
         sampler=settings.sampler,
     )  # fmt: skip
     if settings.generation == "trtllm-cpp":  # no profiling run: the engine's forward; its sampler is the decoder line
@@ -820,8 +830,14 @@ def plan_engine(
         if deficit
         else BudgetLine(label="= available for KV cache", bytes=pool.available, how="the sum of the lines above")
     )  # fmt: skip
+    running_note = None
+    if settings.engine == "sglang" and pool.tokens > 0:  # its running-request cap is set by the pool's tokens
+        limit = _sglang_running(settings, pool.tokens, kv.seq_len)
+        settings, running_note = settings.model_copy(update={"max_num_seqs": limit.requests}), limit.how
     admitted = min(int(pool.concurrency), settings.max_num_seqs) if pool.starts else 0
     notes = [settings.defaults_note, *([block_note] if block_note else []), *pool.notes]
+    if running_note is not None:
+        notes.append(running_note)
     if cpu and settings.kv_cache_bytes is None:
         notes.append(
             "vLLM's CPU backend sizes its pool as gpu_memory_utilization x memory less the worker's resident memory:"

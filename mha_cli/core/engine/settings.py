@@ -7,6 +7,7 @@ logs it comes from. Pure Python.
 from mha_cli.core.engine.generations import Generation, Version, generation, generation_of, parse_version
 from mha_cli.core.engine.sampler import SamplerPath, default_sampler, in_release, runs_flashinfer
 from mha_cli.core.engine.sglang_reserve import NO_RESERVE, Reserve, SglangServing, sglang_reserve, vlm_factor
+from mha_cli.core.engine.sglang_running import Requested, ceiling, requested_per_rank, running_release
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, EngineName, GenerationId
@@ -72,6 +73,12 @@ class EngineSettings(Record):
     (``core.engine.mla_blocks``)."""
     engine_version: str | None = None
     """The release as typed (``--engine vllm@0.10.2``); None: the generation's latest."""
+    cuda_graph_bs: int | None = None
+    """SGLang: the decode CUDA-graph batch its default fraction reserves for (requests); None: other engines."""
+    running_requested: Requested | None = None
+    """SGLang: ``max_running_requests`` requested per rank (given, or speculative decoding's); None: SGLang's default,
+    set by the pool (``core.engine.sglang_running``), or another engine. ``max_num_seqs`` is then its ceiling until
+    the plan sizes the pool."""
 
 
 def _release_in_force(chosen: Generation, typed: str | None) -> Version | None:
@@ -424,6 +431,9 @@ def resolve_settings(
             f"{chosen.label} on {target.torch_memory_gib:g} GiB{size}: chunked prefill {chunked}, CUDA-graph batch"
             f" {graph_bs}{reserve_note}"
         )
+        triple = running_release(deployment.engine_version, chosen.id)
+        speculative = deployment.speculative is not None
+        requested = requested_per_rank(deployment.max_num_seqs, speculative, dp_attention_ranks, triple)
         step = chunked
         if dp_attention_ranks > 1:
             step = sglang_dp_attention_chunk(chunked, dp_attention_ranks)
@@ -437,9 +447,10 @@ def resolve_settings(
         return EngineSettings(
             engine=engine, generation=chosen.id, utilisation=fraction,
             utilisation_source="--mem-fraction-static" if util else f"{chosen.label}'s default for this GPU and tp",
-            max_num_batched_tokens=step, max_num_seqs=deployment.max_num_seqs or graph_bs,
+            max_num_batched_tokens=step, max_num_seqs=ceiling(triple) if requested is None else requested.requests,
             block_size=deployment.block_size or chosen.block_size, defaults_note=note,
             block_size_given=deployment.block_size is not None, engine_version=deployment.engine_version,
+            cuda_graph_bs=graph_bs, running_requested=requested,
         )  # fmt: skip
     tokens = deployment.max_num_batched_tokens or 8192
     batch = deployment.max_num_seqs or TRTLLM_BATCH
