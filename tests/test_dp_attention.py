@@ -392,17 +392,19 @@ def test_an_sglang_plans_vllm_line_runs_the_same_ranks_cap_and_prefill(cli, chun
     """Priced on SGLang 0.4.6, a DP-attention rank's budget is its share of --chunked-prefill-size (8192 // 8 = 1,024;
     500 // 4 = 125), prefill tokens alone: SGLang decodes in steps of their own (--enable-mixed-chunk is off). The vLLM
     line keeps the rank's cap of requests the plan priced (it used to clamp it to that chunk: 125) and takes one step
-    budget for both, the chunk plus a decode token for each of them."""
+    budget for both, the chunk plus a decode token for each of them. The rank's cap is 0.4.6's default, 4,097: its
+    request pool's estimate at the 4,096 ceiling + 1 row (``core.engine.sglang_running``; the KV pool holds some
+    290,000 tokens a rank at a 2,048-token context)."""
     args = ["plan", V3, "--target", "8xh200", "--engine", "sglang@0.4.6", "--isl", "1024", "--osl", "1024",
             "--closed-form", *(["--max-num-batched-tokens", chunk] if chunk else [])]  # fmt: skip
     found = cli.json(*args)
     pick = found["candidates"][found["chosen"]]
     engine = pick["memory"]["engine"]
     vllm = shlex.split(found["launch"]["vllm"])
-    assert pick["deployment"]["dp_attention"] and engine["max_num_seqs"] == 160
-    assert vllm[vllm.index("--max-num-seqs") + 1] == "160"
+    assert pick["deployment"]["dp_attention"] and engine["max_num_seqs"] == 4097
+    assert vllm[vllm.index("--max-num-seqs") + 1] == "4097"
     step = int(vllm[vllm.index("--max-num-batched-tokens") + 1])
-    assert step == engine["max_num_batched_tokens"] + 160 == (1_184 if chunk is None else 285)
+    assert step == engine["max_num_batched_tokens"] + 4097 == (5_121 if chunk is None else 4_222)
 
 
 def test_the_simulated_loop_of_dp_attention_counts_attention_ranks_not_replicas(cli):
