@@ -103,11 +103,14 @@ def test_launch_lines_name_what_an_engine_loads(cli, tmp_path):
 
 
 def test_the_priced_fraction_goes_on_the_priced_engines_line_only(cli):
-    """SGLang's mem_fraction_static (0.834 on an H100 at tp 1, 0.5.3) sizes SGLang's pool; written as vLLM's
-    --gpu-memory-utilization it would size another. Priced with SGLang, the vLLM line leaves vLLM's default; priced
-    with vLLM, the SGLang line leaves SGLang's."""
-    sglang = cli.json("plan", "qwen3-8b", "--target", "2xh100", "--engine", "sglang@0.5.3", "--closed-form")["launch"]
-    assert "--mem-fraction-static 0.834" in sglang["sglang"]
+    """SGLang's mem_fraction_static (0.833 on an H100 at tp 1 x pp 2, 0.5.3: the pick since SGLang's own request cap
+    admits 661 users; 0.834 at pp 1) sizes SGLang's pool; written as vLLM's --gpu-memory-utilization it would size
+    another. Priced with SGLang, the vLLM line leaves vLLM's default; priced with vLLM, the SGLang line leaves
+    SGLang's."""
+    found = cli.json("plan", "qwen3-8b", "--target", "2xh100", "--engine", "sglang@0.5.3", "--closed-form")
+    sglang, pick = found["launch"], found["candidates"][found["chosen"]]
+    assert pick["memory"]["engine"]["gpu_memory_utilization"] == 0.833 and pick["deployment"]["pp"] == 2
+    assert "--mem-fraction-static 0.833" in sglang["sglang"]
     assert "--gpu-memory-utilization" not in sglang["vllm"]
     vllm = cli.json("plan", "qwen3-8b", "--target", "2xh100", "--closed-form")["launch"]
     assert "--gpu-memory-utilization 0.9 " in vllm["vllm"] and "--mem-fraction-static" not in vllm["sglang"]
