@@ -112,3 +112,27 @@ def test_controls_keep_the_shared_pool():
     assert priced_here(QWEN36) and priced_here(QWEN3_NEXT)
     kimi = load_source("tests/fixtures/hf_configs/kimi-linear-48b-a3b.json").model
     assert not priced_here(kimi)  # KDA: its strategy is set per architecture and release, not read here
+
+
+def test_sglangs_running_requests_are_the_state_pools_cap_too():
+    """SGLang's max_running_requests is its request pool's rows, and the last step of max_num_reqs is min(...,
+    max_mamba_cache_size // mamba ratio) (``_resolve_max_num_reqs``, model_runner_kv_cache_mixin.py 0.5.10-0.5.15;
+    ``kv_cache_configurator.py`` 0.5.16 on): 203 slots // 5 = 40, not the default's 2,048 (min(532,038 // 2,
+    clamp(int(532,038 / 9,216 x 512), 2048, 4096))). The launch lines and the simulated loop take this cap."""
+    _, plan = _plan(QWEN36, "0.5.16", 50 * 2**30)
+    assert plan.max_num_seqs == 40
+    assert any("the state pool's 40 below it" in note for note in plan.notes)
+    _, older = _plan(QWEN36, "0.5.13", 50 * 2**30)  # 67 by the state: the KV pool's 57 bind, the cap is 67
+    assert older.max_num_seqs == 67
+
+
+def test_the_plans_simulated_loop_and_launch_line_stay_within_the_state_pools_cap(cli):
+    """Qwen3.6-27B on one H200 under SGLang at 64 users: the state pool admits 43 (215 slots // 5), so the simulated
+    loop runs at most 43 and the launch line writes --max-running-requests 43."""
+    config = "tests/fixtures/hf_configs/qwen3.6-27b.json"
+    out = cli.json("plan", config, "--target", "h200", "--engine", "sglang", "--tp", "1", "--concurrency", "64")
+    assert out["memory"]["engine"]["max_num_seqs"] == out["running_per_replica"] == 43
+    assert out["simulated"]["max_running"] <= 43
+    search = cli.run("plan", config, "--target", "h200", "--engine", "sglang", "--concurrency", "64")
+    assert search.exit_code == 0, search.output
+    assert "--max-running-requests 43 " in " ".join(search.stdout.split())

@@ -234,6 +234,8 @@ class _Pool(NamedTuple):
     notes: list[str]
     block_size: int
     """Tokens per block as the engine settles them (vLLM may raise the asked block size)."""
+    state_running_cap: int | None = None
+    """Requests SGLang's recurrent-state pool lets a rank run (``StatePool.running_cap``); None: no such pool."""
 
 
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
@@ -645,6 +647,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
         available=available, activation=0, budget=budget, blocks=blocks, tokens=tokens, concurrency=concurrency,
         request_bytes=per_sequence, starts=starts, refusal=refusal, log_lines=log_lines,
         groups=[], layers_per_group=None, padding_layers=0, notes=notes, block_size=inputs.settings.block_size,
+        state_running_cap=None if states is None else states.running_cap,
     )  # fmt: skip
 
 
@@ -833,7 +836,11 @@ def plan_engine(
     running_note = None
     if settings.engine == "sglang" and pool.tokens > 0:  # its running-request cap is set by the pool's tokens
         limit = _sglang_running(settings, pool.tokens, kv.seq_len)
-        settings, running_note = settings.model_copy(update={"max_num_seqs": limit.requests}), limit.how
+        requests, running_note = limit
+        if pool.state_running_cap is not None and pool.state_running_cap < requests:  # max_num_reqs's last min
+            requests = pool.state_running_cap
+            running_note += f"; the state pool's {requests:,} below it (max_mamba_cache_size // its slots a request)"
+        settings = settings.model_copy(update={"max_num_seqs": requests})
     admitted = min(int(pool.concurrency), settings.max_num_seqs) if pool.starts else 0
     notes = [settings.defaults_note, *([block_note] if block_note else []), *pool.notes]
     if running_note is not None:
