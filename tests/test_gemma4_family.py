@@ -256,3 +256,16 @@ def test_gemma4_s_rope_bases_are_its_config_class_s_per_layer_kind(cli, tmp_path
     assert len(filled) == (0 if stated else 1)
     assert stated or ("'rope_theta': 1000000.0" in filled[0] and "Gemma4TextConfig (transformers 5.24)" in filled[0])
     assert [a for a in assumed if a.startswith("rope_type 'proportional' is not modelled")]
+
+
+@pytest.mark.parametrize("engine", ["vllm@0.18.0", "vllm@0.18", "vllm@0.10.0"])
+@pytest.mark.parametrize("command", [("kv", "--target", "h100"), ("plan", "--target", "8xh100", "--tp", "8")])
+def test_a_vllm_release_before_gemma4_was_registered_is_refused(cli, tmp_path, engine, command):
+    """vLLM registers Gemma4ForCausalLM / Gemma4ForConditionalGeneration from 0.19.0 (models/registry.py, absent in
+    0.18.0): an earlier release typed cannot load the model, so no pool is priced for it; 0.19.0 is."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TEXT_31B))
+    result = cli.run(command[0], str(path), *command[1:], "--engine", engine)
+    assert result.exit_code == 2, result.output
+    assert "is registered from vLLM 0.19.0" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert cli.run(command[0], str(path), *command[1:], "--engine", "vllm@0.19.0").exit_code == 0

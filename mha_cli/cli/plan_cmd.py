@@ -368,7 +368,9 @@ def plan(
     from mha_cli.core.engine.generations import generation
 
     # one line, not one per layout the search would leave out
-    refuse_per_kind_pages(loaded.model, generation(deployment.engine_generation, deployment.engine).id)
+    refuse_per_kind_pages(
+        loaded.model, generation(deployment.engine_generation, deployment.engine).id, deployment.engine_version
+    )
     if offload_bytes is not None:  # a generation without KV offload: one line before anything is priced
         from mha_cli.core.engine.offload import offload_rule
 

@@ -44,10 +44,23 @@ def has_per_kind_pages(model: ModelSpec) -> bool:
     return model.attention.per_kind_geometry and bool(model.count_layers("global"))
 
 
-def refuse_per_kind_pages(model: ModelSpec, generation: str | None) -> None:
+GEMMA4_FROM = (0, 19, 0)
+"""The first vLLM release registering Gemma 4 (``models/registry.py``; absent in 0.18.0: the module docstring)."""
+
+
+def refuse_per_kind_pages(model: ModelSpec, generation: str | None, release: str | None = None) -> None:
     """Refuse, in one line, an engine memory plan for ``model`` with pages of two sizes under an engine
-    ``generation`` whose pool for them was not read (SGLang, TensorRT-LLM, vLLM V0); None: any engine."""
-    if not has_per_kind_pages(model) or generation in UNIFIED_GENERATIONS:
+    ``generation`` whose pool for them was not read (SGLang, TensorRT-LLM, vLLM V0; None: any engine), or under a
+    vLLM ``release`` typed before ``GEMMA4_FROM``, which cannot load it."""
+    if not has_per_kind_pages(model):
+        return
+    if generation in UNIFIED_GENERATIONS:
+        if release is not None and _release(release) < GEMMA4_FROM:
+            raise BadInputError(
+                f"{model.name}: vLLM {release} cannot load it: Gemma 4 (Gemma4ForCausalLM,"
+                " Gemma4ForConditionalGeneration) is registered from vLLM 0.19.0 (models/registry.py): use"
+                " --engine vllm@0.19.0 or later"
+            )
         return
     attention = model.attention
     raise BadInputError(
@@ -57,6 +70,16 @@ def refuse_per_kind_pages(model: ModelSpec, generation: str | None) -> None:
         f" {generation} (SGLang's and TensorRT-LLM's pools for two geometries were not read; vLLM V0 never served"
         " Gemma 4): plan it with --engine vllm, or price its cache with `mha kv` without --target"
     )
+
+
+def _release(release: str) -> tuple[int, ...]:
+    """(major, minor, patch) of a release typed; one not a release number (a commit) as the newest."""
+    from mha_cli.core.engine.flags import release_key
+
+    try:
+        return tuple(release_key(release)[:3])
+    except ValueError:
+        return GEMMA4_FROM
 
 
 class UnifiedPages(NamedTuple):
