@@ -31,6 +31,7 @@ from mha_cli.core.speculative import (
     drafter_weight_bytes,
     equivalent_layers,
     memory_model,
+    mtp_layers,
     rate_for,
     sglang_flags,
     vllm_flags,
@@ -380,3 +381,17 @@ def test_a_draft_model_that_cannot_be_read_says_it_is_the_drafter(cli, tmp_path)
         "error: the draft model (--draft, or --speculative-config's model): 'no-such-draft-model' is neither"
     )
     assert " ".join(cli.run(*args, "--draft", str(readme)).output.split()) == lines[str(readme)]
+
+
+def test_qwen3_6s_mtp_layers_are_read_from_mtp_num_hidden_layers(tmp_path):
+    """Qwen3.5/3.6 count their MTP layers in ``mtp_num_hidden_layers`` (text_config), the field vLLM reads as the
+    drafter's n_predict (config/speculative.py hf_config_override, qwen3_5 -> qwen3_5_mtp); DeepSeek's
+    num_nextn_predict_layers is absent there. A config with the field at 0 has none."""
+    source = "tests/fixtures/hf_configs/qwen3.6-27b.json"
+    model = load_source(source).model
+    assert mtp_layers(model, source, "hf-config") == 1
+    data = json.loads(Path(source).read_text())
+    data["text_config"]["mtp_num_hidden_layers"] = 0
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(BadInputError, match="has no MTP layers"):
+        mtp_layers(model, str(tmp_path / "config.json"), "hf-config")

@@ -3,7 +3,8 @@
 The drafter, per ``speculative_config`` method (vLLM's names):
 
 - ``mtp``: the target's own multi-token-prediction layers (``num_nextn_predict_layers``: DeepSeek-V3/R1, GLM-4.5+,
-  Qwen3-Next), each one decoder layer of the model's own kind (DeepSeek-V3's is an MoE layer) plus ``eh_proj``
+  Qwen3-Next; ``mtp_num_hidden_layers``: Qwen3.5/3.6, ``MTP_FIELDS``), each one decoder layer of the model's own
+  kind (DeepSeek-V3's is an MoE layer) plus ``eh_proj``
   (2d x d, a plain ``nn.Linear``: bf16, whole on every rank, vLLM ``model_executor/models/deepseek_mtp.py``) and
   its ``enorm`` / ``hnorm`` / ``shared_head.norm`` norms; the embedding and LM head are the target's
   (``_maybe_share_embeddings`` / ``_maybe_share_lm_head`` in ``v1/spec_decode/llm_base_proposer.py``). Each draft
@@ -39,6 +40,11 @@ if TYPE_CHECKING:
 METHODS: tuple[SpeculativeMethod, ...] = ("mtp", "eagle", "eagle3", "draft_model")
 MTP_ALIASES = ("deepseek_mtp", "glm4_moe_mtp", "qwen3_next_mtp", "mimo_mtp")
 """vLLM's model-specific MTP method names, read as ``mtp``."""
+MTP_FIELDS = {"qwen3_5_text": "mtp_num_hidden_layers", "qwen3_5_moe_text": "mtp_num_hidden_layers",
+              "qwen3_5": "mtp_num_hidden_layers", "qwen3_5_moe": "mtp_num_hidden_layers"}  # fmt: skip
+"""Model types whose MTP layers are counted by another field than ``num_nextn_predict_layers``: Qwen3.5/3.6's
+``mtp_num_hidden_layers``, which vLLM reads as the drafter's ``n_predict`` (``config/speculative.py``
+``SpeculativeConfig.hf_config_override``, its ``qwen3_5``/``qwen3_5_moe`` -> ``qwen3_5_mtp`` branch)."""
 MAX_SPECULATIVE_TOKENS = 32
 EXTRA_DTYPE_BYTES = 2
 """eh_proj / fc and their norms: bf16 (plain ``nn.Linear`` in vLLM's drafters, not quantised)."""
@@ -170,7 +176,7 @@ def mtp_layers(model: ModelSpec, origin: str, kind: str) -> int:
     if kind in ("hf-config", "hf-cache"):
         data = json.loads(Path(origin).read_text())
         data = data.get("text_config", data)
-        count = int(data.get("num_nextn_predict_layers") or 0)
+        count = int(data.get("num_nextn_predict_layers") or data.get(MTP_FIELDS.get(data.get("model_type")), 0) or 0)
     else:  # a preset, or our config of one
         count = MTP_LAYERS_BY_PRESET.get(model.name, 0)
     if count < 1:
