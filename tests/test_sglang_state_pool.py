@@ -136,3 +136,17 @@ def test_the_plans_simulated_loop_and_launch_line_stay_within_the_state_pools_ca
     search = cli.run("plan", config, "--target", "h200", "--engine", "sglang", "--concurrency", "64")
     assert search.exit_code == 0, search.output
     assert "--max-running-requests 43 " in " ".join(search.stdout.split())
+
+
+def test_speculative_decoding_over_the_state_pool_is_refused_in_one_line(cli):
+    """SGLang's handle_max_mamba_cache also sets aside the drafts' intermediate states (about one request's state x
+    running requests x (k + 1): ~25 GiB for Qwen3.6-27B's MTP on an H200), which mha does not price: one line, exit 2,
+    naming the way to plan it; the control without speculative decoding plans."""
+    args = ("plan", "tests/fixtures/hf_configs/qwen3.6-27b.json", "--target", "h200", "--engine", "sglang", "--tp", "1",
+            "--concurrency", "16", "--closed-form")  # fmt: skip
+    refused = cli.run(*args, "--speculative-config", '{"method":"mtp","num_speculative_tokens":3}')
+    assert refused.exit_code == 2 and "Traceback" not in refused.output
+    line = " ".join(refused.output.split())
+    assert "state pool for a hybrid Gated DeltaNet model under speculative decoding is not priced" in line
+    assert "--engine vllm" in line
+    assert cli.run(*args).exit_code == 0

@@ -70,6 +70,7 @@ from mha_cli.core.engine.sglang_state_pool import StatePool, priced_here, state_
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.pipeline import StageLayout
 from mha_cli.core.quantities import format_bytes
@@ -612,7 +613,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
         notes.append(
             f"SGLang {states.release}'s state pool lets at most {states.running_cap} requests run at once:"
             f" {states.slots:,} slots // {states.slots_per_request} a request (init_memory_pool's max_num_reqs); the"
-            f" KV pool alone holds {concurrency:.1f}; speculative decoding's intermediate states are not priced"
+            f" KV pool alone holds {concurrency:.1f}"
         )
         concurrency = min(concurrency, states.running_cap)
     elif kv.n_state_layers and available > 0:
@@ -657,6 +658,12 @@ def _sglang_state_pool(inputs: _Inputs, rest: int) -> StatePool | None:
     model, kv = inputs.model, inputs.kv
     if inputs.settings.generation != "sglang-0.5" or not kv.n_state_layers or not priced_here(model):
         return None
+    if inputs.speculative_tokens:  # handle_max_mamba_cache solves for the drafts' intermediate states too
+        raise BadInputError(
+            "SGLang's state pool for a hybrid Gated DeltaNet model under speculative decoding is not priced (its"
+            " intermediate states per draft token, about one request's state x running requests x (k + 1)): plan it"
+            " with --engine vllm, or without speculative decoding"
+        )
     return state_pool(model, rest, tp=kv.tp, state_layers=kv.n_state_layers, release=inputs.settings.engine_version)
 
 
