@@ -185,6 +185,24 @@ def test_the_rows4_sources_took_their_sides_by_each_gpus_alternation(rows):
     assert all("mha" not in row and "acceptance length" in row["not_expressible"] for row in low_latency)
 
 
+def test_the_rows5_gist_took_b200s_next_turn_and_keeps_its_unpriced_cells_with_why(rows):
+    """BenHamm's SGLang 0.5.8.post1 B200 sweep is one source (one box, one release), B200's eighth sglang-0.5 source
+    after fit, holdout, fit, holdout, fit, holdout, fit: held out. Its one-user cells are priced at the cookbook
+    client's mean lengths (610 / 421); the five it cannot price keep their reason."""
+    b200 = sorted({row.source for row in rows if row.generation == "sglang-0.5" and row.target.id == "b200"})
+    assert len(b200) == 8 and "benhamm-gist-sglang-b200-sweep/b200" in b200
+    gist = [row for row in rows if row.source == "benhamm-gist-sglang-b200-sweep/b200"]
+    assert len(gist) == 3 and {row.split for row in gist} == {"holdout"}
+    assert {(row.case.tp, row.case.concurrency, row.case.isl, row.case.osl) for row in gist} == {
+        (8, 1, 610, 421),
+        (1, 1, 610, 421),
+    }
+    unpriced = [row for row in ROWS if "BenHamm/78563d0d" in row["url"] and "mha" not in row]
+    assert len(unpriced) == 5 and all(row["not_expressible"] for row in unpriced)
+    # GLM-5's cells are the glm5-blackwell image's run, not 0.5.8.post1's: kept, with that reason
+    assert any("glm5-blackwell" in row["not_expressible"] for row in unpriced)
+
+
 def test_trtllm_moe_tables_over_several_gpus_stay_unpriced_with_the_pages_gaps():
     """perf-overview.md at 00f3768 runs MoE tables with ``--ep $ep_size`` and states no table's value, and its MoE
     llm_options.yml nests ``enable_attention_dp`` under ``cuda_graph_config`` (refused by the LLM API): Llama 4
@@ -264,8 +282,11 @@ def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generatio
 
     # (generation, figure): (median error with its own constants, with the default ones), from the --set 2025 report
     expected = {
-        ("sglang-0.5", "itl_ms"): (0.212, 0.414),  # 0.196 / 0.404 before GPT-OSS.md (gpt-oss-120b) was held out
-        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.261, 0.574),  # 0.214 before GPT-OSS.md, 0.257 before the steps
+        # sglang-0.5 ITL: (0.212, 0.414) before the B200 sweep gist's one-user cells were held out (rows5), 0.196 / 0.404
+        # before GPT-OSS.md (gpt-oss-120b) was held out
+        ("sglang-0.5", "itl_ms"): (0.2185, 0.4228),
+        # sglang-0.5 tokens/s: (0.261, 0.574) before the gist's cells, 0.214 before GPT-OSS.md, 0.257 before the steps
+        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.3045, 0.5655),
         ("sglang-0.5", "ttft_ms"): (0.483, 0.808),  # 0.376 before the refit: TTFT is not in the step fit
         # trtllm-pytorch: (0.222, 0.131) before its profiling-run activation, 0.253 with it until refitted
         ("trtllm-pytorch", "tokens_per_s_per_gpu"): (0.217, 0.151),  # 0.2335 / 0.144 before the prompt steps
