@@ -58,6 +58,7 @@ from mha_cli.core.memory import plan_memory
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec, SpeculativeSpec
 from mha_cli.core.serve.replica import ClientSpec, simulate_deployment
+from mha_cli.core.serve.sglang_random import sglang_random_lengths
 from mha_cli.core.speculative import build_spec
 from mha_cli.core.targets import ResolvedTarget, load_targets
 from mha_cli.core.weight_scheme import WeightScheme
@@ -211,7 +212,7 @@ class GenerationRow:
         self.ceiling, self.stepper = ceiling, Stepper(self.case, ceiling)
         self.engine = memory.engine
         stated = mha.get("client")
-        self.client = None if stated is None else ClientSpec(stated["num_prompts"], stated["range_ratio"])
+        self.client = None if stated is None else row_client(stated)
         """The benchmark client's run (``client``: its prompts and length spread), where the row states it: its mean
         TTFT is read off that run simulated (``simulated_ttft_ms``), not the closed form's steady state."""
         name = mha.get("preset") or mha["config"].removesuffix(".json")
@@ -238,9 +239,26 @@ class GenerationRow:
         ``--request-rate inf --max-concurrency N`` sends N requests at t = 0 and the next as one ends, timing each
         from its send after the semaphore (``vllm/benchmarks/serve.py``, ``get_request``, ``limited_request_func``;
         InferenceX's ``utils/bench_serving/benchmark_serving.py`` is the same loop): the first wave's prompts queue
-        behind one another for the step's token budget, which the closed form's steady-state wait leaves out."""
+        behind one another for the step's token budget, which the closed form's steady-state wait leaves out.
+        ``sglang.bench_serving`` runs the same loop (``sglang/bench_serving.py`` 0.5.8: ``get_request`` yields at
+        once at rate inf, ``limited_request_func`` holds the semaphore, ``async_request_sglang_generate`` starts
+        its clock inside it); its one warm-up request finishes before the timed run starts."""
         run = simulate_deployment(self.case, profile, self.engine, self.client)
         return run.ttft_ms.mean
+
+
+def row_client(stated: dict[str, Any]) -> ClientSpec:
+    """The benchmark client a row's ``client`` block states: ``vllm bench serve``'s (``num_prompts``,
+    ``range_ratio`` about the row's isl and osl), or with ``bench: sglang`` the lengths ``sglang.bench_serving
+    --dataset-name random`` sends, request by request, from its ``random_input_len``, ``random_output_len`` and
+    ``range_ratio`` (``core.serve.sglang_random``: uniform over [max(int(L r), 1), L], seed 1)."""
+    if stated.get("bench") != "sglang":
+        return ClientSpec(stated["num_prompts"], stated["range_ratio"])
+    lengths = sglang_random_lengths(
+        stated["random_input_len"], stated["random_output_len"], stated["num_prompts"],
+        range_ratio=stated["range_ratio"],
+    )  # fmt: skip
+    return ClientSpec(stated["num_prompts"], lengths=lengths)
 
 
 def checkpoint_scheme(config: dict[str, Any], origin: str, weight_dtype: str) -> WeightScheme | None:
