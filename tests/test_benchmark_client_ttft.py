@@ -6,6 +6,8 @@
   400 at t = 0; with 8,192 tokens a step and 2,048-token prompts the i-th prompt (from 0) ends no earlier than step
   ceil((i + 1) / 4), so the mean TTFT is about 50 prompt steps, where the closed form prices one.
 - A row stating no client keeps the closed form's TTFT.
+- SGLang cookbook rows (``bench: sglang``) replay ``sglang.bench_serving --dataset-name random``'s lengths
+  (``core.serve.sglang_random``): its seed-1 draw gives each page's printed token totals exactly.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def test_the_client_blocks_say_what_the_rows_notes_say(fit_priors):
     import yaml
 
     raw = yaml.safe_load(fit_priors.ROWS_2025_FILE.read_text())
-    stated = [row for row in raw if "client" in row.get("mha", {})]
+    stated = [row for row in raw if "client" in row.get("mha", {}) and row["mha"]["client"].get("bench") != "sglang"]
     assert len(stated) == 31  # InferenceX's 22 H100 rows and Vultr's 9 B200 rows
     for row in stated:
         mha, client = row["mha"], row["mha"]["client"]
@@ -107,3 +109,98 @@ def test_the_fit_figures_are_priced_without_the_simulation(rows, monkeypatch):
     row = next(r for r in rows if r.client is not None)
     monkeypatch.setattr(type(row), "simulated_ttft_ms", lambda *_: pytest.fail("simulated in the fit's loop"))
     assert set(row.predict(None, ("itl_ms", "tokens_per_s_per_gpu"))) == {"itl_ms", "tokens_per_s_per_gpu"}
+
+
+QUOTED_TOTALS = re.compile(r"Successful requests: (\d+) \| Total input tokens: (\d+) \| Total generated tokens: (\d+)")
+PAGE_INPUT_TOTALS = {83: 49668, 84: 249841}
+"""Llama4.md's Scout runs print 10,000 and 10 more input tokens than the draw its command makes (39,668, 249,831;
+its Maverick runs of the same commands print those): the page's figure, kept as printed."""
+
+
+def sglang_rows(raw):
+    return [(i, row) for i, row in enumerate(raw) if str(row.get("mha", {}).get("generation", "")).startswith("sglang")]
+
+
+def test_the_sglang_client_blocks_replay_the_token_totals_each_page_printed(fit_priors):
+    import yaml
+
+    from mha_cli.core.serve.sglang_random import sglang_random_lengths
+
+    raw = yaml.safe_load(fit_priors.ROWS_2025_FILE.read_text())
+    stated = [(i, row) for i, row in sglang_rows(raw) if "client" in row["mha"]]
+    assert len(stated) == 53
+    for index, row in stated:
+        mha, client = row["mha"], row["mha"]["client"]
+        notes = " ".join(str(row["notes"]).split())
+        assert f"client: random dataset, {client['num_prompts']} prompts" in notes
+        assert client["bench"] == "sglang" and client["range_ratio"] == 0.0  # the commands give no ratio: 0.0
+        prompts, inputs, outputs = map(int, QUOTED_TOTALS.search(" ".join(row["quote"].split())).groups())
+        lengths = sglang_random_lengths(
+            client["random_input_len"], client["random_output_len"], prompts, range_ratio=client["range_ratio"]
+        )
+        assert prompts == client["num_prompts"] == len(lengths)
+        assert PAGE_INPUT_TOTALS.get(index, sum(i for i, _ in lengths)) == inputs
+        drawn = sum(o for _, o in lengths)
+        assert drawn * 0.997 <= outputs <= drawn  # a few runs stop a request or two early (4,210 of 4,220)
+        assert (mha["isl"], mha["osl"]) == (round(inputs / prompts), round(outputs / prompts))
+
+
+def test_sglang_rows_without_a_client_block_are_sharegpt_runs_or_the_docs_long_bursts(fit_priors):
+    """ShareGPT runs draw their lengths from the dataset's conversations (not at hand); the docs_new Qwen3.6 cells'
+    runs (2,048 and 8,192 prompts of 8,192 + 1,024 tokens) are left to the closed form (priors_2025.md)."""
+    import yaml
+
+    raw = yaml.safe_load(fit_priors.ROWS_2025_FILE.read_text())
+    without = [row for _, row in sglang_rows(raw) if "mha" in row and "client" not in row["mha"]]
+    assert len(without) == 23
+    for row in without:
+        notes = " ".join(str(row["notes"]).split())
+        sharegpt = re.search(r"client: sharegpt dataset, \d+ prompts", notes)
+        assert sharegpt or (
+            row["mha"]["source_id"].startswith("sglang-docs-qwen3.6/") and "--random-range-ratio 1.0" in notes
+        )
+    assert sum("sharegpt dataset" in " ".join(str(r["notes"]).split()) for r in without) == 7
+
+
+@pytest.mark.parametrize(
+    ("input_len", "output_len", "count", "ratio", "seed"),
+    [(1000, 1000, 10, 0.0, 1), (8000, 1000, 320, 0.0, 1), (300, 7, 50, 0.3, 7), (8192, 1024, 20, 1.0, 1)],
+)
+def test_sglangs_random_draw_is_numpys_legacy_randint(input_len, output_len, count, ratio, seed):
+    """``compute_random_lens``: ``np.random.randint(max(int(L r), 1), L + 1)``, inputs then outputs, after
+    ``np.random.seed(seed)`` (sglang/bench_serving.py, 0.5.8)."""
+    numpy = pytest.importorskip("numpy")
+    from mha_cli.core.serve.sglang_random import sglang_random_lengths
+
+    numpy.random.seed(seed)
+    inputs = numpy.random.randint(max(int(input_len * ratio), 1), input_len + 1, size=count).tolist()
+    outputs = numpy.random.randint(max(int(output_len * ratio), 1), output_len + 1, size=count).tolist()
+    assert sglang_random_lengths(input_len, output_len, count, range_ratio=ratio, seed=seed) == list(
+        zip(inputs, outputs, strict=True)
+    )
+
+
+def test_sglangs_range_ratio_is_the_low_ends_fraction_not_a_spread_about_the_length():
+    from mha_cli.core.serve.sglang_random import sglang_random_lengths
+
+    spread = sglang_random_lengths(1000, 1000, 500)  # the default 0.0: [1, 1,000], mean about 500
+    assert min(i for i, _ in spread) >= 1 and max(i for i, _ in spread) <= 1000
+    assert sum(i for i, _ in spread) == 249831  # the pages' 500-prompt runs: 249,831 input tokens
+    assert set(sglang_random_lengths(8192, 1024, 8, range_ratio=1.0)) == {(8192, 1024)}
+
+
+def test_a_lone_sglang_users_ttft_is_each_drawn_prompts_own_step(rows):
+    """Llama3.1.md, 10 prompts at --max-concurrency 1 of up to 8,000 tokens on A100s: each request runs alone, so the
+    mean TTFT is the front end plus one prompt step of each drawn length (each within the step's budget), averaged."""
+    from mha_cli.core.cost.work import prefill_shape
+
+    row = next(r for r in rows if r.index == 79)
+    assert (row.client.num_prompts, row.case.concurrency) == (10, 1)
+    lengths = [prompt for prompt, _ in row.client.lengths]
+    assert sum(lengths) == 41941 and max(lengths) <= min(8000, row.engine.max_num_batched_tokens)
+    profile = prior_profile(row.target, row.weight_dtype, None, generation=row.generation, release=row.graph_release)
+    stepper = row.stepper.on(profile)
+    by_hand = sum(profile.request_overhead_s + stepper.step(prefill_shape(n)).seconds for n in lengths) / 10
+    assert row.predict(None)["ttft_ms"] == pytest.approx(by_hand * 1e3, rel=1e-6)
+    one_mean_prompt = profile.request_overhead_s + stepper.step(prefill_shape(4194)).seconds
+    assert by_hand != pytest.approx(one_mean_prompt, rel=0.01)  # the drawn lengths, not their mean, are priced

@@ -287,7 +287,9 @@ def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generatio
         ("sglang-0.5", "itl_ms"): (0.2185, 0.4228),
         # sglang-0.5 tokens/s: (0.261, 0.574) before the gist's cells, 0.214 before GPT-OSS.md, 0.257 before the steps
         ("sglang-0.5", "tokens_per_s_per_gpu"): (0.3045, 0.5655),
-        ("sglang-0.5", "ttft_ms"): (0.483, 0.808),  # 0.376 before the refit: TTFT is not in the step fit
+        # sglang-0.5 TTFT: (0.483, 0.808) by the closed form's steady state, before the cookbook rows' random-dataset
+        # runs were simulated (tests/test_benchmark_client_ttft.py); 0.376 before the refit: TTFT is not in the step fit
+        ("sglang-0.5", "ttft_ms"): (0.403, 0.699),
         # trtllm-pytorch: (0.222, 0.131) before its profiling-run activation, 0.253 with it until refitted
         ("trtllm-pytorch", "tokens_per_s_per_gpu"): (0.217, 0.151),  # 0.2335 / 0.144 before the prompt steps
         # vllm-v1 ITL: (0.209, 0.078) on the B200 points alone, before InferenceX's H100 sweep was held out
