@@ -28,8 +28,9 @@ a config whose quantization_config is a scheme, tensor by tensor: ``checkpoint_s
 with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, the experts spread over all, reached
 by the dispatch the row's launch line names: ``launch_a2a_backend``) and speculative decoding (``speculative``:
 method, k and the acceptance length the run printed) where the row states them. A row stating its benchmark client
-(``client``: prompts, length spread) has its mean TTFT read off that client's run simulated, as ``mha plan`` reports
-it (a burst at request rate inf queues the first wave's prompts, which the closed form's steady state leaves out).
+(``client``: prompts, length spread; ``bench: sglang``: ``sglang.bench_serving``'s random-dataset lengths,
+``row_client``) has its mean TTFT read off that client's run simulated, as ``mha plan`` reports it (a burst at
+request rate inf queues the first wave's prompts, which the closed form's steady state leaves out).
 """
 
 from __future__ import annotations
@@ -219,9 +220,12 @@ class GenerationRow:
         layout = f"tp{tp}pp{pp}" + (f"dp{dp}" if dp else "") + (" spec" if "speculative" in mha else "")
         self.label = f"{name} {mha['target']} {layout} {mha['isl']}/{mha['osl']} x{mha['concurrency']}"
 
-    def predict(self, constants: dict[str, float] | None, keys: tuple[str, ...] | None = None) -> dict[str, float]:
+    def predict(
+        self, constants: dict[str, float] | None, keys: tuple[str, ...] | None = None, *, simulated: bool = True
+    ) -> dict[str, float]:
         """The measured figures (those of ``keys`` only, where given) as predicted with ``constants`` (None: the
-        shipped ones of the row's generation); a row stating its client has its TTFT simulated."""
+        shipped ones of the row's generation); a row stating its client has its TTFT simulated (``simulated``:
+        False prices it by the closed form, as the shipped launch time was fitted: ``ttft_loss``)."""
         profile = prior_profile(
             self.target, self.weight_dtype, constants, generation=self.generation, release=self.graph_release
         )
@@ -229,7 +233,7 @@ class GenerationRow:
         figures = {"ttft_ms": result.ttft_ms, "itl_ms": result.itl_ms,
                    "tokens_per_s_per_gpu": result.output_tokens_per_s_per_gpu}  # fmt: skip
         wanted = [key for key in self.measured if keys is None or key in keys]
-        if "ttft_ms" in wanted and self.client is not None:
+        if "ttft_ms" in wanted and self.client is not None and simulated:
             figures["ttft_ms"] = self.simulated_ttft_ms(profile)
         return {key: figures[key] for key in wanted}
 
@@ -425,8 +429,12 @@ PREFILL_FITTED = ["prefill_dispatch_overhead_s"]
 
 
 def ttft_loss(rows: list[GenerationRow], constants: dict[str, float]) -> float:
-    """Mean |log(predicted / measured)| over the rows' mean TTFT."""
-    found = [(p, m) for _, _, p, m in errors(rows, constants, ("ttft_ms",))]
+    """Mean |log(predicted / measured)| over the rows' mean TTFT, each by the closed form (a lone request's prefill,
+    half a decode step and the front end), as the shipped ``prefill_dispatch_overhead_s`` was fitted: pricing the
+    lone rows by their simulated client runs instead moves its refit (priors_2025.md, sglclient), the lead's call."""
+    found = [
+        (row.predict(constants, ("ttft_ms",), simulated=False)["ttft_ms"], row.measured["ttft_ms"]) for row in rows
+    ]
     return statistics.fmean(abs(math.log(p / m)) for p, m in found)
 
 
