@@ -93,7 +93,12 @@ TINY = ["bench", "--device", "cpu", "--seq", "16", "--d-model", "32", "--heads",
      ("--warmup", "-1", "--warmup must be at least 0 (got -1)")],
 )  # fmt: skip
 def test_every_number_is_checked_before_running(option: str, value: str, message: str) -> None:
-    result = runner.invoke(app, [*TINY, "--kv-heads", "2", option, value])
+    args = [*TINY, "--kv-heads", "2"]
+    if option in args:  # one value an option (a second, different one is refused: cli.repeated_options)
+        args[args.index(option) + 1] = value
+    else:
+        args += [option, value]
+    result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     assert result.output.strip() == f"error: {message}"
 
