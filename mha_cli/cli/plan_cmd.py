@@ -367,14 +367,12 @@ def plan(
     )  # fmt: skip
     from mha_cli.core.engine.generations import generation
 
-    # one line, not one per layout the search would leave out
-    refuse_per_kind_pages(
-        loaded.model, generation(deployment.engine_generation, deployment.engine).id, deployment.engine_version
-    )
+    generation_id = generation(deployment.engine_generation, deployment.engine).id
+    refuse_per_kind_pages(loaded.model, generation_id, deployment.engine_version)  # one line, not one per layout
     if offload_bytes is not None:  # a generation without KV offload: one line before anything is priced
         from mha_cli.core.engine.offload import offload_rule
 
-        offload_rule(generation(deployment.engine_generation, deployment.engine).id)
+        offload_rule(generation_id)
         if resolved.target.vendor == "CPU":  # vLLM's get_worker: "CPU Offloading is currently only supported on
             raise BadInputError(  # CUDA-alike and XPU GPUs" (core.engine.offload)
                 "--kv-offload-gib: a CPU target's KV cache is in host memory already, and vLLM's offload runs on"
