@@ -34,7 +34,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from mha_cli.core.engine.prefill_graphs import LATEST_READ, release_triple
+from mha_cli.core.engine.prefill_graphs import LATEST_READ
+from mha_cli.core.engine.sglang_running import running_release
 from mha_cli.core.schemas import ModelSpec
 
 GIB = 2**30
@@ -126,8 +127,8 @@ class StatePool(NamedTuple):
 
 
 def _triple(release: str) -> tuple[int, int, int]:
-    """The release as a triple; a commit or dev build: the newest read."""
-    return release_triple(release) or release_triple(LATEST_READ) or (0, 0, 0)
+    """The release as a triple; a commit or dev build: the newest read (``sglang_running.running_release``)."""
+    return running_release(release, "sglang-0.5")
 
 
 def priced_here(model: ModelSpec) -> bool:
