@@ -163,10 +163,10 @@ def _shares_experts(model: ModelSpec, tp: int, replicas: int, deployment: Deploy
     return experts is not None and experts.ranks > tp
 
 
-def _label(model: ModelSpec, tp: int, pp: int, replicas: int, deployment: DeploymentSpec) -> str:
+def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec, *, shares_experts: bool) -> str:
     return layout_words(
         tp, pp, replicas, dp_attention=bool(deployment.dp), expert_parallel=bool(deployment.expert_parallel),
-        shared_experts=_shares_experts(model, tp, replicas, deployment),
+        shared_experts=shares_experts,
     )  # fmt: skip
 
 
@@ -219,17 +219,18 @@ def _search(
     ):
         if _skipped(variant, tp, pp, target.n_devices) or _same_as_asked(model, variant, deployment, tp, pp, target):
             continue
-        if variant.dp:  # DP attention: over this layout's replicas
-            variant = variant.model_copy(update={"dp": target.n_devices // (tp * pp)})
         replicas = target.n_devices // (tp * pp)
-        label = _label(model, tp, pp, replicas, variant)
+        if variant.dp:  # DP attention: over this layout's replicas
+            variant = variant.model_copy(update={"dp": replicas})
+        shares = _shares_experts(model, tp, replicas, variant)
+        label = _label(tp, pp, replicas, variant, shares_experts=shares)
         try:
             plans = LayoutPlans(model, target, variant, *profiles, isl=isl, osl=osl, tp=tp, pp=pp)
             first = plans.at(1)
         except MhaError as exc:  # the engine would not start on this layout
             tried.append(f"{label}: left out ({exc.message})")
             continue
-        share = share_word(bool(variant.dp) or _shares_experts(model, tp, replicas, variant))
+        share = share_word(bool(variant.dp) or shares)
         tried.append(f"{label}: {first.memory.engine.admitted_per_replica} request(s) at once per {share}")
         if rate is not None:  # open-loop arrivals: the load the rate makes on this layout
             at_rate = plan_at_rate(model, target, variant, *profiles, isl=isl, osl=osl, rate=rate, tp=tp, pp=pp)
