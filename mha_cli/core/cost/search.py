@@ -454,7 +454,7 @@ def sglang_step_as_vllm(chunk: int, cap: int) -> tuple[int, str]:
 
 
 def launch_commands(
-    served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec, model: ModelSpec | None = None
+    served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec, model: ModelSpec
 ) -> tuple[dict[str, str], list[str]]:
     """The pick as ``vllm serve`` and SGLang's ``launch_server`` command lines (and ``trtllm-serve`` when its memory
     rules were the ones priced: one server per replica, an fp8 cache set in its ``--extra_llm_api_options`` file),
@@ -552,14 +552,11 @@ def launch_commands(
     # a GGUF file: vLLM's loader (its launch note says how), SGLang's not priced; the CPU: SGLang's not modelled there
     if served.named_by != "gguf-file" and plan.target_id != "cpu":
         lines["sglang"] = sglang
-    unloadable = {}
-    if model is not None:  # an engine not priced that cannot load the model: no line that would not start
-        from mha_cli.core.engine.architectures_served import lacking_elsewhere, served_as
+    # an engine not priced that cannot load the model: no line that would not start
+    from mha_cli.core.engine.architectures_served import lacking_elsewhere, served_as
 
-        unloadable = {
-            name: why for name, why in lacking_elsewhere(served_as(model), engine.name).items() if name in lines
-        }
-        lines = {name: words for name, words in lines.items() if name not in unloadable}
+    unloadable = {name: why for name, why in lacking_elsewhere(served_as(model), engine.name).items() if name in lines}
+    lines = {name: words for name, words in lines.items() if name not in unloadable}
     if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
                   str(context), "--max_batch_size", str(seqs["trtllm"]), "--kv_cache_free_gpu_memory_fraction",
