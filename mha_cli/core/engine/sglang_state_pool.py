@@ -25,7 +25,8 @@ plus the recurrent state (value heads / tp) x value dim x key dim in the config'
 (``mamba2_state_dtype``; 0.5.2-0.5.9: ``--mamba-ssm-dtype``, default float32). Key-head groups that tp does not
 divide are padded to tp (``extra_groups_for_head_shards``).
 
-Not priced: speculative decoding's intermediate states (``handle_max_mamba_cache``'s joint solve), a
+Not priced: speculative decoding's intermediate states (``handle_max_mamba_cache``'s joint solve: such a plan is
+refused, ``core.engine.plan._sglang_state_pool``), a
 ``--max-running-requests`` or ``--max-mamba-cache-size`` given, ``--disable-radix-cache`` (s = 1), other hybrids
 (Mamba-2, KDA, short conv: their radix-cache strategy is set per architecture and release). Pure Python.
 """
