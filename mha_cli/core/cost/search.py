@@ -489,7 +489,7 @@ def launch_commands(
     vllm = ["vllm", "serve", model_id, "--tensor-parallel-size", str(d.tp), "--pipeline-parallel-size", str(d.pp),
             *vllm_dp, "--max-model-len", str(context), *vllm_fraction, "--max-num-seqs", str(seqs["vllm"]),
             "--max-num-batched-tokens", vllm_budget]  # fmt: skip
-    shared = d.expert_ranks is not None and d.expert_ranks > d.tp  # MoE replicas sharing the experts
+    shared = d.shares_experts  # MoE replicas sharing the experts
     # SGLang counts every rank of the shared experts in --tp-size, its replicas as data-parallel attention
     # (and, then, --max-running-requests over all of them: its tp worker divides it by --dp-size)
     sglang_tp, sglang_running = (d.expert_ranks, seqs["sglang"] * d.replicas) if shared else (d.tp, seqs["sglang"])
