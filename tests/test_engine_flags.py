@@ -199,7 +199,7 @@ def _lines(engine: str, case: str):
         deployment = deployment.model_copy(update={"speculative": spec})
     profile, ceiling = prior_profile(target.target, deployment.weight_dtype), datasheet_profile(target.target)
     plan = plan_serving(model, target, deployment, profile, ceiling, isl=1000, osl=200, concurrency=4, **layout)
-    return deployment, launch_commands(by_preset(f"org/{name}"), plan, deployment)
+    return deployment, launch_commands(by_preset(f"org/{name}"), plan, deployment, model)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

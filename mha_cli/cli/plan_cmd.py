@@ -367,14 +367,12 @@ def plan(
     )  # fmt: skip
     from mha_cli.core.engine.generations import generation
 
-    # one line, not one per layout the search would leave out
-    refuse_per_kind_pages(
-        loaded.model, generation(deployment.engine_generation, deployment.engine).id, deployment.engine_version
-    )
+    generation_id = generation(deployment.engine_generation, deployment.engine).id
+    refuse_per_kind_pages(loaded.model, generation_id, deployment.engine_version)  # one line, not one per layout
     if offload_bytes is not None:  # a generation without KV offload: one line before anything is priced
         from mha_cli.core.engine.offload import offload_rule
 
-        offload_rule(generation(deployment.engine_generation, deployment.engine).id)
+        offload_rule(generation_id)
         if resolved.target.vendor == "CPU":  # vLLM's get_worker: "CPU Offloading is currently only supported on
             raise BadInputError(  # CUDA-alike and XPU GPUs" (core.engine.offload)
                 "--kv-offload-gib: a CPU target's KV cache is in host memory already, and vLLM's offload runs on"
@@ -673,7 +671,6 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from mha_cli.core.cost.serving import share_word
     from mha_cli.core.quantities import format_bytes
 
     p = result
@@ -681,7 +678,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     console.print(
         f"[bold]{escape(result.model_name)}[/bold] on {d.gpus} x {escape(result.target_id)}: {d.describe()};"
         f" {result.engine}; {p.isl:,} in / {p.osl:,} out, {p.concurrency} user(s)"
-        f" ({p.running_per_replica} running per {share_word(d.dp_attention or d.shares_experts)})"
+        f" ({p.running_per_replica} running per {d.share})"
     )
     if result.memory.experts_per_device is not None:
         console.print(f"experts: each device holds {escape(result.memory.experts_per_device)}")
@@ -727,7 +724,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     )
     console.print(
         f"engine: {pool}, {engine.admitted_per_replica} request(s) of {engine.max_model_len:,} tokens at once"
-        f" per {share_word(p.deployment.dp_attention or p.deployment.shares_experts)}"
+        f" per {p.deployment.share}"
     )
     host = None if p.offload is None else p.offload.host
     if host is not None:
@@ -784,9 +781,7 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
     from rich import box
     from rich.table import Table
 
-    from mha_cli.core.cost.serving import share_word
-
-    share = share_word(plan.deployment.dp_attention or plan.deployment.shares_experts)  # one server's ranks
+    share = plan.deployment.share  # a replica, or one server's attention rank
     load = (
         f"{sim.users_per_replica} user(s) in a closed loop" if sim.users_per_replica is not None
         else f"{sim.rate_per_replica:g} req/s arriving"

@@ -163,10 +163,10 @@ def _shares_experts(model: ModelSpec, tp: int, replicas: int, deployment: Deploy
     return experts is not None and experts.ranks > tp
 
 
-def _label(model: ModelSpec, tp: int, pp: int, replicas: int, deployment: DeploymentSpec) -> str:
+def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec, *, shares_experts: bool) -> str:
     return layout_words(
         tp, pp, replicas, dp_attention=bool(deployment.dp), expert_parallel=bool(deployment.expert_parallel),
-        shared_experts=_shares_experts(model, tp, replicas, deployment),
+        shared_experts=shares_experts,
     )  # fmt: skip
 
 
@@ -219,17 +219,18 @@ def _search(
     ):
         if _skipped(variant, tp, pp, target.n_devices) or _same_as_asked(model, variant, deployment, tp, pp, target):
             continue
-        if variant.dp:  # DP attention: over this layout's replicas
-            variant = variant.model_copy(update={"dp": target.n_devices // (tp * pp)})
         replicas = target.n_devices // (tp * pp)
-        label = _label(model, tp, pp, replicas, variant)
+        if variant.dp:  # DP attention: over this layout's replicas
+            variant = variant.model_copy(update={"dp": replicas})
+        shares = _shares_experts(model, tp, replicas, variant)
+        label = _label(tp, pp, replicas, variant, shares_experts=shares)
         try:
             plans = LayoutPlans(model, target, variant, *profiles, isl=isl, osl=osl, tp=tp, pp=pp)
             first = plans.at(1)
         except MhaError as exc:  # the engine would not start on this layout
             tried.append(f"{label}: left out ({exc.message})")
             continue
-        share = share_word(bool(variant.dp) or _shares_experts(model, tp, replicas, variant))
+        share = share_word(bool(variant.dp) or shares)
         tried.append(f"{label}: {first.memory.engine.admitted_per_replica} request(s) at once per {share}")
         if rate is not None:  # open-loop arrivals: the load the rate makes on this layout
             at_rate = plan_at_rate(model, target, variant, *profiles, isl=isl, osl=osl, rate=rate, tp=tp, pp=pp)
@@ -453,7 +454,7 @@ def sglang_step_as_vllm(chunk: int, cap: int) -> tuple[int, str]:
 
 
 def launch_commands(
-    served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec, model: ModelSpec | None = None
+    served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec, model: ModelSpec
 ) -> tuple[dict[str, str], list[str]]:
     """The pick as ``vllm serve`` and SGLang's ``launch_server`` command lines (and ``trtllm-serve`` when its memory
     rules were the ones priced: one server per replica, an fp8 cache set in its ``--extra_llm_api_options`` file),
@@ -488,7 +489,7 @@ def launch_commands(
     vllm = ["vllm", "serve", model_id, "--tensor-parallel-size", str(d.tp), "--pipeline-parallel-size", str(d.pp),
             *vllm_dp, "--max-model-len", str(context), *vllm_fraction, "--max-num-seqs", str(seqs["vllm"]),
             "--max-num-batched-tokens", vllm_budget]  # fmt: skip
-    shared = d.expert_ranks is not None and d.expert_ranks > d.tp  # MoE replicas sharing the experts
+    shared = d.shares_experts  # MoE replicas sharing the experts
     # SGLang counts every rank of the shared experts in --tp-size, its replicas as data-parallel attention
     # (and, then, --max-running-requests over all of them: its tp worker divides it by --dp-size)
     sglang_tp, sglang_running = (d.expert_ranks, seqs["sglang"] * d.replicas) if shared else (d.tp, seqs["sglang"])
@@ -551,14 +552,11 @@ def launch_commands(
     # a GGUF file: vLLM's loader (its launch note says how), SGLang's not priced; the CPU: SGLang's not modelled there
     if served.named_by != "gguf-file" and plan.target_id != "cpu":
         lines["sglang"] = sglang
-    unloadable = {}
-    if model is not None:  # an engine not priced that cannot load the model: no line that would not start
-        from mha_cli.core.engine.architectures_served import lacking_elsewhere, served_as
+    # an engine not priced that cannot load the model: no line that would not start
+    from mha_cli.core.engine.architectures_served import lacking_elsewhere, served_as
 
-        unloadable = {
-            name: why for name, why in lacking_elsewhere(served_as(model), engine.name).items() if name in lines
-        }
-        lines = {name: words for name, words in lines.items() if name not in unloadable}
+    unloadable = {name: why for name, why in lacking_elsewhere(served_as(model), engine.name).items() if name in lines}
+    lines = {name: words for name, words in lines.items() if name not in unloadable}
     if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
                   str(context), "--max_batch_size", str(seqs["trtllm"]), "--kv_cache_free_gpu_memory_fraction",

@@ -94,6 +94,12 @@ class Deployment(Record):
         """MoE replicas that share the routed experts (``expert_ranks`` > tp): one server's attention ranks."""
         return self.replicas > 1 and self.expert_ranks is not None and self.expert_ranks > self.tp
 
+    @property
+    def share(self) -> str:
+        """What one of its replicas is called (``share_word``): an attention rank where the replicas are one
+        server's ranks (DP attention, or replicas sharing the experts), else a replica."""
+        return share_word(self.dp_attention or self.shares_experts)
+
     def describe(self) -> str:
         """``tp 4 x pp 1 x 2 replica(s) with expert parallelism``, ``one server of 8 GPUs, 8 DP-attention ranks of tp
         1 x pp 1 (DeepEP)`` (``layout_words``)."""

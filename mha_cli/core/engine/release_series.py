@@ -14,6 +14,7 @@ Where the series are known:
 
 from __future__ import annotations
 
+from mha_cli.core.engine.releases_read import ENGINE_NAMES
 from mha_cli.core.errors import BadInputError
 
 TRTLLM_0X_RELEASES = (
@@ -23,8 +24,6 @@ TRTLLM_0X_RELEASES = (
 )  # fmt: skip
 """TensorRT-LLM's 0.x releases on PyPI (pre-releases and dev builds left out), and the 1.x series' first: 0.x ended at
 0.21.0. The 1.x releases after 1.0.0 are not listed (that series is open: ``releases_read`` prices them)."""
-
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
 def releases_known(engine: str) -> tuple[str, ...]:

@@ -16,8 +16,10 @@ Read in SGLang's wheels (0.4.0, 0.4.3-0.4.9, 0.5.1-0.5.23). ``tokens``: the rank
 - The cap, N requested: 0.4.0-0.5.9: N // dp (the request pool is sized at N rows, never below N // dp);
   0.5.10-0.5.13: min(N // dp, the estimate); 0.5.14-0.5.23: min(N // dp, tokens // 2) (0.5.23: at least 1).
 
-Not priced: 0.4.0-0.4.2 do not divide N by dp (read in 0.4.0; DP attention is not modelled there), and a hybrid
-model's state pool caps requests on its own (``core.engine.sglang_state_pool``).
+A hybrid Gated DeltaNet model's state pool caps the requests further (``max_num_reqs``'s last min: the pool's
+``StatePool.running_cap``, ``core.engine.sglang_state_pool``, taken in ``core.engine.plan.plan_engine``).
+
+Not priced: 0.4.0-0.4.2 do not divide N by dp (read in 0.4.0; DP attention is not modelled there).
 """
 
 from typing import NamedTuple

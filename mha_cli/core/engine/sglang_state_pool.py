@@ -25,7 +25,8 @@ plus the recurrent state (value heads / tp) x value dim x key dim in the config'
 (``mamba2_state_dtype``; 0.5.2-0.5.9: ``--mamba-ssm-dtype``, default float32). Key-head groups that tp does not
 divide are padded to tp (``extra_groups_for_head_shards``).
 
-Not priced: speculative decoding's intermediate states (``handle_max_mamba_cache``'s joint solve), a
+Not priced: speculative decoding's intermediate states (``handle_max_mamba_cache``'s joint solve: such a plan is
+refused, ``core.engine.plan._sglang_state_pool``), a
 ``--max-running-requests`` or ``--max-mamba-cache-size`` given, ``--disable-radix-cache`` (s = 1), other hybrids
 (Mamba-2, KDA, short conv: their radix-cache strategy is set per architecture and release). Pure Python.
 """
@@ -34,7 +35,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from mha_cli.core.engine.prefill_graphs import LATEST_READ, release_triple
+from mha_cli.core.engine.prefill_graphs import LATEST_READ
+from mha_cli.core.engine.sglang_running import running_release
 from mha_cli.core.schemas import ModelSpec
 
 GIB = 2**30
@@ -126,8 +128,8 @@ class StatePool(NamedTuple):
 
 
 def _triple(release: str) -> tuple[int, int, int]:
-    """The release as a triple; a commit or dev build: the newest read."""
-    return release_triple(release) or release_triple(LATEST_READ) or (0, 0, 0)
+    """The release as a triple; a commit or dev build: the newest read (``sglang_running.running_release``)."""
+    return running_release(release, "sglang-0.5")
 
 
 def priced_here(model: ModelSpec) -> bool:
