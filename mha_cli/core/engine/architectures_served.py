@@ -37,11 +37,10 @@ PyTorch backend's registry (``register_auto_model``) is not read. Pure Python.
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from importlib import resources
 from typing import TYPE_CHECKING, NamedTuple
 
+from mha_cli.core.engine.architectures_table import engines_table
+from mha_cli.core.engine.architectures_table import releases_read as releases_read
 from mha_cli.core.families.architectures import ARCHITECTURES
 
 if TYPE_CHECKING:
@@ -126,7 +125,7 @@ def release_priced(engine: str, typed: str | None, generation_id: str | None) ->
     if typed is not None or engine not in ENGINES_READ:
         return typed
     covering = generation(generation_id, engine)  # type: ignore[arg-type]
-    read = [r for r in _table()[engine]["releases_read"] if covering.covers(release_key(r)[:2])]
+    read = [r for r in engines_table()[engine]["releases_read"] if covering.covers(release_key(r)[:2])]
     return read[-1] if read else None
 
 
@@ -136,7 +135,7 @@ def loaded_by(names: tuple[str, ...], but: str) -> str | None:
     for engine in ENGINES_READ:
         if engine == but:
             continue
-        table = _table()[engine]
+        table = engines_table()[engine]
         having = [r for r in table["releases_read"] for name in names if _has(_span(engine, name), r)]
         if having:
             from mha_cli.core.engine.flags import release_key
@@ -155,24 +154,13 @@ def lacking_elsewhere(names: tuple[str, ...], priced: str) -> dict[str, str]:
     for engine in ENGINES_READ:
         if engine == priced:
             continue
-        newest = _table()[engine]["releases_read"][-1]
+        newest = engines_table()[engine]["releases_read"][-1]
         found = support(engine, newest, names)
         if isinstance(found, Lacking):
             out[engine] = f"{ENGINE_NAMES[engine]} {newest} has no {found.architecture} (last in {found.release})"
         elif found is not None:
             out[engine] = f"no {ENGINE_NAMES[engine]} release read ({found.releases}) registers {found.architecture}"
     return out
-
-
-@lru_cache(maxsize=1)
-def _table() -> dict[str, dict]:
-    text = resources.files("mha_cli").joinpath("data/engine_architectures.json").read_text(encoding="utf-8")
-    return json.loads(text)["engines"]
-
-
-def releases_read(engine: str) -> list[str]:
-    """Every release of ``engine`` (vLLM, SGLang) whose model registry was read, oldest first; empty for another."""
-    return list(_table().get(engine, {}).get("releases_read", []))
 
 
 def support(engine: str, typed: str, names: tuple[str, ...]) -> Lacking | NeverRead | None:
@@ -183,7 +171,7 @@ def support(engine: str, typed: str, names: tuple[str, ...]) -> Lacking | NeverR
 
     if engine not in ENGINES_READ or not names:
         return None
-    table = _table()[engine]
+    table = engines_table()[engine]
     if not any(name == WINDOWED or name in table["architectures"] for name in names):
         return None
     read: list[str] = table["releases_read"]
@@ -207,7 +195,7 @@ def _span(engine: str, name: str) -> dict:
     """The releases read of ``engine`` that have ``name``: the table's, ``WINDOWS_FROM`` for ``WINDOWED``."""
     if name == WINDOWED:
         return {"first": WINDOWS_FROM[engine]}
-    return _table()[engine]["architectures"].get(name, {})
+    return engines_table()[engine]["architectures"].get(name, {})
 
 
 def _has(span: dict, release: str) -> bool:

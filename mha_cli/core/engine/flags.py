@@ -32,39 +32,10 @@ import re
 from typing import NamedTuple
 
 from mha_cli.core.engine.generations import Generation
-
-Release = tuple[int, int, int, int]
-"""(major, minor, patch, post) of a release: ``0.4.4.post1`` is (0, 4, 4, 1); ``1.0.0rc4`` (1, 0, 0, -96)."""
-LATEST = 1 << 20
-"""A patch (or minor) number after every real one: ``0.10`` alone is (0, 10, LATEST, 0), its latest patch."""
-
-_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.post(\d+)|\.(\d+)|rc(\d+))?", re.IGNORECASE)
-
-
-class WrittenRelease(tuple):
-    """A release's key that keeps the number as it was written, to show it so: it compares and hashes as the plain
-    key, so ``0.10.1.1`` (vLLM's) and ``0.10.1.post1`` (SGLang's form) share a key but each is shown as written."""
-
-    written: str
-
-    def __new__(cls, key: Release, written: str) -> WrittenRelease:
-        made = super().__new__(cls, key)
-        made.written = written
-        return made
-
-
-def release_key(text: str) -> Release:
-    """``0.10.2`` as (0, 10, 2, 0); ``0.10`` as (0, 10, LATEST, 0); a pre-release before its release. The number as
-    written (less a leading ``v``) goes with it, for ``format_release``."""
-    match = _RELEASE.fullmatch(text.strip())
-    if match is None:
-        raise ValueError(f"not a release number: {text!r}")
-    major, minor, patch, post, fourth, candidate = match.groups()
-    written = text.strip().removeprefix("v").removeprefix("V")
-    if patch is None:
-        return WrittenRelease((int(major), int(minor), LATEST, 0), written)  # type: ignore[return-value]
-    extra = int(post or fourth or 0) if candidate is None else int(candidate) - 100
-    return WrittenRelease((int(major), int(minor), int(patch), extra), written)  # type: ignore[return-value]
+from mha_cli.core.engine.release_numbers import LATEST as LATEST
+from mha_cli.core.engine.release_numbers import Release as Release
+from mha_cli.core.engine.release_numbers import WrittenRelease as WrittenRelease
+from mha_cli.core.engine.release_numbers import release_key as release_key
 
 
 class Span(NamedTuple):

@@ -35,6 +35,7 @@ from mha_cli.core.engine.flags import (
     span,
 )
 from mha_cli.core.engine.generations import Generation
+from mha_cli.core.engine.release_numbers import ENGINE_NAMES as ENGINE_NAMES
 
 DEFAULTS: dict[str, dict[str, str]] = {
     "vllm": {"--pipeline-parallel-size": "1", "--data-parallel-size": "1"},
@@ -51,7 +52,6 @@ else reads ``ep_size`` there, so ``--ep-size`` alone runs the experts tensor-par
 0.4.0.post1, 0.4.3, 0.4.6, 0.4.9, 0.4.9.post3, 0.4.10, 0.4.10.post1 and 0.4.10.post2
 (``outputs/engine_flags/first_reads.json``: ``benchmarks/engine_flag_sources.py``)."""
 
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 LATEST_RELEASE: Release = (LATEST, 0, 0, 0)
 """Past every release number: a line for an engine's latest release."""
 

@@ -14,7 +14,7 @@ Where the series are known:
 
 from __future__ import annotations
 
-from mha_cli.core.engine.releases_read import ENGINE_NAMES
+from mha_cli.core.engine.release_numbers import ENGINE_NAMES, LATEST, release_key
 from mha_cli.core.errors import BadInputError
 
 TRTLLM_0X_RELEASES = (
@@ -30,7 +30,7 @@ def releases_known(engine: str) -> tuple[str, ...]:
     """Every release of ``engine`` known here, oldest first (empty for an engine not followed)."""
     if engine == "trtllm":
         return TRTLLM_0X_RELEASES
-    from mha_cli.core.engine.architectures_served import releases_read
+    from mha_cli.core.engine.architectures_table import releases_read
 
     return tuple(releases_read(engine))
 
@@ -39,8 +39,6 @@ def refuse_release_past_its_series(engine: str, typed: str) -> None:
     """``BadInputError`` (one line, exit 2) when release ``typed`` of ``engine`` falls after the last release of a
     series that has ended: its major (TensorRT-LLM 0.x) or, with a patch written, its minor (vLLM 0.10 ended at
     0.10.2). A minor alone (``vllm@0.10``) means that series' last release and is never refused here."""
-    from mha_cli.core.engine.flags import LATEST, release_key
-
     known = releases_known(engine)
     if not known:
         return

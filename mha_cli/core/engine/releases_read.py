@@ -10,6 +10,7 @@ from mha_cli.core.engine.flags import LATEST as PAST_EVERY
 from mha_cli.core.engine.flags import release_key
 from mha_cli.core.engine.generations import VLLM_MEMORY_RULES_READ
 from mha_cli.core.engine.prefill_graphs import LATEST_READ as SGLANG_READ
+from mha_cli.core.engine.release_numbers import ENGINE_NAMES as ENGINE_NAMES
 from mha_cli.core.schemas import EngineName
 
 
@@ -38,8 +39,6 @@ NEWEST_READ: dict[EngineName, NewestRead] = {
 """Per engine, the newest release read: the flags table stops at ``release``, the memory and step rules at
 ``rules`` (vLLM: ``generations.VLLM_MEMORY_RULES_READ``; SGLang: one release for both, ``prefill_graphs.LATEST_READ``,
 whose prefill graphs and step defaults were read in the same wheels)."""
-
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
 def past_newest_read(engine: EngineName, typed: str | None) -> NewestRead | None:

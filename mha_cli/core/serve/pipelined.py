@@ -30,12 +30,37 @@ b / pp decodes each, a request's token comes every host + all stages' time of b 
 """
 
 from collections import deque
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from mha_cli.core.serve.schedulers import EngineState, schedule
+from mha_cli.core.serve.step_cost import StepCost
 
-if TYPE_CHECKING:
-    from mha_cli.core.serve.simulate import _Run
+
+class SimulatedRun(Protocol):
+    """What the pipelined loop reads and drives of one simulation (``core.serve.simulate._Run``, which calls it: a
+    protocol, so that the two modules do not import each other)."""
+
+    prompts: list[int]
+    outputs: list[int]
+    limits: Any
+    """``simulate.EngineLimits``: the loop reads its ``engine``."""
+    cost: StepCost
+    state: EngineState
+    client: Any
+    """``simulate._Client``: the loop asks it to ``send``."""
+    now: float
+    finished: int
+    steps: int
+    last: list[float]
+    gaps: dict[float, int]
+
+    def admit(self) -> None: ...
+
+    def emit(self, request: int) -> bool: ...
+
+    def after_step(self, ended: list[int], keep_trace: bool) -> None: ...
+
+    def idle_until_next_event(self, why: str) -> None: ...
 
 
 class Batch(NamedTuple):
@@ -85,7 +110,7 @@ class MicroBatches:
         self.turn = (self.turn + 1) % self.depth
 
 
-def run_pipelined(run: "_Run", keep_trace: bool) -> None:
+def run_pipelined(run: SimulatedRun, keep_trace: bool) -> None:
     """``run`` to its end with up to pp batches in flight (see the module docstring)."""
     state, cost, engine = run.state, run.cost, run.limits.engine
     depth = cost.pp
@@ -116,7 +141,7 @@ def run_pipelined(run: "_Run", keep_trace: bool) -> None:
         )
 
 
-def _schedule_turn(run: "_Run", micro: MicroBatches | None) -> tuple[list[int], list[tuple[int, int]]]:
+def _schedule_turn(run: SimulatedRun, micro: MicroBatches | None) -> tuple[list[int], list[tuple[int, int]]]:
     """The engine's scheduler on the requests free to run: not in a batch in flight, and under SGLang of the
     micro-batch whose turn it is."""
     state = run.state
@@ -131,7 +156,7 @@ def _schedule_turn(run: "_Run", micro: MicroBatches | None) -> tuple[list[int], 
 
 
 def _launch(
-    run: "_Run", clock: StageClock, decodes: list[int], chunks: list[tuple[int, int]], micro_batch: int
+    run: SimulatedRun, clock: StageClock, decodes: list[int], chunks: list[tuple[int, int]], micro_batch: int
 ) -> Batch:
     """Send one scheduled batch: the host's part on the engine's thread, then the stages; its requests' tokens
     counted as computed (vLLM's ``_update_after_schedule``), and those now waiting for a sample marked busy."""
@@ -157,7 +182,7 @@ def _launch(
     return Batch(decodes, reached, clock.run(run.now, stages), micro_batch)
 
 
-def _land(run: "_Run", batch: Batch) -> list[int]:
+def _land(run: SimulatedRun, batch: Batch) -> list[int]:
     """The engine takes ``batch``'s output now: each request it ran to its last known token samples one. The
     requests it ended."""
     state, ended = run.state, []
