@@ -1,4 +1,5 @@
-"""Shared fixtures: paths to the reference configs and a CLI runner that parses --json output."""
+"""Shared fixtures: paths to the reference configs, a CLI runner that parses --json output, and the serving-rows
+benchmark (``benchmarks/fit_priors.py``) with its rows priced."""
 
 from __future__ import annotations
 
@@ -38,3 +39,17 @@ class Cli:
 @pytest.fixture
 def cli() -> Cli:
     return Cli()
+
+
+@pytest.fixture(scope="module")
+def fit_priors():
+    """``benchmarks/fit_priors.py`` loaded as a module (``tests.benchmark_modules``)."""
+    from tests.benchmark_modules import load_benchmark
+
+    return load_benchmark("fit_priors")
+
+
+@pytest.fixture(scope="module")
+def rows(fit_priors):
+    """Every usable 2025 serving row, priced by its generation (``fit_priors.load_generation_rows``)."""
+    return fit_priors.load_generation_rows()

@@ -20,17 +20,6 @@ import pytest
 from mha_cli.core.cost.priors import prior_profile
 from mha_cli.core.cost.serving import predict_serving
 from mha_cli.core.cost.work import decode_shape, prefill_shape
-from tests.benchmark_modules import load_benchmark
-
-
-@pytest.fixture(scope="module")
-def fit_priors():
-    return load_benchmark("fit_priors")
-
-
-@pytest.fixture(scope="module")
-def rows(fit_priors):
-    return fit_priors.load_generation_rows()
 
 
 def shipped_profile(row):

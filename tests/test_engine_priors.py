@@ -22,21 +22,10 @@ from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import generation_of
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.targets import load_targets
-from tests.benchmark_modules import load_benchmark
 
 ROOT = Path(__file__).parent.parent
 ROWS = yaml.safe_load((ROOT / "tests" / "fixtures" / "serving_benchmarks_2025.yaml").read_text())
 TARGETS = load_targets()
-
-
-@pytest.fixture(scope="module")
-def fit_priors():
-    return load_benchmark("fit_priors")
-
-
-@pytest.fixture(scope="module")
-def rows(fit_priors):
-    return fit_priors.load_generation_rows()
 
 
 @pytest.mark.parametrize(

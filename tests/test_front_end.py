@@ -14,7 +14,6 @@ from mha_cli.core.engine.generations import GENERATIONS
 from mha_cli.core.serve.simulate import EngineLimits, simulate
 from mha_cli.core.serve.workload import Workload
 from mha_cli.core.targets import load_targets
-from tests.benchmark_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_S = {"vllm-v1": 0.045, "sglang-0.5": (9.54 - 2.632) * 1e-3}
@@ -91,11 +90,6 @@ def test_the_closed_forms_lone_ttft_carries_the_front_end_and_its_throughput_pay
     assert a.output_tokens_per_s == pytest.approx(128 / lifetime_a * 1e3)
     assert b.output_tokens_per_s == pytest.approx(128 / lifetime_b * 1e3)
     assert a.bounds.ttft_ms == b.bounds.ttft_ms  # the roofline has no front end
-
-
-@pytest.fixture(scope="module")
-def fit_priors():
-    return load_benchmark("fit_priors")
 
 
 @pytest.fixture(scope="module")
