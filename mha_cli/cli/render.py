@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from mha_cli.core.engine.plan import LOG_NAMES
+from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
@@ -275,7 +275,7 @@ def print_engine_plan(console: Console, plan: MemoryPlan) -> None:
     print_assumptions(console, plan.engine.notes, title="engine")
 
 
-ENGINE_TITLES = LOG_NAMES
+ENGINE_TITLES = ENGINE_NAMES
 
 
 def print_assumptions(console: Console, notes: list[str], title: str = "assumed") -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from mha_cli.core.engine.plan import LOG_NAMES
+from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 from mha_cli.core.errors import MhaError
 from mha_cli.core.fit import price_deployment
 from mha_cli.core.kv import comparable_kv_dtype, footprint_for
@@ -185,7 +185,7 @@ def memory_against_batch(model: ModelSpec, deployment: DeploymentSpec) -> PlotDa
             Series(f"weights + KV cache ({priced.kv.kv_dtype})", batches, together, is_current=True),
         ],
         limit_bytes=memory.usable_bytes,
-        limit_label=f"{memory.target_id}: memory {LOG_NAMES[memory.engine.name]} leaves for weights and cache"
+        limit_label=f"{memory.target_id}: memory {ENGINE_NAMES[memory.engine.name]} leaves for weights and cache"
         f" ({memory.utilisation:g} of {memory.device_memory_bytes / 2**30:.2f} GiB, less activations)",
         asked_x=deployment.batch,
     )

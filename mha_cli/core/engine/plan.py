@@ -58,6 +58,7 @@ from mha_cli.core.engine.pages import (
     vllm_state_bytes,
 )  # fmt: skip
 from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, unified_pages
+from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 from mha_cli.core.engine.rope_cache import SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_cache_how
 from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import (
@@ -175,7 +176,6 @@ def _fits(starts: bool, admitted: int, sequences: int) -> bool:
 KV_FORMATS = {"vllm": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"), "sglang": ("fp32", "fp16", "bf16", "fp8"),
               "trtllm": ("fp32", "fp16", "bf16", "fp8", "int8")}  # fmt: skip
 """KV-cache formats each engine offers (vLLM ``kv_cache_dtype`` auto/fp8, SGLang fp8_e4m3/e5m2, TRT-LLM fp8/int8)."""
-LOG_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
 def _activation_how(model: ModelSpec, settings: EngineSettings, tp: int) -> str:
@@ -876,7 +876,7 @@ def plan_engine(
     notes.extend(unified_memory_notes(target, settings.engine, settings.utilisation))
     if kv.kv_dtype not in KV_FORMATS[settings.engine]:
         notes.append(
-            f"{LOG_NAMES[settings.engine]} has no {kv.kv_dtype} KV cache (it offers {', '.join(KV_FORMATS[settings.engine])}):"
+            f"{ENGINE_NAMES[settings.engine]} has no {kv.kv_dtype} KV cache (it offers {', '.join(KV_FORMATS[settings.engine])}):"
             f" these figures are that format's bytes, not a deployment it runs"
         )
     padded = padded_vocab(model.embeddings.vocab_size)
