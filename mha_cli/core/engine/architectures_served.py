@@ -40,7 +40,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from mha_cli.core.engine.architectures_table import engines_table
-from mha_cli.core.engine.architectures_table import releases_read as releases_read
 from mha_cli.core.families.architectures import ARCHITECTURES
 
 if TYPE_CHECKING:
