@@ -58,10 +58,11 @@ stand, per group, so that a rule change that moves them has to say so here.
 - ``new-7`` (ids 901-905, logs10: collected after the rules of commit 532981e stood, priced with them, no rule
   changed): the per-token rule exact on 2 of 2, the plan within 5% on 2 of 2 (902 +3.8%, TensorRT-LLM 0.20.0's
   PyTorch backend on an H100 PCIe; 903 -0.7%, vLLM 0.9.2 on an A100 40GB); 3 logs not expressible.
-- ``new-8`` (ids 1001-1009, logs11: vLLM logs collected after the rules of commit eada84f stood, priced with them, no
-  rule changed): the per-token rule exact on 5 of 5, the plan within 5% on 4 of 5 (1002 +1.1%, 1003 -0.2%, 1004
-  +4.2%, 1005 +1.9%, vLLM 0.27.1-0.31.0; 1001 +7.9%, Qwen2.5-7B-AWQ on vLLM 0.22.1's non-Marlin AWQ path); 4 logs
-  not expressible.
+- ``new-8`` (ids 1001-1012, logs11: vLLM logs collected after the rules of commit eada84f stood, priced with them, no
+  rule changed): the per-token rule exact on 8 of 8, the plan within 5% on 4 of 8 (1002 +1.1%, 1003 -0.2%, 1004
+  +4.2%, 1005 +1.9%, vLLM 0.27.1-0.31.0; 1001 +7.9%, Qwen2.5-7B-AWQ on vLLM 0.22.1's non-Marlin AWQ path; 1010-1012
+  +27.5%, +13.1%, +13.1%, Qwen3-8B on an L4 with vLLM 0.27.1, bf16, fp8 weights, fp8 weights and KV); 4 logs not
+  expressible.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-5") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 1}
     assert module.counts(rows, "new-6") == {"logs": 1, "rule_checked": 0, "rule_exact": 0, "priced": 1, "within": 0}
     assert module.counts(rows, "new-7") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
-    assert module.counts(rows, "new-8") == {"logs": 5, "rule_checked": 5, "rule_exact": 5, "priced": 5, "within": 4}
+    assert module.counts(rows, "new-8") == {"logs": 8, "rule_checked": 8, "rule_exact": 8, "priced": 8, "within": 4}
 
 
 def test_second_new_group_errors(table):
@@ -292,22 +293,25 @@ def test_hybrid_per_token_rule_by_generation(table):
 
 
 def test_eighth_new_group(table):
-    """The 1001 group (logs11, vLLM only) as the rules of eada84f price it: five vLLM >= 0.21 logs, each a setting the
-    log states (release, GPU, model, utilisation, length; the device total where the log prints one), their per-token
-    rule in blocks of 16 and the whole plan; 1001 misses (+7.9%) with its cause in WHY; the logs mha cannot express
-    are listed with their reason, never priced."""
+    """The 1001 group (logs11, vLLM only) as the rules of eada84f price it: eight vLLM >= 0.21 logs, each with the
+    settings the log or its deployment states (release, GPU, model, utilisation, length; the device total where the
+    log prints one), their per-token rule in blocks of 16 and the whole plan; 1001 (+7.9%) and the L4 server
+    1010-1012 (+27.5%, +13.1%, +13.1%) miss with their cause in WHY; the logs mha cannot express are listed with
+    their reason, never priced."""
     module, rows = table
     new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-8"}
     assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
-        1001: 0.079, 1002: 0.011, 1003: -0.002, 1004: 0.042, 1005: 0.019,
+        1001: 0.079, 1002: 0.011, 1003: -0.002, 1004: 0.042, 1005: 0.019, 1010: 0.275, 1011: 0.131, 1012: 0.131,
     }  # fmt: skip
     assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
-        1001: 291376, 1002: 465408, 1003: 1790304, 1004: 647776, 1005: 662112,
+        1001: 291376, 1002: 465408, 1003: 1790304, 1004: 647776, 1005: 662112, 1010: 29168, 1011: 76272, 1012: 152560,
     }  # fmt: skip
     assert all(row.rule_hit and row.basis == "tokens" for row in new.values())
     assert module.per_token_tokens(new[1001].log) == [270096, 270288]  # 14.43 GiB / 57,344 B
     assert module.per_token_tokens(new[1004].log) == [621216, 621440]  # 27.85 GiB / 48,128 B a rank at tp 4
+    assert module.per_token_tokens(new[1012].log) == [134784, 134928]  # 9.26 GiB / 73,728 B in fp8
     assert "AWQLinearMethod" in module.WHY[1001]
+    assert all(module.WHY.get(log_id) for log_id in (1010, 1011, 1012))
     unexpressed = module.unexpressed_logs("new-8")
     assert [log["id"] for log in unexpressed] == [1006, 1007, 1008, 1009]
     assert all(log["not_expressible"] for log in unexpressed)
