@@ -13,7 +13,7 @@ vLLM 0.7-0.11), each priced by its generation (``core.engine.generations``). For
   budget, against the log's tokens (error, and whether within 5%); a log that prints its available KV memory but no
   token count is compared on that memory.
 
-Ten groups, reported apart: ``seen`` (every log the previous sessions' table held, seen while the rules were
+Groups reported apart: ``seen`` (every log the previous sessions' table held, seen while the rules were
 written though none was fitted on), ``new`` (``group: new`` in the fixture: collected after the RoPE rule was
 committed and priced as the rules stood; a rule read from vLLM's source has since explained its misses), ``new-2``
 (ids 401 and up, collected after that sampler rule; the non-torch rule was then read with two of them in view) and
@@ -25,9 +25,10 @@ runtime buffers and profiling run among them, and priced with them) and ``new-5`
 after the rules of commit ffdb05b stood, the 0.17+ dummy sampler derived among them, and priced with them) and ``new-6``
 (ids 801 and up, logs9: collected after the rules of commit f0ae8fa stood and priced with them) and ``new-7`` (ids
 901 and up, logs10: collected after the rules of commit 532981e stood and priced with them) and ``new-8`` (ids 1001
-and up, logs11: vLLM logs collected after the rules of commit eada84f stood and priced with them). A log mha cannot
-express carries ``not_expressible`` and is listed with its reason, not priced. ``WHY`` says why each miss
-misses.
+and up, logs11: vLLM logs collected after the rules of commit eada84f stood and priced with them) and ``new-9`` (ids
+1101 and up, logs12: SGLang and TensorRT-LLM logs collected after the rules of commit eada84f stood and priced with
+them). A log mha cannot express carries ``not_expressible`` and is listed with its reason, not priced. ``WHY`` says why each
+miss misses.
 """
 
 from __future__ import annotations
@@ -203,6 +204,23 @@ WHY: dict[int, str] = {
     " (weights 27.72, activation 1.4, non-torch 0.21 GiB) matches the plan's weights (27.65), its PyTorch-sort"
     " sampler peak (1.38) and, since `core.engine.non_torch`, its non-torch figure on an Ada part (0.25; -17.7% with"
     " the 2.1 GiB constant, -0.3% now)",
+    1102: "no source-backed cause: the note prints the tokens only (67,772 x 65,536 B = 4.14 GiB a rank) and each"
+    " card's use (22.86 GB of 24 GB). SGLang 0.4.2 sizes the pool as the memory free after the weights less (1 -"
+    " 0.85) of the total: the plan's 4.60 GiB (23.68 GiB, less 0.25 non-torch, 15.26 of weights a rank and 3.55 kept"
+    " out) against the log's 4.14 leaves 0.46 GiB a rank held before the pool that the plan does not count. 504 and"
+    " 515 (SGLang 0.4 on L4s and an RTX 3090) fall short the same way (load steps 0.2-0.3 GiB above the weights,"
+    " 0.61 GiB outside the server); this note prints no load or free-memory line to say which",
+    1103: "per-token: the trtllm_mha backend sets page_size 64 (the log says so) and SGLang's pool holds size + page_size"
+    " slots (`mem_cache/memory_pool.py` `MHATokenToKVPool._create_buffers`, v0.5.8: `self.size + self.page_size`):"
+    " (1,707,904 + 64) x 73,728 B = 117.28 GiB of K, the log's figure; this script's check counts one padding slot"
+    " (1,707,905 x 73,728 B = 117.27 GiB), so it misses by the page. The plan is +0.3%",
+    1104: "no source-backed cause: the log sizes the pool from 4.29 GiB free (4,143,972,352 B / 0.9) where the plan has"
+    " 7.57 (23.68 GiB less the 14.96 GiB engine, which the log's 15,319 MiB matches, the forward over 8,192 tokens"
+    " 0.78, non-torch 0.25, runtime buffers and decoder 0.12). The log's own counter rises from 15,681 MiB after the"
+    " engine's cuDNN line to 19,711 MiB at the execution context's cuBLAS line, about 3.9 GiB before the pool that"
+    " no [MemUsageChange] line names: the engine's activations at its build limits, which the README does not show"
+    " beyond max-batch-size 40 (the plan prices 8,192 tokens). As for 206 (0.14), this release's batch manager was"
+    " not published, so the split is not read in source",
 }
 """Why a log misses (the plan outside 5%, or the per-token rule): the engine's source where it names a cause, else
 "no source-backed cause" and what the log itself shows. Written after pricing, never used to change a rule."""
@@ -438,7 +456,18 @@ NOTES = """## Notes
   budget the plan does not charge, no source-backed cause (the L4's torch total is itself an estimate). Four are not
   expressible: Gemma 4 twice (one in two pipeline stages), a Qwen3.8-27B on a DGX Spark, and a local Llama
   fine-tune whose GPU is not named. Held out (groups 501 and up, as the rules stood when each was collected): 13 of
-  20 within 5% before, 17 of 28 with this group.
+  20 within 5% before, 17 of 28 with this group, 19 of 32 with this group and 1101-1112.
+- The held-out group 1101 (logs12: 1101-1112, SGLang and TensorRT-LLM only), collected after the rules of commit
+  eada84f stood and priced with them, no rule changed: the per-token rule exact on 1 of 2 that print memory and
+  tokens, the whole plan within 5% on 2 of 4. 1101 +1.2% (Qwen3-Reranker-0.6B, SGLang 0.5.18 on an H100 at
+  mem_fraction_static 0.3) and 1103 +0.3% (Qwen3-8B, SGLang main of May 2026 on a GB300, read off its 275.75 GB free;
+  its per-token check misses by the page of 64 slots SGLang pads a paged pool with, `MHATokenToKVPool`) land; 1102
+  +11.1% (DeepSeek-R1-Distill-Qwen-32B, SGLang 0.4.2 at tp 4 on RTX 3090s, priced with QwQ-32B's geometry: the pool
+  0.46 GiB a rank short, as 504 and 515) and 1104 +76.5% (an fp16 Llama-3-8B TensorRT-LLM 0.8 C++ engine under Triton
+  on an RTX 3090: about 3.9 GiB of the engine's activations at build limits the README does not show) miss. Eight are
+  not expressible: GPUs not named (Mistral-7B, SGLang #2468; Qwen3-1.7B), a shared H100 NVL (36.5 of 93 GiB free), no
+  config (Grok-2, gpt2-medium, Qwen1.5-7B), and two TensorRT-LLM samples whose model or fraction is not the one named
+  (the memory.md FAQ, Dynamo's README).
 - The seventh held-out group (logs10: 901-905), collected after the rules of commit 532981e stood and priced with
   them, no rule changed: the per-token rule exact on 2 of 2, the whole plan within 5% on 2 of 2. 902 +3.8% (a
   TensorRT-LLM 0.20.0 PyTorch-backend trtllm-bench run of NVIDIA's FP8 Llama-3.1-8B-Instruct, FP8 KV, on an H100
@@ -640,6 +669,8 @@ GROUPS = {
     " unified memory), priced with them, no rule changed: 2 of 2 within 5%, 3 logs not expressible",
     "new-8": "Group 1001 and up (logs11): vLLM logs collected after the rules of commit eada84f stood (every rule of the"
     " earlier groups), priced with them, no rule changed: 4 of 8 within 5%, 4 logs not expressible",
+    "new-9": "Group 1101 and up (logs12): SGLang and TensorRT-LLM logs collected after the rules of commit eada84f stood"
+    " (every rule of the earlier groups), priced with them, no rule changed: 2 of 4 within 5%, 8 logs not expressible",
 }
 
 
