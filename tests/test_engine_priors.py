@@ -192,6 +192,23 @@ def test_the_rows5_gist_took_b200s_next_turn_and_keeps_its_unpriced_cells_with_w
     assert any("glm5-blackwell" in row["not_expressible"] for row in unpriced)
 
 
+def test_the_rows6_inferencex_h200_sweep_took_h200s_next_turn(rows):
+    """InferenceX issue #870's DeepSeek-R1-0528 runs on 8 x H200 (SGLang 0.5.7) are one source, H200's second
+    sglang-0.5 source after SGLang's docs Qwen3.6 cells (fit): held out (the held-back Kimi-K2.5 rows take no turn).
+    Its client draws each length from [int(0.8 L), L], so the rows price the means 922 and 7,373."""
+    h200 = sorted({row.source for row in rows if row.generation == "sglang-0.5" and row.target.id == "h200"})
+    assert h200 == ["inferencex-issue-870/h200", "sglang-docs-qwen3.6/h200"]
+    sweep = [row for row in rows if row.source == "inferencex-issue-870/h200"]
+    assert len(sweep) == 7 and {row.split for row in sweep} == {"holdout"}
+    assert {row.release for row in sweep} == {"0.5.7"} and {row.case.tp for row in sweep} == {8}
+    assert sorted((row.case.concurrency, row.case.isl, row.case.osl) for row in sweep) == [
+        (4, 922, 922), (4, 922, 7373), (4, 7373, 922), (8, 922, 922), (16, 922, 922), (32, 922, 922), (64, 922, 922),
+    ]  # fmt: skip
+    # every row states its client (CONC x 10 prompts) and measures ITL, TTFT and tokens/s per GPU
+    assert all(row.client is not None and set(row.measured) == {"itl_ms", "ttft_ms", "tokens_per_s_per_gpu"}
+               for row in sweep)  # fmt: skip
+
+
 def test_trtllm_moe_tables_over_several_gpus_stay_unpriced_with_the_pages_gaps():
     """perf-overview.md at 00f3768 runs MoE tables with ``--ep $ep_size`` and states no table's value, and its MoE
     llm_options.yml nests ``enable_attention_dp`` under ``cuda_graph_config`` (refused by the LLM API): Llama 4
@@ -271,14 +288,16 @@ def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generatio
 
     # (generation, figure): (median error with its own constants, with the default ones), from the --set 2025 report
     expected = {
-        # sglang-0.5 ITL: (0.212, 0.414) before the B200 sweep gist's one-user cells were held out (rows5), 0.196 / 0.404
-        # before GPT-OSS.md (gpt-oss-120b) was held out
-        ("sglang-0.5", "itl_ms"): (0.2185, 0.4228),
-        # sglang-0.5 tokens/s: (0.261, 0.574) before the gist's cells, 0.214 before GPT-OSS.md, 0.257 before the steps
-        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.3045, 0.5655),
-        # sglang-0.5 TTFT: (0.483, 0.808) by the closed form's steady state, before the cookbook rows' random-dataset
-        # runs were simulated (tests/test_benchmark_client_ttft.py); 0.376 before the refit: TTFT is not in the step fit
-        ("sglang-0.5", "ttft_ms"): (0.403, 0.699),
+        # sglang-0.5 ITL: (0.2185, 0.4228) before InferenceX's H200 DeepSeek-R1 runs were held out (rows6); (0.212,
+        # 0.414) before the B200 sweep gist's one-user cells were (rows5), 0.196 / 0.404 before GPT-OSS.md
+        ("sglang-0.5", "itl_ms"): (0.2995, 0.4111),
+        # sglang-0.5 tokens/s: (0.3045, 0.5655) before the H200 runs (rows6), (0.261, 0.574) before the gist's cells,
+        # 0.214 before GPT-OSS.md, 0.257 before the steps
+        ("sglang-0.5", "tokens_per_s_per_gpu"): (0.2506, 0.4529),
+        # sglang-0.5 TTFT: (0.403, 0.699) before the H200 runs (rows6); (0.483, 0.808) by the closed form's steady
+        # state, before the cookbook rows' random-dataset runs were simulated (tests/test_benchmark_client_ttft.py);
+        # 0.376 before the refit: TTFT is not in the step fit
+        ("sglang-0.5", "ttft_ms"): (0.3779, 0.7002),
         # trtllm-pytorch: (0.222, 0.131) before its profiling-run activation, 0.253 with it until refitted
         ("trtllm-pytorch", "tokens_per_s_per_gpu"): (0.217, 0.151),  # 0.2335 / 0.144 before the prompt steps
         # vllm-v1 ITL: (0.209, 0.078) on the B200 points alone, before InferenceX's H100 sweep was held out
