@@ -67,6 +67,10 @@ stand, per group, so that a rule change that moves them has to say so here.
   priced with them, no rule changed): the per-token rule exact on 1 of 2 (1104; 1103 misses by SGLang's page of 64
   padding slots), the plan within 5% on 2 of 4 (1101 +1.2%, 1103 +0.3%; 1102 +11.1%, 1104 +76.5%); 8 logs not
   expressible.
+- ``new-10`` (ids 1201-1207, logs13: vLLM logs collected after the rules of commit 738a9c2 stood, priced with them, no
+  rule changed): the per-token rule exact on 2 of 2, the plan within 5% on 1 of 2 (1202 +2.5%, Qwen3-Coder-30B-A3B at
+  tp 4 on four L40S, vLLM 0.24.0; 1201 +57.9%, gpt-oss-120b on an H100 with vLLM 0.11.2's Marlin MXFP4 weights); 5
+  logs not expressible.
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-7") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
     assert module.counts(rows, "new-8") == {"logs": 8, "rule_checked": 8, "rule_exact": 8, "priced": 8, "within": 4}
     assert module.counts(rows, "new-9") == {"logs": 4, "rule_checked": 2, "rule_exact": 1, "priced": 4, "within": 2}
+    assert module.counts(rows, "new-10") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 1}
 
 
 def test_second_new_group_errors(table):
@@ -348,3 +353,22 @@ def test_group_1101(table):
     assert [log["id"] for log in unexpressed] == [1105, 1106, 1107, 1108, 1109, 1110, 1111, 1112]
     assert all(log["not_expressible"] for log in unexpressed)
     assert not {row.log["id"] for row in rows} & {1105, 1106, 1107, 1108, 1109, 1110, 1111, 1112}
+
+
+def test_group_1201(table):
+    """The 12xx group (logs13, vLLM only) as the rules of 738a9c2 price it: vLLM 0.11.2 (1201, gpt-oss-120b on one
+    H100 at utilisation 0.96, its hybrid sliding-window pool) and 0.24.0 (1202, Qwen3-Coder-30B-A3B at tp 4 on four
+    L40S, priced with Qwen3-30B-A3B's config): each log's error and plan, the per-token rule from its own memory, the
+    miss's cause in WHY, and the logs mha cannot express listed with their reason, never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-10"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {1201: 0.579, 1202: 0.025}
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {1201: 206768, 1202: 1063088}
+    assert all(row.rule_hit and row.basis == "tokens" for row in new.values())
+    assert module.per_token_tokens(new[1202].log) == [1036992, 1037424]  # 23.74 GiB / 24,576 B a rank at tp 4
+    assert module.per_token_tokens(new[1201].log) == [130848, 130992]  # 8.99 GiB, sliding and full groups
+    assert "Marlin" in module.WHY[1201]
+    unexpressed = module.unexpressed_logs("new-10")
+    assert [log["id"] for log in unexpressed] == [1203, 1204, 1205, 1206, 1207]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {1203, 1204, 1205, 1206, 1207}
