@@ -28,7 +28,9 @@ after the rules of commit ffdb05b stood, the 0.17+ dummy sampler derived among t
 and up, logs11: vLLM logs collected after the rules of commit eada84f stood and priced with them) and ``new-9`` (ids
 1101 and up, logs12: SGLang and TensorRT-LLM logs collected after the rules of commit eada84f stood and priced with
 them) and ``new-10`` (ids 1201 and up, logs13: vLLM logs collected after the rules of commit 738a9c2 stood and priced
-with them). A log mha cannot express carries ``not_expressible`` and is listed with its reason, not priced. ``WHY`` says why each
+with them) and ``new-11`` (ids 1301 and up, logs14: SGLang and TensorRT-LLM logs collected after the rules of commit
+738a9c2 stood and priced with them). A log mha cannot express carries ``not_expressible`` and is listed with its
+reason, not priced. ``WHY`` says why each
 miss misses.
 """
 
@@ -467,6 +469,18 @@ NOTES = """## Notes
   >= 0.21 logs are now mostly hybrid Qwen3.5/3.6/3.8 checkpoints in NVFP4, AutoRound or MTP setups mha cannot
   express. Held out (groups 501 and up, as the rules stood when each was collected): 19 of 32 within 5% before,
   20 of 34 with this group.
+- The held-out group 1301 (logs14: 1301-1309, SGLang and TensorRT-LLM only), collected after the rules of commit
+  738a9c2 stood and priced with them, no rule changed: the per-token rule exact on 1 of 1 that prints memory and
+  tokens, the whole plan within 5% on 2 of 2. 1301 +4.8% (Qwen3-32B, SGLang 0.5.19 on one H100 at mem_fraction_static
+  0.9 and context 8,192, a GKE snapshot benchmark; its pool is quoted as K + V, so the per-token rule is not checked)
+  and 1302 +0.6% (Qwen3-8B at SGLang main's defaults of April 2026 on a B200, read off its 177.57 GB free; the earlier
+  run of 1103's note) land. Seven are not expressible: three TensorRT-LLM 1.2 runs on consumer parts with no target
+  (an RTX 5090 Laptop GPU, an RTX 5070 Ti at fraction 0.2 beside ASR and TTS, an RTX 5060 Ti 16GB), a parser's
+  invented sample, a tutorial's illustrative log with no GPU, MiniCPM5-1B and Qwen3-30B-A3B (its experts on the CPU
+  through KTransformers) with no config. A Qwen3-14B SGLang log
+  found again is 508's, not counted twice. No TensorRT-LLM 1.x log with its GPU, model and fraction all stated was
+  found. Held out (groups 501 and up, as the rules stood when each was collected): 19 of 32 within 5% before, 21 of
+  34 with this group, 22 of 36 with this group and 1201-1207.
 - The eighth held-out group (logs11: 1001-1012), vLLM logs only, collected after the rules of commit eada84f stood
   and priced with them, no rule changed: the per-token rule exact on 8 of 8, the whole plan within 5% on 4 of 8.
   Within: 1002 +1.1% (Llama-3.1-8B-Instruct at vLLM 0.31.0's defaults on an A100 80GB), 1003 -0.2% (Qwen2.5-0.5B
@@ -696,6 +710,9 @@ GROUPS = {
     " (every rule of the earlier groups), priced with them, no rule changed: 2 of 4 within 5%, 8 logs not expressible",
     "new-10": "Group 1201 and up (logs13): vLLM logs collected after the rules of commit 738a9c2 stood (every rule of the"
     " earlier groups), priced with them, no rule changed: 1 of 2 within 5%, 5 logs not expressible",
+    "new-11": "Group 1301 and up (logs14): SGLang and TensorRT-LLM logs collected after the rules of commit 738a9c2"
+    " stood (every rule of the earlier groups), priced with them, no rule changed: 2 of 2 within 5%, 7 logs not"
+    " expressible",
 }
 
 

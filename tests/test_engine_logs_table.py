@@ -71,6 +71,10 @@ stand, per group, so that a rule change that moves them has to say so here.
   rule changed): the per-token rule exact on 2 of 2, the plan within 5% on 1 of 2 (1202 +2.5%, Qwen3-Coder-30B-A3B at
   tp 4 on four L40S, vLLM 0.24.0; 1201 +57.9%, gpt-oss-120b on an H100 with vLLM 0.11.2's Marlin MXFP4 weights); 5
   logs not expressible.
+- ``new-11`` (ids 1301-1309, logs14: SGLang and TensorRT-LLM logs collected after the rules of commit 738a9c2 stood,
+  priced with them, no rule changed): the per-token rule exact on 1 of 1 (1302), the plan within 5% on 2 of 2 (1301
+  +4.8%, Qwen3-32B on SGLang 0.5.19 on an H100; 1302 +0.6%, Qwen3-8B on SGLang main on a B200); 7 logs not
+  expressible.
 """
 
 from __future__ import annotations
@@ -107,6 +111,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-8") == {"logs": 8, "rule_checked": 8, "rule_exact": 8, "priced": 8, "within": 4}
     assert module.counts(rows, "new-9") == {"logs": 4, "rule_checked": 2, "rule_exact": 1, "priced": 4, "within": 2}
     assert module.counts(rows, "new-10") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 1}
+    assert module.counts(rows, "new-11") == {"logs": 2, "rule_checked": 1, "rule_exact": 1, "priced": 2, "within": 2}
 
 
 def test_second_new_group_errors(table):
@@ -372,3 +377,23 @@ def test_group_1201(table):
     assert [log["id"] for log in unexpressed] == [1203, 1204, 1205, 1206, 1207]
     assert all(log["not_expressible"] for log in unexpressed)
     assert not {row.log["id"] for row in rows} & {1203, 1204, 1205, 1206, 1207}
+
+
+def test_group_1301(table):
+    """The 13xx group (logs14) as the rules of 738a9c2 price it: SGLang 0.5.19 (1301, Qwen3-32B on one H100 at fraction
+    0.9 and context 8,192) and SGLang main of April 2026 (1302, Qwen3-8B at its defaults on a B200, page size 64):
+    each log's error and plan, the per-token rule where the log prints its K size, and the logs mha cannot express
+    listed with their reason, never priced (508's Qwen3-14B log, found again, is not added twice)."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-11"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {1301: 0.048, 1302: 0.006}
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {1301: 40969, 1302: 998897}
+    assert all(row.basis == "tokens" for row in new.values())
+    assert new[1301].rule_hit is None  # the note quotes K + V together, not the K size the check reads
+    assert new[1302].rule_hit is True
+    assert module.per_token_tokens(new[1302].log) == [992869, 993015]  # K 68.18 GiB / 147,456 B x 2, less one slot
+    unexpressed = module.unexpressed_logs("new-11")
+    assert [log["id"] for log in unexpressed] == [1303, 1304, 1305, 1306, 1307, 1308, 1309]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {1303, 1304, 1305, 1306, 1307, 1308, 1309}
+    assert sum(str(log.get("url")).startswith("search index id 55529353766") for log in module.load_logs()) == 1
