@@ -90,3 +90,10 @@ def test_the_plan_prices_deepseek_v3_at_pp_2_and_admits_what_its_fewest_token_st
     assert plan["memory"]["engine"]["admitted_per_replica"] == min(s["admitted_per_replica"] for s in stages)
     sglang = cli.json("plan", "deepseek-v3", "--target", "16xh200", "--tp", "8", "--pp", "2", "--engine", "sglang")
     assert [(s["first_layer"], s["n_layers"]) for s in sglang["stages"]] == [(0, 30), (30, 31)]
+
+
+def test_the_search_tries_pipeline_stages_of_61_layers():
+    from mha_cli.core.cost.search import layouts
+
+    found = layouts(get_preset("deepseek-v3"), 16, 8)
+    assert {(8, 2), (4, 4), (2, 8), (1, 16)} <= set(found)  # none of 2, 4, 8, 16 divides 61
