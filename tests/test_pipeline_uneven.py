@@ -65,6 +65,19 @@ def test_deepseek_v3_stages_hold_the_engines_layers_and_their_weights(engine, pp
         assert kv_footprint(layers, seq_len=1, kv_dtype="bf16").total_bytes == layout.n_layers * 576 * 2
 
 
+def test_the_first_three_dense_layers_spread_over_stages_shorter_than_them():
+    """vLLM at pp 32: 1 layer each and the 29 extra to stages 30 down to 2 (61 = 32 + 29), so 1, 1, 2 x 29, 1; the
+    dense layers 0, 1 and 2 are stage 0's, stage 1's and the first of stage 2's two."""
+    model = get_preset("deepseek-v3")
+    layouts = stage_layouts(model, 32, "vllm")
+    assert [layout.n_layers for layout in layouts] == [1, 1] + [2] * 29 + [1]
+    dense = []
+    for layout in layouts:
+        layers = stage_model(model, layout)
+        dense.append(sum(not layers.is_moe_layer(i) for i in range(layers.n_layers)))
+    assert dense == [1, 1, 1] + [0] * 29
+
+
 @pytest.mark.parametrize(("engine", "sizes"), [("vllm", [3, 2]), ("sglang", [2, 3]), ("trtllm", [3, 2])])
 def test_a_five_layer_dense_model_at_pp_2(engine, sizes):
     model = ModelSpec(d_model=64, n_layers=5, n_heads=4, n_kv_heads=2, vocab_size=97, d_ff=128)
