@@ -37,7 +37,7 @@ class StageLayout(Record):
 
 
 DEFAULT_SPLIT: EngineName = "vllm"
-"""The split where no engine is named (``verify --pp``, ``kv --pp``): vLLM's."""
+"""The split where no engine is named (``verify --pp``, a plan without ``--engine``): vLLM's."""
 
 
 def stage_sizes(n_layers: int, pp: int, split: EngineName = DEFAULT_SPLIT) -> list[int]:
@@ -47,8 +47,9 @@ def stage_sizes(n_layers: int, pp: int, split: EngineName = DEFAULT_SPLIT) -> li
     - vLLM: to the stages before the last, the second-to-last first (so the last, which holds the head, keeps the
       fewest): ``vllm/distributed/utils.py``, ``get_pp_indices`` (``partitions[-i] += 1`` for i in 2..r + 1, read at
       commit 5a6541db; ``VLLM_PP_LAYER_PARTITION`` overrides it).
-    - SGLang: to the last n_layers % pp stages: ``python/sglang/srt/distributed/utils.py``, ``get_pp_indices`` ("the last N
-      partitions will have one extra layer", read at commit 1107be11; ``SGLANG_PP_LAYER_PARTITION`` overrides it).
+    - SGLang: to the last n_layers % pp stages: ``python/sglang/srt/distributed/utils.py``, ``get_pp_indices``
+      ("the last N partitions will have one extra layer", read at commit 1107be11; ``SGLANG_PP_LAYER_PARTITION``
+      overrides it).
     - TensorRT-LLM: to the first n_layers % pp stages, ``torch.tensor_split``'s rule: ``tensorrt_llm/mapping.py``,
       ``Mapping.pp_layers`` (the 1.x ``MappingBase``; a ``pp_partition`` given to the mapping overrides it)."""
     base, extra = divmod(n_layers, pp)
