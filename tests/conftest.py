@@ -41,6 +41,16 @@ def cli() -> Cli:
     return Cli()
 
 
+@pytest.fixture
+def one_stage_search(monkeypatch):
+    """``mha plan``'s search over one-stage layouts only (pp 1): for tests of what a pick without pipeline stages
+    launches (DP attention), where a pipeline layout of the same GPUs would now be the pick."""
+    from mha_cli.core.cost import search
+
+    every = search.layouts
+    monkeypatch.setattr(search, "layouts", lambda *args: [(tp, pp) for tp, pp in every(*args) if pp == 1])
+
+
 @pytest.fixture(scope="module")
 def fit_priors():
     """``benchmarks/fit_priors.py`` loaded as a module (``tests.benchmark_modules``)."""

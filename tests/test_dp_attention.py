@@ -161,7 +161,7 @@ def test_over_two_nodes_the_gather_runs_at_the_network_rate_and_deepep_wins(cli)
     assert deepep["itl_ms"] < gather["itl_ms"] / 2
 
 
-def test_the_search_finds_dp_attention_at_128k_x_32_and_tp_8_queues(cli):
+def test_the_search_finds_dp_attention_at_128k_x_32_and_tp_8_queues(cli, request):
     found = cli.json("plan", V3, *LONG, "--kv-dtype", "fp8")
     assert any(
         line.startswith(
@@ -174,7 +174,11 @@ def test_the_search_finds_dp_attention_at_128k_x_32_and_tp_8_queues(cli):
     assert {(c["deployment"]["tp"], c["deployment"]["replicas"]) for c in holding} == {(1, 8), (2, 4)}
     tp8 = [c for c in found["candidates"] if c["deployment"]["tp"] == 8]
     assert tp8 and all(c["queued_per_replica"] > 0 for c in tp8)  # the control: 9 of 32 at once
-    # the checkpoint's fp8 weights with a bf16 cache: no layout holds 32 at once (dp 8: 3 a rank)
+    # the checkpoint's fp8 weights with a bf16 cache: only pipeline stages, each caching its own layers' latent (the
+    # latent is whole on every tensor-parallel rank), hold 32 at once
+    bf16 = cli.json("plan", V3, *LONG, "--ttft-ms", "120000")
+    assert {c["deployment"]["pp"] > 1 for c in bf16["candidates"] if c["queued_per_replica"] == 0} == {True}
+    request.getfixturevalue("one_stage_search")  # no one-stage layout holds 32 at once (dp 8: 3 a rank)
     bf16 = cli.json("plan", V3, *LONG, "--ttft-ms", "120000")
     assert not any(c["queued_per_replica"] == 0 for c in bf16["candidates"])
     assert bf16["chosen"] is None and bf16["ways_out"][0]["change"] == "--kv-dtype fp8"  # the way to the fit above
@@ -388,6 +392,7 @@ def test_replicas_sharing_the_experts_are_one_server_of_attention_ranks_not_repl
 
 
 @pytest.mark.parametrize("chunk", [None, "500"])
+@pytest.mark.usefixtures("one_stage_search")  # the pick is DP attention's
 def test_an_sglang_plans_vllm_line_runs_the_same_ranks_cap_and_prefill(cli, chunk):
     """Priced on SGLang 0.4.6, a DP-attention rank's budget is its share of --chunked-prefill-size (8192 // 8 = 1,024;
     500 // 4 = 125), prefill tokens alone: SGLang decodes in steps of their own (--enable-mixed-chunk is off). The vLLM

@@ -15,7 +15,7 @@ def test_layouts_shard_the_model_and_divide_the_devices():
     assert set(layouts(model, 8)) == {(1, 1), (1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (8, 1)}
     six = layouts(model, 6)
     assert all(tp in (1, 2) for tp, _ in six)  # 3 and 6 split neither 64 heads nor 8 KV heads
-    assert (1, 3) not in six and (2, 3) not in six  # 3 stages do not divide 80 layers
+    assert (1, 3) in six and (2, 3) in six  # 3 stages of 80 layers: split unevenly (vLLM: 27, 27, 26)
 
 
 def test_search_finds_the_front_and_picks_the_best_point_meeting_the_targets(cli):

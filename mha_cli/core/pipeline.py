@@ -1,12 +1,13 @@
 """Pipeline stages: which layers each of ``pp`` stages holds, and the weights it holds. Pure Python.
 
-Stage ``s`` of ``pp`` holds layers [s x L / pp, (s + 1) x L / pp) (pp must divide the L layers, as vLLM's even split
-does when it can), each keeping its kind (global or local attention, dense or MoE MLP); the token embedding (and
-learned positions) sit on the first stage, the final norm and the LM head on the last. A tied head is the
-embedding matrix: the last stage keeps a copy of it, as vLLM does, so a tied model of more than one stage holds
-the embedding twice. Under tensor parallelism each stage's ranks split its layers, embedding and head as one
-device's ranks do (``core.tensor_parallel``). ``verify --pp`` builds and measures exactly this layout
-(``mha_cli.nn.pipeline``).
+Stage ``s`` of ``pp`` holds a contiguous run of the L layers, as the serving engine splits them (``stage_sizes``):
+L // pp each when pp divides L, else the L % pp extra layers go to the stages each engine's source names, each
+layer keeping its kind (global or local attention, dense or MoE MLP); the token embedding (and learned positions)
+sit on the first stage, the final norm and the LM head on the last. A tied head is the embedding matrix: the last
+stage keeps a copy of it, as vLLM does, so a tied model of more than one stage holds the embedding twice. Under
+tensor parallelism each stage's ranks split its layers, embedding and head as one device's ranks do
+(``core.tensor_parallel``). ``verify --pp`` builds and measures exactly this layout (``mha_cli.nn.pipeline``), with
+vLLM's split.
 """
 
 from typing import TYPE_CHECKING
@@ -15,7 +16,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.inventory import tensor_groups
 from mha_cli.core.params import group_params
 from mha_cli.core.record import Record
-from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.schemas import EngineName, ModelSpec
 from mha_cli.core.tensor_parallel import built_vocab_padding
 
 if TYPE_CHECKING:
@@ -35,29 +36,64 @@ class StageLayout(Record):
     """The final norm and the LM head (a tied head's copy of the embedding): the last stage."""
 
 
+DEFAULT_SPLIT: EngineName = "vllm"
+"""The split where no engine is named (``verify --pp``, a plan without ``--engine``): vLLM's."""
+
+
+def stage_sizes(n_layers: int, pp: int, split: EngineName = DEFAULT_SPLIT) -> list[int]:
+    """Layers of each of ``pp`` stages (pp <= n_layers): n_layers // pp each, the n_layers % pp extra ones given as
+    the engine ``split`` gives them (none overridden by its environment variable):
+
+    - vLLM: to the stages before the last, the second-to-last first (so the last, which holds the head, keeps the
+      fewest): ``vllm/distributed/utils.py``, ``get_pp_indices`` (``partitions[-i] += 1`` for i in 2..r + 1, read at
+      commit 5a6541db; ``VLLM_PP_LAYER_PARTITION`` overrides it).
+    - SGLang: to the last n_layers % pp stages: ``python/sglang/srt/distributed/utils.py``, ``get_pp_indices``
+      ("the last N partitions will have one extra layer", read at commit 1107be11; ``SGLANG_PP_LAYER_PARTITION``
+      overrides it).
+    - TensorRT-LLM: to the first n_layers % pp stages, ``torch.tensor_split``'s rule: ``tensorrt_llm/mapping.py``,
+      ``Mapping.pp_layers`` (the 1.x ``MappingBase``; a ``pp_partition`` given to the mapping overrides it)."""
+    base, extra = divmod(n_layers, pp)
+    sizes = [base] * pp
+    if split == "vllm":
+        receivers = range(pp - 2, pp - 2 - extra, -1)
+    elif split == "sglang":
+        receivers = range(pp - extra, pp)
+    else:
+        receivers = range(extra)
+    for stage in receivers:
+        sizes[stage] += 1
+    return sizes
+
+
 def pp_problem(model: ModelSpec, pp: int) -> str | None:
     """Why ``model`` cannot be split into ``pp`` stages, or None."""
     if pp < 1:
         return f"pp must be at least 1 (got {pp})"
-    if model.n_layers % pp:
-        return f"pp {pp} does not divide the {model.n_layers} layers of {model.name}: pick a divisor"
+    if pp > model.n_layers:
+        return f"pp {pp} exceeds the {model.n_layers} layers of {model.name}: each stage needs at least one layer"
     if model.layers.n_kv_shared_layers is not None and pp > 1:
         return f"{model.name}'s layers share earlier layers' K/V (Gemma-3n): its stages are not independent"
     return None
 
 
-def stage_layout(model: ModelSpec, pp: int, stage: int) -> StageLayout:
-    """Stage ``stage`` (0-based) of ``pp``; raises ``BadInputError`` when pp does not split the model."""
+def stage_layout(model: ModelSpec, pp: int, stage: int, split: EngineName = DEFAULT_SPLIT) -> StageLayout:
+    """Stage ``stage`` (0-based) of ``pp`` as the engine ``split`` cuts the layers (``stage_sizes``; vLLM's where no
+    engine is named); raises ``BadInputError`` when pp does not split the model."""
     problem = pp_problem(model, pp)
     if problem is not None:
         raise BadInputError(problem)
     if not 0 <= stage < pp:
         raise BadInputError(f"stage {stage} is not one of the {pp} stages")
-    per_stage = model.n_layers // pp
+    sizes = stage_sizes(model.n_layers, pp, split)
     return StageLayout(
-        stage=stage, pp=pp, first_layer=stage * per_stage, n_layers=per_stage, embedding=stage == 0,
+        stage=stage, pp=pp, first_layer=sum(sizes[:stage]), n_layers=sizes[stage], embedding=stage == 0,
         head=stage == pp - 1,
     )  # fmt: skip
+
+
+def stage_layouts(model: ModelSpec, pp: int, split: EngineName = DEFAULT_SPLIT) -> list[StageLayout]:
+    """Every stage of ``pp`` (``stage_layout``), first to last."""
+    return [stage_layout(model, pp, s, split) for s in range(pp)]
 
 
 def layers_model(model: ModelSpec, first: int, n_layers: int) -> ModelSpec:

@@ -72,8 +72,8 @@ def build_stage(
     tp_rank: int = 0,
     tp_size: int = 1,
 ) -> PipelineStage:
-    """Stage ``stage`` of ``pp`` of ``spec`` (``core.pipeline.stage_layout``), tensor-parallel rank ``tp_rank`` of
-    ``tp_size`` of it, weights drawn as ``build_model``'s."""
+    """Stage ``stage`` of ``pp`` of ``spec`` (``core.pipeline.stage_layout``, vLLM's split where pp does not divide
+    the layers), tensor-parallel rank ``tp_rank`` of ``tp_size`` of it, weights drawn as ``build_model``'s."""
     layout = stage_layout(spec, pp, stage)
     decoder = build_model(
         stage_model(spec, layout), dtype=dtype, device=device, mla_mode=mla_mode, tp_rank=tp_rank, tp_size=tp_size

@@ -1,5 +1,6 @@
 """Plan a pipeline-parallel verify once, before any stage starts (``PpJob``): the layers built and checked, the
 prompt, the tolerance; refused in one line (exit 2) for what the stages cannot run, exit 3 when a stage cannot fit.
+The stages split the layers built as vLLM does (``core.pipeline.stage_sizes``), unevenly where pp does not divide them.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def _check_memory(
     usable = int(free * 0.8)
     need, what = (max(needs), "one GPU") if device_type == "cuda" else (sum(needs), "the host")
     if need > usable:
-        fewer = layers // 2 // pp * pp
+        fewer = layers // 2
         advice = f"try --layers {fewer} or a shorter --seq" if fewer >= pp else (
             "the embedding and head alone (in fp32 for the check) do not fit: a larger machine, or GPUs"
         )  # fmt: skip
@@ -95,8 +96,8 @@ def make_pp_job(
     check_buildable(model, deployment, layers=layers, prefill_tokens=prefill_tokens)
     if layers is None:
         layers = model.n_layers if device_type == "cuda" else min(model.n_layers, CPU_LAYERS_PER_STAGE * pp)
-    if layers % pp or layers < pp:
-        raise BadInputError(f"--layers {layers} must be a multiple of --pp {pp} (each stage builds as many)")
+    if layers < pp:
+        raise BadInputError(f"--layers {layers} is fewer than --pp {pp}: each stage builds at least one layer")
     seq = deployment.seq_len
     prompt = prefill_tokens or (seq if device_type == "cuda" else min(seq, CPU_PREFILL_TOKENS))
     if prompt > seq:

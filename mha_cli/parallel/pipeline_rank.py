@@ -16,7 +16,7 @@ import torch.distributed as dist
 
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.pipeline import StageLayout, stage_layout, stage_model, stage_params
+from mha_cli.core.pipeline import StageLayout, stage_layout, stage_model, stage_params, stage_sizes
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.nn.device import synchronize
 from mha_cli.nn.kv_cache import CACHE_DTYPES
@@ -266,7 +266,8 @@ def _report(job: PpJob, outcomes: list[PpOutcome], device: torch.device, *, pref
                                                  weight_bytes=stage_params(job.model, layout, job.tp) * value,
                                                  cache_bytes=cache))  # fmt: skip
     notes = [
-        f"built {job.n_layers_built} of {job.model.n_layers} layers, {job.n_layers_built // job.pp} per stage;"
+        f"built {job.n_layers_built} of {job.model.n_layers} layers,"
+        f" {'/'.join(map(str, stage_sizes(job.n_layers_built, job.pp)))} per stage (vLLM's split);"
         " deployment_stages predicts every layer's split",
         f"the stages-vs-one-device check runs {job.check_layers} layers in fp32 with seed-derived weights",
         "decode_ms is one token per sequence through every stage in turn (no micro-batching): a pipeline's latency,"

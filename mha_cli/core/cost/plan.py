@@ -31,9 +31,9 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import LayoutError, MemoryPlan, at_load, expert_layout, plan_memory, shared_experts_problem
-from mha_cli.core.pipeline import StageLayout, StageMemory, stage_layout, stage_model, stage_sides
+from mha_cli.core.pipeline import DEFAULT_SPLIT, StageLayout, StageMemory, stage_layout, stage_model, stage_sides
 from mha_cli.core.record import empty_list
-from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+from mha_cli.core.schemas import DeploymentSpec, EngineName, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec, SimulatedServing, simulate_deployment
 from mha_cli.core.speculative import drafter_memory_note, drafter_weight_bytes, memory_model, shares_pool
 from mha_cli.core.targets import ResolvedTarget, resolve_target_like
@@ -111,6 +111,7 @@ def serving_case(
         kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache, experts=experts, shared_prefix=shared,
         cached_prefix=cached_prefix(shared, isl, engine.block_size) if cached is None else cached,
         speculative=deployment.speculative, nodes=nodes, host_kv_cache=bool(deployment.kv_offload_bytes),
+        pp_split=engine.name,
     )  # fmt: skip
 
 
@@ -208,6 +209,8 @@ class LayoutPlans:
         """The steps' operations, counted at the first load and kept for the others (they do not depend on it)."""
         self._memory: MemoryPlan | None = None
         """The memory plan at the first load, which every load's is made from (``core.memory.at_load``)."""
+        self.split: EngineName = deployment.engine or DEFAULT_SPLIT
+        """Whose split of the layers into pipeline stages (``core.pipeline.stage_sizes``): the engine's."""
         self.stage = model
         """The layers whose rank's memory sets what a replica admits: the model, or its limiting pipeline stage."""
         self.stages: list[StageMemory] = []
@@ -219,19 +222,22 @@ class LayoutPlans:
             self.stages = self.stage_memories()
             limiting = min(self.stages, key=lambda m: (m.admitted_per_replica, m.kv_tokens_per_device,
                                                        -m.weight_bytes_per_device))  # fmt: skip
-            self.stage_layout = stage_layout(model, pp, limiting.stage)
+            self.stage_layout = stage_layout(model, pp, limiting.stage, self.split)
             self.stage = stage_model(model, self.stage_layout)
             self._weights = limiting.weight_bytes_per_device
             self.limiting = limiting
 
     def stage_memories(self) -> list[StageMemory]:
-        """Each pipeline stage's memory plan on one of its devices: its own layers' weights and cache, the embedding on
-        the first, the final norm and LM head on the last (``core.pipeline``), at the plan's context."""
+        """Each pipeline stage's memory plan on one of its devices: its own layers (as the engine splits them,
+        ``core.pipeline.stage_sizes``) with their weights and cache, the embedding on the first, the final norm and LM
+        head on the last (``core.pipeline``), at the plan's context. The replica admits what its fewest-token stage
+        admits: vLLM V1 profiles each worker's own stage and gives every worker the fewest blocks any reports
+        (``vllm/v1/core/kv_cache_utils.py``, ``get_kv_cache_configs``)."""
         model, deployment, tp = self.model, self.deployment, self.tp
         found: list[StageMemory] = []
         seen: list[tuple[tuple[bool, bool, ModelSpec], StageMemory]] = []
         for s in range(self.pp):
-            layout = stage_layout(model, self.pp, s)
+            layout = stage_layout(model, self.pp, s, self.split)
             layers = stage_model(model, layout)
             key = (layout.embedding, layout.head, layers)
             same = next((memory for other, memory in seen if other == key), None)

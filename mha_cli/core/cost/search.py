@@ -1,9 +1,10 @@
 """``mha plan`` without ``--tp``/``--pp``: every deployment of the target's devices, the Pareto front, the pick.
 
 The layouts: every tensor-parallel degree tp and pipeline depth pp with tp x pp dividing the devices, tp sharding
-the model (heads and widths) and pp dividing its layers; the rest of the devices are data-parallel replicas. An MoE
-model's replicas share its routed experts under vLLM and SGLang (``core.memory.expert_layout``), and each layout is
-also tried with expert parallelism (whole experts per rank, ``--enable-expert-parallel``): on a layout with replicas
+the model (heads and widths) and pp at most its layers (split as the engine splits them, ``core.pipeline``); the
+rest of the devices are data-parallel replicas. An MoE model's replicas share its routed experts under vLLM and
+SGLang (``core.memory.expert_layout``), and each layout is also tried with expert parallelism (whole experts per
+rank, ``--enable-expert-parallel``): on a layout with replicas
 (one stage), as DP attention (``core.dp_attention``: each replica caches its own requests, the experts reached by
 the engine's default gather and scatter, or DeepEP's all-to-all with ``--moe-a2a-backend deepep``). Each
 layout whose engine starts is priced (``core.cost.plan``) at the concurrency asked, at the load an arrival ``rate``
@@ -100,16 +101,17 @@ class SearchResult(Record):
 
 
 def layouts(model: ModelSpec, n_devices: int, devices_per_node: int | None = None) -> list[tuple[int, int]]:
-    """(tp, pp) pairs with tp x pp dividing the devices, tp sharding the model, pp dividing its layers; on several
-    nodes of ``devices_per_node``, tp dividing a node's devices (a tensor-parallel group never spans nodes: its
-    all-reduces would run on the scale-out link; ask for one with --tp)."""
+    """(tp, pp) pairs with tp x pp dividing the devices, tp sharding the model, pp at most its layers (the engines
+    split layers pp does not divide unevenly: ``core.pipeline.stage_sizes``); on several nodes of
+    ``devices_per_node``, tp dividing a node's devices (a tensor-parallel group never spans nodes: its all-reduces
+    would run on the scale-out link; ask for one with --tp)."""
     found = []
     per_node = devices_per_node or n_devices
     for tp in range(1, n_devices + 1):
         if n_devices % tp or per_node % tp or tp_shard_problem(model, tp) is not None:
             continue
         for pp in range(1, n_devices // tp + 1):
-            if (n_devices // tp) % pp == 0 and model.n_layers % pp == 0:
+            if (n_devices // tp) % pp == 0 and pp <= model.n_layers:
                 found.append((tp, pp))
     return found
 

@@ -24,8 +24,8 @@ from mha_cli.core.cost.work import (
     prefill_shape,
     sequence_ops,
 )
-from mha_cli.core.pipeline import stage_layout, stage_model
-from mha_cli.core.schemas import MlaCacheMode, ModelSpec, SpeculativeSpec
+from mha_cli.core.pipeline import DEFAULT_SPLIT, stage_layouts, stage_model
+from mha_cli.core.schemas import EngineName, MlaCacheMode, ModelSpec, SpeculativeSpec
 from mha_cli.core.tensor_parallel import ExpertLayout
 
 if TYPE_CHECKING:
@@ -70,6 +70,8 @@ class ServingCase(NamedTuple):
     """Several nodes (``core.cost.nodes``): how many devices each holds and the link between them; None: one node."""
     host_kv_cache: bool = False
     """A host tier behind the KV cache (``--kv-offload-gib``; SGLang's hierarchical cache)."""
+    pp_split: EngineName = DEFAULT_SPLIT
+    """Whose split of the layers into ``pp`` stages (``core.pipeline.stage_sizes``): the serving engine's."""
     drafts_for: str | None = None
     """A drafter's own case (``core.cost.speculative.draft_stepper``): the speculative method it drafts for."""
 
@@ -84,9 +86,10 @@ class Stepper:
 
     def __init__(self, case: ServingCase, profile: DeviceProfile) -> None:
         self.case, self.profile = case, profile
-        # core.pipeline's layout: each stage its own layers (an MoE model's dense layers on the first)
+        # core.pipeline's layout as the engine splits it: each stage its own layers (an MoE model's dense layers on the
+        # first); uneven stages differ, and the simulated loop's slowest stage paces it (core.serve.pipelined)
         self.stages = [case.model] if case.pp == 1 else [
-            stage_model(case.model, stage_layout(case.model, case.pp, s)) for s in range(case.pp)
+            stage_model(case.model, layout) for layout in stage_layouts(case.model, case.pp, case.pp_split)
         ]  # fmt: skip
         self._same = [next(j for j in range(i + 1) if self.stages[j] == stage) for i, stage in enumerate(self.stages)]
         """Each stage's first equal stage, whose operations it shares."""
