@@ -227,7 +227,8 @@ def test_the_memory_fraction_priced_goes_on_the_priced_engines_lines_only(
     result = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--closed-form",
                                  "--engine", engine, *fraction, "--json"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    launch = json.loads(result.output)["launch"]
+    plan = json.loads(result.output)
+    launch = plan["launch"]
 
     def value(line, flag):
         words = shlex.split(line)
@@ -235,6 +236,9 @@ def test_the_memory_fraction_priced_goes_on_the_priced_engines_lines_only(
 
     assert {value(line, "--gpu-memory-utilization") for line in launch["vllm"].splitlines()[:-1]} == {vllm_fraction}
     assert {value(line, "--mem-fraction-static") for line in launch["sglang"].splitlines()[:-1]} == {sglang_fraction}
+    # priced on TensorRT-LLM's rules, the plan writes no trtllm line and says so
+    assert ("no trtllm line: TensorRT-LLM's own disaggregated serving" in plan["launch_note"]) == (engine == "trtllm")
+    assert set(launch) == {"vllm", "sglang"}
 
 
 @pytest.mark.parametrize(

@@ -204,6 +204,11 @@ NODES_NOTE = (
 )
 
 
+TRTLLM_NOT_WRITTEN = (
+    "no trtllm line: TensorRT-LLM's own disaggregated serving (trtllm-serve disaggregated over context and generation"
+    " servers, nvidia.github.io/TensorRT-LLM/features/disagg-serving.html) is not written; the vllm and sglang lines"
+    " run this split, each engine sizing its pool by its own rules (the plan's are TensorRT-LLM's)"
+)
 OLD_VLLM_DEEPEP = (
     "vLLM before 0.11.1 takes DeepEP from the environment, not --all2all-backend: VLLM_ALL2ALL_BACKEND="
     "deepep_high_throughput on the prefill lines, deepep_low_latency on the decode lines (vllm-project/vllm#26732)"
@@ -252,6 +257,7 @@ def disaggregated_with_launch(
         [
             LAUNCH_NOTE.format(engines=engines),
             *nodes,
+            *([TRTLLM_NOT_WRITTEN] if deployment.engine == "trtllm" else []),
             *old_vllm,
             *([served.note] if served.note else []),
             *left_out,
