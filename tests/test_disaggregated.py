@@ -211,6 +211,37 @@ def test_launch_lines_carry_the_budget_and_the_cache_the_workers_were_priced_wit
 
 
 @pytest.mark.parametrize(
+    ("engine", "fraction", "vllm_fraction", "sglang_fraction"),
+    [
+        ("vllm", ["--gpu-memory-utilization", "0.8"], "0.8", None),
+        ("sglang", ["--mem-fraction-static", "0.5"], None, "0.5"),
+        ("trtllm", ["--free-gpu-memory-fraction", "0.5"], None, None),  # of the memory free, not of the total
+    ],
+)
+def test_the_memory_fraction_priced_goes_on_the_priced_engines_lines_only(
+    engine, fraction, vllm_fraction, sglang_fraction
+):
+    """vLLM's --gpu-memory-utilization is of the whole device, SGLang's --mem-fraction-static sizes its own pool and
+    TensorRT-LLM's fraction is of the memory left after the weights: one engine's figure on another's line would start
+    another pool (the aggregated lines likewise, ``search.launch_commands``)."""
+    result = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--closed-form",
+                                 "--engine", engine, *fraction, "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    launch = plan["launch"]
+
+    def value(line, flag):
+        words = shlex.split(line)
+        return words[words.index(flag) + 1] if flag in words else None
+
+    assert {value(line, "--gpu-memory-utilization") for line in launch["vllm"].splitlines()[:-1]} == {vllm_fraction}
+    assert {value(line, "--mem-fraction-static") for line in launch["sglang"].splitlines()[:-1]} == {sglang_fraction}
+    # priced on TensorRT-LLM's rules, the plan writes no trtllm line and says so
+    assert ("no trtllm line: TensorRT-LLM's own disaggregated serving" in plan["launch_note"]) == (engine == "trtllm")
+    assert set(launch) == {"vllm", "sglang"}
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--target", "1xh100", "--disaggregated"], "needs 2 or more GPUs"),

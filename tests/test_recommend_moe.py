@@ -162,3 +162,15 @@ def test_mha008_under_a_fixed_width_does_not_claim_a_depth():
     result = rec(params="50B", active_params="6.25B", d_model=4096)
     message = next(entry.message for entry in result.trace if entry.id == "MHA008")
     assert "depth" not in message and "64 query heads" in message
+
+
+def test_the_memory_line_names_the_layout_as_kv_does(cli):
+    """8 x H20 holding a 235B MoE: the 8 devices are one server's DP-attention ranks sharing the experts, not 8
+    replicas each holding 219 GiB of weights (``mha kv``'s memory plan says the same of the same design)."""
+    args = ["--params", "235B", "--active-params", "22B", "--experts", "128", "--top-k", "8", "--seq", "128k",
+            "--target", "8xh20", "--kv-dtype", "fp8", "--weight-dtype", "fp8"]  # fmt: skip
+    data = cli.json("recommend", *args)["memory"]
+    assert (data["tp"], data["replicas"], data["expert_ranks"]) == (1, 8, 8)
+    shown = " ".join(cli.run("recommend", *args).stdout.split())
+    assert "one server of 8 GPUs, 8 DP-attention ranks of tp 1; each device holds all 128 experts at 1/8" in shown
+    assert "tp 1 x 8 replicas" not in shown

@@ -76,6 +76,20 @@ def test_a_count_in_front_multiplies_the_file_unless_the_whole_name_is_a_file(tm
     assert (resolve_target("4xgpu.yaml").n_devices, resolve_target("4xgpu.yaml").target.id) == (1, "4xgpu.yaml")
 
 
+def test_nodes_x_devices_in_front_of_a_file_as_its_node_note_writes_them(tmp_path, monkeypatch):
+    """``16xgpu.yaml``'s note says it is read as ``2x8xgpu.yaml``: that spelling resolves to the same 2 nodes of 8."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gpu.yaml").write_text(yaml.safe_dump(H100))
+    sixteen = resolve_target("16xgpu.yaml")
+    assert "(2x8xgpu.yaml)" in sixteen.node_note
+    nodes = resolve_target("2x8xgpu.yaml")
+    assert (nodes.n_devices, nodes.node_size, nodes.target.id) == (16, 8, "gpu.yaml")
+    assert (sixteen.n_devices, sixteen.node_size) == (16, 8)
+    assert (resolve_target("2x4xgpu.yaml").n_devices, resolve_target("2x4xgpu.yaml").node_size) == (8, 4)
+    (tmp_path / "8xgpu.yaml").write_text(yaml.safe_dump(H100))  # the rest from a count names a file: that file
+    assert (resolve_target("2x8xgpu.yaml").n_devices, resolve_target("2x8xgpu.yaml").target.id) == (2, "8xgpu.yaml")
+
+
 def test_a_way_out_names_the_file_and_fits_when_run(cli, h100_file):
     ways = cli.json("kv", "llama-3.1-70b", "--target", h100_file)["ways_out"]
     assert ways and ways[0]["change"] == f"--target 4x{h100_file}"

@@ -179,17 +179,23 @@ def kv_table(
     return table
 
 
+def layout_words(plan: MemoryPlan) -> str:
+    """The layout ``plan`` prices: one server's DP-attention ranks, or tp x replicas; for MoE the experts a device
+    holds (which the weights per device count)."""
+    if plan.dp_attention:
+        layout = f"one server of {plan.n_devices} GPUs, {plan.replicas} DP-attention ranks of tp {plan.tp}"
+    else:
+        layout = f"tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
+    if plan.expert_ranks is not None and plan.expert_ranks > 1:
+        layout += f"; each device holds {plan.experts_per_device}"
+    return layout
+
+
 def memory_table(plan: MemoryPlan) -> Table:
     """The engine's budget on one device, line by line with where each figure comes from, then its KV pool."""
     engine = plan.engine
     devices = f"{plan.n_devices} x " if plan.n_devices > 1 else ""
-    layout = ""
-    if plan.dp_attention:
-        layout = f": one server of {plan.n_devices} GPUs, {plan.replicas} DP-attention ranks of tp {plan.tp}"
-    elif plan.n_devices > 1:
-        layout = f": tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
-    if plan.expert_ranks is not None and plan.expert_ranks > 1:  # which experts the weights line counts
-        layout += f"; each device holds {plan.experts_per_device}"
+    layout = f": {layout_words(plan)}" if plan.dp_attention or plan.n_devices > 1 else ""
     table = Table(
         title=f"Memory plan ({ENGINE_TITLES[engine.name]}) on {devices}{plan.target_name}{layout}", title_justify="left"
     )

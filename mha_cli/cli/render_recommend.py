@@ -10,6 +10,7 @@ from mha_cli.cli.render import (
     bytes_cell,
     count_cell,
     kv_table,
+    layout_words,
     model_table,
     print_assumptions,
     print_engine_plan,
@@ -59,9 +60,9 @@ def render_summary(console: Console, result: RecommendResult) -> None:
     plan = result.memory
     if plan is not None:
         verdict = "[green]fits[/green]" if plan.fits else "[bold red]DOES NOT FIT[/bold red]"
-        layout = f"tp {plan.tp}" + (f" x {plan.replicas} replicas" if plan.replicas > 1 else "")
         console.print(
-            f"[bold]memory[/bold]  {plan.engine.name} on {plan.n_devices} x {plan.target_name} ({layout}): weights"
+            f"[bold]memory[/bold]  {plan.engine.name} on {plan.n_devices} x {plan.target_name}"
+            f" ({escape(layout_words(plan))}): weights"
             f" {format_bytes(plan.weight_bytes_per_device)} + cache {format_bytes(plan.kv_bytes_per_device)} per"
             f" device; {counted(plan.max_sequences, 'sequence')} of this length at once: {verdict}"
         )

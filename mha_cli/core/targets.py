@@ -272,19 +272,20 @@ def _device_count(match: re.Match[str], spec: str) -> int:
 
 
 def _file_target(spec: str, text: str) -> ResolvedTarget:
-    """A target file, with a device count in front unless the whole text names a file (``4xgpu.yaml`` that exists)."""
+    """A target file, with a device count (``4xgpu.yaml``) or nodes x devices per node (``2x8xgpu.yaml``, as an id
+    takes them) in front, each read as a count unless the rest from it names a file (``4xgpu.yaml`` that exists)."""
     import os
 
     from mha_cli.core.target_file import read_target_file
 
     if len(text) > PATH_MAX:
         raise BadInputError(f"target file {shown(spec)} is too long to be a path")
-    match = _MULTI.fullmatch(text)
-    path, n_devices = text, 1
-    if match and not os.path.isfile(text):
-        path, n_devices = match.group(2).strip(), _device_count(match, spec)
+    path, counts = text, []
+    while len(counts) < 2 and not os.path.isfile(path) and (match := _MULTI.fullmatch(path)):
+        counts.append(_device_count(match, spec))
+        path = match.group(2).strip()
     target = Target(**read_target_file(path).target_fields(path))
-    return _with_nodes(ResolvedTarget(spec=spec, target=target), [n_devices])
+    return _with_nodes(ResolvedTarget(spec=spec, target=target), counts)
 
 
 def resolve_target_like(spec: str, current: ResolvedTarget) -> ResolvedTarget:

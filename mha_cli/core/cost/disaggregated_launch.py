@@ -125,8 +125,9 @@ def disaggregated_launch(
     plan: DisaggregatedPlan, split: Split, served: ServedModel, deployment: DeploymentSpec, *, utilisation: float
 ) -> dict[str, str]:
     """The ``vllm`` and ``sglang`` lines of ``split`` (one command a line): ``utilisation`` the engine's memory
-    fraction priced (SGLang's ``--mem-fraction-static`` when its rules priced it), the decode workers' running cap
-    the largest batch whose step meets --itl-ms."""
+    fraction priced, on the priced engine's line only (vLLM's ``--gpu-memory-utilization``, SGLang's
+    ``--mem-fraction-static``; TensorRT-LLM's free fraction is neither's, as ``search.launch_commands`` writes them),
+    the decode workers' running cap the largest batch whose step meets --itl-ms."""
     context = str(plan.isl + plan.osl)
     model = served.model
     sglang_generation = deployment.engine_generation if deployment.engine == "sglang" else None
@@ -139,6 +140,8 @@ def disaggregated_launch(
     budget = {(worker.tp, worker.dp): str(worker.chunk_tokens) for worker in plan.prefill}
     roles = [("prefill", i, split.prefill) for i in range(split.prefill_workers)]
     roles += [("decode", i, split.decode) for i in range(split.decode_workers)]
+    # the fraction priced goes on the priced engine's line only: another engine's fraction sizes another pool
+    vllm_fraction = ["--gpu-memory-utilization", f"{utilisation:g}"] if plan.engine == "vllm" else []
     vllm, sglang = [], []
     prefill_urls, decode_urls, prefill_ports, decode_ports, prefill_hosts, decode_hosts = [], [], [], [], [], []
     per_node = plan.devices_per_node
@@ -154,7 +157,7 @@ def disaggregated_launch(
         running = [] if is_prefill else ["--max-num-seqs", running_cap]
         step = budget[layout.tp, layout.dp]
         words = ["vllm", "serve", model, "--port", str(port), *_parallel_flags(layout, role, sglang=False),
-                 "--max-model-len", context, "--gpu-memory-utilization", f"{utilisation:g}", *running,
+                 "--max-model-len", context, *vllm_fraction, *running,
                  "--max-num-batched-tokens", step, *_format_flags(deployment, served, sglang=False),
                  "--kv-transfer-config", NIXL_CONFIG]  # fmt: skip
         for rank, line in enumerate(_per_node(words, layout, node, per_node, sglang=False)):
@@ -201,6 +204,11 @@ NODES_NOTE = (
 )
 
 
+TRTLLM_NOT_WRITTEN = (
+    "no trtllm line: TensorRT-LLM's own disaggregated serving (trtllm-serve disaggregated over context and generation"
+    " servers, nvidia.github.io/TensorRT-LLM/features/disagg-serving.html) is not written; the vllm and sglang lines"
+    " run this split, each engine sizing its pool by its own rules (the plan's are TensorRT-LLM's)"
+)
 OLD_VLLM_DEEPEP = (
     "vLLM before 0.11.1 takes DeepEP from the environment, not --all2all-backend: VLLM_ALL2ALL_BACKEND="
     "deepep_high_throughput on the prefill lines, deepep_low_latency on the decode lines (vllm-project/vllm#26732)"
@@ -249,6 +257,7 @@ def disaggregated_with_launch(
         [
             LAUNCH_NOTE.format(engines=engines),
             *nodes,
+            *([TRTLLM_NOT_WRITTEN] if deployment.engine == "trtllm" else []),
             *old_vllm,
             *([served.note] if served.note else []),
             *left_out,
