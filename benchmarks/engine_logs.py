@@ -42,8 +42,8 @@ import yaml
 from mha_cli.core.engine.generations import BY_ID
 from mha_cli.core.engine.pages import VLLM_0_21_RULES, paged_pool, vllm_block_size, vllm_state_bytes
 from mha_cli.core.engine.plan import plan_engine
-from mha_cli.core.engine.release_numbers import release_key
 from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import DeploymentSpec
@@ -321,18 +321,10 @@ def _page_rules(log: dict[str, Any], model, kv, per_layer: int, block: int) -> d
     return {"block_size": raised, "rules": VLLM_0_21_RULES, "in_flight_batches": 2}
 
 
-SGLANG_PAGE_PADDING_FROM = release_key("0.4.4")
-"""The first SGLang release whose ``MHATokenToKVPool._create_buffers`` sizes each layer's K and V buffers
-``self.size + self.page_size`` (read in the 0.4.4 wheel; 0.4.0-0.4.3.post4 have no page size and pad ``self.size +
-1``; every later wheel read, 0.4.5-0.5.23, pads by the page)."""
-
-
 def sglang_padding_slots(log: dict[str, Any]) -> int:
-    """The slots SGLang's pool holds beyond its tokens: a page (the log's ``block_size``, SGLang's page_size, 1 by
-    default) from 0.4.4, one slot before."""
-    if release_key(log["version"]) < SGLANG_PAGE_PADDING_FROM:
-        return 1
-    return log.get("block_size") or 1
+    """The slots SGLang's pool holds beyond its tokens for the log's release and page (its ``block_size``, SGLang's
+    page_size, 1 by default): ``core.engine.sglang_padding``."""
+    return padding_slots(log.get("block_size") or 1, log["version"])
 
 
 def per_token_tokens(log: dict[str, Any]) -> list[int] | None:

@@ -72,6 +72,7 @@ from mha_cli.core.engine.settings import (
     GIB,
     EngineSettings,
 )  # fmt: skip
+from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_running import RunningLimit, running_limit, running_release
 from mha_cli.core.engine.sglang_state_pool import StatePool, priced_here, state_pool
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
@@ -645,7 +646,8 @@ def _sglang(inputs: _Inputs) -> _Pool:
     refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
     if state_refusal is not None:
         refusal = state_refusal
-    per_half = (tokens + settings.block_size) * kv.bytes_per_token_per_rank // 2 / GIB  # K or V, with its padding slots
+    padding = padding_slots(settings.block_size, settings.engine_version)  # a page from 0.4.4, one slot before
+    per_half = (tokens + padding) * kv.bytes_per_token_per_rank // 2 / GIB  # K or V, with its padding slots
     allocated = (
         f"KV Cache is allocated. #tokens: {tokens}, KV size: {2 * per_half:.2f} GB"
         if inputs.model.attention.mla is not None
