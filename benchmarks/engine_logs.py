@@ -86,7 +86,9 @@ WHY: dict[int, str] = {
     " dequantisation). 0.22.1's V1 runner measures that estimate (`v1/worker/gpu_model_runner.py`"
     " `profile_cudagraph_memory`: the free-memory drop of the first capture of each mode, its warm-up `_dummy_run` on the"
     " capture stream included, plus (graphs - 1) x the second's); the 0.31 GiB the plan does not have is in that first"
-    " capture, which the source does not size term by term",
+    " capture, which the source does not size term by term. Of the 0.95 GiB"
+    " between the two: weights 0.10, graphs 0.31, and 0.54 more activation and non-torch memory than the plan's 0.67"
+    " (0.42 + 0.25)",
     705: "the log's own figures: 49.28 GiB used outside torch during profiling (49.78 already after the weights),"
     " where the plan charges 0.25 GiB of non-torch memory. On the GB10 the device is the host's unified memory, so"
     " the free memory TensorRT-LLM measures falls with everything the host holds (the OS, other processes, the page"
