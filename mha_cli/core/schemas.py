@@ -1201,6 +1201,11 @@ class DeploymentSpec(_Strict):
     vllm_sampler: Literal["torch-sort", "flashinfer", "triton"] | None = None
     """vLLM: the top-k/top-p sampler its profiling run exercises (``core.engine.sampler``), as its log names it
     (``Using FlashInfer for top-p & top-k sampling``); None: the release's default."""
+    vllm_awq_kernel: Literal["awq", "awq_marlin"] | None = None
+    """vLLM: the kernel an AWQ checkpoint runs, as its log names it: ``awq`` (``AWQLinearMethod``, which dequantizes a
+    layer's weight to fp16 for batches of 256 tokens or more: ``core.engine.activation``) where ``--quantization awq``
+    is given explicitly in 0.22.1 (``awq_marlin.py`` ``override_quantization_method``: "forcing awq"); None or
+    ``awq_marlin``: vLLM's own choice on CUDA, Marlin, priced as the packed weights alone."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
     """Share of device memory the engine may use: vLLM's ``gpu_memory_utilization`` (default 0.9), SGLang's
     ``mem_fraction_static`` (default from the GPU's size), TRT-LLM's ``free_gpu_memory_fraction`` (default 0.9,
@@ -1236,6 +1241,15 @@ class DeploymentSpec(_Strict):
     def _vllm_sampler_is_vllms(self) -> "DeploymentSpec":
         if self.vllm_sampler is not None and self.engine not in (None, "vllm"):
             raise ValueError(f"vllm_sampler is vLLM's profiling sampler: {self.engine} has none; drop it")
+        return self
+
+    @model_validator(mode="after")
+    def _vllm_awq_kernel_is_for_awq(self) -> "DeploymentSpec":
+        if self.vllm_awq_kernel is not None and (self.engine not in (None, "vllm") or self.weight_dtype != "awq"):
+            raise ValueError(
+                f"vllm_awq_kernel is vLLM's kernel for AWQ weights: not for {self.engine or 'vllm'} with"
+                f" {self.weight_dtype} weights; drop it"
+            )
         return self
 
     kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=1 << 50)] | None = None

@@ -15,6 +15,15 @@ and subtracts the torch peak of the two from the budget. What we count, per rank
   top-k experts of every token, or q/k/v. It is the smaller of the two except with small vocabularies, and an
   estimate (vLLM's attention workspaces are not counted); logs put it 0.3 GiB above this for Llama-3.1-8B.
 Every value is in the model's activation dtype (2 B), logits in fp32.
+
+vLLM's unfused AWQ kernel (``AWQLinearMethod.apply``, ``model_executor/layers/quantization/awq.py``, read in the
+0.22.1 wheel; 0.27.1's ``auto_awq.py`` ``AutoAWQLinearMethod.apply`` keeps the same branch) dequantizes a layer's
+whole weight to fp16 (``ops.awq_dequantize``) and multiplies with ``torch.matmul`` when a batch holds 256 tokens or
+more (``FP16_MATMUL_HEURISTIC_CONDITION``), as the profiling run's does. The copy is a temporary of that one call: it
+is live with the layer's input and output, one linear layer at a time. ``awq_dequant_peak_bytes`` prices the largest
+such moment: over the attention and dense-MLP projections, the fp16 weight (in x out) plus the residual stream, the
+input and the output over the batch's tokens. Which runs is vLLM's choice (``core.engine.settings``,
+``EngineSettings.awq_dequantizes``): AWQ Marlin on CUDA unless the kernel is forced.
 """
 
 from __future__ import annotations
@@ -42,6 +51,32 @@ def forward_peak_bytes(model: ModelSpec, *, tokens: int, tp: int) -> int:
     kv_heads = max(1, model.attention.n_kv_heads // tp)
     widths.append((heads + 2 * kv_heads) * model.attention.head_dim)
     return tokens * ACTIVATION_BYTES * (2 * model.d_model + max(widths))
+
+
+AWQ_DEQUANT_FROM_TOKENS = 256
+"""``AWQLinearMethod.apply`` dequantizes to fp16 from this many tokens in a batch (vLLM 0.22.1)."""
+
+
+def awq_dequant_peak_bytes(model: ModelSpec, *, tokens: int, tp: int) -> int:
+    """Bytes live while vLLM's unfused AWQ kernel runs its widest projection over ``tokens`` tokens on one rank: the
+    weight dequantized to fp16 (in x out x 2 B) plus the residual, the input and the output; 0 below 256 tokens,
+    where ``awq_gemm`` multiplies the packed weight. An MoE layer's experts run AWQ's fused MoE method: not counted."""
+    if tokens < AWQ_DEQUANT_FROM_TOKENS:
+        return 0
+    d_model, attention = model.d_model, model.attention
+    heads, kv_heads = attention.n_heads // tp, max(1, attention.n_kv_heads // tp)
+    projections = [  # (in, out) of each column- or row-parallel projection on this rank
+        (d_model, (heads + 2 * kv_heads) * attention.head_dim),  # the merged q/k/v
+        (heads * attention.head_dim, d_model),  # o_proj
+    ]
+    if model.block.moe is None:
+        width = model.block.d_ff // tp
+        up = 2 * width if model.block.mlp == "gated" else width  # the merged gate/up of a gated MLP
+        projections += [(d_model, up), (width, d_model)]
+    return max(
+        n_in * n_out * ACTIVATION_BYTES + tokens * ACTIVATION_BYTES * (d_model + n_in + n_out)
+        for n_in, n_out in projections
+    )
 
 
 def profile_peak_bytes(

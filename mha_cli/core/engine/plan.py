@@ -32,7 +32,13 @@ from typing import NamedTuple
 
 from pydantic import NonNegativeInt
 
-from mha_cli.core.engine.activation import ACTIVATION_BYTES, forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
+from mha_cli.core.engine.activation import (
+    ACTIVATION_BYTES,
+    awq_dequant_peak_bytes,
+    forward_peak_bytes,
+    profile_peak_bytes,
+    sampler_peak_bytes,
+)
 from mha_cli.core.engine.cuda_graphs import (
     DRAFTER_GRAPHS_NOTE,
     NO_GRAPHS_NOTE,
@@ -66,6 +72,7 @@ from mha_cli.core.engine.settings import (
     GIB,
     EngineSettings,
 )  # fmt: skip
+from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_running import RunningLimit, running_limit, running_release
 from mha_cli.core.engine.sglang_state_pool import StatePool, priced_here, state_pool
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
@@ -179,10 +186,14 @@ KV_FORMATS = {"vllm": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"), "sglang": (
 
 
 def _activation_how(model: ModelSpec, settings: EngineSettings, tp: int) -> str:
-    """Which of the profiling run's two peaks the activation line is (``core.engine.activation``)."""
+    """Which of the profiling run's peaks the activation line is (``core.engine.activation``)."""
     tokens, rows = settings.max_num_batched_tokens, min(settings.max_num_seqs, settings.max_num_batched_tokens)
     sampler = sampler_peak_bytes(model, max_num_batched_tokens=tokens, max_num_seqs=rows, sampler=settings.sampler)
-    if sampler >= forward_peak_bytes(model, tokens=tokens, tp=tp):
+    forward = forward_peak_bytes(model, tokens=tokens, tp=tp)
+    dequant = awq_dequant_peak_bytes(model, tokens=tokens, tp=tp) if settings.awq_dequantizes else 0
+    if dequant > max(sampler, forward):
+        return f"forward over {tokens} tokens, its widest AWQ projection dequantized to fp16 (AWQLinearMethod)"
+    if sampler >= forward:
         per_logit = bytes_per_logit(settings.sampler, rows, ACTIVATION_BYTES)
         return f"sampler ({settings.sampler}): {rows} rows x {model.embeddings.vocab_size:,} logits x {per_logit} B"
     return f"forward over {tokens} tokens (widest layer)"
@@ -635,7 +646,8 @@ def _sglang(inputs: _Inputs) -> _Pool:
     refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
     if state_refusal is not None:
         refusal = state_refusal
-    per_half = (tokens + settings.block_size) * kv.bytes_per_token_per_rank // 2 / GIB  # K or V, with its padding slots
+    padding = padding_slots(settings.block_size, settings.engine_version)  # a page from 0.4.4, one slot before
+    per_half = (tokens + padding) * kv.bytes_per_token_per_rank // 2 / GIB  # K or V, with its padding slots
     allocated = (
         f"KV Cache is allocated. #tokens: {tokens}, KV size: {2 * per_half:.2f} GB"
         if inputs.model.attention.mla is not None
@@ -799,6 +811,9 @@ def plan_engine(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=rows, tp=kv.tp,
         sampler=settings.sampler,
     )  # fmt: skip
+    if settings.awq_dequantizes:  # vLLM's unfused AWQ kernel holds a layer's weight in fp16 during the run
+        tokens = settings.max_num_batched_tokens
+        activation = max(activation, awq_dequant_peak_bytes(model, tokens=tokens, tp=kv.tp))
     if settings.generation == "trtllm-cpp":  # no profiling run: the engine's forward; its sampler is the decoder line
         activation = forward_peak_bytes(model, tokens=settings.max_num_batched_tokens, tp=kv.tp)
     elif settings.generation == "trtllm-pytorch":  # its dummy requests: a forward and a handful of logit rows
