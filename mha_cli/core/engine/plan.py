@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 from pydantic import Field, NonNegativeInt
 
+from mha_cli.core.byte_units import GIB
 from mha_cli.core.engine.activation import ACTIVATION_BYTES, forward_peak_bytes, profile_peak_bytes, sampler_peak_bytes
 from mha_cli.core.engine.cuda_graphs import (
     DRAFTER_GRAPHS_NOTE,
@@ -63,7 +64,6 @@ from mha_cli.core.engine.rope_cache import SGLANG_BYTES_PER_VALUE, rope_cache_by
 from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import (
     CUDA_GRAPH_ESTIMATE,
-    GIB,
     EngineSettings,
 )  # fmt: skip
 from mha_cli.core.engine.sglang_running import RunningLimit, running_limit, running_release
