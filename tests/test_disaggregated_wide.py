@@ -13,6 +13,7 @@ from mha_cli.core.cost.disaggregated import request_transfer, split_rates, worke
 from mha_cli.core.cost.disaggregated_layouts import WorkerLayout, nodes_used, placements, worker_layouts
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.errors import EngineRefusedError
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
 
@@ -112,6 +113,25 @@ def test_deepseek_on_two_h100_nodes_is_refused_in_one_line():
     text = " ".join(result.output.split())
     assert "no worker of deepseek-v3 starts on 2x8xh100 (workers of up to 8 GPUs" in text
     assert "tp8" in text and "dp8" in text and "would not start" in text
+    # every layout the weights stop is named in one reason, with no layout's own bytes (EngineRefusedError.reason)
+    assert (
+        "tp1, tp2, tp4, tp8, dp2, dp4, dp8: no worker (vllm would not start: torch.OutOfMemoryError: CUDA out of memory"
+        " while loading the weights (a rank's weights exceed the device's 79.19 GiB): add GPUs (tp, pp, dp) or a"
+        " smaller weight format); give more nodes (NODESx8xh100-sxm)"
+    ) in text
+
+
+def test_weights_overflow_error_carries_the_figure_free_reason():
+    model, target, deployment, profiles = _deepseek("2x8xh100")
+    with pytest.raises(EngineRefusedError) as raised:
+        worker_steps(model, target, deployment, profiles, WorkerLayout(8), isl=2000, osl=100)
+    # the message keeps this rank's bytes (the engine's words); the reason drops them, the device's kept
+    assert "while loading the weights (this rank's " in raised.value.message
+    assert "GiB exceed the device's 79.19 GiB)" in raised.value.message
+    assert raised.value.reason == (
+        "vllm would not start: torch.OutOfMemoryError: CUDA out of memory while loading the weights (a rank's weights"
+        " exceed the device's 79.19 GiB): add GPUs (tp, pp, dp) or a smaller weight format"
+    )
 
 
 @pytest.fixture(scope="module")

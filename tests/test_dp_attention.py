@@ -327,6 +327,25 @@ def test_check_names_the_dp_attention_ranks_a_smaller_tp_of_an_moe_model_runs(cl
     assert "--data-parallel-size 4" in said
 
 
+@pytest.mark.parametrize(
+    ("engine", "ranks", "flags"),
+    [
+        ("sglang@0.5.21", "2 DP-attention ranks of tp 4", ", run as python -m sglang.launch_server --tp-size 8 --dp-size 2 --enable-dp-attention;"),
+        ("sglang@0.5.22", "2 DP-attention ranks of tp 4", ", run as python -m sglang.launch_server --tp-size 8 --dp-size 1 --attn-dp-size 2;"),
+        ("sglang", "2 DP-attention ranks of tp 4", ", run as python -m sglang.launch_server --tp-size 8 --dp-size 1 --attn-dp-size 2;"),
+        ("vllm@0.8.3", "4 DP-attention ranks of tp 2", ", run as vllm serve --tensor-parallel-size 2 --data-parallel-size 4;"),
+        ("vllm@0.8.0", "4 DP-attention ranks of tp 2", " (no vllm line: vLLM 0.8.0 has no --data-parallel-size (first in 0.8.3"),
+    ],
+)  # fmt: skip
+def test_the_dp_attention_ranks_way_out_writes_the_flags_of_the_release_priced(cli, engine, ranks, flags):
+    """A smaller tp's way out on 8 GPUs runs DP-attention ranks sharing the experts: its flags in the form the
+    release priced takes, as the launch lines write them (core.engine.launch_forms): SGLang's --attn-dp-size from
+    0.5.22, --dp-size N --enable-dp-attention before it; vLLM's --data-parallel-size from 0.8.3, said missing before."""
+    report = cli.json("kv", V3, "--target", "8xh200", "--seq", "128K", "--batch", "16", "--engine", engine)
+    texts = [way["text"] for way in report["ways_out"] if "DP-attention ranks" in way["text"]]
+    assert len(texts) == 1 and f"{ranks} sharing the experts in one server{flags}" in texts[0]
+
+
 def test_check_and_recommend_never_print_dp_which_they_do_not_take(cli):
     recommend = cli.json("recommend", "--params", "671B", "--active-params", "37B", "--seq", "128K", "--batch", "32",
                          "--target", "8xh200", "--variant", "MLA")  # fmt: skip

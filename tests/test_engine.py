@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from mha_cli.core.byte_units import GIB
 from mha_cli.core.engine.activation import sampler_peak_bytes
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, NON_TORCH_TENSOR_PARALLEL
 from mha_cli.core.engine.pages import paged_pool
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import (
-    GIB,
     engine_name,
     resolve_settings,
     sglang_default_fraction,

@@ -140,3 +140,26 @@ def test_a_dense_gqa_model_keeps_blocks_of_16(cli):
     plan = cli.json("kv", str(CONFIGS / "llama-3.1-8b.json"), "--target", "b200", "--seq", "8192", "--kv-dtype", "fp8")
     assert plan["engine"]["block_size"] == 16
     assert not [note for note in plan["engine"]["notes"] if "runs this MLA model" in note]
+
+
+@pytest.mark.parametrize(
+    ("extra", "footprint", "pool"),
+    [  # vLLM 0.17 on Hopper: FlashMLA's 64 over the 16 asked; 0.34 keeps 16 (FLASH_ATTN_MLA takes it)
+        (("--engine", "vllm@0.17", "--block-size", "16"), "blocks of 16 as asked; vLLM allocates blocks of 64",
+         "0 blocks of 64"),
+        (("--block-size", "16"), "8,192 tokens, blocks of 16|", "0 blocks of 16"),
+        (("--engine", "vllm@0.17"), "61 layers x 8,192 tokens|", "0 blocks of 64"),
+    ],
+)  # fmt: skip
+def test_the_tables_name_the_block_the_engine_allocates(cli, extra, footprint, pool):
+    """DeepSeek-V3 on one H200 (its weights do not fit: no pool, but the block is settled all the same): the
+    footprint rounded to a --block-size says the engine's own where the engine forces another; the pool's line
+    names the engine's block."""
+    from mha_cli.cli.app import app
+
+    args = ["kv", str(CONFIGS / "deepseek-v3.json"), "--target", "h200", "--seq", "8192", *extra]
+    shown = cli.runner.invoke(app, args, env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    rows = ["|".join(" ".join(cell.split()) for cell in line.split("│")) for line in shown.stdout.splitlines()]
+    assert footprint in next(row for row in rows if "per sequence (8,192 tokens)" in row)
+    assert f"|{pool}|" in next(row for row in rows if "KV cache size (tokens)" in row)

@@ -98,3 +98,30 @@ def test_the_plan_prints_what_vllm_would_log_for_gemma4(cli, tmp_path):
     plan = cli.json("kv", str(path), "--target", "h100", "--seq", "8192")
     text = json.dumps(plan)
     assert "unify_kv_cache_spec_page_size" in text and "full layers 32 tokens a block" in text
+
+
+def _table_rows(cli, *args: str) -> list[str]:
+    """The rows of ``mha kv``'s tables, each cell's text joined by `|` (wide enough not to wrap a cell)."""
+    from mha_cli.cli.app import app
+
+    shown = cli.runner.invoke(app, ["kv", *args], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    return ["|".join(" ".join(cell.split()) for cell in line.split("│")) for line in shown.stdout.splitlines()]
+
+
+def test_the_tables_name_each_page_kind_s_block_where_vllm_raised_one(cli, tmp_path):
+    """gemma-4-31B on one H100 at 8,192 tokens: the pool's line and the allocation's name the full layers' 32-token
+    blocks beside the sliding layers' 16 (the groups' own sizes), not the base block alone; a --block-size 16 the
+    footprint is rounded to is said to be the one asked, the engine's named beside it."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TEXT_31B))
+    report = cli.json("kv", str(path), "--target", "h100", "--seq", "8192")
+    assert {(g["kind"], g["block_size"]) for g in report["memory"]["engine"]["groups"]} == {("sliding", 16),
+                                                                                            ("full", 32)}  # fmt: skip
+    per_kind = "16 (sliding layers), 32 (full layers)"
+    rows = _table_rows(cli, str(path), "--target", "h100", "--seq", "8192", "--block-size", "16")
+    pool = next(row for row in rows if "KV cache size (tokens)" in row)
+    assert f"blocks of {per_kind} x 6 groups of 10 layers" in pool
+    assert any(f"whole blocks of {per_kind}" in row for row in rows if "as allocated" in row)
+    footprint = next(row for row in rows if "per sequence (8,192 tokens)" in row)
+    assert footprint.endswith(f"blocks of 16 as asked; vLLM allocates blocks of {per_kind}|")

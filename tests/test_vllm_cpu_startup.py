@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mha_cli.core.byte_units import GIB
 from mha_cli.core.engine.pages import (
     VLLM_0_21_RULES,
     VLLM_V1_RULES,
@@ -18,7 +19,7 @@ from mha_cli.core.engine.pages import (
     vllm_state_bytes,
 )  # fmt: skip
 from mha_cli.core.engine.plan import plan_engine
-from mha_cli.core.engine.settings import GIB, resolve_settings
+from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec

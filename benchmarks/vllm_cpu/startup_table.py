@@ -12,9 +12,10 @@ import argparse
 import json
 from pathlib import Path
 
+from mha_cli.core.byte_units import GIB
 from mha_cli.core.engine.pages import VLLM_V1_RULES, paged_pool
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
-from mha_cli.core.engine.settings import GIB, resolve_settings
+from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import load_source

@@ -151,9 +151,8 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
     if memory is None:
         console.print(kv_table(report.kv))
     else:
-        console.print(
-            kv_table(report.kv, memory.replicas, memory.sequences_per_replica, dp_attention=memory.dp_attention)
-        )
+        shares = (memory.replicas, memory.sequences_per_replica)
+        console.print(kv_table(report.kv, *shares, dp_attention=memory.dp_attention, engine=memory.engine))
     weights = f"{count_cell(report.params.total)} parameters = {bytes_cell(report.weight_bytes)} in {report.deployment.weight_dtype}"
     if report.params.vision_tower:  # core.vision_tower: the encoder and projector, priced unquantised
         weights += f" (the vision tower and projector: {count_cell(report.params.vision_tower)}, not quantised)"

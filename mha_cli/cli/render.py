@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
@@ -115,11 +116,17 @@ def _shares(dp_attention: bool) -> str:
 
 
 def kv_table(
-    kv: KvFootprint, replicas: int = 1, sequences_per_replica: int | None = None, *, dp_attention: bool = False
+    kv: KvFootprint,
+    replicas: int = 1,
+    sequences_per_replica: int | None = None,
+    *,
+    dp_attention: bool = False,
+    engine: EnginePlan | None = None,
 ) -> Table:
     """Per layer, per token, per sequence, per batch; per rank under tensor parallelism. ``total_bytes`` is the whole
     batch at one tp rank's share of each sequence: with ``replicas`` > 1 the row says a device holds only
-    ``sequences_per_replica`` of it."""
+    ``sequences_per_replica`` of it. ``engine``: the memory plan's engine, whose blocks are named where they differ
+    from the ``--block-size`` the footprint is rounded to (an MLA kernel's forced block, Gemma 4's raised page)."""
     table = Table(title="KV cache", title_justify="left")
     table.add_column("scope")
     table.add_column("bytes", justify="right")
@@ -156,6 +163,8 @@ def kv_table(
     span = " + ".join(spans)
     if kv.block_size:
         span += f", blocks of {kv.block_size}"
+        if engine is not None and engine_blocks(engine) != str(kv.block_size):
+            span += f" as asked; {ENGINE_TITLES[engine.name]} allocates blocks of {engine_blocks(engine)}"
     if kv.n_state_layers:
         row("fixed state per sequence", kv.state_bytes_per_seq, "state_bytes_per_seq: does not grow with the context")
     row(f"per sequence ({kv.seq_len:,} tokens)", kv.bytes_per_sequence, span)
@@ -191,6 +200,15 @@ def layout_words(plan: MemoryPlan) -> str:
     return layout
 
 
+def engine_blocks(engine: EnginePlan) -> str:
+    """Tokens per block as the engine allocates them (``EnginePlan.block_size``, settled: an MLA kernel's forced
+    block), each page kind's where they differ (Gemma 4: vLLM raises the smaller page's block, ``KvGroup``)."""
+    sizes = {group.kind: group.block_size for group in engine.groups}
+    if len(set(sizes.values())) <= 1:
+        return str(engine.block_size)
+    return ", ".join(f"{size} ({kind} layers)" for kind, size in sizes.items())
+
+
 def memory_table(plan: MemoryPlan) -> Table:
     """The engine's budget on one device, line by line with where each figure comes from, then its KV pool."""
     engine = plan.engine
@@ -215,7 +233,7 @@ def memory_table(plan: MemoryPlan) -> Table:
     if allocated != plan.kv_bytes_per_device:  # whole blocks in every group, state pages: what headroom is against
         batch = "as allocated"
         table.add_row(
-            "  as allocated", f"{allocated:,}", format_bytes(allocated), f"whole blocks of {engine.block_size}"
+            "  as allocated", f"{allocated:,}", format_bytes(allocated), f"whole blocks of {engine_blocks(engine)}"
         )
     style = "green" if plan.fits else "bold red"
     if plan.headroom_bytes >= 0:
@@ -236,7 +254,7 @@ def memory_table(plan: MemoryPlan) -> Table:
             else "vLLM skips its estimate when the pool is set"
         )
         table.add_row("CUDA graphs (outside)", f"{graphs:,}", format_bytes(graphs), f"taken after the pool ({why})")
-    blocks = f"{engine.kv_blocks:,} blocks of {engine.block_size}"
+    blocks = f"{engine.kv_blocks:,} blocks of {engine_blocks(engine)}"
     if engine.layers_per_group and len(engine.groups) > 1:
         blocks += f" x {len(engine.groups)} groups of {engine.layers_per_group} layers"
     if engine.kv_bytes_per_token_per_rank:

@@ -36,6 +36,15 @@ class BadInputError(MhaError):
     exit_code = EXIT_BAD_INPUT
 
 
+class EngineRefusedError(BadInputError):
+    """The engine would not start on a layout: exit 2. ``reason`` is the message without the layout's own figures
+    (the weights' overflow names each layout's bytes a rank), the same for every layout one cause stops."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class OutOfMemoryError(MhaError):
     """The device has too little free memory for the request: exit 3."""
 

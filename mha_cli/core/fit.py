@@ -156,21 +156,30 @@ class RankedWay(NamedTuple):
     """(tp of a rank, ranks, cache format) when the data-parallel ranks share an MoE model's experts."""
 
 
-def shared_ranks_words(plan: MemoryPlan, engine: str | None) -> str | None:
+def shared_ranks_words(plan: MemoryPlan, deployment: DeploymentSpec) -> str | None:
     """``4 DP-attention ranks of tp 2 sharing the experts in one server, run as vllm serve --tensor-parallel-size 2
     --data-parallel-size 4`` when ``plan``'s replicas share the experts (``MemoryPlan.dp_attention``), else None:
     not ``--tp 2`` alone, which a reader would run as one server of tp 2 holding every expert. The flags are the
     engine's own (vLLM: "expert layers form a tensor parallel group of size DP x TP",
     docs/serving/data_parallel_deployment.md; SGLang counts every rank in --tp-size, server_args.py
-    ``enable_dp_attention``)."""
+    ``enable_dp_attention``), in the form of the release priced, as the launch lines write them
+    (``core.engine.launch_forms.fit_line``: SGLang's ``--dp-size 1 --attn-dp-size N`` from 0.5.22, ``--dp-size N
+    --enable-dp-attention`` before)."""
+    from mha_cli.core.engine.flags import release_meant
+    from mha_cli.core.engine.generations import BY_ID
+    from mha_cli.core.engine.launch_forms import fit_line
+
     if not plan.dp_attention:
         return None
-    ranks, tp = plan.replicas, plan.tp
+    ranks, tp, engine = plan.replicas, plan.tp, plan.engine.name
     if engine == "sglang":
-        flags = f"sglang.launch_server --tp-size {tp * ranks} --dp-size {ranks} --enable-dp-attention"
+        words = ["python", "-m", "sglang.launch_server", "--tp-size", str(tp * ranks), "--dp-size", "1",
+                 "--attn-dp-size", str(ranks)]  # fmt: skip
     else:
-        flags = f"vllm serve --tensor-parallel-size {tp} --data-parallel-size {ranks}"
-    return f"{ranks} DP-attention ranks of tp {tp} sharing the experts in one server, run as {flags}"
+        words = ["vllm", "serve", "--tensor-parallel-size", str(tp), "--data-parallel-size", str(ranks)]
+    fitted = fit_line(engine, release_meant(BY_ID[plan.engine.generation], deployment.engine_version), words)
+    run = f", run as {' '.join(fitted.words)}" if fitted.words is not None else f" ({fitted.note})"
+    return f"{ranks} DP-attention ranks of tp {tp} sharing the experts in one server{run}"
 
 
 def _smaller_split_that_fits(
@@ -182,7 +191,7 @@ def _smaller_split_that_fits(
     for tp in _smaller_tps(target, plan):
         smaller = _plan_with(model, target, deployment, tp)
         if smaller is not None and smaller.fits:
-            layout = shared_ranks_words(smaller, deployment.engine) or f"{smaller.replicas} data-parallel replicas"
+            layout = shared_ranks_words(smaller, deployment) or f"{smaller.replicas} data-parallel replicas"
             return RankedWay(
                 f"--tp {tp} ({layout}; each device caches only its"
                 f" {'rank' if smaller.dp_attention else 'replica'}'s sequences;"
@@ -246,7 +255,7 @@ def _capacity_pair_that_fits(
         tp = int(update.pop("tp", plan.tp))  # type: ignore[call-overload]
         together = _plan_with(model, target, deployment, tp, **update)
         if together is not None and together.fits:
-            layout = shared_ranks_words(together, deployment.engine)
+            layout = shared_ranks_words(together, deployment)
             return RankedWay(
                 f"{flag_a} {flag_b} (together: one alone is not enough;{f' {layout};' if layout else ''}"
                 f" {counted(together.max_sequences, 'sequence')} fit)",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import torch
 
+from mha_cli.core.byte_units import GIB
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.deployment import mixer_weights_note
 from mha_cli.core.errors import OutOfMemoryError
@@ -33,8 +34,6 @@ from mha_cli.verify.prediction import Prediction, active_profile, predict_stack
 from mha_cli.verify.rank import measure_rank
 from mha_cli.verify.report import MemoryPrecheck, RankResult, ScopeFigures, VerifyReport
 from mha_cli.verify.scopes import assemble, decode_bytes_read, state_bytes, token_bytes_per_layer
-
-GIB = 2**30
 
 
 def run_verify(

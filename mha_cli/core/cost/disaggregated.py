@@ -31,7 +31,6 @@ The search is closed form. Pure Python.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
@@ -50,7 +49,7 @@ from mha_cli.core.cost.kv_transfer import KvTransfer, kv_link, kv_transfer
 from mha_cli.core.cost.plan import LayoutPlans
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation
-from mha_cli.core.errors import BadInputError, MhaError
+from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -298,10 +297,10 @@ def plan_disaggregated(
     for layout in worker_layouts(model, deployment, target.n_devices, per_node):
         try:
             workers[layout] = worker_steps(model, target, deployment, profiles, layout, isl=isl, osl=osl)
+        except EngineRefusedError as exc:  # its reason leaves out the layout's own figures: one line for all it stops
+            refused.setdefault(exc.reason, []).append(layout.label)
         except MhaError as exc:
-            # the weights' overflow names each layout's own bytes a rank: one reason for every layout it stops
-            why = re.sub(r"this rank's [\d,.]+ GiB exceed", "a rank's weights exceed", exc.message)
-            refused.setdefault(why, []).append(layout.label)
+            refused.setdefault(exc.message, []).append(layout.label)
     notes = [f"{', '.join(labels)}: no worker ({why})" for why, labels in refused.items()]
     if model.context_length and isl + osl > model.context_length:  # as `mha plan --tp` says it
         notes.append(

@@ -35,10 +35,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from mha_cli.core.byte_units import GIB
 from mha_cli.core.engine.settings import VLLM_BLOCK_SIZES
 from mha_cli.core.schemas import DeploymentSpec
 
-GIB = 2**30
 CPU_POOL_VARIABLE = "VLLM_CPU_KVCACHE_SPACE"
 
 

@@ -27,7 +27,7 @@ from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, lockstep_note
 from mha_cli.core.engine.plan import EnginePlan
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import BadInputError, EngineRefusedError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import LayoutError, MemoryPlan, at_load, expert_layout, plan_memory, shared_experts_problem
@@ -294,7 +294,10 @@ class LayoutPlans:
         engine = memory.engine
         if not engine.starts:
             approximate = "" if model.recurrent is None else " (its weights are approximate: `mha kv` says by how much)"
-            raise BadInputError(f"{engine.name} would not start: {engine.refusal}{approximate}")
+            raise EngineRefusedError(
+                f"{engine.name} would not start: {engine.refusal}{approximate}",
+                reason=f"{engine.name} would not start: {engine.refusal_reason or engine.refusal}{approximate}",
+            )
         offload = self._offload(engine, concurrency)
         case = serving_case(model, deployment, memory, isl=self.isl, osl=self.osl, concurrency=concurrency,
                             pp=self.pp, replicas=replicas, experts=self.experts, nodes=self.nodes,

@@ -53,15 +53,13 @@ Pure Python; never imports torch.
 
 from __future__ import annotations
 
+from mha_cli.core.byte_units import GIB, MIB
 from mha_cli.core.engine.activation import forward_peak_bytes
 from mha_cli.core.engine.generations import Version
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.targets import Target
-
-GIB = 2**30
-MIB = 2**20
 
 DEFAULT_LARGEST = 512
 """``_set_cudagraph_sizes``'s default ceiling on the largest capture size (``default_max_graph_size``)."""

@@ -34,10 +34,9 @@ Pure Python.
 
 import re
 
+from mha_cli.core.byte_units import GIB
 from mha_cli.core.engine.generations import Version
 from mha_cli.core.targets import Target
-
-GIB = 2**30
 
 NON_TORCH_ONE_RANK = round(0.25 * GIB)
 """vLLM's "non-torch forward increase memory" on one GPU: 0.24-0.26 GiB in every published v0.19 log of one

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import Field
 
+from mha_cli.core.byte_units import GIB
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.links import Link, host_link
 from mha_cli.core.record import Record, empty_list
@@ -48,7 +49,6 @@ from mha_cli.core.record import Record, empty_list
 if TYPE_CHECKING:
     from mha_cli.core.engine.plan import EnginePlan
 
-GIB = 2**30
 PAGE_BYTES = 4096
 """vLLM rounds each host chunk up to the host's memory page (``SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT``,
 ``mmap.PAGESIZE``: 4,096 B on x86-64)."""

@@ -96,6 +96,9 @@ class KvGroup(Record):
     """Layers of the model in this group (the last group of a kind may hold fewer than the group size)."""
     blocks_per_request: int
     """Blocks one request of max_model_len tokens takes in this group."""
+    block_size: int
+    """Tokens per block in this group: the pool's, or its page kind's where vLLM raised it to unify the pages
+    (``core.engine.per_kind_pages``)."""
 
 
 class PagedPool(Record):
@@ -209,7 +212,9 @@ def paged_pool(
         n_groups = -(-count // group_size)
         for g in range(n_groups):
             in_group = min(group_size, count - g * group_size)
-            groups.append(KvGroup(kind=kind, window=window, n_layers=in_group, blocks_per_request=blocks))
+            groups.append(
+                KvGroup(kind=kind, window=window, n_layers=in_group, blocks_per_request=blocks, block_size=block)
+            )
     padding = len(groups) * group_size - n_layers
     blocks = max(0, available_bytes) // (page * group_size) if page and group_size else 0
     per_request = sum(group.blocks_per_request for group in groups)

@@ -30,8 +30,9 @@ Each generation of an engine (``core.engine.generations``) is priced by the rule
 from collections.abc import Callable
 from typing import NamedTuple
 
-from pydantic import NonNegativeInt
+from pydantic import Field, NonNegativeInt
 
+from mha_cli.core.byte_units import GIB
 from mha_cli.core.engine.activation import (
     ACTIVATION_BYTES,
     awq_dequant_peak_bytes,
@@ -69,7 +70,6 @@ from mha_cli.core.engine.rope_cache import SGLANG_BYTES_PER_VALUE, rope_cache_by
 from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import (
     CUDA_GRAPH_ESTIMATE,
-    GIB,
     EngineSettings,
 )  # fmt: skip
 from mha_cli.core.engine.sglang_padding import padding_slots
@@ -155,6 +155,9 @@ class EnginePlan(Record):
     """The engine starts: its pool holds at least one request of max_model_len."""
     refusal: str | None
     """Why the engine would refuse to start, as it says it; None when it starts."""
+    refusal_reason: str | None = Field(default=None, exclude=True)
+    """``refusal`` without this rank's own figures where it has them (the weights' overflow), so layouts one cause
+    stops are named together; None: ``refusal`` as it is. Not part of the JSON output."""
     admitted_per_replica: int
     """Requests of max_model_len one replica runs at once: whole requests the pool holds, at most max_num_seqs."""
     fits: bool
@@ -400,7 +403,22 @@ def _set_pool_overflow(inputs: _Inputs) -> str | None:
     )
 
 
-def _weights_overflow(target: Target, weights_bytes_per_rank: int) -> str | None:
+class WeightsOverflow(NamedTuple):
+    """torch's error when a rank's weights alone exceed its device's memory (``_weights_overflow``)."""
+
+    refusal: str
+    """As the engine's log says it, with this rank's weight bytes."""
+    reason: str
+    """The same without this rank's own bytes: one line for every layout the weights stop on one device."""
+
+
+WEIGHTS_OVERFLOW = (
+    "torch.OutOfMemoryError: {backend} out of memory while loading the weights ({held} exceed the device's {total}"
+    " GiB): add GPUs (tp, pp, dp) or a smaller weight format"
+)
+
+
+def _weights_overflow(target: Target, weights_bytes_per_rank: int) -> WeightsOverflow | None:
     """Why a rank whose weights alone exceed its device's memory cannot start: every engine here (vLLM, SGLang,
     TensorRT-LLM's PyTorch backend) allocates the parameters on the device before it measures anything (vLLM's
     ``vllm/model_executor/model_loader/base_loader.py`` ``BaseModelLoader.load_model``, as read in 2026, builds the
@@ -409,11 +427,11 @@ def _weights_overflow(target: Target, weights_bytes_per_rank: int) -> str | None
     total = target.device_memory_bytes
     if target.vendor == "CPU" or weights_bytes_per_rank <= total:
         return None
-    backend = "HIP" if target.vendor == "AMD" else "CUDA"
-    return (
-        f"torch.OutOfMemoryError: {backend} out of memory while loading the weights (this rank's"
-        f" {weights_bytes_per_rank / GIB:.2f} GiB exceed the device's {total / GIB:.2f} GiB): add GPUs (tp, pp, dp)"
-        " or a smaller weight format"
+    backend, device = "HIP" if target.vendor == "AMD" else "CUDA", f"{total / GIB:.2f}"
+    held = f"this rank's {weights_bytes_per_rank / GIB:.2f} GiB"
+    return WeightsOverflow(
+        refusal=WEIGHTS_OVERFLOW.format(backend=backend, held=held, total=device),
+        reason=WEIGHTS_OVERFLOW.format(backend=backend, held="a rank's weights", total=device),
     )
 
 
@@ -847,7 +865,7 @@ def plan_engine(
     pool = ENGINES[settings.generation](inputs)
     load_failure = _weights_overflow(target, weights_bytes_per_rank)
     if load_failure is not None:  # the engine never reaches its KV profiling: no pool message is logged
-        pool = pool._replace(starts=False, refusal=load_failure, log_lines=[load_failure])
+        pool = pool._replace(starts=False, refusal=load_failure.refusal, log_lines=[load_failure.refusal])
     deficit = max(0, -pool.available)
     pool.budget.append(
         BudgetLine(label="= deficit (no KV cache)", bytes=deficit,
@@ -914,6 +932,7 @@ def plan_engine(
         ideal_max_concurrency=_ideal_concurrency(inputs, pool.available), groups=pool.groups,
         layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers,
         sequences_per_replica=sequences_per_replica, starts=pool.starts, refusal=pool.refusal,
+        refusal_reason=None if load_failure is None else load_failure.reason,
         admitted_per_replica=admitted, fits=_fits(pool.starts, admitted, sequences_per_replica), budget=pool.budget,
         log_lines=pool.log_lines, notes=notes,
     )  # fmt: skip

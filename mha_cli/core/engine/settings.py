@@ -4,6 +4,7 @@ Every default is the engine's (read in its source, version named) and every meas
 logs it comes from. Pure Python.
 """
 
+from mha_cli.core.byte_units import GIB, MIB
 from mha_cli.core.engine.generations import Generation, Version, generation, generation_of, parse_version
 from mha_cli.core.engine.sampler import SamplerPath, default_sampler, in_release, runs_flashinfer
 from mha_cli.core.engine.sglang_reserve import NO_RESERVE, Reserve, SglangServing, sglang_reserve, vlm_factor
@@ -12,9 +13,6 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, EngineName, GenerationId
 from mha_cli.core.targets import Target
-
-GIB = 2**30
-MIB = 2**20
 
 VLLM_UTILISATION = 0.90
 """vLLM ``CacheConfig.gpu_memory_utilization`` default (``vllm/config/cache.py``)."""

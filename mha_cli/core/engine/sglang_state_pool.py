@@ -35,11 +35,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from mha_cli.core.byte_units import GIB
 from mha_cli.core.engine.prefill_graphs import LATEST_READ
 from mha_cli.core.engine.sglang_running import running_release
 from mha_cli.core.schemas import ModelSpec
-
-GIB = 2**30
 
 GDN_ARCHITECTURES = frozenset({"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})  # fmt: skip
 """The hybrid GDN architectures whose state pool is priced here: ``is_hybrid_gdn`` (0.5.2-0.5.3, Qwen3-Next), and
