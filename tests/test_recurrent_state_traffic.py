@@ -60,3 +60,25 @@ def test_qwen3_next_s_gated_deltanet_state_is_read_in_vllm_s_bf16():
     assert op.count == 36  # 48 layers, every fourth full attention
     assert NEXT_RANK_STATE == 262_144 + 12_288
     assert op.bytes == 2 * 64 * NEXT_RANK_STATE
+
+
+def test_sglang_keeps_an_untyped_state_in_float32_and_its_step_reads_it_so():
+    """SGLang's ``mamba2_state_dtype`` defaults to float32 (``core.engine.sglang_state_pool.sglang_state_model``):
+    Qwen3-Next's state, which its config does not type, is read at twice vLLM's bytes; a typed one keeps its type."""
+    from mha_cli.core.engine.sglang_state_pool import sglang_state_model
+
+    model = _model("qwen3-next-80b-a3b")
+    op = _state_op(forward_ops(sglang_state_model(model), decode_shape(64, 1024), tp=4))
+    assert op.bytes == 2 * 64 * (32 // 4 * 128 * 128 * 4 + 12_288) == 2 * 64 * 536_576
+    nano = _model("nvidia-nemotron-3-nano-30b-a3b")  # mamba_ssm_cache_dtype float32 stated
+    assert sglang_state_model(nano) is nano
+
+
+def test_the_serving_case_of_an_sglang_row_reads_sglang_s_state_dtype(rows):
+    """The rows' steps (``core.cost.plan.serving_case``): SGLang's Qwen3-Next page in float32 (the one row whose
+    state bytes move: Kimi-Linear's KDA state was float32 by the engine convention already), vLLM's Nemotron-3-Nano
+    in its stated float32."""
+    states = {(row.generation, row.case.model.name): row.case.model.recurrent.state_dtype
+              for row in rows if row.case.model.recurrent is not None}  # fmt: skip
+    assert states[("sglang-0.5", "qwen3-next-80b-a3b")] == "fp32"
+    assert states[("vllm-v1", "nvidia-nemotron-3-nano-30b-a3b")] == "fp32"
