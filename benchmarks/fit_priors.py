@@ -203,19 +203,23 @@ class GenerationRow:
         layout = LayoutPlans(
             model, resolved, deployment, ceiling, ceiling, isl=mha["isl"], osl=mha["osl"], tp=tp, pp=pp
         )
-        memory = layout.at(mha["concurrency"]).memory  # the engine's plan: what it admits, its prefill chunk
-        self.engine_plan = memory.engine
-        """What the engine allocates on one rank as the release priced (``core.engine.plan.EnginePlan``)."""
-        self.case = serving_case(
-            model, layout.deployment, memory, isl=mha["isl"], osl=mha["osl"], concurrency=mha["concurrency"], pp=pp,
-            replicas=layout.replicas, experts=layout.experts,
-        )  # fmt: skip
-        self.ceiling, self.stepper = ceiling, Stepper(self.case, ceiling)
-        self.engine = memory.engine
         stated = mha.get("client")
         self.client = None if stated is None else row_client(stated)
         """The benchmark client's run (``client``: its prompts and length spread), where the row states it: its mean
         TTFT is read off that run simulated (``simulated_ttft_ms``), not the closed form's steady state."""
+        self.max_concurrency = mha["concurrency"]
+        """The users the row states (the client's ``--max-concurrency``); ``case.concurrency`` is what it priced
+        (``client_users``)."""
+        users = client_users(self.max_concurrency, self.client)
+        memory = layout.at(users).memory  # the engine's plan: what it admits, its prefill chunk
+        self.engine_plan = memory.engine
+        """What the engine allocates on one rank as the release priced (``core.engine.plan.EnginePlan``)."""
+        self.case = serving_case(
+            model, layout.deployment, memory, isl=mha["isl"], osl=mha["osl"], concurrency=users, pp=pp,
+            replicas=layout.replicas, experts=layout.experts,
+        )  # fmt: skip
+        self.ceiling, self.stepper = ceiling, Stepper(self.case, ceiling)
+        self.engine = memory.engine
         name = mha.get("preset") or mha["config"].removesuffix(".json")
         layout = f"tp{tp}pp{pp}" + (f"dp{dp}" if dp else "") + (" spec" if "speculative" in mha else "")
         self.label = f"{name} {mha['target']} {layout} {mha['isl']}/{mha['osl']} x{mha['concurrency']}"
@@ -249,6 +253,18 @@ class GenerationRow:
         its clock inside it); its one warm-up request finishes before the timed run starts."""
         run = simulate_deployment(self.case, profile, self.engine, self.client)
         return run.ttft_ms.mean
+
+
+def client_users(concurrency: int, client: ClientSpec | None) -> int:
+    """Requests the row's run had in flight at most: its ``--max-concurrency``, and no more than the prompts its
+    client sent in all (``num_prompts``). ``vllm bench serve`` (``vllm/benchmarks/serve.py``, ``benchmark``, read
+    in the 0.10.2 and 0.32.0 wheels, the loop alike in both: one ``limited_request_func`` task per request
+    ``get_request`` yields from the ``num_prompts`` sampled, each holding the ``max_concurrency`` semaphore) never
+    has more than ``num_prompts`` requests open: Vultr's 400 prompts at 512 and 1,024 users are one run of 400 at
+    once, as the simulated client run holds them (``max_running`` 400)."""
+    if client is None or client.num_prompts is None:
+        return concurrency
+    return min(concurrency, client.num_prompts)
 
 
 def row_client(stated: dict[str, Any]) -> ClientSpec:

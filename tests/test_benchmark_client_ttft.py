@@ -52,7 +52,7 @@ def test_the_client_blocks_say_what_the_rows_notes_say(fit_priors):
 
 
 def test_a_burst_of_400_prompts_waits_about_50_prompt_steps_by_hand(fit_priors, rows):
-    row = next(r for r in rows if r.source.startswith("vultr-b200") and r.case.concurrency == 512)
+    row = next(r for r in rows if r.source.startswith("vultr-b200") and r.max_concurrency == 512)
     assert (row.client.num_prompts, row.case.isl, row.case.osl) == (400, 2048, 512)
     budget = row.engine.max_num_batched_tokens
     assert budget == 8192  # vllm serve's default on a GPU of >= 70 GiB
@@ -73,6 +73,25 @@ def test_a_burst_of_400_prompts_waits_about_50_prompt_steps_by_hand(fit_priors, 
     assert front_end + soonest * least <= ttft <= front_end + latest * most
     closed = predict_serving(row.case, profile, None, stepper=stepper).ttft_ms / 1e3
     assert closed < front_end + 2 * most  # the steady state: one prompt step and a short wait, not the burst
+
+
+def test_a_run_has_no_more_requests_in_flight_than_its_client_sent(fit_priors, rows):
+    """Vultr's 400 prompts at --max-concurrency 512 and 1,024 are one run of 400 at once (vllmeff): both rows are
+    priced at 400 users, so their closed-form ITL is one figure (the page measures 15.46 ms at both), and the
+    simulated run holds 400 at most; a row of fewer users than prompts, or stating no client, keeps its users."""
+    from mha_cli.core.serve.replica import ClientSpec, simulate_deployment
+
+    assert fit_priors.client_users(1024, ClientSpec(400)) == 400
+    assert fit_priors.client_users(256, ClientSpec(400)) == 256
+    assert fit_priors.client_users(1024, None) == 1024
+    assert fit_priors.client_users(1024, ClientSpec(None)) == 1024
+    vultr = {r.max_concurrency: r for r in rows if r.source.startswith("vultr-b200")}
+    assert {users: vultr[users].case.concurrency for users in (256, 512, 1024)} == {256: 256, 512: 400, 1024: 400}
+    priced = [vultr[users].predict(None, ("itl_ms",))["itl_ms"] for users in (512, 1024)]
+    assert priced[0] == priced[1]
+    row = vultr[1024]
+    profile = prior_profile(row.target, row.weight_dtype, None, generation=row.generation, release=row.graph_release)
+    assert simulate_deployment(row.case, profile, row.engine, row.client).max_running == 400
 
 
 def test_a_lone_users_simulated_ttft_is_the_closed_forms(rows):

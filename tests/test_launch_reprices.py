@@ -76,7 +76,8 @@ def test_the_vllm_line_carries_the_max_num_seqs_priced_not_the_running_count(cli
 
 QWEN3_32B_PP = ("plan", str(REPO / "tests" / "fixtures" / "hf_configs" / "qwen3-32b.json"), "--target", "2xh100",
                 "--engine", "vllm@0.11.0", "--closed-form")  # fmt: skip
-"""A pick (tp 1 x pp 2 at 128 users) whose vLLM pool is priced at the H100 default of 1,024 sequences."""
+"""A pick (tp 1 x pp 2 at 223 users; 128 before vllmeff's refit) whose vLLM pool is priced at the H100 default of
+1,024 sequences."""
 
 
 def _caps(found: dict) -> dict[str, str | None]:
@@ -87,11 +88,11 @@ def _caps(found: dict) -> dict[str, str | None]:
 
 def test_every_line_caps_the_requests_at_the_max_num_seqs_priced(cli):
     """One pick, one cap: vLLM's line starts the pool priced at 1,024 sequences, and SGLang's line no longer writes
-    the 128 users the point runs (a cap the plan never priced); asking for 128 prices 128 and every line writes it."""
+    the 223 users the point runs (a cap the plan never priced); asking for 128 prices 128 and every line writes it."""
     found = cli.json(*QWEN3_32B_PP)
     pick = found["candidates"][found["chosen"]]
     priced = pick["memory"]["engine"]["max_num_seqs"]
-    assert (priced, pick["concurrency"]) == (1024, 128)
+    assert (priced, pick["concurrency"]) == (1024, 223)  # 128 users before vllm-v1's refit (vllmeff)
     assert _caps(found) == {"vllm": "1024", "sglang": "1024"}
     asked = cli.json(*QWEN3_32B_PP, "--max-num-seqs", "128")
     assert asked["candidates"][asked["chosen"]]["memory"]["engine"]["max_num_seqs"] == 128

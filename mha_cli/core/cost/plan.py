@@ -27,6 +27,7 @@ from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, lockstep_note
 from mha_cli.core.engine.plan import EnginePlan
+from mha_cli.core.engine.sglang_state_pool import sglang_state_model
 from mha_cli.core.errors import BadInputError, EngineRefusedError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
@@ -104,6 +105,8 @@ def serving_case(
     shared = min(prefix_served(model, deployment, engine.generation), isl)
     if deployment.kv_offload_bytes and engine.name == "vllm" and model.recurrent is None:
         shared = min(deployment.shared_prefix or 0, isl)  # vLLM's host tier holds prefixes with the GPU cache off
+    if engine.name == "sglang":  # its recurrent state's dtype, read by every step (vLLM's is core.kv's convention)
+        model = sglang_state_model(model)
     return ServingCase(
         model=model, isl=isl, osl=osl, concurrency=concurrency, tp=memory.tp, pp=pp, replicas=replicas,
         admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,

@@ -158,6 +158,20 @@ def state_parts_per_layer(model: ModelSpec, tp: int) -> tuple[int, int]:
     return conv, recurrent
 
 
+def sglang_state_model(model: ModelSpec) -> ModelSpec:
+    """``model`` with its recurrent state in the dtype SGLang keeps it, for the step's state traffic
+    (``core.cost.work.sequence_ops``): the config's (``state_dtype`` set), else float32. ``configs/mamba_utils.py``
+    ``mamba2_state_dtype`` (0.5.10 read: float32 unless the config's ``mamba_ssm_dtype`` or the environment's
+    ``SGLANG_MAMBA_SSM_DTYPE`` says otherwise) types the state of every hybrid config that calls it (Qwen3-Next, Nemotron-H,
+    Falcon-H1, LFM2) and ``KimiLinearCacheParams`` by its default; 0.5.2-0.5.9: ``--mamba-ssm-dtype``, default
+    float32. ``core.kv``'s engine convention (vLLM's) keeps an untyped Mamba-2 or Gated DeltaNet state in the
+    model's dtype instead, half the bytes."""
+    state = model.recurrent
+    if state is None or state.state_dtype != "auto":
+        return model
+    return model.model_copy(update={"recurrent": state.model_copy(update={"state_dtype": "fp32"})})
+
+
 def state_pool(model: ModelSpec, rest: int, *, tp: int, state_layers: int, release: str | None) -> StatePool:
     """SGLang ``release``'s (None: the newest read) state pool on one rank, from ``rest`` bytes (what the fraction
     leaves after the weights), for ``state_layers`` linear-attention layers on the rank."""

@@ -1,0 +1,84 @@
+"""A hybrid model's step reads and writes every running sequence's fixed state once per state layer, counted by
+hand (vllmeff: the hypothesis that this traffic was missing from the step, checked and found priced).
+
+vLLM's decode runs each Mamba-2 layer's ``selective_state_update`` and ``causal_conv1d_update`` on every running
+request's SSM and conv state (``model_executor/layers/mamba/mamba_mixer2.py``): each state is read and written back,
+2 x its bytes per sequence per layer per step, growing with the batch as a KV read does. A prompt chunk reads its
+sequence's state and writes it once, whatever its length. The state's dtype is the engine's (``core.kv``): vLLM's
+``NemotronHForCausalLMConfig`` takes Nemotron-3-Nano's stated ``mamba_ssm_cache_dtype`` float32, and keeps a Gated
+DeltaNet state that no config types in the model's dtype (``MambaStateDtypeCalculator._mamba_state_dtype``: auto ->
+the conv state's dtype).
+"""
+
+from __future__ import annotations
+
+import json
+
+from mha_cli.core.cost.work import decode_shape, forward_ops, prefill_shape
+from mha_cli.core.hf_import import import_hf_config
+from tests.conftest import reference_hf_config
+
+NANO_LAYERS = 23
+NANO_RANK_STATE = 32 * 64 * 128 * 4 + (64 * 64 + 2 * 8 * 128) // 2 * 3 * 2
+"""Nemotron-3-Nano on one rank of tp 2: 64 / 2 Mamba heads x head dim 64 x state 128 in float32, plus the conv
+state's 6,144 / 2 channels (x, B, C) x (kernel 4 - 1) columns in bf16."""
+NEXT_RANK_STATE = 32 // 4 * 128 * 128 * 2 + (2 * 16 * 128 + 32 * 128) // 4 * 3 * 2
+"""Qwen3-Next-80B on one rank of tp 4: 32 / 4 value heads x 128 x 128 in bf16 (vLLM's auto), plus the conv state's
+(2 x 16 key heads + 32 value heads) x 128 / 4 channels x 3 columns in bf16."""
+
+
+def _model(name: str):
+    return import_hf_config(json.loads(reference_hf_config(name).read_text())).model
+
+
+def _state_op(ops):
+    (op,) = [op for op in ops if op.name == "recurrent state"]
+    return op
+
+
+def test_nemotron_3_nano_decode_reads_and_writes_each_sequences_state_in_every_mamba_layer():
+    model = _model("nvidia-nemotron-3-nano-30b-a3b")
+    assert NANO_RANK_STATE == 1_048_576 + 18_432 == 1_067_008
+    op = _state_op(forward_ops(model, decode_shape(400, 2304), tp=2, weight_dtype="fp8"))
+    assert op.count == NANO_LAYERS
+    assert op.bytes == 2 * 400 * NANO_RANK_STATE == 853_606_400
+    assert op.count * op.bytes == 19_632_947_200  # about 19.6 GB a step on each rank at 400 running requests
+    wider = _state_op(forward_ops(model, decode_shape(1024, 2304), tp=2, weight_dtype="fp8"))
+    assert wider.bytes == 2 * 1024 * NANO_RANK_STATE  # linear in the batch, as a KV read
+
+
+def test_a_prompt_chunk_reads_and_writes_its_state_once_whatever_its_length():
+    model = _model("nvidia-nemotron-3-nano-30b-a3b")
+    for tokens in (1, 2048, 8192):
+        op = _state_op(forward_ops(model, prefill_shape(tokens), tp=2, weight_dtype="fp8"))
+        assert op.bytes == 2 * NANO_RANK_STATE
+
+
+def test_qwen3_next_s_gated_deltanet_state_is_read_in_vllm_s_bf16():
+    model = _model("qwen3-next-80b-a3b")
+    op = _state_op(forward_ops(model, decode_shape(64, 1024), tp=4))
+    assert op.count == 36  # 48 layers, every fourth full attention
+    assert NEXT_RANK_STATE == 262_144 + 12_288
+    assert op.bytes == 2 * 64 * NEXT_RANK_STATE
+
+
+def test_sglang_keeps_an_untyped_state_in_float32_and_its_step_reads_it_so():
+    """SGLang's ``mamba2_state_dtype`` defaults to float32 (``core.engine.sglang_state_pool.sglang_state_model``):
+    Qwen3-Next's state, which its config does not type, is read at twice vLLM's bytes; a typed one keeps its type."""
+    from mha_cli.core.engine.sglang_state_pool import sglang_state_model
+
+    model = _model("qwen3-next-80b-a3b")
+    op = _state_op(forward_ops(sglang_state_model(model), decode_shape(64, 1024), tp=4))
+    assert op.bytes == 2 * 64 * (32 // 4 * 128 * 128 * 4 + 12_288) == 2 * 64 * 536_576
+    nano = _model("nvidia-nemotron-3-nano-30b-a3b")  # mamba_ssm_cache_dtype float32 stated
+    assert sglang_state_model(nano) is nano
+
+
+def test_the_serving_case_of_an_sglang_row_reads_sglang_s_state_dtype(rows):
+    """The rows' steps (``core.cost.plan.serving_case``): SGLang's Qwen3-Next page in float32 (the one row whose
+    state bytes move: Kimi-Linear's KDA state was float32 by the engine convention already), vLLM's Nemotron-3-Nano
+    in its stated float32."""
+    states = {(row.generation, row.case.model.name): row.case.model.recurrent.state_dtype
+              for row in rows if row.case.model.recurrent is not None}  # fmt: skip
+    assert states[("sglang-0.5", "qwen3-next-80b-a3b")] == "fp32"
+    assert states[("vllm-v1", "nvidia-nemotron-3-nano-30b-a3b")] == "fp32"
