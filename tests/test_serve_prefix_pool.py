@@ -120,3 +120,27 @@ def test_an_unreferenced_prefix_is_evicted_when_its_blocks_are_needed():
     assert state.free_blocks == 21 and state.prefix_cached == 512
     assert state.grow(0, 300 + 16 * 10)
     assert state.free_blocks == 11 and state.prefix_cached == (18 + 11) * 16
+
+
+def test_every_block_comes_back_after_a_run_with_preemptions(monkeypatch):
+    """200 requests of 200-1,200 prompt and 1-300 output tokens, 32 users, a 512-token prefix, a pool of 300 blocks:
+    requests are preempted and restarted, hits linked and unlinked; when all have ended every block is free again and
+    the prefix holds none (its blocks cached, unreferenced)."""
+    import random
+
+    from mha_cli.core.serve import simulate as simulate_module
+
+    made: list[EngineState] = []
+
+    class Recorded(EngineState):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(simulate_module, "EngineState", Recorded)
+    draw = random.Random(0)
+    lengths = [(draw.randint(200, 1200), draw.randint(1, 300)) for _ in range(200)]
+    run, _ = simulate(Workload(lengths, max_concurrency=32, prefix_len=512), limits(True, blocks=300), Flat())
+    state = made[-1]
+    assert run.preemptions > 0 and run.prefix_cache_hit_rate > 0.5
+    assert state.free_blocks == state.total_blocks == 300 and state.shared_held == 0 and not any(state.held)
