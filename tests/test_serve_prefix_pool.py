@@ -3,7 +3,9 @@ offload plan and the simulator; SGLang and TensorRT-LLM stay at one copy a reque
 
 from __future__ import annotations
 
-from mha_cli.core.serve.schedulers import EngineState
+import pytest
+
+from mha_cli.core.serve.schedulers import EngineKind, EngineState
 from mha_cli.core.serve.simulate import EngineLimits, simulate
 from mha_cli.core.serve.workload import Workload
 
@@ -52,26 +54,40 @@ def test_a_pool_really_short_still_waits(cli):
     assert any(note.startswith("81 of 256 users per replica wait") for note in plan["notes"])
 
 
-def test_sglang_stays_at_one_copy_a_request(cli):
-    """SGLang's radix cache is not priced as sharing here: the running requests are what its pool admits with a copy
-    each, and no note says otherwise."""
-    plan = cli.json(*USER[:-2], "--engine", "sglang", "--closed-form")
-    assert plan["running_per_replica"] == plan["memory"]["engine"]["admitted_per_replica"] < 64
+def test_sglang_holds_the_prefix_once_in_its_radix_cache(cli):
+    """SGLang on the same H100: 413,050 tokens in pages of 1; the 6,000 prefix tokens held once (locked radix nodes),
+    each request 8,448 - 6,000 = 2,448 of its own: (413,050 - 6,000) // 2,448 = 166 at once where 413,050 // 8,448 =
+    48 hold a copy each, so all 64 run; the simulated SGLang loop runs them all without a retraction."""
+    plan = cli.json(*USER[:-2], "--engine", "sglang")
+    assert plan["memory"]["engine"]["kv_tokens"] == 413_050 and plan["memory"]["engine"]["admitted_per_replica"] == 48
+    assert plan["running_per_replica"] == 64 and plan["queued_per_replica"] == 0
+    assert any("166 request(s) at once per replica, where 48 hold a copy each" in note for note in plan["notes"])
+    assert plan["simulated"]["max_running"] == 64 and plan["simulated"]["preemptions"] == 0
+
+
+def test_trtllm_stays_at_one_copy_a_request(cli):
+    """TensorRT-LLM's block reuse is not priced as sharing (not read): the running requests are what its pool admits
+    with a copy each, 55 of the 64, and no note says the prefix is held once."""
+    plan = cli.json(*USER[:-2], "--engine", "trtllm", "--closed-form")
+    assert plan["running_per_replica"] == plan["memory"]["engine"]["admitted_per_replica"] == 55
     assert not any("held once" in note for note in plan["notes"])
 
 
-def limits(share: bool, blocks: int = 125) -> EngineLimits:
-    return EngineLimits(engine="vllm", kv_blocks=blocks, block_size=16, max_num_batched_tokens=8192, max_num_seqs=64,
+def limits(share: bool, blocks: int = 125, engine: EngineKind = "vllm") -> EngineLimits:
+    return EngineLimits(engine=engine, kv_blocks=blocks, block_size=16, max_num_batched_tokens=8192, max_num_seqs=64,
                         shares_prefix_blocks=share)  # fmt: skip
 
 
-def test_the_simulator_holds_the_prefix_once():
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_the_simulator_holds_the_prefix_once(engine):
     """Prompts of 1,000 tokens, 512 shared (32 whole blocks), 2 output tokens: each request holds ceil(1,002 / 16) =
     63 blocks, 32 of them the prefix's. A pool of 125 blocks runs 32 + 3 x 31 = 125: three at once sharing the
-    prefix, one (2 x 63 = 126 > 125) with a copy each. Nothing is preempted either way."""
+    prefix, one (2 x 63 = 126 > 125) with a copy each. Nothing is preempted either way. (SGLang's own check, the
+    488 tokens to compute + 2 to come against the room left, 2,000 - 490 a request admitted, lets a fourth try: the
+    pool stops it.)"""
     work = Workload([(1000, 2)] * 8, max_concurrency=4, prefix_len=512, warm_prefix=True)
-    shared, _ = simulate(work, limits(True), Flat())
-    copies, _ = simulate(work, limits(False), Flat())
+    shared, _ = simulate(work, limits(True, engine=engine), Flat())
+    copies, _ = simulate(work, limits(False, engine=engine), Flat())
     assert (shared.max_running, copies.max_running) == (3, 1)
     assert shared.preemptions == copies.preemptions == 0
 

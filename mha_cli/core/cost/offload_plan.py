@@ -2,11 +2,11 @@
 
 Requests cycle through ``shared_prefixes`` different prefixes of ``shared_prefix`` tokens each (conversations coming
 back, documents asked about again): the working set is their whole blocks, K x prefix tokens. The engine's prefix
-cache keeps them in the GPU pool's spare blocks (the pool less what the running requests hold: on vLLM each its
-own blocks beside the prefix, whose whole blocks are the working set's, held once: ``core.cost.prefix_pool``; on
-the other engines each its own copy of everything, the floor); a request cycling through K prefixes under LRU finds
-its own only if all K fit (a cyclic sweep larger than an LRU cache evicts each entry just before it is asked for
-again). So:
+cache keeps them in the GPU pool's spare blocks (the pool less what the running requests hold: on vLLM and SGLang
+each its own blocks beside the prefix, whose whole blocks are the working set's, held once:
+``core.cost.prefix_pool``; on TensorRT-LLM each its own copy of everything, the floor); a request cycling through K
+prefixes under LRU finds its own only if all K fit (a cyclic sweep larger than an LRU cache evicts each entry just
+before it is asked for again). So:
 
 - **GPU pool not the limit** (working set <= spare): every prefix hit in the GPU; the host tier buys nothing.
 - **pool-limited, the host holds them** (working set <= host tokens): each prefix comes back from the host: its

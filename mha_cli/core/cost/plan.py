@@ -160,9 +160,14 @@ def shared_pool_note(case: ServingCase, engine: EnginePlan) -> str:
     size = engine.block_size
     shared = case.cached_prefix // size
     own = -(-(case.isl + case.osl) // size) - shared
+    unit, how = (
+        ("page", "SGLang's radix cache, lock refs")
+        if engine.name == "sglang"
+        else ("block", "vLLM's block pool, ref counts")
+    )
     return (
-        f"shared prefix held once: its {shared:,} whole blocks of {size} are one copy in the pool that every request"
-        f" references (vLLM's block pool, ref counts), each request {own:,} blocks of its own ({own * size:,} tokens):"
+        f"shared prefix held once: its {shared:,} whole {unit}s of {size} are one copy in the pool that every request"
+        f" references ({how}), each request {own:,} {unit}s of its own ({own * size:,} tokens):"
         f" {case.admitted_per_replica} request(s) at once per replica, where {engine.admitted_per_replica} hold a"
         " copy each"
     )

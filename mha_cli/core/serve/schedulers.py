@@ -33,10 +33,11 @@ the request's own), and short of its whole prompt (vLLM ``KVCacheManager.get_com
 ``num_tokens - 1``, so one token is computed for the logits). vLLM caches a block when it allocates it
 (``allocate_slots`` -> ``cache_blocks``), so a request admitted later in the same step hits what an earlier one is
 computing; SGLang (radix tree insert after a prefill chunk) and TensorRT-LLM (blocks stored after the context step)
-hold them once the step that computed them ends. vLLM's pool holds the cached blocks once (``share_blocks``,
-``core.cost.prefix_pool``): a hit links them and takes blocks only for the rest, a block no running request links
-stays cached among the free ones until a new block is taken (evicted, the tail first). SGLang's and TensorRT-LLM's
-pools are priced as if each request held its own copy of the prefix (they too share it): a floor. Pure Python.
+hold them once the step that computed them ends. vLLM's block pool and SGLang's radix cache hold the cached blocks
+once (``share_blocks``, ``core.cost.prefix_pool``): a hit links them and takes blocks only for the rest, a block no
+running request links stays cached among the free ones until a new block is taken (evicted, the tail first).
+TensorRT-LLM's pool is priced as if each request held its own copy of the prefix (it too shares it): a floor. Pure
+Python.
 """
 
 from collections import Counter, deque
@@ -93,7 +94,7 @@ class EngineState:
         """Several prefixes, or a host tier (``core.serve.offload``): they decide the hits instead of the one shared
         prefix above."""
         self.share_blocks = False
-        """vLLM: a hit's blocks are the cache's own, held once however many requests reference them
+        """vLLM and SGLang: a hit's blocks are the cache's own, held once however many requests reference them
         (``core.cost.prefix_pool``); False: each request holds a copy (the floor)."""
         self.linked = [0] * count
         """Of each request's blocks (``held``), the leading ones that are the cache's shared blocks (its hit, and the
@@ -163,7 +164,7 @@ class EngineState:
         self.linked[request] = blocks
 
     def evict_unreferenced(self) -> None:
-        """vLLM: the one prefix's cached blocks no running request links sit in the free queue and go as new blocks
+        """The one prefix's cached blocks no running request links sit in the free queue (SGLang: evictable) and go as new blocks
         are taken (``BlockPool.get_new_blocks`` -> ``_maybe_evict_cached_block``), the tail first (a request's
         blocks are freed tail first): the cache keeps what the linked blocks and the free blocks cover. The tiers
         evict whole prefixes at lookup (``core.serve.offload``)."""

@@ -53,7 +53,7 @@ class EngineLimits(NamedTuple):
     load_s_per_token: float = 0.0
     """KV offload: seconds one token takes to load back from the host."""
     shares_prefix_blocks: bool = False
-    """The pool holds a cached prefix's blocks once, however many requests reference them (vLLM V1:
+    """The pool holds a cached prefix's blocks once, however many requests reference them (vLLM V1, SGLang:
     ``core.cost.prefix_pool``); False: each request its own copy (the floor)."""
 
 
