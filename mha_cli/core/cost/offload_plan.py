@@ -2,9 +2,11 @@
 
 Requests cycle through ``shared_prefixes`` different prefixes of ``shared_prefix`` tokens each (conversations coming
 back, documents asked about again): the working set is their whole blocks, K x prefix tokens. The engine's prefix
-cache keeps them in the GPU pool's spare blocks (the pool less what the running requests hold, each priced with its
-own copy as ``core.serve.schedulers`` prices it); a request cycling through K prefixes under LRU finds its own only
-if all K fit (a cyclic sweep larger than an LRU cache evicts each entry just before it is asked for again). So:
+cache keeps them in the GPU pool's spare blocks (the pool less what the running requests hold: on vLLM and SGLang
+each its own blocks beside the prefix, whose whole blocks are the working set's, held once:
+``core.cost.prefix_pool``; on TensorRT-LLM each its own copy of everything, the floor); a request cycling through K
+prefixes under LRU finds its own only if all K fit (a cyclic sweep larger than an LRU cache evicts each entry just
+before it is asked for again). So:
 
 - **GPU pool not the limit** (working set <= spare): every prefix hit in the GPU; the host tier buys nothing.
 - **pool-limited, the host holds them** (working set <= host tokens): each prefix comes back from the host: its
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from mha_cli.core.cost.prefix_pool import shared_admitted, shares_prefix_blocks
 from mha_cli.core.engine.offload import HostPool, host_pool
 from mha_cli.core.record import Record
 
@@ -129,8 +132,12 @@ def offload_tiers(
     host_active = host is not None and model.recurrent is None and (caching or not host.needs_prefix_cache)
     prefix = prefix_tokens if caching or host_active else 0
     prefixes = deployment.shared_prefixes or 1
+    held = isl + osl  # what one running request holds: its own copy of everything, or its own blocks beside the prefix
     running = min(users, engine.admitted_per_replica)
-    spare = max(0, engine.kv_tokens - running * (isl + osl)) if caching else 0
+    if caching and prefix and shares_prefix_blocks(engine):
+        held = -(-held // engine.block_size) * engine.block_size - prefix
+        running = min(users, shared_admitted(engine, context=isl + osl, cached_tokens=prefix))
+    spare = max(0, engine.kv_tokens - running * held) if caching else 0
     regime = prefix_regime(
         prefix_tokens=prefix, prefixes=prefixes, gpu_spare_tokens=spare, host=host, host_active=host_active
     )

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from mha_cli.core.cost.nodes import NodePlacement, NodeSpan, node_notes, node_placement, node_span
 from mha_cli.core.cost.offload_plan import OffloadPlan, priced_offload
+from mha_cli.core.cost.prefix_pool import shared_admitted
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import (
     ServingCase,
@@ -96,23 +97,28 @@ def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int
 def serving_case(
     model: ModelSpec, deployment: DeploymentSpec, memory: MemoryPlan, *, isl: int, osl: int, concurrency: int,
     pp: int, replicas: int, experts: ExpertLayout | None, cached: int | None = None,
-    nodes: NodePlacement | None = None,
+    nodes: NodePlacement | None = None, prefixes: int = 1,
 ) -> ServingCase:  # fmt: skip
     """What the cost model prices: ``model`` in ``deployment``'s formats on ``memory``'s tp and engine; ``cached``:
     the prompt tokens a cache tier serves when ``core.cost.offload_plan`` has settled it (else the shared prefix's
-    whole blocks); ``nodes``: over several nodes."""
+    whole blocks); ``nodes``: over several nodes; ``prefixes``: the different shared prefixes (``--shared-prefixes``),
+    each held once in the pool while served from it."""
     engine = memory.engine
-    shared = min(prefix_served(model, deployment, engine.generation), isl)
+    served = min(prefix_served(model, deployment, engine.generation), isl)
+    shared = served
     if deployment.kv_offload_bytes and engine.name == "vllm" and model.recurrent is None:
         shared = min(deployment.shared_prefix or 0, isl)  # vLLM's host tier holds prefixes with the GPU cache off
     if engine.name == "sglang":  # its recurrent state's dtype, read by every step (vLLM's is core.kv's convention)
         model = sglang_state_model(model)
+    hit = cached_prefix(shared, isl, engine.block_size) if cached is None else cached
+    # the GPU prefix cache's blocks are held once (core.cost.prefix_pool); without it each request has its own
+    admitted = pooled_admitted(engine, isl=isl, osl=osl, hit=hit if served else 0, prefixes=prefixes)
     return ServingCase(
         model=model, isl=isl, osl=osl, concurrency=concurrency, tp=memory.tp, pp=pp, replicas=replicas,
-        admitted_per_replica=engine.admitted_per_replica, chunk_tokens=engine.max_num_batched_tokens,
+        admitted_per_replica=admitted, chunk_tokens=engine.max_num_batched_tokens,
         weight_dtype=deployment.weight_dtype, weight_scheme=stored_scheme(deployment, deployment.weight_dtype),
         kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache, experts=experts, shared_prefix=shared,
-        cached_prefix=cached_prefix(shared, isl, engine.block_size) if cached is None else cached,
+        cached_prefix=hit,
         speculative=deployment.speculative, nodes=nodes, host_kv_cache=bool(deployment.kv_offload_bytes),
         pp_split=engine.name,
     )  # fmt: skip
@@ -136,6 +142,38 @@ def prefix_served(model: ModelSpec, deployment: DeploymentSpec, generation: str)
     if model.recurrent is not None or not prefix_caching_on(deployment, generation):
         return 0
     return deployment.shared_prefix or 0
+
+
+def pooled_admitted(engine: EnginePlan, *, isl: int, osl: int, hit: int, prefixes: int = 1) -> int:
+    """Requests one replica runs at once with ``hit`` tokens of each prompt served by the GPU prefix cache: the
+    prefixes' whole blocks held once each (``core.cost.prefix_pool``; ``prefixes`` of them, at most one per
+    request), the engine's own figure otherwise."""
+    if not hit:
+        return engine.admitted_per_replica
+    admitted = shared_admitted(engine, context=isl + osl, cached_tokens=hit)
+    if prefixes > 1:  # each running prefix's blocks once: fewer requests than prefixes hold one each
+        own = -(-(isl + osl) // engine.block_size) * engine.block_size - hit
+        blocks_left = engine.kv_tokens - min(prefixes, admitted) * hit
+        admitted = max(engine.admitted_per_replica, min(admitted, blocks_left // own if own > 0 else admitted))
+    return admitted
+
+
+def shared_pool_note(case: ServingCase, engine: EnginePlan) -> str:
+    """How many requests the pool holds with the prefix's whole blocks held once (``core.cost.prefix_pool``)."""
+    size = engine.block_size
+    shared = case.cached_prefix // size
+    own = -(-(case.isl + case.osl) // size) - shared
+    unit, how = (
+        ("page", "SGLang's radix cache, lock refs")
+        if engine.name == "sglang"
+        else ("block", "vLLM's block pool, ref counts")
+    )
+    return (
+        f"shared prefix held once: its {shared:,} whole {unit}s of {size} are one copy in the pool that every request"
+        f" references ({how}), each request {own:,} {unit}s of its own ({own * size:,} tokens):"
+        f" {case.admitted_per_replica} request(s) at once per replica, where {engine.admitted_per_replica} hold a"
+        " copy each"
+    )
 
 
 def cached_prefix(shared_prefix: int, prompt: int, block_size: int) -> int:
@@ -304,12 +342,15 @@ class LayoutPlans:
         offload = self._offload(engine, concurrency)
         case = serving_case(model, deployment, memory, isl=self.isl, osl=self.osl, concurrency=concurrency,
                             pp=self.pp, replicas=replicas, experts=self.experts, nodes=self.nodes,
-                            cached=None if offload is None else offload.served_tokens)  # fmt: skip
+                            cached=None if offload is None else offload.served_tokens,
+                            prefixes=1 if offload is None else offload.shared_prefixes)  # fmt: skip
         if self._stepper is None:
             self._stepper = Stepper(case, self.profile)
         prediction = predict_serving(case, self.profile, self.ceiling, stepper=self._stepper)
         if offload is not None:
             offload = priced_offload(offload, prediction, case, self.profile, self.ceiling, self._stepper)
+        if case.admitted_per_replica is not None and case.admitted_per_replica > engine.admitted_per_replica:
+            prediction.notes.append(shared_pool_note(case, engine))
         if model.embeddings.positions and context > model.embeddings.positions:
             raise BadInputError(
                 f"--isl + --osl ({context:,}) exceed the {model.embeddings.positions:,} learned positions of"
@@ -342,7 +383,7 @@ class LayoutPlans:
             )
         swept = []
         if sweep:
-            top = max(concurrency, 2 * engine.admitted_per_replica * replicas, 2)
+            top = max(concurrency, 2 * (case.admitted_per_replica or 1) * replicas, 2)
             points = sorted({concurrency, *(2**k for k in range(top.bit_length()) if 2**k <= top)})
             swept = [self._point(case, engine, users) for users in points]
         return ServingPlan(
@@ -355,7 +396,10 @@ class LayoutPlans:
         """The closed form at ``users`` for the ``--plot`` sweep, the prefix tiers settled at that load."""
         offload = self._offload(engine, users)
         if offload is not None:
-            case = case._replace(cached_prefix=offload.served_tokens)
+            caching = prefix_caching_on(self.deployment, engine.generation) and self.model.recurrent is None
+            admitted = pooled_admitted(engine, isl=self.isl, osl=self.osl, hit=offload.served_tokens if caching else 0,
+                                       prefixes=offload.shared_prefixes)  # fmt: skip
+            case = case._replace(cached_prefix=offload.served_tokens, admitted_per_replica=admitted)
         case = case._replace(concurrency=users)
         point = predict_serving(case, self.profile, self.ceiling, stepper=self._stepper)
         if offload is not None:
@@ -425,8 +469,10 @@ def plan_at_rate(
     engine = first.memory.engine
     shared = min(prefix_served(model, deployment, engine.generation), isl)
     budget = engine.max_num_batched_tokens * micro_batch_steps(pp)
-    keeps_up = sustainable(isl - cached_prefix(shared, isl, engine.block_size), osl, budget)
-    full_load = first.deployment.replicas * min(engine.admitted_per_replica, keeps_up)
+    hit = cached_prefix(shared, isl, engine.block_size)
+    keeps_up = sustainable(isl - hit, osl, budget)
+    admitted = pooled_admitted(engine, isl=isl, osl=osl, hit=hit, prefixes=deployment.shared_prefixes or 1)
+    full_load = first.deployment.replicas * min(admitted, keeps_up)
     busiest = plans.at(full_load)
     capacity = busiest.output_tokens_per_s / osl
     if rate >= capacity:
@@ -466,7 +512,8 @@ def simulate_plan(
     experts = expert_layout(model, d.tp, d.replicas, variant)
     case = serving_case(model, variant, plan.memory, isl=plan.isl, osl=plan.osl, concurrency=plan.concurrency,
                         pp=d.pp, replicas=d.replicas, experts=experts,
-                        nodes=None if plan.nodes is None else plan.nodes.placement)  # fmt: skip
+                        nodes=None if plan.nodes is None else plan.nodes.placement,
+                        prefixes=1 if plan.offload is None else plan.offload.shared_prefixes)  # fmt: skip
     caching = prefix_caching_on(variant, plan.memory.engine.generation) and model.recurrent is None
     simulated = simulate_deployment(
         case, profile, plan.memory.engine, client, rate=plan.rate_rps, ttft_ms=ttft_ms, itl_ms=itl_ms,

@@ -4,9 +4,10 @@ tier and the host pool (KV offload) as the second.
 Request i of the workload carries prefix i mod K (K conversations or documents coming back in turn). The tiers are
 both LRU over whole prefixes, each holding a prefix's whole blocks:
 
-- **GPU**: a prefix is cached in the blocks the running requests leave free (each running request is priced with
-  its own copy, as ``core.serve.schedulers`` prices one shared prefix), so when a request looks its prefix up the
-  least recently used prefixes beyond the free blocks are gone (evicted to make room for running requests).
+- **GPU**: a prefix is cached in the blocks the running requests leave free, and on vLLM and SGLang in the blocks
+  they link (a prefix the running requests reference is held once: ``core.serve.schedulers``; elsewhere each
+  running request holds its own copy), so when a request looks its prefix up the least recently used prefixes
+  beyond those blocks are gone (evicted to make room for running requests).
   Without GPU prefix caching nothing is kept here (vLLM's host tier still works).
 - **host**: every prefix a request computes is stored there too (vLLM's write-through of every full block, SGLang's
   write-through backup of radix nodes; TensorRT-LLM's eviction into its secondary pool holds the same set), up to

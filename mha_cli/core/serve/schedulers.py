@@ -33,12 +33,14 @@ the request's own), and short of its whole prompt (vLLM ``KVCacheManager.get_com
 ``num_tokens - 1``, so one token is computed for the logits). vLLM caches a block when it allocates it
 (``allocate_slots`` -> ``cache_blocks``), so a request admitted later in the same step hits what an earlier one is
 computing; SGLang (radix tree insert after a prefill chunk) and TensorRT-LLM (blocks stored after the context step)
-hold them once the step that computed them ends. The pool is priced as if each request held its own copy of the
-prefix's blocks (the engines hold them once, by reference): a simulation with a shared prefix admits at most
-what the engine would. Pure Python.
+hold them once the step that computed them ends. vLLM's block pool and SGLang's radix cache hold the cached blocks
+once (``share_blocks``, ``core.cost.prefix_pool``): a hit links them and takes blocks only for the rest, a block no
+running request links stays cached among the free ones until a new block is taken (evicted, the tail first).
+TensorRT-LLM's pool is priced as if each request held its own copy of the prefix (it too shares it): a floor. Pure
+Python.
 """
 
-from collections import deque
+from collections import Counter, deque
 from typing import Literal
 
 from mha_cli.core.serve.offload import PrefixTiers
@@ -91,16 +93,27 @@ class EngineState:
         self.tiers: PrefixTiers | None = None
         """Several prefixes, or a host tier (``core.serve.offload``): they decide the hits instead of the one shared
         prefix above."""
+        self.share_blocks = False
+        """vLLM and SGLang: a hit's blocks are the cache's own, held once however many requests reference them
+        (``core.cost.prefix_pool``); False: each request holds a copy (the floor)."""
+        self.linked = [0] * count
+        """Of each request's blocks (``held``), the leading ones that are the cache's shared blocks (its hit, and the
+        prefix blocks it computed that became the cache's)."""
+        self.holders: dict[int, Counter[int]] = {}
+        """Prefix -> how many running requests link how many of its blocks."""
+        self.shared_held = 0
+        """Blocks the shared prefixes hold in the pool: for each, the most any running request links."""
 
     def start(self, request: int) -> None:
         """``request`` is admitted: with nothing computed yet, it starts at its prefix-cache hit."""
         if self.prefix_len and not self.computed[request]:
             limit = (self.prompts[request] - 1) // self.block_size * self.block_size
             if self.tiers is not None:
-                hit = self.tiers.lookup(request, limit, self.free_blocks)
+                hit = self.tiers.lookup(request, limit, self.free_blocks + self.shared_held)
             else:
                 hit = min(self.prefix_cached, limit)
             self.computed[request] = hit
+            self.linked[request] = hit // self.block_size if self.share_blocks else 0
             self.hit_tokens += hit
             self.queried_tokens += self.prompts[request]
 
@@ -110,13 +123,55 @@ class EngineState:
 
     def cache_prefix(self, tokens: int, request: int = 0) -> None:
         """``request``'s first ``tokens`` tokens are computed (or, ``cache_at_allocation``, allocated): the prefix's
-        whole blocks among them enter the cache."""
+        whole blocks among them enter the cache. Sharing blocks, a running request that links the whole cached run
+        hands its new prefix blocks to the cache (vLLM ``cache_full_blocks`` hashes the request's own blocks); one
+        that computed a part already cached keeps its copy (vLLM keeps both, ``BlockPool`` does not de-duplicate)."""
+        before = self.cached_blocks(request)
         if self.tiers is not None:
             self.tiers.store(request, tokens)
-            return
-        if tokens > self.prefix_cached and self.prefix_len:
+        elif tokens > self.prefix_cached and self.prefix_len:
             whole = min(tokens, self.prefix_len) // self.block_size * self.block_size
             self.prefix_cached = max(self.prefix_cached, whole)
+        after = self.cached_blocks(request)
+        if self.share_blocks and after > before and self.held[request] and self.linked[request] == before:
+            self._relink(request, min(after, self.held[request]))
+
+    def group_of(self, request: int) -> int:
+        """The prefix ``request`` carries (0 with one shared prefix)."""
+        return 0 if self.tiers is None else self.tiers.prefix_of(request)
+
+    def cached_blocks(self, request: int) -> int:
+        """Whole blocks of ``request``'s prefix the GPU cache holds."""
+        if self.tiers is None:
+            return self.prefix_cached // self.block_size
+        return self.tiers.gpu.get(self.tiers.prefix_of(request), 0) // self.block_size
+
+    def _relink(self, request: int, blocks: int) -> None:
+        """``request`` links ``blocks`` of its prefix's shared blocks (0: none) instead of what it linked; the pool's
+        free blocks change by what its own blocks and the prefix's held blocks change."""
+        group = self.group_of(request)
+        counts = self.holders.setdefault(group, Counter())
+        top = max(counts, default=0)
+        if self.linked[request]:
+            counts[self.linked[request]] -= 1
+            if not counts[self.linked[request]]:
+                del counts[self.linked[request]]
+        if blocks:
+            counts[blocks] += 1
+        new_top = max(counts, default=0)
+        self.free_blocks += (blocks - self.linked[request]) - (new_top - top)
+        self.shared_held += new_top - top
+        self.linked[request] = blocks
+
+    def evict_unreferenced(self) -> None:
+        """The one prefix's cached blocks no running request links sit in the free queue (SGLang: evictable) and go as new blocks
+        are taken (``BlockPool.get_new_blocks`` -> ``_maybe_evict_cached_block``), the tail first (a request's
+        blocks are freed tail first): the cache keeps what the linked blocks and the free blocks cover. The tiers
+        evict whole prefixes at lookup (``core.serve.offload``)."""
+        if self.share_blocks and self.tiers is None:
+            kept = self.shared_held + self.free_blocks
+            if self.prefix_cached > kept * self.block_size:
+                self.prefix_cached = kept * self.block_size
 
     def known(self, request: int) -> int:
         """Tokens the request has: its prompt and what it has generated."""
@@ -126,18 +181,47 @@ class EngineState:
         return -(-tokens // self.block_size)
 
     def grow(self, request: int, tokens: int) -> bool:
-        """Hold blocks for ``tokens`` of ``request``; False (nothing taken) when the pool lacks them."""
+        """Hold blocks for ``tokens`` of ``request``; False (nothing taken) when the pool lacks them. Sharing
+        blocks, a request's first blocks are its hit, linked rather than taken: only those no running request
+        links leave the free queue (vLLM ``get_num_blocks_to_allocate``: the hit's blocks with ``ref_cnt == 0``)."""
         more = self.blocks_for(tokens) - self.held[request]
-        if more > self.free_blocks:
+        link = 0
+        if self.share_blocks and not self.held[request] and self.linked[request]:
+            link = self._hit_blocks(request)
+            more -= link
+            taken = max(0, link - max(self.holders.get(self.group_of(request), ()), default=0))
+            if more + taken > self.free_blocks:
+                return False
+            self.linked[request], self.held[request] = 0, link
+            self.free_blocks -= link  # taken as its own, then handed to the prefix: only ``taken`` leaves the queue
+            self._relink(request, link)
+        elif more > self.free_blocks:
             return False
         if more > 0:
             self.free_blocks -= more
             self.held[request] += more
         if self.cache_at_allocation and tokens > self.prefix_cached:
             self.cache_prefix(tokens, request)
+        self.evict_unreferenced()
         return True
 
+    def _hit_blocks(self, request: int) -> int:
+        """The blocks of ``request``'s hit still cached now (a waiting request's hit may have been evicted since it
+        was looked up: what is gone is computed again)."""
+        link = min(self.linked[request], self.cached_blocks(request))
+        lost = (self.linked[request] - link) * self.block_size
+        if lost:
+            self.computed[request] -= lost
+            self.hit_tokens -= lost
+            self.linked[request] = link
+        return link
+
     def release(self, request: int) -> None:
+        """``request``'s blocks go back: its own ones, and the prefix's it linked once no other request links them
+        (they stay cached, evictable: ``evict_unreferenced``)."""
+        if self.held[request] and self.linked[request]:
+            self._relink(request, 0)
+        self.linked[request] = 0
         self.free_blocks += self.held[request]
         self.held[request] = 0
 

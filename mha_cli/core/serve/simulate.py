@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import Field
 
+from mha_cli.core.cost.prefix_pool import shares_prefix_blocks
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.serve.cohort import Cohort
@@ -51,6 +52,9 @@ class EngineLimits(NamedTuple):
     """KV offload: the host pool in blocks of ``block_size`` (``core.serve.offload``); 0: none."""
     load_s_per_token: float = 0.0
     """KV offload: seconds one token takes to load back from the host."""
+    shares_prefix_blocks: bool = False
+    """The pool holds a cached prefix's blocks once, however many requests reference them (vLLM V1, SGLang:
+    ``core.cost.prefix_pool``); False: each request its own copy (the floor)."""
 
 
 def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> EngineLimits:
@@ -70,7 +74,7 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> Engin
     return EngineLimits(
         engine=engine.name, kv_blocks=blocks, block_size=engine.block_size,
         max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
-        prefix_caching=prefix_caching,
+        prefix_caching=prefix_caching, shares_prefix_blocks=shares_prefix_blocks(engine),
     )  # fmt: skip
 
 
@@ -180,6 +184,7 @@ class _Run:
         if workload.prefix_len and (limits.prefix_caching or limits.host_blocks):
             self.state.prefix_len = workload.prefix_len
             self.state.cache_at_allocation = limits.engine == "vllm"
+            self.state.share_blocks = limits.shares_prefix_blocks and limits.prefix_caching
             if tiered:
                 self.state.tiers = PrefixTiers(
                     prefix_len=workload.prefix_len, groups=workload.prefix_groups, block_size=limits.block_size,
@@ -306,6 +311,7 @@ class _Run:
         if blocks > state.free_blocks:
             return None
         state.free_blocks -= cohort.new_blocks()
+        state.evict_unreferenced()
         for r, tokens in needs:
             state.grow(r, computed[r] + tokens)
         needs += vllm_admit(state, state.budget - total)

@@ -1,0 +1,61 @@
+"""A shared prefix's blocks held once in the KV pool, as vLLM V1's block pool and SGLang's radix cache share them.
+
+vLLM V1 (read in the 0.10.2 release, ``vllm/v1/core``) gives a request that hits the prefix cache the cached
+blocks themselves: ``KVCacheManager.get_computed_blocks`` finds them (full blocks only, at most the prompt's first
+``prompt - 1`` tokens), ``allocate_slots`` touches them (``BlockPool.touch``: ``ref_cnt`` + 1) and takes new
+blocks only for the rest (``SingleTypeKVCacheManager.get_num_blocks_to_allocate``: the blocks the tokens need less
+the hit's, plus the hit blocks no running request holds, ``ref_cnt == 0``, which leave the free queue). A request's
+last, partial prefix block and its own tokens are its own blocks. A cached block goes back to the free queue when
+its last holder is freed (``BlockPool.free_blocks``) and is evicted only when a new block is taken from there
+(``get_new_blocks`` -> ``_maybe_evict_cached_block``). So while requests run, the prefix's whole blocks are held
+once per replica and each request holds ceil((isl + osl) / block) - those blocks.
+
+SGLang (read in the 0.5.4 release, ``python/sglang/srt``) does the same with its radix cache: ``Req.
+init_next_round_input`` matches at most the prompt's first ``input_len - 1`` tokens (``RadixCache.match_prefix``,
+whole pages when ``page_size`` > 1) and the request computes only ``extend_input_len`` = the rest;
+``PrefillAdder.add_one_req`` admits it when that rest plus its output (clipped) fits ``rem_total_tokens`` = the
+pool's available tokens plus the tree's evictable ones; ``inc_lock_ref`` moves the matched nodes from evictable to
+protected while a request holds them, ``dec_lock_ref`` back, and ``evict`` frees unlocked leaves (the tail first)
+only when tokens are needed. The same count applies, in pages.
+
+TensorRT-LLM's block reuse shares too; it is priced at the floor here (each request its own copy), which admits
+fewer. Pure Python.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mha_cli.core.engine.plan import EnginePlan
+
+
+def shares_prefix_blocks(engine: EnginePlan) -> bool:
+    """Whether the pool is priced with the prefix's blocks held once: vLLM V1 with one KV cache group of token
+    blocks, and SGLang (a hybrid model's groups and an attention-free model's states stay at one copy a request;
+    TensorRT-LLM too, not read)."""
+    if engine.kv_bytes_per_token_per_rank <= 0:
+        return False
+    if engine.name == "sglang":
+        return True
+    return engine.name == "vllm" and engine.generation != "vllm-v0" and len(engine.groups) <= 1
+
+
+def prefix_blocks(cached_tokens: int, block_size: int) -> int:
+    """The prefix's whole blocks the cache holds: ``cached_tokens`` (already whole blocks) / ``block_size``."""
+    return cached_tokens // block_size
+
+
+def shared_admitted(engine: EnginePlan, *, context: int, cached_tokens: int) -> int:
+    """Requests of ``context`` tokens one replica holds at once when their first ``cached_tokens`` (whole blocks of
+    the shared prefix) are held once: (pool blocks - prefix blocks) // each request's own blocks, at most
+    ``max_num_seqs``, and never below what the engine admits with a copy each."""
+    if not cached_tokens or not shares_prefix_blocks(engine) or not engine.starts:
+        return engine.admitted_per_replica
+    size = engine.block_size
+    shared = prefix_blocks(cached_tokens, size)
+    own = -(-context // size) - shared
+    blocks = engine.kv_tokens // size
+    if own < 1 or blocks <= shared:
+        return engine.admitted_per_replica
+    return max(engine.admitted_per_replica, min(engine.max_num_seqs, (blocks - shared) // own))

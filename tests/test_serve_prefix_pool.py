@@ -1,0 +1,162 @@
+"""A shared prefix's whole blocks held once in vLLM's pool (``core.cost.prefix_pool``), in the closed form, the
+offload plan and the simulator; SGLang and TensorRT-LLM stay at one copy a request. Counts by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from mha_cli.core.serve.schedulers import EngineKind, EngineState
+from mha_cli.core.serve.simulate import EngineLimits, simulate
+from mha_cli.core.serve.workload import Workload
+
+USER = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "8192", "--osl", "256", "--concurrency",
+        "64", "--shared-prefix", "6000", "--kv-offload-gib", "200")  # fmt: skip
+"""The user's report: 13 of 64 waited, 24 preemptions and a host-pool spill with a copy of the prefix each."""
+
+
+class Flat:
+    """A step cost of 1 ms a step, whatever it runs."""
+
+    pp = 1
+
+    def seconds(self, decodes: int, context: int, chunks: list[tuple[int, int]]) -> float:
+        return 1e-3
+
+    def decode_seconds(self, rows: int, context: int) -> float:
+        return 1e-3
+
+
+def test_the_users_command_admits_all_64(cli):
+    """The pool holds 435,504 tokens = 27,219 blocks of 16. The prefix's 6,000 // 16 = 375 whole blocks are held
+    once; each request's 8,448 tokens take 528 blocks, 528 - 375 = 153 of them its own (2,448 tokens). 64 users need
+    375 + 64 x 153 = 10,167 blocks (162,672 tokens) < 27,219: all run, none waits; (27,219 - 375) // 153 = 175 would.
+    The prefix stays on the GPU: 435,504 - 64 x 2,448 = 278,832 spare against 6,000, so no host-pool spill."""
+    plan = cli.json(*USER, "--closed-form")
+    assert plan["memory"]["engine"]["kv_tokens"] == 435_504 and plan["memory"]["engine"]["admitted_per_replica"] == 51
+    assert plan["running_per_replica"] == 64 and plan["queued_per_replica"] == 0
+    assert plan["offload"]["regime"] == "gpu" and plan["offload"]["gpu_spare_tokens"] == 435_504 - 64 * 2448
+    assert any("175 request(s) at once per replica, where 51 hold a copy each" in note for note in plan["notes"])
+    assert not any("wait" in note for note in plan["notes"])
+
+
+def test_the_users_command_simulated_runs_all_64_without_preemption(cli):
+    """The simulated vLLM loop: all 64 users run at once, nothing is preempted, no prompt token comes from the host."""
+    simulated = cli.json(*USER)["simulated"]
+    assert simulated["max_running"] == 64 and simulated["preemptions"] == 0
+    assert simulated["host_hit_rate"] == 0.0 and simulated["prefix_cache_hit_rate"] > 0.7
+
+
+def test_a_pool_really_short_still_waits(cli):
+    """256 users of the same command: 375 + 256 x 153 = 39,543 blocks > 27,219; (27,219 - 375) // 153 = 175 run and
+    81 wait."""
+    plan = cli.json(*USER[:-5], "256", "--shared-prefix", "6000", "--closed-form")
+    assert plan["running_per_replica"] == 175 and plan["queued_per_replica"] == 81
+    assert any(note.startswith("81 of 256 users per replica wait") for note in plan["notes"])
+
+
+def test_sglang_holds_the_prefix_once_in_its_radix_cache(cli):
+    """SGLang on the same H100: 413,050 tokens in pages of 1; the 6,000 prefix tokens held once (locked radix nodes),
+    each request 8,448 - 6,000 = 2,448 of its own: (413,050 - 6,000) // 2,448 = 166 at once where 413,050 // 8,448 =
+    48 hold a copy each, so all 64 run; the simulated SGLang loop runs them all without a retraction."""
+    plan = cli.json(*USER[:-2], "--engine", "sglang")
+    assert plan["memory"]["engine"]["kv_tokens"] == 413_050 and plan["memory"]["engine"]["admitted_per_replica"] == 48
+    assert plan["running_per_replica"] == 64 and plan["queued_per_replica"] == 0
+    assert any("166 request(s) at once per replica, where 48 hold a copy each" in note for note in plan["notes"])
+    assert plan["simulated"]["max_running"] == 64 and plan["simulated"]["preemptions"] == 0
+
+
+def test_trtllm_stays_at_one_copy_a_request(cli):
+    """TensorRT-LLM's block reuse is not priced as sharing (not read): the running requests are what its pool admits
+    with a copy each, 55 of the 64, and no note says the prefix is held once."""
+    plan = cli.json(*USER[:-2], "--engine", "trtllm", "--closed-form")
+    assert plan["running_per_replica"] == plan["memory"]["engine"]["admitted_per_replica"] == 55
+    assert not any("held once" in note for note in plan["notes"])
+
+
+def limits(share: bool, blocks: int = 125, engine: EngineKind = "vllm") -> EngineLimits:
+    return EngineLimits(engine=engine, kv_blocks=blocks, block_size=16, max_num_batched_tokens=8192, max_num_seqs=64,
+                        shares_prefix_blocks=share)  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_the_simulator_holds_the_prefix_once(engine):
+    """Prompts of 1,000 tokens, 512 shared (32 whole blocks), 2 output tokens: each request holds ceil(1,002 / 16) =
+    63 blocks, 32 of them the prefix's. A pool of 125 blocks runs 32 + 3 x 31 = 125: three at once sharing the
+    prefix, one (2 x 63 = 126 > 125) with a copy each. Nothing is preempted either way. (SGLang's own check, the
+    488 tokens to compute + 2 to come against the room left, 2,000 - 490 a request admitted, lets a fourth try: the
+    pool stops it.)"""
+    work = Workload([(1000, 2)] * 8, max_concurrency=4, prefix_len=512, warm_prefix=True)
+    shared, _ = simulate(work, limits(True, engine=engine), Flat())
+    copies, _ = simulate(work, limits(False, engine=engine), Flat())
+    assert (shared.max_running, copies.max_running) == (3, 1)
+    assert shared.preemptions == copies.preemptions == 0
+
+
+def test_the_pool_gets_every_block_back():
+    """Three requests link the cached prefix (32 blocks) and take 31 of their own each; the pool's free blocks are
+    125 - 32 - 3 x 31 = 0; as they end, the prefix's blocks come back with the last, cached and unreferenced."""
+    state = EngineState([1000] * 3, [2] * 3, blocks=125, block_size=16, budget=8192, max_seqs=64)
+    state.prefix_len, state.share_blocks, state.cache_at_allocation = 512, True, True
+    state.cache_prefix(512)  # warm: cached, no request holds it
+    for request in range(3):
+        state.start(request)
+        assert state.computed[request] == 512
+        assert state.grow(request, 1000)
+    assert state.free_blocks == 0 and state.shared_held == 32 and state.linked == [32, 32, 32]
+    state.release(0)
+    state.release(1)
+    assert state.free_blocks == 2 * 31 and state.shared_held == 32
+    state.release(2)
+    assert state.free_blocks == 125 and state.shared_held == 0 and state.prefix_cached == 512
+
+
+def test_a_cold_request_hands_its_prefix_blocks_to_the_cache():
+    """No prefix cached: the first request allocates its 63 blocks (vLLM caches the full ones as it allocates them),
+    and its first 32 become the cache's; a second request links them and takes 31: 125 - 63 - 31 = 31 free."""
+    state = EngineState([1000] * 2, [2] * 2, blocks=125, block_size=16, budget=8192, max_seqs=64)
+    state.prefix_len, state.share_blocks, state.cache_at_allocation = 512, True, True
+    state.start(0)
+    assert state.computed[0] == 0 and state.grow(0, 1000)
+    assert state.linked[0] == 32 and state.shared_held == 32 and state.free_blocks == 125 - 63
+    state.start(1)
+    assert state.computed[1] == 512 and state.grow(1, 1000)
+    assert state.free_blocks == 125 - 63 - 31
+
+
+def test_an_unreferenced_prefix_is_evicted_when_its_blocks_are_needed():
+    """The prefix (32 blocks) cached with no holder sits among the 40 free blocks. A 300-token prompt hits at most
+    299 tokens, 18 whole blocks: it links those and takes 1 of its own, 40 - 18 - 1 = 21 free, room for the 14
+    cached blocks no one links. Ten more blocks of its own leave 11 free: vLLM takes them from the free queue,
+    evicting cached blocks, so the cache keeps 18 linked + 11 = 29 blocks (the tail goes first)."""
+    state = EngineState([300], [1], blocks=40, block_size=16, budget=8192, max_seqs=64)
+    state.prefix_len, state.share_blocks, state.cache_at_allocation = 512, True, True
+    state.cache_prefix(512)
+    state.start(0)
+    assert state.computed[0] == 288 and state.grow(0, 300)
+    assert state.free_blocks == 21 and state.prefix_cached == 512
+    assert state.grow(0, 300 + 16 * 10)
+    assert state.free_blocks == 11 and state.prefix_cached == (18 + 11) * 16
+
+
+def test_every_block_comes_back_after_a_run_with_preemptions(monkeypatch):
+    """200 requests of 200-1,200 prompt and 1-300 output tokens, 32 users, a 512-token prefix, a pool of 300 blocks:
+    requests are preempted and restarted, hits linked and unlinked; when all have ended every block is free again and
+    the prefix holds none (its blocks cached, unreferenced)."""
+    import random
+
+    from mha_cli.core.serve import simulate as simulate_module
+
+    made: list[EngineState] = []
+
+    class Recorded(EngineState):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(simulate_module, "EngineState", Recorded)
+    draw = random.Random(0)
+    lengths = [(draw.randint(200, 1200), draw.randint(1, 300)) for _ in range(200)]
+    run, _ = simulate(Workload(lengths, max_concurrency=32, prefix_len=512), limits(True, blocks=300), Flat())
+    state = made[-1]
+    assert run.preemptions > 0 and run.prefix_cache_hit_rate > 0.5
+    assert state.free_blocks == state.total_blocks == 300 and state.shared_held == 0 and not any(state.held)
