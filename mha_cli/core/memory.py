@@ -278,7 +278,7 @@ def plan_memory(
         host_kv_cache=bool(chosen.kv_offload_bytes),
     )  # fmt: skip
     settings = resolve_settings(chosen, device, kv.tp, dp_attention_ranks=dp_ranks, serving=serving)
-    refuse_per_kind_pages(model, settings.generation, settings.engine_version)
+    refuse_per_kind_pages(model, settings.generation)
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart
         engine_kv = kv_footprint(
