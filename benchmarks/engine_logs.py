@@ -69,16 +69,17 @@ WHY: dict[int, str] = {
     " their size. Log 705 (the same checkpoint under TensorRT-LLM on a GB10) also holds more than the plan's 60.77"
     " after loading (63.52 GiB inside torch, a 0.56 GiB trial pool among them)",
     1010: "no source-backed cause: the log prints its pool (3.14 GiB) and weights (15.27 GiB) only. At utilisation 0.9 of the"
-    " L4's 22.05 GiB (torch's total, now measured: pytorch/pytorch#175666, vLLM CI on an L4, 'Free memory on device cuda:0"
-    " (19.77/22.05 GiB)'; the target's 22.06 estimate is 0.01 above it) it leaves 1.44 GiB for activation, non-torch"
+    " L4's 22.05 GiB (torch's total, measured: pytorch/pytorch#175666, vLLM CI on an L4, 'Free memory on device cuda:0"
+    " (19.77/22.05 GiB)', the target's figure since; +27.5% at the 22.06 estimate before) it leaves 1.44 GiB for"
+    " activation, non-torch"
     " memory and the rest, where the plan charges 0.59 (the forward's 0.17 over vllm serve's 2,048-token chunk below 70"
     " GiB, `engine/arg_utils.py` `get_batch_defaults`, 0.27.1; non-torch 0.25; V2's sampler tables and RoPE 0.17): 0.87"
     " GiB. Read with this log in view, in the 0.27.1 wheel, nothing names it: Model Runner V2's `profile_cudagraph_memory`"
     " (`v1/worker/gpu/model_runner.py`) returns 0, so the graph capture sizes that max_model_len 8192 allows do not enter"
     " the budget; on sm89 the attention backend and the sampler are those of 1003 (an RTX 4090, sm89, the same release,"
     " -0.2%); the Qwen3 V2 dummy run samples greedily. The post's own reading ('over a gigabyte for activations, and half"
-    " a gigabyte again for CUDA graphs') is not a printed figure. The same card runs high in 404 (+8.9%, vLLM 0.28) and"
-    " 504 (+13.1%, SGLang)",
+    " a gigabyte again for CUDA graphs') is not a printed figure. The same card runs high in 404 (+8.7%, vLLM 0.28) and"
+    " 504 (+12.8%, SGLang)",
     1011: "no source-backed cause: as 1010 (the same server with --quantization fp8): the pool is 9.26 GiB against the"
     " plan's 10.48; the log's weights are 9.06 GiB against the plan's 8.79 for the linear layers in fp8 with one scale"
     " a matrix and the embedding and head in bf16 (0.27 GiB no source read here names), and 0.95 GiB of the rest as"
@@ -165,18 +166,20 @@ WHY: dict[int, str] = {
     " with 401-405, 604 and 605 in view (`core.engine.v2_sampler_state`: 256 x 165,914 int32 ="
     " 0.16 GiB, which 0.28's `memory_profiling` counts)",
     405: "-19.9% with the 2.1 GiB tp > 1 constant, -7.1% with an L4's one-rank figure (`core.engine.non_torch`: Ada"
-    " has no all-reduce fusion or NVLS). The rest has no source-backed cause: the log leaves 0.82 GiB (0.9 x 22.06 -"
+    " has no all-reduce fusion or NVLS). The rest has no source-backed cause: the log leaves 0.81 GiB (0.9 x 22.05 -"
     " the plan's 4.65 GiB of weights - 14.38) for activation, non-torch and CUDA graphs: -7.1% with the fixed 1 GiB"
     " graph price, -4.5% with the estimate derived (`core.engine.cuda_graphs`), -1.4% once 0.28's Model Runner V2"
     " was read to sample its dummy rows greedily (`core.engine.model_runner`), +3.0% once 0.22-0.28's V2 runner was"
     " read to estimate no CUDA graphs (`core.engine.model_runner.estimates_cuda_graphs`, with 605 in view), +1.9% once"
-    " V2's persistent sampler tables were read with it in view (`core.engine.v2_sampler_state`)",
+    " V2's persistent sampler tables were read with it in view (`core.engine.v2_sampler_state`), +1.8% with the L4's"
+    " measured torch total (22.05 GiB, pytorch/pytorch#175666; 22.06 estimated before)",
     404: "+3.4% while the plan charged 0.28's Model Runner V2 0.66 GiB of CUDA graphs in the budget; 0.22-0.28's V2"
     " runner estimates none (`v1/worker/gpu/model_runner.py` `profile_cudagraph_memory` returns 0, read with 605 in"
     " view): +10.6%. The rest has no source-backed cause priced: the post prints only the pool (9.10 GiB, where the"
     " plan has 10.06) and says a second server on the next L4 sometimes profiled 10.33 GiB. V2's persistent sampler"
     " tables, read with this log in view (`core.engine.v2_sampler_state`: 0.16 GiB at 256 sequences, counted by 0.28's"
-    " `memory_profiling`), give +8.9%",
+    " `memory_profiling`), give +8.9%; the L4's measured torch total (22.05 GiB, pytorch/pytorch#175666, where the"
+    " 22.06 estimate stood), +8.7%",
     604: "+3.9% while the plan charged 0.24's Model Runner V2 (a listed Qwen3) 0.58 GiB of CUDA graphs in the"
     " budget; 0.22-0.28's V2 runner estimates none (`v1/worker/gpu/model_runner.py` `profile_cudagraph_memory` returns"
     " 0, read with 605 in view): +8.7%. The rest has no source-backed cause priced: the log's later start of the same"
@@ -192,11 +195,12 @@ WHY: dict[int, str] = {
     " 0.818 here: +3.6%",
     504: "no source-backed cause: SGLang sizes the pool from its own figures (the K + V of the 46,611 tokens, 2.84 GiB, is"
     " 6.09 GiB free after the weights less 0.15 x the 21.63 GiB free when they began). The plan starts from the L4's"
-    " estimated 22.06 GiB (measured since at 22.05: pytorch/pytorch#175666): 21.81 GiB free after its non-torch 0.25,"
+    " measured 22.05 GiB (pytorch/pytorch#175666; +13.1% at the 22.06 estimate before): 21.80 GiB free after its"
+    " non-torch 0.25,"
     " where the log has 21.76"
     " (21.63 + the 0.13 of distributed init); its weights are 15.26 GiB a rank where the log's load step takes 15.54."
     " The 0.28 GiB above the weights is not in the plan (the other SGLang logs show 0.13-0.20 GiB more than their"
-    " weights at that step: 508, 509, 510, 514), so the plan's pool is 3.22 GiB against 2.84. The release's formula"
+    " weights at that step: 508, 509, 510, 514), so the plan's pool is 3.21 GiB against 2.84. The release's formula"
     " is the plan's, with no other term (`model_runner.py` `profile_max_num_token`, the same in the 0.4.2 and"
     " 0.4.3.post4 wheels, read with this log in view: see 1102)",
     515: "no source-backed cause: the log leaves 5.64 GiB (8.37 free after the weights less 0.12 x the 22.76 GiB free when"

@@ -1,6 +1,8 @@
 """``--target cpu``'s memory plan names this machine's memory as it was read (``/proc/meminfo``), not as torch's
 total on a GPU with a datasheet, and charges no CUDA context."""
 
+import pytest
+
 
 def test_the_cpu_plan_names_proc_meminfo_not_torch_or_a_datasheet(cli):
     engine = cli.json("kv", "llama-3-8b", "--target", "cpu", "--seq", "8k")["memory"]["engine"]
@@ -32,3 +34,24 @@ def test_the_datasheet_gb_is_binary_as_the_torch_totals_show(cli):
     assert plan["vendor_memory_bytes"] == 80 * 2**30
     table = " ".join(cli.run("kv", "llama-3-8b", "--target", "h100", "--seq", "8k").stdout.split())
     assert "80 GB: DRAM is sized in binary GB, 80 x 2^30 B)" in table and "10^9" not in table
+
+
+@pytest.mark.parametrize(
+    ("target", "binary"),
+    [("h100", True), ("h200", True), ("b200", True), ("gb300", True), ("mi300x", True), ("b300", False), ("l4", False)],
+)
+def test_the_caption_says_binary_gb_only_where_torch_shows_it(cli, target, binary):
+    """The caption says the datasheet's GB are binary only where torch sees more than a decimal reading holds
+    (core.targets.gb_shown_binary): a B300's 267.69 GiB is 287.4 x 10^9 B, under its 288 GB (hardware_targets.csv's
+    torch figure, device_total_bytes 287,428,771,840), so '288 x 2^30 B' would have 20 GiB vanish; an L4's torch
+    total is under 24 x 10^9 B too. Only the torch and datasheet figures are said there."""
+    from mha_cli.core.targets import resolve_target
+
+    device = resolve_target(target).target
+    assert device.datasheet_gb_binary is binary
+    table = " ".join(cli.run("kv", "llama-3-8b", "--target", target, "--seq", "8k").stdout.split())
+    gb = f"{device.memory_gb:g}"
+    seen = f"device memory as torch reports it ({device.torch_memory_gib:.2f} GiB of the datasheet's {gb} GB"
+    said = f"{seen}: DRAM is sized in binary GB, {gb} x 2^30 B); GiB = 2^30 B" if binary else f"{seen}); GiB = 2^30 B"
+    assert said in table
+    assert ("binary GB" in table) is binary

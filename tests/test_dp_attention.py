@@ -334,13 +334,13 @@ def test_check_names_the_dp_attention_ranks_a_smaller_tp_of_an_moe_model_runs(cl
         ("sglang@0.5.22", "2 DP-attention ranks of tp 4", ", run as python -m sglang.launch_server --tp-size 8 --dp-size 1 --attn-dp-size 2;"),
         ("sglang", "2 DP-attention ranks of tp 4", ", run as python -m sglang.launch_server --tp-size 8 --dp-size 1 --attn-dp-size 2;"),
         ("vllm@0.8.3", "4 DP-attention ranks of tp 2", ", run as vllm serve --tensor-parallel-size 2 --data-parallel-size 4;"),
-        ("vllm@0.8.0", "4 DP-attention ranks of tp 2", " (no vllm line: vLLM 0.8.0 has no --data-parallel-size (first in 0.8.3"),
     ],
 )  # fmt: skip
 def test_the_dp_attention_ranks_way_out_writes_the_flags_of_the_release_priced(cli, engine, ranks, flags):
     """A smaller tp's way out on 8 GPUs runs DP-attention ranks sharing the experts: its flags in the form the
     release priced takes, as the launch lines write them (core.engine.launch_forms): SGLang's --attn-dp-size from
-    0.5.22, --dp-size N --enable-dp-attention before it; vLLM's --data-parallel-size from 0.8.3, said missing before."""
+    0.5.22, --dp-size N --enable-dp-attention before it; vLLM's --data-parallel-size from 0.8.3 (before it the
+    replicas are separate servers: test_vllm_before_0_8_3_runs_no_dp_attention)."""
     report = cli.json("kv", V3, "--target", "8xh200", "--seq", "128K", "--batch", "16", "--engine", engine)
     texts = [way["text"] for way in report["ways_out"] if "DP-attention ranks" in way["text"]]
     assert len(texts) == 1 and f"{ranks} sharing the experts in one server{flags}" in texts[0]
@@ -354,14 +354,27 @@ def test_check_and_recommend_never_print_dp_which_they_do_not_take(cli):
     assert refused.exit_code == EXIT_BAD_INPUT and "add --target" in refused.output
 
 
-def test_vllm_v0_runs_no_dp_attention(cli):
-    """vLLM before 0.8 has no data parallelism: --dp under it is one line, and its search tries no such layout."""
+@pytest.mark.parametrize(
+    ("engine", "release"), [("vllm@0.7", "vLLM 0.7.x"), ("vllm@0.8.0", "vLLM 0.8.0"), ("vllm@0.8.2", "vLLM 0.8.2")]
+)
+def test_vllm_before_0_8_3_runs_no_dp_attention(cli, engine, release):
+    """vLLM's --data-parallel-size is first in 0.8.3 (core.engine.flags, read in the wheels): before it --dp is one
+    line, the search tries no DP-attention layout, and a smaller tp's replicas are separate servers, each holding
+    its own copy of the experts (tp 2 x 4 replicas: all 256 at 1/2 of their width, not 1/8)."""
+    missing = f"{release} has no --data-parallel-size (first in 0.8.3)"
     args = ("plan", "deepseek-v3", "--target", "8xh200", "--isl", "1024", "--osl", "128", "--closed-form")
-    result = cli.run(*args, "--dp", "8", "--engine", "vllm@0.7")
-    assert result.exit_code == 2 and "vllm-v0 has no data parallelism" in result.stderr
+    result = cli.run(*args, "--dp", "8", "--engine", engine)
+    assert result.exit_code == 2 and f"{missing}, so no DP attention: use --engine vllm@0.8.3" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
-    searched = cli.json(*args, "--concurrency", "64", "--engine", "vllm@0.7")
+    searched = cli.json(*args, "--concurrency", "64", "--engine", engine)
     assert not any(c["deployment"].get("dp_attention") for c in searched["candidates"])
+    kv_args = ("kv", V3, "--target", "8xh200", "--seq", "8K", "--batch", "16", "--tp", "2", "--engine")
+    kv = cli.json(*kv_args, engine)
+    assert kv["memory"]["replicas"] == 4
+    assert kv["memory"]["experts_per_device"] == "all 256 experts at 1/2 of their width (tensor-sharded over 2 ranks)"
+    assert any(f"{missing}: its 4 replicas are priced as separate servers" in note for note in kv["engine"]["notes"])
+    shared = cli.json(*kv_args, "vllm@0.8.3")["memory"]["experts_per_device"]
+    assert shared == "all 256 experts at 1/8 of their width (tensor-sharded over 8 ranks)"
 
 
 def test_sglangs_attn_dp_size_names_the_same_ranks_as_dp(cli):

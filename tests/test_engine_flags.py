@@ -230,7 +230,7 @@ def test_every_line_of_every_generation_checks_against_the_table(engine):
 
 def test_the_lines_take_each_releases_form_for_dp_attention():
     """DeepSeek-V3's DP attention: vLLM 0.10.2 names DeepEP by its variable, 0.11.1 by its flag; vLLM 0.8.0 has no
-    way to name it, nor 0.8.0 data parallelism (no line, a note); SGLang 0.4.6 by --enable-deepep-moe, 0.4.0 not at
+    way to name it, and 0.8.0 refuses DP attention (--data-parallel-size is first in 0.8.3); SGLang 0.4.6 by --enable-deepep-moe, 0.4.0 not at
     all."""
     lines = _lines("vllm@0.10.2", "dp-attention")[1][0]
     assert lines["vllm"].startswith("VLLM_ALL2ALL_BACKEND=deepep_low_latency vllm serve ")
@@ -238,8 +238,8 @@ def test_the_lines_take_each_releases_form_for_dp_attention():
     assert "--all2all-backend deepep_low_latency" in _lines("vllm@0.11.1", "dp-attention")[1][0]["vllm"]
     lines, notes = _lines("vllm@0.8.5", "dp-attention")[1]  # data parallelism, no DeepEP backend to name
     assert "vllm" not in lines and any("no vllm line: vLLM 0.8.5 has no --all2all-backend" in n for n in notes)
-    lines, notes = _lines("vllm@0.8.0", "dp-attention")[1]  # --data-parallel-size came in 0.8.3
-    assert "vllm" not in lines and any("vLLM 0.8.0 has no --data-parallel-size" in n for n in notes)
+    with pytest.raises(BadInputError, match=r"vLLM 0\.8\.0 has no --data-parallel-size \(first in 0\.8\.3\)"):
+        _lines("vllm@0.8.0", "dp-attention")  # refused, not priced as a layout it cannot launch (test_dp_attention)
     assert "--enable-deepep-moe" in _lines("sglang@0.4.6", "dp-attention")[1][0]["sglang"]
     # SGLang 0.5.22 deprecates --dp-size N --enable-dp-attention for --attn-dp-size N: each release its own form
     for release, new in (("0.5.21", False), ("0.5.22", True), ("0.5.23", True), ("0.5.2", False)):

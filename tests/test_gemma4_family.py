@@ -263,32 +263,34 @@ def test_gemma4_s_rope_bases_are_its_config_class_s_per_layer_kind(cli, tmp_path
 def test_a_vllm_release_before_gemma4_was_registered_is_refused(cli, tmp_path, engine, command):
     """vLLM registers Gemma4ForCausalLM / Gemma4ForConditionalGeneration from 0.19.0 (models/registry.py, absent in
     0.18.1: data/engine_architectures.json): an earlier release typed cannot load the model, so no pool is priced
-    for it; 0.19.0 is. ``kv``'s release check (architectures_served) and ``plan``'s per-kind pages check both read
-    the first release from that table."""
+    for it; 0.19.0 is. One refusal (cli.release_notice.refuse_release_without_model, read from that table), in the
+    same words on both commands."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(TEXT_31B))
     result = cli.run(command[0], str(path), *command[1:], "--engine", engine)
     assert result.exit_code == 2, result.output
-    said = {"kv": "has no Gemma4ForCausalLM (first in 0.19.0)", "plan": "is registered from vLLM 0.19.0"}[command[0]]
-    assert said in result.stderr and "--engine vllm@0.19.0 or later" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+    release = engine.removeprefix("vllm@")
+    assert result.stderr.strip() == (
+        f"error: vLLM {release} has no Gemma4ForCausalLM (first in 0.19.0): give --engine vllm@0.19.0 or later, a"
+        " release that loads it"
+    )
     assert cli.run(command[0], str(path), *command[1:], "--engine", "vllm@0.19.0").exit_code == 0
 
 
 def test_the_first_release_registering_gemma4_is_read_from_the_architectures_table():
     """The engines' registries, read in every release's wheel (benchmarks/engine_architectures.py): vLLM 0.19.0
-    (absent in 0.18.1), SGLang 0.5.11 (absent in 0.5.10); the memory plan's own check (a caller without the
-    command's release check) refuses vLLM 0.18.1 with that release, and takes 0.19.0 and a commit."""
-    from mha_cli.core.engine.architectures_table import engines_table, first_registered
-    from mha_cli.core.engine.per_kind_pages import GEMMA4_CLASSES, refuse_per_kind_pages
+    (absent in 0.18.1), SGLang 0.5.11 (absent in 0.5.10.post1). The pool's own check refuses no vLLM generation that
+    unifies pages (the release is the commands' check, above), and refuses SGLang's pool, which was not read."""
+    from mha_cli.core.engine.architectures_table import engines_table
+    from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
     from mha_cli.core.errors import BadInputError
 
-    assert first_registered("vllm", GEMMA4_CLASSES) == "0.19.0"
-    assert first_registered("sglang", GEMMA4_CLASSES) == "0.5.11"
-    vllm = engines_table()["vllm"]
-    assert vllm["releases_read"][vllm["releases_read"].index("0.19.0") - 1] == "0.18.1"  # read, and lacking it
+    for engine, first, before in (("vllm", "0.19.0", "0.18.1"), ("sglang", "0.5.11", "0.5.10.post1")):
+        table = engines_table()[engine]
+        assert table["architectures"]["Gemma4ForCausalLM"]["first"] == first
+        assert table["releases_read"][table["releases_read"].index(first) - 1] == before  # read, and lacking it
     model = import_hf_config(TEXT_31B, name="gemma-4-31B").model
-    with pytest.raises(BadInputError, match=r"is registered from vLLM 0\.19\.0 \(models/registry\.py\)"):
-        refuse_per_kind_pages(model, "vllm-v1", "0.18.1")
-    refuse_per_kind_pages(model, "vllm-v1", "0.19.0")
-    refuse_per_kind_pages(model, "vllm-0.21", "abc1234")  # a commit: as the newest
+    refuse_per_kind_pages(model, "vllm-v1")
+    refuse_per_kind_pages(model, "vllm-0.21")
+    with pytest.raises(BadInputError, match=r"pages of two sizes"):
+        refuse_per_kind_pages(model, "sglang-0.5")

@@ -125,8 +125,9 @@ def test_mla_absorbed_naive_and_fp8_layouts():
     v3 = get_preset("deepseek-v3")
     assert bytes_per_token_per_layer(v3, "bf16") == 1152
     assert bytes_per_token_per_layer(v3, "fp8") == 576  # plain fp8: 1 B per value, per-tensor scale
-    assert bytes_per_token_per_layer(v3, "fp8_ds_mla") == 656  # sparse FlashMLA: 512 + 4 * 4 + 64 * 2
-    assert bytes_per_token_per_layer(v3, "fp8-ds-mla") == 656
+    v32 = get_preset("deepseek-v3.2-exp")  # the same latent, with the lightning indexer's 132 B key beside it
+    assert bytes_per_token_per_layer(v32, "fp8_ds_mla") == 656 + 132  # sparse FlashMLA: 512 + 4 * 4 + 64 * 2
+    assert bytes_per_token_per_layer(v32, "fp8-ds-mla") == 656 + 132
     naive = bytes_per_token_per_layer(v3, "bf16", "naive")
     assert naive == 128 * (192 + 128) * 2  # decompressed K (nope + rope) and V per head
 
@@ -177,3 +178,23 @@ def test_tp_that_splits_heads_unevenly_is_bad_input():
         kv_footprint(get_preset("llama-3-8b"), seq_len=8, tp=3)
     with pytest.raises(BadInputError, match="n_heads"):
         kv_footprint(get_preset("falcon-7b"), seq_len=8, tp=2)  # 71 query heads
+
+
+def test_fp8_ds_mla_is_refused_on_dense_mla(cli):
+    """fp8_ds_mla is vLLM's sparse-MLA cache (FlashMLASparseBackend, for models with DeepSeek-V3.2's indexer); its
+    dense MLA backends (FlashMLA, FlashInfer MLA, Triton MLA) list fp8 but not fp8_ds_mla in
+    supported_kv_cache_dtypes, so DeepSeek-V3 (dense) is refused in one line where it was priced at 656 B a layer."""
+    from mha_cli.core.errors import BadInputError
+
+    with pytest.raises(
+        BadInputError, match=r"^kv dtype fp8_ds_mla is the sparse-MLA cache .* deepseek-v3 is dense MLA"
+    ):
+        bytes_per_token_per_layer(get_preset("deepseek-v3"), "fp8_ds_mla")
+    assert bytes_per_token_per_layer(get_preset("deepseek-v3"), "fp8") == 576
+    result = cli.run("kv", "tests/fixtures/hf_configs/deepseek-v3.json", "--kv-dtype", "fp8_ds_mla")
+    assert result.exit_code == 2 and result.stderr.strip() == (
+        "error: kv dtype fp8_ds_mla is the sparse-MLA cache (vLLM's FlashMLASparseBackend, for models with"
+        " DeepSeek-V3.2's indexer) and deepseek-v3 is dense MLA, whose vLLM backends take fp8, not fp8_ds_mla: use"
+        " --kv-dtype fp8"
+    )
+    assert cli.run("kv", "deepseek-v3.2-exp", "--kv-dtype", "fp8_ds_mla").exit_code == 0

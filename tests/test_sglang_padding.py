@@ -46,3 +46,20 @@ def test_the_k_size_line_pads_by_the_release(release, padding):
     assert tokens % 1024 == 0
     assert f"K size: {(tokens + padding) * 28_672 / GIB:.2f} GB" in line
     assert f"K size: {(tokens + 1025 - padding) * 28_672 / GIB:.2f} GB" not in line
+
+
+@pytest.mark.parametrize("command", [["kv", "llama-3-8b"], ["kv", "llama-3-8b", "--target", "h100"],
+                                     ["plan", "llama-3-8b", "--target", "h100", "--closed-form"]])  # fmt: skip
+@pytest.mark.parametrize("release", ["0.4.3", "0.4.3.post4"])
+def test_a_block_size_is_refused_on_a_release_without_page_size(cli, command, release):
+    """``--block-size`` is SGLang's ``--page-size``, first in 0.4.4 (core.engine.flags: 0.4.4's ServerArgs.page_size,
+    0.4.3.post4 lacks it): one line on an earlier release, as ``--kv-cache-gib`` on a vLLM without its flag; 0.4.4
+    and the 0.4 line's latest take it."""
+    result = cli.run(*command, "--engine", f"sglang@{release}", "--block-size", "16")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"error: --block-size sets SGLang's --page-size (first in 0.4.4), which SGLang {release} lacks: drop it or use"
+        " --engine sglang@0.4.4 or later"
+    )
+    for taken in ("sglang@0.4.4", "sglang@0.4", "sglang"):
+        assert cli.run(*command, "--engine", taken, "--block-size", "16").exit_code == 0, taken

@@ -367,8 +367,12 @@ def plan(
     )  # fmt: skip
     from mha_cli.core.engine.generations import generation
 
+    output = Output(json)
+    refuse_release_without_model(  # before the pool's own refusals, in the words `mha kv` uses
+        deployment.engine, deployment.engine_version, loaded.model, output, generation_id=deployment.engine_generation
+    )
     generation_id = generation(deployment.engine_generation, deployment.engine).id
-    refuse_per_kind_pages(loaded.model, generation_id, deployment.engine_version)  # one line, not one per layout
+    refuse_per_kind_pages(loaded.model, generation_id)  # one line, not one per layout
     if offload_bytes is not None:  # a generation without KV offload: one line before anything is priced
         from mha_cli.core.engine.offload import offload_rule
 
@@ -424,10 +428,6 @@ def plan(
     client = None if closed_form else _client(num_prompts, random_range_ratio, burstiness, lengths_file, seed)
     if slo_percentile not in (0, 50, 90, 99):
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
-    output = Output(json)
-    refuse_release_without_model(
-        deployment.engine, deployment.engine_version, loaded.model, output, generation_id=deployment.engine_generation
-    )
     past_read = notice_past_newest_read(deployment.engine, deployment.engine_version, output)
     if disaggregated:
         from mha_cli.cli.render_disaggregated import render_disaggregated

@@ -12,7 +12,7 @@ from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.schemas import ModelSpec
-from mha_cli.core.targets import CPU_TARGET_ID
+from mha_cli.core.targets import CPU_TARGET_ID, gb_shown_binary
 
 
 def print_table(console: Console, table: Table) -> None:
@@ -270,9 +270,12 @@ def memory_table(plan: MemoryPlan) -> Table:
         table.caption = f"memory as /proc/meminfo reports it ({plan.device_memory_bytes / 2**30:.2f} GiB); GiB = 2^30 B"
     else:
         gb = plan.vendor_memory_bytes / 2**30
+        binary = (
+            f": DRAM is sized in binary GB, {gb:g} x 2^30 B" if gb_shown_binary(gb, plan.device_memory_bytes) else ""
+        )
         table.caption = (
             f"device memory as torch reports it ({plan.device_memory_bytes / 2**30:.2f} GiB of the datasheet's"
-            f" {gb:g} GB: DRAM is sized in binary GB, {gb:g} x 2^30 B); GiB = 2^30 B"
+            f" {gb:g} GB{binary}); GiB = 2^30 B"
         )
     return table
 

@@ -56,6 +56,8 @@ def merge_deployment(
     elif fields.get("engine") is not None:
         fields["engine"] = generation_of(fields["engine"]).engine
     fields.setdefault("seq_len", default_seq_len(model, base))
+    if fields.get("block_size") is not None:
+        _check_block_flag(fields.get("engine"), fields.get("engine_generation"), fields.get("engine_version"))
     limits = fields.get("limit_mm_per_prompt")
     if limits is not None and not any(limits.values()) and fields.get("engine") == "sglang":  # text only
         from mha_cli.core.engine.architectures_served import served_as
@@ -72,6 +74,34 @@ def merge_deployment(
         return DeploymentSpec.model_validate(fields)
     except ValidationError as exc:
         raise BadInputError(describe_validation_error(exc, _OPTION_NAMES)) from exc
+
+
+BLOCK_FLAGS = {"vllm": "--block-size", "sglang": "--page-size"}
+"""The flag each engine's launch line sets ``--block-size`` with (TensorRT-LLM's tokens_per_block is not in the flags
+table: not checked)."""
+
+
+def _check_block_flag(engine: str | None, generation_id: str | None, typed: str | None) -> None:
+    """Refuse ``--block-size`` in one line for a release of ``engine`` without the flag it sets (``BLOCK_FLAGS``,
+    ``core.engine.flags``): SGLang's ``--page-size`` is first in 0.4.4 (``ServerArgs.page_size``; 0.4.0-0.4.3.post4
+    page by one token, ``core.engine.sglang_padding``). The release is the one typed, else the generation's latest."""
+    from mha_cli.core.engine.flags import format_release, has, release_meant, span
+    from mha_cli.core.engine.generations import generation
+    from mha_cli.core.engine.release_numbers import ENGINE_NAMES
+
+    if engine not in BLOCK_FLAGS:
+        return
+    chosen = generation(generation_id, engine)  # type: ignore[arg-type]
+    word = BLOCK_FLAGS[engine]
+    release = release_meant(chosen, typed)
+    if has(engine, release, word):
+        return
+    first = span(engine, word).first
+    lacking = chosen.label if typed is None else f"{ENGINE_NAMES[engine]} {format_release(release)}"
+    raise BadInputError(
+        f"--block-size sets {ENGINE_NAMES[engine]}'s {word} (first in {first}), which {lacking} lacks: drop it or use"
+        f" --engine {engine}@{first} or later"
+    )
 
 
 def for_local_ranks(base: DeploymentSpec | None, tp: int | None) -> DeploymentSpec | None:

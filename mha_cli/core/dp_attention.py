@@ -77,18 +77,53 @@ def dp_tp(dp: int, tp: int | None, n_devices: int, pp: int = 1) -> int:
     return tp
 
 
-def dp_attention_runs_on(engine: str | None, generation: str | None) -> bool:
-    """Whether ``engine`` (of ``generation``; None: its latest) runs DP attention: vLLM from V1 (V0 has no data
-    parallelism) and SGLang."""
-    from mha_cli.core.engine.generations import BY_ID
+DATA_PARALLEL_WORDS = {"vllm": "--data-parallel-size", "sglang": "--enable-dp-attention"}
+"""The flag each engine's data-parallel ranks sharing the experts are started with (``core.engine.flags``: vLLM's
+from 0.8.3, SGLang's in every release read from 0.4.0)."""
 
-    if (engine or "vllm") not in DP_ATTENTION_ENGINES:
+
+def dp_attention_runs_on(engine: str | None, generation: str | None, release: str | None = None) -> bool:
+    """Whether ``engine`` (of ``generation``; None: its latest) at ``release`` (the one typed; None: the
+    generation's latest) runs DP attention: where its flag (``DATA_PARALLEL_WORDS``) is in the flags table at that
+    release, so vLLM from 0.8.3 (``--data-parallel-size``, read in the wheels; V0 and 0.8.0-0.8.2 have none) and
+    SGLang."""
+    from mha_cli.core.engine.flags import has, release_meant
+    from mha_cli.core.engine.generations import generation as resolve
+
+    engine = engine or "vllm"
+    if engine not in DP_ATTENTION_ENGINES:
         return False
-    return generation is None or BY_ID[generation].data_parallel_flag
+    chosen = resolve(generation, engine)  # type: ignore[arg-type]
+    if not chosen.data_parallel_flag:
+        return False
+    return has(engine, release_meant(chosen, release), DATA_PARALLEL_WORDS[engine])
+
+
+def data_parallel_missing(engine: str | None, generation: str | None, release: str | None) -> str:
+    """Why ``engine``'s ``release`` (None: the latest of ``generation``) runs no DP attention: ``vLLM 0.8.0 has no
+    --data-parallel-size (first in 0.8.3)``, its ``DATA_PARALLEL_WORDS`` flag (``core.engine.flags``)."""
+    from mha_cli.core.engine.flags import format_release, release_meant, span
+    from mha_cli.core.engine.generations import generation as resolve
+    from mha_cli.core.engine.release_numbers import ENGINE_NAMES
+
+    engine = engine or "vllm"
+    chosen = resolve(generation, engine)  # type: ignore[arg-type]
+    word = DATA_PARALLEL_WORDS[engine]
+    first = span(engine, word).first
+    named = (
+        chosen.label if release is None else f"{ENGINE_NAMES[engine]} {format_release(release_meant(chosen, release))}"
+    )
+    return f"{named} has no {word} (first in {first})"
 
 
 def dp_attention_problem(
-    model: ModelSpec, engine: str | None, tp: int, dp: int, replicas: int, generation: str | None = None
+    model: ModelSpec,
+    engine: str | None,
+    tp: int,
+    dp: int,
+    replicas: int,
+    generation: str | None = None,
+    release: str | None = None,
 ) -> str | None:
     """Why ``dp`` data-parallel ranks of tp ``tp`` (the layout's ``replicas``) cannot run ``model``'s attention apart
     with its experts spread over all of them, or None when they can (one line: what is wrong and what to do)."""
@@ -104,8 +139,14 @@ def dp_attention_problem(
             f"mha prices DP attention for vLLM and SGLang only, not {engine} (TensorRT-LLM's enable_attention_dp, an"
             " --extra_llm_api_options key, is not priced): use --engine vllm or sglang, or leave out --dp"
         )
-    if not dp_attention_runs_on(engine, generation):
-        return f"{generation} has no data parallelism, so no DP attention: use vLLM 0.8 or later, or leave out --dp"
+    if not dp_attention_runs_on(engine, generation, release):
+        from mha_cli.core.engine.flags import span
+
+        first = span(engine or "vllm", DATA_PARALLEL_WORDS[engine or "vllm"]).first
+        return (
+            f"{data_parallel_missing(engine, generation, release)}, so no DP attention: use --engine"
+            f" {engine or 'vllm'}@{first} or later, or leave out --dp"
+        )
     if dp < 2:
         return f"--dp {dp}: DP attention needs 2 or more data-parallel ranks (without it: --tp alone)"
     problem = tp_shard_problem(model, tp, dp_attention_experts(tp, dp))

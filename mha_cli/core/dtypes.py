@@ -5,10 +5,11 @@ A quantised cache stores scales beside the values. What we assume, per format:
 - ``fp32``, ``fp16``, ``bf16``: no scales.
 - ``fp8`` (e4m3): plain fp8, one byte per value and one scale per tensor (vLLM's ``kv_cache_dtype="fp8"``),
   so nothing per token, for every variant: DeepSeek-V3's MLA latent + RoPE key is 576 B per token per layer.
-- ``fp8_ds_mla`` (alias ``fp8-ds-mla``; KV cache only, MLA only): DeepSeek's sparse FlashMLA layout (V3.2 and
-  later, vLLM's ``fp8_ds_mla``): the latent in fp8 with one fp32 scale per 128 values, the RoPE key kept in
-  bf16: 512 + 4 * 4 + 64 * 2 = 656 B per token per layer for DeepSeek-V3's geometry. A lightning-indexer key
-  (V3.2) is stored beside it in fp8 with one fp32 scale per 128 values (128 + 4 = 132 B).
+- ``fp8_ds_mla`` (alias ``fp8-ds-mla``; KV cache only, sparse MLA only: ``core.kv.check_kv_dtype_fits``):
+  DeepSeek's sparse FlashMLA layout (V3.2 and later, vLLM's ``fp8_ds_mla``): the latent in fp8 with one fp32 scale
+  per 128 values, the RoPE key kept in bf16: 512 + 4 * 4 + 64 * 2 = 656 B per token per layer for DeepSeek-V3's
+  geometry. A lightning-indexer key (V3.2) is stored beside it in fp8 with one fp32 scale per 128 values (128 + 4 =
+  132 B).
 - ``int8``: symmetric, one fp16 scale per cached vector (per token, per KV head, for K and V).
 - ``int4``: asymmetric, an fp16 scale and an fp16 zero point per group of 32 values (KIVI-style).
 """

@@ -213,7 +213,7 @@ def _dp_attention_that_fits(
     model's batch fits, where the engine runs it: each rank caches only its own requests, the experts whole over
     all devices; with ``--kv-dtype fp8`` when it takes that too (``mha kv`` takes ``--dp``; ``check`` and
     ``recommend`` leave this way out)."""
-    runs = dp_attention_runs_on(deployment.engine, deployment.engine_generation)
+    runs = dp_attention_runs_on(deployment.engine, deployment.engine_generation, deployment.engine_version)
     if model.block.moe is None or not runs or deployment.dp is not None:
         return None
     cache_changes: list[tuple[str, dict[str, object]]] = [("", {})]

@@ -46,7 +46,12 @@ ACTIVATION_FORMATS = ("fp32", "fp16", "bf16")
 
 
 def check_kv_dtype_fits(model: ModelSpec, kv_dtype: str, mla_cache: MlaCacheMode = "absorbed") -> None:
-    """``fp8_ds_mla`` is the absorbed MLA latent's layout: refuse it, in one line, for anything else."""
+    """``fp8_ds_mla`` is the absorbed latent's layout of sparse MLA (a model with DeepSeek-V3.2's lightning indexer):
+    refuse it, in one line, for anything else. vLLM serves it with its sparse backend alone
+    (``v1/attention/backends/mla/flashmla_sparse.py`` ``FlashMLASparseBackend.supported_kv_cache_dtypes``, an
+    ``is_sparse`` backend); its dense MLA backends take fp8 but not fp8_ds_mla (``FlashMLABackend``,
+    ``FlashInferMLABackend``, ``TritonMLABackend``: ``supported_kv_cache_dtypes``, read on main), so a dense MLA
+    model asking for it finds no backend (``vllm/platforms/cuda.py``: "No valid attention backend found")."""
     if storage_format(kv_dtype).name != FP8_DS_MLA:
         return
     if model.attention.mla is None:
@@ -54,14 +59,20 @@ def check_kv_dtype_fits(model: ModelSpec, kv_dtype: str, mla_cache: MlaCacheMode
             f"kv dtype fp8_ds_mla is DeepSeek's sparse-MLA cache layout and needs an MLA model;"
             f" {model.name} is {model.attention.variant}: use --kv-dtype fp8 (plain fp8, 1 B per value)"
         )
+    if model.attention.mla.indexer is None:
+        raise BadInputError(
+            f"kv dtype fp8_ds_mla is the sparse-MLA cache (vLLM's FlashMLASparseBackend, for models with DeepSeek-V3.2's"
+            f" indexer) and {model.name} is dense MLA, whose vLLM backends take fp8, not fp8_ds_mla: use --kv-dtype fp8"
+        )
     if mla_cache != "absorbed":
         raise BadInputError("kv dtype fp8_ds_mla stores the absorbed MLA latent: drop --mla-cache naive or use fp8")
 
 
 def comparable_kv_dtype(model: ModelSpec, kv_dtype: str) -> str:
     """The KV format to price ``model`` in when comparing it under ``kv_dtype``: plain fp8 stands in for
-    ``fp8_ds_mla`` on a model without MLA (the same shape under MHA/GQA/MQA)."""
-    if model.attention.mla is None and storage_format(kv_dtype).name == FP8_DS_MLA:
+    ``fp8_ds_mla`` on a model without sparse MLA (the same shape under MHA/GQA/MQA or dense MLA)."""
+    sparse = model.attention.mla is not None and model.attention.mla.indexer is not None
+    if not sparse and storage_format(kv_dtype).name == FP8_DS_MLA:
         return "fp8"
     return kv_dtype
 

@@ -14,7 +14,14 @@ from typing import Any
 
 from pydantic import NonNegativeInt
 
-from mha_cli.core.dp_attention import a2a_backend_of, dp_attention_experts, dp_attention_problem, dp_tp
+from mha_cli.core.dp_attention import (
+    a2a_backend_of,
+    data_parallel_missing,
+    dp_attention_experts,
+    dp_attention_problem,
+    dp_attention_runs_on,
+    dp_tp,
+)
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.engine.plan import EnginePlan, plan_engine
@@ -30,10 +37,14 @@ from mha_cli.core.targets import ResolvedTarget
 from mha_cli.core.tensor_parallel import ExpertLayout, local_experts, tp_shard_problem
 from mha_cli.core.weight_bytes import WeightSource, deployment_rank_bytes, stored_headers, weights_source
 
-ENGINES_SHARING_EXPERTS = ("vllm", "sglang")
-"""Engines whose data-parallel ranks of an MoE model share its routed experts (vLLM: "expert layers form a tensor
-parallel group of size DP x TP", docs/serving/data_parallel_deployment.md; SGLang with --enable-dp-attention), so
-that each rank holds 1 / (tp x dp) of them. TensorRT-LLM's replicas here are separate servers, each its own copy."""
+
+def engine_shares_experts(deployment: DeploymentSpec) -> bool:
+    """Whether the deployment's engine, at the release priced, runs its data-parallel ranks of an MoE model as one
+    server sharing the routed experts, each rank holding 1 / (tp x dp) of them (vLLM: "expert layers form a tensor
+    parallel group of size DP x TP", docs/serving/data_parallel_deployment.md, from 0.8.3, its first
+    ``--data-parallel-size``; SGLang with --enable-dp-attention): ``core.dp_attention.dp_attention_runs_on``.
+    Elsewhere (TensorRT-LLM, vLLM before 0.8.3) replicas are separate servers, each its own copy."""
+    return dp_attention_runs_on(deployment.engine, deployment.engine_generation, deployment.engine_version)
 
 
 class MemoryPlan(Record):
@@ -100,7 +111,7 @@ class MemoryPlan(Record):
 
 def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: DeploymentSpec | None) -> ExpertLayout | None:
     """How ``model``'s routed experts spread over the devices (None without MoE): over the tp ranks of each replica,
-    or over all tp x replicas ranks when the engine's data-parallel ranks share them (``ENGINES_SHARING_EXPERTS``);
+    or over all tp x replicas ranks when the engine's data-parallel ranks share them (``engine_shares_experts``);
     whole experts per rank with ``deployment.expert_parallel``; whole over all ranks with ``deployment.dp``, reached
     by the dispatch its ``moe_a2a_backend`` names (None: the engine's default)."""
     if model.block.moe is None:
@@ -110,7 +121,7 @@ def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: Deployme
         backend = a2a_backend_of(deployment.moe_a2a_backend, deployment.engine, deployment.engine_generation)
         return dp_attention_experts(tp, replicas, backend)
     whole = bool(deployment.expert_parallel)
-    shared = replicas > 1 and (deployment.engine or "vllm") in ENGINES_SHARING_EXPERTS
+    shared = replicas > 1 and engine_shares_experts(deployment)
     if shared and shared_experts_problem(model, tp, replicas, whole) is not None:
         shared = False  # the engine could not share them: separate servers, each replica its own copy
     return ExpertLayout(tp * replicas if shared else tp, whole=whole)
@@ -219,15 +230,27 @@ def plan_memory(
     copies_note = None
     if experts is None and deployment is not None and deployment.dp:  # asked for: refused, never priced as copies
         problem = dp_attention_problem(
-            model, deployment.engine, kv.tp, deployment.dp, replicas, deployment.engine_generation
+            model,
+            deployment.engine,
+            kv.tp,
+            deployment.dp,
+            replicas,
+            deployment.engine_generation,
+            deployment.engine_version,
         )
         if problem is not None:
             raise BadInputError(problem)
     if experts is None:
         experts = expert_layout(model, kv.tp, replicas, deployment)
         whole = bool((deployment or DeploymentSpec()).expert_parallel)
-        engine_shares = (deployment or DeploymentSpec()).engine in (None, *ENGINES_SHARING_EXPERTS)
+        chosen = deployment or DeploymentSpec()
+        engine_shares = engine_shares_experts(chosen)
         problem = shared_experts_problem(model, kv.tp, replicas, whole) if engine_shares else None
+        if model.block.moe is not None and replicas > 1 and not engine_shares and chosen.engine != "trtllm":
+            copies_note = (
+                f"{data_parallel_missing(chosen.engine, chosen.engine_generation, chosen.engine_version)}: its"
+                f" {replicas} replicas are priced as separate servers, each with its own copy of the experts"
+            )
         if problem is not None:
             copies_note = (
                 f"the {kv.tp * replicas} ranks of {replicas} replicas cannot share the experts ({problem}): priced"
@@ -255,7 +278,7 @@ def plan_memory(
         host_kv_cache=bool(chosen.kv_offload_bytes),
     )  # fmt: skip
     settings = resolve_settings(chosen, device, kv.tp, dp_attention_ranks=dp_ranks, serving=serving)
-    refuse_per_kind_pages(model, settings.generation, settings.engine_version)
+    refuse_per_kind_pages(model, settings.generation)
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart
         engine_kv = kv_footprint(

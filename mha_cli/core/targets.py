@@ -73,6 +73,13 @@ _COUNT_ONLY = re.compile(r"[0-9]+\s*[x*]\s*", re.IGNORECASE)
 """A count with no device after it (``8x`` of ``2x8x``)."""
 
 
+def gb_shown_binary(memory_gb: float, torch_bytes: int) -> bool:
+    """Whether a datasheet's ``memory_gb`` GB are shown to be binary (2^30 B): torch sees more than ``memory_gb`` x
+    10^9 B, which a figure in decimal GB could not hold (an H100's 79.19 GiB is 85.0 x 10^9 B, over its 80 GB; a
+    B300's 267.69 GiB is 287.4 x 10^9 B, under its 288 GB, so nothing is shown either way)."""
+    return torch_bytes > memory_gb * 10**9
+
+
 class Target(Record):
     """One accelerator, with every figure in the unit its name states."""
 
@@ -80,8 +87,9 @@ class Target(Record):
     name: str
     vendor: str
     memory_gb: float
-    """Device memory in GB as the vendor states it; a memory's GB is binary, 2^30 B (an H100's 80 GB is 80 GiB of
-    HBM, of which torch sees 79.19 GiB: what the driver reserves, and on GDDR with ECC on, ECC's share, is gone)."""
+    """Device memory in GB as the vendor states it. Often binary, 2^30 B (an H100's 80 GB is 80 GiB of HBM, of which
+    torch sees 79.19 GiB: what the driver reserves, and on GDDR with ECC on, ECC's share, is gone), but not shown so
+    for every part (``datasheet_gb_binary``: a B300's 288 GB, of which torch sees 267.69 GiB, 287.4 x 10^9 B)."""
     memory_bandwidth_gbs: float
     """Peak memory bandwidth in GB/s (10^9 bytes per second)."""
     bf16_tflops_dense: float
@@ -107,8 +115,13 @@ class Target(Record):
 
     @property
     def memory_bytes(self) -> int:
-        """The vendor's figure in bytes (its GB are 2^30 B: ``memory_gb``)."""
+        """The vendor's figure in bytes, its GB read as 2^30 B (``memory_gb``)."""
         return round(self.memory_gb * 2**30)
+
+    @property
+    def datasheet_gb_binary(self) -> bool:
+        """Whether the datasheet's GB are shown to be binary (``gb_shown_binary``)."""
+        return gb_shown_binary(self.memory_gb, self.device_memory_bytes)
 
     @property
     def device_memory_bytes(self) -> int:

@@ -67,7 +67,7 @@ def worker_layouts(
         return found
     for size in sizes:
         if size > 1 and model.block.moe.n_experts % size == 0 and dp_attention_problem(
-            model, deployment.engine, 1, size, size, deployment.engine_generation
+            model, deployment.engine, 1, size, size, deployment.engine_generation, deployment.engine_version
         ) is None:  # fmt: skip
             found.append(WorkerLayout(1, size))
     return found

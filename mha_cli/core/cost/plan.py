@@ -225,7 +225,13 @@ class LayoutPlans:
         tp, replicas = resolve_layout(target, tp, pp)
         if deployment.dp and (
             problem := dp_attention_problem(
-                model, deployment.engine, tp, deployment.dp, replicas, deployment.engine_generation
+                model,
+                deployment.engine,
+                tp,
+                deployment.dp,
+                replicas,
+                deployment.engine_generation,
+                deployment.engine_version,
             )
         ):
             raise BadInputError(problem)

@@ -128,7 +128,7 @@ def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSp
         return [plain]
     other = plain.model_copy(update={"expert_parallel": not plain.expert_parallel})
     found = [plain, other] if not plain.expert_parallel else [other, plain]
-    if dp_attention_runs_on(deployment.engine, deployment.engine_generation):
+    if dp_attention_runs_on(deployment.engine, deployment.engine_generation, deployment.engine_version):
         found.append(plain.model_copy(update={"expert_parallel": True, "dp": DP_ATTENTION_VARIANT}))
     return found
 
@@ -140,7 +140,7 @@ def _skipped(variant: DeploymentSpec, tp: int, pp: int, n_devices: int) -> bool:
     dp_layout = pp == 1 and tp < n_devices
     if variant.dp:
         return not dp_layout
-    engine_runs_it = dp_attention_runs_on(variant.engine, variant.engine_generation)
+    engine_runs_it = dp_attention_runs_on(variant.engine, variant.engine_generation, variant.engine_version)
     return bool(variant.expert_parallel) and dp_layout and engine_runs_it
 
 

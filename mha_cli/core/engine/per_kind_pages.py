@@ -21,19 +21,18 @@ smallest block, the unchanged one: ``_report_kv_cache_config`` in 0.19.0). This 
 layout, the one CUDA's FlashAttention, Triton and FlashInfer backends and the CPU backend take in 0.33-0.34
 (``resolve_kv_cache_layout``); the block-outermost layouts' packing (``_get_packed_kv_cache_groups``) is not modelled.
 
-The first vLLM release that registers Gemma 4 (``Gemma4ForCausalLM``, ``Gemma4ForConditionalGeneration`` in
-``models/registry.py``) is read from the table of every release's registry (``core.engine.architectures_table``,
-built by ``benchmarks/engine_architectures.py``: 0.19.0, absent in 0.18.1). SGLang and TensorRT-LLM are refused:
-their pools for two head geometries were not read; nor was vLLM V0, which never served Gemma 4. Pure Python.
+A vLLM release that cannot load Gemma 4 (before 0.19.0, the first whose ``models/registry.py`` has
+``Gemma4ForCausalLM``) is refused by the commands' release check, in the same words for every command
+(``cli.release_notice.refuse_release_without_model``, which reads ``core.engine.architectures_table``). SGLang and
+TensorRT-LLM are refused here: their pools for two head geometries were not read; nor was vLLM V0, which never
+served Gemma 4. Pure Python.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from mha_cli.core.engine.architectures_table import first_registered
 from mha_cli.core.engine.pages import PageKind, layer_kinds_for_vllm
-from mha_cli.core.engine.release_numbers import LATEST, release_key
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import bytes_per_token_per_layer
 from mha_cli.core.schemas import ModelSpec
@@ -47,23 +46,10 @@ def has_per_kind_pages(model: ModelSpec) -> bool:
     return model.attention.per_kind_geometry and bool(model.count_layers("global"))
 
 
-GEMMA4_CLASSES = ("Gemma4ForCausalLM", "Gemma4ForConditionalGeneration")
-"""vLLM's registry names for ``models/gemma4.py``, the model file whose pages this module sizes."""
-
-
-def refuse_per_kind_pages(model: ModelSpec, generation: str | None, release: str | None = None) -> None:
+def refuse_per_kind_pages(model: ModelSpec, generation: str | None) -> None:
     """Refuse, in one line, an engine memory plan for ``model`` with pages of two sizes under an engine
-    ``generation`` whose pool for them was not read (SGLang, TensorRT-LLM, vLLM V0; None: any engine), or under a
-    vLLM ``release`` typed before the first that registers Gemma 4 (``GEMMA4_CLASSES``), which cannot load it."""
-    if not has_per_kind_pages(model):
-        return
-    if generation in UNIFIED_GENERATIONS:
-        first = first_registered("vllm", GEMMA4_CLASSES)
-        if release is not None and first is not None and _release(release) < release_key(first)[:3]:
-            raise BadInputError(
-                f"{model.name}: vLLM {release} cannot load it: Gemma 4 ({', '.join(GEMMA4_CLASSES)}) is registered"
-                f" from vLLM {first} (models/registry.py): use --engine vllm@{first} or later"
-            )
+    ``generation`` whose pool for them was not read (SGLang, TensorRT-LLM, vLLM V0; None: any engine)."""
+    if not has_per_kind_pages(model) or generation in UNIFIED_GENERATIONS:
         return
     attention = model.attention
     raise BadInputError(
@@ -73,14 +59,6 @@ def refuse_per_kind_pages(model: ModelSpec, generation: str | None, release: str
         f" {generation} (SGLang's and TensorRT-LLM's pools for two geometries were not read; vLLM V0 never served"
         " Gemma 4): plan it with --engine vllm, or price its cache with `mha kv` without --target"
     )
-
-
-def _release(release: str) -> tuple[int, ...]:
-    """(major, minor, patch) of a release typed; one not a release number (a commit) as the newest."""
-    try:
-        return tuple(release_key(release)[:3])
-    except ValueError:
-        return (LATEST, 0, 0)
 
 
 class UnifiedPages(NamedTuple):
