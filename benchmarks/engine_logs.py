@@ -509,8 +509,9 @@ NOTES = """## Notes
   oracle. gpt-oss's experts are allocated at the chosen kernel's padded shapes: Marlin (every release on Ampere and
   Ada, 0.10-0.11 on Hopper, whose CUDA wheel ships no triton_kernels) pads the hidden size to 256 and the
   intermediate size to 128, +5.13 GiB on gpt-oss-120b and +0.85 on gpt-oss-20b at tp 1; triton_kernels (Hopper from
-  0.12, vendored) pads the intermediate size to 64 and widens the biases to fp32, +0.07 GiB; FlashInfer TRT-LLM-gen
-  (B200) 256 and 256 (128 from 0.27), +7.90 (+5.21) GiB. 1201 +57.9% -> +0.8% (65.90 GiB of weights against the
+  0.12, vendored) pads the intermediate size to 64, widens the biases to fp32 and copies the scales into its swizzled
+  layout (rows to 256), keeping the originals until 0.25, +3.53 GiB (+0.20 from 0.25); FlashInfer TRT-LLM-gen (B200)
+  256 and 256 (128 from 0.27), +7.90 (+5.21) GiB. 1201 +57.9% -> +0.8% (65.90 GiB of weights against the
   log's 65.97); seen logs that move: 301 (gpt-oss-20b, vLLM 0.11.0 on an H100) +1.2% -> -0.5%, 407 (gpt-oss-20b,
   vLLM 0.19.0 on an A100) +3.1% -> +0.7%. SGLang and TensorRT-LLM keep the checkpoint's bytes (705 unchanged).
 - The held-out group 1301 (logs14: 1301-1309, SGLang and TensorRT-LLM only), collected after the rules of commit

