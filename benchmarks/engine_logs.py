@@ -402,9 +402,10 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
         source.model, weights, settings.engine, settings.release, target.vendor, target.compute_capability,
         ExpertLayout(tp),
     )  # fmt: skip
+    weights_bytes = rank_weight_bytes(source.model, tp, weights) + padding  # at the kernel's shapes
     return plan_engine(
-        source.model, kv, target, settings, weights_bytes_per_rank=rank_weight_bytes(source.model, tp, weights) + padding,
-        sequences_per_replica=1, weights_how=None if padded is None else f"{DEFAULT_WEIGHTS_HOW}; {padded}",
+        source.model, kv, target, settings, weights_bytes_per_rank=weights_bytes, sequences_per_replica=1,
+        weights_how=None if padded is None else f"{DEFAULT_WEIGHTS_HOW}; {padded}",
     )  # fmt: skip
 
 

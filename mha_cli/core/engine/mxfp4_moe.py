@@ -17,9 +17,11 @@ The kernel each release picks without environment variables or LoRA (``get_mxfp4
 - Marlin (``Mxfp4Backend.MARLIN``): H' to 256, I' to 128 in every release read (0.10.1-0.34.0). vLLM 0.10.1-0.11.x
   take it on every NVIDIA GPU but the B200 (compute capability 10.0): Hopper would take triton_kernels only when
   the ``triton_kernels`` package imports, and the 0.11.2 CUDA wheel neither ships nor requires it (its METADATA and
-  file list); FlashInfer's SM90 path is opt-in (``VLLM_USE_FLASHINFER_MOE_MXFP4_BF16``). Ampere and Ada (capability
-  below 9) take it in every release (triton_kernels needs 9.0 or more; FlashInfer's CUTLASS path 9.0, 10.x, 12.x);
-  0.12-0.18 also on capability 11 and 12 (``(9, 0) <= capability < (11, 0)`` for triton_kernels).
+  file list; 0.10's CUDA wheels were not read and are taken to be alike; a server with triton_kernels installed by
+  hand takes its path, not priced here); FlashInfer's SM90 path is opt-in (``VLLM_USE_FLASHINFER_MOE_MXFP4_BF16``).
+  Ampere and Ada (capability below 9) take it in every release (triton_kernels needs 9.0 or more; FlashInfer's
+  CUTLASS path 9.0, 10.x, 12.x); 0.12-0.18 also capability 11 and 12 (``(9, 0) <= capability < (11, 0)`` for
+  triton_kernels).
 - triton_kernels ``matmul_ogs`` (``Mxfp4Backend.TRITON``): I' to 64, H' as is; fp32 biases. From 0.12.0 the CUDA
   wheel vendors ``vllm/third_party/triton_kernels`` (``utils/import_utils.py`` ``import_triton_kernels`` falls back
   to it; 40 files in the 0.12.0 wheel), so Hopper takes it from 0.12. ``_swizzle_mxfp4`` (``utils/mxfp4_utils.py``)
@@ -27,7 +29,7 @@ The kernel each release picks without environment variables or LoRA (``get_mxfp4
   16 x 32 bytes, nothing for gpt-oss; the scales' (``HopperMXScaleLayout``, vendored ``tensor_details/layout_details/
   hopper_scale.py``) is a new tensor whose rows are padded to 256 and groups to 2 (to 4 from 0.26, "pad K ... to 0
   mod 4"). The originals' weights are deleted; their scales stay allocated until 0.25 (``del
-  layer.w13_weight_scale`` first in 0.25's ``oracle/mxfp4.py``), so 0.12-0.24 hold gpt-oss's scales twice: +3.54
+  layer.w13_weight_scale`` first in 0.25's ``oracle/mxfp4.py``), so 0.12-0.24 hold gpt-oss's scales twice: +3.53
   GiB on gpt-oss-120b at tp 1, +0.20 from 0.25.
 - FlashInfer TRT-LLM-gen (``SM100_FI_MXFP4_BF16``; ``FLASHINFER_TRTLLM_MXFP4_BF16`` from 0.19, first in the
   priority list): the datacenter Blackwell default (capability 10.0; the 10.x family from 0.13), flashinfer-python
