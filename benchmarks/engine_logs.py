@@ -43,8 +43,9 @@ from typing import Any, NamedTuple
 import yaml
 
 from mha_cli.core.engine.generations import BY_ID
+from mha_cli.core.engine.mxfp4_moe import vllm_padding
 from mha_cli.core.engine.pages import VLLM_0_21_RULES, paged_pool, vllm_block_size, vllm_state_bytes
-from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_reserve import SglangServing
@@ -52,6 +53,7 @@ from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
+from mha_cli.core.tensor_parallel import ExpertLayout
 from mha_cli.core.weight_bytes import rank_weight_bytes
 
 GIB = 2**30
@@ -59,15 +61,15 @@ ROOT = Path(__file__).parent.parent
 WITHIN = 0.05
 """A whole plan counts as right within 5% of the log's tokens."""
 WHY: dict[int, str] = {
-    1201: "no source-backed cause priced: the log's own figures put the whole gap in the weights. Its budget is 0.96 x"
-    " 79.19 GiB = 76.02 (the H100 target's torch total), of which the log leaves 76.02 - 65.97 - 8.99 = 1.06 GiB to"
-    " activation and non-torch memory, where the plan charges 1.04 (its forward and PyTorch-sort sampler peak 0.79,"
-    " non-torch 0.25); but the log loads 65.97 GiB of weights where the plan has 60.77 for the mxfp4 checkpoint, 5.20"
-    " GiB (about 75,700 tokens of 73,728 B) the plan's pool keeps. This run takes vLLM's Marlin MXFP4 path ('Using Marlin"
-    " backend'; 'Your GPU does not have native support for FP4 computation ... Weight-only FP4 compression will be used"
-    " leveraging the Marlin kernel', `marlin_utils_fp4.py`), whose repacked weights and scales were not read here for"
-    " their size. Log 705 (the same checkpoint under TensorRT-LLM on a GB10) also holds more than the plan's 60.77"
-    " after loading (63.52 GiB inside torch, a 0.56 GiB trial pool among them)",
+    1201: "+57.9% as the rules of 738a9c2 stood, by its weights alone: its budget is 0.96 x 79.19 GiB = 76.02 (the"
+    " H100 target's torch total), of which the log leaves 76.02 - 65.97 - 8.99 = 1.06 GiB to activation and non-torch"
+    " memory, where the plan charges 1.04 (its forward and PyTorch-sort sampler peak 0.79, non-torch 0.25); but the"
+    " log loads 65.97 GiB of weights where the plan had 60.77 for the mxfp4 checkpoint. Then, with this log in view"
+    " (no longer held out for that rule): vLLM's MXFP4 MoE kernels read by release and GPU (`core.engine.mxfp4_moe`)."
+    " 0.11.2 takes Marlin on an H100 ('Using Marlin backend', logged from line 141 of its `mxfp4.py`; its CUDA wheel"
+    " ships no triton_kernels), whose `create_weights` pads the hidden size to 256 and the intermediate size to 128:"
+    " 128 experts x 36 layers at 3,072 x 2,944 in place of 2,880 x 2,880, +5.13 GiB (the repacking keeps the sizes):"
+    " 65.90 GiB against the log's 65.97, and the plan's tokens +0.8%",
     1010: "no source-backed cause: the log prints its pool (3.14 GiB) and weights (15.27 GiB) only. At utilisation 0.9 of the"
     " L4's 22.05 GiB (torch's total, measured: pytorch/pytorch#175666, vLLM CI on an L4, 'Free memory on device cuda:0"
     " (19.77/22.05 GiB)', the target's figure since; +27.5% at the 22.06 estimate before) it leaves 1.44 GiB for"
@@ -109,7 +111,9 @@ WHY: dict[int, str] = {
     " the plan). With the log's 49.28 GiB in its place the plan's pool would be 0.9 x (119.70 - 60.77 weights - 0.79"
     " profiling run - 49.28) = 7.97 GiB, +34%; the rest is the weights: 63.52 GiB inside torch after loading in the"
     " log (the 0.56 GiB trial pool among them by the log's order) against the plan's 60.77 for the mxfp4 checkpoint;"
-    " the profiling run, 0.85 GiB in the log, is 0.79 in the plan",
+    " the profiling run, 0.85 GiB in the log, is 0.79 in the plan. The MXFP4 padding read for vLLM with 1201 in view"
+    " (`core.engine.mxfp4_moe`) is not applied here: TensorRT-LLM's MXFP4 MoE path was not read, so the checkpoint's"
+    " bytes stand",
     801: "no source-backed cause: the note prints the tokens only (36,640 x 131,072 B = 4.47 GiB of blocks), no memory,"
     " weights or activation line. The plan's pool is 4.11 GiB: 0.85 x 23.68 GiB less the weights (14.96), the"
     " forward over the offline LLM class's 8,192-token chunk (0.78: `engine/arg_utils.py` `get_batch_defaults`,"
@@ -397,9 +401,15 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
         engine_version=log.get("version") if log["engine"] in ("vllm", "sglang") else None, vllm_sampler=log.get("sampler"),
         weight_dtype=weights, vllm_awq_kernel=log.get("awq_kernel"),
     )  # fmt: skip
+    settings = resolve_settings(deployment, target, tp, serving=SglangServing(source.model))
+    padding, padded = vllm_padding(
+        source.model, weights, settings.engine, settings.release, target.vendor, target.compute_capability,
+        ExpertLayout(tp),
+    )  # fmt: skip
+    weights_bytes = rank_weight_bytes(source.model, tp, weights) + padding  # at the kernel's shapes
     return plan_engine(
-        source.model, kv, target, resolve_settings(deployment, target, tp, serving=SglangServing(source.model)),
-        weights_bytes_per_rank=rank_weight_bytes(source.model, tp, weights), sequences_per_replica=1,
+        source.model, kv, target, settings, weights_bytes_per_rank=weights_bytes, sequences_per_replica=1,
+        weights_how=None if padded is None else f"{DEFAULT_WEIGHTS_HOW}; {padded}",
     )  # fmt: skip
 
 
@@ -499,6 +509,16 @@ NOTES = """## Notes
   >= 0.21 logs are now mostly hybrid Qwen3.5/3.6/3.8 checkpoints in NVFP4, AutoRound or MTP setups mha cannot
   express. Held out (groups 501 and up, as the rules stood when each was collected): 19 of 32 within 5% before,
   20 of 34 with this group.
+- vLLM's MXFP4 MoE kernels read by release and GPU with 1201 in view (so 1201 is no longer held out for that rule;
+  its count at collection stands): `core.engine.mxfp4_moe`, from the 0.10.1-0.34.0 wheels' `mxfp4.py` and MoE
+  oracle. gpt-oss's experts are allocated at the chosen kernel's padded shapes: Marlin (every release on Ampere and
+  Ada, 0.10-0.11 on Hopper, whose CUDA wheel ships no triton_kernels) pads the hidden size to 256 and the
+  intermediate size to 128, +5.13 GiB on gpt-oss-120b and +0.85 on gpt-oss-20b at tp 1; triton_kernels (Hopper from
+  0.12, vendored) pads the intermediate size to 64, widens the biases to fp32 and copies the scales into its swizzled
+  layout (rows to 256), keeping the originals until 0.25, +3.53 GiB (+0.20 from 0.25); FlashInfer TRT-LLM-gen (B200)
+  256 and 256 (128 from 0.27), +7.90 (+5.21) GiB. 1201 +57.9% -> +0.8% (65.90 GiB of weights against the
+  log's 65.97); seen logs that move: 301 (gpt-oss-20b, vLLM 0.11.0 on an H100) +1.2% -> -0.5%, 407 (gpt-oss-20b,
+  vLLM 0.19.0 on an A100) +3.1% -> +0.7%. SGLang and TensorRT-LLM keep the checkpoint's bytes (705 unchanged).
 - The held-out group 1301 (logs14: 1301-1309, SGLang and TensorRT-LLM only), collected after the rules of commit
   738a9c2 stood and priced with them, no rule changed: the per-token rule exact on 1 of 1 that prints memory and
   tokens, the whole plan within 5% on 2 of 2. 1301 +4.8% (Qwen3-32B, SGLang 0.5.19 on one H100 at mem_fraction_static

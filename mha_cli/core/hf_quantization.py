@@ -35,7 +35,9 @@ refused here instead, since which one the checkpoint's tensors follow cannot be 
 Anything else is refused in one line naming the field, so no plan prices a quantised checkpoint as bf16 without
 saying so. ``--weight-dtype`` still overrides the format read here (and prices every weight alike).
 
-Not modelled: what an engine's kernel does to the bytes after loading. Marlin's repacking of int4 weights
+What an engine's kernel does to the bytes after loading is not modelled here, with one exception priced on the
+engine's side: vLLM's MXFP4 MoE kernels allocate gpt-oss's experts at padded shapes (``core.engine.mxfp4_moe``), which
+an engine plan adds to this count. Marlin's repacking of int4 weights
 (``gptq_marlin_repack``) and its permuted scales keep their sizes; vLLM's CUTLASS NVFP4 path pads each matrix's fp8
 scales to 128 rows x 4 columns (``swizzle_blockscale``), nothing for shapes that are multiples of 128 x 64; with
 act-order, a row-parallel layer keeps its group scales whole on every rank (priced at the rank's share).

@@ -23,8 +23,9 @@ from mha_cli.core.dp_attention import (
     dp_tp,
 )
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
+from mha_cli.core.engine.mxfp4_moe import vllm_padding
 from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
-from mha_cli.core.engine.plan import EnginePlan, plan_engine
+from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.errors import BadInputError
@@ -279,6 +280,13 @@ def plan_memory(
     )  # fmt: skip
     settings = resolve_settings(chosen, device, kv.tp, dp_attention_ranks=dp_ranks, serving=serving)
     refuse_per_kind_pages(model, settings.generation)
+    padding, padded = vllm_padding(
+        model, weight_dtype, settings.engine, settings.release, device.vendor, device.compute_capability,
+        experts or ExpertLayout(kv.tp),
+    )  # fmt: skip
+    if padded is not None:  # the kernel's shapes, not the checkpoint's (core.engine.mxfp4_moe)
+        weights += padding
+        weights_how = f"{weights_how or DEFAULT_WEIGHTS_HOW}; {padded}"
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart
         engine_kv = kv_footprint(

@@ -253,6 +253,10 @@ class _Pool(NamedTuple):
     """Requests SGLang's recurrent-state pool lets a rank run (``StatePool.running_cap``); None: no such pool."""
 
 
+DEFAULT_WEIGHTS_HOW = "this rank's shard (vocab padded to 64)"
+"""Where the weights' figure comes from when the caller does not say: the weight inventory."""
+
+
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
 class _Inputs(NamedTuple):
     """What every engine's rules read."""
@@ -268,7 +272,7 @@ class _Inputs(NamedTuple):
     """One sequence of max_model_len on one rank in whole blocks, each layer holding its own kind's tokens."""
     encoder: EncoderProfile | None = None
     """vLLM's encoder profiling of a vision tower (in ``activation``); None: a text model, or text only."""
-    weights_how: str = "this rank's shard (vocab padded to 64)"
+    weights_how: str = DEFAULT_WEIGHTS_HOW
     """Where the weights' figure comes from, for the budget's line."""
     graphs: CudaGraphEstimate | None = None
     """vLLM >= 0.21's CUDA graphs (``core.engine.cuda_graphs``), taken from the budget where ``graphs.before_pool``;
