@@ -27,5 +27,6 @@ def test_no_other_module_defines_them():
             continue
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-            defined += [f"{path.name}: {t.id}" for t in targets if isinstance(t, ast.Name) and t.id in ("GIB", "MIB")]
+            names = [n for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)]  # a, B = ...
+            defined += [f"{path.name}: {n.id}" for n in names if n.id in ("GIB", "MIB")]
     assert defined == []

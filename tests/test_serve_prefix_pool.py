@@ -160,3 +160,48 @@ def test_every_block_comes_back_after_a_run_with_preemptions(monkeypatch):
     state = made[-1]
     assert run.preemptions > 0 and run.prefix_cache_hit_rate > 0.5
     assert state.free_blocks == state.total_blocks == 300 and state.shared_held == 0 and not any(state.held)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+@pytest.mark.parametrize(("groups", "host_blocks"), [(3, 0), (4, 200)])
+def test_several_prefixes_account_for_every_block_at_every_step(monkeypatch, engine, groups, host_blocks):
+    """Requests carrying one of 3 or 4 prefixes in turn (``core.serve.offload``'s tiers), with and without a host
+    tier, in a pool of 300 blocks that preempts: after every step each block is free, a running request's own (held
+    less linked) or its prefix's, which holds as many as the most any running request links; at the end all are
+    free. Exact steps (no cohort), so every running request's ``held`` is current."""
+    import random
+    from collections import Counter
+
+    from mha_cli.core.serve import simulate as simulate_module
+
+    made: list[EngineState] = []
+    broken: list[tuple[int, int, int, int]] = []
+
+    class Recorded(EngineState):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    def after_step(run, ended, keep_trace):
+        state = run.state
+        own = sum(state.held[r] - state.linked[r] for r in range(len(state.held)) if state.held[r])  # a waiting one: 0
+        tops = Counter()
+        for request in state.running:
+            group = state.group_of(request)
+            tops[group] = max(tops[group], state.linked[request] if state.held[request] else 0)
+        if state.free_blocks + own + state.shared_held != state.total_blocks or sum(tops.values()) != state.shared_held:
+            broken.append((state.free_blocks, own, state.shared_held, sum(tops.values())))
+        original(run, ended, keep_trace)
+
+    original = simulate_module._Run.after_step
+    monkeypatch.setattr(simulate_module, "EngineState", Recorded)
+    monkeypatch.setattr(simulate_module._Run, "after_step", after_step)
+    draw = random.Random(0)
+    lengths = [(draw.randint(200, 1200), draw.randint(1, 300)) for _ in range(200)]
+    work = Workload(lengths, max_concurrency=32, prefix_len=512, prefix_groups=groups)
+    pool = limits(True, blocks=300, engine=engine)._replace(host_blocks=host_blocks, load_s_per_token=1e-7)
+    run, _ = simulate(work, pool, Flat(), skip_repeated_steps=False)
+    state = made[-1]
+    assert state.tiers is not None and run.preemptions > 0 and run.prefix_cache_hit_rate > 0.3
+    assert broken == []
+    assert state.free_blocks == state.total_blocks == 300 and state.shared_held == 0 and not any(state.held)

@@ -22,13 +22,14 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from mha_cli.core.byte_units import MIB
 from mha_cli.core.cost.calibration import Sample
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.nn.dispatch import count_dispatches
 from mha_cli.nn.model import build_model
 from mha_cli.nn.timing import time_calls
 
-KIB, MIB = 2**10, 2**20
+KIB = 2**10
 WEIGHT_SIZES = [256 * KIB, 1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB]
 CACHE_SIZES = [64 * KIB, 256 * KIB, 1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB]
 CPU_ROWS, CUDA_ROWS = [1, 4, 16, 64, 256, 1024], [1, 4, 16, 64, 256, 1024, 4096]

@@ -85,23 +85,15 @@ def _check_block_flag(engine: str | None, generation_id: str | None, typed: str 
     """Refuse ``--block-size`` in one line for a release of ``engine`` without the flag it sets (``BLOCK_FLAGS``,
     ``core.engine.flags``): SGLang's ``--page-size`` is first in 0.4.4 (``ServerArgs.page_size``; 0.4.0-0.4.3.post4
     page by one token, ``core.engine.sglang_padding``). The release is the one typed, else the generation's latest."""
-    from mha_cli.core.engine.flags import format_release, has, release_meant, span
+    from mha_cli.core.engine.flags import setting_refusal
     from mha_cli.core.engine.generations import generation
-    from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 
     if engine not in BLOCK_FLAGS:
         return
     chosen = generation(generation_id, engine)  # type: ignore[arg-type]
-    word = BLOCK_FLAGS[engine]
-    release = release_meant(chosen, typed)
-    if has(engine, release, word):
-        return
-    first = span(engine, word).first
-    lacking = chosen.label if typed is None else f"{ENGINE_NAMES[engine]} {format_release(release)}"
-    raise BadInputError(
-        f"--block-size sets {ENGINE_NAMES[engine]}'s {word} (first in {first}), which {lacking} lacks: drop it or use"
-        f" --engine {engine}@{first} or later"
-    )
+    refusal = setting_refusal("--block-size", engine, chosen, typed, BLOCK_FLAGS[engine])
+    if refusal is not None:
+        raise BadInputError(refusal)
 
 
 def for_local_ranks(base: DeploymentSpec | None, tp: int | None) -> DeploymentSpec | None:

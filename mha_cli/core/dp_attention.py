@@ -102,18 +102,13 @@ def dp_attention_runs_on(engine: str | None, generation: str | None, release: st
 def data_parallel_missing(engine: str | None, generation: str | None, release: str | None) -> str:
     """Why ``engine``'s ``release`` (None: the latest of ``generation``) runs no DP attention: ``vLLM 0.8.0 has no
     --data-parallel-size (first in 0.8.3)``, its ``DATA_PARALLEL_WORDS`` flag (``core.engine.flags``)."""
-    from mha_cli.core.engine.flags import format_release, release_meant, span
+    from mha_cli.core.engine.flags import release_named, span
     from mha_cli.core.engine.generations import generation as resolve
-    from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 
     engine = engine or "vllm"
-    chosen = resolve(generation, engine)  # type: ignore[arg-type]
     word = DATA_PARALLEL_WORDS[engine]
-    first = span(engine, word).first
-    named = (
-        chosen.label if release is None else f"{ENGINE_NAMES[engine]} {format_release(release_meant(chosen, release))}"
-    )
-    return f"{named} has no {word} (first in {first})"
+    named = release_named(engine, resolve(generation, engine), release)  # type: ignore[arg-type]
+    return f"{named} has no {word} (first in {span(engine, word).first})"
 
 
 def dp_attention_problem(

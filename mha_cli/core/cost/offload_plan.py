@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from mha_cli.core.cost.prefix_pool import shared_admitted, shares_prefix_blocks
+from mha_cli.core.cost.prefix_pool import own_blocks, shared_admitted, shares_prefix_blocks
 from mha_cli.core.engine.offload import HostPool, host_pool
 from mha_cli.core.record import Record
 
@@ -135,7 +135,7 @@ def offload_tiers(
     held = isl + osl  # what one running request holds: its own copy of everything, or its own blocks beside the prefix
     running = min(users, engine.admitted_per_replica)
     if caching and prefix and shares_prefix_blocks(engine):
-        held = -(-held // engine.block_size) * engine.block_size - prefix
+        held = own_blocks(held, prefix, engine.block_size) * engine.block_size
         running = min(users, shared_admitted(engine, context=isl + osl, cached_tokens=prefix))
     spare = max(0, engine.kv_tokens - running * held) if caching else 0
     regime = prefix_regime(

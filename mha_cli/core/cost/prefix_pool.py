@@ -46,6 +46,12 @@ def prefix_blocks(cached_tokens: int, block_size: int) -> int:
     return cached_tokens // block_size
 
 
+def own_blocks(context: int, cached_tokens: int, block_size: int) -> int:
+    """Blocks a request of ``context`` tokens holds of its own beside the shared prefix's ``cached_tokens`` (whole
+    blocks): ceil(context / block) - the prefix's blocks."""
+    return -(-context // block_size) - prefix_blocks(cached_tokens, block_size)
+
+
 def shared_admitted(engine: EnginePlan, *, context: int, cached_tokens: int) -> int:
     """Requests of ``context`` tokens one replica holds at once when their first ``cached_tokens`` (whole blocks of
     the shared prefix) are held once: (pool blocks - prefix blocks) // each request's own blocks, at most
@@ -54,7 +60,7 @@ def shared_admitted(engine: EnginePlan, *, context: int, cached_tokens: int) -> 
         return engine.admitted_per_replica
     size = engine.block_size
     shared = prefix_blocks(cached_tokens, size)
-    own = -(-context // size) - shared
+    own = own_blocks(context, cached_tokens, size)
     blocks = engine.kv_tokens // size
     if own < 1 or blocks <= shared:
         return engine.admitted_per_replica

@@ -32,6 +32,7 @@ import re
 from typing import NamedTuple
 
 from mha_cli.core.engine.generations import Generation
+from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 from mha_cli.core.engine.release_numbers import LATEST as LATEST
 from mha_cli.core.engine.release_numbers import Release as Release
 from mha_cli.core.engine.release_numbers import WrittenRelease as WrittenRelease
@@ -324,3 +325,25 @@ def release_meant(generation: Generation, typed: str | None) -> Release:
         return LATEST, 0, 0, 0
     major, minor = generation.until
     return (major, minor - 1, LATEST, 0) if minor else (major - 1, LATEST, 0, 0)
+
+
+def release_named(engine: str, generation: Generation, typed: str | None) -> str:
+    """The release ``release_meant`` means, as a refusal names it: ``vLLM 0.8.0`` where one was typed, else the
+    generation's label."""
+    if typed is None:
+        return generation.label
+    return f"{ENGINE_NAMES[engine]} {format_release(release_key(typed))}"
+
+
+def setting_refusal(option: str, engine: str, generation: Generation, typed: str | None, word: str) -> str | None:
+    """Why ``option`` cannot be priced on ``engine``'s release meant (``release_meant``), in one line, when that
+    release lacks ``word``, what its launch line sets the option with: ``--block-size sets SGLang's --page-size
+    (first in 0.4.4), which SGLang 0.4.3 lacks: drop it or use --engine sglang@0.4.4 or later``; None when it has
+    it."""
+    if has(engine, release_meant(generation, typed), word):
+        return None
+    first = span(engine, word).first
+    return (
+        f"{option} sets {ENGINE_NAMES[engine]}'s {word} (first in {first}), which"
+        f" {release_named(engine, generation, typed)} lacks: drop it or use --engine {engine}@{first} or later"
+    )

@@ -316,18 +316,12 @@ def _check_pool_setting(chosen: Generation, typed: str | None, *, cpu: bool) -> 
     """Refuse ``--kv-cache-gib`` in one line for a vLLM release without the setting its launch line writes for it
     (``core.engine.flags``): ``--kv-cache-memory-bytes`` on a GPU (first in 0.10.2), ``VLLM_CPU_KVCACHE_SPACE`` on
     its CPU backend (first in 0.4.1); the release is the one typed, else the generation's latest."""
-    from mha_cli.core.engine.flags import format_release, has, release_meant, span
+    from mha_cli.core.engine.flags import setting_refusal
 
     word = "VLLM_CPU_KVCACHE_SPACE" if cpu else "--kv-cache-memory-bytes"
-    release = release_meant(chosen, typed)
-    if has("vllm", release, word):
-        return
-    first = span("vllm", word).first
-    lacking = chosen.label if typed is None else f"vLLM {format_release(release)}"
-    raise BadInputError(
-        f"--kv-cache-gib sets vLLM's {word} (first in {first}), which {lacking} lacks: drop it or use"
-        f" --engine vllm@{first} or later"
-    )
+    refusal = setting_refusal("--kv-cache-gib", "vllm", chosen, typed, word)
+    if refusal is not None:
+        raise BadInputError(refusal)
 
 
 def resolve_settings(

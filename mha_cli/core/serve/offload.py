@@ -57,8 +57,9 @@ class PrefixTiers:
 
     def lookup(self, request: int, limit: int, free_blocks: int) -> int:
         """The tokens of ``request``'s prefix a tier serves (at most ``limit``), the GPU's first; a host hit's load is
-        added to ``pending_load_s`` and the prefix is back on the GPU. ``free_blocks``: the pool's blocks not held
-        by running requests, where the GPU tier lives."""
+        added to ``pending_load_s`` and the prefix is back on the GPU. ``free_blocks``: the blocks the GPU tier lives
+        in: the pool's free ones, and where the pool shares prefix blocks, those the running requests link
+        (``EngineState.shared_held``)."""
         prefix = self.prefix_of(request)
         room = free_blocks * self.block_size
         while self.gpu and self.gpu_tokens > room:  # the least recently used make room for running requests

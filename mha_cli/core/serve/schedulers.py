@@ -164,10 +164,10 @@ class EngineState:
         self.linked[request] = blocks
 
     def evict_unreferenced(self) -> None:
-        """The one prefix's cached blocks no running request links sit in the free queue (SGLang: evictable) and go as new blocks
-        are taken (``BlockPool.get_new_blocks`` -> ``_maybe_evict_cached_block``), the tail first (a request's
-        blocks are freed tail first): the cache keeps what the linked blocks and the free blocks cover. The tiers
-        evict whole prefixes at lookup (``core.serve.offload``)."""
+        """The one prefix's cached blocks no running request links sit in the free queue (SGLang: evictable) and go
+        as new blocks are taken (``BlockPool.get_new_blocks`` -> ``_maybe_evict_cached_block``), the tail first (a
+        request's blocks are freed tail first): the cache keeps what the linked blocks and the free blocks cover. The
+        tiers evict whole prefixes at lookup (``core.serve.offload``)."""
         if self.share_blocks and self.tiers is None:
             kept = self.shared_held + self.free_blocks
             if self.prefix_cached > kept * self.block_size:
