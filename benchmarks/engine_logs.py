@@ -88,6 +88,22 @@ WHY: dict[int, str] = {
     " 1010's 0.87",
     1012: "no source-backed cause: as 1011, whose pool (9.26 GiB) it repeats; the fp8 KV only doubles the tokens it"
     " holds (73,728 B a token), so the per-token rule is exact and the plan's error is 1011's",
+    613: "no source-backed cause: priced by configs2 (its config reconstructed), with commit 5307d58's rules. The log's"
+    " own accounting ('Free memory on device (112.26/119.63 GiB)... Desired GPU memory utilization is (0.92, 110.06"
+    " GiB). Actual usage is 55.99 GiB for consumed memory (weights + non-torch), 3.78 GiB for peak activation')"
+    " leaves 110.06 - 55.99 - 3.78 = 50.29 GiB, its pool. The plan leaves 56.10: weights 50.96 (the log's 51.35),"
+    " non-torch 0.25 and a CUDA-graph estimate of 1.02 before the pool (the log's 55.99 - 51.35 = 4.64 GiB beside the"
+    " weights, with its own estimate 1.94), peak activation 1.71 (the vision encoder's profiling over 16,384 tokens;"
+    " the log's 3.78). No source read here sizes the 4.64 and 3.78 GiB on the GB10's unified memory. With mha's"
+    " default step for a GPU of >= 70 GiB (8,192 tokens, 1,024 sequences) in place of the 2,048 and 256 this log"
+    " prints, the plan is +7.0%",
+    1008: "no source-backed cause: priced by configs2 (its config reconstructed), with commit 5307d58's rules. The"
+    " excerpt prints the pool (51.7 GiB) and a CUDA-graph estimate (1.56 GiB) only, no weights or free-memory line;"
+    " the plan leaves 56.16 GiB (weights 50.96, activation 1.71, non-torch 0.25, graphs 1.02 at the target's 119.70"
+    " GiB). The same machine and venv at 786,432 tokens (613) shows where such a gap lies: 4.64 GiB beside its 51.35"
+    " of weights and a 3.78 GiB activation peak, against the plan's 0.25 + 1.02 and 1.71. With mha's default step"
+    " for a GPU of >= 70 GiB (8,192 tokens, 1,024 sequences) in place of the 2,048 and 256 the same venv prints, the"
+    " plan is +4.2%",
     1001: "the unfused AWQ kernel's dequantisation is priced since logmiss (read with this log in view): the banner's"
     " quantization=awq given explicitly forces it (`awq_marlin.py` `AWQMarlinConfig.override_quantization_method`, 0.22.1:"
     " the checkpoint can convert, but user_quant 'awq' is not a valid Marlin choice, so it logs 'forcing awq' and returns"
@@ -585,10 +601,14 @@ NOTES = """## Notes
   reads it (`core.unified_memory`: the budget is utilisation x torch's total less what the instance consumes; the host
   has only to leave that request available at start-up, an assumption the plan states). Its torch total, 119.70 GiB,
   is the one log 705 prints (log 613: 119.63), so those logs are in view for it, not held out. Of the five
-  GB10 logs (522, 607, 613, 705, 808) only 705 has become expressible, once gpt-oss-120b's config was found
-  (configserve; priced by logs10, see below); the others still lack their published config.json here
-  (nvidia/Qwen3.6-27B-NVFP4, Qwen3.6-35B-A3B NVFP4, Qwen3.8-27B, TheBloke's Mistral-7B-Instruct-v0.2 GPTQ; none
-  found verbatim), and 522's excerpt gives no max_model_len or utilisation.
+  GB10 logs (522, 607, 613, 705, 808) 705 became expressible once gpt-oss-120b's config was found
+  (configserve; priced by logs10, see below), and 613 once Qwen3.8-27B's was reconstructed (configs2: Qwen3.6-27B's
+  verbatim file with the one line a published diff of the two hub files changes; priced at its own 119.63 GiB, with
+  1008, the same machine's start of that morning, collected by logs11); the others still lack their published config.json here
+  (nvidia/Qwen3.6-27B-NVFP4, Qwen3.6-35B-A3B NVFP4, TheBloke's Mistral-7B-Instruct-v0.2 GPTQ; none found verbatim),
+  and 522's excerpt gives no max_model_len or utilisation. 613 and 1008 print vLLM 0.27.1's step on the GB10:
+  compile range 2,048 tokens (613's engine line) and decode graphs to 256 sequences ('FULL=35 (largest=256)'),
+  not the 8,192 and 1,024 `core.engine.settings` gives a GPU of >= 70 GiB; both are priced at what they print.
 - The sixth held-out group (logs9: 801-808), collected after the rules of commit f0ae8fa stood and priced with them,
   no rule changed: one log of seven is expressible. 801 (Llama-3.1-8B on an RTX 3090 under WSL2, vLLM 0.25.0, the
   offline LLM class at utilisation 0.85 and length 2,048) prints its tokens only, so the per-token rule is not
@@ -746,7 +766,8 @@ GROUPS = {
     "new-4": "Group 601 and up (logs7): collected after the rules of commit 82846c8 stood (vLLM >= 0.21's CUDA-graph"
     " estimate derived, the TensorRT-LLM C++ runtime buffers and PyTorch-backend profiling run), priced with them, no"
     " rule changed: 4 of 6 within 5%; the 0.17+ sampler was then read in vLLM's source with 605 in view (-24.6% ->"
-    " -5.4%), so 605 is no longer held out for it, nor for the V2 runner's CUDA graphs by release",
+    " -5.4%), so 605 is no longer held out for it, nor for the V2 runner's CUDA graphs by release; 613 (Qwen3.8-27B"
+    " on a DGX Spark) priced by configs2 once its config was reconstructed, with commit 5307d58's rules: +11.6%",
     "new-5": "Group 701 and up (logs8): collected after the rules of commit ffdb05b stood (the vLLM 0.17+ dummy"
     " sampler derived, SGLang's eager prefill, TensorRT-LLM refused off NVIDIA, with the CUDA-graph estimate and"
     " TensorRT-LLM rules before them), priced with them, no rule changed: 0 of 1 within 5%, 6 logs not expressible;"
@@ -762,7 +783,8 @@ GROUPS = {
     "new-8": "Group 1001 and up (logs11): vLLM logs collected after the rules of commit eada84f stood (every rule of the"
     " earlier groups), priced with them, no rule changed: 4 of 8 within 5%, 4 logs not expressible; vLLM's unfused"
     " AWQ kernel was then read in its source with 1001 in view (+7.9% -> +6.6%), so 1001 is no longer held out for"
-    " that rule",
+    " that rule; 1008 (Qwen3.8-27B on a DGX Spark) priced by configs2 once its config was reconstructed, with commit"
+    " 5307d58's rules: +8.6%",
     "new-9": "Group 1101 and up (logs12): SGLang and TensorRT-LLM logs collected after the rules of commit eada84f stood"
     " (every rule of the earlier groups), priced with them, no rule changed: 2 of 4 within 5%, 8 logs not expressible;"
     " SGLang's page padding was then read with 1103 in view (its per-token check now exact) and SGLang 0.4.2's pool"

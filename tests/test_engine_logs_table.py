@@ -79,6 +79,10 @@ stand, per group, so that a rule change that moves them has to say so here.
   priced with them, no rule changed): the per-token rule exact on 1 of 1 (1302), the plan within 5% on 2 of 2 (1301
   +4.8%, Qwen3-32B on SGLang 0.5.19 on an H100; 1302 +0.6%, Qwen3-8B on SGLang main on a B200); 7 logs not
   expressible.
+- ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
+  logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
+  verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
+  +8.6% (0 of 2 within 5%).
 """
 
 from __future__ import annotations
@@ -106,13 +110,15 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new") == {"logs": 7, "rule_checked": 0, "rule_exact": 0, "priced": 7, "within": 7}
     assert module.counts(rows, "new-2") == {"logs": 8, "rule_checked": 7, "rule_exact": 6, "priced": 8, "within": 7}
     assert module.counts(rows, "new-3") == {"logs": 10, "rule_checked": 9, "rule_exact": 9, "priced": 10, "within": 8}
-    assert module.counts(rows, "new-4") == {"logs": 6, "rule_checked": 5, "rule_exact": 4, "priced": 6, "within": 4}
+    # new-4 and new-8: 613 and 1008 priced by configs2 once Qwen3.8-27B's config was reconstructed (+11.6%, +8.6%);
+    # before: {"logs": 6, "rule_checked": 5, "rule_exact": 4, "priced": 6, "within": 4} and 8, 8, 8, 8, 4
+    assert module.counts(rows, "new-4") == {"logs": 7, "rule_checked": 6, "rule_exact": 5, "priced": 7, "within": 4}
     # new-5: 701 within 5% since the Qwen3.5 vision tower was read with it in view (0 of 1 as the rules stood)
     # and 705, priced by logs10 once its config was found: +775.0%
     assert module.counts(rows, "new-5") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 1}
     assert module.counts(rows, "new-6") == {"logs": 1, "rule_checked": 0, "rule_exact": 0, "priced": 1, "within": 0}
     assert module.counts(rows, "new-7") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
-    assert module.counts(rows, "new-8") == {"logs": 8, "rule_checked": 8, "rule_exact": 8, "priced": 8, "within": 4}
+    assert module.counts(rows, "new-8") == {"logs": 9, "rule_checked": 9, "rule_exact": 9, "priced": 9, "within": 4}
     # new-9: 1103's per-token check exact since it follows SGLang's page padding (1 of 2 as the rules stood)
     assert module.counts(rows, "new-9") == {"logs": 4, "rule_checked": 2, "rule_exact": 2, "priced": 4, "within": 2}
     # new-10: 1 of 2 as the rules stood; 1201 within 5% since vLLM's MXFP4 MoE padding was read with it in view
@@ -219,15 +225,16 @@ def test_fourth_new_group(table):
     # when V2's CUDA graphs were read by release (none set aside before 0.29): 604 and 605 were 0.039 and -0.054; and
     # when V2's persistent sampler tables were (core.engine.v2_sampler_state): 605 (0.27.1, counted) was 0.091, 604
     # (0.24, whose memory_profiling leaves them to the headroom) unchanged.
-    assert errors == {601: 0.044, 602: -0.002, 603: -0.056, 604: 0.087, 605: 0.014, 614: -0.012}
+    # 613 priced by configs2 (its config reconstructed), with the rules of 5307d58
+    assert errors == {601: 0.044, 602: -0.002, 603: -0.056, 604: 0.087, 605: 0.014, 613: 0.116, 614: -0.012}
     assert all(row.basis == "tokens" for row in new.values())
-    assert sorted(log_id for log_id, row in new.items() if row.rule_hit) == [601, 602, 605, 614]
+    assert sorted(log_id for log_id, row in new.items() if row.rule_hit) == [601, 602, 605, 613, 614]
     assert new[603].rule_hit is False  # 294,848 tokens in 62.99 GiB: 229,376 B a token, not 262,144
     assert new[604].rule_hit is None  # no "Available KV cache memory" line quoted
     unexpressed = module.unexpressed_logs("new-4")
-    assert [log["id"] for log in unexpressed] == [606, 607, 608, 609, 610, 611, 612, 613]
+    assert [log["id"] for log in unexpressed] == [606, 607, 608, 609, 610, 611, 612]  # 613 priced since configs2
     assert all(log["not_expressible"] for log in unexpressed)
-    assert not {row.log["id"] for row in rows} & {606, 607, 608, 609, 610, 611, 612, 613}
+    assert not {row.log["id"] for row in rows} & {606, 607, 608, 609, 610, 611, 612}
 
 
 def test_fifth_new_group(table):
@@ -323,10 +330,12 @@ def test_eighth_new_group(table):
     module, rows = table
     new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-8"}
     assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
-        1001: 0.066, 1002: 0.011, 1003: -0.002, 1004: 0.042, 1005: 0.019, 1010: 0.272, 1011: 0.130, 1012: 0.130,
-    }  # fmt: skip  # 1010-1012 0.275, 0.131, 0.131 at the L4's 22.06 GiB estimate; 22.05 measured (pytorch#175666)
+        1001: 0.066, 1002: 0.011, 1003: -0.002, 1004: 0.042, 1005: 0.019, 1008: 0.086, 1010: 0.272, 1011: 0.130,
+        1012: 0.130,
+    }  # fmt: skip  # 1008 priced by configs2 (its config reconstructed)  # 1010-1012 0.275, 0.131, 0.131 at the L4's 22.06 GiB estimate; 22.05 measured (pytorch#175666)
     assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
-        1001: 288000, 1002: 465408, 1003: 1790304, 1004: 647776, 1005: 662112, 1010: 29104, 1011: 76208, 1012: 152432,
+        1001: 288000, 1002: 465408, 1003: 1790304, 1004: 647776, 1005: 662112, 1008: 854152, 1010: 29104,
+        1011: 76208, 1012: 152432,
     }  # fmt: skip  # 1001 was 0.079 and 291,376 tokens before the AWQ dequantisation (0.42 GiB against 0.24); 1010-1012
     # were 29,168, 76,272 and 152,560 at the L4's 22.06 GiB estimate
     assert all(row.rule_hit and row.basis == "tokens" for row in new.values())
@@ -335,11 +344,27 @@ def test_eighth_new_group(table):
     assert module.per_token_tokens(new[1012].log) == [134784, 134928]  # 9.26 GiB / 73,728 B in fp8
     assert "AWQLinearMethod" in module.WHY[1001] and "override_quantization_method" in module.WHY[1001]
     assert new[1001].log["awq_kernel"] == "awq"
-    assert all(module.WHY.get(log_id) for log_id in (1010, 1011, 1012))
+    assert all(module.WHY.get(log_id) for log_id in (1008, 1010, 1011, 1012))
     unexpressed = module.unexpressed_logs("new-8")
-    assert [log["id"] for log in unexpressed] == [1006, 1007, 1008, 1009]
+    assert [log["id"] for log in unexpressed] == [1006, 1007, 1009]  # 1008 priced since configs2
     assert all(log["not_expressible"] for log in unexpressed)
-    assert not {row.log["id"] for row in rows} & {1006, 1007, 1008, 1009}
+    assert not {row.log["id"] for row in rows} & {1006, 1007, 1009}
+
+
+def test_qwen38_on_a_dgx_spark(table):
+    """613 and 1008 (logs7's and logs11's, priced by configs2 once Qwen3.8-27B's config was reconstructed; no rule
+    changed): vLLM 0.27.1 on a GB10 at utilisation 0.92. The 0.21+ hybrid page rules (16 attention layers of 4 KV
+    heads x 256 in blocks raised to 784 tokens, three state groups of 16 Gated DeltaNet layers) give both logs' own
+    tokens from their own pools: 820,013 from 50.29 GiB at 786,432 tokens of length, 786,432 from 51.7 GiB at 32,768.
+    The plans are above them: the log's own sum (613) holds 4.64 GiB beside the weights and a 3.78 GiB activation
+    peak where the plan charges 0.25 + 1.02 and 1.71."""
+    module, rows = table
+    by_id = {row.log["id"]: row for row in rows}
+    assert module.per_token_tokens(by_id[613].log) == [820013, 820794]
+    assert module.per_token_tokens(by_id[1008].log) == [786432, 786432]
+    assert (by_id[613].plan_tokens, by_id[1008].plan_tokens) == (915291, 854152)
+    assert by_id[613].log["config"] == by_id[1008].log["config"] == "tests/fixtures/hf_configs/qwen3.8-27b.json"
+    assert "4.64" in module.WHY[613] and "3.78" in module.WHY[613]
 
 
 def test_group_1101(table):
