@@ -22,7 +22,7 @@ from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget, resolve_target
 from mha_cli.core.tensor_parallel import ExpertLayout
 from mha_cli.core.ways import FLAG_FIELDS, Judge, Verdict, accepted, flag_updates, settle
-from mha_cli.core.weight_bytes import deployment_model_bytes, deployment_rank_bytes, rank_weight_bytes
+from mha_cli.core.weight_bytes import deployment_model_bytes, rank_weight_bytes
 from mha_cli.core.weight_formats import weight_format
 
 MAX_DEVICES_TRIED = 4096
@@ -84,6 +84,7 @@ def ways_out(
         for dtype in SMALLER_WEIGHT_DTYPES:
             if dtype == "fp8" and not target.target.fp8_native:
                 continue  # no fp8 on this device (T4, V100, A100)
+            # fp8 and int4: no engine pads them, so their checkpoint bytes are the plan's (core.engine.mxfp4_moe)
             per_device = rank_weight_bytes(model, plan.tp, dtype, experts=_plan_experts(plan, deployment))
             if bytes_per_weight(dtype) < current and per_device < plan.usable_bytes:
                 ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
@@ -342,10 +343,9 @@ def last_resort(
         seq = _longest_context_that_fits(model, group, wider, big)
         if seq > 0:
             return f"{flags} --seq {seq} (together: one flag alone is not enough)"
-    smallest = dtypes[-1]
-    per_device = deployment_rank_bytes(model, largest, smallest, deployment)
+    smallest = dtypes[-1]  # big is its plan: the weights as the engine holds them (an MXFP4 kernel's padding too)
     why = (
-        f"needs {format_bytes(per_device)} of weights per device in {smallest}, more than the"
+        f"needs {format_bytes(big.weight_bytes_per_device)} of weights per device in {smallest}, more than the"
         f" {format_bytes(big.usable_bytes)} usable"
         if not big.weights_fit
         else "has no room beside the weights for one sequence, however short"

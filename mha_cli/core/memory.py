@@ -12,7 +12,7 @@ requests only.
 
 from typing import Any
 
-from pydantic import NonNegativeInt
+from pydantic import Field, NonNegativeInt
 
 from mha_cli.core.dp_attention import (
     a2a_backend_of,
@@ -23,7 +23,7 @@ from mha_cli.core.dp_attention import (
     dp_tp,
 )
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
-from mha_cli.core.engine.mxfp4_moe import vllm_padding
+from mha_cli.core.engine.mxfp4_moe import Mxfp4Kernel, kernel_padding, vllm_expert_kernel
 from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, EnginePlan, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
@@ -101,6 +101,10 @@ class MemoryPlan(Record):
     """MoE: the ranks one layer's routed experts spread over (tp, or tp x replicas when the replicas share them)."""
     experts_per_device: str | None = None
     """MoE: what one device holds of each MoE layer's routed experts, in words."""
+    expert_kernel: Mxfp4Kernel | None = Field(default=None, exclude=True, repr=False)
+    """vLLM's MXFP4 MoE kernel holding the routed experts at its padded shapes (``core.engine.mxfp4_moe``): counted in
+    ``weight_bytes_per_device`` and what a step reads (``core.cost.stepper.ServingCase``); None: the checkpoint's
+    shapes. Not in the JSON."""
     engine: EnginePlan
 
     @property
@@ -221,8 +225,10 @@ def plan_memory(
     the engine ``deployment`` names (vLLM with its defaults when None); an MoE model's routed experts in ``experts``'
     layout (default: ``expert_layout`` over the target's replicas). ``weights_bytes_per_rank``: the rank's weights
     when the caller has them (``deployment_rank_bytes`` of the same model, tp, format, deployment and experts: a
-    layout planned at many loads), else counted here. ``stage``: the pipeline stage ``model`` is (its layers), where
-    the engine sizes buffers by it."""
+    layout planned at many loads), else counted here; at the checkpoint's shapes either way: vLLM's MXFP4 MoE kernel's
+    padding is added here alone (``MemoryPlan.expert_kernel``), and ``MemoryPlan.weight_bytes_per_device`` is the
+    padded figure every caller reads. ``stage``: the pipeline stage ``model`` is (its layers), where the engine sizes
+    buffers by it."""
     device = target.target
     if deployment is not None and deployment.engine in (None, "vllm"):  # text only: vLLM leaves the tower out
         model = as_vllm_loads(model, deployment.limit_mm_per_prompt)
@@ -280,10 +286,10 @@ def plan_memory(
     )  # fmt: skip
     settings = resolve_settings(chosen, device, kv.tp, dp_attention_ranks=dp_ranks, serving=serving)
     refuse_per_kind_pages(model, settings.generation)
-    padding, padded = vllm_padding(
-        model, weight_dtype, settings.engine, settings.release, device.vendor, device.compute_capability,
-        experts or ExpertLayout(kv.tp),
-    )  # fmt: skip
+    kernel = vllm_expert_kernel(
+        model, weight_dtype, settings.engine, settings.release, device.vendor, device.compute_capability
+    )
+    padding, padded = kernel_padding(model, kernel, experts or ExpertLayout(kv.tp))
     if padded is not None:  # the kernel's shapes, not the checkpoint's (core.engine.mxfp4_moe)
         weights += padding
         weights_how = f"{weights_how or DEFAULT_WEIGHTS_HOW}; {padded}"
@@ -317,7 +323,8 @@ def plan_memory(
         weights_fit=free_for_kv + engine.activation_peak_bytes >= 0,
         max_sequences=engine.admitted_per_replica * replicas, max_tokens_per_device=engine.kv_tokens,
         expert_ranks=None if experts is None else experts.ranks,
-        experts_per_device=None if experts is None else describe_experts(model, experts), engine=engine,
+        experts_per_device=None if experts is None else describe_experts(model, experts), expert_kernel=kernel,
+        engine=engine,
         **_load_fields(engine, kv, sequences),
     )  # fmt: skip
 

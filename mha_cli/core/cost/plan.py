@@ -99,7 +99,8 @@ def serving_case(
     pp: int, replicas: int, experts: ExpertLayout | None, cached: int | None = None,
     nodes: NodePlacement | None = None, prefixes: int = 1,
 ) -> ServingCase:  # fmt: skip
-    """What the cost model prices: ``model`` in ``deployment``'s formats on ``memory``'s tp and engine; ``cached``:
+    """What the cost model prices: ``model`` in ``deployment``'s formats on ``memory``'s tp and engine (and the MXFP4
+    MoE kernel its engine, release and GPU run the experts in, ``MemoryPlan.expert_kernel``); ``cached``:
     the prompt tokens a cache tier serves when ``core.cost.offload_plan`` has settled it (else the shared prefix's
     whole blocks); ``nodes``: over several nodes; ``prefixes``: the different shared prefixes (``--shared-prefixes``),
     each held once in the pool while served from it."""
@@ -120,7 +121,7 @@ def serving_case(
         kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache, experts=experts, shared_prefix=shared,
         cached_prefix=hit,
         speculative=deployment.speculative, nodes=nodes, host_kv_cache=bool(deployment.kv_offload_bytes),
-        pp_split=engine.name,
+        pp_split=engine.name, expert_kernel=memory.expert_kernel,
     )  # fmt: skip
 
 
@@ -250,12 +251,11 @@ class LayoutPlans:
         self.nodes = node_placement(target)
         self.one_replica = target.model_copy(update={"n_devices": tp, "node_size": None, "node_note": None})
         self.engine_deployment = deployment.model_copy(update={"seq_len": isl + osl, "tp": tp})
-        self._weights: int | None = None
-        """The rank's weight bytes, counted by the first load's memory plan and kept for the others."""
         self._stepper: Stepper | None = None
         """The steps' operations, counted at the first load and kept for the others (they do not depend on it)."""
         self._memory: MemoryPlan | None = None
-        """The memory plan at the first load, which every load's is made from (``core.memory.at_load``)."""
+        """The memory plan at the first load (under pp, the limiting stage's), which every load's is made from
+        (``core.memory.at_load``)."""
         self.split: EngineName = deployment.engine or DEFAULT_SPLIT
         """Whose split of the layers into pipeline stages (``core.pipeline.stage_sizes``): the engine's."""
         self.stage = model
@@ -266,28 +266,30 @@ class LayoutPlans:
         self.stage_layout: StageLayout | None = None
         """The limiting stage's layout (None: no pipeline parallelism)."""
         if pp > 1:
-            self.stages = self.stage_memories()
-            limiting = min(self.stages, key=lambda m: (m.admitted_per_replica, m.kv_tokens_per_device,
-                                                       -m.weight_bytes_per_device))  # fmt: skip
+            plans = self.stage_memories()
+            self.stages = [stage for stage, _ in plans]
+            limiting, self._memory = min(plans, key=lambda found: (
+                found[0].admitted_per_replica, found[0].kv_tokens_per_device, -found[0].weight_bytes_per_device
+            ))  # fmt: skip
             self.stage_layout = stage_layout(model, pp, limiting.stage, self.split)
             self.stage = stage_model(model, self.stage_layout)
-            self._weights = limiting.weight_bytes_per_device
             self.limiting = limiting
 
-    def stage_memories(self) -> list[StageMemory]:
-        """Each pipeline stage's memory plan on one of its devices: its own layers (as the engine splits them,
-        ``core.pipeline.stage_sizes``) with their weights and cache, the embedding on the first, the final norm and LM
+    def stage_memories(self) -> list[tuple[StageMemory, MemoryPlan]]:
+        """Each pipeline stage's memory plan on one of its devices (at one request; ``at_load`` gives it at others),
+        and its summary: its own layers (as the engine splits them, ``core.pipeline.stage_sizes``) with their weights
+        (the plan's, an MXFP4 kernel's padding included) and cache, the embedding on the first, the final norm and LM
         head on the last (``core.pipeline``), at the plan's context. The replica admits what its fewest-token stage
         admits: vLLM V1 profiles each worker's own stage and gives every worker the fewest blocks any reports
         (``vllm/v1/core/kv_cache_utils.py``, ``get_kv_cache_configs``)."""
         model, deployment, tp = self.model, self.deployment, self.tp
-        found: list[StageMemory] = []
-        seen: list[tuple[tuple[bool, bool, ModelSpec], StageMemory]] = []
+        found: list[tuple[StageMemory, MemoryPlan]] = []
+        seen: list[tuple[tuple[bool, bool, ModelSpec], tuple[StageMemory, MemoryPlan]]] = []
         for s in range(self.pp):
             layout = stage_layout(model, self.pp, s, self.split)
             layers = stage_model(model, layout)
             key = (layout.embedding, layout.head, layers)
-            same = next((memory for other, memory in seen if other == key), None)
+            same = next((planned for other, planned in seen if other == key), None)
             if same is None:
                 weights = deployment_rank_bytes(
                     layers, tp, deployment.weight_dtype, self.engine_deployment, experts=self.experts,
@@ -298,13 +300,15 @@ class LayoutPlans:
                 memory = plan_memory(self.one_replica, model=layers, kv=kv, weight_dtype=deployment.weight_dtype,
                                      deployment=self.engine_deployment, experts=self.experts,
                                      weights_bytes_per_rank=weights, stage=layout)  # fmt: skip
-                same = StageMemory(
+                summary = StageMemory(
                     stage=s, first_layer=layout.first_layer, n_layers=layout.n_layers, embedding=layout.embedding,
-                    head=layout.head, weight_bytes_per_device=weights, kv_tokens_per_device=memory.engine.kv_tokens,
+                    head=layout.head, weight_bytes_per_device=memory.weight_bytes_per_device,
+                    kv_tokens_per_device=memory.engine.kv_tokens,
                     admitted_per_replica=memory.engine.admitted_per_replica,
                 )  # fmt: skip
+                same = (summary, memory)
                 seen.append((key, same))
-            found.append(same.model_copy(update={"stage": s, "first_layer": layout.first_layer}))
+            found.append((same[0].model_copy(update={"stage": s, "first_layer": layout.first_layer}), same[1]))
         return found
 
     def at(self, concurrency: int, *, sweep: bool = False) -> ServingPlan:
@@ -316,10 +320,11 @@ class LayoutPlans:
         held = self.stage  # the layers whose cache the pool holds: the drafter's too (core.speculative)
         spec = deployment.speculative
         drafter_note = None
+        weights = None  # the rank's weights at the checkpoint's shapes when not the plan's own count (it pads them)
         if spec is not None and shares_pool(deployment.engine):
             held = memory_model(self.stage, spec, tp, deployment.kv_dtype)
-            if self._weights is None:
-                self._weights = deployment_rank_bytes(
+            if self._memory is None:
+                weights = deployment_rank_bytes(
                     self.stage, tp, deployment.weight_dtype, self.engine_deployment, experts=self.experts
                 ) + drafter_weight_bytes(spec, tp, deployment.weight_dtype, self.experts)
         kv = kv_footprint(
@@ -329,7 +334,7 @@ class LayoutPlans:
         if self._memory is None:
             self._memory = plan_memory(
                 self.one_replica, model=held, kv=kv, weight_dtype=deployment.weight_dtype,
-                deployment=self.engine_deployment, experts=self.experts, weights_bytes_per_rank=self._weights,
+                deployment=self.engine_deployment, experts=self.experts, weights_bytes_per_rank=weights,
                 stage=self.stage_layout,
             )  # fmt: skip
         memory = at_load(self._memory, kv)  # a copy at this load, its notes its own
@@ -337,7 +342,6 @@ class LayoutPlans:
             drafter_note = drafter_memory_note(spec, self.stage, tp, deployment.weight_dtype, deployment.kv_dtype,
                                                self.experts, memory.engine)  # fmt: skip
             memory.engine.notes.append(drafter_note)
-        self._weights = memory.weight_bytes_per_device
         engine = memory.engine
         if not engine.starts:
             approximate = "" if model.recurrent is None else " (its weights are approximate: `mha kv` says by how much)"

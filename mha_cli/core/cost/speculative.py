@@ -55,12 +55,13 @@ def draft_stepper(stepper: Stepper) -> Stepper:
     spec = stepper.case.speculative
     assert spec is not None, "no drafter without speculative decoding"
     if stepper.draft is None:
-        # a pass runs the draft model whole, or one MTP / EAGLE layer (an MTP layer's experts spread as the target's)
+        # a pass runs the draft model whole, or one MTP / EAGLE layer (an MTP layer's experts spread as the target's,
+        # in the target's format and MXFP4 kernel; a draft model is bf16, no such kernel)
         model = spec.drafter if spec.drafter_is_model else spec.drafter.model_copy(update={"n_layers": 1})
         experts = stepper.case.experts if spec.method == "mtp" else None
         case = stepper.case._replace(
             model=model, pp=1, speculative=None, weight_dtype=_drafter_format(spec, stepper), experts=experts,
-            drafts_for=spec.method,
+            drafts_for=spec.method, expert_kernel=None if spec.drafter_is_model else stepper.case.expert_kernel,
         )  # fmt: skip
         stepper.draft = Stepper(case, stepper.profile)
     return stepper.draft

@@ -30,6 +30,7 @@ from mha_cli.core.tensor_parallel import ExpertLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.cost.nodes import CollectiveSpans, NodePlacement
+    from mha_cli.core.engine.mxfp4_moe import Mxfp4Kernel
     from mha_cli.core.weight_scheme import WeightScheme
 
 Batching = Literal["continuous", "static"]
@@ -74,6 +75,10 @@ class ServingCase(NamedTuple):
     """Whose split of the layers into ``pp`` stages (``core.pipeline.stage_sizes``): the serving engine's."""
     drafts_for: str | None = None
     """A drafter's own case (``core.cost.speculative.draft_stepper``): the speculative method it drafts for."""
+    expert_kernel: "Mxfp4Kernel | None" = None
+    """vLLM's MXFP4 MoE kernel that the engine, its release and the GPU pick for mxfp4 routed experts (gpt-oss; the
+    memory plan's ``MemoryPlan.expert_kernel``): each step reads and computes the experts at its padded shapes
+    (``core.cost.work.kernel_expert``); None: the checkpoint's shapes (SGLang, TensorRT-LLM, other formats)."""
 
 
 class Stepper:
@@ -220,7 +225,7 @@ class Stepper:
         if weights is None:
             case = self.case
             weights = self._weights[index] = layer_weights(
-                self.stages[index], case.tp, case.weight_dtype, case.experts, case.weight_scheme
+                self.stages[index], case.tp, case.weight_dtype, case.experts, case.weight_scheme, case.expert_kernel
             )
         return weights
 

@@ -8,8 +8,10 @@ size (a small matrix does not saturate memory bandwidth) is looked up at the ins
 - **matmul**: every linear layer of the rank (``core.params.matrices_per_rank``), its weight bytes in the
   weight format (scales included) plus the activations in and out; 2 x tokens x out x in FLOPs. An MoE layer reads
   only the routed experts its tokens pick (``experts_touched``), in one grouped matmul per layer (the fused-MoE
-  kernel's: its bytes the touched experts' together), each expert over its share of the tokens. The LM head runs
-  over ``logits_tokens`` tokens (an engine: the last of each sequence; ``verify``: every position).
+  kernel's: its bytes the touched experts' together), each expert over its share of the tokens; vLLM's MXFP4 MoE
+  kernels (gpt-oss) read and compute them at their padded shapes (``kernel_expert``), SGLang and TensorRT-LLM at the
+  checkpoint's (their MXFP4 paths not read). The LM head runs over ``logits_tokens`` tokens (an engine: the last of
+  each sequence; ``verify``: every position).
 - **attention**: the cache every attention layer reads (``core.kv``: each layer its own tokens, windows applied)
   plus the new tokens' K/V it writes; query-key pairs x ``attention_pair_flops``; its rows (where its rate is read)
   the query tokens x the query heads sharing one KV head (``attention_rows``). A linear-attention or state-space
@@ -42,6 +44,7 @@ from mha_cli.core.weight_bytes import UNQUANTISED_BYTES, MatrixKey, checkpoint_m
 from mha_cli.core.weight_formats import weight_format
 
 if TYPE_CHECKING:
+    from mha_cli.core.engine.mxfp4_moe import Mxfp4Kernel
     from mha_cli.core.weight_scheme import WeightScheme
 
 OpKind = Literal["matmul", "attention", "memory", "all_reduce", "all_gather", "all_to_all"]
@@ -188,11 +191,13 @@ class LayerWeights(NamedTuple):
 
 def layer_weights(
     model: ModelSpec, tp: int, weight_dtype: str = "bf16", experts: ExpertLayout | None = None,
-    scheme: "WeightScheme | None" = None,
+    scheme: "WeightScheme | None" = None, kernel: "Mxfp4Kernel | None" = None,
 ) -> LayerWeights:  # fmt: skip
     """``model``'s linear layers on one rank of ``tp`` (``layer_ops``), each matrix in ``weight_dtype``, or as the
     checkpoint's ``scheme`` stores it module by module (int4 experts beside bf16 attention: the mean over the alike
-    matrices of the layers); raises ``BadInputError`` when ``tp`` does not shard the model."""
+    matrices of the layers); raises ``BadInputError`` when ``tp`` does not shard the model. ``kernel``: vLLM's MXFP4
+    MoE kernel running the routed experts, which reads and computes them at its padded shapes, biases included
+    (``kernel_expert``); None: the checkpoint's shapes (SGLang, TensorRT-LLM, any other format)."""
     layout = ExpertLayout(tp) if experts is None else experts
     problem = tp_shard_problem(model, tp, layout)
     if problem is not None:
@@ -201,6 +206,7 @@ def layer_weights(
         raise BadInputError(problem)
     stored = checkpoint_matrix_bytes(model, tp, scheme, layout) if scheme is not None else {}
     matrices = [
+        (*kernel_expert(matrix, kernel), 0.0) if kernel is not None and matrix.kind == "expert" else
         (matrix, _stored_bytes(stored, matrix) or _matmul_bytes(weight_dtype, matrix, _covered(weight_dtype, matrix)),
          _matmul_kernels(model, matrix))
         for matrix in matrices_per_rank(model, tp, layout)
@@ -211,6 +217,18 @@ def layer_weights(
         layout, matrices, local, model.n_moe_layers, model.n_dense_mlp_layers,
         mixers.n_mixer_layers if mixers else 0, mixers.mixer_per_layer / tp if mixers else 0.0,
     )  # fmt: skip
+
+
+def kernel_expert(matrix: Matrix, kernel: "Mxfp4Kernel") -> tuple[Matrix, int]:
+    """A routed expert's ``matrix`` (a gate or up half, H wide, or the down projection, H tall) at the shapes
+    ``kernel`` holds and computes it (H', I': ``core.engine.mxfp4_moe``), and the bytes it reads of one instance in
+    a step: values, scales and bias, a half of the fused gate-and-up matrix's (2 I' x H') for a half."""
+    if matrix.part == "down_proj":
+        hidden, width = kernel.padded(matrix.out_features, matrix.in_features)
+        return matrix._replace(out_features=hidden, in_features=width), kernel.matrix_bytes(hidden, width, held=False)
+    hidden, width = kernel.padded(matrix.in_features, matrix.out_features)
+    fused = kernel.matrix_bytes(2 * width, hidden, held=False)
+    return matrix._replace(out_features=width, in_features=hidden), -(-fused // 2)
 
 
 def _matmul_ops(model: ModelSpec, tp: int, tokens: int, weights: LayerWeights) -> list[Op]:

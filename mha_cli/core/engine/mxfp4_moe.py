@@ -46,8 +46,25 @@ AITER kernels of later releases), capability 11 and 12 from 0.19 (the oracle's o
 Marlin, and FlashInfer's CUTLASS and the b12x kernels take some of them), a 10.x part on 0.12.0 (triton_kernels'
 Blackwell layouts), the environment variables that pick another kernel, LoRA (Marlin), and batched MoE (DeepEP:
 four warps, so scale rows to 128). SGLang and TensorRT-LLM keep the checkpoint's bytes here: their MXFP4 paths were
-not read. Neither is what a decode step reads: the padded rows' bytes are priced in memory, not in the step. Pure
-Python.
+not read.
+
+A step reads and computes the padded shapes too (``core.cost.work.layer_weights`` prices the experts' matmuls at
+them, ``Mxfp4Kernel.matrix_bytes`` with ``held=False``), read in 0.11.2's CUDA wheel and 0.19.0's sources:
+
+- Marlin: ``create_weights`` sets ``layer.hidden_size`` = H' on the ``FusedMoE`` layer, whose ``forward_native``
+  pads the activations to it (``F.pad``, ``fused_moe/layer.py``); ``fused_marlin_moe`` launches
+  ``moe_wna16_marlin_gemm`` with ``size_n=2 * N, size_k=K``, then ``size_n=K, size_k=N``: K the padded activations'
+  width, N = ``marlin_moe_intermediate_size`` (``w2``'s packed rows x 16) = I'.
+- FlashInfer TRT-LLM-gen: 0.19's runner pads the activations to ``moe_config.hidden_dim`` = H'
+  (``runner/default_moe_runner.py`` ``_maybe_pad_hidden_states``; not the MXFP8-input variant,
+  ``skip_forward_padding``) and ``TrtLlmMxfp4ExpertsMonolithic.apply`` passes ``intermediate_size`` = I' to
+  ``trtllm_fp4_block_scale_moe``; 0.11.2 alike (``maybe_roundup_hidden_size`` to 256, ``self.intermediate_size``
+  "padded to multiple of 256").
+- triton_kernels: ``triton_kernel_fused_experts`` takes N from the weights (``E, _, N = w1.shape``: 2 I') and K from
+  the activations (H as is).
+
+Each reads the values, the scales it was handed (triton_kernels' swizzled copy, not the originals kept beside it) and
+the biases. Pure Python.
 """
 
 from __future__ import annotations
@@ -82,19 +99,26 @@ class Mxfp4Kernel(NamedTuple):
     """The unswizzled scales stay allocated beside their swizzled copy (triton_kernels in 0.12-0.24: only the weights
     are deleted; 0.25 deletes the scales too, "to free their memory")."""
 
+    def padded(self, hidden: int, intermediate: int) -> tuple[int, int]:
+        """(H', I'): ``hidden`` and the rank's ``intermediate`` size rounded up to what this kernel holds."""
+        return _up(hidden, self.hidden_multiple), _up(intermediate, self.intermediate_multiple)
+
+    def matrix_bytes(self, rows: int, cols: int, *, held: bool = True) -> int:
+        """Bytes of one expert matrix of ``rows`` outputs x ``cols`` inputs, both already padded: its uint8 values
+        (two a byte), e8m0 scales (one per 32 inputs; triton_kernels' swizzled copy) and bias (one per row).
+        ``held``: as memory holds it (the unswizzled scales kept beside their copy count); else what the kernel reads
+        of it in a step (only the copy it was handed)."""
+        values, scales = rows * (cols // 2), rows * (cols // MXFP4_BLOCK)
+        if self.swizzled_scale_rows:
+            swizzled = _up(rows, self.swizzled_scale_rows) * _up(cols // MXFP4_BLOCK, self.swizzled_scale_groups)
+            scales = swizzled + (scales if self.keeps_scales and held else 0)
+        return values + scales + rows * self.bias_bytes
+
     def expert_bytes(self, hidden: int, intermediate: int) -> int:
         """Bytes of one expert of ``hidden`` x ``intermediate`` (the rank's share) as this kernel holds it: the fused
-        gate-and-up and the down matrices, their e8m0 scales and biases, at the padded shapes."""
-        h, i = _up(hidden, self.hidden_multiple), _up(intermediate, self.intermediate_multiple)
-        values = 2 * i * (h // 2) + h * (i // 2)
-        scales = 2 * i * (h // MXFP4_BLOCK) + h * (i // MXFP4_BLOCK)
-        if self.swizzled_scale_rows:
-            swizzled = sum(
-                _up(rows, self.swizzled_scale_rows) * _up(groups, self.swizzled_scale_groups)
-                for rows, groups in ((2 * i, h // MXFP4_BLOCK), (h, i // MXFP4_BLOCK))
-            )
-            scales = swizzled + (scales if self.keeps_scales else 0)
-        return values + scales + (2 * i + h) * self.bias_bytes
+        gate-and-up (2 I' x H') and the down (H' x I') matrices, their e8m0 scales and biases, at the padded shapes."""
+        h, i = self.padded(hidden, intermediate)
+        return self.matrix_bytes(2 * i, h) + self.matrix_bytes(h, i)
 
 
 def _up(value: int, multiple: int) -> int:
@@ -136,6 +160,18 @@ def vllm_mxfp4_kernel(release: Version | None, vendor: str, compute_capability: 
     return None  # a 10.x part on 0.12.0 (triton_kernels' Blackwell layouts), or 11-12 from 0.19
 
 
+def vllm_expert_kernel(
+    model: ModelSpec, weight_dtype: str, engine: str, release: Version | None, vendor: str,
+    compute_capability: float | None,
+) -> Mxfp4Kernel | None:  # fmt: skip
+    """The kernel (``vllm_mxfp4_kernel``) that holds and runs the routed experts of ``model`` stored in
+    ``weight_dtype`` when ``engine`` ``release`` serves it on the GPU: vLLM with mxfp4 experts only; None for any
+    other engine, format or GPU not modelled (the checkpoint's shapes stand)."""
+    if engine != "vllm" or weight_dtype != "mxfp4" or model.block.moe is None:
+        return None
+    return vllm_mxfp4_kernel(release, vendor, compute_capability)
+
+
 def padding_bytes_per_rank(model: ModelSpec, experts: ExpertLayout, kernel: Mxfp4Kernel) -> int:
     """Bytes one rank's routed experts hold under ``kernel`` beyond their checkpoint shapes (padding, and biases
     widened to fp32), summed over the MoE layers; ``experts``: how the experts spread over the ranks."""
@@ -153,9 +189,13 @@ def vllm_padding(
     """The bytes vLLM's MXFP4 MoE kernel adds to one rank's weights (``padding_bytes_per_rank``) and a line naming it,
     for a checkpoint whose routed experts are mxfp4 (``weight_dtype``) served by ``engine`` ``release`` on the GPU;
     (0, None) for any other engine, format or GPU not modelled."""
-    if engine != "vllm" or weight_dtype != "mxfp4" or model.block.moe is None:
-        return 0, None
-    kernel = vllm_mxfp4_kernel(release, vendor, compute_capability)
+    return kernel_padding(
+        model, vllm_expert_kernel(model, weight_dtype, engine, release, vendor, compute_capability), experts
+    )
+
+
+def kernel_padding(model: ModelSpec, kernel: Mxfp4Kernel | None, experts: ExpertLayout) -> tuple[int, str | None]:
+    """``padding_bytes_per_rank`` under ``kernel`` and a line naming it; (0, None) without a kernel or padding."""
     if kernel is None:
         return 0, None
     extra = padding_bytes_per_rank(model, experts, kernel)
