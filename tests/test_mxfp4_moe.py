@@ -20,6 +20,7 @@ from mha_cli.core.engine.mxfp4_moe import (
     vllm_mxfp4_kernel,
     vllm_padding,
 )
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.tensor_parallel import ExpertLayout
 from mha_cli.core.weight_bytes import rank_weight_bytes
@@ -155,3 +156,21 @@ def test_the_engine_plan_carries_the_padding_and_plain_weights_do_not(cli):
     assert "Marlin" in weights_line["how"]
     sglang = cli.json(*args, "--engine", "sglang")
     assert sglang["memory"]["weight_bytes_per_device"] == sglang["weight_bytes"]
+
+
+def test_vllm_refuses_mxfp4_experts_below_compute_capability_8(cli):
+    """vLLM's ``Mxfp4Config.get_min_capability`` is 80: a V100 (7.0) or T4 (7.5) cannot load gpt-oss under vLLM, so
+    the plan refuses in one line (exit 2) instead of pricing a Marlin kernel that never runs there; 8.0 is priced."""
+    model = _gpt_oss("gpt-oss-20b")
+    with pytest.raises(BadInputError) as refused:
+        vllm_padding(model, "mxfp4", "vllm", None, "NVIDIA", 7.5, ExpertLayout(1))
+    assert str(refused.value) == (
+        "vLLM runs mxfp4 experts on compute capability 8.0 or later (Mxfp4Config.get_min_capability); this GPU is"
+        " 7.5: pick a GPU of 8.0+, or another engine or weight format"
+    )
+    assert vllm_padding(model, "mxfp4", "vllm", None, "NVIDIA", 8.0, ExpertLayout(1))[0] > 0  # Marlin on Ampere
+    assert vllm_padding(model, "mxfp4", "sglang", None, "NVIDIA", 7.0, ExpertLayout(1)) == (0, None)
+    result = cli.run("kv", str(reference_hf_config("gpt-oss-20b")), "--target", "v100-32gb", "--engine", "vllm")
+    assert result.exit_code == 2
+    assert "compute capability 8.0 or later" in result.output
+    assert "Traceback" not in result.output

@@ -72,6 +72,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mha_cli.core.engine.generations import Version
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.tensor_parallel import ExpertLayout, expert_width_per_rank, local_experts
 
@@ -139,6 +140,11 @@ TRTLLM_GEN_0_27 = TRTLLM_GEN._replace(intermediate_multiple=128)
 """0.27.0 and later round the intermediate size to 128 (``TRTLLM_BACKENDS``)."""
 
 
+MIN_CAPABILITY = 8.0
+"""vLLM refuses mxfp4 below this compute capability: ``Mxfp4Config.get_min_capability`` returns 80 (read in vLLM
+main's ``model_executor/layers/quantization/mxfp4.py``; Marlin's FP4 path needs Ampere)."""
+
+
 def vllm_mxfp4_kernel(release: Version | None, vendor: str, compute_capability: float | None) -> Mxfp4Kernel | None:
     """The MXFP4 MoE kernel vLLM ``release`` (None: the latest) picks by default on a GPU of ``vendor`` and
     ``compute_capability`` (module docstring); None where not modelled (then the checkpoint's bytes stand)."""
@@ -166,9 +172,15 @@ def vllm_expert_kernel(
 ) -> Mxfp4Kernel | None:  # fmt: skip
     """The kernel (``vllm_mxfp4_kernel``) that holds and runs the routed experts of ``model`` stored in
     ``weight_dtype`` when ``engine`` ``release`` serves it on the GPU: vLLM with mxfp4 experts only; None for any
-    other engine, format or GPU not modelled (the checkpoint's shapes stand)."""
+    other engine, format or GPU not modelled (the checkpoint's shapes stand). Raises ``BadInputError`` on an NVIDIA GPU
+    below compute capability 8.0, which vLLM refuses for mxfp4 (``Mxfp4Config.get_min_capability``: 80)."""
     if engine != "vllm" or weight_dtype != "mxfp4" or model.block.moe is None:
         return None
+    if vendor == "NVIDIA" and compute_capability is not None and compute_capability < MIN_CAPABILITY:
+        raise BadInputError(
+            f"vLLM runs mxfp4 experts on compute capability {MIN_CAPABILITY} or later (Mxfp4Config.get_min_capability);"
+            f" this GPU is {compute_capability}: pick a GPU of {MIN_CAPABILITY}+, or another engine or weight format"
+        )
     return vllm_mxfp4_kernel(release, vendor, compute_capability)
 
 
