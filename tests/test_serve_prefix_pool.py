@@ -167,8 +167,8 @@ def test_every_block_comes_back_after_a_run_with_preemptions(monkeypatch):
 def test_several_prefixes_account_for_every_block_at_every_step(monkeypatch, engine, groups, host_blocks):
     """Requests carrying one of 3 or 4 prefixes in turn (``core.serve.offload``'s tiers), with and without a host
     tier, in a pool of 300 blocks that preempts: after every step each block is free, a running request's own (held
-    less linked) or its prefix's, which holds as many as the most any running request links; at the end all are
-    free. Exact steps (no cohort), so every running request's ``held`` is current."""
+    less linked) or its prefix's, which holds as many as the most any running request links, and the GPU tier still
+    caches every block a running request links; at the end all are free. Exact steps (no cohort), so every running request's ``held`` is current."""
     import random
     from collections import Counter
 
@@ -191,6 +191,9 @@ def test_several_prefixes_account_for_every_block_at_every_step(monkeypatch, eng
             tops[group] = max(tops[group], state.linked[request] if state.held[request] else 0)
         if state.free_blocks + own + state.shared_held != state.total_blocks or sum(tops.values()) != state.shared_held:
             broken.append((state.free_blocks, own, state.shared_held, sum(tops.values())))
+        evicted = [r for r in state.running if state.held[r] and state.cached_blocks(r) < state.linked[r]]
+        if evicted:  # a prefix a running request links is never evicted (``PrefixTiers._evict``)
+            broken.append(tuple(evicted))
         original(run, ended, keep_trace)
 
     original = simulate_module._Run.after_step
