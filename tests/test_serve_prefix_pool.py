@@ -54,6 +54,29 @@ def test_a_pool_really_short_still_waits(cli):
     assert any(note.startswith("81 of 256 users per replica wait") for note in plan["notes"])
 
 
+def test_three_prefixes_size_the_running_requests_and_the_spare_pool_alike(cli):
+    """256 users cycling through 3 prefixes of 6,000: the 3 prefixes' 3 x 375 = 1,125 blocks are held once each, so
+    (27,219 - 1,125) // 153 = 170 run (not the one-prefix 175), leaving 435,504 - 170 x 2,448 = 19,344 tokens spare
+    for the 18,000 of the prefixes: they stay on the GPU. Sized with 175 running the spare would be 7,104 and every
+    prefix recomputed, at 51 running."""
+    plan = cli.json(*USER[:-5], "256", "--shared-prefix", "6000", "--shared-prefixes", "3", "--closed-form")
+    assert plan["running_per_replica"] == 170 and plan["queued_per_replica"] == 86
+    offload = plan["offload"]
+    assert (
+        offload["regime"] == "gpu" and offload["gpu_spare_tokens"] == 19_344 and offload["working_set_tokens"] == 18_000
+    )
+
+
+def test_the_search_prices_the_loads_sharing_admits(cli):
+    """No --tp: the search on 2 H100s. tp 1 x 2 replicas admits 175 per replica with the prefix held once (above), not
+    the 51 of a copy each, so its grid runs to 2 x 175 = 350 users and its line says 175."""
+    found = cli.json("plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "8192", "--osl", "256", "--shared-prefix",
+                     "6000", "--closed-form")  # fmt: skip
+    assert "tp 1 x pp 1 x 2 replica(s): 175 request(s) at once per replica" in found["layouts"]
+    loads = [c["concurrency"] for c in found["candidates"] if c["deployment"]["tp"] == 1 and c["deployment"]["pp"] == 1]
+    assert max(loads) == 350 and 256 in loads
+
+
 def test_sglang_holds_the_prefix_once_in_its_radix_cache(cli):
     """SGLang on the same H100: 413,050 tokens in pages of 1; the 6,000 prefix tokens held once (locked radix nodes),
     each request 8,448 - 6,000 = 2,448 of its own: (413,050 - 6,000) // 2,448 = 166 at once where 413,050 // 8,448 =

@@ -52,10 +52,12 @@ def own_blocks(context: int, cached_tokens: int, block_size: int) -> int:
     return -(-context // block_size) - prefix_blocks(cached_tokens, block_size)
 
 
-def shared_admitted(engine: EnginePlan, *, context: int, cached_tokens: int) -> int:
-    """Requests of ``context`` tokens one replica holds at once when their first ``cached_tokens`` (whole blocks of
-    the shared prefix) are held once: (pool blocks - prefix blocks) // each request's own blocks, at most
-    ``max_num_seqs``, and never below what the engine admits with a copy each."""
+def shared_admitted(engine: EnginePlan, *, context: int, cached_tokens: int, prefixes: int = 1) -> int:
+    """Requests of ``context`` tokens one replica holds at once when their first ``cached_tokens`` (whole blocks of a
+    shared prefix, 0: none cached) are held once for each of the ``prefixes`` different prefixes the running requests
+    carry (at most one a request): n = (pool blocks - min(prefixes, n1) x prefix blocks) // each request's own blocks,
+    n1 that count with one prefix, at most ``max_num_seqs``, and never below what the engine admits with a copy
+    each."""
     if not cached_tokens or not shares_prefix_blocks(engine) or not engine.starts:
         return engine.admitted_per_replica
     size = engine.block_size
@@ -64,4 +66,7 @@ def shared_admitted(engine: EnginePlan, *, context: int, cached_tokens: int) -> 
     blocks = engine.kv_tokens // size
     if own < 1 or blocks <= shared:
         return engine.admitted_per_replica
-    return max(engine.admitted_per_replica, min(engine.max_num_seqs, (blocks - shared) // own))
+    admitted = max(engine.admitted_per_replica, min(engine.max_num_seqs, (blocks - shared) // own))
+    if prefixes > 1:  # each running prefix's blocks once: fewer requests than prefixes hold one each
+        admitted = max(engine.admitted_per_replica, min(admitted, (blocks - min(prefixes, admitted) * shared) // own))
+    return admitted
