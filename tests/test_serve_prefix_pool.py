@@ -88,6 +88,18 @@ def test_sglang_holds_the_prefix_once_in_its_radix_cache(cli):
     assert plan["simulated"]["max_running"] == 64 and plan["simulated"]["preemptions"] == 0
 
 
+def test_sglang_shares_a_sliding_window_models_prefix_too(cli):
+    """gpt-oss-20b (sliding-window layers) on SGLang: one pool (the hybrid SWA pool is off for GptOss) of 1,148,929
+    tokens in pages of 1; the 6,000 prefix tokens held once, each request 2,448 of its own: (1,148,929 - 6,000) //
+    2,448 = 466 at once, where 136 hold a copy each."""
+    plan = cli.json("plan", "gpt-oss-20b", "--target", "h100", "--tp", "1", "--engine", "sglang", "--isl", "8192",
+                    "--osl", "256", "--concurrency", "512", "--shared-prefix", "6000", "--closed-form")  # fmt: skip
+    engine = plan["memory"]["engine"]
+    assert engine["kv_tokens"] == 1_148_929 and engine["admitted_per_replica"] == 136
+    assert plan["running_per_replica"] == 466
+    assert any("466 request(s) at once per replica, where 136 hold a copy each" in note for note in plan["notes"])
+
+
 def test_trtllm_stays_at_one_copy_a_request(cli):
     """TensorRT-LLM's block reuse is not priced as sharing (not read): the running requests are what its pool admits
     with a copy each, 55 of the 64, and no note says the prefix is held once."""

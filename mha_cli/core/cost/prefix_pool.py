@@ -32,8 +32,15 @@ if TYPE_CHECKING:
 
 def shares_prefix_blocks(engine: EnginePlan) -> bool:
     """Whether the pool is priced with the prefix's blocks held once: vLLM V1 with one KV cache group of token
-    blocks, and SGLang (a hybrid model's groups and an attention-free model's states stay at one copy a request;
-    TensorRT-LLM too, not read)."""
+    blocks (a hybrid model's groups stay at one copy a request), and SGLang with a KV cache (TensorRT-LLM stays at
+    one copy, not read; a model with fixed states has no prefix served, ``plan.gpu_prefix_cache``).
+
+    SGLang's sliding-window models share too (read in 0.5.5, ``python/sglang/srt``): ``server_args.py``
+    ``_handle_model_specific_adjustments`` sets ``disable_hybrid_swa_memory`` for every architecture that reports a
+    window there (GptOss, Gemma 2/3/3n, Olmo2), so they run one pool and the plain ``RadixCache`` above; where the
+    window pool is on, ``SWARadixCache.match_prefix`` hands a request the same tree nodes and ``inc_lock_ref`` locks
+    each matched node in the full pool and the window's tail of them in the window pool, so both pools hold a
+    matched prefix once."""
     if engine.kv_bytes_per_token_per_rank <= 0:
         return False
     if engine.name == "sglang":
