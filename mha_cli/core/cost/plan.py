@@ -28,7 +28,7 @@ from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, lockstep_note
 from mha_cli.core.engine.plan import EnginePlan
-from mha_cli.core.engine.sglang_state_pool import sglang_state_model
+from mha_cli.core.engine.sglang_state_pool import engine_state_model
 from mha_cli.core.errors import BadInputError, EngineRefusedError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
@@ -108,8 +108,7 @@ def serving_case(
     shared = served
     if deployment.kv_offload_bytes and engine.name == "vllm" and model.recurrent is None:
         shared = min(deployment.shared_prefix or 0, isl)  # vLLM's host tier holds prefixes with the GPU cache off
-    if engine.name == "sglang":  # its recurrent state's dtype, read by every step (vLLM's is core.kv's convention)
-        model = sglang_state_model(model)
+    model = engine_state_model(model, engine.name)  # its recurrent state's dtype, read by every step
     hit = cached_prefix(shared, isl, engine.block_size) if cached is None else cached
     # the GPU prefix cache's blocks are held once (core.cost.prefix_pool); without it each request has its own
     admitted = shared_admitted(engine, context=isl + osl, cached_tokens=hit if served else 0, prefixes=prefixes)
