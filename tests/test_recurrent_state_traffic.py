@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from mha_cli.core.cost.work import decode_shape, forward_ops, prefill_shape
 from mha_cli.core.hf_import import import_hf_config
 from tests.conftest import reference_hf_config
@@ -82,3 +84,17 @@ def test_the_serving_case_of_an_sglang_row_reads_sglang_s_state_dtype(rows):
               for row in rows if row.case.model.recurrent is not None}  # fmt: skip
     assert states[("sglang-0.5", "qwen3-next-80b-a3b")] == "fp32"
     assert states[("vllm-v1", "nvidia-nemotron-3-nano-30b-a3b")] == "fp32"
+
+
+def test_the_kv_latency_on_sglang_reads_its_float32_state(cli, monkeypatch):
+    """``mha kv`` prices its latency on the engine's case too: Qwen3-Next-80B on 4 H100s under SGLang, one sequence,
+    its Gated DeltaNet state in float32 (``engine_state_model``) where vLLM's convention keeps bf16. Each of the 36
+    linear layers (48, every 4th full) reads and writes 32 / 4 value heads x 128 x 128 values per step, 2 bytes more
+    each: 36 x 2 x 8 x 128 x 128 x 2 = 18,874,368 B more a decode step, 5.634 us at the datasheet's 3,350 GB/s."""
+    from mha_cli.core.engine import sglang_state_pool
+
+    args = ("kv", "qwen3-next-80b-a3b", "--target", "4xh100", "--engine", "sglang")
+    fp32 = cli.json(*args)["latency"]["decode_bound_ms"]
+    monkeypatch.setattr(sglang_state_pool, "engine_state_model", lambda model, engine: model)
+    as_stored = cli.json(*args)["latency"]["decode_bound_ms"]
+    assert (fp32 - as_stored) * 1e-3 == pytest.approx(36 * 2 * 8 * 128 * 128 * 2 / 3350e9, rel=1e-6)

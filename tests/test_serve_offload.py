@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from mha_cli.core.serve.offload import PrefixTiers
 from mha_cli.core.serve.simulate import EngineLimits, simulate
 from mha_cli.core.serve.workload import Workload
 
@@ -91,3 +92,22 @@ def test_without_the_gpu_prefix_cache_vllms_host_tier_still_serves_sglangs_does_
     assert vllm == [(1000, 0)] * 3 + [(488, 512)] * 3  # from the host: 3 loads
     _, sglang = run(blocks=16_000, caching=False, engine="sglang", block=1)
     assert sglang == [(1000, 0)] * 6
+
+
+def test_the_gpu_tier_never_evicts_a_prefix_running_requests_link():
+    """Prefixes 0 then 1 (64 tokens = 4 blocks of 16 each) are cached, 8 blocks; prefix 0 is the least recently used
+    but a running request links it. Request 2 (prefix 2) looks up with room for 4 blocks (none free, the 4 that
+    request links): only prefix 1 can go, so prefix 0 stays (evicting the least recently used would drop prefix 0,
+    which vLLM's ``ref_cnt > 0`` and SGLang's ``lock_ref > 0`` forbid) and request 3 (prefix 0) finds its 64."""
+    tiers = PrefixTiers(prefix_len=64, groups=3, block_size=16, host_blocks=0, load_s_per_token=0.0, gpu_caching=True)
+    tiers.store(0, 64)
+    tiers.store(1, 64)
+    assert tiers.lookup(2, 992, free_blocks=4, in_use=frozenset({0})) == 0
+    assert dict(tiers.gpu) == {0: 64} and tiers.gpu_tokens == 64
+    assert tiers.lookup(3, 992, free_blocks=4, in_use=frozenset({0})) == 64
+    # every cached prefix linked: nothing goes, even beyond the room (their blocks are the running requests')
+    tiers.store(1, 64)
+    assert tiers.lookup(2, 992, free_blocks=0, in_use=frozenset({0, 1})) == 0
+    assert list(tiers.gpu) == [0, 1] and tiers.gpu_tokens == 128
+    # nothing linked: the least recently used goes first, as before
+    assert tiers.lookup(2, 992, free_blocks=4) == 0 and dict(tiers.gpu) == {1: 64}

@@ -54,6 +54,29 @@ def test_a_pool_really_short_still_waits(cli):
     assert any(note.startswith("81 of 256 users per replica wait") for note in plan["notes"])
 
 
+def test_three_prefixes_size_the_running_requests_and_the_spare_pool_alike(cli):
+    """256 users cycling through 3 prefixes of 6,000: the 3 prefixes' 3 x 375 = 1,125 blocks are held once each, so
+    (27,219 - 1,125) // 153 = 170 run (not the one-prefix 175), leaving 435,504 - 170 x 2,448 = 19,344 tokens spare
+    for the 18,000 of the prefixes: they stay on the GPU. Sized with 175 running the spare would be 7,104 and every
+    prefix recomputed, at 51 running."""
+    plan = cli.json(*USER[:-5], "256", "--shared-prefix", "6000", "--shared-prefixes", "3", "--closed-form")
+    assert plan["running_per_replica"] == 170 and plan["queued_per_replica"] == 86
+    offload = plan["offload"]
+    assert (
+        offload["regime"] == "gpu" and offload["gpu_spare_tokens"] == 19_344 and offload["working_set_tokens"] == 18_000
+    )
+
+
+def test_the_search_prices_the_loads_sharing_admits(cli):
+    """No --tp: the search on 2 H100s. tp 1 x 2 replicas admits 175 per replica with the prefix held once (above), not
+    the 51 of a copy each, so its grid runs to 2 x 175 = 350 users and its line says 175."""
+    found = cli.json("plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "8192", "--osl", "256", "--shared-prefix",
+                     "6000", "--closed-form")  # fmt: skip
+    assert "tp 1 x pp 1 x 2 replica(s): 175 request(s) at once per replica" in found["layouts"]
+    loads = [c["concurrency"] for c in found["candidates"] if c["deployment"]["tp"] == 1 and c["deployment"]["pp"] == 1]
+    assert max(loads) == 350 and 256 in loads
+
+
 def test_sglang_holds_the_prefix_once_in_its_radix_cache(cli):
     """SGLang on the same H100: 413,050 tokens in pages of 1; the 6,000 prefix tokens held once (locked radix nodes),
     each request 8,448 - 6,000 = 2,448 of its own: (413,050 - 6,000) // 2,448 = 166 at once where 413,050 // 8,448 =
@@ -63,6 +86,18 @@ def test_sglang_holds_the_prefix_once_in_its_radix_cache(cli):
     assert plan["running_per_replica"] == 64 and plan["queued_per_replica"] == 0
     assert any("166 request(s) at once per replica, where 48 hold a copy each" in note for note in plan["notes"])
     assert plan["simulated"]["max_running"] == 64 and plan["simulated"]["preemptions"] == 0
+
+
+def test_sglang_shares_a_sliding_window_models_prefix_too(cli):
+    """gpt-oss-20b (sliding-window layers) on SGLang: one pool (the hybrid SWA pool is off for GptOss) of 1,148,929
+    tokens in pages of 1; the 6,000 prefix tokens held once, each request 2,448 of its own: (1,148,929 - 6,000) //
+    2,448 = 466 at once, where 136 hold a copy each."""
+    plan = cli.json("plan", "gpt-oss-20b", "--target", "h100", "--tp", "1", "--engine", "sglang", "--isl", "8192",
+                    "--osl", "256", "--concurrency", "512", "--shared-prefix", "6000", "--closed-form")  # fmt: skip
+    engine = plan["memory"]["engine"]
+    assert engine["kv_tokens"] == 1_148_929 and engine["admitted_per_replica"] == 136
+    assert plan["running_per_replica"] == 466
+    assert any("466 request(s) at once per replica, where 136 hold a copy each" in note for note in plan["notes"])
 
 
 def test_trtllm_stays_at_one_copy_a_request(cli):
@@ -167,8 +202,8 @@ def test_every_block_comes_back_after_a_run_with_preemptions(monkeypatch):
 def test_several_prefixes_account_for_every_block_at_every_step(monkeypatch, engine, groups, host_blocks):
     """Requests carrying one of 3 or 4 prefixes in turn (``core.serve.offload``'s tiers), with and without a host
     tier, in a pool of 300 blocks that preempts: after every step each block is free, a running request's own (held
-    less linked) or its prefix's, which holds as many as the most any running request links; at the end all are
-    free. Exact steps (no cohort), so every running request's ``held`` is current."""
+    less linked) or its prefix's, which holds as many as the most any running request links, and the GPU tier still
+    caches every block a running request links; at the end all are free. Exact steps (no cohort), so every running request's ``held`` is current."""
     import random
     from collections import Counter
 
@@ -191,6 +226,9 @@ def test_several_prefixes_account_for_every_block_at_every_step(monkeypatch, eng
             tops[group] = max(tops[group], state.linked[request] if state.held[request] else 0)
         if state.free_blocks + own + state.shared_held != state.total_blocks or sum(tops.values()) != state.shared_held:
             broken.append((state.free_blocks, own, state.shared_held, sum(tops.values())))
+        evicted = [r for r in state.running if state.held[r] and state.cached_blocks(r) < state.linked[r]]
+        if evicted:  # a prefix a running request links is never evicted (``PrefixTiers._evict``)
+            broken.append(tuple(evicted))
         original(run, ended, keep_trace)
 
     original = simulate_module._Run.after_step

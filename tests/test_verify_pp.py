@@ -89,3 +89,16 @@ def test_a_wrong_stage_fails_the_check(tmp_path):
     report = run_pp_job(_job(tmp_path), extra_env={"MHA_TP_FAULT": "1:corrupt"})
     assert not report.checks["pp_matches_single_device"] and not report.passed
     assert report.checks["every_stage_weight_bytes_match"]  # the bytes are right; the values are not
+
+
+@pytest.mark.parametrize(("dense", "pp", "built", "check"), [(2, 2, 4, 3), (1, 3, 4, 3), (0, 2, 4, 2), (3, 2, 3, 3)])
+def test_the_check_runs_one_layer_of_each_kind_and_one_per_stage(tmp_path, dense, pp, built, check):
+    """TIED_MOE with ``dense`` dense layers before its MoE ones: dense + 1 kinds (the dense ones and one MoE layer),
+    at least pp, at most the layers built, with no rounding to a multiple of pp (2 dense on pp 2: 3 layers, split
+    2 + 1, where rounding made 4)."""
+    from mha_cli.parallel.pipeline_plan import _check_layers
+
+    data = json.loads(json.dumps(TIED_MOE))
+    data["model"]["moe"]["n_dense_layers"] = dense
+    model = load_source(_config(tmp_path, data)).model
+    assert _check_layers(model, pp, built) == check

@@ -89,7 +89,7 @@ class Target(Record):
     memory_gb: float
     """Device memory in GB as the vendor states it. Often binary, 2^30 B (an H100's 80 GB is 80 GiB of HBM, of which
     torch sees 79.19 GiB: what the driver reserves, and on GDDR with ECC on, ECC's share, is gone), but not shown so
-    for every part (``datasheet_gb_binary``: a B300's 288 GB, of which torch sees 267.69 GiB, 287.4 x 10^9 B)."""
+    for every part (``gb_shown_binary``: a B300's 288 GB, of which torch sees 267.69 GiB, 287.4 x 10^9 B)."""
     memory_bandwidth_gbs: float
     """Peak memory bandwidth in GB/s (10^9 bytes per second)."""
     bf16_tflops_dense: float
@@ -117,11 +117,6 @@ class Target(Record):
     def memory_bytes(self) -> int:
         """The vendor's figure in bytes, its GB read as 2^30 B (``memory_gb``)."""
         return round(self.memory_gb * 2**30)
-
-    @property
-    def datasheet_gb_binary(self) -> bool:
-        """Whether the datasheet's GB are shown to be binary (``gb_shown_binary``)."""
-        return gb_shown_binary(self.memory_gb, self.device_memory_bytes)
 
     @property
     def device_memory_bytes(self) -> int:

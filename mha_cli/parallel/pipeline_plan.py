@@ -28,9 +28,10 @@ MAX_PP = 64
 
 def _check_layers(model: ModelSpec, pp: int, built: int) -> int:
     """Layers of the check: one of each kind (a full local/global pattern, the dense layers and one MoE layer),
-    at least one per stage, rounded up to a multiple of pp, at most the layers built."""
+    at least one per stage (the stages split any count of at least pp, unevenly where pp does not divide it:
+    ``core.pipeline.stage_sizes``), at most the layers built."""
     kinds = max(1, len(model.layers.pattern or []), first_moe_layer(model) + 1)
-    return min(built, pp * -(-kinds // pp))
+    return min(built, max(kinds, pp))
 
 
 FP32 = 4

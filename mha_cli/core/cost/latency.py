@@ -54,11 +54,12 @@ def predict_latency(
     from mha_cli.core.cost.priors import datasheet_profile, prior_profile
     from mha_cli.core.cost.stepper import ServingCase, Stepper, chunked_prefill
     from mha_cli.core.cost.work import decode_shape
+    from mha_cli.core.engine.sglang_state_pool import engine_state_model
     from mha_cli.core.targets import CPU_TARGET_ID, resolve_target
 
     target = resolve_target(memory.target_id).target  # a row, or a target file (its path is its id)
     case = ServingCase(
-        model=model, isl=deployment.seq_len, osl=1, concurrency=memory.sequences_per_replica, tp=memory.tp,
+        model=engine_state_model(model, memory.engine.name), isl=deployment.seq_len, osl=1, concurrency=memory.sequences_per_replica, tp=memory.tp,
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
     )  # fmt: skip
     if target.id == CPU_TARGET_ID:  # no datasheet: this machine's profile (none yet: no latency) and its peaks

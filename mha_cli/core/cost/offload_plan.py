@@ -136,7 +136,7 @@ def offload_tiers(
     running = min(users, engine.admitted_per_replica)
     if caching and prefix and shares_prefix_blocks(engine):
         held = own_blocks(held, prefix, engine.block_size) * engine.block_size
-        running = min(users, shared_admitted(engine, context=isl + osl, cached_tokens=prefix))
+        running = min(users, shared_admitted(engine, context=isl + osl, cached_tokens=prefix, prefixes=prefixes))
     spare = max(0, engine.kv_tokens - running * held) if caching else 0
     regime = prefix_regime(
         prefix_tokens=prefix, prefixes=prefixes, gpu_spare_tokens=spare, host=host, host_active=host_active

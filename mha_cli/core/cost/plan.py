@@ -15,7 +15,7 @@ from pydantic import Field
 
 from mha_cli.core.cost.nodes import NodePlacement, NodeSpan, node_notes, node_placement, node_span
 from mha_cli.core.cost.offload_plan import OffloadPlan, priced_offload
-from mha_cli.core.cost.prefix_pool import shared_admitted
+from mha_cli.core.cost.prefix_pool import own_blocks, prefix_blocks, shared_admitted
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import (
     ServingCase,
@@ -28,7 +28,7 @@ from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, lockstep_note
 from mha_cli.core.engine.plan import EnginePlan
-from mha_cli.core.engine.sglang_state_pool import sglang_state_model
+from mha_cli.core.engine.sglang_state_pool import engine_state_model
 from mha_cli.core.errors import BadInputError, EngineRefusedError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
@@ -109,11 +109,10 @@ def serving_case(
     shared = served
     if deployment.kv_offload_bytes and engine.name == "vllm" and model.recurrent is None:
         shared = min(deployment.shared_prefix or 0, isl)  # vLLM's host tier holds prefixes with the GPU cache off
-    if engine.name == "sglang":  # its recurrent state's dtype, read by every step (vLLM's is core.kv's convention)
-        model = sglang_state_model(model)
+    model = engine_state_model(model, engine.name)  # its recurrent state's dtype, read by every step
     hit = cached_prefix(shared, isl, engine.block_size) if cached is None else cached
     # the GPU prefix cache's blocks are held once (core.cost.prefix_pool); without it each request has its own
-    admitted = pooled_admitted(engine, isl=isl, osl=osl, hit=hit if served else 0, prefixes=prefixes)
+    admitted = shared_admitted(engine, context=isl + osl, cached_tokens=hit if served else 0, prefixes=prefixes)
     return ServingCase(
         model=model, isl=isl, osl=osl, concurrency=concurrency, tp=memory.tp, pp=pp, replicas=replicas,
         admitted_per_replica=admitted, chunk_tokens=engine.max_num_batched_tokens,
@@ -137,33 +136,25 @@ def prefix_caching_on(deployment: DeploymentSpec, generation: str) -> bool:
     return generation not in PREFIX_CACHING_OFF_BY_DEFAULT
 
 
+def gpu_prefix_cache(model: ModelSpec, deployment: DeploymentSpec, generation: str) -> bool:
+    """Whether the GPU prefix cache serves this model's prompts: the cache is on and the model has no fixed-state
+    layers (vLLM caches such a model's prefixes only in its Mamba ``align`` mode, which is not modelled)."""
+    return model.recurrent is None and prefix_caching_on(deployment, generation)
+
+
 def prefix_served(model: ModelSpec, deployment: DeploymentSpec, generation: str) -> int:
-    """The shared prefix the engine's cache serves: 0 without one, with the cache off, or for a model with a fixed
-    state (vLLM caches such a model's prefixes only in its Mamba ``align`` mode, which is not modelled)."""
-    if model.recurrent is not None or not prefix_caching_on(deployment, generation):
+    """The shared prefix the engine's cache serves: 0 without one, or without the GPU prefix cache
+    (``gpu_prefix_cache``)."""
+    if not gpu_prefix_cache(model, deployment, generation):
         return 0
     return deployment.shared_prefix or 0
-
-
-def pooled_admitted(engine: EnginePlan, *, isl: int, osl: int, hit: int, prefixes: int = 1) -> int:
-    """Requests one replica runs at once with ``hit`` tokens of each prompt served by the GPU prefix cache: the
-    prefixes' whole blocks held once each (``core.cost.prefix_pool``; ``prefixes`` of them, at most one per
-    request), the engine's own figure otherwise."""
-    if not hit:
-        return engine.admitted_per_replica
-    admitted = shared_admitted(engine, context=isl + osl, cached_tokens=hit)
-    if prefixes > 1:  # each running prefix's blocks once: fewer requests than prefixes hold one each
-        own = -(-(isl + osl) // engine.block_size) * engine.block_size - hit
-        blocks_left = engine.kv_tokens - min(prefixes, admitted) * hit
-        admitted = max(engine.admitted_per_replica, min(admitted, blocks_left // own if own > 0 else admitted))
-    return admitted
 
 
 def shared_pool_note(case: ServingCase, engine: EnginePlan) -> str:
     """How many requests the pool holds with the prefix's whole blocks held once (``core.cost.prefix_pool``)."""
     size = engine.block_size
-    shared = case.cached_prefix // size
-    own = -(-(case.isl + case.osl) // size) - shared
+    shared = prefix_blocks(case.cached_prefix, size)
+    own = own_blocks(case.isl + case.osl, case.cached_prefix, size)
     unit, how = (
         ("page", "SGLang's radix cache, lock refs")
         if engine.name == "sglang"
@@ -402,12 +393,26 @@ class LayoutPlans:
             nodes=node_span(self.nodes, self.target.n_devices),
         )  # fmt: skip
 
+    def warm_hit(self, engine: EnginePlan) -> int:
+        """Prompt tokens the GPU prefix cache serves each request once warm: the shared prefix's whole blocks."""
+        shared = min(prefix_served(self.model, self.deployment, engine.generation), self.isl)
+        return cached_prefix(shared, self.isl, engine.block_size)
+
+    def admitted(self, engine: EnginePlan) -> int:
+        """Requests one replica of this layout holds at once: ``engine``'s figure, more when its pool holds each of
+        the ``--shared-prefixes`` prefixes' cached blocks once (``prefix_pool.shared_admitted``). The search's grid
+        and ``plan_at_rate``'s full load read it."""
+        prefixes = self.deployment.shared_prefixes or 1
+        return shared_admitted(engine, context=self.isl + self.osl, cached_tokens=self.warm_hit(engine),
+                               prefixes=prefixes)  # fmt: skip
+
     def _point(self, case: ServingCase, engine: EnginePlan, users: int) -> ServingPrediction:
         """The closed form at ``users`` for the ``--plot`` sweep, the prefix tiers settled at that load."""
         offload = self._offload(engine, users)
         if offload is not None:
-            caching = prefix_caching_on(self.deployment, engine.generation) and self.model.recurrent is None
-            admitted = pooled_admitted(engine, isl=self.isl, osl=self.osl, hit=offload.served_tokens if caching else 0,
+            caching = gpu_prefix_cache(self.model, self.deployment, engine.generation)
+            admitted = shared_admitted(engine, context=self.isl + self.osl,
+                                       cached_tokens=offload.served_tokens if caching else 0,
                                        prefixes=offload.shared_prefixes)  # fmt: skip
             case = case._replace(cached_prefix=offload.served_tokens, admitted_per_replica=admitted)
         case = case._replace(concurrency=users)
@@ -423,7 +428,7 @@ class LayoutPlans:
             return None
         from mha_cli.core.cost.offload_plan import offload_tiers
 
-        caching = prefix_caching_on(deployment, engine.generation) and self.model.recurrent is None
+        caching = gpu_prefix_cache(self.model, deployment, engine.generation)
         shared = min(deployment.shared_prefix or 0, self.isl)
         return offload_tiers(
             self.model, deployment, engine, users=-(-concurrency // self.replicas), isl=self.isl, osl=self.osl,
@@ -477,12 +482,9 @@ def plan_at_rate(
     plans = LayoutPlans(model, target, deployment, profile, ceiling, isl=isl, osl=osl, tp=tp, pp=pp)
     first = plans.at(1)
     engine = first.memory.engine
-    shared = min(prefix_served(model, deployment, engine.generation), isl)
     budget = engine.max_num_batched_tokens * micro_batch_steps(pp)
-    hit = cached_prefix(shared, isl, engine.block_size)
-    keeps_up = sustainable(isl - hit, osl, budget)
-    admitted = pooled_admitted(engine, isl=isl, osl=osl, hit=hit, prefixes=deployment.shared_prefixes or 1)
-    full_load = first.deployment.replicas * min(admitted, keeps_up)
+    keeps_up = sustainable(isl - plans.warm_hit(engine), osl, budget)
+    full_load = first.deployment.replicas * min(plans.admitted(engine), keeps_up)
     busiest = plans.at(full_load)
     capacity = busiest.output_tokens_per_s / osl
     if rate >= capacity:
@@ -524,7 +526,7 @@ def simulate_plan(
                         pp=d.pp, replicas=d.replicas, experts=experts,
                         nodes=None if plan.nodes is None else plan.nodes.placement,
                         prefixes=1 if plan.offload is None else plan.offload.shared_prefixes)  # fmt: skip
-    caching = prefix_caching_on(variant, plan.memory.engine.generation) and model.recurrent is None
+    caching = gpu_prefix_cache(model, variant, plan.memory.engine.generation)
     simulated = simulate_deployment(
         case, profile, plan.memory.engine, client, rate=plan.rate_rps, ttft_ms=ttft_ms, itl_ms=itl_ms,
         slo_percentile=slo_percentile, trace=trace, offload=plan.offload, prefix_caching=caching,

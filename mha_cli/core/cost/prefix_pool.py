@@ -32,8 +32,15 @@ if TYPE_CHECKING:
 
 def shares_prefix_blocks(engine: EnginePlan) -> bool:
     """Whether the pool is priced with the prefix's blocks held once: vLLM V1 with one KV cache group of token
-    blocks, and SGLang (a hybrid model's groups and an attention-free model's states stay at one copy a request;
-    TensorRT-LLM too, not read)."""
+    blocks (a hybrid model's groups stay at one copy a request), and SGLang with a KV cache (TensorRT-LLM stays at
+    one copy, not read; a model with fixed states has no prefix served, ``plan.gpu_prefix_cache``).
+
+    SGLang's sliding-window models share too (read in 0.5.5, ``python/sglang/srt``): ``server_args.py``
+    ``_handle_model_specific_adjustments`` sets ``disable_hybrid_swa_memory`` for every architecture that reports a
+    window there (GptOss, Gemma 2/3/3n, Olmo2), so they run one pool and the plain ``RadixCache`` above; where the
+    window pool is on, ``SWARadixCache.match_prefix`` hands a request the same tree nodes and ``inc_lock_ref`` locks
+    each matched node in the full pool and the window's tail of them in the window pool, so both pools hold a
+    matched prefix once."""
     if engine.kv_bytes_per_token_per_rank <= 0:
         return False
     if engine.name == "sglang":
@@ -52,10 +59,12 @@ def own_blocks(context: int, cached_tokens: int, block_size: int) -> int:
     return -(-context // block_size) - prefix_blocks(cached_tokens, block_size)
 
 
-def shared_admitted(engine: EnginePlan, *, context: int, cached_tokens: int) -> int:
-    """Requests of ``context`` tokens one replica holds at once when their first ``cached_tokens`` (whole blocks of
-    the shared prefix) are held once: (pool blocks - prefix blocks) // each request's own blocks, at most
-    ``max_num_seqs``, and never below what the engine admits with a copy each."""
+def shared_admitted(engine: EnginePlan, *, context: int, cached_tokens: int, prefixes: int = 1) -> int:
+    """Requests of ``context`` tokens one replica holds at once when their first ``cached_tokens`` (whole blocks of a
+    shared prefix, 0: none cached) are held once for each of the ``prefixes`` different prefixes the running requests
+    carry (at most one a request): n = (pool blocks - min(prefixes, n1) x prefix blocks) // each request's own blocks,
+    n1 that count with one prefix, at most ``max_num_seqs``, and never below what the engine admits with a copy
+    each."""
     if not cached_tokens or not shares_prefix_blocks(engine) or not engine.starts:
         return engine.admitted_per_replica
     size = engine.block_size
@@ -64,4 +73,7 @@ def shared_admitted(engine: EnginePlan, *, context: int, cached_tokens: int) -> 
     blocks = engine.kv_tokens // size
     if own < 1 or blocks <= shared:
         return engine.admitted_per_replica
-    return max(engine.admitted_per_replica, min(engine.max_num_seqs, (blocks - shared) // own))
+    admitted = max(engine.admitted_per_replica, min(engine.max_num_seqs, (blocks - shared) // own))
+    if prefixes > 1:  # each running prefix's blocks once: fewer requests than prefixes hold one each
+        admitted = max(engine.admitted_per_replica, min(admitted, (blocks - min(prefixes, admitted) * shared) // own))
+    return admitted

@@ -196,12 +196,12 @@ def pareto_front(candidates: list[Candidate]) -> list[int]:
     return sorted(front, key=lambda i: candidates[i].tokens_per_s_per_user)
 
 
-def _points(plan: ServingPlan, concurrency: int | None) -> list[int]:
+def _points(plan: ServingPlan, admitted: int, concurrency: int | None) -> list[int]:
     """Concurrencies to price a layout at: the one asked, else 1, 2, 3, 4, 6, 8, 12, ... users per replica (powers of
-    two and the midpoints between them) up to what it admits."""
+    two and the midpoints between them) up to the ``admitted`` it holds at once (``LayoutPlans.admitted``)."""
     if concurrency is not None:
         return [concurrency]
-    replicas, admitted = plan.deployment.replicas, plan.memory.engine.admitted_per_replica
+    replicas = plan.deployment.replicas
     grid = {admitted}
     for k in range(admitted.bit_length()):
         grid |= {2**k, 3 * 2**k // 2}
@@ -233,12 +233,13 @@ def _search(
             tried.append(f"{label}: left out ({exc.message})")
             continue
         share = share_word(bool(variant.dp) or shares)
-        tried.append(f"{label}: {first.memory.engine.admitted_per_replica} request(s) at once per {share}")
+        admitted = plans.admitted(first.memory.engine)
+        tried.append(f"{label}: {admitted} request(s) at once per {share}")
         if rate is not None:  # open-loop arrivals: the load the rate makes on this layout
             at_rate = plan_at_rate(model, target, variant, *profiles, isl=isl, osl=osl, rate=rate, tp=tp, pp=pp)
             candidates.append(as_candidate(at_rate, ttft_ms, itl_ms))
             continue
-        for users in _points(first, concurrency):
+        for users in _points(first, admitted, concurrency):
             plan = first if users == 1 else plans.at(users)
             candidates.append(as_candidate(plan, ttft_ms, itl_ms))
     return candidates, tried

@@ -172,6 +172,13 @@ def sglang_state_model(model: ModelSpec) -> ModelSpec:
     return model.model_copy(update={"recurrent": state.model_copy(update={"state_dtype": "fp32"})})
 
 
+def engine_state_model(model: ModelSpec, engine: str) -> ModelSpec:
+    """``model`` with its recurrent state in the dtype ``engine`` keeps it, for every case priced for that engine
+    (``plan.serving_case``, ``latency.predict_latency``): SGLang's (``sglang_state_model``), else ``model`` itself
+    (``core.kv``'s convention is vLLM's)."""
+    return sglang_state_model(model) if engine == "sglang" else model
+
+
 def state_pool(model: ModelSpec, rest: int, *, tp: int, state_layers: int, release: str | None) -> StatePool:
     """SGLang ``release``'s (None: the newest read) state pool on one rank, from ``rest`` bytes (what the fraction
     leaves after the weights), for ``state_layers`` linear-attention layers on the rank."""

@@ -7,7 +7,7 @@ both LRU over whole prefixes, each holding a prefix's whole blocks:
 - **GPU**: a prefix is cached in the blocks the running requests leave free, and on vLLM and SGLang in the blocks
   they link (a prefix the running requests reference is held once: ``core.serve.schedulers``; elsewhere each
   running request holds its own copy), so when a request looks its prefix up the least recently used prefixes
-  beyond those blocks are gone (evicted to make room for running requests).
+  beyond those blocks are gone (evicted to make room for running requests), of those no running request links.
   Without GPU prefix caching nothing is kept here (vLLM's host tier still works).
 - **host**: every prefix a request computes is stored there too (vLLM's write-through of every full block, SGLang's
   write-through backup of radix nodes; TensorRT-LLM's eviction into its secondary pool holds the same set), up to
@@ -55,15 +55,13 @@ class PrefixTiers:
     def _whole(self, tokens: int) -> int:
         return min(tokens, self.prefix_len) // self.block_size * self.block_size
 
-    def lookup(self, request: int, limit: int, free_blocks: int) -> int:
+    def lookup(self, request: int, limit: int, free_blocks: int, in_use: frozenset[int] = frozenset()) -> int:
         """The tokens of ``request``'s prefix a tier serves (at most ``limit``), the GPU's first; a host hit's load is
         added to ``pending_load_s`` and the prefix is back on the GPU. ``free_blocks``: the blocks the GPU tier lives
         in: the pool's free ones, and where the pool shares prefix blocks, those the running requests link
-        (``EngineState.shared_held``)."""
+        (``EngineState.shared_held``). ``in_use``: the prefixes running requests link, never evicted (``_evict``)."""
         prefix = self.prefix_of(request)
-        room = free_blocks * self.block_size
-        while self.gpu and self.gpu_tokens > room:  # the least recently used make room for running requests
-            self.gpu_tokens -= self.gpu.popitem(last=False)[1]
+        self._evict(free_blocks * self.block_size, in_use)
         if prefix in self.gpu:
             self.gpu.move_to_end(prefix)
             return min(self.gpu[prefix], limit)
@@ -76,6 +74,18 @@ class PrefixTiers:
                 self._put(self.gpu, prefix, hit, "gpu_tokens")
             return hit
         return 0
+
+    def _evict(self, room: int, in_use: frozenset[int]) -> None:
+        """The GPU tier shrinks to ``room`` tokens, the least recently used prefix first, skipping those in
+        ``in_use``: a block a running request links is never evictable (vLLM 0.10.2 ``vllm/v1/core/block_pool.py``:
+        ``free_blocks`` queues only blocks with ``ref_cnt == 0`` and ``touch`` takes a hit block out of the queue, so
+        ``get_new_blocks`` -> ``_maybe_evict_cached_block`` never reaches it; SGLang 0.5.5
+        ``mem_cache/radix_cache.py`` ``RadixCache.evict`` skips nodes with ``lock_ref > 0``). What the linked
+        prefixes hold beyond ``room`` stays."""
+        for prefix in [p for p in self.gpu if p not in in_use]:
+            if self.gpu_tokens <= room:
+                return
+            self.gpu_tokens -= self.gpu.pop(prefix)
 
     def store(self, request: int, tokens: int) -> None:
         """``request`` has its first ``tokens`` tokens computed (or allocated, in vLLM): its prefix's whole blocks among

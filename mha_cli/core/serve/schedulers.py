@@ -109,7 +109,8 @@ class EngineState:
         if self.prefix_len and not self.computed[request]:
             limit = (self.prompts[request] - 1) // self.block_size * self.block_size
             if self.tiers is not None:
-                hit = self.tiers.lookup(request, limit, self.free_blocks + self.shared_held)
+                in_use = frozenset(prefix for prefix, counts in self.holders.items() if counts)
+                hit = self.tiers.lookup(request, limit, self.free_blocks + self.shared_held, in_use)
             else:
                 hit = min(self.prefix_cached, limit)
             self.computed[request] = hit
