@@ -51,6 +51,7 @@ from mha_cli.core.cost.serving import ServingCase, predict_serving
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.engine.generations import generation_of, typed_release
+from mha_cli.core.engine.mxfp4_moe import MARLIN_VARIABLE
 from mha_cli.core.engine.prefill_graphs import UNDATED_MEASUREMENT, graphed_release, graphs_off
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.hf_quantization import read_checkpoint_weights
@@ -196,7 +197,7 @@ class GenerationRow:
             kv_dtype=mha["kv_dtype"], gpu_memory_utilization=mha.get("gpu_memory_utilization"),
             engine_generation=self.generation, engine_version=memory_release,  # the release's memory rules
             dp=dp, speculative=_speculative(model, origin, kind, mha.get("speculative")),
-            moe_a2a_backend=launch_a2a_backend(raw) if dp else None,
+            moe_a2a_backend=launch_a2a_backend(raw) if dp else None, vllm_mxfp4_kernel=launch_mxfp4_kernel(raw),
         )  # fmt: skip
         resolved = ResolvedTarget(spec=self.target.id, target=self.target, n_devices=tp * pp * (dp or 1))
         ceiling = datasheet_profile(self.target, self.weight_dtype)
@@ -303,6 +304,14 @@ def launch_a2a_backend(raw: dict[str, Any]) -> str:
         return stated
     launch = " ".join(str(raw.get("notes", "")).split())  # the YAML folds long lines
     return "deepep" if any(flag in launch for flag in DEEPEP_FLAGS) else "none"
+
+
+def launch_mxfp4_kernel(raw: dict[str, Any]) -> str | None:
+    """The MXFP4 MoE kernel a vLLM row's launch line forces (``notes``' ``server:`` command, an input, not a fit):
+    ``marlin`` where it sets ``VLLM_MXFP4_USE_MARLIN=1`` (``core.engine.mxfp4_moe.marlin_forced``), else None (the
+    release's default)."""
+    launch = " ".join(str(raw.get("notes", "")).split())  # the YAML folds long lines
+    return "marlin" if f"{MARLIN_VARIABLE}=1 vllm serve" in launch else None
 
 
 def _speculative(model: Any, origin: str, kind: str, stated: dict[str, Any] | None) -> SpeculativeSpec | None:

@@ -287,7 +287,14 @@ def plan_memory(
     settings = resolve_settings(chosen, device, kv.tp, dp_attention_ranks=dp_ranks, serving=serving)
     refuse_per_kind_pages(model, settings.generation)
     kernel = vllm_expert_kernel(
-        model, weight_dtype, settings.engine, settings.release, device.vendor, device.compute_capability
+        model,
+        weight_dtype,
+        settings.engine,
+        settings.release,
+        device.vendor,
+        device.compute_capability,
+        forced=chosen.vllm_mxfp4_kernel,
+        typed=settings.engine_version,
     )
     padding, padded = kernel_padding(model, kernel, experts or ExpertLayout(kv.tp))
     if padded is not None:  # the kernel's shapes, not the checkpoint's (core.engine.mxfp4_moe)

