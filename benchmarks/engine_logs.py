@@ -94,16 +94,19 @@ WHY: dict[int, str] = {
     " leaves 110.06 - 55.99 - 3.78 = 50.29 GiB, its pool. The plan leaves 56.10: weights 50.96 (the log's 51.35),"
     " non-torch 0.25 and a CUDA-graph estimate of 1.02 before the pool (the log's 55.99 - 51.35 = 4.64 GiB beside the"
     " weights, with its own estimate 1.94), peak activation 1.71 (the vision encoder's profiling over 16,384 tokens;"
-    " the log's 3.78). No source read here sizes the 4.64 and 3.78 GiB on the GB10's unified memory. With mha's"
-    " default step for a GPU of >= 70 GiB (8,192 tokens, 1,024 sequences) in place of the 2,048 and 256 this log"
-    " prints, the plan is +7.0%",
+    " the log's 3.78). No source read here sizes the 4.64 and 3.78 GiB on the GB10's unified memory. The 2,048"
+    " tokens and 256 sequences this log prints are mha's own default on a GB10 since gb10steps read vLLM's"
+    " get_batch_defaults with 613, 1005 and 1008 in view (`core.engine.settings` `VLLM_GB10_CAPABILITY`: up to 0.32"
+    " NVML reports no memory total there and vLLM takes 0 GiB); with the 8,192 and 1,024 of a GPU of >= 70 GiB it"
+    " was +7.0%",
     1008: "no source-backed cause: priced by configs2 (its config reconstructed), with commit 5307d58's rules. The"
     " excerpt prints the pool (51.7 GiB) and a CUDA-graph estimate (1.56 GiB) only, no weights or free-memory line;"
     " the plan leaves 56.16 GiB (weights 50.96, activation 1.71, non-torch 0.25, graphs 1.02 at the target's 119.70"
     " GiB). The same machine and venv at 786,432 tokens (613) shows where such a gap lies: 4.64 GiB beside its 51.35"
-    " of weights and a 3.78 GiB activation peak, against the plan's 0.25 + 1.02 and 1.71. With mha's default step"
-    " for a GPU of >= 70 GiB (8,192 tokens, 1,024 sequences) in place of the 2,048 and 256 the same venv prints, the"
-    " plan is +4.2%",
+    " of weights and a 3.78 GiB activation peak, against the plan's 0.25 + 1.02 and 1.71. The 2,048 tokens and 256"
+    " sequences the same venv prints are mha's own default on a GB10 since gb10steps (read with 613, 1005 and 1008"
+    " in view, `core.engine.settings` `VLLM_GB10_CAPABILITY`); with the 8,192 and 1,024 of a GPU of >= 70 GiB it"
+    " was +4.2%",
     1001: "the unfused AWQ kernel's dequantisation is priced since logmiss (read with this log in view): the banner's"
     " quantization=awq given explicitly forces it (`awq_marlin.py` `AWQMarlinConfig.override_quantization_method`, 0.22.1:"
     " the checkpoint can convert, but user_quant 'awq' is not a valid Marlin choice, so it logs 'forcing awq' and returns"
@@ -563,7 +566,9 @@ NOTES = """## Notes
   L4's torch total is measured at 22.05 GiB (pytorch/pytorch#175666), so it is not the estimate. Four are not
   expressible: Gemma 4 twice (one in two pipeline stages), a Qwen3.8-27B on a DGX Spark, and a local Llama
   fine-tune whose GPU is not named. Held out (groups 501 and up, as the rules stood when each was collected): 13 of
-  20 within 5% before, 17 of 28 with this group, 19 of 32 with this group and 1101-1112.
+  20 within 5% before, 17 of 28 with this group, 19 of 32 with this group and 1101-1112. Then, with 1005, 613 and
+  1008 in view (gb10steps), vLLM's step defaults on a GB10 were read in its source (see the GB10 paragraph): 1005
+  +1.9% -> +2.9%, still within 5%.
 - The held-out group 1101 (logs12: 1101-1112, SGLang and TensorRT-LLM only), collected after the rules of commit
   eada84f stood and priced with them, no rule changed: the per-token rule exact on 1 of 2 that print memory and
   tokens, the whole plan within 5% on 2 of 4. 1101 +1.2% (Qwen3-Reranker-0.6B, SGLang 0.5.18 on an H100 at
@@ -608,7 +613,15 @@ NOTES = """## Notes
   (nvidia/Qwen3.6-27B-NVFP4, Qwen3.6-35B-A3B NVFP4, TheBloke's Mistral-7B-Instruct-v0.2 GPTQ; none found verbatim),
   and 522's excerpt gives no max_model_len or utilisation. 613 and 1008 print vLLM 0.27.1's step on the GB10:
   compile range 2,048 tokens (613's engine line) and decode graphs to 256 sequences ('FULL=35 (largest=256)'),
-  not the 8,192 and 1,024 `core.engine.settings` gives a GPU of >= 70 GiB; both are priced at what they print.
+  not the 8,192 and 1,024 `core.engine.settings` gave a GPU of >= 70 GiB; both are priced at what they print.
+  Then, with 613, 1005 and 1008 in view (gb10steps), vLLM's source gave the rule: `EngineArgs.get_batch_defaults`
+  (`engine/arg_utils.py`) takes the device's memory as 0 on any exception, and up to 0.32 it reads it through NVML
+  (`NvmlCudaPlatform.get_device_total_memory`, `platforms/cuda.py`), whose memory query a GB10 answers Not Supported
+  (DGX Spark known issues; vllm-project/vllm#57378); from 0.33 it keeps compute capability 12.1 on the small tier
+  outright. A GB10 now gets 2,048 and 256 at every vLLM release (`VLLM_GB10_CAPABILITY`): 1005, which prints no
+  step, +1.9% -> +2.9% (the activation peak over 2,048 tokens, 0.07 GiB against 0.29, and Model Runner V2's sampler
+  state for 256 sequences, 0.16 GiB against 0.63, leave 0.69 GiB, 6,464 tokens, more to the pool); 613 and 1008 do
+  not move. Their at-collection counts stand.
 - The sixth held-out group (logs9: 801-808), collected after the rules of commit f0ae8fa stood and priced with them,
   no rule changed: one log of seven is expressible. 801 (Llama-3.1-8B on an RTX 3090 under WSL2, vLLM 0.25.0, the
   offline LLM class at utilisation 0.85 and length 2,048) prints its tokens only, so the per-token rule is not

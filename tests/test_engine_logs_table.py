@@ -64,6 +64,8 @@ stand, per group, so that a rule change that moves them has to say so here.
   +27.5%, +13.1%, +13.1%, Qwen3-8B on an L4 with vLLM 0.27.1, bf16, fp8 weights, fp8 weights and KV); 4 logs not
   expressible. The unfused AWQ kernel's fp16 dequantisation (``core.engine.activation.awq_dequant_peak_bytes``) was
   then read in vLLM 0.22.1's source with 1001 in view: +7.9% -> +6.6%, still a miss; 1010-1012 unchanged.
+  vLLM's step defaults on a GB10 were then read in its source with 1005, 613 and 1008 in view (gb10steps: 2,048
+  tokens and 256 sequences, ``core.engine.settings`` ``VLLM_GB10_CAPABILITY``): 1005 +1.9% -> +2.9%.
 - ``new-9`` (ids 1101-1112, logs12: SGLang and TensorRT-LLM logs collected after the rules of commit eada84f stood,
   priced with them, no rule changed): the per-token rule exact on 1 of 2 (1104; 1103 missed by SGLang's page of 64
   padding slots), the plan within 5% on 2 of 4 (1101 +1.2%, 1103 +0.3%; 1102 +11.1%, 1104 +76.5%); 8 logs not
@@ -330,14 +332,15 @@ def test_eighth_new_group(table):
     module, rows = table
     new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-8"}
     assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
-        1001: 0.066, 1002: 0.011, 1003: -0.002, 1004: 0.042, 1005: 0.019, 1008: 0.086, 1010: 0.272, 1011: 0.130,
+        1001: 0.066, 1002: 0.011, 1003: -0.002, 1004: 0.042, 1005: 0.029, 1008: 0.086, 1010: 0.272, 1011: 0.130,
         1012: 0.130,
-    }  # fmt: skip  # 1008 priced by configs2 (its config reconstructed)  # 1010-1012 0.275, 0.131, 0.131 at the L4's 22.06 GiB estimate; 22.05 measured (pytorch#175666)
+    }  # fmt: skip  # 1005 was 0.019 before gb10steps (GB10's small step tier)  # 1008 priced by configs2 (its config reconstructed)  # 1010-1012 0.275, 0.131, 0.131 at the L4's 22.06 GiB estimate; 22.05 measured (pytorch#175666)
     assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
-        1001: 288000, 1002: 465408, 1003: 1790304, 1004: 647776, 1005: 662112, 1008: 854152, 1010: 29104,
+        1001: 288000, 1002: 465408, 1003: 1790304, 1004: 647776, 1005: 668576, 1008: 854152, 1010: 29104,
         1011: 76208, 1012: 152432,
     }  # fmt: skip  # 1001 was 0.079 and 291,376 tokens before the AWQ dequantisation (0.42 GiB against 0.24); 1010-1012
-    # were 29,168, 76,272 and 152,560 at the L4's 22.06 GiB estimate
+    # were 29,168, 76,272 and 152,560 at the L4's 22.06 GiB estimate; 1005 was 662,112 at the 8,192 tokens and 1,024
+    # sequences of a GPU of >= 70 GiB, before gb10steps read vLLM's GB10 step rule
     assert all(row.rule_hit and row.basis == "tokens" for row in new.values())
     assert module.per_token_tokens(new[1001].log) == [270096, 270288]  # 14.43 GiB / 57,344 B
     assert module.per_token_tokens(new[1004].log) == [621216, 621440]  # 27.85 GiB / 48,128 B a rank at tp 4

@@ -131,8 +131,8 @@ GENERATIONS: tuple[Generation, ...] = (
     Generation(
         id="vllm-0.21", engine="vllm", first=(0, 21), until=None, label="vLLM 0.21 and later",
         cuda_graph_in_budget=True, hybrid_allocator=True, block_size=16, data_parallel_flag=True,
-        differs="CUDA-graph memory estimated before the pool and taken from its budget; 16,384 tokens and 1,024"
-        " sequences a step on a GPU of 160 GiB or more",
+        differs="CUDA-graph memory estimated before the pool and taken from its budget; from 0.28, 16,384 tokens and"
+        " 1,024 sequences a step on a GPU of 160 GiB or more",
         source="vllm/v1/worker/gpu_worker.py Worker.determine_available_memory, cudagraph_memory_estimate (0.32)",
     ),
     Generation(

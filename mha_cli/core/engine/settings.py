@@ -96,15 +96,40 @@ VLLM_CPU_BLOCK = 128
 """vLLM's block size on its CPU backend when none is given (``platforms/cpu.py``, 0.32; 16 for MLA)."""
 
 
+VLLM_GB10_CAPABILITY = 12.1
+"""GB10's compute capability, which vLLM keeps on its small step defaults whatever its memory. Up to 0.32
+``NvmlCudaPlatform.get_device_total_memory`` (``platforms/cuda.py``) asks NVML's ``nvmlDeviceGetMemoryInfo``, which a
+GB10 answers NVML_ERROR_NOT_SUPPORTED (https://docs.nvidia.com/dgx/dgx-spark/known-issues.html, "nvidia-smi reports
+memory usage Not Supported"; vllm-project/vllm#57378), and ``EngineArgs.get_batch_defaults`` (``engine/arg_utils.py``)
+takes the device's memory as 0 on any exception: read in 0.8.5, 0.10.2, 0.13.0, 0.16.0, 0.27.1, 0.28.0 and
+0.29.0-0.32.0. From 0.33 the total falls back to torch's and ``get_batch_defaults`` keeps the small tier for
+``current_platform.is_device_capability((12, 1))`` ("GB10 ... has the memory but not the compute of a large discrete
+GPU"; read in 0.33.0 and 0.34.0). Logs 613, 1005 and 1008 (vLLM 0.27.1 on a DGX Spark) were in view when it was
+read."""
+
+
+def _vllm_large_gpu(target: Target) -> bool:
+    """Whether vLLM gives ``target`` its large step defaults: 70 GiB or more, not an A100, not a GB10."""
+    if target.id.startswith("a100") or target.compute_capability == VLLM_GB10_CAPABILITY:
+        return False
+    return target.device_memory_bytes >= 70 * GIB
+
+
 def _vllm_step_defaults(target: Target) -> tuple[int, int, str]:
     """vLLM V1's ``vllm serve`` defaults (``engine/arg_utils.py`` ``_set_default_args``, 0.10-0.11): 8,192 batched
-    tokens and 1,024 sequences on a GPU of 70 GiB or more that is not an A100, else 2,048 and 256; on its CPU
-    backend 2,048 and 128 (per rank; 0.32)."""
+    tokens and 1,024 sequences on a GPU of 70 GiB or more that is not an A100 or a GB10
+    (``VLLM_GB10_CAPABILITY``), else 2,048 and 256; on its CPU backend 2,048 and 128 (per rank; 0.32)."""
     if target.vendor == "CPU":
         return 2048, 128, "max_num_batched_tokens 2048, max_num_seqs 128: vllm serve's defaults on its CPU backend"
-    big = target.device_memory_bytes >= 70 * GIB and not target.id.startswith("a100")
-    if big:
+    if _vllm_large_gpu(target):
         return 8192, 1024, "max_num_batched_tokens 8192, max_num_seqs 1024: vllm serve's defaults on a GPU of >= 70 GiB"
+    if target.compute_capability == VLLM_GB10_CAPABILITY:
+        return (
+            2048,
+            256,
+            "max_num_batched_tokens 2048, max_num_seqs 256: vllm serve's defaults on a GB10 (NVML reports no memory"
+            " total there, so vLLM up to 0.32 reads 0 GiB; from 0.33 it keeps compute capability 12.1 on this tier)",
+        )
     return 2048, 256, "max_num_batched_tokens 2048, max_num_seqs 256: vllm serve's defaults on an A100 or a smaller GPU"
 
 
@@ -143,10 +168,18 @@ def _vllm_v0_step_defaults(target: Target, max_model_len: int, release: str | No
     return tokens, 256, f"max_num_batched_tokens {tokens} (max(max_model_len, 2048)), max_num_seqs 256: vLLM V0"
 
 
-def _vllm_latest_step_defaults(target: Target, max_model_len: int) -> tuple[int, int, str]:
-    """vLLM 0.32's ``_set_default_args``: V1's, and 16,384 tokens with 1,024 sequences on a GPU of 160 GiB or more
-    (B200, B300). The release that brought the 160 GiB tier is not known here; it is applied from 0.21."""
-    if target.vendor != "CPU" and target.device_memory_bytes >= 160 * GIB:
+VLLM_160_GIB_TIER = (0, 28, 0, 0)
+"""The first vLLM whose ``EngineArgs.get_batch_defaults`` (``engine/arg_utils.py``) has a tier for a GPU of 160 GiB
+or more: read in the 0.28.0 wheel, absent from the 0.21.0 and 0.27.1 wheels."""
+
+
+def _vllm_latest_step_defaults(target: Target, max_model_len: int, release: str | None) -> tuple[int, int, str]:
+    """vLLM 0.21+'s ``get_batch_defaults``: V1's, and from 0.28 (``VLLM_160_GIB_TIER``; ``release`` None: the
+    latest) 16,384 tokens with 1,024 sequences on a GPU of 160 GiB or more (B200, B300)."""
+    from mha_cli.core.engine.flags import release_key
+
+    tiered = release is None or tuple(release_key(release)) >= VLLM_160_GIB_TIER
+    if tiered and target.vendor != "CPU" and target.device_memory_bytes >= 160 * GIB:
         return (
             16384,
             1024,
@@ -158,7 +191,7 @@ def _vllm_latest_step_defaults(target: Target, max_model_len: int) -> tuple[int,
 VLLM_STEP_DEFAULTS = {
     "vllm-v0": _vllm_v0_step_defaults,
     "vllm-v1": lambda target, max_model_len, release=None: _vllm_step_defaults(target),
-    "vllm-0.21": lambda target, max_model_len, release=None: _vllm_latest_step_defaults(target, max_model_len),
+    "vllm-0.21": lambda target, max_model_len, release=None: _vllm_latest_step_defaults(target, max_model_len, release),
 }
 """(max_num_batched_tokens, max_num_seqs, note) by vLLM generation, from the device, max_model_len and the release
 typed (None: the generation's last)."""

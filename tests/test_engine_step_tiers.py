@@ -1,0 +1,61 @@
+"""vLLM's step defaults by device tier, each against what ``EngineArgs.get_batch_defaults`` reads (``engine/
+arg_utils.py``): the GB10 held on the small tier, and the 160 GiB tier's first release (0.28)."""
+
+from __future__ import annotations
+
+from mha_cli.core.byte_units import GIB
+from mha_cli.core.engine.cuda_graphs import cuda_graph_estimate
+from mha_cli.core.engine.generations import generation_of
+from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.sources import load_source
+from mha_cli.core.targets import resolve_target
+
+GB10 = resolve_target("gb10").target
+
+
+def _steps(target, engine: str = "vllm") -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) at vLLM's defaults, ``engine`` as ``--engine`` takes it."""
+    version = engine.split("@", 1)[1] if "@" in engine else None
+    spec = DeploymentSpec(engine="vllm", engine_generation=generation_of(engine).id, engine_version=version)
+    settings = resolve_settings(spec, target, 1)
+    return settings.max_num_batched_tokens, settings.max_num_seqs
+
+
+def test_gb10_is_on_the_small_tier_in_every_vllm_generation():
+    """119.70 GiB, not an A100: memory alone would give 8,192 tokens and 1,024 sequences. vLLM reads 0 GiB up to
+    0.32 (NVML's memory query is not supported on a GB10, and the exception falls back to 0) and keeps compute
+    capability 12.1 small from 0.33: 2,048 and 256 at V1, at 0.27.1 (logs 613, 1005, 1008) and at the latest."""
+    assert GB10.device_memory_bytes >= 70 * GIB and GB10.compute_capability == 12.1
+    for engine in ("vllm-v1", "vllm@0.27.1", "vllm@0.32.0", "vllm"):
+        assert _steps(GB10, engine) == (2048, 256), engine
+    note = resolve_settings(DeploymentSpec(), GB10, 1).defaults_note
+    assert "on a GB10" in note and "0.33" in note
+
+
+def test_the_gb10_rule_is_the_capability_not_the_memory():
+    """The same device read as capability 12.0 (an RTX PRO 6000's) is a large GPU again: 8,192 and 1,024; the RTX
+    PRO 6000 itself (12.0, 94.97 GiB) keeps them."""
+    as_12_0 = GB10.model_copy(update={"id": "gb10-as-12.0", "compute_capability": 12.0})
+    assert _steps(as_12_0) == (8192, 1024)
+    assert _steps(resolve_target("rtx-pro-6000-ws").target) == (8192, 1024)
+
+
+def test_gb10_decode_graphs_stop_at_256_sequences():
+    """At the GB10's 256 sequences the capture sizes run to min(2 x 256, 512) = 512 tokens: 1, 2, 4, then 8 to 256
+    by 8 (32) and 272 to 512 by 16 (16): 51 PIECEWISE sizes, of which the 35 of at most 256 are FULL decode sizes,
+    as log 1008 prints ('PIECEWISE=51 (largest=512), FULL=35 (largest=256)')."""
+    tokens, seqs = _steps(GB10, "vllm@0.27.1")
+    model = load_source("tests/fixtures/hf_configs/qwen3-0.6b.json").model
+    estimate = cuda_graph_estimate(model, GB10, tp=1, max_num_seqs=seqs, max_num_batched_tokens=tokens)
+    assert (estimate.largest_size, estimate.piecewise_graphs, estimate.full_graphs) == (512, 51, 35)
+
+
+def test_the_160_gib_tier_starts_at_0_28():
+    """A B200 (>= 160 GiB): 16,384 tokens and 1,024 sequences from 0.28.0 (and at the latest); 0.21.0 and 0.27.1 have
+    no such tier, so 8,192 and 1,024. An H200 (139.8 GiB) is below it at every release."""
+    b200 = resolve_target("b200").target
+    assert b200.device_memory_bytes >= 160 * GIB
+    assert _steps(b200, "vllm@0.27.1") == _steps(b200, "vllm@0.21.0") == (8192, 1024)
+    assert _steps(b200, "vllm@0.28.0") == _steps(b200, "vllm") == (16384, 1024)
+    assert _steps(resolve_target("h200").target, "vllm@0.28.0") == (8192, 1024)
