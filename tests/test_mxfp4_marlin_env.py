@@ -10,20 +10,14 @@ import pytest
 from pydantic import ValidationError
 
 from mha_cli.core.cost.launch_settings import pool_words
-from mha_cli.core.cost.plan import serving_case
-from mha_cli.core.cost.priors import datasheet_profile
-from mha_cli.core.cost.stepper import Stepper
-from mha_cli.core.cost.work import decode_shape
 from mha_cli.core.engine.flags import line_problems, release_key
 from mha_cli.core.engine.generations import generation_of
 from mha_cli.core.engine.mxfp4_moe import MARLIN, TRITON_KEEPING_SCALES, TRTLLM_GEN, marlin_forced
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.hf_import import import_hf_config
-from mha_cli.core.kv import kv_footprint
-from mha_cli.core.memory import plan_memory
 from mha_cli.core.schemas import DeploymentSpec
-from mha_cli.core.targets import resolve_target
 from tests.conftest import reference_hf_config
+from tests.test_mxfp4_step import decode_expert_step
 
 LAYERS, TOUCHED = 36, 4
 """gpt-oss-120b: 36 MoE layers; one token visits 4 of the 128 experts in each."""
@@ -50,16 +44,9 @@ def _deployment(release: str, **extra) -> DeploymentSpec:
 
 def _decode_expert_weights(deployment: DeploymentSpec) -> tuple[float, object]:
     """The routed experts' weight bytes one decode step at batch 1 reads on a rank of 2 x H100, and the kernel the
-    memory plan holds them in, as ``mha plan`` builds its case."""
-    model, resolved = _gpt_oss(), resolve_target("2xh100")
-    kv = kv_footprint(model, seq_len=2048, batch=1, kv_dtype="bf16", tp=2)
-    memory = plan_memory(resolved, model=model, kv=kv, weight_dtype="mxfp4", deployment=deployment)
-    case = serving_case(model, deployment, memory, isl=1024, osl=1024, concurrency=1, pp=1, replicas=1, experts=None)
-    ops = [op for op in Stepper(case, datasheet_profile(resolved.target)).ops(decode_shape(1, 1024)) if
-           op.name.startswith("expert")]  # fmt: skip
-    shapes = [map(int, op.name.removeprefix("expert ").split("x")) for op in ops]  # "expert OUTxIN"
-    activations = sum(op.count * TOUCHED * (out + inp) * 2 for op, (out, inp) in zip(ops, shapes, strict=True))
-    return sum(op.count * op.bytes for op in ops) - activations, memory.expert_kernel
+    memory plan holds them in (``tests.test_mxfp4_step.decode_expert_step``)."""
+    weights, _, _, kernel = decode_expert_step(deployment, "2xh100", tp=2)
+    return weights, kernel
 
 
 def test_the_h100_tp2_decode_step_reads_marlins_shapes_when_forced():

@@ -44,11 +44,12 @@ def _deployment(engine: str, **extra) -> DeploymentSpec:
     )  # fmt: skip
 
 
-def _decode_experts(engine: str, target: str) -> tuple[float, float, float]:
-    """(weight bytes, activation bytes, FLOPs) of one decode step's routed experts at batch 1, tp 1, as ``mha plan``
-    builds its case (memory plan, ``serving_case``, ``Stepper``)."""
-    model, resolved, deployment = _gpt_oss(), resolve_target(target), _deployment(engine)
-    kv = kv_footprint(model, seq_len=2048, batch=1, kv_dtype="bf16", tp=1)
+def decode_expert_step(deployment: DeploymentSpec, target: str, tp: int) -> tuple[float, float, float, object]:
+    """(weight bytes, activation bytes, FLOPs, the memory plan's expert kernel) of one decode step's routed experts of
+    gpt-oss-120b at batch 1 on a rank of ``target`` at ``tp``, as ``mha plan`` builds its case (memory plan,
+    ``serving_case``, ``Stepper``)."""
+    model, resolved = _gpt_oss(), resolve_target(target)
+    kv = kv_footprint(model, seq_len=2048, batch=1, kv_dtype="bf16", tp=tp)
     memory = plan_memory(resolved, model=model, kv=kv, weight_dtype="mxfp4", deployment=deployment)
     case = serving_case(model, deployment, memory, isl=1024, osl=1024, concurrency=1, pp=1, replicas=1, experts=None)
     ops = [op for op in Stepper(case, datasheet_profile(resolved.target)).ops(decode_shape(1, 1024)) if
@@ -56,7 +57,12 @@ def _decode_experts(engine: str, target: str) -> tuple[float, float, float]:
     shapes = [map(int, op.name.removeprefix("expert ").split("x")) for op in ops]  # "expert OUTxIN"
     activations = sum(op.count * TOUCHED * (out + inp) * 2 for op, (out, inp) in zip(ops, shapes, strict=True))
     total = sum(op.count * op.bytes for op in ops)
-    return total - activations, activations, sum(op.count * op.flops for op in ops)
+    return total - activations, activations, sum(op.count * op.flops for op in ops), memory.expert_kernel
+
+
+def _decode_experts(engine: str, target: str) -> tuple[float, float, float]:
+    """``decode_expert_step`` at tp 1 on ``engine`` (``name@release``), less the kernel."""
+    return decode_expert_step(_deployment(engine), target, tp=1)[:3]
 
 
 def test_marlin_decode_step_reads_and_computes_the_padded_experts_on_an_h100():
