@@ -6,6 +6,7 @@ logs it comes from. Pure Python.
 
 from mha_cli.core.byte_units import GIB, MIB
 from mha_cli.core.engine.generations import Generation, Version, generation, generation_of, parse_version
+from mha_cli.core.engine.release_numbers import release_key
 from mha_cli.core.engine.sampler import SamplerPath, default_sampler, in_release, runs_flashinfer
 from mha_cli.core.engine.sglang_reserve import NO_RESERVE, Reserve, SglangServing, sglang_reserve, vlm_factor
 from mha_cli.core.engine.sglang_running import Requested, ceiling, requested_per_rank, running_release
@@ -150,8 +151,6 @@ def _vllm_v0_step_defaults(target: Target, max_model_len: int, release: str | No
     ``SchedulerConfig``); chunked prefill on by default above 32K tokens of context from 0.5.3
     (``engine/arg_utils.py``), then 512 tokens a step, 2048 from 0.6.5. Read in the 0.1.0, 0.2.0, 0.5.2, 0.5.3,
     0.6.4 and 0.6.5 sdists."""
-    from mha_cli.core.engine.flags import release_key
-
     key = None if release is None else tuple(release_key(release))
     if key is not None and key < V0_STEP_FROM_CONTEXT:
         return 2560, 256, "max_num_batched_tokens 2560, max_num_seqs 256: vLLM 0.1's EngineArgs defaults"
@@ -176,8 +175,6 @@ or more: read in the 0.28.0 wheel, absent from the 0.21.0 and 0.27.1 wheels."""
 def _vllm_latest_step_defaults(target: Target, max_model_len: int, release: str | None) -> tuple[int, int, str]:
     """vLLM 0.21+'s ``get_batch_defaults``: V1's, and from 0.28 (``VLLM_160_GIB_TIER``; ``release`` None: the
     latest) 16,384 tokens with 1,024 sequences on a GPU of 160 GiB or more (B200, B300)."""
-    from mha_cli.core.engine.flags import release_key
-
     tiered = release is None or tuple(release_key(release)) >= VLLM_160_GIB_TIER
     if tiered and target.vendor != "CPU" and target.device_memory_bytes >= 160 * GIB:
         return (
