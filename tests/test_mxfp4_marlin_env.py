@@ -105,3 +105,18 @@ def test_the_launch_line_sets_the_variable_in_the_releases_that_have_it():
     line = ["VLLM_MXFP4_USE_MARLIN=1", "vllm", "serve", "openai/gpt-oss-120b", "--tensor-parallel-size", "2"]
     assert line_problems("vllm", release_key("0.15.1"), line) == []
     assert line_problems("vllm", release_key("0.24.0"), line) != []  # gone from 0.24.0's envs.py
+
+
+def test_the_disaggregated_workers_lines_set_the_variable_too(cli, tmp_path):
+    """A config file whose deployment states ``vllm_mxfp4_kernel: marlin``: every vLLM worker line of the split
+    (not the proxy's) starts ``VLLM_MXFP4_USE_MARLIN=1 vllm serve``, as the aggregated line does."""
+    deployment = {"engine": "vllm", "engine_version": "0.15.1", "weight_dtype": "mxfp4", "vllm_mxfp4_kernel": "marlin"}
+    config = tmp_path / "gpt-oss-120b-marlin.json"
+    config.write_text(json.dumps({"model": _gpt_oss().model_dump(mode="json"), "deployment": deployment}))
+    plan = cli.json("plan", str(config), "--target", "4xh100", "--disaggregated", "--closed-form")
+    *workers, proxy = plan["launch"]["vllm"].splitlines()
+    assert len(workers) == 2  # one prefill and one decode worker of 2 GPUs each
+    assert all(" VLLM_MXFP4_USE_MARLIN=1 vllm serve " in line for line in workers), workers
+    assert "VLLM_MXFP4_USE_MARLIN" not in proxy
+    aggregated = cli.json("plan", str(config), "--target", "4xh100", "--closed-form")
+    assert aggregated["launch"]["vllm"].startswith("VLLM_MXFP4_USE_MARLIN=1 vllm serve ")

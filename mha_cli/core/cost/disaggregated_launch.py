@@ -2,7 +2,8 @@
 
 vLLM (docs/features/nixl_connector_usage.md, https://docs.vllm.ai/en/stable/features/nixl_connector_usage.html):
 each worker a ``vllm serve`` with ``--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'``,
-its GPUs in ``CUDA_VISIBLE_DEVICES`` and its own ``VLLM_NIXL_SIDE_CHANNEL_PORT``; the proxy
+its GPUs in ``CUDA_VISIBLE_DEVICES``, its own ``VLLM_NIXL_SIDE_CHANNEL_PORT`` and the variables the aggregated lines
+set (``core.cost.launch_settings.pool_words``' ``vllm_variables``, e.g. ``VLLM_MXFP4_USE_MARLIN=1``); the proxy
 ``tests/v1/kv_connector/nixl_integration/toy_proxy_server.py`` (in vLLM's source tree) with ``--prefiller-hosts``,
 ``--prefiller-ports``, ``--decoder-hosts``, ``--decoder-ports``.
 
@@ -142,6 +143,8 @@ def disaggregated_launch(
     roles += [("decode", i, split.decode) for i in range(split.decode_workers)]
     # the fraction priced goes on the priced engine's line only: another engine's fraction sizes another pool
     vllm_fraction = ["--gpu-memory-utilization", f"{utilisation:g}"] if plan.engine == "vllm" else []
+    # NAME=value words before each vLLM command (the MXFP4 MoE kernel forced), as the aggregated lines carry them
+    vllm_variables = pool_words(deployment, cpu=False, trtllm=False).vllm_variables
     vllm, sglang = [], []
     prefill_urls, decode_urls, prefill_ports, decode_ports, prefill_hosts, decode_hosts = [], [], [], [], [], []
     per_node = plan.devices_per_node
@@ -163,7 +166,7 @@ def disaggregated_launch(
         for rank, line in enumerate(_per_node(words, layout, node, per_node, sglang=False)):
             side_host = [] if nodes == 1 else [f"VLLM_NIXL_SIDE_CHANNEL_HOST={_host(node + rank, nodes, '')}"]
             env = [f"CUDA_VISIBLE_DEVICES={_gpus(first, on_node)}", *side_host,
-                   f"VLLM_NIXL_SIDE_CHANNEL_PORT={NIXL_SIDE_CHANNEL_PORT + first}"]  # fmt: skip
+                   f"VLLM_NIXL_SIDE_CHANNEL_PORT={NIXL_SIDE_CHANNEL_PORT + first}", *vllm_variables]  # fmt: skip
             vllm.append(shlex.join([*env, *line]))
         sglang_port = (SGLANG_PREFILL_PORT if is_prefill else SGLANG_DECODE_PORT) + index
         mode = ["--disaggregation-mode", role, "--disaggregation-transfer-backend", "nixl"]
