@@ -55,3 +55,19 @@ def test_the_caption_says_binary_gb_only_where_torch_shows_it(cli, target, binar
     said = f"{seen}: DRAM is sized in binary GB, {gb} x 2^30 B); GiB = 2^30 B" if binary else f"{seen}); GiB = 2^30 B"
     assert said in table
     assert ("binary GB" in table) is binary
+
+
+@pytest.mark.parametrize(
+    ("target", "vendor_bytes"),
+    [
+        ("h100", 80 * 2**30),  # 85,899,345,920 B: torch's 85.03 x 10^9 B shows the GB binary
+        ("b300", 288 * 10**9),  # was 288 x 2^30 = 309,237,645,312 B, 20 GiB more than anything shows
+        ("l4", 24 * 10**9),  # torch's total is under 24 x 10^9 B too
+    ],
+)
+def test_the_datasheet_bytes_read_the_gb_as_the_caption_does(cli, target, vendor_bytes):
+    """``vendor_memory_bytes`` reads the datasheet's GB as binary only where the caption says so
+    (``core.targets.datasheet_bytes`` on ``gb_shown_binary``), else as 10^9 B; the GB themselves as stated."""
+    plan = cli.json("kv", "llama-3-8b", "--target", target, "--seq", "8k")["memory"]
+    assert plan["vendor_memory_bytes"] == vendor_bytes
+    assert plan["vendor_memory_gb"] == {"h100": 80, "b300": 288, "l4": 24}[target]

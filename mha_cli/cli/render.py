@@ -269,7 +269,7 @@ def memory_table(plan: MemoryPlan) -> Table:
     if plan.target_id == CPU_TARGET_ID:  # this machine's memory: no torch figure, no datasheet
         table.caption = f"memory as /proc/meminfo reports it ({plan.device_memory_bytes / 2**30:.2f} GiB); GiB = 2^30 B"
     else:
-        gb = plan.vendor_memory_bytes / 2**30
+        gb = plan.vendor_memory_gb
         binary = (
             f": DRAM is sized in binary GB, {gb:g} x 2^30 B" if gb_shown_binary(gb, plan.device_memory_bytes) else ""
         )

@@ -60,8 +60,10 @@ class MemoryPlan(Record):
     """Tensor-parallel groups the devices form (n_devices / tp)."""
     device_memory_bytes: int
     """One device as torch reports it (``torch.cuda.mem_get_info`` total)."""
+    vendor_memory_gb: float
+    """The same device as its datasheet states it, in its GB (``Target.memory_gb``)."""
     vendor_memory_bytes: int
-    """The same device as its datasheet states it (``Target.memory_gb``: GB of memory are 2^30 B)."""
+    """That figure in bytes (``Target.memory_bytes``: its GB 2^30 B where torch shows them so, else 10^9 B)."""
     utilisation: float
     """The engine's share of device memory (vLLM gpu_memory_utilization, ...)."""
     usable_bytes: NonNegativeInt
@@ -324,7 +326,8 @@ def plan_memory(
     return MemoryPlan(
         target_id=device.id, target_name=device.name, alias_note=target.alias_note, n_devices=target.n_devices,
         tp=kv.tp, replicas=replicas, device_memory_bytes=device.device_memory_bytes,
-        vendor_memory_bytes=device.memory_bytes, utilisation=settings.utilisation, usable_bytes=max(0, free_for_kv + weights),
+        vendor_memory_gb=device.memory_gb, vendor_memory_bytes=device.memory_bytes,
+        utilisation=settings.utilisation, usable_bytes=max(0, free_for_kv + weights),
         deficit_bytes=max(0, -(free_for_kv + weights)),
         weight_bytes_per_device=weights, weights_from=weights_source(deployment, weight_dtype),
         weights_fit=free_for_kv + engine.activation_peak_bytes >= 0,

@@ -4,8 +4,8 @@ The data is ``mha_cli/data/hardware_targets.csv``: the project's sourced referen
 (B300, GB300, MI355X, H20, H800, L20, L40, RTX PRO 6000 Blackwell, RTX Ada and Ampere workstation cards, RTX 5080)
 sourced the same way (dense TFLOPs: vendors' sparse figures halved; an fp4 column where the chip has fp4; a notes
 column per row). Memory is
-given twice: as the vendor states it, in GB that are binary as memory sizes are (an H100's "80 GB" is 80 GiB of
-HBM: torch's 79.19 GiB is 85.0 x 10^9 B, more than a decimal 80 GB), and as torch and the serving engines see it
+given twice: as the vendor states it, in GB read as binary where torch shows them so (an H100's "80 GB" is 80 GiB of
+HBM: torch's 79.19 GiB is 85.0 x 10^9 B, more than a decimal 80 GB), else decimal (``datasheet_bytes``), and as torch and the serving engines see it
 (``torch.cuda.mem_get_info`` total, in GiB: an H100 80GB shows 79.19 GiB), each row
 with the public measurement it comes from, or, where none was found, an estimate that says so. Plans use the
 second. Rows whose notes say UNCERTAIN are kept and flagged: the uncertainty is in the compute column.
@@ -80,6 +80,12 @@ def gb_shown_binary(memory_gb: float, torch_bytes: int) -> bool:
     return torch_bytes > memory_gb * 10**9
 
 
+def datasheet_bytes(memory_gb: float, torch_bytes: int) -> int:
+    """A datasheet's ``memory_gb`` in bytes: GB of 2^30 B where ``gb_shown_binary`` shows them so (an H100's 80 GB,
+    85,899,345,920 B), else 10^9 B, the unit's own meaning (a B300's 288 GB, 288 x 10^9 B: nothing torch sees says more)."""
+    return round(memory_gb * (2**30 if gb_shown_binary(memory_gb, torch_bytes) else 10**9))
+
+
 class Target(Record):
     """One accelerator, with every figure in the unit its name states."""
 
@@ -115,8 +121,8 @@ class Target(Record):
 
     @property
     def memory_bytes(self) -> int:
-        """The vendor's figure in bytes, its GB read as 2^30 B (``memory_gb``)."""
-        return round(self.memory_gb * 2**30)
+        """The vendor's figure in bytes (``datasheet_bytes``: its GB binary where torch shows them so)."""
+        return datasheet_bytes(self.memory_gb, self.device_memory_bytes)
 
     @property
     def device_memory_bytes(self) -> int:
