@@ -83,6 +83,7 @@ from typing import NamedTuple
 from mha_cli.core.engine.generations import Version
 from mha_cli.core.engine.release_numbers import LATEST, release_key
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.rounding import round_up
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.tensor_parallel import ExpertLayout, expert_width_per_rank, local_experts
 
@@ -112,7 +113,7 @@ class Mxfp4Kernel(NamedTuple):
 
     def padded(self, hidden: int, intermediate: int) -> tuple[int, int]:
         """(H', I'): ``hidden`` and the rank's ``intermediate`` size rounded up to what this kernel holds."""
-        return _up(hidden, self.hidden_multiple), _up(intermediate, self.intermediate_multiple)
+        return round_up(hidden, self.hidden_multiple), round_up(intermediate, self.intermediate_multiple)
 
     def matrix_bytes(self, rows: int, cols: int, *, held: bool = True) -> int:
         """Bytes of one expert matrix of ``rows`` outputs x ``cols`` inputs, both already padded: its uint8 values
@@ -121,7 +122,8 @@ class Mxfp4Kernel(NamedTuple):
         of it in a step (only the copy it was handed)."""
         values, scales = rows * (cols // 2), rows * (cols // MXFP4_BLOCK)
         if self.swizzled_scale_rows:
-            swizzled = _up(rows, self.swizzled_scale_rows) * _up(cols // MXFP4_BLOCK, self.swizzled_scale_groups)
+            groups = round_up(cols // MXFP4_BLOCK, self.swizzled_scale_groups)
+            swizzled = round_up(rows, self.swizzled_scale_rows) * groups
             scales = swizzled + (scales if self.keeps_scales and held else 0)
         return values + scales + rows * self.bias_bytes
 
@@ -130,10 +132,6 @@ class Mxfp4Kernel(NamedTuple):
         gate-and-up (2 I' x H') and the down (H' x I') matrices, their e8m0 scales and biases, at the padded shapes."""
         h, i = self.padded(hidden, intermediate)
         return self.matrix_bytes(2 * i, h) + self.matrix_bytes(h, i)
-
-
-def _up(value: int, multiple: int) -> int:
-    return -(-value // multiple) * multiple
 
 
 CHECKPOINT = Mxfp4Kernel("the checkpoint's shapes", 1, 1, BF16_BIAS)

@@ -45,6 +45,7 @@ from mha_cli.core.byte_units import GIB
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.links import Link, host_link
 from mha_cli.core.record import Record, empty_list
+from mha_cli.core.rounding import round_up
 
 if TYPE_CHECKING:
     from mha_cli.core.engine.plan import EnginePlan
@@ -194,10 +195,6 @@ def offload_flags(engine: str, asked_bytes_per_rank: int, workers: int) -> list[
     return [f"kv_cache_config: {{host_cache_size: {asked_bytes_per_rank}}}"]
 
 
-def _round_up(value: int, multiple: int) -> int:
-    return -(-value // multiple) * multiple
-
-
 def host_pool(
     engine: EnginePlan,
     *,
@@ -223,7 +220,7 @@ def host_pool(
         block_bytes = block * per_token  # vLLM's worker_kv_bytes_per_block: one block of every layer
         total_gib = asked_bytes_per_rank * workers / GIB
         copies = 1 if replicated else workers  # an MLA latent, the same on every rank: kept once
-        chunk = _round_up(block_bytes * copies, PAGE_BYTES)
+        chunk = round_up(block_bytes * copies, PAGE_BYTES)
         blocks = int(total_gib * GIB) // chunk
         tokens, allocated = blocks * block, blocks * chunk // workers
         if replicated:
