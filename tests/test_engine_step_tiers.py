@@ -1,5 +1,5 @@
 """vLLM's step defaults by device tier, each against what ``EngineArgs.get_batch_defaults`` reads (``engine/
-arg_utils.py``): the GB10 held on the small tier, and the 160 GiB tier's first release (0.28)."""
+arg_utils.py``): the GB10 held on the small tier, the A100 from 0.9, and the 160 GiB tier's first release (0.28)."""
 
 from __future__ import annotations
 
@@ -59,3 +59,24 @@ def test_the_160_gib_tier_starts_at_0_28():
     assert _steps(b200, "vllm@0.27.1") == _steps(b200, "vllm@0.21.0") == (8192, 1024)
     assert _steps(b200, "vllm@0.28.0") == _steps(b200, "vllm") == (16384, 1024)
     assert _steps(resolve_target("h200").target, "vllm@0.28.0") == (8192, 1024)
+
+
+def test_the_a100_name_check_starts_at_0_9():
+    """An A100 80GB (79.14 GiB) passes the 70 GiB test: vLLM 0.8.5's ``_set_default_args_v1`` gives it 8,192 tokens
+    and 1,024 sequences; from 0.9.0 ``"a100" not in device_name`` keeps it on 2,048 and 256 (vllm-project/vllm#17885),
+    through 0.20 and in the latest. An H100 is on the large tier either side."""
+    a100, h100 = resolve_target("a100").target, resolve_target("h100").target
+    assert a100.device_memory_bytes >= 70 * GIB
+    assert _steps(a100, "vllm@0.8.5") == (8192, 1024)
+    for engine in ("vllm@0.9.0", "vllm@0.10.2", "vllm-v1", "vllm"):
+        assert _steps(a100, engine) == (2048, 256), engine
+    assert _steps(h100, "vllm@0.8.5") == _steps(h100, "vllm@0.9.0") == (8192, 1024)
+
+
+def test_a_release_the_generation_does_not_cover_takes_its_last_rules():
+    """A vLLM 0.2 log priced by vllm-v1's rules (``benchmarks/engine_logs.py``' control column) is priced at 0.20's
+    defaults, not 0.2's: an A100 stays on 2,048 and 256, as at vllm-v1's last release."""
+    a100 = resolve_target("a100").target
+    spec = DeploymentSpec(engine="vllm", engine_generation="vllm-v1", engine_version="0.2")
+    settings = resolve_settings(spec, a100, 1)
+    assert (settings.max_num_batched_tokens, settings.max_num_seqs) == (2048, 256)

@@ -109,20 +109,31 @@ GPU"; read in 0.33.0 and 0.34.0). Logs 613, 1005 and 1008 (vLLM 0.27.1 on a DGX 
 read."""
 
 
-def _vllm_large_gpu(target: Target) -> bool:
-    """Whether vLLM gives ``target`` its large step defaults: 70 GiB or more, not an A100, not a GB10."""
-    if target.id.startswith("a100") or target.compute_capability == VLLM_GB10_CAPABILITY:
+VLLM_A100_NAME_CHECK = (0, 9, 0, 0)
+"""The first vLLM whose step defaults keep an A100 on the small tier whatever its memory (``"a100" not in
+device_name``, vllm-project/vllm#17885, "Setting large `max_num_batched_tokens` for A100 reduces throughput"): read
+in the 0.9.0 wheel's ``EngineArgs._set_default_args_v1`` (``engine/arg_utils.py``), absent from 0.8.5.post1's, where
+an A100 80GB (79.14 GiB) passes the 70 GiB test alone."""
+
+
+def _vllm_large_gpu(target: Target, release: str | None) -> bool:
+    """Whether vLLM ``release`` (None: the latest) gives ``target`` its large step defaults: 70 GiB or more, not a
+    GB10, and from 0.9 (``VLLM_A100_NAME_CHECK``) not an A100."""
+    a100_checked = release is None or tuple(release_key(release)) >= VLLM_A100_NAME_CHECK
+    if (a100_checked and target.id.startswith("a100")) or target.compute_capability == VLLM_GB10_CAPABILITY:
         return False
     return target.device_memory_bytes >= 70 * GIB
 
 
-def _vllm_step_defaults(target: Target) -> tuple[int, int, str]:
-    """vLLM V1's ``vllm serve`` defaults (``engine/arg_utils.py`` ``_set_default_args``, 0.10-0.11): 8,192 batched
-    tokens and 1,024 sequences on a GPU of 70 GiB or more that is not an A100 or a GB10
-    (``VLLM_GB10_CAPABILITY``), else 2,048 and 256; on its CPU backend 2,048 and 128 (per rank; 0.32)."""
+def _vllm_step_defaults(target: Target, release: str | None) -> tuple[int, int, str]:
+    """vLLM V1's ``vllm serve`` defaults for ``release`` (None: the latest; ``engine/arg_utils.py``
+    ``EngineArgs._set_default_args_v1`` 0.8.5-0.10.2, ``_set_default_args`` 0.11.0, ``get_batch_defaults`` from
+    0.11.2, as read in those wheels): 8,192 batched tokens and 1,024 sequences on a GPU of 70 GiB or more that is not
+    a GB10 (``VLLM_GB10_CAPABILITY``) nor, from 0.9, an A100 (``VLLM_A100_NAME_CHECK``), else 2,048 and 256; on its
+    CPU backend 2,048 and 128 (per rank; 0.32)."""
     if target.vendor == "CPU":
         return 2048, 128, "max_num_batched_tokens 2048, max_num_seqs 128: vllm serve's defaults on its CPU backend"
-    if _vllm_large_gpu(target):
+    if _vllm_large_gpu(target, release):
         return 8192, 1024, "max_num_batched_tokens 8192, max_num_seqs 1024: vllm serve's defaults on a GPU of >= 70 GiB"
     if target.compute_capability == VLLM_GB10_CAPABILITY:
         return (
@@ -182,12 +193,12 @@ def _vllm_latest_step_defaults(target: Target, max_model_len: int, release: str 
             1024,
             "max_num_batched_tokens 16384, max_num_seqs 1024: vllm serve's defaults on a GPU of >= 160 GiB",
         )
-    return _vllm_step_defaults(target)
+    return _vllm_step_defaults(target, release)
 
 
 VLLM_STEP_DEFAULTS = {
     "vllm-v0": _vllm_v0_step_defaults,
-    "vllm-v1": lambda target, max_model_len, release=None: _vllm_step_defaults(target),
+    "vllm-v1": lambda target, max_model_len, release=None: _vllm_step_defaults(target, release),
     "vllm-0.21": lambda target, max_model_len, release=None: _vllm_latest_step_defaults(target, max_model_len, release),
 }
 """(max_num_batched_tokens, max_num_seqs, note) by vLLM generation, from the device, max_model_len and the release
@@ -376,7 +387,10 @@ def resolve_settings(
     if deployment.kv_cache_memory_bytes is not None:
         _check_pool_setting(chosen, deployment.engine_version, cpu=target.vendor == "CPU")
     if engine == "vllm":
-        tokens, seqs, note = VLLM_STEP_DEFAULTS[chosen.id](target, deployment.seq_len, deployment.engine_version)
+        # a release the generation does not cover (a log's, priced by another generation): that generation's last
+        typed = deployment.engine_version
+        covered = typed if typed and chosen.covers(parse_version(typed)) else None
+        tokens, seqs, note = VLLM_STEP_DEFAULTS[chosen.id](target, deployment.seq_len, covered)
         tokens = deployment.max_num_batched_tokens or tokens
         if deployment.max_num_seqs is not None and deployment.max_num_seqs > tokens:
             raise BadInputError(
