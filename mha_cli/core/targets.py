@@ -5,10 +5,10 @@ The data is ``mha_cli/data/hardware_targets.csv``: the project's sourced referen
 sourced the same way (dense TFLOPs: vendors' sparse figures halved; an fp4 column where the chip has fp4; a notes
 column per row). Memory is
 given twice: as the vendor states it, in GB read as binary where torch shows them so (an H100's "80 GB" is 80 GiB of
-HBM: torch's 79.19 GiB is 85.0 x 10^9 B, more than a decimal 80 GB), else decimal (``datasheet_bytes``), and as torch and the serving engines see it
-(``torch.cuda.mem_get_info`` total, in GiB: an H100 80GB shows 79.19 GiB), each row
-with the public measurement it comes from, or, where none was found, an estimate that says so. Plans use the
-second. Rows whose notes say UNCERTAIN are kept and flagged: the uncertainty is in the compute column.
+HBM: torch's 79.19 GiB is 85.0 x 10^9 B, more than a decimal 80 GB), else decimal (``datasheet_bytes``), and as
+torch and the serving engines see it (``torch.cuda.mem_get_info`` total, in GiB: an H100 80GB shows 79.19 GiB),
+each row with the public measurement it comes from, or, where none was found, an estimate that says so. Plans use
+the second. Rows whose notes say UNCERTAIN are kept and flagged: the uncertainty is in the compute column.
 
 A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``4090``), a YAML file describing a device
 the table lacks (``my-gpu.yaml``, ``core.target_file``), or any of them with a device count in front (``8xh100``,
@@ -82,7 +82,8 @@ def gb_shown_binary(memory_gb: float, torch_bytes: int) -> bool:
 
 def datasheet_bytes(memory_gb: float, torch_bytes: int) -> int:
     """A datasheet's ``memory_gb`` in bytes: GB of 2^30 B where ``gb_shown_binary`` shows them so (an H100's 80 GB,
-    85,899,345,920 B), else 10^9 B, the unit's own meaning (a B300's 288 GB, 288 x 10^9 B: nothing torch sees says more)."""
+    85,899,345,920 B), else 10^9 B, the unit's own meaning (a B300's 288 GB, 288 x 10^9 B: nothing torch sees says
+    more)."""
     return round(memory_gb * (2**30 if gb_shown_binary(memory_gb, torch_bytes) else 10**9))
 
 

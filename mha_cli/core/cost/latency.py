@@ -59,7 +59,8 @@ def predict_latency(
 
     target = resolve_target(memory.target_id).target  # a row, or a target file (its path is its id)
     case = ServingCase(
-        model=engine_state_model(model, memory.engine.name), isl=deployment.seq_len, osl=1, concurrency=memory.sequences_per_replica, tp=memory.tp,
+        model=engine_state_model(model, memory.engine.name), isl=deployment.seq_len, osl=1,
+        concurrency=memory.sequences_per_replica, tp=memory.tp,
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
     )  # fmt: skip
     if target.id == CPU_TARGET_ID:  # no datasheet: this machine's profile (none yet: no latency) and its peaks

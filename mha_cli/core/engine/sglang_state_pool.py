@@ -162,8 +162,8 @@ def sglang_state_model(model: ModelSpec) -> ModelSpec:
     """``model`` with its recurrent state in the dtype SGLang keeps it, for the step's state traffic
     (``core.cost.work.sequence_ops``): the config's (``state_dtype`` set), else float32. ``configs/mamba_utils.py``
     ``mamba2_state_dtype`` (0.5.10 read: float32 unless the config's ``mamba_ssm_dtype`` or the environment's
-    ``SGLANG_MAMBA_SSM_DTYPE`` says otherwise) types the state of every hybrid config that calls it (Qwen3-Next, Nemotron-H,
-    Falcon-H1, LFM2) and ``KimiLinearCacheParams`` by its default; 0.5.2-0.5.9: ``--mamba-ssm-dtype``, default
+    ``SGLANG_MAMBA_SSM_DTYPE`` says otherwise) types the state of every hybrid config that calls it (Qwen3-Next,
+    Nemotron-H, Falcon-H1, LFM2) and ``KimiLinearCacheParams`` by its default; 0.5.2-0.5.9: ``--mamba-ssm-dtype``, default
     float32. ``core.kv``'s engine convention (vLLM's) keeps an untyped Mamba-2 or Gated DeltaNet state in the
     model's dtype instead, half the bytes."""
     state = model.recurrent
