@@ -81,6 +81,10 @@ stand, per group, so that a rule change that moves them has to say so here.
   priced with them, no rule changed): the per-token rule exact on 1 of 1 (1302), the plan within 5% on 2 of 2 (1301
   +4.8%, Qwen3-32B on SGLang 0.5.19 on an H100; 1302 +0.6%, Qwen3-8B on SGLang main on a B200); 7 logs not
   expressible.
+- ``new-12`` (ids 1401-1406, logs15: log files committed to repositories, collected after the rules of commit bae3d4e
+  stood, priced with them, no rule changed): the per-token rule exact on 2 of 2, the plan within 5% on 2 of 2 (1401
+  -0.3%, gpt-oss-120b at tp 4 on four A100 80GB nodes, vLLM 0.10.1.1; 1402 -4.5%, Qwen3-Reranker-0.6B on an RTX 3090
+  at utilisation 0.258, vLLM 0.10.1); 4 logs not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -126,6 +130,7 @@ def test_counts_per_group(table):
     # new-10: 1 of 2 as the rules stood; 1201 within 5% since vLLM's MXFP4 MoE padding was read with it in view
     assert module.counts(rows, "new-10") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
     assert module.counts(rows, "new-11") == {"logs": 2, "rule_checked": 1, "rule_exact": 1, "priced": 2, "within": 2}
+    assert module.counts(rows, "new-12") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
 
 
 def test_second_new_group_errors(table):
@@ -437,6 +442,26 @@ def test_group_1301(table):
     assert all(log["not_expressible"] for log in unexpressed)
     assert not {row.log["id"] for row in rows} & {1303, 1304, 1305, 1306, 1307, 1308, 1309}
     assert sum(str(log.get("url")).startswith("search index id 55529353766") for log in module.load_logs()) == 1
+
+
+def test_group_1401(table):
+    """The 14xx group (logs15, log files committed to repositories) as the rules of bae3d4e price it: vLLM 0.10.1.1
+    (1401, gpt-oss-120b at tp 4 over four A100 80GB nodes at utilisation 0.8, the hybrid sliding-window pool a rank)
+    and 0.10.1 (1402, Qwen3-Reranker-0.6B through the LLM class on an RTX 3090 at 0.258): each log's error and plan,
+    the per-token rule from its own memory, and the logs mha cannot express listed with their reason, never priced
+    (501's TensorRT-LLM reranker run, found again, is not added twice)."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-12"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {1401: -0.003, 1402: -0.045}
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {1401: 2631728, 1402: 31472}
+    assert all(row.rule_hit and row.basis == "tokens" for row in new.values())
+    assert module.per_token_tokens(new[1401].log) == [2639776, 2640368]  # 45.32 GiB a rank, sliding and full groups
+    assert module.per_token_tokens(new[1402].log) == [32896, 32992]  # 3.52 GiB / 114,688 B in blocks of 16
+    unexpressed = module.unexpressed_logs("new-12")
+    assert [log["id"] for log in unexpressed] == [1403, 1404, 1405, 1406]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {1403, 1404, 1405, 1406}
+    assert sum(str(log.get("url")).startswith("search index id 66094399229") for log in module.load_logs()) == 1
 
 
 def test_sglang_padding_slots_follow_the_release(table):
