@@ -80,3 +80,19 @@ def test_a_release_the_generation_does_not_cover_takes_its_last_rules():
     spec = DeploymentSpec(engine="vllm", engine_generation="vllm-v1", engine_version="0.2")
     settings = resolve_settings(spec, a100, 1)
     assert (settings.max_num_batched_tokens, settings.max_num_seqs) == (2048, 256)
+
+
+def test_vllm_0_8_0_to_0_8_4_go_by_device_name():
+    """``_set_default_args_v1`` in the 0.8.0-0.8.4 wheels: 8,192 tokens on a device named H100/H200, else 2,048;
+    1,024 sequences everywhere in 0.8.0-0.8.3, 256 off an H100/H200 in 0.8.4; from 0.8.5 the 70 GiB memory test (an
+    A100 80GB then takes 8,192 and 1,024, a 94 GiB H20 too)."""
+    h100, h200 = resolve_target("h100").target, resolve_target("h200").target
+    a100, h20, l4 = (resolve_target(name).target for name in ("a100", "h20", "l4"))
+    for release in ("0.8.0", "0.8.1", "0.8.2", "0.8.3", "0.8.4"):
+        assert _steps(h100, f"vllm@{release}") == _steps(h200, f"vllm@{release}") == (8192, 1024), release
+    for release in ("0.8.0", "0.8.3"):
+        assert _steps(a100, f"vllm@{release}") == _steps(h20, f"vllm@{release}") == (2048, 1024), release
+        assert _steps(l4, f"vllm@{release}") == (2048, 1024), release
+    assert _steps(a100, "vllm@0.8.4") == _steps(h20, "vllm@0.8.4") == _steps(l4, "vllm@0.8.4") == (2048, 256)
+    assert _steps(a100, "vllm@0.8.5") == _steps(h20, "vllm@0.8.5") == (8192, 1024)
+    assert _steps(l4, "vllm@0.8.5") == (2048, 256)

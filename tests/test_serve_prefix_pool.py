@@ -89,15 +89,16 @@ def test_sglang_holds_the_prefix_once_in_its_radix_cache(cli):
 
 
 def test_sglang_shares_a_sliding_window_models_prefix_too(cli):
-    """gpt-oss-20b (sliding-window layers) on SGLang: one pool (the hybrid SWA pool is off for GptOss) of 1,148,929
-    tokens in pages of 1; the 6,000 prefix tokens held once, each request 2,448 of its own: (1,148,929 - 6,000) //
-    2,448 = 466 at once, where 136 hold a copy each."""
+    """gpt-oss-20b (sliding-window layers) on SGLang (0.5.23, its hybrid SWA pool: ``core.engine.sglang_swa_pool``):
+    1,276,587 full-layer tokens in pages of 1; the 6,000 prefix tokens held once, each request 2,448 of its own:
+    (1,276,587 - 6,000) // 2,448 = 519 at once, where 151 hold a copy each; the 512 users all run."""
     plan = cli.json("plan", "gpt-oss-20b", "--target", "h100", "--tp", "1", "--engine", "sglang", "--isl", "8192",
                     "--osl", "256", "--concurrency", "512", "--shared-prefix", "6000", "--closed-form")  # fmt: skip
     engine = plan["memory"]["engine"]
-    assert engine["kv_tokens"] == 1_148_929 and engine["admitted_per_replica"] == 136
-    assert plan["running_per_replica"] == 466
-    assert any("466 request(s) at once per replica, where 136 hold a copy each" in note for note in plan["notes"])
+    # was 1,148,929 tokens, 136 admitted, 466 running: every layer priced at full length before the hybrid pool
+    assert engine["kv_tokens"] == 1_276_587 and engine["admitted_per_replica"] == 151
+    assert plan["running_per_replica"] == 512
+    assert any("519 request(s) at once per replica, where 151 hold a copy each" in note for note in plan["notes"])
 
 
 def test_trtllm_stays_at_one_copy_a_request(cli):

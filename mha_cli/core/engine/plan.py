@@ -75,6 +75,7 @@ from mha_cli.core.engine.settings import (
 from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_running import RunningLimit, running_limit, running_release
 from mha_cli.core.engine.sglang_state_pool import StatePool, priced_here, state_pool
+from mha_cli.core.engine.sglang_swa_pool import ESTIMATE_AFTER_SPLIT_FROM, SwaSplit, split_tokens, swa_pool_on
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
@@ -250,6 +251,8 @@ class _Pool(NamedTuple):
     block_size: int
     """Tokens per block as the engine settles them (vLLM may raise the asked block size)."""
     state_running_cap: int | None = None
+    estimate_tokens: int | None = None
+    """SGLang 0.5.8-0.5.9's hybrid SWA pool: the profiled tokens its request pool's estimate reads (None: ``tokens``)."""
     """Requests SGLang's recurrent-state pool lets a rank run (``StatePool.running_cap``); None: no such pool."""
 
 
@@ -642,6 +645,21 @@ def _sglang(inputs: _Inputs) -> _Pool:
         state_refusal = states.refusal()
     blocks, tokens, concurrency = _token_pool(inputs, available, per_sequence)
     notes = []
+    swa = _sglang_swa_split(inputs, tokens) if tokens > 0 else None
+    estimate_tokens = None
+    if swa is not None:
+        profiled, full_bytes, swa_bytes, split, triple = swa
+        window = -(-min(paged_tokens, kv.sliding_window or paged_tokens) // settings.block_size) * settings.block_size
+        per_sequence = paged_tokens * full_bytes + window * swa_bytes
+        blocks, tokens = split.full // settings.block_size, split.full
+        concurrency = min(split.full / paged_tokens, split.swa / window)
+        estimate_tokens = None if triple >= ESTIMATE_AFTER_SPLIT_FROM else profiled
+        notes.append(
+            f"SGLang's hybrid SWA pool (SWAKVPool, swa_full_tokens_ratio 0.8): the {profiled:,} tokens priced in every"
+            f" layer become {split.full:,} in the {kv.n_global_layers} full layers and {split.swa:,} in the"
+            f" {kv.n_local_layers} sliding ones; a request counted at {paged_tokens:,} full and {window:,} sliding tokens"
+            " (its window: the sliding tokens SGLang frees behind it are not priced)"
+        )
     if states is not None:
         notes.append(
             f"SGLang {states.release}'s state pool lets at most {states.running_cap} requests run at once:"
@@ -653,9 +671,10 @@ def _sglang(inputs: _Inputs) -> _Pool:
         notes.append(
             "SGLang's state pool for this architecture is not priced: its fixed states are counted in the KV pool"
         )
-    if kv.n_local_layers:
+    if kv.n_local_layers and swa is None:
         notes.append(
-            "SGLang prices sliding-window layers as full here (its hybrid SWA pool is off for Gemma 2/3, gpt-oss)"
+            "SGLang prices sliding-window layers as full here (its hybrid SWA pool is off for Gemma 2/3, and for"
+            " gpt-oss before 0.5.8, on SM100 before 0.5.10, under speculative decoding in 0.5.8)"
         )
     outside = free_before - int(free_before * util)
     if outside < inputs.activation + CUDA_GRAPH_ESTIMATE:
@@ -676,14 +695,39 @@ def _sglang(inputs: _Inputs) -> _Pool:
         else f"KV Cache is allocated. #tokens: {tokens}, K size: {per_half:.2f} GB, V size: {per_half:.2f} GB"
     )
     log_lines = [refusal] if refusal else [allocated]
+    if swa is not None and not refusal:
+        split = swa[3]
+        layer_bytes = swa[1] // kv.n_global_layers
+        usage = ((split.full + padding) * kv.n_global_layers + (split.swa + padding) * kv.n_local_layers) * layer_bytes
+        log_lines = [
+            f"Use sliding window memory pool. full_layer_tokens={split.full}, swa_layer_tokens={split.swa}",
+            f"SWAKVPool mem usage: {usage / GIB:.2f} GB, swa size: {split.swa}, full size: {split.full}",
+        ]
     if states is not None and starts:  # the state pool is allocated once the KV pool's size is settled
         log_lines.insert(0, states.log_line())
     return _Pool(
         available=available, activation=0, budget=budget, blocks=blocks, tokens=tokens, concurrency=concurrency,
         request_bytes=per_sequence, starts=starts, refusal=refusal, log_lines=log_lines,
         groups=[], layers_per_group=None, padding_layers=0, notes=notes, block_size=inputs.settings.block_size,
-        state_running_cap=None if states is None else states.running_cap,
+        state_running_cap=None if states is None else states.running_cap, estimate_tokens=estimate_tokens,
     )  # fmt: skip
+
+
+def _sglang_swa_split(inputs: _Inputs, profiled: int) -> tuple[int, int, int, SwaSplit, tuple[int, int, int]] | None:
+    """(profiled tokens, F x n_full bytes, S x n_swa bytes, the split, the release) where SGLang serves this gpt-oss
+    on its hybrid SWA pool (``core.engine.sglang_swa_pool``); None: another model, or a release, GPU or speculative
+    decoding that keeps it off."""
+    model, kv, settings = inputs.model, inputs.kv, inputs.settings
+    if model.family != "gpt_oss" or not kv.n_local_layers or not kv.n_global_layers:
+        return None
+    triple = running_release(settings.engine_version, settings.generation)
+    if not swa_pool_on(triple, inputs.target.compute_capability, inputs.speculative_tokens > 0):
+        return None
+    layers = kv.n_global_layers + kv.n_local_layers  # gpt-oss: every layer caches, sliding and full alike
+    layer_bytes = kv.bytes_per_token_per_rank // layers
+    full_bytes, swa_bytes = layer_bytes * kv.n_global_layers, layer_bytes * kv.n_local_layers
+    split = split_tokens(profiled, full_bytes, swa_bytes, settings.block_size)
+    return profiled, full_bytes, swa_bytes, split, triple
 
 
 def _sglang_state_pool(inputs: _Inputs, rest: int) -> StatePool | None:
@@ -701,11 +745,14 @@ def _sglang_state_pool(inputs: _Inputs, rest: int) -> StatePool | None:
     return state_pool(model, rest, tp=kv.tp, state_layers=kv.n_state_layers, release=inputs.settings.engine_version)
 
 
-def _sglang_running(settings: EngineSettings, tokens: int, context: int) -> RunningLimit:
+def _sglang_running(
+    settings: EngineSettings, tokens: int, context: int, estimate_tokens: int | None = None
+) -> RunningLimit:
     """SGLang's ``max_running_requests`` on a rank of ``tokens`` KV tokens at ``context`` tokens a request
-    (``core.engine.sglang_running``)."""
+    (``core.engine.sglang_running``); ``estimate_tokens``: what its request pool's estimate reads, where not
+    ``tokens``."""
     triple = running_release(settings.engine_version, settings.generation)
-    return running_limit(settings.running_requested, tokens, context, triple)
+    return running_limit(settings.running_requested, tokens, context, triple, estimate_tokens)
 
 
 def _trtllm_cpp_buffers(inputs: _Inputs) -> TrtllmBuffers:
@@ -879,7 +926,7 @@ def plan_engine(
     )  # fmt: skip
     running_note = None
     if settings.engine == "sglang" and pool.tokens > 0:  # its running-request cap is set by the pool's tokens
-        limit = _sglang_running(settings, pool.tokens, kv.seq_len)
+        limit = _sglang_running(settings, pool.tokens, kv.seq_len, pool.estimate_tokens)
         requests, running_note = limit
         if pool.state_running_cap is not None and pool.state_running_cap < requests:  # max_num_reqs's last min
             requests = pool.state_running_cap

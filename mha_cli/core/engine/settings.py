@@ -125,14 +125,43 @@ def _vllm_large_gpu(target: Target, release: str | None) -> bool:
     return target.device_memory_bytes >= 70 * GIB
 
 
+VLLM_MEMORY_TIER_FROM = (0, 8, 5, 0)
+"""The first vLLM whose V1 step defaults go by the device's memory (``device_memory >= 70 * GiB_bytes``): read in the
+0.8.5 wheel's ``EngineArgs._set_default_args_v1`` (``engine/arg_utils.py``). 0.8.0-0.8.4 go by the device's name
+(``"h100" in device_name or "h200" in device_name``, ``current_platform.get_device_name().lower()``): 8,192 batched
+tokens there, else 2,048; ``max_num_seqs`` 1,024 on every device in 0.8.0-0.8.3 (``default_max_num_seqs = 1024``),
+1,024 on an H100/H200 and 256 elsewhere in 0.8.4 (read in the 0.8.0, 0.8.1, 0.8.2, 0.8.3 and 0.8.4 wheels)."""
+VLLM_SEQS_BY_NAME_FROM = (0, 8, 4, 0)
+"""The first vLLM whose name-tiered defaults keep 256 sequences off an H100/H200 (0.8.4; 0.8.0-0.8.3: 1,024)."""
+
+
+def _vllm_name_step_defaults(target: Target, key: tuple[int, ...]) -> tuple[int, int, str]:
+    """vLLM 0.8.0-0.8.4's ``vllm serve`` defaults by device name (``VLLM_MEMORY_TIER_FROM``): the target's name
+    stands for torch's (``NVIDIA H100 80GB HBM3``, ``NVIDIA H200``, ``NVIDIA GH200 480GB`` all match)."""
+    name = target.name.lower()
+    hopper = "h100" in name or "h200" in name
+    seqs = 1024 if hopper or key < VLLM_SEQS_BY_NAME_FROM else 256
+    tokens = 8192 if hopper else 2048
+    where = "an H100/H200 (by device name)" if hopper else "a GPU not named H100/H200"
+    return (
+        tokens,
+        seqs,
+        f"max_num_batched_tokens {tokens}, max_num_seqs {seqs}: vllm serve's 0.8.0-0.8.4 defaults on {where}",
+    )
+
+
 def _vllm_step_defaults(target: Target, release: str | None) -> tuple[int, int, str]:
     """vLLM V1's ``vllm serve`` defaults for ``release`` (None: the latest; ``engine/arg_utils.py``
-    ``EngineArgs._set_default_args_v1`` 0.8.5-0.10.2, ``_set_default_args`` 0.11.0, ``get_batch_defaults`` from
-    0.11.2, as read in those wheels): 8,192 batched tokens and 1,024 sequences on a GPU of 70 GiB or more that is not
-    a GB10 (``VLLM_GB10_CAPABILITY``) nor, from 0.9, an A100 (``VLLM_A100_NAME_CHECK``), else 2,048 and 256; on its
-    CPU backend 2,048 and 128 (per rank; 0.32)."""
+    ``EngineArgs._set_default_args_v1`` 0.8.0-0.10.2, ``_set_default_args`` 0.11.0, ``get_batch_defaults`` from
+    0.11.2, as read in those wheels): 0.8.0-0.8.4 by device name (``_vllm_name_step_defaults``); from 0.8.5 8,192
+    batched tokens and 1,024 sequences on a GPU of 70 GiB or more that is not a GB10 (``VLLM_GB10_CAPABILITY``) nor,
+    from 0.9, an A100 (``VLLM_A100_NAME_CHECK``), else 2,048 and 256; on its CPU backend 2,048 and 128 (per rank;
+    0.32)."""
     if target.vendor == "CPU":
         return 2048, 128, "max_num_batched_tokens 2048, max_num_seqs 128: vllm serve's defaults on its CPU backend"
+    key = None if release is None else tuple(release_key(release))
+    if key is not None and key < VLLM_MEMORY_TIER_FROM:
+        return _vllm_name_step_defaults(target, key)
     if _vllm_large_gpu(target, release):
         return 8192, 1024, "max_num_batched_tokens 8192, max_num_seqs 1024: vllm serve's defaults on a GPU of >= 70 GiB"
     if target.compute_capability == VLLM_GB10_CAPABILITY:

@@ -90,17 +90,21 @@ class RunningLimit(NamedTuple):
     how: str
 
 
-def running_limit(requested: Requested | None, tokens: int, context: int, triple: Triple) -> RunningLimit:
+def running_limit(
+    requested: Requested | None, tokens: int, context: int, triple: Triple, estimate_tokens: int | None = None
+) -> RunningLimit:
     """SGLang ``triple``'s ``max_running_requests`` on a rank of ``tokens`` KV tokens at ``context`` tokens a request,
-    ``requested`` per rank (None: its default)."""
+    ``requested`` per rank (None: its default); ``estimate_tokens``: the tokens the request pool's estimate reads
+    where they are not ``tokens`` (0.5.8-0.5.9's hybrid SWA pool: those profiled before the split)."""
     release = ".".join(map(str, triple))
+    read = tokens if estimate_tokens is None else estimate_tokens
     if requested is None:
-        estimate = pool_estimate(tokens, context, triple)
+        estimate = pool_estimate(read, context, triple)
         requests = min(tokens // 2, estimate)
         return RunningLimit(
             requests,
             f"SGLang {release}'s max_running_requests {requests:,}: min(KV tokens // 2 = {tokens // 2:,}, its request"
-            f" pool clamp(int({tokens:,} / context {context:,} x 512), 2048, 4096)"
+            f" pool clamp(int({read:,} / context {context:,} x 512), 2048, 4096)"
             f"{' + 1' if triple < EXTRA_ROW_UNTIL else ''} = {estimate:,})",
         )
     if triple < ESTIMATE_CAPS_GIVEN[0]:
@@ -108,7 +112,7 @@ def running_limit(requested: Requested | None, tokens: int, context: int, triple
             requested.requests, f"SGLang {release}'s max_running_requests {requested.requests:,} ({requested.by})"
         )
     if triple < ESTIMATE_CAPS_GIVEN[1]:
-        bound, name = pool_estimate(tokens, context, triple), "its request pool's estimate"
+        bound, name = pool_estimate(read, context, triple), "its request pool's estimate"
     else:
         bound, name = tokens // 2, "KV tokens // 2"
     requests = max(1, min(requested.requests, bound))
