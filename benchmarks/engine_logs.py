@@ -526,16 +526,18 @@ def _median(values: list[float]) -> float:
 
 NOTES = """## Notes
 
-- The held-out group 1501 (logs16: 1501-1508, log files committed to repositories), collected after the rules of
+- The held-out group 1501 (logs16: 1501-1510, log files committed to repositories), collected after the rules of
   commit 5f3fa37 stood and priced with them, no rule changed: the per-token rule exact on 3 of 3, the whole plan
   within 5% on 1 of 3. 1503 +1.8% (Qwen2.5-0.5B-Instruct through vllm serve on an RTX 4090 under WSL2 at utilisation
   0.85 and length 2,048, vLLM 0.27.1; 1003's machine) lands; 1501 +31.1% and 1502 +32.0% (Qwen3-8B on a Dell Pro Max
   with GB10 at utilisation 0.2, vLLM 0.27.1's Model Runner V2, without and with NVIDIA Dynamo's KVBM connector; the
   engine logs a cookbook committed to results/logs/) miss: the logs' own breakdown puts 1.61 and 1.65 GiB of
   non-torch memory on the GB10 against the plan's 0.25, and a 1.25 GiB activation peak against its 0.69, a third of
-  a pool that utilisation 0.2 keeps to 6.2 GiB. Five are not expressible: InternVL3-78B on 8 L40S (vLLM 0.6.6.post1;
-  no config, a video tower's profiling), a parser's Qwen3-4B test sample with no GPU, DeepSeek-V4-Flash on H200 NVL
-  cards, Qwen3.5-9B on an L40S (no config) and Qwen3-0.6B on an RTX 3060 12GB (no target; the quoted start refuses).
+  a pool that utilisation 0.2 keeps to 6.2 GiB. Seven are not expressible: InternVL3-78B on 8 L40S (vLLM
+  0.6.6.post1; no config, a video tower's profiling), a parser's Qwen3-4B test sample with no GPU, DeepSeek-V4-Flash
+  on H200 NVL cards, Qwen3.5-9B on an L40S (no config), Qwen3-0.6B on an RTX 3060 12GB (no target; the quoted start
+  refuses), a fine-tune whose base is not named on a shared A10G, and SGLang 0.3's bench_latency on an MI300X (older
+  than any SGLang generation mha prices).
   Held out (groups 501 and up, as the rules stood when each was collected): 24 of 38 within 5% before, 25 of 41 with
   this group.
 - The held-out group 1401 (logs15: 1401-1406, log files committed to repositories), collected after the rules of
@@ -845,7 +847,7 @@ GROUPS = {
     " bae3d4e stood (every rule of the earlier groups), priced with them, no rule changed: 2 of 2 within 5%, 4 logs"
     " not expressible",
     "new-13": "Group 1501 and up (logs16): log files committed to repositories, collected after the rules of commit"
-    " 5f3fa37 stood (every rule of the earlier groups), priced with them, no rule changed: 1 of 3 within 5%, 5 logs"
+    " 5f3fa37 stood (every rule of the earlier groups), priced with them, no rule changed: 1 of 3 within 5%, 7 logs"
     " not expressible",
 }
 
