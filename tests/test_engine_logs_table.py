@@ -85,6 +85,10 @@ stand, per group, so that a rule change that moves them has to say so here.
   stood, priced with them, no rule changed): the per-token rule exact on 2 of 2, the plan within 5% on 2 of 2 (1401
   -0.3%, gpt-oss-120b at tp 4 on four A100 80GB nodes, vLLM 0.10.1.1; 1402 -4.5%, Qwen3-Reranker-0.6B on an RTX 3090
   at utilisation 0.258, vLLM 0.10.1); 4 logs not expressible.
+- ``new-13`` (ids 1501-1510, logs16: log files committed to repositories, collected after the rules of commit 5f3fa37
+  stood, priced with them, no rule changed): the per-token rule exact on 3 of 3, the plan within 5% on 1 of 3 (1503
+  +1.8%, Qwen2.5-0.5B-Instruct on an RTX 4090 under WSL2, vLLM 0.27.1; 1501 +31.1% and 1502 +32.0%, Qwen3-8B on a GB10
+  at utilisation 0.2, vLLM 0.27.1, without and with the KVBM connector); 7 logs not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -131,6 +135,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-10") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
     assert module.counts(rows, "new-11") == {"logs": 2, "rule_checked": 1, "rule_exact": 1, "priced": 2, "within": 2}
     assert module.counts(rows, "new-12") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
+    assert module.counts(rows, "new-13") == {"logs": 3, "rule_checked": 3, "rule_exact": 3, "priced": 3, "within": 1}
 
 
 def test_second_new_group_errors(table):
@@ -462,6 +467,27 @@ def test_group_1401(table):
     assert all(log["not_expressible"] for log in unexpressed)
     assert not {row.log["id"] for row in rows} & {1403, 1404, 1405, 1406}
     assert sum(str(log.get("url")).startswith("search index id 66094399229") for log in module.load_logs()) == 1
+
+
+def test_group_1501(table):
+    """The 15xx group (logs16, log files committed to repositories) as the rules of 5f3fa37 price it: vLLM 0.27.1 on a
+    GB10 at utilisation 0.2 (1501, Qwen3-8B; 1502, the same with the KVBM connector) and on an RTX 4090 under WSL2
+    (1503, Qwen2.5-0.5B-Instruct at 0.85 and length 2,048): each log's error and plan, the per-token rule from its own
+    memory, and the logs mha cannot express listed with their reason, never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-13"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {1501: 0.311, 1502: 0.320, 1503: 0.018}
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {1501: 59120, 1502: 59120, 1503: 1659072}
+    assert all(row.rule_hit and row.basis == "tokens" for row in new.values())
+    assert module.per_token_tokens(new[1501].log) == [45024, 45104]  # 6.19 GiB / 147,456 B in blocks of 16
+    assert module.per_token_tokens(new[1503].log) == [1629216, 1630096]  # 18.65 GiB / 12,288 B in blocks of 16
+    assert all(module.WHY.get(log_id, "").startswith("no source-backed cause") for log_id in (1501, 1502))
+    unexpressed = module.unexpressed_logs("new-13")
+    assert [log["id"] for log in unexpressed] == [1504, 1505, 1506, 1507, 1508, 1509, 1510]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {1504, 1505, 1506, 1507, 1508, 1509, 1510}
+    reason_1309 = next(log for log in module.load_logs() if log["id"] == 1309)["not_expressible"]
+    assert reason_1309.startswith("KTransformers keeps 96 of the 128 experts")
 
 
 def test_sglang_padding_slots_follow_the_release(table):
