@@ -112,3 +112,22 @@ def test_the_datasheet_bound_stays_below_the_prior():
             bound, _ = op_seconds(op, datasheet_profile(target, "fp8"), tp=1)
             ceiling, _ = op_seconds(op, prior_profile(target, "fp8").ceiling(), tp=1)
             assert bound <= ceiling <= prior
+
+
+def test_h20_fa3_against_flashinfer_as_sglang_6151_measured_them():
+    """sgl-project/sglang#6151 (Qwen3-235B-A22B, tp 8 on H20, 32 prompts of 3,500 tokens) profiled one decode
+    layer's attention: FA3 98 us, FlashInfer 35 us. One rank's layer: 8 query heads on one KV head of 128, bf16
+    cache. SGLang's FA3 then ran 128-row tiles (before #18985), FlashInfer 16: nothing here is fitted on them."""
+    batch, context, rows = 32, 3500, 8
+    op = Op(name="attention", kind="attention", count=1, bytes=batch * context * 128 * 2 * 2,
+            flops=batch * context * rows * 4 * 128, tokens=batch * rows, decode=DecodeRows(rows, False, False))  # fmt: skip
+    sglang = prior_profile(TARGETS["h20"], generation="sglang-0.5")
+    assert sglang.decode_attention is not None and sglang.decode_attention.gqa.tiles == (128,)
+    fa3, _ = op_seconds(op, sglang, tp=8)
+    flashinfer_profile = sglang.model_copy(
+        update={"decode_attention": sglang.decode_attention.model_copy(update={"gqa": FLASHINFER})}
+    )
+    flashinfer, _ = op_seconds(op, flashinfer_profile, tp=8)
+    assert fa3 == pytest.approx(98e-6, rel=0.25)  # 102.7 us
+    assert flashinfer < 35e-6  # 24.6 us: memory-bound, the kernel reaches less bandwidth than the prior's
+    assert fa3 / flashinfer > 2  # measured 2.8x; the rows law priced both alike
