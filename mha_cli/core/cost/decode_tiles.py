@@ -29,11 +29,15 @@ FA3 decodes slower than FlashInfer (sgl-project/sglang#5630: 908 vs 2,014 tok/s 
 layer), the padded 64-128-row tiles against FlashInfer's 16. Pure Python.
 """
 
+from __future__ import annotations
+
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from mha_cli.core.record import Record
-from mha_cli.core.targets import Target
+
+if TYPE_CHECKING:
+    from mha_cli.core.targets import Target
 
 HOPPER_MAJOR = 9
 """CUDA compute capability major of Hopper (H100, H200, H20): where vLLM runs FlashAttention-3."""
@@ -88,11 +92,11 @@ class DecodeAttention(Record):
     fp8_flops: float
     """The same on fp8 tensor cores (the bf16 figure where the GPU has none)."""
 
-    def unpadded(self) -> "DecodeAttention":
+    def unpadded(self) -> DecodeAttention:
         """The same rates without padding, in fp8 on an fp8 cache: the bound no kernel of them goes below."""
         return self.model_copy(update={"gqa": UNPADDED, "latent": UNPADDED})
 
-    def scaled(self, factor: float) -> "DecodeAttention":
+    def scaled(self, factor: float) -> DecodeAttention:
         """The same kernels at ``factor`` x the rates (a fit's compute factor)."""
         return self.model_copy(update={"bf16_flops": self.bf16_flops * factor, "fp8_flops": self.fp8_flops * factor})
 
