@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 from pydantic_core import from_json
 
+from mha_cli.core.cost.decode_tiles import DecodeAttention, decode_attention
 from mha_cli.core.cost.profile import CollectiveCost, Curve, DeviceProfile
 from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.engine.prefill_graphs import graphed_release, prefill_launch_s
@@ -150,6 +151,7 @@ def prior_profile(
         attention_flops=Curve.saturating(
             target.bf16_tflops_dense * 1e12 * c["attention_efficiency"], c["matmul_half_rows"], ROW_SIZES
         ),
+        decode_attention=decode_attention(target, _engine_of(generation), generation, c["attention_efficiency"]),
         kernel_overhead_s=c["kernel_overhead_s"], dispatch_overhead_s=c["dispatch_overhead_s"],
         step_overhead_s=c["step_overhead_s"], request_overhead_s=front_end(generation).seconds,
         prefill_dispatch_overhead_s=prefill_launch_s(generation, c),
@@ -159,6 +161,11 @@ def prior_profile(
         constants={name: f"{value:g}" for name, value in c.items()} | _front_end_constant(generation),
         relative_error=error,
     )  # fmt: skip
+
+
+def _engine_of(generation: str | None) -> str:
+    """The engine of ``generation`` (``vllm-v1`` -> ``vllm``); vLLM, the default engine, without one."""
+    return "vllm" if generation is None else generation.partition("-")[0]
 
 
 def _front_end_constant(generation: str | None) -> dict[str, str]:
@@ -177,6 +184,12 @@ def profile_generation(profile: DeviceProfile) -> str | None:
     return profile.name.partition("@")[2] or None
 
 
+def _unpadded(target: Target) -> DecodeAttention | None:
+    """The datasheet's decode attention: no padding, fp8 MMAs on an fp8 cache, at the peaks (the roofline's)."""
+    found = decode_attention(target, "vllm", None, 1.0)
+    return found.unpadded() if found else None
+
+
 def datasheet_profile(target: Target, weight_dtype: str = "bf16") -> DeviceProfile:
     """``target``'s datasheet as a profile: peak rates at every size, no fixed costs. The roofline bound."""
     link, link_bandwidth = _link(target)
@@ -185,7 +198,8 @@ def datasheet_profile(target: Target, weight_dtype: str = "bf16") -> DeviceProfi
         name=f"{target.id}-datasheet", kind="ceiling", device="cuda", device_name=target.name, dtype=weight_dtype,
         target_id=target.id, source=f"{target.name} datasheet peaks ({target.source})",
         weight_bandwidth=Curve.flat(target.bandwidth_bytes_per_s), cache_bandwidth=Curve.flat(target.bandwidth_bytes_per_s),
-        matmul=Curve.flat(flops), attention_flops=Curve.flat(target.bf16_tflops_dense * 1e12), kernel_overhead_s=0.0,
+        matmul=Curve.flat(flops), attention_flops=Curve.flat(target.bf16_tflops_dense * 1e12),
+        decode_attention=_unpadded(target), kernel_overhead_s=0.0,
         dispatch_overhead_s=0.0, step_overhead_s=0.0,
         collective=CollectiveCost(latency_s=0.0, bandwidth_bytes_per_s=link_bandwidth, link=link), relative_error=0.0,
     )  # fmt: skip

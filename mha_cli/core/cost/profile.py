@@ -8,6 +8,8 @@ A profile holds, for one device and dtype:
 - ``matmul``: FLOP/s against the matmul's rows (tokens): low for a handful of rows, near the dense peak for
   thousands; ``attention_flops``: the same for attention against its rows (query tokens x query heads per KV
   head, ``core.cost.work.attention_rows``);
+- ``decode_attention``: the engine's decode attention kernels on this GPU, which price a decode step's attention
+  on whole query tiles instead (``core.cost.decode_tiles``; None: the ``attention_flops`` curve prices it);
 - ``kernel_overhead_s``: the fixed cost of one kernel in a serving engine (decode under CUDA graphs), and
   ``dispatch_overhead_s``: the cost of one operator dispatched eagerly by torch (what ``verify`` runs);
   ``prefill_dispatch_overhead_s``: the host's launch time per kernel of a prompt step in an engine whose prefill runs
@@ -28,6 +30,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, NonNegativeFloat, PositiveFloat, model_validator
 
+from mha_cli.core.cost.decode_tiles import DecodeAttention
 from mha_cli.core.record import Record, empty_dict
 
 ProfileKind = Literal["prior", "calibrated", "ceiling"]
@@ -128,6 +131,9 @@ class DeviceProfile(Record):
     cache_bandwidth: Curve
     matmul: Curve
     attention_flops: Curve
+    decode_attention: DecodeAttention | None = None
+    """The engine's decode attention kernels on this GPU (``core.cost.decode_tiles``); None: not read, or measured
+    (a calibrated profile's ``attention_flops`` holds what it measured)."""
     kernel_overhead_s: NonNegativeFloat
     dispatch_overhead_s: NonNegativeFloat
     step_overhead_s: NonNegativeFloat
@@ -165,5 +171,6 @@ class DeviceProfile(Record):
                 "attention_flops": Curve.flat(self.attention_flops.peak), "kernel_overhead_s": 0.0,
                 "dispatch_overhead_s": 0.0, "step_overhead_s": 0.0, "collective": collective, "request_overhead_s": 0.0,
                 "sequence_overhead_s": 0.0, "prefill_dispatch_overhead_s": 0.0,
+                "decode_attention": self.decode_attention.unpadded() if self.decode_attention else None,
             }
         )  # fmt: skip

@@ -1,6 +1,7 @@
 """The time of one forward step on a device profile: sum over operations of their roof, plus fixed costs.
 
     time = sum over ops of count x max(bytes / bandwidth(bytes), FLOPs / rate(rows))
+           (decode attention: FLOPs x padded rows / rows / tile rate, ``core.cost.decode_tiles``)
            + collectives (latency + bytes / bus bandwidth)
            + kernels x kernel overhead (an engine) or dispatched operators x dispatch overhead (eager torch)
            + the engine's step overhead
@@ -39,7 +40,8 @@ class StepTime(Record):
 def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCost | None = None) -> tuple[float, bool]:
     """(one instance's time without fixed costs, whether compute bounds it). Bandwidth is read at the instance's
     bytes, FLOP/s at its rows (``Op.tokens``: a matmul's M; an attention kernel's query tokens x the query heads
-    sharing one KV head, ``core.cost.work.attention_rows``); ``scale_out``: the link between nodes, which prices a
+    sharing one KV head, ``core.cost.work.attention_rows``), except a decode attention whose kernel the profile
+    names: its FLOPs on whole tiles of that kernel at its dtype's rate (``core.cost.decode_tiles``); ``scale_out``: the link between nodes, which prices a
     collective whose group spans them (``Op.off_node``, ``core.cost.nodes``)."""
     if op.kind in COLLECTIVES:
         if profile.collective is None:
@@ -60,8 +62,14 @@ def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCos
     memory = op.bytes / bandwidth.at(op.bytes)
     if op.flops <= 0:
         return memory, False
-    rate = profile.attention_flops if op.kind == "attention" else profile.matmul
-    compute = op.flops / rate.at(op.tokens)
+    padded = None
+    if op.decode is not None and profile.decode_attention is not None:  # its kernel's tiles, where read
+        padded = profile.decode_attention.seconds(op.flops, op.decode)
+    if padded is None:
+        rate = profile.attention_flops if op.kind == "attention" else profile.matmul
+        compute = op.flops / rate.at(op.tokens)
+    else:
+        compute = padded
     return max(memory, compute), compute > memory
 
 

@@ -34,6 +34,7 @@ count is measured where it matters: ``verify`` counts the operators it dispatche
 
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
+from mha_cli.core.cost.decode_tiles import DecodeRows
 from mha_cli.core.dp_attention import dispatch_bytes
 from mha_cli.core.kv import kv_footprint, tokens_held
 from mha_cli.core.params import Matrix, count_params, matrices_per_rank
@@ -97,6 +98,9 @@ class Op(NamedTuple):
     off_node: float = 0.0
     """A collective's share of peers on other nodes (``core.cost.nodes``): 0 inside a node, priced on the scale-up
     link; above it, on the scale-out link."""
+    decode: DecodeRows | None = None
+    """A decode attention's rows as its kernel packs them, one sequence against one KV head, which it pads to its
+    tile (``core.cost.decode_tiles``); None: any other op (a prompt's attention keeps the rows law)."""
 
 
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
@@ -282,6 +286,8 @@ class AttentionLayout(NamedTuple):
     state_layers: int
     state_bytes: float
     """One sequence's fixed state in one state layer on the rank."""
+    fp8_cache: bool = False
+    """The cache is stored in fp8 (a decode kernel may multiply in fp8: ``core.cost.decode_tiles``)."""
 
 
 def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCacheMode) -> AttentionLayout:
@@ -311,6 +317,7 @@ def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCac
         kernels=ATTENTION_BLOCK_KERNELS + (MLA_EXTRA_KERNELS if model.attention.mla is not None else 0),
         state_layers=state_layers,
         state_bytes=footprint.state_bytes_per_seq_per_rank / state_layers if state_layers else 0.0,
+        fp8_cache=kv_dtype.startswith("fp8"),
     )  # fmt: skip
 
 
@@ -339,6 +346,9 @@ def sequence_ops(layout: AttentionLayout, shape: StepShape, absorbed: bool) -> l
     ops: list[Op] = []
     per_token_layer, pair_flops = layout.per_token_layer, layout.pair_flops[absorbed]
     rows = attention_rows(layout, shape, absorbed)
+    decode = None
+    if shape.new_tokens == 1 or shape.verify:  # the decode kernels' few rows a sequence: padded to their tile
+        decode = DecodeRows(shape.new_tokens * layout.queries_per_kv[absorbed], absorbed, layout.fp8_cache)
     end = shape.context + shape.new_tokens
     for window, n_layers in layout.windows.items():
         held = tokens_held(end, window)
@@ -353,6 +363,7 @@ def sequence_ops(layout: AttentionLayout, shape: StepShape, absorbed: bool) -> l
                 flops=pairs * pair_flops,
                 tokens=rows,
                 kernels=layout.kernels,
+                decode=decode,
             )
         )
     if layout.state_layers:

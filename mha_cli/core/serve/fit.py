@@ -69,6 +69,7 @@ def apply(base: DeviceProfile, constants: Constants) -> DeviceProfile:
             "cache_bandwidth": scaled(base.cache_bandwidth, constants.bandwidth),
             "matmul": scaled(base.matmul, constants.compute),
             "attention_flops": scaled(base.attention_flops, constants.compute),
+            "decode_attention": base.decode_attention.scaled(constants.compute) if base.decode_attention else None,
             "step_overhead_s": constants.step_overhead_s, "kernel_overhead_s": constants.kernel_overhead_s,
             "sequence_overhead_s": constants.sequence_overhead_s, "request_overhead_s": constants.request_overhead_s,
         }
