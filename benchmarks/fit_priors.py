@@ -516,12 +516,13 @@ def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[s
     (``fit_prefill_launch``), the step constants kept.
 
     Rows stating their client are judged on their simulated runs (``GenerationRow.simulated_figures``), too slow to
-    run at each of the descent's evaluations (sglang-0.5's 29 client fit rows take about 5 s a pass on this machine;
-    a fit evaluates about 130 passes, three fits per generation with vendors: over 30 min). So a fixed point: at the
-    current constants (``start`` first) each client row is simulated once and its ratios simulated / closed form
-    taken (``client_ratios``); the descent fits the closed form times those ratios, from ``start`` again; the rows
-    are simulated anew at the fitted constants, and so on until no constant moves more than ``FIXED_POINT_MOVE``, at
-    most ``FIXED_POINT_ROUNDS`` fits (each printed). Rows without a client need one fit, as before."""
+    run at each of the descent's evaluations (a pass over sglang-0.5's 29 client fit rows takes 4.7 s on this machine,
+    over vllm-v1's 9 0.9 s; a fit evaluates 129 times, and sglang-0.5 fits three sets, vllm-v1 two: about 24 min of
+    simulation against 10 min allowed, priors_2025.md, simitl). So a fixed point: at the current constants (``start``
+    first) each client row is simulated once and its ratios simulated / closed form taken (``client_ratios``); the
+    descent fits the closed form times those ratios, from ``start`` again; the rows are simulated anew at the fitted
+    constants, and so on until no constant moves more than ``FIXED_POINT_MOVE``, at most ``FIXED_POINT_ROUNDS`` fits
+    (each printed). Rows without a client need one fit, as before."""
     constants = dict(start)
     for round_ in range(1, FIXED_POINT_ROUNDS + 1):
         ratios = client_ratios(rows, constants)
