@@ -29,13 +29,19 @@ with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, th
 by the dispatch the row's launch line names: ``launch_a2a_backend``) and speculative decoding (``speculative``:
 method, k and the acceptance length the run printed) where the row states them. A row stating its benchmark client
 (``client``: prompts, length spread; ``bench: sglang``: ``sglang.bench_serving``'s random-dataset lengths,
-``row_client``) has its mean TTFT read off that client's run simulated, as ``mha plan`` reports it (a burst at
-request rate inf queues the first wave's prompts, which the closed form's steady state leaves out).
+``row_client``) has all its figures (mean TTFT, mean TPOT, output tokens/s per GPU) read off ONE run of that client
+simulated through the engine's scheduler, as ``mha plan``'s "simulated serving loop" table reports them (a burst at
+request rate inf queues the first wave's prompts, and equal lengths under a full queue move in waves, both of which
+the closed form's steady state leaves out); a row stating none is priced by the closed form. The fit cannot afford a
+simulation at each of its evaluations, so it runs to a fixed point (``fit_generation``): simulate each client row once
+at the current constants, fit the closed form times each row's ratios simulated / closed form (ITL, tokens/s),
+simulate again at the fitted constants, until no constant moves 1% (at most 4 fits).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -207,7 +213,8 @@ class GenerationRow:
         stated = mha.get("client")
         self.client = None if stated is None else row_client(stated)
         """The benchmark client's run (``client``: its prompts and length spread), where the row states it: its mean
-        TTFT is read off that run simulated (``simulated_ttft_ms``), not the closed form's steady state."""
+        TTFT, mean TPOT and tokens/s per GPU are read off that run simulated (``simulated_figures``), not the closed
+        form's steady state."""
         self.max_concurrency = mha["concurrency"]
         """The users the row states (the client's ``--max-concurrency``); ``case.concurrency`` is what it priced
         (``client_users``)."""
@@ -229,31 +236,44 @@ class GenerationRow:
         self, constants: dict[str, float] | None, keys: tuple[str, ...] | None = None, *, simulated: bool = True
     ) -> dict[str, float]:
         """The measured figures (those of ``keys`` only, where given) as predicted with ``constants`` (None: the
-        shipped ones of the row's generation); a row stating its client has its TTFT simulated (``simulated``:
-        False prices it by the closed form, as the shipped launch time was fitted: ``ttft_loss``)."""
+        shipped ones of the row's generation). A row stating its client has every figure read off that client's run,
+        simulated once (``simulated_figures``); ``simulated`` False prices it by the closed form (the fit's loss, times
+        the run's ratios: ``client_ratios``; the launch time's TTFT fit: ``ttft_loss``)."""
         profile = prior_profile(
             self.target, self.weight_dtype, constants, generation=self.generation, release=self.graph_release
         )
-        result = predict_serving(self.case, profile, self.ceiling, stepper=self.stepper.on(profile))
-        figures = {"ttft_ms": result.ttft_ms, "itl_ms": result.itl_ms,
-                   "tokens_per_s_per_gpu": result.output_tokens_per_s_per_gpu}  # fmt: skip
         wanted = [key for key in self.measured if keys is None or key in keys]
-        if "ttft_ms" in wanted and self.client is not None and simulated:
-            figures["ttft_ms"] = self.simulated_ttft_ms(profile)
+        if self.client is not None and simulated:
+            figures = self.simulated_figures(profile)
+        else:
+            result = predict_serving(self.case, profile, self.ceiling, stepper=self.stepper.on(profile))
+            figures = {"ttft_ms": result.ttft_ms, "itl_ms": result.itl_ms,
+                       "tokens_per_s_per_gpu": result.output_tokens_per_s_per_gpu}  # fmt: skip
         return {key: figures[key] for key in wanted}
 
-    def simulated_ttft_ms(self, profile: Any) -> float:
-        """The mean TTFT (ms) of the row's benchmark run on ``profile``: its ``client`` simulated through the engine's
-        scheduler (``core.serve.replica.simulate_deployment``), as ``mha plan`` reports it. ``vllm bench serve`` at
-        ``--request-rate inf --max-concurrency N`` sends N requests at t = 0 and the next as one ends, timing each
-        from its send after the semaphore (``vllm/benchmarks/serve.py``, ``get_request``, ``limited_request_func``;
-        InferenceX's ``utils/bench_serving/benchmark_serving.py`` is the same loop): the first wave's prompts queue
-        behind one another for the step's token budget, which the closed form's steady-state wait leaves out.
-        ``sglang.bench_serving`` runs the same loop (``sglang/bench_serving.py`` 0.5.8: ``get_request`` yields at
-        once at rate inf, ``limited_request_func`` holds the semaphore, ``async_request_sglang_generate`` starts
-        its clock inside it); its one warm-up request finishes before the timed run starts."""
+    def simulated_figures(self, profile: Any) -> dict[str, float]:
+        """The row's figures off its benchmark run on ``profile``, as ``mha plan``'s "simulated serving loop" table
+        prints them: its ``client`` simulated once through the engine's scheduler
+        (``core.serve.replica.simulate_deployment``). ``ttft_ms``: the run's mean TTFT; ``itl_ms``: its mean TPOT (what
+        every client row's ``itl_ms`` is, the fixture's header: the client's mean TPOT); ``tokens_per_s_per_gpu``: the
+        deployment's output tokens/s over its tp x pp x replicas GPUs (``plan_cmd``'s per-GPU figure).
+
+        ``vllm bench serve`` at ``--request-rate inf --max-concurrency N`` sends N requests at t = 0 and the next as
+        one ends, timing each from its send after the semaphore (``vllm/benchmarks/serve.py``, ``get_request``,
+        ``limited_request_func``; InferenceX's ``utils/bench_serving/benchmark_serving.py`` is the same loop): the
+        first wave's prompts queue behind one another for the step's token budget, which the closed form's
+        steady-state wait leaves out. ``sglang.bench_serving`` runs the same loop (``sglang/bench_serving.py`` 0.5.8:
+        ``get_request`` yields at once at rate inf, ``limited_request_func`` holds the semaphore,
+        ``async_request_sglang_generate`` starts its clock inside it); its one warm-up request finishes before the
+        timed run starts. Equal lengths and a full queue move in waves (priors_2025.md, sglh200): a request's TPOT
+        carries the prompts after its own in its wave, about (running - 1) / 2, where the closed form puts all
+        running - 1 others' prompts in every request's life."""
         run = simulate_deployment(self.case, profile, self.engine, self.client)
-        return run.ttft_ms.mean
+        gpus = self.case.tp * self.case.pp * self.case.replicas
+        return {
+            "ttft_ms": run.ttft_ms.mean, "itl_ms": run.tpot_ms.mean,
+            "tokens_per_s_per_gpu": run.deployment_output_tokens_per_s / gpus,
+        }  # fmt: skip
 
 
 def client_users(concurrency: int, client: ClientSpec | None) -> int:
@@ -443,10 +463,31 @@ def _rounded(constants: dict[str, float]) -> dict[str, float]:
     return {k: float(f"{v:.4g}") for k, v in constants.items()}  # what the file keeps, and what is reported
 
 
-def generation_loss(rows: list[GenerationRow], constants: dict[str, float]) -> float:
-    """Mean |log(predicted / measured)| over the rows' mean ITL and tokens/s per GPU."""
-    found = [(p, m) for _, _, p, m in errors(rows, constants, FIT_FIGURES)]
+def generation_loss(
+    rows: list[GenerationRow], constants: dict[str, float], *, ratios: dict[int, dict[str, float]]
+) -> float:
+    """Mean |log(predicted / measured)| over the rows' mean ITL and tokens/s per GPU, each by the closed form times
+    its row's ``ratios`` (``client_ratios``: a client row's simulated run over the closed form; 1 for the others).
+    No simulation runs here: the coordinate descent evaluates this some 130 times a fit."""
+    found = []
+    for row in rows:
+        scale = ratios.get(row.index, {})
+        for key, value in row.predict(constants, FIT_FIGURES, simulated=False).items():
+            found.append((value * scale.get(key, 1.0), row.measured[key]))
     return statistics.fmean(abs(math.log(p / m)) for p, m in found)
+
+
+def client_ratios(rows: list[GenerationRow], constants: dict[str, float]) -> dict[int, dict[str, float]]:
+    """Per row stating its client (by index): its simulated run's ITL and tokens/s per GPU over the closed form's,
+    both with ``constants``: one simulated run a row (``GenerationRow.simulated_figures``)."""
+    ratios = {}
+    for row in rows:
+        if row.client is None:
+            continue
+        closed = row.predict(constants, FIT_FIGURES, simulated=False)
+        run = row.predict(constants, FIT_FIGURES)
+        ratios[row.index] = {key: run[key] / closed[key] for key in closed}
+    return ratios
 
 
 PREFILL_FITTED = ["prefill_dispatch_overhead_s"]
@@ -463,11 +504,40 @@ def ttft_loss(rows: list[GenerationRow], constants: dict[str, float]) -> float:
     return statistics.fmean(abs(math.log(p / m)) for p, m in found)
 
 
+FIXED_POINT_ROUNDS = 4
+"""At most this many fits on the simulated runs' ratios (``fit_generation``)."""
+FIXED_POINT_MOVE = 0.01
+"""The fixed point is reached when no fitted constant moves more than this (relative) from one round to the next."""
+
+
 def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[str, float]:
-    """``fit``'s coordinate descent on ``generation_loss``, over ``GENERATION_FITTED``; then, for a generation whose
-    prefill runs outside CUDA graphs, its host launch time per prefill kernel on the rows' TTFT alone
-    (``fit_prefill_launch``), the step constants kept."""
-    constants = _rounded(fit(rows, start, names=GENERATION_FITTED, objective=generation_loss))
+    """``fit``'s coordinate descent on ``generation_loss``, over ``GENERATION_FITTED``, from ``start``; then, for a
+    generation whose prefill runs outside CUDA graphs, its host launch time per prefill kernel on the rows' TTFT alone
+    (``fit_prefill_launch``), the step constants kept.
+
+    Rows stating their client are judged on their simulated runs (``GenerationRow.simulated_figures``), too slow to
+    run at each of the descent's evaluations (a pass over sglang-0.5's 29 client fit rows takes 4.7 s on this machine,
+    over vllm-v1's 9 0.9 s; a fit evaluates 129 times, and sglang-0.5 fits three sets, vllm-v1 two: about 24 min of
+    simulation against 10 min allowed, priors_2025.md, simitl). So a fixed point: at the current constants (``start``
+    first) each client row is simulated once and its ratios simulated / closed form taken (``client_ratios``); the
+    descent fits the closed form times those ratios, from ``start`` again; the rows are simulated anew at the fitted
+    constants, and so on until no constant moves more than ``FIXED_POINT_MOVE``, at most ``FIXED_POINT_ROUNDS`` fits
+    (each printed). Rows without a client need one fit, as before."""
+    constants = dict(start)
+    for round_ in range(1, FIXED_POINT_ROUNDS + 1):
+        ratios = client_ratios(rows, constants)
+        objective = functools.partial(generation_loss, ratios=ratios)
+        fitted = _rounded(fit(rows, start, names=GENERATION_FITTED, objective=objective))
+        if not ratios:
+            constants = fitted
+            break
+        name, move = max(((k, abs(fitted[k] / constants[k] - 1)) for k in GENERATION_FITTED), key=lambda m: m[1])
+        print(f"  fixed point round {round_}: {len(ratios)} client rows simulated; largest move {move:.1%} ({name})")
+        constants = fitted
+        if move < FIXED_POINT_MOVE:
+            break
+    else:
+        print(f"  fixed point: not reached in {FIXED_POINT_ROUNDS} rounds; the last fit kept")
     return fit_prefill_launch(rows, constants)
 
 

@@ -1,5 +1,6 @@
 """A 2025 row that states its benchmark client has its TTFT read off that client's run simulated
-(``benchmarks/fit_priors.py``, ``GenerationRow.simulated_ttft_ms``), not the closed form's steady state.
+(``benchmarks/fit_priors.py``, ``GenerationRow.simulated_figures``, which gives its ITL and tokens/s too:
+``test_benchmark_client_figures.py``), not the closed form's steady state.
 
 - The client blocks say what each row's notes say (prompts, concurrency, how lengths were drawn).
 - A burst, counted by hand: ``vllm bench serve --request-rate inf --max-concurrency 512`` with 400 prompts sends all
@@ -113,10 +114,12 @@ def test_a_row_stating_no_client_keeps_the_closed_form(rows):
 
 
 def test_the_fit_figures_are_priced_without_the_simulation(rows, monkeypatch):
-    """The step fit reads ITL and tokens/s only (``generation_loss``): no simulated run in its loop."""
+    """The step fit's loss (``generation_loss``) prices ITL and tokens/s by the closed form, times ratios simulated
+    once a round (``client_ratios``): no simulated run in its loop."""
     row = next(r for r in rows if r.client is not None)
-    monkeypatch.setattr(type(row), "simulated_ttft_ms", lambda *_: pytest.fail("simulated in the fit's loop"))
-    assert set(row.predict(None, ("itl_ms", "tokens_per_s_per_gpu"))) == {"itl_ms", "tokens_per_s_per_gpu"}
+    monkeypatch.setattr(type(row), "simulated_figures", lambda *_: pytest.fail("simulated in the fit's loop"))
+    priced = row.predict(None, ("itl_ms", "tokens_per_s_per_gpu"), simulated=False)
+    assert set(priced) == {"itl_ms", "tokens_per_s_per_gpu"}
 
 
 QUOTED_TOTALS = re.compile(r"Successful requests: (\d+) \| Total input tokens: (\d+) \| Total generated tokens: (\d+)")

@@ -99,13 +99,15 @@ def test_the_closed_form_and_the_loop_agree_on_steady_decode_under_pipeline_para
 
 
 def test_plans_pipeline_pick_is_confirmed_by_its_own_simulation(cli):
-    """qwen3-32b on 2 H100s under vLLM 0.11.0 picks tp 1 x pp 2 at 128 users. Its simulated run keeps 2 batches in
+    """qwen3-32b on 2 H100s under vLLM 0.11.0: its tp 1 x pp 2 layout at the chosen load (the pick until vllm-v1's
+    simitl refit; tp 2 now wins by 2%, 517.7 against 507.8 tokens/s per GPU). Its simulated run keeps 2 batches in
     flight as the engine does, so its tokens/s per GPU comes within 20% of the closed form's figure (it was half:
     559 closed form, 286 simulated; the rest is the closed loop's first burst of 128 prompts at once, which the
     closed form's steady state does not have)."""
     found = cli.json("plan", str(QWEN3_32B), "--target", "2xh100", "--engine", "vllm@0.11.0")
-    pick = found["candidates"][found["chosen"]]
-    assert pick["deployment"]["pp"] == 2
+    users = found["candidates"][found["chosen"]]["concurrency"]
+    pick = next(c for c in found["candidates"] if c["deployment"]["pp"] == 2 and c["concurrency"] == users)
+    assert pick["simulated"] is not None
     simulated = pick["simulated"]["deployment_output_tokens_per_s"] / pick["deployment"]["gpus"]
     assert 0.8 * pick["output_tokens_per_s_per_gpu"] <= simulated <= 1.05 * pick["output_tokens_per_s_per_gpu"]
 
