@@ -7,7 +7,6 @@ import typer
 from mha_cli.cli.options import (
     BlockSizeOpt,
     DpOpt,
-    EngineOpt,
     ForceOpt,
     JsonOpt,
     KvCacheGibOpt,
@@ -17,6 +16,7 @@ from mha_cli.cli.options import (
     MaxNumSeqsOpt,
     MlaCacheOpt,
     PlotOpt,
+    PricingEngineOpt,
     ProfileOpt,
     SourceArg,
     SourceBatchOpt,
@@ -63,7 +63,7 @@ def kv(
     weight_dtype: WeightDtypeOpt = None,
     mla_cache: MlaCacheOpt = None,
     state_convention: StateConventionOpt = None,
-    engine: EngineOpt = None,
+    engine: PricingEngineOpt = None,
     gpu_memory_utilization: UtilisationOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     max_num_seqs: MaxNumSeqsOpt = None,
@@ -169,12 +169,9 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
             console.print("[bold red]does not fit:[/bold red] " + escape("; ".join(w.text for w in report.ways_out)))
     latency = report.latency
     if latency is not None and report.memory is not None:
-        console.print(
-            f"[bold]latency[/bold]  decode step {latency.decode_step_ms:,.2f} ms (bound {latency.decode_bound_ms:,.2f})"
-            f" for {report.memory.sequences_per_replica} sequence(s) at {report.deployment.seq_len:,} tokens; prefill"
-            f" {latency.prefill_ms:,.1f} ms (bound {latency.prefill_bound_ms:,.1f}); cost model on {latency.profile}"
-            f" (+/- {latency.relative_error:.0%}; `mha plan` for TTFT and ITL under load)"
-        )
+        from mha_cli.cli.render_latency import latency_line
+
+        console.print(latency_line(latency, report.memory.sequences_per_replica, report.deployment.seq_len))
     if report.variants:  # none for an attention-free model: no K/V heads to project
         console.print()
         print_table(console, variants_table(report))

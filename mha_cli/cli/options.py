@@ -134,6 +134,15 @@ EngineOpt = Annotated[
         show_default=False,
     ),
 ]
+PricingEngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="Serving engine whose memory rules size the KV pool and whose generation's step costs price the latency"
+        " (as in `mha plan`): vllm (default), sglang, trtllm; its latest generation modelled, or the one a version picks (vllm@0.10, vllm==0.11.0, sglang@0.4.6, trtllm@0.8).",
+        show_default=False,
+    ),
+]
 KvCacheGibOpt = Annotated[
     float | None,
     typer.Option(

@@ -14,7 +14,6 @@ import typer
 
 from mha_cli.cli.options import (
     BatchOpt,
-    EngineOpt,
     ForceOpt,
     ItlOpt,
     JsonOpt,
@@ -23,6 +22,7 @@ from mha_cli.cli.options import (
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
     PlotOpt,
+    PricingEngineOpt,
     ProfileOpt,
     SeqOpt,
     TargetOpt,
@@ -156,7 +156,7 @@ def recommend_command(
     top_k: TopKOpt = None,
     shared_experts: SharedExpertsOpt = None,
     dense_layers: DenseLayersOpt = None,
-    engine: EngineOpt = None,
+    engine: PricingEngineOpt = None,
     gpu_memory_utilization: UtilisationOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     max_num_seqs: MaxNumSeqsOpt = None,

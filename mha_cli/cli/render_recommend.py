@@ -16,6 +16,7 @@ from mha_cli.cli.render import (
     print_engine_plan,
     print_table,
 )
+from mha_cli.cli.render_latency import latency_line
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.recommend import RecommendResult
 from mha_cli.core.rules.engine import counted
@@ -66,12 +67,14 @@ def render_summary(console: Console, result: RecommendResult) -> None:
             f" {format_bytes(plan.weight_bytes_per_device)} + cache {format_bytes(plan.kv_bytes_per_device)} per"
             f" device; {counted(plan.max_sequences, 'sequence')} of this length at once: {verdict}"
         )
-    if result.roofline is not None:
-        r, latency = result.roofline, result.latency
-        predicted = "" if latency is None else f", predicted {latency.decode_step_ms:,.2f} ms ({latency.profile})"
+    if result.latency is not None and plan is not None:
+        console.print(latency_line(result.latency, plan.sequences_per_replica, request.seq_len))
+    elif result.roofline is not None:  # no cost model for this layout: the roofline alone, named so
+        r = result.roofline
         console.print(
-            f"[bold]decode[/bold]  step at batch {request.batch}: roofline {r.decode_step_s * 1e3:,.2f} ms{predicted};"
-            f" prefill of {request.seq_len:,} tokens >= {r.prefill_s * 1e3:,.1f} ms"
+            f"[bold]roofline[/bold]  decode step >= {r.decode_step_s * 1e3:,.2f} ms for"
+            f" {counted(r.sequences_per_replica, 'sequence')} at {request.seq_len:,} tokens; prefill >= {r.prefill_s * 1e3:,.1f} ms (datasheet"
+            " bandwidth, dense bf16 FLOP/s)"
         )
     from rich import box
 
@@ -181,27 +184,27 @@ def roofline_table(result: RecommendResult) -> Table:
     assert r is not None
     table = Table(title=f"Roofline lower bounds (tp {r.tp})", title_justify="left")
     table.add_column("phase")
-    table.add_column("time", justify="right")
+    table.add_column("roofline", justify="right")
     table.add_column("throughput", justify="right")
     table.add_column("bound")
     latency = result.latency
     if latency is not None:
-        table.add_column("predicted", justify="right")
+        table.add_column("predicted (bound)", justify="right")
     decode = [f"decode step, batch {result.request.batch}, full context", f"{r.decode_step_s * 1e3:,.2f} ms",
               f"{r.decode_tokens_per_s:,.0f} tok/s", r.decode_bound]  # fmt: skip
     prefill = [f"prefill, {result.request.seq_len:,} tokens", f"{r.prefill_s * 1e3:,.1f} ms",
                f"{r.prefill_tokens_per_s:,.0f} tok/s", r.prefill_bound]  # fmt: skip
     if latency is not None:
-        decode.append(f"{latency.decode_step_ms:,.2f} ms")
-        prefill.append(f"{latency.prefill_ms:,.1f} ms")
+        decode.append(f"{latency.decode_step_ms:,.2f} ({latency.decode_bound_ms:,.2f}) ms")
+        prefill.append(f"{latency.prefill_ms:,.1f} ({latency.prefill_bound_ms:,.1f}) ms")
     table.add_row(*decode)
     table.add_row(*prefill)
     replicas = f"; {r.replicas} replicas x {r.sequences_per_replica} sequences" if r.replicas > 1 else ""
     predicted = (
         ""
         if latency is None
-        else f"; predicted: the cost model on {latency.profile} (+/- {latency.relative_error:.0%}; `mha plan` for"
-        " latency under load)"
+        else f"; predicted (bound): the cost model on {latency.profile} (+/- {latency.relative_error:.0%}) and on the"
+        " datasheet with fp8 matmuls at the fp8 peak where the device has one (`mha plan` for latency under load)"
     )
     table.caption = f"bounds from the datasheet (bandwidth, dense bf16 FLOP/s){replicas}{predicted}"
     return table

@@ -1,7 +1,9 @@
 """The cost model's decode step and prefill for ``mha kv`` and ``mha recommend`` on a target: beside their roofline.
 
 One decode step of the batch each replica serves at the full context, and the prefill of one sequence's prompt in
-the engine's chunks, on the target's shipped prior (``core.cost.priors``) and on its datasheet (the bound).
+the engine's chunks, on the target's shipped prior (``core.cost.priors``) and on its datasheet (the bound). An
+``--engine`` prices with its generation's constants, as ``mha plan`` does (``cli.plan_cmd.plan``:
+``prior_profile(device, weights, generation=..., release=...)``); without one, the default constants.
 ``mha plan`` gives the served figures (TTFT, ITL under load, throughput); this is the same model at the
 deployment ``kv`` and ``recommend`` describe. Pure Python; the cost model is imported only when one is priced.
 """
@@ -14,13 +16,17 @@ if TYPE_CHECKING:
     from mha_cli.core.cost.profile import DeviceProfile
     from mha_cli.core.memory import MemoryPlan
     from mha_cli.core.schemas import DeploymentSpec, ModelSpec
+    from mha_cli.core.targets import Target
 
 
 class StepLatency(Record):
     """Predicted times of the deployment's steps on the target's prior, with their bounds, in milliseconds."""
 
     profile: str
+    """The profile's name: ``TARGET-prior@GENERATION`` when an engine generation's constants priced it."""
     profile_kind: str
+    profile_source: str
+    """Where the profile's rates come from (the generation's fit, or the default constants), as ``mha plan``'s."""
     decode_step_ms: float
     """One step of ``sequences_per_replica`` sequences at the full context (every replica steps alike)."""
     decode_bound_ms: float
@@ -51,7 +57,7 @@ def predict_latency(
 ) -> StepLatency:
     """``memory``'s deployment of ``model`` (its tp, replicas, batch; ``deployment``'s formats and context) on
     ``profile`` (default: the target's prior; ``--profile``: a calibration)."""
-    from mha_cli.core.cost.priors import datasheet_profile, prior_profile
+    from mha_cli.core.cost.priors import datasheet_profile
     from mha_cli.core.cost.stepper import ServingCase, Stepper, chunked_prefill
     from mha_cli.core.cost.work import decode_shape
     from mha_cli.core.engine.sglang_state_pool import engine_state_model
@@ -69,7 +75,7 @@ def predict_latency(
         prior = profile or cpu_profile()
         bound = prior.ceiling()
     else:
-        prior = profile or prior_profile(target, deployment.weight_dtype)
+        prior = profile or engine_prior(target, deployment)
         bound = datasheet_profile(target, deployment.weight_dtype)
     figures = []
     for on in (prior, bound):
@@ -79,7 +85,16 @@ def predict_latency(
         figures.append((decode, prefill))
     (decode, prefill), (decode_bound, prefill_bound) = figures
     return StepLatency(
-        profile=prior.name, profile_kind=prior.kind, decode_step_ms=decode * 1e3, decode_bound_ms=decode_bound * 1e3,
+        profile=prior.name, profile_kind=prior.kind, profile_source=prior.source, decode_step_ms=decode * 1e3, decode_bound_ms=decode_bound * 1e3,
         decode_tokens_per_s=memory.sequences_per_replica * memory.replicas / decode, prefill_ms=prefill * 1e3,
         prefill_bound_ms=prefill_bound * 1e3, relative_error=prior.relative_error,
     )  # fmt: skip
+
+
+def engine_prior(target: "Target", deployment: "DeploymentSpec") -> "DeviceProfile":
+    """``target``'s shipped prior with the constants of ``deployment``'s engine generation and release where an
+    engine is named (``--engine sglang@0.5``), else the default ones: ``mha plan``'s choice (``cli.plan_cmd.plan``)."""
+    from mha_cli.core.cost.priors import prior_profile
+
+    generation = deployment.engine_generation if deployment.engine is not None else None
+    return prior_profile(target, deployment.weight_dtype, generation=generation, release=deployment.engine_version)

@@ -7,7 +7,8 @@ target), then the search on that design. Pure Python; imported only with a laten
 
 from collections.abc import Callable
 
-from mha_cli.core.cost.priors import datasheet_profile, prior_profile
+from mha_cli.core.cost.latency import engine_prior
+from mha_cli.core.cost.priors import datasheet_profile
 from mha_cli.core.cost.search import SearchResult, found_pick, no_ways, search_changes, search_deployments
 from mha_cli.core.errors import MhaError
 from mha_cli.core.recommend import REQUEST_FLAGS, RecommendResult, pasted, recommend
@@ -66,7 +67,7 @@ def _search(
     assert deployment.target is not None
     target = resolve_target(deployment.target)
     osl = max(1, min(SERVED_OUTPUT_TOKENS, deployment.seq_len // 2))
-    profiles = (prior_profile(target.target, deployment.weight_dtype),
+    profiles = (engine_prior(target.target, deployment),
                 datasheet_profile(target.target, deployment.weight_dtype))  # fmt: skip
     found = search_deployments(
         result.config.model, served, target, deployment, profiles, isl=deployment.seq_len - osl, osl=osl,

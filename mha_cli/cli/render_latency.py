@@ -1,0 +1,19 @@
+"""The one line ``mha kv`` and ``mha recommend`` print for ``core.cost.latency``'s figures, in the JSON's units.
+
+Both commands print the same ``StepLatency`` fields, each with its unit, so the text and ``--json``'s ``latency``
+block carry one set of figures (the roofline of ``core.roofline``, another bound, stays in ``--explain``'s table).
+"""
+
+from mha_cli.core.cost.latency import StepLatency
+from mha_cli.core.rules.engine import counted
+
+
+def latency_line(latency: StepLatency, sequences: int, seq_len: int) -> str:
+    """``latency`` in words: the decode step of ``sequences`` sequences at ``seq_len`` tokens and one prompt's
+    prefill, each predicted and bounded, in milliseconds, with the profile that priced them."""
+    return (
+        f"[bold]latency[/bold]  decode step {latency.decode_step_ms:,.2f} ms (bound {latency.decode_bound_ms:,.2f}"
+        f" ms) for {counted(sequences, 'sequence')} at {seq_len:,} tokens; prefill {latency.prefill_ms:,.1f} ms (bound"
+        f" {latency.prefill_bound_ms:,.1f} ms); cost model on {latency.profile} (+/- {latency.relative_error:.0%};"
+        " `mha plan` for TTFT and ITL under load)"
+    )

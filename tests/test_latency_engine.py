@@ -1,0 +1,38 @@
+"""`mha kv` and `mha recommend` price their latency with the named engine generation's constants, as `mha plan`
+does (``core.cost.latency.engine_prior``); without --engine, the default constants."""
+
+import pytest
+
+from tests.conftest import reference_hf_config
+
+DESIGN = ("--params", "70B", "--seq", "32k", "--target", "h200")
+
+
+def test_recommend_prices_sglang_with_its_generation(cli):
+    default = cli.json("recommend", *DESIGN)["latency"]
+    sglang = cli.json("recommend", *DESIGN, "--engine", "sglang")["latency"]
+    assert (default["profile"], round(default["decode_step_ms"], 2)) == ("h200-prior", 38.82)
+    # sglang-0.5's constants (cost_priors_generations.json): slower decode, the same datasheet bound
+    assert (sglang["profile"], round(sglang["decode_step_ms"], 2)) == ("h200-prior@sglang-0.5", 58.09)
+    assert round(sglang["prefill_ms"], 1) == 10_214.5 and sglang["decode_bound_ms"] == default["decode_bound_ms"]
+    assert "sglang-0.5" in sglang["profile_source"] and sglang["relative_error"] != default["relative_error"]
+
+
+@pytest.mark.parametrize(
+    ("engine", "profile", "decode_ms"),
+    [(None, "h200-prior", 7.15), ("sglang", "h200-prior@sglang-0.5", 9.62),
+     ("trtllm", "h200-prior@trtllm-pytorch", 8.64)],
+)  # fmt: skip
+def test_kv_prices_the_engine_generation_as_plan_does(cli, engine, profile, decode_ms):
+    source = str(reference_hf_config("llama-3.1-8b"))
+    engine_args = () if engine is None else ("--engine", engine)
+    latency = cli.json("kv", source, "--target", "h200", "--seq", "32k", *engine_args)["latency"]
+    assert (latency["profile"], round(latency["decode_step_ms"], 2)) == (profile, decode_ms)
+    plan = cli.json("plan", source, "--target", "h200", "--tp", "1", "--concurrency", "1", *engine_args)
+    assert plan["profile"]["name"] == latency["profile"]  # the same profile priced both
+    assert plan["profile"]["source"] == latency["profile_source"]
+
+
+def test_the_text_names_the_generation(cli):
+    out = " ".join(cli.run("recommend", *DESIGN, "--engine", "sglang").output.split())
+    assert "cost model on h200-prior@sglang-0.5 (+/- 50%" in out
