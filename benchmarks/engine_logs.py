@@ -540,6 +540,10 @@ NOTES = """## Notes
   than any SGLang generation mha prices).
   Held out (groups 501 and up, as the rules stood when each was collected): 24 of 38 within 5% before, 25 of 41 with
   this group.
+- SGLang's control columns price a log by the other generation's last rules where that generation does not cover
+  the log's release (`settings._covered_release`, as vLLM's since b33a787): a 0.4 log under sglang-0.5 takes 0.5.23's,
+  not 0.4's read as a 0.5 release. No plan moves; the sglang-0.5 control: 510 +3.6% -> -5.8%, 514 -6.0% -> -6.7%,
+  1102 -3.6% -> -15.0%.
 - The held-out group 1401 (logs15: 1401-1406, log files committed to repositories), collected after the rules of
   commit bae3d4e stood and priced with them, no rule changed: the per-token rule exact on 2 of 2, the whole plan
   within 5% on 2 of 2. 1401 -0.3% (gpt-oss-120b at tp 4 over four A100 80GB nodes under Ray, vLLM 0.10.1.1 at

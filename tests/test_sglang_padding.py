@@ -31,7 +31,10 @@ def test_padding_slots(page, release, slots):
 def _k_line(release: str) -> tuple[int, str]:
     model = load_source(str(ROOT / "tests/fixtures/hf_configs/qwen2.5-7b.json")).model
     target = resolve_target("h100-sxm").target
-    spec = DeploymentSpec(seq_len=8192, tp=1, engine="sglang", engine_version=release, block_size=1024)
+    generation = "sglang-0.4" if release.startswith("0.4") else "sglang-0.5"  # as --engine sglang@RELEASE sets it
+    spec = DeploymentSpec(
+        seq_len=8192, tp=1, engine="sglang", engine_generation=generation, engine_version=release, block_size=1024
+    )
     kv = kv_footprint(model, seq_len=8192, kv_dtype="bf16", tp=1)
     plan = plan_engine(model, kv, target, resolve_settings(spec, target, 1),
                        weights_bytes_per_rank=rank_weight_bytes(model, 1, "bf16"), sequences_per_replica=1)  # fmt: skip

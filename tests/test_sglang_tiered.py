@@ -64,3 +64,25 @@ def test_step_defaults_by_tier():
     assert tiered_step_defaults(H100, 1) == (8192, 160)
     assert tiered_step_defaults(resolve_target("h200").target, 1) == (8192, 256)
     assert tiered_step_defaults(resolve_target("b200").target, 1) == (16384, 512)
+
+
+def _settings(generation: str, release: str, target):
+    deployment = DeploymentSpec(engine="sglang", engine_generation=generation, engine_version=release)
+    return resolve_settings(deployment, target, 1, serving=SglangServing(model=get_preset("qwen3-8b")))
+
+
+def test_a_release_the_generation_does_not_cover_takes_its_last_rules():
+    """A 0.5.5 log priced by sglang-0.4's rules (``benchmarks/engine_logs.py``' control column) takes 0.4.10.post2's
+    tiered reserve, (9.5 + 1 / 2) GiB of an H100's 81,090 MiB, not 0.4.0-0.4.7's 0.88 by tp (read as 0.5.5 was
+    before); a 0.4.6 log priced by sglang-0.5's takes the newest read's (0.5.23) 24 GiB tier, 4,096 tokens and a
+    48-request graph (0.5.20's ``handle_gpu_memory_settings``), not 0.5.3's 2,048 and 16, and its request pool without
+    0.4.0-0.4.6's extra row (4,096, not 4,097)."""
+    gpu = H100.device_memory_bytes / MIB
+    old = _settings("sglang-0.4", "0.5.5", H100)
+    assert old.utilisation == round((gpu - (9.5 + 0.5) * 1024) / gpu, 3) == 0.874  # was 0.88
+    assert (old.max_num_batched_tokens, old.cuda_graph_bs) == (8192, 160)
+    rtx_4090 = resolve_target("rtx-4090").target
+    new = _settings("sglang-0.5", "0.4.6", rtx_4090)
+    assert (new.max_num_batched_tokens, new.cuda_graph_bs) == (4096, 48)  # was (2048, 16)
+    assert new.max_num_seqs == 4096  # was 4,097
+    assert new.utilisation == _settings("sglang-0.5", "0.5.23", rtx_4090).utilisation == 0.699  # was 0.845

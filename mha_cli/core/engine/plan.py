@@ -649,7 +649,8 @@ def _sglang(inputs: _Inputs) -> _Pool:
     estimate_tokens = None
     if swa is not None:
         profiled, full_bytes, swa_bytes, split, triple = swa
-        window = -(-min(paged_tokens, kv.sliding_window or paged_tokens) // settings.block_size) * settings.block_size
+        span = kv.sliding_window or kv.attention_chunk or paged_tokens  # Llama 4: its chunk (attention_chunk_size)
+        window = -(-min(paged_tokens, span) // settings.block_size) * settings.block_size
         per_sequence = paged_tokens * full_bytes + window * swa_bytes
         blocks, tokens = split.full // settings.block_size, split.full
         concurrency = min(split.full / paged_tokens, split.swa / window)
@@ -657,7 +658,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
         notes.append(
             f"SGLang's hybrid SWA pool (SWAKVPool, swa_full_tokens_ratio 0.8): the {profiled:,} tokens priced in every"
             f" layer become {split.full:,} in the {kv.n_global_layers} full layers and {split.swa:,} in the"
-            f" {kv.n_local_layers} sliding ones; a request counted at {paged_tokens:,} full and {window:,} sliding tokens"
+            f" {_sliding_layers(kv)} sliding ones; a request counted at {paged_tokens:,} full and {window:,} sliding tokens"
             " (its window: the sliding tokens SGLang frees behind it are not priced)"
         )
     if states is not None:
@@ -671,10 +672,11 @@ def _sglang(inputs: _Inputs) -> _Pool:
         notes.append(
             "SGLang's state pool for this architecture is not priced: its fixed states are counted in the KV pool"
         )
-    if kv.n_local_layers and swa is None:
+    if _sliding_layers(kv) and swa is None:
         notes.append(
-            "SGLang prices sliding-window layers as full here (its hybrid SWA pool is off for Gemma 2/3, and for"
-            " gpt-oss before 0.5.8, on SM100 before 0.5.10, under speculative decoding in 0.5.8)"
+            "SGLang prices sliding-window and chunked layers as full here (its hybrid SWA pool, core.engine."
+            "sglang_swa_pool, is off for Gemma 2/3 and the sliding-window models it does not list, for Llama 4 before"
+            " 0.5.8, for gpt-oss before 0.5.8, on SM100 before 0.5.10, under speculative decoding in 0.5.8)"
         )
     outside = free_before - int(free_before * util)
     if outside < inputs.activation + CUDA_GRAPH_ESTIMATE:
@@ -697,8 +699,8 @@ def _sglang(inputs: _Inputs) -> _Pool:
     log_lines = [refusal] if refusal else [allocated]
     if swa is not None and not refusal:
         split = swa[3]
-        layer_bytes = swa[1] // kv.n_global_layers
-        usage = ((split.full + padding) * kv.n_global_layers + (split.swa + padding) * kv.n_local_layers) * layer_bytes
+        layer_bytes, sliding = swa[1] // kv.n_global_layers, _sliding_layers(kv)
+        usage = ((split.full + padding) * kv.n_global_layers + (split.swa + padding) * sliding) * layer_bytes
         log_lines = [
             f"Use sliding window memory pool. full_layer_tokens={split.full}, swa_layer_tokens={split.swa}",
             f"SWAKVPool mem usage: {usage / GIB:.2f} GB, swa size: {split.swa}, full size: {split.full}",
@@ -713,19 +715,25 @@ def _sglang(inputs: _Inputs) -> _Pool:
     )  # fmt: skip
 
 
+def _sliding_layers(kv: KvFootprint) -> int:
+    """The layers SGLang's hybrid SWA pool puts in its sliding pool: sliding-window (gpt-oss) and chunked (Llama 4)."""
+    return kv.n_local_layers + kv.n_chunked_layers
+
+
 def _sglang_swa_split(inputs: _Inputs, profiled: int) -> tuple[int, int, int, SwaSplit, tuple[int, int, int]] | None:
     """(profiled tokens, F x n_full bytes, S x n_swa bytes, the split, the release) where SGLang serves this gpt-oss
-    on its hybrid SWA pool (``core.engine.sglang_swa_pool``); None: another model, or a release, GPU or speculative
-    decoding that keeps it off."""
+    or Llama 4 on its hybrid SWA pool (``core.engine.sglang_swa_pool``); None: another model, or a release, GPU or
+    speculative decoding that keeps it off."""
     model, kv, settings = inputs.model, inputs.kv, inputs.settings
-    if model.family != "gpt_oss" or not kv.n_local_layers or not kv.n_global_layers:
+    sliding = _sliding_layers(kv)
+    if not sliding or not kv.n_global_layers:
         return None
     triple = running_release(settings.engine_version, settings.generation)
-    if not swa_pool_on(triple, inputs.target.compute_capability, inputs.speculative_tokens > 0):
+    if not swa_pool_on(model.family, triple, inputs.target.compute_capability, inputs.speculative_tokens > 0):
         return None
-    layers = kv.n_global_layers + kv.n_local_layers  # gpt-oss: every layer caches, sliding and full alike
+    layers = kv.n_global_layers + sliding  # gpt-oss, Llama 4: every layer caches, sliding and full alike
     layer_bytes = kv.bytes_per_token_per_rank // layers
-    full_bytes, swa_bytes = layer_bytes * kv.n_global_layers, layer_bytes * kv.n_local_layers
+    full_bytes, swa_bytes = layer_bytes * kv.n_global_layers, layer_bytes * sliding
     split = split_tokens(profiled, full_bytes, swa_bytes, settings.block_size)
     return profiled, full_bytes, swa_bytes, split, triple
 

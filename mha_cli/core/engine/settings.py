@@ -74,13 +74,20 @@ class EngineSettings(Record):
     """``block_size`` is the user's (``--block-size``), not the engine's default: vLLM 0.18+ keeps it for MLA
     (``core.engine.mla_blocks``)."""
     engine_version: str | None = None
-    """The release as typed (``--engine vllm@0.10.2``); None: the generation's latest."""
+    """The release as typed (``--engine vllm@0.10.2``); None: the generation's latest. SGLang: only where the
+    generation covers it (``_covered_release``), so its pools (``core.engine.plan``) take the same rules."""
     cuda_graph_bs: int | None = None
     """SGLang: the decode CUDA-graph batch its default fraction reserves for (requests); None: other engines."""
     running_requested: Requested | None = None
     """SGLang: ``max_running_requests`` requested per rank (given, or speculative decoding's); None: SGLang's default,
     set by the pool (``core.engine.sglang_running``), or another engine. ``max_num_seqs`` is then its ceiling until
     the plan sizes the pool."""
+
+
+def _covered_release(chosen: Generation, typed: str | None) -> str | None:
+    """The release as typed where ``chosen`` covers it; None (the generation's last rules) for a release it does not
+    cover (a log's, priced by another generation's rules: ``benchmarks/engine_logs.py``' control column)."""
+    return typed if typed and chosen.covers(parse_version(typed)) else None
 
 
 def _release_in_force(chosen: Generation, typed: str | None) -> Version | None:
@@ -415,10 +422,8 @@ def resolve_settings(
         raise BadInputError("--kv-cache-gib sets vLLM's pool (--kv-cache-memory-bytes): use it with --engine vllm")
     if deployment.kv_cache_memory_bytes is not None:
         _check_pool_setting(chosen, deployment.engine_version, cpu=target.vendor == "CPU")
+    covered = _covered_release(chosen, deployment.engine_version)
     if engine == "vllm":
-        # a release the generation does not cover (a log's, priced by another generation): that generation's last
-        typed = deployment.engine_version
-        covered = typed if typed and chosen.covers(parse_version(typed)) else None
         tokens, seqs, note = VLLM_STEP_DEFAULTS[chosen.id](target, deployment.seq_len, covered)
         tokens = deployment.max_num_batched_tokens or tokens
         if deployment.max_num_seqs is not None and deployment.max_num_seqs > tokens:
@@ -462,29 +467,29 @@ def resolve_settings(
         server_tp = tp * dp_attention_ranks
         from mha_cli.core.engine.sglang_tiered import tiered_era, tiered_fraction, tiered_step_defaults
 
-        tiered = tiered_era(deployment.engine_version, chosen.id)
+        tiered = tiered_era(covered, chosen.id)
         if tiered:
             chunked, graph_bs = tiered_step_defaults(target, server_tp)
         elif old:
             chunked, graph_bs = _sglang_04_step_defaults(target, server_tp)
         else:
-            chunked, graph_bs = _sglang_step_defaults(target, server_tp, deployment.engine_version)
+            chunked, graph_bs = _sglang_step_defaults(target, server_tp, covered)
             # the line's --max-running-requests counts every DP-attention rank's (core.cost.search.launch_commands)
             running = None if deployment.max_num_seqs is None else deployment.max_num_seqs * dp_attention_ranks
-            graph_bs = sglang_graph_batch(graph_bs, running, deployment.engine_version)
+            graph_bs = sglang_graph_batch(graph_bs, running, covered)
         chunked = deployment.max_num_batched_tokens or chunked
         reserve_note = ""
         if util:
             fraction = util
         elif tiered:
             fraction, reserve_note = tiered_fraction(
-                target, server_tp, deployment.engine_version, dp_attention=dp_attention_ranks > 1, serving=serving
+                target, server_tp, covered, dp_attention=dp_attention_ranks > 1, serving=serving
             )
         elif old:
             fraction = sglang_04_fraction(server_tp)
         else:
             fraction, reserve_note = sglang_fraction(
-                target, server_tp, chunked, graph_bs, chosen.id, deployment.engine_version, dp_attention_ranks, serving
+                target, server_tp, chunked, graph_bs, chosen.id, covered, dp_attention_ranks, serving
             )
         if fraction <= 0:
             raise BadInputError(
@@ -500,7 +505,7 @@ def resolve_settings(
             f"{chosen.label} on {target.torch_memory_gib:g} GiB{size}: chunked prefill {chunked}, CUDA-graph batch"
             f" {graph_bs}{reserve_note}"
         )
-        triple = running_release(deployment.engine_version, chosen.id)
+        triple = running_release(covered, chosen.id)
         speculative = deployment.speculative is not None
         requested = requested_per_rank(deployment.max_num_seqs, speculative, dp_attention_ranks, triple)
         step = chunked
@@ -518,7 +523,7 @@ def resolve_settings(
             utilisation_source="--mem-fraction-static" if util else f"{chosen.label}'s default for this GPU and tp",
             max_num_batched_tokens=step, max_num_seqs=ceiling(triple) if requested is None else requested.requests,
             block_size=deployment.block_size or chosen.block_size, defaults_note=note,
-            block_size_given=deployment.block_size is not None, engine_version=deployment.engine_version,
+            block_size_given=deployment.block_size is not None, engine_version=covered,
             cuda_graph_bs=graph_bs, running_requested=requested,
         )  # fmt: skip
     tokens = deployment.max_num_batched_tokens or 8192
