@@ -89,6 +89,11 @@ stand, per group, so that a rule change that moves them has to say so here.
   stood, priced with them, no rule changed): the per-token rule exact on 3 of 3, the plan within 5% on 1 of 3 (1503
   +1.8%, Qwen2.5-0.5B-Instruct on an RTX 4090 under WSL2, vLLM 0.27.1; 1501 +31.1% and 1502 +32.0%, Qwen3-8B on a GB10
   at utilisation 0.2, vLLM 0.27.1, without and with the KVBM connector); 7 logs not expressible.
+- ``new-14`` (ids 1601-1610, logs17: log files committed to repositories, collected after the rules of commit 903cfe4
+  stood, priced with them, no rule changed): the per-token rule exact on 4 of 4, the plan within 5% on 3 of 7 (1601,
+  1602, 1603 +0.1%, Qwen2.5-1.5B-Instruct in bf16, AWQ and FP8 on an H200, vLLM 0.19.1; 1604 +31.5%, 1605 +5.05%,
+  1606 +7.9%, Qwen2.5-7B-Instruct in bf16, GPTQ-Int4 and FP8 on an RTX 4090 under WSL2, vLLM 0.27.1; 1607 +6.6%,
+  Qwen2.5-72B-Instruct at tp 4 on four L40S, vLLM 0.19.0); 3 logs not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -136,6 +141,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-11") == {"logs": 2, "rule_checked": 1, "rule_exact": 1, "priced": 2, "within": 2}
     assert module.counts(rows, "new-12") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
     assert module.counts(rows, "new-13") == {"logs": 3, "rule_checked": 3, "rule_exact": 3, "priced": 3, "within": 1}
+    assert module.counts(rows, "new-14") == {"logs": 7, "rule_checked": 4, "rule_exact": 4, "priced": 7, "within": 3}
 
 
 def test_second_new_group_errors(table):
@@ -488,6 +494,35 @@ def test_group_1501(table):
     assert not {row.log["id"] for row in rows} & {1504, 1505, 1506, 1507, 1508, 1509, 1510}
     reason_1309 = next(log for log in module.load_logs() if log["id"] == 1309)["not_expressible"]
     assert reason_1309.startswith("KTransformers keeps 96 of the 128 experts")
+
+
+def test_group_1601(table):
+    """The 16xx group (logs17, log files committed to repositories) as the rules of 903cfe4 price it: vLLM 0.19.1 on an
+    H200 at its defaults (1601-1603, Qwen2.5-1.5B-Instruct in bf16, AWQ and online FP8, with its verbatim config),
+    vLLM 0.27.1 on an RTX 4090 under WSL2 at 0.92 and length 8,192 (1604-1606, Qwen2.5-7B-Instruct in bf16, GPTQ-Int4
+    and FP8-dynamic; token lines only) and vLLM 0.19.0 at tp 4 on four L40S (1607, Qwen2.5-72B-Instruct with its
+    verbatim config): each log's error and plan, the per-token rule from its own memory, the misses' causes as the
+    logs show them, and the logs mha cannot express listed with their reason, never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-14"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
+        1601: 0.001, 1602: 0.001, 1603: 0.001, 1604: 0.315, 1605: 0.05, 1606: 0.079, 1607: 0.066,
+    }  # fmt: skip
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
+        1601: 4518544, 1602: 4586192, 1603: 4564240, 1604: 134848, 1605: 303232, 1606: 248640, 1607: 71472,
+    }  # fmt: skip
+    assert all(row.basis == "tokens" for row in new.values())
+    assert {log_id for log_id, row in new.items() if row.rule_hit} == {1601, 1602, 1603, 1607}
+    assert all(new[log_id].rule_hit is None for log_id in (1604, 1605, 1606))  # token lines only, no memory figure
+    assert module.per_token_tokens(new[1601].log) == [4513552, 4513920]  # 120.53 GiB / 28,672 B in blocks of 16
+    assert module.per_token_tokens(new[1607].log) == [66912, 67040]  # 5.11 GiB / 81,920 B a rank at tp 4
+    assert all(module.WHY.get(log_id, "").startswith("no source-backed cause") for log_id in (1604, 1605, 1606, 1607))
+    unexpressed = module.unexpressed_logs("new-14")
+    assert [log["id"] for log in unexpressed] == [1608, 1609, 1610]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {1608, 1609, 1610}
+    urls = [str(log.get("url")) for log in module.load_logs()]
+    assert sum("kishuxz/multimodal-avatar" in url for url in urls) == 3  # nine repeat runs of the same arms not added
 
 
 def test_sglang_padding_slots_follow_the_release(table):

@@ -1,0 +1,41 @@
+"""The verbatim configs added for the engine start-up logs of logs17 (hf_configs/SOURCES.md, "Start-up log models,
+fourteenth group"), each priced against a reference independent of the importer: the KV bytes a token by hand and
+the logs' own memory over their tokens, the weights against the checkpoint's tensor listing."""
+
+from __future__ import annotations
+
+import json
+
+from mha_cli.core.hf_import import import_hf_config
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.params import count_params
+from tests.conftest import reference_hf_config
+
+GIB = 2**30
+
+
+def _imported(name: str):
+    return import_hf_config(json.loads(reference_hf_config(name).read_text())).model
+
+
+def test_qwen2_5_1_5b_instruct_matches_the_h200_logs():
+    """Qwen/Qwen2.5-1.5B-Instruct: 28 layers of 2 KV heads x 128, 28,672 B a token, which is the 120.53 GiB over
+    4,513,888 tokens of engine_logs.yaml 1601 (within the log's 0.01 GiB rounding); 1.54B parameters with tied
+    embeddings, 2.88 GiB in bf16."""
+    model = _imported("qwen2.5-1.5b-instruct")
+    per_token = kv_footprint(model, seq_len=1, batch=1, kv_dtype="bf16").total_bytes
+    assert per_token == 28 * 2 * 128 * 2 * 2 == 28_672
+    assert abs(4_513_888 * per_token / GIB - 120.53) < 0.005
+    params = count_params(model).total
+    assert params == 1_543_714_304
+    assert round(params * 2 / GIB, 2) == 2.88  # the log's load step measures 2.89 GiB
+
+
+def test_qwen2_5_72b_instruct_counts_as_its_checkpoint():
+    """Qwen/Qwen2.5-72B-Instruct: the report that holds the raw file lists 72,706,203,648 parameters in 37 files;
+    80 layers of 8 KV heads x 128 are 81,920 B a token a rank at tp 4, the 5.11 GiB over 67,024 tokens of 1607."""
+    model = _imported("qwen2.5-72b-instruct")
+    assert count_params(model).total == 72_706_203_648
+    per_token = kv_footprint(model, seq_len=1, batch=1, kv_dtype="bf16").total_bytes
+    assert per_token == 80 * 8 * 128 * 2 * 2 == 327_680
+    assert abs(67_024 * per_token // 4 / GIB - 5.11) < 0.005
