@@ -31,6 +31,9 @@ from pydantic import ConfigDict, Field, NonNegativeFloat, PositiveFloat, model_v
 from mha_cli.core.record import Record, empty_dict
 
 ProfileKind = Literal["prior", "calibrated", "ceiling"]
+FITTED_SOURCE = "calibrated from "
+"""How the ``source`` of a profile ``mha calibrate --from`` fitted to a server's runs begins (``core.serve.fit``);
+a profile measured on the machine (``mha calibrate``) begins ``mha calibrate on``."""
 
 
 class Curve(Record):
