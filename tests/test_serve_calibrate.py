@@ -127,6 +127,19 @@ def test_the_fitted_profile_is_written_once_and_plans_a_server_on_this_cpu(fitte
     assert result["simulated"]["ttft_ms"]["mean"] == pytest.approx(measured["mean_ttft_ms"], rel=0.35)
 
 
+def test_a_fit_rerun_with_force_starts_from_nominal_rates_not_the_profile_it_replaces(tmp_path):
+    """On the cpu target a fit starts from a profile measured on this CPU, never from an earlier fit: a rerun
+    (--force, the same name) fitted on the same runs writes the same figures, starting from the nominal rates."""
+    small = REPO / "benchmarks" / "vllm_cpu" / "models" / "small-llama" / "config.json"
+    args = ["calibrate", "--from", str(RESULTS / "small-llama_*.json"), "--model", str(small), "--target", "cpu",
+            *SERVER, "--name", "rerun", "--force", "--json"]  # fmt: skip
+    runner = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)})
+    first, second = (json.loads(runner.invoke(app, args).stdout) for _ in range(2))
+    assert second["held_out"] == first["held_out"]
+    assert second["profile"]["relative_error"] == first["profile"]["relative_error"]
+    assert second["profile"]["source"].endswith("starting from cpu-nominal")
+
+
 def test_another_models_runs_are_refused(tmp_path):
     runner = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)})
     result = runner.invoke(

@@ -94,8 +94,8 @@ def calibrate(
         str | None,
         typer.Option(
             "--profile",
-            help="With --from: the profile the fit starts from (default: the target's prior;"
-            " on the cpu target its newest profile, else nominal rates).",
+            help="With --from: the profile the fit starts from (default: the target's prior; on the cpu target the"
+            " newest profile `mha calibrate --device cpu` measured, never an earlier fit, else nominal rates).",
             show_default=False,
         ),
     ] = None,

@@ -74,7 +74,9 @@ def calibrate_from_results(
     elif resolved.target.id == "cpu":
         from mha_cli.core.cost.store import newest_cpu_profile
 
-        base = newest_cpu_profile(calibrated_only=True) or nominal_cpu_profile(weights)
+        # a fit starts from rates measured on this CPU, never from an earlier fit (its factors would compound,
+        # and a rerun with --force would start from the very profile it replaces)
+        base = newest_cpu_profile(measured_only=True) or nominal_cpu_profile(weights)
     else:
         from mha_cli.core.cost.priors import prior_profile
 

@@ -34,6 +34,9 @@ from mha_cli.core.cost.decode_tiles import DecodeAttention
 from mha_cli.core.record import Record, empty_dict
 
 ProfileKind = Literal["prior", "calibrated", "ceiling"]
+FITTED_SOURCE = "calibrated from "
+"""How the ``source`` of a profile ``mha calibrate --from`` fitted to a server's runs begins (``core.serve.fit``);
+a profile measured on the machine (``mha calibrate``) begins ``mha calibrate on``."""
 
 
 class Curve(Record):

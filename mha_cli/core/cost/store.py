@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.cost.profile import FITTED_SOURCE, DeviceProfile
 from mha_cli.core.errors import BadInputError, shown, shown_path
 
 DATA_DIR_ENV = "MHA_DATA_DIR"
@@ -96,10 +96,13 @@ def find_calibrated(device: str, device_name: str, dtype: str) -> DeviceProfile 
     return None
 
 
-def newest_cpu_profile(*, calibrated_only: bool = False) -> DeviceProfile | None:
-    """The newest profile of a CPU in the data directory (``mha calibrate --device cpu`` or ``--from``)."""
+def newest_cpu_profile(*, measured_only: bool = False) -> DeviceProfile | None:
+    """The newest profile of a CPU in the data directory (``mha calibrate --device cpu`` or ``--from``);
+    ``measured_only``: the newest ``mha calibrate --device cpu`` measured, never one ``--from`` fitted."""
     for _, profile in calibrated_profiles():
-        if profile.device == "cpu" and (profile.kind == "calibrated" or not calibrated_only):
+        if profile.device != "cpu":
+            continue
+        if not measured_only or (profile.kind == "calibrated" and not profile.source.startswith(FITTED_SOURCE)):
             return profile
     return None
 
