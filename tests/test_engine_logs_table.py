@@ -94,6 +94,11 @@ stand, per group, so that a rule change that moves them has to say so here.
   1602, 1603 +0.1%, Qwen2.5-1.5B-Instruct in bf16, AWQ and FP8 on an H200, vLLM 0.19.1; 1604 +31.5%, 1605 +5.05%,
   1606 +7.9%, Qwen2.5-7B-Instruct in bf16, GPTQ-Int4 and FP8 on an RTX 4090 under WSL2, vLLM 0.27.1; 1607 +6.6%,
   Qwen2.5-72B-Instruct at tp 4 on four L40S, vLLM 0.19.0); 3 logs not expressible.
+- ``new-15`` (ids 1701-1710, logs18: log files committed to repositories, collected after the rules of commit ec6986d
+  stood, priced with them, no rule changed): the per-token rule exact on 2 of 2, the plan within 5% on 1 of 4 (1701
+  +4.0%, MiniMax-M2.5 in FP8 at tp 4 on four H100, a vLLM 0.19.1 nightly; 1702 +10.6% and 1703 -8.0%, Qwen3-8B on a
+  RunPod RTX 4090 with a cold and a warm compile cache, vLLM 0.27.1; 1704 -12.3%, Qwen3.8-27B-FP8 on one H100, vLLM
+  0.27.1); 6 logs not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -142,6 +147,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-12") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
     assert module.counts(rows, "new-13") == {"logs": 3, "rule_checked": 3, "rule_exact": 3, "priced": 3, "within": 1}
     assert module.counts(rows, "new-14") == {"logs": 7, "rule_checked": 4, "rule_exact": 4, "priced": 7, "within": 3}
+    assert module.counts(rows, "new-15") == {"logs": 4, "rule_checked": 2, "rule_exact": 2, "priced": 4, "within": 1}
 
 
 def test_second_new_group_errors(table):
@@ -523,6 +529,32 @@ def test_group_1601(table):
     assert not {row.log["id"] for row in rows} & {1608, 1609, 1610}
     urls = [str(log.get("url")) for log in module.load_logs()]
     assert sum("kishuxz/multimodal-avatar" in url for url in urls) == 3  # nine repeat runs of the same arms not added
+
+
+def test_group_1701(table):
+    """The 17xx group (logs18, log files committed to repositories) as the rules of ec6986d price it: a vLLM 0.19.1
+    nightly at tp 4 on four H100 (1701, MiniMax-M2.5 on M2.7's config, the geometry confirmed by the log's own pool),
+    vLLM 0.27.1 on a RunPod RTX 4090 with a cold and a warm compile cache (1702, 1703, Qwen3-8B) and on one H100
+    (1704, Qwen3.8-27B-FP8; token line only): each log's error and plan, the per-token rule from its own memory, the
+    misses' causes as the logs show them, and the logs mha cannot express listed with their reason, never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-15"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
+        1701: 0.04, 1702: 0.106, 1703: -0.08, 1704: -0.123,
+    }  # fmt: skip
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
+        1701: 319360, 1702: 39600, 1703: 39600, 1704: 425398,
+    }  # fmt: skip
+    assert all(row.basis == "tokens" for row in new.values())
+    assert {log_id for log_id, row in new.items() if row.rule_hit} == {1701, 1702}
+    assert all(new[log_id].rule_hit is None for log_id in (1703, 1704))  # token counts only, no memory figure
+    assert module.per_token_tokens(new[1701].log) == [307040, 307200]  # 18.16 GiB / 63,488 B a rank at tp 4
+    assert module.per_token_tokens(new[1702].log) == [35776, 35856]  # 4.92 GiB / 147,456 B in blocks of 16
+    assert all(module.WHY.get(log_id, "").startswith("no source-backed cause") for log_id in (1702, 1703, 1704))
+    unexpressed = module.unexpressed_logs("new-15")
+    assert [log["id"] for log in unexpressed] == [1705, 1706, 1707, 1708, 1709, 1710]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {1705, 1706, 1707, 1708, 1709, 1710}
 
 
 def test_sglang_padding_slots_follow_the_release(table):
