@@ -38,7 +38,7 @@ class StepTime(Record):
 
 def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCost | None = None) -> tuple[float, bool]:
     """(one instance's time without fixed costs, whether compute bounds it). Bandwidth is read at the instance's
-    bytes, FLOP/s at its rows (``Op.tokens``: a matmul's M; an attention kernel's query tokens x the query heads
+    bytes, FLOP/s at its rows in the dtype it multiplies in (``Op.tokens``: a matmul's M, ``Op.compute``; an attention kernel's query tokens x the query heads
     sharing one KV head, ``core.cost.work.attention_rows``); ``scale_out``: the link between nodes, which prices a
     collective whose group spans them (``Op.off_node``, ``core.cost.nodes``)."""
     if op.kind in COLLECTIVES:
@@ -60,7 +60,7 @@ def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCos
     memory = op.bytes / bandwidth.at(op.bytes)
     if op.flops <= 0:
         return memory, False
-    rate = profile.attention_flops if op.kind == "attention" else profile.matmul
+    rate = profile.attention_flops if op.kind == "attention" else profile.matmul_in(op.compute)
     compute = op.flops / rate.at(op.tokens)
     return max(memory, compute), compute > memory
 
