@@ -9,9 +9,10 @@ import pytest
 from mha_cli.core.cost.priors import datasheet_profile, fitted_constants, prior_profile
 from mha_cli.core.cost.step import op_seconds
 from mha_cli.core.cost.work import Op, layer_ops, layer_weights, outside_ops
+from mha_cli.core.params import count_params
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import load_targets
-from mha_cli.core.weight_bytes import rank_checkpoint_bytes
+from mha_cli.core.weight_bytes import rank_checkpoint_bytes, rank_weight_bytes
 from mha_cli.core.weight_scheme import SchemeRule, WeightScheme
 
 CONFIGS = "tests/fixtures/hf_configs"
@@ -124,11 +125,30 @@ def test_the_memory_plan_reads_the_same_mixer_bytes():
     assert kept - stored == 36 * (IN_PROJ + OUT_PROJ) - 36 * 3 * 4
 
 
-def test_a_named_format_leaves_the_mixers_and_the_head_in_bf16():
-    """--weight-dtype fp8 without a scheme: the memory plan keeps a mixer's weights in bf16 (``core.weight_bytes``),
-    so the step reads and computes them in bf16; the LM head too (fp32 weights: computed in fp32)."""
+def test_a_named_format_stores_the_projections_of_the_mixers_vllm_quantises():
+    """--weight-dtype fp8 without a scheme: Qwen3-Next's Gated DeltaNet projections are built with the quant config
+    (vLLM 0.16.0 ``Qwen3NextGatedDeltaNet``), so they are fp8 (one 4 B scale each, 3 a layer), the convolution and
+    vectors bf16; the memory plan prices them alike, exactly as the scheme of fp8 on every linear layer does."""
     qwen = model("qwen3-next-80b-a3b")
-    per_layer = IN_PROJ + OUT_PROJ + MIXER_REST
-    assert layer_weights(qwen, 1, "fp8").mixers == (("bf16", per_layer, 2 * per_layer),)
+    assert layer_weights(qwen, 1, "fp8").mixers == (
+        ("fp8", IN_PROJ + OUT_PROJ, IN_PROJ + OUT_PROJ + 3 * 4),
+        ("bf16", MIXER_REST, 2 * MIXER_REST),
+    )
+    assert rank_weight_bytes(qwen, 1, "fp8") == rank_checkpoint_bytes(qwen, 1, fp8_scheme())
+    assert rank_weight_bytes(qwen, 1, "bf16") - rank_weight_bytes(qwen, 1, "fp8") > 36 * (IN_PROJ + OUT_PROJ)
+
+
+def test_mamba_1_projections_stay_bf16_whatever_the_format():
+    """vLLM 0.16.0's ``MambaMixer`` (Mamba-1: Falcon-Mamba) builds its projections without the quant config: under
+    fp8 and under a scheme of fp8 on every linear layer alike, every mixer weight is read and computed in bf16."""
+    mamba = model("falcon-mamba-7b")
+    per_layer = count_params(mamba).mixer_per_layer
+    assert layer_weights(mamba, 1, "fp8").mixers == (("bf16", per_layer, 2 * per_layer),)
+    assert layer_weights(mamba, 1, "fp8", scheme=fp8_scheme()).mixers == (("bf16", per_layer, 2 * per_layer),)
+
+
+def test_the_lm_head_is_computed_in_the_dtype_it_is_stored_in():
+    """Quantised checkpoints keep the head bf16 (``core.weight_formats``): computed in bf16; fp32 weights in fp32."""
+    qwen = model("qwen3-next-80b-a3b")
     assert {op.name: op.compute for op in outside_ops(qwen, 8, 8, weight_dtype="fp8")}["lm head"] == "bf16"
     assert {op.name: op.compute for op in outside_ops(qwen, 8, 8, weight_dtype="fp32")}["lm head"] == "fp32"

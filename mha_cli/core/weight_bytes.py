@@ -2,7 +2,8 @@
 
 Every weight tensor a rank holds (``core.inventory``) is priced on its own: a linear layer's matrices (a routed
 experts' fused tensor is E matrices per half, ``core.params.tensor_matrices``) in the layout that stores them, every
-other weight of the rank (embedding and LM head rows, norms, biases, routers, fixed-state mixers) in bf16. Who says
+other weight of the rank (embedding and LM head rows, norms, biases, routers, fixed-state mixers) in bf16, but the
+projections of the mixers an engine quantises (``core.mixer_quantisation``), which the format or scheme stores. Who says
 which layout a matrix takes is a pricing:
 
 - a named format (``core.weight_formats``, ``rank_weight_bytes``): the matrices of its scope (linear layers, or only
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from mha_cli.core.compute_dtype import compute_dtype
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.inventory import Tensor, tensor_groups, tensors_of
+from mha_cli.core.mixer_quantisation import mixer_projections_quantised
 from mha_cli.core.params import MatrixKind, count_params, tensor_matrices
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.tensor_parallel import VOCAB_PADDING, ExpertLayout, tp_shard_problem
@@ -81,10 +83,8 @@ class _FormatPricing(NamedTuple):
         return self.fmt.name if self.fmt.scope == "all" else None
 
     def store(self, module: str, kind: MatrixKind | Literal["mixer"], experts: int) -> Stored | None:
-        """How the matrix is stored: a named format covers linear layers (not a fixed-state mixer's projections,
-        which it leaves in bf16, as ``core.params`` counts them)."""
-        if kind == "mixer":
-            return None
+        """How the matrix is stored: a named format covers the linear layers of its scope (a fixed-state mixer's
+        projections among them, where ``core.mixer_quantisation`` says the engine quantises them)."""
         covered = self.fmt.scope in ("all", "linear") or (self.fmt.scope == "experts" and kind == "expert")
         return Stored(self.fmt, self.fmt.name) if covered else None
 
@@ -234,10 +234,11 @@ def _rank_bytes(
     held = [group for i, group in enumerate(groups) if (i, sides.embedding) != (0, False)]
     held = held if sides.head else held[:-1]
     rest_dtype = compute_dtype(pricing.rest_format)
+    quantised = mixer_projections_quantised(model.recurrent)  # else every mixer weight at the rest's bytes
     for group in held:
         tensors = [t for t in group.tensors if not t.buffer]
         mixers = [t for t in tensors if t.kind == "mixer"]  # split evenly, as core.params counts them
-        projections = [t for t in mixers if len(t.shape) == 2 and t.name.endswith(".weight")]
+        projections = [t for t in mixers if len(t.shape) == 2 and t.name.endswith(".weight")] if quantised else []
         mixer_rest = sum(t.numel for t in mixers) - sum(t.numel for t in projections)
         matrices = [
             (module, kind, part, out, inp, n, t.kind)
@@ -284,7 +285,7 @@ def _mixer_bytes(
     plain, stored_bytes, by_dtype = rest, 0, {}
     for tensor in projections:
         stored = pricing.store(_at(tensor.name.removesuffix(".weight"), first, place), "mixer", 0)
-        if stored is None:
+        if stored is None or stored.format == pricing.rest_format:  # fp32, fp16, bf16: as the rest
             plain += tensor.numel
             continue
         out, inp = tensor.shape
