@@ -152,3 +152,14 @@ def test_the_lm_head_is_computed_in_the_dtype_it_is_stored_in():
     qwen = model("qwen3-next-80b-a3b")
     assert {op.name: op.compute for op in outside_ops(qwen, 8, 8, weight_dtype="fp8")}["lm head"] == "bf16"
     assert {op.name: op.compute for op in outside_ops(qwen, 8, 8, weight_dtype="fp32")}["lm head"] == "fp32"
+
+
+def test_a_fitted_compute_factor_scales_every_dtypes_curve():
+    """``mha calibrate --from`` scales the prior's rates: the per-dtype curves the step's matmuls read move with
+    ``matmul`` (a fit that left them would change nothing for a step whose every matmul names its dtype)."""
+    from mha_cli.core.serve.fit import Constants, apply
+
+    prior = prior_profile(load_targets()["h100-sxm"], "fp8")
+    fitted = apply(prior, Constants(compute=0.5))
+    for dtype in ("bf16", "fp8", "fp32"):
+        assert fitted.matmul_in(dtype).at(4096) == pytest.approx(0.5 * prior.matmul_in(dtype).at(4096))
