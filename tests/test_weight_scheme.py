@@ -377,9 +377,9 @@ def test_a_step_reads_each_matrix_as_the_checkpoint_stores_it():
     assert source.deployment is not None
     scheme = source.deployment.weight_scheme
     stored = {(m.kind, m.part, m.out_features, m.in_features): b
-              for m, b, _ in layer_weights(source.model, 8, "int4", scheme=scheme).matrices}  # fmt: skip
+              for m, b, _, _ in layer_weights(source.model, 8, "int4", scheme=scheme).matrices}  # fmt: skip
     named = {(m.kind, m.part, m.out_features, m.in_features): b
-             for m, b, _ in layer_weights(source.model, 8, "int4").matrices}  # fmt: skip
+             for m, b, _, _ in layer_weights(source.model, 8, "int4").matrices}  # fmt: skip
     assert stored[("expert", "down_proj", 7168, 256)] == 7168 * 256 // 2 + 2 * 7168 * 256 // 32 + 16 == 1_032_208
     assert stored[("attention", "o_proj", 7168, 1024)] == 7168 * 1024 * 2
     assert named[("attention", "o_proj", 7168, 1024)] < stored[("attention", "o_proj", 7168, 1024)] / 3

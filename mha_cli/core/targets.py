@@ -107,6 +107,10 @@ class Target(Record):
     fp8_native: bool
     fp4_tflops_dense: float | None = None
     """Dense fp4 tensor throughput in TFLOP/s (NVFP4/MXFP4 on Blackwell, MXFP4 on CDNA4), where the device has fp4."""
+    fp32_tflops: float | None = None
+    """Non-tensor (SIMT) fp32 throughput in TFLOP/s, what an fp32 matmul at torch's ``"highest"`` precision runs at
+    (``core.compute_dtype``); None where no datasheet figure was entered (an fp32 matmul then falls back to the bf16
+    rate, ``core.cost.priors.peak_matmul_flops``)."""
     interconnect_gbs: float | None
     """Device-to-device bandwidth in GB/s (total bidirectional), if any."""
     source: str
@@ -195,6 +199,7 @@ def load_targets() -> dict[str, Target]:
             fp8_tflops_dense=_optional_float(row["fp8_tflops_dense"]),
             fp8_native=row["fp8_native"].strip().lower() == "yes",
             fp4_tflops_dense=_optional_float(row["fp4_tflops_dense"]),
+            fp32_tflops=_optional_float(row.get("fp32_tflops") or ""),
             interconnect_gbs=_optional_float(row["interconnect_gbs"]),
             source=row["source"],
             notes=row["notes"],

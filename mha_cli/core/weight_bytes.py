@@ -2,7 +2,8 @@
 
 Every weight tensor a rank holds (``core.inventory``) is priced on its own: a linear layer's matrices (a routed
 experts' fused tensor is E matrices per half, ``core.params.tensor_matrices``) in the layout that stores them, every
-other weight of the rank (embedding and LM head rows, norms, biases, routers, fixed-state mixers) in bf16. Who says
+other weight of the rank (embedding and LM head rows, norms, biases, routers, fixed-state mixers) in bf16, but the
+projections of the mixers an engine quantises (``core.mixer_quantisation``), which the format or scheme stores. Who says
 which layout a matrix takes is a pricing:
 
 - a named format (``core.weight_formats``, ``rank_weight_bytes``): the matrices of its scope (linear layers, or only
@@ -23,8 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
+from mha_cli.core.compute_dtype import compute_dtype
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.inventory import Tensor, tensor_groups, tensors_of
+from mha_cli.core.mixer_quantisation import mixer_projections_quantised
 from mha_cli.core.params import MatrixKind, count_params, tensor_matrices
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.tensor_parallel import VOCAB_PADDING, ExpertLayout, tp_shard_problem
@@ -54,6 +57,14 @@ BOTH_SIDES = Sides()
 """The whole model on the rank's layers: both sides (no pipeline)."""
 
 
+class Stored(NamedTuple):
+    """How one matrix is stored: its layout (bytes) and the format it is named by (what it multiplies in,
+    ``core.compute_dtype``)."""
+
+    layout: MatrixLayout | WeightFormat
+    format: str
+
+
 class _FormatPricing(NamedTuple):
     """A named format: the matrices of its scope in it, by kind alone."""
 
@@ -66,9 +77,16 @@ class _FormatPricing(NamedTuple):
         """Bytes of a weight the format does not quantise."""
         return int(self.fmt.nominal_bits) // 8 if self.fmt.scope == "all" else UNQUANTISED_BYTES
 
-    def store(self, module: str, kind: MatrixKind, experts: int) -> WeightFormat | None:
+    @property
+    def rest_format(self) -> str | None:
+        """The format of the weights it does not quantise (None: bf16)."""
+        return self.fmt.name if self.fmt.scope == "all" else None
+
+    def store(self, module: str, kind: MatrixKind | Literal["mixer"], experts: int) -> Stored | None:
+        """How the matrix is stored: a named format covers the linear layers of its scope (a fixed-state mixer's
+        projections among them, where ``core.mixer_quantisation`` says the engine quantises them)."""
         covered = self.fmt.scope in ("all", "linear") or (self.fmt.scope == "experts" and kind == "expert")
-        return self.fmt if covered else None
+        return Stored(self.fmt, self.fmt.name) if covered else None
 
 
 class _SchemePricing(NamedTuple):
@@ -78,14 +96,16 @@ class _SchemePricing(NamedTuple):
 
     by_name = True
     rest_bytes = UNQUANTISED_BYTES
+    rest_format = None
 
-    def store(self, module: str, kind: MatrixKind, experts: int) -> MatrixLayout | None:
+    def store(self, module: str, kind: MatrixKind | Literal["mixer"], experts: int) -> Stored | None:
+        """How the matrix is stored: the rule its module's name resolves to (a mixer's projections too)."""
         if kind == "expert":
             prefix, _, projection = module.rpartition(".experts.")
             rule = self.matcher.rule_for_experts(prefix, projection, experts)
         else:
             rule = self.matcher.rule_for(module)
-        return None if rule is None else rule.layout
+        return None if rule is None else Stored(rule.layout, rule.format)
 
 
 def rank_weight_bytes(
@@ -119,13 +139,36 @@ MatrixKey = tuple[str, str, int, int]
 """A linear layer's matrices as ``core.params.matrices_per_rank`` groups them: kind, projection, out, in."""
 
 
-def checkpoint_matrix_bytes(
-    model: ModelSpec, tp: int, scheme: WeightScheme, experts: ExpertLayout | None = None
-) -> dict[MatrixKey, int]:
-    """The bytes one rank of ``tp`` holds of each group of alike linear-layer matrices (``MatrixKey``, summed over the
-    layers), as the checkpoint stores them (``scheme``): what a step reads of each, module by module."""
-    found: dict[MatrixKey, int] = {}
-    _rank_bytes(model, tp, _SchemePricing(scheme.matcher()), VOCAB_PADDING, experts, by_matrix=found)
+class MatrixShare(NamedTuple):
+    """Alike matrices of one rank stored alike: how many, and their bytes together."""
+
+    count: int
+    bytes: int
+
+
+class StoredMatrices(NamedTuple):
+    """What one rank of a checkpoint holds of its linear layers, by the dtype each multiplies in
+    (``core.compute_dtype``): what a step reads and computes of each, layer by layer."""
+
+    matrices: dict[tuple[MatrixKey, str], MatrixShare]
+    """Each group of alike linear-layer matrices (``MatrixKey``, over the layers) by its compute dtype."""
+    mixers: dict[str, tuple[float, float]]
+    """Fixed-state mixers' weights by compute dtype: (weights, bytes), the rank's even share of every layer's (the
+    projections as stored, their convolutions and vectors with the bf16 ones)."""
+
+
+def stored_matrices(
+    model: ModelSpec, tp: int, weight_dtype: str, scheme: WeightScheme | None = None,
+    experts: ExpertLayout | None = None,
+) -> StoredMatrices:  # fmt: skip
+    """``StoredMatrices`` of one rank of ``tp``, as the checkpoint's ``scheme`` stores each module (the memory plan's
+    ``rank_checkpoint_bytes``), or in the named ``weight_dtype`` (``rank_weight_bytes``)."""
+    if scheme is not None:
+        pricing: _FormatPricing | _SchemePricing = _SchemePricing(scheme.matcher())
+    else:
+        pricing = _FormatPricing(weight_format(weight_dtype))
+    found = StoredMatrices({}, {})
+    _rank_bytes(model, tp, pricing, VOCAB_PADDING, experts, by_matrix=found)
     return found
 
 
@@ -174,11 +217,12 @@ def stored_scheme(deployment: DeploymentSpec | None, weight_dtype: str) -> Weigh
 def _rank_bytes(
     model: ModelSpec, tp: int, pricing: _FormatPricing | _SchemePricing, vocab_padding: int,
     experts: ExpertLayout | None, by_kind: dict[str, int] | None = None, sides: Sides = BOTH_SIDES,
-    by_matrix: dict[MatrixKey, int] | None = None,
+    by_matrix: StoredMatrices | None = None,
 ) -> int:  # fmt: skip
     """The rank's bytes; with ``by_kind``, also added there by the inventory's kind of each tensor, the bytes of a
     matrix beyond its values (scales, zero points, group indices) under ``SCALES``; with ``by_matrix``, each linear
-    layer's bytes added there under its ``MatrixKey``; ``sides``: what it holds outside the layers."""
+    layer's and mixer's bytes added there by compute dtype (``StoredMatrices``); ``sides``: what it holds outside the
+    layers."""
     if tp > 1 and tp_shard_problem(model, tp, experts) is not None:
         return -(-_rank_bytes(model, 1, pricing, vocab_padding, None, sides=sides) // tp)
     n_experts = model.block.moe.n_experts if model.block.moe is not None else 0
@@ -189,9 +233,13 @@ def _rank_bytes(
         total += embedding.numel * pricing.rest_bytes
     held = [group for i, group in enumerate(groups) if (i, sides.embedding) != (0, False)]
     held = held if sides.head else held[:-1]
+    rest_dtype = compute_dtype(pricing.rest_format)
+    quantised = mixer_projections_quantised(model.recurrent)  # else every mixer weight at the rest's bytes
     for group in held:
         tensors = [t for t in group.tensors if not t.buffer]
-        mixer = sum(t.numel for t in tensors if t.kind == "mixer")  # split evenly, as core.params counts it
+        mixers = [t for t in tensors if t.kind == "mixer"]  # split evenly, as core.params counts them
+        projections = [t for t in mixers if len(t.shape) == 2 and t.name.endswith(".weight")] if quantised else []
+        mixer_rest = sum(t.numel for t in mixers) - sum(t.numel for t in projections)
         matrices = [
             (module, kind, part, out, inp, n, t.kind)
             for t in tensors if t.kind != "mixer"
@@ -199,7 +247,7 @@ def _rank_bytes(
             for module, n in _modules(t, part, count)
         ]  # fmt: skip
         plain = [t for t in tensors if t.kind != "mixer" and not any(tensor_matrices(t, model))]
-        rest = (sum(t.numel for t in plain) + -(-mixer // tp)) * pricing.rest_bytes
+        rest = sum(t.numel for t in plain) * pricing.rest_bytes
         first = group.places[0]
         places = group.places if pricing.by_name else [first]  # a format reads no names: one place for all
         repeats = 1 if pricing.by_name else len(group.places)
@@ -207,21 +255,53 @@ def _rank_bytes(
             placed = 0
             for module, kind, part, out, inp, n, tensor_kind in matrices:
                 stored = pricing.store(_at(module, first, place), kind, n_experts if kind == "expert" else 0)
-                matrix = stored.matrix_bytes(out, inp) if stored is not None else out * inp * UNQUANTISED_BYTES
+                layout = stored.layout if stored is not None else None
+                matrix = layout.matrix_bytes(out, inp) if layout is not None else out * inp * UNQUANTISED_BYTES
                 placed += n * matrix
                 if by_matrix is not None:
-                    key = (kind, part, out, inp)
-                    by_matrix[key] = by_matrix.get(key, 0) + n * matrix * repeats
+                    key = ((kind, part, out, inp), compute_dtype(stored.format if stored is not None else None))
+                    share = by_matrix.matrices.get(key, MatrixShare(0, 0))
+                    by_matrix.matrices[key] = MatrixShare(share.count + n * repeats, share.bytes + n * matrix * repeats)
                 if by_kind is not None:
-                    values = stored.value_bytes(out, inp) if stored is not None else matrix
+                    values = layout.value_bytes(out, inp) if layout is not None else matrix
                     _add(by_kind, tensor_kind, n * values * repeats)
                     _add(by_kind, SCALES, n * (matrix - values) * repeats)
-            total += (rest + placed) * repeats
+            mixer = _mixer_bytes(projections, mixer_rest, pricing, tp, first, place, rest_dtype, by_matrix, repeats)
+            total += (rest + placed + mixer) * repeats
             if by_kind is not None:
                 for tensor in plain:
                     _add(by_kind, tensor.kind, tensor.numel * pricing.rest_bytes * repeats)
-                _add(by_kind, "mixer", -(-mixer // tp) * pricing.rest_bytes * repeats)
+                _add(by_kind, "mixer", mixer * repeats)
     return total
+
+
+def _mixer_bytes(
+    projections: list[Tensor], rest: int, pricing: _FormatPricing | _SchemePricing, tp: int, first: int | None,
+    place: int | None, rest_dtype: str, by_matrix: StoredMatrices | None, repeats: int,
+) -> int:  # fmt: skip
+    """One rank's even share of a layer's fixed-state mixer: its ``projections`` as ``pricing`` stores each (a
+    scheme may quantise them), its other ``rest`` weights (convolution, vectors) and the projections it leaves
+    unquantised at the rest's bytes; added to ``by_matrix`` by compute dtype."""
+    plain, stored_bytes, by_dtype = rest, 0, {}
+    for tensor in projections:
+        stored = pricing.store(_at(tensor.name.removesuffix(".weight"), first, place), "mixer", 0)
+        if stored is None or stored.format == pricing.rest_format:  # fp32, fp16, bf16: as the rest
+            plain += tensor.numel
+            continue
+        out, inp = tensor.shape
+        matrix = stored.layout.matrix_bytes(out, inp)
+        stored_bytes += matrix
+        dtype = compute_dtype(stored.format)
+        weights, held = by_dtype.get(dtype, (0.0, 0.0))
+        by_dtype[dtype] = (weights + tensor.numel / tp, held + matrix / tp)
+    plain_bytes = -(-plain // tp) * pricing.rest_bytes
+    if by_matrix is not None and (plain or by_dtype):
+        weights, held = by_dtype.get(rest_dtype, (0.0, 0.0))
+        by_dtype[rest_dtype] = (weights + plain / tp, held + plain_bytes)
+        for dtype, (weights, held) in by_dtype.items():
+            before = by_matrix.mixers.get(dtype, (0.0, 0.0))
+            by_matrix.mixers[dtype] = (before[0] + weights * repeats, before[1] + held * repeats)
+    return plain_bytes + -(-stored_bytes // tp)
 
 
 SCALES = "scales"

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 from pydantic_core import from_json
 
 from mha_cli.core.cost.decode_tiles import DecodeAttention, decode_attention
+from mha_cli.core.compute_dtype import ComputeDtype, compute_dtype
 from mha_cli.core.cost.profile import CollectiveCost, Curve, DeviceProfile
 from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.engine.prefill_graphs import graphed_release, prefill_launch_s
@@ -114,10 +115,36 @@ def _link(target: Target) -> tuple[str, float]:
 
 
 def peak_matmul_flops(target: Target, weight_dtype: str) -> float:
-    """Dense FLOP/s of ``target``'s tensor cores for ``weight_dtype`` (fp8 where the device computes fp8)."""
-    if weight_dtype.startswith("fp8") and target.fp8_native and target.fp8_tflops_dense:
+    """Dense FLOP/s of ``target`` for a matmul of weights in ``weight_dtype``, in the dtype it multiplies in
+    (``core.compute_dtype``): fp8 tensor cores where the device computes fp8, the non-tensor fp32 rate where the
+    target states one (``Target.fp32_tflops``), else the bf16 tensor cores."""
+    computed = compute_dtype(weight_dtype)
+    if computed == "fp8" and target.fp8_native and target.fp8_tflops_dense:
         return target.fp8_tflops_dense * 1e12
+    if computed == "fp32" and target.fp32_tflops:
+        return target.fp32_tflops * 1e12
     return target.bf16_tflops_dense * 1e12
+
+
+def dtype_matmul_curves(target: Target, efficiency: float, half_rows: float) -> dict[str, Curve]:
+    """The matmul curve of each dtype a step's matrices multiply in (``Op.compute``): ``target``'s datasheet rate for
+    it (``peak_matmul_flops``) x the same ``efficiency``, half of it at ``half_rows`` rows (``half_rows`` 0: flat).
+
+    fp32 runs on the non-tensor cores: its curve is the bf16 tensor-core curve capped at the fp32 peak x
+    ``efficiency``. The rows-to-half-peak shape describes tensor-core tiles filled by few rows; applied to a peak 15
+    times lower it would price a one-row fp32 matmul (a GEMV, bound by its bytes) 15 times slower than the bf16 one.
+    """
+    tensor = Curve.saturating(peak_matmul_flops(target, "bf16") * efficiency, half_rows, ROW_SIZES)
+    curves: dict[str, Curve] = {}
+    for dtype in get_args(ComputeDtype):
+        peak = peak_matmul_flops(target, dtype) * efficiency
+        if not half_rows:
+            curves[dtype] = Curve.flat(peak)
+        elif dtype == "fp32":
+            curves[dtype] = Curve(sizes=tensor.sizes, rates=[min(rate, peak) for rate in tensor.rates])
+        else:
+            curves[dtype] = Curve.saturating(peak, half_rows, ROW_SIZES)
+    return curves
 
 
 def prior_profile(
@@ -134,7 +161,7 @@ def prior_profile(
     chosen = generation_prior(generation, target) if constants is None and generation is not None else None
     c = constants or (chosen.constants if chosen else fitted_constants()["constants"])
     bandwidth = target.bandwidth_bytes_per_s * c["bandwidth_efficiency"]
-    flops = peak_matmul_flops(target, weight_dtype)
+    matmuls = dtype_matmul_curves(target, c["matmul_efficiency"], c["matmul_half_rows"])
     link, link_bandwidth = _link(target)
     latency = c["all_reduce_latency_nvlink_s"] if link == "nvlink" else c["all_reduce_latency_pcie_s"]
     error = (chosen.band if chosen else band(target.id)) if constants is None else 0.0
@@ -147,7 +174,7 @@ def prior_profile(
         target_id=target.id, source=source,
         weight_bandwidth=Curve.saturating(bandwidth, c["bandwidth_half_bytes"], BANDWIDTH_SIZES),
         cache_bandwidth=Curve.saturating(bandwidth, c["bandwidth_half_bytes"], BANDWIDTH_SIZES),
-        matmul=Curve.saturating(flops * c["matmul_efficiency"], c["matmul_half_rows"], ROW_SIZES),
+        matmul=matmuls[compute_dtype(weight_dtype)], matmul_by_dtype=matmuls,
         attention_flops=Curve.saturating(
             target.bf16_tflops_dense * 1e12 * c["attention_efficiency"], c["matmul_half_rows"], ROW_SIZES
         ),
@@ -198,8 +225,9 @@ def datasheet_profile(target: Target, weight_dtype: str = "bf16") -> DeviceProfi
         name=f"{target.id}-datasheet", kind="ceiling", device="cuda", device_name=target.name, dtype=weight_dtype,
         target_id=target.id, source=f"{target.name} datasheet peaks ({target.source})",
         weight_bandwidth=Curve.flat(target.bandwidth_bytes_per_s), cache_bandwidth=Curve.flat(target.bandwidth_bytes_per_s),
-        matmul=Curve.flat(flops), attention_flops=Curve.flat(target.bf16_tflops_dense * 1e12),
-        decode_attention=_unpadded(target), kernel_overhead_s=0.0,
+        matmul=Curve.flat(flops), matmul_by_dtype=dtype_matmul_curves(target, 1.0, 0.0),
+        attention_flops=Curve.flat(target.bf16_tflops_dense * 1e12), decode_attention=_unpadded(target),
+        kernel_overhead_s=0.0,
         dispatch_overhead_s=0.0, step_overhead_s=0.0,
         collective=CollectiveCost(latency_s=0.0, bandwidth_bytes_per_s=link_bandwidth, link=link), relative_error=0.0,
     )  # fmt: skip

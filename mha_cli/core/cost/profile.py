@@ -137,6 +137,10 @@ class DeviceProfile(Record):
     decode_attention: DecodeAttention | None = None
     """The engine's decode attention kernels on this GPU (``core.cost.decode_tiles``); None: not read, or measured
     (a calibrated profile's ``attention_flops`` holds what it measured)."""
+    matmul_by_dtype: dict[str, Curve] = Field(default_factory=empty_dict)
+    """The matmul curve of each dtype a step's matrices multiply in (``core.compute_dtype``: bf16, fp8, fp32), for a
+    step whose layers differ from ``dtype`` (an fp8 checkpoint's bf16 attention, an fp32 router); a dtype missing (a
+    calibrated profile measures one): ``matmul``."""
     kernel_overhead_s: NonNegativeFloat
     dispatch_overhead_s: NonNegativeFloat
     step_overhead_s: NonNegativeFloat
@@ -161,6 +165,12 @@ class DeviceProfile(Record):
     (``core.engine.front_end``), the default prior none; ``mha calibrate --from`` fits it from benchmark results."""
     created: str | None = None
 
+    def matmul_in(self, dtype: str | None) -> Curve:
+        """The matmul curve of a matrix that multiplies in ``dtype`` (None: the profile's own, ``matmul``)."""
+        if dtype is None:
+            return self.matmul
+        return self.matmul_by_dtype.get(dtype, self.matmul)
+
     def ceiling(self) -> "DeviceProfile":
         """This profile's best rates everywhere and no fixed costs: the bound no prediction from it goes below."""
         collective = None
@@ -172,6 +182,7 @@ class DeviceProfile(Record):
                 "weight_bandwidth": Curve.flat(self.weight_bandwidth.peak),
                 "cache_bandwidth": Curve.flat(self.cache_bandwidth.peak), "matmul": Curve.flat(self.matmul.peak),
                 "attention_flops": Curve.flat(self.attention_flops.peak), "kernel_overhead_s": 0.0,
+                "matmul_by_dtype": {dtype: Curve.flat(curve.peak) for dtype, curve in self.matmul_by_dtype.items()},
                 "dispatch_overhead_s": 0.0, "step_overhead_s": 0.0, "collective": collective, "request_overhead_s": 0.0,
                 "sequence_overhead_s": 0.0, "prefill_dispatch_overhead_s": 0.0,
                 "decode_attention": self.decode_attention.unpadded() if self.decode_attention else None,

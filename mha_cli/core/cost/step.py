@@ -39,9 +39,10 @@ class StepTime(Record):
 
 def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCost | None = None) -> tuple[float, bool]:
     """(one instance's time without fixed costs, whether compute bounds it). Bandwidth is read at the instance's
-    bytes, FLOP/s at its rows (``Op.tokens``: a matmul's M; an attention kernel's query tokens x the query heads
-    sharing one KV head, ``core.cost.work.attention_rows``), except a decode attention whose kernel the profile
-    names: its FLOPs on whole tiles of that kernel at its dtype's rate (``core.cost.decode_tiles``); ``scale_out``: the link between nodes, which prices a
+    bytes, FLOP/s at its rows in the dtype it multiplies in (``Op.tokens``: a matmul's M, ``Op.compute``; an
+    attention kernel's query tokens x the query heads sharing one KV head, ``core.cost.work.attention_rows``),
+    except a decode attention whose kernel the profile names: its FLOPs on whole tiles of that kernel at its
+    dtype's rate (``core.cost.decode_tiles``); ``scale_out``: the link between nodes, which prices a
     collective whose group spans them (``Op.off_node``, ``core.cost.nodes``)."""
     if op.kind in COLLECTIVES:
         if profile.collective is None:
@@ -66,7 +67,7 @@ def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCos
     if op.decode is not None and profile.decode_attention is not None:  # its kernel's tiles, where read
         padded = profile.decode_attention.seconds(op.flops, op.decode)
     if padded is None:
-        rate = profile.attention_flops if op.kind == "attention" else profile.matmul
+        rate = profile.attention_flops if op.kind == "attention" else profile.matmul_in(op.compute)
         compute = op.flops / rate.at(op.tokens)
     else:
         compute = padded

@@ -6,7 +6,12 @@ figure is per rank, and per instance of an operation (``Op.count`` instances per
 size (a small matrix does not saturate memory bandwidth) is looked up at the instance's size.
 
 - **matmul**: every linear layer of the rank (``core.params.matrices_per_rank``), its weight bytes in the
-  weight format (scales included) plus the activations in and out; 2 x tokens x out x in FLOPs. An MoE layer reads
+  weight format (scales included) plus the activations in and out; 2 x tokens x out x in FLOPs, at the rate of the
+  dtype it multiplies in (``Op.compute``). A checkpoint's scheme stores each module as the memory plan reads it
+  (``core.weight_bytes.stored_matrices``): the layers it ignores are read and computed in bf16, a fixed-state mixer's
+  projections in the format its rule gives, and alike matrices stored differently are priced apart
+  (``core.compute_dtype``). The MoE router is its own matmul in the dtype the engine keeps it in
+  (``core.engine.router_dtype``: fp32 for Nemotron-H in vLLM). An MoE layer reads
   only the routed experts its tokens pick (``experts_touched``), in one grouped matmul per layer (the fused-MoE
   kernel's: its bytes the touched experts' together), each expert over its share of the tokens; vLLM's MXFP4 MoE
   kernels (gpt-oss) read and compute them at their padded shapes (``kernel_expert``), SGLang and TensorRT-LLM at the
@@ -35,13 +40,15 @@ count is measured where it matters: ``verify`` counts the operators it dispatche
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from mha_cli.core.cost.decode_tiles import DecodeRows
+from mha_cli.core.compute_dtype import compute_dtype
 from mha_cli.core.dp_attention import dispatch_bytes
+from mha_cli.core.engine.router_dtype import ROUTER_BYTES, router_dtype
 from mha_cli.core.kv import kv_footprint, tokens_held
-from mha_cli.core.params import Matrix, count_params, matrices_per_rank
+from mha_cli.core.params import Matrix, matrices_per_rank
 from mha_cli.core.roofline import attention_pair_flops, experts_touched
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
 from mha_cli.core.tensor_parallel import ExpertLayout, local_experts, tp_shard_problem, vocab_rows_per_rank
-from mha_cli.core.weight_bytes import UNQUANTISED_BYTES, MatrixKey, checkpoint_matrix_bytes
+from mha_cli.core.weight_bytes import UNQUANTISED_BYTES, MatrixKey, MatrixShare, stored_matrices
 from mha_cli.core.weight_formats import weight_format
 
 if TYPE_CHECKING:
@@ -101,6 +108,9 @@ class Op(NamedTuple):
     decode: DecodeRows | None = None
     """A decode attention's rows as its kernel packs them, one sequence against one KV head, which it pads to its
     tile (``core.cost.decode_tiles``); None: any other op (a prompt's attention keeps the rows law)."""
+    compute: str | None = None
+    """The dtype a matmul multiplies in (``core.compute_dtype``: bf16, fp8, fp32), whose rate prices its FLOPs
+    (``DeviceProfile.matmul_in``); None: the profile's own."""
 
 
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
@@ -143,25 +153,6 @@ def causal_pairs_after(new: int, context: int, window: int | None) -> int:
     return below + (new - ramp) * window
 
 
-def _matmul_bytes(weight_dtype: str, matrix: Matrix, quantised: bool) -> int:
-    fmt = weight_format(weight_dtype)
-    if quantised:
-        return fmt.matrix_bytes(matrix.out_features, matrix.in_features)
-    return matrix.out_features * matrix.in_features * UNQUANTISED_BYTES
-
-
-def _stored_bytes(stored: dict[MatrixKey, int], matrix: Matrix) -> int:
-    """One of ``matrix``'s instances as the checkpoint stores them (their mean: an ignored layer may differ); 0 when
-    ``stored`` does not price it."""
-    total = stored.get((matrix.kind, matrix.part, matrix.out_features, matrix.in_features), 0)
-    return -(-total // matrix.count)
-
-
-def _covered(weight_dtype: str, matrix: Matrix) -> bool:
-    scope = weight_format(weight_dtype).scope
-    return scope in ("all", "linear") or (scope == "experts" and matrix.kind == "expert")
-
-
 def _matmul_kernels(model: ModelSpec, matrix: Matrix) -> float:
     """Kernels one instance of ``matrix`` launches in a fused engine: q, k and v in one (k and v add none), gate and
     up in one (half each), routed experts inside the fused-MoE kernels (``MOE_ROUTING_KERNELS``)."""
@@ -178,8 +169,9 @@ class LayerWeights(NamedTuple):
     (``layer_ops`` prices a step on it; the inventory behind ``matrices_per_rank`` is the costly part)."""
 
     experts: ExpertLayout
-    matrices: list[tuple[Matrix, int, float]]
-    """Every linear layer's matrix on the rank, with its weight bytes in the format and its kernels."""
+    matrices: list[tuple[Matrix, int, float, str]]
+    """Every linear layer's matrix on the rank, with one instance's weight bytes as stored, its kernels and the dtype
+    it multiplies in; alike matrices stored apart (ignored layers) as two entries."""
     local_experts: int
     """MoE: the routed experts on the rank (0 without MoE)."""
     n_moe: int
@@ -188,9 +180,11 @@ class LayerWeights(NamedTuple):
     """Layers with a dense MLP."""
     mixer_layers: int = 0
     """Layers with a fixed-state mixer (Mamba, linear attention): their projections are no linear layer above."""
-    mixer_params: float = 0.0
-    """One mixer layer's weights on the rank: no tensor-parallel layout here splits them, so an even share of them
-    (``core.params``' count), read at 2 bytes a weight (``core.weight_bytes`` prices them so)."""
+    mixers: tuple[tuple[str, float, float], ...] = ()
+    """One mixer layer's weights on the rank, by the dtype they multiply in: (dtype, weights, bytes). No
+    tensor-parallel layout here splits them, so an even share of them (``core.params``' count), stored as
+    ``core.weight_bytes`` prices them (a scheme's rule for each projection; else 2 bytes a weight), the mean over the
+    mixer layers."""
 
 
 def layer_weights(
@@ -208,19 +202,24 @@ def layer_weights(
         from mha_cli.core.errors import BadInputError
 
         raise BadInputError(problem)
-    stored = checkpoint_matrix_bytes(model, tp, scheme, layout) if scheme is not None else {}
-    matrices = [
-        (*kernel_expert(matrix, kernel), 0.0) if kernel is not None and matrix.kind == "expert" else
-        (matrix, _stored_bytes(stored, matrix) or _matmul_bytes(weight_dtype, matrix, _covered(weight_dtype, matrix)),
-         _matmul_kernels(model, matrix))
-        for matrix in matrices_per_rank(model, tp, layout)
-    ]  # fmt: skip
+    stored = stored_matrices(model, tp, weight_dtype, scheme, layout)
+    shares: dict[MatrixKey, list[tuple[str, MatrixShare]]] = {}
+    for (key, dtype), share in stored.matrices.items():
+        shares.setdefault(key, []).append((dtype, share))
+    matrices: list[tuple[Matrix, int, float, str]] = []
+    for matrix in matrices_per_rank(model, tp, layout):
+        if kernel is not None and matrix.kind == "expert":
+            matrices.append((*kernel_expert(matrix, kernel), 0.0, "bf16"))
+            continue
+        kernels = _matmul_kernels(model, matrix)
+        for dtype, share in shares[(matrix.kind, matrix.part, matrix.out_features, matrix.in_features)]:
+            matrices.append((matrix._replace(count=share.count), -(-share.bytes // share.count), kernels, dtype))
     local = local_experts(model, layout) if model.block.moe is not None else 0
-    mixers = count_params(model) if model.recurrent is not None else None
+    n_mixers = model.n_state_layers if model.recurrent is not None else 0
+    mixers = tuple((dtype, weights / n_mixers, held / n_mixers) for dtype, (weights, held) in stored.mixers.items())
     return LayerWeights(
-        layout, matrices, local, model.n_moe_layers, model.n_dense_mlp_layers,
-        mixers.n_mixer_layers if mixers else 0, mixers.mixer_per_layer / tp if mixers else 0.0,
-    )  # fmt: skip
+        layout, matrices, local, model.n_moe_layers, model.n_dense_mlp_layers, n_mixers if mixers else 0, mixers
+    )
 
 
 def kernel_expert(matrix: Matrix, kernel: "Mxfp4Kernel") -> tuple[Matrix, int]:
@@ -235,7 +234,12 @@ def kernel_expert(matrix: Matrix, kernel: "Mxfp4Kernel") -> tuple[Matrix, int]:
     return matrix._replace(out_features=width, in_features=hidden), -(-fused // 2)
 
 
-def _matmul_ops(model: ModelSpec, tp: int, tokens: int, weights: LayerWeights) -> list[Op]:
+def _apart(dtype: str, step_dtype: str) -> str:
+    """An op's name's note of the dtype it multiplies in, where it is not the step's format's."""
+    return "" if dtype == step_dtype else f" ({dtype})"
+
+
+def _matmul_ops(model: ModelSpec, tp: int, tokens: int, weights: LayerWeights, weight_dtype: str) -> list[Op]:
     """Every linear layer's matmul on one rank; routed experts as the expected ones the tokens visit.
 
     The experts see the tokens of every rank sharing them (``experts.ranks / tp`` data-parallel groups, each with
@@ -247,7 +251,8 @@ def _matmul_ops(model: ModelSpec, tp: int, tokens: int, weights: LayerWeights) -
     if model.block.moe is not None:
         touched = experts_touched(model.block.moe.n_experts, model.block.moe.n_active_experts, group_tokens)
         here = touched * weights.local_experts / model.block.moe.n_experts  # of the touched ones, on this rank
-    for matrix, weight, kernels in weights.matrices:
+    step_dtype = compute_dtype(weight_dtype)
+    for matrix, weight, kernels, dtype in weights.matrices:
         count, rows, matrices = float(matrix.count), tokens, 1.0
         if matrix.kind == "expert" and model.block.moe is not None and touched:
             # one grouped matmul per layer (and per gate/up or down): the touched experts' weights, each over its rows
@@ -257,13 +262,14 @@ def _matmul_ops(model: ModelSpec, tp: int, tokens: int, weights: LayerWeights) -
         activations = matrices * rows * (matrix.in_features + matrix.out_features) * ACTIVATION_BYTES
         ops.append(
             Op(
-                name=f"{matrix.kind} {matrix.out_features}x{matrix.in_features}",
+                name=f"{matrix.kind} {matrix.out_features}x{matrix.in_features}{_apart(dtype, step_dtype)}",
                 kind="matmul",
                 count=count,
                 bytes=matrices * weight + activations,
                 flops=2 * matrices * rows * matrix.out_features * matrix.in_features,
                 tokens=rows,
                 kernels=kernels,
+                compute=dtype,
             )
         )
     return ops
@@ -426,7 +432,7 @@ def layer_ops(
         weights = layer_weights(model, tp, weight_dtype, experts)
     layout = weights.experts
     d = model.d_model
-    ops = _matmul_ops(model, tp, tokens, weights)
+    ops = _matmul_ops(model, tp, tokens, weights, weight_dtype)
     n_moe, dense_layers = weights.n_moe, weights.dense_layers
     mixer_only = model.n_layers - n_moe - dense_layers  # Nemotron-H's lone mixer blocks: one norm (2d), one add (d)
     groups = layout.ranks // tp  # data-parallel groups whose tokens meet at the experts
@@ -452,15 +458,15 @@ def layer_ops(
         expert_width = model.block.moe.n_active_experts * model.block.moe.d_ff_expert * groups // layout.ranks
         ops.append(
             Op(name="norms, residuals, routing", kind="memory", count=n_moe,
-               bytes=elementwise + tokens * ACTIVATION_BYTES * (activation * expert_width + model.block.moe.n_experts),
-               flops=2.0 * tokens * d * model.block.moe.n_experts, tokens=tokens,
+               bytes=elementwise + tokens * ACTIVATION_BYTES * activation * expert_width, flops=0.0, tokens=tokens,
                kernels=MLP_BLOCK_KERNELS + MOE_ROUTING_KERNELS)
         )  # fmt: skip
-    if weights.mixer_layers and weights.mixer_params:  # each token through the mixer's projections (their weights read)
+        ops.append(_router_op(model, tokens, n_moe, weight_dtype))
+    for i, (dtype, params, held) in enumerate(weights.mixers):  # each token through the mixer's projections
         ops.append(
-            Op(name="mixer projections", kind="matmul", count=weights.mixer_layers,
-               bytes=weights.mixer_params * UNQUANTISED_BYTES, flops=2.0 * tokens * weights.mixer_params,
-               tokens=tokens, kernels=MIXER_PROJECTION_KERNELS)
+            Op(name=f"mixer projections{_apart(dtype, compute_dtype(weight_dtype))}", kind="matmul",
+               count=weights.mixer_layers, bytes=held, flops=2.0 * tokens * params, tokens=tokens,
+               kernels=0.0 if i else MIXER_PROJECTION_KERNELS, compute=dtype)
         )  # fmt: skip
     shared_moe = n_moe if groups > 1 else 0  # MoE layers whose experts the groups share: gather and scatter instead
     if tp > 1:
@@ -484,6 +490,20 @@ def layer_ops(
     return ops
 
 
+def _router_op(model: ModelSpec, tokens: int, n_moe: int, weight_dtype: str) -> Op:
+    """The MoE layers' router: its d_model x n_experts weights read (replicated on every rank), the tokens' hidden
+    states in and logits out, in the dtype the engine keeps it in (``core.engine.router_dtype``); its launch is one of
+    ``MOE_ROUTING_KERNELS``."""
+    assert model.block.moe is not None
+    dtype, experts, d = router_dtype(model.family), model.block.moe.n_experts, model.d_model
+    size = ROUTER_BYTES[dtype]
+    return Op(
+        name=f"router{_apart(dtype, compute_dtype(weight_dtype))}", kind="matmul", count=n_moe,
+        bytes=experts * d * size + tokens * (d + experts) * size, flops=2.0 * tokens * d * experts, tokens=tokens,
+        kernels=0.0, compute=dtype,
+    )  # fmt: skip
+
+
 def outside_ops(model: ModelSpec, tokens: int, logits: int, *, tp: int = 1, weight_dtype: str = "bf16") -> list[Op]:
     """What a step runs once outside the layers (``Op.outside_layers``): the embedding and final norm over
     ``tokens`` rows, the LM head, sampler and logits gather over ``logits`` rows."""
@@ -494,7 +514,7 @@ def outside_ops(model: ModelSpec, tokens: int, logits: int, *, tp: int = 1, weig
     ops = [
         Op(name="lm head", kind="matmul", count=1,
            bytes=head_bytes + logits * (d + vocab_rows) * ACTIVATION_BYTES, flops=2.0 * logits * vocab_rows * d,
-           tokens=logits, outside_layers=True),
+           tokens=logits, outside_layers=True, compute=compute_dtype(fmt.name if fmt.scope == "all" else None)),
         Op(name="embedding, final norm, sampler", kind="memory", count=1,
            bytes=tokens * d * ACTIVATION_BYTES * 3 + SAMPLER_PASSES * logits * model.embeddings.vocab_size * LOGIT_BYTES,
            flops=0.0, tokens=tokens, kernels=OUTSIDE_LAYER_KERNELS, outside_layers=True),

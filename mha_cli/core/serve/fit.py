@@ -68,6 +68,7 @@ def apply(base: DeviceProfile, constants: Constants) -> DeviceProfile:
             "weight_bandwidth": scaled(base.weight_bandwidth, constants.bandwidth),
             "cache_bandwidth": scaled(base.cache_bandwidth, constants.bandwidth),
             "matmul": scaled(base.matmul, constants.compute),
+            "matmul_by_dtype": {dtype: scaled(curve, constants.compute) for dtype, curve in base.matmul_by_dtype.items()},
             "attention_flops": scaled(base.attention_flops, constants.compute),
             "decode_attention": base.decode_attention.scaled(constants.compute) if base.decode_attention else None,
             "step_overhead_s": constants.step_overhead_s, "kernel_overhead_s": constants.kernel_overhead_s,
