@@ -26,8 +26,8 @@ from typing import Any, NamedTuple, get_args
 
 from pydantic_core import from_json
 
-from mha_cli.core.cost.decode_tiles import DecodeAttention, decode_attention
 from mha_cli.core.compute_dtype import ComputeDtype, compute_dtype
+from mha_cli.core.cost.decode_tiles import DecodeAttention, decode_attention
 from mha_cli.core.cost.profile import CollectiveCost, Curve, DeviceProfile
 from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.engine.prefill_graphs import graphed_release, prefill_launch_s

@@ -39,8 +39,8 @@ count is measured where it matters: ``verify`` counts the operators it dispatche
 
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from mha_cli.core.cost.decode_tiles import DecodeRows
 from mha_cli.core.compute_dtype import compute_dtype
+from mha_cli.core.cost.decode_tiles import DecodeRows
 from mha_cli.core.dp_attention import dispatch_bytes
 from mha_cli.core.engine.router_dtype import ROUTER_BYTES, router_dtype
 from mha_cli.core.kv import kv_footprint, tokens_held
