@@ -14,7 +14,6 @@ from mha_cli.core.errors import EXIT_BAD_INPUT
          ["kv", "llama-3-8b", "--target", "2xh100", "--tp", "2"]),
         (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8"], ["kv", "llama-3-8b", "--kv-dtype", "fp8"]),
         (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e4m3"], ["kv", "llama-3-8b", "--kv-dtype", "fp8"]),
-        (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e5m2"], ["kv", "llama-3-8b", "--kv-dtype", "fp8"]),
         (["kv", "llama-3-8b", "--kv-cache-dtype", "auto"], ["kv", "llama-3-8b", "--kv-dtype", "bf16"]),
         (["kv", "llama-3-8b", "--target", "h100", "--quantization", "fp8"],
          ["kv", "llama-3-8b", "--target", "h100", "--weight-dtype", "fp8"]),
@@ -32,18 +31,27 @@ from mha_cli.core.errors import EXIT_BAD_INPUT
         (["recommend", "--params", "8B", "--target", "2xh100", "--tensor-parallel-size", "2", "--quantization", "fp8"],
          ["recommend", "--params", "8B", "--target", "2xh100", "--tp", "2", "--weight-dtype", "fp8"]),
         (["plan", "llama-3-8b", "--target", "4xh100", "--tensor-parallel-size", "2", "--pipeline-parallel-size", "2",
-          "--kv-cache-dtype", "fp8_e5m2", "--quantization", "fp8", "--closed-form"],
+          "--kv-cache-dtype", "fp8_e4m3", "--quantization", "fp8", "--closed-form"],
          ["plan", "llama-3-8b", "--target", "4xh100", "--tp", "2", "--pp", "2", "--kv-dtype", "fp8",
           "--weight-dtype", "fp8", "--closed-form"]),
         (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2048", "--osl", "512", "--max-model-len",
           "2560", "--closed-form"],
          ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2048", "--osl", "512", "--closed-form"]),
     ],
-    ids=["tp", "kv-fp8", "kv-e4m3", "kv-e5m2", "kv-auto", "q-fp8", "q-awq", "q-gptq", "q-mxfp4", "q-nvfp4", "max-model-len",
+    ids=["tp", "kv-fp8", "kv-e4m3", "kv-auto", "q-fp8", "q-awq", "q-gptq", "q-mxfp4", "q-nvfp4", "max-model-len",
          "check", "recommend", "plan", "plan-max-model-len"],
 )  # fmt: skip
 def test_a_vllm_flag_gives_the_same_json_as_the_native_one(cli, vllm, native):
     assert cli.json(*vllm) == cli.json(*native)
+
+
+def test_e5m2_is_priced_as_fp8_and_keeps_its_encoding(cli):
+    """vLLM's fp8_e5m2 is a byte a value as fp8 (e4m3) is: the same figures, its encoding kept on the deployment for
+    the launch lines (tests/test_launch_settings.py)."""
+    e5m2 = cli.json("kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e5m2")
+    fp8 = cli.json("kv", "llama-3-8b", "--kv-dtype", "fp8")
+    assert e5m2.pop("deployment") == {**fp8.pop("deployment"), "kv_fp8_variant": "e5m2"}
+    assert e5m2 == fp8
 
 
 def test_an_alias_changes_the_result_as_its_native_flag_does(cli):

@@ -45,8 +45,8 @@ KvDtypeOpt = Annotated[
         "--kv-dtype",
         "--kv-cache-dtype",
         help="KV cache format: fp32, fp16, bf16, fp8 (plain), fp8_ds_mla (DeepSeek sparse-MLA layout, sparse MLA only), int8,"
-        " int4. vLLM's values too: fp8_e4m3 and fp8_e5m2 are priced as fp8 (a byte a value); auto, vLLM's default,"
-        " is the model's dtype: bf16.",
+        " int4. vLLM's values too: fp8_e4m3 and fp8_e5m2 are priced as fp8 (a byte a value), the launch lines asking"
+        " for the one named; auto, vLLM's default, is the model's dtype: bf16.",
         show_default=False,
     ),
 ]

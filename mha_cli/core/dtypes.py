@@ -40,6 +40,16 @@ KV_DTYPE_ALIASES = {"fp8_e5m2": "fp8", "auto": "bf16"}
 """vLLM's ``--kv-cache-dtype`` values beyond ours: e5m2 is a byte a value as e4m3 is; ``auto`` (vLLM's default) is the
 model's dtype, bf16 for today's checkpoints (an fp16 one's is the same two bytes)."""
 
+Fp8Variant = Literal["e4m3", "e5m2"]
+"""An fp8 cache's encoding, priced alike (a byte a value): e4m3 (vLLM's ``fp8``, SGLang's ``fp8_e4m3``) or e5m2."""
+FP8_VARIANT_NAMES: dict[str, Fp8Variant] = {"fp8_e4m3": "e4m3", "e4m3": "e4m3", "fp8_e5m2": "e5m2"}
+"""The KV dtype names that say which fp8 encoding they mean (plain ``fp8`` says none: the engines' e4m3)."""
+
+
+def fp8_variant_named(name: object) -> Fp8Variant | None:
+    """The fp8 encoding a KV dtype name says (``fp8_e5m2`` -> ``e5m2``); None for a name that says none."""
+    return FP8_VARIANT_NAMES.get(name.strip().lower()) if isinstance(name, str) else None
+
 
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
 class StorageFormat(NamedTuple):
