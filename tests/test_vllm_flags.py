@@ -84,6 +84,16 @@ def test_a_vllm_value_mha_does_not_price_is_refused_in_one_line(cli, args, messa
     assert message in result.stderr and result.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("spelling", ["--kv-cache-dtype", "--kv-dtype"])
+def test_an_unknown_kv_format_names_the_option_as_typed_and_every_value_it_takes(cli, spelling):
+    result = cli.run("kv", "llama-3-8b", spelling, "foo")
+    assert result.exit_code == EXIT_BAD_INPUT and result.stderr.count("\n") == 1
+    assert (
+        f"{spelling}: unknown dtype 'foo': use one of fp32, fp16, bf16, fp8, fp8_ds_mla, int8, int4"
+        " (or vLLM's auto, fp8_e4m3, fp8_e5m2)"
+    ) in result.stderr
+
+
 def test_every_command_taking_tp_or_pp_takes_vllms_names_too():
     commands = typer.main.get_command(app).commands
     for name, command in commands.items():

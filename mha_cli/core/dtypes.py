@@ -39,6 +39,8 @@ DTYPE_ALIASES = {
 KV_DTYPE_ALIASES = {"fp8_e5m2": "fp8", "auto": "bf16"}
 """vLLM's ``--kv-cache-dtype`` values beyond ours: e5m2 is a byte a value as e4m3 is; ``auto`` (vLLM's default) is the
 model's dtype, bf16 for today's checkpoints (an fp16 one's is the same two bytes)."""
+VLLM_KV_NAMES = ("auto", "fp8_e4m3", "fp8_e5m2")
+"""vLLM's ``--kv-cache-dtype`` values (``CacheDType``, vllm/config/cache.py) taken besides ours, named in a refusal."""
 
 Fp8Variant = Literal["e4m3", "e5m2"]
 """An fp8 cache's encoding, priced alike (a byte a value): e4m3 (vLLM's ``fp8``, SGLang's ``fp8_e4m3``) or e5m2."""
@@ -109,10 +111,12 @@ def normalise_dtype_name(name: str, *, kv: bool = False) -> str:
         return key
     if key in KV_ONLY_FORMATS:
         raise BadInputError(f"{key} is a KV-cache layout, not a weight format: use one of {', '.join(FORMATS)}")
-    known = ", ".join(get_args(KvDtypeName if kv else DtypeName))
-    close = close_names(key, get_args(KvDtypeName if kv else DtypeName))
+    names = get_args(KvDtypeName if kv else DtypeName)
+    vllm_names = VLLM_KV_NAMES if kv else ()
+    close = close_names(key, names + vllm_names)
     guess = f"did you mean {', '.join(close)}? " if close else ""
-    raise BadInputError(f"unknown dtype {name!r}: {guess}use one of {known}")
+    vllm = f" (or vLLM's {', '.join(vllm_names)})" if vllm_names else ""
+    raise BadInputError(f"unknown dtype {name!r}: {guess}use one of {', '.join(names)}{vllm}")
 
 
 def storage_format(name: str) -> StorageFormat:
