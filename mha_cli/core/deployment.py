@@ -57,6 +57,9 @@ def merge_deployment(
             fields["engine_version"] = typed_release(overrides["engine"])
     elif fields.get("engine") is not None:
         fields["engine"] = generation_of(fields["engine"]).engine
+    if fields.get("engine_version") and not fields.get("engine_generation"):  # a config file's release alone:
+        engine = fields.get("engine") or "vllm"  # priced by the generation that covers it, as --engine ENGINE@VERSION
+        fields["engine_generation"] = generation_of(f"{engine}@{fields['engine_version']}").id
     fields.setdefault("seq_len", default_seq_len(model, base))
     if fields.get("block_size") is not None:
         _check_block_flag(fields.get("engine"), fields.get("engine_generation"), fields.get("engine_version"))
