@@ -66,6 +66,21 @@ def test_the_release_typed_prices_the_design_and_its_config_as_kv_does(cli, tmp_
     assert (latest["memory"]["utilisation"], latest["memory"]["max_sequences"]) == (0.829, 50)
 
 
+def test_an_e5m2_cache_asked_keeps_its_encoding_in_the_design(cli, tmp_path):
+    """``--kv-cache-dtype fp8_e5m2`` is priced as fp8 and its encoding goes into the config written (and so onto
+    the launch lines of a plan of it), as ``kv`` keeps it; plain fp8 writes none (the control)."""
+    out = tmp_path / "design.yaml"
+    e5m2 = cli.json(
+        "recommend", "--params", "8B", "--target", "h100", "--kv-cache-dtype", "fp8_e5m2", "--out", str(out)
+    )
+    assert e5m2["config"]["deployment"]["kv_fp8_variant"] == "e5m2"
+    assert parse_config(yaml.safe_load(out.read_text()), str(out)).deployment.kv_fp8_variant == "e5m2"
+    vllm = cli.json("plan", str(out), "--target", "h100", "--closed-form")["launch"]["vllm"]
+    assert "--kv-cache-dtype fp8_e5m2" in vllm
+    fp8 = cli.json("recommend", "--params", "8B", "--target", "h100", "--kv-cache-dtype", "fp8")
+    assert "kv_fp8_variant" not in fp8["config"]["deployment"] and fp8["memory"] == e5m2["memory"]
+
+
 def test_a_plan_that_does_not_fit_is_flagged_and_exit_code_is_documented(cli):
     result = cli.run("recommend", "--params", "70B", "--seq", "128k", "--target", "h100")
     assert result.exit_code == 0 and "DOES NOT FIT" in result.stdout and "4xh100-sxm" in result.stdout

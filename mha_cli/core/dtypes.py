@@ -53,6 +53,13 @@ def fp8_variant_named(name: object) -> Fp8Variant | None:
     return FP8_VARIANT_NAMES.get(name.strip().lower()) if isinstance(name, str) else None
 
 
+def with_fp8_variant(fields: object) -> object:
+    """A model's input ``fields`` with ``kv_fp8_variant`` set where its ``kv_dtype`` names an fp8 encoding
+    (``fp8_e5m2``), which the format alone (fp8) loses; anything else as it is."""
+    variant = fp8_variant_named(fields.get("kv_dtype")) if isinstance(fields, dict) else None
+    return fields if variant is None else {**fields, "kv_fp8_variant": variant}  # type: ignore[dict-item]
+
+
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
 class StorageFormat(NamedTuple):
     """How one value is stored and what the format adds per group of values."""

@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 from typing_extensions import Self
 
 from mha_cli.core.checkpoint_headers import HeaderWeights
-from mha_cli.core.dtypes import Fp8Variant, KvDtypeName, fp8_variant_named, normalise_dtype_name
+from mha_cli.core.dtypes import Fp8Variant, KvDtypeName, normalise_dtype_name, with_fp8_variant
 from mha_cli.core.errors import MhaError
 from mha_cli.core.model_migration import nest_flat_fields
 from mha_cli.core.quantities import parse_token_count
@@ -1248,8 +1248,7 @@ class DeploymentSpec(_Strict):
     @classmethod
     def _fp8_variant_from_kv_dtype(cls, data: Any) -> Any:
         """A KV dtype that names its fp8 encoding (``fp8_e5m2``) keeps it in ``kv_fp8_variant``, priced as fp8."""
-        variant = fp8_variant_named(data.get("kv_dtype")) if isinstance(data, dict) else None
-        return data if variant is None else {**data, "kv_fp8_variant": variant}
+        return with_fp8_variant(data)
 
     @model_validator(mode="after")
     def _fp8_variant_is_for_fp8(self) -> "DeploymentSpec":

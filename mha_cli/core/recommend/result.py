@@ -6,6 +6,7 @@ from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, co
 
 from mha_cli.core.cost.latency import StepLatency
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN
+from mha_cli.core.dtypes import Fp8Variant, with_fp8_variant
 from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.engine.settings import engine_name
@@ -37,7 +38,8 @@ PRIORITIES: tuple[Priority, ...] = ("inference", "training", "balanced")
 
 _OPTION_NAMES = {
     "params": "--params", "seq_len": "--seq", "target": "--target", "batch": "--batch", "kv_dtype": "--kv-dtype",
-    "weight_dtype": "--weight-dtype", "priority": "--priority", "tp": "--tp", "vocab_size": "--vocab",
+    "kv_fp8_variant": "--kv-dtype", "weight_dtype": "--weight-dtype", "priority": "--priority", "tp": "--tp",
+    "vocab_size": "--vocab",
     "d_model": "--d-model", "variant": "--variant", "active_params": "--active-params", "experts": "--experts",
     "top_k": "--top-k", "shared_experts": "--shared-experts", "dense_layers": "--dense-layers", "engine": "--engine",
     "engine_generation": "--engine", "engine_version": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
@@ -62,6 +64,8 @@ class RecommendRequest(Record):
     batch: Annotated[int, Field(gt=0, le=1 << 20)] = 1
     """Concurrent sequences."""
     kv_dtype: KvDtype = "bf16"
+    kv_fp8_variant: Annotated[Fp8Variant, Field(exclude_if=lambda value: value == "e4m3")] = "e4m3"
+    """An fp8 cache's encoding, from ``kv_dtype`` as typed (``DeploymentSpec.kv_fp8_variant``)."""
     weight_dtype: WeightDtype = "bf16"
     priority: Priority = "balanced"
     tp: Annotated[int, Field(gt=0, le=4096)] | None = None
@@ -95,6 +99,12 @@ class RecommendRequest(Record):
     max_num_seqs: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
     kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=1 << 50)] | None = None
     """vLLM's pool set outright, per rank in bytes (``--kv-cache-gib``; ``DeploymentSpec.kv_cache_memory_bytes``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fp8_variant_from_kv_dtype(cls, fields: Any) -> Any:
+        """The fp8 encoding ``kv_dtype`` names (``fp8_e5m2``), kept before the name is read as its format (fp8)."""
+        return with_fp8_variant(fields)
 
     @model_validator(mode="before")
     @classmethod
