@@ -27,6 +27,7 @@ from mha_cli.core.engine.generations import generation
 from mha_cli.core.engine.launch_forms import fit_line
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.presets import get_preset
+from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.served_model import by_preset
 from mha_cli.core.speculative import build_spec
 from mha_cli.core.targets import resolve_target
@@ -291,6 +292,8 @@ def test_the_release_typed_is_kept_on_the_deployment():
     assert merge_deployment(None, engine="vllm-v1").engine_version is None
     assert merge_deployment(typed, engine="sglang").engine_version is None
     assert merge_deployment(typed).engine_version == "0.10.2"  # a config's release stays when --engine is not given
+    alone = merge_deployment(DeploymentSpec(engine="vllm", engine_version="0.15.1"))  # a config file's, no generation
+    assert (alone.engine_generation, alone.engine_version) == ("vllm-v1", "0.15.1")
 
 
 @pytest.mark.parametrize("engine", ["vllm", "vllm@0.10.2", "vllm@0.11.1", "sglang@0.4.6", "sglang@0.4.3"])

@@ -163,3 +163,20 @@ def test_the_tables_name_the_block_the_engine_allocates(cli, extra, footprint, p
     rows = ["|".join(" ".join(cell.split()) for cell in line.split("│")) for line in shown.stdout.splitlines()]
     assert footprint in next(row for row in rows if "per sequence (8,192 tokens)" in row)
     assert f"|{pool}|" in next(row for row in rows if "KV cache size (tokens)" in row)
+
+
+def test_a_release_the_generation_does_not_cover_takes_its_last_mla_block():
+    """DeepSeek-V3 with an fp8 cache on an H200 priced by vllm-v0's rules with a 0.30.0 release (a control column's)
+    keeps V0's 16-token block (Triton MLA, 0.7.x), not the 64 FlashMLA forces in 0.30 (read as 0.30.0 was before);
+    vllm-v1 covering 0.11.0 forces 64 (the control)."""
+    from mha_cli.core.engine.mla_blocks import settle_mla_block
+    from mha_cli.core.engine.settings import resolve_settings
+    from mha_cli.core.schemas import DeploymentSpec
+
+    def block(generation: str, release: str) -> int:
+        deployment = DeploymentSpec(engine="vllm", engine_generation=generation, engine_version=release)
+        settings = resolve_settings(deployment, TARGETS["h200"], 8)
+        return settle_mla_block(V3, TARGETS["h200"], settings, "fp8")[0].block_size
+
+    assert block("vllm-v0", "0.30.0") == 16
+    assert block("vllm-v1", "0.11.0") == 64

@@ -241,3 +241,14 @@ def test_a_cpu_plan_prices_the_cpu_sort_not_triton():
     peak = sampler_peak_bytes(model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=rows,
                               sampler=settings.sampler)  # fmt: skip
     assert peak == rows * model.embeddings.vocab_size * 24
+
+
+def test_a_release_the_generation_does_not_cover_takes_its_last_sampler():
+    """A 0.5.0 log priced by vllm-v1's rules (``benchmarks/engine_logs.py``' control column) on the CPU backend takes
+    the generation's last sampler (0.20's in-place ``cpu-sort``, as with no release), not 0.5's ``cpu-sort-copy``
+    (read as 0.5.0 was before); a release it covers keeps its own (the control: 0.11's copy)."""
+    cpu = resolve_target("cpu").target
+    outside = DeploymentSpec(engine="vllm", engine_generation="vllm-v1", engine_version="0.5.0")
+    assert resolve_settings(outside, cpu, 1).sampler == "cpu-sort"
+    covered = DeploymentSpec(engine="vllm", engine_generation="vllm-v1", engine_version="0.11.0")
+    assert resolve_settings(covered, cpu, 1).sampler == "cpu-sort-copy"

@@ -76,6 +76,14 @@ def test_disaggregated_workers_carry_the_block_size(cli, engine):
     assert servers and all(value(line, flag) == "32" for line in servers)
 
 
+def test_disaggregated_workers_ask_for_the_e5m2_cache_priced(cli):
+    found = cli.json("plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--closed-form",
+                     "--kv-cache-dtype", "fp8_e5m2")  # fmt: skip
+    for engine in ("vllm", "sglang"):
+        servers = found["launch"][engine].splitlines()[:-1]  # the last line: the proxy or router
+        assert servers and all(value(line, "--kv-cache-dtype") == "fp8_e5m2" for line in servers)
+
+
 def test_trtllm_takes_the_step_budget_on_its_line_and_the_cache_format_in_a_note(cli):
     found = cli.json(*SEARCH, "--engine", "trtllm", "--max-num-batched-tokens", "4096", "--kv-dtype", "fp8")
     assert value(found["launch"]["trtllm"], "--max_num_tokens") == "4096"
@@ -158,3 +166,32 @@ def test_the_cpu_gets_no_sglang_line(cli):
     found = cli.json(*CPU, "--kv-cache-gib", "4")
     assert list(found["launch"]) == ["vllm"] and "sglang" not in (found["launch_note"] or "")
     assert "sglang" in cli.json(*SEARCH)["launch"]
+
+
+def test_an_e5m2_cache_keeps_its_encoding_on_every_line(cli):
+    """``--kv-cache-dtype fp8_e5m2`` is priced as fp8 (a byte a value) but its lines ask for e5m2: vLLM's ``fp8`` is
+    e4m3 (``CacheDType``: fp8 (=fp8_e4m3)) and SGLang's ``fp8_e4m3`` too; both take ``fp8_e5m2``. TensorRT-LLM's fp8
+    cache is e4m3 only, and its note says so. Plain fp8 keeps the engines' e4m3 words (the control)."""
+    e5m2 = cli.json(*SEARCH, "--kv-cache-dtype", "fp8_e5m2")
+    assert value(e5m2["launch"]["vllm"], "--kv-cache-dtype") == "fp8_e5m2"
+    assert value(e5m2["launch"]["sglang"], "--kv-cache-dtype") == "fp8_e5m2"
+    fp8 = cli.json(*SEARCH, "--kv-cache-dtype", "fp8")
+    assert value(fp8["launch"]["vllm"], "--kv-cache-dtype") == "fp8"
+    assert value(fp8["launch"]["sglang"], "--kv-cache-dtype") == "fp8_e4m3"
+    assert e5m2["candidates"] == fp8["candidates"]  # priced alike
+    trtllm = cli.json(*SEARCH, "--engine", "trtllm", "--kv-cache-dtype", "fp8_e5m2")
+    note = "TensorRT-LLM's fp8 cache is e4m3 (kv_cache_config.dtype takes auto or fp8): it has no e5m2"
+    assert note in trtllm["launch_note"]
+
+
+def test_a_kv_format_given_later_drops_the_e5m2_encoding_of_the_config_file(tmp_path):
+    """The config file's e5m2 cache (``kv_fp8_variant``) goes with its format: ``--kv-dtype bf16`` over it is a bf16
+    cache, ``--kv-dtype fp8`` plain fp8 (e4m3); kept, it round-trips through the file as written."""
+    from mha_cli.core.deployment import merge_deployment
+
+    base = merge_deployment(None, kv_dtype="fp8_e5m2")
+    assert (base.kv_dtype, base.kv_fp8_variant) == ("fp8", "e5m2")
+    assert base.model_dump(exclude_unset=True)["kv_fp8_variant"] == "e5m2"
+    assert merge_deployment(base, kv_dtype="bf16").kv_dtype == "bf16"
+    assert merge_deployment(base, kv_dtype="fp8").kv_fp8_variant == "e4m3"
+    assert merge_deployment(base, batch=4).kv_fp8_variant == "e5m2"

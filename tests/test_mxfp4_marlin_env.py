@@ -60,6 +60,15 @@ def test_the_h100_tp2_decode_step_reads_marlins_shapes_when_forced():
     assert forced == LAYERS * TOUCHED * (MARLIN_W13 + MARLIN_W2) == 1_084_686_336
 
 
+def test_a_release_the_generation_does_not_cover_forces_marlin_as_its_last_does():
+    """vllm-v1's rules with a 0.30.0 release (a control column's): the kernel is the generation's last's (0.20 reads
+    the variable: Marlin), not refused as 0.30.0 (read as the release typed before)."""
+    outside = _deployment("0.15.1", vllm_mxfp4_kernel="marlin").model_copy(update={"engine_version": "0.30.0"})
+    assert outside.engine_generation == "vllm-v1"
+    _, kernel = _decode_expert_weights(outside)
+    assert kernel == MARLIN
+
+
 @pytest.mark.parametrize(
     ("typed", "capability", "default", "kernel"),
     [

@@ -50,6 +50,37 @@ def test_out_writes_a_config_that_kv_reads(cli, tmp_path):
     assert parse_config(yaml.safe_load(out.read_text()), str(out)).model.d_model == 1536
 
 
+def test_the_release_typed_prices_the_design_and_its_config_as_kv_does(cli, tmp_path):
+    """``--engine sglang@0.5.2`` is priced by 0.5.2's mem_fraction_static (server_args.py 0.4.8-0.5.2: a (9.5 + tp x
+    pp / 2) GiB reserve, 0.874 of an H100's MiB), not the generation's latest's (0.829, its prefill graphs' reserve
+    beside the base one: the control), and its config keeps the release, so ``kv`` of it admits the same sequences."""
+    from mha_cli.core.targets import resolve_target
+
+    gpu_mib = resolve_target("h100").target.device_memory_bytes / 2**20
+    out = tmp_path / "design.yaml"
+    typed = cli.json("recommend", "--params", "8B", "--target", "h100", "--engine", "sglang@0.5.2", "--out", str(out))
+    assert typed["memory"]["utilisation"] == round((gpu_mib - (9.5 + 1 / 2) * 1024) / gpu_mib, 3) == 0.874
+    assert typed["config"]["deployment"]["engine_version"] == "0.5.2"
+    assert cli.json("kv", str(out))["memory"]["max_sequences"] == typed["memory"]["max_sequences"] == 54
+    latest = cli.json("recommend", "--params", "8B", "--target", "h100", "--engine", "sglang")
+    assert (latest["memory"]["utilisation"], latest["memory"]["max_sequences"]) == (0.829, 50)
+
+
+def test_an_e5m2_cache_asked_keeps_its_encoding_in_the_design(cli, tmp_path):
+    """``--kv-cache-dtype fp8_e5m2`` is priced as fp8 and its encoding goes into the config written (and so onto
+    the launch lines of a plan of it), as ``kv`` keeps it; plain fp8 writes none (the control)."""
+    out = tmp_path / "design.yaml"
+    e5m2 = cli.json(
+        "recommend", "--params", "8B", "--target", "h100", "--kv-cache-dtype", "fp8_e5m2", "--out", str(out)
+    )
+    assert e5m2["config"]["deployment"]["kv_fp8_variant"] == "e5m2"
+    assert parse_config(yaml.safe_load(out.read_text()), str(out)).deployment.kv_fp8_variant == "e5m2"
+    vllm = cli.json("plan", str(out), "--target", "h100", "--closed-form")["launch"]["vllm"]
+    assert "--kv-cache-dtype fp8_e5m2" in vllm
+    fp8 = cli.json("recommend", "--params", "8B", "--target", "h100", "--kv-cache-dtype", "fp8")
+    assert "kv_fp8_variant" not in fp8["config"]["deployment"] and fp8["memory"] == e5m2["memory"]
+
+
 def test_a_plan_that_does_not_fit_is_flagged_and_exit_code_is_documented(cli):
     result = cli.run("recommend", "--params", "70B", "--seq", "128k", "--target", "h100")
     assert result.exit_code == 0 and "DOES NOT FIT" in result.stdout and "4xh100-sxm" in result.stdout

@@ -14,7 +14,6 @@ from mha_cli.core.errors import EXIT_BAD_INPUT
          ["kv", "llama-3-8b", "--target", "2xh100", "--tp", "2"]),
         (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8"], ["kv", "llama-3-8b", "--kv-dtype", "fp8"]),
         (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e4m3"], ["kv", "llama-3-8b", "--kv-dtype", "fp8"]),
-        (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e5m2"], ["kv", "llama-3-8b", "--kv-dtype", "fp8"]),
         (["kv", "llama-3-8b", "--kv-cache-dtype", "auto"], ["kv", "llama-3-8b", "--kv-dtype", "bf16"]),
         (["kv", "llama-3-8b", "--target", "h100", "--quantization", "fp8"],
          ["kv", "llama-3-8b", "--target", "h100", "--weight-dtype", "fp8"]),
@@ -32,18 +31,27 @@ from mha_cli.core.errors import EXIT_BAD_INPUT
         (["recommend", "--params", "8B", "--target", "2xh100", "--tensor-parallel-size", "2", "--quantization", "fp8"],
          ["recommend", "--params", "8B", "--target", "2xh100", "--tp", "2", "--weight-dtype", "fp8"]),
         (["plan", "llama-3-8b", "--target", "4xh100", "--tensor-parallel-size", "2", "--pipeline-parallel-size", "2",
-          "--kv-cache-dtype", "fp8_e5m2", "--quantization", "fp8", "--closed-form"],
+          "--kv-cache-dtype", "fp8_e4m3", "--quantization", "fp8", "--closed-form"],
          ["plan", "llama-3-8b", "--target", "4xh100", "--tp", "2", "--pp", "2", "--kv-dtype", "fp8",
           "--weight-dtype", "fp8", "--closed-form"]),
         (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2048", "--osl", "512", "--max-model-len",
           "2560", "--closed-form"],
          ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2048", "--osl", "512", "--closed-form"]),
     ],
-    ids=["tp", "kv-fp8", "kv-e4m3", "kv-e5m2", "kv-auto", "q-fp8", "q-awq", "q-gptq", "q-mxfp4", "q-nvfp4", "max-model-len",
+    ids=["tp", "kv-fp8", "kv-e4m3", "kv-auto", "q-fp8", "q-awq", "q-gptq", "q-mxfp4", "q-nvfp4", "max-model-len",
          "check", "recommend", "plan", "plan-max-model-len"],
 )  # fmt: skip
 def test_a_vllm_flag_gives_the_same_json_as_the_native_one(cli, vllm, native):
     assert cli.json(*vllm) == cli.json(*native)
+
+
+def test_e5m2_is_priced_as_fp8_and_keeps_its_encoding(cli):
+    """vLLM's fp8_e5m2 is a byte a value as fp8 (e4m3) is: the same figures, its encoding kept on the deployment for
+    the launch lines (tests/test_launch_settings.py)."""
+    e5m2 = cli.json("kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e5m2")
+    fp8 = cli.json("kv", "llama-3-8b", "--kv-dtype", "fp8")
+    assert e5m2.pop("deployment") == {**fp8.pop("deployment"), "kv_fp8_variant": "e5m2"}
+    assert e5m2 == fp8
 
 
 def test_an_alias_changes_the_result_as_its_native_flag_does(cli):
@@ -74,6 +82,16 @@ def test_a_vllm_value_mha_does_not_price_is_refused_in_one_line(cli, args, messa
     result = cli.run(*args)
     assert result.exit_code == EXIT_BAD_INPUT
     assert message in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("spelling", ["--kv-cache-dtype", "--kv-dtype"])
+def test_an_unknown_kv_format_names_the_option_as_typed_and_every_value_it_takes(cli, spelling):
+    result = cli.run("kv", "llama-3-8b", spelling, "foo")
+    assert result.exit_code == EXIT_BAD_INPUT and result.stderr.count("\n") == 1
+    assert (
+        f"{spelling}: unknown dtype 'foo': use one of fp32, fp16, bf16, fp8, fp8_ds_mla, int8, int4"
+        " (or vLLM's auto, fp8_e4m3, fp8_e5m2)"
+    ) in result.stderr
 
 
 def test_every_command_taking_tp_or_pp_takes_vllms_names_too():

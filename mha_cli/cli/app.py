@@ -20,6 +20,7 @@ from mha_cli.cli import collector
 from mha_cli.cli.output import discard_stdout, print_error
 from mha_cli.cli.repeated_options import refuse_repeated_options
 from mha_cli.cli.signals import unwinding_signals
+from mha_cli.cli.typed_spellings import record_typed_spellings
 from mha_cli.core.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
@@ -164,6 +165,7 @@ def build_app(commands: list[str] | None = None) -> typer.Typer:
     _hide_flag_types()
     _coerce_given_values_only()
     refuse_repeated_options()
+    record_typed_spellings()
     app = typer.Typer(
         name="mha",
         help="Configure transformer attention (MHA, GQA, MQA, MLA) and price its KV cache.",

@@ -39,14 +39,34 @@ SourceBatchOpt = Annotated[
     int | None,
     typer.Option("--batch", help="Concurrent sequences. Default: the config file's, else 1.", show_default=False),
 ]
+
+
+def _known_kv_dtype(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
+    """Refuse an unknown KV cache format in one line that names the option as typed (``--kv-cache-dtype``) and the
+    values it takes; the value itself passes on as typed (``fp8_e5m2`` keeps its encoding: ``core.schemas``)."""
+    from mha_cli.cli.output import print_error
+    from mha_cli.cli.typed_spellings import typed_spelling
+    from mha_cli.core.dtypes import normalise_dtype_name
+    from mha_cli.core.errors import MhaError
+
+    if value is not None:
+        try:
+            normalise_dtype_name(value, kv=True)
+        except MhaError as exc:  # as a command's own refusal (``cli.app.guarded``): one line, its exit code
+            print_error(f"{typed_spelling(ctx, param)}: {exc.message}")
+            raise typer.Exit(code=exc.exit_code) from None
+    return value
+
+
 KvDtypeOpt = Annotated[
     str | None,
     typer.Option(
         "--kv-dtype",
         "--kv-cache-dtype",
+        callback=_known_kv_dtype,
         help="KV cache format: fp32, fp16, bf16, fp8 (plain), fp8_ds_mla (DeepSeek sparse-MLA layout, sparse MLA only), int8,"
-        " int4. vLLM's values too: fp8_e4m3 and fp8_e5m2 are priced as fp8 (a byte a value); auto, vLLM's default,"
-        " is the model's dtype: bf16.",
+        " int4. vLLM's values too: fp8_e4m3 and fp8_e5m2 are priced as fp8 (a byte a value), the launch lines asking"
+        " for the one named; auto, vLLM's default, is the model's dtype: bf16.",
         show_default=False,
     ),
 ]

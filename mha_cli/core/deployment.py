@@ -20,7 +20,7 @@ from mha_cli.core.validation import describe_validation_error
 FALLBACK_SEQ_LEN = 8192
 """Context used when neither the user, the config file nor the model states one."""
 
-_OPTION_NAMES = {"seq_len": "--seq", "batch": "--batch", "kv_dtype": "--kv-dtype", "weight_dtype": "--weight-dtype",
+_OPTION_NAMES = {"seq_len": "--seq", "batch": "--batch", "kv_dtype": "--kv-dtype", "kv_fp8_variant": "--kv-dtype", "weight_dtype": "--weight-dtype",
                  "tp": "--tp", "block_size": "--block-size", "target": "--target", "mla_cache": "--mla-cache",
                  "state_convention": "--state-convention",
                  "engine": "--engine", "engine_generation": "--engine", "engine_version": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
@@ -46,6 +46,8 @@ def merge_deployment(
     if overrides.get("weight_dtype") is not None:  # a format asked for prices every weight alike, not as stored
         fields.pop("weight_scheme", None)
         fields.pop("checkpoint_headers", None)
+    if overrides.get("kv_dtype") is not None:  # a format asked for names its own fp8 encoding, or none (e4m3)
+        fields.pop("kv_fp8_variant", None)
     fields.update({key: value for key, value in overrides.items() if value is not None})
     if overrides.get("engine") is not None:  # --engine names the engine and its generation (vllm@0.10)
         chosen = generation_of(overrides["engine"])
@@ -55,6 +57,9 @@ def merge_deployment(
             fields["engine_version"] = typed_release(overrides["engine"])
     elif fields.get("engine") is not None:
         fields["engine"] = generation_of(fields["engine"]).engine
+    if fields.get("engine_version") and not fields.get("engine_generation"):  # a config file's release alone:
+        engine = fields.get("engine") or "vllm"  # priced by the generation that covers it, as --engine ENGINE@VERSION
+        fields["engine_generation"] = generation_of(f"{engine}@{fields['engine_version']}").id
     fields.setdefault("seq_len", default_seq_len(model, base))
     if fields.get("block_size") is not None:
         _check_block_flag(fields.get("engine"), fields.get("engine_generation"), fields.get("engine_version"))

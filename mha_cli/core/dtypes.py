@@ -39,6 +39,25 @@ DTYPE_ALIASES = {
 KV_DTYPE_ALIASES = {"fp8_e5m2": "fp8", "auto": "bf16"}
 """vLLM's ``--kv-cache-dtype`` values beyond ours: e5m2 is a byte a value as e4m3 is; ``auto`` (vLLM's default) is the
 model's dtype, bf16 for today's checkpoints (an fp16 one's is the same two bytes)."""
+VLLM_KV_NAMES = ("auto", "fp8_e4m3", "fp8_e5m2")
+"""vLLM's ``--kv-cache-dtype`` values (``CacheDType``, vllm/config/cache.py) taken besides ours, named in a refusal."""
+
+Fp8Variant = Literal["e4m3", "e5m2"]
+"""An fp8 cache's encoding, priced alike (a byte a value): e4m3 (vLLM's ``fp8``, SGLang's ``fp8_e4m3``) or e5m2."""
+FP8_VARIANT_NAMES: dict[str, Fp8Variant] = {"fp8_e4m3": "e4m3", "e4m3": "e4m3", "fp8_e5m2": "e5m2"}
+"""The KV dtype names that say which fp8 encoding they mean (plain ``fp8`` says none: the engines' e4m3)."""
+
+
+def fp8_variant_named(name: object) -> Fp8Variant | None:
+    """The fp8 encoding a KV dtype name says (``fp8_e5m2`` -> ``e5m2``); None for a name that says none."""
+    return FP8_VARIANT_NAMES.get(name.strip().lower()) if isinstance(name, str) else None
+
+
+def with_fp8_variant(fields: object) -> object:
+    """A model's input ``fields`` with ``kv_fp8_variant`` set where its ``kv_dtype`` names an fp8 encoding
+    (``fp8_e5m2``), which the format alone (fp8) loses; anything else as it is."""
+    variant = fp8_variant_named(fields.get("kv_dtype")) if isinstance(fields, dict) else None
+    return fields if variant is None else {**fields, "kv_fp8_variant": variant}  # type: ignore[dict-item]
 
 
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
@@ -99,10 +118,12 @@ def normalise_dtype_name(name: str, *, kv: bool = False) -> str:
         return key
     if key in KV_ONLY_FORMATS:
         raise BadInputError(f"{key} is a KV-cache layout, not a weight format: use one of {', '.join(FORMATS)}")
-    known = ", ".join(get_args(KvDtypeName if kv else DtypeName))
-    close = close_names(key, get_args(KvDtypeName if kv else DtypeName))
+    names = get_args(KvDtypeName if kv else DtypeName)
+    vllm_names = VLLM_KV_NAMES if kv else ()
+    close = close_names(key, names + vllm_names)
     guess = f"did you mean {', '.join(close)}? " if close else ""
-    raise BadInputError(f"unknown dtype {name!r}: {guess}use one of {known}")
+    vllm = f" (or vLLM's {', '.join(vllm_names)})" if vllm_names else ""
+    raise BadInputError(f"unknown dtype {name!r}: {guess}use one of {', '.join(names)}{vllm}")
 
 
 def storage_format(name: str) -> StorageFormat:

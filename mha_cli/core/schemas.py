@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 from typing_extensions import Self
 
 from mha_cli.core.checkpoint_headers import HeaderWeights
-from mha_cli.core.dtypes import KvDtypeName, normalise_dtype_name
+from mha_cli.core.dtypes import Fp8Variant, KvDtypeName, normalise_dtype_name, with_fp8_variant
 from mha_cli.core.errors import MhaError
 from mha_cli.core.model_migration import nest_flat_fields
 from mha_cli.core.quantities import parse_token_count
@@ -1170,6 +1170,9 @@ class DeploymentSpec(_Strict):
     """Concurrent sequences."""
     kv_dtype: KvDtype = "bf16"
     """KV cache format (see ``mha_cli.core.dtypes`` for the scales each quantised one stores)."""
+    kv_fp8_variant: Annotated[Fp8Variant, Field(exclude_if=lambda value: value == "e4m3")] = "e4m3"
+    """An fp8 cache's encoding, priced alike (a byte a value) but written on the launch lines: ``e4m3`` (vLLM's
+    ``--kv-cache-dtype fp8``, SGLang's ``fp8_e4m3``) or ``e5m2`` (``--kv-dtype fp8_e5m2``: ``fp8_e5m2`` on both)."""
     weight_dtype: WeightDtype = "bf16"
     """Weight format for the memory plan."""
     weight_scheme: WeightScheme | None = None
@@ -1240,6 +1243,21 @@ class DeploymentSpec(_Strict):
                 raise ValueError("dp (DP attention) spreads whole experts: expert_parallel cannot be false with it")
             data = {**data, "expert_parallel": True}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fp8_variant_from_kv_dtype(cls, data: Any) -> Any:
+        """A KV dtype that names its fp8 encoding (``fp8_e5m2``) keeps it in ``kv_fp8_variant``, priced as fp8."""
+        return with_fp8_variant(data)
+
+    @model_validator(mode="after")
+    def _fp8_variant_is_for_fp8(self) -> "DeploymentSpec":
+        if self.kv_fp8_variant != "e4m3" and self.kv_dtype != "fp8":
+            raise ValueError(
+                f"kv_fp8_variant {self.kv_fp8_variant} is an fp8 cache's encoding: not for kv_dtype {self.kv_dtype};"
+                " drop it"
+            )
+        return self
 
     @model_validator(mode="after")
     def _vllm_sampler_is_vllms(self) -> "DeploymentSpec":

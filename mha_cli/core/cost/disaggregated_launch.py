@@ -42,7 +42,7 @@ from mha_cli.core.cost.launch_nodes import (
     sglang_lines,
     vllm_lines,
 )
-from mha_cli.core.cost.launch_settings import VLLM_FP8_KV, format_notes, notes_for, pool_words
+from mha_cli.core.cost.launch_settings import format_notes, kv_cache_dtype_words, notes_for, pool_words
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import sglang_deepep_flags
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -113,8 +113,7 @@ def _format_flags(deployment: DeploymentSpec, served: ServedModel, *, sglang: bo
             flags += ["--enable-prefix-caching" if deployment.prefix_caching else "--no-enable-prefix-caching"]
     if deployment.weight_dtype == "fp8":
         flags += ["--quantization", "fp8"]
-    if deployment.kv_dtype == "fp8" or (deployment.kv_dtype in VLLM_FP8_KV and not sglang):
-        flags += ["--kv-cache-dtype", "fp8_e4m3" if sglang else "fp8"]
+    flags += kv_cache_dtype_words(deployment, sglang=sglang)
     pool = pool_words(deployment, cpu=False, trtllm=False)  # the pool and block size priced (core.cost.launch_settings)
     flags += pool.sglang if sglang else pool.vllm
     if served.revision is not None:

@@ -108,6 +108,17 @@ KV_FLAG_FORMATS = {"vllm": ("bf16", "fp16", "fp32", *VLLM_FP8_KV), "sglang": ("b
 """KV formats the vLLM and SGLang lines write (the model's dtype, or ``--kv-cache-dtype fp8``)."""
 
 
+def kv_cache_dtype_words(deployment: DeploymentSpec, *, sglang: bool) -> list[str]:
+    """``--kv-cache-dtype`` for the fp8 cache priced (none for the model's dtype), in the encoding the user named:
+    e4m3 is vLLM's ``fp8`` and SGLang's ``fp8_e4m3``, e5m2 ``fp8_e5m2`` on both (vLLM ``CacheDType``,
+    vllm/config/cache.py in 0.19.1 and main; SGLang ``ServerArgs.kv_cache_dtype`` choices, 0.4.0 to 0.5.16)."""
+    if deployment.kv_dtype not in (("fp8",) if sglang else VLLM_FP8_KV):
+        return []
+    if deployment.kv_fp8_variant == "e5m2":
+        return ["--kv-cache-dtype", "fp8_e5m2"]
+    return ["--kv-cache-dtype", "fp8_e4m3" if sglang else "fp8"]
+
+
 def trtllm_words(deployment: DeploymentSpec, step_tokens: int) -> tuple[list[str], list[str]]:
     """trtllm-serve's words for the step budget priced (``step_tokens``, when ``--max-num-batched-tokens`` was given)
     and the notes for its KV format (set in its options file, not on the line; a format TensorRT-LLM does not offer,
@@ -123,6 +134,9 @@ def trtllm_words(deployment: DeploymentSpec, step_tokens: int) -> tuple[list[str
             f"trtllm-serve takes the KV cache format in its --extra_llm_api_options file: set kv_cache_config.dtype:"
             f" {deployment.kv_dtype}"
         )
+    if deployment.kv_dtype == "fp8" and deployment.kv_fp8_variant == "e5m2":  # TorchLlmArgs'
+        # sync_quant_config_with_kv_cache_config_dtype maps "fp8" to QuantAlgo.FP8 (e4m3) and names no e5m2
+        notes.append("TensorRT-LLM's fp8 cache is e4m3 (kv_cache_config.dtype takes auto or fp8): it has no e5m2")
     return words, notes
 
 

@@ -27,7 +27,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from mha_cli.core.cost.launch_settings import VLLM_FP8_KV
+from mha_cli.core.cost.launch_settings import kv_cache_dtype_words
 from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, prefix_caching_on, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_generation
 from mha_cli.core.cost.profile import DeviceProfile
@@ -517,10 +517,8 @@ def launch_commands(
     if deployment.weight_dtype == "fp8":  # fp8 asked of a bf16 checkpoint (an fp8-block one says so in its config)
         vllm += ["--quantization", "fp8"]
         sglang += ["--quantization", "fp8"]
-    if deployment.kv_dtype in VLLM_FP8_KV:  # vLLM stores sparse MLA's fp8 as fp8_ds_mla (VLLM_FP8_KV)
-        vllm += ["--kv-cache-dtype", "fp8"]
-    if deployment.kv_dtype == "fp8":
-        sglang += ["--kv-cache-dtype", "fp8_e4m3"]
+    vllm += kv_cache_dtype_words(deployment, sglang=False)  # vLLM stores sparse MLA's fp8 as fp8_ds_mla
+    sglang += kv_cache_dtype_words(deployment, sglang=True)
     caching = prefix_caching_on(deployment, engine.generation)
     vllm_generation = engine.generation if engine.name == "vllm" else "vllm-0.21"
     if caching != prefix_caching_on(deployment.model_copy(update={"prefix_caching": None}), vllm_generation):

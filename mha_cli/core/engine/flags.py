@@ -96,6 +96,14 @@ SGLANG_EP_MOE = (
     " mixtral.py: EPMoE if enable_ep_moe else FusedMoE), 0.4.0 lacks it; 0.5.3-0.5.4 declare it as DeprecatedAction,"
     " which raises ValueError, 0.5.4.post1 has none"
 )
+VLLM_E5M2 = (
+    "0.3.0's wheel (engine/arg_utils.py: --kv-cache-dtype choices auto, fp8_e5m2), 0.19.1's and main's"
+    " vllm/config/cache.py (CacheDType: fp8, fp8_e4m3, fp8_e5m2, ...); the releases between not read for it"
+)
+SGLANG_E5M2 = (
+    "0.4.0's wheel (server_args.py: --kv-cache-dtype choices auto, fp8_e5m2) and 0.5.16's (ServerArgs.kv_cache_dtype"
+    " choices auto, fp8_e5m2, fp8_e4m3, ...); the releases between not read for it"
+)
 TRTLLM_0_18 = "https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html (not read in wheels)"
 TRTLLM_0_19 = "https://nvidia.github.io/TensorRT-LLM/0.19.0rc0/commands/trtllm-serve.html (not read in wheels)"
 
@@ -117,6 +125,7 @@ SPANS: tuple[Span, ...] = (
     Span("vllm", "VLLM_MXFP4_USE_MARLIN", "0.10.1", "0.23.0",
          "vllm/envs.py in the wheels of 0.10.0 (lacks it), 0.10.1-0.23.0 and 0.24.0 (lacks it); core.engine.mxfp4_moe"),
     Span("vllm", "--kv-cache-dtype fp8", "0.4.1", None, f"{VLLM_ARGS} (0.3.0-0.4.0: fp8_e5m2 only)"),
+    Span("vllm", "--kv-cache-dtype fp8_e5m2", "0.3.0", None, VLLM_E5M2),
     Span("vllm", "--enable-prefix-caching", "0.4.0", None, VLLM_ARGS),
     Span("vllm", "--no-enable-prefix-caching", "0.7.0", None, f"{VLLM_ARGS} (BooleanOptionalAction)"),
     Span("vllm", "--limit-mm-per-prompt", "0.5.5", None, VLLM_ARGS),
@@ -172,6 +181,7 @@ SPANS: tuple[Span, ...] = (
     Span("sglang", "--page-size", "0.4.4", None, SGLANG_PAGE),
     Span("sglang", "--attn-dp-size", "0.5.22", None, SGLANG_ATTN_DP),
     Span("sglang", "--kv-cache-dtype fp8_e4m3", "0.4.1.post6", None, f"{SGLANG_ARGS} (before: fp8_e5m2 only)"),
+    Span("sglang", "--kv-cache-dtype fp8_e5m2", "0.4.0", None, SGLANG_E5M2),
     Span("sglang", "--ep-size", "0.4.0.post1", None, SGLANG_ARGS),
     Span("sglang", "--enable-ep-moe", "0.4.0.post1", "0.5.2", SGLANG_EP_MOE),
     Span("sglang", "--pp-size", "0.4.6.post2", None, f"{WHEELS}; https://github.com/sgl-project/sglang/pull/5724"),

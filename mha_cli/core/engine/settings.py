@@ -74,8 +74,9 @@ class EngineSettings(Record):
     """``block_size`` is the user's (``--block-size``), not the engine's default: vLLM 0.18+ keeps it for MLA
     (``core.engine.mla_blocks``)."""
     engine_version: str | None = None
-    """The release as typed (``--engine vllm@0.10.2``); None: the generation's latest. SGLang: only where the
-    generation covers it (``_covered_release``), so its pools (``core.engine.plan``) take the same rules."""
+    """The release as typed (``--engine vllm@0.10.2``) where the generation covers it (``_covered_release``); None:
+    the generation's latest, so every rule read from it (vLLM's sampler, MLA block and MXFP4 kernel; SGLang's pools,
+    ``core.engine.plan``) takes the generation's rules as its defaults do."""
     cuda_graph_bs: int | None = None
     """SGLang: the decode CUDA-graph batch its default fraction reserves for (requests); None: other engines."""
     running_requested: Requested | None = None
@@ -452,11 +453,10 @@ def resolve_settings(
             block_size=deployment.block_size or (VLLM_CPU_BLOCK if cpu else chosen.block_size), defaults_note=note,
             kv_cache_bytes=deployment.kv_cache_memory_bytes, limit_mm_per_prompt=deployment.limit_mm_per_prompt,
             sampler=in_release(deployment.vllm_sampler, release) if deployment.vllm_sampler else default_sampler(
-                chosen.id, deployment.engine_version,
+                chosen.id, covered,
                 flashinfer_capable=runs_flashinfer(target.vendor, target.compute_capability), cpu=cpu,
             ),
-            release=release, block_size_given=deployment.block_size is not None,
-            engine_version=deployment.engine_version,
+            release=release, block_size_given=deployment.block_size is not None, engine_version=covered,
             quantized_checkpoint=deployment.weight_dtype not in UNQUANTIZED or deployment.weight_scheme is not None,
             awq_dequantizes=deployment.vllm_awq_kernel == "awq",
         )  # fmt: skip

@@ -38,8 +38,10 @@ class Context(NamedTuple):
     def deployment(self, tp: int) -> DeploymentSpec:
         r = self.request
         return DeploymentSpec(
-            target=r.target, seq_len=r.seq_len, batch=r.batch, kv_dtype=r.kv_dtype, weight_dtype=r.weight_dtype, tp=tp,
-            engine=r.engine, engine_generation=r.engine_generation, gpu_memory_utilization=r.gpu_memory_utilization,
+            target=r.target, seq_len=r.seq_len, batch=r.batch, kv_dtype=r.kv_dtype, kv_fp8_variant=r.kv_fp8_variant,
+            weight_dtype=r.weight_dtype, tp=tp,
+            engine=r.engine, engine_generation=r.engine_generation, engine_version=r.engine_version,
+            gpu_memory_utilization=r.gpu_memory_utilization,
             max_num_batched_tokens=r.max_num_batched_tokens, max_num_seqs=r.max_num_seqs,
             kv_cache_memory_bytes=r.kv_cache_memory_bytes,
         )  # fmt: skip

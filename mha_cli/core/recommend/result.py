@@ -6,7 +6,8 @@ from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, co
 
 from mha_cli.core.cost.latency import StepLatency
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN
-from mha_cli.core.engine.generations import generation_of
+from mha_cli.core.dtypes import Fp8Variant, with_fp8_variant
+from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.engine.settings import engine_name
 from mha_cli.core.errors import BadInputError
@@ -19,6 +20,7 @@ from mha_cli.core.roofline import Roofline
 from mha_cli.core.rules.engine import Finding
 from mha_cli.core.schemas import (
     EngineName,
+    EngineVersion,
     GenerationId,
     KvDtype,
     MhaConfig,
@@ -36,10 +38,11 @@ PRIORITIES: tuple[Priority, ...] = ("inference", "training", "balanced")
 
 _OPTION_NAMES = {
     "params": "--params", "seq_len": "--seq", "target": "--target", "batch": "--batch", "kv_dtype": "--kv-dtype",
-    "weight_dtype": "--weight-dtype", "priority": "--priority", "tp": "--tp", "vocab_size": "--vocab",
+    "kv_fp8_variant": "--kv-dtype", "weight_dtype": "--weight-dtype", "priority": "--priority", "tp": "--tp",
+    "vocab_size": "--vocab",
     "d_model": "--d-model", "variant": "--variant", "active_params": "--active-params", "experts": "--experts",
     "top_k": "--top-k", "shared_experts": "--shared-experts", "dense_layers": "--dense-layers", "engine": "--engine",
-    "engine_generation": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
+    "engine_generation": "--engine", "engine_version": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
     "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
     "kv_cache_memory_bytes": "--kv-cache-gib",
 }  # fmt: skip
@@ -61,6 +64,8 @@ class RecommendRequest(Record):
     batch: Annotated[int, Field(gt=0, le=1 << 20)] = 1
     """Concurrent sequences."""
     kv_dtype: KvDtype = "bf16"
+    kv_fp8_variant: Annotated[Fp8Variant, Field(exclude_if=lambda value: value == "e4m3")] = "e4m3"
+    """An fp8 cache's encoding, from ``kv_dtype`` as typed (``DeploymentSpec.kv_fp8_variant``)."""
     weight_dtype: WeightDtype = "bf16"
     priority: Priority = "balanced"
     tp: Annotated[int, Field(gt=0, le=4096)] | None = None
@@ -85,6 +90,9 @@ class RecommendRequest(Record):
     """Serving engine whose memory rules plan the deployment (``DeploymentSpec.engine``)."""
     engine_generation: GenerationId | None = None
     """The engine's generation (``--engine vllm@0.10``; ``DeploymentSpec.engine_generation``); None: its latest."""
+    engine_version: EngineVersion | None = None
+    """The release typed (``--engine sglang@0.5.2`` -> ``0.5.2``; ``DeploymentSpec.engine_version``), whose rules
+    price the deployment where its generation covers it; None: the generation's latest."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
     max_num_batched_tokens: Annotated[int, Field(gt=0, le=1 << 34)] | None = None
     """The engine step (``DeploymentSpec.max_num_batched_tokens``, bounded alike: a token count)."""
@@ -94,12 +102,19 @@ class RecommendRequest(Record):
 
     @model_validator(mode="before")
     @classmethod
+    def _fp8_variant_from_kv_dtype(cls, fields: Any) -> Any:
+        """The fp8 encoding ``kv_dtype`` names (``fp8_e5m2``), kept before the name is read as its format (fp8)."""
+        return with_fp8_variant(fields)
+
+    @model_validator(mode="before")
+    @classmethod
     def _engine_and_generation(cls, fields: Any) -> Any:
-        """``engine="vllm@0.10"`` sets the engine and the generation the version picks (refused as ``--engine``
-        when no generation covers it)."""
+        """``engine="vllm@0.10.2"`` sets the engine, the generation the version picks (refused as ``--engine``
+        when no generation covers it) and the release typed (as ``core.deployment.merge_deployment``)."""
         if isinstance(fields, dict) and fields.get("engine") is not None and fields.get("engine_generation") is None:
-            chosen = generation_of(fields["engine"])
+            chosen, typed = generation_of(fields["engine"]), typed_release(fields["engine"])
             fields = {**fields, "engine": chosen.engine, "engine_generation": chosen.id}
+            fields.update({} if typed is None else {"engine_version": typed})
         return fields
 
     @classmethod
