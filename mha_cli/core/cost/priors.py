@@ -5,7 +5,8 @@ A prior turns a target's datasheet (``core.targets``: bandwidth, dense bf16 and 
 into a profile (``core.cost.profile``) with a handful of constants that hold across GPUs:
 
 - the share of peak bandwidth and of peak FLOP/s large operations reach, and the size at which an operation
-  reaches half of it (small matmuls neither saturate memory nor the tensor cores);
+  reaches half of it (small transfers do not saturate memory, nor small attention kernels the tensor cores; a
+  weight GEMM's few rows are padded to its kernel's M tile instead, ``core.cost.gemm_tiles``);
 - the fixed cost of a kernel, of an engine step, of an all-reduce (NVLink or PCIe).
 
 The constants live in ``mha_cli/data/cost_priors.json``, written by ``benchmarks/fit_priors.py``: a fit on one
@@ -28,6 +29,7 @@ from pydantic_core import from_json
 
 from mha_cli.core.compute_dtype import ComputeDtype, compute_dtype
 from mha_cli.core.cost.decode_tiles import DecodeAttention, decode_attention
+from mha_cli.core.cost.gemm_tiles import weight_gemm_tile
 from mha_cli.core.cost.profile import CollectiveCost, Curve, DeviceProfile
 from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.engine.prefill_graphs import graphed_release, prefill_launch_s
@@ -161,7 +163,7 @@ def prior_profile(
     chosen = generation_prior(generation, target) if constants is None and generation is not None else None
     c = constants or (chosen.constants if chosen else fitted_constants()["constants"])
     bandwidth = target.bandwidth_bytes_per_s * c["bandwidth_efficiency"]
-    matmuls = dtype_matmul_curves(target, c["matmul_efficiency"], c["matmul_half_rows"])
+    matmuls = dtype_matmul_curves(target, c["matmul_efficiency"], 0.0)  # flat: the rows pad to ``matmul_tile``
     link, link_bandwidth = _link(target)
     latency = c["all_reduce_latency_nvlink_s"] if link == "nvlink" else c["all_reduce_latency_pcie_s"]
     error = (chosen.band if chosen else band(target.id)) if constants is None else 0.0
@@ -174,7 +176,7 @@ def prior_profile(
         target_id=target.id, source=source,
         weight_bandwidth=Curve.saturating(bandwidth, c["bandwidth_half_bytes"], BANDWIDTH_SIZES),
         cache_bandwidth=Curve.saturating(bandwidth, c["bandwidth_half_bytes"], BANDWIDTH_SIZES),
-        matmul=matmuls[compute_dtype(weight_dtype)], matmul_by_dtype=matmuls,
+        matmul=matmuls[compute_dtype(weight_dtype)], matmul_by_dtype=matmuls, matmul_tile=weight_gemm_tile(target),
         attention_flops=Curve.saturating(
             target.bf16_tflops_dense * 1e12 * c["attention_efficiency"], c["matmul_half_rows"], ROW_SIZES
         ),

@@ -6,7 +6,8 @@ A profile holds, for one device and dtype:
   moves (a 1 MiB matrix does not saturate HBM; a 100 MiB one nearly does);
 - ``cache_bandwidth``: the same for an attention kernel reading its cache;
 - ``matmul``: FLOP/s against the matmul's rows (tokens): low for a handful of rows, near the dense peak for
-  thousands; ``attention_flops``: the same for attention against its rows (query tokens x query heads per KV
+  thousands (a measured profile's); a prior's is flat, its rows padded to ``matmul_tile`` instead
+  (``core.cost.gemm_tiles``); ``attention_flops``: the same for attention against its rows (query tokens x query heads per KV
   head, ``core.cost.work.attention_rows``);
 - ``decode_attention``: the engine's decode attention kernels on this GPU, which price a decode step's attention
   on whole query tiles instead (``core.cost.decode_tiles``; None: the ``attention_flops`` curve prices it);
@@ -30,7 +31,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, NonNegativeFloat, PositiveFloat, model_validator
 
-from mha_cli.core.cost.decode_tiles import DecodeAttention
+from mha_cli.core.cost.decode_tiles import DecodeAttention, TileKernel
 from mha_cli.core.record import Record, empty_dict
 
 ProfileKind = Literal["prior", "calibrated", "ceiling"]
@@ -141,6 +142,9 @@ class DeviceProfile(Record):
     """The matmul curve of each dtype a step's matrices multiply in (``core.compute_dtype``: bf16, fp8, fp32), for a
     step whose layers differ from ``dtype`` (an fp8 checkpoint's bf16 attention, an fp32 router); a dtype missing (a
     calibrated profile measures one): ``matmul``."""
+    matmul_tile: TileKernel | None = None
+    """The M tile the engine's weight GEMMs pad a matmul's rows to on this GPU, at ``matmul``'s rate
+    (``core.cost.gemm_tiles``); None: ``matmul`` read at the rows prices it (a measured profile, a ceiling)."""
     kernel_overhead_s: NonNegativeFloat
     dispatch_overhead_s: NonNegativeFloat
     step_overhead_s: NonNegativeFloat
@@ -186,5 +190,6 @@ class DeviceProfile(Record):
                 "dispatch_overhead_s": 0.0, "step_overhead_s": 0.0, "collective": collective, "request_overhead_s": 0.0,
                 "sequence_overhead_s": 0.0, "prefill_dispatch_overhead_s": 0.0,
                 "decode_attention": self.decode_attention.unpadded() if self.decode_attention else None,
+                "matmul_tile": None,
             }
         )  # fmt: skip

@@ -1,7 +1,8 @@
 """The time of one forward step on a device profile: sum over operations of their roof, plus fixed costs.
 
     time = sum over ops of count x max(bytes / bandwidth(bytes), FLOPs / rate(rows))
-           (decode attention: FLOPs x padded rows / rows / tile rate, ``core.cost.decode_tiles``)
+           (decode attention: FLOPs x padded rows / rows / tile rate, ``core.cost.decode_tiles``;
+            a weight GEMM on a prior: FLOPs x padded rows / rows / rate, ``core.cost.gemm_tiles``)
            + collectives (latency + bytes / bus bandwidth)
            + kernels x kernel overhead (an engine) or dispatched operators x dispatch overhead (eager torch)
            + the engine's step overhead
@@ -12,6 +13,7 @@ costs add because they are serial on the device's stream. Pure Python.
 
 from typing import Literal
 
+from mha_cli.core.cost.gemm_tiles import padded_matmul_seconds
 from mha_cli.core.cost.profile import CollectiveCost, DeviceProfile
 from mha_cli.core.cost.work import COLLECTIVES, Op
 from mha_cli.core.record import Record
@@ -42,7 +44,9 @@ def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCos
     bytes, FLOP/s at its rows in the dtype it multiplies in (``Op.tokens``: a matmul's M, ``Op.compute``; an
     attention kernel's query tokens x the query heads sharing one KV head, ``core.cost.work.attention_rows``),
     except a decode attention whose kernel the profile names: its FLOPs on whole tiles of that kernel at its
-    dtype's rate (``core.cost.decode_tiles``); ``scale_out``: the link between nodes, which prices a
+    dtype's rate (``core.cost.decode_tiles``), and a tensor-core matmul on a profile that names its GEMMs' M tile:
+    its FLOPs on whole tiles at its dtype's rate (``core.cost.gemm_tiles``); ``scale_out``: the link between nodes,
+    which prices a
     collective whose group spans them (``Op.off_node``, ``core.cost.nodes``)."""
     if op.kind in COLLECTIVES:
         if profile.collective is None:
@@ -66,6 +70,9 @@ def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCos
     padded = None
     if op.decode is not None and profile.decode_attention is not None:  # its kernel's tiles, where read
         padded = profile.decode_attention.seconds(op.flops, op.decode)
+    elif op.kind == "matmul" and profile.matmul_tile is not None and op.compute != "fp32":  # tensor cores' M tiles
+        rate = profile.matmul_in(op.compute).at(op.tokens)
+        padded = padded_matmul_seconds(op.flops, op.tokens, profile.matmul_tile, rate)
     if padded is None:
         rate = profile.attention_flops if op.kind == "attention" else profile.matmul_in(op.compute)
         compute = op.flops / rate.at(op.tokens)
