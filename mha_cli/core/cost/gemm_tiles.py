@@ -25,7 +25,8 @@ Where no single figure was read the tile is 16, the M of the ``mma.sync`` m16n8k
 GEMMs through cuBLAS (closed source), SGLang's fused MoE (a fork of vLLM's, not read), TensorRT-LLM and Blackwell's
 TRT-LLM-gen / FlashInfer CUTLASS MoE (swap-AB), and every other vendor (AMD hipBLASLt and AITER, TPU, Apple, Intel:
 not read). Marlin's MoE (``fused_marlin_moe.py``: ``block_size_m`` 8 while fewer than 7.2 rows an expert, 16 with
-8-bit activations) is not told apart: gpt-oss takes it on Ampere and Ada, or forced. Pure Python.
+8-bit activations) is not told apart: gpt-oss takes it on Ampere and Ada, or forced. An fp32 matmul (the non-tensor
+cores, ``core.compute_dtype``) is not padded. Pure Python.
 """
 
 from __future__ import annotations
