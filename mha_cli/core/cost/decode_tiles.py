@@ -23,8 +23,10 @@ FLOPs. The kernels read (the tile each runs at a sequence's packed rows):
   ``Traits::BLOCK_SIZE_M`` 64, the rows ``get_mla_metadata``'s ``num_heads_per_head_k`` = ``seqlen_q x h_q /
   h_k`` (every head on the rank shares the one latent); its ``InputT`` is fp8 for an fp8 cache.
 
-Not read, kept on the rows law (``DeviceProfile.attention_flops``): TensorRT-LLM's XQA, Blackwell's kernels
-(TRT-LLM-gen, FA4), AMD's (ROCm AITER, Triton) and FlashInfer's MLA. Measured on H20 (little compute per byte):
+Not read, priced on 16-row tiles in bf16 (``GENERIC_DECODE``, the m16n8k16 MMA's M, as ``core.cost.gemm_tiles``
+prices unread GEMMs): TensorRT-LLM's XQA, Blackwell's kernels (TRT-LLM-gen, FA4), AMD's (ROCm AITER, Triton), other
+vendors' and FlashInfer's MLA; until 2026-12-03 they kept the rows law, whose fitted half-rows priced a 4-row decode
+below 1% of peak once the weight GEMMs stopped constraining it. Measured on H20 (little compute per byte):
 FA3 decodes slower than FlashInfer (sgl-project/sglang#5630: 908 vs 2,014 tok/s at batch 64; #6151: 98 vs 35 us a
 layer), the padded 64-128-row tiles against FlashInfer's 16. Pure Python.
 """
@@ -76,6 +78,10 @@ FA3_TWO_WARPGROUPS = TileKernel(name="FlashAttention-3 (128-row tiles)", tiles=(
 FA2 = TileKernel(name="FlashAttention-2", tiles=(64,), fp8_mma=False)
 FLASHINFER = TileKernel(name="FlashInfer (tensor cores)", tiles=(16, 64, 128), fp8_mma=False)
 FLASHMLA = TileKernel(name="FlashMLA", tiles=(64,), fp8_mma=True)
+GENERIC_DECODE = TileKernel(name="16-row tile (the m16n8k16 MMA's M; the kernel not read)", tiles=(16,), fp8_mma=False)
+"""Where no decode kernel was read (TensorRT-LLM's XQA, Blackwell's, ROCm's, other vendors'): the m16n8k16 MMA's 16
+rows, in bf16, as ``core.cost.gemm_tiles`` prices the weight GEMMs it has not read (2026-12-03: the rows law's
+fitted half-rows had priced a 4-row decode at under 1% of peak)."""
 UNPADDED = TileKernel(name="unpadded (a bound)", tiles=(1,), fp8_mma=True)
 """No padding, fp8 MMAs on an fp8 cache: what no kernel beats (a ceiling profile's)."""
 
@@ -113,14 +119,14 @@ def decode_kernels(engine: str, generation: str | None, target: Target) -> tuple
     """(GQA kernel, MLA kernel) ``engine`` (its ``generation``, None: the latest) decodes with on ``target``."""
     major = int(target.compute_capability or 0)
     if target.vendor != "NVIDIA" or major not in (AMPERE_MAJOR, HOPPER_MAJOR):
-        return None, None
+        return GENERIC_DECODE, GENERIC_DECODE
     if engine == "vllm":
-        return (FA3 if major == HOPPER_MAJOR else FA2), (FLASHMLA if major == HOPPER_MAJOR else None)
+        return (FA3 if major == HOPPER_MAJOR else FA2), (FLASHMLA if major == HOPPER_MAJOR else GENERIC_DECODE)
     if engine == "sglang":
         if major == HOPPER_MAJOR and generation != "sglang-0.4":
             return FA3_TWO_WARPGROUPS, FLASHMLA
-        return FLASHINFER, None
-    return None, None
+        return FLASHINFER, GENERIC_DECODE
+    return GENERIC_DECODE, GENERIC_DECODE
 
 
 def decode_attention(target: Target, engine: str, generation: str | None, efficiency: float) -> DecodeAttention | None:
