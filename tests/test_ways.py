@@ -122,7 +122,8 @@ def test_a_671b_mla_design_at_128k_x_32_gets_pairs_that_fit(cli):
         assert pasted["memory"]["max_sequences"] == way["max_sequences"], way
 
 
-PLAN_PAIR = ["plan", "llama-3-8b", "--target", "h100", "--isl", "130816", "--ttft-ms", "4000", "--closed-form"]
+PLAN_PAIR = ["plan", "llama-3-8b", "--target", "h100", "--isl", "130816", "--ttft-ms", "3500", "--closed-form"]
+# 3,500 ms: a 65,408-token prompt alone is 3,754 ms on h100 since the 2026-12-03 refit (the target was 4,000 ms)
 
 
 def test_plan_search_offers_pairs_when_no_single_change_gives_a_pick(cli):
