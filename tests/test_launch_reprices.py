@@ -92,7 +92,8 @@ def test_every_line_caps_the_requests_at_the_max_num_seqs_priced(cli):
     found = cli.json(*QWEN3_32B_PP)
     pick = found["candidates"][found["chosen"]]
     priced = pick["memory"]["engine"]["max_num_seqs"]
-    assert (priced, pick["concurrency"]) == (1024, 223)  # 128 users before vllm-v1's refit (vllmeff)
+    # 128 users before vllm-v1's refit (vllmeff), 223 from it to the 2026-12-03 refit
+    assert (priced, pick["concurrency"]) == (1024, 128)
     assert _caps(found) == {"vllm": "1024", "sglang": "1024"}
     asked = cli.json(*QWEN3_32B_PP, "--max-num-seqs", "128")
     assert asked["candidates"][asked["chosen"]]["memory"]["engine"]["max_num_seqs"] == 128

@@ -149,13 +149,12 @@ def test_fp8_weights_asked_of_a_bf16_checkpoint_need_an_fp8_checkpoint_for_trtll
 
 
 def test_trtllm_serve_has_no_data_parallel_flag_so_a_note_says_to_run_one_server_per_replica(cli):
-    found = cli.json("plan", "llama-3.1-8b", "--target", "4xh100", "--engine", "trtllm", "--closed-form")
+    # 8 x H100: tp 1 x pp 4 x 2 since the 2026-12-03 refit (on 4 x H100 it picked tp 1 x pp 2 x 2 before, pp 4 x 1 now)
+    found = cli.json("plan", "llama-3.1-8b", "--target", "8xh100", "--engine", "trtllm", "--closed-form")
     pick = found["candidates"][found["chosen"]]["deployment"]
-    # tp 1 x pp 2 x 2: a pp 2 replica holds half the weights a GPU, so more KV (814 requests a replica against 364 at
-    # pp 1), and each micro-batch in flight has its own step budget (the closed form's pp rule)
-    assert (pick["tp"], pick["pp"], pick["replicas"]) == (1, 2, 2)
+    assert (pick["tp"], pick["pp"], pick["replicas"]) == (1, 4, 2)
     assert "run the trtllm line once per replica (2 servers)" in found["launch_note"]
-    assert "server 1: CUDA_VISIBLE_DEVICES=0,1; server 2: CUDA_VISIBLE_DEVICES=2,3" in found["launch_note"]
+    assert "server 1: CUDA_VISIBLE_DEVICES=0,1,2,3; server 2: CUDA_VISIBLE_DEVICES=4,5,6,7" in found["launch_note"]
     one = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--engine", "trtllm", "--closed-form")
     assert one["launch_note"] is None  # one replica: the line is the whole deployment
 
