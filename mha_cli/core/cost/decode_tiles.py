@@ -90,9 +90,9 @@ class DecodeAttention(Record):
     """How one engine runs decode attention on one GPU: its kernels and the rate of a full tile."""
 
     gqa: TileKernel | None
-    """Per-head K/V (MHA, GQA, MQA); None: the rows law prices it."""
+    """Per-head K/V (MHA, GQA, MQA); None (no engine gives none since GENERIC_DECODE): the rows law prices it."""
     latent: TileKernel | None
-    """MLA's absorbed latent; None: the rows law prices it."""
+    """MLA's absorbed latent; None (no engine gives none since GENERIC_DECODE): the rows law prices it."""
     bf16_flops: float
     """FLOP/s of full tiles on bf16 tensor cores: the datasheet's dense bf16 x the attention efficiency."""
     fp8_flops: float

@@ -136,7 +136,7 @@ class DeviceProfile(Record):
     matmul: Curve
     attention_flops: Curve
     decode_attention: DecodeAttention | None = None
-    """The engine's decode attention kernels on this GPU (``core.cost.decode_tiles``); None: not read, or measured
+    """The engine's decode attention kernels on this GPU (``core.cost.decode_tiles``); None: a measured profile
     (a calibrated profile's ``attention_flops`` holds what it measured)."""
     matmul_by_dtype: dict[str, Curve] = Field(default_factory=empty_dict)
     """The matmul curve of each dtype a step's matrices multiply in (``core.compute_dtype``: bf16, fp8, fp32), for a
