@@ -99,6 +99,10 @@ stand, per group, so that a rule change that moves them has to say so here.
   +4.0%, MiniMax-M2.5 in FP8 at tp 4 on four H100, a vLLM 0.19.1 nightly; 1702 +10.6% and 1703 -8.0%, Qwen3-8B on a
   RunPod RTX 4090 with a cold and a warm compile cache, vLLM 0.27.1; 1704 -12.3%, Qwen3.8-27B-FP8 on one H100, vLLM
   0.27.1); 6 logs not expressible.
+- ``new-16`` (ids 1801-1810, logs19: vLLM logs from files committed to repositories, collected after the rules of
+  commit d008850 stood, priced with them, no rule changed): the per-token rule exact on 1 of 1, the plan within 5% on
+  1 of 1 (1801 +1.5%, Qwen3-Reranker-8B through vLLM 0.20.2's LLM class on an RTX PRO 6000 Blackwell Server Edition);
+  9 logs not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -148,6 +152,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-13") == {"logs": 3, "rule_checked": 3, "rule_exact": 3, "priced": 3, "within": 1}
     assert module.counts(rows, "new-14") == {"logs": 7, "rule_checked": 4, "rule_exact": 4, "priced": 7, "within": 3}
     assert module.counts(rows, "new-15") == {"logs": 4, "rule_checked": 2, "rule_exact": 2, "priced": 4, "within": 1}
+    assert module.counts(rows, "new-16") == {"logs": 1, "rule_checked": 1, "rule_exact": 1, "priced": 1, "within": 1}
 
 
 def test_second_new_group_errors(table):
@@ -555,6 +560,23 @@ def test_group_1701(table):
     assert [log["id"] for log in unexpressed] == [1705, 1706, 1707, 1708, 1709, 1710]
     assert all(log["not_expressible"] for log in unexpressed)
     assert not {row.log["id"] for row in rows} & {1705, 1706, 1707, 1708, 1709, 1710}
+
+
+def test_group_1801(table):
+    """The 18xx group (logs19, vLLM logs from files committed to repositories) as the rules of d008850 price it: vLLM
+    0.20.2's LLM class on an RTX PRO 6000 Blackwell Server Edition (1801, Qwen3-Reranker-8B on Qwen3-8B's config, the
+    class's defaults on a GPU of 70 GiB or more: 16,384 batched tokens, 1,024 sequences): its error and plan, the
+    per-token rule from its own memory, and the logs mha cannot express listed with their reason, never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-16"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {1801: 0.015}
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {1801: 461040}
+    assert new[1801].basis == "tokens" and new[1801].rule_hit is True
+    assert module.per_token_tokens(new[1801].log) == [453968, 454048]  # 62.35 GiB / 147,456 B in blocks of 16
+    unexpressed = module.unexpressed_logs("new-16")
+    assert [log["id"] for log in unexpressed] == list(range(1802, 1811))
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & set(range(1802, 1811))
 
 
 def test_sglang_padding_slots_follow_the_release(table):
