@@ -103,6 +103,12 @@ stand, per group, so that a rule change that moves them has to say so here.
   commit d008850 stood, priced with them, no rule changed): the per-token rule exact on 1 of 1, the plan within 5% on
   1 of 1 (1801 +1.5%, Qwen3-Reranker-8B through vLLM 0.20.2's LLM class on an RTX PRO 6000 Blackwell Server Edition);
   9 logs not expressible.
+- ``new-17`` (ids 1901-1910, logs20: SGLang and TensorRT-LLM log files committed to repositories, collected after the
+  rules of commit d008850 stood, priced with them, no rule changed): the per-token rule exact on 5 of 5, the plan within
+  5% on 3 of 5 (1901 +1.4%, Qwen3-30B-A3B-FP8 on an H100, SGLang 0.5; 1903 +1.4%, Qwen2.5-7B-Instruct on an RTX PRO
+  6000 Server Edition, SGLang 0.5.11; 1905 +0.9%, Qwen3-4B on an H100, SGLang 0.5.18; 1902 +6.3%, Kimi-K2.5-NVFP4 at
+  tp 8 on eight B300, TensorRT-LLM 1.3.0rc7; 1904 +7.3%, Qwen2.5-72B-Instruct-AWQ on the RTX PRO 6000); 5 logs not
+  expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -153,6 +159,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-14") == {"logs": 7, "rule_checked": 4, "rule_exact": 4, "priced": 7, "within": 3}
     assert module.counts(rows, "new-15") == {"logs": 4, "rule_checked": 2, "rule_exact": 2, "priced": 4, "within": 1}
     assert module.counts(rows, "new-16") == {"logs": 1, "rule_checked": 1, "rule_exact": 1, "priced": 1, "within": 1}
+    assert module.counts(rows, "new-17") == {"logs": 5, "rule_checked": 5, "rule_exact": 5, "priced": 5, "within": 3}
 
 
 def test_second_new_group_errors(table):
@@ -577,6 +584,31 @@ def test_group_1801(table):
     assert [log["id"] for log in unexpressed] == list(range(1802, 1811))
     assert all(log["not_expressible"] for log in unexpressed)
     assert not {row.log["id"] for row in rows} & set(range(1802, 1811))
+
+
+def test_group_1901(table):
+    """The 19xx group (logs20, SGLang and TensorRT-LLM log files committed to repositories) as the rules of d008850 price
+    it: SGLang 0.5 on an H100 (1901, Qwen3-30B-A3B in block FP8), 0.5.11 on an RTX PRO 6000 Server Edition (1903 bf16
+    Qwen2.5-7B-Instruct, 1904 Qwen2.5-72B-Instruct-AWQ), 0.5.18 on an H100 (1905, Qwen3-4B with its verbatim config) and
+    TensorRT-LLM 1.3.0rc7's PyTorch backend at tp 8 on eight B300 (1902, Kimi-K2.5-NVFP4): each log's error and plan, the
+    per-token rule from its own K size or pool, the misses' causes as the logs show them, and the logs mha cannot
+    express listed with their reason, never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-17"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
+        1901: 0.014, 1902: 0.063, 1903: 0.014, 1904: 0.073, 1905: 0.009,
+    }  # fmt: skip
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
+        1901: 398318, 1902: 5392736, 1903: 532682, 1904: 35077, 1905: 433899,
+    }  # fmt: skip
+    assert all(row.basis == "tokens" and row.rule_hit for row in new.values())
+    assert module.per_token_tokens(new[1902].log) == [5073344, 5073632]  # 166.02 GiB / 35,136 B (fp8 MLA), blocks of 32
+    assert module.per_token_tokens(new[1905].log)[0] <= 430067 <= module.per_token_tokens(new[1905].log)[1]
+    assert all(module.WHY.get(log_id, "").startswith("no source-backed cause") for log_id in (1902, 1904))
+    unexpressed = module.unexpressed_logs("new-17")
+    assert [log["id"] for log in unexpressed] == [1906, 1907, 1908, 1909, 1910]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {1906, 1907, 1908, 1909, 1910}
 
 
 def test_sglang_padding_slots_follow_the_release(table):

@@ -39,3 +39,15 @@ def test_qwen2_5_72b_instruct_counts_as_its_checkpoint():
     per_token = kv_footprint(model, seq_len=1, batch=1, kv_dtype="bf16").total_bytes
     assert per_token == 80 * 8 * 128 * 2 * 2 == 327_680
     assert abs(67_024 * per_token // 4 / GIB - 5.11) < 0.005
+
+
+def test_qwen3_4b_matches_the_h100_sglang_log():
+    """Qwen/Qwen3-4B (logs20, hf_configs/SOURCES.md "seventeenth group"): 36 layers of 8 KV heads x 128, 147,456 B a
+    token, whose K half over the 430,067 + 1 slots of engine_logs.yaml 1905 is the log's 29.53 GiB; the parameters by
+    hand (tied embedding, q/k norms of 128), 4.02B."""
+    model = _imported("qwen3-4b")
+    per_token = kv_footprint(model, seq_len=1, batch=1, kv_dtype="bf16").total_bytes
+    assert per_token == 36 * 8 * 128 * 2 * 2 == 147_456
+    assert abs(430_068 * per_token / 2 / GIB - 29.53) < 0.005
+    layer = 2560 * 4096 + 2 * 2560 * 1024 + 4096 * 2560 + 2 * 128 + 3 * 2560 * 9728 + 2 * 2560
+    assert count_params(model).total == 151_936 * 2560 + 36 * layer + 2560 == 4_022_468_096
