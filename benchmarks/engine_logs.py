@@ -327,10 +327,6 @@ WHY: dict[int, str] = {
     " 0.19 GiB of peak activation (1702's capture) comes to 21.37 GiB, above the plan's whole budget (0.9 x 23.65 GiB"
     " = 21.29) before any non-torch memory: the RunPod card's torch total is above the rtx-4090 target's 23.65 GiB"
     " (1503's WSL2 RTX 4090 printed 23.99), which the capture does not print; the plan's pool is 5.44 GiB",
-    1704: "no source-backed cause: the plan's FP8 weights are 33.46 GiB where the log loads 28.54 GiB ('Model loading"
-    " took'), 4.92 GiB, about the whole gap: the log's pool, 485,083 of the plan's 425,398 tokens on its 34.81 GiB, is"
-    " some 39.7 GiB. The README quotes no memory line nor the checkpoint's quantization_config beyond its vision tower"
-    " left in bf16, so which tensors the plan prices above the checkpoint is not read here",
     1902: "no source-backed cause: the report quotes the last 30 lines only, the pool among them (166.02 GiB, so"
     " 166.02 / 0.9 = 184.47 GiB free at the estimate of the B300's 267.69 and 83.2 GiB in use at the profiling peak),"
     " where the plan has 71.6 in use (NVFP4 weights 68.33 a rank, activation 1.19, non-torch 2.1) and a 176.47 GiB"
@@ -965,7 +961,9 @@ GROUPS = {
     " not expressible",
     "new-15": "Group 1701 and up (logs18): log files committed to repositories, collected after the rules of commit"
     " ec6986d stood (every rule of the earlier groups), priced with them, no rule changed: 1 of 4 within 5%, 6 logs"
-    " not expressible",
+    " not expressible; the quantisation of Qwen3.5's split Gated DeltaNet projections was then read in vLLM's source"
+    " (0.17.0-0.34.0, `core.mixer_quantisation`) with 1704 in view (-12.3% -> +0.7%), so 1704 is no longer held out"
+    " for that rule",
     "new-16": "Group 1801 and up (logs19): vLLM logs from files committed to repositories, collected after the rules of"
     " commit d008850 stood (every rule of the earlier groups), priced with them, no rule changed: 1 of 1 within 5%,"
     " 9 logs not expressible",

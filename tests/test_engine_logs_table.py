@@ -98,7 +98,9 @@ stand, per group, so that a rule change that moves them has to say so here.
   stood, priced with them, no rule changed): the per-token rule exact on 2 of 2, the plan within 5% on 1 of 4 (1701
   +4.0%, MiniMax-M2.5 in FP8 at tp 4 on four H100, a vLLM 0.19.1 nightly; 1702 +10.6% and 1703 -8.0%, Qwen3-8B on a
   RunPod RTX 4090 with a cold and a warm compile cache, vLLM 0.27.1; 1704 -12.3%, Qwen3.8-27B-FP8 on one H100, vLLM
-  0.27.1); 6 logs not expressible.
+  0.27.1); 6 logs not expressible. The quantisation of Qwen3.5's split Gated DeltaNet projections, read in vLLM
+  0.17.0-0.34.0 with 1704 in view (``core.mixer_quantisation``), moved 1704 from -12.3% to +0.7% (the plan's FP8
+  weights 33.46 -> 28.28 GiB, the log's 28.54): 2 of 4, 1704 no longer held out for that rule.
 - ``new-16`` (ids 1801-1810, logs19: vLLM logs from files committed to repositories, collected after the rules of
   commit d008850 stood, priced with them, no rule changed): the per-token rule exact on 1 of 1, the plan within 5% on
   1 of 1 (1801 +1.5%, Qwen3-Reranker-8B through vLLM 0.20.2's LLM class on an RTX PRO 6000 Blackwell Server Edition);
@@ -157,7 +159,8 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-12") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
     assert module.counts(rows, "new-13") == {"logs": 3, "rule_checked": 3, "rule_exact": 3, "priced": 3, "within": 1}
     assert module.counts(rows, "new-14") == {"logs": 7, "rule_checked": 4, "rule_exact": 4, "priced": 7, "within": 3}
-    assert module.counts(rows, "new-15") == {"logs": 4, "rule_checked": 2, "rule_exact": 2, "priced": 4, "within": 1}
+    # new-15: 1 of 4 as the rules stood; 1704 within 5% since the split Gated DeltaNet's quantisation was read with it
+    assert module.counts(rows, "new-15") == {"logs": 4, "rule_checked": 2, "rule_exact": 2, "priced": 4, "within": 2}
     assert module.counts(rows, "new-16") == {"logs": 1, "rule_checked": 1, "rule_exact": 1, "priced": 1, "within": 1}
     assert module.counts(rows, "new-17") == {"logs": 5, "rule_checked": 5, "rule_exact": 5, "priced": 5, "within": 3}
 
@@ -551,18 +554,21 @@ def test_group_1701(table):
     misses' causes as the logs show them, and the logs mha cannot express listed with their reason, never priced."""
     module, rows = table
     new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-15"}
+    # 1704: -0.123 (425,398 tokens) as the rules of ec6986d stood; then, with it in view, vLLM 0.17.0-0.34.0's
+    # Qwen3.5 Gated DeltaNet read (core.mixer_quantisation): its projections in FP8, 5.18 GiB less weight
     assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
-        1701: 0.04, 1702: 0.106, 1703: -0.08, 1704: -0.123,
+        1701: 0.04, 1702: 0.106, 1703: -0.08, 1704: 0.007,
     }  # fmt: skip
     assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
-        1701: 319360, 1702: 39600, 1703: 39600, 1704: 425398,
+        1701: 319360, 1702: 39600, 1703: 39600, 1704: 488594,
     }  # fmt: skip
     assert all(row.basis == "tokens" for row in new.values())
     assert {log_id for log_id, row in new.items() if row.rule_hit} == {1701, 1702}
     assert all(new[log_id].rule_hit is None for log_id in (1703, 1704))  # token counts only, no memory figure
     assert module.per_token_tokens(new[1701].log) == [307040, 307200]  # 18.16 GiB / 63,488 B a rank at tp 4
     assert module.per_token_tokens(new[1702].log) == [35776, 35856]  # 4.92 GiB / 147,456 B in blocks of 16
-    assert all(module.WHY.get(log_id, "").startswith("no source-backed cause") for log_id in (1702, 1703, 1704))
+    assert all(module.WHY.get(log_id, "").startswith("no source-backed cause") for log_id in (1702, 1703))
+    assert 1704 not in module.WHY  # within 5%
     unexpressed = module.unexpressed_logs("new-15")
     assert [log["id"] for log in unexpressed] == [1705, 1706, 1707, 1708, 1709, 1710]
     assert all(log["not_expressible"] for log in unexpressed)

@@ -102,9 +102,10 @@ MIXER_REST = 8192 * 4 + 32 + 32 + 128  # 32,960
 
 def test_mixer_projections_are_read_and_computed_as_the_scheme_stores_them():
     """fp8 on every linear layer but layer 0's input projections: 35 layers' input and 36 output projections fp8
-    (one 4 B scale each), layer 0's input projections and every convolution and vector bf16; per layer the mean."""
+    (one 4 B scale each), layer 0's input projections and every convolution and vector bf16; per layer the mean. The
+    pattern names them as Qwen3-Next's checkpoint and vLLM do, under ``linear_attn`` (``core.checkpoint_names``)."""
     qwen = model("qwen3-next-80b-a3b")
-    weights = layer_weights(qwen, 1, "fp8", scheme=fp8_scheme("re:model\\.layers\\.0\\.self_attn\\.in_proj"))
+    weights = layer_weights(qwen, 1, "fp8", scheme=fp8_scheme("re:model\\.layers\\.0\\.linear_attn\\.in_proj"))
     fp8_weights = 35 * IN_PROJ + 36 * OUT_PROJ
     bf16_weights = IN_PROJ + 36 * MIXER_REST
     mixers = {dtype: (weights, held) for dtype, weights, held in weights.mixers}
@@ -122,7 +123,7 @@ def test_the_memory_plan_reads_the_same_mixer_bytes():
     the scales (36 x 3 of 4 B) against the scheme that ignores them."""
     qwen = model("qwen3-next-80b-a3b")
     stored = rank_checkpoint_bytes(qwen, 1, fp8_scheme())
-    kept = rank_checkpoint_bytes(qwen, 1, fp8_scheme("re:.*self_attn\\.(in_proj|out_proj)"))
+    kept = rank_checkpoint_bytes(qwen, 1, fp8_scheme("re:.*linear_attn\\.(in_proj|out_proj)"))
     assert kept - stored == 36 * (IN_PROJ + OUT_PROJ) - 36 * 3 * 4
 
 

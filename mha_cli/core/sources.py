@@ -215,17 +215,18 @@ def _with_checkpoint_weights(source: ModelSource, stored: "CheckpointWeights | N
     config's patterns that name none of the model's modules said (``--weight-dtype`` still overrides it)."""
     if stored is None or stored.scheme is None:
         return _with_checkpoint_format(source, None if stored is None else stored.format)
+    from mha_cli.core.checkpoint_names import module_names
     from mha_cli.core.weight_bytes import model_modules
 
     scheme = stored.scheme
     notes = [f"weights as the checkpoint stores them: {scheme.format} (quantization_config), tensor by tensor:"
              f" {scheme.describe()}"]  # fmt: skip
-    unmatched = scheme.unmatched(model_modules(source.model))
+    unmatched = scheme.unmatched(model_modules(source.model), module_names(source.model))
     if unmatched:
         shown = ", ".join(unmatched[:4]) + (f" and {len(unmatched) - 4} more" if len(unmatched) > 4 else "")
         notes.append(
-            f"quantization_config names modules {source.model.name} has none of, under mha's (Llama-style) names:"
-            f" {shown}; those entries change nothing"
+            f"quantization_config names modules {source.model.name} has none of, as its checkpoint and vLLM name"
+            f" them (core.checkpoint_names; mha's Llama-style names elsewhere): {shown}; those entries change nothing"
         )
     return source.model_copy(
         update={

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
+from mha_cli.core.checkpoint_names import module_names
 from mha_cli.core.compute_dtype import compute_dtype
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.inventory import Tensor, tensor_groups, tensors_of
@@ -132,7 +133,9 @@ def rank_checkpoint_bytes(
 ) -> int:  # fmt: skip
     """Bytes of the weights one rank of ``tp`` holds as the checkpoint stores them (``scheme``, read from its
     quantization_config): each linear layer's matrix in the layout its rule gives, the rest in bf16."""
-    return _rank_bytes(model, tp, _SchemePricing(scheme.matcher()), vocab_padding, experts, sides=sides)
+    return _rank_bytes(
+        model, tp, _SchemePricing(scheme.matcher(module_names(model))), vocab_padding, experts, sides=sides
+    )
 
 
 MatrixKey = tuple[str, str, int, int]
@@ -164,7 +167,7 @@ def stored_matrices(
     """``StoredMatrices`` of one rank of ``tp``, as the checkpoint's ``scheme`` stores each module (the memory plan's
     ``rank_checkpoint_bytes``), or in the named ``weight_dtype`` (``rank_weight_bytes``)."""
     if scheme is not None:
-        pricing: _FormatPricing | _SchemePricing = _SchemePricing(scheme.matcher())
+        pricing: _FormatPricing | _SchemePricing = _SchemePricing(scheme.matcher(module_names(model)))
     else:
         pricing = _FormatPricing(weight_format(weight_dtype))
     found = StoredMatrices({}, {})
@@ -378,7 +381,7 @@ def model_bytes_by_kind(model: ModelSpec, weight_dtype: str, deployment: Deploym
     counts: dict[str, int] = {}
     scheme = stored_scheme(deployment, weight_dtype)
     if scheme is not None:
-        pricing: _FormatPricing | _SchemePricing = _SchemePricing(scheme.matcher())
+        pricing: _FormatPricing | _SchemePricing = _SchemePricing(scheme.matcher(module_names(model)))
     else:
         pricing = _FormatPricing(weight_format(weight_dtype))
     _rank_bytes(model, 1, pricing, 1, None, counts)

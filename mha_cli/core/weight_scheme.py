@@ -14,16 +14,27 @@ Which rule covers a module, as vLLM's ``compressed_tensors`` (``find_matched_tar
 3. else the first rule whose targets are a class of layer (``Linear``: every linear layer);
 4. else it is not quantised (bf16).
 
-A pattern names a module when it is ``re:<regex>`` and the regex matches from the name's start (compressed-tensors'
-and Quark's ``re:`` prefix), when it holds ``*``, ``?`` or ``[`` and matches the whole name as a shell glob
-(ModelOpt's and Quark's wildcards), or when it is the name itself or one of its parents (``model.layers.0.mlp.experts``
-names every expert of layer 0, as ModelOpt's mixed-precision config lists fused experts).
+A pattern names a module when it is ``re:<regex>`` and the regex matches vLLM's name of it from the start
+(compressed-tensors' and Quark's ``re:`` prefix), when it holds ``*``, ``?`` or ``[`` and matches the whole name as a
+shell glob (ModelOpt's and Quark's wildcards), or, a plain name, as the config's loader compares it (vLLM 0.19.1):
 
-Names are mha's own (``core.inventory``: Llama's, ``model.layers.N.self_attn.q_proj``,
-``model.layers.N.mlp.down_proj``), which are the checkpoint's for Llama-like models; a routed expert is named as
+- compressed-tensors: only the name itself (``compressed_tensors/utils.py`` ``should_ignore_layer`` and
+  ``find_matched_target`` through ``_is_equal_or_regex_match``: ``target == value``; a ``*`` is no wildcard there);
+- ModelOpt: any name it is part of (``modelopt.py`` ``ModelOptQuantConfigBase.is_layer_excluded``: ``exclude_module
+  in prefix`` after ``is_layer_skipped``'s exact match, then ``fnmatch``), so ``lm_head`` or ``model.layers.0.mlp``
+  names every module whose name holds it (``model.layers.0.mlp.experts`` every expert of layer 0, as ModelOpt's
+  mixed-precision config lists fused experts);
+- Quark and the rest: the name itself or one of its parents.
+
+Plain names and globs are matched on the checkpoint's spelling of a module, ``re:`` patterns on vLLM's
+(``core.checkpoint_names``: the two differ from mha's own for Qwen3-Next's and Qwen3.5's Gated DeltaNet, under
+``linear_attn``, and Qwen3.5's image-text wrapper). Elsewhere the names are mha's own (``core.inventory``: Llama's,
+``model.layers.N.self_attn.q_proj``), which are the checkpoint's for Llama-like models; a routed expert is named as
 checkpoints store experts one by one, ``model.layers.N.mlp.experts.E.gate_proj`` (DeepSeek, Qwen-MoE). A family whose
-checkpoint names differ (Mixtral's ``block_sparse_moe.experts.E.w1``, GPT-2's ``c_attn``) is matched on these names:
-the entries that name none of the model's modules are reported (``unmatched``) rather than silently dropped. The
+checkpoint names differ and are not spelled there (Mixtral's ``block_sparse_moe.experts.E.w1``, Nemotron-H's
+``backbone.layers.B.mixer``, whose block index B is not mha's layer index) is matched on mha's names: the entries that
+name none of the model's modules are reported (``unmatched``, said in the plan's assumptions) rather than silently
+dropped. The
 embedding and the LM head stay bf16 whatever the config says: vLLM's loaders quantise ``LinearBase`` and fused-MoE
 layers, and its ``ParallelLMHead`` is neither.
 """
@@ -35,6 +46,7 @@ from functools import lru_cache
 
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from mha_cli.core.checkpoint_names import MHA_NAMES, ModuleNames
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.weight_formats import MatrixLayout, WeightFormatName
@@ -100,24 +112,27 @@ class WeightScheme(Record):
     ignore: list[str] = Field(default_factory=empty_list)
     """Modules that stay bf16 (the config's ``ignore``, ``exclude_modules`` or ``exclude``)."""
 
-    _matcher: "SchemeMatcher | None" = PrivateAttr(default=None)
+    _matchers: "dict[ModuleNames, SchemeMatcher]" = PrivateAttr(default_factory=dict)
 
-    def matcher(self) -> "SchemeMatcher":
-        """The scheme's patterns compiled, remembering what each module resolved to (built once per scheme)."""
-        if self._matcher is None:
-            self._matcher = SchemeMatcher(self)
-        return self._matcher
+    def matcher(self, names: ModuleNames = MHA_NAMES) -> "SchemeMatcher":
+        """The scheme's patterns compiled, remembering what each module resolved to (built once per scheme and
+        spelling); ``names``: how the model's checkpoint and vLLM spell mha's module names."""
+        if names not in self._matchers:
+            self._matchers[names] = SchemeMatcher(self, names)
+        return self._matchers[names]
 
-    def rule_for(self, module: str) -> "SchemeRule | None":
+    def rule_for(self, module: str, names: ModuleNames = MHA_NAMES) -> "SchemeRule | None":
         """The rule that stores ``module``'s weight (a name like ``model.layers.3.self_attn.q_proj``); None: bf16."""
-        return self.matcher().rule_for(module)
+        return self.matcher(names).rule_for(module)
 
-    def unmatched(self, modules: Iterable[str]) -> list[str]:
-        """The ignore entries and named targets that name none of ``modules`` (a model's module names)."""
+    def unmatched(self, modules: Iterable[str], names: ModuleNames = MHA_NAMES) -> list[str]:
+        """The ignore entries and named targets that name none of ``modules`` (a model's module names, mha's,
+        spelled by ``names``)."""
         patterns = [*self.ignore, *(t for rule in self.rules for t in rule.targets if not is_layer_class(t))]
-        left = {pattern: _regex(pattern_regex(pattern)) for pattern in patterns}
+        left = {pattern: _regex(pattern_regex(pattern, self.method)) for pattern in patterns}
         for module in modules:
-            for pattern in [p for p, regex in left.items() if regex.match(module)]:
+            spelled = (names.checkpoint(module), names.engine(module))
+            for pattern in [p for p, regex in left.items() if regex.match(spelled[p.startswith("re:")])]:
                 del left[pattern]
             if not left:
                 break
@@ -134,10 +149,11 @@ class SchemeMatcher:
     """A scheme's ignore list and each rule's named targets compiled into one regular expression each, and the rule
     every module resolved to remembered: a 61-layer, 256-expert model names some 47,000 modules, matched once."""
 
-    def __init__(self, scheme: WeightScheme) -> None:
-        self.ignore = _union(scheme.ignore)
+    def __init__(self, scheme: WeightScheme, names: ModuleNames = MHA_NAMES) -> None:
+        self.names = names
+        self.ignore = _Patterns(scheme.ignore, scheme.method)
         self.named = [
-            (rule, _union([t for t in rule.targets if not is_layer_class(t)])) for rule in scheme.rules
+            (rule, _Patterns([t for t in rule.targets if not is_layer_class(t)], scheme.method)) for rule in scheme.rules
         ]  # fmt: skip
         self.by_class = next((rule for rule in scheme.rules if LINEAR in rule.targets), None)
         self.memo: dict[object, SchemeRule | None] = {}
@@ -166,35 +182,58 @@ class SchemeMatcher:
         return self.memo[key]  # type: ignore[return-value]
 
     def _match(self, module: str) -> SchemeRule | None:
-        if self.ignore is not None and self.ignore.match(module):
+        spelled = (self.names.checkpoint(module), self.names.engine(module))
+        if self.ignore.match(*spelled):
             return None
         for rule, named in self.named:
-            if named is not None and named.match(module):
+            if named.match(*spelled):
                 return rule
         return self.by_class
 
 
-def names(pattern: str, module: str) -> bool:
-    """Whether ``pattern`` (``re:<regex>``, a glob, or a module name) names ``module`` or one of its parents."""
-    return _regex(pattern_regex(pattern)).match(module) is not None
+class _Patterns:
+    """A list's plain names and globs, matched on the checkpoint's spelling, and its ``re:`` patterns, matched on
+    vLLM's, each compiled into one matcher."""
+
+    def __init__(self, patterns: list[str], method: str) -> None:
+        self.plain = _union([p for p in patterns if not p.startswith("re:")], method)
+        self.regex = _union([p for p in patterns if p.startswith("re:")], method)
+
+    def match(self, checkpoint_name: str, engine_name: str) -> bool:
+        return bool(
+            (self.plain is not None and self.plain.match(checkpoint_name))
+            or (self.regex is not None and self.regex.match(engine_name))
+        )
 
 
-def pattern_regex(pattern: str) -> str:
+def names(pattern: str, module: str, method: str = "") -> bool:
+    """Whether ``pattern`` (``re:<regex>``, a glob, or a module name) names ``module`` as ``method``'s loader
+    matches it."""
+    return _regex(pattern_regex(pattern, method)).match(module) is not None
+
+
+def pattern_regex(pattern: str, method: str = "") -> str:
     """The regular expression that matches, from a name's start, the names ``pattern`` names: a ``re:`` pattern's
-    own, a glob's over the whole name, a module name's over the name and every name beneath it."""
+    own; for compressed-tensors a plain name (a ``*`` in it too) only itself; for ModelOpt a glob over the whole name
+    and a plain name anywhere in it; for the rest a glob over the whole name and a name itself and every name beneath
+    it."""
     if pattern.startswith("re:"):
         return pattern[3:]
+    if method == "compressed-tensors":
+        return re.escape(pattern) + r"\Z"
     if any(c in pattern for c in "*?["):
         return fnmatch.translate(pattern)
+    if method == "modelopt":
+        return ".*" + re.escape(pattern)
     return re.escape(pattern) + r"(?:\..*)?\Z"
 
 
-def _union(patterns: list[str]) -> "re.Pattern[str] | _AnyOf | None":
+def _union(patterns: list[str], method: str = "") -> "re.Pattern[str] | _AnyOf | None":
     """One matcher for several patterns: their regular expressions joined, or (when one of them carries flags that
     cannot be joined) each tried in turn; None without patterns."""
     if not patterns:
         return None
-    regexes = [pattern_regex(pattern) for pattern in patterns]
+    regexes = [pattern_regex(pattern, method) for pattern in patterns]
     try:
         return re.compile("|".join(f"(?:{regex})" for regex in regexes))
     except re.error:
