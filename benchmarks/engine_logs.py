@@ -35,12 +35,11 @@ files committed to repositories, collected after the rules of commit 5f3fa37 sto
 (ids 1601 and up, logs17: log files committed to repositories, collected after the rules of commit 903cfe4 stood and
 priced with them) and ``new-15`` (ids 1701 and up, logs18: log files committed to repositories, collected after the
 rules of commit ec6986d stood and priced with them) and ``new-16`` (ids 1801 and up, logs19: vLLM logs from files
-committed to repositories, collected after the rules of commit d008850 stood and priced with them). A log mha cannot
-express carries ``not_expressible`` and is listed with its
-rules of commit ec6986d stood and priced with them) and ``new-17`` (ids 1901 and up, logs20: SGLang and TensorRT-LLM
-log files committed to repositories, collected after the rules of commit d008850 stood and priced with them). A log mha
-cannot express carries ``not_expressible`` and is listed with its
-reason, not priced. ``WHY`` says why each
+committed to repositories, collected after the rules of commit d008850 stood and priced with them) and ``new-17`` (ids
+1901 and up, logs20: SGLang and TensorRT-LLM log files committed to repositories, collected after the rules of commit
+d008850 stood and priced with them) and ``new-18`` (ids 2001 and up, logs21: vLLM logs from files committed to
+repositories, collected after the rules of commit afd7ea2 stood and priced with them). A log mha cannot express
+carries ``not_expressible`` and is listed with its reason, not priced. ``WHY`` says why each
 miss misses.
 """
 
@@ -339,6 +338,15 @@ WHY: dict[int, str] = {
     " (95.13 GiB torch total, 94.19 free) where the plan has 0.25 of non-torch memory, 0.36 GiB of pool at this"
     " fraction, and the AWQ load takes 38.96 GiB against the plan's 38.62, 0.34 more; the same card's bf16 7B run (1903)"
     " shows the same 94.19 and lands +1.4%. Which tensors the 0.34 GiB are is not read here",
+    2001: "per-token rule: the log's pool holds 6,387.6 B a token (34.32 GiB over 5,769,184 tokens) against the 6"
+    " attention layers' 6,144 B; the vllm-v1 rules keep 0.20.2's attention block at 16, while the page rules mha reads"
+    " for 0.21+ (core.engine.pages VLLM_0_21_RULES: the block raised to 2,096 to hold a Mamba-2 state page, the state"
+    " layers in groups of their own) give exactly 5,769,184 from the same 34.32 GiB, and 0.20.0 logs print that raise"
+    " ('[interface.py:606] Setting attention block size to 2096 tokens', 2010). Plan: the plan's pool is about 36.42"
+    " GiB against the log's 34.32; 0.91 GiB of the 2.10 is the CUDA-graph estimate the log's own line takes out"
+    " (utilisation 0.8000 'equivalent to 0.7924 without CUDA graph memory profiling', 0.0076 x 119.70 GiB), which mha"
+    " dates to 0.21; the log prints no weights, activation or device total for the rest (1.19 GiB), and a second vLLM"
+    " (vllm-embed, about 6 GB) shares the unified memory. Priced by vllm-0.21's rules the plan is +6.0%",
 }
 """Why a log misses (the plan outside 5%, or the per-token rule): the engine's source where it names a cause, else
 "no source-backed cause" and what the log itself shows. Written after pricing, never used to change a rule."""
@@ -575,6 +583,25 @@ def _median(values: list[float]) -> float:
 
 NOTES = """## Notes
 
+- The held-out group 2001 (logs21: 2001-2017, vLLM logs from files committed to repositories), collected after the
+  rules of commit afd7ea2 stood and priced with them, no rule changed: the per-token rule exact on 6 of 7, the whole
+  plan within 5% on 6 of 7. Five runs of one H200 that FluffyAIcode/LLM-KV--Cache-compress commits (a vLLM build
+  between 0.19.1 and 0.20, the offline LLM class) land: 2002 +0.3% and 2003 +1.1% (Qwen3-4B at utilisation 0.55,
+  stock vLLM, eager and compiled), 2004 +0.5% (Qwen3-4B at 0.4 with the author's KV-codec hook, which leaves the bf16
+  pool as it is), 2005 and 2006 +0.3% (DeepSeek-R1-Distill-Qwen-1.5B at 0.4 with the hook, lengths 2,113 and
+  16,640); Qwen3-4B's and DeepSeek-R1-Distill-Qwen-1.5B's verbatim configs were added (hf_configs/SOURCES.md). 2015
+  -2.4% (a Chinese GPT-2 through vLLM 0.11.0's LLM class on an RTX 4090, a course notebook's saved output, GPT-2's
+  config standing for it) lands. 2001 +10.3% (Nemotron 3 Nano 30B-A3B in bf16 on a DGX Spark GB10, vLLM 0.20.2,
+  length 262,144, utilisation 0.8) misses, and its per-token check with it: 0.20.2 already pages as mha's 0.21+ rules
+  do (the attention block raised to a Mamba-2 state page, which gives the log's 5,769,184 tokens exactly) and takes
+  the CUDA-graph estimate out of the pool (0.91 GiB of the plan's 2.10 GiB surplus), both dated to 0.21 in mha. Ten
+  are not expressible: Gemma 4 E4B and GLM-4-9B-Chat (no config), the TurboQuant KV-cache arms (a KV format mha does
+  not model), Qwen3.6-27B-NVFP4 with MTP on an arm64 host, Qwen3.6-35B-A3B-NVFP4 on a DGX Spark (no config; four
+  runs), a PrismaQuant Qwen3.6-35B-A3B with MTP, Qwen3.6-27B NVFP4 with MTP under WSL2, Seed-OSS-36B at tp 2 (no
+  config), DotsOCR under WSL2, EXAONE 4.0 32B FP8 (no config) and Qwen2.5-VL-3B in a Ray Data notebook (no
+  config).
+  Held out (groups 501 and up, as the rules stood when each was collected): 33 of 58 within 5% before (with groups 1801 and 1901), 39 of 65 with
+  this group.
 - The held-out group 1801 (logs19: 1801-1810, vLLM logs from files committed to repositories), collected after the
   rules of commit d008850 stood and priced with them, no rule changed: the per-token rule exact on 1 of 1, the whole
   plan within 5% on 1 of 1. 1801 +1.5% (Qwen3-Reranker-8B, Qwen3-8B's architecture, through vLLM 0.20.2's LLM class
@@ -970,6 +997,9 @@ GROUPS = {
     "new-17": "Group 1901 and up (logs20): SGLang and TensorRT-LLM log files committed to repositories, collected after"
     " the rules of commit d008850 stood (every rule of the earlier groups), priced with them, no rule changed: 3 of 5"
     " within 5%, 5 logs not expressible",
+    "new-18": "Group 2001 and up (logs21): vLLM logs from files committed to repositories, collected after the rules of"
+    " commit afd7ea2 stood (every rule of the earlier groups), priced with them, no rule changed: 6 of 7 within 5%,"
+    " 10 logs not expressible",
 }
 
 

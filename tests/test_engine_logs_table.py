@@ -111,6 +111,11 @@ stand, per group, so that a rule change that moves them has to say so here.
   6000 Server Edition, SGLang 0.5.11; 1905 +0.9%, Qwen3-4B on an H100, SGLang 0.5.18; 1902 +6.3%, Kimi-K2.5-NVFP4 at
   tp 8 on eight B300, TensorRT-LLM 1.3.0rc7; 1904 +7.3%, Qwen2.5-72B-Instruct-AWQ on the RTX PRO 6000); 5 logs not
   expressible.
+- ``new-18`` (ids 2001-2017, logs21: vLLM logs from files committed to repositories, collected after the rules of
+  commit afd7ea2 stood, priced with them, no rule changed): the per-token rule exact on 6 of 7, the plan within 5% on
+  6 of 7 (2002 +0.3%, 2003 +1.1%, 2004 +0.5%, Qwen3-4B on an H200, a vLLM build between 0.19.1 and 0.20; 2005 and
+  2006 +0.3%, DeepSeek-R1-Distill-Qwen-1.5B on the same H200; 2015 -2.4%, a Chinese GPT-2 on an RTX 4090, vLLM
+  0.11.0; 2001 +10.3%, Nemotron 3 Nano 30B-A3B on a DGX Spark, vLLM 0.20.2); 10 logs not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -163,6 +168,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-15") == {"logs": 4, "rule_checked": 2, "rule_exact": 2, "priced": 4, "within": 2}
     assert module.counts(rows, "new-16") == {"logs": 1, "rule_checked": 1, "rule_exact": 1, "priced": 1, "within": 1}
     assert module.counts(rows, "new-17") == {"logs": 5, "rule_checked": 5, "rule_exact": 5, "priced": 5, "within": 3}
+    assert module.counts(rows, "new-18") == {"logs": 7, "rule_checked": 7, "rule_exact": 6, "priced": 7, "within": 6}
 
 
 def test_second_new_group_errors(table):
@@ -615,6 +621,35 @@ def test_group_1901(table):
     assert [log["id"] for log in unexpressed] == [1906, 1907, 1908, 1909, 1910]
     assert all(log["not_expressible"] for log in unexpressed)
     assert not {row.log["id"] for row in rows} & {1906, 1907, 1908, 1909, 1910}
+
+
+def test_group_2001(table):
+    """The 20xx group (logs21, vLLM logs from files committed to repositories) as the rules of afd7ea2 price them: one
+    H200's offline runs of a vLLM build between 0.19.1 and 0.20 (2002-2006: Qwen3-4B stock eager and compiled, Qwen3-4B
+    and DeepSeek-R1-Distill-Qwen-1.5B with a KV-codec hook that leaves the bf16 pool), a Chinese GPT-2 through vLLM
+    0.11.0's LLM class on an RTX 4090 (2015, GPT-2's config standing for it), and Nemotron 3 Nano on a GB10 with vLLM
+    0.20.2 (2001, whose per-token check misses under vllm-v1's paging and is exact under 0.21's): each log's
+    error and plan, the per-token rule from its own memory, and the logs mha cannot express listed, never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-18"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
+        2001: 0.103, 2002: 0.003, 2003: 0.011, 2004: 0.005, 2005: 0.003, 2006: 0.003, 2015: -0.024,
+    }  # fmt: skip
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
+        2001: 6364768, 2002: 488672, 2003: 488672, 2004: 335968, 2005: 1883680, 2006: 1883680, 2015: 589264,
+    }  # fmt: skip
+    assert all(row.basis == "tokens" for row in new.values())
+    assert {log_id for log_id, row in new.items() if row.rule_hit} == {2002, 2003, 2004, 2005, 2006, 2015}
+    assert module.per_token_tokens(new[2002].log) == [487040, 487104]  # 66.89 GiB / 147,456 B in blocks of 16
+    assert module.per_token_tokens(new[2005].log) == [1878256, 1878624]  # 50.16 GiB / 28,672 B in blocks of 16
+    assert module.per_token_tokens(new[2015].log) == [603360, 603648]  # 20.72 GiB / 36,864 B (GPT-2, fp16)
+    assert module.per_token_tokens(new[2001].log) == [5996976, 5998720]  # vllm-v1: blocks of 16 for 6 layers
+    as_0_21 = dict(new[2001].log, generation="vllm-0.21")  # the block raised to a Mamba-2 state page
+    assert module.per_token_tokens(as_0_21) == [5769184, 5769184]  # the log's tokens
+    unexpressed = module.unexpressed_logs("new-18")
+    assert [log["id"] for log in unexpressed] == [*range(2007, 2015), 2016, 2017]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {*range(2007, 2015), 2016, 2017}
 
 
 def test_sglang_padding_slots_follow_the_release(table):

@@ -1,5 +1,5 @@
-"""The verbatim configs added for the engine start-up logs of logs17 (hf_configs/SOURCES.md, "Start-up log models,
-fourteenth group"), each priced against a reference independent of the importer: the KV bytes a token by hand and
+"""The verbatim configs added for the engine start-up logs of logs17 and logs21 (hf_configs/SOURCES.md, "Start-up log
+models, fourteenth group" and "eighteenth group"), each priced against a reference independent of the importer: the KV bytes a token by hand and
 the logs' own memory over their tokens, the weights against the checkpoint's tensor listing."""
 
 from __future__ import annotations
@@ -51,3 +51,28 @@ def test_qwen3_4b_matches_the_h100_sglang_log():
     assert abs(430_068 * per_token / 2 / GIB - 29.53) < 0.005
     layer = 2560 * 4096 + 2 * 2560 * 1024 + 4096 * 2560 + 2 * 128 + 3 * 2560 * 9728 + 2 * 2560
     assert count_params(model).total == 151_936 * 2560 + 36 * layer + 2560 == 4_022_468_096
+
+
+def test_qwen3_4b_matches_the_h200_logs_and_the_hub_count():
+    """Qwen/Qwen3-4B: 36 layers of 8 KV heads x 128, 147,456 B a token: the 45.92 GiB over 334,352 tokens of
+    engine_logs.yaml 2004 and the 66.89 GiB over 487,056 tokens of 2002; 4,022,468,096 parameters, the BF16 count the
+    hub's model API gives (index id 70224730754), 7.49 GiB in bf16 (the logs' load step measures 7.56)."""
+    model = _imported("qwen3-4b")
+    per_token = kv_footprint(model, seq_len=1, batch=1, kv_dtype="bf16").total_bytes
+    assert per_token == 36 * 8 * 128 * 2 * 2 == 147_456
+    assert abs(334_352 * per_token / GIB - 45.92) < 0.005
+    assert abs(487_056 * per_token / GIB - 66.89) < 0.005
+    assert count_params(model).total == 4_022_468_096
+
+
+def test_deepseek_r1_distill_qwen_1_5b_matches_the_h200_logs():
+    """deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B: 28 layers of 2 KV heads x 128, 28,672 B a token, the 50.16 GiB over
+    1,878,400 tokens of engine_logs.yaml 2005; embeddings of 151,936 x 1,536 (a loader's tensor shapes, index id
+    61920139880), untied as the config says; 1.78B parameters, 3.31 GiB in bf16 (the log's load step measures 3.35)."""
+    model = _imported("deepseek-r1-distill-qwen-1.5b")
+    per_token = kv_footprint(model, seq_len=1, batch=1, kv_dtype="bf16").total_bytes
+    assert per_token == 28 * 2 * 128 * 2 * 2 == 28_672
+    assert abs(1_878_400 * per_token / GIB - 50.16) < 0.005
+    params = count_params(model).total
+    assert params == 1_777_088_000
+    assert round(params * 2 / GIB, 2) == 3.31
