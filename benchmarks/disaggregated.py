@@ -61,12 +61,18 @@ DEVICES_PER_NODE = 8
 
 
 def _worker_setup(row: dict) -> tuple[ModelSpec, ResolvedTarget, DeploymentSpec, tuple[DeviceProfile, DeviceProfile]]:
-    """A ``kind: worker`` row's model, its nodes as the target, its engine and formats, the engine's prior profile."""
+    """A ``kind: worker`` row's model, its nodes as the target, its engine and formats, the engine's prior profile,
+    and the page's launch settings: its ``tokens_per_step`` a GPU is the server's --chunked-prefill-size over its
+    ``layout`` DP-attention ranks (SGLang gives each rank chunked_prefill_size // dp_size,
+    ``core.engine.settings.sglang_dp_attention_chunk``), its ``mem_fraction_static`` the line's
+    --mem-fraction-static (SGLang's default reserves 1.5 x the whole server's chunk: nothing is left of 80 GB)."""
     loaded = load_source(row["model"])
     target = resolve_target(f"{row['nodes']}x{DEVICES_PER_NODE}x{row['target']}")
+    chunk = None if row.get("tokens_per_step") is None else row["tokens_per_step"] * row["layout"]
     deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=row["isl"] + row["osl"],
                                   target=target.spec, weight_dtype=row.get("weight_dtype"), engine=row.get("engine"),
-                                  max_num_batched_tokens=row.get("tokens_per_step"))  # fmt: skip
+                                  max_num_batched_tokens=chunk,
+                                  gpu_memory_utilization=row.get("mem_fraction_static"))  # fmt: skip
     weights, generation = deployment.weight_dtype, deployment.engine_generation
     profiles = (prior_profile(target.target, weights, generation=generation), datasheet_profile(target.target, weights))
     return loaded.model, target, deployment, profiles

@@ -12,13 +12,16 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from mha_cli.core.cost.decode_tiles import (
     FA3,
     FLASHINFER,
     FLASHMLA,
     GENERIC_DECODE,
+    DecodeAttention,
     DecodeRows,
+    decode_attention,
     decode_kernels,
 )
 from mha_cli.core.cost.priors import datasheet_profile, fitted_constants, prior_profile
@@ -99,6 +102,17 @@ def test_which_kernel_each_engine_runs():
     assert decode_kernels("trtllm", "trtllm-pytorch", h100) == (GENERIC_DECODE, GENERIC_DECODE)
     assert GENERIC_DECODE.padded_rows(4) == 16 and GENERIC_DECODE.fp8_mma is False
     assert prior_profile(mi300x).decode_attention.gqa == GENERIC_DECODE
+
+
+def test_a_decode_attention_always_names_its_kernels():
+    """Since GENERIC_DECODE every engine and GPU has a kernel (read, or the 16-row tile): a ``DecodeAttention`` without
+    one, the rows law's old case, is no longer a value; a measured profile carries no ``DecodeAttention`` at all."""
+    with pytest.raises(ValidationError):
+        DecodeAttention(gqa=None, latent=GENERIC_DECODE, bf16_flops=1e15, fp8_flops=2e15)
+    for target in TARGETS.values():
+        if target.bf16_tflops_dense:
+            found = decode_attention(target, "vllm", None, 0.5)
+            assert found.gqa is not None and found.latent is not None
 
 
 def test_the_rows_a_steps_ops_carry():

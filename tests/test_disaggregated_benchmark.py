@@ -4,12 +4,14 @@ gets chunked_prefill_size // dp_size), with the line's --mem-fraction-static 0.8
 16,384-token server chunk (512 a rank) under SGLang's default fraction, whose reserve left nothing of 80 GB: a
 BadInputError, and no report."""
 
+from pathlib import Path
+
 import yaml
 
 from tests.benchmark_modules import load_benchmark
-from tests.conftest import ROOT
 
-ROWS = {row["id"]: row for row in yaml.safe_load((ROOT / "tests/fixtures/disaggregated_published.yaml").read_text())}
+FIXTURE = Path(__file__).parent / "fixtures" / "disaggregated_published.yaml"
+ROWS = {row["id"]: row for row in yaml.safe_load(FIXTURE.read_text())}
 
 
 def test_the_4k_prefill_worker_steps_four_whole_prompts_a_gpu():

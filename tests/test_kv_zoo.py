@@ -124,6 +124,17 @@ def test_qwen2_slides_only_from_max_window_layers():
     assert [model.layer_kind(i) for i in (19, 20, 27)] == ["global", "local", "local"]
 
 
+def test_the_v32_fixture_is_the_hubs_fp8_block_checkpoint(cli):
+    """The fixture is the hub's config.json verbatim (tests/fixtures/hf_configs/SOURCES.md), quantization_config and
+    all: priced as its fp8 128 x 128 block checkpoint, as the preset is, not in bf16 (171,263,734,272 B a device
+    before, from an assembled copy without quantization_config)."""
+    args = ("--target", "8xh200", "--seq", "8k")
+    fixture = cli.json("kv", str(reference_hf_config("deepseek-v3.2-exp")), *args)
+    assert fixture["deployment"]["checkpoint_format"] == fixture["deployment"]["weight_dtype"] == "fp8-block"
+    preset = cli.json("kv", "deepseek-v3.2-exp", *args)
+    assert fixture["memory"]["weight_bytes_per_device"] == preset["memory"]["weight_bytes_per_device"] == 86_843_121_184
+
+
 def test_plain_fp8_and_the_sparse_mla_layout():
     v32 = imported("deepseek-v3.2-exp").model
     assert kv_footprint(v32, seq_len=1, kv_dtype="fp8").bytes_per_token == 61 * (512 + 64 + 132)  # engine key

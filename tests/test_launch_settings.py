@@ -95,6 +95,12 @@ def test_trtllm_takes_the_step_budget_on_its_line_and_the_cache_format_in_a_note
 def test_a_format_a_line_cannot_write_is_a_note(cli):
     int8 = cli.json(*SEARCH, "--engine", "trtllm", "--kv-dtype", "int8")  # TensorRT-LLM's; vLLM and SGLang lack it
     assert "vLLM has no int8 cache" in int8["launch_note"] and "SGLang has no int8 cache" in int8["launch_note"]
+    # trtllm-serve's kv_cache_config.dtype takes auto or fp8: int8 is only warned about (launch_settings.TRTLLM_INT8_KV)
+    assert "kv_cache_config.dtype: int8" not in int8["launch_note"]
+    assert (
+        "the trtllm line runs its default KV cache, not the int8 one priced: trtllm-serve's kv_cache_config.dtype"
+        " takes auto or fp8 (int8 is only warned about, not applied)"
+    ) in int8["launch_note"]
     int4 = cli.json(*SEARCH, "--weight-dtype", "int4")  # no flag turns a bf16 checkpoint into int4 weights
     assert "need a checkpoint stored in int4" in int4["launch_note"]
     assert all("int4" not in line for line in int4["launch"].values())

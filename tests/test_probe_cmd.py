@@ -49,7 +49,7 @@ def test_the_matrices_are_the_layers_weights_for_the_same_seed() -> None:
     torch.testing.assert_close(torch.tensor(data["heads"]), weights[0], atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize(("variant", "n_kv"), [("MQA", 1), ("MLA", 4), ("GQA", 2)])
+@pytest.mark.parametrize(("variant", "n_kv"), [("MQA", 1), ("MLA", None), ("GQA", 2)])  # MLA: no KV heads
 def test_variants_run(variant: str, n_kv: int) -> None:
     data = probe_json("--heads", "4", "--variant", variant)
     assert data["variant"] == variant and data["n_kv_heads"] == n_kv
@@ -111,6 +111,25 @@ def test_mla_header_shows_the_latent_rank_and_rope_width() -> None:
     assert "4 query heads reading one shared latent of rank 64 + RoPE key width 8" in result.stdout
     assert "KV head" not in result.stdout.splitlines()[0]
     assert probe_json("--heads", "4")["mla_kv_lora_rank"] is None
+
+
+def test_mla_labels_no_kv_heads_every_query_head_reads_the_latent(tmp_path) -> None:
+    """MLA caches one latent all query heads read (absorbed: MQA over [c ; k_rope]), not per-head K/V: no "KV head
+    0..3" in the JSON, the summary table, the heat maps' titles or the PNG's (4 query heads, 4 "KV heads" before)."""
+    from mha_cli.cli.probe_plot import probe_figure
+    from mha_cli.nn.probe import ProbeResult
+
+    data = probe_json("--heads", "4", "--variant", "MLA")
+    assert data["n_kv_heads"] is None and [s["kv_head"] for s in data["summaries"]] == [None] * 4
+    result = runner.invoke(app, ["probe", SENTENCE, "--heads", "4", "--variant", "MLA"], terminal_width=200)
+    assert result.exit_code == 0 and "KV head" not in result.stdout
+    header = next(line for line in result.stdout.splitlines() if line.startswith("┃"))
+    assert [cell.strip() for cell in header.split("┃")[1:3]] == ["head", "reads"]
+    rows = [line for line in result.stdout.splitlines() if line.startswith("│")]
+    assert [row.split("│")[2].strip() for row in rows] == ["latent"] * 4
+    figure = probe_figure(ProbeResult.model_validate(data), "mha probe")
+    assert "4 query heads, one shared latent of rank 64 + RoPE key width 8" in figure.get_suptitle()
+    assert all("KV head" not in axis.get_title() for axis in figure.axes)
 
 
 def test_one_kv_head_is_singular() -> None:

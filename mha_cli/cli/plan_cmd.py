@@ -466,12 +466,14 @@ def plan(
             found.layouts.append(mixer_weights_note(loaded.model))
         found.layouts += header_notes(loaded.model, deployment)
         found.priced_as_release = past_read
+        found.target_alias_note = resolved.alias_note
         if plot is not None:
             from mha_cli.cli.plan_plot import write_pareto_plot
 
             write_pareto_plot(plot, found, force=force)
             output.wrote(plot)
         output.emit(found, render_search)
+        _notice_alias(resolved.alias_note, output)
         return
     if rate is not None:
         from mha_cli.core.cost.plan import plan_at_rate
@@ -520,6 +522,14 @@ def plan(
         write_plan_plot(plot, result, force=force)
         output.wrote(plot)
     output.emit(result, render_plan)
+    _notice_alias(resolved.alias_note, output)
+
+
+def _notice_alias(alias_note: str | None, output: Output) -> None:
+    """``target h100 -> h100-sxm (NVIDIA H100 SXM5 80GB)`` on stderr after the result, as ``kv`` and ``recommend``
+    say it (the JSON carries it: ``target_alias_note`` searching, ``memory.alias_note`` for one deployment)."""
+    if alias_note:
+        output.notice(f"target {alias_note}")
 
 
 def _a2a_backend(value: str, model: ModelSpec, *, dp: int | None, pinned: int | None) -> MoeA2aBackend:

@@ -137,7 +137,7 @@ def weight_cell(weight: float, width: int) -> str:
 
 def heat_table(result: ProbeResult, head: int, console_width: int = 80) -> Table:
     summary = result.summaries[head]
-    title = f"head {head}" + (f"  (KV head {summary.kv_head})" if result.n_kv_heads != result.n_heads else "")
+    title = f"head {head}" + (f"  (KV head {summary.kv_head})" if result.shares_kv_heads else "")
     table = Table(title=title, title_justify="left", box=None, padding=(0, 0), show_edge=False)
     labels, width = column_labels(result.tokens, console_width)
     numbered = width == COMPACT_WIDTH
@@ -160,11 +160,12 @@ def summary_table(result: ProbeResult) -> Table:
     table = Table(
         title=f"Per head (rows 1..{len(result.tokens) - 1}; row 0 has no choice; entropy in bits)", title_justify="left"
     )
-    for name in ("head", "KV head", "entropy", "uniform", "self", "previous", "first", "pattern"):
+    reads = "KV head" if result.n_kv_heads is not None else "reads"  # MLA: no KV heads, one shared latent
+    for name in ("head", reads, "entropy", "uniform", "self", "previous", "first", "pattern"):
         table.add_column(name, justify="left" if name == "pattern" else "right")
     for s in result.summaries:
         table.add_row(
-            str(s.head), str(s.kv_head), f"{s.entropy_bits:.2f}", f"{s.uniform_bits:.2f}",
+            str(s.head), "latent" if s.kv_head is None else str(s.kv_head), f"{s.entropy_bits:.2f}", f"{s.uniform_bits:.2f}",
             f"{s.self_mass:.2f}", f"{s.previous_mass:.2f}", f"{s.first_mass:.2f}", s.pattern,
         )  # fmt: skip
     return table
@@ -178,7 +179,7 @@ def shape_line(result: ProbeResult) -> str:
             f"{heads} reading one shared latent of rank {result.mla_kv_lora_rank} + RoPE key width"
             f" {result.mla_rope_dim} (q/k head width {result.head_dim})"
         )
-    return f"{heads}, {plural(result.n_kv_heads, 'KV head')}, head width {result.head_dim}"
+    return f"{heads}, {plural(result.n_kv_heads or 0, 'KV head')}, head width {result.head_dim}"
 
 
 def render_probe(console: Console, result: ProbeResult) -> None:

@@ -62,15 +62,20 @@ def probe_figure(result: ProbeResult, command: str) -> Figure:
         axis = axes[head // columns][head % columns]
         causal = [[w if j <= i else math.nan for j, w in enumerate(row)] for i, row in enumerate(weights)]
         image = axis.imshow(causal, vmin=0.0, vmax=1.0, cmap=colormap)  # the future (NaN) drawn grey
-        kv = f" (KV head {result.summaries[head].kv_head})" if result.n_kv_heads != result.n_heads else ""
+        kv = f" (KV head {result.summaries[head].kv_head})" if result.shares_kv_heads else ""
         axis.set_title(f"head {head}{kv}: {result.summaries[head].pattern}", fontsize=9)
         axis.set_xticks(ticks, result.tokens, rotation=90, fontsize=7)
         axis.set_yticks(ticks, result.tokens, fontsize=7)
     for spare in range(n_heads, rows * columns):
         axes[spare // columns][spare % columns].set_visible(False)
     figure.colorbar(image, ax=axes, shrink=0.8, label="attention weight (row sums to 1)")
+    reads = (
+        f"{result.n_kv_heads} KV heads"
+        if result.n_kv_heads is not None
+        else f"one shared latent of rank {result.mla_kv_lora_rank} + RoPE key width {result.mla_rope_dim}"
+    )
     shape = (
-        f"{result.variant}: {result.n_heads} query heads, {result.n_kv_heads} KV heads, d_model {result.d_model},"
+        f"{result.variant}: {result.n_heads} query heads, {reads}, d_model {result.d_model},"
         f" seed {result.seed} (seeded weights: patterns from positions and repeats, not language)"
     )
     characters = int(figure.get_figwidth() * CHARACTERS_PER_INCH)  # wrap the title to the figure's width

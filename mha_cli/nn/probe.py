@@ -25,8 +25,9 @@ class HeadSummary(BaseModel):
     """Where one head's attention goes, averaged over the rows that have a choice (rows 1..N-1)."""
 
     head: int
-    kv_head: int
-    """The KV head this query head reads (GQA/MQA share them)."""
+    kv_head: int | None
+    """The KV head this query head reads (GQA/MQA share them); None for MLA, which has no KV heads: every query head
+    reads the one shared latent (``ProbeResult.mla_kv_lora_rank``)."""
     entropy_bits: float
     """Mean entropy of the rows, in bits (0: each row on one token)."""
     uniform_bits: float
@@ -47,7 +48,8 @@ class ProbeResult(BaseModel):
     variant: str
     d_model: int
     n_heads: int
-    n_kv_heads: int
+    n_kv_heads: int | None
+    """None for MLA: no KV heads, one latent shared by every query head (its width: ``mla_kv_lora_rank``)."""
     head_dim: int
     """Width of a query/key head (MLA: the no-RoPE part + the RoPE part)."""
     mla_kv_lora_rank: int | None = None
@@ -58,6 +60,11 @@ class ProbeResult(BaseModel):
     heads: list[list[list[float]]]
     """heads[h][i][j]: how much token i attends to token j in head h (rows sum to 1, j <= i)."""
     summaries: list[HeadSummary]
+
+    @property
+    def shares_kv_heads(self) -> bool:
+        """Query heads share KV heads (GQA, MQA), so each head's is worth naming; not MHA, nor MLA (none)."""
+        return self.n_kv_heads is not None and self.n_kv_heads != self.n_heads
 
 
 def embed(tokens: list[str], d_model: int, seed: int) -> torch.Tensor:
@@ -74,8 +81,8 @@ def embed(tokens: list[str], d_model: int, seed: int) -> torch.Tensor:
     return (vectors + sinusoid)[None]  # (1, N, d)
 
 
-def summarise(weights: torch.Tensor, head: int, kv_head: int) -> HeadSummary:
-    """Summary of one head's (N, N) causal weights."""
+def summarise(weights: torch.Tensor, head: int, kv_head: int | None) -> HeadSummary:
+    """Summary of one head's (N, N) causal weights (``kv_head``: the KV head it reads, None for MLA's latent)."""
     n = weights.shape[0]
     if n < MIN_TOKENS:
         raise ValueError(f"a summary needs at least {MIN_TOKENS} tokens (got {n}): row 0 has no choice")
@@ -121,18 +128,20 @@ def run_probe(
                 param.normal_(0.0, d_model**-0.5)
         _, weights = layer.forward_with_weights(embed(tokens, d_model, seed))  # (1, n_h, N, N)
     weights = weights[0]  # (n_h, N, N)
-    q_per_kv = spec.attention.q_per_kv
+    q_per_kv, mla = spec.attention.q_per_kv, spec.attention.mla
     return ProbeResult(
         sentence=sentence,
         tokens=tokens,
         variant=str(spec.attention.variant),
         d_model=d_model,
         n_heads=spec.attention.n_heads,
-        n_kv_heads=spec.attention.n_kv_heads,
+        n_kv_heads=None if mla is not None else spec.attention.n_kv_heads,
         head_dim=spec.attention.head_dim,
-        mla_kv_lora_rank=None if spec.attention.mla is None else spec.attention.mla.kv_lora_rank,
-        mla_rope_dim=None if spec.attention.mla is None else spec.attention.mla.qk_rope_head_dim,
+        mla_kv_lora_rank=None if mla is None else mla.kv_lora_rank,
+        mla_rope_dim=None if mla is None else mla.qk_rope_head_dim,
         seed=seed,
         heads=[[[round(float(w), 6) for w in row] for row in head] for head in weights],
-        summaries=[summarise(weights[h], h, h // q_per_kv) for h in range(spec.attention.n_heads)],
+        summaries=[
+            summarise(weights[h], h, None if mla is not None else h // q_per_kv) for h in range(spec.attention.n_heads)
+        ],
     )

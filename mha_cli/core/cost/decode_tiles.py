@@ -89,10 +89,11 @@ UNPADDED = TileKernel(name="unpadded (a bound)", tiles=(1,), fp8_mma=True)
 class DecodeAttention(Record):
     """How one engine runs decode attention on one GPU: its kernels and the rate of a full tile."""
 
-    gqa: TileKernel | None
-    """Per-head K/V (MHA, GQA, MQA); None (no engine gives none since GENERIC_DECODE): the rows law prices it."""
-    latent: TileKernel | None
-    """MLA's absorbed latent; None (no engine gives none since GENERIC_DECODE): the rows law prices it."""
+    gqa: TileKernel
+    """Per-head K/V (MHA, GQA, MQA); ``GENERIC_DECODE`` where the engine's kernel was not read."""
+    latent: TileKernel
+    """MLA's absorbed latent; ``GENERIC_DECODE`` where the engine's kernel was not read. (A measured profile has no
+    ``DecodeAttention`` at all: its ``attention_flops`` curve prices decode, ``core.cost.step.op_seconds``.)"""
     bf16_flops: float
     """FLOP/s of full tiles on bf16 tensor cores: the datasheet's dense bf16 x the attention efficiency."""
     fp8_flops: float
@@ -106,17 +107,17 @@ class DecodeAttention(Record):
         """The same kernels at ``factor`` x the rates (a fit's compute factor)."""
         return self.model_copy(update={"bf16_flops": self.bf16_flops * factor, "fp8_flops": self.fp8_flops * factor})
 
-    def seconds(self, flops: float, decode: DecodeRows) -> float | None:
-        """Compute seconds of one op of ``flops`` (its unpadded FLOPs) at ``decode``'s rows; None: no kernel read."""
+    def seconds(self, flops: float, decode: DecodeRows) -> float:
+        """Compute seconds of one op of ``flops`` (its unpadded FLOPs) at ``decode``'s rows (at least 1: a decode
+        step's new tokens x the query heads sharing a KV head, ``core.cost.work.sequence_ops``)."""
         kernel = self.latent if decode.latent else self.gqa
-        if kernel is None or decode.rows <= 0:
-            return None
         rate = self.fp8_flops if decode.fp8_cache and kernel.fp8_mma else self.bf16_flops
         return flops * kernel.padded_rows(decode.rows) / decode.rows / rate
 
 
-def decode_kernels(engine: str, generation: str | None, target: Target) -> tuple[TileKernel | None, TileKernel | None]:
-    """(GQA kernel, MLA kernel) ``engine`` (its ``generation``, None: the latest) decodes with on ``target``."""
+def decode_kernels(engine: str, generation: str | None, target: Target) -> tuple[TileKernel, TileKernel]:
+    """(GQA kernel, MLA kernel) ``engine`` (its ``generation``, None: the latest) decodes with on ``target``;
+    ``GENERIC_DECODE`` for a kernel not read."""
     major = int(target.compute_capability or 0)
     if target.vendor != "NVIDIA" or major not in (AMPERE_MAJOR, HOPPER_MAJOR):
         return GENERIC_DECODE, GENERIC_DECODE
@@ -129,11 +130,9 @@ def decode_kernels(engine: str, generation: str | None, target: Target) -> tuple
     return GENERIC_DECODE, GENERIC_DECODE
 
 
-def decode_attention(target: Target, engine: str, generation: str | None, efficiency: float) -> DecodeAttention | None:
-    """``engine``'s decode attention on ``target`` at ``efficiency`` of the datasheet; None where no kernel is read."""
+def decode_attention(target: Target, engine: str, generation: str | None, efficiency: float) -> DecodeAttention:
+    """``engine``'s decode attention on ``target`` at ``efficiency`` of the datasheet (rates in FLOP/s)."""
     gqa, latent = decode_kernels(engine, generation, target)
-    if gqa is None and latent is None:
-        return None
     bf16 = target.bf16_tflops_dense * 1e12 * efficiency
     fp8 = target.fp8_tflops_dense * 1e12 * efficiency if target.fp8_native and target.fp8_tflops_dense else bf16
     return DecodeAttention(gqa=gqa, latent=latent, bf16_flops=bf16, fp8_flops=fp8)

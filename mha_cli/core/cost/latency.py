@@ -56,11 +56,14 @@ def predict_latency(
     model: "ModelSpec", memory: "MemoryPlan", deployment: "DeploymentSpec", profile: "DeviceProfile | None" = None
 ) -> StepLatency:
     """``memory``'s deployment of ``model`` (its tp, replicas, batch; ``deployment``'s formats and context) on
-    ``profile`` (default: the target's prior; ``--profile``: a calibration)."""
+    ``profile`` (default: the target's prior; ``--profile``: a calibration). An MoE model's routed experts spread as
+    the memory plan placed them (``core.memory.expert_layout``, which ``mha plan``'s ``serving_case`` prices too):
+    under DP attention each device reads only its own experts and the step gathers the ranks' tokens to them."""
     from mha_cli.core.cost.priors import datasheet_profile
     from mha_cli.core.cost.stepper import ServingCase, Stepper, chunked_prefill
     from mha_cli.core.cost.work import decode_shape
     from mha_cli.core.engine.sglang_state_pool import engine_state_model
+    from mha_cli.core.memory import expert_layout
     from mha_cli.core.targets import CPU_TARGET_ID, resolve_target
 
     target = resolve_target(memory.target_id).target  # a row, or a target file (its path is its id)
@@ -68,6 +71,7 @@ def predict_latency(
         model=engine_state_model(model, memory.engine.name), isl=deployment.seq_len, osl=1,
         concurrency=memory.sequences_per_replica, tp=memory.tp,
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
+        experts=expert_layout(model, memory.tp, memory.replicas, deployment),  # the memory plan's, as plan's step
     )  # fmt: skip
     if target.id == CPU_TARGET_ID:  # no datasheet: this machine's profile (none yet: no latency) and its peaks
         from mha_cli.core.cost.store import cpu_profile

@@ -21,6 +21,8 @@ The step budget and the formats (``trtllm_words``, ``format_notes``):
   (https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html); its KV cache format is
   ``kv_cache_config.dtype`` in the options file (``KvCacheConfig.dtype``, as TensorRT-LLM's own example sets
   ``dtype: fp8``, https://nvidia.github.io/TensorRT-LLM/1.3.0rc11/examples/deepseek_r1_reasoning_parser.html): a note.
+  Not for int8: ``kv_cache_config.dtype`` takes auto or fp8 and only warns about int8 (``TRTLLM_INT8_KV``), so the
+  note says the line runs its default cache.
 - A KV format an engine does not offer (``core.engine.plan.KV_FORMATS``: int8 in vLLM and SGLang) leaves that
   engine's line on its default cache: a note.
 - A weight format asked of a checkpoint not stored in it (``DeploymentSpec.checkpoint_format``) other than fp8 (which ``--quantization fp8`` sets): the lines
@@ -119,6 +121,17 @@ def kv_cache_dtype_words(deployment: DeploymentSpec, *, sglang: bool) -> list[st
     return ["--kv-cache-dtype", "fp8_e4m3" if sglang else "fp8"]
 
 
+TRTLLM_INT8_KV = (
+    "TensorRT-LLM 1.0.0rc4 and a later stored revision, tensorrt_llm/llmapi/llm_args.py: TorchLlmArgs."
+    "sync_quant_config_with_kv_cache_config_dtype maps kv_cache_config.dtype 'fp8' to QuantAlgo.FP8 and only logs"
+    " 'Cannot sync quant_config.kv_cache_quant_algo with kv_cache_config.dtype of ...' for any other (auto keeps the"
+    " checkpoint's); TrtLlmArgs.validate_kv_cache_dtype asserts 'auto'. INT8 is in tensorrt_llm/quantization/mode.py"
+    " KV_CACHE_QUANT_ALGO_LIST (a checkpoint's kv_cache_quant_algo); the 1.0.0 quantization guide lists only the FP8 KV"
+    " cache for the PyTorch backend (https://nvidia.github.io/TensorRT-LLM/1.0.0/features/quantization.html)"
+)
+"""Where trtllm_words' int8 note was read."""
+
+
 def trtllm_words(deployment: DeploymentSpec, step_tokens: int) -> tuple[list[str], list[str]]:
     """trtllm-serve's words for the step budget priced (``step_tokens``, when ``--max-num-batched-tokens`` was given)
     and the notes for its KV format (set in its options file, not on the line; a format TensorRT-LLM does not offer,
@@ -129,6 +142,12 @@ def trtllm_words(deployment: DeploymentSpec, step_tokens: int) -> tuple[list[str
     notes = []
     if deployment.kv_dtype not in KV_FORMATS["trtllm"]:
         notes.append(f"the trtllm line runs its default KV cache: TensorRT-LLM has no {deployment.kv_dtype} cache")
+    elif deployment.kv_dtype == "int8":  # TRTLLM_INT8_KV: no options-file word for it
+        notes.append(
+            "the trtllm line runs its default KV cache, not the int8 one priced: trtllm-serve's"
+            " kv_cache_config.dtype takes auto or fp8 (int8 is only warned about, not applied); TensorRT-LLM's int8"
+            " cache is built into a TensorRT engine from a checkpoint quantised with kv_cache_quant_algo INT8"
+        )
     elif deployment.kv_dtype not in ("fp32", "fp16", "bf16"):
         notes.append(
             f"trtllm-serve takes the KV cache format in its --extra_llm_api_options file: set kv_cache_config.dtype:"

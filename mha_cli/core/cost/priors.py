@@ -213,10 +213,9 @@ def profile_generation(profile: DeviceProfile) -> str | None:
     return profile.name.partition("@")[2] or None
 
 
-def _unpadded(target: Target) -> DecodeAttention | None:
+def _unpadded(target: Target) -> DecodeAttention:
     """The datasheet's decode attention: no padding, fp8 MMAs on an fp8 cache, at the peaks (the roofline's)."""
-    found = decode_attention(target, "vllm", None, 1.0)
-    return found.unpadded() if found else None
+    return decode_attention(target, "vllm", None, 1.0).unpadded()
 
 
 def datasheet_profile(target: Target, weight_dtype: str = "bf16") -> DeviceProfile:

@@ -84,6 +84,10 @@ class SearchResult(Record):
     priced_as_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
     whose rules priced it (``core.engine.releases_read.NEWEST_READ``); absent otherwise."""
+    target_alias_note: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """What an alias typed as ``--target`` was taken to mean (``h100 -> h100-sxm (NVIDIA H100 SXM5 80GB)``,
+    ``core.targets.ResolvedTarget.alias_note``; one deployment's plan carries it as ``memory.alias_note``); absent
+    when an id was typed."""
 
     def simulated_miss(self, index: int) -> int | None:
         """The simulated run that rules candidate ``index`` out: its own when the simulated loop missed the targets

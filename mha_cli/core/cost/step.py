@@ -68,7 +68,7 @@ def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCos
     if op.flops <= 0:
         return memory, False
     padded = None
-    if op.decode is not None and profile.decode_attention is not None:  # its kernel's tiles, where read
+    if op.decode is not None and profile.decode_attention is not None:  # a prior's decode tiles (measured: none)
         padded = profile.decode_attention.seconds(op.flops, op.decode)
     elif op.kind == "matmul" and profile.matmul_tile is not None and op.compute != "fp32":  # tensor cores' M tiles
         rate = profile.matmul_in(op.compute).at(op.tokens)
