@@ -263,3 +263,23 @@ def test_any_name_resolves_or_is_refused_in_one_short_line(hub, text):
         assert "\n" not in exc.message and len(exc.message) <= 1000, exc.message
     else:
         assert loaded.kind in ("preset", "hf-cache", "hf-config", "config")
+
+
+def test_plan_says_which_model_an_id_was_priced_as(cli, hub):
+    # plan prints no source line (kv and check do): its notes say how the id became the model priced
+    args = ("--target", "h100", "--tp", "1", "--closed-form")
+    expected = (
+        f"meta-llama/Llama-3.1-8B is not in the Hugging Face cache (no models--meta-llama--Llama-3.1-8B in {hub}):"
+        " priced as preset llama-3.1-8b"
+    )
+    assert cli.json("plan", "meta-llama/Llama-3.1-8B", *args)["notes"][0] == expected
+    short = cli.json("plan", "deepseek-r1", "--target", "8xh200", "--tp", "8", "--closed-form")
+    assert short["notes"][0] == "deepseek-ai/DeepSeek-R1: priced as preset deepseek-v3"
+    search = cli.json("plan", "meta-llama/Llama-3.1-8B", "--target", "h100", "--closed-form", "--concurrency", "4")
+    assert search["layouts"][-1] == expected
+    assert expected in " ".join(cli.run("plan", "meta-llama/Llama-3.1-8B", *args).stdout.split())  # rich wraps it
+    commit = add_snapshot(hub, "acme/Llama-Clone", {"config.json": config("llama-3.1-8b")}).name
+    cached = cli.json("plan", "acme/Llama-Clone", *args)["notes"][0]
+    assert cached == f"acme/Llama-Clone: config.json from the Hugging Face cache, commit {commit[:12]}"
+    # a preset or a file named as such needs no note
+    assert not any("priced as preset" in note for note in cli.json("plan", "llama-3.1-8b", *args)["notes"])

@@ -28,8 +28,35 @@ def test_a_steps_budget_holds_whole_prompts_and_a_chunk_of_the_next():
     assert causal_pairs_after(7168, 0, None) == 25_693_696
 
 
-def test_a_prompt_longer_than_the_budget_left_is_one_chunk():
-    assert others_prompts(1000, 2048) == [prefill_shape(1000)]
+def test_a_prompt_longer_than_the_budget_left_is_one_chunk_at_its_chunks_mean_context():
+    # a 2,048-token prompt in chunks of 1,000 starts them at 0 to 1,048 (prompt - chunk): the chunk a step
+    # carries is priced after (2,048 - 1,000) // 2 = 524 cached tokens, not as the prompt's first chunk
+    assert others_prompts(1000, 2048) == [prefill_shape(1000, context=524)]
+    assert others_prompts(1000, 2048, cached=512) == [prefill_shape(1000, context=1036)]
+
+
+def test_the_chunks_of_a_long_prompt_pair_as_the_whole_prompt_does():
+    # a 131,072-token prompt in 16 chunks of 8,192 (offsets 0, 8,192, ..., 122,880: mean 61,440); the mean chunk's
+    # pairs, 8,192 x 61,440 + 8,192 x 8,193 / 2, times 16 are the prompt's own 131,072 x 131,073 / 2
+    assert others_prompts(8192, 131_072) == [prefill_shape(8192, context=61_440)]
+    assert 16 * _pairs(others_prompts(8192, 131_072)) == 131_072 * 131_073 // 2 == 8_590_000_128
+    # the first chunk alone (context 0) would count 16 x 33,558,528 = 536,936,448: 16 times too few
+    assert 16 * causal_pairs_after(8192, 0, None) == 536_936_448
+
+
+def test_the_itl_prices_a_long_prompts_stall_at_its_chunks_mean_context():
+    # 8 users of 32,768 + 256 tokens on one H100 with an 8,192-token budget: 8 decodes leave 8,184 tokens a step,
+    # so each step carries a chunk of another prompt after (32,768 - 8,184) // 2 = 12,292 cached tokens; the 7
+    # others' 229,376 prompt tokens fill ceil(229,376 / 8,184) = 29 of the 256 steps
+    model, target = get_preset("llama-3-8b"), load_targets()["h100-sxm"]
+    case = ServingCase(model, 32_768, 256, 8, admitted_per_replica=8, chunk_tokens=8192)
+    profile = prior_profile(target)
+    result = predict_serving(case, profile, datasheet_profile(target))
+    stepper = Stepper(case, profile)
+    context = 32_768 + 128
+    decode = stepper.step(decode_shape(8, context)).seconds
+    stall = stepper.step(prefill_shape(8184, context=12_292), decode_shape(8, context)).seconds
+    assert result.itl_ms == pytest.approx(((256 - 29) * decode + 29 * stall) / 256 * 1e3)
 
 
 def test_whole_prompts_read_the_cached_prefix_and_an_exact_fit_leaves_no_chunk():

@@ -39,7 +39,7 @@ from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.mm_limits import mm_limits
-from mha_cli.core.sources import load_source, refuse_gguf_overrides
+from mha_cli.core.sources import load_source, refuse_gguf_overrides, resolution_note
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -465,6 +465,8 @@ def plan(
         if mixer_weights_note(loaded.model) is not None:
             found.layouts.append(mixer_weights_note(loaded.model))
         found.layouts += header_notes(loaded.model, deployment)
+        if resolution_note(loaded) is not None:  # plan prints no source line: how an id became the model priced
+            found.layouts.append(resolution_note(loaded))
         found.priced_as_release = past_read
         found.target_alias_note = resolved.alias_note
         if plot is not None:
@@ -486,6 +488,8 @@ def plan(
             loaded.model, resolved, deployment, chosen, ceiling, isl=isl, osl=osl, concurrency=concurrency or 1,
             tp=tp, pp=pp or 1, sweep=plot is not None,
         )  # fmt: skip
+    if resolution_note(loaded) is not None:  # plan prints no source line: how an id became the model priced
+        result.notes.insert(0, resolution_note(loaded))
     if resolved.node_note:
         result.notes.append(resolved.node_note)
     if stand_in:

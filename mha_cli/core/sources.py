@@ -71,6 +71,15 @@ def load_source(source: str) -> ModelSource:
     raise BadInputError(f"{quoted_path(source)} is neither a preset nor a file: {hint}")
 
 
+def resolution_note(source: ModelSource) -> str | None:
+    """How ``source`` became the model priced when it named neither a preset nor a file: a Hugging Face id's
+    config.json from the local cache (its commit), or the preset listed for an id (or its short name) not cached;
+    for a command that prints no source line (``mha plan``). None otherwise. It is the first of the assumptions
+    (``_preset``, ``_load_hf_id``)."""
+    resolved = source.kind == "hf-cache" or (source.kind == "preset" and find_preset(source.origin) is None)
+    return source.assumptions[0] if resolved and source.assumptions else None
+
+
 def _preset(typed: str, name: str, served: ServedModel, assumption: str | None = None) -> ModelSource:
     """Preset ``name`` as ``typed`` (a name, a short name or an id), priced in its checkpoint's format."""
     # constructed, not validated: every part is valid already (the preset and ``served`` are validated models), and

@@ -208,9 +208,17 @@ def others_prompts(tokens: int, prompt: int, cached: int = 0) -> list[StepShape]
     another while the step's token budget lasts, each its own sequence (``vllm/v1/core/sched/scheduler.py``,
     ``Scheduler.schedule``; ``core.serve.schedulers.vllm_admit``), as SGLang's ``PrefillAdder`` and TensorRT-LLM's
     micro-batch scheduler fill a step with context requests: a step's prompts are not one sequence of ``tokens``
-    tokens, whose attention would pair every token with all before it across prompts."""
+    tokens, whose attention would pair every token with all before it across prompts.
+
+    A prompt longer than ``tokens`` is computed a chunk a step, chunk k after k x ``tokens`` of it (as
+    ``chunked_prefill`` prices the request's own): the step's chunk is priced at those chunks' mean context,
+    ``cached`` + (``prompt`` - ``tokens``) / 2, where the chunks' query-key pairs sum to the prompt's own (a step's
+    attention is linear in its context), not as the prompt's first chunk (16 times too few pairs for a 131,072-token
+    prompt in chunks of 8,192)."""
     whole, rest = divmod(tokens, prompt)
-    shapes = [prefill_shape(prompt, sequences=whole, context=cached)] if whole else []
+    if not whole:
+        return [prefill_shape(tokens, context=cached + (prompt - tokens) // 2)]
+    shapes = [prefill_shape(prompt, sequences=whole, context=cached)]
     if rest:
         shapes.append(prefill_shape(rest, context=cached))
     return shapes
