@@ -148,3 +148,17 @@ def test_the_datasheet_and_a_ceiling_do_not_pad():
         bound, _ = op_seconds(op, datasheet_profile(H100), tp=1)
         ceiling, _ = op_seconds(op, prior.ceiling(), tp=1)
         assert bound <= ceiling <= op_seconds(op, prior, tp=1)[0]
+
+
+def test_a_routed_experts_gemm_takes_no_ramp():
+    constants = fitted_constants()["constants"] | {"matmul_half_rows": 100.0}
+    profile = prior_profile(H100, constants=constants)
+    rate = H100_BF16 * constants["matmul_efficiency"]
+    expert = _gemm(4096)._replace(name="expert 1440x2880", tokens=29)  # a 922-token prompt's rows an expert
+    dense = expert._replace(name="mlp 1440x2880")
+    compute_bound = dict(flops=2 * 29 * OUT * IN * 1000, bytes=1.0)  # compute far above the read
+    expert, dense = expert._replace(**compute_bound), dense._replace(**compute_bound)
+    flops = expert.flops
+    assert op_seconds(expert, profile, tp=1)[0] == pytest.approx(flops * 32 / 29 / rate, rel=1e-12)  # 2 tiles, flat
+    ramped = flops / 29 * (16 + 16 * 132 / 32) / rate  # 16 rows above the first tile at 32 / (32 + 100)
+    assert op_seconds(dense, profile, tp=1)[0] == pytest.approx(ramped, rel=1e-12)
