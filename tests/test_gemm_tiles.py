@@ -4,18 +4,23 @@
   H100 prior with vLLM V1's NVIDIA constants (matmul efficiency 0.2, the fit's bound): its compute is its FLOPs x
   16 / 2 at 989.4 TFLOPS x 0.2, below the weight read, so memory bounds it; the rows law it replaces (the rate x 2
   / (2 + 65.31)) priced it compute-bound at 4x the read.
-- A 4,096-row GEMM: no padding, the matmul rate; the rows law's price x 4,096 / (4,096 + half rows).
+- A 4,096-row GEMM: no padding; its first 16 rows at the matmul rate, the 4,080 above at the rate x 4,096 /
+  (4,096 + half rows): the rows law's price, less the half rows' toll on the first tile.
+- The ramp above the first tile (gemmramp): a GEMM of at most 16 rows prices as its tile whatever the half rows; a
+  128-row one at half rows 100 costs (16 + 112 x 228 / 128) / 128 = 1.684 x its FLOPs at the rate; a step's time
+  never falls as its rows grow.
 - The rows an expert op carries are the rows routed to each expert, not the step's tokens.
 - The datasheet and a ceiling do not pad: the bound stays below the prior.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
 
-from mha_cli.core.cost.gemm_tiles import GENERIC_GEMM, NVIDIA_GEMM, weight_gemm_tile
+from mha_cli.core.cost.gemm_tiles import GENERIC_GEMM, NVIDIA_GEMM, padded_matmul_seconds, weight_gemm_tile
 from mha_cli.core.cost.priors import datasheet_profile, fitted_constants, generation_prior, prior_profile
 from mha_cli.core.cost.step import op_seconds
 from mha_cli.core.cost.work import Op, decode_shape, forward_ops
@@ -75,22 +80,48 @@ def test_a_two_row_expert_gemm_on_h100_is_memory_bound():
 def test_a_4096_row_gemm_prices_as_the_saturated_rate():
     profile = prior_profile(H100)
     constants = fitted_constants()["constants"]
+    half_rows = constants["matmul_half_rows"]
+    assert profile.matmul_half_rows == half_rows
     op = _gemm(4096)
     seconds, compute_bound = op_seconds(op, profile, tp=1)
     rate = H100_BF16 * constants["matmul_efficiency"]
     assert compute_bound
-    assert seconds == pytest.approx(op.flops / rate, rel=1e-12)  # 4,096 = 256 whole tiles: no padding
-    old_law = op.flops / (rate * 4096 / (4096 + constants["matmul_half_rows"]))
-    assert seconds == pytest.approx(old_law * 4096 / (4096 + constants["matmul_half_rows"]), rel=1e-12)
+    ramped = op.flops / 4096 * (16 + 4080 * (4096 + half_rows) / 4096) / rate  # 4,096 = 256 whole tiles: no padding
+    assert seconds == pytest.approx(ramped, rel=1e-12)
+    old_law = op.flops / (rate * 4096 / (4096 + half_rows))  # the rows law before the tile
+    assert seconds == pytest.approx(old_law - op.flops / 4096 * half_rows * 16 / 4096 / rate, rel=1e-12)
 
 
 def test_rows_past_a_tile_pay_a_whole_one():
-    profile = prior_profile(H100)
-    rate = H100_BF16 * fitted_constants()["constants"]["matmul_efficiency"]
+    constants = fitted_constants()["constants"] | {"matmul_half_rows": 0.0}  # flat: the padding alone
+    profile = prior_profile(H100, constants=constants)
+    rate = H100_BF16 * constants["matmul_efficiency"]
     op = _gemm(4113)  # 257 tiles and one row
     compute = op.flops * 4128 / 4113 / rate
     assert op_seconds(op, profile, tp=1)[0] == pytest.approx(compute, rel=1e-12)
     assert NVIDIA_GEMM.padded_rows(1) == 16 and NVIDIA_GEMM.padded_rows(17) == 32
+
+
+def test_a_gemm_within_one_tile_prices_as_the_tile_whatever_the_half_rows():
+    rate = 100e12
+    for half_rows in (0.0, 70.0, 1069.0):
+        assert padded_matmul_seconds(1e9, 2, NVIDIA_GEMM, rate, half_rows) == pytest.approx(1e9 * 16 / 2 / rate)
+        assert padded_matmul_seconds(1e9, 16, NVIDIA_GEMM, rate, half_rows) == pytest.approx(1e9 / rate)
+
+
+def test_the_rows_above_the_first_tile_ramp():
+    rate = 100e12
+    seconds = padded_matmul_seconds(128e9, 128, NVIDIA_GEMM, rate, 100.0)  # 1e9 FLOPs a row
+    assert seconds == pytest.approx(1e9 * (16 + 112 * 228 / 128) / rate)  # 215.5 rows' worth: 1.684 x the flat price
+    assert seconds / (128e9 / rate) == pytest.approx(1.6836, abs=1e-4)
+    # 33 rows: 48 padded, 32 of them above the first tile at 48 / (48 + 100)
+    assert padded_matmul_seconds(33e9, 33, NVIDIA_GEMM, rate, 100.0) == pytest.approx(1e9 * (16 + 32 * 148 / 48) / rate)
+
+
+def test_a_steps_time_never_falls_as_its_rows_grow():
+    rate, half_rows = 100e12, 204.4
+    times = [padded_matmul_seconds(rows * 1e9, rows, NVIDIA_GEMM, rate, half_rows) for rows in range(1, 1025)]
+    assert all(later >= earlier for earlier, later in itertools.pairwise(times))
 
 
 def test_which_tile_each_vendor_gets():
@@ -117,3 +148,17 @@ def test_the_datasheet_and_a_ceiling_do_not_pad():
         bound, _ = op_seconds(op, datasheet_profile(H100), tp=1)
         ceiling, _ = op_seconds(op, prior.ceiling(), tp=1)
         assert bound <= ceiling <= op_seconds(op, prior, tp=1)[0]
+
+
+def test_a_routed_experts_gemm_takes_no_ramp():
+    constants = fitted_constants()["constants"] | {"matmul_half_rows": 100.0}
+    profile = prior_profile(H100, constants=constants)
+    rate = H100_BF16 * constants["matmul_efficiency"]
+    expert = _gemm(4096)._replace(name="expert 1440x2880", tokens=29)  # a 922-token prompt's rows an expert
+    dense = expert._replace(name="mlp 1440x2880")
+    compute_bound = dict(flops=2 * 29 * OUT * IN * 1000, bytes=1.0)  # compute far above the read
+    expert, dense = expert._replace(**compute_bound), dense._replace(**compute_bound)
+    flops = expert.flops
+    assert op_seconds(expert, profile, tp=1)[0] == pytest.approx(flops * 32 / 29 / rate, rel=1e-12)  # 2 tiles, flat
+    ramped = flops / 29 * (16 + 16 * 132 / 32) / rate  # 16 rows above the first tile at 32 / (32 + 100)
+    assert op_seconds(dense, profile, tp=1)[0] == pytest.approx(ramped, rel=1e-12)

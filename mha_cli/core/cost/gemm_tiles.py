@@ -26,7 +26,22 @@ GEMMs through cuBLAS (closed source), SGLang's fused MoE (a fork of vLLM's, not 
 TRT-LLM-gen / FlashInfer CUTLASS MoE (swap-AB), and every other vendor (AMD hipBLASLt and AITER, TPU, Apple, Intel:
 not read). Marlin's MoE (``fused_marlin_moe.py``: ``block_size_m`` 8 while fewer than 7.2 rows an expert, 16 with
 8-bit activations) is not told apart: gpt-oss takes it on Ampere and Ada, or forced. An fp32 matmul (the non-tensor
-cores, ``core.compute_dtype``) is not padded. Pure Python.
+cores, ``core.compute_dtype``) is not padded.
+
+The ramp above the first tile. A GEMM past one M tile runs below its large-M rate: fewer CTAs than SMs and a part-
+filled last wave (the tile and wave quantisation of NVIDIA's *Matrix Multiplication Background User's Guide*,
+DU-09799-001, ch. 3: the mechanism only, no figure taken), split-K's reduction, the epilogue. With the flat rate the
+2023 set's 128-token prompts priced 25-50% fast (llama-2-7b on an A100: its matmuls 12.30 -> 8.31 ms, now bound by
+the weight read) and the refit moved the miss into the per-kernel and all-reduce latencies (4.76 -> 6.48 us,
+30.6 -> 54.7 us), which every decode step at tp > 1 pays: held-out median 11.7% -> 22.9%. The padded rows above the
+first tile run at the matmul rate x padded / (padded + ``matmul_half_rows``), the saturating shape the rows law
+had before the tile (one fitted constant, already shipped: no parameter added; its shape is fitted, not read from a
+kernel's heuristics); the first tile's rows at the matmul rate, so a decode GEMM of at most 16 rows (a routed
+expert's few rows) prices as the tile alone and stays bound by its weight read. A routed expert's GEMM takes no
+ramp: vLLM's ``fused_moe_kernel`` (``model_executor/layers/fused_moe/fused_moe.py``, vllm-project/vllm at 000d145)
+runs one program per (M block, N block) over ``cdiv(EM, BLOCK_SIZE_M)`` M blocks, EM every expert's sorted, padded
+rows, so one launch holds every touched expert's tiles; with the ramp, vLLM V1's held-out gpt-oss-120b prompts on
+H100 (922 tokens: about 29 rows an expert) priced 28-160% slow. Pure Python.
 """
 
 from __future__ import annotations
@@ -44,13 +59,25 @@ weight's dtype picks the rate, ``core.cost.priors.peak_matmul_flops``)."""
 GENERIC_GEMM = TileKernel(name="16-row M tile (m16n8k16; kernels not read)", tiles=(16,), fp8_mma=True)
 """Other vendors' weight GEMMs: not read, the m16n8k16 MMA's 16 rows."""
 
+ROUTED_EXPERT = "expert "
+"""The name prefix of a routed expert's grouped matmul (``core.cost.work.forward_ops``: ``expert OUTxIN``)."""
+
 
 def weight_gemm_tile(target: Target) -> TileKernel:
     """The M tile ``target``'s weight GEMMs pad a matmul's rows to (the same for vLLM and SGLang: see the module)."""
     return NVIDIA_GEMM if target.vendor == "NVIDIA" else GENERIC_GEMM
 
 
-def padded_matmul_seconds(flops: float, rows: int, tile: TileKernel, rate: float) -> float:
-    """Compute seconds of a weight GEMM of ``flops`` (unpadded) over ``rows`` tokens on whole ``tile`` tiles at
-    ``rate`` FLOP/s (the datasheet x the matmul efficiency)."""
-    return flops * tile.padded_rows(max(1, rows)) / max(1, rows) / rate
+def ramp_half_rows(op_name: str, half_rows: float) -> float:
+    """The half rows the ramp prices the op ``op_name`` with: 0 for a routed expert's fused-MoE GEMM (module)."""
+    return 0.0 if op_name.startswith(ROUTED_EXPERT) else half_rows
+
+
+def padded_matmul_seconds(flops: float, rows: int, tile: TileKernel, rate: float, half_rows: float = 0.0) -> float:
+    """Compute seconds of a weight GEMM of ``flops`` (unpadded) over ``rows`` tokens on whole ``tile`` tiles: the
+    first tile's rows at ``rate`` FLOP/s (the datasheet x the matmul efficiency), the padded rows above it at
+    ``rate`` x padded / (padded + ``half_rows``) (the ramp, module docstring; ``half_rows`` 0: flat)."""
+    rows = max(1, rows)
+    padded, first = tile.padded_rows(rows), tile.tiles[0]
+    above = (padded - first) * (padded + half_rows) / padded
+    return flops / rows * (first + above) / rate

@@ -177,6 +177,7 @@ def prior_profile(
         weight_bandwidth=Curve.saturating(bandwidth, c["bandwidth_half_bytes"], BANDWIDTH_SIZES),
         cache_bandwidth=Curve.saturating(bandwidth, c["bandwidth_half_bytes"], BANDWIDTH_SIZES),
         matmul=matmuls[compute_dtype(weight_dtype)], matmul_by_dtype=matmuls, matmul_tile=weight_gemm_tile(target),
+        matmul_half_rows=c["matmul_half_rows"],
         attention_flops=Curve.saturating(
             target.bf16_tflops_dense * 1e12 * c["attention_efficiency"], c["matmul_half_rows"], ROW_SIZES
         ),

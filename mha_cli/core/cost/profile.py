@@ -145,6 +145,9 @@ class DeviceProfile(Record):
     matmul_tile: TileKernel | None = None
     """The M tile the engine's weight GEMMs pad a matmul's rows to on this GPU, at ``matmul``'s rate
     (``core.cost.gemm_tiles``); None: ``matmul`` read at the rows prices it (a measured profile, a ceiling)."""
+    matmul_half_rows: NonNegativeFloat = 0.0
+    """The padded rows at which the rows above a weight GEMM's first ``matmul_tile`` run at half ``matmul``'s rate
+    (``core.cost.gemm_tiles``; 0: flat, every padded row at ``matmul``'s rate)."""
     kernel_overhead_s: NonNegativeFloat
     dispatch_overhead_s: NonNegativeFloat
     step_overhead_s: NonNegativeFloat
@@ -190,6 +193,6 @@ class DeviceProfile(Record):
                 "dispatch_overhead_s": 0.0, "step_overhead_s": 0.0, "collective": collective, "request_overhead_s": 0.0,
                 "sequence_overhead_s": 0.0, "prefill_dispatch_overhead_s": 0.0,
                 "decode_attention": self.decode_attention.unpadded() if self.decode_attention else None,
-                "matmul_tile": None,
+                "matmul_tile": None, "matmul_half_rows": 0.0,
             }
         )  # fmt: skip

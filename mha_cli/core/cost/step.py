@@ -13,7 +13,7 @@ costs add because they are serial on the device's stream. Pure Python.
 
 from typing import Literal
 
-from mha_cli.core.cost.gemm_tiles import padded_matmul_seconds
+from mha_cli.core.cost.gemm_tiles import padded_matmul_seconds, ramp_half_rows
 from mha_cli.core.cost.profile import CollectiveCost, DeviceProfile
 from mha_cli.core.cost.work import COLLECTIVES, Op
 from mha_cli.core.record import Record
@@ -72,7 +72,8 @@ def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCos
         padded = profile.decode_attention.seconds(op.flops, op.decode)
     elif op.kind == "matmul" and profile.matmul_tile is not None and op.compute != "fp32":  # tensor cores' M tiles
         rate = profile.matmul_in(op.compute).at(op.tokens)
-        padded = padded_matmul_seconds(op.flops, op.tokens, profile.matmul_tile, rate)
+        half_rows = ramp_half_rows(op.name, profile.matmul_half_rows)
+        padded = padded_matmul_seconds(op.flops, op.tokens, profile.matmul_tile, rate, half_rows)
     if padded is None:
         rate = profile.attention_flops if op.kind == "attention" else profile.matmul_in(op.compute)
         compute = op.flops / rate.at(op.tokens)
