@@ -24,18 +24,19 @@ One rule for every matrix of a step (``core.cost.work``) and for a whole-step pr
   Machete, bitsandbytes): W4A16/W8A16. ``int8`` also names compressed-tensors and Quark W8A8 int8, which runs int8
   MMAs, but no target row states an int8 rate (``data/hardware_targets.csv`` has no such column): bf16 prices it.
   gpt-oss's ``mxfp4`` experts: bf16. vLLM's default MXFP4 MoE kernels (``core.engine.mxfp4_moe``) take bf16
-  activations: FlashInfer TRT-LLM-gen ``SM100_FI_MXFP4_BF16`` on Blackwell (the MXFP8-activation variant is opt-in,
-  ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8``, default False in ``envs.py``), triton_kernels ``matmul_ogs`` on Hopper
-  (the weight upcast in the kernel), Marlin elsewhere. compressed-tensors' mxfp4 is W4A16 in vLLM 0.19.1
-  (``CompressedTensorsW4A16Mxfp4``, Marlin), priced as ``mxfp4-linear``'s emulation off AMD.
+  activations: FlashInfer TRT-LLM-gen ``SM100_FI_MXFP4_BF16`` on Blackwell (the MXFP8-activation variant is
+  opt-in, ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8``, default ``"0"`` in 0.19.0's ``envs.py``), triton_kernels
+  ``matmul_ogs`` on Hopper (the weight upcast in the kernel), Marlin elsewhere. compressed-tensors' mxfp4 is W4A16
+  in vLLM 0.19.1 (``CompressedTensorsW4A16Mxfp4``, Marlin), priced as ``mxfp4-linear``'s emulation off AMD.
 
 A bf16 x fp4 GEMM is a bf16 MMA: Blackwell's ``tcgen05.mma`` (PTX ISA) multiplies fp4 only against fp4 at the fp4
 rate (``.kind::mxf4nvf4``, ``.kind::mxf4``), and against fp8/fp6 at the fp8 rate (``.kind::mxf8f6f4``).
 
 Not told apart: a compressed-tensors NVFP4 checkpoint without ``input_activations`` (W4A16, vLLM's
 ``CompressedTensorsW4A16Fp4``: Marlin) is read as ``nvfp4`` (``core.hf_quantization``) and priced at fp4 on Blackwell;
-compressed-tensors' mxfp4 (W4A16) is read as ``mxfp4-linear`` and priced at fp4 on CDNA4. SGLang and TensorRT-LLM
-are taken to pick fp4 GEMMs for NVFP4 on Blackwell as vLLM does (not read).
+compressed-tensors' mxfp4 (W4A16) is read as ``mxfp4-linear`` and priced at fp4 on CDNA4. TensorRT-LLM's NVFP4
+linear method quantises its activations to fp4 before ``nvfp4_gemm`` (``_torch/modules/linear.py`` as its unit tests
+patch ``_input_prepare``, returning fp4 activations and their scales); SGLang's is taken to do as vLLM's (not read).
 
 Pure Python.
 """
