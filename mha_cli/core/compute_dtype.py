@@ -1,4 +1,4 @@
-"""The dtype a linear layer's matmul multiplies in, from the format its weight is stored in.
+"""The dtype a linear layer's matmul multiplies in, from the format its weight is stored in, and where it runs at fp4.
 
 One rule for every matrix of a step (``core.cost.work``) and for a whole-step profile (``core.cost.priors``):
 
@@ -7,22 +7,70 @@ One rule for every matrix of a step (``core.cost.work``) and for a whole-step pr
 - ``fp32``: fp32. vLLM 0.16.0's ``Worker.__init__`` (``v1/worker/gpu_worker.py``) sets
   ``torch.set_float32_matmul_precision(VLLM_FLOAT32_MATMUL_PRECISION)``, default ``"highest"``: no TF32, the
   non-tensor (SIMT) rate;
-- anything else (bf16, fp16, and the weight-only formats int4, AWQ, GPTQ, int8, NF4, NVFP4, MXFP4, dequantised into
-  bf16 GEMMs as mha has always priced them): bf16.
+- ``nvfp4`` (ModelOpt, compressed-tensors W4A4): ``nvfp4``, fp4 x fp4 with an e4m3 scale per 16 where the kernel
+  exists (``fp4_native``), else bf16. vLLM 0.16.0 and 0.19.1 (wheels, ``quantization/utils/nvfp4_utils.py``
+  ``select_nvfp4_linear_backend``): FlashInfer's CUTLASS fp4 GEMM at compute capability 10.0 or more, else vLLM's
+  ``cutlass_scaled_fp4_mm`` where ``cutlass_scaled_mm_supports_fp4`` (capability >= 100 and CUDA >= 12.8,
+  ``csrc/quantization/fp4/nvfp4_scaled_mm_entry.cu``), both after ``scaled_fp4_quant`` of the activations
+  (``apply_nvfp4_linear``); else Marlin (``is_fp4_marlin_supported``: capability 7.5 or more, W4A16, bf16 MMAs: Hopper,
+  Ampere, Ada). The MoE alike (``fused_moe/oracle/nvfp4.py`` ``select_nvfp4_moe_backend``: FlashInfer TRT-LLM-gen,
+  CuteDSL, CUTLASS, vLLM CUTLASS fp4 group GEMMs first, Marlin last);
+- ``mxfp4-linear`` (AMD Quark W4A4): ``mxfp4-w4a4``, fp4 x fp4 with an e8m0 scale per 32 where the kernel exists, else
+  bf16. vLLM 0.19.1 ``quark/schemes/quark_ocp_mx.py`` ``QuarkOCP_MX``: ``self.emulate = not
+  current_platform.supports_mx()`` (``platforms/rocm.py`` 0.19.0: ``gfx95``, MI350X/MI355X; the CUDA platform
+  inherits ``interface.py``'s False), else AITER's ``gemm_afp4wfp4`` after ``dynamic_mxfp4_quant``; emulation
+  dequantises the weight and runs ``F.linear`` in bf16;
+- anything else: bf16. The weight-only formats int4, AWQ, GPTQ, NF4, int8 are dequantised into bf16 MMAs (Marlin,
+  Machete, bitsandbytes): W4A16/W8A16. ``int8`` also names compressed-tensors and Quark W8A8 int8, which runs int8
+  MMAs, but no target row states an int8 rate (``data/hardware_targets.csv`` has no such column): bf16 prices it.
+  gpt-oss's ``mxfp4`` experts: bf16. vLLM's default MXFP4 MoE kernels (``core.engine.mxfp4_moe``) take bf16
+  activations: FlashInfer TRT-LLM-gen ``SM100_FI_MXFP4_BF16`` on Blackwell (the MXFP8-activation variant is
+  opt-in, ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8``, default ``"0"`` in 0.19.0's ``envs.py``), triton_kernels
+  ``matmul_ogs`` on Hopper (the weight upcast in the kernel), Marlin elsewhere. compressed-tensors' mxfp4 is W4A16
+  in vLLM 0.19.1 (``CompressedTensorsW4A16Mxfp4``, Marlin), priced as ``mxfp4-linear``'s emulation off AMD.
+
+A bf16 x fp4 GEMM is a bf16 MMA: Blackwell's ``tcgen05.mma`` (PTX ISA) multiplies fp4 only against fp4 at the fp4
+rate (``.kind::mxf4nvf4``, ``.kind::mxf4``), and against fp8/fp6 at the fp8 rate (``.kind::mxf8f6f4``).
+
+Not told apart: a compressed-tensors NVFP4 checkpoint without ``input_activations`` (W4A16, vLLM's
+``CompressedTensorsW4A16Fp4``: Marlin) is read as ``nvfp4`` (``core.hf_quantization``) and priced at fp4 on Blackwell;
+compressed-tensors' mxfp4 (W4A16) is read as ``mxfp4-linear`` and priced at fp4 on CDNA4. TensorRT-LLM's NVFP4
+linear method quantises its activations to fp4 before ``nvfp4_gemm`` (``_torch/modules/linear.py`` as its unit tests
+patch ``_input_prepare``, returning fp4 activations and their scales); SGLang's is taken to do as vLLM's (not read).
 
 Pure Python.
 """
 
 from typing import Literal
 
-ComputeDtype = Literal["fp32", "bf16", "fp8"]
+ComputeDtype = Literal["fp32", "bf16", "fp8", "nvfp4", "mxfp4-w4a4"]
+"""What both operands of a matmul's MMA are: ``nvfp4`` e2m1 with an e4m3 scale per 16 values, ``mxfp4-w4a4`` e2m1
+with an e8m0 scale per 32 (OCP MX; not gpt-oss's ``mxfp4`` experts, W4A16). Each maps to itself through
+``compute_dtype`` (``core.cost.priors.dtype_matmul_curves`` prices a dtype by it)."""
+
+FP4_KERNEL_VENDORS: dict[str, frozenset[str]] = {"nvfp4": frozenset({"NVIDIA"}), "mxfp4-w4a4": frozenset({"AMD"})}
+"""The vendors whose engines run each fp4 compute dtype as an fp4 GEMM (the module docstring): NVFP4 through
+FlashInfer's and vLLM's CUTLASS fp4 GEMMs on Blackwell (capability 10.x and 12.x, every NVIDIA row with an fp4
+rate), MXFP4 linear layers through AITER on CDNA4 (``supports_mx``: gfx95). Elsewhere the format is dequantised into
+bf16 MMAs (Marlin; Quark's emulation)."""
 
 
 def compute_dtype(weight_format: str | None) -> ComputeDtype:
     """The dtype a matmul whose weight is stored in ``weight_format`` (a ``WeightFormatName``; None: unquantised,
-    bf16) multiplies in."""
+    bf16) multiplies in where its kernel exists (``fp4_native`` says where an fp4 one does)."""
     if weight_format is not None and weight_format.startswith("fp8"):  # fp8, fp8-block
         return "fp8"
     if weight_format == "fp32":
         return "fp32"
+    if weight_format == "nvfp4":
+        return "nvfp4"
+    if weight_format in ("mxfp4-linear", "mxfp4-w4a4"):
+        return "mxfp4-w4a4"
     return "bf16"
+
+
+def fp4_native(dtype: str, vendor: str, fp4_tflops_dense: float | None) -> bool:
+    """Whether a matmul in ``dtype`` runs as an fp4 GEMM on a device of ``vendor`` whose dense fp4 rate is
+    ``fp4_tflops_dense`` TFLOP/s (None: the device has no fp4 tensor cores): an fp4 dtype, a vendor whose engines
+    issue its GEMM (``FP4_KERNEL_VENDORS``) and an fp4 rate."""
+    return bool(fp4_tflops_dense) and vendor in FP4_KERNEL_VENDORS.get(dtype, frozenset())

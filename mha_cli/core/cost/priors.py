@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, get_args
 
 from pydantic_core import from_json
 
-from mha_cli.core.compute_dtype import ComputeDtype, compute_dtype
+from mha_cli.core.compute_dtype import ComputeDtype, compute_dtype, fp4_native
 from mha_cli.core.cost.decode_tiles import DecodeAttention, decode_attention
 from mha_cli.core.cost.gemm_tiles import weight_gemm_tile
 from mha_cli.core.cost.profile import CollectiveCost, Curve, DeviceProfile
@@ -118,9 +118,13 @@ def _link(target: Target) -> tuple[str, float]:
 
 def peak_matmul_flops(target: Target, weight_dtype: str) -> float:
     """Dense FLOP/s of ``target`` for a matmul of weights in ``weight_dtype``, in the dtype it multiplies in
-    (``core.compute_dtype``): fp8 tensor cores where the device computes fp8, the non-tensor fp32 rate where the
-    target states one (``Target.fp32_tflops``), else the bf16 tensor cores."""
+    (``core.compute_dtype``): fp4 tensor cores where the engines run the format as an fp4 GEMM on the device
+    (``fp4_native``: NVFP4 on Blackwell, Quark MXFP4 on CDNA4; ``Target.fp4_tflops_dense``), fp8 tensor cores where
+    the device computes fp8, the non-tensor fp32 rate where the target states one (``Target.fp32_tflops``), else
+    the bf16 tensor cores."""
     computed = compute_dtype(weight_dtype)
+    if target.fp4_tflops_dense and fp4_native(computed, target.vendor, target.fp4_tflops_dense):
+        return target.fp4_tflops_dense * 1e12
     if computed == "fp8" and target.fp8_native and target.fp8_tflops_dense:
         return target.fp8_tflops_dense * 1e12
     if computed == "fp32" and target.fp32_tflops:
