@@ -53,11 +53,12 @@ import yaml
 
 from mha_cli.core.engine.generations import BY_ID
 from mha_cli.core.engine.mxfp4_moe import vllm_padding
-from mha_cli.core.engine.pages import VLLM_0_21_RULES, paged_pool, vllm_block_size, vllm_state_bytes
+from mha_cli.core.engine.pages import VLLM_0_21_RULES, VLLM_V1_RULES, paged_pool, vllm_block_size, vllm_state_bytes
 from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_reserve import SglangServing
+from mha_cli.core.engine.vllm_rule_releases import paging_rules
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
@@ -345,7 +346,7 @@ WHY: dict[int, str] = {
     " ('[interface.py:606] Setting attention block size to 2096 tokens', 2010). Plan: the plan's pool is about 36.42"
     " GiB against the log's 34.32; 0.91 GiB of the 2.10 is the CUDA-graph estimate the log's own line takes out"
     " (utilisation 0.8000 'equivalent to 0.7924 without CUDA graph memory profiling', 0.0076 x 119.70 GiB), which mha"
-    " dates to 0.21; the log prints no weights, activation or device total for the rest (1.19 GiB), and a second vLLM"
+    " dated to 0.21 at collection (from 0.20.0 since: core.engine.vllm_rule_releases); the log prints no weights, activation or device total for the rest (1.19 GiB), and a second vLLM"
     " (vllm-embed, about 6 GB) shares the unified memory. Priced by vllm-0.21's rules the plan is +6.0%",
 }
 """Why a log misses (the plan outside 5%, or the per-token rule): the engine's source where it names a cause, else
@@ -422,12 +423,15 @@ def _model_and_footprint(log: dict[str, Any]):
 def _page_rules(log: dict[str, Any], model, kv, per_layer: int, block: int) -> dict[str, Any]:
     """The page rules the plan applies for the log's generation (``core.engine.plan._vllm``): vLLM 0.21+ pools its
     Mamba/linear-attention state in groups of their own, on an attention block raised to hold one state page, and
-    reserves two steps in flight for a sliding window; the earlier V1 engine does neither."""
-    if log["generation"] != "vllm-0.21":
-        return {"block_size": block}
+    reserves two steps in flight for a sliding window; the earlier V1 engine does neither. Each page rule from the
+    log's release where it names one (``core.engine.vllm_rule_releases``), as the plan dates it."""
+    newer = log["generation"] == "vllm-0.21"
+    rules = paging_rules(log.get("version"), VLLM_0_21_RULES if newer else VLLM_V1_RULES)
+    if not rules.state_groups:
+        return {"block_size": block, "rules": rules, "in_flight_batches": 2 if newer else 1}
     state = vllm_state_bytes(model, kv.kv_dtype, tp=kv.tp, cpu=False)
     raised = vllm_block_size(model, block, bytes_per_token_per_layer=per_layer, state_bytes=state, cpu=False)
-    return {"block_size": raised, "rules": VLLM_0_21_RULES, "in_flight_batches": 2}
+    return {"block_size": raised, "rules": rules, "in_flight_batches": 2 if newer else 1}
 
 
 def sglang_padding_slots(log: dict[str, Any]) -> int:
@@ -594,7 +598,10 @@ NOTES = """## Notes
   config standing for it) lands. 2001 +10.3% (Nemotron 3 Nano 30B-A3B in bf16 on a DGX Spark GB10, vLLM 0.20.2,
   length 262,144, utilisation 0.8) misses, and its per-token check with it: 0.20.2 already pages as mha's 0.21+ rules
   do (the attention block raised to a Mamba-2 state page, which gives the log's 5,769,184 tokens exactly) and takes
-  the CUDA-graph estimate out of the pool (0.91 GiB of the plan's 2.10 GiB surplus), both dated to 0.21 in mha. Ten
+  the CUDA-graph estimate out of the pool (0.91 GiB of the plan's 2.10 GiB surplus), both dated to 0.21 in mha.
+  Each rule was then read by release with 2001 in view (`core.engine.vllm_rule_releases`: CUDA-graph profiling from
+  0.20.0, the Mamba state groups on a raised block from 0.10.0, tokens from concurrency from 0.20.1): 2001 +10.3% ->
+  +6.0%, its per-token check exact (7 of 7), 6 of 7 within 5% still; no longer held out for these rules. Ten
   are not expressible: Gemma 4 E4B and GLM-4-9B-Chat (no config), the TurboQuant KV-cache arms (a KV format mha does
   not model), Qwen3.6-27B-NVFP4 with MTP on an arm64 host, Qwen3.6-35B-A3B-NVFP4 on a DGX Spark (no config; four
   runs), a PrismaQuant Qwen3.6-35B-A3B with MTP, Qwen3.6-27B NVFP4 with MTP under WSL2, Seed-OSS-36B at tp 2 (no
@@ -606,7 +613,8 @@ NOTES = """## Notes
   rules of commit d008850 stood and priced with them, no rule changed: the per-token rule exact on 1 of 1, the whole
   plan within 5% on 1 of 1. 1801 +1.5% (Qwen3-Reranker-8B, Qwen3-8B's architecture, through vLLM 0.20.2's LLM class
   on a Colab RTX PRO 6000 Blackwell Server Edition at utilisation 0.85 and length 1,024; a notebook summary keeps its
-  model-load log) lands. Nine are not expressible: Gemma 4 26B-A4B NVFP4 under WSL2 (four logs, one with an EAGLE-3
+  model-load log) lands; the CUDA-graph profiling of 0.20.0 (`core.engine.vllm_rule_releases`) was then read with
+  2001 in view: +1.5% -> +0.5%. Nine are not expressible: Gemma 4 26B-A4B NVFP4 under WSL2 (four logs, one with an EAGLE-3
   drafter; the MoE block is not priced), North-Mini-Code on a shared RTX 3090 (no config, a source build),
   Qwen3-VL-30B-A3B on four RTX 3090 (no config, video profiling), GLM-4-9B-Chat with a KV-codec plugin on a
   development build, Qwen3-0.6B on an Ascend NPU, Llama-3.1-8B with LoRA adapters, a MiniMax M3 checkpoint, and a

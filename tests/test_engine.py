@@ -290,7 +290,7 @@ def test_a_pool_without_room_for_one_request_is_vllms_refusal(cli):
     """Llama-3-70B on 2 x H100 at 32K: 1.75 GiB left per rank (1.50 with the 16 B Triton sampler rule), one request
     needs 80 layers x 2,048 blocks x 16 x 2 KiB = 5.00 GiB; vLLM stops and names the longest length that fits (its
     pool's tokens)."""
-    data = cli.json("kv", "llama-3-70b", "--target", "2xh100", "--seq", "32k", "--engine", "vllm@0.20")
+    data = cli.json("kv", "llama-3-70b", "--target", "2xh100", "--seq", "32k", "--engine", "vllm@0.19")
     engine = data["engine"]
     assert not engine["starts"] and not engine["fits"] and engine["admitted_per_replica"] == 0
     assert "(5.00 GiB KV cache is needed)" in engine["refusal"]
@@ -373,7 +373,7 @@ def test_overheads_not_weights_are_named_and_the_engine_knob_offered(cli):
         "--seq",
         "4k",
         "--engine",
-        "vllm@0.20",
+        "vllm@0.19",
     )
     assert data["memory"]["weights_fit"] and not data["engine"]["starts"]
     knob = next(way for way in data["ways_out"] if way["change"] == "--gpu-memory-utilization 0.95")
@@ -416,7 +416,7 @@ def test_a_deficit_is_named_never_a_negative_figure(cli):
     weights 248,951,808, the sampler's peak 256 x 50,257 x 14 = 180,121,088 (0.20's Triton path) and non-torch
     2^28 = 268,435,456 is -539,131,433: the engine lacks 539,131,433 B (its deficit), and 290,179,625 B before any
     weight (564,863,017 and 315,911,209 with the 16 B Triton rule)."""
-    v1 = ("--engine", "vllm@0.20")  # the hand count is V1's budget (no CUDA-graph line)
+    v1 = ("--engine", "vllm@0.19")  # the hand count is V1's budget (no CUDA-graph line; 0.20 profiles them)
     data = cli.json("kv", "gpt2", "--target", "t4", "--gpu-memory-utilization", "0.01", *v1)
     memory, engine = data["memory"], data["engine"]
     assert (engine["available_kv_bytes"], engine["deficit_bytes"]) == (0, 539_131_433)

@@ -136,7 +136,7 @@ class CudaGraphEstimate(Record):
         further = self.piecewise_graphs + self.full_graphs - 2
         decode = f" (decode steps of {self.query_len} tokens a request)" if self.query_len > 1 else ""
         when = (
-            "vLLM >= 0.21 profiles the graphs before the pool"
+            "vLLM >= 0.20 profiles the graphs before the pool"
             if self.before_pool
             else "Model Runner V2 (vLLM 0.22-0.28) estimates none (profile_cudagraph_memory returns 0); captured after"
             " the pool"

@@ -79,6 +79,7 @@ from mha_cli.core.engine.sglang_swa_pool import ESTIMATE_AFTER_SPLIT_FROM, SwaSp
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
+from mha_cli.core.engine.vllm_rule_releases import paging_rules, profiles_cuda_graphs
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.pipeline import StageLayout
@@ -292,7 +293,7 @@ class _Inputs(NamedTuple):
     def graphs_outside_bytes(self) -> int:
         """CUDA graphs captured after the pool, out of the (1 - utilisation) headroom: the fixed price before vLLM
         0.21, the derived graphs where the model runner estimates none (Model Runner V2 before 0.29), else 0."""
-        if not self.generation.cuda_graph_in_budget:
+        if not self.graphs_profiled:
             return CUDA_GRAPH_ESTIMATE
         return self.graphs.bytes if self.graphs is not None and not self.graphs.before_pool else 0
 
@@ -302,11 +303,14 @@ class _Inputs(NamedTuple):
         profiles no graphs (``captures_cuda_graphs``), else the fixed price."""
         if self.graphs is not None:
             return self.graphs.bytes
-        if self.target.vendor == "CPU" or (
-            self.generation.cuda_graph_in_budget and not captures_cuda_graphs(self.target)
-        ):
+        if self.target.vendor == "CPU" or (self.graphs_profiled and not captures_cuda_graphs(self.target)):
             return 0
         return CUDA_GRAPH_ESTIMATE
+
+    @property
+    def graphs_profiled(self) -> bool:
+        """Whether the release profiles its CUDA graphs into the KV budget (``vllm_rule_releases``: from 0.20.0)."""
+        return graphs_profiled(self.settings)
 
     @property
     def generation(self) -> Generation:
@@ -347,6 +351,13 @@ class _Inputs(NamedTuple):
             return BudgetLine(label="non-torch memory", bytes=-self.non_torch, how="none on a CPU (no CUDA context)")
         how = non_torch_how(self.kv.tp, self.target, self.settings.release)
         return BudgetLine(label="non-torch memory", bytes=-self.non_torch, how=how)
+
+
+def graphs_profiled(settings: EngineSettings) -> bool:
+    """Whether vLLM's CUDA-graph memory is profiled and taken from the KV budget: the typed release's rule
+    (``vllm_rule_releases.profiles_cuda_graphs``, from 0.20.0), else the generation's."""
+    in_generation = GENERATIONS[settings.generation].cuda_graph_in_budget
+    return settings.engine == "vllm" and profiles_cuda_graphs(settings.engine_version, in_generation)
 
 
 def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
@@ -493,7 +504,10 @@ def _vllm(inputs: _Inputs) -> _Pool:
     # tokens of the steps in flight: two on CUDA, where async scheduling is on by default, one on the CPU backend
     cpu = inputs.target.vendor == "CPU"
     newer = cpu or inputs.generation.id == "vllm-0.21"
-    rules = VLLM_0_21_RULES if newer else VLLM_V1_RULES
+    # each page rule from the release that shipped it, where one is named (core.engine.vllm_rule_releases)
+    rules = (
+        VLLM_0_21_RULES if cpu else paging_rules(settings.engine_version, VLLM_0_21_RULES if newer else VLLM_V1_RULES)
+    )
     in_flight = 2 if newer and not cpu else 1
     state = vllm_state_bytes(model, kv.kv_dtype, tp=kv.tp, cpu=cpu) if rules.state_groups else 0
     block = settings.block_size
@@ -906,7 +920,7 @@ def plan_engine(
     paged = _paged(model, kv, settings.block_size).bytes_per_sequence_per_rank
     non_torch = 0 if cpu else non_torch_bytes(kv.tp, target, settings.release)
     graphs = None
-    if GENERATIONS[settings.generation].cuda_graph_in_budget and captures_cuda_graphs(target):
+    if graphs_profiled(settings) and captures_cuda_graphs(target):
         graphs = cuda_graph_estimate(
             model, target, tp=kv.tp, max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens, speculative_tokens=speculative_tokens,
@@ -952,7 +966,7 @@ def plan_engine(
         )
     elif target.vendor not in ("NVIDIA", "AMD", "CPU"):
         notes.append(f"{target.id}: the engines' GPU rules applied to a {target.vendor} device; read them as a sketch")
-    if GENERATIONS[settings.generation].cuda_graph_in_budget and graphs is None and not cpu:
+    if graphs_profiled(settings) and graphs is None and not cpu:
         notes.append(NO_GRAPHS_NOTE.format(vendor=target.vendor))
     if graphs is not None and not graphs.before_pool:
         notes.append(V2_NO_ESTIMATE_NOTE.format(graphs=format_bytes(graphs.bytes)))

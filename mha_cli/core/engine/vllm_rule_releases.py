@@ -1,0 +1,58 @@
+"""The vLLM release where each of the ``vllm-0.21`` memory rules starts, read in the released wheels.
+
+The ``vllm-0.21`` generation's rules (``Generation.cuda_graph_in_budget``, ``pages.VLLM_0_21_RULES``) were read in
+0.32; some shipped before 0.21. Each is dated by the first release whose wheel holds it (``pip download
+vllm==X --no-deps``, the file named), the release before it read without it:
+
+- CUDA-graph memory profiled and taken from the KV budget: ``envs.py`` ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``
+  defaults to "1" from 0.20.0 ("0" in 0.19.1), which ``v1/worker/gpu_worker.py`` ``determine_available_memory``
+  subtracts as ``cudagraph_memory_estimate_applied`` and logs "CUDA graph memory profiling is enabled (default
+  since v0.21.0) ... equivalent to --gpu-memory-utilization=X without CUDA graph memory profiling" (0.20.0-0.20.2,
+  its wording naming 0.21 notwithstanding);
+- "GPU KV cache size" as int(maximum concurrency x max_model_len): ``v1/core/kv_cache_utils.py``
+  ``_report_kv_cache_config`` from 0.20.1; 0.20.0 still logs num_blocks // groups x the smallest block.
+- The hybrid allocator's Mamba/linear-attention groups on an attention block raised to hold a state page
+  ("Setting attention block size to N tokens"): ``model_executor/models/config.py``
+  ``HybridAttentionMambaModelConfig.verify_and_update_config`` in 0.10.0, 0.10.1.1, 0.11.0, 0.14.0, 0.17.0-0.19.1
+  (``platforms/interface.py`` ``_align_hybrid_block_size`` from 0.20.0), absent from 0.9.2's ``config.py``.
+- The group size of the largest kind when under 1.5 x the smallest's: ``_get_kv_cache_groups_uniform_page_size``
+  (``if max_num_layers < min_num_layers * 1.5``) in 0.18.0, 0.19.0 and 0.19.1, absent from 0.17.0's.
+
+Two steps in flight for a sliding window (``VllmConfig.max_in_flight_tokens``, read in 0.32) is not in 0.21.0's
+``SlidingWindowSpec.max_admission_blocks_per_request`` (``max_num_batched_tokens`` alone); not dated here.
+"""
+
+from mha_cli.core.engine.pages import VLLM_0_21_RULES, PagingRules
+from mha_cli.core.engine.release_numbers import Release, release_key
+
+GRAPHS_PROFILED_FROM = (0, 20, 0, 0)
+"""The first vLLM whose CUDA-graph memory is profiled and taken from the KV budget by default."""
+TOKENS_FROM_CONCURRENCY_FROM = (0, 20, 1, 0)
+"""The first vLLM whose "GPU KV cache size" is int(maximum concurrency x max_model_len)."""
+STATE_GROUPS_FROM = (0, 10, 0, 0)
+"""The first vLLM whose Mamba/linear-attention layers take groups of their own on a raised attention block."""
+WIDEST_GROUP_FROM = (0, 18, 0, 0)
+"""The first vLLM with the 1.5 x group-size rule."""
+
+
+def _key(release: str | None) -> Release | None:
+    return None if release is None else release_key(release)
+
+
+def profiles_cuda_graphs(release: str | None, generation_rule: bool) -> bool:
+    """Whether vLLM ``release`` takes its CUDA-graph estimate from the KV budget; None: ``generation_rule``, the
+    generation's own (``Generation.cuda_graph_in_budget``)."""
+    key = _key(release)
+    return generation_rule if key is None else key >= GRAPHS_PROFILED_FROM
+
+
+def paging_rules(release: str | None, generation_rules: PagingRules) -> PagingRules:
+    """The page rules of vLLM ``release`` (as typed, e.g. ``0.20.2``); None: ``generation_rules``, the
+    generation's own. A release with every 0.21 rule gets ``VLLM_0_21_RULES`` itself."""
+    key = _key(release)
+    if key is None:
+        return generation_rules
+    flags = (key >= TOKENS_FROM_CONCURRENCY_FROM, key >= WIDEST_GROUP_FROM, key >= STATE_GROUPS_FROM)
+    if all(flags):
+        return VLLM_0_21_RULES
+    return PagingRules(f"vLLM {release} (rules dated by release)", *flags)

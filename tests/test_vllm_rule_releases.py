@@ -1,0 +1,48 @@
+"""Each vLLM memory rule dated by the first release whose wheel holds it (``core.engine.vllm_rule_releases``): the
+release before says no, the first says yes. Sources: the vLLM wheels from PyPI (``pip download vllm==X --no-deps``)."""
+
+import pytest
+
+from mha_cli.core.engine.pages import VLLM_0_21_RULES, VLLM_V1_RULES
+from mha_cli.core.engine.vllm_rule_releases import paging_rules, profiles_cuda_graphs
+
+
+@pytest.mark.parametrize(
+    ("release", "profiled"), [("0.19.1", False), ("0.20.0", True), ("0.20.2", True), ("0.21.0", True)]
+)
+def test_cuda_graph_profiling_from_0_20_0(release, profiled):
+    """``envs.py`` VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "0" in 0.19.1, "1" in 0.20.0 (and 0.20.2,
+    whose log 2001 prints "CUDA graph memory profiling is enabled (default since v0.21.0)")."""
+    assert profiles_cuda_graphs(release, generation_rule=not profiled) is profiled
+
+
+def test_no_release_named_keeps_the_generation_rule():
+    assert profiles_cuda_graphs(None, generation_rule=False) is False
+    assert profiles_cuda_graphs(None, generation_rule=True) is True
+    assert paging_rules(None, VLLM_V1_RULES) is VLLM_V1_RULES
+
+
+@pytest.mark.parametrize(("release", "expected"), [("0.20.0", False), ("0.20.1", True)])
+def test_tokens_from_concurrency_from_0_20_1(release, expected):
+    """``v1/core/kv_cache_utils.py`` ``_report_kv_cache_config``: 0.20.0 logs num_blocks // groups x block, 0.20.1
+    int(max_concurrency x max_model_len)."""
+    assert paging_rules(release, VLLM_V1_RULES).tokens_from_concurrency is expected
+
+
+@pytest.mark.parametrize(("release", "expected"), [("0.9.2", False), ("0.10.0", True), ("0.19.1", True)])
+def test_state_groups_and_raised_block_from_0_10_0(release, expected):
+    """``model_executor/models/config.py`` ``HybridAttentionMambaModelConfig`` ("Setting attention block size to N
+    tokens"): absent from 0.9.2, present from 0.10.0 to 0.19.1 (``platforms/interface.py`` from 0.20.0)."""
+    assert paging_rules(release, VLLM_V1_RULES).state_groups is expected
+
+
+@pytest.mark.parametrize(("release", "expected"), [("0.17.0", False), ("0.18.0", True)])
+def test_widest_group_from_0_18_0(release, expected):
+    """``_get_kv_cache_groups_uniform_page_size``'s ``max_num_layers < min_num_layers * 1.5``: absent from 0.17.0,
+    present in 0.18.0."""
+    assert paging_rules(release, VLLM_V1_RULES).widest_group_when_close is expected
+
+
+def test_a_release_with_every_rule_takes_the_0_21_set():
+    assert paging_rules("0.20.2", VLLM_V1_RULES) is VLLM_0_21_RULES
+    assert paging_rules("0.21.0", VLLM_0_21_RULES) is VLLM_0_21_RULES
