@@ -148,6 +148,40 @@ def dp_attention_problem(
     return None if problem is None else f"DP attention over {dp} ranks of tp {tp}: {problem}"
 
 
+STAGES_FIRST = {"sglang": "0.5.2"}
+"""The first release of each engine that runs DP attention with pipeline stages (``--pp-size`` over DP-attention
+ranks). SGLang: accepted by ``server_args.py`` ``check_server_args`` in every 0.4/0.5 release read (its pp check
+refuses only overlap scheduling, speculative decoding and mixed chunks), but before 0.5.2 the server started and
+crashed on its warmup request (sgl-project/sglang#9805, ``--tp-size 4 --pp-size 2 --dp-size 4
+--enable-dp-attention``), fixed by #10100 (merged 2025-09-06, with a ``--pp-size 2 --enable-dp-attention`` test;
+0.5.2's wheel was built 2025-09-11). vLLM: none needed: ``ParallelConfig`` and ``arg_utils.py`` have no check
+joining ``--data-parallel-size`` and ``--pipeline-parallel-size`` in any wheel read (0.8.5, 0.10.2, 0.11.0, 0.13.0,
+0.16.0, 0.19.1, 0.20.0); each data-parallel engine core runs its tp x pp workers with a batch queue pp deep
+(``v1/engine/core.py``), and its expert group joins the same stage of every rank (``parallel_state.py``:
+``all_ranks.transpose(1, 2)``, dp x tp ranks a stage). TensorRT-LLM: DP attention is not priced
+(``dp_attention_problem``)."""
+
+
+def dp_attention_stages_problem(engine: str | None, generation: str | None, release: str | None, pp: int) -> str | None:
+    """Why ``engine``'s release meant (``release``; None: the latest of ``generation``) cannot run DP attention with
+    ``pp`` pipeline stages (``STAGES_FIRST``), in one line, or None when it can."""
+    from mha_cli.core.engine.flags import release_key, release_meant, release_named
+    from mha_cli.core.engine.generations import generation as resolve
+
+    engine = engine or "vllm"
+    first = STAGES_FIRST.get(engine)
+    if pp < 2 or first is None:
+        return None
+    chosen = resolve(generation, engine)  # type: ignore[arg-type]
+    if release_meant(chosen, release) >= release_key(first):
+        return None
+    return (
+        f"{release_named(engine, chosen, release)} crashes DP attention with pipeline stages (--pp {pp} over"
+        f" data-parallel ranks sharing the experts: sgl-project/sglang#9805, fixed in {first} by #10100): use"
+        f" --engine {engine}@{first} or later, or --pp 1, or a --tp that fills the stage's GPUs"
+    )
+
+
 A2A_DEFAULTS: dict[GenerationId, MoeA2aBackend] = {
     "vllm-v1": "none",  # VLLM_ALL2ALL_BACKEND ("naive", then "allgather_reducescatter"); the flag from 0.11.1
     "vllm-0.21": "none",  # --all2all-backend allgather_reducescatter (vllm/config/parallel.py, ParallelConfig)

@@ -26,7 +26,7 @@ from mha_cli.core.cost.serving import (
 )
 from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
-from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, lockstep_note
+from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, dp_attention_stages_problem, lockstep_note
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.engine.sglang_state_pool import engine_state_model
 from mha_cli.core.errors import BadInputError, EngineRefusedError
@@ -236,6 +236,13 @@ class LayoutPlans:
             raise BadInputError(problem)
         if deployment.speculative is not None and pp > 1:
             raise BadInputError("speculative decoding is priced without pipeline parallelism here: leave out --pp")
+        shared = experts is not None and experts.ranks > tp  # the replicas are one server's DP-attention ranks
+        if (deployment.dp or shared) and (
+            problem := dp_attention_stages_problem(
+                deployment.engine, deployment.engine_generation, deployment.engine_version, pp
+            )
+        ):
+            raise BadInputError(problem)  # its line would not serve: refused, never priced
         self.model, self.target, self.deployment = model, target, deployment
         self.profile, self.ceiling = profile, ceiling
         self.isl, self.osl, self.tp, self.pp, self.replicas, self.experts = isl, osl, tp, pp, replicas, experts
