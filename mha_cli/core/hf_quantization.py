@@ -348,8 +348,8 @@ def _quark_rule(name: str, targets: list[str], spec: Any, origin: str) -> Scheme
 
 def _quark_8bit(label: str, per: str, inputs: Any) -> str:
     """A Quark 8-bit rule in words; int8 says whether its activations are int8 (W8A8: vLLM 0.19.1 ``quark.py``
-    ``_is_static_tensor_w8a8`` / ``_is_dynamic_per_token_w8a8`` -> ``QuarkW8A8Int8``, int8 MMAs, priced at bf16: no
-    target row states an int8 rate) or not (no Quark int8 scheme in vLLM 0.19.1 takes bf16 activations)."""
+    ``_get_scheme_from_config``, ``_is_static_tensor_w8a8`` -> ``QuarkW8A8Int8``, int8 MMAs, priced at bf16: no
+    target row states an int8 rate) or not (``W8``: no Quark int8 scheme there takes other activations)."""
     if label == "int8":
         kind = "W8A8" if isinstance(inputs, dict) and inputs.get("dtype") == "int8" else "W8"
         return f"int8 {kind} per {per}, fp32 scales (priced at bf16: no int8 rate)"
