@@ -21,22 +21,38 @@ One rule for every matrix of a step (``core.cost.work``) and for a whole-step pr
   inherits ``interface.py``'s False), else AITER's ``gemm_afp4wfp4`` after ``dynamic_mxfp4_quant``; emulation
   dequantises the weight and runs ``F.linear`` in bf16;
 - anything else: bf16. The weight-only formats int4, AWQ, GPTQ, NF4, int8 are dequantised into bf16 MMAs (Marlin,
-  Machete, bitsandbytes): W4A16/W8A16. ``int8`` also names compressed-tensors and Quark W8A8 int8, which runs int8
-  MMAs, but no target row states an int8 rate (``data/hardware_targets.csv`` has no such column): bf16 prices it.
-  gpt-oss's ``mxfp4`` experts: bf16. vLLM's default MXFP4 MoE kernels (``core.engine.mxfp4_moe``) take bf16
-  activations: FlashInfer TRT-LLM-gen ``SM100_FI_MXFP4_BF16`` on Blackwell (the MXFP8-activation variant is
-  opt-in, ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8``, default ``"0"`` in 0.19.0's ``envs.py``), triton_kernels
-  ``matmul_ogs`` on Hopper (the weight upcast in the kernel), Marlin elsewhere. compressed-tensors' mxfp4 is W4A16
-  in vLLM 0.19.1 (``CompressedTensorsW4A16Mxfp4``, Marlin), priced as ``mxfp4-linear``'s emulation off AMD.
+  Machete, bitsandbytes): W4A16/W8A16. ``int8`` also names compressed-tensors and Quark W8A8 int8 (vLLM 0.19.1
+  ``CompressedTensorsW8A8Int8``, ``QuarkW8A8Int8``: int8 MMAs); the bytes are the rule's either way, but no target row
+  states an int8 rate (``data/hardware_targets.csv`` has no such column): bf16 prices both, and the scheme's rule says
+  which it is (``W8A8`` / ``W8A16`` in its description). gpt-oss's ``mxfp4`` experts: bf16. vLLM's default MXFP4 MoE
+  kernels (``core.engine.mxfp4_moe``) take bf16 activations: FlashInfer TRT-LLM-gen ``SM100_FI_MXFP4_BF16`` on
+  Blackwell (the MXFP8-activation variant is opt-in, ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8``, default ``"0"`` in
+  0.19.0's ``envs.py``), triton_kernels ``matmul_ogs`` on Hopper (the weight upcast in the kernel), Marlin elsewhere;
+- ``nvfp4-w4a16``: bf16. A compressed-tensors NVFP4 group without ``input_activations``: vLLM 0.19.1
+  ``compressed_tensors.py`` ``_get_scheme_from_parts`` returns ``CompressedTensorsW4A16Fp4`` (``apply_fp4_marlin_linear``
+  on bf16 activations) before it looks for W4A4 (``_is_nvfp4_format`` of both weights and inputs);
+- ``mxfp4-w4a16``: bf16. compressed-tensors' MXFP4 (``_is_mxfp4`` of the weights alone, whatever the activations:
+  ``CompressedTensorsW4A16Mxfp4``, Marlin, capability 8.0) and a Quark MXFP4 weight whose activations are not MXFP4
+  (``QuarkOCP_MX.emulate`` when ``input_dtype != "mxfp4"``: a bf16 ``F.linear`` on every device).
 
 A bf16 x fp4 GEMM is a bf16 MMA: Blackwell's ``tcgen05.mma`` (PTX ISA) multiplies fp4 only against fp4 at the fp4
 rate (``.kind::mxf4nvf4``, ``.kind::mxf4``), and against fp8/fp6 at the fp8 rate (``.kind::mxf8f6f4``).
 
-Not told apart: a compressed-tensors NVFP4 checkpoint without ``input_activations`` (W4A16, vLLM's
-``CompressedTensorsW4A16Fp4``: Marlin) is read as ``nvfp4`` (``core.hf_quantization``) and priced at fp4 on Blackwell;
-compressed-tensors' mxfp4 (W4A16) is read as ``mxfp4-linear`` and priced at fp4 on CDNA4. TensorRT-LLM's NVFP4
-linear method quantises its activations to fp4 before ``nvfp4_gemm`` (``_torch/modules/linear.py`` as its unit tests
-patch ``_input_prepare``, returning fp4 activations and their scales); SGLang's is taken to do as vLLM's (not read).
+Where NVFP4 runs off Blackwell (vLLM 0.19.1 wheel; priced at bf16 there, ``fp4_native`` False):
+
+- NVIDIA without fp4 tensor cores (L40S, 8.9; H20 and H100, 9.0; A100, 8.0): ``select_nvfp4_linear_backend`` falls to
+  Marlin (``is_fp4_marlin_supported``: ``has_device_capability(75)``), W4A16 in bf16 MMAs; ``CompressedTensorsW4A4Fp4``
+  and ``W4A16Fp4`` both ask capability 7.5 (``get_min_capability``);
+- ROCm (MI300X, MI355X): ``RocmPlatform.supported_quantization`` lists neither ``modelopt`` nor ``modelopt_fp4``; a
+  ModelOpt NVFP4 config is overridden to ``petit_nvfp4`` (``petit.py`` ``override_quantization_method`` on ROCm),
+  which needs the separate ``petit-kernel`` package, quantises only ``LinearBase`` layers (no fused-MoE method) and
+  runs W4A16 (``apply_petit_nvfp4_linear``); a compressed-tensors NVFP4 group selects Marlin by the same capability
+  test (gfx950 reports 9.5), whose CUDA kernels were not verified in a ROCm build. mha prices both at bf16 and does not
+  refuse them (not read: SGLang's ROCm NVFP4 path).
+
+TensorRT-LLM's NVFP4 linear method quantises its activations to fp4 before ``nvfp4_gemm`` (``_torch/modules/linear.py``
+as its unit tests patch ``_input_prepare``, returning fp4 activations and their scales); SGLang's is taken to do as
+vLLM's (not read).
 
 Pure Python.
 """

@@ -215,13 +215,15 @@ def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> Sc
         # WNA16: weight_packed int32, weight_scale in the model dtype, weight_shape; zero points and g_idx when asked
         order = weights.get("actorder") in ("group", True)
         per = f"group {size}" if strategy == "group" else "per channel"
-        label = f"int{bits} {'symmetric' if symmetric else 'asymmetric'}, {per}, bf16 scales"
+        w8a16 = " W8A16" if bits == 8 else ""  # int8 weights dequantised into bf16 MMAs (Marlin, Machete)
+        label = f"int{bits}{w8a16} {'symmetric' if symmetric else 'asymmetric'}, {per}, bf16 scales"
         return _rule(name, targets, f"int{bits}", label, bits, 2, rows, cols, zero_bits=0 if symmetric else bits,
                      group_index=order, extra=WEIGHT_SHAPE_BYTES)  # fmt: skip
     w8a8 = kind == "int" and bits == 8 and isinstance(inputs, dict) and fmt in EIGHT_BIT and symmetric
     if w8a8 and strategy in ("channel", "tensor"):  # int8 W8A8: fp32 weight scales, fp32 input scale when static
         extra = static_input * (FP32 + (inputs.get("symmetric", True) is False))  # and an int8 zero point
-        return _rule(name, targets, "int8", f"int8 per {strategy}, fp32 scales", 8, FP32, rows, 0, extra=extra)
+        label = f"int8 W8A8 per {strategy}, fp32 scales (int8 MMAs, priced at bf16: no int8 rate)"
+        return _rule(name, targets, "int8", label, 8, FP32, rows, 0, extra=extra)
     if kind == "float" and bits == 8 and fmt in EIGHT_BIT and strategy in ("tensor", "channel", "block"):
         block = weights.get("block_structure")
         if strategy == "block":
@@ -234,12 +236,25 @@ def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> Sc
             name, targets, named, f"fp8 per {per}, fp32 scales", 8, FP32, rows, cols, extra=FP32 * static_input
         )
     if kind == "float" and bits == 4 and size == NVFP4_GROUP and fmt in ("nvfp4-pack-quantized", None):
-        # NVFP4: e2m1 values, fp8 scales per 16, fp32 weight_global_scale (and input_global_scale with activations)
-        extra = FP32 * (1 + isinstance(inputs, dict))
-        return _rule(name, targets, "nvfp4", "nvfp4, fp8 scale per 16", 4, 1, 1, NVFP4_GROUP, extra=extra)
+        return _compressed_nvfp4(name, targets, inputs, what, origin)
     if kind == "float" and bits == 4 and size == MX_GROUP and fmt in ("mxfp4-pack-quantized", None):
-        return _rule(name, targets, "mxfp4-linear", "mxfp4, e8m0 scale per 32", 4, 1, 1, MX_GROUP)
+        # vLLM 0.19.1 _get_scheme_from_parts: _is_mxfp4(weights) -> CompressedTensorsW4A16Mxfp4 whatever the inputs
+        return _rule(name, targets, "mxfp4-w4a16", "mxfp4 W4A16 (Marlin), e8m0 scale per 32", 4, 1, 1, MX_GROUP)
     raise _refuse(origin, what)
+
+
+def _compressed_nvfp4(name: str, targets: list[str], inputs: Any, what: str, origin: str) -> SchemeRule:
+    """NVFP4 weights (e2m1, an fp8 scale per 16, an fp32 ``weight_global_scale``) as vLLM 0.19.1's
+    ``_get_scheme_from_parts`` runs them: without ``input_activations`` W4A16 (``CompressedTensorsW4A16Fp4``, Marlin,
+    no input scale); with NVFP4 activations W4A4 (``CompressedTensorsW4A4Fp4``, + an fp32 ``input_global_scale``);
+    any other activations match no scheme there (``NotImplementedError``) and are refused."""
+    if inputs is None:
+        return _rule(name, targets, "nvfp4-w4a16", "nvfp4 W4A16 (Marlin), fp8 scale per 16", 4, 1, 1, NVFP4_GROUP,
+                     extra=FP32)  # fmt: skip
+    fp4_inputs = isinstance(inputs, dict) and inputs.get("type") == "float" and inputs.get("num_bits") == 4
+    if not fp4_inputs or inputs.get("group_size") != NVFP4_GROUP:
+        raise _refuse(origin, f"{what} with input_activations other than nvfp4 (no vLLM scheme runs it)")
+    return _rule(name, targets, "nvfp4", "nvfp4 W4A4, fp8 scale per 16", 4, 1, 1, NVFP4_GROUP, extra=2 * FP32)
 
 
 # ModelOpt ------------------------------------------------------------------------------------------------------------
@@ -318,12 +333,24 @@ def _quark_rule(name: str, targets: list[str], spec: Any, origin: str) -> Scheme
     if dtype == "fp4" and qscheme == "per_group" and weight.get("group_size") == MX_GROUP:
         if weight.get("scale_format") not in (None, "e8m0"):
             raise _refuse(origin, f"{what} scale_format={weight.get('scale_format')}")
-        return _rule(name, targets, "mxfp4-linear", "mxfp4, e8m0 scale per 32", 4, 1, 1, MX_GROUP)
+        if isinstance(inputs, dict) and inputs.get("dtype") == "fp4":  # QuarkOCP_MX: AITER's fp4 GEMM on gfx95
+            return _rule(name, targets, "mxfp4-linear", "mxfp4 W4A4, e8m0 scale per 32", 4, 1, 1, MX_GROUP)
+        # any other activations: QuarkOCP_MX's emulate (input_dtype != "mxfp4"), a bf16 F.linear on every device
+        label = f"mxfp4 weights, {inputs.get('dtype') if isinstance(inputs, dict) else 'bf16'} activations (emulated)"
+        return _rule(name, targets, "mxfp4-w4a16", label, 4, 1, 1, MX_GROUP)
     if dtype in ("fp8_e4m3", "int8") and qscheme in ("per_tensor", "per_channel"):
         rows = 1 if qscheme == "per_channel" else 0
         per = qscheme.removeprefix("per_")
         label = "fp8" if dtype == "fp8_e4m3" else "int8"
-        return _rule(
-            name, targets, label, f"{label} per {per}, fp32 scales", 8, FP32, rows, 0, extra=FP32 * static_input
-        )
+        return _rule(name, targets, label, _quark_8bit(label, per, inputs), 8, FP32, rows, 0, extra=FP32 * static_input)
     raise _refuse(origin, what)
+
+
+def _quark_8bit(label: str, per: str, inputs: Any) -> str:
+    """A Quark 8-bit rule in words; int8 says whether its activations are int8 (W8A8: vLLM 0.19.1 ``quark.py``
+    ``_get_scheme_from_config``, ``_is_static_tensor_w8a8`` -> ``QuarkW8A8Int8``, int8 MMAs, priced at bf16: no
+    target row states an int8 rate) or not (``W8``: no Quark int8 scheme there takes other activations)."""
+    if label == "int8":
+        kind = "W8A8" if isinstance(inputs, dict) and inputs.get("dtype") == "int8" else "W8"
+        return f"int8 {kind} per {per}, fp32 scales (priced at bf16: no int8 rate)"
+    return f"{label} per {per}, fp32 scales"

@@ -24,6 +24,11 @@ experts (gpt-oss: attention, router, embeddings and head stay bf16; a model with
 - ``nvfp4`` (NVIDIA ModelOpt, vLLM's ``ModelOptNvFp4LinearMethod``): e2m1 values two to a byte (``weight`` uint8
   (out, in/2)), one fp8 e4m3 ``weight_scale`` per 16 inputs (out, in/16), and per matrix an fp32 ``weight_scale_2``
   (the global scale) and an fp32 ``input_scale``: a 4096 x 4096 matrix is 8,388,608 + 1,048,576 + 8 B.
+- ``nvfp4-w4a16`` (compressed-tensors NVFP4 without ``input_activations``, vLLM 0.19.1's
+  ``CompressedTensorsW4A16Fp4``): the same values and scales, one fp32 ``weight_global_scale`` and no input scale
+  (8,388,608 + 1,048,576 + 4 B); its activations stay bf16 (Marlin, ``core.compute_dtype``).
+- ``mxfp4-w4a16`` (compressed-tensors MXFP4, vLLM 0.19.1's ``CompressedTensorsW4A16Mxfp4``: ``weight_packed`` uint8
+  (out, in/2), ``weight_scale`` uint8 (out, in/32)): ``mxfp4-linear``'s bytes, run by Marlin on bf16 activations.
 
 Every format but the bitsandbytes ones is a ``MatrixLayout``: packed values, one scale per block of weights, zero
 points, group indices and per-matrix scalars; ``core.weight_scheme`` builds the same layouts from a checkpoint's
@@ -39,7 +44,7 @@ from mha_cli.core.vllm_quantization import vllm_quantization_refusal
 
 WeightFormatName = Literal[
     "fp32", "fp16", "bf16", "fp8", "fp8-block", "int8", "int4", "awq", "gptq-int4", "nf4", "nf4-dq", "mxfp4",
-    "mxfp4-linear", "nvfp4",
+    "mxfp4-linear", "mxfp4-w4a16", "nvfp4", "nvfp4-w4a16",
 ]  # fmt: skip
 Scope = Literal["all", "linear", "experts"]
 
@@ -140,7 +145,7 @@ FORMATS: dict[str, WeightFormat] = {
                      MatrixLayout(8, 4)),
         WeightFormat("fp8-block", 8 + 32 / GROUP**2, "linear", "fp8 linear layers, an fp32 scale per 128 x 128 block",
                      MatrixLayout(8, 4, GROUP, GROUP)),
-        WeightFormat("int8", 8, "linear", "int8 linear layers, an fp16 scale per output channel",
+        WeightFormat("int8", 8, "linear", "int8 linear layers (W8A16 or W8A8), an fp16 scale per output channel",
                      MatrixLayout(8, 2, 1)),
         WeightFormat("int4", 4 + 20 / GROUP, "linear", "int4 linear layers, group 128: fp16 scale, 4-bit zero",
                      INT4_GROUP),
@@ -153,8 +158,12 @@ FORMATS: dict[str, WeightFormat] = {
                      MXFP4),
         WeightFormat("mxfp4-linear", 4.25, "linear", "OCP MXFP4 linear layers (AMD Quark), an e8m0 scale per 32",
                      MXFP4),
+        WeightFormat("mxfp4-w4a16", 4.25, "linear", "OCP MXFP4 linear layers, bf16 activations (compressed-tensors)",
+                     MXFP4),
         WeightFormat("nvfp4", 4.5, "linear", "NVFP4 linear layers (ModelOpt): e2m1, an fp8 scale per 16, fp32 globals",
                      NVFP4),
+        WeightFormat("nvfp4-w4a16", 4.5, "linear", "NVFP4 weights, bf16 activations (compressed-tensors W4A16)",
+                     NVFP4._replace(extra_bytes=4)),
     )
 }  # fmt: skip
 
