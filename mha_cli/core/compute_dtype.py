@@ -32,6 +32,9 @@ One rule for every matrix of a step (``core.cost.work``) and for a whole-step pr
 A bf16 x fp4 GEMM is a bf16 MMA: Blackwell's ``tcgen05.mma`` (PTX ISA) multiplies fp4 only against fp4 at the fp4
 rate (``.kind::mxf4nvf4``, ``.kind::mxf4``), and against fp8/fp6 at the fp8 rate (``.kind::mxf8f6f4``).
 
+A checkpoint's scheme prices each module by its own rule (``core.weight_scheme.SchemeRule.compute``): a weight-only
+rule (ModelOpt ``W4A16_NVFP4``, ``core.hf_quantization``) multiplies in bf16 whatever its format.
+
 Not told apart: a compressed-tensors NVFP4 checkpoint without ``input_activations`` (W4A16, vLLM's
 ``CompressedTensorsW4A16Fp4``: Marlin) is read as ``nvfp4`` (``core.hf_quantization``) and priced at fp4 on Blackwell;
 compressed-tensors' mxfp4 (W4A16) is read as ``mxfp4-linear`` and priced at fp4 on CDNA4. TensorRT-LLM's NVFP4
