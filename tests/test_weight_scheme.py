@@ -13,7 +13,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.hf_quantization import read_checkpoint_weights
 from mha_cli.core.presets import get_preset
 from mha_cli.core.sources import load_source
-from mha_cli.core.weight_bytes import rank_checkpoint_bytes, rank_weight_bytes
+from mha_cli.core.weight_bytes import rank_checkpoint_bytes, rank_weight_bytes, stored_matrices
 from mha_cli.core.weight_formats import weight_format
 from mha_cli.core.weight_scheme import WeightScheme, names
 
@@ -268,6 +268,33 @@ def test_modelopt_mixed_precision_prices_each_listed_layer():
     assert rank_checkpoint_bytes(get_preset("llama-3-8b"), 1, scheme, vocab_padding=1) == expected
 
 
+def test_modelopt_w4a16_nvfp4_stores_nvfp4_and_multiplies_in_bf16():
+    """MIXED_PRECISION with W4A16_NVFP4 MLPs (nvidia/Qwen3.6-27B-NVFP4's form): layer 0's MLP W4A16 (NVFP4 values and
+    fp8 scales per 16, one fp32 global scale: SGLang 0.5.15 drops its input_scale), layer 1's W4A4 NVFP4 (two fp32
+    scalars). Both store alike but for one scalar; the W4A16 MLP multiplies in bf16 (Marlin), the W4A4 one in nvfp4."""
+    layers = {
+        "model.layers.0.mlp": {"quant_algo": "W4A16_NVFP4", "group_size": 16},
+        "model.layers.1.mlp": {"quant_algo": "NVFP4", "group_size": 16},
+    }
+    scheme = scheme_of({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": layers})
+    w4a16_rule = scheme.rule_for("model.layers.0.mlp.down_proj")
+    assert w4a16_rule is not None and w4a16_rule.format == "nvfp4" and w4a16_rule.compute == "bf16"
+    w4a4_rule = scheme.rule_for("model.layers.1.mlp.down_proj")
+    assert w4a4_rule is not None and w4a4_rule.compute == "nvfp4"
+    mlp_bf16 = 2 * sum(o * i for o, i in LAYER[4:])
+    w4a16 = sum(o * i // 2 + o * i // 16 + 4 for o, i in LAYER[4:])
+    w4a4 = sum(o * i // 2 + o * i // 16 + 8 for o, i in LAYER[4:])
+    model = get_preset("llama-3-8b")
+    whole_bf16 = rank_weight_bytes(model, 1, "bf16", vocab_padding=1)
+    assert rank_checkpoint_bytes(model, 1, scheme, vocab_padding=1) == whole_bf16 - 2 * mlp_bf16 + w4a16 + w4a4
+    found = stored_matrices(model, 1, "nvfp4", scheme).matrices
+    down = ("mlp", "down_proj", 4096, 14336)
+    assert {dtype: (share.count, share.bytes) for (key, dtype), share in found.items() if key == down} == {
+        "bf16": (31, 30 * 4096 * 14336 * 2 + 4096 * 14336 // 2 + 4096 * 14336 // 16 + 4),
+        "nvfp4": (1, 4096 * 14336 // 2 + 4096 * 14336 // 16 + 8),
+    }
+
+
 def test_quark_mxfp4_as_amd_publishes_it():
     """amd/Llama-3.3-70B-Instruct-MXFP4-Preview's card: OCP MXFP4 weights (static) and activations (dynamic); the
     fields vLLM's Quark loader requires of it (``_is_ocp_mx``), lm_head excluded: MXFP4 on every linear layer."""
@@ -288,6 +315,9 @@ def test_quark_mxfp4_as_amd_publishes_it():
         (w4a16() | {"sparsity_config": {"format": "sparse-24-bitmask"}}, "sparsity format 'sparse-24-bitmask'"),
         (w4a16() | {"format": "naive-quantized"}, "num_bits=4 type=int strategy=group format=naive-quantized"),
         ({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}, "ModelOpt quant_algo 'W4A8_AWQ'"),
+        ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+          "quantized_layers": {"model.layers.0.mlp": {"quant_algo": "W4A16_NVFP4", "group_size": 32}}},
+         "W4A16_NVFP4 group_size 32"),
         ({"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "int4", "qscheme": "per_group"}}},
          "Quark global weight dtype=int4"),
         (w4a16() | {"ignore": "lm_head"}, "ignore that is not a list of module names"),

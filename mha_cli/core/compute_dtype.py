@@ -54,6 +54,9 @@ TensorRT-LLM's NVFP4 linear method quantises its activations to fp4 before ``nvf
 as its unit tests patch ``_input_prepare``, returning fp4 activations and their scales); SGLang's is taken to do as
 vLLM's (not read).
 
+A checkpoint's scheme prices each module by its own rule (``core.weight_scheme.SchemeRule.compute``): a weight-only
+rule (ModelOpt ``W4A16_NVFP4``, ``core.hf_quantization``) multiplies in bf16 whatever its format.
+
 Pure Python.
 """
 

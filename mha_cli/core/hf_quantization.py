@@ -19,7 +19,12 @@ tensors vLLM allocates for it (``create_weights`` of each scheme, vLLM ``model_e
   {...}}``): ``NVFP4`` (``weight`` uint8 (out, in/2), ``weight_scale`` fp8 (out, in/16), fp32 ``weight_scale_2`` and
   ``input_scale`` per matrix), ``FP8`` (fp32 ``weight_scale`` and ``input_scale``), ``FP8_PER_CHANNEL_PER_TOKEN``,
   ``FP8_PB_WO`` (fp32 per 128 x 128 block) and ``MIXED_PRECISION`` (``quantized_layers``: an algorithm per module,
-  every other module bf16); ``exclude_modules`` (or ``ignore``) keeps modules in bf16.
+  every other module bf16); ``exclude_modules`` (or ``ignore``) keeps modules in bf16. A ``W4A16_NVFP4`` module
+  (``MIXED_PRECISION`` only: nvidia/Qwen3.6-27B-NVFP4's MLPs) stores NVFP4 weights and one fp32 global scale, and
+  multiplies in bf16 (``SchemeRule.weight_only``): SGLang 0.5.15's ``modelopt_quant.py``
+  ``ModelOptMixedPrecisionConfig.get_quant_method`` gives it ``ModelOptNvFp4A16LinearMethod``, whose ``apply`` is
+  ``apply_fp4_marlin_linear`` on the bf16 activations (its ``input_scale`` dropped after loading, its
+  ``weight_scale_2`` reduced to one ``weight_global_scale``; group 16 only, "NVFP4A16 Marlin requires group_size=16").
 - Quark (``quark/quark.py``, ``schemes/quark_ocp_mx.py``): OCP MXFP4 (``weight`` uint8 (out, in/2), ``weight_scale``
   uint8 (out, in/32)), fp8 and int8 per tensor or channel (fp32 scales, an fp32 ``input_scale`` when static); the
   rule of a module is its ``layer_quant_config`` pattern, else its ``layer_type_quant_config``, else the
@@ -163,14 +168,15 @@ def _scheme(method: str, rules: list[SchemeRule], ignore: list[str], origin: str
 
 
 def _rule(name: str, targets: list[str], fmt: str, description: str, bits: int, scale: int, rows: int, cols: int,
-          *, zero_bits: int = 0, group_index: bool = False, extra: int = 0) -> SchemeRule:  # fmt: skip
+          *, zero_bits: int = 0, group_index: bool = False, extra: int = 0, weight_only: bool = False) -> SchemeRule:  # fmt: skip
     """A rule storing ``targets`` in ``bits``-bit values with a ``scale``-byte scale per ``rows`` x ``cols`` block;
-    ``fmt`` the named format it is closest to."""
+    ``fmt`` the named format it is closest to; ``weight_only``: its matmul takes bf16 activations."""
     from mha_cli.core.weight_scheme import SchemeRule
 
     return SchemeRule(
         name=name, targets=targets, format=fmt, value_bits=bits, scale_bytes=scale, scale_rows=rows, scale_cols=cols,
         zero_bits=zero_bits, group_index=group_index, extra_bytes=extra, description=description,
+        weight_only=weight_only,
     )  # fmt: skip
 
 
@@ -284,6 +290,11 @@ def _modelopt_rule(name: str, targets: list[str], spec: Any, origin: str) -> Sch
         if not isinstance(group, int) or group <= 0:
             raise _refuse(origin, f"ModelOpt NVFP4 group_size {group!r}")
         return _rule(name, targets, "nvfp4", f"nvfp4, fp8 scale per {group}", 4, 1, 1, group, extra=2 * FP32)
+    if algo == "W4A16_NVFP4":
+        if (spec.get("group_size") or NVFP4_GROUP) != NVFP4_GROUP:
+            raise _refuse(origin, f"ModelOpt W4A16_NVFP4 group_size {spec.get('group_size')!r} (Marlin needs 16)")
+        return _rule(name, targets, "nvfp4", "nvfp4 W4A16 (bf16 activations), fp8 scale per 16", 4, 1, 1, NVFP4_GROUP,
+                     extra=FP32, weight_only=True)  # fmt: skip
     if algo == "FP8":
         return _rule(name, targets, "fp8", "fp8 per tensor, fp32 scales", 8, FP32, 0, 0, extra=FP32)
     if algo == "FP8_PER_CHANNEL_PER_TOKEN":

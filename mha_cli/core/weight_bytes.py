@@ -64,6 +64,8 @@ class Stored(NamedTuple):
 
     layout: MatrixLayout | WeightFormat
     format: str
+    compute: str
+    """The dtype its matmul multiplies in (``core.compute_dtype``; a scheme's weight-only rule: bf16)."""
 
 
 class _FormatPricing(NamedTuple):
@@ -87,7 +89,7 @@ class _FormatPricing(NamedTuple):
         """How the matrix is stored: a named format covers the linear layers of its scope (a fixed-state mixer's
         projections among them, where ``core.mixer_quantisation`` says the engine quantises them)."""
         covered = self.fmt.scope in ("all", "linear") or (self.fmt.scope == "experts" and kind == "expert")
-        return Stored(self.fmt, self.fmt.name) if covered else None
+        return Stored(self.fmt, self.fmt.name, compute_dtype(self.fmt.name)) if covered else None
 
 
 class _SchemePricing(NamedTuple):
@@ -106,7 +108,7 @@ class _SchemePricing(NamedTuple):
             rule = self.matcher.rule_for_experts(prefix, projection, experts)
         else:
             rule = self.matcher.rule_for(module)
-        return None if rule is None else Stored(rule.layout, rule.format)
+        return None if rule is None else Stored(rule.layout, rule.format, rule.compute)
 
 
 def rank_weight_bytes(
@@ -262,7 +264,7 @@ def _rank_bytes(
                 matrix = layout.matrix_bytes(out, inp) if layout is not None else out * inp * UNQUANTISED_BYTES
                 placed += n * matrix
                 if by_matrix is not None:
-                    key = ((kind, part, out, inp), compute_dtype(stored.format if stored is not None else None))
+                    key = ((kind, part, out, inp), stored.compute if stored is not None else compute_dtype(None))
                     share = by_matrix.matrices.get(key, MatrixShare(0, 0))
                     by_matrix.matrices[key] = MatrixShare(share.count + n * repeats, share.bytes + n * matrix * repeats)
                 if by_kind is not None:
@@ -294,7 +296,7 @@ def _mixer_bytes(
         out, inp = tensor.shape
         matrix = stored.layout.matrix_bytes(out, inp)
         stored_bytes += matrix
-        dtype = compute_dtype(stored.format)
+        dtype = stored.compute
         weights, held = by_dtype.get(dtype, (0.0, 0.0))
         by_dtype[dtype] = (weights + tensor.numel / tp, held + matrix / tp)
     plain_bytes = -(-plain // tp) * pricing.rest_bytes

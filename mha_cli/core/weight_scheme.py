@@ -47,6 +47,7 @@ from functools import lru_cache
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from mha_cli.core.checkpoint_names import MHA_NAMES, ModuleNames
+from mha_cli.core.compute_dtype import ComputeDtype, compute_dtype
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.weight_formats import MatrixLayout, WeightFormatName
@@ -88,6 +89,14 @@ class SchemeRule(Record):
     """Bytes of per-matrix scalars: global and input scales, a stored shape."""
     description: str = ""
     """What it is, in words: ``int4 symmetric, group 128, bf16 scales``."""
+    weight_only: bool = False
+    """Its matmul takes 16-bit activations (W4A16): the engine multiplies in bf16 whatever ``format`` its weights are
+    stored in (ModelOpt ``W4A16_NVFP4``: ``core.hf_quantization``)."""
+
+    @property
+    def compute(self) -> ComputeDtype:
+        """The dtype its matmul multiplies in (``core.compute_dtype``): bf16 where ``weight_only``."""
+        return "bf16" if self.weight_only else compute_dtype(self.format)
 
     @property
     def layout(self) -> MatrixLayout:
