@@ -49,7 +49,8 @@ TensorKind = Literal[
     "head", "head_transform", "vision",
 ]  # fmt: skip
 """What a tensor is. ``attention``: q/k/v/o and MLA's projections; ``latent``: MLA's latent norms; ``router``: an
-MoE router and Qwen2-MoE's gate of the shared expert; ``moe_norm``: A.X K1's norm of the MoE block's output;
+MoE router, Gemma 4's router scales and Qwen2-MoE's gate of the shared expert; ``moe_norm``: A.X K1's norm of the MoE
+block's output and Gemma 4's norms of its two branches;
 ``expert``: the routed experts (one fused tensor per layer); ``shared_expert``: the shared experts, fused into one
 MLP; ``vision``: a multimodal model's vision encoder and projector (``core.vision_tower``), listed with the input side
 (the torch decoder does not build them)."""
@@ -361,12 +362,19 @@ def _mlp(spec: ModelSpec, prefix: str, i: int, width: int, gated: bool, bias: bo
 def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor]:
     """The router (replicated, with gpt-oss's bias), the routed experts fused (E, 2f, d) (plain experts: (E, f, d))
     and (E, d, f) in the rank's layout, the shared experts as one MLP n_shared x d_ff_shared wide (by columns), of
-    the model's MLP kind, Qwen2-MoE's gate of the shared expert and A.X K1's output norm (replicated)."""
+    the model's MLP kind, Qwen2-MoE's gate of the shared expert, A.X K1's output norm, Gemma 4's branch norms and
+    router scales (replicated)."""
     moe, d = spec.block.moe, spec.d_model
     assert moe is not None
     if moe.output_norm:
         yield Tensor(f"{prefix}.post_mlp_layernorm.weight", (d,), "moe_norm", "replicated", i)
+    for norm in ("pre_feedforward_layernorm_2", "post_feedforward_layernorm_1", "post_feedforward_layernorm_2"):
+        if moe.branch_norms:  # Gemma 4: the dense MLP's and the experts' branches normed apart
+            yield Tensor(f"{prefix}.{norm}.weight", (d,), "moe_norm", "replicated", i)
     yield Tensor(f"{prefix}.gate.weight", (moe.n_experts, d), "router", "replicated", i)
+    if moe.router_scales:  # Gemma 4: the router's input scale and its scale per expert
+        yield Tensor(f"{prefix}.gate.scale", (d,), "router", "replicated", i)
+        yield Tensor(f"{prefix}.gate.per_expert_scale", (moe.n_experts,), "router", "replicated", i)
     if moe.router_bias:
         yield Tensor(f"{prefix}.gate.bias", (moe.n_experts,), "router", "replicated", i)
     if moe.topk_method in BIASED_CHOICE:  # DeepSeek-V3's correction bias on the choice of experts

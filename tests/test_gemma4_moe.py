@@ -1,0 +1,124 @@
+"""Gemma 4's MoE block (26B-A4B, ``enable_moe_block``): a dense MLP beside 128 routed experts in every layer. Its
+weights are counted by hand and against transformers' own model built from the same config (meta and random
+weights), its cache against what transformers allocates, and the published config is planned and sized by the CLI."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+from mha_cli.core.hf_import import import_hf_config
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.params import count_params
+
+CONFIG_26B = Path(__file__).parent / "fixtures" / "hf_configs" / "gemma-4-26b-a4b.json"
+"""google/gemma-4-26B-A4B's config.json (tests/fixtures/hf_configs/SOURCES.md)."""
+BF16 = 2
+
+
+def _text_26b() -> dict:
+    return json.loads(CONFIG_26B.read_text())["text_config"]
+
+
+def _by_hand_26b() -> tuple[int, int]:
+    """(total, active) weights of gemma-4-26B-A4B's text model, by hand from its config: d 2816, 30 layers (25 sliding
+    with 16 heads and 8 KV heads of 256, 5 full with 16 heads and 2 KV heads of 512, K as V), a dense MLP of 2112 and
+    128 experts of 704 (8 a token), a tied 262,144-row embedding."""
+    d, vocab, layers, experts, active_experts = 2816, 262144, 30, 128, 8
+    sliding = 2 * d * 16 * 256 + 2 * d * 8 * 256 + 2 * 256  # q, o; k, v; q_norm, k_norm
+    full = 2 * d * 16 * 512 + d * 2 * 512 + 2 * 512  # q, o; k (attention_k_eq_v: no v_proj); q_norm, k_norm
+    one_expert = 3 * d * 704  # gate, up (fused (E, 2f, d)) and down (E, d, f)
+    per_layer = (
+        7 * d  # 4 layer norms + pre_feedforward_layernorm_2, post_feedforward_layernorm_1, _2
+        + 3 * d * 2112  # the dense MLP beside the experts
+        + experts * d
+        + d
+        + experts  # router.proj, router.scale, router.per_expert_scale
+        + experts * one_expert
+    )
+    total = vocab * d + 25 * sliding + 5 * full + layers * per_layer + d  # final norm
+    return total, total - layers * (experts - active_experts) * one_expert
+
+
+def test_gemma4_26b_a4b_weights_by_hand_equal_transformers_and_the_published_25_2b_and_3_8b():
+    """The model card gives 25.2B total and 3.8B active (https://huggingface.co/google/gemma-4-26B-A4B, "Total
+    Parameters", "Active Parameters"; the vision encoder apart): by hand 25,233,141,760 and 3,822,530,560, the same
+    count transformers' Gemma4ForCausalLM has on the meta device, and mha's."""
+    total, active = _by_hand_26b()
+    assert (total, active) == (25_233_141_760, 3_822_530_560)
+    assert round(total / 1e9, 1) == 25.2 and round(active / 1e9, 1) == 3.8
+    counted = count_params(import_hf_config(json.loads(CONFIG_26B.read_text())).model)
+    assert (counted.total, counted.active) == (total, active)
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    fields = {k: v for k, v in _text_26b().items() if k != "model_type"}
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        model = transformers.Gemma4ForCausalLM(transformers.Gemma4TextConfig(**fields))
+    assert sum(p.numel() for p in model.parameters()) == total
+
+
+TINY_MOE = {
+    "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 6, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 8, "global_head_dim": 16, "num_global_key_value_heads": 1,
+    "attention_k_eq_v": True, "sliding_window": 16, "hidden_size_per_layer_input": 0, "num_kv_shared_layers": 0,
+    "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
+    "enable_moe_block": True, "num_experts": 6, "top_k_experts": 2, "moe_intermediate_size": 8,
+}  # fmt: skip
+"""A tiny Gemma 4 with the MoE block: 6 experts of 8 (2 a token) beside a dense MLP of 48."""
+
+
+def test_a_tiny_gemma4_moe_s_weights_and_cache_equal_transformers_with_random_weights():
+    """transformers' model from the config object, random weights: its parameter count is mha's, and the cache a
+    12-token prefill of 2 sequences allocates is mha's KV bytes (fp32)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.Gemma4TextConfig(**TINY_MOE)
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.Gemma4ForCausalLM(config).eval()
+        with torch.no_grad():
+            cache = model(torch.randint(0, 64, (2, 12)), use_cache=True).past_key_values
+    spec = import_hf_config({"model_type": "gemma4_text", **TINY_MOE}).model
+    assert count_params(spec).total == sum(p.numel() for p in model.parameters())
+    names = {name for name, _ in model.named_parameters()}
+    assert {"model.layers.0.router.scale", "model.layers.0.router.per_expert_scale"} <= names  # what is counted
+    allocated = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
+    assert allocated == 2 * 12 * (4 * 2 * 2 * 8 + 2 * 2 * 1 * 16)  # sliding 2 x 8, full 1 x 16, K and V
+    assert kv_footprint(spec, seq_len=12, batch=2, kv_dtype="fp32").total_bytes == allocated * 4
+
+
+def test_gemma4_26b_a4b_s_cache_is_gemma4_s_per_kind_sum(cli):
+    """bf16, below the window: 25 sliding x 8 x 256 x 2 (K, V) x 2 B + 5 full x 2 x 512 x 2 x 2 B = 225,280 B a
+    token; the MoE block changes no cache."""
+    kv = cli.json("kv", str(CONFIG_26B))["kv"]
+    assert kv["bytes_per_token"] == 25 * 8 * 256 * 2 * BF16 + 5 * 2 * 512 * 2 * BF16 == 225_280
+
+
+def test_gemma4_26b_a4b_plans_on_an_h100_with_its_experts_and_dense_mlp(cli):
+    """``mha plan`` prices it (vLLM, one H100): the bf16 weights of all 25,233,141,760 parameters on the one device,
+    every expert whole, and a decode step priced."""
+    pick = cli.json("plan", str(CONFIG_26B), "--target", "h100")["candidates"][0]
+    assert pick["memory"]["weight_bytes_per_device"] == _by_hand_26b()[0] * BF16 == 50_466_283_520
+    assert pick["memory"]["weights_fit"] and pick["memory"]["experts_per_device"] == "all 128 experts whole"
+    assert pick["decode_step"]["flops"] > 0
+
+
+def test_the_torch_moe_block_builds_the_inventory_s_gemma4_moe_weights():
+    """``nn.moe.MoE`` of the tiny spec holds, name for name and shape for shape, the MoE tensors the inventory lists
+    for a layer (the branch norms and router scales with them), though ``build_model`` does not build Gemma 4."""
+    pytest.importorskip("torch")
+    from mha_cli.core.inventory import model_tensors
+    from mha_cli.nn.moe import MoE
+
+    spec = import_hf_config({"model_type": "gemma4_text", **TINY_MOE}).model
+    assert spec.block.moe is not None
+    built = {name: tuple(p.shape) for name, p in MoE(spec.d_model, spec.block.moe, device="meta").named_parameters()}
+    prefix = "model.layers.0.mlp."
+    listed = {t.name.removeprefix(prefix): t.shape for t in model_tensors(spec) if t.name.startswith(prefix)}
+    assert built == listed
+    assert {"gate.scale", "gate.per_expert_scale", "post_feedforward_layernorm_1.weight"} <= set(listed)
