@@ -108,17 +108,48 @@ def test_gemma4_26b_a4b_plans_on_an_h100_with_its_experts_and_dense_mlp(cli):
     assert pick["decode_step"]["flops"] > 0
 
 
-def test_the_torch_moe_block_builds_the_inventory_s_gemma4_moe_weights():
-    """``nn.moe.MoE`` of the tiny spec holds, name for name and shape for shape, the MoE tensors the inventory lists
-    for a layer (the branch norms and router scales with them), though ``build_model`` does not build Gemma 4."""
-    pytest.importorskip("torch")
+def test_the_inventory_names_and_shapes_every_weight_as_transformers_gemma4_does():
+    """mha's inventory of the tiny model is transformers' ``named_parameters``, name for name and shape for shape:
+    the dense MLP at ``layers.N.mlp``, the router at ``layers.N.router`` (proj, scale, per_expert_scale), the experts
+    at ``layers.N.experts``, the branch norms on the layer; what a checkpoint's ignore list is matched against."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
     from mha_cli.core.inventory import model_tensors
-    from mha_cli.nn.moe import MoE
 
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        model = transformers.Gemma4ForCausalLM(transformers.Gemma4TextConfig(**TINY_MOE))
+    theirs = {name: tuple(p.shape) for name, p in model.named_parameters()}
     spec = import_hf_config({"model_type": "gemma4_text", **TINY_MOE}).model
-    assert spec.block.moe is not None
-    built = {name: tuple(p.shape) for name, p in MoE(spec.d_model, spec.block.moe, device="meta").named_parameters()}
-    prefix = "model.layers.0.mlp."
-    listed = {t.name.removeprefix(prefix): t.shape for t in model_tensors(spec) if t.name.startswith(prefix)}
-    assert built == listed
-    assert {"gate.scale", "gate.per_expert_scale", "post_feedforward_layernorm_1.weight"} <= set(listed)
+    ours = {t.name: t.shape for t in model_tensors(spec)}
+    assert ours == theirs
+    assert ours["model.layers.0.router.proj.weight"] == (6, 32)
+    assert ours["model.layers.0.mlp.gate_proj.weight"] == (48, 32)
+
+
+CONFIG_26B_NVFP4 = CONFIG_26B.with_name("gemma-4-26b-a4b-nvfp4.json")
+"""nvidia/Gemma-4-26B-A4B-NVFP4's config.json: ModelOpt NVFP4 on every Linear but those its exclude list names,
+``model.language_model.layers.N.{mlp,router,self_attn}*`` (tests/fixtures/hf_configs/SOURCES.md)."""
+
+
+def test_nvidia_s_nvfp4_gemma4_26b_stores_only_the_routed_experts_in_nvfp4():
+    """The exclude list, spelled from the multimodal checkpoint's ``model.language_model``, names the attention, the
+    dense MLP (``layers.N.mlp``) and the router of every layer, not the experts (``layers.N.experts``): by hand the
+    22,837,985,280 expert weights at 4 bits with an fp8 scale per 16 and two fp32 scalars per matrix (ModelOpt's
+    weight_scale_2 and input_scale), every other weight bf16."""
+    from mha_cli.core.sources import load_source
+    from mha_cli.core.weight_bytes import model_bytes_by_kind
+
+    total, _ = _by_hand_26b()
+    expert_weights = 30 * 128 * 3 * 2816 * 704
+    assert expert_weights == 22_837_985_280
+    by_hand = expert_weights // 2 + expert_weights // 16 + 30 * 128 * 3 * 2 * 4 + (total - expert_weights) * BF16
+    assert by_hand == 17_636_771_840
+    source = load_source(str(CONFIG_26B_NVFP4))
+    deployment = source.deployment
+    assert deployment is not None
+    by_kind = model_bytes_by_kind(source.model, deployment.weight_dtype, deployment)
+    assert sum(by_kind.values()) == by_hand
+    assert by_kind["attention"] == 1_110_179_840 * BF16 and by_kind["shared_expert"] == 3 * 30 * 2816 * 2112 * BF16
+    unmatched = next(a for a in source.assumptions if "has none of" in a)
+    assert "layers" not in unmatched  # only lm_head and the vision modules, which mha does not list

@@ -21,7 +21,9 @@ names every expert of layer 0, as ModelOpt's mixed-precision config lists fused 
 
 Names are mha's own (``core.inventory``: Llama's, ``model.layers.N.self_attn.q_proj``,
 ``model.layers.N.mlp.down_proj``), which are the checkpoint's for Llama-like models; a routed expert is named as
-checkpoints store experts one by one, ``model.layers.N.mlp.experts.E.gate_proj`` (DeepSeek, Qwen-MoE). A family whose
+checkpoints store experts one by one, ``model.layers.N.mlp.experts.E.gate_proj`` (DeepSeek, Qwen-MoE; Gemma 4's beside
+its dense MLP: ``model.layers.N.experts.E.gate_proj``, ``model.layers.N.mlp.gate_proj``, as its checkpoints name
+them), and a multimodal checkpoint's ``model.language_model.`` is read as ``model.`` (``TEXT_MODEL_PREFIX``). A family whose
 checkpoint names differ (Mixtral's ``block_sparse_moe.experts.E.w1``, GPT-2's ``c_attn``) is matched on these names:
 the entries that name none of the model's modules are reported (``unmatched``) rather than silently dropped. The
 embedding and the LM head stay bf16 whatever the config says: vLLM's loaders quantise ``LinearBase`` and fused-MoE
@@ -179,9 +181,21 @@ def names(pattern: str, module: str) -> bool:
     return _regex(pattern_regex(pattern)).match(module) is not None
 
 
+TEXT_MODEL_PREFIX = ("model.language_model.", "model.")
+"""A multimodal checkpoint's text decoder sits under ``model.language_model`` (transformers 5's
+``Gemma4ForConditionalGeneration``: ``model.language_model`` is its ``Gemma4TextModel``, so the NVIDIA and RedHat
+NVFP4 checkpoints of Gemma 4 exclude ``model.language_model.layers.N.self_attn*``), where mha names the decoder
+``model``: a pattern spelled from that prefix is read from mha's, as vLLM maps the checkpoint's names onto its text
+model (``Gemma4ForConditionalGeneration.hf_to_vllm_mapper``, vLLM 0.34.0 ``models/gemma4_mm.py``)."""
+
+
 def pattern_regex(pattern: str) -> str:
     """The regular expression that matches, from a name's start, the names ``pattern`` names: a ``re:`` pattern's
-    own, a glob's over the whole name, a module name's over the name and every name beneath it."""
+    own, a glob's over the whole name, a module name's over the name and every name beneath it; a pattern spelled
+    from a multimodal checkpoint's text model (``TEXT_MODEL_PREFIX``) is read from mha's decoder."""
+    spelled, ours = TEXT_MODEL_PREFIX
+    if pattern.removeprefix("re:").startswith(spelled):
+        pattern = pattern.replace(spelled, ours, 1)
     if pattern.startswith("re:"):
         return pattern[3:]
     if any(c in pattern for c in "*?["):

@@ -71,9 +71,6 @@ class TopKRouter(nn.Module):
         self.bias = None
         if spec.router_bias:  # gpt-oss: a learned bias per expert on the logits
             self.bias = nn.Parameter(torch.empty(spec.n_experts, dtype=dtype, device=device))
-        if spec.router_scales:  # Gemma 4's weights, built but not applied (Family.differences says so)
-            self.scale = nn.Parameter(torch.ones(d_model, dtype=dtype, device=device))
-            self.per_expert_scale = nn.Parameter(torch.ones(spec.n_experts, dtype=dtype, device=device))
         if self.topk_method in BIASED_CHOICE:  # a buffer, as in transformers: saved, not trained by backprop
             self.register_buffer("e_score_correction_bias", torch.empty(spec.n_experts, device=device))
         if self.weight.device.type != "meta":
@@ -275,10 +272,6 @@ class MoE(nn.Module):
         self.spec = spec
         if spec.output_norm:  # A.X K1: the block's whole output normed (after the sum over ranks)
             self.post_mlp_layernorm = RMSNorm(d_model, norm_eps, **factory)
-        if spec.branch_norms:  # Gemma 4's weights, built but not applied (Family.differences says so)
-            self.pre_feedforward_layernorm_2 = RMSNorm(d_model, norm_eps, **factory)
-            self.post_feedforward_layernorm_1 = RMSNorm(d_model, norm_eps, **factory)
-            self.post_feedforward_layernorm_2 = RMSNorm(d_model, norm_eps, **factory)
         self.routing_tape: RoutingTape | None = None  # set by verify's numerics check only
         d_ff = _split_width(spec.d_ff_expert, tp_size, "d_ff_expert")
         self.gate = TopKRouter(d_model, spec, **factory)
