@@ -153,3 +153,30 @@ def test_nvidia_s_nvfp4_gemma4_26b_stores_only_the_routed_experts_in_nvfp4():
     assert by_kind["attention"] == 1_110_179_840 * BF16 and by_kind["shared_expert"] == 3 * 30 * 2816 * 2112 * BF16
     unmatched = next(a for a in source.assumptions if "has none of" in a)
     assert "layers" not in unmatched  # only lm_head and the vision modules, which mha does not list
+
+
+def test_a_step_prices_the_dense_mlp_always_and_the_branch_norms_of_every_layer():
+    """64 decode tokens, bf16, one rank: the dense MLP's three 2112 x 2816 matmuls in all 30 layers (always on, as
+    vLLM's Gemma4MLP runs before the MoE branch), the experts' beside them, and the MoE layers' elementwise passes by
+    hand: 4 layer norms (a read and a write each) and the residual adds (10 d), the routed experts' activation
+    (3 x 8 x 704) and Gemma 4's 11 passes of its branch norms, router scaling and branch sum; without branch_norms
+    those 11 passes go."""
+    from mha_cli.core.cost.work import layer_ops
+
+    model = import_hf_config(json.loads(CONFIG_26B.read_text())).model
+    ops = layer_ops(model, 64)
+    dense = [op for op in ops if op.name.startswith("mlp ")]
+    assert sorted(op.name for op in dense) == ["mlp 2112x2816", "mlp 2112x2816", "mlp 2816x2112"]
+    assert all(op.count == 30 and op.flops == 2 * 64 * 2112 * 2816 for op in dense)
+    assert {op.name for op in ops if op.name.startswith("expert ")} == {"expert 704x2816", "expert 2816x704"}
+    (memory,) = [op for op in ops if op.name == "norms, residuals, routing"]
+    d = 2816
+    assert memory.bytes == 64 * BF16 * (10 * d + 3 * 8 * 704 + 11 * d) == 9_732_096
+    assert memory.count == 30
+    moe = model.block.moe
+    assert moe is not None
+    plain = model.model_copy(
+        update={"block": model.block.model_copy(update={"moe": moe.model_copy(update={"branch_norms": False})})}
+    )
+    (without,) = [op for op in layer_ops(plain, 64) if op.name == "norms, residuals, routing"]
+    assert memory.bytes - without.bytes == 64 * BF16 * 11 * d
