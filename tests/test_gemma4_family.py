@@ -223,14 +223,15 @@ def test_gemma4_31b_text_weights_by_hand_equal_transformers_meta_build():
     assert count_params(_imported(fields)).total == by_hand  # mha's count, each kind's heads, no v_proj on full layers
 
 
-def test_gemma4_s_moe_block_is_refused_in_one_line_and_its_unused_fields_ignored(cli, tmp_path):
-    """26B-A4B's experts beside the dense MLP are not priced; a dense config's null MoE fields change nothing."""
-    moe = {"enable_moe_block": True, "num_experts": 128, "top_k_experts": 8, "moe_intermediate_size": 704}
+def test_gemma4_s_moe_block_without_its_sizes_is_refused_in_one_line_and_unused_fields_ignored(cli, tmp_path):
+    """enable_moe_block needs num_experts, top_k_experts and moe_intermediate_size (Gemma4TextConfig has no default
+    for them); a dense config's null MoE fields change nothing."""
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**TEXT_31B, **moe}))
+    path.write_text(json.dumps({**TEXT_31B, "enable_moe_block": True, "num_experts": 128}))
     result = cli.run("kv", str(path))
     assert result.exit_code == 2, result.output
-    assert "Gemma 4's MoE block (enable_moe_block" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "enable_moe_block is set but top_k_experts, moe_intermediate_size is not" in result.stderr
+    assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
     unused = {"num_experts": None, "top_k_experts": None, "moe_intermediate_size": None}
     assert _kv(cli, tmp_path, {**TEXT_31B, **unused})["kv"]["bytes_per_token"] == 901_120
 

@@ -428,3 +428,23 @@ def test_mha_plan_serves_kimi_k2_5_on_eight_h200_as_stored(cli):
     assert engine["weights_bytes_per_rank"] == rank_checkpoint_bytes(model, 8, scheme) == 76_183_607_296
     assert engine["starts"]
     assert rank_weight_bytes(model, 8, "bf16") == 258_508_896_256 > 141 * 10**9
+
+
+@pytest.mark.parametrize(
+    ("pattern", "module", "named"),
+    [
+        ("model.language_model.layers.0.mlp*", "model.layers.0.mlp.gate_proj", True),
+        ("model.language_model.layers.0.mlp*", "model.layers.0.experts.3.gate_proj", False),
+        ("model.language_model.layers.0.mlp*", "model.layers.10.mlp.gate_proj", False),
+        ("model.language_model.layers.1.self_attn", "model.layers.1.self_attn.q_proj", True),
+        ("re:model.language_model.layers.2.router.*", "model.layers.2.router.proj", True),
+        ("model.vision_tower*", "model.layers.0.mlp.gate_proj", False),
+        ("language_model.layers.0.mlp*", "model.layers.0.mlp.gate_proj", False),
+    ],
+)
+def test_a_multimodal_checkpoint_s_text_model_patterns_are_read_from_mha_s_decoder(pattern, module, named):
+    """``model.language_model.`` (transformers 5's multimodal text model, as vLLM's Gemma4 mapper reads it) is mha's
+    ``model.``; nothing else is rewritten."""
+    from mha_cli.core.weight_scheme import names
+
+    assert names(pattern, module) is named

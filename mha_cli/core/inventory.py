@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import Literal, NamedTuple
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.schemas import BIASED_CHOICE, ModelSpec, RecurrentSpec
+from mha_cli.core.schemas import BIASED_CHOICE, ModelSpec, MoESpec, RecurrentSpec
 from mha_cli.core.tensor_parallel import (
     ExpertLayout,
     built_vocab_padding,
@@ -49,7 +49,8 @@ TensorKind = Literal[
     "head", "head_transform", "vision",
 ]  # fmt: skip
 """What a tensor is. ``attention``: q/k/v/o and MLA's projections; ``latent``: MLA's latent norms; ``router``: an
-MoE router and Qwen2-MoE's gate of the shared expert; ``moe_norm``: A.X K1's norm of the MoE block's output;
+MoE router, Gemma 4's router scales and Qwen2-MoE's gate of the shared expert; ``moe_norm``: A.X K1's norm of the MoE
+block's output and Gemma 4's norms of its two branches;
 ``expert``: the routed experts (one fused tensor per layer); ``shared_expert``: the shared experts, fused into one
 MLP; ``vision``: a multimodal model's vision encoder and projector (``core.vision_tower``), listed with the input side
 (the torch decoder does not build them)."""
@@ -257,7 +258,7 @@ def _layer(spec: ModelSpec, i: int, ranks: _Ranks) -> Iterator[Tensor]:
     if post_norms or spec.block.n_norms == 4:
         yield from _norm(spec, f"{prefix}.post_feedforward_layernorm", spec.d_model, i)
     if spec.mlp_kind(i) == "moe":
-        yield from _moe(spec, f"{prefix}.mlp", i, ranks)
+        yield from _moe(spec, prefix, i, ranks)
     else:
         yield from _mlp(spec, f"{prefix}.mlp", i, ranks.d_ff, spec.block.mlp == "gated", spec.block.mlp_bias, "mlp")
         if spec.block.activation == "xielu":  # Apertus: the activation's own two weights
@@ -358,35 +359,63 @@ def _mlp(spec: ModelSpec, prefix: str, i: int, width: int, gated: bool, bias: bo
     yield from _linear(f"{prefix}.down_proj", d, width, kind, "row", i, bias=bias)
 
 
-def _moe(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor]:
+class _MoeNames(NamedTuple):
+    """Where one layer's MoE tensors sit: the block, its router, routed experts and shared experts."""
+
+    block: str
+    router: str
+    experts: str
+    shared: str
+
+
+def _moe_names(moe: MoESpec, layer: str) -> _MoeNames:
+    """Llama-style names under ``{layer}.mlp`` (DeepSeek's ``shared_experts``, Qwen2-MoE's ``shared_expert``); Gemma 4's
+    block (``branch_norms``) as transformers 5.24's ``Gemma4TextDecoderLayer`` names it, beside its dense MLP: the
+    router ``{layer}.router.proj``, the experts ``{layer}.experts``, the dense MLP ``{layer}.mlp``, the norms on the
+    layer; so a checkpoint's ignore list (``layers.N.mlp*``: the dense MLP, not the experts) names the same modules."""
+    if moe.branch_norms:
+        return _MoeNames(layer, f"{layer}.router.proj", f"{layer}.experts", f"{layer}.mlp")
+    shared = f"{layer}.mlp.shared_expert" if moe.shared_expert_gate else f"{layer}.mlp.shared_experts"
+    return _MoeNames(f"{layer}.mlp", f"{layer}.mlp.gate", f"{layer}.mlp.experts", shared)
+
+
+def _moe(spec: ModelSpec, layer: str, i: int, ranks: _Ranks) -> Iterator[Tensor]:
     """The router (replicated, with gpt-oss's bias), the routed experts fused (E, 2f, d) (plain experts: (E, f, d))
     and (E, d, f) in the rank's layout, the shared experts as one MLP n_shared x d_ff_shared wide (by columns), of
-    the model's MLP kind, Qwen2-MoE's gate of the shared expert and A.X K1's output norm (replicated)."""
+    the model's MLP kind, Qwen2-MoE's gate of the shared expert, A.X K1's output norm, Gemma 4's branch norms and
+    router scales (replicated); named as ``_moe_names`` says."""
     moe, d = spec.block.moe, spec.d_model
     assert moe is not None
+    names = _moe_names(moe, layer)
     if moe.output_norm:
-        yield Tensor(f"{prefix}.post_mlp_layernorm.weight", (d,), "moe_norm", "replicated", i)
-    yield Tensor(f"{prefix}.gate.weight", (moe.n_experts, d), "router", "replicated", i)
+        yield Tensor(f"{names.block}.post_mlp_layernorm.weight", (d,), "moe_norm", "replicated", i)
+    for norm in ("pre_feedforward_layernorm_2", "post_feedforward_layernorm_1", "post_feedforward_layernorm_2"):
+        if moe.branch_norms:  # Gemma 4: the dense MLP's and the experts' branches normed apart
+            yield Tensor(f"{names.block}.{norm}.weight", (d,), "moe_norm", "replicated", i)
+    yield Tensor(f"{names.router}.weight", (moe.n_experts, d), "router", "replicated", i)
+    if moe.router_scales:  # Gemma 4: the router's input scale and its scale per expert, beside router.proj
+        router = names.router.removesuffix(".proj")
+        yield Tensor(f"{router}.scale", (d,), "router", "replicated", i)
+        yield Tensor(f"{router}.per_expert_scale", (moe.n_experts,), "router", "replicated", i)
     if moe.router_bias:
-        yield Tensor(f"{prefix}.gate.bias", (moe.n_experts,), "router", "replicated", i)
+        yield Tensor(f"{names.router}.bias", (moe.n_experts,), "router", "replicated", i)
     if moe.topk_method in BIASED_CHOICE:  # DeepSeek-V3's correction bias on the choice of experts
-        yield Tensor(f"{prefix}.gate.e_score_correction_bias", (moe.n_experts,), "router", "replicated", i, True)
+        yield Tensor(f"{names.router}.e_score_correction_bias", (moe.n_experts,), "router", "replicated", i, True)
     n_local, width = local_experts(spec, ranks.experts), expert_width_per_rank(spec, ranks.experts)
     gated = spec.block.mlp == "gated"
     inputs: Split = "replicated" if ranks.experts.whole else "fused_halves" if gated else "expert_column"
     rows: Split = "replicated" if ranks.experts.whole else "row"
     up = "gate_up_proj" if gated else "up_proj"
-    yield Tensor(f"{prefix}.experts.{up}", (n_local, (2 if gated else 1) * width, d), "expert", inputs, i)
-    yield Tensor(f"{prefix}.experts.down_proj", (n_local, d, width), "expert", rows, i)
+    yield Tensor(f"{names.experts}.{up}", (n_local, (2 if gated else 1) * width, d), "expert", inputs, i)
+    yield Tensor(f"{names.experts}.down_proj", (n_local, d, width), "expert", rows, i)
     if moe.expert_bias:
-        yield Tensor(f"{prefix}.experts.{up}_bias", (n_local, (2 if gated else 1) * width), "expert", inputs, i)
-        yield Tensor(f"{prefix}.experts.down_proj_bias", (n_local, d), "expert", "replicated", i)
+        yield Tensor(f"{names.experts}.{up}_bias", (n_local, (2 if gated else 1) * width), "expert", inputs, i)
+        yield Tensor(f"{names.experts}.down_proj_bias", (n_local, d), "expert", "replicated", i)
     shared = moe.n_shared_experts * (moe.d_ff_shared or moe.d_ff_expert)
     if shared:
-        name = f"{prefix}.shared_expert" if moe.shared_expert_gate else f"{prefix}.shared_experts"
-        yield from _mlp(spec, name, i, shared // ranks.tp, gated, False, "shared_expert")
+        yield from _mlp(spec, names.shared, i, shared // ranks.tp, gated, False, "shared_expert")
         if moe.shared_expert_gate:
-            yield Tensor(f"{prefix}.shared_expert_gate.weight", (1, d), "router", "replicated", i)
+            yield Tensor(f"{layer}.mlp.shared_expert_gate.weight", (1, d), "router", "replicated", i)
 
 
 # Fixed-state mixers -----------------------------------------------------------------------------------------------

@@ -454,6 +454,13 @@ class MoESpec(_Strict):
     sparsemixer_eps: Annotated[Annotated[float, Field(gt=0, le=1)] | None, Field(exclude_if=_is_none)] = None
     """PhiMoE's sparsemixer routing, with its jitter epsilon (router_jitter_noise): experts chosen one at a time,
     each weighted by a softmax over the logits near it (``nn.sparsemixer``); None: the routing fields' own."""
+    branch_norms: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Gemma 4's MoE block: the shared expert (its dense MLP) and the routed experts each on their own normed branch,
+    ``post_feedforward_layernorm_1`` on the MLP's output, ``pre_feedforward_layernorm_2`` and ``_2`` on the experts'
+    input and output (3 RMSNorms of d_model weights; transformers 5.24 ``Gemma4TextDecoderLayer``)."""
+    router_scales: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Gemma 4's router: a learned scale on its normed input (d_model weights) and one per expert on the chosen
+    weights (n_experts weights; transformers 5.24 ``Gemma4TextRouter.scale`` and ``per_expert_scale``)."""
     router_bias: Annotated[bool, Field(exclude_if=_is_false)] = False
     """Whether the router adds a learned bias per expert to its logits (gpt-oss: n_experts weights a layer)."""
     swiglu_limit: Annotated[Annotated[float, Field(gt=0)] | None, Field(exclude_if=_is_none)] = None

@@ -34,7 +34,10 @@ checkpoints store experts one by one, ``model.layers.N.mlp.experts.E.gate_proj``
 checkpoint names differ and are not spelled there (Mixtral's ``block_sparse_moe.experts.E.w1``, Nemotron-H's
 ``backbone.layers.B.mixer``, whose block index B is not mha's layer index) is matched on mha's names: the entries that
 name none of the model's modules are reported (``unmatched``, said in the plan's assumptions) rather than silently
-dropped. The
+dropped. Gemma 4's routed experts sit beside its dense MLP (``model.layers.N.experts.E.gate_proj``,
+``model.layers.N.mlp.gate_proj``, as its checkpoints name them), and where a model's checkpoint spells its language
+model as mha does, a pattern spelled from a multimodal checkpoint's ``model.language_model.`` is read as ``model.``
+(``TEXT_MODEL_PREFIX``). The
 embedding and the LM head stay bf16 whatever the config says: vLLM's loaders quantise ``LinearBase`` and fused-MoE
 layers, and its ``ParallelLMHead`` is neither.
 """
@@ -138,7 +141,7 @@ class WeightScheme(Record):
         """The ignore entries and named targets that name none of ``modules`` (a model's module names, mha's,
         spelled by ``names``)."""
         patterns = [*self.ignore, *(t for rule in self.rules for t in rule.targets if not is_layer_class(t))]
-        left = {pattern: _regex(pattern_regex(pattern, self.method)) for pattern in patterns}
+        left = {pattern: _regex(pattern_regex(read_text_model(pattern, names), self.method)) for pattern in patterns}
         for module in modules:
             spelled = (names.checkpoint(module), names.engine(module))
             for pattern in [p for p, regex in left.items() if regex.match(spelled[p.startswith("re:")])]:
@@ -160,10 +163,11 @@ class SchemeMatcher:
 
     def __init__(self, scheme: WeightScheme, names: ModuleNames = MHA_NAMES) -> None:
         self.names = names
-        self.ignore = _Patterns(scheme.ignore, scheme.method)
+        self.ignore = _Patterns([read_text_model(p, names) for p in scheme.ignore], scheme.method)
         self.named = [
-            (rule, _Patterns([t for t in rule.targets if not is_layer_class(t)], scheme.method)) for rule in scheme.rules
-        ]  # fmt: skip
+            (rule, _Patterns([read_text_model(t, names) for t in rule.targets if not is_layer_class(t)], scheme.method))
+            for rule in scheme.rules
+        ]
         self.by_class = next((rule for rule in scheme.rules if LINEAR in rule.targets), None)
         self.memo: dict[object, SchemeRule | None] = {}
 
@@ -215,10 +219,28 @@ class _Patterns:
         )
 
 
+TEXT_MODEL_PREFIX = ("model.language_model.", "model.")
+"""A multimodal checkpoint's text decoder sits under ``model.language_model`` (transformers 5's
+``Gemma4ForConditionalGeneration``: ``model.language_model`` is its ``Gemma4TextModel``, so the NVIDIA and RedHat
+NVFP4 checkpoints of Gemma 4 exclude ``model.language_model.layers.N.self_attn*``), where mha names the decoder
+``model``: a pattern spelled from that prefix is read from mha's, as vLLM maps the checkpoint's names onto its text
+model (``Gemma4ForConditionalGeneration.hf_to_vllm_mapper``, vLLM 0.34.0 ``models/gemma4_mm.py``)."""
+
+
+def read_text_model(pattern: str, names: ModuleNames = MHA_NAMES) -> str:
+    """``pattern`` with a multimodal checkpoint's text-model prefix (``TEXT_MODEL_PREFIX``) read as mha's decoder's,
+    where ``names`` spells the language model as mha does (a Qwen3.5 image-text checkpoint spells it
+    ``model.language_model.`` itself: ``core.checkpoint_names``)."""
+    spelled, ours = TEXT_MODEL_PREFIX
+    if names.checkpoint_root == ours and pattern.removeprefix("re:").startswith(spelled):
+        return pattern.replace(spelled, ours, 1)
+    return pattern
+
+
 def names(pattern: str, module: str, method: str = "") -> bool:
     """Whether ``pattern`` (``re:<regex>``, a glob, or a module name) names ``module`` as ``method``'s loader
     matches it."""
-    return _regex(pattern_regex(pattern, method)).match(module) is not None
+    return _regex(pattern_regex(read_text_model(pattern), method)).match(module) is not None
 
 
 def pattern_regex(pattern: str, method: str = "") -> str:

@@ -78,6 +78,10 @@ MIXER_PROJECTION_KERNELS = 2
 """A fixed-state mixer's input and output projections (its scan and convolution are the state's kernels)."""
 MOE_ROUTING_KERNELS = 7
 """Router top-k, token sort and alignment, the fused experts' two grouped matmuls, the weighted sum."""
+BRANCH_PASSES = 11
+"""Gemma 4's MoE block's passes over d_model a token beyond the layer's own norms (vLLM 0.34.0 ``Gemma4DecoderLayer``
+and ``Gemma4Router.forward``): post_feedforward_layernorm_1, pre_feedforward_layernorm_2, the router's norm and
+scales, post_feedforward_layernorm_2 (each a read and a write: 4 x 2) and the two branches' sum (two reads, a write)."""
 OUTSIDE_LAYER_KERNELS = 6
 """Embedding lookup, final norm, and the sampler's kernels (the LM head's matmul counts one)."""
 
@@ -456,10 +460,11 @@ def layer_ops(
         assert model.block.moe is not None
         # this rank's share of the routed rows' activations: the groups' tokens over the ranks sharing the experts
         expert_width = model.block.moe.n_active_experts * model.block.moe.d_ff_expert * groups // layout.ranks
+        branches = tokens * ACTIVATION_BYTES * BRANCH_PASSES * d if model.block.moe.branch_norms else 0
         ops.append(
             Op(name="norms, residuals, routing", kind="memory", count=n_moe,
-               bytes=elementwise + tokens * ACTIVATION_BYTES * activation * expert_width, flops=0.0, tokens=tokens,
-               kernels=MLP_BLOCK_KERNELS + MOE_ROUTING_KERNELS)
+               bytes=elementwise + branches + tokens * ACTIVATION_BYTES * activation * expert_width, flops=0.0,
+               tokens=tokens, kernels=MLP_BLOCK_KERNELS + MOE_ROUTING_KERNELS)
         )  # fmt: skip
         ops.append(_router_op(model, tokens, n_moe, weight_dtype))
     for i, (dtype, params, held) in enumerate(weights.mixers):  # each token through the mixer's projections

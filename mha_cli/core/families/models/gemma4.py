@@ -88,18 +88,45 @@ def _per_layer_overrides(r: ConfigReader, fields: dict[str, Any]) -> dict[str, i
 
 
 MOE_FIELDS = ("num_experts", "top_k_experts", "moe_intermediate_size")
-"""Gemma 4's MoE block's fields (transformers 5.24), used only under enable_moe_block."""
+"""Gemma 4's MoE block's fields (transformers 5.24 ``Gemma4TextConfig``: None by default), read only under
+enable_moe_block."""
 
 
-def _without_unused_moe(config: dict[str, Any], origin: str) -> dict[str, Any]:
-    """Gemma 4's MoE block (enable_moe_block: 26B-A4B's experts beside a dense MLP) is refused in one line; without it,
-    its MoE fields are unused and left out (the standard reader would read num_experts as experts)."""
-    if config.get("enable_moe_block"):
+def _moe_view(config: dict[str, Any], origin: str) -> dict[str, Any]:
+    """Without enable_moe_block the MoE fields are unused and left out (the standard reader would read num_experts as
+    experts); with it, all three must be set (``Gemma4TextConfig`` has no default for them) and are read."""
+    if not config.get("enable_moe_block"):
+        return {key: value for key, value in config.items() if key not in MOE_FIELDS}
+    unset = [key for key in MOE_FIELDS if not config.get(key)]
+    if unset:
         raise BadInputError(
-            f"{origin}: Gemma 4's MoE block (enable_moe_block: routed experts beside the dense MLP) is not priced;"
-            " a dense Gemma 4 is"
+            f"{origin}: enable_moe_block is set but {', '.join(unset)} is not: give the MoE block's sizes"
         )
-    return {key: value for key, value in config.items() if key not in MOE_FIELDS}
+    return config
+
+
+def _read(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """The full layers' own geometry, then Gemma 4's MoE block (26B-A4B) where enable_moe_block is set."""
+    _global_geometry(r, fields)
+    if "moe" in fields:
+        fields["moe"].update(_moe_block(r))
+
+
+def _moe_block(r: ConfigReader) -> dict[str, Any]:
+    """transformers 5.24 ``Gemma4TextDecoderLayer``: every layer keeps its dense MLP (``intermediate_size``, always on:
+    priced as one shared expert that wide) beside the router and ``num_experts`` routed experts of
+    ``moe_intermediate_size`` (``Gemma4TextExperts``: gate_up (E, 2f, d), down (E, d, f)), ``top_k_experts`` of them a
+    token, chosen by a softmax over every expert and renormalised (``Gemma4TextRouter``); the two branches are normed
+    apart (``branch_norms``) and the router carries its own scales (``router_scales``). vLLM 0.34.0's ``Gemma4DecoderLayer``
+    builds the same: ``Gemma4MLP`` beside a fused MoE (``FusedMoEFactory``, renormalize=True, gelu_tanh)."""
+    return {
+        "n_shared_experts": 1,
+        "d_ff_shared": r.count("intermediate_size", "intermediate_size"),
+        "branch_norms": True,
+        "router_scales": True,
+        "scoring_func": "softmax",
+        "norm_topk_prob": True,
+    }
 
 
 FAMILY = Family(
@@ -118,17 +145,20 @@ FAMILY = Family(
         "hidden_activation": "gelu_pytorch_tanh",
         "rope_parameters": ROPE_PARAMETERS,
     },
-    spellings={"activation": ("hidden_activation",)},
+    spellings={"activation": ("hidden_activation",), "experts_per_token": ("top_k_experts",)},
     layout={**GEMMA_LAYOUT, "n_norms_per_layer": 4, "qk_norm": True},
     tied_by_default=True,
     local_cycle=("local",) * 5 + ("global",),
     local_cycle_note="layer pattern: Gemma 4 runs 5 sliding : 1 full (Gemma4TextConfig's default layer_types)",
-    read_fields=_global_geometry,
-    config_view=_without_unused_moe,
+    read_fields=_read,
+    config_view=_moe_view,
     names=("gemma4", "gemma-4"),
     differences=(
         "Gemma 4's full-attention layers have their own head width and KV heads (global_head_dim,"
         " num_global_key_value_heads); the decoder builds one geometry",
+        "Gemma 4's MoE block routes from the residual through its router's own norm and scales, norms the dense MLP's"
+        " and the experts' branches apart and scales each expert's weight; here the dense MLP is a shared expert and"
+        " both take the one normed input (the branch norms and router scales are built, not applied)",
     ),
     unbuilt="per-kind head geometry",
     uncounted="weights understated where set: Gemma 4's per-layer embeddings (vocab_size_per_layer_input x"
@@ -138,7 +168,7 @@ FAMILY = Family(
         "use_bidirectional_attention": ANY_VALUE,
         "vocab_size_per_layer_input": ANY_VALUE,
         "hidden_size_per_layer_input": ANY_VALUE,
-        "enable_moe_block": ANY_VALUE,  # on: refused by config_view
+        "enable_moe_block": ANY_VALUE,  # read by config_view: on, the MoE fields are read; off, they are left out
         "use_double_wide_mlp": False,
     },
 )

@@ -14,6 +14,7 @@ FAMILY = GEMMA4._replace(
     config_class="Gemma4UnifiedTextConfig (transformers 5.24)",
     defaults={**GEMMA4.defaults, "sliding_window": 1024, "max_position_embeddings": 262144},
     names=("gemma4-unified", "gemma-4-unified"),
+    differences=GEMMA4.differences[:1],  # its per-kind heads; it has no MoE block
     uncounted=None,
     left_unread={"use_bidirectional_attention": ANY_VALUE, "use_double_wide_mlp": False},
 )
