@@ -120,6 +120,7 @@ def test_plan_predicts_what_the_held_out_check_evaluates(cli):
     assert result["profile"]["name"] == "h100-sxm-prior@trtllm-cpp"
     assert result["ttft_ms"] == pytest.approx(expected["ttft_ms"])
     assert result["itl_ms"] == pytest.approx(expected["itl_ms"])
-    # 18.91 ms published: within 25% until the 2026-12-03 refit of the default constants (tile-padded GEMMs), +52%
-    # since: the 2023 set's held-out regression, docs/validation.md
-    assert row.measured["itl_ms"] == 18.91 and result["itl_ms"] == pytest.approx(28.81, rel=0.01)
+    # 18.91 ms published: within 25% until the 2026-12-02 refit of the default constants (tile-padded GEMMs), +52%
+    # then (28.81 ms: the 2023 set's held-out regression), +20% again since gemmramp's ramp above the first tile and
+    # the 2026-12-03 refit (docs/validation.md)
+    assert row.measured["itl_ms"] == 18.91 and result["itl_ms"] == pytest.approx(22.72, rel=0.01)

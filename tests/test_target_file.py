@@ -64,8 +64,9 @@ def test_a_file_target_prices_as_the_row_it_copies(cli, h100_file, args):
     assert json.dumps(from_file).count(h100_file) >= 1 and "h100-sxm" not in json.dumps(from_file)
     assert _priced(from_file, h100_file) == _priced(native)
     if args[0] == "kv":  # the band: the row's own (its 20 held-out measurements), the file's that of all GPUs
-        # (0.424, 0.3874) before the 2026-12-03 refit of the default constants (gemm_tiles)
-        assert (native["latency"]["relative_error"], from_file["latency"]["relative_error"]) == (0.5619, 0.4498)
+        # (0.424, 0.3874) before the 2026-12-02 refit of the default constants (gemm_tiles); (0.5619, 0.4498) before
+        # the 2026-12-03 refit (gemmramp)
+        assert (native["latency"]["relative_error"], from_file["latency"]["relative_error"]) == (0.4415, 0.3938)
 
 
 def test_a_count_in_front_multiplies_the_file_unless_the_whole_name_is_a_file(tmp_path, monkeypatch):
