@@ -151,9 +151,10 @@ def test_review_findings_stay_fixed(cli, tmp_path, monkeypatch):
     at = {users: cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "1",
                           "--concurrency", str(users)) for users in (1, 2, 4)}  # fmt: skip
     assert at[1]["output_tokens_per_s"] < at[2]["output_tokens_per_s"] < at[4]["output_tokens_per_s"]
-    # ITL 22 ms: bf16 misses it and fp8 meets it since the 2026-12-03 refit (16 ms before)
-    bf16 = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--itl-ms", "22")
-    fp8 = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--itl-ms", "22", "--weight-dtype", "fp8")
+    # ITL 16 ms: bf16 misses it and fp8 meets it (tp 8 at 8 users, 65 tokens/s per GPU) since the 2026-12-03 refit
+    # c9a7fdd; 22 ms after the refit f6abe15 and before c9a7fdd (bf16 now meets 22 ms: tp 8 at 24 users), 16 ms before
+    bf16 = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--itl-ms", "16")
+    fp8 = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--itl-ms", "16", "--weight-dtype", "fp8")
     way = next(w["figure"] for w in bf16["ways_out"] if w["change"] == "--weight-dtype fp8")
     pick = fp8["candidates"][fp8["chosen"]]
     assert f"at {pick['concurrency']} user(s)" in way and f"{pick['output_tokens_per_s_per_gpu']:,.0f} tokens/s" in way
@@ -215,8 +216,8 @@ def test_the_front_shows_the_verdict_that_kept_a_faster_point_from_the_pick(cli)
         if int(row[8].replace(",", "")) > round(pick["output_tokens_per_s_per_gpu"]):
             assert row[10:] != ["yes"], row
     assert any(row[10:] == ["no:", "p99", "ttft", "at", "16"] for row in rows)
-    # 1,062 ms before the 2026-12-03 refit
-    assert "tp 4 x pp 1 x 2 replica(s) at 16 users missed p99 ttft 1,072 ms > 1000 ms in the simulated loop" in shown
+    # 1,072 ms before the 2026-12-03 refit c9a7fdd, 1,062 ms before f6abe15
+    assert "tp 4 x pp 1 x 2 replica(s) at 16 users missed p99 ttft 1,051 ms > 1000 ms in the simulated loop" in shown
 
 
 def _layout(candidate: dict) -> tuple[int, int, int]:
@@ -226,16 +227,17 @@ def _layout(candidate: dict) -> tuple[int, int, int]:
 
 def test_every_layout_that_could_beat_the_pick_is_simulated(cli):
     """llama-3.1-70b on 8xb300 (TTFT 1000 ms, ITL 40 ms): the two layouts the search runs first confirm tp 4 x 2 at
-    12 users (82 tokens/s per GPU), while every other layout passes the closed form faster (tp 8 x 1 at 48 users:
-    261), so the search goes on down the closed-form order; the pick, tp 2 x 4 at 16 users (90), is the best
+    12 users (87 tokens/s per GPU), while every other layout passes the closed form faster (tp 8 x 1 at 128 users:
+    421), so the search goes on down the closed-form order; the pick, tp 2 x 4 at 16 users (94), is the best
     simulated point, and every point faster than it that the closed form passes sits above a simulated miss of its
-    layout (it was tp 4 x 2 at 12 users while only two layouts were run)."""
+    layout (it was tp 4 x 2 at 12 users while only two layouts were run). Before the 2026-12-03 refit f6abe15: 82,
+    tp 8 x 1 at 48 users: 261, the pick tp 2 x 4 at 16 users (90); from f6abe15 to c9a7fdd the pick was tp 1 x 8."""
     args = ["plan", "llama-3.1-70b", "--target", "8xb300", "--isl", "4096", "--osl", "512", "--ttft-ms", "1000"]
     found = cli.json(*args, "--itl-ms", "40")
     candidates = found["candidates"]
     pick = candidates[found["chosen"]]
-    # tp 1 x 8 replicas at 16 users since the 2026-12-03 refit (tp 2 x 4, the docstring's, before)
-    assert (_layout(pick), pick["concurrency"]) == ((1, 1, 8), 16)
+    # tp 2 x 4 replicas at 16 users since the 2026-12-03 refit c9a7fdd (tp 1 x 8 replicas at 16 before it)
+    assert (_layout(pick), pick["concurrency"]) == ((2, 1, 4), 16)
     confirmed = [c for c in candidates if c["simulated"] is not None and c["meets_targets"]]
     assert pick["output_tokens_per_s_per_gpu"] == max(c["output_tokens_per_s_per_gpu"] for c in confirmed)
     misses = [c for c in candidates if c["simulated"] is not None and not c["meets_targets"]]
