@@ -32,10 +32,7 @@ Every other model is matched on mha's names, which are its checkpoint's for Llam
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, NamedTuple
-
-if TYPE_CHECKING:
-    from mha_cli.core.schemas import ModelSpec
+from typing import Any, NamedTuple, Protocol
 
 GATED_DELTANET_MODULES = frozenset(
     {"in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "conv1d", "dt_bias", "A_log",
@@ -88,7 +85,15 @@ QWEN3_5_IMAGE_TEXT_NAMES = ModuleNames(
 )  # fmt: skip
 
 
-def module_names(model: ModelSpec) -> ModuleNames:
+class _Model(Protocol):
+    """What ``module_names`` reads of a ``core.schemas.ModelSpec`` (named structurally: ``core.schemas`` imports
+    ``core.weight_scheme``, which imports this module)."""
+
+    recurrent: Any
+    vision: Any
+
+
+def module_names(model: _Model) -> ModuleNames:
     """How ``model``'s checkpoint and vLLM spell its modules."""
     if model.recurrent is None or model.recurrent.kind != "gated_deltanet":
         return MHA_NAMES
