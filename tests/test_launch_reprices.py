@@ -76,8 +76,8 @@ def test_the_vllm_line_carries_the_max_num_seqs_priced_not_the_running_count(cli
 
 QWEN3_32B_PP = ("plan", str(REPO / "tests" / "fixtures" / "hf_configs" / "qwen3-32b.json"), "--target", "2xh100",
                 "--engine", "vllm@0.11.0", "--closed-form")  # fmt: skip
-"""A pick (tp 1 x pp 2 at 223 users; 128 before vllmeff's refit) whose vLLM pool is priced at the H100 default of
-1,024 sequences."""
+"""A pick (tp 2 at 223 users since the 2026-12-03 gemmramp refit; tp 1 x pp 2 at 128 users when written, at 223 from
+vllmeff's refit) whose vLLM pool is priced at the H100 default of 1,024 sequences."""
 
 
 def _caps(found: dict) -> dict[str, str | None]:
@@ -92,8 +92,9 @@ def test_every_line_caps_the_requests_at_the_max_num_seqs_priced(cli):
     found = cli.json(*QWEN3_32B_PP)
     pick = found["candidates"][found["chosen"]]
     priced = pick["memory"]["engine"]["max_num_seqs"]
-    # 128 users before vllm-v1's refit (vllmeff), 223 from it to the 2026-12-03 refit
-    assert (priced, pick["concurrency"]) == (1024, 128)
+    # 128 users before vllm-v1's refit (vllmeff), 223 from it to the first 2026-12-03 refit, 128 from it to the
+    # 2026-12-03 gemmramp refit
+    assert (priced, pick["concurrency"]) == (1024, 223)
     assert _caps(found) == {"vllm": "1024", "sglang": "1024"}
     asked = cli.json(*QWEN3_32B_PP, "--max-num-seqs", "128")
     assert asked["candidates"][asked["chosen"]]["memory"]["engine"]["max_num_seqs"] == 128

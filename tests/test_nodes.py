@@ -69,20 +69,20 @@ def test_the_stage_send_crosses_the_inter_node_link_by_hand():
     """Llama-3.1-405B tp 8 x pp 2 on 2 x 8 H100: the boundary between the stages is the boundary between the nodes.
     A step of T tokens sends T x 16,384 x 2 B once; over InfiniBand NDR (50 GB/s per GPU each way,
     https://www.infinibandta.org/infiniband-roadmap/) at the prior's link efficiency 0.7: 35e9 B/s, after the
-    prior's collective latency (NVLink's fitted 54.74 us) plus the link's 5 us start-up."""
+    prior's collective latency (NVLink's fitted 20.23 us, cost_priors.json) plus the link's 5 us start-up."""
     model, h100 = get_preset("llama-3.1-405b"), resolve_target("h100").target
     profile = prior_profile(h100)
     constants = fitted_constants()["constants"]
-    # 30.59 us until the 2026-12-03 refit of the default constants
-    assert (constants["link_efficiency"], constants["all_reduce_latency_nvlink_s"]) == (0.7, 5.474e-05)
+    # 30.59 us until the 2026-12-03 refit of the default constants, 54.74 us before the 2026-12-03 gemmramp refit
+    assert (constants["link_efficiency"], constants["all_reduce_latency_nvlink_s"]) == (0.7, 2.023e-05)
     placement = NodePlacement(8, LINKS["ib-ndr"])
     case = ServingCase(model=model, isl=1024, osl=256, concurrency=1, tp=8, pp=2, nodes=placement)
     for tokens in (1, 4096):
         sent = tokens * 16_384 * 2
-        across = 5.474e-05 + 5e-06 + sent / (50e9 * 0.7)
+        across = 2.023e-05 + 5e-06 + sent / (50e9 * 0.7)
         assert Stepper(case, profile).send_seconds(tokens) == pytest.approx(across, rel=1e-12)
         # the control: the same stages in one 16-GPU NVLink domain send over NVLink (900 GB/s both ways) and win
-        inside = 5.474e-05 + sent / (450e9 * 0.7)
+        inside = 2.023e-05 + sent / (450e9 * 0.7)
         assert Stepper(case._replace(nodes=None), profile).send_seconds(tokens) == pytest.approx(inside, rel=1e-12)
         assert across > inside
 
