@@ -441,9 +441,9 @@ def test_an_sglang_plans_vllm_line_runs_the_same_ranks_cap_and_prefill(cli, chun
     assert pick["deployment"]["dp_attention"] and engine["max_num_seqs"] == 4097
     assert vllm[vllm.index("--max-num-seqs") + 1] == "4097"
     step = int(vllm[vllm.index("--max-num-batched-tokens") + 1])
-    # at --max-num-batched-tokens 500 the chosen layout's chunk a rank is 250 since the 2026-12-03 refit (125 before:
-    # 4,222)
-    assert step == engine["max_num_batched_tokens"] + 4097 == (5_121 if chunk is None else 4_347)
+    # at --max-num-batched-tokens 500 the pick is 4 DP-attention ranks of tp 2 again (500 // 4 = 125) after the
+    # 2026-12-03 gemmramp refit c9a7fdd; the refit before it picked 2 ranks of tp 4 (500 // 2 = 250: 4,347)
+    assert step == engine["max_num_batched_tokens"] + 4097 == (5_121 if chunk is None else 4_222)
 
 
 def test_the_simulated_loop_of_dp_attention_counts_attention_ranks_not_replicas(cli):
