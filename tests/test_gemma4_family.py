@@ -157,14 +157,7 @@ def test_transformers_caches_gemma4_s_full_layers_at_their_own_geometry():
     layers: the prefill's cache holds each layer at its kind's geometry (K and V both, k_eq_v or not), and the
     sharing layers nothing: the per-kind sum a pricing of Gemma 4 has to reproduce."""
     torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    config = transformers.Gemma4TextConfig(**TINY)
-    torch.manual_seed(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = transformers.Gemma4ForCausalLM(config).eval()
-        with torch.no_grad():
-            cache = model(torch.randint(0, 64, (2, 12)), use_cache=True).past_key_values
+    config, model, cache = tiny_gemma4_prefill(TINY)
     held = [
         (tuple(layer.keys.shape), tuple(layer.values.shape)) if getattr(layer, "keys", None) is not None else None
         for layer in cache.layers
@@ -295,3 +288,18 @@ def test_the_first_release_registering_gemma4_is_read_from_the_architectures_tab
     refuse_per_kind_pages(model, "vllm-0.21")
     with pytest.raises(BadInputError, match=r"pages of two sizes"):
         refuse_per_kind_pages(model, "sglang-0.5")
+
+
+def tiny_gemma4_prefill(fields: dict) -> tuple:
+    """(config, model, cache): transformers' Gemma 4 built from ``fields`` with random weights (seed 0), after a
+    12-token prefill of 2 sequences."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.Gemma4TextConfig(**fields)
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.Gemma4ForCausalLM(config).eval()
+        with torch.no_grad():
+            cache = model(torch.randint(0, 64, (2, 12)), use_cache=True).past_key_values
+    return config, model, cache

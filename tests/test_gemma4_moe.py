@@ -13,6 +13,7 @@ import pytest
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.params import count_params
+from tests.test_gemma4_family import tiny_gemma4_prefill
 
 CONFIG_26B = Path(__file__).parent / "fixtures" / "hf_configs" / "gemma-4-26b-a4b.json"
 """google/gemma-4-26B-A4B's config.json (tests/fixtures/hf_configs/SOURCES.md)."""
@@ -74,15 +75,7 @@ TINY_MOE = {
 def test_a_tiny_gemma4_moe_s_weights_and_cache_equal_transformers_with_random_weights():
     """transformers' model from the config object, random weights: its parameter count is mha's, and the cache a
     12-token prefill of 2 sequences allocates is mha's KV bytes (fp32)."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    config = transformers.Gemma4TextConfig(**TINY_MOE)
-    torch.manual_seed(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = transformers.Gemma4ForCausalLM(config).eval()
-        with torch.no_grad():
-            cache = model(torch.randint(0, 64, (2, 12)), use_cache=True).past_key_values
+    _, model, cache = tiny_gemma4_prefill(TINY_MOE)
     spec = import_hf_config({"model_type": "gemma4_text", **TINY_MOE}).model
     assert count_params(spec).total == sum(p.numel() for p in model.parameters())
     names = {name for name, _ in model.named_parameters()}
