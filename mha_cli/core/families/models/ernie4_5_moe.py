@@ -25,7 +25,9 @@ FAMILY = Family(
     routing_fixed=("scoring_func", "topk_method", "norm_topk_prob"),
     equal_test=EQUAL_BY_SWEEP,
     weights=WEIGHTS,
-    left_unread={"use_bias": False, "moe_norm_min": ANY_VALUE},
+    # num_nextn_predict_layers: transformers 5.25's name for ERNIE 4.5's multi-token-prediction layers (attribute map
+    # "num_mtp_layers"), which neither transformers' model nor count_params builds (as DeepSeek-V3's and GLM-4.5's)
+    left_unread={"use_bias": False, "moe_norm_min": ANY_VALUE, "num_nextn_predict_layers": ANY_VALUE},
     uncounted="weights understated by one value per expert per MoE layer: the router's correction bias, a parameter in"
     " transformers, is a buffer here; the cache is exact",
 )

@@ -66,6 +66,9 @@ FAMILY = Family(
         "num_ln_in_parallel_attn": ANY_VALUE,
         "parallel_attn": ANY_VALUE,
         "num_kv_heads": ANY_VALUE,
+        # written by transformers 5.25's FalconConfig.__post_init__, derived from the fields above: num_kv_heads under
+        # the new decoder architecture or without multi_query, else 1, the value _kv_heads builds
+        "num_key_value_heads": ANY_VALUE,
         "activation": "gelu",
     },
 )
