@@ -154,8 +154,10 @@ def test_a_routed_experts_gemm_takes_no_ramp():
     constants = fitted_constants()["constants"] | {"matmul_half_rows": 100.0}
     profile = prior_profile(H100, constants=constants)
     rate = H100_BF16 * constants["matmul_efficiency"]
-    expert = _gemm(4096)._replace(name="expert 1440x2880", tokens=29)  # a 922-token prompt's rows an expert
-    dense = expert._replace(name="mlp 1440x2880")
+    expert = _gemm(4096)._replace(
+        name="expert 1440x2880", tokens=29, grouped=True
+    )  # a 922-token prompt's rows an expert
+    dense = expert._replace(name="mlp 1440x2880", grouped=False)
     compute_bound = dict(flops=2 * 29 * OUT * IN * 1000, bytes=1.0)  # compute far above the read
     expert, dense = expert._replace(**compute_bound), dense._replace(**compute_bound)
     flops = expert.flops

@@ -59,18 +59,16 @@ weight's dtype picks the rate, ``core.cost.priors.peak_matmul_flops``)."""
 GENERIC_GEMM = TileKernel(name="16-row M tile (m16n8k16; kernels not read)", tiles=(16,), fp8_mma=True)
 """Other vendors' weight GEMMs: not read, the m16n8k16 MMA's 16 rows."""
 
-ROUTED_EXPERT = "expert "
-"""The name prefix of a routed expert's grouped matmul (``core.cost.work.forward_ops``: ``expert OUTxIN``)."""
-
 
 def weight_gemm_tile(target: Target) -> TileKernel:
     """The M tile ``target``'s weight GEMMs pad a matmul's rows to (the same for vLLM and SGLang: see the module)."""
     return NVIDIA_GEMM if target.vendor == "NVIDIA" else GENERIC_GEMM
 
 
-def ramp_half_rows(op_name: str, half_rows: float) -> float:
-    """The half rows the ramp prices the op ``op_name`` with: 0 for a routed expert's fused-MoE GEMM (module)."""
-    return 0.0 if op_name.startswith(ROUTED_EXPERT) else half_rows
+def ramp_half_rows(grouped: bool, half_rows: float) -> float:
+    """The half rows the ramp prices a weight GEMM with: 0 for a routed expert's grouped fused-MoE GEMM
+    (``Op.grouped``, module)."""
+    return 0.0 if grouped else half_rows
 
 
 def padded_matmul_seconds(flops: float, rows: int, tile: TileKernel, rate: float, half_rows: float = 0.0) -> float:

@@ -123,7 +123,7 @@ def peak_matmul_flops(target: Target, weight_dtype: str) -> float:
     the device computes fp8, the non-tensor fp32 rate where the target states one (``Target.fp32_tflops``), else
     the bf16 tensor cores."""
     computed = compute_dtype(weight_dtype)
-    if target.fp4_tflops_dense and fp4_native(computed, target.vendor, target.fp4_tflops_dense):
+    if fp4_native(computed, target.vendor, target.fp4_tflops_dense):
         return target.fp4_tflops_dense * 1e12
     if computed == "fp8" and target.fp8_native and target.fp8_tflops_dense:
         return target.fp8_tflops_dense * 1e12

@@ -72,7 +72,7 @@ def op_seconds(op: Op, profile: DeviceProfile, tp: int, scale_out: CollectiveCos
         padded = profile.decode_attention.seconds(op.flops, op.decode)
     elif op.kind == "matmul" and profile.matmul_tile is not None and op.compute != "fp32":  # tensor cores' M tiles
         rate = profile.matmul_in(op.compute).at(op.tokens)
-        half_rows = ramp_half_rows(op.name, profile.matmul_half_rows)
+        half_rows = ramp_half_rows(op.grouped, profile.matmul_half_rows)
         padded = padded_matmul_seconds(op.flops, op.tokens, profile.matmul_tile, rate, half_rows)
     if padded is None:
         rate = profile.attention_flops if op.kind == "attention" else profile.matmul_in(op.compute)

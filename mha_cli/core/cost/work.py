@@ -115,6 +115,9 @@ class Op(NamedTuple):
     compute: str | None = None
     """The dtype a matmul multiplies in (``core.compute_dtype``: bf16, fp8, fp32), whose rate prices its FLOPs
     (``DeviceProfile.matmul_in``); None: the profile's own."""
+    grouped: bool = False
+    """A routed expert's grouped matmul: one fused-MoE launch over every touched expert's tiles, which takes no
+    ramp above its first tile (``core.cost.gemm_tiles``)."""
 
 
 # A NamedTuple rather than a frozen dataclass, for start-up time (see ``core.record``).
@@ -273,6 +276,7 @@ def _matmul_ops(model: ModelSpec, tp: int, tokens: int, weights: LayerWeights, w
                 flops=2 * matrices * rows * matrix.out_features * matrix.in_features,
                 tokens=rows,
                 kernels=kernels,
+                grouped=matrix.kind == "expert",
                 compute=dtype,
             )
         )
