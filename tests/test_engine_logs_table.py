@@ -116,6 +116,10 @@ stand, per group, so that a rule change that moves them has to say so here.
   6 of 7 (2002 +0.3%, 2003 +1.1%, 2004 +0.5%, Qwen3-4B on an H200, a vLLM build between 0.19.1 and 0.20; 2005 and
   2006 +0.3%, DeepSeek-R1-Distill-Qwen-1.5B on the same H200; 2015 -2.4%, a Chinese GPT-2 on an RTX 4090, vLLM
   0.11.0; 2001 +10.3%, Nemotron 3 Nano 30B-A3B on a DGX Spark, vLLM 0.20.2); 10 logs not expressible.
+- ``new-20`` (ids 2201-2211, logs23: SGLang and TensorRT-LLM logs, collected after the rules of commit bdfbf4f stood,
+  priced with them, no rule changed): the per-token rule exact on 2 of 2, the plan within 5% on 2 of 2 (2201 +1.1%,
+  Qwen3.6-27B-FP8 on an RTX PRO 6000 Server Edition, SGLang 0.5.11; 2207 -1.5%, LLaVA-1.5-7B's language model in fp16
+  at tp 2, a TensorRT-LLM C++ engine through Triton); 9 logs not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -176,6 +180,7 @@ def test_counts_per_group(table):
         "priced": 7,
         "within": 6,
     }  # rule_exact 6 at collection
+    assert module.counts(rows, "new-20") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
 
 
 def test_second_new_group_errors(table):
@@ -665,6 +670,28 @@ def test_group_2001(table):
     assert [log["id"] for log in unexpressed] == [*range(2007, 2015), 2016, 2017]
     assert all(log["not_expressible"] for log in unexpressed)
     assert not {row.log["id"] for row in rows} & {*range(2007, 2015), 2016, 2017}
+
+
+def test_group_2201(table):
+    """The 22xx group (logs23, SGLang and TensorRT-LLM logs) as the rules of bdfbf4f price them: SGLang 0.5.11 on an RTX
+    PRO 6000 Server Edition (2201, Qwen3.6-27B-FP8, its Gated DeltaNet state in the Mamba pool at the release's own
+    fraction) and a TensorRT-LLM C++ engine of LLaVA-1.5-7B's language model at tp 2 (2207): each log's error and plan,
+    the per-token rule from its own K size or pool, and the logs mha cannot express listed with their reason, never
+    priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-20"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {2201: 0.011, 2207: -0.015}
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {2201: 408317, 2207: 310912}
+    assert all(row.basis == "tokens" and row.rule_hit for row in new.values())
+    # K of (tokens + 1 padding slot) x 16 attention layers x 4 KV heads x 256 x 2 B, to the log's 0.01 GiB
+    assert module.per_token_tokens(new[2201].log) == [403864, 404192]
+    # 77.02 GiB / 262,144 B (fp16, 16 of 32 KV heads a rank) in blocks of 32; in blocks of 64 it would miss
+    assert module.per_token_tokens(new[2207].log) == [315424, 315488]
+    assert module.per_token_tokens(dict(new[2207].log, block_size=64))[1] < 315488
+    unexpressed = module.unexpressed_logs("new-20")
+    assert [log["id"] for log in unexpressed] == [*range(2202, 2207), *range(2208, 2212)]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {*range(2202, 2207), *range(2208, 2212)}
 
 
 def test_sglang_padding_slots_follow_the_release(table):
