@@ -116,6 +116,12 @@ stand, per group, so that a rule change that moves them has to say so here.
   6 of 7 (2002 +0.3%, 2003 +1.1%, 2004 +0.5%, Qwen3-4B on an H200, a vLLM build between 0.19.1 and 0.20; 2005 and
   2006 +0.3%, DeepSeek-R1-Distill-Qwen-1.5B on the same H200; 2015 -2.4%, a Chinese GPT-2 on an RTX 4090, vLLM
   0.11.0; 2001 +10.3%, Nemotron 3 Nano 30B-A3B on a DGX Spark, vLLM 0.20.2); 10 logs not expressible.
+- ``new-19`` (ids 2101-2118, logs22: vLLM logs from files committed to repositories, collected after the rules of
+  commit bdfbf4f stood, priced with them, no rule changed): the per-token rule exact on 14 of 14, the plan within 5% on
+  12 of 14 (the solo vLLM 0.20.1 baselines of syseeker/inference-pipeline-benchmark on an RTX PRO 6000 Server
+  Edition: Qwen2.5-7B-Instruct at six utilisations +0.5% to +3.9%, Llama-3.1-8B-Instruct +1.3%, Mistral-7B-Instruct-v0.3
+  +0.8%, Qwen2.5-72B-Instruct-AWQ at 0.69-0.58 +1.2% to +2.0%, gemma-2-9b-it warm +0.6%; 2101 +7.7% and 2114 +16.4%,
+  both compiled afresh); 5 entries not expressible.
 - ``new-20`` (ids 2201-2211, logs23: SGLang and TensorRT-LLM logs, collected after the rules of commit bdfbf4f stood,
   priced with them, no rule changed): the per-token rule exact on 2 of 2, the plan within 5% on 2 of 2 (2201 +1.1%,
   Qwen3.6-27B-FP8 on an RTX PRO 6000 Server Edition, SGLang 0.5.11; 2207 -1.5%, LLaVA-1.5-7B's language model in fp16
@@ -180,6 +186,13 @@ def test_counts_per_group(table):
         "priced": 7,
         "within": 6,
     }  # rule_exact 6 at collection
+    assert module.counts(rows, "new-19") == {
+        "logs": 14,
+        "rule_checked": 14,
+        "rule_exact": 14,
+        "priced": 14,
+        "within": 12,
+    }
     assert module.counts(rows, "new-20") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
 
 
@@ -672,6 +685,33 @@ def test_group_2001(table):
     assert not {row.log["id"] for row in rows} & {*range(2007, 2015), 2016, 2017}
 
 
+def test_group_2101(table):
+    """The 21xx group (logs22, the solo vLLM 0.20.1 baselines syseeker/inference-pipeline-benchmark commits, one RTX PRO
+    6000 Server Edition, length 8,192, 32 sequences) as the rules of bdfbf4f price them: each log's error and plan, the
+    per-token rule from its own memory, the pools stepping with the utilisation, and the entries mha cannot express
+    (Qwen2.5-VL, a server that never started, hand-set pools, a shared card; an RTX 5060 Ti, no target) listed, never
+    priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-19"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
+        2101: 0.077, 2102: 0.006, 2103: 0.013, 2104: 0.008, 2105: 0.005, 2106: 0.006, 2107: 0.010, 2108: 0.012,
+        2109: 0.019, 2110: 0.039, 2111: 0.012, 2112: 0.014, 2113: 0.020, 2114: 0.164,
+    }  # fmt: skip
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
+        2101: 46562, 2102: 46562, 2103: 218640, 2104: 230768, 2105: 510768, 2106: 403888, 2107: 207952, 2108: 172320,
+        2109: 101072, 2110: 47632, 2111: 81648, 2112: 66064, 2113: 47360, 2114: 25536,
+    }  # fmt: skip
+    assert all(row.basis == "tokens" and row.rule_hit for row in new.values())
+    assert module.per_token_tokens(new[2104].log) == [228912, 228992]  # 27.95 GiB / 131,072 B (Mistral v0.3)
+    assert module.per_token_tokens(new[2105].log) == [508080, 508272]  # 27.14 GiB / 57,344 B in blocks of 16
+    assert module.per_token_tokens(new[2114].log) == [21904, 21936]  # 6.69 GiB / 327,680 B (fp16, AWQ)
+    # 2101 and 2102: one configuration, a cold and a warm compile cache; the plan cannot tell them apart
+    assert new[2101].plan_tokens == new[2102].plan_tokens
+    assert all(module.WHY[log_id].startswith("no source-backed cause") for log_id in (2101, 2114))
+    unexpressed = module.unexpressed_logs("new-19")
+    assert [log["id"] for log in unexpressed] == [*range(2115, 2120)]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & set(range(2115, 2120))
 def test_group_2201(table):
     """The 22xx group (logs23, SGLang and TensorRT-LLM logs) as the rules of bdfbf4f price them: SGLang 0.5.11 on an RTX
     PRO 6000 Server Edition (2201, Qwen3.6-27B-FP8, its Gated DeltaNet state in the Mamba pool at the release's own

@@ -76,3 +76,18 @@ def test_deepseek_r1_distill_qwen_1_5b_matches_the_h200_logs():
     params = count_params(model).total
     assert params == 1_777_088_000
     assert round(params * 2 / GIB, 2) == 3.31
+
+
+def test_mistral_7b_instruct_v0_3_matches_the_rtx_pro_6000_log():
+    """mistralai/Mistral-7B-Instruct-v0.3 (logs22, hf_configs/SOURCES.md "nineteenth group"): 32 layers of 8 KV heads x
+    128 and no sliding window, 131,072 B a token, the 27.95 GiB over 228,960 tokens of engine_logs.yaml 2104; the
+    parameters by hand from the source's tensor shapes (a 32,768-row vocabulary, an untied head), 13.50 GiB in bf16
+    (the log's load step measures 13.51)."""
+    model = _imported("mistral-7b-instruct-v0.3")
+    per_token = kv_footprint(model, seq_len=1, batch=1, kv_dtype="bf16").total_bytes
+    assert per_token == 32 * 8 * 128 * 2 * 2 == 131_072
+    assert abs(228_960 * per_token / GIB - 27.95) < 0.005
+    layer = 2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 4096 * 14336 + 2 * 4096
+    params = count_params(model).total
+    assert params == 2 * 32_768 * 4096 + 32 * layer + 4096 == 7_248_023_552
+    assert round(params * 2 / GIB, 2) == 13.50
