@@ -712,6 +712,8 @@ def test_group_2101(table):
     assert [log["id"] for log in unexpressed] == [*range(2115, 2120)]
     assert all(log["not_expressible"] for log in unexpressed)
     assert not {row.log["id"] for row in rows} & set(range(2115, 2120))
+
+
 def test_group_2201(table):
     """The 22xx group (logs23, SGLang and TensorRT-LLM logs) as the rules of bdfbf4f price them: SGLang 0.5.11 on an RTX
     PRO 6000 Server Edition (2201, Qwen3.6-27B-FP8, its Gated DeltaNet state in the Mamba pool at the release's own
