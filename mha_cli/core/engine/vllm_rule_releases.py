@@ -18,8 +18,11 @@ vllm==X --no-deps``, the file named), the release before it read without it:
 - The group size of the largest kind when under 1.5 x the smallest's: ``_get_kv_cache_groups_uniform_page_size``
   (``if max_num_layers < min_num_layers * 1.5``) in 0.18.0, 0.19.0 and 0.19.1, absent from 0.17.0's.
 
-Two steps in flight for a sliding window (``VllmConfig.max_in_flight_tokens``, read in 0.32) is not in 0.21.0's
-``SlidingWindowSpec.max_admission_blocks_per_request`` (``max_num_batched_tokens`` alone); not dated here.
+- A sliding window's blocks for the tokens of every step in flight (``VllmConfig.max_in_flight_tokens``:
+  ``max_concurrent_batches`` x ``max_num_batched_tokens``, 2 batches where async scheduling is on):
+  ``v1/kv_cache_interface.py`` ``SlidingWindowSpec.max_admission_blocks_per_request(max_in_flight_tokens, ...)``
+  and ``config/vllm.py`` ``max_in_flight_tokens`` from 0.26.0; 0.21.0-0.25.1 reserve ``max_num_batched_tokens``
+  alone (one step).
 """
 
 from mha_cli.core.engine.pages import VLLM_0_21_RULES, PagingRules
@@ -33,6 +36,8 @@ STATE_GROUPS_FROM = (0, 10, 0, 0)
 """The first vLLM whose Mamba/linear-attention layers take groups of their own on a raised attention block."""
 WIDEST_GROUP_FROM = (0, 18, 0, 0)
 """The first vLLM with the 1.5 x group-size rule."""
+IN_FLIGHT_STEPS_FROM = (0, 26, 0, 0)
+"""The first vLLM whose sliding window reserves the tokens of every batch in flight, not one step's."""
 
 
 def _key(release: str | None) -> Release | None:
@@ -56,3 +61,12 @@ def paging_rules(release: str | None, generation_rules: PagingRules) -> PagingRu
     if all(flags):
         return VLLM_0_21_RULES
     return PagingRules(f"vLLM {release} (rules dated by release)", *flags)
+
+
+def sliding_in_flight_batches(release: str | None, generation_batches: int) -> int:
+    """The batches of ``max_num_batched_tokens`` a sliding window of vLLM ``release`` on CUDA reserves blocks for:
+    the generation's ``generation_batches`` where none is named, else 2 (async scheduling's) from 0.26.0, else 1."""
+    key = _key(release)
+    if key is None:
+        return generation_batches
+    return 2 if key >= IN_FLIGHT_STEPS_FROM else 1

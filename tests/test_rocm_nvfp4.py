@@ -1,0 +1,49 @@
+"""vLLM's NVFP4 on ROCm by release (``core.engine.rocm_nvfp4``, read in the wheels): a ModelOpt NVFP4 MoE is refused
+where petit_nvfp4 leaves its experts unquantised (0.10.2-0.19.1), every ModelOpt config before 0.10.2, compressed-
+tensors NVFP4 before 0.20.0 (Marlin, not built for ROCm); from 0.20.0 the emulation kernels serve both."""
+
+import pytest
+
+from mha_cli.core.engine.rocm_nvfp4 import rocm_nvfp4_refusal
+from mha_cli.core.sources import load_source
+from tests.conftest import HF_FIXTURES
+
+MOE = "gemma-4-26b-a4b-nvfp4"  # ModelOpt NVFP4, its routed experts in fp4
+
+
+def _scheme(method: str = "modelopt"):
+    scheme = load_source(str(HF_FIXTURES / f"{MOE}.json")).deployment.weight_scheme
+    return scheme if method == "modelopt" else scheme.model_copy(update={"method": method})
+
+
+@pytest.mark.parametrize("target", ["mi300x", "mi355x"])
+def test_a_modelopt_nvfp4_moe_on_rocm_is_refused_under_petit(cli, target):
+    refused = cli.run(
+        "kv", str(HF_FIXTURES / f"{MOE}.json"), "--target", target, "--engine", "vllm@0.19.1", "--seq", "8k"
+    )
+    assert refused.exit_code == 2 and "Traceback" not in refused.stderr
+    line = refused.stderr.strip()
+    assert "\n" not in line
+    assert "petit_nvfp4, which quantises linear layers only" in line and "use vLLM 0.20 or later" in line
+
+
+def test_from_0_20_0_rocm_emulates_nvfp4_and_the_moe_is_priced(cli):
+    priced = cli.run(
+        "kv", str(HF_FIXTURES / f"{MOE}.json"), "--target", "mi300x", "--engine", "vllm@0.20.0", "--seq", "8k"
+    )
+    assert priced.exit_code == 0, priced.output
+    assert rocm_nvfp4_refusal(_scheme(), True, "0.20.0") is None
+    assert rocm_nvfp4_refusal(_scheme(), True, None) is None  # the latest
+
+
+def test_a_dense_modelopt_nvfp4_runs_as_petit_w4a16_but_not_before_0_10_2():
+    assert rocm_nvfp4_refusal(_scheme(), False, "0.19.1") is None
+    assert rocm_nvfp4_refusal(_scheme(), False, "0.10.2") is None
+    refusal = rocm_nvfp4_refusal(_scheme(), False, "0.10.1")
+    assert refusal is not None and "does not support ModelOpt quantization on ROCm" in refusal
+
+
+def test_compressed_tensors_nvfp4_needs_0_20_0_on_rocm():
+    refusal = rocm_nvfp4_refusal(_scheme("compressed-tensors"), False, "0.19.1")
+    assert refusal is not None and "through Marlin, whose kernels its ROCm build does not compile" in refusal
+    assert rocm_nvfp4_refusal(_scheme("compressed-tensors"), True, "0.20.0") is None
