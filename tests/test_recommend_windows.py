@@ -132,3 +132,21 @@ def test_the_hf_config_names_the_class_vllm_loads_it_as(cli, tmp_path):
         assert early.exit_code == 2 and "(first in 0.10.1): give --engine vllm@0.10.1 or later" in early.stderr
     refused = cli.run(*args, "--engine", "vllm@0.10.0", "--out", str(tmp_path / "early.json"), "--format", "hf")
     assert refused.exit_code == 2 and not (tmp_path / "early.json").exists()
+
+
+def test_a_fitting_balanced_pick_is_not_called_unfit_when_the_admitted_count_moves_the_pick(cli):
+    """On a B200 the 16,384-token step each sliding-window group reserves makes vLLM admit fewer 5:1 w1024
+    sequences (60) than GQA-3's (63), though the pattern caches less: the pick follows what is admitted, and the
+    rows and the trace say so instead of 'larger cache' and 'does not fit'."""
+    args = ["--params", "1B", "--seq", "131072", "--target", "b200", "--priority", "inference"]
+    data = cli.json("recommend", *args)
+    rows = {a["label"]: a for a in data["alternatives"]}
+    chosen = next(a for a in data["alternatives"] if a["is_recommended"])
+    pattern, plain = rows["GQA-8 5:1 w1024"], rows["GQA-8"]
+    assert pattern["kv_bytes_at_seq"] < chosen["kv_bytes_at_seq"] and pattern["max_sequences"] < chosen["max_sequences"]
+    assert pattern["verdict"] == "same risk, fewer sequences admitted"
+    assert plain["fits"] and plain["max_sequences"] > 1
+    step = next(t for t in data["trace"] if t["id"] == "MHA022")
+    assert "does not fit" not in step["message"]
+    assert step["message"].startswith("GQA-8 fits batch 1; at 131,072 tokens the goal is the most sequences")
+    assert f"{chosen['label']} admits {chosen['max_sequences']}" in step["message"]

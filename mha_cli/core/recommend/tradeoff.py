@@ -208,8 +208,8 @@ def cache_cap(ctx: Context, n_heads: int) -> int | None:
 
 def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tuple[Option, list[Option]]:
     """The lowest quality risk that meets the goal, ties by the smaller group, then the smaller cache (at long
-    context under inference: the smallest cache at the context within the lowest risk class, window patterns
-    included, MHA028); every option gets its verdict."""
+    context under inference: within the lowest risk class, window patterns included, the most sequences the engine
+    admits, then the smallest cache at the context, MHA028); every option gets its verdict."""
     r = ctx.request
     allowed = [o for o in options if not o.excluded]
     cap = cache_cap(ctx, n_heads)
@@ -250,6 +250,8 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
             verdict = "does not fit the batch"
         elif o.risk < chosen.risk and not windows:
             verdict = "lower risk, not chosen"  # cannot happen unless nothing fits
+        elif windows and o.risk[0] == chosen.risk[0] and admitted(o) < admitted(chosen):
+            verdict = "same risk, fewer sequences admitted"  # a smaller cache the engine's pages do not turn into seats
         elif o.risk == chosen.risk or (windows and o.risk[0] == chosen.risk[0]):
             verdict = "same risk, larger cache"
         elif o.risk[0] == chosen.risk[0]:
@@ -397,6 +399,13 @@ def _record_inference(ctx: Context, chosen: Option, rows: list[Option]) -> None:
         message = "no --target: nothing to fit, the balanced pick stands"
     elif balanced is chosen:
         message = f"{chosen.label} fits batch {r.batch}: nothing to shrink"
+    elif balanced.fits and chosen.plan is not None and balanced.plan is not None:  # MHA028's goal moved the pick
+        message = (
+            f"{balanced.label} fits batch {r.batch}; at {r.seq_len:,} tokens the goal is the most sequences the"
+            f" engine admits in the lowest risk class: {chosen.label} admits {chosen.plan.max_sequences:,}"
+            f" ({format_bytes(chosen.kv.bytes_per_sequence)} per sequence), {balanced.label}"
+            f" {balanced.plan.max_sequences:,} ({format_bytes(balanced.kv.bytes_per_sequence)})"
+        )
     elif chosen.fits and balanced.plan is not None and chosen.plan is not None:
         message = (
             f"{balanced.label} cache for batch {r.batch} does not fit"

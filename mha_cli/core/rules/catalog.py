@@ -276,8 +276,8 @@ RULES: tuple[Rule, ...] = (
         condition="--priority inference (no explicit --variant).",
         action="The serving goal: among the candidates within the balanced cache, the lowest quality risk whose "
         "weights and requested batch fit the target (at the smallest tp that fits), ties by the smaller group "
-        "(more KV heads), then the smaller cache (from 32K tokens: the smallest cache in the lowest risk class, "
-        "MHA028); when "
+        "(more KV heads), then the smaller cache (from 32K tokens, in the lowest risk class: the most sequences the "
+        "engine admits at the context, then the smallest cache, MHA028); when "
         "none fits, the one the engine admits most sequences of (the lowest risk when the weights are what does not "
         "fit), flagged with the ways out (MHA026).",
         rationale="For a serving-first design the KV cache limit decides; a smaller cache is cheaper than another "
@@ -337,8 +337,10 @@ RULES: tuple[Rule, ...] = (
         action="The balanced attention is also priced with local:global patterns ("
         + ", ".join(f"{lo}:{gl} w{_n(w)}" for lo, gl, w, _ in WINDOW_PATTERNS)
         + "; a local layer caches at most its window, every global layer the whole context), each at its "
-        "attention's quality risk. Under --priority inference the pick is the smallest cache at the context "
-        "within the lowest risk class that meets the goal (MHA022), patterns included; under balanced and "
+        "attention's quality risk. Under --priority inference the pick, within the lowest risk class that meets "
+        "the goal (MHA022), patterns included, is the one the engine admits most sequences of at the context (a "
+        "smaller cache the engine's pages do not turn into sequences buys nothing), then the smallest cache; "
+        "under balanced and "
         "training they are alternatives only.",
         rationale="At long context the biggest KV lever of recent designs is local attention on most layers, not "
         "fewer KV heads: Gemma 3's 5:1 with 1,024 tokens caches about a sixth of a global-only stack at 128K.",
