@@ -358,6 +358,21 @@ def test_absurd_budgets_are_refused_with_the_range(params):
     assert largest.endswith("T")
 
 
+def _named_range(params: float) -> tuple[str, str]:
+    with pytest.raises(BadInputError) as refused:
+        rec(params)
+    low, high = refused.value.args[0].split("use --params from ")[1].split(" (")[0].split(" to ")
+    return low, high
+
+
+def test_too_small_and_too_large_name_the_same_range_and_its_ends_are_accepted():
+    """Each end is shaped as budgets there are (MHA004, MHA012): 6.93M is 2 layers of 128 with GPT-2's tied 50,257
+    tokens; 3.51T is 256 layers of 32,768 with Llama 3's untied 128,256. 1K once named 6.93M to 2.89T (3T is
+    accepted) and 5000T 33.4M to 3.51T (7M is accepted)."""
+    assert _named_range(1000) == _named_range(5e15) == ("6.93M", "3.51T")
+    assert rec(7e6).model.n_layers == 2 and rec(3e12).model.n_layers <= 256
+
+
 def test_the_largest_budget_stays_within_the_depth_limit():
     big = rec(3e12)
     assert big.model.d_model == 32768 and big.model.n_layers <= 256

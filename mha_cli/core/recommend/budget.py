@@ -10,7 +10,7 @@ from mha_cli.core.quantities import format_count
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.kv_heads import provisional_attention
 from mha_cli.core.recommend.moe import MoeBudget
-from mha_cli.core.recommend.shape import MIN_LAYERS, Frame, head_dim_for, ladder
+from mha_cli.core.recommend.shape import MIN_LAYERS, Frame, head_dim_for, ladder, vocab_for
 from mha_cli.core.rules import catalog as C
 
 
@@ -24,12 +24,20 @@ def refuse_budget(ctx: Context, budget: int, vocab: int, tied: bool, moe: MoeBud
         raise BadInputError(f"no width on the ladder splits over --tp {r.tp} (rule MHA024 tp-divisibility)")
     narrow, wide = min(widths), max(widths)
 
-    def total(d_model: int, layers: int) -> int:
-        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=ctx.small)
-        variant, n_kv = provisional_attention(frame.n_heads, r.variant, ctx.small)
+    def total(d_model: int, layers: int, vocab: int, tied: bool, small: bool) -> int:
+        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=small)
+        variant, n_kv = provisional_attention(frame.n_heads, r.variant, small)
         return count_params(frame.maker(variant, n_kv)(layers)).total
 
-    smallest, largest = total(narrow, MIN_LAYERS), total(wide, C.MAX_LAYERS)
+    # a dense budget's ends are shaped as budgets at those ends are (MHA004's vocabulary and tying, MHA012's
+    # small shape), not as this budget is: 1K and 5000T must name the same range
+    low_shape = (vocab, tied, ctx.small) if moe else (*vocab_for(0, r.vocab_size), True)
+    high_shape = (
+        (vocab, tied, ctx.small)
+        if moe
+        else (*vocab_for(max(C.LARGE_VOCAB_FROM_PARAMS, C.TIE_EMBEDDINGS_BELOW_PARAMS), r.vocab_size), False)
+    )
+    smallest, largest = total(narrow, MIN_LAYERS, *low_shape), total(wide, C.MAX_LAYERS, *high_shape)
     what = "active budget" if moe else "parameter budget"
     where = f"--d-model {r.d_model}" if r.d_model else "the widest width on the ladder"
     span = f"{format_count(smallest)} to {format_count(largest)}"
