@@ -115,3 +115,17 @@ def test_per_layer_moe_counts_must_agree(cli, tmp_path):
     varied = _kv(cli, tmp_path, model_type="hunyuan_v1_moe", num_experts=8, moe_topk=[2, 2, 1, 2])
     assert varied.exit_code == 2 and "moe_topk varies by layer" in varied.stderr
     assert _kv(cli, tmp_path, model_type="hunyuan_v1_moe", num_experts=8, moe_topk=[2] * 4).exit_code == 0
+
+
+@pytest.mark.parametrize("field", ["sliding_window", "attention_chunk_size"])
+def test_a_window_on_llama_is_not_read_as_transformers_ignores_it(cli, tmp_path, field):
+    """LlamaConfig has neither field and modeling_llama attends globally on every layer (transformers 5.24): the
+    cache is the full context's, 4 layers x 2 KV heads x 64 x 2 (K, V) x 2 B x 1,024 tokens, and the field is named."""
+    result = _kv(cli, tmp_path, **{field: 256})
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["kv"]["bytes_per_sequence"] == 4 * 2 * 64 * 2 * 2 * 1024 == 2_097_152
+    assert data["kv"]["n_local_layers"] == 0 and data["kv"]["n_chunked_layers"] == 0
+    assert any(a.startswith(f"not read: {field} (LlamaConfig") for a in data["assumptions"])
+    mistral = _kv(cli, tmp_path, model_type="mistral", sliding_window=256)  # MistralConfig's window is read
+    assert json.loads(mistral.stdout)["kv"]["bytes_per_sequence"] == 4 * 2 * 64 * 2 * 2 * 256

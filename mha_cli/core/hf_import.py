@@ -194,10 +194,14 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         elif d_model % n_heads == 0:
             r.assumptions.append(f"head_dim absent: hidden_size / num_attention_heads = {d_model // n_heads}")
 
-    window = sliding_window(r, *spelled.get("window", ()))
-    chunk = r.count("attention_chunk_size", "attention_chunk_size") if r.get("attention_chunk_size") else None
+    window = sliding_window(r, *spelled.get("window", ())) if fam.windowed else None
+    chunk = (
+        r.count("attention_chunk_size", "attention_chunk_size")
+        if fam.windowed and r.get("attention_chunk_size")
+        else None
+    )
     kinds = _layer_kinds(r, fam, n_layers) if (window or chunk or _has_layer_kinds(r, fam)) else None
-    if not (window or chunk):  # with no window these say nothing: every layer attends to every token
+    if fam.windowed and not (window or chunk):  # with no window these say nothing: every layer attends to every token
         for gated in ("sliding_window", "sliding_window_pattern", "max_window_layers"):
             r.config.get(gated)
     if kinds is not None:

@@ -78,6 +78,10 @@ class Family(NamedTuple):
     attention scores)."""
     tied_by_default: bool = False
     """``tie_word_embeddings`` of its config class, for a config.json that leaves it out."""
+    windowed: bool = True
+    """Whether its config class has ``sliding_window`` and ``attention_chunk_size`` at all. False for Llama:
+    transformers' LlamaConfig defines neither and modeling_llama attends globally on every layer whatever a
+    config.json adds (transformers 5.24), so a stray field there is named as not read, not priced as a window."""
     local_cycle: tuple[LayerKind, ...] = ()
     """The cycle of local and global layers its modeling code runs when a config has a window but lists no
     ``layer_types`` (Gemma 2 alternates); empty: every layer takes the window."""
