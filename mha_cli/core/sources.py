@@ -225,9 +225,16 @@ def _with_checkpoint_weights(source: ModelSource, stored: "CheckpointWeights | N
     if stored is None or stored.scheme is None:
         return _with_checkpoint_format(source, None if stored is None else stored.format)
     from mha_cli.core.checkpoint_names import module_names
+    from mha_cli.core.named_exclusions import NAMED_METHODS, excludes_nothing
     from mha_cli.core.weight_bytes import model_modules
 
     scheme = stored.scheme
+    if scheme.method in NAMED_METHODS and excludes_nothing(source.model, scheme):
+        named = _with_checkpoint_format(source, scheme.format)
+        kept = ", ".join(scheme.ignore[:4]) + (f" and {len(scheme.ignore) - 4} more" if len(scheme.ignore) > 4 else "")
+        note = (f"quantization_config keeps in bf16 ({kept or 'its listed modules'}) only what {scheme.format} leaves"
+                " there anyway: priced as the named format")  # fmt: skip
+        return named.model_copy(update={"assumptions": [*named.assumptions, note]})
     notes = [f"weights as the checkpoint stores them: {scheme.format} (quantization_config), tensor by tensor:"
              f" {scheme.describe()}"]  # fmt: skip
     unmatched = scheme.unmatched(model_modules(source.model), module_names(source.model))
