@@ -70,13 +70,13 @@ def test_fp8_ignored_layers_by_hand_and_names_matched_whole():
 
 
 def test_fp8_reads_modules_to_not_convert_only_without_ignored_layers():
-    """Fp8Config.from_config: modules_to_not_convert is read when ignored_layers is empty, else not."""
-    q = 4096 * 4096
+    """Fp8Config.from_config: modules_to_not_convert (here layer 0's o_proj, 4096 x 4096) is read when ignored_layers
+    is empty; when ignored_layers lists layer 0's down_proj (4096 x 14336), only that one is kept in bf16."""
     control = llama_bytes(FP8)
-    fallback = FP8 | {"ignored_layers": [], "modules_to_not_convert": ["model.layers.0.self_attn.q_proj"]}
-    assert llama_bytes(fallback) == control + q - 4
-    both = fallback | {"ignored_layers": ["model.layers.0.self_attn.o_proj"]}
-    assert llama_bytes(both) == control + q - 4  # o_proj: the same shape as q_proj; q_proj's entry is not read
+    fallback = FP8 | {"ignored_layers": [], "modules_to_not_convert": ["model.layers.0.self_attn.o_proj"]}
+    assert llama_bytes(fallback) == control + 4096 * 4096 - 4
+    both = fallback | {"ignored_layers": ["model.layers.0.mlp.down_proj"]}
+    assert llama_bytes(both) == control + 4096 * 14336 - 4
 
 
 def test_fp8_entry_naming_one_expert_keeps_the_layer_s_fused_experts(tmp_path):
@@ -121,17 +121,27 @@ def test_bitsandbytes_skip_modules_by_hand():
     assert llama_bytes(quant | {"llm_int8_skip_modules": ["model.layers.0"]}) == control + 2 * (MLP + ATTENTION) - layer
 
 
-@pytest.mark.parametrize("config", ["minimax-m2.7.json", "gpt-oss-20b.json", "gpt-oss-120b.json"])
-def test_published_lists_that_keep_only_what_the_format_leaves_in_bf16_change_nothing(config):
-    """MiniMax-M2.7's fp8 list (gate, e_score_correction_bias, lm_head: no linear layer's whole name) and gpt-oss's
-    mxfp4 list (attention, router, embeddings, lm_head: vLLM's mxfp4 loader reads none and quantises only the
-    experts): priced as the named format, the same bytes as without the list."""
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ("minimax-m2.7.json", "keeps in bf16 (gate, e_score_correction_bias, lm_head) only what fp8-block leaves"),
+        ("gpt-oss-20b.json", "keeps no routed expert unquantised, and vLLM 0.19.1's mxfp4 loader reads no list"),
+        ("gpt-oss-120b.json", "keeps no routed expert unquantised, and vLLM 0.19.1's mxfp4 loader reads no list"),
+    ],
+)
+def test_published_lists_that_keep_only_what_the_format_leaves_in_bf16_change_nothing(config, said):
+    """MiniMax-M2.7's fp8 list (gate, e_score_correction_bias, lm_head: no linear layer's whole name) read into a
+    scheme that costs the named format's bytes exactly, and gpt-oss's mxfp4 list (attention, router, embeddings,
+    lm_head: vLLM's mxfp4 loader reads none and quantises only the experts): priced as the named format, said."""
     data = json.loads((CONFIGS / config).read_text())
     source = load_source(str(CONFIGS / config))
     assert source.deployment is not None and source.deployment.weight_scheme is None
-    fmt = source.deployment.weight_dtype
-    bare = {k: v for k, v in data["quantization_config"].items() if k != "modules_to_not_convert"}
-    assert read_checkpoint_weights({**data, "quantization_config": bare}, config).format == fmt  # type: ignore[union-attr]
+    assert any(said in line for line in source.assumptions)
+    read = read_checkpoint_weights(data, config)
+    assert read is not None and read.format == source.deployment.weight_dtype
+    if read.scheme is not None:
+        named = rank_weight_bytes(source.model, 1, read.format, vocab_padding=1)
+        assert rank_checkpoint_bytes(source.model, 1, read.scheme, vocab_padding=1) == named
 
 
 def test_lm_head_alone_changes_nothing():
@@ -186,3 +196,21 @@ def test_a_refused_field_is_one_line_exit_2(cli, tmp_path):
     assert result.exit_code == 2
     assert "quantization_config exclude_modules (vLLM 0.19.1's fp8 loader does not read it)" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_lists_that_split_a_fused_layer_are_refused(cli, tmp_path):
+    """AWQ keeping layer 0's q_proj but not its k_proj and v_proj: vLLM loads the three into one qkv_proj and refuses
+    ("Detected some but not all shards"), so mha refuses it in one line, exit 2."""
+    path = tmp_path / "config.json"
+    quant = AWQ | {"modules_to_not_convert": ["model.layers.0.self_attn.q_proj"]}
+    path.write_text(json.dumps(LLAMA3 | {"quantization_config": quant}))
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2
+    assert "keeps some of model.layers.0.self_attn's q_proj, k_proj, v_proj unquantised" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_a_bitsandbytes_entry_naming_a_fused_layer_s_shard_is_refused():
+    quant = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
+    with pytest.raises(BadInputError, match=r"entry 'q_proj' names a layer vLLM 0\.19\.1 fuses"):
+        llama_weights(quant | {"llm_int8_skip_modules": ["q_proj"]})

@@ -82,6 +82,8 @@ class CheckpointWeights(NamedTuple):
 
     format: str
     scheme: WeightScheme | None = None
+    note: str | None = None
+    """What a read exclusion list that changes nothing was found to be (``core.named_exclusions``)."""
 
 
 def _refuse(origin: str, what: str) -> BadInputError:
@@ -113,10 +115,10 @@ def read_checkpoint_weights(config: dict[str, Any], origin: str) -> CheckpointWe
         method = "modelopt"  # hf_quant_config.json: {"producer": {"name": "modelopt"}, "quantization": {...}}
     named = _named_format(method, quant, origin)
     if named is not None:
-        from mha_cli.core.named_exclusions import named_scheme
+        from mha_cli.core.named_exclusions import mxfp4_note, named_scheme
 
         scheme = named_scheme(method, named, quant, config, origin)
-        return CheckpointWeights(named, scheme)
+        return CheckpointWeights(named, scheme, mxfp4_note(quant) if method == "mxfp4" else None)
     readers = {"compressed-tensors": _compressed_tensors, "modelopt": _modelopt, "modelopt_fp4": _modelopt,
                "quark": _quark}  # fmt: skip
     if method in readers:

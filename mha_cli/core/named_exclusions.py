@@ -29,6 +29,14 @@ vLLM 0.19.1 (``model_executor/layers/quantization``, the wheel ``pip download vl
   (``quantizers/quantizers_utils.py`` ``should_convert_module``), stores bf16 experts vLLM would load as MXFP4, and is
   refused.
 
+Every loader but bitsandbytes' maps a fused layer (``qkv_proj``, ``gate_up_proj``) back to the checkpoint's
+shards and refuses to load a list that keeps some shards unquantised and not the others (``is_layer_skipped``:
+"Detected some but not all shards"): refused here too (``refuse_split_shards``). bitsandbytes compares the fused name
+itself, which mha does not spell: an entry naming a shard or a fused layer is refused. A layer's routed experts are
+one ``FusedMoE`` module to each loader, matched as ``model.layers.N.mlp.experts`` (``WeightScheme.fused_experts``).
+A list that keeps only what the format leaves in bf16 anyway (``lm_head``, routers) costs the same bytes: the
+checkpoint is then priced as the named format, and says so (``excludes_nothing``).
+
 Where a list is empty, vLLM 0.19.1 reads the checkpoint's safetensors headers instead (AWQ's and GPTQ's
 ``maybe_update_config``); mha's own header reading (``core.header_weights``) prices such a checkpoint. Any other of
 the exclusion fields (``EXCLUSION_FIELDS``) a format's loader does not read is refused in one line naming it. Pure
@@ -66,6 +74,17 @@ READ_FIELDS = {
 NAMED_METHODS = frozenset({"fp8", "awq", "gptq", "bitsandbytes"})
 """The ``WeightScheme.method`` of the schemes read here (fbgemm fp8 matched as fp8)."""
 
+FUSED_SHARDS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"), ("in_proj_qkv", "in_proj_z"),
+                ("in_proj_b", "in_proj_a"))  # fmt: skip
+"""The checkpoint modules vLLM loads into one fused layer (``packed_modules_mapping`` of ``models/llama.py``,
+``qwen2.py``, ``qwen3.py`` and, for Qwen3.5's split Gated DeltaNet, ``qwen3_5.py``)."""
+
+
+BNB_UNREAD = frozenset({"qkv_proj", "gate_up_proj", *(shard for group in FUSED_SHARDS for shard in group)})
+"""Names a bitsandbytes list cannot be matched on here: vLLM compares the fused layer's name (``qkv_proj``), which mha
+does not spell (it names the checkpoint's ``q_proj``, ``k_proj``, ``v_proj``)."""
+
+
 DYNAMIC_KEYS = frozenset({"bits", "group_size", "desc_act", "sym"})
 """What a GPTQ ``dynamic`` rule may override (``gptq_utils.override_config``); ``desc_act`` and ``sym`` store the same
 bytes (a GPTQ checkpoint holds ``qzeros`` and ``g_idx`` either way)."""
@@ -91,6 +110,12 @@ def named_scheme(
     if not ignore:
         return None
     matching = "fp8" if method == "fbgemm_fp8" else method
+    if matching == "bitsandbytes" and (shard := next((e for e in ignore if e.rpartition(".")[2] in BNB_UNREAD), None)):
+        raise BadInputError(
+            f"{origin}: quantization_config {field} entry {shard!r} names a layer vLLM 0.19.1 fuses (qkv_proj,"
+            " gate_up_proj), whose fused name is_layer_skipped_bnb compares and mha does not spell: name its parent"
+            " (self_attn, mlp) in a copy of the file"
+        )
     if matching != "gptq" and (regex := next((e for e in ignore if e.startswith("re:")), None)):
         raise BadInputError(
             f"{origin}: quantization_config {field} entry {regex!r}: vLLM 0.19.1's {method} loader compares names, not"
@@ -133,9 +158,10 @@ def _gptq(fmt: str, quant: dict[str, Any], origin: str) -> WeightScheme | None:
             continue
         if not isinstance(override, dict) or not set(override) <= DYNAMIC_KEYS:
             raise _unread(origin, "dynamic", f"rule {pattern!r} overriding {override!r}")
-        if override.get("bits", 4) != 4 or override.get("group_size", GROUP) != GROUP:
-            raise _unread(origin, "dynamic", f"rule {pattern!r} storing bits={override.get('bits', 4)} group_size="
-                          f"{override.get('group_size', GROUP)} (mha prices GPTQ int4 group {GROUP} alone)")  # fmt: skip
+        bits, group = override.get("bits", 4), override.get("group_size", GROUP)
+        if (bits, group) != (4, GROUP):
+            stored = f"rule {pattern!r} storing bits={bits} group_size={group} (mha prices GPTQ int4 group {GROUP})"
+            raise _unread(origin, "dynamic", stored)
     block = quant.get("modules_in_block_to_quantize") or []
     if not isinstance(block, list):
         raise _unread(origin, "modules_in_block_to_quantize", "that is not a list")
@@ -167,6 +193,23 @@ def _mxfp4_keeps_experts(entries: list[str], config: dict[str, Any], origin: str
                 )
 
 
+def mxfp4_note(quant: dict[str, Any]) -> str | None:
+    """What an mxfp4 config's ``modules_to_not_convert`` (read, none keeping experts) does to the figure: nothing."""
+    entries = quant.get("modules_to_not_convert") or []
+    if not entries:
+        return None
+    return (
+        f"quantization_config modules_to_not_convert ({shown(entries)}) keeps no routed expert unquantised, and vLLM"
+        " 0.19.1's mxfp4 loader reads no list (it loads every linear layer unquantised and every routed expert in"
+        " MXFP4, as mxfp4 prices them): it changes nothing"
+    )
+
+
+def shown(entries: list[str]) -> str:
+    """A list's first four entries, and how many more."""
+    return ", ".join(entries[:4]) + (f" and {len(entries) - 4} more" if len(entries) > 4 else "")
+
+
 def _refuse_unread(method: str, quant: dict[str, Any], origin: str) -> None:
     """An exclusion field the format's loader does not read, when it lists something: refused."""
     for field in EXCLUSION_FIELDS:
@@ -188,6 +231,31 @@ def _names(quant: dict[str, Any], field: str, origin: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise _unread(origin, field, "that is not a list of module names")
     return list(value)
+
+
+def refuse_split_shards(model: ModelSpec, scheme: WeightScheme) -> None:
+    """Refuses a named format's lists that keep some shards of one fused layer unquantised and not the others:
+    vLLM 0.19.1 will not load it (``quant_utils.is_layer_skipped`` and ``gptq_utils.is_layer_gptq_quantized``:
+    "Detected some but not all shards of ... are quantized")."""
+    from mha_cli.core.checkpoint_names import module_names
+    from mha_cli.core.weight_bytes import model_modules
+
+    names = module_names(model)
+    shards = {shard: group for group in FUSED_SHARDS for shard in group}
+    seen: dict[tuple[str, tuple[str, ...]], set[bool]] = {}
+    for module in model_modules(model):
+        parent, _, leaf = module.rpartition(".")
+        if leaf in shards and ".experts." not in module:
+            kept = scheme.rule_for(module, names) is None
+            seen.setdefault((parent, shards[leaf]), set()).add(kept)
+    split = next(((parent, group) for (parent, group), kept in seen.items() if len(kept) > 1), None)
+    if split is not None:
+        parent, group = split
+        raise BadInputError(
+            f"quantization_config keeps some of {parent}'s {', '.join(group)} unquantised and not the others, which"
+            ' vLLM 0.19.1 loads as one fused layer and refuses ("Detected some but not all shards"): list all of'
+            " them or none in a copy of the file"
+        )
 
 
 def excludes_nothing(model: ModelSpec, scheme: WeightScheme) -> bool:
