@@ -214,3 +214,18 @@ def test_a_bitsandbytes_entry_naming_a_fused_layer_s_shard_is_refused():
     quant = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
     with pytest.raises(BadInputError, match=r"entry 'q_proj' names a layer vLLM 0\.19\.1 fuses"):
         llama_weights(quant | {"llm_int8_skip_modules": ["q_proj"]})
+
+
+def test_gptq_quantises_every_routed_expert_whatever_modules_in_block_says():
+    """Qwen3-30B-A3B in GPTQ with modules_in_block_to_quantize listing only the attention: vLLM's GPTQ-Marlin MoE path
+    reads no such list (get_moe_quant_method), so the experts stay int4 and, with no dense MLP, the checkpoint costs
+    exactly the named format's bytes; the same list on a dense Llama keeps its MLPs in bf16 (the control)."""
+    config = json.loads((CONFIGS / "qwen3-30b-a3b.json").read_text())
+    quant = GPTQ | {"modules_in_block_to_quantize": [["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"],
+                                                     ["self_attn.o_proj"]]}  # fmt: skip
+    read = read_checkpoint_weights({**config, "quantization_config": quant}, "config.json")
+    assert read is not None and read.scheme is not None
+    model = load_source(str(CONFIGS / "qwen3-30b-a3b.json")).model
+    named = rank_weight_bytes(model, 1, "gptq-int4", vocab_padding=1)
+    assert rank_checkpoint_bytes(model, 1, read.scheme, vocab_padding=1) == named
+    assert llama_bytes(quant) > llama_bytes(GPTQ)

@@ -11,8 +11,14 @@ Which rule covers a module, as vLLM's ``compressed_tensors`` (``find_matched_tar
 
 1. a module an ``ignore`` entry names stays bf16;
 2. else the first rule that names the module itself;
-3. else the first rule whose targets are a class of layer (``Linear``: every linear layer);
+3. else the first rule whose targets are a class of layer (``Linear``: every linear layer; for a routed expert, a
+   rule targeting ``FusedMoE`` first);
 4. else it is not quantised (bf16).
+
+A named format whose config keeps modules unquantised (fp8's ``ignored_layers``, AWQ's ``modules_to_not_convert``,
+...) is read by ``core.named_exclusions`` into the same list and rule: its plain names are compared as that format's
+vLLM loader compares them (``NAMED_MATCHING``), and a layer's routed experts as the one ``FusedMoE`` module
+``model.layers.N.mlp.experts`` those loaders see (``WeightScheme.fused_experts``).
 
 A pattern names a module when it is ``re:<regex>`` and the regex matches vLLM's name of it from the start
 (compressed-tensors' and Quark's ``re:`` prefix), when it holds ``*``, ``?`` or ``[`` and matches the whole name as a
