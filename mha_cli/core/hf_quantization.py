@@ -37,6 +37,10 @@ quantization_config in their text_config"; ``transformers_utils/model_arch_confi
 ``get_quantization_config``, the same order). vLLM takes the outer one when both are there; two that differ are
 refused here instead, since which one the checkpoint's tensors follow cannot be told from the config.
 
+A named format's exclusion lists (``modules_to_not_convert``, ``ignored_layers``, ``llm_int8_skip_modules``,
+GPTQ's ``modules_in_block_to_quantize`` and ``dynamic``) are read as its vLLM loader reads them
+(``core.named_exclusions``): modules they keep unquantised make the format a one-rule scheme priced module by module.
+
 Anything else is refused in one line naming the field, so no plan prices a quantised checkpoint as bf16 without
 saying so. ``--weight-dtype`` still overrides the format read here (and prices every weight alike).
 
@@ -72,11 +76,14 @@ SUPPORTED = (
 
 
 class CheckpointWeights(NamedTuple):
-    """How a checkpoint stores its weights: a named format, and for compressed-tensors, ModelOpt and Quark the
-    scheme that prices them tensor by tensor (``format`` is then the scheme's)."""
+    """How a checkpoint stores its weights: a named format, and for compressed-tensors, ModelOpt and Quark (or a
+    named format whose config keeps modules unquantised: ``core.named_exclusions``) the scheme that prices them tensor
+    by tensor (``format`` is then the scheme's)."""
 
     format: str
     scheme: WeightScheme | None = None
+    note: str | None = None
+    """What a read exclusion list that changes nothing was found to be (``core.named_exclusions``)."""
 
 
 def _refuse(origin: str, what: str) -> BadInputError:
@@ -106,23 +113,34 @@ def read_checkpoint_weights(config: dict[str, Any], origin: str) -> CheckpointWe
     method = str(quant.get("quant_method", "")).lower()
     if not method and isinstance(quant.get("quantization"), dict):
         method = "modelopt"  # hf_quant_config.json: {"producer": {"name": "modelopt"}, "quantization": {...}}
-    if method in ("fp8", "fbgemm_fp8"):
-        return CheckpointWeights("fp8-block" if quant.get("weight_block_size") else "fp8")
-    if method == "mxfp4":
-        return CheckpointWeights("mxfp4")
-    if method in ("gptq", "awq"):
-        _int4_group_128(quant, origin, method)
-        return CheckpointWeights("gptq-int4" if method == "gptq" else "awq")
-    if method == "bitsandbytes":
-        if quant.get("load_in_4bit") and quant.get("bnb_4bit_quant_type") == "nf4":
-            return CheckpointWeights("nf4-dq" if quant.get("bnb_4bit_use_double_quant") else "nf4")
-        raise _refuse(origin, "bitsandbytes other than 4-bit nf4")
+    named = _named_format(method, quant, origin)
+    if named is not None:
+        from mha_cli.core.named_exclusions import mxfp4_note, named_scheme
+
+        scheme = named_scheme(method, named, quant, config, origin)
+        return CheckpointWeights(named, scheme, mxfp4_note(quant) if method == "mxfp4" else None)
     readers = {"compressed-tensors": _compressed_tensors, "modelopt": _modelopt, "modelopt_fp4": _modelopt,
                "quark": _quark}  # fmt: skip
     if method in readers:
         scheme = readers[method](quant, origin)
         return None if scheme is None else CheckpointWeights(scheme.format, scheme)
     raise _refuse(origin, f"quant_method {method or '(none)'!r}")
+
+
+def _named_format(method: str, quant: dict[str, Any], origin: str) -> str | None:
+    """The named format of a ``quant_method`` that stores every weight alike (None: a scheme's method)."""
+    if method in ("fp8", "fbgemm_fp8"):
+        return "fp8-block" if quant.get("weight_block_size") else "fp8"
+    if method == "mxfp4":
+        return "mxfp4"
+    if method in ("gptq", "awq"):
+        _int4_group_128(quant, origin, method)
+        return "gptq-int4" if method == "gptq" else "awq"
+    if method == "bitsandbytes":
+        if quant.get("load_in_4bit") and quant.get("bnb_4bit_quant_type") == "nf4":
+            return "nf4-dq" if quant.get("bnb_4bit_use_double_quant") else "nf4"
+        raise _refuse(origin, "bitsandbytes other than 4-bit nf4")
+    return None
 
 
 def quantization_config(config: dict[str, Any], origin: str) -> tuple[Any, str]:

@@ -223,19 +223,30 @@ def _with_checkpoint_weights(source: ModelSource, stored: "CheckpointWeights | N
     """``source`` priced as its checkpoint stores it: a named format, or tensor by tensor by its scheme, with the
     config's patterns that name none of the model's modules said (``--weight-dtype`` still overrides it)."""
     if stored is None or stored.scheme is None:
-        return _with_checkpoint_format(source, None if stored is None else stored.format)
+        named = _with_checkpoint_format(source, None if stored is None else stored.format)
+        if stored is None or stored.note is None:
+            return named
+        return named.model_copy(update={"assumptions": [*named.assumptions, stored.note]})
     from mha_cli.core.checkpoint_names import module_names
+    from mha_cli.core.named_exclusions import NAMED_METHODS, excludes_nothing, refuse_split_shards, shown
     from mha_cli.core.weight_bytes import model_modules
 
     scheme = stored.scheme
+    if scheme.method in NAMED_METHODS:
+        refuse_split_shards(source.model, scheme)
+    if scheme.method in NAMED_METHODS and excludes_nothing(source.model, scheme):
+        named = _with_checkpoint_format(source, scheme.format)
+        note = (f"quantization_config keeps in bf16 ({shown(scheme.ignore) or 'its listed modules'}) only what"
+                f" {scheme.format} leaves there anyway: priced as the named format")  # fmt: skip
+        return named.model_copy(update={"assumptions": [*named.assumptions, note]})
     notes = [f"weights as the checkpoint stores them: {scheme.format} (quantization_config), tensor by tensor:"
              f" {scheme.describe()}"]  # fmt: skip
     unmatched = scheme.unmatched(model_modules(source.model), module_names(source.model))
     if unmatched:
-        shown = ", ".join(unmatched[:4]) + (f" and {len(unmatched) - 4} more" if len(unmatched) > 4 else "")
         notes.append(
             f"quantization_config names modules {source.model.name} has none of, as its checkpoint and vLLM name"
-            f" them (core.checkpoint_names; mha's Llama-style names elsewhere): {shown}; those entries change nothing"
+            f" them (core.checkpoint_names; mha's Llama-style names elsewhere): {shown(unmatched)}; those entries"
+            " change nothing"
         )
     return source.model_copy(
         update={

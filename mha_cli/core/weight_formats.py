@@ -4,8 +4,9 @@ What a quantised checkpoint quantises is its linear layers (attention projection
 embedding, the LM head, norms, biases and MoE routers stay in bf16, as vLLM loads public fp8, GPTQ, AWQ and
 bitsandbytes checkpoints (``lm_head`` is left out of every one of them by default). ``mxfp4`` covers only the routed
 experts (gpt-oss: attention, router, embeddings and head stay bf16; a model without experts is refused);
-``mxfp4-linear`` is the same encoding on every linear layer, as AMD Quark stores dense models. Per matrix of ``out`` x
-``in`` values:
+``mxfp4-linear`` is the same encoding on every linear layer, as AMD Quark stores dense models. A checkpoint whose
+config keeps more modules unquantised (``modules_to_not_convert``, ``ignored_layers``, ...) is priced module by module
+instead (``core.named_exclusions``). Per matrix of ``out`` x ``in`` values:
 
 - ``fp32``, ``fp16``, ``bf16``: every weight in that format, no scales.
 - ``fp8`` (e4m3, per tensor): 1 B per value + one fp32 weight scale per matrix.

@@ -11,8 +11,14 @@ Which rule covers a module, as vLLM's ``compressed_tensors`` (``find_matched_tar
 
 1. a module an ``ignore`` entry names stays bf16;
 2. else the first rule that names the module itself;
-3. else the first rule whose targets are a class of layer (``Linear``: every linear layer);
+3. else the first rule whose targets are a class of layer (``Linear``: every linear layer; for a routed expert, a
+   rule targeting ``FusedMoE`` first);
 4. else it is not quantised (bf16).
+
+A named format whose config keeps modules unquantised (fp8's ``ignored_layers``, AWQ's ``modules_to_not_convert``,
+...) is read by ``core.named_exclusions`` into the same list and rule: its plain names are compared as that format's
+vLLM loader compares them (``NAMED_MATCHING``), and a layer's routed experts as the one ``FusedMoE`` module
+``model.layers.N.mlp.experts`` those loaders see (``WeightScheme.fused_experts``).
 
 A pattern names a module when it is ``re:<regex>`` and the regex matches vLLM's name of it from the start
 (compressed-tensors' and Quark's ``re:`` prefix), when it holds ``*``, ``?`` or ``[`` and matches the whole name as a
@@ -53,10 +59,13 @@ from mha_cli.core.checkpoint_names import MHA_NAMES, ModuleNames
 from mha_cli.core.compute_dtype import ComputeDtype, compute_dtype
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
-from mha_cli.core.weight_formats import MatrixLayout, WeightFormatName
+from mha_cli.core.weight_formats import FORMATS, MatrixLayout, WeightFormat, WeightFormatName
 
 LINEAR = "Linear"
 """The layer class a rule targets to cover every linear layer (compressed-tensors' ``targets: ["Linear"]``)."""
+EXPERTS = "FusedMoE"
+"""The layer class a rule targets to cover every routed expert, whatever its named targets say (vLLM's GPTQ loader
+quantises a ``FusedMoE`` without reading ``modules_in_block_to_quantize``: ``core.named_exclusions``)."""
 
 
 def is_layer_class(target: str) -> bool:
@@ -102,8 +111,12 @@ class SchemeRule(Record):
         return "bf16" if self.weight_only else compute_dtype(self.format)
 
     @property
-    def layout(self) -> MatrixLayout:
-        """The layout its matrices are priced in (``core.weight_formats``)."""
+    def layout(self) -> MatrixLayout | WeightFormat:
+        """The layout its matrices are priced in (``core.weight_formats``); a bitsandbytes format's own pricing (it
+        quantises the flattened matrix: no ``MatrixLayout``)."""
+        named = FORMATS[self.format]
+        if named.layout is None:
+            return named
         return MatrixLayout(
             self.value_bits, self.scale_bytes, self.scale_rows, self.scale_cols, self.zero_bits, self.group_index,
             self.extra_bytes,
@@ -116,13 +129,21 @@ class WeightScheme(Record):
     model_config = ConfigDict(defer_build=True, extra="forbid")
 
     method: str
-    """The config's ``quant_method``: ``compressed-tensors``, ``modelopt`` or ``quark``."""
+    """The config's ``quant_method``: ``compressed-tensors``, ``modelopt`` or ``quark``; or a named format's loader
+    whose exclusion lists were read (``fp8``, ``awq``, ``gptq``, ``bitsandbytes``: ``core.named_exclusions``), which
+    decides how a plain name matches (``pattern_regex``)."""
     format: WeightFormatName
     """The format of its main rule (the one on every linear layer, else the first): what names the scheme in tables,
     and what the cost model and flag suggestions read."""
     rules: list[SchemeRule]
     ignore: list[str] = Field(default_factory=empty_list)
-    """Modules that stay bf16 (the config's ``ignore``, ``exclude_modules`` or ``exclude``)."""
+    """Modules that stay bf16 (the config's ``ignore``, ``exclude_modules`` or ``exclude``; a named format's
+    ``modules_to_not_convert``, ``ignored_layers``, ``llm_int8_skip_modules``, GPTQ's negative ``dynamic`` rules)."""
+    fused_experts: bool = False
+    """A layer's routed experts are matched as one module, ``model.layers.N.mlp.experts`` (vLLM's ``FusedMoE``, as the
+    named formats' loaders judge it by its prefix), rather than expert by expert (compressed-tensors, ModelOpt)."""
+    experts_ignore: bool = True
+    """Whether ``ignore`` reaches the routed experts (vLLM's bitsandbytes loader quantises every ``FusedMoE``)."""
 
     _matchers: "dict[ModuleNames, SchemeMatcher]" = PrivateAttr(default_factory=dict)
 
@@ -143,9 +164,11 @@ class WeightScheme(Record):
         patterns = [*self.ignore, *(t for rule in self.rules for t in rule.targets if not is_layer_class(t))]
         left = {pattern: _regex(pattern_regex(read_text_model(pattern, names), self.method)) for pattern in patterns}
         for module in modules:
-            spelled = (names.checkpoint(module), names.engine(module))
-            for pattern in [p for p, regex in left.items() if regex.match(spelled[p.startswith("re:")])]:
-                del left[pattern]
+            fused = self.fused_experts and ".experts." in module
+            for name in (module, module.rpartition(".experts.")[0] + ".experts") if fused else (module,):
+                spelled = (names.checkpoint(name), names.engine(name))
+                for pattern in [p for p, regex in left.items() if regex.match(spelled[p.startswith("re:")])]:
+                    del left[pattern]
             if not left:
                 break
         return list(left)
@@ -169,6 +192,8 @@ class SchemeMatcher:
             for rule in scheme.rules
         ]
         self.by_class = next((rule for rule in scheme.rules if LINEAR in rule.targets), None)
+        self.experts = next((rule for rule in scheme.rules if EXPERTS in rule.targets), self.by_class)
+        self.fused, self.experts_ignore = scheme.fused_experts, scheme.experts_ignore
         self.memo: dict[object, SchemeRule | None] = {}
 
     def rule_for(self, module: str) -> SchemeRule | None:
@@ -182,8 +207,10 @@ class SchemeMatcher:
         named ``{prefix}.experts.{e}.{projection}``. Raises ``BadInputError`` when the config treats the experts of
         one layer differently: mha prices a layer's experts alike."""
         key = (prefix, projection, n_experts)
+        if key not in self.memo and self.fused:  # one FusedMoE module for the layer's experts
+            self.memo[key] = self._match(f"{prefix}.experts", experts=True)
         if key not in self.memo:
-            rules = [self._match(f"{prefix}.experts.{e}.{projection}") for e in range(n_experts)]
+            rules = [self._match(f"{prefix}.experts.{e}.{projection}", experts=True) for e in range(n_experts)]
             apart = sum(rule is not rules[0] for rule in rules)
             if apart:
                 raise BadInputError(
@@ -194,14 +221,14 @@ class SchemeMatcher:
             self.memo[key] = rules[0]
         return self.memo[key]  # type: ignore[return-value]
 
-    def _match(self, module: str) -> SchemeRule | None:
+    def _match(self, module: str, experts: bool = False) -> SchemeRule | None:
         spelled = (self.names.checkpoint(module), self.names.engine(module))
-        if self.ignore.match(*spelled):
+        if (self.experts_ignore or not experts) and self.ignore.match(*spelled):
             return None
         for rule, named in self.named:
             if named.match(*spelled):
                 return rule
-        return self.by_class
+        return self.experts if experts else self.by_class
 
 
 class _Patterns:
@@ -247,9 +274,11 @@ def pattern_regex(pattern: str, method: str = "") -> str:
     """The regular expression that matches, from a name's start, the names ``pattern`` names: a ``re:`` pattern's
     own; for compressed-tensors a plain name (a ``*`` in it too) only itself; for ModelOpt a glob over the whole name
     and a plain name anywhere in it; for the rest a glob over the whole name and a name itself and every name beneath
-    it."""
+    it. A named format's lists (``core.named_exclusions``) as its vLLM loader reads them: ``NAMED_MATCHING``."""
     if pattern.startswith("re:"):
         return pattern[3:]
+    if method in NAMED_MATCHING:
+        return NAMED_MATCHING[method](pattern)
     if method == "compressed-tensors":
         return re.escape(pattern) + r"\Z"
     if any(c in pattern for c in "*?["):
@@ -257,6 +286,32 @@ def pattern_regex(pattern: str, method: str = "") -> str:
     if method == "modelopt":
         return ".*" + re.escape(pattern)
     return re.escape(pattern) + r"(?:\..*)?\Z"
+
+
+def _whole_name(pattern: str) -> str:
+    """vLLM 0.19.1 ``quant_utils.is_layer_skipped`` (``Fp8Config``, ``FBGEMMFp8Config``): a linear layer's name is in
+    the list; a ``FusedMoE`` (``model.layers.N.mlp.experts``) is skipped when an entry holding ``experts`` holds its
+    name, so an entry naming one expert (``model.layers.3.mlp.experts.0.gate_proj``) names its layer's experts."""
+    whole = re.escape(pattern) + r"\Z"
+    if "experts" not in pattern:
+        return whole
+    return f"{whole}|{re.escape(pattern[: pattern.index('experts') + len('experts')])}\\Z"
+
+
+def _anywhere(pattern: str) -> str:
+    """vLLM 0.19.1 ``is_layer_skipped(..., skip_with_substr=True)`` (AWQ, AWQ-Marlin) and ``is_layer_gptq_quantized``
+    (GPTQ's ``modules_in_block_to_quantize``): the entry anywhere in the name."""
+    return ".*" + re.escape(pattern)
+
+
+def _component_or_prefix(pattern: str) -> str:
+    """vLLM 0.19.1 ``bitsandbytes.py`` ``is_layer_skipped_bnb``: the entry is one of the name's dot-separated parts, or
+    the name's first parts joined."""
+    return (r"(?:.*\.)?" if "." not in pattern else "") + re.escape(pattern) + r"(?:\..*)?\Z"
+
+
+NAMED_MATCHING = {"fp8": _whole_name, "awq": _anywhere, "gptq": _anywhere, "bitsandbytes": _component_or_prefix}
+"""How a named format's loader compares a plain entry with a module's name, by ``WeightScheme.method``."""
 
 
 def _union(patterns: list[str], method: str = "") -> "re.Pattern[str] | _AnyOf | None":

@@ -1,0 +1,231 @@
+"""A named weight format's exclusion lists read as vLLM 0.19.1 reads them (core.named_exclusions): the modules they
+keep unquantised priced in bf16, each case against a hand count; lists that keep only what the format leaves in bf16
+change nothing; fields no loader reads are refused in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.hf_quantization import read_checkpoint_weights
+from mha_cli.core.presets import get_preset
+from mha_cli.core.sources import load_source
+from mha_cli.core.weight_bytes import rank_checkpoint_bytes, rank_weight_bytes
+from mha_cli.core.weight_formats import weight_format
+
+CONFIGS = Path("tests/fixtures/hf_configs")
+LLAMA3 = json.loads((CONFIGS / "llama-3-8b.json").read_text())
+AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
+FP8 = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
+
+# Llama-3-8B: 32 layers; q and o 4096 x 4096, k and v 1024 x 4096; gate and up 14336 x 4096, down 4096 x 14336
+MLP = 3 * 14336 * 4096  # 176,160,768 weights a layer
+ATTENTION = 2 * 4096 * 4096 + 2 * 1024 * 4096  # 41,943,040
+# AWQ int4 group 128, per matrix of out x in: out*in/2 values + 2 B scale per (row, group) + 4-bit zeros per (row,
+# group) packed 8 to an int32: out*in * (1/2 + 2/128 + 1/256) = out*in * 133/256
+AWQ_MLP = MLP * 133 // 256  # 91,521,024
+
+
+def llama_weights(quant: dict):
+    return read_checkpoint_weights({**LLAMA3, "quantization_config": quant}, "config.json")
+
+
+def llama_bytes(quant: dict) -> int:
+    weights = llama_weights(quant)
+    assert weights is not None
+    model = get_preset("llama-3-8b")
+    if weights.scheme is None:
+        return rank_weight_bytes(model, 1, weights.format, vocab_padding=1)
+    return rank_checkpoint_bytes(model, 1, weights.scheme, vocab_padding=1)
+
+
+def test_awq_keeps_one_layer_s_mlp_in_bf16_by_hand():
+    """AWQ with modules_to_not_convert ["model.layers.3.mlp"] (matched anywhere in the name, as is_layer_skipped with
+    skip_with_substr): layer 3's gate, up and down at 2 B a weight instead of AWQ's 133/256 B, nothing else moves."""
+    assert AWQ_MLP == 91_521_024
+    control = llama_bytes(AWQ)
+    assert llama_bytes(AWQ | {"modules_to_not_convert": ["model.layers.3.mlp"]}) == control - AWQ_MLP + 2 * MLP
+    assert 2 * MLP - AWQ_MLP == 260_800_512
+
+
+def test_awq_entries_match_anywhere_in_the_name_as_vllm_reads_them():
+    """``3.mlp`` is in layers 3, 13 and 23's MLP names: three layers' MLPs in bf16 (vLLM's substring test)."""
+    control = llama_bytes(AWQ)
+    assert llama_bytes(AWQ | {"modules_to_not_convert": ["3.mlp"]}) == control + 3 * (2 * MLP - AWQ_MLP)
+
+
+def test_fp8_ignored_layers_by_hand_and_names_matched_whole():
+    """fp8 per tensor (1 B a weight + an fp32 scale per matrix) with ignored_layers naming layer 0's q, k and v: those
+    three in bf16 (25,165,824 weights: + 25,165,824 B - 3 scales); ``model.layers.1.mlp`` names no linear layer
+    whole (Fp8Config compares whole names), so it changes nothing."""
+    qkv = 4096 * 4096 + 2 * 1024 * 4096
+    kept = ["model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj", "model.layers.0.self_attn.v_proj"]
+    control = llama_bytes(FP8)
+    assert llama_bytes(FP8 | {"ignored_layers": [*kept, "lm_head", "model.layers.1.mlp"]}) == control + qkv - 3 * 4
+    assert qkv - 12 == 25_165_812
+
+
+def test_fp8_reads_modules_to_not_convert_only_without_ignored_layers():
+    """Fp8Config.from_config: modules_to_not_convert (here layer 0's o_proj, 4096 x 4096) is read when ignored_layers
+    is empty; when ignored_layers lists layer 0's down_proj (4096 x 14336), only that one is kept in bf16."""
+    control = llama_bytes(FP8)
+    fallback = FP8 | {"ignored_layers": [], "modules_to_not_convert": ["model.layers.0.self_attn.o_proj"]}
+    assert llama_bytes(fallback) == control + 4096 * 4096 - 4
+    both = fallback | {"ignored_layers": ["model.layers.0.mlp.down_proj"]}
+    assert llama_bytes(both) == control + 4096 * 14336 - 4
+
+
+def test_fp8_entry_naming_one_expert_keeps_the_layer_s_fused_experts(tmp_path):
+    """Qwen3-30B-A3B in fp8: an ignored_layers entry naming expert 0's gate of layer 5 skips layer 5's FusedMoE
+    (is_layer_skipped: an entry holding ``experts`` that holds ``model.layers.5.mlp.experts``): its 128 experts x 3
+    matrices (768 x 2048 and 2048 x 768) in bf16, 603,979,776 weights: + 603,979,776 B - 384 fp32 scales."""
+    config = json.loads((CONFIGS / "qwen3-30b-a3b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config | {"quantization_config": FP8 | {"ignored_layers": [
+        "model.layers.5.mlp.experts.0.gate_proj", "lm_head"]}}))  # fmt: skip
+    source = load_source(str(path))
+    assert source.deployment is not None and source.deployment.weight_scheme is not None
+    experts = 128 * 3 * 768 * 2048
+    stored = rank_checkpoint_bytes(source.model, 1, source.deployment.weight_scheme, vocab_padding=1)
+    assert stored - rank_weight_bytes(source.model, 1, "fp8", vocab_padding=1) == experts - 128 * 3 * 4
+    assert experts == 603_979_776
+
+
+def test_gptq_modules_in_block_and_dynamic_by_hand():
+    """GPTQ quantises only the linear layers whose name holds a modules_in_block_to_quantize entry (is_layer_gptq_
+    quantized): the attention listed, every MLP in bf16; a negative dynamic rule keeps what its regex matches in bf16
+    (get_dynamic_override). GPTQ int4 g128 per matrix: AWQ's 133/256 B a weight + an int32 g_idx per input."""
+    fmt = weight_format("gptq-int4")
+    mlp = 2 * fmt.matrix_bytes(14336, 4096) + fmt.matrix_bytes(4096, 14336)
+    assert mlp == AWQ_MLP + 4 * (2 * 4096 + 14336)
+    control = llama_bytes(GPTQ)
+    attention_only = [["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"], ["self_attn.o_proj"]]
+    assert llama_bytes(GPTQ | {"modules_in_block_to_quantize": attention_only}) == control + 32 * (2 * MLP - mlp)
+    dynamic = {"-:model\\.layers\\.0\\.mlp\\..*": {}, "+:.*self_attn.*": {"bits": 4, "group_size": 128}}
+    assert llama_bytes(GPTQ | {"dynamic": dynamic}) == control + 2 * MLP - mlp
+
+
+def test_bitsandbytes_skip_modules_by_hand():
+    """bitsandbytes NF4 with llm_int8_skip_modules ["model.layers.0"] (is_layer_skipped_bnb: the name's first parts):
+    layer 0's seven matrices at 2 B a weight instead of NF4's 4 bits + an fp32 absmax per 64 + a 16-entry code."""
+    nf4 = weight_format("nf4")
+    shapes = [(4096, 4096), (1024, 4096), (1024, 4096), (4096, 4096), (14336, 4096), (14336, 4096), (4096, 14336)]
+    layer = sum(o * i // 2 + 4 * (o * i // 64) + 64 for o, i in shapes)
+    assert layer == sum(nf4.matrix_bytes(o, i) for o, i in shapes)
+    quant = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
+    control = llama_bytes(quant)
+    assert llama_bytes(quant | {"llm_int8_skip_modules": ["model.layers.0"]}) == control + 2 * (MLP + ATTENTION) - layer
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ("minimax-m2.7.json", "keeps in bf16 (gate, e_score_correction_bias, lm_head) only what fp8-block leaves"),
+        ("gpt-oss-20b.json", "keeps no routed expert unquantised, and vLLM 0.19.1's mxfp4 loader reads no list"),
+        ("gpt-oss-120b.json", "keeps no routed expert unquantised, and vLLM 0.19.1's mxfp4 loader reads no list"),
+    ],
+)
+def test_published_lists_that_keep_only_what_the_format_leaves_in_bf16_change_nothing(config, said):
+    """MiniMax-M2.7's fp8 list (gate, e_score_correction_bias, lm_head: no linear layer's whole name) read into a
+    scheme that costs the named format's bytes exactly, and gpt-oss's mxfp4 list (attention, router, embeddings,
+    lm_head: vLLM's mxfp4 loader reads none and quantises only the experts): priced as the named format, said."""
+    data = json.loads((CONFIGS / config).read_text())
+    source = load_source(str(CONFIGS / config))
+    assert source.deployment is not None and source.deployment.weight_scheme is None
+    assert any(said in line for line in source.assumptions)
+    read = read_checkpoint_weights(data, config)
+    assert read is not None and read.format == source.deployment.weight_dtype
+    if read.scheme is not None:
+        named = rank_weight_bytes(source.model, 1, read.format, vocab_padding=1)
+        assert rank_checkpoint_bytes(source.model, 1, read.scheme, vocab_padding=1) == named
+
+
+def test_lm_head_alone_changes_nothing():
+    assert llama_weights(AWQ | {"modules_to_not_convert": ["lm_head"]}).scheme is not None  # type: ignore[union-attr]
+    assert llama_bytes(AWQ | {"modules_to_not_convert": ["lm_head", "model.embed_tokens"]}) == llama_bytes(AWQ)
+
+
+@pytest.mark.parametrize(
+    ("quant", "named"),
+    [
+        (FP8 | {"ignore": ["lm_head"]}, "quantization_config ignore (vLLM 0.19.1's fp8 loader does not read it)"),
+        (AWQ | {"modules_in_block_to_quantize": ["self_attn"]}, "modules_in_block_to_quantize (vLLM 0.19.1's awq"),
+        (GPTQ | {"dynamic": {"+:.*mlp.*": {"bits": 8}}}, "dynamic rule '+:.*mlp.*' storing bits=8"),
+        (GPTQ | {"dynamic": {".*mlp.*": {"act_group_aware": True}}}, "dynamic rule '.*mlp.*' overriding"),
+        (FP8 | {"ignored_layers": ["re:.*mlp.*"]}, "ignored_layers entry 're:.*mlp.*': vLLM 0.19.1's fp8 loader"),
+        (AWQ | {"modules_to_not_convert": "lm_head"}, "modules_to_not_convert that is not a list of module names"),
+    ],
+)
+def test_an_exclusion_field_mha_does_not_read_is_refused(quant, named):
+    with pytest.raises(BadInputError) as refused:
+        llama_weights(quant)
+    assert named in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_an_mxfp4_list_that_keeps_experts_unquantised_is_refused():
+    """vLLM 0.19.1's Mxfp4Config reads no list and loads every FusedMoE as MXFP4: bf16 experts cannot be priced so."""
+    data = json.loads((CONFIGS / "gpt-oss-20b.json").read_text())
+    quant = data["quantization_config"] | {"modules_to_not_convert": ["lm_head", "model.layers.3.mlp"]}
+    with pytest.raises(BadInputError, match=r"'model\.layers\.3\.mlp' keeps model\.layers\.3\.mlp\.experts"):
+        read_checkpoint_weights({**data, "quantization_config": quant}, "config.json")
+
+
+def test_kv_plan_and_engine_price_the_awq_exclusion(cli, tmp_path):
+    """The AWQ checkpoint keeping layer 3's MLP: kv, its engine plan and mha plan all hold the hand count."""
+    path = tmp_path / "config.json"
+    path.write_text(
+        json.dumps(LLAMA3 | {"quantization_config": AWQ | {"modules_to_not_convert": ["model.layers.3.mlp"]}})
+    )
+    expected = llama_bytes(AWQ) - AWQ_MLP + 2 * MLP
+    data = cli.json("kv", str(path), "--target", "h100")
+    assert data["weight_bytes"] == data["engine"]["weights_bytes_per_rank"] == expected
+    assert data["deployment"]["weight_scheme"]["method"] == "awq"
+    plan = cli.json("plan", str(path), "--target", "h100", "--tp", "1", "--concurrency", "1")
+    assert plan["memory"]["engine"]["weights_bytes_per_rank"] == expected
+
+
+def test_a_refused_field_is_one_line_exit_2(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA3 | {"quantization_config": FP8 | {"exclude_modules": ["lm_head"]}}))
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2
+    assert "quantization_config exclude_modules (vLLM 0.19.1's fp8 loader does not read it)" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_lists_that_split_a_fused_layer_are_refused(cli, tmp_path):
+    """AWQ keeping layer 0's q_proj but not its k_proj and v_proj: vLLM loads the three into one qkv_proj and refuses
+    ("Detected some but not all shards"), so mha refuses it in one line, exit 2."""
+    path = tmp_path / "config.json"
+    quant = AWQ | {"modules_to_not_convert": ["model.layers.0.self_attn.q_proj"]}
+    path.write_text(json.dumps(LLAMA3 | {"quantization_config": quant}))
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2
+    assert "keeps some of model.layers.0.self_attn's q_proj, k_proj, v_proj unquantised" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_a_bitsandbytes_entry_naming_a_fused_layer_s_shard_is_refused():
+    quant = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
+    with pytest.raises(BadInputError, match=r"entry 'q_proj' names a layer vLLM 0\.19\.1 fuses"):
+        llama_weights(quant | {"llm_int8_skip_modules": ["q_proj"]})
+
+
+def test_gptq_quantises_every_routed_expert_whatever_modules_in_block_says():
+    """Qwen3-30B-A3B in GPTQ with modules_in_block_to_quantize listing only the attention: vLLM's GPTQ-Marlin MoE path
+    reads no such list (get_moe_quant_method), so the experts stay int4 and, with no dense MLP, the checkpoint costs
+    exactly the named format's bytes; the same list on a dense Llama keeps its MLPs in bf16 (the control)."""
+    config = json.loads((CONFIGS / "qwen3-30b-a3b.json").read_text())
+    quant = GPTQ | {"modules_in_block_to_quantize": [["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"],
+                                                     ["self_attn.o_proj"]]}  # fmt: skip
+    read = read_checkpoint_weights({**config, "quantization_config": quant}, "config.json")
+    assert read is not None and read.scheme is not None
+    model = load_source(str(CONFIGS / "qwen3-30b-a3b.json")).model
+    named = rank_weight_bytes(model, 1, "gptq-int4", vocab_padding=1)
+    assert rank_checkpoint_bytes(model, 1, read.scheme, vocab_padding=1) == named
+    assert llama_bytes(quant) > llama_bytes(GPTQ)
