@@ -58,6 +58,7 @@ import yaml
 from mha_cli.core.engine.generations import BY_ID
 from mha_cli.core.engine.mxfp4_moe import vllm_padding
 from mha_cli.core.engine.pages import VLLM_0_21_RULES, VLLM_V1_RULES, paged_pool, vllm_block_size, vllm_state_bytes
+from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, vllm_unified_pages
 from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_padding import padding_slots
@@ -369,28 +370,27 @@ WHY: dict[int, str] = {
     " (0.98). The same weights (38.77 GiB) and CUDA-graph estimate (0.16 GiB); the plan's pool is 7.79 GiB",
     2301: "no source-backed cause: the log's own breakdown ('Free memory on device (43.97/44.39 GiB)', budget 40.84"
     " GiB at 0.92) leaves the pool as budget less 25.64 GiB of weights and non-torch memory (the weights 24.72) less"
-    " 1.73 GiB of peak activation: 13.47 GiB, its CUDA-graph estimate (0.5 GiB) outside that sum. The plan has a"
-    " 40.97 GiB budget, weights 24.20 + non-torch 0.25, activation 0.17 and 0.49 GiB of CUDA graphs: a 15.43 GiB"
-    " pool. Its activation is 1.56 GiB under the log's, its weights 0.52 and non-torch 0.67 under; 2306 and 2307"
-    " (other FP8 linear kernels) and 2308 (length 16,384) miss by the same",
-    2302: "no source-backed cause: as 2301 with FlashInfer attention, whose profile peaks at 4.05 GiB of activation"
-    " (40.84 - 25.64 - 4.05 = 11.15 GiB, the pool) where the plan has 0.17 and names no attention backend. Per-token:"
-    " 52,978 tokens are 17 under the range the plan's pages give for 11.16 GiB",
-    2303: "no source-backed cause: as 2301 (the same breakdown at 0.92) with an fp8 KV cache. Per-token: 127,625 tokens"
-    " are 50 under the range the plan's pages give for 13.44 GiB",
+    " 1.73 GiB of 'peak activation': 13.47 GiB. That 1.73 holds the 0.5 GiB CUDA-graph estimate (vLLM 0.29.0"
+    " gpu_worker.py determine_available_memory: peak_activation_memory = transient_peak_headroom +"
+    " cudagraph_memory_estimate_applied, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS '1' by default in envs.py), so the"
+    " torch peak is 1.23 GiB. The plan has a 40.97 GiB budget, weights 24.20 + non-torch 0.25, activation 0.17 and"
+    " 0.49 GiB of CUDA graphs: a 15.43 GiB pool. Its activation is 1.06 GiB under the log's, its weights 0.52 and"
+    " non-torch 0.67 under; 2306 and 2307 (other FP8 linear kernels) and 2308 (length 16,384) miss by the same",
+    2302: "no source-backed cause: as 2301 with FlashInfer attention, whose 'peak activation' of 4.05 GiB is 2301's"
+    " 1.23 GiB torch peak + its 2.82 GiB CUDA-graph estimate (40.84 - 25.64 - 4.05 = 11.15 GiB, the pool) where the"
+    " plan charges 0.49 of graphs and names no attention backend",
+    2303: "no source-backed cause: as 2301 (the same breakdown at 0.92) with an fp8 KV cache",
     2304: "no source-backed cause: as 2301 at 0.94 with 512 sequences and a 16,384-token step; the plan's pool is 14.76"
-    " GiB against the log's 13.29. Per-token: 126,210 tokens are 40 under the range for 13.29 GiB",
+    " GiB against the log's 13.29",
     2305: "no source-backed cause: eager, the log's breakdown is 25.16 GiB of weights and non-torch memory and 0.04 GiB"
-    " of activation (40.84 - 25.16 - 0.04 = 15.64 GiB, the pool), the plan's pool 16.25 GiB; but at block 128 the log"
-    " holds 167,127 tokens in it (10,686 a GiB) where the plan's pages hold 8,305 a GiB and the per-token rule"
-    " 122,284-122,354 tokens",
+    " of activation (40.84 - 25.16 - 0.04 = 15.64 GiB, the pool), the plan's pool 16.25 GiB. Its pages are the"
+    " source's (a sliding layer at 16-token blocks from 0.25.0, unified to 64 against the full layers' 128) but the"
+    " log runs --no-async-scheduling (one batch in flight), which mha's plan has no option for: it reserves two",
     2306: "no source-backed cause: as 2301 with the Marlin FP8 linear kernel (weights 24.74 GiB, pool 13.71)",
     2307: "no source-backed cause: as 2301 with the torch FP8 linear kernel (pool 13.63 GiB)",
-    2308: "no source-backed cause: as 2301 (the same 13.47 GiB pool) at length 16,384. Per-token: the log holds 170,836"
-    " tokens in it, 12,683 a GiB, as the plan's pages (12,680 a GiB), where the per-token rule gives 149,986-150,098",
+    2308: "no source-backed cause: as 2301 (the same 13.47 GiB pool) at length 16,384",
     2309: "no source-backed cause: as 2304 (0.94, 16,384-token step, fp8 KV cache) with 451 sequences, the torch FP8"
-    " kernel and piecewise CUDA graphs to 176; the plan's pool 14.85 GiB against 13.4. Per-token: 127,286 tokens are 8"
-    " under the range for 13.4 GiB",
+    " kernel and piecewise CUDA graphs to 176; the plan's pool 14.85 GiB against 13.4",
 }
 """Why a log misses (the plan outside 5%, or the per-token rule): the engine's source where it names a cause, else
 "no source-backed cause" and what the log itself shows. Written after pricing, never used to change a rule."""
@@ -471,6 +471,8 @@ def _page_rules(log: dict[str, Any], model, kv, per_layer: int, block: int) -> d
     newer = log["generation"] == "vllm-0.21"
     rules = paging_rules(log.get("version"), VLLM_0_21_RULES if newer else VLLM_V1_RULES)
     in_flight = sliding_in_flight_batches(log.get("version"), 2 if newer else 1)
+    if log.get("async_scheduling") is False:  # --no-async-scheduling: one batch (VllmConfig.max_concurrent_batches)
+        in_flight = 1
     if not rules.state_groups:
         return {"block_size": block, "rules": rules, "in_flight_batches": in_flight}
     state = vllm_state_bytes(model, kv.kv_dtype, tp=kv.tp, cpu=False)
@@ -499,12 +501,17 @@ def per_token_tokens(log: dict[str, Any]) -> list[int] | None:
         return None
     bounds = (round((log["available_kv_gib"] - 0.005) * GIB), round((log["available_kv_gib"] + 0.005) * GIB))
     if engine == "vllm" and BY_ID[log["generation"]].hybrid_allocator:
-        per_layer = per_token // kv.n_token_layers
+        per_layer, kind_blocks = per_token // kv.n_token_layers, None
+        if has_per_kind_pages(source.model):  # two page sizes (Gemma 4), unified as the plan does
+            per_layer, kind_blocks = vllm_unified_pages(
+                source.model, kv.kv_dtype, tp=kv.tp, block_size=block, release=log.get("version"),
+                newer=log["generation"] == "vllm-0.21", cpu=False,
+            )  # fmt: skip
         return [
             paged_pool(
                 source.model, available_bytes=available, bytes_per_token_per_layer=per_layer,
                 max_model_len=log["max_model_len"], max_num_batched_tokens=log["max_num_batched_tokens"] or 8192,
-                **_page_rules(log, source.model, kv, per_layer, block),
+                kind_blocks=kind_blocks, **_page_rules(log, source.model, kv, per_layer, block),
             ).kv_tokens
             for available in bounds
         ]  # fmt: skip

@@ -125,3 +125,73 @@ def test_the_tables_name_each_page_kind_s_block_where_vllm_raised_one(cli, tmp_p
     assert any(f"whole blocks of {per_kind}" in row for row in rows if "as allocated" in row)
     footprint = next(row for row in rows if "per sequence (8,192 tokens)" in row)
     assert footprint.endswith(f"blocks of 16 as asked; vLLM allocates blocks of {per_kind}|")
+
+
+def _gemma4_26b():
+    from mha_cli.core.sources import load_source
+    from tests.test_gemma4_moe import CONFIG_26B
+
+    return load_source(str(CONFIG_26B)).model
+
+
+def test_gemma4_26b_from_vllm_0_25_a_sliding_layer_asks_for_16_token_blocks_not_block_size():
+    """gemma-4-26B-A4B in bf16: sliding 8 x (256 + 256) x 2 B = 8,192 B a token, full 2 x (512 + 512) x 2 B = 4,096 B.
+    At --block-size 128, vLLM 0.25.0+ (``Attention.get_kv_cache_spec``: the sliding layer at the Triton/FlashAttention
+    smallest kernel block, 16): full page 128 x 4,096 = 524,288 B, sliding 16 x 8,192 = 131,072 B, unified at 524,288 B
+    with 64-token sliding blocks. vLLM 0.24.0 asks 128 of both: sliding 1 MiB pages, full blocks of 256."""
+    from mha_cli.core.engine.per_kind_pages import vllm_unified_pages
+
+    model = _gemma4_26b()
+    assert per_kind_bytes(model, "bf16", 1) == {"sliding": 8_192, "full": 4_096}
+    kwargs = dict(tp=1, block_size=128, newer=True, cpu=False)
+    new = vllm_unified_pages(model, "bf16", release="0.29.0", **kwargs)
+    assert new.kind_blocks == {"sliding": 64, "full": 128} and new.bytes_per_token_per_layer * 128 == 524_288
+    old = vllm_unified_pages(model, "bf16", release="0.24.0", **kwargs)
+    assert old.kind_blocks == {"sliding": 128, "full": 256} and old.bytes_per_token_per_layer * 128 == 1_048_576
+    # at block 16 the two rules agree: the sliding page is the larger either way
+    at_16 = [vllm_unified_pages(model, "bf16", release=r, **{**kwargs, "block_size": 16}) for r in ("0.24.0", "0.29.0")]
+    assert at_16[0] == at_16[1] and at_16[0].kind_blocks == {"sliding": 16, "full": 32}
+
+
+def test_gemma4_26b_block_128_pool_is_the_vllm_0_29_log_s():
+    """engine_logs 2305 (vLLM 0.29.0, L40S, --block-size 128, 512-token steps, --no-async-scheduling, 4,096 tokens):
+    groups of 5 (25 sliding + 5 full layers: 5 sliding groups, 1 full), a block of the pool 5 x 524,288 B;
+    15.64 GiB = 16,793,322,127 B // 2,621,440 = 6,406 blocks. A request: sliding ceil(min(1,023 + 512, 4,096) / 64)
+    + 1 = 25 blocks x 5 groups, full ceil(4,096 / 128) = 32: 157. 6,406 / 157 = 40.80x, int(40.80 x 4,096) = 167,127
+    tokens: the log's "GPU KV cache size: 167,127 tokens ... 40.80x"."""
+    from mha_cli.core.engine.per_kind_pages import vllm_unified_pages
+
+    model = _gemma4_26b()
+    unified = vllm_unified_pages(model, "bf16", tp=1, block_size=128, release="0.29.0", newer=True, cpu=False)
+    pool = paged_pool(
+        model, available_bytes=round(15.64 * GIB), bytes_per_token_per_layer=unified.bytes_per_token_per_layer,
+        block_size=128, max_model_len=4096, max_num_batched_tokens=512, rules=VLLM_0_21_RULES, in_flight_batches=1,
+        kind_blocks=unified.kind_blocks,
+    )  # fmt: skip
+    assert (pool.page_bytes, pool.layers_per_group, len(pool.groups)) == (524_288, 5, 6)
+    assert pool.kv_blocks == 6_406
+    assert [group.blocks_per_request for group in pool.groups] == [25] * 5 + [32]
+    assert pool.kv_tokens == 167_127 and round(pool.max_concurrency, 2) == 40.80
+
+
+def test_gemma4_26b_at_16384_tokens_counts_full_blocks_of_32():
+    """engine_logs 2308 (vLLM 0.29.0, block 16, 2,048-token steps, async on: 2 in flight, 16,384 tokens): pages of
+    131,072 B (sliding at 16, full at 32); a request takes 5 x (ceil(min(1,023 + 4,096, 16,384) / 16) + 1) = 5 x 321
+    sliding blocks + 16,384 / 32 = 512 full ones: 2,117. The log's 13.47 GiB (+-0.005) holds 22,061-22,077 blocks of
+    655,360 B: 10.42-10.43x, the log's 10.43x and 170,836 tokens inside. The average page (7,509 B a token, no raised
+    block) the benchmark's rule used gave 149,986-150,098."""
+    from mha_cli.core.engine.per_kind_pages import vllm_unified_pages
+
+    model = _gemma4_26b()
+    unified = vllm_unified_pages(model, "bf16", tp=1, block_size=16, release="0.29.0", newer=True, cpu=False)
+    tokens = [
+        paged_pool(
+            model, available_bytes=round(gib * GIB), bytes_per_token_per_layer=unified.bytes_per_token_per_layer,
+            block_size=16, max_model_len=16_384, max_num_batched_tokens=2048, rules=VLLM_0_21_RULES,
+            in_flight_batches=2, kind_blocks=unified.kind_blocks,
+        )
+        for gib in (13.465, 13.475)
+    ]  # fmt: skip
+    assert [pool.blocks_per_request for pool in tokens] == [2_117, 2_117]
+    assert [pool.kv_blocks for pool in tokens] == [round(13.465 * GIB) // 655_360, round(13.475 * GIB) // 655_360]
+    assert tokens[0].kv_tokens <= 170_836 <= tokens[1].kv_tokens

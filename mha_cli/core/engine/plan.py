@@ -55,6 +55,8 @@ from mha_cli.core.engine.mla_blocks import settle_mla_block
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
 from mha_cli.core.engine.pages import (
+    CPU_KERNEL_BLOCK,
+    CUDA_KERNEL_BLOCK,
     VLLM_0_21_RULES,
     VLLM_V1_RULES,
     KvGroup,
@@ -64,7 +66,7 @@ from mha_cli.core.engine.pages import (
     vllm_block_size,
     vllm_state_bytes,
 )  # fmt: skip
-from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, unified_pages
+from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, vllm_unified_pages
 from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 from mha_cli.core.engine.rope_cache import SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_cache_how
 from mha_cli.core.engine.sampler import bytes_per_logit
@@ -79,7 +81,12 @@ from mha_cli.core.engine.sglang_swa_pool import ESTIMATE_AFTER_SPLIT_FROM, SwaSp
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
-from mha_cli.core.engine.vllm_rule_releases import paging_rules, profiles_cuda_graphs, sliding_in_flight_batches
+from mha_cli.core.engine.vllm_rule_releases import (
+    paging_rules,
+    profiles_cuda_graphs,
+    sliding_in_flight_batches,
+    sliding_picks_own_block,
+)
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.pipeline import StageLayout
@@ -516,7 +523,9 @@ def _vllm(inputs: _Inputs) -> _Pool:
         block = vllm_block_size(model, block, bytes_per_token_per_layer=inputs.per_layer, state_bytes=state, cpu=cpu)
     per_layer, kind_blocks = inputs.per_layer, None
     if has_per_kind_pages(model):  # Gemma 4: pages of two sizes, the smaller's block raised (per_kind_pages)
-        per_layer, kind_blocks = unified_pages(model, kv.kv_dtype, tp=kv.tp, block_size=block)
+        per_layer, kind_blocks = vllm_unified_pages(
+            model, kv.kv_dtype, tp=kv.tp, block_size=block, release=settings.engine_version, newer=newer, cpu=cpu
+        )  # fmt: skip
     paging = dict(
         bytes_per_token_per_layer=per_layer, block_size=block, kind_blocks=kind_blocks,
         max_num_batched_tokens=settings.max_num_batched_tokens, rules=rules, in_flight_batches=in_flight,
@@ -573,10 +582,16 @@ def _vllm(inputs: _Inputs) -> _Pool:
         notes.append(f"vLLM's CPU backend runs MLA in blocks of {block} tokens whatever --block-size says")
     if kind_blocks and len(set(kind_blocks.values())) > 1:
         raised = ", ".join(f"{kind} layers {size}" for kind, size in kind_blocks.items() if size != block)
+        own = (
+            f"; a sliding layer asks for {CPU_KERNEL_BLOCK if cpu else CUDA_KERNEL_BLOCK}-token blocks, not"
+            " --block-size"
+            if cpu or sliding_picks_own_block(settings.engine_version, newer)
+            else ""
+        )
         notes.append(
             f"pages of two sizes (global layers at their own head geometry): vLLM unifies them at"
             f" {format_bytes(pool.page_bytes)} by raising the smaller page's block ({raised} tokens a block;"
-            " unify_kv_cache_spec_page_size)"
+            f" unify_kv_cache_spec_page_size{own})"
         )
     if not pool.hybrid_allocator and kv.n_local_layers:
         notes.append("chunked attention turns vLLM's hybrid allocator off: sliding layers are priced as full")

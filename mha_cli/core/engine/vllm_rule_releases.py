@@ -23,6 +23,10 @@ vllm==X --no-deps``, the file named), the release before it read without it:
   ``v1/kv_cache_interface.py`` ``SlidingWindowSpec.max_admission_blocks_per_request(max_in_flight_tokens, ...)``
   and ``config/vllm.py`` ``max_in_flight_tokens`` from 0.26.0; 0.21.0-0.25.1 reserve ``max_num_batched_tokens``
   alone (one step).
+- A sliding-window layer's page at the backend's smallest kernel block, not ``--block-size`` (it matters only where
+  pages of two sizes are unified, ``core.engine.per_kind_pages``): ``model_executor/layers/attention/attention.py``
+  ``Attention.get_kv_cache_spec`` ("SW chooses its own block_size") from 0.25.0, read in 0.25.0, 0.26.0, 0.27.1,
+  0.28.0 and 0.29.0; 0.23.0 and 0.24.0 give it ``cache_config.block_size``.
 """
 
 from mha_cli.core.engine.pages import VLLM_0_21_RULES, PagingRules
@@ -38,6 +42,8 @@ WIDEST_GROUP_FROM = (0, 18, 0, 0)
 """The first vLLM with the 1.5 x group-size rule."""
 IN_FLIGHT_STEPS_FROM = (0, 26, 0, 0)
 """The first vLLM whose sliding window reserves the tokens of every batch in flight, not one step's."""
+SLIDING_OWN_BLOCK_FROM = (0, 25, 0, 0)
+"""The first vLLM whose sliding-window layers ask for the backend's smallest kernel block, not ``--block-size``."""
 
 
 def _key(release: str | None) -> Release | None:
@@ -70,3 +76,10 @@ def sliding_in_flight_batches(release: str | None, generation_batches: int) -> i
     if key is None:
         return generation_batches
     return 2 if key >= IN_FLIGHT_STEPS_FROM else 1
+
+
+def sliding_picks_own_block(release: str | None, generation_rule: bool) -> bool:
+    """Whether a sliding-window layer of vLLM ``release`` asks for the backend's smallest kernel block rather than
+    ``--block-size``; None: ``generation_rule``, the generation's own (the 0.21 rules were read in 0.32: yes)."""
+    key = _key(release)
+    return generation_rule if key is None else key >= SLIDING_OWN_BLOCK_FROM
