@@ -373,9 +373,12 @@ WHY: dict[int, str] = {
     " 1.73 GiB of 'peak activation': 13.47 GiB. That 1.73 holds the 0.5 GiB CUDA-graph estimate (vLLM 0.29.0"
     " gpu_worker.py determine_available_memory: peak_activation_memory = transient_peak_headroom +"
     " cudagraph_memory_estimate_applied, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS '1' by default in envs.py), so the"
-    " torch peak is 1.23 GiB. The plan has a 40.97 GiB budget, weights 24.20 + non-torch 0.25, activation 0.17 and"
-    " 0.49 GiB of CUDA graphs: a 15.43 GiB pool. Its activation is 1.06 GiB under the log's, its weights 0.52 and"
-    " non-torch 0.67 under; 2306 and 2307 (other FP8 linear kernels) and 2308 (length 16,384) miss by the same",
+    " torch peak is 1.23 GiB. The plan has a 40.97 GiB budget (torch's 44.53 GiB total, the log's 44.39), weights"
+    " 24.20 + RoPE tables 0.375 (vLLM's Gemma 4 table at the whole global head, read with this log in view) +"
+    " non-torch 0.25 + V2 sampler tables 0.27, activation 0.17 and 0.49 GiB of CUDA graphs: a 15.21 GiB pool. Its"
+    " activation is 1.06 GiB under the log's; its persistent memory 0.55 GiB under, of which 0.17 is vLLM 0.29.0's"
+    " fused-MoE workspace (not built: see the group's notes); 2306 and 2307 (other FP8 linear kernels) and 2308"
+    " (length 16,384) miss by the same",
     2302: "no source-backed cause: as 2301 with FlashInfer attention, whose 'peak activation' of 4.05 GiB is 2301's"
     " 1.23 GiB torch peak + its 2.82 GiB CUDA-graph estimate (40.84 - 25.64 - 4.05 = 11.15 GiB, the pool) where the"
     " plan charges 0.49 of graphs and names no attention backend",

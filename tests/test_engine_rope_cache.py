@@ -99,3 +99,14 @@ def test_sglang_keeps_the_table_in_fp32():
     assert control.available_kv_bytes - plan.available_kv_bytes == 262_144 * 128 * 4
     assert kv.bytes_per_token_per_rank == 94 * 128 * 2 * 2
     assert control.kv_tokens - plan.kv_tokens in (2_788, 2_789)  # 134,217,728 / 48,128 = 2,788.8, floors either side
+
+
+def test_gemma4_full_layers_table_holds_the_whole_global_head_in_vllm():
+    """vLLM 0.19.1/0.29.0 ``Gemma4RotaryEmbedding`` (the full layers' 'proportional' RoPE) passes head_size as
+    rotary_dim, and ``Gemma4Attention`` gives the full layers global_head_dim 512: 262,144 x 512 for the full
+    layers (not 512 x 0.25) and 262,144 x 256 for the sliding layers, 2 B each: 0.375 GiB. SGLang keeps the generic
+    widths (its Gemma 4 tables not read): 262,144 x (64 + 256) x 4 B."""
+    model = _model("gemma-4-26b-a4b")
+    assert rope_tables(model) == [(262_144, 512), (262_144, 256)]
+    assert rope_cache_bytes(model) == 262_144 * (512 + 256) * 2 == 0.375 * GIB
+    assert rope_cache_bytes(model, SGLANG_BYTES_PER_VALUE, vllm=False) == 262_144 * (64 + 256) * 4

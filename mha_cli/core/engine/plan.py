@@ -649,7 +649,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
     kv, settings = inputs.kv, inputs.settings
     util = settings.utilisation
     free_before = inputs.target.device_memory_bytes - inputs.non_torch
-    rope = rope_cache_bytes(inputs.model, SGLANG_BYTES_PER_VALUE)
+    rope = rope_cache_bytes(inputs.model, SGLANG_BYTES_PER_VALUE, vllm=False)
     available = int(free_before * util) - inputs.weights - rope
     budget = [
         inputs.device_line(), inputs.non_torch_line(),

@@ -14,6 +14,15 @@ tensor-parallel rank. The positions, per scaling type (``rotary_embedding/__init
 rotary_dim: head_dim x partial_rotary_factor, an MLA model's qk_rope_head_dim. A model whose local layers rotate
 by another RoPE (Gemma 3: theta 10,000 unscaled) holds a second table.
 
+Gemma 4 (``gemma4_text``) in vLLM: each layer calls ``get_rope`` with its own head width (``models/gemma4.py``
+``Gemma4Attention``: ``global_head_dim`` on the full-attention layers, 512 in gemma-4-26B-A4B), and the full layers'
+``proportional`` RoPE (Gemma 4's default, ``Gemma4TextConfig``'s ``default_rope_params``) builds a
+``Gemma4RotaryEmbedding`` (``rotary_embedding/gemma4_rope.py``), which passes ``head_size`` as its rotary_dim: the
+non-rotating dimensions are stored as cos 1 / sin 0, so its table is positions x the whole global head, not x
+head_dim x partial_rotary_factor. Read in vLLM 0.19.1 and 0.29.0 (0.18.0 has no Gemma 4). gemma-4-26B-A4B:
+262,144 x 256 + 262,144 x 512 values, 0.375 GiB in bf16 (0.156 GiB if priced at the sliding head's width x 0.25).
+SGLang's Gemma 4 tables were not read: they keep the generic rule.
+
 SGLang (0.4.9 and 0.5.3, ``srt/layers/rotary_embedding.py``) builds the same tables with the same positions and shares
 them the same way (``_ROPE_DICT``), but on CUDA keeps them in fp32 ("cache needs to be in FP32 for numerical
 stability": the cast to the model's dtype is skipped), 4 B a value; its pool is sized from the memory free after the
@@ -41,14 +50,22 @@ def _positions(rope: RopeSpec, max_position: int) -> int:
     return int(scaling.original_max_position_embeddings * scaling.factor)
 
 
-def _rotary_dim(model: ModelSpec, rope: RopeSpec) -> int:
+GEMMA4_FAMILY = "gemma4_text"
+"""The family whose full-attention RoPE vLLM stores at the whole global head (``Gemma4RotaryEmbedding``)."""
+
+
+def _rotary_dim(model: ModelSpec, rope: RopeSpec, *, vllm: bool) -> int:
     if model.attention.mla is not None:
         return model.attention.mla.qk_rope_head_dim
+    global_head = model.attention.global_head_dim
+    if vllm and model.family == GEMMA4_FAMILY and global_head is not None and rope is model.rotary:
+        return global_head  # Gemma4RotaryEmbedding: rotary_dim = head_size, the full layers' global_head_dim
     return int(model.attention.head_dim * rope.partial_rotary_factor)
 
 
-def rope_tables(model: ModelSpec) -> list[tuple[int, int]]:
-    """(positions, rotary_dim) of each cos/sin table vLLM builds; empty without RoPE or a known context length."""
+def rope_tables(model: ModelSpec, *, vllm: bool = True) -> list[tuple[int, int]]:
+    """(positions, rotary_dim) of each cos/sin table vLLM builds (SGLang's where ``vllm`` is false: the generic
+    widths); empty without RoPE or a known context length."""
     rope = model.rotary
     if rope is None or model.context_length is None:
         return []
@@ -57,18 +74,18 @@ def rope_tables(model: ModelSpec) -> list[tuple[int, int]]:
         if model.attention.rope_local is None or model.attention.rope_local == rope
         else [rope, model.attention.rope_local]
     )
-    return [(_positions(each, model.context_length), _rotary_dim(model, each)) for each in distinct]
+    return [(_positions(each, model.context_length), _rotary_dim(model, each, vllm=vllm)) for each in distinct]
 
 
-def rope_cache_bytes(model: ModelSpec, bytes_per_value: int = VLLM_BYTES_PER_VALUE) -> int:
+def rope_cache_bytes(model: ModelSpec, bytes_per_value: int = VLLM_BYTES_PER_VALUE, *, vllm: bool = True) -> int:
     """Bytes of the cos/sin tables on one rank (whatever tp): positions x rotary_dim x ``bytes_per_value``, summed
-    (vLLM's 2 B by default; ``SGLANG_BYTES_PER_VALUE`` for SGLang's)."""
-    return sum(positions * dim * bytes_per_value for positions, dim in rope_tables(model))
+    (vLLM's 2 B by default; ``SGLANG_BYTES_PER_VALUE`` and ``vllm=False`` for SGLang's, at the generic widths)."""
+    return sum(positions * dim * bytes_per_value for positions, dim in rope_tables(model, vllm=vllm))
 
 
 def rope_cache_how(model: ModelSpec, engine: str = "vLLM", bytes_per_value: int = VLLM_BYTES_PER_VALUE) -> str:
-    """The budget line's explanation: each table's shape and the engine that holds it."""
-    tables = rope_tables(model)
+    """The budget line's explanation: each table's shape and the engine (``vLLM`` or ``SGLang``) that holds it."""
+    tables = rope_tables(model, vllm=engine == "vLLM")
     if not tables:
         return "no RoPE table (learned positions, or the context length is unknown)"
     shapes = " + ".join(f"{positions:,} positions x {dim}" for positions, dim in tables)
