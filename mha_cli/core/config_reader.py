@@ -15,21 +15,29 @@ from mha_cli.core.errors import BadInputError
 
 class ReadTracking(dict):
     """A config.json's fields that remember which of them were looked at (``get``, ``[key]``, ``in``), so that a
-    field nobody read can be named (``ConfigReader.unread``)."""
+    field nobody read can be named (``ConfigReader.unread``). A ``hidden`` field reads as absent and is never looked
+    at: a field the family's model ignores (``Family.window_fields``), so it is named as unread."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, hidden: frozenset[str] = frozenset(), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.looked_at: set[str] = set()
+        self.hidden = hidden
 
     def __getitem__(self, key: str) -> Any:
+        if key in self.hidden:
+            raise KeyError(key)
         self.looked_at.add(key)
         return super().__getitem__(key)
 
     def get(self, key: str, default: Any = None) -> Any:
+        if key in self.hidden:
+            return default
         self.looked_at.add(key)
         return super().get(key, default)
 
     def __contains__(self, key: object) -> bool:
+        if key in self.hidden:
+            return False
         if isinstance(key, str):
             self.looked_at.add(key)
         return super().__contains__(key)
@@ -39,9 +47,16 @@ class ConfigReader:
     """Looks up the first present key among aliases and records what it had to assume."""
 
     def __init__(
-        self, config: dict[str, Any], origin: str, defaults_from: str = "", defaults: Mapping[str, Any] | None = None
+        self,
+        config: dict[str, Any],
+        origin: str,
+        defaults_from: str = "",
+        defaults: Mapping[str, Any] | None = None,
+        *,
+        ignored: frozenset[str] = frozenset(),
     ) -> None:
-        self.config = ReadTracking(config)
+        """``ignored``: fields read as absent, as the family's model ignores them (named as not read)."""
+        self.config = ReadTracking(config, hidden=ignored)
         self.origin = origin
         self.assumptions: list[str] = []
         self.defaults_from = defaults_from

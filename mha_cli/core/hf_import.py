@@ -30,7 +30,7 @@ from pydantic import Field, ValidationError
 
 from mha_cli.core.config_reader import ConfigReader
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families import Family, family
+from mha_cli.core.families import WINDOW_FIELDS, Family, family
 from mha_cli.core.families.architectures import family_of_architectures
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
 from mha_cli.core.families.state_readers import stated_state_dtype
@@ -52,8 +52,11 @@ _ACTIVATIONS: dict[str, Activation] = {
     "xielu": "xielu",
 }  # fmt: skip
 """config.json's activation names the decoder computes (``gelu_new`` and ``gelu_fast`` are the tanh GELU too)."""
-_GENERIC = Family(model_types=("unknown",), config_class="PretrainedConfig", tied_by_default=True)
-"""How a ``model_type`` of no registered family is read: the standard fields, transformers' base defaults."""
+_GENERIC = Family(
+    model_types=("unknown",), config_class="PretrainedConfig", tied_by_default=True, window_fields=WINDOW_FIELDS
+)
+"""How a ``model_type`` of no registered family is read: the standard fields (its windows too), transformers' base
+defaults."""
 
 
 class ImportedModel(Record):
@@ -95,7 +98,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     fam = known or _GENERIC
     if fam.config_view is not None:
         config = fam.config_view(config, origin)
-    r = ConfigReader(config, origin, f"{fam.config_class}", fam.defaults)
+    ignored = WINDOW_FIELDS - fam.window_fields  # fields its transformers model does not window by: named as unread
+    r = ConfigReader(config, origin, f"{fam.config_class}", fam.defaults, ignored=ignored)
     model_type = written
     if known is not None and written in known.old_names:
         model_type = known.name
@@ -194,14 +198,10 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         elif d_model % n_heads == 0:
             r.assumptions.append(f"head_dim absent: hidden_size / num_attention_heads = {d_model // n_heads}")
 
-    window = sliding_window(r, *spelled.get("window", ())) if fam.windowed else None
-    chunk = (
-        r.count("attention_chunk_size", "attention_chunk_size")
-        if fam.windowed and r.get("attention_chunk_size")
-        else None
-    )
+    window = sliding_window(r, *spelled.get("window", ()))
+    chunk = r.count("attention_chunk_size", "attention_chunk_size") if r.get("attention_chunk_size") else None
     kinds = _layer_kinds(r, fam, n_layers) if (window or chunk or _has_layer_kinds(r, fam)) else None
-    if fam.windowed and not (window or chunk):  # with no window these say nothing: every layer attends to every token
+    if not (window or chunk):  # with no window these say nothing: every layer attends to every token
         for gated in ("sliding_window", "sliding_window_pattern", "max_window_layers"):
             r.config.get(gated)
     if kinds is not None:

@@ -43,6 +43,14 @@ MLA_UNREAD: Mapping[str, Any] = MappingProxyType(
 """``Family.left_unread`` of the MLA families: their config classes carry a KV head count and head widths that MLA
 attention does not use (its K and V come from the latent; ``qk_head_dim`` is derived)."""
 
+WINDOW_FIELDS = frozenset({"sliding_window", "attention_chunk_size", "use_sliding_window"})
+"""config.json fields that window attention (a local window, chunks, Qwen's switch of the window), read for a family
+only where its transformers model applies them (``Family.window_fields``)."""
+SLIDES = frozenset({"sliding_window"})
+"""``Family.window_fields`` of a family whose model slides a window (Mistral, Gemma 2)."""
+SWITCHED_SLIDES = frozenset({"sliding_window", "use_sliding_window"})
+"""``Family.window_fields`` of Qwen2's kind: a window only where ``use_sliding_window`` (default False) is on."""
+
 LayerKindsReader = Callable[["ConfigReader", int], "list[LayerKind] | None"]
 """(reader, n_layers) -> each layer's kind as the family's config class derives it, or None (one kind)."""
 StateReader = Callable[["ConfigReader", int, dict[str, Any]], "dict[str, Any] | None"]
@@ -78,10 +86,12 @@ class Family(NamedTuple):
     attention scores)."""
     tied_by_default: bool = False
     """``tie_word_embeddings`` of its config class, for a config.json that leaves it out."""
-    windowed: bool = True
-    """Whether its config class has ``sliding_window`` and ``attention_chunk_size`` at all. False for Llama:
-    transformers' LlamaConfig defines neither and modeling_llama attends globally on every layer whatever a
-    config.json adds (transformers 5.24), so a stray field there is named as not read, not priced as a window."""
+    window_fields: frozenset[str] = frozenset()
+    """The fields of ``WINDOW_FIELDS`` its transformers model applies: its config class defines the field and its
+    modeling code (or the config class, deriving ``layer_types`` from it) reads it. The others are not read: a
+    config.json carrying one (Llama's or GPT-2's stray ``sliding_window``) is priced as transformers builds it,
+    without it, and names it as not read. ``tests/test_family_windows.py`` checks every family against the
+    installed transformers."""
     local_cycle: tuple[LayerKind, ...] = ()
     """The cycle of local and global layers its modeling code runs when a config has a window but lists no
     ``layer_types`` (Gemma 2 alternates); empty: every layer takes the window."""

@@ -1,12 +1,13 @@
 """Beam: Gemma 2's four norms a layer, per-head q/k norms, RoPE sliding-window layers and NoPE global layers,
 DeepSeek-V3's sigmoid routing with its correction bias."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import SLIDES, Family
 from mha_cli.core.families.models.glm4_moe import SIGMOID_NOAUX
 
 FAMILY = Family(
     model_types=("beam",),
     config_class="BeamConfig (transformers 5.24)",
+    window_fields=SLIDES,
     layout={"n_norms_per_layer": 4, "qk_norm": True, "nope_layers": "global"},
     routing_defaults={"scoring_func": "sigmoid", "topk_method": "noaux_tc", "norm_topk_prob": True},
     routing_fixed=SIGMOID_NOAUX,

@@ -1,12 +1,13 @@
 """Cohere2 (Command R7B): Cohere's block (one bias-free LayerNorm, a parallel attention + MLP, scaled logits),
 3 local : 1 global layers, interleaved RoPE on the local layers only (its global layers are NoPE)."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import SLIDES, Family
 from mha_cli.core.families.models.cohere import LAYOUT, logit_scale
 
 FAMILY = Family(
     model_types=("cohere2",),
     config_class="Cohere2Config (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={"sliding_window": 4096, "logit_scale": 0.0625},
     layout={**LAYOUT, "nope_layers": "global"},
     tied_by_default=True,

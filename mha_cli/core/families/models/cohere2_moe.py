@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import ANY_VALUE, Family
+from mha_cli.core.families import ANY_VALUE, SLIDES, Family
 from mha_cli.core.families.models.cohere import LAYOUT, logit_scale
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ def _fields(r: ConfigReader, fields: dict[str, Any]) -> None:
 FAMILY = Family(
     model_types=("cohere2_moe",),
     config_class="Cohere2MoeConfig (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={"sliding_window": 4096, "logit_scale": 0.0625, "expert_selection_fn": "softmax", "norm_topk_prob": True},
     layout={**LAYOUT, "nope_layers": "global"},
     tied_by_default=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import ANY_VALUE, Family
+from mha_cli.core.families import ANY_VALUE, SLIDES, Family
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -21,6 +21,7 @@ def nope_full_attention(r: ConfigReader, fields: dict[str, Any]) -> None:
 FAMILY = Family(
     model_types=("exaone4",),
     config_class="Exaone4Config (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={"num_key_value_heads": 32, "sliding_window_pattern": 4},
     layout={"norm_placement": "post", "qk_norm": True},
     read_fields=nope_full_attention,

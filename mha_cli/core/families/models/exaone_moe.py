@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import ANY_VALUE, Family
+from mha_cli.core.families import ANY_VALUE, SLIDES, Family
 from mha_cli.core.families.models.exaone4 import nope_full_attention
 from mha_cli.core.families.models.glm4_moe import SIGMOID_NOAUX
 
@@ -35,6 +35,7 @@ def num_shared_experts(r: ConfigReader, fields: dict[str, Any]) -> None:
 FAMILY = Family(
     model_types=("exaone_moe",),
     config_class="ExaoneMoeConfig (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={"num_shared_experts": 1, "first_k_dense_replace": 1, "num_key_value_heads": 32},
     layout={"qk_norm": True},
     routing_defaults={

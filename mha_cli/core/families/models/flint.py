@@ -1,7 +1,7 @@
 """Flint: per-head q/k norms, attention sinks, RoPE on its sliding-window layers only (the global ones NoPE),
 sigmoid-scored experts and one ungated shared expert."""
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, SLIDES, Family
 from mha_cli.core.weight_layout import WeightLayout
 
 # Its shared expert (shared_expert, always added in full) is our ungated shared_experts.
@@ -13,6 +13,7 @@ WEIGHTS = WeightLayout(
 FAMILY = Family(
     model_types=("flint",),
     config_class="FlintConfig (transformers 5.24)",
+    window_fields=SLIDES,
     layout={"qk_norm": True, "attn_sinks": True, "nope_layers": "global"},
     routing_defaults={"scoring_func": "sigmoid", "topk_method": "greedy"},
     routing_fixed=("scoring_func", "topk_method"),

@@ -1,11 +1,12 @@
 """Gemma 2: four norms a layer, sliding-window and global layers alternating, soft-capped logits."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import SLIDES, Family
 from mha_cli.core.families.models.gemma import GEMMA_LAYOUT
 
 FAMILY = Family(
     model_types=("gemma2",),
     config_class="Gemma2Config (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={
         "query_pre_attn_scalar": 256,
         "attn_logit_softcapping": 50.0,

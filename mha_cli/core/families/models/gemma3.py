@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import ANY_VALUE, Family
+from mha_cli.core.families import ANY_VALUE, SLIDES, Family
 from mha_cli.core.families.models.gemma import GEMMA_LAYOUT
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ def _no_attention_cap(r: ConfigReader, fields: dict[str, Any]) -> None:
 FAMILY = Family(
     model_types=("gemma3", "gemma3_text"),
     config_class="Gemma3TextConfig (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={
         "vocab_size": 262208,
         "num_attention_heads": 8,

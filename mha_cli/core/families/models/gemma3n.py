@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import ANY_VALUE, Family
+from mha_cli.core.families import ANY_VALUE, SLIDES, Family
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
@@ -23,6 +23,7 @@ def _shared_kv_layers(r: ConfigReader, fields: dict[str, Any]) -> None:
 FAMILY = Family(
     model_types=("gemma3n", "gemma3n_text"),
     config_class="Gemma3nTextConfig (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={
         "vocab_size": 262400,
         "num_attention_heads": 8,

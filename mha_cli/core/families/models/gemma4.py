@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families import ANY_VALUE, Family
+from mha_cli.core.families import ANY_VALUE, SLIDES, Family
 from mha_cli.core.families.models.gemma import GEMMA_LAYOUT
 
 if TYPE_CHECKING:
@@ -132,6 +132,7 @@ def _moe_block(r: ConfigReader) -> dict[str, Any]:
 FAMILY = Family(
     model_types=("gemma4", "gemma4_text"),
     config_class="Gemma4TextConfig (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={
         "vocab_size": 262144,
         "hidden_size": 2304,

@@ -6,12 +6,13 @@ transformers 5.24, ``models/gemma4_unified``: ``Gemma4UnifiedTextConfig.__post_i
 defaults differ (a 1,024-token window, 262,144 positions).
 """
 
-from mha_cli.core.families import ANY_VALUE
+from mha_cli.core.families import ANY_VALUE, SLIDES
 from mha_cli.core.families.models.gemma4 import FAMILY as GEMMA4
 
 FAMILY = GEMMA4._replace(
     model_types=("gemma4_unified", "gemma4_unified_text"),
     config_class="Gemma4UnifiedTextConfig (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={**GEMMA4.defaults, "sliding_window": 1024, "max_position_embeddings": 262144},
     names=("gemma4-unified", "gemma-4-unified"),
     differences=GEMMA4.differences[:1],  # its per-kind heads; it has no MoE block

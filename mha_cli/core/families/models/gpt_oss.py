@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, SLIDES, Family
 from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ WEIGHTS = WeightLayout(
 FAMILY = Family(
     model_types=("gpt_oss",),
     config_class="GptOssConfig (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={"swiglu_limit": 7.0, "swiglu_alpha": 1.702},
     layout={"qkv_bias": True, "o_bias": True, "attn_sinks": True},
     local_cycle=("local", "global"),

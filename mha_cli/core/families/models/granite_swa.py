@@ -1,6 +1,6 @@
 """Granite-SWA: Granite's decoder with sliding-window and global layers (``layer_types``) and attention sinks."""
 
-from mha_cli.core.families import ANY_VALUE, Family
+from mha_cli.core.families import ANY_VALUE, SLIDES, Family
 from mha_cli.core.families.models.granite import read_granite_scalars
 
 LAYER_ROPE_THETA = (
@@ -11,6 +11,7 @@ LAYER_ROPE_THETA = (
 FAMILY = Family(
     model_types=("granite_swa",),
     config_class="GraniteSWAConfig (transformers 5.24)",
+    window_fields=SLIDES,
     layout={"attn_sinks": True},
     tied_by_default=True,
     names=("granite-swa", "granite_swa"),

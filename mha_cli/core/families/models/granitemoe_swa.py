@@ -1,6 +1,6 @@
 """Granite-MoE-SWA: Granite MoE's decoder with sliding-window and global layers and attention sinks."""
 
-from mha_cli.core.families import ANY_VALUE, Family
+from mha_cli.core.families import ANY_VALUE, SLIDES, Family
 from mha_cli.core.families.models.granite import read_granite_scalars
 from mha_cli.core.families.models.granite_swa import LAYER_ROPE_THETA
 from mha_cli.core.families.models.granitemoe import WEIGHTS
@@ -8,6 +8,7 @@ from mha_cli.core.families.models.granitemoe import WEIGHTS
 FAMILY = Family(
     model_types=("granitemoe_swa",),
     config_class="GraniteMoeSWAConfig (transformers 5.24)",
+    window_fields=SLIDES,
     layout={"attn_sinks": True},
     tied_by_default=True,
     names=("granitemoe-swa", "granitemoe_swa", "granite-moe-swa"),

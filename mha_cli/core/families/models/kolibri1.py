@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, SLIDES, Family
 from mha_cli.core.families.models.glm4 import SANDWICH_NORMS
 from mha_cli.core.weight_layout import WeightLayout
 
@@ -22,6 +22,7 @@ def _nope_global(r: ConfigReader, fields: dict[str, Any]) -> None:
 FAMILY = Family(
     model_types=("kolibri1",),
     config_class="Kolibri1Config (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={"sliding_window": 513},
     layout={"n_norms_per_layer": 4, "qk_norm": True},
     routing_defaults={"scoring_func": "sigmoid", "topk_method": "noaux_logits", "norm_topk_prob": False},

@@ -5,6 +5,5 @@ from mha_cli.core.families import Family
 FAMILY = Family(
     model_types=("llama",),
     config_class="LlamaConfig (transformers 5.24)",
-    windowed=False,
     equal_test="tests/test_nn_model.py::test_same_logits_as_transformers[llama-3]",
 )

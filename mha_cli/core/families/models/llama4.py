@@ -44,6 +44,7 @@ WEIGHTS = WeightLayout(
 FAMILY = Family(
     model_types=("llama4", "llama4_text"),
     config_class="Llama4TextConfig (transformers 5.24)",
+    window_fields=frozenset({"attention_chunk_size"}),
     defaults={
         "vocab_size": 202048,
         "num_key_value_heads": 8,

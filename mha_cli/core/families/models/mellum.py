@@ -1,10 +1,11 @@
 """Mellum: Llama's decoder with per-head q/k norms."""
 
-from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, SLIDES, Family
 
 FAMILY = Family(
     model_types=("mellum",),
     config_class="MellumConfig (transformers 5.24)",
+    window_fields=SLIDES,
     layout={"qk_norm": True},
     equal_test=EQUAL_BY_SWEEP,
     left_unread={"num_nextn_predict_layers": ANY_VALUE, "mtp_layer_types": ANY_VALUE, "mtp_mlp_layer_types": ANY_VALUE},

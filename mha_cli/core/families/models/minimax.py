@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, SLIDES, Family
 from mha_cli.core.families.layer_types import kinds_of_layer_types, sliding_window
 from mha_cli.core.weight_layout import WeightLayout
 
@@ -72,6 +72,7 @@ WEIGHTS = WeightLayout(dropped=(r"\.self_attn\.(slope_rate|query_decay|key_decay
 FAMILY = Family(
     model_types=("minimax",),
     config_class="MiniMaxConfig (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={"num_experts_per_tok": 2},
     old_names=("minimax_text_01", "minimax_m1"),
     layer_kinds=_attention_type_list,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, SLIDES, Family
 from mha_cli.core.families.models.bert import ACTIVATIONS
 from mha_cli.core.weight_layout import FusedSplit, WeightLayout
 
@@ -75,6 +75,7 @@ DEFAULTS = {
 FAMILY = Family(
     model_types=("modernbert-decoder",),
     config_class="ModernBertDecoderConfig (transformers 5.24)",
+    window_fields=SLIDES,
     defaults=DEFAULTS,
     layout={"mlp": "gated", "norm": "layernorm", "embedding_norm": True, "first_input_norm": False},
     tied_by_default=True,

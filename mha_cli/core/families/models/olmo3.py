@@ -1,11 +1,12 @@
 """OLMo 3: OLMo 2's block (post-norms, whole-projection q/k norms) with sliding-window layers (``layer_types``)."""
 
-from mha_cli.core.families import Family
+from mha_cli.core.families import SLIDES, Family
 from mha_cli.core.families.models.olmo2 import OLMO2_LAYOUT
 
 FAMILY = Family(
     model_types=("olmo3",),
     config_class="Olmo3Config (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={"sliding_window": 4096},
     layout=OLMO2_LAYOUT,
     local_cycle=("local", "local", "local", "global"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, SLIDES, Family
 from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ def _sparsemixer(r: ConfigReader, fields: dict[str, Any]) -> None:
 FAMILY = Family(
     model_types=("phimoe",),
     config_class="PhimoeConfig (transformers 5.24)",
+    window_fields=SLIDES,
     defaults={"router_jitter_noise": 0.01},
     layout={"norm": "layernorm"},
     read_fields=_sparsemixer,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mha_cli.core.families import ANY_VALUE, Family
+from mha_cli.core.families import ANY_VALUE, SWITCHED_SLIDES, Family
 from mha_cli.core.families.layer_types import sliding_window
 
 if TYPE_CHECKING:
@@ -23,7 +23,8 @@ def window_layers(r: ConfigReader, n_layers: int) -> list[LayerKind] | None:
 FAMILY = Family(
     model_types=("qwen2",),
     config_class="Qwen2Config (transformers 5.24)",
-    defaults={"max_window_layers": 28},
+    window_fields=SWITCHED_SLIDES,
+    defaults={"max_window_layers": 28, "use_sliding_window": False},
     layout={"qkv_bias": True},
     layer_kinds=window_layers,
     equal_test="tests/test_nn_model.py::test_same_logits_as_transformers[qwen2]",

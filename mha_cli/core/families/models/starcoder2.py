@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mha_cli.core.families import EQUAL_BY_SWEEP, Family
+from mha_cli.core.families import EQUAL_BY_SWEEP, SLIDES, Family
 from mha_cli.core.weight_layout import WeightLayout
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ WEIGHTS = WeightLayout(
 FAMILY = Family(
     model_types=("starcoder2",),
     config_class="Starcoder2Config (transformers 5.24)",
+    window_fields=SLIDES,
     layout={"mlp": "plain", "norm": "layernorm", "qkv_bias": True, "o_bias": True, "mlp_bias": True},
     tied_by_default=True,
     read_fields=_biases,
