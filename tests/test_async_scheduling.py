@@ -25,6 +25,8 @@ def test_off_reserves_one_step_for_the_sliding_groups_by_hand(cli):
     assert on["kv_bytes_per_request"] - off["kv_bytes_per_request"] == 4_026_531_840
     assert (on["async_scheduling"], off["async_scheduling"]) == (None, False)
     assert off["kv_blocks"] == on["kv_blocks"] and off["max_concurrency"] > on["max_concurrency"]
+    assert any("plus the steps in flight (2 x 8192 tokens: async scheduling)" in note for note in on["notes"])
+    assert any("plus a whole step (8192 tokens)" in note for note in off["notes"])
     assert (
         engine_of(cli, "--engine", "vllm@0.29.0", "--async-scheduling")["kv_bytes_per_request"]
         == (on["kv_bytes_per_request"])

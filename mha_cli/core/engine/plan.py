@@ -504,6 +504,13 @@ def _vllm_v0(inputs: _Inputs) -> _Pool:
     )  # fmt: skip
 
 
+def _steps_in_flight(batches: int, step_tokens: int) -> str:
+    """The steps a sliding-window group reserves blocks for, in words (``VllmConfig.max_in_flight_tokens``)."""
+    if batches == 1:
+        return f"a whole step ({step_tokens} tokens)"
+    return f"the steps in flight ({batches} x {step_tokens} tokens: async scheduling)"
+
+
 def _vllm(inputs: _Inputs) -> _Pool:
     """vLLM V1: the budget, its block pool with the hybrid allocator's groups, its start-up check."""
     model, kv, settings = inputs.model, inputs.kv, inputs.settings
@@ -568,8 +575,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f"{f' ({pool.padding_layers} empty slots)' if pool.padding_layers else ''}. Plan with the maximum"
             f" concurrency ({concurrency:.2f}x, what vLLM admits at once): a request takes blocks in every group"
             + (
-                f", a sliding-window group those of its window plus a whole step ({settings.max_num_batched_tokens}"
-                f" tokens). The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own window would"
+                f", a sliding-window group those of its window plus"
+                f" {_steps_in_flight(in_flight, settings.max_num_batched_tokens)}. The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own window would"
                 " allow"
                 if any(group.kind == "sliding" for group in pool.groups)
                 else f". The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own bytes would allow"
