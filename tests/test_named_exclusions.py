@@ -229,3 +229,53 @@ def test_gptq_quantises_every_routed_expert_whatever_modules_in_block_says():
     named = rank_weight_bytes(model, 1, "gptq-int4", vocab_padding=1)
     assert rank_checkpoint_bytes(model, 1, read.scheme, vocab_padding=1) == named
     assert llama_bytes(quant) > llama_bytes(GPTQ)
+
+
+FBGEMM = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0}
+
+
+def test_fbgemm_fp8_keeps_every_routed_expert_in_bf16_by_hand(tmp_path):
+    """Qwen3-30B-A3B in fbgemm fp8, no list: vLLM's FBGEMMFp8Config.get_quant_method has no FusedMoE method (None),
+    so from 0.11.1 its experts load unquantised. 48 layers x 128 experts x 3 matrices of 768 x 2048: 28,991,029,248
+    weights at 2 B instead of fp8's 1 B + one fp32 scale a matrix: + 28,991,029,248 B - 48 x 384 x 4 B."""
+    config = json.loads((CONFIGS / "qwen3-30b-a3b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config | {"quantization_config": FBGEMM}))
+    source = load_source(str(path))
+    assert source.deployment is not None and source.deployment.weight_scheme is not None
+    scheme = source.deployment.weight_scheme
+    experts = 48 * 128 * 3 * 768 * 2048
+    assert experts == 28_991_029_248
+    stored = rank_checkpoint_bytes(source.model, 1, scheme, vocab_padding=1)
+    assert stored - rank_weight_bytes(source.model, 1, "fp8", vocab_padding=1) == experts - 48 * 384 * 4
+    assert "routed experts in bf16 (the loader has no FusedMoE method)" in scheme.describe()
+
+
+def test_fbgemm_fp8_ignore_list_still_reaches_the_linear_layers(tmp_path):
+    """A list on top of the bf16 experts: layer 0's o_proj (2048 x 4096, 8,388,608 weights; a whole name, as
+    is_layer_skipped compares it) joins them in bf16, + 8,388,608 B - one fp32 scale."""
+    config = json.loads((CONFIGS / "qwen3-30b-a3b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config | {"quantization_config": FBGEMM | {
+        "modules_to_not_convert": ["model.layers.0.self_attn.o_proj"]}}))  # fmt: skip
+    listed = load_source(str(path)).deployment
+    path.write_text(json.dumps(config | {"quantization_config": FBGEMM}))
+    plain = load_source(str(path)).deployment
+    assert listed is not None and plain is not None and listed.weight_scheme and plain.weight_scheme
+    model = load_source(str(path)).model
+    o_proj = 2048 * 4096
+    assert o_proj == 8_388_608
+    difference = rank_checkpoint_bytes(model, 1, listed.weight_scheme, vocab_padding=1) - rank_checkpoint_bytes(
+        model, 1, plain.weight_scheme, vocab_padding=1
+    )
+    assert difference == o_proj - 4
+
+
+def test_a_dense_fbgemm_fp8_checkpoint_without_a_list_is_plain_fp8(tmp_path):
+    """Llama-3-8B in fbgemm fp8: no routed experts, no list: the named format, with no note about a list."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA3 | {"quantization_config": FBGEMM}))
+    source = load_source(str(path))
+    assert source.deployment is not None and source.deployment.weight_scheme is None
+    assert source.deployment.weight_dtype == "fp8"
+    assert not any("quantization_config keeps" in note for note in source.assumptions)

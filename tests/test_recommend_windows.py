@@ -150,3 +150,26 @@ def test_a_fitting_balanced_pick_is_not_called_unfit_when_the_admitted_count_mov
     assert "does not fit" not in step["message"]
     assert step["message"].startswith("GQA-8 fits batch 1; at 131,072 tokens the goal is the most sequences")
     assert f"{chosen['label']} admits {chosen['max_sequences']}" in step["message"]
+
+
+def test_a_window_the_engine_admits_no_more_sequences_of_is_not_taken(cli):
+    """400B at 32K on 8 x B200: a 4,096-token sliding group reserves min(32,768, 4,095 + 2 x 16,384) / 16 + 1 = 2,049
+    blocks a request (two 16,384-token steps in flight), a full one 32,768 / 16 = 2,048, so 1:1 and 3:1 w4096 admit
+    the 16 sequences plain GQA-16 does: the design without windows is kept, and the rows and the trace say why."""
+    assert min(32768, 4095 + 2 * 16384) // 16 + 1 == 2049 and 32768 // 16 == 2048
+    args = ["--params", "400B", "--seq", "32k", "--target", "8xb200", "--priority", "inference"]
+    data = cli.json("recommend", *args, "--explain")
+    rows = {a["label"]: a for a in data["alternatives"]}
+    chosen = next(a for a in data["alternatives"] if a["is_recommended"])
+    assert chosen["label"] == "GQA-16" and chosen["layer_pattern"] is None and chosen["max_sequences"] == 16
+    assert "sliding_attention" not in (data["model"].get("layer_types") or [])
+    for label in ("GQA-16 1:1 w4096", "GQA-16 3:1 w4096"):
+        assert rows[label]["max_sequences"] == 16 and rows[label]["kv_bytes_at_seq"] < chosen["kv_bytes_at_seq"]
+        assert rows[label]["verdict"] == "same risk, as many sequences admitted: kept without windows"
+    assert rows["GQA-16 5:1 w1024"]["verdict"] == "same risk, fewer sequences admitted"
+    step = next(t for t in data["trace"] if t["id"] == "MHA022")
+    assert step["message"] == (
+        "GQA-16 fits batch 1; at 32,768 tokens the goal is the most sequences the engine admits in the lowest risk"
+        " class: GQA-16 admits 16, as many as GQA-16 1:1 w4096 and GQA-16 3:1 w4096, so the design without windows is"
+        " kept (simpler, no quality risk from the window)"
+    )

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from mha_cli.cli.options import (
+    AsyncSchedulingOpt,
     BlockSizeOpt,
     DpOpt,
     ForceOpt,
@@ -70,6 +71,7 @@ def kv(
     kv_cache_gib: KvCacheGibOpt = None,
     limit_mm_per_prompt: LimitMmOpt = None,
     text_only: TextOnlyOpt = False,
+    async_scheduling: AsyncSchedulingOpt = None,
     fail_if_no_fit: FailIfNoFitOpt = False,
     profile: ProfileOpt = None,
     plot: PlotOpt = None,
@@ -90,7 +92,7 @@ def kv(
         engine=engine,
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
-        limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
+        limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only), async_scheduling=async_scheduling,
     )  # fmt: skip
     out = Output(json)
     refuse_release_without_model(

@@ -230,6 +230,15 @@ TextOnlyOpt = Annotated[
         " vLLM (0.32) does not load the vision tower.",
     ),
 ]
+AsyncSchedulingOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--async-scheduling/--no-async-scheduling",
+        help="vLLM's async scheduling (its own flags, from 0.10.0; on by default from 0.14.0). Off, a sliding window"
+        " reserves blocks for one step in flight, not two (0.26.0 on). Default: the release's.",
+        show_default=False,
+    ),
+]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
 PlotOpt = Annotated[
     Path | None,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, get_args
 import typer
 
 from mha_cli.cli.options import (
+    AsyncSchedulingOpt,
     BlockSizeOpt,
     DpOpt,
     ForceOpt,
@@ -165,6 +166,7 @@ def plan(
     kv_cache_gib: KvCacheGibOpt = None,
     limit_mm_per_prompt: LimitMmOpt = None,
     text_only: TextOnlyOpt = False,
+    async_scheduling: AsyncSchedulingOpt = None,
     profile: ProfileOpt = None,
     num_prompts: Annotated[
         int | None,
@@ -363,7 +365,7 @@ def plan(
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib), shared_prefix=shared_prefix,
         prefix_caching=prefix_caching, limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
-        kv_offload_bytes=offload_bytes, shared_prefixes=shared_prefixes,
+        kv_offload_bytes=offload_bytes, shared_prefixes=shared_prefixes, async_scheduling=async_scheduling,
     )  # fmt: skip
     from mha_cli.core.engine.generations import generation
 

@@ -26,7 +26,8 @@ _OPTION_NAMES = {"seq_len": "--seq", "batch": "--batch", "kv_dtype": "--kv-dtype
                  "engine": "--engine", "engine_generation": "--engine", "engine_version": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
                  "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
                  "kv_cache_memory_bytes": "--kv-cache-gib", "limit_mm_per_prompt": "--limit-mm-per-prompt",
-                 "kv_offload_bytes": "--kv-offload-gib", "shared_prefixes": "--shared-prefixes"}  # fmt: skip
+                 "kv_offload_bytes": "--kv-offload-gib", "shared_prefixes": "--shared-prefixes",
+                 "async_scheduling": "--async-scheduling"}  # fmt: skip
 
 
 def default_seq_len(model: ModelSpec | None, base: DeploymentSpec | None = None) -> int:
@@ -61,6 +62,8 @@ def merge_deployment(
         engine = fields.get("engine") or "vllm"  # priced by the generation that covers it, as --engine ENGINE@VERSION
         fields["engine_generation"] = generation_of(f"{engine}@{fields['engine_version']}").id
     fields.setdefault("seq_len", default_seq_len(model, base))
+    if fields.get("async_scheduling") is not None:
+        _check_async_scheduling(fields)
     if fields.get("block_size") is not None:
         _check_block_flag(fields.get("engine"), fields.get("engine_generation"), fields.get("engine_version"))
     limits = fields.get("limit_mm_per_prompt")
@@ -84,6 +87,27 @@ def merge_deployment(
 BLOCK_FLAGS = {"vllm": "--block-size", "sglang": "--page-size"}
 """The flag each engine's launch line sets ``--block-size`` with (TensorRT-LLM's tokens_per_block is not in the flags
 table: not checked)."""
+
+
+def _check_async_scheduling(fields: dict[str, Any]) -> None:
+    """Refuse ``--async-scheduling`` in one line on an engine other than vLLM, and on a vLLM release without the flag
+    (before 0.10.0, ``core.engine.flags``); ``--no-async-scheduling`` is what such a release does anyway."""
+    from mha_cli.core.engine.flags import setting_refusal
+    from mha_cli.core.engine.generations import generation
+
+    engine = fields.get("engine") or "vllm"
+    if engine != "vllm":
+        raise BadInputError(
+            f"--async-scheduling/--no-async-scheduling are vLLM's: {engine} is priced with its own scheduler; leave"
+            " them out, or use --engine vllm"
+        )
+    if fields["async_scheduling"]:
+        chosen = generation(fields.get("engine_generation"), "vllm")
+        refusal = setting_refusal(
+            "--async-scheduling", "vllm", chosen, fields.get("engine_version"), "--async-scheduling"
+        )
+        if refusal is not None:
+            raise BadInputError(refusal)
 
 
 def _check_block_flag(engine: str | None, generation_id: str | None, typed: str | None) -> None:

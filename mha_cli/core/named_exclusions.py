@@ -29,6 +29,14 @@ vLLM 0.19.1 (``model_executor/layers/quantization``, the wheel ``pip download vl
   (``quantizers/quantizers_utils.py`` ``should_convert_module``), stores bf16 experts vLLM would load as MXFP4, and is
   refused.
 
+An fbgemm fp8 checkpoint's routed experts are not fp8 in vLLM: ``FBGEMMFp8Config.get_quant_method`` returns a
+method for ``LinearBase`` layers only and None for a ``FusedMoE`` (``fbgemm_fp8.py``, read in 0.10.1, 0.19.1 and
+0.29.0), which ``fused_moe/layer.py`` (``routed_experts.py`` in 0.29.0) then loads with ``UnquantizedFusedMoEMethod``,
+in the model dtype (bf16), from 0.11.1 (read in 0.11.1-0.14.0, 0.19.1, 0.29.0); 0.10.1-0.11.0 ``assert quant_method
+is not None`` there, so such a checkpoint does not load at all. A MoE fbgemm fp8 checkpoint is therefore a scheme
+with its experts in bf16 (``WeightScheme.experts_unquantised``), list or no list; a dense one with no list is the
+named format.
+
 Every loader but bitsandbytes' maps a fused layer (``qkv_proj``, ``gate_up_proj``) back to the checkpoint's
 shards and refuses to load a list that keeps some shards unquantised and not the others (``is_layer_skipped``:
 "Detected some but not all shards"): refused here too (``refuse_split_shards``). bitsandbytes compares the fused name
@@ -94,8 +102,8 @@ def named_scheme(
     method: str, fmt: str, quant: dict[str, Any], config: dict[str, Any], origin: str
 ) -> WeightScheme | None:
     """The scheme of a named format ``fmt`` (read from ``quant_method`` ``method``) whose ``quant`` keeps modules
-    unquantised; None when it keeps none (the named format prices it). ``config``: the whole config.json (mxfp4's
-    check reads its layer count)."""
+    unquantised, and of every fbgemm fp8 config (its routed experts bf16); None when it keeps none (the named format
+    prices it). ``config``: the whole config.json (mxfp4's check reads its layer count)."""
     _refuse_unread(method, quant, origin)
     if method == "mxfp4":
         _mxfp4_keeps_experts(_names(quant, "modules_to_not_convert", origin), config, origin)
@@ -107,7 +115,7 @@ def named_scheme(
     else:
         field = READ_FIELDS[method][0]
     ignore = _names(quant, field, origin)
-    if not ignore:
+    if not ignore and method != "fbgemm_fp8":  # fbgemm: its experts are bf16 anyway (sources: excludes_nothing)
         return None
     matching = "fp8" if method == "fbgemm_fp8" else method
     if matching == "bitsandbytes" and (shard := next((e for e in ignore if e.rpartition(".")[2] in BNB_UNREAD), None)):
@@ -121,11 +129,13 @@ def named_scheme(
             f"{origin}: quantization_config {field} entry {regex!r}: vLLM 0.19.1's {method} loader compares names, not"
             " regular expressions; remove the entry from a copy of the file"
         )
-    return _scheme(matching, fmt, ignore, experts_ignore=method != "bitsandbytes")
+    return _scheme(
+        matching, fmt, ignore, experts_ignore=method != "bitsandbytes", experts_unquantised=method == "fbgemm_fp8"
+    )
 
 
 def _scheme(method: str, fmt: str, ignore: list[str], targets: list[str] | None = None,
-            experts_ignore: bool = True) -> WeightScheme:  # fmt: skip
+            experts_ignore: bool = True, experts_unquantised: bool = False) -> WeightScheme:  # fmt: skip
     """One rule, ``fmt``'s layout on ``targets`` (every linear layer), the ``ignore`` list kept in bf16."""
     from mha_cli.core.weight_scheme import LINEAR, SchemeRule, WeightScheme
 
@@ -139,7 +149,13 @@ def _scheme(method: str, fmt: str, ignore: list[str], targets: list[str] | None 
         description=named.description,
     )  # fmt: skip
     return WeightScheme(
-        method=method, format=fmt, rules=[rule], ignore=ignore, fused_experts=True, experts_ignore=experts_ignore
+        method=method,
+        format=fmt,
+        rules=[rule],
+        ignore=ignore,
+        fused_experts=True,
+        experts_ignore=experts_ignore,
+        experts_unquantised=experts_unquantised,
     )
 
 

@@ -1300,6 +1300,11 @@ class DeploymentSpec(_Strict):
     """Serving: the engine reuses cached prefixes (vLLM V1 ``--enable-prefix-caching``, SGLang's radix cache and
     TensorRT-LLM's block reuse); None: the engine's default (on, but off in vLLM V0 and TensorRT-LLM's C++ engine);
     False: ``--no-enable-prefix-caching``."""
+    async_scheduling: bool | None = None
+    """vLLM's async scheduling (``--async-scheduling`` / ``--no-async-scheduling``, ``SchedulerConfig``, from
+    0.10.0): off, ``VllmConfig.max_concurrent_batches`` is the pipeline size, so a sliding window reserves blocks for
+    one step in flight (``core.engine.vllm_rule_releases``); None: the release's default (off to 0.13.0, on from
+    0.14.0 unless an option is incompatible)."""
     shared_prefixes: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
     """Serving: how many different shared prefixes of ``shared_prefix`` tokens the requests cycle through
     (conversations, documents; ``core.cost.offload_plan``); None: 1, one system prompt for all."""

@@ -236,6 +236,8 @@ def _with_checkpoint_weights(source: ModelSource, stored: "CheckpointWeights | N
         refuse_split_shards(source.model, scheme)
     if scheme.method in NAMED_METHODS and excludes_nothing(source.model, scheme):
         named = _with_checkpoint_format(source, scheme.format)
+        if not scheme.ignore:  # fbgemm fp8 with no list and no routed experts: the named format itself
+            return named
         note = (f"quantization_config keeps in bf16 ({shown(scheme.ignore) or 'its listed modules'}) only what"
                 f" {scheme.format} leaves there anyway: priced as the named format")  # fmt: skip
         return named.model_copy(update={"assumptions": [*named.assumptions, note]})

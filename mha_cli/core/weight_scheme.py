@@ -144,6 +144,9 @@ class WeightScheme(Record):
     named formats' loaders judge it by its prefix), rather than expert by expert (compressed-tensors, ModelOpt)."""
     experts_ignore: bool = True
     """Whether ``ignore`` reaches the routed experts (vLLM's bitsandbytes loader quantises every ``FusedMoE``)."""
+    experts_unquantised: bool = False
+    """Whether the format's loader leaves every routed expert unquantised (bf16) whatever the rules say: it has no
+    ``FusedMoE`` method (``fbgemm_fp8``: ``core.named_exclusions``)."""
 
     _matchers: "dict[ModuleNames, SchemeMatcher]" = PrivateAttr(default_factory=dict)
 
@@ -177,7 +180,8 @@ class WeightScheme(Record):
         """One line: each rule with what it covers, then what stays bf16."""
         rules = "; ".join(f"{', '.join(rule.targets)}: {rule.description or rule.name}" for rule in self.rules)
         kept = f"; kept in bf16: {', '.join(self.ignore)}" if self.ignore else ""
-        return f"{self.method}, {rules}{kept}"
+        experts = "; routed experts in bf16 (the loader has no FusedMoE method)" if self.experts_unquantised else ""
+        return f"{self.method}, {rules}{kept}{experts}"
 
 
 class SchemeMatcher:
@@ -194,6 +198,7 @@ class SchemeMatcher:
         self.by_class = next((rule for rule in scheme.rules if LINEAR in rule.targets), None)
         self.experts = next((rule for rule in scheme.rules if EXPERTS in rule.targets), self.by_class)
         self.fused, self.experts_ignore = scheme.fused_experts, scheme.experts_ignore
+        self.experts_unquantised = scheme.experts_unquantised
         self.memo: dict[object, SchemeRule | None] = {}
 
     def rule_for(self, module: str) -> SchemeRule | None:
@@ -222,6 +227,8 @@ class SchemeMatcher:
         return self.memo[key]  # type: ignore[return-value]
 
     def _match(self, module: str, experts: bool = False) -> SchemeRule | None:
+        if experts and self.experts_unquantised:
+            return None
         spelled = (self.names.checkpoint(module), self.names.engine(module))
         if (self.experts_ignore or not experts) and self.ignore.match(*spelled):
             return None

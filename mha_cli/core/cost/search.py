@@ -529,6 +529,8 @@ def launch_commands(
         vllm.append("--enable-prefix-caching" if caching else "--no-enable-prefix-caching")  # against its default
     if not caching:
         sglang.append("--disable-radix-cache")
+    if deployment.async_scheduling is not None:  # as set (DeploymentSpec.async_scheduling): vLLM's alone
+        vllm.append("--async-scheduling" if deployment.async_scheduling else "--no-async-scheduling")
     if deployment.speculative is not None:  # the drafter priced (core.speculative)
         from mha_cli.core.speculative import sglang_flags, vllm_flags
 

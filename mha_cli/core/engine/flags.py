@@ -104,6 +104,12 @@ SGLANG_E5M2 = (
     "0.4.0's wheel (server_args.py: --kv-cache-dtype choices auto, fp8_e5m2) and 0.5.16's (ServerArgs.kv_cache_dtype"
     " choices auto, fp8_e5m2, fp8_e4m3, ...); the releases between not read for it"
 )
+VLLM_ASYNC = (
+    "engine/arg_utils.py in the wheels of 0.9.2 (lacks it), 0.10.0 (scheduler_group.add_argument('--async-scheduling'),"
+    " a bool field given BooleanOptionalAction by get_kwargs: both forms), 0.10.1, 0.11.0-0.14.0, 0.19.1 and 0.29.0;"
+    " config/scheduler.py SchedulerConfig.async_scheduling False to 0.13.0, None (on unless an option is incompatible,"
+    " config/vllm.py) from 0.14.0"
+)
 TRTLLM_0_18 = "https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html (not read in wheels)"
 TRTLLM_0_19 = "https://nvidia.github.io/TensorRT-LLM/0.19.0rc0/commands/trtllm-serve.html (not read in wheels)"
 
@@ -128,6 +134,8 @@ SPANS: tuple[Span, ...] = (
     Span("vllm", "--kv-cache-dtype fp8_e5m2", "0.3.0", None, VLLM_E5M2),
     Span("vllm", "--enable-prefix-caching", "0.4.0", None, VLLM_ARGS),
     Span("vllm", "--no-enable-prefix-caching", "0.7.0", None, f"{VLLM_ARGS} (BooleanOptionalAction)"),
+    Span("vllm", "--async-scheduling", "0.10.0", None, VLLM_ASYNC),
+    Span("vllm", "--no-async-scheduling", "0.10.0", None, VLLM_ASYNC),
     Span("vllm", "--limit-mm-per-prompt", "0.5.5", None, VLLM_ARGS),
     Span("vllm", "--limit-mm-per-prompt json", "0.8.5", None, f"{VLLM_ARGS} (before: image=N,video=M only)"),
     Span("vllm", "--limit-mm-per-prompt key=value", "0.5.5", "0.9.2", f"{WHEELS} (arg_utils.py nullable_kvs)"),

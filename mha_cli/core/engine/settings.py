@@ -77,6 +77,9 @@ class EngineSettings(Record):
     """The release as typed (``--engine vllm@0.10.2``) where the generation covers it (``_covered_release``); None:
     the generation's latest, so every rule read from it (vLLM's sampler, MLA block and MXFP4 kernel; SGLang's pools,
     ``core.engine.plan``) takes the generation's rules as its defaults do."""
+    async_scheduling: bool | None = None
+    """vLLM: async scheduling as the deployment sets it (``DeploymentSpec.async_scheduling``); None: the release's
+    default."""
     cuda_graph_bs: int | None = None
     """SGLang: the decode CUDA-graph batch its default fraction reserves for (requests); None: other engines."""
     running_requested: Requested | None = None
@@ -458,7 +461,7 @@ def resolve_settings(
             ),
             release=release, block_size_given=deployment.block_size is not None, engine_version=covered,
             quantized_checkpoint=deployment.weight_dtype not in UNQUANTIZED or deployment.weight_scheme is not None,
-            awq_dequantizes=deployment.vllm_awq_kernel == "awq",
+            awq_dequantizes=deployment.vllm_awq_kernel == "awq", async_scheduling=deployment.async_scheduling,
         )  # fmt: skip
     if engine == "sglang":
         old = chosen.id == "sglang-0.4"

@@ -209,7 +209,8 @@ def cache_cap(ctx: Context, n_heads: int) -> int | None:
 def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tuple[Option, list[Option]]:
     """The lowest quality risk that meets the goal, ties by the smaller group, then the smaller cache (at long
     context under inference: within the lowest risk class, window patterns included, the most sequences the engine
-    admits, then the smallest cache at the context, MHA028); every option gets its verdict."""
+    admits, then the design without windows where that ties, then the smallest cache at the context, MHA028);
+    every option gets its verdict."""
     r = ctx.request
     allowed = [o for o in options if not o.excluded]
     cap = cache_cap(ctx, n_heads)
@@ -227,9 +228,16 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
         """Sequences the engine runs at once (0 without a target): what a smaller cache buys on the device."""
         return 0 if o.plan is None else o.plan.max_sequences
 
+    def windowed(o: Option) -> bool:
+        """A window the engine prices (a target's plan): where admission ties, the design without one is kept."""
+        return o.pattern is not None and o.plan is not None
+
     def goal(o: Option) -> tuple:
-        # at long context under inference: the lowest risk class, then what the engine admits, then the cache
-        return (o.risk[0], -admitted(o), o.kv.bytes_per_sequence) if windows else (o.risk, o.kv.bytes_per_token)
+        # at long context under inference: the lowest risk class, then what the engine admits, then no window where
+        # that ties (simpler, no quality risk from the window), then the cache
+        if windows:
+            return (o.risk[0], -admitted(o), windowed(o), o.kv.bytes_per_sequence)
+        return (o.risk, o.kv.bytes_per_token)
 
     if fitting:
         chosen = min(fitting, key=goal)
@@ -252,6 +260,8 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
             verdict = "lower risk, not chosen"  # cannot happen unless nothing fits
         elif windows and o.risk[0] == chosen.risk[0] and admitted(o) < admitted(chosen):
             verdict = "same risk, fewer sequences admitted"  # a smaller cache the engine's pages do not turn into seats
+        elif windowed(o) and not windowed(chosen) and o.risk[0] == chosen.risk[0] and admitted(o) == admitted(chosen):
+            verdict = WINDOW_GAINS_NOTHING  # the window's smaller cache buys no sequence: kept without it
         elif o.risk == chosen.risk or (windows and o.risk[0] == chosen.risk[0]):
             verdict = "same risk, larger cache"
         elif o.risk[0] == chosen.risk[0]:
@@ -262,6 +272,11 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
             verdict = "fits, higher risk" if must_fit else "higher risk"
         rows.append(o._replace(verdict=verdict))
     return next(o for o in rows if o.verdict == "chosen"), rows
+
+
+WINDOW_GAINS_NOTHING = "same risk, as many sequences admitted: kept without windows"
+"""MHA028's verdict on a window pattern whose smaller cache the engine admits no more sequences of than the design
+without windows (vLLM's sliding groups reserve the window plus a whole step each)."""
 
 
 def trade_off(ctx: Context, shape: Shape) -> tuple[Option, list[Option]]:
@@ -395,8 +410,15 @@ def _record_inference(ctx: Context, chosen: Option, rows: list[Option]) -> None:
         (o for o in rows if not o.excluded and o.verdict != "more cache than the balanced default"),
         key=lambda o: (o.risk, o.kv.bytes_per_token),
     )
+    tied = [o.label for o in rows if o.verdict == WINDOW_GAINS_NOTHING]
     if ctx.target is None:
         message = "no --target: nothing to fit, the balanced pick stands"
+    elif tied and chosen.plan is not None:  # MHA028: a window that admits no more sequences is not taken
+        message = (
+            f"{chosen.label} fits batch {r.batch}; at {r.seq_len:,} tokens the goal is the most sequences the engine"
+            f" admits in the lowest risk class: {chosen.label} admits {chosen.plan.max_sequences:,}, as many as"
+            f" {' and '.join(tied)}, so the design without windows is kept (simpler, no quality risk from the window)"
+        )
     elif balanced is chosen:
         message = f"{chosen.label} fits batch {r.batch}: nothing to shrink"
     elif balanced.fits and chosen.plan is not None and balanced.plan is not None:  # MHA028's goal moved the pick

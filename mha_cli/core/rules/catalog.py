@@ -277,7 +277,7 @@ RULES: tuple[Rule, ...] = (
         action="The serving goal: among the candidates within the balanced cache, the lowest quality risk whose "
         "weights and requested batch fit the target (at the smallest tp that fits), ties by the smaller group "
         "(more KV heads), then the smaller cache (from 32K tokens, in the lowest risk class: the most sequences the "
-        "engine admits at the context, then the smallest cache, MHA028); when "
+        "engine admits at the context, then the design without windows, then the smallest cache, MHA028); when "
         "none fits, the one the engine admits most sequences of (the lowest risk when the weights are what does not "
         "fit), flagged with the ways out (MHA026).",
         rationale="For a serving-first design the KV cache limit decides; a smaller cache is cheaper than another "
@@ -339,8 +339,8 @@ RULES: tuple[Rule, ...] = (
         + "; a local layer caches at most its window, every global layer the whole context), each at its "
         "attention's quality risk. Under --priority inference the pick, within the lowest risk class that meets "
         "the goal (MHA022), patterns included, is the one the engine admits most sequences of at the context (a "
-        "smaller cache the engine's pages do not turn into sequences buys nothing), then the smallest cache; "
-        "under balanced and "
+        "smaller cache the engine's pages do not turn into sequences buys nothing), then, where that ties, the design "
+        "without windows (simpler, and no quality risk from the window), then the smallest cache; under balanced and "
         "training they are alternatives only.",
         rationale="At long context the biggest KV lever of recent designs is local attention on most layers, not "
         "fewer KV heads: Gemma 3's 5:1 with 1,024 tokens caches about a sixth of a global-only stack at 128K.",
