@@ -131,6 +131,11 @@ stand, per group, so that a rule change that moves them has to say so here.
   0 of 9 (akamaslabs/vllm-benchmark's L40S study of RedHatAI/gemma-4-26B-A4B-it-FP8-dynamic, vLLM 0.29.0: the
   default point +14.5%, other FP8 linear kernels +12.5% and +13.2%, fp8 KV +14.8%, length 16,384 +14.5%, FlashInfer
   +38.3%, 0.94 +11.1% and +10.8%, eager at block 128 -19.3%); 4 entries not expressible.
+- ``new-22`` (ids 2401-2419, logs25: vLLM logs from files committed to repositories, collected after the rules of
+  commit 94a5843 stood, priced with them, no rule changed): no memory line, so no per-token check; the plan within 5%
+  on 4 of 15 (akamaslabs/vllm-benchmark, vLLM 0.29.0 on L4s: gpt-oss-20b +59.5% and +38.3% at tp 1, +3.3% at tp 2
+  with expert parallelism; Qwen3-8B-FP8 prefill/decode instances through NixlConnector +4.3% to +8.3%); 4 entries
+  not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -200,6 +205,7 @@ def test_counts_per_group(table):
     }
     assert module.counts(rows, "new-20") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
     assert module.counts(rows, "new-21") == {"logs": 9, "rule_checked": 9, "rule_exact": 9, "priced": 9, "within": 0}
+    assert module.counts(rows, "new-22") == {"logs": 15, "rule_checked": 0, "rule_exact": 0, "priced": 15, "within": 4}
 
 
 def test_second_new_group_errors(table):
@@ -783,3 +789,28 @@ def test_sglang_padding_slots_follow_the_release(table):
     assert module.sglang_padding_slots({"version": "0.4.4", "block_size": 16}) == 16
     assert module.sglang_padding_slots({"version": "0.5", "block_size": 64}) == 64
     assert module.sglang_padding_slots({"version": "0.5.8"}) == 1  # page_size 1, SGLang's default
+
+
+def test_group_2401(table):
+    """The 24xx group (logs25, akamaslabs/vllm-benchmark's other studies, vLLM 0.29.0 on L4s) as the rules of 94a5843
+    price them: gpt-oss-20b's smoke starts (tp 1 bf16 and fp8, tp 2 with expert parallelism priced as tp 2) and the
+    Qwen3-8B-FP8 prefill/decode kernel bench (one plan for every bf16 start and one for every fp8 start, whatever the
+    attention backend or linear kernel); no log prints a memory figure, so each is compared on tokens with no
+    per-token check; the entries mha cannot express (block 96, data parallel 4, a MIG slice, DeepSeek V4) listed,
+    never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-22"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
+        2401: 0.595, 2402: 0.383, 2403: 0.033, 2407: 0.083, 2408: 0.062, 2409: 0.066, 2410: 0.066, 2411: 0.043,
+        2412: 0.059, 2413: 0.043, 2414: 0.059, 2415: 0.066, 2416: 0.083, 2417: 0.044, 2418: 0.061,
+    }  # fmt: skip
+    assert {new[log_id].plan_tokens for log_id in range(2407, 2415)} == {70448}  # bf16: 147,456 B a token
+    assert {new[log_id].plan_tokens for log_id in range(2415, 2419)} == {140912}  # fp8: half that
+    assert (new[2401].plan_tokens, new[2402].plan_tokens, new[2403].plan_tokens) == (132130, 181137, 1162296)
+    assert all(row.basis == "tokens" and row.rule_hit is None for row in new.values())
+    misses = [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN]
+    assert misses and all(module.WHY[log_id].startswith("no source-backed cause") for log_id in misses)
+    unexpressed = module.unexpressed_logs("new-22")
+    assert [log["id"] for log in unexpressed] == [2404, 2405, 2406, 2419]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {2404, 2405, 2406, 2419}
