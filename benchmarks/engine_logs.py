@@ -43,8 +43,8 @@ logs22: vLLM logs from files committed to repositories, collected after the rule
 with them) and ``new-20`` (ids 2201 and up, logs23: SGLang and TensorRT-LLM logs collected after the rules of commit
 bdfbf4f stood and priced with them) and ``new-21`` (ids 2301 and up, logs24: vLLM logs from files committed to
 repositories, collected after the rules of commit afe5e3c stood and priced with them) and ``new-22`` (ids 2401 and up,
-logs25: vLLM logs from files committed to repositories, collected after the rules of commit 94a5843 stood and priced
-with them). A log mha cannot express
+logs25: vLLM and TensorRT-LLM logs from files committed to repositories, collected after the rules of commit 94a5843
+stood and priced with them). A log mha cannot express
 carries ``not_expressible`` and is listed with its reason, not priced. ``WHY`` says why each
 miss misses.
 """
@@ -694,11 +694,12 @@ def _median(values: list[float]) -> float:
 
 NOTES = """## Notes
 
-- The held-out group 2401 (logs25: 2401-2418, vLLM logs from files committed to repositories), collected after the
-  rules of commit 94a5843 stood and priced with them, no rule changed: no log prints both its KV memory and its
-  tokens (the per-token rule is not checked), the whole plan within 5% on 4 of 15. The pool is the rest of
-  akamaslabs/vllm-benchmark, all vLLM 0.29.0 on L4s. Its gpt-oss-20b smoke test (five starts, each config's flags in
-  the sibling smoke_test.sh) lands at tp 2 with expert parallelism (2403, +3.3%) and misses high at tp 1 (2401
+- The held-out group 2401 (logs25: 2401-2421, vLLM and TensorRT-LLM logs from files committed to repositories),
+  collected after the rules of commit 94a5843 stood and priced with them, no rule changed: the per-token rule exact
+  on 2 of 2, the whole plan within 5% on 6 of 17. faradawn/bench3 (found by `find_files` logs/vllm_server.log) commits
+  two H200 servers of Meta-Llama-3-8B-Instruct at length 1,024: vLLM 0.11.2 (2420, -0.0%) and TensorRT-LLM 1.2.0rc4's
+  PyTorch backend (2421, +1.9%). The rest is akamaslabs/vllm-benchmark, all vLLM 0.29.0 on L4s. Its gpt-oss-20b
+  smoke test (five starts, each config's flags in the sibling smoke_test.sh) lands at tp 2 with expert parallelism (2403, +3.3%) and misses high at tp 1 (2401
   +59.5%, 2402 +38.3%); block 96 and data parallel 4 are not expressible. Its L4 prefill/decode kernel bench
   (Qwen3-8B-FP8, one L4 a side through NixlConnector, length 8,192, utilisation 0.9; the release from the study's
   README) gives twelve distinct configurations across attention backends, linear kernels and KV dtypes, all priced
@@ -710,7 +711,7 @@ NOTES = """## Notes
   bench's README states vLLM 0.29.0, and study 28's 0.29.0 banner prints the same kernel line (__init__.py:695) as
   the bench's files, so 2313's reason (release not stated) no longer holds; 2313 itself is left as logs24 recorded
   it. A MIG 1g.16gb slice (study 28) has no target, and a DeepSeek V4 log found by find_string no config. Held out
-  (groups 501 and up, as the rules stood when each was collected): 53 of 90 within 5% before, 57 of 105 with this
+  (groups 501 and up, as the rules stood when each was collected): 53 of 90 within 5% before, 59 of 107 with this
   group.
 - The held-out group 2301 (logs24: 2301-2313, vLLM logs from files committed to repositories), collected after the
   rules of commit afe5e3c stood and priced with them, no rule changed: the per-token rule exact on 3 of 9, the whole
@@ -1191,10 +1192,10 @@ GROUPS = {
     "new-21": "Group 2301 and up (logs24): vLLM logs from files committed to repositories (akamaslabs/vllm-benchmark's"
     " L40S Gemma 4 study), collected after the rules of commit afe5e3c stood (every rule of the earlier groups),"
     " priced with them, no rule changed: 0 of 9 within 5%, 4 entries not expressible",
-    "new-22": "Group 2401 and up (logs25): vLLM logs from files committed to repositories (akamaslabs/vllm-benchmark's"
-    " gpt-oss-20b smoke test and L4 prefill/decode kernel bench), collected after the rules of commit 94a5843 stood"
-    " (every rule of the earlier groups), priced with them, no rule changed: 4 of 15 within 5%, 4 entries not"
-    " expressible",
+    "new-22": "Group 2401 and up (logs25): vLLM and TensorRT-LLM logs from files committed to repositories"
+    " (akamaslabs/vllm-benchmark's gpt-oss-20b smoke test and L4 prefill/decode kernel bench, faradawn/bench3's two"
+    " H200 servers), collected after the rules of commit 94a5843 stood (every rule of the earlier groups), priced with"
+    " them, no rule changed: 6 of 17 within 5%, 4 entries not expressible",
 }
 
 
