@@ -694,7 +694,7 @@ def _median(values: list[float]) -> float:
 
 NOTES = """## Notes
 
-- The held-out group 2401 (logs25: 2401-2421, vLLM and TensorRT-LLM logs from files committed to repositories),
+- The held-out group 2401 (logs25: 2401-2422, vLLM and TensorRT-LLM logs from files committed to repositories),
   collected after the rules of commit 94a5843 stood and priced with them, no rule changed: the per-token rule exact
   on 2 of 2, the whole plan within 5% on 6 of 17. faradawn/bench3 (found by `find_files` logs/vllm_server.log) commits
   two H200 servers of Meta-Llama-3-8B-Instruct at length 1,024: vLLM 0.11.2 (2420, -0.0%) and TensorRT-LLM 1.2.0rc4's
@@ -710,7 +710,8 @@ NOTES = """## Notes
   A4's auto attention, which vLLM resolved to FLASH_ATTN as A3), and study 30's smoke run repeats 2301. The kernel
   bench's README states vLLM 0.29.0, and study 28's 0.29.0 banner prints the same kernel line (__init__.py:695) as
   the bench's files, so 2313's reason (release not stated) no longer holds; 2313 itself is left as logs24 recorded
-  it. A MIG 1g.16gb slice (study 28) has no target, and a DeepSeek V4 log found by find_string no config. Held out
+  it. A MIG 1g.16gb slice (study 28) has no target, a DeepSeek V4 log found by find_string no config, and
+  XtionDoubleAI/m2a's vLLM 0.6.4 log no named GPU (a 23.99 GiB card under WSL). Held out
   (groups 501 and up, as the rules stood when each was collected): 53 of 90 within 5% before, 59 of 107 with this
   group.
 - The held-out group 2301 (logs24: 2301-2313, vLLM logs from files committed to repositories), collected after the
@@ -1195,7 +1196,7 @@ GROUPS = {
     "new-22": "Group 2401 and up (logs25): vLLM and TensorRT-LLM logs from files committed to repositories"
     " (akamaslabs/vllm-benchmark's gpt-oss-20b smoke test and L4 prefill/decode kernel bench, faradawn/bench3's two"
     " H200 servers), collected after the rules of commit 94a5843 stood (every rule of the earlier groups), priced with"
-    " them, no rule changed: 6 of 17 within 5%, 4 entries not expressible",
+    " them, no rule changed: 6 of 17 within 5%, 5 entries not expressible",
 }
 
 

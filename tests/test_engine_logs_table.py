@@ -131,11 +131,11 @@ stand, per group, so that a rule change that moves them has to say so here.
   0 of 9 (akamaslabs/vllm-benchmark's L40S study of RedHatAI/gemma-4-26B-A4B-it-FP8-dynamic, vLLM 0.29.0: the
   default point +14.5%, other FP8 linear kernels +12.5% and +13.2%, fp8 KV +14.8%, length 16,384 +14.5%, FlashInfer
   +38.3%, 0.94 +11.1% and +10.8%, eager at block 128 -19.3%); 4 entries not expressible.
-- ``new-22`` (ids 2401-2421, logs25: vLLM and TensorRT-LLM logs from files committed to repositories, collected
+- ``new-22`` (ids 2401-2422, logs25: vLLM and TensorRT-LLM logs from files committed to repositories, collected
   after the rules of commit 94a5843 stood, priced with them, no rule changed): the per-token rule exact on 2 of 2, the
   plan within 5% on 6 of 17 (akamaslabs/vllm-benchmark, vLLM 0.29.0 on L4s: gpt-oss-20b +59.5% and +38.3% at tp 1,
   +3.3% at tp 2 with expert parallelism; Qwen3-8B-FP8 prefill/decode instances through NixlConnector +4.3% to
-  +8.3%; faradawn/bench3's Meta-Llama-3-8B-Instruct on an H200, vLLM 0.11.2 -0.0%, TensorRT-LLM 1.2.0rc4 +1.9%); 4
+  +8.3%; faradawn/bench3's Meta-Llama-3-8B-Instruct on an H200, vLLM 0.11.2 -0.0%, TensorRT-LLM 1.2.0rc4 +1.9%); 5
   entries not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
@@ -794,11 +794,12 @@ def test_sglang_padding_slots_follow_the_release(table):
 
 def test_group_2401(table):
     """The 24xx group (logs25, akamaslabs/vllm-benchmark's other studies, vLLM 0.29.0 on L4s, and faradawn/bench3's
-    two H200 servers of Llama-3-8B, vLLM 0.11.2 and TensorRT-LLM 1.2.0rc4) as the rules of 94a5843 price them: gpt-oss-20b's smoke starts (tp 1 bf16 and fp8, tp 2 with expert parallelism priced as tp 2) and the
-    Qwen3-8B-FP8 prefill/decode kernel bench (one plan for every bf16 start and one for every fp8 start, whatever the
-    attention backend or linear kernel), which print no memory figure and are compared on tokens with no
-    per-token check; bench3's two, exact by the per-token rule; the entries mha cannot express (block 96, data parallel 4, a MIG slice, DeepSeek V4) listed,
-    never priced."""
+    two H200 servers of Llama-3-8B, vLLM 0.11.2 and TensorRT-LLM 1.2.0rc4) as the rules of 94a5843 price them:
+    gpt-oss-20b's smoke starts (tp 1 bf16 and fp8, tp 2 with expert parallelism priced as tp 2) and the Qwen3-8B-FP8
+    prefill/decode kernel bench (one plan for every bf16 start and one for every fp8 start, whatever the attention
+    backend or linear kernel), which print no memory figure and are compared on tokens with no per-token check;
+    bench3's two, exact by the per-token rule; the entries mha cannot express (block 96, data parallel 4, a MIG
+    slice, DeepSeek V4, an unnamed GPU) listed, never priced."""
     module, rows = table
     new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-22"}
     assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
@@ -816,6 +817,6 @@ def test_group_2401(table):
     misses = [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN]
     assert misses and all(module.WHY[log_id].startswith("no source-backed cause") for log_id in misses)
     unexpressed = module.unexpressed_logs("new-22")
-    assert [log["id"] for log in unexpressed] == [2404, 2405, 2406, 2419]
+    assert [log["id"] for log in unexpressed] == [2404, 2405, 2406, 2419, 2422]
     assert all(log["not_expressible"] for log in unexpressed)
-    assert not {row.log["id"] for row in rows} & {2404, 2405, 2406, 2419}
+    assert not {row.log["id"] for row in rows} & {2404, 2405, 2406, 2419, 2422}
