@@ -132,6 +132,12 @@ stand, per group, so that a rule change that moves them has to say so here.
   default point +14.5%, other FP8 linear kernels +12.5% and +13.2%, fp8 KV +14.8%, length 16,384 +14.5%, FlashInfer
   +38.3%, 0.94 +11.1% and +10.8%, eager at block 128 -19.3%); 4 entries not expressible. Read with 2305 in view
   since, its --no-async-scheduling priced as the plan's own option: -17.2% -> +3.9%, 1 of 9 within 5%.
+- ``new-22`` (ids 2401-2422, logs25: vLLM and TensorRT-LLM logs from files committed to repositories, collected
+  after the rules of commit 94a5843 stood, priced with them, no rule changed): the per-token rule exact on 2 of 2, the
+  plan within 5% on 6 of 17 (akamaslabs/vllm-benchmark, vLLM 0.29.0 on L4s: gpt-oss-20b +59.5% and +38.3% at tp 1,
+  +3.3% at tp 2 with expert parallelism; Qwen3-8B-FP8 prefill/decode instances through NixlConnector +4.3% to
+  +8.3%; faradawn/bench3's Meta-Llama-3-8B-Instruct on an H200, vLLM 0.11.2 -0.0%, TensorRT-LLM 1.2.0rc4 +1.9%); 5
+  entries not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -202,6 +208,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-20") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
     # 2305 within since its --no-async-scheduling is priced (read with it in view)
     assert module.counts(rows, "new-21") == {"logs": 9, "rule_checked": 9, "rule_exact": 9, "priced": 9, "within": 1}
+    assert module.counts(rows, "new-22") == {"logs": 17, "rule_checked": 2, "rule_exact": 2, "priced": 17, "within": 6}
 
 
 def test_second_new_group_errors(table):
@@ -790,3 +797,33 @@ def test_sglang_padding_slots_follow_the_release(table):
     assert module.sglang_padding_slots({"version": "0.4.4", "block_size": 16}) == 16
     assert module.sglang_padding_slots({"version": "0.5", "block_size": 64}) == 64
     assert module.sglang_padding_slots({"version": "0.5.8"}) == 1  # page_size 1, SGLang's default
+
+
+def test_group_2401(table):
+    """The 24xx group (logs25, akamaslabs/vllm-benchmark's other studies, vLLM 0.29.0 on L4s, and faradawn/bench3's
+    two H200 servers of Llama-3-8B, vLLM 0.11.2 and TensorRT-LLM 1.2.0rc4) as the rules of 94a5843 price them:
+    gpt-oss-20b's smoke starts (tp 1 bf16 and fp8, tp 2 with expert parallelism priced as tp 2) and the Qwen3-8B-FP8
+    prefill/decode kernel bench (one plan for every bf16 start and one for every fp8 start, whatever the attention
+    backend or linear kernel), which print no memory figure and are compared on tokens with no per-token check;
+    bench3's two, exact by the per-token rule; the entries mha cannot express (block 96, data parallel 4, a MIG
+    slice, DeepSeek V4, an unnamed GPU) listed, never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-22"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
+        2401: 0.595, 2402: 0.383, 2403: 0.033, 2407: 0.083, 2408: 0.062, 2409: 0.066, 2410: 0.066, 2411: 0.043,
+        2412: 0.059, 2413: 0.043, 2414: 0.059, 2415: 0.066, 2416: 0.083, 2417: 0.044, 2418: 0.061, 2420: -0.0,
+        2421: 0.019,
+    }  # fmt: skip
+    assert {new[log_id].plan_tokens for log_id in range(2407, 2415)} == {70448}  # bf16: 147,456 B a token
+    assert {new[log_id].plan_tokens for log_id in range(2415, 2419)} == {140912}  # fp8: half that
+    assert (new[2401].plan_tokens, new[2402].plan_tokens, new[2403].plan_tokens) == (132130, 181137, 1162296)
+    assert all(row.basis == "tokens" for row in new.values())
+    assert all(row.rule_hit is None for log_id, row in new.items() if log_id < 2420)  # no memory line
+    assert module.per_token_tokens(new[2420].log) == [868064, 868144]  # 105.97 GiB / 131,072 B in blocks of 16
+    assert module.per_token_tokens(new[2421].log) == [900736, 900832]  # 109.96 GiB / 131,072 B in blocks of 32
+    misses = [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN]
+    assert misses and all(module.WHY[log_id].startswith("no source-backed cause") for log_id in misses)
+    unexpressed = module.unexpressed_logs("new-22")
+    assert [log["id"] for log in unexpressed] == [2404, 2405, 2406, 2419, 2422]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {2404, 2405, 2406, 2419, 2422}
