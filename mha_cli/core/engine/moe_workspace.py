@@ -2,12 +2,12 @@
 
 From 0.14.0 vLLM runs the CUDA MoE layers of bf16/fp16 checkpoints (``UnquantizedFusedMoEMethod``) and of fp8 ones
 (``Fp8MoEMethod``, compressed-tensors' ``CompressedTensorsW8A8Fp8MoEMethod``, through ``make_fp8_moe_kernel``) as a
-``FusedMoEModularKernel``; 0.13.0 still called the functional ``fused_experts``, whose caches are freed after each
-call (priced with the forward pass, ``core.engine.activation``). ``FusedMoEModularKernel._allocate_buffers`` takes
+``FusedMoEModularKernel``; 0.13.0's ``UnquantizedFusedMoEMethod`` still called the functional ``fused_experts``, whose
+caches are freed after each call (priced with the forward pass, ``core.engine.activation``). ``FusedMoEModularKernel._allocate_buffers`` takes
 workspace13 and workspace2 from ``v1/worker/workspace.py``'s ``WorkspaceManager`` (0.13.0 on; 0.11-0.12 kept
 ``SharedResizableBuffer``s, unused by these methods under plain tensor parallelism), which grows one buffer to the
 largest request and keeps it: after the profiling run it is still allocated. ``TritonExperts.workspace_shapes``
-(``fused_moe.py`` in 0.14-0.21, ``experts/triton_moe.py`` from 0.22, the same in 0.29.0): workspace1 (M, top_k,
+(read in ``fused_moe.py`` of 0.14.0, 0.16.0 and 0.19.1, ``experts/triton_moe.py`` of 0.22.1 and 0.29.0: the same): workspace1 (M, top_k,
 max(N / 2, K)) and workspace2 (M, top_k, max(N, K)) in the activation dtype, N the rank's gate+up width
 (2 x d_ff_expert / tp), K d_model, each rounded up to 256 B (``get_simultaneous``); the output reuses workspace13.
 M is the profiling run's max_num_batched_tokens, at most ``VLLM_FUSED_MOE_CHUNK_SIZE`` (16,384) in 0.14-0.17, whose
