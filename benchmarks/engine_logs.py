@@ -82,7 +82,7 @@ WHY: dict[int, str] = {
     " text model, 25,233,141,760 bf16 weights). transformers 5.24's Gemma4ForConditionalGeneration built from the"
     " same config holds 572,792,112 more in its vision tower and embed_vision (1.07 GiB in bf16), which mha does not"
     " list for Gemma 4; the last 0.43 GiB has no source-backed cause. Priced once the MoE block was (gemma4moe), a"
-    " rule read with this log in view",
+    " rule read with this log in view. +5.7% until vLLM's kept fused-MoE workspace (core.engine.moe_workspace)",
     1201: "+57.9% as the rules of 738a9c2 stood, by its weights alone: its budget is 0.96 x 79.19 GiB = 76.02 (the"
     " H100 target's torch total), of which the log leaves 76.02 - 65.97 - 8.99 = 1.06 GiB to activation and non-torch"
     " memory, where the plan charges 1.04 (its forward and PyTorch-sort sampler peak 0.79, non-torch 0.25); but the"
@@ -377,15 +377,16 @@ WHY: dict[int, str] = {
     " cudagraph_memory_estimate_applied, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS '1' by default in envs.py), so the"
     " torch peak is 1.23 GiB. The plan has a 40.97 GiB budget (torch's 44.53 GiB total, the log's 44.39), weights"
     " 24.20 + RoPE tables 0.375 (vLLM's Gemma 4 table at the whole global head, read with this log in view) +"
-    " non-torch 0.25 + V2 sampler tables 0.27, activation 0.17 and 0.49 GiB of CUDA graphs: a 15.21 GiB pool. Its"
-    " activation is 1.06 GiB under the log's; its persistent memory 0.55 GiB under, of which 0.17 is vLLM 0.29.0's"
-    " fused-MoE workspace (not built: see the group's notes); 2306 and 2307 (other FP8 linear kernels) and 2308"
-    " (length 16,384) miss by the same",
+    " non-torch 0.25 + V2 sampler tables 0.27, activation 0.30 (the fused-MoE workspace vLLM keeps, 0.17, read with"
+    " this log in view, under the dummy sampler's 0.125) and 0.49 GiB of CUDA graphs: a 15.09 GiB pool. Its memory"
+    " held after profiling (weights, RoPE, non-torch, sampler tables, workspace: 25.27 GiB) is 0.37 under the log's"
+    " 25.64, 0.52 of it the weights (24.20 against the log's 24.72); its transient peak (the sampler's 0.125) 1.10"
+    " under the log's 1.23; 2306 and 2307 (other FP8 linear kernels) and 2308 (length 16,384) miss by the same",
     2302: "no source-backed cause: as 2301 with FlashInfer attention, whose 'peak activation' of 4.05 GiB is 2301's"
     " 1.23 GiB torch peak + its 2.82 GiB CUDA-graph estimate (40.84 - 25.64 - 4.05 = 11.15 GiB, the pool) where the"
     " plan charges 0.49 of graphs and names no attention backend",
     2303: "no source-backed cause: as 2301 (the same breakdown at 0.92) with an fp8 KV cache",
-    2304: "no source-backed cause: as 2301 at 0.94 with 512 sequences and a 16,384-token step; the plan's pool is 14.76"
+    2304: "no source-backed cause: as 2301 at 0.94 with 512 sequences and a 16,384-token step; the plan's pool is 14.12"
     " GiB against the log's 13.29",
     2305: "no source-backed cause for what is left (+3.9%): eager, the log's breakdown is 25.16 GiB of weights and"
     " non-torch memory and 0.04 GiB of activation (40.84 - 25.16 - 0.04 = 15.64 GiB, the pool), the plan's pool 16.25"
@@ -396,7 +397,7 @@ WHY: dict[int, str] = {
     2307: "no source-backed cause: as 2301 with the torch FP8 linear kernel (pool 13.63 GiB)",
     2308: "no source-backed cause: as 2301 (the same 13.47 GiB pool) at length 16,384",
     2309: "no source-backed cause: as 2304 (0.94, 16,384-token step, fp8 KV cache) with 451 sequences, the torch FP8"
-    " kernel and piecewise CUDA graphs to 176; the plan's pool 14.85 GiB against 13.4",
+    " kernel and piecewise CUDA graphs to 176; the plan's pool 14.21 GiB against 13.4",
     2401: "no source-backed cause: the smoke script keeps only the weights and KV-size lines (no memory line). At "
     "the plan's pages the log's 82,819 tokens hold 2.38 GiB where the plan's pool is 3.79 (weights 13.67 GiB, "
     "0.85 of them the MXFP4 MoE kernels' padding, CUDA graphs 0.41, activation 0.40): 1.42 GiB the log does not"

@@ -42,10 +42,11 @@ def sampler_peak_bytes(
     return rows * model.embeddings.vocab_size * bytes_per_logit(sampler, rows, ACTIVATION_BYTES)
 
 
-def forward_peak_bytes(model: ModelSpec, *, tokens: int, tp: int) -> int:
-    """Bytes of the widest layer's live tensors in a forward pass over ``tokens`` tokens on one rank."""
+def forward_peak_bytes(model: ModelSpec, *, tokens: int, tp: int, moe_caches: bool = True) -> int:
+    """Bytes of the widest layer's live tensors in a forward pass over ``tokens`` tokens on one rank; without
+    ``moe_caches`` an MoE layer's expert caches are left out (vLLM keeps them, ``core.engine.moe_workspace``)."""
     widths = [3 * model.block.d_ff // tp]
-    if model.block.moe is not None:
+    if model.block.moe is not None and moe_caches:
         widths.append(model.block.moe.n_active_experts * (3 * model.block.moe.d_ff_expert // tp + model.d_model))
     heads = model.attention.n_heads // tp
     kv_heads = max(1, model.attention.n_kv_heads // tp)
@@ -80,11 +81,20 @@ def awq_dequant_peak_bytes(model: ModelSpec, *, tokens: int, tp: int) -> int:
 
 
 def profile_peak_bytes(
-    model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int, tp: int, sampler: SamplerPath = "triton"
+    model: ModelSpec,
+    *,
+    max_num_batched_tokens: int,
+    max_num_seqs: int,
+    tp: int,
+    sampler: SamplerPath = "triton",
+    moe_workspace: int = 0,
 ) -> int:
-    """The activation peak vLLM's profiling run reports: the larger of the forward pass and the sampler."""
-    return max(
-        forward_peak_bytes(model, tokens=max_num_batched_tokens, tp=tp),
+    """The activation peak vLLM's profiling run reports: the larger of the forward pass and the sampler; with a kept
+    fused-MoE workspace (``moe_workspace`` bytes, ``core.engine.moe_workspace``), that workspace plus the larger of
+    the two without the MoE caches, since it stays allocated under every later peak."""
+    kept = moe_workspace > 0
+    return moe_workspace + max(
+        forward_peak_bytes(model, tokens=max_num_batched_tokens, tp=tp, moe_caches=not kept),
         sampler_peak_bytes(
             model, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, sampler=sampler
         ),

@@ -53,6 +53,7 @@ from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation, vllm_memory_rules_note
 from mha_cli.core.engine.mla_blocks import settle_mla_block
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
+from mha_cli.core.engine.moe_workspace import moe_workspace_bytes, moe_workspace_how, runs_triton_experts
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
 from mha_cli.core.engine.pages import (
     CPU_KERNEL_BLOCK,
@@ -200,11 +201,20 @@ KV_FORMATS = {"vllm": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"), "sglang": (
 """KV-cache formats each engine offers (vLLM ``kv_cache_dtype`` auto/fp8, SGLang fp8_e4m3/e5m2, TRT-LLM fp8/int8)."""
 
 
-def _activation_how(model: ModelSpec, settings: EngineSettings, tp: int) -> str:
+def _activation_how(model: ModelSpec, target: Target, settings: EngineSettings, tp: int) -> str:
     """Which of the profiling run's peaks the activation line is (``core.engine.activation``)."""
+    how = _peak_how(model, target, settings, tp)
+    if _moe_workspace(model, target, settings, tp):
+        how += " " + moe_workspace_how(model, tokens=settings.max_num_batched_tokens, tp=tp, release=settings.release)
+    return how
+
+
+def _peak_how(model: ModelSpec, target: Target, settings: EngineSettings, tp: int) -> str:
+    """The larger of the forward pass and the sampler, as the activation line names it."""
     tokens, rows = settings.max_num_batched_tokens, min(settings.max_num_seqs, settings.max_num_batched_tokens)
     sampler = sampler_peak_bytes(model, max_num_batched_tokens=tokens, max_num_seqs=rows, sampler=settings.sampler)
-    forward = forward_peak_bytes(model, tokens=tokens, tp=tp)
+    kept = _moe_workspace(model, target, settings, tp)
+    forward = forward_peak_bytes(model, tokens=tokens, tp=tp, moe_caches=not kept)
     dequant = awq_dequant_peak_bytes(model, tokens=tokens, tp=tp) if settings.awq_dequantizes else 0
     if dequant > max(sampler, forward):
         return f"forward over {tokens} tokens, its widest AWQ projection dequantized to fp16 (AWQLinearMethod)"
@@ -212,6 +222,14 @@ def _activation_how(model: ModelSpec, settings: EngineSettings, tp: int) -> str:
         per_logit = bytes_per_logit(settings.sampler, rows, ACTIVATION_BYTES)
         return f"sampler ({settings.sampler}): {rows} rows x {model.embeddings.vocab_size:,} logits x {per_logit} B"
     return f"forward over {tokens} tokens (widest layer)"
+
+
+def _moe_workspace(model: ModelSpec, target: Target, settings: EngineSettings, tp: int) -> int:
+    """The fused-MoE workspace vLLM keeps after its profiling run on this rank (``core.engine.moe_workspace``); 0
+    for another engine, kernel or release."""
+    if settings.engine != "vllm" or not runs_triton_experts(settings.release, settings.weight_dtype, target):
+        return 0
+    return moe_workspace_bytes(model, tokens=settings.max_num_batched_tokens, tp=tp, release=settings.release)
 
 
 def _pytorch_profile(model: ModelSpec, kv: KvFootprint, settings: EngineSettings) -> TrtllmProfile:
@@ -351,7 +369,7 @@ class _Inputs(NamedTuple):
         if self.settings.generation == "trtllm-pytorch":
             how = _pytorch_profile(self.model, self.kv, self.settings).how()
             return BudgetLine(label="activation peak (profiling)", bytes=-self.activation, how=how)
-        how = _activation_how(self.model, self.settings, self.kv.tp)
+        how = _activation_how(self.model, self.target, self.settings, self.kv.tp)
         if self.encoder is not None:
             how = self.encoder.how(how, self.activation)
         return BudgetLine(label="activation peak (profiling)", bytes=-self.activation, how=how)
@@ -931,7 +949,7 @@ def plan_engine(
     rows = min(settings.max_num_seqs, settings.cuda_graph_bs or settings.max_num_seqs)
     activation = profile_peak_bytes(
         model, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=rows, tp=kv.tp,
-        sampler=settings.sampler,
+        sampler=settings.sampler, moe_workspace=_moe_workspace(model, target, settings, kv.tp),
     )  # fmt: skip
     if settings.awq_dequantizes:  # vLLM's unfused AWQ kernel holds a layer's weight in fp16 during the run
         tokens = settings.max_num_batched_tokens

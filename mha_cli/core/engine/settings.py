@@ -64,6 +64,8 @@ class EngineSettings(Record):
     """vLLM: the checkpoint carries a quantization_config (``ModelConfig.is_quantized``, which keeps 0.22-0.23 on the
     V1 model runner: ``core.engine.model_runner``): the deployment's weight format is not fp32, fp16 or bf16, or a
     scheme read from the checkpoint."""
+    weight_dtype: str = "bf16"
+    """vLLM: the checkpoint's weight format, which picks the MoE experts kernel (``core.engine.moe_workspace``)."""
     awq_dequantizes: bool = False
     """vLLM: an AWQ checkpoint runs the unfused ``AWQLinearMethod`` (``DeploymentSpec.vllm_awq_kernel`` ``awq``), whose
     profiling run holds a layer's weight dequantized to fp16 (``core.engine.activation.awq_dequant_peak_bytes``)."""
@@ -462,6 +464,7 @@ def resolve_settings(
             release=release, block_size_given=deployment.block_size is not None, engine_version=covered,
             quantized_checkpoint=deployment.weight_dtype not in UNQUANTIZED or deployment.weight_scheme is not None,
             awq_dequantizes=deployment.vllm_awq_kernel == "awq", async_scheduling=deployment.async_scheduling,
+            weight_dtype=deployment.weight_dtype if deployment.weight_scheme is None else "mixed",
         )  # fmt: skip
     if engine == "sglang":
         old = chosen.id == "sglang-0.4"
