@@ -87,6 +87,18 @@ def _common(arch: str, model_type: str, **fields) -> dict:
 SLIDING = 256
 """Tokens of every sliding window here: well under max_model_len, so a window's saving shows."""
 # fmt: off
+GEMMA4 = {
+    "num_hidden_layers": 12, "num_key_value_heads": 4, "head_dim": 64, "global_head_dim": 128,
+    "num_global_key_value_heads": 1, "attention_k_eq_v": True, "hidden_activation": "gelu_pytorch_tanh",
+    "sliding_window": SLIDING, "final_logit_softcapping": 30.0, "tie_word_embeddings": True,
+    "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 2, "attention_bias": False,
+    "hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": VOCAB, "num_kv_shared_layers": 0,
+    "enable_moe_block": False, "use_double_wide_mlp": False, "use_bidirectional_attention": None,
+    "rope_parameters": {
+        "full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0, "rope_type": "proportional"},
+        "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"},
+    },
+}
 FAMILIES = {
     "llama": _common("LlamaForCausalLM", "llama"),
     "qwen3": _common("Qwen3ForCausalLM", "qwen3", head_dim=128, attention_bias=False),
@@ -108,6 +120,15 @@ FAMILIES = {
         "Gemma3ForCausalLM", "gemma3_text", num_hidden_layers=8, hidden_activation="gelu_pytorch_tanh",
         query_pre_attn_scalar=64, sliding_window=SLIDING, tie_word_embeddings=True, rope_local_base_freq=10000.0,
         layer_types=["sliding_attention"] * 5 + ["full_attention"] + ["sliding_attention"] * 2,
+    ),
+    # Gemma 4 (gemma-4-26B-A4B's text config shrunk): 5 sliding : 1 full, the full layers at their own head geometry
+    # (global_head_dim, under attention_k_eq_v num_global_key_value_heads) with half the sliding layers' page per
+    # token, as in the 26B (8 x 256 against 2 x 512 KV heads x width)
+    "gemma4": _common("Gemma4ForCausalLM", "gemma4_text", **GEMMA4),
+    "gemma4-moe": _common(
+        "Gemma4ForCausalLM", "gemma4_text",
+        **{**GEMMA4, "intermediate_size": 512, "enable_moe_block": True, "num_experts": 8, "top_k_experts": 2,
+           "moe_intermediate_size": 256},
     ),
     "gpt-oss": _common(
         "GptOssForCausalLM", "gpt_oss", num_hidden_layers=4, intermediate_size=512, num_local_experts=8,
