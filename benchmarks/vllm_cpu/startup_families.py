@@ -130,6 +130,13 @@ FAMILIES = {
         **{**GEMMA4, "intermediate_size": 512, "enable_moe_block": True, "num_experts": 8, "top_k_experts": 2,
            "moe_intermediate_size": 256},
     ),
+    # Llama 4 (Scout's text config shrunk): chunked local attention (RoPE layers) with every 4th layer global (NoPE)
+    "llama4": _common(
+        "Llama4ForCausalLM", "llama4_text", num_hidden_layers=4, attention_chunk_size=SLIDING,
+        no_rope_layers=[1, 1, 1, 0], interleave_moe_layer_step=1, num_local_experts=4, num_experts_per_tok=1,
+        intermediate_size=256, intermediate_size_mlp=1536, use_qk_norm=True, rope_scaling=None, attention_bias=False,
+        attn_temperature_tuning=True, floor_scale=8192, attn_scale=0.1,
+    ),
     "gpt-oss": _common(
         "GptOssForCausalLM", "gpt_oss", num_hidden_layers=4, intermediate_size=512, num_local_experts=8,
         num_experts_per_tok=2, experts_per_token=2, sliding_window=128, attention_bias=True,
