@@ -153,6 +153,18 @@ def test_llama_4_keeps_its_chunked_groups():
     assert (off.hybrid_allocator, off.kv_blocks, off.blocks_per_request, off.max_concurrency) == (False, 4096, 64, 64.0)
 
 
+def test_gemma_3n_shared_layers_hold_no_pages():
+    """Gemma 3n, 10 layers (4 sliding of 256 : 1 full, twice), the last 4 reusing earlier layers' K/V
+    (num_kv_shared_layers): 6 layers hold pages, 5 sliding + 1 full, 2 KV heads of 64 in bf16 (64 KiB pages). 5
+    against 1 (over 1.5x): groups of 1, 6 groups, 1 GiB // 64 KiB = 16,384 blocks; a request takes 64 + 5 x 19 =
+    159: 103.04x, int(16,384 / 159 x 8,192) = 844,136 tokens, vLLM's figures."""
+    row = _row("gemma3n")
+    plan = _plan(row)
+    assert sum(group.n_layers for group in plan.groups) == 6 == sum(g["layers"] for g in row["engine"]["groups"])
+    assert [g.blocks_per_request for g in plan.groups] == [19] * 5 + [64]
+    assert plan.kv_tokens == int(16_384 / 159 * 8192) == 844_136 == row["kv_cache_tokens"]
+
+
 def test_close_counts_make_the_widest_group():
     """Gemma 2, 7 layers: 4 sliding + 3 full. 4 < 1.5 x 3, so vLLM 0.21+ makes groups of 4 (one slot empty), not of
     3 (two groups of sliding layers): 1 GiB // (4 x 64 KiB) = 4096 blocks, 19 + 64 per request, 49.35x."""

@@ -137,6 +137,15 @@ FAMILIES = {
         intermediate_size=256, intermediate_size_mlp=1536, use_qk_norm=True, rope_scaling=None, attention_bias=False,
         attn_temperature_tuning=True, floor_scale=8192, attn_scale=0.1,
     ),
+    # Gemma 3n (gemma-3n-e4b's text config shrunk): 4 sliding : 1 full, the last 4 layers reuse earlier layers' KV
+    "gemma3n": _common(
+        "Gemma3nForCausalLM", "gemma3n_text", num_hidden_layers=10, hidden_activation="gelu_pytorch_tanh",
+        intermediate_size=[1536] * 10, sliding_window=SLIDING, final_logit_softcapping=30.0, tie_word_embeddings=True,
+        layer_types=(["sliding_attention"] * 4 + ["full_attention"]) * 2, num_kv_shared_layers=4,
+        hidden_size_per_layer_input=64, vocab_size_per_layer_input=VOCAB, laurel_rank=16, altup_num_inputs=4,
+        altup_active_idx=0, altup_coef_clip=120.0, altup_correct_scale=True, activation_sparsity_pattern=[0.0] * 10,
+        rope_local_base_freq=10000.0, rope_theta=1000000.0, attention_bias=False,
+    ),
     "gpt-oss": _common(
         "GptOssForCausalLM", "gpt_oss", num_hidden_layers=4, intermediate_size=512, num_local_experts=8,
         num_experts_per_tok=2, experts_per_token=2, sliding_window=128, attention_bias=True,

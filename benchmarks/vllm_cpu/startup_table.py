@@ -61,6 +61,8 @@ def _shape(model: ModelSpec) -> str:
         kinds.append(f"{model.n_local_layers} sliding ({model.layers.sliding_window})")
     if model.count_layers("chunked"):
         kinds.append(f"{model.count_layers('chunked')} chunked ({model.layers.attention_chunk})")
+    if model.layers.n_kv_shared_layers:
+        kinds.append(f"the last {model.layers.n_kv_shared_layers} reusing earlier KV")
     if model.recurrent is not None:
         kinds.append(f"{model.n_state_layers} {model.recurrent.kind}")
     if model.attention.mla is not None:
