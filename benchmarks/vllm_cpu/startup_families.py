@@ -155,6 +155,12 @@ FAMILIES = {
         "Qwen3MoeForCausalLM", "qwen3_moe", head_dim=128, num_experts=8, num_experts_per_tok=2,
         moe_intermediate_size=256, decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=True,
     ),
+    # MiniMax-M2 (its config shrunk): full attention with per-layer QK norm, a partial rotary, sigmoid-routed experts
+    "minimax-m2": _common(
+        "MiniMaxM2ForCausalLM", "minimax_m2", intermediate_size=256, num_local_experts=8, num_experts_per_tok=2,
+        qk_norm_type="per_layer", use_qk_norm=True, rotary_dim=32, scoring_func="sigmoid", use_routing_bias=True,
+        shared_intermediate_size=0, sliding_window=None, rope_theta=5000000.0,
+    ),
     "deepseek-v2": _common(
         "DeepseekV2ForCausalLM", "deepseek_v2", num_key_value_heads=8, kv_lora_rank=128, q_lora_rank=None,
         qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64, n_routed_experts=8, num_experts_per_tok=2,
