@@ -132,9 +132,18 @@ def peak_matmul_flops(target: Target, weight_dtype: str) -> float:
     return target.bf16_tflops_dense * 1e12
 
 
-def dtype_matmul_curves(target: Target, efficiency: float, half_rows: float) -> dict[str, Curve]:
+FP4_EFFICIENCY = "fp4_matmul_efficiency"
+"""The constant that scales the datasheet fp4 rate where a matmul runs as an fp4 GEMM (``fp4_native``), fitted by
+``benchmarks/fit_priors.py`` only for a generation whose fit rows hold such GEMMs (not read from any source); absent,
+``matmul_efficiency`` scales it as every other dtype's rate."""
+
+
+def dtype_matmul_curves(
+    target: Target, efficiency: float, half_rows: float, fp4_efficiency: float | None = None
+) -> dict[str, Curve]:
     """The matmul curve of each dtype a step's matrices multiply in (``Op.compute``): ``target``'s datasheet rate for
-    it (``peak_matmul_flops``) x the same ``efficiency``, half of it at ``half_rows`` rows (``half_rows`` 0: flat).
+    it (``peak_matmul_flops``) x the same ``efficiency``, half of it at ``half_rows`` rows (``half_rows`` 0: flat);
+    a dtype that runs as an fp4 GEMM on ``target`` (``fp4_native``) x ``fp4_efficiency`` instead where given.
 
     fp32 runs on the non-tensor cores: its curve is the bf16 tensor-core curve capped at the fp32 peak x
     ``efficiency``. The rows-to-half-peak shape describes tensor-core tiles filled by few rows; applied to a peak 15
@@ -143,7 +152,10 @@ def dtype_matmul_curves(target: Target, efficiency: float, half_rows: float) -> 
     tensor = Curve.saturating(peak_matmul_flops(target, "bf16") * efficiency, half_rows, ROW_SIZES)
     curves: dict[str, Curve] = {}
     for dtype in get_args(ComputeDtype):
-        peak = peak_matmul_flops(target, dtype) * efficiency
+        share = efficiency
+        if fp4_efficiency is not None and fp4_native(dtype, target.vendor, target.fp4_tflops_dense):
+            share = fp4_efficiency
+        peak = peak_matmul_flops(target, dtype) * share
         if not half_rows:
             curves[dtype] = Curve.flat(peak)
         elif dtype == "fp32":
@@ -167,7 +179,8 @@ def prior_profile(
     chosen = generation_prior(generation, target) if constants is None and generation is not None else None
     c = constants or (chosen.constants if chosen else fitted_constants()["constants"])
     bandwidth = target.bandwidth_bytes_per_s * c["bandwidth_efficiency"]
-    matmuls = dtype_matmul_curves(target, c["matmul_efficiency"], 0.0)  # flat: the rows pad to ``matmul_tile``
+    # flat: the rows pad to ``matmul_tile``; fp4 GEMMs at their own fitted share where the generation has one
+    matmuls = dtype_matmul_curves(target, c["matmul_efficiency"], 0.0, c.get(FP4_EFFICIENCY))
     link, link_bandwidth = _link(target)
     latency = c["all_reduce_latency_nvlink_s"] if link == "nvlink" else c["all_reduce_latency_pcie_s"]
     error = (chosen.band if chosen else band(target.id)) if constants is None else 0.0
