@@ -51,9 +51,9 @@ from typing import Any
 
 import yaml
 
-from mha_cli.core.compute_dtype import compute_dtype, fp4_native
+from mha_cli.core.compute_dtype import compute_dtype
 from mha_cli.core.cost.plan import LayoutPlans, serving_case
-from mha_cli.core.cost.priors import FP4_EFFICIENCY, datasheet_profile, prior_profile
+from mha_cli.core.cost.priors import FP4_EFFICIENCY, datasheet_profile, fp4_share_applies, prior_profile
 from mha_cli.core.cost.serving import ServingCase, predict_serving
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.engine.front_end import front_end
@@ -554,14 +554,13 @@ def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[s
 MIN_FP4_ROWS = MIN_VENDOR_ROWS
 """Fit rows holding fp4 GEMMs a generation needs before it fits their own share of the fp4 rate (as a vendor needs
 ``MIN_VENDOR_ROWS`` for its own constants): sglang-0.5's 4 are the Qwen3.6-27B-NVFP4 cells that priors_2025.md
-(sglqwen36) found priced as W4A4 while their MLPs run W4A16; trtllm-pytorch's 60 are three GPUs' Llama-3.3-70B."""
+(sglqwen36) found priced as W4A4 while their MLPs run W4A16; trtllm-pytorch's 20 are Llama-3.3-70B on B200/GB200."""
 
 
 def holds_fp4_gemms(row: GenerationRow) -> bool:
-    """Whether ``row``'s weight format runs its matmuls as fp4 GEMMs on its GPU (``core.compute_dtype.fp4_native``:
-    NVFP4 on Blackwell, Quark MXFP4 on CDNA4): the rows that fit ``fp4_matmul_efficiency``."""
-    target = row.target
-    return fp4_native(compute_dtype(row.weight_dtype), target.vendor, target.fp4_tflops_dense)
+    """Whether ``row``'s weight format runs its matmuls as the fp4 GEMMs ``fp4_matmul_efficiency`` prices
+    (``core.cost.priors.fp4_share_applies``: NVFP4 on B200, GB200, B300, GB300): the rows that fit it."""
+    return fp4_share_applies(row.target, compute_dtype(row.weight_dtype))
 
 
 def fit_prefill_launch(rows: list[GenerationRow], constants: dict[str, float]) -> dict[str, float]:
