@@ -6,7 +6,8 @@ into a profile (``core.cost.profile``) with a handful of constants that hold acr
 
 - the share of peak bandwidth and of peak FLOP/s large operations reach, and the size at which an operation
   reaches half of it (small transfers do not saturate memory, nor small attention kernels the tensor cores; a
-  weight GEMM's few rows are padded to its kernel's M tile instead, ``core.cost.gemm_tiles``);
+  weight GEMM's few rows are padded to its kernel's M tile instead, ``core.cost.gemm_tiles``); a generation may
+  hold its own share for the fp4 GEMMs of compute capability 10.x (``FP4_EFFICIENCY``);
 - the fixed cost of a kernel, of an engine step, of an all-reduce (NVLink or PCIe).
 
 The constants live in ``mha_cli/data/cost_priors.json``, written by ``benchmarks/fit_priors.py``: a fit on one
