@@ -51,8 +51,9 @@ from typing import Any
 
 import yaml
 
+from mha_cli.core.compute_dtype import compute_dtype
 from mha_cli.core.cost.plan import LayoutPlans, serving_case
-from mha_cli.core.cost.priors import datasheet_profile, prior_profile
+from mha_cli.core.cost.priors import FP4_EFFICIENCY, datasheet_profile, fp4_share_applies, prior_profile
 from mha_cli.core.cost.serving import ServingCase, predict_serving
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.engine.front_end import front_end
@@ -96,7 +97,10 @@ FITTED = [
     "kernel_overhead_s", "step_overhead_s", "all_reduce_latency_nvlink_s", "all_reduce_latency_pcie_s",
 ]  # fmt: skip
 """dispatch_overhead_s (eager torch) and link_efficiency (large messages) play no part in these rows."""
-BOUNDS = {"bandwidth_efficiency": (0.3, 0.95), "matmul_efficiency": (0.2, 0.95), "attention_efficiency": (0.1, 0.9)}
+BOUNDS = {
+    "bandwidth_efficiency": (0.3, 0.95), "matmul_efficiency": (0.2, 0.95), "attention_efficiency": (0.1, 0.9),
+    FP4_EFFICIENCY: (0.2, 0.95),
+}  # fmt: skip
 ENGINES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm", "nvidia nim": "trtllm"}
 
 
@@ -511,7 +515,9 @@ FIXED_POINT_MOVE = 0.01
 
 
 def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[str, float]:
-    """``fit``'s coordinate descent on ``generation_loss``, over ``GENERATION_FITTED``, from ``start``; then, for a
+    """``fit``'s coordinate descent on ``generation_loss``, over ``GENERATION_FITTED`` (and ``fp4_matmul_efficiency``,
+    from ``matmul_efficiency``'s start, where ``MIN_FP4_ROWS`` rows hold fp4 GEMMs: ``holds_fp4_gemms``), from
+    ``start``; then, for a
     generation whose prefill runs outside CUDA graphs, its host launch time per prefill kernel on the rows' TTFT alone
     (``fit_prefill_launch``), the step constants kept.
 
@@ -523,15 +529,19 @@ def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[s
     descent fits the closed form times those ratios, from ``start`` again; the rows are simulated anew at the fitted
     constants, and so on until no constant moves more than ``FIXED_POINT_MOVE``, at most ``FIXED_POINT_ROUNDS`` fits
     (each printed). Rows without a client need one fit, as before."""
+    names = list(GENERATION_FITTED)
+    if sum(holds_fp4_gemms(row) for row in rows) >= MIN_FP4_ROWS:  # their own share of the fp4 peak
+        names.append(FP4_EFFICIENCY)
+        start = start | {FP4_EFFICIENCY: start.get(FP4_EFFICIENCY, start["matmul_efficiency"])}
     constants = dict(start)
     for round_ in range(1, FIXED_POINT_ROUNDS + 1):
         ratios = client_ratios(rows, constants)
         objective = functools.partial(generation_loss, ratios=ratios)
-        fitted = _rounded(fit(rows, start, names=GENERATION_FITTED, objective=objective))
+        fitted = _rounded(fit(rows, start, names=names, objective=objective))
         if not ratios:
             constants = fitted
             break
-        name, move = max(((k, abs(fitted[k] / constants[k] - 1)) for k in GENERATION_FITTED), key=lambda m: m[1])
+        name, move = max(((k, abs(fitted[k] / constants[k] - 1)) for k in names), key=lambda m: m[1])
         print(f"  fixed point round {round_}: {len(ratios)} client rows simulated; largest move {move:.1%} ({name})")
         constants = fitted
         if move < FIXED_POINT_MOVE:
@@ -539,6 +549,18 @@ def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[s
     else:
         print(f"  fixed point: not reached in {FIXED_POINT_ROUNDS} rounds; the last fit kept")
     return fit_prefill_launch(rows, constants)
+
+
+MIN_FP4_ROWS = MIN_VENDOR_ROWS
+"""Fit rows holding fp4 GEMMs a generation needs before it fits their own share of the fp4 rate (as a vendor needs
+``MIN_VENDOR_ROWS`` for its own constants): sglang-0.5's 4 are the Qwen3.6-27B-NVFP4 cells that priors_2025.md
+(sglqwen36) found priced as W4A4 while their MLPs run W4A16; trtllm-pytorch's 20 are Llama-3.3-70B on B200/GB200."""
+
+
+def holds_fp4_gemms(row: GenerationRow) -> bool:
+    """Whether ``row``'s weight format runs its matmuls as the fp4 GEMMs ``fp4_matmul_efficiency`` prices
+    (``core.cost.priors.fp4_share_applies``: NVFP4 on B200, GB200, B300, GB300): the rows that fit it."""
+    return fp4_share_applies(row.target, compute_dtype(row.weight_dtype))
 
 
 def fit_prefill_launch(rows: list[GenerationRow], constants: dict[str, float]) -> dict[str, float]:

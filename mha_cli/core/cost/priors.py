@@ -6,7 +6,8 @@ into a profile (``core.cost.profile``) with a handful of constants that hold acr
 
 - the share of peak bandwidth and of peak FLOP/s large operations reach, and the size at which an operation
   reaches half of it (small transfers do not saturate memory, nor small attention kernels the tensor cores; a
-  weight GEMM's few rows are padded to its kernel's M tile instead, ``core.cost.gemm_tiles``);
+  weight GEMM's few rows are padded to its kernel's M tile instead, ``core.cost.gemm_tiles``); a generation may
+  hold its own share for the fp4 GEMMs of compute capability 10.x (``FP4_EFFICIENCY``);
 - the fixed cost of a kernel, of an engine step, of an all-reduce (NVLink or PCIe).
 
 The constants live in ``mha_cli/data/cost_priors.json``, written by ``benchmarks/fit_priors.py``: a fit on one
@@ -132,9 +133,35 @@ def peak_matmul_flops(target: Target, weight_dtype: str) -> float:
     return target.bf16_tflops_dense * 1e12
 
 
-def dtype_matmul_curves(target: Target, efficiency: float, half_rows: float) -> dict[str, Curve]:
+FP4_EFFICIENCY = "fp4_matmul_efficiency"
+"""The constant that scales the datasheet fp4 rate of an fp4 GEMM on a datacenter Blackwell (``fp4_share_applies``),
+fitted by ``benchmarks/fit_priors.py`` only for a generation whose fit rows hold such GEMMs (not read from any
+source); absent, ``matmul_efficiency`` scales it as every other dtype's rate."""
+FP4_SHARE_CAPABILITY = (10.0, 11.0)
+"""Compute capabilities [low, high) whose fp4 GEMMs take ``FP4_EFFICIENCY``: 10.x, B200, GB200 (10.0), B300, GB300
+(10.3). Public kernel measurements put the CUTLASS NVFP4 GEMM at a lower share of the fp4 datasheet there than on
+12.0: on B200 (its bf16 at 1,421 TFLOP/s, so not Hopper) 3,904 TFLOP/s at M 16,384, N 6,144, K 4,096 without the
+activations' quantisation, 0.43 of 9,000, while bf16 reached 0.63 of 2,250 (vllm-project/vllm PR #20646, "Before"
+table); on an RTX 5090 (12.0) 1,343 TFLOP/s at 8,192 cubed, 0.80 of its 1,676 dense (Dao-AILab/quack PR #153,
+torch._scaled_mm). The fit rows agree (priors_2025.md, fp4eff): TensorRT-LLM's NVFP4 rows on B200/GB200 price fast
+where their fp4 GEMMs are compute-bound, its RTX PRO 6000 (12.0) ones do not."""
+
+
+def fp4_share_applies(target: Target, dtype: str) -> bool:
+    """Whether a matmul in ``dtype`` on ``target`` runs as an fp4 GEMM (``fp4_native``) on a GPU of compute
+    capability in ``FP4_SHARE_CAPABILITY``: the GEMMs ``FP4_EFFICIENCY`` scales where a generation has it."""
+    low, high = FP4_SHARE_CAPABILITY
+    capability = target.compute_capability
+    native = fp4_native(dtype, target.vendor, target.fp4_tflops_dense)
+    return native and capability is not None and low <= capability < high
+
+
+def dtype_matmul_curves(
+    target: Target, efficiency: float, half_rows: float, fp4_efficiency: float | None = None
+) -> dict[str, Curve]:
     """The matmul curve of each dtype a step's matrices multiply in (``Op.compute``): ``target``'s datasheet rate for
-    it (``peak_matmul_flops``) x the same ``efficiency``, half of it at ``half_rows`` rows (``half_rows`` 0: flat).
+    it (``peak_matmul_flops``) x the same ``efficiency``, half of it at ``half_rows`` rows (``half_rows`` 0: flat);
+    an fp4 GEMM on a datacenter Blackwell (``fp4_share_applies``) x ``fp4_efficiency`` instead where given.
 
     fp32 runs on the non-tensor cores: its curve is the bf16 tensor-core curve capped at the fp32 peak x
     ``efficiency``. The rows-to-half-peak shape describes tensor-core tiles filled by few rows; applied to a peak 15
@@ -143,7 +170,10 @@ def dtype_matmul_curves(target: Target, efficiency: float, half_rows: float) -> 
     tensor = Curve.saturating(peak_matmul_flops(target, "bf16") * efficiency, half_rows, ROW_SIZES)
     curves: dict[str, Curve] = {}
     for dtype in get_args(ComputeDtype):
-        peak = peak_matmul_flops(target, dtype) * efficiency
+        share = efficiency
+        if fp4_efficiency is not None and fp4_share_applies(target, dtype):
+            share = fp4_efficiency
+        peak = peak_matmul_flops(target, dtype) * share
         if not half_rows:
             curves[dtype] = Curve.flat(peak)
         elif dtype == "fp32":
@@ -167,7 +197,8 @@ def prior_profile(
     chosen = generation_prior(generation, target) if constants is None and generation is not None else None
     c = constants or (chosen.constants if chosen else fitted_constants()["constants"])
     bandwidth = target.bandwidth_bytes_per_s * c["bandwidth_efficiency"]
-    matmuls = dtype_matmul_curves(target, c["matmul_efficiency"], 0.0)  # flat: the rows pad to ``matmul_tile``
+    # flat: the rows pad to ``matmul_tile``; fp4 GEMMs at their own fitted share where the generation has one
+    matmuls = dtype_matmul_curves(target, c["matmul_efficiency"], 0.0, c.get(FP4_EFFICIENCY))
     link, link_bandwidth = _link(target)
     latency = c["all_reduce_latency_nvlink_s"] if link == "nvlink" else c["all_reduce_latency_pcie_s"]
     error = (chosen.band if chosen else band(target.id)) if constants is None else 0.0
