@@ -79,9 +79,16 @@ def merge_deployment(
             " its default profiling; leave them out, or use --engine vllm"
         )
     try:
-        return DeploymentSpec.model_validate(fields)
+        deployment = DeploymentSpec.model_validate(fields)
     except ValidationError as exc:
         raise BadInputError(describe_validation_error(exc, _OPTION_NAMES)) from exc
+    if model is not None and deployment.weight_scheme is not None:  # a release that cannot load the checkpoint
+        from mha_cli.core.engine.fbgemm_moe import fbgemm_moe_refusal
+
+        refusal = fbgemm_moe_refusal(model, deployment)
+        if refusal is not None:
+            raise BadInputError(refusal)
+    return deployment
 
 
 BLOCK_FLAGS = {"vllm": "--block-size", "sglang": "--page-size"}
