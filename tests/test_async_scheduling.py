@@ -1,11 +1,18 @@
-"""vLLM's ``--async-scheduling`` / ``--no-async-scheduling`` on ``mha kv`` and ``mha plan``: off, a sliding window
-reserves blocks for one step in flight, not two (``VllmConfig.max_in_flight_tokens`` = ``max_concurrent_batches`` x
-``max_num_batched_tokens``, ``max_concurrent_batches`` the pipeline size when async scheduling is off: config/vllm.py,
-0.29.0); the launch line writes the flag where the release has it (0.10.0 on); other engines refuse it in one line."""
+"""vLLM's ``--async-scheduling`` / ``--no-async-scheduling`` on ``mha kv``, ``mha plan`` (its disaggregated workers
+too), ``mha check``, ``mha recommend`` and ``mha calibrate --from``: off, a sliding window reserves blocks for one step
+in flight, not two (``VllmConfig.max_in_flight_tokens`` = ``max_concurrent_batches`` x ``max_num_batched_tokens``,
+``max_concurrent_batches`` the pipeline size when async scheduling is off: config/vllm.py, 0.29.0; only the
+recycling-aware specs, sliding window and chunked local, reserve it, so a model of full attention moves no figure);
+every vLLM launch line writes the flag where the release has it (0.10.0 on); other engines refuse it in one line."""
 
 from __future__ import annotations
 
+import json
+import shlex
+
 import pytest
+
+from tests.conftest import REPO
 
 GEMMA3 = ("kv", "gemma-3-27b", "--target", "h100-sxm", "--seq", "32768", "--max-num-batched-tokens", "8192")
 
@@ -66,4 +73,86 @@ def test_other_engines_refuse_it_in_one_line(cli, engine):
     assert result.output.strip() == (
         f"error: --async-scheduling/--no-async-scheduling are vLLM's: {engine} is priced with its own scheduler;"
         " leave them out, or use --engine vllm"
+    )
+
+
+def without_the_flag(result: dict) -> dict:
+    """``result`` with what the flag sets outright taken out: the launch lines and ``async_scheduling`` itself."""
+    text = json.dumps({key: value for key, value in result.items() if key not in ("launch", "deployment")})
+    return json.loads(text.replace('"async_scheduling": false', '"async_scheduling": null'))
+
+
+GPT_OSS_DISAGGREGATED = ("plan", "gpt-oss-20b", "--target", "2xh100", "--disaggregated", "--closed-form", "--isl",
+                         "32000", "--osl", "768")  # fmt: skip
+
+
+def test_disaggregated_workers_carry_it_and_a_decode_worker_admits_by_hand(cli):
+    """gpt-oss-20b at 32,768 tokens, vLLM's latest: 12 full layers of 32,768 / 16 = 2,048 blocks a request and 12
+    sliding ones (window 128) of cdiv(127 + 2 x 8,192, 16) + 1 = 1,033 blocks, off cdiv(127 + 8,192, 16) + 1 = 521. The
+    decode worker of tp 1 holds the pool `mha kv` sizes at that context (the flag leaves the pool alone) and admits
+    floor(blocks / blocks a request): 47 on, 57 off. Every vLLM worker's line says --no-async-scheduling; SGLang's none."""
+    pool = cli.json("kv", "gpt-oss-20b", "--target", "h100-sxm", "--seq", "32768")["engine"]["kv_blocks"]
+    on, off = cli.json(*GPT_OSS_DISAGGREGATED), cli.json(*GPT_OSS_DISAGGREGATED, "--no-async-scheduling")
+    admitted = [next(d["admitted"] for d in plan["decode"] if (d["tp"], d["dp"]) == (1, 1)) for plan in (on, off)]
+    assert admitted == [pool // (2048 + 1033), pool // (2048 + 521)] == [47, 57]
+    assert "async" not in on["launch"]["vllm"]
+    assert off["launch"]["vllm"].splitlines()[0] == (
+        "CUDA_VISIBLE_DEVICES=0 VLLM_NIXL_SIDE_CHANNEL_PORT=5600 vllm serve openai/gpt-oss-20b --port 8100"
+        " --tensor-parallel-size 1 --max-model-len 32768 --gpu-memory-utilization 0.9 --max-num-batched-tokens 8192"
+        """ --no-async-scheduling --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'"""
+    )
+    workers = off["launch"]["vllm"].splitlines()[:-1]  # the last line: the proxy, which schedules nothing
+    assert workers and all("--no-async-scheduling" in shlex.split(line) for line in workers)
+    assert "async" not in off["launch"]["sglang"]
+
+
+def test_check_takes_it_and_a_full_attention_model_moves_no_figure(cli):
+    """Gemma-3-27B as `mha kv` prices it (test_off_reserves_one_step_for_the_sliding_groups_by_hand): 4,026,531,840 B
+    a request less; Llama-3-8B has no sliding layer, so nothing it is judged by moves."""
+    gemma = ("check", "gemma-3-27b", "--target", "h100-sxm", "--seq", "32768", "--max-num-batched-tokens", "8192",
+             "--engine", "vllm@0.29.0")  # fmt: skip
+    on, off = cli.json(*gemma)["engine"], cli.json(*gemma, "--no-async-scheduling")["engine"]
+    assert on["kv_bytes_per_request"] - off["kv_bytes_per_request"] == 4_026_531_840
+    assert off["async_scheduling"] is False
+    llama = ("check", "llama-3-8b", "--target", "h100-sxm", "--engine", "vllm@0.29.0")
+    assert without_the_flag(cli.json(*llama, "--no-async-scheduling")) == without_the_flag(cli.json(*llama))
+    refused = cli.run("check", "llama-3-8b", "--target", "h100-sxm", "--engine", "sglang", "--async-scheduling")
+    assert refused.exit_code == 2 and "--no-async-scheduling are vLLM's: sglang" in refused.output
+
+
+RECOMMEND = ("recommend", "--params", "8B", "--seq", "64k", "--target", "h100-sxm", "--priority", "inference",
+             "--batch", "8")  # fmt: skip
+
+
+def test_recommend_takes_it_by_hand_and_writes_it_in_the_header(cli, tmp_path):
+    """The design (32 layers, 27 sliding of window 1,024, 8 KV heads of 128: 4,096 B a token a layer) is paged in
+    groups of 5 layers, 6 of them sliding; off, each sliding group holds 8,192 / 16 = 512 blocks of 16 tokens a request
+    fewer: 6 x 512 x 16 x 5 x 4,096 B = 1,006,632,960 B. --out's header repeats the switch as typed."""
+    on, off = cli.json(*RECOMMEND), cli.json(*RECOMMEND, "--no-async-scheduling")
+    assert on["model"] == off["model"] and off["model"]["layer_types"].count("sliding_attention") == 27
+    assert [g["blocks_per_request"] for g in on["memory"]["engine"]["groups"]][:2] == [1089, 1089]
+    assert [g["blocks_per_request"] for g in off["memory"]["engine"]["groups"]][:2] == [577, 577]
+    saved = on["memory"]["engine"]["kv_bytes_per_request"] - off["memory"]["engine"]["kv_bytes_per_request"]
+    assert saved == 6 * 512 * 16 * 5 * 4096 == 1_006_632_960
+    out = tmp_path / "design.yaml"
+    assert cli.run(*RECOMMEND, "--no-async-scheduling", "--out", str(out)).exit_code == 0
+    text = out.read_text()
+    assert text.splitlines()[0].endswith("--priority inference --no-async-scheduling --out " + str(out))
+    assert "  async_scheduling: false" in text.splitlines()
+    refused = cli.run(*RECOMMEND, "--engine", "vllm@0.9.2", "--async-scheduling")
+    assert refused.exit_code == 2 and refused.output.strip().splitlines()[-1] == (
+        "error: --async-scheduling sets vLLM's --async-scheduling (first in 0.10.0), which vLLM 0.9.2 lacks: drop it"
+        " or use --engine vllm@0.10.0 or later"
+    )
+
+
+def test_calibrate_from_takes_it_as_the_servers_setting(cli):
+    """A run replayed on SGLang with vLLM's switch: refused in one line before anything is fitted."""
+    runs = REPO / "benchmarks" / "vllm_cpu" / "results" / "tiny-llama_c1_i128_o64.json"
+    model = REPO / "benchmarks" / "vllm_cpu" / "models" / "tiny-llama" / "config.json"
+    refused = cli.run("calibrate", "--from", str(runs), "--model", str(model), "--target", "cpu", "--engine", "sglang",
+                      "--no-async-scheduling")  # fmt: skip
+    assert refused.exit_code == 2 and refused.output.strip() == (
+        "error: --async-scheduling/--no-async-scheduling are vLLM's: sglang is priced with its own scheduler; leave"
+        " them out, or use --engine vllm"
     )

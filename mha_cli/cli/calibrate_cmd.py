@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mha_cli.cli.options import (
+    AsyncSchedulingOpt,
     BlockSizeOpt,
     EngineOpt,
     ForceOpt,
@@ -90,6 +91,7 @@ def calibrate(
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     max_num_seqs: MaxNumSeqsOpt = None,
     kv_cache_gib: KvCacheGibOpt = None,
+    async_scheduling: AsyncSchedulingOpt = None,
     profile: Annotated[
         str | None,
         typer.Option(
@@ -139,6 +141,7 @@ def calibrate(
                 "engine": engine, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "block_size": block_size,
                 "gpu_memory_utilization": gpu_memory_utilization, "max_num_batched_tokens": max_num_batched_tokens,
                 "max_num_seqs": max_num_seqs, "kv_cache_memory_bytes": kv_cache_bytes(kv_cache_gib),
+                "async_scheduling": async_scheduling,
             },
         )  # fmt: skip
         return

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mha_cli.cli.options import (
+    AsyncSchedulingOpt,
     BatchOpt,
     BlockSizeOpt,
     EngineOpt,
@@ -54,6 +55,7 @@ def check(
     max_num_seqs: MaxNumSeqsOpt = None,
     block_size: BlockSizeOpt = None,
     kv_cache_gib: KvCacheGibOpt = None,
+    async_scheduling: AsyncSchedulingOpt = None,
     strict: StrictOpt = False,
     json: JsonOpt = False,
 ) -> None:
@@ -62,7 +64,7 @@ def check(
         source, seq_len=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype, tp=tp,
         engine=engine, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
-        strict=strict,
+        async_scheduling=async_scheduling, strict=strict,
     )  # fmt: skip
     output = Output(json)
     deployment = result.deployment

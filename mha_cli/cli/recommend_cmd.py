@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mha_cli.cli.options import (
+    AsyncSchedulingOpt,
     BatchOpt,
     ForceOpt,
     ItlOpt,
@@ -161,6 +162,7 @@ def recommend_command(
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     max_num_seqs: MaxNumSeqsOpt = None,
     kv_cache_gib: KvCacheGibOpt = None,
+    async_scheduling: AsyncSchedulingOpt = None,
     out: OutOpt = None,
     format: FormatOpt = "mha",
     force: ForceOpt = False,
@@ -196,7 +198,7 @@ def recommend_command(
         priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant, active_params=active_params,
         experts=experts, top_k=top_k, shared_experts=shared_experts, dense_layers=dense_layers, engine=engine,
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
+        max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib), async_scheduling=async_scheduling,
     )  # fmt: skip
     result = recommend(request, config_path=str(out) if out is not None and format == "mha" else None)
     if profile is not None:
@@ -234,7 +236,7 @@ def recommend_command(
                 priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant,
                 active_params=active_params, experts=experts, top_k=top_k, shared_experts=shared_experts,
                 dense_layers=dense_layers, engine=engine, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
-                max_num_seqs=max_num_seqs, kv_cache_gib=kv_cache_gib, out=out,
+                max_num_seqs=max_num_seqs, kv_cache_gib=kv_cache_gib, async_scheduling=async_scheduling, out=out,
             )  # fmt: skip
             write_text_atomic(out, config_text(result.config, out, header=header), force=force)
         output.wrote(out)
@@ -278,6 +280,7 @@ def build_request(
     max_num_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
     kv_cache_memory_bytes: int | None = None,
+    async_scheduling: bool | None = None,
 ) -> RecommendRequest:
     """The request from the options; ``RecommendRequest.parse`` rejects a bad value with one line."""
     return RecommendRequest.parse(
@@ -285,19 +288,24 @@ def build_request(
         priority=priority, tp=tp, vocab_size=vocab, d_model=d_model, variant=variant, active_params=active_params,
         experts=experts, top_k=top_k, shared_experts=shared_experts, dense_layers=dense_layers, engine=engine,
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_memory_bytes,
+        max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_memory_bytes, async_scheduling=async_scheduling,
     )  # fmt: skip
 
 
 def command_line(**options: object) -> str:
-    """The ``mha recommend`` command that reproduces a result, for the header of ``--out``."""
+    """The ``mha recommend`` command that reproduces a result, for the header of ``--out`` (a switch set as its word:
+    ``--async-scheduling`` or ``--no-async-scheduling``)."""
     import shlex  # only with --out: not on every run's start-up
 
     words = ["mha", "recommend"]
     for name, value in options.items():
         if value is None or (name == "priority" and value == "balanced"):
             continue
-        words += [f"--{name.replace('_', '-')}", _printable(str(value))]
+        flag = name.replace("_", "-")
+        if isinstance(value, bool):
+            words.append(f"--{flag}" if value else f"--no-{flag}")
+            continue
+        words += [f"--{flag}", _printable(str(value))]
     return shlex.join(words)
 
 

@@ -63,7 +63,7 @@ def merge_deployment(
         fields["engine_generation"] = generation_of(f"{engine}@{fields['engine_version']}").id
     fields.setdefault("seq_len", default_seq_len(model, base))
     if fields.get("async_scheduling") is not None:
-        _check_async_scheduling(fields)
+        check_async_scheduling(fields)
     if fields.get("block_size") is not None:
         _check_block_flag(fields.get("engine"), fields.get("engine_generation"), fields.get("engine_version"))
     limits = fields.get("limit_mm_per_prompt")
@@ -79,9 +79,16 @@ def merge_deployment(
             " its default profiling; leave them out, or use --engine vllm"
         )
     try:
-        return DeploymentSpec.model_validate(fields)
+        deployment = DeploymentSpec.model_validate(fields)
     except ValidationError as exc:
         raise BadInputError(describe_validation_error(exc, _OPTION_NAMES)) from exc
+    if model is not None and deployment.weight_scheme is not None:  # a release that cannot load the checkpoint
+        from mha_cli.core.engine.fbgemm_moe import fbgemm_moe_refusal
+
+        refusal = fbgemm_moe_refusal(model, deployment)
+        if refusal is not None:
+            raise BadInputError(refusal)
+    return deployment
 
 
 BLOCK_FLAGS = {"vllm": "--block-size", "sglang": "--page-size"}
@@ -89,9 +96,11 @@ BLOCK_FLAGS = {"vllm": "--block-size", "sglang": "--page-size"}
 table: not checked)."""
 
 
-def _check_async_scheduling(fields: dict[str, Any]) -> None:
+def check_async_scheduling(fields: dict[str, Any]) -> None:
     """Refuse ``--async-scheduling`` in one line on an engine other than vLLM, and on a vLLM release without the flag
-    (before 0.10.0, ``core.engine.flags``); ``--no-async-scheduling`` is what such a release does anyway."""
+    (before 0.10.0, ``core.engine.flags``); ``--no-async-scheduling`` is what such a release does anyway. ``fields``:
+    a deployment's (or ``mha recommend``'s request's) engine, engine_generation, engine_version and
+    async_scheduling."""
     from mha_cli.core.engine.flags import setting_refusal
     from mha_cli.core.engine.generations import generation
 

@@ -32,8 +32,9 @@ vLLM 0.19.1 (``model_executor/layers/quantization``, the wheel ``pip download vl
 An fbgemm fp8 checkpoint's routed experts are not fp8 in vLLM: ``FBGEMMFp8Config.get_quant_method`` returns a
 method for ``LinearBase`` layers only and None for a ``FusedMoE`` (``fbgemm_fp8.py``, read in 0.10.1, 0.19.1 and
 0.29.0), which ``fused_moe/layer.py`` (``routed_experts.py`` in 0.29.0) then loads with ``UnquantizedFusedMoEMethod``,
-in the model dtype (bf16), from 0.11.1 (read in 0.11.1-0.14.0, 0.19.1, 0.29.0); 0.10.1-0.11.0 ``assert quant_method
-is not None`` there, so such a checkpoint does not load at all. A MoE fbgemm fp8 checkpoint is therefore a scheme
+in the model dtype (bf16), from 0.11.1 (read in 0.11.1-0.14.0, 0.19.1, 0.29.0); every release read before it (0.5.5
+to 0.11.0) ``assert quant_method is not None`` there, so such a checkpoint does not load at all, and a plan priced on
+one is refused (``core.engine.fbgemm_moe``, with Mixtral's own path to 0.10.1). A MoE fbgemm fp8 checkpoint is a scheme
 with its experts in bf16 (``WeightScheme.experts_unquantised``), list or no list; a dense one with no list is the
 named format.
 

@@ -105,12 +105,16 @@ def _per_node(
 
 
 def _format_flags(deployment: DeploymentSpec, served: ServedModel, *, sglang: bool) -> list[str]:
+    """What every worker was priced with and its line must ask for: prefix caching and vLLM's async scheduling where
+    set, the weight and cache formats, the pool and block size, the revision."""
     flags = []
     if deployment.prefix_caching is not None:  # asked outright: the workers were priced with it
         if sglang:
             flags += [] if deployment.prefix_caching else ["--disable-radix-cache"]
         else:
             flags += ["--enable-prefix-caching" if deployment.prefix_caching else "--no-enable-prefix-caching"]
+    if deployment.async_scheduling is not None and not sglang:  # as set (DeploymentSpec.async_scheduling): vLLM's
+        flags += ["--async-scheduling" if deployment.async_scheduling else "--no-async-scheduling"]
     if deployment.weight_dtype == "fp8":
         flags += ["--quantization", "fp8"]
     flags += kv_cache_dtype_words(deployment, sglang=sglang)

@@ -43,7 +43,7 @@ class Context(NamedTuple):
             engine=r.engine, engine_generation=r.engine_generation, engine_version=r.engine_version,
             gpu_memory_utilization=r.gpu_memory_utilization,
             max_num_batched_tokens=r.max_num_batched_tokens, max_num_seqs=r.max_num_seqs,
-            kv_cache_memory_bytes=r.kv_cache_memory_bytes,
+            kv_cache_memory_bytes=r.kv_cache_memory_bytes, async_scheduling=r.async_scheduling,
         )  # fmt: skip
 
     def footprint(self, model: ModelSpec, tp: int) -> KvFootprint:

@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, computed_field, model_validator
 
 from mha_cli.core.cost.latency import StepLatency
-from mha_cli.core.deployment import FALLBACK_SEQ_LEN
+from mha_cli.core.deployment import FALLBACK_SEQ_LEN, check_async_scheduling
 from mha_cli.core.dtypes import Fp8Variant, with_fp8_variant
 from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.engine.plan import EnginePlan
@@ -44,7 +44,7 @@ _OPTION_NAMES = {
     "top_k": "--top-k", "shared_experts": "--shared-experts", "dense_layers": "--dense-layers", "engine": "--engine",
     "engine_generation": "--engine", "engine_version": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
     "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
-    "kv_cache_memory_bytes": "--kv-cache-gib",
+    "kv_cache_memory_bytes": "--kv-cache-gib", "async_scheduling": "--async-scheduling",
 }  # fmt: skip
 
 
@@ -99,6 +99,9 @@ class RecommendRequest(Record):
     max_num_seqs: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
     kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=1 << 50)] | None = None
     """vLLM's pool set outright, per rank in bytes (``--kv-cache-gib``; ``DeploymentSpec.kv_cache_memory_bytes``)."""
+    async_scheduling: bool | None = None
+    """vLLM's async scheduling as set (``--async-scheduling`` / ``--no-async-scheduling``;
+    ``DeploymentSpec.async_scheduling``); None: the release's default."""
 
     @model_validator(mode="before")
     @classmethod
@@ -121,9 +124,12 @@ class RecommendRequest(Record):
     def parse(cls, **fields: Any) -> "RecommendRequest":
         """Validate ``fields`` (``None`` means the default); every problem is one line naming the option."""
         try:
-            return cls.model_validate({key: value for key, value in fields.items() if value is not None})
+            request = cls.model_validate({key: value for key, value in fields.items() if value is not None})
         except ValidationError as exc:
             raise BadInputError(describe_validation_error(exc, _OPTION_NAMES)) from exc
+        if request.async_scheduling is not None:  # vLLM's, from 0.10.0: refused as `mha kv` refuses it
+            check_async_scheduling(request.model_dump())
+        return request
 
 
 class ModelSummary(Record):
