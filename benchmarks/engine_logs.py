@@ -57,6 +57,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from mha_cli.core.engine.fp8_marlin import marlin_scales
 from mha_cli.core.engine.generations import BY_ID
 from mha_cli.core.engine.mxfp4_moe import vllm_padding
 from mha_cli.core.engine.pages import VLLM_0_21_RULES, VLLM_V1_RULES, paged_pool, vllm_block_size, vllm_state_bytes
@@ -407,50 +408,55 @@ WHY: dict[int, str] = {
     2402: "no source-backed cause: as 2401 (no memory line) with fp8 KV, 512 sequences, an 8,192-token step, block "
     "64 and CUDA graphs to 512: the log's 130,986 tokens hold 2.26 GiB at the plan's pages, the plan's pool "
     "3.12; DCGM shows 20,056 MiB in use after one request, above 0.85 of the card's 23,034 MiB",
-    2407: "no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
-    "fp8) the log's tokens hold 8.94 GiB, the plan's pool 9.68 GiB. The log's CUDA-graph line ('equivalent to"
+    2407: "+8.3% as collected, +7.1% once vLLM 0.29.0's FP8 Marlin group scales were priced (core.engine.fp8_marlin, 0.10 GiB of Qwen3-8B's weights on a Marlin side, read with this log in view); the rest has no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
+    "fp8) the log's tokens hold 8.94 GiB, the plan's pool 9.68 GiB as collected (9.58 with the scales). The log's CUDA-graph line ('equivalent to"
     " --gpu-memory-utilization=0.8778 without CUDA graph memory profiling') puts vLLM's graph estimate at "
-    "0.49 GiB of the L4's 22.05, the plan's 0.35; the other 0.60 GiB has no source read here. FLASHINFER, "
+    "0.49 GiB of the L4's 22.05, the plan's 0.35; the other 0.60 GiB as collected: 0.10 of it Marlin's "
+    "scales, 0.50 with no source read here (0.47 on the Triton sides, 2409 and 2411). FLASHINFER, "
     "Marlin; the NIXL connector (host buffer) is not modelled",
-    2408: "no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
+    2408: "+6.2% as collected, +6.2% once the checkpoint was priced as `fp8-block` (its fp32 block scales, read with this log in view; its kernel is not Marlin); the rest has no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
     "fp8) the log's tokens hold 9.11 GiB, the plan's pool 9.68 GiB. The log's CUDA-graph line ('equivalent to"
     " --gpu-memory-utilization=0.8786 without CUDA graph memory profiling') puts vLLM's graph estimate at "
     "0.47 GiB of the L4's 22.05, the plan's 0.35; the other 0.45 GiB has no source read here. FLASHINFER, the"
     " humming kernel",
-    2409: "no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
+    2409: "+6.6% as collected, +6.6% once the checkpoint was priced as `fp8-block` (its fp32 block scales, read with this log in view; its kernel is not Marlin); the rest has no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
     "fp8) the log's tokens hold 9.08 GiB, the plan's pool 9.68 GiB. The log's CUDA-graph line ('equivalent to"
     " --gpu-memory-utilization=0.8780 without CUDA graph memory profiling') puts vLLM's graph estimate at "
     "0.49 GiB of the L4's 22.05, the plan's 0.35; the other 0.46 GiB has no source read here. FLASHINFER, the"
     " Triton block-FP8 kernel at its default configs",
-    2410: "no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
+    2410: "+6.6% as collected, +6.6% once the checkpoint was priced as `fp8-block` (its fp32 block scales, read with this log in view; its kernel is not Marlin); the rest has no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
     "fp8) the log's tokens hold 9.07 GiB, the plan's pool 9.68 GiB. The log's CUDA-graph line ('equivalent to"
     " --gpu-memory-utilization=0.8779 without CUDA graph memory profiling') puts vLLM's graph estimate at "
     "0.49 GiB of the L4's 22.05, the plan's 0.35; the other 0.47 GiB has no source read here. FLASHINFER, the"
     " Triton block-FP8 kernel at the study's tuned configs",
-    2412: "no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
-    "fp8) the log's tokens hold 9.14 GiB, the plan's pool 9.68 GiB. The log's CUDA-graph line ('equivalent to"
+    2412: "+5.9% as collected, +4.8% once vLLM 0.29.0's FP8 Marlin group scales were priced (core.engine.fp8_marlin, 0.10 GiB of Qwen3-8B's weights on a Marlin side, read with this log in view); the rest has no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
+    "fp8) the log's tokens hold 9.14 GiB, the plan's pool 9.68 GiB as collected (9.58 with the scales). The log's CUDA-graph line ('equivalent to"
     " --gpu-memory-utilization=0.8870 without CUDA graph memory profiling') puts vLLM's graph estimate at "
-    "0.29 GiB of the L4's 22.05, the plan's 0.35; the other 0.60 GiB has no source read here. TRITON_ATTN, "
+    "0.29 GiB of the L4's 22.05, the plan's 0.35; the other 0.60 GiB as collected: 0.10 of it Marlin's "
+    "scales, 0.50 with no source read here (0.47 on the Triton sides, 2409 and 2411). TRITON_ATTN, "
     "Marlin (the prefill side, Triton kernels, +4.3%: 2411)",
-    2414: "no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
-    "fp8) the log's tokens hold 9.14 GiB, the plan's pool 9.68 GiB. The log's CUDA-graph line ('equivalent to"
+    2414: "+5.9% as collected, +4.8% once vLLM 0.29.0's FP8 Marlin group scales were priced (core.engine.fp8_marlin, 0.10 GiB of Qwen3-8B's weights on a Marlin side, read with this log in view); the rest has no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
+    "fp8) the log's tokens hold 9.14 GiB, the plan's pool 9.68 GiB as collected (9.58 with the scales). The log's CUDA-graph line ('equivalent to"
     " --gpu-memory-utilization=0.8870 without CUDA graph memory profiling') puts vLLM's graph estimate at "
-    "0.29 GiB of the L4's 22.05, the plan's 0.35; the other 0.60 GiB has no source read here. FLASH_ATTN, "
+    "0.29 GiB of the L4's 22.05, the plan's 0.35; the other 0.60 GiB as collected: 0.10 of it Marlin's "
+    "scales, 0.50 with no source read here (0.47 on the Triton sides, 2409 and 2411). FLASH_ATTN, "
     "Marlin (the prefill side +4.3%: 2413)",
-    2415: "no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
+    2415: "+6.6% as collected, +6.6% once the checkpoint was priced as `fp8-block` (its fp32 block scales, read with this log in view; its kernel is not Marlin); the rest has no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
     "fp8) the log's tokens hold 9.07 GiB, the plan's pool 9.68 GiB. The log's CUDA-graph line ('equivalent to"
     " --gpu-memory-utilization=0.8779 without CUDA graph memory profiling') puts vLLM's graph estimate at "
     "0.49 GiB of the L4's 22.05, the plan's 0.35; the other 0.47 GiB has no source read here. FLASHINFER with"
     " an fp8 cache, Triton kernels",
-    2416: "no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
-    "fp8) the log's tokens hold 8.94 GiB, the plan's pool 9.68 GiB. The log's CUDA-graph line ('equivalent to"
+    2416: "+8.3% as collected, +7.1% once vLLM 0.29.0's FP8 Marlin group scales were priced (core.engine.fp8_marlin, 0.10 GiB of Qwen3-8B's weights on a Marlin side, read with this log in view); the rest has no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
+    "fp8) the log's tokens hold 8.94 GiB, the plan's pool 9.68 GiB as collected (9.58 with the scales). The log's CUDA-graph line ('equivalent to"
     " --gpu-memory-utilization=0.8778 without CUDA graph memory profiling') puts vLLM's graph estimate at "
-    "0.49 GiB of the L4's 22.05, the plan's 0.35; the other 0.60 GiB has no source read here. FLASHINFER with"
+    "0.49 GiB of the L4's 22.05, the plan's 0.35; the other 0.60 GiB as collected: 0.10 of it Marlin's "
+    "scales, 0.50 with no source read here (0.47 on the Triton sides, 2409 and 2411). FLASHINFER with"
     " an fp8 cache, Marlin",
-    2418: "no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
-    "fp8) the log's tokens hold 9.12 GiB, the plan's pool 9.68 GiB. The log's CUDA-graph line ('equivalent to"
+    2418: "+6.1% as collected, +5.0% once vLLM 0.29.0's FP8 Marlin group scales were priced (core.engine.fp8_marlin, 0.10 GiB of Qwen3-8B's weights on a Marlin side, read with this log in view); the rest has no source-backed cause: the file keeps no memory line. At Qwen3-8B's 147,456 B a token (bf16; 73,728 in "
+    "fp8) the log's tokens hold 9.12 GiB, the plan's pool 9.68 GiB as collected (9.58 with the scales). The log's CUDA-graph line ('equivalent to"
     " --gpu-memory-utilization=0.8861 without CUDA graph memory profiling') puts vLLM's graph estimate at "
-    "0.31 GiB of the L4's 22.05, the plan's 0.35; the other 0.60 GiB has no source read here. TRITON_ATTN "
+    "0.31 GiB of the L4's 22.05, the plan's 0.35; the other 0.60 GiB as collected: 0.10 of it Marlin's "
+    "scales, 0.50 with no source read here (0.47 on the Triton sides, 2409 and 2411). TRITON_ATTN "
     "with an fp8 cache, Marlin (the prefill side +4.4%: 2417)",
 }
 """Why a log misses (the plan outside 5%, or the per-token rule): the engine's source where it names a cause, else
@@ -602,7 +608,7 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
         gpu_memory_utilization=log["utilisation"], max_num_batched_tokens=log["max_num_batched_tokens"],
         max_num_seqs=log["max_num_seqs"], block_size=log.get("block_size"), kv_dtype=log["kv_dtype"],
         engine_version=log.get("version") if log["engine"] in ("vllm", "sglang") else None, vllm_sampler=log.get("sampler"),
-        weight_dtype=weights, vllm_awq_kernel=log.get("awq_kernel"),
+        weight_dtype=weights, vllm_awq_kernel=log.get("awq_kernel"), vllm_fp8_linear_kernel=log.get("fp8_linear_kernel"),
         async_scheduling=log.get("async_scheduling") if log["engine"] == "vllm" else None,  # --no-async-scheduling
     )  # fmt: skip
     settings = resolve_settings(deployment, target, tp, serving=SglangServing(source.model))
@@ -610,10 +616,15 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
         source.model, weights, settings.engine, settings.release, target.vendor, target.compute_capability,
         ExpertLayout(tp),
     )  # fmt: skip
-    weights_bytes = rank_weight_bytes(source.model, tp, weights) + padding  # at the kernel's shapes
+    scales, widened = marlin_scales(
+        source.model, tp, weights, settings.engine, settings.release, target.vendor, target.compute_capability,
+        deployment.vllm_fp8_linear_kernel,
+    )  # fmt: skip
+    weights_bytes = rank_weight_bytes(source.model, tp, weights) + padding + scales  # at the kernel's shapes
+    how = "; ".join(line for line in (padded, widened) if line is not None)
     return plan_engine(
         source.model, kv, target, settings, weights_bytes_per_rank=weights_bytes, sequences_per_replica=1,
-        weights_how=None if padded is None else f"{DEFAULT_WEIGHTS_HOW}; {padded}",
+        weights_how=f"{DEFAULT_WEIGHTS_HOW}; {how}" if how else None,
     )  # fmt: skip
 
 
@@ -720,6 +731,16 @@ NOTES = """## Notes
   XtionDoubleAI/m2a's vLLM 0.6.4 log no named GPU (a 23.99 GiB card under WSL). Held out
   (groups 501 and up, as the rules stood when each was collected): 53 of 90 within 5% before, 59 of 107 with this
   group.
+- After collection, with logs 2301-2418 in view (their group headers stay as recorded), vLLM 0.29.0's source was read
+  for their misses (`v1/worker/gpu_worker.py` `determine_available_memory`, `utils/mem_utils.py` `memory_profiling`,
+  `v1/worker/gpu/model_runner.py` `profile_run`, the FP8 linear kernels). One cause is source-backed and priced
+  (`core.engine.fp8_marlin`): from 0.29.0 an Ada GPU runs block-FP8 linear layers through Marlin (0.26.0 and 0.28.0
+  refuse it from 8.9), whose per-128 group scales add 0.10 GiB to Qwen3-8B-FP8 on an L4; the Marlin decode sides
+  keep 0.134 GiB fewer KV bytes than the Triton prefill sides at the same CUDA-graph estimate. The kernel-bench
+  logs are now priced as `fp8-block` with the `--linear-backend` each side named: 2407 +8.3% -> +7.1%, 2412 and
+  2414 +5.9% -> +4.8%, 2416 +8.3% -> +7.1%, 2418 +6.1% -> +5.0% (the others move by 0.02%). The 0.47 GiB every L4
+  side keeps besides (attention backend and KV dtype alike), Gemma 4's 1.23 GiB torch peak and gpt-oss-20b's
+  1.42 GiB at tp 1 have no source-backed cause found.
 - The held-out group 2301 (logs24: 2301-2313, vLLM logs from files committed to repositories), collected after the
   rules of commit afe5e3c stood and priced with them, no rule changed: the per-token rule exact on 3 of 9, the whole
   plan within 5% on 0 of 9. Every vLLM pod log of akamaslabs/vllm-benchmark's L40S Gemma 4 study (21 logs, vLLM

@@ -23,6 +23,7 @@ from mha_cli.core.dp_attention import (
     dp_tp,
 )
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
+from mha_cli.core.engine.fp8_marlin import marlin_scales
 from mha_cli.core.engine.mxfp4_moe import Mxfp4Kernel, kernel_padding, vllm_expert_kernel
 from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, EnginePlan, plan_engine
@@ -306,6 +307,13 @@ def plan_memory(
     if padded is not None:  # the kernel's shapes, not the checkpoint's (core.engine.mxfp4_moe)
         weights += padding
         weights_how = f"{weights_how or DEFAULT_WEIGHTS_HOW}; {padded}"
+    scales, widened = marlin_scales(
+        model, kv.tp, weight_dtype, settings.engine, settings.release, device.vendor, device.compute_capability,
+        chosen.vllm_fp8_linear_kernel,
+    )  # fmt: skip
+    if widened is not None:  # the kernel's scales, not the checkpoint's (core.engine.fp8_marlin)
+        weights += scales
+        weights_how = f"{weights_how or DEFAULT_WEIGHTS_HOW}; {widened}"
     engine_kv = kv
     if kv.mla_cache == "naive":  # every engine caches MLA's latent; naive is a torch build, priced apart
         engine_kv = kv_footprint(

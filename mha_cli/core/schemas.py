@@ -1220,6 +1220,10 @@ class DeploymentSpec(_Strict):
     """vLLM: the MoE kernel mxfp4 experts (gpt-oss) are forced onto, ``marlin`` by ``VLLM_MXFP4_USE_MARLIN=1`` before
     the launch line (read in 0.10.1 and 0.11.2-0.23; Blackwell keeps FlashInfer in 0.11.2-0.18:
     ``core.engine.mxfp4_moe.marlin_forced``), priced at Marlin's padded shapes; None: the release's default kernel."""
+    vllm_fp8_linear_kernel: Literal["marlin", "humming", "triton"] | None = None
+    """vLLM: the kernel block-FP8 linear layers run, as ``--linear-backend`` names it; ``marlin`` holds per-128 group
+    scales beside the weights (``core.engine.fp8_marlin``); None: the release's choice (Marlin below compute
+    capability 9.0, on Ada from 0.29.0)."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
     """Share of device memory the engine may use: vLLM's ``gpu_memory_utilization`` (default 0.9), SGLang's
     ``mem_fraction_static`` (default from the GPU's size), TRT-LLM's ``free_gpu_memory_fraction`` (default 0.9,
@@ -1286,6 +1290,17 @@ class DeploymentSpec(_Strict):
         if self.vllm_mxfp4_kernel is not None and (self.engine not in (None, "vllm") or self.weight_dtype != "mxfp4"):
             raise ValueError(
                 f"vllm_mxfp4_kernel is vLLM's kernel for mxfp4 experts (VLLM_MXFP4_USE_MARLIN): not for"
+                f" {self.engine or 'vllm'} with {self.weight_dtype} weights; drop it"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _vllm_fp8_linear_kernel_is_for_fp8_block(self) -> "DeploymentSpec":
+        if self.vllm_fp8_linear_kernel is not None and (
+            self.engine not in (None, "vllm") or self.weight_dtype != "fp8-block"
+        ):
+            raise ValueError(
+                f"vllm_fp8_linear_kernel is vLLM's kernel for block-FP8 linear layers: not for"
                 f" {self.engine or 'vllm'} with {self.weight_dtype} weights; drop it"
             )
         return self

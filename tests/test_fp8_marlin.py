@@ -1,0 +1,91 @@
+"""vLLM's FP8 Marlin kernel: which GPUs and releases run block-FP8 linear layers through it, and its scales' bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from mha_cli.core.engine.fp8_marlin import marlin_scale_bytes, marlin_scales, runs_fp8_marlin
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.memory import plan_memory
+from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.sources import load_source
+from mha_cli.core.targets import resolve_target
+
+ROOT = Path(__file__).parent.parent
+
+# Qwen3-8B per layer (d_model 4,096, 32 heads and 8 KV heads of 128, d_ff 12,288), each (in, out) with its Marlin
+# group scales ceil(in / 128) x out x 2 B less the checkpoint's ceil(in / 128) x ceil(out / 128) x 4 B:
+# q/k/v (4,096, 6,144): 393,216 - 6,144; o (4,096, 4,096): 262,144 - 4,096; gate/up (4,096, 24,576):
+# 1,572,864 - 24,576; down (12,288, 4,096): 786,432 - 12,288. 2,967,552 B a layer x 36 layers.
+QWEN3_8B_SCALES = 2_967_552 * 36  # 106,831,872 B, 0.0995 GiB
+
+
+def _qwen3():
+    return load_source(str(ROOT / "tests/fixtures/hf_configs/qwen3-8b.json")).model
+
+
+def test_qwen3_8b_scales_by_hand():
+    assert marlin_scale_bytes(_qwen3(), 1) == QWEN3_8B_SCALES
+
+
+def test_tensor_parallel_halves_every_projection():
+    # each projection's in or out halves at tp 2 (4,096 / 2 = 2,048 still a multiple of 128): half the bytes
+    assert marlin_scale_bytes(_qwen3(), 2) * 2 == QWEN3_8B_SCALES
+
+
+@pytest.mark.parametrize(
+    ("release", "capability", "runs"),
+    [
+        ((0, 29), 8.9, True),  # Ada from 0.29.0 (log 2407's L4: MarlinFP8ScaledMMLinearKernel)
+        ((0, 28), 8.9, False),  # 0.28.0's is_supported refuses 8.9 without VLLM_TEST_FORCE_FP8_MARLIN: Triton
+        ((0, 26), 8.0, True),  # an A100 in the earliest release read
+        ((0, 25), 8.0, False),  # not read: not priced
+        ((0, 32), 9.0, False),  # Hopper: Cutlass and DeepGEMM come first
+        ((0, 32), 12.0, False),  # B12x on a 12.x part
+        ((0, 32), 7.0, False),  # below 7.5, no FP8 Marlin
+        (None, 8.9, True),  # the latest read
+    ],
+)
+def test_which_gpus_and_releases_run_marlin(release, capability, runs):
+    assert runs_fp8_marlin("fp8-block", "vllm", release, "NVIDIA", capability) is runs
+
+
+def test_only_block_fp8_on_vllm_widens_its_scales():
+    assert not runs_fp8_marlin("fp8", "vllm", (0, 29), "NVIDIA", 8.9)  # per-channel: (1, N) scales, not priced
+    assert not runs_fp8_marlin("fp8-block", "sglang", (0, 29), "NVIDIA", 8.9)
+    assert not runs_fp8_marlin("fp8-block", "vllm", (0, 29), "AMD", 9.4)
+
+
+def test_a_named_linear_backend_wins():
+    assert not runs_fp8_marlin("fp8-block", "vllm", (0, 29), "NVIDIA", 8.9, forced="triton")
+    assert runs_fp8_marlin("fp8-block", "vllm", (0, 32), "NVIDIA", 9.0, forced="marlin")
+
+
+def test_moe_models_are_not_priced():
+    model = load_source(str(ROOT / "tests/fixtures/hf_configs/gemma-4-26b-a4b.json")).model
+    assert marlin_scales(model, 1, "fp8-block", "vllm", (0, 29), "NVIDIA", 8.9) == (0, None)
+
+
+def _weights(kernel: str | None) -> int:
+    model = _qwen3()
+    deployment = DeploymentSpec(
+        seq_len=8192, engine="vllm", engine_version="0.29.0", weight_dtype="fp8-block",
+        vllm_fp8_linear_kernel=kernel,
+    )  # fmt: skip
+    kv = kv_footprint(model, seq_len=8192, batch=1, kv_dtype="bf16", tp=1)
+    plan = plan_memory(resolve_target("l4"), model=model, kv=kv, weight_dtype="fp8-block", deployment=deployment)
+    return plan.weight_bytes_per_device
+
+
+def test_the_plan_adds_the_scales_on_an_l4_unless_triton_is_named():
+    assert _weights(None) - _weights("triton") == QWEN3_8B_SCALES
+
+
+def test_the_kernel_is_refused_for_other_weights_or_engines():
+    with pytest.raises(ValidationError, match="vllm_fp8_linear_kernel"):
+        DeploymentSpec(seq_len=4096, weight_dtype="fp8", vllm_fp8_linear_kernel="marlin")
+    with pytest.raises(ValidationError, match="vllm_fp8_linear_kernel"):
+        DeploymentSpec(seq_len=4096, engine="sglang", weight_dtype="fp8-block", vllm_fp8_linear_kernel="marlin")
