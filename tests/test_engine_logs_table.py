@@ -138,6 +138,10 @@ stand, per group, so that a rule change that moves them has to say so here.
   +3.3% at tp 2 with expert parallelism; Qwen3-8B-FP8 prefill/decode instances through NixlConnector +4.3% to
   +8.3%; faradawn/bench3's Meta-Llama-3-8B-Instruct on an H200, vLLM 0.11.2 -0.0%, TensorRT-LLM 1.2.0rc4 +1.9%); 5
   entries not expressible.
+- ``new-23`` (ids 2501-2517, logs26: vLLM logs from files committed to repositories, collected after the rules of
+  commit 55dbb2d stood, priced with them, no rule changed): the per-token rule exact on 7 of 7, the plan within 5% on 5
+  of 7 (2501 +0.4%, 2502 -0.2%, 2503 -0.4%, 2508 +2.3%, 2515 -1.0%; 2505 +6.8%, DeepSeek-R1-Distill-Qwen-32B-FP8 on an
+  L40S, and 2513 -6.1%, Llama-3.1-8B on a Colab L4, both vLLM 0.11.0); 10 entries not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -211,6 +215,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-21") == {"logs": 9, "rule_checked": 9, "rule_exact": 9, "priced": 9, "within": 1}
     # 6 at collection; 9 since vLLM 0.29.0's FP8 Marlin scales are priced (read with 2412, 2414 and 2418 in view)
     assert module.counts(rows, "new-22") == {"logs": 17, "rule_checked": 2, "rule_exact": 2, "priced": 17, "within": 9}
+    assert module.counts(rows, "new-23") == {"logs": 7, "rule_checked": 7, "rule_exact": 7, "priced": 7, "within": 5}
 
 
 def test_second_new_group_errors(table):
@@ -840,3 +845,28 @@ def test_group_2401(table):
     assert [log["id"] for log in unexpressed] == [2404, 2405, 2406, 2419, 2422]
     assert all(log["not_expressible"] for log in unexpressed)
     assert not {row.log["id"] for row in rows} & {2404, 2405, 2406, 2419, 2422}
+
+
+def test_group_2501(table):
+    """The 25xx group (logs26, vLLM logs committed to repositories) as the rules of 55dbb2d price them: each log's
+    error and plan, the per-token rule exact from every log's own memory, the misses explained by their own figures,
+    and the entries mha cannot express (no config, no named GPU, drafters, an unread W4A16 layout) listed, never
+    priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-23"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
+        2501: 0.004, 2502: -0.002, 2503: -0.004, 2505: 0.068, 2508: 0.023, 2513: -0.061, 2515: -0.01,
+    }  # fmt: skip
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
+        2501: 199040, 2502: 285504, 2503: 455136, 2505: 26416, 2508: 4000536, 2513: 36576, 2515: 156048,
+    }  # fmt: skip
+    assert all(row.basis == "tokens" and row.rule_hit for row in new.values())
+    # 6.04 GiB / 262,144 B (fp16 KV: 64 layers x 8 KV heads x 128 x 2 x 2 B) in blocks of 16, to the log's 0.01 GiB
+    assert module.per_token_tokens(new[2505].log) == [24704, 24752]
+    assert module.per_token_tokens(new[2513].log) == [38864, 38944]  # 4.75 GiB / 131,072 B
+    misses = [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN]
+    assert misses == [2505, 2513] and all(module.WHY[i].startswith("no source-backed cause") for i in misses)
+    unexpressed = module.unexpressed_logs("new-23")
+    assert [log["id"] for log in unexpressed] == [2504, 2506, 2507, 2509, 2510, 2511, 2512, 2514, 2516, 2517]
+    assert all(log["not_expressible"] for log in unexpressed)
+    assert not {row.log["id"] for row in rows} & {2504, 2506, 2507, 2509, 2510, 2511, 2512, 2514, 2516, 2517}
