@@ -85,13 +85,26 @@ WHY: dict[int, str] = {
     " non-torch memory, where the plan charges 1.66 (the dummy sampler's PyTorch sort over 256 rows of 152,064 fp16"
     " logits and the forward, 1.38; non-torch 0.25; RoPE cache 0.03) and loads 31.97 GiB of FP8 weights: 0.23 GiB"
     " of weights and 0.18 of the rest, 0.41 GiB of a 6.04 GiB pool. The FP8 checkpoint's own layout (which tensors stay in 16 bits) is"
-    " not in the repository",
+    " not in the repository. Read after collection (gptossl4, vLLM 0.11.0's wheel): the repository's setup.sh names"
+    " neuralmagic/DeepSeek-R1-Distill-Qwen-32B-FP8, whose FP8-dynamic siblings keep per-channel weight scales and"
+    " dynamic per-token activations with lm_head ignored; CompressedTensorsW8A8Fp8 (compressed_tensors_w8a8_fp8.py)"
+    " on sm89 keeps the fp8 weights as loaded (process_fp8_weight_channel_strategy returns them, transposed) and"
+    " adds only fp32 channel scales (create_fp8_scale_parameter, 64 x 72,704 x 4 B = 0.017 GiB, not priced); the"
+    " seven shards' listed sizes (34.3 GB, cortecs' and qeternity's copies) match the plan's 31.97 GiB. The other"
+    " 0.19 GiB of the log's 32.20 has no source-backed cause",
     2513: "no source-backed cause: -6.1% as the rules of 55dbb2d stood. The log's figures leave 0.92 x 22.05 GiB (the"
     " L4's torch total, measured on vLLM's CI; Colab's L4 prints none) - 14.99 weights - 4.75 pool = 0.55 GiB for"
     " activation and non-torch memory, where the plan charges 0.86 (the dummy sampler's PyTorch sort over the 128"
     " sequences' 128,256 logits, 0.58, with the forward under it; non-torch 0.25; RoPE cache 0.03): 0.31 GiB more"
     " than the log leaves; its weights are 14.99 GiB against the plan's 14.96."
-    " A larger torch total on Colab's L4 would explain it; the log does not print one",
+    " A larger torch total on Colab's L4 would explain it; the log does not print one. Read after collection"
+    " (gptossl4, vLLM 0.11.0's wheel): the sampler rule stands. profile_run's _dummy_run(2,048) gives"
+    " min(2,048, 128) = 128 rows, _dummy_sampler_run passes top-k = vocab - 1 and top-p = 0.9 with all_random False,"
+    " Sampler.forward copies the logits to fp32 and TopKTopPSampler (FlashInfer not installed) takes forward_native"
+    " -> apply_top_k_top_p, whose logits.sort runs over all 128 x 128,256: 38 B a logit as priced. The same model"
+    " and release on an A100-40GB (2515, 256 rows, 1.16 GiB of sort) leaves 1.22 GiB where the plan charges 1.41;"
+    " with 2515's rows and totals no per-logit figure fits both logs at one non-torch figure, so the gap is not"
+    " the sampler's",
     411: "+6.7% on the available memory, by its weights: the log loads 48.5 GiB where the plan has 47.00 (Gemma 4's"
     " text model, 25,233,141,760 bf16 weights). transformers 5.24's Gemma4ForConditionalGeneration built from the"
     " same config holds 572,792,112 more in its vision tower and embed_vision (1.07 GiB in bf16), which mha does not"
@@ -417,7 +430,13 @@ WHY: dict[int, str] = {
     "0.85 of them the MXFP4 MoE kernels' padding, CUDA graphs 0.41, activation 0.40): 1.42 GiB the log does not"
     " itemise. DCGM"
     " shows 18,604 MiB in use on the card after one request. The same script's tp2-ep start lands (+3.3%, "
-    "2403)",
+    "2403). Read after collection (gptossl4, vLLM 0.29.0's wheel): the log's 'Using MarlinExperts' and"
+    " 'MoEPrepareAndFinalizeNoDPEPModular' put the experts on the modular kernel, whose workspaces come from the"
+    " kept WorkspaceManager (modular_kernel.py _allocate_buffers; MarlinExperts.workspace_shapes: M x top-k x"
+    " max(I', H') and M x top-k x max(2 I', H'), bf16): 0.27 GiB at 4,096 tokens, which in place of the forward's"
+    " transient MoE caches (0.40 GiB peak now) gives 0.38, not a cause. prepare_moe_mxfp4_layer_for_marlin"
+    " replaces every expert tensor (replace_parameter), scales to e8m0 bytes, biases bf16: nothing kept beside"
+    " them; Triton attention's softmax segments (triton_attn.py) hold seq_threshold_3D rows only. No cause found",
     2402: "no source-backed cause: as 2401 (no memory line) with fp8 KV, 512 sequences, an 8,192-token step, block "
     "64 and CUDA graphs to 512: the log's 130,986 tokens hold 2.26 GiB at the plan's pages, the plan's pool "
     "3.12; DCGM shows 20,056 MiB in use after one request, above 0.85 of the card's 23,034 MiB",
