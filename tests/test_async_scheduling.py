@@ -191,3 +191,24 @@ def test_a_pinned_pp_is_refused_and_a_search_leaves_the_layout_out(cli):
     layouts = cli.json(*plan)["layouts"]
     assert f"tp 1 x pp 2 x 1 replica(s): left out ({why})" in layouts
     assert sum("left out" in line for line in layouts) == 1
+
+
+def sliding_blocks(cli, engine: str, *flags: str) -> tuple[int, int]:
+    """gpt-oss-20b in two stages of 12 layers (6 sliding of window 128, 6 full) at 32,768 tokens, 8,192 a step:
+    the blocks a request takes in the limiting stage's sliding and full groups."""
+    plan = cli.json("plan", "gpt-oss-20b", "--target", "2xh100-sxm", "--pp", "2", "--engine", engine, "--isl", "32000",
+                    "--osl", "768", "--concurrency", "1", "--closed-form", *flags)  # fmt: skip
+    blocks = {g["kind"]: g["blocks_per_request"] for g in plan["memory"]["engine"]["groups"]}
+    return blocks["sliding"], blocks["full"]
+
+
+def test_pipeline_stages_keep_more_batches_in_flight_by_hand(cli):
+    """``VllmConfig.max_concurrent_batches`` at pp 2 (config/vllm.py, 0.26.0-0.33.0): 0.29.0 runs every model on Model
+    Runner V2, async scheduling on: 2 + 1 = 3 batches, cdiv(127 + 3 x 8,192, 16) + 1 = 1,545 sliding blocks (1,033
+    before this rule: 2 batches); off, pp = 2 batches: cdiv(127 + 2 x 8,192, 16) + 1 = 1,033 (521 before: 1 batch).
+    0.28.0 keeps an MoE it does not list (gpt-oss) on the V1 runner, whose async scheduling at pp > 1 keeps pp = 2
+    batches: 1,033 either way. Full groups: 32,768 / 16 = 2,048."""
+    assert -(-(127 + 3 * 8192) // 16) + 1 == 1545 and -(-(127 + 2 * 8192) // 16) + 1 == 1033
+    assert sliding_blocks(cli, "vllm@0.29.0") == (1545, 2048)
+    assert sliding_blocks(cli, "vllm@0.29.0", "--no-async-scheduling") == (1033, 2048)
+    assert sliding_blocks(cli, "vllm@0.28.0") == (1033, 2048)
