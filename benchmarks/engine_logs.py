@@ -67,7 +67,7 @@ from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_reserve import SglangServing
-from mha_cli.core.engine.vllm_rule_releases import paging_rules, sliding_in_flight_batches
+from mha_cli.core.engine.vllm_rule_releases import max_concurrent_batches, paging_rules, sliding_in_flight_batches
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
@@ -569,9 +569,10 @@ def _page_rules(log: dict[str, Any], model, kv, per_layer: int, block: int) -> d
     rule from the log's release where it names one (``core.engine.vllm_rule_releases``), as the plan dates it."""
     newer = log["generation"] == "vllm-0.21"
     rules = paging_rules(log.get("version"), VLLM_0_21_RULES if newer else VLLM_V1_RULES)
-    in_flight = sliding_in_flight_batches(log.get("version"), 2 if newer else 1)
-    if log.get("async_scheduling") is False:  # --no-async-scheduling: one batch (VllmConfig.max_concurrent_batches)
-        in_flight = 1
+    # one stage (pipeline logs are not priced): async scheduling's 2 batches, 1 with --no-async-scheduling
+    # (VllmConfig.max_concurrent_batches, either model runner at pp 1)
+    concurrent = max_concurrent_batches(1, async_scheduling=log.get("async_scheduling") is not False, v2_runner=False)
+    in_flight = sliding_in_flight_batches(log.get("version"), newer, concurrent)
     if not rules.state_groups:
         return {"block_size": block, "rules": rules, "in_flight_batches": in_flight}
     state = vllm_state_bytes(model, kv.kv_dtype, tp=kv.tp, cpu=False)

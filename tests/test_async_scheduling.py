@@ -156,3 +156,59 @@ def test_calibrate_from_takes_it_as_the_servers_setting(cli):
         "error: --async-scheduling/--no-async-scheduling are vLLM's: sglang is priced with its own scheduler; leave"
         " them out, or use --engine vllm"
     )
+
+
+@pytest.mark.parametrize(
+    ("engine", "refused"),
+    [("vllm@0.10.0", True), ("vllm@0.11.0", True), ("vllm@0.14", True), ("vllm@0.14.1", True),
+     ("vllm@0.15.0", False), ("vllm-v1", False), ("vllm", False)],
+)  # fmt: skip
+def test_async_scheduling_at_pp_2_by_release(engine, refused):
+    """0.10.0-0.11.0 (engine/arg_utils.py) and 0.11.1-0.14.1 (config/vllm.py VllmConfig.__post_init__) raise "Async
+    scheduling is not (yet) ... pipeline(-|_)parallel(-|_)size > 1"; 0.15.0 has no such check (read in the wheels).
+    Untyped, a generation means its latest: vllm-v1's 0.20, vllm's the newest."""
+    from mha_cli.core.engine.async_pipeline import async_pipeline_refusal
+    from mha_cli.core.engine.generations import generation_of, typed_release
+
+    chosen = generation_of(engine)
+    args = (chosen.engine, chosen.id, typed_release(engine))
+    assert (async_pipeline_refusal(*args, True, 2) is not None) is refused
+    assert async_pipeline_refusal(*args, True, 1) is None
+    assert async_pipeline_refusal(*args, False, 2) is None and async_pipeline_refusal(*args, None, 4) is None
+
+
+def test_a_pinned_pp_is_refused_and_a_search_leaves_the_layout_out(cli):
+    """vLLM 0.12.0 on two H100s with --async-scheduling: --pp 2 asked is refused in one line, exit 2; the search
+    prices tp 2 and tp 1 x 2 replicas and leaves tp 1 x pp 2 out, saying why."""
+    plan = ("plan", "llama-3-8b", "--target", "2xh100-sxm", "--engine", "vllm@0.12.0", "--async-scheduling",
+            "--concurrency", "4", "--closed-form")  # fmt: skip
+    refused = cli.run(*plan, "--pp", "2")
+    why = (
+        "--async-scheduling at --pp 2: vLLM 0.12.0 refuses async scheduling with pipeline_parallel_size > 1"
+        " (0.10.0-0.14.x): leave out --async-scheduling (or --pp), or use --engine vllm@0.15.0 or later"
+    )
+    assert refused.exit_code == 2 and refused.output.strip().splitlines()[-1] == f"error: {why}"
+    layouts = cli.json(*plan)["layouts"]
+    assert f"tp 1 x pp 2 x 1 replica(s): left out ({why})" in layouts
+    assert sum("left out" in line for line in layouts) == 1
+
+
+def sliding_blocks(cli, engine: str, *flags: str) -> tuple[int, int]:
+    """gpt-oss-20b in two stages of 12 layers (6 sliding of window 128, 6 full) at 32,768 tokens, 8,192 a step:
+    the blocks a request takes in the limiting stage's sliding and full groups."""
+    plan = cli.json("plan", "gpt-oss-20b", "--target", "2xh100-sxm", "--pp", "2", "--engine", engine, "--isl", "32000",
+                    "--osl", "768", "--concurrency", "1", "--closed-form", *flags)  # fmt: skip
+    blocks = {g["kind"]: g["blocks_per_request"] for g in plan["memory"]["engine"]["groups"]}
+    return blocks["sliding"], blocks["full"]
+
+
+def test_pipeline_stages_keep_more_batches_in_flight_by_hand(cli):
+    """``VllmConfig.max_concurrent_batches`` at pp 2 (config/vllm.py, 0.26.0-0.33.0): 0.29.0 runs every model on Model
+    Runner V2, async scheduling on: 2 + 1 = 3 batches, cdiv(127 + 3 x 8,192, 16) + 1 = 1,545 sliding blocks (1,033
+    before this rule: 2 batches); off, pp = 2 batches: cdiv(127 + 2 x 8,192, 16) + 1 = 1,033 (521 before: 1 batch).
+    0.28.0 keeps an MoE it does not list (gpt-oss) on the V1 runner, whose async scheduling at pp > 1 keeps pp = 2
+    batches: 1,033 either way. Full groups: 32,768 / 16 = 2,048."""
+    assert -(-(127 + 3 * 8192) // 16) + 1 == 1545 and -(-(127 + 2 * 8192) // 16) + 1 == 1033
+    assert sliding_blocks(cli, "vllm@0.29.0") == (1545, 2048)
+    assert sliding_blocks(cli, "vllm@0.29.0", "--no-async-scheduling") == (1033, 2048)
+    assert sliding_blocks(cli, "vllm@0.28.0") == (1033, 2048)

@@ -7,6 +7,7 @@ from mha_cli.core.engine.pages import VLLM_0_21_RULES, VLLM_V1_RULES
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.vllm_rule_releases import (
+    max_concurrent_batches,
     paging_rules,
     profiles_cuda_graphs,
     sliding_block_rule,
@@ -64,8 +65,21 @@ def test_a_sliding_window_reserves_every_batch_in_flight_from_0_26_0(release, ba
     """``v1/kv_cache_interface.py`` ``SlidingWindowSpec.max_admission_blocks_per_request`` takes
     ``max_num_batched_tokens`` in 0.25.1 and ``VllmConfig.max_in_flight_tokens`` (2 batches under async scheduling)
     in 0.26.0."""
-    assert sliding_in_flight_batches(release, generation_batches=3 - batches) == batches
-    assert sliding_in_flight_batches(None, generation_batches=batches) == batches
+    assert sliding_in_flight_batches(release, batches == 1, 2) == batches
+    assert sliding_in_flight_batches(None, batches == 2, 2) == batches
+
+
+@pytest.mark.parametrize(
+    ("pp", "async_on", "v2", "batches"),
+    [(1, True, False, 2), (1, True, True, 2), (2, True, True, 3), (4, True, True, 5), (2, True, False, 2),
+     (1, False, True, 1), (2, False, True, 2), (3, False, False, 3)],
+)  # fmt: skip
+def test_max_concurrent_batches_by_pipeline_async_and_runner(pp, async_on, v2, batches):
+    """``VllmConfig.max_concurrent_batches`` (config/vllm.py 0.26.0-0.33.0): async scheduling on Model Runner V2
+    pp_size + 1; on the V1 runner 2 at one stage, else pp_size; async off pp_size."""
+    assert max_concurrent_batches(pp, async_scheduling=async_on, v2_runner=v2) == batches
+    assert sliding_in_flight_batches("0.26.0", False, batches) == batches
+    assert sliding_in_flight_batches("0.25.1", True, batches) == 1
 
 
 def test_gemma_3_takes_one_more_step_of_blocks_per_sliding_group_from_0_26_0():

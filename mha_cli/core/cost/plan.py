@@ -27,6 +27,7 @@ from mha_cli.core.cost.serving import (
 from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, dp_attention_stages_problem, lockstep_note
+from mha_cli.core.engine.async_pipeline import async_pipeline_refusal
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.engine.sglang_state_pool import engine_state_model
 from mha_cli.core.errors import BadInputError, EngineRefusedError
@@ -236,6 +237,11 @@ class LayoutPlans:
             raise BadInputError(problem)
         if deployment.speculative is not None and pp > 1:
             raise BadInputError("speculative decoding is priced without pipeline parallelism here: leave out --pp")
+        refusal = async_pipeline_refusal(
+            deployment.engine, deployment.engine_generation, deployment.engine_version, deployment.async_scheduling, pp
+        )  # fmt: skip
+        if refusal is not None:  # vLLM 0.10.0-0.14.x would not start: refused, or left out of a search
+            raise BadInputError(refusal)
         shared = experts is not None and experts.ranks > tp  # the replicas are one server's DP-attention ranks
         if (deployment.dp or shared) and (
             problem := dp_attention_stages_problem(

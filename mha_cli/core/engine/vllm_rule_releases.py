@@ -24,7 +24,8 @@ vllm==X --no-deps``, the file named), the release before it read without it:
   (``if max_num_layers < min_num_layers * 1.5``) in 0.18.0, 0.19.0 and 0.19.1, absent from 0.17.0's.
 
 - A sliding window's blocks for the tokens of every step in flight (``VllmConfig.max_in_flight_tokens``:
-  ``max_concurrent_batches`` x ``max_num_batched_tokens``, 2 batches where async scheduling is on):
+  ``max_concurrent_batches`` x ``max_num_batched_tokens``; with async scheduling pp + 1 batches on Model Runner V2,
+  2 on the V1 runner at pp 1, else pp: ``max_concurrent_batches`` below):
   ``v1/kv_cache_interface.py`` ``SlidingWindowSpec.max_admission_blocks_per_request(max_in_flight_tokens, ...)``
   and ``config/vllm.py`` ``max_in_flight_tokens`` from 0.26.0; 0.21.0-0.25.1 reserve ``max_num_batched_tokens``
   alone (one step).
@@ -97,13 +98,24 @@ def paging_rules(release: str | None, generation_rules: PagingRules) -> PagingRu
     return PagingRules(f"vLLM {release} (rules dated by release)", *flags)
 
 
-def sliding_in_flight_batches(release: str | None, generation_batches: int) -> int:
+def max_concurrent_batches(pp: int, *, async_scheduling: bool, v2_runner: bool) -> int:
+    """vLLM's ``VllmConfig.max_concurrent_batches`` (``config/vllm.py``, the same in 0.26.0, 0.28.0, 0.29.0 and
+    0.33.0): with async scheduling, ``pp`` + 1 on Model Runner V2 (``v2_runner``, ``core.engine.model_runner``), 2 on
+    the V1 runner at one stage; else (async off, or the V1 runner at pp > 1) ``pp``."""
+    if async_scheduling and v2_runner:
+        return pp + 1
+    if async_scheduling and pp <= 1:
+        return 2
+    return pp
+
+
+def sliding_in_flight_batches(release: str | None, generation_reserves: bool, concurrent_batches: int) -> int:
     """The batches of ``max_num_batched_tokens`` a sliding window of vLLM ``release`` on CUDA reserves blocks for:
-    the generation's ``generation_batches`` where none is named, else 2 (async scheduling's) from 0.26.0, else 1."""
+    ``concurrent_batches`` (``max_concurrent_batches``) from 0.26.0, 1 before; where no release is named, the
+    generation's rule (``generation_reserves``: vllm-0.21 does)."""
     key = _key(release)
-    if key is None:
-        return generation_batches
-    return 2 if key >= IN_FLIGHT_STEPS_FROM else 1
+    reserves = generation_reserves if key is None else key >= IN_FLIGHT_STEPS_FROM
+    return concurrent_batches if reserves else 1
 
 
 def sliding_block_rule(release: str | None, generation_rule: SlidingBlockRule) -> SlidingBlockRule:
