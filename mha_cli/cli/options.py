@@ -234,8 +234,9 @@ AsyncSchedulingOpt = Annotated[
     bool | None,
     typer.Option(
         "--async-scheduling/--no-async-scheduling",
-        help="vLLM's async scheduling (its own flags, from 0.10.0; on by default from 0.14.0). Off, a sliding window"
-        " reserves blocks for one step in flight, not two (0.26.0 on). Default: the release's.",
+        help="vLLM's async scheduling (its own flags, from 0.10.0; on by default from 0.14.0; refused with --pp > 1"
+        " in 0.10.0-0.14.x). From 0.26.0 a sliding window reserves blocks for the steps in flight: 2 at pp 1 with it"
+        " on, 1 off; with pipeline stages the stage count (+1 on Model Runner V2). Default: the release's.",
         show_default=False,
     ),
 ]
