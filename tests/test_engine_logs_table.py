@@ -142,6 +142,10 @@ stand, per group, so that a rule change that moves them has to say so here.
   commit 55dbb2d stood, priced with them, no rule changed): the per-token rule exact on 7 of 7, the plan within 5% on 5
   of 7 (2501 +0.4%, 2502 -0.2%, 2503 -0.4%, 2508 +2.3%, 2515 -1.0%; 2505 +6.8%, DeepSeek-R1-Distill-Qwen-32B-FP8 on an
   L40S, and 2513 -6.1%, Llama-3.1-8B on a Colab L4, both vLLM 0.11.0); 10 entries not expressible.
+- ``new-24`` (ids 2601-2614, logs27: vLLM and SGLang logs from files committed to repositories, collected after the
+  rules of commit f8cdc8b stood, priced with them, no rule changed): the per-token rule exact on 3 of 3, the plan within
+  5% on 2 of 3 (2601 +0.4%, Qwen3-Coder-30B-A3B on an A100 80GB, a 0.26 source build; 2602 +4.1%, Qwen3-32B at tp 8
+  on H100s, vLLM 0.10.0; 2603 +6.0%, Qwen3-235B-A22B-FP8 at tp 8 on the same H100s); 11 entries not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -216,6 +220,7 @@ def test_counts_per_group(table):
     # 6 at collection; 9 since vLLM 0.29.0's FP8 Marlin scales are priced (read with 2412, 2414 and 2418 in view)
     assert module.counts(rows, "new-22") == {"logs": 17, "rule_checked": 2, "rule_exact": 2, "priced": 17, "within": 9}
     assert module.counts(rows, "new-23") == {"logs": 7, "rule_checked": 7, "rule_exact": 7, "priced": 7, "within": 5}
+    assert module.counts(rows, "new-24") == {"logs": 3, "rule_checked": 3, "rule_exact": 3, "priced": 3, "within": 2}
 
 
 def test_second_new_group_errors(table):
@@ -870,3 +875,24 @@ def test_group_2501(table):
     assert [log["id"] for log in unexpressed] == [2504, 2506, 2507, 2509, 2510, 2511, 2512, 2514, 2516, 2517]
     assert all(log["not_expressible"] for log in unexpressed)
     assert not {row.log["id"] for row in rows} & {2504, 2506, 2507, 2509, 2510, 2511, 2512, 2514, 2516, 2517}
+
+
+def test_group_2601(table):
+    """The 26xx group (logs27, vLLM and SGLang logs committed to repositories) as the rules of f8cdc8b price them: each
+    log's error and plan, the per-token rule exact from every log's own memory (one KV head a rank at tp 8 on the two
+    vLLM 0.10 logs, fp8), the miss explained by its own figures, and the entries mha cannot express listed, never
+    priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-24"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {2601: 0.004, 2602: 0.041, 2603: 0.06}
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {2601: 151776, 2602: 3792960, 2603: 1686880}
+    assert all(row.basis == "tokens" and row.rule_hit for row in new.values())
+    # 13.84 GiB / 98,304 B (48 layers x 4 KV heads x 128 x 2 x 2 B) in blocks of 16, to the log's 0.01 GiB
+    assert module.per_token_tokens(new[2601].log) == [151104, 151216]
+    # 35.65 GiB / 24,064 B (94 layers x one replicated KV head of 4 x 128 x 2 x 1 B, fp8)
+    assert module.per_token_tokens(new[2603].log) == [1590480, 1590928]
+    misses = [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN]
+    assert misses == [2603] and module.WHY[2603].startswith("no source-backed cause")
+    unexpressed = [log["id"] for log in module.unexpressed_logs("new-24")]
+    assert unexpressed == list(range(2604, 2615))
+    assert not {row.log["id"] for row in rows} & set(unexpressed)
