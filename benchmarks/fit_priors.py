@@ -570,8 +570,9 @@ MIN_FP4_ROWS = MIN_VENDOR_ROWS
 OWN_ATTENTION_RAMP = ("sglang-0.5",)
 """The generations whose fit takes prompt attention's half rows (``core.cost.priors.ATTENTION_HALF_ROWS``) apart from
 the weight GEMMs' ramp (``matmul_half_rows``): one constant shaped both since gemmramp, and sglang-0.5's refit on it
-ended at its bounds (NVIDIA matmul efficiency 0.95) without a fixed point (priors_2025.md, sglreg and sglramp). The
-others keep one constant for both until a refit of theirs is judged with the split."""
+ended at its bounds (NVIDIA matmul efficiency 0.95) without a fixed point (priors_2025.md, sglreg). Its refit with the
+split moves long prompts' TTFT and no held-out ITL or tokens/s by 5 points (sglramp). The others keep one constant
+for both until a refit of theirs is judged with the split."""
 
 
 def holds_fp4_gemms(row: GenerationRow) -> bool:
