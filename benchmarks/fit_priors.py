@@ -53,7 +53,13 @@ import yaml
 
 from mha_cli.core.compute_dtype import compute_dtype
 from mha_cli.core.cost.plan import LayoutPlans, serving_case
-from mha_cli.core.cost.priors import FP4_EFFICIENCY, datasheet_profile, fp4_share_applies, prior_profile
+from mha_cli.core.cost.priors import (
+    ATTENTION_HALF_ROWS,
+    FP4_EFFICIENCY,
+    datasheet_profile,
+    fp4_share_applies,
+    prior_profile,
+)
 from mha_cli.core.cost.serving import ServingCase, predict_serving
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.engine.front_end import front_end
@@ -516,7 +522,8 @@ FIXED_POINT_MOVE = 0.01
 
 def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[str, float]:
     """``fit``'s coordinate descent on ``generation_loss``, over ``GENERATION_FITTED`` (and ``fp4_matmul_efficiency``,
-    from ``matmul_efficiency``'s start, where ``MIN_FP4_ROWS`` rows hold fp4 GEMMs: ``holds_fp4_gemms``), from
+    from ``matmul_efficiency``'s start, where ``MIN_FP4_ROWS`` rows hold fp4 GEMMs: ``holds_fp4_gemms``; and
+    ``attention_half_rows``, from ``matmul_half_rows``'s start, for a generation of ``OWN_ATTENTION_RAMP``), from
     ``start``; then, for a
     generation whose prefill runs outside CUDA graphs, its host launch time per prefill kernel on the rows' TTFT alone
     (``fit_prefill_launch``), the step constants kept.
@@ -533,6 +540,9 @@ def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[s
     if sum(holds_fp4_gemms(row) for row in rows) >= MIN_FP4_ROWS:  # their own share of the fp4 peak
         names.append(FP4_EFFICIENCY)
         start = start | {FP4_EFFICIENCY: start.get(FP4_EFFICIENCY, start["matmul_efficiency"])}
+    if any(row.generation in OWN_ATTENTION_RAMP for row in rows):  # prompt attention apart from the GEMMs' ramp
+        names.append(ATTENTION_HALF_ROWS)
+        start = start | {ATTENTION_HALF_ROWS: start.get(ATTENTION_HALF_ROWS, start["matmul_half_rows"])}
     constants = dict(start)
     for round_ in range(1, FIXED_POINT_ROUNDS + 1):
         ratios = client_ratios(rows, constants)
@@ -555,6 +565,14 @@ MIN_FP4_ROWS = MIN_VENDOR_ROWS
 """Fit rows holding fp4 GEMMs a generation needs before it fits their own share of the fp4 rate (as a vendor needs
 ``MIN_VENDOR_ROWS`` for its own constants): sglang-0.5's 4 are the Qwen3.6-27B-NVFP4 cells that priors_2025.md
 (sglqwen36) found priced as W4A4 while their MLPs run W4A16; trtllm-pytorch's 20 are Llama-3.3-70B on B200/GB200."""
+
+
+OWN_ATTENTION_RAMP = ("sglang-0.5",)
+"""The generations whose fit takes prompt attention's half rows (``core.cost.priors.ATTENTION_HALF_ROWS``) apart from
+the weight GEMMs' ramp (``matmul_half_rows``): one constant shaped both since gemmramp, and sglang-0.5's refit on it
+ended at its bounds (NVIDIA matmul efficiency 0.95) without a fixed point (priors_2025.md, sglreg). Its refit with the
+split moves long prompts' TTFT and no held-out ITL or tokens/s by 5 points (sglramp). The others keep one constant
+for both until a refit of theirs is judged with the split."""
 
 
 def holds_fp4_gemms(row: GenerationRow) -> bool:

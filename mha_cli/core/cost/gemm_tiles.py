@@ -36,8 +36,10 @@ the weight read) and the refit moved the miss into the per-kernel and all-reduce
 30.6 -> 54.7 us), which every decode step at tp > 1 pays: held-out median 11.7% -> 22.9%. The padded rows above the
 first tile run at the matmul rate x padded / (padded + ``matmul_half_rows``), the saturating shape the rows law
 had before the tile (one fitted constant, already shipped: no parameter added; its shape is fitted, not read from a
-kernel's heuristics); the first tile's rows at the matmul rate, so a decode GEMM of at most 16 rows (a routed
-expert's few rows) prices as the tile alone and stays bound by its weight read. A routed expert's GEMM takes no
+kernel's heuristics; a generation may give prompt attention its own half rows apart from it,
+``core.cost.priors.ATTENTION_HALF_ROWS``, else the one constant shapes both); the first tile's rows at the matmul
+rate, so a decode GEMM of at most 16 rows (a routed expert's few rows) prices as the tile alone and stays bound by
+its weight read. A routed expert's GEMM takes no
 ramp: vLLM's ``fused_moe_kernel`` (``model_executor/layers/fused_moe/fused_moe.py``, vllm-project/vllm at 000d145)
 runs one program per (M block, N block) over ``cdiv(EM, BLOCK_SIZE_M)`` M blocks, EM every expert's sorted, padded
 rows, so one launch holds every touched expert's tiles; with the ramp, vLLM V1's held-out gpt-oss-120b prompts on

@@ -7,7 +7,8 @@ into a profile (``core.cost.profile``) with a handful of constants that hold acr
 - the share of peak bandwidth and of peak FLOP/s large operations reach, and the size at which an operation
   reaches half of it (small transfers do not saturate memory, nor small attention kernels the tensor cores; a
   weight GEMM's few rows are padded to its kernel's M tile instead, ``core.cost.gemm_tiles``); a generation may
-  hold its own share for the fp4 GEMMs of compute capability 10.x (``FP4_EFFICIENCY``);
+  hold its own share for the fp4 GEMMs of compute capability 10.x (``FP4_EFFICIENCY``) and its own half rows for
+  prompt attention apart from the GEMMs' ramp (``ATTENTION_HALF_ROWS``);
 - the fixed cost of a kernel, of an engine step, of an all-reduce (NVLink or PCIe).
 
 The constants live in ``mha_cli/data/cost_priors.json``, written by ``benchmarks/fit_priors.py``: a fit on one
@@ -147,6 +148,20 @@ torch._scaled_mm). The fit rows agree (priors_2025.md, fp4eff): TensorRT-LLM's N
 where their fp4 GEMMs are compute-bound, its RTX PRO 6000 (12.0) ones do not."""
 
 
+ATTENTION_HALF_ROWS = "attention_half_rows"
+"""The constant at whose rows prompt attention's saturating rate (``DeviceProfile.attention_flops``: query tokens x the
+query heads sharing one KV head, ``core.cost.work.attention_rows``) reaches half its peak, apart from the weight
+GEMMs' ramp (``matmul_half_rows``, ``core.cost.gemm_tiles``); fitted by ``benchmarks/fit_priors.py`` for a generation
+that carries it (not read from any source: no kernel's figure is taken). Absent, ``matmul_half_rows`` shapes both, as
+it did before the ramp came to the weight GEMMs (gemmramp), so every shipped figure stays until a refit writes it."""
+
+
+def attention_half_rows(constants: dict[str, Any]) -> float:
+    """The rows (query tokens x query heads per KV head) at which prompt attention runs at half its peak:
+    ``constants``' own ``ATTENTION_HALF_ROWS`` where it has one, else its ``matmul_half_rows``."""
+    return constants.get(ATTENTION_HALF_ROWS, constants["matmul_half_rows"])
+
+
 def fp4_share_applies(target: Target, dtype: str) -> bool:
     """Whether a matmul in ``dtype`` on ``target`` runs as an fp4 GEMM (``fp4_native``) on a GPU of compute
     capability in ``FP4_SHARE_CAPABILITY``: the GEMMs ``FP4_EFFICIENCY`` scales where a generation has it."""
@@ -214,7 +229,7 @@ def prior_profile(
         matmul=matmuls[compute_dtype(weight_dtype)], matmul_by_dtype=matmuls, matmul_tile=weight_gemm_tile(target),
         matmul_half_rows=c["matmul_half_rows"],
         attention_flops=Curve.saturating(
-            target.bf16_tflops_dense * 1e12 * c["attention_efficiency"], c["matmul_half_rows"], ROW_SIZES
+            target.bf16_tflops_dense * 1e12 * c["attention_efficiency"], attention_half_rows(c), ROW_SIZES
         ),
         decode_attention=decode_attention(target, _engine_of(generation), generation, c["attention_efficiency"]),
         kernel_overhead_s=c["kernel_overhead_s"], dispatch_overhead_s=c["dispatch_overhead_s"],
