@@ -59,6 +59,27 @@ def fit_priors():
     return load_benchmark("fit_priors")
 
 
+@pytest.fixture
+def fitted_names(fit_priors, monkeypatch):
+    """``fitted_names(rows)``: (the names ``fit_priors.fit_generation`` fits over ``rows``, the start it fits from),
+    its descent, client ratios and prefill launch fit replaced, so only the choice of names is run."""
+
+    def names_over(rows: list) -> tuple[list[str], dict[str, float]]:
+        seen: dict = {}
+
+        def descent(rows, start, *, names, objective):
+            seen["names"], seen["start"] = list(names), dict(start)
+            return start
+
+        monkeypatch.setattr(fit_priors, "fit", descent)
+        monkeypatch.setattr(fit_priors, "client_ratios", lambda rows, constants: {})
+        monkeypatch.setattr(fit_priors, "fit_prefill_launch", lambda rows, constants: constants)
+        fit_priors.fit_generation(rows, dict(fit_priors.START))
+        return seen["names"], seen["start"]
+
+    return names_over
+
+
 @pytest.fixture(scope="module")
 def rows(fit_priors):
     """Every usable 2025 serving row, priced by its generation (``fit_priors.load_generation_rows``)."""

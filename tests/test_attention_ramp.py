@@ -51,51 +51,38 @@ def vendor_target(vendor: str) -> str:
 
 
 @pytest.mark.parametrize("generation", sorted(generation_fits()))
-def test_no_shipped_generation_carries_it_so_its_attention_is_as_before(generation):
-    """Until the lead refits, every shipped constant set (each generation's, each vendor's) lacks the constant, and its
-    prompt attention is the saturating curve at ``matmul_half_rows`` (H200's or MI300X's bf16 peak x its attention
-    efficiency): no shipped figure moves."""
+def test_each_shipped_generation_prices_prompt_attention_on_its_own_ramp_or_the_gemms(generation):
+    """Each shipped constant set (each generation's, each vendor's): prompt attention is the saturating curve at
+    ``attention_half_rows`` where the refit wrote it (sglang-0.5 since the 2026-12-03 evening refit: NVIDIA 5,895
+    rows, AMD 16.4), else at ``matmul_half_rows`` (vllm-v1, trtllm-pytorch: as before sglramp), on H200's or MI300X's
+    bf16 peak x its attention efficiency. Before that refit no set carried it."""
     entry = generation_fits()[generation]
     for vendor in entry["fitted_vendors"]:
         family = entry.get("vendors", {}).get(vendor)
         constants = family["constants"] if family else entry["constants"]
-        assert ATTENTION_HALF_ROWS not in constants
+        assert (ATTENTION_HALF_ROWS in constants) is (generation in ("sglang-0.5",))
+        half_rows = constants.get(ATTENTION_HALF_ROWS, constants["matmul_half_rows"])
         target = load_targets()[vendor_target(vendor)]
         profile = prior_profile(target, "bf16", generation=generation)
         peak = target.bf16_tflops_dense * 1e12 * constants["attention_efficiency"]
         for rows in (1.0, 512.0, 65536.0):
-            expected = peak * rows / (rows + constants["matmul_half_rows"])
+            expected = peak * rows / (rows + half_rows)
             assert profile.attention_flops.at(rows) == pytest.approx(expected, rel=1e-12)
-
-
-def fitted_names(fit_priors, monkeypatch, rows: list) -> tuple[list[str], dict[str, float]]:
-    """(the names ``fit_generation`` fits over ``rows``, the start it fits from), its descent replaced."""
-    seen: dict = {}
-
-    def descent(rows, start, *, names, objective):
-        seen["names"], seen["start"] = list(names), dict(start)
-        return start
-
-    monkeypatch.setattr(fit_priors, "fit", descent)
-    monkeypatch.setattr(fit_priors, "client_ratios", lambda rows, constants: {})
-    monkeypatch.setattr(fit_priors, "fit_prefill_launch", lambda rows, constants: constants)
-    fit_priors.fit_generation(rows, dict(fit_priors.START))
-    return seen["names"], seen["start"]
 
 
 def fake_row(generation: str, target: str = "h200") -> SimpleNamespace:
     return SimpleNamespace(generation=generation, target=load_targets()[target], weight_dtype="fp8")
 
 
-def test_the_fit_takes_attention_half_rows_only_for_its_generations(fit_priors, monkeypatch):
+def test_the_fit_takes_attention_half_rows_only_for_its_generations(fit_priors, fitted_names):
     """sglang-0.5 (``OWN_ATTENTION_RAMP``) fits it from ``matmul_half_rows``' start; vllm-v1 and trtllm-pytorch do
     not (it stays absent, ``matmul_half_rows`` shapes their prompt attention)."""
     assert fit_priors.OWN_ATTENTION_RAMP == ("sglang-0.5",)
-    names, start = fitted_names(fit_priors, monkeypatch, [fake_row("sglang-0.5")] * 3)
+    names, start = fitted_names([fake_row("sglang-0.5")] * 3)
     assert names == [*fit_priors.GENERATION_FITTED, ATTENTION_HALF_ROWS]
     assert start[ATTENTION_HALF_ROWS] == start["matmul_half_rows"] == fit_priors.START["matmul_half_rows"]
     for generation in ("vllm-v1", "trtllm-pytorch"):
-        names, start = fitted_names(fit_priors, monkeypatch, [fake_row(generation)] * 3)
+        names, start = fitted_names([fake_row(generation)] * 3)
         assert names == fit_priors.GENERATION_FITTED and ATTENTION_HALF_ROWS not in start
-    names, _ = fitted_names(fit_priors, monkeypatch, [fake_row("sglang-0.5", "b200")] * 6)
+    names, _ = fitted_names([fake_row("sglang-0.5", "b200")] * 6)
     assert FP4_EFFICIENCY not in names  # fp8 rows: the fp4 share is a separate rule

@@ -72,28 +72,13 @@ def test_a_row_holds_fp4_gemms_where_its_format_runs_at_the_fp4_rate_on_capabili
     assert fit_priors.holds_fp4_gemms(fake_row(target, weight_dtype)) is holds
 
 
-def fitted_names(fit_priors, monkeypatch, rows: list) -> tuple[list[str], dict[str, float]]:
-    """(the names ``fit_generation`` fits over ``rows``, the start it fits from), its descent replaced."""
-    seen: dict = {}
-
-    def descent(rows, start, *, names, objective):
-        seen["names"], seen["start"] = list(names), dict(start)
-        return start
-
-    monkeypatch.setattr(fit_priors, "fit", descent)
-    monkeypatch.setattr(fit_priors, "client_ratios", lambda rows, constants: {})
-    monkeypatch.setattr(fit_priors, "fit_prefill_launch", lambda rows, constants: constants)
-    fit_priors.fit_generation(rows, dict(fit_priors.START))
-    return seen["names"], seen["start"]
-
-
-def test_the_fit_takes_the_fp4_share_only_where_enough_fit_rows_hold_fp4_gemms(fit_priors, monkeypatch):
+def test_the_fit_takes_the_fp4_share_only_where_enough_fit_rows_hold_fp4_gemms(fit_priors, fitted_names):
     """Six NVFP4 rows on B200 (``MIN_FP4_ROWS``) beside Hopper fp8 ones: the share is fitted, from the matmul
     efficiency's start; five, six in fp8, or six NVFP4 on an RTX PRO 6000 (12.0): it is not (the constant stays absent,
     ``matmul_efficiency`` prices fp4)."""
     assert fit_priors.MIN_FP4_ROWS == 6
     hopper = [fake_row("h200", "fp8")]
-    names, start = fitted_names(fit_priors, monkeypatch, hopper + [fake_row("b200", "nvfp4")] * 6)
+    names, start = fitted_names(hopper + [fake_row("b200", "nvfp4")] * 6)
     assert names == [*fit_priors.GENERATION_FITTED, FP4_EFFICIENCY]
     assert start[FP4_EFFICIENCY] == start["matmul_efficiency"] == fit_priors.START["matmul_efficiency"]
     for few in (
@@ -101,5 +86,5 @@ def test_the_fit_takes_the_fp4_share_only_where_enough_fit_rows_hold_fp4_gemms(f
         [fake_row("b200", "fp8")] * 6,
         [fake_row("rtx-pro-6000-srv", "nvfp4")] * 6,
     ):
-        names, start = fitted_names(fit_priors, monkeypatch, hopper + few)
+        names, start = fitted_names(hopper + few)
         assert names == fit_priors.GENERATION_FITTED and FP4_EFFICIENCY not in start
