@@ -782,8 +782,11 @@ NOTES = """## Notes
   16,000 characters only, before any pool line (neither model has a config here), and fpolica91/triton-example
   (MiniMax-M2.5 FP8 at tp 4 on ROCm, vLLM 0.16.0) in characters 0-16,000 and 30,000-46,000, missing its pool lines.
   server_log.txt lists thousands of unrelated repositories and was not walked; vllm_startup.log, sglang_launch.log and
-  launch_server.log list none; the `search` corpus queries the brief suggests were not run. Held out (groups 501 and
-  up, as the rules stood when each was collected): 66 of 117 within 5% before, 68 of 120 with this group.
+  launch_server.log list none. Two `search` (issues) queries ("GPU KV cache size" "Maximum concurrency" H100 2026;
+  SGLang max_total_num_tokens) returned a thread already here (vllm#21348) and threads whose excerpts state no model,
+  GPU or memory figure together (sglang#29575, vllm#40691, #51041, #40002, #28228; #10517, vLLM 0.5.4's Llama 3.1 70B
+  on two H100s, cut off before its pool lines), none opened further. Held out (groups 501 and up, as the rules stood
+  when each was collected): 66 of 117 within 5% before, 68 of 120 with this group.
 - The held-out group 2601 (logs27: 2601-2614, vLLM and SGLang logs from files committed to repositories, found by
   `find_files` paths sglang.log, vllm_server.log, vllm.log and logs/vllm.log), collected after the rules of commit
   f8cdc8b stood and priced with them, no rule changed: the per-token rule exact on 3 of 3, the whole plan within 5% on
