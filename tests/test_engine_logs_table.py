@@ -146,6 +146,11 @@ stand, per group, so that a rule change that moves them has to say so here.
   rules of commit f8cdc8b stood, priced with them, no rule changed): the per-token rule exact on 3 of 3, the plan within
   5% on 2 of 3 (2601 +0.4%, Qwen3-Coder-30B-A3B on an A100 80GB, a 0.26 source build; 2602 +4.1%, Qwen3-32B at tp 8
   on H100s, vLLM 0.10.0; 2603 +6.0%, Qwen3-235B-A22B-FP8 at tp 8 on the same H100s); 11 entries not expressible.
+- ``new-25`` (ids 2701-2728, logs28: vLLM logs from files committed to repositories, collected after the rules of
+  commit fbd68a5 stood, priced with them, no rule changed): the per-token rule exact on 3 of 3, the plan within 5% on 2
+  of 3 (2701 +3.4%, Gemma 4 26B-A4B-it on an H200, vLLM 0.20.2; 2703 -0.6%, Qwen3-30B-A3B-Instruct-2507 on an H100,
+  vLLM 0.10.2; 2702 +9.5%, an abliterated gpt-oss-20b at utilisation 0.25 on a DGX Spark, vLLM 0.13.0); 25 entries not
+  expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -221,6 +226,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-22") == {"logs": 17, "rule_checked": 2, "rule_exact": 2, "priced": 17, "within": 9}
     assert module.counts(rows, "new-23") == {"logs": 7, "rule_checked": 7, "rule_exact": 7, "priced": 7, "within": 5}
     assert module.counts(rows, "new-24") == {"logs": 3, "rule_checked": 3, "rule_exact": 3, "priced": 3, "within": 2}
+    assert module.counts(rows, "new-25") == {"logs": 3, "rule_checked": 3, "rule_exact": 3, "priced": 3, "within": 2}
 
 
 def test_second_new_group_errors(table):
@@ -895,4 +901,24 @@ def test_group_2601(table):
     assert misses == [2603] and module.WHY[2603].startswith("no source-backed cause")
     unexpressed = [log["id"] for log in module.unexpressed_logs("new-24")]
     assert unexpressed == list(range(2604, 2615))
+    assert not {row.log["id"] for row in rows} & set(unexpressed)
+
+
+def test_group_2701(table):
+    """The 27xx group (logs28, vLLM logs committed to repositories) as the rules of fbd68a5 price them: each log's error
+    and plan, the per-token rule exact from every log's own memory, the miss explained by its own figures, and the
+    entries mha cannot express listed, never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-25"}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {2701: 0.034, 2702: 0.095, 2703: -0.006}
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {2701: 1017937, 2702: 309456, 2703: 94208}
+    assert all(row.basis == "tokens" and row.rule_hit for row in new.values())
+    # 12.94 GiB / 49,152 B (gpt-oss-20b: 24 layers x 8 KV heads x 64 x 2 x 2 B) in blocks of 16, to the log's 0.01 GiB
+    assert module.per_token_tokens(new[2702].log) == [282560, 282784]
+    # 8.68 GiB / 98,304 B (Qwen3-30B-A3B: 48 layers x 4 KV heads x 128 x 2 x 2 B)
+    assert module.per_token_tokens(new[2703].log) == [94752, 94848]
+    misses = [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN]
+    assert misses == [2702] and module.WHY[2702].startswith("no source-backed cause")
+    unexpressed = [log["id"] for log in module.unexpressed_logs("new-25")]
+    assert unexpressed == list(range(2704, 2729))
     assert not {row.log["id"] for row in rows} & set(unexpressed)
