@@ -858,29 +858,40 @@ def test_group_2401(table):
     assert not {row.log["id"] for row in rows} & {2404, 2405, 2406, 2419, 2422}
 
 
+def held_out_group(table, group: str, errors: dict, plans: dict, unexpressed: list[int]) -> dict:
+    """The rows of held-out ``group`` after checking what every group test asks: each log's error (3 places) and
+    plan tokens, every log compared on tokens with the per-token rule exact, each miss with a WHY entry naming no
+    source-backed cause, and the entries mha cannot express listed in order, never priced."""
+    module, rows = table
+    new = {row.log["id"]: row for row in rows if row.log.get("group") == group}
+    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == errors
+    assert {log_id: row.plan_tokens for log_id, row in new.items()} == plans
+    assert all(row.basis == "tokens" and row.rule_hit for row in new.values())
+    for log_id, row in new.items():
+        if abs(row.error) > module.WITHIN:
+            assert module.WHY[log_id].startswith("no source-backed cause")
+    assert [log["id"] for log in module.unexpressed_logs(group)] == unexpressed
+    assert not {row.log["id"] for row in rows} & set(unexpressed)
+    return new
+
+
 def test_group_2501(table):
     """The 25xx group (logs26, vLLM logs committed to repositories) as the rules of 55dbb2d price them: each log's
     error and plan, the per-token rule exact from every log's own memory, the misses explained by their own figures,
     and the entries mha cannot express (no config, no named GPU, drafters, an unread W4A16 layout) listed, never
     priced."""
-    module, rows = table
-    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-23"}
-    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
-        2501: 0.004, 2502: -0.002, 2503: -0.004, 2505: 0.068, 2508: 0.023, 2513: -0.061, 2515: -0.01,
-    }  # fmt: skip
-    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
-        2501: 199040, 2502: 285504, 2503: 455136, 2505: 26416, 2508: 4000536, 2513: 36576, 2515: 156048,
-    }  # fmt: skip
-    assert all(row.basis == "tokens" and row.rule_hit for row in new.values())
+    module, _ = table
+    new = held_out_group(
+        table, "new-23",
+        {2501: 0.004, 2502: -0.002, 2503: -0.004, 2505: 0.068, 2508: 0.023, 2513: -0.061, 2515: -0.01},
+        {2501: 199040, 2502: 285504, 2503: 455136, 2505: 26416, 2508: 4000536, 2513: 36576, 2515: 156048},
+        [2504, 2506, 2507, 2509, 2510, 2511, 2512, 2514, 2516, 2517],
+    )  # fmt: skip
     # 6.04 GiB / 262,144 B (fp16 KV: 64 layers x 8 KV heads x 128 x 2 x 2 B) in blocks of 16, to the log's 0.01 GiB
     assert module.per_token_tokens(new[2505].log) == [24704, 24752]
     assert module.per_token_tokens(new[2513].log) == [38864, 38944]  # 4.75 GiB / 131,072 B
-    misses = [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN]
-    assert misses == [2505, 2513] and all(module.WHY[i].startswith("no source-backed cause") for i in misses)
-    unexpressed = module.unexpressed_logs("new-23")
-    assert [log["id"] for log in unexpressed] == [2504, 2506, 2507, 2509, 2510, 2511, 2512, 2514, 2516, 2517]
-    assert all(log["not_expressible"] for log in unexpressed)
-    assert not {row.log["id"] for row in rows} & {2504, 2506, 2507, 2509, 2510, 2511, 2512, 2514, 2516, 2517}
+    assert [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN] == [2505, 2513]
+    assert all(log["not_expressible"] for log in module.unexpressed_logs("new-23"))
 
 
 def test_group_2601(table):
@@ -888,37 +899,29 @@ def test_group_2601(table):
     log's error and plan, the per-token rule exact from every log's own memory (one KV head a rank at tp 8 on the two
     vLLM 0.10 logs, fp8), the miss explained by its own figures, and the entries mha cannot express listed, never
     priced."""
-    module, rows = table
-    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-24"}
-    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {2601: 0.004, 2602: 0.041, 2603: 0.06}
-    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {2601: 151776, 2602: 3792960, 2603: 1686880}
-    assert all(row.basis == "tokens" and row.rule_hit for row in new.values())
+    module, _ = table
+    new = held_out_group(
+        table, "new-24", {2601: 0.004, 2602: 0.041, 2603: 0.06}, {2601: 151776, 2602: 3792960, 2603: 1686880},
+        list(range(2604, 2615)),
+    )  # fmt: skip
     # 13.84 GiB / 98,304 B (48 layers x 4 KV heads x 128 x 2 x 2 B) in blocks of 16, to the log's 0.01 GiB
     assert module.per_token_tokens(new[2601].log) == [151104, 151216]
     # 35.65 GiB / 24,064 B (94 layers x one replicated KV head of 4 x 128 x 2 x 1 B, fp8)
     assert module.per_token_tokens(new[2603].log) == [1590480, 1590928]
-    misses = [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN]
-    assert misses == [2603] and module.WHY[2603].startswith("no source-backed cause")
-    unexpressed = [log["id"] for log in module.unexpressed_logs("new-24")]
-    assert unexpressed == list(range(2604, 2615))
-    assert not {row.log["id"] for row in rows} & set(unexpressed)
+    assert [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN] == [2603]
 
 
 def test_group_2701(table):
     """The 27xx group (logs28, vLLM logs committed to repositories) as the rules of fbd68a5 price them: each log's error
     and plan, the per-token rule exact from every log's own memory, the miss explained by its own figures, and the
     entries mha cannot express listed, never priced."""
-    module, rows = table
-    new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-25"}
-    assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {2701: 0.034, 2702: 0.095, 2703: -0.006}
-    assert {log_id: row.plan_tokens for log_id, row in new.items()} == {2701: 1017937, 2702: 309456, 2703: 94208}
-    assert all(row.basis == "tokens" and row.rule_hit for row in new.values())
+    module, _ = table
+    new = held_out_group(
+        table, "new-25", {2701: 0.034, 2702: 0.095, 2703: -0.006}, {2701: 1017937, 2702: 309456, 2703: 94208},
+        list(range(2704, 2729)),
+    )  # fmt: skip
     # 12.94 GiB / 49,152 B (gpt-oss-20b: 24 layers x 8 KV heads x 64 x 2 x 2 B) in blocks of 16, to the log's 0.01 GiB
     assert module.per_token_tokens(new[2702].log) == [282560, 282784]
     # 8.68 GiB / 98,304 B (Qwen3-30B-A3B: 48 layers x 4 KV heads x 128 x 2 x 2 B)
     assert module.per_token_tokens(new[2703].log) == [94752, 94848]
-    misses = [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN]
-    assert misses == [2702] and module.WHY[2702].startswith("no source-backed cause")
-    unexpressed = [log["id"] for log in module.unexpressed_logs("new-25")]
-    assert unexpressed == list(range(2704, 2729))
-    assert not {row.log["id"] for row in rows} & set(unexpressed)
+    assert [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN] == [2702]
