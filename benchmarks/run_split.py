@@ -58,7 +58,9 @@ def counted(split: RunSplit) -> Iterator[None]:
     class Counting(priced):
         def seconds(self, decodes: int, decode_context: int, chunks: list[tuple[int, int]]) -> float:
             seconds = super().seconds(decodes, decode_context, chunks)
-            kind = split.prompt if chunks else split.decode
+            if not chunks:  # a decode-only step is counted by decode_seconds (its grid prices through here)
+                return seconds
+            kind = split.prompt
             kind.steps, kind.seconds, kind.rows = kind.steps + 1, kind.seconds + seconds, kind.rows + decodes
             kind.prompt_tokens += sum(size for size, _ in chunks)
             return seconds

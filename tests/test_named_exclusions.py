@@ -288,6 +288,7 @@ MIXTRAL = {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hi
 @pytest.mark.parametrize(
     ("engine", "says"),
     [("vllm@0.10.1", "loads mixtral-fbgemm's fbgemm_fp8 checkpoint as QuantMixtralForCausalLM"),
+     ("vllm@0.10.1.1", "loads mixtral-fbgemm's fbgemm_fp8 checkpoint as QuantMixtralForCausalLM"),
      ("vllm@0.10.2", "cannot load mixtral-fbgemm's fbgemm_fp8 checkpoint")],
 )  # fmt: skip
 def test_a_mixtral_took_its_own_path_to_0_10_1(cli, tmp_path, engine, says):

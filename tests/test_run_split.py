@@ -26,6 +26,12 @@ def test_every_prompt_token_in_a_prompt_step(lone_user):
     assert lone_user.decode.prompt_tokens == 0
 
 
+def test_each_decode_step_counted_once(lone_user):
+    """The simulator's one-user run takes a decode-only step per generated token, as many as the quote's 'Total
+    generated tokens: 4210'; the step-time grid priced through ``StepCost.seconds`` adds none (it added 59)."""
+    assert lone_user.decode.steps == 4210
+
+
 def test_one_user_decodes_one_sequence_a_step(lone_user):
     """At one user a decode-only step decodes that user's sequence, and a prompt step decodes nothing beside it."""
     assert lone_user.decode.rows == lone_user.decode.steps > 0

@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 FIRST_LOADING = "0.11.1"
 """The first vLLM release whose ``FusedMoE`` loads a layer its quantization config has no method for (unquantised)."""
 LAST_QUANT_MIXTRAL = "0.10.1"
-"""The last vLLM release that loads a Mixtral of an unlisted method as ``QuantMixtralForCausalLM``."""
+"""The last vLLM release that loads a Mixtral of an unlisted method as ``QuantMixtralForCausalLM`` (its patch
+0.10.1.1 too)."""
+FIRST_MIXTRAL_FUSED = "0.10.2"
+"""The first vLLM release whose Mixtral of any method is a FusedMoE."""
 
 
 def fbgemm_moe_refusal(model: ModelSpec, deployment: DeploymentSpec) -> str | None:
@@ -45,7 +48,7 @@ def fbgemm_moe_refusal(model: ModelSpec, deployment: DeploymentSpec) -> str | No
     if release is None or release_key(release) >= release_key(FIRST_LOADING):
         return None
     fix = f"give --engine vllm@{FIRST_LOADING} or later, which loads the routed experts unquantised (bf16)"
-    if model.family == "mixtral" and release_key(release) <= release_key(LAST_QUANT_MIXTRAL):
+    if model.family == "mixtral" and release_key(release) < release_key(FIRST_MIXTRAL_FUSED):
         return (
             f"vLLM {release} loads {model.name}'s fbgemm_fp8 checkpoint as QuantMixtralForCausalLM, every expert an fp8"
             f" ReplicatedLinear on every rank (model_loader/utils.py, to {LAST_QUANT_MIXTRAL}), which mha does not"
