@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,36 @@ def test_the_kernel_is_refused_for_other_weights_or_engines():
         DeploymentSpec(seq_len=4096, weight_dtype="fp8", vllm_fp8_linear_kernel="marlin")
     with pytest.raises(ValidationError, match="vllm_fp8_linear_kernel"):
         DeploymentSpec(seq_len=4096, engine="sglang", weight_dtype="fp8-block", vllm_fp8_linear_kernel="marlin")
+
+
+def _qwen3_fp8_block_config(tmp_path, engine_version: str, kernel: str):
+    """A config file: Qwen3-8B's model with a deployment naming vLLM's block-FP8 linear kernel."""
+    model = load_source("qwen3-8b").model.model_dump(mode="json")
+    deployment = {
+        "engine": "vllm", "engine_version": engine_version, "weight_dtype": "fp8-block",
+        "vllm_fp8_linear_kernel": kernel,
+    }  # fmt: skip
+    path = tmp_path / f"qwen3-8b-{kernel}-{engine_version}.json"
+    path.write_text(json.dumps({"model": model, "deployment": deployment}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("release", "kernel", "first"),
+    [("0.21.0", "marlin", "0.22.0"), ("0.21.0", "triton", "0.22.0"), ("0.24.0", "humming", "0.25.0")],
+)
+def test_a_release_without_the_backend_flag_or_kernel_is_refused(cli, tmp_path, release, kernel, first):
+    """--linear-backend is first in 0.22.0's engine/arg_utils.py (0.21.0 lacks it); humming is in its LinearBackend
+    literal from 0.25.0: the launch line could not ask for the kernel priced, so one line refuses it."""
+    result = cli.run("kv", str(_qwen3_fp8_block_config(tmp_path, release, kernel)), "--target", "l4", "--json")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"(first in {first}), which vLLM {release} lacks" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_the_launch_line_names_the_kernel_priced(cli, tmp_path):
+    """The plan prices Marlin's scales for the kernel named, so the vllm line asks for it: --linear-backend marlin."""
+    plan = cli.json("plan", str(_qwen3_fp8_block_config(tmp_path, "0.29.0", "marlin")), "--target", "l4",
+                    "--closed-form")  # fmt: skip
+    assert " --linear-backend marlin" in plan["launch"]["vllm"]
+    humming = cli.json("kv", str(_qwen3_fp8_block_config(tmp_path, "0.25.0", "humming")), "--target", "l4")
+    assert humming["kv"]["bytes_per_token"] == 147456  # priced, not refused

@@ -64,6 +64,8 @@ def merge_deployment(
     fields.setdefault("seq_len", default_seq_len(model, base))
     if fields.get("async_scheduling") is not None:
         check_async_scheduling(fields)
+    if fields.get("vllm_fp8_linear_kernel") is not None:
+        check_linear_backend(fields)
     if fields.get("block_size") is not None:
         _check_block_flag(fields.get("engine"), fields.get("engine_generation"), fields.get("engine_version"))
     limits = fields.get("limit_mm_per_prompt")
@@ -117,6 +119,20 @@ def check_async_scheduling(fields: dict[str, Any]) -> None:
         )
         if refusal is not None:
             raise BadInputError(refusal)
+
+
+def check_linear_backend(fields: dict[str, Any]) -> None:
+    """Refuse ``vllm_fp8_linear_kernel`` in one line on a vLLM release without ``--linear-backend`` (before 0.22.0)
+    or without the kernel it names (humming before 0.25.0): the launch line could not ask for the kernel priced."""
+    from mha_cli.core.engine.flags import setting_refusal
+    from mha_cli.core.engine.generations import generation
+
+    chosen = generation(fields.get("engine_generation"), "vllm")
+    kernel = fields["vllm_fp8_linear_kernel"]
+    flag = f"--linear-backend {kernel}"
+    refusal = setting_refusal(f"vllm_fp8_linear_kernel {kernel}", "vllm", chosen, fields.get("engine_version"), flag)
+    if refusal is not None:
+        raise BadInputError(refusal)
 
 
 def _check_block_flag(engine: str | None, generation_id: str | None, typed: str | None) -> None:

@@ -7,7 +7,8 @@ The pool and block size (``mha plan --kv-cache-gib``, ``--block-size``):
   https://docs.vllm.ai/en/stable/api/vllm/config/cache/) on a GPU; on its CPU backend the pool is the variable
   ``VLLM_CPU_KVCACHE_SPACE`` in whole GiB (``vllm/envs.py``, as ``benchmarks/vllm_cpu`` runs it).
   ``--block-size`` (``CacheConfig.block_size``). The MXFP4 MoE kernel forced (``DeploymentSpec.vllm_mxfp4_kernel``
-  ``marlin``) is the variable ``VLLM_MXFP4_USE_MARLIN=1`` before the command (``core.engine.mxfp4_moe``).
+  ``marlin``) is the variable ``VLLM_MXFP4_USE_MARLIN=1`` before the command (``core.engine.mxfp4_moe``); the
+  block-FP8 linear kernel named (``DeploymentSpec.vllm_fp8_linear_kernel``) is ``--linear-backend`` (from 0.22.0).
 - SGLang: ``--page-size`` (``ServerArgs.page_size``,
   https://docs.sglang.io/advanced_features/server_arguments.html). It has no pool size in bytes: its
   ``--max-total-tokens`` only caps the pool ``--mem-fraction-static`` sizes, so a pool set outright is a note.
@@ -65,6 +66,8 @@ def pool_words(deployment: DeploymentSpec, *, cpu: bool, trtllm: bool) -> PoolWo
     notes: list[str] = []
     if deployment.vllm_mxfp4_kernel == "marlin":
         variables.append(f"{MARLIN_VARIABLE}=1")
+    if deployment.vllm_fp8_linear_kernel is not None:  # the block-FP8 linear kernel priced (core.engine.fp8_marlin)
+        vllm += ["--linear-backend", deployment.vllm_fp8_linear_kernel]
     pool = deployment.kv_cache_memory_bytes
     if pool is not None and cpu:
         if pool % GIB == 0:

@@ -104,6 +104,11 @@ SGLANG_E5M2 = (
     "0.4.0's wheel (server_args.py: --kv-cache-dtype choices auto, fp8_e5m2) and 0.5.16's (ServerArgs.kv_cache_dtype"
     " choices auto, fp8_e5m2, fp8_e4m3, ...); the releases between not read for it"
 )
+VLLM_LINEAR_BACKEND = (
+    "engine/arg_utils.py and config/kernel.py (KernelConfig.linear_backend, the LinearBackend literal) in the wheels of"
+    " 0.21.0 (lacks it), 0.22.0, 0.22.1, 0.23.0, 0.24.0, 0.25.0 and 0.29.0 (marlin and triton from 0.22.0, humming"
+    " from 0.25.0)"
+)
 VLLM_ASYNC = (
     "engine/arg_utils.py in the wheels of 0.9.2 (lacks it), 0.10.0 (scheduler_group.add_argument('--async-scheduling'),"
     " a bool field given BooleanOptionalAction by get_kwargs: both forms), 0.10.1, 0.11.0-0.14.0, 0.19.1 and 0.29.0;"
@@ -134,6 +139,9 @@ SPANS: tuple[Span, ...] = (
     Span("vllm", "--kv-cache-dtype fp8_e5m2", "0.3.0", None, VLLM_E5M2),
     Span("vllm", "--enable-prefix-caching", "0.4.0", None, VLLM_ARGS),
     Span("vllm", "--no-enable-prefix-caching", "0.7.0", None, f"{VLLM_ARGS} (BooleanOptionalAction)"),
+    Span("vllm", "--linear-backend", "0.22.0", None, VLLM_LINEAR_BACKEND),
+    *(Span("vllm", f"--linear-backend {kernel}", "0.22.0", None, VLLM_LINEAR_BACKEND) for kernel in ("marlin", "triton")),
+    Span("vllm", "--linear-backend humming", "0.25.0", None, f"{VLLM_LINEAR_BACKEND}; humming listed from 0.25.0"),
     Span("vllm", "--async-scheduling", "0.10.0", None, VLLM_ASYNC),
     Span("vllm", "--no-async-scheduling", "0.10.0", None, VLLM_ASYNC),
     Span("vllm", "--limit-mm-per-prompt", "0.5.5", None, VLLM_ARGS),
