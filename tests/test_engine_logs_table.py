@@ -151,6 +151,10 @@ stand, per group, so that a rule change that moves them has to say so here.
   of 3 (2701 +3.4%, Gemma 4 26B-A4B-it on an H200, vLLM 0.20.2; 2703 -0.6%, Qwen3-30B-A3B-Instruct-2507 on an H100,
   vLLM 0.10.2; 2702 +9.5%, an abliterated gpt-oss-20b at utilisation 0.25 on a DGX Spark, vLLM 0.13.0); 25 entries not
   expressible.
+- ``new-26`` (ids 2801-2808, logs29: vLLM logs from files committed to repositories, collected after the rules of
+  commit ae00794 stood, priced with them, no rule changed): the per-token rule exact on 2 of 2, the plan within 5% on 2
+  of 2 (2801 -1.7%, Qwen2.5-1.5B-Instruct in fp16 on a Tesla T4, vLLM 0.30.0; 2802 +0.5%, Llama-3.1-70B AWQ-INT4 at tp
+  2 on A100 40GB cards, vLLM 0.19.0); 6 entries not expressible.
 - ``new-4`` and ``new-8`` again: 613 and 1008 (Qwen3.8-27B on a DGX Spark, vLLM 0.27.1), collected by logs7 and
   logs11, priced by configs2 with commit 5307d58's rules once Qwen3.8-27B's config was reconstructed (Qwen3.6-27B's
   verbatim file and the one-line diff two sources publish): the per-token rule exact on both, the plan +11.6% and
@@ -227,6 +231,7 @@ def test_counts_per_group(table):
     assert module.counts(rows, "new-23") == {"logs": 7, "rule_checked": 7, "rule_exact": 7, "priced": 7, "within": 5}
     assert module.counts(rows, "new-24") == {"logs": 3, "rule_checked": 3, "rule_exact": 3, "priced": 3, "within": 2}
     assert module.counts(rows, "new-25") == {"logs": 3, "rule_checked": 3, "rule_exact": 3, "priced": 3, "within": 2}
+    assert module.counts(rows, "new-26") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
 
 
 def test_second_new_group_errors(table):
@@ -925,3 +930,18 @@ def test_group_2701(table):
     # 8.68 GiB / 98,304 B (Qwen3-30B-A3B: 48 layers x 4 KV heads x 128 x 2 x 2 B)
     assert module.per_token_tokens(new[2703].log) == [94752, 94848]
     assert [log_id for log_id, row in new.items() if abs(row.error) > module.WITHIN] == [2702]
+
+
+def test_group_2801(table):
+    """The 28xx group (logs29, vLLM logs committed to repositories) as the rules of ae00794 price them: each log's error
+    and plan, the per-token rule exact from every log's own memory, and the entries mha cannot express (no named GPU,
+    no config, a start that failed after the pool) listed, never priced."""
+    module, _ = table
+    new = held_out_group(
+        table, "new-26", {2801: -0.017, 2802: 0.005}, {2801: 319168, 2802: 105120}, list(range(2803, 2809)),
+    )  # fmt: skip
+    # 8.67 GiB / 28,672 B (Qwen2.5-1.5B: 28 layers x 2 KV heads x 128 x 2 x 2 B, fp16) in blocks of 16, to 0.01 GiB
+    assert module.per_token_tokens(new[2801].log) == [324496, 324864]
+    # 15.96 GiB / 163,840 B (Llama-3.1-70B at tp 2: 80 layers x 4 KV heads a rank x 128 x 2 x 2 B)
+    assert module.per_token_tokens(new[2802].log) == [104560, 104624]
+    assert all(abs(row.error) <= module.WITHIN for row in new.values())
