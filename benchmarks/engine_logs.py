@@ -781,8 +781,13 @@ NOTES = """## Notes
   298,615 characters. Every repository under the `find_files` paths vllm_server.log, vllm.log, logs/vllm.log,
   vllm_serve.log and sglang.log was already in the fixture or these notes; vllm_startup.log, sglang_server.log,
   trtllm_serve.log, trtllm.log and logs/sglang.log list none; logs/server.log and serve.log list thousands of
-  unrelated repositories and were not walked (one serve.log with an LLM name read). Held out (groups 501 and up, as
-  the rules stood when each was collected): 68 of 120 within 5% before, 70 of 122 with this group.
+  unrelated repositories and were not walked (one serve.log with an LLM name read). Four `search` (issues) queries
+  ("GPU KV cache size" "Maximum concurrency" 2026; "Available KV cache memory"; SGLang max_total_num_tokens; TensorRT-LLM
+  "[MemUsageChange] Allocated" KV cache) and one (code) returned threads already here (vllm#21348, #10517, #28228,
+  sglang#29575, TensorRT-LLM#224 and #1400) or excerpts that state no model, GPU and memory together: LMCache#1739
+  (Qwen3-14B, 6.51 GiB and 42,656 tokens, no GPU or release in the excerpt) and vllm#8185 (a NIM Llama-3.2-3B on a
+  T4, cut off at its nvidia-smi), none opened further. Held out (groups 501 and up, as the rules stood when each was
+  collected): 68 of 120 within 5% before, 70 of 122 with this group.
 - The held-out group 2701 (logs28: 2701-2728, vLLM logs from files committed to repositories, found by `find_files`
   paths vllm.log, logs/vllm.log, vllm_server.log and vllm_serve.log), collected after the rules of commit fbd68a5
   stood and priced with them, no rule changed: the per-token rule exact on 3 of 3, the whole plan within 5% on 2 of 3.
