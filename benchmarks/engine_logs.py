@@ -776,7 +776,10 @@ NOTES = """## Notes
   goUp9/solana_rust_bot (vLLM 0.13.0's memory-profiling assertion), r3lativo/ground_sketching (a wrapper's lines
   only), JosephWoodall/agentic_local_coding (free memory short at start-up), atreydesai/augmented-mcqa (stopped while
   loading), baodangtrandev/RAG- (an NVML assertion while loading, V0 0.6.4), cognaiger9/llmperf (generated text only),
-  Attilio3199/qwen3.8fly (serve.log: one line). eslam-ahmed43/llm-lab's vllm_prefixcache_server.log repeats 2801's
+  Attilio3199/qwen3.8fly (serve.log: one line), and under vllm_log.txt and logs/vllm-server.log ShrijithSM/explainablity
+  (out of memory loading Qwen2.5-7B on a 6 GiB card under WSL, 0.16.0), Srichakra-D/ContextMatch1 (interrupted in the
+  profiling run's compile, 0.23.0) and Ryukijano/ and Smegalex/NV-Disruptron (a container id only); Jo-BY/AIRead_model,
+  Kartikeya2046/Invoice-Processor_VLM and chafiyounes/gemma-test hold no readable text. eslam-ahmed43/llm-lab's vllm_prefixcache_server.log repeats 2801's
   figures with prefix caching on: skipped as a repeat. kuuroooo/MindSafe's file was read in its first 16,000 of
   298,615 characters. Every repository under the `find_files` paths vllm_server.log, vllm.log, logs/vllm.log,
   vllm_serve.log and sglang.log was already in the fixture or these notes; vllm_startup.log, sglang_server.log,
