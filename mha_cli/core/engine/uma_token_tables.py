@@ -17,7 +17,7 @@ Of that host memory the source sizes the per-request token tables, max_num_seqs 
   0.29.0; the source's own note: "This buffer could be too large if max_model_len is big");
 - Model Runner V2 (``v1/worker/gpu/model_runner.py`` ``__init__`` builds ``RequestState``; ``v1/worker/gpu/states.py``):
   ``all_token_ids``, a ``StagedWriteTensor`` with ``uva_instead_of_gpu=True``, i.e. a pinned CPU
-  ``torch.zeros`` int32 table (``buffer_utils.py`` ``UvaBuffer``), 4 B a cell (read in 0.27.1 and 0.29.0).
+  ``torch.zeros`` int32 table (``buffer_utils.py`` ``UvaBuffer``), 4 B a cell (read in 0.20.2, 0.27.1 and 0.29.0).
 
 The rest of the host memory that measure takes in (the worker's Python heap, torch.compile's work, other processes)
 no source read here sizes; it stays unpriced, as ``core.unified_memory`` says. Before 0.13.0 nothing is charged:
