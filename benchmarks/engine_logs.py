@@ -89,7 +89,10 @@ WHY: dict[int, str] = {
     " non-torch memory, where the plan charges 2.07 (activation peak 1.82, non-torch 0.25) and loads 13.67 GiB of"
     " MXFP4 weights: 1.23 GiB of a 12.94 GiB pool, which at a quarter of the device is a large share. The log prints"
     " no device total and no breakdown of the 3.27 GiB; 2508 (Gemma 4 NVFP4 on a DGX Spark, utilisation 0.8) lands"
-    " at +2.3%",
+    " at +2.3%. Since gb10uma the plan charges 0.13.0's host token tables (the V1 runner's, 256 x 8,192 x 5"
+    " B = 0.01 GiB; 0.13.0's `MemorySnapshot.measure` takes psutil's available on capability (8, 7), (11, 0) and"
+    " (12, 1), Orin, Thor and Spark, and `memory_profiling` counts its fall as non-torch memory): +9.5% -> +9.4%."
+    " The other 1.19 GiB is memory no source read here sizes",
     2603: "no source-backed cause: +6.0% as the rules of f8cdc8b stood. The log's figures leave 0.9 x 79.19 GiB (the"
     " H100 target's torch total; the log prints none) - 27.67 weights - 35.65 pool = 7.96 GiB a rank for activation"
     " and non-torch memory, where the plan charges 5.82 (the dummy sampler's PyTorch sort over 1,024 rows of 151,936"
@@ -164,7 +167,14 @@ WHY: dict[int, str] = {
     " tokens and 256 sequences this log prints are mha's own default on a GB10 since gb10steps read vLLM's"
     " get_batch_defaults with 613, 1005 and 1008 in view (`core.engine.settings` `VLLM_GB10_CAPABILITY`: up to 0.32"
     " NVML reports no memory total there and vLLM takes 0 GiB); with the 8,192 and 1,024 of a GPU of >= 70 GiB it"
-    " was +7.0%",
+    " was +7.0%. Read with this log in view (gb10uma): vLLM 0.27.1's V1 runner (Qwen3.8-27B, a hybrid vision"
+    " class, profiles on V1) builds `gpu_input_batch.py` `InputBatch`'s int32 and bool token tables on the host,"
+    " 256 x 786,432 x 5 B = 0.94 GiB, and `core.engine.uma_token_tables`: on an integrated GPU vLLM's free memory is psutil's available (`utils/mem_utils.py` `MemorySnapshot.measure`), so host memory the model runner allocates after `gpu_worker.py` `init_device`'s start-up snapshot counts in its budget (`memory_profiling` `total_consumed`, the fall in"
+    " free memory); the plan charges it in its non-torch line since: +11.6% -> +9.7%. Of the log's 4.64 GiB beside"
+    " the weights the plan now has 1.19 (0.25 + 0.94); the other 3.45 GiB, memory outside torch of the CUDA driver"
+    " or the host (the worker's torch.compile work and Python heap, other processes) taken during profiling, no"
+    " source read here sizes and the log does not break down; the activation peak (3.78 against 1.71) is torch's,"
+    " not this rule's",
     1008: "no source-backed cause: priced by configs2 (its config reconstructed), with commit 5307d58's rules. The"
     " excerpt prints the pool (51.7 GiB) and a CUDA-graph estimate (1.56 GiB) only, no weights or free-memory line;"
     " the plan leaves 56.16 GiB (weights 50.96, activation 1.71, non-torch 0.25, graphs 1.02 at the target's 119.70"
@@ -172,7 +182,7 @@ WHY: dict[int, str] = {
     " of weights and a 3.78 GiB activation peak, against the plan's 0.25 + 1.02 and 1.71. The 2,048 tokens and 256"
     " sequences the same venv prints are mha's own default on a GB10 since gb10steps (read with 613, 1005 and 1008"
     " in view, `core.engine.settings` `VLLM_GB10_CAPABILITY`); with the 8,192 and 1,024 of a GPU of >= 70 GiB it"
-    " was +4.2%",
+    " was +4.2%. gb10uma's host token tables (256 x 32,768 x 5 B = 0.04 GiB, read with 613 in view, `core.engine.uma_token_tables`: on an integrated GPU vLLM's free memory is psutil's available (`utils/mem_utils.py` `MemorySnapshot.measure`), so host memory the model runner allocates after `gpu_worker.py` `init_device`'s start-up snapshot counts in its budget): +8.6% -> +8.5%; the rest as 613",
     1001: "the unfused AWQ kernel's dequantisation is priced since logmiss (read with this log in view): the banner's"
     " quantization=awq given explicitly forces it (`awq_marlin.py` `AWQMarlinConfig.override_quantization_method`, 0.22.1:"
     " the checkpoint can convert, but user_quant 'awq' is not a valid Marlin choice, so it logs 'forcing awq' and returns"
@@ -350,10 +360,16 @@ WHY: dict[int, str] = {
     " activation; the weights line is 15.27 GiB, so non-torch is 1.61 GiB where the plan has 0.25, and the activation"
     " peak over the 8,192-token chunk 1.25 GiB where the plan has 0.69. Those two, 1.92 GiB, are the whole gap (the"
     " plan's pool is 8.12 GiB), a third of a pool that utilisation 0.2 keeps small. On the GB10's unified memory the"
-    " non-torch figure is the fall in system free memory that torch did not allocate; no source read here sizes it",
+    " non-torch figure is the fall in system free memory that torch did not allocate; no source read here sizes it."
+    " Of it gb10uma prices Model Runner V2's pinned all_token_ids (`v1/worker/gpu/states.py` `RequestState`,"
+    " 4 x 40,960 x 4 B = 0.6 MiB, `core.engine.uma_token_tables`: on an integrated GPU vLLM's free memory is psutil's available (`utils/mem_utils.py` `MemorySnapshot.measure`), so host memory the model runner allocates after `gpu_worker.py` `init_device`'s start-up snapshot counts in its budget), which moves no block: +31.1% unchanged. The other 1.36"
+    " GiB is memory outside torch (the CUDA driver's, the worker's host memory or another process's)"
+    " taken between the start-up snapshot and the end of profiling (0.27.1 counts the fall in psutil's available memory, `memory_profiling` `total_consumed`), which"
+    " the log does not break down and mha does not invent",
     1502: "no source-backed cause: as 1501 (the same server with NVIDIA Dynamo's KVBM connector, not modelled): the"
     " log's breakdown leaves 6.15 GiB from the 24.33 GiB budget after 16.92 GiB of weights and non-torch memory (1.65"
-    " GiB above the 15.27 GiB of weights, against the plan's 0.25) and 1.25 GiB of peak activation (the plan's 0.69)",
+    " GiB above the 15.27 GiB of weights, against the plan's 0.25) and 1.25 GiB of peak activation (the plan's 0.69);"
+    " gb10uma's 0.6 MiB of V2 host token tables moves no block (+32.0% unchanged), the rest is host memory as 1501's",
     1604: "no source-backed cause: the record quotes only the token line; 102,544 tokens of 57,344 B are 5.48 GiB where"
     " the plan's pool is 7.20 (0.92 x 23.99 GiB less 14.19 of weights, 0.24 of activation over the 2,048-token chunk,"
     " 0.25 non-torch, 0.16 of V2 sampler tables, 0.03 of RoPE cache): 1.73 GiB a rank the log keeps out of the pool"
@@ -403,7 +419,9 @@ WHY: dict[int, str] = {
     " GiB against the log's 34.32; 0.91 GiB of the 2.10 is the CUDA-graph estimate the log's own line takes out"
     " (utilisation 0.8000 'equivalent to 0.7924 without CUDA graph memory profiling', 0.0076 x 119.70 GiB), which mha"
     " dated to 0.21 at collection (from 0.20.0 since: core.engine.vllm_rule_releases); the log prints no weights, activation or device total for the rest (1.19 GiB), and a second vLLM"
-    " (vllm-embed, about 6 GB) shares the unified memory. Priced by vllm-0.21's rules the plan is +6.0%",
+    " (vllm-embed, about 6 GB) shares the unified memory. Priced by vllm-0.21's rules the plan is +6.0%. gb10uma's host token tables (the V1 runner's, 8 x 262,144 x 5 B ="
+    " 0.01 GiB, `core.engine.uma_token_tables`: on an integrated GPU vLLM's free memory is psutil's available (`utils/mem_utils.py` `MemorySnapshot.measure`), so host memory the model runner allocates after `gpu_worker.py` `init_device`'s start-up snapshot counts in its budget): +6.01% -> +5.98%; the second vLLM's memory is the host's, which vLLM's"
+    " measure counts only as it changes during this worker's profiling, a figure the note does not give",
     2101: "no source-backed cause: the same configuration with the compile cache warm (2102, 'Directly load the"
     " compiled graph(s)') leaves 14.85 GiB and lands +0.6%; this run compiles the graph afresh ('Compiling a graph for"
     " compile range (1, 8192) takes 6.95 s', torch.compile 19.00 s against 4.08) and leaves 13.87 GiB, 0.98 GiB less,"

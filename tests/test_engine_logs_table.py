@@ -336,8 +336,10 @@ def test_fourth_new_group(table):
     # when V2's CUDA graphs were read by release (none set aside before 0.29): 604 and 605 were 0.039 and -0.054; and
     # when V2's persistent sampler tables were (core.engine.v2_sampler_state): 605 (0.27.1, counted) was 0.091, 604
     # (0.24, whose memory_profiling leaves them to the headroom) unchanged.
-    # 613 priced by configs2 (its config reconstructed), with the rules of 5307d58
-    assert errors == {601: 0.044, 602: -0.002, 603: -0.056, 604: 0.087, 605: 0.014, 613: 0.116, 614: -0.012}
+    # 613 priced by configs2 (its config reconstructed), with the rules of 5307d58; 0.116 before gb10uma charged the
+    # V1 runner's host token tables vLLM measures on the GB10's unified memory (256 x 786,432 x 5 B = 0.94 GiB,
+    # core.engine.uma_token_tables, read with 613 in view)
+    assert errors == {601: 0.044, 602: -0.002, 603: -0.056, 604: 0.087, 605: 0.014, 613: 0.097, 614: -0.012}
     assert all(row.basis == "tokens" for row in new.values())
     assert sorted(log_id for log_id, row in new.items() if row.rule_hit) == [601, 602, 605, 613, 614]
     assert new[603].rule_hit is False  # 294,848 tokens in 62.99 GiB: 229,376 B a token, not 262,144
@@ -445,15 +447,16 @@ def test_eighth_new_group(table):
     module, rows = table
     new = {row.log["id"]: row for row in rows if row.log.get("group") == "new-8"}
     assert {log_id: round(row.error, 3) for log_id, row in new.items()} == {
-        1001: 0.066, 1002: 0.011, 1003: -0.002, 1004: 0.042, 1005: 0.029, 1008: 0.086, 1010: 0.272, 1011: 0.130,
+        1001: 0.066, 1002: 0.011, 1003: -0.002, 1004: 0.042, 1005: 0.028, 1008: 0.085, 1010: 0.272, 1011: 0.130,
         1012: 0.130,
-    }  # fmt: skip  # 1005 was 0.019 before gb10steps (GB10's small step tier)  # 1008 priced by configs2 (its config reconstructed)  # 1010-1012 0.275, 0.131, 0.131 at the L4's 22.06 GiB estimate; 22.05 measured (pytorch#175666)
+    }  # fmt: skip  # 1005 and 1008 were 0.029 and 0.086 before gb10uma (the host token tables vLLM counts on unified memory)  # 1005 was 0.019 before gb10steps (GB10's small step tier)  # 1008 priced by configs2 (its config reconstructed)  # 1010-1012 0.275, 0.131, 0.131 at the L4's 22.06 GiB estimate; 22.05 measured (pytorch#175666)
     assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
-        1001: 288000, 1002: 465408, 1003: 1790304, 1004: 647776, 1005: 668576, 1008: 854152, 1010: 29104,
+        1001: 288000, 1002: 465408, 1003: 1790304, 1004: 647776, 1005: 668224, 1008: 853424, 1010: 29104,
         1011: 76208, 1012: 152432,
     }  # fmt: skip  # 1001 was 0.079 and 291,376 tokens before the AWQ dequantisation (0.42 GiB against 0.24); 1010-1012
     # were 29,168, 76,272 and 152,560 at the L4's 22.06 GiB estimate; 1005 was 662,112 at the 8,192 tokens and 1,024
-    # sequences of a GPU of >= 70 GiB, before gb10steps read vLLM's GB10 step rule
+    # sequences of a GPU of >= 70 GiB, before gb10steps read vLLM's GB10 step rule; 1005 and 1008 were 668,576 and
+    # 854,152 before gb10uma charged the V1 runner's host token tables on the GB10 (core.engine.uma_token_tables)
     assert all(row.rule_hit and row.basis == "tokens" for row in new.values())
     assert module.per_token_tokens(new[1001].log) == [270096, 270288]  # 14.43 GiB / 57,344 B
     assert module.per_token_tokens(new[1004].log) == [621216, 621440]  # 27.85 GiB / 48,128 B a rank at tp 4
@@ -473,12 +476,14 @@ def test_qwen38_on_a_dgx_spark(table):
     heads x 256 in blocks raised to 784 tokens, three state groups of 16 Gated DeltaNet layers) give both logs' own
     tokens from their own pools: 820,013 from 50.29 GiB at 786,432 tokens of length, 786,432 from 51.7 GiB at 32,768.
     The plans are above them: the log's own sum (613) holds 4.64 GiB beside the weights and a 3.78 GiB activation
-    peak where the plan charges 0.25 + 1.02 and 1.71."""
+    peak where the plan charges 0.25 + 1.02 and 1.71, and since gb10uma 0.94 GiB of the V1 runner's host token tables
+    that vLLM's measure counts on unified memory (core.engine.uma_token_tables)."""
     module, rows = table
     by_id = {row.log["id"]: row for row in rows}
     assert module.per_token_tokens(by_id[613].log) == [820013, 820794]
     assert module.per_token_tokens(by_id[1008].log) == [786432, 786432]
-    assert (by_id[613].plan_tokens, by_id[1008].plan_tokens) == (915291, 854152)
+    # 915,291 and 854,152 before gb10uma charged the host token tables (0.94 and 0.04 GiB; read with 613 in view)
+    assert (by_id[613].plan_tokens, by_id[1008].plan_tokens) == (899671, 853424)
     assert by_id[613].log["config"] == by_id[1008].log["config"] == "tests/fixtures/hf_configs/qwen3.8-27b.json"
     assert "4.64" in module.WHY[613] and "3.78" in module.WHY[613]
 
@@ -708,8 +713,8 @@ def test_group_2001(table):
         2001: 0.060, 2002: 0.003, 2003: 0.011, 2004: 0.005, 2005: 0.003, 2006: 0.003, 2015: -0.024,
     }  # fmt: skip  # 2001 at collection 0.103 and 6,364,768: dated by release since v020 (vllm_rule_releases)
     assert {log_id: row.plan_tokens for log_id, row in new.items()} == {
-        2001: 6116021, 2002: 488672, 2003: 488672, 2004: 335968, 2005: 1883680, 2006: 1883680, 2015: 589264,
-    }  # fmt: skip
+        2001: 6114004, 2002: 488672, 2003: 488672, 2004: 335968, 2005: 1883680, 2006: 1883680, 2015: 589264,
+    }  # fmt: skip  # 2001 was 6,116,021 before gb10uma (8 x 262,144 x 5 B of host token tables on the GB10)
     assert all(row.basis == "tokens" for row in new.values())
     assert all(row.rule_hit for row in new.values())  # 2001 missed at collection: 0.20.2 pages as 0.21 does
     assert module.per_token_tokens(new[2002].log) == [487040, 487104]  # 66.89 GiB / 147,456 B in blocks of 16
@@ -888,10 +893,10 @@ def test_group_2501(table):
     module, _ = table
     new = held_out_group(
         table, "new-23",
-        {2501: 0.004, 2502: -0.002, 2503: -0.004, 2505: 0.068, 2508: 0.023, 2513: -0.061, 2515: -0.01},
-        {2501: 199040, 2502: 285504, 2503: 455136, 2505: 26416, 2508: 4000536, 2513: 36576, 2515: 156048},
+        {2501: 0.004, 2502: -0.002, 2503: -0.004, 2505: 0.068, 2508: 0.022, 2513: -0.061, 2515: -0.01},
+        {2501: 199040, 2502: 285504, 2503: 455136, 2505: 26416, 2508: 3998732, 2513: 36576, 2515: 156048},
         [2504, 2506, 2507, 2509, 2510, 2511, 2512, 2514, 2516, 2517],
-    )  # fmt: skip
+    )  # fmt: skip  # 2508 was 0.023 and 4,000,536 before gb10uma (the GB10's host token tables)
     # 6.04 GiB / 262,144 B (fp16 KV: 64 layers x 8 KV heads x 128 x 2 x 2 B) in blocks of 16, to the log's 0.01 GiB
     assert module.per_token_tokens(new[2505].log) == [24704, 24752]
     assert module.per_token_tokens(new[2513].log) == [38864, 38944]  # 4.75 GiB / 131,072 B
@@ -922,9 +927,9 @@ def test_group_2701(table):
     entries mha cannot express listed, never priced."""
     module, _ = table
     new = held_out_group(
-        table, "new-25", {2701: 0.034, 2702: 0.095, 2703: -0.006}, {2701: 1017937, 2702: 309456, 2703: 94208},
+        table, "new-25", {2701: 0.034, 2702: 0.094, 2703: -0.006}, {2701: 1017937, 2702: 309248, 2703: 94208},
         list(range(2704, 2729)),
-    )  # fmt: skip
+    )  # fmt: skip  # 2702 was 0.095 and 309,456 before gb10uma (256 x 8,192 x 5 B of host token tables on the GB10)
     # 12.94 GiB / 49,152 B (gpt-oss-20b: 24 layers x 8 KV heads x 64 x 2 x 2 B) in blocks of 16, to the log's 0.01 GiB
     assert module.per_token_tokens(new[2702].log) == [282560, 282784]
     # 8.68 GiB / 98,304 B (Qwen3-30B-A3B: 48 layers x 4 KV heads x 128 x 2 x 2 B)

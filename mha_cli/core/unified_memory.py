@@ -10,7 +10,8 @@ KV budget is that request less what the instance consumed, measured as the drop 
 start-up snapshot to the end of profiling, plus the transient peak (``memory_profiling``, ``gpu_worker.py``
 ``determine_available_memory``). So what the host holds does not shrink vLLM's pool: it has only to leave the request
 available at start-up. What the host holds is not known here: the plan states it as an assumption, never as a figure
-taken off the budget.
+taken off the budget. What the worker itself allocates on the host inside that window does count; of it the plan
+prices the token tables the source sizes (``core.engine.uma_token_tables``), not the rest.
 """
 
 import math
@@ -54,5 +55,6 @@ def unified_memory_notes(target: Target, engine: str, utilisation: float) -> lis
         f"{shared}. vLLM reads free memory there as the OS's available memory and asks for utilisation x total: it"
         f" starts only while the host (OS, other processes) holds at most {allowance / 2**30:.2f} GiB, assumed here"
         f" ({VLLM_UMA_SOURCE}). The pool does not depend on what the host holds; host memory the worker itself grows"
-        " by between its start-up snapshot and the end of profiling is counted in vLLM's measure, and not priced"
+        " by between its start-up snapshot and the end of profiling is counted in vLLM's measure, and priced only"
+        " for its token tables (max_num_seqs x max_model_len, in the non-torch line)"
     ]

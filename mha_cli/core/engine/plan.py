@@ -79,6 +79,7 @@ from mha_cli.core.engine.sglang_state_pool import StatePool, priced_here, state_
 from mha_cli.core.engine.sglang_swa_pool import ESTIMATE_AFTER_SPLIT_FROM, SwaSplit, split_tokens, swa_pool_on
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
+from mha_cli.core.engine.uma_token_tables import uma_token_table_bytes, uma_token_table_how
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
 from mha_cli.core.engine.vllm_rule_releases import (
     max_concurrent_batches,
@@ -94,7 +95,7 @@ from mha_cli.core.record import Record
 from mha_cli.core.schemas import EngineName, GenerationId, ModelSpec
 from mha_cli.core.targets import Target
 from mha_cli.core.tensor_parallel import padded_vocab
-from mha_cli.core.unified_memory import unified_memory_notes
+from mha_cli.core.unified_memory import is_integrated, unified_memory_notes
 
 
 class BudgetLine(Record):
@@ -317,6 +318,8 @@ class _Inputs(NamedTuple):
     v2_runner: bool = False
     """vLLM on a GPU profiles on Model Runner V2 (``core.engine.model_runner``), which keeps pp + 1 batches in flight
     under async scheduling (``core.engine.vllm_rule_releases.max_concurrent_batches``)."""
+    token_tables: int = 0
+    """vLLM's host token tables counted on an integrated GPU (``core.engine.uma_token_tables``), in ``non_torch``."""
 
     @property
     def graphs_outside_bytes(self) -> int:
@@ -379,6 +382,9 @@ class _Inputs(NamedTuple):
         if self.target.vendor == "CPU":
             return BudgetLine(label="non-torch memory", bytes=-self.non_torch, how="none on a CPU (no CUDA context)")
         how = non_torch_how(self.kv.tp, self.target, self.settings.release)
+        if self.token_tables:
+            s = self.settings
+            how = f"{how}; {uma_token_table_how(s.max_num_seqs, self.kv.seq_len, self.v2_runner)}"
         return BudgetLine(label="non-torch memory", bytes=-self.non_torch, how=how)
 
 
@@ -987,9 +993,14 @@ def plan_engine(
         and runs_v2_model_runner(settings.release, model, settings.quantized_checkpoint, **v2_knobs)
     )
     counted = sampler_state is not None and counts_sampler_state(settings.release)
-    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch, paged, encoder,
-                     graphs=graphs, stage=stage, speculative_tokens=speculative_tokens,
-                     sampler_state=sampler_state if counted else None, v2_runner=v2_runner)  # fmt: skip
+    token_tables = uma_token_table_bytes(
+        integrated=settings.generation in ("vllm-v1", "vllm-0.21") and is_integrated(target), release=settings.release,
+        max_num_seqs=settings.max_num_seqs, max_model_len=kv.seq_len, v2_runner=v2_runner,
+    )  # fmt: skip
+    inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch + token_tables, paged,
+                     encoder, graphs=graphs, stage=stage, speculative_tokens=speculative_tokens,
+                     sampler_state=sampler_state if counted else None, v2_runner=v2_runner,
+                     token_tables=token_tables)  # fmt: skip
     if weights_how is not None:
         inputs = inputs._replace(weights_how=weights_how)
     pool = ENGINES[settings.generation](inputs)
