@@ -152,8 +152,8 @@ def test_a_step_prices_the_dense_mlp_always_and_the_branch_norms_of_every_layer(
     """64 decode tokens, bf16, one rank: the dense MLP's three 2112 x 2816 matmuls in all 30 layers (always on, as
     vLLM's Gemma4MLP runs before the MoE branch), the experts' beside them, and the MoE layers' elementwise passes by
     hand: 4 layer norms (a read and a write each) and the residual adds (10 d), the routed experts' activation
-    (3 x 8 x 704) and Gemma 4's 11 passes of its branch norms, router scaling and branch sum; without branch_norms
-    those 11 passes go."""
+    (3 x 8 x 704), the dense MLP's (its shared expert: 3 x 2112) and Gemma 4's 11 passes of its branch norms,
+    router scaling and branch sum; without branch_norms those 11 passes go."""
     from mha_cli.core.cost.work import layer_ops
 
     model = import_hf_config(json.loads(CONFIG_26B.read_text())).model
@@ -164,7 +164,8 @@ def test_a_step_prices_the_dense_mlp_always_and_the_branch_norms_of_every_layer(
     assert {op.name for op in ops if op.name.startswith("expert ")} == {"expert 704x2816", "expert 2816x704"}
     (memory,) = [op for op in ops if op.name == "norms, residuals, routing"]
     d = 2816
-    assert memory.bytes == 64 * BF16 * (10 * d + 3 * 8 * 704 + 11 * d) == 9_732_096
+    # was 9,732,096 before sharedact, when the memory op left out the shared expert's (the dense MLP's) activation
+    assert memory.bytes == 64 * BF16 * (10 * d + 3 * (8 * 704 + 2112) + 11 * d) == 10_543_104
     assert memory.count == 30
     moe = model.block.moe
     assert moe is not None

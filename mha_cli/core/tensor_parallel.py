@@ -156,6 +156,16 @@ def expert_width_per_rank(model: ModelSpec, layout: ExpertLayout) -> int:
     return model.block.moe.d_ff_expert if layout.whole else model.block.moe.d_ff_expert // layout.ranks
 
 
+def shared_width_per_rank(model: ModelSpec, tp: int) -> int:
+    """The MoE layer's shared experts' MLP width on one rank of ``tp``: n_shared x d_ff_shared (d_ff_expert where
+    unset) by columns over the tp ranks, whatever the routed experts' layout (vLLM 0.11.0 ``DeepseekV2MoE``: one
+    ``DeepseekV2MLP`` of moe_intermediate_size x n_shared_experts, a ``MergedColumnParallelLinear``); 0 without."""
+    moe = model.block.moe
+    if moe is None or not moe.n_shared_experts:
+        return 0
+    return moe.n_shared_experts * (moe.d_ff_shared or moe.d_ff_expert) // tp
+
+
 def tp_shard_problem(model: ModelSpec, tp: int, experts: ExpertLayout | None = None) -> str | None:
     """Why ``tp`` ranks cannot shard ``model`` (heads, MLP or expert widths), or ``None`` when they can; ``experts``:
     how the routed experts spread (default: sharded over the tp ranks)."""

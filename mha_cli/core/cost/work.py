@@ -21,8 +21,9 @@ size (a small matrix does not saturate memory bandwidth) is looked up at the ins
   plus the new tokens' K/V it writes; query-key pairs x ``attention_pair_flops``; its rows (where its rate is read)
   the query tokens x the query heads sharing one KV head (``attention_rows``). A linear-attention or state-space
   layer reads and writes its fixed state instead.
-- **memory**: norms, residual adds, the MLP's activation, rotary, the embedding rows and the sampler's logits:
-  bytes only.
+- **memory**: norms, residual adds, the MLP's activation (an MoE layer's: the routed experts' and the shared
+  experts' alike, each reading gate and up and writing their product), rotary, the embedding rows and the sampler's
+  logits: bytes only.
 - **all_reduce** (tp > 1): after attention and after the MLP, tokens x d_model activations; **all_gather**: the
   logits of every rank's vocabulary rows, and (replicas sharing the experts, DP attention without DeepEP) an MoE
   layer's gather of every group's tokens and reduce-scatter of the sums (the gathered buffer each, of which a ring
@@ -47,7 +48,13 @@ from mha_cli.core.kv import kv_footprint, tokens_held
 from mha_cli.core.params import Matrix, matrices_per_rank
 from mha_cli.core.roofline import attention_pair_flops, experts_touched
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
-from mha_cli.core.tensor_parallel import ExpertLayout, local_experts, tp_shard_problem, vocab_rows_per_rank
+from mha_cli.core.tensor_parallel import (
+    ExpertLayout,
+    local_experts,
+    shared_width_per_rank,
+    tp_shard_problem,
+    vocab_rows_per_rank,
+)
 from mha_cli.core.weight_bytes import UNQUANTISED_BYTES, MatrixKey, MatrixShare, stored_matrices
 from mha_cli.core.weight_formats import weight_format
 
@@ -462,12 +469,14 @@ def layer_ops(
         )  # fmt: skip
     if n_moe:
         assert model.block.moe is not None
-        # this rank's share of the routed rows' activations: the groups' tokens over the ranks sharing the experts
+        # this rank's share of the routed rows' activations: the groups' tokens over the ranks sharing the experts;
+        # the shared experts' over the rank's own tokens at their tp share of the width (shared_width_per_rank)
         expert_width = model.block.moe.n_active_experts * model.block.moe.d_ff_expert * groups // layout.ranks
+        width = expert_width + shared_width_per_rank(model, tp)
         branches = tokens * ACTIVATION_BYTES * BRANCH_PASSES * d if model.block.moe.branch_norms else 0
         ops.append(
             Op(name="norms, residuals, routing", kind="memory", count=n_moe,
-               bytes=elementwise + branches + tokens * ACTIVATION_BYTES * activation * expert_width, flops=0.0,
+               bytes=elementwise + branches + tokens * ACTIVATION_BYTES * activation * width, flops=0.0,
                tokens=tokens, kernels=MLP_BLOCK_KERNELS + MOE_ROUTING_KERNELS)
         )  # fmt: skip
         ops.append(_router_op(model, tokens, n_moe, weight_dtype))
