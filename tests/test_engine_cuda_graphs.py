@@ -249,7 +249,8 @@ def _qwen3_plan(version: str | None, config: str = "qwen3-8b.json", utilisation:
 
 
 @pytest.mark.parametrize(("version", "in_budget"), [("0.21.0", True), ("0.24.0", False), ("0.27.1", False),
-                                                    ("0.28.0", False), ("0.29.0", True), (None, True)])  # fmt: skip
+                                                    ("0.28.0", False), ("0.29.0", True), ("0.30.0", True),
+                                                    (None, True)])  # fmt: skip
 def test_model_runner_v2_sets_no_graphs_aside_before_029(version, in_budget):
     """A dense Qwen3 runs on Model Runner V2 from 0.24 (``core.engine.model_runner``), whose
     ``profile_cudagraph_memory`` returns 0 in 0.22-0.28 and measures the graphs from 0.29: before 0.29 no graph line

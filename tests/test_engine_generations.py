@@ -5,6 +5,7 @@ JSON field that names the generation, and controls: the older generation's rule 
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -149,6 +150,39 @@ def test_vllm_021_takes_the_cuda_graph_estimate_from_the_budget():
     assert older.available_kv_bytes == expected + graphs and older.kv_tokens == 52_320  # 51,792 with the 16 B rule
     assert older.kv_tokens / log["kv_tokens"] - 1 > 0.05  # the control: V1's budget overshoots the 0.21 log
     assert older.cuda_graph_estimate is None and not older.cuda_graph_in_budget
+
+
+def test_vllm_030_model_runner_v2_sets_its_measured_graphs_aside_inside_the_printed_peak():
+    """Log 2801 (vLLM 0.30.0, Model Runner V2, Qwen2.5-1.5B fp16 on a T4). 0.30.0's ``v1/worker/gpu_worker.py``
+    ``determine_available_memory`` subtracts V2's ``profile_cudagraph_memory`` (``v1/worker/gpu/cudagraph_utils.py``,
+    a capture into a throwaway pool) from the pool and stores ``peak_activation_memory = transient_peak_headroom +
+    cudagraph_memory_estimate_applied``, the "peak activation" its closing line prints: 12.38 - 3.24 consumed - 0.46
+    peak = 8.68, the pool (8.67) within rounding; the 0.46 holds the 0.34 estimate (the utilisation line's
+    0.85 - 0.34 / 14.56 = 0.8265). Charged once more outside the peak it would leave 8.34, not the log's pool. The
+    plan sets the graphs aside at 0.30.0 and not at 0.28.0 (V2's ``return 0``): 512 x 2 B x (2 x 1,536 + 3 x 8,960)
+    + 84 graphs x 28 layers x 191,267 B = 480,530,832 B (0.45 GiB where the log's estimate is 0.34, see
+    ``core.engine.cuda_graphs.PER_LAYER_GRAPH_BYTES``)."""
+    log = LOGS[2801]
+    quote = log["quote"]
+    budget, consumed, peak = (
+        float(figure) for figure in re.search(
+            r"\(0\.85, ([\d.]+) GiB\)\. Actual usage is ([\d.]+) GiB for consumed memory \(weights \+ non-torch\),"
+            r" ([\d.]+) GiB for peak activation", quote,
+        ).groups()
+    )  # fmt: skip
+    pool, estimate = log["available_kv_gib"], log["cuda_graph_estimate_gib"]
+    assert (budget, consumed, peak, pool, estimate) == (12.38, 3.24, 0.46, 8.67, 0.34)
+    assert f"{estimate} GiB (estimated)" in quote and f"Available KV cache memory: {pool} GiB" in quote
+    assert abs(budget - consumed - peak - pool) <= 0.015  # three figures rounded to 0.005 each
+    assert abs(budget - consumed - peak - estimate - pool) > 0.3  # the estimate is not a term of its own
+    assert "equivalent to --gpu-memory-utilization=0.8265" in quote
+    assert round(0.85 - 0.335 / 14.56, 4) >= 0.8265 >= round(0.85 - 0.345 / 14.56, 4)
+    graphs = 512 * 2 * (2 * 1_536 + 3 * 8_960) + (51 - 1 + 35 - 1) * 28 * 191_267
+    for version, in_budget in (("0.30.0", True), ("0.28.0", False)):
+        plan = _plan(log, engine_version=version)
+        assert plan.cuda_graph_bytes == graphs == 480_530_832 and plan.cuda_graph_in_budget == in_budget
+        lines = [line.bytes for line in plan.budget if line.label.startswith("CUDA graphs")]
+        assert lines == ([-graphs] if in_budget else [])
 
 
 def test_vllm_v0_steps_a_whole_prompt_and_has_no_hybrid_allocator():

@@ -108,7 +108,17 @@ PER_LAYER_GRAPH_BYTES = (_LOG_409_ESTIMATE - _LOG_409_FIRST_CAPTURE) // _LOG_409
 """One decoder layer's share of one further graph's increment: 191,267 B (187 KiB), from log 409 as above (its
 0.005 GiB rounding: +-2.3 KiB). The AWQ checkpoint's kernels (Marlin assumed) and the WSL2 host are not modelled.
 Counting the graphs as V2 does (one increment more) would read 189,016 B: 1.2% less a graph, inside what one log
-with a rounded figure gives, so V1's count is kept for both runners."""
+with a rounded figure gives, so V1's count is kept for both runners.
+
+A check, not a fit: held-out log 2801 (vLLM 0.30.0, V2, Qwen2.5-1.5B fp16, 28 layers, on a T4) prints V2's profiling
+capture before the pool ("took 0.28 GiB": ``capture_model(profile_only=True)``, the 51 PIECEWISE graphs and the two
+largest FULL samples) and its estimate 0.34 GiB. ``profile_cudagraph_memory`` returns measured - both samples + the
+first + (35 FULL - 1) x the second = measured + 33 x the second, so a FULL graph's increment there is (0.34 - 0.28) /
+33 = 1.6-2.2 MiB (each figure rounded to 0.005 GiB), against 5.11 MiB priced (28 x this constant); the PIECEWISE
+increments, (0.28 GiB - the 29.2 MiB first capture - two ~1.9 MiB samples) / 50 = 5.0-5.2 MiB, agree with it. So
+the plan's 0.45 GiB is 0.11 over, all in the FULL graphs. Not refitted: one held-out log on one part (Turing, Triton
+attention), where V1's estimates on other parts go both ways (log 201: 0.52 printed, 0.58 priced; log 601: 0.53,
+0.48)."""
 
 
 class CudaGraphEstimate(Record):
