@@ -62,6 +62,7 @@ from mha_cli.core.cost.priors import (
 )
 from mha_cli.core.cost.serving import ServingCase, predict_serving
 from mha_cli.core.cost.stepper import Stepper
+from mha_cli.core.engine.eager_launch import measured_launch
 from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.engine.mxfp4_moe import MARLIN_VARIABLE
@@ -586,7 +587,8 @@ def fit_prefill_launch(rows: list[GenerationRow], constants: dict[str, float]) -
     only: the caller passes no held-out row), from ``dispatch_overhead_s``. A lone request's TTFT is its prefill, half
     a decode step and the front end; with more users it holds the wait behind the others' prompts too (the closed
     form's queue, which a burst of arrivals at the run's start exceeds), which this constant must not absorb; unchanged for a generation whose prefill is graphed
-    or rows without a TTFT."""
+    or rows without a TTFT. Where every such row's generation carries one measured launch time for its GPU's vendor
+    (``core.engine.eager_launch``), that value is held, not fitted: TTFT's other parts cannot pull it."""
     timed = [
         row for row in rows
         if "ttft_ms" in row.measured and row.case.concurrency == LONE_USERS
@@ -595,6 +597,9 @@ def fit_prefill_launch(rows: list[GenerationRow], constants: dict[str, float]) -
     if not timed:
         return constants
     assert all(row.split == "fit" for row in timed), "a held-out row in a fit"
+    measured = {measured_launch(row.generation, row.target.vendor) for row in timed}
+    if len(measured) == 1 and None not in measured:
+        return constants | {"prefill_dispatch_overhead_s": measured.pop().seconds}  # type: ignore[union-attr]
     start = constants | {"prefill_dispatch_overhead_s": constants["dispatch_overhead_s"]}  # a refit starts anew
     return _rounded(fit(timed, start, names=PREFILL_FITTED, objective=ttft_loss))
 

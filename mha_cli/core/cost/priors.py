@@ -33,6 +33,7 @@ from mha_cli.core.compute_dtype import ComputeDtype, compute_dtype, fp4_native
 from mha_cli.core.cost.decode_tiles import DecodeAttention, decode_attention
 from mha_cli.core.cost.gemm_tiles import weight_gemm_tile
 from mha_cli.core.cost.profile import CollectiveCost, Curve, DeviceProfile
+from mha_cli.core.engine.eager_launch import measured_launch
 from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.engine.prefill_graphs import graphed_release, prefill_launch_s
 from mha_cli.core.targets import Target
@@ -234,11 +235,12 @@ def prior_profile(
         decode_attention=decode_attention(target, _engine_of(generation), generation, c["attention_efficiency"]),
         kernel_overhead_s=c["kernel_overhead_s"], dispatch_overhead_s=c["dispatch_overhead_s"],
         step_overhead_s=c["step_overhead_s"], request_overhead_s=front_end(generation).seconds,
-        prefill_dispatch_overhead_s=prefill_launch_s(generation, c),
+        prefill_dispatch_overhead_s=prefill_launch_s(generation, c, target.vendor),
         prefill_graphs=graphed_release(generation, release, target.vendor),
         collective=CollectiveCost(latency_s=latency, bandwidth_bytes_per_s=link_bandwidth * c["link_efficiency"],
                                   link=link),
-        constants={name: f"{value:g}" for name, value in c.items()} | _front_end_constant(generation),
+        constants={name: f"{value:g}" for name, value in c.items()} | _front_end_constant(generation)
+        | _measured_launch_constant(generation, target.vendor),
         relative_error=error,
     )  # fmt: skip
 
@@ -254,6 +256,15 @@ def _front_end_constant(generation: str | None) -> dict[str, str]:
         return {}
     chosen = front_end(generation)
     return {"request_overhead_s": f"{chosen.seconds:g} ({chosen.source})"}
+
+
+def _measured_launch_constant(generation: str | None, vendor: str) -> dict[str, str]:
+    """The generation's measured host launch time per eager prefill operator on ``vendor``'s GPUs as a profile
+    constant, with its source, where it carries one (``core.engine.eager_launch``); none where it is fitted."""
+    measured = measured_launch(generation, vendor)
+    if measured is None:
+        return {}
+    return {"prefill_dispatch_overhead_s": f"{measured.seconds:g} ({measured.source})"}
 
 
 def profile_generation(profile: DeviceProfile) -> str | None:

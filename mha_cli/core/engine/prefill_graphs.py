@@ -39,13 +39,16 @@ A prefill step on such an engine costs max(its device work and kernels' fixed co
 code launches one by one x the host's time per operator) (``core.cost.step.step_time``'s ``launch_s``; the operators
 counted from the model source in ``core.engine.sglang_eager_ops``). The time per operator is the generation's
 ``prefill_dispatch_overhead_s`` (``benchmarks/fit_priors.py --set 2025 --prefill``: fitted on the mean TTFT of the
-generation's `fit` sources' one-user rows alone), else the constants' ``dispatch_overhead_s`` (an operator dispatched
+generation's `fit` sources' one-user rows alone) unless it carries a measured one for the GPU's vendor
+(``core.engine.eager_launch``, held fixed by the fit), else the constants' ``dispatch_overhead_s`` (an operator dispatched
 eagerly by torch). vLLM V1 captures piecewise graphs of mixed and prefill batches up to its largest capture size, and
 TensorRT-LLM's PyTorch backend runs its own; neither is priced this way. Pure Python.
 """
 
 import re
 from typing import Any, Protocol
+
+from mha_cli.core.engine.eager_launch import measured_launch
 
 
 class PrefillCase(Protocol):
@@ -159,13 +162,18 @@ def graphed_release(generation: str | None, release: str | None = None, vendor: 
     return release if triple is not None and triple >= PIECEWISE_PREFILL_FROM else None
 
 
-def prefill_launch_s(generation: str | None, constants: dict[str, float]) -> float:
-    """The host's time per eagerly launched operator of a prefill step (seconds) for ``generation`` with
-    ``constants``: the fitted ``prefill_dispatch_overhead_s`` where the constants hold one, else their
-    ``dispatch_overhead_s``, for every SGLang generation (a graphed release still runs some steps eagerly,
-    ``graphs_off``); 0 for any other engine, or without a generation (the default constants' fit priced none)."""
+def prefill_launch_s(generation: str | None, constants: dict[str, float], vendor: str | None = None) -> float:
+    """The host's time per eagerly launched operator of a prefill step (seconds) for ``generation`` on ``vendor``'s
+    GPUs with ``constants``: the measured one the generation carries for the vendor
+    (``core.engine.eager_launch.measured_launch``), else the fitted ``prefill_dispatch_overhead_s`` where the
+    constants hold one, else their ``dispatch_overhead_s``, for every SGLang generation (a graphed release still runs
+    some steps eagerly, ``graphs_off``); 0 for any other engine, or without a generation (the default constants' fit
+    priced none)."""
     if generation not in GRAPHLESS_PREFILL:
         return 0.0
+    measured = measured_launch(generation, vendor)
+    if measured is not None:
+        return measured.seconds
     return constants.get("prefill_dispatch_overhead_s", constants["dispatch_overhead_s"])
 
 
