@@ -106,3 +106,15 @@ def test_every_command_taking_tp_or_pp_takes_vllms_names_too():
         assert ("--kv-dtype" in opts) == ("--kv-cache-dtype" in opts), name
         assert ("--weight-dtype" in opts) == ("--quantization" in opts), name
     assert "--tensor-parallel-size" in {o for p in commands["verify"].params for o in p.opts}
+
+
+@pytest.mark.parametrize("spelling", ["--quantization", "--weight-dtype"])
+def test_an_unknown_weight_format_names_the_option_as_typed(cli, spelling):
+    """vLLM's --quantization pasted from a vLLM command line is named so in the refusal, not as mha's --weight-dtype
+    (before: every refusal of the value said --weight-dtype)."""
+    result = cli.run("kv", "llama-3-8b", spelling, "foo")
+    assert result.exit_code == EXIT_BAD_INPUT and result.stdout == "" and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"error: {spelling}: unknown weight format 'foo': use one of fp32, fp16, bf16,")
+    refused = cli.run("plan", "llama-3-8b", "--target", "h100", "--tp", "1", f"{spelling}=bitsandbytes")
+    assert refused.exit_code == EXIT_BAD_INPUT and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith(f"error: {spelling}: bitsandbytes is a vLLM quantization mha does not price")
