@@ -118,3 +118,12 @@ def test_an_unknown_weight_format_names_the_option_as_typed(cli, spelling):
     refused = cli.run("plan", "llama-3-8b", "--target", "h100", "--tp", "1", f"{spelling}=bitsandbytes")
     assert refused.exit_code == EXIT_BAD_INPUT and refused.stderr.count("\n") == 1
     assert refused.stderr.startswith(f"error: {spelling}: bitsandbytes is a vLLM quantization mha does not price")
+
+
+@pytest.mark.parametrize("stages", ["0", "-1"])
+def test_a_pipeline_size_below_one_is_refused_not_read_as_one(cli, stages):
+    """vLLM's --pipeline-parallel-size=0 pasted: before, plan priced pp 1 as if none were given (0 read as the
+    default), and -1 was refused as not dividing the devices."""
+    result = cli.run("plan", "llama-3-8b", "--target", "8xh100", f"--pipeline-parallel-size={stages}")
+    assert result.exit_code == EXIT_BAD_INPUT and result.stdout == ""
+    assert result.stderr == f"error: --pp {stages}: give 1 or more\n"

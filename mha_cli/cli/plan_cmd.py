@@ -341,6 +341,8 @@ def plan(
     offload_bytes = _offload_bytes(kv_offload_gib, shared_prefixes, shared_prefix)
     if concurrency is not None:
         _count(concurrency, "concurrency", MAX_CONCURRENCY)
+    if pp is not None and pp < 1:  # before ``pp or 1`` below reads 0 as the default
+        raise BadInputError(f"--pp {pp}: give 1 or more")
     check_latency_targets(ttft_ms, itl_ms)
     simulated = {"--num-prompts": num_prompts, "--lengths-file": lengths_file,
                  "--random-range-ratio": random_range_ratio or None, "--slo-percentile": None if slo_percentile == 99 else slo_percentile,
