@@ -127,3 +127,20 @@ def test_a_pipeline_size_below_one_is_refused_not_read_as_one(cli, stages):
     result = cli.run("plan", "llama-3-8b", "--target", "8xh100", f"--pipeline-parallel-size={stages}")
     assert result.exit_code == EXIT_BAD_INPUT and result.stdout == ""
     assert result.stderr == f"error: --pp {stages}: give 1 or more\n"
+
+
+def test_kimi_k2_by_its_hugging_face_id_prices_as_its_published_config(cli):
+    """`mha plan moonshotai/Kimi-K2-Instruct ...` pasted without a cached config: before, exit 2 (not in the cache,
+    no preset). The preset stands in, and prices as the published config.json does: 61 x 576 x 2 = 70,272 B/token
+    in bf16, 1,026,408,209,408 parameters stored in fp8 blocks."""
+    by_id = cli.json("kv", "moonshotai/Kimi-K2-Instruct")
+    by_file = cli.json("kv", "tests/fixtures/hf_configs/kimi-k2-instruct.json")
+    assert by_id["bytes_per_token"] == by_file["bytes_per_token"] == 61 * 576 * 2
+    assert by_id["deployment"]["weight_dtype"] == by_file["deployment"]["weight_dtype"] == "fp8-block"
+    assert by_id["params"] == by_file["params"] and by_id["params"]["total"] == 1_026_408_209_408
+
+    def shape(model: dict) -> dict:
+        return {key: value for key, value in model.items() if key not in ("name", "source")}
+
+    assert shape(by_id["model"]) == shape(by_file["model"])  # every figure, the RoPE's and the router's too
+    assert by_id["weight_bytes"] == by_file["weight_bytes"] == 1_029_173_157_728
