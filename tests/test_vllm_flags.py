@@ -126,7 +126,16 @@ def test_a_pipeline_size_below_one_is_refused_not_read_as_one(cli, stages):
     default), and -1 was refused as not dividing the devices."""
     result = cli.run("plan", "llama-3-8b", "--target", "8xh100", f"--pipeline-parallel-size={stages}")
     assert result.exit_code == EXIT_BAD_INPUT and result.stdout == ""
-    assert result.stderr == f"error: --pp {stages}: give 1 or more\n"
+    assert result.stderr == f"error: --pipeline-parallel-size {stages}: give 1 or more\n"  # was --pp: as typed now
+
+
+@pytest.mark.parametrize("command", [["kv", "llama-3-8b"], ["plan", "llama-3-8b"], ["check", "llama-3-8b"]])
+def test_a_tensor_parallel_size_below_one_names_the_option_as_typed(cli, command):
+    """Before: kv said '--tp: must be greater than 0 (got -1)', plan '--tp -1: give 1 or more'."""
+    for spelling in ("--tensor-parallel-size", "--tp"):
+        result = cli.run(*command, "--target", "8xh100", f"{spelling}=-1")
+        assert result.exit_code == EXIT_BAD_INPUT and result.stdout == ""
+        assert result.stderr == f"error: {spelling} -1: give 1 or more\n"
 
 
 def test_kimi_k2_by_its_hugging_face_id_prices_as_its_published_config(cli):

@@ -100,11 +100,26 @@ WeightDtypeOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+def one_or_more(ctx: typer.Context, param: typer.CallbackParam, value: int | None) -> int | None:
+    """Refuse a parallel size below 1 (``--tensor-parallel-size=-1`` pasted) in one line naming the option as typed."""
+    from mha_cli.cli.output import print_error
+    from mha_cli.cli.typed_spellings import typed_spelling
+    from mha_cli.core.errors import EXIT_BAD_INPUT
+
+    if value is not None and value < 1:
+        print_error(f"{typed_spelling(ctx, param)} {value}: give 1 or more")
+        raise typer.Exit(code=EXIT_BAD_INPUT)
+    return value
+
+
 TpOpt = Annotated[
     int | None,
     typer.Option(
         "--tp",
         "--tensor-parallel-size",
+        callback=one_or_more,
         help="Tensor-parallel degree (default: the target's device count).",
         show_default=False,
     ),

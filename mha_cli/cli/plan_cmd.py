@@ -33,6 +33,7 @@ from mha_cli.cli.options import (
     WeightDtypeOpt,
     check_latency_targets,
     kv_cache_bytes,
+    one_or_more,
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
@@ -111,6 +112,7 @@ def plan(
         typer.Option(
             "--tp",
             "--tensor-parallel-size",
+            callback=one_or_more,
             help="Tensor-parallel degree: pins one deployment (without --tp and --pp, plan searches them).",
             show_default=False,
         ),
@@ -120,6 +122,7 @@ def plan(
         typer.Option(
             "--pp",
             "--pipeline-parallel-size",
+            callback=one_or_more,
             help="Pipeline stages: pins one deployment (default 1).",
             show_default=False,
         ),
@@ -341,8 +344,6 @@ def plan(
     offload_bytes = _offload_bytes(kv_offload_gib, shared_prefixes, shared_prefix)
     if concurrency is not None:
         _count(concurrency, "concurrency", MAX_CONCURRENCY)
-    if pp is not None and pp < 1:  # before ``pp or 1`` below reads 0 as the default
-        raise BadInputError(f"--pp {pp}: give 1 or more")
     check_latency_targets(ttft_ms, itl_ms)
     simulated = {"--num-prompts": num_prompts, "--lengths-file": lengths_file,
                  "--random-range-ratio": random_range_ratio or None, "--slo-percentile": None if slo_percentile == 99 else slo_percentile,
