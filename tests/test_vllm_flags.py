@@ -129,7 +129,9 @@ def test_a_pipeline_size_below_one_is_refused_not_read_as_one(cli, stages):
     assert result.stderr == f"error: --pipeline-parallel-size {stages}: give 1 or more\n"  # was --pp: as typed now
 
 
-@pytest.mark.parametrize("command", [["kv", "llama-3-8b"], ["plan", "llama-3-8b"], ["check", "llama-3-8b"]])
+@pytest.mark.parametrize(
+    "command", [["kv", "llama-3-8b"], ["plan", "llama-3-8b"], ["check", "llama-3-8b"], ["recommend", "--params", "7B"]]
+)
 def test_a_tensor_parallel_size_below_one_names_the_option_as_typed(cli, command):
     """Before: kv said '--tp: must be greater than 0 (got -1)', plan '--tp -1: give 1 or more'."""
     for spelling in ("--tensor-parallel-size", "--tp"):
