@@ -106,3 +106,52 @@ def test_every_command_taking_tp_or_pp_takes_vllms_names_too():
         assert ("--kv-dtype" in opts) == ("--kv-cache-dtype" in opts), name
         assert ("--weight-dtype" in opts) == ("--quantization" in opts), name
     assert "--tensor-parallel-size" in {o for p in commands["verify"].params for o in p.opts}
+
+
+@pytest.mark.parametrize("spelling", ["--quantization", "--weight-dtype"])
+def test_an_unknown_weight_format_names_the_option_as_typed(cli, spelling):
+    """vLLM's --quantization pasted from a vLLM command line is named so in the refusal, not as mha's --weight-dtype
+    (before: every refusal of the value said --weight-dtype)."""
+    result = cli.run("kv", "llama-3-8b", spelling, "foo")
+    assert result.exit_code == EXIT_BAD_INPUT and result.stdout == "" and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"error: {spelling}: unknown weight format 'foo': use one of fp32, fp16, bf16,")
+    refused = cli.run("plan", "llama-3-8b", "--target", "h100", "--tp", "1", f"{spelling}=bitsandbytes")
+    assert refused.exit_code == EXIT_BAD_INPUT and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith(f"error: {spelling}: bitsandbytes is a vLLM quantization mha does not price")
+
+
+@pytest.mark.parametrize("stages", ["0", "-1"])
+def test_a_pipeline_size_below_one_is_refused_not_read_as_one(cli, stages):
+    """vLLM's --pipeline-parallel-size=0 pasted: before, plan priced pp 1 as if none were given (0 read as the
+    default), and -1 was refused as not dividing the devices."""
+    result = cli.run("plan", "llama-3-8b", "--target", "8xh100", f"--pipeline-parallel-size={stages}")
+    assert result.exit_code == EXIT_BAD_INPUT and result.stdout == ""
+    assert result.stderr == f"error: --pipeline-parallel-size {stages}: give 1 or more\n"  # was --pp: as typed now
+
+
+@pytest.mark.parametrize(
+    "command", [["kv", "llama-3-8b"], ["plan", "llama-3-8b"], ["check", "llama-3-8b"], ["recommend", "--params", "7B"]]
+)
+def test_a_tensor_parallel_size_below_one_names_the_option_as_typed(cli, command):
+    """Before: kv said '--tp: must be greater than 0 (got -1)', plan '--tp -1: give 1 or more'."""
+    for spelling in ("--tensor-parallel-size", "--tp"):
+        result = cli.run(*command, "--target", "8xh100", f"{spelling}=-1")
+        assert result.exit_code == EXIT_BAD_INPUT and result.stdout == ""
+        assert result.stderr == f"error: {spelling} -1: give 1 or more\n"
+
+
+def test_kimi_k2_by_its_hugging_face_id_prices_as_its_published_config(cli):
+    """`mha plan moonshotai/Kimi-K2-Instruct ...` pasted without a cached config: before, exit 2 (not in the cache,
+    no preset). The preset stands in, and prices as the published config.json does: 61 x 576 x 2 = 70,272 B/token
+    in bf16, 1,026,408,209,408 parameters stored in fp8 blocks."""
+    by_id = cli.json("kv", "moonshotai/Kimi-K2-Instruct")
+    by_file = cli.json("kv", "tests/fixtures/hf_configs/kimi-k2-instruct.json")
+    assert by_id["bytes_per_token"] == by_file["bytes_per_token"] == 61 * 576 * 2
+    assert by_id["deployment"]["weight_dtype"] == by_file["deployment"]["weight_dtype"] == "fp8-block"
+    assert by_id["params"] == by_file["params"] and by_id["params"]["total"] == 1_026_408_209_408
+
+    def shape(model: dict) -> dict:
+        return {key: value for key, value in model.items() if key not in ("name", "source")}
+
+    assert shape(by_id["model"]) == shape(by_file["model"])  # every figure, the RoPE's and the router's too
+    assert by_id["weight_bytes"] == by_file["weight_bytes"] == 1_029_173_157_728

@@ -70,21 +70,56 @@ KvDtypeOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+def _known_weight_dtype(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
+    """Refuse a weight format unknown by name (or a vLLM method not priced) in one line that names the option as
+    typed (vLLM's ``--quantization``, pasted); the value passes on as typed, the model-dependent checks later."""
+    from mha_cli.cli.output import print_error
+    from mha_cli.cli.typed_spellings import typed_spelling
+    from mha_cli.core.errors import MhaError
+    from mha_cli.core.weight_formats import normalise_weight_format
+
+    if value is not None:
+        try:
+            normalise_weight_format(value)
+        except MhaError as exc:  # as a command's own refusal (``cli.app.guarded``): one line, its exit code
+            print_error(f"{typed_spelling(ctx, param)}: {exc.message}")
+            raise typer.Exit(code=exc.exit_code) from None
+    return value
+
+
 WeightDtypeOpt = Annotated[
     str | None,
     typer.Option(
         "--weight-dtype",
         "--quantization",
+        callback=_known_weight_dtype,
         help="Weight format for the memory plan: bf16, fp8, int4, ... vLLM's --quantization names for the formats"
         " priced: fp8, awq, gptq, mxfp4.",
         show_default=False,
     ),
 ]
+
+
+def one_or_more(ctx: typer.Context, param: typer.CallbackParam, value: int | None) -> int | None:
+    """Refuse a parallel size below 1 (``--tensor-parallel-size=-1`` pasted) in one line naming the option as typed."""
+    from mha_cli.cli.output import print_error
+    from mha_cli.cli.typed_spellings import typed_spelling
+    from mha_cli.core.errors import EXIT_BAD_INPUT
+
+    if value is not None and value < 1:
+        print_error(f"{typed_spelling(ctx, param)} {value}: give 1 or more")
+        raise typer.Exit(code=EXIT_BAD_INPUT)
+    return value
+
+
 TpOpt = Annotated[
     int | None,
     typer.Option(
         "--tp",
         "--tensor-parallel-size",
+        callback=one_or_more,
         help="Tensor-parallel degree (default: the target's device count).",
         show_default=False,
     ),

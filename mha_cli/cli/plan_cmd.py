@@ -33,6 +33,7 @@ from mha_cli.cli.options import (
     WeightDtypeOpt,
     check_latency_targets,
     kv_cache_bytes,
+    one_or_more,
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
@@ -111,6 +112,7 @@ def plan(
         typer.Option(
             "--tp",
             "--tensor-parallel-size",
+            callback=one_or_more,
             help="Tensor-parallel degree: pins one deployment (without --tp and --pp, plan searches them).",
             show_default=False,
         ),
@@ -120,6 +122,7 @@ def plan(
         typer.Option(
             "--pp",
             "--pipeline-parallel-size",
+            callback=one_or_more,
             help="Pipeline stages: pins one deployment (default 1).",
             show_default=False,
         ),

@@ -32,6 +32,7 @@ from mha_cli.cli.options import (
     WeightDtypeOpt,
     check_latency_targets,
     kv_cache_bytes,
+    one_or_more,
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
@@ -52,6 +53,7 @@ TpOpt = Annotated[
     typer.Option(
         "--tp",
         "--tensor-parallel-size",
+        callback=one_or_more,
         help="Design for this tensor-parallel degree (heads must split over it). Default: the smallest degree of"
         " --target at which weights and batch fit, data-parallel replicas on the other devices; the architecture"
         " then does not depend on the device count.",

@@ -61,6 +61,7 @@ PRESET_IDS: dict[str, str] = {
     "MiniMaxAI/MiniMax-Text-01": "minimax-text-01",
     "moonshotai/Kimi-Linear-48B-A3B-Instruct": "kimi-linear-48b-a3b",
     "deepseek-ai/DeepSeek-V3.2-Exp": "deepseek-v3.2-exp",
+    "moonshotai/Kimi-K2-Instruct": "kimi-k2",
     "google/gemma-3n-E4B-it": "gemma-3n-e4b",
     "CohereLabs/c4ai-command-r7b-12-2024": "command-r7b",
     "HuggingFaceTB/SmolLM3-3B": "smollm3-3b",

@@ -369,6 +369,48 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         ),
         embeddings=dict(vocab_size=129280),
     ),
+    # DeepSeek-V3's architecture (model_type kimi_k2): 64 heads, 384 experts, 1 dense layer; 1.03T parameters.
+    # MLA: 61 * 576 * 2 = 70,272 B/token in bf16, as DeepSeek-V3's.
+    "kimi-k2": dict(
+        family="deepseek_v3",
+        source="moonshotai/Kimi-K2-Instruct config.json",
+        context_length=131072,
+        d_model=7168,
+        n_layers=61,
+        attention=dict(
+            n_heads=64,
+            mla=dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536),
+            rope=dict(
+                theta=50000.0,
+                scaling=dict(
+                    type="yarn",
+                    factor=32.0,
+                    original_max_position_embeddings=4096,
+                    beta_fast=1.0,
+                    beta_slow=1.0,
+                    mscale=1.0,
+                    mscale_all_dim=1.0,
+                ),
+            ),
+        ),
+        block=dict(
+            d_ff=18432,
+            moe=dict(
+                n_experts=384,
+                n_active_experts=8,
+                n_shared_experts=1,
+                d_ff_expert=2048,
+                n_dense_layers=1,
+                scoring_func="sigmoid",
+                topk_method="noaux_tc",
+                n_group=1,
+                topk_group=1,
+                routed_scaling_factor=2.827,
+            ),
+            norm_eps=1e-6,
+        ),
+        embeddings=dict(vocab_size=163840),
+    ),
     # 2025-26 families (bf16 B/token; fixed state per sequence where the model has one) -----------------------
     # 34 layers, 5 local (1,024) : 1 global; heads and head_dim from Gemma3TextConfig's defaults: 139,264 B/token.
     "gemma-3-4b": dict(
@@ -579,6 +621,7 @@ def preset_names() -> list[str]:
 CHECKPOINT_WEIGHTS: dict[str, str] = {
     "deepseek-v3": "fp8-block",  # config.json quantization_config: fp8, weight_block_size [128, 128]
     "deepseek-v3.2-exp": "fp8-block",  # the same as DeepSeek-V3's
+    "kimi-k2": "fp8-block",  # config.json quantization_config: fp8, weight_block_size [128, 128]
     "gpt-oss-20b": "mxfp4",  # config.json quantization_config: mxfp4 (experts), the rest bf16
 }
 """The weight format a preset's published checkpoint stores (its config.json's ``quantization_config``);

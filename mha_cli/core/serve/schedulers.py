@@ -350,11 +350,13 @@ def _sglang(state: EngineState) -> Plan:
     if chunks:
         return [], chunks
     decodes: list[int] = []
+    retracted: set[int] = set()  # a set, not ``in state.running``: a list's lookup made each step O(running^2)
     for request in list(state.running):
-        if request not in state.running or request in state.busy:
+        if request in retracted or request in state.busy:
             continue  # retracted below, or its last token still in flight
         while not state.grow(request, state.computed[request] + 1):
             victim = state.preempt_last()
+            retracted.add(victim)
             state.new_token_ratio = SGLANG_INIT_NEW_TOKEN_RATIO
             if victim == request:
                 break
