@@ -794,25 +794,26 @@ NOTES = """## Notes
   unnamed GPU of about 32 GiB (0.17.1) and a local Qwen3.5-9B on an unnamed ROCm part (no config, 0.25.1). Read and
   not entries: hari-sampatirao/memLLM-net (a mock server's lines), llm-inference-aad/llm-inference (no CUDA device
   found before any pool), LEON-gittech/OpenFedLLM (training output), caleboverman/llmsys_f25_hw6 (SGLang at log level
-  error: no pool lines), letusfly85/coding-agent-bench (results/server.log: a llama.cpp server), benyucong's
-  logs/vllm.err (2901's stderr: progress bars), parallelworks' other vllm.out version (2902 repeated), and commands,
-  notes or lists under vllm.txt, sglang.txt and vllm_serve.txt: 141forever/CommonUesd, DVampire/verl_vlm,
-  FireWizard-V9/self_rag_mcp, HuuuNan/KG2Code, Hybrid-Git/ERP-ASSISTANT, alipourranjbar1/Dflash,
-  czhou578/qwen-frontend, dfyz/reproducible-inference, guoyc666/aicourse, iamr-gh/aicompilersreadings,
-  minhyeonoh/appworld, tutu329/server-install, wds1996/TOOL4POI and abhishekkadam-neosoft/resume_screener.
-  logs/sglang_server.log, sglang_server.log, logs/sglang.log, trtllm.log, logs/trtllm_serve.log, trtllm-serve.log,
-  trtllm_server.log, logs/vllm-serve.log, vllm/server.log, sglang/server.log, sglang.out, sglang_serve.log,
-  sglang_launch.log, logs/vllm.txt, vllm_launch.log, log/vllm_server.log, output/vllm.log, vllm_api_server.log,
-  server_sglang.log, logs/server_sglang.log, tensorrt_llm.log, logs/trtllm-serve.log, vllm_0.log, launch_vllm.log,
-  serve_vllm.log, vllm_server.out, vllm_server_log.txt, logs/vllm_server.txt, logs/vllm_server_0.log and vllm.err list
-  none, and logs/sglang/server.log, vllm/logs/server.log, vllm_logs/server.log, sglang/logs/server.log,
-  results/vllm.log and results/sglang_server.log too (results/server.log lists nine repositories, one read);
-  log/vllm.log lists only dennislee22/vLLM-benchmarking, already here. Five `search` (issues) queries (H200 "Available
-  KV cache memory"; B200 "Maximum concurrency for"; RTX PRO 6000 "GPU KV cache size"; SGLang max_total_num_tokens on
-  H200; TensorRT-LLM "[MemUsageChange] Allocated" 1.1) and one on vllm#49878 gave no entry: vllm#49878 (Gemma 4,
-  0.25.1 against 0.26, its pool fixed by kv_cache_memory_bytes and its start failed), #43308 (Gemma 4 AWQ on an A100
-  80GB, approximate token counts, no log lines), #39734 (a banner only in the excerpt), #44881 and #49011 and PR
-  #46329 (NVFP4 Qwen3.6 and patched nightly builds, no pool lines in the excerpts), intel/llm-scaler#647 (Intel XPU),
+  error: no pool lines), benyucong's logs/vllm.err (2901's stderr: progress bars), parallelworks' other vllm.out
+  version (2902 repeated), and commands, notes or lists under vllm.txt, sglang.txt and vllm_serve.txt:
+  141forever/CommonUesd, DVampire/verl_vlm, FireWizard-V9/self_rag_mcp, HuuuNan/KG2Code, Hybrid-Git/ERP-ASSISTANT,
+  alipourranjbar1/Dflash, czhou578/qwen-frontend, dfyz/reproducible-inference, guoyc666/aicourse,
+  iamr-gh/aicompilersreadings, minhyeonoh/appworld, tutu329/server-install, wds1996/TOOL4POI and
+  abhishekkadam-neosoft/resume_screener. logs/sglang_server.log, sglang_server.log, logs/sglang.log, trtllm.log,
+  logs/trtllm_serve.log, trtllm-serve.log, trtllm_server.log, logs/vllm-serve.log, vllm/server.log, sglang/server.log,
+  sglang.out, sglang_serve.log, sglang_launch.log, logs/vllm.txt, vllm_launch.log, log/vllm_server.log,
+  output/vllm.log, vllm_api_server.log, server_sglang.log, logs/server_sglang.log, tensorrt_llm.log,
+  logs/trtllm-serve.log, vllm_0.log, launch_vllm.log, serve_vllm.log, vllm_server.out, vllm_server_log.txt,
+  logs/vllm_server.txt, logs/vllm_server_0.log and vllm.err list none, and logs/sglang/server.log,
+  vllm/logs/server.log, vllm_logs/server.log, sglang/logs/server.log, results/vllm.log and results/sglang_server.log
+  too (results/server.log lists nine repositories, two read: letusfly85/coding-agent-bench's, a llama.cpp server, and
+  juyixin98/baijin5-artifacts-codex-20261001's, a matrix-exponential API); log/vllm.log lists only
+  dennislee22/vLLM-benchmarking, already here. Five `search` (issues) queries (H200 "Available KV cache memory"; B200
+  "Maximum concurrency for"; RTX PRO 6000 "GPU KV cache size"; SGLang max_total_num_tokens on H200; TensorRT-LLM
+  "[MemUsageChange] Allocated" 1.1) and one on vllm#49878 gave no entry: vllm#49878 (Gemma 4, 0.25.1 against 0.26, its
+  pool fixed by kv_cache_memory_bytes and its start failed), #43308 (Gemma 4 AWQ on an A100 80GB, approximate token
+  counts, no log lines), #39734 (a banner only in the excerpt), #44881 and #49011 and PR #46329 (NVFP4 Qwen3.6 and
+  patched nightly builds, no pool lines in the excerpts), intel/llm-scaler#647 (Intel XPU),
   triton-inference-server/tutorials#150 (a TensorRT-LLM speculative-decoding run, 78.30 GiB and 3,731,744 tokens, no
   model or GPU in the excerpt); the rest were threads already here (vllm#10517, #21348, #28228, #33263, #8185,
   TensorRT-LLM#224 and #1400) or hold no start-up figures. Held out (groups 501 and up, as the rules stood when each
