@@ -49,7 +49,9 @@ collected after the rules of commit 55dbb2d stood and priced with them) and ``ne
 and SGLang logs from files committed to repositories, collected after the rules of commit f8cdc8b stood and priced with
 them) and ``new-25`` (ids 2701 and up, logs28: vLLM logs from files committed to repositories, collected after the rules
 of commit fbd68a5 stood and priced with them) and ``new-26`` (ids 2801 and up, logs29: vLLM logs from files committed
-to repositories, collected after the rules of commit ae00794 stood and priced with them). A log mha cannot express
+to repositories, collected after the rules of commit ae00794 stood and priced with them) and ``new-27`` (ids 2901 and
+up, logs30: vLLM and SGLang logs from files committed to repositories, collected after the rules of commit 626848e
+stood and priced with them). A log mha cannot express
 carries ``not_expressible`` and is listed with its reason, not priced. ``WHY`` says why each
 miss misses.
 """
@@ -779,6 +781,43 @@ def _median(values: list[float]) -> float:
 
 NOTES = """## Notes
 
+- The held-out group 2901 (logs30: 2901-2909, vLLM and SGLang logs from files committed to repositories, found by
+  `find_files` paths logs/vllm.out, vllm.out, vllm.txt, logs/server_vllm.log, sglang.txt, vllm_log.log,
+  vllm-serve.log, outputs/vllm_server.log and logs/vllm/server.log), collected after the rules of commit 626848e stood
+  and priced with them, no rule changed: the per-token rule exact on 1 of 1, the whole plan within 5% on 1 of 1.
+  Lands: Qwen3-4B at every vLLM 0.10.2 default (length 40,960, the PyTorch sampler) on an 80 GB H100 read from the
+  log's device total, 79.18 GiB, which 2703's named H100 prints to the digit (2901, -0.1%). Eight entries are not
+  expressible: gpt-oss-120b at tp 2 on unnamed 130 GiB-plus cards (0.15.1), Qwen3-VL-30B-A3B FP8 on an RTX 6000 Ada
+  with Dynamo's KV connector (no config, 0.15.1), a local unnamed Llama of Llama-3.2-1B's geometry on an unnamed GPU
+  (0.12.0), a local Qwen2.5-3B under SGLang on an unnamed 80 GB part (no config, no release printed), Qwen2.5-VL-7B
+  (no config, no GPU, no memory line, 0.8.5.post1), Llama-3.1-8B (no GPU, no memory line, 0.9.0), Qwen3-32B-AWQ on an
+  unnamed GPU of about 32 GiB (0.17.1) and a local Qwen3.5-9B on an unnamed ROCm part (no config, 0.25.1). Read and
+  not entries: hari-sampatirao/memLLM-net (a mock server's lines), llm-inference-aad/llm-inference (no CUDA device
+  found before any pool), LEON-gittech/OpenFedLLM (training output), caleboverman/llmsys_f25_hw6 (SGLang at log level
+  error: no pool lines), benyucong's logs/vllm.err (2901's stderr: progress bars), parallelworks' other vllm.out
+  version (2902 repeated), and commands, notes or lists under vllm.txt, sglang.txt and vllm_serve.txt:
+  141forever/CommonUesd, DVampire/verl_vlm, FireWizard-V9/self_rag_mcp, HuuuNan/KG2Code, Hybrid-Git/ERP-ASSISTANT,
+  alipourranjbar1/Dflash, czhou578/qwen-frontend, dfyz/reproducible-inference, guoyc666/aicourse,
+  iamr-gh/aicompilersreadings, minhyeonoh/appworld, tutu329/server-install, wds1996/TOOL4POI and
+  abhishekkadam-neosoft/resume_screener. logs/sglang_server.log, sglang_server.log, logs/sglang.log, trtllm.log,
+  logs/trtllm_serve.log, trtllm-serve.log, trtllm_server.log, logs/vllm-serve.log, vllm/server.log, sglang/server.log,
+  sglang.out, sglang_serve.log, sglang_launch.log, logs/vllm.txt, vllm_launch.log, log/vllm_server.log,
+  output/vllm.log, vllm_api_server.log, server_sglang.log, logs/server_sglang.log, tensorrt_llm.log,
+  logs/trtllm-serve.log, vllm_0.log, launch_vllm.log, serve_vllm.log, vllm_server.out, vllm_server_log.txt,
+  logs/vllm_server.txt, logs/vllm_server_0.log and vllm.err list none, and logs/sglang/server.log,
+  vllm/logs/server.log, vllm_logs/server.log, sglang/logs/server.log, results/vllm.log and results/sglang_server.log
+  too (results/server.log lists nine repositories, two read: letusfly85/coding-agent-bench's, a llama.cpp server, and
+  juyixin98/baijin5-artifacts-codex-20261001's, a matrix-exponential API); log/vllm.log lists only
+  dennislee22/vLLM-benchmarking, already here. Five `search` (issues) queries (H200 "Available KV cache memory"; B200
+  "Maximum concurrency for"; RTX PRO 6000 "GPU KV cache size"; SGLang max_total_num_tokens on H200; TensorRT-LLM
+  "[MemUsageChange] Allocated" 1.1) and one on vllm#49878 gave no entry: vllm#49878 (Gemma 4, 0.25.1 against 0.26, its
+  pool fixed by kv_cache_memory_bytes and its start failed), #43308 (Gemma 4 AWQ on an A100 80GB, approximate token
+  counts, no log lines), #39734 (a banner only in the excerpt), #44881 and #49011 and PR #46329 (NVFP4 Qwen3.6 and
+  patched nightly builds, no pool lines in the excerpts), intel/llm-scaler#647 (Intel XPU),
+  triton-inference-server/tutorials#150 (a TensorRT-LLM speculative-decoding run, 78.30 GiB and 3,731,744 tokens, no
+  model or GPU in the excerpt); the rest were threads already here (vllm#10517, #21348, #28228, #33263, #8185,
+  TensorRT-LLM#224 and #1400) or hold no start-up figures. Held out (groups 501 and up, as the rules stood when each
+  was collected): 70 of 122 within 5% before, 71 of 123 with this group.
 - The held-out group 2801 (logs29: 2801-2808, vLLM logs from files committed to repositories, found by `find_files`
   paths logs/vllm_server.log, logs/vllm_serve.log and vllm-server.log; vllm_output.log held no start), collected after
   the rules of commit ae00794 stood and priced with them, no rule changed: the per-token rule exact on 2 of 2, the whole plan within 5% on 2 of 2.
@@ -1397,6 +1436,10 @@ GROUPS = {
     " logs/vllm_serve.log and vllm-server.log files found by `find_files`), collected after the rules of commit"
     " ae00794 stood (every rule of the earlier groups), priced with them, no rule changed: 2 of 2 within 5%, 6"
     " entries not expressible",
+    "new-27": "Group 2901 and up (logs30): vLLM and SGLang logs from files committed to repositories (logs/vllm.out,"
+    " vllm.out, vllm.txt, logs/server_vllm.log, sglang.txt, vllm_log.log, vllm-serve.log, outputs/vllm_server.log"
+    " and logs/vllm/server.log files found by `find_files`), collected after the rules of commit 626848e stood (every rule of the earlier"
+    " groups), priced with them, no rule changed: 1 of 1 within 5%, 8 entries not expressible",
 }
 
 

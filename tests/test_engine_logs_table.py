@@ -950,3 +950,14 @@ def test_group_2801(table):
     # 15.96 GiB / 163,840 B (Llama-3.1-70B at tp 2: 80 layers x 4 KV heads a rank x 128 x 2 x 2 B)
     assert module.per_token_tokens(new[2802].log) == [104560, 104624]
     assert all(abs(row.error) <= module.WITHIN for row in new.values())
+
+
+def test_group_2901(table):
+    """The 29xx group (logs30, vLLM and SGLang logs committed to repositories) as the rules of 626848e price them: the
+    one priced log's error and plan, the per-token rule exact from its own memory, and the entries mha cannot express
+    (no named GPU, no config, no memory line) listed, never priced."""
+    module, _ = table
+    new = held_out_group(table, "new-27", {2901: -0.001}, {2901: 422368}, list(range(2902, 2910)))
+    # 58.05 GiB / 147,456 B (Qwen3-4B: 36 layers x 8 KV heads x 128 x 2 x 2 B) in blocks of 16, to the log's 0.01 GiB
+    assert module.per_token_tokens(new[2901].log) == [422656, 422736]
+    assert all(abs(row.error) <= module.WITHIN for row in new.values())
