@@ -12,6 +12,7 @@ import pytest
 from mha_cli.core.cost.priors import prior_profile
 from mha_cli.core.cost.stepper import ServingCase, Stepper
 from mha_cli.core.cost.work import decode_shape, prefill_shape
+from mha_cli.core.engine.vllm_rule_releases import admits_whole_prompt
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.presets import get_preset
 from mha_cli.core.serve.schedulers import EngineState, schedule
@@ -144,6 +145,47 @@ def test_vllm_preempts_the_last_admitted_request_by_recompute():
     state.running.remove(0)
     state.release(0)
     assert schedule("vllm", state) == ([], [(1, 5)])
+
+
+def test_vllm_admits_a_waiting_request_only_when_the_pool_holds_its_whole_prompt():
+    """vLLM 0.19+ (``scheduler_reserve_full_isl``): request 1's first chunk (4 tokens, one block) fits the block
+    request 0 leaves, its whole prompt (two blocks) does not, so it waits. vLLM 0.18 admitted it on the chunk and
+    preempted it at the next step, when request 0's first output token took the block."""
+    old = _state([8, 8], [2, 2], blocks=3, block_size=4, budget=12)
+    first = schedule("vllm", old)
+    assert first == ([], [(0, 8), (1, 4)])
+    _advance(old, first)
+    assert schedule("vllm", old) == ([0], []) and old.preemptions == 1 and list(old.waiting) == [1]
+    new = _state([8, 8], [2, 2], blocks=3, block_size=4, budget=12)
+    new.whole_prompt_admission = True
+    first = schedule("vllm", new)
+    assert first == ([], [(0, 8)]) and list(new.waiting) == [1] and new.free_blocks == 1
+    _advance(new, first)
+    assert schedule("vllm", new) == ([0], []) and new.preemptions == 0 and new.free_blocks == 0
+
+
+def test_vllm_long_prompts_beyond_the_pool_wait_instead_of_thrashing():
+    """DeepSeek-V3 at 130,000 + 1,072 tokens on one DP-attention rank of 8 x H200 (a pool of 26,786 blocks of 16:
+    3 whole requests, 2,411 blocks spare beside them) at a hundredth: prompts of 1,300 tokens (82 blocks), pool of
+    268 blocks, 4 users. From 0.19 the fourth waits for the first to end (3 x 82 = 246 blocks held, 22 free < 82);
+    admitted on its first chunk instead (0.18), it filled the spare blocks, was preempted and recomputed over and
+    over: `mha plan deepseek-ai/DeepSeek-V3 --target 8xh200 --isl 130000 --osl 1072 --concurrency 32` simulated 2,070
+    preemptions and 2 tokens/s per GPU where the closed form gave 15."""
+    cost = _cost()
+    limits = EngineLimits("vllm", kv_blocks=268, block_size=16, max_num_batched_tokens=128, max_num_seqs=1024)
+    workload = Workload(lengths=[(1300, 100)] * 4, max_concurrency=4)
+    run, times = simulate(workload, limits, cost)
+    assert run.preemptions == 0 and run.max_running == 3
+    assert times.ttft[3] > times.e2e[0]  # its first token after the first request's last: it waited for the blocks
+    chunk_admitted, chunk_times = simulate(workload, limits._replace(whole_prompt_admission=False), cost)
+    assert chunk_admitted.preemptions > 10 and chunk_admitted.max_running == 4  # 32 on this host
+    # the recomputed chunks ride in the running requests' decode steps: each of them ends later
+    assert all(late > on_time for late, on_time in zip(chunk_times.e2e, times.e2e, strict=True))
+
+
+@pytest.mark.parametrize(("release", "admits"), [(None, True), ((0, 21), True), ((0, 19), True), ((0, 18), False)])
+def test_the_release_that_admits_on_the_whole_prompt(release, admits):
+    assert admits_whole_prompt(release) is admits
 
 
 def test_sglang_never_mixes_prefill_and_decode_and_reserves_the_outputs():

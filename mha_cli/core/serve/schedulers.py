@@ -11,7 +11,11 @@ token a decode adds) and samples the next token when it reaches the last.
   cannot hold a running request's new tokens, the last admitted running request is preempted (its blocks freed,
   back to the front of the queue, recomputed from scratch: ``PreemptionMode.RECOMPUTE``), until it fits or the
   request itself was preempted. Then, if nothing was preempted this step, waiting requests first come first
-  served while the budget lasts, fewer than ``max_num_seqs`` run and the pool holds the chunk (chunked prefill).
+  served while the budget lasts, fewer than ``max_num_seqs`` run and the pool holds the chunk (chunked prefill)
+  and, from vLLM 0.19.0, the request's whole known tokens (``SchedulerConfig.scheduler_reserve_full_isl``, True by
+  default: ``allocate_slots(full_sequence_must_fit=True)`` on the waiting path, ``KVCacheManager.allocate_slots``
+  in 0.21.0, ``can_fit_full_sequence`` in 0.19.0; absent from 0.18.0, vllm-project/vllm#37307). Before it a long
+  prompt was admitted on its first chunk, ran out of blocks part-way and was preempted, again and again.
 - **SGLang** (``python/sglang/srt/managers/scheduler.py``, ``get_next_batch_to_run``; ``schedule_policy.py``,
   ``PrefillAdder``): a step is a prefill batch or a decode batch, never both (without ``--enable-mixed-chunk``);
   a prefill batch is formed whenever a waiting request can be admitted, and runs the unfinished chunked request
@@ -78,6 +82,9 @@ class EngineState:
         self.free_blocks, self.block_size, self.budget, self.max_seqs = blocks, block_size, budget, max_seqs
         self.total_blocks = blocks
         self.preemptions = 0
+        self.whole_prompt_admission = False
+        """vLLM 0.19+: a waiting request is admitted only when the pool holds all its known tokens
+        (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: when it holds the step's chunk."""
         self.new_token_ratio = SGLANG_INIT_NEW_TOKEN_RATIO
         self.prefix_len = 0
         """Prompt tokens every request shares, when the engine caches prefixes (0: nothing to hit)."""
@@ -190,8 +197,7 @@ class EngineState:
         if self.share_blocks and not self.held[request] and self.linked[request]:
             link = self._hit_blocks(request)
             more -= link
-            taken = max(0, link - max(self.holders.get(self.group_of(request), ()), default=0))
-            if more + taken > self.free_blocks:
+            if more + self._taken_with(request, link) > self.free_blocks:
                 return False
             self.linked[request], self.held[request] = 0, link
             self.free_blocks -= link  # taken as its own, then handed to the prefix: only ``taken`` leaves the queue
@@ -205,6 +211,21 @@ class EngineState:
             self.cache_prefix(tokens, request)
         self.evict_unreferenced()
         return True
+
+    def _taken_with(self, request: int, link: int) -> int:
+        """Of ``link`` hit blocks ``request`` would link, those that leave the free queue: the ones no running
+        request links yet."""
+        return max(0, link - max(self.holders.get(self.group_of(request), ()), default=0))
+
+    def holds_whole(self, request: int) -> bool:
+        """Whether the pool could hold all of waiting ``request``'s known tokens now, its hit linked, nothing
+        taken (vLLM ``allocate_slots(full_sequence_must_fit=True)``: the blocks for ``request.num_tokens`` less
+        the hit's blocks already in use, against the free blocks, evictable cached ones included)."""
+        more = self.blocks_for(self.known(request)) - self.held[request]
+        if self.share_blocks and not self.held[request] and self.linked[request]:
+            link = min(self.linked[request], self.cached_blocks(request))
+            more += self._taken_with(request, link) - link
+        return more <= self.free_blocks
 
     def _hit_blocks(self, request: int) -> int:
         """The blocks of ``request``'s hit still cached now (a waiting request's hit may have been evicted since it
@@ -299,11 +320,14 @@ def _vllm(state: EngineState) -> Plan:
 
 def vllm_admit(state: EngineState, budget: int) -> list[tuple[int, int]]:
     """vLLM's waiting requests admitted in a step that preempted none: first come first served while ``budget``
-    tokens, ``max_num_seqs`` and the pool's blocks last (a prompt chunked to the budget left). (request, tokens)."""
+    tokens, ``max_num_seqs`` and the pool's blocks last (a prompt chunked to the budget left; from 0.19 the pool
+    must hold the whole of it: ``EngineState.whole_prompt_admission``). (request, tokens)."""
     admitted = []
     while state.waiting and budget > 0 and len(state.running) < state.max_seqs:
         request = state.waiting[0]
         state.start(request)
+        if state.whole_prompt_admission and not state.holds_whole(request):
+            break
         tokens = min(state.known(request) - state.computed[request], budget)
         if not state.grow(request, state.computed[request] + tokens):
             break

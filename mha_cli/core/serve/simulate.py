@@ -55,6 +55,9 @@ class EngineLimits(NamedTuple):
     shares_prefix_blocks: bool = False
     """The pool holds a cached prefix's blocks once, however many requests reference them (vLLM V1, SGLang:
     ``core.cost.prefix_pool``); False: each request its own copy (the floor)."""
+    whole_prompt_admission: bool = True
+    """vLLM 0.19+ admits a waiting request only when the pool holds its whole prompt
+    (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: on its first chunk (0.8-0.18)."""
 
 
 def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> EngineLimits:
@@ -75,6 +78,7 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> Engin
         engine=engine.name, kv_blocks=blocks, block_size=engine.block_size,
         max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
         prefix_caching=prefix_caching, shares_prefix_blocks=shares_prefix_blocks(engine),
+        whole_prompt_admission=engine.admits_whole_prompt,
     )  # fmt: skip
 
 
@@ -180,6 +184,7 @@ class _Run:
             self.prompts, self.outputs, blocks=limits.kv_blocks, block_size=limits.block_size,
             budget=limits.max_num_batched_tokens, max_seqs=limits.max_num_seqs,
         )  # fmt: skip
+        self.state.whole_prompt_admission = limits.engine == "vllm" and limits.whole_prompt_admission
         tiered = workload.prefix_groups > 1 or limits.host_blocks > 0
         if workload.prefix_len and (limits.prefix_caching or limits.host_blocks):
             self.state.prefix_len = workload.prefix_len
