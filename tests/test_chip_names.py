@@ -69,3 +69,54 @@ def test_unknown_targets_name_the_same_chip_or_say_none_is_close():
     with pytest.raises(BadInputError, match=r"unknown target 'h20x': none is close: run `mha targets`"):
         resolve_target("h20x")
     assert resolve_target("h20").target.id == "h20" and resolve_target("h200").target.id == "h200"
+
+
+@pytest.mark.parametrize(
+    ("typed", "offered"),
+    [
+        ("l40ss", ["l40s"]),  # a letter typed twice
+        ("hh100", ["h100-sxm", "h100-nvl", "h100-pcie"]),
+        ("mi300xx", ["mi300x"]),
+        ("h100 sxxm", ["h100-sxm"]),  # in an edition word too
+        ("h100s", ["h100-sxm", "h100-nvl", "h100-pcie"]),  # a plural s: the H100s, every edition
+        ("H100S", ["h100-sxm", "h100-nvl", "h100-pcie"]),
+        ("b200s", ["b200"]),
+        ("h20s", ["h20"]),  # the H20s, not the H200s
+        ("h100s 80gb", ["h100-sxm", "h100-pcie"]),  # a memory size typed still picks the parts
+        ("H-100", ["h100-sxm", "h100-nvl", "h100-pcie"]),  # case and punctuation (read before this change)
+    ],
+)
+def test_a_slip_that_can_only_mean_one_chip_offers_that_chip(typed, offered):
+    """Before, every one of these said "none is close" (H-100 aside): a doubled letter or a plural s after the model
+    number is read as the chip the rest spells."""
+    assert same_chip_names(typed, KNOWN) == offered
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "h10", "b20", "gb30",  # a digit dropped: h10 is not h100, b20 not b200, gb30 neither gb300 nor gb200
+        "h200x", "h20x",  # a model letter added
+        "l4s", "l4ss",  # the L-family has an s model letter (L40S): l4s is not read as l4
+        "h1000s", "l440s",  # a digit added, plural or not
+        "h100s 40gb",  # no H100 has 40 GB
+    ],
+)  # fmt: skip
+def test_a_slip_that_could_be_another_chip_still_offers_nothing(typed):
+    assert same_chip_names(typed, KNOWN) == []
+
+
+def test_a_plural_s_is_not_read_where_an_s_names_another_chip():
+    """The L-family has the L40S, so s is a model letter there: l4s is not the L4s. A number alone is GeForce's,
+    whose s is "Super" (the RTX 4080 SUPER is not the 4080): rtx4090s is refused though the table has no 4090 Super,
+    and a table with the 4080 would not offer it for 4080s."""
+    assert same_chip_names("l40s", KNOWN) == ["l40s"] and same_chip_names("l4s", KNOWN) == []
+    assert same_chip_names("rtx4090s", KNOWN) == []
+    with_4080 = {**KNOWN, "rtx-4080": 16.0}
+    assert same_chip_names("rtx 4080", with_4080) == ["rtx-4080"] and same_chip_names("rtx 4080s", with_4080) == []
+
+
+def test_the_cli_offers_the_slip_in_one_line(cli):
+    shown = cli.run("kv", "llama-3-8b", "--target", "8xl40ss")
+    assert shown.exit_code == 2 and shown.stdout == ""
+    assert shown.stderr == "error: unknown target 'l40ss': did you mean l40s?\n"

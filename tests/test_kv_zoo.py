@@ -278,7 +278,7 @@ PRESET_OF_FIXTURE = {
     "jamba-mini-1.5": "jamba-mini-1.5", "falcon-h1-7b": "falcon-h1-7b", "granite-4.0-h-small": "granite-4.0-h-small",
     "minimax-text-01": "minimax-text-01", "kimi-linear-48b-a3b": "kimi-linear-48b-a3b",
     "deepseek-v3.2-exp": "deepseek-v3.2-exp", "gemma-3n-e4b": "gemma-3n-e4b", "command-r7b-12-2024": "command-r7b",
-    "smollm3-3b": "smollm3-3b", "kimi-k2-instruct": "kimi-k2",
+    "smollm3-3b": "smollm3-3b", "kimi-k2-instruct": "kimi-k2", "minimax-m2": "minimax-m2", "minimax-m2.7": "minimax-m2.7",
 }  # fmt: skip
 
 

@@ -72,3 +72,36 @@ def test_kv_check_and_recommend_say_too_that_a_later_release_was_priced_as_the_n
     assert len(said) == 1 and f"its launch flags are priced as {release}'s" in said[0]
     read = cli.runner.invoke(app, [*args, "--target", "h100", "--engine", f"sglang@{release}", "--json"])
     assert "newer than" not in read.stderr
+
+
+@pytest.mark.parametrize(
+    ("major", "minor"), [("vllm@99", "vllm@99.0"), ("trtllm@2", "trtllm@9.9"), ("sglang@1", "sglang@0.9")]
+)
+def test_a_major_alone_past_the_newest_read_is_priced_as_a_later_minor_is(cli, major, minor):
+    """Before, `--engine vllm@99` was refused ("not a release number") while `trtllm@9.9` was priced as 1.2 with a
+    notice: one rule now for every engine. A major past the newest read is read as its first minor, and priced, JSON
+    and notice alike, as a later minor typed in full is: as the newest release read."""
+    engine = major.split("@")[0]
+    args = ["plan", "llama-3.1-8b", "--target", "h100", "--closed-form", "--tp", "1", "--json"]
+    by_major = cli.runner.invoke(app, [*args, "--engine", major])
+    by_minor = cli.runner.invoke(app, [*args, "--engine", minor])
+    assert by_major.exit_code == by_minor.exit_code == 0, by_major.output
+    shown, twin = json.loads(by_major.stdout), json.loads(by_minor.stdout)
+    assert shown["priced_as_release"] == twin["priced_as_release"] == NEWEST_READ[engine].release  # type: ignore[index]
+    assert (shown["memory"], shown["itl_ms"]) == (twin["memory"], twin["itl_ms"])
+    said = [line for line in by_major.stderr.splitlines() if "is newer than the newest release read" in line]
+    assert len(said) == 1 and said[0].split(" is newer")[0].endswith(f" {major.split('@')[1]}.0")
+
+
+@pytest.mark.parametrize(
+    ("engine", "newest"), [("vllm@0", "0.34.0"), ("trtllm@1", "1.2"), ("trtllm@0", "1.2"), ("sglang@0", "0.5.23")]
+)
+def test_a_major_alone_within_the_releases_read_is_refused_in_one_line(cli, engine, newest):
+    """vLLM 0.x spans three generations, TensorRT-LLM 1.x releases priced apart: a major alone there names no one
+    release to price, so it is refused (exit 2), naming a release to give."""
+    assert NEWEST_READ[engine.split("@")[0]].release == newest  # type: ignore[index]
+    shown = cli.runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "h100", "--engine", engine])
+    assert shown.exit_code == 2 and shown.stdout == ""
+    assert shown.stderr.endswith(f"names a major alone, whose releases mha prices differently: write a minor or a"
+                                 f" release, as {engine.split('@')[0]}@{newest} (the newest read)\n")  # fmt: skip
+    assert len(shown.stderr.splitlines()) == 1

@@ -155,3 +155,24 @@ def test_kimi_k2_by_its_hugging_face_id_prices_as_its_published_config(cli):
 
     assert shape(by_id["model"]) == shape(by_file["model"])  # every figure, the RoPE's and the router's too
     assert by_id["weight_bytes"] == by_file["weight_bytes"] == 1_029_173_157_728
+
+
+@pytest.mark.parametrize("hf_id, fixture", [("MiniMax-M2", "minimax-m2"), ("MiniMax-M2.7", "minimax-m2.7")])
+def test_minimax_m2_by_its_hugging_face_id_prices_as_its_published_config(cli, hf_id, fixture):
+    """`mha kv MiniMaxAI/MiniMax-M2` pasted without a cached config: before, exit 2 (not in the cache, no preset).
+    The preset stands in, and prices as the published config.json does: 62 layers x 8 KV heads x 128 x 2 (K and V)
+    x 2 B = 253,952 B/token in bf16, 228,689,748,992 parameters stored in fp8 blocks. M2.7 differs only in its
+    window (204,800) and MTP fields that neither reads."""
+    by_id = cli.json("kv", f"MiniMaxAI/{hf_id}")
+    by_file = cli.json("kv", f"tests/fixtures/hf_configs/{fixture}.json")
+    assert by_id["bytes_per_token"] == by_file["bytes_per_token"] == 62 * 8 * 128 * 2 * 2 == 253_952
+    assert by_id["deployment"]["weight_dtype"] == by_file["deployment"]["weight_dtype"] == "fp8-block"
+    assert by_id["params"] == by_file["params"] and by_id["params"]["total"] == 228_689_748_992
+
+    def shape(model: dict) -> dict:
+        return {key: value for key, value in model.items() if key not in ("name", "source")}
+
+    assert shape(by_id["model"]) == shape(by_file["model"])  # partial RoPE, q/k norm span and router too
+    assert by_id["model"]["attention"]["rope"]["partial_rotary_factor"] == 0.5  # rotary_dim 64 of head_dim 128
+    assert by_id["weight_bytes"] == by_file["weight_bytes"] == 230_024_049_664
+    assert by_id["total_bytes"] == by_file["total_bytes"]

@@ -185,7 +185,9 @@ EngineOpt = Annotated[
     typer.Option(
         "--engine",
         help="Serving engine whose memory rules size the KV pool: vllm (default), sglang, trtllm; its latest"
-        " generation modelled, or the one a version picks (vllm@0.10, vllm==0.11.0, sglang@0.4.6, trtllm@0.8).",
+        " generation modelled, or the one a version picks (vllm@0.10, vllm==0.11.0, sglang@0.4.6, trtllm@0.8). A"
+        " release newer than the newest read, of any engine (vllm@0.99, trtllm@9.9, a major alone as vllm@1), is"
+        " priced as that newest release, with a notice.",
         show_default=False,
     ),
 ]
@@ -194,7 +196,9 @@ PricingEngineOpt = Annotated[
     typer.Option(
         "--engine",
         help="Serving engine whose memory rules size the KV pool and whose generation's step costs price the latency"
-        " (as in `mha plan`): vllm (default), sglang, trtllm; its latest generation modelled, or the one a version picks (vllm@0.10, vllm==0.11.0, sglang@0.4.6, trtllm@0.8).",
+        " (as in `mha plan`): vllm (default), sglang, trtllm; its latest generation modelled, or the one a version"
+        " picks (vllm@0.10, vllm==0.11.0, sglang@0.4.6, trtllm@0.8). A release newer than the newest read, of any"
+        " engine (vllm@0.99, trtllm@9.9, a major alone as vllm@1), is priced as that newest release, with a notice.",
         show_default=False,
     ),
 ]

@@ -8,6 +8,13 @@ size typed must be the known chip's (within ``MEMORY_TOLERANCE``). Where no know
 form-factor words (``sxm``, ``pcie``, ``server``, ``ws``, ...) may differ: ``rtx-pro-6000`` is offered both editions,
 ``h100 sxm5`` the H100s. A digit or a model letter that differs is another chip (``h1000``, ``mi300a``): nothing is
 offered for it.
+
+Two slips are read as that chip too, each only where it cannot be another chip's name: a letter typed twice
+(``l40ss``, ``hh100``, ``h100 sxxm``: digits are never merged, ``h1000`` stays another chip) and a plural ``s`` after
+the model number (``h100s``: the H100s) in a lettered family none of whose chips has an ``s`` for a model letter
+(``l4s`` is not read as ``l4``: the L-family has the L40S, as ``l40`` is not ``l40s``; ``rtx 4080s``, a number alone,
+is GeForce's "Super"). A digit dropped (``h10``, ``b20``, ``gb30``) or a model letter added (``h200x``) stays another
+chip.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ class Spelling:
             for word in glued.groups() if glued else (token,):
                 if word and word not in SET_ASIDE:
                     words.append(word)
+        self.words = tuple(words)
         self.exact = "".join(words)
         self.without_editions = "".join(w for w in words if w not in EDITIONS)
 
@@ -62,18 +70,50 @@ class Spelling:
         return abs(self.memory_gb - memory_gb) <= MEMORY_TOLERANCE * memory_gb
 
 
+_DOUBLED_LETTER = re.compile(r"([a-z])\1+")
+_PLURAL = re.compile(r"([a-z]*)(\d+)s")
+"""A model word with a plural ``s``: the family's letters, the model number (``h100s``: ``h``, ``100``)."""
+
+
+def _slip_readings(words: tuple[str, ...], known: list[Spelling]) -> list[tuple[str, ...]]:
+    """The words once read without a doubled letter, then without a plural ``s`` where the family has no ``s``
+    model letter; each reading that differs from the words typed, first the nearest."""
+    readings: list[tuple[str, ...]] = []
+    single = tuple(_DOUBLED_LETTER.sub(r"\1", word) for word in words)
+    if single != words:
+        readings.append(single)
+    model = next((i for i, word in enumerate(single) if re.search(r"\d", word)), None)
+    plural = _PLURAL.fullmatch(single[model]) if model is not None else None
+    if plural is not None and plural.group(1):  # a number alone (rtx 4080s) is GeForce's, whose s is "Super"
+        family_letter = re.compile(rf"{plural.group(1)}\d+s")
+        if not any(family_letter.fullmatch(word) for spelling in known for word in spelling.words):
+            readings.append((*single[:model], plural.group(1) + plural.group(2), *single[model + 1 :]))
+    return readings
+
+
+def _spelling_matches(words: tuple[str, ...], agreeing: Mapping[str, Spelling]) -> list[str]:
+    """The names in ``agreeing`` spelled as ``words`` exactly; only when there is none, the same without editions."""
+    exact = "".join(words)
+    without_editions = "".join(w for w in words if w not in EDITIONS)
+    return [name for name, s in agreeing.items() if s.exact == exact] or [
+        name for name, s in agreeing.items() if s.without_editions and s.without_editions == without_editions
+    ]
+
+
 def same_chip_names(word: str, known: Mapping[str, float | None], n: int = SUGGESTIONS) -> list[str]:
     """The names in ``known`` (each with its memory in GB, or None) that spell the chip ``word`` names, best first;
-    empty when none does. Exact spellings first; only when there is none, the same chip in another edition."""
+    empty when none does. Exact spellings first; only when there is none, the same chip in another edition; only when
+    neither, the same read past a slip (a doubled letter, a plural ``s``: ``_slip_readings``)."""
     typed = Spelling(str(word))
     if not typed.exact:
         return []
     spelled = {name: Spelling(name) for name in known}
     agreeing = {name: s for name, s in spelled.items() if typed.memory_agrees(s.memory_gb or known[name])}
-    exact = [name for name, s in agreeing.items() if s.exact == typed.exact]
-    matches = exact or [
-        name for name, s in agreeing.items() if s.without_editions and s.without_editions == typed.without_editions
-    ]
+    matches = _spelling_matches(typed.words, agreeing)
+    for reading in [] if matches else _slip_readings(typed.words, list(spelled.values())):
+        matches = _spelling_matches(reading, agreeing)
+        if matches:
+            break
 
     def likeness(name: str) -> float:
         return difflib.SequenceMatcher(None, typed.exact, spelled[name].exact).ratio()

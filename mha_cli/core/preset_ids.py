@@ -62,6 +62,8 @@ PRESET_IDS: dict[str, str] = {
     "moonshotai/Kimi-Linear-48B-A3B-Instruct": "kimi-linear-48b-a3b",
     "deepseek-ai/DeepSeek-V3.2-Exp": "deepseek-v3.2-exp",
     "moonshotai/Kimi-K2-Instruct": "kimi-k2",
+    "MiniMaxAI/MiniMax-M2": "minimax-m2",
+    "MiniMaxAI/MiniMax-M2.7": "minimax-m2.7",
     "google/gemma-3n-E4B-it": "gemma-3n-e4b",
     "CohereLabs/c4ai-command-r7b-12-2024": "command-r7b",
     "HuggingFaceTB/SmolLM3-3B": "smollm3-3b",

@@ -411,6 +411,51 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         ),
         embeddings=dict(vocab_size=163840),
     ),
+    # 228.7B total, 10.4B active. GQA 48 / 8, head_dim 128, RoPE on 64 of 128 values a head, q/k norms over the whole
+    # projection (family layout), 256 experts top-8 on every layer, routing fixed by the family: 62 * 8 * 128 * 2 * 2
+    # = 253,952 B/token in bf16.
+    "minimax-m2": dict(
+        family="minimax_m2",
+        source="MiniMaxAI/MiniMax-M2 config.json",
+        context_length=196608,
+        d_model=3072,
+        n_layers=62,
+        attention=dict(
+            n_heads=48, n_kv_heads=8, head_dim=128, rope=dict(theta=5000000.0, partial_rotary_factor=64 / 128)
+        ),
+        block=dict(
+            d_ff=1536,
+            moe=dict(
+                n_experts=256,
+                n_active_experts=8,
+                d_ff_expert=1536,
+                scoring_func="sigmoid",
+                topk_method="noaux_tc",
+            ),
+            norm_eps=1e-6,
+        ),
+        embeddings=dict(vocab_size=200064),
+    ),
+    # MiniMax-M2's geometry with a 204,800-token window; its MTP modules (use_mtp, num_mtp_modules) are not read, as
+    # MiniMaxM2Config builds the model without them: 253,952 B/token in bf16.
+    "minimax-m2.7": dict(
+        family="minimax_m2",
+        source="MiniMaxAI/MiniMax-M2.7 config.json",
+        context_length=204800,
+        d_model=3072,
+        n_layers=62,
+        attention=dict(
+            n_heads=48, n_kv_heads=8, head_dim=128, rope=dict(theta=5000000.0, partial_rotary_factor=64 / 128)
+        ),
+        block=dict(
+            d_ff=1536,
+            moe=dict(
+                n_experts=256, n_active_experts=8, d_ff_expert=1536, scoring_func="sigmoid", topk_method="noaux_tc"
+            ),
+            norm_eps=1e-6,
+        ),
+        embeddings=dict(vocab_size=200064),
+    ),
     # 2025-26 families (bf16 B/token; fixed state per sequence where the model has one) -----------------------
     # 34 layers, 5 local (1,024) : 1 global; heads and head_dim from Gemma3TextConfig's defaults: 139,264 B/token.
     "gemma-3-4b": dict(
@@ -622,6 +667,8 @@ CHECKPOINT_WEIGHTS: dict[str, str] = {
     "deepseek-v3": "fp8-block",  # config.json quantization_config: fp8, weight_block_size [128, 128]
     "deepseek-v3.2-exp": "fp8-block",  # the same as DeepSeek-V3's
     "kimi-k2": "fp8-block",  # config.json quantization_config: fp8, weight_block_size [128, 128]
+    "minimax-m2": "fp8-block",  # config.json quantization_config: fp8, weight_block_size [128, 128]
+    "minimax-m2.7": "fp8-block",  # the same as MiniMax-M2's
     "gpt-oss-20b": "mxfp4",  # config.json quantization_config: mxfp4 (experts), the rest bf16
 }
 """The weight format a preset's published checkpoint stores (its config.json's ``quantization_config``);

@@ -209,6 +209,7 @@ def generation_of(engine_text: str | None) -> Generation:
     engine = _engine(word, text)
     if not separator:
         return LATEST[engine]
+    version_text = major_alone_as_release(engine, version_text)
     version = parse_version(version_text)
     for generation in GENERATIONS:
         if generation.engine == engine and generation.covers(version):
@@ -223,16 +224,40 @@ def generation_of(engine_text: str | None) -> Generation:
 
 
 _RELEASE = re.compile(r"v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+|\.\d+|rc\d+)?)", re.IGNORECASE)
+_MAJOR_ALONE = re.compile(r"v?(\d+)", re.IGNORECASE)
+
+
+def major_alone_as_release(engine: EngineName, version_text: str) -> str:
+    """``version_text`` as a release: a major alone past the newest release read (``vllm@1``, ``trtllm@2``) is read
+    as that major's first minor (``1.0``), priced as the newest read as any later release is
+    (``core.engine.releases_read``); a major alone within the releases read (``vllm@0``, ``trtllm@1``) spans releases
+    priced differently and is refused (BadInputError, one line); anything else is returned as it is."""
+    match = _MAJOR_ALONE.fullmatch(version_text.strip())
+    if match is None:
+        return version_text
+    from mha_cli.core.engine.releases_read import ENGINE_NAMES, NEWEST_READ
+
+    major, newest = int(match.group(1)), NEWEST_READ[engine].release
+    if major > int(newest.split(".")[0]):
+        return f"{major}.0"
+    raise BadInputError(
+        f"{ENGINE_NAMES[engine]} {version_text.strip()} names a major alone, whose releases mha prices differently:"
+        f" write a minor or a release, as {engine}@{newest} (the newest read)"
+    )
 
 
 def typed_release(engine_text: str | None) -> str | None:
     """The release ``--engine`` names, as PyPI writes it (``vllm@v0.10.2`` -> ``0.10.2``, ``sglang==0.4.6.post1``;
-    ``vllm@0.10.x`` -> ``0.10``, the release line); None for an engine alone or a generation id."""
+    ``vllm@0.10.x`` -> ``0.10``, the release line; ``vllm@1``, a major past the newest read, -> ``1.0``); None for an
+    engine alone or a generation id."""
     if engine_text is None:
         return None
     text = str(engine_text).strip()
-    _, separator, version_text = text.partition("@") if "@" in text else text.partition("==")
+    word, separator, version_text = text.partition("@") if "@" in text else text.partition("==")
     version_text = re.sub(r"\.x$", "", version_text.strip(), flags=re.IGNORECASE)  # 0.10.x: the 0.10 line
+    engine = ENGINE_ALIASES.get(word.strip().lower())
+    if separator and engine is not None:
+        version_text = major_alone_as_release(engine, version_text)  # vllm@1: 1.0
     match = _RELEASE.fullmatch(version_text) if separator else None
     return None if match is None else match.group(1).lower()
 
