@@ -1,6 +1,6 @@
-"""A measured host launch time per eager prompt-step operator (``core.engine.eager_launch``): shipped empty, so every
-profile keeps its fitted time; where a generation carries one for a vendor, that vendor's profiles price with it, the
-other vendor's keep theirs, and the fit holds it instead of fitting it on TTFT."""
+"""A measured host launch time per eager prompt-step operator (``core.engine.eager_launch``): where a generation
+carries one for a vendor (sglang-0.5 on NVIDIA, as shipped), that vendor's profiles price with it, the other vendor's
+keep their fitted time, and the fit holds it instead of fitting it on TTFT."""
 
 from __future__ import annotations
 
@@ -33,12 +33,20 @@ def test_the_measurement_is_the_eager_step_over_its_hand_counted_operators():
     assert "https://github.com/sgl-project/sglang/pull/12160" in SGLANG_EXTEND_DEEPSEEK.source
 
 
-def test_shipped_empty_every_profile_keeps_its_fitted_launch_time():
-    assert eager_launch.MEASURED_LAUNCHES == {}
-    assert measured_launch("sglang-0.5", "NVIDIA") is None
+def test_shipped_sglang_05_prices_nvidia_with_the_measurement_and_amd_with_its_fit():
+    assert eager_launch.MEASURED_LAUNCHES == {("sglang-0.5", "nvidia"): SGLANG_EXTEND_DEEPSEEK}
+    assert measured_launch("sglang-0.5", "NVIDIA") == SGLANG_EXTEND_DEEPSEEK
+    assert measured_launch("sglang-0.5", "AMD") is None
+    assert measured_launch("vllm-v1", "NVIDIA") is None
+    fits = generation_fits()["sglang-0.5"]["vendors"]
+    # the stored NVIDIA set was refitted with the measurement held (80 us an operator before, fitted on TTFT)
+    assert fits["nvidia"]["constants"]["prefill_dispatch_overhead_s"] == SGLANG_EXTEND_DEEPSEEK.seconds
     h100 = load_targets()["h100-sxm"]
-    stored = generation_fits()["sglang-0.5"]["vendors"]["nvidia"]["constants"]["prefill_dispatch_overhead_s"]
-    assert prior_profile(h100, "bf16", generation="sglang-0.5", release="0.5.9").prefill_dispatch_overhead_s == stored
+    profile = prior_profile(h100, "bf16", generation="sglang-0.5", release="0.5.9")
+    assert profile.prefill_dispatch_overhead_s == SGLANG_EXTEND_DEEPSEEK.seconds
+    amd = fits["amd"]["constants"]["prefill_dispatch_overhead_s"]
+    mi300x = prior_profile(load_targets()["mi300x"], "bf16", generation="sglang-0.5", release="0.5.9")
+    assert mi300x.prefill_dispatch_overhead_s == amd == pytest.approx(193.2e-6)
 
 
 def test_a_measured_value_prices_its_vendor_only(measured_on_nvidia):

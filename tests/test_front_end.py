@@ -19,9 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_S = {"vllm-v1": 0.045, "sglang-0.5": (9.54 - 2.632) * 1e-3}
 """vllm-v1: aiconfigurator#1166's +45 ms (Qwen3-8B, vLLM 0.18, H200); sglang-0.5: tt-inference-server#3560's mock
 device, a lone request's median TTFT 9.54 ms less its 2.632 ms forward (1000 / TSU 380), to 2 significant figures."""
-DIAGNOSTIC_FIT_S = (
-    0.0277  # 0.028 before the fbd68a5 refit; 0.0306 before the gemmramp refit c9a7fdd (0.0294 before that)
-)
+DIAGNOSTIC_FIT_S = 0.0613  # 0.0277 before the 2026-12-04 refit held NVIDIA's prefill launch at its measured 42.7 us (sglfloor); 0.028 before the fbd68a5 refit; 0.0306 before the gemmramp refit c9a7fdd (0.0294 before that)
 """What a front end fitted on sglang-0.5's 12 one-user fit rows gives (``fit_priors.py --set 2025 --front-end``):
 not shipped, since it takes in the steps' mispricing of those rows' prefill (outputs/serving/priors_2025.md). 38.3 ms
 before sglang-0.5 was refitted on its client rows' simulated ITL and tokens/s (simitl); 38.6 ms

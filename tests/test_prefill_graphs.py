@@ -65,7 +65,7 @@ def test_sglang_0_5_10_graphs_its_prefill_on_nvidia_only():
     assert graphed.prefill_dispatch_overhead_s == eager.prefill_dispatch_overhead_s > 0
 
 
-def test_sglang_05_uses_its_fitted_launch_time_and_other_profiles_none(profiles):
+def test_sglang_05_uses_its_stored_launch_time_and_other_profiles_none(profiles):
     graphless, _ = profiles
     stored = generation_fits()["sglang-0.5"]["vendors"]["nvidia"]["constants"]["prefill_dispatch_overhead_s"]
     assert graphless.prefill_dispatch_overhead_s == stored > 0
@@ -83,8 +83,9 @@ def test_a_prompt_step_waits_for_its_launches_and_a_decode_step_does_not(profile
     shape = prefill_shape(100)
     under_graphs, launched = Stepper(case, graphed).step(shape), Stepper(case, graphless).step(shape)
     assert launched.seconds == pytest.approx(by_hand(under_graphs, graphless))
-    # 100 tokens of a 7B model: about a millisecond of device work, 327 operators at ~0.1 ms each
-    assert launched.seconds > 2 * under_graphs.seconds
+    # 100 tokens of a 7B model: about a millisecond of device work, 327 operators at sglang#12160's measured 42.7 us
+    # each (14.0 ms; more than 2x the graphed step at the 80 us fitted on TTFT before the 2026-12-04 refit)
+    assert launched.seconds > 1.5 * under_graphs.seconds
     decode = decode_shape(4, 100)
     assert Stepper(case, graphless).step(decode).seconds == Stepper(case, graphed).step(decode).seconds
 

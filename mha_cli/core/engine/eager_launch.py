@@ -9,9 +9,9 @@ vendor in ``MEASURED_LAUNCHES``: then every profile of that vendor prices with i
 
 A value is a public measurement of one SGLang forward run eagerly, divided by the operators
 ``core.engine.sglang_eager_ops`` counts for it: the step's own time where the host bounds it (the eager time is
-well above the same forward in a CUDA graph), which is what the max() above inverts. ``MEASURED_LAUNCHES`` ships
-empty: a measured value changes what the shipped constants were fitted with, so it enters with a refit (the lead's
-call; ``outputs/serving/priors_2025.md``, sglfloor). ``SGLANG_EXTEND_DEEPSEEK`` is the measurement read for it.
+well above the same forward in a CUDA graph), which is what the max() above inverts. sglang-0.5 on NVIDIA carries
+``SGLANG_EXTEND_DEEPSEEK`` since the lead's refit of 2026-12-04 (its constants refitted with it held,
+``outputs/serving/priors_2025.md``, sglfloor and the refit after it); AMD has no measurement and fits its own.
 Pure Python.
 """
 
@@ -44,9 +44,9 @@ SGLANG_EXTEND_DEEPSEEK = EagerLaunch(
 eager against 7.35 ms graphed (flashinfer; 9.28 against 7.06 ms triton), 327 operators: 25.2 (28.4) us an operator
 (https://github.com/sgl-project/sglang/pull/1401, SGLang 0.3.1). No AMD measurement was found."""
 
-MEASURED_LAUNCHES: dict[tuple[GenerationId, str], EagerLaunch] = {}
+MEASURED_LAUNCHES: dict[tuple[GenerationId, str], EagerLaunch] = {("sglang-0.5", "nvidia"): SGLANG_EXTEND_DEEPSEEK}
 """(generation, vendor as ``Target.vendor`` lower-cased) -> its measured launch time; a pair absent here fits its own
-on TTFT. Empty as shipped (see the module docstring)."""
+on TTFT."""
 
 
 def measured_launch(generation: str | None, vendor: str | None) -> EagerLaunch | None:
