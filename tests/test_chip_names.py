@@ -100,6 +100,7 @@ def test_a_slip_that_can_only_mean_one_chip_offers_that_chip(typed, offered):
         "l4s", "l4ss",  # the L-family has an s model letter (L40S): l4s is not read as l4
         "h1000s", "l440s",  # a digit added, plural or not
         "h100s 40gb",  # no H100 has 40 GB
+        "v100s", "v100s 32gb",  # the Tesla V100S (1,134 GB/s), no target: was offered v100-16gb, v100-32gb (900 GB/s)
     ],
 )  # fmt: skip
 def test_a_slip_that_could_be_another_chip_still_offers_nothing(typed):

@@ -105,3 +105,15 @@ def test_a_major_alone_within_the_releases_read_is_refused_in_one_line(cli, engi
     assert shown.stderr.endswith(f"names a major alone, whose releases mha prices differently: write a minor or a"
                                  f" release, as {engine.split('@')[0]}@{newest} (the newest read)\n")  # fmt: skip
     assert len(shown.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("typed", "generation"), [("vllm@v1", "vllm-v1"), ("vllm@V1", "vllm-v1"), ("vllm@v0", "vllm-v0")]
+)
+def test_vllm_v1_names_the_engine_generation_and_is_refused_not_read_as_release_1(cli, typed, generation):
+    """`vllm@v1` was read as release 1.0 and priced as the newest release read (0.21 and later rules), while vLLM's
+    V1 engine (0.8-0.20, the generation vllm-v1) is what "vLLM V1" names: refused in one line naming both."""
+    shown = cli.runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "h100", "--engine", typed])
+    assert shown.exit_code == 2 and shown.stdout == ""
+    assert f"(--engine {generation})" in shown.stderr and len(shown.stderr.splitlines()) == 1
+    assert cli.runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "h100", "--engine", generation]).exit_code == 0

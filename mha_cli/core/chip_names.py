@@ -12,9 +12,9 @@ offered for it.
 Two slips are read as that chip too, each only where it cannot be another chip's name: a letter typed twice
 (``l40ss``, ``hh100``, ``h100 sxxm``: digits are never merged, ``h1000`` stays another chip) and a plural ``s`` after
 the model number (``h100s``: the H100s) in a lettered family none of whose chips has an ``s`` for a model letter
-(``l4s`` is not read as ``l4``: the L-family has the L40S, as ``l40`` is not ``l40s``; ``rtx 4080s``, a number alone,
-is GeForce's "Super"). A digit dropped (``h10``, ``b20``, ``gb30``) or a model letter added (``h200x``) stays another
-chip.
+(``l4s`` is not read as ``l4``: the L-family has the L40S, as ``l40`` is not ``l40s``; ``v100s`` is the Tesla V100S,
+which no target names: ``S_CHIPS_NOT_LISTED``; ``rtx 4080s``, a number alone, is GeForce's "Super"). A digit dropped
+(``h10``, ``b20``, ``gb30``) or a model letter added (``h200x``) stays another chip.
 """
 
 from __future__ import annotations
@@ -70,6 +70,11 @@ class Spelling:
         return abs(self.memory_gb - memory_gb) <= MEMORY_TOLERANCE * memory_gb
 
 
+S_CHIPS_NOT_LISTED = ("v100s",)
+"""Chips whose ``s`` is a model letter though no target names them, so their family reads no plural ``s``: NVIDIA's
+Tesla V100S (PCIe, 32 GB of HBM2 at 1,134 GB/s against the V100's 900 GB/s: NVIDIA's V100S datasheet), which
+``v100s`` names, not the V100s."""
+
 _DOUBLED_LETTER = re.compile(r"([a-z])\1+")
 _PLURAL = re.compile(r"([a-z]*)(\d+)s")
 """A model word with a plural ``s``: the family's letters, the model number (``h100s``: ``h``, ``100``)."""
@@ -86,7 +91,8 @@ def _slip_readings(words: tuple[str, ...], known: list[Spelling]) -> list[tuple[
     plural = _PLURAL.fullmatch(single[model]) if model is not None else None
     if plural is not None and plural.group(1):  # a number alone (rtx 4080s) is GeForce's, whose s is "Super"
         family_letter = re.compile(rf"{plural.group(1)}\d+s")
-        if not any(family_letter.fullmatch(word) for spelling in known for word in spelling.words):
+        words_known = [word for spelling in known for word in spelling.words]
+        if not any(family_letter.fullmatch(word) for word in (*words_known, *S_CHIPS_NOT_LISTED)):
             readings.append((*single[:model], plural.group(1) + plural.group(2), *single[model + 1 :]))
     return readings
 

@@ -231,13 +231,21 @@ def major_alone_as_release(engine: EngineName, version_text: str) -> str:
     """``version_text`` as a release: a major alone past the newest release read (``vllm@1``, ``trtllm@2``) is read
     as that major's first minor (``1.0``), priced as the newest read as any later release is
     (``core.engine.releases_read``); a major alone within the releases read (``vllm@0``, ``trtllm@1``) spans releases
-    priced differently and is refused (BadInputError, one line); anything else is returned as it is."""
+    priced differently and is refused (BadInputError, one line), as is vLLM's ``v1`` or ``v0`` (its engines' names, not
+    releases: ``vllm@v1`` read as 1.0 priced the V1 engine, 0.8-0.20, as the newest release); anything else is returned
+    as it is."""
     match = _MAJOR_ALONE.fullmatch(version_text.strip())
     if match is None:
         return version_text
     from mha_cli.core.engine.releases_read import ENGINE_NAMES, NEWEST_READ
 
     major, newest = int(match.group(1)), NEWEST_READ[engine].release
+    engine_named = f"{engine}-{version_text.strip().lower()}"
+    if engine_named in BY_ID:  # vllm@v1: the V1 engine's generation (vllm-v1) as much as a release 1
+        raise BadInputError(
+            f"{engine}@{version_text.strip()} names {BY_ID[engine_named].label} as well as a release: write the"
+            f" generation (--engine {engine_named}) or a release, as {engine}@{newest}"
+        )
     if major > int(newest.split(".")[0]):
         return f"{major}.0"
     raise BadInputError(
