@@ -234,4 +234,6 @@ def test_a_lone_sglang_users_ttft_is_each_drawn_prompts_own_step(rows):
     # 16-row GEMM tiles, 2026-12-03; 1e-6 before)
     assert row.predict(None)["ttft_ms"] == pytest.approx(by_hand * 1e3, rel=2e-3)
     one_mean_prompt = profile.request_overhead_s + stepper.step(prefill_shape(4194)).seconds
-    assert by_hand != pytest.approx(one_mean_prompt, rel=0.01)  # the drawn lengths, not their mean, are priced
+    # the drawn lengths, not their mean, are priced: 0.95% apart since the 2026-12-04 refit (over 1% before, when SGLang's
+    # NVIDIA prompt steps paid the 80 us launch floor fitted on TTFT), against the 0.2% the simulated run is held to
+    assert by_hand != pytest.approx(one_mean_prompt, rel=0.005)
