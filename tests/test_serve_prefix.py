@@ -7,7 +7,9 @@ import pytest
 
 from mha_cli.core.cost.priors import prior_profile
 from mha_cli.core.cost.stepper import ServingCase, Stepper
+from mha_cli.core.engine.vllm_rule_releases import counts_preempted_lookups
 from mha_cli.core.presets import get_preset
+from mha_cli.core.serve.schedulers import EngineState, schedule, vllm_admit
 from mha_cli.core.serve.simulate import EngineLimits, simulate
 from mha_cli.core.serve.step_cost import StepCost
 from mha_cli.core.serve.workload import Workload
@@ -83,17 +85,72 @@ def test_without_prefix_caching_or_shared_prefix_nothing_hits():
         assert prefills(cost) == [(1000, 0)] * 3 and run.prefix_cache_hit_rate == 0
 
 
-def test_a_preempted_request_hits_again_when_it_comes_back():
+@pytest.mark.parametrize("counts_preempted", [True, False])
+def test_a_preempted_request_hits_again_when_it_comes_back(monkeypatch, counts_preempted):
     """A pool too small for every user: preempted requests are recomputed from their hit, not from scratch."""
+    tries: list[bool] = []  # each try of a waiting request: whether it had been preempted
+    try_waiting = EngineState.try_waiting
+
+    def spy(state: EngineState, request: int) -> None:
+        tries.append(state.was_preempted[request])
+        try_waiting(state, request)
+
+    monkeypatch.setattr(EngineState, "try_waiting", spy)
     cost = Recording()
-    tight = EngineLimits(engine="vllm", kv_blocks=200, block_size=16, max_num_batched_tokens=8192, max_num_seqs=64)
+    tight = EngineLimits(engine="vllm", kv_blocks=200, block_size=16, max_num_batched_tokens=8192, max_num_seqs=64,
+                         counts_preempted_lookups=counts_preempted)  # fmt: skip
     run, _ = simulate(Workload([(1000, 600)] * 6, max_concurrency=3, prefix_len=512), tight, cost)
-    assert run.preemptions > 0
+    assert run.preemptions > 0 and any(tries)
     assert all(context in (0, 512) or tokens == 1 for tokens, context in prefills(cost) if context < 1000)
-    # the hit rate counts each lookup, a preempted request's again on its return, as vLLM counts its queries: of the
-    # 6 + preemptions lookups of 1,000 tokens only the first (cold) misses the 512, so it stays under 100%
-    lookups = 6 + run.preemptions
+    # the hit rate counts each try of a waiting request, as vLLM counts its queries (a preempted one's only before
+    # 0.12): of those lookups of 1,000 tokens only the first (cold) misses the 512, so it stays under 100%. Counted
+    # once per request, plus once per preemption, it was 0.448 (8 lookups) before try_waiting: a request sent back to
+    # wait with a hit was not counted again, one without a hit was.
+    lookups = len(tries) if counts_preempted else tries.count(False)
+    assert lookups > 6 + run.preemptions
     assert run.prefix_cache_hit_rate == pytest.approx((lookups - 1) * 512 / (lookups * 1000))
+
+
+def _waiting(prefix_len: int) -> EngineState:
+    """vLLM, blocks of 16, a pool of 100: request 0 (1,000 tokens, 63 blocks) admitted, request 1 (the same) tried
+    and sent back (63 blocks > the 37 left: ``holds_whole``), its hit cached at allocation by request 0."""
+    state = EngineState([1000, 1000], [4, 4], blocks=100, block_size=16, budget=8192, max_seqs=64)
+    state.prefix_len, state.cache_at_allocation, state.whole_prompt_admission = prefix_len, True, True
+    state.waiting.extend([0, 1])
+    assert schedule("vllm", state) == ([], [(0, 1000)]) and list(state.waiting) == [1]
+    return state
+
+
+@pytest.mark.parametrize(("prefix_len", "hit"), [(512, 512), (8, 0)])
+def test_vllm_counts_a_waiting_request_at_every_try_hit_or_not(prefix_len, hit):
+    """vLLM looks a waiting request up, and counts the lookup, each time it tries it (0.21.0
+    ``get_computed_blocks`` -> ``PrefixCacheStats.record``, before ``allocate_slots`` sends it back): two more tries
+    of request 1 count 2 x 1,000 more tokens queried, with its hit each time (512: 32 whole blocks; a prefix of 8
+    tokens is no whole block: 0): request 0 once (cold), request 1 three times. Before, request 1 with a hit was
+    counted once (2,000 queried, 512 hit) and without one three times (4,000 queried)."""
+    state = _waiting(prefix_len)
+    assert state.queried_tokens == 2000 and state.hit_tokens == hit
+    for _ in range(2):
+        assert vllm_admit(state, 8192) == [] and state.computed[1] == hit
+    assert state.queried_tokens == 4 * 1000 and state.hit_tokens == 3 * hit
+
+
+def test_vllm_0_12_leaves_a_preempted_requests_lookups_out():
+    """Request 0 preempted (back to the queue's front): its next try is looked up (it starts at the 512 hit) but
+    counted only where the release counts preempted lookups (0.8-0.11); request 1, tried after it and sent back, is
+    counted either way: 2,000 + 1,000 queried (512 + 512 hit), + 1,000 (+ 512) for request 0's try before 0.12."""
+    for counts in (True, False):
+        state = _waiting(512)
+        state.counts_preempted_lookups = counts
+        assert state.preempt_last() == 0 and list(state.waiting) == [0, 1]
+        assert vllm_admit(state, 8192) == [(0, 488)] and state.computed[0] == 512 and list(state.waiting) == [1]
+        assert state.queried_tokens == (4000 if counts else 3000)
+        assert state.hit_tokens == (3 if counts else 2) * 512
+
+
+@pytest.mark.parametrize(("release", "counts"), [(None, False), ((0, 21), False), ((0, 12), False), ((0, 11), True)])
+def test_the_release_that_leaves_preempted_lookups_out(release, counts):
+    assert counts_preempted_lookups(release) is counts
 
 
 def test_a_shared_system_prompt_cuts_ttft_on_the_cost_model():

@@ -12,7 +12,7 @@ import pytest
 from mha_cli.core.cost.priors import prior_profile
 from mha_cli.core.cost.stepper import ServingCase, Stepper
 from mha_cli.core.cost.work import decode_shape, prefill_shape
-from mha_cli.core.engine.vllm_rule_releases import admits_whole_prompt
+from mha_cli.core.engine.vllm_rule_releases import admission_watermark, admits_whole_prompt
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.presets import get_preset
 from mha_cli.core.serve.schedulers import EngineState, schedule
@@ -181,6 +181,25 @@ def test_vllm_long_prompts_beyond_the_pool_wait_instead_of_thrashing():
     assert chunk_admitted.preemptions > 10 and chunk_admitted.max_running == 4  # 32 on this host
     # the recomputed chunks ride in the running requests' decode steps: each of them ends later
     assert all(late > on_time for late, on_time in zip(chunk_times.e2e, times.e2e, strict=True))
+
+
+def test_vllm_v0_leaves_its_watermark_free_when_it_admits():
+    """V0 (``BlockSpaceManager.can_allocate``, 0.7.3): a pool of 100 blocks of 16 keeps int(0.01 x 100) = 1 free.
+    Request 0's 1,000 tokens take 63 blocks; request 1's 592 tokens need the 37 left: admitted without the
+    watermark, it waits with it (37 + 1 > 37)."""
+    for keep, admitted in ((0, [(0, 1000), (1, 592)]), (1, [(0, 1000)])):
+        state = _state([1000, 592], [2, 2], blocks=100, block_size=16, budget=4096)
+        state.watermark_blocks = keep
+        assert schedule("vllm", state) == ([], admitted)
+        assert state.free_blocks == (0 if keep == 0 else 37)
+    assert int(admission_watermark((0, 7)) * 100) == 1
+
+
+@pytest.mark.parametrize(("release", "share"), [(None, 0.0), ((0, 34), 0.0), ((0, 8), 0.0), ((0, 7), 0.01),
+                                                ((0, 2), 0.01)])  # fmt: skip
+def test_the_release_that_keeps_a_watermark(release, share):
+    """V0's 0.01 before 0.8; V1's ``SchedulerConfig.watermark`` defaults to 0.0 (0.24.0-0.34.0)."""
+    assert admission_watermark(release) == share
 
 
 @pytest.mark.parametrize(("release", "admits"), [(None, True), ((0, 21), True), ((0, 19), True), ((0, 18), False)])

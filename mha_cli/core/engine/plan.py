@@ -82,7 +82,9 @@ from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.uma_token_tables import uma_token_table_bytes, uma_token_table_how
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
 from mha_cli.core.engine.vllm_rule_releases import (
+    admission_watermark,
     admits_whole_prompt,
+    counts_preempted_lookups,
     max_concurrent_batches,
     paging_rules,
     profiles_cuda_graphs,
@@ -175,6 +177,13 @@ class EnginePlan(Record):
     """vLLM 0.19+: its scheduler admits a waiting request only when the pool holds its whole prompt
     (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: on its first chunk, or another engine. Not part of
     the JSON output."""
+    admission_watermark: float = Field(default=0.0, exclude=True)
+    """vLLM V0 (before 0.8): the share of the pool's blocks a waiting request must leave free to be admitted (0.01;
+    ``core.engine.vllm_rule_releases.admission_watermark``); 0: V1 by default, or another engine. Not part of the
+    JSON output."""
+    counts_preempted_lookups: bool = Field(default=False, exclude=True)
+    """vLLM before 0.12: its logged prefix-cache hit rate counts a preempted request's lookups again
+    (``core.engine.vllm_rule_releases.counts_preempted_lookups``). Not part of the JSON output."""
     admitted_per_replica: int
     """Requests of max_model_len one replica runs at once: whole requests the pool holds, at most max_num_seqs."""
     fits: bool
@@ -1080,6 +1089,8 @@ def plan_engine(
         sequences_per_replica=sequences_per_replica, starts=pool.starts, refusal=pool.refusal,
         refusal_reason=None if load_failure is None else load_failure.reason,
         admits_whole_prompt=settings.engine == "vllm" and admits_whole_prompt(settings.release),
+        counts_preempted_lookups=settings.engine == "vllm" and counts_preempted_lookups(settings.release),
+        admission_watermark=admission_watermark(settings.release) if settings.engine == "vllm" else 0.0,
         admitted_per_replica=admitted, fits=_fits(pool.starts, admitted, sequences_per_replica), budget=pool.budget,
         log_lines=pool.log_lines, notes=notes,
     )  # fmt: skip

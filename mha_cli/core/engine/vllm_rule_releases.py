@@ -49,6 +49,25 @@ One scheduler rule is dated the same way, for the simulated serving loop (``core
   0.19.0, 0.20.0 and 0.21.0 wheels; absent from 0.18.0's and 0.17.0's), passed by ``v1/core/sched/scheduler.py``
   ``Scheduler.schedule`` on the waiting path (0.19.0 ``KVCacheManager.can_fit_full_sequence``; 0.21.0
   ``allocate_slots(full_sequence_must_fit=True)``), vllm-project/vllm#37307.
+
+And one rule of its logged "Prefix cache hit rate" (``core.serve.simulate.Simulation.prefix_cache_hit_rate``):
+
+- A preempted request's lookups kept apart, out of the rate: ``v1/core/kv_cache_manager.py``
+  ``KVCacheManager.get_computed_blocks`` calls ``PrefixCacheStats.record(..., preempted=request.num_preemptions >
+  0)``, which counts them as ``preempted_queries``/``preempted_hits``, while ``CachingMetrics.observe``
+  (``v1/metrics/stats.py``) takes ``queries`` and ``hits`` alone, from 0.12.0 (read in the 0.12.0, 0.13.0, 0.14.0,
+  0.19.0 and 0.21.0 wheels); 0.11.0 and 0.8.5 add every lookup to ``queries``, a restarted request's too.
+
+The admission watermark, blocks kept free when a waiting request is admitted:
+
+- V0 (0.2-0.7): ``core/block_manager.py`` ``BlockSpaceManager.can_allocate`` (``block_manager_v1.py`` and
+  ``_v2.py`` in 0.5.0) admits a waiting request when free blocks - its whole prompt's blocks >= int(watermark x
+  num_gpu_blocks), ``watermark=0.01`` by default, whatever runs (``AllocStatus.LATER``: it waits, the waiting loop
+  of ``core/scheduler.py`` stops); read in the 0.2.0, 0.5.0 and 0.7.3 wheels (0.1.x not read: no wheel).
+- V1: ``SchedulerConfig.watermark`` (``KVCacheManager.allocate_slots`` keeps int(watermark x num_blocks) blocks free
+  when a waiting or preempted request is admitted while others run; 0.24.0 on, vllm-project/vllm#44594) defaults to
+  0.0, off, in every release read (0.24.0, 0.25.0, 0.29.0, 0.33.0, 0.34.0; absent from 0.21.0-0.23.0): no default
+  V1 deployment keeps one.
 """
 
 from typing import Literal
@@ -78,6 +97,14 @@ smallest."""
 WHOLE_PROMPT_ADMISSION_FROM = (0, 19)
 """The first vLLM (major, minor) whose scheduler admits a waiting request only when the pool holds its whole
 prompt."""
+
+V1_FROM = (0, 8)
+"""The first vLLM (major, minor) whose engine is V1 by default."""
+V0_WATERMARK = 0.01
+"""V0's ``BlockSpaceManager`` ``watermark``: the share of the pool's blocks a waiting request leaves free."""
+
+PREEMPTED_LOOKUPS_APART_FROM = (0, 12)
+"""The first vLLM (major, minor) whose logged prefix-cache hit rate leaves out a preempted request's lookups."""
 
 SlidingBlockRule = Literal["asked", "smallest", "fitting"]
 """How a sliding-window layer picks its block: ``--block-size`` (before 0.25.0), the backend's smallest kernel block
@@ -145,3 +172,15 @@ def admits_whole_prompt(release: tuple[int, int] | None) -> bool:
     """Whether vLLM ``release`` (major, minor; None: the latest) admits a waiting request only when the pool holds all
     its known tokens, not on its first chunk (``scheduler_reserve_full_isl``)."""
     return release is None or release >= WHOLE_PROMPT_ADMISSION_FROM
+
+
+def counts_preempted_lookups(release: tuple[int, int] | None) -> bool:
+    """Whether vLLM ``release`` (major, minor; None: the latest) counts a preempted request's prefix-cache lookups
+    in its logged hit rate (before 0.12: every lookup; from 0.12 they are kept apart)."""
+    return release is not None and release < PREEMPTED_LOOKUPS_APART_FROM
+
+
+def admission_watermark(release: tuple[int, int] | None) -> float:
+    """The share of vLLM ``release``'s pool (major, minor; None: the latest) a waiting request must leave free to be
+    admitted: V0's 0.01 before 0.8, V1's default 0.0 after."""
+    return V0_WATERMARK if release is not None and release < V1_FROM else 0.0

@@ -16,6 +16,9 @@ token a decode adds) and samples the next token when it reaches the last.
   default: ``allocate_slots(full_sequence_must_fit=True)`` on the waiting path, ``KVCacheManager.allocate_slots``
   in 0.21.0, ``can_fit_full_sequence`` in 0.19.0; absent from 0.18.0, vllm-project/vllm#37307). Before it a long
   prompt was admitted on its first chunk, ran out of blocks part-way and was preempted, again and again.
+  vLLM V0 (before 0.8) runs this loop too, with one rule of its own: a waiting request is admitted only when its
+  whole prompt fits and leaves 1% of the pool free (``core/block_manager.py`` ``BlockSpaceManager.can_allocate``,
+  ``watermark=0.01``; V1's ``SchedulerConfig.watermark``, from 0.24.0, is off by default).
 - **SGLang** (``python/sglang/srt/managers/scheduler.py``, ``get_next_batch_to_run``; ``schedule_policy.py``,
   ``PrefillAdder``): a step is a prefill batch or a decode batch, never both (without ``--enable-mixed-chunk``);
   a prefill batch is formed whenever a waiting request can be admitted, and runs the unfinished chunked request
@@ -85,6 +88,9 @@ class EngineState:
         self.whole_prompt_admission = False
         """vLLM 0.19+: a waiting request is admitted only when the pool holds all its known tokens
         (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: when it holds the step's chunk."""
+        self.watermark_blocks = 0
+        """vLLM V0: blocks a waiting request must leave free, its whole prompt held, to be admitted
+        (``BlockSpaceManager.can_allocate``, ``core.engine.vllm_rule_releases.admission_watermark``); 0: none."""
         self.new_token_ratio = SGLANG_INIT_NEW_TOKEN_RATIO
         self.prefix_len = 0
         """Prompt tokens every request shares, when the engine caches prefixes (0: nothing to hit)."""
@@ -95,8 +101,14 @@ class EngineState:
         self.hit_tokens = 0
         """Prompt tokens served from the prefix cache over the run (vLLM's "Prefix cache hit rate" numerator)."""
         self.queried_tokens = 0
-        """Prompt tokens looked up in the cache over the run, a preempted request's again when it restarts (the
-        rate's denominator, as vLLM counts its queries)."""
+        """Prompt tokens looked up in the cache over the run (the rate's denominator): vLLM's at every try of a
+        waiting request (``try_waiting``), the others' once each time a request enters the queue (``start``)."""
+        self.counts_preempted_lookups = True
+        """Whether a preempted request's lookups count in the rate when it restarts (vLLM before 0.12, the other
+        engines); False: vLLM 0.12+, which keeps them apart (``vllm_rule_releases.counts_preempted_lookups``)."""
+        self.was_preempted = [False] * count
+        self.counted = [False] * count
+        """SGLang, TensorRT-LLM: whether the request's lookup since it last entered the queue is counted."""
         self.tiers: PrefixTiers | None = None
         """Several prefixes, or a host tier (``core.serve.offload``): they decide the hits instead of the one shared
         prefix above."""
@@ -112,18 +124,47 @@ class EngineState:
         """Blocks the shared prefixes hold in the pool: for each, the most any running request links."""
 
     def start(self, request: int) -> None:
-        """``request`` is admitted: with nothing computed yet, it starts at its prefix-cache hit."""
+        """SGLang, TensorRT-LLM: ``request`` is tried: with nothing computed yet, it starts at its prefix-cache hit;
+        the lookup is counted in the hit rate once each time the request enters the queue (a request sent back to
+        wait keeps its hit, or its miss, uncounted; a preempted one is counted again when it restarts)."""
         if self.prefix_len and not self.computed[request]:
-            limit = (self.prompts[request] - 1) // self.block_size * self.block_size
-            if self.tiers is not None:
-                in_use = frozenset(prefix for prefix, counts in self.holders.items() if counts)
-                hit = self.tiers.lookup(request, limit, self.free_blocks + self.shared_held, in_use)
-            else:
-                hit = min(self.prefix_cached, limit)
-            self.computed[request] = hit
-            self.linked[request] = hit // self.block_size if self.share_blocks else 0
-            self.hit_tokens += hit
-            self.queried_tokens += self.prompts[request]
+            self._look_up(request)
+        if self.prefix_len and not self.counted[request]:
+            self.count_lookup(request)
+
+    def try_waiting(self, request: int) -> None:
+        """vLLM tries waiting ``request`` this step: it starts at its prefix-cache hit, looked up and counted in the
+        hit rate at every try, a request sent back to wait counted again at its next (v1 ``Scheduler.schedule`` calls
+        ``KVCacheManager.get_computed_blocks`` for a waiting request with ``num_computed_tokens == 0``, which records
+        ``num_tokens`` and the hit in ``PrefixCacheStats`` before ``allocate_slots`` may refuse it: 0.8.5, 0.11.0,
+        0.21.0); a preempted request's tries only where ``counts_preempted_lookups``. Without a host tier the lookup is redone (the hit may have grown or been evicted since); with one
+        the hit found first is kept (a lookup there loads it back, ``core.serve.offload``)."""
+        if not self.prefix_len:
+            return
+        if self.tiers is None and not self.held[request]:
+            self.computed[request] = self.linked[request] = 0  # a waiting request holds nothing but its hit
+        if not self.computed[request]:
+            self._look_up(request)
+        if self.counts_preempted_lookups or not self.was_preempted[request]:
+            self.count_lookup(request)
+
+    def _look_up(self, request: int) -> None:
+        """``request``, with nothing computed, starts at its hit: the prefix's tokens the cache holds, whole blocks,
+        short of its whole prompt."""
+        limit = (self.prompts[request] - 1) // self.block_size * self.block_size
+        if self.tiers is not None:
+            in_use = frozenset(prefix for prefix, counts in self.holders.items() if counts)
+            hit = self.tiers.lookup(request, limit, self.free_blocks + self.shared_held, in_use)
+        else:
+            hit = min(self.prefix_cached, limit)
+        self.computed[request] = hit
+        self.linked[request] = hit // self.block_size if self.share_blocks else 0
+
+    def count_lookup(self, request: int) -> None:
+        """One lookup of waiting ``request`` in the hit rate: its prompt queried, its hit served."""
+        self.hit_tokens += self.computed[request]
+        self.queried_tokens += self.prompts[request]
+        self.counted[request] = True
 
     def take_load(self) -> float:
         """Seconds the next step waits for prefixes loaded back from the host tier (0 without one)."""
@@ -217,15 +258,16 @@ class EngineState:
         request links yet."""
         return max(0, link - max(self.holders.get(self.group_of(request), ()), default=0))
 
-    def holds_whole(self, request: int) -> bool:
+    def holds_whole(self, request: int, keep: int = 0) -> bool:
         """Whether the pool could hold all of waiting ``request``'s known tokens now, its hit linked, nothing
-        taken (vLLM ``allocate_slots(full_sequence_must_fit=True)``: the blocks for ``request.num_tokens`` less
-        the hit's blocks already in use, against the free blocks, evictable cached ones included)."""
+        taken, and still have ``keep`` blocks free (vLLM ``allocate_slots(full_sequence_must_fit=True)``: the blocks
+        for ``request.num_tokens`` less the hit's blocks already in use, against the free blocks, evictable cached
+        ones included; V0 ``can_allocate``: the prompt's blocks and the watermark)."""
         more = self.blocks_for(self.known(request)) - self.held[request]
         if self.share_blocks and not self.held[request] and self.linked[request]:
             link = min(self.linked[request], self.cached_blocks(request))
             more += self._taken_with(request, link) - link
-        return more <= self.free_blocks
+        return more + keep <= self.free_blocks
 
     def _hit_blocks(self, request: int) -> int:
         """The blocks of ``request``'s hit still cached now (a waiting request's hit may have been evicted since it
@@ -234,7 +276,8 @@ class EngineState:
         lost = (self.linked[request] - link) * self.block_size
         if lost:
             self.computed[request] -= lost
-            self.hit_tokens -= lost
+            if self.counts_preempted_lookups or not self.was_preempted[request]:
+                self.hit_tokens -= lost  # its last counted lookup found them
             self.linked[request] = link
         return link
 
@@ -262,6 +305,8 @@ class EngineState:
             victim = self.running.pop()
         self.release(victim)
         self.computed[victim] = 0
+        self.counted[victim] = False
+        self.was_preempted[victim] = True
         self.waiting.appendleft(victim)
         self.preemptions += 1
         return victim
@@ -321,12 +366,14 @@ def _vllm(state: EngineState) -> Plan:
 def vllm_admit(state: EngineState, budget: int) -> list[tuple[int, int]]:
     """vLLM's waiting requests admitted in a step that preempted none: first come first served while ``budget``
     tokens, ``max_num_seqs`` and the pool's blocks last (a prompt chunked to the budget left; from 0.19 the pool
-    must hold the whole of it: ``EngineState.whole_prompt_admission``). (request, tokens)."""
+    must hold the whole of it: ``EngineState.whole_prompt_admission``; V0's whole prompt and its watermark too:
+    ``EngineState.watermark_blocks``). (request, tokens)."""
     admitted = []
     while state.waiting and budget > 0 and len(state.running) < state.max_seqs:
         request = state.waiting[0]
-        state.start(request)
-        if state.whole_prompt_admission and not state.holds_whole(request):
+        state.try_waiting(request)
+        whole = state.whole_prompt_admission or state.watermark_blocks
+        if whole and not state.holds_whole(request, state.watermark_blocks):
             break
         tokens = min(state.known(request) - state.computed[request], budget)
         if not state.grow(request, state.computed[request] + tokens):

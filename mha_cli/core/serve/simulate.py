@@ -58,6 +58,12 @@ class EngineLimits(NamedTuple):
     whole_prompt_admission: bool = True
     """vLLM 0.19+ admits a waiting request only when the pool holds its whole prompt
     (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: on its first chunk (0.8-0.18)."""
+    watermark_blocks: int = 0
+    """vLLM V0: blocks a waiting request must leave free to be admitted, its whole prompt held (int(0.01 x the
+    pool), ``core.engine.vllm_rule_releases.admission_watermark``); 0: none (V1 by default, the other engines)."""
+    counts_preempted_lookups: bool = False
+    """vLLM 0.8-0.11 counts a preempted request's prefix-cache lookups in its hit rate again; from 0.12 it keeps them
+    apart (``core.engine.vllm_rule_releases.counts_preempted_lookups``). The other engines count them."""
 
 
 def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> EngineLimits:
@@ -78,7 +84,8 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> Engin
         engine=engine.name, kv_blocks=blocks, block_size=engine.block_size,
         max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
         prefix_caching=prefix_caching, shares_prefix_blocks=shares_prefix_blocks(engine),
-        whole_prompt_admission=engine.admits_whole_prompt,
+        whole_prompt_admission=engine.admits_whole_prompt, counts_preempted_lookups=engine.counts_preempted_lookups,
+        watermark_blocks=int(engine.admission_watermark * blocks),
     )  # fmt: skip
 
 
@@ -114,7 +121,8 @@ class Simulation(Record):
     saturated: bool = False
     """Open loop: the queue grew through the run (the rate is beyond what the replica serves)."""
     prefix_cache_hit_rate: float = 0.0
-    """Prompt tokens served from the prefix cache over all prompt tokens (vLLM's "Prefix cache hit rate")."""
+    """Prompt tokens served from the prefix cache over the prompt tokens looked up, each lookup counted as the engine
+    counts it (vLLM's "Prefix cache hit rate": every try of a waiting request, ``EngineState.try_waiting``)."""
     host_hit_rate: float = 0.0
     """Of the prompt tokens, those loaded back from the host tier (KV offload; in ``prefix_cache_hit_rate`` too)."""
     trace: list[TracePoint] = Field(default_factory=empty_list)
@@ -185,6 +193,8 @@ class _Run:
             budget=limits.max_num_batched_tokens, max_seqs=limits.max_num_seqs,
         )  # fmt: skip
         self.state.whole_prompt_admission = limits.engine == "vllm" and limits.whole_prompt_admission
+        self.state.counts_preempted_lookups = limits.engine != "vllm" or limits.counts_preempted_lookups
+        self.state.watermark_blocks = limits.watermark_blocks if limits.engine == "vllm" else 0
         tiered = workload.prefix_groups > 1 or limits.host_blocks > 0
         if workload.prefix_len and (limits.prefix_caching or limits.host_blocks):
             self.state.prefix_len = workload.prefix_len
@@ -477,7 +487,7 @@ def simulate(
     if len(points) > MAX_TRACE_POINTS:
         points = points[:: -(-len(points) // MAX_TRACE_POINTS)]
     output_tokens = sum(outputs)
-    queried = run.state.queried_tokens or sum(run.prompts)  # lookups, a preempted request's again (<= 100% hits)
+    queried = run.state.queried_tokens or sum(run.prompts)  # lookups as the engine counts them (<= 100% hits)
     return Simulation(
         engine=limits.engine, requests=len(outputs), duration_s=duration,
         ttft_ms=summarise(times.ttft), tpot_ms=summarise([t for t, o in zip(times.tpot, outputs, strict=True) if o > 1]),
