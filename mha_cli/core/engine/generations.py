@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from mha_cli.core.engine.releases_read import ENGINE_NAMES, NEWEST_READ, VLLM_MEMORY_RULES_READ
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import EngineName, GenerationId
 from mha_cli.core.suggest import did_you_mean
@@ -237,8 +238,6 @@ def major_alone_as_release(engine: EngineName, version_text: str) -> str:
     match = _MAJOR_ALONE.fullmatch(version_text.strip())
     if match is None:
         return version_text
-    from mha_cli.core.engine.releases_read import ENGINE_NAMES, NEWEST_READ
-
     major, newest = int(match.group(1)), NEWEST_READ[engine].release
     engine_named = f"{engine}-{version_text.strip().lower()}"
     if engine_named in BY_ID:  # vllm@v1: the V1 engine's generation (vllm-v1) as much as a release 1
@@ -275,14 +274,6 @@ def generation(generation_id: GenerationId | None, engine: EngineName | None = N
     if generation_id is not None:
         return BY_ID[generation_id]
     return LATEST[engine or "vllm"]
-
-
-VLLM_MEMORY_RULES_READ: Version = (0, 33)
-"""The newest vLLM release whose memory code (model runners, dummy sampler, CUDA-graph estimate, sampler tables) mha
-read; a later one is priced with its rules. 0.33.0 (the ``vllm==0.33.0`` wheel) changes one rule of 0.32's: Model
-Runner V2's ``_dummy_sampler_run`` samples a second time with warmup parameters (``core.engine.sampler``, priced).
-0.34.0 drops the V1 runner (``v1/worker/gpu_model_runner.py``), which 0.32-0.33 keep for nothing priced here, and
-reworks the CUDA-graph capture tiers of dynamic speculation (not read)."""
 
 
 def vllm_memory_rules_note(release: Version | None) -> str | None:

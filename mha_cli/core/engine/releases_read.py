@@ -6,12 +6,18 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from mha_cli.core.engine.flags import LATEST as PAST_EVERY
-from mha_cli.core.engine.flags import release_key
-from mha_cli.core.engine.generations import VLLM_MEMORY_RULES_READ
 from mha_cli.core.engine.prefill_graphs import LATEST_READ as SGLANG_READ
 from mha_cli.core.engine.release_numbers import ENGINE_NAMES as ENGINE_NAMES
+from mha_cli.core.engine.release_numbers import LATEST as PAST_EVERY
+from mha_cli.core.engine.release_numbers import release_key
 from mha_cli.core.schemas import EngineName
+
+VLLM_MEMORY_RULES_READ: tuple[int, int] = (0, 33)
+"""The newest vLLM release whose memory code (model runners, dummy sampler, CUDA-graph estimate, sampler tables) mha
+read; a later one is priced with its rules. 0.33.0 (the ``vllm==0.33.0`` wheel) changes one rule of 0.32's: Model
+Runner V2's ``_dummy_sampler_run`` samples a second time with warmup parameters (``core.engine.sampler``, priced).
+0.34.0 drops the V1 runner (``v1/worker/gpu_model_runner.py``), which 0.32-0.33 keep for nothing priced here, and
+reworks the CUDA-graph capture tiers of dynamic speculation (not read)."""
 
 
 class NewestRead(NamedTuple):
@@ -37,7 +43,7 @@ NEWEST_READ: dict[EngineName, NewestRead] = {
     ),
 }  # fmt: skip
 """Per engine, the newest release read: the flags table stops at ``release``, the memory and step rules at
-``rules`` (vLLM: ``generations.VLLM_MEMORY_RULES_READ``; SGLang: one release for both, ``prefill_graphs.LATEST_READ``,
+``rules`` (vLLM: ``VLLM_MEMORY_RULES_READ``; SGLang: one release for both, ``prefill_graphs.LATEST_READ``,
 whose prefill graphs and step defaults were read in the same wheels)."""
 
 
