@@ -961,3 +961,13 @@ def test_group_2901(table):
     # 58.05 GiB / 147,456 B (Qwen3-4B: 36 layers x 8 KV heads x 128 x 2 x 2 B) in blocks of 16, to the log's 0.01 GiB
     assert module.per_token_tokens(new[2901].log) == [422656, 422736]
     assert all(abs(row.error) <= module.WITHIN for row in new.values())
+
+
+def test_group_3001(table):
+    """The 30xx group (logs31, vLLM logs read in engine issue threads) as the rules of 9c2d0de stood: no log priced,
+    every entry listed with why mha cannot express it (a model or GPU not named, a negative pool, drafters, no config,
+    no weight format, a fork, an APU), never priced."""
+    module, rows = table
+    held_out_group(table, "new-28", {}, {}, list(range(3001, 3017)))
+    assert module.counts(rows, "new-28") == {"logs": 0, "rule_checked": 0, "rule_exact": 0, "priced": 0, "within": 0}
+    assert all(log["not_expressible"] for log in module.unexpressed_logs("new-28"))
