@@ -51,7 +51,9 @@ them) and ``new-25`` (ids 2701 and up, logs28: vLLM logs from files committed to
 of commit fbd68a5 stood and priced with them) and ``new-26`` (ids 2801 and up, logs29: vLLM logs from files committed
 to repositories, collected after the rules of commit ae00794 stood and priced with them) and ``new-27`` (ids 2901 and
 up, logs30: vLLM and SGLang logs from files committed to repositories, collected after the rules of commit 626848e
-stood and priced with them). A log mha cannot express
+stood and priced with them) and ``new-28`` (ids 3001 and up, logs31: vLLM logs from engine issue threads of 2025-26
+and files found by their log lines, collected after the rules of commit 9c2d0de stood and priced with them). A log mha
+cannot express
 carries ``not_expressible`` and is listed with its reason, not priced. ``WHY`` says why each
 miss misses.
 """
@@ -781,6 +783,61 @@ def _median(values: list[float]) -> float:
 
 NOTES = """## Notes
 
+- The held-out group 3001 (logs31: 3001-3036, vLLM logs from engine issue threads of 2025-26 read through the `search`
+  index's excerpts, 3001-3016, and from files `find_string` found by vLLM 0.15-0.30 log lines, 3017-3036), collected
+  after the rules of commit 9c2d0de stood and priced with them, no rule changed: the per-token rule exact on 2 of 2,
+  the whole plan within 5% on 2 of 2. Land: a DPO fine-tune of Llama 3.1 8B (one pad token added) on an RTX 6000 Ada,
+  vLLM 0.15.1 at length 8,192 (3017, -0.6%), and the same project's SFT merge in fp16 at length 128,000 three days
+  earlier on a pod that prints no device (3018, -1.0%, the RTX 6000 Ada inferred). Both are priced on the device
+  total the 3017 session prints ("VRAM: 47.4 GB", torch's total in GiB: the logs' 14.99 GiB of weights and 26.43 and
+  26.54 GiB pools do not fit 0.9 of less than 46 GiB); the rtx-6000-ada target's 44.43 GiB, the ECC-on total, would
+  give -10.8% and -11.1%. Thirty-four entries are not expressible: two with neither model nor GPU named or the
+  release unstated (vllm#25350, fp8 KV, figures of 49,152 B a token; vllm#27508,
+  gpt-oss-120b on an H100 80GB HBM3 at 0.95, PyTorch 2.8.0 fitting 0.10.2 or 0.11.0, the start failing after a 1.71 GiB
+  pool), negative pools (vllm#23278, gpt-oss-120b on an H100 PCIe, -2.14 GiB; vllm#13882, a 5.20 GiB Qwen2.5-7B on
+  an RTX 4060 under the V0 engine, -1.05 GiB), DeepSeek-R1-Distill-Qwen-14B at tp 2 on RTX 4090s (vllm#13061, no
+  config, 81,536 tokens in its length check), drafters (vllm#46462 and
+  club-3090#96, DFlash; club-3090#617, speculative decoding on an RTX 5090, the start failing), Qwen3.6-35B-A3B in
+  NVFP4 on an RTX 5090 (club-3090#652 and #612, vLLM 0.24.0: no config), Qwen3.6-27B AutoRound on two RTX 3090s
+  (club-3090#642 and #104: no mha weight format), LMCache's connector (club-3090#434), a model not named
+  (club-3090#127), Lvllm's CPU-resident experts on an A40 (guqiong96/Lvllm#35), an AMD Strix Halo APU
+  (kyuz0/amd-strix-halo-vllm-toolboxes#5, Qwen3-4B in fp16); and from `find_string`: a GPU not named (3019,
+  Qwen2.5-7B AWQ on Windows; 3033), models with no config (3020 Qwen3.5-35B-A3B on a GB10, 3023 Llama 3.2 3B NVFP4 on a
+  laptop RTX 5090, 3025 Whisper, 3027 Qwen2.5-14B on an MI300X, 3029 SmolVLM2, 3030 Qwen3.5-9B, 3031 Voxtral, 3032
+  Qwen3.5-122B, 3036 granite-4.0-h-350m on a Strix Halo), AutoRound (3021), a GLM-5.1 bisect build (3022, as 1710), an
+  unstated launch (3024, Llama-3.1-70B AWQ on an RTX PRO 6000, a development build; 3028, seven starts of a GB10
+  benchmark at utilisation 0.55 whose other arguments the file does not give), an RX 7900 GRE (3026), a note's
+  summary (3034) and a pool fixed by kv_cache_memory_bytes (3035). Read and not entries, their excerpts printing no pool
+  line or nothing that can be priced: vllm#51041 (DeepSeek V4 on H20, a per-token discussion), #40002 (Gemma 4 26B
+  AWQ, collect_env only), #45178 (MiniMax M2.5 NVFP4 on B200, token counts in prose), #50780 (hybrid GDN models,
+  environment only), #46367 (GLM-5.2-FP8 on 8 x B200, graph lines only), #38820 (a video model's load, 12.66 GiB),
+  #17469 and #17327 (Qwen3 on vLLM 0.8.5 at tp 4, load lines only), #33155 (gpt-oss-120b on an H100 after 0.14.1, commands only), #6746 (2024),
+  #18121, #19023, #17891, #18582, #9660, #2136, #14452 and PRs #19804, #47374, #15960, #21489; LMCache#1241 and #259,
+  PRs #1769 and #1740; noonghunna/club-3090#1047 (Qwen3.8-27B NVFP4 on an A6000, weights line only), #347 (mixed
+  RTX A5000 and RTX 3090 cards, nvidia-smi only), #688, #430, #142, #71, #35, #113, #552, #859 and PR #594 (rig
+  reports with no pool line in the excerpt); vllm-project/vllm-gguf-plugin#101 (a GGUF checkpoint); gpustack#4660
+  (the load line only); EuroEval#1120 and #1291 (gpt-oss at tp 2 on vLLM 0.10.1.1, loads only); ovg-project/kvcached#210
+  (kvcached on 8 x A100 40GB, no pool line) and PR #237; sglang#3196, #1321, #1900, #8833, #32433 and PRs #13023
+  (an L40S nvidia-smi only), #9842 and #6563; TensorRT-LLM#1398, #211, #401, #204, #2683 (an H20 engine's context
+  memory, no pool line) and PRs #3497, #5933 and #7923; tensorrtllm_backend#67, #183 and PR #604; vllm-ascend#8260
+  and PR #8289 (Ascend NPUs); runpod-workers/worker-vllm#276 and unslothai/unsloth#3411 (engine arguments, training);
+  the rest were threads already here (vllm#57936, #49011, #43308, #49878, #28228, #10517, #21348, #8185;
+  LMCache#1739 and #3430; gpustack/runner#251; TensorRT-LLM#224 and #1400).
+  Pages (the corpus gives each page's beginning): robotmunki.com's annotated start-up log and field guide (Gemma 4 31B
+  NVFP4 on an H100: a summary card, no log line in the excerpt, no config), johnmusgrave.com (Llama-3.1-8B on an
+  A100 40GB with vLLM 0.23.0: setup and benchmark commands, no start-up line in the excerpt), besthub.dev (SGLang on
+  H800s, prose), the Microsoft ND-H100-v5 Llama 3.1 8B post, the Vultr cookbooks, a Qwen3-VL-8B NVFP4A16 model card
+  and ssaketh-ch/llama31b-benchmark's README (an H200 NVL MIG slice, no mha target), none with a pool line in the
+  excerpt. `find_string` ("GPU KV cache size:", "max_total_num_tokens=", "Free memory on device (", "KV Cache is
+  allocated. #tokens:", "gpu_worker.py:508] Available KV cache memory", "kv_cache_utils.py:1307] GPU KV cache size",
+  the same for :1314, :1319 and :2395) gave, besides code and tests that quote log lines (69426447799, 62770870070,
+  68881646072, 71015421311, 71535514190, 71535902867, 70145666242, 68409616076, 71499614527, 70275095242,
+  56075948151, 63161112670, 70933724306), documents quoting the lines to expect and ids already here (7292846353,
+  47376055009, 33639436415, 63302897442, 62752965317, 51781852921, 52357383609, 34342936495): 59690950392,
+  71610267027 and 61415488852 (recipes' expected lines), 61967112983 (a troubleshooting note's symptom), 67213347492 (a
+  Gemma 4 MTP boot check), 6775121577 and 55988944557 (Ascend NPUs) and 57676316864 (a results table of vLLM 0.28.0 on
+  an RTX 5090 naming no model): not entries. Held out (groups 501 and up, as the rules stood when each was
+  collected): 71 of 123 within 5% before, 73 of 125 with this group.
 - The held-out group 2901 (logs30: 2901-2909, vLLM and SGLang logs from files committed to repositories, found by
   `find_files` paths logs/vllm.out, vllm.out, vllm.txt, logs/server_vllm.log, sglang.txt, vllm_log.log,
   vllm-serve.log, outputs/vllm_server.log and logs/vllm/server.log), collected after the rules of commit 626848e stood
@@ -1440,6 +1497,12 @@ GROUPS = {
     " vllm.out, vllm.txt, logs/server_vllm.log, sglang.txt, vllm_log.log, vllm-serve.log, outputs/vllm_server.log"
     " and logs/vllm/server.log files found by `find_files`), collected after the rules of commit 626848e stood (every rule of the earlier"
     " groups), priced with them, no rule changed: 1 of 1 within 5%, 8 entries not expressible",
+    "new-28": "Group 3001 and up (logs31): vLLM logs from engine issue threads of 2025-26 (vllm-project/vllm,"
+    " guqiong96/Lvllm, noonghunna/club-3090 and kyuz0/amd-strix-halo-vllm-toolboxes, read through the `search` index's"
+    " excerpts) and from files `find_string` found by vLLM 0.15-0.30 log lines, collected after the rules of commit"
+    " 9c2d0de stood (every rule of the earlier groups), priced with them, no rule changed: 2 of 2 within 5% on the"
+    " device total the transcript prints (47.4 GiB; on the rtx-6000-ada target's 44.43 GiB they would be -10.8% and"
+    " -11.1%, a total the logs' own figures exclude), 34 entries not expressible",
 }
 
 

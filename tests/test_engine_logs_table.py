@@ -961,3 +961,23 @@ def test_group_2901(table):
     # 58.05 GiB / 147,456 B (Qwen3-4B: 36 layers x 8 KV heads x 128 x 2 x 2 B) in blocks of 16, to the log's 0.01 GiB
     assert module.per_token_tokens(new[2901].log) == [422656, 422736]
     assert all(abs(row.error) <= module.WITHIN for row in new.values())
+
+
+def test_group_3001(table):
+    """The 30xx group (logs31, vLLM logs read in engine issue threads and in files found by their log lines) as the
+    rules of 9c2d0de stood: the two priced logs' errors and plans (a Llama 3.1 8B fine-tune on an RTX 6000 Ada, on the
+    device total the transcript prints), the per-token rule exact from their own memory, and the entries mha cannot
+    express (a model or GPU not named, negative pools, drafters, no config, no weight format, forks, APUs) listed,
+    never priced."""
+    module, rows = table
+    new = held_out_group(
+        table, "new-28", {3017: -0.006, 3018: -0.01}, {3017: 215104, 3018: 215104},
+        list(range(3001, 3017)) + list(range(3019, 3037)),
+    )  # fmt: skip
+    # 26.43 and 26.54 GiB / 131,072 B (Llama 3.1 8B: 32 layers x 8 KV heads x 128 x 2 x 2 B) in blocks of 16
+    assert module.per_token_tokens(new[3017].log) == [216464, 216544]
+    assert module.per_token_tokens(new[3018].log) == [217360, 217456]
+    assert module.counts(rows, "new-28") == {"logs": 2, "rule_checked": 2, "rule_exact": 2, "priced": 2, "within": 2}
+    # On the rtx-6000-ada target's own 44.43 GiB (ECC on) instead of the printed 47.4 GiB, both would miss
+    on_target = {**new[3017].log, "total_gpu_memory_gib": None}
+    assert round(module.whole_plan(on_target).kv_tokens / 216496 - 1, 3) == -0.108
