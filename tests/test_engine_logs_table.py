@@ -981,3 +981,17 @@ def test_group_3001(table):
     # On the rtx-6000-ada target's own 44.43 GiB (ECC on) instead of the printed 47.4 GiB, both would miss
     on_target = {**new[3017].log, "total_gpu_memory_gib": None}
     assert round(module.whole_plan(on_target).kv_tokens / 216496 - 1, 3) == -0.108
+
+
+def test_every_source_loads_whole():
+    """A plain YAML scalar ends at " #": an unquoted ``source: vLLM issue #21348 ...`` loads as "vLLM issue". Every
+    entry's source line that holds " #" is quoted, so each loads as written (eight did not, found by logs31)."""
+    import yaml
+
+    fixture = SCRIPT.parent.parent / "tests" / "fixtures" / "engine_logs.yaml"
+    raw = [line.split("source: ", 1)[1] for line in fixture.read_text().splitlines() if "  source: " in line]
+    loaded = [entry["source"] for entry in yaml.safe_load(fixture.read_text()) if "source" in entry]
+    assert len(raw) == len(loaded)
+    cut = [text for text, value in zip(raw, loaded, strict=True) if " #" in text and " #" not in value]
+    assert cut == []
+    assert "vLLM issue #21348 (2025-07-22), the reporter's vLLM lines (also vllm_logs.yaml id 21)" in loaded
