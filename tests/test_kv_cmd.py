@@ -96,6 +96,9 @@ def test_human_output_names_the_numbers(cli):
         (["kv", "llama-3-8b", "--tp", "4", "--target", "2xh100"], "must divide the 2 device(s)"),
         (["kv", "llama-3-8b", "--batch", "-1"], "--batch"),
         (["targets", "nope"], "unknown target"),
+        # an empty SOURCE ("$MODEL" unset) was read as the folder '.': ". is a folder without a config.json"
+        (["kv", ""], "SOURCE is empty"),
+        (["check", " "], "SOURCE is empty"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(cli, args, message):
