@@ -99,6 +99,10 @@ def test_human_output_names_the_numbers(cli):
         # an empty SOURCE ("$MODEL" unset) was read as the folder '.': ". is a folder without a config.json"
         (["kv", ""], "SOURCE is empty"),
         (["check", " "], "SOURCE is empty"),
+        # an empty --target ("$GPU" unset) priced no target and exited 0 on kv, check and recommend
+        (["kv", "llama-3-8b", "--target", ""], "--target is empty"),
+        (["check", "llama-3-8b", "--target", ""], "--target is empty"),
+        (["recommend", "--params", "7B", "--target", ""], "--target is empty"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(cli, args, message):

@@ -151,6 +151,18 @@ MoeA2aOpt = Annotated[
         show_default=False,
     ),
 ]
+def _target_named(value: str | None) -> str | None:
+    """Refuse an empty ``--target`` (``--target "$GPU"`` with it unset) in one line: left as it was, it priced no
+    target and exited 0, as if the option were not there."""
+    from mha_cli.cli.output import print_error
+    from mha_cli.core.errors import EXIT_BAD_INPUT
+
+    if value is not None and not value.strip():
+        print_error("--target is empty: give an id or alias (`mha targets`), a target file or N x one (8xh100)")
+        raise typer.Exit(code=EXIT_BAD_INPUT)
+    return value
+
+
 TargetOpt = Annotated[
     str | None,
     typer.Option(
@@ -158,6 +170,7 @@ TargetOpt = Annotated[
         help="Hardware: an id or alias (a100, h100, 4090), a target file (my-gpu.yaml: `mha targets --schema`), or"
         " N x one (8xh100, 4xmy-gpu.yaml).",
         show_default=False,
+        callback=_target_named,
     ),
 ]
 BlockSizeOpt = Annotated[
