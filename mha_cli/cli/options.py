@@ -151,6 +151,8 @@ MoeA2aOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
 def _target_named(value: str | None) -> str | None:
     """Refuse an empty ``--target`` (``--target "$GPU"`` with it unset) in one line: left as it was, it priced no
     target and exited 0, as if the option were not there."""
