@@ -33,6 +33,7 @@ from mha_cli.cli.options import (
     WeightDtypeOpt,
     check_latency_targets,
     kv_cache_bytes,
+    named_path,
     one_or_more,
 )  # fmt: skip
 from mha_cli.cli.output import Output
@@ -296,6 +297,7 @@ def plan(
         Path | None,
         typer.Option(
             "--plot",
+            parser=named_path("--plot"),
             help="Also draw latency and throughput against concurrency (and the simulated running and queued requests"
             " and KV pool over time) to this PNG.",
             show_default=False,
