@@ -199,6 +199,7 @@ def plan(
         Path | None,
         typer.Option(
             "--lengths-file",
+            parser=named_path("--lengths-file"),
             help="(input, output) token counts, one pair a line ('INPUT OUTPUT') or a JSON list, replayed instead of"
             " --isl/--osl draws.",
             show_default=False,
