@@ -939,8 +939,8 @@ def render_search(console: Console, result: SearchResult) -> None:
                 f" {label} ITL {sim.itl_ms.at(sim.slo_percentile):,.1f} ms,"
                 f" {sim.deployment_output_tokens_per_s / c.deployment.gpus:,.0f} tokens/s per GPU"
             )
-        for engine, line in result.launch.items():
-            console.print(f"  {engine}: {escape(line)}")
+        for engine, line in result.launch.items():  # whole on one line, to copy: the terminal wraps it, not rich
+            console.print(f"  {engine}: {escape(line)}", soft_wrap=True)
         if result.launch_note:
             console.print(f"  [dim]note: {escape(result.launch_note)}[/dim]")
     else:
