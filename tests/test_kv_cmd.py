@@ -273,3 +273,10 @@ def test_a_weight_format_asked_over_the_checkpoints_says_so(cli):
     ) in asked["warnings"]
     for args in ((), ("--weight-dtype", "fp8-block")):
         assert not any("--weight-dtype" in warning for warning in cli.json("kv", config, *args)["warnings"])
+
+
+def test_a_large_batch_is_written_with_thousands_separators(cli):
+    """The batch row read "batch of 1048576" beside "per sequence (8,192 tokens)": every other count of the table
+    is grouped in thousands."""
+    printed = cli.run("kv", "llama-3-8b", "--batch", "1048576").stdout
+    assert "batch of 1,048,576" in printed and "1048576" not in printed
