@@ -96,6 +96,13 @@ def test_human_output_names_the_numbers(cli):
         (["kv", "llama-3-8b", "--tp", "4", "--target", "2xh100"], "must divide the 2 device(s)"),
         (["kv", "llama-3-8b", "--batch", "-1"], "--batch"),
         (["targets", "nope"], "unknown target"),
+        # an empty SOURCE ("$MODEL" unset) was read as the folder '.': ". is a folder without a config.json"
+        (["kv", ""], "SOURCE is empty"),
+        (["check", " "], "SOURCE is empty"),
+        # an empty --target ("$GPU" unset) priced no target and exited 0 on kv, check and recommend
+        (["kv", "llama-3-8b", "--target", ""], "--target is empty"),
+        (["check", "llama-3-8b", "--target", ""], "--target is empty"),
+        (["recommend", "--params", "7B", "--target", ""], "--target is empty"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(cli, args, message):
@@ -266,3 +273,10 @@ def test_a_weight_format_asked_over_the_checkpoints_says_so(cli):
     ) in asked["warnings"]
     for args in ((), ("--weight-dtype", "fp8-block")):
         assert not any("--weight-dtype" in warning for warning in cli.json("kv", config, *args)["warnings"])
+
+
+def test_a_large_batch_is_written_with_thousands_separators(cli):
+    """The batch row read "batch of 1048576" beside "per sequence (8,192 tokens)": every other count of the table
+    is grouped in thousands."""
+    printed = cli.run("kv", "llama-3-8b", "--batch", "1048576").stdout
+    assert "batch of 1,048,576" in printed and "1048576" not in printed

@@ -124,3 +124,14 @@ def test_plan_predicts_what_the_held_out_check_evaluates(cli):
     # then (28.81 ms: the 2023 set's held-out regression), +20% again since gemmramp's ramp above the first tile and
     # the 2026-12-03 refit (docs/validation.md)
     assert row.measured["itl_ms"] == 18.91 and result["itl_ms"] == pytest.approx(22.72, rel=0.01)
+
+
+def test_each_launch_line_prints_whole_on_one_line_to_copy(cli):
+    """A launch line longer than the terminal (80 columns here) was cut into lines at spaces: copied or grepped, the
+    command lost its later flags and the shell ran the rest as commands of their own."""
+    args = ("plan", "qwen3-0.6b", "--target", "h100", "--isl", "128", "--osl", "16")
+    launch = cli.json(*args)["launch"]
+    printed = cli.run(*args).stdout.splitlines()
+    assert len(launch["vllm"]) > 80
+    for engine, line in launch.items():
+        assert f"  {engine}: {line}" in printed

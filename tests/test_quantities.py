@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.quantities import format_bytes, parse_byte_size, parse_param_count, parse_token_count
+from mha_cli.core.quantities import format_bytes, format_count, parse_byte_size, parse_param_count, parse_token_count
 
 
 @pytest.mark.parametrize(
@@ -123,3 +123,13 @@ def test_many_digits_after_the_point_stay_exact():
 def test_booleans_are_not_counts(value):
     with pytest.raises(BadInputError, match=r"not (true|false)"):
         parse_token_count(value)
+
+
+@pytest.mark.parametrize(
+    ("count", "shown"),
+    [(8_030_261_248, "8.03B"), (3.51e12, "3.51T"), (99_999e12, "99,999T"), (1e30 * 1e9, "1e+39"), (2.5e21, "2.5e+21")],
+)
+def test_counts_past_a_million_t_are_shown_in_powers_of_ten(count, shown):
+    """``recommend --params 1e30B`` was refused as "parameter budget 1,000,000,000,000,000,013,287,555,072T is too
+    large": a float's rounding noise printed as digits the user never typed."""
+    assert format_count(count) == shown

@@ -161,3 +161,16 @@ def test_targets_schema_lists_the_fields_with_a_valid_example(cli):
     assert "--schema" in cli.run("targets").stdout  # the listing says where the fields are
     refused = cli.run("targets", "h100", "--schema")
     assert refused.exit_code == EXIT_BAD_INPUT and "without 'h100'" in refused.stderr
+
+
+@pytest.mark.parametrize("name", ["gpu.json", "gpu.txt"])
+def test_a_file_not_named_yaml_is_told_so(cli, tmp_path, monkeypatch, name):
+    """A target file saved as JSON (a valid file's content) was refused as "unknown target 'gpu.json': none is
+    close", as if no file were there."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(json.dumps(H100))
+    with pytest.raises(BadInputError, match=re.escape(f"{name} is a file, but a target file is named .yaml or .yml")):
+        resolve_target(name)
+    result = cli.run("kv", "llama-3-8b", "--target", f"4x{name}")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert result.stderr.count("\n") == 1 and "rename it" in result.stderr

@@ -149,3 +149,17 @@ def test_captions_are_printed_at_the_terminal_width(narrow):
     )
     assert caption in " ".join(out.split())
     assert any(line.startswith("* this model; B / token") for line in out.splitlines())
+
+
+def test_control_characters_read_from_a_file_are_printed_escaped(cli, tmp_path):
+    """A model name from a config file printed as it was: "\\x1b[2J" cleared the reader's screen and "\\x1b]0;..."
+    retitled their terminal. Printed now as the escapes they are; --json escapes them as JSON does."""
+    config = tmp_path / "esc.yaml"
+    config.write_text(
+        'model:\n  name: "evil\\e[2J\\e]0;pwned\\a\\r"\n  d_model: 512\n  n_layers: 2\n  n_heads: 8\n  vocab_size: 1000\n'
+        "  d_ff: 1024\n"
+    )
+    printed = cli.run("kv", str(config)).stdout
+    assert "evil\\x1b[2J\\x1b]0;pwned" in printed  # rich itself drops the bell and the carriage return
+    assert not any(ord(char) < 0x20 and char not in "\n" for char in printed)
+    assert json.loads(cli.run("kv", str(config), "--json").stdout)["model"]["name"] == "evil\x1b[2J\x1b]0;pwned\x07\r"

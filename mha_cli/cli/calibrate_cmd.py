@@ -27,6 +27,7 @@ from mha_cli.cli.options import (
     UtilisationOpt,
     WeightDtypeOpt,
     kv_cache_bytes,
+    named_path,
 )
 from mha_cli.cli.output import Output
 from mha_cli.cli.progress import stage_progress
@@ -48,6 +49,7 @@ def calibrate(
         list[Path] | None,
         typer.Option(
             "--from",
+            parser=named_path("--from"),
             help="Fit the profile to benchmark results instead of measuring this machine: a result file (vllm bench"
             " serve --save-result, SGLang bench_serving, genai-perf, GuideLLM), a folder of them, or a quoted pattern"
             " ('results/*.json'); repeat for more.",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from mha_cli.cli.options import ForceOpt, JsonOpt
+from mha_cli.cli.options import ForceOpt, JsonOpt, named_path
 from mha_cli.cli.output import Output
 from mha_cli.core.torch_inputs import check_device_option
 from mha_cli.experiments.outputs import ExperimentOutputs
@@ -50,6 +50,7 @@ OutDirOpt = Annotated[
     Path | None,
     typer.Option(
         "--out-dir",
+        parser=named_path("--out-dir"),
         help="Folder for report.md, the PNG and results.json (default: outputs/experiments/NAME/).",
         show_default=False,
     ),

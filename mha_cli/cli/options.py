@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -151,6 +152,20 @@ MoeA2aOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+def _target_named(value: str | None) -> str | None:
+    """Refuse an empty ``--target`` (``--target "$GPU"`` with it unset) in one line: left as it was, it priced no
+    target and exited 0, as if the option were not there."""
+    from mha_cli.cli.output import print_error
+    from mha_cli.core.errors import EXIT_BAD_INPUT
+
+    if value is not None and not value.strip():
+        print_error("--target is empty: give an id or alias (`mha targets`), a target file or N x one (8xh100)")
+        raise typer.Exit(code=EXIT_BAD_INPUT)
+    return value
+
+
 TargetOpt = Annotated[
     str | None,
     typer.Option(
@@ -158,6 +173,7 @@ TargetOpt = Annotated[
         help="Hardware: an id or alias (a100, h100, 4090), a target file (my-gpu.yaml: `mha targets --schema`), or"
         " N x one (8xh100, 4xmy-gpu.yaml).",
         show_default=False,
+        callback=_target_named,
     ),
 ]
 BlockSizeOpt = Annotated[
@@ -279,11 +295,30 @@ AsyncSchedulingOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+def named_path(option: str) -> Callable[[str], Path]:
+    """A parser for the output path of ``option`` that refuses an empty one (``--out-dir "$DIR"`` with it unset) in
+    one line (exit 2): typer reads "" as the folder '.', the working folder."""
+
+    def parse(value: str) -> Path:
+        from mha_cli.cli.output import print_error
+        from mha_cli.core.errors import EXIT_BAD_INPUT
+
+        if isinstance(value, str) and not value.strip():
+            print_error(f"{option} is empty: give a path")
+            raise typer.Exit(code=EXIT_BAD_INPUT)
+        return Path(value)
+
+    return parse
+
+
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
 PlotOpt = Annotated[
     Path | None,
     typer.Option(
         "--plot",
+        parser=named_path("--plot"),
         help="Also draw the KV cache against the context (kv: MHA/GQA/MQA/MLA of this shape; recommend: every row of"
         " its alternatives) and, with --target, memory against the batch, to this PNG (replaced only with --force).",
         show_default=False,

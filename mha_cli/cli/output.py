@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import TYPE_CHECKING, TypeVar
 
@@ -26,11 +26,25 @@ if TYPE_CHECKING:
 ResultT = TypeVar("ResultT", bound=BaseModel)
 
 
+VISIBLE_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if chr(code) not in "\n\t"}
+"""C0 and C1 control characters but the newline and the tab, each as its escape (``\\x1b``), for ``str.translate``."""
+
+
 @cache
 def stdout_console() -> Console:
     from rich.console import Console
+    from rich.segment import Segment
 
     class TableConsole(Console):
+        def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+            """Every text segment with its control characters escaped (``\\x1b``), as an error line shows them: a
+            model name or a path read from a file must not clear the reader's screen or retitle their terminal.
+            rich's own control segments (cursor moves) and styles pass as they are."""
+            return super()._render_buffer(
+                segment if segment.control else segment._replace(text=segment.text.translate(VISIBLE_CONTROLS))
+                for segment in buffer
+            )
+
         def on_broken_pipe(self) -> None:
             """The reader went away (`mha targets | head -1`): stop quietly with exit 0, as with --json
             (rich's own handler would exit 1, which docs/exit-codes.md reserves for failed checks)."""

@@ -33,6 +33,7 @@ from mha_cli.cli.options import (
     WeightDtypeOpt,
     check_latency_targets,
     kv_cache_bytes,
+    named_path,
     one_or_more,
 )  # fmt: skip
 from mha_cli.cli.output import Output
@@ -198,6 +199,7 @@ def plan(
         Path | None,
         typer.Option(
             "--lengths-file",
+            parser=named_path("--lengths-file"),
             help="(input, output) token counts, one pair a line ('INPUT OUTPUT') or a JSON list, replayed instead of"
             " --isl/--osl draws.",
             show_default=False,
@@ -296,6 +298,7 @@ def plan(
         Path | None,
         typer.Option(
             "--plot",
+            parser=named_path("--plot"),
             help="Also draw latency and throughput against concurrency (and the simulated running and queued requests"
             " and KV pool over time) to this PNG.",
             show_default=False,
@@ -936,8 +939,8 @@ def render_search(console: Console, result: SearchResult) -> None:
                 f" {label} ITL {sim.itl_ms.at(sim.slo_percentile):,.1f} ms,"
                 f" {sim.deployment_output_tokens_per_s / c.deployment.gpus:,.0f} tokens/s per GPU"
             )
-        for engine, line in result.launch.items():
-            console.print(f"  {engine}: {escape(line)}")
+        for engine, line in result.launch.items():  # whole on one line, to copy: the terminal wraps it, not rich
+            console.print(f"  {engine}: {escape(line)}", soft_wrap=True)
         if result.launch_note:
             console.print(f"  [dim]note: {escape(result.launch_note)}[/dim]")
     else:

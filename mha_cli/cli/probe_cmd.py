@@ -13,7 +13,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from mha_cli.cli.options import ForceOpt, JsonOpt
+from mha_cli.cli.options import ForceOpt, JsonOpt, named_path
 from mha_cli.cli.output import Output
 from mha_cli.cli.probe_plot import check_png_path, probe_figure, typed_probe_command
 from mha_cli.core.errors import BadInputError, shown
@@ -57,7 +57,10 @@ def probe(
     out: Annotated[
         Path | None,
         typer.Option(
-            "--out", help="Also write the heat maps to this .png, titled with the command.", show_default=False
+            "--out",
+            parser=named_path("--out"),
+            help="Also write the heat maps to this .png, titled with the command.",
+            show_default=False,
         ),
     ] = None,
     force: ForceOpt = False,

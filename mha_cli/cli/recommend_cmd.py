@@ -32,6 +32,7 @@ from mha_cli.cli.options import (
     WeightDtypeOpt,
     check_latency_targets,
     kv_cache_bytes,
+    named_path,
     one_or_more,
 )  # fmt: skip
 from mha_cli.cli.output import Output
@@ -93,6 +94,7 @@ OutOpt = Annotated[
     Path | None,
     typer.Option(
         "--out",
+        parser=named_path("--out"),
         help="Write the design as a config file (.yaml/.yml: YAML, .json: JSON) that `mha kv` and `mha verify` read"
         " (with --format hf: a transformers config.json).",
     ),

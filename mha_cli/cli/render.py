@@ -177,7 +177,7 @@ def kv_table(
             + ("" if kv.global_kv_heads_per_rank is None else f", {kv.global_kv_heads_per_rank} in a global layer"),
         )
         row("per sequence, per rank", kv.bytes_per_sequence_per_rank, "")
-    scope = f"batch of {kv.batch}" + (", per tp rank" if kv.tp > 1 else "")
+    scope = f"batch of {kv.batch:,}" + (", per tp rank" if kv.tp > 1 else "")
     split = (
         f": all {replicas} {_shares(dp_attention)}' sequences; a device holds {sequences_per_replica} of them"
         " (memory plan)"

@@ -84,8 +84,8 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
     )
     for engine, lines in plan.launch.items():
         console.print(f"  {engine}:")
-        for line in lines.splitlines():
-            console.print(f"    {escape(line)}")
+        for line in lines.splitlines():  # whole on one line, to copy: the terminal wraps it, not rich
+            console.print(f"    {escape(line)}", soft_wrap=True)
     if plan.launch_note:
         console.print(f"  [dim]note: {escape(plan.launch_note)}[/dim]")
     for note in plan.notes:

@@ -129,7 +129,10 @@ def format_bytes(n_bytes: float) -> str:
 
 
 def format_count(n: float) -> str:
-    """Decimal-prefixed count for people: 8_030_261_248 -> '8.03B'."""
+    """Decimal-prefixed count for people: 8_030_261_248 -> '8.03B'; from a million T, a power of ten (2.5e+21), not
+    a float's rounding noise written out as digits."""
+    if abs(n) >= 10**18:
+        return f"{n:.3g}"
     for factor, suffix in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
         if abs(n) >= factor:
             return f"{n / factor:.3g}{suffix}" if n / factor < 100 else f"{n / factor:,.0f}{suffix}"

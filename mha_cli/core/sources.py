@@ -49,6 +49,11 @@ class ModelSource(Record):
 
 def load_source(source: str) -> ModelSource:
     """Resolve ``source`` (see the module docstring); ``BadInputError`` in one line when nothing fits."""
+    if not source.strip():  # ``mha kv "$MODEL"`` with it unset: not the folder '.', which Path("") names
+        raise BadInputError(
+            "SOURCE is empty: give a preset (`mha presets`), a config file, a model folder or a Hugging Face id"
+            " (org/name)"
+        )
     preset = find_preset(source)
     if preset is not None:
         repo = checkpoint_id(preset.name)

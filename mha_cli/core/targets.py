@@ -25,7 +25,7 @@ from functools import cache
 from importlib import resources
 
 from mha_cli.core.chip_names import same_chip_names
-from mha_cli.core.errors import PATH_MAX, BadInputError, shown
+from mha_cli.core.errors import PATH_MAX, BadInputError, shown, shown_path
 from mha_cli.core.record import Record
 
 # What a person types -> the row it means. Where a name covers several parts, the alias picks
@@ -222,9 +222,28 @@ def _lookup(name: str) -> tuple[Target, str | None]:
         if prefix + key in targets:
             target = targets[prefix + key]
             return target, f"{key} -> {target.id} ({target.name})"
+    _refuse_file_not_named_yaml(name)
     same_chip = same_chip_names(key, {target.id: target.memory_gb for target in targets.values()})
     hint = f"did you mean {', '.join(same_chip)}?" if same_chip else "none is close: run `mha targets` for the list"
     raise BadInputError(f"unknown target {shown(name)}: {hint}")
+
+
+def _refuse_file_not_named_yaml(name: str) -> None:
+    """A name that is no target but a path that is there (``gpu.json``): one line saying a target file is read by its
+    name's ending, not "unknown target ... none is close", as if nothing were there."""
+    import os
+
+    path = name.strip()
+    if len(path) > PATH_MAX or not os.path.exists(path):
+        return
+    if os.path.isdir(path):
+        raise BadInputError(
+            f"{shown_path(path)} is a folder: a target file is a YAML file named .yaml or .yml (`mha targets --schema`)"
+        )
+    raise BadInputError(
+        f"{shown_path(path)} is a file, but a target file is named .yaml or .yml (JSON is YAML: rename it);"
+        " `mha targets --schema` lists its fields"
+    )
 
 
 def resolve_target(spec: str) -> ResolvedTarget:

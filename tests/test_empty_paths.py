@@ -1,0 +1,30 @@
+"""A path typed empty (``--out-dir "$DIR"`` with it unset) is refused in one line (exit 2), writing nothing: typer
+reads "" as the folder '.', so ``experiment --out-dir ""`` wrote its report, plot and JSON into the working folder,
+``--out ""`` / ``--plot ""`` were refused as ".: name the file ...", a name the user never typed, and
+``calibrate --from ""`` read every result file of the working folder."""
+
+import pytest
+
+from mha_cli.core.errors import EXIT_BAD_INPUT
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["experiment", "mqa", "--quick", "--device", "cpu", "--out-dir", ""],
+        ["recommend", "--params", "125M", "--out", " "],
+        ["kv", "llama-3-8b", "--plot", ""],
+        ["plan", "llama-3-8b", "--target", "h100", "--plot", ""],
+        ["probe", "a b", "--out", ""],
+        ["plan", "llama-3-8b", "--target", "h100", "--lengths-file", ""],
+        ["calibrate", "--from", "", "--model", "llama-3-8b", "--target", "h100"],
+    ],
+    ids=["experiment-out-dir", "recommend-out", "kv-plot", "plan-plot", "probe-out", "plan-lengths", "calibrate-from"],
+)
+def test_an_empty_output_path_is_refused_and_nothing_is_written(cli, tmp_path, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    result = cli.run(*args)
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    option = next(arg for arg in args if arg in ("--out-dir", "--out", "--plot", "--lengths-file", "--from"))
+    assert result.stderr == f"error: {option} is empty: give a path\n"
+    assert result.stdout == "" and list(tmp_path.iterdir()) == []
