@@ -322,7 +322,9 @@ def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generatio
         # (0.341, 0.681) before gemmramp, fp4rate and smoke6 and their refit (c9a7fdd)
         # (0.300, 0.693) before the fbd68a5 refit
         # (0.2666, 0.693) before the 2026-12-04 refit (sglfloor's measured NVIDIA launch, sharedact; vllm-v1 refitted for sharedact)
-        ("sglang-0.5", "ttft_ms"): (0.4459, 0.5803),
+        # (0.4459, 0.5803) judged on every row's mean, before the cookbook rows' printed medians were recorded and
+        # judged on (ttftmed: the means hold first-use compiles); the constants unchanged
+        ("sglang-0.5", "ttft_ms"): (0.4074, 0.479),
         # trtllm-pytorch: (0.222, 0.131) before its profiling-run activation, 0.253 with it until refitted
         # 0.2335 / 0.144 before the prompt steps; (0.217, 0.151) before mixedstep
         # (0.2172, 0.1487) before tilegemm: the default constants' half-rows ramp no longer prices Scout's decode

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_S = {"vllm-v1": 0.045, "sglang-0.5": (9.54 - 2.632) * 1e-3}
 """vllm-v1: aiconfigurator#1166's +45 ms (Qwen3-8B, vLLM 0.18, H200); sglang-0.5: tt-inference-server#3560's mock
 device, a lone request's median TTFT 9.54 ms less its 2.632 ms forward (1000 / TSU 380), to 2 significant figures."""
-DIAGNOSTIC_FIT_S = 0.0613  # 0.0277 before the 2026-12-04 refit held NVIDIA's prefill launch at its measured 42.7 us (sglfloor); 0.028 before the fbd68a5 refit; 0.0306 before the gemmramp refit c9a7fdd (0.0294 before that)
+DIAGNOSTIC_FIT_S = 0.0426  # 0.0613 on the rows' mean TTFTs, before the cookbook rows were judged on their printed medians (ttftmed); 0.0277 before the 2026-12-04 refit held NVIDIA's prefill launch at its measured 42.7 us (sglfloor); 0.028 before the fbd68a5 refit; 0.0306 before the gemmramp refit c9a7fdd (0.0294 before that)
 """What a front end fitted on sglang-0.5's 12 one-user fit rows gives (``fit_priors.py --set 2025 --front-end``):
 not shipped, since it takes in the steps' mispricing of those rows' prefill (outputs/serving/priors_2025.md). 38.3 ms
 before sglang-0.5 was refitted on its client rows' simulated ITL and tokens/s (simitl); 38.6 ms
@@ -106,8 +106,10 @@ def test_a_front_end_fitted_on_sglangs_twelve_one_user_fit_rows_is_not_shipped(f
     assert fit_priors.fit_front_end(sglang_rows, "sglang-0.5") == DIAGNOSTIC_FIT_S
     assert front_end("sglang-0.5").seconds < DIAGNOSTIC_FIT_S / 2  # the cited front end, not the fit
     # the fit is independent of the shipped value: the steps-alone TTFT is the prediction less the shipped front end
-    gaps = [row.measured["ttft_ms"] - fit_priors.ttft_without_front_end_ms(row) for row in lone]
-    assert min(gaps) < 0 < 4000 < max(gaps)  # Llama 3.1 70B at 4k tokens priced slower; Llama 4 Scout's 4.2 s
+    gaps = [row.judged["ttft_ms"] - fit_priors.ttft_without_front_end_ms(row) for row in lone]
+    # Llama 3.1 70B at 4k tokens priced slower; DeepSeek-V3.1 at 4k tokens on MI300X the largest gap left on medians
+    # (on means Llama 4 Scout's 4.2 s, one ~42 s first-use request among 10, was: max(gaps) > 4000 before ttftmed)
+    assert min(gaps) < 0 < 100 < max(gaps) < 200
 
 
 def test_the_front_end_fit_never_reads_a_held_out_row(fit_priors, sglang_rows):
@@ -115,8 +117,8 @@ def test_the_front_end_fit_never_reads_a_held_out_row(fit_priors, sglang_rows):
     assert len(held_out) == 33  # 26 before InferenceX #870 (rows6, 7 H200 rows); 24 before GPT-OSS.md (2 rows)
     saved = [dict(row.measured) for row in held_out]
     try:
-        for row in held_out:  # held-out TTFTs 100 times larger: a fit that read them would move
-            row.measured["ttft_ms"] *= 100
+        for row in held_out:  # held-out TTFTs (mean and median) 100 times larger: a fit that read them would move
+            row.measured = {k: v * 100 if k.startswith("ttft") else v for k, v in row.measured.items()}
         assert fit_priors.fit_front_end(sglang_rows, "sglang-0.5") == DIAGNOSTIC_FIT_S
     finally:
         for row, measured in zip(held_out, saved, strict=True):
