@@ -107,9 +107,10 @@ def test_a_front_end_fitted_on_sglangs_twelve_one_user_fit_rows_is_not_shipped(f
     assert front_end("sglang-0.5").seconds < DIAGNOSTIC_FIT_S / 2  # the cited front end, not the fit
     # the fit is independent of the shipped value: the steps-alone TTFT is the prediction less the shipped front end
     gaps = [row.judged["ttft_ms"] - fit_priors.ttft_without_front_end_ms(row) for row in lone]
-    # Llama 3.1 70B at 4k tokens priced slower; DeepSeek-V3.1 at 4k tokens on MI300X the largest gap left on medians
+    # Llama 3.1 70B at 4k tokens priced slower; DeepSeek-V3.1 at 4k tokens on MI300X the largest gap left on medians,
+    # 270 ms since AMD's eager prompt launch was refitted on the medians (193.2 -> 74.55 us; under 200 ms before)
     # (on means Llama 4 Scout's 4.2 s, one ~42 s first-use request among 10, was: max(gaps) > 4000 before ttftmed)
-    assert min(gaps) < 0 < 100 < max(gaps) < 200
+    assert min(gaps) < 0 < 200 < max(gaps) < 300
 
 
 def test_the_front_end_fit_never_reads_a_held_out_row(fit_priors, sglang_rows):
