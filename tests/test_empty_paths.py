@@ -28,3 +28,13 @@ def test_an_empty_output_path_is_refused_and_nothing_is_written(cli, tmp_path, m
     option = next(arg for arg in args if arg in ("--out-dir", "--out", "--plot", "--lengths-file", "--from"))
     assert result.stderr == f"error: {option} is empty: give a path\n"
     assert result.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_target_name_is_refused_not_read_as_every_target(cli):
+    """``mha targets "$GPU"`` with it unset listed every target, exit 0, as if no name were given."""
+    for name in ("", " "):
+        result = cli.run("targets", name, "--json")
+        assert result.exit_code == EXIT_BAD_INPUT and result.stdout == ""
+        assert result.stderr == (
+            "error: the target name is empty: give an id or alias, or leave it out to list every target\n"
+        )

@@ -37,6 +37,8 @@ def targets(
     A device not listed is a YAML file of the same fields: --target my-gpu.yaml (four of it: 4xmy-gpu.yaml);
     --schema prints its fields, with an example.
     """
+    if name is not None and not name.strip():  # `mha targets "$GPU"` with it unset: not the whole list
+        raise BadInputError("the target name is empty: give an id or alias, or leave it out to list every target")
     if schema:
         if name:
             raise BadInputError(f"--schema prints the target file's fields: give it without {shown(name)}")

@@ -28,6 +28,7 @@ from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, dp_attention_stages_problem, lockstep_note
 from mha_cli.core.engine.async_pipeline import async_pipeline_refusal
+from mha_cli.core.engine.pipeline_stages import pipeline_refusal
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.engine.sglang_state_pool import engine_state_model
 from mha_cli.core.errors import BadInputError, EngineRefusedError
@@ -241,6 +242,9 @@ class LayoutPlans:
             deployment.engine, deployment.engine_generation, deployment.engine_version, deployment.async_scheduling, pp
         )  # fmt: skip
         if refusal is not None:  # vLLM 0.10.0-0.14.x would not start: refused, or left out of a search
+            raise BadInputError(refusal)
+        refusal = pipeline_refusal(deployment.engine, deployment.engine_generation, deployment.engine_version, pp)
+        if refusal is not None:  # SGLang before 0.4.6.post2, vLLM before 0.5.3: no stages from the line
             raise BadInputError(refusal)
         shared = experts is not None and experts.ranks > tp  # the replicas are one server's DP-attention ranks
         if (deployment.dp or shared) and (
