@@ -496,6 +496,25 @@ GENERATION_FITTED = [
     "kernel_overhead_s", "step_overhead_s", "all_reduce_latency_nvlink_s",
 ]  # fmt: skip
 """What a generation refits (its engine's kernels, graphs and scheduler); the PCIe latency has no 2025 row."""
+MEASURED_STEP_CONSTANTS: dict[tuple[str, str], dict[str, float]] = {}
+"""(generation, GPU vendor lower-cased) -> step constants held at a public measurement instead of fitted, where
+every fit row is of that generation and vendor (``held_constants``), as ``core.engine.eager_launch`` holds
+sglang-0.5's prefill launch time on NVIDIA (priors_2025.md, sglfloor). Shipped empty: vllmar (priors_2025.md) held
+vllm-v1's NVIDIA ``all_reduce_latency_nvlink_s``, which its fit rows leave confounded with the step and kernel
+overheads (H100 at tp 1 without all-reduces, B200 at tp 2 with 52 in every step), at vLLM's custom all-reduce
+measured on H100 (9.5 us at 512 B and tp 2 outside CUDA graphs, https://github.com/sgl-project/sglang/pull/2904) and
+at FlashInfer's one-shot all-reduce + RMSNorm in a CUDA graph (6.98 us, tp 2, 72 KB,
+https://github.com/flagos-ai/FlagGems-vllm/pull/773):
+both refits left vllm-v1's held-out ITL worse (14.2% -> 18.9%, 17.6%), so neither was written."""
+
+
+def held_constants(rows: list[GenerationRow]) -> dict[str, float]:
+    """The constants ``MEASURED_STEP_CONSTANTS`` holds for ``rows``: those of their one (generation, vendor); none
+    where the rows mix generations or vendors (a joint set fits its own) or hold none."""
+    pairs = {(row.generation, row.target.vendor.lower()) for row in rows}
+    return dict(MEASURED_STEP_CONSTANTS.get(pairs.pop(), {})) if len(pairs) == 1 else {}
+
+
 FIT_FIGURES = ("itl_ms", "tokens_per_s_per_gpu")
 """The figures a generation is fitted on and judged by; TTFT (mostly queueing behind others' prompts) is reported."""
 MIN_VENDOR_ROWS = 6
@@ -556,7 +575,7 @@ def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[s
     """``fit``'s coordinate descent on ``generation_loss``, over ``GENERATION_FITTED`` (and ``fp4_matmul_efficiency``,
     from ``matmul_efficiency``'s start, where ``MIN_FP4_ROWS`` rows hold fp4 GEMMs: ``holds_fp4_gemms``; and
     ``attention_half_rows``, from ``matmul_half_rows``'s start, for a generation of ``OWN_ATTENTION_RAMP``), from
-    ``start``; then, for a
+    ``start``, less what ``held_constants`` holds at a measurement; then, for a
     generation whose prefill runs outside CUDA graphs, its host launch time per prefill kernel on the rows' TTFT alone
     (``fit_prefill_launch``), the step constants kept.
 
@@ -568,7 +587,8 @@ def fit_generation(rows: list[GenerationRow], start: dict[str, float]) -> dict[s
     descent fits the closed form times those ratios, from ``start`` again; the rows are simulated anew at the fitted
     constants, and so on until no constant moves more than ``FIXED_POINT_MOVE``, at most ``FIXED_POINT_ROUNDS`` fits
     (each printed). Rows without a client need one fit, as before."""
-    names = list(GENERATION_FITTED)
+    held = held_constants(rows)  # measured, not fitted
+    names, start = [name for name in GENERATION_FITTED if name not in held], start | held
     if sum(holds_fp4_gemms(row) for row in rows) >= MIN_FP4_ROWS:  # their own share of the fp4 peak
         names.append(FP4_EFFICIENCY)
         start = start | {FP4_EFFICIENCY: start.get(FP4_EFFICIENCY, start["matmul_efficiency"])}

@@ -92,6 +92,24 @@ def test_refitting_vllm_v1_gives_the_stored_constants(fit_priors, rows_as_fitted
     assert fit_priors.fit_generation(amd, default) == stored["vendors"]["amd"]["constants"]
 
 
+def test_a_measured_step_constant_is_held_not_fitted(fit_priors, rows_as_fitted, fitted_names, monkeypatch):
+    """``fit_priors.MEASURED_STEP_CONSTANTS`` ships empty (priors_2025.md, vllmar: vllm-v1's NVIDIA all-reduce latency
+    held at a measured value made its held-out ITL worse); an entry is held, not fitted, on one generation's rows of
+    its vendor alone, and a joint set of both vendors fits its own."""
+    fit_rows = [row for row in rows_as_fitted if row.generation == "vllm-v1" and row.split == "fit"]
+    nvidia = [row for row in fit_rows if row.target.vendor == "NVIDIA"]
+    amd = [row for row in fit_rows if row.target.vendor == "AMD"]
+    assert fit_priors.held_constants(nvidia) == {}
+    latency = "all_reduce_latency_nvlink_s"
+    monkeypatch.setattr(fit_priors, "MEASURED_STEP_CONSTANTS", {("vllm-v1", "nvidia"): {latency: 9.5e-6}})
+    names, start = fitted_names(nvidia)
+    assert latency not in names and start[latency] == 9.5e-6
+    assert {"step_overhead_s", "kernel_overhead_s"} <= set(names)
+    for other in (amd, fit_rows):
+        names, start = fitted_names(other)
+        assert latency in names and start[latency] == fit_priors.START[latency]
+
+
 @pytest.mark.parametrize(
     ("engine", "generation", "text", "expected"),
     [
