@@ -421,7 +421,7 @@ def plan(
         device = resolved.target
     else:
         chosen = (
-            load_profile(profile, weights)
+            load_profile(profile, weights, release=deployment.engine_version)
             if profile is not None
             else prior_profile(device, weights, generation=generation, release=deployment.engine_version)
         )
