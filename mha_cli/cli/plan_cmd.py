@@ -376,6 +376,7 @@ def plan(
         kv_offload_bytes=offload_bytes, shared_prefixes=shared_prefixes, async_scheduling=async_scheduling,
     )  # fmt: skip
     from mha_cli.core.engine.generations import generation
+    from mha_cli.core.weight_bytes import refuse_format_without_experts
 
     output = Output(json)
     refuse_release_without_model(  # before the pool's own refusals, in the words `mha kv` uses
@@ -383,6 +384,7 @@ def plan(
     )
     generation_id = generation(deployment.engine_generation, deployment.engine).id
     refuse_per_kind_pages(loaded.model, generation_id)  # one line, not one per layout
+    refuse_format_without_experts(loaded.model, deployment.weight_dtype)  # likewise
     if offload_bytes is not None:  # a generation without KV offload: one line before anything is priced
         from mha_cli.core.engine.offload import offload_rule
 
