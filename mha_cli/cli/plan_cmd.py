@@ -365,7 +365,7 @@ def plan(
 
         check_plot_path(plot, force=force)
     resolved = with_inter_node_link(resolve_target(target), inter_node_link)
-    loaded = load_source(source)
+    loaded = load_source(source, weight_dtype=weight_dtype)
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=isl + osl, target=resolved.spec, weight_dtype=weight_dtype,
