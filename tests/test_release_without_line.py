@@ -47,3 +47,22 @@ def test_a_host_tier_on_a_release_without_its_flag_is_refused(cli, engine, expec
 def test_a_host_tier_on_a_release_with_its_flag_is_priced(cli, engine):
     result = cli.json(*SEARCH, "--engine", engine, "--kv-offload-gib", "100")
     assert result["launch"]
+
+
+def test_a_disaggregated_plan_without_a_vllm_line_names_no_vllm_proxy(cli):
+    """``--disaggregated --engine vllm@0.8.0`` (NixlConnector first in 0.9.0) wrote only SGLang's lines, and its note
+    still said where vLLM's toy proxy is and that "both" engines need NIXL."""
+    old = cli.json("plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--engine", "vllm@0.8.0")
+    assert sorted(old["launch"]) == ["sglang"]
+    assert old["launch_note"].startswith(
+        "one command a line, prefill workers on the first GPUs; SGLang needs NIXL installed (pip install nixl); no vllm"
+        " line: vLLM 0.8.0 has no --kv-transfer-config"
+    )
+    assert "proxy" not in old["launch_note"]
+    new = cli.json("plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated")
+    assert sorted(new["launch"]) == ["sglang", "vllm"]
+    assert (
+        "vLLM's proxy tests/v1/kv_connector/nixl_integration/toy_proxy_server.py is in its source tree"
+        in (new["launch_note"])
+        and "both engines need NIXL installed" in new["launch_note"]
+    )
