@@ -83,7 +83,7 @@ def kv(
         from mha_cli.cli.plot import check_plot_path
 
         check_plot_path(plot, force=force)
-    loaded = load_source(source)
+    loaded = load_source(source, weight_dtype=weight_dtype)
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
     deployment = merge_deployment(
         loaded.deployment,

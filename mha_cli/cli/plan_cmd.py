@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     from mha_cli.core.cost.profile import DeviceProfile
     from mha_cli.core.cost.search import SearchResult
     from mha_cli.core.cost.speculative import SpeculativeComparison
-    from mha_cli.core.schemas import ModelSpec, MoeA2aBackend, SpeculativeSpec
+    from mha_cli.core.engine.generations import Generation
+    from mha_cli.core.schemas import DeploymentSpec, ModelSpec, MoeA2aBackend, SpeculativeSpec
     from mha_cli.core.serve.replica import ClientSpec, SimulatedServing
     from mha_cli.core.sources import ModelSource
     from mha_cli.core.targets import ResolvedTarget
@@ -364,7 +365,7 @@ def plan(
 
         check_plot_path(plot, force=force)
     resolved = with_inter_node_link(resolve_target(target), inter_node_link)
-    loaded = load_source(source)
+    loaded = load_source(source, weight_dtype=weight_dtype)
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=isl + osl, target=resolved.spec, weight_dtype=weight_dtype,
@@ -375,6 +376,7 @@ def plan(
         kv_offload_bytes=offload_bytes, shared_prefixes=shared_prefixes, async_scheduling=async_scheduling,
     )  # fmt: skip
     from mha_cli.core.engine.generations import generation
+    from mha_cli.core.weight_bytes import refuse_format_without_experts
 
     output = Output(json)
     refuse_release_without_model(  # before the pool's own refusals, in the words `mha kv` uses
@@ -382,10 +384,12 @@ def plan(
     )
     generation_id = generation(deployment.engine_generation, deployment.engine).id
     refuse_per_kind_pages(loaded.model, generation_id)  # one line, not one per layout
+    refuse_format_without_experts(loaded.model, deployment.weight_dtype)  # likewise
     if offload_bytes is not None:  # a generation without KV offload: one line before anything is priced
         from mha_cli.core.engine.offload import offload_rule
 
         offload_rule(generation_id)
+        _refuse_offload_flag_missing(generation(deployment.engine_generation, deployment.engine), deployment)
         if resolved.target.vendor == "CPU":  # vLLM's get_worker: "CPU Offloading is currently only supported on
             raise BadInputError(  # CUDA-alike and XPU GPUs" (core.engine.offload)
                 "--kv-offload-gib: a CPU target's KV cache is in host memory already, and vLLM's offload runs on"
@@ -421,7 +425,7 @@ def plan(
         device = resolved.target
     else:
         chosen = (
-            load_profile(profile, weights)
+            load_profile(profile, weights, release=deployment.engine_version)
             if profile is not None
             else prior_profile(device, weights, generation=generation, release=deployment.engine_version)
         )
@@ -543,6 +547,26 @@ def _notice_alias(alias_note: str | None, output: Output) -> None:
     say it (the JSON carries it: ``target_alias_note`` searching, ``memory.alias_note`` for one deployment)."""
     if alias_note:
         output.notice(f"target {alias_note}")
+
+
+OFFLOAD_SIZE_FLAGS = {"vllm": "--kv-offloading-size", "sglang": "--hicache-size"}
+"""The launch-line flag that sizes each engine's host KV pool (TensorRT-LLM's is an options-file key)."""
+
+
+def _refuse_offload_flag_missing(chosen: Generation, deployment: DeploymentSpec) -> None:
+    """``--kv-offload-gib`` on a release without the flag its launch line sizes the pool with (vLLM before 0.11.1,
+    SGLang before 0.4.5.post3): one line, as ``--kv-cache-gib`` is refused, not a plan priced with a host tier the
+    release lacks and no line of its engine to run it."""
+    from mha_cli.core.engine.flags import setting_refusal
+
+    word = OFFLOAD_SIZE_FLAGS.get(chosen.engine)
+    refusal = (
+        None
+        if word is None
+        else setting_refusal("--kv-offload-gib", chosen.engine, chosen, deployment.engine_version, word)
+    )
+    if refusal is not None:
+        raise BadInputError(refusal)
 
 
 def _a2a_backend(value: str, model: ModelSpec, *, dp: int | None, pinned: int | None) -> MoeA2aBackend:

@@ -117,7 +117,7 @@ def _explicit_variant(source: ModelSource) -> str | None:
 def check_design(source_name: str, *, strict: bool = False, **overrides: Any) -> CheckResult:
     """Lint ``source_name`` under its deployment with ``overrides`` (seq_len, target, batch, ...) applied;
     ``strict`` makes warnings fail the check too."""
-    source = load_source(source_name)
+    source = load_source(source_name, weight_dtype=overrides.get("weight_dtype"))
     refuse_gguf_overrides(source, weight_dtype=overrides.get("weight_dtype"), engine=overrides.get("engine"))
     seq = overrides.pop("seq_len", None)
     context_from = _stated_context(source, seq)

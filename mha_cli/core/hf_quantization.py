@@ -88,8 +88,8 @@ class CheckpointWeights(NamedTuple):
 
 def _refuse(origin: str, what: str) -> BadInputError:
     return BadInputError(
-        f"{origin}: quantization_config {what} is not a weight format mha prices ({SUPPORTED}): remove"
-        " quantization_config from a copy of the file to price bf16 weights"
+        f"{origin}: quantization_config {what} is not a weight format mha prices ({SUPPORTED}): give --weight-dtype"
+        " to price every weight in one format, or remove quantization_config from a copy of the file for bf16"
     )
 
 

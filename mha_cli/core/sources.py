@@ -47,8 +47,10 @@ class ModelSource(Record):
     """What a launch line loads for this model (``core.served_model``)."""
 
 
-def load_source(source: str) -> ModelSource:
-    """Resolve ``source`` (see the module docstring); ``BadInputError`` in one line when nothing fits."""
+def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
+    """Resolve ``source`` (see the module docstring); ``BadInputError`` in one line when nothing fits.
+    ``weight_dtype``: the format ``--weight-dtype`` prices every weight in, overriding a config.json's
+    quantization_config, which is then not read (one mha cannot read is not refused)."""
     if not source.strip():  # ``mha kv "$MODEL"`` with it unset: not the folder '.', which Path("") names
         raise BadInputError(
             "SOURCE is empty: give a preset (`mha presets`), a config file, a model folder or a Hugging Face id"
@@ -60,10 +62,10 @@ def load_source(source: str) -> ModelSource:
         return _preset(source, preset.name, _no_checkpoint() if repo is None else by_preset(repo))
     path = Path(source)
     if _may_exist(path):
-        return _load_path(path)
+        return _load_path(path, weight_dtype)
     hf_id = parse_hf_id(source)
     if hf_id is not None:
-        return _load_hf_id(hf_id)
+        return _load_hf_id(hf_id, weight_dtype)
     repo = id_for_short_name(source)
     if repo is not None:
         name = preset_for_id(repo)
@@ -96,7 +98,7 @@ def _preset(typed: str, name: str, served: ServedModel, assumption: str | None =
     return _with_checkpoint_format(source, checkpoint_weights(name))
 
 
-def _load_hf_id(hf_id: HfId) -> ModelSource:
+def _load_hf_id(hf_id: HfId, weight_dtype: str | None = None) -> ModelSource:
     """``hf_id``'s config.json from the Hugging Face cache, else the preset listed for it, else one line saying where
     it looked and how to get the config."""
     found = find_cached(hf_id)
@@ -104,7 +106,9 @@ def _load_hf_id(hf_id: HfId) -> ModelSource:
     if found.path is not None:
         assert found.commit is not None
         cached = f"{hf_id}: config.json from the Hugging Face cache, commit {found.commit[:12]}"
-        return _load_file(found.path, name=hf_id.repo, kind="hf-cache", served=served, assumptions=[cached])
+        return _load_file(
+            found.path, name=hf_id.repo, kind="hf-cache", served=served, assumptions=[cached], weight_dtype=weight_dtype
+        )
     cache = hub_cache()
     preset = preset_for_id(hf_id.repo)
     if preset is not None:
@@ -120,7 +124,7 @@ def _load_hf_id(hf_id: HfId) -> ModelSource:
     )
 
 
-def _load_path(path: Path) -> ModelSource:
+def _load_path(path: Path, weight_dtype: str | None = None) -> ModelSource:
     """A file, or a model folder (its config.json), that is there."""
     if is_folder(path):
         config = path / "config.json"
@@ -132,12 +136,15 @@ def _load_path(path: Path) -> ModelSource:
         path = config
     elif path.suffix.lower() == ".gguf":
         return _load_gguf(path)
-    return _load_file(path, name=_hf_name(path), kind="hf-config", served=None, assumptions=[])
+    return _load_file(
+        path, name=_hf_name(path), kind="hf-config", served=None, assumptions=[], weight_dtype=weight_dtype
+    )
 
 
 def _load_file(
-    path: Path, *, name: str, kind: SourceKind, served: ServedModel | None, assumptions: list[str]
-) -> ModelSource:
+    path: Path, *, name: str, kind: SourceKind, served: ServedModel | None, assumptions: list[str],
+    weight_dtype: str | None = None,
+) -> ModelSource:  # fmt: skip
     """A Hugging Face config.json (``kind``, the model called ``name``) or our config file at ``path``; ``served``
     None: from the file (``served_model.from_config``)."""
     # The file readers are imported here: a preset (the common case, and every `--json` test run) never pays for them.
@@ -152,7 +159,15 @@ def _load_file(
             kind=kind, origin=str(path), model=imported.model, assumptions=[*assumptions, *imported.assumptions],
             served=from_config(path, data) if served is None else served,
         )  # fmt: skip
-        stored = read_checkpoint_weights(_with_modelopt_sidecar(data, path), shown_path(path))
+        try:
+            stored = read_checkpoint_weights(_with_modelopt_sidecar(data, path), shown_path(path))
+        except BadInputError as refusal:  # a quantization_config mha cannot price: --weight-dtype prices it instead
+            if weight_dtype is None:
+                raise
+            stored = None
+            unread = f"quantization_config not read ({refusal.message.split(': quantization_config ', 1)[-1]}"
+            unread = unread.split(" is not a weight format", 1)[0] + f"): every weight priced in {weight_dtype}"
+            source = source.model_copy(update={"assumptions": [*source.assumptions, f"{unread} (--weight-dtype)"]})
         source = _with_checkpoint_weights(source, stored)
         return _with_header_weights(source, path, data) if path.name == "config.json" else source
     if "model" not in data and "d_model" in data:  # a bare model spec; its schema_version, if any, is the file's

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mha_cli.core.errors import BadInputError, shown_path
 from mha_cli.core.record import Record
@@ -22,6 +22,10 @@ MAX_TARGET_FILE_BYTES = 64 * 1024
 HBM_VISIBLE = 0.99
 """``torch_memory_gib`` when the file leaves it out: 99% of the vendor's GB, read as GiB (H100 79.19 of 80, H200
 139.80 of 141, B200 178.35 of 180), the table's rule for a device without a public torch figure."""
+
+
+VENDORS = {name.lower(): name for name in ("NVIDIA", "AMD", "Intel", "Google", "Apple")}
+"""The vendors of the targets table, as it spells them (``mha_cli/data/hardware_targets.csv``), by lower case."""
 
 
 class TargetFile(Record):
@@ -59,6 +63,13 @@ class TargetFile(Record):
     """Where the figures come from: a datasheet's title or URL."""
     notes: str = Field(default="", max_length=4000)
     """Anything a reader of the figures should know (write UNCERTAIN to flag a figure in ``mha targets``)."""
+
+    @field_validator("vendor")
+    @classmethod
+    def _vendor_as_the_table_spells_it(cls, vendor: str) -> str:
+        """``nvidia`` or ``Nvidia`` is NVIDIA: the engines' rules and the priors compare the table's spelling, so a
+        vendor written in another case was priced as an unknown vendor's device (no CUDA graphs, another sampler)."""
+        return VENDORS.get(vendor.strip().lower(), vendor)
 
     @model_validator(mode="after")
     def _torch_memory_within_the_device(self) -> "TargetFile":

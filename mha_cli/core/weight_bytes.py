@@ -120,13 +120,19 @@ def rank_weight_bytes(
 
     A ``tp`` that does not shard the model (heads or widths it does not divide) is priced as the whole model's
     bytes split evenly, rounded up, as ``weight_params_per_device`` counts it."""
+    refuse_format_without_experts(model, weight_dtype)
+    return _rank_bytes(model, tp, _FormatPricing(weight_format(weight_dtype)), vocab_padding, experts, sides=sides)
+
+
+def refuse_format_without_experts(model: ModelSpec, weight_dtype: str) -> None:
+    """Refuse in one line a format that quantises only routed experts (``mxfp4``) for a model without them: a
+    property of the model, so ``mha plan`` asks it once before its search, not once per layout."""
     fmt = weight_format(weight_dtype)
     if fmt.scope == "experts" and model.block.moe is None:
         raise BadInputError(
             f"--weight-dtype {fmt.name} quantises routed experts and {model.name} has none: use mxfp4-linear for MXFP4"
             " on every linear layer (AMD Quark), or fp8, nvfp4, int4 or awq"
         )
-    return _rank_bytes(model, tp, _FormatPricing(fmt), vocab_padding, experts, sides=sides)
 
 
 def rank_checkpoint_bytes(

@@ -201,9 +201,10 @@ def disaggregated_launch(
 
 
 LAUNCH_NOTE = (
-    f"one command a line, prefill workers on the first GPUs; vLLM's proxy {VLLM_PROXY} is in its source tree (run it"
-    " from a checkout) and {engines} NIXL installed (pip install nixl)"
+    "one command a line, prefill workers on the first GPUs; {proxy}{engines} NIXL installed (pip install nixl)"
 )
+VLLM_PROXY_NOTE = f"vLLM's proxy {VLLM_PROXY} is in its source tree (run it from a checkout) and "
+"""Said only where a vllm line is written: without one (a release before NixlConnector) the proxy runs nothing."""
 NODES_NOTE = (
     "the workers span nodes: run each line on its node (a worker over several nodes has one line per node, its first"
     " node the head; vLLM's multi-node flags are those of vLLM 0.11 and later); NODEk_IP stands for node k's address"
@@ -261,7 +262,7 @@ def disaggregated_with_launch(
     old_vllm = old_vllm if "vllm" in launch else []
     note = "; ".join(
         [
-            LAUNCH_NOTE.format(engines=engines),
+            LAUNCH_NOTE.format(proxy=VLLM_PROXY_NOTE if "vllm" in launch else "", engines=engines),
             *nodes,
             *([TRTLLM_NOT_WRITTEN] if deployment.engine == "trtllm" else []),
             *old_vllm,

@@ -386,8 +386,8 @@ class LayoutPlans:
             prediction.notes.append(lockstep_note(replicas, concurrency, self.osl))
         if self.experts is not None and replicas > 1 and self.experts.ranks == tp:
             prediction.notes.append(
-                f"the {replicas} replicas each hold their own copy of the experts (separate servers: the launch line"
-                " is one of them, behind a load balancer)"
+                f"the {replicas} replicas each hold their own copy of the experts (separate servers behind a load"
+                " balancer, one per replica)"
             )
         if drafter_note is not None:
             prediction.notes.append(drafter_note)

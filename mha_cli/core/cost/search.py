@@ -714,10 +714,15 @@ def _launch_note(
     notes = [served.note] if served.note else []
     generation = GENERATIONS[pick.memory.engine.generation] if pick is not None else None
     if generation is not None and generation.until is not None:
-        notes.append(
-            f"priced by {generation.label}'s rules: run the {generation.engine} line on a release of {generation.releases}"
-        )
-        if not generation.data_parallel_flag and pick.deployment.replicas > 1 and generation.engine == "vllm":
+        written = generation.engine in launch  # no line of its own (a flag its release lacks): nothing to run there
+        run = f": run the {generation.engine} line on a release of {generation.releases}" if written else ""
+        notes.append(f"priced by {generation.label}'s rules{run}")
+        if (
+            written
+            and not generation.data_parallel_flag
+            and pick.deployment.replicas > 1
+            and generation.engine == "vllm"
+        ):
             notes.append(f"{generation.label} has no --data-parallel-size: start the vllm line once per replica")
     from mha_cli.core.speculative import HEADS_PLACEHOLDER
 

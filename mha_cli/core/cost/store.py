@@ -118,11 +118,25 @@ def cpu_profile() -> DeviceProfile:
     return profile
 
 
-def load_profile(spec: str, weight_dtype: str = "bf16") -> DeviceProfile:
-    """``--profile``: a file path (anything with a ``/`` or ending ``.json``), a calibrated name, or ``ID-prior``
-    (the target's prior for ``weight_dtype``: fp8 weights on a GPU with fp8 tensor cores use their throughput)."""
+def load_profile(spec: str, weight_dtype: str = "bf16", release: str | None = None) -> DeviceProfile:
+    """``--profile``: a file path (anything with a ``/`` or ending ``.json``), a calibrated name, ``ID-prior``
+    (the target's prior for ``weight_dtype``: fp8 weights on a GPU with fp8 tensor cores use their throughput), or
+    ``ID-prior@GENERATION``, the name a plan prints for an engine generation's prior (``h100-sxm-prior@sglang-0.5``),
+    built as that plan built it (``release``: the engine release typed, as ``prior_profile`` takes it)."""
     if "/" in spec or spec.endswith(".json"):
         return read_profile(Path(spec))
+    base, at, generation = spec.partition("@")
+    if at and base.endswith("-prior"):
+        from mha_cli.core.cost.priors import prior_profile
+        from mha_cli.core.engine.generations import BY_ID
+        from mha_cli.core.targets import resolve_target
+
+        if generation.lower() not in BY_ID:
+            raise BadInputError(
+                f"profile {shown(spec)}: {shown(generation)} is not an engine generation (one of {', '.join(BY_ID)})"
+            )
+        target = resolve_target(base.removesuffix("-prior")).target
+        return prior_profile(target, weight_dtype, generation=generation.lower(), release=release)
     path = profile_path(spec)
     if path.exists():
         return read_profile(path)

@@ -59,3 +59,18 @@ def refuse_release_past_its_series(engine: str, typed: str) -> None:
             f"{name} {typed} was never released: the {key[0]}.{key[1]} series ended at {max(same_minor).written};"
             f" give --engine {engine}@{max(same_minor).written} or a later series"
         )
+    _refuse_release_between_known(engine, typed, key, keys)
+
+
+def _refuse_release_between_known(engine: str, typed: str, key: tuple, keys: list) -> None:
+    """A final release (not a pre-release) between the oldest and the newest known that is not among them
+    (``vllm@0.10.1.2``, ``sglang@0.5.8.post9``) was never released: refused, naming the releases on either side and
+    offering the nearer one of its own minor series, rather than launch lines written for it."""
+    if key[3] < 0 or not min(keys) < key < max(keys) or key in keys:
+        return
+    before, after = max(k for k in keys if k < key), min(k for k in keys if k > key)
+    offered = before if before[:2] == key[:2] else after
+    raise BadInputError(
+        f"{ENGINE_NAMES.get(engine, engine)} {typed} was never released ({before.written}, then {after.written}):"
+        f" give --engine {engine}@{offered.written}, or another release"
+    )

@@ -1,0 +1,30 @@
+"""A weight format that quantises routed experts alone, asked for a dense model, is refused once: ``mha plan
+llama-3.1-8b --target 8xh100 --quantization mxfp4`` (a search) repeated the same refusal for every layout in one
+2,066-character line cut at 1,000 characters ("no deployment ... starts: tp 1 x pp 1 x 8 replica(s): left out
+(--weight-dtype mxfp4 quantises routed experts ...); tp 1 x pp 2 x 4 replica(s): left out (...)..."), where
+``mha kv`` said it in one line."""
+
+import pytest
+
+from mha_cli.core.errors import EXIT_BAD_INPUT
+
+ONE_LINE = (
+    "error: --weight-dtype mxfp4 quantises routed experts and llama-3.1-8b has none: use mxfp4-linear for MXFP4 on"
+    " every linear layer (AMD Quark), or fp8, nvfp4, int4 or awq\n"
+)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["plan", "llama-3.1-8b", "--target", "8xh100", "--closed-form"],
+        ["plan", "llama-3.1-8b", "--target", "8xh100", "--disaggregated"],
+        ["plan", "llama-3.1-8b", "--target", "8xh100", "--tp", "2", "--closed-form"],
+        ["kv", "llama-3.1-8b"],
+    ],
+    ids=["search", "disaggregated", "pinned", "kv"],
+)
+def test_an_experts_only_format_on_a_dense_model_is_one_refusal(cli, args):
+    result = cli.run(*args, "--quantization", "mxfp4", "--json")
+    assert result.exit_code == EXIT_BAD_INPUT and result.stdout == ""
+    assert result.stderr == ONE_LINE
