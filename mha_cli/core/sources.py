@@ -150,7 +150,7 @@ def _load_file(
     # The file readers are imported here: a preset (the common case, and every `--json` test run) never pays for them.
     from mha_cli.core.config_io import parse_config, read_mapping_noting_duplicates
     from mha_cli.core.hf_import import looks_like_hf_config
-    from mha_cli.core.hf_quantization import read_checkpoint_weights
+    from mha_cli.core.hf_quantization import checkpoint_kv_cache_note, read_checkpoint_weights
 
     data, duplicate = read_mapping_noting_duplicates(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):  # a key given twice: the last, as transformers' json.load keeps it
@@ -169,6 +169,9 @@ def _load_file(
             unread = unread.split(" is not a weight format", 1)[0] + f"): every weight priced in {weight_dtype}"
             source = source.model_copy(update={"assumptions": [*source.assumptions, f"{unread} (--weight-dtype)"]})
         source = _with_checkpoint_weights(source, stored)
+        declared_kv = checkpoint_kv_cache_note(_with_modelopt_sidecar(data, path), shown_path(path))
+        if declared_kv is not None:  # named, never silently ignored (core.hf_quantization.VLLM_CHECKPOINT_KV)
+            source = source.model_copy(update={"assumptions": [*source.assumptions, declared_kv]})
         return _with_header_weights(source, path, data) if path.name == "config.json" else source
     if "model" not in data and "d_model" in data:  # a bare model spec; its schema_version, if any, is the file's
         wrapped = {"model": dict(data)}
