@@ -135,3 +135,12 @@ def test_each_launch_line_prints_whole_on_one_line_to_copy(cli):
     assert len(launch["vllm"]) > 80
     for engine, line in launch.items():
         assert f"  {engine}: {line}" in printed
+
+
+def test_plan_json_names_the_engine_release_typed(cli):
+    """--engine vllm@0.10.1: the JSON said engine vllm and generation vllm-v1 only, not the release whose flags the
+    launch lines take (kv --json keeps engine_version); a plan and a search now carry engine_release, absent untyped."""
+    base = ("plan", "llama-3.1-8b", "--target", "h100", "--concurrency", "4", "--closed-form")
+    assert cli.json(*base, "--engine", "vllm@0.10.1", "--tp", "1")["engine_release"] == "0.10.1"
+    assert cli.json(*base, "--engine", "sglang@0.5.8")["engine_release"] == "0.5.8"
+    assert "engine_release" not in cli.json(*base, "--engine", "vllm", "--tp", "1")

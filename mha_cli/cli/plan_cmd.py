@@ -480,7 +480,7 @@ def plan(
         found.layouts += header_notes(loaded.model, deployment)
         if resolution_note(loaded) is not None:  # plan prints no source line: how an id became the model priced
             found.layouts.append(resolution_note(loaded))
-        found.priced_as_release = past_read
+        found.engine_release, found.priced_as_release = deployment.engine_version, past_read
         found.target_alias_note = resolved.alias_note
         if plot is not None:
             from mha_cli.cli.plan_plot import write_pareto_plot
@@ -532,7 +532,7 @@ def plan(
         from mha_cli.core.cost.search import as_candidate
 
         result = as_candidate(result, ttft_ms, itl_ms)
-    result.priced_as_release = past_read
+    result.engine_release, result.priced_as_release = deployment.engine_version, past_read
     if plot is not None:
         from mha_cli.cli.plan_plot import write_plan_plot
 

@@ -59,6 +59,9 @@ class ServingPlan(ServingPrediction):
     """The same deployment at other concurrencies (``--plot``): powers of two up to twice what the engine admits."""
     rate_rps: float | None = None
     """``--rate``: the arrival rate asked (requests/s); ``concurrency`` is then the requests in flight it makes."""
+    engine_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """The engine release typed (``--engine vllm@0.10.1``: ``0.10.1``), whose flags the launch lines take; absent when
+    none was typed (the generation's latest)."""
     priced_as_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
     whose rules priced it (``core.engine.releases_read.NEWEST_READ``); absent otherwise."""

@@ -81,6 +81,9 @@ class SearchResult(Record):
     pick."""
     launch_note: str | None = None
     """What to replace or check in the launch lines (a placeholder for the model, a name the user did not type)."""
+    engine_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """The engine release typed (``--engine vllm@0.10.1``: ``0.10.1``), whose flags the launch lines take; absent when
+    none was typed (the generation's latest)."""
     priced_as_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
     whose rules priced it (``core.engine.releases_read.NEWEST_READ``); absent otherwise."""
