@@ -132,10 +132,12 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
         (yaml.safe_dump({**H100, "memory_gb": -80}), "target file bad.yaml: memory_gb: must be greater than 0"),
         (yaml.safe_dump({**H100, "memory_bandwidth_gbs": "fast"}), "memory_bandwidth_gbs: must be a number"),
         (yaml.safe_dump({**H100, "torch_memory_gib": 90}), "torch_memory_gib (90) is above memory_gb (80)"),
+        (yaml.safe_dump({**H100, "vendor": "AMD", "compute_capability": 10.0}),
+         "compute_capability is an NVIDIA GPU's CUDA figure, and vendor is AMD: leave it out"),
         ("name: x\n" + "# padding\n" * 10_000, "larger than 64 KiB; is this a target file?"),
     ],
     ids=["missing", "malformed", "list", "python-tag", "unknown-field", "no-source", "negative", "text-number",
-         "torch-above", "too-large"],
+         "torch-above", "cc-not-nvidia", "too-large"],
 )  # fmt: skip
 def test_a_bad_file_is_refused_in_one_line(cli, tmp_path, monkeypatch, content, expected):
     monkeypatch.chdir(tmp_path)

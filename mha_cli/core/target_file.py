@@ -78,6 +78,11 @@ class TargetFile(Record):
                 f"torch_memory_gib ({self.torch_memory_gib:g}) is above memory_gb ({self.memory_gb:g}): give what"
                 " torch.cuda.mem_get_info()[1] / 2**30 reads on the device"
             )
+        if self.compute_capability is not None and self.vendor != "NVIDIA":  # it moves vLLM's CUDA-graph budget
+            raise ValueError(
+                f"compute_capability is an NVIDIA GPU's CUDA figure, and vendor is {self.vendor}: leave it out (or"
+                " give vendor: NVIDIA)"
+            )
         return self
 
     def target_fields(self, target_id: str) -> dict[str, Any]:
