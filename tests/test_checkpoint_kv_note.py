@@ -1,8 +1,8 @@
 """A checkpoint's declared KV-cache format (ModelOpt ``kv_cache_quant_algo``, compressed-tensors ``kv_cache_scheme``)
-is named among the assumptions, never silently ignored: mha prices the cache in ``--kv-dtype``'s format, and vLLM
-from 0.14.0 allocates fp8 by itself for a ModelOpt checkpoint that declares it (``resolve_kv_cache_dtype_string``,
-read in the 0.13.0 and 0.14.0 wheels), so the line says how to price that. Found by newuser3: such a checkpoint was
-planned with a bf16 cache and no word about the field."""
+is named among the assumptions, never silently ignored, and a ModelOpt fp8 declaration is priced in fp8 where the
+engine runs it by itself with its KV format left at auto (``core.engine.checkpoint_kv``: vLLM from 0.14.0, SGLang
+from 0.5.3, TensorRT-LLM; read in the wheels). Found by newuser3: such a checkpoint was planned with a bf16 cache, twice
+what today's vLLM allocates, and no word about the field."""
 
 import json
 
@@ -39,27 +39,50 @@ def kv_assumptions(cli, path, *flags):
     return result, [line for line in result["assumptions"] if "declares its KV cache" in line]
 
 
+MODELOPT_NOTE = (
+    "the checkpoint declares its KV cache FP8 (kv_cache_quant_algo): priced in fp8 unless --kv-dtype says otherwise"
+    " where the engine runs it by itself (vLLM from 0.14.0, SGLang from 0.5.3, TensorRT-LLM; core.engine.checkpoint_kv),"
+    " in the model's dtype on earlier releases"
+)
+
+
 @pytest.mark.parametrize(("quantization", "sidecar"), [(MODELOPT, None), (None, SIDECAR)], ids=["config", "sidecar"])
-def test_a_modelopt_fp8_kv_cache_is_named_with_how_to_price_it(cli, tmp_path, quantization, sidecar):
+def test_a_modelopt_fp8_kv_cache_is_priced_as_the_engine_runs_it(cli, tmp_path, quantization, sidecar):
+    """Llama 3 8B: 131,072 B a token in bf16, 65,536 in fp8 (the published figure halved)."""
     path = write(tmp_path / "model", quantization, sidecar)
-    bf16, lines = kv_assumptions(cli, path)
-    assert lines == [
-        "the checkpoint declares its KV cache FP8 (kv_cache_quant_algo); the cache is priced in --kv-dtype's format"
-        " (bf16 unless given): vLLM from 0.14.0 allocates fp8 for it when --kv-cache-dtype is auto"
-        " (resolve_kv_cache_dtype_string), earlier releases the model's dtype, and SGLang reads it too"
-        " (sgl-project/sglang#27906, its release not read here): give --kv-dtype fp8 to price that"
-    ]
-    fp8, _ = kv_assumptions(cli, path, "--kv-dtype", "fp8")  # what the line offers halves the cache: 131,072 -> 65,536
-    assert (bf16["bytes_per_token"], fp8["bytes_per_token"]) == (131072, 65536)
+    latest, lines = kv_assumptions(cli, path)
+    assert lines == [MODELOPT_NOTE]
+    assert (latest["bytes_per_token"], latest["deployment"]["kv_dtype"]) == (65536, "fp8")
+    by_release = {engine: kv_assumptions(cli, path, "--engine", engine)[0]["bytes_per_token"]
+                  for engine in ("vllm@0.13.0", "vllm@0.14.0", "sglang@0.5.2", "sglang@0.5.3", "trtllm")}  # fmt: skip
+    assert by_release == {"vllm@0.13.0": 131072, "vllm@0.14.0": 65536, "sglang@0.5.2": 131072,
+                          "sglang@0.5.3": 65536, "trtllm": 65536}  # fmt: skip
+    assert kv_assumptions(cli, path, "--kv-dtype", "bf16")[0]["bytes_per_token"] == 131072  # asked: it wins
+
+
+def test_the_engines_reading_by_release():
+    from mha_cli.core.engine.checkpoint_kv import engine_runs_checkpoint_kv
+    from mha_cli.core.engine.generations import generation_of, typed_release
+
+    def runs(engine: str) -> bool:
+        chosen = generation_of(engine)
+        return engine_runs_checkpoint_kv(chosen.engine, chosen.id, typed_release(engine))
+
+    assert [runs(e) for e in ("vllm", "vllm-v1", "vllm@0.10", "vllm@0.13.0", "vllm@0.14.0", "vllm-v0")] == [
+        True, True, False, False, True, False]  # fmt: skip
+    assert [runs(e) for e in ("sglang", "sglang@0.4", "sglang@0.5.2", "sglang@0.5.3rc2", "trtllm@0.18")] == [
+        True, False, False, True, True]  # fmt: skip
 
 
 def test_a_compressed_tensors_kv_scheme_is_named_and_priced_as_vllm_runs_it(cli, tmp_path):
-    _, lines = kv_assumptions(cli, write(tmp_path / "model", COMPRESSED))
+    result, lines = kv_assumptions(cli, write(tmp_path / "model", COMPRESSED))
     assert lines == [
-        "the checkpoint declares its KV cache fp8 (kv_cache_scheme); the cache is priced in --kv-dtype's format"
-        " (bf16 unless given), as vLLM runs it when --kv-cache-dtype is auto (the model's dtype)"
+        "the checkpoint declares its KV cache fp8 (kv_cache_scheme): priced in --kv-dtype's format (bf16 unless"
+        " given), as vLLM and SGLang run it (the model's dtype)"
     ]
+    assert result["bytes_per_token"] == 131072
 
 
 def test_a_checkpoint_declaring_no_kv_format_gets_no_line(cli, tmp_path):
-    assert kv_assumptions(cli, write(tmp_path / "model", {**MODELOPT, "kv_cache_quant_algo": None}))[1] == []
+    result, lines = kv_assumptions(cli, write(tmp_path / "model", {**MODELOPT, "kv_cache_quant_algo": None}))
+    assert lines == [] and result["bytes_per_token"] == 131072

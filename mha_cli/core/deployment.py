@@ -61,6 +61,13 @@ def merge_deployment(
     if fields.get("engine_version") and not fields.get("engine_generation"):  # a config file's release alone:
         engine = fields.get("engine") or "vllm"  # priced by the generation that covers it, as --engine ENGINE@VERSION
         fields["engine_generation"] = generation_of(f"{engine}@{fields['engine_version']}").id
+    if fields.get("checkpoint_kv_dtype") and "kv_dtype" not in fields:  # the checkpoint's own, where the engine
+        from mha_cli.core.engine.checkpoint_kv import engine_runs_checkpoint_kv  # runs it by itself
+
+        if engine_runs_checkpoint_kv(
+            fields.get("engine"), fields.get("engine_generation"), fields.get("engine_version")
+        ):
+            fields["kv_dtype"] = fields["checkpoint_kv_dtype"]
     fields.setdefault("seq_len", default_seq_len(model, base))
     if fields.get("async_scheduling") is not None:
         check_async_scheduling(fields)

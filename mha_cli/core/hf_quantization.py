@@ -127,20 +127,34 @@ def read_checkpoint_weights(config: dict[str, Any], origin: str) -> CheckpointWe
     raise _refuse(origin, f"quant_method {method or '(none)'!r}")
 
 
-VLLM_CHECKPOINT_KV = (
-    "vLLM 0.14.0's engine/arg_utils.py create_engine_config: resolve_kv_cache_dtype_string (utils/torch_utils.py) turns"
-    " --kv-cache-dtype auto into fp8_e4m3 for a ModelOpt checkpoint (quant_method modelopt*, set from"
-    " hf_quant_config.json's producer too) whose kv_cache_quant_algo or kv_cache_scheme is fp8; any other method or"
-    " value keeps the model's dtype; 0.13.0 keeps the model's dtype for every checkpoint (kv_cache_dtype_str_to_dtype)"
-)
-"""Where checkpoint_kv_cache_note's engine behaviour was read (the wheels; later releases not read for it)."""
+class DeclaredKv(NamedTuple):
+    """The KV-cache format a checkpoint's quantization_config declares."""
+
+    field: str
+    """``kv_cache_quant_algo`` or ``kv_cache_scheme``."""
+    shown: str
+    """The format as the config writes it (``FP8``), or ``fp8`` for a scheme of 8-bit floats."""
+    engines_read: bool
+    """A ModelOpt checkpoint declaring fp8: the engines run it by themselves (``core.engine.checkpoint_kv``)."""
+
+    @property
+    def note(self) -> str:
+        """The assumption line: the field named, never silently ignored."""
+        said = f"the checkpoint declares its KV cache {self.shown} ({self.field})"
+        if self.engines_read:
+            return (
+                f"{said}: priced in fp8 unless --kv-dtype says otherwise where the engine runs it by itself (vLLM from"
+                " 0.14.0, SGLang from 0.5.3, TensorRT-LLM; core.engine.checkpoint_kv), in the model's dtype on"
+                " earlier releases"
+            )
+        return (
+            f"{said}: priced in --kv-dtype's format (bf16 unless given), as vLLM and SGLang run it (the model's dtype)"
+        )
 
 
-def checkpoint_kv_cache_note(config: dict[str, Any], origin: str) -> str | None:
-    """What a checkpoint's declared KV-cache format (ModelOpt ``kv_cache_quant_algo``, ``kv_cache_scheme``) means
-    for the plan, in one assumption line; None when it declares none. mha prices the cache in ``--kv-dtype``'s
-    format (bf16 unless given) whatever the checkpoint says; the line names the field so it is never silently
-    ignored, and says when vLLM allocates the declared format by itself (``VLLM_CHECKPOINT_KV``)."""
+def declared_kv_cache(config: dict[str, Any], origin: str) -> DeclaredKv | None:
+    """The KV-cache format the checkpoint whose config.json is ``config`` declares (ModelOpt ``kv_cache_quant_algo``,
+    ``kv_cache_scheme``), or None when it declares none."""
     quant, _ = quantization_config(config, origin)
     if not isinstance(quant, dict):
         return None
@@ -149,22 +163,15 @@ def checkpoint_kv_cache_note(config: dict[str, Any], origin: str) -> str | None:
     if field is None:
         return None
     declared = body.get(field) or quant.get(field)
-    fp8 = (isinstance(declared, str) and declared.lower() == "fp8") or (
+    fp8 = (isinstance(declared, str) and declared.strip().lower() in ("fp8", "float8")) or (
         isinstance(declared, dict) and declared.get("num_bits") == 8 and declared.get("type") == "float"
     )
     producer = quant.get("producer")
     modelopt = str(quant.get("quant_method", "")).lower().startswith("modelopt") or (
         isinstance(producer, dict) and producer.get("name") == "modelopt"
     )
-    shown = declared if isinstance(declared, str) else "fp8" if fp8 else "a format mha does not read"
-    priced = f"the checkpoint declares its KV cache {shown} ({field}); the cache is priced in --kv-dtype's format"
-    if modelopt and fp8:
-        return (
-            f"{priced} (bf16 unless given): vLLM from 0.14.0 allocates fp8 for it when --kv-cache-dtype is auto"
-            " (resolve_kv_cache_dtype_string), earlier releases the model's dtype, and SGLang reads it too"
-            " (sgl-project/sglang#27906, its release not read here): give --kv-dtype fp8 to price that"
-        )
-    return f"{priced} (bf16 unless given), as vLLM runs it when --kv-cache-dtype is auto (the model's dtype)"
+    shown = declared if isinstance(declared, str) else "fp8" if fp8 else "in a format mha does not read"
+    return DeclaredKv(field, shown, modelopt and fp8)
 
 
 def _named_format(method: str, quant: dict[str, Any], origin: str) -> str | None:

@@ -1189,6 +1189,10 @@ class DeploymentSpec(_Strict):
     checkpoint_format: WeightDtype | None = None
     """The format the checkpoint's own quantization_config stores its weights in (``core.hf_quantization``), kept
     when ``--weight-dtype`` prices another: a launch line loading the checkpoint as stored gets it. None: not read."""
+    checkpoint_kv_dtype: Annotated[Literal["fp8"] | None, Field(exclude_if=lambda value: value is None)] = None
+    """The KV-cache format a ModelOpt checkpoint declares (``kv_cache_quant_algo`` FP8), which the engines that read
+    it run when ``kv_dtype`` is not given (``core.engine.checkpoint_kv``, applied by ``merge_deployment``). None:
+    none declared, or not one the engines run by themselves."""
     checkpoint_headers: HeaderWeights | None = None
     """The checkpoint's weights as its safetensors headers hold them (``core.header_weights``): what prices the
     weights while ``weight_dtype`` is their ``format``. None: counted from the config."""

@@ -23,7 +23,7 @@ from mha_cli.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from mha_cli.core.hf_import import ImportedModel
-    from mha_cli.core.hf_quantization import CheckpointWeights
+    from mha_cli.core.hf_quantization import CheckpointWeights, DeclaredKv
 
 SourceKind = Literal["preset", "config", "hf-config", "hf-cache", "gguf"]
 """``gguf``: a GGUF file's header; ``hf-config``: a config.json (or model folder) given by path; ``hf-cache``: one found by its Hugging Face id."""
@@ -150,7 +150,7 @@ def _load_file(
     # The file readers are imported here: a preset (the common case, and every `--json` test run) never pays for them.
     from mha_cli.core.config_io import parse_config, read_mapping_noting_duplicates
     from mha_cli.core.hf_import import looks_like_hf_config
-    from mha_cli.core.hf_quantization import checkpoint_kv_cache_note, read_checkpoint_weights
+    from mha_cli.core.hf_quantization import declared_kv_cache, read_checkpoint_weights
 
     data, duplicate = read_mapping_noting_duplicates(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):  # a key given twice: the last, as transformers' json.load keeps it
@@ -169,9 +169,7 @@ def _load_file(
             unread = unread.split(" is not a weight format", 1)[0] + f"): every weight priced in {weight_dtype}"
             source = source.model_copy(update={"assumptions": [*source.assumptions, f"{unread} (--weight-dtype)"]})
         source = _with_checkpoint_weights(source, stored)
-        declared_kv = checkpoint_kv_cache_note(_with_modelopt_sidecar(data, path), shown_path(path))
-        if declared_kv is not None:  # named, never silently ignored (core.hf_quantization.VLLM_CHECKPOINT_KV)
-            source = source.model_copy(update={"assumptions": [*source.assumptions, declared_kv]})
+        source = _with_declared_kv(source, declared_kv_cache(_with_modelopt_sidecar(data, path), shown_path(path)))
         return _with_header_weights(source, path, data) if path.name == "config.json" else source
     if "model" not in data and "d_model" in data:  # a bare model spec; its schema_version, if any, is the file's
         wrapped = {"model": dict(data)}
@@ -225,6 +223,18 @@ def refuse_gguf_overrides(source: ModelSource, *, weight_dtype: str | None, engi
         raise BadInputError(
             f"--engine {engine}: a GGUF file is priced for vLLM's GGUF loader; leave --engine out or give --engine vllm"
         )
+
+
+def _with_declared_kv(source: ModelSource, declared: "DeclaredKv | None") -> ModelSource:
+    """``source`` with the KV-cache format its checkpoint declares named among the assumptions, and kept on its
+    deployment where the engines run it by themselves (``core.engine.checkpoint_kv``; ``merge_deployment`` prices
+    it when --kv-dtype is not given)."""
+    if declared is None:
+        return source
+    update: dict = {"assumptions": [*source.assumptions, declared.note]}
+    if declared.engines_read:
+        update["deployment"] = (source.deployment or DeploymentSpec()).model_copy(update={"checkpoint_kv_dtype": "fp8"})
+    return source.model_copy(update=update)
 
 
 def _with_checkpoint_format(source: ModelSource, stored_as: str | None) -> ModelSource:
