@@ -46,7 +46,8 @@ def test_shipped_sglang_05_prices_nvidia_with_the_measurement_and_amd_with_its_f
     assert profile.prefill_dispatch_overhead_s == SGLANG_EXTEND_DEEPSEEK.seconds
     amd = fits["amd"]["constants"]["prefill_dispatch_overhead_s"]
     mi300x = prior_profile(load_targets()["mi300x"], "bf16", generation="sglang-0.5", release="0.5.9")
-    assert mi300x.prefill_dispatch_overhead_s == amd == pytest.approx(193.2e-6)
+    # AMD's fit on the one-user rows' printed medians (ttftmed, the lead's --prefill --write); 193.2 us on their means
+    assert mi300x.prefill_dispatch_overhead_s == amd == pytest.approx(74.55e-6)
 
 
 def test_a_measured_value_prices_its_vendor_only(measured_on_nvidia):
