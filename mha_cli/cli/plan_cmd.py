@@ -52,8 +52,7 @@ if TYPE_CHECKING:
     from mha_cli.core.cost.profile import DeviceProfile
     from mha_cli.core.cost.search import SearchResult
     from mha_cli.core.cost.speculative import SpeculativeComparison
-    from mha_cli.core.engine.generations import Generation
-    from mha_cli.core.schemas import DeploymentSpec, ModelSpec, MoeA2aBackend, SpeculativeSpec
+    from mha_cli.core.schemas import ModelSpec, MoeA2aBackend, SpeculativeSpec
     from mha_cli.core.serve.replica import ClientSpec, SimulatedServing
     from mha_cli.core.sources import ModelSource
     from mha_cli.core.targets import ResolvedTarget
@@ -386,10 +385,12 @@ def plan(
     refuse_per_kind_pages(loaded.model, generation_id)  # one line, not one per layout
     refuse_format_without_experts(loaded.model, deployment.weight_dtype)  # likewise
     if offload_bytes is not None:  # a generation without KV offload: one line before anything is priced
-        from mha_cli.core.engine.offload import offload_rule
+        from mha_cli.core.engine.offload import offload_rule, refuse_offload_flag_missing
 
         offload_rule(generation_id)
-        _refuse_offload_flag_missing(generation(deployment.engine_generation, deployment.engine), deployment)
+        refuse_offload_flag_missing(
+            generation(deployment.engine_generation, deployment.engine), deployment.engine_version
+        )
         if resolved.target.vendor == "CPU":  # vLLM's get_worker: "CPU Offloading is currently only supported on
             raise BadInputError(  # CUDA-alike and XPU GPUs" (core.engine.offload)
                 "--kv-offload-gib: a CPU target's KV cache is in host memory already, and vLLM's offload runs on"
@@ -547,26 +548,6 @@ def _notice_alias(alias_note: str | None, output: Output) -> None:
     say it (the JSON carries it: ``target_alias_note`` searching, ``memory.alias_note`` for one deployment)."""
     if alias_note:
         output.notice(f"target {alias_note}")
-
-
-OFFLOAD_SIZE_FLAGS = {"vllm": "--kv-offloading-size", "sglang": "--hicache-size"}
-"""The launch-line flag that sizes each engine's host KV pool (TensorRT-LLM's is an options-file key)."""
-
-
-def _refuse_offload_flag_missing(chosen: Generation, deployment: DeploymentSpec) -> None:
-    """``--kv-offload-gib`` on a release without the flag its launch line sizes the pool with (vLLM before 0.11.1,
-    SGLang before 0.4.5.post3): one line, as ``--kv-cache-gib`` is refused, not a plan priced with a host tier the
-    release lacks and no line of its engine to run it."""
-    from mha_cli.core.engine.flags import setting_refusal
-
-    word = OFFLOAD_SIZE_FLAGS.get(chosen.engine)
-    refusal = (
-        None
-        if word is None
-        else setting_refusal("--kv-offload-gib", chosen.engine, chosen, deployment.engine_version, word)
-    )
-    if refusal is not None:
-        raise BadInputError(refusal)
 
 
 def _a2a_backend(value: str, model: ModelSpec, *, dp: int | None, pinned: int | None) -> MoeA2aBackend:

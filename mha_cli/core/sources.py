@@ -159,8 +159,9 @@ def _load_file(
             kind=kind, origin=str(path), model=imported.model, assumptions=[*assumptions, *imported.assumptions],
             served=from_config(path, data) if served is None else served,
         )  # fmt: skip
+        quantised = _with_modelopt_sidecar(data, path)  # read once: the weights and the KV format both come from it
         try:
-            stored = read_checkpoint_weights(_with_modelopt_sidecar(data, path), shown_path(path))
+            stored = read_checkpoint_weights(quantised, shown_path(path))
         except BadInputError as refusal:  # a quantization_config mha cannot price: --weight-dtype prices it instead
             if weight_dtype is None:
                 raise
@@ -169,7 +170,7 @@ def _load_file(
             unread = unread.split(" is not a weight format", 1)[0] + f"): every weight priced in {weight_dtype}"
             source = source.model_copy(update={"assumptions": [*source.assumptions, f"{unread} (--weight-dtype)"]})
         source = _with_checkpoint_weights(source, stored)
-        source = _with_declared_kv(source, declared_kv_cache(_with_modelopt_sidecar(data, path), shown_path(path)))
+        source = _with_declared_kv(source, declared_kv_cache(quantised, shown_path(path)))
         return _with_header_weights(source, path, data) if path.name == "config.json" else source
     if "model" not in data and "d_model" in data:  # a bare model spec; its schema_version, if any, is the file's
         wrapped = {"model": dict(data)}

@@ -48,6 +48,7 @@ from mha_cli.core.record import Record, empty_list
 from mha_cli.core.rounding import round_up
 
 if TYPE_CHECKING:
+    from mha_cli.core.engine.generations import Generation
     from mha_cli.core.engine.plan import EnginePlan
 
 PAGE_BYTES = 4096
@@ -279,3 +280,19 @@ def host_pool(
         flags=offload_flags(engine.name, asked_bytes_per_rank, workers), holds=rule.holds,
         needs_prefix_cache=rule.needs_prefix_cache, notes=notes,
     )  # fmt: skip
+
+
+OFFLOAD_SIZE_FLAGS = {"vllm": "--kv-offloading-size", "sglang": "--hicache-size"}
+"""The launch-line flag that sizes each engine's host KV pool (TensorRT-LLM's is an options-file key)."""
+
+
+def refuse_offload_flag_missing(chosen: Generation, typed: str | None) -> None:
+    """``--kv-offload-gib`` on a release without the flag its launch line sizes the pool with (vLLM before 0.11.1,
+    SGLang before 0.4.5.post3): one line, as ``--kv-cache-gib`` is refused, not a plan priced with a host tier the
+    release lacks and no line of its engine to run it. ``typed``: the release typed (None: the generation's latest)."""
+    from mha_cli.core.engine.flags import setting_refusal
+
+    word = OFFLOAD_SIZE_FLAGS.get(chosen.engine)
+    refusal = None if word is None else setting_refusal("--kv-offload-gib", chosen.engine, chosen, typed, word)
+    if refusal is not None:
+        raise BadInputError(refusal)
