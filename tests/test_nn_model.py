@@ -177,3 +177,25 @@ def test_local_layers_cache_only_their_window() -> None:
     caches = build_model(spec).new_cache(batch=2, max_seq=SEQ_LEN)
     per_token = 2 * 2 * 32 * 4  # K and V, 2 KV heads, head_dim 32, fp32 bytes
     assert [cache.nbytes for cache in caches] == [2 * 3 * per_token, 2 * SEQ_LEN * per_token]
+
+
+def test_a_dropped_model_is_freed_without_the_garbage_collector():
+    """No reference cycle through the model itself (its tied-head load hook is held weakly): the tp and pp checks
+    build a model per stage and rely on it going when dropped. The first build of a process is left out: it leaves
+    frames the collector frees (a one-time cost the checks cover with ``gc.collect``)."""
+    import gc
+    import weakref
+
+    from mha_cli.core.schemas import ModelSpec
+
+    spec = ModelSpec(d_model=32, n_layers=1, n_heads=4, vocab_size=64, d_ff=64, tied_embeddings=True)
+    build_model(spec, dtype=torch.float32)
+    gc.disable()
+    try:
+        model = build_model(spec, dtype=torch.float32)
+        model.load_state_dict(model.state_dict() | {"lm_head.weight": model.model.embed_tokens.weight}, strict=True)
+        dropped = weakref.ref(model)
+        del model
+        assert dropped() is None
+    finally:
+        gc.enable()

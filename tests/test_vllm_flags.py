@@ -76,6 +76,8 @@ def test_an_alias_changes_the_result_as_its_native_flag_does(cli):
         (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--max-model-len", "32768"],
          "--max-model-len 32768: plan sizes the engine (and its launch line's --max-model-len) for --isl + --osl ="
          " 1,280 tokens"),
+        (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--max-model-len", "0"],
+         "--max-model-len: token count '0' must be positive"),
     ],
 )  # fmt: skip
 def test_a_vllm_value_mha_does_not_price_is_refused_in_one_line(cli, args, message):

@@ -644,7 +644,13 @@ def _check_max_model_len(max_model_len: str | None, context: int) -> None:
     """Refuse a --max-model-len other than --isl + --osl: the one context plan sizes the engine and its launch for."""
     from mha_cli.core.quantities import parse_token_count
 
-    if max_model_len is not None and parse_token_count(max_model_len) != context:
+    if max_model_len is None:
+        return
+    try:
+        tokens = parse_token_count(max_model_len)
+    except BadInputError as exc:
+        raise BadInputError(f"--max-model-len: {exc.message}") from None
+    if tokens != context:
         raise BadInputError(
             f"--max-model-len {max_model_len}: plan sizes the engine (and its launch line's --max-model-len) for"
             f" --isl + --osl = {context:,} tokens; set --isl and --osl to the context to plan for"

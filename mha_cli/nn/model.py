@@ -433,7 +433,8 @@ class DecoderLM(nn.Module):
         self._all_reduce: Reduce = identity
         self.all_reduce = identity
         self.omitted: list[str] = omitted or []
-        self._register_load_state_dict_pre_hook(self._drop_tied_head)
+        # with_module: torch keeps a weak reference to the model (a bound method would tie it to itself)
+        self._register_load_state_dict_pre_hook(DecoderLM._drop_tied_head, with_module=True)
 
     @property
     def all_reduce(self) -> Reduce:
@@ -448,9 +449,10 @@ class DecoderLM(nn.Module):
             if module is not self and hasattr(module, "all_reduce"):
                 module.all_reduce = reduce
 
-    def _drop_tied_head(self, state_dict: dict[str, Any], prefix: str, *_: Any) -> None:
+    @staticmethod
+    def _drop_tied_head(model: DecoderLM, state_dict: dict[str, Any], prefix: str, *_: Any) -> None:
         """transformers lists a tied head under ``lm_head.weight`` too; here the embedding is the head."""
-        if self.spec.embeddings.tied:
+        if model.spec.embeddings.tied:
             state_dict.pop(prefix + "lm_head.weight", None)
 
     def forward(

@@ -46,10 +46,3 @@ def gather_logits(
     whole = partial.new_zeros(*partial.shape[:-1], rows * tp_size)  # (b, s, R * tp)
     whole[..., first_row : first_row + rows] = partial
     return reduce(whole)[..., :vocab_size]  # (b, s, V)
-
-
-def vocab_block(tensor: torch.Tensor, vocab_size: int, tp_rank: int, tp_size: int) -> torch.Tensor:
-    """Rank ``tp_rank``'s rows of a whole (V, d) embedding or head, the vocabulary padded with zero rows."""
-    rows = vocab_rows_per_rank(vocab_size, tp_size)
-    padded = torch.cat([tensor, tensor.new_zeros(rows * tp_size - tensor.shape[0], *tensor.shape[1:])])  # (R*tp, d)
-    return padded.narrow(0, tp_rank * rows, rows)  # (R, d)

@@ -43,8 +43,9 @@ def _check_memory(
     model: ModelSpec, deployment: DeploymentSpec, *, pp: int, tp: int, layers: int, device_type: DeviceType, free: int
 ) -> None:
     """Refuse (exit 3) what does not fit: each process holds its stage (weights and cache), then, that freed, its
-    fp32 check stage with the seeded copy it loads (twice its weights); the last stage's first rank also builds the
-    whole check stack on one device in fp32. On CPU the processes share the host's memory; on GPUs each has one."""
+    fp32 check stage (its seeded weights written in place, a block of rows at a time: ``nn.tensor_parallel``); the
+    last stage's first rank also builds the whole check stack on one device in fp32. On CPU the processes share the
+    host's memory; on GPUs each has one."""
     value = storage_format(deployment.kv_dtype).bits // 8
     built = first_layers(model, layers)
     check = first_layers(model, _check_layers(model, pp, layers))
@@ -59,7 +60,7 @@ def _check_memory(
             tp=tp,
         ).total_bytes  # fmt: skip
         main = stage_params(built, layout, tp) * value + cache
-        checking = 2 * stage_params(check, check_layout, tp) * FP32 + (reference if stage == pp - 1 else 0)
+        checking = stage_params(check, check_layout, tp) * FP32 + (reference if stage == pp - 1 else 0)
         needs += [max(main, checking)] * tp
     usable = int(free * 0.8)
     need, what = (max(needs), "one GPU") if device_type == "cuda" else (sum(needs), "the host")

@@ -7,6 +7,7 @@ medians over ``reps`` after one warm-up; the stage's compute time is taken betwe
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from mha_cli.nn.device import synchronize
 from mha_cli.nn.kv_cache import CACHE_DTYPES
 from mha_cli.nn.model import build_model
 from mha_cli.nn.pipeline import PipelineStage, build_stage
-from mha_cli.nn.tensor_parallel import seeded_tensor, shard_tensor
+from mha_cli.nn.tensor_parallel import load_seeded_shard
 from mha_cli.parallel.faults import requested_fault
 from mha_cli.parallel.group import backend_for
 from mha_cli.parallel.pipeline_report import (
@@ -132,11 +133,8 @@ def _check(job: PpJob, pipe: _Pipe) -> torch.Tensor | None:
     check = first_layers(job.model, job.check_layers)
     stage = _stage(check, job, pipe, CHECK_DTYPE)
     full = build_stage(check, job.pp, pipe.stage, device="meta")  # the stage's unsharded shapes
-    weights = {}
-    for name, tensor in full.state_dict().items():
-        whole = full.whole_model_name(name)
-        weights[name] = shard_tensor(whole, seeded_tensor(whole, tensor.shape, job.seed), check, pipe.tp_rank, job.tp)
-    stage.load_state_dict(weights, strict=True)
+    shapes = {full.whole_model_name(name): tensor.shape for name, tensor in full.state_dict().items()}
+    load_seeded_shard(stage, shapes, check, pipe.tp_rank, job.tp, job.seed, whole_name=stage.whole_model_name)
     if requested_fault(pipe.rank) == "corrupt":  # a test's deliberately wrong stage (or shard)
         with torch.no_grad():
             next(p for n, p in stage.named_parameters() if n.endswith("o_proj.weight")).neg_()
@@ -160,8 +158,9 @@ def _check_tokens(job: PpJob, device: torch.device) -> torch.Tensor:
 
 def _reference(job: PpJob, device: torch.device) -> torch.Tensor:
     """The whole check stack on one device, the same seeded weights and tokens: (b, 1 + decode, V)."""
-    model = build_model(first_layers(job.model, job.check_layers), dtype=CHECK_DTYPE, device=device).eval()
-    model.load_state_dict({n: seeded_tensor(n, t.shape, job.seed) for n, t in model.state_dict().items()}, strict=True)
+    check = first_layers(job.model, job.check_layers)
+    model = build_model(check, dtype=CHECK_DTYPE, device=device).eval()
+    load_seeded_shard(model, {n: t.shape for n, t in model.state_dict().items()}, check, 0, 1, job.seed)
     ids = _check_tokens(job, device)
     caches = model.new_cache(ids.shape[0], ids.shape[1])
     with torch.inference_mode():
@@ -220,8 +219,10 @@ def run_stage(job: PpJob, rank: int, device: torch.device, on_stage: Callable[[s
 
     figures = _figures(job, pipe, built, layout, stage, caches, prefill_computes, computes, sends)
     del stage, caches  # the check builds its own stage in fp32: free this one first
+    gc.collect()  # a built model sits in reference cycles until the collector runs
     on_stage("pp check")
     tp_logits = _check(job, pipe)
+    gc.collect()  # the check stage, before the reference
     numerics = None
     if pipe.last and pipe.tp_rank == 0:
         on_stage("single-device reference")

@@ -8,15 +8,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
+from mha_cli.core.kv import kv_footprint
+from mha_cli.core.params import count_params
 from mha_cli.core.pipeline import first_moe_layer
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.parallel.report import TpJob
 from mha_cli.verify.plan import (
+    USABLE_FRACTION,
     DeviceType,
     VerifyPlan,
     deployment_tp_degree,
     device_free_bytes,
+    first_layers,
     make_plan,
     validate_options,
 )
@@ -25,6 +29,8 @@ CHECK_PREFILL_TOKENS = 32
 """Longest prefill of the tp-vs-one-device logits check (the split's rounding does not grow with length)."""
 CHECK_DECODE_TOKENS = 4
 """Tokens decoded one at a time after that prefill, each compared."""
+CHECK_VALUE_BYTES = 4
+"""The check runs in float32 (``rank_run.CHECK_DTYPE``)."""
 DEFAULT_TIMEOUT_S = 900.0
 """Bound on a whole tensor-parallel run and on each of its collectives (--tp-timeout)."""
 
@@ -64,6 +70,30 @@ def check_layers(plan: VerifyPlan) -> int:
     return min(plan.n_layers_built, wanted)
 
 
+def check_reference_bytes(plan: VerifyPlan, check_tokens: int) -> int:
+    """Bytes of the tp check's one-device reference: the whole check stack (its first ``check_layers`` layers, the
+    embedding and the head) in float32, as rank 0 builds it, and its cache of ``check_tokens`` a sequence."""
+    check = first_layers(plan.model, check_layers(plan))
+    cache = kv_footprint(check, seq_len=check_tokens, batch=plan.deployment.batch, kv_dtype="fp32").total_bytes
+    return count_params(check).total * CHECK_VALUE_BYTES + cache
+
+
+def check_reference_fits(plan: VerifyPlan, check_tokens: int, device_type: DeviceType, free: int | None) -> None:
+    """Refuse (exit 3) a tp check whose one-device reference cannot fit: rank 0 holds the whole check stack in
+    float32 once every rank has freed its shard, on its GPU or on the host the CPU ranks share. ``free``: the whole
+    device's free bytes (None: unknown, not checked)."""
+    if free is None:
+        return
+    need, usable = check_reference_bytes(plan, check_tokens), int(free * USABLE_FRACTION)
+    if need > usable:
+        where = "the host's" if device_type == "cpu" else "cuda:0's"
+        raise OutOfMemoryError(
+            f"the tp check's one-device reference needs {need / 2**30:.1f} GiB (the first {check_layers(plan)}"
+            f" layer(s), the embedding and the head in float32), {where} usable free memory is {usable / 2**30:.1f}"
+            " GiB: run it where that much is free, or verify with --tp 1 (no tp check)"
+        )
+
+
 def make_tp_job(
     loaded: ModelSource,
     deployment: DeploymentSpec,
@@ -100,9 +130,11 @@ def make_tp_job(
     seq = deployment.seq_len
     if seq < CHECK_DECODE_TOKENS + 2:
         raise BadInputError(f"--seq ({seq}) must be at least {CHECK_DECODE_TOKENS + 2} for a tensor-parallel check")
+    check_prefill_tokens = min(CHECK_PREFILL_TOKENS, seq - CHECK_DECODE_TOKENS)
+    check_reference_fits(plan, check_prefill_tokens + CHECK_DECODE_TOKENS, device_type, free_bytes(device_type, 1))
     return TpJob(
         loaded=loaded, plan=plan, reps=reps, tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms,
-        check_layers=check_layers(plan), check_prefill_tokens=min(CHECK_PREFILL_TOKENS, seq - CHECK_DECODE_TOKENS),
+        check_layers=check_layers(plan), check_prefill_tokens=check_prefill_tokens,
         seed=seed,
         check_decode_tokens=CHECK_DECODE_TOKENS, timeout_s=timeout_s, profile=profile,
     )  # fmt: skip

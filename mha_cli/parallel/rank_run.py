@@ -15,6 +15,7 @@ split's output against one device, and (rank 0) assemble the report.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import Callable
@@ -25,7 +26,7 @@ import torch.distributed as dist
 from mha_cli.core.params import params_per_rank
 from mha_cli.core.tensor_parallel import built_vocab_padding
 from mha_cli.nn.device import synchronize
-from mha_cli.nn.tensor_parallel import seeded_shard, seeded_tensor
+from mha_cli.nn.tensor_parallel import load_seeded_shard
 from mha_cli.parallel.faults import requested_fault
 from mha_cli.parallel.group import backend_for
 from mha_cli.parallel.report import RankOutcome, TpJob, TpNumerics, TpRank, TpVerifyReport
@@ -123,7 +124,7 @@ def run_tokens(model: torch.nn.Module, ids: torch.Tensor, prefill: int) -> torch
 def shard_logits(job: TpJob, rank: int, device: torch.device, all_reduce: Callable) -> tuple[torch.Tensor, int, int]:
     """(logits of the check tokens, query heads, KV heads) of this rank's shard loaded with the seeded weights."""
     model = _build(job, device, rank, job.tp)
-    model.load_state_dict(seeded_shard(full_shapes(job), job.plan.model, rank, job.tp, job.seed), strict=True)
+    load_seeded_shard(model, full_shapes(job), job.plan.model, rank, job.tp, job.seed)
     if requested_fault(rank) == "corrupt":  # a test's deliberately wrong shard (mha_cli.parallel.faults)
         with torch.no_grad():
             model.model.layers[0].self_attn.o_proj.weight.neg_()
@@ -137,8 +138,7 @@ def shard_logits(job: TpJob, rank: int, device: torch.device, all_reduce: Callab
 def reference_logits(job: TpJob, device: torch.device) -> torch.Tensor:
     """The whole stack on one device with the full seed-derived weights, over the same tokens."""
     model = _build(job, device, 0, 1)
-    weights = {name: seeded_tensor(name, shape, job.seed) for name, shape in full_shapes(job).items()}
-    model.load_state_dict(weights, strict=True)
+    load_seeded_shard(model, full_shapes(job), job.plan.model, 0, 1, job.seed)
     return run_tokens(model, check_tokens(job, device), job.check_prefill_tokens)
 
 
@@ -170,6 +170,7 @@ def run_job(
         all_reduce=timer if job.tp > 1 else None, on_stage=stage,
     )  # fmt: skip
     timer.counting = False
+    gc.collect()  # the measured stack, before the check builds its own
     steps = measured.decode.warmup + measured.decode.reps  # every decode step of the stage, warm-up first
     allreduce_s, allreduce_calls = timer.per_step(steps, measured.decode.reps)
     built = first_layers(plan.model, plan.n_layers_built)
@@ -183,6 +184,9 @@ def run_job(
         decode_ms=measured.decode.median_ms, allreduce_ms=allreduce_s * 1e3, allreduce_calls=allreduce_calls,
     )  # fmt: skip
     numerics = None
+    gc.collect()  # the check shard: a built model sits in reference cycles until the collector runs
+    if job.tp > 1:
+        dist.barrier()  # every rank's check shard freed before rank 0 builds the whole stack (one host on CPU)
     if rank == 0:
         on_stage("single-device reference")
         tolerance = DEFAULT_TOLERANCE[CHECK_DTYPE] if job.tolerance is None else job.tolerance
