@@ -47,3 +47,17 @@ def test_weight_dtype_prices_a_checkpoint_whose_quantization_mha_cannot_read(cli
         )
     if name == "plan":
         assert fancy["memory"]["weight_bytes_per_device"] == plain["memory"]["weight_bytes_per_device"]
+
+
+def test_any_unreadable_quantization_is_named_in_the_assumption(cli, configs, tmp_path):
+    """The refusal's own words, without the file's name, whether it names a format (``UnpricedQuantizationError``'s
+    ``what``) or says why a format's config cannot be read (an fp8 ignore list given as a regular expression)."""
+    regex = LLAMA | {"quantization_config": {"quant_method": "fp8", "ignored_layers": ["re:.*lm_head"]}}
+    (tmp_path / "regex.json").write_text(json.dumps(regex))
+    assert cli.run("kv", "regex.json").exit_code == EXIT_BAD_INPUT
+    assumptions = cli.json("kv", "regex.json", "--weight-dtype", "int4")["assumptions"]
+    assert any(
+        line.startswith("quantization_config not read (quantization_config ignored_layers entry 're:.*lm_head':")
+        and line.endswith("every weight priced in int4 (--weight-dtype)")
+        for line in assumptions
+    ), assumptions

@@ -45,6 +45,15 @@ class EngineRefusedError(BadInputError):
         self.reason = reason
 
 
+class UnpricedQuantizationError(BadInputError):
+    """A checkpoint's quantization_config mha cannot price: exit 2. ``what`` names it ("quant_method 'hqq'"), for
+    the assumption a ``--weight-dtype`` that prices every weight instead states."""
+
+    def __init__(self, message: str, what: str) -> None:
+        super().__init__(message)
+        self.what = what
+
+
 class OutOfMemoryError(MhaError):
     """The device has too little free memory for the request: exit 3."""
 

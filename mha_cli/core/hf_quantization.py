@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import BadInputError, UnpricedQuantizationError
 from mha_cli.core.weight_formats import GROUP, MX_GROUP, NVFP4_GROUP
 
 if TYPE_CHECKING:
@@ -86,10 +86,11 @@ class CheckpointWeights(NamedTuple):
     """What a read exclusion list that changes nothing was found to be (``core.named_exclusions``)."""
 
 
-def _refuse(origin: str, what: str) -> BadInputError:
-    return BadInputError(
+def _refuse(origin: str, what: str) -> UnpricedQuantizationError:
+    return UnpricedQuantizationError(
         f"{origin}: quantization_config {what} is not a weight format mha prices ({SUPPORTED}): give --weight-dtype"
-        " to price every weight in one format, or remove quantization_config from a copy of the file for bf16"
+        " to price every weight in one format, or remove quantization_config from a copy of the file for bf16",
+        what,
     )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from mha_cli.core.errors import BadInputError, one_line, quoted_path, shown_path
+from mha_cli.core.errors import BadInputError, UnpricedQuantizationError, one_line, quoted_path, shown_path
 from mha_cli.core.hf_cache import HfId, find_cached, hub_cache, is_folder, parse_hf_id
 from mha_cli.core.preset_ids import checkpoint_id, id_for_short_name, preset_for_id, short_names
 from mha_cli.core.presets import checkpoint_weights, find_preset, get_preset, preset_names
@@ -166,9 +166,10 @@ def _load_file(
             if weight_dtype is None:
                 raise
             stored = None
-            unread = f"quantization_config not read ({refusal.message.split(': quantization_config ', 1)[-1]}"
-            unread = unread.split(" is not a weight format", 1)[0] + f"): every weight priced in {weight_dtype}"
-            source = source.model_copy(update={"assumptions": [*source.assumptions, f"{unread} (--weight-dtype)"]})
+            what = refusal.what if isinstance(refusal, UnpricedQuantizationError) else refusal.message
+            what = what.removeprefix(f"{shown_path(path)}: ")
+            unread = f"quantization_config not read ({what}): every weight priced in {weight_dtype} (--weight-dtype)"
+            source = source.model_copy(update={"assumptions": [*source.assumptions, unread]})
         source = _with_checkpoint_weights(source, stored)
         source = _with_declared_kv(source, declared_kv_cache(quantised, shown_path(path)))
         return _with_header_weights(source, path, data) if path.name == "config.json" else source
