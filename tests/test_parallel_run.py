@@ -234,3 +234,22 @@ def test_the_one_device_reference_is_sized_before_any_rank_starts():
     assert check_reference_bytes(job.plan, 8) == need * 4 + 8 * 2 * 8 * 8 * 2 * 4 == 1_873_152
     with pytest.raises(OutOfMemoryError, match=r"reference needs 0\.0 GiB .* or verify with --tp 1 \(no tp check\)"):
         make_tp_job(loaded, deployment, device_type="cpu", reps=2, free_bytes=host(enough - 2))
+
+
+def test_a_check_without_every_layer_kind_says_so():
+    """DeepSeek-like: 3 dense layers, then MoE. Two layers built (the CPU default) check no MoE layer: the report
+    says so and names --layers 4; four built check one of each, and say nothing."""
+    from mha_cli.parallel.rank_run import _notes
+
+    moe = MOE.model_copy(update={"n_dense_layers": 3})
+    model = ModelSpec(name="moe", d_model=64, n_layers=6, n_heads=8, vocab_size=300, d_ff=128, moe=moe)
+    loaded = ModelSource(kind="preset", origin="moe", model=model)
+    deployment = merge_deployment(None, model=model, seq_len=24, batch=1, kv_dtype="fp32", tp=2)
+    two = make_tp_job(loaded, deployment, device_type="cpu", layers=2, reps=2)
+    four = make_tp_job(loaded, deployment, device_type="cpu", layers=4, reps=2)
+    assert (two.check_layers, four.check_layers) == (2, 4)
+    missing = (
+        "tp check: not every layer kind was in it (one of each needs the first 4 layers, 2 were built): --layers 4"
+    )
+    assert any(note.startswith(missing) for note in _notes(two))
+    assert not any("not every layer kind" in note for note in _notes(four))

@@ -11,7 +11,7 @@ from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.params import count_params
 from mha_cli.core.pipeline import first_moe_layer
-from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.parallel.report import TpJob
 from mha_cli.verify.plan import (
@@ -62,12 +62,15 @@ def rank_free_bytes(device_type: DeviceType, tp: int) -> int | None:
     return free // tp
 
 
+def check_layers_wanted(model: ModelSpec) -> int:
+    """Layers that hold one of each of ``model``'s layer kinds (a full local/global pattern, the dense layers before
+    the first MoE one), at least 2."""
+    return max(2, len(model.layers.pattern or []), (first_moe_layer(model) + 1) if model.block.moe else 0)
+
+
 def check_layers(plan: VerifyPlan) -> int:
-    """Layers the tp-vs-one-device check builds: at least 2, enough for one of each layer kind (a full
-    local/global pattern, the dense layers before the first MoE one), at most the layers measured."""
-    model = plan.model
-    wanted = max(2, len(model.layers.pattern or []), (first_moe_layer(model) + 1) if model.block.moe else 0)
-    return min(plan.n_layers_built, wanted)
+    """Layers the tp-vs-one-device check builds: ``check_layers_wanted``, at most the layers measured."""
+    return min(plan.n_layers_built, check_layers_wanted(plan.model))
 
 
 def check_reference_bytes(plan: VerifyPlan, check_tokens: int) -> int:

@@ -29,6 +29,7 @@ from mha_cli.nn.device import synchronize
 from mha_cli.nn.tensor_parallel import load_seeded_shard
 from mha_cli.parallel.faults import requested_fault
 from mha_cli.parallel.group import backend_for
+from mha_cli.parallel.plan import check_layers_wanted
 from mha_cli.parallel.report import RankOutcome, TpJob, TpNumerics, TpRank, TpVerifyReport
 from mha_cli.verify.numerics import DEFAULT_TOLERANCE
 from mha_cli.verify.plan import first_layers
@@ -260,6 +261,12 @@ def _notes(job: TpJob) -> list[str]:
         f" seed-derived weights over a {job.check_prefill_tokens}-token prefill and {job.check_decode_tokens} decode"
         " steps; logits compared",
     ]
+    wanted = check_layers_wanted(model)
+    if job.check_layers < wanted:
+        notes.append(
+            f"tp check: not every layer kind was in it (one of each needs the first {wanted} layers, {job.check_layers}"
+            f" were built): --layers {wanted} checks them all"
+        )
     if model.attention.mla is not None:
         notes.append("MLA: the latent and its down projections are replicated; every rank caches the whole latent")
     elif tp > model.attention.n_kv_heads:
