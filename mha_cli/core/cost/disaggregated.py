@@ -46,7 +46,7 @@ from mha_cli.core.cost.disaggregated_layouts import (
 from mha_cli.core.cost.disaggregated_workers import DecodeWorker, PrefillWorker, WorkerSteps
 from mha_cli.core.cost.goodput import MAX_LOAD, AggregatedLayout, aggregated_layout, mdl_wait, prefill_goodput
 from mha_cli.core.cost.kv_transfer import KvTransfer, kv_link, kv_transfer
-from mha_cli.core.cost.plan import LayoutPlans
+from mha_cli.core.cost.plan import LayoutPlans, check_rate
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
@@ -279,8 +279,8 @@ def plan_disaggregated(
         )
     if isl < 1 or osl < 1:
         raise BadInputError("--isl and --osl must be at least 1")
-    if rate is not None and not 0 < rate < 1e9:
-        raise BadInputError(f"--rate {rate:g}: give requests per second greater than 0")
+    if rate is not None:
+        check_rate(rate)
     if deployment.speculative is not None:
         raise BadInputError("--disaggregated prices plain decoding: leave out speculative decoding")
     if deployment.dp or deployment.expert_parallel:
