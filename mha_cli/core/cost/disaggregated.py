@@ -370,6 +370,8 @@ def plan_disaggregated(
     notes += _notes(transfers, pick, profiles[0], link_id)
     if pick is not None:
         notes += _layout_notes(pick, workers)
+    if pick is not None and pick.meets_targets and simulated is not None:
+        notes += _simulated_misses(simulated, ttft_ms, itl_ms)
     return DisaggregatedPlan(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, rate_rps=rate,
         engine=engine.name, devices_per_node=per_node, gpu_memory_utilization=engine.gpu_memory_utilization,
@@ -380,6 +382,28 @@ def plan_disaggregated(
         aggregated=aggregated, aggregated_chosen=aggregated_chosen, winner=winner, verdict=verdict, notes=notes,
         simulated=simulated,
     )  # fmt: skip
+
+
+def _simulated_misses(simulated: SimulatedSplit, ttft_ms: float | None, itl_ms: float | None) -> list[str]:
+    """A note where the pick's simulated loop misses a target the closed form met, read as the search reads them
+    (against means: TTFT, and TPOT for the ITL target); empty where it meets them."""
+    missed, flags = [], []
+    if ttft_ms is not None and simulated.ttft_ms.mean > ttft_ms:
+        missed.append(
+            f"mean TTFT {simulated.ttft_ms.mean:,.0f} ms > {ttft_ms:,.0f} ms (p99 {simulated.ttft_ms.p99:,.0f} ms)"
+        )
+        flags.append("--ttft-ms")
+    if itl_ms is not None and simulated.tpot_ms.mean > itl_ms:
+        missed.append(
+            f"mean TPOT {simulated.tpot_ms.mean:,.1f} ms > {itl_ms:,.1f} ms (p99 {simulated.tpot_ms.p99:,.1f} ms)"
+        )
+        flags.append("--itl-ms")
+    if not missed:
+        return []
+    return [
+        f"the pick's simulated loop misses what the closed form met: {', '.join(missed)}; the search reads the"
+        f" targets against the closed form's means: a lower --rate or a looser {' / '.join(flags)} leaves it room"
+    ]
 
 
 def _priced(
