@@ -180,3 +180,13 @@ def looking_at_output(path: object) -> Iterator[None]:
         yield
     except OSError as exc:
         raise OutputError(f"cannot write {shown_path(path)}: {os_reason(exc)}") from None
+
+
+@contextmanager
+def looking_at_input(path: object) -> Iterator[None]:
+    """Checks of an input path before it is read (is it a folder, does it exist): the system refusing to look at it
+    (a name too long, a folder without search permission) is bad input (exit 2) with its reason."""
+    try:
+        yield
+    except OSError as exc:
+        raise BadInputError(f"cannot read {shown_path(path)}: {os_reason(exc)}") from None
