@@ -60,6 +60,7 @@ miss misses.
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -1563,4 +1564,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

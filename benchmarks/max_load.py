@@ -12,6 +12,7 @@ entered the priors' fit. Error per row: predicted / published - 1.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 from pathlib import Path
 
@@ -65,4 +66,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

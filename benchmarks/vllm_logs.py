@@ -11,6 +11,7 @@ figure per log; they are marked ``*``.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import yaml
@@ -79,4 +80,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

@@ -77,6 +77,8 @@ def verify_section(report: dict[str, Any] | None, exit_code: str) -> list[str]:
     lines = [f"### `mha verify`: {exit_text(exit_code)}", ""]
     if report is None:
         return [*lines, "No report (see the step's log for the one-line error).", ""]
+    if "stages" in report:  # verify --pp N: one row per stage and tp rank
+        return [*lines, *pipeline_lines(report), *check_lines(report)]
     lines.append(
         f"{report['model_name']} ({report['variant']}) on {report['device_name']} ({report['device']},"
         f" {report['dtype']}, torch {report['torch_version']}): seq {report['seq_len']:,} x batch {report['batch']},"
@@ -101,8 +103,39 @@ def verify_section(report: dict[str, Any] | None, exit_code: str) -> list[str]:
     roofline = report.get("decode_vs_roofline")
     if roofline is not None:
         lines += ["", f"Decode step of the built stack: {roofline:.2f}x its roofline ({report['peak_source']})."]
+    return [*lines, *check_lines(report)]
+
+
+def pipeline_lines(report: dict[str, Any]) -> list[str]:
+    """A ``verify --pp N`` report: each stage's bytes against the prediction and its share of a decode step."""
+    lines = [
+        f"{report['model_name']} on {report['device']} ({report['dtype']}): seq {report['seq_len']:,} x batch"
+        f" {report['batch']:,}, pp {report['pp']} x tp {report['tp']}, {report['n_layers_built']} of"
+        f" {report['n_layers_model']} layers built.",
+        "",
+        "| stage | tp rank | first layer (layers) | embedding | head | weights | KV cache | decode share |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for stage in report["stages"]:
+        lines.append(
+            f"| {stage['stage']} | {stage['tp_rank']} | {stage['first_layer']} ({stage['n_layers']}) |"
+            f" {'yes' if stage['embedding'] else 'no'} | {'yes' if stage['head'] else 'no'} |"
+            f" {pair(stage['predicted_weight_bytes'], stage['measured_weight_bytes'])} |"
+            f" {pair(stage['predicted_cache_bytes'], stage['measured_cache_bytes'])} |"
+            f" {stage['decode_compute_ms']:.2f} ms |"
+        )
+    lines += [
+        "",
+        f"Measured: prefill {report['prefill_ms']:.2f} ms, decode step {report['decode_ms']:.2f} ms through every"
+        " stage (rank 0, no micro-batching).",
+    ]
+    return lines
+
+
+def check_lines(report: dict[str, Any]) -> list[str]:
+    """The checks table, the thresholds given and the notes."""
     thresholds = {name: value for name, value in report.get("thresholds", {}).items() if value is not None}
-    lines += ["", "| check | result | detail |", "|---|---|---|"]
+    lines = ["", "| check | result | detail |", "|---|---|---|"]
     details = report.get("check_details", {})
     for name, ok in report["checks"].items():
         lines.append(f"| {name} | {'pass' if ok else '**FAIL**'} | {cell(details.get(name, ''))} |")

@@ -56,8 +56,11 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
             print_error(exc.name)
             raise typer.Exit(code=exc.exit_code) from None
         except Exception as exc:
-            if os.environ.get("MHA_DEBUG"):
-                raise
+            if os.environ.get("MHA_DEBUG"):  # the traceback here: re-raised, an OSError would read as stdout's
+                import traceback
+
+                traceback.print_exc()
+                raise typer.Exit(code=EXIT_INTERNAL) from None
             print_error(f"internal error: {exc.__class__.__name__}: {exc} (rerun with MHA_DEBUG=1 for the traceback)")
             raise typer.Exit(code=EXIT_INTERNAL) from None
 

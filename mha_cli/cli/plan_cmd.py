@@ -357,6 +357,7 @@ def plan(
     _check_disaggregated(disaggregated, kv_link, tp=tp, pp=pp, dp=dp, concurrency=concurrency,
                          expert_parallel=expert_parallel, plot=plot, simulated=simulated,
                          speculative=speculative_config or draft or num_speculative_tokens or acceptance_length)  # fmt: skip
+    _check_loop_options(closed_form, rate, {flag: simulated[flag] for flag in LOOP_OPTIONS})
     if rate is not None and concurrency is not None:
         raise BadInputError("give --concurrency (users) or --rate (requests per second), not both")
     if plot is not None:
@@ -564,6 +565,26 @@ def _a2a_backend(value: str, model: ModelSpec, *, dp: int | None, pinned: int | 
             "--moe-a2a-backend is how DP attention reaches the experts: add --dp, or leave out --tp and --pp to search"
         )
     return value  # type: ignore[return-value]  # one of get_args(MoeA2aBackend), checked above
+
+
+LOOP_OPTIONS = ("--num-prompts", "--lengths-file", "--random-range-ratio", "--burstiness", "--seed", "--slo-percentile")
+"""The options only the simulated serving loop reads (the client and where targets are read in its distribution)."""
+
+
+def _check_loop_options(closed_form: bool, rate: float | None, given: dict[str, object]) -> None:
+    """One line for a simulated loop's option where no loop reads it: with --closed-form, or --burstiness (the shape
+    of --rate's arrival gaps) without --rate."""
+    named = [flag for flag, value in given.items() if value is not None]
+    if closed_form and named:
+        raise BadInputError(
+            f"--closed-form skips the simulated serving loop, which alone reads {', '.join(named)}: leave out one or"
+            " the other"
+        )
+    if rate is None and given["--burstiness"] is not None:
+        raise BadInputError(
+            "--burstiness shapes the gaps between --rate's arrivals: add --rate, or leave it out (--concurrency users"
+            " each send their next request when one ends)"
+        )
 
 
 def _check_disaggregated(

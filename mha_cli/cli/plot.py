@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mha_cli.core.config_io import write_bytes_atomic
-from mha_cli.core.errors import BadInputError, shown_path
+from mha_cli.core.errors import BadInputError, looking_at_output, shown_path
 from mha_cli.core.plot_data import PlotData, Series
 
 if TYPE_CHECKING:
@@ -31,8 +31,9 @@ def check_plot_path(path: Path, *, force: bool) -> None:
     """Refuse, before any work, a name that is not ``.png`` and an existing file without ``--force``."""
     if path.suffix.lower() != ".png":
         raise BadInputError(f"--plot {shown_path(path)}: name the file .png")
-    if path.exists() and not force:
-        raise BadInputError(f"{shown_path(path)} exists: pass --force to overwrite it")
+    with looking_at_output(path):
+        if path.exists() and not force:
+            raise BadInputError(f"{shown_path(path)} exists: pass --force to overwrite it")
 
 
 def invoked_command(ctx: typer.Context) -> str:

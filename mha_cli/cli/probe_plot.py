@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mha_cli.core.errors import BadInputError, shown_path
+from mha_cli.core.errors import BadInputError, looking_at_output, shown_path
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -33,10 +33,11 @@ def check_png_path(path: Path, *, force: bool) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise BadInputError(f"--out {shown_path(path)}: no such folder {shown_path(folder)}")
-    if path.is_dir():
-        raise BadInputError(f"--out {shown_path(path)} is a folder: give a file name to write")
-    if path.exists() and not force:
-        raise BadInputError(f"--out {shown_path(path)} exists: pass --force to overwrite it")
+    with looking_at_output(path):
+        if path.is_dir():
+            raise BadInputError(f"--out {shown_path(path)} is a folder: give a file name to write")
+        if path.exists() and not force:
+            raise BadInputError(f"--out {shown_path(path)} exists: pass --force to overwrite it")
 
 
 def typed_probe_command(argv: list[str]) -> str | None:

@@ -7,6 +7,8 @@ line and exits with its ``exit_code``; the last three codes are set by the CLI's
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 EXIT_CHECK_FAILED = 1  # a lint rule, threshold or numeric check failed; a plan that does not fit
 EXIT_BAD_INPUT = 2  # the input is wrong: fix the command line or the file
@@ -176,3 +178,24 @@ def _joined(parts: list[str], kept: set[int]) -> str:
 def os_reason(exc: OSError) -> str:
     """``Permission denied``, ``File name too long``: the system's words for an ``OSError``, never its arguments."""
     return os.strerror(exc.errno) if exc.errno else exc.__class__.__name__
+
+
+@contextmanager
+def looking_at_output(path: object) -> Iterator[None]:
+    """Checks of an output path before any work (does it exist, is it a folder): the system refusing to look at it
+    (a name too long, a folder without search permission) is an ``OutputError`` (exit 74) with its reason, as
+    writing it would be."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"cannot write {shown_path(path)}: {os_reason(exc)}") from None
+
+
+@contextmanager
+def looking_at_input(path: object) -> Iterator[None]:
+    """Checks of an input path before it is read (is it a folder, does it exist): the system refusing to look at it
+    (a name too long, a folder without search permission) is bad input (exit 2) with its reason."""
+    try:
+        yield
+    except OSError as exc:
+        raise BadInputError(f"cannot read {shown_path(path)}: {os_reason(exc)}") from None

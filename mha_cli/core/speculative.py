@@ -27,7 +27,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import BadInputError, looking_at_input
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import LayerPatternSpec, ModelSpec, SpeculativeMethod, SpeculativeSpec
 from mha_cli.core.weight_bytes import rank_weight_bytes
@@ -258,7 +258,9 @@ def drafter_model(draft: str) -> ModelSpec:
     try:
         return load_source(draft).model
     except BadInputError as exc:
-        if Path(draft).expanduser().is_file():
+        with looking_at_input(draft):
+            is_file = Path(draft).expanduser().is_file()
+        if is_file:
             head, _, rest = exc.message.partition(": ")
             reason = (rest if Path(draft).name in head else exc.message).split(":")[0]
             raise BadInputError(

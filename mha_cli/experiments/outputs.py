@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mha_cli.core.config_io import write_bytes_atomic, write_text_atomic
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import BadInputError, looking_at_output
 from mha_cli.core.record import Record
 
 if TYPE_CHECKING:
@@ -47,8 +47,9 @@ class ExperimentOutputs:
 
         Creates the folder (an empty one is left behind if the run then fails; never a partial file).
         """
-        if self.folder.exists() and not self.folder.is_dir():
-            raise BadInputError(f"--out-dir {self.folder} is a file, not a folder: pass a folder")
+        with looking_at_output(self.folder):
+            if self.folder.exists() and not self.folder.is_dir():
+                raise BadInputError(f"--out-dir {self.folder} is a file, not a folder: pass a folder")
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as error:

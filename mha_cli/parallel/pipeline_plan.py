@@ -39,13 +39,12 @@ CHECK_TOKENS = 32
 """Tokens the stages-vs-one-device check caches (its prefill and decoded tokens, rounded up)."""
 
 
-def _check_memory(
-    model: ModelSpec, deployment: DeploymentSpec, *, pp: int, tp: int, layers: int, device_type: DeviceType, free: int
-) -> None:
-    """Refuse (exit 3) what does not fit: each process holds its stage (weights and cache), then, that freed, its
-    fp32 check stage (its seeded weights written in place, a block of rows at a time: ``nn.tensor_parallel``); the
-    last stage's first rank also builds the whole check stack on one device in fp32. On CPU the processes share the
-    host's memory; on GPUs each has one."""
+def _stage_needs(
+    model: ModelSpec, deployment: DeploymentSpec, *, pp: int, tp: int, layers: int, batch: int
+) -> list[int]:
+    """Bytes each process holds at its peak with ``batch`` sequences: its stage (weights and cache), then, that
+    freed, its fp32 check stage (its seeded weights written in place, a block of rows at a time:
+    ``nn.tensor_parallel``); the last stage's first rank also builds the whole check stack on one device in fp32."""
     value = storage_format(deployment.kv_dtype).bits // 8
     built = first_layers(model, layers)
     check = first_layers(model, _check_layers(model, pp, layers))
@@ -56,23 +55,44 @@ def _check_memory(
     for stage in range(pp):
         layout, check_layout = stage_layout(built, pp, stage), stage_layout(check, pp, stage)
         cache = kv_footprint(
-            stage_model(built, layout), seq_len=deployment.seq_len, batch=deployment.batch, kv_dtype=deployment.kv_dtype,
-            tp=tp,
-        ).total_bytes  # fmt: skip
+            stage_model(built, layout), seq_len=deployment.seq_len, batch=batch, kv_dtype=deployment.kv_dtype, tp=tp
+        ).total_bytes
         main = stage_params(built, layout, tp) * value + cache
         checking = stage_params(check, check_layout, tp) * FP32 + (reference if stage == pp - 1 else 0)
         needs += [max(main, checking)] * tp
+    return needs
+
+
+def _check_memory(
+    model: ModelSpec, deployment: DeploymentSpec, *, pp: int, tp: int, layers: int, device_type: DeviceType, free: int
+) -> None:
+    """Refuse (exit 3) what does not fit (``_stage_needs``), saying what to shrink: the batch where one sequence
+    fits, else the layers, the context, or (the embedding and head alone too large) the machine. On CPU the processes
+    share the host's memory; on GPUs each has one."""
     usable = int(free * 0.8)
-    need, what = (max(needs), "one GPU") if device_type == "cuda" else (sum(needs), "the host")
-    if need > usable:
-        fewer = layers // 2
-        advice = f"try --layers {fewer} or a shorter --seq" if fewer >= pp else (
-            "the embedding and head alone (in fp32 for the check) do not fit: a larger machine, or GPUs"
-        )  # fmt: skip
-        raise OutOfMemoryError(
-            f"{pp} stages x tp {tp} need {format_bytes(need)} on {what} (their weights and cache, then the fp32"
-            f" check), {format_bytes(usable)} usable: {advice}"
-        )
+    what = "one GPU" if device_type == "cuda" else "the host"
+
+    def need(batch: int, seq_len: int = deployment.seq_len) -> int:
+        sized = deployment.model_copy(update={"seq_len": seq_len})
+        needs = _stage_needs(model, sized, pp=pp, tp=tp, layers=layers, batch=batch)
+        return max(needs) if device_type == "cuda" else sum(needs)
+
+    asked = need(deployment.batch)
+    if asked <= usable:
+        return
+    fewer = layers // 2
+    if deployment.batch > 1 and need(1) <= usable:  # no figure: this sum leaves out the prefill's activations
+        advice = "try a smaller --batch or a shorter --seq (the cache of every sequence is what does not fit)"
+    elif fewer >= pp:
+        advice = f"try --layers {fewer} or a shorter --seq"
+    elif need(1, seq_len=1) > usable:
+        advice = "the embedding and head alone (in fp32 for the check) do not fit: a larger machine, or GPUs"
+    else:
+        advice = "try a shorter --seq"
+    raise OutOfMemoryError(
+        f"{pp} stages x tp {tp} need {format_bytes(asked)} on {what} (their weights and cache, then the fp32"
+        f" check), {format_bytes(usable)} usable: {advice}"
+    )
 
 
 def make_pp_job(

@@ -46,7 +46,7 @@ from mha_cli.core.cost.disaggregated_layouts import (
 from mha_cli.core.cost.disaggregated_workers import DecodeWorker, PrefillWorker, WorkerSteps
 from mha_cli.core.cost.goodput import MAX_LOAD, AggregatedLayout, aggregated_layout, mdl_wait, prefill_goodput
 from mha_cli.core.cost.kv_transfer import KvTransfer, kv_link, kv_transfer
-from mha_cli.core.cost.plan import LayoutPlans
+from mha_cli.core.cost.plan import LayoutPlans, check_rate
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
@@ -279,8 +279,8 @@ def plan_disaggregated(
         )
     if isl < 1 or osl < 1:
         raise BadInputError("--isl and --osl must be at least 1")
-    if rate is not None and not 0 < rate < 1e9:
-        raise BadInputError(f"--rate {rate:g}: give requests per second greater than 0")
+    if rate is not None:
+        check_rate(rate)
     if deployment.speculative is not None:
         raise BadInputError("--disaggregated prices plain decoding: leave out speculative decoding")
     if deployment.dp or deployment.expert_parallel:
@@ -370,6 +370,8 @@ def plan_disaggregated(
     notes += _notes(transfers, pick, profiles[0], link_id)
     if pick is not None:
         notes += _layout_notes(pick, workers)
+    if pick is not None and pick.meets_targets and simulated is not None:
+        notes += _simulated_misses(simulated, ttft_ms, itl_ms)
     return DisaggregatedPlan(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, rate_rps=rate,
         engine=engine.name, devices_per_node=per_node, gpu_memory_utilization=engine.gpu_memory_utilization,
@@ -380,6 +382,28 @@ def plan_disaggregated(
         aggregated=aggregated, aggregated_chosen=aggregated_chosen, winner=winner, verdict=verdict, notes=notes,
         simulated=simulated,
     )  # fmt: skip
+
+
+def _simulated_misses(simulated: SimulatedSplit, ttft_ms: float | None, itl_ms: float | None) -> list[str]:
+    """A note where the pick's simulated loop misses a target the closed form met, read as the search reads them
+    (against means: TTFT, and TPOT for the ITL target); empty where it meets them."""
+    missed, flags = [], []
+    if ttft_ms is not None and simulated.ttft_ms.mean > ttft_ms:
+        missed.append(
+            f"mean TTFT {simulated.ttft_ms.mean:,.0f} ms > {ttft_ms:,.0f} ms (p99 {simulated.ttft_ms.p99:,.0f} ms)"
+        )
+        flags.append("--ttft-ms")
+    if itl_ms is not None and simulated.tpot_ms.mean > itl_ms:
+        missed.append(
+            f"mean TPOT {simulated.tpot_ms.mean:,.1f} ms > {itl_ms:,.1f} ms (p99 {simulated.tpot_ms.p99:,.1f} ms)"
+        )
+        flags.append("--itl-ms")
+    if not missed:
+        return []
+    return [
+        f"the pick's simulated loop misses what the closed form met: {', '.join(missed)}; the search reads the"
+        f" targets against the closed form's means: a lower --rate or a looser {' / '.join(flags)} leaves it room"
+    ]
 
 
 def _priced(

@@ -478,6 +478,14 @@ def _with_ways(
 
 MAX_RATE_STEPS = 60
 """Fixed-point steps of ``plan_at_rate`` at most (it settles in a handful)."""
+MAX_RATE = 1e9
+"""The most requests per second ``--rate`` takes (exclusive)."""
+
+
+def check_rate(rate: float) -> None:
+    """Refuse a ``--rate`` (requests per second) outside (0, MAX_RATE), NaN included, naming both bounds."""
+    if not 0 < rate < MAX_RATE:
+        raise BadInputError(f"--rate {rate:g}: give requests per second above 0 and below {MAX_RATE:g}")
 
 
 def plan_at_rate(
@@ -497,8 +505,7 @@ def plan_at_rate(
     users = rate x e2e(users), found as a fixed point from one user. The deployment serves at most
     (its output tokens/s at its largest load) / osl requests per second; at or beyond that rate the result is that
     largest load, marked ``saturated`` (the queue would grow without bound)."""
-    if not 0 < rate < 1e9:
-        raise BadInputError(f"--rate {rate:g}: give requests per second greater than 0")
+    check_rate(rate)
     plans = LayoutPlans(model, target, deployment, profile, ceiling, isl=isl, osl=osl, tp=tp, pp=pp)
     first = plans.at(1)
     engine = first.memory.engine

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mha_cli.core.cost.profile import FITTED_SOURCE, DeviceProfile
-from mha_cli.core.errors import BadInputError, shown, shown_path
+from mha_cli.core.errors import BadInputError, looking_at_input, shown, shown_path
 
 DATA_DIR_ENV = "MHA_DATA_DIR"
 PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -54,8 +54,9 @@ def profile_path(name: str) -> Path:
 def read_profile(path: Path) -> DeviceProfile:
     """The profile in ``path``; one line saying what is wrong otherwise."""
     where = shown_path(path)
-    if path.is_dir():
-        raise BadInputError(f"{where} is a folder: give a profile file or a profile name")
+    with looking_at_input(path):
+        if path.is_dir():
+            raise BadInputError(f"{where} is a folder: give a profile file or a profile name")
     try:
         if path.stat().st_size > MAX_PROFILE_BYTES:
             raise BadInputError(f"{where} is larger than a profile ({MAX_PROFILE_BYTES // 1024} KiB at most)")

@@ -104,13 +104,13 @@ def read_lengths(path: Path) -> list[tuple[int, int]]:
             raise BadInputError(f"{where}: not valid JSON ({error})") from None
         for index, row in enumerate(rows):
             if isinstance(row, dict):
-                row = (row.get("input_len", row.get("prompt_len")), row.get("output_len"))
-            pairs.append(_pair(row, f"{where} entry {index}"))
+                row = [row.get("input_len", row.get("prompt_len")), row.get("output_len")]
+            pairs.append(_pair(row if isinstance(row, list) else None, f"{where} entry {index}"))
     else:
         for number, line in enumerate(text.splitlines(), start=1):
             line = line.split("#", 1)[0].replace(",", " ").strip()
             if line:
-                pairs.append(_pair(line.split(), f"{where} line {number}"))
+                pairs.append(_pair([_whole_number(word) for word in line.split()], f"{where} line {number}"))
     if not pairs:
         raise BadInputError(f"{where} holds no (input, output) pair: one 'INPUT OUTPUT' a line")
     if len(pairs) > MAX_REQUESTS:
@@ -118,14 +118,19 @@ def read_lengths(path: Path) -> list[tuple[int, int]]:
     return pairs
 
 
-def _pair(row: object, where: str) -> tuple[int, int]:
+def _whole_number(word: str) -> int | str:
+    """A line's word as a token count, or the word itself where it is not a whole number (``_pair`` refuses it)."""
     try:
-        values = list(row)  # type: ignore[call-overload]
-        if len(values) != 2:
-            raise ValueError
-        first, second = int(values[0]), int(values[1])
-    except (TypeError, ValueError):
-        raise BadInputError(f"{where}: give two token counts (input, output)") from None
+        return int(word)
+    except ValueError:
+        return word
+
+
+def _pair(values: list[object] | None, where: str) -> tuple[int, int]:
+    """Two token counts, each a whole number (a JSON integer, never a boolean, float or string) of at least 1."""
+    if values is None or len(values) != 2 or not all(type(value) is int for value in values):
+        raise BadInputError(f"{where}: give two token counts (input, output), whole numbers")
+    first, second = values
     if first < 1 or second < 1:
         raise BadInputError(f"{where}: token counts must be at least 1, got ({first}, {second})")
     return first, second

@@ -1,0 +1,45 @@
+"""``--lengths-file``: a token count is a whole number, as everywhere in mha (docs/input-limits.md: booleans, strings
+and floats are not counts). Before (newuser4), a JSON ``true`` ran as 1 token, ``50.9`` as 50, ``"100"`` as 100, and
+``1e400`` or ``Infinity`` ended in an internal error (exit 70) instead of one line and exit 2."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from mha_cli.cli.app import app
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.serve.workload import read_lengths
+
+
+@pytest.mark.parametrize(
+    "document",
+    ["[[true, 5]]", "[[100, 50.9]]", '[["100", "50"]]', "[[1e400, 5]]", "[[Infinity, 5]]", "[[NaN, 5]]",
+     '[{"input_len": 100, "output_len": 50.5}]', '[{"input_len": false, "output_len": 5}]', '["ab"]', "[[100, 5e1]]"],
+)  # fmt: skip
+def test_a_json_count_that_is_not_a_whole_number_is_refused(tmp_path, document):
+    path = tmp_path / "lengths.json"
+    path.write_text(document)
+    with pytest.raises(BadInputError, match=r"entry 0: give two token counts \(input, output\), whole numbers"):
+        read_lengths(path)
+
+
+def test_whole_numbers_still_read(tmp_path):
+    path = tmp_path / "lengths.json"
+    path.write_text('[[10, 2], {"prompt_len": 7, "output_len": 3}]')
+    assert read_lengths(path) == [(10, 2), (7, 3)]
+    text = tmp_path / "lengths.txt"
+    text.write_text("128 64\n256,32\n")
+    assert read_lengths(text) == [(128, 64), (256, 32)]
+    text.write_text("100 50.5\n")
+    with pytest.raises(BadInputError, match=r"line 1: give two token counts"):
+        read_lengths(text)
+
+
+def test_the_cli_answers_infinity_with_exit_2(tmp_path):
+    path = tmp_path / "lengths.json"
+    path.write_text("[[1e400, 5]]")
+    args = ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--num-prompts", "4", "--lengths-file", str(path)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "entry 0: give two token counts" in result.output
