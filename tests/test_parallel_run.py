@@ -213,11 +213,12 @@ def test_the_one_device_reference_is_sized_before_any_rank_starts():
     """Hand count of a check stack (2 layers, d 64, 8 heads, d_ff 128 gated, vocab 3,000, untied): embedding and head
     2 x 3,000 x 64, each layer 4 x 64 x 64 attention + 3 x 64 x 128 MLP + 2 x 64 norms, the final norm 64: 466,240
     values, 1,864,960 B in float32, and the cache of the check's 4 + 4 tokens (--seq 8), 8 x 2 layers x 8 heads x 8 x
-    (K, V) x 4 B = 8,192 B. The bf16 ranks' plans fit a host that the fp32 reference outgrows; it is refused exactly when it
-    outgrows the usable 90% of the host's free memory, before any rank starts."""
+    (K, V) x 4 B = 8,192 B; with its prompt's activations (verify's workspace_bytes) it is refused exactly when it
+    outgrows the usable 90% of the host's free memory, before any rank starts, where the bf16 ranks' plans fit."""
     from mha_cli.core.errors import OutOfMemoryError
     from mha_cli.parallel.plan import CHECK_VALUE_BYTES, check_reference_bytes
     from mha_cli.parallel.rank_run import CHECK_DTYPE
+    from mha_cli.verify.plan import first_layers, workspace_bytes
 
     assert CHECK_DTYPE.itemsize == CHECK_VALUE_BYTES
     model = ModelSpec(name="tiny", d_model=64, n_layers=2, n_heads=8, vocab_size=3000, d_ff=128)
@@ -227,12 +228,15 @@ def test_the_one_device_reference_is_sized_before_any_rank_starts():
     def host(free: int):
         return lambda device_type, ranks: free // ranks  # the host's free memory, shared by the CPU ranks
 
-    enough = -(-1_873_152 * 10 // 9)  # the smallest free figure whose 90% holds the reference
-    job = make_tp_job(loaded, deployment, device_type="cpu", reps=2, free_bytes=host(enough))
+    job = make_tp_job(loaded, deployment, device_type="cpu", reps=2, free_bytes=host(10**9))
     need = 2 * 3000 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64
     assert need * 4 == 1_864_960
     assert check_reference_bytes(job.plan, 8) == need * 4 + 8 * 2 * 8 * 8 * 2 * 4 == 1_873_152
-    with pytest.raises(OutOfMemoryError, match=r"reference needs 0\.0 GiB .* or verify with --tp 1 \(no tp check\)"):
+    check = first_layers(model, 2)  # and the reference's prompt of 4 tokens: its activations and logits
+    workspace = workspace_bytes(check, batch=1, prefill_tokens=4, context=8, value_bytes=4)
+    enough = -(-(1_873_152 + workspace) * 10 // 9)  # the smallest free figure whose 90% holds the reference
+    make_tp_job(loaded, deployment, device_type="cpu", reps=2, free_bytes=host(enough))
+    with pytest.raises(OutOfMemoryError, match=r"reference needs .* or verify with --tp 1 \(no tp check\)"):
         make_tp_job(loaded, deployment, device_type="cpu", reps=2, free_bytes=host(enough - 2))
 
 

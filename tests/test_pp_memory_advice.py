@@ -31,3 +31,21 @@ def test_a_batch_too_large_is_answered_with_a_smaller_batch():
 
 def test_a_batch_that_fits_passes():
     check(1)
+
+
+def test_the_one_device_reference_is_counted_once():
+    """The last stage's first rank builds the reference, once: at tp 2 its process holds it and its partner does not
+    (the reference was counted on every tp rank of the last stage, refusing CPU runs that fit: a 70B config at pp 2
+    tp 4 planned 71 GiB). The 125M config's reference: every parameter of its 2 check layers, embedding and head in
+    fp32, and a 32-token fp32 cache."""
+    from mha_cli.core.kv import kv_footprint
+    from mha_cli.core.params import count_params
+    from mha_cli.parallel.pipeline_plan import _stage_needs
+    from mha_cli.verify.plan import first_layers
+
+    loaded = load_source(str(CONFIG))
+    check = first_layers(loaded.model, 2)
+    reference = count_params(check).total * 4 + kv_footprint(check, seq_len=32, kv_dtype="fp32").total_bytes
+    needs = _stage_needs(loaded.model, loaded.deployment, pp=2, tp=2, layers=2, batch=1)
+    assert len(needs) == 4 and needs[0] == needs[1]  # stage 0's two ranks alike
+    assert needs[2] - needs[3] == reference

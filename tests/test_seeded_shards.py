@@ -88,3 +88,25 @@ def test_names_that_differ_are_refused():
     shapes["model.layers.0.extra.weight"] = torch.Size([4])
     with pytest.raises(ValueError, match=r"missing \['model.layers.0.extra.weight'\]"):
         load_seeded_shard(model, shapes, spec, 0, 1, seed=0)
+
+
+def test_empty_ranges_and_empty_tensors(small_blocks, monkeypatch):
+    """A rank whose rows are all vocabulary padding draws nothing; a zero-row tensor's shard is cut as the whole's."""
+    spec = ModelSpec(
+        d_model=8, n_layers=1, n_heads=4, head_dim=2, vocab_size=48, d_ff=16
+    )  # 5 rows a block; 16 a rank at tp 4
+    drawn: list[int] = []
+    real = tensor_parallel_module._seeded_values
+
+    def counting(name, shape, block_shape, seed, index):
+        drawn.append(index)
+        return real(name, shape, block_shape, seed, index)
+
+    monkeypatch.setattr(tensor_parallel_module, "_seeded_values", counting)
+    padding_only = torch.full((16, 8), 7.0)
+    tensor_parallel_module.fill_seeded_shard(padding_only, "lm_head.weight", (48, 8), spec, 3, 4, 0)
+    assert drawn == [] and not padding_only.any()
+    name = "model.layers.0.self_attn.o_proj.weight"  # split by rows (its last dim)
+    empty = torch.empty(0, 4)
+    tensor_parallel_module.fill_seeded_shard(empty, name, (0, 8), spec, 1, 2, 0)
+    assert empty.shape == shard_tensor(name, seeded_tensor(name, (0, 8), 0), spec, 1, 2).shape == (0, 4)

@@ -61,3 +61,16 @@ def test_any_unreadable_quantization_is_named_in_the_assumption(cli, configs, tm
         and line.endswith("every weight priced in int4 (--weight-dtype)")
         for line in assumptions
     ), assumptions
+
+
+def test_a_text_models_unreadable_quantization_is_named_without_its_file(cli, tmp_path):
+    """The same refusal read from text_config.quantization_config (vLLM's get_quant_config looks there too): the
+    assumption drops the file and the field the reader prefixed, as for a top-level one."""
+    quant = {"quant_method": "fp8", "ignored_layers": ["re:.*lm_head"]}
+    nested = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "text_config": LLAMA | {"quantization_config": quant}}  # fmt: skip
+    (tmp_path / "nested.json").write_text(json.dumps(LLAMA | nested))
+    assumptions = cli.json("kv", str(tmp_path / "nested.json"), "--weight-dtype", "int4")["assumptions"]
+    assert any(
+        line.startswith("quantization_config not read (quantization_config ignored_layers entry 're:.*lm_head':")
+        for line in assumptions
+    ), assumptions

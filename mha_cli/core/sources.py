@@ -7,6 +7,7 @@ ever fetched. The source line of each command's output says which was used (``ki
 """
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -141,6 +142,13 @@ def _load_path(path: Path, weight_dtype: str | None = None) -> ModelSource:
     )
 
 
+def _without_origin(refusal: BadInputError, path: Path) -> str:
+    """A quantization reader's refusal without the file it names (and the field, ``text_config.quantization_config``,
+    where it names one)."""
+    prefix = re.match(rf"{re.escape(shown_path(path))}(?: \([\w.]+\))?: ", refusal.message)
+    return refusal.message[prefix.end() :] if prefix else refusal.message
+
+
 def _load_file(
     path: Path, *, name: str, kind: SourceKind, served: ServedModel | None, assumptions: list[str],
     weight_dtype: str | None = None,
@@ -166,8 +174,7 @@ def _load_file(
             if weight_dtype is None:
                 raise
             stored = None
-            what = refusal.what if isinstance(refusal, UnpricedQuantizationError) else refusal.message
-            what = what.removeprefix(f"{shown_path(path)}: ")
+            what = refusal.what if isinstance(refusal, UnpricedQuantizationError) else _without_origin(refusal, path)
             unread = f"quantization_config not read ({what}): every weight priced in {weight_dtype} (--weight-dtype)"
             source = source.model_copy(update={"assumptions": [*source.assumptions, unread]})
         source = _with_checkpoint_weights(source, stored)

@@ -16,9 +16,10 @@ KV heads, row, fused halves, vocabulary or replicated); this module only cuts it
 ``shard_state_dict(full, spec, rank, tp)`` returns tensors that ``build_model(spec, tp_rank=rank,
 tp_size=tp).load_state_dict(..., strict=True)`` accepts; a name the inventory does not list is refused. ``seeded_tensor``
 makes the same full weight on every process from a seed and the tensor's name, so ranks need not exchange weights;
-``load_seeded_shard`` writes a rank's shard of those weights into a built model in place, drawing only the blocks of
-rows the rank holds (a 70B model's fp32 check stack is 15 GiB: four ranks each drawing a whole 4 GiB vocabulary
-tensor beside their shards did not fit a 23 GiB host).
+``load_seeded_shard`` writes a rank's shard of those weights into a built model in place, a block of rows at a time
+(for the splits that cut dim 0, only the blocks the rank's rows touch; the others draw every block and keep the
+rank's columns), so no whole tensor is ever held: a 70B model's fp32 check stack is 14.2 GiB, and four ranks each
+drawing whole 3.9 GiB vocabulary tensors beside their shards did not fit a 23 GiB host.
 """
 
 from __future__ import annotations
@@ -134,23 +135,25 @@ def _seeded_values(name: str, shape: tuple[int, ...], block_shape: tuple[int, ..
     """Block ``index`` of the seeded tensor ``name`` of whole ``shape``: float32 values of ``block_shape``."""
     key = name if index == 0 else f"{name}#{index}"
     generator = torch.Generator().manual_seed(seed * 2**32 + zlib.crc32(key.encode()))
-    values = torch.randn(block_shape, generator=generator)
+    values = torch.randn(block_shape, generator=generator)  # scaled in place: one block in memory, not two
     if _NORM.search(name) and len(shape) == 1:
-        return 1 + 0.1 * values
+        return values.mul_(0.1).add_(1)
     if len(shape) >= 2:
-        return values / shape[-1] ** 0.5
-    return 0.02 * values
+        return values.div_(shape[-1] ** 0.5)
+    return values.mul_(0.02)
 
 
 def seeded_blocks(
     name: str, shape: tuple[int, ...] | torch.Size, seed: int, start: int = 0, stop: int | None = None
 ) -> Iterator[tuple[int, torch.Tensor]]:
-    """(first row, rows) of the seeded tensor ``name`` over rows ``[start, stop)`` of dim 0, a block at a time:
-    only the blocks that range touches are drawn."""
+    """(first row, rows) of the seeded tensor ``name`` (at least one dimension) over rows ``[start, stop)`` of dim 0,
+    a block at a time, each cut to the range: only the blocks that range touches are drawn."""
     shape = tuple(shape)
     stop = shape[0] if stop is None else stop
+    if start >= stop:
+        return  # an empty range draws nothing (a rank whose rows are all vocabulary padding)
     per_block = _block_rows(shape)
-    for index in range(start // per_block, -(-stop // per_block)):
+    for index in range(start // per_block, math.ceil(stop / per_block)):
         first, end = index * per_block, min((index + 1) * per_block, shape[0])
         block = _seeded_values(name, shape, (end - first, *shape[1:]), seed, index)  # (end - first, ...)
         low, high = max(start, first), min(stop, end)
@@ -184,14 +187,14 @@ def fill_seeded_shard(
     _check_rank(tp_rank, tp_size)
     shape = tuple(shape)
     with torch.no_grad():
-        if not shape or shape[0] == 0:
+        if not shape:
             _copy_into(target, seeded_tensor(name, shape, seed), name)
             return
         split: Split = "replicated" if tp_size == 1 else tensor_split(name, spec, tp_size)
         held = _rows_held(split, name, shape, spec, tp_rank, tp_size)
         if held is None:
             if target.shape[0] != shape[0]:
-                raise ValueError(f"{name}: the model holds {tuple(target.shape)} rows, the whole has {shape[0]}")
+                raise ValueError(f"{name}: the model holds {target.shape[0]} rows, the whole has {shape[0]}")
             for first, rows in seeded_blocks(name, shape, seed):
                 _copy_into(target[first : first + len(rows)], _cut_within_rows(split, rows, tp_rank, tp_size, name), name)  # fmt: skip
             return
@@ -210,8 +213,9 @@ def load_seeded_shard(
     """Fill every tensor of ``model``'s state dict with rank ``tp_rank``'s shard of the seed-derived weights, in place.
 
     ``shapes``: the whole (unsharded) shapes by whole-model name; ``whole_name`` maps the model's names to those (a
-    pipeline stage's own numbering). Strict as ``load_state_dict``: a name on either side only is refused. Only one
-    block of one tensor is drawn at a time, so a rank never holds more than its shard plus 16 MiB.
+    pipeline stage's own numbering). Strict as ``load_state_dict``: a name on either side only is refused. One block
+    of one tensor is drawn at a time (about 16 MiB, or one row of dim 0 where a row is larger), so a rank holds its
+    shard and a few blocks at most.
     """
     state = {whole_name(name): tensor for name, tensor in model.state_dict().items()}
     if state.keys() != shapes.keys():

@@ -58,8 +58,9 @@ def _stage_needs(
             stage_model(built, layout), seq_len=deployment.seq_len, batch=batch, kv_dtype=deployment.kv_dtype, tp=tp
         ).total_bytes
         main = stage_params(built, layout, tp) * value + cache
-        checking = stage_params(check, check_layout, tp) * FP32 + (reference if stage == pp - 1 else 0)
-        needs += [max(main, checking)] * tp
+        checking = stage_params(check, check_layout, tp) * FP32
+        reference_here = reference if stage == pp - 1 else 0  # the last stage's first rank only
+        needs += [max(main, checking + reference_here)] + [max(main, checking)] * (tp - 1)
     return needs
 
 

@@ -11,6 +11,7 @@ from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.params import count_params
 from mha_cli.core.pipeline import first_moe_layer
+from mha_cli.core.quantities import format_bytes
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.parallel.report import TpJob
@@ -23,6 +24,7 @@ from mha_cli.verify.plan import (
     first_layers,
     make_plan,
     validate_options,
+    workspace_bytes,
 )
 
 CHECK_PREFILL_TOKENS = 32
@@ -81,19 +83,28 @@ def check_reference_bytes(plan: VerifyPlan, check_tokens: int) -> int:
     return count_params(check).total * CHECK_VALUE_BYTES + cache
 
 
-def check_reference_fits(plan: VerifyPlan, check_tokens: int, device_type: DeviceType, free: int | None) -> None:
+def check_reference_fits(
+    plan: VerifyPlan, prefill_tokens: int, decode_tokens: int, device_type: DeviceType, free: int | None
+) -> None:
     """Refuse (exit 3) a tp check whose one-device reference cannot fit: rank 0 holds the whole check stack in
-    float32 once every rank has freed its shard, on its GPU or on the host the CPU ranks share. ``free``: the whole
-    device's free bytes (None: unknown, not checked)."""
+    float32 (``check_reference_bytes``) and its prefill's activations and logits (``verify.plan.workspace_bytes``)
+    once every rank has freed its shard, on its GPU or on the host the CPU ranks share. ``free``: the whole device's
+    free bytes (None: unknown, not checked)."""
     if free is None:
         return
-    need, usable = check_reference_bytes(plan, check_tokens), int(free * USABLE_FRACTION)
+    check = first_layers(plan.model, check_layers(plan))
+    workspace = workspace_bytes(
+        check, batch=plan.deployment.batch, prefill_tokens=prefill_tokens, context=prefill_tokens + decode_tokens,
+        value_bytes=CHECK_VALUE_BYTES,
+    )  # fmt: skip
+    need = check_reference_bytes(plan, prefill_tokens + decode_tokens) + workspace
+    usable = int(free * USABLE_FRACTION)
     if need > usable:
         where = "the host's" if device_type == "cpu" else "cuda:0's"
         raise OutOfMemoryError(
-            f"the tp check's one-device reference needs {need / 2**30:.1f} GiB (the first {check_layers(plan)}"
-            f" layer(s), the embedding and the head in float32), {where} usable free memory is {usable / 2**30:.1f}"
-            " GiB: run it where that much is free, or verify with --tp 1 (no tp check)"
+            f"the tp check's one-device reference needs {format_bytes(need)} (the first {check_layers(plan)} layer(s),"
+            f" the embedding and the head in float32, and its prompt's activations), {where} usable free memory is"
+            f" {format_bytes(usable)}: run it where that much is free, or verify with --tp 1 (no tp check)"
         )
 
 
@@ -134,7 +145,8 @@ def make_tp_job(
     if seq < CHECK_DECODE_TOKENS + 2:
         raise BadInputError(f"--seq ({seq}) must be at least {CHECK_DECODE_TOKENS + 2} for a tensor-parallel check")
     check_prefill_tokens = min(CHECK_PREFILL_TOKENS, seq - CHECK_DECODE_TOKENS)
-    check_reference_fits(plan, check_prefill_tokens + CHECK_DECODE_TOKENS, device_type, free_bytes(device_type, 1))
+    whole_device = free_bytes(device_type, 1)  # one rank's share when there is one rank: the whole GPU or host
+    check_reference_fits(plan, check_prefill_tokens, CHECK_DECODE_TOKENS, device_type, whole_device)
     return TpJob(
         loaded=loaded, plan=plan, reps=reps, tolerance=tolerance, max_kv_gib=max_kv_gib, max_decode_ms=max_decode_ms,
         check_layers=check_layers(plan), check_prefill_tokens=check_prefill_tokens,

@@ -187,6 +187,7 @@ def run_job(
     numerics = None
     gc.collect()  # the check shard: a built model sits in reference cycles until the collector runs
     if job.tp > 1:
+        on_stage("waiting for every rank's check")  # what a hang elsewhere is reported against
         dist.barrier()  # every rank's check shard freed before rank 0 builds the whole stack (one host on CPU)
     if rank == 0:
         on_stage("single-device reference")
