@@ -20,7 +20,7 @@ GIB = 2**30
 def check(batch: int) -> None:
     loaded = load_source(str(CONFIG))
     deployment = loaded.deployment.model_copy(update={"batch": batch})
-    _check_memory(loaded.model, deployment, pp=2, tp=1, layers=2, device_type="cpu", free=16 * GIB)
+    _check_memory(loaded.model, deployment, pp=2, tp=1, layers=2, device_type="cpu", free=16 * GIB, prompt=128)
 
 
 def test_a_batch_too_large_is_answered_with_a_smaller_batch():
@@ -46,6 +46,20 @@ def test_the_one_device_reference_is_counted_once():
     loaded = load_source(str(CONFIG))
     check = first_layers(loaded.model, 2)
     reference = count_params(check).total * 4 + kv_footprint(check, seq_len=32, kv_dtype="fp32").total_bytes
-    needs = _stage_needs(loaded.model, loaded.deployment, pp=2, tp=2, layers=2, batch=1)
+    short = loaded.deployment.model_copy(update={"seq_len": 16})  # the stage's own run smaller than its check
+    needs = _stage_needs(loaded.model, short, pp=2, tp=2, layers=2, batch=1, prompt=16)
     assert len(needs) == 4 and needs[0] == needs[1]  # stage 0's two ranks alike
     assert needs[2] - needs[3] == reference
+
+
+def test_the_prefill_activations_are_counted():
+    """A stage's own run holds its prefill's activations and logits beside its weights and cache (verify's
+    workspace_bytes, as single-device verify counts them): 64 sequences of 128 prompt tokens need more than 1."""
+    loaded = load_source(str(CONFIG))
+    from mha_cli.parallel.pipeline_plan import _stage_needs
+
+    one, wide = (
+        _stage_needs(loaded.model, loaded.deployment, pp=2, tp=1, layers=2, batch=64, prompt=prompt)
+        for prompt in (1, 128)
+    )
+    assert all(w > o for w, o in zip(wide, one, strict=True))

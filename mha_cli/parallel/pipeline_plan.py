@@ -16,7 +16,7 @@ from mha_cli.core.sources import ModelSource
 from mha_cli.core.tensor_parallel import tp_shard_problem
 from mha_cli.parallel.pipeline_report import PpJob
 from mha_cli.parallel.plan import DEFAULT_TIMEOUT_S
-from mha_cli.verify.plan import DeviceType, check_buildable, device_free_bytes, first_layers
+from mha_cli.verify.plan import DeviceType, check_buildable, device_free_bytes, first_layers, workspace_bytes
 
 CPU_LAYERS_PER_STAGE = 1
 """Layers each stage builds on CPU by default (a GPU builds every layer)."""
@@ -40,9 +40,10 @@ CHECK_TOKENS = 32
 
 
 def _stage_needs(
-    model: ModelSpec, deployment: DeploymentSpec, *, pp: int, tp: int, layers: int, batch: int
+    model: ModelSpec, deployment: DeploymentSpec, *, pp: int, tp: int, layers: int, batch: int, prompt: int
 ) -> list[int]:
-    """Bytes each process holds at its peak with ``batch`` sequences: its stage (weights and cache), then, that
+    """Bytes each process holds at its peak with ``batch`` sequences: its stage (weights, cache and the activations
+    of a ``prompt``-token prefill, ``verify.plan.workspace_bytes``), then, that
     freed, its fp32 check stage (its seeded weights written in place, a block of rows at a time:
     ``nn.tensor_parallel``); the last stage's first rank also builds the whole check stack on one device in fp32."""
     value = storage_format(deployment.kv_dtype).bits // 8
@@ -57,7 +58,11 @@ def _stage_needs(
         cache = kv_footprint(
             stage_model(built, layout), seq_len=deployment.seq_len, batch=batch, kv_dtype=deployment.kv_dtype, tp=tp
         ).total_bytes
-        main = stage_params(built, layout, tp) * value + cache
+        workspace = workspace_bytes(
+            built, batch=batch, prefill_tokens=min(prompt, deployment.seq_len), context=deployment.seq_len,
+            value_bytes=value, tp=tp,
+        )  # fmt: skip
+        main = stage_params(built, layout, tp) * value + cache + workspace
         checking = stage_params(check, check_layout, tp) * FP32
         reference_here = reference if stage == pp - 1 else 0  # the last stage's first rank only
         needs += [max(main, checking + reference_here)] + [max(main, checking)] * (tp - 1)
@@ -65,8 +70,9 @@ def _stage_needs(
 
 
 def _check_memory(
-    model: ModelSpec, deployment: DeploymentSpec, *, pp: int, tp: int, layers: int, device_type: DeviceType, free: int
-) -> None:
+    model: ModelSpec, deployment: DeploymentSpec, *, pp: int, tp: int, layers: int, device_type: DeviceType, free: int,
+    prompt: int,
+) -> None:  # fmt: skip
     """Refuse (exit 3) what does not fit (``_stage_needs``), saying what to shrink: the batch where one sequence
     fits, else the layers, the context, or (the embedding and head alone too large) the machine. On CPU the processes
     share the host's memory; on GPUs each has one."""
@@ -75,14 +81,14 @@ def _check_memory(
 
     def need(batch: int, seq_len: int = deployment.seq_len) -> int:
         sized = deployment.model_copy(update={"seq_len": seq_len})
-        needs = _stage_needs(model, sized, pp=pp, tp=tp, layers=layers, batch=batch)
+        needs = _stage_needs(model, sized, pp=pp, tp=tp, layers=layers, batch=batch, prompt=prompt)
         return max(needs) if device_type == "cuda" else sum(needs)
 
     asked = need(deployment.batch)
     if asked <= usable:
         return
     fewer = layers // 2
-    if deployment.batch > 1 and need(1) <= usable:  # no figure: this sum leaves out the prefill's activations
+    if deployment.batch > 1 and need(1) <= usable:
         advice = "try a smaller --batch or a shorter --seq (the cache of every sequence is what does not fit)"
     elif fewer >= pp:
         advice = f"try --layers {fewer} or a shorter --seq"
@@ -91,8 +97,8 @@ def _check_memory(
     else:
         advice = "try a shorter --seq"
     raise OutOfMemoryError(
-        f"{pp} stages x tp {tp} need {format_bytes(asked)} on {what} (their weights and cache, then the fp32"
-        f" check), {format_bytes(usable)} usable: {advice}"
+        f"{pp} stages x tp {tp} need {format_bytes(asked)} on {what} (their weights, cache and prefill activations,"
+        f" then the fp32 check), {format_bytes(usable)} usable: {advice}"
     )
 
 
@@ -127,7 +133,7 @@ def make_pp_job(
         raise BadInputError(f"--prefill-tokens {prompt} exceeds --seq {seq}")
     free = device_free_bytes(device_type, 0 if device_type == "cuda" else None)
     if free is not None:
-        _check_memory(model, deployment, pp=pp, tp=tp, layers=layers, device_type=device_type, free=free)
+        _check_memory(model, deployment, pp=pp, tp=tp, layers=layers, device_type=device_type, free=free, prompt=prompt)
     return PpJob(
         source=loaded.origin, model=model, deployment=deployment, pp=pp, tp=tp, device_type=device_type,
         n_layers_built=layers, check_layers=_check_layers(model, pp, layers), prefill_tokens=prompt, reps=reps,
