@@ -8,14 +8,13 @@ from __future__ import annotations
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.params import count_params
 from mha_cli.core.pipeline import first_moe_layer, pp_problem, stage_layout, stage_model, stage_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.core.tensor_parallel import tp_shard_problem
 from mha_cli.parallel.pipeline_report import PpJob
-from mha_cli.parallel.plan import DEFAULT_TIMEOUT_S
+from mha_cli.parallel.plan import DEFAULT_TIMEOUT_S, one_device_stack_bytes
 from mha_cli.verify.plan import DeviceType, check_buildable, device_free_bytes, first_layers, workspace_bytes
 
 CPU_LAYERS_PER_STAGE = 1
@@ -49,9 +48,7 @@ def _stage_needs(
     value = storage_format(deployment.kv_dtype).bits // 8
     built = first_layers(model, layers)
     check = first_layers(model, _check_layers(model, pp, layers))
-    reference = (
-        count_params(check).total * FP32 + kv_footprint(check, seq_len=CHECK_TOKENS, kv_dtype="fp32").total_bytes
-    )
+    reference = one_device_stack_bytes(check, CHECK_TOKENS)
     needs = []
     for stage in range(pp):
         layout, check_layout = stage_layout(built, pp, stage), stage_layout(check, pp, stage)

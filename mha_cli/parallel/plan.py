@@ -75,12 +75,17 @@ def check_layers(plan: VerifyPlan) -> int:
     return min(plan.n_layers_built, check_layers_wanted(plan.model))
 
 
+def one_device_stack_bytes(check: ModelSpec, tokens: int, batch: int = 1) -> int:
+    """Bytes of a check stack built whole on one device in float32 (the tp and pp checks' reference): every weight
+    of ``check`` and its cache of ``tokens`` for each of ``batch`` sequences."""
+    cache = kv_footprint(check, seq_len=tokens, batch=batch, kv_dtype="fp32").total_bytes
+    return count_params(check).total * CHECK_VALUE_BYTES + cache
+
+
 def check_reference_bytes(plan: VerifyPlan, check_tokens: int) -> int:
     """Bytes of the tp check's one-device reference: the whole check stack (its first ``check_layers`` layers, the
     embedding and the head) in float32, as rank 0 builds it, and its cache of ``check_tokens`` a sequence."""
-    check = first_layers(plan.model, check_layers(plan))
-    cache = kv_footprint(check, seq_len=check_tokens, batch=plan.deployment.batch, kv_dtype="fp32").total_bytes
-    return count_params(check).total * CHECK_VALUE_BYTES + cache
+    return one_device_stack_bytes(first_layers(plan.model, check_layers(plan)), check_tokens, plan.deployment.batch)
 
 
 def check_reference_fits(
