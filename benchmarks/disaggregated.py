@@ -162,10 +162,11 @@ def simulated_figures(row: dict, plan: DisaggregatedPlan) -> dict[str, float]:
 
 
 def predict(row: dict) -> DisaggregatedPlan:
-    """The row's deployment searched by ``plan_disaggregated`` on the target's prior profile."""
+    """The row's deployment searched by ``plan_disaggregated`` on the target's prior profile, in the closed form
+    alone (its pick not confirmed in the simulated loop: ``simulated_figures`` runs the loops for a percentile row)."""
     model, target, deployment, profiles = _setup(row)
     return plan_disaggregated(model, target, deployment, profiles, isl=row["isl"], osl=row["osl"],
-                              ttft_ms=row.get("ttft_ms"), itl_ms=row.get("itl_ms"))  # fmt: skip
+                              ttft_ms=row.get("ttft_ms"), itl_ms=row.get("itl_ms"), simulate=None)  # fmt: skip
 
 
 def figures(plan: DisaggregatedPlan, aggregated_tp: int | None = None) -> dict[str, float | str]:

@@ -283,7 +283,10 @@ def test_launch_line_of_vllm_v0_has_no_data_parallel_flag(cli):
     old = cli.json(*args, "--engine", "vllm@0.7")
     assert old["candidates"][old["chosen"]]["deployment"]["replicas"] > 1
     assert "--data-parallel-size" not in old["launch"]["vllm"] and "--dp-size" in old["launch"]["sglang"]
-    assert "start the vllm line once per replica" in old["launch_note"] and "release of 0.1-0.7" in old["launch_note"]
+    # was "release of 0.1-0.7", V0's range: the line's `vllm serve` is first in 0.5.2 (tests/test_launch_line_releases.py)
+    assert (
+        "start the vllm line once per replica" in old["launch_note"] and "release of 0.5.2-0.7.x" in old["launch_note"]
+    )
     latest = cli.json(*args)
     assert "--data-parallel-size" in latest["launch"]["vllm"] and not (latest["launch_note"] or "").count("priced by")
 

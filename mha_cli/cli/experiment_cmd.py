@@ -42,7 +42,8 @@ WorkersOpt = Annotated[
     typer.Option(
         "--workers",
         min=1,
-        help="Processes training at once (default: the CPU cores, at most 2; 1 on CUDA). Results do not depend on it.",
+        help="Processes training at once, at most the CPU cores this process may use (more only take turns; the run"
+        " says when it ran fewer than asked). Default: the cores, at most 2; 1 on CUDA. Results do not depend on it.",
         show_default=False,
     ),
 ]

@@ -60,6 +60,9 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
                        f"{s.output_tokens_per_s_per_gpu:,.0f}", escape(meets))  # fmt: skip
     if plan.splits:
         console.print(splits)
+        if plan.simulated is not None or any("(simulated:" in miss for s in plan.splits for miss in s.misses):
+            console.print("meets: the simulated loop's verdict where it ran (the pick, and any split above it), else the"
+                          " closed form's; req/s: the pick's load as its loop meets the targets")  # fmt: skip
     else:  # the verdict and the notes say why: no prefill and decode pair fits the GPUs
         console.print("splits: none fits these GPUs (the verdict says why)")
     if plan.balance:

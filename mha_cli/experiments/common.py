@@ -51,6 +51,11 @@ class Environment(Record):
     """Torch threads of each training process."""
     workers: int = 1
     """Processes that trained the models at once (results do not depend on it; ``jobs.run_jobs``)."""
+    workers_asked: int | None = None
+    """``--workers`` where it asked for more than ran (``jobs.workers_for``: capped at the usable cores or the
+    trainings); None: as many ran as asked, or the default."""
+    usable_cores: int | None = None
+    """The cores the run's process could use (its CPU affinity); None in results written before it was recorded."""
     deterministic: bool
     started_at: str
     """UTC, ISO 8601."""
@@ -98,15 +103,16 @@ def train_all(
     """Every job's ``work`` (one model, one seed each) in ``workers`` processes (default ``jobs.default_workers``),
     with a progress bar, inside ``deterministic_run``; returns the results in job order and the environment,
     its wall seconds and worker count filled in."""
-    from mha_cli.experiments.jobs import default_workers, run_jobs
+    from mha_cli.experiments.jobs import run_jobs, workers_for
 
-    n_workers = min(default_workers(device) if workers is None else workers, len(jobs))  # the processes started
+    count = workers_for(workers, device, len(jobs))  # the processes started
     started = time.perf_counter()
     with deterministic_run(seed, device) as environment, progress_bar() as progress:
-        task = progress.add_task(f"{name}: {len(jobs)} trainings, {n_workers} worker(s)", total=len(jobs))
-        results = run_jobs(work, jobs, workers=n_workers, on_done=lambda _: progress.advance(task))
+        task = progress.add_task(f"{name}: {len(jobs)} trainings, {count.said}", total=len(jobs))
+        results = run_jobs(work, jobs, workers=count.used, on_done=lambda _: progress.advance(task))
     environment.wall_seconds = round(time.perf_counter() - started, 1)
-    environment.workers = n_workers
+    environment.workers, environment.usable_cores = count.used, count.cores
+    environment.workers_asked = None if workers is None or workers == count.used else workers
     return results, environment
 
 
@@ -184,10 +190,20 @@ def report_header(
         f"- python {env.python}, torch {env.torch}, mha-cli {env.mha_cli}\n"
         f"- platform {env.platform}\n"
         f"- device {env.device} ({env.device_name}), CPU threads: {env.cpu_threads} per process,"
-        f" {env.workers} worker process{'es' if env.workers > 1 else ''},"
+        f" {env.workers} worker process{'es' if env.workers > 1 else ''}{_workers_cap(env)},"
         f" deterministic algorithms {'on' if env.deterministic else 'off'}\n"
         f"- started {env.started_at}, took {env.wall_seconds:.1f} s\n\n"
     )
+
+
+def _workers_cap(env: Environment) -> str:
+    """`` (12 asked, 2 used: 2 usable cores)`` where fewer workers ran than ``--workers`` asked; empty otherwise."""
+    if env.workers_asked is None:
+        return ""
+    from mha_cli.experiments.jobs import WorkerCount
+
+    # fewer ran than asked: ``used`` is the cores or the trainings, whichever was fewer, so ``jobs=used`` says which
+    return f" ({WorkerCount(env.workers_asked, env.workers, env.usable_cores or 0, env.workers).said})"
 
 
 def new_figure(n_panels: int, *, width: float = 5.0, height: float = 3.8) -> tuple[Figure, list]:

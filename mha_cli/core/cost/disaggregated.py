@@ -23,9 +23,12 @@ The pipeline, one stage a function:
 6. **aggregated** on the same footing (``core.cost.goodput.aggregated_layout``): each tp's replica at the most
    requests/s its closed-form plan (``plan_at_rate``, prefill chunks stalling decodes) serves within the targets.
 
-7. **simulated**: the pick's loop at its load (``core.serve.disaggregated``), for its percentiles.
+7. **simulated**: the pick's loop at its load (``core.serve.disaggregated``), for its percentiles, confirming it
+   (``core.cost.disaggregated_confirm``): where the loop misses a target, the split's load is lowered to the most the
+   loop meets them at, and the next split run while it could beat it.
 
-The search is closed form. Pure Python.
+The search is closed form, its pick confirmed in the simulated loop; the aggregated plans stay closed form. Pure
+Python.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import Field
 
+from mha_cli.core.cost.disaggregated_confirm import confirm_splits
 from mha_cli.core.cost.disaggregated_layouts import (
     WorkerLayout,
     as_layout,
@@ -348,6 +352,24 @@ def plan_disaggregated(
     splits = [_priced(s, prefill, workers, transfers, rate, targets, osl) for s in rates]
     splits.sort(key=lambda s: (-s.meets_targets, -s.output_tokens_per_s_per_gpu, -s.goodput_rps, s.ttft_ms))
     chosen = 0 if splits and splits[0].meets_targets else None
+    simulated, confirmed_notes, confirming = None, [], chosen is not None and bool(simulate)
+    if confirming:  # the pick confirmed in the simulated loop, its load lowered where it misses
+
+        def run(split: Split, load: float) -> SimulatedSplit:
+            times = pool_times(
+                workers[split.prefill], workers[split.decode], transfers[split.prefill, split.decode].seconds
+            )
+            # each DP attention rank runs its own requests: the loop takes every rank as a worker of its own
+            return simulate_split(times, prefill_workers=split.prefill_workers * split.prefill_dp,
+                                  decode_workers=split.decode_workers * split.decode_dp, rate=load, osl=osl,
+                                  requests=simulate)  # fmt: skip
+
+        def at_load(split: Split, load: float) -> Split:
+            return _priced(_rates_of(split), prefill, workers, transfers, load, targets, osl)
+
+        confirmed = confirm_splits(splits, run, at_load, ttft_ms=ttft_ms, itl_ms=itl_ms, fixed_rate=rate is not None)
+        splits, chosen, simulated = confirmed.splits, confirmed.chosen, confirmed.simulated
+        confirmed_notes = confirmed.notes
     aggregated = [
         aggregated_layout(
             model, target, deployment, profiles, layout.tp, isl=isl, osl=osl, rate=rate, targets=targets, dp=layout.dp
@@ -358,20 +380,12 @@ def plan_disaggregated(
     meeting = [i for i, layout in enumerate(aggregated) if layout.meets_targets]
     aggregated_chosen = max(meeting, key=lambda i: aggregated[i].output_tokens_per_s_per_gpu) if meeting else None
     pick = None if chosen is None else splits[chosen]
-    simulated = None
-    if pick is not None and simulate:
-        times = pool_times(workers[pick.prefill], workers[pick.decode], transfers[pick.prefill, pick.decode].seconds)
-        # each DP attention rank runs its own requests: the loop takes every rank as a worker of its own
-        simulated = simulate_split(times, prefill_workers=pick.prefill_workers * pick.prefill_dp,
-                                   decode_workers=pick.decode_workers * pick.decode_dp, rate=pick.rate_rps, osl=osl,
-                                   requests=simulate)  # fmt: skip
     best = None if aggregated_chosen is None else aggregated[aggregated_chosen]
     winner, verdict = _verdict(pick, best, transfers, fits=bool(rates))
-    notes += _notes(transfers, pick, profiles[0], link_id)
+    notes += _notes(transfers, pick, profiles[0], link_id, simulated=confirming)
     if pick is not None:
         notes += _layout_notes(pick, workers)
-    if pick is not None and pick.meets_targets and simulated is not None:
-        notes += _simulated_misses(simulated, ttft_ms, itl_ms)
+    notes += confirmed_notes
     return DisaggregatedPlan(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, rate_rps=rate,
         engine=engine.name, devices_per_node=per_node, gpu_memory_utilization=engine.gpu_memory_utilization,
@@ -382,28 +396,6 @@ def plan_disaggregated(
         aggregated=aggregated, aggregated_chosen=aggregated_chosen, winner=winner, verdict=verdict, notes=notes,
         simulated=simulated,
     )  # fmt: skip
-
-
-def _simulated_misses(simulated: SimulatedSplit, ttft_ms: float | None, itl_ms: float | None) -> list[str]:
-    """A note where the pick's simulated loop misses a target the closed form met, read as the search reads them
-    (against means: TTFT, and TPOT for the ITL target); empty where it meets them."""
-    missed, flags = [], []
-    if ttft_ms is not None and simulated.ttft_ms.mean > ttft_ms:
-        missed.append(
-            f"mean TTFT {simulated.ttft_ms.mean:,.0f} ms > {ttft_ms:,.0f} ms (p99 {simulated.ttft_ms.p99:,.0f} ms)"
-        )
-        flags.append("--ttft-ms")
-    if itl_ms is not None and simulated.tpot_ms.mean > itl_ms:
-        missed.append(
-            f"mean TPOT {simulated.tpot_ms.mean:,.1f} ms > {itl_ms:,.1f} ms (p99 {simulated.tpot_ms.p99:,.1f} ms)"
-        )
-        flags.append("--itl-ms")
-    if not missed:
-        return []
-    return [
-        f"the pick's simulated loop misses what the closed form met: {', '.join(missed)}; the search reads the"
-        f" targets against the closed form's means: a lower --rate or a looser {' / '.join(flags)} leaves it room"
-    ]
 
 
 def _priced(
@@ -439,6 +431,14 @@ def _priced(
         ttft_ms=ttft * 1e3, queue_ms=queue * 1e3, prefill_ms=worker.prompt_ms, transfer_ms=transfer * 1e3,
         itl_ms=step * 1e3, decode_batch=batch, output_tokens_per_s_per_gpu=load * osl / s.gpus,
         meets_targets=not misses and load > 0, misses=misses if load > 0 else ["serves nothing within the targets"],
+    )  # fmt: skip
+
+
+def _rates_of(split: Split) -> SplitRates:
+    """The pools and goodput ``split`` was priced from (``split_rates``)."""
+    return SplitRates(
+        split.prefill_tp, split.prefill_workers, split.decode_tp, split.decode_workers, split.gpus, split.goodput_rps,
+        split.bottleneck, split.prefill_pool_rps, split.decode_pool_rps, split.prefill_dp, split.decode_dp,
     )  # fmt: skip
 
 
@@ -555,11 +555,19 @@ def _notes(
     pick: Split | None,
     profile: DeviceProfile,
     link_id: str | None,
+    *,
+    simulated: bool,
 ) -> list[str]:
+    confirmed = (
+        "; the pick is confirmed in the simulated loop, its load lowered where the loop's means miss a target (meets:"
+        " the loop's verdict where it ran, else the closed form's; the aggregated plans are the closed form's)"
+        if simulated
+        else ""
+    )
     notes = [
         f"times on profile {profile.name} ({profile.kind}); the search is closed form: queues as M/D/1, each pool"
         f" loaded to at most {MAX_LOAD:.0%} of its capacity; --ttft-ms and --itl-ms are read against its means (the"
-        " pick's simulated percentiles are shown beside them)",
+        f" pick's simulated percentiles are shown beside them){confirmed}",
         "TTFT = prefill queue + the prompt's prefill + the KV transfer + one decode step on the decode worker (vLLM's"
         " NixlConnector decode worker computes the first token again); ITL = the decode worker's step, no prefill"
         " chunks among its decodes",

@@ -718,7 +718,7 @@ def _launch_note(
     generation = GENERATIONS[pick.memory.engine.generation] if pick is not None else None
     if generation is not None and generation.until is not None:
         written = generation.engine in launch  # no line of its own (a flag its release lacks): nothing to run there
-        run = f": run the {generation.engine} line on a release of {generation.releases}" if written else ""
+        run = f": run the {generation.engine} line on a release of {_running(generation, launch)}" if written else ""
         notes.append(f"priced by {generation.label}'s rules{run}")
         if (
             written
@@ -740,6 +740,15 @@ def _launch_note(
         notes.append(f"trtllm-serve has no --revision: it loads {served.model}'s default branch, not {served.revision}")
     notes += node_notes or []
     return "; ".join(notes) or None
+
+
+def _running(generation: Generation, launch: dict[str, str]) -> str:
+    """The releases of ``generation`` that have every word of its engine's lines in ``launch`` (``vllm``,
+    ``vllm_workers``): ``core.engine.launch_forms.releases_running``."""
+    from mha_cli.core.engine.launch_forms import releases_running
+
+    lines = [shlex.split(text) for name, text in launch.items() if name.split("_")[0] == generation.engine]
+    return releases_running(generation, lines)
 
 
 def no_ways() -> list[WayOut]:

@@ -322,6 +322,15 @@ def line_problems(engine: str, release: Release, words: list[str]) -> list[str]:
     return problems
 
 
+def line_span(engine: str, words: list[str]) -> tuple[Release, Release | None]:
+    """The releases of ``engine`` that have every word of its server line ``words`` the table lists: from the
+    latest ``first`` of its words to the earliest ``last`` (None: none of them was removed)."""
+    entries = [entry for word in line_words(engine, words).checked if (entry := span(engine, word)) is not None]
+    first = max((release_key(entry.first) for entry in entries), default=(0, 0, 0, 0))
+    lasts = [release_key(entry.last) for entry in entries if entry.last is not None]
+    return first, min(lasts, default=None)
+
+
 def describe(entry: Span) -> str:
     """``first in 0.11.1`` or ``0.9.1 to 0.16.0``, with the source."""
     when = f"first in {entry.first}" if entry.last is None else f"{entry.first} to {entry.last}"

@@ -29,6 +29,7 @@ from mha_cli.core.engine.flags import (
     describe,
     format_release,
     has,
+    line_span,
     line_words,
     release_key,
     release_meant,
@@ -179,6 +180,24 @@ def releases_for(generation: Generation, typed: str | None) -> dict[str, Release
     releases = {engine: LATEST_RELEASE for engine in ENGINE_NAMES}
     releases[generation.engine] = release_meant(generation, typed)
     return releases
+
+
+def releases_running(generation: Generation, lines: list[list[str]]) -> str:
+    """The releases of ``generation`` that have every word of its engine's server ``lines`` (``flags.line_span``), as
+    a person writes them: the generation's own range (``0.8-0.20``) when every one of them does, else ``0.11.1-0.20.x``
+    (a line with ``--kv-offloading-size``) or ``0.9.1-0.15.0`` (one with ``VLLM_ALL2ALL_BACKEND``, later removed)."""
+    assert generation.until is not None, "the latest generation's lines are written for its latest release"
+    start: Release = (*generation.first, 0, 0)
+    end = release_meant(generation, None)
+    first, last = start, end
+    for words in lines:
+        if line_words(generation.engine, words).command is None:  # not the server (``ray start``)
+            continue
+        word_first, word_last = line_span(generation.engine, words)
+        first, last = max(first, word_first), last if word_last is None else min(last, word_last)
+    if (first, last) == (start, end):
+        return generation.releases
+    return format_release(first) if first == last else f"{format_release(first)}-{format_release(last)}"
 
 
 def fit_commands(launch: dict[str, str], releases: dict[str, Release]) -> tuple[dict[str, str], list[str]]:

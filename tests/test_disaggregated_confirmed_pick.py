@@ -1,0 +1,101 @@
+"""``plan --disaggregated``: the pick's load is one its simulated loop meets the targets at, so the splits table, the
+verdict and the simulated line beside them agree.
+
+Before, Llama-3.1-8B on 4 x H100 (4,096 in, 256 out, ITL <= 12 ms) picked 2 x tp1 prefill + 1 x tp2 decode at its
+closed-form goodput, 17.38 req/s (1,112 tokens/s per GPU, "meets: yes"), beside its own simulated TPOT mean of
+12.1 ms and a note that the loop missed. Ranking the splits by their simulated runs at the closed form's loads picks
+1 x tp2 + 1 x tp2 (992 tokens/s per GPU, TPOT mean 11.2 ms), but that is no better: the same pick at 17.0 req/s
+(1,088 tokens/s per GPU) meets in the loop (TPOT mean 11.94 ms). The search now lowers a split's load where its loop
+misses to the most the loop meets the targets at, by bisection (``core.cost.disaggregated_confirm``)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from mha_cli.cli.app import app
+from mha_cli.core.cost.disaggregated import Split
+from mha_cli.core.cost.disaggregated_confirm import HALVINGS, confirm_splits
+from mha_cli.core.serve.disaggregated import SimulatedSplit
+from mha_cli.core.serve.stats import LatencyStats
+
+ARGS = ["plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--isl", "4096", "--osl", "256", "--itl-ms",
+        "12"]  # fmt: skip
+
+
+def _plan(*more: str) -> dict:
+    result = CliRunner().invoke(app, [*ARGS, *more, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_the_pick_runs_at_a_load_its_simulated_loop_meets():
+    found = _plan()
+    pick, simulated = found["splits"][found["chosen"]], found["simulated"]
+    assert (pick["prefill_workers"], pick["prefill_tp"], pick["decode_workers"], pick["decode_tp"]) == (2, 1, 1, 2)
+    assert pick["meets_targets"] and simulated["tpot_ms"]["mean"] <= 12.0  # before: 12.1 at 17.38 req/s
+    assert simulated["rate_rps"] == pick["rate_rps"]  # the row and the simulated line are one load
+    # lowered from the closed form's goodput, 17.38 req/s, to at least 17.0 (which meets: TPOT mean 11.94 ms)
+    assert pick["goodput_rps"] > pick["rate_rps"] >= 17.0
+    assert pick["output_tokens_per_s_per_gpu"] == pick["rate_rps"] * 256 / 4 > 992  # above the next split's
+    assert not [note for note in found["notes"] if note.startswith("the pick's simulated loop misses")]
+    lowered = [note for note in found["notes"] if note.startswith("the pick's simulated loop missed")]
+    assert lowered and "17.4 req/s" in lowered[0] and f"{pick['rate_rps']:.3g} req/s" in lowered[0]
+
+
+def test_the_closed_form_alone_keeps_the_closed_form_pick():
+    found = _plan("--closed-form")
+    pick = found["splits"][found["chosen"]]
+    assert found["simulated"] is None and pick["rate_rps"] == pick["goodput_rps"]
+    assert round(pick["rate_rps"], 2) == 17.38
+
+
+def test_at_a_fixed_rate_a_split_its_loop_misses_is_not_picked():
+    """At --rate 17.3 req/s the same split's loop misses the ITL (TPOT mean 12.1 ms); the load is the user's, so it
+    is not lowered: the split misses, and no other split serves 17.3 req/s within 12 ms. Before: picked, "yes"."""
+    found = _plan("--rate", "17.3")
+    top = found["splits"][0]
+    assert (top["prefill_workers"], top["prefill_tp"], top["decode_workers"], top["decode_tp"]) == (2, 1, 1, 2)
+    assert not top["meets_targets"] and top["rate_rps"] == 17.3
+    assert top["misses"] == ["itl (simulated: mean TPOT 12.1 ms > 12.0 ms (p99 13.3 ms))"]
+    assert found["chosen"] is None and found["simulated"] is None and found["winner"] == "neither"
+    assert any("the pick is confirmed in the simulated loop" in note for note in found["notes"])
+
+
+def _split(tokens_per_gpu: float) -> Split:
+    """A split on 4 GPUs, 100 tokens out a request, at the load that sells ``tokens_per_gpu``."""
+    rate = tokens_per_gpu * 4 / 100
+    return Split(prefill_tp=1, prefill_workers=1, decode_tp=1, decode_workers=1, prefill_dp=1, decode_dp=1, gpus=4,
+                 goodput_rps=rate, bottleneck="decode", prefill_pool_rps=rate, decode_pool_rps=rate, rate_rps=rate,
+                 ttft_ms=100.0, queue_ms=0.0, prefill_ms=50.0, transfer_ms=1.0, itl_ms=10.0, decode_batch=8,
+                 output_tokens_per_s_per_gpu=tokens_per_gpu, meets_targets=True)  # fmt: skip
+
+
+def _loop(split: Split, rate: float) -> SimulatedSplit:
+    """A loop whose TPOT mean is 11 ms, but for the split of 40 req/s: 10 ms + 1 ms per req/s past 20."""
+    tpot = 10.0 + max(0.0, rate - 20.0) if split.goodput_rps == 40 else 11.0
+    stats = LatencyStats(mean=tpot, median=tpot, p90=tpot, p99=tpot)
+    return SimulatedSplit(requests=1, rate_rps=rate, ttft_ms=stats, tpot_ms=stats, duration_s=1.0, max_running=1)
+
+
+def _at_load(split: Split, rate: float) -> Split:
+    return split.model_copy(update={"rate_rps": rate, "output_tokens_per_s_per_gpu": rate * 100 / split.gpus})
+
+
+def test_a_split_lowered_below_the_next_gives_the_pick_to_it():
+    """Split A (1,000 tokens/s per GPU at 40 req/s) meets ITL <= 11 ms in its loop only up to 21 req/s (525 tokens/s
+    per GPU); B (800) and C (600) meet at their loads. B is picked; C, which cannot beat B, is never run."""
+    ran: list[float] = []
+
+    def run(split: Split, rate: float) -> SimulatedSplit:
+        ran.append(rate)
+        return _loop(split, rate)
+
+    a, b, c = _split(1000), _split(800), _split(600)
+    found = confirm_splits([a, b, c], run, _at_load, ttft_ms=None, itl_ms=11.0, fixed_rate=False)
+    assert found.chosen == 0 and found.splits[:2] == [b, c] and found.simulated.rate_rps == 32
+    lowered = found.splits[2]  # A, at the most load its loop meets (bisection: within 40 / 2**8 of 21 req/s)
+    assert lowered.meets_targets and 21 - 40 / 2**HALVINGS <= lowered.rate_rps <= 21
+    assert lowered.output_tokens_per_s_per_gpu == lowered.rate_rps * 100 / 4 < 800
+    assert ran[0] == 40 and ran[-1] == 32 and len(ran) == 1 + HALVINGS + 1  # A, its bisection, B; never C (24)

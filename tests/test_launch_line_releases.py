@@ -1,0 +1,61 @@
+"""The releases a plan tells to run its launch line on are those that have every word of the line.
+
+``mha plan llama-3.1-8b --target h100 --engine vllm-v1 --kv-offload-gib 16`` wrote ``--kv-offloading-size 16`` (first
+in vLLM 0.11.1) with the note "run the vllm line on a release of 0.8-0.20", the generation's range; and ``--engine
+vllm@0.10 --moe-a2a-backend deepep`` wrote ``VLLM_ALL2ALL_BACKEND=deepep_low_latency`` (0.9.1 to 0.15.0, removed by
+vllm-project/vllm#33535) with the same range. The range is now the generation's releases that have every word
+(``core.engine.launch_forms.releases_running``, from ``core.engine.flags``); the tests below check it against the
+releases' own wheels as ``benchmarks/engine_flag_history.py`` read them (``outputs/engine_flags/presence.json``)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from mha_cli.core.engine.flags import line_words, release_key
+
+PRESENCE = json.loads((Path(__file__).parents[1] / "outputs/engine_flags/presence.json").read_text())["vllm"]
+RUN = "run the vllm line on a release of "
+
+
+def _releases_read_running(line: str) -> list[str]:
+    """The vLLM releases read in their wheels whose flags include every word of ``line``."""
+    words = line_words("vllm", shlex.split(line)).checked
+    return [release for release, had in PRESENCE.items() if set(words) <= set(had)]
+
+
+def _printed_range(note: str) -> str:
+    return note.split(RUN, 1)[1].split(";", 1)[0]
+
+
+def test_a_kv_offload_line_is_told_the_releases_with_its_offload_flag(cli):
+    found = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--engine", "vllm-v1", "--kv-offload-gib", "16",
+                     "--closed-form")  # fmt: skip
+    line = found["launch"]["vllm"]
+    assert "--kv-offloading-size 16" in line
+    # before: "run the vllm line on a release of 0.8-0.20", which 0.8.0 to 0.11.0 cannot run
+    assert _printed_range(found["launch_note"]) == "0.11.1-0.20.x"
+    read = [r for r in _releases_read_running(line) if release_key(r) < (0, 21)]
+    assert read[0] == "0.11.1" and read[-1] == "0.20.0"  # every V1 release read from 0.11.1, none before
+
+
+def test_a_line_with_a_variable_later_removed_is_told_where_it_ends(cli):
+    found = cli.json("plan", "deepseek-v3", "--isl", "1024", "--osl", "1024", "--closed-form", "--moe-a2a-backend",
+                     "deepep", "--engine", "vllm@0.10", "--target", "8xh200", "--concurrency", "1024")  # fmt: skip
+    line = found["launch"]["vllm"]
+    assert line.startswith("VLLM_ALL2ALL_BACKEND=deepep_low_latency vllm serve")
+    # before: "0.8-0.20"; vLLM 0.16.0 on has no VLLM_ALL2ALL_BACKEND (vllm-project/vllm#33535)
+    assert _printed_range(found["launch_note"]) == "0.9.1-0.15.0"
+    read = _releases_read_running(line)
+    assert read[0] == "0.9.1" and read[-1] == "0.15.0"
+
+
+def test_a_v0_line_starts_at_the_first_release_with_its_server(cli):
+    """vLLM 0.5.0's line (``python -m vllm.entrypoints.openai.api_server``, no flag later than 0.2.0) runs on every V0
+    release from 0.2.0, the first with that server; 0.1.x has none."""
+    found = cli.json("plan", "llama-3.1-8b", "--target", "2xh100", "--closed-form", "--engine", "vllm@0.5.0")
+    # before: "0.1-0.7" (tests/test_release_without_line.py: vLLM 0.1.x has no server line mha writes)
+    assert _printed_range(found["launch_note"]) == "0.2.0-0.7.x"
+    read = [r for r in _releases_read_running(found["launch"]["vllm"]) if release_key(r) < (0, 8)]
+    assert read[0] == "0.2.0" and read[-1] == "0.7.0"
