@@ -412,10 +412,12 @@ WHY: dict[int, str] = {
     " tower and the 1.3.0rc7 branch's profiling are not read here",
     1904: "no source-backed cause: the log's own figures give its pool. SGLang takes what is free after the weights less"
     " (1 - 0.52) x what was free at start (`profile_max_num_token`): 55.22 - 0.48 x 94.19 = 10.01 GiB, the K and V of"
-    " 32,703 slots (9.98). The plan's is 10.70: 0.52 x 94.88 - 38.62. The card held 0.94 GiB before the weights"
-    " (95.13 GiB torch total, 94.19 free) where the plan has 0.25 of non-torch memory, 0.36 GiB of pool at this"
+    " 32,703 slots (9.98). The plan's is 10.63: 0.52 x 94.72 - 38.62. The card held 0.78 GiB before the weights"
+    " (94.97 GiB torch total, 94.19 free) where the plan has 0.25 of non-torch memory, 0.28 GiB of pool at this"
     " fraction, and the AWQ load takes 38.96 GiB against the plan's 38.62, 0.34 more; the same card's bf16 7B run (1903)"
-    " shows the same 94.19 and lands +1.4%. Which tensors the 0.34 GiB are is not read here",
+    " shows the same 94.19 and lands +1.2%. Which tensors the 0.34 GiB are is not read here. The target's torch total"
+    " was read later with a log in view (audit5: 95.13 GiB, an estimate, to 94.97, what vLLM prints on this card in"
+    " 2502): +7.3% before, +6.4% after (the plan's pool 10.70 -> 10.63 GiB; 1903 +1.4% -> +1.2%)",
     2001: "per-token rule: the log's pool holds 6,387.6 B a token (34.32 GiB over 5,769,184 tokens) against the 6"
     " attention layers' 6,144 B; the vllm-v1 rules keep 0.20.2's attention block at 16, while the page rules mha reads"
     " for 0.21+ (core.engine.pages VLLM_0_21_RULES: the block raised to 2,096 to hold a Mamba-2 state page, the state"
@@ -431,12 +433,17 @@ WHY: dict[int, str] = {
     " compiled graph(s)') leaves 14.85 GiB and lands +0.6%; this run compiles the graph afresh ('Compiling a graph for"
     " compile range (1, 8192) takes 6.95 s', torch.compile 19.00 s against 4.08) and leaves 13.87 GiB, 0.98 GiB less,"
     " with the same weights (17.22 GiB) and CUDA-graph estimate (0.12 GiB). A cold compile is not a rule mha has, and"
-    " not one the logs make: 2103 and 2104 also compile afresh on this card and land (+1.3%, +0.8%)",
+    " not one the logs make: 2103 and 2104 also compile afresh on this card and land (+1.1%, +0.5%). The target's"
+    " torch total was read later with a log in view (audit5: 95.13 GiB, an estimate, to 94.97, what vLLM prints on"
+    " this card in 2502): +7.7% before, +7.3% after (2102 +0.6% -> +0.2%)",
     2114: "no source-backed cause: the four anchor runs differ only in utilisation. The three with a warm compile cache"
     " (2111-2113) step their pools by the utilisation x 95.0 GiB (24.63, 19.88, 14.18 GiB at 0.69, 0.64, 0.58) and"
-    " land within 2.0%; at 0.51 that step leaves 14.18 - 0.07 x 95.0 = 7.53 GiB, where this run, which compiles the"
+    " land within 1.3%; at 0.51 that step leaves 14.18 - 0.07 x 95.0 = 7.53 GiB, where this run, which compiles the"
     " graph afresh (8.68 s, torch.compile 39.02 s against 9.48), leaves 6.69: 0.84 GiB less, as 2101 against 2102"
-    " (0.98). The same weights (38.77 GiB) and CUDA-graph estimate (0.16 GiB); the plan's pool is 7.79 GiB",
+    " (0.98). The same weights (38.77 GiB) and CUDA-graph estimate (0.16 GiB); the plan's pool is 7.71 GiB. The"
+    " target's torch total was read later with a log in view (audit5: 95.13 GiB, an estimate, to 94.97, what vLLM"
+    " prints on this card in 2502): +16.4% before, +15.2% after (the plan's pool 7.79 -> 7.71 GiB; 2111-2113 within"
+    " 2.0% before)",
     2301: "no source-backed cause: the log's own breakdown ('Free memory on device (43.97/44.39 GiB)', budget 40.84"
     " GiB at 0.92) leaves the pool as budget less 25.64 GiB of weights and non-torch memory (the weights 24.72) less"
     " 1.73 GiB of 'peak activation': 13.47 GiB. That 1.73 holds the 0.5 GiB CUDA-graph estimate (vLLM 0.29.0"

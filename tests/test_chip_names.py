@@ -121,3 +121,23 @@ def test_the_cli_offers_the_slip_in_one_line(cli):
     shown = cli.run("kv", "llama-3-8b", "--target", "8xl40ss")
     assert shown.exit_code == 2 and shown.stdout == ""
     assert shown.stderr == "error: unknown target 'l40ss': did you mean l40s?\n"
+
+
+@pytest.mark.parametrize("typed", ["h800-pcie", "h800 pcie 80gb", "h200-nvl", "h200 nvl 141gb", "h200-pcie"])
+def test_an_edition_that_is_another_part_no_target_lists_offers_nothing(typed):
+    """audit5: these were offered the SXM row. The H800 PCIe is 80 GB HBM2e at 2.0 TB/s (the h800 row, SXM5: 3.35
+    TB/s, whose notes say so); the H200 NVL (PCIe, up to 600 W) runs BF16 1,671 / FP8 3,341 TFLOPS sparse against
+    the H200 SXM's 1,979 / 3,958 (NVIDIA H200 datasheet). Each priced as the SXM part is another chip's figures."""
+    assert same_chip_names(typed, KNOWN) == []
+
+
+def test_the_listed_editions_of_those_chips_are_still_offered():
+    assert same_chip_names("h800 sxm5", KNOWN) == ["h800"]
+    assert same_chip_names("h200-sxm 141gb", KNOWN) == ["h200"]
+
+
+@pytest.mark.parametrize(("typed", "offered"), [("gb200-nvl72", ["gb200"]), ("GB300 NVL72", ["gb300"])])
+def test_a_rack_name_nvl72_names_its_per_gpu_row(typed, offered):
+    """audit5: 'gb300-nvl72' said none is close, though the gb200 and gb300 rows are per GPU of the NVL72 rack
+    (NVIDIA GB200/GB300 NVL72 specifications); NVL with a GPU count is an edition word, as NVL is."""
+    assert same_chip_names(typed, KNOWN) == offered

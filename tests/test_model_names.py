@@ -283,3 +283,12 @@ def test_plan_says_which_model_an_id_was_priced_as(cli, hub):
     assert cached == f"acme/Llama-Clone: config.json from the Hugging Face cache, commit {commit[:12]}"
     # a preset or a file named as such needs no note
     assert not any("priced as preset" in note for note in cli.json("plan", "llama-3.1-8b", *args)["notes"])
+
+
+def test_the_llama_4_scout_instruct_id_answers_as_its_preset(cli, hub):
+    """audit5: `mha kv meta-llama/Llama-4-Scout-17B-16E-Instruct` was refused (not cached) though the base id
+    resolved. The Instruct repo's text_config (ai-dynamo/aiconfigurator 095f58a,
+    aic-core/src/aiconfigurator_core/model_configs/meta-llama--Llama-4-Scout-17B-16E-Instruct_config.json) equals the
+    preset's in every priced field: 48 layers x 8 KV heads x 128 x 2 x 2 B = 196,608 B/token, chunks of 8,192."""
+    shown = cli.json("kv", "meta-llama/Llama-4-Scout-17B-16E-Instruct")
+    assert shown["model"]["name"] == "llama-4-scout" and shown["bytes_per_token"] == 48 * 8 * 128 * 2 * 2

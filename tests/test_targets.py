@@ -133,3 +133,14 @@ def test_blackwell_ultra_torch_totals_are_measured_and_trail_nvidia_smi(target_i
     target = load_targets()[target_id]
     assert target.torch_memory_gib == gib and target.device_memory_measured
     assert 0.4 < nvidia_smi_mib / 1024 - gib < 1.2
+
+
+def test_rtx_pro_6000_torch_total_is_the_measured_94_97_gib():
+    """audit5: was 95.13 GiB, an estimate (nvidia-smi's 97887 MiB less the H100's 0.46 GiB), though vLLM 0.12.0 on a
+    Server Edition prints 'Free memory on device (93.47/94.97 GiB)' (engine log 2502) and torch's OOM messages on
+    sm_120 96 GB cards read 94.97 GiB. The Workstation Edition carries the same figure, still marked an estimate."""
+    targets = load_targets()
+    server, workstation = targets["rtx-pro-6000-srv"], targets["rtx-pro-6000-ws"]
+    assert server.torch_memory_gib == workstation.torch_memory_gib == 94.97
+    assert server.device_memory_measured and not workstation.device_memory_measured
+    assert 0.4 < 97887 / 1024 - server.torch_memory_gib < 1.2  # trails nvidia-smi as H100, B200, B300 do

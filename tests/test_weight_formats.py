@@ -149,6 +149,10 @@ def test_checkpoint_formats(quantization, expected):
         ({"quant_method": "hqq"}, "quant_method 'hqq'"),
         ({"quant_method": "gptq", "bits": 8, "group_size": 128}, "gptq with bits=8"),
         ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "bitsandbytes other than 4-bit nf4"),
+        # audit5: priced as 128 x 128 blocks (Llama-3-8B: 1,703,936 B of fp32 scales, where 64 x 64 blocks hold
+        # 6,815,744 B), a format the checkpoint is not in
+        ({"quant_method": "fp8", "weight_block_size": [64, 64]}, r"fp8 with weight_block_size \[64, 64\]"),
+        ({"quant_method": "fp8", "weight_block_size": [128]}, r"fp8 with weight_block_size \[128\]"),
     ],
 )
 def test_unknown_quantisation_is_refused_not_priced_as_bf16(quantization, named):

@@ -6,7 +6,9 @@ the same words once case, separators, vendor and series words (``nvidia``, ``gef
 memory size are set aside. ``H100_SXM``, ``nvidia h100-sxm`` and ``h100 sxm 80GB`` all spell ``h100-sxm``; a memory
 size typed must be the known chip's (within ``MEMORY_TOLERANCE``). Where no known name spells it exactly, edition and
 form-factor words (``sxm``, ``pcie``, ``server``, ``ws``, ...) may differ: ``rtx-pro-6000`` is offered both editions,
-``h100 sxm5`` the H100s. A digit or a model letter that differs is another chip (``h1000``, ``mi300a``): nothing is
+``h100 sxm5`` the H100s; ``NVL`` with a GPU count (``gb300-nvl72``) is the edition word ``nvl``. An edition that
+is another part of the chip with other figures, which no target lists (``h800-pcie``, ``h200-nvl``:
+``OTHER_PARTS_NOT_LISTED``), offers nothing. A digit or a model letter that differs is another chip (``h1000``, ``mi300a``): nothing is
 offered for it.
 
 Two slips are read as that chip too, each only where it cannot be another chip's name: a letter typed twice
@@ -37,7 +39,15 @@ EDITIONS = frozenset(
 MEMORY_TOLERANCE = 0.05
 """How far a memory size typed may be from the chip's (``h100 79gib`` names the 80 GB part)."""
 
+OTHER_PARTS_NOT_LISTED = {"h800": frozenset({"pcie"}), "h200": frozenset({"nvl", "pcie"})}
+"""Edition words that name another part of a listed chip, with other figures, which no target lists: the H800 PCIe,
+80 GB HBM2e at 2.0 TB/s (the h800 row is the SXM5 part at 3.35 TB/s: NVIDIA H800 datasheet, nvidia.cn), and the H200
+NVL, a PCIe card at up to 600 W, BF16 1,671 / FP8 3,341 TFLOPS sparse against the SXM's 1,979 / 3,958
+(https://www.nvidia.com/en-us/data-center/h200/). Offered the SXM row, either would be priced as another chip."""
+
 _MEMORY = re.compile(r"(\d+)(?:gb|g|gib)")
+_RACK = re.compile(r"nvl\d+")
+"""NVL with a GPU count (NVL72, NVL36, NVL4): the rack or board of an ``nvl`` edition."""
 _GLUED_PREFIX = re.compile(rf"({'|'.join(sorted(SET_ASIDE, key=len, reverse=True))})(?=\d)")
 _GLUED_EDITION = re.compile(rf"(.*\d.*?)({'|'.join(sorted(EDITIONS, key=len, reverse=True))})")
 
@@ -55,6 +65,8 @@ class Spelling:
             if memory or (after_model and re.fullmatch(r"\d{1,3}", token)):  # 80gb, 141GB, or a100-80
                 self.memory_gb = float(memory.group(1) if memory else token)
                 continue
+            if _RACK.fullmatch(token):  # gb300-nvl72 -> gb300 nvl
+                token = "nvl"
             glued = _GLUED_EDITION.fullmatch(token)  # h100sxm -> h100 sxm
             for word in glued.groups() if glued else (token,):
                 if word and word not in SET_ASIDE:
@@ -106,12 +118,17 @@ def _spelling_matches(words: tuple[str, ...], agreeing: Mapping[str, Spelling]) 
     ]
 
 
+def _another_part_not_listed(words: tuple[str, ...]) -> bool:
+    """Whether ``words`` name a chip with an edition word that is another part of it (``OTHER_PARTS_NOT_LISTED``)."""
+    return any(OTHER_PARTS_NOT_LISTED.get(word, frozenset()) & set(words) for word in words)
+
+
 def same_chip_names(word: str, known: Mapping[str, float | None], n: int = SUGGESTIONS) -> list[str]:
     """The names in ``known`` (each with its memory in GB, or None) that spell the chip ``word`` names, best first;
     empty when none does. Exact spellings first; only when there is none, the same chip in another edition; only when
     neither, the same read past a slip (a doubled letter, a plural ``s``: ``_slip_readings``)."""
     typed = Spelling(str(word))
-    if not typed.exact:
+    if not typed.exact or _another_part_not_listed(typed.words):
         return []
     spelled = {name: Spelling(name) for name in known}
     agreeing = {name: s for name, s in spelled.items() if typed.memory_agrees(s.memory_gb or known[name])}

@@ -1,8 +1,8 @@
 """The weight format a Hugging Face checkpoint is stored in, read from its ``quantization_config``.
 
 A config.json's ``quantization_config`` changes what the weights cost, so it is read, never ignored. fp8 (with or
-without ``weight_block_size``), mxfp4 (gpt-oss), GPTQ and AWQ at 4 bits and group 128, bitsandbytes NF4 and fbgemm
-fp8 map to a named format (``core.weight_formats``). compressed-tensors, NVIDIA ModelOpt and AMD Quark configs are
+without ``weight_block_size``; blocks other than [128, 128] are refused), mxfp4 (gpt-oss), GPTQ and AWQ at 4 bits and
+group 128, bitsandbytes NF4 and fbgemm fp8 map to a named format (``core.weight_formats``). compressed-tensors, NVIDIA ModelOpt and AMD Quark configs are
 read into a ``WeightScheme`` (``core.weight_scheme``) that prices the weights tensor by tensor, each rule with the
 tensors vLLM allocates for it (``create_weights`` of each scheme, vLLM ``model_executor/layers/quantization``):
 
@@ -178,7 +178,10 @@ def declared_kv_cache(config: dict[str, Any], origin: str) -> DeclaredKv | None:
 def _named_format(method: str, quant: dict[str, Any], origin: str) -> str | None:
     """The named format of a ``quant_method`` that stores every weight alike (None: a scheme's method)."""
     if method in ("fp8", "fbgemm_fp8"):
-        return "fp8-block" if quant.get("weight_block_size") else "fp8"
+        block = quant.get("weight_block_size")
+        if block and block != [GROUP, GROUP]:  # fp8-block's scales are one per 128 x 128 block
+            raise _refuse(origin, f"fp8 with weight_block_size {block}")
+        return "fp8-block" if block else "fp8"
     if method == "mxfp4":
         return "mxfp4"
     if method in ("gptq", "awq"):

@@ -53,6 +53,7 @@ PRESET_IDS: dict[str, str] = {
     "deepseek-ai/DeepSeek-R1-0528": "deepseek-v3",
     "google/gemma-3-4b-it": "gemma-3-4b",
     "meta-llama/Llama-4-Scout-17B-16E": "llama-4-scout",
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": "llama-4-scout",  # its text_config equals the base's (audit5)
     "Qwen/Qwen3-Next-80B-A3B-Instruct": "qwen3-next-80b-a3b",
     "Qwen/Qwen3-Next-80B-A3B-Thinking": "qwen3-next-80b-a3b",
     "ai21labs/AI21-Jamba-Mini-1.5": "jamba-mini-1.5",
