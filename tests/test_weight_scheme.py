@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from mha_cli.core.checkpoint_names import module_names
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.hf_quantization import read_checkpoint_weights
 from mha_cli.core.presets import get_preset
 from mha_cli.core.sources import load_source
-from mha_cli.core.weight_bytes import rank_checkpoint_bytes, rank_weight_bytes, stored_matrices
+from mha_cli.core.weight_bytes import model_modules, rank_checkpoint_bytes, rank_weight_bytes, stored_matrices
 from mha_cli.core.weight_formats import weight_format
 from mha_cli.core.weight_scheme import WeightScheme, names
 
@@ -155,6 +156,33 @@ def test_kimi_k2_5_weights_against_the_checkpoint_s_tensor_listing():
     priced = rank_checkpoint_bytes(source.model, 1, source.deployment.weight_scheme, vocab_padding=1)
     assert priced == listing + experts * 3 * 8 - experts * 4 == 594_206_365_696
     assert priced < rank_weight_bytes(source.model, 1, "bf16", vocab_padding=1) / 3  # the bf16 price it replaces
+
+
+KIMI_K26_NVFP4 = Path("tests/fixtures/hf_configs/kimi-k2.6-nvfp4.json")
+
+
+def test_kimi_k2_6_nvfp4_keeps_what_its_wrapper_spelled_exclusions_name_in_bf16():
+    """nvidia/Kimi-K2.6-NVFP4 excludes ``language_model.model.layers.0*``, each layer's ``self_attn*`` and
+    ``mlp.shared_experts*`` and ``language_model.lm_head``: its wrapper's names (vLLM 0.34.0 ``kimi_k25.py``). By hand:
+    the 60 MoE layers' 384 routed experts, 3 matrices of 2048 x 7168 each, in NVFP4 (half a byte a weight and an fp8
+    scale per 16: 9/16 B) with an fp32 weight_scale_2 and input_scale each (8 B); everything else bf16. Before the
+    wrapper's spelling was read, every entry named nothing and the attention was priced in NVFP4 too (580,970,440,512
+    B, 13.2 GB short)."""
+    source = load_source(str(KIMI_K26_NVFP4))
+    assert source.deployment is not None and source.deployment.weight_dtype == "nvfp4"
+    scheme = source.deployment.weight_scheme
+    assert scheme is not None and scheme.method == "modelopt"
+    for kept in ("model.layers.0.mlp.down_proj", "model.layers.7.self_attn.q_a_proj",
+                 "model.layers.7.mlp.shared_experts.up_proj", "lm_head"):  # fmt: skip
+        assert scheme.rule_for(kept) is None, kept
+    assert scheme.rule_for("model.layers.7.mlp.experts.5.gate_proj") is not None
+    experts = 60 * 384 * 3 * 2048 * 7168
+    parameters = 1_026_408_209_408  # the text model (mha kv), as kimi-k2.5.json's
+    by_hand = experts * 9 // 16 + 60 * 384 * 3 * 8 + (parameters - experts) * 2
+    assert by_hand == 594_205_812_736
+    assert rank_checkpoint_bytes(source.model, 1, scheme, vocab_padding=1) == by_hand
+    unmatched = scheme.unmatched(model_modules(source.model), module_names(source.model))
+    assert sorted(unmatched) == ["mm_projector*", "vision_tower*"]  # the towers mha does not count
 
 
 def test_without_the_nested_config_kimi_k2_5_is_bf16(tmp_path):
@@ -440,11 +468,18 @@ def test_mha_plan_serves_kimi_k2_5_on_eight_h200_as_stored(cli):
         ("re:model.language_model.layers.2.router.*", "model.layers.2.router.proj", True),
         ("model.vision_tower*", "model.layers.0.mlp.gate_proj", False),
         ("language_model.layers.0.mlp*", "model.layers.0.mlp.gate_proj", False),
+        ("language_model.model.layers.1.self_attn*", "model.layers.1.self_attn.kv_b_proj", True),
+        ("language_model.model.layers.0*", "model.layers.0.mlp.down_proj", True),
+        ("language_model.model.layers.0*", "model.layers.10.mlp.experts.3.down_proj", False),  # 0*: 0, never 10
+        ("language_model.model.layers.1.self_attn*", "model.layers.1.mlp.experts.3.down_proj", False),
+        ("language_model.lm_head", "lm_head", True),
     ],
 )
 def test_a_multimodal_checkpoint_s_text_model_patterns_are_read_from_mha_s_decoder(pattern, module, named):
-    """``model.language_model.`` (transformers 5's multimodal text model, as vLLM's Gemma4 mapper reads it) is mha's
-    ``model.``; nothing else is rewritten."""
+    """``model.language_model.`` (transformers 5's multimodal text model, as vLLM's Gemma4 mapper reads it) and
+    ``language_model.model.`` (Kimi-K2.5's wrapper, vLLM 0.34.0 ``kimi_k25.py``) are mha's ``model.``,
+    ``language_model.lm_head`` its ``lm_head``; nothing else is rewritten (vLLM 0.15.1's ``language_model.layers.``
+    is not a checkpoint's spelling)."""
     from mha_cli.core.weight_scheme import names
 
     assert names(pattern, module) is named

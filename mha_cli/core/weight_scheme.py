@@ -42,8 +42,8 @@ checkpoint names differ and are not spelled there (Mixtral's ``block_sparse_moe.
 name none of the model's modules are reported (``unmatched``, said in the plan's assumptions) rather than silently
 dropped. Gemma 4's routed experts sit beside its dense MLP (``model.layers.N.experts.E.gate_proj``,
 ``model.layers.N.mlp.gate_proj``, as its checkpoints name them), and where a model's checkpoint spells its language
-model as mha does, a pattern spelled from a multimodal checkpoint's ``model.language_model.`` is read as ``model.``
-(``TEXT_MODEL_PREFIX``). The
+model as mha does, a pattern spelled from a multimodal checkpoint's text-model prefix (``model.language_model.``,
+``language_model.model.``) is read as ``model.`` (``TEXT_MODEL_PREFIXES``). The
 embedding and the LM head stay bf16 whatever the config says: vLLM's loaders quantise ``LinearBase`` and fused-MoE
 layers, and its ``ParallelLMHead`` is neither.
 """
@@ -253,21 +253,36 @@ class _Patterns:
         )
 
 
-TEXT_MODEL_PREFIX = ("model.language_model.", "model.")
-"""A multimodal checkpoint's text decoder sits under ``model.language_model`` (transformers 5's
-``Gemma4ForConditionalGeneration``: ``model.language_model`` is its ``Gemma4TextModel``, so the NVIDIA and RedHat
-NVFP4 checkpoints of Gemma 4 exclude ``model.language_model.layers.N.self_attn*``), where mha names the decoder
-``model``: a pattern spelled from that prefix is read from mha's, as vLLM maps the checkpoint's names onto its text
-model (``Gemma4ForConditionalGeneration.hf_to_vllm_mapper``, vLLM 0.34.0 ``models/gemma4_mm.py``)."""
+TEXT_MODEL_PREFIXES = (
+    ("model.language_model.", "model."),
+    ("language_model.model.", "model."),
+    ("language_model.lm_head", "lm_head"),
+)
+"""How a multimodal checkpoint spells its text decoder, and mha's spelling of it (mha names the decoder ``model``), as
+vLLM maps the checkpoint's names onto its text model:
+
+- ``model.language_model.``: transformers 5's ``Gemma4ForConditionalGeneration``, whose ``model.language_model`` is
+  its ``Gemma4TextModel``, so the NVIDIA and RedHat NVFP4 checkpoints of Gemma 4 exclude
+  ``model.language_model.layers.N.self_attn*`` (``Gemma4ForConditionalGeneration.hf_to_vllm_mapper``, vLLM 0.34.0
+  ``models/gemma4_mm.py``);
+- ``language_model.model.`` and ``language_model.lm_head``: Kimi-K2.5's ``KimiK25ForConditionalGeneration``, whose
+  text model is a ``DeepseekV2ForCausalLM`` built under the prefix ``language_model`` (vLLM 0.34.0
+  ``models/kimi_k25.py``), so its checkpoints and vLLM name ``language_model.model.layers.N`` and
+  ``language_model.lm_head``: NVIDIA's Kimi-K2.6 NVFP4 checkpoint excludes ``language_model.model.layers.0*`` and
+  ``language_model.model.layers.N.self_attn*`` (its ``hf_quant_config.json``). vLLM 0.15.1's ``kimi_k25.py`` built
+  the text model as a bare ``DeepseekV2Model`` (names ``language_model.layers.N``); 0.34.0's ``hf_to_vllm_mapper``
+  maps that older spelling forward, for the NVFP4 checkpoints written against it."""
 
 
 def read_text_model(pattern: str, names: ModuleNames = MHA_NAMES) -> str:
-    """``pattern`` with a multimodal checkpoint's text-model prefix (``TEXT_MODEL_PREFIX``) read as mha's decoder's,
+    """``pattern`` with a multimodal checkpoint's text-model prefix (``TEXT_MODEL_PREFIXES``) read as mha's decoder's,
     where ``names`` spells the language model as mha does (a Qwen3.5 image-text checkpoint spells it
     ``model.language_model.`` itself: ``core.checkpoint_names``)."""
-    spelled, ours = TEXT_MODEL_PREFIX
-    if names.checkpoint_root == ours and pattern.removeprefix("re:").startswith(spelled):
-        return pattern.replace(spelled, ours, 1)
+    if names.checkpoint_root != "model.":
+        return pattern
+    for spelled, ours in TEXT_MODEL_PREFIXES:
+        if pattern.removeprefix("re:").startswith(spelled):
+            return pattern.replace(spelled, ours, 1)
     return pattern
 
 
