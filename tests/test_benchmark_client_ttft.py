@@ -48,6 +48,9 @@ def test_the_client_blocks_say_what_the_rows_notes_say(fit_priors):
                     math.ceil(mean * (1 + client["range_ratio"])),
                 )
                 assert abs(low - int(0.8 * nominal)) <= 1 and abs(high - nominal) <= 1
+        elif mha["source_id"].startswith("gpustack-"):  # rows7: vllm bench serve with every prompt sent at t = 0
+            assert f"--num-prompts {client['num_prompts']}" in notes and "no --max-concurrency" in notes
+            assert mha["concurrency"] == client["num_prompts"] and client["range_ratio"] == 0.0
         else:
             assert "50 prompts at c=1, 400 above" in notes
             assert client["num_prompts"] == (50 if mha["concurrency"] == 1 else 400)
