@@ -32,7 +32,9 @@ def test_the_client_blocks_say_what_the_rows_notes_say(fit_priors):
 
     raw = yaml.safe_load(fit_priors.ROWS_2025_FILE.read_text())
     stated = [row for row in raw if "client" in row.get("mha", {}) and row["mha"]["client"].get("bench") != "sglang"]
-    assert len(stated) == 38  # InferenceX's 22 vLLM H100 rows and 7 SGLang H200 rows (rows6), Vultr's 9 B200 rows
+    # 38 before rows7 (InferenceX's 22 vLLM H100 rows and 7 SGLang H200 rows (rows6), Vultr's 9 B200 rows); rows7 added
+    # GPUStack's 15 random-dataset bursts
+    assert len(stated) == 53
     for row in stated:
         mha, client = row["mha"], row["mha"]["client"]
         notes = " ".join(str(row["notes"]).split())
@@ -46,6 +48,9 @@ def test_the_client_blocks_say_what_the_rows_notes_say(fit_priors):
                     math.ceil(mean * (1 + client["range_ratio"])),
                 )
                 assert abs(low - int(0.8 * nominal)) <= 1 and abs(high - nominal) <= 1
+        elif mha["source_id"].startswith("gpustack-"):  # rows7: vllm bench serve with every prompt sent at t = 0
+            assert f"--num-prompts {client['num_prompts']}" in notes and "no --max-concurrency" in notes
+            assert mha["concurrency"] == client["num_prompts"] and client["range_ratio"] == 0.0
         else:
             assert "50 prompts at c=1, 400 above" in notes
             assert client["num_prompts"] == (50 if mha["concurrency"] == 1 else 400)
