@@ -99,3 +99,26 @@ def test_a_split_lowered_below_the_next_gives_the_pick_to_it():
     assert lowered.meets_targets and 21 - 40 / 2**HALVINGS <= lowered.rate_rps <= 21
     assert lowered.output_tokens_per_s_per_gpu == lowered.rate_rps * 100 / 4 < 800
     assert ran[0] == 40 and ran[-1] == 32 and len(ran) == 1 + HALVINGS + 1  # A, its bisection, B; never C (24)
+
+
+def test_a_split_whose_loop_misses_at_every_load_tried_is_not_picked():
+    """The edge of the bisection: A's loop misses ITL <= 11 ms (TPOT mean 20 ms) at every load down to 40 / 2**8
+    req/s, so A is not lowered but marked missed at its closed-form load, with the loop's figures; B, next, meets at
+    its own load and is the pick. With no split left that meets, there is no pick."""
+    ran: list[float] = []
+
+    def run(split: Split, rate: float) -> SimulatedSplit:
+        ran.append(rate)
+        tpot = 20.0 if split.goodput_rps == 40 else 10.0
+        stats = LatencyStats(mean=tpot, median=tpot, p90=tpot, p99=tpot)
+        return SimulatedSplit(requests=1, rate_rps=rate, ttft_ms=stats, tpot_ms=stats, duration_s=1.0, max_running=1)
+
+    a, b = _split(1000), _split(800)
+    found = confirm_splits([a, b], run, _at_load, ttft_ms=None, itl_ms=11.0, fixed_rate=False)
+    assert ran == [40, *(40 / 2**k for k in range(1, HALVINGS + 1)), 32]  # A, its 8 halvings to 0.156, then B
+    assert found.chosen == 0 and found.splits[0] is b and found.simulated.rate_rps == 32 and found.notes == []
+    missed = found.splits[1]
+    assert not missed.meets_targets and missed.rate_rps == 40  # not lowered: no load tried met the target
+    assert missed.misses == ["itl (simulated: mean TPOT 20.0 ms > 11.0 ms (p99 20.0 ms))"]
+    alone = confirm_splits([a], run, _at_load, ttft_ms=None, itl_ms=11.0, fixed_rate=False)
+    assert alone.chosen is None and alone.simulated is None and not alone.splits[0].meets_targets
