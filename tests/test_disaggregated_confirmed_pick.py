@@ -122,3 +122,24 @@ def test_a_split_whose_loop_misses_at_every_load_tried_is_not_picked():
     assert missed.misses == ["itl (simulated: mean TPOT 20.0 ms > 11.0 ms (p99 20.0 ms))"]
     alone = confirm_splits([a], run, _at_load, ttft_ms=None, itl_ms=11.0, fixed_rate=False)
     assert alone.chosen is None and alone.simulated is None and not alone.splits[0].meets_targets
+
+
+def test_the_splits_footnote_says_which_rows_the_loop_decided():
+    """At --itl-ms 11 the closed form's best split (2 x tp1 prefill + 1 x tp2 decode, 15.29 req/s) misses in its loop
+    and is lowered to 14.81 req/s; the next (1 x tp2 + 1 x tp2) is lowered to 14.87 and picked, so the row the loop
+    lowered first is listed below the pick. The footnote said "(the pick, and any split above it)" and "req/s: the
+    pick's load": no row sat above the pick, and the row below it was lowered too."""
+    args = [*ARGS[:-1], "11"]  # --itl-ms 11
+    found = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    pick, below = found["splits"][0], found["splits"][1]
+    assert found["chosen"] == 0 and (pick["prefill_workers"], pick["prefill_tp"]) == (1, 2)
+    assert (below["prefill_workers"], below["prefill_tp"], below["decode_workers"], below["decode_tp"]) == (2, 1, 1, 2)
+    assert below["meets_targets"] and below["rate_rps"] < below["goodput_rps"]  # run by the loop, lowered, below
+    shown = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.stdout.split())
+    assert (
+        "meets: the simulated loop's verdict for the splits it ran (in the closed form's order while one could beat"
+        " the best it confirmed; the pick among them), else the closed form's; req/s: where a split's loop missed the"
+        " targets at the closed form's goodput, the most load it meets them at (at --rate, not lowered)" in text
+    )
