@@ -99,3 +99,47 @@ def test_a_split_lowered_below_the_next_gives_the_pick_to_it():
     assert lowered.meets_targets and 21 - 40 / 2**HALVINGS <= lowered.rate_rps <= 21
     assert lowered.output_tokens_per_s_per_gpu == lowered.rate_rps * 100 / 4 < 800
     assert ran[0] == 40 and ran[-1] == 32 and len(ran) == 1 + HALVINGS + 1  # A, its bisection, B; never C (24)
+
+
+def test_a_split_whose_loop_misses_at_every_load_tried_is_not_picked():
+    """The edge of the bisection: A's loop misses ITL <= 11 ms (TPOT mean 20 ms) at every load down to 40 / 2**8
+    req/s, so A is not lowered but marked missed at its closed-form load, with the loop's figures; B, next, meets at
+    its own load and is the pick. With no split left that meets, there is no pick."""
+    ran: list[float] = []
+
+    def run(split: Split, rate: float) -> SimulatedSplit:
+        ran.append(rate)
+        tpot = 20.0 if split.goodput_rps == 40 else 10.0
+        stats = LatencyStats(mean=tpot, median=tpot, p90=tpot, p99=tpot)
+        return SimulatedSplit(requests=1, rate_rps=rate, ttft_ms=stats, tpot_ms=stats, duration_s=1.0, max_running=1)
+
+    a, b = _split(1000), _split(800)
+    found = confirm_splits([a, b], run, _at_load, ttft_ms=None, itl_ms=11.0, fixed_rate=False)
+    assert ran == [40, *(40 / 2**k for k in range(1, HALVINGS + 1)), 32]  # A, its 8 halvings to 0.156, then B
+    assert found.chosen == 0 and found.splits[0] is b and found.simulated.rate_rps == 32 and found.notes == []
+    missed = found.splits[1]
+    assert not missed.meets_targets and missed.rate_rps == 40  # not lowered: no load tried met the target
+    assert missed.misses == ["itl (simulated: mean TPOT 20.0 ms > 11.0 ms (p99 20.0 ms))"]
+    alone = confirm_splits([a], run, _at_load, ttft_ms=None, itl_ms=11.0, fixed_rate=False)
+    assert alone.chosen is None and alone.simulated is None and not alone.splits[0].meets_targets
+
+
+def test_the_splits_footnote_says_which_rows_the_loop_decided():
+    """At --itl-ms 11 the closed form's best split (2 x tp1 prefill + 1 x tp2 decode, 15.29 req/s) misses in its loop
+    and is lowered to 14.81 req/s; the next (1 x tp2 + 1 x tp2) is lowered to 14.87 and picked, so the row the loop
+    lowered first is listed below the pick. The footnote said "(the pick, and any split above it)" and "req/s: the
+    pick's load": no row sat above the pick, and the row below it was lowered too."""
+    args = [*ARGS[:-1], "11"]  # --itl-ms 11
+    found = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    pick, below = found["splits"][0], found["splits"][1]
+    assert found["chosen"] == 0 and (pick["prefill_workers"], pick["prefill_tp"]) == (1, 2)
+    assert (below["prefill_workers"], below["prefill_tp"], below["decode_workers"], below["decode_tp"]) == (2, 1, 1, 2)
+    assert below["meets_targets"] and below["rate_rps"] < below["goodput_rps"]  # run by the loop, lowered, below
+    shown = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.stdout.split())
+    assert (
+        "meets: the simulated loop's verdict for the splits it ran (in the closed form's order while one could beat"
+        " the best it confirmed; the pick among them), else the closed form's; req/s: where a split's loop missed the"
+        " targets at the closed form's goodput, the most load it meets them at (at --rate, not lowered)" in text
+    )

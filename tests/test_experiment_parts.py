@@ -166,3 +166,17 @@ def test_cosine_schedule_warms_up_then_decays_to_its_floor():
 def test_training_curves_are_block_means():
     assert block_means([1.0, 2.0, 3.0, 4.0, 5.0], 2) == [1.5, 3.5, 5.0]  # the last block is shorter
     assert len(block_means([0.0] * 1500)) == 150
+
+
+def test_the_usable_cores_where_the_platform_has_no_affinity_are_the_machine_s(monkeypatch):
+    """Where ``os.sched_getaffinity`` is missing (macOS, Windows), the cap is ``os.cpu_count()``, and 1 where even
+    that is unknown: ``--workers 12`` then runs on what the machine has, and says so."""
+    import os
+
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    assert jobs_module.usable_cores() == 3
+    assert workers_for(12, torch.device("cpu"), jobs=12).said == "12 asked, 3 used: 3 usable cores"
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert jobs_module.usable_cores() == 1
+    assert workers_for(None, torch.device("cpu"), jobs=12).used == 1

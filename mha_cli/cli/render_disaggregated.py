@@ -61,8 +61,10 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
     if plan.splits:
         console.print(splits)
         if plan.simulated is not None or any("(simulated:" in miss for s in plan.splits for miss in s.misses):
-            console.print("meets: the simulated loop's verdict where it ran (the pick, and any split above it), else the"
-                          " closed form's; req/s: the pick's load as its loop meets the targets")  # fmt: skip
+            console.print("meets: the simulated loop's verdict for the splits it ran (in the closed form's order while"
+                          " one could beat the best it confirmed; the pick among them), else the closed form's; req/s:"
+                          " where a split's loop missed the targets at the closed form's goodput, the most load it"
+                          " meets them at (at --rate, not lowered)")  # fmt: skip
     else:  # the verdict and the notes say why: no prefill and decode pair fits the GPUs
         console.print("splits: none fits these GPUs (the verdict says why)")
     if plan.balance:
