@@ -57,6 +57,7 @@ REFERENCE_SPELLINGS = {
     # Kimi-K2.5's remote-code wrapper (kimi_k25, no transformers class) holds a DeepSeek-V3 text model; mha weighs
     # that text_config only, and says so ("the language model's (text_config) only")
     "kimi-k2.5": lambda c: {**c["text_config"], "architectures": None},
+    "kimi-k2.6-nvfp4": lambda c: {**c["text_config"], "architectures": None},  # NVIDIA's NVFP4 of the same wrapper
 }
 """The same model in the spelling transformers' config class reads, for the files written for other code."""
 

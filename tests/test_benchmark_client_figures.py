@@ -58,8 +58,9 @@ def test_equal_requests_in_two_waves_are_priced_by_hand_off_one_simulated_run(fi
     assert found["tokens_per_s_per_gpu"] == pytest.approx(PROMPTS * OSL / (2 * wave), rel=1e-9)
     assert found["ttft_ms"] == pytest.approx((profile.request_overhead_s + prompts) * 1e3, rel=1e-9)
     closed = row.predict(None, simulated=False)
-    # the closed form puts the 7 others' prompts in each request's life: its ITL is several times the waves'
-    assert closed["itl_ms"] > 3 * found["itl_ms"]
+    # the closed form puts the 7 others' prompts in each request's life: its ITL is several times the waves' (2.67x
+    # at the constants since rows7's refit, which price prompts at 0.42 of peak; over 3x at 0.2 before)
+    assert closed["itl_ms"] > 2.5 * found["itl_ms"]
     assert closed["itl_ms"] == predict_serving(row.case, profile, row.ceiling, stepper=row.stepper.on(profile)).itl_ms
 
 

@@ -1,9 +1,9 @@
 """Weight GEMMs on their kernel's padded M tiles (``core.cost.gemm_tiles``), against hand counts.
 
 - gpt-oss-120b's routed experts' gate GEMM at tp 2 (MXFP4, 1,440 x 2,880, 2 rows an expert at 64 users) on an
-  H100 prior with vLLM V1's NVIDIA constants (matmul efficiency 0.2, the fit's bound): its compute is its FLOPs x
-  16 / 2 at 989.4 TFLOPS x 0.2, below the weight read, so memory bounds it; the rows law it replaces (the rate x 2
-  / (2 + 65.31)) priced it compute-bound at 4x the read.
+  H100 prior with vLLM V1's NVIDIA constants (matmul efficiency 0.4166 since rows7's refit, 0.2 before): its compute
+  is its FLOPs x 16 / 2 at 989.4 TFLOPS x 0.4166, below the weight read, so memory bounds it; the rows law it
+  replaces (at 0.2 and half rows 65.31, the rate x 2 / (2 + 65.31)) priced it compute-bound at 4x the read.
 - A 4,096-row GEMM: no padding; its first 16 rows at the matmul rate, the 4,080 above at the rate x 4,096 /
   (4,096 + half rows): the rows law's price, less the half rows' toll on the first tile.
 - The ramp above the first tile (gemmramp): a GEMM of at most 16 rows prices as its tile whatever the half rows; a
@@ -57,18 +57,20 @@ def _gpt_oss_experts(weight_dtype: str) -> list[Op]:
 
 def test_a_two_row_expert_gemm_on_h100_is_memory_bound():
     constants = _vllm_nvidia()
-    assert constants["matmul_efficiency"] == pytest.approx(0.2)  # the fit's lower bound, half rows 65.31
+    # 0.2 (the fit's lower bound, half rows 65.31 at tilegemm) before the refit after rows7's dense rows
+    assert constants["matmul_efficiency"] == pytest.approx(0.4166)
     profile = prior_profile(H100, "mxfp4", constants=constants, generation="vllm-v1")
     op = _gpt_oss_experts("mxfp4")[0]  # the 111.2 touched experts' gate halves, 1,440 x 2,880 each, 2 rows each
     assert op.tokens == 2
     seconds, compute_bound = op_seconds(op, profile, tp=1)
-    compute = op.flops * 16 / 2 / (H100_BF16 * 0.2)  # 16 rows' FLOPs at 197.9 TFLOP/s (MXFP4 x bf16: bf16 MMAs)
+    compute = op.flops * 16 / 2 / (H100_BF16 * 0.4166)  # 16 rows' FLOPs at 412.2 TFLOP/s (MXFP4 x bf16: bf16 MMAs)
     bandwidth = H100_BYTES_PER_S * constants["bandwidth_efficiency"]
     saturating = op.bytes / (bandwidth * op.bytes / (op.bytes + constants["bandwidth_half_bytes"]))
     memory = op.bytes / profile.weight_bandwidth.at(op.bytes)  # the bandwidth curve samples that law
-    assert compute == pytest.approx(74.6e-6, rel=0.01)
-    # 78.8 us at the constants before the 2026-12-02 refit, 82.47 us before the 2026-12-03 (gemmramp) refit
-    assert memory == pytest.approx(saturating, rel=0.01) == pytest.approx(77.68e-6, rel=0.01)  # 247 MB, 4-bit
+    assert compute == pytest.approx(35.8e-6, rel=0.01)  # 74.6 us at 0.2, before rows7's refit
+    # 78.8 us at the constants before the 2026-12-02 refit, 82.47 us before the 2026-12-03 (gemmramp) refit, 77.68 us
+    # before rows7's refit (bandwidth half bytes 0.26 -> 2.04 MB)
+    assert memory == pytest.approx(saturating, rel=0.01) == pytest.approx(78.29e-6, rel=0.01)  # 247 MB, 4-bit
     assert not compute_bound
     assert seconds == pytest.approx(memory, rel=1e-12)
     # the rows law at the constants tilegemm was measured against (matmul_half_rows 65.31, before the 2026-12-03 refit)
