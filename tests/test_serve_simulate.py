@@ -147,6 +147,63 @@ def test_vllm_preempts_the_last_admitted_request_by_recompute():
     assert schedule("vllm", state) == ([], [(1, 5)])
 
 
+def test_vllm_v1_keeps_a_preempted_requests_blocks_cached_and_counts_them_when_it_comes_back():
+    """vLLM 0.8-0.18 with prefix caching (vllm/v1/core, 0.11.0: ``KVCacheManager.free`` queues a preempted request's
+    blocks at the free queue's tail, ``get_num_blocks_to_allocate`` counts its hit blocks with ``ref_cnt == 0``).
+    A pool of 10 blocks of 4, a budget of 8: request 0 (28 tokens, 7 blocks) is prefilling when request 1 is
+    admitted on a 4-token chunk; request 0's first decode takes a block, so request 1's next chunk (7 tokens, to 11:
+    3 blocks) finds 1 free and it is preempted, its first block cached. Back in the queue it hits that block
+    (computed 4) but needs it beside the chunk's 2: 3 > 2 free, so it waits; blind to its cache it is admitted on
+    a 7-token chunk (2 blocks) and preempted again at the next step."""
+    plans = {}
+    for caches in (True, False):
+        state = _state([28, 28], [6, 6], blocks=10, block_size=4, budget=8)
+        state.caches_own_blocks = caches
+        steps = []
+        for _ in range(8):
+            plan = schedule("vllm", state)
+            steps.append(plan)
+            _advance(state, plan)
+        plans[caches] = (steps, state)
+    cached_steps, cached = plans[True]
+    assert cached_steps[:4] == [([], [(0, 8)]), ([], [(0, 8)]), ([], [(0, 8)]), ([], [(0, 4), (1, 4)])]
+    assert cached_steps[4] == ([0], []) and cached.preemptions == 1  # request 1 preempted: nothing admitted
+    assert all(step == ([0], []) for step in cached_steps[5:]) and list(cached.waiting) == [1]
+    assert cached.computed[1] == 4 and cached.own_hit[1] == 1 and cached.free_blocks == 2
+    blind_steps, blind = plans[False]
+    assert blind_steps[5] == ([0], [(1, 7)]) and blind.preemptions > 1  # admitted, preempted, admitted, ...
+
+
+def test_a_preempted_requests_cached_blocks_go_once_the_free_queues_head_reaches_them():
+    """FIFO eviction (``BlockPool.get_new_blocks`` takes the free queue's head): request 1, preempted with 3 whole
+    blocks computed (12 of 14 tokens, 4 blocks held), queues behind the 2 blocks already free; its partial block
+    sits first among its own (freed tail first). Request 0 taking 2 blocks leaves them all; a third takes the
+    partial block, a fourth its last cached block, and 3 blocks returned by request 2 after it queue behind it."""
+    state = _state([8, 14, 4], [4, 4, 4], blocks=11, block_size=4, budget=32)
+    state.caches_own_blocks = True
+    _advance(state, schedule("vllm", state))  # 8 + 14 + 4 tokens: 2 + 4 + 1 blocks, 4 free
+    state.computed[1] = 12
+    assert state.grow(1, 14) and state.free_blocks == 4
+    assert state.grow(0, 16) and state.free_blocks == 2  # request 0 takes two more blocks: 2 free
+    state.running.remove(1)
+    state.running.append(1)
+    assert state.preempt_last() == 1 and state.free_blocks == 6
+    state.try_waiting(1)
+    assert state.own_hit[1] == 3 and state.computed[1] == 12
+    assert state.grow(0, 24) and state.free_blocks == 4  # the 2 queued ahead: request 1's cache whole
+    state.try_waiting(1)
+    assert state.own_hit[1] == 3
+    state.running.remove(2)
+    state.release(2)  # one block back, behind request 1's
+    assert state.grow(0, 28)  # the partial block
+    state.try_waiting(1)
+    assert state.own_hit[1] == 3
+    assert state.grow(0, 32)  # its last cached block (the tail goes first)
+    state.try_waiting(1)
+    assert state.own_hit[1] == 2 and state.computed[1] == 8
+    assert state.grow(1, 12) and state.held[1] == 3 and not state.own_blocks  # 2 hit blocks taken back, 1 new
+
+
 def test_vllm_admits_a_waiting_request_only_when_the_pool_holds_its_whole_prompt():
     """vLLM 0.19+ (``scheduler_reserve_full_isl``): request 1's first chunk (4 tokens, one block) fits the block
     request 0 leaves, its whole prompt (two blocks) does not, so it waits. vLLM 0.18 admitted it on the chunk and

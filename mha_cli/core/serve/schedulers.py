@@ -9,8 +9,10 @@ token a decode adds) and samples the next token when it reaches the last.
 - **vLLM V1** (``vllm/v1/core/sched/scheduler.py``, ``Scheduler.schedule``): running requests first, in order,
   each its remaining tokens up to the budget (a decode: 1; a chunked prefill: the rest of its prompt); when the pool
   cannot hold a running request's new tokens, the last admitted running request is preempted (its blocks freed,
-  back to the front of the queue, recomputed from scratch: ``PreemptionMode.RECOMPUTE``), until it fits or the
-  request itself was preempted. Then, if nothing was preempted this step, waiting requests first come first
+  back to the front of the queue, recomputed: ``PreemptionMode.RECOMPUTE``), until it fits or the request itself
+  was preempted. With prefix caching on, its whole computed blocks stay cached among the free ones; when it comes
+  back it hits what the free queue has not yet handed out, and those blocks count against the pool beside its
+  next chunk (``OwnBlocks``): near a full pool it waits instead of being admitted, preempted and admitted again. Then, if nothing was preempted this step, waiting requests first come first
   served while the budget lasts, fewer than ``max_num_seqs`` run and the pool holds the chunk (chunked prefill)
   and, from vLLM 0.19.0, the request's whole known tokens (``SchedulerConfig.scheduler_reserve_full_isl``, True by
   default: ``allocate_slots(full_sequence_must_fit=True)`` on the waiting path, ``KVCacheManager.allocate_slots``
@@ -48,7 +50,7 @@ Python.
 """
 
 from collections import Counter, deque
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from mha_cli.core.serve.offload import PrefixTiers
 
@@ -62,6 +64,35 @@ SGLANG_MIN_NEW_TOKEN_RATIO = 0.7 * 0.14
 """``init_new_token_ratio`` x ``min_new_token_ratio_factor`` (0.14)."""
 SGLANG_DECAY_STEPS = 600
 """``new_token_ratio_decay_steps``: decode steps from the initial ratio to the minimum."""
+
+
+class OwnBlocks(NamedTuple):
+    """A preempted request's blocks in vLLM V1's free queue. ``KVCacheManager.free`` returns them to its tail, the
+    last block first, keeping the whole computed ones cached; ``BlockPool.get_new_blocks`` takes new blocks from the
+    head, evicting what it takes; a hit takes its blocks out of the middle and counts them as blocks to allocate
+    (``get_num_blocks_to_allocate``: hit blocks with ``ref_cnt == 0``) (vllm/v1/core, 0.11.0 and 0.21.0). So the
+    request keeps its first ``cached`` blocks until the head has taken the ``ahead`` blocks queued before them and
+    then its own tail."""
+
+    cached: int
+    """Whole blocks of its computed tokens, cached."""
+    freed: int
+    """Blocks it returned, partial and not yet computed ones included (they sit before the cached ones)."""
+    ahead: int
+    """Free blocks queued before its own when it was preempted."""
+    released_then: int
+    """``EngineState.released_blocks`` just after its own were returned."""
+    reclaimed_then: int
+    """``EngineState.reclaimed_blocks`` then."""
+
+    def surviving(self, state: "EngineState") -> int:
+        """Its cached blocks the head has not taken yet: the blocks taken from the head since it was preempted are
+        what the queue held then, plus what was returned since, less what it holds now and what hits took back."""
+        queued_since = state.released_blocks - self.released_then
+        reclaimed_since = state.reclaimed_blocks - self.reclaimed_then
+        taken = self.ahead + self.freed + queued_since - reclaimed_since - state.free_blocks
+        evicted = min(self.freed, max(0, taken - self.ahead))
+        return min(self.cached, self.freed - evicted)
 
 
 class EngineState:
@@ -122,6 +153,18 @@ class EngineState:
         """Prefix -> how many running requests link how many of its blocks."""
         self.shared_held = 0
         """Blocks the shared prefixes hold in the pool: for each, the most any running request links."""
+        self.caches_own_blocks = False
+        """vLLM V1 with prefix caching and no shared prefix: a preempted request's own computed blocks stay cached
+        among the free ones and it hits what survives of them when it comes back (``OwnBlocks``)."""
+        self.own_blocks: dict[int, OwnBlocks] = {}
+        """Preempted request -> its cached blocks in the free queue (``caches_own_blocks``)."""
+        self.own_hit = [0] * count
+        """Of a waiting request's computed tokens, the blocks its own cached blocks serve (taken back when it is
+        admitted: ``grow``)."""
+        self.released_blocks = 0
+        """Blocks returned to the free queue over the run (its tail)."""
+        self.reclaimed_blocks = 0
+        """Cached blocks taken back out of the free queue's middle by their own request over the run."""
 
     def start(self, request: int) -> None:
         """SGLang, TensorRT-LLM: ``request`` is tried: with nothing computed yet, it starts at its prefix-cache hit;
@@ -139,6 +182,8 @@ class EngineState:
         ``num_tokens`` and the hit in ``PrefixCacheStats`` before ``allocate_slots`` may refuse it: 0.8.5, 0.11.0,
         0.21.0); a preempted request's tries only where ``counts_preempted_lookups``. Without a host tier the lookup is redone (the hit may have grown or been evicted since); with one
         the hit found first is kept (a lookup there loads it back, ``core.serve.offload``)."""
+        if self.caches_own_blocks:
+            self._look_up_own(request)
         if not self.prefix_len:
             return
         if self.tiers is None and not self.held[request]:
@@ -159,6 +204,18 @@ class EngineState:
             hit = min(self.prefix_cached, limit)
         self.computed[request] = hit
         self.linked[request] = hit // self.block_size if self.share_blocks else 0
+
+    def _look_up_own(self, request: int) -> None:
+        """Waiting ``request``, preempted earlier, starts at what survives of its own cached blocks, short of its
+        known tokens (``get_computed_blocks`` hits at most ``num_tokens - 1``). Not counted in the hit rate: the
+        simulator reports one only for a shared prefix."""
+        own = self.own_blocks.get(request)
+        if own is None or self.held[request]:
+            return
+        limit = (self.known(request) - 1) // self.block_size
+        hit = min(own.surviving(self), limit)
+        self.own_hit[request] = hit
+        self.computed[request] = hit * self.block_size
 
     def count_lookup(self, request: int) -> None:
         """One lookup of waiting ``request`` in the hit rate: its prompt queried, its hit served."""
@@ -245,6 +302,10 @@ class EngineState:
             self._relink(request, link)
         elif more > self.free_blocks:
             return False
+        if self.own_hit[request] and not self.held[request]:  # its own cached blocks leave the queue's middle
+            self.reclaimed_blocks += self.own_hit[request]
+            self.own_hit[request] = 0
+            del self.own_blocks[request]
         if more > 0:
             self.free_blocks -= more
             self.held[request] += more
@@ -288,6 +349,7 @@ class EngineState:
             self._relink(request, 0)
         self.linked[request] = 0
         self.free_blocks += self.held[request]
+        self.released_blocks += self.held[request]
         self.held[request] = 0
 
     def decay_ratio(self, steps: int = 1) -> None:
@@ -303,7 +365,14 @@ class EngineState:
             self.running.remove(victim)
         else:
             victim = self.running.pop()
-        self.release(victim)
+        if self.caches_own_blocks:
+            cached = min(self.computed[victim] // self.block_size, self.held[victim])
+            ahead = self.free_blocks
+            freed = self.held[victim]
+            self.release(victim)
+            self.own_blocks[victim] = OwnBlocks(cached, freed, ahead, self.released_blocks, self.reclaimed_blocks)
+        else:
+            self.release(victim)
         self.computed[victim] = 0
         self.counted[victim] = False
         self.was_preempted[victim] = True

@@ -64,6 +64,10 @@ class EngineLimits(NamedTuple):
     counts_preempted_lookups: bool = False
     """vLLM 0.8-0.11 counts a preempted request's prefix-cache lookups in its hit rate again; from 0.12 it keeps them
     apart (``core.engine.vllm_rule_releases.counts_preempted_lookups``). The other engines count them."""
+    caches_preempted_blocks: bool = False
+    """vLLM V1: with prefix caching on, a preempted request's computed blocks stay cached until evicted and it hits
+    them when it comes back (``core.serve.schedulers.OwnBlocks``); False: V0 (its cache off by default), the other
+    engines (SGLang frees a retracted request's tokens, TensorRT-LLM never evicts), or a hand-built pool."""
 
 
 def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> EngineLimits:
@@ -86,6 +90,7 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> Engin
         prefix_caching=prefix_caching, shares_prefix_blocks=shares_prefix_blocks(engine),
         whole_prompt_admission=engine.admits_whole_prompt, counts_preempted_lookups=engine.counts_preempted_lookups,
         watermark_blocks=int(engine.admission_watermark * blocks),
+        caches_preempted_blocks=engine.name == "vllm" and not engine.admission_watermark,
     )  # fmt: skip
 
 
@@ -115,7 +120,8 @@ class Simulation(Record):
     """Prompt and output tokens per second."""
     steps: int
     preemptions: int
-    """Requests preempted (recomputed from scratch) when the pool ran out."""
+    """Requests preempted when the pool ran out (recomputed from scratch, or in vLLM V1 from what survives of their
+    cached blocks)."""
     max_running: int
     max_waiting: int
     saturated: bool = False
@@ -196,6 +202,10 @@ class _Run:
         self.state.counts_preempted_lookups = limits.engine != "vllm" or limits.counts_preempted_lookups
         self.state.watermark_blocks = limits.watermark_blocks if limits.engine == "vllm" else 0
         tiered = workload.prefix_groups > 1 or limits.host_blocks > 0
+        self.state.caches_own_blocks = (
+            limits.engine == "vllm" and limits.caches_preempted_blocks and limits.prefix_caching
+            and not workload.prefix_len and not limits.host_blocks
+        )  # fmt: skip
         if workload.prefix_len and (limits.prefix_caching or limits.host_blocks):
             self.state.prefix_len = workload.prefix_len
             self.state.cache_at_allocation = limits.engine == "vllm"
