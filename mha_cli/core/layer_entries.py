@@ -26,7 +26,7 @@ blocks (``backbone.layers.B``, which are not mha's layers: core.weight_scheme) s
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mha_cli.core.errors import UnpricedQuantizationError
 from mha_cli.core.weight_scheme import read_text_model
@@ -64,16 +64,6 @@ def decoder_layer(entry: str, names: ModuleNames) -> tuple[str, int | None] | No
     if layer is None or read[: layer.start()] not in DECODER_ROOTS:
         return None
     return read[: layer.start()], int(layer.group(1))
-
-
-def declared_mtp_layers(config: dict[str, Any]) -> int:
-    """The MTP layers a config.json declares (``num_nextn_predict_layers``, Qwen3.5's ``mtp_num_hidden_layers``),
-    its text model's where it nests one; 0 when none."""
-    from mha_cli.core.speculative import MTP_FIELDS
-
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    count = text.get("num_nextn_predict_layers") or text.get(MTP_FIELDS.get(text.get("model_type"), ""), 0) or 0
-    return count if isinstance(count, int) and count > 0 else 0
 
 
 def unfound_layer_entry(

@@ -159,7 +159,7 @@ def _load_file(
     from mha_cli.core.config_io import parse_config, read_mapping_noting_duplicates
     from mha_cli.core.hf_import import looks_like_hf_config
     from mha_cli.core.hf_quantization import declared_kv_cache, read_checkpoint_weights
-    from mha_cli.core.layer_entries import declared_mtp_layers
+    from mha_cli.core.mtp_layers import declared_mtp_layers
 
     data, duplicate = read_mapping_noting_duplicates(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):  # a key given twice: the last, as transformers' json.load keeps it
