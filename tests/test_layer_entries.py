@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mha_cli.core.checkpoint_names import MHA_NAMES, QWEN3_5_IMAGE_TEXT_NAMES
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.layer_entries import decoder_layer
 from mha_cli.core.sources import load_source
 from mha_cli.core.weight_bytes import rank_checkpoint_bytes
@@ -136,3 +137,14 @@ def test_which_entries_name_a_decoder_layer(entry, expected):
 
 def test_an_image_text_checkpoint_s_own_prefix_is_its_decoder():
     assert decoder_layer("model.language_model.layers.4.mlp", QWEN3_5_IMAGE_TEXT_NAMES) == ("model.language_model.", 4)
+
+
+def test_kimi_k2_6_nvfp4_s_wrong_total_would_have_been_refused(monkeypatch):
+    """Before mha read Kimi-K2.5's wrapper spelling (``language_model.model.``: weight_scheme.TEXT_MODEL_PREFIXES),
+    every entry of nvidia/Kimi-K2.6-NVFP4's list named nothing and the total passed 13.2 GB short; with only Gemma 4's
+    prefix read, as then, the first entry is refused."""
+    from mha_cli.core import weight_scheme
+
+    monkeypatch.setattr(weight_scheme, "TEXT_MODEL_PREFIXES", (("model.language_model.", "model."),))
+    with pytest.raises(BadInputError, match=r"'language_model.model.layers.0\*' spells decoder layer 0"):
+        load_source(str(CONFIGS / "kimi-k2.6-nvfp4.json"))

@@ -96,8 +96,9 @@ def unfound_layer_entry(
             what = f"entry {entry!r} spells decoder layer {layer} '{root}layers.{layer}.'"
             return UnpricedQuantizationError(
                 f"{origin}: quantization_config {what}, which names none of {model.name}'s modules: mha reads its"
-                f" layers as {_spelling(regex)} names them, '{ours}layers.{layer}.' (core.checkpoint_names);"
-                " correct the entry in a copy of the file, or give --weight-dtype to price every weight in one format",
+                f" layers as {_spelling(regex)} names them, '{ours}layers.{layer}.' (core.checkpoint_names), and"
+                " cannot tell what it keeps in bf16; correct the entry in a copy of the file, or give --weight-dtype"
+                " to price every weight in one format",
                 f"{what}, not '{ours}layers.{layer}.'",
             )
     return None
