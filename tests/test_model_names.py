@@ -292,3 +292,23 @@ def test_the_llama_4_scout_instruct_id_answers_as_its_preset(cli, hub):
     preset's in every priced field: 48 layers x 8 KV heads x 128 x 2 x 2 B = 196,608 B/token, chunks of 8,192."""
     shown = cli.json("kv", "meta-llama/Llama-4-Scout-17B-16E-Instruct")
     assert shown["model"]["name"] == "llama-4-scout" and shown["bytes_per_token"] == 48 * 8 * 128 * 2 * 2
+
+
+GEMMA_3_27B_IT = Path("tests/fixtures/hf_configs/gemma-3-27b-it.json")
+
+
+def test_the_gemma_3_27b_it_id_answers_as_its_preset(cli, hub):
+    """audit5: `mha kv google/gemma-3-27b-it` was refused (not cached) though the -pt id resolved. Its config.json
+    (gemma-3-27b-it.json, SOURCES.md) read as it is equals the preset in every KV figure: 62 layers x 16 KV heads x
+    128 x 2 x 2 B = 507,904 B/token; Gemma 3's 5 local : 1 global pattern makes layers 5, 11, ..., 59 global (10)
+    and the other 52 keep a 1,024-token window, so a 32,768-token sequence holds
+    10 x 32,768 x 8,192 + 52 x 1,024 x 8,192 = 3,120,562,176 B. The text model's parameters are the preset's too
+    (the preset leaves the SigLIP vision tower out, as gemma-3-4b's does)."""
+    by_hand = 10 * 32_768 * 8_192 + 52 * 1_024 * 8_192
+    assert by_hand == 3_120_562_176
+    shown = cli.json("kv", "google/gemma-3-27b-it", "--seq", "32768")
+    assert shown["model"]["name"] == "gemma-3-27b" and shown["bytes_per_token"] == 62 * 16 * 128 * 2 * 2 == 507_904
+    assert shown["kv"]["n_global_layers"] == 10 and shown["total_bytes"] == by_hand
+    published = cli.json("kv", str(GEMMA_3_27B_IT), "--seq", "32768")
+    assert {k: published["kv"][k] for k in shown["kv"]} == shown["kv"]
+    assert published["params"]["total"] - published["params"]["vision_tower"] == shown["params"]["total"]

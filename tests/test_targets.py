@@ -144,3 +144,34 @@ def test_rtx_pro_6000_torch_total_is_the_measured_94_97_gib():
     assert server.torch_memory_gib == workstation.torch_memory_gib == 94.97
     assert server.device_memory_measured and not workstation.device_memory_measured
     assert 0.4 < 97887 / 1024 - server.torch_memory_gib < 1.2  # trails nvidia-smi as H100, B200, B300 do
+
+
+@pytest.mark.parametrize(
+    ("spec", "same_as"),
+    [("b200x8", "8xb200"), ("h20x8", "8xh20"), ("H100 x 8", "8xh100"), ("8h100", "8xh100"), ("mi300x8", "8xmi300x"),
+     ("gb300nvl72", "72xgb300"), ("GB200-NVL72", "72xgb200"), ("GB300 NVL72", "72xgb300"), ("2xgb300nvl72", "2x72xgb300")],
+)  # fmt: skip
+def test_a_count_after_or_glued_to_a_chip_reads_as_its_x_form(spec, same_as):
+    """A count after the chip (``b200x8``), glued in front (``8h100``), or the NVL72 rack a GB200/GB300 row is one
+    GPU of (NVIDIA GB300 NVL72: 72 GPUs in one NVLink domain) resolves as the ``NxCHIP`` form does; h20 stays h20."""
+    resolved, expected = resolve_target(spec), resolve_target(same_as)
+    assert (resolved.target.id, resolved.n_devices, resolved.node_size) == (
+        expected.target.id, expected.n_devices, expected.node_size
+    )  # fmt: skip
+    assert resolved.alias_note is not None and f"({expected.n_devices} x " in resolved.alias_note
+
+
+@pytest.mark.parametrize(("spec", "offered"), [("h2008", "8xh200 or 8xh20"), ("h1008", "8xh100"), ("b200-8", "8xb200")])
+def test_digits_glued_to_a_chip_name_are_refused_naming_each_x_spelling(spec, offered):
+    """``h2008`` is eight H200s or eight H20s (another chip: 4 TB/s and 148 TFLOPS against the H200's 4.8 and 989),
+    ``h1000`` no H100: digits glued to a model number are never read, only spelled back."""
+    with pytest.raises(BadInputError, match=rf"unknown target '{spec}': .*did you mean {offered}\?$"):
+        resolve_target(spec)
+
+
+def test_the_cli_plans_a_glued_rack_and_refuses_glued_digits_in_one_line(cli):
+    shown = cli.json("kv", "llama-3.1-8b", "--target", "gb300nvl72", "--tp", "8")
+    assert shown["memory"]["target_id"] == "gb300" and shown["memory"]["n_devices"] == 72
+    refused = cli.run("kv", "llama-3.1-8b", "--target", "h2008")
+    assert refused.exit_code == 2 and refused.stdout == "" and len(refused.stderr.strip().splitlines()) == 1
+    assert refused.stderr.endswith("did you mean 8xh200 or 8xh20?\n")

@@ -41,6 +41,7 @@ PRESET_IDS: dict[str, str] = {
     "Qwen/Qwen3-8B": "qwen3-8b",
     "google/gemma-2-9b": "gemma-2-9b",
     "google/gemma-3-27b-pt": "gemma-3-27b",
+    "google/gemma-3-27b-it": "gemma-3-27b",  # its text_config prices as the -pt's (TensorRT-LLM's copy; audit5)
     "tiiuae/falcon-7b": "falcon-7b",
     "openai/gpt-oss-20b": "gpt-oss-20b",
     "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b",

@@ -159,6 +159,7 @@ def _load_file(
     from mha_cli.core.config_io import parse_config, read_mapping_noting_duplicates
     from mha_cli.core.hf_import import looks_like_hf_config
     from mha_cli.core.hf_quantization import declared_kv_cache, read_checkpoint_weights
+    from mha_cli.core.mtp_layers import declared_mtp_layers
 
     data, duplicate = read_mapping_noting_duplicates(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):  # a key given twice: the last, as transformers' json.load keeps it
@@ -177,7 +178,7 @@ def _load_file(
             what = refusal.what if isinstance(refusal, UnpricedQuantizationError) else _without_origin(refusal, path)
             unread = f"quantization_config not read ({what}): every weight priced in {weight_dtype} (--weight-dtype)"
             source = source.model_copy(update={"assumptions": [*source.assumptions, unread]})
-        source = _with_checkpoint_weights(source, stored)
+        source = _with_checkpoint_weights(source, stored, shown_path(path), declared_mtp_layers(data), weight_dtype)
         source = _with_declared_kv(source, declared_kv_cache(quantised, shown_path(path)))
         return _with_header_weights(source, path, data) if path.name == "config.json" else source
     if "model" not in data and "d_model" in data:  # a bare model spec; its schema_version, if any, is the file's
@@ -261,19 +262,34 @@ def _with_checkpoint_format(source: ModelSource, stored_as: str | None) -> Model
     )
 
 
-def _with_checkpoint_weights(source: ModelSource, stored: "CheckpointWeights | None") -> ModelSource:
+def _with_checkpoint_weights(
+    source: ModelSource, stored: "CheckpointWeights | None", origin: str, mtp_layers: int, weight_dtype: str | None
+) -> ModelSource:
     """``source`` priced as its checkpoint stores it: a named format, or tensor by tensor by its scheme, with the
-    config's patterns that name none of the model's modules said (``--weight-dtype`` still overrides it)."""
+    config's patterns that name none of the model's modules said (``--weight-dtype`` still overrides it). An entry
+    naming a decoder layer mha cannot find is refused (``core.layer_entries``), or with ``weight_dtype`` the config
+    is not read. ``mtp_layers``: the MTP layers its config.json declares."""
     if stored is None or stored.scheme is None:
         named = _with_checkpoint_format(source, None if stored is None else stored.format)
         if stored is None or stored.note is None:
             return named
         return named.model_copy(update={"assumptions": [*named.assumptions, stored.note]})
     from mha_cli.core.checkpoint_names import module_names
+    from mha_cli.core.layer_entries import unfound_layer_entry
     from mha_cli.core.named_exclusions import NAMED_METHODS, excludes_nothing, refuse_split_shards, shown
     from mha_cli.core.weight_bytes import model_modules
 
     scheme = stored.scheme
+    names = module_names(source.model)
+    unmatched = scheme.unmatched(model_modules(source.model), names)
+    refusal = unfound_layer_entry(source.model, scheme, unmatched, names, mtp_layers, origin)
+    if refusal is not None and weight_dtype is None:
+        raise refusal
+    if refusal is not None:
+        unread = (
+            f"quantization_config not read ({refusal.what}): every weight priced in {weight_dtype} (--weight-dtype)"
+        )
+        return source.model_copy(update={"assumptions": [*source.assumptions, unread]})
     if scheme.method in NAMED_METHODS:
         refuse_split_shards(source.model, scheme)
     if scheme.method in NAMED_METHODS and excludes_nothing(source.model, scheme):
@@ -285,7 +301,6 @@ def _with_checkpoint_weights(source: ModelSource, stored: "CheckpointWeights | N
         return named.model_copy(update={"assumptions": [*named.assumptions, note]})
     notes = [f"weights as the checkpoint stores them: {scheme.format} (quantization_config), tensor by tensor:"
              f" {scheme.describe()}"]  # fmt: skip
-    unmatched = scheme.unmatched(model_modules(source.model), module_names(source.model))
     if unmatched:
         notes.append(
             f"quantization_config names modules {source.model.name} has none of, as its checkpoint and vLLM name"

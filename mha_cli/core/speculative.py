@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from mha_cli.core.errors import BadInputError, looking_at_input
 from mha_cli.core.kv import kv_footprint
+from mha_cli.core.mtp_layers import MTP_FIELDS
 from mha_cli.core.schemas import LayerPatternSpec, ModelSpec, SpeculativeMethod, SpeculativeSpec
 from mha_cli.core.weight_bytes import rank_weight_bytes
 from mha_cli.core.weight_formats import weight_format
@@ -40,11 +41,6 @@ if TYPE_CHECKING:
 METHODS: tuple[SpeculativeMethod, ...] = ("mtp", "eagle", "eagle3", "draft_model")
 MTP_ALIASES = ("deepseek_mtp", "glm4_moe_mtp", "qwen3_next_mtp", "mimo_mtp")
 """vLLM's model-specific MTP method names, read as ``mtp``."""
-MTP_FIELDS = {"qwen3_5_text": "mtp_num_hidden_layers", "qwen3_5_moe_text": "mtp_num_hidden_layers",
-              "qwen3_5": "mtp_num_hidden_layers", "qwen3_5_moe": "mtp_num_hidden_layers"}  # fmt: skip
-"""Model types whose MTP layers are counted by another field than ``num_nextn_predict_layers``: Qwen3.5/3.6's
-``mtp_num_hidden_layers``, which vLLM reads as the drafter's ``n_predict`` (``config/speculative.py``
-``SpeculativeConfig.hf_config_override``, its ``qwen3_5``/``qwen3_5_moe`` -> ``qwen3_5_mtp`` branch)."""
 MAX_SPECULATIVE_TOKENS = 32
 EXTRA_DTYPE_BYTES = 2
 """eh_proj / fc and their norms: bf16 (plain ``nn.Linear`` in vLLM's drafters, not quantised)."""

@@ -12,7 +12,8 @@ the second. Rows whose notes say UNCERTAIN are kept and flagged: the uncertainty
 
 A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``4090``), a YAML file describing a device
 the table lacks (``my-gpu.yaml``, ``core.target_file``), or any of them with a device count in front (``8xh100``,
-``4xmy-gpu.yaml``); ``cpu`` is this machine (``this_cpu``). Several nodes: ``2x8xh100`` (nodes x devices per node x
+``4xmy-gpu.yaml``); ``cpu`` is this machine (``this_cpu``). A count after the chip (``b200x8``), glued in front
+(``8h100``) or as its NVL rack (``gb300nvl72``) reads as that form (``core.glued_counts``). Several nodes: ``2x8xh100`` (nodes x devices per node x
 part). A count above the part's node (``core.links.node_devices``: 8 in an HGX/DGX or MI300X server, 72 in an
 NVL72 rack) without a node count is read as full nodes of it in order, the last holding the rest (``16xh100``: 2
 nodes of 8; ``12xh100``: 8 and 4), said in ``node_note``, as aiconfigurator reads a GPU count against its system's
@@ -26,6 +27,7 @@ from importlib import resources
 
 from mha_cli.core.chip_names import same_chip_names
 from mha_cli.core.errors import PATH_MAX, BadInputError, shown, shown_path
+from mha_cli.core.glued_counts import read_glued_count, refuse_glued_digits
 from mha_cli.core.record import Record
 
 # What a person types -> the row it means. Where a name covers several parts, the alias picks
@@ -210,7 +212,8 @@ def load_targets() -> dict[str, Target]:
     return targets
 
 
-def _lookup(name: str) -> tuple[Target, str | None]:
+def _known(name: str) -> tuple[Target, str | None] | None:
+    """The row ``name`` names as an id, an alias or an id less its vendor prefix, with what an alias meant; None."""
     targets = load_targets()
     key = name.strip().lower()
     if key in targets:
@@ -222,8 +225,23 @@ def _lookup(name: str) -> tuple[Target, str | None]:
         if prefix + key in targets:
             target = targets[prefix + key]
             return target, f"{key} -> {target.id} ({target.name})"
+    return None
+
+
+def _known_id(name: str) -> str | None:
+    found = _known(name)
+    return None if found is None else found[0].id
+
+
+def _lookup(name: str) -> tuple[Target, str | None]:
+    found = _known(name)
+    if found is not None:
+        return found
     _refuse_file_not_named_yaml(name)
-    same_chip = same_chip_names(key, {target.id: target.memory_gb for target in targets.values()})
+    targets = load_targets()
+    same_chip = same_chip_names(name.strip().lower(), {target.id: target.memory_gb for target in targets.values()})
+    if not same_chip:  # h2008: eight H200s or eight H20s, refused naming both (core.glued_counts)
+        refuse_glued_digits(name, name, _known_id, MAX_DEVICES)
     hint = f"did you mean {', '.join(same_chip)}?" if same_chip else "none is close: run `mha targets` for the list"
     raise BadInputError(f"unknown target {shown(name)}: {hint}")
 
@@ -268,7 +286,18 @@ def resolve_target(spec: str) -> ResolvedTarget:
         if counts and counts != [1]:
             raise BadInputError(f"{shown(spec)}: the cpu target is this one machine; give --target cpu")
         return ResolvedTarget(spec=spec, target=this_cpu())
-    target, note = _lookup(text)
+    glued = None if _known(text) else read_glued_count(text, text, _known_id, MAX_DEVICES)
+    if glued is None:
+        target, note = _lookup(text)
+        return _with_nodes(ResolvedTarget(spec=spec, target=target, alias_note=note), counts)
+    if counts and not (glued.rack and len(counts) == 1):
+        raise BadInputError(
+            f"target {shown(spec)}: give at most nodes x devices per node, then the device: 8xh100 or 2x8xh100"
+        )
+    counts = [*counts, glued.count]
+    target, _ = _lookup(glued.chip)
+    total = counts[0] * counts[1] if len(counts) == 2 else counts[0]
+    note = f"{spec.strip()} -> {'x'.join(map(str, counts))}x{target.id} ({total} x {target.name})"
     return _with_nodes(ResolvedTarget(spec=spec, target=target, alias_note=note), counts)
 
 

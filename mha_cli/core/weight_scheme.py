@@ -40,7 +40,7 @@ checkpoints store experts one by one, ``model.layers.N.mlp.experts.E.gate_proj``
 checkpoint names differ and are not spelled there (Mixtral's ``block_sparse_moe.experts.E.w1``, Nemotron-H's
 ``backbone.layers.B.mixer``, whose block index B is not mha's layer index) is matched on mha's names: the entries that
 name none of the model's modules are reported (``unmatched``, said in the plan's assumptions) rather than silently
-dropped. Gemma 4's routed experts sit beside its dense MLP (``model.layers.N.experts.E.gate_proj``,
+dropped; one naming a decoder layer mha cannot find is refused (``core.layer_entries``). Gemma 4's routed experts sit beside its dense MLP (``model.layers.N.experts.E.gate_proj``,
 ``model.layers.N.mlp.gate_proj``, as its checkpoints name them), and where a model's checkpoint spells its language
 model as mha does, a pattern spelled from a multimodal checkpoint's text-model prefix (``model.language_model.``,
 ``language_model.model.``) is read as ``model.`` (``TEXT_MODEL_PREFIXES``). The

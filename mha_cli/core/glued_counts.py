@@ -1,0 +1,90 @@
+"""A device count written after a chip name, glued to it, or as the rack it fills: ``b200x8``, ``8h100``,
+``gb300nvl72``, read as the ``NxCHIP`` form ``core.targets`` takes (``8xb200``).
+
+``core.targets`` reads a count in front with an ``x`` (``8xh100``, ``2x8xh100``). People also type it
+
+- after the chip with an ``x`` (``b200x8``, ``h20 x 8``): ``8xb200``, ``8xh20``;
+- glued in front (``8h100``): ``8xh100``;
+- as the NVL rack a per-GPU row is one GPU of (``gb300nvl72``, ``GB200-NVL72``: NVIDIA's GB200/GB300 NVL72, 72 GPUs
+  in one NVLink domain, ``NVL_RACK_PARTS``): ``72xgb300``.
+
+Each is read only when its chip part is a known id or alias as it stands, and only as that chip. Digits glued straight
+after a chip name (``h2008``, ``h1008``, ``b200-8``) are never read: they cannot be told from a model number or a
+memory size (``h2008`` is eight H200s or eight H20s, two chips; ``h1000`` is no H100; ``a100-40`` is 40 GB), so such
+a spec is refused naming each ``x`` spelling it could be. A reading that another reading of the same text contradicts
+is refused the same way. Nothing here offers a chip the spec does not spell (``core.chip_names``). Pure Python.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+from mha_cli.core.errors import BadInputError, shown
+
+NVL_RACK_PARTS = frozenset({"gb200", "gb300"})
+"""Target ids whose row is one GPU of an NVL rack (``links.NODE_DEVICES``: NVIDIA GB200/GB300 NVL72, 72 GPUs in one
+NVLink domain), so ``gb300nvl72`` names 72 of them."""
+
+_AFTER = re.compile(r"(.+?)\s*[x*]\s*([0-9]+)")
+_BEFORE = re.compile(r"([0-9]+)\s*([a-z].*)")
+_RACK = re.compile(r"(.+?)[-_ ]?nvl([0-9]+)")
+
+
+class GluedCount(NamedTuple):
+    """A count read off a target spec: the chip part as typed, the devices, and whether it named a whole rack."""
+
+    chip: str
+    count: int
+    rack: bool = False
+
+
+def read_glued_count(text: str, spec: str, resolve: Callable[[str], str | None], max_devices: int) -> GluedCount | None:
+    """The count ``text`` (a target spec less any ``Nx`` in front; ``spec``, the whole, for messages) carries after
+    the chip, glued in front of it or as its rack (the module docstring); ``resolve`` gives a chip part's target id
+    (None: not a known id or alias). None when it carries none; ``BadInputError`` when readings of it disagree."""
+    key = text.strip().lower()
+    read: list[GluedCount] = []
+    if (after := _AFTER.fullmatch(key)) and resolve(after.group(1)):
+        read.append(GluedCount(after.group(1), int(after.group(2))))
+    if (before := _BEFORE.fullmatch(key)) and resolve(before.group(2)):
+        read.append(GluedCount(before.group(2), int(before.group(1))))
+    if (rack := _RACK.fullmatch(key)) and resolve(rack.group(1)) in NVL_RACK_PARTS:
+        read.append(GluedCount(rack.group(1), int(rack.group(2)), rack=True))
+    read = [r for r in read if 1 <= r.count <= max_devices]
+    if not read:
+        return None
+    others = [
+        r
+        for r in _glued_digits(key, resolve, max_devices)
+        if (resolve(r.chip), r.count) != (resolve(read[0].chip), read[0].count)
+    ]
+    if len({(resolve(r.chip), r.count) for r in read}) > 1 or others:
+        raise _refusal(spec, [*read, *others])
+    return read[0]
+
+
+def refuse_glued_digits(text: str, spec: str, resolve: Callable[[str], str | None], max_devices: int) -> None:
+    """Refuses ``text`` when digits glued straight after a chip name could be a count (``h2008``: ``8xh200`` or
+    ``8xh20``), naming each ``x`` spelling; returns when none could."""
+    glued = _glued_digits(text.strip().lower(), resolve, max_devices)
+    if glued:
+        raise _refusal(spec, glued)
+
+
+def _glued_digits(key: str, resolve: Callable[[str], str | None], max_devices: int) -> list[GluedCount]:
+    """Every reading of ``key`` as a known chip name then a count of digits (a ``-``, ``_`` or space between them
+    allowed), the longest chip name first."""
+    splits = [(key[:i].rstrip("-_ "), key[i:]) for i in range(len(key) - 1, 0, -1) if key[i:].isdigit()]
+    return [
+        GluedCount(chip, int(digits)) for chip, digits in splits if resolve(chip) and 1 <= int(digits) <= max_devices
+    ]
+
+
+def _refusal(spec: str, readings: list[GluedCount]) -> BadInputError:
+    spellings = list(dict.fromkeys(f"{r.count}x{r.chip}" for r in readings))
+    return BadInputError(
+        f"unknown target {shown(spec)}: a count glued to a chip name is not read (it may be part of the model number),"
+        f" give it in front with an x: did you mean {' or '.join(spellings)}?"
+    )
