@@ -205,7 +205,7 @@ def test_the_rows5_gist_took_b200s_next_turn_and_keeps_its_unpriced_cells_with_w
     after fit, holdout, fit, holdout, fit, holdout, fit: held out. Its one-user cells are priced at the cookbook
     client's mean lengths (610 / 421); the five it cannot price keep their reason."""
     b200 = sorted({row.source for row in rows if row.generation == "sglang-0.5" and row.target.id == "b200"})
-    assert len(b200) == 8 and "benhamm-gist-sglang-b200-sweep/b200" in b200
+    assert len(b200) == 9 and "benhamm-gist-sglang-b200-sweep/b200" in b200  # 8 until rows8's InferenceX B200 curve
     gist = [row for row in rows if row.source == "benhamm-gist-sglang-b200-sweep/b200"]
     assert len(gist) == 3 and {row.split for row in gist} == {"holdout"}
     assert {(row.case.tp, row.case.concurrency, row.case.isl, row.case.osl) for row in gist} == {
@@ -223,7 +223,8 @@ def test_the_rows6_inferencex_h200_sweep_took_h200s_next_turn(rows):
     sglang-0.5 source after SGLang's docs Qwen3.6 cells (fit): held out (the held-back Kimi-K2.5 rows take no turn).
     Its client draws each length from [int(0.8 L), L], so the rows price the means 922 and 7,373."""
     h200 = sorted({row.source for row in rows if row.generation == "sglang-0.5" and row.target.id == "h200"})
-    assert h200 == ["inferencex-issue-870/h200", "sglang-docs-qwen3.6/h200"]
+    # rows8's InferenceX 0.5.12 curve came third (its own test below); these two were H200's first and second
+    assert h200 == ["inferencex-dsr1-fp8-sglang-0.5.12/h200", "inferencex-issue-870/h200", "sglang-docs-qwen3.6/h200"]
     sweep = [row for row in rows if row.source == "inferencex-issue-870/h200"]
     assert len(sweep) == 7 and {row.split for row in sweep} == {"holdout"}
     assert {row.release for row in sweep} == {"0.5.7"} and {row.case.tp for row in sweep} == {8}
@@ -233,6 +234,27 @@ def test_the_rows6_inferencex_h200_sweep_took_h200s_next_turn(rows):
     # every row states its client (CONC x 10 prompts) and measures ITL, TTFT and tokens/s per GPU
     assert all(row.client is not None and set(row.measured) == {"itl_ms", "ttft_ms", "tokens_per_s_per_gpu"}
                for row in sweep)  # fmt: skip
+
+
+def test_the_rows8_inferencex_sglang_0_5_12_curves_took_each_gpus_next_turn(rows):
+    """InferenceX's published DeepSeek-R1-0528 FP8 SGLang 0.5.12 curves (the Baseline tables of PRs #3173, #3363 and
+    #3175) are one source per GPU: H200's third sglang-0.5 source after fit, holdout (fit), B200's ninth after eight
+    alternating from fit (fit), B300's second after fit (held out). Each states its client (CONC x 10 prompts, lengths
+    drawn from [int(0.8 L), L]: the means 922 and 7,373); B200 and B300 launch an fp8_e4m3 KV cache, H200 none."""
+    curves = {"h200": (10, "fit", "bf16"), "b200": (7, "fit", "fp8"), "b300": (12, "holdout", "fp8")}
+    for gpu, (count, split, kv) in curves.items():
+        found = [row for row in rows if row.source == f"inferencex-dsr1-fp8-sglang-0.5.12/{gpu}"]
+        assert len(found) == count and {row.split for row in found} == {split}
+        assert {row.release for row in found} == {"0.5.12"} and {row.target.id for row in found} == {gpu}
+        assert {row.case.kv_dtype for row in found} == {kv}
+        assert all(row.client is not None and row.client.num_prompts == 10 * row.max_concurrency for row in found)
+    b300 = [row for row in rows if row.source == "inferencex-dsr1-fp8-sglang-0.5.12/b300"]
+    assert sorted((row.case.tp, row.case.concurrency, row.case.isl) for row in b300 if row.case.isl == 7373) == [
+        (4, 1, 7373), (4, 2, 7373), (4, 4, 7373), (8, 1, 7373), (8, 2, 7373),
+    ]  # fmt: skip
+    assert {(row.case.isl, row.case.osl) for row in rows if row.source.startswith("inferencex-dsr1-fp8-sglang-0.5.12/")} == {
+        (922, 922), (7373, 922),
+    }  # fmt: skip
 
 
 def test_trtllm_moe_tables_over_several_gpus_stay_unpriced_with_the_pages_gaps():
