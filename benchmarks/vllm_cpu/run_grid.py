@@ -139,6 +139,7 @@ SHAPES = {  # name: (input_len, output_len)
     # with --kv-blocks: a pool far smaller than the load, so requests are preempted many times (a prompt of whole
     # blocks: its first decode already needs a new one)
     "preempt": (512, 384),
+    "preempt-long": (1024, 512),
 }
 RANGE_RATIO = 0.0  # fixed lengths: exact input/output token counts
 CONCURRENCIES = [1, 2, 4, 8, 16, 32, 64]
@@ -174,7 +175,7 @@ SERVER_START_TIMEOUT_S = 600
 def num_prompts_closed(shape, c, factor=1.0):
     # at least ~8 "rounds" of the concurrency window for short prompts and
     # 4 for long ones, so the steady state dominates the ramp-up and drain
-    if shape == "preempt":  # the window and half again: slow runs (one engine step in ~0.1 s on an AVX2 host)
+    if shape.startswith("preempt"):  # the window and half again: slow runs (one engine step in ~0.1 s on an AVX2 host)
         return 3 * c // 2
     n = max(8 * c, 64) if shape == "short" else max(4 * c, 32)
     return max(int(n * factor), 2 * c, 16)
