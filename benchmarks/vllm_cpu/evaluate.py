@@ -54,11 +54,13 @@ def served(model_name: str):
 
 
 def fit_split(model_name: str, name: str, hold_out: list[str]) -> CalibrationFit:
-    """Fit ``model_name``'s runs without a shared prefix, ``hold_out`` (file-name parts) held out (every third when
-    empty)."""
+    """Fit ``model_name``'s runs without a shared prefix or a small pool, ``hold_out`` (file-name parts) held out
+    (every third when empty)."""
     runs = [
         run for run in collect(result_files())
-        if Path(run.path).stem.startswith(f"{model_name}_") and "_p" not in Path(run.path).stem  # no shared prefix
+        if Path(run.path).stem.startswith(f"{model_name}_")
+        and "_p" not in Path(run.path).stem  # no shared prefix (prefix_eval.py)
+        and "_kv" not in Path(run.path).stem  # no pool cut to preempt (preempt_eval.py)
     ]  # fmt: skip
     model, target, deployment = served(model_name)
     base = nominal_cpu_profile()

