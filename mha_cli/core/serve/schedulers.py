@@ -302,7 +302,7 @@ class EngineState:
             self._relink(request, link)
         elif more > self.free_blocks:
             return False
-        if self.own_hit[request] and not self.held[request]:  # its own cached blocks leave the queue's middle
+        if self.caches_own_blocks and self.own_hit[request] and not self.held[request]:  # out of the queue's middle
             self.reclaimed_blocks += self.own_hit[request]
             self.own_hit[request] = 0
             del self.own_blocks[request]
