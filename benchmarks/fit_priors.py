@@ -26,8 +26,9 @@ A row is priced as ``mha plan --engine ENGINE@RELEASE`` prices it, RELEASE the o
 (``core.cost.plan.LayoutPlans``: the engine's memory plan, the layout;
 a config whose quantization_config is a scheme, tensor by tensor: ``checkpoint_scheme``),
 with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, the experts spread over all, reached
-by the dispatch the row's launch line names: ``launch_a2a_backend``) and speculative decoding (``speculative``:
-method, k and the acceptance length the run printed) where the row states them. A row stating its benchmark client
+by the dispatch the row's launch line names: ``launch_a2a_backend``), speculative decoding (``speculative``:
+method, k and the acceptance length the run printed) and the sampler vLLM's profiling run took (``vllm_sampler``:
+``row_sampler``) where the row states them. A row stating its benchmark client
 (``client``: prompts, length spread; ``bench: sglang``: ``sglang.bench_serving``'s random-dataset lengths,
 ``row_client``) has all its figures (mean TTFT, mean TPOT, output tokens/s per GPU) read off ONE run of that client
 simulated through the engine's scheduler, as ``mha plan``'s "simulated serving loop" table reports them (a burst at
@@ -58,7 +59,7 @@ import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 
@@ -83,7 +84,7 @@ from mha_cli.core.hf_quantization import read_checkpoint_weights
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import plan_memory
 from mha_cli.core.presets import get_preset
-from mha_cli.core.schemas import DeploymentSpec, SpeculativeSpec
+from mha_cli.core.schemas import DeploymentSpec, SpeculativeSpec, VllmSampler
 from mha_cli.core.serve.replica import ClientSpec, simulate_deployment
 from mha_cli.core.serve.sglang_random import sglang_random_lengths
 from mha_cli.core.speculative import build_spec
@@ -230,6 +231,7 @@ class GenerationRow:
             engine_generation=self.generation, engine_version=memory_release,  # the release's memory rules
             dp=dp, speculative=_speculative(model, origin, kind, mha.get("speculative")),
             moe_a2a_backend=launch_a2a_backend(raw) if dp else None, vllm_mxfp4_kernel=launch_mxfp4_kernel(raw),
+            vllm_sampler=row_sampler(mha),
         )  # fmt: skip
         resolved = ResolvedTarget(spec=self.target.id, target=self.target, n_devices=tp * pp * (dp or 1))
         ceiling = datasheet_profile(self.target, self.weight_dtype)
@@ -375,6 +377,21 @@ def launch_mxfp4_kernel(raw: dict[str, Any]) -> str | None:
     release's default)."""
     launch = " ".join(str(raw.get("notes", "")).split())  # the YAML folds long lines
     return "marlin" if f"{MARLIN_VARIABLE}=1 vllm serve" in launch else None
+
+
+def row_sampler(mha: dict[str, Any]) -> VllmSampler | None:
+    """The top-k/top-p sampler a vLLM row's profiling run took, where its ``mha`` block states it (``vllm_sampler``,
+    read from the row's source: its log's sampler line, or what the source shows its server imported, cited in its
+    notes); None: the release's default (``core.engine.sampler.default_sampler``). A value mha does not model, or one
+    on another engine's row, is refused in one line."""
+    stated = mha.get("vllm_sampler")
+    if stated is None:
+        return None
+    if stated not in get_args(VllmSampler):
+        raise SystemExit(f"vllm_sampler {stated!r} is none of {', '.join(get_args(VllmSampler))}: fix the row")
+    if str(mha["engine"]).lower() != "vllm":
+        raise SystemExit(f"vllm_sampler is vLLM's profiling sampler: a {mha['engine']} row has none; fix the row")
+    return stated
 
 
 def _speculative(model: Any, origin: str, kind: str, stated: dict[str, Any] | None) -> SpeculativeSpec | None:

@@ -395,9 +395,10 @@ def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generatio
         # (0.257, 0.479) before gemmramp and its refit (c9a7fdd)
         # (0.139, 0.287) before the 2026-12-04 refit (sglfloor's measured NVIDIA launch, sharedact; vllm-v1 refitted for sharedact)
         # (0.1422, 0.2866) before rows7's 7 held-out GPUStack rows and the refit on its 12 fit rows
-        # (0.1275, 0.316) before the simulator kept a preempted request's cached blocks (ownblocks): the control's
-        # A100 bursts stop thrashing too
-        ("vllm-v1", "itl_ms"): (0.1275, 0.2956),
+        # (0.1275, 0.316) before the simulator kept a preempted request's cached blocks (ownblocks: the control's
+        # A100 bursts stop thrashing too); (0.1275, 0.2956) after it, before gpusampler priced GPUStack's rows on
+        # FlashInfer's sampler peak and held their 32K Qwen3-32B H100 row out again
+        ("vllm-v1", "itl_ms"): (0.119, 0.3044),
         # vllm-v1 tokens/s: (0.1937, 0.630) before marlinenv; (0.1823, 0.644) before mxfp4step; 0.110 before the vllmeff refit; (0.109, 1.123) before
         # InferenceX's H100 sweep; 0.1994 before simitl
         # (0.3555, 0.6262) before tilegemm
@@ -405,8 +406,8 @@ def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generatio
         # (0.191, 0.619) before gemmramp and its refit (c9a7fdd)
         # (0.154, 0.630) before the 2026-12-04 refit (sglfloor's measured NVIDIA launch, sharedact; vllm-v1 refitted for sharedact)
         # (0.1565, 0.6303) before rows7's rows and the refit on them
-        # (0.1472, 0.5803) before ownblocks
-        ("vllm-v1", "tokens_per_s_per_gpu"): (0.1472, 0.4665),
+        # (0.1472, 0.5803) before ownblocks; (0.1472, 0.4665) after it, before gpusampler
+        ("vllm-v1", "tokens_per_s_per_gpu"): (0.1793, 0.6245),
         # vllm-v1 TTFT: (0.2143, 0.3486) before marlinenv; (0.197, 0.353) before mxfp4step, 0.112 before the vllmeff refit; (0.378, 0.460) priced by the
         # closed form's steady state, before the rows' client runs were simulated
         # (tests/test_benchmark_client_ttft.py); no held-out vllm-v1 TTFT before InferenceX's H100 sweep; 0.3045
@@ -416,8 +417,8 @@ def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generatio
         # (0.335, 0.343) before gemmramp and its refit (c9a7fdd)
         # (0.233, 0.374) before the 2026-12-04 refit (sglfloor's measured NVIDIA launch, sharedact; vllm-v1 refitted for sharedact)
         # (0.2339, 0.3735) before rows7's rows and the refit on them
-        # (0.3324, 0.3622) before ownblocks
-        ("vllm-v1", "ttft_ms"): (0.282, 0.304),
+        # (0.3324, 0.3622) before ownblocks; (0.282, 0.304) after it, before gpusampler
+        ("vllm-v1", "ttft_ms"): (0.2889, 0.3735),
     }
     # where the control wins, the report says why (outputs/serving/priors_2025.md): trtllm-pytorch was fitted on
     # dense Llama tables and its held-out MoE table (Llama 4 Scout) prices better on the default constants; vllm-v1's

@@ -70,6 +70,8 @@ GenerationId = Literal["vllm-v0", "vllm-v1", "vllm-0.21", "sglang-0.4", "sglang-
 """Engine generations whose memory rules differ (``core.engine.generations``)."""
 EngineVersion = Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?(\.post\d+|\.\d+|rc\d+)?$")]
 """A release as PyPI names it: ``0.10``, ``0.10.2``, ``0.4.6.post1``, ``0.10.1.1``, ``1.0.0rc4``."""
+VllmSampler = Literal["torch-sort", "flashinfer", "triton"]
+"""The top-k/top-p samplers a user or a row can name for vLLM's profiling run (``core.engine.sampler``)."""
 ScoringFunc = Literal["softmax", "sigmoid"]
 TopkMethod = Literal["greedy", "group_limited_greedy", "noaux_tc", "noaux_logits"]
 RopeScalingType = Literal["linear", "llama3", "yarn"]
@@ -1212,7 +1214,7 @@ class DeploymentSpec(_Strict):
     engine_version: EngineVersion | None = None
     """The release the user typed (``--engine vllm@0.10.2`` -> ``0.10.2``), which the launch lines are written for
     (``core.engine.flags``); None: the latest release of ``engine_generation``."""
-    vllm_sampler: Literal["torch-sort", "flashinfer", "triton"] | None = None
+    vllm_sampler: VllmSampler | None = None
     """vLLM: the top-k/top-p sampler its profiling run exercises (``core.engine.sampler``), as its log names it
     (``Using FlashInfer for top-p & top-k sampling``); None: the release's default."""
     vllm_awq_kernel: Literal["awq", "awq_marlin"] | None = None
