@@ -33,12 +33,14 @@ def test_the_client_blocks_say_what_the_rows_notes_say(fit_priors):
     raw = yaml.safe_load(fit_priors.ROWS_2025_FILE.read_text())
     stated = [row for row in raw if "client" in row.get("mha", {}) and row["mha"]["client"].get("bench") != "sglang"]
     # 38 before rows7 (InferenceX's 22 vLLM H100 rows and 7 SGLang H200 rows (rows6), Vultr's 9 B200 rows); rows7 added
-    # GPUStack's 15 random-dataset bursts; 53 until gpusampler made the 32K Qwen3-32B H100 burst usable
-    assert len(stated) == 54
+    # GPUStack's 15 random-dataset bursts; 53 until gpusampler made the 32K Qwen3-32B H100 burst usable; 54 before
+    # rows8's 29 InferenceX SGLang 0.5.12 rows (benchmark_serving.py clients, not sglang's bench)
+    assert len(stated) == 83
     for row in stated:
         mha, client = row["mha"], row["mha"]["client"]
         notes = " ".join(str(row["notes"]).split())
-        if mha["source_id"].startswith(("inferencex-issue-828/", "inferencex-issue-870/")):
+        inferencex = ("inferencex-issue-828/", "inferencex-issue-870/", "inferencex-dsr1-fp8-sglang-0.5.12/")  # rows8
+        if mha["source_id"].startswith(inferencex):
             prompts, users = map(int, re.search(r"(\d+) prompts at --max-concurrency (\d+)", notes).groups())
             assert (client["num_prompts"], mha["concurrency"]) == (prompts, users)
             # InferenceX draws each length from [int(0.8 L), L]: 819-1,024 and 6,553-8,192 around the means recorded

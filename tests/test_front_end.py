@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_S = {"vllm-v1": 0.045, "sglang-0.5": (9.54 - 2.632) * 1e-3}
 """vllm-v1: aiconfigurator#1166's +45 ms (Qwen3-8B, vLLM 0.18, H200); sglang-0.5: tt-inference-server#3560's mock
 device, a lone request's median TTFT 9.54 ms less its 2.632 ms forward (1000 / TSU 380), to 2 significant figures."""
-DIAGNOSTIC_FIT_S = 0.0426  # 0.0613 on the rows' mean TTFTs, before the cookbook rows were judged on their printed medians (ttftmed); 0.0277 before the 2026-12-04 refit held NVIDIA's prefill launch at its measured 42.7 us (sglfloor); 0.028 before the fbd68a5 refit; 0.0306 before the gemmramp refit c9a7fdd (0.0294 before that)
-"""What a front end fitted on sglang-0.5's 12 one-user fit rows gives (``fit_priors.py --set 2025 --front-end``):
+DIAGNOSTIC_FIT_S = 0.0561  # 0.0426 before rows8's B200 one-user point and the sglang-0.5 refit on rows8; 0.0613 on the rows' mean TTFTs, before the cookbook rows were judged on their printed medians (ttftmed); 0.0277 before the 2026-12-04 refit held NVIDIA's prefill launch at its measured 42.7 us (sglfloor); 0.028 before the fbd68a5 refit; 0.0306 before the gemmramp refit c9a7fdd (0.0294 before that)
+"""What a front end fitted on sglang-0.5's 13 one-user fit rows gives (``fit_priors.py --set 2025 --front-end``):
 not shipped, since it takes in the steps' mispricing of those rows' prefill (outputs/serving/priors_2025.md). 38.3 ms
 before sglang-0.5 was refitted on its client rows' simulated ITL and tokens/s (simitl); 38.6 ms
 before sglang-0.5 was refitted on its fit rows as they are priced now (after rows6); 112 ms
@@ -99,9 +99,9 @@ def sglang_rows(fit_priors):
     return [row for row in fit_priors.load_generation_rows() if row.generation == "sglang-0.5"]
 
 
-def test_a_front_end_fitted_on_sglangs_twelve_one_user_fit_rows_is_not_shipped(fit_priors, sglang_rows):
+def test_a_front_end_fitted_on_sglangs_thirteen_one_user_fit_rows_is_not_shipped(fit_priors, sglang_rows):
     lone = fit_priors.lone_fit_rows(sglang_rows, "sglang-0.5")
-    assert len(lone) == 12
+    assert len(lone) == 13  # 12 before rows8's InferenceX B200 curve (its one-user point)
     assert all(row.split == "fit" and row.case.concurrency == 1 for row in lone)
     assert fit_priors.fit_front_end(sglang_rows, "sglang-0.5") == DIAGNOSTIC_FIT_S
     assert front_end("sglang-0.5").seconds < DIAGNOSTIC_FIT_S / 2  # the cited front end, not the fit
@@ -115,7 +115,7 @@ def test_a_front_end_fitted_on_sglangs_twelve_one_user_fit_rows_is_not_shipped(f
 
 def test_the_front_end_fit_never_reads_a_held_out_row(fit_priors, sglang_rows):
     held_out = [row for row in sglang_rows if row.split == "holdout" and "ttft_ms" in row.measured]
-    assert len(held_out) == 33  # 26 before InferenceX #870 (rows6, 7 H200 rows); 24 before GPT-OSS.md (2 rows)
+    assert len(held_out) == 45  # 33 before rows8's 12 B300 rows; 26 before InferenceX #870 (rows6, 7 H200 rows); 24 before GPT-OSS.md (2 rows)
     saved = [dict(row.measured) for row in held_out]
     try:
         for row in held_out:  # held-out TTFTs (mean and median) 100 times larger: a fit that read them would move

@@ -7,7 +7,7 @@ import pytest
 
 from mha_cli.core.cost.priors import prior_profile
 from mha_cli.core.cost.stepper import ServingCase, Stepper
-from mha_cli.core.engine.vllm_rule_releases import counts_preempted_lookups
+from mha_cli.core.engine.vllm_rule_releases import counts_lookups_at_admission, counts_preempted_lookups
 from mha_cli.core.presets import get_preset
 from mha_cli.core.serve.schedulers import EngineState, schedule, vllm_admit
 from mha_cli.core.serve.simulate import EngineLimits, simulate
@@ -109,6 +109,24 @@ def test_a_preempted_request_hits_again_when_it_comes_back(monkeypatch, counts_p
     lookups = len(tries) if counts_preempted else tries.count(False)
     assert lookups > 6 + run.preemptions
     assert run.prefix_cache_hit_rate == pytest.approx((lookups - 1) * 512 / (lookups * 1000))
+
+
+def test_vllm_0_27_counts_a_lookup_once_when_the_request_is_admitted():
+    """vLLM 0.27+ records a waiting request's lookup at admission ("Record at admission so unscheduled lookups are
+    not counted", ``Scheduler.schedule``; 0.26.0 counted every try): the same tight pool, the same preemptions and
+    tries, but the hit rate counts each request once, the first (cold) one missing the 512-token prefix, and none of
+    the preempted requests' returns (0.12+ keeps them apart)."""
+    cost = Recording()
+    tight = EngineLimits(engine="vllm", kv_blocks=200, block_size=16, max_num_batched_tokens=8192, max_num_seqs=64,
+                         counts_lookups_at_admission=True)  # fmt: skip
+    run, _ = simulate(Workload([(1000, 600)] * 6, max_concurrency=3, prefix_len=512), tight, cost)
+    assert run.preemptions > 0
+    assert run.prefix_cache_hit_rate == pytest.approx(5 * 512 / (6 * 1000))
+    every_try, _ = simulate(Workload([(1000, 600)] * 6, max_concurrency=3, prefix_len=512),
+                            tight._replace(counts_lookups_at_admission=False), Recording())  # fmt: skip
+    assert every_try.prefix_cache_hit_rate > run.prefix_cache_hit_rate  # tries that waited, counted with their hit
+    assert counts_lookups_at_admission((0, 27)) and not counts_lookups_at_admission((0, 26))
+    assert counts_lookups_at_admission(None)
 
 
 def _waiting(prefix_len: int) -> EngineState:

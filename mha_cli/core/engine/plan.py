@@ -84,6 +84,7 @@ from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_st
 from mha_cli.core.engine.vllm_rule_releases import (
     admission_watermark,
     admits_whole_prompt,
+    counts_lookups_at_admission,
     counts_preempted_lookups,
     max_concurrent_batches,
     paging_rules,
@@ -184,6 +185,10 @@ class EnginePlan(Record):
     counts_preempted_lookups: bool = Field(default=False, exclude=True)
     """vLLM before 0.12: its logged prefix-cache hit rate counts a preempted request's lookups again
     (``core.engine.vllm_rule_releases.counts_preempted_lookups``). Not part of the JSON output."""
+    counts_lookups_at_admission: bool = Field(default=False, exclude=True)
+    """vLLM 0.27+: its logged hit rate counts a waiting request's lookup once, when it is admitted
+    (``core.engine.vllm_rule_releases.counts_lookups_at_admission``); False: at every try, or another engine. Not
+    part of the JSON output."""
     admitted_per_replica: int
     """Requests of max_model_len one replica runs at once: whole requests the pool holds, at most max_num_seqs."""
     fits: bool
@@ -1090,6 +1095,7 @@ def plan_engine(
         refusal_reason=None if load_failure is None else load_failure.reason,
         admits_whole_prompt=settings.engine == "vllm" and admits_whole_prompt(settings.release),
         counts_preempted_lookups=settings.engine == "vllm" and counts_preempted_lookups(settings.release),
+        counts_lookups_at_admission=settings.engine == "vllm" and counts_lookups_at_admission(settings.release),
         admission_watermark=admission_watermark(settings.release) if settings.engine == "vllm" else 0.0,
         admitted_per_replica=admitted, fits=_fits(pool.starts, admitted, sequences_per_replica), budget=pool.budget,
         log_lines=pool.log_lines, notes=notes,

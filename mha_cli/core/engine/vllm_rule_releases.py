@@ -105,6 +105,11 @@ V0_WATERMARK = 0.01
 
 PREEMPTED_LOOKUPS_APART_FROM = (0, 12)
 """The first vLLM (major, minor) whose logged prefix-cache hit rate leaves out a preempted request's lookups."""
+LOOKUPS_AT_ADMISSION_FROM = (0, 27)
+"""The first vLLM (major, minor) that counts a waiting request's prefix-cache lookup once, when it is admitted
+(``Scheduler.schedule``: "Record at admission so unscheduled lookups are not counted", then
+``KVCacheManager.record_prefix_cache_stats``; in the 0.27.0, 0.28.0 and 0.34.0 wheels, not in 0.26.0's, whose
+``get_computed_blocks`` counts every lookup, as 0.8.5-0.21.0 do)."""
 
 SlidingBlockRule = Literal["asked", "smallest", "fitting"]
 """How a sliding-window layer picks its block: ``--block-size`` (before 0.25.0), the backend's smallest kernel block
@@ -178,6 +183,13 @@ def counts_preempted_lookups(release: tuple[int, int] | None) -> bool:
     """Whether vLLM ``release`` (major, minor; None: the latest) counts a preempted request's prefix-cache lookups
     in its logged hit rate (before 0.12: every lookup; from 0.12 they are kept apart)."""
     return release is not None and release < PREEMPTED_LOOKUPS_APART_FROM
+
+
+def counts_lookups_at_admission(release: tuple[int, int] | None) -> bool:
+    """Whether vLLM ``release`` (major, minor; None: the latest) counts a waiting request's prefix-cache lookup only
+    when it is admitted (``LOOKUPS_AT_ADMISSION_FROM``); False: at every try, a request sent back to wait counted
+    again at its next."""
+    return release is None or release >= LOOKUPS_AT_ADMISSION_FROM
 
 
 def admission_watermark(release: tuple[int, int] | None) -> float:

@@ -137,6 +137,9 @@ class EngineState:
         self.counts_preempted_lookups = True
         """Whether a preempted request's lookups count in the rate when it restarts (vLLM before 0.12, the other
         engines); False: vLLM 0.12+, which keeps them apart (``vllm_rule_releases.counts_preempted_lookups``)."""
+        self.counts_at_admission = False
+        """vLLM 0.27+: a waiting request's lookup is counted once, when it is admitted (``vllm_admit``), not at every
+        try (``vllm_rule_releases.counts_lookups_at_admission``)."""
         self.was_preempted = [False] * count
         self.counted = [False] * count
         """SGLang, TensorRT-LLM: whether the request's lookup since it last entered the queue is counted."""
@@ -180,7 +183,8 @@ class EngineState:
         hit rate at every try, a request sent back to wait counted again at its next (v1 ``Scheduler.schedule`` calls
         ``KVCacheManager.get_computed_blocks`` for a waiting request with ``num_computed_tokens == 0``, which records
         ``num_tokens`` and the hit in ``PrefixCacheStats`` before ``allocate_slots`` may refuse it: 0.8.5, 0.11.0,
-        0.21.0); a preempted request's tries only where ``counts_preempted_lookups``. Without a host tier the lookup is redone (the hit may have grown or been evicted since); with one
+        0.21.0; from 0.27 counted once, when admitted: ``counts_at_admission``); a preempted request's tries only
+        where ``counts_preempted_lookups``. Without a host tier the lookup is redone (the hit may have grown or been evicted since); with one
         the hit found first is kept (a lookup there loads it back, ``core.serve.offload``)."""
         if self.caches_own_blocks:
             self._look_up_own(request)
@@ -190,8 +194,13 @@ class EngineState:
             self.computed[request] = self.linked[request] = 0  # a waiting request holds nothing but its hit
         if not self.computed[request]:
             self._look_up(request)
-        if self.counts_preempted_lookups or not self.was_preempted[request]:
+        if self.counts_this(request) and not self.counts_at_admission:
             self.count_lookup(request)
+
+    def counts_this(self, request: int) -> bool:
+        """Whether ``request``'s lookups count in the hit rate (a preempted one's only where
+        ``counts_preempted_lookups``)."""
+        return self.counts_preempted_lookups or not self.was_preempted[request]
 
     def _look_up(self, request: int) -> None:
         """``request``, with nothing computed, starts at its hit: the prefix's tokens the cache holds, whole blocks,
@@ -337,7 +346,7 @@ class EngineState:
         lost = (self.linked[request] - link) * self.block_size
         if lost:
             self.computed[request] -= lost
-            if self.counts_preempted_lookups or not self.was_preempted[request]:
+            if self.counts_this(request) and not self.counts_at_admission:
                 self.hit_tokens -= lost  # its last counted lookup found them
             self.linked[request] = link
         return link
@@ -449,6 +458,8 @@ def vllm_admit(state: EngineState, budget: int) -> list[tuple[int, int]]:
             break
         state.waiting.popleft()
         state.running.append(request)
+        if state.counts_at_admission and state.prefix_len and state.counts_this(request):
+            state.count_lookup(request)  # the hit it is admitted with
         admitted.append((request, tokens))
         budget -= tokens
     return admitted

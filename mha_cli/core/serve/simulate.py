@@ -64,6 +64,9 @@ class EngineLimits(NamedTuple):
     counts_preempted_lookups: bool = False
     """vLLM 0.8-0.11 counts a preempted request's prefix-cache lookups in its hit rate again; from 0.12 it keeps them
     apart (``core.engine.vllm_rule_releases.counts_preempted_lookups``). The other engines count them."""
+    counts_lookups_at_admission: bool = False
+    """vLLM 0.27+ counts a waiting request's prefix-cache lookup in its hit rate once, when it is admitted
+    (``core.engine.vllm_rule_releases.counts_lookups_at_admission``); False: at every try (vLLM before 0.27)."""
     caches_preempted_blocks: bool = False
     """vLLM V1: with prefix caching on, a preempted request's computed blocks stay cached until evicted and it hits
     them when it comes back (``core.serve.schedulers.OwnBlocks``); False: V0 (its cache off by default), the other
@@ -91,6 +94,7 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> Engin
         whole_prompt_admission=engine.admits_whole_prompt, counts_preempted_lookups=engine.counts_preempted_lookups,
         watermark_blocks=int(engine.admission_watermark * blocks),
         caches_preempted_blocks=engine.name == "vllm" and not engine.admission_watermark,
+        counts_lookups_at_admission=engine.counts_lookups_at_admission,
     )  # fmt: skip
 
 
@@ -128,7 +132,8 @@ class Simulation(Record):
     """Open loop: the queue grew through the run (the rate is beyond what the replica serves)."""
     prefix_cache_hit_rate: float = 0.0
     """Prompt tokens served from the prefix cache over the prompt tokens looked up, each lookup counted as the engine
-    counts it (vLLM's "Prefix cache hit rate": every try of a waiting request, ``EngineState.try_waiting``)."""
+    counts it (vLLM's "Prefix cache hit rate": every try of a waiting request, ``EngineState.try_waiting``; from
+    vLLM 0.27 once, at admission)."""
     host_hit_rate: float = 0.0
     """Of the prompt tokens, those loaded back from the host tier (KV offload; in ``prefix_cache_hit_rate`` too)."""
     trace: list[TracePoint] = Field(default_factory=empty_list)
@@ -200,6 +205,7 @@ class _Run:
         )  # fmt: skip
         self.state.whole_prompt_admission = limits.engine == "vllm" and limits.whole_prompt_admission
         self.state.counts_preempted_lookups = limits.engine != "vllm" or limits.counts_preempted_lookups
+        self.state.counts_at_admission = limits.engine == "vllm" and limits.counts_lookups_at_admission
         self.state.watermark_blocks = limits.watermark_blocks if limits.engine == "vllm" else 0
         tiered = workload.prefix_groups > 1 or limits.host_blocks > 0
         self.state.caches_own_blocks = (
