@@ -115,7 +115,9 @@ def test_a_front_end_fitted_on_sglangs_thirteen_one_user_fit_rows_is_not_shipped
 
 def test_the_front_end_fit_never_reads_a_held_out_row(fit_priors, sglang_rows):
     held_out = [row for row in sglang_rows if row.split == "holdout" and "ttft_ms" in row.measured]
-    assert len(held_out) == 45  # 33 before rows8's 12 B300 rows; 26 before InferenceX #870 (rows6, 7 H200 rows); 24 before GPT-OSS.md (2 rows)
+    assert (
+        len(held_out) == 45
+    )  # 33 before rows8's 12 B300 rows; 26 before InferenceX #870 (rows6, 7 H200 rows); 24 before GPT-OSS.md (2 rows)
     saved = [dict(row.measured) for row in held_out]
     try:
         for row in held_out:  # held-out TTFTs (mean and median) 100 times larger: a fit that read them would move
