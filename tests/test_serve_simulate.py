@@ -204,6 +204,53 @@ def test_a_preempted_requests_cached_blocks_go_once_the_free_queues_head_reaches
     assert state.grow(1, 12) and state.held[1] == 3 and not state.own_blocks  # 2 hit blocks taken back, 1 new
 
 
+def test_a_preempted_request_back_with_all_but_its_last_token_cached_decodes():
+    """Request 0 (8-token prompt, blocks of 4) decodes its first token when the pool's 2 blocks cannot hold a third:
+    preempted, its 2 whole blocks cached. Back, it hits both (8 of its 9 tokens: ``get_computed_blocks`` stops at
+    ``num_tokens - 1``) and has 1 token to compute past its prompt: a decode row, as the cohort shortcut
+    (``simulate._Run.aggregate_step``) and a running request's step price it, not a 1-token prefill chunk."""
+    state = _state([8], [4], blocks=3, budget=64)
+    state.caches_own_blocks = True
+    _advance(state, schedule("vllm", state))  # the prompt: 2 blocks, its first token sampled
+    state.free_blocks = 0  # another request took the last block
+    assert state.preempt_last() == 0 and state.free_blocks == 2
+    state.try_waiting(0)
+    assert state.own_hit[0] == 2 and state.computed[0] == 8
+    state.free_blocks = 3  # the other request ended
+    state.released_blocks += 1
+    assert schedule("vllm", state) == ([0], [])
+
+
+class _Shapes:
+    """A step cost of 1 ms that records each step's shape: decode rows and prefill chunks."""
+
+    pp = 1
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[int, tuple[tuple[int, int], ...]]] = []
+
+    def seconds(self, decodes: int, context: int, chunks: list[tuple[int, int]]) -> float:
+        self.steps.append((decodes, tuple(chunks)))
+        return 1e-3
+
+    def decode_seconds(self, rows: int, context: int) -> float:
+        self.steps.append((rows, ()))
+        return 1e-3
+
+
+def test_the_cohort_shortcut_prices_a_returning_preempted_request_as_the_exact_path_does():
+    """Two 6/4 requests on 5 blocks of 4 with vLLM V1's cached preempted blocks: one is preempted and comes back
+    with all but one of its tokens cached. The shortcut and the exact scheduler run the same steps, of the same
+    shapes (the exact path once priced its last token as a 1-token prefill chunk)."""
+    limits = EngineLimits("vllm", kv_blocks=5, block_size=4, max_num_batched_tokens=64, max_num_seqs=8,
+                          caches_preempted_blocks=True)  # fmt: skip
+    fast, slow = _Shapes(), _Shapes()
+    run, _ = simulate(Workload([(6, 4)] * 2), limits, fast)
+    simulate(Workload([(6, 4)] * 2), limits, slow, skip_repeated_steps=False)
+    assert run.preemptions == 1
+    assert fast.steps == slow.steps
+
+
 def test_vllm_admits_a_waiting_request_only_when_the_pool_holds_its_whole_prompt():
     """vLLM 0.19+ (``scheduler_reserve_full_isl``): request 1's first chunk (4 tokens, one block) fits the block
     request 0 leaves, its whole prompt (two blocks) does not, so it waits. vLLM 0.18 admitted it on the chunk and
