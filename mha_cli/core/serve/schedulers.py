@@ -438,7 +438,12 @@ def _vllm(state: EngineState) -> Plan:
         break  # the request itself was preempted
     if preempted:
         return decodes, chunks
-    return decodes, chunks + vllm_admit(state, budget)
+    for request, tokens in vllm_admit(state, budget):
+        if tokens == 1 and computed[request] >= prompts[request]:  # back with all but its last token cached
+            decodes.append(request)
+        else:
+            chunks.append((request, tokens))
+    return decodes, chunks
 
 
 def vllm_admit(state: EngineState, budget: int) -> list[tuple[int, int]]:
