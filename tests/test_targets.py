@@ -175,3 +175,12 @@ def test_the_cli_plans_a_glued_rack_and_refuses_glued_digits_in_one_line(cli):
     refused = cli.run("kv", "llama-3.1-8b", "--target", "h2008")
     assert refused.exit_code == 2 and refused.stdout == "" and len(refused.stderr.strip().splitlines()) == 1
     assert refused.stderr.endswith("did you mean 8xh200 or 8xh20?\n")
+
+
+@pytest.mark.parametrize(("spec", "same_as"), [("4090x2", "2x4090"), ("4090 x 2", "2x4090"), ("5090*4", "4x5090")])
+def test_a_count_after_a_chip_whose_alias_is_all_digits_reads_as_its_x_form(spec, same_as):
+    """``4090x2`` is two RTX 4090s, as ``b200x8`` is eight B200s; the front-count reading (4,090 devices of a
+    target ``2``) names no chip, so it was refused as "unknown target '2'", a name the user never typed."""
+    resolved, expected = resolve_target(spec), resolve_target(same_as)
+    assert (resolved.target.id, resolved.n_devices) == (expected.target.id, expected.n_devices)
+    assert resolved.alias_note is not None and f"({expected.n_devices} x " in resolved.alias_note
