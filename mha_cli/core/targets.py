@@ -264,6 +264,12 @@ def _refuse_file_not_named_yaml(name: str) -> None:
     )
 
 
+def _chip_then_count(match: re.Match[str]) -> bool:
+    """Whether an ``NxREST`` split of a spec is a chip whose alias is all digits, then its count (``4090x2``: two
+    RTX 4090s, not 4,090 devices of a target ``2``): N names a chip and REST none."""
+    return _known(match.group(1)) is not None and _known(match.group(2)) is None
+
+
 def resolve_target(spec: str) -> ResolvedTarget:
     """Resolve ``a100``, ``h100-sxm``, ``8xh100`` or a target file (``my-gpu.yaml``, ``4xmy-gpu.yaml``) to a row and
     a device count."""
@@ -275,7 +281,7 @@ def resolve_target(spec: str) -> ResolvedTarget:
     if len(spec) > MAX_TARGET_CHARS:
         raise BadInputError(f"target {shown(spec)} is too long: give an id or alias, e.g. a100 or 8xh100")
     counts = []  # nodes x devices per node (two counts), or devices (one)
-    while len(counts) < 2 and (match := _MULTI.fullmatch(text)):
+    while len(counts) < 2 and (match := _MULTI.fullmatch(text)) and not _chip_then_count(match):
         counts.append(_device_count(match, spec))
         text = match.group(2)
     if _COUNT_ONLY.fullmatch(text) or (len(counts) == 2 and _MULTI.fullmatch(text)):
