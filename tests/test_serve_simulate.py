@@ -221,6 +221,23 @@ def test_a_preempted_request_back_with_all_but_its_last_token_cached_decodes():
     assert schedule("vllm", state) == ([0], [])
 
 
+def test_a_request_back_with_none_of_its_blocks_left_keeps_no_cached_blocks_entry():
+    """Request 0 preempted with 2 cached blocks; the head then takes all 3 free blocks (its 2 among them): back, it
+    hits nothing, is admitted from scratch, and no ``own_blocks`` entry outlives its admission (one stayed through
+    its run and after it ended, read by nothing)."""
+    state = _state([8], [4], blocks=3, budget=64)
+    state.caches_own_blocks = True
+    _advance(state, schedule("vllm", state))
+    assert state.preempt_last() == 0 and state.own_blocks[0].cached == 2
+    state.free_blocks -= 3  # another request took every free block, request 0's cached ones last
+    state.try_waiting(0)
+    assert state.own_hit[0] == 0 and state.computed[0] == 0
+    state.free_blocks += 3  # and gave them back
+    state.released_blocks += 3
+    assert schedule("vllm", state) == ([], [(0, 9)])
+    assert state.own_blocks == {}
+
+
 class _Shapes:
     """A step cost of 1 ms that records each step's shape: decode rows and prefill chunks."""
 
