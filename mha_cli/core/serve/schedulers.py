@@ -311,10 +311,10 @@ class EngineState:
             self._relink(request, link)
         elif more > self.free_blocks:
             return False
-        if self.caches_own_blocks and self.own_hit[request] and not self.held[request]:  # out of the queue's middle
+        if self.caches_own_blocks and not self.held[request]:  # admitted: its hit out of the queue's middle
             self.reclaimed_blocks += self.own_hit[request]
             self.own_hit[request] = 0
-            del self.own_blocks[request]
+            self.own_blocks.pop(request, None)
         if more > 0:
             self.free_blocks -= more
             self.held[request] += more
