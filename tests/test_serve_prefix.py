@@ -256,3 +256,17 @@ def test_a_closed_loop_of_fewer_users_than_replicas_counts_only_the_busy_ones(cl
                    "--concurrency", "4", "--num-prompts", "16")  # fmt: skip
     simulated = out["simulated"]
     assert simulated["deployment_output_tokens_per_s"] == pytest.approx(4 * simulated["output_tokens_per_s"])
+
+
+def test_plan_without_vllms_prefix_cache_recomputes_a_preempted_request(cli):
+    """``--no-enable-prefix-caching`` leaves no cache for a preempted request's blocks to stay in: vLLM 0.11.0 on one
+    L4 with 4,096-token prompts then admits a returning request on its chunk, preempts it and admits it again (the
+    thrash ``OwnBlocks`` stops where the cache is on). The flag reached the simulator only with KV offload, so both
+    runs preempted 92 times."""
+    load = ("plan", "llama-3-8b", "--target", "l4", "--tp", "1", "--isl", "4096", "--osl", "256", "--concurrency", "8",
+            "--engine", "vllm@0.11.0")  # fmt: skip
+    cached = cli.json(*load)["simulated"]
+    uncached = cli.json(*load, "--no-enable-prefix-caching")["simulated"]
+    assert cached["preemptions"] == 92
+    assert uncached["preemptions"] > 10 * cached["preemptions"]
+    assert uncached["output_tokens_per_s"] < cached["output_tokens_per_s"]
