@@ -12,9 +12,10 @@ token a decode adds) and samples the next token when it reaches the last.
   back to the front of the queue, recomputed: ``PreemptionMode.RECOMPUTE``), until it fits or the request itself
   was preempted. With prefix caching on, its whole computed blocks stay cached among the free ones; when it comes
   back it hits what the free queue has not yet handed out, and those blocks count against the pool beside its
-  next chunk (``OwnBlocks``): near a full pool it waits instead of being admitted, preempted and admitted again. Then, if nothing was preempted this step, waiting requests first come first
-  served while the budget lasts, fewer than ``max_num_seqs`` run and the pool holds the chunk (chunked prefill)
-  and, from vLLM 0.19.0, the request's whole known tokens (``SchedulerConfig.scheduler_reserve_full_isl``, True by
+  next chunk (``OwnBlocks``): near a full pool it waits instead of being admitted, preempted and admitted again.
+  Then, if nothing was preempted this step, waiting requests first come first served while the budget lasts,
+  fewer than ``max_num_seqs`` run and the pool holds the chunk (chunked prefill) and, from vLLM 0.19.0, the
+  request's whole known tokens (``SchedulerConfig.scheduler_reserve_full_isl``, True by
   default: ``allocate_slots(full_sequence_must_fit=True)`` on the waiting path, ``KVCacheManager.allocate_slots``
   in 0.21.0, ``can_fit_full_sequence`` in 0.19.0; absent from 0.18.0, vllm-project/vllm#37307). Before it a long
   prompt was admitted on its first chunk, ran out of blocks part-way and was preempted, again and again.
@@ -184,8 +185,9 @@ class EngineState:
         ``KVCacheManager.get_computed_blocks`` for a waiting request with ``num_computed_tokens == 0``, which records
         ``num_tokens`` and the hit in ``PrefixCacheStats`` before ``allocate_slots`` may refuse it: 0.8.5, 0.11.0,
         0.21.0; from 0.27 counted once, when admitted: ``counts_at_admission``); a preempted request's tries only
-        where ``counts_preempted_lookups``. Without a host tier the lookup is redone (the hit may have grown or been evicted since); with one
-        the hit found first is kept (a lookup there loads it back, ``core.serve.offload``)."""
+        where ``counts_preempted_lookups``. Without a host tier the lookup is redone (the hit may have grown or been
+        evicted since); with one the hit found first is kept (a lookup there loads it back, ``core.serve.offload``).
+        A preempted request first looks up its own cached blocks (``caches_own_blocks``)."""
         if self.caches_own_blocks:
             self._look_up_own(request)
         if not self.prefix_len:
