@@ -85,8 +85,8 @@ def unfound_layer_entry(
             return UnpricedQuantizationError(
                 f"{origin}: quantization_config {what}, and {model.name} has {n} ({ours}layers.0 to"
                 f" {ours}layers.{n - 1}{mtp}): mha expects an entry to name one of them as {_spelling(regex)} does"
-                f" (such as {ours}layers.{n - 1}.mlp); correct the entry in a copy of the file, or give --weight-dtype to price"
-                " every weight in one format",
+                f" (such as {ours}layers.{n - 1}.mlp); correct the entry in a copy of the file, or give --weight-dtype"
+                " to price every weight in one format",
                 f"{what}, which {model.name} has not",
             )
         if index is not None and index >= n:  # an MTP layer, which mha does not count

@@ -13,11 +13,11 @@ the second. Rows whose notes say UNCERTAIN are kept and flagged: the uncertainty
 A target spec is ``ID``, an alias a person would type (``a100``, ``h100``, ``4090``), a YAML file describing a device
 the table lacks (``my-gpu.yaml``, ``core.target_file``), or any of them with a device count in front (``8xh100``,
 ``4xmy-gpu.yaml``); ``cpu`` is this machine (``this_cpu``). A count after the chip (``b200x8``), glued in front
-(``8h100``) or as its NVL rack (``gb300nvl72``) reads as that form (``core.glued_counts``). Several nodes: ``2x8xh100`` (nodes x devices per node x
-part). A count above the part's node (``core.links.node_devices``: 8 in an HGX/DGX or MI300X server, 72 in an
-NVL72 rack) without a node count is read as full nodes of it in order, the last holding the rest (``16xh100``: 2
-nodes of 8; ``12xh100``: 8 and 4), said in ``node_note``, as aiconfigurator reads a GPU count against its system's
-GPUs per node.
+(``8h100``) or as its NVL rack (``gb300nvl72``) reads as that form (``core.glued_counts``). Several nodes:
+``2x8xh100`` (nodes x devices per node x part). A count above the part's node (``core.links.node_devices``: 8 in
+an HGX/DGX or MI300X server, 72 in an NVL72 rack) without a node count is read as full nodes of it in order, the last
+holding the rest (``16xh100``: 2 nodes of 8; ``12xh100``: 8 and 4), said in ``node_note``, as aiconfigurator reads a
+GPU count against its system's GPUs per node.
 """
 
 import csv
