@@ -27,8 +27,9 @@ A row is priced as ``mha plan --engine ENGINE@RELEASE`` prices it, RELEASE the o
 a config whose quantization_config is a scheme, tensor by tensor: ``checkpoint_scheme``),
 with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, the experts spread over all, reached
 by the dispatch the row's launch line names: ``launch_a2a_backend``), speculative decoding (``speculative``:
-method, k and the acceptance length the run printed) and the sampler vLLM's profiling run took (``vllm_sampler``:
-``row_sampler``) where the row states them. A row stating its benchmark client
+method, k and the acceptance length the run printed), the sampler vLLM's profiling run took (``vllm_sampler``:
+``row_sampler``) where the row states them, and SGLang's ``--scheduler-recv-interval`` where its launch line sets
+it (``launch_recv_interval``). A row stating its benchmark client
 (``client``: prompts, length spread; ``bench: sglang``: ``sglang.bench_serving``'s random-dataset lengths,
 ``row_client``) has all its figures (mean TTFT, mean TPOT, output tokens/s per GPU) read off ONE run of that client
 simulated through the engine's scheduler, as ``mha plan``'s "simulated serving loop" table reports them (a burst at
@@ -56,6 +57,7 @@ import argparse
 import functools
 import json
 import math
+import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -231,7 +233,7 @@ class GenerationRow:
             engine_generation=self.generation, engine_version=memory_release,  # the release's memory rules
             dp=dp, speculative=_speculative(model, origin, kind, mha.get("speculative")),
             moe_a2a_backend=launch_a2a_backend(raw) if dp else None, vllm_mxfp4_kernel=launch_mxfp4_kernel(raw),
-            vllm_sampler=row_sampler(mha),
+            vllm_sampler=row_sampler(mha), scheduler_recv_interval=launch_recv_interval(raw),
         )  # fmt: skip
         resolved = ResolvedTarget(spec=self.target.id, target=self.target, n_devices=tp * pp * (dp or 1))
         ceiling = datasheet_profile(self.target, self.weight_dtype)
@@ -377,6 +379,17 @@ def launch_mxfp4_kernel(raw: dict[str, Any]) -> str | None:
     release's default)."""
     launch = " ".join(str(raw.get("notes", "")).split())  # the YAML folds long lines
     return "marlin" if f"{MARLIN_VARIABLE}=1 vllm serve" in launch else None
+
+
+RECV_INTERVAL = re.compile(r"--scheduler-recv-interval[ =](\d+)")
+
+
+def launch_recv_interval(raw: dict[str, Any]) -> int | None:
+    """The ``--scheduler-recv-interval`` an SGLang row's launch line sets (``notes``' ``server:`` command, an input,
+    not a fit: ``core.serve.recv_interval``); None where it sets none (SGLang's 1)."""
+    launch = " ".join(str(raw.get("notes", "")).split())  # the YAML folds long lines
+    found = RECV_INTERVAL.search(launch)
+    return int(found.group(1)) if found else None
 
 
 def row_sampler(mha: dict[str, Any]) -> VllmSampler | None:

@@ -172,6 +172,17 @@ def plan(
     limit_mm_per_prompt: LimitMmOpt = None,
     text_only: TextOnlyOpt = False,
     async_scheduling: AsyncSchedulingOpt = None,
+    scheduler_recv_interval: Annotated[
+        int | None,
+        typer.Option(
+            "--scheduler-recv-interval",
+            min=1,
+            help="SGLang's own flag (from 0.5.1): while requests decode, its scheduler takes new ones on every N-th"
+            " decode step only, so a request reaching a busy server waits N / 2 steps on average before its prompt"
+            " starts. Refused with --dp. Default 1: every step.",
+            show_default=False,
+        ),
+    ] = None,
     profile: ProfileOpt = None,
     num_prompts: Annotated[
         int | None,
@@ -374,6 +385,7 @@ def plan(
         block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib), shared_prefix=shared_prefix,
         prefix_caching=prefix_caching, limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
         kv_offload_bytes=offload_bytes, shared_prefixes=shared_prefixes, async_scheduling=async_scheduling,
+        scheduler_recv_interval=scheduler_recv_interval,
     )  # fmt: skip
     from mha_cli.core.engine.generations import generation
     from mha_cli.core.weight_bytes import refuse_format_without_experts
@@ -411,6 +423,10 @@ def plan(
     if dp is not None:
         from mha_cli.core.dp_attention import dp_tp
 
+        if (deployment.scheduler_recv_interval or 1) > 1:
+            from mha_cli.core.serve.recv_interval import DP_ATTENTION_REFUSAL
+
+            raise BadInputError(DP_ATTENTION_REFUSAL)
         tp = dp_tp(dp, tp, resolved.n_devices, pp or 1)
         deployment = deployment.model_copy(update={"expert_parallel": True, "dp": dp})
     if moe_a2a_backend is not None:

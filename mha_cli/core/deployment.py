@@ -27,7 +27,8 @@ _OPTION_NAMES = {"seq_len": "--seq", "batch": "--batch", "kv_dtype": "--kv-dtype
                  "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
                  "kv_cache_memory_bytes": "--kv-cache-gib", "limit_mm_per_prompt": "--limit-mm-per-prompt",
                  "kv_offload_bytes": "--kv-offload-gib", "shared_prefixes": "--shared-prefixes",
-                 "async_scheduling": "--async-scheduling"}  # fmt: skip
+                 "async_scheduling": "--async-scheduling",
+                 "scheduler_recv_interval": "--scheduler-recv-interval"}  # fmt: skip
 
 
 def default_seq_len(model: ModelSpec | None, base: DeploymentSpec | None = None) -> int:
@@ -73,6 +74,8 @@ def merge_deployment(
         check_async_scheduling(fields)
     if fields.get("vllm_fp8_linear_kernel") is not None:
         check_linear_backend(fields)
+    if (fields.get("scheduler_recv_interval") or 1) > 1 and fields.get("engine") == "sglang":
+        check_recv_interval(fields)
     if fields.get("block_size") is not None:
         _check_block_flag(fields.get("engine"), fields.get("engine_generation"), fields.get("engine_version"))
     limits = fields.get("limit_mm_per_prompt")
@@ -126,6 +129,19 @@ def check_async_scheduling(fields: dict[str, Any]) -> None:
         )
         if refusal is not None:
             raise BadInputError(refusal)
+
+
+def check_recv_interval(fields: dict[str, Any]) -> None:
+    """Refuse ``--scheduler-recv-interval`` in one line on an SGLang release without it (before 0.5.1,
+    ``core.engine.flags``); another engine's is refused by ``DeploymentSpec``."""
+    from mha_cli.core.engine.flags import setting_refusal
+    from mha_cli.core.engine.generations import generation
+
+    chosen = generation(fields.get("engine_generation"), "sglang")
+    word = "--scheduler-recv-interval"
+    refusal = setting_refusal(word, "sglang", chosen, fields.get("engine_version"), word)
+    if refusal is not None:
+        raise BadInputError(refusal)
 
 
 def check_linear_backend(fields: dict[str, Any]) -> None:

@@ -1283,6 +1283,18 @@ class DeploymentSpec(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _recv_interval_is_sglangs(self) -> "DeploymentSpec":
+        if (self.scheduler_recv_interval or 1) > 1 and self.engine != "sglang":
+            raise ValueError(
+                "scheduler_recv_interval is SGLang's --scheduler-recv-interval: use --engine sglang, or drop it"
+            )
+        if (self.scheduler_recv_interval or 1) > 1 and self.dp:
+            from mha_cli.core.serve.recv_interval import DP_ATTENTION_REFUSAL
+
+            raise ValueError(DP_ATTENTION_REFUSAL)
+        return self
+
+    @model_validator(mode="after")
     def _vllm_awq_kernel_is_for_awq(self) -> "DeploymentSpec":
         if self.vllm_awq_kernel is not None and (self.engine not in (None, "vllm") or self.weight_dtype != "awq"):
             raise ValueError(
@@ -1326,6 +1338,10 @@ class DeploymentSpec(_Strict):
     0.10.0): off, ``VllmConfig.max_concurrent_batches`` is the pipeline size, so a sliding window reserves blocks for
     one step in flight (``core.engine.vllm_rule_releases``); None: the release's default (off to 0.13.0, on from
     0.14.0 unless an option is incompatible)."""
+    scheduler_recv_interval: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
+    """SGLang's ``--scheduler-recv-interval`` (from 0.5.1): while requests decode, its scheduler takes new ones off its
+    socket on every N-th decode step only (``core.serve.recv_interval``), which every TTFT waits for; None: 1, every
+    step."""
     shared_prefixes: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
     """Serving: how many different shared prefixes of ``shared_prefix`` tokens the requests cycle through
     (conversations, documents; ``core.cost.offload_plan``); None: 1, one system prompt for all."""

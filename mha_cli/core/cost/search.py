@@ -130,13 +130,15 @@ DP_ATTENTION_VARIANT = 1
 
 def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSpec]:
     """The deployment as asked, and for an MoE model the other expert layout (expert parallel or not) too, and DP
-    attention where the engine runs it (``core.dp_attention``; ``_skipped`` says on which layouts each runs)."""
+    attention where the engine runs it (``core.dp_attention``; ``_skipped`` says on which layouts each runs) and no
+    ``--scheduler-recv-interval`` is asked (``core.serve.recv_interval.DP_ATTENTION_REFUSAL``)."""
     plain = deployment.model_copy(update={"dp": None})
     if model.block.moe is None:
         return [plain]
     other = plain.model_copy(update={"expert_parallel": not plain.expert_parallel})
     found = [plain, other] if not plain.expert_parallel else [other, plain]
-    if dp_attention_runs_on(deployment.engine, deployment.engine_generation, deployment.engine_version):
+    runs = dp_attention_runs_on(deployment.engine, deployment.engine_generation, deployment.engine_version)
+    if runs and (deployment.scheduler_recv_interval or 1) <= 1:
         found.append(plain.model_copy(update={"expert_parallel": True, "dp": DP_ATTENTION_VARIANT}))
     return found
 
@@ -534,6 +536,8 @@ def launch_commands(
         sglang.append("--disable-radix-cache")
     if deployment.async_scheduling is not None:  # as set (DeploymentSpec.async_scheduling): vLLM's alone
         vllm.append("--async-scheduling" if deployment.async_scheduling else "--no-async-scheduling")
+    if (deployment.scheduler_recv_interval or 1) > 1:  # as priced (core.serve.recv_interval): SGLang's alone
+        sglang += ["--scheduler-recv-interval", str(deployment.scheduler_recv_interval)]
     if deployment.speculative is not None:  # the drafter priced (core.speculative)
         from mha_cli.core.speculative import sglang_flags, vllm_flags
 

@@ -22,7 +22,8 @@ Continuous batching (vLLM, SGLang, TRT-LLM's in-flight batching), per replica:
   own step with its own budget, so the prompts share pp x osl steps (``micro_batch_steps``). Running is also capped
   at what that budget keeps up with (``sustainable``): past it, users wait for a slot.
 - TTFT = the request's own chunk steps + its wait behind other prompts (the share of the steps' prompt budget
-  the others' prompts use, (running - 1) x isl / (osl x (budget - running)), as an M/D/1 queue) + half a decode step (it arrives mid-step) + the front end (the request's
+  the others' prompts use, (running - 1) x isl / (osl x (budget - running)), as an M/D/1 queue) + half a decode step
+  (it arrives mid-step; N / 2 of them under SGLang's ``--scheduler-recv-interval N``) + the front end (the request's
   path outside the steps: API server, process hops, the first token's way back; the profile's
   ``request_overhead_s``, an engine generation's ``core.engine.front_end``) + its wait for a slot ((users -
   running) / running request lifetimes); e2e = TTFT + (osl - 1) x ITL.
@@ -198,7 +199,16 @@ def _latencies(case: ServingCase, stepper: Stepper, running: int) -> tuple[float
     busy = min(MAX_PREFILL_SHARE, others / (room * steps * micro_batch_steps(case.pp)))
     wait = busy / (2 * (1 - busy)) * prefill
     front_end = stepper.profile.request_overhead_s
-    return prefill + wait + decode.seconds / 2 + front_end, itl, prefill, chunks, decode
+    return prefill + wait + decode.seconds * arrival_steps(case, running) + front_end, itl, prefill, chunks, decode
+
+
+def arrival_steps(case: ServingCase, running: int) -> float:
+    """Decode steps a new request waits before the engine takes it: half of one (it arrives mid-step), or, with
+    SGLang's ``--scheduler-recv-interval N`` among other decoding requests, half of N (its scheduler receives on every
+    N-th decode step, ``core.serve.recv_interval``); a lone request finds the engine idle, which receives at once."""
+    if case.recv_interval > 1 and running > 1:
+        return case.recv_interval / 2
+    return 0.5
 
 
 def others_prompts(tokens: int, prompt: int, cached: int = 0) -> list[StepShape]:

@@ -86,6 +86,11 @@ SGLANG_PAGE = (
     f"{FIRST_READS}: 0.4.4's server_args.py (ServerArgs.page_size), 0.4.3.post4 lacks it;"
     " https://docs.sglang.io/advanced_features/server_arguments.html"
 )
+SGLANG_RECV = (
+    "server_args.py (ServerArgs.scheduler_recv_interval) in the wheels of 0.4.10, 0.4.10.post1 and 0.4.10.post2 (lack"
+    " it), 0.5.1, 0.5.2, 0.5.3, 0.5.4, 0.5.6, 0.5.10, 0.5.12 and 0.5.16 (and of the pre-releases 0.5.0rc0 and rc2);"
+    " 0.5.23's arg_groups/fields/schedule.py; https://docs.sglang.io/advanced_features/server_arguments.html"
+)
 SGLANG_ATTN_DP = (
     f"{FIRST_READS}: 0.5.22's arg_groups/fields/parallel.py (ServerArgs.attn_dp_size), 0.5.21 lacks it (attn_dp_size"
     " a Derived field, no flag); 0.5.22 on declare --enable-dp-attention with DeprecatedStoreTrueAction (server_args.py:"
@@ -195,6 +200,7 @@ SPANS: tuple[Span, ...] = (
         "--base-gpu-id", "--host", "--port",
     )),
     Span("sglang", "--page-size", "0.4.4", None, SGLANG_PAGE),
+    Span("sglang", "--scheduler-recv-interval", "0.5.1", None, SGLANG_RECV),
     Span("sglang", "--attn-dp-size", "0.5.22", None, SGLANG_ATTN_DP),
     Span("sglang", "--kv-cache-dtype fp8_e4m3", "0.4.1.post6", None, f"{SGLANG_ARGS} (before: fp8_e5m2 only)"),
     Span("sglang", "--kv-cache-dtype fp8_e5m2", "0.4.0", None, SGLANG_E5M2),

@@ -53,6 +53,8 @@ class SimulatedRun(Protocol):
     steps: int
     last: list[float]
     gaps: dict[float, int]
+    recv: Any
+    """``core.serve.recv_interval.RecvSkipper``: told of each batch sent."""
 
     def admit(self) -> None: ...
 
@@ -170,6 +172,7 @@ def _launch(
         host, stages = run.cost.stage_seconds(len(decodes), context, shapes)
     run.now += host + state.take_load()
     run.steps += 1
+    run.recv.step(prompt=bool(chunks))
     for request in decodes:
         computed[request] += 1
         state.busy.add(request)

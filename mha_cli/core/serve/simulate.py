@@ -26,6 +26,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.serve.cohort import Cohort
 from mha_cli.core.serve.offload import PrefixTiers
+from mha_cli.core.serve.recv_interval import RecvSkipper
 from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule, vllm_admit
 from mha_cli.core.serve.stats import LatencyStats, summarise, summarise_weighted
 from mha_cli.core.serve.step_cost import StepCost
@@ -71,6 +72,9 @@ class EngineLimits(NamedTuple):
     """vLLM V1: with prefix caching on, a preempted request's computed blocks stay cached until evicted and it hits
     them when it comes back (``core.serve.schedulers.OwnBlocks``); False: V0 (its cache off by default), the other
     engines (SGLang frees a retracted request's tokens, TensorRT-LLM never evicts), or a hand-built pool."""
+    recv_interval: int = 1
+    """SGLang's ``--scheduler-recv-interval``: a request that reaches the engine while it decodes joins its queue at
+    the next N-th decode step (``core.serve.recv_interval``); 1: at the next step."""
 
 
 def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> EngineLimits:
@@ -237,10 +241,14 @@ class _Run:
         self.cohort = Cohort(self.state)
         self.loose: list[int] = []
         """Running requests outside the cohort, in the running order."""
+        self.recv = RecvSkipper(limits.recv_interval)
 
     def admit(self) -> None:
-        """Requests that reached the engine by now join its queue."""
+        """Requests that reached the engine by now join its queue, on a turn that receives them
+        (``core.serve.recv_interval``)."""
         entering, waiting = self.client.entering, self.state.waiting
+        if not self.recv.receives(idle=not self.state.running and not waiting):
+            return
         while entering and entering[0][0] <= self.now:
             waiting.append(heapq.heappop(entering)[1])
             self.queue_at_arrival.append(len(waiting))
@@ -271,6 +279,7 @@ class _Run:
         chunk_shapes = [(tokens, state.computed[r]) for r, tokens in chunks]
         self.now += self.cost.seconds(len(decodes), context, chunk_shapes) + state.take_load()
         self.steps += 1
+        self.recv.step(prompt=bool(chunks))
         ended = []
         now, computed, generated, outputs, last, gaps = (
             self.now, state.computed, state.generated, self.outputs, self.last, self.gaps
@@ -291,9 +300,9 @@ class _Run:
         return ended
 
     def decode_run(self, decodes: list[int]) -> list[int]:
-        """Repeat the step of ``decodes`` alone until the next event: a request ends, one arrives, or the pool would
-        run out (``_horizon``). Only the first step's gaps differ per request; the others are the step's time for
-        every row. The requests it ended."""
+        """Repeat the step of ``decodes`` alone until the next event: a request ends, one arrives (and a turn
+        receives it: ``core.serve.recv_interval``), or the pool would run out (``_horizon``). Only the first step's
+        gaps differ per request; the others are the step's time for every row. The requests it ended."""
         state, rows = self.state, len(decodes)
         horizon = _horizon(state, decodes, self.outputs, grows=self.limits.engine != "trtllm")
         arrival = self.client.next_event()
@@ -308,7 +317,8 @@ class _Run:
                 first_end = self.now
             else:
                 self.gaps[seconds] = self.gaps.get(seconds, 0) + rows
-            if arrival is not None and self.now >= arrival:
+            self.recv.step(prompt=False)
+            if arrival is not None and self.now >= arrival and self.recv.due:
                 break
         self.steps += taken
         state.decay_ratio(taken - 1)
