@@ -169,6 +169,15 @@ def test_digits_glued_to_a_chip_name_are_refused_naming_each_x_spelling(spec, of
         resolve_target(spec)
 
 
+@pytest.mark.parametrize("spec", ["b200x0", "0b200", "b200x5000", "gb300nvl0", "4090x0"])
+def test_a_glued_count_out_of_range_is_refused_as_a_count(spec):
+    """``b200x0`` is a count of B200s, as ``0xb200`` is: refused as one, not as an unknown target."""
+    with pytest.raises(BadInputError, match=rf"^device count in '{spec}' must be between 1 and 4,096$"):
+        resolve_target(spec)
+    with pytest.raises(BadInputError, match=r"^device count in '0xb200' must be between 1 and 4,096$"):
+        resolve_target("0xb200")  # the front form's message, the same
+
+
 def test_the_cli_plans_a_glued_rack_and_refuses_glued_digits_in_one_line(cli):
     shown = cli.json("kv", "llama-3.1-8b", "--target", "gb300nvl72", "--tp", "8")
     assert shown["memory"]["target_id"] == "gb300" and shown["memory"]["n_devices"] == 72

@@ -52,6 +52,8 @@ def read_glued_count(text: str, spec: str, resolve: Callable[[str], str | None],
         read.append(GluedCount(before.group(2), int(before.group(1))))
     if (rack := _RACK.fullmatch(key)) and resolve(rack.group(1)) in NVL_RACK_PARTS:
         read.append(GluedCount(rack.group(1), int(rack.group(2)), rack=True))
+    if read and not any(1 <= r.count <= max_devices for r in read):  # b200x0, 0b200: a count, out of range
+        raise BadInputError(f"device count in {shown(spec)} must be between 1 and {max_devices:,}")
     read = [r for r in read if 1 <= r.count <= max_devices]
     if not read:
         return None
