@@ -385,10 +385,15 @@ RECV_INTERVAL = re.compile(r"--scheduler-recv-interval[ =](\d+)")
 
 
 def launch_recv_interval(raw: dict[str, Any]) -> int | None:
-    """The ``--scheduler-recv-interval`` an SGLang row's launch line sets (``notes``' ``server:`` command, an input,
-    not a fit: ``core.serve.recv_interval``); None where it sets none (SGLang's 1)."""
-    launch = " ".join(str(raw.get("notes", "")).split())  # the YAML folds long lines
-    found = RECV_INTERVAL.search(launch)
+    """The ``--scheduler-recv-interval`` an SGLang row's launch line sets (``notes``' ``sglang.launch_server``
+    command, up to the sentence that follows it: an input, not a fit, ``core.serve.recv_interval``); None where it
+    sets none (SGLang's 1)."""
+    notes = " ".join(str(raw.get("notes", "")).split())  # the YAML folds long lines
+    start = notes.find("sglang.launch_server")
+    if start < 0:
+        return None
+    end = notes.find(". ", start)
+    found = RECV_INTERVAL.search(notes[start : end if end > 0 else None])
     return int(found.group(1)) if found else None
 
 

@@ -4,15 +4,18 @@ lacks it or mha does not price it; written on the launch line it was priced with
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from mha_cli.core.cost.priors import prior_profile
 from mha_cli.core.cost.serving import arrival_steps, predict_serving
-from mha_cli.core.cost.stepper import ServingCase
+from mha_cli.core.cost.stepper import ServingCase, Stepper
 from mha_cli.core.presets import get_preset
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.serve.recv_interval import DP_ATTENTION_REFUSAL, RecvSkipper
 from mha_cli.core.serve.simulate import EngineLimits, simulate
+from mha_cli.core.serve.step_cost import StepCost
 from mha_cli.core.serve.workload import Workload
 from mha_cli.core.targets import load_targets
 
@@ -69,11 +72,57 @@ def test_an_idle_server_receives_at_once_and_a_prompt_step_lets_the_next_turn_re
     assert times.ttft == pytest.approx([PROMPT_S, PROMPT_S])
 
 
+@pytest.mark.parametrize("interval", [1, 3, 30])
+def test_the_repeated_decode_shortcut_equals_the_step_by_step_loop_under_a_capped_open_loop(interval):
+    """A request the client sends stops the shortcut at once (the cap counts it in flight), whether or not that turn
+    receives; one on its way waits for a receiving turn. Random lengths and send times under a cap of 3 users."""
+    draw = random.Random(interval)
+    for _ in range(60):
+        count = draw.randint(3, 8)
+        lengths = [(draw.randint(20, 200), draw.randint(2, 40)) for _ in range(count)]
+        sends = sorted(draw.uniform(0, 0.4) for _ in range(count))
+        workload = Workload(lengths=lengths, rate=1.0, max_concurrency=3, send_times=sends)
+        limits = EngineLimits("sglang", 10_000, 1, 256, 8, recv_interval=interval)
+        _, fast = simulate(workload, limits, FlatCost())  # type: ignore[arg-type]
+        _, slow = simulate(workload, limits, FlatCost(), skip_repeated_steps=False)  # type: ignore[arg-type]
+        assert fast.ttft == pytest.approx(slow.ttft) and fast.e2e == pytest.approx(slow.e2e)
+    # the case the review found: request 3 sent at 105 ms while the cap is full; 230 ms both ways
+    capped = Workload(lengths=[(100, 30), (100, 12), (100, 5), (100, 5)], send_times=[0, 0, 0.100, 0.105], rate=1.0,
+                      max_concurrency=3)  # fmt: skip
+    limits = EngineLimits("sglang", 10_000, 1, 8192, 8, recv_interval=30)
+    _, fast = simulate(capped, limits, FlatCost())  # type: ignore[arg-type]
+    _, slow = simulate(capped, limits, FlatCost(), skip_repeated_steps=False)  # type: ignore[arg-type]
+    assert fast.ttft == pytest.approx(slow.ttft)
+
+
+def test_the_pipelined_loop_counts_the_batches_it_sends():
+    """Two stages: the counter moves once for each batch sent, so a request reaching the busy server waits for the
+    N-th; against interval 1 its TTFT grows, and an idle server still receives at once."""
+    cost = _two_stage_cost()
+    workload = Workload(lengths=[(64, 40), (64, 40), (64, 4)], send_times=[0.0, 0.0, 0.05])
+    ttft = {}
+    for interval in (1, 8):
+        limits = EngineLimits("sglang", 10_000, 16, 8192, 8, recv_interval=interval)
+        _, times = simulate(workload, limits, cost)
+        ttft[interval] = times.ttft
+    assert ttft[8][:2] == pytest.approx(ttft[1][:2])  # both sent at once to an idle server
+    assert ttft[8][2] > ttft[1][2]
+
+
+def _two_stage_cost() -> StepCost:
+    profile = prior_profile(load_targets()["h100-sxm"], generation="sglang-0.5")
+    case = ServingCase(model=get_preset("llama-3-8b"), isl=1, osl=1, concurrency=1, pp=2)
+    return StepCost(Stepper(case, profile))
+
+
 def test_the_closed_form_waits_half_the_interval_in_decode_steps():
     case = ServingCase(model=get_preset("llama-3-8b"), isl=1000, osl=500, concurrency=16)
     assert arrival_steps(case, 16) == 0.5
     assert arrival_steps(case._replace(recv_interval=10), 16) == 5.0
     assert arrival_steps(case._replace(recv_interval=10), 1) == 0.5  # alone: an idle server receives at once
+    # two stages: a step is two turns of SGLang's pipelined loop, each counted; never below the half step
+    assert arrival_steps(case._replace(recv_interval=10, pp=2), 16) == 2.5
+    assert arrival_steps(case._replace(recv_interval=2, pp=4), 16) == 0.5
     profile = prior_profile(load_targets()["h100-sxm"], generation="sglang-0.5")
     plain = predict_serving(case, profile, None)
     spaced = predict_serving(case._replace(recv_interval=10), profile, None)
@@ -82,14 +131,14 @@ def test_the_closed_form_waits_half_the_interval_in_decode_steps():
 
 
 def test_refused_where_sglang_lacks_it_or_mha_does_not_price_it(cli):
-    with pytest.raises(ValueError, match="SGLang's --scheduler-recv-interval"):
+    with pytest.raises(ValueError, match=r"\(--scheduler-recv-interval\) is SGLang's"):
         DeploymentSpec(engine="vllm", scheduler_recv_interval=10)
     with pytest.raises(ValueError, match="DP attention is not priced"):
         DeploymentSpec(engine="sglang", dp=8, scheduler_recv_interval=10)
     assert DeploymentSpec(engine="vllm", scheduler_recv_interval=1).scheduler_recv_interval == 1  # the default
     base = ["plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--closed-form", "--scheduler-recv-interval"]
     old = cli.run(*base, "10", "--engine", "sglang@0.4.9")
-    assert old.exit_code == 2 and "first in 0.5.1" in old.output and "SGLang 0.4.9 lacks" in old.output
+    assert old.exit_code == 2 and "is SGLang's from 0.5.1, which SGLang 0.4.9 lacks" in " ".join(old.output.split())
     vllm = cli.run(*base, "10")  # vLLM by default
     assert vllm.exit_code == 2 and "use --engine sglang" in vllm.output
     dp = ["plan", "deepseek-v3", "--target", "8xh200", "--engine", "sglang", "--dp", "8", "--closed-form"]
@@ -105,6 +154,14 @@ def test_the_launch_line_sets_it_and_the_search_leaves_dp_attention_out(cli):
     assert "--scheduler-recv-interval" not in plain["launch"]["sglang"] + spaced["launch"]["vllm"]
     assert not any(point["deployment"]["dp_attention"] for point in spaced["candidates"])
     assert any(point["deployment"]["dp_attention"] for point in plain["candidates"])  # the control: searched
+
+    # every layout DP attention took is still searched, with the experts spread by expert parallelism instead
+    def layouts(found):
+        return {
+            (p["deployment"]["tp"], p["deployment"]["pp"], p["deployment"]["replicas"]) for p in found["candidates"]
+        }
+
+    assert layouts(spaced) == layouts(plain)
 
 
 def test_the_rows_launch_lines_give_the_interval(fit_priors):

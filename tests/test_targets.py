@@ -174,8 +174,11 @@ def test_a_glued_count_out_of_range_is_refused_as_a_count(spec):
     """``b200x0`` is a count of B200s, as ``0xb200`` is: refused as one, not as an unknown target."""
     with pytest.raises(BadInputError, match=rf"^device count in '{spec}' must be between 1 and 4,096$"):
         resolve_target(spec)
+
+
+def test_a_front_count_out_of_range_gets_the_same_message():
     with pytest.raises(BadInputError, match=r"^device count in '0xb200' must be between 1 and 4,096$"):
-        resolve_target("0xb200")  # the front form's message, the same
+        resolve_target("0xb200")
 
 
 def test_the_cli_plans_a_glued_rack_and_refuses_glued_digits_in_one_line(cli):

@@ -179,7 +179,7 @@ def plan(
             min=1,
             help="SGLang's own flag (from 0.5.1): while requests decode, its scheduler takes new ones on every N-th"
             " decode step only, so a request reaching a busy server waits N / 2 steps on average before its prompt"
-            " starts. Refused with --dp. Default 1: every step.",
+            " starts. Refused with --dp; a search leaves DP attention out. Default 1: every step.",
             show_default=False,
         ),
     ] = None,
@@ -423,7 +423,7 @@ def plan(
     if dp is not None:
         from mha_cli.core.dp_attention import dp_tp
 
-        if (deployment.scheduler_recv_interval or 1) > 1:
+        if deployment.recv_interval > 1:
             from mha_cli.core.serve.recv_interval import DP_ATTENTION_REFUSAL
 
             raise BadInputError(DP_ATTENTION_REFUSAL)

@@ -134,14 +134,17 @@ def check_async_scheduling(fields: dict[str, Any]) -> None:
 def check_recv_interval(fields: dict[str, Any]) -> None:
     """Refuse ``--scheduler-recv-interval`` in one line on an SGLang release without it (before 0.5.1,
     ``core.engine.flags``); another engine's is refused by ``DeploymentSpec``."""
-    from mha_cli.core.engine.flags import setting_refusal
+    from mha_cli.core.engine.flags import has, release_meant, release_named, span
     from mha_cli.core.engine.generations import generation
 
-    chosen = generation(fields.get("engine_generation"), "sglang")
+    chosen, typed = generation(fields.get("engine_generation"), "sglang"), fields.get("engine_version")
     word = "--scheduler-recv-interval"
-    refusal = setting_refusal(word, "sglang", chosen, fields.get("engine_version"), word)
-    if refusal is not None:
-        raise BadInputError(refusal)
+    if not has("sglang", release_meant(chosen, typed), word):
+        first = span("sglang", word).first
+        raise BadInputError(
+            f"{word} is SGLang's from {first}, which {release_named('sglang', chosen, typed)} lacks: drop it or use"
+            f" --engine sglang@{first} or later"
+        )
 
 
 def check_linear_backend(fields: dict[str, Any]) -> None:

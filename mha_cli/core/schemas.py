@@ -1284,15 +1284,20 @@ class DeploymentSpec(_Strict):
 
     @model_validator(mode="after")
     def _recv_interval_is_sglangs(self) -> "DeploymentSpec":
-        if (self.scheduler_recv_interval or 1) > 1 and self.engine != "sglang":
+        if self.recv_interval > 1 and self.engine != "sglang":
             raise ValueError(
-                "scheduler_recv_interval is SGLang's --scheduler-recv-interval: use --engine sglang, or drop it"
+                "scheduler_recv_interval (--scheduler-recv-interval) is SGLang's: use --engine sglang, or drop it"
             )
-        if (self.scheduler_recv_interval or 1) > 1 and self.dp:
+        if self.recv_interval > 1 and self.dp:
             from mha_cli.core.serve.recv_interval import DP_ATTENTION_REFUSAL
 
             raise ValueError(DP_ATTENTION_REFUSAL)
         return self
+
+    @property
+    def recv_interval(self) -> int:
+        """SGLang's ``--scheduler-recv-interval`` as priced: ``scheduler_recv_interval``, 1 where unset."""
+        return self.scheduler_recv_interval or 1
 
     @model_validator(mode="after")
     def _vllm_awq_kernel_is_for_awq(self) -> "DeploymentSpec":

@@ -126,7 +126,7 @@ def serving_case(
         cached_prefix=hit,
         speculative=deployment.speculative, nodes=nodes, host_kv_cache=bool(deployment.kv_offload_bytes),
         pp_split=engine.name, expert_kernel=memory.expert_kernel,
-        recv_interval=deployment.scheduler_recv_interval or 1,
+        recv_interval=deployment.recv_interval,
     )  # fmt: skip
 
 

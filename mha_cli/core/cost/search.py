@@ -138,20 +138,21 @@ def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSp
     other = plain.model_copy(update={"expert_parallel": not plain.expert_parallel})
     found = [plain, other] if not plain.expert_parallel else [other, plain]
     runs = dp_attention_runs_on(deployment.engine, deployment.engine_generation, deployment.engine_version)
-    if runs and (deployment.scheduler_recv_interval or 1) <= 1:
+    if runs and deployment.recv_interval == 1:
         found.append(plain.model_copy(update={"expert_parallel": True, "dp": DP_ATTENTION_VARIANT}))
     return found
 
 
 def _skipped(variant: DeploymentSpec, tp: int, pp: int, n_devices: int) -> bool:
     """Whether the search leaves ``variant`` out on tp x pp: DP attention needs replicas and one stage (the engines'
-    recipes); where it runs, it stands for whole experts shared by the replicas (the same weights and cache as
+    recipes); where the search tries it (``_variants``), it stands for whole experts shared by the replicas (the same weights and cache as
     expert parallelism with all-gather, priced with the dispatch ``moe_a2a_backend`` names)."""
     dp_layout = pp == 1 and tp < n_devices
     if variant.dp:
         return not dp_layout
     engine_runs_it = dp_attention_runs_on(variant.engine, variant.engine_generation, variant.engine_version)
-    return bool(variant.expert_parallel) and dp_layout and engine_runs_it
+    dp_searched = engine_runs_it and variant.recv_interval == 1  # as _variants adds it
+    return bool(variant.expert_parallel) and dp_layout and dp_searched
 
 
 def _same_as_asked(
@@ -536,7 +537,7 @@ def launch_commands(
         sglang.append("--disable-radix-cache")
     if deployment.async_scheduling is not None:  # as set (DeploymentSpec.async_scheduling): vLLM's alone
         vllm.append("--async-scheduling" if deployment.async_scheduling else "--no-async-scheduling")
-    if (deployment.scheduler_recv_interval or 1) > 1:  # as priced (core.serve.recv_interval): SGLang's alone
+    if deployment.recv_interval > 1:  # as priced (core.serve.recv_interval): SGLang's alone
         sglang += ["--scheduler-recv-interval", str(deployment.scheduler_recv_interval)]
     if deployment.speculative is not None:  # the drafter priced (core.speculative)
         from mha_cli.core.speculative import sglang_flags, vllm_flags

@@ -203,11 +203,13 @@ def _latencies(case: ServingCase, stepper: Stepper, running: int) -> tuple[float
 
 
 def arrival_steps(case: ServingCase, running: int) -> float:
-    """Decode steps a new request waits before the engine takes it: half of one (it arrives mid-step), or, with
-    SGLang's ``--scheduler-recv-interval N`` among other decoding requests, half of N (its scheduler receives on every
-    N-th decode step, ``core.serve.recv_interval``); a lone request finds the engine idle, which receives at once."""
+    """Decode steps (each one token through every stage) a new request waits before the engine takes it: half of one
+    (it arrives mid-step), or, with SGLang's ``--scheduler-recv-interval N`` among other decoding requests, half of N
+    turns of its loop (its scheduler receives on every N-th, ``core.serve.recv_interval``), pp turns a step under
+    pipeline stages (``micro_batch_steps``), never less than the half step without it; a lone request finds the engine
+    idle, which receives at once."""
     if case.recv_interval > 1 and running > 1:
-        return case.recv_interval / 2
+        return max(0.5, case.recv_interval / (2 * micro_batch_steps(case.pp)))
     return 0.5
 
 

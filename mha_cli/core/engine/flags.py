@@ -87,9 +87,9 @@ SGLANG_PAGE = (
     " https://docs.sglang.io/advanced_features/server_arguments.html"
 )
 SGLANG_RECV = (
-    "server_args.py (ServerArgs.scheduler_recv_interval) in the wheels of 0.4.10, 0.4.10.post1 and 0.4.10.post2 (lack"
-    " it), 0.5.1, 0.5.2, 0.5.3, 0.5.4, 0.5.6, 0.5.10, 0.5.12 and 0.5.16 (and of the pre-releases 0.5.0rc0 and rc2);"
-    " 0.5.23's arg_groups/fields/schedule.py; https://docs.sglang.io/advanced_features/server_arguments.html"
+    "server_args.py (ServerArgs.scheduler_recv_interval) in the wheels of 0.4.10, 0.4.10.post1 and 0.4.10.post2 (no"
+    " flag), 0.5.0rc0, 0.5.0rc2, 0.5.1-0.5.4, 0.5.6, 0.5.10 and 0.5.12-0.5.16, 0.5.23's arg_groups/fields/schedule.py"
+    " (core.serve.recv_interval.WHEELS_READ); https://docs.sglang.io/advanced_features/server_arguments.html"
 )
 SGLANG_ATTN_DP = (
     f"{FIRST_READS}: 0.5.22's arg_groups/fields/parallel.py (ServerArgs.attn_dp_size), 0.5.21 lacks it (attn_dp_size"

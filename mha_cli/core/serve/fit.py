@@ -127,7 +127,7 @@ class Replay(NamedTuple):
     engine: EnginePlan
 
     def limits(self) -> EngineLimits:
-        return engine_limits(self.engine)
+        return engine_limits(self.engine, recv_interval=self.case.recv_interval)
 
 
 def workload_of(run: MeasuredRun) -> Workload:

@@ -32,6 +32,7 @@ b / pp decodes each, a request's token comes every host + all stages' time of b 
 from collections import deque
 from typing import Any, NamedTuple, Protocol
 
+from mha_cli.core.serve.recv_interval import RecvSkipper
 from mha_cli.core.serve.schedulers import EngineState, schedule
 from mha_cli.core.serve.step_cost import StepCost
 
@@ -53,8 +54,8 @@ class SimulatedRun(Protocol):
     steps: int
     last: list[float]
     gaps: dict[float, int]
-    recv: Any
-    """``core.serve.recv_interval.RecvSkipper``: told of each batch sent."""
+    recv: RecvSkipper
+    """SGLang's receive interval: told of each batch sent."""
 
     def admit(self) -> None: ...
 

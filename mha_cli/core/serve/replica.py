@@ -141,7 +141,7 @@ def simulate_deployment(
     if slo_percentile not in SLO_PERCENTILES:
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
     workload, users = client_workload(case, client, rate, engine, 1 if offload is None else offload.shared_prefixes)
-    limits = engine_limits(engine)._replace(recv_interval=case.recv_interval)
+    limits = engine_limits(engine, recv_interval=case.recv_interval)
     if not prefix_caching:  # no cache to keep a preempted request's blocks in (core.serve.schedulers.OwnBlocks)
         limits = limits._replace(caches_preempted_blocks=False)
     if offload is not None:

@@ -77,17 +77,18 @@ class EngineLimits(NamedTuple):
     the next N-th decode step (``core.serve.recv_interval``); 1: at the next step."""
 
 
-def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> EngineLimits:
+def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_interval: int = 1) -> EngineLimits:
     """The scheduler's settings and pool of an engine's memory plan, its pool as blocks of one request's tokens:
     vLLM's blocks over its KV cache groups (a request takes a block in every group for each block of its tokens;
     priced so for sliding-window groups too, which hold less), the other engines' tokens in blocks. An attention-free
     model's pool holds states, one a request whatever its length: blocks of max_model_len tokens (vLLM's block size
-    for such a model), as many as the pool holds states."""
+    for such a model), as many as the pool holds states. ``recv_interval``: SGLang's ``--scheduler-recv-interval``
+    (``ServingCase.recv_interval``)."""
     if not engine.kv_bytes_per_token_per_rank:
         return EngineLimits(
             engine=engine.name, kv_blocks=int(engine.max_concurrency), block_size=engine.max_model_len,
             max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
-            prefix_caching=prefix_caching,
+            prefix_caching=prefix_caching, recv_interval=recv_interval,
         )  # fmt: skip
     groups = len(engine.groups)
     blocks = engine.kv_blocks // groups if groups else engine.kv_tokens // engine.block_size
@@ -98,7 +99,7 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True) -> Engin
         whole_prompt_admission=engine.admits_whole_prompt, counts_preempted_lookups=engine.counts_preempted_lookups,
         watermark_blocks=int(engine.admission_watermark * blocks),
         caches_preempted_blocks=engine.name == "vllm" and not engine.admission_watermark,
-        counts_lookups_at_admission=engine.counts_lookups_at_admission,
+        counts_lookups_at_admission=engine.counts_lookups_at_admission, recv_interval=recv_interval,
     )  # fmt: skip
 
 
@@ -190,10 +191,16 @@ class _Client:
 
     def next_event(self) -> float | None:
         """The earliest time a request reaches the engine or a ready one could be sent."""
-        times = [self.entering[0][0]] if self.entering else []
-        if self.next < len(self.ready) and self.in_flight < self.cap:
-            times.append(self.ready[self.next])
+        times = [t for t in (self.next_entry(), self.next_send()) if t is not None]
         return min(times) if times else None
+
+    def next_entry(self) -> float | None:
+        """When the next request sent reaches the engine (None: none on its way)."""
+        return self.entering[0][0] if self.entering else None
+
+    def next_send(self) -> float | None:
+        """When the next request could be sent: its arrival, if a slot is free (None: none, or none free)."""
+        return self.ready[self.next] if self.next < len(self.ready) and self.in_flight < self.cap else None
 
 
 class _Run:
@@ -300,12 +307,14 @@ class _Run:
         return ended
 
     def decode_run(self, decodes: list[int]) -> list[int]:
-        """Repeat the step of ``decodes`` alone until the next event: a request ends, one arrives (and a turn
-        receives it: ``core.serve.recv_interval``), or the pool would run out (``_horizon``). Only the first step's
-        gaps differ per request; the others are the step's time for every row. The requests it ended."""
+        """Repeat the step of ``decodes`` alone until the next event: a request ends, the client sends one, one sent
+        reaches the engine on a turn that receives it (``core.serve.recv_interval``), or the pool would run out
+        (``_horizon``). Only the first step's gaps differ per request; the others are the step's time for every row.
+        The requests it ended."""
         state, rows = self.state, len(decodes)
         horizon = _horizon(state, decodes, self.outputs, grows=self.limits.engine != "trtllm")
-        arrival = self.client.next_event()
+        # a request sent stops the run at once (the client counts it in flight); one on its way, at a receiving turn
+        send, entry = self.client.next_send(), self.client.next_entry()
         context = sum(state.computed[r] for r in decodes) // rows
         first_end = 0.0
         taken = 0
@@ -318,7 +327,7 @@ class _Run:
             else:
                 self.gaps[seconds] = self.gaps.get(seconds, 0) + rows
             self.recv.step(prompt=False)
-            if arrival is not None and self.now >= arrival and self.recv.due:
+            if (send is not None and self.now >= send) or (entry is not None and self.now >= entry and self.recv.due):
                 break
         self.steps += taken
         state.decay_ratio(taken - 1)
@@ -495,6 +504,8 @@ def simulate(
             "TensorRT-LLM runs a prompt whole (context chunking is off by default): every prompt must fit"
             f" max_num_tokens ({limits.max_num_batched_tokens:,})"
         )
+    if limits.recv_interval > 1 and limits.engine != "sglang":
+        raise ValueError(f"a receive interval is SGLang's scheduler's, not {limits.engine}'s")
     run = _Run(workload, limits, cost, request_overhead_s)
     run.run(trace, skip_repeated_steps)
     sent, outputs = run.client.sent, run.outputs
