@@ -145,8 +145,9 @@ def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSp
 
 def _skipped(variant: DeploymentSpec, tp: int, pp: int, n_devices: int) -> bool:
     """Whether the search leaves ``variant`` out on tp x pp: DP attention needs replicas and one stage (the engines'
-    recipes); where the search tries it (``_variants``), it stands for whole experts shared by the replicas (the same weights and cache as
-    expert parallelism with all-gather, priced with the dispatch ``moe_a2a_backend`` names)."""
+    recipes); where the search tries it (``_variants``), it stands for whole experts shared by the replicas (the
+    same weights and cache as expert parallelism with all-gather, priced with the dispatch ``moe_a2a_backend``
+    names)."""
     dp_layout = pp == 1 and tp < n_devices
     if variant.dp:
         return not dp_layout
