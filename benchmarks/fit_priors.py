@@ -28,8 +28,8 @@ a config whose quantization_config is a scheme, tensor by tensor: ``checkpoint_s
 with DP attention (``dp``: data-parallel attention ranks of ``tp`` GPUs each, the experts spread over all, reached
 by the dispatch the row's launch line names: ``launch_a2a_backend``), speculative decoding (``speculative``:
 method, k and the acceptance length the run printed), the sampler vLLM's profiling run took (``vllm_sampler``:
-``row_sampler``) where the row states them, and SGLang's ``--scheduler-recv-interval`` where its launch line sets
-it (``launch_recv_interval``). A row stating its benchmark client
+``row_sampler``) where the row states them, and SGLang's ``--scheduler-recv-interval`` and ``--chunked-prefill-size``
+where its launch line sets them (``launch_recv_interval``, ``launch_chunk``). A row stating its benchmark client
 (``client``: prompts, length spread; ``bench: sglang``: ``sglang.bench_serving``'s random-dataset lengths,
 ``row_client``) has all its figures (mean TTFT, mean TPOT, output tokens/s per GPU) read off ONE run of that client
 simulated through the engine's scheduler, as ``mha plan``'s "simulated serving loop" table reports them (a burst at
@@ -234,6 +234,7 @@ class GenerationRow:
             dp=dp, speculative=_speculative(model, origin, kind, mha.get("speculative")),
             moe_a2a_backend=launch_a2a_backend(raw) if dp else None, vllm_mxfp4_kernel=launch_mxfp4_kernel(raw),
             vllm_sampler=row_sampler(mha), scheduler_recv_interval=launch_recv_interval(raw),
+            max_num_batched_tokens=launch_chunk(raw),
         )  # fmt: skip
         resolved = ResolvedTarget(spec=self.target.id, target=self.target, n_devices=tp * pp * (dp or 1))
         ceiling = datasheet_profile(self.target, self.weight_dtype)
@@ -381,20 +382,28 @@ def launch_mxfp4_kernel(raw: dict[str, Any]) -> str | None:
     return "marlin" if f"{MARLIN_VARIABLE}=1 vllm serve" in launch else None
 
 
-RECV_INTERVAL = re.compile(r"--scheduler-recv-interval[ =](\d+)")
-
-
-def launch_recv_interval(raw: dict[str, Any]) -> int | None:
-    """The ``--scheduler-recv-interval`` an SGLang row's launch line sets (``notes``' ``sglang.launch_server``
-    command, up to the sentence that follows it: an input, not a fit, ``core.serve.recv_interval``); None where it
-    sets none (SGLang's 1)."""
+def sglang_launch_flag(raw: dict[str, Any], flag: str) -> int | None:
+    """The whole number an SGLang row's launch line gives ``flag`` (``notes``' ``sglang.launch_server`` command, up
+    to the sentence that follows it: an input, not a fit); None where the row has no such command or it sets none
+    (SGLang's default)."""
     notes = " ".join(str(raw.get("notes", "")).split())  # the YAML folds long lines
     start = notes.find("sglang.launch_server")
     if start < 0:
         return None
     end = notes.find(". ", start)
-    found = RECV_INTERVAL.search(notes[start : end if end > 0 else None])
+    found = re.search(rf"{re.escape(flag)}[ =](\d+)", notes[start : end if end > 0 else None])
     return int(found.group(1)) if found else None
+
+
+def launch_recv_interval(raw: dict[str, Any]) -> int | None:
+    """The ``--scheduler-recv-interval`` an SGLang row's launch line sets (``core.serve.recv_interval``)."""
+    return sglang_launch_flag(raw, "--scheduler-recv-interval")
+
+
+def launch_chunk(raw: dict[str, Any]) -> int | None:
+    """The ``--chunked-prefill-size`` an SGLang row's launch line sets: its step's prompt budget, which mha prices as
+    ``max_num_batched_tokens`` (``core.cost.search.launch_commands`` writes the one as the other)."""
+    return sglang_launch_flag(raw, "--chunked-prefill-size")
 
 
 def row_sampler(mha: dict[str, Any]) -> VllmSampler | None:

@@ -164,7 +164,15 @@ def test_the_launch_line_sets_it_and_the_search_leaves_dp_attention_out(cli):
     assert layouts(spaced) == layouts(plain)
 
 
-def test_the_rows_launch_lines_give_the_interval(fit_priors):
+def test_the_rows_launch_lines_give_the_interval_and_the_prompt_budget(fit_priors):
     folded = {"notes": "python3 -m sglang.launch_server --scheduler-recv-interval\n 30 --stream-interval 30"}
     assert fit_priors.launch_recv_interval(folded) == 30
     assert fit_priors.launch_recv_interval({"notes": "vllm serve m"}) is None
+    assert fit_priors.launch_chunk(folded) is None
+    launch = {"notes": "server: python3 -m sglang.launch_server --chunked-prefill-size 32768. client: --max 16"}
+    assert fit_priors.launch_chunk(launch) == 32768
+    # a flag after the command's sentence (the client's, a note's) is not the server's
+    assert (
+        fit_priors.launch_chunk({"notes": "python -m sglang.launch_server --tp 8. Note: --chunked-prefill-size 9"})
+        is None
+    )
