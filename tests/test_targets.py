@@ -176,6 +176,18 @@ def test_a_glued_count_out_of_range_is_refused_as_a_count(spec):
         resolve_target(spec)
 
 
+@pytest.mark.parametrize("spec", ["gb300nvl144", "GB200-NVL144", "gb300nvl73"])
+def test_an_nvl_rack_larger_than_the_parts_nvlink_domain_is_refused_naming_the_x_form(spec):
+    """``gb300nvl144`` promises 144 GPUs in one NVLink domain; a GB300's holds 72 (GB300 NVL72), so it is refused with
+    the spelling of as many GPUs over racks, which resolves; NVL72 and a smaller NVL36 still read."""
+    count = int(spec.lower().rsplit("nvl", 1)[1])
+    chip = spec.lower()[:5]
+    with pytest.raises(BadInputError, match=rf"holds 72 GPUs \(NVL72\); .* write {count}x{chip}$"):
+        resolve_target(spec)
+    assert resolve_target(f"{count}x{chip}").n_devices == count
+    assert resolve_target(f"{chip}nvl36").n_devices == 36
+
+
 def test_a_front_count_out_of_range_gets_the_same_message():
     with pytest.raises(BadInputError, match=r"^device count in '0xb200' must be between 1 and 4,096$"):
         resolve_target("0xb200")

@@ -6,7 +6,8 @@
 - after the chip with an ``x`` (``b200x8``, ``h20 x 8``): ``8xb200``, ``8xh20``;
 - glued in front (``8h100``): ``8xh100``;
 - as the NVL rack a per-GPU row is one GPU of (``gb300nvl72``, ``GB200-NVL72``: NVIDIA's GB200/GB300 NVL72, 72 GPUs
-  in one NVLink domain, ``NVL_RACK_PARTS``): ``72xgb300``.
+  in one NVLink domain, ``NVL_RACK_PARTS``): ``72xgb300``; a rack larger than that domain (``gb300nvl144``) is
+  refused, naming the ``x`` form.
 
 Each is read only when its chip part is a known id or alias as it stands, and only as that chip. Digits glued straight
 after a chip name (``h2008``, ``h1008``, ``b200-8``) are never read: they cannot be told from a model number or a
@@ -51,6 +52,7 @@ def read_glued_count(text: str, spec: str, resolve: Callable[[str], str | None],
     if (before := _BEFORE.fullmatch(key)) and resolve(before.group(2)):
         read.append(GluedCount(before.group(2), int(before.group(1))))
     if (rack := _RACK.fullmatch(key)) and resolve(rack.group(1)) in NVL_RACK_PARTS:
+        _refuse_a_larger_domain(spec, rack.group(1), int(rack.group(2)), resolve)
         read.append(GluedCount(rack.group(1), int(rack.group(2)), rack=True))
     if read and not any(1 <= r.count <= max_devices for r in read):  # b200x0, 0b200: a count, out of range
         raise BadInputError(f"device count in {shown(spec)} must be between 1 and {max_devices:,}")
@@ -65,6 +67,19 @@ def read_glued_count(text: str, spec: str, resolve: Callable[[str], str | None],
     if len({(resolve(r.chip), r.count) for r in read}) > 1 or others:
         raise _refusal(spec, [*read, *others])
     return read[0]
+
+
+def _refuse_a_larger_domain(spec: str, chip: str, count: int, resolve: Callable[[str], str | None]) -> None:
+    """Refuses an NVL rack larger than the part's NVLink domain (``gb300nvl144``: the name promises 144 GPUs in one
+    domain, a GB300's holds 72, ``core.links.NODE_DEVICES``), naming the ``x`` form of as many GPUs over racks."""
+    from mha_cli.core.links import node_devices
+
+    domain = node_devices(str(resolve(chip)))
+    if count > domain:
+        raise BadInputError(
+            f"{shown(spec)}: a {chip.upper()}'s NVLink domain holds {domain} GPUs (NVL{domain}); for {count:,} of them"
+            f" over several racks write {count}x{chip}"
+        )
 
 
 def refuse_glued_digits(text: str, spec: str, resolve: Callable[[str], str | None], max_devices: int) -> None:
