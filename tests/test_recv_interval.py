@@ -5,6 +5,7 @@ lacks it or mha does not price it; written on the launch line it was priced with
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
 import pytest
 
@@ -162,6 +163,19 @@ def test_the_launch_line_sets_it_and_the_search_leaves_dp_attention_out(cli):
         }
 
     assert layouts(spaced) == layouts(plain)
+
+
+def test_calibrate_from_replays_the_interval():
+    """``mha calibrate --from``'s simulated runs take the deployment's interval, as ``mha plan``'s do."""
+    from mha_cli.core.serve.fit import replay_for
+    from mha_cli.core.targets import resolve_target
+
+    base = prior_profile(load_targets()["h100-sxm"], generation="sglang-0.5")
+    runs = [SimpleNamespace(lengths=[(1000, 200)])]
+    for interval in (None, 10):
+        deployment = DeploymentSpec(engine="sglang", scheduler_recv_interval=interval, seq_len=2048)
+        replay = replay_for(get_preset("llama-3-8b"), resolve_target("h100"), deployment, base, runs, tp=1)  # type: ignore[arg-type]
+        assert replay.limits().recv_interval == (interval or 1)
 
 
 def test_the_rows_launch_lines_give_the_interval_and_the_prompt_budget(fit_priors):
