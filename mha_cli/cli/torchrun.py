@@ -4,9 +4,8 @@ are rendered here, in the CLI ring, as ``mha verify --tp`` renders them (tables,
 
 from __future__ import annotations
 
-import sys
-
 from mha_cli.parallel.report import TpVerifyReport
+from mha_cli.parallel.worker import exit_at_once
 from mha_cli.parallel.worker import main as run_rank
 
 
@@ -24,4 +23,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_at_once(main())

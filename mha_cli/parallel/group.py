@@ -13,8 +13,14 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torch.distributed import Store
 
 LOOPBACK = "127.0.0.1"
+_LEAVING = "mha/leaving"
+"""Store keys of ``leave_together``'s handshake (beside the group's own, which torch prefixes)."""
 ENV_KEYS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
@@ -75,8 +81,12 @@ def backend_for(device_type: str) -> str:
     return "nccl" if device_type == "cuda" else "gloo"
 
 
-def init_group(env: RankEnv, device_type: str, timeout_s: float) -> None:
-    """Join the run's default process group; set-up and every collective time out after ``timeout_s``."""
+def init_group(env: RankEnv, device_type: str, timeout_s: float) -> Store:
+    """Join the run's default process group; set-up and every collective time out after ``timeout_s``.
+
+    Returns the rendezvous store (rank 0's TCPStore, or torchrun's agent store), which ``leave_together`` uses
+    to agree on leaving over a channel other than the collectives' own.
+    """
     import torch
     import torch.distributed as dist
 
@@ -84,24 +94,38 @@ def init_group(env: RankEnv, device_type: str, timeout_s: float) -> None:
     if device_type == "cuda":
         torch.cuda.set_device(env.local_rank)
         device_id = torch.device("cuda", env.local_rank)
+    timeout = timedelta(seconds=timeout_s)
+    url = f"tcp://{env.master_addr}:{env.master_port}"
+    store, _, _ = next(dist.rendezvous(url, rank=env.rank, world_size=env.world_size, timeout=timeout))
     dist.init_process_group(
-        backend=backend_for(device_type),
-        init_method=f"tcp://{env.master_addr}:{env.master_port}",
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=timeout_s),
+        backend=backend_for(device_type), store=store, rank=env.rank, world_size=env.world_size, timeout=timeout,
         device_id=device_id,
-    )
+    )  # fmt: skip
+    return store
 
 
-def leave_together() -> None:
-    """Wait, after a successful run, until every rank is done with every collective. Without it a rank whose last
-    send was posted (``gather_object`` to rank 0) could tear its gloo connections down while rank 0 still reads
-    them, and gloo aborts that rank ("terminate called without an active exception", SIGABRT), seen about once
-    in four ``--tp 4`` runs on a 2-core machine."""
+def leave_together(store: Store) -> None:
+    """Wait, after a successful run, until no rank has a collective message in flight, so that closing the
+    group's connections cannot cut one.
+
+    A barrier ends every rank's collectives, but its own last messages may still be on the wire when the
+    fastest rank closes its gloo connections; a rank whose connection is cut mid-message is aborted by gloo
+    ("terminate called without an active exception", SIGABRT; about once in four ``--tp 4`` runs on a
+    2-core machine with no barrier, still seen with one). So each rank then posts "left" on the rendezvous
+    store and waits for every rank's: once all are there, every collective has finished on every rank. Rank 0
+    hosts that store (outside torchrun), so it waits until every other rank has read the last key ("released")
+    before it may exit and take the store down.
+    """
     import torch.distributed as dist
 
+    rank, world_size = dist.get_rank(), dist.get_world_size()
     dist.barrier()
+    store.set(f"{_LEAVING}/left/{rank}", "1")
+    store.wait([f"{_LEAVING}/left/{peer}" for peer in range(world_size)])
+    if rank == 0:
+        store.wait([f"{_LEAVING}/released/{peer}" for peer in range(1, world_size)])
+    else:
+        store.set(f"{_LEAVING}/released/{rank}", "1")
 
 
 def close_group() -> None:

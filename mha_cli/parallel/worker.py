@@ -20,6 +20,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from mha_cli.core.errors import EXIT_CHECK_FAILED, EXIT_OUT_OF_MEMORY, MhaError
 from mha_cli.parallel.group import RankEnv, close_group, init_group, leave_together
@@ -103,7 +104,7 @@ def run_pipeline_batch(batch: PpBatch, env: RankEnv, on_stage: Callable[[str], N
 
     device_type = batch.pp_jobs[0].device_type
     on_stage("joining the process group")
-    init_group(env, device_type, max(job.timeout_s for job in batch.pp_jobs))
+    store = init_group(env, device_type, max(job.timeout_s for job in batch.pp_jobs))
     on_stage("joined the process group")
     if any(job.pp * job.tp != env.world_size for job in batch.pp_jobs):
         wanted = sorted({job.pp * job.tp for job in batch.pp_jobs})
@@ -112,7 +113,8 @@ def run_pipeline_batch(batch: PpBatch, env: RankEnv, on_stage: Callable[[str], N
     device = rank_device(device_type, env.local_rank)
     reports = [run_stage(job, env.rank, device, on_stage) for job in batch.pp_jobs]
     on_stage("leaving the process group")
-    leave_together()
+    leave_together(store)
+    on_stage("left the process group")
     return [report for report in reports if report is not None]
 
 
@@ -135,8 +137,7 @@ def run_batch(
     else:
         device_type, timeout_s = resolve_tp_device(args.device, env.world_size), args.tp_timeout
     on_stage("joining the process group")
-    if env.world_size > 1:
-        init_group(env, device_type, timeout_s)
+    store = init_group(env, device_type, timeout_s) if env.world_size > 1 else None
     on_stage("joined the process group")
     if batch is None:
         batch = planned_batch(args, env)
@@ -145,9 +146,10 @@ def run_batch(
     inject_fault(env.rank)
     device = rank_device(device_type, env.local_rank)
     reports = [run_job(job, env.rank, device, on_stage) for job in batch.jobs]
-    if env.world_size > 1:
+    if store is not None:
         on_stage("leaving the process group")
-        leave_together()
+        leave_together(store)
+        on_stage("left the process group")
     return [report for report in reports if report is not None]
 
 
@@ -173,6 +175,8 @@ def main(argv: list[str] | None = None, emit: Emit = print_json) -> int:
             reports: list[Report] = list(run_pipeline_batch(batch, env, marker))
         else:
             reports = list(run_batch(batch, args, env, marker))
+        close_group()
+        marker("closed the process group")
         if env.rank == 0:
             _emit(reports, args, emit)
             if args.run_dir is None and not all(report.passed for report in reports):
@@ -188,6 +192,18 @@ def main(argv: list[str] | None = None, emit: Emit = print_json) -> int:
     finally:
         with contextlib.suppress(Exception):  # leaving a broken group must not hide the run's own error
             close_group()
+
+
+def exit_at_once(code: int) -> NoReturn:
+    """End this rank's process with ``code``, stdout and stderr flushed, skipping the interpreter's teardown.
+
+    By then the process group is closed and the result written; what teardown would still do is destroy
+    torch's leftover gloo objects (threads, connections, work items holding tensors) while the interpreter
+    shuts down, which can abort a rank whose work is done (SIGABRT, torch PR #179291 describes one path).
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _stage_marker(run_dir: Path | None, rank: int) -> Callable[[str], None]:
@@ -233,4 +249,4 @@ def _is_peer_failure(exc: BaseException) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_at_once(main())
