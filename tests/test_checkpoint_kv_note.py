@@ -86,3 +86,29 @@ def test_a_compressed_tensors_kv_scheme_is_named_and_priced_as_vllm_runs_it(cli,
 def test_a_checkpoint_declaring_no_kv_format_gets_no_line(cli, tmp_path):
     result, lines = kv_assumptions(cli, write(tmp_path / "model", {**MODELOPT, "kv_cache_quant_algo": None}))
     assert lines == [] and result["bytes_per_token"] == 131072
+
+
+@pytest.mark.parametrize("engine", ["vllm@0.13.0", "vllm@0.14.0", "sglang@0.5.2", "sglang@0.5.3", "trtllm"])
+def test_auto_is_the_format_left_out(cli, tmp_path, engine):
+    """vLLM's own default, typed (``--kv-cache-dtype auto``), prices what leaving it out does: the checkpoint's fp8
+    where the release runs it (65,536 B a token), the model's bf16 before (131,072). Found by newuser trial 229: auto
+    read as bf16 and halved the pool of a ModelOpt FP8-KV checkpoint on today's vLLM."""
+    path = write(tmp_path / "model", MODELOPT)
+    left_out = kv_assumptions(cli, path, "--engine", engine)[0]
+    typed = kv_assumptions(cli, path, "--engine", engine, "--kv-cache-dtype", "AUTO")[0]
+    assert typed["bytes_per_token"] == left_out["bytes_per_token"]
+    assert typed["bytes_per_token"] == (131072 if engine in ("vllm@0.13.0", "sglang@0.5.2") else 65536)
+
+
+def test_auto_plans_the_same_pool_as_left_out(cli, tmp_path):
+    path = write(tmp_path / "model", MODELOPT)
+    common = ("plan", path, "--target", "b200", "--tp", "1", "--concurrency", "8", "--closed-form")
+    left_out, typed = cli.json(*common), cli.json(*common, "--kv-cache-dtype", "auto")
+    assert typed["memory"]["engine"]["kv_tokens"] == left_out["memory"]["engine"]["kv_tokens"] == 2_479_520
+
+
+def test_a_config_files_auto_is_left_out():
+    from mha_cli.core.schemas import DeploymentSpec
+
+    spec = DeploymentSpec.model_validate({"kv_dtype": "auto", "seq_len": 1024})
+    assert "kv_dtype" not in spec.model_fields_set and spec.kv_dtype == "bf16"

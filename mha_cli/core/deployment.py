@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mha_cli.core.dtypes import is_engine_default_kv
 from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -45,6 +46,8 @@ def merge_deployment(
 ) -> DeploymentSpec:
     """``base`` (or the defaults) with every override that is not ``None`` applied and validated."""
     fields = base.model_dump(exclude_unset=True) if base is not None else {}
+    if is_engine_default_kv(overrides.get("kv_dtype")):  # vLLM's auto: as left out (a checkpoint's fp8 can fill it)
+        overrides = {**overrides, "kv_dtype": None}
     if overrides.get("weight_dtype") is not None:  # a format asked for prices every weight alike, not as stored
         fields.pop("weight_scheme", None)
         fields.pop("checkpoint_headers", None)

@@ -38,7 +38,9 @@ DTYPE_ALIASES = {
 }
 KV_DTYPE_ALIASES = {"fp8_e5m2": "fp8", "auto": "bf16"}
 """vLLM's ``--kv-cache-dtype`` values beyond ours: e5m2 is a byte a value as e4m3 is; ``auto`` (vLLM's default) is the
-model's dtype, bf16 for today's checkpoints (an fp16 one's is the same two bytes)."""
+model's dtype, bf16 for today's checkpoints (an fp16 one's is the same two bytes), where a name alone is read; a
+deployment reads ``auto`` as the format left out (``is_engine_default_kv``), which a ModelOpt checkpoint's declared fp8
+cache can fill."""
 VLLM_KV_NAMES = ("auto", "fp8_e4m3", "fp8_e5m2")
 """vLLM's ``--kv-cache-dtype`` values (``CacheDType``, vllm/config/cache.py) taken besides ours, named in a refusal."""
 
@@ -48,6 +50,12 @@ FP8_VARIANT_NAMES: dict[str, Fp8Variant] = {"fp8_e4m3": "e4m3", "e4m3": "e4m3", 
 """The KV dtype names that say which fp8 encoding they mean (plain ``fp8`` says none: the engines' e4m3)."""
 
 
+def is_engine_default_kv(name: object) -> bool:
+    """Whether a KV dtype name is ``auto``, the engines' default: the same as leaving the format out (the model's
+    dtype, or the fp8 a ModelOpt checkpoint declares where the engine runs it: ``core.engine.checkpoint_kv``)."""
+    return isinstance(name, str) and name.strip().lower() == "auto"
+
+
 def fp8_variant_named(name: object) -> Fp8Variant | None:
     """The fp8 encoding a KV dtype name says (``fp8_e5m2`` -> ``e5m2``); None for a name that says none."""
     return FP8_VARIANT_NAMES.get(name.strip().lower()) if isinstance(name, str) else None
@@ -55,7 +63,10 @@ def fp8_variant_named(name: object) -> Fp8Variant | None:
 
 def with_fp8_variant(fields: object) -> object:
     """A model's input ``fields`` with ``kv_fp8_variant`` set where its ``kv_dtype`` names an fp8 encoding
-    (``fp8_e5m2``), which the format alone (fp8) loses; anything else as it is."""
+    (``fp8_e5m2``), which the format alone (fp8) loses, and without ``kv_dtype`` where it is ``auto``
+    (``is_engine_default_kv``: as left out); anything else as it is."""
+    if isinstance(fields, dict) and is_engine_default_kv(fields.get("kv_dtype")):
+        return {key: value for key, value in fields.items() if key != "kv_dtype"}
     variant = fp8_variant_named(fields.get("kv_dtype")) if isinstance(fields, dict) else None
     return fields if variant is None else {**fields, "kv_fp8_variant": variant}  # type: ignore[dict-item]
 
