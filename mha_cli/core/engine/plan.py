@@ -219,6 +219,17 @@ KV_FORMATS = {"vllm": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"), "sglang": (
 """KV-cache formats each engine offers (vLLM ``kv_cache_dtype`` auto/fp8, SGLang fp8_e4m3/e5m2, TRT-LLM fp8/int8)."""
 
 
+def kv_format_note(engine: str, kv_dtype: str) -> str | None:
+    """The note for a KV format ``engine`` does not offer (``KV_FORMATS``: int8 on vLLM and SGLang), whose figures are
+    that format's bytes, not a deployment the engine runs; None where it offers it."""
+    if kv_dtype in KV_FORMATS[engine]:
+        return None
+    return (
+        f"{ENGINE_NAMES[engine]} has no {kv_dtype} KV cache (it offers {', '.join(KV_FORMATS[engine])}):"
+        " these figures are that format's bytes, not a deployment it runs"
+    )
+
+
 def _activation_how(model: ModelSpec, target: Target, settings: EngineSettings, tp: int) -> str:
     """Which of the profiling run's peaks the activation line is (``core.engine.activation``)."""
     how = _peak_how(model, target, settings, tp)
@@ -1067,11 +1078,9 @@ def plan_engine(
     if not target.device_memory_measured:
         notes.append(f"{target.id}: its memory as torch reports it is an {target.torch_memory_source}")
     notes.extend(unified_memory_notes(target, settings.engine, settings.utilisation))
-    if kv.kv_dtype not in KV_FORMATS[settings.engine]:
-        notes.append(
-            f"{ENGINE_NAMES[settings.engine]} has no {kv.kv_dtype} KV cache (it offers {', '.join(KV_FORMATS[settings.engine])}):"
-            f" these figures are that format's bytes, not a deployment it runs"
-        )
+    format_note = kv_format_note(settings.engine, kv.kv_dtype)
+    if format_note is not None:
+        notes.append(format_note)
     padded = padded_vocab(model.embeddings.vocab_size)
     if kv.tp > 1 and padded % kv.tp:
         notes.append(f"vLLM requires tp to divide the padded vocabulary ({padded:,}): it refuses tp {kv.tp}")

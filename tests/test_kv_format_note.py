@@ -1,0 +1,26 @@
+"""A KV format the engine does not offer (int8 on vLLM and SGLang: ``core.engine.plan.KV_FORMATS``) is said wherever its
+figures are printed. ``mha kv`` said it; a pinned ``mha plan`` priced vLLM's pool in int8 (about twice what vLLM
+allocates) with no word of it (found by newuser trial 229)."""
+
+import pytest
+
+NOTE = (
+    "{engine} has no int8 KV cache (it offers {offers}): these figures are that format's bytes, not a deployment it"
+    " runs"
+)
+PINNED = ("plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "4", "--concurrency", "8", "--closed-form")
+
+
+@pytest.mark.parametrize(
+    ("engine", "offers"),
+    [("vllm", "fp32, fp16, bf16, fp8, fp8_ds_mla"), ("sglang", "fp32, fp16, bf16, fp8")],
+)
+def test_a_pinned_plan_says_the_engine_has_no_int8_cache(cli, engine, offers):
+    result = cli.json(*PINNED, "--engine", engine, "--kv-cache-dtype", "int8")
+    assert NOTE.format(engine={"vllm": "vLLM", "sglang": "SGLang"}[engine], offers=offers) in result["notes"]
+
+
+@pytest.mark.parametrize(("engine", "kv"), [("vllm", "fp8"), ("vllm", "bf16"), ("trtllm", "int8")])
+def test_a_format_the_engine_offers_gets_no_such_note(cli, engine, kv):
+    result = cli.json(*PINNED, "--engine", engine, "--kv-cache-dtype", kv)
+    assert not [note for note in result["notes"] if "KV cache (it offers" in note]
