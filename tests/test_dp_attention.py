@@ -451,3 +451,19 @@ def test_the_simulated_loop_of_dp_attention_counts_attention_ranks_not_replicas(
     said = " ".join(result.output.split())
     assert result.exit_code == 0 and "busiest of 8 attention rank(s)" in said
     assert "over all attention ranks" in said and "replica" not in said.split("simulated serving loop")[1][:400]
+
+
+def test_dp_times_pp_past_the_gpus_names_both_and_working_ranks():
+    """``--dp 8 --pp 2`` on 8 GPUs: 8 divides 8, so "--dp 8 must divide the 8 GPU(s)" contradicted itself (found by
+    newuser trial 229); the limit is dp x pp, and each --dp offered fits with --pp 2."""
+    from mha_cli.core.dp_attention import dp_tp
+    from mha_cli.core.errors import BadInputError
+
+    with pytest.raises(BadInputError) as caught:
+        dp_tp(8, None, 8, pp=2)
+    assert caught.value.message == "--dp 8 x --pp 2 must divide the 8 GPU(s) of the target: pick a --dp such as 4, 2"
+    assert [dp_tp(dp, None, 8, pp=2) for dp in (4, 2)] == [1, 2]
+    with pytest.raises(
+        BadInputError, match=r"^--dp 3 must divide the 8 GPU\(s\) of the target: pick a divisor such as"
+    ):
+        dp_tp(3, None, 8)

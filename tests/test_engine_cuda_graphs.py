@@ -154,6 +154,8 @@ def test_no_graph_estimate_where_vllm_profiles_none(target_id):
     assert not any(line.label.startswith("CUDA graphs") for line in plan.budget)
     assert any("profiles CUDA-graph memory only on CUDA, ROCm and Intel XPU" in note for note in plan.notes)
     assert _plan("mi300x").cuda_graph_estimate is not None  # ROCm: cuda-alike
+    gaudi_said = any("an Intel target is priced as Gaudi, a HPU" in note for note in plan.notes)
+    assert gaudi_said == (target_id == "gaudi3")  # Intel is named among the profiled: the note says why not here
 
 
 def test_a_target_file_with_capability_10_captures_up_to_1024(tmp_path):

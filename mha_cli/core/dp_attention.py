@@ -64,10 +64,11 @@ def dp_tp(dp: int, tp: int | None, n_devices: int, pp: int = 1) -> int:
         if n_devices % (dp * pp):
             divisors = [str(d) for d in range(n_devices, 1, -1) if n_devices % (d * pp) == 0]
             hint = f" such as {', '.join(divisors[:3])}" if divisors else ""
-            pp_note = f" (with --pp {pp})" if pp > 1 else ""
-            raise BadInputError(
-                f"--dp {dp} must divide the {n_devices} GPU(s) of the target{pp_note}: pick a divisor{hint}"
-            )
+            if pp > 1:  # dp x pp GPUs at least, in a count that divides the target's
+                raise BadInputError(
+                    f"--dp {dp} x --pp {pp} must divide the {n_devices} GPU(s) of the target: pick a --dp{hint}"
+                )
+            raise BadInputError(f"--dp {dp} must divide the {n_devices} GPU(s) of the target: pick a divisor{hint}")
         return n_devices // (dp * pp)
     if tp * dp * pp != n_devices:
         raise BadInputError(

@@ -81,8 +81,19 @@ calls ``profile_cudagraph_memory`` only where ``current_platform.is_cuda_alike()
 (HPU, the vllm-gaudi plugin), not XPU; TPUs, Apple GPUs and CPUs are none of these."""
 NO_GRAPHS_NOTE = (
     "vLLM profiles CUDA-graph memory only on CUDA, ROCm and Intel XPU devices (gpu_worker.determine_available_memory,"
-    " 0.32): no graph line for a {vendor} device"
+    " 0.32): no graph line for this {vendor} device"
 )
+
+
+def no_graphs_note(vendor: str) -> str:
+    """``NO_GRAPHS_NOTE`` for a target of ``vendor``; an Intel one is priced as Gaudi (``GRAPH_VENDORS``), which the
+    note says, since Intel's XPU GPUs are among those vLLM profiles."""
+    note = NO_GRAPHS_NOTE.format(vendor=vendor)
+    if vendor.lower() == "intel":
+        note += " (an Intel target is priced as Gaudi, a HPU; an Intel XPU GPU's CUDA-graph memory is not priced)"
+    return note
+
+
 DRAFTER_GRAPHS_NOTE = (
     "speculative decoding: the target's CUDA graphs are priced at decode steps of 1 + k tokens a request; the"
     " drafter's own graphs (vLLM 0.32's speculator graph managers, measured into its estimate) are not priced"

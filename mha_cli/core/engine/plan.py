@@ -42,11 +42,11 @@ from mha_cli.core.engine.activation import (
 )
 from mha_cli.core.engine.cuda_graphs import (
     DRAFTER_GRAPHS_NOTE,
-    NO_GRAPHS_NOTE,
     V2_NO_ESTIMATE_NOTE,
     CudaGraphEstimate,
     captures_cuda_graphs,
     cuda_graph_estimate,
+    no_graphs_note,
 )
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
@@ -1065,7 +1065,7 @@ def plan_engine(
     elif target.vendor not in ("NVIDIA", "AMD", "CPU"):
         notes.append(f"{target.id}: the engines' GPU rules applied to a {target.vendor} device; read them as a sketch")
     if graphs_profiled(settings) and graphs is None and not cpu:
-        notes.append(NO_GRAPHS_NOTE.format(vendor=target.vendor))
+        notes.append(no_graphs_note(target.vendor))
     if graphs is not None and not graphs.before_pool:
         notes.append(V2_NO_ESTIMATE_NOTE.format(graphs=format_bytes(graphs.bytes)))
     if graphs is not None and speculative_tokens:
