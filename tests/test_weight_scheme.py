@@ -483,3 +483,20 @@ def test_a_multimodal_checkpoint_s_text_model_patterns_are_read_from_mha_s_decod
     from mha_cli.core.weight_scheme import names
 
     assert names(pattern, module) is named
+
+
+@pytest.mark.parametrize("targets", [["Conv2d"], ["Embedding", "Conv2d"]])
+def test_a_group_targeting_only_other_layer_classes_is_refused(targets):
+    """A group whose targets are layer classes mha does not price stores none of its weights: the scheme was labelled
+    int4 while every weight was priced bf16 (found by newuser trial 229). Refused in one line naming the group."""
+    quant = w4a16()
+    quant["config_groups"]["group_0"]["targets"] = targets
+    with pytest.raises(BadInputError) as caught:
+        scheme_of(quant)
+    assert f"quantization_config group group_0 targets {', '.join(targets)} alone" in caught.value.message
+
+
+def test_a_group_targeting_linear_beside_another_class_is_read():
+    quant = w4a16()
+    quant["config_groups"]["group_0"]["targets"] = ["Linear", "Embedding"]
+    assert scheme_of(quant).format == "int4"

@@ -270,11 +270,28 @@ def _compressed_tensors(config: dict[str, Any], origin: str) -> WeightScheme:
     return _scheme("compressed-tensors", rules, _names(config.get("ignore"), origin, "ignore"), origin)
 
 
+def _refuse_classes_unpriced(name: str, targets: list[str], origin: str) -> None:
+    """Refuse a compressed-tensors group whose targets are all layer classes other than ``Linear`` (``Conv2d``,
+    ``Embedding``): it stores none of the weights mha prices, where its format would label them (vLLM's
+    compressed-tensors quantises linear layers, attention and ``FusedMoE`` alone)."""
+    from mha_cli.core.weight_scheme import EXPERTS, LINEAR, is_layer_class
+
+    if targets and all(is_layer_class(t) and t not in (LINEAR, EXPERTS) for t in targets):
+        what = f"group {name} targets {', '.join(targets)} alone"
+        raise UnpricedQuantizationError(
+            f"{origin}: quantization_config {what}: layer classes whose weights mha does not price (it prices Linear"
+            " layers and routed experts), so the group stores none of them; target Linear or module names, or give"
+            " --weight-dtype to price every weight in one format",
+            what,
+        )
+
+
 def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> SchemeRule:
     weights = group.get("weights") if isinstance(group, dict) else None
     if not isinstance(weights, dict):
         raise _refuse(origin, f"compressed-tensors group {name} without weight settings")
     targets = _names(group.get("targets") or ["Linear"], origin, f"{name} targets")
+    _refuse_classes_unpriced(name, targets, origin)
     fmt = group.get("format") or (None if top_format == "mixed-precision" else top_format)
     bits, kind, size = weights.get("num_bits"), weights.get("type", "int"), weights.get("group_size")
     strategy = weights.get("strategy") or ("group" if size else "tensor")  # compressed-tensors' default
