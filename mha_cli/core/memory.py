@@ -27,6 +27,7 @@ from mha_cli.core.engine.fp8_marlin import marlin_scales
 from mha_cli.core.engine.mxfp4_moe import Mxfp4Kernel, kernel_padding, vllm_expert_kernel
 from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, EnginePlan, plan_engine
+from mha_cli.core.engine.quant_capability import refuse_weights_on_gpu
 from mha_cli.core.engine.rocm_nvfp4 import refuse_rocm_nvfp4
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_reserve import SglangServing
@@ -38,7 +39,13 @@ from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import ResolvedTarget
 from mha_cli.core.tensor_parallel import ExpertLayout, local_experts, tp_shard_problem
-from mha_cli.core.weight_bytes import WeightSource, deployment_rank_bytes, stored_headers, weights_source
+from mha_cli.core.weight_bytes import (
+    WeightSource,
+    deployment_rank_bytes,
+    stored_headers,
+    stored_scheme,
+    weights_source,
+)
 
 
 def engine_shares_experts(deployment: DeploymentSpec) -> bool:
@@ -293,6 +300,8 @@ def plan_memory(
     last = settings.release  # the generation's last (major, minor) where no release is typed; None: the latest
     release = settings.engine_version or (None if last is None else f"{last[0]}.{last[1]}")
     refuse_rocm_nvfp4(model, deployment, weight_dtype, engine=settings.engine, vendor=device.vendor, release=release)
+    scheme = stored_scheme(deployment, weight_dtype)  # a format vLLM refuses on this GPU: core.engine.quant_capability
+    refuse_weights_on_gpu(settings.engine, weight_dtype, scheme, device.vendor, device.compute_capability)
     kernel = vllm_expert_kernel(
         model,
         weight_dtype,

@@ -35,6 +35,7 @@ from mha_cli.core.cost.serving import layout_words, share_word
 from mha_cli.core.dp_attention import dp_attention_runs_on, sglang_deepep_flags
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
+from mha_cli.core.engine.quant_capability import refuse_weights_on_gpu
 from mha_cli.core.engine.releases_read import past_newest_read
 from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, resolve_settings
 from mha_cli.core.errors import BadInputError, MhaError
@@ -45,6 +46,7 @@ from mha_cli.core.served_model import ServedModel
 from mha_cli.core.targets import ResolvedTarget, resolve_target_like
 from mha_cli.core.tensor_parallel import tp_shard_problem
 from mha_cli.core.ways import Judge, Verdict, WayOut, flag_updates, settle
+from mha_cli.core.weight_bytes import stored_scheme
 
 
 class Candidate(ServingPlan):
@@ -666,6 +668,9 @@ def search_deployments(
         if value is not None and not value > 0:
             raise BadInputError(f"{name} must be greater than 0 (got {value:g})")
     check_engine_runs_on(deployment_generation(deployment).engine, target.target)
+    refuse_weights_on_gpu(deployment_generation(deployment).engine, deployment.weight_dtype,
+                          stored_scheme(deployment, deployment.weight_dtype), target.target.vendor,
+                          target.target.compute_capability)  # fmt: skip  # on every layout alike: said once
     resolve_settings(deployment, target.target, 1)  # a setting no layout takes (--kv-cache-gib on 0.10.1): one line
     options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "rate": rate}
     candidates, tried = _search(model, target, deployment, profiles if bounds else (profiles[0], None), **options)

@@ -1,0 +1,71 @@
+"""The lowest NVIDIA compute capability vLLM serves a weight format on, read in vLLM 0.32.0's wheel.
+
+``config/vllm.py`` ``_get_quantization_config`` refuses a checkpoint on a GPU below its quantization config's
+``get_min_capability()`` ("The quantization method ... is not supported for the current GPU. Minimum capability:
+..."), and compressed-tensors checks each layer's scheme the same way (``compressed_tensors.py``
+``_check_scheme_supported(scheme.get_min_capability())``, a ``RuntimeError`` at load). The minimums
+(``model_executor/layers/quantization``):
+
+- 7.5 (Turing): ``Fp8Config`` (fp8, fp8 block), ``ModelOptNvFp4Config`` (``modelopt_fp4``), ``AutoAWQConfig``, and
+  compressed-tensors' ``CompressedTensorsWNA16`` (int4 and int8 weight-only), ``CompressedTensorsW8A8Int8``,
+  ``CompressedTensorsW8A16Fp8`` (its fp8 below capability 8.9) and ``CompressedTensorsW4A4Fp4`` (NVFP4, W4A4 and W4A16);
+- 8.0 (Ampere): ``ModelOptFp8Config`` (a ModelOpt fp8 checkpoint), ``FBGEMMFp8Config`` and ``Mxfp4Config`` (mxfp4 MoE
+  experts, refused by ``core.engine.mxfp4_moe``);
+- 6.0: ``AutoGPTQConfig``.
+
+So a V100 (7.0) serves none of the 4- and 8-bit formats above; a T4 (7.5) serves all but ModelOpt fp8, FBGEMM fp8 and
+mxfp4. Applied to every vLLM release (read in 0.32.0 only). Other engines and vendors: not checked. Pure Python.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mha_cli.core.weight_scheme import WeightScheme
+
+BY_FORMAT: dict[str, tuple[float, str]] = {
+    "fp8": (7.5, "Fp8Config"), "fp8-block": (7.5, "Fp8Config"), "int8": (7.5, "CompressedTensorsW8A8Int8"),
+    "int4": (7.5, "CompressedTensorsWNA16"), "awq": (7.5, "AutoAWQConfig"), "nvfp4": (7.5, "ModelOptNvFp4Config"),
+    "nvfp4-w4a16": (7.5, "CompressedTensorsW4A4Fp4"), "gptq-int4": (6.0, "AutoGPTQConfig"),
+}  # fmt: skip
+"""Each weight format's minimum through the quantization config vLLM loads it with (module docstring), and who asks."""
+BY_METHOD: dict[tuple[str, str], tuple[float, str]] = {
+    ("modelopt", "fp8"): (8.0, "ModelOptFp8Config"), ("fbgemm_fp8", "fp8"): (8.0, "FBGEMMFp8Config"),
+}  # fmt: skip
+"""A checkpoint's ``quant_method`` that asks more for the format than ``BY_FORMAT`` (ModelOpt's and FBGEMM's fp8)."""
+
+
+def vllm_min_capability(weight_dtype: str, scheme: WeightScheme | None) -> tuple[float, str] | None:
+    """(the lowest compute capability vLLM serves weights of ``weight_dtype`` on, the quantization config that asks
+    it), the highest over the checkpoint's ``scheme``'s rules where it stores them so; None: no minimum read."""
+    formats = {weight_dtype} if scheme is None else {rule.format for rule in scheme.rules}
+    method = None if scheme is None else str(scheme.method)
+    needs = [BY_METHOD.get((str(method), fmt), BY_FORMAT.get(fmt)) for fmt in sorted(formats)]
+    found = [need for need in needs if need is not None]
+    return max(found) if found else None
+
+
+def vllm_capability_refusal(
+    weight_dtype: str, scheme: WeightScheme | None, vendor: str, capability: float | None
+) -> str | None:
+    """Why vLLM cannot serve weights of ``weight_dtype`` (stored as ``scheme`` says) on an NVIDIA GPU of compute
+    capability ``capability``, in one line with what to do; None where it can, or where it is not known."""
+    need = vllm_min_capability(weight_dtype, scheme)
+    if vendor != "NVIDIA" or capability is None or need is None or capability >= need[0]:
+        return None
+    return (
+        f"vLLM serves {weight_dtype} weights on compute capability {need[0]} or later ({need[1]}.get_min_capability,"
+        f" read in 0.32.0); this GPU is {capability}: pick a GPU of {need[0]}+, or fp16 weights"
+    )
+
+
+def refuse_weights_on_gpu(engine: str, weight_dtype: str, scheme: WeightScheme | None, vendor: str,
+                          capability: float | None) -> None:  # fmt: skip
+    """Raise ``BadInputError`` with ``vllm_capability_refusal``'s line when ``engine`` is vLLM and cannot serve the
+    weights on the GPU: the same on every layout, so a search says it once."""
+    from mha_cli.core.errors import BadInputError
+
+    refusal = vllm_capability_refusal(weight_dtype, scheme, vendor, capability) if engine == "vllm" else None
+    if refusal is not None:
+        raise BadInputError(refusal)

@@ -1,0 +1,60 @@
+"""Weight formats vLLM refuses below a compute capability (``core.engine.quant_capability``, read in vLLM 0.32.0's
+``get_min_capability``): a V100 (7.0) was priced NVFP4, fp8 and AWQ weights vLLM will not load on it (found by newuser
+trial 229; mxfp4 was already refused). A T4 (7.5) serves all but ModelOpt's and FBGEMM's fp8 and mxfp4."""
+
+import json
+
+import pytest
+
+from mha_cli.core.engine.quant_capability import vllm_capability_refusal, vllm_min_capability
+from mha_cli.core.hf_quantization import read_checkpoint_weights
+from tests.test_checkpoint_kv_note import LLAMA_8B, MODELOPT
+
+FP8_MODELOPT = {"quant_method": "modelopt", "quant_algo": "FP8", "exclude_modules": ["lm_head"]}
+
+
+def scheme(quantization: dict):
+    weights = read_checkpoint_weights({**LLAMA_8B, "quantization_config": quantization}, "config.json")
+    assert weights is not None
+    return weights.scheme
+
+
+def test_the_minimums_read():
+    assert {fmt: vllm_min_capability(fmt, None)[0] for fmt in ("fp8", "fp8-block", "int8", "int4", "awq", "nvfp4")} == {
+        "fp8": 7.5, "fp8-block": 7.5, "int8": 7.5, "int4": 7.5, "awq": 7.5, "nvfp4": 7.5}  # fmt: skip
+    assert vllm_min_capability("gptq-int4", None) == (6.0, "AutoGPTQConfig")
+    assert vllm_min_capability("bf16", None) is None and vllm_min_capability("fp16", None) is None
+    assert vllm_min_capability("fp8", scheme(FP8_MODELOPT)) == (8.0, "ModelOptFp8Config")  # stricter than Fp8Config
+    assert vllm_min_capability("nvfp4", scheme(MODELOPT)) == (7.5, "ModelOptNvFp4Config")
+
+
+def test_the_refusal_by_gpu_and_vendor():
+    assert vllm_capability_refusal("fp8", None, "NVIDIA", 7.0) == (
+        "vLLM serves fp8 weights on compute capability 7.5 or later (Fp8Config.get_min_capability, read in 0.32.0);"
+        " this GPU is 7.0: pick a GPU of 7.5+, or fp16 weights"
+    )
+    assert vllm_capability_refusal("fp8", None, "NVIDIA", 7.5) is None  # a T4 runs Fp8Config's W8A16 Marlin
+    assert vllm_capability_refusal("fp8", scheme(FP8_MODELOPT), "NVIDIA", 7.5) is not None  # ModelOpt's asks 8.0
+    assert vllm_capability_refusal("fp8", None, "AMD", 7.0) is None  # other vendors: not checked
+    assert vllm_capability_refusal("fp8", None, "NVIDIA", None) is None  # capability unknown
+
+
+@pytest.mark.parametrize(("weights", "code"), [("nvfp4", 2), ("fp8", 2), ("awq", 2), ("int4", 2), ("gptq-int4", 0),
+                                               ("fp16", 0)])  # fmt: skip
+def test_a_pinned_plan_on_a_v100(cli, weights, code):
+    result = cli.run("plan", "llama-3-8b", "--target", "v100-32gb", "--tp", "1", "--closed-form", "--weight-dtype",
+                     weights)  # fmt: skip
+    assert result.exit_code == code, result.output
+    if code:
+        assert f"vLLM serves {weights} weights on compute capability 7.5 or later" in result.output
+
+
+def test_a_checkpoints_scheme_on_a_v100_and_a_search_say_it_once(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_8B, "quantization_config": MODELOPT}))
+    pinned = cli.run("kv", str(path), "--target", "v100-32gb", "--seq", "8192")
+    assert pinned.exit_code == 2 and "(ModelOptNvFp4Config.get_min_capability" in pinned.output
+    searched = cli.run("plan", "llama-3-8b", "--target", "8xv100-32gb", "--weight-dtype", "fp8", "--closed-form")
+    assert searched.exit_code == 2 and searched.output.count("vLLM serves fp8 weights") == 1
+    assert cli.run("plan", "llama-3-8b", "--target", "t4", "--tp", "1", "--closed-form", "--weight-dtype",
+                   "fp8").exit_code == 0  # fmt: skip
