@@ -517,7 +517,7 @@ def plan(
     else:
         result = plan_serving(
             loaded.model, resolved, deployment, chosen, ceiling, isl=isl, osl=osl, concurrency=concurrency or 1,
-            tp=tp, pp=pp or 1, sweep=plot is not None,
+            tp=tp, pp=pp or 1, sweep=plot is not None, ways=True,
         )  # fmt: skip
     if resolution_note(loaded) is not None:  # plan prints no source line: how an id became the model priced
         result.notes.insert(0, resolution_note(loaded))

@@ -495,13 +495,14 @@ def deployment_judge(
     return judge
 
 
-def with_layout_ways(exc: LayoutError, target: ResolvedTarget, tp: int, judge: Judge, pp: int = 1) -> BadInputError:
+def with_layout_ways(exc: MhaError, target: ResolvedTarget, tp: int, judge: Judge, pp: int = 1) -> BadInputError:
     """``exc`` naming the ways out of its layout that ``judge`` (the refusing command run again) accepts
     (``memory.layout_changes``), or saying that none of those tried is."""
     ways = settle(layout_changes(target, tp, pp), judge, FLAG_FIELDS, keep=2, goal="is accepted")
+    message = exc.message.rstrip(".")  # an engine's own sentence ends in a full stop
     if ways[0].fits:
-        return BadInputError(f"{exc.message}: use e.g. {' or '.join(way.change for way in ways)}")
-    return BadInputError(f"{exc.message}; {ways[0].text}")
+        return BadInputError(f"{message}: use e.g. {' or '.join(way.change for way in ways)}")
+    return BadInputError(f"{message}; {ways[0].text}")
 
 
 def _with_replicas_hint(

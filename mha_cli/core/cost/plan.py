@@ -31,7 +31,7 @@ from mha_cli.core.engine.async_pipeline import async_pipeline_refusal
 from mha_cli.core.engine.pipeline_stages import pipeline_refusal
 from mha_cli.core.engine.plan import EnginePlan, kv_format_note
 from mha_cli.core.engine.sglang_state_pool import engine_state_model
-from mha_cli.core.errors import BadInputError, EngineRefusedError
+from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import LayoutError, MemoryPlan, at_load, expert_layout, plan_memory, shared_experts_problem
@@ -194,19 +194,27 @@ def plan_serving(
     tp: int | None = None,
     pp: int = 1,
     sweep: bool = False,
+    ways: bool = False,
 ) -> ServingPlan:
     """Serve ``model`` on ``target`` under ``deployment``'s engine settings and formats (see the module docstring);
-    ``sweep``: also at concurrency 1, 2, 4, ... up to twice what the replicas admit (``ServingPlan.sweep``)."""
+    ``sweep``: also at concurrency 1, 2, 4, ... up to twice what the replicas admit (``ServingPlan.sweep``);
+    ``ways``: an engine that would not start on the ``tp`` given is answered with the --target / --tp on which it
+    does (``mha plan``'s pinned layout; each tried is planned again, without ways of its own)."""
     if isl < 1 or osl < 1 or concurrency < 1:
         raise BadInputError("--isl, --osl and --concurrency must be at least 1")
+    common = {"isl": isl, "osl": osl, "concurrency": concurrency}
     try:  # checked here too: a --tp that does not divide the devices is answered with the ways that do
         resolve_layout(target, tp, pp)
     except LayoutError as exc:
         assert tp is not None  # the default tp always divides
-        common = {"isl": isl, "osl": osl, "concurrency": concurrency}
         raise _with_ways(exc, model, target, deployment, profile, ceiling, tp=tp, pp=pp, **common) from None
-    layout = LayoutPlans(model, target, deployment, profile, ceiling, isl=isl, osl=osl, tp=tp, pp=pp)
-    return layout.at(concurrency, sweep=sweep)
+    try:
+        layout = LayoutPlans(model, target, deployment, profile, ceiling, isl=isl, osl=osl, tp=tp, pp=pp)
+        return layout.at(concurrency, sweep=sweep)
+    except EngineRefusedError as exc:  # the engine's own words, then mha's ways out of the layout pinned
+        if not ways or tp is None:
+            raise
+        raise _with_ways(exc, model, target, deployment, profile, ceiling, tp=tp, pp=pp, **common) from None
 
 
 class LayoutPlans:
@@ -464,7 +472,7 @@ class LayoutPlans:
 
 
 def _with_ways(
-    exc: LayoutError, model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profile: DeviceProfile,
+    exc: MhaError, model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profile: DeviceProfile,
     ceiling: DeviceProfile, *, tp: int, pp: int, **common: int,
 ) -> BadInputError:  # fmt: skip
     """``exc`` naming the --target / --tp with which ``plan_serving``, run again, accepts the layout."""
