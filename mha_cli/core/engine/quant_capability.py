@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mha_cli.core.errors import BadInputError
+
 if TYPE_CHECKING:
     from mha_cli.core.weight_scheme import WeightScheme
 
@@ -40,8 +42,8 @@ def vllm_min_capability(weight_dtype: str, scheme: WeightScheme | None) -> tuple
     """(the lowest compute capability vLLM serves weights of ``weight_dtype`` on, the quantization config that asks
     it), the highest over the checkpoint's ``scheme``'s rules where it stores them so; None: no minimum read."""
     formats = {weight_dtype} if scheme is None else {rule.format for rule in scheme.rules}
-    method = None if scheme is None else str(scheme.method)
-    needs = [BY_METHOD.get((str(method), fmt), BY_FORMAT.get(fmt)) for fmt in sorted(formats)]
+    method = "" if scheme is None else str(scheme.method)
+    needs = [BY_METHOD.get((method, fmt), BY_FORMAT.get(fmt)) for fmt in sorted(formats)]
     found = [need for need in needs if need is not None]
     return max(found) if found else None
 
@@ -64,8 +66,6 @@ def refuse_weights_on_gpu(engine: str, weight_dtype: str, scheme: WeightScheme |
                           capability: float | None) -> None:  # fmt: skip
     """Raise ``BadInputError`` with ``vllm_capability_refusal``'s line when ``engine`` is vLLM and cannot serve the
     weights on the GPU: the same on every layout, so a search says it once."""
-    from mha_cli.core.errors import BadInputError
-
     refusal = vllm_capability_refusal(weight_dtype, scheme, vendor, capability) if engine == "vllm" else None
     if refusal is not None:
         raise BadInputError(refusal)
