@@ -16,9 +16,11 @@ def test_the_ways_out_follow_vllms_words_and_each_starts(cli):
     assert taken.exit_code == 0, taken.output
 
 
-def test_a_way_already_on_the_target_is_offered_first(cli):
+def test_a_way_on_the_target_given_is_offered_once(cli):
+    """On 2 GPUs pinned at tp 1, ``--tp 2`` is the way; ``--target 2xrtx-a4000 --tp 2`` (the same change, offered
+    beside it before) is not repeated (``memory.layout_changes``)."""
     refused = cli.run(*PINNED, "--target", "2xrtx-a4000")
     line = " ".join(refused.output.split())
-    assert refused.exit_code == 2 and line.endswith(": use e.g. --tp 2 or --target 2xrtx-a4000 --tp 2")
+    assert refused.exit_code == 2 and line.endswith(": use e.g. --tp 2")
     assert cli.run("plan", "llama-3-8b", "--target", "2xrtx-a4000", "--tp", "2", "--concurrency", "4",
                    "--closed-form").exit_code == 0  # fmt: skip

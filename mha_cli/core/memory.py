@@ -205,7 +205,12 @@ def layout_changes(target: ResolvedTarget, tp: int, pp: int = 1) -> list[str]:
         per_stage = target.n_devices // pp
         smaller = [t for t in range(min(tp - 1, per_stage), 0, -1) if per_stage % t == 0][:SMALLER_TPS_TRIED]
         nearest, rest = ([larger] if per_stage % larger == 0 else []) + smaller[:1], smaller[1:]
-    other_targets = [f"--target {tp * pp}x{device}", f"--target {larger * pp}x{device} --tp {larger}"]
+    other_targets = [  # not the devices already given: the layout asked, or the --tp alone (``nearest``)
+        words
+        for count, words in ((tp * pp, f"--target {tp * pp}x{device}"),
+                             (larger * pp, f"--target {larger * pp}x{device} --tp {larger}"))
+        if count != target.n_devices
+    ]  # fmt: skip
     return [f"--tp {t}" for t in nearest] + other_targets + [f"--tp {t}" for t in rest]
 
 
