@@ -24,3 +24,14 @@ def test_a_pinned_plan_says_the_engine_has_no_int8_cache(cli, engine, offers):
 def test_a_format_the_engine_offers_gets_no_such_note(cli, engine, kv):
     result = cli.json(*PINNED, "--engine", engine, "--kv-cache-dtype", kv)
     assert not [note for note in result["notes"] if "KV cache (it offers" in note]
+
+
+def test_check_counts_it_as_a_warning(cli):
+    """``mha check`` passed an int8 cache on vLLM with 0 warnings (found by newuser trial 229): it now counts the note
+    (``--strict`` fails on it); on TensorRT-LLM, which has one, no warning."""
+    common = ("check", "llama-3-8b", "--target", "h20", "--kv-dtype", "int8")
+    on_vllm, on_trtllm = cli.json(*common, "--engine", "vllm"), cli.json(*common, "--engine", "trtllm")
+    expected = NOTE.format(engine="vLLM", offers="fp32, fp16, bf16, fp8, fp8_ds_mla")
+    assert on_vllm["deployment_warnings"] == [expected] and on_vllm["warnings"] == 1
+    assert on_trtllm["warnings"] == 0
+    assert cli.run(*common, "--engine", "vllm", "--strict").exit_code == 1

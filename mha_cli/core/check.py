@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import computed_field
 
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN, deployment_warnings, merge_deployment, state_convention_note
-from mha_cli.core.engine.plan import EnginePlan
+from mha_cli.core.engine.plan import EnginePlan, kv_format_note
 from mha_cli.core.fit import deployment_judge, flag_fit, price_deployment
 from mha_cli.core.header_weights import header_notes
 from mha_cli.core.kv import KvFootprint, footprint_for
@@ -143,6 +143,9 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
 
     errors = len(trace.by_severity("hard"))
     outside_rules = deployment_warnings(model, deployment)
+    if memory is not None and memory.engine is not None:  # a KV format the engine lacks: its figures, not its pool
+        format_note = kv_format_note(memory.engine.name, priced.deployment.kv_dtype)
+        outside_rules += [format_note] if format_note is not None else []
     warnings = len(trace.by_severity("warning")) + len(outside_rules)
     convention = state_convention_note(model, deployment)
     return CheckResult(
