@@ -75,6 +75,30 @@ def test_files_it_cannot_read_are_one_line_naming_what_is_wrong(tmp_path):
     assert len(matched) == 7 and {run.model for run in matched} == {"tiny-llama"}
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("mean_ttft_ms", -5, "its mean TTFT is -5 ms: a latency is never negative"),
+        ("p99_tpot_ms", -0.5, "its p99 TPOT is -0.5 ms: a latency is never negative"),
+        ("duration", 0, "its duration is 0.0 s: a run lasts some time"),
+        ("output_throughput", -1, "its output tokens/s is -1: never negative"),
+        ("max_concurrency", -3, "its max concurrency is -3: at least 1 user (or none, no cap)"),
+        ("max_concurrency", "many", "its max concurrency is 'many': a whole number of users"),
+        ("request_rate", "fast", "its request rate is 'fast': requests per second, or inf"),
+        ("request_rate", 0, "its request rate is 0.0: above 0 requests per second, or inf"),
+    ],
+)
+def test_a_figure_no_client_writes_is_refused_naming_the_file(tmp_path, key, value, said):
+    """A negative TTFT was fitted on (exit 0), a rate of "fast" ended in an internal error (exit 70), a concurrency of
+    -3 in "the client has nothing left to send" (found by newuser trial 230): each is now one line naming the file."""
+    raw = json.loads((RESULTS / "tiny-llama_c4_i128_o64.json").read_text())
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(raw | {key: value}))
+    with pytest.raises(BadInputError) as caught:
+        read_results(edited)
+    assert caught.value.message == f"{edited}: {said}"
+
+
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
     """calibrate --from on eight of the real vLLM runs, three of them held out."""

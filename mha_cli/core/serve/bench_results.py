@@ -71,7 +71,7 @@ def read_results(path: Path) -> list[MeasuredRun]:
     runs = []
     for index, document in enumerate(documents):
         label = where if len(documents) == 1 else f"{where} line {index + 1}"
-        runs += _read_document(document, label)
+        runs += [_checked(run) for run in _read_document(document, label)]
     if not runs:
         raise BadInputError(f"{where} holds no benchmark run")
     return runs
@@ -148,15 +148,46 @@ class _Fields:
         return [(round(mean_in), round(mean_out))] * count, False
 
 
-def _rate(value: Any) -> float | None:
-    """``inf`` (a closed loop's "all at once") as None; a finite rate as requests per second."""
+def _rate(value: Any, where: str) -> float | None:
+    """``inf`` (a closed loop's "all at once") as None; a finite rate as requests per second; anything else one line
+    naming the file."""
     if value is None or value == "inf" or (isinstance(value, float) and math.isinf(value)):
         return None
-    return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise BadInputError(f"{where}: its request rate is {value!r}: requests per second, or inf") from None
 
 
-def _concurrency(value: Any) -> int | None:
-    return None if value is None else int(value)
+def _concurrency(value: Any, where: str) -> int | None:
+    """The run's concurrency cap as a whole number (None: no cap); anything else one line naming the file."""
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise BadInputError(f"{where}: its max concurrency is {value!r}: a whole number of users") from None
+
+
+def _checked(run: MeasuredRun) -> MeasuredRun:
+    """``run``, refused in one line naming its file where a figure is one no client writes: a negative latency or
+    throughput, a run of no duration, a concurrency cap or a rate that is not above 0."""
+    figures = {"TTFT": run.ttft_ms, "TPOT": run.tpot_ms, "ITL": run.itl_ms, "end-to-end latency": run.e2e_ms}
+    for name, stats in figures.items():
+        for statistic, value in ({} if stats is None else stats.model_dump()).items():
+            if value < 0:
+                raise BadInputError(f"{run.path}: its {statistic} {name} is {value:g} ms: a latency is never negative")
+    problems = [
+        (run.output_tokens_per_s < 0, f"output tokens/s is {run.output_tokens_per_s:g}: never negative"),
+        (run.duration_s is not None and run.duration_s <= 0, f"duration is {run.duration_s} s: a run lasts some time"),
+        (run.max_concurrency is not None and run.max_concurrency < 1,
+         f"max concurrency is {run.max_concurrency}: at least 1 user (or none, no cap)"),
+        (run.rate is not None and run.rate <= 0, f"request rate is {run.rate}: above 0 requests per second, or inf"),
+    ]  # fmt: skip
+    for failed, what in problems:
+        if failed:
+            raise BadInputError(f"{run.path}: its {what}")
+    return run
 
 
 def _vllm(document: dict[str, Any], where: str) -> MeasuredRun:
@@ -174,7 +205,8 @@ def _vllm(document: dict[str, Any], where: str) -> MeasuredRun:
         send_times = [float(t) - first for t in starts]
     return MeasuredRun(
         path=where, tool="vllm bench serve", model=str(f.get("model_id")),
-        max_concurrency=_concurrency(f.get("max_concurrency", None)), rate=_rate(f.get("request_rate", None)),
+        max_concurrency=_concurrency(f.get("max_concurrency", None), where),
+        rate=_rate(f.get("request_rate", None), where),
         burstiness=f.number("burstiness", 1.0), lengths=lengths, lengths_per_request=exact, send_times=send_times,
         ttft_ms=f.stats("mean_ttft_ms", "median_ttft_ms", "p90_ttft_ms", "p99_ttft_ms"),
         tpot_ms=f.stats("mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms"),
@@ -201,7 +233,7 @@ def _sglang(document: dict[str, Any], where: str) -> MeasuredRun:
         raise BadInputError(f"{where}: a trace replay's arrivals are not in the result: give a rate or concurrency run")
     return MeasuredRun(
         path=where, tool="SGLang bench_serving", model=str(f.get("server_info.model_path", "") or ""),
-        max_concurrency=_concurrency(f.get("max_concurrency", None)), rate=_rate(rate), burstiness=1.0,
+        max_concurrency=_concurrency(f.get("max_concurrency", None), where), rate=_rate(rate, where), burstiness=1.0,
         lengths=lengths, lengths_per_request=exact, send_times=None,
         ttft_ms=f.stats("mean_ttft_ms", "median_ttft_ms", "p90_ttft_ms", "p99_ttft_ms"),
         tpot_ms=f.stats("mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms"),
@@ -234,8 +266,8 @@ def _genai_perf(document: dict[str, Any], where: str) -> MeasuredRun:
         raise BadInputError(f"{where}: its input_config names neither a concurrency nor a request rate")
     models = f.get("input_config.model_names", None) or [f.get("input_config.model", "")]
     return MeasuredRun(
-        path=where, tool="genai-perf", model=str(models[0]), max_concurrency=_concurrency(concurrency),
-        rate=_rate(rate), burstiness=1.0, lengths=lengths, lengths_per_request=False, send_times=None,
+        path=where, tool="genai-perf", model=str(models[0]), max_concurrency=_concurrency(concurrency, where),
+        rate=_rate(rate, where), burstiness=1.0, lengths=lengths, lengths_per_request=False, send_times=None,
         ttft_ms=f.stats("time_to_first_token.avg", "time_to_first_token.p50", "time_to_first_token.p90",
                         "time_to_first_token.p99"),
         tpot_ms=f.stats("inter_token_latency.avg", "inter_token_latency.p50", "inter_token_latency.p90",
