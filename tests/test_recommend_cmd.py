@@ -286,3 +286,21 @@ def test_out_header_reads_back_when_an_option_held_a_control_character(cli, tmp_
     assert cli.run("recommend", "--params", "1\x1fB", "--out", str(out)).exit_code == 0
     assert out.read_text().splitlines()[0] == f"# written by: mha recommend --params '1 B' --out {out}"
     assert cli.run("check", str(out)).exit_code == 0
+
+
+def test_sparse_mlas_cache_is_refused_naming_itself_not_a_variant(cli):
+    """recommend designs no sparse MLA: ``--variant MLA --kv-dtype fp8_ds_mla`` said "needs an MLA model;
+    recommended is MHA", naming the first variant priced (found by newuser trial 230)."""
+    result = cli.run("recommend", "--params", "7B", "--variant", "MLA", "--kv-dtype", "fp8_ds_mla")
+    assert result.exit_code == 2
+    assert " ".join(result.output.split()) == (
+        "error: fp8_ds_mla is sparse MLA's cache (models with DeepSeek-V3.2's indexer); recommend designs dense"
+        " attention and dense MLA: use --kv-dtype fp8"
+    )
+
+
+def test_an_option_name_is_not_put_inside_another_fields_name(cli):
+    """``--shared-experts -1`` read "shared_--experts: must be at least 0": the field ``experts`` (``--experts``)
+    was replaced inside ``shared_experts`` (found by newuser trial 230)."""
+    result = cli.run("recommend", "--params", "30B", "--active-params", "3B", "--shared-experts", "-1")
+    assert result.exit_code == 2 and "error: --shared-experts: must be at least 0 (got -1)" in result.output

@@ -129,6 +129,6 @@ def describe_validation_error(
     if len(errors) > MAX_FIELDS_DESCRIBED:
         parts.append(f"and {len(errors) - MAX_FIELDS_DESCRIBED:,} more")
     described = "; ".join(parts)
-    for field, option in (option_names or {}).items():
-        described = described.replace(f"{field}:", f"{option}:")
+    for field, option in (option_names or {}).items():  # whole names: experts is not the end of shared_experts
+        described = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(field)}:", lambda _, option=option: f"{option}:", described)
     return described

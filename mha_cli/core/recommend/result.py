@@ -120,6 +120,17 @@ class RecommendRequest(Record):
             fields.update({} if typed is None else {"engine_version": typed})
         return fields
 
+    @model_validator(mode="after")
+    def _no_sparse_mla_cache(self) -> "RecommendRequest":
+        """``fp8_ds_mla`` is sparse MLA's cache (``core.kv.check_kv_dtype_fits``), and recommend designs none: said
+        before any variant is priced, where the first one priced (MHA) named itself as the problem."""
+        if self.kv_dtype == "fp8_ds_mla":
+            raise ValueError(
+                "fp8_ds_mla is sparse MLA's cache (models with DeepSeek-V3.2's indexer); recommend designs dense"
+                " attention and dense MLA: use --kv-dtype fp8"
+            )
+        return self
+
     @classmethod
     def parse(cls, **fields: Any) -> "RecommendRequest":
         """Validate ``fields`` (``None`` means the default); every problem is one line naming the option."""
