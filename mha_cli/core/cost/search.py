@@ -55,6 +55,16 @@ class Candidate(ServingPlan):
     meets_targets: bool
     misses: list[str] = Field(default_factory=empty_list)
     """The targets it misses, each with its figure: ``ttft 812 ms > 500 ms``."""
+    ruled_out_by: int | None = None
+    """For a point the closed form passes (``meets_targets``) but the search did not simulate: the index of its
+    layout's simulated run at no more users that missed the targets, so this point misses them too
+    (``SearchResult.simulated_miss``; the front table's "no: ... at N"). None: no simulated run rules it out. A
+    point meets the targets when ``meets_targets`` holds and this is None (``meets``)."""
+
+    @property
+    def meets(self) -> bool:
+        """The search's verdict on the point: its own ``meets_targets``, unless a simulated run rules it out."""
+        return self.meets_targets and self.ruled_out_by is None
 
 
 class SearchResult(Record):
@@ -696,7 +706,7 @@ def search_deployments(
     launch, node_notes = (
         ({}, []) if chosen is None or unserved else launch_commands(served, candidates[chosen], deployment, model)
     )
-    return SearchResult(
+    return _with_rulings(SearchResult(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, layouts=tried,
         candidates=candidates, pareto=pareto_front(candidates), chosen=chosen, nearest_miss=nearest,
         ways_out=ways_out, launch=launch,
@@ -706,7 +716,18 @@ def search_deployments(
             if unserved and chosen is not None
             else _launch_note(served, launch, None if chosen is None else candidates[chosen], node_notes)
         ),
-    )  # fmt: skip
+    ))  # fmt: skip
+
+
+def _with_rulings(result: SearchResult) -> SearchResult:
+    """``result`` with each candidate's ``ruled_out_by`` set (``SearchResult.simulated_miss``, where the run is not the
+    candidate's own), so that the JSON says what the front table says."""
+    candidates = [
+        c if ruled is None or ruled == i else c.model_copy(update={"ruled_out_by": ruled})
+        for i, c in enumerate(result.candidates)
+        for ruled in [result.simulated_miss(i)]
+    ]
+    return result.model_copy(update={"candidates": candidates})
 
 
 UNSERVED_MIXERS = {"mlstm": "xLSTM", "rwkv": "RWKV"}
