@@ -175,3 +175,18 @@ def test_another_models_runs_are_refused(tmp_path):
     assert not (tmp_path / "profiles").exists()
     lone = runner.invoke(app, ["calibrate", "--model", "llama-3-8b"])
     assert lone.exit_code == 2 and "--model goes with --from" in lone.output
+
+
+def test_a_profile_fitted_on_runs_none_held_out_says_its_band_is_the_fits_own(tmp_path):
+    """One run: none held out, as calibrate says; plan then read "4 in 5 held-out figures of its benchmark runs fell
+    within it", a held-out check that never ran (found by newuser trial 230)."""
+    runner = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)})
+    fitted = runner.invoke(app, ["calibrate", "--from", str(RESULTS / "tiny-llama_c4_i128_o64.json"), "--model",
+                                 str(TINY_LLAMA), "--target", "cpu", *SERVER, "--name", "one", "--json"])  # fmt: skip
+    assert fitted.exit_code == 0, fitted.output
+    assert "(1 fitted, 0 held out)" in json.loads(fitted.stdout)["profile"]["source"]
+    plan = runner.invoke(app, ["plan", str(TINY_LLAMA), "--target", "cpu", "--tp", "1", "--concurrency", "4",
+                               "--isl", "128", "--osl", "64", *SERVER, "--closed-form", "--json"])  # fmt: skip
+    assert plan.exit_code == 0, plan.output
+    how = json.loads(plan.stdout)["uncertainty"]["how"]
+    assert how.endswith(": the fit's own error on its benchmark runs (none was held out)"), how

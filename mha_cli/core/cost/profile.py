@@ -35,6 +35,9 @@ from mha_cli.core.cost.decode_tiles import DecodeAttention, TileKernel
 from mha_cli.core.record import Record, empty_dict
 
 ProfileKind = Literal["prior", "calibrated", "ceiling"]
+NONE_HELD_OUT = ", 0 held out)"
+"""How a fitted profile's ``source`` (``core.serve.fit``) says that none of its runs was held out: its band is then
+the fit's own error on the runs it was fitted to, not a held-out one."""
 FITTED_SOURCE = "calibrated from "
 """How the ``source`` of a profile ``mha calibrate --from`` fitted to a server's runs begins (``core.serve.fit``);
 a profile measured on the machine (``mha calibrate``) begins ``mha calibrate on``."""

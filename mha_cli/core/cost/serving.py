@@ -35,7 +35,7 @@ decode steps of the whole batch. Every figure also comes out on the profile's ce
 no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
 """
 
-from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.cost.profile import FITTED_SOURCE, NONE_HELD_OUT, DeviceProfile
 from mha_cli.core.cost.speculative import decode_shapes, decode_step, draft_prefill_seconds, tokens_per_step
 from mha_cli.core.cost.step import StepTime
 from mha_cli.core.cost.stepper import Batching, ServingCase, Stepper, chunked_prefill
@@ -378,7 +378,9 @@ def predict_serving(
 
 
 def _uncertainty_how(profile: DeviceProfile) -> str:
-    if profile.kind == "calibrated" and profile.source.startswith("calibrated from"):
+    if profile.kind == "calibrated" and profile.source.startswith(FITTED_SOURCE) and NONE_HELD_OUT in profile.source:
+        return f"+/- {profile.relative_error:.0%}: the fit's own error on its benchmark runs (none was held out)"
+    if profile.kind == "calibrated" and profile.source.startswith(FITTED_SOURCE):
         return f"+/- {profile.relative_error:.0%}: 4 in 5 held-out figures of its benchmark runs fell within it"
     if profile.kind == "calibrated":
         return f"+/- {profile.relative_error:.0%}: the calibration's own fit error on this machine"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import Field
 
-from mha_cli.core.cost.profile import FITTED_SOURCE, CollectiveCost, Curve, DeviceProfile
+from mha_cli.core.cost.profile import FITTED_SOURCE, NONE_HELD_OUT, CollectiveCost, Curve, DeviceProfile
 from mha_cli.core.cost.serving import predict_serving
 from mha_cli.core.cost.stepper import ServingCase, Stepper
 from mha_cli.core.engine.plan import EnginePlan
@@ -340,8 +340,9 @@ def calibrate_from(
     profile = fitted_profile.model_copy(
         update={
             "name": name, "kind": "calibrated",
-            "source": f"{FITTED_SOURCE}{len(runs)} run(s) of {', '.join(tools)} ({len(fitted_rows)} fitted,"
-            f" {len(held_rows)} held out) of {models[0]} on {replay.engine.name}, starting from {base.name}",
+            "source": f"{FITTED_SOURCE}{len(runs)} run(s) of {', '.join(tools)} ({len(fitted_rows)} fitted"
+            + (NONE_HELD_OUT if not held_rows else f", {len(held_rows)} held out)")
+            + f" of {models[0]} on {replay.engine.name}, starting from {base.name}",
             "constants": describe_constants(constants, base, len(fitted_rows)),
             "relative_error": band(held_rows or fitted_rows),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
