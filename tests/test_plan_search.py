@@ -3,6 +3,8 @@ ways out when nothing meets the targets, and the launch line."""
 
 from __future__ import annotations
 
+import pytest
+
 from mha_cli.cli.app import app
 from mha_cli.core.cost.search import layouts
 from mha_cli.core.presets import get_preset
@@ -276,3 +278,19 @@ def test_the_docs_give_the_simulated_request_counts_the_code_runs():
     assert f"Default: {DEFAULT_PROMPTS_PER_USER} per user, {MIN_DEFAULT_PROMPTS} to 10,000" in docs
     assert f"cut to what {MAX_SIMULATED_STEPS:,} simulated engine steps allow" in docs
     assert f"the search's confirming runs: {SEARCH_PROMPTS_PER_USER} per user, at least {SEARCH_MIN_PROMPTS}" in docs
+
+
+def test_recommends_pick_is_plans_on_the_design_it_wrote(cli, tmp_path):
+    """recommend's search skipped the simulated loop and picked tp 1 x 2 replicas at 24 users, which plan's search of
+    the same design rejects (its p99 ITL 3.5x the target; found by newuser trial 230): both now confirm the pick in
+    the simulated loop, with plan's default client, and agree."""
+    out = tmp_path / "design.yaml"
+    design = ("--params", "7B", "--seq", "8192", "--target", "2xa100")
+    searched = cli.json("recommend", *design, "--ttft-ms", "2000", "--itl-ms", "40", "--out", str(out))
+    ours = searched["deployment_search"]["candidates"][searched["deployment_search"]["chosen"]]
+    assert ours["simulated"] is not None and ours["meets_targets"]
+    planned = cli.json("plan", str(out), "--target", "2xa100", "--isl", str(ours["isl"]), "--osl", str(ours["osl"]),
+                       "--ttft-ms", "2000", "--itl-ms", "40")  # fmt: skip
+    theirs = planned["candidates"][planned["chosen"]]
+    assert (ours["deployment"], ours["concurrency"]) == (theirs["deployment"], theirs["concurrency"])
+    assert ours["output_tokens_per_s_per_gpu"] == pytest.approx(theirs["output_tokens_per_s_per_gpu"])

@@ -12,6 +12,7 @@ from mha_cli.core.cost.priors import datasheet_profile
 from mha_cli.core.cost.search import SearchResult, found_pick, no_ways, search_changes, search_deployments
 from mha_cli.core.errors import MhaError
 from mha_cli.core.recommend import REQUEST_FLAGS, RecommendResult, pasted, recommend
+from mha_cli.core.serve.replica import ClientSpec
 from mha_cli.core.served_model import ServedModel
 from mha_cli.core.targets import resolve_target
 from mha_cli.core.ways import Verdict, WayOut, settle
@@ -59,7 +60,8 @@ def _search(
     *,
     ways: Callable[[], list[WayOut]],
 ) -> SearchResult:
-    """``mha plan``'s search for the recommended design on its target: prompts of the context less
+    """``mha plan``'s search for the recommended design on its target, its pick confirmed in the simulated serving
+    loop as ``mha plan`` confirms it by default (``ClientSpec()``: plan's default client): prompts of the context less
     ``SERVED_OUTPUT_TOKENS`` output tokens (at most half the context). The launch lines serve ``served`` (the
     folder of the config.json ``--format hf`` wrote, else a placeholder for it) with random weights (``--load-format dummy``): the design has
     no checkpoint yet."""
@@ -71,7 +73,7 @@ def _search(
                 datasheet_profile(target.target, deployment.weight_dtype))  # fmt: skip
     found = search_deployments(
         result.config.model, served, target, deployment, profiles, isl=deployment.seq_len - osl, osl=osl,
-        ttft_ms=ttft_ms, itl_ms=itl_ms, ways=ways,
+        ttft_ms=ttft_ms, itl_ms=itl_ms, ways=ways, client=ClientSpec(),
     )  # fmt: skip
     launch = {
         engine: f"{line} --load-format dummy --skip-tokenizer-init"  # a config.json alone: no weights, no tokenizer
