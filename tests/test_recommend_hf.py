@@ -104,3 +104,10 @@ def test_mha_reads_every_field_of_its_own_hf_file(cli, tmp_path, args, model_typ
     assert "num_mtp_layers" not in written
     if model_type == "deepseek_v3":
         assert written["num_nextn_predict_layers"] == 0  # the design has none (count_params counts none)
+
+
+def test_format_without_out_is_refused(cli):
+    """``--format hf`` without ``--out`` exited 0 with the option ignored (found by newuser trial 230)."""
+    result = cli.run("recommend", "--params", "1B", "--format", "hf")
+    assert result.exit_code == 2
+    assert "--format hf says how --out writes the design: give --out FILE" in " ".join(result.output.split())

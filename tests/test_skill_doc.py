@@ -41,3 +41,15 @@ def test_skill_check_works_outside_the_repository(cli, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     missing = cli.run("skill", "--check", "--path", "nowhere.md")
     assert missing.exit_code == EXIT_CHECK_FAILED and str(tmp_path / "nowhere.md") in missing.output
+
+
+def test_a_stale_document_at_another_path_is_told_the_command_that_rewrites_it(cli, tmp_path):
+    """``--check --path X`` advised ``mha skill --write``, which writes the default path, not X (found by newuser
+    trial 230); the command printed, run, makes X current."""
+    stale = tmp_path / "my skill.md"
+    stale.write_text("old\n")
+    result = cli.run("skill", "--check", "--path", str(stale))
+    line = " ".join(result.output.split())
+    assert result.exit_code == EXIT_CHECK_FAILED and f"run `mha skill --write --path '{stale}'`" in line
+    assert cli.run("skill", "--write", "--path", str(stale)).exit_code == 0
+    assert cli.run("skill", "--check", "--path", str(stale)).exit_code == 0

@@ -195,6 +195,9 @@ def recommend_command(
         check_plot_path(plot, force=force)
     if format not in OUT_FORMATS:
         raise BadInputError(f"--format {format!r} is not one of {', '.join(OUT_FORMATS)}")
+    if format != "mha" and out is None:
+        raise BadInputError(f"--format {format} says how --out writes the design: give --out FILE (nothing is written"
+                            " without it)")  # fmt: skip
     if format == "hf" and out is not None and out.suffix.lower() != ".json":
         raise BadInputError(f"--format hf writes a transformers config.json: give --out a .json path, not {out.name!r}")
     request = build_request(

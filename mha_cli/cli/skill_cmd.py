@@ -6,6 +6,7 @@ input (``--write`` and ``--check`` together).
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -39,7 +40,8 @@ def skill(
         current = path.read_text(encoding="utf-8") if path.is_file() else None
         if current != text:
             what = "missing" if current is None else "stale"
-            out.notice(f"{path} is {what} (looked at {path.resolve()}): run `mha skill --write`")
+            rerun = "mha skill --write" + ("" if path == SKILL_PATH else f" --path {shlex.quote(str(path))}")
+            out.notice(f"{path} is {what} (looked at {path.resolve()}): run `{rerun}`")
             raise typer.Exit(code=EXIT_CHECK_FAILED)
         out.notice(f"{path} is current")
         return
