@@ -898,9 +898,8 @@ def _meets_cell(result: SearchResult, index: int, simulating: bool) -> str:
     """The front table's verdict: the simulated loop's where it ruled the point out, else the candidate's own (a
     closed-form pass the search did not simulate said so when it simulated others: ``simulating``)."""
     c = result.candidates[index]
-    ruled = result.simulated_miss(index)
-    if ruled is not None and ruled != index:
-        run = result.candidates[ruled]
+    if c.ruled_out_by is not None:  # the search's own ruling (``Candidate.ruled_out_by``), as the JSON carries it
+        run = result.candidates[c.ruled_out_by]
         return f"no: {', '.join(_miss_name(miss) for miss in run.misses)} at {run.concurrency:,}"
     if not c.meets_targets:
         return "no: " + ", ".join(_miss_name(miss) for miss in c.misses)
@@ -915,7 +914,7 @@ def _off_the_front(result: SearchResult, chosen: int) -> str:
     reasons = []
     if any(not result.candidates[i].meets_targets for i in faster):
         reasons.append("a faster point misses a target")
-    for ruled in sorted({ruled for i in faster if (ruled := result.simulated_miss(i)) is not None and ruled != i}):
+    for ruled in sorted({r for i in faster if (r := result.candidates[i].ruled_out_by) is not None}):
         run = result.candidates[ruled]
         reasons.append(
             f"{run.deployment.describe()} at {run.concurrency:,} users missed {'; '.join(run.misses)} in the simulated"
@@ -925,7 +924,7 @@ def _off_the_front(result: SearchResult, chosen: int) -> str:
         result.candidates[i].deployment.describe(): None
         for i in faster
         if result.candidates[i].meets_targets and result.candidates[i].simulated is None
-        and result.simulated_miss(i) is None
+        and result.candidates[i].ruled_out_by is None
     }  # fmt: skip
     if unsimulated:
         reasons.append(

@@ -6,7 +6,7 @@ from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, co
 
 from mha_cli.core.cost.latency import StepLatency
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN, check_async_scheduling
-from mha_cli.core.dtypes import Fp8Variant, with_fp8_variant
+from mha_cli.core.dtypes import FP8_DS_MLA, Fp8Variant, with_fp8_variant
 from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.engine.settings import engine_name
@@ -124,7 +124,7 @@ class RecommendRequest(Record):
     def _no_sparse_mla_cache(self) -> "RecommendRequest":
         """``fp8_ds_mla`` is sparse MLA's cache (``core.kv.check_kv_dtype_fits``), and recommend designs none: said
         before any variant is priced, where the first one priced (MHA) named itself as the problem."""
-        if self.kv_dtype == "fp8_ds_mla":
+        if self.kv_dtype == FP8_DS_MLA:
             raise ValueError(
                 "fp8_ds_mla is sparse MLA's cache (models with DeepSeek-V3.2's indexer); recommend designs dense"
                 " attention and dense MLA: use --kv-dtype fp8"
