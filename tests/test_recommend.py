@@ -447,6 +447,18 @@ def test_reasons_have_real_plurals():
         assert all("(s)" not in f.message for f in result.trace)
 
 
+@pytest.mark.parametrize(("budget", "priority"), [(7e9, "balanced"), (7e9, "inference"), (70e9, "balanced")])
+def test_an_explicit_gqa_keeps_the_balanced_kv_head_count(budget, priority):
+    """--variant GQA is GQA at the balanced KV-head count (MHA020 within MHA023), the default's GQA-8 at 32 and 64
+    heads: it had dropped the balanced cache and taken the smallest group (GQA-16 at 7B, GQA-32 at 70B)."""
+    default = rec(budget, target="a100", priority=priority)
+    asked = rec(budget, target="a100", priority=priority, variant="GQA")
+    assert default.model.variant == asked.model.variant == "GQA"
+    assert asked.model.n_kv_heads == default.model.n_kv_heads == 8
+    wider = [a for a in asked.alternatives if a.variant == "GQA" and (a.n_kv_heads or 0) > 8]
+    assert wider and all(a.verdict == "more cache than the balanced default" for a in wider)
+
+
 @pytest.mark.parametrize("budget", [34e6, 50e6, 100e6])
 def test_an_explicit_gqa_gets_a_width_whose_heads_allow_it(budget):
     """Issue 25: 34M-100M with --variant GQA crashed (the width picked had 5 heads, a prime: no GQA); widths

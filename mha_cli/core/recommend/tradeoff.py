@@ -194,9 +194,10 @@ def _exclusion(ctx: Context, variant: Variant, n_heads: int, shape: Shape) -> st
 
 def cache_cap(ctx: Context, n_heads: int) -> int | None:
     """2 x the balanced KV-head count (``width.balanced_kv_heads``): the cache per token per layer, in units of
-    head_dim, the balanced goal allows; None (no cap) for an explicit --variant, training's MHA, few heads, or
-    heads with no GQA divisor."""
-    if ctx.request.variant is not None or _training_keeps_mha(ctx, n_heads):
+    head_dim, the balanced goal allows; None (no cap) for training's MHA, few heads, or heads with no GQA divisor.
+    An explicit --variant keeps the cap: ``--variant GQA`` is GQA at the balanced KV-head count, not the smallest
+    group (a variant with nothing within the cap, MHA, is kept by ``pick``'s fallback)."""
+    if _training_keeps_mha(ctx, n_heads):
         return None
     if ctx.small and (small := small_kv_heads(n_heads)) is not None:  # MHA012: few KV heads however few the heads
         return 2 * small

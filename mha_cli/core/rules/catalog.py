@@ -249,8 +249,8 @@ RULES: tuple[Rule, ...] = (
     # Projection variant ------------------------------------------------------------------------
     Rule(
         id="MHA020", name="gqa-default", topic="variant", severity="info", scope="recommend",
-        condition=f"More than {FEW_HEADS} query heads, no explicit --variant, priority balanced or training above "
-        f"{MHA_LONG_CONTEXT_MAX_HEADS} heads.",
+        condition=f"More than {FEW_HEADS} query heads, priority balanced or training above "
+        f"{MHA_LONG_CONTEXT_MAX_HEADS} heads (with --variant GQA too: it sets the KV-head count within the variant).",
         action=f"The balanced goal: the lowest-risk candidate whose cache is at most that of the balanced KV-head "
         f"count: the fewest KV heads from max({BALANCED_KV_HEADS}, n_heads / {MAX_QUALITY_GROUP}) up that divide "
         f"n_heads (else the most below), from 16 heads on only counts that tensor parallelism of 2, 4 and 8 splits "
@@ -287,7 +287,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="MHA023", name="explicit-variant", topic="variant", severity="info", scope="recommend",
         condition="--variant is given.",
-        action="Use it (hard rules still apply; MLA below 1B becomes allowed because it was asked for).",
+        action="Use it (hard rules still apply; MLA below 1B becomes allowed because it was asked for). The "
+        "balanced cache (MHA020) still picks within it: --variant GQA is GQA at the balanced KV-head count (GQA-8 for "
+        "32 heads), not the smallest group.",
         rationale="The user may know constraints the budget does not show (kernels, an existing checkpoint).",
         reference="The lesson's mha-configurator skill.",
     ),
