@@ -222,10 +222,23 @@ def test_ways_out_price_windows_and_mla_fp8_exactly(cli):
 
 
 def test_an_mla_only_option_on_another_variant_is_flagged(cli):
-    assert cli.json("kv", "llama-3-8b", "--mla-cache", "naive")["warnings"] == [
-        "mla_cache naive ignored: llama-3-8b is GQA, not MLA"
+    """On a GQA model --mla-cache naive leaves the model's cache alone and prices the hypothetical MLA row naive: the
+    warning says so (it said "ignored" while the row changed) and the row's note names the layout. Llama-3-8B's MLA
+    at its shape (32 heads, nope 128 + RoPE 64 keys, 128 values): (192 + 128) x 32 x 2 B x 32 layers = 655,360
+    B/token naive, (512 + 64) x 2 x 32 = 36,864 absorbed."""
+    naive = cli.json("kv", "llama-3-8b", "--mla-cache", "naive")
+    assert naive["warnings"] == [
+        "mla_cache naive: llama-3-8b is GQA, not MLA, so its own cache is the same either way; only the hypothetical"
+        " MLA alternative is priced naive"
     ]
-    assert cli.json("kv", "llama-3-8b")["warnings"] == []
+    absorbed = cli.json("kv", "llama-3-8b")
+    assert absorbed["warnings"] == []
+    assert naive["kv"]["bytes_per_token"] == absorbed["kv"]["bytes_per_token"] == 131_072
+    mla = {name: next(row for row in report["variants"] if row["variant"] == "MLA") for name, report in
+           (("naive", naive), ("absorbed", absorbed))}  # fmt: skip
+    assert (mla["naive"]["bytes_per_token"], mla["absorbed"]["bytes_per_token"]) == (655_360, 36_864)
+    assert mla["naive"]["note"].endswith("cached naive: per-head K and V (--mla-cache naive)")
+    assert "naive" not in mla["absorbed"]["note"]
 
 
 def test_a_valid_wide_head_is_priced_and_an_impossible_derived_row_left_out(cli, tmp_path):

@@ -203,7 +203,10 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
             f"seq_len {deployment.seq_len:,} exceeds the {model.context_length:,} tokens {model.name} was trained for"
         )
     if model.attention.mla is None and "mla_cache" in deployment.model_fields_set:
-        notes.append(f"mla_cache {deployment.mla_cache} ignored: {model.name} is {model.attention.variant}, not MLA")
+        notes.append(
+            f"mla_cache {deployment.mla_cache}: {model.name} is {model.attention.variant}, not MLA, so its own cache is"
+            f" the same either way; only the hypothetical MLA alternative is priced {deployment.mla_cache}"
+        )
     stored = deployment.checkpoint_format
     if stored is not None and deployment.weight_dtype != stored:
         notes.append(

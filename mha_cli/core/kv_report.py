@@ -123,7 +123,7 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         )
         rows.append(VariantRow(
             label=option.label, variant=option.variant, n_kv_heads=option.n_kv_heads, is_current=option.is_current,
-            note=_note(option.note, option_kv.kv_dtype, deployment.kv_dtype),
+            note=_note(_naive_note(option.note, option.variant, deployment), option_kv.kv_dtype, deployment.kv_dtype),
             bytes_per_token=option_kv.bytes_per_token, total_bytes=option_kv.total_bytes,
             fraction_of_mha=option_kv.bytes_per_token / mha_bytes if mha_bytes else 1.0,
             max_sequences=option_plan.max_sequences if option_plan else None,
@@ -143,6 +143,13 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         variants=rows,
         latency=None if priced.memory is None else latency_or_none(model, priced.memory, priced.deployment),
     )
+
+
+def _naive_note(note: str, variant: str, deployment: DeploymentSpec) -> str:
+    """An MLA row's note, saying so when --mla-cache naive prices it as decompressed per-head K and V."""
+    if variant != "MLA" or deployment.mla_cache != "naive":
+        return note
+    return f"{note}; cached naive: per-head K and V (--mla-cache naive)"
 
 
 def _note(note: str, priced_in: str, asked: str) -> str:
