@@ -72,6 +72,25 @@ def test_kv_reads_our_config_file_and_options_override_it(cli, tmp_path):
     assert cli.json("kv", str(path), "--kv-dtype", "bf16")["total_bytes"] == data["total_bytes"] // 2
 
 
+@pytest.mark.parametrize("command", ["kv", "verify"])
+def test_a_config_files_tp_that_splits_no_heads_is_refused_naming_the_file(cli, tmp_path, command):
+    """deployment.tp 3 on 16 query heads: the refusal names the file and the field (it said only "pick a tp"), and
+    --tp overrides it. Exit 2 (bad input), one line."""
+    path = tmp_path / "model.yaml"
+    path.write_text(
+        "model:\n  d_model: 1024\n  n_layers: 4\n  n_heads: 16\n  n_kv_heads: 4\n  vocab_size: 1000\n  d_ff: 4096\n"
+        "deployment:\n  seq_len: 2k\n  tp: 3\n"
+    )
+    refused = cli.run(command, str(path))
+    assert refused.exit_code == 2
+    assert refused.stderr.strip() == (
+        f"error: {path}: deployment.tp 3: n_heads (16) must be divisible by tp (3): pick a tp that divides it (edit"
+        " the file, or override it with --tp)"
+    )
+    if command == "kv":
+        assert cli.json("kv", str(path), "--tp", "2")["deployment"]["tp"] == 2
+
+
 def test_variants_table_compares_the_same_shape(cli):
     rows = {row["label"]: row for row in cli.json("kv", "llama-3-8b")["variants"]}
     assert rows["MHA"]["bytes_per_token"] == 4 * rows["GQA-8"]["bytes_per_token"]

@@ -32,7 +32,7 @@ from mha_cli.cli.options import (
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
-from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.deployment import merge_deployment, refuse_file_tp
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.kv_report import KvReport, build_kv_report
 from mha_cli.core.mm_limits import mm_limits
@@ -85,6 +85,7 @@ def kv(
         check_plot_path(plot, force=force)
     loaded = load_source(source, weight_dtype=weight_dtype)
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
+    refuse_file_tp(loaded.origin, loaded.deployment, loaded.model, tp)
     deployment = merge_deployment(
         loaded.deployment,
         model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, dp=dp, block_size=block_size,

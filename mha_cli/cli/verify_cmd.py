@@ -23,7 +23,7 @@ from mha_cli.cli.options import (
 )
 from mha_cli.cli.output import Output, stderr_console
 from mha_cli.cli.progress import stage_progress
-from mha_cli.core.deployment import for_local_ranks, merge_deployment
+from mha_cli.core.deployment import for_local_ranks, merge_deployment, refuse_file_tp
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.rules.catalog import TEST_ACCURACY
 from mha_cli.core.sources import load_source
@@ -167,6 +167,7 @@ def verify(
     if not tp_timeout > 0:
         raise BadInputError(f"--tp-timeout must be greater than 0 (got {tp_timeout:g})")
     loaded = load_source(source)
+    refuse_file_tp(loaded.origin, loaded.deployment, loaded.model, tp)
     deployment = merge_deployment(
         for_local_ranks(loaded.deployment, tp),
         model=loaded.model,

@@ -41,6 +41,18 @@ def default_seq_len(model: ModelSpec | None, base: DeploymentSpec | None = None)
     return FALLBACK_SEQ_LEN
 
 
+def refuse_file_tp(origin: str, base: DeploymentSpec | None, model: ModelSpec, tp_flag: int | None) -> None:
+    """A config file's ``deployment.tp`` that does not split its model's heads (rule MHA024), refused naming the file
+    and the way out; nothing to refuse when ``--tp`` (``tp_flag``) overrides it."""
+    if tp_flag is not None or base is None or "tp" not in base.model_fields_set:
+        return
+    from mha_cli.core.tensor_parallel import heads_split_problem
+
+    problem = heads_split_problem(model, base.tp)
+    if problem is not None:
+        raise BadInputError(f"{origin}: deployment.tp {base.tp}: {problem} (edit the file, or override it with --tp)")
+
+
 def merge_deployment(
     base: DeploymentSpec | None, *, model: ModelSpec | None = None, **overrides: Any
 ) -> DeploymentSpec:
