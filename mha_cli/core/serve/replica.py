@@ -12,7 +12,7 @@ from pydantic import Field
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import empty_list
-from mha_cli.core.serve.simulate import EngineLimits, Simulation, engine_limits, simulate
+from mha_cli.core.serve.simulate import EngineLimits, RequestTimes, Simulation, engine_limits, simulate
 from mha_cli.core.serve.workload import Workload, drawn_lengths
 
 if TYPE_CHECKING:
@@ -52,8 +52,9 @@ class SimulatedServing(Simulation):
     """Closed loop: the busiest replica's users; None for an open loop."""
     rate_per_replica: float | None
     deployment_output_tokens_per_s: float
-    """The replica's output tokens/s x the replicas at work (a closed loop of fewer users than replicas leaves the rest
-    idle)."""
+    """The replicas' output tokens/s: the busiest replica's x the replicas that busy, plus, where a closed loop's users
+    do not divide over the replicas, the others' at one user fewer (simulated; DP attention's ranks step together, so
+    the busiest's rate x their share of rows); a closed loop of fewer users than replicas leaves the rest idle."""
     slo_percentile: float
     """Where targets are read: 0 the mean, else the percentile."""
     goodput_rps: float | None = None
@@ -118,6 +119,16 @@ def client_workload(
     return workload, users
 
 
+def _lighter_replicas(case: "ServingCase", users: int | None) -> tuple[int, "ServingCase"] | None:
+    """A closed loop whose users do not divide over the replicas: (the replicas with one user fewer than the busiest,
+    a case that gives each replica that many users); None when every replica is as busy (or idle: fewer users than
+    replicas, or an open loop)."""
+    if users is None or users < 2 or case.replicas < 2 or users * case.replicas == case.concurrency:
+        return None
+    lighter = users * case.replicas - case.concurrency  # replicas running users - 1
+    return lighter, case._replace(concurrency=(users - 1) * case.replicas)
+
+
 def simulate_deployment(
     case: "ServingCase",
     profile: "DeviceProfile",
@@ -140,28 +151,50 @@ def simulate_deployment(
 
     if slo_percentile not in SLO_PERCENTILES:
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
-    workload, users = client_workload(case, client, rate, engine, 1 if offload is None else offload.shared_prefixes)
-    limits = engine_limits(engine, recv_interval=case.recv_interval)
-    if not prefix_caching:  # no cache to keep a preempted request's blocks in (core.serve.schedulers.OwnBlocks)
-        limits = limits._replace(caches_preempted_blocks=False)
-    if offload is not None:
-        limits = offload_limits(limits, offload, prefix_caching)
-    stepped = workload
-    if case.speculative is not None:  # outputs counted in steps of T tokens (core.serve.speculative)
-        from mha_cli.core.serve.speculative import step_lengths
 
-        stepped = step_lengths(workload, case.speculative.acceptance_length)
-    run, times = simulate(
-        stepped, limits, StepCost(Stepper(case, profile)),
-        request_overhead_s=profile.request_overhead_s, trace=trace,
-    )  # fmt: skip
-    if case.speculative is not None:
-        from mha_cli.core.serve.speculative import per_token
+    def replica_run(served: "ServingCase", *, traced: bool) -> tuple[Simulation, RequestTimes, Workload, int | None]:
+        """One replica of ``served`` under its share of the client's load: (its run, per request times, workload,
+        users or None in an open loop)."""
+        workload, users = client_workload(
+            served, client, rate, engine, 1 if offload is None else offload.shared_prefixes
+        )
+        limits = engine_limits(engine, recv_interval=served.recv_interval)
+        if not prefix_caching:  # no cache to keep a preempted request's blocks in (core.serve.schedulers.OwnBlocks)
+            limits = limits._replace(caches_preempted_blocks=False)
+        if offload is not None:
+            limits = offload_limits(limits, offload, prefix_caching)
+        stepped = workload
+        if served.speculative is not None:  # outputs counted in steps of T tokens (core.serve.speculative)
+            from mha_cli.core.serve.speculative import step_lengths
 
-        prompts, outputs = [p for p, _ in workload.lengths], [o for _, o in workload.lengths]
-        run, times = per_token(run, times, outputs, prompts)
+            stepped = step_lengths(workload, served.speculative.acceptance_length)
+        run, times = simulate(
+            stepped, limits, StepCost(Stepper(served, profile)),
+            request_overhead_s=profile.request_overhead_s, trace=traced,
+        )  # fmt: skip
+        if served.speculative is not None:
+            from mha_cli.core.serve.speculative import per_token
+
+            prompts, outputs = [p for p, _ in workload.lengths], [o for _, o in workload.lengths]
+            run, times = per_token(run, times, outputs, prompts)
+        return run, times, workload, users
+
+    run, times, workload, users = replica_run(case, traced=trace)
     # replicas at work: every one under an open loop; a closed loop of fewer users than replicas leaves some idle
     busy = case.replicas if users is None else min(case.replicas, case.concurrency)
+    output_tokens_per_s = run.output_tokens_per_s * busy
+    lighter = _lighter_replicas(case, users)
+    light_runs: list[tuple[Simulation, RequestTimes, float]] = []
+    """The lighter replicas' runs, each with the replicas it stands for (DP attention: scaled by its share of rows)."""
+    if lighter is not None and users is not None:  # users that do not divide: the others run one user fewer
+        count, light_case = lighter
+        busy = case.replicas - count
+        if case.experts is not None and case.experts.dp_attention:  # ranks in lockstep: the busiest's steps, fewer rows
+            light_runs.append((run, times, count * (users - 1) / users))
+        else:  # separate replicas: their own lighter steps
+            light_run, light_times, _, _ = replica_run(light_case, traced=False)
+            light_runs.append((light_run, light_times, count))
+        output_tokens_per_s = run.output_tokens_per_s * busy + sum(r.output_tokens_per_s * n for r, _, n in light_runs)
     misses = [f"rate {rate:g} req/s > what it serves (the queue grows)"] if run.saturated else []
     label = "mean" if slo_percentile == 0 else f"p{slo_percentile:g}"
     if ttft_ms is not None and run.ttft_ms.at(slo_percentile) > ttft_ms:
@@ -173,9 +206,10 @@ def simulate_deployment(
     goodput = None
     if ttft_ms is not None or itl_ms is not None:
         goodput = run.good_requests(times, ttft_ms, itl_ms) / run.duration_s * busy
+        goodput += sum(r.good_requests(t, ttft_ms, itl_ms) / r.duration_s * n for r, t, n in light_runs)
     return SimulatedServing(
         **dict(run), replicas=case.replicas, users_per_replica=users,
-        rate_per_replica=workload.rate, deployment_output_tokens_per_s=run.output_tokens_per_s * busy,
+        rate_per_replica=workload.rate, deployment_output_tokens_per_s=output_tokens_per_s,
         slo_percentile=slo_percentile, goodput_rps=goodput, misses=misses,
     )  # fmt: skip
 
