@@ -540,7 +540,13 @@ def plan_at_rate(
         users = needed
         plan = plans.at(users)
     plan.notes.append(f"--rate {rate:g} req/s: {users} request(s) in flight (Little's law: rate x e2e)")
-    return plan.model_copy(update={"rate_rps": rate})
+    # in flight is a whole number of requests, rounded up: the load they stand for serves rate x osl tokens/s, not
+    # users / e2e x osl (up to 20% more at 2 req/s)
+    served = min(plan.output_tokens_per_s, rate * osl)
+    return plan.model_copy(update={
+        "rate_rps": rate, "output_tokens_per_s": served,
+        "output_tokens_per_s_per_gpu": served / plan.deployment.gpus,
+    })  # fmt: skip
 
 
 def simulate_plan(
