@@ -218,6 +218,19 @@ def test_a_recommended_design_without_a_folder_is_served_as_a_placeholder(cli):
     assert result["config"]["model"]["name"] not in search["launch"]["vllm"].split()
 
 
+def test_a_design_written_under_another_name_than_config_json_is_no_model_folder(cli, tmp_path):
+    """--out DIR/mydesign.json --format hf printed `vllm serve DIR`, where the engines find no config.json (found by
+    newuser trial 232): a placeholder, and the note says why."""
+    out = tmp_path / "mydesign.json"
+    search = cli.json("recommend", "--params", "7B", "--seq", "8192", "--target", "8xh100", "--itl-ms", "30", "--out",
+                      str(out), "--format", "hf")["deployment_search"]  # fmt: skip
+    assert out.exists() and search["launch"]["vllm"].startswith(f"vllm serve {PLACEHOLDER} ")
+    assert search["launch_note"] == (
+        f"replace {PLACEHOLDER} with a folder holding the design's config.json (mydesign.json is written, not"
+        " config.json) (`--out DIR/config.json --format hf` writes one)"
+    )
+
+
 def test_the_human_output_says_what_to_replace(cli, tmp_path):
     stem = tmp_path / "design.json"
     stem.write_text(json.dumps(config("qwen3-8b")))

@@ -304,3 +304,22 @@ def test_an_option_name_is_not_put_inside_another_fields_name(cli):
     was replaced inside ``shared_experts`` (found by newuser trial 230)."""
     result = cli.run("recommend", "--params", "30B", "--active-params", "3B", "--shared-experts", "-1")
     assert result.exit_code == 2 and "error: --shared-experts: must be at least 0 (got -1)" in result.output
+
+
+def test_engine_options_without_a_target_are_named_not_passed_over(cli, tmp_path):
+    """--engine and the engine's limits price nothing without --target: recommend said nothing and exited 0 with
+    output identical to the run without them (found by newuser trial 232). A warning names them, and where --out
+    writes mha's config file it records them for `mha kv` (which then prices SGLang's pool)."""
+    plain = cli.json("recommend", "--params", "7B")
+    asked = cli.json("recommend", "--params", "7B", "--engine", "vllm", "--max-num-seqs", "64",
+                     "--no-async-scheduling")  # fmt: skip
+    assert plain["warnings"] == []
+    assert asked["warnings"] == [
+        "--engine, --max-num-seqs, --no-async-scheduling: no --target, so no memory plan prices them here; they apply"
+        " with --target, or through --out to `mha kv` and `mha plan`"
+    ]
+    assert cli.json("recommend", "--params", "7B", "--target", "a100", "--engine", "sglang")["warnings"] == []
+    path = tmp_path / "design.yaml"
+    written = cli.json("recommend", "--params", "7B", "--engine", "sglang", "--out", str(path))
+    assert written["warnings"][0].endswith("the written design records them for `mha kv` and `mha plan`")
+    assert cli.json("kv", str(path), "--target", "a100")["engine"]["name"] == "sglang"

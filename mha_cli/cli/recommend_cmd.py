@@ -208,6 +208,13 @@ def recommend_command(
         max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib), async_scheduling=async_scheduling,
     )  # fmt: skip
     result = recommend(request, config_path=str(out) if out is not None and format == "mha" else None)
+    unpriced = engine_options_without_target(
+        target, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, kv_cache_gib=kv_cache_gib,
+        async_scheduling=async_scheduling, written=out is not None and format == "mha",
+    )  # fmt: skip
+    if unpriced is not None:
+        result = result.model_copy(update={"warnings": [*result.warnings, unpriced]})
     if profile is not None:
         from mha_cli.cli.kv_cmd import with_profile
 
@@ -216,11 +223,13 @@ def recommend_command(
         from mha_cli.core.recommend.serving import search_design
         from mha_cli.core.served_model import PLACEHOLDER, ServedModel
 
-        served = (
-            ServedModel(model=str(out.parent), named_by="folder") if out is not None and format == "hf"
-            else ServedModel(model=PLACEHOLDER, named_by="placeholder", note=f"replace {PLACEHOLDER} with a folder"
-                             " holding the design's config.json (`--out DIR/config.json --format hf` writes one)")
-        )  # fmt: skip
+        if out is not None and format == "hf" and out.name == "config.json":  # the folder the engines read it from
+            served = ServedModel(model=str(out.parent), named_by="folder")
+        else:  # the engines read DIR/config.json: a file of another name is no model folder
+            written = f" ({out.name} is written, not config.json)" if out is not None and format == "hf" else ""
+            served = ServedModel(model=PLACEHOLDER, named_by="placeholder", note=f"replace {PLACEHOLDER} with a folder"
+                                 f" holding the design's config.json{written} (`--out DIR/config.json --format hf`"
+                                 " writes one)")  # fmt: skip
 
         result = result.model_copy(update={"deployment_search": search_design(result, served, ttft_ms, itl_ms)})
     output = Output(json)
@@ -262,6 +271,18 @@ def recommend_command(
     output.emit(result, functools.partial(render_recommendation, explain=explain))
     if fail_if_no_fit and result.fits is False:
         raise typer.Exit(code=EXIT_CHECK_FAILED)
+
+
+def engine_options_without_target(target: str | None, *, written: bool, **options: object) -> str | None:
+    """A warning naming the engine options given without ``--target``: no memory plan prices them; a design written
+    as mha's config file (``written``) records them for ``mha kv`` / ``mha plan`` with a target. None: nothing given,
+    or a target."""
+    given = [f"--{'no-' if value is False else ''}{name.replace('_', '-')}" for name, value in options.items()
+             if value is not None]  # fmt: skip
+    if target is not None or not given:
+        return None
+    where = "the written design records them for" if written else "they apply with --target, or through --out to"
+    return f"{', '.join(given)}: no --target, so no memory plan prices them here; {where} `mha kv` and `mha plan`"
 
 
 def build_request(
