@@ -105,8 +105,18 @@ def test_pipeline_stages_differ_by_the_embedding_and_the_head(cli):
     assert plan["memory"]["weight_bytes_per_device"] == layers + side + 32_768  # the limiting stage's
     assert plan["memory"]["engine"]["kv_tokens"] == min(s["kv_tokens_per_device"] for s in stages)
     assert any("stage 1 (layers 63-125, final norm and LM head)" in note for note in plan["notes"])
-    assert plan["nodes"] == {"nodes": 2, "devices_per_node": 8, "inter_node_link": "ib-ndr"}
+    assert plan["nodes"] == {"nodes": 2, "devices_per_node": 8, "last_node_devices": None, "inter_node_link": "ib-ndr"}
     assert any("1 of the 1 pipeline boundaries cross nodes" in note for note in plan["notes"])
+
+
+def test_a_last_node_not_full_is_said_as_it_is(cli):
+    """12 H100s are a node of 8 and one of 4: the link note said "2 nodes of 8" beside the target's own "1 node of 8
+    and one of 4", and the JSON implied 16 GPUs (found by newuser trial 232)."""
+    plan = cli.json("plan", "llama-3.1-70b", "--target", "12xh100", "--tp", "4", "--pp", "3", "--concurrency", "16",
+                    "--closed-form")  # fmt: skip
+    assert plan["nodes"] == {"nodes": 2, "devices_per_node": 8, "last_node_devices": 4, "inter_node_link": "ib-ndr"}
+    assert any(note.startswith("1 node of 8 and one of 4: between nodes") for note in plan["notes"])
+    assert not any("2 nodes of 8" in note for note in plan["notes"])
 
 
 def test_a_tied_head_is_a_copy_of_the_embedding_on_the_last_stage(cli):

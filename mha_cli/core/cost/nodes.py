@@ -173,7 +173,9 @@ class NodeSpan(Record):
 
     nodes: int
     devices_per_node: int
-    """GPUs one node holds, filled in order (the last may hold fewer)."""
+    """GPUs one node holds, filled in order (the last may hold fewer: ``last_node_devices``)."""
+    last_node_devices: int | None = None
+    """GPUs the last node holds where it is not full (12 GPUs in nodes of 8: 4); None: every node full."""
     inter_node_link: str
     """The link between nodes: a ``core.links.LINKS`` id."""
 
@@ -189,14 +191,19 @@ def node_span(placement: NodePlacement | None, n_devices: int) -> NodeSpan | Non
     if placement is None:
         return None
     per_node = placement.devices_per_node
-    return NodeSpan(nodes=-(-n_devices // per_node), devices_per_node=per_node, inter_node_link=placement.link.id)
+    return NodeSpan(
+        nodes=-(-n_devices // per_node), devices_per_node=per_node, inter_node_link=placement.link.id,
+        last_node_devices=n_devices % per_node or None,
+    )  # fmt: skip
 
 
 def node_notes(placement: NodePlacement, spans: CollectiveSpans, tp: int, pp: int, n_devices: int) -> list[str]:
     """What the plan priced on the link between nodes, in words (the nodes and their link first)."""
     link, per_node = placement.link, placement.devices_per_node
+    whole, rest = divmod(n_devices, per_node)
+    nodes = f"{whole} node{'s' if whole > 1 else ''} of {per_node}" + (f" and one of {rest}" if rest else "")
     notes = [
-        f"{-(-n_devices // per_node)} nodes of {per_node}: between nodes {link.name}, {link.gbs:g} GB/s per GPU each"
+        f"{nodes}: between nodes {link.name}, {link.gbs:g} GB/s per GPU each"
         f" way ({f'{placement.basis}; ' if placement.basis else ''}{link.source}); inside a node the scale-up link"
     ]
     if spans.tp_share:
