@@ -35,7 +35,18 @@ def test_burstiness_without_rate_is_refused():
 
 
 def test_the_loop_options_still_run_with_the_loop():
-    args = [*ONE, "--rate", "2", "--num-prompts", "8", "--burstiness", "0.5", "--seed", "1", "--slo-percentile", "50"]
+    args = [*ONE, "--rate", "2", "--num-prompts", "8", "--burstiness", "0.5", "--seed", "1", "--slo-percentile", "50",
+            "--ttft-ms", "1000"]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert CliRunner().invoke(app, [*ONE, "--closed-form", "--rate", "2"]).exit_code == 0
+
+
+def test_a_percentile_without_a_target_to_read_there_is_refused():
+    """--slo-percentile only says where --ttft-ms and --itl-ms are read: without either it changed nothing, exit 0
+    (found by newuser trial 232), as --burstiness without --rate is refused."""
+    result = CliRunner().invoke(app, [*ONE, "--concurrency", "4", "--num-prompts", "8", "--slo-percentile", "50"])
+    assert result.exit_code == 2, result.output
+    assert "--slo-percentile 50 says where --ttft-ms and --itl-ms are read: add one, or leave it out" in result.output
+    assert CliRunner().invoke(app, [*ONE, "--concurrency", "4", "--num-prompts", "8", "--slo-percentile", "50",
+                                    "--itl-ms", "100"]).exit_code == 0  # fmt: skip

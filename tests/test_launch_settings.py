@@ -129,6 +129,18 @@ def test_a_kv_format_trtllm_lacks_is_not_written_into_its_options_file(cli):
     assert "the trtllm line runs its default KV cache: TensorRT-LLM has no int4 cache" in int4["launch_note"]
 
 
+def test_an_fp32_cache_needs_the_model_run_in_float32(cli):
+    """vLLM's and SGLang's caches follow the model's dtype: the lines asked for nothing while the plan priced a pool
+    of half the tokens (found by newuser trial 232). The note says what runs it."""
+    found = cli.json(*SEARCH, "--engine", "sglang", "--kv-dtype", "fp32")
+    assert value(found["launch"]["vllm"], "--kv-cache-dtype") is None
+    assert (
+        "the vLLM and SGLang lines run the KV cache in the model's dtype (bf16 or fp16 checkpoints): the fp32 cache"
+        " priced, twice their bytes a token, needs the model run in float32 (add --dtype float32)"
+    ) in found["launch_note"]
+    assert "float32" not in (cli.json(*SEARCH, "--engine", "sglang")["launch_note"] or "")
+
+
 def test_sparse_mlas_fp8_ds_mla_cache_is_asked_of_vllm_as_fp8(cli):
     """vLLM turns any fp8 cache of a sparse-MLA model into fp8_ds_mla (``DeepseekV32ForCausalLM.
     verify_and_update_config``, ``launch_settings.VLLM_FP8_KV``): its line asks ``--kv-cache-dtype fp8``, not the

@@ -369,6 +369,11 @@ def plan(
                          expert_parallel=expert_parallel, plot=plot, simulated=simulated,
                          speculative=speculative_config or draft or num_speculative_tokens or acceptance_length)  # fmt: skip
     _check_loop_options(closed_form, rate, {flag: simulated[flag] for flag in LOOP_OPTIONS})
+    if slo_percentile != 99 and ttft_ms is None and itl_ms is None:
+        raise BadInputError(
+            f"--slo-percentile {slo_percentile:g} says where --ttft-ms and --itl-ms are read: add one, or leave it out"
+            " (the simulated table prints the mean, median, p90 and p99)"
+        )
     if rate is not None and concurrency is not None:
         raise BadInputError("give --concurrency (users) or --rate (requests per second), not both")
     if plot is not None:

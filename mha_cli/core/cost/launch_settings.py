@@ -185,6 +185,12 @@ def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
         for engine in engines
         if engine in KV_FLAG_FORMATS and deployment.kv_dtype not in KV_FLAG_FORMATS[engine]
     ]
+    in_dtype = [names[engine] for engine in engines if engine in names]
+    if deployment.kv_dtype == "fp32" and in_dtype:  # both engines' caches follow the model's dtype (--dtype)
+        notes.append(
+            f"the {' and '.join(in_dtype)} lines run the KV cache in the model's dtype (bf16 or fp16 checkpoints): the"
+            " fp32 cache priced, twice their bytes a token, needs the model run in float32 (add --dtype float32)"
+        )
     asked = deployment.weight_dtype
     stored = (
         deployment.weight_scheme is not None
