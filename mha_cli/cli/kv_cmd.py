@@ -126,7 +126,8 @@ def with_profile(result: R, model: "ModelSpec", deployment: "DeploymentSpec", pr
     from mha_cli.core.cost.latency import latency_or_none
     from mha_cli.core.cost.store import load_profile
 
-    chosen = load_profile(profile, deployment.weight_dtype)
+    generation = deployment.engine_generation if deployment.engine is not None else None  # as engine_prior's
+    chosen = load_profile(profile, deployment.weight_dtype, release=deployment.engine_version, generation=generation)
     if result.memory is None:
         raise BadInputError("--profile prices the latency on a target: add --target")
     return result.model_copy(update={"latency": latency_or_none(model, result.memory, deployment, chosen)})

@@ -448,7 +448,7 @@ def plan(
         device = resolved.target
     else:
         chosen = (
-            load_profile(profile, weights, release=deployment.engine_version)
+            load_profile(profile, weights, release=deployment.engine_version, generation=generation)
             if profile is not None
             else prior_profile(device, weights, generation=generation, release=deployment.engine_version)
         )

@@ -119,13 +119,19 @@ def cpu_profile() -> DeviceProfile:
     return profile
 
 
-def load_profile(spec: str, weight_dtype: str = "bf16", release: str | None = None) -> DeviceProfile:
+def load_profile(
+    spec: str, weight_dtype: str = "bf16", release: str | None = None, generation: str | None = None
+) -> DeviceProfile:
     """``--profile``: a file path (anything with a ``/`` or ending ``.json``), a calibrated name, ``ID-prior``
     (the target's prior for ``weight_dtype``: fp8 weights on a GPU with fp8 tensor cores use their throughput), or
     ``ID-prior@GENERATION``, the name a plan prints for an engine generation's prior (``h100-sxm-prior@sglang-0.5``),
-    built as that plan built it (``release``: the engine release typed, as ``prior_profile`` takes it)."""
+    built as that plan built it (``release``: the engine release typed, as ``prior_profile`` takes it). A plain
+    ``ID-prior`` beside ``--engine`` (``generation``) is that engine generation's prior, as the plan without
+    ``--profile`` prices: naming the default must not change it."""
     if "/" in spec or spec.endswith(".json"):
         return read_profile(Path(spec))
+    if generation is not None and spec.endswith("-prior") and not profile_path(spec).exists():
+        spec = f"{spec}@{generation}"
     base, at, generation = spec.partition("@")
     if at and base.endswith("-prior"):
         from mha_cli.core.cost.priors import prior_profile
