@@ -323,3 +323,22 @@ def test_engine_options_without_a_target_are_named_not_passed_over(cli, tmp_path
     written = cli.json("recommend", "--params", "7B", "--engine", "sglang", "--out", str(path))
     assert written["warnings"][0].endswith("the written design records them for `mha kv` and `mha plan`")
     assert cli.json("kv", str(path), "--target", "a100")["engine"]["name"] == "sglang"
+
+
+def test_a_batch_over_the_engines_max_num_seqs_is_said_so_and_does_not_bend_the_design(cli):
+    """Batch 2,000 of 512 tokens of a 1B design on one H200: the pool holds 4,764 but vLLM's default max_num_seqs
+    runs 1,024. It said "the KV cache of this batch exceeds the target", offered only --batch 1024, and --priority
+    inference walked down to MQA, whose smaller cache admits no more (found by newuser trial 232)."""
+    args = ("recommend", "--params", "1B", "--seq", "512", "--target", "h200", "--batch", "2000")
+    capped = cli.json(*args)
+    assert not capped["fits"] and capped["memory"]["engine"]["max_num_seqs"] == 1024
+    assert capped["memory"]["engine"]["max_concurrency"] >= 2000
+    way = capped["ways_out"][0]
+    assert way["change"] == "--max-num-seqs 2000" and way["fits"]
+    mha026 = next(f for f in capped["trace"] if f["id"] == "MHA026")
+    assert mha026["message"].startswith("batch 2000 is more than the engine's max_num_seqs (1,024 a replica)")
+    text = cli.run(*args).output
+    assert "DOES NOT FIT: the engine runs at most 1,024 sequences a replica (max_num_seqs)" in " ".join(text.split())
+    assert cli.json(*args, "--max-num-seqs", "2000")["fits"]
+    inference = cli.json(*args, "--priority", "inference")
+    assert inference["model"]["n_kv_heads"] == capped["model"]["n_kv_heads"] == 8  # GQA-8, not MQA

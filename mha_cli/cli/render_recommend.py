@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -20,6 +22,9 @@ from mha_cli.cli.render_latency import latency_line
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.recommend import RecommendResult
 from mha_cli.core.rules.engine import counted
+
+if TYPE_CHECKING:
+    from mha_cli.core.memory import MemoryPlan
 
 
 def render_summary(console: Console, result: RecommendResult) -> None:
@@ -89,12 +94,22 @@ def render_summary(console: Console, result: RecommendResult) -> None:
         table.add_row(*cells, row.quality_risk, escape(row.verdict), style="bold" if row.is_recommended else None)
     console.print(table)
     if plan is not None and not plan.fits:
-        what = "weights exceed" if not plan.weights_fit else "KV cache of this batch exceeds"
-        console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
+        console.print(f"[bold red]DOES NOT FIT:[/bold red] {not_fitting(plan)}. Ways out:")
         for way in result.ways_out:
             console.print(f"  - {escape(way.text)}")
     console.print(f"[bold]test[/bold]  `{result.testability.command}` (induction, 2 layers)")
     console.print("[dim]--explain: the parameter, cache, memory and roofline tables and the rule trace[/dim]")
+
+
+def not_fitting(plan: MemoryPlan) -> str:
+    """What keeps ``plan`` from fitting, in words: the weights, the engine's cap on sequences, or the cache."""
+    from mha_cli.core.fit import capped_by_max_num_seqs
+
+    if not plan.weights_fit:
+        return "the weights exceed the target"
+    if capped_by_max_num_seqs(plan):
+        return f"the engine runs at most {plan.engine.max_num_seqs:,} sequences a replica (max_num_seqs), fewer than this batch"
+    return "the KV cache of this batch exceeds the target"
 
 
 def render_recommendation(console: Console, result: RecommendResult) -> None:
@@ -117,8 +132,7 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
         console.print()
         print_engine_plan(console, result.memory)
         if not result.memory.fits:
-            what = "weights exceed" if not result.memory.weights_fit else "KV cache of this batch exceeds"
-            console.print(f"[bold red]DOES NOT FIT:[/bold red] the {what} the target. Ways out:")
+            console.print(f"[bold red]DOES NOT FIT:[/bold red] {not_fitting(result.memory)}. Ways out:")
             for way in result.ways_out:
                 figure = f": {escape(way.figure)}" if way.fits else ""  # a none: line says what was tried itself
                 console.print(f"  - {escape(way.text)}{figure}")

@@ -90,6 +90,9 @@ def ways_out(
                 ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
                 break
         return ways or [_last_way(model, target, deployment, plan, total_params)]
+    capped = _seq_cap_that_fits(model, target, deployment, plan, kv)
+    if capped:
+        ways.append(capped)
     knob = _engine_knob_that_fits(model, target, deployment, plan, kv)
     if knob:
         ways.append(knob)
@@ -270,6 +273,34 @@ ENGINE_KNOBS = (("gpu_memory_utilization", 0.95, "--gpu-memory-utilization"), ("
 what published vLLM deployments run), a smaller profiling run (its sampler's peak grows with max_num_seqs)."""
 
 
+def capped_by_max_num_seqs(plan: MemoryPlan) -> bool:
+    """The engine starts and its pool holds the replica's share of the batch, but its max_num_seqs admits fewer: the
+    cap, not the cache, is what does not fit."""
+    engine = plan.engine
+    return (
+        engine.starts and plan.weights_fit and engine.admitted_per_replica < plan.sequences_per_replica
+        and engine.admitted_per_replica == engine.max_num_seqs and int(engine.max_concurrency) >= plan.sequences_per_replica
+    )  # fmt: skip
+
+
+def _seq_cap_that_fits(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan, kv: KvFootprint
+) -> str | None:
+    """``--max-num-seqs N`` (the replica's share of the batch) when the engine's cap alone keeps the batch from running
+    at once (``capped_by_max_num_seqs``) and the plan at that cap fits (its profiling run grows with it)."""
+    if not capped_by_max_num_seqs(plan):
+        return None
+    wanted = plan.sequences_per_replica
+    raised = deployment.model_copy(update={"max_num_seqs": wanted})
+    tuned = plan_memory(target, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=raised)
+    if not tuned.fits:
+        return None
+    return (
+        f"--max-num-seqs {wanted} (the engine's cap of {plan.engine.max_num_seqs:,} sequences a replica, not its"
+        f" cache: the pool holds {int(plan.engine.max_concurrency):,} of this length)"
+    )
+
+
 def _engine_knob_that_fits(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan, kv: KvFootprint
 ) -> str | None:
@@ -421,10 +452,20 @@ def flag_fit(
         )
         return ways
     verb = "fits" if plan.max_sequences == 1 else "fit"
+    if capped_by_max_num_seqs(plan):
+        what = (
+            f"batch {deployment.batch} is more than the engine's max_num_seqs ({plan.engine.max_num_seqs:,} a"
+            f" replica) runs at once; its cache fits ({format_bytes(plan.kv_bytes_per_device)} per device, the pool"
+            f" holds {int(plan.engine.max_concurrency):,} of {deployment.seq_len:,} tokens a replica)"
+        )
+    else:
+        what = (
+            f"batch {deployment.batch} needs {format_bytes(plan.kv_bytes_per_device)} of cache per device;"
+            f" {counted(plan.max_sequences, 'sequence')} of {deployment.seq_len:,} tokens {verb}"
+        )
     trace.fire(
         "MHA026",
-        f"batch {deployment.batch} needs {format_bytes(plan.kv_bytes_per_device)} of cache per device;"
-        f" {counted(plan.max_sequences, 'sequence')} of {deployment.seq_len:,} tokens {verb}{how}",
+        f"{what}{how}",
         kv_bytes_per_device=plan.kv_bytes_per_device,
         max_sequences=plan.max_sequences,
     )

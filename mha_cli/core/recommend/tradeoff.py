@@ -244,9 +244,10 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
         chosen = min(fitting, key=goal)
     elif ctx.target is not None and not any(admitted(o) for o in pool):  # the weights are what does not fit
         chosen = min(pool, key=lambda o: (o.risk, o.kv.bytes_per_token))  # a smaller cache would not help
-    else:  # nothing fits: what the engine admits most of (the smallest cache without a target), then the risk
-        chosen = min(pool, key=lambda o: (-admitted(o), o.kv.bytes_per_sequence if windows else o.kv.bytes_per_token,
-                                          o.risk))  # fmt: skip
+    else:  # nothing fits: what the engine admits most of, then the risk (a smaller cache that admits no more buys
+        # nothing: the engine's max_num_seqs caps them alike), then the smaller cache
+        chosen = min(pool, key=lambda o: (-admitted(o), o.risk,
+                                          o.kv.bytes_per_sequence if windows else o.kv.bytes_per_token))  # fmt: skip
     rows = []
     for o in options:
         if o is chosen:
