@@ -278,8 +278,8 @@ RULES: tuple[Rule, ...] = (
         "weights and requested batch fit the target (at the smallest tp that fits), ties by the smaller group "
         "(more KV heads), then the smaller cache (from 32K tokens, in the lowest risk class: the most sequences the "
         "engine admits at the context, then the design without windows, then the smallest cache, MHA028); when "
-        "none fits, the one the engine admits most sequences of (the lowest risk when the weights are what does not "
-        "fit), flagged with the ways out (MHA026).",
+        "none fits, the one the engine admits most sequences of, then the lowest risk (the lowest risk alone when the "
+        "weights are what does not fit), flagged with the ways out (MHA026).",
         rationale="For a serving-first design the KV cache limit decides; a smaller cache is cheaper than another "
         "device, and the trade-off rows (MHA027) show the quality risk taken.",
         reference="Shazeer 2019 (MQA); DeepSeek-V2 2024 (MLA: 93% smaller cache than MHA).",
