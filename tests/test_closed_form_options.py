@@ -5,6 +5,8 @@ closed form's means as if the lengths had been replayed and the targets read at 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -50,3 +52,22 @@ def test_a_percentile_without_a_target_to_read_there_is_refused():
     assert "--slo-percentile 50 says where --ttft-ms and --itl-ms are read: add one, or leave it out" in result.output
     assert CliRunner().invoke(app, [*ONE, "--concurrency", "4", "--num-prompts", "8", "--slo-percentile", "50",
                                     "--itl-ms", "100"]).exit_code == 0  # fmt: skip
+
+
+def test_requests_past_the_planned_context_are_named_with_the_flag_that_admits_them(tmp_path):
+    """A lengths file of 8,000 + 500 tokens, or --random-range-ratio 0.5 on 512 + 64, draws requests past --isl +
+    --osl, the context the engine's max_model_len is sized for: vLLM refuses them. It said nothing (found by newuser
+    trial 232); a note names the longest and the flags."""
+    lengths = tmp_path / "lengths.txt"
+    lengths.write_text("8000 500\n")
+    replayed = CliRunner().invoke(app, [*ONE, "--concurrency", "2", "--lengths-file", str(lengths), "--json"])
+    notes = json.loads(replayed.stdout)["notes"]
+    assert any(note.startswith("requests of the lengths file reach 8,500 tokens, past --isl + --osl (576)")
+               and "start it with 8,500 there" in note for note in notes)  # fmt: skip
+    drawn = CliRunner().invoke(app, [*ONE, "--concurrency", "2", "--random-range-ratio", "0.5", "--json"])
+    # vLLM's random dataset draws up to ceil(512 x 1.5) + ceil(64 x 1.5) = 768 + 96 tokens
+    assert any(
+        "--random-range-ratio 0.5's draws reach 864 tokens" in note for note in json.loads(drawn.stdout)["notes"]
+    )
+    plain = CliRunner().invoke(app, [*ONE, "--concurrency", "2", "--json"])
+    assert not any("reach" in note for note in json.loads(plain.stdout)["notes"])

@@ -462,6 +462,7 @@ def plan(
     elif chosen.kind == "prior" and device.vendor not in ("NVIDIA", "AMD"):
         stand_in = f"the priors were fitted on NVIDIA and AMD GPUs: on a {device.vendor} device they are a sketch"
     client = None if closed_form else _client(num_prompts, random_range_ratio, burstiness, lengths_file, seed)
+    long_requests = None if client is None else longest_request_note(client, isl, osl)
     if slo_percentile not in (0, 50, 90, 99):
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
     past_read = notice_past_newest_read(deployment.engine, deployment.engine_version, output)
@@ -489,6 +490,8 @@ def plan(
             found.layouts.append(resolved.node_note)
         if stand_in:
             found.layouts.append(stand_in)
+        if long_requests:
+            found.layouts.append(long_requests)
         if speculative is not None:
             found.layouts.append(
                 f"speculative decoding priced in every candidate: {speculative.method}, k ="
@@ -530,6 +533,8 @@ def plan(
         result.notes.append(resolved.node_note)
     if stand_in:
         result.notes.append(stand_in)
+    if long_requests:
+        result.notes.append(long_requests)
     if speculative is not None:
         from mha_cli.core.cost.speculative_plan import compare_speculative
 
@@ -697,6 +702,29 @@ def _check_max_model_len(max_model_len: str | None, context: int) -> None:
             f"--max-model-len {max_model_len}: plan sizes the engine (and its launch line's --max-model-len) for"
             f" --isl + --osl = {context:,} tokens; set --isl and --osl to the context to plan for"
         )
+
+
+def longest_request_note(client: ClientSpec, isl: int, osl: int) -> str | None:
+    """Where the simulated client's requests (a lengths file, or --random-range-ratio's draws) run past --isl + --osl,
+    the context the memory plan and the launch lines' --max-model-len are sized for: what the engine would refuse and
+    the flag that admits them. None: none does."""
+    if client.lengths is not None:
+        longest, source = max(i + o for i, o in client.lengths), "the lengths file"
+    elif client.range_ratio > 0:
+        longest = -(-isl * (1 + client.range_ratio) // 1) + -(-osl * (1 + client.range_ratio) // 1)
+        longest = int(longest)  # vLLM's draw reaches ceil(n (1 + r)) (core.serve.workload.drawn_lengths)
+        source = f"--random-range-ratio {client.range_ratio:g}'s draws"
+    else:
+        return None
+    if longest <= isl + osl:
+        return None
+    return (
+        f"requests of {source} reach {longest:,} tokens, past --isl + --osl ({isl + osl:,}): the memory plan and the"
+        f" engine's max_model_len (vLLM's --max-model-len, SGLang's --context-length, TensorRT-LLM's --max_seq_len, as"
+        f" a launch line writes it) are sized for {isl + osl:,}, and the engine refuses a longer request; start it"
+        f" with {longest:,} there, or give --isl and --osl whose sum holds it (the closed form prices --isl and --osl,"
+        " the simulated loop the requests drawn)"
+    )
 
 
 def _client(
