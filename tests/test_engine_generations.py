@@ -358,3 +358,27 @@ def test_vllm_v0_step_defaults_by_the_release_that_set_them(engine, step, said):
     spec = merge_deployment(None, seq_len=131_072, engine=engine)
     settings = resolve_settings(spec, resolve_target("h100").target, 1)
     assert settings.max_num_batched_tokens == step and said in settings.defaults_note
+
+
+def test_a_release_line_is_priced_as_its_newest_patch_by_every_sglang_rule(cli):
+    """sglang@0.5 is the 0.5 line, its newest patch, as the launch lines and docs take it: its pool was 0.5.9's
+    (54,626,106,975 B on Llama-3-8B on an H100: the prefill-graph reserve read '0.5' as a commit, eager) beside a note
+    naming 0.5.23 (found by newuser trial 231). Now 0.5.23's, as plain sglang; 0.5.9 typed keeps its own."""
+    from mha_cli.core.engine.prefill_graphs import LINE_NEWEST, release_triple
+
+    assert release_triple("0.5") == (0, 5, LINE_NEWEST) and release_triple("0.5.10.post1") == (0, 5, 10)
+    assert release_triple("0.0.0.dev1+g93fca0b") is None
+
+    def pool(engine: str) -> tuple[int, int]:
+        engine_plan = cli.json("kv", "llama-3-8b", "--target", "h100", "--seq", "8k", "--engine", engine)["memory"]
+        return engine_plan["engine"]["available_kv_bytes"], engine_plan["engine"]["kv_tokens"]
+
+    assert (
+        pool("sglang@0.5")
+        == pool("sglang@0.5.x")
+        == pool("sglang@0.5.23")
+        == pool("sglang")
+        == (54_202_301_077, 413_530)
+    )
+    assert pool("sglang@0.5.9") == (54_626_106_975, 416_764)
+    assert pool("sglang@0.4") == pool("sglang@0.4.10.post2")

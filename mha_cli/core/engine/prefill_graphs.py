@@ -138,15 +138,21 @@ LLAMA_2_GRAPH_TOKENS = 4096
 """A model whose path names Llama-2 captures at most 4096 prompt tokens (``"llama-2" in model_path.lower()``:
 ``server_args.py`` 0.5.10-0.5.18, ``arg_groups/memory_hook.py`` 0.5.19-0.5.23)."""
 
-_RELEASE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+)|$)")
+
+LINE_NEWEST = 10**6
+"""The patch a release line stands for (``sglang@0.5``: its newest patch, past every number read), as the launch
+lines' ``core.engine.release_numbers.release_key`` takes a minor alone."""
 
 
 def release_triple(release: str | None) -> tuple[int, int, int] | None:
-    """``0.5.10.post1`` -> (0, 5, 10); None for no release, a commit or a dev build (``0.0.0.dev1+g93fca0b``)."""
+    """``0.5.10.post1`` -> (0, 5, 10); a line, ``0.5``, -> (0, 5, ``LINE_NEWEST``): its newest patch; None for no
+    release, a commit or a dev build (``0.0.0.dev1+g93fca0b``)."""
     match = _RELEASE.match(release.strip()) if release else None
     if match is None:
         return None
-    triple = (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    patch = LINE_NEWEST if match.group(3) is None else int(match.group(3))
+    triple = (int(match.group(1)), int(match.group(2)), patch)
     return None if triple == (0, 0, 0) else triple
 
 

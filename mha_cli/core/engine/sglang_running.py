@@ -24,7 +24,7 @@ Not priced: 0.4.0-0.4.2 do not divide N by dp (read in 0.4.0; DP attention is no
 
 from typing import NamedTuple
 
-from mha_cli.core.engine.prefill_graphs import LATEST_READ, release_triple
+from mha_cli.core.engine.prefill_graphs import LATEST_READ, LINE_NEWEST, release_triple
 
 Triple = tuple[int, int, int]
 
@@ -43,10 +43,15 @@ GENERATION_NEWEST: dict[str, Triple] = {"sglang-0.4": (0, 4, 10)}
 
 
 def running_release(release: str | None, generation: str) -> Triple:
-    """The release whose rules apply: the one typed, else the generation's newest (a commit or a dev build too)."""
-    fallback = GENERATION_NEWEST.get(generation) or release_triple(LATEST_READ)
-    assert fallback is not None
-    return release_triple(release) or fallback
+    """The release whose rules apply: the one typed, else the generation's newest (a commit or a dev build too); one
+    past the newest read (a line's newest patch among them) is priced, and named, as the newest read."""
+    newest = release_triple(LATEST_READ)
+    fallback = GENERATION_NEWEST.get(generation) or newest
+    assert fallback is not None and newest is not None
+    typed = release_triple(release)
+    if typed is None or typed[2] == LINE_NEWEST:  # none, a commit, or a line (0.5): the generation's newest
+        return fallback
+    return min(typed, newest)
 
 
 def speculative_cap(triple: Triple) -> int | None:
