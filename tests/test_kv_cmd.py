@@ -312,3 +312,24 @@ def test_a_large_batch_is_written_with_thousands_separators(cli):
     is grouped in thousands."""
     printed = cli.run("kv", "llama-3-8b", "--batch", "1048576").stdout
     assert "batch of 1,048,576" in printed and "1048576" not in printed
+
+
+@pytest.mark.parametrize(
+    ("command", "flags", "named"),
+    [("kv", ["--batch", "100000", "--fail-if-no-fit"], "--fail-if-no-fit"),
+     ("kv", ["--max-num-seqs", "9999", "--max-num-batched-tokens", "16"], "--max-num-batched-tokens, --max-num-seqs"),
+     ("kv", ["--kv-cache-gib", "10", "--engine", "sglang"], "--kv-cache-gib"),
+     ("check", ["--gpu-memory-utilization", "0.5"], "--gpu-memory-utilization"),
+     ("check", ["--no-async-scheduling"], "--no-async-scheduling")],
+)  # fmt: skip
+def test_memory_plan_options_without_a_target_are_refused(cli, command, flags, named):
+    """Without a target nothing prices them: they were accepted with exit 0 (the checks that refuse them on a target
+    skipped), and --fail-if-no-fit always passed a CI gate (found by newuser trial 231)."""
+    refused = cli.run(command, "llama-3-8b", *flags)
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr.strip() == (
+        f"error: {named} size or judge the engine's memory plan on a device: add --target (e.g. h100), or leave them"
+        " out"
+    )
+    on_target = cli.run(command, "llama-3-8b", *flags, "--target", "h100")
+    assert "size or judge the engine's memory plan" not in on_target.output  # judged there (some refused by vLLM)

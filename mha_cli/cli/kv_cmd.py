@@ -32,7 +32,7 @@ from mha_cli.cli.options import (
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
-from mha_cli.core.deployment import merge_deployment, refuse_file_tp
+from mha_cli.core.deployment import merge_deployment, refuse_file_tp, refuse_plan_flags_without_target
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.kv_report import KvReport, build_kv_report
 from mha_cli.core.mm_limits import mm_limits
@@ -94,6 +94,11 @@ def kv(
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
         limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only), async_scheduling=async_scheduling,
+    )  # fmt: skip
+    refuse_plan_flags_without_target(
+        deployment, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs, kv_cache_gib=kv_cache_gib, async_scheduling=async_scheduling,
+        fail_if_no_fit=fail_if_no_fit,
     )  # fmt: skip
     out = Output(json)
     refuse_release_without_model(

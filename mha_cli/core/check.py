@@ -15,7 +15,14 @@ from typing import Any
 
 from pydantic import computed_field
 
-from mha_cli.core.deployment import FALLBACK_SEQ_LEN, deployment_warnings, merge_deployment, state_convention_note
+from mha_cli.core.deployment import (
+    FALLBACK_SEQ_LEN,
+    PLAN_FLAGS,
+    deployment_warnings,
+    merge_deployment,
+    refuse_plan_flags_without_target,
+    state_convention_note,
+)
 from mha_cli.core.engine.plan import EnginePlan, kv_format_note
 from mha_cli.core.fit import deployment_judge, flag_fit, price_deployment
 from mha_cli.core.header_weights import header_notes
@@ -122,6 +129,7 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     seq = overrides.pop("seq_len", None)
     context_from = _stated_context(source, seq)
     deployment = merge_deployment(source.deployment, model=source.model, seq_len=seq, **overrides)
+    refuse_plan_flags_without_target(deployment, **{k: v for k, v in overrides.items() if k in PLAN_FLAGS})
     model = source.model
     explicit = _explicit_variant(source)
     trace = Trace()

@@ -41,6 +41,33 @@ def default_seq_len(model: ModelSpec | None, base: DeploymentSpec | None = None)
     return FALLBACK_SEQ_LEN
 
 
+PLAN_FLAGS = {
+    "gpu_memory_utilization": "--gpu-memory-utilization", "max_num_batched_tokens": "--max-num-batched-tokens",
+    "max_num_seqs": "--max-num-seqs", "kv_cache_memory_bytes": "--kv-cache-gib", "kv_cache_gib": "--kv-cache-gib",
+    "async_scheduling": "--async-scheduling", "fail_if_no_fit": "--fail-if-no-fit",
+}  # fmt: skip
+"""Options that only size or judge the engine's memory plan on a device: nothing prices them without a target."""
+
+
+def refuse_plan_flags_without_target(deployment: DeploymentSpec, **given: object) -> None:
+    """One line for options of ``PLAN_FLAGS`` given (not None, not False) where the deployment has no target (neither
+    --target nor the config file's): they were accepted, exit 0, and priced nothing (``--fail-if-no-fit`` always
+    passed)."""
+    if deployment.target is not None:
+        return
+    named = []
+    for name, value in given.items():
+        if value is None or (value is False and name == "fail_if_no_fit"):
+            continue
+        flag = PLAN_FLAGS[name]
+        named.append(f"--no-{flag[2:]}" if value is False else flag)
+    if named:
+        raise BadInputError(
+            f"{', '.join(dict.fromkeys(named))} size or judge the engine's memory plan on a device: add --target (e.g."
+            " h100), or leave them out"
+        )
+
+
 def refuse_file_tp(origin: str, base: DeploymentSpec | None, model: ModelSpec, tp_flag: int | None) -> None:
     """A config file's ``deployment.tp`` that does not split its model's heads (rule MHA024), refused naming the file
     and the way out; nothing to refuse when ``--tp`` (``tp_flag``) overrides it."""
