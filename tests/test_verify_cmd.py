@@ -330,3 +330,14 @@ def test_the_table_fits_80_columns_with_short_how_cells_and_numbered_notes(cli, 
     text = " ".join(" ".join(lines).split())  # notes wrap at word boundaries
     assert "equal [1]" in text and f"({data['measured_weight_bytes']:,} B measured)" in text
     assert "[4] whole model: all 2 layers, all 1 tensor-parallel rank(s): the deployment" in text
+
+
+def test_a_context_past_a_learned_position_table_is_refused_before_torch(cli):
+    """gpt2 learns 1,024 positions: --seq 2048 was an internal error (exit 70, a ValueError from the embedding) where
+    `mha kv gpt2 --seq 2048` only warns (found by newuser trial 231). One line, exit 2, with the longest that builds."""
+    refused = cli.run("verify", "gpt2", "--device", "cpu", "--seq", "2048")
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr.strip() == (
+        "error: --seq 2048: gpt2 learns 1,024 absolute positions (a position table of 1,024 rows), so no token past"
+        " them can be built: give --seq 1024 or less"
+    )

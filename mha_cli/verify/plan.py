@@ -379,6 +379,12 @@ def check_buildable(
     validate_options(layers=layers, prefill_tokens=prefill_tokens)
     if layers is not None and layers > model.n_layers:
         raise BadInputError(f"--layers ({layers}) must be between 1 and the model's {model.n_layers} layers")
+    learned = model.embeddings.positions - model.embeddings.position_offset  # positions a learned table holds
+    if model.embeddings.positions and deployment.seq_len > learned:
+        raise BadInputError(
+            f"--seq {deployment.seq_len}: {model.name} learns {learned:,} absolute positions (a position table of"
+            f" {model.embeddings.positions:,} rows), so no token past them can be built: give --seq {learned} or less"
+        )
     return rank_shape
 
 
