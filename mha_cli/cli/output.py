@@ -64,6 +64,19 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+def write_stdout(text: str) -> None:
+    """``text`` on stdout, flushed; a full or failing stdout (``> /dev/full``) is an ``OutputError`` (exit 74), as
+    ``Output.emit`` makes it (``mha schema``, ``mha skill``, ``mha targets --schema`` print no result record)."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        discard_stdout()
+        raise OutputError(f"cannot write to standard output: {os_reason(exc)}") from None
+
+
 class Output:
     """Where a command's result goes: ``--json`` prints the model, otherwise ``render`` draws it."""
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json as jsonlib
-import sys
 from typing import TYPE_CHECKING
 
 from mha_cli.cli.options import JsonOpt
+from mha_cli.cli.output import write_stdout
 from mha_cli.core.schema_export import config_json_schema
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ def schema(json: JsonOpt = False) -> None:
 
     The output is JSON either way; ``--json`` is accepted so every command takes it.
     """
-    sys.stdout.write(jsonlib.dumps(config_json_schema(), indent=2) + "\n")
+    write_stdout(jsonlib.dumps(config_json_schema(), indent=2) + "\n")
 
 
 def register(registry: CommandRegistry) -> None:

@@ -7,13 +7,12 @@ input (``--write`` and ``--check`` together).
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mha_cli.cli.output import Output
+from mha_cli.cli.output import Output, write_stdout
 from mha_cli.core.config_io import write_text_atomic
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.skill_doc import SKILL_PATH, generate_skill_doc
@@ -45,7 +44,7 @@ def skill(
             raise typer.Exit(code=EXIT_CHECK_FAILED)
         out.notice(f"{path} is current")
         return
-    sys.stdout.write(text)
+    write_stdout(text)
 
 
 def register(registry: CommandRegistry) -> None:

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mha_cli.cli.options import JsonOpt
-from mha_cli.cli.output import Output
+from mha_cli.cli.output import Output, write_stdout
 from mha_cli.core.errors import BadInputError, shown
 from mha_cli.core.record import Record
 from mha_cli.core.targets import ALIASES, ResolvedTarget, Target, load_targets, resolve_target
@@ -43,12 +43,11 @@ def targets(
         if name:
             raise BadInputError(f"--schema prints the target file's fields: give it without {shown(name)}")
         import json as jsonlib
-        import sys
 
         from mha_cli.core.target_file import target_file_example, target_file_json_schema
 
         example = target_file_example(load_targets()["h100-sxm"].model_dump())
-        sys.stdout.write(jsonlib.dumps(target_file_json_schema(example), indent=2) + "\n")
+        write_stdout(jsonlib.dumps(target_file_json_schema(example), indent=2) + "\n")
         return
     if name:
         resolved = resolve_target(name)
