@@ -36,7 +36,8 @@ def test_a_closed_stdout_is_exit_74_before_any_work():
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize(
-    "args", [["kv", "gpt2", "--json"], ["targets"], ["--help"], ["schema"], ["targets", "--schema"], ["skill"]],
+    "args",
+    [["kv", "gpt2", "--json"], ["targets"], ["--help"], ["schema"], ["targets", "--schema"], ["skill"]],
     ids=["json", "table", "help", "schema", "target-schema", "skill"],
 )  # schema, targets --schema and skill wrote past Output: exit 70, "internal error" (found by newuser trial 231)
 def test_a_full_stdout_is_exit_74_one_line(args):
