@@ -333,3 +333,14 @@ def test_memory_plan_options_without_a_target_are_refused(cli, command, flags, n
     )
     on_target = cli.run(command, "llama-3-8b", *flags, "--target", "h100")
     assert "size or judge the engine's memory plan" not in on_target.output  # judged there (some refused by vLLM)
+
+
+def test_gemma_3n_per_sequence_is_explained_by_the_layers_that_cache(cli):
+    """Gemma-3n E4B: 35 layers (7 global, 28 local), the last 15 share earlier K/V, so 4 global and 16 local layers
+    cache: 4 x 32,768 x 2,048 B + 16 x 512 x 2,048 B = 285,212,672. The row said "28 layers x 512 (window)", which
+    gives 29,360,640 (found by newuser trial 231)."""
+    data = cli.json("kv", "gemma-3n-e4b", "--seq", "32k")["kv"]
+    assert data["token_layers_by_kind"] == {"local": 16, "global": 4}
+    assert data["bytes_per_sequence"] == (4 * 32_768 + 16 * 512) * 2048 == 285_212_672
+    wide = cli.runner.invoke(app, ["kv", "gemma-3n-e4b", "--seq", "32k"], env={"COLUMNS": "200"})
+    assert "4 layers x 32,768 tokens + 16 layers x 512 (window)" in wide.stdout

@@ -151,13 +151,13 @@ def kv_table(
         table.title = "Cache: fixed state only (no layer caches tokens)"
         table.add_row("per token", "none", "", "no layer attends: nothing grows with the context")
     spans = []
-    global_layers = kv.n_token_layers - kv.n_local_layers - kv.n_chunked_layers
-    if global_layers > 0:
-        spans.append(f"{global_layers} layers x {kv.tokens_held_global:,} tokens")
-    if kv.n_local_layers:
-        spans.append(f"{kv.n_local_layers} layers x {kv.tokens_held_local:,} (window)")
-    if kv.n_chunked_layers:
-        spans.append(f"{kv.n_chunked_layers} layers x {kv.tokens_held_chunked:,} (chunk)")
+    cached = kv.token_layers_by_kind  # the layers that cache tokens (not Gemma-3n's KV-sharing ones)
+    if cached.get("global"):
+        spans.append(f"{cached['global']} layers x {kv.tokens_held_global:,} tokens")
+    if cached.get("local"):
+        spans.append(f"{cached['local']} layers x {kv.tokens_held_local:,} (window)")
+    if cached.get("chunked"):
+        spans.append(f"{cached['chunked']} layers x {kv.tokens_held_chunked:,} (chunk)")
     if kv.n_state_layers:
         spans.append(f"{kv.n_state_layers} layers x {kv.state_bytes_per_layer:,} B fixed state")
     span = " + ".join(spans)

@@ -225,6 +225,9 @@ class KvFootprint(Record):
     """Attention layers that reuse an earlier layer's K/V and cache nothing (Gemma-3n)."""
     n_token_layers: int
     """Layers that cache per-token K/V."""
+    token_layers_by_kind: dict[str, int] = Field(default_factory=dict)
+    """Those layers by kind (``global``, ``local``, ``chunked``): what ``bytes_per_sequence`` adds up (``n_global_layers``
+    and ``n_local_layers`` count every layer of the kind, Gemma-3n's KV-sharing ones too)."""
     n_state_layers: int
     """Layers that keep a fixed per-sequence state."""
     sliding_window: int | None
@@ -313,6 +316,7 @@ def kv_footprint(
         n_linear_layers=model.count_layers("linear"),
         n_shared_kv_layers=attention_layers - n_token_layers,
         n_token_layers=n_token_layers,
+        token_layers_by_kind=dict(token_layers),
         n_state_layers=n_state,
         sliding_window=model.layers.sliding_window,
         attention_chunk=model.layers.attention_chunk,
