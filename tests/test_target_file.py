@@ -4,6 +4,7 @@ in one line (exit 2), and its schema printed by `mha targets --schema`."""
 import json
 import os
 import re
+import shutil
 
 import pytest
 import yaml
@@ -176,3 +177,24 @@ def test_a_file_not_named_yaml_is_told_so(cli, tmp_path, monkeypatch, name):
     result = cli.run("kv", "llama-3-8b", "--target", f"4x{name}")
     assert result.exit_code == EXIT_BAD_INPUT
     assert result.stderr.count("\n") == 1 and "rename it" in result.stderr
+
+
+def test_a_config_written_with_a_target_file_reads_it_from_anywhere(cli, tmp_path, monkeypatch):
+    """recommend --out records the target file from the config's own folder, and kv reads it from there: run from
+    another folder, `mha kv DIR/rg.yaml` said "g1.yaml: no such file" (found by newuser trial 231)."""
+    shutil.copy(EXAMPLE, tmp_path / "g1.yaml")
+    (tmp_path / "out").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for out in ("rg.yaml", "out/rg.yaml"):
+        assert (
+            cli.run("recommend", "--params", "7B", "--seq", "8k", "--target", "2xg1.yaml", "--out", out).exit_code == 0
+        )
+    assert "target: 2x../g1.yaml" in (tmp_path / "out" / "rg.yaml").read_text()  # from its own folder
+    here = {out: cli.json("kv", out)["memory"] for out in ("rg.yaml", "out/rg.yaml")}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for out in ("rg.yaml", "out/rg.yaml"):
+        memory = cli.json("kv", str(tmp_path / out))["memory"]
+        assert (memory["n_devices"], memory["max_sequences"]) == (here[out]["n_devices"], here[out]["max_sequences"])
+        assert memory["n_devices"] == 2

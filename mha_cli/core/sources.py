@@ -189,8 +189,14 @@ def _load_file(
     if duplicate is not None:  # our own format: a key given twice is refused, in JSON as in YAML
         raise BadInputError(duplicate)
     config = parse_config(data, str(path))
+    deployment = config.deployment
+    if deployment is not None and deployment.target is not None:  # a target file is named from the config's folder
+        from mha_cli.core.targets import rebase_target_file
+
+        rebased = rebase_target_file(deployment.target, path.parent, Path.cwd())
+        deployment = deployment.model_copy(update={"target": rebased}) if rebased != deployment.target else deployment
     return ModelSource(
-        kind="config", origin=str(path), model=config.model, deployment=config.deployment, notes=config.notes,
+        kind="config", origin=str(path), model=config.model, deployment=deployment, notes=config.notes,
         served=placeholder(f"{path.name} is a config file, not a checkpoint") if served is None else served,
     )  # fmt: skip
 

@@ -24,6 +24,7 @@ import csv
 import re
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 from mha_cli.core.chip_names import same_chip_names
 from mha_cli.core.errors import PATH_MAX, BadInputError, shown, shown_path
@@ -360,6 +361,24 @@ def _file_target(spec: str, text: str) -> ResolvedTarget:
         path = match.group(2).strip()
     target = Target(**read_target_file(path).target_fields(path))
     return _with_nodes(ResolvedTarget(spec=spec, target=target), counts)
+
+
+def rebase_target_file(spec: str | None, source_dir: Path, dest_dir: Path) -> str | None:
+    """A target file named relative to ``source_dir`` (its counts in front kept: ``2xgpu.yaml``), named relative to
+    ``dest_dir`` instead: a config file records its target file from its own folder, and a command run elsewhere
+    reads it from there. Any other spec (an id, an absolute path, a file not found from ``source_dir``) unchanged."""
+    import os
+
+    if spec is None or not spec.strip().lower().endswith(TARGET_FILE_SUFFIXES):
+        return spec
+    text = spec.strip()
+    path = text
+    while not (source_dir / path).is_file() and (match := _MULTI.fullmatch(path)):
+        path = match.group(2).strip()
+    found = source_dir / path
+    if os.path.isabs(path) or not found.is_file():
+        return spec
+    return text[: len(text) - len(path)] + os.path.relpath(found.resolve(), dest_dir.resolve())
 
 
 def resolve_target_like(spec: str, current: ResolvedTarget) -> ResolvedTarget:
