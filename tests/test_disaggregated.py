@@ -446,3 +446,20 @@ def test_no_split_fits_says_so_instead_of_an_empty_table(cli):
     )
     assert result.exit_code == 0, result.output
     assert "splits: none fits these GPUs" in result.output and "splits, best first" not in result.output
+
+
+def test_a_split_the_rate_overloads_shows_what_it_serves(cli):
+    """40 req/s of 4,096 + 256 tokens on splits of a few H100s: a split serving 6-32 req/s printed 40 req/s and 40 x
+    256 / GPUs tokens/s, and a finite TTFT for a queue that grows (found by newuser trial 232). It shows what its pools
+    serve, marks the queue, and its tokens/s are of what it serves."""
+    found = cli.json("plan", "llama-3.1-8b", "--target", "8xh100", "--disaggregated", "--rate", "40", "--isl", "4096",
+                     "--osl", "256", "--itl-ms", "15", "--ttft-ms", "1000", "--engine", "vllm@0.11")  # fmt: skip
+    overloaded = [s for s in found["splits"] if s["saturated"]]
+    assert overloaded
+    for s in overloaded:
+        assert s["served_rps"] < s["rate_rps"] == 40 and not s["meets_targets"]
+        assert s["output_tokens_per_s_per_gpu"] == pytest.approx(s["served_rps"] * 256 / s["gpus"])
+        assert any(miss.startswith("rate 40 req/s > what it serves (") for miss in s["misses"])
+    for s in found["splits"]:
+        if not s["saturated"]:
+            assert s["served_rps"] == 40 and s["output_tokens_per_s_per_gpu"] == pytest.approx(40 * 256 / s["gpus"])

@@ -131,8 +131,15 @@ class Split(Record):
     decode_batch: int
     """Requests running on each decode worker at this load."""
     output_tokens_per_s_per_gpu: float
+    """Of the requests it serves (``served_rps``), not the load offered."""
     meets_targets: bool
     misses: list[str] = Field(default_factory=empty_list)
+    served_rps: float | None = None
+    """Requests/s it serves at this load: the load, or, where the load is more than its pools serve
+    (``saturated``), what they serve; None only in records written before it was kept."""
+    saturated: bool = False
+    """The load is more than its prefill or decode pool serves: its queue grows without bound (TTFT has no steady
+    value; ``ttft_ms`` is the queue's at ``MAX_LOAD``)."""
 
     @property
     def prefill(self) -> WorkerLayout:
@@ -409,8 +416,11 @@ def _priced(
     misses = []
     rho = load / (s.prefill_workers * worker.capacity_rps)
     per_decoder = load / s.decode_workers
-    if rho >= 1 or per_decoder > decoder.decode_rps(decoder.engine.admitted_per_replica):
-        misses.append(f"rate {load:g} req/s > what it serves")
+    decode_most = decoder.decode_rps(decoder.engine.admitted_per_replica)  # one decode worker's most, requests/s
+    saturated = rho >= 1 or per_decoder > decode_most
+    served = min(load, s.prefill_workers * worker.capacity_rps, s.decode_workers * decode_most) if saturated else load
+    if saturated:
+        misses.append(f"rate {load:g} req/s > what it serves ({served:.3g} req/s: the queue grows)")
     queue = mdl_wait(min(rho, MAX_LOAD), worker.capacity_rps / s.prefill_dp)  # each rank's own queue
     batch = decoder.batch_at(per_decoder)
     step = decoder.decode_step(batch)
@@ -429,8 +439,9 @@ def _priced(
         goodput_rps=s.rate_rps, bottleneck=s.bottleneck,
         prefill_pool_rps=s.prefill_pool_rps, decode_pool_rps=s.decode_pool_rps, rate_rps=load,
         ttft_ms=ttft * 1e3, queue_ms=queue * 1e3, prefill_ms=worker.prompt_ms, transfer_ms=transfer * 1e3,
-        itl_ms=step * 1e3, decode_batch=batch, output_tokens_per_s_per_gpu=load * osl / s.gpus,
+        itl_ms=step * 1e3, decode_batch=batch, output_tokens_per_s_per_gpu=served * osl / s.gpus,
         meets_targets=not misses and load > 0, misses=misses if load > 0 else ["serves nothing within the targets"],
+        served_rps=served, saturated=saturated,
     )  # fmt: skip
 
 
