@@ -190,3 +190,30 @@ def test_a_profile_fitted_on_runs_none_held_out_says_its_band_is_the_fits_own(tm
     assert plan.exit_code == 0, plan.output
     how = json.loads(plan.stdout)["uncertainty"]["how"]
     assert how.endswith(": the fit's own error on its benchmark runs (none was held out)"), how
+
+
+def test_a_fit_never_prices_a_gpu_past_its_datasheet(tmp_path):
+    """SGLang's example run of Llama-3.1-8B on an H100 (a synthetic fixture) fitted 2 x the prior's FLOP/s, 1,365
+    TFLOP/s of bf16 against the datasheet's 989, and plan then printed a TTFT, band and all, below its own roofline
+    bound (found by newuser trial 232). The rate factors stop at the datasheet's peaks."""
+    from mha_cli.core.cost.priors import datasheet_profile, prior_profile
+    from mha_cli.core.serve.fit import factor_caps
+    from mha_cli.core.targets import load_targets
+
+    h100 = load_targets()["h100-sxm"]
+    prior, sheet = prior_profile(h100, "bf16"), datasheet_profile(h100, "bf16")
+    bandwidth, compute = factor_caps(prior)
+    assert prior.matmul.peak * compute <= sheet.matmul.peak * (1 + 1e-12)
+    assert prior.weight_bandwidth.peak * bandwidth <= sheet.weight_bandwidth.peak * (1 + 1e-12)
+    runner = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)})
+    fitted = runner.invoke(app, ["calibrate", "--from", str(REPO / "tests" / "fixtures" / "bench_results" / "sglang_bench_serving_example.jsonl"), "--model",
+                                 "meta-llama/Llama-3.1-8B-Instruct", "--target", "h100", "--engine", "sglang",
+                                 "--name", "t1", "--json"])  # fmt: skip
+    assert fitted.exit_code == 0, fitted.output
+    profile = json.loads(fitted.stdout)["profile"]
+    assert max(profile["matmul"]["rates"]) <= sheet.matmul.peak * (1 + 1e-9)
+    plan = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--profile", "t1", "--isl",
+                               "8192", "--osl", "16", "--closed-form", "--json"])  # fmt: skip
+    assert plan.exit_code == 0, plan.output
+    data = json.loads(plan.stdout)
+    assert data["ttft_ms"] >= data["bounds"]["ttft_ms"]

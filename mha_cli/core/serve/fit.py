@@ -158,11 +158,32 @@ def _loss(runs: list[MeasuredRun], replay: Replay, profile: DeviceProfile) -> fl
     return total / max(1, len(runs) * len(FITTED_FIGURES))
 
 
+def factor_caps(base: DeviceProfile) -> tuple[float, float]:
+    """The largest bandwidth and compute factors that keep ``base``'s rates at or below its GPU's datasheet peaks
+    (``core.cost.priors.datasheet_profile``): a fit past them would price below the roofline bound the plan prints.
+    No cap (inf) for a profile of no datasheet (a CPU, a target no row names)."""
+    from mha_cli.core.cost.priors import datasheet_profile
+    from mha_cli.core.targets import load_targets
+
+    target = load_targets().get(base.target_id or "")
+    if target is None:
+        return math.inf, math.inf
+    sheet = datasheet_profile(target, base.dtype)
+    bandwidth = min(sheet.weight_bandwidth.peak / base.weight_bandwidth.peak,
+                    sheet.cache_bandwidth.peak / base.cache_bandwidth.peak)  # fmt: skip
+    ratios = [sheet.matmul.peak / base.matmul.peak, sheet.attention_flops.peak / base.attention_flops.peak]
+    ratios += [sheet.matmul_by_dtype[d].peak / curve.peak for d, curve in base.matmul_by_dtype.items()
+               if d in sheet.matmul_by_dtype and curve.peak > 0]  # fmt: skip
+    return bandwidth, min(ratios)
+
+
 def fit_constants(
     runs: list[MeasuredRun], replay: Replay, base: DeviceProfile, start: Constants,
     on_step: Callable[[float], None] | None = None,
 ) -> tuple[Constants, float]:  # fmt: skip
-    """The constants minimising ``_loss`` over ``runs`` (see the module docstring), and that loss."""
+    """The constants minimising ``_loss`` over ``runs`` (see the module docstring), and that loss; the rate factors
+    held at or below the datasheet's (``factor_caps``)."""
+    caps = factor_caps(base)
     best = start
     best_loss = _loss(runs, replay, apply(base, best))
     for step in STEPS:
@@ -172,6 +193,8 @@ def fit_constants(
                 for factor in (step, 1 / step):
                     trial_values = list(best)
                     trial_values[index] = max(FLOOR_S, trial_values[index] * factor)
+                    if index < len(caps):  # bandwidth, compute: never past the datasheet
+                        trial_values[index] = min(trial_values[index], caps[index])
                     trial = Constants(*trial_values)
                     loss = _loss(runs, replay, apply(base, trial))
                     if loss < best_loss - 1e-12:
