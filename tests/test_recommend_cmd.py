@@ -10,6 +10,7 @@ import pytest
 import yaml
 from rich.console import Console
 
+from mha_cli.cli.app import app
 from mha_cli.core.config_io import parse_config
 from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from mha_cli.core.skill_doc import SKILL_PATH
@@ -342,3 +343,16 @@ def test_a_batch_over_the_engines_max_num_seqs_is_said_so_and_does_not_bend_the_
     assert cli.json(*args, "--max-num-seqs", "2000")["fits"]
     inference = cli.json(*args, "--priority", "inference")
     assert inference["model"]["n_kv_heads"] == capped["model"]["n_kv_heads"] == 8  # GQA-8, not MQA
+
+
+def test_a_way_out_prints_the_design_recommend_gives_when_run_with_it(cli):
+    """recommend designs afresh with a way out: '--target 16xh200 (tensor parallel over 16 devices)' and
+    '--weight-dtype fp8 (weights 77.5 GiB per device)' beside checked figures of 16 replicas and 92.4 GiB (found by
+    newuser trial 232). The line is the change and what the rerun gives."""
+    args = ("recommend", "--params", "671B", "--active-params", "37B", "--seq", "8k", "--target", "8xh200",
+            "--shared-experts", "1", "--dense-layers", "3")  # fmt: skip
+    ways = cli.json(*args)["ways_out"]
+    shown = " ".join(cli.runner.invoke(app, list(args), env={"COLUMNS": "240"}).stdout.split())
+    for way in ways:
+        assert way["fits"] and f"- {way['change']}: {way['figure']}" in shown
+        assert way["text"] not in shown

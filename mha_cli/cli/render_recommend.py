@@ -25,6 +25,7 @@ from mha_cli.core.rules.engine import counted
 
 if TYPE_CHECKING:
     from mha_cli.core.memory import MemoryPlan
+    from mha_cli.core.ways import WayOut
 
 
 def render_summary(console: Console, result: RecommendResult) -> None:
@@ -96,9 +97,16 @@ def render_summary(console: Console, result: RecommendResult) -> None:
     if plan is not None and not plan.fits:
         console.print(f"[bold red]DOES NOT FIT:[/bold red] {not_fitting(plan)}. Ways out:")
         for way in result.ways_out:
-            console.print(f"  - {escape(way.text)}")
+            console.print(f"  - {escape(way_line(way))}")
     console.print(f"[bold]test[/bold]  `{result.testability.command}` (induction, 2 layers)")
     console.print("[dim]--explain: the parameter, cache, memory and roofline tables and the rule trace[/dim]")
+
+
+def way_line(way: WayOut) -> str:
+    """A way out as recommend checked it: the change and the design it gives when run again (recommend designs
+    afresh, so its layout can differ from the one the way was worked out on: ``--target 16xh200`` planned as tp 16,
+    designed as 16 replicas); a way not run, or a ``none:`` line, as written."""
+    return f"{way.change}: {way.figure}" if way.fits and way.change else way.text
 
 
 def not_fitting(plan: MemoryPlan) -> str:
@@ -134,8 +142,7 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
         if not result.memory.fits:
             console.print(f"[bold red]DOES NOT FIT:[/bold red] {not_fitting(result.memory)}. Ways out:")
             for way in result.ways_out:
-                figure = f": {escape(way.figure)}" if way.fits else ""  # a none: line says what was tried itself
-                console.print(f"  - {escape(way.text)}{figure}")
+                console.print(f"  - {escape(way_line(way))}")
     if result.roofline is not None:
         console.print()
         print_table(console, roofline_table(result))
