@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from typing import TYPE_CHECKING, TypeVar
 
@@ -64,17 +64,25 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
-def write_stdout(text: str) -> None:
-    """``text`` on stdout, flushed; a full or failing stdout (``> /dev/full``) is an ``OutputError`` (exit 74), as
-    ``Output.emit`` makes it (``mha schema``, ``mha skill``, ``mha targets --schema`` print no result record)."""
+@contextlib.contextmanager
+def stdout_failures() -> Iterator[None]:
+    """A full or failing stdout (``> /dev/full``) inside the block is an ``OutputError`` (exit 74); a closed pipe is
+    left to the CLI's own handling."""
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        yield
     except BrokenPipeError:
         raise
     except OSError as exc:
         discard_stdout()
         raise OutputError(f"cannot write to standard output: {os_reason(exc)}") from None
+
+
+def write_stdout(text: str) -> None:
+    """``text`` on stdout, flushed, as ``Output.emit`` prints (``mha schema``, ``mha skill``, ``mha targets --schema``
+    print no result record)."""
+    with stdout_failures():
+        sys.stdout.write(text)
+        sys.stdout.flush()
 
 
 class Output:
@@ -85,18 +93,12 @@ class Output:
 
     def emit(self, result: ResultT, render: Callable[[Console, ResultT], None]) -> None:
         """Print the result; a full or failing stdout (``> /dev/full``) is an ``OutputError`` (exit 74)."""
-        try:
-            if self.json_mode:
-                sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-                sys.stdout.flush()
-            else:
-                render(stdout_console(), result)
-                sys.stdout.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            discard_stdout()
-            raise OutputError(f"cannot write to standard output: {os_reason(exc)}") from None
+        if self.json_mode:
+            write_stdout(result.model_dump_json(indent=2) + "\n")
+            return
+        with stdout_failures():
+            render(stdout_console(), result)
+            sys.stdout.flush()
 
     def notice(self, message: str) -> None:
         """A side remark for people (alias expanded, file written); never on stdout. Dim through rich on a terminal;
