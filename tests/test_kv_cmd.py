@@ -344,3 +344,15 @@ def test_gemma_3n_per_sequence_is_explained_by_the_layers_that_cache(cli):
     assert data["bytes_per_sequence"] == (4 * 32_768 + 16 * 512) * 2048 == 285_212_672
     wide = cli.runner.invoke(app, ["kv", "gemma-3n-e4b", "--seq", "32k"], env={"COLUMNS": "200"})
     assert "4 layers x 32,768 tokens + 16 layers x 512 (window)" in wide.stdout
+
+
+def test_a_state_convention_on_a_model_without_state_is_flagged(cli):
+    """--state-convention prices fixed-state layers and indexer keys only: on Llama-3-8B it changed nothing, silently
+    (found by newuser trial 231), where --mla-cache on a GQA model says so."""
+    plain = cli.json("kv", "llama-3-8b")
+    asked = cli.json("kv", "llama-3-8b", "--state-convention", "transformers")
+    assert asked["total_bytes"] == plain["total_bytes"] and plain["warnings"] == []
+    assert asked["warnings"] == [
+        "state_convention transformers ignored: llama-3-8b has no fixed-state layer and no indexer key, so both"
+        " conventions price it alike"
+    ]

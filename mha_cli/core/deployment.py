@@ -241,6 +241,12 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
         notes.append(
             f"seq_len {deployment.seq_len:,} exceeds the {model.context_length:,} tokens {model.name} was trained for"
         )
+    has_state = model.recurrent is not None or (model.attention.mla is not None and model.attention.mla.indexer)
+    if not has_state and "state_convention" in deployment.model_fields_set:
+        notes.append(
+            f"state_convention {deployment.state_convention} ignored: {model.name} has no fixed-state layer and no"
+            " indexer key, so both conventions price it alike"
+        )
     if model.attention.mla is None and "mla_cache" in deployment.model_fields_set:
         notes.append(
             f"mla_cache {deployment.mla_cache}: {model.name} is {model.attention.variant}, not MLA, so its own cache is"
