@@ -356,3 +356,18 @@ def test_a_state_convention_on_a_model_without_state_is_flagged(cli):
         "state_convention transformers ignored: llama-3-8b has no fixed-state layer and no indexer key, so both"
         " conventions price it alike"
     ]
+
+
+def test_a_limit_on_a_modality_the_tower_does_not_read_is_named_as_ignored(cli):
+    """Gemma 3's SigLIP tower reads images only; vLLM sizes the modalities a model reads (0.32.0's
+    allowed_mm_limits iterates the supported ones), so video=5 changes nothing: it was accepted silently (found by
+    newuser trial 231)."""
+    config = str(reference_hf_config("gemma-3-4b-it"))
+    plain = cli.json("kv", config, "--target", "h100")
+    video = cli.json("kv", config, "--target", "h100", "--limit-mm-per-prompt", "video=5")
+    assert video["memory"]["engine"]["kv_tokens"] == plain["memory"]["engine"]["kv_tokens"]
+    assert video["warnings"] == [
+        "limit_mm_per_prompt video=5 ignored: gemma-3-4b-it's tower reads image only, and vLLM sizes the modalities a"
+        " model reads (multimodal/processing/context.py allowed_mm_limits, 0.32.0)"
+    ]
+    assert cli.json("kv", config, "--target", "h100", "--limit-mm-per-prompt", "image=2")["warnings"] == []

@@ -247,6 +247,18 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
             f"state_convention {deployment.state_convention} ignored: {model.name} has no fixed-state layer and no"
             " indexer key, so both conventions price it alike"
         )
+    limits = deployment.limit_mm_per_prompt or {}
+    if model.vision is not None and limits:
+        from mha_cli.core.engine.encoder_profile import tower_modalities
+
+        read = tower_modalities(model.vision)
+        unread = [f"{modality}={count}" for modality, count in limits.items() if modality not in read]
+        if unread:
+            notes.append(
+                f"limit_mm_per_prompt {', '.join(unread)} ignored: {model.name}'s tower reads {' and '.join(read)}"
+                " only, and vLLM sizes the modalities a model reads (multimodal/processing/context.py"
+                " allowed_mm_limits, 0.32.0)"
+            )
     if model.attention.mla is None and "mla_cache" in deployment.model_fields_set:
         notes.append(
             f"mla_cache {deployment.mla_cache}: {model.name} is {model.attention.variant}, not MLA, so its own cache is"
