@@ -247,8 +247,8 @@ def test_an_mla_only_option_on_another_variant_is_flagged(cli):
     B/token naive, (512 + 64) x 2 x 32 = 36,864 absorbed."""
     naive = cli.json("kv", "llama-3-8b", "--mla-cache", "naive")
     assert naive["warnings"] == [
-        "mla_cache naive: llama-3-8b is GQA, not MLA, so its own cache is the same either way; only the hypothetical"
-        " MLA alternative is priced naive"
+        "mla_cache naive: llama-3-8b is GQA, not MLA, so its own cache is the same either way; only an MLA at its"
+        " shape (`mha kv`'s variants table) is priced naive"
     ]
     absorbed = cli.json("kv", "llama-3-8b")
     assert absorbed["warnings"] == []

@@ -142,6 +142,7 @@ def test_a_request_rate_sets_the_load_by_littles_law_and_saturates_beyond_capaci
     # at a rate it keeps up with it serves what arrives: 4 x 256 tokens/s, not the rounded-up users' (found by
     # newuser trial 232: 1,366 at 5 req/s against 1,280)
     assert light["output_tokens_per_s"] == light["output_tokens_per_s_per_gpu"] == 4 * 256
+    assert light["bounds"]["output_tokens_per_s"] == 4 * 256  # the roofline's bound too (it printed 1,822)
     heavy = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--rate", "1000")
     assert heavy["saturated"] and any("pile up" in note for note in heavy["notes"])
     assert heavy["output_tokens_per_s"] / 256 < 1000  # it serves less than asked

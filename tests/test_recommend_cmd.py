@@ -356,3 +356,17 @@ def test_a_way_out_prints_the_design_recommend_gives_when_run_with_it(cli):
     for way in ways:
         assert way["fits"] and f"- {way['change']}: {way['figure']}" in shown
         assert way["text"] not in shown
+
+
+def test_fail_if_no_fit_without_a_target_is_refused_and_an_hf_file_records_no_engine_options(cli, tmp_path):
+    """recommend --fail-if-no-fit without a target passed every time, exit 0, as kv's did; and the warning about
+    engine options promised that --out records them where --format hf writes a config.json that does not (found by a
+    review of this change)."""
+    refused = cli.run("recommend", "--params", "7B", "--fail-if-no-fit")
+    assert (
+        refused.exit_code == 2 and "--fail-if-no-fit judges the memory plan on a device: add --target" in refused.output
+    )
+    hf = cli.json("recommend", "--params", "7B", "--max-num-seqs", "4", "--out", str(tmp_path / "config.json"),
+                  "--format", "hf")  # fmt: skip
+    assert "the hf config written does not record them" in hf["warnings"][0]
+    assert "max_num_seqs" not in (tmp_path / "config.json").read_text()

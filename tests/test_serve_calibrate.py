@@ -203,8 +203,10 @@ def test_a_fit_never_prices_a_gpu_past_its_datasheet(tmp_path):
     h100 = load_targets()["h100-sxm"]
     prior, sheet = prior_profile(h100, "bf16"), datasheet_profile(h100, "bf16")
     bandwidth, compute = factor_caps(prior)
-    assert prior.matmul.peak * compute <= sheet.matmul.peak * (1 + 1e-12)
-    assert prior.weight_bandwidth.peak * bandwidth <= sheet.weight_bandwidth.peak * (1 + 1e-12)
+    # NVIDIA's H100 SXM5 datasheet: 989.4 dense bf16 TFLOP/s, 3.35 TB/s (the target table's row, sourced there)
+    assert prior.matmul.peak * compute <= 989.4e12 * (1 + 1e-9)
+    assert prior.weight_bandwidth.peak * bandwidth <= 3.35e12 * (1 + 1e-9)
+    assert compute > 1 and bandwidth > 1  # the prior is below its datasheet: a fit may still raise it, to the peak
     runner = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)})
     fitted = runner.invoke(app, ["calibrate", "--from", str(REPO / "tests" / "fixtures" / "bench_results" / "sglang_bench_serving_example.jsonl"), "--model",
                                  "meta-llama/Llama-3.1-8B-Instruct", "--target", "h100", "--engine", "sglang",

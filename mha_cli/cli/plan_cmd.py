@@ -369,7 +369,7 @@ def plan(
                          expert_parallel=expert_parallel, plot=plot, simulated=simulated,
                          speculative=speculative_config or draft or num_speculative_tokens or acceptance_length)  # fmt: skip
     _check_loop_options(closed_form, rate, {flag: simulated[flag] for flag in LOOP_OPTIONS})
-    if slo_percentile != 99 and ttft_ms is None and itl_ms is None:
+    if slo_percentile in (0, 50, 90) and ttft_ms is None and itl_ms is None:  # another value: refused below
         raise BadInputError(
             f"--slo-percentile {slo_percentile:g} says where --ttft-ms and --itl-ms are read: add one, or leave it out"
             " (the simulated table prints the mean, median, p90 and p99)"
@@ -711,15 +711,17 @@ def longest_request_note(client: ClientSpec, isl: int, osl: int) -> str | None:
     if client.lengths is not None:
         longest, source = max(i + o for i, o in client.lengths), "the lengths file"
     elif client.range_ratio > 0:
-        longest = -(-isl * (1 + client.range_ratio) // 1) + -(-osl * (1 + client.range_ratio) // 1)
-        longest = int(longest)  # vLLM's draw reaches ceil(n (1 + r)) (core.serve.workload.drawn_lengths)
+        from mha_cli.core.serve.workload import draw_bounds
+
+        longest = draw_bounds(isl, client.range_ratio)[1] + draw_bounds(osl, client.range_ratio)[1]
         source = f"--random-range-ratio {client.range_ratio:g}'s draws"
     else:
         return None
     if longest <= isl + osl:
         return None
     return (
-        f"requests of {source} reach {longest:,} tokens, past --isl + --osl ({isl + osl:,}): the memory plan and the"
+        f"requests of {source} {'reach' if client.lengths is not None else 'can reach'} {longest:,} tokens, past"
+        f" --isl + --osl ({isl + osl:,}): the memory plan and the"
         f" engine's max_model_len (vLLM's --max-model-len, SGLang's --context-length, TensorRT-LLM's --max_seq_len, as"
         f" a launch line writes it) are sized for {isl + osl:,}, and the engine refuses a longer request; start it"
         f" with {longest:,} there, or give --isl and --osl whose sum holds it (the closed form prices --isl and --osl,"

@@ -188,6 +188,8 @@ def recommend_command(
     """Recommend attention for a parameter budget: variant, heads, KV cache, memory plan (--explain: rule trace)."""
     if (ttft_ms is not None or itl_ms is not None) and target is None:
         raise BadInputError("--ttft-ms and --itl-ms search deployments on a target: add --target (e.g. 8xh100)")
+    if fail_if_no_fit and target is None:  # nothing fits or fails without a device: it passed every time
+        raise BadInputError("--fail-if-no-fit judges the memory plan on a device: add --target (e.g. h100)")
     check_latency_targets(ttft_ms, itl_ms)
     if plot is not None:
         from mha_cli.cli.plot import check_plot_path
@@ -209,9 +211,9 @@ def recommend_command(
     )  # fmt: skip
     result = recommend(request, config_path=str(out) if out is not None and format == "mha" else None)
     unpriced = engine_options_without_target(
-        target, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
+        target, out=out, format=format, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, kv_cache_gib=kv_cache_gib,
-        async_scheduling=async_scheduling, written=out is not None and format == "mha",
+        async_scheduling=async_scheduling,
     )  # fmt: skip
     if unpriced is not None:
         result = result.model_copy(update={"warnings": [*result.warnings, unpriced]})
@@ -273,15 +275,24 @@ def recommend_command(
         raise typer.Exit(code=EXIT_CHECK_FAILED)
 
 
-def engine_options_without_target(target: str | None, *, written: bool, **options: object) -> str | None:
-    """A warning naming the engine options given without ``--target``: no memory plan prices them; a design written
-    as mha's config file (``written``) records them for ``mha kv`` / ``mha plan`` with a target. None: nothing given,
-    or a target."""
-    given = [f"--{'no-' if value is False else ''}{name.replace('_', '-')}" for name, value in options.items()
-             if value is not None]  # fmt: skip
+def engine_options_without_target(
+    target: str | None, *, out: Path | None, format: str, engine: str | None, **options: object
+) -> str | None:
+    """A warning naming the engine options given without ``--target``: no memory plan prices them; mha's own config
+    file (``--out`` in the mha format) records them for ``mha kv`` / ``mha plan`` with a target, a transformers
+    config.json does not. None: nothing given, or a target. (``--fail-if-no-fit`` is refused before: nothing fits or
+    fails without a device.)"""
+    from mha_cli.core.deployment import plan_flags_given
+
+    given = (["--engine"] if engine is not None else []) + plan_flags_given(**options)
     if target is not None or not given:
         return None
-    where = "the written design records them for" if written else "they apply with --target, or through --out to"
+    if out is not None and format == "mha":
+        where = "the written design records them for"
+    elif out is not None:
+        where = f"the {format} config written does not record them; they apply with --target, or in mha's own file to"
+    else:
+        where = "they apply with --target, or through --out to"
     return f"{', '.join(given)}: no --target, so no memory plan prices them here; {where} `mha kv` and `mha plan`"
 
 

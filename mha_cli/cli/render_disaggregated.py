@@ -64,7 +64,7 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
             console.print("meets: the simulated loop's verdict for the splits it ran (in the closed form's order while"
                           " one could beat the best it confirmed; the pick among them), else the closed form's; req/s:"
                           " where a split's loop missed the targets at the closed form's goodput, the most load it"
-                          " meets them at (at --rate, not lowered)")  # fmt: skip
+                          " meets them at; at --rate, what its pools serve of it ('grows' for a TTFT whose queue has no end)")  # fmt: skip
     else:  # the verdict and the notes say why: no prefill and decode pair fits the GPUs
         console.print("splits: none fits these GPUs (the verdict says why)")
     if plan.balance:

@@ -49,21 +49,28 @@ PLAN_FLAGS = {
 """Options that only size or judge the engine's memory plan on a device: nothing prices them without a target."""
 
 
-def refuse_plan_flags_without_target(deployment: DeploymentSpec, **given: object) -> None:
-    """One line for options of ``PLAN_FLAGS`` given (not None, not False) where the deployment has no target (neither
-    --target nor the config file's): they were accepted, exit 0, and priced nothing (``--fail-if-no-fit`` always
-    passed)."""
-    if deployment.target is not None:
-        return
+def plan_flags_given(**given: object) -> list[str]:
+    """The options of ``PLAN_FLAGS`` given (not None; ``--fail-if-no-fit`` when set), as typed (``--no-...`` for an
+    option turned off), each once."""
     named = []
     for name, value in given.items():
         if value is None or (value is False and name == "fail_if_no_fit"):
             continue
         flag = PLAN_FLAGS[name]
         named.append(f"--no-{flag[2:]}" if value is False else flag)
+    return list(dict.fromkeys(named))
+
+
+def refuse_plan_flags_without_target(deployment: DeploymentSpec, **given: object) -> None:
+    """One line for options of ``PLAN_FLAGS`` given (``plan_flags_given``) where the deployment has no target (neither
+    --target nor the config file's): they were accepted, exit 0, and priced nothing (``--fail-if-no-fit`` always
+    passed)."""
+    if deployment.target is not None:
+        return
+    named = plan_flags_given(**given)
     if named:
         raise BadInputError(
-            f"{', '.join(dict.fromkeys(named))} size or judge the engine's memory plan on a device: add --target (e.g."
+            f"{', '.join(named)} size or judge the engine's memory plan on a device: add --target (e.g."
             " h100), or leave them out"
         )
 
@@ -262,7 +269,7 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
     if model.attention.mla is None and "mla_cache" in deployment.model_fields_set:
         notes.append(
             f"mla_cache {deployment.mla_cache}: {model.name} is {model.attention.variant}, not MLA, so its own cache is"
-            f" the same either way; only the hypothetical MLA alternative is priced {deployment.mla_cache}"
+            f" the same either way; only an MLA at its shape (`mha kv`'s variants table) is priced {deployment.mla_cache}"
         )
     stored = deployment.checkpoint_format
     if stored is not None and deployment.weight_dtype != stored:

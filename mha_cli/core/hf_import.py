@@ -32,7 +32,7 @@ from mha_cli.core.config_reader import ConfigReader
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import WINDOW_FIELDS, Family, family
 from mha_cli.core.families.architectures import family_of_architectures
-from mha_cli.core.families.context_defaults import CONTEXT_DEFAULTS
+from mha_cli.core.families.context_defaults import CONTEXT_DEFAULTS, CONTEXT_DEFAULTS_READ
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
 from mha_cli.core.families.state_readers import stated_state_dtype
 from mha_cli.core.hf_unread import (
@@ -178,7 +178,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if fields["context_length"] is None and known and model_type in CONTEXT_DEFAULTS:  # its config class's own
         fields["context_length"] = r.assume(
             CONTEXT_DEFAULTS[model_type],
-            f"max_position_embeddings absent: {CONTEXT_DEFAULTS[model_type]:,}, the {fam.config_class} default",
+            f"max_position_embeddings absent: {CONTEXT_DEFAULTS[model_type]:,}, the {fam.config_class.split(' (')[0]}"
+            f" default ({CONTEXT_DEFAULTS_READ})",
         )
     if r.get("attention_bias") is not None:
         fields["qkv_bias"] = fields["o_bias"] = bool(r.get("attention_bias"))

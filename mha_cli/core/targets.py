@@ -331,10 +331,15 @@ def _with_nodes(resolved: ResolvedTarget, counts: list[int]) -> ResolvedTarget:
     if n_devices <= node:
         return resolved.model_copy(update={"n_devices": n_devices})
     whole, rest = divmod(n_devices, node)
-    nodes = f"{whole} node{'s' if whole > 1 else ''} of {node}"
-    nodes += f" and one of {rest}" if rest else f" ({whole}x{node}x{part})"
+    nodes = nodes_in_words(n_devices, node) + ("" if rest else f" ({whole}x{node}x{part})")
     note = f"{n_devices}x{part} read as {nodes}, as its reference server holds {node}: write NODESxDEVICESx{part} for others"
     return resolved.model_copy(update={"n_devices": n_devices, "node_size": node, "node_note": note})
+
+
+def nodes_in_words(n_devices: int, per_node: int) -> str:
+    """``n_devices`` filled into nodes of ``per_node`` in order: ``2 nodes of 8``, ``1 node of 8 and one of 4``."""
+    whole, rest = divmod(n_devices, per_node)
+    return f"{whole} node{'s' if whole > 1 else ''} of {per_node}" + (f" and one of {rest}" if rest else "")
 
 
 def _device_count(match: re.Match[str], spec: str) -> int:

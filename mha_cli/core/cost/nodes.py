@@ -26,6 +26,7 @@ from mha_cli.core.cost.profile import CollectiveCost, DeviceProfile
 from mha_cli.core.cost.work import COLLECTIVES, Op
 from mha_cli.core.links import Link
 from mha_cli.core.record import Record
+from mha_cli.core.targets import nodes_in_words
 
 if TYPE_CHECKING:
     from mha_cli.core.targets import ResolvedTarget
@@ -200,10 +201,8 @@ def node_span(placement: NodePlacement | None, n_devices: int) -> NodeSpan | Non
 def node_notes(placement: NodePlacement, spans: CollectiveSpans, tp: int, pp: int, n_devices: int) -> list[str]:
     """What the plan priced on the link between nodes, in words (the nodes and their link first)."""
     link, per_node = placement.link, placement.devices_per_node
-    whole, rest = divmod(n_devices, per_node)
-    nodes = f"{whole} node{'s' if whole > 1 else ''} of {per_node}" + (f" and one of {rest}" if rest else "")
     notes = [
-        f"{nodes}: between nodes {link.name}, {link.gbs:g} GB/s per GPU each"
+        f"{nodes_in_words(n_devices, per_node)}: between nodes {link.name}, {link.gbs:g} GB/s per GPU each"
         f" way ({f'{placement.basis}; ' if placement.basis else ''}{link.source}); inside a node the scale-up link"
     ]
     if spans.tp_share:

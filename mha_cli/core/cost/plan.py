@@ -543,9 +543,12 @@ def plan_at_rate(
     # in flight is a whole number of requests, rounded up: the load they stand for serves rate x osl tokens/s, not
     # users / e2e x osl (up to 20% more at 2 req/s)
     served = min(plan.output_tokens_per_s, rate * osl)
+    bounds = plan.bounds  # the roofline serves no more than arrives either
+    if bounds is not None:
+        bounds = bounds.model_copy(update={"output_tokens_per_s": min(bounds.output_tokens_per_s, rate * osl)})
     return plan.model_copy(update={
         "rate_rps": rate, "output_tokens_per_s": served,
-        "output_tokens_per_s_per_gpu": served / plan.deployment.gpus,
+        "output_tokens_per_s_per_gpu": served / plan.deployment.gpus, "bounds": bounds,
     })  # fmt: skip
 
 

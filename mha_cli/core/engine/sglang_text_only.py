@@ -23,8 +23,7 @@ FIRST = "0.5.18"
 def language_model_only(release: str | None) -> tuple[str, ...]:
     """The architectures SGLang ``release`` (None: the newest read) serves under ``--language-model-only``; none
     before 0.5.18, for a commit or a dev build."""
-    meant = LATEST_READ if release is None or LATEST_READ.startswith(f"{release}.") else release  # 0.5: its latest
-    triple = release_triple(meant)
+    triple = release_triple(release or LATEST_READ)  # a line (0.5): its newest patch
     return next((names for since, names in LANGUAGE_MODEL_ONLY if triple is not None and triple >= since), ())
 
 

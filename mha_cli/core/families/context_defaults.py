@@ -4,6 +4,9 @@ Read off transformers 5.25.0's config classes (``CONFIG_MAPPING[model_type]()``,
 one); ``tests/test_context_defaults.py`` compares every entry with the installed transformers. Families whose own
 ``Family.defaults`` carry it (Gemma 3 and 4) are not repeated here. Pure Python."""
 
+CONTEXT_DEFAULTS_READ = "transformers 5.25.0"
+"""The release the table was read off (the assumption a config.json without the field gets names it)."""
+
 CONTEXT_DEFAULTS: dict[str, int] = {
     "apertus": 65_536,
     "arcee": 4096,

@@ -315,9 +315,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="MHA026", name="kv-exceeds-device", topic="deployment", severity="warning", scope="both",
-        condition="The weights fit but the cache of the requested batch at the target context does not.",
-        action="Flag the plan and give the way out: the batch that fits, an fp8 cache, a shorter context, or more "
-        "devices.",
+        condition="The weights fit but the requested batch at the target context does not run at once: its cache "
+        "exceeds the pool, or the engine's max_num_seqs caps it where the pool holds it.",
+        action="Flag the plan and give the way out: --max-num-seqs N where the cap alone is the limit, the batch that "
+        "fits, an fp8 cache, a shorter context, or more devices.",
         rationale="The KV cache, not the weights, limits long-context serving; its size is the figure to act on.",
         reference="Pope et al. 2022 (Efficiently Scaling Transformer Inference).",
     ),

@@ -185,11 +185,13 @@ def simulate_deployment(
     output_tokens_per_s = run.output_tokens_per_s * busy
     lighter = _lighter_replicas(case, users)
     light_runs: list[tuple[Simulation, RequestTimes, float]] = []
-    """The lighter replicas' runs, each with the replicas it stands for (DP attention: scaled by its share of rows)."""
+    """The lighter replicas' runs, each with the replicas it stands for (ranks sharing the experts: scaled by their
+    share of rows)."""
     if lighter is not None and users is not None:  # users that do not divide: the others run one user fewer
         count, light_case = lighter
         busy = case.replicas - count
-        if case.experts is not None and case.experts.dp_attention:  # ranks in lockstep: the busiest's steps, fewer rows
+        shared = case.experts is not None and (case.experts.dp_attention or case.experts.ranks > case.tp)
+        if shared:  # ranks of one server sharing the experts step together: the busiest's steps, fewer rows
             light_runs.append((run, times, count * (users - 1) / users))
         else:  # separate replicas: their own lighter steps
             light_run, light_times, _, _ = replica_run(light_case, traced=False)

@@ -63,6 +63,11 @@ class Workload(NamedTuple):
         return times
 
 
+def draw_bounds(n: int, range_ratio: float) -> tuple[int, int]:
+    """The lengths vLLM's random dataset draws around ``n``: [floor(n (1 - r)), ceil(n (1 + r))], at least 1."""
+    return max(1, math.floor(n * (1 - range_ratio))), max(1, math.ceil(n * (1 + range_ratio)))
+
+
 def drawn_lengths(
     input_len: int, output_len: int, count: int, *, range_ratio: float = 0.0, seed: int = 0
 ) -> list[tuple[int, int]]:
@@ -75,11 +80,7 @@ def drawn_lengths(
     if range_ratio == 0:
         return [(input_len, output_len)] * count
     draw = random.Random(seed)
-
-    def bounds(n: int) -> tuple[int, int]:
-        return max(1, math.floor(n * (1 - range_ratio))), max(1, math.ceil(n * (1 + range_ratio)))
-
-    (in_low, in_high), (out_low, out_high) = bounds(input_len), bounds(output_len)
+    (in_low, in_high), (out_low, out_high) = draw_bounds(input_len, range_ratio), draw_bounds(output_len, range_ratio)
     return [(draw.randint(in_low, in_high), draw.randint(out_low, out_high)) for _ in range(count)]
 
 
