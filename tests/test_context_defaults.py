@@ -51,5 +51,7 @@ def test_falcon_7b_is_priced_at_its_config_classs_context_and_says_so(cli):
     data = cli.json("kv", str(reference_hf_config("falcon-7b")))
     # 2,048 tokens x 32 layers x 1 KV head x 64 x 2 (K, V) x 2 B: the falcon-7b preset's figure
     assert (data["deployment"]["seq_len"], data["total_bytes"]) == (2048, 16_777_216)
-    assert "max_position_embeddings absent: 2,048, the FalconConfig default (transformers 5.25.0)" in data["assumptions"]
+    assert (
+        "max_position_embeddings absent: 2,048, the FalconConfig default (transformers 5.25.0)" in data["assumptions"]
+    )
     assert cli.json("kv", "falcon-7b")["total_bytes"] == data["total_bytes"]
