@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from mha_cli.cli.app import CommandRegistry
+    from mha_cli.core.schemas import MhaConfig
 
 TpOpt = Annotated[
     int | None,
@@ -256,7 +257,7 @@ def recommend_command(
                 dense_layers=dense_layers, engine=engine, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
                 max_num_seqs=max_num_seqs, kv_cache_gib=kv_cache_gib, async_scheduling=async_scheduling, out=out,
             )  # fmt: skip
-            write_text_atomic(out, config_text(result.config, out, header=header), force=force)
+            write_text_atomic(out, config_text(written_config(result.config, out), out, header=header), force=force)
         output.wrote(out)
     if plot is not None:
         from mha_cli.cli.plot import invoked_command, write_plot
@@ -273,6 +274,20 @@ def recommend_command(
     output.emit(result, functools.partial(render_recommendation, explain=explain))
     if fail_if_no_fit and result.fits is False:
         raise typer.Exit(code=EXIT_CHECK_FAILED)
+
+
+def written_config(config: "MhaConfig", out: Path) -> "MhaConfig":
+    """``config`` as ``out`` records it: a target file named from ``out``'s own folder (``core.sources`` reads it
+    from there), so the design reads the same from any folder."""
+    from mha_cli.core.targets import rebase_target_file
+
+    deployment = config.deployment
+    if deployment is None or deployment.target is None:
+        return config
+    rebased = rebase_target_file(deployment.target, Path.cwd(), out.parent if str(out.parent) else Path("."))
+    if rebased == deployment.target:
+        return config
+    return config.model_copy(update={"deployment": deployment.model_copy(update={"target": rebased})})
 
 
 def engine_options_without_target(

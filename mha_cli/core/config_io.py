@@ -301,13 +301,6 @@ def config_text(config: MhaConfig, path: Path, header: str | None = None) -> str
     kind = CONFIG_SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise BadInputError(f"{shown_path(path)}: name the file .yaml, .yml or .json (the extension sets the format)")
-    deployment = config.deployment
-    if deployment is not None and deployment.target is not None:  # a target file, named from the file's own folder
-        from mha_cli.core.targets import rebase_target_file
-
-        rebased = rebase_target_file(deployment.target, Path.cwd(), path.parent if str(path.parent) else Path("."))
-        if rebased != deployment.target:
-            config = config.model_copy(update={"deployment": deployment.model_copy(update={"target": rebased})})
     if kind == "YAML":
         return config_to_yaml(config, header=header)
     if header:
