@@ -368,6 +368,8 @@ def test_a_release_line_is_priced_as_its_newest_patch_by_every_sglang_rule(cli):
 
     assert release_triple("0.5") == (0, 5, LINE_NEWEST) and release_triple("0.5.10.post1") == (0, 5, 10)
     assert release_triple("0.0.0.dev1+g93fca0b") is None
+    assert release_triple("0.5.x") == (0, 5, LINE_NEWEST)
+    assert release_triple("0.5rc1") == release_triple("0.5.post1") == (0, 5, 0)  # releases of 0.5.0, not the line
 
     def pool(engine: str) -> tuple[int, int]:
         engine_plan = cli.json("kv", "llama-3-8b", "--target", "h100", "--seq", "8k", "--engine", engine)["memory"]

@@ -138,7 +138,7 @@ LLAMA_2_GRAPH_TOKENS = 4096
 """A model whose path names Llama-2 captures at most 4096 prompt tokens (``"llama-2" in model_path.lower()``:
 ``server_args.py`` 0.5.10-0.5.18, ``arg_groups/memory_hook.py`` 0.5.19-0.5.23)."""
 
-_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+)|$)")
+_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(.*)$", re.DOTALL)
 
 LINE_NEWEST = 10**6
 """The patch a release line stands for (``sglang@0.5``: its newest patch, past every number read), as the launch
@@ -151,7 +151,10 @@ def release_triple(release: str | None) -> tuple[int, int, int] | None:
     match = _RELEASE.match(release.strip()) if release else None
     if match is None:
         return None
-    patch = LINE_NEWEST if match.group(3) is None else int(match.group(3))
+    if match.group(3) is not None:
+        patch = int(match.group(3))
+    else:  # 0.5 alone is the line (its newest patch); 0.5rc1 or 0.5.post1 is a release of 0.5.0
+        patch = LINE_NEWEST if match.group(4).strip().lower() in ("", ".x") else 0
     triple = (int(match.group(1)), int(match.group(2)), patch)
     return None if triple == (0, 0, 0) else triple
 
