@@ -141,5 +141,6 @@ def test_the_splits_footnote_says_which_rows_the_loop_decided():
     assert (
         "meets: the simulated loop's verdict for the splits it ran (in the closed form's order while one could beat"
         " the best it confirmed; the pick among them), else the closed form's; req/s: where a split's loop missed the"
-        " targets at the closed form's goodput, the most load it meets them at (at --rate, not lowered)" in text
+        " targets at the closed form's goodput, the most load it meets them at; at --rate, what its pools serve of it"
+        " ('grows' for a TTFT whose queue has no end)" in text
     )
