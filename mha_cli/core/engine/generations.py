@@ -126,7 +126,8 @@ GENERATIONS: tuple[Generation, ...] = (
     Generation(
         id="vllm-v1", engine="vllm", first=(0, 8), until=(0, 21), label="vLLM V1 (0.8-0.20)",
         cuda_graph_in_budget=False, hybrid_allocator=True, block_size=16, data_parallel_flag=True,
-        differs="hybrid allocator; CUDA graphs captured after the pool, out of the (1 - utilisation) headroom",
+        differs="hybrid allocator; CUDA graphs captured after the pool, out of the (1 - utilisation) headroom (0.8-0.19,"
+        " and the generation named without a release; vllm@0.20 estimates them before the pool, as 0.21 does)",
         source="vllm/v1/worker/gpu_worker.py Worker.determine_available_memory (0.10-0.20)",
     ),
     Generation(
