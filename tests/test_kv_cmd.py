@@ -371,3 +371,21 @@ def test_a_limit_on_a_modality_the_tower_does_not_read_is_named_as_ignored(cli):
         " model reads (multimodal/processing/context.py allowed_mm_limits, 0.32.0)"
     ]
     assert cli.json("kv", config, "--target", "h100", "--limit-mm-per-prompt", "image=2")["warnings"] == []
+
+
+@pytest.mark.parametrize("command", ["kv", "check"])
+def test_a_config_files_tp_past_the_targets_devices_names_the_file(cli, tmp_path, command):
+    """deployment.tp 2 on one H100: the refusal named --tp and --target only, not the file that set the tp (found by
+    a review of this change)."""
+    path = tmp_path / "model.yaml"
+    path.write_text(
+        "model:\n  d_model: 1024\n  n_layers: 4\n  n_heads: 16\n  n_kv_heads: 4\n  vocab_size: 1000\n  d_ff: 4096\n"
+        "deployment:\n  seq_len: 2k\n  tp: 2\n"
+    )
+    refused = cli.run(command, str(path), "--target", "h100")
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr.strip() == (
+        f"error: {path}: deployment.tp 2: tp (2) must divide the 1 device(s) of target 'h100' (edit the file, or"
+        " override it with --tp)"
+    )
+    assert cli.run(command, str(path), "--target", "2xh100").exit_code in (0, 1)  # priced (check: its rules judge)

@@ -85,7 +85,8 @@ def kv(
         check_plot_path(plot, force=force)
     loaded = load_source(source, weight_dtype=weight_dtype)
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
-    refuse_file_tp(loaded.origin, loaded.deployment, loaded.model, tp)
+    file_target = loaded.deployment.target if loaded.deployment is not None else None
+    refuse_file_tp(loaded.origin, loaded.deployment, loaded.model, tp, target or file_target)
     deployment = merge_deployment(
         loaded.deployment,
         model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, dp=dp, block_size=block_size,

@@ -20,6 +20,7 @@ from mha_cli.core.deployment import (
     PLAN_FLAGS,
     deployment_warnings,
     merge_deployment,
+    refuse_file_tp,
     refuse_plan_flags_without_target,
     state_convention_note,
 )
@@ -129,6 +130,7 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     seq = overrides.pop("seq_len", None)
     context_from = _stated_context(source, seq)
     deployment = merge_deployment(source.deployment, model=source.model, seq_len=seq, **overrides)
+    refuse_file_tp(source.origin, source.deployment, source.model, overrides.get("tp"), deployment.target, heads=False)
     refuse_plan_flags_without_target(deployment, **{k: v for k, v in overrides.items() if k in PLAN_FLAGS})
     model = source.model
     explicit = _explicit_variant(source)

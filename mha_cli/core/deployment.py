@@ -75,14 +75,22 @@ def refuse_plan_flags_without_target(deployment: DeploymentSpec, **given: object
         )
 
 
-def refuse_file_tp(origin: str, base: DeploymentSpec | None, model: ModelSpec, tp_flag: int | None) -> None:
-    """A config file's ``deployment.tp`` that does not split its model's heads (rule MHA024), refused naming the file
-    and the way out; nothing to refuse when ``--tp`` (``tp_flag``) overrides it."""
+def refuse_file_tp(
+    origin: str, base: DeploymentSpec | None, model: ModelSpec, tp_flag: int | None, target: str | None = None,
+    *, heads: bool = True,
+) -> None:  # fmt: skip
+    """A config file's ``deployment.tp`` that does not split its model's heads (rule MHA024; ``heads`` False: left to
+    ``mha check``'s own rule) or the devices of ``target`` (the deployment's, from the file or --target), refused
+    naming the file and the way out; nothing to refuse when ``--tp`` (``tp_flag``) overrides it."""
     if tp_flag is not None or base is None or "tp" not in base.model_fields_set:
         return
     from mha_cli.core.tensor_parallel import heads_split_problem
 
-    problem = heads_split_problem(model, base.tp)
+    problem = heads_split_problem(model, base.tp) if heads else None
+    if problem is None and target is not None and base.dp is None:
+        n_devices = resolve_target(target).n_devices
+        if base.tp > n_devices or n_devices % base.tp:
+            problem = f"tp ({base.tp}) must divide the {n_devices} device(s) of target {target!r}"
     if problem is not None:
         raise BadInputError(f"{origin}: deployment.tp {base.tp}: {problem} (edit the file, or override it with --tp)")
 
