@@ -35,8 +35,11 @@ def test_spellings_of_a_chip_offer_that_chip(typed, offered):
 
 def test_an_edition_left_out_offers_every_edition_of_that_chip_only():
     assert sorted(same_chip_names("rtx pro 6000", KNOWN)) == ["rtx-pro-6000-srv", "rtx-pro-6000-ws"]
-    assert set(same_chip_names("h100 sxm5", KNOWN)) == {"h100-sxm", "h100-pcie", "h100-nvl"}
-    assert same_chip_names("h100 sxm5", KNOWN)[0] == "h100-sxm"  # the closest spelling first
+    # an SXM socket generation is the SXM edition: the H100 SXM5 is the h100-sxm row, not the NVL (94 GB, 3.9 TB/s)
+    # or the PCIe card (2.0 TB/s), which it offered too (found by newuser trial 234)
+    assert same_chip_names("h100 sxm5", KNOWN) == same_chip_names("h100-sxm5", KNOWN) == ["h100-sxm"]
+    without_sxm = {name: memory for name, memory in KNOWN.items() if name != "h100-sxm"}
+    assert set(same_chip_names("h100 sxm5", without_sxm)) == {"h100-pcie", "h100-nvl"}  # no SXM row: the others
 
 
 @pytest.mark.parametrize("typed", ["h1000", "h2O", "h200 96gb", "mi300a", "rtx-6000", "b30", "gb30", "l4o", "zzz"])
@@ -141,3 +144,15 @@ def test_a_rack_name_nvl72_names_its_per_gpu_row(typed, offered):
     """audit5: 'gb300-nvl72' said none is close, though the gb200 and gb300 rows are per GPU of the NVL72 rack
     (NVIDIA GB200/GB300 NVL72 specifications); NVL with a GPU count is an edition word, as NVL is."""
     assert same_chip_names(typed, KNOWN) == offered
+
+
+def test_a_model_name_is_offered_models_of_the_sizes_it_spells(cli):
+    """llama-3.1-7b was offered llama-3.1-70b first, ten times the size one character away (the h20/h200 hazard for
+    models; found by newuser trial 234); qwen3-8b-fp8 was offered qwen3-0.6b and qwen3-next-80b-a3b."""
+    from mha_cli.core.suggest import model_sizes
+
+    assert model_sizes("qwen3-30b-a3b") == {"30b", "a3b"} and model_sizes("llama-3.1-8b") == {"8b"}
+    seven = cli.run("kv", "llama-3.1-7b")
+    assert seven.exit_code == 2 and "70b" not in seven.stderr and "8b" not in seven.stderr
+    eight = cli.run("kv", "qwen3-8b-fp8")
+    assert "did you mean qwen3-8b?" in eight.stderr

@@ -5,8 +5,8 @@ character apart, two different GPUs. Here a known name is offered only when it s
 the same words once case, separators, vendor and series words (``nvidia``, ``geforce``, ``rtx``, ``amd``, ...) and a
 memory size are set aside. ``H100_SXM``, ``nvidia h100-sxm`` and ``h100 sxm 80GB`` all spell ``h100-sxm``; a memory
 size typed must be the known chip's (within ``MEMORY_TOLERANCE``). Where no known name spells it exactly, edition and
-form-factor words (``sxm``, ``pcie``, ``server``, ``ws``, ...) may differ: ``rtx-pro-6000`` is offered both editions,
-``h100 sxm5`` the H100s; ``NVL`` with a GPU count (``gb300-nvl72``) is the edition word ``nvl``. An edition that
+form-factor words (``sxm``, ``pcie``, ``server``, ``ws``, ...) may differ: ``rtx-pro-6000`` is offered both editions;
+an SXM socket generation (``sxm5``) is the ``sxm`` edition, so ``h100 sxm5`` is the h100-sxm row alone; ``NVL`` with a GPU count (``gb300-nvl72``) is the edition word ``nvl``. An edition that
 is another part of the chip with other figures, which no target lists (``h800-pcie``, ``h200-nvl``:
 ``OTHER_PARTS_NOT_LISTED``), offers nothing. A digit or a model letter that differs is another chip (``h1000``, ``mi300a``): nothing is
 offered for it.
@@ -46,6 +46,8 @@ NVL, a PCIe card at up to 600 W, BF16 1,671 / FP8 3,341 TFLOPS sparse against th
 (https://www.nvidia.com/en-us/data-center/h200/). Offered the SXM row, either would be priced as another chip."""
 
 _MEMORY = re.compile(r"(\d+)(?:gb|g|gib)")
+_SXM_GENERATION = re.compile(r"^sxm\d$")
+"""An SXM socket generation (``sxm5``): the chip's SXM edition, spelled as its ``sxm`` row is."""
 _RACK = re.compile(r"nvl\d+")
 """NVL with a GPU count (NVL72, NVL36, NVL4): the rack or board of an ``nvl`` edition."""
 _GLUED_PREFIX = re.compile(rf"({'|'.join(sorted(SET_ASIDE, key=len, reverse=True))})(?=\d)")
@@ -70,7 +72,7 @@ class Spelling:
             glued = _GLUED_EDITION.fullmatch(token)  # h100sxm -> h100 sxm
             for word in glued.groups() if glued else (token,):
                 if word and word not in SET_ASIDE:
-                    words.append(word)
+                    words.append(_SXM_GENERATION.sub("sxm", word))  # sxm5 is the SXM edition, not the NVL or PCIe
         self.words = tuple(words)
         self.exact = "".join(words)
         self.without_editions = "".join(w for w in words if w not in EDITIONS)

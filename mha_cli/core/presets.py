@@ -23,7 +23,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import family as family_of
 from mha_cli.core.model_migration import nest_flat_fields
 from mha_cli.core.schemas import ModelSpec
-from mha_cli.core.suggest import did_you_mean
+from mha_cli.core.suggest import did_you_mean_model
 
 _LLAMA3_VOCAB = 128256
 _MINIMAX_ALPHA = 3.5565588200778455
@@ -686,7 +686,7 @@ def get_preset(name: str) -> ModelSpec:
     key = name.strip().lower()
     if key not in PRESET_DATA:
         raise BadInputError(
-            f"unknown preset {name!r}: {did_you_mean(name, PRESET_DATA, 'run `mha presets` for the list')}"
+            f"unknown preset {name!r}: {did_you_mean_model(name, PRESET_DATA, 'run `mha presets` for the list')}"
         )
     data = PRESET_DATA[key]
     return ModelSpec.model_validate({"name": key, **with_layout(family_of(data["family"]).layout, data)})

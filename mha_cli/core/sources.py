@@ -20,7 +20,7 @@ from mha_cli.core.presets import checkpoint_weights, find_preset, get_preset, pr
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.served_model import ServedModel, by_id, by_preset, from_config, from_gguf, placeholder
-from mha_cli.core.suggest import did_you_mean
+from mha_cli.core.suggest import did_you_mean_model
 
 if TYPE_CHECKING:
     from mha_cli.core.hf_import import ImportedModel
@@ -72,7 +72,7 @@ def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
         name = preset_for_id(repo)
         assert name is not None  # every short name is a listed id's
         return _preset(source, name, by_preset(repo), f"{repo}: priced as preset {name}")
-    hint = did_you_mean(
+    hint = did_you_mean_model(
         source, [*preset_names(), *short_names()],
         otherwise="run `mha presets`, or give a config file, a model folder or a Hugging Face id (org/name)",
     )  # fmt: skip

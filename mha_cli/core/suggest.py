@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 
 SUGGESTIONS = 4
@@ -20,3 +21,20 @@ def did_you_mean(word: str, known: Iterable[str], otherwise: str) -> str:
     """``"did you mean a, b?"``, or ``otherwise`` (e.g. ``"none is close: run `mha presets`"``) when nothing is close."""
     close = close_names(word, known)
     return f"did you mean {', '.join(close)}?" if close else otherwise
+
+
+_SIZE = re.compile(r"^a?\d+(?:\.\d+)?b$")
+"""A parameter count in a model name (``8b``, ``0.6b``, the active ``a3b``)."""
+
+
+def model_sizes(name: str) -> set[str]:
+    """The parameter counts a model name spells (``qwen3-30b-a3b`` -> {30b, a3b}), lower-cased."""
+    return {word for word in re.split(r"[-_/ ]+", str(name).strip().lower()) if _SIZE.fullmatch(word)}
+
+
+def did_you_mean_model(word: str, known: Iterable[str], otherwise: str) -> str:
+    """``did_you_mean`` among the models of the sizes ``word`` spells (all of them: ``qwen3-30b`` may be
+    ``qwen3-30b-a3b``): a string distance would offer ``llama-3.1-70b`` for ``llama-3.1-7b``, a model ten times the
+    size one character away, as ``h200`` for ``h20`` (``core.chip_names``)."""
+    sizes = model_sizes(word)
+    return did_you_mean(word, [name for name in known if sizes <= model_sizes(name)], otherwise)
