@@ -58,3 +58,20 @@ def test_a_checkpoints_scheme_on_a_v100_and_a_search_say_it_once(cli, tmp_path):
     assert searched.exit_code == 2 and searched.output.count("vLLM serves fp8 weights") == 1
     assert cli.run("plan", "llama-3-8b", "--target", "t4", "--tp", "1", "--closed-form", "--weight-dtype",
                    "fp8").exit_code == 0  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("target", "weights", "refused"),
+    [("a100-80gb", "fp8", True), ("l40s", "fp8", False), ("h100", "fp8", False), ("v100-32gb", "fp8", True),
+     ("h100", "nvfp4", True), ("b200", "nvfp4", False), ("a100-80gb", "awq", False)],
+)  # fmt: skip
+def test_tensorrt_llm_formats_below_its_documented_gpus_are_refused(cli, target, weights, refused):
+    """TensorRT-LLM's support matrix (0.18.2) lists FP8 for SM89 and SM90, not Ampere; its 1.0 quantization guide
+    puts FP4 on Blackwell. An A100 in fp8 or an H100 in NVFP4 was priced with no word (found by newuser trial 234)."""
+    run = cli.run("kv", "llama-3.1-8b", "--target", target, "--engine", "trtllm", "--weight-dtype", weights)
+    assert (run.exit_code == 2) is refused, run.output
+    if refused:
+        need = "8.9" if weights == "fp8" else "10.0"
+        assert f"TensorRT-LLM serves {weights} weights on compute capability {need} or later" in run.stderr
+    vllm = cli.run("kv", "llama-3.1-8b", "--target", target, "--engine", "vllm", "--weight-dtype", weights)
+    assert "TensorRT-LLM" not in vllm.output  # vLLM's own minimums (7.5) are another rule

@@ -1,4 +1,4 @@
-"""The lowest NVIDIA compute capability vLLM serves a weight format on, read in vLLM 0.32.0's wheel.
+"""The lowest NVIDIA compute capability vLLM serves a weight format on, read in vLLM 0.32.0's wheel (and TensorRT-LLM's, from its documentation).
 
 ``config/vllm.py`` ``_get_quantization_config`` refuses a checkpoint on a GPU below its quantization config's
 ``get_min_capability()`` ("The quantization method ... is not supported for the current GPU. Minimum capability:
@@ -14,7 +14,13 @@
 - 6.0: ``AutoGPTQConfig``.
 
 So a V100 (7.0) serves none of the 4- and 8-bit formats above; a T4 (7.5) serves all but ModelOpt fp8, FBGEMM fp8 and
-mxfp4. Applied to every vLLM release (read in 0.32.0 only). Other engines and vendors: not checked. Pure Python.
+mxfp4. Applied to every vLLM release (read in 0.32.0 only).
+
+TensorRT-LLM (``TRTLLM_BY_FORMAT``, from its documentation, not its code): fp8 from capability 8.9, Ada and Hopper (the
+0.18.2 support matrix lists FP8 for SM89 and SM90, not for Ampere's SM80 and SM86:
+https://nvidia.github.io/TensorRT-LLM/0.18.2/reference/support-matrix.html), NVFP4 from 10.0, Blackwell (the 1.0
+quantization guide: "FP4 ... on the latest Blackwell"; https://nvidia.github.io/TensorRT-LLM/1.0.0/features/quantization.html).
+SGLang and other vendors: not checked. Pure Python.
 """
 
 from __future__ import annotations
@@ -36,6 +42,31 @@ BY_METHOD: dict[tuple[str, str], tuple[float, str]] = {
     ("modelopt", "fp8"): (8.0, "ModelOptFp8Config"), ("fbgemm_fp8", "fp8"): (8.0, "FBGEMMFp8Config"),
 }  # fmt: skip
 """A checkpoint's ``quant_method`` that asks more for the format than ``BY_FORMAT`` (ModelOpt's and FBGEMM's fp8)."""
+
+
+TRTLLM_BY_FORMAT: dict[str, tuple[float, str]] = {
+    "fp8": (8.9, "its support matrix (0.18.2): FP8 on SM89 and SM90"),
+    "fp8-block": (8.9, "its support matrix (0.18.2): FP8 on SM89 and SM90"),
+    "nvfp4": (10.0, "its quantization guide (1.0): FP4 on Blackwell"),
+    "nvfp4-w4a16": (10.0, "its quantization guide (1.0): FP4 on Blackwell"),
+}  # fmt: skip
+"""TensorRT-LLM's minimum for a weight format and where it is stated (module docstring)."""
+
+
+def trtllm_capability_refusal(
+    weight_dtype: str, scheme: WeightScheme | None, vendor: str, capability: float | None
+) -> str | None:
+    """Why TensorRT-LLM cannot serve weights of ``weight_dtype`` (stored as ``scheme`` says) on an NVIDIA GPU of compute
+    capability ``capability``, in one line with what to do; None where it can, or where it is not known."""
+    formats = {weight_dtype} if scheme is None else {rule.format for rule in scheme.rules}
+    needs = [TRTLLM_BY_FORMAT[fmt] for fmt in sorted(formats) if fmt in TRTLLM_BY_FORMAT]
+    if vendor != "NVIDIA" or capability is None or not needs or capability >= max(needs)[0]:
+        return None
+    need = max(needs)
+    return (
+        f"TensorRT-LLM serves {weight_dtype} weights on compute capability {need[0]} or later ({need[1]}); this GPU"
+        f" is {capability}: pick a GPU of {need[0]}+, or another format (int4 AWQ/GPTQ, bf16)"
+    )
 
 
 def vllm_min_capability(weight_dtype: str, scheme: WeightScheme | None) -> tuple[float, str] | None:
@@ -64,8 +95,12 @@ def vllm_capability_refusal(
 
 def refuse_weights_on_gpu(engine: str, weight_dtype: str, scheme: WeightScheme | None, vendor: str,
                           capability: float | None) -> None:  # fmt: skip
-    """Raise ``BadInputError`` with ``vllm_capability_refusal``'s line when ``engine`` is vLLM and cannot serve the
-    weights on the GPU: the same on every layout, so a search says it once."""
-    refusal = vllm_capability_refusal(weight_dtype, scheme, vendor, capability) if engine == "vllm" else None
+    """Raise ``BadInputError`` with ``vllm_capability_refusal``'s (or ``trtllm_capability_refusal``'s) line when
+    ``engine`` cannot serve the weights on the GPU: the same on every layout, so a search says it once."""
+    refusal = None
+    if engine == "vllm":
+        refusal = vllm_capability_refusal(weight_dtype, scheme, vendor, capability)
+    elif engine == "trtllm":
+        refusal = trtllm_capability_refusal(weight_dtype, scheme, vendor, capability)
     if refusal is not None:
         raise BadInputError(refusal)
