@@ -6,7 +6,8 @@ the same words once case, separators, vendor and series words (``nvidia``, ``gef
 memory size are set aside. ``H100_SXM``, ``nvidia h100-sxm`` and ``h100 sxm 80GB`` all spell ``h100-sxm``; a memory
 size typed must be the known chip's (within ``MEMORY_TOLERANCE``). Where no known name spells it exactly, edition and
 form-factor words (``sxm``, ``pcie``, ``server``, ``ws``, ...) may differ: ``rtx-pro-6000`` is offered both editions;
-an SXM socket generation (``sxm5``) is the ``sxm`` edition, so ``h100 sxm5`` is the h100-sxm row alone; ``NVL`` with a GPU count (``gb300-nvl72``) is the edition word ``nvl``. An edition that
+an SXM socket generation (``sxm5``) is the ``sxm`` edition, so ``h100 sxm5`` is the h100-sxm row alone; ``NVL`` with
+a GPU count (``gb300-nvl72``) is the edition word ``nvl``. An edition that
 is another part of the chip with other figures, which no target lists (``h800-pcie``, ``h200-nvl``:
 ``OTHER_PARTS_NOT_LISTED``), offers nothing. A digit or a model letter that differs is another chip (``h1000``, ``mi300a``): nothing is
 offered for it.

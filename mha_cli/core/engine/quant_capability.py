@@ -1,4 +1,5 @@
-"""The lowest NVIDIA compute capability vLLM serves a weight format on, read in vLLM 0.32.0's wheel (and TensorRT-LLM's, from its documentation).
+"""The lowest NVIDIA compute capability vLLM serves a weight format on, read in vLLM 0.32.0's wheel (TensorRT-LLM's
+from its documentation, below).
 
 ``config/vllm.py`` ``_get_quantization_config`` refuses a checkpoint on a GPU below its quantization config's
 ``get_min_capability()`` ("The quantization method ... is not supported for the current GPU. Minimum capability:
