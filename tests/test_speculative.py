@@ -397,3 +397,27 @@ def test_qwen3_6s_mtp_layers_are_read_from_mtp_num_hidden_layers(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(data))
     with pytest.raises(BadInputError, match="has no MTP layers"):
         mtp_layers(model, str(tmp_path / "config.json"), "hf-config")
+
+
+@pytest.mark.parametrize(
+    ("engine", "expected"),
+    [
+        ("vllm@0.11", "speculative decoding (draft_model) sets vLLM's --speculative-config method=draft_model (first in"
+                      " 0.15.0), which vLLM 0.11.x lacks: drop it or use --engine vllm@0.15.0 or later"),
+        ("sglang@0.5.1", "speculative decoding (draft_model) sets SGLang's --speculative-algorithm STANDALONE (first"
+                         " in 0.5.2), which SGLang 0.5.1 lacks: drop it or use --engine sglang@0.5.2 or later"),
+    ],
+)  # fmt: skip
+def test_a_method_the_release_lacks_is_refused(cli, engine, expected):
+    """``--engine vllm@0.11 --draft llama-3.2-1b`` priced a draft model vLLM 0.11 cannot run (V1's draft_model is first
+    in 0.15.0; 0.11-0.14 had none) with exit 0 and only SGLang's launch line, under a note."""
+    args = ("plan", "llama-3.1-8b", "--target", "h100", "--draft", "llama-3.2-1b", "--acceptance-length", "2.5")
+    result = cli.run(*args, "--engine", engine, "--json")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"error: {expected}\n"
+
+
+@pytest.mark.parametrize("engine", ["vllm@0.15", "vllm-v1", "sglang@0.5.2", "trtllm"])
+def test_a_method_the_release_has_is_priced(cli, engine):
+    args = ("plan", "llama-3.1-8b", "--target", "h100", "--draft", "llama-3.2-1b", "--acceptance-length", "2.5")
+    assert cli.json(*args, "--engine", engine, "--tp", "1", "--closed-form")["speculative"] is not None

@@ -399,16 +399,15 @@ def plan(
     refuse_release_without_model(  # before the pool's own refusals, in the words `mha kv` uses
         deployment.engine, deployment.engine_version, loaded.model, output, generation_id=deployment.engine_generation
     )
-    generation_id = generation(deployment.engine_generation, deployment.engine).id
+    priced_by = generation(deployment.engine_generation, deployment.engine)
+    generation_id = priced_by.id
     refuse_per_kind_pages(loaded.model, generation_id)  # one line, not one per layout
     refuse_format_without_experts(loaded.model, deployment.weight_dtype)  # likewise
     if offload_bytes is not None:  # a generation without KV offload: one line before anything is priced
         from mha_cli.core.engine.offload import offload_rule, refuse_offload_flag_missing
 
         offload_rule(generation_id)
-        refuse_offload_flag_missing(
-            generation(deployment.engine_generation, deployment.engine), deployment.engine_version
-        )
+        refuse_offload_flag_missing(priced_by, deployment.engine_version)
         if resolved.target.vendor == "CPU":  # vLLM's get_worker: "CPU Offloading is currently only supported on
             raise BadInputError(  # CUDA-alike and XPU GPUs" (core.engine.offload)
                 "--kv-offload-gib: a CPU target's KV cache is in host memory already, and vLLM's offload runs on"
@@ -418,6 +417,9 @@ def plan(
     generation = deployment.engine_generation if engine is not None else None
     speculative = _speculative(loaded, speculative_config, draft, num_speculative_tokens, acceptance_length)
     if speculative is not None:
+        from mha_cli.core.speculative import refuse_method_missing
+
+        refuse_method_missing(speculative, priced_by, deployment.engine_version)
         deployment = deployment.model_copy(update={"speculative": speculative})
     if expert_parallel:
         if loaded.model.block.moe is None:

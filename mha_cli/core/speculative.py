@@ -35,6 +35,7 @@ from mha_cli.core.weight_bytes import rank_weight_bytes
 from mha_cli.core.weight_formats import weight_format
 
 if TYPE_CHECKING:
+    from mha_cli.core.engine.generations import Generation
     from mha_cli.core.engine.plan import EnginePlan
     from mha_cli.core.tensor_parallel import ExpertLayout
 
@@ -381,6 +382,33 @@ SGLANG_ALGORITHMS: dict[SpeculativeMethod, str] = {
     "mtp": "NEXTN", "eagle": "EAGLE", "eagle3": "EAGLE3", "draft_model": "STANDALONE",
 }  # fmt: skip
 """SGLang's ``--speculative-algorithm`` for each method (``python/sglang/srt/server_args.py`` choices)."""
+
+
+def method_flag(engine: str, method: SpeculativeMethod) -> str | None:
+    """The launch-line word that asks ``engine`` for ``method`` (``core.engine.flags`` dates it): vLLM's
+    ``--speculative-config method=...``, SGLang's ``--speculative-algorithm ...``; None for TensorRT-LLM, whose
+    options file is not written."""
+    if engine == "vllm":
+        return f"--speculative-config method={method}"
+    if engine == "sglang":
+        return f"--speculative-algorithm {SGLANG_ALGORITHMS[method]}"
+    return None
+
+
+def refuse_method_missing(spec: SpeculativeSpec, chosen: "Generation", typed: str | None) -> None:
+    """Speculative decoding by a method the release meant lacks (``--engine vllm@0.11 --draft ...``: vLLM's
+    draft_model is first in 0.15.0) is refused in one line, as ``--kv-offload-gib`` on a release without its flag
+    is, not priced with no line of its engine to run it. ``typed``: the release typed (None: the latest)."""
+    from mha_cli.core.engine.flags import setting_refusal
+
+    word = method_flag(chosen.engine, spec.method)
+    refusal = (
+        None
+        if word is None
+        else setting_refusal(f"speculative decoding ({spec.method})", chosen.engine, chosen, typed, word)
+    )
+    if refusal is not None:
+        raise BadInputError(refusal)
 
 
 def draft_checkpoint(spec: SpeculativeSpec) -> str | None:
