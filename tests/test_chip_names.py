@@ -42,6 +42,22 @@ def test_an_edition_left_out_offers_every_edition_of_that_chip_only():
     assert set(same_chip_names("h100 sxm5", without_sxm)) == {"h100-pcie", "h100-nvl"}  # no SXM row: the others
 
 
+@pytest.mark.parametrize(
+    ("typed", "offered"),
+    [
+        ("a100-80gb-sxm", ["a100-80gb"]),  # was a100-80gb and a100-80gb-pcie (1,935 GB/s against 2,039)
+        ("a100-sxm4-80gb", ["a100-80gb"]),
+        ("a100 pcie", ["a100-40gb-pcie", "a100-80gb-pcie"]),
+        ("dgx h100", ["h100-sxm"]),  # the DGX and HGX boards carry the SXM part
+        ("rtx pro 6000 server", ["rtx-pro-6000-srv"]),
+        ("rtx pro 6000 workstation", ["rtx-pro-6000-ws"]),
+    ],
+)
+def test_a_typed_edition_rules_out_a_row_of_another_edition(typed, offered):
+    """An unmarked row (a100-80gb, the SXM4 part) stays; one marked with another edition (pcie) is not offered."""
+    assert sorted(same_chip_names(typed, KNOWN)) == offered
+
+
 @pytest.mark.parametrize("typed", ["h1000", "h2O", "h200 96gb", "mi300a", "rtx-6000", "b30", "gb30", "l4o", "zzz"])
 def test_a_different_chip_or_another_memory_size_is_never_offered(typed):
     assert same_chip_names(typed, KNOWN) == []

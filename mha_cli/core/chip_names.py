@@ -5,7 +5,9 @@ character apart, two different GPUs. Here a known name is offered only when it s
 the same words once case, separators, vendor and series words (``nvidia``, ``geforce``, ``rtx``, ``amd``, ...) and a
 memory size are set aside. ``H100_SXM``, ``nvidia h100-sxm`` and ``h100 sxm 80GB`` all spell ``h100-sxm``; a memory
 size typed must be the known chip's (within ``MEMORY_TOLERANCE``). Where no known name spells it exactly, edition and
-form-factor words (``sxm``, ``pcie``, ``server``, ``ws``, ...) may differ: ``rtx-pro-6000`` is offered both editions;
+form-factor words (``sxm``, ``pcie``, ``server``, ``ws``, ...) may differ: ``rtx-pro-6000`` is offered both editions,
+but an edition typed rules out a row marked with another (``a100-80gb-sxm`` is the unmarked a100-80gb row, not
+a100-80gb-pcie);
 an SXM socket generation (``sxm5``) is the ``sxm`` edition, so ``h100 sxm5`` is the h100-sxm row alone; ``NVL`` with
 a GPU count (``gb300-nvl72``) is the edition word ``nvl``. An edition that
 is another part of the chip with other figures, which no target lists (``h800-pcie``, ``h200-nvl``:
@@ -37,6 +39,9 @@ EDITIONS = frozenset(
     {"sxm", "sxm2", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "oam", "hgx", "dgx", "server", "srv", "workstation", "ws"}
 )
 """Form factors and editions of one chip: left out or misnamed, they still name that chip."""
+EDITION_SYNONYMS = {"server": "srv", "workstation": "ws", "hgx": "sxm", "dgx": "sxm"}
+"""Edition words spelled two ways: the RTX PRO 6000 Server and Workstation Editions (``srv``, ``ws`` rows), and
+NVIDIA's HGX and DGX boards, which carry the SXM part."""
 MEMORY_TOLERANCE = 0.05
 """How far a memory size typed may be from the chip's (``h100 79gib`` names the 80 GB part)."""
 
@@ -73,7 +78,8 @@ class Spelling:
             glued = _GLUED_EDITION.fullmatch(token)  # h100sxm -> h100 sxm
             for word in glued.groups() if glued else (token,):
                 if word and word not in SET_ASIDE:
-                    words.append(_SXM_GENERATION.sub("sxm", word))  # sxm5 is the SXM edition, not the NVL or PCIe
+                    word = _SXM_GENERATION.sub("sxm", word)  # sxm5 is the SXM edition, not the NVL or PCIe
+                    words.append(EDITION_SYNONYMS.get(word, word))
         self.words = tuple(words)
         self.exact = "".join(words)
         self.without_editions = "".join(w for w in words if w not in EDITIONS)
@@ -113,12 +119,24 @@ def _slip_readings(words: tuple[str, ...], known: list[Spelling]) -> list[tuple[
 
 
 def _spelling_matches(words: tuple[str, ...], agreeing: Mapping[str, Spelling]) -> list[str]:
-    """The names in ``agreeing`` spelled as ``words`` exactly; only when there is none, the same without editions."""
+    """The names in ``agreeing`` spelled as ``words`` exactly; only when there is none, the same without editions,
+    less those whose own edition another typed one rules out (``a100-80gb-sxm`` is not ``a100-80gb-pcie``; the
+    unmarked ``a100-80gb`` stays), unless that leaves none."""
     exact = "".join(words)
+    exact_names = [name for name, s in agreeing.items() if s.exact == exact]
+    if exact_names:
+        return exact_names
     without_editions = "".join(w for w in words if w not in EDITIONS)
-    return [name for name, s in agreeing.items() if s.exact == exact] or [
-        name for name, s in agreeing.items() if s.without_editions and s.without_editions == without_editions
-    ]
+    same_chip = [name for name, s in agreeing.items() if s.without_editions and s.without_editions == without_editions]
+    typed_editions = {w for w in words if w in EDITIONS}
+    compatible = [name for name in same_chip if not _editions_disagree(typed_editions, agreeing[name].words)]
+    return compatible or same_chip
+
+
+def _editions_disagree(typed_editions: set[str], known_words: tuple[str, ...]) -> bool:
+    """Whether a known name's edition words and the typed ones are both given and share none."""
+    known_editions = {w for w in known_words if w in EDITIONS}
+    return bool(typed_editions and known_editions and not typed_editions & known_editions)
 
 
 def _another_part_not_listed(words: tuple[str, ...]) -> bool:
