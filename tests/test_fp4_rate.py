@@ -41,6 +41,7 @@ def test_every_compute_dtype_maps_to_itself():
     ("h100-sxm", "nvfp4", 989.4), ("a100-80gb", "nvfp4", 312),  # no fp4 tensor cores: Marlin, bf16
     ("mi355x", "nvfp4", 2516.6),  # no NVFP4 kernel on ROCm: bf16
     ("mi355x", "mxfp4-linear", 10066.4),  # Quark OCP_MX on gfx95: AITER gemm_afp4wfp4
+    ("mi350x", "mxfp4-linear", 9227.5),  # the same gfx950 at 2.2 GHz
     ("mi300x", "mxfp4-linear", 1307.4),  # no fp4: emulation in bf16
     ("b200", "mxfp4-linear", 2250),  # Quark on CUDA: supports_mx False, emulation
     ("b200", "mxfp4", 2250), ("h100-sxm", "mxfp4", 989.4),  # gpt-oss's experts: bf16 activations

@@ -9,6 +9,7 @@ from tests.conftest import REPO
 TODAYS_GPUS = [
     "l20", "l40", "h20", "h800", "b300", "gb300", "rtx-5080", "rtx-a4000", "rtx-a5000", "rtx-2000-ada", "rtx-4000-ada",
     "rtx-5000-ada", "rtx-pro-6000-srv", "rtx-pro-6000-ws", "gb10", "mi355x",
+    "mi350x",
 ]  # fmt: skip
 FIGURES = ("memory_gb", "memory_bandwidth_gbs", "bf16_tflops_dense", "fp8_tflops_dense", "interconnect_gbs")
 
@@ -67,6 +68,9 @@ def test_uncertain_rows_are_flagged():
         # AMD MI355X: 256 CUs x 2.4 GHz x 8,192 FP8 FLOPs per CU per clock; BF16 half, MXFP4 double; 7 x 153.6 GB/s
         ("mi355x", 288, 8000, 256 * 2.4e9 * 8192 / 2 / 1e12, 256 * 2.4e9 * 8192 / 1e12, 256 * 2.4e9 * 8192 * 2 / 1e12,
          7 * 153.6),
+        # AMD MI350X: the same chip air-cooled at 2.2 GHz (Hot Chips 2025); AMD rounds to 2.3 / 4.6 / 9.2 PF
+        ("mi350x", 288, 8000, 256 * 2.2e9 * 8192 / 2 / 1e12, 256 * 2.2e9 * 8192 / 1e12, 256 * 2.2e9 * 8192 * 2 / 1e12,
+         7 * 153.6),
         ("h20", 96, 4000, 148, 296, None, 900),
         ("h800", 80, 3350, 989.4, 1978.9, None, 400),  # the H100 SXM's tensor rates, NVLink cut to 400 GB/s
         ("l40", 48, 864, 181, 362, None, None),
@@ -108,14 +112,14 @@ def test_every_new_gpu_says_where_its_figures_come_from_and_flags_derived_comput
     assert not targets["l40"].uncertain and not targets["mi355x"].uncertain
     # fp4 only on chips that have it: Blackwell and CDNA4
     fp4 = {"b200", "gb200", "b300", "gb300", "rtx-5090", "rtx-5080", "rtx-pro-6000-srv", "rtx-pro-6000-ws", "gb10"}
-    fp4 |= {"mi355x"}
+    fp4 |= {"mi355x", "mi350x"}
     assert {t.id for t in targets.values() if t.fp4_tflops_dense} == fp4
 
 
 @pytest.mark.parametrize(
     ("spec", "target_id", "count"),
     [("8xb300", "b300", 8), ("4 x MI355X", "mi355x", 4), ("2xh20", "h20", 2), ("5080", "rtx-5080", 1),
-     ("a4000", "rtx-a4000", 1), ("4000-ada", "rtx-4000-ada", 1), ("mi355", "mi355x", 1), ("72xgb300", "gb300", 72)],
+     ("a4000", "rtx-a4000", 1), ("4000-ada", "rtx-4000-ada", 1), ("mi355", "mi355x", 1), ("mi350", "mi350x", 1), ("72xgb300", "gb300", 72)],
 )  # fmt: skip
 def test_todays_gpus_resolve_with_aliases_and_device_counts(spec, target_id, count):
     resolved = resolve_target(spec)

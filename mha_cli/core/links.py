@@ -63,6 +63,7 @@ _DGX_H100 = "NVIDIA DGX H100/H200 user guide: 8 x ConnectX-7 NDR 400 Gb/s, one p
 _DGX_B200 = "NVIDIA DGX B200 user guide: 8 x ConnectX-7 400 Gb/s, one per GPU; GPUs on PCIe 5.0"
 _B300 = "NVIDIA HGX B300 / GB300 NVL72 datasheets: ConnectX-8 SuperNIC 800 Gb/s per GPU"
 _MI300 = "AMD Instinct MI300X platform: 8 x 400 Gb/s NICs (one per GPU) on PCIe 5.0"
+_MI350 = "AMD Instinct MI350 Series platform (MI350X, MI355X): 400 Gb/s Pollara NICs, one per GPU; PCIe 5.0"
 ASSUMED = "assumed"
 """How a source whose network figure no reference server fixes begins (``scale_out_basis``)."""
 _PCIE_SERVERS = (
@@ -95,7 +96,8 @@ NODE_LINKS: dict[str, tuple[str, str, str]] = {
     "gb300": ("nvlink-c2c", "ib-xdr", _B300),
     "mi300x": ("pcie5", "roce-400", _MI300),
     "mi325x": ("pcie5", "roce-400", _MI300),
-    "mi355x": ("pcie5", "roce-400", "AMD Instinct MI355X platform: 400 Gb/s Pollara NICs, one per GPU; PCIe 5.0"),
+    "mi355x": ("pcie5", "roce-400", _MI350),
+    "mi350x": ("pcie5", "roce-400", _MI350),
 }
 """Target id -> (host link, scale-out link, source): the reference server of each data-centre part."""
 DEFAULT_HOST_LINK = "pcie4"

@@ -45,6 +45,7 @@ ALIASES: dict[str, str] = {
     "mi300": "mi300x",
     "mi325": "mi325x",
     "mi355": "mi355x",
+    "mi350": "mi350x",
     "b300-sxm": "b300",
     "mi250": "mi250x",
     "3090": "rtx-3090",
