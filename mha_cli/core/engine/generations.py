@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from mha_cli.core.engine.images import engine_of_image
 from mha_cli.core.engine.releases_read import ENGINE_NAMES, NEWEST_READ, VLLM_MEMORY_RULES_READ
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import EngineName, GenerationId
@@ -200,11 +201,11 @@ def parse_version(text: str) -> Version:
 
 
 def generation_of(engine_text: str | None) -> Generation:
-    """The generation ``--engine`` names: ``vllm`` (latest), ``vllm@0.10``, ``vllm==0.11.0``, ``vllm-v0``; None: the
-    latest vLLM. An unknown engine or a version outside every generation is one line (BadInputError, exit 2)."""
+    """The generation ``--engine`` names: ``vllm`` (latest), ``vllm@0.10``, ``vllm==0.11.0``, ``vllm-v0``, an image
+    (``vllm/vllm-openai:v0.11.0``: ``core.engine.images``); None: the latest vLLM. An unknown engine or a version outside every generation is one line (BadInputError, exit 2)."""
     if engine_text is None:
         return LATEST["vllm"]
-    text = str(engine_text).strip()
+    text = engine_of_image(str(engine_text)).strip()
     if text.lower() in BY_ID:
         return BY_ID[text.lower()]
     word, separator, version_text = text.partition("@") if "@" in text else text.partition("==")
@@ -260,7 +261,7 @@ def typed_release(engine_text: str | None) -> str | None:
     engine alone or a generation id."""
     if engine_text is None:
         return None
-    text = str(engine_text).strip()
+    text = engine_of_image(str(engine_text)).strip()
     word, separator, version_text = text.partition("@") if "@" in text else text.partition("==")
     version_text = re.sub(r"\.x$", "", version_text.strip(), flags=re.IGNORECASE)  # 0.10.x: the 0.10 line
     engine = ENGINE_ALIASES.get(word.strip().lower())
