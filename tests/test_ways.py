@@ -4,6 +4,7 @@ pairs are offered when no single change passes; every flag named is one of that 
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 
@@ -248,3 +249,16 @@ def test_the_generators_none_line_is_kept_whole_and_a_refusal_nothing_fixes_says
         "tp (3) must divide the 1 device(s) of target 'h100'; none: tried --tp 1, --target 3xh100-sxm,"
         " --target 4xh100-sxm --tp 4 alone; none is accepted"
     )
+
+
+@pytest.mark.parametrize("command", ["kv", "check"])
+def test_a_batch_too_large_for_the_cpu_target_is_flagged_with_ways_on_this_machine(cli, command):
+    """``mha kv llama-3-8b --target cpu --seq 128k`` failed with "'2xcpu': the cpu target is this one machine": the ways
+    out offered a group of the cpu target, which ``resolve_target`` refuses. It is one machine: no group is offered."""
+    result = cli.run(command, "llama-3-8b", "--target", "cpu", "--seq", "8k", "--batch", "8", "--json")
+    assert result.exit_code in (0, 1), result.output
+    assert "2xcpu" not in result.output
+    data = json.loads(result.stdout)
+    ways = [way["change"] for way in data["ways_out"]] if command == "kv" else None
+    if ways is not None:
+        assert "--batch 5" in ways and not any("--target" in way or "--tp" in way for way in ways)

@@ -45,6 +45,11 @@ def group_sizes(model: ModelSpec) -> list[int]:
     return sorted(d for d in powers | divisors if d <= MAX_DEVICES_TRIED)
 
 
+def one_machine(target: ResolvedTarget) -> bool:
+    """Whether ``target`` is the cpu target, this machine, which ``resolve_target`` never groups (``2xcpu``)."""
+    return target.target.vendor == "CPU"
+
+
 def devices_that_fit(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, total_params: int
 ) -> int | None:
@@ -72,7 +77,8 @@ def ways_out(
     ways that keep its ranks: another target or tp would not match the --dp asked."""
     if plan.fits:
         return []
-    keeps_ranks = deployment.dp is not None
+    # under --dp, or on the cpu target (this one machine: no group of it to spread over), the devices stay as they are
+    keeps_ranks = deployment.dp is not None or one_machine(target)
     devices = None if keeps_ranks else devices_that_fit(model, target, deployment, total_params)
     ways = []
     if devices:
@@ -117,7 +123,7 @@ def ways_out(
         if way:
             ways.append(way.text)
     named = {way.ranks for way in (split, pair) if way and way.ranks}
-    dp_attention = _dp_attention_that_fits(model, target, deployment, plan)
+    dp_attention = None if one_machine(target) else _dp_attention_that_fits(model, target, deployment, plan)
     if dp_attention and dp_attention.ranks not in named:  # the same ranks are named once
         ways.append(dp_attention.text)
     seq = _longest_context_that_fits(model, target, deployment, plan)
@@ -130,8 +136,16 @@ def _last_way(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan, total_params: int
 ) -> str:
     """``last_resort``, or under DP attention (whose ranks the other devices' layouts would not keep) why none is."""
-    if deployment.dp is None:
+    if deployment.dp is None and not one_machine(target):
         return last_resort(model, target, deployment, plan, total_params)
+    if one_machine(target):
+        what = (
+            "the weights, in every smaller format," if not plan.weights_fit else "not one sequence beside the weights"
+        )
+        return (
+            f"none: {what} fit(s) in this machine's {format_bytes(plan.usable_bytes)} usable (the cpu target is this"
+            " one machine): plan a GPU target"
+        )
     return f"none: nothing at --dp {deployment.dp} on {target.spec} fits; leave out --dp for the other layouts' ways"
 
 
