@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ("engine_logs", "vllm_logs", "max_load", "lockstep_itl")
+SCRIPTS = ("engine_logs", "vllm_logs", "max_load", "lockstep_itl", "field_defaults")
 """The scripts that read no options: before, ``--help`` ran each in full (engine_logs.py over 60 s, newuser4)."""
 
 

@@ -63,12 +63,13 @@ class ConfigReader:
         self.defaults: Mapping[str, Any] = defaults if defaults is not None else MappingProxyType({})
 
     def get(self, *keys: str) -> Any:
-        """The first of ``keys`` the config sets; else the family's transformers default for it (said once)."""
+        """The first of ``keys`` the config sets; else the family's transformers default for one it leaves out (said
+        once). A key present as null is not left out: transformers reads it as None too."""
         for key in keys:
             if self.config.get(key) is not None:
                 return self.config[key]
         for key in keys:
-            if self.defaults.get(key) is not None:
+            if self.defaults.get(key) is not None and key not in self.config:
                 value = self.defaults[key]
                 self.assume(value, f"{key} absent: {value!r}, the {self.defaults_from} default")
                 return value

@@ -33,6 +33,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import WINDOW_FIELDS, Family, family
 from mha_cli.core.families.architectures import family_of_architectures
 from mha_cli.core.families.context_defaults import CONTEXT_DEFAULTS, CONTEXT_DEFAULTS_READ
+from mha_cli.core.families.field_defaults import FIELD_DEFAULTS
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
 from mha_cli.core.families.state_readers import stated_state_dtype
 from mha_cli.core.hf_unread import (
@@ -100,7 +101,13 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if fam.config_view is not None:
         config = fam.config_view(config, origin)
     ignored = WINDOW_FIELDS - fam.window_fields  # fields its transformers model does not window by: named as unread
-    r = ConfigReader(config, origin, f"{fam.config_class}", fam.defaults, ignored=ignored)
+    # the config class's own defaults where model_type names it (a family found by its architecture alone, as
+    # kimi_k2, has remote code's class, whose defaults are not read)
+    class_key = None if known is None or by_architecture is not None else written
+    if known is not None and written in known.old_names:
+        class_key = known.name
+    defaults = {**FIELD_DEFAULTS.get(class_key or "", {}), **fam.defaults}
+    r = ConfigReader(config, origin, f"{fam.config_class}", defaults, ignored=ignored)
     model_type = written
     if known is not None and written in known.old_names:
         model_type = known.name
@@ -335,6 +342,11 @@ def _kv_heads(r: ConfigReader, fam: Family, n_heads: int) -> int:
 
 def _mla(r: ConfigReader) -> dict[str, Any] | None:
     rank = r.get("kv_lora_rank")
+    if rank is None and "kv_lora_rank" in r.config and r.defaults.get("kv_lora_rank"):  # null in an MLA family
+        raise BadInputError(
+            f"{r.origin}: kv_lora_rank is null, and this family's attention is MLA, whose cache is that latent: give"
+            f" its rank (its {r.defaults_from} default is {r.defaults['kv_lora_rank']})"
+        )
     if rank is None:
         return None
     return {

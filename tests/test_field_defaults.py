@@ -1,0 +1,70 @@
+"""A config.json that leaves out a field equal to its config class's default is read at that default, as transformers
+and vLLM read it: ``save_pretrained`` writes only the fields that differ from the class defaults, so a DeepSeek-V3
+fine-tune may carry no ``qk_rope_head_dim``. It was read as 0 (62,464 B a token) and a Mistral without
+``sliding_window`` as full attention (found by newuser trial 235)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.families.field_defaults import FIELD_DEFAULTS
+from mha_cli.core.hf_import import import_hf_config
+from mha_cli.core.kv import kv_footprint
+from tests.benchmark_modules import load_benchmark
+from tests.conftest import HF_FIXTURES, reference_hf_config
+
+transformers = pytest.importorskip("transformers")
+
+
+def test_every_entry_is_the_installed_transformers_default_and_none_is_missing():
+    """``benchmarks/field_defaults.py`` wrote the table; read afresh from the installed transformers, it is the same."""
+    assert load_benchmark("field_defaults").table() == FIELD_DEFAULTS
+
+
+def test_deepseek_v3_without_qk_rope_head_dim_caches_its_default_64_and_says_so():
+    config = json.loads(reference_hf_config("deepseek-v3").read_text())
+    assert config.pop("qk_rope_head_dim") == 64
+    imported = import_hf_config(config)
+    # (kv_lora_rank 512 + qk_rope_head_dim 64) x 61 layers x 2 B = 70,272 B a token, as with the field
+    mla = imported.model.attention.mla
+    assert mla is not None and (mla.kv_lora_rank, mla.qk_rope_head_dim) == (512, 64)
+    assert kv_footprint(imported.model, seq_len=1).bytes_per_token == 70_272
+    assert any(a.startswith("qk_rope_head_dim absent: 64, the DeepseekV3Config") for a in imported.assumptions)
+
+
+def test_a_field_present_as_null_stays_null():
+    """Mistral-7B-v0.2 writes ``"sliding_window": null``: full attention, not MistralConfig's 4,096."""
+    base = {"model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000}  # fmt: skip
+    assert import_hf_config({**base, "sliding_window": None}).model.layers.sliding_window is None
+    left_out = import_hf_config(base)
+    assert left_out.model.layers.sliding_window == 4096
+    assert "sliding_window absent: 4096" in " ".join(left_out.assumptions)
+
+
+def test_a_null_kv_lora_rank_in_an_mla_family_is_refused_naming_it():
+    config = {**json.loads(reference_hf_config("deepseek-v3").read_text()), "kv_lora_rank": None}
+    with pytest.raises(BadInputError, match="kv_lora_rank is null, and this family's attention is MLA"):
+        import_hf_config(config)
+
+
+@pytest.mark.parametrize("path", sorted(HF_FIXTURES.glob("*.json")), ids=lambda p: p.stem)
+def test_leaving_out_every_field_at_its_class_default_prices_the_same_model(path):
+    """What ``save_pretrained(use_diff=True)`` would write of each fixture reads as the whole file does."""
+    config = json.loads(path.read_text())
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    model_type = text.get("model_type") or config.get("model_type")
+    defaults = FIELD_DEFAULTS.get(str(model_type), {})
+    at_default = [key for key, value in defaults.items() if text.get(key) == value]
+    if not at_default:
+        pytest.skip(f"no field of {path.name} is at its class default")
+    try:
+        whole = import_hf_config(config)
+    except BadInputError:
+        pytest.skip(f"{path.name} is refused whole")
+    trimmed_text = {key: value for key, value in text.items() if key not in at_default}
+    trimmed = {**config, "text_config": trimmed_text} if text is not config else trimmed_text
+    assert import_hf_config(trimmed).model == whole.model, at_default
