@@ -125,3 +125,12 @@ def test_an_attention_list_with_a_lightning_layer_is_still_refused_where_it_is_n
     config["attn_type_list"] = [0, *config["attn_type_list"][1:]]
     with pytest.raises(BadInputError, match="'attn_type_list' sets which layers are lightning attention"):
         import_hf_config(config)
+
+
+def test_an_attention_list_of_ones_of_the_wrong_length_is_refused():
+    """Ten 1s for 62 layers was read as a plain decoder, exit 0 (found by newuser trial 235); ``layer_types`` of the
+    wrong length was already refused in these words."""
+    config = _config("minimax-m2")
+    config["attn_type_list"] = [1] * 10
+    with pytest.raises(BadInputError, match="attn_type_list has 10 entries but num_hidden_layers is 62"):
+        import_hf_config(config)
