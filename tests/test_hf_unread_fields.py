@@ -42,11 +42,23 @@ def test_encoder_decoder_configs_are_refused_saying_so(cli, tmp_path):
 
 
 @pytest.mark.parametrize("spelling", ["kv_channels", "dim_head"])
-def test_other_spellings_of_head_dim_are_priced_with_them(cli, tmp_path, spelling):
+def test_other_spellings_of_head_dim_are_priced_with_them_in_an_unknown_family_and_said(cli, tmp_path, spelling):
+    result = _kv(cli, tmp_path, model_type="megatron_gpt_like", **{spelling: 128})
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["kv"]["bytes_per_token"] == 4 * 2 * 2 * 128 * 2  # layers x (K, V) x KV heads x 128 x bf16, not x 64
+    assert f"head_dim absent: {spelling} = 128 read as the head width" in data["assumptions"]
+
+
+@pytest.mark.parametrize("spelling", ["kv_channels", "dim_head"])
+def test_a_registered_family_whose_class_does_not_read_them_is_priced_without_them(cli, tmp_path, spelling):
+    """A Llama config with kv_channels 128 was priced at head_dim 128, silently: LlamaConfig, and vLLM, take
+    hidden_size / heads = 64 (found by newuser trial 235). It is named as not read."""
     result = _kv(cli, tmp_path, **{spelling: 128})
     assert result.exit_code == 0, result.output
-    kv = json.loads(result.stdout)["kv"]
-    assert kv["bytes_per_token"] == 4 * 2 * 2 * 128 * 2  # layers x (K, V) x KV heads x 128 x bf16, not x 64
+    data = json.loads(result.stdout)
+    assert data["kv"]["bytes_per_token"] == 4 * 2 * 2 * 64 * 2
+    assert any(a.startswith(f"not read: {spelling} (LlamaConfig") for a in data["assumptions"])
 
 
 def test_a_value_head_unlike_the_key_head_is_refused_outside_mla(cli, tmp_path):

@@ -206,7 +206,13 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
             r.config.get(unused)
     else:
         fields["n_kv_heads"] = _kv_heads(r, fam, n_heads)
-        head_dim = r.get("head_dim", "kv_channels", "dim_head")  # Megatron/ChatGLM and others spell it so
+        # Megatron/ChatGLM and other remote-code configs spell it kv_channels or dim_head; no registered family's
+        # transformers class reads either (a Llama config's kv_channels is not its head width), so only unknown ones
+        spellings = ("head_dim",) if known is not None else ("head_dim", "kv_channels", "dim_head")
+        head_dim = r.get(*spellings)
+        spelled_as = next((key for key in spellings if r.config.get(key) is not None), "head_dim")
+        if head_dim is not None and spelled_as != "head_dim":
+            r.assumptions.append(f"head_dim absent: {spelled_as} = {head_dim} read as the head width")
         if head_dim is not None:
             fields["head_dim"] = head_dim
         elif d_model % n_heads == 0:
