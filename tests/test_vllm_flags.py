@@ -34,6 +34,11 @@ from mha_cli.core.errors import EXIT_BAD_INPUT
           "--kv-cache-dtype", "fp8_e4m3", "--quantization", "fp8", "--closed-form"],
          ["plan", "llama-3-8b", "--target", "4xh100", "--tp", "2", "--pp", "2", "--kv-dtype", "fp8",
           "--weight-dtype", "fp8", "--closed-form"]),
+        # the benchmark client's --max-concurrency (and --users, said everywhere; it suggested --seed) are --concurrency
+        (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--max-concurrency", "8", "--closed-form"],
+         ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--concurrency", "8", "--closed-form"]),
+        (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--users", "8", "--closed-form"],
+         ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--concurrency", "8", "--closed-form"]),
         (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2048", "--osl", "512", "--max-model-len",
           "2560", "--closed-form"],
          ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2048", "--osl", "512", "--closed-form"]),

@@ -103,8 +103,10 @@ def plan(
         int | None,
         typer.Option(
             "--concurrency",
-            help="Users, each sending its next request when one ends. Default: 1 for one deployment; searching,"
-            " every power of two up to what each layout's KV pool admits.",
+            "--max-concurrency",
+            "--users",
+            help="Users, each sending its next request when one ends (vllm bench serve's --max-concurrency). Default:"
+            " 1 for one deployment; searching, every power of two up to what each layout's KV pool admits.",
             show_default=False,
         ),
     ] = None,
