@@ -298,3 +298,19 @@ def test_recommends_pick_is_plans_on_the_design_it_wrote(cli, tmp_path):
     theirs = planned["candidates"][planned["chosen"]]
     assert (ours["deployment"], ours["concurrency"]) == (theirs["deployment"], theirs["concurrency"])
     assert ours["output_tokens_per_s_per_gpu"] == pytest.approx(theirs["output_tokens_per_s_per_gpu"])
+
+
+def test_a_search_where_no_layout_starts_says_each_reason_once():
+    """Kimi-K2 on 8 x H200 at 4,608 tokens: vLLM's "No available memory for the cache blocks" was repeated for each
+    of 17 layouts, a 4,647-character line cut at 1,000 (found by newuser trial 236)."""
+    from mha_cli.core.cost.search import _why_none_starts
+
+    full = "vllm would not start: no memory"
+    tried = [f"tp {n} x pp 1 x 1 replica(s): left out ({full})" for n in (1, 2, 4)]
+    assert _why_none_starts(tried) == f"all 3 layouts are left out ({full})"
+    tried.append("tp 8 x pp 1 x 1 replica(s): left out (another reason)")
+    assert _why_none_starts(tried) == (
+        f"3 layouts (tp 1 x pp 1 x 1 replica(s), ...): left out ({full}); tp 8 x pp 1 x 1 replica(s): left out"
+        " (another reason)"
+    )
+    assert _why_none_starts([]) == "no layout shards it"

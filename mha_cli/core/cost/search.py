@@ -685,9 +685,7 @@ def search_deployments(
     options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "rate": rate}
     candidates, tried = _search(model, target, deployment, profiles if bounds else (profiles[0], None), **options)
     if not candidates:
-        raise BadInputError(
-            f"no deployment of {model.name} on {target.spec} starts: {'; '.join(tried) or 'no layout shards it'}"
-        )
+        raise BadInputError(f"no deployment of {model.name} on {target.spec} starts: {_why_none_starts(tried)}")
     chosen = _chosen(candidates)
     if client is not None and chosen is not None:
         chosen = confirm_by_simulation(
@@ -717,6 +715,25 @@ def search_deployments(
             else _launch_note(served, launch, None if chosen is None else candidates[chosen], node_notes)
         ),
     ))  # fmt: skip
+
+
+def _why_none_starts(tried: list[str]) -> str:
+    """The layouts tried, each left out, said once a reason: ``all 12 layouts are left out (REASON)``, or each reason
+    with its layouts; the same reason was repeated for every layout (4,647 characters for Kimi-K2 on 8 x H200)."""
+    if not tried:
+        return "no layout shards it"
+    reasons: dict[str, list[str]] = {}
+    for line in tried:
+        label, _, reason = line.partition(": left out (")
+        reasons.setdefault(reason.removesuffix(")") or line, []).append(label)
+    if len(reasons) == 1 and len(tried) > 1:
+        return f"all {len(tried)} layouts are left out ({next(iter(reasons))})"
+    return "; ".join(
+        f"{labels[0]}: left out ({reason})"
+        if len(labels) == 1
+        else f"{len(labels)} layouts ({labels[0]}, ...): left out ({reason})"
+        for reason, labels in reasons.items()
+    )
 
 
 def _with_rulings(result: SearchResult) -> SearchResult:
