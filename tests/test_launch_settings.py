@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import reference_hf_config
 
-SEARCH = ("plan", "llama-3.1-8b", "--target", "h100", "--closed-form")
+SEARCH = ("plan", "llama-3-8b", "--target", "h100", "--closed-form")
 CPU = ("plan", "llama-3.2-1b", "--target", "cpu", "--profile", "h100-sxm-prior", "--closed-form")
 
 
@@ -63,7 +63,8 @@ def test_a_release_without_the_flag_is_refused_and_its_first_gets_the_line(cli):
     assert value(found["launch"]["vllm"], "--kv-cache-memory-bytes") == "21474836480"
     typed = cli.run(*SEARCH, "--engine", "vllm@0.10.1.1", "--kv-cache-gib", "20")  # shown as typed, not .post1
     assert typed.exit_code == 2 and "which vLLM 0.10.1.1 lacks" in typed.output
-    cpu = cli.run(*CPU, "--engine", "vllm@0.4.0", "--kv-cache-gib", "4")  # its CPU backend came in 0.4.1
+    old_cpu = ("plan", "llama-2-7b", *CPU[2:])  # a model 0.4 loads (Llama 3.2's llama3 RoPE scaling is from 0.5.3)
+    cpu = cli.run(*old_cpu, "--engine", "vllm@0.4.0", "--kv-cache-gib", "4")  # its CPU backend came in 0.4.1
     assert cpu.exit_code == 2 and "VLLM_CPU_KVCACHE_SPACE (first in 0.4.1), which vLLM 0.4.0 lacks" in cpu.output
 
 

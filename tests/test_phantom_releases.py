@@ -28,4 +28,4 @@ def test_a_release_never_published_is_refused(cli, engine, expected):
                "vllm@0.34.1", "vllm@0.1.0"],
 )  # fmt: skip
 def test_a_published_pre_or_newer_release_still_prices(cli, engine):
-    assert cli.run("kv", "llama-3.1-8b", "--target", "h100", "--engine", engine, "--json").exit_code == 0
+    assert cli.run("kv", "llama-3-8b", "--target", "h100", "--engine", engine, "--json").exit_code == 0

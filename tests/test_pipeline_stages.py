@@ -26,7 +26,7 @@ def test_pipeline_stages_by_release(engine, refused):
     assert pipeline_refusal(*args, 1) is None
 
 
-PLAN = ("plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "1024", "--osl", "128", "--closed-form")
+PLAN = ("plan", "llama-3-8b", "--target", "2xh100", "--isl", "1024", "--osl", "128", "--closed-form")
 
 
 def test_a_pinned_pp_on_sglang_0_4_0_is_refused_in_one_line(cli):

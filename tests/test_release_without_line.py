@@ -11,7 +11,7 @@ import pytest
 
 from mha_cli.core.errors import EXIT_BAD_INPUT
 
-SEARCH = ("plan", "llama-3.1-8b", "--target", "2xh100", "--closed-form")
+SEARCH = ("plan", "llama-3-8b", "--target", "2xh100", "--closed-form")
 
 
 def test_no_instruction_to_run_a_line_that_was_not_written(cli):

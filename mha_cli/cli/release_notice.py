@@ -54,6 +54,11 @@ def refuse_release_without_model(
     names = designed_as(model) if designed else served_as(model)
     found = support(engine, release, names) if release is not None else None
     if found is None:
+        from mha_cli.core.engine.rope_served import rope_refusal
+
+        refusal = None if typed is None or release is None else rope_refusal(engine, release, model)
+        if refusal is not None:
+            raise BadInputError(refusal)
         return
     name = ENGINE_NAMES[engine]
     priced = release if typed is not None else f"{release} (the newest release read, which --engine {engine} prices)"
