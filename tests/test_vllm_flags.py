@@ -44,7 +44,7 @@ from mha_cli.core.errors import EXIT_BAD_INPUT
          ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2048", "--osl", "512", "--closed-form"]),
     ],
     ids=["tp", "kv-fp8", "kv-e4m3", "kv-auto", "q-fp8", "q-awq", "q-gptq", "q-mxfp4", "q-nvfp4", "max-model-len",
-         "check", "recommend", "plan", "plan-max-model-len"],
+         "check", "recommend", "plan", "max-concurrency", "users", "plan-max-model-len"],
 )  # fmt: skip
 def test_a_vllm_flag_gives_the_same_json_as_the_native_one(cli, vllm, native):
     assert cli.json(*vllm) == cli.json(*native)
