@@ -808,13 +808,20 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     ]
     for label, value, band, bound in rows:
         shown = "" if band is None else f"{band[0]:,.1f}-{band[1]:,.1f}"
-        table.add_row(label, f"{value:,.1f} ms", shown, f"{bound:,.1f} ms")
+        # --rate past what it serves: a request's wait grows with its place in the queue (the figure: once admitted)
+        waits = p.saturated and label in ("TTFT", "end to end")
+        table.add_row(label, "grows" if waits else f"{value:,.1f} ms", "" if waits else shown, f"{bound:,.1f} ms")
     table.add_row(
         "output tokens/s, all GPUs", f"{p.output_tokens_per_s:,.0f}", "", f"{p.bounds.output_tokens_per_s:,.0f}"
     )
     table.add_row("output tokens/s per GPU", f"{p.output_tokens_per_s_per_gpu:,.0f}", "", "")
     table.add_row("tokens/s per user", f"{p.tokens_per_s_per_user:,.1f}", "", "")
     console.print(table)
+    if p.saturated:
+        console.print(
+            f"[dim]TTFT and end to end grow with a request's place in the queue; once admitted:"
+            f" {p.ttft_ms:,.1f} ms and {p.e2e_ms:,.1f} ms (JSON ttft_ms, e2e_ms)[/dim]"
+        )
     step = p.decode_step
     console.print(
         f"decode step {step.seconds * 1e3:.2f} ms: memory {step.memory_s * 1e3:.2f}, compute {step.compute_s * 1e3:.2f},"

@@ -66,7 +66,9 @@ class ServingPlan(ServingPrediction):
     """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
     whose rules priced it (``core.engine.releases_read.NEWEST_READ``); absent otherwise."""
     saturated: bool = False
-    """``--rate`` beyond what the deployment serves at its largest load: requests pile up without bound."""
+    """``--rate`` beyond what the deployment serves at its largest load: requests pile up without bound, so a
+    request's TTFT and end to end grow with its place in the queue (``ttft_ms`` and ``e2e_ms`` are a request's once
+    admitted; the table prints them as "grows")."""
     simulated: SimulatedServing | None = None
     """The serving loop simulated (``core.serve``): percentiles, the burst, preemptions. The top-level figures are
     the closed-form model's quick estimate."""
