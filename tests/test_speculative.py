@@ -421,3 +421,13 @@ def test_a_method_the_release_lacks_is_refused(cli, engine, expected):
 def test_a_method_the_release_has_is_priced(cli, engine):
     args = ("plan", "llama-3.1-8b", "--target", "h100", "--draft", "llama-3.2-1b", "--acceptance-length", "2.5")
     assert cli.json(*args, "--engine", engine, "--tp", "1", "--closed-form")["speculative"] is not None
+
+
+def test_under_speculative_decoding_the_itl_target_is_read_on_tpot_and_said_so(cli):
+    """The gap between chunks of T tokens is not a token's time: --itl-ms is judged on TPOT, and the miss names it
+    (it read "p99 itl 6.2 ms" beside a plain plan's per-token ITL; asked by newuser trial 236)."""
+    args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--concurrency", "8", "--num-prompts", "40")
+    spec = cli.json(*args, "--draft", "llama-3.2-1b", "--acceptance-length", "2.5", "--itl-ms", "1")["simulated"]
+    assert spec["misses"] == [f"p99 tpot (--itl-ms) {spec['tpot_ms']['p99']:,.1f} ms > 1 ms"]
+    plain = cli.json(*args, "--itl-ms", "1")["simulated"]
+    assert plain["misses"] == [f"p99 itl {plain['itl_ms']['p99']:,.1f} ms > 1 ms"]

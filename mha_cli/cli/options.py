@@ -342,7 +342,12 @@ TtftOpt = Annotated[
 ]
 ItlOpt = Annotated[
     float | None,
-    typer.Option("--itl-ms", help="ITL target (ms per output token) a deployment must meet.", show_default=False),
+    typer.Option(
+        "--itl-ms",
+        help="ITL target (ms per output token) a deployment must meet; under speculative decoding, read on TPOT (a"
+        " step streams several tokens at once, so the gap between chunks is not a token's time).",
+        show_default=False,
+    ),
 ]
 
 
