@@ -1,6 +1,7 @@
 """Many nodes: ``2x8xh100`` targets, collectives and pipeline sends priced on the link their group spans, each
 pipeline stage's memory against hand counts, the search keeping tp inside a node, and multi-node launch lines."""
 
+import json
 import shlex
 
 import pytest
@@ -262,3 +263,22 @@ def test_recommend_shows_a_tp_that_spans_nodes_in_its_short_report(cli):
     assert found["memory"]["tp"] == 16 and any("tp 16 spans nodes of 8" in w for w in found["warnings"])
     inside = cli.run("recommend", "--params", "8B", "--target", "8xh100")
     assert inside.exit_code == 0 and "spans nodes" not in inside.output
+
+
+def test_an_nvl72_rack_is_launched_tray_by_tray():
+    """``--target 16xgb300``: NVLink joins the 16 GPUs, but each compute tray is a host of 4 (GB300 NVL72 datasheet);
+    a server of 8 GPUs was written as one line for one host, which cannot start (found by newuser trial 236)."""
+    from typer.testing import CliRunner
+
+    from mha_cli.cli.app import app
+
+    result = CliRunner().invoke(app, ["plan", "llama-3.1-405b", "--target", "16xgb300", "--closed-form", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    head = shlex.split(data["launch"]["vllm"])
+    tp, pp = (int(head[head.index(flag) + 1]) for flag in ("--tensor-parallel-size", "--pipeline-parallel-size"))
+    assert tp * pp == 8 and head[head.index("--nnodes") + 1] == "2"  # 8 GPUs: two trays of 4
+    assert "--headless" in data["launch"]["vllm_workers"]
+    assert "one of the rack's compute trays, a host of 4 GPUs" in data["launch_note"]
+    one_tray = json.loads(CliRunner().invoke(app, ["plan", "llama-3.1-8b", "--target", "4xgb300", "--json"]).stdout)
+    assert "--nnodes" not in one_tray["launch"]["vllm"] and "compute trays" not in (one_tray["launch_note"] or "")

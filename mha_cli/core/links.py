@@ -116,6 +116,16 @@ NODE_DEVICES: dict[str, int] = {
 DEFAULT_NODE_DEVICES = 8
 """Devices in one node of every other part: the 8 GPUs of an HGX/DGX or MI300X platform server, or of an 8-card PCIe
 server (NVIDIA DGX user guides; AMD Instinct platform)."""
+HOST_DEVICES: dict[str, int] = {"gb200": 4, "gb300": 4}
+"""Target id -> GPUs one host (one operating system, where a launch line runs) drives, where fewer than its node
+holds: an NVL72 rack's NVLink domain is 72 GPUs, but each of its 18 compute trays is a host of 2 Grace CPUs and 4
+Blackwell GPUs (NVIDIA GB200 NVL72 and GB300 NVL72 datasheets), so a server over more than 4 GPUs starts on
+several trays, as over several nodes."""
+
+
+def host_devices(target_id: str) -> int:
+    """GPUs one host of ``target_id`` drives: ``HOST_DEVICES``, else its node's (``node_devices``)."""
+    return HOST_DEVICES.get(target_id, node_devices(target_id))
 
 
 def node_devices(target_id: str) -> int:

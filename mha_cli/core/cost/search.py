@@ -605,12 +605,24 @@ def launch_commands(
             "vLLM before 0.11.1 takes DeepEP from the environment, VLLM_ALL2ALL_BACKEND=deepep_low_latency, not"
             " --all2all-backend (vllm-project/vllm#26732; the variable was later removed, #33535)"
         )
-    if plan.nodes is not None:  # several nodes: each engine's own multi-node flags (core.cost.launch_nodes)
+    from mha_cli.core.links import host_devices
+
+    per_host = host_devices(plan.target_id)
+    trays = plan.nodes is None and d.gpus > per_host  # one NVLink domain of several hosts (an NVL72 rack's trays)
+    if plan.nodes is not None or trays:  # several nodes: each engine's own multi-node flags (core.cost.launch_nodes)
         from mha_cli.core.cost.launch_nodes import node_launch, node_shape
 
-        shape = node_shape(plan.nodes.nodes, plan.nodes.devices_per_node, d.tp, d.pp, d.replicas, d.expert_ranks)
+        nodes, per_node = (
+            (-(-d.gpus // per_host), per_host) if trays else (plan.nodes.nodes, plan.nodes.devices_per_node)
+        )
+        shape = node_shape(nodes, per_node, d.tp, d.pp, d.replicas, d.expert_ranks)
         lines, node_notes = node_launch(lines, shape, vllm_generation)
         notes += node_notes
+        if trays:
+            notes.append(
+                f"each node above is one of the rack's compute trays, a host of {per_host} GPUs: NVLink joins the"
+                f" {d.gpus} GPUs, but a server spans trays as it spans nodes"
+            )
     fitted, release_notes = release_lines(lines, generation, deployment.engine_version)
     left_out = [engine for engine in lines if engine not in fitted]  # its node notes go with it
     notes = [note for note in notes if not any(note.startswith(f"{engine}: ") for engine in left_out)]
