@@ -40,8 +40,10 @@ PRESET_IDS: dict[str, str] = {
     "Qwen/Qwen3-0.6B": "qwen3-0.6b",
     "Qwen/Qwen3-8B": "qwen3-8b",
     "google/gemma-2-9b": "gemma-2-9b",
-    "google/gemma-3-27b-pt": "gemma-3-27b",
-    "google/gemma-3-27b-it": "gemma-3-27b",  # its text_config prices as the -pt's (TensorRT-LLM's copy; audit5)
+    # Gemma 3's 4B-27B checkpoints, -pt and -it, are multimodal: the text model and its SigLIP tower (the -it
+    # presets; the text presets gemma-3-27b and gemma-3-4b leave the tower out, ~417M parameters vLLM loads)
+    "google/gemma-3-27b-it": "gemma-3-27b-it",
+    "google/gemma-3-27b-pt": "gemma-3-27b-it",  # the same config (its text_config priced as the -it's; audit5)
     "tiiuae/falcon-7b": "falcon-7b",
     "openai/gpt-oss-20b": "gpt-oss-20b",
     "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b",
@@ -52,7 +54,7 @@ PRESET_IDS: dict[str, str] = {
     "deepseek-ai/DeepSeek-V3-0324": "deepseek-v3",
     "deepseek-ai/DeepSeek-R1": "deepseek-v3",  # DeepSeek-V3's architecture and fp8 checkpoint format
     "deepseek-ai/DeepSeek-R1-0528": "deepseek-v3",
-    "google/gemma-3-4b-it": "gemma-3-4b",
+    "google/gemma-3-4b-it": "gemma-3-4b-it",
     "meta-llama/Llama-4-Scout-17B-16E": "llama-4-scout",
     "meta-llama/Llama-4-Scout-17B-16E-Instruct": "llama-4-scout",  # its text_config equals the base's (audit5)
     "Qwen/Qwen3-Next-80B-A3B-Instruct": "qwen3-next-80b-a3b",
@@ -96,6 +98,12 @@ def ids_of(preset: str) -> list[str]:
 def short_names() -> list[str]:
     """The short names, for did-you-mean."""
     return list(_by_short_name())
+
+
+TEXT_MODELS: dict[str, str] = {"gemma-3-27b": "gemma-3-27b-it", "gemma-3-4b": "gemma-3-4b-it"}
+"""Presets that are the text model of a multimodal checkpoint, with no checkpoint of their own: no id resolves to
+them (an id is priced with its vision tower, as vLLM loads it: the preset named here), and their launch lines name
+no checkpoint."""
 
 
 @cache

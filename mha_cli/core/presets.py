@@ -239,7 +239,8 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         block=dict(d_ff=14336, norm_eps=1e-6, activation="gelu_tanh"),
         embeddings=dict(vocab_size=256000, tied=True, final_logit_softcap=30.0),
     ),
-    # 27.0B text model (vision tower not counted). 5 local (1,024-token window) : 1 global.
+    # 27.0B text model (vision tower not counted: gemma-3-27b-it, below, is the checkpoint with it). 5 local
+    # (1,024-token window) : 1 global.
     "gemma-3-27b": dict(
         family="gemma3",
         source="google/gemma-3-27b-pt config.json (text_config)",
@@ -657,6 +658,20 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         embeddings=dict(vocab_size=128256, tied=True),
     ),
 }
+
+_GEMMA3_SIGLIP = dict(kind="siglip", d_model=1152, n_layers=27, n_heads=16, d_ff=4304, patch_size=14, image_size=896,
+                      tokens_per_image=256, patches_per_image=4096)  # fmt: skip
+"""Gemma 3's SigLIP tower (its vision_config; 256 image tokens, ``mm_tokens_per_image``), in the 4B, 12B and 27B."""
+# The checkpoints Hugging Face ids name (-it and -pt alike) are Gemma3ForConditionalGeneration: the text model and the
+# SigLIP tower, which vLLM loads and profiles (google/gemma-3-*-it config.json). The text presets leave it out.
+PRESET_DATA["gemma-3-27b-it"] = {
+    **PRESET_DATA["gemma-3-27b"], "source": "google/gemma-3-27b-it config.json (text_config and vision_config)",
+    "vision": {**_GEMMA3_SIGLIP, "projector_width": 5376},
+}  # fmt: skip
+PRESET_DATA["gemma-3-4b-it"] = {
+    **PRESET_DATA["gemma-3-4b"], "source": "google/gemma-3-4b-it config.json (text_config and vision_config)",
+    "vision": {**_GEMMA3_SIGLIP, "projector_width": 2560},
+}  # fmt: skip
 
 
 def preset_names() -> list[str]:
