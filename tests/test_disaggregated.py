@@ -463,3 +463,16 @@ def test_a_split_the_rate_overloads_shows_what_it_serves(cli):
     for s in found["splits"]:
         if not s["saturated"]:
             assert s["served_rps"] == 40 and s["output_tokens_per_s_per_gpu"] == pytest.approx(40 * 256 / s["gpus"])
+
+
+def test_a_simulated_p99_past_a_target_is_said_beside_a_pick_that_meets_it_on_means(cli):
+    """The split search reads --ttft-ms against its means: Llama-3.1-70B at 8,192 in showed "meets yes" with a
+    simulated p99 TTFT of 5,294 ms against --ttft-ms 2000, and no word of it (found by newuser trial 236)."""
+    args = ("plan", "llama-3.1-70b", "--target", "8xh100", "--disaggregated", "--isl", "8192", "--osl", "512",
+            "--ttft-ms", "2000", "--itl-ms", "30")  # fmt: skip
+    data = cli.json(*args)
+    p99 = data["simulated"]["ttft_ms"]["p99"]
+    assert p99 > 2000 and data["simulated"]["tpot_ms"]["p99"] < 30
+    text = " ".join(cli.run(*args).output.split())
+    assert f"p99 TTFT {p99:,.0f} ms > --ttft-ms 2000: the pick meets the targets on its means only" in text
+    assert "p99 TPOT" not in text
