@@ -314,3 +314,20 @@ def test_a_search_where_no_layout_starts_says_each_reason_once():
         " (another reason)"
     )
     assert _why_none_starts([]) == "no layout shards it"
+
+
+def test_each_kind_of_moe_layout_has_its_own_mark_in_the_pareto_table():
+    """DP-attention ranks sharing the experts whole read "ep", as a tp x EP replica did, and those sharing them split
+    by width had no mark (asked by newuser trial 236)."""
+    from mha_cli.cli.plan_cmd import MOE_MARKS, _moe_mark
+    from mha_cli.core.cost.serving import Deployment
+
+    def mark(**fields):
+        return _moe_mark(Deployment(tp=1, pp=1, replicas=8, gpus=8, **fields))
+
+    assert mark(expert_ranks=8, dp_attention=True, expert_parallel=True) == " dpa"
+    assert mark(expert_ranks=8, expert_parallel=True) == " dpw"
+    assert mark(expert_ranks=8) == " dps"
+    assert mark(expert_ranks=1, expert_parallel=True) == " ep"  # replicas apart, each its own experts
+    assert mark(expert_ranks=1) == ""
+    assert all(f"{word}:" in MOE_MARKS or f"{word} /" in MOE_MARKS for word in ("dpa", "dpw", "ep"))

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from mha_cli.core.cost.plan import ServingPlan
     from mha_cli.core.cost.profile import DeviceProfile
     from mha_cli.core.cost.search import SearchResult
+    from mha_cli.core.cost.serving import Deployment
     from mha_cli.core.cost.speculative import SpeculativeComparison
     from mha_cli.core.schemas import ModelSpec, MoeA2aBackend, SpeculativeSpec
     from mha_cli.core.serve.replica import ClientSpec, SimulatedServing
@@ -863,6 +864,23 @@ def render_plan(console: Console, result: ServingPlan) -> None:
         console.print(f"[dim]note: {escape(note)}[/dim]")
 
 
+MOE_MARKS = (
+    "dpa: DP attention, experts whole over every GPU, reached by all-to-all; dpw / dps: attention ranks sharing the"
+    " experts whole / split by width, gathered; ep: expert parallelism within a replica"
+)
+"""What the Pareto table's MoE marks after tp x pp x dp mean (``_moe_mark``)."""
+
+
+def _moe_mark(d: Deployment) -> str:
+    """The mark of an MoE layout in the Pareto table (``MOE_MARKS``); DP-attention layouts that spread the experts
+    whole and by width both read "dpa" before, and the width-split ones carried no mark at all."""
+    if d.dp_attention:
+        return " dpa"
+    if d.shares_experts:
+        return " dpw" if d.expert_parallel else " dps"
+    return " ep" if d.expert_parallel else ""
+
+
 def render_speculative(console: Console, spec: SpeculativeComparison, users: int) -> None:
     """Speculative decoding beside plain decoding (closed form): at the plan's load, and where it stops paying."""
     from rich import box
@@ -1000,22 +1018,26 @@ def render_search(console: Console, result: SearchResult) -> None:
         console.print(f"[dim]  {escape(line)}[/dim]")
     table = Table(title="Pareto front (tokens/s per GPU against per user)", title_justify="left", box=box.SIMPLE_HEAD)
     for column in ("", "tp x pp x dp", "users", "TTFT ms", "ITL ms", "tok/s/GPU", "tok/s/user", "meets"):
-        table.add_column(column, justify="left" if column in ("", "tp x pp x dp", "meets") else "right")
+        table.add_column(column, justify="left" if column in ("", "tp x pp x dp", "meets") else "right",
+                         no_wrap=column == "tp x pp x dp")  # fmt: skip
     simulating = any(c.simulated is not None for c in result.candidates)
     for index in result.pareto:
         c = result.candidates[index]
         d = c.deployment
         mark = "*" if index == result.chosen else ""
         meets = _meets_cell(result, index, simulating)
-        ep = " dpa" if d.dp_attention else " ep" if d.expert_parallel else ""
-        table.add_row(mark, f"{d.tp} x {d.pp} x {d.replicas}{ep}", f"{c.concurrency:,}", f"{c.ttft_ms:,.0f}",
+        table.add_row(mark, f"{d.tp} x {d.pp} x {d.replicas}{_moe_mark(d)}", f"{c.concurrency:,}", f"{c.ttft_ms:,.0f}",
                       f"{c.itl_ms:,.1f}", f"{c.output_tokens_per_s_per_gpu:,.0f}", f"{c.tokens_per_s_per_user:,.1f}",
                       escape(meets))  # fmt: skip
+    captions = []
+    if any(_moe_mark(result.candidates[i].deployment) for i in result.pareto):
+        captions.append(MOE_MARKS)
     if simulating:
-        table.caption = (
+        captions.append(
             "meets: the simulated loop's verdict where it ran, else the closed form's; 'at N': the layout's simulated"
             " run at N users, fewer than this point's, missed (more users wait longer)"
         )
+    table.caption = "; ".join(captions) or None
     console.print(table)
     if result.chosen is not None:
         c = result.candidates[result.chosen]
