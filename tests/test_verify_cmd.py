@@ -341,3 +341,18 @@ def test_a_context_past_a_learned_position_table_is_refused_before_torch(cli):
         "error: --seq 2048: gpt2 learns 1,024 absolute positions (a position table of 1,024 rows), so no token past"
         " them can be built: give --seq 1024 or less"
     )
+
+
+def test_a_quantised_checkpoints_whole_model_says_its_weights_are_the_ones_built(cli, tmp_path):
+    """An AWQ config's whole_model read "the deployment" beside bf16 weight bytes (its 4-bit bytes are a third of
+    them): a CI gate reading whole_model took the built dtype for the checkpoint's (found by newuser trial 235)."""
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+              "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "vocab_size": 1024, "max_position_embeddings": 2048, "tie_word_embeddings": False,
+              "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+                                      "version": "gemm"}}  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    report = cli.json("verify", str(path), "--device", "cpu", "--seq", "256")
+    assert report["whole_model"]["covers"].endswith("the deployment, its weights as built in bf16, not its awq")
+    assert report["whole_model"]["weight_bytes"] == report["whole_model"]["predicted_weight_bytes"]  # both bf16

@@ -112,8 +112,11 @@ def assemble(plan: VerifyPlan, ranks: list[RankResult]) -> tuple[ScopeFigures, S
     whole_how = f"{layers_how}; ranks: {ranks_how}"
     if tp > 1:
         whole_how += "; decode: the ranks step in parallel, the slowest one (all-reduces included only when measured)"
+    built_as = plan.deployment.weight_dtype == plan.dtype  # else its weights are built in the KV dtype (a note)
     whole = ScopeFigures(
-        scope="whole_model", covers=f"all {n_model} layers, all {tp} tensor-parallel rank(s): the deployment",
+        scope="whole_model",
+        covers=f"all {n_model} layers, all {tp} tensor-parallel rank(s): the deployment"
+        + ("" if built_as else f", its weights as built in {plan.dtype}, not its {plan.deployment.weight_dtype}"),
         n_layers=n_model, n_ranks=tp, predicted_cache_bytes=plan.predicted_model.total_bytes * tp,
         cache_bytes=cache, predicted_weight_bytes=plan.predicted_model_weight_bytes * tp, weight_bytes=weights,
         paged_cache_bytes=None if paged is None else paged * tp, decode_ms=max(decode_ms),
