@@ -147,7 +147,9 @@ def test_checkpoint_formats(quantization, expected):
     ("quantization", "named"),
     [
         ({"quant_method": "hqq"}, "quant_method 'hqq'"),
-        ({"quant_method": "gptq", "bits": 8, "group_size": 128}, "gptq with bits=8"),
+        ({"quant_method": "gptq", "bits": 3, "group_size": 128}, "gptq with bits=3"),  # no Marlin kernel
+        ({"quant_method": "gptq", "bits": 8, "group_size": 16}, "gptq with bits=8 and group_size=16"),
+        ({"quant_method": "awq", "bits": 8, "group_size": 128}, "awq with bits=8"),  # AWQ is 4-bit only
         ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "bitsandbytes other than 4-bit nf4"),
         # audit5: priced as 128 x 128 blocks (Llama-3-8B: 1,703,936 B of fp32 scales, where 64 x 64 blocks hold
         # 6,815,744 B), a format the checkpoint is not in
@@ -175,3 +177,41 @@ def test_a_checkpoint_is_priced_in_its_own_format(cli, tmp_path):
     path.write_text(json.dumps(config | {"quantization_config": {"quant_method": "hqq"}}))
     result = cli.run("kv", str(path))
     assert result.exit_code == 2 and "quantization_config quant_method 'hqq'" in result.stderr
+
+
+LLAMA_31_8B_LINEAR = 32 * (2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 14336 * 4096)
+"""Llama-3.1-8B's linear weights: q, o 4096 x 4096, k, v 1024 x 4096, gate, up, down 14,336 x 4,096, 32 layers."""
+LLAMA_31_8B_REST = 2 * 128256 * 4096 * 2 + (2 * 32 + 1) * 4096 * 2
+"""Its embedding and untied head, and norms, in bf16."""
+G_IDX = 32 * 4 * (6 * 4096 + 14336)
+"""GPTQ's int32 g_idx, one per input of each checkpoint matrix (down_proj's inputs are 14,336)."""
+ROWS = 32 * (4096 + 1024 + 1024 + 4096 + 2 * 14336 + 4096)
+"""The output rows of every linear matrix (q, k, v, o, gate, up, down): one scale and zero each per group of a row."""
+
+
+@pytest.mark.parametrize(
+    ("quantization", "weight_dtype", "by_hand"),
+    [
+        # GPTQ-Int8, group 128 (Qwen2.5's -GPTQ-Int8 kind): 1 B a weight, an fp16 scale and an 8-bit zero a group
+        ({"quant_method": "gptq", "bits": 8, "group_size": 128}, "int8",
+         LLAMA_31_8B_LINEAR + LLAMA_31_8B_LINEAR // 128 * (2 + 1) + G_IDX + LLAMA_31_8B_REST),
+        ({"quant_method": "gptq", "bits": 4, "group_size": 32}, "int4",
+         LLAMA_31_8B_LINEAR // 2 + LLAMA_31_8B_LINEAR // 32 * 2 + LLAMA_31_8B_LINEAR // 32 // 2 + G_IDX
+         + LLAMA_31_8B_REST),
+        # per channel (group -1): one fp16 scale and one 4-bit zero a row
+        ({"quant_method": "gptq", "bits": 4, "group_size": -1}, "int4",
+         LLAMA_31_8B_LINEAR // 2 + ROWS * 2 + ROWS // 2 + G_IDX + LLAMA_31_8B_REST),
+        # AWQ group 64: no g_idx
+        ({"quant_method": "awq", "bits": 4, "group_size": 64, "zero_point": True, "version": "gemm"}, "int4",
+         LLAMA_31_8B_LINEAR // 2 + LLAMA_31_8B_LINEAR // 64 * 2 + LLAMA_31_8B_LINEAR // 64 // 2 + LLAMA_31_8B_REST),
+    ],
+)  # fmt: skip
+def test_gptq_and_awq_at_other_widths_and_groups_are_priced_by_hand(cli, tmp_path, quantization, weight_dtype, by_hand):
+    """GPTQ 8-bit and groups of 32, 64 or per channel, which vLLM's Marlin kernels run, were refused (asked by
+    newuser trial 235); 4 bits at group 128 keeps its named formats."""
+    config = json.loads(Path("tests/fixtures/hf_configs/llama-3.1-8b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "quantization_config": quantization}))
+    data = cli.json("kv", str(path))
+    assert data["deployment"]["weight_dtype"] == weight_dtype
+    assert data["weight_bytes"] == by_hand

@@ -2,7 +2,9 @@
 
 A config.json's ``quantization_config`` changes what the weights cost, so it is read, never ignored. fp8 (with or
 without ``weight_block_size``; blocks other than [128, 128] are refused), mxfp4 (gpt-oss), GPTQ and AWQ at 4 bits and
-group 128, bitsandbytes NF4 and fbgemm fp8 map to a named format (``core.weight_formats``). compressed-tensors, NVIDIA ModelOpt and AMD Quark configs are
+group 128, bitsandbytes NF4 and fbgemm fp8 map to a named format (``core.weight_formats``); GPTQ at 8 bits or AWQ
+and GPTQ at another group vLLM's Marlin kernels run (32, 64, GPTQ's -1) to ``int8`` / ``int4`` with their own layout
+(``core.named_exclusions.group_layout``). compressed-tensors, NVIDIA ModelOpt and AMD Quark configs are
 read into a ``WeightScheme`` (``core.weight_scheme``) that prices the weights tensor by tensor, each rule with the
 tensors vLLM allocates for it (``create_weights`` of each scheme, vLLM ``model_executor/layers/quantization``):
 
@@ -70,8 +72,8 @@ if TYPE_CHECKING:
     from mha_cli.core.weight_scheme import SchemeRule, WeightScheme
 
 SUPPORTED = (
-    "fp8, fp8 blocks, mxfp4, GPTQ/AWQ 4-bit group 128, bitsandbytes nf4, compressed-tensors int4/int8/fp8/nvfp4/mxfp4,"
-    " ModelOpt NVFP4/FP8, Quark MXFP4/fp8/int8"
+    "fp8, fp8 blocks, mxfp4, GPTQ 4/8-bit and AWQ 4-bit at group 32, 64 or 128 (GPTQ per channel too), bitsandbytes"
+    " nf4, compressed-tensors int4/int8/fp8/nvfp4/mxfp4, ModelOpt NVFP4/FP8, Quark MXFP4/fp8/int8"
 )
 
 
@@ -185,8 +187,7 @@ def _named_format(method: str, quant: dict[str, Any], origin: str) -> str | None
     if method == "mxfp4":
         return "mxfp4"
     if method in ("gptq", "awq"):
-        _int4_group_128(quant, origin, method)
-        return "gptq-int4" if method == "gptq" else "awq"
+        return _gptq_awq_format(quant, origin, method)
     if method == "bitsandbytes":
         if quant.get("load_in_4bit") and quant.get("bnb_4bit_quant_type") == "nf4":
             return "nf4-dq" if quant.get("bnb_4bit_use_double_quant") else "nf4"
@@ -211,10 +212,30 @@ def quantization_config(config: dict[str, Any], origin: str) -> tuple[Any, str]:
     return outer, "quantization_config"
 
 
-def _int4_group_128(config: dict[str, Any], origin: str, method: str) -> None:
-    bits, group = config.get("bits", config.get("w_bit")), config.get("group_size", config.get("q_group_size"))
-    if bits != 4 or group != GROUP:
+GPTQ_BITS = (4, 8)
+"""GPTQ widths vLLM's Marlin kernels run (``gptq_marlin``: 4 and 8 bits)."""
+GPTQ_GROUPS = (32, 64, 128, -1)
+"""GPTQ group sizes vLLM's Marlin kernels run (``MARLIN_SUPPORTED_GROUP_SIZES``; -1: one group per output channel)."""
+AWQ_GROUPS = (32, 64, 128)
+"""AWQ group sizes (4-bit only: ``awq_marlin``)."""
+
+
+def gptq_awq_bits_group(config: dict[str, Any]) -> tuple[Any, Any]:
+    """A GPTQ or AWQ config's bits and group size (AutoAWQ spells them ``w_bit`` and ``q_group_size``)."""
+    return config.get("bits", config.get("w_bit")), config.get("group_size", config.get("q_group_size"))
+
+
+def _gptq_awq_format(config: dict[str, Any], origin: str, method: str) -> str:
+    """The named format of a GPTQ or AWQ config: ``gptq-int4`` or ``awq`` at 4 bits, group 128; ``int4`` or ``int8``
+    at another width or group vLLM runs (Qwen2.5's GPTQ-Int8 checkpoints), whose layout
+    ``core.named_exclusions.group_layout`` prices; anything else refused."""
+    bits, group = gptq_awq_bits_group(config)
+    if (bits, group) == (4, GROUP):
+        return "gptq-int4" if method == "gptq" else "awq"
+    runs = bits in GPTQ_BITS and group in GPTQ_GROUPS if method == "gptq" else bits == 4 and group in AWQ_GROUPS
+    if not runs:
         raise _refuse(origin, f"{method} with bits={bits} and group_size={group}")
+    return f"int{bits}"
 
 
 def _names(value: Any, origin: str, field: str) -> list[str]:

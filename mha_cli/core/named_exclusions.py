@@ -55,10 +55,10 @@ Python.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.weight_formats import FORMATS, GROUP
+from mha_cli.core.weight_formats import FORMATS, MatrixLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.schemas import ModelSpec
@@ -109,14 +109,15 @@ def named_scheme(
     if method == "mxfp4":
         _mxfp4_keeps_experts(_names(quant, "modules_to_not_convert", origin), config, origin)
         return None
+    layout = group_layout(method, quant) if fmt in ("int4", "int8") else None  # not 4 bits at group 128
     if method == "gptq":
-        return _gptq(fmt, quant, origin)
+        return _gptq(fmt, quant, origin, layout)
     if method == "fp8":  # Fp8Config: ignored_layers, and modules_to_not_convert only when that is empty
         field = "ignored_layers" if quant.get("ignored_layers") else "modules_to_not_convert"
     else:
         field = READ_FIELDS[method][0]
     ignore = _names(quant, field, origin)
-    if not ignore and method != "fbgemm_fp8":  # fbgemm: its experts are bf16 anyway (sources: excludes_nothing)
+    if not ignore and method != "fbgemm_fp8" and layout is None:  # fbgemm: its experts bf16 (sources: excludes_nothing)
         return None
     matching = "fp8" if method == "fbgemm_fp8" else method
     if matching == "bitsandbytes" and (shard := next((e for e in ignore if e.rpartition(".")[2] in BNB_UNREAD), None)):
@@ -131,23 +132,47 @@ def named_scheme(
             " regular expressions; remove the entry from a copy of the file"
         )
     return _scheme(
-        matching, fmt, ignore, experts_ignore=method != "bitsandbytes", experts_unquantised=method == "fbgemm_fp8"
-    )
+        matching, fmt, ignore, experts_ignore=method != "bitsandbytes", experts_unquantised=method == "fbgemm_fp8",
+        layout=layout,
+    )  # fmt: skip
+
+
+def group_layout(method: str, quant: dict[str, Any]) -> GroupLayout:
+    """How a GPTQ or AWQ checkpoint of another width or group than 4 bits at 128 stores a matrix (vLLM's
+    ``GPTQLinearMethod`` / ``AWQLinearMethod`` weights): ``qweight`` packed ``bits`` each, an fp16 scale and a
+    ``bits``-bit zero point per group of a row (one per row at group -1), GPTQ's int32 ``g_idx`` per input."""
+    from mha_cli.core.hf_quantization import gptq_awq_bits_group
+
+    bits, group = gptq_awq_bits_group(quant)
+    per = f"group {group}" if group > 0 else "per channel"
+    gptq = method == "gptq"
+    parts = "qweight, qzeros, fp16 scales" + (", g_idx" if gptq else "")
+    layout = MatrixLayout(bits, 2, 1, max(group, 0), zero_bits=bits, group_index=gptq)
+    return GroupLayout(layout, f"{'GPTQ' if gptq else 'AWQ'} int{bits}, {per}: {parts}")
+
+
+class GroupLayout(NamedTuple):
+    """A GPTQ or AWQ layout other than the named formats' (``group_layout``) and its description."""
+
+    layout: MatrixLayout
+    description: str
 
 
 def _scheme(method: str, fmt: str, ignore: list[str], targets: list[str] | None = None,
-            experts_ignore: bool = True, experts_unquantised: bool = False) -> WeightScheme:  # fmt: skip
-    """One rule, ``fmt``'s layout on ``targets`` (every linear layer), the ``ignore`` list kept in bf16."""
+            experts_ignore: bool = True, experts_unquantised: bool = False,
+            layout: GroupLayout | None = None) -> WeightScheme:  # fmt: skip
+    """One rule, ``fmt``'s layout (``layout``'s where given) on ``targets`` (every linear layer), the ``ignore``
+    list kept in bf16."""
     from mha_cli.core.weight_scheme import LINEAR, SchemeRule, WeightScheme
 
     named = FORMATS[fmt]
-    layout = named.layout
+    stored = layout.layout if layout is not None else named.layout
     rule = SchemeRule(
-        name=fmt, targets=targets or [LINEAR], format=fmt, value_bits=layout.value_bits if layout else 4,
-        scale_bytes=layout.scale_bytes if layout else 0, scale_rows=layout.scale_rows if layout else 0,
-        scale_cols=layout.scale_cols if layout else 0, zero_bits=layout.zero_bits if layout else 0,
-        group_index=layout.group_index if layout else False, extra_bytes=layout.extra_bytes if layout else 0,
-        description=named.description,
+        name=fmt, targets=targets or [LINEAR], format=fmt, value_bits=stored.value_bits if stored else 4,
+        scale_bytes=stored.scale_bytes if stored else 0, scale_rows=stored.scale_rows if stored else 0,
+        scale_cols=stored.scale_cols if stored else 0, zero_bits=stored.zero_bits if stored else 0,
+        group_index=stored.group_index if stored else False, extra_bytes=stored.extra_bytes if stored else 0,
+        description=layout.description if layout is not None else named.description,
     )  # fmt: skip
     return WeightScheme(
         method=method,
@@ -160,10 +185,13 @@ def _scheme(method: str, fmt: str, ignore: list[str], targets: list[str] | None 
     )
 
 
-def _gptq(fmt: str, quant: dict[str, Any], origin: str) -> WeightScheme | None:
+def _gptq(fmt: str, quant: dict[str, Any], origin: str, layout: GroupLayout | None) -> WeightScheme | None:
     """GPTQ: ``modules_in_block_to_quantize`` as the rule's targets (and every routed expert), ``dynamic``'s
-    negative rules as ``re:`` ignore entries."""
+    negative rules as ``re:`` ignore entries; ``layout``: another width or group than 4 bits at 128."""
+    from mha_cli.core.hf_quantization import gptq_awq_bits_group
     from mha_cli.core.weight_scheme import EXPERTS, LINEAR
+
+    base = gptq_awq_bits_group(quant)
 
     dynamic = quant.get("dynamic") or {}
     if not isinstance(dynamic, dict):
@@ -175,9 +203,9 @@ def _gptq(fmt: str, quant: dict[str, Any], origin: str) -> WeightScheme | None:
             continue
         if not isinstance(override, dict) or not set(override) <= DYNAMIC_KEYS:
             raise _unread(origin, "dynamic", f"rule {pattern!r} overriding {override!r}")
-        bits, group = override.get("bits", 4), override.get("group_size", GROUP)
-        if (bits, group) != (4, GROUP):
-            stored = f"rule {pattern!r} storing bits={bits} group_size={group} (mha prices GPTQ int4 group {GROUP})"
+        bits, group = override.get("bits", base[0]), override.get("group_size", base[1])
+        if (bits, group) != base:
+            stored = f"rule {pattern!r} storing bits={bits} group_size={group} (mha prices the config's own only)"
             raise _unread(origin, "dynamic", stored)
     block = quant.get("modules_in_block_to_quantize") or []
     if not isinstance(block, list):
@@ -185,9 +213,9 @@ def _gptq(fmt: str, quant: dict[str, Any], origin: str) -> WeightScheme | None:
     flat = [item for entry in block for item in (entry if isinstance(entry, list) else [entry])]
     if not all(isinstance(item, str) for item in flat):
         raise _unread(origin, "modules_in_block_to_quantize", "that is not a list of module names")
-    if not ignore and not flat:
+    if not ignore and not flat and layout is None:
         return None
-    return _scheme("gptq", fmt, ignore, targets=[*flat, EXPERTS] if flat else [LINEAR])
+    return _scheme("gptq", fmt, ignore, targets=[*flat, EXPERTS] if flat else [LINEAR], layout=layout)
 
 
 def _mxfp4_keeps_experts(entries: list[str], config: dict[str, Any], origin: str) -> None:
