@@ -68,3 +68,16 @@ def test_leaving_out_every_field_at_its_class_default_prices_the_same_model(path
     trimmed_text = {key: value for key, value in text.items() if key not in at_default}
     trimmed = {**config, "text_config": trimmed_text} if text is not config else trimmed_text
     assert import_hf_config(trimmed).model == whole.model, at_default
+
+
+def test_an_invalid_model_from_a_default_names_the_defaults_read():
+    """MistralConfig's default of 8 KV heads on a 4-head config: the refusal says which fields were left out and read
+    at the class's default, where "n_kv_heads (8)" alone pointed at nothing in the file."""
+    config = {"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+              "vocab_size": 100, "intermediate_size": 128}  # fmt: skip
+    with pytest.raises(BadInputError) as refused:
+        import_hf_config(config)
+    assert str(refused.value.message).endswith(
+        "n_kv_heads (8) must not exceed n_heads (4) (left out, so read at its config class's default:"
+        " num_key_value_heads 8, sliding_window 4096)"
+    )

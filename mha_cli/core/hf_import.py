@@ -33,7 +33,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import WINDOW_FIELDS, Family, family
 from mha_cli.core.families.architectures import family_of_architectures
 from mha_cli.core.families.context_defaults import CONTEXT_DEFAULTS, CONTEXT_DEFAULTS_READ
-from mha_cli.core.families.field_defaults import FIELD_DEFAULTS
+from mha_cli.core.families.field_defaults import FIELD_DEFAULTS, FIGURE_FIELDS
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
 from mha_cli.core.families.state_readers import stated_state_dtype
 from mha_cli.core.hf_unread import (
@@ -269,7 +269,16 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     try:
         model = ModelSpec.model_validate(fields)
     except ValidationError as exc:
-        raise BadInputError(f"{origin} describes an invalid model: {describe_validation_error(exc)}") from exc
+        read_at_default = [  # the shape fields left out and read at the class's default (FIELD_DEFAULTS)
+            note.split(",")[0].replace(" absent:", "") for note in r.assumptions
+            if note.split(" ")[0] in FIGURE_FIELDS and " absent: " in note and note.endswith(" default")
+        ]  # fmt: skip
+        read = (
+            f" (left out, so read at its config class's default: {', '.join(read_at_default)})"
+            if read_at_default
+            else ""
+        )
+        raise BadInputError(f"{origin} describes an invalid model: {describe_validation_error(exc)}{read}") from exc
     unread = fields_no_reader_understood(r, with_nulls=True)
     return ImportedModel(model=model, model_type=model_type, assumptions=r.assumptions, unread=unread)
 
