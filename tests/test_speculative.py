@@ -417,8 +417,10 @@ def test_a_method_the_release_lacks_is_refused(cli, engine, expected):
     assert result.stderr == f"error: {expected}\n"
 
 
-@pytest.mark.parametrize("engine", ["vllm@0.15", "vllm-v1", "sglang@0.5.2", "trtllm"])
+@pytest.mark.parametrize("engine", ["vllm@0.15", "vllm-v1", "sglang@0.5.2", "trtllm", "vllm@0.10", "vllm@0.6"])
 def test_a_method_the_release_has_is_priced(cli, engine):
+    """vLLM 0.8-0.10 ran draft models on the V0 engine, and V0 by --speculative-model: priced, their line left out
+    with a note where its spelling differs (the review of the refusal found those refused too)."""
     args = ("plan", "llama-3.1-8b", "--target", "h100", "--draft", "llama-3.2-1b", "--acceptance-length", "2.5")
     assert cli.json(*args, "--engine", engine, "--tp", "1", "--closed-form")["speculative"] is not None
 
@@ -431,3 +433,9 @@ def test_under_speculative_decoding_the_itl_target_is_read_on_tpot_and_said_so(c
     assert spec["misses"] == [f"p99 tpot (--itl-ms) {spec['tpot_ms']['p99']:,.1f} ms > 1 ms"]
     plain = cli.json(*args, "--itl-ms", "1")["simulated"]
     assert plain["misses"] == [f"p99 itl {plain['itl_ms']['p99']:,.1f} ms > 1 ms"]
+
+
+def test_mtp_on_a_vllm_before_its_mtp_spelling_is_priced(cli):
+    """vLLM 0.10.2 ran DeepSeek's MTP as method deepseek_mtp (``mtp`` from 0.11.0): not refused."""
+    args = ("plan", "deepseek-v3", "--target", "8xh200", "--engine", "vllm@0.10.2", "--tp", "8", "--closed-form")
+    assert cli.json(*args, "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}')["speculative"]

@@ -384,29 +384,39 @@ SGLANG_ALGORITHMS: dict[SpeculativeMethod, str] = {
 """SGLang's ``--speculative-algorithm`` for each method (``python/sglang/srt/server_args.py`` choices)."""
 
 
+VLLM_WITHOUT_DRAFT_MODEL = ("0.11.0", "0.15.0")
+"""The vLLM releases with no draft-model speculation at all (from the first, up to the second): 0.8-0.10 ran draft
+models on the V0 engine, which 0.11 removed, and V1's ``v1/spec_decode/draft_model.py`` is first in 0.15.0 (read in
+the wheels, ``core.engine.flags``). Every other method vLLM prices ran in every release of V1, under older spellings
+before ``--speculative-config method=...`` (``deepseek_mtp`` before ``mtp``), for which the launch line is left out
+with a note, not refused."""
+
+
 def method_flag(engine: str, method: SpeculativeMethod) -> str | None:
-    """The launch-line word that asks ``engine`` for ``method`` (``core.engine.flags`` dates it): vLLM's
-    ``--speculative-config method=...``, SGLang's ``--speculative-algorithm ...``; None for TensorRT-LLM, whose
-    options file is not written."""
-    if engine == "vllm":
-        return f"--speculative-config method={method}"
+    """The launch-line word that asks ``engine`` for ``method`` where a release without it has no other spelling of
+    the method (``core.engine.flags`` dates it): SGLang's ``--speculative-algorithm ...`` (STANDALONE, its draft model,
+    first in 0.5.2); vLLM's ``--speculative-config method=draft_model`` (``VLLM_WITHOUT_DRAFT_MODEL``); None where an
+    older release spells it otherwise (vLLM's other methods) or the line is not written (TensorRT-LLM)."""
     if engine == "sglang":
         return f"--speculative-algorithm {SGLANG_ALGORITHMS[method]}"
+    if engine == "vllm" and method == "draft_model":
+        return f"--speculative-config method={method}"
     return None
 
 
 def refuse_method_missing(spec: SpeculativeSpec, chosen: "Generation", typed: str | None) -> None:
-    """Speculative decoding by a method the release meant lacks (``--engine vllm@0.11 --draft ...``: vLLM's
-    draft_model is first in 0.15.0) is refused in one line, as ``--kv-offload-gib`` on a release without its flag
+    """Speculative decoding by a method the release meant cannot run (``--engine vllm@0.11 --draft ...``: vLLM had no
+    draft model from 0.11.0 to 0.15.0) is refused in one line, as ``--kv-offload-gib`` on a release without its flag
     is, not priced with no line of its engine to run it. ``typed``: the release typed (None: the latest)."""
-    from mha_cli.core.engine.flags import setting_refusal
+    from mha_cli.core.engine.flags import release_meant, setting_refusal
+    from mha_cli.core.engine.release_numbers import release_key
 
     word = method_flag(chosen.engine, spec.method)
-    refusal = (
-        None
-        if word is None
-        else setting_refusal(f"speculative decoding ({spec.method})", chosen.engine, chosen, typed, word)
-    )
+    if word is None:
+        return
+    if chosen.engine == "vllm" and release_meant(chosen, typed) < release_key(VLLM_WITHOUT_DRAFT_MODEL[0]):
+        return  # 0.8-0.10 on the V0 engine (before 0.8: V0's --speculative-model)
+    refusal = setting_refusal(f"speculative decoding ({spec.method})", chosen.engine, chosen, typed, word)
     if refusal is not None:
         raise BadInputError(refusal)
 
