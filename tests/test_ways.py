@@ -252,9 +252,13 @@ def test_the_generators_none_line_is_kept_whole_and_a_refusal_nothing_fixes_says
 
 
 @pytest.mark.parametrize("command", ["kv", "check"])
-def test_a_batch_too_large_for_the_cpu_target_is_flagged_with_ways_on_this_machine(cli, command):
+def test_a_batch_too_large_for_the_cpu_target_is_flagged_with_ways_on_this_machine(cli, command, monkeypatch):
     """``mha kv llama-3-8b --target cpu --seq 128k`` failed with "'2xcpu': the cpu target is this one machine": the ways
-    out offered a group of the cpu target, which ``resolve_target`` refuses. It is one machine: no group is offered."""
+    out offered a group of the cpu target, which ``resolve_target`` refuses. It is one machine: no group is offered.
+    The machine is set at 23 GiB (the cpu target reads /proc/meminfo), where 5 of 8 sequences of 8K fit."""
+    import mha_cli.core.machine as machine
+
+    monkeypatch.setattr(machine, "memory_bytes", lambda: 23 * 2**30)
     result = cli.run(command, "llama-3-8b", "--target", "cpu", "--seq", "8k", "--batch", "8", "--json")
     assert result.exit_code in (0, 1), result.output
     assert "2xcpu" not in result.output
@@ -262,3 +266,15 @@ def test_a_batch_too_large_for_the_cpu_target_is_flagged_with_ways_on_this_machi
     ways = [way["change"] for way in data["ways_out"]] if command == "kv" else None
     if ways is not None:
         assert "--batch 5" in ways and not any("--target" in way or "--tp" in way for way in ways)
+
+
+def test_the_cpu_target_says_in_words_why_nothing_fits(cli, monkeypatch):
+    """Llama-3.1-405B on a 23 GiB machine: the weights do not fit in any format; it read "the weights, in every smaller
+    format, fit(s)", the opposite (found by the review of this change)."""
+    import mha_cli.core.machine as machine
+
+    monkeypatch.setattr(machine, "memory_bytes", lambda: 23 * 2**30)
+    data = cli.json("kv", "llama-3.1-405b", "--target", "cpu")
+    text = data["ways_out"][0]["text"]
+    assert text.startswith("none: the weights do not fit, in any smaller format, in this machine's")
+    assert text.endswith("usable (the cpu target is this one machine): plan a GPU target")

@@ -140,11 +140,13 @@ def _last_way(
         return last_resort(model, target, deployment, plan, total_params)
     if one_machine(target):
         what = (
-            "the weights, in every smaller format," if not plan.weights_fit else "not one sequence beside the weights"
+            "the weights do not fit, in any smaller format,"
+            if not plan.weights_fit
+            else "not one sequence fits beside the weights"
         )
         return (
-            f"none: {what} fit(s) in this machine's {format_bytes(plan.usable_bytes)} usable (the cpu target is this"
-            " one machine): plan a GPU target"
+            f"none: {what} in this machine's {format_bytes(plan.usable_bytes)} usable (the cpu target is this one"
+            " machine): plan a GPU target"
         )
     return f"none: nothing at --dp {deployment.dp} on {target.spec} fits; leave out --dp for the other layouts' ways"
 
