@@ -32,9 +32,14 @@ def test_other_text_is_left_as_it_is(text):
     assert engine_of_image(text) == text
 
 
-def test_a_tag_that_names_no_release_is_refused_in_one_line():
-    with pytest.raises(BadInputError, match="its tag 'nightly' names no vllm release; give the release it runs"):
-        generation_of("vllm/vllm-openai:nightly")
+@pytest.mark.parametrize(("image", "engine"), [("vllm/vllm-openai:nightly", "vllm"), ("lmsysorg/sglang:dev", "sglang")])
+def test_a_tag_that_names_no_release_is_refused_in_one_line_with_its_engines_release(image, engine):
+    from mha_cli.core.engine.releases_read import NEWEST_READ
+
+    newest = NEWEST_READ[engine].release  # sglang@0.11.0 was offered for SGLang (found by the review of this change)
+    with pytest.raises(BadInputError, match=f"names no {engine} release; give the release it runs, as --engine"
+                                            f" {engine}@{newest}"):  # fmt: skip
+        generation_of(image)
 
 
 def test_plan_prices_an_image_as_its_release(cli):

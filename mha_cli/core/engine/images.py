@@ -37,8 +37,10 @@ def engine_of_image(text: str) -> str:
         return engine
     match = (_ROCM_VLLM_RELEASE if repository == "rocm/vllm" else _TAG_RELEASE).fullmatch(tag)
     if match is None:
+        from mha_cli.core.engine.releases_read import NEWEST_READ
+
         raise BadInputError(
             f"image {text.strip()!r}: its tag {tag!r} names no {engine} release; give the release it runs, as"
-            f" --engine {engine}@0.11.0"
+            f" --engine {engine}@{NEWEST_READ[engine].release}"  # type: ignore[index]
         )
     return f"{engine}@{match.group(1)}"
