@@ -54,13 +54,16 @@ class ConfigReader:
         defaults: Mapping[str, Any] | None = None,
         *,
         ignored: frozenset[str] = frozenset(),
+        read_from: Mapping[str, str] | None = None,
     ) -> None:
-        """``ignored``: fields read as absent, as the family's model ignores them (named as not read)."""
+        """``ignored``: fields read as absent, as the family's model ignores them (named as not read); ``read_from``:
+        where a default was read, by field, where not ``defaults_from`` (the class's defaults table's release)."""
         self.config = ReadTracking(config, hidden=ignored)
         self.origin = origin
         self.assumptions: list[str] = []
         self.defaults_from = defaults_from
         self.defaults: Mapping[str, Any] = defaults if defaults is not None else MappingProxyType({})
+        self.read_from: Mapping[str, str] = read_from or {}
 
     def get(self, *keys: str) -> Any:
         """The first of ``keys`` the config sets; else the family's transformers default for one it leaves out (said
@@ -71,7 +74,9 @@ class ConfigReader:
         for key in keys:
             if self.defaults.get(key) is not None and key not in self.config:
                 value = self.defaults[key]
-                self.assume(value, f"{key} absent: {value!r}, the {self.defaults_from} default")
+                self.assume(
+                    value, f"{key} absent: {value!r}, the {self.read_from.get(key, self.defaults_from)} default"
+                )
                 return value
         return None
 

@@ -33,7 +33,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import WINDOW_FIELDS, Family, family
 from mha_cli.core.families.architectures import family_of_architectures
 from mha_cli.core.families.context_defaults import CONTEXT_DEFAULTS, CONTEXT_DEFAULTS_READ
-from mha_cli.core.families.field_defaults import FIELD_DEFAULTS, FIGURE_FIELDS
+from mha_cli.core.families.field_defaults import FIELD_DEFAULTS, FIELD_DEFAULTS_READ, FIGURE_FIELDS
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
 from mha_cli.core.families.state_readers import stated_state_dtype
 from mha_cli.core.hf_unread import (
@@ -106,8 +106,12 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     class_key = None if known is None or by_architecture is not None else written
     if known is not None and written in known.old_names:
         class_key = known.name
-    defaults = {**FIELD_DEFAULTS.get(class_key or "", {}), **fam.defaults}
-    r = ConfigReader(config, origin, f"{fam.config_class}", defaults, ignored=ignored)
+    from_table = {
+        key: value for key, value in FIELD_DEFAULTS.get(class_key or "", {}).items() if key not in fam.defaults
+    }
+    read_from = dict.fromkeys(from_table, f"{fam.config_class.split(' (')[0]} ({FIELD_DEFAULTS_READ})")
+    r = ConfigReader(config, origin, f"{fam.config_class}", {**from_table, **fam.defaults}, ignored=ignored,
+                     read_from=read_from)  # fmt: skip
     model_type = written
     if known is not None and written in known.old_names:
         model_type = known.name
@@ -359,8 +363,9 @@ def _mla(r: ConfigReader) -> dict[str, Any] | None:
     rank = r.get("kv_lora_rank")
     if rank is None and "kv_lora_rank" in r.config and r.defaults.get("kv_lora_rank"):  # null in an MLA family
         raise BadInputError(
-            f"{r.origin}: kv_lora_rank is null, and this family's attention is MLA, whose cache is that latent: give"
-            f" its rank (its {r.defaults_from} default is {r.defaults['kv_lora_rank']})"
+            f"{r.origin}: kv_lora_rank is null: vLLM then runs this family's attention without the MLA latent"
+            " (DeepSeek-V2's plain attention, its heads qk_nope + qk_rope wide), which mha does not price; give the"
+            f" latent rank if the checkpoint has one (the {r.defaults_from} default is {r.defaults['kv_lora_rank']})"
         )
     if rank is None:
         return None
