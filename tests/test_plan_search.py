@@ -314,6 +314,8 @@ def test_a_search_where_no_layout_starts_says_each_reason_once():
         " (another reason)"
     )
     assert _why_none_starts([]) == "no layout shards it"
+    other = "tp 2 x pp 1 x 1 replica(s): 0 request(s) at once per replica"  # not a "left out" line: said as it is
+    assert _why_none_starts([tried[0], other]) == f"{tried[0]}; {other}"
 
 
 def test_each_kind_of_moe_layout_has_its_own_mark_in_the_pareto_table():

@@ -735,17 +735,22 @@ def _why_none_starts(tried: list[str]) -> str:
     if not tried:
         return "no layout shards it"
     reasons: dict[str, list[str]] = {}
+    others = []  # a line of another form (a layout admitting none): said as it is
     for line in tried:
-        label, _, reason = line.partition(": left out (")
-        reasons.setdefault(reason.removesuffix(")") or line, []).append(label)
-    if len(reasons) == 1 and len(tried) > 1:
+        label, left_out, reason = line.partition(": left out (")
+        if left_out:
+            reasons.setdefault(reason.removesuffix(")"), []).append(label)
+        else:
+            others.append(line)
+    if len(reasons) == 1 and not others and len(tried) > 1:
         return f"all {len(tried)} layouts are left out ({next(iter(reasons))})"
-    return "; ".join(
+    grouped = [
         f"{labels[0]}: left out ({reason})"
         if len(labels) == 1
         else f"{len(labels)} layouts ({labels[0]}, ...): left out ({reason})"
         for reason, labels in reasons.items()
-    )
+    ]
+    return "; ".join([*grouped, *others])
 
 
 def _with_rulings(result: SearchResult) -> SearchResult:
