@@ -282,3 +282,27 @@ def test_an_nvl72_rack_is_launched_tray_by_tray():
     assert "one of the rack's compute trays, a host of 4 GPUs" in data["launch_note"]
     one_tray = json.loads(CliRunner().invoke(app, ["plan", "llama-3.1-8b", "--target", "4xgb300", "--json"]).stdout)
     assert "--nnodes" not in one_tray["launch"]["vllm"] and "compute trays" not in (one_tray["launch_note"] or "")
+
+
+def test_an_nvl72_racks_disaggregated_and_trtllm_lines_keep_to_trays_of_4():
+    """``--disaggregated`` on 8 x GB200 placed a decode worker on GPUs 3 and 4 of one host, and TensorRT-LLM's
+    replicas note named CUDA_VISIBLE_DEVICES=4,5 on a 4-GPU tray (found by the review of this change)."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from mha_cli.cli.app import app
+
+    def plan(*args):
+        result = CliRunner().invoke(app, ["plan", *args, "--target", "8xgb200", "--closed-form", "--json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    split = plan("llama-3.1-70b", "--disaggregated")
+    devices = [int(gpu) for line in split["launch"]["vllm"].splitlines()
+               for found in re.findall(r"CUDA_VISIBLE_DEVICES=([\d,]+)", line) for gpu in found.split(",")]  # fmt: skip
+    assert devices and max(devices) < 4
+    assert "one of the rack's compute trays, a host of 4 GPUs" in split["launch_note"]
+    trtllm = plan("llama-3.1-8b", "--engine", "trtllm")
+    assert "CUDA_VISIBLE_DEVICES=4" not in trtllm["launch_note"]
+    assert "a server spans trays" not in trtllm["launch_note"]  # tp 1 replicas: each on one tray

@@ -55,6 +55,7 @@ from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
 from mha_cli.core.kv import kv_footprint
+from mha_cli.core.links import host_devices
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.disaggregated import PoolTimes, SimulatedSplit, simulate_split
@@ -165,6 +166,9 @@ class DisaggregatedPlan(Record):
     devices_per_node: int
     """GPUs a node holds: a worker that fits one never straddles two, a larger one takes whole nodes (the launch
     lines place them)."""
+    devices_per_host: int | None = None
+    """GPUs one host drives where fewer than a node (an NVL72 rack's compute tray: 4; ``core.links.HOST_DEVICES``):
+    the launch lines place workers host by host; None: a host is a node."""
     gpu_memory_utilization: float
     """The memory fraction the workers' KV pools were sized with (their launch lines')."""
     prefill: list[PrefillWorker]
@@ -396,6 +400,7 @@ def plan_disaggregated(
     return DisaggregatedPlan(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, rate_rps=rate,
         engine=engine.name, devices_per_node=per_node, gpu_memory_utilization=engine.gpu_memory_utilization,
+        devices_per_host=host if (host := host_devices(target.target.id)) < per_node else None,
         prefill=list(prefill.values()), decode=list(decode.values()),
         pairings=[Pairing(prefill_tp=p.tp, decode_tp=d.tp, prefill_dp=p.dp, decode_dp=d.dp, transfer=t,
                           prefill_goodput_rps=prefill_rps[p, d]) for (p, d), t in transfers.items()],

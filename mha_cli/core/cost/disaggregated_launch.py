@@ -150,7 +150,7 @@ def disaggregated_launch(
     vllm_variables = pool_words(deployment, cpu=False, trtllm=False).vllm_variables
     vllm, sglang = [], []
     prefill_urls, decode_urls, prefill_ports, decode_ports, prefill_hosts, decode_hosts = [], [], [], [], [], []
-    per_node = plan.devices_per_node
+    per_node = plan.devices_per_host or plan.devices_per_node  # an NVL72 rack: placed tray by tray (4 GPUs a host)
     placed = placements([layout.gpus for _, _, layout in roles], per_node)
     nodes = max(node + -(-layout.gpus // per_node) for (node, _), (_, _, layout) in zip(placed, roles, strict=True))
     for (role, index, layout), (node, first) in zip(roles, placed, strict=True):
@@ -255,6 +255,8 @@ def disaggregated_with_launch(
     priced = generation(deployment.engine_generation, deployment.engine)
     launch, left_out = fit_commands(launch, releases_for(priced, deployment.engine_version))
     nodes = [NODES_NOTE] if any("NODE1_IP" in text for text in launch.values()) else []
+    if nodes and plan.devices_per_host:  # an NVL72 rack: NVLink joins its trays, each its own host
+        nodes.append(f"each node here is one of the rack's compute trays, a host of {plan.devices_per_host} GPUs")
     engines = "both engines need" if "sglang" in launch and "vllm" in launch else "vLLM needs"
     engines = "SGLang needs" if "vllm" not in launch else engines
     dp_workers = split.prefill_dp > 1 or split.decode_dp > 1

@@ -587,6 +587,10 @@ def launch_commands(
 
     unloadable = {name: why for name, why in lacking_elsewhere(served_as(model), engine.name).items() if name in lines}
     lines = {name: words for name, words in lines.items() if name not in unloadable}
+    from mha_cli.core.links import host_devices
+
+    per_host = host_devices(plan.target_id)
+    trays = plan.nodes is None and d.gpus > per_host  # one NVLink domain of several hosts (an NVL72 rack's trays)
     if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
                   str(context), "--max_batch_size", str(seqs["trtllm"]), "--kv_cache_free_gpu_memory_fraction",
@@ -595,7 +599,7 @@ def launch_commands(
             trtllm += ["--ep_size", str(d.expert_ranks)]
         trtllm_step, trtllm_notes = trtllm_words(deployment, engine.max_num_batched_tokens)
         lines["trtllm"] = [*trtllm, *trtllm_step]
-        if d.replicas > 1 and plan.nodes is None:  # several nodes: core.cost.launch_nodes says what its line is
+        if d.replicas > 1 and plan.nodes is None and not trays:  # several hosts: core.cost.launch_nodes says
             trtllm_notes.append(trtllm_replicas_note(d.replicas, d.tp * d.pp))
         pool = pool._replace(notes=[*pool.notes, *trtllm_notes])
     pool = pool._replace(notes=[*pool.notes, *format_notes(deployment, list(lines))])
@@ -605,10 +609,6 @@ def launch_commands(
             "vLLM before 0.11.1 takes DeepEP from the environment, VLLM_ALL2ALL_BACKEND=deepep_low_latency, not"
             " --all2all-backend (vllm-project/vllm#26732; the variable was later removed, #33535)"
         )
-    from mha_cli.core.links import host_devices
-
-    per_host = host_devices(plan.target_id)
-    trays = plan.nodes is None and d.gpus > per_host  # one NVLink domain of several hosts (an NVL72 rack's trays)
     if plan.nodes is not None or trays:  # several nodes: each engine's own multi-node flags (core.cost.launch_nodes)
         from mha_cli.core.cost.launch_nodes import node_launch, node_shape
 
@@ -619,9 +619,10 @@ def launch_commands(
         lines, node_notes = node_launch(lines, shape, vllm_generation)
         notes += node_notes
         if trays:
+            spans = " and a server spans trays as it spans nodes" if d.tp * d.pp > per_host else ""
             notes.append(
-                f"each node above is one of the rack's compute trays, a host of {per_host} GPUs: NVLink joins the"
-                f" {d.gpus} GPUs, but a server spans trays as it spans nodes"
+                f"each node above is one of the rack's compute trays, a host of {per_host} GPUs (NVLink joins the"
+                f" {d.gpus} GPUs){spans}"
             )
     fitted, release_notes = release_lines(lines, generation, deployment.engine_version)
     left_out = [engine for engine in lines if engine not in fitted]  # its node notes go with it
