@@ -119,7 +119,8 @@ def test_every_new_gpu_says_where_its_figures_come_from_and_flags_derived_comput
 @pytest.mark.parametrize(
     ("spec", "target_id", "count"),
     [("8xb300", "b300", 8), ("4 x MI355X", "mi355x", 4), ("2xh20", "h20", 2), ("5080", "rtx-5080", 1),
-     ("a4000", "rtx-a4000", 1), ("4000-ada", "rtx-4000-ada", 1), ("mi355", "mi355x", 1), ("mi350", "mi350x", 1), ("72xgb300", "gb300", 72)],
+     ("a4000", "rtx-a4000", 1), ("4000-ada", "rtx-4000-ada", 1), ("mi355", "mi355x", 1), ("mi350", "mi350x", 1),
+     ("72xgb300", "gb300", 72)],
 )  # fmt: skip
 def test_todays_gpus_resolve_with_aliases_and_device_counts(spec, target_id, count):
     resolved = resolve_target(spec)

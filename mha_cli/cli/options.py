@@ -203,7 +203,8 @@ EngineOpt = Annotated[
         "--engine",
         help="Serving engine whose memory rules size the KV pool: vllm (default), sglang, trtllm; its latest"
         " generation modelled, or the one a version picks (vllm@0.10, vllm==0.11.0, sglang@0.4.6, trtllm@0.8, or an"
-        " image: vllm/vllm-openai:v0.11.0, lmsysorg/sglang:v0.5.6-cu129). A release newer than the newest read, of any engine (vllm@0.99, trtllm@9.9, a major alone as vllm@1), is"
+        " image: vllm/vllm-openai:v0.11.0, lmsysorg/sglang:v0.5.6-cu129). A release newer than the newest read, of"
+        " any engine (vllm@0.99, trtllm@9.9, a major alone as vllm@1), is"
         " priced as that newest release, with a notice.",
         show_default=False,
     ),

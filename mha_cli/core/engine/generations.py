@@ -202,7 +202,8 @@ def parse_version(text: str) -> Version:
 
 def generation_of(engine_text: str | None) -> Generation:
     """The generation ``--engine`` names: ``vllm`` (latest), ``vllm@0.10``, ``vllm==0.11.0``, ``vllm-v0``, an image
-    (``vllm/vllm-openai:v0.11.0``: ``core.engine.images``); None: the latest vLLM. An unknown engine or a version outside every generation is one line (BadInputError, exit 2)."""
+    (``vllm/vllm-openai:v0.11.0``: ``core.engine.images``); None: the latest vLLM. An unknown engine or a version
+    outside every generation is one line (BadInputError, exit 2)."""
     if engine_text is None:
         return LATEST["vllm"]
     text = engine_of_image(str(engine_text)).strip()

@@ -4,7 +4,8 @@ type ``llama3``, was priced with a launch line that release cannot start.
 ``FIRST_RELEASE[(engine, type)]``: the first release that reads that scaling, with its source. vLLM read ``llama3``
 first in 0.5.3, the release of Llama 3.1's week: 0.5.2 fails on its config (vllm-project/vllm#6692, "vllm/
 vllm-openai:v0.5.2" with ``rope_type: llama3``); the maintainers' "Meta Llama 3.1 Known Issues & FAQ"
-(vllm-project/vllm#6689) asks for 0.5.3.post1, which fixed it further. SGLang's generations modelled (0.4 on) all read it. Pure Python.
+(vllm-project/vllm#6689) asks for 0.5.3.post1, which fixed it further. SGLang's generations modelled (0.4 on) all
+read it. Pure Python.
 """
 
 from __future__ import annotations
