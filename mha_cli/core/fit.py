@@ -99,7 +99,9 @@ def ways_out(
     capped = _seq_cap_that_fits(model, target, deployment, plan, kv)
     if capped:
         ways.append(capped)
-    knob = _engine_knob_that_fits(model, target, deployment, plan, kv)
+    knob = _set_pool_that_fits(model, target, deployment, plan, kv) or _engine_knob_that_fits(
+        model, target, deployment, plan, kv
+    )
     if knob:
         ways.append(knob)
     lighter = _lighter_weights_that_fit(model, target, deployment, kv)
@@ -333,6 +335,30 @@ def _engine_knob_that_fits(
         if tuned.fits:
             return f"{flag} {value:g} ({counted(tuned.max_sequences, 'sequence')} fit)"
     return None
+
+
+def _set_pool_that_fits(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan, kv: KvFootprint
+) -> str | None:
+    """``--kv-cache-gib X`` where the pool set outright does not fit beside the weights (the engine's out-of-memory
+    refusal) and the largest that does, to 0.01 GiB, holds the batch; ``mha recommend --kv-cache-gib 1000`` said only
+    that the batch's cache exceeds the target."""
+    if deployment.kv_cache_memory_bytes is None or plan.engine.refusal is None:
+        return None
+
+    def plan_at(gib: float) -> MemoryPlan:
+        pooled = deployment.model_copy(update={"kv_cache_memory_bytes": int(gib * 2**30)})
+        return plan_memory(target, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=pooled)
+
+    low, high = 0.0, deployment.kv_cache_memory_bytes / 2**30
+    for _ in range(40):  # halvings: past 0.01 GiB
+        middle = (low + high) / 2
+        low, high = (middle, high) if plan_at(middle).engine.refusal is None else (low, middle)
+    largest = int(low * 100) / 100
+    tuned = plan_at(largest)
+    if largest <= 0 or tuned.engine.refusal is not None or not tuned.fits:
+        return None
+    return f"--kv-cache-gib {largest:g} (the most beside the weights; {counted(tuned.max_sequences, 'sequence')} fit)"
 
 
 def _lighter_weights_that_fit(

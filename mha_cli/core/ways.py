@@ -17,7 +17,13 @@ from typing import NamedTuple
 from mha_cli.core.errors import MhaError
 from mha_cli.core.record import Record
 
-FLAG_FIELDS: dict[str, tuple[str, type]] = {
+
+def gib_as_bytes(text: str) -> int:
+    """``--kv-cache-gib``'s value (GiB, a number) as bytes, as the commands read it."""
+    return round(float(text) * 2**30)
+
+
+FLAG_FIELDS: dict[str, tuple[str, Callable[[str], object]]] = {
     "--target": ("target", str),
     "--tp": ("tp", int),
     "--weight-dtype": ("weight_dtype", str),
@@ -26,8 +32,10 @@ FLAG_FIELDS: dict[str, tuple[str, type]] = {
     "--seq": ("seq_len", int),
     "--gpu-memory-utilization": ("gpu_memory_utilization", float),
     "--max-num-seqs": ("max_num_seqs", int),
+    "--kv-cache-gib": ("kv_cache_memory_bytes", gib_as_bytes),
 }
-"""The deployment field each flag a way out of ``mha kv`` or ``mha check`` names sets."""
+"""The deployment field each flag a way out of ``mha kv`` or ``mha check`` names sets (its value read by the
+callable: ``--kv-cache-gib``'s GiB as the bytes the deployment holds)."""
 KV_FLAGS: dict[str, tuple[str, type]] = {**FLAG_FIELDS, "--dp": ("dp", int)}
 """``mha kv``'s: those and DP attention's ``--dp`` (``core.dp_attention``), which ``check`` and ``recommend`` do not
 take."""
