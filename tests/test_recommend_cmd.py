@@ -370,3 +370,14 @@ def test_fail_if_no_fit_without_a_target_is_refused_and_an_hf_file_records_no_en
                   "--format", "hf")  # fmt: skip
     assert "the hf config written does not record them" in hf["warnings"][0]
     assert "max_num_seqs" not in (tmp_path / "config.json").read_text()
+
+
+def test_a_kv_format_the_engine_has_no_cache_of_is_a_warning(cli):
+    """``--kv-dtype int4`` on vLLM printed "fits" with no warning: that vLLM has no int4 cache was only in --explain
+    and the plan's notes (found by newuser trial 238). TensorRT-LLM's int8 cache exists: no warning."""
+    args = ("recommend", "--params", "7B", "--seq", "8k", "--target", "h100")
+    warned = cli.json(*args, "--kv-dtype", "int4")["warnings"]
+    assert warned == ["vLLM has no int4 KV cache (it offers fp32, fp16, bf16, fp8, fp8_ds_mla): these figures are"
+                      " that format's bytes, not a deployment it runs"]  # fmt: skip
+    assert "warning: vLLM has no int4 KV cache" in " ".join(cli.run(*args, "--kv-dtype", "int4").output.split())
+    assert cli.json(*args, "--kv-dtype", "int8", "--engine", "trtllm")["warnings"] == []

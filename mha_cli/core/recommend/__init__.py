@@ -115,13 +115,17 @@ def _context(request: RecommendRequest) -> Context:
 
 
 def _warnings(ctx: Context, request: RecommendRequest, tp: int) -> list[str]:
-    """What the short report prints above the design: bf16 on a target without it, tp spanning the target's nodes
-    (also among the memory plan's notes, which only --explain and --json show)."""
+    """What the short report prints above the design: bf16 on a target without it, tp spanning the target's nodes,
+    a KV format the engine has no cache of (int8, int4 on vLLM: the figures are that format's bytes, not a deployment
+    it runs); also among the memory plan's notes, which only --explain and --json show."""
     if ctx.target is None:
         return []
+    from mha_cli.core.engine.plan import kv_format_note
+
     found = bf16_notes(ctx.target.target, weight_dtype=request.weight_dtype, kv_dtype=request.kv_dtype)
     spans = tp_spans_nodes_note(tp, ctx.target)
-    return found if spans is None else [*found, spans]
+    no_such_cache = kv_format_note(request.engine or "vllm", request.kv_dtype)
+    return [*found, *(note for note in (spans, no_such_cache) if note is not None)]
 
 
 def summarise(model: ModelSpec, total: int, active: int) -> ModelSummary:
