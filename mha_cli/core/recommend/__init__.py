@@ -204,7 +204,7 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None, pric
     notes = [reason, "rules fired: " + ", ".join(ctx.trace.ids)]
     if request.variant is not None:
         notes.append(f"{C.EXPLICIT_VARIANT_NOTE}{request.variant}")  # `mha check` honours it (MHA091)
-    config = MhaConfig(model=model, deployment=ctx.deployment(chosen.tp), notes=notes)
+    config = MhaConfig(model=ctx.written(model), deployment=ctx.deployment(chosen.tp), notes=notes)
     return RecommendResult(
         request=request,
         model=summary,

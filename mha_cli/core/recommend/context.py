@@ -50,10 +50,21 @@ class Context(NamedTuple):
         return footprint_for(model, self.deployment(tp), tp)
 
     def plan(self, model: ModelSpec, tp: int, kv: KvFootprint | None = None) -> MemoryPlan | None:
-        """The memory plan on the target (None without one); ``kv`` when already known."""
+        """The memory plan on the target (None without one); ``kv`` when already known. The design as its files say
+        it (``written``): its RoPE table as long as the context."""
         if self.target is None:
             return None
         kv = kv or self.footprint(model, tp)
         return plan_memory(
-            self.target, model=model, weight_dtype=self.request.weight_dtype, kv=kv, deployment=self.deployment(kv.tp)
-        )
+            self.target, model=self.written(model), weight_dtype=self.request.weight_dtype, kv=kv,
+            deployment=self.deployment(kv.tp),
+        )  # fmt: skip
+
+    def written(self, model: ModelSpec) -> ModelSpec:
+        """``model`` with the context it is designed for, as ``--out`` writes it (the YAML's ``context_length``, the
+        config.json's ``max_position_embeddings``): the engine sizes its RoPE cos/sin table by it, which a design
+        without one left out of the plan while the config.json written for it priced it (found by newuser trial
+        238)."""
+        if model.context_length is not None:
+            return model
+        return model.model_copy(update={"context_length": self.request.seq_len})
