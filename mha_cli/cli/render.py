@@ -11,6 +11,7 @@ from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
+from mha_cli.core.rules.engine import counted
 from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.targets import CPU_TARGET_ID, gb_shown_binary
 
@@ -90,7 +91,11 @@ def model_table(model: ModelSpec, title: str) -> Table:
             "MoE",
             f"{moe.n_experts} experts, {moe.n_active_experts} active"
             f" + {moe.n_shared_experts} shared, width {moe.d_ff_expert}"
-            + (f"; first {moe.n_dense_layers} layers dense (d_ff {model.block.d_ff})" if moe.n_dense_layers else "")
+            + (
+                f"; first {counted(moe.n_dense_layers, 'layer')} dense (d_ff {model.block.d_ff})"
+                if moe.n_dense_layers
+                else ""
+            )
             + (f"; MoE on {model.n_moe_layers} of {model.n_layers} layers" if moe.layer_period > 1 else ""),
         )
     return table

@@ -45,7 +45,7 @@ def render_summary(console: Console, result: RecommendResult) -> None:
     )
     experts = "" if m.experts is None else f", {m.experts} experts of {m.d_ff_expert} (top-{m.top_k})"
     experts += f" + {m.shared_experts} shared" if m.shared_experts else ""
-    experts += f", first {m.dense_layers} layers dense" if m.dense_layers else ""
+    experts += f", first {counted(m.dense_layers, 'layer')} dense" if m.dense_layers else ""
     mlp = f"d_ff {m.d_ff}" if m.experts is None else "MoE MLP"
     tied = "tied" if m.tied_embeddings else "untied"
     label = next((row.label for row in result.alternatives if row.is_recommended), m.variant)

@@ -165,7 +165,7 @@ def window_options(ctx: Context, base: Option) -> list[Option]:
     r = ctx.request
     if base.model.attention.mla is not None or base.model.block.moe is not None or r.seq_len < C.WINDOW_MIN_CONTEXT:
         return []
-    excluded = "" if long_inference(ctx) else "MHA028: under --priority inference"
+    excluded = "" if long_inference(ctx) else "MHA028: picked only under --priority inference"
     options = []
     for local, global_, window, _source in C.WINDOW_PATTERNS:
         if window >= r.seq_len:

@@ -25,6 +25,7 @@ from mha_cli.core.recommend.shape import (
     solve_layers,
 )
 from mha_cli.core.rules import catalog as C
+from mha_cli.core.rules.engine import counted
 from mha_cli.core.schemas import ModelSpec, Variant
 
 
@@ -237,7 +238,9 @@ def _record(
         )  # fmt: skip
         extras = f" + {block.n_shared_experts} shared" if block.n_shared_experts else ""
         extras += (
-            f", the first {block.n_dense_layers} layers dense (d_ff {model.block.d_ff})" if block.n_dense_layers else ""
+            f", the first {counted(block.n_dense_layers, 'layer')} dense (d_ff {model.block.d_ff})"
+            if block.n_dense_layers
+            else ""
         )
         ctx.trace.fire(
             "MHA007",
