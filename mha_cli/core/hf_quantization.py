@@ -220,15 +220,12 @@ AWQ_GROUPS = (32, 64, 128)
 """AWQ group sizes (4-bit only: ``awq_marlin``)."""
 
 
-def gptq_awq_bits_group(config: dict[str, Any]) -> tuple[Any, Any]:
-    """A GPTQ or AWQ config's bits and group size (AutoAWQ spells them ``w_bit`` and ``q_group_size``)."""
-    return config.get("bits", config.get("w_bit")), config.get("group_size", config.get("q_group_size"))
-
-
 def _gptq_awq_format(config: dict[str, Any], origin: str, method: str) -> str:
     """The named format of a GPTQ or AWQ config: ``gptq-int4`` or ``awq`` at 4 bits, group 128; ``int4`` or ``int8``
     at another width or group vLLM runs (Qwen2.5's GPTQ-Int8 checkpoints), whose layout
     ``core.named_exclusions.group_layout`` prices; anything else refused."""
+    from mha_cli.core.named_exclusions import gptq_awq_bits_group
+
     bits, group = gptq_awq_bits_group(config)
     if (bits, group) == (4, GROUP):
         return "gptq-int4" if method == "gptq" else "awq"

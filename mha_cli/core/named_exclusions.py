@@ -137,12 +137,15 @@ def named_scheme(
     )  # fmt: skip
 
 
+def gptq_awq_bits_group(config: dict[str, Any]) -> tuple[Any, Any]:
+    """A GPTQ or AWQ config's bits and group size (AutoAWQ spells them ``w_bit`` and ``q_group_size``)."""
+    return config.get("bits", config.get("w_bit")), config.get("group_size", config.get("q_group_size"))
+
+
 def group_layout(method: str, quant: dict[str, Any]) -> GroupLayout:
     """How a GPTQ or AWQ checkpoint of another width or group than 4 bits at 128 stores a matrix (vLLM's
     ``GPTQLinearMethod`` / ``AWQLinearMethod`` weights): ``qweight`` packed ``bits`` each, an fp16 scale and a
     ``bits``-bit zero point per group of a row (one per row at group -1), GPTQ's int32 ``g_idx`` per input."""
-    from mha_cli.core.hf_quantization import gptq_awq_bits_group
-
     bits, group = gptq_awq_bits_group(quant)
     per = f"group {group}" if group > 0 else "per channel"
     gptq = method == "gptq"
@@ -188,11 +191,9 @@ def _scheme(method: str, fmt: str, ignore: list[str], targets: list[str] | None 
 def _gptq(fmt: str, quant: dict[str, Any], origin: str, layout: GroupLayout | None) -> WeightScheme | None:
     """GPTQ: ``modules_in_block_to_quantize`` as the rule's targets (and every routed expert), ``dynamic``'s
     negative rules as ``re:`` ignore entries; ``layout``: another width or group than 4 bits at 128."""
-    from mha_cli.core.hf_quantization import gptq_awq_bits_group
     from mha_cli.core.weight_scheme import EXPERTS, LINEAR
 
     base = gptq_awq_bits_group(quant)
-
     dynamic = quant.get("dynamic") or {}
     if not isinstance(dynamic, dict):
         raise _unread(origin, "dynamic", "that is not a mapping of module patterns")
