@@ -347,7 +347,7 @@ def _set_pool_that_fits(
         return None
 
     def plan_at(gib: float) -> MemoryPlan:
-        pooled = deployment.model_copy(update={"kv_cache_memory_bytes": int(gib * 2**30)})
+        pooled = deployment.model_copy(update={"kv_cache_memory_bytes": round(gib * 2**30)})  # as --kv-cache-gib reads
         return plan_memory(target, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=pooled)
 
     low, high = 0.0, deployment.kv_cache_memory_bytes / 2**30

@@ -414,8 +414,9 @@ def refuse_method_missing(spec: SpeculativeSpec, chosen: "Generation", typed: st
     word = method_flag(chosen.engine, spec.method)
     if word is None:
         return
-    if chosen.engine == "vllm" and release_meant(chosen, typed) < release_key(VLLM_WITHOUT_DRAFT_MODEL[0]):
-        return  # 0.8-0.10 on the V0 engine (before 0.8: V0's --speculative-model)
+    first, until = (release_key(release) for release in VLLM_WITHOUT_DRAFT_MODEL)
+    if chosen.engine == "vllm" and not first <= release_meant(chosen, typed) < until:
+        return  # 0.8-0.10 on the V0 engine (before 0.8: V0's --speculative-model), V1's own from 0.15.0
     refusal = setting_refusal(f"speculative decoding ({spec.method})", chosen.engine, chosen, typed, word)
     if refusal is not None:
         raise BadInputError(refusal)
