@@ -13,7 +13,7 @@ PINNED = ("plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "4", "--concurr
 
 @pytest.mark.parametrize(
     ("engine", "offers"),
-    [("vllm", "fp32, fp16, bf16, fp8, fp8_ds_mla"), ("sglang", "fp32, fp16, bf16, fp8")],
+    [("vllm", "fp32, fp16, bf16, fp8, fp8_ds_mla"), ("sglang", "fp32, fp16, bf16, fp8, fp8_ds_mla")],
 )
 def test_a_pinned_plan_says_the_engine_has_no_int8_cache(cli, engine, offers):
     result = cli.json(*PINNED, "--engine", engine, "--kv-cache-dtype", "int8")
@@ -35,3 +35,15 @@ def test_check_counts_it_as_a_warning(cli):
     assert on_vllm["deployment_warnings"] == [expected] and on_vllm["warnings"] == 1
     assert on_trtllm["warnings"] == 0
     assert cli.run(*common, "--engine", "vllm", "--strict").exit_code == 1
+
+
+@pytest.mark.parametrize(("engine", "per_layer"), [("vllm", 788), ("sglang", 788), ("trtllm", 708)])
+def test_fp8_on_a_sparse_mla_model_is_priced_in_the_layout_the_engine_allocates(cli, engine, per_layer):
+    """DeepSeek-V3.2 with --kv-dtype fp8 was priced 708 B a layer (576 fp8 + the indexer's 132) on every engine,
+    where vLLM (verify_and_update_config: fp8* -> fp8_ds_mla) and SGLang (NSATokenToKVPool's kv_cache_dim) hold
+    656 + 132 = 788: 11% more capacity than they have (found by newuser trial 240). TensorRT-LLM's is not read."""
+    data = cli.json("kv", "tests/fixtures/hf_configs/deepseek-v3.2-exp.json", "--target", "8xh200", "--kv-dtype",
+                    "fp8", "--seq", "128k", "--engine", engine)  # fmt: skip
+    assert data["kv"]["bytes_per_token"] == 61 * per_layer  # 61 layers
+    assert data["deployment"]["kv_dtype"] == ("fp8" if engine == "trtllm" else "fp8_ds_mla")
+    assert not any("has no fp8_ds_mla" in note for note in data["memory"]["engine"]["notes"])

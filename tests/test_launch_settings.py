@@ -145,15 +145,16 @@ def test_an_fp32_cache_needs_the_model_run_in_float32(cli):
 def test_sparse_mlas_fp8_ds_mla_cache_is_asked_of_vllm_as_fp8(cli):
     """vLLM turns any fp8 cache of a sparse-MLA model into fp8_ds_mla (``DeepseekV32ForCausalLM.
     verify_and_update_config``, ``launch_settings.VLLM_FP8_KV``): its line asks ``--kv-cache-dtype fp8``, not the
-    bf16 cache it would run without the flag; SGLang's line has no such layout, and its note says so."""
+    bf16 cache it would run without the flag; SGLang stores its fp8 in that layout too (``NSATokenToKVPool``'s
+    ``kv_cache_dim``), so its line asks ``--kv-cache-dtype fp8_e4m3`` (it had said SGLang has no such cache)."""
     config = str(reference_hf_config("deepseek-v3.2-exp"))
     found = cli.json(
         "plan", config, "--target", "8xh200", "--closed-form", "--kv-cache-dtype", "fp8_ds_mla", "--weight-dtype", "fp8"
     )
     assert value(found["launch"]["vllm"], "--kv-cache-dtype") == "fp8"
     assert "vLLM has no fp8_ds_mla cache" not in found["launch_note"]
-    assert value(found["launch"]["sglang"], "--kv-cache-dtype") is None
-    assert "the sglang line runs its default KV cache: SGLang has no fp8_ds_mla cache" in found["launch_note"]
+    assert value(found["launch"]["sglang"], "--kv-cache-dtype") == "fp8_e4m3"
+    assert "SGLang has no fp8_ds_mla cache" not in found["launch_note"]
 
 
 def test_fp8_weights_asked_of_a_bf16_checkpoint_need_an_fp8_checkpoint_for_trtllm_serve(cli):

@@ -127,6 +127,8 @@ def merge_deployment(
         ):
             fields["kv_dtype"] = fields["checkpoint_kv_dtype"]
     fields.setdefault("seq_len", default_seq_len(model, base))
+    if model is not None and fields.get("kv_dtype") == "fp8" and stores_fp8_as_ds_mla(model, fields.get("engine")):
+        fields["kv_dtype"] = "fp8_ds_mla"  # the layout vLLM and SGLang allocate for a sparse-MLA model's fp8 cache
     if fields.get("async_scheduling") is not None:
         check_async_scheduling(fields)
     if fields.get("vllm_fp8_linear_kernel") is not None:
@@ -158,6 +160,21 @@ def merge_deployment(
         if refusal is not None:
             raise BadInputError(refusal)
     return deployment
+
+
+DS_MLA_ENGINES = (None, "vllm", "sglang")
+"""Engines (None: vLLM, the default) that store any fp8 cache of a sparse-MLA model (DeepSeek-V3.2's indexer) in the
+fp8_ds_mla layout, 656 B a layer (512 fp8 + 4 fp32 scales + 64 bf16 RoPE): vLLM's
+``DeepseekV32ForCausalLM.verify_and_update_config`` turns ``fp8*`` into ``fp8_ds_mla``; SGLang's
+``NSATokenToKVPool`` sets ``kv_cache_dim`` to that layout's width when it stores fp8 (``MLATokenToKVPool``:
+``override_kv_cache_dim if nsa_kv_cache_store_fp8``). TensorRT-LLM's is not read: priced as plain fp8."""
+
+
+def stores_fp8_as_ds_mla(model: ModelSpec, engine: str | None) -> bool:
+    """Whether ``engine`` stores ``model``'s fp8 cache as fp8_ds_mla (``DS_MLA_ENGINES``): ``--kv-dtype fp8`` on
+    DeepSeek-V3.2 was priced 708 B a layer (576 fp8 + the indexer's 132), where both engines hold 788."""
+    mla = model.attention.mla
+    return mla is not None and mla.indexer is not None and engine in DS_MLA_ENGINES
 
 
 BLOCK_FLAGS = {"vllm": "--block-size", "sglang": "--page-size"}

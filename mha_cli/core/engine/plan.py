@@ -214,9 +214,10 @@ def _fits(starts: bool, admitted: int, sequences: int) -> bool:
     return starts and admitted >= sequences
 
 
-KV_FORMATS = {"vllm": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"), "sglang": ("fp32", "fp16", "bf16", "fp8"),
+KV_FORMATS = {"vllm": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"), "sglang": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"),
               "trtllm": ("fp32", "fp16", "bf16", "fp8", "int8")}  # fmt: skip
-"""KV-cache formats each engine offers (vLLM ``kv_cache_dtype`` auto/fp8, SGLang fp8_e4m3/e5m2, TRT-LLM fp8/int8)."""
+"""KV-cache formats each engine offers (vLLM ``kv_cache_dtype`` auto/fp8, SGLang fp8_e4m3/e5m2, TRT-LLM fp8/int8);
+fp8_ds_mla is how vLLM and SGLang store a sparse-MLA model's fp8 (``core.deployment.DS_MLA_ENGINES``)."""
 
 
 def kv_format_note(engine: str, kv_dtype: str) -> str | None:
