@@ -91,7 +91,10 @@ def test_contexts_of_any_size_are_priced_in_steps_that_do_not_grow(cli, counted_
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     engine, latency = data["engine"], data["latency"]
-    assert not engine["starts"] and "max seq len" in engine["refusal"] and not data["memory"]["fits"]
+    # the engine refuses the context, or (recommend: its design written for it, the RoPE table of 2^30 positions,
+    # 256 GiB, priced) has no memory left for one block
+    refused = ("max seq len", "No available memory for the cache blocks")
+    assert not engine["starts"] and any(why in engine["refusal"] for why in refused) and not data["memory"]["fits"]
     chunks = -(-data["kv"]["seq_len"] // engine["max_num_batched_tokens"])
     assert chunks > 2_500 and len(counted_steps) < 600  # all latencies, ways out repriced included
     assert latency["prefill_ms"] > latency["prefill_bound_ms"] > latency["decode_bound_ms"] > 0
