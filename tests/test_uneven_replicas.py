@@ -36,3 +36,11 @@ def test_dp_attention_ranks_in_lockstep_count_the_busiest_ranks_rate_by_their_ro
     assert run["users_per_replica"] == 2
     expected = run["output_tokens_per_s"] * (1 + 7 / 2)
     assert abs(run["deployment_output_tokens_per_s"] - expected) < 1e-6 * expected
+
+
+def test_num_prompts_under_a_rate_is_the_clients_total_split_over_the_replicas(cli):
+    """``--rate 80 --num-prompts 80`` on 8 replicas sent 80 requests to every replica (640 in all), as a closed loop
+    does not (10 each): 1,000 prompts at 320 req/s ran 50 s a replica, not 3 (found by newuser trial 239)."""
+    args = ("plan", "llama-3.1-8b", "--target", "8xh100", "--tp", "1", "--num-prompts", "80")
+    assert cli.json(*args, "--rate", "80")["simulated"]["requests"] == 10  # 80 / 8
+    assert cli.json(*args, "--concurrency", "80")["simulated"]["requests"] == 10

@@ -99,7 +99,7 @@ def client_workload(
         count = client.min_prompts if users is None else client.prompts_per_user * users
         count = min(MAX_DEFAULT_PROMPTS, max(client.min_prompts, count), int(MAX_SIMULATED_STEPS / steps))
         count = max(count, users or 1)
-    elif users is not None:
+    else:  # the client's whole count, split over the replicas (closed loop or --rate alike)
         count = max(1, -(-count // case.replicas))
     if count * steps > MAX_SIMULATED_STEPS:
         raise BadInputError(
