@@ -71,6 +71,21 @@ def test_bad_profiles_are_one_line_refusals(tmp_path, monkeypatch):
     assert load_profile("h200-prior").kind == "prior"
 
 
+@pytest.mark.parametrize("constant", ["Infinity", "-Infinity", "NaN"])
+def test_a_profile_with_a_non_finite_figure_is_refused(tmp_path, constant):
+    """A profile whose rates read Infinity (Python's json writes and reads it) was taken, and every time priced as NaN
+    with exit 0, verify printing PASS (found by newuser trial 239)."""
+    prior = load_profile("h100-sxm-prior")
+    text = json.dumps(prior.model_dump(mode="json"))
+    rates = json.dumps(prior.weight_bandwidth.rates)
+    path = tmp_path / "odd.json"
+    path.write_text(text.replace(rates, "[" + ", ".join([constant] * len(prior.weight_bandwidth.rates)) + "]", 1))
+    with pytest.raises(BadInputError, match=f"is not a valid profile: {constant} is not a measured figure"):
+        read_profile(path)
+    (tmp_path / "fine.json").write_text(text)  # the control: the same file with its own rates is read
+    assert read_profile(tmp_path / "fine.json").weight_bandwidth.rates == prior.weight_bandwidth.rates
+
+
 def test_calibrate_on_this_cpu_writes_a_profile_and_refuses_to_overwrite_it(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
     # --allow-unstable: one attempt kept whatever the verdict (CI machines are shared; the verdict is tested below

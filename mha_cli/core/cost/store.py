@@ -51,6 +51,15 @@ def profile_path(name: str) -> Path:
     return profiles_dir() / f"{check_profile_name(name)}.json"
 
 
+class NonFiniteError(ValueError):
+    """A profile's ``Infinity``, ``-Infinity`` or ``NaN``."""
+
+
+def _no_constant(name: str) -> float:
+    """``json.loads``' ``parse_constant``: the non-finite numbers JSON leaves out and Python writes, refused."""
+    raise NonFiniteError(name)
+
+
 def read_profile(path: Path) -> DeviceProfile:
     """The profile in ``path``; one line saying what is wrong otherwise."""
     where = shown_path(path)
@@ -60,9 +69,13 @@ def read_profile(path: Path) -> DeviceProfile:
     try:
         if path.stat().st_size > MAX_PROFILE_BYTES:
             raise BadInputError(f"{where} is larger than a profile ({MAX_PROFILE_BYTES // 1024} KiB at most)")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except FileNotFoundError:
         raise BadInputError(f"{where}: no such profile file") from None
+    except NonFiniteError as exc:  # Python's json writes and reads these; a rate of them prices every time as NaN
+        raise BadInputError(
+            f"{where} is not a valid profile: {exc} is not a measured figure (rewrite it with `mha calibrate`)"
+        ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadInputError(f"{where} is not a profile JSON file ({exc.__class__.__name__})") from None
     try:
