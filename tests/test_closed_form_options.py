@@ -71,3 +71,16 @@ def test_requests_past_the_planned_context_are_named_with_the_flag_that_admits_t
     )
     plain = CliRunner().invoke(app, [*ONE, "--concurrency", "2", "--json"])
     assert not any("reach" in note for note in json.loads(plain.stdout)["notes"])
+
+
+def test_a_range_ratio_beside_a_lengths_file_is_refused(tmp_path):
+    """The file's lengths are replayed as they are: --random-range-ratio beside it changed nothing, with exit 0
+    (found by newuser trial 239), as --burstiness without --rate would (refused above)."""
+    lengths = tmp_path / "lengths.txt"
+    lengths.write_text("1000 100\n2000 200\n")
+    result = CliRunner().invoke(app, [*ONE, "--lengths-file", str(lengths), "--random-range-ratio", "0.5"])
+    assert result.exit_code == 2
+    assert "--random-range-ratio 0.5 draws lengths around --isl and --osl; --lengths-file replays its own" in (
+        result.output
+    )
+    assert CliRunner().invoke(app, [*ONE, "--lengths-file", str(lengths), "--json"]).exit_code == 0

@@ -748,6 +748,11 @@ def _client(
         raise BadInputError(f"--random-range-ratio {range_ratio:g}: give a value in [0, 1)")
     if not 0 < burstiness <= 1e3:
         raise BadInputError(f"--burstiness {burstiness:g}: give a gamma shape greater than 0 (1: Poisson)")
+    if lengths_file is not None and range_ratio > 0:  # the file's lengths are replayed as they are
+        raise BadInputError(
+            f"--random-range-ratio {range_ratio:g} draws lengths around --isl and --osl; --lengths-file replays its"
+            " own: give one of them"
+        )
     lengths = None if lengths_file is None else read_lengths(lengths_file)
     return ClientSpec(num_prompts=num_prompts, range_ratio=range_ratio, burstiness=burstiness, lengths=lengths,
                       seed=seed)  # fmt: skip
