@@ -38,3 +38,12 @@ def test_an_empty_target_name_is_refused_not_read_as_every_target(cli):
         assert result.stderr == (
             "error: the target name is empty: give an id or alias, or leave it out to list every target\n"
         )
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_a_plot_path_that_is_a_folder_says_so_with_or_without_force(cli, tmp_path, force):
+    """``--plot d.png`` on a folder asked for --force, and then said it was a folder (found by newuser trial 239)."""
+    folder = tmp_path / "d.png"
+    folder.mkdir()
+    result = cli.run("kv", "llama-3-8b", "--plot", str(folder), *force)
+    assert result.exit_code == 2 and result.stderr.endswith("is a folder: name a .png file\n")

@@ -32,6 +32,8 @@ def check_plot_path(path: Path, *, force: bool) -> None:
     if path.suffix.lower() != ".png":
         raise BadInputError(f"--plot {shown_path(path)}: name the file .png")
     with looking_at_output(path):
+        if path.is_dir():  # --force would not help: said first (it asked for --force, then said so)
+            raise BadInputError(f"--plot {shown_path(path)} is a folder: name a .png file")
         if path.exists() and not force:
             raise BadInputError(f"{shown_path(path)} exists: pass --force to overwrite it")
 
