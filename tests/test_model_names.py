@@ -16,7 +16,7 @@ from mha_cli.core.errors import EXIT_BAD_INPUT
 from mha_cli.core.preset_ids import PRESET_IDS, TEXT_MODELS, checkpoint_id, id_for_short_name, preset_for_id
 from mha_cli.core.presets import PRESET_DATA, get_preset, preset_names
 from mha_cli.core.served_model import PLACEHOLDER
-from tests.conftest import reference_hf_config
+from tests.conftest import HF_FIXTURES, reference_hf_config
 from tests.hf_cache_fixture import add_snapshot
 
 LLAMA_31_8B_BF16 = 32 * 2 * 8 * 128 * 2  # layers x (K, V) x KV heads x head_dim x bf16 bytes: 131,072
@@ -334,3 +334,19 @@ def test_the_gemma_3_27b_it_id_answers_as_its_preset(cli, hub):
     assert published["memory"]["engine"][available] == shown["memory"]["engine"][available]
     text = cli.json("kv", "gemma-3-27b", "--seq", "32768")
     assert text["params"]["total"] == shown["params"]["total"] - shown["params"]["vision_tower"]
+
+
+FIXTURED_PRESETS = [name for name in preset_names() if (HF_FIXTURES / f"{name}.json").exists()]
+
+
+@pytest.mark.parametrize("name", FIXTURED_PRESETS)
+def test_a_preset_prices_as_the_published_config_it_names(cli, name):
+    """The preset and its own checkpoint's config.json (the fixture of its name) give the same parameters, weight bytes,
+    cache and engine pool: Granite-4.0-H-Small's preset lacked the shared expert (755M parameters), Qwen3-Next's its
+    shared-expert gate, Gemma-3n's the local RoPE table, so their Hugging Face ids priced otherwise than their files
+    (found by newuser trial 240)."""
+    keys = ("params", "weight_bytes", "bytes_per_token", "state_bytes_per_seq")
+    preset = cli.json("kv", name, "--target", "h200")
+    published = cli.json("kv", str(HF_FIXTURES / f"{name}.json"), "--target", "h200")
+    assert {k: preset[k] for k in keys} == {k: published[k] for k in keys}
+    assert preset["memory"]["engine"]["kv_tokens"] == published["memory"]["engine"]["kv_tokens"]

@@ -497,11 +497,19 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         d_model=2048,
         n_layers=48,
         recurrent=dict(kind="gated_deltanet", n_heads=32, head_dim=128, state_dim=128, conv_dim=8192, conv_kernel=4),
-        attention=dict(n_heads=16, n_kv_heads=2, head_dim=256),
+        attention=dict(n_heads=16, n_kv_heads=2, head_dim=256, rope=dict(theta=1e7, partial_rotary_factor=0.25)),
         layers=dict(pattern=["linear"] * 3 + ["global"]),
         block=dict(
             d_ff=5120,
-            moe=dict(n_experts=512, n_active_experts=10, n_shared_experts=1, d_ff_expert=512, d_ff_shared=512),
+            norm_eps=1e-6,
+            moe=dict(
+                n_experts=512,
+                n_active_experts=10,
+                n_shared_experts=1,
+                d_ff_expert=512,
+                d_ff_shared=512,
+                shared_expert_gate=True,
+            ),
         ),
         embeddings=dict(vocab_size=151936),
     ),
@@ -555,10 +563,16 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         context_length=131072,
         d_model=4096,
         n_layers=40,
-        recurrent=dict(kind="mamba2", n_heads=128, head_dim=64, state_dim=128, conv_dim=8448, conv_kernel=4),
-        attention=dict(n_heads=32, n_kv_heads=8),
+        recurrent=dict(
+            kind="mamba2", n_heads=128, head_dim=64, state_dim=128, conv_dim=8448, conv_kernel=4, conv_bias=True
+        ),
+        attention=dict(n_heads=32, n_kv_heads=8, scale=1.0, nope_layers="global", rope=dict(theta=10000.0)),
         layers=dict(pattern=["linear"] * 5 + ["global"] + ["linear"] * 4),
-        block=dict(d_ff=768, moe=dict(n_experts=72, n_active_experts=10, d_ff_expert=768)),
+        # a shared expert of 1,536 (shared_intermediate_size) beside the 72 routed ones of 768: 32.2B, IBM's 32B
+        block=dict(
+            d_ff=1536,
+            moe=dict(n_experts=72, n_active_experts=10, d_ff_expert=768, n_shared_experts=1, d_ff_shared=1536),
+        ),
         embeddings=dict(vocab_size=100352, tied=True),
     ),
     # 10 softmax : 70 lightning-attention layers: 40,960 B/token + 146,800,640 B of state (bf16) per sequence.
@@ -629,10 +643,10 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         context_length=32768,
         d_model=2048,
         n_layers=35,
-        attention=dict(n_heads=8, n_kv_heads=2, head_dim=256),
+        attention=dict(n_heads=8, n_kv_heads=2, head_dim=256, rope=dict(theta=1e6), rope_local=dict(theta=10000.0)),
         layers=dict(sliding_window=512, pattern=["local"] * 4 + ["global"], n_kv_shared_layers=15),
-        block=dict(d_ff=16384),
-        embeddings=dict(vocab_size=262400, tied=True),
+        block=dict(d_ff=16384, norm_eps=1e-6, activation="gelu_tanh"),
+        embeddings=dict(vocab_size=262400, tied=True, final_logit_softcap=30.0),
     ),
     # 3 local (4,096) : 1 global, parallel block with one LayerNorm: 131,072 B/token.
     "command-r7b": dict(
