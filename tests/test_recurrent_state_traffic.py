@@ -98,3 +98,18 @@ def test_the_kv_latency_on_sglang_reads_its_float32_state(cli, monkeypatch):
     monkeypatch.setattr(sglang_state_pool, "engine_state_model", lambda model, engine: model)
     as_stored = cli.json(*args)["latency"]["decode_bound_ms"]
     assert (fp32 - as_stored) * 1e-3 == pytest.approx(36 * 2 * 8 * 128 * 128 * 2 / 3350e9, rel=1e-6)
+
+
+@pytest.mark.parametrize(("tp", "conv_per_rank"), [(1, 8448), (2, (8192 + 2 * 2 * 128) // 2), (8, 1280)])
+def test_a_mamba2_conv_whose_groups_do_not_divide_tp_is_priced_as_vllm_replicates_them(tp, conv_per_rank):
+    """Granite-4.0-H-Small: 128 heads of 64, one B/C group of state 128, conv 8192 + 2 x 1 x 128 = 8,448 channels. At
+    tp 8 vLLM makes the groups 8 (``extra_groups_for_head_shards``): (8192 + 2 x 8 x 128) / 8 = 1,280 a rank, not
+    1,056 (found by newuser trial 240); at tp 2, (8192 + 2 x 2 x 128) / 2 = 4,352, not 4,224."""
+    from mha_cli.core.kv import sharded_conv_dim, state_bytes_per_layer
+    from mha_cli.core.presets import get_preset
+
+    model = get_preset("granite-4.0-h-small")
+    assert -(-sharded_conv_dim(model.recurrent, tp) // tp) == conv_per_rank
+    # a layer's state on a rank: the conv's 3 columns and the SSM state (heads / tp x 64 x 128), both bf16
+    ssm = 128 // tp * 64 * 128 * 2
+    assert state_bytes_per_layer(model, "bf16", tp=tp) == conv_per_rank * 3 * 2 + ssm

@@ -166,6 +166,21 @@ def conv_columns(state: RecurrentSpec, convention: StateConvention) -> int:
     return max(0, state.conv_kernel - 1)
 
 
+def sharded_conv_dim(state: RecurrentSpec, tp: int) -> int:
+    """A Mamba-2 conv's channels over all ``tp`` ranks as vLLM allocates them: where its B and C groups do not divide
+    tp, each rank gets a copy of one, so the groups become tp (``MambaStateShapeCalculator.mamba2_state_shape``:
+    ``n_groups + extra_groups_for_head_shards(n_groups, tp)``, the latter ``tp - n_groups`` unless they divide):
+    Granite-4.0-H-Small's one group at tp 8 holds 8192 + 2 x 8 x 128 channels, 1,280 a rank, not 8,448 / 8 = 1,056.
+    Other kinds keep their conv as it is."""
+    if state.kind != "mamba2" or tp == 1:
+        return state.conv_dim
+    inner = state.n_heads * state.head_dim
+    groups, rest = divmod(state.conv_dim - inner, 2 * state.state_dim)
+    if rest or groups <= 0 or groups % tp == 0:
+        return state.conv_dim
+    return inner + 2 * tp * state.state_dim
+
+
 def state_bytes_per_layer(
     model: ModelSpec, kv_dtype: str, *, tp: int = 1, convention: StateConvention = "engine"
 ) -> int:
@@ -176,7 +191,7 @@ def state_bytes_per_layer(
         return 0
     activation = activation_format(kv_dtype)
     heads = max(1, state.n_heads // tp)
-    conv_channels = -(-state.conv_dim // tp)
+    conv_channels = -(-sharded_conv_dim(state, tp) // tp) if convention == "engine" else -(-state.conv_dim // tp)
     recurrent = heads * recurrent_state_format(state, kv_dtype, convention).vector_bytes(state.values_per_head)
     return recurrent + conv_channels * activation.vector_bytes(conv_columns(state, convention))
 
