@@ -47,6 +47,14 @@ def test_a_field_present_as_null_stays_null():
     assert "sliding_window absent: 4096" in " ".join(left_out.assumptions)
 
 
+def test_a_null_kv_lora_rank_in_kimi_k2_found_by_its_architecture_is_refused_naming_it():
+    """Kimi-K2's model_type is remote code's, so no class default is read: its null rank said "v_head_dim 128 differs
+    from the key head_dim 112" (found by newuser trial 240)."""
+    config = {**json.loads(reference_hf_config("kimi-k2-instruct").read_text()), "kv_lora_rank": None}
+    with pytest.raises(BadInputError, match="kv_lora_rank is null: vLLM then runs this family's attention without"):
+        import_hf_config(config)
+
+
 def test_a_null_kv_lora_rank_in_an_mla_family_is_refused_naming_it():
     config = {**json.loads(reference_hf_config("deepseek-v3").read_text()), "kv_lora_rank": None}
     with pytest.raises(BadInputError, match="kv_lora_rank is null: vLLM then runs this family's attention without"):

@@ -361,11 +361,14 @@ def _kv_heads(r: ConfigReader, fam: Family, n_heads: int) -> int:
 
 def _mla(r: ConfigReader) -> dict[str, Any] | None:
     rank = r.get("kv_lora_rank")
-    if rank is None and "kv_lora_rank" in r.config and r.defaults.get("kv_lora_rank"):  # null in an MLA family
+    mla_family = r.defaults.get("kv_lora_rank") or r.config.get("qk_nope_head_dim") is not None  # Kimi-K2: remote
+    if rank is None and "kv_lora_rank" in r.config and mla_family:  # null in an MLA family
+        default = r.defaults.get("kv_lora_rank")
         raise BadInputError(
             f"{r.origin}: kv_lora_rank is null: vLLM then runs this family's attention without the MLA latent"
             " (DeepSeek-V2's plain attention, its heads qk_nope + qk_rope wide), which mha does not price; give the"
-            f" latent rank if the checkpoint has one (the {r.defaults_from} default is {r.defaults['kv_lora_rank']})"
+            " latent rank if the checkpoint has one"
+            + (f" (the {r.defaults_from} default is {default})" if default else "")
         )
     if rank is None:
         return None
