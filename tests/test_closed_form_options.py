@@ -84,3 +84,24 @@ def test_a_range_ratio_beside_a_lengths_file_is_refused(tmp_path):
         result.output
     )
     assert CliRunner().invoke(app, [*ONE, "--lengths-file", str(lengths), "--json"]).exit_code == 0
+
+
+def test_a_lengths_file_longer_than_the_run_says_how_much_was_replayed(tmp_path):
+    """200 short pairs then 2,000 long ones: the run replayed the short ones alone, silently (found by newuser trial
+    239). It says so; a file the run covers gets no such note."""
+    lengths = tmp_path / "lengths.txt"
+    lengths.write_text("100 50\n" * 200 + "4000 500\n" * 2000)
+    data = json.loads(
+        CliRunner().invoke(app, [*ONE, "--concurrency", "4", "--lengths-file", str(lengths), "--json"]).stdout
+    )
+    replayed = data["simulated"]["requests"]
+    assert replayed < 2200
+    assert f"the lengths file holds 2,200 pairs and the busiest replica replayed its first {replayed:,}" in " ".join(
+        data["notes"]
+    )
+    short = tmp_path / "short.txt"
+    short.write_text("100 50\n" * 3)
+    covered = json.loads(
+        CliRunner().invoke(app, [*ONE, "--concurrency", "4", "--lengths-file", str(short), "--json"]).stdout
+    )
+    assert not any("lengths file holds" in note for note in covered["notes"])

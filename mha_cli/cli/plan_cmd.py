@@ -562,6 +562,12 @@ def plan(
             result, loaded.model, deployment, chosen, client, ttft_ms=ttft_ms, itl_ms=itl_ms,
             slo_percentile=slo_percentile, trace=plot is not None,
         )  # fmt: skip
+        replayed = None if result.simulated is None else result.simulated.requests
+        if client.lengths is not None and replayed is not None and replayed < len(client.lengths):
+            result.notes.append(  # the busiest replica's count: the first pairs, in the file's order
+                f"the lengths file holds {len(client.lengths):,} pairs and the busiest replica replayed its first"
+                f" {replayed:,} (the file's order, as --num-prompts sets the count): later pairs are not simulated"
+            )
     if ttft_ms is not None or itl_ms is not None:
         from mha_cli.core.cost.search import as_candidate
 
