@@ -25,7 +25,10 @@ def test_a_schema_1_file_reads_as_the_model_its_command_writes_today(name):
     old = parse_config(read_mapping(V1_CONFIGS / f"{name}.yaml"), name)
     new = parse_config(read_mapping(OUTPUTS / f"{name}.yaml"), name)
     assert old.schema_version == 1 and new.schema_version == 2
-    assert old.model == new.model and old.deployment == new.deployment
+    # recommend writes the context a design is for (its RoPE table's length) since version 1's files were kept
+    assert old.model.context_length is None and new.model.context_length == new.deployment.seq_len
+    assert old.model.model_copy(update={"context_length": new.model.context_length}) == new.model
+    assert old.deployment == new.deployment
 
 
 def test_a_flat_spec_and_its_nested_dump_are_one_model():
