@@ -105,3 +105,15 @@ def test_a_lengths_file_longer_than_the_run_says_how_much_was_replayed(tmp_path)
         CliRunner().invoke(app, [*ONE, "--concurrency", "4", "--lengths-file", str(short), "--json"]).stdout
     )
     assert not any("lengths file holds" in note for note in covered["notes"])
+
+
+def test_a_shared_prefix_longer_than_a_replayed_prompt_is_refused(tmp_path):
+    """A 900-token prefix beside a lengths file with a 500-token prompt ran (found by newuser trial 239), where one
+    past --isl is refused: the prefix is part of every prompt."""
+    lengths = tmp_path / "lengths.txt"
+    lengths.write_text("1000 100\n2000 200\n500 50\n")
+    args = [*ONE, "--concurrency", "4", "--lengths-file", str(lengths)]  # --isl 512: within it, past the file's 500
+    refused = CliRunner().invoke(app, [*args, "--shared-prefix", "505"])
+    assert refused.exit_code == 2
+    assert "--shared-prefix 505: the lengths file has a prompt of 500 tokens" in " ".join(refused.output.split())
+    assert CliRunner().invoke(app, [*args, "--shared-prefix", "500", "--json"]).exit_code == 0

@@ -468,6 +468,13 @@ def plan(
     elif chosen.kind == "prior" and device.vendor not in ("NVIDIA", "AMD"):
         stand_in = f"the priors were fitted on NVIDIA and AMD GPUs: on a {device.vendor} device they are a sketch"
     client = None if closed_form else _client(num_prompts, random_range_ratio, burstiness, lengths_file, seed)
+    if client is not None and client.lengths and shared_prefix:  # as --shared-prefix past --isl is refused above
+        shortest = min(prompt for prompt, _ in client.lengths)
+        if shared_prefix > shortest:
+            raise BadInputError(
+                f"--shared-prefix {shared_prefix:,}: the lengths file has a prompt of {shortest:,} tokens; the prefix"
+                f" is part of every prompt: give 0 to {shortest:,}"
+            )
     long_requests = None if client is None else longest_request_note(client, isl, osl)
     if slo_percentile not in (0, 50, 90, 99):
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
