@@ -239,9 +239,11 @@ def kv_cache_bytes(gib: float | None) -> int | None:
 
     if gib is None:
         return None
+    from mha_cli.core.ways import gib_as_bytes
+
     if not 0 < gib <= 1 << 20:
         raise BadInputError(f"--kv-cache-gib {gib:g}: give the pool in GiB, greater than 0")
-    return round(gib * 2**30)
+    return gib_as_bytes(gib)
 
 
 UtilisationOpt = Annotated[

@@ -346,8 +346,10 @@ def _set_pool_that_fits(
     if deployment.kv_cache_memory_bytes is None or plan.engine.refusal is None:
         return None
 
+    from mha_cli.core.ways import gib_as_bytes
+
     def plan_at(gib: float) -> MemoryPlan:
-        pooled = deployment.model_copy(update={"kv_cache_memory_bytes": round(gib * 2**30)})  # as --kv-cache-gib reads
+        pooled = deployment.model_copy(update={"kv_cache_memory_bytes": gib_as_bytes(gib)})
         return plan_memory(target, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=pooled)
 
     low, high = 0.0, deployment.kv_cache_memory_bytes / 2**30

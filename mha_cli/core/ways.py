@@ -18,9 +18,9 @@ from mha_cli.core.errors import MhaError
 from mha_cli.core.record import Record
 
 
-def gib_as_bytes(text: str) -> int:
-    """``--kv-cache-gib``'s value (GiB, a number) as bytes, as the commands read it."""
-    return round(float(text) * 2**30)
+def gib_as_bytes(gib: str | float) -> int:
+    """``--kv-cache-gib``'s value (GiB, a number or its text) as bytes, as every command reads it."""
+    return round(float(gib) * 2**30)
 
 
 FLAG_FIELDS: dict[str, tuple[str, Callable[[str], object]]] = {
