@@ -97,6 +97,17 @@ def test_a_feed_forward_block_that_follows_no_mixer_is_refused(pattern):
     assert "\n" not in str(refused.value)
 
 
+@pytest.mark.parametrize("layers", [3, 5])
+def test_a_pattern_whose_length_is_not_num_hidden_layers_is_refused(layers):
+    """vLLM's NemotronHConfig asserts ``len(hybrid_override_pattern) == num_hidden_layers``; transformers 5 would
+    take the pattern's 4 blocks. Before: priced silently as the pattern's blocks."""
+    config = {"model_type": "nemotron_h", **NEMOTRON_H, "hybrid_override_pattern": "M-*-", "num_hidden_layers": layers}
+    with pytest.raises(BadInputError, match=rf"lists 4 blocks but num_hidden_layers is {layers}") as refused:
+        import_hf_config(config)
+    assert "\n" not in str(refused.value)
+    assert import_hf_config(config | {"num_hidden_layers": 4}).model.n_layers == 2
+
+
 def test_nemotron_3_nano_weighs_its_published_31_6b():
     """The real config: 52 blocks, 23 Mamba-2 + 6 attention mixers, 23 MoE blocks (128 plain experts and a shared
     one each). transformers builds 31,577,937,344 parameters; NVIDIA publishes 31.6B (model card; also

@@ -48,6 +48,13 @@ def _blocks(config: dict[str, Any], origin: str) -> list[str]:
         if not isinstance(pattern, str) or set(pattern) - set(BLOCKS):
             raise BadInputError(f"{origin}: hybrid_override_pattern must be a string of M, *, - and E, got {pattern!r}")
         blocks = [BLOCKS[c] for c in pattern]
+        layers = config.get("num_hidden_layers")
+        if type(layers) is int and layers != len(pattern):
+            raise BadInputError(
+                f"{origin}: hybrid_override_pattern lists {len(pattern)} blocks but num_hidden_layers is {layers};"
+                " vLLM's NemotronHConfig refuses such a config (it asserts the two are equal) and transformers 5"
+                " would take the pattern's count, so mha does not guess: make them agree"
+            )
     blocks = DEFAULT_BLOCKS if blocks is None else blocks
     if not isinstance(blocks, list) or set(map(str, blocks)) - set(BLOCKS.values()):
         raise BadInputError(f"{origin}: layers_block_type must list {', '.join(sorted(BLOCKS.values()))} blocks")
