@@ -13,6 +13,7 @@ import importlib
 import inspect
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -191,3 +192,30 @@ def test_a_qwen2_window_without_its_switch_is_off_as_in_qwen2config(cli, tmp_pat
     path.write_text(json.dumps({**config, "use_sliding_window": True}))
     on = json.loads(cli.run("kv", str(path), "--seq", "1024", "--json").stdout)
     assert on["kv"]["bytes_per_sequence"] == 2 * 4 * 16 * 2 * 2 * (1024 + 256)  # layers 2 and 3 slide
+
+
+def _gpt_oss_with_window(window: object) -> dict:
+    config = json.loads((Path(__file__).parent / "fixtures" / "hf_configs" / "gpt-oss-20b.json").read_text())
+    return config | {"sliding_window": window}
+
+
+def test_layers_listed_as_sliding_with_a_window_of_zero_are_refused():
+    """gpt-oss's layer_types lists 12 sliding layers; a window of 0 tokens attends to nothing (transformers' mask
+    keeps no key). Before: priced silently as 24 full-attention layers."""
+    from mha_cli.core.errors import BadInputError
+    from mha_cli.core.hf_import import import_hf_config
+
+    with pytest.raises(BadInputError, match="12 layers are listed as sliding but sliding_window is 0") as refused:
+        import_hf_config(_gpt_oss_with_window(0))
+    assert "\n" not in str(refused.value)
+
+
+def test_layers_listed_as_sliding_without_a_window_are_full_attention_and_said():
+    """A null window: vLLM builds those layers without one (full attention); the import says so."""
+    from mha_cli.core.hf_import import import_hf_config
+
+    imported = import_hf_config(_gpt_oss_with_window(None))
+    assert imported.model.n_global_layers == 24 and imported.model.n_local_layers == 0
+    assert any("12 layers listed as sliding have no window (sliding_window null)" in a for a in imported.assumptions)
+    windowed = import_hf_config(_gpt_oss_with_window(128))
+    assert not any("listed as sliding" in a for a in windowed.assumptions)

@@ -23,6 +23,7 @@ else by the standard fields when those are all it sets; every default the import
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -230,6 +231,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
             r.config.get(gated)
     if kinds is not None:
         kinds = kinds[:n_layers]  # a family cycle longer than the model: its first n_layers entries (transformers)
+        _say_windowless_local_layers(r, kinds, window)
     fields.update(_kinds_fields(kinds, window, chunk))
     if fam.state is not None:
         fields["recurrent"] = fam.state(r, d_model, fields)
@@ -313,6 +315,26 @@ def _layer_kinds(r: ConfigReader, fam: Family, n_layers: int) -> list[LayerKind]
     if fam.local_cycle:
         return r.assume(list(fam.local_cycle), fam.local_cycle_note)
     return None
+
+
+def _say_windowless_local_layers(r: ConfigReader, kinds: list[LayerKind], window: int | None) -> None:
+    """Layers the config lists as sliding but gives no window: a window of 0 is refused (it would attend to nothing);
+    an unset one (null, or ``use_sliding_window`` false) is priced as full attention, as vLLM builds such a layer
+    (transformers' ``create_sliding_window_causal_mask`` raises on it), and said."""
+    local = kinds.count("local")
+    if not local or window:
+        return
+    stated = r.config.get("sliding_window")
+    if type(stated) is int and stated == 0:
+        raise BadInputError(
+            f"{r.origin}: {local} layers are listed as sliding but sliding_window is 0, a window of no tokens: give"
+            " the window, or null for full attention"
+        )
+    unset = (
+        "use_sliding_window false" if r.get("use_sliding_window") is False else f"sliding_window {json.dumps(stated)}"
+    )
+    r.assume(None, f"{local} layers listed as sliding have no window ({unset}): priced as full attention, as vLLM"
+                   " builds a layer whose window is unset")  # fmt: skip
 
 
 def _kinds_fields(kinds: list[LayerKind] | None, window: int | None, chunk: int | None) -> dict[str, Any]:
