@@ -151,6 +151,22 @@ def test_a_request_rate_sets_the_load_by_littles_law_and_saturates_beyond_capaci
     assert all(c["misses"][0].startswith("rate 1000 req/s") for c in search["candidates"])
 
 
+def test_at_one_rate_the_layouts_tie_on_tokens_per_gpu_and_the_faster_one_is_picked(cli):
+    """Every layout serving --rate 2 serves 512 tokens/s, 256 a GPU on two H200s: the pick is the one each user gets
+    more from, the front's point. Before: the first of the tie (tp 1 x pp 2, TTFT 284 ms, ITL 51.8 ms) against tp 2's
+    166 ms and 38.0 ms, printed "not on the front: " with no reason (found by newuser trial 242)."""
+    result = cli.json(
+        "plan", "llama-3.1-70b", "--target", "2xh200", "--isl", "1024", "--osl", "256", "--rate", "2", "--closed-form"
+    )  # fmt: skip
+    candidates = result["candidates"]
+    serving = [c for c in candidates if c["meets_targets"]]
+    assert len(serving) >= 2 and {c["output_tokens_per_s_per_gpu"] for c in serving} == {256.0}
+    pick = candidates[result["chosen"]]
+    assert result["chosen"] in result["pareto"]
+    assert pick["tokens_per_s_per_user"] == max(c["tokens_per_s_per_user"] for c in serving)
+    assert pick["deployment"]["tp"] == 2
+
+
 def test_review_findings_stay_fixed(cli, tmp_path, monkeypatch):
     """Throughput never falls from one user to two at osl 1 (the prompt wait is the share of the prompt budget in
     use); the fp8 way out names what a rerun with fp8 weights picks; the launch line carries the token budget."""

@@ -246,8 +246,13 @@ def test_the_generators_none_line_is_kept_whole_and_a_refusal_nothing_fixes_says
     refused = LayoutError("tp (3) must divide the 1 device(s) of target 'h100'")
     error = with_layout_ways(refused, resolve_target("h100"), 3, lambda words: Verdict(False, "no", None, []))
     assert error.message == (
-        "tp (3) must divide the 1 device(s) of target 'h100'; none: tried --tp 1, --target 3xh100-sxm,"
-        " --target 4xh100-sxm --tp 4 alone; none is accepted"
+        "tp (3) must divide the 1 device(s) of target 'h100'; tried as a way out and refused too: --tp 1, --target"
+        " 3xh100-sxm, --target 4xh100-sxm --tp 4"
+    )  # before: "...; none: tried --tp 1, ... alone; none is accepted" (newuser trial 242)
+    error = with_layout_ways(refused, resolve_target("h100"), 3, lambda words: Verdict(False, "no", None, [told]))
+    assert error.message.endswith(
+        "tried as a way out and refused too: --tp 1, --target 3xh100-sxm, --target 4xh100-sxm --tp 4, each with the"
+        " ways out from there"
     )
 
 

@@ -587,7 +587,11 @@ def with_layout_ways(exc: MhaError, target: ResolvedTarget, tp: int, judge: Judg
     message = exc.message.rstrip(".")  # an engine's own sentence ends in a full stop
     if ways[0].fits:
         return BadInputError(f"{message}: use e.g. {' or '.join(way.change for way in ways)}")
-    return BadInputError(f"{message}; {ways[0].text}")
+    if not ways[0].text.startswith("none: tried"):  # the generator's own word: why no layout is worth trying
+        return BadInputError(f"{message}; {ways[0].text.removeprefix('none: ')}")
+    tried = ways[0].figure.removeprefix("tried ").removesuffix(" alone")
+    tried = tried.replace(" alone and each with the ways out from there", ", each with the ways out from there")
+    return BadInputError(f"{message}; tried as a way out and refused too: {tried}")
 
 
 def _with_replicas_hint(

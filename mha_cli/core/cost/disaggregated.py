@@ -389,7 +389,11 @@ def plan_disaggregated(
     ]
     aggregated = [layout for layout in aggregated if layout is not None]
     meeting = [i for i, layout in enumerate(aggregated) if layout.meets_targets]
-    aggregated_chosen = max(meeting, key=lambda i: aggregated[i].output_tokens_per_s_per_gpu) if meeting else None
+    aggregated_chosen = (  # the most tokens/s per GPU; of a tie (one --rate served), the shortest ITL
+        max(meeting, key=lambda i: (aggregated[i].output_tokens_per_s_per_gpu, -aggregated[i].itl_ms))
+        if meeting
+        else None
+    )
     pick = None if chosen is None else splits[chosen]
     best = None if aggregated_chosen is None else aggregated[aggregated_chosen]
     winner, verdict = _verdict(pick, best, transfers, fits=bool(rates))

@@ -346,9 +346,9 @@ def confirm_by_simulation(
         if low >= 0:  # the layout's best among its simulated points that meet (at most points[low]'s users: with no
             # target every point meets, and the most users need not be the most tokens/s per GPU)
             met = [i for i in points[: low + 1] if candidates[i].simulated is not None and candidates[i].meets_targets]
-            found += [max(met, key=lambda i: candidates[i].output_tokens_per_s_per_gpu)] if met else []  # none: each
+            found += [max(met, key=lambda i: throughput_first(candidates[i]))] if met else []  # none: each
             # run was past the step budget (the closed form's verdict kept)
-    return max(found, key=lambda i: candidates[i].output_tokens_per_s_per_gpu) if found else None
+    return max(found, key=lambda i: throughput_first(candidates[i])) if found else None
 
 
 def _layout_key(candidate: Candidate) -> tuple[int, int, int, bool, bool]:
@@ -379,7 +379,13 @@ def _nearest_miss(candidates: list[Candidate], ttft_ms: float | None, itl_ms: fl
 
 def _chosen(candidates: list[Candidate]) -> int | None:
     meeting = [i for i, c in enumerate(candidates) if c.meets_targets]
-    return max(meeting, key=lambda i: candidates[i].output_tokens_per_s_per_gpu) if meeting else None
+    return max(meeting, key=lambda i: throughput_first(candidates[i])) if meeting else None
+
+
+def throughput_first(candidate: Candidate) -> tuple[float, float]:
+    """How a pick is ranked among the points that meet the targets: the most tokens/s per GPU, then the most tokens/s
+    per user (a tie every layout serving one ``--rate`` has: each serves the rate, so the faster one wins)."""
+    return candidate.output_tokens_per_s_per_gpu, candidate.tokens_per_s_per_user
 
 
 PLAN_FLAGS: dict[str, tuple[str, type]] = {
