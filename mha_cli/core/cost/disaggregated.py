@@ -52,6 +52,7 @@ from mha_cli.core.cost.goodput import MAX_LOAD, AggregatedLayout, aggregated_lay
 from mha_cli.core.cost.kv_transfer import KvTransfer, kv_link, kv_transfer
 from mha_cli.core.cost.plan import LayoutPlans, check_rate
 from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.engine.context_limit import past_derived_length
 from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
 from mha_cli.core.kv import kv_footprint
@@ -317,11 +318,9 @@ def plan_disaggregated(
         except MhaError as exc:
             refused.setdefault(exc.message, []).append(layout.label)
     notes = [f"{', '.join(labels)}: no worker ({why})" for why, labels in refused.items()]
-    if model.context_length and isl + osl > model.context_length:  # as `mha plan --tp` says it
-        notes.append(
-            f"isl + osl ({isl + osl:,}) exceed the {model.context_length:,} tokens {model.name} was trained for: vLLM"
-            " refuses the launch lines' --max-model-len above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
-        )
+    past = past_derived_length(model, isl + osl, ("vllm",))  # the launch lines are vLLM's
+    if past:
+        notes.append(past)
     if not workers:
         nodes = f"NODESx{per_node}x{target.target.id}"
         more = f"more nodes ({nodes})" if target.n_nodes > 1 else f"more GPUs, or several nodes ({nodes})"

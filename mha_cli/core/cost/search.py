@@ -731,7 +731,8 @@ def search_deployments(
             f"no launch line: no engine mha models serves {unserved} layers (vLLM, SGLang and TensorRT-LLM have no"
             " such model); the plan prices the memory and the steps as if one did"
             if unserved and chosen is not None
-            else _launch_note(served, launch, None if chosen is None else candidates[chosen], node_notes)
+            else _launch_note(served, launch, None if chosen is None else candidates[chosen],
+                              node_notes + _context_notes(model, isl + osl, launch))
         ),
     ))  # fmt: skip
 
@@ -813,6 +814,15 @@ def _launch_note(
         notes.append(f"trtllm-serve has no --revision: it loads {served.model}'s default branch, not {served.revision}")
     notes += node_notes or []
     return "; ".join(notes) or None
+
+
+def _context_notes(model: ModelSpec, tokens: int, launch: dict[str, str]) -> list[str]:
+    """That the lines' context is past what ``launch``'s engines derive from the config, and their override."""
+    from mha_cli.core.engine.context_limit import past_derived_length
+
+    engines = tuple(engine for engine in ("vllm", "sglang") if engine in launch)
+    note = past_derived_length(model, tokens, engines) if engines else None
+    return [note] if note else []
 
 
 def _running(generation: Generation, launch: dict[str, str]) -> str:

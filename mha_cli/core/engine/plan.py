@@ -40,6 +40,7 @@ from mha_cli.core.engine.activation import (
     profile_peak_bytes,
     sampler_peak_bytes,
 )
+from mha_cli.core.engine.context_limit import vllm_max_model_len
 from mha_cli.core.engine.cuda_graphs import (
     DRAFTER_GRAPHS_NOTE,
     V2_NO_ESTIMATE_NOTE,
@@ -682,10 +683,11 @@ def _vllm(inputs: _Inputs) -> _Pool:
     memory_rules = vllm_memory_rules_note(settings.release)
     if memory_rules:
         notes.append(memory_rules)
-    if model.context_length and kv.seq_len > model.context_length:
+    derived = vllm_max_model_len(model)
+    if derived is not None and kv.seq_len > derived:
         notes.append(
-            f"vLLM refuses max_model_len {kv.seq_len:,} above the model's {model.context_length:,}"
-            " (max_position_embeddings) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+            f"vLLM refuses max_model_len {kv.seq_len:,} above the model's {derived:,} (max_position_embeddings, as"
+            " its RoPE scaling extends it) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
         )
     headroom = total - usable
     graphs_outside = inputs.graphs_outside_bytes
