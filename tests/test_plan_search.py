@@ -343,9 +343,11 @@ def test_each_kind_of_moe_layout_has_its_own_mark_in_the_pareto_table():
     def mark(**fields):
         return _moe_mark(Deployment(tp=1, pp=1, replicas=8, gpus=8, **fields))
 
-    assert mark(expert_ranks=8, dp_attention=True, expert_parallel=True) == " dpa"
+    assert mark(expert_ranks=8, dp_attention=True, expert_parallel=True, moe_a2a_backend="deepep") == " dpa"
+    assert mark(expert_ranks=8, dp_attention=True, expert_parallel=True) == " dpg"  # gathered, as priced
     assert mark(expert_ranks=8, expert_parallel=True) == " dpw"
     assert mark(expert_ranks=8) == " dps"
     assert mark(expert_ranks=1, expert_parallel=True) == " ep"  # replicas apart, each its own experts
     assert mark(expert_ranks=1) == ""
     assert all(f"{word}:" in MOE_MARKS or f"{word} /" in MOE_MARKS for word in ("dpa", "dpw", "ep"))
+    assert "dpa / dpg: DP attention" in MOE_MARKS and "by all-gather and reduce-scatter" in MOE_MARKS

@@ -883,17 +883,19 @@ def render_plan(console: Console, result: ServingPlan) -> None:
 
 
 MOE_MARKS = (
-    "dpa: DP attention, experts whole over every GPU, reached by all-to-all; dpw / dps: attention ranks sharing the"
-    " experts whole / split by width, gathered; ep: expert parallelism within a replica"
+    "dpa / dpg: DP attention, experts whole over every GPU, reached by all-to-all (DeepEP) / by all-gather and"
+    " reduce-scatter; dpw / dps: attention ranks sharing the experts whole / split by width, gathered; ep: expert"
+    " parallelism within a replica"
 )
 """What the Pareto table's MoE marks after tp x pp x dp mean (``_moe_mark``)."""
 
 
 def _moe_mark(d: Deployment) -> str:
     """The mark of an MoE layout in the Pareto table (``MOE_MARKS``); DP-attention layouts that spread the experts
-    whole and by width both read "dpa" before, and the width-split ones carried no mark at all."""
+    whole and by width both read "dpa" before, and the width-split ones carried no mark at all; "dpa" was said to be
+    all-to-all where the layout priced and launched all-gather (newuser trial 242)."""
     if d.dp_attention:
-        return " dpa"
+        return " dpa" if d.moe_a2a_backend == "deepep" else " dpg"
     if d.shares_experts:
         return " dpw" if d.expert_parallel else " dps"
     return " ep" if d.expert_parallel else ""
