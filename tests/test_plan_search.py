@@ -316,6 +316,25 @@ def test_recommends_pick_is_plans_on_the_design_it_wrote(cli, tmp_path):
     assert ours["output_tokens_per_s_per_gpu"] == pytest.approx(theirs["output_tokens_per_s_per_gpu"])
 
 
+def test_reasons_that_differ_in_their_figures_are_said_once_with_the_ways_out_that_start(cli):
+    """DeepSeek-V3 on 8 x H100: 19 layouts, each out of memory with its own rank's weights, were 3,004 characters cut
+    before any way out (found by newuser trial 242). Now one reason, and the change with which a layout starts,
+    checked by running it."""
+    from mha_cli.core.cost.search import _why_none_starts
+
+    tried = [f"tp {n} x pp 1 x 1 replica(s): left out (weights {gib} GiB exceed 79.19 GiB)" for n, gib in ((1, 93.9),
+                                                                                                     (2, 87.1))]  # fmt: skip
+    assert _why_none_starts(tried) == (
+        "all 2 layouts are left out (weights 93.9 GiB exceed 79.19 GiB; the others alike, with their own figures)"
+    )
+    refused = cli.run("plan", "deepseek-v3", "--target", "8xh100", "--isl", "2048", "--osl", "512")
+    assert refused.exit_code == 2 and len(refused.output) < 800
+    line = refused.output.strip().replace("\n", " ")
+    assert "all 19 layouts are left out" in line and "ways out: --target 2x8xh100-sxm" in line
+    assert cli.run("plan", "deepseek-v3", "--target", "2x8xh100-sxm", "--isl", "2048", "--osl", "512",
+                   "--closed-form").exit_code == 0  # fmt: skip
+
+
 def test_a_search_where_no_layout_starts_says_each_reason_once():
     """Kimi-K2 on 8 x H200 at 4,608 tokens: vLLM's "No available memory for the cache blocks" was repeated for each
     of 17 layouts, a 4,647-character line cut at 1,000 (found by newuser trial 236)."""

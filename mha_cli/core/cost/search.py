@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shlex
 from collections.abc import Callable
 from typing import Annotated
@@ -704,7 +705,13 @@ def search_deployments(
     options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "rate": rate}
     candidates, tried = _search(model, target, deployment, profiles if bounds else (profiles[0], None), **options)
     if not candidates:
-        raise BadInputError(f"no deployment of {model.name} on {target.spec} starts: {_why_none_starts(tried)}")
+        why = f"no deployment of {model.name} on {target.spec} starts: {_why_none_starts(tried)}"
+        if ways is None:  # mha plan's own search: the changes of its ways out with which one does (closed form)
+            judge = _plan_judge(model, served, target, deployment, profiles, options, None, slo_percentile)
+            found = settle(search_changes(target, deployment, None), judge, PLAN_FLAGS, keep=2, goal="starts")
+            if found[0].fits:
+                why += f"; ways out: {' or '.join(f'{way.change} ({way.figure})' for way in found)}"
+        raise BadInputError(why)
     chosen = _chosen(candidates)
     if client is not None and chosen is not None:
         chosen = confirm_by_simulation(
@@ -739,24 +746,32 @@ def search_deployments(
 
 def _why_none_starts(tried: list[str]) -> str:
     """The layouts tried, each left out, said once a reason: ``all 12 layouts are left out (REASON)``, or each reason
-    with its layouts; the same reason was repeated for every layout (4,647 characters for Kimi-K2 on 8 x H200)."""
+    with its layouts; the same reason was repeated for every layout (4,647 characters for Kimi-K2 on 8 x H200).
+    Reasons that differ only in their figures (each rank's weights) are one reason, said with the first layout's
+    figures (3,004 characters for DeepSeek-V3 on 8 x H100, cut before any way out)."""
     if not tried:
         return "no layout shards it"
-    reasons: dict[str, list[str]] = {}
+    reasons: dict[str, list[tuple[str, str]]] = {}  # the reason without its figures -> (layout, reason) each
     others = []  # a line of another form (a layout admitting none): said as it is
     for line in tried:
         label, left_out, reason = line.partition(": left out (")
         if left_out:
-            reasons.setdefault(reason.removesuffix(")"), []).append(label)
+            reason = reason.removesuffix(")")
+            reasons.setdefault(re.sub(r"\d[\d,]*(\.\d+)?", "#", reason), []).append((label, reason))
         else:
             others.append(line)
+
+    def said(group: list[tuple[str, str]]) -> str:
+        alike = "" if len({reason for _, reason in group}) == 1 else "; the others alike, with their own figures"
+        return f"{group[0][1]}{alike}"
+
     if len(reasons) == 1 and not others and len(tried) > 1:
-        return f"all {len(tried)} layouts are left out ({next(iter(reasons))})"
+        return f"all {len(tried)} layouts are left out ({said(next(iter(reasons.values())))})"
     grouped = [
-        f"{labels[0]}: left out ({reason})"
-        if len(labels) == 1
-        else f"{len(labels)} layouts ({labels[0]}, ...): left out ({reason})"
-        for reason, labels in reasons.items()
+        f"{group[0][0]}: left out ({said(group)})"
+        if len(group) == 1
+        else f"{len(group)} layouts ({group[0][0]}, ...): left out ({said(group)})"
+        for group in reasons.values()
     ]
     return "; ".join([*grouped, *others])
 
