@@ -59,6 +59,11 @@ def test_kv_that_does_not_fit_is_flagged_and_can_fail(cli):
     result = cli.run("kv", "llama-3-70b", "--target", "a100", "--fail-if-no-fit")
     assert result.exit_code == EXIT_CHECK_FAILED
     assert "does not fit" in result.stdout
+    # a way that fits is offered as one: "does not fit: --weight-dtype fp8 (...)" read as if fp8 failed too (trial 242)
+    offered = " ".join(cli.run("kv", "llama-3.1-70b", "--target", "h200", "--seq", "8k", "--tp", "1").stdout.split())
+    assert "does not fit; ways out (each checked): --weight-dtype fp8 (weights 67.7 GiB per device)" in offered
+    fp8 = cli.json("kv", "llama-3.1-70b", "--target", "h200", "--seq", "8k", "--tp", "1", "--weight-dtype", "fp8")
+    assert fp8["memory"]["fits"] is True
 
 
 def test_kv_reads_our_config_file_and_options_override_it(cli, tmp_path):

@@ -176,7 +176,9 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
         console.print()
         print_engine_plan(console, report.memory)
         if not report.memory.fits:
-            console.print("[bold red]does not fit:[/bold red] " + escape("; ".join(w.text for w in report.ways_out)))
+            ways = "; ".join(w.text for w in report.ways_out)  # each way that fits, or the one "none: ..." line
+            lead = "ways out (each checked): " if any(w.fits for w in report.ways_out) else ""
+            console.print("[bold red]does not fit[/bold red]" + escape(f"; {lead}{ways}" if ways else ""))
     latency = report.latency
     if latency is not None and report.memory is not None:
         from mha_cli.cli.render_latency import latency_line
