@@ -435,7 +435,9 @@ def test_explicit_mha_at_long_context_is_priced_not_praised():
     reason = result.variant_reason
     assert "small enough" not in reason and "asked for with --variant MHA" in reason
     gqa = max((a for a in result.alternatives if a.variant == "GQA" and a.n_kv_heads <= 8), key=lambda a: a.n_kv_heads)
-    assert f"{gqa.bytes_per_token * 131072 / 2**30:.1f} GiB with {gqa.label}" in reason
+    assert f"{gqa.bytes_per_token * 131072 / 2**30:.1f} GiB with {gqa.label} ({gqa.n_layers} layers)" in reason
+    # priced at its own depth, so not "the same shape" (newuser trial 241: `check` prices the same 32 layers lower)
+    assert gqa.n_layers != result.config.model.n_layers and "same shape" not in reason
     assert "explicit: variant MHA" in result.config.notes
     assert not any(n.startswith("explicit:") for n in rec(7e9, seq=131072).config.notes)
 

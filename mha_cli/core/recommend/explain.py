@@ -95,8 +95,8 @@ def _mha_reason(ctx: Context, model: ModelSpec, per_seq: str, rows: list[Alterna
         why = "priority training at short context keeps the reference quality"
     gqa = [a for a in rows if a.variant == "GQA" and (a.n_kv_heads or 0) <= C.BALANCED_KV_HEADS]
     cheaper = sorted(gqa, key=lambda a: -(a.n_kv_heads or 0))[:1] + [a for a in rows if a.variant == "MLA"]
-    prices = [f"{format_bytes(a.bytes_per_sequence)} with {a.label}" for a in cheaper]
-    priced = f"; the same shape would cache {', '.join(prices)} (see the alternatives)" if prices else ""
+    prices = [f"{format_bytes(a.bytes_per_sequence)} with {a.label} ({a.n_layers} layers)" for a in cheaper]
+    priced = f"; a design at this budget would cache {', '.join(prices)} (see the alternatives)" if prices else ""
     return f"MHA ({why}): {model.attention.n_heads} KV heads cache {per_seq} per {r.seq_len:,}-token sequence{priced}"
 
 
