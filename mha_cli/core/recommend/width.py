@@ -125,8 +125,18 @@ def _fixed_width(
     """--d-model: the depth that spends the budget at that width, refused outside the aspect band (MHA005)."""
     r = ctx.request
     assert r.d_model is not None
+    try:
+        head_dim = head_dim_for(r.d_model)
+    except BadInputError as unsplit:  # its neighbours split into heads but may fall outside the band: one that fits
+        nearest = nearest_sane_width(ctx, vocab, tied, moe, budget, band)
+        if nearest == r.d_model:
+            raise
+        raise BadInputError(
+            f"{unsplit.message.partition(': use')[0]}: use --d-model {nearest}, the nearest width that splits into"
+            " heads at a depth inside the aspect band of public designs (rule MHA005), or leave --d-model out"
+        ) from None
     frame = Frame(
-        d_model=r.d_model, head_dim=head_dim_for(r.d_model), vocab=vocab, tied=tied, small=ctx.small,
+        d_model=r.d_model, head_dim=head_dim, vocab=vocab, tied=tied, small=ctx.small,
         query_width_multiple=query_width_multiple(moe, r.variant),
     )  # fmt: skip
     if r.tp is not None and frame.n_heads % r.tp:
