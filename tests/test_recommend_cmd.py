@@ -381,3 +381,9 @@ def test_a_kv_format_the_engine_has_no_cache_of_is_a_warning(cli):
                       " that format's bytes, not a deployment it runs"]  # fmt: skip
     assert "warning: vLLM has no int4 KV cache" in " ".join(cli.run(*args, "--kv-dtype", "int4").output.split())
     assert cli.json(*args, "--kv-dtype", "int8", "--engine", "trtllm")["warnings"] == []
+
+
+def test_a_refusal_ending_in_a_full_stop_is_not_given_a_second(cli):
+    """vLLM's own sentence ends in a full stop; DOES NOT FIT added its own: "is 533328.. Ways out" (trial 241)."""
+    out = " ".join(cli.run("recommend", "--params", "400B", "--seq", "1M", "--target", "8xb200").stdout.split())
+    assert "estimated maximum model length is" in out and ". Ways out:" in out and ".. Ways out" not in out

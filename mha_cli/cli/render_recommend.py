@@ -114,7 +114,7 @@ def not_fitting(plan: MemoryPlan) -> str:
     from mha_cli.core.fit import capped_by_max_num_seqs
 
     if plan.engine.refusal is not None and plan.weights_fit:  # the engine would not start (a pool set too large)
-        return f"the engine would not start: {plan.engine.refusal}"
+        return f"the engine would not start: {plan.engine.refusal.rstrip('.')}"  # the caller adds the stop
     if not plan.weights_fit:
         return "the weights exceed the target"
     if capped_by_max_num_seqs(plan):
