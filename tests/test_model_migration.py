@@ -177,7 +177,8 @@ FLAT_MODEL = "{d_model: 64, n_layers: 2, n_heads: 4, d_ff: 8, vocab_size: 10}"
          "model.n_heads: missing (required); model.d_ff: missing (required); model.vocab_size: missing (required)"),
         ("model: {d_model: 64, n_layers: 2, attention: {n_heads: 4, variant: GQA, num_key_value_heads: 2},"
          " block: {d_ff: 8}, embeddings: {vocab_size: 10}}\n",
-         "model.attention.num_key_value_heads: unknown field; did you mean attention.n_kv_heads?"),
+         "model.attention.num_key_value_heads: unknown field; did you mean attention.n_kv_heads?"
+         " (num_key_value_heads is config.json's name; `mha kv` reads a config.json as it is)"),
         ("model: {d_model: 64, n_layers: 2, attention: {n_heads: 4, variant: GQA}, block: {d_ff: 8},"
          " embeddings: {vocab_size: 10}}\n",
          "model.attention: variant GQA needs n_kv_heads (a divisor of n_heads between 1 and n_heads)"),
@@ -237,3 +238,22 @@ def test_a_part_field_in_the_wrong_part_names_no_old_name_when_it_kept_its_name(
     assert hint(("model", "block", "attn_sinks")) == (
         "did you mean attention.sinks? (attn_sinks is its schema_version 1 name)"
     )
+
+
+def test_a_config_json_name_in_our_file_is_sent_where_ours_keeps_it():
+    """``rope_theta`` under ``attention`` was sent to ``attention.rope_local`` (the closest spelling; newuser trial
+    241). Each config.json name's place is a real field path of the schema."""
+    from mha_cli.core.config_layout import CONFIG_JSON_NAMES, IN_PARTS, unknown_field_hint
+
+    hint = unknown_field_hint(IN_PARTS)
+    assert hint(("model", "attention", "rope_theta")) == (
+        "did you mean attention.rope.theta? (rope_theta is config.json's name; `mha kv` reads a config.json as it is)"
+    )
+    assert hint(("model", "hidden_size")).startswith("did you mean d_model?")
+    for place in CONFIG_JSON_NAMES.values():
+        spec: type = ModelSpec
+        for name in place.split("."):
+            assert name in spec.model_fields, place
+            annotation = spec.model_fields[name].annotation
+            inner = [a for a in getattr(annotation, "__args__", (annotation,)) if hasattr(a, "model_fields")]
+            spec = inner[0] if inner else annotation

@@ -130,7 +130,30 @@ def unknown_field_hint(layout: int | None) -> Callable[[tuple[Any, ...]], str | 
     return hint
 
 
+CONFIG_JSON_NAMES = {
+    "rope_theta": "attention.rope.theta", "partial_rotary_factor": "attention.rope.partial_rotary_factor",
+    "rope_scaling": "attention.rope.scaling", "num_attention_heads": "attention.n_heads",
+    "num_key_value_heads": "attention.n_kv_heads", "attention_bias": "attention.qkv_bias",
+    "kv_lora_rank": "attention.mla.kv_lora_rank", "qk_rope_head_dim": "attention.mla.qk_rope_head_dim",
+    "qk_nope_head_dim": "attention.mla.qk_nope_head_dim", "q_lora_rank": "attention.mla.q_lora_rank",
+    "hidden_size": "d_model", "num_hidden_layers": "n_layers", "max_position_embeddings": "context_length",
+    "intermediate_size": "block.d_ff", "hidden_act": "block.activation", "rms_norm_eps": "block.norm_eps",
+    "vocab_size": "embeddings.vocab_size", "tie_word_embeddings": "embeddings.tied",
+}  # fmt: skip
+"""A Hugging Face config.json field written into our config file, and where ours keeps it (the closest name by
+spelling sent ``model.attention.rope_theta`` to ``attention.rope_local``: newuser trial 241)."""
+
+
+def _config_json_hint(key: str) -> str | None:
+    place = CONFIG_JSON_NAMES.get(key)
+    if place is None:
+        return None
+    return f"did you mean {place}? ({key} is config.json's name; `mha kv` reads a config.json as it is)"
+
+
 def _in_part_hint(part: str, key: str) -> str | None:
+    if key in CONFIG_JSON_NAMES and key not in FLAT_FIELDS:
+        return _config_json_hint(key)
     if key in FLAT_FIELDS and FLAT_FIELDS[key] != (part, key):
         place = ".".join(FLAT_FIELDS[key])
         renamed = FLAT_FIELDS[key][1] != key  # n_kv_heads kept its name; attn_sinks is attention.sinks now
@@ -143,6 +166,8 @@ def _in_part_hint(part: str, key: str) -> str | None:
 
 
 def _top_level_hint(key: str, layout: int | None) -> str | None:
+    if key in CONFIG_JSON_NAMES and key not in FLAT_FIELDS:
+        return _config_json_hint(key)
     own = [name for name in ModelSpec.model_fields if name not in PARTS]
     if layout == FLAT:
         close = close_names(key, [*own, *FLAT_FIELDS], n=1)
