@@ -335,6 +335,23 @@ def test_precheck_when_the_embedding_and_head_alone_do_not_fit():
         make_plan(tiny(2), deployment, device_type="cpu", layers=1, free_bytes=NON_LAYER * 4)
 
 
+def test_precheck_offers_one_layer_with_a_shorter_context_when_no_one_change_fits():
+    """Two layers' weights exceed the device and one layer's cache at the asked context does too: neither
+    --layers 1 nor --seq alone fits, so the pair is offered (it said "--layers 1 on a device with more memory";
+    newuser trial 241). The offered context is the longest that fits, checked with the same sizer."""
+    from mha_cli.verify.plan import _no_fit_message, _Sizer
+
+    model = ModelSpec(name="tiny", d_model=64, n_layers=2, n_heads=8, n_kv_heads=8, vocab_size=100, d_ff=8_192)
+    deployment = DeploymentSpec(seq_len=65_536, batch=1, kv_dtype="fp32")
+    sizer = _Sizer(model, model, deployment, 1, "cpu", 1, 4)  # one-token prefill: the cache grows, the MLP not
+    usable = sizer.required(1, 1, 8_192)
+    assert sizer.required(1, 1, 65_536) > usable and sizer.required(2, 1, 1) > usable  # no one change fits
+    message = _no_fit_message(sizer, usable, 2, 0, 1, 65_536, "cpu")
+    offered = int(message.split("--layers 1 --seq ")[1].split()[0])
+    assert sizer.required(1, 1, offered) <= usable < sizer.required(1, 1, offered + 1)
+    assert "more memory" not in message
+
+
 def test_quantised_kv_dtypes_and_bad_options_are_refused():
     with pytest.raises(BadInputError, match="--kv-dtype bf16"):
         make_plan(tiny(2), DeploymentSpec(kv_dtype="fp8"), device_type="cpu")

@@ -505,6 +505,11 @@ def _no_fit_message(
         ideas.append(f"--seq {shorter_seq}")
     if device_type == "cuda":
         ideas.append("--device cpu")
+    if not ideas and layers > 1:  # no one change fits: one layer with a shorter context or a smaller batch
+        one_layer_seq = _largest(lambda s: sizer.required(1, batch, s) <= usable, seq)
+        one_layer_batch = _largest(lambda b: sizer.required(1, b, seq) <= usable, batch)
+        ideas += [f"--layers 1 --seq {one_layer_seq}"] if one_layer_seq else []
+        ideas += [f"--layers 1 --batch {one_layer_batch}"] if one_layer_batch else []
     if not ideas:
         ideas.append("--layers 1 on a device with more memory")
     return (
