@@ -144,3 +144,17 @@ def test_plan_json_names_the_engine_release_typed(cli):
     assert cli.json(*base, "--engine", "vllm@0.10.1", "--tp", "1")["engine_release"] == "0.10.1"
     assert cli.json(*base, "--engine", "sglang@0.5.8")["engine_release"] == "0.5.8"
     assert "engine_release" not in cli.json(*base, "--engine", "vllm", "--tp", "1")
+
+
+def test_the_decode_step_is_split_by_what_bounds_each_operation_and_says_so(cli):
+    """At 32 users Llama-3.1-8B's GEMMs are bound by their bytes: compute_s is 0 though the step does 0.5 TFLOP,
+    which "compute 0.00" read as no compute at all (newuser trial 242); at 128 users some become FLOP-bound."""
+    args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--closed-form")
+    light = cli.json(*args, "--concurrency", "32")["decode_step"]
+    heavy = cli.json(*args, "--concurrency", "128")["decode_step"]
+    assert light["compute_s"] == 0 and light["flops"] > 0 and heavy["compute_s"] > 0
+    for step in (light, heavy):
+        parts = step["memory_s"] + step["compute_s"] + step["collective_s"] + step["overhead_s"]
+        assert parts == pytest.approx(step["seconds"])
+    text = " ".join(cli.run(*args, "--concurrency", "32").stdout.split())
+    assert "operations bound by their bytes 7.38, by their FLOPs 0.00" in text

@@ -843,8 +843,9 @@ def render_plan(console: Console, result: ServingPlan) -> None:
         )
     step = p.decode_step
     console.print(
-        f"decode step {step.seconds * 1e3:.2f} ms: memory {step.memory_s * 1e3:.2f}, compute {step.compute_s * 1e3:.2f},"
-        f" collectives {step.collective_s * 1e3:.2f}, fixed {step.overhead_s * 1e3:.2f} ({step.kernels:.0f} kernels)"
+        f"decode step {step.seconds * 1e3:.2f} ms: operations bound by their bytes {step.memory_s * 1e3:.2f}, by their"
+        f" FLOPs {step.compute_s * 1e3:.2f}, collectives {step.collective_s * 1e3:.2f}, fixed"
+        f" {step.overhead_s * 1e3:.2f} ({step.kernels:.0f} kernels)"
         f"; prefill {p.prefill_ms:.1f} ms in {p.prefill_chunk_steps} chunk step(s)"
         + (
             f"; front end {p.front_end_ms:.1f} ms a request ({p.front_end_ms / p.ttft_ms:.0%} of the TTFT: API"
