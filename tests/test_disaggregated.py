@@ -476,3 +476,12 @@ def test_a_simulated_p99_past_a_target_is_said_beside_a_pick_that_meets_it_on_me
     text = " ".join(cli.run(*args).output.split())
     assert f"p99 TTFT {p99:,.0f} ms > --ttft-ms 2000: the pick meets the targets on its means only" in text
     assert "p99 TPOT" not in text
+
+
+def test_the_verdict_says_it_is_on_means_and_over_the_gpus_the_split_runs_on():
+    """Llama-3.1-70B on 8 x H200: the pick runs on 6 GPUs, its tokens/s per GPU over those 6 against the aggregated
+    plan's 8; "on the same GPUs" hid the two left idle (newuser trial 242)."""
+    plan = _plan("llama-3.1-70b", "8xh200", 4096, 256, ttft_ms=2000, itl_ms=30)
+    pick = plan.splits[plan.chosen]
+    assert pick.gpus == 6 and "within the targets on their means" in plan.verdict
+    assert "the split's over the 6 of the 8 GPUs it runs on" in plan.verdict

@@ -395,7 +395,7 @@ def plan_disaggregated(
     )
     pick = None if chosen is None else splits[chosen]
     best = None if aggregated_chosen is None else aggregated[aggregated_chosen]
-    winner, verdict = _verdict(pick, best, transfers, fits=bool(rates))
+    winner, verdict = _verdict(pick, best, transfers, fits=bool(rates), total_gpus=target.n_devices)
     notes += _notes(transfers, pick, profiles[0], link_id, simulated=confirming)
     if pick is not None:
         notes += _layout_notes(pick, workers)
@@ -527,8 +527,11 @@ def _verdict(
     transfers: Mapping[tuple[WorkerLayout, WorkerLayout], KvTransfer],
     *,
     fits: bool = True,
+    total_gpus: int | None = None,
 ) -> tuple[Literal["disaggregated", "aggregated", "tie", "neither"], str]:
-    """Which wins and why; ``fits``: some split fits on the GPUs at all (else the text says none does)."""
+    """Which wins and why; ``fits``: some split fits on the GPUs at all (else the text says none does);
+    ``total_gpus``: the target's, said where the split leaves some idle (its tokens/s per GPU are over those it
+    runs on). Both sides are judged on their means (the closed form's, the pick's loop where it ran)."""
     if pick is None and aggregated is None:
         return "neither", "neither a disaggregated split nor an aggregated replica meets the targets here"
     if pick is None:
@@ -544,9 +547,14 @@ def _verdict(
         )
     disagg, agg = pick.output_tokens_per_s_per_gpu, aggregated.output_tokens_per_s_per_gpu
     transfer = transfers[pick.prefill, pick.decode].seconds * 1e3
+    unused = (
+        f"; the split's over the {pick.gpus} of the {total_gpus} GPUs it runs on"
+        if total_gpus and pick.gpus < total_gpus
+        else ""
+    )
     figures = (
-        f"disaggregated {disagg:,.0f} against aggregated {agg:,.0f} output tokens/s per GPU within the targets"
-        f" ({disagg / agg:.2f}x); ITL {pick.itl_ms:.1f} ms against {aggregated.itl_ms:.1f} ms, TTFT"
+        f"disaggregated {disagg:,.0f} against aggregated {agg:,.0f} output tokens/s per GPU within the targets on"
+        f" their means ({disagg / agg:.2f}x{unused}); ITL {pick.itl_ms:.1f} ms against {aggregated.itl_ms:.1f} ms, TTFT"
         f" {pick.ttft_ms:,.0f} ms (KV transfer {transfer:.2f} ms of it) against {aggregated.ttft_ms:,.0f} ms"
     )
     if abs(disagg - agg) <= TIE * agg:
