@@ -103,6 +103,10 @@ def test_unknown_targets_name_the_same_chip_or_say_none_is_close():
         ("h20s", ["h20"]),  # the H20s, not the H200s
         ("h100s 80gb", ["h100-sxm", "h100-pcie"]),  # a memory size typed still picks the parts
         ("H-100", ["h100-sxm", "h100-nvl", "h100-pcie"]),  # case and punctuation (read before this change)
+        ("h100-sx", ["h100-sxm"]),  # an edition cut short (newuser trial 242), read as the one it begins
+        ("h100 pci", ["h100-pcie"]),
+        ("rtx-pro-6000-se", ["rtx-pro-6000-srv"]),
+        ("rtxpro6000", ["rtx-pro-6000-ws", "rtx-pro-6000-srv"]),  # the PRO series word glued to its number
     ],
 )
 def test_a_slip_that_can_only_mean_one_chip_offers_that_chip(typed, offered):
@@ -120,6 +124,9 @@ def test_a_slip_that_can_only_mean_one_chip_offers_that_chip(typed, offered):
         "h1000s", "l440s",  # a digit added, plural or not
         "h100s 40gb",  # no H100 has 40 GB
         "v100s", "v100s 32gb",  # the Tesla V100S (1,134 GB/s), no target: was offered v100-16gb, v100-32gb (900 GB/s)
+        "rtx6000",  # the Quadro RTX 6000 (Turing) as much as the RTX 6000 Ada
+        "h200-pc", "h800-pc",  # an edition cut short that is another part no target lists, read whole
+        "h100-s",  # one letter: the start of sxm, srv and server alike
     ],
 )  # fmt: skip
 def test_a_slip_that_could_be_another_chip_still_offers_nothing(typed):

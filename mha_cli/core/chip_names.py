@@ -14,6 +14,10 @@ is another part of the chip with other figures, which no target lists (``h800-pc
 ``OTHER_PARTS_NOT_LISTED``), offers nothing. A digit or a model letter that differs is another chip (``h1000``, ``mi300a``): nothing is
 offered for it.
 
+An edition word cut short (``h100-sx``, ``h100 pci``: at least two letters, the start of one edition alone) is read
+whole, and the RTX PRO series word glued to its number (``rtxpro6000``) is read apart. ``rtx6000`` offers nothing:
+it names the Quadro RTX 6000 (Turing), which no target lists, as much as the RTX 6000 Ada.
+
 Two slips are read as that chip too, each only where it cannot be another chip's name: a letter typed twice
 (``l40ss``, ``hh100``, ``h100 sxxm``: digits are never merged, ``h1000`` stays another chip) and a plural ``s`` after
 the model number (``h100s``: the H100s) in a lettered family none of whose chips has an ``s`` for a model letter
@@ -57,6 +61,7 @@ _SXM_GENERATION = re.compile(r"^sxm\d$")
 _RACK = re.compile(r"nvl\d+")
 """NVL with a GPU count (NVL72, NVL36, NVL4): the rack or board of an ``nvl`` edition."""
 _GLUED_PREFIX = re.compile(rf"({'|'.join(sorted(SET_ASIDE, key=len, reverse=True))})(?=\d)")
+_GLUED_PRO = re.compile(r"(?:rtx)?pro(\d\w*)")
 _GLUED_EDITION = re.compile(rf"(.*\d.*?)({'|'.join(sorted(EDITIONS, key=len, reverse=True))})")
 
 
@@ -67,6 +72,10 @@ class Spelling:
         words: list[str] = []
         self.memory_gb: float | None = None
         for token in re.findall(r"[a-z0-9]+", name.lower()):
+            pro = _GLUED_PRO.fullmatch(token)  # rtxpro6000, pro6000 -> pro 6000 (the RTX PRO series word)
+            if pro:
+                words.append("pro")
+                token = pro.group(1)
             token = _GLUED_PREFIX.sub("", token, count=1)  # rtx4090 -> 4090
             memory = _MEMORY.fullmatch(token)
             after_model = any(re.search(r"\d", w) for w in words)
@@ -108,6 +117,9 @@ def _slip_readings(words: tuple[str, ...], known: list[Spelling]) -> list[tuple[
     single = tuple(_DOUBLED_LETTER.sub(r"\1", word) for word in words)
     if single != words:
         readings.append(single)
+    cut = tuple(_whole_edition(word) for word in words)  # h100-sx: the SXM edition cut short
+    if cut != words:
+        readings.append(cut)
     model = next((i for i, word in enumerate(single) if re.search(r"\d", word)), None)
     plural = _PLURAL.fullmatch(single[model]) if model is not None else None
     if plural is not None and plural.group(1):  # a number alone (rtx 4080s) is GeForce's, whose s is "Super"
@@ -116,6 +128,16 @@ def _slip_readings(words: tuple[str, ...], known: list[Spelling]) -> list[tuple[
         if not any(family_letter.fullmatch(word) for word in (*words_known, *S_CHIPS_NOT_LISTED)):
             readings.append((*single[:model], plural.group(1) + plural.group(2), *single[model + 1 :]))
     return readings
+
+
+def _whole_edition(word: str) -> str:
+    """``word`` read as the one edition it begins (``sx`` -> ``sxm``, ``pci`` -> ``pcie``), at least two letters and
+    no digit; else ``word``."""
+    if len(word) < 2 or re.search(r"\d", word) or word in EDITIONS:
+        return word
+    begun = {_SXM_GENERATION.sub("sxm", e) for e in EDITIONS if e.startswith(word)}
+    begun = {EDITION_SYNONYMS.get(e, e) for e in begun}
+    return begun.pop() if len(begun) == 1 else word
 
 
 def _spelling_matches(words: tuple[str, ...], agreeing: Mapping[str, Spelling]) -> list[str]:
@@ -155,6 +177,8 @@ def same_chip_names(word: str, known: Mapping[str, float | None], n: int = SUGGE
     agreeing = {name: s for name, s in spelled.items() if typed.memory_agrees(s.memory_gb or known[name])}
     matches = _spelling_matches(typed.words, agreeing)
     for reading in [] if matches else _slip_readings(typed.words, list(spelled.values())):
+        if _another_part_not_listed(reading):  # h200-pc read whole is the H200 PCIe, no target: nothing offered
+            return []
         matches = _spelling_matches(reading, agreeing)
         if matches:
             break
