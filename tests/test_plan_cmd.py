@@ -158,3 +158,16 @@ def test_the_decode_step_is_split_by_what_bounds_each_operation_and_says_so(cli)
         assert parts == pytest.approx(step["seconds"])
     text = " ".join(cli.run(*args, "--concurrency", "32").stdout.split())
     assert "operations bound by their bytes 7.38, by their FLOPs 0.00" in text
+
+
+def test_a_pinned_plan_gives_its_launch_lines_as_a_search_gives_its_picks(cli):
+    """``--tp`` printed no launch line (newuser trial 242). The pinned plan's lines are the search's for the same
+    deployment and load: tp 1 of Llama-3.1-8B on one H100 is the search's only layout."""
+    pinned = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--concurrency", "8", "--closed-form")
+    searched = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--concurrency", "8", "--closed-form")
+    pick = searched["candidates"][searched["chosen"]]
+    assert pick["deployment"]["tp"] == 1 and "launch" not in pick  # a candidate carries none of its own
+    assert pinned["launch"] == searched["launch"] and set(pinned["launch"]) == {"vllm", "sglang"}
+    assert "--tensor-parallel-size 1" in pinned["launch"]["vllm"] and "--max-model-len 1280" in pinned["launch"]["vllm"]
+    text = " ".join(cli.run("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--closed-form").stdout.split())
+    assert "vllm: vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1" in text

@@ -580,6 +580,9 @@ def plan(
 
         result = as_candidate(result, ttft_ms, itl_ms)
     result.engine_release, result.priced_as_release = deployment.engine_version, past_read
+    from mha_cli.core.cost.search import plan_launch
+
+    result.launch, result.launch_note = plan_launch(loaded.served, result, deployment, loaded.model)
     if plot is not None:
         from mha_cli.cli.plan_plot import write_plan_plot
 
@@ -881,6 +884,10 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     console.print(f"[dim]profile {escape(p.profile.name)} ({p.profile.kind}): {escape(p.uncertainty.how)}[/dim]")
     for note in p.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")
+    for engine_name, line in p.launch.items():  # whole on one line, to copy: the terminal wraps it, not rich
+        console.print(f"{engine_name}: {escape(line)}", soft_wrap=True)
+    if p.launch_note:
+        console.print(f"[dim]launch note: {escape(p.launch_note)}[/dim]")
 
 
 MOE_MARKS = (

@@ -66,6 +66,11 @@ class ServingPlan(ServingPrediction):
     priced_as_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
     whose rules priced it (``core.engine.releases_read.NEWEST_READ``); absent otherwise."""
+    launch: Annotated[dict[str, str], Field(default_factory=dict, exclude_if=lambda value: not value)]
+    """A plan pinned by ``--tp`` / ``--pp``: its launch command per engine, as a search gives its pick's (absent
+    elsewhere: a search's candidates leave it out, the search carries its pick's)."""
+    launch_note: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """What to check in the launch lines (absent without them)."""
     saturated: bool = False
     """``--rate`` beyond what the deployment serves at its largest load: requests pile up without bound, so a
     request's TTFT and end to end grow with its place in the queue (``ttft_ms`` and ``e2e_ms`` are a request's once

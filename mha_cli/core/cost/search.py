@@ -726,22 +726,27 @@ def search_deployments(
         judge = _plan_judge(model, served, target, deployment, profiles, options, client, slo_percentile)
         changes = search_changes(target, deployment, shorter_prompt(isl))
         ways_out = settle(changes, judge, PLAN_FLAGS, goal="meets the targets")
-    unserved = unserved_mixer(model)
-    launch, node_notes = (
-        ({}, []) if chosen is None or unserved else launch_commands(served, candidates[chosen], deployment, model)
-    )
+    launch, launch_note = ({}, None) if chosen is None else plan_launch(served, candidates[chosen], deployment, model)
     return _with_rulings(SearchResult(
         model_name=model.name, target=target.spec, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, layouts=tried,
         candidates=candidates, pareto=pareto_front(candidates), chosen=chosen, nearest_miss=nearest,
-        ways_out=ways_out, launch=launch,
-        launch_note=(
+        ways_out=ways_out, launch=launch, launch_note=launch_note,
+    ))  # fmt: skip
+
+
+def plan_launch(
+    served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec, model: ModelSpec
+) -> tuple[dict[str, str], str | None]:
+    """``plan``'s launch lines per engine and what to check in them (a search's pick, or a plan pinned by --tp):
+    none for a model no engine serves, said."""
+    unserved = unserved_mixer(model)
+    if unserved:
+        return {}, (
             f"no launch line: no engine mha models serves {unserved} layers (vLLM, SGLang and TensorRT-LLM have no"
             " such model); the plan prices the memory and the steps as if one did"
-            if unserved and chosen is not None
-            else _launch_note(served, launch, None if chosen is None else candidates[chosen],
-                              node_notes + _context_notes(model, isl + osl, launch))
-        ),
-    ))  # fmt: skip
+        )
+    launch, node_notes = launch_commands(served, plan, deployment, model)
+    return launch, _launch_note(served, launch, plan, node_notes + _context_notes(model, plan.isl + plan.osl, launch))
 
 
 def _why_none_starts(tried: list[str]) -> str:
