@@ -176,3 +176,11 @@ def test_out_must_name_a_png_in_an_existing_folder(tmp_path) -> None:
     for out, message in ((tmp_path / "p.jpg", "name the file .png"), (tmp_path / "no" / "p.png", "no such folder")):
         result = runner.invoke(app, ["probe", SENTENCE, "--out", str(out)])
         assert result.exit_code == 2 and message in result.output and not out.exists()
+
+
+def test_a_bad_variant_names_the_option_typed(cli):
+    """It named the schema's ``attention.variant`` where recommend names ``--variant`` (newuser trial 241)."""
+    result = cli.run("probe", "the cat sat", "--variant", "XYZ")
+    assert result.exit_code == 2
+    assert "--variant: must be one of 'MHA', 'GQA', 'MQA' or 'MLA' (got 'XYZ')" in result.output
+    assert "attention." not in result.output

@@ -78,7 +78,14 @@ def probe_spec(n_heads: int, n_kv_heads: int | None, variant: str | None, d_mode
     try:
         return ModelSpec.model_validate(fields)
     except ValidationError as exc:
-        raise BadInputError(describe_validation_error(exc)) from None
+        raise BadInputError(describe_validation_error(exc, PROBE_OPTIONS)) from None
+
+
+PROBE_OPTIONS = {
+    "attention.variant": "--variant", "attention.n_kv_heads": "--kv-heads", "attention.n_heads": "--heads",
+    "attention": "--heads / --kv-heads", "d_model": "--d-model",
+}  # fmt: skip
+"""The probe's options by the field each sets: an error names what was typed, not ``attention.variant``."""
 
 
 def validate_bench_options(
